@@ -106,10 +106,13 @@ and streams Arrow batches through the plan.`,
 	pf.StringVar(&a.g.catalog, "catalog", "", "catalog YAML file (models, streams, tables, sinks)")
 	pf.StringVar(&a.g.infra, "infra", "", "infrastructure YAML file (tiers, workers, links)")
 	pf.StringVar(&a.g.nats, "nats", "", "NATS server URL (default: an embedded in-process server)")
+	pf.StringVar(&a.g.format, "format", "", "output format (each command lists the ones it accepts)")
 	pf.StringVar(&a.g.ortLib, "ort-lib", "", "ONNX Runtime shared library (default: $TIERFLOW_ORT_LIB, then the setup cache)")
 
+	// One line per subcommand; bench takes its benchmarks as children.
 	root.AddCommand(
 		newVersionCmd(a),
+		newBenchCmd(a),
 	)
 	return root
 }
