@@ -52,4 +52,3 @@ func TestPrintRowsUnknownFormatIsBadInput(t *testing.T) {
 		t.Fatalf("want bad input error, got %v", err)
 	}
 }
-
