@@ -1,0 +1,275 @@
+// Package catalog owns what a query can name: ML models with their variants and
+// profiles (accuracy, latency per worker type, output sizes), streams, tables and
+// sinks. It loads and saves the catalog YAML (every problem reported at once as
+// file:line:col) and applies CREATE/DROP statements. It must not import the
+// optimizer, operators, dataflow or anything that runs.
+package catalog
+
+import (
+	"errors"
+	"fmt"
+	"sort"
+
+	"github.com/tierflow/tierflow/planner/internal/yamlx"
+)
+
+// Error kinds.
+var (
+	// ErrInvalid: a malformed catalog file or statement.
+	ErrInvalid = yamlx.ErrInvalid
+	// ErrUnknown: a name that the catalog does not hold.
+	ErrUnknown = errors.New("unknown name")
+	// ErrExists: a CREATE of a name that is already taken.
+	ErrExists = errors.New("already exists")
+)
+
+// Pos is a position in a catalog file or query.
+type Pos = yamlx.Pos
+
+// Catalog is every model, stream, table and sink a query can name. Names are
+// case-sensitive as written; lookups also accept a case-insensitive match, as
+// SQL identifiers are.
+type Catalog struct {
+	// Notes is free text: where the numbers come from, and how derived ones
+	// were derived.
+	Notes   string    `yaml:"notes,omitempty"`
+	Models  []*Model  `yaml:"models,omitempty"`
+	Streams []*Stream `yaml:"streams,omitempty"`
+	Tables  []*Table  `yaml:"tables,omitempty"`
+	Sinks   []*Sink   `yaml:"sinks,omitempty"`
+}
+
+// Column is a named, typed column. Type is the query language's spelling
+// (INT, DOUBLE, VARCHAR, TENSOR(FLOAT, 3, 224, 224), ...).
+type Column struct {
+	Name string `yaml:"name"`
+	Type string `yaml:"type"`
+	Pos  Pos    `yaml:"-"`
+}
+
+// Model is an ML operator that a query calls with CROSS JOIN LATERAL m(args).
+type Model struct {
+	Name    string   `yaml:"name"`
+	Task    string   `yaml:"task,omitempty"`
+	Inputs  []Column `yaml:"inputs,omitempty"`
+	Outputs []Column `yaml:"outputs,omitempty"`
+	// OutputRatio is items out per item in (e.g. detections per frame); 0 means 1.
+	OutputRatio float64    `yaml:"output_ratio,omitempty"`
+	Variants    []*Variant `yaml:"variants"`
+	// EndToEnd holds measured accuracies of whole workflows that end in this
+	// model, by the variants of the upstream models; they override the
+	// profile-based estimate (JellyBean 4.1).
+	EndToEnd   *EndToEnd `yaml:"end_to_end,omitempty"`
+	Provenance string    `yaml:"provenance,omitempty"`
+	Pos        Pos       `yaml:"-"`
+}
+
+// Variant is one interchangeable implementation of a model.
+type Variant struct {
+	Name string `yaml:"name"`
+	File string `yaml:"file,omitempty"`
+	// Accuracy is the standalone accuracy (in the catalog's unit, percent by
+	// convention) when the inputs are exact.
+	Accuracy float64 `yaml:"accuracy"`
+	// Profile maps accuracies of the upstream models' outputs to this model's
+	// output accuracy (JellyBean 4.1, looked up conservatively).
+	Profile []ProfileRow `yaml:"profile,omitempty"`
+	// OutputKB is the size of one output item in KiB (what crosses a link).
+	OutputKB float64 `yaml:"output_kb"`
+	// ProxyCost ranks variants before workers are known (model selection).
+	ProxyCost float64 `yaml:"proxy_cost,omitempty"`
+	// Latency per item in milliseconds, by worker type (or worker) name.
+	Latency    map[string]Latency `yaml:"latency_ms"`
+	Provenance string             `yaml:"provenance,omitempty"`
+	Pos        Pos                `yaml:"-"`
+}
+
+// Latency is a latency distribution in milliseconds per item.
+type Latency struct {
+	P50 float64 `yaml:"p50"`
+	P75 float64 `yaml:"p75"`
+	P90 float64 `yaml:"p90"`
+}
+
+// At returns the latency at percentile p (50, 75 or 90).
+func (l Latency) At(p int) float64 {
+	switch p {
+	case 50:
+		return l.P50
+	case 90:
+		return l.P90
+	}
+	return l.P75
+}
+
+// ProfileRow is one accuracy sample: upstream accuracies -> output accuracy.
+type ProfileRow struct {
+	Inputs []float64 `yaml:"inputs,flow"`
+	Output float64   `yaml:"output"`
+}
+
+// EndToEnd is a table of measured workflow accuracies.
+type EndToEnd struct {
+	Models []string     `yaml:"models,flow"`
+	Rows   []EndToEndRow `yaml:"rows"`
+	Pos    Pos          `yaml:"-"`
+}
+
+// EndToEndRow is the accuracy of one combination of variants (one per model of
+// EndToEnd.Models, in order).
+type EndToEndRow struct {
+	Variants []string `yaml:"variants,flow"`
+	Accuracy float64  `yaml:"accuracy"`
+}
+
+// Stream is an unbounded source.
+type Stream struct {
+	Name    string   `yaml:"name"`
+	Columns []Column `yaml:"columns,omitempty"`
+	// Source is where the rows come from: nats, jetstream or file.
+	Source  string `yaml:"source,omitempty"`
+	Subject string `yaml:"subject,omitempty"`
+	Format  string `yaml:"format,omitempty"`
+	// Tier where the stream's producers sit; empty: the infrastructure's
+	// source tier.
+	Tier      string `yaml:"tier,omitempty"`
+	Locations int    `yaml:"locations,omitempty"`
+	// Rate is items per second (all locations together).
+	Rate float64 `yaml:"rate,omitempty"`
+	// ItemKB is the mean size of one item in KiB.
+	ItemKB     float64 `yaml:"item_kb,omitempty"`
+	Provenance string  `yaml:"provenance,omitempty"`
+	Pos        Pos     `yaml:"-"`
+}
+
+// Table is a bounded relation read from a file.
+type Table struct {
+	Name    string   `yaml:"name"`
+	Columns []Column `yaml:"columns,omitempty"`
+	Path    string   `yaml:"path"`
+	Format  string   `yaml:"format,omitempty"`
+	Pos     Pos      `yaml:"-"`
+}
+
+// Sink is where INSERT INTO writes.
+type Sink struct {
+	Name   string `yaml:"name"`
+	Kind   string `yaml:"kind"` // nats, jetstream, file, stdout
+	Target string `yaml:"target,omitempty"`
+	Format string `yaml:"format,omitempty"`
+	Pos    Pos    `yaml:"-"`
+}
+
+// Ratio returns items out per item in.
+func (m *Model) Ratio() float64 {
+	if m.OutputRatio == 0 {
+		return 1
+	}
+	return m.OutputRatio
+}
+
+// Variant returns the variant called name, or nil.
+func (m *Model) Variant(name string) *Variant {
+	for _, v := range m.Variants {
+		if v.Name == name {
+			return v
+		}
+	}
+	return nil
+}
+
+// Model returns the model called name (case-insensitively), or nil.
+func (c *Catalog) Model(name string) *Model {
+	return find(c.Models, name, func(m *Model) string { return m.Name })
+}
+
+// Stream returns the stream called name, or nil.
+func (c *Catalog) Stream(name string) *Stream {
+	return find(c.Streams, name, func(s *Stream) string { return s.Name })
+}
+
+// Table returns the table called name, or nil.
+func (c *Catalog) Table(name string) *Table {
+	return find(c.Tables, name, func(t *Table) string { return t.Name })
+}
+
+// Sink returns the sink called name, or nil.
+func (c *Catalog) Sink(name string) *Sink {
+	return find(c.Sinks, name, func(s *Sink) string { return s.Name })
+}
+
+// Names returns every name in the catalog (for "did you mean" hints).
+func (c *Catalog) Names() []string {
+	var out []string
+	for _, m := range c.Models {
+		out = append(out, m.Name)
+	}
+	for _, s := range c.Streams {
+		out = append(out, s.Name)
+	}
+	for _, t := range c.Tables {
+		out = append(out, t.Name)
+	}
+	for _, s := range c.Sinks {
+		out = append(out, s.Name)
+	}
+	sort.Strings(out)
+	return out
+}
+
+// Suggest returns the catalog name closest to name, or "".
+func (c *Catalog) Suggest(name string) string { return yamlx.Suggest(name, c.Names()) }
+
+// Clone returns a copy that can be changed (by CREATE statements) without
+// touching c. Models and variants are shared: they are never mutated in place.
+func (c *Catalog) Clone() *Catalog {
+	if c == nil {
+		return &Catalog{}
+	}
+	return &Catalog{
+		Notes:   c.Notes,
+		Models:  append([]*Model(nil), c.Models...),
+		Streams: append([]*Stream(nil), c.Streams...),
+		Tables:  append([]*Table(nil), c.Tables...),
+		Sinks:   append([]*Sink(nil), c.Sinks...),
+	}
+}
+
+func find[T any](xs []T, name string, key func(T) string) T {
+	var zero T
+	for _, x := range xs {
+		if key(x) == name {
+			return x
+		}
+	}
+	for _, x := range xs {
+		if equalFold(key(x), name) {
+			return x
+		}
+	}
+	return zero
+}
+
+func equalFold(a, b string) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := 0; i < len(a); i++ {
+		x, y := a[i], b[i]
+		if 'A' <= x && x <= 'Z' {
+			x += 'a' - 'A'
+		}
+		if 'A' <= y && y <= 'Z' {
+			y += 'a' - 'A'
+		}
+		if x != y {
+			return false
+		}
+	}
+	return true
+}
+
+// Errorf builds a positioned error of kind ErrInvalid.
+func Errorf(p Pos, format string, args ...any) error {
+	return yamlx.Problems{{Pos: p, Msg: fmt.Sprintf(format, args...)}}
+}

@@ -1,0 +1,287 @@
+package catalog
+
+import (
+	"bytes"
+	"fmt"
+	"os"
+
+	"gopkg.in/yaml.v3"
+
+	"github.com/tierflow/tierflow/planner/internal/yamlx"
+)
+
+// LoadFile reads a catalog YAML file.
+func LoadFile(path string) (*Catalog, error) {
+	src, err := os.ReadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	return Parse(path, src)
+}
+
+// Parse decodes catalog YAML. Every problem is reported at once (yamlx.Problems,
+// wrapping ErrInvalid), each at the token it blames.
+func Parse(file string, src []byte) (*Catalog, error) {
+	d := &yamlx.Decoder{File: file}
+	c := &Catalog{}
+	root := d.Parse(src)
+	if root != nil {
+		fs := d.Map(root, "catalog", "notes", "models", "streams", "tables", "sinks")
+		c.Notes = d.Str(fs["notes"], "notes")
+		for _, n := range d.Seq(fs["models"].Value, "models") {
+			if m := decodeModel(d, n); m != nil {
+				c.Models = append(c.Models, m)
+			}
+		}
+		for _, n := range d.Seq(fs["streams"].Value, "streams") {
+			c.Streams = append(c.Streams, decodeStream(d, n))
+		}
+		for _, n := range d.Seq(fs["tables"].Value, "tables") {
+			c.Tables = append(c.Tables, decodeTable(d, n))
+		}
+		for _, n := range d.Seq(fs["sinks"].Value, "sinks") {
+			c.Sinks = append(c.Sinks, decodeSink(d, n))
+		}
+	}
+	for _, p := range c.Validate() {
+		d.ErrorAt(p.Pos, "%s", p.Msg)
+	}
+	if err := d.Err(); err != nil {
+		return nil, err
+	}
+	return c, nil
+}
+
+func decodeColumns(d *yamlx.Decoder, f yamlx.Field, what string) []Column {
+	var out []Column
+	for _, n := range d.Seq(f.Value, what) {
+		fs := d.Map(n, what, "name", "type")
+		col := Column{
+			Name: d.Str(d.Required(n, fs, "name", what), what+".name"),
+			Type: d.Str(d.Required(n, fs, "type", what), what+".type"),
+			Pos:  d.Pos(n),
+		}
+		if t := fs["type"]; t.Value != nil && col.Type != "" {
+			if _, err := ParseType(col.Type); err != nil {
+				d.Errorf(t.Value, "%s.type: %v", what, err)
+			}
+		}
+		out = append(out, col)
+	}
+	return out
+}
+
+func decodeModel(d *yamlx.Decoder, n *yaml.Node) *Model {
+	fs := d.Map(n, "model", "name", "task", "inputs", "outputs", "output_ratio", "variants", "end_to_end", "provenance")
+	m := &Model{
+		Name:        d.Str(d.Required(n, fs, "name", "model"), "model.name"),
+		Task:        d.Str(fs["task"], "model.task"),
+		Inputs:      decodeColumns(d, fs["inputs"], "model.inputs"),
+		Outputs:     decodeColumns(d, fs["outputs"], "model.outputs"),
+		OutputRatio: d.NonNegFloat(fs["output_ratio"], "model.output_ratio", 0),
+		Provenance:  d.Str(fs["provenance"], "model.provenance"),
+		Pos:         d.Pos(n),
+	}
+	vs := d.Required(n, fs, "variants", "model "+m.Name)
+	for _, vn := range d.Seq(vs.Value, "variants") {
+		m.Variants = append(m.Variants, decodeVariant(d, vn))
+	}
+	if e := fs["end_to_end"]; e.Value != nil {
+		efs := d.Map(e.Value, "end_to_end", "models", "rows")
+		ee := &EndToEnd{Models: d.Strings(efs["models"], "end_to_end.models"), Pos: d.Pos(e.Value)}
+		for _, rn := range d.Seq(efs["rows"].Value, "end_to_end.rows") {
+			rfs := d.Map(rn, "end_to_end row", "variants", "accuracy")
+			ee.Rows = append(ee.Rows, EndToEndRow{
+				Variants: d.Strings(d.Required(rn, rfs, "variants", "end_to_end row"), "variants"),
+				Accuracy: d.Float(d.Required(rn, rfs, "accuracy", "end_to_end row"), "accuracy", 0),
+			})
+		}
+		m.EndToEnd = ee
+	}
+	return m
+}
+
+func decodeVariant(d *yamlx.Decoder, n *yaml.Node) *Variant {
+	fs := d.Map(n, "variant", "name", "file", "accuracy", "profile", "output_kb", "proxy_cost", "latency_ms", "provenance")
+	v := &Variant{
+		Name:       d.Str(d.Required(n, fs, "name", "variant"), "variant.name"),
+		File:       d.Str(fs["file"], "variant.file"),
+		Accuracy:   d.Float(fs["accuracy"], "variant.accuracy", 0),
+		OutputKB:   d.NonNegFloat(d.Required(n, fs, "output_kb", "variant"), "variant.output_kb", 0),
+		ProxyCost:  d.NonNegFloat(fs["proxy_cost"], "variant.proxy_cost", 0),
+		Provenance: d.Str(fs["provenance"], "variant.provenance"),
+		Latency:    map[string]Latency{},
+		Pos:        d.Pos(n),
+	}
+	for _, rn := range d.Seq(fs["profile"].Value, "variant.profile") {
+		rfs := d.Map(rn, "profile row", "inputs", "output")
+		v.Profile = append(v.Profile, ProfileRow{
+			Inputs: d.Floats(rfs["inputs"], "profile.inputs"),
+			Output: d.Float(d.Required(rn, rfs, "output", "profile row"), "profile.output", 0),
+		})
+	}
+	lat := d.Required(n, fs, "latency_ms", "variant "+v.Name)
+	for _, p := range d.Pairs(lat.Value, "latency_ms") {
+		what := "latency_ms." + p.Key.Value
+		var l Latency
+		if p.Value != nil && p.Value.Kind == yaml.ScalarNode {
+			// One number: the same latency at every percentile.
+			x := d.NonNegFloat(yamlx.Field{Value: p.Value}, what, 0)
+			l = Latency{x, x, x}
+		} else {
+			lfs := d.Map(p.Value, what, "p50", "p75", "p90")
+			l = Latency{
+				P50: d.NonNegFloat(d.Required(p.Value, lfs, "p50", what), what+".p50", 0),
+				P75: d.NonNegFloat(d.Required(p.Value, lfs, "p75", what), what+".p75", 0),
+				P90: d.NonNegFloat(d.Required(p.Value, lfs, "p90", what), what+".p90", 0),
+			}
+			if l.P50 > l.P75 || l.P75 > l.P90 {
+				d.Errorf(p.Value, "%s: percentiles must not decrease (p50 %v, p75 %v, p90 %v)", what, l.P50, l.P75, l.P90)
+			}
+		}
+		if l.P50 == 0 {
+			d.Errorf(p.Key, "%s: latency must be positive (leave the worker type out if the variant cannot run there)", what)
+		}
+		v.Latency[p.Key.Value] = l
+	}
+	return v
+}
+
+func decodeStream(d *yamlx.Decoder, n *yaml.Node) *Stream {
+	fs := d.Map(n, "stream", "name", "columns", "source", "subject", "format", "tier", "locations", "rate", "item_kb", "provenance")
+	s := &Stream{
+		Name:       d.Str(d.Required(n, fs, "name", "stream"), "stream.name"),
+		Columns:    decodeColumns(d, fs["columns"], "stream.columns"),
+		Source:     d.Str(fs["source"], "stream.source"),
+		Subject:    d.Str(fs["subject"], "stream.subject"),
+		Format:     d.Str(fs["format"], "stream.format"),
+		Tier:       d.Str(fs["tier"], "stream.tier"),
+		Locations:  d.Int(fs["locations"], "stream.locations", 0),
+		Rate:       d.NonNegFloat(fs["rate"], "stream.rate", 0),
+		ItemKB:     d.NonNegFloat(fs["item_kb"], "stream.item_kb", 0),
+		Provenance: d.Str(fs["provenance"], "stream.provenance"),
+		Pos:        d.Pos(n),
+	}
+	if f := fs["source"]; f.Value != nil && !oneOf(s.Source, "nats", "jetstream", "file") {
+		d.Errorf(f.Value, "stream.source: want nats, jetstream or file, got %q", s.Source)
+	}
+	return s
+}
+
+func decodeTable(d *yamlx.Decoder, n *yaml.Node) *Table {
+	fs := d.Map(n, "table", "name", "columns", "path", "format")
+	return &Table{
+		Name:    d.Str(d.Required(n, fs, "name", "table"), "table.name"),
+		Columns: decodeColumns(d, fs["columns"], "table.columns"),
+		Path:    d.Str(d.Required(n, fs, "path", "table"), "table.path"),
+		Format:  d.Str(fs["format"], "table.format"),
+		Pos:     d.Pos(n),
+	}
+}
+
+func decodeSink(d *yamlx.Decoder, n *yaml.Node) *Sink {
+	fs := d.Map(n, "sink", "name", "kind", "target", "format")
+	s := &Sink{
+		Name:   d.Str(d.Required(n, fs, "name", "sink"), "sink.name"),
+		Kind:   d.Str(d.Required(n, fs, "kind", "sink"), "sink.kind"),
+		Target: d.Str(fs["target"], "sink.target"),
+		Format: d.Str(fs["format"], "sink.format"),
+		Pos:    d.Pos(n),
+	}
+	if f := fs["kind"]; f.Value != nil && !oneOf(s.Kind, "nats", "jetstream", "file", "stdout") {
+		d.Errorf(f.Value, "sink.kind: want nats, jetstream, file or stdout, got %q", s.Kind)
+	}
+	return s
+}
+
+func oneOf(s string, xs ...string) bool {
+	for _, x := range xs {
+		if equalFold(s, x) {
+			return true
+		}
+	}
+	return false
+}
+
+// Validate checks cross-references and uniqueness, returning every problem.
+func (c *Catalog) Validate() yamlx.Problems {
+	var ps yamlx.Problems
+	bad := func(p Pos, format string, args ...any) {
+		ps = append(ps, yamlx.Problem{Pos: p, Msg: fmt.Sprintf(format, args...)})
+	}
+	seen := map[string]Pos{}
+	name := func(kind, n string, p Pos) {
+		if n == "" {
+			return
+		}
+		key := lower(n)
+		if q, ok := seen[key]; ok {
+			bad(p, "%s %q: name already used at %s", kind, n, q)
+			return
+		}
+		seen[key] = p
+	}
+	for _, m := range c.Models {
+		name("model", m.Name, m.Pos)
+		if len(m.Variants) == 0 {
+			bad(m.Pos, "model %q: needs at least one variant", m.Name)
+		}
+		vseen := map[string]bool{}
+		for _, v := range m.Variants {
+			if vseen[v.Name] {
+				bad(v.Pos, "model %q: duplicate variant %q", m.Name, v.Name)
+			}
+			vseen[v.Name] = true
+			if len(v.Latency) == 0 {
+				bad(v.Pos, "model %q variant %q: no latency for any worker type: it could run nowhere", m.Name, v.Name)
+			}
+		}
+	}
+	for _, s := range c.Streams {
+		name("stream", s.Name, s.Pos)
+	}
+	for _, t := range c.Tables {
+		name("table", t.Name, t.Pos)
+	}
+	for _, s := range c.Sinks {
+		name("sink", s.Name, s.Pos)
+	}
+	for _, m := range c.Models {
+		if m.EndToEnd == nil {
+			continue
+		}
+		var ups []*Model
+		for _, u := range m.EndToEnd.Models {
+			um := c.Model(u)
+			if um == nil {
+				bad(m.EndToEnd.Pos, "model %q end_to_end: unknown model %q", m.Name, u)
+			}
+			ups = append(ups, um)
+		}
+		for i, r := range m.EndToEnd.Rows {
+			if len(r.Variants) != len(ups) {
+				bad(m.EndToEnd.Pos, "model %q end_to_end row %d: %d variants for %d models", m.Name, i+1, len(r.Variants), len(ups))
+				continue
+			}
+			for j, vn := range r.Variants {
+				if ups[j] != nil && ups[j].Variant(vn) == nil {
+					bad(m.EndToEnd.Pos, "model %q end_to_end row %d: model %q has no variant %q", m.Name, i+1, ups[j].Name, vn)
+				}
+			}
+		}
+	}
+	return ps
+}
+
+func lower(s string) string { return string(bytes.ToLower([]byte(s))) }
+
+// Marshal encodes the catalog as YAML (the same schema Parse reads).
+func (c *Catalog) Marshal() ([]byte, error) {
+	var b bytes.Buffer
+	enc := yaml.NewEncoder(&b)
+	enc.SetIndent(2)
+	if err := enc.Encode(c); err != nil {
+		return nil, err
+	}
+	return b.Bytes(), enc.Close()
+}

@@ -1,0 +1,98 @@
+package catalog
+
+import (
+	"fmt"
+	"strconv"
+	"strings"
+
+	"github.com/apache/arrow/go/v17/arrow"
+)
+
+// ShapeKey is the field metadata key that carries a tensor column's shape
+// ("3,224,224"), since fixed_size_list only knows the flat length.
+const ShapeKey = "tierflow.shape"
+
+// ParseType turns a column type as written in a query or catalog into an arrow
+// type. Tensors are fixed_size_list<float32> of the product of their dims.
+func ParseType(s string) (arrow.DataType, error) {
+	t := strings.ToUpper(strings.TrimSpace(s))
+	switch t {
+	case "BOOLEAN", "BOOL":
+		return arrow.FixedWidthTypes.Boolean, nil
+	case "INT", "INTEGER":
+		return arrow.PrimitiveTypes.Int32, nil
+	case "BIGINT":
+		return arrow.PrimitiveTypes.Int64, nil
+	case "FLOAT", "REAL":
+		return arrow.PrimitiveTypes.Float32, nil
+	case "DOUBLE":
+		return arrow.PrimitiveTypes.Float64, nil
+	case "VARCHAR", "STRING", "TEXT":
+		return arrow.BinaryTypes.String, nil
+	case "BLOB", "BYTES":
+		return arrow.BinaryTypes.Binary, nil
+	case "TIMESTAMP":
+		return arrow.FixedWidthTypes.Timestamp_us, nil
+	}
+	if rest, ok := strings.CutPrefix(t, "TENSOR"); ok {
+		rest = strings.TrimSpace(rest)
+		if !strings.HasPrefix(rest, "(") || !strings.HasSuffix(rest, ")") {
+			return nil, fmt.Errorf("bad tensor type %q: want TENSOR(FLOAT, d1, d2, ...)", s)
+		}
+		parts := strings.Split(rest[1:len(rest)-1], ",")
+		if len(parts) < 2 {
+			return nil, fmt.Errorf("bad tensor type %q: want TENSOR(FLOAT, d1, d2, ...)", s)
+		}
+		elem, err := ParseType(parts[0])
+		if err != nil {
+			return nil, err
+		}
+		n := 1
+		for _, p := range parts[1:] {
+			d, err := strconv.Atoi(strings.TrimSpace(p))
+			if err != nil || d <= 0 {
+				return nil, fmt.Errorf("bad tensor dimension %q in %q", strings.TrimSpace(p), s)
+			}
+			n *= d
+		}
+		return arrow.FixedSizeListOf(int32(n), elem), nil
+	}
+	return nil, fmt.Errorf("unknown type %q (want BOOLEAN, INT, BIGINT, FLOAT, DOUBLE, VARCHAR, BLOB, TIMESTAMP or TENSOR(FLOAT, d...))", s)
+}
+
+// TensorShape returns the dims of a TENSOR(...) type string, or nil.
+func TensorShape(s string) []int {
+	t := strings.ToUpper(strings.TrimSpace(s))
+	rest, ok := strings.CutPrefix(t, "TENSOR")
+	if !ok {
+		return nil
+	}
+	rest = strings.Trim(strings.TrimSpace(rest), "()")
+	parts := strings.Split(rest, ",")
+	var dims []int
+	for _, p := range parts[1:] {
+		d, err := strconv.Atoi(strings.TrimSpace(p))
+		if err != nil {
+			return nil
+		}
+		dims = append(dims, d)
+	}
+	return dims
+}
+
+// Field returns the arrow field of a column (tensor shape in metadata).
+func (c Column) Field() (arrow.Field, error) {
+	dt, err := ParseType(c.Type)
+	if err != nil {
+		return arrow.Field{}, err
+	}
+	f := arrow.Field{Name: c.Name, Type: dt, Nullable: true}
+	if dims := TensorShape(c.Type); dims != nil {
+		s := make([]string, len(dims))
+		for i, d := range dims {
+			s[i] = strconv.Itoa(d)
+		}
+		f.Metadata = arrow.NewMetadata([]string{ShapeKey}, []string{strings.Join(s, ",")})
+	}
+	return f, nil
+}
