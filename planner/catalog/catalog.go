@@ -110,9 +110,9 @@ type ProfileRow struct {
 
 // EndToEnd is a table of measured workflow accuracies.
 type EndToEnd struct {
-	Models []string     `yaml:"models,flow"`
+	Models []string      `yaml:"models,flow"`
 	Rows   []EndToEndRow `yaml:"rows"`
-	Pos    Pos          `yaml:"-"`
+	Pos    Pos           `yaml:"-"`
 }
 
 // EndToEndRow is the accuracy of one combination of variants (one per model of
