@@ -1,0 +1,25 @@
+// Package optimize finds the cheapest physical plan (compute + network cost per
+// hour) for an operator DAG on a tiered infrastructure, under accuracy and
+// throughput targets, following JellyBean (sections 4 and 6) and the cost model of
+// its published prototype.
+//
+// It owns: the optimizer's input (Problem) and output (Plan, Assignment) as plain
+// Go values with stable JSON encodings, the CostModel interface and its default
+// PrototypeModel, Evaluate (cost and check a given assignment), and the strategies
+// (jellybean, exhaustive, best-fit, first-fit, most-accurate, auto) reachable by
+// name through an explicit Registry value.
+//
+// It imports nothing of tierflow: catalog, infrastructure and query are lowered into
+// a Problem by the planner package, which keeps this package free of YAML, SQL and
+// file formats and lets tests build problems directly.
+//
+// Decision space (shared by every strategy and by Evaluate). A plan picks, per
+// operator, one variant and an ordered list of distinct workers; a worker serves at
+// most one operator. Workers are filled in list order at full capacity and the last
+// one carries only the remainder of the operator's demand T_v (the prototype's
+// rule). The exact strategy searches all variant combinations and all such
+// (worker set, remainder worker) choices in which every worker is needed (the set
+// without its remainder worker falls short of T_v) and A2 holds; the order of the
+// saturated workers does not change any cost, so only the set and the remainder
+// worker matter.
+package optimize
