@@ -1,0 +1,283 @@
+// Package onnx owns the process's ONNX Runtime environment and its sessions: the
+// shared library is loaded and the environment initialised once per process, and
+// one session per (model file, device, thread count) is opened and reused. A
+// Session implements operators/ml.Session, reads its input and output signatures
+// from the model, and reports which execution provider it runs on (CUDA when asked
+// for and available, otherwise CPU with the reason).
+//
+// It must not import anything above runtime (no cmd/).
+package onnx
+
+import (
+	"errors"
+	"fmt"
+	"path/filepath"
+	"strconv"
+	"sync"
+
+	ort "github.com/yalue/onnxruntime_go"
+
+	"github.com/tierflow/tierflow/operators/ml"
+	"github.com/tierflow/tierflow/runtime/devices"
+	"github.com/tierflow/tierflow/runtime/ortlib"
+)
+
+// Sentinel error kinds.
+var (
+	// ErrLibrary: the ONNX Runtime library could not be found or initialised, or a
+	// second, different library was asked for in the same process.
+	ErrLibrary = errors.New("onnx: runtime library")
+	// ErrModel: a model file could not be opened or has an unsupported signature.
+	ErrModel = errors.New("onnx: model")
+)
+
+// The ONNX Runtime environment is process-wide state in the C library: it can be
+// created once, and a library once loaded stays loaded. So the Env is a
+// process singleton, guarded by a once.
+var (
+	envOnce sync.Once
+	envVal  *Env
+	envErr  error
+)
+
+// Env is the process's ONNX Runtime environment and session cache. It is safe for
+// concurrent use.
+type Env struct {
+	lib     string
+	version string
+
+	invOnce sync.Once
+	inv     devices.Inventory
+
+	mu       sync.Mutex
+	sessions map[sessionKey]*Session
+}
+
+// Open initialises ONNX Runtime once per process from the library ortlib.Find
+// locates (explicit path, $TIERFLOW_ORT_LIB, then the setup cache) and returns the
+// environment. Later calls return the same Env; a later call naming a different
+// library is an error, because the first one cannot be unloaded.
+func Open(explicitLib string) (*Env, error) {
+	lib, err := ortlib.Find(explicitLib)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrLibrary, err)
+	}
+	envOnce.Do(func() {
+		ort.SetSharedLibraryPath(lib)
+		if err := ort.InitializeEnvironment(ort.WithLogLevelError()); err != nil {
+			envErr = fmt.Errorf("%w: initialise %s: %w", ErrLibrary, lib, err)
+			return
+		}
+		envVal = &Env{lib: lib, version: ort.GetVersion(), sessions: map[sessionKey]*Session{}}
+	})
+	if envErr != nil {
+		return nil, envErr
+	}
+	if abs(lib) != abs(envVal.lib) {
+		return nil, fmt.Errorf("%w: this process already loaded %s; cannot also load %s", ErrLibrary, envVal.lib, lib)
+	}
+	return envVal, nil
+}
+
+func abs(p string) string {
+	if a, err := filepath.Abs(p); err == nil {
+		return a
+	}
+	return p
+}
+
+// Library is the path of the loaded shared library.
+func (e *Env) Library() string { return e.lib }
+
+// Version is the ONNX Runtime version string of the loaded library.
+func (e *Env) Version() string { return e.version }
+
+// Device says where a session should run.
+type Device string
+
+const (
+	// CPU runs on the CPU execution provider.
+	CPU Device = "cpu"
+	// CUDA asks for the CUDA execution provider and falls back to CPU (reported by
+	// Session.Provider) when there is no GPU or the library lacks CUDA.
+	CUDA Device = "cuda"
+	// Auto is CUDA when a GPU is present, CPU otherwise.
+	Auto Device = "auto"
+)
+
+// Options configure a session. The zero value is CPU with ONNX Runtime's default
+// thread count.
+type Options struct {
+	Device Device
+	GPU    int // CUDA device index
+	// IntraOpThreads is the thread count inside one operator; 0 keeps ONNX
+	// Runtime's default (one per physical core). Set it from the worker's CPU share.
+	IntraOpThreads int
+	// Inventory replaces the machine's device inventory (tests use it to take the
+	// GPU path without a GPU). Nil takes the real one, once per Env.
+	Inventory func() devices.Inventory
+}
+
+type sessionKey struct {
+	path    string
+	device  Device
+	gpu     int
+	threads int
+}
+
+// Session opens (or returns the cached) session for the model at path with o.
+// Sessions live as long as the process (or until CloseSessions): models are loaded
+// once per (variant, device), not per query.
+func (e *Env) Session(path string, o Options) (*Session, error) {
+	if o.Device == "" {
+		o.Device = CPU
+	}
+	switch o.Device {
+	case CPU, CUDA, Auto:
+	default:
+		return nil, fmt.Errorf("%w: unknown device %q (want cpu, cuda or auto)", ErrModel, o.Device)
+	}
+	k := sessionKey{path: abs(path), device: o.Device, gpu: o.GPU, threads: o.IntraOpThreads}
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if s, ok := e.sessions[k]; ok {
+		return s, nil
+	}
+	s, err := e.open(k, o)
+	if err != nil {
+		return nil, err
+	}
+	e.sessions[k] = s
+	return s, nil
+}
+
+// CloseSessions destroys every cached session. Sessions handed out before must not
+// be used afterwards.
+func (e *Env) CloseSessions() {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	for k, s := range e.sessions {
+		s.s.Destroy()
+		delete(e.sessions, k)
+	}
+}
+
+// Cached is the number of open sessions.
+func (e *Env) Cached() int {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return len(e.sessions)
+}
+
+func (e *Env) inventory(o Options) devices.Inventory {
+	if o.Inventory != nil {
+		return o.Inventory()
+	}
+	e.invOnce.Do(func() { e.inv = devices.Take() })
+	return e.inv
+}
+
+func (e *Env) open(k sessionKey, o Options) (*Session, error) {
+	ins, outs, err := ort.GetInputOutputInfo(k.path)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %s: %w", ErrModel, k.path, err)
+	}
+	s := &Session{path: k.path}
+	for _, io := range ins {
+		ti, err := tensorInfo(io)
+		if err != nil {
+			return nil, fmt.Errorf("%w: %s: input %w", ErrModel, k.path, err)
+		}
+		s.in = append(s.in, ti)
+		s.inNames = append(s.inNames, io.Name)
+	}
+	for _, io := range outs {
+		ti, err := tensorInfo(io)
+		if err != nil {
+			return nil, fmt.Errorf("%w: %s: output %w", ErrModel, k.path, err)
+		}
+		s.out = append(s.out, ti)
+		s.outNames = append(s.outNames, io.Name)
+	}
+
+	opts, err := ort.NewSessionOptions()
+	if err != nil {
+		return nil, fmt.Errorf("%w: session options: %w", ErrLibrary, err)
+	}
+	defer opts.Destroy()
+	if k.threads > 0 {
+		if err := opts.SetIntraOpNumThreads(k.threads); err != nil {
+			return nil, fmt.Errorf("%w: intra-op threads %d: %w", ErrModel, k.threads, err)
+		}
+		s.threads = k.threads
+	}
+	s.provider = e.chooseProvider(opts, o)
+	s.s, err = ort.NewDynamicAdvancedSession(k.path, s.inNames, s.outNames, opts)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %s: %w", ErrModel, k.path, err)
+	}
+	s.meta = readMetadata(s.s)
+	return s, nil
+}
+
+// chooseProvider appends the CUDA provider when asked and possible, and returns
+// the name of the provider the session will use, with the reason for a fallback.
+func (e *Env) chooseProvider(opts *ort.SessionOptions, o Options) string {
+	if o.Device == CPU {
+		return "cpu"
+	}
+	inv := e.inventory(o)
+	if !inv.HasGPU() {
+		return "cpu (no GPU)"
+	}
+	if o.GPU < 0 || o.GPU >= len(inv.GPUs) {
+		return fmt.Sprintf("cpu (no GPU %d; %d present)", o.GPU, len(inv.GPUs))
+	}
+	cuda, err := ort.NewCUDAProviderOptions()
+	if err != nil {
+		return "cpu (CUDA unavailable: " + err.Error() + ")"
+	}
+	defer cuda.Destroy()
+	if err := cuda.Update(map[string]string{"device_id": strconv.Itoa(o.GPU)}); err != nil {
+		return "cpu (CUDA unavailable: " + err.Error() + ")"
+	}
+	if err := opts.AppendExecutionProviderCUDA(cuda); err != nil {
+		return "cpu (CUDA unavailable: " + err.Error() + ")"
+	}
+	return "cuda:" + strconv.Itoa(o.GPU)
+}
+
+func readMetadata(s *ort.DynamicAdvancedSession) map[string]string {
+	out := map[string]string{}
+	md, err := s.GetModelMetadata()
+	if err != nil {
+		return out
+	}
+	defer md.Destroy()
+	keys, err := md.GetCustomMetadataMapKeys()
+	if err != nil {
+		return out
+	}
+	for _, k := range keys {
+		if v, ok, err := md.LookupCustomMetadataMap(k); err == nil && ok {
+			out[k] = v
+		}
+	}
+	return out
+}
+
+func tensorInfo(io ort.InputOutputInfo) (ml.TensorInfo, error) {
+	if io.OrtValueType != ort.ONNXTypeTensor {
+		return ml.TensorInfo{}, fmt.Errorf("%q is a %s, want a tensor", io.Name, io.OrtValueType)
+	}
+	ti := ml.TensorInfo{Name: io.Name, Shape: append([]int64(nil), io.Dimensions...)}
+	switch io.DataType {
+	case ort.TensorElementDataTypeFloat:
+		ti.DType = ml.Float32
+	case ort.TensorElementDataTypeInt64:
+		ti.DType = ml.Int64
+	default:
+		return ml.TensorInfo{}, fmt.Errorf("%q has element type %s, want float32 or int64", io.Name, io.DataType)
+	}
+	return ti, nil
+}
