@@ -113,6 +113,7 @@ and streams Arrow batches through the plan.`,
 	root.AddCommand(
 		newVersionCmd(a),
 		newBenchCmd(a),
+		newDevicesCmd(a),
 	)
 	return root
 }
