@@ -1,0 +1,239 @@
+package expr
+
+import (
+	"time"
+
+	"github.com/apache/arrow/go/v17/arrow"
+)
+
+// Builtins returns a fresh registry of tierflow's built-in functions. Each call
+// builds a new value, so a caller adding functions never affects another.
+func Builtins() *Registry {
+	return NewRegistry(builtinFunctions()...)
+}
+
+func ret(t arrow.DataType) func([]arrow.DataType) arrow.DataType {
+	return func([]arrow.DataType) arrow.DataType { return t }
+}
+
+func retArg(i int) func([]arrow.DataType) arrow.DataType {
+	return func(a []arrow.DataType) arrow.DataType { return a[i] }
+}
+
+func p(name string, c Class) Param  { return Param{Name: name, Class: c} }
+func pu(name string, c Class) Param { return Param{Name: name, Class: c, Unify: true} }
+
+func sig(r func([]arrow.DataType) arrow.DataType, doc string, params ...Param) Signature {
+	return Signature{Params: params, Return: r, ReturnDoc: doc}
+}
+
+func variadic(s Signature) Signature { s.Variadic = true; return s }
+
+func ex(result any, args ...any) Example { return Example{Args: args, Result: result} }
+
+var (
+	num = NumericClass
+	ts0 = time.Date(2024, 3, 1, 12, 34, 56, 789000000, time.UTC)
+)
+
+func arith(name, op, doc string, examples ...Example) *Function {
+	return &Function{Name: name, Kind: Scalar, Operator: op, Doc: doc, Examples: examples,
+		Signatures: []Signature{sig(retArg(0), "common numeric type", pu("x", num), pu("y", num))}}
+}
+
+func compare(name, op, doc string, examples ...Example) *Function {
+	return &Function{Name: name, Kind: Scalar, Operator: op, Doc: doc, Examples: examples,
+		Signatures: []Signature{sig(ret(Bool), "BOOLEAN", pu("x", AnyClass), pu("y", AnyClass))}}
+}
+
+func unaryDouble(name, doc string, examples ...Example) *Function {
+	return &Function{Name: name, Kind: Scalar, Doc: doc, Examples: examples,
+		Signatures: []Signature{sig(ret(Float64), "DOUBLE", p("x", num))}}
+}
+
+func unaryString(name, doc string, examples ...Example) *Function {
+	return &Function{Name: name, Kind: Scalar, Doc: doc, Examples: examples,
+		Signatures: []Signature{sig(ret(String), "VARCHAR", p("s", StringClass))}}
+}
+
+func builtinFunctions() []*Function {
+	add := arith("add", "+", "Sum of x and y; TIMESTAMP + INTERVAL shifts a timestamp. NULL if either is NULL.",
+		ex(int64(3), int64(1), int64(2)), ex(3.5, 1.5, int64(2)), ex(nil, nil, int64(1)),
+		ex(ts0.Add(10*time.Second), ts0, 10*time.Second))
+	add.Signatures = append(add.Signatures,
+		sig(ret(Timestamp), "TIMESTAMP", p("t", TimestampClass), p("i", IntervalClass)),
+		sig(ret(Interval), "INTERVAL", p("a", IntervalClass), p("b", IntervalClass)))
+	sub := arith("subtract", "-", "Difference x - y; TIMESTAMP - INTERVAL and TIMESTAMP - TIMESTAMP (an INTERVAL) work too.",
+		ex(int64(-1), int64(1), int64(2)), ex(0.5, 2.5, int64(2)),
+		ex(ts0.Add(-time.Minute), ts0, time.Minute), ex(time.Hour, ts0.Add(time.Hour), ts0))
+	sub.Signatures = append(sub.Signatures,
+		sig(ret(Timestamp), "TIMESTAMP", p("t", TimestampClass), p("i", IntervalClass)),
+		sig(ret(Interval), "INTERVAL", pu("a", TimestampClass), pu("b", TimestampClass)),
+		sig(ret(Interval), "INTERVAL", p("a", IntervalClass), p("b", IntervalClass)))
+	neg := &Function{Name: "negate", Kind: Scalar, Operator: "-", Doc: "Arithmetic negation.",
+		Signatures: []Signature{sig(retArg(0), "same as x", p("x", num)), sig(ret(Interval), "INTERVAL", p("x", IntervalClass))},
+		Examples:   []Example{ex(int64(-5), int64(5)), ex(2.5, -2.5), ex(nil, nil)}}
+
+	count := &Function{Name: "count", Kind: AggregateKind,
+		Doc: "count(*) counts rows; count(x) counts rows where x is not NULL; count(DISTINCT x) counts distinct non-NULL values.",
+		Signatures: []Signature{
+			sig(ret(Int64), "BIGINT"),
+			sig(ret(Int64), "BIGINT", p("x", AnyClass)),
+		},
+		Examples: []Example{ex(int64(2), []any{int64(1), nil, int64(3)}), ex(int64(0), []any{nil})}}
+
+	fns := []*Function{
+		add, sub, neg,
+		arith("multiply", "*", "Product of x and y.", ex(int64(6), int64(2), int64(3)), ex(7.5, 2.5, int64(3))),
+		arith("divide", "/", "Quotient x / y. Integer division truncates toward zero; division by zero gives NULL.",
+			ex(int64(3), int64(7), int64(2)), ex(3.5, 7.0, int64(2)), ex(nil, int64(1), int64(0))),
+		arith("modulo", "%", "Remainder of x / y with the sign of x; modulo by zero gives NULL.",
+			ex(int64(1), int64(7), int64(3)), ex(int64(-1), int64(-7), int64(3)), ex(nil, int64(7), int64(0))),
+
+		compare("equal", "=", "TRUE when x equals y; NULL if either is NULL.", ex(true, int64(1), 1.0), ex(nil, nil, int64(1)), ex(false, "a", "b")),
+		compare("not_equal", "<>", "TRUE when x differs from y (also spelled !=).", ex(true, int64(1), int64(2)), ex(false, "a", "a")),
+		compare("less", "<", "TRUE when x < y.", ex(true, int64(1), int64(2)), ex(false, "b", "a")),
+		compare("less_equal", "<=", "TRUE when x <= y.", ex(true, int64(2), int64(2)), ex(nil, nil, int64(2))),
+		compare("greater", ">", "TRUE when x > y.", ex(true, 2.5, int64(2)), ex(false, ts0, ts0.Add(time.Second))),
+		compare("greater_equal", ">=", "TRUE when x >= y.", ex(true, "b", "a"), ex(false, int64(1), int64(2))),
+
+		{Name: "abs", Kind: Scalar, Doc: "Absolute value.", Signatures: []Signature{sig(retArg(0), "same as x", p("x", num))},
+			Examples: []Example{ex(int64(3), int64(-3)), ex(1.5, -1.5)}},
+		{Name: "round", Kind: Scalar, Doc: "Rounds half away from zero, to d decimal places when d is given.",
+			Signatures: []Signature{sig(retArg(0), "same as x", p("x", num)), sig(ret(Float64), "DOUBLE", p("x", num), p("d", IntegerClass))},
+			Examples:   []Example{ex(3.0, 2.5), ex(-3.0, -2.5), ex(1.23, 1.234, int64(2)), ex(int64(4), int64(4))}},
+		{Name: "floor", Kind: Scalar, Doc: "Largest integral value not greater than x.", Signatures: []Signature{sig(retArg(0), "same as x", p("x", num))},
+			Examples: []Example{ex(1.0, 1.7), ex(-2.0, -1.2)}},
+		{Name: "ceil", Kind: Scalar, Doc: "Smallest integral value not less than x.", Signatures: []Signature{sig(retArg(0), "same as x", p("x", num))},
+			Examples: []Example{ex(2.0, 1.2), ex(-1.0, -1.7)}},
+		unaryDouble("sqrt", "Square root; NULL for negative x.", ex(3.0, int64(9)), ex(nil, -1.0)),
+		unaryDouble("ln", "Natural logarithm; NULL for x <= 0.", ex(0.0, 1.0), ex(nil, 0.0)),
+		unaryDouble("log10", "Base-10 logarithm; NULL for x <= 0.", ex(2.0, int64(100))),
+		unaryDouble("exp", "e raised to x.", ex(1.0, 0.0)),
+		{Name: "power", Kind: Scalar, Doc: "x raised to the power y.", Signatures: []Signature{sig(ret(Float64), "DOUBLE", p("x", num), p("y", num))},
+			Examples: []Example{ex(8.0, int64(2), int64(3)), ex(0.5, 2.0, int64(-1))}},
+		{Name: "greatest", Kind: Scalar, Doc: "Largest non-NULL argument; NULL only if all are NULL.",
+			Signatures: []Signature{variadic(sig(retArg(0), "common type", pu("x", AnyClass)))},
+			Examples:   []Example{ex(int64(3), int64(1), int64(3), int64(2)), ex(2.5, int64(1), nil, 2.5)}},
+		{Name: "least", Kind: Scalar, Doc: "Smallest non-NULL argument; NULL only if all are NULL.",
+			Signatures: []Signature{variadic(sig(retArg(0), "common type", pu("x", AnyClass)))},
+			Examples:   []Example{ex(int64(1), int64(1), int64(3), int64(2)), ex("a", "b", "a")}},
+
+		{Name: "coalesce", Kind: Scalar, Doc: "First non-NULL argument.",
+			Signatures: []Signature{variadic(sig(retArg(0), "common type", pu("x", AnyClass)))},
+			Examples:   []Example{ex(int64(2), nil, int64(2), int64(3)), ex("x", nil, "x"), ex(nil, nil, nil)}},
+		{Name: "nullif", Kind: Scalar, Doc: "NULL when x = y, else x.",
+			Signatures: []Signature{sig(retArg(0), "common type", pu("x", AnyClass), pu("y", AnyClass))},
+			Examples:   []Example{ex(nil, int64(1), int64(1)), ex(int64(1), int64(1), int64(2))}},
+
+		{Name: "concat", Kind: Scalar, Operator: "||", Doc: "Concatenates strings; NULL if any argument is NULL (as in Flink SQL).",
+			Signatures: []Signature{variadic(sig(ret(String), "VARCHAR", p("s", StringClass)))},
+			Examples:   []Example{ex("ab", "a", "b"), ex("abc", "a", "b", "c"), ex(nil, "a", nil)}},
+		unaryString("lower", "Lower-case.", ex("abc", "AbC")),
+		unaryString("upper", "Upper-case.", ex("ABC", "aBc"), ex(nil, nil)),
+		unaryString("trim", "Removes leading and trailing spaces.", ex("a b", "  a b ")),
+		unaryString("ltrim", "Removes leading spaces.", ex("a ", "  a ")),
+		unaryString("rtrim", "Removes trailing spaces.", ex("  a", "  a ")),
+		{Name: "length", Kind: Scalar, Doc: "Number of characters (not bytes); also char_length.",
+			Signatures: []Signature{sig(ret(Int64), "BIGINT", p("s", StringClass))},
+			Examples:   []Example{ex(int64(3), "abc"), ex(int64(2), "żó"), ex(nil, nil)}},
+		{Name: "char_length", Kind: Scalar, Doc: "Number of characters; same as length.",
+			Signatures: []Signature{sig(ret(Int64), "BIGINT", p("s", StringClass))},
+			Examples:   []Example{ex(int64(0), "")}},
+		{Name: "substr", Kind: Scalar, Doc: "Substring of s from character start (1-based), of at most n characters when n is given.",
+			Signatures: []Signature{sig(ret(String), "VARCHAR", p("s", StringClass), p("start", IntegerClass)),
+				sig(ret(String), "VARCHAR", p("s", StringClass), p("start", IntegerClass), p("n", IntegerClass))},
+			Examples: []Example{ex("cde", "abcde", int64(3)), ex("bc", "abcde", int64(2), int64(2)), ex("", "abc", int64(9))}},
+		{Name: "replace", Kind: Scalar, Doc: "Replaces every occurrence of from in s by to.",
+			Signatures: []Signature{sig(ret(String), "VARCHAR", p("s", StringClass), p("from", StringClass), p("to", StringClass))},
+			Examples:   []Example{ex("a-b-c", "a b c", " ", "-")}},
+		{Name: "strpos", Kind: Scalar, Doc: "1-based character position of sub in s, 0 if absent.",
+			Signatures: []Signature{sig(ret(Int64), "BIGINT", p("s", StringClass), p("sub", StringClass))},
+			Examples:   []Example{ex(int64(3), "abcd", "cd"), ex(int64(0), "abc", "x")}},
+		{Name: "starts_with", Kind: Scalar, Doc: "TRUE when s begins with prefix.",
+			Signatures: []Signature{sig(ret(Bool), "BOOLEAN", p("s", StringClass), p("prefix", StringClass))},
+			Examples:   []Example{ex(true, "tierflow", "tier"), ex(false, "tierflow", "flow")}},
+		{Name: "ends_with", Kind: Scalar, Doc: "TRUE when s ends with suffix.",
+			Signatures: []Signature{sig(ret(Bool), "BOOLEAN", p("s", StringClass), p("suffix", StringClass))},
+			Examples:   []Example{ex(true, "tierflow", "flow")}},
+
+		{Name: "date_trunc", Kind: Scalar, Doc: "Truncates t to the unit: 'millisecond', 'second', 'minute', 'hour', 'day'.",
+			Signatures: []Signature{sig(ret(Timestamp), "TIMESTAMP", p("unit", StringClass), p("t", TimestampClass))},
+			Examples: []Example{ex(time.Date(2024, 3, 1, 12, 34, 0, 0, time.UTC), "minute", ts0),
+				ex(time.Date(2024, 3, 1, 0, 0, 0, 0, time.UTC), "day", ts0)}},
+		{Name: "date_part", Kind: Scalar, Doc: "A field of t: 'year', 'month', 'day', 'hour', 'minute', 'second', 'millisecond', 'dow' (0 = Sunday), 'epoch' (seconds); also EXTRACT(unit FROM t).",
+			Signatures: []Signature{sig(ret(Int64), "BIGINT", p("unit", StringClass), p("t", TimestampClass))},
+			Examples:   []Example{ex(int64(2024), "year", ts0), ex(int64(34), "minute", ts0), ex(int64(5), "dow", ts0)}},
+		{Name: "to_timestamp", Kind: Scalar, Doc: "Timestamp from seconds since the Unix epoch (fractions kept to the microsecond).",
+			Signatures: []Signature{sig(ret(Timestamp), "TIMESTAMP", p("seconds", num))},
+			Examples:   []Example{ex(time.Unix(1700000000, 0).UTC(), int64(1700000000)), ex(time.Unix(1, 500000000).UTC(), 1.5)}},
+		{Name: "epoch", Kind: Scalar, Doc: "Seconds since the Unix epoch, with fraction.",
+			Signatures: []Signature{sig(ret(Float64), "DOUBLE", p("t", TimestampClass))},
+			Examples:   []Example{ex(1.5, time.Unix(1, 500000000).UTC())}},
+		{Name: "epoch_ms", Kind: Scalar, Doc: "Milliseconds since the Unix epoch.",
+			Signatures: []Signature{sig(ret(Int64), "BIGINT", p("t", TimestampClass))},
+			Examples:   []Example{ex(int64(1500), time.Unix(1, 500000000).UTC())}},
+
+		count,
+		{Name: "sum", Kind: AggregateKind, Doc: "Sum of non-NULL values (BIGINT for integers, DOUBLE for floats); NULL when there are none.",
+			Signatures: []Signature{sig(retArg(0), "BIGINT or DOUBLE", p("x", num)), sig(ret(Interval), "INTERVAL", p("x", IntervalClass))},
+			Examples:   []Example{ex(int64(4), []any{int64(1), nil, int64(3)}), ex(nil, []any{nil})}},
+		{Name: "avg", Kind: AggregateKind, Doc: "Mean of non-NULL values as DOUBLE; NULL when there are none.",
+			Signatures: []Signature{sig(ret(Float64), "DOUBLE", p("x", num))},
+			Examples:   []Example{ex(2.0, []any{int64(1), nil, int64(3)})}},
+		{Name: "min", Kind: AggregateKind, Doc: "Smallest non-NULL value.",
+			Signatures: []Signature{sig(retArg(0), "same as x", p("x", AnyClass))},
+			Examples:   []Example{ex(int64(1), []any{int64(3), nil, int64(1)}), ex("a", []any{"b", "a"})}},
+		{Name: "max", Kind: AggregateKind, Doc: "Largest non-NULL value.",
+			Signatures: []Signature{sig(retArg(0), "same as x", p("x", AnyClass))},
+			Examples:   []Example{ex(2.5, []any{1.0, 2.5, nil})}},
+
+		{Name: "tumble", Kind: WindowKind, Doc: "GROUP BY TUMBLE(t, size): fixed, non-overlapping windows [k*size, (k+1)*size) on event time t.",
+			Signatures: []Signature{sig(ret(Timestamp), "window", p("t", TimestampClass), p("size", IntervalClass))}},
+		{Name: "hop", Kind: WindowKind, Doc: "GROUP BY HOP(t, slide, size): windows of length size starting every slide; a row belongs to size/slide windows.",
+			Signatures: []Signature{sig(ret(Timestamp), "window", p("t", TimestampClass), p("slide", IntervalClass), p("size", IntervalClass))}},
+		{Name: "session", Kind: WindowKind, Doc: "GROUP BY SESSION(t, gap): per group, a window closes after gap without rows.",
+			Signatures: []Signature{sig(ret(Timestamp), "window", p("t", TimestampClass), p("gap", IntervalClass))}},
+	}
+	return fns
+}
+
+// WindowType is the kind of a GROUP BY window.
+type WindowType int
+
+// Window types.
+const (
+	Tumble WindowType = iota
+	Hop
+	Session
+)
+
+func (w WindowType) String() string { return [...]string{"TUMBLE", "HOP", "SESSION"}[w] }
+
+// Window is a bound GROUP BY window: the event-time column and the sizes. Size is
+// the window length (TUMBLE, HOP), Slide the hop (HOP), Gap the inactivity gap
+// (SESSION). Grouped results carry window_start and window_end columns.
+type Window struct {
+	Type  WindowType
+	Time  Expr
+	Size  time.Duration
+	Slide time.Duration
+	Gap   time.Duration
+}
+
+func (w *Window) String() string {
+	switch w.Type {
+	case Hop:
+		return "HOP(" + w.Time.String() + ", " + formatInterval(w.Slide) + ", " + formatInterval(w.Size) + ")"
+	case Session:
+		return "SESSION(" + w.Time.String() + ", " + formatInterval(w.Gap) + ")"
+	}
+	return "TUMBLE(" + w.Time.String() + ", " + formatInterval(w.Size) + ")"
+}
+
+// operatorSymbols spells calls of operator functions infix in String().
+var operatorSymbols = map[string]string{
+	"add": "+", "subtract": "-", "negate": "-", "multiply": "*", "divide": "/", "modulo": "%",
+	"equal": "=", "not_equal": "<>", "less": "<", "less_equal": "<=", "greater": ">", "greater_equal": ">=",
+	"concat": "||",
+}

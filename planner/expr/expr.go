@@ -1,0 +1,438 @@
+package expr
+
+import (
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/apache/arrow/go/v17/arrow"
+)
+
+// Expr is a bound, typed expression. Values are immutable: rewrites build new
+// nodes with WithChildren.
+type Expr interface {
+	// Type is the Arrow type of the value the expression produces.
+	Type() arrow.DataType
+	// Children are the sub-expressions, in evaluation order.
+	Children() []Expr
+	// WithChildren returns a copy with the children replaced (same count).
+	WithChildren(children ...Expr) Expr
+	// String is a SQL-like rendering, used by EXPLAIN and error messages.
+	String() string
+}
+
+// Column references the input column at Index. Name is for display only.
+type Column struct {
+	Index    int
+	Name     string
+	DataType arrow.DataType
+}
+
+// Literal is a constant. Value is nil (NULL) or one of bool, int64, float64,
+// string, time.Time (TIMESTAMP), time.Duration (INTERVAL); DataType says which.
+type Literal struct {
+	Value    any
+	DataType arrow.DataType
+}
+
+// Call applies a scalar function of the registry to Args. Arguments have already
+// been coerced (Cast) to the types the resolved signature wants.
+type Call struct {
+	Func     string
+	Args     []Expr
+	DataType arrow.DataType
+}
+
+// When is one WHEN ... THEN ... arm of a CASE.
+type When struct{ Cond, Then Expr }
+
+// Case is the searched CASE WHEN c THEN v ... ELSE e END. A simple CASE x WHEN v
+// is bound to this form with Cond = (x = v). Else is nil when absent (NULL).
+type Case struct {
+	Whens    []When
+	Else     Expr
+	DataType arrow.DataType
+}
+
+// Cast converts Expr to To; a value that does not convert is an error (not NULL).
+type Cast struct {
+	Expr Expr
+	To   arrow.DataType
+}
+
+// In is x [NOT] IN (list...), with SQL NULL semantics: NULL when x is NULL, or
+// when no element matches and some element is NULL.
+type In struct {
+	Expr    Expr
+	List    []Expr
+	Negated bool
+}
+
+// Between is x [NOT] BETWEEN lo AND hi (inclusive bounds).
+type Between struct {
+	Expr, Lo, Hi Expr
+	Negated      bool
+}
+
+// Like is x [NOT] LIKE pattern ('%' any run, '_' one character, '\' escape);
+// CaseInsensitive for ILIKE.
+type Like struct {
+	Expr, Pattern   Expr
+	Negated         bool
+	CaseInsensitive bool
+}
+
+// IsNull is x IS [NOT] NULL; never NULL itself.
+type IsNull struct {
+	Expr    Expr
+	Negated bool
+}
+
+// LogicOp is AND or OR.
+type LogicOp int
+
+// The logical connectives.
+const (
+	OpAnd LogicOp = iota
+	OpOr
+)
+
+func (o LogicOp) String() string {
+	if o == OpOr {
+		return "OR"
+	}
+	return "AND"
+}
+
+// Logic is a chain of AND or OR with SQL three-valued logic: FALSE AND NULL is
+// FALSE, TRUE OR NULL is TRUE, otherwise NULL wins over the remaining value.
+type Logic struct {
+	Op   LogicOp
+	Args []Expr
+}
+
+// Not is NOT x; NOT NULL is NULL.
+type Not struct{ Expr Expr }
+
+// Aggregate is an aggregate call in a GROUP BY query. Count with no Args is
+// count(*). Filter, when set, keeps only rows for which it is TRUE.
+type Aggregate struct {
+	Func     string
+	Args     []Expr
+	Distinct bool
+	Filter   Expr
+	DataType arrow.DataType
+}
+
+// Type implementations.
+
+func (c *Column) Type() arrow.DataType    { return c.DataType }
+func (l *Literal) Type() arrow.DataType   { return l.DataType }
+func (c *Call) Type() arrow.DataType      { return c.DataType }
+func (c *Case) Type() arrow.DataType      { return c.DataType }
+func (c *Cast) Type() arrow.DataType      { return c.To }
+func (*In) Type() arrow.DataType          { return Bool }
+func (*Between) Type() arrow.DataType     { return Bool }
+func (*Like) Type() arrow.DataType        { return Bool }
+func (*IsNull) Type() arrow.DataType      { return Bool }
+func (*Logic) Type() arrow.DataType       { return Bool }
+func (*Not) Type() arrow.DataType         { return Bool }
+func (a *Aggregate) Type() arrow.DataType { return a.DataType }
+
+// Children implementations.
+
+func (*Column) Children() []Expr  { return nil }
+func (*Literal) Children() []Expr { return nil }
+func (c *Call) Children() []Expr  { return c.Args }
+func (c *Case) Children() []Expr {
+	out := make([]Expr, 0, 2*len(c.Whens)+1)
+	for _, w := range c.Whens {
+		out = append(out, w.Cond, w.Then)
+	}
+	if c.Else != nil {
+		out = append(out, c.Else)
+	}
+	return out
+}
+func (c *Cast) Children() []Expr    { return []Expr{c.Expr} }
+func (i *In) Children() []Expr      { return append([]Expr{i.Expr}, i.List...) }
+func (b *Between) Children() []Expr { return []Expr{b.Expr, b.Lo, b.Hi} }
+func (l *Like) Children() []Expr    { return []Expr{l.Expr, l.Pattern} }
+func (n *IsNull) Children() []Expr  { return []Expr{n.Expr} }
+func (l *Logic) Children() []Expr   { return l.Args }
+func (n *Not) Children() []Expr     { return []Expr{n.Expr} }
+func (a *Aggregate) Children() []Expr {
+	if a.Filter != nil {
+		return append(append([]Expr{}, a.Args...), a.Filter)
+	}
+	return a.Args
+}
+
+// WithChildren implementations.
+
+func mustCount(kind string, got, want int) {
+	if got != want {
+		panic(fmt.Sprintf("expr: %s.WithChildren: got %d children, want %d", kind, got, want))
+	}
+}
+
+func (c *Column) WithChildren(ch ...Expr) Expr  { mustCount("Column", len(ch), 0); return c }
+func (l *Literal) WithChildren(ch ...Expr) Expr { mustCount("Literal", len(ch), 0); return l }
+func (c *Call) WithChildren(ch ...Expr) Expr {
+	mustCount("Call", len(ch), len(c.Args))
+	n := *c
+	n.Args = append([]Expr(nil), ch...)
+	return &n
+}
+func (c *Case) WithChildren(ch ...Expr) Expr {
+	mustCount("Case", len(ch), len(c.Children()))
+	n := &Case{DataType: c.DataType, Whens: make([]When, len(c.Whens))}
+	for i := range c.Whens {
+		n.Whens[i] = When{Cond: ch[2*i], Then: ch[2*i+1]}
+	}
+	if c.Else != nil {
+		n.Else = ch[len(ch)-1]
+	}
+	return n
+}
+func (c *Cast) WithChildren(ch ...Expr) Expr {
+	mustCount("Cast", len(ch), 1)
+	return &Cast{Expr: ch[0], To: c.To}
+}
+func (i *In) WithChildren(ch ...Expr) Expr {
+	mustCount("In", len(ch), 1+len(i.List))
+	return &In{Expr: ch[0], List: append([]Expr(nil), ch[1:]...), Negated: i.Negated}
+}
+func (b *Between) WithChildren(ch ...Expr) Expr {
+	mustCount("Between", len(ch), 3)
+	return &Between{Expr: ch[0], Lo: ch[1], Hi: ch[2], Negated: b.Negated}
+}
+func (l *Like) WithChildren(ch ...Expr) Expr {
+	mustCount("Like", len(ch), 2)
+	return &Like{Expr: ch[0], Pattern: ch[1], Negated: l.Negated, CaseInsensitive: l.CaseInsensitive}
+}
+func (n *IsNull) WithChildren(ch ...Expr) Expr {
+	mustCount("IsNull", len(ch), 1)
+	return &IsNull{Expr: ch[0], Negated: n.Negated}
+}
+func (l *Logic) WithChildren(ch ...Expr) Expr {
+	mustCount("Logic", len(ch), len(l.Args))
+	return &Logic{Op: l.Op, Args: append([]Expr(nil), ch...)}
+}
+func (n *Not) WithChildren(ch ...Expr) Expr { mustCount("Not", len(ch), 1); return &Not{Expr: ch[0]} }
+func (a *Aggregate) WithChildren(ch ...Expr) Expr {
+	mustCount("Aggregate", len(ch), len(a.Children()))
+	n := *a
+	if a.Filter != nil {
+		n.Args = append([]Expr(nil), ch[:len(ch)-1]...)
+		n.Filter = ch[len(ch)-1]
+	} else {
+		n.Args = append([]Expr(nil), ch...)
+	}
+	return &n
+}
+
+// String implementations.
+
+func (c *Column) String() string {
+	if c.Name != "" {
+		return c.Name
+	}
+	return "#" + strconv.Itoa(c.Index)
+}
+
+func (l *Literal) String() string { return FormatValue(l.Value, l.DataType) }
+
+// FormatValue renders a literal value as SQL would spell it.
+func FormatValue(v any, t arrow.DataType) string {
+	switch x := v.(type) {
+	case nil:
+		return "NULL"
+	case bool:
+		if x {
+			return "TRUE"
+		}
+		return "FALSE"
+	case int64:
+		return strconv.FormatInt(x, 10)
+	case float64:
+		s := strconv.FormatFloat(x, 'g', -1, 64)
+		if !strings.ContainsAny(s, ".eEn") {
+			s += ".0"
+		}
+		return s
+	case string:
+		return "'" + strings.ReplaceAll(x, "'", "''") + "'"
+	case time.Time:
+		return "TIMESTAMP '" + x.UTC().Format("2006-01-02 15:04:05.999999") + "'"
+	case time.Duration:
+		return formatInterval(x)
+	}
+	return fmt.Sprint(v)
+}
+
+func formatInterval(d time.Duration) string {
+	units := []struct {
+		name string
+		d    time.Duration
+	}{{"DAY", 24 * time.Hour}, {"HOUR", time.Hour}, {"MINUTE", time.Minute}, {"SECOND", time.Second}, {"MILLISECOND", time.Millisecond}}
+	for _, u := range units {
+		if d != 0 && d%u.d == 0 {
+			return fmt.Sprintf("INTERVAL '%d' %s", d/u.d, u.name)
+		}
+	}
+	return fmt.Sprintf("INTERVAL '%d' MICROSECOND", d/time.Microsecond)
+}
+
+func (c *Call) String() string {
+	if f, ok := operatorSymbols[c.Func]; ok {
+		if len(c.Args) == 1 {
+			return "(" + f + c.Args[0].String() + ")"
+		}
+		if len(c.Args) == 2 {
+			return "(" + c.Args[0].String() + " " + f + " " + c.Args[1].String() + ")"
+		}
+	}
+	return c.Func + "(" + joinExprs(c.Args) + ")"
+}
+
+func (c *Case) String() string {
+	var b strings.Builder
+	b.WriteString("CASE")
+	for _, w := range c.Whens {
+		b.WriteString(" WHEN " + w.Cond.String() + " THEN " + w.Then.String())
+	}
+	if c.Else != nil {
+		b.WriteString(" ELSE " + c.Else.String())
+	}
+	b.WriteString(" END")
+	return b.String()
+}
+
+func (c *Cast) String() string { return "CAST(" + c.Expr.String() + " AS " + TypeName(c.To) + ")" }
+
+func (i *In) String() string {
+	return "(" + i.Expr.String() + not(i.Negated) + " IN (" + joinExprs(i.List) + "))"
+}
+
+func (b *Between) String() string {
+	return "(" + b.Expr.String() + not(b.Negated) + " BETWEEN " + b.Lo.String() + " AND " + b.Hi.String() + ")"
+}
+
+func (l *Like) String() string {
+	op := " LIKE "
+	if l.CaseInsensitive {
+		op = " ILIKE "
+	}
+	return "(" + l.Expr.String() + not(l.Negated) + op + l.Pattern.String() + ")"
+}
+
+func (n *IsNull) String() string {
+	if n.Negated {
+		return "(" + n.Expr.String() + " IS NOT NULL)"
+	}
+	return "(" + n.Expr.String() + " IS NULL)"
+}
+
+func (l *Logic) String() string {
+	parts := make([]string, len(l.Args))
+	for i, a := range l.Args {
+		parts[i] = a.String()
+	}
+	return "(" + strings.Join(parts, " "+l.Op.String()+" ") + ")"
+}
+
+func (n *Not) String() string { return "(NOT " + n.Expr.String() + ")" }
+
+func (a *Aggregate) String() string {
+	args := joinExprs(a.Args)
+	if len(a.Args) == 0 && a.Func == "count" {
+		args = "*"
+	}
+	if a.Distinct {
+		args = "DISTINCT " + args
+	}
+	s := a.Func + "(" + args + ")"
+	if a.Filter != nil {
+		s += " FILTER (WHERE " + a.Filter.String() + ")"
+	}
+	return s
+}
+
+func not(neg bool) string {
+	if neg {
+		return " NOT"
+	}
+	return ""
+}
+
+func joinExprs(es []Expr) string {
+	parts := make([]string, len(es))
+	for i, e := range es {
+		parts[i] = e.String()
+	}
+	return strings.Join(parts, ", ")
+}
+
+// Walk calls fn for e and then, if fn returns true, for each child, depth first.
+func Walk(e Expr, fn func(Expr) bool) {
+	if e == nil || !fn(e) {
+		return
+	}
+	for _, c := range e.Children() {
+		Walk(c, fn)
+	}
+}
+
+// Transform rebuilds e bottom-up, replacing each node by fn(node) after its
+// children have been transformed.
+func Transform(e Expr, fn func(Expr) Expr) Expr {
+	if e == nil {
+		return nil
+	}
+	ch := e.Children()
+	if len(ch) > 0 {
+		nc := make([]Expr, len(ch))
+		changed := false
+		for i, c := range ch {
+			nc[i] = Transform(c, fn)
+			changed = changed || nc[i] != c
+		}
+		if changed {
+			e = e.WithChildren(nc...)
+		}
+	}
+	return fn(e)
+}
+
+// Columns returns the sorted, distinct column indexes e references.
+func Columns(e Expr) []int {
+	seen := map[int]bool{}
+	var out []int
+	Walk(e, func(x Expr) bool {
+		if c, ok := x.(*Column); ok && !seen[c.Index] {
+			seen[c.Index] = true
+			out = append(out, c.Index)
+		}
+		return true
+	})
+	for i := 1; i < len(out); i++ {
+		for j := i; j > 0 && out[j] < out[j-1]; j-- {
+			out[j], out[j-1] = out[j-1], out[j]
+		}
+	}
+	return out
+}
+
+// HasAggregate reports whether e contains an aggregate call.
+func HasAggregate(e Expr) bool {
+	found := false
+	Walk(e, func(x Expr) bool {
+		if _, ok := x.(*Aggregate); ok {
+			found = true
+		}
+		return !found
+	})
+	return found
+}
