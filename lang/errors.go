@@ -1,0 +1,318 @@
+package lang
+
+import (
+	"errors"
+	"fmt"
+	"regexp"
+	"strings"
+
+	"github.com/alecthomas/participle/v2"
+	"github.com/alecthomas/participle/v2/lexer"
+)
+
+// ErrSyntax is the kind of every error Parse returns; test with errors.Is.
+var ErrSyntax = errors.New("syntax error")
+
+// Error is a syntax error at a position in a named source.
+type Error struct {
+	Pos  lexer.Position // where the offending token starts
+	Msg  string         // what was found and what was expected
+	Line string         // the source line of Pos, for Pretty
+}
+
+// Error renders FILE:LINE:COL: message.
+func (e *Error) Error() string {
+	loc := fmt.Sprintf("%d:%d", e.Pos.Line, e.Pos.Column)
+	if e.Pos.Filename != "" {
+		loc = e.Pos.Filename + ":" + loc
+	}
+	return loc + ": " + e.Msg
+}
+
+// Unwrap makes errors.Is(err, ErrSyntax) true.
+func (e *Error) Unwrap() error { return ErrSyntax }
+
+// Position is where the error is.
+func (e *Error) Position() lexer.Position { return e.Pos }
+
+// Pretty renders the error, then the offending source line and a caret under
+// the column, the way a compiler does:
+//
+//	q.sql:1:10: unexpected "FORM", expected "FROM"
+//	SELECT a FORM t
+//	         ^
+func (e *Error) Pretty() string {
+	var b strings.Builder
+	b.WriteString(e.Error())
+	b.WriteByte('\n')
+	b.WriteString(e.Line)
+	b.WriteByte('\n')
+	// Keep tabs so the caret lines up however the terminal expands them.
+	col := 1
+	for _, r := range e.Line {
+		if col >= e.Pos.Column {
+			break
+		}
+		if r == '\t' {
+			b.WriteByte('\t')
+		} else {
+			b.WriteByte(' ')
+		}
+		col++
+	}
+	b.WriteString("^")
+	return b.String()
+}
+
+func newError(src string, pos lexer.Position, msg string) *Error {
+	if pos.Line < 1 {
+		pos.Line, pos.Column = 1, 1
+	}
+	if pos.Column < 1 {
+		pos.Column = 1
+	}
+	lines := strings.Split(src, "\n")
+	line := ""
+	if pos.Line <= len(lines) {
+		line = strings.TrimRight(lines[pos.Line-1], "\r")
+	}
+	return &Error{Pos: pos, Msg: msg, Line: line}
+}
+
+// lexError turns a lexer failure into an Error that says what is unterminated.
+func lexError(filename, src string, err error) error {
+	var pe participle.Error
+	if !errors.As(err, &pe) {
+		return newError(src, lexer.Position{Filename: filename, Line: 1, Column: 1}, err.Error())
+	}
+	pos := pe.Position()
+	rest := ""
+	if pos.Offset >= 0 && pos.Offset < len(src) {
+		rest = src[pos.Offset:]
+	}
+	var msg string
+	switch {
+	case strings.HasPrefix(rest, "'"):
+		msg = "unterminated string literal (a string ends with ')"
+	case strings.HasPrefix(rest, `"`):
+		msg = `unterminated quoted identifier (a quoted name ends with ")`
+	case strings.HasPrefix(rest, "/*"):
+		msg = "unterminated comment (a block comment ends with */)"
+	case rest != "":
+		r := []rune(rest)[0]
+		msg = fmt.Sprintf("unexpected character %q", r)
+	default:
+		msg = pe.Message()
+	}
+	return newError(src, pos, msg)
+}
+
+func asError(err error, target **Error) bool { return errors.As(err, target) }
+
+var expectedRe = regexp.MustCompile(`^unexpected token "(.*)" \(expected (.*)\)$`)
+
+// improve turns a participle error into an *Error whose message names what was
+// found and what was expected, and, for a misspelled keyword, the keyword.
+func improve(filename, src string, err error) error {
+	var le *Error
+	if asError(err, &le) {
+		return le
+	}
+	var pe participle.Error
+	if !errors.As(err, &pe) {
+		return newError(src, lexer.Position{Filename: filename, Line: 1, Column: 1}, err.Error())
+	}
+	pos := pe.Position()
+	if pos.Filename == "" {
+		pos.Filename = filename
+	}
+	found, expected := describeFound(src, pos), ""
+	var ute *participle.UnexpectedTokenError
+	if errors.As(err, &ute) {
+		if m := expectedRe.FindStringSubmatch(ute.Message()); m != nil {
+			expected = describeExpected(m[2])
+		}
+	} else if msg := pe.Message(); !strings.HasPrefix(msg, "unexpected token") {
+		// Not about a token (a number out of range, ...): keep participle's words.
+		return newError(src, pos, strings.TrimPrefix(msg, "lexer: "))
+	}
+	if expected == "" && found == "end of input" {
+		expected = `";" or the rest of the statement`
+	}
+	if fix, at, ok := repair(filename, src, pos); ok {
+		return newError(src, at.Pos, fmt.Sprintf("unexpected %q, expected %q", at.Value, fix))
+	}
+	msg := "unexpected " + found
+	if expected != "" {
+		msg += ", expected " + expected
+	}
+	if word := tokenAt(src, pos); word != "" {
+		if kw := nearestKeyword(word, quotedWords(expected)); kw != "" {
+			msg += fmt.Sprintf(" (did you mean %q?)", kw)
+		}
+	}
+	return newError(src, pos, msg)
+}
+
+// describeFound names the token at pos: its text, or "end of input".
+func describeFound(src string, pos lexer.Position) string {
+	toks, _ := Tokens("", src)
+	for _, t := range toks {
+		if t.Pos.Offset == pos.Offset && t.Kind != TokWhitespace && t.Kind != TokComment {
+			return fmt.Sprintf("%q", t.Value)
+		}
+	}
+	return "end of input"
+}
+
+// tokenAt returns the word (identifier or keyword) at pos, if any.
+func tokenAt(src string, pos lexer.Position) string {
+	toks, _ := Tokens("", src)
+	for _, t := range toks {
+		if t.Pos.Offset == pos.Offset && (t.Kind == TokIdent || t.Kind == TokKeyword) {
+			return t.Value
+		}
+	}
+	return ""
+}
+
+// describeExpected rewrites participle's EBNF fragment into words a user reads:
+// token types become "a name", "a number", "a string".
+func describeExpected(s string) string {
+	r := strings.NewReplacer(
+		"<ident> | <qident>", "a name",
+		"(<ident> | <qident>)", "a name",
+		"<float> | <int>", "a number",
+		"(<float> | <int>)", "a number",
+		"<ident>", "a name",
+		"<qident>", "a quoted name",
+		"<int>", "an integer",
+		"<float>", "a number",
+		"<string>", "a string",
+		"<keyword>", "a keyword",
+		"Statement", "a statement",
+		"Expr", "an expression",
+		"Literal", "a literal",
+		"Objective", "an objective (ACCURACY, THROUGHPUT, LATENCY, BUDGET, PRIORITY)",
+	)
+	return r.Replace(s)
+}
+
+var quotedWordRe = regexp.MustCompile(`"([A-Za-z_]+)"`)
+
+func quotedWords(s string) []string {
+	var out []string
+	for _, m := range quotedWordRe.FindAllStringSubmatch(s, -1) {
+		out = append(out, m[1])
+	}
+	return out
+}
+
+// nearestKeyword returns the keyword among candidates (all keywords when there
+// are none) closest to word, if it is close enough to be a misspelling.
+func nearestKeyword(word string, candidates []string) string {
+	if len(candidates) == 0 {
+		candidates = Keywords()
+	}
+	w := strings.ToUpper(word)
+	best, bestD := "", 1<<30
+	for _, c := range candidates {
+		c = strings.ToUpper(c)
+		if c == w {
+			return ""
+		}
+		if d := editDistance(w, c); d < bestD {
+			best, bestD = c, d
+		}
+	}
+	limit := 1
+	if len(w) > 4 {
+		limit = 2
+	}
+	if bestD <= limit && bestD < len(w) {
+		return best
+	}
+	return ""
+}
+
+// repair looks for a misspelled keyword just before the error that the parser
+// took for a name ("SELECT a FORM t" reads FORM as an alias of a). It replaces
+// each nearby identifier that is close to a keyword by that keyword and keeps
+// the first replacement with which the parse gets further.
+func repair(filename, src string, errPos lexer.Position) (string, Token, bool) {
+	toks, err := Tokens(filename, src)
+	if err != nil {
+		return "", Token{}, false
+	}
+	var words []Token
+	for _, t := range toks {
+		if t.Pos.Offset > errPos.Offset {
+			break
+		}
+		if t.Kind != TokWhitespace && t.Kind != TokComment {
+			words = append(words, t)
+		}
+	}
+	tried := 0
+	for i := len(words) - 1; i >= 0 && i >= len(words)-4 && tried < 4; i-- {
+		t := words[i]
+		if t.Kind != TokIdent || IsKeyword(t.Value) {
+			continue
+		}
+		kw := nearestKeyword(t.Value, nil)
+		if kw == "" {
+			continue
+		}
+		tried++
+		fixed := src[:t.Pos.Offset] + kw + src[t.Pos.Offset+len(t.Value):]
+		_, err := parse(filename, fixed)
+		if err == nil {
+			return kw, t, true
+		}
+		var pe participle.Error
+		if errors.As(err, &pe) && pe.Position().Offset-(len(kw)-len(t.Value)) > errPos.Offset {
+			return kw, t, true
+		}
+	}
+	return "", Token{}, false
+}
+
+// IsKeyword reports whether word (any case) is a keyword, reserved or not.
+func IsKeyword(word string) bool {
+	w := strings.ToUpper(word)
+	for _, k := range Keywords() {
+		if k == w {
+			return true
+		}
+	}
+	return false
+}
+
+// editDistance is the optimal string alignment distance: insertions, deletions,
+// substitutions and transpositions of adjacent letters (FORM -> FROM is 1).
+func editDistance(a, b string) int {
+	if len(a) > 64 || len(b) > 64 {
+		return 1 << 30
+	}
+	d := make([][]int, len(a)+1)
+	for i := range d {
+		d[i] = make([]int, len(b)+1)
+		d[i][0] = i
+	}
+	for j := 0; j <= len(b); j++ {
+		d[0][j] = j
+	}
+	for i := 1; i <= len(a); i++ {
+		for j := 1; j <= len(b); j++ {
+			cost := 1
+			if a[i-1] == b[j-1] {
+				cost = 0
+			}
+			d[i][j] = min(d[i-1][j]+1, d[i][j-1]+1, d[i-1][j-1]+cost)
+			if i > 1 && j > 1 && a[i-1] == b[j-2] && a[i-2] == b[j-1] {
+				d[i][j] = min(d[i][j], d[i-2][j-2]+1)
+			}
+		}
+	}
+	return d[len(a)][len(b)]
+}

@@ -1,0 +1,220 @@
+package lang
+
+import (
+	"strconv"
+
+	"github.com/alecthomas/participle/v2/lexer"
+)
+
+// Expr is an expression. The concrete types are *BinaryExpr, *UnaryExpr,
+// *IsNullExpr, *BetweenExpr, *InExpr, *LikeExpr, *CaseExpr, *CastExpr,
+// *FuncCall, *ColumnRef, *FieldAccess, *IndexExpr and the literals *NumberLit,
+// *StringLit, *BoolLit, *NullLit, *IntervalLit, *TimestampLit. Parentheses
+// leave no node: the tree's shape is the grouping.
+type Expr interface {
+	Node
+	exprNode()
+}
+
+// Literal is a constant: *NumberLit, *StringLit, *BoolLit or *NullLit (the
+// values of SET and of WITH (k = v) options).
+type Literal interface {
+	Expr
+	literalNode()
+}
+
+// BinaryExpr is Left Op Right: OR, AND, comparisons, arithmetic and ||. Pos is
+// Left's position; OpPos the operator's.
+type BinaryExpr struct {
+	Pos         lexer.Position
+	OpPos       lexer.Position
+	Op          BinaryOp
+	Left, Right Expr
+}
+
+// UnaryExpr is NOT X or -X.
+type UnaryExpr struct {
+	Pos lexer.Position
+	Op  UnaryOp
+	X   Expr
+}
+
+// IsNullExpr is X IS [NOT] NULL.
+type IsNullExpr struct {
+	Pos lexer.Position
+	X   Expr
+	Not bool
+}
+
+// BetweenExpr is X [NOT] BETWEEN Low AND High.
+type BetweenExpr struct {
+	Pos       lexer.Position
+	X         Expr
+	Not       bool
+	Low, High Expr
+}
+
+// InExpr is X [NOT] IN (List...).
+type InExpr struct {
+	Pos  lexer.Position
+	X    Expr
+	Not  bool
+	List []Expr
+}
+
+// LikeExpr is X [NOT] LIKE Pattern.
+type LikeExpr struct {
+	Pos     lexer.Position
+	X       Expr
+	Not     bool
+	Pattern Expr
+}
+
+// FieldAccess is X.Field where X is not a plain name (f(x).label, a[0].x);
+// dotted names are a ColumnRef.
+type FieldAccess struct {
+	Pos   lexer.Position
+	X     Expr
+	Field string
+}
+
+// IndexExpr is X[Index].
+type IndexExpr struct {
+	Pos   lexer.Position
+	X     Expr
+	Index Expr
+}
+
+// CaseExpr is CASE [Operand] WHEN ... THEN ... [ELSE ...] END.
+type CaseExpr struct {
+	Pos     lexer.Position
+	Operand Expr          `parser:"'CASE' @@?"`
+	Whens   []*WhenClause `parser:"@@+"`
+	Else    Expr          `parser:"( 'ELSE' @@ )? 'END'"`
+}
+
+// WhenClause is WHEN Cond THEN Result.
+type WhenClause struct {
+	Pos    lexer.Position
+	Cond   Expr `parser:"'WHEN' @@"`
+	Result Expr `parser:"'THEN' @@"`
+}
+
+// CastExpr is CAST(X AS Type).
+type CastExpr struct {
+	Pos  lexer.Position
+	X    Expr  `parser:"'CAST' '(' @@"`
+	Type *Type `parser:"'AS' @@ ')'"`
+}
+
+// FuncCall is Name(Args...), Name(*) (Star) or Name(DISTINCT Args...). Window
+// functions of GROUP BY (TUMBLE, HOP, SESSION) and model calls of LATERAL are
+// FuncCalls too: the binder decides what a name means.
+type FuncCall struct {
+	Pos      lexer.Position
+	Name     string `parser:"@( Ident | QIdent ) '('"`
+	Star     bool   `parser:"( @'*'"`
+	Distinct bool   `parser:"| @'DISTINCT'"`
+	Args     []Expr `parser:"  @@ ( ',' @@ )* | @@ ( ',' @@ )* )? ')'"`
+}
+
+// ColumnRef is a possibly dotted name: col, t.col, t.col.field. The binder
+// decides which prefix names a relation.
+type ColumnRef struct {
+	Pos   lexer.Position
+	Names []string `parser:"@( Ident | QIdent ) ( '.' @( Ident | QIdent ) )*"`
+}
+
+// NumberLit is a numeric literal, kept as written.
+type NumberLit struct {
+	Pos   lexer.Position
+	Value string `parser:"@( Float | Int )"`
+}
+
+// Float64 is the literal's value.
+func (n *NumberLit) Float64() (float64, error) { return strconv.ParseFloat(n.Value, 64) }
+
+// Int64 is the literal's value if it is an integer.
+func (n *NumberLit) Int64() (int64, error) { return strconv.ParseInt(n.Value, 10, 64) }
+
+// StringLit is a string literal; Value is unquoted.
+type StringLit struct {
+	Pos   lexer.Position
+	Value string `parser:"@String"`
+}
+
+// BoolLit is TRUE or FALSE.
+type BoolLit struct {
+	Pos   lexer.Position
+	Value bool `parser:"( @'TRUE' | 'FALSE' )"`
+}
+
+// NullLit is NULL.
+type NullLit struct {
+	Pos  lexer.Position
+	Null bool `parser:"@'NULL'"`
+}
+
+// IntervalLit is INTERVAL 'n' unit.
+type IntervalLit struct {
+	Pos   lexer.Position
+	Value string   `parser:"'INTERVAL' @String"`
+	Unit  TimeUnit `parser:"@( 'MILLISECOND' | 'MILLISECONDS' | 'SECOND' | 'SECONDS' | 'MINUTE' | 'MINUTES' | 'HOUR' | 'HOURS' | 'DAY' | 'DAYS' )"`
+}
+
+// Seconds is the interval's length in seconds.
+func (n *IntervalLit) Seconds() (float64, error) {
+	v, err := strconv.ParseFloat(n.Value, 64)
+	return v * n.Unit.Seconds(), err
+}
+
+// TimestampLit is TIMESTAMP '...'; Value is the unquoted text.
+type TimestampLit struct {
+	Pos   lexer.Position
+	Value string `parser:"'TIMESTAMP' @String"`
+}
+
+func (*BinaryExpr) exprNode()   {}
+func (*UnaryExpr) exprNode()    {}
+func (*IsNullExpr) exprNode()   {}
+func (*BetweenExpr) exprNode()  {}
+func (*InExpr) exprNode()       {}
+func (*LikeExpr) exprNode()     {}
+func (*FieldAccess) exprNode()  {}
+func (*IndexExpr) exprNode()    {}
+func (*CaseExpr) exprNode()     {}
+func (*CastExpr) exprNode()     {}
+func (*FuncCall) exprNode()     {}
+func (*ColumnRef) exprNode()    {}
+func (*NumberLit) exprNode()    {}
+func (*StringLit) exprNode()    {}
+func (*BoolLit) exprNode()      {}
+func (*NullLit) exprNode()      {}
+func (*IntervalLit) exprNode()  {}
+func (*TimestampLit) exprNode() {}
+
+func (*NumberLit) literalNode() {}
+func (*StringLit) literalNode() {}
+func (*BoolLit) literalNode()   {}
+func (*NullLit) literalNode()   {}
+
+// Position implementations.
+func (n *BinaryExpr) Position() lexer.Position   { return n.Pos }
+func (n *UnaryExpr) Position() lexer.Position    { return n.Pos }
+func (n *IsNullExpr) Position() lexer.Position   { return n.Pos }
+func (n *BetweenExpr) Position() lexer.Position  { return n.Pos }
+func (n *InExpr) Position() lexer.Position       { return n.Pos }
+func (n *LikeExpr) Position() lexer.Position     { return n.Pos }
+func (n *FieldAccess) Position() lexer.Position  { return n.Pos }
+func (n *IndexExpr) Position() lexer.Position    { return n.Pos }
+func (n *CaseExpr) Position() lexer.Position     { return n.Pos }
+func (n *WhenClause) Position() lexer.Position   { return n.Pos }
+func (n *CastExpr) Position() lexer.Position     { return n.Pos }
+func (n *FuncCall) Position() lexer.Position     { return n.Pos }
+func (n *ColumnRef) Position() lexer.Position    { return n.Pos }
+func (n *NumberLit) Position() lexer.Position    { return n.Pos }
+func (n *StringLit) Position() lexer.Position    { return n.Pos }
+func (n *BoolLit) Position() lexer.Position      { return n.Pos }
+func (n *NullLit) Position() lexer.Position      { return n.Pos }
+func (n *IntervalLit) Position() lexer.Position  { return n.Pos }
+func (n *TimestampLit) Position() lexer.Position { return n.Pos }

@@ -1,0 +1,262 @@
+package lang
+
+import (
+	"github.com/alecthomas/participle/v2/lexer"
+)
+
+// The expression grammar has one production per precedence level, from OR
+// (loosest) to postfix . and [] (tightest). Those level structs are grammar
+// only: right after parsing, lower() folds each of them into the public nodes
+// (BinaryExpr, UnaryExpr, ...), so the AST has no trace of the levels.
+//
+//	OR < AND < NOT < comparison, IS, BETWEEN, IN, LIKE < + - || < * / % < unary - < . []
+
+// grammarExpr is a level struct; it sits in an Expr field until lowered.
+type grammarExpr interface {
+	Expr
+	lower() Expr
+}
+
+type orExpr struct {
+	Pos   lexer.Position
+	Left  *andExpr  `parser:"@@"`
+	Right []*orTail `parser:"@@*"`
+}
+
+type orTail struct {
+	Pos   lexer.Position
+	Right *andExpr `parser:"'OR' @@"`
+}
+
+type andExpr struct {
+	Pos   lexer.Position
+	Left  *notExpr   `parser:"@@"`
+	Right []*andTail `parser:"@@*"`
+}
+
+type andTail struct {
+	Pos   lexer.Position
+	Right *notExpr `parser:"'AND' @@"`
+}
+
+type notExpr struct {
+	Pos  lexer.Position
+	Not  *notExpr   `parser:"  'NOT' @@"`
+	Pred *predicate `parser:"| @@"`
+}
+
+type predicate struct {
+	Pos   lexer.Position
+	Left  *additive   `parser:"@@"`
+	Tails []*predTail `parser:"@@*"`
+}
+
+type predTail struct {
+	Pos     lexer.Position
+	Cmp     *cmpTail     `parser:"  @@"`
+	IsNull  *isNullTail  `parser:"| @@"`
+	Between *betweenTail `parser:"| @@"`
+	In      *inTail      `parser:"| @@"`
+	Like    *likeTail    `parser:"| @@"`
+}
+
+type cmpTail struct {
+	Pos   lexer.Position
+	Op    BinaryOp  `parser:"@( '=' | '<>' | '!=' | '<=' | '>=' | '<' | '>' )"`
+	Right *additive `parser:"@@"`
+}
+
+type isNullTail struct {
+	Pos lexer.Position
+	Not bool `parser:"'IS' @'NOT'? 'NULL'"`
+}
+
+type betweenTail struct {
+	Pos  lexer.Position
+	Not  bool      `parser:"@'NOT'? 'BETWEEN'"`
+	Low  *additive `parser:"@@"`
+	High *additive `parser:"'AND' @@"`
+}
+
+type inTail struct {
+	Pos  lexer.Position
+	Not  bool      `parser:"@'NOT'? 'IN'"`
+	List []*orExpr `parser:"'(' @@ ( ',' @@ )* ')'"`
+}
+
+type likeTail struct {
+	Pos     lexer.Position
+	Not     bool      `parser:"@'NOT'? 'LIKE'"`
+	Pattern *additive `parser:"@@"`
+}
+
+type additive struct {
+	Pos   lexer.Position
+	Left  *multiplicative `parser:"@@"`
+	Right []*addTail      `parser:"@@*"`
+}
+
+type addTail struct {
+	Pos   lexer.Position
+	Op    BinaryOp        `parser:"@( '+' | '-' | '||' )"`
+	Right *multiplicative `parser:"@@"`
+}
+
+type multiplicative struct {
+	Pos   lexer.Position
+	Left  *unary     `parser:"@@"`
+	Right []*mulTail `parser:"@@*"`
+}
+
+type mulTail struct {
+	Pos   lexer.Position
+	Op    BinaryOp `parser:"@( '*' | '/' | '%' )"`
+	Right *unary   `parser:"@@"`
+}
+
+type unary struct {
+	Pos     lexer.Position
+	Neg     *unary   `parser:"  '-' @@"`
+	Postfix *postfix `parser:"| @@"`
+}
+
+type postfix struct {
+	Pos lexer.Position
+	X   *primary     `parser:"@@"`
+	Ops []*postfixOp `parser:"@@*"`
+}
+
+type postfixOp struct {
+	Pos   lexer.Position
+	Field string  `parser:"  '.' @( Ident | QIdent )"`
+	Index *orExpr `parser:"| '[' @@ ']'"`
+}
+
+// primary tries the forms that start with a keyword before names, and a call
+// (name followed by "(") before a plain name.
+type primary struct {
+	Pos       lexer.Position
+	Case      *CaseExpr     `parser:"  @@"`
+	Cast      *CastExpr     `parser:"| @@"`
+	Interval  *IntervalLit  `parser:"| @@"`
+	Timestamp *TimestampLit `parser:"| @@"`
+	Bool      *BoolLit      `parser:"| @@"`
+	Null      *NullLit      `parser:"| @@"`
+	Number    *NumberLit    `parser:"| @@"`
+	String    *StringLit    `parser:"| @@"`
+	Call      *FuncCall     `parser:"| @@"`
+	Column    *ColumnRef    `parser:"| @@"`
+	Paren     *orExpr       `parser:"| '(' @@ ')'"`
+}
+
+func (*orExpr) exprNode() {}
+
+func (e *orExpr) Position() lexer.Position { return e.Pos }
+
+func (e *orExpr) lower() Expr {
+	x := e.Left.lower()
+	for _, t := range e.Right {
+		x = &BinaryExpr{Pos: x.Position(), OpPos: t.Pos, Op: OpOr, Left: x, Right: t.Right.lower()}
+	}
+	return x
+}
+
+func (e *andExpr) lower() Expr {
+	x := e.Left.lower()
+	for _, t := range e.Right {
+		x = &BinaryExpr{Pos: x.Position(), OpPos: t.Pos, Op: OpAnd, Left: x, Right: t.Right.lower()}
+	}
+	return x
+}
+
+func (e *notExpr) lower() Expr {
+	if e.Not != nil {
+		return &UnaryExpr{Pos: e.Pos, Op: OpNot, X: e.Not.lower()}
+	}
+	return e.Pred.lower()
+}
+
+func (e *predicate) lower() Expr {
+	x := e.Left.lower()
+	for _, t := range e.Tails {
+		switch {
+		case t.Cmp != nil:
+			x = &BinaryExpr{Pos: x.Position(), OpPos: t.Pos, Op: t.Cmp.Op, Left: x, Right: t.Cmp.Right.lower()}
+		case t.IsNull != nil:
+			x = &IsNullExpr{Pos: x.Position(), X: x, Not: t.IsNull.Not}
+		case t.Between != nil:
+			x = &BetweenExpr{Pos: x.Position(), X: x, Not: t.Between.Not, Low: t.Between.Low.lower(), High: t.Between.High.lower()}
+		case t.In != nil:
+			in := &InExpr{Pos: x.Position(), X: x, Not: t.In.Not}
+			for _, e := range t.In.List {
+				in.List = append(in.List, e.lower())
+			}
+			x = in
+		case t.Like != nil:
+			x = &LikeExpr{Pos: x.Position(), X: x, Not: t.Like.Not, Pattern: t.Like.Pattern.lower()}
+		}
+	}
+	return x
+}
+
+func (e *additive) lower() Expr {
+	x := e.Left.lower()
+	for _, t := range e.Right {
+		x = &BinaryExpr{Pos: x.Position(), OpPos: t.Pos, Op: t.Op, Left: x, Right: t.Right.lower()}
+	}
+	return x
+}
+
+func (e *multiplicative) lower() Expr {
+	x := e.Left.lower()
+	for _, t := range e.Right {
+		x = &BinaryExpr{Pos: x.Position(), OpPos: t.Pos, Op: t.Op, Left: x, Right: t.Right.lower()}
+	}
+	return x
+}
+
+func (e *unary) lower() Expr {
+	if e.Neg != nil {
+		return &UnaryExpr{Pos: e.Pos, Op: OpNeg, X: e.Neg.lower()}
+	}
+	return e.Postfix.lower()
+}
+
+func (e *postfix) lower() Expr {
+	x := e.X.lower()
+	for _, op := range e.Ops {
+		if op.Index != nil {
+			x = &IndexExpr{Pos: x.Position(), X: x, Index: op.Index.lower()}
+		} else {
+			x = &FieldAccess{Pos: x.Position(), X: x, Field: op.Field}
+		}
+	}
+	return x
+}
+
+func (e *primary) lower() Expr {
+	switch {
+	case e.Case != nil:
+		return e.Case
+	case e.Cast != nil:
+		return e.Cast
+	case e.Interval != nil:
+		return e.Interval
+	case e.Timestamp != nil:
+		return e.Timestamp
+	case e.Bool != nil:
+		return e.Bool
+	case e.Null != nil:
+		return e.Null
+	case e.Number != nil:
+		return e.Number
+	case e.String != nil:
+		return e.String
+	case e.Call != nil:
+		return e.Call
+	case e.Column != nil:
+		return e.Column
+	default:
+		return e.Paren.lower()
+	}
+}

@@ -1,0 +1,249 @@
+package lang
+
+import (
+	"errors"
+	"fmt"
+	"reflect"
+	"strings"
+
+	"github.com/alecthomas/participle/v2"
+	"github.com/alecthomas/participle/v2/lexer"
+)
+
+// lookahead lets the parser back out of a branch after up to this many tokens:
+// `t.*` against `t.col`, `f(` against a name, `NOT IN` against `NOT BETWEEN`.
+const lookahead = 3
+
+// maxDepth bounds nesting (parentheses, brackets, CASE, runs of prefix NOT and
+// minus). The parser recurses per level, and an input of a million "(" must
+// get an error, not a stack overflow.
+const maxDepth = 200
+
+func buildParser() *participle.Parser[Script] {
+	return participle.MustBuild[Script](
+		participle.Lexer(sqlLexer),
+		participle.Elide(TokComment, TokWhitespace),
+		participle.CaseInsensitive(TokKeyword, TokIdent),
+		participle.UseLookahead(lookahead),
+		participle.Union[Statement](
+			&Query{}, &Insert{}, &Explain{},
+			&CreateModel{}, &CreateStream{}, &CreateTable{}, &CreateSink{},
+			&Drop{}, &Show{}, &Describe{}, &Set{}, &StopQuery{},
+		),
+		participle.Union[Expr](&orExpr{}),
+		participle.Union[Literal](&NumberLit{}, &StringLit{}, &BoolLit{}, &NullLit{}),
+		participle.Union[Objective](
+			&AccuracyObjective{}, &ThroughputObjective{}, &LatencyObjective{},
+			&BudgetObjective{}, &PriorityObjective{},
+		),
+	)
+}
+
+// The parser is immutable once built and safe for concurrent use.
+var scriptParser = buildParser()
+
+// Grammar returns the grammar in EBNF, as participle derives it from the AST.
+func Grammar() string { return scriptParser.String() }
+
+// Parse parses a script of statements separated by ";". filename is used in
+// positions and errors only. A syntax error is a *Error wrapping ErrSyntax.
+func Parse(filename, src string) (*Script, error) {
+	s, err := parse(filename, src)
+	if err != nil {
+		return nil, improve(filename, src, err)
+	}
+	return s, nil
+}
+
+// parse is Parse without the error improvements (the repair search calls it).
+func parse(filename, src string) (s *Script, err error) {
+	defer func() {
+		// Never a panic: a participle bug must come back as a syntax error.
+		if r := recover(); r != nil {
+			s, err = nil, newError(src, lexer.Position{Filename: filename, Line: 1, Column: 1},
+				fmt.Sprintf("internal parser error: %v", r))
+		}
+	}()
+	if err := checkDepth(filename, src); err != nil {
+		return nil, err
+	}
+	s, err = scriptParser.ParseString(filename, src)
+	if err != nil {
+		return nil, err
+	}
+	if s.Pos.Filename == "" && s.Pos.Line == 0 {
+		s.Pos = lexer.Position{Filename: filename, Line: 1, Column: 1}
+	}
+	normalize(reflect.ValueOf(s))
+	return s, nil
+}
+
+// ParseStatement parses src as exactly one statement (a trailing ";" is
+// allowed).
+func ParseStatement(filename, src string) (Statement, error) {
+	s, err := Parse(filename, src)
+	if err != nil {
+		return nil, err
+	}
+	if len(s.Statements) != 1 {
+		return nil, newError(src, s.Pos, fmt.Sprintf("expected one statement, found %d", len(s.Statements)))
+	}
+	return s.Statements[0], nil
+}
+
+// ParseExpr parses a single expression (for tests and tools; statements use
+// Parse).
+func ParseExpr(filename, src string) (Expr, error) {
+	const prefix = "SELECT "
+	s, err := Parse(filename, prefix+src)
+	if err != nil {
+		var pe *Error
+		if errors.As(err, &pe) {
+			p := pe.Pos
+			if p.Line == 1 {
+				p.Column = max(1, p.Column-len(prefix))
+			}
+			p.Offset = max(0, p.Offset-len(prefix))
+			return nil, newError(src, p, pe.Msg)
+		}
+		return nil, err
+	}
+	if len(s.Statements) == 1 {
+		if q, ok := s.Statements[0].(*Query); ok && len(q.UnionAll) == 0 && q.OrderBy == nil &&
+			q.Limit == nil && q.Objectives == nil && len(q.Select.Items) == 1 {
+			sel, it := q.Select, q.Select.Items[0]
+			if !sel.Distinct && sel.From == nil && sel.Where == nil && sel.GroupBy == nil &&
+				sel.Having == nil && it.Expr != nil && it.Alias == "" {
+				walkPositions(reflect.ValueOf(it.Expr), func(p *lexer.Position) {
+					if p.Line == 1 {
+						p.Column -= len(prefix)
+					}
+					p.Offset -= len(prefix)
+				})
+				return it.Expr, nil
+			}
+		}
+	}
+	return nil, newError(src, lexer.Position{Filename: filename, Line: 1, Column: 1}, "expected exactly one expression")
+}
+
+// checkDepth rejects inputs nested deeper than maxDepth before the recursive
+// descent sees them.
+func checkDepth(filename, src string) error {
+	toks, err := Tokens(filename, src)
+	if err != nil {
+		return err
+	}
+	depth, run := 0, 0
+	for _, t := range toks {
+		switch t.Kind {
+		case TokComment, TokWhitespace:
+			continue
+		}
+		v := strings.ToUpper(t.Value)
+		switch {
+		case v == "(" || v == "[" || v == "CASE" && t.Kind == TokKeyword:
+			depth++
+			run = 0
+		case v == ")" || v == "]" || v == "END" && t.Kind == TokKeyword:
+			if depth > 0 {
+				depth--
+			}
+			run = 0
+		case v == "NOT" && t.Kind == TokKeyword || v == "-":
+			run++
+		default:
+			run = 0
+		}
+		if depth+run > maxDepth {
+			return newError(src, t.Pos, fmt.Sprintf("expression nested too deeply (more than %d levels)", maxDepth))
+		}
+	}
+	return nil
+}
+
+var (
+	exprType     = reflect.TypeOf((*Expr)(nil)).Elem()
+	positionType = reflect.TypeOf(lexer.Position{})
+)
+
+// normalize finishes a fresh parse tree in place: it lowers the grammar levels
+// of every expression into public nodes and unquotes names ("a""b" -> a"b) and
+// string literals ('it”s' -> it's). Every node is visited exactly once, so a
+// value is never unquoted twice. Raw token text of any other kind never starts
+// with a quote, which is how a string field is known to be quoted.
+func normalize(v reflect.Value) {
+	switch v.Kind() {
+	case reflect.Ptr:
+		if !v.IsNil() {
+			normalize(v.Elem())
+		}
+	case reflect.Interface:
+		if v.IsNil() {
+			return
+		}
+		if g, ok := v.Interface().(grammarExpr); ok && v.Type() == exprType && v.CanSet() {
+			v.Set(reflect.ValueOf(g.lower()))
+		}
+		normalize(v.Elem())
+	case reflect.Slice:
+		for i := 0; i < v.Len(); i++ {
+			normalize(v.Index(i))
+		}
+	case reflect.Struct:
+		if v.Type() == positionType {
+			return
+		}
+		for i := 0; i < v.NumField(); i++ {
+			if f := v.Field(i); f.CanSet() {
+				normalize(f)
+			}
+		}
+	case reflect.String:
+		if s := v.String(); v.CanSet() && s != "" && (s[0] == '"' || s[0] == '\'') {
+			v.SetString(unquote(s))
+		}
+	}
+}
+
+// unquote strips the quotes of a '...' or "..." token and undoubles the inner
+// quote character.
+func unquote(s string) string {
+	if len(s) < 2 {
+		return s
+	}
+	q := s[:1]
+	return strings.ReplaceAll(s[1:len(s)-1], q+q, q)
+}
+
+// walkPositions calls fn on every position in the tree under v.
+func walkPositions(v reflect.Value, fn func(*lexer.Position)) {
+	switch v.Kind() {
+	case reflect.Ptr, reflect.Interface:
+		if !v.IsNil() {
+			walkPositions(v.Elem(), fn)
+		}
+	case reflect.Slice:
+		for i := 0; i < v.Len(); i++ {
+			walkPositions(v.Index(i), fn)
+		}
+	case reflect.Struct:
+		if v.Type() == positionType {
+			if v.CanAddr() {
+				fn(v.Addr().Interface().(*lexer.Position))
+			}
+			return
+		}
+		for i := 0; i < v.NumField(); i++ {
+			if v.Type().Field(i).IsExported() {
+				walkPositions(v.Field(i), fn)
+			}
+		}
+	}
+}
+
+// ClearPositions zeroes every position under n, so that two trees parsed from
+// differently formatted sources compare equal with reflect.DeepEqual.
+func ClearPositions(n Node) {
+	walkPositions(reflect.ValueOf(n), func(p *lexer.Position) { *p = lexer.Position{} })
+}
