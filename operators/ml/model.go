@@ -1,0 +1,495 @@
+package ml
+
+import (
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+
+	"github.com/apache/arrow/go/v17/arrow"
+	"github.com/apache/arrow/go/v17/arrow/array"
+	"github.com/apache/arrow/go/v17/arrow/memory"
+)
+
+// Config binds a model to an input stream.
+type Config struct {
+	// Input is the tensor column fed to the model.
+	Input string
+	// ModelInput names the model input; empty means the model's only input.
+	ModelInput string
+	// Heads say which outputs become which columns. At least one.
+	Heads []Head
+	// ErrorColumn is the utf8 column that carries a row's error (null when the
+	// row succeeded). Default "error".
+	ErrorColumn string
+	// MaxBatch caps the rows per session call (default 32).
+	MaxBatch int
+}
+
+// ErrRow is wrapped by the per-row errors written to the error column.
+var ErrRow = errors.New("ml: row failed")
+
+// Model is a session bound to an input schema: the signatures are checked, the
+// output schema fixed, and scratch buffers kept between calls. A Model is used by
+// one goroutine at a time (one operator instance); its Session may be shared.
+type Model struct {
+	sess     Session
+	cfg      Config
+	inSchema *arrow.Schema
+	out      *arrow.Schema
+	inCol    int
+	rowShape []int64 // model input shape without the batch dim
+	rowSize  int
+	heads    []boundHead
+	outInfo  []TensorInfo
+
+	// scratch, reused across batches
+	scratchIn  []float32
+	scratchOut [][]float32
+	ins        []Tensor
+	outs       []Tensor
+}
+
+// Bind checks the session's signature against the input schema and the heads and
+// returns the bound model. Every mismatch is an ErrSchema naming the column, the
+// model tensor and both shapes.
+func Bind(sess Session, in *arrow.Schema, cfg Config) (*Model, error) {
+	if cfg.ErrorColumn == "" {
+		cfg.ErrorColumn = "error"
+	}
+	if cfg.MaxBatch == 0 {
+		cfg.MaxBatch = 32
+	}
+	if cfg.MaxBatch < 0 {
+		return nil, fmt.Errorf("%w: max batch %d", ErrConfig, cfg.MaxBatch)
+	}
+	if len(cfg.Heads) == 0 {
+		return nil, fmt.Errorf("%w: no output head", ErrConfig)
+	}
+	m := &Model{sess: sess, cfg: cfg, inSchema: in, outInfo: sess.Outputs()}
+
+	idx := in.FieldIndices(cfg.Input)
+	if len(idx) != 1 {
+		return nil, fmt.Errorf("%w: input column %q not found (have %s)", ErrSchema, cfg.Input, fieldNames(in))
+	}
+	m.inCol = idx[0]
+	colShape, err := FieldShape(in.Field(m.inCol))
+	if err != nil {
+		return nil, err
+	}
+	ins := sess.Inputs()
+	var mi *TensorInfo
+	for i := range ins {
+		if ins[i].Name == cfg.ModelInput || (cfg.ModelInput == "" && len(ins) == 1) {
+			mi = &ins[i]
+		}
+	}
+	if mi == nil || len(ins) != 1 {
+		return nil, fmt.Errorf("%w: model inputs %v: the operator feeds exactly one tensor input (asked for %q)", ErrSchema, ins, cfg.ModelInput)
+	}
+	if mi.DType != Float32 || len(mi.Shape) < 1 {
+		return nil, fmt.Errorf("%w: model input %s: want float32 [N, ...]", ErrSchema, mi)
+	}
+	if mi.Shape[0] >= 0 && mi.Shape[0] != 1 {
+		return nil, fmt.Errorf("%w: model input %s has a fixed batch of %d", ErrSchema, mi, mi.Shape[0])
+	}
+	if mi.Shape[0] == 1 {
+		m.cfg.MaxBatch = 1 // a model exported with batch 1 takes one row a call
+	}
+	m.rowShape = slices.Clone(mi.Shape[1:])
+	for i, d := range m.rowShape {
+		if d < 0 { // a dynamic non-batch dim takes the column's size
+			if len(colShape) != len(m.rowShape) {
+				return nil, fmt.Errorf("%w: column %q shape [%s] does not fit model input %s", ErrSchema, cfg.Input, FormatDims(colShape), mi)
+			}
+			m.rowShape[i] = colShape[i]
+		}
+	}
+	// Same element count is enough: tensors are row-major, so [1,28,28] feeds
+	// [784] unchanged.
+	if product(m.rowShape) != product(colShape) {
+		return nil, fmt.Errorf("%w: column %q has rows of shape [%s] but model input %s wants [%s]", ErrSchema, cfg.Input, FormatDims(colShape), mi, FormatDims(m.rowShape))
+	}
+	m.rowSize = int(product(m.rowShape))
+
+	fields := slices.Clone(in.Fields())
+	seen := map[int]bool{}
+	for _, h := range cfg.Heads {
+		bh := boundHead{Head: h, out: -1}
+		for i, o := range m.outInfo {
+			if o.Name == h.Output {
+				bh.out = i
+			}
+		}
+		if bh.out < 0 {
+			return nil, fmt.Errorf("%w: model has no output %q (outputs: %v)", ErrSchema, h.Output, m.outInfo)
+		}
+		o := m.outInfo[bh.out]
+		if o.DType != Float32 || len(o.Shape) < 1 {
+			return nil, fmt.Errorf("%w: output %s: want float32 [N, ...]", ErrSchema, o)
+		}
+		bh.rowShape = slices.Clone(o.Shape[1:])
+		for _, d := range bh.rowShape {
+			if d < 0 {
+				return nil, fmt.Errorf("%w: output %s: only the batch dimension may be dynamic", ErrSchema, o)
+			}
+		}
+		bh.rowSize = int(product(bh.rowShape))
+		cols := h.columns()
+		switch h.Kind {
+		case Classify:
+			if len(bh.rowShape) != 1 || len(cols) != 2 {
+				return nil, fmt.Errorf("%w: classify head on %s wants an output [N,K] and two columns (label, score), got %d", ErrSchema, o, len(cols))
+			}
+			if h.Labels != nil && len(h.Labels) != bh.rowSize {
+				return nil, fmt.Errorf("%w: %d labels for output %s with %d classes", ErrSchema, len(h.Labels), o, bh.rowSize)
+			}
+			lt := arrow.DataType(arrow.PrimitiveTypes.Int64)
+			if h.Labels != nil {
+				lt = arrow.BinaryTypes.String
+			}
+			fields = append(fields,
+				arrow.Field{Name: cols[0], Type: lt, Nullable: true},
+				arrow.Field{Name: cols[1], Type: arrow.PrimitiveTypes.Float32, Nullable: true})
+		case Embed:
+			if len(cols) != 1 {
+				return nil, fmt.Errorf("%w: embed head on %s wants one column", ErrSchema, o)
+			}
+			fields = append(fields, TensorField(cols[0], bh.rowShape))
+		case Scalar:
+			if bh.rowSize != 1 || len(cols) != 1 {
+				return nil, fmt.Errorf("%w: scalar head wants an output [N] or [N,1] and one column, got %s", ErrSchema, o)
+			}
+			fields = append(fields, arrow.Field{Name: cols[0], Type: arrow.PrimitiveTypes.Float32, Nullable: true})
+		default:
+			return nil, fmt.Errorf("%w: unknown head kind %d", ErrConfig, h.Kind)
+		}
+		seen[bh.out] = true
+		m.heads = append(m.heads, bh)
+	}
+	fields = append(fields, arrow.Field{Name: cfg.ErrorColumn, Type: arrow.BinaryTypes.String, Nullable: true})
+	names := map[string]bool{}
+	for _, f := range fields {
+		if names[f.Name] {
+			return nil, fmt.Errorf("%w: output column %q appears twice", ErrSchema, f.Name)
+		}
+		names[f.Name] = true
+	}
+	md := in.Metadata()
+	m.out = arrow.NewSchema(fields, &md)
+
+	m.scratchOut = make([][]float32, len(m.outInfo))
+	m.ins = make([]Tensor, 1)
+	m.outs = make([]Tensor, len(m.outInfo))
+	return m, nil
+}
+
+func fieldNames(s *arrow.Schema) string {
+	var names []string
+	for _, f := range s.Fields() {
+		names = append(names, f.Name)
+	}
+	return strings.Join(names, ", ")
+}
+
+// OutputSchema is the input schema followed by the heads' columns and the error
+// column.
+func (m *Model) OutputSchema() *arrow.Schema { return m.out }
+
+// MaxBatch is the configured cap on rows per call.
+func (m *Model) MaxBatch() int { return m.cfg.MaxBatch }
+
+// Session is the bound session.
+func (m *Model) Session() Session { return m.sess }
+
+// Infer runs the model on every row of rec, in batches of at most MaxBatch, and
+// returns rec's columns followed by the output columns. Rows that fail carry their
+// error in the error column and nulls in the output columns; the returned error is
+// only for the record as a whole (wrong schema). The caller releases the result.
+func (m *Model) Infer(mem memory.Allocator, rec arrow.Record) (arrow.Record, error) {
+	j, err := m.newJob(mem, rec)
+	if err != nil {
+		return nil, err
+	}
+	for start := 0; start < j.n; start += m.cfg.MaxBatch {
+		m.runBatch([]segment{{j: j, start: start, n: min(m.cfg.MaxBatch, j.n-start)}})
+	}
+	return j.finish(mem), nil
+}
+
+// job is one input record in flight: its input values and its output buffers,
+// filled by one or more batches.
+type job struct {
+	m    *Model
+	rec  arrow.Record
+	vals []float32
+	n    int
+	done int
+
+	heads   []headBuffers
+	failed  []bool
+	errs    []string
+	nFailed int
+}
+
+type headBuffers struct {
+	buf    *memory.Buffer // label (int64) / embedding / scalar values
+	i64    []int64
+	f32    []float32
+	sbuf   *memory.Buffer // classify: scores
+	scores []float32
+}
+
+// segment is a run of rows of one job inside a batch.
+type segment struct {
+	j        *job
+	start, n int
+}
+
+func (m *Model) newJob(mem memory.Allocator, rec arrow.Record) (*job, error) {
+	if !rec.Schema().Equal(m.inSchema) {
+		return nil, fmt.Errorf("%w: record schema %s differs from the bound schema %s", ErrSchema, rec.Schema(), m.inSchema)
+	}
+	vals, _, err := TensorValues(rec.Column(m.inCol))
+	if err != nil {
+		return nil, err
+	}
+	n := int(rec.NumRows())
+	j := &job{m: m, rec: rec, vals: vals, n: n, failed: make([]bool, n), heads: make([]headBuffers, len(m.heads))}
+	rec.Retain()
+	for i, h := range m.heads {
+		hb := &j.heads[i]
+		switch h.Kind {
+		case Classify:
+			hb.buf, hb.i64 = newInt64Buffer(mem, n)
+			hb.sbuf, hb.scores = newFloat32Buffer(mem, n)
+		case Embed, Scalar:
+			hb.buf, hb.f32 = newFloat32Buffer(mem, n*h.rowSize)
+		}
+	}
+	col := rec.Column(m.inCol)
+	if col.NullN() > 0 {
+		for r := 0; r < n; r++ {
+			if col.IsNull(r) {
+				j.fail(r, fmt.Errorf("%w: input %q is null", ErrRow, m.cfg.Input))
+			}
+		}
+	}
+	return j, nil
+}
+
+func (j *job) fail(r int, err error) {
+	if j.failed[r] {
+		return
+	}
+	if j.errs == nil {
+		j.errs = make([]string, j.n)
+	}
+	j.failed[r] = true
+	j.errs[r] = err.Error()
+	j.nFailed++
+}
+
+// runBatch runs one batch made of segs and scatters the outputs into the jobs. A
+// failing call is split in halves until the failing rows are alone, so one bad row
+// costs its neighbours a few extra calls, not their results.
+func (m *Model) runBatch(segs []segment) {
+	total := 0
+	for _, s := range segs {
+		total += s.n
+	}
+	if total == 0 {
+		return
+	}
+	var in []float32
+	if len(segs) == 1 { // the common case: a slice of one record, no copy
+		s := segs[0]
+		in = s.j.vals[s.start*m.rowSize : (s.start+s.n)*m.rowSize]
+	} else {
+		in = grow(&m.scratchIn, total*m.rowSize)
+		off := 0
+		for _, s := range segs {
+			off += copy(in[off:], s.j.vals[s.start*m.rowSize:(s.start+s.n)*m.rowSize])
+		}
+	}
+	shape := make([]int64, 0, 1+len(m.rowShape))
+	shape = append(shape, int64(total))
+	shape = append(shape, m.rowShape...)
+	m.ins[0] = Tensor{DType: Float32, Shape: shape, F32: in}
+	direct := make([]bool, len(m.outInfo))
+	for i, o := range m.outInfo {
+		oshape := slices.Clone(o.Shape)
+		oshape[0] = int64(total)
+		rs := int(product(o.Shape[1:]))
+		if product(o.Shape[1:]) < 0 { // an output this operator does not map
+			m.outs[i] = Tensor{DType: o.DType}
+			continue
+		}
+		var buf []float32
+		// An embedding of a single segment is written straight into the job's
+		// Arrow buffer.
+		for hi, h := range m.heads {
+			if h.out == i && h.Kind == Embed && len(segs) == 1 {
+				s := segs[0]
+				buf = s.j.heads[hi].f32[s.start*rs : (s.start+s.n)*rs]
+				direct[i] = true
+			}
+		}
+		if buf == nil {
+			buf = grow(&m.scratchOut[i], total*rs)
+		}
+		if o.DType != Float32 {
+			m.outs[i] = Tensor{DType: o.DType}
+			continue
+		}
+		m.outs[i] = Tensor{DType: Float32, Shape: oshape, F32: buf}
+	}
+	if err := m.sess.Run(m.ins, m.outs); err != nil {
+		if total == 1 {
+			s := segs[0]
+			s.j.fail(s.start, fmt.Errorf("%w: %w", ErrRow, err))
+			return
+		}
+		left, right := splitSegments(segs, total/2)
+		m.runBatch(left)
+		m.runBatch(right)
+		return
+	}
+	m.scatter(segs, direct)
+}
+
+// scatter writes a successful batch's outputs into the jobs' buffers.
+func (m *Model) scatter(segs []segment, direct []bool) {
+	row := 0
+	for _, s := range segs {
+		for hi, h := range m.heads {
+			out := m.outs[h.out].F32
+			hb := &s.j.heads[hi]
+			switch h.Kind {
+			case Classify:
+				k := h.rowSize
+				for r := 0; r < s.n; r++ {
+					p := out[(row+r)*k : (row+r+1)*k]
+					best := 0
+					for c := 1; c < k; c++ {
+						if p[c] > p[best] {
+							best = c
+						}
+					}
+					hb.i64[s.start+r] = int64(best)
+					hb.scores[s.start+r] = p[best]
+				}
+			case Embed, Scalar:
+				if direct[h.out] {
+					continue
+				}
+				rs := h.rowSize
+				copy(hb.f32[s.start*rs:(s.start+s.n)*rs], out[row*rs:(row+s.n)*rs])
+			}
+		}
+		row += s.n
+		s.j.done += s.n
+	}
+}
+
+// splitSegments cuts segs after k rows.
+func splitSegments(segs []segment, k int) (left, right []segment) {
+	for _, s := range segs {
+		switch {
+		case k <= 0:
+			right = append(right, s)
+		case s.n <= k:
+			left = append(left, s)
+			k -= s.n
+		default:
+			left = append(left, segment{j: s.j, start: s.start, n: k})
+			right = append(right, segment{j: s.j, start: s.start + k, n: s.n - k})
+			k = 0
+		}
+	}
+	return left, right
+}
+
+func grow(buf *[]float32, n int) []float32 {
+	if cap(*buf) < n {
+		*buf = make([]float32, n)
+	}
+	return (*buf)[:n]
+}
+
+// finish builds the output record and releases the job's hold on its input.
+func (j *job) finish(mem memory.Allocator) arrow.Record {
+	m := j.m
+	defer j.rec.Release()
+	cols := make([]arrow.Array, 0, len(m.out.Fields()))
+	for i := 0; i < int(j.rec.NumCols()); i++ {
+		c := j.rec.Column(i)
+		c.Retain()
+		cols = append(cols, c)
+	}
+	for hi, h := range m.heads {
+		hb := &j.heads[hi]
+		switch h.Kind {
+		case Classify:
+			if h.Labels != nil {
+				b := array.NewStringBuilder(mem)
+				b.Reserve(j.n)
+				for r := 0; r < j.n; r++ {
+					if j.failed[r] {
+						b.AppendNull()
+					} else {
+						b.Append(h.Labels[hb.i64[r]])
+					}
+				}
+				cols = append(cols, b.NewArray())
+				b.Release()
+			} else {
+				cols = append(cols, primitive(mem, arrow.PrimitiveTypes.Int64, j, hb.buf))
+			}
+			cols = append(cols, primitive(mem, arrow.PrimitiveTypes.Float32, j, hb.sbuf))
+		case Embed:
+			nulls := validity(mem, j.n, j.failed, j.nFailed)
+			cols = append(cols, newTensorArray(h.rowShape, j.n, hb.buf, nulls, j.nFailed))
+			if nulls != nil {
+				nulls.Release()
+			}
+		case Scalar:
+			cols = append(cols, primitive(mem, arrow.PrimitiveTypes.Float32, j, hb.buf))
+		}
+		hb.buf.Release()
+		if hb.sbuf != nil {
+			hb.sbuf.Release()
+		}
+	}
+	eb := array.NewStringBuilder(mem)
+	if j.nFailed == 0 {
+		eb.AppendNulls(j.n)
+	} else {
+		for r := 0; r < j.n; r++ {
+			if j.failed[r] {
+				eb.Append(j.errs[r])
+			} else {
+				eb.AppendNull()
+			}
+		}
+	}
+	cols = append(cols, eb.NewArray())
+	eb.Release()
+	rec := array.NewRecord(m.out, cols, int64(j.n))
+	for _, c := range cols {
+		c.Release()
+	}
+	return rec
+}
+
+// primitive wraps a filled value buffer as an array with the job's failures as
+// nulls. The array retains buf.
+func primitive(mem memory.Allocator, dt arrow.DataType, j *job, buf *memory.Buffer) arrow.Array {
+	nulls := validity(mem, j.n, j.failed, j.nFailed)
+	data := array.NewData(dt, j.n, []*memory.Buffer{nulls, buf}, nil, j.nFailed, 0)
+	if nulls != nil {
+		nulls.Release()
+	}
+	defer data.Release()
+	return array.MakeFromData(data)
+}
