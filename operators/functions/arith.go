@@ -1,0 +1,214 @@
+package functions
+
+import (
+	"math"
+
+	"github.com/apache/arrow/go/v17/arrow"
+	"github.com/apache/arrow/go/v17/arrow/compute"
+)
+
+// computeArith calls an arrow compute arithmetic kernel. The _unchecked kernels
+// wrap on integer overflow like Go does, rather than failing the stream.
+func computeArith(kernel string) ScalarFunc {
+	return func(c *Ctx, ret arrow.DataType, args []compute.Datum, n int) (arrow.Array, error) {
+		d, err := compute.CallFunction(c.Context(), kernel, nil, args...)
+		if err != nil {
+			return nil, err
+		}
+		return toArray(c, d, n)
+	}
+}
+
+// temporalArith runs an int64 kernel over the microsecond values of temporal
+// arguments and gives the result type ret.
+func temporalArith(kernel string, c *Ctx, ret arrow.DataType, args []compute.Datum, n int) (arrow.Array, error) {
+	ia := make([]compute.Datum, len(args))
+	for i, a := range args {
+		ia[i] = asInt64(a)
+	}
+	defer func() {
+		for i, a := range ia {
+			if a != args[i] {
+				a.Release()
+			}
+		}
+	}()
+	a, err := computeArith(kernel)(c, arrow.PrimitiveTypes.Int64, ia, n)
+	if err != nil {
+		return nil, err
+	}
+	return retype(a, ret), nil
+}
+
+func isTemporal(id arrow.Type) bool { return id == arrow.TIMESTAMP || id == arrow.DURATION }
+
+func addFunc(c *Ctx, ret arrow.DataType, args []compute.Datum, n int) (arrow.Array, error) {
+	if isTemporal(typeID(args[0])) {
+		return temporalArith("add_unchecked", c, ret, args, n)
+	}
+	return computeArith("add_unchecked")(c, ret, args, n)
+}
+
+func subtractFunc(c *Ctx, ret arrow.DataType, args []compute.Datum, n int) (arrow.Array, error) {
+	if isTemporal(typeID(args[0])) {
+		return temporalArith("subtract_unchecked", c, ret, args, n)
+	}
+	return computeArith("subtract_unchecked")(c, ret, args, n)
+}
+
+func negateFunc(c *Ctx, ret arrow.DataType, args []compute.Datum, n int) (arrow.Array, error) {
+	if isTemporal(typeID(args[0])) {
+		return temporalArith("negate_unchecked", c, ret, args, n)
+	}
+	return computeArith("negate_unchecked")(c, ret, args, n)
+}
+
+func absFunc(c *Ctx, ret arrow.DataType, args []compute.Datum, n int) (arrow.Array, error) {
+	return computeArith("abs_unchecked")(c, ret, args, n)
+}
+
+// divideFunc is a loop, not the compute kernel: SQL here wants NULL on a zero
+// divisor where the kernel fails the whole batch (ints) or gives Inf (floats).
+func divideFunc(c *Ctx, ret arrow.DataType, args []compute.Datum, n int) (arrow.Array, error) {
+	if isFloat(args[0]) {
+		return rowwise(c, ret, args, n, func(o *out, v []*vec, i int) {
+			y := v[1].float64(i)
+			if y == 0 {
+				o.null()
+				return
+			}
+			o.f64(v[0].float64(i) / y)
+		})
+	}
+	return rowwise(c, ret, args, n, func(o *out, v []*vec, i int) {
+		y := v[1].int64(i)
+		if y == 0 {
+			o.null()
+			return
+		}
+		o.i64(v[0].int64(i) / y)
+	})
+}
+
+func moduloFunc(c *Ctx, ret arrow.DataType, args []compute.Datum, n int) (arrow.Array, error) {
+	if isFloat(args[0]) {
+		return rowwise(c, ret, args, n, func(o *out, v []*vec, i int) {
+			y := v[1].float64(i)
+			if y == 0 {
+				o.null()
+				return
+			}
+			o.f64(math.Mod(v[0].float64(i), y))
+		})
+	}
+	return rowwise(c, ret, args, n, func(o *out, v []*vec, i int) {
+		y := v[1].int64(i)
+		if y == 0 {
+			o.null()
+			return
+		}
+		o.i64(v[0].int64(i) % y)
+	})
+}
+
+func compareFunc(kernel string) ScalarFunc {
+	return func(c *Ctx, ret arrow.DataType, args []compute.Datum, n int) (arrow.Array, error) {
+		if typeID(args[0]) == arrow.DURATION {
+			ia := []compute.Datum{asInt64(args[0]), asInt64(args[1])}
+			defer ia[0].Release()
+			defer ia[1].Release()
+			args = ia
+		}
+		return computeArith(kernel)(c, ret, args, n)
+	}
+}
+
+// roundHalfAway rounds half away from zero (SQL's ROUND), not half to even.
+func roundFunc(c *Ctx, ret arrow.DataType, args []compute.Datum, n int) (arrow.Array, error) {
+	if !isFloat(args[0]) {
+		if len(args) == 1 {
+			return computeArith("add_unchecked")(c, ret, []compute.Datum{args[0], compute.NewDatum(int64(0))}, n)
+		}
+		return rowwise(c, ret, args, n, func(o *out, v []*vec, i int) {
+			o.f64(roundTo(float64(v[0].int64(i)), v[1].int64(i)))
+		})
+	}
+	return rowwise(c, ret, args, n, func(o *out, v []*vec, i int) {
+		d := int64(0)
+		if len(v) > 1 {
+			d = v[1].int64(i)
+		}
+		o.f64(roundTo(v[0].float64(i), d))
+	})
+}
+
+func roundTo(x float64, d int64) float64 {
+	if d == 0 {
+		return math.Round(x)
+	}
+	p := math.Pow(10, float64(d))
+	return math.Round(x*p) / p
+}
+
+func floorCeil(ceil bool) ScalarFunc {
+	return func(c *Ctx, ret arrow.DataType, args []compute.Datum, n int) (arrow.Array, error) {
+		if !isFloat(args[0]) {
+			return computeArith("add_unchecked")(c, ret, []compute.Datum{args[0], compute.NewDatum(int64(0))}, n)
+		}
+		return rowwise(c, ret, args, n, func(o *out, v []*vec, i int) {
+			if ceil {
+				o.f64(math.Ceil(v[0].float64(i)))
+			} else {
+				o.f64(math.Floor(v[0].float64(i)))
+			}
+		})
+	}
+}
+
+type f64Op func(float64) (float64, bool)
+
+func sqrtOp(x float64) (float64, bool)  { return math.Sqrt(x), x >= 0 }
+func lnOp(x float64) (float64, bool)    { return math.Log(x), x > 0 }
+func log10Op(x float64) (float64, bool) { return math.Log10(x), x > 0 }
+func expOp(x float64) (float64, bool)   { return math.Exp(x), true }
+
+// f64Func applies op to a numeric argument (BIGINT or DOUBLE) giving DOUBLE;
+// ok = false (a domain error) gives NULL.
+func f64Func(op f64Op) ScalarFunc {
+	return func(c *Ctx, ret arrow.DataType, args []compute.Datum, n int) (arrow.Array, error) {
+		fl := isFloat(args[0])
+		return rowwise(c, ret, args, n, func(o *out, v []*vec, i int) {
+			var x float64
+			if fl {
+				x = v[0].float64(i)
+			} else {
+				x = float64(v[0].int64(i))
+			}
+			if r, ok := op(x); ok {
+				o.f64(r)
+			} else {
+				o.null()
+			}
+		})
+	}
+}
+
+func powerFunc(c *Ctx, ret arrow.DataType, args []compute.Datum, n int) (arrow.Array, error) {
+	fl := []bool{isFloat(args[0]), isFloat(args[1])}
+	return rowwise(c, ret, args, n, func(o *out, v []*vec, i int) {
+		var xy [2]float64
+		for k := 0; k < 2; k++ {
+			if fl[k] {
+				xy[k] = v[k].float64(i)
+			} else {
+				xy[k] = float64(v[k].int64(i))
+			}
+		}
+		r := math.Pow(xy[0], xy[1])
+		if math.IsNaN(r) {
+			o.null()
+			return
+		}
+		o.f64(r)
+	})
+}

@@ -1,0 +1,102 @@
+package functions
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/apache/arrow/go/v17/arrow"
+	"github.com/apache/arrow/go/v17/arrow/compute"
+	"github.com/apache/arrow/go/v17/arrow/memory"
+)
+
+// ErrNoImplementation is returned for a function name with no implementation.
+var ErrNoImplementation = errors.New("no implementation")
+
+// Ctx is what a function needs at run time: the allocator for its results and a
+// context carrying it for arrow compute.
+type Ctx struct {
+	Mem memory.Allocator
+	ctx context.Context
+}
+
+// NewCtx binds an allocator.
+func NewCtx(mem memory.Allocator) *Ctx {
+	return &Ctx{Mem: mem, ctx: compute.WithAllocator(context.Background(), mem)}
+}
+
+// Context is a context.Context carrying the allocator for arrow compute calls.
+func (c *Ctx) Context() context.Context { return c.ctx }
+
+// ScalarFunc computes a function over n rows. Each argument is an array of
+// length n or a scalar broadcast to every row. The result is a new array of
+// length n and type ret, owned by the caller.
+type ScalarFunc func(c *Ctx, ret arrow.DataType, args []compute.Datum, n int) (arrow.Array, error)
+
+// AggFunc makes a grouped accumulator for an aggregate whose (coerced) argument
+// type is arg (nil for count(*)) and whose result type is ret.
+type AggFunc func(arg, ret arrow.DataType) (Accumulator, error)
+
+// Registry maps function names to implementations.
+type Registry struct {
+	scalars map[string]ScalarFunc
+	aggs    map[string]AggFunc
+}
+
+// Scalar finds a scalar implementation.
+func (r *Registry) Scalar(name string) (ScalarFunc, error) {
+	if f, ok := r.scalars[name]; ok {
+		return f, nil
+	}
+	return nil, fmt.Errorf("%w for scalar function %s", ErrNoImplementation, name)
+}
+
+// Aggregate finds an aggregate implementation.
+func (r *Registry) Aggregate(name string) (AggFunc, error) {
+	if f, ok := r.aggs[name]; ok {
+		return f, nil
+	}
+	return nil, fmt.Errorf("%w for aggregate function %s", ErrNoImplementation, name)
+}
+
+// NewAccumulator makes the accumulator for an aggregate call; distinct wraps it
+// so that each group sees each distinct non-NULL value once.
+func (r *Registry) NewAccumulator(name string, distinct bool, arg, ret arrow.DataType) (Accumulator, error) {
+	if distinct {
+		if arg == nil {
+			return nil, fmt.Errorf("%s(DISTINCT) needs an argument", name)
+		}
+		return newDistinct(name, arg, ret)
+	}
+	f, err := r.Aggregate(name)
+	if err != nil {
+		return nil, err
+	}
+	return f(arg, ret)
+}
+
+// Builtins returns the implementations of every function of expr.Builtins().
+func Builtins() *Registry {
+	r := &Registry{scalars: map[string]ScalarFunc{}, aggs: map[string]AggFunc{}}
+	for name, f := range map[string]ScalarFunc{
+		"add": addFunc, "subtract": subtractFunc, "multiply": computeArith("multiply_unchecked"),
+		"divide": divideFunc, "modulo": moduloFunc, "negate": negateFunc,
+		"equal": compareFunc("equal"), "not_equal": compareFunc("not_equal"), "less": compareFunc("less"),
+		"less_equal": compareFunc("less_equal"), "greater": compareFunc("greater"), "greater_equal": compareFunc("greater_equal"),
+		"abs": absFunc, "round": roundFunc, "floor": floorCeil(false), "ceil": floorCeil(true),
+		"sqrt": f64Func(sqrtOp), "ln": f64Func(lnOp), "log10": f64Func(log10Op), "exp": f64Func(expOp), "power": powerFunc,
+		"greatest": extremumFunc(true), "least": extremumFunc(false), "coalesce": coalesceFunc, "nullif": nullifFunc,
+		"concat": concatFunc, "lower": strMap(lowerOp), "upper": strMap(upperOp), "trim": strMap(trimOp),
+		"ltrim": strMap(ltrimOp), "rtrim": strMap(rtrimOp), "length": lengthFunc, "char_length": lengthFunc,
+		"substr": substrFunc, "replace": replaceFunc, "strpos": strposFunc, "starts_with": strPred(startsOp), "ends_with": strPred(endsOp),
+		"date_trunc": dateTruncFunc, "date_part": datePartFunc, "to_timestamp": toTimestampFunc, "epoch": epochFunc, "epoch_ms": epochMsFunc,
+	} {
+		r.scalars[name] = f
+	}
+	r.aggs["count"] = newCount
+	r.aggs["sum"] = newSum
+	r.aggs["avg"] = newAvg
+	r.aggs["min"] = func(arg, ret arrow.DataType) (Accumulator, error) { return newMinMax(arg, false) }
+	r.aggs["max"] = func(arg, ret arrow.DataType) (Accumulator, error) { return newMinMax(arg, true) }
+	return r
+}
