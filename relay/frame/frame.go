@@ -1,0 +1,240 @@
+// Package frame is the wire format of the relay: a small fixed binary header
+// (query, edge, sender, receiver, epoch, sequence, chunk) in front of every
+// message, the bodies of progress and credit frames, and the Arrow IPC encoding
+// of data bodies.
+//
+// Decoding never trusts its input: every length is checked against what is
+// really there and every failure is an error wrapping ErrMalformed, never a
+// panic, because frames arrive from other processes over the network. The
+// package knows nothing of NATS or of the dataflow; it must not import either.
+package frame
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+)
+
+// ErrMalformed is wrapped by every decoding error.
+var ErrMalformed = errors.New("malformed relay frame")
+
+// Magic opens every frame ("TF"), so a stray publisher on a relay subject is
+// recognised instead of being parsed as garbage.
+const Magic uint16 = 0x5446
+
+// Version is the header layout version; a peer with another layout is refused.
+const Version uint8 = 1
+
+// Kind says what a frame carries.
+type Kind uint8
+
+// Frame kinds. Data, Progress and End travel sender -> receiver on the data
+// path and carry sequence numbers; Hello too but without a sequence; Credit and
+// Close travel receiver -> sender.
+const (
+	KindData     Kind = 1 // body: Arrow IPC stream of one record
+	KindProgress Kind = 2 // body: progress updates (EncodeProgress)
+	KindEnd      Kind = 3 // no body: the sender closed the link
+	KindHello    Kind = 4 // no body: a sender asks for its current credit
+	KindCredit   Kind = 5 // body: cumulative credit grant (EncodeCredit)
+	KindClose    Kind = 6 // no body: the receiver closed the link
+	kindMax           = KindClose
+)
+
+func (k Kind) String() string {
+	switch k {
+	case KindData:
+		return "data"
+	case KindProgress:
+		return "progress"
+	case KindEnd:
+		return "end"
+	case KindHello:
+		return "hello"
+	case KindCredit:
+		return "credit"
+	case KindClose:
+		return "close"
+	}
+	return fmt.Sprintf("kind(%d)", uint8(k))
+}
+
+// MaxQueryLen bounds the query id so it fits the one-byte length prefix.
+const MaxQueryLen = 255
+
+// MaxChunks bounds how many chunks one message may be cut into; with the
+// smallest sensible max payload (1 KiB) it still allows messages of 4 GiB.
+const MaxChunks = 1 << 22
+
+// fixedLen is the header length without the query bytes:
+// magic(2) version(1) kind(1) qlen(1) edge(4) sender(4) receiver(4) epoch(8)
+// seq(8) chunk(4) chunks(4) total(8).
+const fixedLen = 2 + 1 + 1 + 1 + 4 + 4 + 4 + 8 + 8 + 4 + 4 + 8
+
+// Header is the part of every frame that names its link and its place in the
+// link's stream.
+type Header struct {
+	Kind     Kind
+	Query    string
+	Edge     uint32
+	Sender   uint32
+	Receiver uint32
+	Epoch    uint64 // data: the batch's timestamp
+	Seq      uint64 // 1, 2, ... per link for data, progress and end frames
+	Chunk    uint32 // index of this chunk, < Chunks
+	Chunks   uint32 // number of chunks of this message, >= 1
+	Total    uint64 // body length summed over all chunks
+}
+
+// Len is the encoded length of h.
+func (h *Header) Len() int { return fixedLen + len(h.Query) }
+
+// Put writes h at the start of b, which must be at least h.Len() bytes long,
+// and returns the number of bytes written.
+func (h *Header) Put(b []byte) int {
+	_ = b[h.Len()-1]
+	binary.BigEndian.PutUint16(b[0:], Magic)
+	b[2] = Version
+	b[3] = byte(h.Kind)
+	b[4] = byte(len(h.Query))
+	n := 5 + copy(b[5:], h.Query)
+	binary.BigEndian.PutUint32(b[n:], h.Edge)
+	binary.BigEndian.PutUint32(b[n+4:], h.Sender)
+	binary.BigEndian.PutUint32(b[n+8:], h.Receiver)
+	binary.BigEndian.PutUint64(b[n+12:], h.Epoch)
+	binary.BigEndian.PutUint64(b[n+20:], h.Seq)
+	binary.BigEndian.PutUint32(b[n+28:], h.Chunk)
+	binary.BigEndian.PutUint32(b[n+32:], h.Chunks)
+	binary.BigEndian.PutUint64(b[n+36:], h.Total)
+	return n + 44
+}
+
+// Validate reports whether h could be encoded and decoded again.
+func (h *Header) Validate() error {
+	switch {
+	case h.Kind == 0 || h.Kind > kindMax:
+		return fmt.Errorf("%w: unknown kind %d", ErrMalformed, uint8(h.Kind))
+	case len(h.Query) > MaxQueryLen:
+		return fmt.Errorf("%w: query id of %d bytes, at most %d", ErrMalformed, len(h.Query), MaxQueryLen)
+	case h.Chunks == 0 || h.Chunks > MaxChunks:
+		return fmt.Errorf("%w: %d chunks, want 1..%d", ErrMalformed, h.Chunks, MaxChunks)
+	case h.Chunk >= h.Chunks:
+		return fmt.Errorf("%w: chunk %d of %d", ErrMalformed, h.Chunk, h.Chunks)
+	}
+	return nil
+}
+
+// Append appends the encoding of h and body to dst. It is the simple path for
+// small frames; data frames are built in place by the sender.
+func Append(dst []byte, h Header, body []byte) []byte {
+	n := len(dst)
+	dst = append(dst, make([]byte, h.Len())...)
+	h.Put(dst[n:])
+	return append(dst, body...)
+}
+
+// Decode parses the header at the start of b and returns it with the rest of b,
+// the chunk body. The body aliases b.
+func Decode(b []byte) (Header, []byte, error) {
+	var h Header
+	if len(b) < fixedLen {
+		return h, nil, fmt.Errorf("%w: %d bytes, a header needs at least %d", ErrMalformed, len(b), fixedLen)
+	}
+	if m := binary.BigEndian.Uint16(b); m != Magic {
+		return h, nil, fmt.Errorf("%w: bad magic %#04x", ErrMalformed, m)
+	}
+	if v := b[2]; v != Version {
+		return h, nil, fmt.Errorf("%w: version %d, this build speaks %d", ErrMalformed, v, Version)
+	}
+	h.Kind = Kind(b[3])
+	qlen := int(b[4])
+	if len(b) < fixedLen+qlen {
+		return h, nil, fmt.Errorf("%w: %d bytes, header with a %d-byte query id needs %d", ErrMalformed, len(b), qlen, fixedLen+qlen)
+	}
+	h.Query = string(b[5 : 5+qlen])
+	n := 5 + qlen
+	h.Edge = binary.BigEndian.Uint32(b[n:])
+	h.Sender = binary.BigEndian.Uint32(b[n+4:])
+	h.Receiver = binary.BigEndian.Uint32(b[n+8:])
+	h.Epoch = binary.BigEndian.Uint64(b[n+12:])
+	h.Seq = binary.BigEndian.Uint64(b[n+20:])
+	h.Chunk = binary.BigEndian.Uint32(b[n+28:])
+	h.Chunks = binary.BigEndian.Uint32(b[n+32:])
+	h.Total = binary.BigEndian.Uint64(b[n+36:])
+	if err := h.Validate(); err != nil {
+		return h, nil, err
+	}
+	body := b[n+44:]
+	if uint64(len(body)) > h.Total {
+		return h, nil, fmt.Errorf("%w: chunk body of %d bytes exceeds the message total %d", ErrMalformed, len(body), h.Total)
+	}
+	if h.Chunks == 1 && uint64(len(body)) != h.Total {
+		return h, nil, fmt.Errorf("%w: single-chunk body of %d bytes, header says %d", ErrMalformed, len(body), h.Total)
+	}
+	switch h.Kind {
+	case KindEnd, KindHello, KindClose:
+		if h.Total != 0 {
+			return h, nil, fmt.Errorf("%w: %s frame with a %d-byte body", ErrMalformed, h.Kind, h.Total)
+		}
+	case KindCredit:
+		if h.Total != creditLen {
+			return h, nil, fmt.Errorf("%w: credit body of %d bytes, want %d", ErrMalformed, h.Total, creditLen)
+		}
+	}
+	return h, body, nil
+}
+
+// Update is one change to a frontier: the count of outstanding capabilities
+// (or messages) at Epoch changes by Delta. It mirrors timely's ChangeBatch.
+type Update struct {
+	Epoch uint64
+	Delta int64
+}
+
+// MaxUpdates bounds one progress frame, so a forged count cannot make the
+// decoder allocate without limit.
+const MaxUpdates = 1 << 20
+
+// EncodeProgress appends the body of a progress frame to dst.
+func EncodeProgress(dst []byte, ups []Update) []byte {
+	dst = binary.BigEndian.AppendUint32(dst, uint32(len(ups)))
+	for _, u := range ups {
+		dst = binary.BigEndian.AppendUint64(dst, u.Epoch)
+		dst = binary.BigEndian.AppendUint64(dst, uint64(u.Delta))
+	}
+	return dst
+}
+
+// DecodeProgress parses a progress frame body.
+func DecodeProgress(b []byte) ([]Update, error) {
+	if len(b) < 4 {
+		return nil, fmt.Errorf("%w: progress body of %d bytes", ErrMalformed, len(b))
+	}
+	n := binary.BigEndian.Uint32(b)
+	if n > MaxUpdates || uint64(len(b)-4) != uint64(n)*16 {
+		return nil, fmt.Errorf("%w: progress body of %d bytes cannot hold %d updates", ErrMalformed, len(b), n)
+	}
+	ups := make([]Update, n)
+	for i := range ups {
+		p := b[4+16*i:]
+		ups[i] = Update{Epoch: binary.BigEndian.Uint64(p), Delta: int64(binary.BigEndian.Uint64(p[8:]))}
+	}
+	return ups, nil
+}
+
+const creditLen = 8
+
+// EncodeCredit appends the body of a credit frame: the total number of
+// messages the receiver has allowed since the link opened. Grants are
+// cumulative so a repeated or reordered grant is harmless.
+func EncodeCredit(dst []byte, granted uint64) []byte {
+	return binary.BigEndian.AppendUint64(dst, granted)
+}
+
+// DecodeCredit parses a credit frame body.
+func DecodeCredit(b []byte) (uint64, error) {
+	if len(b) != creditLen {
+		return 0, fmt.Errorf("%w: credit body of %d bytes, want %d", ErrMalformed, len(b), creditLen)
+	}
+	return binary.BigEndian.Uint64(b), nil
+}

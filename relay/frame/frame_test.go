@@ -1,0 +1,175 @@
+package frame
+
+import (
+	"bytes"
+	"errors"
+	"testing"
+
+	"github.com/apache/arrow/go/v17/arrow"
+	"github.com/apache/arrow/go/v17/arrow/array"
+	"github.com/apache/arrow/go/v17/arrow/memory"
+)
+
+func TestHeaderRoundTrip(t *testing.T) {
+	cases := []Header{
+		{Kind: KindData, Query: "q1", Edge: 3, Sender: 1, Receiver: 2, Epoch: 42, Seq: 7, Chunk: 0, Chunks: 1, Total: 5},
+		{Kind: KindProgress, Query: "", Edge: 1<<32 - 1, Sender: 9, Receiver: 0, Epoch: 1<<64 - 1, Seq: 1, Chunk: 2, Chunks: 3, Total: 100},
+		{Kind: KindEnd, Query: string(bytes.Repeat([]byte("x"), MaxQueryLen)), Chunks: 1},
+	}
+	for _, h := range cases {
+		body := bytes.Repeat([]byte{0xAB}, int(min(h.Total, 5)))
+		if h.Chunks == 1 {
+			body = body[:h.Total]
+		}
+		b := Append(nil, h, body)
+		if len(b) != h.Len()+len(body) {
+			t.Fatalf("encoded length %d, want %d", len(b), h.Len()+len(body))
+		}
+		got, gotBody, err := Decode(b)
+		if err != nil {
+			t.Fatalf("Decode(%+v): %v", h, err)
+		}
+		if got != h || !bytes.Equal(gotBody, body) {
+			t.Fatalf("round trip: got %+v body %x, want %+v body %x", got, gotBody, h, body)
+		}
+	}
+}
+
+func TestDecodeRejects(t *testing.T) {
+	good := Append(nil, Header{Kind: KindData, Query: "q", Chunks: 1, Total: 3}, []byte{1, 2, 3})
+	mutate := func(f func(b []byte) []byte) []byte {
+		return f(append([]byte(nil), good...))
+	}
+	cases := map[string][]byte{
+		"empty":          nil,
+		"short":          good[:10],
+		"bad magic":      mutate(func(b []byte) []byte { b[0] = 'X'; return b }),
+		"bad version":    mutate(func(b []byte) []byte { b[2] = 99; return b }),
+		"kind zero":      mutate(func(b []byte) []byte { b[3] = 0; return b }),
+		"kind unknown":   mutate(func(b []byte) []byte { b[3] = 200; return b }),
+		"query too long": mutate(func(b []byte) []byte { b[4] = 200; return b }),
+		"body too short": good[:len(good)-1],
+		"body too long":  append(append([]byte(nil), good...), 9),
+		"zero chunks":    Append(nil, Header{Kind: KindData, Chunks: 0}, nil),
+		"chunk past end": Append(nil, Header{Kind: KindData, Chunk: 3, Chunks: 3, Total: 10}, nil),
+		"end with body":  Append(nil, Header{Kind: KindEnd, Chunks: 1, Total: 2}, []byte{1, 2}),
+		"credit short":   Append(nil, Header{Kind: KindCredit, Chunks: 1, Total: 2}, []byte{1, 2}),
+		"chunk over all": Append(nil, Header{Kind: KindData, Chunks: 2, Total: 1}, []byte{1, 2}),
+	}
+	for name, b := range cases {
+		if _, _, err := Decode(b); !errors.Is(err, ErrMalformed) {
+			t.Errorf("%s: err = %v, want ErrMalformed", name, err)
+		}
+	}
+}
+
+func TestProgressAndCredit(t *testing.T) {
+	ups := []Update{{Epoch: 1, Delta: -1}, {Epoch: 2, Delta: 3}, {Epoch: 1 << 63, Delta: -1 << 63}}
+	got, err := DecodeProgress(EncodeProgress(nil, ups))
+	if err != nil || len(got) != len(ups) {
+		t.Fatalf("DecodeProgress: %v %v", got, err)
+	}
+	for i := range ups {
+		if got[i] != ups[i] {
+			t.Fatalf("update %d: got %+v want %+v", i, got[i], ups[i])
+		}
+	}
+	if _, err := DecodeProgress([]byte{0, 0, 0, 2, 1}); !errors.Is(err, ErrMalformed) {
+		t.Fatalf("short progress: %v", err)
+	}
+	if _, err := DecodeProgress([]byte{0xff, 0xff, 0xff, 0xff}); !errors.Is(err, ErrMalformed) {
+		t.Fatalf("forged progress count: %v", err)
+	}
+	g, err := DecodeCredit(EncodeCredit(nil, 12345))
+	if err != nil || g != 12345 {
+		t.Fatalf("DecodeCredit: %d %v", g, err)
+	}
+	if _, err := DecodeCredit([]byte{1}); !errors.Is(err, ErrMalformed) {
+		t.Fatalf("short credit: %v", err)
+	}
+}
+
+func testRecord(mem memory.Allocator, n int) arrow.Record {
+	schema := arrow.NewSchema([]arrow.Field{
+		{Name: "id", Type: arrow.PrimitiveTypes.Int64},
+		{Name: "name", Type: arrow.BinaryTypes.String, Nullable: true},
+	}, nil)
+	b := array.NewRecordBuilder(mem, schema)
+	defer b.Release()
+	for i := 0; i < n; i++ {
+		b.Field(0).(*array.Int64Builder).Append(int64(i))
+		if i%3 == 0 {
+			b.Field(1).AppendNull()
+		} else {
+			b.Field(1).(*array.StringBuilder).Append("row")
+		}
+	}
+	return b.NewRecord()
+}
+
+func encodeRecordBytes(t testing.TB, rec arrow.Record) []byte {
+	var buf bytes.Buffer
+	if err := EncodeRecord(&buf, rec, memory.DefaultAllocator); err != nil {
+		t.Fatal(err)
+	}
+	return buf.Bytes()
+}
+
+func TestRecordRoundTrip(t *testing.T) {
+	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
+	defer mem.AssertSize(t, 0)
+	for _, n := range []int{0, 1, 1000} {
+		rec := testRecord(mem, n)
+		var buf bytes.Buffer
+		if err := EncodeRecord(&buf, rec, mem); err != nil {
+			t.Fatal(err)
+		}
+		body := memory.NewResizableBuffer(mem)
+		body.Resize(buf.Len())
+		copy(body.Bytes(), buf.Bytes())
+		got, err := DecodeRecord(body, mem)
+		body.Release()
+		if err != nil {
+			t.Fatalf("n=%d: %v", n, err)
+		}
+		if !array.RecordEqual(got, rec) {
+			t.Fatalf("n=%d: decoded record differs", n)
+		}
+		got.Release()
+		rec.Release()
+	}
+}
+
+func TestDecodeRecordRejects(t *testing.T) {
+	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
+	defer mem.AssertSize(t, 0)
+	rec := testRecord(memory.DefaultAllocator, 10)
+	defer rec.Release()
+	good := encodeRecordBytes(t, rec)
+	two := func() []byte {
+		var buf bytes.Buffer
+		w := newTwoRecordStream(t, &buf, rec)
+		_ = w
+		return buf.Bytes()
+	}()
+	cases := map[string][]byte{
+		"empty":        nil,
+		"eos only":     {0xff, 0xff, 0xff, 0xff, 0, 0, 0, 0},
+		"truncated":    good[:len(good)/2],
+		"no marker":    append([]byte{1, 2, 3, 4}, good[4:]...),
+		"huge meta":    {0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0x7f},
+		"two records":  two,
+		"schema only":  good[:schemaEnd(good)],
+		"garbage meta": append([]byte{0xff, 0xff, 0xff, 0xff, 8, 0, 0, 0}, bytes.Repeat([]byte{0xee}, 16)...),
+	}
+	for name, b := range cases {
+		body := memory.NewBufferBytes(b)
+		got, err := DecodeRecord(body, mem)
+		if !errors.Is(err, ErrMalformed) {
+			if got != nil {
+				got.Release()
+			}
+			t.Errorf("%s: err = %v, want ErrMalformed", name, err)
+		}
+	}
+}

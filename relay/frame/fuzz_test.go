@@ -1,0 +1,78 @@
+package frame
+
+import (
+	"bytes"
+	"errors"
+	"testing"
+
+	"github.com/apache/arrow/go/v17/arrow/memory"
+)
+
+// seedFrames are valid frames of every kind; the fuzzer mutates them.
+func seedFrames(t testing.TB) [][]byte {
+	rec := testRecord(memory.DefaultAllocator, 5)
+	defer rec.Release()
+	ipcBody := encodeRecordBytes(t, rec)
+	return [][]byte{
+		Append(nil, Header{Kind: KindData, Query: "q1", Edge: 1, Sender: 2, Receiver: 3, Epoch: 4, Seq: 1, Chunks: 1, Total: uint64(len(ipcBody))}, ipcBody),
+		Append(nil, Header{Kind: KindData, Query: "q1", Seq: 2, Chunk: 1, Chunks: 3, Total: uint64(3 * 4)}, ipcBody[:4]),
+		Append(nil, Header{Kind: KindProgress, Query: "q1", Seq: 3, Chunks: 1, Total: 36}, EncodeProgress(nil, []Update{{1, -1}, {2, 1}})),
+		Append(nil, Header{Kind: KindEnd, Query: "q1", Seq: 4, Chunks: 1}, nil),
+		Append(nil, Header{Kind: KindHello, Query: "q1", Chunks: 1}, nil),
+		Append(nil, Header{Kind: KindCredit, Query: "q1", Chunks: 1, Total: 8}, EncodeCredit(nil, 64)),
+		Append(nil, Header{Kind: KindClose, Chunks: 1}, nil),
+	}
+}
+
+// FuzzDecodeFrame feeds arbitrary bytes through everything a receiver does with
+// a frame off the network. It must return errors, never panic or allocate
+// without bound, and whatever it accepts must re-encode to the same bytes.
+func FuzzDecodeFrame(f *testing.F) {
+	for _, s := range seedFrames(f) {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, b []byte) {
+		h, body, err := Decode(b)
+		if err != nil {
+			if !errors.Is(err, ErrMalformed) {
+				t.Fatalf("error %v does not wrap ErrMalformed", err)
+			}
+			return
+		}
+		if re := Append(nil, h, body); !bytes.Equal(re, b) {
+			t.Fatalf("accepted frame does not re-encode to its bytes")
+		}
+		switch h.Kind {
+		case KindProgress:
+			if h.Chunks == 1 {
+				if _, err := DecodeProgress(body); err != nil && !errors.Is(err, ErrMalformed) {
+					t.Fatalf("progress error %v does not wrap ErrMalformed", err)
+				}
+			}
+		case KindCredit:
+			if _, err := DecodeCredit(body); err != nil {
+				t.Fatalf("credit body accepted by Decode but not DecodeCredit: %v", err)
+			}
+		case KindData:
+			if h.Chunks != 1 {
+				return
+			}
+			mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
+			buf := memory.NewResizableBuffer(mem)
+			buf.Resize(len(body))
+			copy(buf.Bytes(), body)
+			rec, err := DecodeRecord(buf, mem)
+			buf.Release()
+			if err != nil {
+				if !errors.Is(err, ErrMalformed) {
+					t.Fatalf("record error %v does not wrap ErrMalformed", err)
+				}
+				return
+			}
+			rec.Release()
+			if n := mem.CurrentAlloc(); n != 0 {
+				t.Fatalf("decoded record leaked %d bytes", n)
+			}
+		}
+	})
+}

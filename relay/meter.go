@@ -1,0 +1,99 @@
+package relay
+
+import (
+	"sync/atomic"
+	"time"
+)
+
+// Meter counts what crosses one link end. Backends update it as they go;
+// Snapshot may be called at any time from any goroutine.
+type Meter struct {
+	link      LinkID
+	dir       Direction
+	batches   atomic.Uint64
+	rows      atomic.Uint64
+	progress  atomic.Uint64
+	bytes     atomic.Uint64
+	frames    atomic.Uint64
+	control   atomic.Uint64
+	stalls    atomic.Uint64
+	stalledNs atomic.Int64
+	buffered  atomic.Int64
+	bufBytes  atomic.Int64
+	maxBuf    atomic.Int64
+	maxBufB   atomic.Int64
+	closed    atomic.Bool
+}
+
+// NewMeter returns a zeroed meter for one end of link.
+func NewMeter(link LinkID, dir Direction) *Meter { return &Meter{link: link, dir: dir} }
+
+// Batch counts one data message of rows rows.
+func (m *Meter) Batch(rows int64) {
+	m.batches.Add(1)
+	m.rows.Add(uint64(rows))
+}
+
+// ProgressMsg counts one progress message.
+func (m *Meter) ProgressMsg() { m.progress.Add(1) }
+
+// Wire counts one wire frame of n bytes carrying data or progress.
+func (m *Meter) Wire(n int) {
+	m.frames.Add(1)
+	m.bytes.Add(uint64(n))
+}
+
+// ControlBytes counts a control frame of n bytes.
+func (m *Meter) ControlBytes(n int) { m.control.Add(uint64(n)) }
+
+// Stall counts one wait for credit that lasted d.
+func (m *Meter) Stall(d time.Duration) {
+	m.stalls.Add(1)
+	m.stalledNs.Add(int64(d))
+}
+
+// Enqueue notes a message of n bytes buffered at the receiver.
+func (m *Meter) Enqueue(n int64) {
+	b := m.buffered.Add(1)
+	bb := m.bufBytes.Add(n)
+	raiseTo(&m.maxBuf, b)
+	raiseTo(&m.maxBufB, bb)
+}
+
+// Dequeue notes a buffered message of n bytes handed out or dropped.
+func (m *Meter) Dequeue(n int64) {
+	m.buffered.Add(-1)
+	m.bufBytes.Add(-n)
+}
+
+// MarkClosed records that the end was closed.
+func (m *Meter) MarkClosed() { m.closed.Store(true) }
+
+func raiseTo(a *atomic.Int64, v int64) {
+	for {
+		cur := a.Load()
+		if v <= cur || a.CompareAndSwap(cur, v) {
+			return
+		}
+	}
+}
+
+// Snapshot returns the current counts.
+func (m *Meter) Snapshot() LinkStats {
+	return LinkStats{
+		Link:             m.link,
+		Direction:        m.dir,
+		Batches:          m.batches.Load(),
+		Rows:             m.rows.Load(),
+		Progress:         m.progress.Load(),
+		Bytes:            m.bytes.Load(),
+		Frames:           m.frames.Load(),
+		Control:          m.control.Load(),
+		Stalls:           m.stalls.Load(),
+		Stalled:          time.Duration(m.stalledNs.Load()),
+		Buffered:         m.buffered.Load(),
+		MaxBuffered:      m.maxBuf.Load(),
+		MaxBufferedBytes: m.maxBufB.Load(),
+		Closed:           m.closed.Load(),
+	}
+}

@@ -1,0 +1,193 @@
+// Package relay moves Arrow batches and progress updates between dataflow
+// workers. It owns the Transport interface (one directed link per query, edge,
+// sender and receiver), the per-link meters that are the measured network cost
+// of a plan, and the shared configuration; the backends live in subpackages:
+// relay/inproc (Go channels), relay/natsrelay (NATS), with relay/natsserver for
+// an embedded server and relay/relaytest for the conformance suite both pass.
+//
+// Every backend keeps the same promises: messages of one link arrive in the
+// order they were sent, exactly once; progress travels on the same path as
+// data, so a frontier never overtakes its batches; a receiver grants credit for
+// at most Config.Window messages, so a slow receiver stalls its sender and
+// memory stays bounded.
+//
+// relay sits above dataflow and below runtime and cmd: it must not import
+// runtime, operators, planner or cmd.
+package relay
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+	"time"
+
+	"github.com/apache/arrow/go/v17/arrow"
+	"github.com/apache/arrow/go/v17/arrow/memory"
+
+	"github.com/tierflow/tierflow/relay/frame"
+)
+
+// Error kinds; backends wrap them with %w.
+var (
+	ErrClosed     = errors.New("relay link closed")
+	ErrPeerClosed = errors.New("relay peer closed the link")
+	ErrLinkInUse  = errors.New("relay link already open")
+	ErrBadLink    = errors.New("invalid relay link")
+	ErrProtocol   = errors.New("relay protocol violation")
+)
+
+// LinkID names one directed link: the batches of one dataflow edge of one
+// query going from one worker to another. Workers are numbered per query.
+type LinkID struct {
+	Query    string
+	Edge     uint32
+	Sender   uint32
+	Receiver uint32
+}
+
+func (l LinkID) String() string {
+	return l.Query + "/e" + strconv.FormatUint(uint64(l.Edge), 10) + "/" +
+		strconv.FormatUint(uint64(l.Sender), 10) + "->" + strconv.FormatUint(uint64(l.Receiver), 10)
+}
+
+// Validate checks that the query id is usable as a NATS subject token and fits
+// the frame header, so both backends accept exactly the same links.
+func (l LinkID) Validate() error {
+	if l.Query == "" {
+		return fmt.Errorf("%w: empty query id", ErrBadLink)
+	}
+	if len(l.Query) > frame.MaxQueryLen {
+		return fmt.Errorf("%w: query id %.20q... is %d bytes, at most %d", ErrBadLink, l.Query, len(l.Query), frame.MaxQueryLen)
+	}
+	for i, r := range l.Query {
+		ok := r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '-' || r == '_'
+		if !ok {
+			return fmt.Errorf("%w: query id %q has %q at byte %d (want letters, digits, '-' or '_')", ErrBadLink, l.Query, r, i)
+		}
+	}
+	return nil
+}
+
+// Update is one change of a frontier count: the number of outstanding
+// capabilities (or messages) at Epoch changes by Delta.
+type Update = frame.Update
+
+// Kind is what a received message carries.
+type Kind uint8
+
+const (
+	KindData     Kind = 1
+	KindProgress Kind = 2
+)
+
+func (k Kind) String() string {
+	switch k {
+	case KindData:
+		return "data"
+	case KindProgress:
+		return "progress"
+	}
+	return "kind(" + strconv.Itoa(int(k)) + ")"
+}
+
+// Message is what a Receiver hands out. For data, the receiver owns one
+// reference to Record and must Release it.
+type Message struct {
+	Kind     Kind
+	Seq      uint64       // 1, 2, ... per link, over data and progress
+	Epoch    uint64       // data: the batch's timestamp
+	Record   arrow.Record // data
+	Progress []Update     // progress
+}
+
+// Sender is the sending end of one link. Its methods are safe for concurrent
+// use, but messages sent concurrently are ordered only by who got there first.
+type Sender interface {
+	Link() LinkID
+	// SendData sends rec at epoch. It blocks while the receiver has granted no
+	// credit, until ctx is done. The caller keeps its reference to rec.
+	SendData(ctx context.Context, epoch uint64, rec arrow.Record) error
+	// SendProgress sends frontier updates behind every batch sent before.
+	SendProgress(ctx context.Context, ups []Update) error
+	// Close ends the stream: the receiver sees io.EOF after the last message.
+	Close() error
+	Stats() LinkStats
+}
+
+// Receiver is the receiving end of one link.
+type Receiver interface {
+	Link() LinkID
+	// Recv returns the next message, io.EOF once the sender closed and every
+	// message was received, or an error wrapping ErrProtocol if the link broke.
+	Recv(ctx context.Context) (Message, error)
+	// Close releases buffered messages and makes a blocked sender fail with
+	// ErrPeerClosed.
+	Close() error
+	Stats() LinkStats
+}
+
+// Transport opens the ends of links. Either end may open first; a sender
+// waits for its receiver's first credit before sending.
+type Transport interface {
+	OpenSender(ctx context.Context, link LinkID) (Sender, error)
+	OpenReceiver(ctx context.Context, link LinkID) (Receiver, error)
+	// Stats snapshots every link end opened through this transport, closed ones
+	// included: the meters are the measured network cost and must outlive links.
+	Stats() []LinkStats
+	// Close closes every open end.
+	Close() error
+}
+
+// Config is shared by both backends.
+type Config struct {
+	// Window is the credit per link in messages (data or progress): at most
+	// Window messages are in flight or buffered at the receiver. Default 32.
+	Window int
+	// Allocator holds records decoded by a receiver. Default memory.DefaultAllocator.
+	Allocator memory.Allocator
+	// MaxMessageBytes refuses a single message (after reassembly) above this
+	// size, so a forged header cannot make a receiver allocate without bound.
+	// Default 1 GiB.
+	MaxMessageBytes int64
+}
+
+// WithDefaults fills unset fields.
+func (c Config) WithDefaults() Config {
+	if c.Window <= 0 {
+		c.Window = 32
+	}
+	if c.Allocator == nil {
+		c.Allocator = memory.DefaultAllocator
+	}
+	if c.MaxMessageBytes <= 0 {
+		c.MaxMessageBytes = 1 << 30
+	}
+	return c
+}
+
+// Direction says which end of a link a LinkStats describes.
+type Direction string
+
+const (
+	Send Direction = "send"
+	Recv Direction = "recv"
+)
+
+// LinkStats is a snapshot of one link end's meter.
+type LinkStats struct {
+	Link             LinkID        `json:"link"`
+	Direction        Direction     `json:"direction"`
+	Batches          uint64        `json:"batches"`            // data messages
+	Rows             uint64        `json:"rows"`               // rows in those batches
+	Progress         uint64        `json:"progress"`           // progress messages
+	Bytes            uint64        `json:"bytes"`              // payload bytes on the wire, frame headers included
+	Frames           uint64        `json:"frames"`             // wire messages (chunks) carrying data and progress
+	Control          uint64        `json:"control"`            // bytes of hello, credit, end and close frames
+	Stalls           uint64        `json:"stalls"`             // sends that waited for credit
+	Stalled          time.Duration `json:"stalled_ns"`         // time spent waiting for credit
+	Buffered         int64         `json:"buffered"`           // receiver: messages arrived but not yet received
+	MaxBuffered      int64         `json:"max_buffered"`       // receiver: high-water mark of Buffered
+	MaxBufferedBytes int64         `json:"max_buffered_bytes"` // receiver: high-water mark of buffered bytes
+	Closed           bool          `json:"closed"`
+}
