@@ -24,6 +24,7 @@ type instance struct {
 	accTable map[string]float64 // end-to-end accuracy by variant key
 	accOps   []int              // operators of the end-to-end table
 	target   float64            // accuracy target (-Inf when none)
+	hasBW    bool               // some tier pair has a bandwidth cap
 }
 
 const eps = 1e-9
@@ -99,6 +100,11 @@ func newInstance(p *Problem, m CostModel) (*instance, error) {
 				}
 			}
 			in.kb[v][k] = t
+		}
+	}
+	for _, row := range ix.tierBW {
+		for _, x := range row {
+			in.hasBW = in.hasBW || x > 0
 		}
 	}
 	if e := p.EndToEnd; e != nil {

@@ -38,7 +38,14 @@ const DefaultStrategy = "auto"
 
 // DefaultRegistry holds every built-in strategy.
 func DefaultRegistry() *Registry {
-	return NewRegistry()
+	return NewRegistry(
+		Auto{},
+		JellyBean{},
+		Exhaustive{},
+		BestFit{},
+		FirstFit{},
+		MostAccurate{},
+	)
 }
 
 // Lookup returns the named strategy; "" means DefaultStrategy.

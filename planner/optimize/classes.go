@@ -1,0 +1,72 @@
+package optimize
+
+// Workers that are interchangeable (same tier and location, price, capacities,
+// and links to and from every other worker and source) form a class. Swapping
+// two members of a class maps every plan to one of the same cost and
+// feasibility, so the searches only ever take the first free members of a class:
+// on the Table-4 setups (many identical VMs) that shrinks the search from
+// subsets of workers to counts per class, without losing optimality.
+
+type wclass struct {
+	members []int // worker indices, ascending
+	tier    int
+}
+
+func (in *instance) classes() (cls []wclass, classOf []int) {
+	classOf = make([]int, in.nW)
+	for w := range in.nW {
+		placed := false
+		for c := range cls {
+			ok := true
+			for _, m := range cls[c].members {
+				if !in.swappable(m, w) {
+					ok = false
+					break
+				}
+			}
+			if ok {
+				cls[c].members = append(cls[c].members, w)
+				classOf[w] = c
+				placed = true
+				break
+			}
+		}
+		if !placed {
+			classOf[w] = len(cls)
+			cls = append(cls, wclass{members: []int{w}, tier: in.ix.workerTier[w]})
+		}
+	}
+	return cls, classOf
+}
+
+// swappable reports whether exchanging workers a and b is a symmetry of the
+// problem.
+func (in *instance) swappable(a, b int) bool {
+	p, n := in.p, in.nW
+	if in.ix.workerTier[a] != in.ix.workerTier[b] || p.Workers[a].Location != p.Workers[b].Location ||
+		in.price[a] != in.price[b] {
+		return false
+	}
+	for o := range in.caps {
+		for v := range in.caps[o] {
+			if in.caps[o][v][a] != in.caps[o][v][b] {
+				return false
+			}
+		}
+	}
+	for s := range p.Sources {
+		if in.slink[s*n+a] != in.slink[s*n+b] || in.sallowed[s*n+a] != in.sallowed[s*n+b] {
+			return false
+		}
+	}
+	for x := range n {
+		if x == a || x == b {
+			continue
+		}
+		if in.link[a*n+x] != in.link[b*n+x] || in.allowed[a*n+x] != in.allowed[b*n+x] ||
+			in.link[x*n+a] != in.link[x*n+b] || in.allowed[x*n+a] != in.allowed[x*n+b] {
+			return false
+		}
+	}
+	return in.link[a*n+b] == in.link[b*n+a] && in.allowed[a*n+b] == in.allowed[b*n+a]
+}

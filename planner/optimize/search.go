@@ -1,0 +1,495 @@
+package optimize
+
+import (
+	"context"
+	"math"
+	"sort"
+	"time"
+)
+
+// bnb is the exact branch and bound over the decision space of the package
+// comment. Operators are decided in topological order (so every in-edge's cost
+// is known when its receiver is decided); per operator it branches on the
+// variant, then on how many free members of each worker class to take, then on
+// which class holds the remainder worker.
+//
+// Bounds, all valid lower bounds of what is still to pay:
+//   - for the operator being decided: its chosen workers' prices plus a
+//     fractional cover of its demand, where chosen workers carry items at their
+//     incoming network cost per item and other workers at price/capacity plus
+//     that (a used worker costs its full price, so this never overestimates);
+//   - for each later operator the same fractional cover over the free workers
+//     A2 allows given the decided parents, with network from decided parents
+//     and sources; minimised over the variant combinations that can still meet
+//     the accuracy target. A later operator that cannot be covered at all
+//     prunes the branch.
+//
+// Network cost only grows as operators are added and every used worker costs
+// its full price, so pruning on these bounds never cuts an optimal plan.
+type bnb struct {
+	in      *instance
+	cls     []wclass
+	classOf []int
+	order   []int
+	ctx     context.Context
+
+	// state
+	vars    []int
+	ws      [][]int
+	thr     [][]float64
+	used    []int // per class: members taken (always the first ones)
+	bw      []float64
+	cost    float64
+	decided []bool
+
+	best      float64
+	bestSol   sol
+	found     bool
+	firstOnly bool // feasibility mode: stop at the first feasible plan
+
+	combos    [][]int // variant combinations meeting the target, when enumerable
+	nodes     int
+	deadline  time.Time
+	stopped   bool
+	gaveUp    bool
+	cancelErr error
+}
+
+const maxCombosForBounds = 4096
+
+func newBnB(ctx context.Context, in *instance) *bnb {
+	b := &bnb{in: in, ctx: ctx, order: in.ix.topo, best: math.Inf(1)}
+	b.cls, b.classOf = in.classes()
+	b.vars = make([]int, in.nOps)
+	b.ws = make([][]int, in.nOps)
+	b.thr = make([][]float64, in.nOps)
+	b.used = make([]int, len(b.cls))
+	nt := len(in.p.Tiers)
+	b.bw = make([]float64, nt*nt)
+	b.decided = make([]bool, in.nOps)
+	if in.numCombos(maxCombosForBounds) <= maxCombosForBounds {
+		b.combos = [][]int{}
+		in.combos(func(vars []int) bool {
+			if in.meetsAccuracy(in.sinkAccuracy(vars)) {
+				b.combos = append(b.combos, append([]int(nil), vars...))
+			}
+			return true
+		})
+	}
+	return b
+}
+
+// run searches until done, the deadline, or (firstOnly) a feasible plan.
+func (b *bnb) run(deadline time.Time) {
+	b.deadline = deadline
+	b.assign(0)
+}
+
+func (b *bnb) tick() bool {
+	if b.stopped {
+		return false
+	}
+	b.nodes++
+	if b.nodes&255 == 0 {
+		if err := b.ctx.Err(); err != nil {
+			b.cancelErr, b.stopped = err, true
+			return false
+		}
+		if !b.deadline.IsZero() && time.Now().After(b.deadline) {
+			b.gaveUp, b.stopped = true, true
+			return false
+		}
+	}
+	return true
+}
+
+// cand is a worker class available to the operator being decided.
+type cand struct {
+	class int
+	cap   float64
+	price float64
+	net   float64 // incoming network cost per item on a member
+	unit  float64 // price/cap + net
+	free  int
+}
+
+// candidates lists the classes that can serve o with variant v now: free
+// members, non-zero capacity, A2-allowed from every decided parent's workers.
+func (b *bnb) candidates(o, v int) []cand {
+	in := b.in
+	var cs []cand
+	for c := range b.cls {
+		free := len(b.cls[c].members) - b.used[c]
+		if free <= 0 {
+			continue
+		}
+		rep := b.cls[c].members[b.used[c]]
+		capc := in.caps[o][v][rep]
+		if capc <= 0 {
+			continue
+		}
+		net, ok := b.netPerItem(o, v, rep)
+		if !ok {
+			continue
+		}
+		pr := in.price[rep]
+		cs = append(cs, cand{class: c, cap: capc, price: pr, net: net, unit: pr/capc + net, free: free})
+	}
+	sort.SliceStable(cs, func(i, j int) bool { return cs[i].unit < cs[j].unit })
+	return cs
+}
+
+// netPerItem is the network cost per item into o (variant v) received on worker
+// w from sources and decided parents; ok is false when A2 forbids w.
+func (b *bnb) netPerItem(o, v, w int) (float64, bool) {
+	in := b.in
+	n := in.nW
+	net := 0.0
+	for k, e := range in.ix.in[o] {
+		if e.src >= 0 {
+			j := e.src*n + w
+			if !in.sallowed[j] {
+				return 0, false
+			}
+			net += in.kb[o][k][0][v] * in.slink[j]
+			continue
+		}
+		u := e.from
+		if !b.decided[u] {
+			continue
+		}
+		tu := in.ix.demand[u]
+		kb := in.kb[o][k][b.vars[u]][v]
+		for i, a := range b.ws[u] {
+			if !in.allowed[a*n+w] {
+				return 0, false
+			}
+			if tu > 0 {
+				net += b.thr[u][i] / tu * kb * in.link[a*n+w]
+			}
+		}
+	}
+	return net, true
+}
+
+// cover is the cheapest fractional cover of need items from (perItem, capacity)
+// pieces sorted by perItem; +Inf when they do not suffice.
+type piece struct{ perItem, cap float64 }
+
+func cover(ps []piece, need float64) float64 {
+	if need <= eps {
+		return 0
+	}
+	sort.Slice(ps, func(i, j int) bool { return ps[i].perItem < ps[j].perItem })
+	cost := 0.0
+	for _, p := range ps {
+		t := min(p.cap, need)
+		cost += t * p.perItem
+		need -= t
+		if need <= eps {
+			return cost
+		}
+	}
+	return math.Inf(1)
+}
+
+// opLB is the bound for a later operator o with variant v.
+func (b *bnb) opLB(o, v int, buf []piece) float64 {
+	ps := buf[:0]
+	for _, c := range b.candidates(o, v) {
+		ps = append(ps, piece{c.unit, float64(c.free) * c.cap})
+	}
+	return cover(ps, b.in.ix.demand[o])
+}
+
+// restLB bounds the operators after depth, given the variants decided so far
+// (vars of order[:depth+1]); +Inf when some later operator cannot be covered or
+// no combination can meet the target.
+func (b *bnb) restLB(depth int) float64 {
+	in := b.in
+	later := b.order[depth+1:]
+	if len(later) == 0 {
+		return 0
+	}
+	buf := make([]piece, 0, len(b.cls))
+	lb := make([][]float64, in.nOps)
+	for _, o := range later {
+		lb[o] = make([]float64, len(in.p.Operators[o].Variants))
+		for v := range lb[o] {
+			lb[o][v] = b.opLB(o, v, buf)
+		}
+	}
+	if b.combos == nil {
+		total := 0.0
+		for _, o := range later {
+			m := math.Inf(1)
+			for _, x := range lb[o] {
+				m = min(m, x)
+			}
+			total += m
+		}
+		return total
+	}
+	best := math.Inf(1)
+	for _, cb := range b.combos {
+		if !b.prefixMatches(cb, depth) {
+			continue
+		}
+		t := 0.0
+		for _, o := range later {
+			t += lb[o][cb[o]]
+		}
+		best = min(best, t)
+	}
+	return best
+}
+
+func (b *bnb) prefixMatches(cb []int, depth int) bool {
+	for _, o := range b.order[:depth+1] {
+		if cb[o] != b.vars[o] {
+			return false
+		}
+	}
+	return true
+}
+
+func (b *bnb) assign(depth int) {
+	if !b.tick() {
+		return
+	}
+	in := b.in
+	if depth == len(b.order) {
+		if b.combos == nil && !in.meetsAccuracy(in.sinkAccuracy(b.vars)) {
+			return
+		}
+		if b.cost < b.best-1e-12 {
+			b.best = b.cost
+			b.bestSol = sol{vars: b.vars, workers: b.ws}.clone()
+			b.found = true
+			if b.firstOnly {
+				b.stopped = true
+			}
+		}
+		return
+	}
+	o := b.order[depth]
+	type vopt struct {
+		v    int
+		rest float64
+		cs   []cand
+		lb   float64
+	}
+	var opts []vopt
+	for v := range in.p.Operators[o].Variants {
+		b.vars[o] = v
+		if b.combos != nil {
+			ok := false
+			for _, cb := range b.combos {
+				if b.prefixMatches(cb, depth) {
+					ok = true
+					break
+				}
+			}
+			if !ok {
+				continue
+			}
+		}
+		cs := b.candidates(o, v)
+		ps := make([]piece, 0, len(cs))
+		for _, c := range cs {
+			ps = append(ps, piece{c.unit, float64(c.free) * c.cap})
+		}
+		own := cover(ps, in.ix.demand[o])
+		if math.IsInf(own, 1) {
+			continue
+		}
+		rest := b.restLB(depth)
+		if math.IsInf(rest, 1) || b.cost+own+rest >= b.best-1e-12 {
+			continue
+		}
+		opts = append(opts, vopt{v: v, rest: rest, cs: cs, lb: own + rest})
+	}
+	sort.SliceStable(opts, func(i, j int) bool { return opts[i].lb < opts[j].lb })
+	for _, op := range opts {
+		if b.stopped {
+			return
+		}
+		if b.cost+op.lb >= b.best-1e-12 {
+			continue
+		}
+		b.vars[o] = op.v
+		b.chooseSet(depth, o, op.v, op.cs, op.rest)
+	}
+}
+
+// chooseSet enumerates count vectors over the candidate classes and the
+// remainder class, then recurses to the next operator.
+func (b *bnb) chooseSet(depth, o, v int, cs []cand, rest float64) {
+	in := b.in
+	T := in.ix.demand[o]
+	k := make([]int, len(cs))
+	ps := make([]piece, 0, len(cs))
+	var rec func(i int, capSum, priceSum, maxCap float64)
+	rec = func(i int, capSum, priceSum, maxCap float64) {
+		if !b.tick() {
+			return
+		}
+		if capSum-maxCap >= T-eps && capSum > 0 {
+			return // some worker would carry nothing, now and in every extension
+		}
+		// Bound: chosen prices + fractional cover with chosen at their network
+		// cost and the undecided classes at their unit cost.
+		ps = ps[:0]
+		for j := 0; j < i; j++ {
+			if k[j] > 0 {
+				ps = append(ps, piece{cs[j].net, float64(k[j]) * cs[j].cap})
+			}
+		}
+		for j := i; j < len(cs); j++ {
+			ps = append(ps, piece{cs[j].unit, float64(cs[j].free) * cs[j].cap})
+		}
+		lb := priceSum + cover(ps, T)
+		if b.cost+lb+rest >= b.best-1e-12 {
+			return
+		}
+		if i == len(cs) {
+			if capSum < T-eps {
+				return
+			}
+			b.leaf(depth, o, v, cs, k, capSum, priceSum)
+			return
+		}
+		c := cs[i]
+		// Most counts first, down to 0. Beyond covering T more members can
+		// still be valid (a bigger remainder elsewhere carries less, which can
+		// pay off downstream or under a bandwidth cap) as long as the set minus
+		// its largest member stays short of T; the entry check prunes the rest.
+		hi := min(c.free, int((T-capSum+max(maxCap, c.cap))/c.cap)+1)
+		for n := hi; n >= 0; n-- {
+			k[i] = n
+			mc := maxCap
+			if n > 0 {
+				mc = max(mc, c.cap)
+			}
+			rec(i+1, capSum+float64(n)*c.cap, priceSum+float64(n)*c.price, mc)
+			if b.stopped {
+				break
+			}
+		}
+		k[i] = 0
+	}
+	rec(0, 0, 0, 0)
+}
+
+// leaf tries each admissible remainder class for a chosen count vector.
+func (b *bnb) leaf(depth, o, v int, cs []cand, k []int, capSum, priceSum float64) {
+	in := b.in
+	T := in.ix.demand[o]
+	if T <= eps {
+		b.apply(depth, o, v, cs, k, -1, 0, priceSum)
+		return
+	}
+	sat := 0.0
+	for j := range cs {
+		sat += float64(k[j]) * cs[j].cap * cs[j].net
+	}
+	surplus := capSum - T
+	for r := range cs {
+		if k[r] == 0 || capSum-cs[r].cap >= T-eps {
+			continue
+		}
+		net := sat - surplus*cs[r].net
+		b.apply(depth, o, v, cs, k, r, net, priceSum)
+		if b.stopped {
+			return
+		}
+	}
+}
+
+// apply commits the choice for o, recurses, and undoes it.
+func (b *bnb) apply(depth, o, v int, cs []cand, k []int, r int, net, priceSum float64) {
+	in := b.in
+	T := in.ix.demand[o]
+	if b.cost+priceSum+net >= b.best-1e-12 {
+		return
+	}
+	var ws []int
+	var thr []float64
+	left := T
+	for j := range cs {
+		n := k[j]
+		if j == r {
+			n--
+		}
+		c := cs[j].class
+		for x := range n {
+			ws = append(ws, b.cls[c].members[b.used[c]+x])
+			thr = append(thr, cs[j].cap)
+			left -= cs[j].cap
+		}
+	}
+	if r >= 0 {
+		c := cs[r].class
+		ws = append(ws, b.cls[c].members[b.used[c]+k[r]-1])
+		thr = append(thr, left)
+	}
+	// Bandwidth: add this operator's incoming traffic per tier pair.
+	nt := len(in.p.Tiers)
+	var added []int
+	var amounts []float64
+	ok := true
+	addBW := func(ta, tb int, mb float64) {
+		i := ta*nt + tb
+		b.bw[i] += mb
+		added = append(added, i)
+		amounts = append(amounts, mb)
+		if cap := in.ix.tierBW[ta][tb]; cap > 0 && b.bw[i] > cap*(1+1e-9) {
+			ok = false
+		}
+	}
+	if in.hasBW {
+		for kk, e := range in.ix.in[o] {
+			if e.src >= 0 {
+				kb := in.kb[o][kk][0][v]
+				for i, w := range ws {
+					ta, tb := in.ix.sourceTier[e.src], in.ix.workerTier[w]
+					if ta != tb || in.p.Sources[e.src].Location != in.p.Workers[w].Location {
+						addBW(ta, tb, thr[i]*kb/1024)
+					}
+				}
+				continue
+			}
+			u := e.from
+			tu := in.ix.demand[u]
+			if tu <= 0 {
+				continue
+			}
+			kb := in.kb[o][kk][b.vars[u]][v]
+			for i, a := range b.ws[u] {
+				for j, w := range ws {
+					ta, tb := in.ix.workerTier[a], in.ix.workerTier[w]
+					if ta != tb || in.p.Workers[a].Location != in.p.Workers[w].Location {
+						addBW(ta, tb, b.thr[u][i]*thr[j]/tu*kb/1024)
+					}
+				}
+			}
+		}
+	}
+	if ok {
+		for j := range cs {
+			b.used[cs[j].class] += k[j]
+		}
+		b.ws[o], b.thr[o], b.decided[o] = ws, thr, true
+		saved := b.cost
+		b.cost += priceSum + net
+		b.assign(depth + 1)
+		b.cost = saved
+		b.ws[o], b.thr[o], b.decided[o] = nil, nil, false
+		for j := range cs {
+			b.used[cs[j].class] -= k[j]
+		}
+	}
+	for i, x := range added {
+		b.bw[x] -= amounts[i]
+	}
+}
