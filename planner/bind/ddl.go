@@ -1,0 +1,197 @@
+package bind
+
+import (
+	"fmt"
+	"strconv"
+	"strings"
+
+	"github.com/alecthomas/participle/v2/lexer"
+
+	"github.com/tierflow/tierflow/lang"
+	"github.com/tierflow/tierflow/planner/catalog"
+)
+
+// Apply runs a CREATE or DROP statement against cat. Other statements are
+// ignored (ok false). CREATE of a name the catalog already holds is an error
+// (ErrExists) unless IF NOT EXISTS, so a script cannot silently replace the
+// profiles a catalog file carries.
+func Apply(cat *catalog.Catalog, stmt lang.Statement) (ok bool, err error) {
+	switch s := stmt.(type) {
+	case *lang.CreateModel:
+		return true, createModel(cat, s)
+	case *lang.CreateStream:
+		return true, createStream(cat, s)
+	case *lang.CreateTable:
+		if exists(cat, s.Name, s.IfNotExists, s.Pos) {
+			return true, existsErr(cat, s.Name, s.IfNotExists, s.Pos)
+		}
+		t := &catalog.Table{Name: s.Name, Path: s.Path, Format: strings.ToLower(string(s.Format)), Pos: Pos(s.Pos)}
+		t.Columns = columns(s.Columns)
+		cat.Tables = append(cat.Tables, t)
+		return true, nil
+	case *lang.CreateSink:
+		if exists(cat, s.Name, s.IfNotExists, s.Pos) {
+			return true, existsErr(cat, s.Name, s.IfNotExists, s.Pos)
+		}
+		cat.Sinks = append(cat.Sinks, &catalog.Sink{Name: s.Name, Kind: strings.ToLower(string(s.Target)), Target: s.Location, Format: strings.ToLower(string(s.Format)), Pos: Pos(s.Pos)})
+		return true, nil
+	case *lang.Drop:
+		return true, drop(cat, s)
+	}
+	return false, nil
+}
+
+func exists(cat *catalog.Catalog, name string, _ bool, _ any) bool {
+	return cat.Model(name) != nil || cat.Stream(name) != nil || cat.Table(name) != nil || cat.Sink(name) != nil
+}
+
+func existsErr(cat *catalog.Catalog, name string, ifNotExists bool, p lexer.Position) error {
+	if ifNotExists {
+		return nil
+	}
+	return &Error{Pos: Pos(p), Msg: fmt.Sprintf("%q already exists in the catalog (use IF NOT EXISTS to keep it)", name), Kind: catalog.ErrExists}
+}
+
+func columns(cs []*lang.ColumnDef) []catalog.Column {
+	out := make([]catalog.Column, len(cs))
+	for i, c := range cs {
+		out[i] = catalog.Column{Name: c.Name, Type: TypeString(c.Type), Pos: Pos(c.Pos)}
+	}
+	return out
+}
+
+// option reads a numeric WITH option.
+func option(o *lang.Option) (float64, error) {
+	n, ok := o.Value.(*lang.NumberLit)
+	if !ok {
+		return 0, &Error{Pos: Pos(o.Pos), Msg: fmt.Sprintf("option %s wants a number", o.Key), Kind: ErrBind}
+	}
+	return strconv.ParseFloat(n.Value, 64)
+}
+
+func createModel(cat *catalog.Catalog, s *lang.CreateModel) error {
+	if exists(cat, s.Name, s.IfNotExists, nil) {
+		return existsErr(cat, s.Name, s.IfNotExists, s.Pos)
+	}
+	var errs Errors
+	m := &catalog.Model{Name: s.Name, Task: s.Task, Inputs: columns(s.Inputs), Outputs: columns(s.Outputs), Pos: Pos(s.Pos)}
+	for _, o := range s.Options {
+		v, err := option(o)
+		switch {
+		case err != nil:
+			errs = append(errs, &Error{Pos: Pos(o.Pos), Msg: err.Error(), Kind: ErrBind})
+		case strings.EqualFold(o.Key, "output_ratio"):
+			m.OutputRatio = v
+		default:
+			errs = append(errs, &Error{Pos: Pos(o.Pos), Msg: fmt.Sprintf("unknown model option %q (want output_ratio)", o.Key), Kind: ErrBind})
+		}
+	}
+	for _, vd := range s.Variants {
+		v := &catalog.Variant{Name: vd.Name, File: vd.Path, Latency: map[string]catalog.Latency{}, Pos: Pos(vd.Pos)}
+		for _, o := range vd.Options {
+			x, err := option(o)
+			if err != nil {
+				errs = append(errs, &Error{Pos: Pos(o.Pos), Msg: err.Error(), Kind: ErrBind})
+				continue
+			}
+			key := strings.ToLower(o.Key)
+			switch {
+			case key == "accuracy":
+				v.Accuracy = x
+			case key == "output_kb":
+				v.OutputKB = x
+			case key == "proxy_cost":
+				v.ProxyCost = x
+			case strings.HasPrefix(key, "latency_ms."):
+				// latency_ms.<worker type> = ms, at every percentile.
+				v.Latency[o.Key[len("latency_ms."):]] = catalog.Latency{P50: x, P75: x, P90: x}
+			default:
+				errs = append(errs, &Error{Pos: Pos(o.Pos), Msg: fmt.Sprintf("unknown variant option %q (want accuracy, output_kb, proxy_cost, latency_ms.<worker type>)", o.Key), Kind: ErrBind})
+			}
+		}
+		m.Variants = append(m.Variants, v)
+	}
+	for _, c := range append(append([]catalog.Column(nil), m.Inputs...), m.Outputs...) {
+		if _, err := catalog.ParseType(c.Type); err != nil {
+			errs = append(errs, &Error{Pos: c.Pos, Msg: err.Error(), Kind: ErrBind})
+		}
+	}
+	if len(errs) > 0 {
+		return errs
+	}
+	cat.Models = append(cat.Models, m)
+	return nil
+}
+
+func createStream(cat *catalog.Catalog, s *lang.CreateStream) error {
+	if exists(cat, s.Name, s.IfNotExists, nil) {
+		return existsErr(cat, s.Name, s.IfNotExists, s.Pos)
+	}
+	st := &catalog.Stream{
+		Name: s.Name, Columns: columns(s.Columns), Source: strings.ToLower(string(s.Source)), Subject: s.Location,
+		Format: strings.ToLower(string(s.Format)), Tier: s.Tier, Pos: Pos(s.Pos),
+	}
+	var errs Errors
+	if s.Locations != nil {
+		n, err := s.Locations.Int64()
+		if err != nil || n < 1 {
+			errs = append(errs, &Error{Pos: Pos(s.Locations.Pos), Msg: "LOCATIONS wants a positive integer", Kind: ErrBind})
+		}
+		st.Locations = int(n)
+	}
+	if s.Rate != nil {
+		v, err := s.Rate.Value.Float64()
+		if err != nil || v <= 0 {
+			errs = append(errs, &Error{Pos: Pos(s.Rate.Pos), Msg: "RATE wants a positive number", Kind: ErrBind})
+		}
+		st.Rate = v / s.Rate.Per.Seconds()
+	}
+	for _, o := range s.Options {
+		v, err := option(o)
+		switch {
+		case err != nil:
+			errs = append(errs, &Error{Pos: Pos(o.Pos), Msg: err.Error(), Kind: ErrBind})
+		case strings.EqualFold(o.Key, "item_kb"):
+			st.ItemKB = v
+		default:
+			errs = append(errs, &Error{Pos: Pos(o.Pos), Msg: fmt.Sprintf("unknown stream option %q (want item_kb)", o.Key), Kind: ErrBind})
+		}
+	}
+	for _, c := range st.Columns {
+		if _, err := catalog.ParseType(c.Type); err != nil {
+			errs = append(errs, &Error{Pos: c.Pos, Msg: err.Error(), Kind: ErrBind})
+		}
+	}
+	if len(errs) > 0 {
+		return errs
+	}
+	cat.Streams = append(cat.Streams, st)
+	return nil
+}
+
+func drop(cat *catalog.Catalog, s *lang.Drop) error {
+	removed := false
+	switch s.Kind {
+	case "MODEL":
+		cat.Models, removed = remove(cat.Models, s.Name, func(m *catalog.Model) string { return m.Name })
+	case "STREAM":
+		cat.Streams, removed = remove(cat.Streams, s.Name, func(m *catalog.Stream) string { return m.Name })
+	case "TABLE":
+		cat.Tables, removed = remove(cat.Tables, s.Name, func(m *catalog.Table) string { return m.Name })
+	case "SINK":
+		cat.Sinks, removed = remove(cat.Sinks, s.Name, func(m *catalog.Sink) string { return m.Name })
+	}
+	if !removed && !s.IfExists {
+		return &Error{Pos: Pos(s.Pos), Msg: fmt.Sprintf("no %s %q to drop", strings.ToLower(string(s.Kind)), s.Name), Kind: ErrUnknown}
+	}
+	return nil
+}
+
+func remove[T any](xs []T, name string, key func(T) string) ([]T, bool) {
+	for i, x := range xs {
+		if strings.EqualFold(key(x), name) {
+			return append(append([]T(nil), xs[:i]...), xs[i+1:]...), true
+		}
+	}
+	return xs, false
+}

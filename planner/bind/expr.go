@@ -1,0 +1,351 @@
+package bind
+
+import (
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/alecthomas/participle/v2/lexer"
+
+	"github.com/tierflow/tierflow/lang"
+	"github.com/tierflow/tierflow/planner/catalog"
+	"github.com/tierflow/tierflow/planner/expr"
+)
+
+// aggCollector gathers the aggregate calls of a SELECT list and HAVING; nil
+// where aggregates are not allowed.
+type aggCollector struct {
+	aggs []*expr.Aggregate
+}
+
+func (a *aggCollector) add(x *expr.Aggregate) *expr.Aggregate {
+	for _, y := range a.aggs {
+		if y.String() == x.String() {
+			return y
+		}
+	}
+	a.aggs = append(a.aggs, x)
+	return x
+}
+
+func hasAggregateCall(e lang.Expr, reg *expr.Registry) bool {
+	found := false
+	var visit func(e lang.Expr)
+	visit = func(e lang.Expr) {
+		if e == nil || found {
+			return
+		}
+		switch x := e.(type) {
+		case *lang.FuncCall:
+			if f, ok := reg.Lookup(x.Name); ok && f.Kind == expr.AggregateKind {
+				found = true
+				return
+			}
+			for _, a := range x.Args {
+				visit(a)
+			}
+		case *lang.BinaryExpr:
+			visit(x.Left)
+			visit(x.Right)
+		case *lang.UnaryExpr:
+			visit(x.X)
+		case *lang.CastExpr:
+			visit(x.X)
+		case *lang.CaseExpr:
+			visit(x.Operand)
+			for _, w := range x.Whens {
+				visit(w.Cond)
+				visit(w.Result)
+			}
+			visit(x.Else)
+		}
+	}
+	visit(e)
+	return found
+}
+
+// expr binds an expression in scope sc; nil when it does not bind (the
+// problem is recorded).
+func (b *Binder) expr(e lang.Expr, sc *scope, ac *aggCollector) expr.Expr {
+	switch x := e.(type) {
+	case *lang.ColumnRef:
+		return b.columnRef(x, sc)
+	case *lang.NumberLit:
+		if i, err := strconv.ParseInt(x.Value, 10, 64); err == nil {
+			l, _ := expr.NewLiteral(i)
+			return l
+		}
+		f, err := strconv.ParseFloat(x.Value, 64)
+		if err != nil {
+			b.errorf(x.Pos, ErrBind, "bad number %s", x.Value)
+			return nil
+		}
+		l, _ := expr.NewLiteral(f)
+		return l
+	case *lang.StringLit:
+		l, _ := expr.NewLiteral(x.Value)
+		return l
+	case *lang.BoolLit:
+		l, _ := expr.NewLiteral(x.Value)
+		return l
+	case *lang.NullLit:
+		l, _ := expr.NewLiteral(nil)
+		return l
+	case *lang.IntervalLit:
+		sec, err := x.Seconds()
+		if err != nil {
+			b.errorf(x.Pos, ErrBind, "bad interval '%s'", x.Value)
+			return nil
+		}
+		l, _ := expr.NewLiteral(time.Duration(sec * float64(time.Second)))
+		return l
+	case *lang.TimestampLit:
+		for _, layout := range []string{time.RFC3339Nano, "2006-01-02 15:04:05.999999999", "2006-01-02 15:04:05", "2006-01-02"} {
+			if t, err := time.Parse(layout, x.Value); err == nil {
+				l, _ := expr.NewLiteral(t)
+				return l
+			}
+		}
+		b.errorf(x.Pos, ErrBind, "bad timestamp '%s': want 'YYYY-MM-DD[ HH:MM:SS]'", x.Value)
+		return nil
+	case *lang.BinaryExpr:
+		l, r := b.expr(x.Left, sc, ac), b.expr(x.Right, sc, ac)
+		if l == nil || r == nil {
+			return nil
+		}
+		switch x.Op {
+		case lang.OpAnd, lang.OpOr:
+			op := expr.OpAnd
+			if x.Op == lang.OpOr {
+				op = expr.OpOr
+			}
+			out, err := expr.NewLogic(op, l, r)
+			return b.check(x.OpPos, out, err)
+		}
+		f, ok := b.Funcs.Operator(string(x.Op), 2)
+		if !ok {
+			b.errorf(x.OpPos, ErrBind, "operator %s is not supported", x.Op)
+			return nil
+		}
+		out, err := b.Funcs.NewCall(f.Name, l, r)
+		return b.check(x.OpPos, out, err)
+	case *lang.UnaryExpr:
+		v := b.expr(x.X, sc, ac)
+		if v == nil {
+			return nil
+		}
+		if x.Op == lang.OpNot {
+			out, err := expr.NewNot(v)
+			return b.check(x.Pos, out, err)
+		}
+		f, ok := b.Funcs.Operator("-", 1)
+		if !ok {
+			b.errorf(x.Pos, ErrBind, "unary minus is not supported")
+			return nil
+		}
+		out, err := b.Funcs.NewCall(f.Name, v)
+		return b.check(x.Pos, out, err)
+	case *lang.IsNullExpr:
+		v := b.expr(x.X, sc, ac)
+		if v == nil {
+			return nil
+		}
+		return &expr.IsNull{Expr: v, Negated: x.Not}
+	case *lang.BetweenExpr:
+		v, lo, hi := b.expr(x.X, sc, ac), b.expr(x.Low, sc, ac), b.expr(x.High, sc, ac)
+		if v == nil || lo == nil || hi == nil {
+			return nil
+		}
+		out, err := expr.NewBetween(v, lo, hi, x.Not)
+		return b.check(x.Pos, out, err)
+	case *lang.InExpr:
+		v := b.expr(x.X, sc, ac)
+		var list []expr.Expr
+		ok := v != nil
+		for _, it := range x.List {
+			if y := b.expr(it, sc, ac); y != nil {
+				list = append(list, y)
+			} else {
+				ok = false
+			}
+		}
+		if !ok {
+			return nil
+		}
+		out, err := expr.NewIn(v, list, x.Not)
+		return b.check(x.Pos, out, err)
+	case *lang.LikeExpr:
+		v, p := b.expr(x.X, sc, ac), b.expr(x.Pattern, sc, ac)
+		if v == nil || p == nil {
+			return nil
+		}
+		out, err := expr.NewLike(v, p, x.Not, false)
+		return b.check(x.Pos, out, err)
+	case *lang.CaseExpr:
+		var op expr.Expr
+		if x.Operand != nil {
+			if op = b.expr(x.Operand, sc, ac); op == nil {
+				return nil
+			}
+		}
+		var whens []expr.When
+		ok := true
+		for _, w := range x.Whens {
+			c, r := b.expr(w.Cond, sc, ac), b.expr(w.Result, sc, ac)
+			if c == nil || r == nil {
+				ok = false
+				continue
+			}
+			if op != nil {
+				eq, err := b.Funcs.NewCall("equal", op, c)
+				if b.check(w.Pos, eq, err) == nil {
+					ok = false
+					continue
+				}
+				c = eq
+			}
+			whens = append(whens, expr.When{Cond: c, Then: r})
+		}
+		var els expr.Expr
+		if x.Else != nil {
+			if els = b.expr(x.Else, sc, ac); els == nil {
+				ok = false
+			}
+		}
+		if !ok {
+			return nil
+		}
+		out, err := expr.NewCase(whens, els)
+		return b.check(x.Pos, out, err)
+	case *lang.CastExpr:
+		v := b.expr(x.X, sc, ac)
+		if v == nil {
+			return nil
+		}
+		t, err := catalog.ParseType(TypeString(x.Type))
+		if err != nil {
+			b.errorf(x.Type.Pos, ErrBind, "%v", err)
+			return nil
+		}
+		return &expr.Cast{Expr: v, To: t}
+	case *lang.FuncCall:
+		return b.call(x, sc, ac)
+	case *lang.FieldAccess:
+		b.errorf(x.Pos, ErrBind, "field access .%s is not supported yet", x.Field)
+	case *lang.IndexExpr:
+		b.errorf(x.Pos, ErrBind, "indexing is not supported yet")
+	default:
+		b.errorf(e.Position(), ErrBind, "unsupported expression %T", e)
+	}
+	return nil
+}
+
+// check records err at p, or returns the built expression.
+func (b *Binder) check(p lexer.Position, e expr.Expr, err error) expr.Expr {
+	if err != nil {
+		b.errorf(p, ErrBind, "%v", err)
+		return nil
+	}
+	return e
+}
+
+func (b *Binder) call(x *lang.FuncCall, sc *scope, ac *aggCollector) expr.Expr {
+	f, ok := b.Funcs.Lookup(x.Name)
+	if !ok {
+		if b.Catalog.Model(x.Name) != nil {
+			b.errorf(x.Pos, ErrBind, "%s is a model: apply it with CROSS JOIN LATERAL %s(...)", x.Name, x.Name)
+			return nil
+		}
+		if isWindow(x.Name) {
+			b.errorf(x.Pos, ErrBind, "%s is a window: it belongs in GROUP BY", strings.ToUpper(x.Name))
+			return nil
+		}
+		var names []string
+		for _, fn := range b.Funcs.Functions() {
+			names = append(names, fn.Name)
+		}
+		b.unknown(x.Pos, "function", x.Name, names)
+		return nil
+	}
+	var args []expr.Expr
+	ok = true
+	for _, a := range x.Args {
+		if v := b.expr(a, sc, nil); v != nil {
+			args = append(args, v)
+		} else {
+			ok = false
+		}
+	}
+	if !ok {
+		return nil
+	}
+	if f.Kind == expr.AggregateKind {
+		if ac == nil {
+			b.errorf(x.Pos, ErrBind, "aggregate %s is not allowed here", f.Name)
+			return nil
+		}
+		a, err := b.Funcs.NewAggregate(f.Name, x.Distinct, args...)
+		if err != nil {
+			b.errorf(x.Pos, ErrBind, "%v", err)
+			return nil
+		}
+		return ac.add(a)
+	}
+	if x.Star || x.Distinct {
+		b.errorf(x.Pos, ErrBind, "%s is not an aggregate: * and DISTINCT do not apply", f.Name)
+		return nil
+	}
+	out, err := b.Funcs.NewCall(f.Name, args...)
+	return b.check(x.Pos, out, err)
+}
+
+func (b *Binder) columnRef(x *lang.ColumnRef, sc *scope) expr.Expr {
+	var qual, name string
+	switch len(x.Names) {
+	case 1:
+		name = x.Names[0]
+	case 2:
+		qual, name = x.Names[0], x.Names[1]
+	default:
+		b.errorf(x.Pos, ErrBind, "nested field %s is not supported yet", strings.Join(x.Names, "."))
+		return nil
+	}
+	if qual != "" && !sc.hasQualifier(qual) {
+		var quals []string
+		seen := map[string]bool{}
+		for _, c := range sc.cols {
+			if c.qual != "" && !seen[c.qual] {
+				seen[c.qual] = true
+				quals = append(quals, c.qual)
+			}
+		}
+		b.unknown(x.Pos, "relation", qual, quals)
+		return nil
+	}
+	i, n := sc.resolve(qual, name)
+	switch {
+	case n == 0:
+		b.unknown(x.Pos, "column", strings.Join(x.Names, "."), sc.names())
+		return nil
+	case n > 1:
+		b.errorf(x.Pos, ErrBind, "column %q is ambiguous: qualify it with its relation", name)
+		return nil
+	}
+	c := sc.cols[i]
+	return &expr.Column{Index: i, Name: c.name, DataType: c.typ}
+}
+
+// TypeString spells a parsed type the way the catalog stores it.
+func TypeString(t *lang.Type) string {
+	if t == nil {
+		return ""
+	}
+	if t.Name != lang.TypeTensor {
+		return string(t.Name)
+	}
+	parts := []string{string(t.Elem)}
+	for _, d := range t.Dims {
+		parts = append(parts, strconv.FormatInt(d, 10))
+	}
+	return "TENSOR(" + strings.Join(parts, ", ") + ")"
+}

@@ -1,0 +1,673 @@
+// Package lower turns a bound logical plan, the catalog and the infrastructure
+// into the optimizer's Problem. Relational operators are fused with the ML
+// operator or source they follow (they run on the same workers), scaling the
+// rates on the edges by their selectivity; a join of two branches feeding one
+// model becomes that model's operator with two inputs, as in the JellyBean
+// reference DAG. Bytes per item on every edge come from the columns that cross
+// it. It imports the planner's catalog, infra, logical and optimize packages;
+// never operators or dataflow.
+package lower
+
+import (
+	"errors"
+	"fmt"
+	"math"
+	"sort"
+	"strings"
+
+	"github.com/tierflow/tierflow/planner/catalog"
+	"github.com/tierflow/tierflow/planner/expr"
+	"github.com/tierflow/tierflow/planner/infra"
+	"github.com/tierflow/tierflow/planner/logical"
+	"github.com/tierflow/tierflow/planner/optimize"
+)
+
+// ErrLower is the kind of every error about a plan that cannot be lowered.
+var ErrLower = errors.New("cannot plan")
+
+// Options select the profile percentile and override the query's objectives.
+type Options struct {
+	// Percentile of latency profiles: 50, 75 (default) or 90.
+	Percentile int
+	// Accuracy and Throughput, when set, replace the query's objectives.
+	Accuracy   *float64
+	Throughput float64
+}
+
+// RelationalLatencyMs is the per-item latency assumed for a relational
+// operator that has to run on its own workers (a join or union with no model
+// above it): cheap next to any model.
+const RelationalLatencyMs = 0.05
+
+// Stage is one operator of the Problem (or a source) with the logical nodes
+// fused into it, for EXPLAIN.
+type Stage struct {
+	Name string
+	// Kind: "source", "ml" or "relational".
+	Kind string
+	// Model is set for ML stages.
+	Model *catalog.Model
+	// Node is the scan, model or standalone relational node.
+	Node logical.Node
+	// Fused are the relational nodes running with it, bottom-up.
+	Fused []logical.Node
+	// Inputs are the upstream stages' names.
+	Inputs []string
+}
+
+// Result is a lowered plan.
+type Result struct {
+	Problem *optimize.Problem
+	// Stages by name, and in topological order (sources first).
+	Stages []*Stage
+	// Sink is the name of the stage whose output is the query's result.
+	Sink string
+}
+
+// Stage returns the stage called name, or nil.
+func (r *Result) Stage(name string) *Stage {
+	for _, s := range r.Stages {
+		if s.Name == name {
+			return s
+		}
+	}
+	return nil
+}
+
+// colSize is where a column's bytes come from: a fixed estimate, or a share of
+// a model's measured output size (which depends on the variant).
+type colSize struct {
+	kb    float64
+	model *logical.LateralModel
+	share float64
+	// payload: bulk data (tensor, blob, string), as opposed to an id.
+	payload bool
+}
+
+// pending is what flows up the tree while lowering: the stages feeding the
+// current node, with the ratio (items here per item into that stage) of each.
+type pending struct {
+	stage *Stage
+	ratio float64
+}
+
+type lowerer struct {
+	cat    *catalog.Catalog
+	inf    *infra.Infra
+	opt    Options
+	p      *optimize.Problem
+	stages []*Stage
+	names  map[string]int
+	sizes  map[logical.Node][]colSize
+	errs   []error
+}
+
+// Lower builds the optimizer problem of a plan.
+func Lower(plan *logical.Plan, cat *catalog.Catalog, inf *infra.Infra, opt Options) (*Result, error) {
+	if opt.Percentile == 0 {
+		opt.Percentile = 75
+	}
+	if opt.Percentile != 50 && opt.Percentile != 75 && opt.Percentile != 90 {
+		return nil, fmt.Errorf("%w: profile percentile %d: want 50, 75 or 90", ErrLower, opt.Percentile)
+	}
+	l := &lowerer{cat: cat, inf: inf, opt: opt, names: map[string]int{}, sizes: map[logical.Node][]colSize{}}
+	l.p = &optimize.Problem{CommCostScaling: 1}
+	for _, t := range inf.Tiers {
+		l.p.Tiers = append(l.p.Tiers, optimize.Tier{Name: t.Name, Locations: max(t.Locations, 1)})
+	}
+	for _, m := range inf.Machines() {
+		l.p.Workers = append(l.p.Workers, optimize.Worker{Name: m.Name, Tier: m.Tier, Location: m.Location, Type: m.Type.Name, Price: m.Type.Price})
+	}
+	l.links()
+
+	top := l.walk(plan.Root)
+	var sink *Stage
+	switch {
+	case len(top) == 1 && top[0].stage.Kind != "source":
+		sink = top[0].stage
+	case len(top) >= 1:
+		// The result is a source's rows (no model), or a join of several
+		// branches with no model above: a relational operator has to run.
+		sink = l.relational(plan.Root, top)
+	}
+	if sink != nil {
+		l.p.Objectives.Sink = sink.Name
+	}
+	obj := plan.Objectives
+	if opt.Accuracy != nil {
+		obj.Accuracy = opt.Accuracy
+	}
+	if opt.Throughput > 0 {
+		obj.Throughput = opt.Throughput
+	}
+	if obj.Accuracy != nil {
+		a := *obj.Accuracy
+		if a <= 1 && l.percentCatalog() {
+			// ACCURACY >= 0.56 against a catalog in percent means 56.
+			a *= 100
+		}
+		l.p.Objectives.MinAccuracy = optimize.Float(a)
+	}
+	l.p.Objectives.Throughput = obj.Throughput
+	l.endToEnd(sink)
+	if len(l.errs) > 0 {
+		return nil, errors.Join(l.errs...)
+	}
+	res := &Result{Problem: l.p, Stages: l.stages}
+	if sink != nil {
+		res.Sink = sink.Name
+	}
+	return res, nil
+}
+
+func (l *lowerer) errorf(n logical.Node, format string, args ...any) {
+	l.errs = append(l.errs, fmt.Errorf("%s: %w: "+format, append([]any{n.Position(), ErrLower}, args...)...))
+}
+
+// percentCatalog reports whether the catalog's accuracies are in percent.
+func (l *lowerer) percentCatalog() bool {
+	for _, m := range l.cat.Models {
+		for _, v := range m.Variants {
+			if math.Abs(v.Accuracy) > 1 {
+				return true
+			}
+			for _, r := range v.Profile {
+				if math.Abs(r.Output) > 1 {
+					return true
+				}
+			}
+		}
+	}
+	return false
+}
+
+func (l *lowerer) unique(name string) string {
+	l.names[name]++
+	if n := l.names[name]; n > 1 {
+		return fmt.Sprintf("%s#%d", name, n)
+	}
+	return name
+}
+
+func (l *lowerer) links() {
+	isTier := func(s string) bool { return l.inf.Tier(s) != nil }
+	workers := map[string]bool{}
+	for _, w := range l.p.Workers {
+		workers[w.Name] = true
+	}
+	for _, ln := range l.inf.Links {
+		switch {
+		case isTier(ln.From) && isTier(ln.To):
+			l.p.TierLinks = append(l.p.TierLinks, optimize.TierLink{
+				From: ln.From, To: ln.To, Multiplier: ln.CostPerGB,
+				// Megabits per second to the optimizer's MB (MiB) per second.
+				BandwidthMBps: ln.BandwidthMbps * 1e6 / 8 / (1024 * 1024),
+			})
+		case workers[ln.From] && workers[ln.To]:
+			l.p.WorkerLinks = append(l.p.WorkerLinks, optimize.WorkerLink{From: ln.From, To: ln.To, Multiplier: ln.CostPerGB})
+		case workers[ln.To]:
+			l.p.SourceLinks = append(l.p.SourceLinks, optimize.SourceLink{Source: ln.From, Worker: ln.To, Multiplier: ln.CostPerGB})
+		}
+	}
+}
+
+// walk lowers n and returns the stages whose output n's rows come from.
+func (l *lowerer) walk(n logical.Node) []pending {
+	switch x := n.(type) {
+	case *logical.Scan:
+		if x.Table != nil {
+			// A bounded table is shipped to whoever joins it: no stage.
+			return nil
+		}
+		return []pending{{stage: l.source(x), ratio: 1}}
+	case *logical.LateralModel:
+		in := l.walk(x.Input)
+		return []pending{{stage: l.model(x, in), ratio: 1}}
+	case *logical.Filter:
+		in := l.walk(x.Input)
+		return l.fuse(in, n, logical.Selectivity(x.Pred))
+	case *logical.Aggregate:
+		in := l.walk(x.Input)
+		return l.fuse(in, n, aggregateRatio(x, in))
+	case *logical.Join:
+		left, right := l.walk(x.Left), l.walk(x.Right)
+		sel := 1.0
+		if x.On != nil && x.Kind != logical.LeftJoin {
+			// Streams joined on a request key meet one to one; a theta join
+			// keeps what its predicate keeps.
+			if !isEquiJoin(x.On) {
+				sel = logical.Selectivity(x.On)
+			}
+		}
+		if len(left) == 0 || len(right) == 0 {
+			// A join with a table runs where the stream side runs.
+			return l.fuse(append(left, right...), n, sel)
+		}
+		all := append(append([]pending(nil), left...), right...)
+		for i := range all {
+			all[i].ratio *= sel
+		}
+		l.attach(all, n)
+		return all
+	case *logical.Union:
+		var all []pending
+		for _, c := range x.Inputs {
+			all = append(all, l.walk(c)...)
+		}
+		if len(all) > 1 {
+			return []pending{{stage: l.relational(n, all), ratio: 1}}
+		}
+		return l.fuse(all, n, 1)
+	default: // Project, Sort, Limit, Sink
+		var in []pending
+		for _, c := range n.Children() {
+			in = append(in, l.walk(c)...)
+		}
+		return l.fuse(in, n, 1)
+	}
+}
+
+// fuse runs n with the stage(s) below it, scaling their rates.
+func (l *lowerer) fuse(in []pending, n logical.Node, ratio float64) []pending {
+	out := append([]pending(nil), in...)
+	for i := range out {
+		out[i].ratio *= ratio
+	}
+	l.attach(out, n)
+	return out
+}
+
+func (l *lowerer) attach(in []pending, n logical.Node) {
+	seen := map[*Stage]bool{}
+	for _, p := range in {
+		if !seen[p.stage] {
+			seen[p.stage] = true
+			// With several branches below, the node runs downstream of them
+			// all; show it once, with the first.
+			if len(seen) == 1 {
+				p.stage.Fused = append(p.stage.Fused, n)
+			}
+		}
+	}
+}
+
+func aggregateRatio(a *logical.Aggregate, in []pending) float64 {
+	if a.Window == nil {
+		// A running aggregate emits an update per input row.
+		return 1
+	}
+	rate := 0.0
+	for _, p := range in {
+		rate += p.ratio * p.stage.rate()
+	}
+	if rate <= 0 {
+		return 1
+	}
+	groups := 1.0
+	if len(a.Group) > 0 {
+		// Without statistics, assume ten groups per window.
+		groups = 10
+	}
+	sec := a.Window.Size.Seconds()
+	if a.Window.Kind == logical.Hop && a.Window.Slide > 0 {
+		sec = a.Window.Slide.Seconds()
+	}
+	if sec <= 0 {
+		return 1
+	}
+	return math.Min(1, groups/sec/rate)
+}
+
+func isEquiJoin(e expr.Expr) bool {
+	switch x := e.(type) {
+	case *expr.Call:
+		return x.Func == "equal"
+	case *expr.Logic:
+		if x.Op != expr.OpAnd {
+			return false
+		}
+		for _, a := range x.Args {
+			if isEquiJoin(a) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+func (s *Stage) rate() float64 {
+	if sc, ok := s.Node.(*logical.Scan); ok && sc.Stream != nil {
+		return sc.Stream.Rate
+	}
+	return 0
+}
+
+func (l *lowerer) source(x *logical.Scan) *Stage {
+	s := &Stage{Name: l.unique(x.Stream.Name), Kind: "source", Node: x}
+	tier := x.Stream.Tier
+	if tier == "" {
+		tier = l.inf.DefaultSourceTier()
+	}
+	if l.inf.Tier(tier) == nil {
+		l.errorf(x, "stream %s sits in tier %q, which the infrastructure does not have", x.Stream.Name, tier)
+	}
+	rate := x.Stream.Rate
+	if rate <= 0 {
+		rate = 1
+	}
+	l.p.Sources = append(l.p.Sources, optimize.Source{Name: s.Name, Rate: rate, Tier: tier})
+	l.stages = append(l.stages, s)
+	return s
+}
+
+func (l *lowerer) model(x *logical.LateralModel, in []pending) *Stage {
+	s := &Stage{Name: l.unique(x.Name), Kind: "ml", Model: x.Model, Node: x}
+	op := optimize.Operator{Name: s.Name, Kind: optimize.KindML}
+	// Accuracy inputs: the models whose outputs the arguments read, in
+	// argument order (JellyBean 4.1 profiles index by them).
+	inSizes := l.colSizes(x.Input)
+	seen := map[string]bool{}
+	for _, a := range x.Args {
+		for _, c := range expr.Columns(a) {
+			if c < len(inSizes) && inSizes[c].model != nil {
+				name := l.stageOfModel(inSizes[c].model)
+				if name != "" && !seen[name] {
+					seen[name] = true
+					op.AccuracyInputs = append(op.AccuracyInputs, name)
+				}
+			}
+		}
+	}
+	for _, v := range x.Model.Variants {
+		ov := optimize.Variant{Name: v.Name, ProxyCost: v.ProxyCost, LatencyMs: map[string]float64{}}
+		acc := v.Accuracy
+		ov.Accuracy = &acc
+		if len(op.AccuracyInputs) > 0 {
+			for _, r := range v.Profile {
+				if len(r.Inputs) == len(op.AccuracyInputs) {
+					ov.Profile = append(ov.Profile, optimize.AccuracyRow{Inputs: r.Inputs, Output: r.Output})
+				}
+			}
+		}
+		best := math.Inf(1)
+		for k, lat := range v.Latency {
+			ms := lat.At(l.opt.Percentile)
+			ov.LatencyMs[k] = ms
+			best = math.Min(best, ms)
+		}
+		if ov.ProxyCost == 0 && !math.IsInf(best, 1) {
+			// The prototype ranks variants by latency on the strongest worker.
+			ov.ProxyCost = best
+		}
+		op.Variants = append(op.Variants, ov)
+	}
+	l.p.Operators = append(l.p.Operators, op)
+	l.edges(s, x.Input, in)
+	l.stages = append(l.stages, s)
+	return s
+}
+
+func (l *lowerer) stageOfModel(m *logical.LateralModel) string {
+	for _, s := range l.stages {
+		if s.Node == logical.Node(m) {
+			return s.Name
+		}
+	}
+	return ""
+}
+
+// relational places a join or union that no model follows on its own workers.
+func (l *lowerer) relational(n logical.Node, in []pending) *Stage {
+	name := "Join"
+	if _, ok := n.(*logical.Union); ok {
+		name = "Union"
+	}
+	if len(in) == 1 {
+		name = "Output"
+	}
+	s := &Stage{Name: l.unique(name), Kind: "relational", Node: n}
+	v := optimize.Variant{Name: "default", ProxyCost: RelationalLatencyMs, LatencyMs: map[string]float64{}}
+	for _, t := range l.inf.WorkerTypes {
+		v.LatencyMs[t.Name] = RelationalLatencyMs
+	}
+	l.p.Operators = append(l.p.Operators, optimize.Operator{Name: s.Name, Kind: optimize.KindRelational, Variants: []optimize.Variant{v}})
+	var below logical.Node = n
+	if len(n.Children()) == 1 {
+		below = n.Children()[0]
+	}
+	l.edges(s, below, in)
+	l.stages = append(l.stages, s)
+	return s
+}
+
+// edges adds the in-edges of stage s, whose input rows have the schema of
+// node below.
+func (l *lowerer) edges(s *Stage, below logical.Node, in []pending) {
+	sizes := l.colSizes(below)
+	for _, p := range in {
+		s.Inputs = append(s.Inputs, p.stage.Name)
+		e := optimize.Edge{From: p.stage.Name, To: s.Name, Ratio: p.ratio}
+		if p.stage.Kind == "ml" {
+			e.Ratio *= p.stage.Model.Ratio()
+		}
+		// The columns that come from p's branch cross the link.
+		var fixed float64
+		shares := 0.0
+		var own *logical.LateralModel
+		if m, ok := p.stage.Node.(*logical.LateralModel); ok {
+			own = m
+		}
+		for _, c := range l.branchColumns(below, p.stage) {
+			cs := sizes[c]
+			switch {
+			case own != nil && cs.model == own:
+				shares += cs.share
+			case cs.model != nil:
+				// An earlier model's output riding along: its mean size.
+				fixed += cs.share * meanKB(cs.model.Model)
+			case p.stage.Kind == "source" || cs.payload:
+				fixed += cs.kb
+			default:
+				// Ids and timestamps riding along with a model's output are
+				// within the message overhead its measured size includes.
+			}
+		}
+		e.KB = fixed
+		if own != nil && shares > 0 {
+			for _, v := range own.Model.Variants {
+				e.Sizes = append(e.Sizes, optimize.MessageSize{FromVariant: v.Name, KB: fixed + shares*v.OutputKB})
+			}
+			e.KB = fixed + shares*own.Model.Variants[0].OutputKB
+		}
+		l.p.Edges = append(l.p.Edges, e)
+	}
+}
+
+func meanKB(m *catalog.Model) float64 {
+	t := 0.0
+	for _, v := range m.Variants {
+		t += v.OutputKB
+	}
+	return t / float64(len(m.Variants))
+}
+
+// branchColumns returns the indexes of below's output columns that come from
+// stage st's branch.
+func (l *lowerer) branchColumns(below logical.Node, st *Stage) []int {
+	n := len(below.Schema().Fields())
+	var out []int
+	for i := 0; i < n; i++ {
+		if l.columnFrom(below, i, st) {
+			out = append(out, i)
+		}
+	}
+	return out
+}
+
+// columnFrom reports whether column i of n is computed within st's branch
+// (from its node or anything below it).
+func (l *lowerer) columnFrom(n logical.Node, i int, st *Stage) bool {
+	if n == st.Node {
+		return true
+	}
+	switch x := n.(type) {
+	case *logical.Join:
+		nl := len(x.Left.Schema().Fields())
+		if i < nl {
+			return l.columnFrom(x.Left, i, st)
+		}
+		return l.columnFrom(x.Right, i-nl, st)
+	case *logical.Project:
+		cols := expr.Columns(x.Exprs[i])
+		for _, c := range cols {
+			if l.columnFrom(x.Input, c, st) {
+				return true
+			}
+		}
+		return false
+	case *logical.LateralModel:
+		nin := len(x.Input.Schema().Fields())
+		if i < nin {
+			return l.columnFrom(x.Input, i, st)
+		}
+		return false
+	case *logical.Aggregate:
+		return contains(n, st.Node)
+	case *logical.Scan:
+		return false
+	}
+	for _, c := range n.Children() {
+		if i < len(c.Schema().Fields()) && l.columnFrom(c, i, st) {
+			return true
+		}
+	}
+	return false
+}
+
+func contains(n, target logical.Node) bool {
+	found := false
+	logical.Walk(n, func(x logical.Node) bool {
+		if x == target {
+			found = true
+		}
+		return !found
+	})
+	return found
+}
+
+// colSizes tells where each output column's bytes come from.
+func (l *lowerer) colSizes(n logical.Node) []colSize {
+	if s, ok := l.sizes[n]; ok {
+		return s
+	}
+	var out []colSize
+	est := func(i int) colSize {
+		f := n.Schema().Field(i)
+		return colSize{kb: logical.EstimatedBytes(f) / 1024, payload: logical.IsPayload(f)}
+	}
+	switch x := n.(type) {
+	case *logical.Scan:
+		src := x.SourceColumns()
+		total := 0.0
+		for _, c := range src {
+			f, _ := c.Field()
+			total += logical.EstimatedBytes(f)
+		}
+		for _, i := range x.Columns {
+			f, _ := src[i].Field()
+			cs := colSize{kb: logical.EstimatedBytes(f) / 1024, payload: logical.IsPayload(f)}
+			if x.Stream != nil && x.Stream.ItemKB > 0 && total > 0 {
+				// The measured item size, split by the columns' estimated
+				// sizes, so that reading every column costs exactly it.
+				cs.kb = x.Stream.ItemKB * logical.EstimatedBytes(f) / total
+			}
+			out = append(out, cs)
+		}
+	case *logical.LateralModel:
+		out = append(out, l.colSizes(x.Input)...)
+		total := 0.0
+		for _, f := range x.Out {
+			total += logical.EstimatedBytes(f)
+		}
+		for _, f := range x.Out {
+			share := 1.0 / float64(len(x.Out))
+			if total > 0 {
+				share = logical.EstimatedBytes(f) / total
+			}
+			out = append(out, colSize{model: x, share: share, payload: true})
+		}
+	case *logical.Project:
+		in := l.colSizes(x.Input)
+		for i, e := range x.Exprs {
+			if c, ok := e.(*expr.Column); ok && c.Index < len(in) {
+				out = append(out, in[c.Index])
+			} else {
+				out = append(out, est(i))
+			}
+		}
+	case *logical.Join:
+		out = append(append(out, l.colSizes(x.Left)...), l.colSizes(x.Right)...)
+	case *logical.Aggregate:
+		in := l.colSizes(x.Input)
+		for i := range x.Schema().Fields() {
+			if i < len(x.Group) {
+				if c, ok := x.Group[i].(*expr.Column); ok && c.Index < len(in) {
+					out = append(out, in[c.Index])
+					continue
+				}
+			}
+			out = append(out, est(i))
+		}
+	default:
+		if ch := n.Children(); len(ch) > 0 {
+			out = l.colSizes(ch[0])
+		}
+	}
+	l.sizes[n] = out
+	return out
+}
+
+// endToEnd copies the sink model's measured workflow accuracies, naming the
+// operators that run the listed models.
+func (l *lowerer) endToEnd(sink *Stage) {
+	if sink == nil || sink.Model == nil || sink.Model.EndToEnd == nil {
+		return
+	}
+	ee := sink.Model.EndToEnd
+	ops := make([]string, len(ee.Models))
+	for i, m := range ee.Models {
+		var found []string
+		for _, s := range l.stages {
+			if s.Model != nil && strings.EqualFold(s.Model.Name, m) {
+				found = append(found, s.Name)
+			}
+		}
+		if len(found) != 1 {
+			// The query does not use the listed model exactly once: the table
+			// does not describe this workflow; profiles decide.
+			return
+		}
+		ops[i] = found[0]
+	}
+	t := &optimize.EndToEndAccuracy{Operators: ops}
+	for _, r := range ee.Rows {
+		t.Rows = append(t.Rows, optimize.EndToEndRecord{Variants: r.Variants, Accuracy: r.Accuracy})
+	}
+	l.p.EndToEnd = t
+}
+
+// SortedWorkerTypes lists the worker types that some variant of m can run on.
+func SortedWorkerTypes(m *catalog.Model) []string {
+	set := map[string]bool{}
+	for _, v := range m.Variants {
+		for k := range v.Latency {
+			set[k] = true
+		}
+	}
+	out := make([]string, 0, len(set))
+	for k := range set {
+		out = append(out, k)
+	}
+	sort.Strings(out)
+	return out
+}
