@@ -1,0 +1,391 @@
+package eval
+
+import (
+	"fmt"
+	"regexp"
+	"strings"
+	"time"
+
+	"github.com/apache/arrow/go/v17/arrow"
+	"github.com/apache/arrow/go/v17/arrow/array"
+	"github.com/apache/arrow/go/v17/arrow/compute"
+	"github.com/apache/arrow/go/v17/arrow/scalar"
+
+	"github.com/tierflow/tierflow/operators/functions"
+	"github.com/tierflow/tierflow/planner/expr"
+)
+
+// inKey normalises a value for set membership (times compare by instant).
+func inKey(v any) any {
+	if t, ok := v.(time.Time); ok {
+		return t.UnixMicro()
+	}
+	return v
+}
+
+// inNode: when the list is all literals (the usual case) membership is one hash
+// lookup per row; otherwise the list is evaluated per batch and scanned.
+type inNode struct {
+	x        node
+	list     []node
+	set      map[any]bool // non-nil when the list is all literals
+	hasNull  bool
+	negated  bool
+	elemType arrow.DataType
+}
+
+func (c *compiler) compileIn(e *expr.In) (node, error) {
+	x, err := c.compile(e.Expr)
+	if err != nil {
+		return nil, err
+	}
+	n := &inNode{x: x, negated: e.Negated, elemType: e.Expr.Type()}
+	allLit := true
+	for _, el := range e.List {
+		if _, ok := el.(*expr.Literal); !ok {
+			allLit = false
+		}
+	}
+	if allLit {
+		n.set = map[any]bool{}
+		for _, el := range e.List {
+			v := el.(*expr.Literal).Value
+			if v == nil {
+				n.hasNull = true
+				continue
+			}
+			if i, ok := v.(int64); ok && n.elemType.ID() == arrow.FLOAT64 {
+				v = float64(i)
+			}
+			n.set[inKey(v)] = true
+		}
+		return n, nil
+	}
+	if n.list, err = c.all(e.List); err != nil {
+		return nil, err
+	}
+	return n, nil
+}
+
+func (n *inNode) eval(c *functions.Ctx, rec arrow.Record) (compute.Datum, error) {
+	rows := int(rec.NumRows())
+	xd, err := n.x.eval(c, rec)
+	if err != nil {
+		return nil, err
+	}
+	defer xd.Release()
+	x, err := datumToArray(c, retain(xd), rows)
+	if err != nil {
+		return nil, err
+	}
+	defer x.Release()
+	var lists []arrow.Array
+	if n.set == nil {
+		for _, l := range n.list {
+			d, err := l.eval(c, rec)
+			if err != nil {
+				return nil, err
+			}
+			a, err := datumToArray(c, d, rows)
+			if err != nil {
+				return nil, err
+			}
+			defer a.Release()
+			lists = append(lists, a)
+		}
+	}
+	b := array.NewBooleanBuilder(c.Mem)
+	defer b.Release()
+	b.Reserve(rows)
+	ints := x.DataType().ID() == arrow.INT64
+	var iv []int64
+	if ints {
+		iv = functions.Int64Values(x)
+	}
+	for i := 0; i < rows; i++ {
+		if x.IsNull(i) {
+			b.AppendNull()
+			continue
+		}
+		found, null := false, n.hasNull
+		if n.set != nil {
+			if ints {
+				found = n.set[iv[i]]
+			} else {
+				found = n.set[inKey(functions.ValueAt(x, i))]
+			}
+		} else {
+			v := inKey(functions.ValueAt(x, i))
+			for _, l := range lists {
+				if l.IsNull(i) {
+					null = true
+				} else if inKey(functions.ValueAt(l, i)) == v {
+					found = true
+					break
+				}
+			}
+		}
+		switch {
+		case found:
+			b.UnsafeAppend(!n.negated)
+		case null:
+			b.AppendNull()
+		default:
+			b.UnsafeAppend(n.negated)
+		}
+	}
+	out := b.NewArray()
+	defer out.Release()
+	return compute.NewDatum(out), nil
+}
+
+func retain(d compute.Datum) compute.Datum {
+	switch d := d.(type) {
+	case *compute.ArrayDatum:
+		d.Value.Retain()
+		return &compute.ArrayDatum{Value: d.Value}
+	case *compute.ScalarDatum:
+		return &compute.ScalarDatum{Value: d.Value}
+	}
+	return d
+}
+
+// likeNode matches with a precompiled pattern when it is a literal (prefix and
+// substring patterns skip the regexp), else compiles per distinct pattern.
+type likeNode struct {
+	x, pat  node
+	fixed   func(string) bool
+	fold    bool
+	negated bool
+	cache   map[string]*regexp.Regexp
+}
+
+func (c *compiler) compileLike(e *expr.Like) (node, error) {
+	x, err := c.compile(e.Expr)
+	if err != nil {
+		return nil, err
+	}
+	n := &likeNode{x: x, fold: e.CaseInsensitive, negated: e.Negated}
+	if lit, ok := e.Pattern.(*expr.Literal); ok {
+		if lit.Value == nil {
+			n.fixed = nil
+			n.pat = literalNode{scalar.MakeNullScalar(expr.String)}
+			return n, nil
+		}
+		p := lit.Value.(string)
+		m, err := matcher(p, n.fold)
+		if err != nil {
+			return nil, fmt.Errorf("%w: LIKE pattern %q: %v", ErrCompile, p, err)
+		}
+		n.fixed = m
+		return n, nil
+	}
+	if n.pat, err = c.compile(e.Pattern); err != nil {
+		return nil, err
+	}
+	return n, nil
+}
+
+func matcher(p string, fold bool) (func(string) bool, error) {
+	if !fold && !strings.ContainsAny(p, `_\`) {
+		inner := strings.Trim(p, "%")
+		if !strings.Contains(inner, "%") {
+			pre, suf := strings.HasPrefix(p, "%"), strings.HasSuffix(p, "%") && len(p) > 1
+			switch {
+			case pre && suf:
+				return func(s string) bool { return strings.Contains(s, inner) }, nil
+			case pre:
+				return func(s string) bool { return strings.HasSuffix(s, inner) }, nil
+			case suf:
+				return func(s string) bool { return strings.HasPrefix(s, inner) }, nil
+			default:
+				return func(s string) bool { return s == inner }, nil
+			}
+		}
+	}
+	re, err := likeRegexp(p, fold)
+	if err != nil {
+		return nil, err
+	}
+	return re.MatchString, nil
+}
+
+func (n *likeNode) eval(c *functions.Ctx, rec arrow.Record) (compute.Datum, error) {
+	rows := int(rec.NumRows())
+	xd, err := n.x.eval(c, rec)
+	if err != nil {
+		return nil, err
+	}
+	x, err := datumToArray(c, xd, rows)
+	if err != nil {
+		return nil, err
+	}
+	defer x.Release()
+	var pats *array.String
+	var patNull bool
+	if n.fixed == nil {
+		pd, err := n.pat.eval(c, rec)
+		if err != nil {
+			return nil, err
+		}
+		pa, err := datumToArray(c, pd, rows)
+		if err != nil {
+			return nil, err
+		}
+		defer pa.Release()
+		if s, ok := pa.(*array.String); ok {
+			pats = s
+		} else {
+			patNull = true
+		}
+	}
+	xs, _ := x.(*array.String)
+	b := array.NewBooleanBuilder(c.Mem)
+	defer b.Release()
+	b.Reserve(rows)
+	for i := 0; i < rows; i++ {
+		if xs == nil || x.IsNull(i) || patNull || (pats != nil && pats.IsNull(i)) {
+			b.AppendNull()
+			continue
+		}
+		m := n.fixed
+		if m == nil {
+			p := pats.Value(i)
+			re := n.cache[p]
+			if re == nil {
+				if re, err = likeRegexp(p, n.fold); err != nil {
+					return nil, fmt.Errorf("LIKE pattern %q: %w", p, err)
+				}
+				if n.cache == nil {
+					n.cache = map[string]*regexp.Regexp{}
+				}
+				n.cache[p] = re
+			}
+			m = re.MatchString
+		}
+		b.UnsafeAppend(m(xs.Value(i)) != n.negated)
+	}
+	out := b.NewArray()
+	defer out.Release()
+	return compute.NewDatum(out), nil
+}
+
+// caseNode evaluates every branch over the batch (branches cannot fail per row:
+// errors such as division by zero are NULL) and picks per row.
+type caseNode struct {
+	conds, thens []node
+	els          node
+	typ          arrow.DataType
+}
+
+func (c *compiler) compileCase(e *expr.Case) (node, error) {
+	n := &caseNode{typ: e.DataType}
+	for _, w := range e.Whens {
+		cn, err := c.compile(w.Cond)
+		if err != nil {
+			return nil, err
+		}
+		tn, err := c.compile(w.Then)
+		if err != nil {
+			return nil, err
+		}
+		n.conds = append(n.conds, cn)
+		n.thens = append(n.thens, tn)
+	}
+	if e.Else != nil {
+		en, err := c.compile(e.Else)
+		if err != nil {
+			return nil, err
+		}
+		n.els = en
+	}
+	return n, nil
+}
+
+func (n *caseNode) eval(c *functions.Ctx, rec arrow.Record) (compute.Datum, error) {
+	rows := int(rec.NumRows())
+	arrays := func(ns []node) ([]arrow.Array, error) {
+		var out []arrow.Array
+		for _, x := range ns {
+			d, err := x.eval(c, rec)
+			if err != nil {
+				releaseArrays(out)
+				return nil, err
+			}
+			a, err := datumToArray(c, d, rows)
+			if err != nil {
+				releaseArrays(out)
+				return nil, err
+			}
+			out = append(out, a)
+		}
+		return out, nil
+	}
+	conds, err := arrays(n.conds)
+	if err != nil {
+		return nil, err
+	}
+	defer releaseArrays(conds)
+	vals := n.thens
+	if n.els != nil {
+		vals = append(append([]node{}, n.thens...), n.els)
+	}
+	thens, err := arrays(vals)
+	if err != nil {
+		return nil, err
+	}
+	defer releaseArrays(thens)
+	b := array.NewBuilder(c.Mem, n.typ)
+	defer b.Release()
+	b.Reserve(rows)
+	for i := 0; i < rows; i++ {
+		pick := -1
+		for k, cond := range conds {
+			if bc, ok := cond.(*array.Boolean); ok && bc.IsValid(i) && bc.Value(i) {
+				pick = k
+				break
+			}
+		}
+		if pick < 0 && n.els != nil {
+			pick = len(thens) - 1
+		}
+		if pick < 0 {
+			b.AppendNull()
+			continue
+		}
+		appendFrom(b, thens[pick], i)
+	}
+	out := b.NewArray()
+	defer out.Release()
+	return compute.NewDatum(out), nil
+}
+
+func releaseArrays(as []arrow.Array) {
+	for _, a := range as {
+		a.Release()
+	}
+}
+
+// appendFrom appends row i of a to b (same canonical type).
+func appendFrom(b array.Builder, a arrow.Array, i int) {
+	if a.IsNull(i) || a.DataType().ID() == arrow.NULL {
+		b.AppendNull()
+		return
+	}
+	switch b := b.(type) {
+	case *array.Int64Builder:
+		b.Append(a.(*array.Int64).Value(i))
+	case *array.Float64Builder:
+		b.Append(a.(*array.Float64).Value(i))
+	case *array.StringBuilder:
+		b.Append(a.(*array.String).Value(i))
+	case *array.BooleanBuilder:
+		b.Append(a.(*array.Boolean).Value(i))
+	case *array.TimestampBuilder:
+		b.Append(a.(*array.Timestamp).Value(i))
+	case *array.DurationBuilder:
+		b.Append(a.(*array.Duration).Value(i))
+	default:
+		b.AppendNull()
+	}
+}
