@@ -28,15 +28,33 @@ func (s sol) clone() sol {
 // caps, the accuracy target. Broken constraints are listed in Violations and make
 // Feasible false; a malformed assignment (unknown names) is an error.
 func Evaluate(p *Problem, a Assignment, m CostModel) (*Plan, error) {
+	e, err := NewEvaluator(p, m)
+	if err != nil {
+		return nil, err
+	}
+	return e.Evaluate(a)
+}
+
+// Evaluator evaluates many assignments of one problem (sweeps, enumerations)
+// without preparing the problem and the cost model each time.
+type Evaluator struct{ in *instance }
+
+// NewEvaluator validates p and prepares the model (nil: PrototypeModel).
+func NewEvaluator(p *Problem, m CostModel) (*Evaluator, error) {
 	in, err := newInstance(p, m)
 	if err != nil {
 		return nil, err
 	}
-	s, err := in.resolve(a)
+	return &Evaluator{in: in}, nil
+}
+
+// Evaluate is the package-level Evaluate on the prepared problem.
+func (e *Evaluator) Evaluate(a Assignment) (*Plan, error) {
+	s, err := e.in.resolve(a)
 	if err != nil {
 		return nil, err
 	}
-	pl := in.evaluate(s)
+	pl := e.in.evaluate(s)
 	pl.Strategy = "evaluate"
 	return pl, nil
 }
