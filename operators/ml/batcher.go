@@ -151,6 +151,14 @@ func (b *Batcher) Cut(now time.Time) int {
 	return n
 }
 
+// Flush takes up to MaxBatch waiting rows regardless of size and delay (the input
+// has ended) and returns how many.
+func (b *Batcher) Flush() int {
+	n := min(b.queued, b.cfg.MaxBatch)
+	b.take(n)
+	return n
+}
+
 // Oldest is the arrival time of the oldest waiting row.
 func (b *Batcher) Oldest() (time.Time, bool) {
 	if b.queued == 0 {

@@ -348,6 +348,7 @@ func (m *Model) runBatch(segs []segment) {
 		if total == 1 {
 			s := segs[0]
 			s.j.fail(s.start, fmt.Errorf("%w: %w", ErrRow, err))
+			s.j.done++
 			return
 		}
 		left, right := splitSegments(segs, total/2)
