@@ -87,3 +87,53 @@ func aicityXLarge(fps, acc float64) *optimize.Problem {
 	p.Objectives = optimize.Objectives{Sink: "cluster", MinAccuracy: optimize.Float(acc)}
 	return p
 }
+
+// vqaXLarge is the VQA workflow with the reference's P75 profiles on the
+// 30-worker xlarge infrastructure of Table 4 (Edge 6x2, 10x4, 2xV100; Cloud
+// 2x4, 6x8, 4xV100) at rps requests/s: latencies and prices per VM type come
+// from the reference worker of that type.
+func vqaXLarge(ref *optimize.Problem, rps, acc float64) *optimize.Problem {
+	p := *ref
+	p.Name = "vqa-xlarge-reference-profiles"
+	byType := map[string]string{"x2": "workflow-compute-cpu-1", "x4": "workflow-compute-cpu-2", "x8": "workflow-compute-cpu-3", "v100": "workflow-compute-gpu-1"}
+	price := map[string]float64{}
+	for _, w := range ref.Workers {
+		for t, n := range byType {
+			if w.Name == n {
+				price[t] = w.Price
+			}
+		}
+	}
+	p.Workers = nil
+	for _, t := range []struct {
+		tier  string
+		kinds []string
+		count []int
+	}{{"edge", []string{"x2", "x4", "v100"}, []int{6, 10, 2}}, {"cloud", []string{"x4", "x8", "v100"}, []int{2, 6, 4}}} {
+		for i, k := range t.kinds {
+			for j := range t.count[i] {
+				p.Workers = append(p.Workers, optimize.Worker{Name: fmt.Sprintf("%s-%s-%d", t.tier, k, j+1), Tier: t.tier, Type: k, Price: price[k]})
+			}
+		}
+	}
+	p.Operators = nil
+	for _, op := range ref.Operators {
+		op.Variants = append([]optimize.Variant(nil), op.Variants...)
+		for i, v := range op.Variants {
+			m := map[string]float64{}
+			for t, n := range byType {
+				m[t] = v.LatencyMs[n]
+			}
+			op.Variants[i].LatencyMs = m
+		}
+		p.Operators = append(p.Operators, op)
+	}
+	p.WorkerLinks, p.SourceLinks = nil, nil
+	p.TierLinks = []optimize.TierLink{{From: "edge", To: "cloud", Multiplier: 1}}
+	p.Sources = append([]optimize.Source(nil), ref.Sources...)
+	for i := range p.Sources {
+		p.Sources[i].Rate = rps
+	}
+	p.Objectives.MinAccuracy = optimize.Float(acc)
+	return &p
+}
