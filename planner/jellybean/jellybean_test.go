@@ -3,6 +3,7 @@ package jellybean
 import (
 	"errors"
 	"math"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -68,5 +69,50 @@ func TestStrayCommaNoted(t *testing.T) {
 	}
 	if _, err := pr.Problem("p99"); !errors.Is(err, ErrPercentile) {
 		t.Errorf("p99: got %v, want ErrPercentile", err)
+	}
+}
+
+// copyRef copies the reference inputs into a temporary directory, replacing
+// the named files' contents.
+func copyRef(t *testing.T, replace map[string]string) string {
+	t.Helper()
+	dir := t.TempDir()
+	ents, err := os.ReadDir(refDir(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range ents {
+		data, err := os.ReadFile(filepath.Join(refDir(t), e.Name()))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if r, ok := replace[e.Name()]; ok {
+			data = []byte(r)
+		}
+		if err := os.WriteFile(filepath.Join(dir, e.Name()), data, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return dir
+}
+
+func TestErrorsNamePositions(t *testing.T) {
+	dir := copyRef(t, map[string]string{
+		"workers_specs.csv":         "workflow-compute-cpu-1,0.096\nworkflow-compute-cpu-2, zero\n",
+		"accuracy_requirement.json": "{\n  \"sink\": \"VQA\",\n  \"threshold\": 56.0,,\n}",
+		"logical_graph.csv":         "ReadImage,ExtractImageFeature,extra\n",
+	})
+	_, err := Load(dir)
+	if !errors.Is(err, ErrFormat) {
+		t.Fatalf("got %v, want ErrFormat", err)
+	}
+	for _, want := range []string{
+		"workers_specs.csv:2:25: jellybean format: \"zero\" is not a number",
+		"accuracy_requirement.json:3:22:",
+		"logical_graph.csv:1:1: jellybean format: 3 fields, want 2",
+	} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("error %q lacks %q", err, want)
+		}
 	}
 }
