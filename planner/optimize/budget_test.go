@@ -1,8 +1,8 @@
 package optimize_test
 
 import (
-	"errors"
 	"context"
+	"errors"
 	"strings"
 	"testing"
 	"time"
