@@ -16,6 +16,13 @@ type Node interface {
 type Script struct {
 	Pos        lexer.Position
 	Statements []Statement `parser:"';'* ( @@ ( ';' @@? )* )?"`
+
+	// Comments[i] holds the comments before and inside Statements[i], as
+	// written; the printer puts them all on the lines before the statement.
+	// Trailing holds those after the last statement. (Not grammar: filled from
+	// the token stream after parsing.)
+	Comments [][]string
+	Trailing []string
 }
 
 // Statement is one of *Query, *Insert, *Explain, *CreateModel, *CreateStream,
@@ -53,7 +60,7 @@ type CreateStream struct {
 	Columns     []*ColumnDef `parser:"'(' @@ ( ',' @@ )* ')'"`
 	Source      SourceKind   `parser:"'FROM' @( 'NATS' | 'JETSTREAM' | 'FILE' )"`
 	Location    string       `parser:"@String"`
-	Format      Format       `parser:"( 'FORMAT' @( 'ARROW' | 'JSON' | 'CSV' | 'PARQUET' ) )?"`
+	Format      DataFormat   `parser:"( 'FORMAT' @( 'ARROW' | 'JSON' | 'CSV' | 'PARQUET' ) )?"`
 	Tier        string       `parser:"( 'AT' 'TIER' @( Ident | QIdent )"`
 	Locations   *NumberLit   `parser:"  ( 'LOCATIONS' @@ )? )?"`
 	Rate        *Rate        `parser:"@@?"`
@@ -74,7 +81,7 @@ type CreateTable struct {
 	Name        string       `parser:"@( Ident | QIdent )"`
 	Columns     []*ColumnDef `parser:"( '(' @@ ( ',' @@ )* ')' )?"`
 	Path        string       `parser:"'FROM' 'FILE' @String"`
-	Format      Format       `parser:"( 'FORMAT' @( 'ARROW' | 'JSON' | 'CSV' | 'PARQUET' ) )?"`
+	Format      DataFormat   `parser:"( 'FORMAT' @( 'ARROW' | 'JSON' | 'CSV' | 'PARQUET' ) )?"`
 	Options     []*Option    `parser:"( 'WITH' '(' @@ ( ',' @@ )* ')' )?"`
 }
 
@@ -86,7 +93,7 @@ type CreateSink struct {
 	Name        string     `parser:"@( Ident | QIdent )"`
 	Target      SourceKind `parser:"'TO' ( @'STDOUT' | @( 'NATS' | 'JETSTREAM' | 'FILE' )"`
 	Location    string     `parser:"  @String )"`
-	Format      Format     `parser:"( 'FORMAT' @( 'ARROW' | 'JSON' | 'CSV' | 'PARQUET' ) )?"`
+	Format      DataFormat `parser:"( 'FORMAT' @( 'ARROW' | 'JSON' | 'CSV' | 'PARQUET' ) )?"`
 	Options     []*Option  `parser:"( 'WITH' '(' @@ ( ',' @@ )* ')' )?"`
 }
 
@@ -208,10 +215,10 @@ type Select struct {
 // SelectItem is `*`, `t.*` (Star with Qualifier t) or `expr [AS alias]`.
 type SelectItem struct {
 	Pos       lexer.Position
-	Qualifier string `parser:"( ( @( Ident | QIdent ) '.' )?"`
-	Star      bool   `parser:"  @'*'"`
+	Qualifier string `parser:"( @( Ident | QIdent ) '.'"`
+	Star      bool   `parser:"  @'*' | @'*'"`
 	Expr      Expr   `parser:"| @@"`
-	Alias     string `parser:"  ( 'AS'? @( Ident | QIdent ) )? )"`
+	Alias     string `parser:"  ( 'AS' @( Ident | QIdent ) | @( Ident | QIdent ) )? )"`
 }
 
 // FromItem is a table reference and the joins that follow it.
@@ -227,7 +234,7 @@ type TableRef struct {
 	Pos      lexer.Position
 	Name     string `parser:"( @( Ident | QIdent )"`
 	Subquery *Query `parser:"| '(' @@ ')' )"`
-	Alias    string `parser:"( 'AS'? @( Ident | QIdent ) )?"`
+	Alias    string `parser:"( 'AS' @( Ident | QIdent ) | @( Ident | QIdent ) )?"`
 }
 
 // Join is one join. Lateral is set for CROSS JOIN LATERAL f(args), whose
@@ -245,7 +252,7 @@ type Join struct {
 type Lateral struct {
 	Pos     lexer.Position
 	Call    *FuncCall `parser:"'LATERAL' @@"`
-	Alias   string    `parser:"( 'AS'? @( Ident | QIdent )"`
+	Alias   string    `parser:"( ( 'AS' @( Ident | QIdent ) | @( Ident | QIdent ) )"`
 	Columns []string  `parser:"  ( '(' @( Ident | QIdent ) ( ',' @( Ident | QIdent ) )* ')' )? )?"`
 }
 

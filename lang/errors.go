@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"regexp"
+	"sort"
 	"strings"
 
 	"github.com/alecthomas/participle/v2"
@@ -127,17 +128,36 @@ func improve(filename, src string, err error) error {
 		pos.Filename = filename
 	}
 	found, expected := describeFound(src, pos), ""
+	var candidates []string
 	var ute *participle.UnexpectedTokenError
 	if errors.As(err, &ute) {
 		if m := expectedRe.FindStringSubmatch(ute.Message()); m != nil {
-			expected = describeExpected(m[2])
+			set, _ := expectedSet(m[2])
+			expected = joinOr(set)
+			candidates = quotedWords(strings.Join(set, " "))
 		}
 	} else if msg := pe.Message(); !strings.HasPrefix(msg, "unexpected token") {
-		// Not about a token (a number out of range, ...): keep participle's words.
+		// Not about a token: a number that does not fit its field, or a
+		// participle message kept as it is.
+		switch {
+		case strings.Contains(msg, "value out of range"):
+			msg = "number out of range"
+		case strings.Contains(msg, "strconv."):
+			msg = "invalid number"
+		}
+		// Participle points just before the token it failed to store.
+		toks, _ := Tokens("", src)
+		for _, t := range toks {
+			if t.Pos.Offset >= pos.Offset && t.Kind != TokWhitespace && t.Kind != TokComment {
+				pos.Offset, pos.Line, pos.Column = t.Pos.Offset, t.Pos.Line, t.Pos.Column
+				break
+			}
+		}
 		return newError(src, pos, strings.TrimPrefix(msg, "lexer: "))
 	}
-	if expected == "" && found == "end of input" {
-		expected = `";" or the rest of the statement`
+	if expected == "" {
+		// The statement is complete and more follows: only a separator fits.
+		expected = `";"`
 	}
 	if fix, at, ok := repair(filename, src, pos); ok {
 		return newError(src, at.Pos, fmt.Sprintf("unexpected %q, expected %q", at.Value, fix))
@@ -147,7 +167,7 @@ func improve(filename, src string, err error) error {
 		msg += ", expected " + expected
 	}
 	if word := tokenAt(src, pos); word != "" {
-		if kw := nearestKeyword(word, quotedWords(expected)); kw != "" {
+		if kw := nearestKeyword(word, candidates); kw != "" && len(candidates) > 0 {
 			msg += fmt.Sprintf(" (did you mean %q?)", kw)
 		}
 	}
@@ -174,28 +194,6 @@ func tokenAt(src string, pos lexer.Position) string {
 		}
 	}
 	return ""
-}
-
-// describeExpected rewrites participle's EBNF fragment into words a user reads:
-// token types become "a name", "a number", "a string".
-func describeExpected(s string) string {
-	r := strings.NewReplacer(
-		"<ident> | <qident>", "a name",
-		"(<ident> | <qident>)", "a name",
-		"<float> | <int>", "a number",
-		"(<float> | <int>)", "a number",
-		"<ident>", "a name",
-		"<qident>", "a quoted name",
-		"<int>", "an integer",
-		"<float>", "a number",
-		"<string>", "a string",
-		"<keyword>", "a keyword",
-		"Statement", "a statement",
-		"Expr", "an expression",
-		"Literal", "a literal",
-		"Objective", "an objective (ACCURACY, THROUGHPUT, LATENCY, BUDGET, PRIORITY)",
-	)
-	return r.Replace(s)
 }
 
 var quotedWordRe = regexp.MustCompile(`"([A-Za-z_]+)"`)
@@ -235,6 +233,32 @@ func nearestKeyword(word string, candidates []string) string {
 	return ""
 }
 
+// nearKeywords returns the keywords close enough to word to be a misspelling
+// of it, closest first.
+func nearKeywords(word string) []string {
+	w := strings.ToUpper(word)
+	limit := 1
+	if len(w) > 4 {
+		limit = 2
+	}
+	type cand struct {
+		kw string
+		d  int
+	}
+	var cs []cand
+	for _, k := range Keywords() {
+		if d := editDistance(w, k); d <= limit && d < len(w) && d > 0 {
+			cs = append(cs, cand{k, d})
+		}
+	}
+	sort.SliceStable(cs, func(i, j int) bool { return cs[i].d < cs[j].d })
+	out := make([]string, len(cs))
+	for i, c := range cs {
+		out[i] = c.kw
+	}
+	return out
+}
+
 // repair looks for a misspelled keyword just before the error that the parser
 // took for a name ("SELECT a FORM t" reads FORM as an alias of a). It replaces
 // each nearby identifier that is close to a keyword by that keyword and keeps
@@ -254,24 +278,24 @@ func repair(filename, src string, errPos lexer.Position) (string, Token, bool) {
 		}
 	}
 	tried := 0
-	for i := len(words) - 1; i >= 0 && i >= len(words)-4 && tried < 4; i-- {
+	for i := len(words) - 1; i >= 0 && i >= len(words)-4 && tried <= 8; i-- {
 		t := words[i]
 		if t.Kind != TokIdent || IsKeyword(t.Value) {
 			continue
 		}
-		kw := nearestKeyword(t.Value, nil)
-		if kw == "" {
-			continue
-		}
-		tried++
-		fixed := src[:t.Pos.Offset] + kw + src[t.Pos.Offset+len(t.Value):]
-		_, err := parse(filename, fixed)
-		if err == nil {
-			return kw, t, true
-		}
-		var pe participle.Error
-		if errors.As(err, &pe) && pe.Position().Offset-(len(kw)-len(t.Value)) > errPos.Offset {
-			return kw, t, true
+		for _, kw := range nearKeywords(t.Value) {
+			if tried++; tried > 8 {
+				break
+			}
+			fixed := src[:t.Pos.Offset] + kw + src[t.Pos.Offset+len(t.Value):]
+			_, err := parse(filename, fixed)
+			if err == nil {
+				return kw, t, true
+			}
+			var pe participle.Error
+			if errors.As(err, &pe) && pe.Position().Offset-(len(kw)-len(t.Value)) > errPos.Offset {
+				return kw, t, true
+			}
 		}
 	}
 	return "", Token{}, false

@@ -159,7 +159,7 @@ type NullLit struct {
 type IntervalLit struct {
 	Pos   lexer.Position
 	Value string   `parser:"'INTERVAL' @String"`
-	Unit  TimeUnit `parser:"@( 'MILLISECOND' | 'MILLISECONDS' | 'SECOND' | 'SECONDS' | 'MINUTE' | 'MINUTES' | 'HOUR' | 'HOURS' | 'DAY' | 'DAYS' )"`
+	Unit  TimeUnit `parser:"@( 'MS' | 'MILLISECOND' | 'MILLISECONDS' | 'SECOND' | 'SECONDS' | 'MINUTE' | 'MINUTES' | 'HOUR' | 'HOURS' | 'DAY' | 'DAYS' )"`
 }
 
 // Seconds is the interval's length in seconds.

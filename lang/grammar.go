@@ -73,20 +73,20 @@ type isNullTail struct {
 
 type betweenTail struct {
 	Pos  lexer.Position
-	Not  bool      `parser:"@'NOT'? 'BETWEEN'"`
+	Not  bool      `parser:"( @'NOT' 'BETWEEN' | 'BETWEEN' )"`
 	Low  *additive `parser:"@@"`
 	High *additive `parser:"'AND' @@"`
 }
 
 type inTail struct {
 	Pos  lexer.Position
-	Not  bool      `parser:"@'NOT'? 'IN'"`
+	Not  bool      `parser:"( @'NOT' 'IN' | 'IN' )"`
 	List []*orExpr `parser:"'(' @@ ( ',' @@ )* ')'"`
 }
 
 type likeTail struct {
 	Pos     lexer.Position
-	Not     bool      `parser:"@'NOT'? 'LIKE'"`
+	Not     bool      `parser:"( @'NOT' 'LIKE' | 'LIKE' )"`
 	Pattern *additive `parser:"@@"`
 }
 

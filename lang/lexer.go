@@ -56,6 +56,8 @@ const (
 
 var sqlLexer = lexer.MustSimple([]lexer.SimpleRule{
 	{Name: TokComment, Pattern: `--[^\n]*|/\*(?s:.*?)\*/`},
+	// Only reached when the comment above did not close; Tokens reports it.
+	{Name: "Unterminated", Pattern: `/\*(?s:.*)`},
 	{Name: TokWhitespace, Pattern: `[ \t\r\n\f]+`},
 	{Name: TokKeyword, Pattern: `(?i:` + strings.Join(reservedWords, "|") + `)\b`},
 	{Name: TokIdent, Pattern: `[A-Za-z_][A-Za-z0-9_]*`},
@@ -118,6 +120,9 @@ func Tokens(filename, src string) ([]Token, error) {
 		}
 		if t.EOF() {
 			return out, nil
+		}
+		if names[t.Type] == "Unterminated" {
+			return out, newError(src, t.Pos, "unterminated comment (a block comment ends with */)")
 		}
 		out = append(out, Token{Kind: names[t.Type], Value: t.Value, Pos: t.Pos})
 	}

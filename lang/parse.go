@@ -64,7 +64,11 @@ func parse(filename, src string) (s *Script, err error) {
 				fmt.Sprintf("internal parser error: %v", r))
 		}
 	}()
-	if err := checkDepth(filename, src); err != nil {
+	toks, err := Tokens(filename, src)
+	if err != nil {
+		return nil, err
+	}
+	if err := checkDepth(src, toks); err != nil {
 		return nil, err
 	}
 	s, err = scriptParser.ParseString(filename, src)
@@ -75,7 +79,41 @@ func parse(filename, src string) (s *Script, err error) {
 		s.Pos = lexer.Position{Filename: filename, Line: 1, Column: 1}
 	}
 	normalize(reflect.ValueOf(s))
+	attachComments(s, toks)
 	return s, nil
+}
+
+// attachComments gives every comment to the statement it precedes or sits in.
+func attachComments(s *Script, toks []Token) {
+	n := len(s.Statements)
+	s.Comments = nil
+	s.Trailing = nil
+	k := 0        // statements started so far
+	ended := true // a ";" closed statement k-1
+	for _, t := range toks {
+		for k < n && s.Statements[k].Position().Offset <= t.Pos.Offset {
+			k++
+			ended = false
+		}
+		switch {
+		case t.Kind == TokOperator && t.Value == ";":
+			ended = true
+		case t.Kind == TokComment:
+			text := strings.TrimRight(t.Value, " \t\r")
+			at := k - 1
+			if ended || k == 0 {
+				at = k
+			}
+			if at >= n {
+				s.Trailing = append(s.Trailing, text)
+				continue
+			}
+			if s.Comments == nil {
+				s.Comments = make([][]string, n)
+			}
+			s.Comments[at] = append(s.Comments[at], text)
+		}
+	}
 }
 
 // ParseStatement parses src as exactly one statement (a trailing ";" is
@@ -129,11 +167,7 @@ func ParseExpr(filename, src string) (Expr, error) {
 
 // checkDepth rejects inputs nested deeper than maxDepth before the recursive
 // descent sees them.
-func checkDepth(filename, src string) error {
-	toks, err := Tokens(filename, src)
-	if err != nil {
-		return err
-	}
+func checkDepth(src string, toks []Token) error {
 	depth, run := 0, 0
 	for _, t := range toks {
 		switch t.Kind {
@@ -168,8 +202,8 @@ var (
 )
 
 // normalize finishes a fresh parse tree in place: it lowers the grammar levels
-// of every expression into public nodes and unquotes names ("a""b" -> a"b) and
-// string literals ('it”s' -> it's). Every node is visited exactly once, so a
+// of every expression into public nodes and unquotes names and
+// string literals (a doubled quote inside becomes one). Every node is visited exactly once, so a
 // value is never unquoted twice. Raw token text of any other kind never starts
 // with a quote, which is how a string field is known to be quoted.
 func normalize(v reflect.Value) {

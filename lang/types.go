@@ -99,19 +99,19 @@ const (
 // Capture implements participle.Capture.
 func (k *SourceKind) Capture(v []string) error { *k = SourceKind(capWord(v)); return nil }
 
-// Format is the encoding of a stream, table or sink.
-type Format string
+// DataFormat is the encoding of a stream, table or sink.
+type DataFormat string
 
 // Data formats.
 const (
-	FormatArrow   Format = "ARROW"
-	FormatJSON    Format = "JSON"
-	FormatCSV     Format = "CSV"
-	FormatParquet Format = "PARQUET"
+	FormatArrow   DataFormat = "ARROW"
+	FormatJSON    DataFormat = "JSON"
+	FormatCSV     DataFormat = "CSV"
+	FormatParquet DataFormat = "PARQUET"
 )
 
 // Capture implements participle.Capture.
-func (f *Format) Capture(v []string) error { *f = Format(capWord(v)); return nil }
+func (f *DataFormat) Capture(v []string) error { *f = DataFormat(capWord(v)); return nil }
 
 // ObjectKind is what a DROP removes.
 type ObjectKind string
