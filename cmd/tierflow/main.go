@@ -112,7 +112,10 @@ and streams Arrow batches through the plan.`,
 	// One line per subcommand; bench takes its benchmarks as children.
 	root.AddCommand(
 		newVersionCmd(a),
+		newFmtCmd(a),
 		newBenchCmd(a),
+		newExplainCmd(a),
+		newImportCmd(a),
 		newDevicesCmd(a),
 	)
 	return root
