@@ -1,0 +1,82 @@
+package dataflow
+
+import (
+	"fmt"
+
+	"github.com/apache/arrow/go/v17/arrow"
+	"github.com/tierflow/tierflow/dataflow/progress"
+)
+
+// Epoch is a logical timestamp (see package progress).
+type Epoch = progress.Epoch
+
+// Closed is the frontier of something that will never carry data again.
+const Closed = progress.Closed
+
+// Batch is the unit of data on an edge: a record at an epoch. Whoever holds
+// a Batch owns one reference to Record (see the package doc).
+type Batch struct {
+	Epoch  Epoch
+	Record arrow.Record
+}
+
+// Kind says what a Message carries.
+type Kind uint8
+
+const (
+	// Data carries a record at Header.Epoch.
+	Data Kind = iota + 1
+	// Progress announces that the sender will send nothing on this channel
+	// below Header.Epoch any more (Closed: nothing at all).
+	Progress
+)
+
+func (k Kind) String() string {
+	switch k {
+	case Data:
+		return "data"
+	case Progress:
+		return "progress"
+	}
+	return fmt.Sprintf("kind(%d)", uint8(k))
+}
+
+// ChannelID names one channel: the messages of one edge from one sender
+// instance to one receiver instance. Ordering is guaranteed per ChannelID.
+type ChannelID struct {
+	Query    string
+	Edge     int // index into Graph.Edges
+	Sender   int // instance index of the edge's source operator
+	Receiver int // instance index of the edge's target operator
+}
+
+func (c ChannelID) String() string {
+	return fmt.Sprintf("%s/e%d/%d->%d", c.Query, c.Edge, c.Sender, c.Receiver)
+}
+
+// Header is what a transport must carry next to the payload.
+type Header struct {
+	Channel ChannelID
+	Kind    Kind
+	// Epoch is the batch's epoch for Data, the new frontier for Progress.
+	Epoch Epoch
+	// Seq numbers the messages of one channel 0, 1, 2, ... (data and
+	// progress alike), so a transport can detect loss, duplicates and
+	// reordering.
+	Seq uint64
+}
+
+// Message is a data batch or a progress announcement on one channel.
+// Record is set only for Data and is owned by whoever holds the Message.
+type Message struct {
+	Header
+	Record arrow.Record
+}
+
+// release drops the message's record reference, if any.
+func (m *Message) release() {
+	if m.Record != nil {
+		m.Record.Release()
+		m.Record = nil
+	}
+}

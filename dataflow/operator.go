@@ -1,0 +1,225 @@
+package dataflow
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/apache/arrow/go/v17/arrow"
+	"github.com/apache/arrow/go/v17/arrow/memory"
+	"github.com/tierflow/tierflow/dataflow/progress"
+)
+
+// Operator is the logic of one operator instance. The engine calls its
+// methods from one goroutine at a time, never concurrently, in both
+// scheduling modes. Embed Base for no-op defaults.
+//
+// Every callback gets a borrowed Capability: valid until the callback
+// returns, for emitting at its epoch. To emit later (or at a later epoch),
+// keep an owned one with cap.Retain or cap.Delayed, and Drop it when done:
+// an operator's output frontier cannot pass a capability it still holds, so a
+// forgotten capability stalls everything downstream.
+type Operator interface {
+	// Open is called once before anything else, with a capability at epoch
+	// 0. Sources retain it; most operators ignore it.
+	Open(ctx *Context, cap *Capability) error
+	// OnBatch handles one batch arriving on input. The operator owns
+	// b.Record (Release it, keep it, or Emit it). cap is at b.Epoch.
+	OnBatch(ctx *Context, input int, b Batch, cap *Capability) error
+	// OnNotify is called once for each epoch requested with
+	// Context.NotifyAt, in increasing epoch order, as soon as that epoch is
+	// complete on every input. cap is at that epoch.
+	OnNotify(ctx *Context, cap *Capability) error
+	// Close is called once at the end: after the instance is done, or when a
+	// run is cancelled or failed. It must release any records it kept.
+	Close(ctx *Context) error
+}
+
+// Source is an operator the worker polls for data. Produce is called
+// repeatedly, each time with room downstream, until it reports done; each
+// call should emit a bounded amount (about one batch) so that scheduling
+// stays fair and cancellation prompt. When it reports done its remaining
+// capabilities are dropped. Only operators without inputs are polled.
+type Source interface {
+	Operator
+	Produce(ctx *Context) (done bool, err error)
+}
+
+// FrontierObserver is implemented by operators that want to hear when an
+// input frontier advances (e.g. to expire state by watermark) rather than
+// request a notification per epoch.
+type FrontierObserver interface {
+	OnFrontier(ctx *Context, input int, frontier Epoch) error
+}
+
+// Base gives an Operator no-op methods; OnBatch releases the record.
+type Base struct{}
+
+func (Base) Open(*Context, *Capability) error { return nil }
+func (Base) OnBatch(_ *Context, _ int, b Batch, _ *Capability) error {
+	if b.Record != nil {
+		b.Record.Release()
+	}
+	return nil
+}
+func (Base) OnNotify(*Context, *Capability) error { return nil }
+func (Base) Close(*Context) error                 { return nil }
+
+// Capability is the right to emit at an epoch from one operator instance.
+// Capabilities may only be used from that instance's callbacks.
+type Capability struct {
+	in    *instance
+	epoch Epoch
+	owned bool
+	valid bool
+}
+
+// Epoch is the epoch data emitted under c carries.
+func (c *Capability) Epoch() Epoch { return c.epoch }
+
+// Valid reports whether c may still be used.
+func (c *Capability) Valid() bool { return c != nil && c.valid }
+
+func (c *Capability) check(what string) error {
+	if c == nil || !c.valid {
+		return fmt.Errorf("%w: %s with a dropped or expired capability", ErrNoCapability, what)
+	}
+	return nil
+}
+
+// Retain returns an owned capability at c's epoch, valid until Dropped.
+func (c *Capability) Retain() (*Capability, error) { return c.Delayed(c.epochOrZero()) }
+
+func (c *Capability) epochOrZero() Epoch {
+	if c == nil {
+		return 0
+	}
+	return c.epoch
+}
+
+// Delayed returns an owned capability at e, which must not be before c's
+// epoch (time only moves forward).
+func (c *Capability) Delayed(e Epoch) (*Capability, error) {
+	if err := c.check("retain"); err != nil {
+		return nil, err
+	}
+	if e < c.epoch || e == Closed {
+		return nil, fmt.Errorf("%w: capability at %v cannot produce one at %v", progress.ErrBeforeFrontier, c.epoch, e)
+	}
+	if err := c.in.tr.Acquire(e); err != nil {
+		return nil, err
+	}
+	n := &Capability{in: c.in, epoch: e, owned: true, valid: true}
+	c.in.owned[n] = struct{}{}
+	return n, nil
+}
+
+// Downgrade moves an owned capability forward to e.
+func (c *Capability) Downgrade(e Epoch) error {
+	if err := c.check("downgrade"); err != nil {
+		return err
+	}
+	if !c.owned {
+		return fmt.Errorf("%w: downgrade of a borrowed capability (Retain it first)", ErrNoCapability)
+	}
+	if e < c.epoch || e == Closed {
+		return fmt.Errorf("%w: downgrade from %v to %v", progress.ErrBeforeFrontier, c.epoch, e)
+	}
+	if e == c.epoch {
+		return nil
+	}
+	if err := c.in.tr.Acquire(e); err != nil {
+		return err
+	}
+	if err := c.in.tr.Release(c.epoch); err != nil {
+		return err
+	}
+	c.epoch = e
+	return nil
+}
+
+// Drop gives up an owned capability. Dropping twice, or dropping a borrowed
+// capability, does nothing.
+func (c *Capability) Drop() {
+	if c == nil || !c.valid || !c.owned {
+		return
+	}
+	c.valid = false
+	delete(c.in.owned, c)
+	_ = c.in.tr.Release(c.epoch)
+}
+
+// Context is an operator instance's handle on the engine, passed to every
+// callback. It is only valid inside callbacks.
+type Context struct {
+	in *instance
+}
+
+// Instance identifies the running instance.
+func (c *Context) Instance() Instance { return c.in.info }
+
+// Allocator is the allocator operators must allocate records from.
+func (c *Context) Allocator() memory.Allocator { return c.in.w.cfg.Allocator }
+
+// Context carries cancellation for long-running work inside a callback.
+func (c *Context) Context() context.Context { return c.in.ctx }
+
+// InputFrontier is the smallest epoch input i may still deliver.
+func (c *Context) InputFrontier(i int) Epoch { return c.in.tr.InputFrontier(i) }
+
+// Frontier is the smallest epoch any input may still deliver; epochs below
+// it are complete.
+func (c *Context) Frontier() Epoch { return c.in.tr.Frontier() }
+
+// Emit sends rec on output at cap's epoch. It takes ownership of rec in all
+// cases. Emitting without a valid capability of this instance is an
+// ErrNoCapability error. In concurrent mode Emit blocks while a receiver's
+// queue is full. Records with no rows are dropped.
+func (c *Context) Emit(output int, cap *Capability, rec arrow.Record) error {
+	in := c.in
+	if err := cap.check("emit"); err != nil {
+		rec.Release()
+		return fmt.Errorf("%s: %w", in.name(), err)
+	}
+	if cap.in != in {
+		rec.Release()
+		return fmt.Errorf("%w: %s: capability of another operator instance", ErrNoCapability, in.name())
+	}
+	if output < 0 || output >= len(in.outs) {
+		rec.Release()
+		return fmt.Errorf("%w: %s: emit on output %d of %d", ErrInvalidGraph, in.name(), output, len(in.outs))
+	}
+	if rec.NumRows() == 0 {
+		rec.Release()
+		return nil
+	}
+	edges := in.outs[output]
+	if len(edges) == 0 {
+		rec.Release()
+		return nil
+	}
+	for i, oe := range edges {
+		if i < len(edges)-1 {
+			rec.Retain()
+		}
+		if err := oe.send(in, cap.epoch, rec); err != nil {
+			for j := i + 1; j < len(edges); j++ {
+				rec.Release()
+			}
+			return err
+		}
+	}
+	return nil
+}
+
+// NotifyAt asks for OnNotify at epoch e (not before cap's epoch) once e is
+// complete on all inputs. Until then the engine holds a capability at e for
+// the operator. Repeated requests for one epoch merge.
+func (c *Context) NotifyAt(cap *Capability, e Epoch) error {
+	if err := cap.check("notify"); err != nil {
+		return fmt.Errorf("%s: %w", c.in.name(), err)
+	}
+	if e < cap.epoch {
+		return fmt.Errorf("%w: %s: notification at %v under a capability at %v", progress.ErrBeforeFrontier, c.in.name(), e, cap.epoch)
+	}
+	return c.in.tr.RequestNotify(e)
+}

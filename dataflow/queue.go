@@ -1,0 +1,136 @@
+package dataflow
+
+import (
+	"context"
+	"fmt"
+	"sync"
+)
+
+// queue is the inbox of one operator instance: all channels into the
+// instance merge here, each in its sender's order. It is bounded by capacity
+// messages when blocking (concurrent mode) and unbounded when stepping,
+// where the scheduler instead holds sources back while a queue is full.
+//
+// The consumer takes everything queued at once (swapping buffers), so the
+// lock is taken once per burst, not once per message; at most 2*capacity
+// messages are live per instance (queued plus being handled).
+type queue struct {
+	mu       sync.Mutex
+	buf      []Message
+	capacity int
+	blocking bool
+	closed   bool
+	notEmpty chan struct{} // 1-buffered wake-up for the consumer
+	notFull  chan struct{} // 1-buffered wake-up for one blocked producer
+	done     chan struct{} // closed on close, wakes every blocked producer
+}
+
+func newQueue(capacity int) *queue {
+	return &queue{
+		capacity: capacity,
+		notEmpty: make(chan struct{}, 1),
+		notFull:  make(chan struct{}, 1),
+		done:     make(chan struct{}),
+	}
+}
+
+func signal(c chan struct{}) {
+	select {
+	case c <- struct{}{}:
+	default:
+	}
+}
+
+func (q *queue) setBlocking(b bool) {
+	q.mu.Lock()
+	q.blocking = b
+	q.mu.Unlock()
+}
+
+// Deliver implements Inbox.
+func (q *queue) Deliver(ctx context.Context, m Message) error {
+	for {
+		q.mu.Lock()
+		if q.closed {
+			q.mu.Unlock()
+			m.release()
+			return fmt.Errorf("%w: inbox of finished instance (channel %v)", ErrClosed, m.Channel)
+		}
+		if !q.blocking || len(q.buf) < q.capacity {
+			q.buf = append(q.buf, m)
+			room := len(q.buf) < q.capacity
+			q.mu.Unlock()
+			signal(q.notEmpty)
+			if room {
+				// Pass the wake-up on to the next blocked producer.
+				signal(q.notFull)
+			}
+			return nil
+		}
+		q.mu.Unlock()
+		select {
+		case <-q.notFull:
+		case <-q.done:
+		case <-ctx.Done():
+			m.release()
+			return ctx.Err()
+		}
+	}
+}
+
+// take moves everything queued into dst (which must be empty) and returns
+// it; the queue keeps dst's old backing array for reuse.
+func (q *queue) take(dst []Message) []Message {
+	q.mu.Lock()
+	out := q.buf
+	q.buf = dst[:0]
+	q.mu.Unlock()
+	if len(out) > 0 {
+		signal(q.notFull)
+	}
+	return out
+}
+
+// wait blocks until something is queued, the queue closes or ctx ends.
+func (q *queue) wait(ctx context.Context) error {
+	for {
+		q.mu.Lock()
+		n, closed := len(q.buf), q.closed
+		q.mu.Unlock()
+		if n > 0 || closed {
+			return nil
+		}
+		select {
+		case <-q.notEmpty:
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+}
+
+func (q *queue) len() int {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	return len(q.buf)
+}
+
+// room reports whether a producer could deliver without exceeding capacity.
+func (q *queue) room() bool { return q.len() < q.capacity }
+
+// close rejects further deliveries, releases what is queued and wakes every
+// blocked producer. It is idempotent.
+func (q *queue) close() {
+	q.mu.Lock()
+	if q.closed {
+		q.mu.Unlock()
+		return
+	}
+	q.closed = true
+	buf := q.buf
+	q.buf = nil
+	q.mu.Unlock()
+	close(q.done)
+	for i := range buf {
+		buf[i].release()
+	}
+}

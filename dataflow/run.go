@@ -1,0 +1,127 @@
+package dataflow
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+)
+
+// BuildLocal builds every worker of g in this process, connected by
+// cfg.Transport (a fresh LocalTransport when nil). Index i of the result is
+// worker i.
+func BuildLocal(g *Graph, cfg Config) ([]*Worker, error) {
+	if cfg.Transport == nil {
+		cfg.Transport = NewLocalTransport()
+	}
+	n := g.Workers()
+	ws := make([]*Worker, 0, n)
+	for id := 0; id < n; id++ {
+		w, err := NewWorker(g, id, cfg)
+		if err != nil {
+			for _, b := range ws {
+				b.Close()
+			}
+			return nil, err
+		}
+		ws = append(ws, w)
+	}
+	return ws, nil
+}
+
+// Run builds every worker of g in this process and runs them concurrently
+// until the dataflow finishes, fails or ctx ends. A failure anywhere cancels
+// all workers; the first failure (not a cancellation it caused) is returned.
+func Run(ctx context.Context, g *Graph, cfg Config) error {
+	ws, err := BuildLocal(g, cfg)
+	if err != nil {
+		return err
+	}
+	return RunWorkers(ctx, ws)
+}
+
+// RunWorkers runs workers concurrently; see Run.
+func RunWorkers(ctx context.Context, ws []*Worker) error {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	errs := make([]error, len(ws))
+	var wg sync.WaitGroup
+	for i, w := range ws {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if errs[i] = w.Run(ctx); errs[i] != nil {
+				cancel()
+			}
+		}()
+	}
+	wg.Wait()
+	return rootCause(errs)
+}
+
+// rootCause picks the first error that is not a cancellation, else the
+// first error.
+func rootCause(errs []error) error {
+	var first error
+	for _, err := range errs {
+		if err == nil {
+			continue
+		}
+		if !errors.Is(err, context.Canceled) && !errors.Is(err, ErrClosed) {
+			return err
+		}
+		if first == nil {
+			first = err
+		}
+	}
+	return first
+}
+
+// StepAll steps every worker once and reports whether any did something.
+func StepAll(ws []*Worker) (bool, error) {
+	busy := false
+	for _, w := range ws {
+		b, err := w.Step()
+		busy = busy || b
+		if err != nil {
+			return busy, err
+		}
+	}
+	return busy, nil
+}
+
+// ErrStuck: stepping made no progress although the dataflow is not done
+// (an operator holds a capability it never drops, or input never closes).
+var ErrStuck = errors.New("dataflow: no progress")
+
+// StepUntilDone steps all workers round-robin until every one is Done, at
+// most maxRounds rounds. A round without progress before that is ErrStuck.
+// On error every worker is closed.
+func StepUntilDone(ws []*Worker, maxRounds int) error {
+	for r := 0; r < maxRounds; r++ {
+		done := true
+		for _, w := range ws {
+			done = done && w.Done()
+		}
+		if done {
+			return nil
+		}
+		busy, err := StepAll(ws)
+		if err != nil {
+			closeAll(ws)
+			return err
+		}
+		if !busy {
+			closeAll(ws)
+			return fmt.Errorf("%w after %d rounds", ErrStuck, r)
+		}
+	}
+	closeAll(ws)
+	return fmt.Errorf("%w: not done after %d rounds", ErrStuck, maxRounds)
+}
+
+func closeAll(ws []*Worker) {
+	for _, w := range ws {
+		w.Close()
+	}
+}

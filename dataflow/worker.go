@@ -1,0 +1,642 @@
+package dataflow
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+
+	"github.com/apache/arrow/go/v17/arrow"
+	"github.com/apache/arrow/go/v17/arrow/memory"
+	"github.com/tierflow/tierflow/dataflow/progress"
+)
+
+// Config holds what a worker needs besides the graph.
+type Config struct {
+	// Allocator for every record the engine or its operators allocate.
+	// Default memory.DefaultAllocator.
+	Allocator memory.Allocator
+	// QueueLen bounds each operator instance's inbox, in messages, when
+	// running concurrently. Default 16.
+	QueueLen int
+	// Transport carries channels between workers. BuildLocal and Run
+	// default it to a fresh LocalTransport; NewWorker requires it when the
+	// worker exchanges data with others.
+	Transport Transport
+}
+
+func (c Config) withDefaults() Config {
+	if c.Allocator == nil {
+		c.Allocator = memory.DefaultAllocator
+	}
+	if c.QueueLen <= 0 {
+		c.QueueLen = 16
+	}
+	return c
+}
+
+// Worker runs the operator instances a Graph places on one worker. Use
+// either Step (deterministic, in the caller's goroutine) or Run (one
+// goroutine per instance), not both.
+type Worker struct {
+	id      int
+	g       *Graph
+	cfg     Config
+	insts   []*instance // topological order
+	err     error
+	closed  bool
+	running bool
+}
+
+// instance is one operator instance with its progress state and channels.
+type instance struct {
+	w        *Worker
+	info     Instance
+	op       Operator
+	src      Source
+	obs      FrontierObserver
+	srcDone  bool
+	tr       *progress.Tracker
+	q        *queue
+	inputs   []*inEdge    // by edge index; nil where the edge does not feed us
+	outs     [][]*outEdge // by output port
+	owned    map[*Capability]struct{}
+	ctx      context.Context
+	opctx    Context
+	opened   bool
+	finished bool
+	closed   bool
+	scratch  []Message
+	changes  []progress.Change
+}
+
+// inEdge maps one incoming edge's senders onto tracker slots.
+type inEdge struct {
+	port int
+	slot []int    // by sender instance; -1 if not a sender to us
+	seq  []uint64 // next expected Seq by sender instance
+}
+
+// outEdge routes one outgoing edge's batches to its receiver channels.
+type outEdge struct {
+	edge  *Edge
+	chans []*outChan // by position in receivers
+	parts []uint32
+	bal   *balancer
+}
+
+type outChan struct {
+	id     ChannelID
+	s      Sender
+	local  *queue // set when the receiver runs on this worker
+	seq    uint64
+	closed bool
+}
+
+func (in *instance) name() string {
+	return fmt.Sprintf("%s[%d]", in.info.Operator, in.info.Index)
+}
+
+// NewWorker builds the part of g that runs on worker id: it constructs the
+// worker's operator instances, listens on the transport for channels coming
+// from other workers and dials those going to them. Build every worker of a
+// dataflow before running any.
+func NewWorker(g *Graph, id int, cfg Config) (*Worker, error) {
+	if err := g.Validate(); err != nil {
+		return nil, err
+	}
+	cfg = cfg.withDefaults()
+	w := &Worker{id: id, g: g, cfg: cfg}
+	order := g.topoOrder()
+	local := make(map[[2]int]*instance) // (op, instance index) -> instance
+	for _, op := range order {
+		spec := &g.Operators[op]
+		for k := 0; k < spec.Parallelism(); k++ {
+			if spec.WorkerOf(k) != id {
+				continue
+			}
+			info := Instance{Query: g.Query, Operator: spec.Name, OperatorID: op, Index: k, Parallelism: spec.Parallelism(), Worker: id}
+			logic, err := spec.New(info)
+			if err != nil {
+				return nil, fmt.Errorf("%w: building %s[%d]: %w", ErrOperator, spec.Name, k, err)
+			}
+			if logic == nil {
+				return nil, fmt.Errorf("%w: %s[%d]: constructor returned nil", ErrInvalidGraph, spec.Name, k)
+			}
+			in := &instance{w: w, info: info, op: logic, q: newQueue(cfg.QueueLen), owned: make(map[*Capability]struct{}), ctx: context.Background()}
+			in.opctx.in = in
+			if s, ok := logic.(Source); ok && spec.Inputs == 0 {
+				in.src = s
+			}
+			in.obs, _ = logic.(FrontierObserver)
+			local[[2]int{op, k}] = in
+			w.insts = append(w.insts, in)
+		}
+	}
+	for _, in := range w.insts {
+		if err := w.wire(in, local); err != nil {
+			return nil, err
+		}
+	}
+	return w, nil
+}
+
+// wire sets up in's tracker, inputs and outputs.
+func (w *Worker) wire(in *instance, local map[[2]int]*instance) error {
+	g := w.g
+	op, k := in.info.OperatorID, in.info.Index
+	spec := &g.Operators[op]
+	senders := make([]int, spec.Inputs)
+	in.inputs = make([]*inEdge, len(g.Edges))
+	for ei := range g.Edges {
+		e := &g.Edges[ei]
+		if e.To.Op != op {
+			continue
+		}
+		ie := &inEdge{port: e.To.Port, slot: make([]int, g.Operators[e.From.Op].Parallelism()), seq: make([]uint64, g.Operators[e.From.Op].Parallelism())}
+		for i := range ie.slot {
+			ie.slot[i] = -1
+		}
+		for _, s := range g.sendersTo(e, k) {
+			ie.slot[s] = senders[e.To.Port]
+			senders[e.To.Port]++
+			if g.Operators[e.From.Op].WorkerOf(s) != w.id {
+				if w.cfg.Transport == nil {
+					return fmt.Errorf("%w: %s needs a transport to receive edge %d from worker %d", ErrInvalidGraph, in.name(), ei, g.Operators[e.From.Op].WorkerOf(s))
+				}
+				ch := ChannelID{Query: g.Query, Edge: ei, Sender: s, Receiver: k}
+				if err := w.cfg.Transport.Listen(ch, in.q); err != nil {
+					return fmt.Errorf("listen %v: %w", ch, err)
+				}
+			}
+		}
+		in.inputs[ei] = ie
+	}
+	tr, err := progress.NewTracker(senders, spec.Outputs, spec.Connectivity)
+	if err != nil {
+		return fmt.Errorf("%w: %s: %w", ErrInvalidGraph, in.name(), err)
+	}
+	in.tr = tr
+	in.outs = make([][]*outEdge, spec.Outputs)
+	for ei := range g.Edges {
+		e := &g.Edges[ei]
+		if e.From.Op != op {
+			continue
+		}
+		oe := &outEdge{edge: e}
+		recv := g.receiversOf(e, k)
+		for _, r := range recv {
+			ch := ChannelID{Query: g.Query, Edge: ei, Sender: k, Receiver: r}
+			oc := &outChan{id: ch}
+			if g.Operators[e.To.Op].WorkerOf(r) == w.id {
+				oc.local = local[[2]int{e.To.Op, r}].q
+				oc.s = directSender{in: oc.local}
+			} else {
+				if w.cfg.Transport == nil {
+					return fmt.Errorf("%w: %s needs a transport to send edge %d to worker %d", ErrInvalidGraph, in.name(), ei, g.Operators[e.To.Op].WorkerOf(r))
+				}
+				s, err := w.cfg.Transport.Dial(ch)
+				if err != nil {
+					return fmt.Errorf("dial %v: %w", ch, err)
+				}
+				oc.s = s
+			}
+			oe.chans = append(oe.chans, oc)
+		}
+		if e.Kind == Balance {
+			oe.bal = newBalancer(e.Shares, len(recv))
+		}
+		in.outs[e.From.Port] = append(in.outs[e.From.Port], oe)
+	}
+	return nil
+}
+
+// topoOrder lists operator indices so that every edge goes forward.
+func (g *Graph) topoOrder() []int {
+	indeg := make([]int, len(g.Operators))
+	for _, e := range g.Edges {
+		indeg[e.To.Op]++
+	}
+	var order, ready []int
+	for i, d := range indeg {
+		if d == 0 {
+			ready = append(ready, i)
+		}
+	}
+	for len(ready) > 0 {
+		n := ready[0]
+		ready = ready[1:]
+		order = append(order, n)
+		for _, e := range g.Edges {
+			if e.From.Op == n {
+				indeg[e.To.Op]--
+				if indeg[e.To.Op] == 0 {
+					ready = append(ready, e.To.Op)
+				}
+			}
+		}
+	}
+	return order
+}
+
+// ID is the worker's index in the graph's placement.
+func (w *Worker) ID() int { return w.id }
+
+// Done reports whether every local instance has finished.
+func (w *Worker) Done() bool {
+	for _, in := range w.insts {
+		if !in.finished {
+			return false
+		}
+	}
+	return true
+}
+
+// Step runs every unfinished local instance once, in topological order: it
+// opens instances on their first step, handles everything queued, delivers
+// due notifications, polls sources whose receivers have room, and announces
+// frontier changes. It reports whether anything happened; a dataflow of
+// stepped workers is finished when all are Done, and stuck when a round of
+// Steps over all of them does nothing. The first error is sticky.
+func (w *Worker) Step() (bool, error) {
+	if w.err != nil {
+		return false, w.err
+	}
+	if w.closed {
+		return false, fmt.Errorf("%w: worker %d", ErrClosed, w.id)
+	}
+	busy := false
+	for _, in := range w.insts {
+		did, err := in.step(true)
+		busy = busy || did
+		if err != nil {
+			w.err = err
+			w.shutdown()
+			return busy, err
+		}
+	}
+	return busy, nil
+}
+
+// step does one round of work for the instance without waiting for input.
+// With checkRoom a source is only polled when its local receivers have room
+// (stepping); without, its Emit blocks instead (concurrent mode).
+func (in *instance) step(checkRoom bool) (bool, error) {
+	if in.finished {
+		return false, nil
+	}
+	busy := false
+	if !in.opened {
+		in.opened = true
+		busy = true
+		cap, err := in.borrow(0)
+		if err != nil {
+			return busy, err
+		}
+		err = in.op.Open(&in.opctx, cap)
+		in.unborrow(cap)
+		if err != nil {
+			return busy, in.fail("open", err)
+		}
+	}
+	msgs := in.q.take(in.scratch)
+	for i := range msgs {
+		busy = true
+		err := in.handle(&msgs[i])
+		if err != nil {
+			for j := i + 1; j < len(msgs); j++ {
+				msgs[j].release()
+			}
+			clear(msgs)
+			in.scratch = msgs[:0]
+			return busy, err
+		}
+	}
+	clear(msgs)
+	in.scratch = msgs[:0]
+	if in.src != nil && !in.srcDone && (!checkRoom || in.room()) {
+		busy = true
+		done, err := in.src.Produce(&in.opctx)
+		if err != nil {
+			return busy, in.fail("produce", err)
+		}
+		if done {
+			in.srcDone = true
+			for c := range in.owned {
+				c.Drop()
+			}
+		}
+	}
+	if err := in.settle(); err != nil {
+		return busy, err
+	}
+	return busy, nil
+}
+
+// fail wraps an operator's error, unless the run was cancelled, in which
+// case the cancellation is the cause.
+func (in *instance) fail(what string, err error) error {
+	if cerr := in.ctx.Err(); cerr != nil && errors.Is(err, cerr) {
+		return cerr
+	}
+	return fmt.Errorf("%w: %s %s: %w", ErrOperator, in.name(), what, err)
+}
+
+// room reports whether every local receiver queue of every output has room,
+// so that stepping a source cannot grow queues without bound.
+func (in *instance) room() bool {
+	for _, oes := range in.outs {
+		for _, oe := range oes {
+			for _, oc := range oe.chans {
+				if oc.local != nil && !oc.local.room() {
+					return false
+				}
+			}
+		}
+	}
+	return true
+}
+
+func (in *instance) borrow(e Epoch) (*Capability, error) {
+	if err := in.tr.Acquire(e); err != nil {
+		return nil, fmt.Errorf("%s: %w", in.name(), err)
+	}
+	return &Capability{in: in, epoch: e, valid: true}, nil
+}
+
+func (in *instance) unborrow(c *Capability) {
+	c.valid = false
+	_ = in.tr.Release(c.epoch)
+}
+
+// handle processes one message from the inbox.
+func (in *instance) handle(m *Message) error {
+	ch := m.Channel
+	var ie *inEdge
+	if ch.Edge >= 0 && ch.Edge < len(in.inputs) {
+		ie = in.inputs[ch.Edge]
+	}
+	if ie == nil || ch.Sender < 0 || ch.Sender >= len(ie.slot) || ie.slot[ch.Sender] < 0 || ch.Receiver != in.info.Index {
+		m.release()
+		return fmt.Errorf("%w: %s got a message for channel %v it does not receive", ErrProtocol, in.name(), ch)
+	}
+	if m.Seq != ie.seq[ch.Sender] {
+		m.release()
+		return fmt.Errorf("%w: %s: channel %v: sequence %d, expected %d", ErrProtocol, in.name(), ch, m.Seq, ie.seq[ch.Sender])
+	}
+	ie.seq[ch.Sender]++
+	slot := ie.slot[ch.Sender]
+	switch m.Kind {
+	case Data:
+		if f := in.tr.SenderFrontier(ie.port, slot); m.Epoch < f || m.Record == nil {
+			m.release()
+			return fmt.Errorf("%w: %s: channel %v: data at %v behind announced frontier %v (or without a record)", ErrProtocol, in.name(), ch, m.Epoch, f)
+		}
+		cap, err := in.borrow(m.Epoch)
+		if err != nil {
+			m.release()
+			return err
+		}
+		rec := m.Record
+		m.Record = nil
+		err = in.op.OnBatch(&in.opctx, ie.port, Batch{Epoch: m.Epoch, Record: rec}, cap)
+		in.unborrow(cap)
+		if err != nil {
+			return in.fail("batch", err)
+		}
+	case Progress:
+		m.release()
+		adv, err := in.tr.UpdateInput(ie.port, slot, m.Epoch)
+		if err != nil {
+			return fmt.Errorf("%w: %s: channel %v: %w", ErrProtocol, in.name(), ch, err)
+		}
+		if adv && in.obs != nil {
+			if err := in.obs.OnFrontier(&in.opctx, ie.port, in.tr.InputFrontier(ie.port)); err != nil {
+				return in.fail("frontier", err)
+			}
+		}
+	default:
+		m.release()
+		return fmt.Errorf("%w: %s: channel %v: unknown message kind %v", ErrProtocol, in.name(), ch, m.Kind)
+	}
+	return nil
+}
+
+// settle delivers due notifications, announces output frontier advances
+// downstream, and finishes the instance once it is done.
+func (in *instance) settle() error {
+	for {
+		e, ok := in.tr.NextNotification()
+		if !ok {
+			break
+		}
+		// The tracker kept the notification's capability: lend it out.
+		cap := &Capability{in: in, epoch: e, valid: true}
+		err := in.op.OnNotify(&in.opctx, cap)
+		in.unborrow(cap)
+		if err != nil {
+			return in.fail("notify", err)
+		}
+	}
+	in.changes = in.tr.Changes(in.changes[:0])
+	for _, c := range in.changes {
+		for _, oe := range in.outs[c.Output] {
+			for _, oc := range oe.chans {
+				if err := oc.send(in.ctx, Message{Header: Header{Kind: Progress, Epoch: c.Frontier}}); err != nil {
+					return in.fail("progress", err)
+				}
+				if c.Frontier == Closed {
+					oc.closed = true
+					if err := oc.s.Close(); err != nil {
+						return in.fail("close channel", err)
+					}
+				}
+			}
+		}
+	}
+	if in.tr.Done() && (in.src == nil || in.srcDone) {
+		in.finished = true
+		return in.close()
+	}
+	return nil
+}
+
+// close ends the instance: the operator releases its state, channels close,
+// the inbox releases whatever is still queued and refuses more.
+func (in *instance) close() error {
+	if in.closed {
+		return nil
+	}
+	in.closed = true
+	for c := range in.owned {
+		c.Drop()
+	}
+	var err error
+	if in.opened {
+		if cerr := in.op.Close(&in.opctx); cerr != nil {
+			err = fmt.Errorf("%w: %s close: %w", ErrOperator, in.name(), cerr)
+		}
+	}
+	for _, oes := range in.outs {
+		for _, oe := range oes {
+			for _, oc := range oe.chans {
+				if !oc.closed {
+					oc.closed = true
+					_ = oc.s.Close()
+				}
+			}
+		}
+	}
+	in.q.close()
+	return err
+}
+
+// send stamps m with the channel's identity and next sequence number.
+func (oc *outChan) send(ctx context.Context, m Message) error {
+	if oc.closed {
+		m.release()
+		return fmt.Errorf("%w: channel %v", ErrClosed, oc.id)
+	}
+	m.Channel = oc.id
+	m.Seq = oc.seq
+	oc.seq++
+	return oc.s.Send(ctx, m)
+}
+
+// send routes one record (owned) along the edge.
+func (oe *outEdge) send(in *instance, e Epoch, rec arrow.Record) error {
+	data := func(oc *outChan, r arrow.Record) error {
+		return oc.send(in.ctx, Message{Header: Header{Kind: Data, Epoch: e}, Record: r})
+	}
+	switch {
+	case len(oe.chans) == 1:
+		return data(oe.chans[0], rec)
+	case oe.edge.Kind == Broadcast:
+		for i, oc := range oe.chans {
+			if i < len(oe.chans)-1 {
+				rec.Retain()
+			}
+			if err := data(oc, rec); err != nil {
+				for j := i + 1; j < len(oe.chans); j++ {
+					rec.Release()
+				}
+				return err
+			}
+		}
+		return nil
+	case oe.edge.Kind == Balance:
+		return data(oe.chans[oe.bal.pick(rec.NumRows())], rec)
+	case oe.edge.Kind == Exchange:
+		n := int(rec.NumRows())
+		if cap(oe.parts) < n {
+			oe.parts = make([]uint32, n)
+		}
+		parts := oe.parts[:n]
+		if err := oe.edge.Partition(rec, len(oe.chans), parts); err != nil {
+			rec.Release()
+			return fmt.Errorf("%w: %s: %w", ErrOperator, in.name(), err)
+		}
+		split, err := Split(in.w.cfg.Allocator, rec, parts, len(oe.chans))
+		rec.Release()
+		if err != nil {
+			return fmt.Errorf("%s: %w", in.name(), err)
+		}
+		for p, r := range split {
+			if r == nil {
+				continue
+			}
+			if err := data(oe.chans[p], r); err != nil {
+				for _, rest := range split[p+1:] {
+					if rest != nil {
+						rest.Release()
+					}
+				}
+				return err
+			}
+		}
+		return nil
+	}
+	rec.Release()
+	return fmt.Errorf("%w: %s: edge kind %v", ErrInvalidGraph, in.name(), oe.edge.Kind)
+}
+
+// Run runs the worker's instances concurrently, one goroutine each, until
+// all are done, one fails, or ctx ends. On return every goroutine has
+// exited, every operator has been closed and every queued record released.
+// It returns nil when all instances finished, the first failure otherwise
+// (ctx's error on cancellation).
+func (w *Worker) Run(ctx context.Context) error {
+	if w.closed || w.running {
+		return fmt.Errorf("%w: worker %d already ran", ErrClosed, w.id)
+	}
+	w.running = true
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	var (
+		wg       sync.WaitGroup
+		mu       sync.Mutex
+		firstErr error
+	)
+	for _, in := range w.insts {
+		in.ctx = ctx
+		in.q.setBlocking(true)
+	}
+	for _, in := range w.insts {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if err := in.run(ctx); err != nil {
+				mu.Lock()
+				if firstErr == nil || (errors.Is(firstErr, context.Canceled) && !errors.Is(err, context.Canceled)) {
+					firstErr = err
+				}
+				mu.Unlock()
+				cancel()
+			}
+		}()
+	}
+	wg.Wait()
+	w.shutdown()
+	if firstErr != nil {
+		w.err = firstErr
+		return firstErr
+	}
+	if !w.Done() {
+		w.err = ctx.Err()
+		return w.err
+	}
+	return nil
+}
+
+// run is the loop of one instance's goroutine.
+func (in *instance) run(ctx context.Context) error {
+	for !in.finished {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		if in.opened && (in.src == nil || in.srcDone) {
+			if err := in.q.wait(ctx); err != nil {
+				return err
+			}
+		}
+		if _, err := in.step(false); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// shutdown closes every instance (operators release state, queues release
+// records). Safe to call more than once.
+func (w *Worker) shutdown() {
+	w.closed = true
+	for _, in := range w.insts {
+		_ = in.close()
+	}
+}
+
+// Close abandons a worker that is not running (e.g. a stepped test that
+// stops early): every operator is closed and every queued record released.
+func (w *Worker) Close() {
+	w.shutdown()
+}
