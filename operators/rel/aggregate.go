@@ -1,0 +1,441 @@
+package rel
+
+import (
+	"errors"
+	"fmt"
+	"math"
+	"sort"
+	"time"
+
+	"github.com/apache/arrow/go/v17/arrow"
+	"github.com/apache/arrow/go/v17/arrow/array"
+	"github.com/apache/arrow/go/v17/arrow/compute"
+	"github.com/apache/arrow/go/v17/arrow/memory"
+
+	"github.com/tierflow/tierflow/operators/eval"
+	"github.com/tierflow/tierflow/operators/functions"
+	"github.com/tierflow/tierflow/planner/expr"
+)
+
+// ErrPlan is the kind of errors in an operator's description (not its data).
+var ErrPlan = errors.New("invalid operator")
+
+// WindowSpec is a GROUP BY window over the event-time expression Time (a
+// TIMESTAMP). Size is the length (TUMBLE, HOP), Slide the hop (HOP), Gap the
+// inactivity gap (SESSION).
+type WindowSpec struct {
+	Type  expr.WindowType
+	Time  expr.Expr
+	Size  time.Duration
+	Slide time.Duration
+	Gap   time.Duration
+}
+
+// AggregateSpec describes a (windowed) hash aggregation. Output columns: the
+// group keys, then window_start and window_end when windowed, then the
+// aggregates.
+type AggregateSpec struct {
+	Group      []expr.Expr
+	GroupNames []string
+	Window     *WindowSpec
+	Aggs       []*expr.Aggregate
+	AggNames   []string
+}
+
+// OutputSchema is the schema of the aggregation's results.
+func (s *AggregateSpec) OutputSchema() *arrow.Schema {
+	var fs []arrow.Field
+	for i, g := range s.Group {
+		fs = append(fs, arrow.Field{Name: s.GroupNames[i], Type: g.Type(), Nullable: true})
+	}
+	if s.Window != nil {
+		fs = append(fs, arrow.Field{Name: "window_start", Type: expr.Timestamp}, arrow.Field{Name: "window_end", Type: expr.Timestamp})
+	}
+	for i, a := range s.Aggs {
+		fs = append(fs, arrow.Field{Name: s.AggNames[i], Type: a.Type(), Nullable: true})
+	}
+	return arrow.NewSchema(fs, nil)
+}
+
+// HashAggregate is the aggregation kernel: Add folds batches in, Advance closes
+// the windows a watermark completes and returns their rows.
+type HashAggregate struct {
+	mem     memory.Allocator
+	fctx    *functions.Ctx
+	spec    AggregateSpec
+	schema  *arrow.Schema
+	groupEv []*eval.Evaluator
+	timeEv  *eval.Evaluator
+	argEv   []*eval.Evaluator // nil entry for count(*)
+	newAccs func() ([]functions.Accumulator, error)
+
+	windows map[int64]*aggWindow // by window start (TUMBLE, HOP, or the one global group set)
+	cur     *aggWindow           // last window touched: rows arrive mostly in order
+
+	sess *sessionState
+
+	closed int64 // every window ending at or before closed has been emitted
+	late   int64
+	nulls  int64
+
+	gids []uint32
+	ws   []int64
+}
+
+type aggWindow struct {
+	start, end int64
+	keys       *keyTable
+	accs       []functions.Accumulator
+}
+
+// NewHashAggregate compiles spec against the input schema.
+func NewHashAggregate(mem memory.Allocator, spec AggregateSpec, in *arrow.Schema, fns *functions.Registry) (*HashAggregate, error) {
+	h := &HashAggregate{mem: mem, fctx: functions.NewCtx(mem), spec: spec, schema: spec.OutputSchema(),
+		windows: map[int64]*aggWindow{}, closed: math.MinInt64}
+	for _, g := range spec.Group {
+		ev, err := eval.Compile(g, in, fns)
+		if err != nil {
+			return nil, err
+		}
+		h.groupEv = append(h.groupEv, ev)
+	}
+	if w := spec.Window; w != nil {
+		if !expr.IsTemporal(w.Time.Type()) {
+			return nil, fmt.Errorf("%w: window time %s is %s, want TIMESTAMP", ErrPlan, w.Time, expr.TypeName(w.Time.Type()))
+		}
+		switch {
+		case w.Type == expr.Tumble && w.Size <= 0,
+			w.Type == expr.Hop && (w.Size <= 0 || w.Slide <= 0),
+			w.Type == expr.Session && w.Gap <= 0:
+			return nil, fmt.Errorf("%w: %s window needs positive sizes", ErrPlan, w.Type)
+		}
+		ev, err := eval.Compile(w.Time, in, fns)
+		if err != nil {
+			return nil, err
+		}
+		h.timeEv = ev
+	}
+	type accMaker struct {
+		name     string
+		distinct bool
+		arg, ret arrow.DataType
+	}
+	var makers []accMaker
+	for _, a := range spec.Aggs {
+		if a.Filter != nil {
+			return nil, fmt.Errorf("%w: %s: FILTER (WHERE ...) on aggregates is not supported yet", ErrPlan, a)
+		}
+		m := accMaker{name: a.Func, distinct: a.Distinct, ret: a.DataType}
+		if len(a.Args) > 0 {
+			ev, err := eval.Compile(a.Args[0], in, fns)
+			if err != nil {
+				return nil, err
+			}
+			h.argEv = append(h.argEv, ev)
+			m.arg = a.Args[0].Type()
+		} else {
+			h.argEv = append(h.argEv, nil)
+		}
+		if _, err := fns.NewAccumulator(m.name, m.distinct, m.arg, m.ret); err != nil {
+			return nil, fmt.Errorf("%w: %s: %v", ErrPlan, a, err)
+		}
+		makers = append(makers, m)
+	}
+	h.newAccs = func() ([]functions.Accumulator, error) {
+		out := make([]functions.Accumulator, len(makers))
+		for i, m := range makers {
+			acc, err := fns.NewAccumulator(m.name, m.distinct, m.arg, m.ret)
+			if err != nil {
+				return nil, err
+			}
+			out[i] = acc
+		}
+		return out, nil
+	}
+	if spec.Window != nil && spec.Window.Type == expr.Session {
+		accs, err := h.newAccs()
+		if err != nil {
+			return nil, err
+		}
+		h.sess = &sessionState{keys: &keyChunks{t: newKeyTable(mem, groupTypes(spec.Group))}, accs: accs, byKey: map[uint32][]*session{}}
+	}
+	return h, nil
+}
+
+func groupTypes(g []expr.Expr) []arrow.DataType {
+	out := make([]arrow.DataType, len(g))
+	for i, e := range g {
+		out[i] = e.Type()
+	}
+	return out
+}
+
+// Schema is the output schema.
+func (h *HashAggregate) Schema() *arrow.Schema { return h.schema }
+
+// Late is the number of rows dropped because their window had already closed.
+func (h *HashAggregate) Late() int64 { return h.late }
+
+// NullTimes is the number of rows dropped for a NULL event time.
+func (h *HashAggregate) NullTimes() int64 { return h.nulls }
+
+// evalInputs computes the key, argument and time columns of rec.
+func (h *HashAggregate) evalInputs(rec arrow.Record) (keys, args []arrow.Array, ts arrow.Array, err error) {
+	release := func() {
+		for _, a := range append(append(keys, args...), ts) {
+			if a != nil {
+				a.Release()
+			}
+		}
+	}
+	for _, ev := range h.groupEv {
+		a, e := ev.Eval(h.fctx, rec)
+		if e != nil {
+			release()
+			return nil, nil, nil, e
+		}
+		keys = append(keys, a)
+	}
+	for _, ev := range h.argEv {
+		if ev == nil {
+			args = append(args, nil)
+			continue
+		}
+		a, e := ev.Eval(h.fctx, rec)
+		if e != nil {
+			release()
+			return nil, nil, nil, e
+		}
+		args = append(args, a)
+	}
+	if h.timeEv != nil {
+		a, e := h.timeEv.Eval(h.fctx, rec)
+		if e == nil && !arrow.TypeEqual(a.DataType(), expr.Timestamp) {
+			var c arrow.Array
+			c, e = compute.CastArray(h.fctx.Context(), a, compute.SafeCastOptions(expr.Timestamp))
+			a.Release()
+			a = c
+		}
+		if e != nil {
+			release()
+			return nil, nil, nil, e
+		}
+		ts = a
+	}
+	return keys, args, ts, nil
+}
+
+// Add folds rec into the open windows.
+func (h *HashAggregate) Add(rec arrow.Record) error {
+	n := int(rec.NumRows())
+	if n == 0 {
+		return nil
+	}
+	keys, args, ts, err := h.evalInputs(rec)
+	if err != nil {
+		return err
+	}
+	defer func() {
+		for _, a := range append(append(keys, args...), ts) {
+			if a != nil {
+				a.Release()
+			}
+		}
+	}()
+	if cap(h.gids) < n {
+		h.gids = make([]uint32, n)
+		h.ws = make([]int64, n)
+	}
+	w := h.spec.Window
+	switch {
+	case w == nil:
+		return h.addTo(0, 0, keys, args, nil, 0, n)
+	case w.Type == expr.Tumble:
+		return h.addWindows(keys, args, ts, int64(w.Size/time.Microsecond), int64(w.Size/time.Microsecond), 0)
+	case w.Type == expr.Hop:
+		size, slide := int64(w.Size/time.Microsecond), int64(w.Slide/time.Microsecond)
+		for j := int64(0); j*slide < size; j++ {
+			if err := h.addWindows(keys, args, ts, size, slide, j); err != nil {
+				return err
+			}
+		}
+		return nil
+	default:
+		return h.addSessions(keys, args, ts, int64(w.Gap/time.Microsecond))
+	}
+}
+
+func floorDiv(a, b int64) int64 {
+	q := a / b
+	if a%b != 0 && (a < 0) != (b < 0) {
+		q--
+	}
+	return q
+}
+
+// addWindows assigns each row to the j-th window (counting back) that contains
+// it, and folds runs of rows that share a window. For TUMBLE j is 0 and
+// slide = size.
+func (h *HashAggregate) addWindows(keys, args []arrow.Array, ts arrow.Array, size, slide, j int64) error {
+	tv := functions.Int64Values(ts)
+	n := ts.Len()
+	ws := h.ws[:n]
+	lateRow := func(i int) bool { return ws[i] == math.MinInt64 }
+	for i := 0; i < n; i++ {
+		if ts.IsNull(i) {
+			if j == 0 {
+				h.nulls++
+			}
+			ws[i] = math.MinInt64
+			continue
+		}
+		start := floorDiv(tv[i], slide)*slide - j*slide
+		if start+size <= tv[i] {
+			ws[i] = math.MinInt64 // this HOP offset has no window holding the row
+			continue
+		}
+		if start+size <= h.closed {
+			// j == 0 is the row's latest window: when it is closed, all are,
+			// and the row is late (counted once).
+			if j == 0 {
+				h.late++
+			}
+			ws[i] = math.MinInt64
+			continue
+		}
+		ws[i] = start
+	}
+	for i := 0; i < n; {
+		if lateRow(i) {
+			i++
+			continue
+		}
+		k := i + 1
+		for k < n && ws[k] == ws[i] {
+			k++
+		}
+		if err := h.addTo(ws[i], ws[i]+size, keys, args, nil, i, k); err != nil {
+			return err
+		}
+		i = k
+	}
+	return nil
+}
+
+// addTo folds rows [from, to) into the window [start, end).
+func (h *HashAggregate) addTo(start, end int64, keys, args []arrow.Array, _ []uint32, from, to int) error {
+	w := h.cur
+	if w == nil || w.start != start {
+		w = h.windows[start]
+		if w == nil {
+			accs, err := h.newAccs()
+			if err != nil {
+				return err
+			}
+			w = &aggWindow{start: start, end: end, keys: newKeyTable(h.mem, groupTypes(h.spec.Group)), accs: accs}
+			h.windows[start] = w
+		}
+		h.cur = w
+	}
+	gids := h.gids[:to-from]
+	switch {
+	case len(keys) == 0:
+		for i := range gids {
+			gids[i] = 0
+		}
+		if w.keys.n == 0 {
+			w.keys.n = 1
+		}
+	case w.keys.ints != nil:
+		w.keys.lookupInts(keys[0], functions.Int64Values(keys[0]), from, to, gids)
+	default:
+		for i := from; i < to; i++ {
+			gids[i-from] = w.keys.lookup(keys, i)
+		}
+	}
+	for k, acc := range w.accs {
+		acc.Grow(int(w.keys.n))
+		acc.Update(gids, args[k], from)
+	}
+	return nil
+}
+
+// Advance closes every window that ends at or before watermark (math.MaxInt64
+// closes all, including a non-windowed aggregation) and returns one record per
+// closed window, in order of window end. The caller owns the records.
+func (h *HashAggregate) Advance(watermark int64) ([]arrow.Record, error) {
+	if watermark <= h.closed || (h.spec.Window == nil && watermark != math.MaxInt64) {
+		// A non-windowed aggregation over a stream has no end but the input's.
+		return nil, nil
+	}
+	h.closed = watermark
+	if h.sess != nil {
+		return h.closeSessions(watermark)
+	}
+	var due []*aggWindow
+	for _, w := range h.windows {
+		if w.end <= watermark || watermark == math.MaxInt64 {
+			due = append(due, w)
+		}
+	}
+	sort.Slice(due, func(i, j int) bool { return due[i].end < due[j].end || (due[i].end == due[j].end && due[i].start < due[j].start) })
+	var out []arrow.Record
+	for _, w := range due {
+		delete(h.windows, w.start)
+		if h.cur == w {
+			h.cur = nil
+		}
+		rec := h.finishWindow(w)
+		if rec != nil {
+			out = append(out, rec)
+		}
+	}
+	return out, nil
+}
+
+func (h *HashAggregate) finishWindow(w *aggWindow) arrow.Record {
+	defer w.keys.release()
+	n := int(w.keys.n)
+	if n == 0 {
+		return nil
+	}
+	gids := make([]uint32, n)
+	for i := range gids {
+		gids[i] = uint32(i)
+	}
+	cols := w.keys.finishKeys()
+	if h.spec.Window != nil {
+		cols = append(cols, constTimestamp(h.mem, w.start, n), constTimestamp(h.mem, w.end, n))
+	}
+	for _, acc := range w.accs {
+		cols = append(cols, acc.Finish(h.mem, gids))
+	}
+	rec := array.NewRecord(h.schema, cols, int64(n))
+	for _, c := range cols {
+		c.Release()
+	}
+	return rec
+}
+
+func constTimestamp(mem memory.Allocator, us int64, n int) arrow.Array {
+	b := array.NewTimestampBuilder(mem, expr.Timestamp.(*arrow.TimestampType))
+	defer b.Release()
+	b.Reserve(n)
+	for i := 0; i < n; i++ {
+		b.UnsafeAppend(arrow.Timestamp(us))
+	}
+	return b.NewArray()
+}
+
+// Release frees all state (windows not yet closed are dropped).
+func (h *HashAggregate) Release() {
+	for _, w := range h.windows {
+		w.keys.release()
+	}
+	h.windows = map[int64]*aggWindow{}
+	h.cur = nil
+	if h.sess != nil {
+		h.sess.keys.release()
+		h.sess = nil
+	}
+}

@@ -1,0 +1,87 @@
+package rel
+
+import (
+	"github.com/apache/arrow/go/v17/arrow"
+
+	"github.com/tierflow/tierflow/dataflow"
+	"github.com/tierflow/tierflow/operators/functions"
+)
+
+// Aggregate runs a HashAggregate as a dataflow operator: windows close when the
+// input frontier (the event-time watermark) passes their end, and their rows are
+// emitted at once, so a sink prints results as windows close.
+type Aggregate struct {
+	dataflow.Base
+	spec  AggregateSpec
+	in    *arrow.Schema
+	fns   *functions.Registry
+	h     *HashAggregate
+	held  *dataflow.Capability
+	stats *Stats
+}
+
+// NewAggregate makes an aggregation instance; stats may be nil.
+func NewAggregate(spec AggregateSpec, in *arrow.Schema, fns *functions.Registry, stats *Stats) *Aggregate {
+	return &Aggregate{spec: spec, in: in, fns: fns, stats: stats}
+}
+
+func (a *Aggregate) Open(ctx *dataflow.Context, cap *dataflow.Capability) error {
+	h, err := NewHashAggregate(ctx.Allocator(), a.spec, a.in, a.fns)
+	if err != nil {
+		return err
+	}
+	a.h = h
+	a.held, err = cap.Retain()
+	return err
+}
+
+func (a *Aggregate) OnBatch(ctx *dataflow.Context, _ int, b dataflow.Batch, _ *dataflow.Capability) error {
+	if a.stats != nil {
+		a.stats.RowsIn.Add(b.Record.NumRows())
+	}
+	late, nulls := a.h.Late(), a.h.NullTimes()
+	err := a.h.Add(b.Record)
+	b.Record.Release()
+	if a.stats != nil {
+		a.stats.Late.Add(a.h.Late() - late)
+		a.stats.NullTimes.Add(a.h.NullTimes() - nulls)
+	}
+	return err
+}
+
+// OnFrontier closes the windows the new frontier completes.
+func (a *Aggregate) OnFrontier(ctx *dataflow.Context, _ int, f dataflow.Epoch) error {
+	recs, err := a.h.Advance(Watermark(f))
+	if err != nil {
+		return err
+	}
+	for i, rec := range recs {
+		if a.stats != nil {
+			a.stats.RowsOut.Add(rec.NumRows())
+		}
+		if err := ctx.Emit(0, a.held, rec); err != nil {
+			for _, r := range recs[i+1:] {
+				r.Release()
+			}
+			return err
+		}
+	}
+	if f == dataflow.Closed {
+		a.held.Drop()
+		return nil
+	}
+	if f > a.held.Epoch() {
+		return a.held.Downgrade(f)
+	}
+	return nil
+}
+
+func (a *Aggregate) Close(*dataflow.Context) error {
+	if a.held != nil {
+		a.held.Drop()
+	}
+	if a.h != nil {
+		a.h.Release()
+	}
+	return nil
+}
