@@ -378,7 +378,9 @@ func (h *HashAggregate) Advance(watermark int64) ([]arrow.Record, error) {
 			due = append(due, w)
 		}
 	}
-	sort.Slice(due, func(i, j int) bool { return due[i].end < due[j].end || (due[i].end == due[j].end && due[i].start < due[j].start) })
+	sort.Slice(due, func(i, j int) bool {
+		return due[i].end < due[j].end || (due[i].end == due[j].end && due[i].start < due[j].start)
+	})
 	var out []arrow.Record
 	for _, w := range due {
 		delete(h.windows, w.start)
