@@ -190,6 +190,9 @@ type column struct {
 // scope is the row a FROM clause produces, aligned with a node's schema.
 type scope struct {
 	cols []column
+	// failed are relation aliases whose binding already failed: references
+	// to them are not reported again.
+	failed map[string]bool
 }
 
 func scopeOf(n logical.Node, qual string) *scope {
@@ -201,7 +204,20 @@ func scopeOf(n logical.Node, qual string) *scope {
 }
 
 func (s *scope) concat(o *scope) *scope {
-	return &scope{cols: append(append([]column(nil), s.cols...), o.cols...)}
+	out := &scope{cols: append(append([]column(nil), s.cols...), o.cols...)}
+	for _, f := range []map[string]bool{s.failed, o.failed} {
+		for k := range f {
+			out.fail(k)
+		}
+	}
+	return out
+}
+
+func (s *scope) fail(alias string) {
+	if s.failed == nil {
+		s.failed = map[string]bool{}
+	}
+	s.failed[strings.ToLower(alias)] = true
 }
 
 // resolve finds a column by optional qualifier and name (case-insensitive).

@@ -310,6 +310,9 @@ func (b *Binder) columnRef(x *lang.ColumnRef, sc *scope) expr.Expr {
 		b.errorf(x.Pos, ErrBind, "nested field %s is not supported yet", strings.Join(x.Names, "."))
 		return nil
 	}
+	if qual != "" && sc.failed[strings.ToLower(qual)] {
+		return nil
+	}
 	if qual != "" && !sc.hasQualifier(qual) {
 		var quals []string
 		seen := map[string]bool{}

@@ -170,10 +170,19 @@ func (b *Binder) fromItem(f *lang.FromItem) (logical.Node, *scope) {
 	}
 	for _, j := range f.Joins {
 		if j.Lateral != nil {
-			node, sc = b.lateral(j, node, sc)
-			if node == nil {
-				return nil, nil
+			n2, sc2 := b.lateral(j, node, sc)
+			if n2 == nil {
+				// Keep binding the rest of the query without the call, so
+				// that every other problem is reported too.
+				alias := j.Lateral.Alias
+				if alias == "" && j.Lateral.Call != nil {
+					alias = j.Lateral.Call.Name
+				}
+				sc = sc.concat(&scope{})
+				sc.fail(alias)
+				continue
 			}
+			node, sc = n2, sc2
 			continue
 		}
 		right, rsc := b.tableRef(j.Table)

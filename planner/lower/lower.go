@@ -53,6 +53,17 @@ type Stage struct {
 	Fused []logical.Node
 	// Inputs are the upstream stages' names.
 	Inputs []string
+	// demand is the estimated items per second into the stage at the
+	// sources' declared rates (the prototype's T_v).
+	demand float64
+}
+
+// outRate is the estimated items per second the stage emits.
+func (s *Stage) outRate() float64 {
+	if s.Model != nil {
+		return s.demand * s.Model.Ratio()
+	}
+	return s.demand
 }
 
 // Result is a lowered plan.
@@ -89,6 +100,9 @@ type colSize struct {
 type pending struct {
 	stage *Stage
 	ratio float64
+	// carry are relational nodes that combine several branches: they run
+	// with the operator that consumes them.
+	carry []logical.Node
 }
 
 type lowerer struct {
@@ -247,15 +261,23 @@ func (l *lowerer) walk(n logical.Node) []pending {
 		for i := range all {
 			all[i].ratio *= sel
 		}
-		l.attach(all, n)
-		return all
+		return l.fuse(all, n, 1)
 	case *logical.Union:
 		var all []pending
 		for _, c := range x.Inputs {
 			all = append(all, l.walk(c)...)
 		}
-		if len(all) > 1 {
-			return []pending{{stage: l.relational(n, all), ratio: 1}}
+		// A union feeding one operator: the prototype's demand is the
+		// minimum over the inputs, a union's is the sum, so each branch's
+		// ratio is scaled to make every input state the total.
+		total := 0.0
+		for _, p := range all {
+			total += p.stage.outRate() * p.ratio
+		}
+		for i, p := range all {
+			if r := p.stage.outRate() * p.ratio; r > 0 && len(all) > 1 {
+				all[i].ratio *= total / r
+			}
 		}
 		return l.fuse(all, n, 1)
 	default: // Project, Sort, Limit, Sink
@@ -278,17 +300,33 @@ func (l *lowerer) fuse(in []pending, n logical.Node, ratio float64) []pending {
 }
 
 func (l *lowerer) attach(in []pending, n logical.Node) {
-	seen := map[*Stage]bool{}
+	if len(in) == 0 {
+		return
+	}
+	if len(in) == 1 && len(in[0].carry) == 0 {
+		in[0].stage.Fused = append(in[0].stage.Fused, n)
+		return
+	}
+	// Over several branches the node runs where they meet: with the
+	// operator that consumes them.
+	for i := range in {
+		in[i].carry = append(in[i].carry, n)
+	}
+}
+
+// carried returns the nodes the branches carry, once each, in order.
+func carried(in []pending) []logical.Node {
+	var out []logical.Node
+	seen := map[logical.Node]bool{}
 	for _, p := range in {
-		if !seen[p.stage] {
-			seen[p.stage] = true
-			// With several branches below, the node runs downstream of them
-			// all; show it once, with the first.
-			if len(seen) == 1 {
-				p.stage.Fused = append(p.stage.Fused, n)
+		for _, n := range p.carry {
+			if !seen[n] {
+				seen[n] = true
+				out = append(out, n)
 			}
 		}
 	}
+	return out
 }
 
 func aggregateRatio(a *logical.Aggregate, in []pending) float64 {
@@ -335,12 +373,7 @@ func isEquiJoin(e expr.Expr) bool {
 	return false
 }
 
-func (s *Stage) rate() float64 {
-	if sc, ok := s.Node.(*logical.Scan); ok && sc.Stream != nil {
-		return sc.Stream.Rate
-	}
-	return 0
-}
+func (s *Stage) rate() float64 { return s.outRate() }
 
 func (l *lowerer) source(x *logical.Scan) *Stage {
 	s := &Stage{Name: l.unique(x.Stream.Name), Kind: "source", Node: x}
@@ -355,13 +388,14 @@ func (l *lowerer) source(x *logical.Scan) *Stage {
 	if rate <= 0 {
 		rate = 1
 	}
+	s.demand = rate
 	l.p.Sources = append(l.p.Sources, optimize.Source{Name: s.Name, Rate: rate, Tier: tier})
 	l.stages = append(l.stages, s)
 	return s
 }
 
 func (l *lowerer) model(x *logical.LateralModel, in []pending) *Stage {
-	s := &Stage{Name: l.unique(x.Name), Kind: "ml", Model: x.Model, Node: x}
+	s := &Stage{Name: l.unique(x.Name), Kind: "ml", Model: x.Model, Node: x, Fused: carried(in)}
 	op := optimize.Operator{Name: s.Name, Kind: optimize.KindML}
 	// Accuracy inputs: the models whose outputs the arguments read, in
 	// argument order (JellyBean 4.1 profiles index by them).
@@ -425,7 +459,7 @@ func (l *lowerer) relational(n logical.Node, in []pending) *Stage {
 	if len(in) == 1 {
 		name = "Output"
 	}
-	s := &Stage{Name: l.unique(name), Kind: "relational", Node: n}
+	s := &Stage{Name: l.unique(name), Kind: "relational", Node: n, Fused: carried(in)}
 	v := optimize.Variant{Name: "default", ProxyCost: RelationalLatencyMs, LatencyMs: map[string]float64{}}
 	for _, t := range l.inf.WorkerTypes {
 		v.LatencyMs[t.Name] = RelationalLatencyMs
@@ -444,7 +478,11 @@ func (l *lowerer) relational(n logical.Node, in []pending) *Stage {
 // node below.
 func (l *lowerer) edges(s *Stage, below logical.Node, in []pending) {
 	sizes := l.colSizes(below)
-	for _, p := range in {
+	for i, p := range in {
+		d := p.stage.outRate() * p.ratio
+		if i == 0 || d < s.demand {
+			s.demand = d
+		}
 		s.Inputs = append(s.Inputs, p.stage.Name)
 		e := optimize.Edge{From: p.stage.Name, To: s.Name, Ratio: p.ratio}
 		if p.stage.Kind == "ml" {

@@ -1,0 +1,263 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/tierflow/tierflow/lang"
+	"github.com/tierflow/tierflow/planner"
+	"github.com/tierflow/tierflow/planner/bind"
+	"github.com/tierflow/tierflow/planner/catalog"
+	"github.com/tierflow/tierflow/planner/explain"
+	"github.com/tierflow/tierflow/planner/infra"
+	"github.com/tierflow/tierflow/planner/optimize"
+)
+
+// explainFlags are the options of `tierflow explain`.
+type explainFlags struct {
+	strategy   string
+	profile    string
+	accuracy   float64
+	throughput float64
+	seed       int64
+	budget     time.Duration
+}
+
+func newExplainCmd(a *app) *cobra.Command {
+	var f explainFlags
+	c := &cobra.Command{
+		Use:   "explain [flags] QUERY.sql",
+		Short: "Plan a query and print the physical plan (text, JSON or Graphviz DOT)",
+		Long: `explain runs the CREATE and DROP statements of the script against the catalog,
+then plans every query in it (SELECT, INSERT INTO ... SELECT, or EXPLAIN (FORMAT ...,
+STRATEGY ...) ...): model variant and workers per operator, estimated throughput,
+accuracy, compute and network cost per hour, and the optimizer's time.
+
+Objectives come from the query's WITH (ACCURACY >= ..., THROUGHPUT >= ... PER SECOND);
+--accuracy and --throughput override them. Without --catalog and --infra, the files
+catalog.yaml and infra.yaml next to the query are used when they exist.
+Formats (--format): text (default), json (a stable contract), dot (Graphviz).`,
+		Example: `  tierflow explain examples/vqa/query.sql
+  tierflow explain --strategy exhaustive --format json examples/vqa/query.sql
+  tierflow explain --infra examples/setups/vqa-large.yaml --catalog examples/setups/vqa.catalog.yaml examples/setups/vqa.sql`,
+		Args: cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return runExplain(cmd, a, f, args[0])
+		},
+	}
+	fl := c.Flags()
+	fl.StringVar(&f.strategy, "strategy", planner.DefaultStrategy, "optimizer strategy: auto, jellybean, exhaustive, best-fit, first-fit, most-accurate")
+	fl.StringVar(&f.profile, "profile", "p75", "latency profile percentile: p50, p75 or p90")
+	fl.Float64Var(&f.accuracy, "accuracy", 0, "minimum accuracy (overrides the query's WITH)")
+	fl.Float64Var(&f.throughput, "throughput", 0, "required throughput in items per second (overrides the query's WITH)")
+	fl.Int64Var(&f.seed, "seed", 0, "seed of the randomised strategies")
+	fl.DurationVar(&f.budget, "time-budget", 0, "time budget of exact searches (default: the optimizer's)")
+	return c
+}
+
+// loadInputs reads the catalog and infrastructure named by the global flags,
+// falling back to catalog.yaml and infra.yaml next to the query.
+func loadInputs(a *app, queryPath string) (*catalog.Catalog, *infra.Infra, error) {
+	catPath, infPath := a.g.catalog, a.g.infra
+	dir := filepath.Dir(queryPath)
+	if catPath == "" && queryPath != "-" {
+		if p := filepath.Join(dir, "catalog.yaml"); fileExists(p) {
+			catPath = p
+		}
+	}
+	if infPath == "" && queryPath != "-" {
+		if p := filepath.Join(dir, "infra.yaml"); fileExists(p) {
+			infPath = p
+		}
+	}
+	cat := &catalog.Catalog{}
+	if catPath != "" {
+		c, err := catalog.LoadFile(catPath)
+		if err != nil {
+			return nil, nil, badInput(err)
+		}
+		cat = c
+	}
+	var inf *infra.Infra
+	if infPath != "" {
+		i, err := infra.LoadFile(infPath)
+		if err != nil {
+			return nil, nil, badInput(err)
+		}
+		inf = i
+	}
+	return cat, inf, nil
+}
+
+func fileExists(p string) bool {
+	st, err := os.Stat(p)
+	return err == nil && !st.IsDir()
+}
+
+func readQuery(a *app, path string) (string, string, error) {
+	if path == "-" {
+		b, err := io.ReadAll(a.in)
+		return "<stdin>", string(b), err
+	}
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return "", "", badInput(err)
+	}
+	return path, string(b), nil
+}
+
+func runExplain(cmd *cobra.Command, a *app, f explainFlags, path string) error {
+	name, src, err := readQuery(a, path)
+	if err != nil {
+		return err
+	}
+	format := a.g.format
+	if format != "" && format != "text" && format != "json" && format != "dot" {
+		return badInput(fmt.Errorf("unknown --format %q: want text, json or dot", format))
+	}
+	pct, err := planner.ParsePercentile(f.profile)
+	if err != nil {
+		return badInput(err)
+	}
+	cat, inf, err := loadInputs(a, path)
+	if err != nil {
+		return err
+	}
+	script, err := lang.Parse(name, src)
+	if err != nil {
+		var pe *lang.Error
+		if errors.As(err, &pe) {
+			fmt.Fprintln(a.err, pe.Pretty())
+			return silentExit{exitBadInput}
+		}
+		return badInput(err)
+	}
+	cat = cat.Clone()
+	planned, failed := 0, false
+	for _, st := range script.Statements {
+		if ok, err := bind.Apply(cat, st); ok {
+			if err != nil {
+				printPositioned(a.err, src, err)
+				failed = true
+			}
+			continue
+		}
+		var target lang.Statement
+		opts := planner.Options{Strategy: f.strategy, Percentile: pct, Throughput: f.throughput,
+			Optimize: optimizeOptions(f)}
+		if cmd.Flags().Changed("accuracy") {
+			opts.Accuracy = &f.accuracy
+		}
+		stFormat := format
+		switch s := st.(type) {
+		case *lang.Query, *lang.Insert:
+			target = s
+		case *lang.Explain:
+			target = s.Target()
+			for _, o := range s.Options {
+				switch strings.ToUpper(string(o.Key)) {
+				case "FORMAT":
+					if format == "" {
+						stFormat = strings.ToLower(o.Value)
+					}
+				case "STRATEGY":
+					if !cmd.Flags().Changed("strategy") {
+						opts.Strategy = strings.ToLower(o.Value)
+					}
+				case "PROFILE":
+					if !cmd.Flags().Changed("profile") {
+						p, err := planner.ParsePercentile(o.Value)
+						if err != nil {
+							fmt.Fprintf(a.err, "%s: %v\n", bind.Pos(o.Pos), err)
+							return silentExit{exitBadInput}
+						}
+						opts.Percentile = p
+					}
+				default:
+					fmt.Fprintf(a.err, "%s: unknown EXPLAIN option %s (want FORMAT, STRATEGY or PROFILE)\n", bind.Pos(o.Pos), o.Key)
+					return silentExit{exitBadInput}
+				}
+			}
+		default:
+			continue
+		}
+		res, err := planner.PlanStatement(context.Background(), target, cat, inf, opts)
+		if err != nil {
+			if errors.Is(err, planner.ErrNoInfra) {
+				return badInput(err)
+			}
+			// Keep going: every statement's problems are reported at once.
+			printPositioned(a.err, src, err)
+			failed = true
+			continue
+		}
+		if planned > 0 {
+			fmt.Fprintln(a.out)
+		}
+		planned++
+		if err := explain.Write(a.out, stFormat, res.Physical); err != nil {
+			return badInput(err)
+		}
+	}
+	if failed {
+		return silentExit{exitBadInput}
+	}
+	if planned == 0 {
+		return badInput(fmt.Errorf("%s: no query to explain (want SELECT, INSERT or EXPLAIN)", name))
+	}
+	return nil
+}
+
+func optimizeOptions(f explainFlags) (o optimize.Options) {
+	o.Seed = f.seed
+	o.TimeBudget = f.budget
+	return o
+}
+
+// printPositioned prints every positioned problem of err with its source line
+// and a caret under the column.
+func printPositioned(w io.Writer, src string, err error) {
+	var es bind.Errors
+	if errors.As(err, &es) {
+		for _, e := range es {
+			printCaret(w, src, e.Error(), e.Pos.Line, e.Pos.Col)
+		}
+		return
+	}
+	var e *bind.Error
+	if errors.As(err, &e) {
+		printCaret(w, src, e.Error(), e.Pos.Line, e.Pos.Col)
+		return
+	}
+	fmt.Fprintln(w, err)
+}
+
+func printCaret(w io.Writer, src, msg string, line, col int) {
+	fmt.Fprintln(w, msg)
+	lines := strings.Split(src, "\n")
+	if line < 1 || line > len(lines) {
+		return
+	}
+	text := lines[line-1]
+	fmt.Fprintln(w, text)
+	var b strings.Builder
+	for i, r := range text {
+		if i >= col-1 {
+			break
+		}
+		if r == '\t' {
+			b.WriteByte('\t')
+		} else {
+			b.WriteByte(' ')
+		}
+	}
+	fmt.Fprintln(w, b.String()+"^")
+}

@@ -1,0 +1,169 @@
+// Package physical owns the physical plan: every operator with its chosen model
+// variant, its workers (tier, location, share of the traffic) and the estimated
+// throughput, accuracy, compute and network cost, plus the totals. Plans are
+// immutable values built once from an optimizer result and the lowering that
+// produced its problem. It imports the planner's lower and optimize packages;
+// never operators or dataflow (which deploy it).
+package physical
+
+import (
+	"github.com/tierflow/tierflow/planner/logical"
+	"github.com/tierflow/tierflow/planner/lower"
+	"github.com/tierflow/tierflow/planner/optimize"
+)
+
+// Plan is a physical plan (or the explanation of why none meets the targets).
+type Plan struct {
+	Strategy    string
+	Feasible    bool
+	ComputeCost float64
+	NetworkCost float64
+	TotalCost   float64
+	Accuracy    float64
+	Throughput  float64
+	OptimizerMs float64
+	// Optimal: the strategy proved no cheaper plan exists; GaveUp: an exact
+	// search ran out of time (Note says after how long).
+	Optimal bool
+	GaveUp  bool
+	Note    string
+	// Reason says, for an infeasible plan, which target cannot be met and the
+	// best reachable.
+	Reason string
+	// Sink is the operator whose output is the query's result.
+	Sink string
+	// Operators in topological order (inputs first).
+	Operators []Operator
+	Sources   []Source
+	Targets   Targets
+	Links     []optimize.LinkLoad
+	// Problem is what the optimizer solved (for tools and tests).
+	Problem *optimize.Problem
+}
+
+// Targets are the objectives the plan was made for.
+type Targets struct {
+	Accuracy   *float64
+	Throughput float64
+}
+
+// Operator is one placed operator.
+type Operator struct {
+	Name string
+	// Kind: "ml" or "relational".
+	Kind    string
+	Model   string
+	Variant string
+	Workers []Worker
+	// Demand is items per second into the operator.
+	Demand      float64
+	Accuracy    float64
+	ComputeCost float64
+	NetworkCost float64
+	// Inputs are upstream operators or sources.
+	Inputs []string
+	// Fused describes the relational operators that run with it.
+	Fused []string
+}
+
+// Worker is one worker's part of an operator.
+type Worker struct {
+	Name     string
+	Type     string
+	Tier     string
+	Location string
+	// Share of the operator's items, and the items per second that is.
+	Share       float64
+	ItemsPerSec float64
+	Capacity    float64
+}
+
+// Source is a stream feeding the plan.
+type Source struct {
+	Name   string
+	Tier   string
+	Rate   float64
+	Fused  []string
+	Stream string
+}
+
+// New builds the physical plan of an optimizer result.
+func New(res *lower.Result, p *optimize.Plan) *Plan {
+	out := &Plan{
+		Strategy: p.Strategy, Feasible: p.Feasible,
+		ComputeCost: p.ComputeCost, NetworkCost: p.NetworkCost, TotalCost: p.TotalCost,
+		Accuracy: p.Accuracy, Throughput: p.Throughput, OptimizerMs: p.OptimizerMs,
+		Optimal: p.Optimal, GaveUp: p.GaveUp, Note: p.Note, Reason: p.Reason,
+		Sink: res.Sink, Links: append([]optimize.LinkLoad(nil), p.Links...), Problem: res.Problem,
+		Targets: Targets{Accuracy: res.Problem.Objectives.MinAccuracy, Throughput: res.Problem.Objectives.Throughput},
+	}
+	types := map[string]string{}
+	for _, w := range res.Problem.Workers {
+		types[w.Name] = w.Type
+	}
+	rates := map[string]float64{}
+	for _, s := range res.Problem.Sources {
+		rates[s.Name] = s.Rate
+	}
+	byName := map[string]optimize.OperatorPlan{}
+	for _, op := range p.Operators {
+		byName[op.Name] = op
+	}
+	for _, st := range res.Stages {
+		if st.Kind == "source" {
+			src := Source{Name: st.Name, Rate: rates[st.Name], Fused: describe(st.Fused)}
+			for _, s := range res.Problem.Sources {
+				if s.Name == st.Name {
+					src.Tier = s.Tier
+				}
+			}
+			if sc, ok := st.Node.(*logical.Scan); ok {
+				src.Stream = sc.Name()
+			}
+			out.Sources = append(out.Sources, src)
+			continue
+		}
+		op := Operator{Name: st.Name, Kind: st.Kind, Inputs: append([]string(nil), st.Inputs...), Fused: describe(st.Fused)}
+		if st.Model != nil {
+			op.Model = st.Model.Name
+		}
+		if pl, ok := byName[st.Name]; ok {
+			op.Variant, op.Demand, op.Accuracy = pl.Variant, pl.Demand, pl.Accuracy
+			op.ComputeCost, op.NetworkCost = pl.ComputeCost, pl.NetworkCost
+			for _, w := range pl.Workers {
+				op.Workers = append(op.Workers, Worker{Name: w.Name, Type: types[w.Name], Tier: w.Tier, Location: w.Location,
+					Share: w.Share, ItemsPerSec: w.ItemsPerSec, Capacity: w.Capacity})
+			}
+		}
+		out.Operators = append(out.Operators, op)
+	}
+	return out
+}
+
+func describe(ns []logical.Node) []string {
+	var out []string
+	for _, n := range ns {
+		out = append(out, n.Describe())
+	}
+	return out
+}
+
+// Operator returns the operator called name, or nil.
+func (p *Plan) Operator(name string) *Operator {
+	for i := range p.Operators {
+		if p.Operators[i].Name == name {
+			return &p.Operators[i]
+		}
+	}
+	return nil
+}
+
+// Source returns the source called name, or nil.
+func (p *Plan) Source(name string) *Source {
+	for i := range p.Sources {
+		if p.Sources[i].Name == name {
+			return &p.Sources[i]
+		}
+	}
+	return nil
+}

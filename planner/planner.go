@@ -1,0 +1,105 @@
+// Package planner is the front door of query planning: it takes a parsed
+// statement, the catalog and the infrastructure, and returns the bound logical
+// plan, the optimizer problem and the physical plan (bind -> rewrite -> lower
+// -> optimize). Its subpackages own the stages: catalog, infra, bind, logical,
+// rewrite, lower, physical and explain (optimize, jellybean and expr belong to
+// their own owners). It imports lang and its subpackages; never dataflow,
+// operators, relay or runtime.
+package planner
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/tierflow/tierflow/lang"
+	"github.com/tierflow/tierflow/planner/bind"
+	"github.com/tierflow/tierflow/planner/catalog"
+	"github.com/tierflow/tierflow/planner/infra"
+	"github.com/tierflow/tierflow/planner/logical"
+	"github.com/tierflow/tierflow/planner/lower"
+	"github.com/tierflow/tierflow/planner/optimize"
+	"github.com/tierflow/tierflow/planner/physical"
+	"github.com/tierflow/tierflow/planner/rewrite"
+)
+
+// ErrNoInfra: planning needs an infrastructure.
+var ErrNoInfra = errors.New("no infrastructure")
+
+// DefaultStrategy is the strategy used when none is named.
+const DefaultStrategy = "auto"
+
+// Options choose the strategy and profile and override the query's objectives.
+type Options struct {
+	Strategy string
+	// Percentile of latency profiles (50, 75, 90); 0 means 75.
+	Percentile int
+	Accuracy   *float64
+	Throughput float64
+	// Optimize tunes the strategies (beam widths, seed, time budget).
+	Optimize optimize.Options
+	// Registry of strategies; nil means optimize.DefaultRegistry().
+	Registry *optimize.Registry
+}
+
+// Result is every stage of planning one query.
+type Result struct {
+	Bound     *logical.Plan
+	Rewritten *logical.Plan
+	Lowered   *lower.Result
+	Physical  *physical.Plan
+}
+
+// PlanStatement binds, rewrites, lowers and optimizes one SELECT, INSERT or
+// EXPLAIN statement.
+func PlanStatement(ctx context.Context, stmt lang.Statement, cat *catalog.Catalog, inf *infra.Infra, o Options) (*Result, error) {
+	bound, err := bind.New(cat).Bind(stmt)
+	if err != nil {
+		return nil, err
+	}
+	return PlanLogical(ctx, bound, cat, inf, o)
+}
+
+// PlanLogical plans an already bound query.
+func PlanLogical(ctx context.Context, bound *logical.Plan, cat *catalog.Catalog, inf *infra.Infra, o Options) (*Result, error) {
+	if inf == nil {
+		return nil, fmt.Errorf("%w: pass --infra FILE (for example examples/vqa/infra.yaml)", ErrNoInfra)
+	}
+	res := &Result{Bound: bound, Rewritten: rewrite.Apply(bound)}
+	lo, err := lower.Lower(res.Rewritten, cat, inf, lower.Options{Percentile: o.Percentile, Accuracy: o.Accuracy, Throughput: o.Throughput})
+	if err != nil {
+		return nil, err
+	}
+	res.Lowered = lo
+	reg := o.Registry
+	if reg == nil {
+		reg = optimize.DefaultRegistry()
+	}
+	strategy := o.Strategy
+	if strategy == "" {
+		strategy = DefaultStrategy
+	}
+	if len(lo.Problem.Operators) == 0 {
+		return nil, fmt.Errorf("%w: the query applies no model and no operator needs a worker: nothing to place", lower.ErrLower)
+	}
+	p, err := reg.Optimize(ctx, strings.ToLower(strategy), lo.Problem, o.Optimize)
+	if err != nil {
+		return nil, err
+	}
+	res.Physical = physical.New(lo, p)
+	return res, nil
+}
+
+// ParsePercentile reads "p50", "p75", "p90" (or 50, 75, 90).
+func ParsePercentile(s string) (int, error) {
+	switch strings.ToLower(strings.TrimSpace(s)) {
+	case "", "p75", "75":
+		return 75, nil
+	case "p50", "50":
+		return 50, nil
+	case "p90", "90":
+		return 90, nil
+	}
+	return 0, fmt.Errorf("unknown profile %q: want p50, p75 or p90", s)
+}

@@ -1,0 +1,35 @@
+// Package rewrite holds the logical rewrite rules, one per file, each with a
+// typed id, run in a fixed order by Apply: filters move below ML operators (a
+// model should not score rows a filter on its input drops), and columns no
+// later operator reads are dropped before anything crosses a link. Rules take
+// and return immutable logical plans. It imports the planner's logical and expr
+// packages only.
+package rewrite
+
+import "github.com/tierflow/tierflow/planner/logical"
+
+// RuleID names a rule.
+type RuleID string
+
+// Rule is one rewrite.
+type Rule struct {
+	ID    RuleID
+	Apply func(logical.Node) logical.Node
+}
+
+// Rules are the default rules in the order Apply runs them.
+func Rules() []Rule {
+	return []Rule{
+		{ID: PushFilterBelowModelID, Apply: PushFilterBelowModel},
+		{ID: PruneColumnsID, Apply: PruneColumns},
+	}
+}
+
+// Apply runs the default rules over a plan.
+func Apply(p *logical.Plan) *logical.Plan {
+	root := p.Root
+	for _, r := range Rules() {
+		root = r.Apply(root)
+	}
+	return &logical.Plan{Root: root, Objectives: p.Objectives}
+}
