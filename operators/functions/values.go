@@ -26,6 +26,17 @@ func ScalarOf(v any, t arrow.DataType) (scalar.Scalar, error) {
 		if i, ok := v.(int64); ok {
 			return scalar.NewInt64Scalar(i), nil
 		}
+	case arrow.INT32:
+		if i, ok := v.(int64); ok {
+			return scalar.NewInt32Scalar(int32(i)), nil
+		}
+	case arrow.FLOAT32:
+		switch x := v.(type) {
+		case float64:
+			return scalar.NewFloat32Scalar(float32(x)), nil
+		case int64:
+			return scalar.NewFloat32Scalar(float32(x)), nil
+		}
 	case arrow.FLOAT64:
 		switch x := v.(type) {
 		case float64:
@@ -69,6 +80,10 @@ func ArrayOf(mem memory.Allocator, t arrow.DataType, vals []any) (arrow.Array, e
 			b.(*array.Int64Builder).Append(s.Value)
 		case *scalar.Float64:
 			b.(*array.Float64Builder).Append(s.Value)
+		case *scalar.Int32:
+			b.(*array.Int32Builder).Append(s.Value)
+		case *scalar.Float32:
+			b.(*array.Float32Builder).Append(s.Value)
 		case *scalar.String:
 			b.(*array.StringBuilder).Append(string(s.Value.Bytes()))
 		case *scalar.Timestamp:

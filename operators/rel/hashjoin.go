@@ -1,0 +1,338 @@
+package rel
+
+import (
+	"fmt"
+
+	"github.com/apache/arrow/go/v17/arrow"
+	"github.com/apache/arrow/go/v17/arrow/array"
+	"github.com/apache/arrow/go/v17/arrow/compute"
+	"github.com/apache/arrow/go/v17/arrow/memory"
+
+	"github.com/tierflow/tierflow/operators/eval"
+	"github.com/tierflow/tierflow/operators/functions"
+	"github.com/tierflow/tierflow/planner/expr"
+)
+
+// JoinKind is inner or left outer.
+type JoinKind int
+
+// Join kinds.
+const (
+	InnerJoin JoinKind = iota
+	LeftJoin
+)
+
+// JoinSpec is an equi-join: LeftKeys over the left (probe, stream) schema equal
+// RightKeys over the right (build) schema; Residual, over the output schema
+// (left columns then right), further filters matches (inner joins only).
+type JoinSpec struct {
+	Kind      JoinKind
+	LeftKeys  []expr.Expr
+	RightKeys []expr.Expr
+	Residual  expr.Expr
+}
+
+// SplitJoinCondition splits a bound ON condition over (left ++ right) columns
+// into equi-key pairs and a residual: conjuncts l = r where one side reads only
+// left columns and the other only right columns become keys (right re-indexed to
+// the right schema); everything else stays in the residual.
+func SplitJoinCondition(on expr.Expr, nLeft int) (lk, rk []expr.Expr, residual expr.Expr) {
+	var conj []expr.Expr
+	var flatten func(e expr.Expr)
+	flatten = func(e expr.Expr) {
+		if l, ok := e.(*expr.Logic); ok && l.Op == expr.OpAnd {
+			for _, a := range l.Args {
+				flatten(a)
+			}
+			return
+		}
+		conj = append(conj, e)
+	}
+	if on != nil {
+		flatten(on)
+	}
+	side := func(e expr.Expr) int { // 0 left only, 1 right only, -1 mixed or none
+		cols := expr.Columns(e)
+		if len(cols) == 0 {
+			return -1
+		}
+		if cols[len(cols)-1] < nLeft {
+			return 0
+		}
+		if cols[0] >= nLeft {
+			return 1
+		}
+		return -1
+	}
+	shift := func(e expr.Expr) expr.Expr {
+		return expr.Transform(e, func(x expr.Expr) expr.Expr {
+			if c, ok := x.(*expr.Column); ok {
+				return &expr.Column{Index: c.Index - nLeft, Name: c.Name, DataType: c.DataType}
+			}
+			return x
+		})
+	}
+	var rest []expr.Expr
+	for _, c := range conj {
+		if call, ok := c.(*expr.Call); ok && call.Func == "equal" && len(call.Args) == 2 {
+			a, b := call.Args[0], call.Args[1]
+			if side(a) == 0 && side(b) == 1 {
+				lk, rk = append(lk, a), append(rk, shift(b))
+				continue
+			}
+			if side(a) == 1 && side(b) == 0 {
+				lk, rk = append(lk, b), append(rk, shift(a))
+				continue
+			}
+		}
+		rest = append(rest, c)
+	}
+	switch len(rest) {
+	case 0:
+	case 1:
+		residual = rest[0]
+	default:
+		residual = &expr.Logic{Op: expr.OpAnd, Args: rest}
+	}
+	return lk, rk, residual
+}
+
+// HashJoin is the join kernel: Build indexes the right side once, Probe joins
+// batches of the left side against it.
+type HashJoin struct {
+	mem      memory.Allocator
+	fctx     *functions.Ctx
+	spec     JoinSpec
+	schema   *arrow.Schema
+	leftEv   []*eval.Evaluator
+	rightEv  []*eval.Evaluator
+	residual *eval.Predicate
+	right    []arrow.Array // build side, concatenated, one per column
+	ints     map[int64][]int32
+	enc      map[string][]int32
+	built    bool
+	buf      []byte
+}
+
+// JoinSchema is the output schema: left columns then right columns (right ones
+// nullable for a left join).
+func JoinSchema(left, right *arrow.Schema) *arrow.Schema {
+	fs := append([]arrow.Field{}, left.Fields()...)
+	for _, f := range right.Fields() {
+		f.Nullable = true
+		fs = append(fs, f)
+	}
+	return arrow.NewSchema(fs, nil)
+}
+
+// NewHashJoin compiles spec against the two input schemas.
+func NewHashJoin(mem memory.Allocator, spec JoinSpec, left, right *arrow.Schema, fns *functions.Registry) (*HashJoin, error) {
+	if len(spec.LeftKeys) == 0 || len(spec.LeftKeys) != len(spec.RightKeys) {
+		return nil, fmt.Errorf("%w: a hash join needs equality conditions between the two sides", ErrPlan)
+	}
+	if spec.Residual != nil && spec.Kind == LeftJoin {
+		return nil, fmt.Errorf("%w: LEFT JOIN with non-equality conditions (%s) is not supported", ErrPlan, spec.Residual)
+	}
+	// Own copies: the casts below must not write into the caller's slices.
+	spec.LeftKeys = append([]expr.Expr(nil), spec.LeftKeys...)
+	spec.RightKeys = append([]expr.Expr(nil), spec.RightKeys...)
+	j := &HashJoin{mem: mem, fctx: functions.NewCtx(mem), spec: spec, schema: JoinSchema(left, right)}
+	for i := range spec.LeftKeys {
+		lt, rt := spec.LeftKeys[i].Type(), spec.RightKeys[i].Type()
+		if ct, ok := expr.CommonType(lt, rt); ok {
+			spec.LeftKeys[i], spec.RightKeys[i] = expr.CastTo(spec.LeftKeys[i], ct), expr.CastTo(spec.RightKeys[i], ct)
+		} else {
+			return nil, fmt.Errorf("%w: join keys %s and %s do not compare", ErrPlan, spec.LeftKeys[i], spec.RightKeys[i])
+		}
+		j.spec = spec
+		le, err := eval.Compile(spec.LeftKeys[i], left, fns)
+		if err != nil {
+			return nil, err
+		}
+		re, err := eval.Compile(spec.RightKeys[i], right, fns)
+		if err != nil {
+			return nil, err
+		}
+		j.leftEv, j.rightEv = append(j.leftEv, le), append(j.rightEv, re)
+	}
+	if spec.Residual != nil {
+		p, err := eval.NewPredicate(spec.Residual, j.schema, fns)
+		if err != nil {
+			return nil, err
+		}
+		j.residual = p
+	}
+	if len(spec.LeftKeys) == 1 && intLike(spec.LeftKeys[0].Type()) {
+		j.ints = map[int64][]int32{}
+	} else {
+		j.enc = map[string][]int32{}
+	}
+	return j, nil
+}
+
+// Schema is the output schema.
+func (j *HashJoin) Schema() *arrow.Schema { return j.schema }
+
+func evalKeys(c *functions.Ctx, evs []*eval.Evaluator, rec arrow.Record) ([]arrow.Array, error) {
+	out := make([]arrow.Array, 0, len(evs))
+	for _, ev := range evs {
+		a, err := ev.Eval(c, rec)
+		if err != nil {
+			releaseArrays(out)
+			return nil, err
+		}
+		out = append(out, a)
+	}
+	return out, nil
+}
+
+func releaseArrays(as []arrow.Array) {
+	for _, a := range as {
+		if a != nil {
+			a.Release()
+		}
+	}
+}
+
+func anyNullAt(cols []arrow.Array, i int) bool {
+	for _, c := range cols {
+		if c.IsNull(i) {
+			return true
+		}
+	}
+	return false
+}
+
+// Build indexes the right side (the records are not released). Call once.
+func (j *HashJoin) Build(recs []arrow.Record, rightSchema *arrow.Schema) error {
+	j.built = true
+	var nonEmpty []arrow.Record
+	for _, r := range recs {
+		if r.NumRows() > 0 {
+			nonEmpty = append(nonEmpty, r)
+		}
+	}
+	for c := 0; c < rightSchema.NumFields(); c++ {
+		var parts []arrow.Array
+		for _, r := range nonEmpty {
+			parts = append(parts, r.Column(c))
+		}
+		if len(parts) == 0 {
+			j.right = append(j.right, array.MakeArrayOfNull(j.mem, rightSchema.Field(c).Type, 0))
+			continue
+		}
+		a, err := array.Concatenate(parts, j.mem)
+		if err != nil {
+			return err
+		}
+		j.right = append(j.right, a)
+	}
+	base := int32(0)
+	for _, r := range nonEmpty {
+		keys, err := evalKeys(j.fctx, j.rightEv, r)
+		if err != nil {
+			return err
+		}
+		var iv []int64
+		if j.ints != nil {
+			iv = functions.Int64Values(keys[0])
+		}
+		for i := 0; i < int(r.NumRows()); i++ {
+			if anyNullAt(keys, i) {
+				continue // NULL never equals anything
+			}
+			row := base + int32(i)
+			if j.ints != nil {
+				j.ints[iv[i]] = append(j.ints[iv[i]], row)
+			} else {
+				j.buf = encodeKey(j.buf[:0], keys, i)
+				j.enc[string(j.buf)] = append(j.enc[string(j.buf)], row)
+			}
+		}
+		releaseArrays(keys)
+		base += int32(r.NumRows())
+	}
+	return nil
+}
+
+// Probe joins rec (left side) against the built table; nil when nothing matches
+// (inner). rec is not released.
+func (j *HashJoin) Probe(rec arrow.Record) (arrow.Record, error) {
+	keys, err := evalKeys(j.fctx, j.leftEv, rec)
+	if err != nil {
+		return nil, err
+	}
+	defer releaseArrays(keys)
+	li := array.NewInt32Builder(j.mem)
+	ri := array.NewInt32Builder(j.mem)
+	defer li.Release()
+	defer ri.Release()
+	var iv []int64
+	if j.ints != nil {
+		iv = functions.Int64Values(keys[0])
+	}
+	for i := 0; i < int(rec.NumRows()); i++ {
+		var matches []int32
+		if !anyNullAt(keys, i) {
+			if j.ints != nil {
+				matches = j.ints[iv[i]]
+			} else {
+				j.buf = encodeKey(j.buf[:0], keys, i)
+				matches = j.enc[string(j.buf)]
+			}
+		}
+		for _, m := range matches {
+			li.Append(int32(i))
+			ri.Append(m)
+		}
+		if len(matches) == 0 && j.spec.Kind == LeftJoin {
+			li.Append(int32(i))
+			ri.AppendNull()
+		}
+	}
+	if li.Len() == 0 {
+		return nil, nil
+	}
+	lidx, ridx := li.NewArray(), ri.NewArray()
+	defer lidx.Release()
+	defer ridx.Release()
+	out, err := gatherJoin(j.fctx, j.schema, rec.Columns(), j.right, lidx, ridx)
+	if err != nil || j.residual == nil {
+		return out, err
+	}
+	defer out.Release()
+	return j.residual.Filter(j.fctx, out)
+}
+
+// gatherJoin takes the left rows lidx and right rows ridx (NULL index: a NULL
+// row) into one record.
+func gatherJoin(c *functions.Ctx, schema *arrow.Schema, left, right []arrow.Array, lidx, ridx arrow.Array) (arrow.Record, error) {
+	cols := make([]arrow.Array, 0, len(left)+len(right))
+	defer func() { releaseArrays(cols) }()
+	take := func(a, idx arrow.Array) error {
+		out, err := compute.TakeArray(c.Context(), a, idx)
+		if err != nil {
+			return err
+		}
+		cols = append(cols, out)
+		return nil
+	}
+	for _, a := range left {
+		if err := take(a, lidx); err != nil {
+			return nil, err
+		}
+	}
+	for _, a := range right {
+		if err := take(a, ridx); err != nil {
+			return nil, err
+		}
+	}
+	return array.NewRecord(schema, cols, int64(lidx.Len())), nil
+}
+
+// Release frees the build side.
+func (j *HashJoin) Release() {
+	releaseArrays(j.right)
+	j.right = nil
+	j.ints, j.enc = nil, nil
+}

@@ -1,0 +1,231 @@
+package rel
+
+import (
+	"fmt"
+	"math"
+	"sort"
+	"time"
+
+	"github.com/apache/arrow/go/v17/arrow"
+	"github.com/apache/arrow/go/v17/arrow/compute"
+
+	"github.com/tierflow/tierflow/dataflow"
+	"github.com/tierflow/tierflow/operators/eval"
+	"github.com/tierflow/tierflow/operators/functions"
+	"github.com/tierflow/tierflow/planner/expr"
+)
+
+// WindowJoinSpec joins two streams per TUMBLE window of Size on each side's
+// event time (LeftTime, RightTime): rows join when their keys match and they
+// fall in the same window (Flink's window join). A window is joined and
+// forgotten when both inputs' frontiers pass its end.
+type WindowJoinSpec struct {
+	Join      JoinSpec
+	LeftTime  expr.Expr
+	RightTime expr.Expr
+	Size      time.Duration
+}
+
+// WindowJoin is the windowed stream-stream join operator (input 0 left,
+// input 1 right).
+type WindowJoin struct {
+	dataflow.Base
+	spec        WindowJoinSpec
+	left, right *arrow.Schema
+	fns         *functions.Registry
+	timeEv      [2]*eval.Evaluator
+	c           opCtx
+	windows     map[int64]*[2][]arrow.Record
+	closed      int64
+	held        *dataflow.Capability
+	stats       *Stats
+}
+
+// NewWindowJoin makes a window join instance; stats may be nil.
+func NewWindowJoin(spec WindowJoinSpec, left, right *arrow.Schema, fns *functions.Registry, stats *Stats) (*WindowJoin, error) {
+	if spec.Size <= 0 {
+		return nil, fmt.Errorf("%w: window join needs a positive window size", ErrPlan)
+	}
+	w := &WindowJoin{spec: spec, left: left, right: right, fns: fns, windows: map[int64]*[2][]arrow.Record{}, closed: math.MinInt64, stats: stats}
+	for i, te := range []expr.Expr{spec.LeftTime, spec.RightTime} {
+		if te.Type().ID() != arrow.TIMESTAMP {
+			return nil, fmt.Errorf("%w: window join time %s is %s, want TIMESTAMP", ErrPlan, te, expr.TypeName(te.Type()))
+		}
+		ev, err := eval.Compile(te, []*arrow.Schema{left, right}[i], fns)
+		if err != nil {
+			return nil, err
+		}
+		w.timeEv[i] = ev
+	}
+	// Compile once up front so a bad spec fails at build time, not per window.
+	if _, err := NewHashJoin(nil, spec.Join, left, right, fns); err != nil {
+		return nil, err
+	}
+	return w, nil
+}
+
+func (w *WindowJoin) Open(_ *dataflow.Context, cap *dataflow.Capability) error {
+	var err error
+	w.held, err = cap.Retain()
+	return err
+}
+
+func (w *WindowJoin) OnBatch(ctx *dataflow.Context, input int, b dataflow.Batch, _ *dataflow.Capability) error {
+	defer b.Record.Release()
+	fc := w.c.get(ctx)
+	ts, err := w.timeEv[input].Eval(fc, b.Record)
+	if err != nil {
+		return err
+	}
+	defer ts.Release()
+	if u := ts.DataType().(*arrow.TimestampType).Unit; u != arrow.Microsecond {
+		c, err := compute.CastArray(fc.Context(), ts, compute.SafeCastOptions(expr.Timestamp))
+		if err != nil {
+			return err
+		}
+		defer c.Release()
+		ts = c
+	}
+	size := int64(w.spec.Size / time.Microsecond)
+	tv := functions.Int64Values(ts)
+	n := int(b.Record.NumRows())
+	part := make([]uint32, n)
+	index := map[int64]uint32{}
+	var starts []int64
+	dropped := uint32(math.MaxUint32)
+	var late int64
+	for i := 0; i < n; i++ {
+		if ts.IsNull(i) {
+			part[i] = dropped
+			continue
+		}
+		s := floorDiv(tv[i], size) * size
+		if s+size <= w.closed {
+			late++
+			part[i] = dropped
+			continue
+		}
+		p, ok := index[s]
+		if !ok {
+			p = uint32(len(starts))
+			index[s] = p
+			starts = append(starts, s)
+		}
+		part[i] = p
+	}
+	if w.stats != nil {
+		w.stats.RowsIn.Add(int64(n))
+		w.stats.Late.Add(late)
+	}
+	// Dropped rows go to an extra partition that is released.
+	for i := range part {
+		if part[i] == dropped {
+			part[i] = uint32(len(starts))
+		}
+	}
+	parts, err := dataflow.Split(ctx.Allocator(), b.Record, part, len(starts)+1)
+	if err != nil {
+		return err
+	}
+	for p, rec := range parts {
+		if rec == nil {
+			continue
+		}
+		if p == len(starts) {
+			rec.Release()
+			continue
+		}
+		st := w.windows[starts[p]]
+		if st == nil {
+			st = &[2][]arrow.Record{}
+			w.windows[starts[p]] = st
+		}
+		st[input] = append(st[input], rec)
+	}
+	return nil
+}
+
+// OnFrontier joins every window both inputs have completed.
+func (w *WindowJoin) OnFrontier(ctx *dataflow.Context, _ int, _ dataflow.Epoch) error {
+	f := ctx.Frontier()
+	wm := Watermark(f)
+	if wm <= w.closed {
+		return nil
+	}
+	w.closed = wm
+	size := int64(w.spec.Size / time.Microsecond)
+	var due []int64
+	for s := range w.windows {
+		if s+size <= wm {
+			due = append(due, s)
+		}
+	}
+	sort.Slice(due, func(i, j int) bool { return due[i] < due[j] })
+	for _, s := range due {
+		st := w.windows[s]
+		delete(w.windows, s)
+		if err := w.joinWindow(ctx, st); err != nil {
+			return err
+		}
+	}
+	if f == dataflow.Closed {
+		w.held.Drop()
+		return nil
+	}
+	if f > w.held.Epoch() {
+		return w.held.Downgrade(f)
+	}
+	return nil
+}
+
+func (w *WindowJoin) joinWindow(ctx *dataflow.Context, st *[2][]arrow.Record) error {
+	defer func() {
+		for _, side := range st {
+			for _, r := range side {
+				r.Release()
+			}
+		}
+	}()
+	if len(st[0]) == 0 {
+		return nil
+	}
+	j, err := NewHashJoin(ctx.Allocator(), w.spec.Join, w.left, w.right, w.fns)
+	if err != nil {
+		return err
+	}
+	defer j.Release()
+	if err := j.Build(st[1], w.right); err != nil {
+		return err
+	}
+	for _, r := range st[0] {
+		out, err := j.Probe(r)
+		if err != nil {
+			return err
+		}
+		if out == nil {
+			continue
+		}
+		if w.stats != nil {
+			w.stats.RowsOut.Add(out.NumRows())
+		}
+		if err := ctx.Emit(0, w.held, out); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (w *WindowJoin) Close(*dataflow.Context) error {
+	for _, st := range w.windows {
+		for _, side := range st {
+			for _, r := range side {
+				r.Release()
+			}
+		}
+	}
+	w.windows = nil
+	if w.held != nil {
+		w.held.Drop()
+	}
+	return nil
+}
