@@ -8,6 +8,7 @@ import (
 
 	"github.com/apache/arrow/go/v17/arrow"
 	"github.com/apache/arrow/go/v17/arrow/array"
+	"github.com/apache/arrow/go/v17/arrow/bitutil"
 	"github.com/apache/arrow/go/v17/arrow/memory"
 )
 
@@ -48,6 +49,9 @@ type Model struct {
 	scratchOut [][]float32
 	ins        []Tensor
 	outs       []Tensor
+	inShape    []int64
+	outShapes  [][]int64
+	lastSchema *arrow.Schema // the last record schema found equal to inSchema
 }
 
 // Bind checks the session's signature against the input schema and the heads and
@@ -181,6 +185,10 @@ func Bind(sess Session, in *arrow.Schema, cfg Config) (*Model, error) {
 	m.scratchOut = make([][]float32, len(m.outInfo))
 	m.ins = make([]Tensor, 1)
 	m.outs = make([]Tensor, len(m.outInfo))
+	m.inShape = append([]int64{-1}, m.rowShape...)
+	for _, o := range m.outInfo {
+		m.outShapes = append(m.outShapes, slices.Clone(o.Shape))
+	}
 	return m, nil
 }
 
@@ -247,15 +255,20 @@ type segment struct {
 }
 
 func (m *Model) newJob(mem memory.Allocator, rec arrow.Record) (*job, error) {
-	if !rec.Schema().Equal(m.inSchema) {
-		return nil, fmt.Errorf("%w: record schema %s differs from the bound schema %s", ErrSchema, rec.Schema(), m.inSchema)
+	// Records of one stream share their schema value; comparing fields (and their
+	// metadata) every batch would cost more than the rest of the conversion.
+	if sc := rec.Schema(); sc != m.inSchema && sc != m.lastSchema {
+		if !sc.Equal(m.inSchema) {
+			return nil, fmt.Errorf("%w: record schema %s differs from the bound schema %s", ErrSchema, sc, m.inSchema)
+		}
+		m.lastSchema = sc
 	}
 	vals, _, err := TensorValues(rec.Column(m.inCol))
 	if err != nil {
 		return nil, err
 	}
 	n := int(rec.NumRows())
-	j := &job{m: m, rec: rec, vals: vals, n: n, failed: make([]bool, n), heads: make([]headBuffers, len(m.heads))}
+	j := &job{m: m, rec: rec, vals: vals, n: n, heads: make([]headBuffers, len(m.heads))}
 	rec.Retain()
 	for i, h := range m.heads {
 		hb := &j.heads[i]
@@ -279,11 +292,12 @@ func (m *Model) newJob(mem memory.Allocator, rec arrow.Record) (*job, error) {
 }
 
 func (j *job) fail(r int, err error) {
+	if j.failed == nil { // made on the first failure: most records have none
+		j.failed = make([]bool, j.n)
+		j.errs = make([]string, j.n)
+	}
 	if j.failed[r] {
 		return
-	}
-	if j.errs == nil {
-		j.errs = make([]string, j.n)
 	}
 	j.failed[r] = true
 	j.errs[r] = err.Error()
@@ -312,37 +326,20 @@ func (m *Model) runBatch(segs []segment) {
 			off += copy(in[off:], s.j.vals[s.start*m.rowSize:(s.start+s.n)*m.rowSize])
 		}
 	}
-	shape := make([]int64, 0, 1+len(m.rowShape))
-	shape = append(shape, int64(total))
-	shape = append(shape, m.rowShape...)
-	m.ins[0] = Tensor{DType: Float32, Shape: shape, F32: in}
-	direct := make([]bool, len(m.outInfo))
+	m.inShape[0] = int64(total)
+	m.ins[0] = Tensor{DType: Float32, Shape: m.inShape, F32: in}
+	// Outputs go to scratch buffers that live as long as the Model, then are
+	// copied into the records' Arrow buffers: a session can keep its runtime
+	// wrappers of stable buffers between calls, which costs less than the copy.
 	for i, o := range m.outInfo {
-		oshape := slices.Clone(o.Shape)
+		rs := product(o.Shape[1:])
+		if rs < 0 || o.DType != Float32 { // an output this operator does not map
+			m.outs[i] = Tensor{DType: o.DType}
+			continue
+		}
+		oshape := m.outShapes[i]
 		oshape[0] = int64(total)
-		rs := int(product(o.Shape[1:]))
-		if product(o.Shape[1:]) < 0 { // an output this operator does not map
-			m.outs[i] = Tensor{DType: o.DType}
-			continue
-		}
-		var buf []float32
-		// An embedding of a single segment is written straight into the job's
-		// Arrow buffer.
-		for hi, h := range m.heads {
-			if h.out == i && h.Kind == Embed && len(segs) == 1 {
-				s := segs[0]
-				buf = s.j.heads[hi].f32[s.start*rs : (s.start+s.n)*rs]
-				direct[i] = true
-			}
-		}
-		if buf == nil {
-			buf = grow(&m.scratchOut[i], total*rs)
-		}
-		if o.DType != Float32 {
-			m.outs[i] = Tensor{DType: o.DType}
-			continue
-		}
-		m.outs[i] = Tensor{DType: Float32, Shape: oshape, F32: buf}
+		m.outs[i] = Tensor{DType: Float32, Shape: oshape, F32: grow(&m.scratchOut[i], total*int(rs))}
 	}
 	if err := m.sess.Run(m.ins, m.outs); err != nil {
 		if total == 1 {
@@ -356,11 +353,11 @@ func (m *Model) runBatch(segs []segment) {
 		m.runBatch(right)
 		return
 	}
-	m.scatter(segs, direct)
+	m.scatter(segs)
 }
 
 // scatter writes a successful batch's outputs into the jobs' buffers.
-func (m *Model) scatter(segs []segment, direct []bool) {
+func (m *Model) scatter(segs []segment) {
 	row := 0
 	for _, s := range segs {
 		for hi, h := range m.heads {
@@ -381,9 +378,6 @@ func (m *Model) scatter(segs []segment, direct []bool) {
 					hb.scores[s.start+r] = p[best]
 				}
 			case Embed, Scalar:
-				if direct[h.out] {
-					continue
-				}
 				rs := h.rowSize
 				copy(hb.f32[s.start*rs:(s.start+s.n)*rs], out[row*rs:(row+s.n)*rs])
 			}
@@ -422,7 +416,7 @@ func grow(buf *[]float32, n int) []float32 {
 func (j *job) finish(mem memory.Allocator) arrow.Record {
 	m := j.m
 	defer j.rec.Release()
-	cols := make([]arrow.Array, 0, len(m.out.Fields()))
+	cols := make([]arrow.Array, 0, m.out.NumFields())
 	for i := 0; i < int(j.rec.NumCols()); i++ {
 		c := j.rec.Column(i)
 		c.Retain()
@@ -436,7 +430,7 @@ func (j *job) finish(mem memory.Allocator) arrow.Record {
 				b := array.NewStringBuilder(mem)
 				b.Reserve(j.n)
 				for r := 0; r < j.n; r++ {
-					if j.failed[r] {
+					if j.nFailed > 0 && j.failed[r] {
 						b.AppendNull()
 					} else {
 						b.Append(h.Labels[hb.i64[r]])
@@ -462,25 +456,8 @@ func (j *job) finish(mem memory.Allocator) arrow.Record {
 			hb.sbuf.Release()
 		}
 	}
-	eb := array.NewStringBuilder(mem)
-	if j.nFailed == 0 {
-		eb.AppendNulls(j.n)
-	} else {
-		for r := 0; r < j.n; r++ {
-			if j.failed[r] {
-				eb.Append(j.errs[r])
-			} else {
-				eb.AppendNull()
-			}
-		}
-	}
-	cols = append(cols, eb.NewArray())
-	eb.Release()
-	rec := array.NewRecord(m.out, cols, int64(j.n))
-	for _, c := range cols {
-		c.Release()
-	}
-	return rec
+	cols = append(cols, j.errorColumn(mem))
+	return newRecord(m.out, cols, int64(j.n))
 }
 
 // primitive wraps a filled value buffer as an array with the job's failures as
@@ -491,6 +468,35 @@ func primitive(mem memory.Allocator, dt arrow.DataType, j *job, buf *memory.Buff
 	if nulls != nil {
 		nulls.Release()
 	}
+	defer data.Release()
+	return array.MakeFromData(data)
+}
+
+// errorColumn is the utf8 error column: the error text of failed rows, null
+// elsewhere. The all-null case, by far the common one, is made from two zeroed
+// buffers without a builder.
+func (j *job) errorColumn(mem memory.Allocator) arrow.Array {
+	if j.nFailed > 0 {
+		eb := array.NewStringBuilder(mem)
+		defer eb.Release()
+		for r := 0; r < j.n; r++ {
+			if j.failed[r] {
+				eb.Append(j.errs[r])
+			} else {
+				eb.AppendNull()
+			}
+		}
+		return eb.NewArray()
+	}
+	nulls := memory.NewResizableBuffer(mem)
+	nulls.Resize(int(bitutil.BytesForBits(int64(j.n))))
+	clear(nulls.Bytes())
+	offsets := memory.NewResizableBuffer(mem)
+	offsets.Resize((j.n + 1) * arrow.Int32SizeBytes)
+	clear(offsets.Bytes())
+	data := array.NewData(arrow.BinaryTypes.String, j.n, []*memory.Buffer{nulls, offsets, nil}, nil, j.n, 0)
+	nulls.Release()
+	offsets.Release()
 	defer data.Release()
 	return array.MakeFromData(data)
 }

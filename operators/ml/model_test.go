@@ -257,3 +257,35 @@ func TestTensorColumnMetadata(t *testing.T) {
 		t.Errorf("ragged values: %v", err)
 	}
 }
+
+func TestOutputRecordBehavesAsArrowRecord(t *testing.T) {
+	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
+	defer mem.AssertSize(t, 0)
+	m := bindFake(t, &fakeSession{}, []Head{{Kind: Classify, Output: "probs"}}, 4)
+	in := inputRecord(t, mem, 0, 5, nil, nil)
+	defer in.Release()
+	out, err := m.Infer(mem, in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out.Retain()
+	out.Release()
+	sl := out.NewSlice(1, 3)
+	if sl.NumRows() != 2 || sl.Column(2).(*array.Int64).Value(0) != 1 {
+		t.Errorf("slice rows %d", sl.NumRows())
+	}
+	sl.Release()
+	js, err := out.MarshalJSON()
+	if err != nil || !strings.Contains(string(js), `"label":2`) {
+		t.Errorf("json %s %v", js, err)
+	}
+	if out.ColumnName(3) != "score" || out.NumCols() != 5 || len(out.Columns()) != 5 {
+		t.Errorf("columns %v", fieldNames(out.Schema()))
+	}
+	rec2, err := out.SetColumn(0, out.Column(0))
+	if err != nil {
+		t.Fatal(err)
+	}
+	rec2.Release()
+	out.Release()
+}

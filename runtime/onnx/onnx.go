@@ -157,7 +157,7 @@ func (e *Env) CloseSessions() {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	for k, s := range e.sessions {
-		s.s.Destroy()
+		s.destroy()
 		delete(e.sessions, k)
 	}
 }

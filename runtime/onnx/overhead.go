@@ -1,0 +1,189 @@
+package onnx
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"slices"
+	"time"
+
+	"github.com/apache/arrow/go/v17/arrow"
+	"github.com/apache/arrow/go/v17/arrow/array"
+	"github.com/apache/arrow/go/v17/arrow/memory"
+	ort "github.com/yalue/onnxruntime_go"
+
+	"github.com/tierflow/tierflow/operators/ml"
+)
+
+// OverheadRow is one line of the inference overhead benchmark: the per-batch P50 of
+// the ML operator path (Arrow record in -> tensor -> session -> Arrow record out)
+// against a bare onnxruntime_go Run of the same session on the same batch with
+// tensors made once in advance. Overhead = engine/bare - 1.
+type OverheadRow struct {
+	Variant  string  `json:"variant"`
+	Batch    int     `json:"batch"`
+	EngineMS float64 `json:"engine_ms"`
+	BareMS   float64 `json:"bare_ms"`
+	Overhead float64 `json:"overhead"`
+}
+
+// OverheadConfig says what to measure.
+type OverheadConfig struct {
+	Variant string // name in the rows
+	Model   string // ONNX file with one float32 input [N, ...] and a class output
+	Batches []int
+	Iters   int // timed iterations per batch size and path (default 200)
+	Threads int // intra-op threads (default 1: steadier on shared machines)
+	// Heads map outputs to columns; nil: a Classify head on the first output.
+	Heads    []ml.Head
+	Progress func(msg string)
+}
+
+// MeasureOverhead runs the benchmark. The two paths alternate iteration by
+// iteration so that drift in machine load hits both alike.
+func (e *Env) MeasureOverhead(cfg OverheadConfig) ([]OverheadRow, error) {
+	if cfg.Iters <= 0 {
+		cfg.Iters = 200
+	}
+	if cfg.Threads == 0 {
+		cfg.Threads = 1
+	}
+	s, err := e.Session(cfg.Model, Options{IntraOpThreads: cfg.Threads})
+	if err != nil {
+		return nil, err
+	}
+	in := s.Inputs()[0]
+	rowShape := slices.Clone(in.Shape[1:])
+	rowSize := 1
+	for _, d := range rowShape {
+		if d < 0 {
+			return nil, fmt.Errorf("%w: %s: input %s has a dynamic non-batch dimension", ErrModel, cfg.Model, in)
+		}
+		rowSize *= int(d)
+	}
+	heads := cfg.Heads
+	if heads == nil {
+		heads = []ml.Head{{Kind: ml.Classify, Output: s.Outputs()[0].Name}}
+	}
+	schema := arrow.NewSchema([]arrow.Field{ml.TensorField("x", rowShape)}, nil)
+	model, err := ml.Bind(s, schema, ml.Config{Input: "x", Heads: heads, MaxBatch: slices.Max(cfg.Batches)})
+	if err != nil {
+		return nil, err
+	}
+	mem := memory.NewGoAllocator()
+	rng := rand.New(rand.NewPCG(1, 2))
+	var rows []OverheadRow
+	for _, batch := range cfg.Batches {
+		data := make([]float32, batch*rowSize)
+		for i := range data {
+			data[i] = rng.Float32()
+		}
+		col, err := ml.NewTensorColumn(mem, rowShape, data)
+		if err != nil {
+			return nil, err
+		}
+		rec := array.NewRecord(schema, []arrow.Array{col}, int64(batch))
+		col.Release()
+
+		bare, err := newBareRun(s, data, batch)
+		if err != nil {
+			rec.Release()
+			return nil, err
+		}
+		engine := func() error {
+			out, err := model.Infer(mem, rec)
+			if err != nil {
+				return err
+			}
+			if n := out.Column(int(out.NumCols()) - 1).NullN(); n != batch {
+				out.Release()
+				return fmt.Errorf("%d rows failed in the benchmark", batch-n)
+			}
+			out.Release()
+			return nil
+		}
+		// Warm up both paths (first runs allocate arenas and caches).
+		for i := 0; i < 10; i++ {
+			if err := engine(); err != nil {
+				bare.destroy()
+				rec.Release()
+				return nil, err
+			}
+			if err := bare.run(); err != nil {
+				bare.destroy()
+				rec.Release()
+				return nil, err
+			}
+		}
+		te := make([]time.Duration, 0, cfg.Iters)
+		tb := make([]time.Duration, 0, cfg.Iters)
+		for i := 0; i < cfg.Iters; i++ {
+			t0 := time.Now()
+			err1 := engine()
+			t1 := time.Now()
+			err2 := bare.run()
+			t2 := time.Now()
+			if err1 != nil || err2 != nil {
+				bare.destroy()
+				rec.Release()
+				return nil, fmt.Errorf("batch %d: %v %v", batch, err1, err2)
+			}
+			te = append(te, t1.Sub(t0))
+			tb = append(tb, t2.Sub(t1))
+		}
+		bare.destroy()
+		rec.Release()
+		pe, pb := p50(te), p50(tb)
+		r := OverheadRow{Variant: cfg.Variant, Batch: batch, EngineMS: ms(pe), BareMS: ms(pb), Overhead: float64(pe)/float64(pb) - 1}
+		rows = append(rows, r)
+		if cfg.Progress != nil {
+			cfg.Progress(fmt.Sprintf("%s batch %d: engine %.4f ms, bare %.4f ms, overhead %+.1f%%", cfg.Variant, batch, r.EngineMS, r.BareMS, 100*r.Overhead))
+		}
+	}
+	return rows, nil
+}
+
+// bareRun is the baseline: the same session's Run with input and output tensors
+// created once, outside the timed loop.
+type bareRun struct {
+	s    *Session
+	vals []ort.Value
+}
+
+func newBareRun(s *Session, data []float32, batch int) (*bareRun, error) {
+	b := &bareRun{s: s}
+	in := s.Inputs()[0]
+	shape := slices.Clone(in.Shape)
+	shape[0] = int64(batch)
+	t, err := ort.NewTensor(ort.Shape(shape), data)
+	if err != nil {
+		return nil, err
+	}
+	b.vals = append(b.vals, t)
+	for _, o := range s.Outputs() {
+		shape := slices.Clone(o.Shape)
+		shape[0] = int64(batch)
+		t, err := ort.NewEmptyTensor[float32](ort.Shape(shape))
+		if err != nil {
+			b.destroy()
+			return nil, err
+		}
+		b.vals = append(b.vals, t)
+	}
+	return b, nil
+}
+
+func (b *bareRun) run() error { return b.s.s.Run(b.vals[:1], b.vals[1:]) }
+
+func (b *bareRun) destroy() {
+	for _, v := range b.vals {
+		v.Destroy()
+	}
+}
+
+func p50(ds []time.Duration) time.Duration {
+	c := slices.Clone(ds)
+	slices.Sort(c)
+	return c[len(c)/2]
+}
+
+func ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
