@@ -1,14 +1,11 @@
 package dataflow
 
 import (
-	"context"
 	"fmt"
 	"math"
 
 	"github.com/apache/arrow/go/v17/arrow"
 	"github.com/apache/arrow/go/v17/arrow/array"
-	"github.com/apache/arrow/go/v17/arrow/compute"
-	"github.com/apache/arrow/go/v17/arrow/compute/exec"
 	"github.com/apache/arrow/go/v17/arrow/memory"
 	"github.com/cespare/xxhash/v2"
 )
@@ -58,19 +55,15 @@ func Split(mem memory.Allocator, rec arrow.Record, part []uint32, parts int) ([]
 		idx[next[p]] = int32(row)
 		next[p]++
 	}
-	ctx := exec.WithAllocator(context.Background(), mem)
 	cols := make([]arrow.Array, rec.NumCols())
 	for p := 0; p < parts; p++ {
 		lo, hi := counts[p], counts[p+1]
 		if lo == hi {
 			continue
 		}
-		// The indices live in Go memory: the take kernel only reads them.
-		ib := memory.NewBufferBytes(arrow.Int32Traits.CastToBytes(idx[lo:hi]))
-		indices := array.NewInt32Data(array.NewData(arrow.PrimitiveTypes.Int32, hi-lo, []*memory.Buffer{nil, ib}, nil, 0, 0))
 		var err error
 		for c := range cols {
-			cols[c], err = compute.TakeArray(ctx, rec.Column(c), indices)
+			cols[c], err = takeColumn(mem, rec.Column(c), idx[lo:hi])
 			if err != nil {
 				for _, a := range cols[:c] {
 					a.Release()
@@ -78,7 +71,6 @@ func Split(mem memory.Allocator, rec arrow.Record, part []uint32, parts int) ([]
 				break
 			}
 		}
-		indices.Release()
 		if err != nil {
 			for _, r := range out {
 				if r != nil {
@@ -184,6 +176,20 @@ func hashColumn(arr arrow.Array, acc []uint64) error {
 	w := fw.BitWidth() / 8
 	data := arr.Data()
 	buf := data.Buffers()[1].Bytes()[data.Offset()*w:]
+	if !nulls {
+		switch w {
+		case 8:
+			for i, v := range arrow.Uint64Traits.CastFromBytes(buf)[:len(acc)] {
+				acc[i] = combine(acc[i], v)
+			}
+			return nil
+		case 4:
+			for i, v := range arrow.Uint32Traits.CastFromBytes(buf)[:len(acc)] {
+				acc[i] = combine(acc[i], uint64(v))
+			}
+			return nil
+		}
+	}
 	for i := range acc {
 		if nulls && arr.IsNull(i) {
 			acc[i] = combine(acc[i], nullHash)

@@ -65,7 +65,10 @@ func (Base) OnNotify(*Context, *Capability) error { return nil }
 func (Base) Close(*Context) error                 { return nil }
 
 // Capability is the right to emit at an epoch from one operator instance.
-// Capabilities may only be used from that instance's callbacks.
+// Capabilities may only be used from that instance's callbacks. A capability
+// (and a pending notification, which holds one) holds back every output of
+// the operator, as in classic timely; connectivity only limits which input
+// frontiers an output waits for.
 type Capability struct {
 	in    *instance
 	epoch Epoch

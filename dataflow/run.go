@@ -42,6 +42,7 @@ func Run(ctx context.Context, g *Graph, cfg Config) error {
 
 // RunWorkers runs workers concurrently; see Run.
 func RunWorkers(ctx context.Context, ws []*Worker) error {
+	parent := ctx
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	errs := make([]error, len(ws))
@@ -56,23 +57,26 @@ func RunWorkers(ctx context.Context, ws []*Worker) error {
 		}()
 	}
 	wg.Wait()
-	return rootCause(errs)
+	return rootCause(parent, errs)
 }
 
-// rootCause picks the first error that is not a cancellation, else the
-// first error.
-func rootCause(errs []error) error {
+// rootCause picks the first error that is not a consequence of another
+// failure or of cancellation, else parent's error, else the first error.
+func rootCause(parent context.Context, errs []error) error {
 	var first error
 	for _, err := range errs {
 		if err == nil {
 			continue
 		}
-		if !errors.Is(err, context.Canceled) && !errors.Is(err, ErrClosed) {
+		if !isConsequence(err) {
 			return err
 		}
 		if first == nil {
 			first = err
 		}
+	}
+	if first != nil && parent.Err() != nil {
+		return parent.Err()
 	}
 	return first
 }

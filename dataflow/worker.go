@@ -336,7 +336,9 @@ func (in *instance) step(checkRoom bool) (bool, error) {
 // fail wraps an operator's error, unless the run was cancelled, in which
 // case the cancellation is the cause.
 func (in *instance) fail(what string, err error) error {
-	if cerr := in.ctx.Err(); cerr != nil && errors.Is(err, cerr) {
+	if cerr := in.ctx.Err(); cerr != nil {
+		// Whatever failed during a cancellation (a send into a worker that
+		// already stopped) is its consequence, not a cause.
 		return cerr
 	}
 	return fmt.Errorf("%w: %s %s: %w", ErrOperator, in.name(), what, err)
@@ -587,7 +589,7 @@ func (w *Worker) Run(ctx context.Context) error {
 			defer wg.Done()
 			if err := in.run(ctx); err != nil {
 				mu.Lock()
-				if firstErr == nil || (errors.Is(firstErr, context.Canceled) && !errors.Is(err, context.Canceled)) {
+				if firstErr == nil || (isConsequence(firstErr) && !isConsequence(err)) {
 					firstErr = err
 				}
 				mu.Unlock()
@@ -606,6 +608,12 @@ func (w *Worker) Run(ctx context.Context) error {
 		return w.err
 	}
 	return nil
+}
+
+// isConsequence tells errors caused by another failure or a cancellation
+// apart from root causes.
+func isConsequence(err error) bool {
+	return errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) || errors.Is(err, ErrClosed)
 }
 
 // run is the loop of one instance's goroutine.
