@@ -54,8 +54,9 @@ type Stage struct {
 	// Inputs are the upstream stages' names.
 	Inputs []string
 	// demand is the estimated items per second into the stage at the
-	// sources' declared rates (the prototype's T_v).
-	demand float64
+	// sources' declared rates (the prototype's T_v); units is the same in
+	// items entering the workflow (model fan-out and filters left out).
+	demand, units float64
 }
 
 // outRate is the estimated items per second the stage emits.
@@ -103,6 +104,9 @@ type pending struct {
 	// carry are relational nodes that combine several branches: they run
 	// with the operator that consumes them.
 	carry []logical.Node
+	// unit scales the branch's rate in source items (unions only), to state
+	// the throughput objective in items entering the workflow.
+	unit float64
 }
 
 type lowerer struct {
@@ -162,7 +166,14 @@ func Lower(plan *logical.Plan, cat *catalog.Catalog, inf *infra.Infra, opt Optio
 		}
 		l.p.Objectives.MinAccuracy = optimize.Float(a)
 	}
-	l.p.Objectives.Throughput = obj.Throughput
+	if obj.Throughput > 0 && sink != nil && sink.units > 0 {
+		// THROUGHPUT counts items entering the workflow (frames, requests);
+		// the optimizer's target is the sink's demand, which model fan-out
+		// (detections per frame) and filters scale.
+		l.p.Objectives.Throughput = obj.Throughput * sink.demand / sink.units
+	} else {
+		l.p.Objectives.Throughput = obj.Throughput
+	}
 	l.endToEnd(sink)
 	if len(l.errs) > 0 {
 		return nil, errors.Join(l.errs...)
@@ -274,9 +285,16 @@ func (l *lowerer) walk(n logical.Node) []pending {
 		for _, p := range all {
 			total += p.stage.outRate() * p.ratio
 		}
+		totalUnits := 0.0
+		for _, p := range all {
+			totalUnits += p.stage.units * p.unitScale()
+		}
 		for i, p := range all {
 			if r := p.stage.outRate() * p.ratio; r > 0 && len(all) > 1 {
 				all[i].ratio *= total / r
+			}
+			if u := p.stage.units * p.unitScale(); u > 0 && len(all) > 1 {
+				all[i].unit = p.unitScale() * totalUnits / u
 			}
 		}
 		return l.fuse(all, n, 1)
@@ -287,6 +305,13 @@ func (l *lowerer) walk(n logical.Node) []pending {
 		}
 		return l.fuse(in, n, 1)
 	}
+}
+
+func (p pending) unitScale() float64 {
+	if p.unit == 0 {
+		return 1
+	}
+	return p.unit
 }
 
 // fuse runs n with the stage(s) below it, scaling their rates.
@@ -388,7 +413,7 @@ func (l *lowerer) source(x *logical.Scan) *Stage {
 	if rate <= 0 {
 		rate = 1
 	}
-	s.demand = rate
+	s.demand, s.units = rate, rate
 	l.p.Sources = append(l.p.Sources, optimize.Source{Name: s.Name, Rate: rate, Tier: tier})
 	l.stages = append(l.stages, s)
 	return s
@@ -482,6 +507,9 @@ func (l *lowerer) edges(s *Stage, below logical.Node, in []pending) {
 		d := p.stage.outRate() * p.ratio
 		if i == 0 || d < s.demand {
 			s.demand = d
+		}
+		if u := p.stage.units * p.unitScale(); i == 0 || u < s.units {
+			s.units = u
 		}
 		s.Inputs = append(s.Inputs, p.stage.Name)
 		e := optimize.Edge{From: p.stage.Name, To: s.Name, Ratio: p.ratio}
