@@ -1,0 +1,177 @@
+package sources
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"os"
+
+	"github.com/apache/arrow/go/v17/arrow"
+	"github.com/apache/arrow/go/v17/arrow/memory"
+)
+
+// JSONLReader reads one JSON object per line. Fields are matched to the schema
+// by name; missing fields are NULL. Without a schema, the fields of the first
+// rows (in first-seen order) and their types are inferred.
+type JSONLReader struct {
+	path    string
+	f       *os.File
+	sc      *bufio.Scanner
+	schema  *arrow.Schema
+	batch   int
+	errs    rowErrors
+	line    int
+	pending []map[string]any
+	plines  []int
+}
+
+// OpenJSONL opens path; schema nil infers one.
+func OpenJSONL(path string, schema *arrow.Schema, batch int, policy OnError, report *Report) (*JSONLReader, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	j := &JSONLReader{path: path, f: f, sc: bufio.NewScanner(f), batch: batch, errs: rowErrors{policy, report}}
+	j.sc.Buffer(make([]byte, 1<<16), 64<<20)
+	if schema == nil {
+		if schema, err = j.infer(); err != nil {
+			f.Close()
+			return nil, err
+		}
+	}
+	j.schema = schema
+	return j, nil
+}
+
+func (j *JSONLReader) decode() (map[string]any, int, bool, error) {
+	for j.sc.Scan() {
+		j.line++
+		text := bytes.TrimSpace(j.sc.Bytes())
+		if len(text) == 0 {
+			continue
+		}
+		d := json.NewDecoder(bytes.NewReader(text))
+		d.UseNumber()
+		var obj map[string]any
+		if err := d.Decode(&obj); err != nil {
+			return nil, j.line, true, fmt.Errorf("%w: %s:%d: not a JSON object: %v", ErrBadRow, j.path, j.line, err)
+		}
+		return obj, j.line, true, nil
+	}
+	if err := j.sc.Err(); err != nil {
+		return nil, j.line, false, fmt.Errorf("%w: %s:%d: %v", ErrBadFile, j.path, j.line+1, err)
+	}
+	return nil, j.line, false, nil
+}
+
+func (j *JSONLReader) infer() (*arrow.Schema, error) {
+	var names []string
+	seen := map[string]bool{}
+	for len(j.pending) < inferRows {
+		obj, line, ok, err := j.decode()
+		if !ok && err == nil {
+			break
+		}
+		if err != nil {
+			if !ok {
+				return nil, err
+			}
+			if err := j.errs.handle(err); err != nil {
+				return nil, err
+			}
+			continue
+		}
+		j.pending = append(j.pending, obj)
+		j.plines = append(j.plines, line)
+		for k := range obj {
+			if !seen[k] {
+				seen[k] = true
+				names = append(names, k)
+			}
+		}
+	}
+	if len(names) == 0 {
+		return nil, fmt.Errorf("%w: %s: no JSON objects to infer a schema from", ErrBadFile, j.path)
+	}
+	// Map iteration is random: order fields by their position in the first
+	// object that has them, then by first appearance.
+	order := firstLineOrder(j.pending, names)
+	fields := make([]arrow.Field, len(order))
+	for i, n := range order {
+		var samples []any
+		for _, o := range j.pending {
+			samples = append(samples, o[n])
+		}
+		fields[i] = arrow.Field{Name: n, Type: inferType(samples), Nullable: true}
+	}
+	return arrow.NewSchema(fields, nil), nil
+}
+
+// firstLineOrder sorts names by where they first appear in the raw JSON text
+// order of the objects (approximated by sorted keys per object: encoding/json
+// loses order, so names are sorted for determinism).
+func firstLineOrder(_ []map[string]any, names []string) []string {
+	out := append([]string(nil), names...)
+	for i := 1; i < len(out); i++ {
+		for k := i; k > 0 && out[k] < out[k-1]; k-- {
+			out[k], out[k-1] = out[k-1], out[k]
+		}
+	}
+	return out
+}
+
+// Schema is the rows' schema.
+func (j *JSONLReader) Schema() *arrow.Schema { return j.schema }
+
+// Next reads up to one batch of rows.
+func (j *JSONLReader) Next(mem memory.Allocator) (arrow.Record, error) {
+	b := newBatcher(mem, j.schema)
+	row := make([]any, j.schema.NumFields())
+	for b.n < j.batch {
+		var obj map[string]any
+		var line int
+		if len(j.pending) > 0 {
+			obj, line = j.pending[0], j.plines[0]
+			j.pending, j.plines = j.pending[1:], j.plines[1:]
+		} else {
+			o, l, ok, err := j.decode()
+			if !ok && err == nil {
+				break
+			}
+			if err != nil {
+				if !ok {
+					b.discard()
+					return nil, err
+				}
+				if err := j.errs.handle(err); err != nil {
+					b.discard()
+					return nil, err
+				}
+				continue
+			}
+			obj, line = o, l
+		}
+		bad := error(nil)
+		for i, f := range j.schema.Fields() {
+			v, err := convert(obj[f.Name], f.Type)
+			if err != nil {
+				bad = fmt.Errorf("%w: %s:%d: field %q: %v", ErrBadRow, j.path, line, f.Name, err)
+				break
+			}
+			row[i] = v
+		}
+		if bad != nil {
+			if err := j.errs.handle(bad); err != nil {
+				b.discard()
+				return nil, err
+			}
+			continue
+		}
+		b.add(row)
+	}
+	return b.finish(), nil
+}
+
+// Close closes the file.
+func (j *JSONLReader) Close() error { return j.f.Close() }

@@ -1,0 +1,199 @@
+package sources
+
+import (
+	"errors"
+	"fmt"
+	"math"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/apache/arrow/go/v17/arrow"
+	"github.com/apache/arrow/go/v17/arrow/compute"
+	"github.com/apache/arrow/go/v17/arrow/memory"
+
+	"github.com/tierflow/tierflow/dataflow"
+	"github.com/tierflow/tierflow/operators/functions"
+)
+
+// Error kinds.
+var (
+	// ErrBadRow: a row does not fit the schema (wrapped with file:row).
+	ErrBadRow = errors.New("bad row")
+	// ErrBadFile: a file cannot be read as its format (corrupt, wrong format).
+	ErrBadFile = errors.New("bad file")
+)
+
+// OnError says what a source does with a bad row.
+type OnError int
+
+// Error policies.
+const (
+	Fail OnError = iota // stop the query with the row's error
+	Skip                // report the row and go on
+)
+
+// ParseOnError reads "skip" or "fail".
+func ParseOnError(s string) (OnError, error) {
+	switch s {
+	case "", "fail":
+		return Fail, nil
+	case "skip":
+		return Skip, nil
+	}
+	return Fail, fmt.Errorf("unknown --on-error %q: want skip or fail", s)
+}
+
+// Reader produces record batches; Next returns nil, nil at the end.
+type Reader interface {
+	Schema() *arrow.Schema
+	Next(mem memory.Allocator) (arrow.Record, error)
+	Close() error
+}
+
+// Report collects what sources saw go wrong; safe for concurrent use.
+type Report struct {
+	mu      sync.Mutex
+	BadRows atomic.Int64
+	Rows    atomic.Int64
+	msgs    []string
+}
+
+// keep at most this many messages; the count keeps going.
+const maxMessages = 20
+
+func (r *Report) bad(err error) {
+	r.BadRows.Add(1)
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if len(r.msgs) < maxMessages {
+		r.msgs = append(r.msgs, err.Error())
+	}
+}
+
+// Messages are the first reported problems.
+func (r *Report) Messages() []string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return append([]string(nil), r.msgs...)
+}
+
+// rowErrors routes a bad row by policy: nil to skip it, the error to fail.
+type rowErrors struct {
+	policy OnError
+	report *Report
+}
+
+func (e rowErrors) handle(err error) error {
+	if e.policy == Fail {
+		return err
+	}
+	if e.report != nil {
+		e.report.bad(err)
+	}
+	return nil
+}
+
+// EventTime makes epochs follow a TIMESTAMP column: the watermark is the largest
+// time seen minus MaxDelay. Column < 0 means no event time (everything at epoch
+// 0, complete when the source ends).
+type EventTime struct {
+	Column   int
+	MaxDelay time.Duration
+}
+
+// Source is the dataflow operator over a Reader.
+type Source struct {
+	dataflow.Base
+	r      Reader
+	et     EventTime
+	cap    *dataflow.Capability
+	maxTS  int64
+	report *Report
+	fctx   *functions.Ctx
+}
+
+// NewSource wraps r; report may be nil.
+func NewSource(r Reader, et EventTime, report *Report) *Source {
+	return &Source{r: r, et: et, maxTS: math.MinInt64, report: report}
+}
+
+func (s *Source) Open(_ *dataflow.Context, cap *dataflow.Capability) error {
+	var err error
+	s.cap, err = cap.Retain()
+	return err
+}
+
+func (s *Source) Produce(ctx *dataflow.Context) (bool, error) {
+	rec, err := s.r.Next(ctx.Allocator())
+	if err != nil {
+		return false, err
+	}
+	if rec == nil {
+		s.cap.Drop()
+		return true, nil
+	}
+	if s.report != nil {
+		s.report.Rows.Add(rec.NumRows())
+	}
+	var next int64 = math.MinInt64
+	if s.et.Column >= 0 && rec.NumRows() > 0 {
+		if s.fctx == nil {
+			s.fctx = functions.NewCtx(ctx.Allocator())
+		}
+		if next, err = s.maxTime(rec); err != nil {
+			rec.Release()
+			return false, err
+		}
+	}
+	// The batch goes out at the current watermark; its own rows then move it.
+	if err := ctx.Emit(0, s.cap, rec); err != nil {
+		return false, err
+	}
+	if next > s.maxTS {
+		s.maxTS = next
+		wm := s.maxTS - int64(s.et.MaxDelay/time.Microsecond)
+		if e := epochOf(wm); e > s.cap.Epoch() {
+			if err := s.cap.Downgrade(e); err != nil {
+				return false, err
+			}
+		}
+	}
+	return false, nil
+}
+
+func epochOf(us int64) dataflow.Epoch {
+	if us < 0 {
+		return 0
+	}
+	return dataflow.Epoch(us)
+}
+
+func (s *Source) maxTime(rec arrow.Record) (int64, error) {
+	col := rec.Column(s.et.Column)
+	if col.DataType().ID() != arrow.TIMESTAMP {
+		return 0, fmt.Errorf("event-time column %q is %s, want TIMESTAMP", rec.ColumnName(s.et.Column), col.DataType())
+	}
+	if col.DataType().(*arrow.TimestampType).Unit != arrow.Microsecond {
+		c, err := compute.CastArray(s.fctx.Context(), col, compute.SafeCastOptions(arrow.FixedWidthTypes.Timestamp_us))
+		if err != nil {
+			return 0, err
+		}
+		defer c.Release()
+		col = c
+	}
+	m := int64(math.MinInt64)
+	for i, v := range functions.Int64Values(col) {
+		if col.IsValid(i) && v > m {
+			m = v
+		}
+	}
+	return m, nil
+}
+
+func (s *Source) Close(*dataflow.Context) error {
+	if s.cap != nil {
+		s.cap.Drop()
+	}
+	return s.r.Close()
+}
