@@ -47,6 +47,12 @@ type bnb struct {
 	found     bool
 	firstOnly bool // feasibility mode: stop at the first feasible plan
 
+	// tierA2: the model's A2 is "never to a lower tier", so it holds
+	// transitively along paths and bounds may floor descendants' tiers.
+	tierA2  bool
+	anc     [][]bool // anc[x][y]: y is an ancestor of x
+	maxTier []int    // per decided operator: its highest worker tier
+
 	combos    [][]int // variant combinations meeting the target, when enumerable
 	nodes     int
 	deadline  time.Time
@@ -67,6 +73,34 @@ func newBnB(ctx context.Context, in *instance) *bnb {
 	nt := len(in.p.Tiers)
 	b.bw = make([]float64, nt*nt)
 	b.decided = make([]bool, in.nOps)
+	b.maxTier = make([]int, in.nOps)
+	b.tierA2 = true
+	for x := range in.nW {
+		for y := range in.nW {
+			if in.allowed[x*in.nW+y] != (in.ix.workerTier[y] >= in.ix.workerTier[x]) {
+				b.tierA2 = false
+			}
+		}
+	}
+	for s := range in.p.Sources {
+		for y := range in.nW {
+			if in.sallowed[s*in.nW+y] != (in.ix.workerTier[y] >= in.ix.sourceTier[s]) {
+				b.tierA2 = false
+			}
+		}
+	}
+	b.anc = make([][]bool, in.nOps)
+	for _, x := range in.ix.topo {
+		b.anc[x] = make([]bool, in.nOps)
+		for _, e := range in.ix.in[x] {
+			if e.from >= 0 {
+				b.anc[x][e.from] = true
+				for y, isAnc := range b.anc[e.from] {
+					b.anc[x][y] = b.anc[x][y] || isAnc
+				}
+			}
+		}
+	}
 	if in.numCombos(maxCombosForBounds) <= maxCombosForBounds {
 		b.combos = [][]int{}
 		in.combos(func(vars []int) bool {
@@ -115,12 +149,12 @@ type cand struct {
 
 // candidates lists the classes that can serve o with variant v now: free
 // members, non-zero capacity, A2-allowed from every decided parent's workers.
-func (b *bnb) candidates(o, v int) []cand {
+func (b *bnb) candidates(o, v, floor int) []cand {
 	in := b.in
 	var cs []cand
 	for c := range b.cls {
 		free := len(b.cls[c].members) - b.used[c]
-		if free <= 0 {
+		if free <= 0 || b.cls[c].tier < floor {
 			continue
 		}
 		rep := b.cls[c].members[b.used[c]]
@@ -172,51 +206,109 @@ func (b *bnb) netPerItem(o, v, w int) (float64, bool) {
 	return net, true
 }
 
-// cover is the cheapest fractional cover of need items from (perItem, capacity)
-// pieces sorted by perItem; +Inf when they do not suffice.
-type piece struct{ perItem, cap float64 }
+// piece is n workers of one class for the operator being bounded: each
+// carries up to cap items at perItem; price > 0 marks workers not yet paid for
+// (perItem then includes price/cap), price 0 workers already chosen.
+type piece struct {
+	perItem, cap float64
+	n            int
+	price, net   float64
+}
 
+// cover bounds the cheapest way to carry need items on the pieces: the
+// fractional (LP) cover, tightened once on its critical piece (the one only
+// partly used) when that piece still has to be paid for: any plan either pays
+// for one more of its workers than the LP uses whole, or uses at most that many
+// (a Martello-Toth style bound). +Inf when the pieces cannot carry need.
 func cover(ps []piece, need float64) float64 {
 	if need <= eps {
 		return 0
 	}
 	sort.Slice(ps, func(i, j int) bool { return ps[i].perItem < ps[j].perItem })
-	cost := 0.0
-	for _, p := range ps {
-		t := min(p.cap, need)
-		cost += t * p.perItem
-		need -= t
-		if need <= eps {
-			return cost
-		}
+	lp, j, q := coverLP(ps, need, -1, 0)
+	if math.IsInf(lp, 1) || j < 0 || ps[j].price == 0 {
+		return lp
 	}
-	return math.Inf(1)
+	// Branch B: at most q workers of piece j.
+	b, _, _ := coverLP(ps, need, j, q)
+	// Branch A: q+1 workers of piece j paid in full, carrying at net.
+	pa := make([]piece, 0, len(ps)+1)
+	pa = append(pa, ps...)
+	pa[j].n -= q + 1
+	pa = append(pa, piece{perItem: ps[j].net, cap: ps[j].cap, n: q + 1, net: ps[j].net})
+	sort.Slice(pa, func(x, y int) bool { return pa[x].perItem < pa[y].perItem })
+	a, _, _ := coverLP(pa, need, -1, 0)
+	a += float64(q+1) * ps[j].price
+	return max(lp, min(a, b))
+}
+
+// coverLP is the fractional cover of need on ps (sorted by perItem), with
+// piece skip limited to limit workers. It returns the cost, the index of the
+// critical piece (-1 when none is partly used) and how many of its workers the
+// cover uses whole.
+func coverLP(ps []piece, need float64, skip, limit int) (float64, int, int) {
+	cost := 0.0
+	for i, p := range ps {
+		n := p.n
+		if i == skip {
+			n = limit
+		}
+		if n <= 0 {
+			continue
+		}
+		capTotal := float64(n) * p.cap
+		if capTotal < need-eps {
+			cost += capTotal * p.perItem
+			need -= capTotal
+			continue
+		}
+		cost += need * p.perItem
+		whole := int(need/p.cap + eps)
+		if float64(whole)*p.cap >= need-eps {
+			return cost, -1, whole
+		}
+		return cost, i, whole
+	}
+	return math.Inf(1), -1, 0
 }
 
 // opLB is the bound for a later operator o with variant v.
-func (b *bnb) opLB(o, v int, buf []piece) float64 {
+func (b *bnb) opLB(o, v, floor int, buf []piece) float64 {
 	ps := buf[:0]
-	for _, c := range b.candidates(o, v) {
-		ps = append(ps, piece{c.unit, float64(c.free) * c.cap})
+	for _, c := range b.candidates(o, v, floor) {
+		ps = append(ps, piece{c.unit, c.cap, c.free, c.price, c.net})
 	}
 	return cover(ps, b.in.ix.demand[o])
 }
 
 // restLB bounds the operators after depth, given the variants decided so far
-// (vars of order[:depth+1]); +Inf when some later operator cannot be covered or
-// no combination can meet the target.
-func (b *bnb) restLB(depth int) float64 {
+// (vars of order[:depth+1]) and that the operator at depth uses a worker of
+// tier oTier or higher; +Inf when some later operator cannot be covered or no
+// combination can meet the target.
+func (b *bnb) restLB(depth, oTier int) float64 {
 	in := b.in
 	later := b.order[depth+1:]
 	if len(later) == 0 {
 		return 0
 	}
+	cur := b.order[depth]
 	buf := make([]piece, 0, len(b.cls))
 	lb := make([][]float64, in.nOps)
 	for _, o := range later {
+		floor := 0
+		if b.tierA2 {
+			for y, isAnc := range b.anc[o] {
+				if isAnc && b.decided[y] {
+					floor = max(floor, b.maxTier[y])
+				}
+			}
+			if b.anc[o][cur] {
+				floor = max(floor, oTier)
+			}
+		}
 		lb[o] = make([]float64, len(in.p.Operators[o].Variants))
 		for v := range lb[o] {
-			lb[o][v] = b.opLB(o, v, buf)
+			lb[o][v] = b.opLB(o, v, floor, buf)
 		}
 	}
 	if b.combos == nil {
@@ -275,7 +367,7 @@ func (b *bnb) assign(depth int) {
 	o := b.order[depth]
 	type vopt struct {
 		v    int
-		rest float64
+		rest []float64 // by the highest tier o will use
 		cs   []cand
 		lb   float64
 	}
@@ -294,20 +386,34 @@ func (b *bnb) assign(depth int) {
 				continue
 			}
 		}
-		cs := b.candidates(o, v)
+		cs := b.candidates(o, v, 0)
 		ps := make([]piece, 0, len(cs))
 		for _, c := range cs {
-			ps = append(ps, piece{c.unit, float64(c.free) * c.cap})
+			ps = append(ps, piece{c.unit, c.cap, c.free, c.price, c.net})
 		}
 		own := cover(ps, in.ix.demand[o])
 		if math.IsInf(own, 1) {
 			continue
 		}
-		rest := b.restLB(depth)
-		if math.IsInf(rest, 1) || b.cost+own+rest >= b.best-1e-12 {
+		nt := 1
+		if b.tierA2 {
+			nt = len(in.p.Tiers)
+		}
+		rest := make([]float64, nt)
+		for t := range rest {
+			rest[t] = b.restLB(depth, t)
+		}
+		lo := math.Inf(1)
+		for _, c := range cs {
+			lo = min(lo, rest[min(b.cls[c.class].tier, nt-1)])
+		}
+		if len(cs) == 0 {
+			lo = rest[0]
+		}
+		if math.IsInf(lo, 1) || b.cost+own+lo >= b.best-1e-12 {
 			continue
 		}
-		opts = append(opts, vopt{v: v, rest: rest, cs: cs, lb: own + rest})
+		opts = append(opts, vopt{v: v, rest: rest, cs: cs, lb: own + lo})
 	}
 	sort.SliceStable(opts, func(i, j int) bool { return opts[i].lb < opts[j].lb })
 	for _, op := range opts {
@@ -324,13 +430,13 @@ func (b *bnb) assign(depth int) {
 
 // chooseSet enumerates count vectors over the candidate classes and the
 // remainder class, then recurses to the next operator.
-func (b *bnb) chooseSet(depth, o, v int, cs []cand, rest float64) {
+func (b *bnb) chooseSet(depth, o, v int, cs []cand, rest []float64) {
 	in := b.in
 	T := in.ix.demand[o]
 	k := make([]int, len(cs))
 	ps := make([]piece, 0, len(cs))
-	var rec func(i int, capSum, priceSum, maxCap float64)
-	rec = func(i int, capSum, priceSum, maxCap float64) {
+	var rec func(i int, capSum, priceSum, maxCap float64, top int)
+	rec = func(i int, capSum, priceSum, maxCap float64, top int) {
 		if !b.tick() {
 			return
 		}
@@ -342,14 +448,14 @@ func (b *bnb) chooseSet(depth, o, v int, cs []cand, rest float64) {
 		ps = ps[:0]
 		for j := 0; j < i; j++ {
 			if k[j] > 0 {
-				ps = append(ps, piece{cs[j].net, float64(k[j]) * cs[j].cap})
+				ps = append(ps, piece{cs[j].net, cs[j].cap, k[j], 0, cs[j].net})
 			}
 		}
 		for j := i; j < len(cs); j++ {
-			ps = append(ps, piece{cs[j].unit, float64(cs[j].free) * cs[j].cap})
+			ps = append(ps, piece{cs[j].unit, cs[j].cap, cs[j].free, cs[j].price, cs[j].net})
 		}
 		lb := priceSum + cover(ps, T)
-		if b.cost+lb+rest >= b.best-1e-12 {
+		if b.cost+lb+rest[min(top, len(rest)-1)] >= b.best-1e-12 {
 			return
 		}
 		if i == len(cs) {
@@ -367,18 +473,19 @@ func (b *bnb) chooseSet(depth, o, v int, cs []cand, rest float64) {
 		hi := min(c.free, int((T-capSum+max(maxCap, c.cap))/c.cap)+1)
 		for n := hi; n >= 0; n-- {
 			k[i] = n
-			mc := maxCap
+			mc, tp := maxCap, top
 			if n > 0 {
 				mc = max(mc, c.cap)
+				tp = max(tp, b.cls[c.class].tier)
 			}
-			rec(i+1, capSum+float64(n)*c.cap, priceSum+float64(n)*c.price, mc)
+			rec(i+1, capSum+float64(n)*c.cap, priceSum+float64(n)*c.price, mc, tp)
 			if b.stopped {
 				break
 			}
 		}
 		k[i] = 0
 	}
-	rec(0, 0, 0, 0)
+	rec(0, 0, 0, 0, 0)
 }
 
 // leaf tries each admissible remainder class for a chosen count vector.
@@ -480,6 +587,10 @@ func (b *bnb) apply(depth, o, v int, cs []cand, k []int, r int, net, priceSum fl
 			b.used[cs[j].class] += k[j]
 		}
 		b.ws[o], b.thr[o], b.decided[o] = ws, thr, true
+		b.maxTier[o] = 0
+		for _, w := range ws {
+			b.maxTier[o] = max(b.maxTier[o], in.ix.workerTier[w])
+		}
 		saved := b.cost
 		b.cost += priceSum + net
 		b.assign(depth + 1)
