@@ -113,10 +113,11 @@ and streams Arrow batches through the plan.`,
 	root.AddCommand(
 		newVersionCmd(a),
 		newFmtCmd(a),
-		newBenchCmd(a),
+		newBenchCmd(a, newBenchInferenceCmd(a), newBenchPlannerCmd(a)),
 		newExplainCmd(a),
 		newImportCmd(a),
 		newDevicesCmd(a),
+		newReplCmd(a),
 	)
 	return root
 }

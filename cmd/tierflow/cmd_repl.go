@@ -1,0 +1,135 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"strings"
+
+	"github.com/spf13/cobra"
+	"golang.org/x/term"
+
+	"github.com/tierflow/tierflow/cmd/tierflow/repl"
+	"github.com/tierflow/tierflow/planner/catalog"
+	"github.com/tierflow/tierflow/planner/infra"
+)
+
+// replFlags are the options of `tierflow repl`.
+type replFlags struct {
+	files    []string // -f: scripts to run, in order
+	commands []string // -c: statements to run, after the files
+}
+
+// replEngine is the query engine the REPL runs SELECT and INSERT with.
+// Wiring the operators' executor is this one function.
+func replEngine(*app) repl.Engine { return repl.NoExecutor() }
+
+func newReplCmd(a *app) *cobra.Command { return newReplCmdWith(a, replEngine) }
+
+// newReplCmdWith builds the command over a chosen engine, so tests can run
+// the real REPL against a stream that never ends.
+func newReplCmdWith(a *app, engine func(*app) repl.Engine) *cobra.Command {
+	var f replFlags
+	c := &cobra.Command{
+		Use:   "repl [flags]",
+		Short: "Interactive SQL session: multi-line statements, history, completion, streaming results",
+		Long: `repl reads statements ending with ';' (they may span lines) and runs them in one
+session: models, streams, tables and sinks created earlier stay visible, SET
+changes planner options, EXPLAIN prints plans, and query results print as they
+arrive with a status line (rows, elapsed time, rows/s). Ctrl-C cancels the
+running query; Ctrl-D or \q quits. \? lists the backslash commands (\d, \explain,
+\timing, \format, \i, \o, \q).
+
+On a terminal it has line editing, TAB completion of keywords, names and
+columns, and history in $XDG_STATE_HOME/tierflow/history (or
+~/.tierflow_history). With -f, -c or piped input it prints no prompts or
+colours, stops at the first error and exits 2 for bad input, 1 for a failure.
+Results go to standard output, messages and errors to standard error.
+--format chooses table (default), json, jsonl or csv.`,
+		Example: `  tierflow repl --catalog examples/vqa/catalog.yaml --infra examples/vqa/infra.yaml
+  tierflow repl -f examples/design/shelves.sql -c 'SHOW MODELS;'
+  echo 'SHOW FUNCTIONS;' | tierflow repl --format csv`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			return runRepl(cmd.Context(), a, f, engine(a))
+		},
+	}
+	c.Flags().StringArrayVarP(&f.files, "file", "f", nil, "run the statements of FILE and exit (repeatable)")
+	c.Flags().StringArrayVarP(&f.commands, "command", "c", nil, "run STATEMENTS and exit (repeatable; after the files)")
+	return c
+}
+
+func runRepl(ctx context.Context, a *app, f replFlags, engine repl.Engine) error {
+	if ctx == nil {
+		ctx = context.Background()
+	}
+	cfg := repl.Config{In: a.in, Out: a.out, Err: a.err, Engine: engine, Format: a.g.format}
+	if a.g.catalog != "" {
+		c, err := catalog.LoadFile(a.g.catalog)
+		if err != nil {
+			return badInput(err)
+		}
+		cfg.Catalog = c
+	}
+	if a.g.infra != "" {
+		i, err := infra.LoadFile(a.g.infra)
+		if err != nil {
+			return badInput(err)
+		}
+		cfg.Infra = i
+	}
+	script := len(f.files) > 0 || len(f.commands) > 0
+	cfg.Interactive = !script && isTerminal(a.in) && isTerminal(a.out)
+	cfg.Color = isTerminal(a.out) && os.Getenv("NO_COLOR") == "" && os.Getenv("TERM") != "dumb"
+	if cfg.Interactive {
+		cfg.HistoryFile = repl.HistoryFile()
+	}
+	s, err := repl.New(cfg)
+	if err != nil {
+		return badInput(err)
+	}
+	defer s.Close()
+
+	if cfg.Interactive {
+		banner := fmt.Sprintf(`tierflow %s. Type \? for help, \q to quit.`, programVersion)
+		return s.RunInteractive(ctx, banner)
+	}
+	if !script {
+		return exitFor(s.RunScript(ctx, "<stdin>", a.in))
+	}
+	for _, path := range f.files {
+		r, err := os.Open(path)
+		if err != nil {
+			return badInput(err)
+		}
+		err = s.RunScript(ctx, path, r)
+		r.Close()
+		if err != nil || s.Quit() {
+			return exitFor(err)
+		}
+	}
+	for _, src := range f.commands {
+		if err := s.RunScript(ctx, "-c", strings.NewReader(src)); err != nil || s.Quit() {
+			return exitFor(err)
+		}
+	}
+	return nil
+}
+
+// exitFor maps an error the session already printed to the CLI's exit code.
+func exitFor(err error) error {
+	switch {
+	case err == nil:
+		return nil
+	case repl.IsBadInput(err):
+		return silentExit{exitBadInput}
+	default:
+		return silentExit{exitFailure}
+	}
+}
+
+// isTerminal reports whether v is a file on a terminal.
+func isTerminal(v any) bool {
+	f, ok := v.(interface{ Fd() uintptr })
+	return ok && term.IsTerminal(int(f.Fd()))
+}

@@ -1,0 +1,114 @@
+package repl
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"strings"
+)
+
+// command is one backslash command.
+type command struct {
+	name, args, help string
+	run              func(s *Session, ctx context.Context, arg string) error
+}
+
+// commands is the backslash command table, in the order \? lists them.
+func commands() []command {
+	return []command{
+		{`\?`, "", "show this help", func(s *Session, _ context.Context, _ string) error {
+			s.help()
+			return nil
+		}},
+		{`\d`, "[NAME]", "list models, streams, tables and sinks, or describe NAME", func(s *Session, _ context.Context, arg string) error {
+			if arg == "" {
+				return s.printTable(s.objects())
+			}
+			return s.describe(arg, `\d`)
+		}},
+		{`\df`, "[PREFIX]", "list functions", func(s *Session, _ context.Context, arg string) error {
+			return s.printTable(s.functions(arg))
+		}},
+		{`\explain`, "", "explain the next statement instead of running it", func(s *Session, _ context.Context, arg string) error {
+			s.explain = true
+			s.note("The next SELECT or INSERT will be explained, not run.")
+			return nil
+		}},
+		{`\timing`, "[on|off]", "print how long each statement takes", func(s *Session, _ context.Context, arg string) error {
+			switch strings.ToLower(arg) {
+			case "":
+				s.timing = !s.timing
+			case "on":
+				s.timing = true
+			case "off":
+				s.timing = false
+			default:
+				return fmt.Errorf(`%w: \timing takes on or off, not %q`, ErrBadInput, arg)
+			}
+			s.note("Timing is " + map[bool]string{true: "on", false: "off"}[s.timing] + ".")
+			return nil
+		}},
+		{`\format`, "table|json|jsonl|csv", "choose how results print", func(s *Session, _ context.Context, arg string) error {
+			if arg == "" {
+				s.note("Output format is " + s.format + ".")
+				return nil
+			}
+			if err := s.setFormat(arg); err != nil {
+				return err
+			}
+			s.note("Output format is " + s.format + ".")
+			return nil
+		}},
+		{`\i`, "FILE", "run the statements of FILE", func(s *Session, ctx context.Context, arg string) error {
+			if arg == "" {
+				return fmt.Errorf(`%w: \i needs a file name`, ErrBadInput)
+			}
+			f, err := os.Open(arg)
+			if err != nil {
+				return fmt.Errorf("%w: %v", ErrBadInput, err)
+			}
+			defer f.Close()
+			return s.runScript(ctx, arg, f, true)
+		}},
+		{`\o`, "[FILE]", "send results to FILE (no FILE: back to the terminal)", func(s *Session, _ context.Context, arg string) error {
+			return s.setOutput(arg)
+		}},
+		{`\q`, "", "quit (Ctrl-D also quits)", func(s *Session, _ context.Context, _ string) error {
+			s.quit = true
+			return nil
+		}},
+	}
+}
+
+// note prints a confirmation on a terminal; scripts stay quiet.
+func (s *Session) note(msg string) {
+	if s.cfg.Interactive {
+		fmt.Fprintln(s.cfg.Err, msg)
+	}
+}
+
+func (s *Session) help() {
+	w := s.cfg.Out
+	fmt.Fprintln(w, "Statements end with ';' and may span lines. Ctrl-C cancels a running query")
+	fmt.Fprintln(w, "or clears the line; Ctrl-D or \\q quits. TAB completes keywords and names.")
+	fmt.Fprintln(w)
+	for _, c := range commands() {
+		fmt.Fprintf(w, "  %-28s %s\n", strings.TrimSpace(c.name+" "+c.args), c.help)
+	}
+	fmt.Fprintln(w)
+	fmt.Fprintln(w, "Also: SHOW MODELS|STREAMS|TABLES|SINKS|FUNCTIONS|TIERS|WORKERS, DESCRIBE NAME,")
+	fmt.Fprintln(w, "EXPLAIN [(FORMAT text|json|dot, STRATEGY s, PROFILE p50)] query,")
+	fmt.Fprintf(w, "SET name = value with name one of %s.\n", strings.Join(Settings(), ", "))
+}
+
+// runCommand runs a backslash command line such as `\d shelves`.
+func (s *Session) runCommand(ctx context.Context, line string) error {
+	name, arg, _ := strings.Cut(strings.TrimSpace(line), " ")
+	arg = strings.TrimSpace(arg)
+	for _, c := range commands() {
+		if c.name == name {
+			return c.run(s, ctx, arg)
+		}
+	}
+	return fmt.Errorf(`%w: unknown command %s (\? lists them)`, ErrBadInput, name)
+}

@@ -1,0 +1,60 @@
+package repl
+
+import (
+	"context"
+	"errors"
+
+	"github.com/apache/arrow/go/v17/arrow"
+
+	"github.com/tierflow/tierflow/lang"
+	"github.com/tierflow/tierflow/planner"
+	"github.com/tierflow/tierflow/planner/catalog"
+	"github.com/tierflow/tierflow/planner/infra"
+	"github.com/tierflow/tierflow/planner/logical"
+)
+
+// ErrNoExecutor is returned by NoExecutor: the build has no query executor.
+var ErrNoExecutor = errors.New("no query executor in this build")
+
+// Engine runs queries (SELECT, INSERT INTO ... SELECT). The REPL binds every
+// query first, so an Engine only sees statements that name things the
+// session's catalog holds.
+type Engine interface {
+	// Exec starts q and returns its results as a stream. Cancelling ctx stops
+	// the query: Next then returns ctx's error promptly.
+	Exec(ctx context.Context, q Query) (Stream, error)
+}
+
+// Query is one statement to run with everything the session knows.
+type Query struct {
+	Stmt    lang.Statement // *lang.Query or *lang.Insert
+	Source  string         // the statement's text, for messages
+	Bound   *logical.Plan  // the statement bound against Catalog
+	Catalog *catalog.Catalog
+	Infra   *infra.Infra // nil when the session has none
+	Options planner.Options
+}
+
+// Stream is the result of a running query: batches as they are produced (a
+// closed window, a source batch), then io.EOF.
+type Stream interface {
+	// Schema is the shape of every batch; it is known before the first one.
+	Schema() *arrow.Schema
+	// Next blocks until the next batch, the end (io.EOF) or ctx is done. The
+	// caller releases the record.
+	Next(ctx context.Context) (arrow.Record, error)
+	// Close stops the query and releases what it holds; safe after io.EOF.
+	Close() error
+}
+
+// EngineFunc adapts a function to Engine.
+type EngineFunc func(ctx context.Context, q Query) (Stream, error)
+
+// Exec calls f.
+func (f EngineFunc) Exec(ctx context.Context, q Query) (Stream, error) { return f(ctx, q) }
+
+// NoExecutor is the Engine of a build without an executor: every query fails
+// with ErrNoExecutor, while EXPLAIN, SHOW, DESCRIBE and DDL still work.
+func NoExecutor() Engine {
+	return EngineFunc(func(context.Context, Query) (Stream, error) { return nil, ErrNoExecutor })
+}

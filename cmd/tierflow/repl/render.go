@@ -1,0 +1,327 @@
+package repl
+
+import (
+	"encoding/csv"
+	"encoding/json"
+	"fmt"
+	"io"
+	"strings"
+	"unicode/utf8"
+
+	"github.com/apache/arrow/go/v17/arrow"
+)
+
+// Formats lists the result formats \format and --format accept.
+func Formats() []string { return []string{"table", "json", "jsonl", "csv"} }
+
+// maxCellWidth bounds a table column: long values (tensors, text) are cut
+// with an ellipsis so a row stays on one line.
+const maxCellWidth = 40
+
+// column is a result column as renderers see it.
+type column struct {
+	name  string
+	right bool // numbers align right
+}
+
+// cell is one value: its text for table and csv, its JSON value for json.
+type cell struct {
+	text  string
+	value any
+	null  bool
+}
+
+// renderer writes a result as it streams: the columns, then batches of rows
+// as they arrive, then the end with the row count.
+type renderer interface {
+	begin(cols []column) error
+	rows(rows [][]cell) error
+	end(n int64) error
+}
+
+func newRenderer(format string, w io.Writer, color bool) (renderer, error) {
+	switch format {
+	case "", "table":
+		return &tableRenderer{w: w, color: color}, nil
+	case "json":
+		return &jsonRenderer{w: w}, nil
+	case "jsonl":
+		return &jsonRenderer{w: w, lines: true}, nil
+	case "csv":
+		return &csvRenderer{w: csv.NewWriter(w)}, nil
+	}
+	return nil, fmt.Errorf("%w: unknown format %q (want %s)", ErrBadInput, format, strings.Join(Formats(), ", "))
+}
+
+// tableRenderer prints psql-style aligned tables. Streams have no last row to
+// measure, so the widths are fixed by the header and the first batch; a later
+// wider value widens its column from then on (up to maxCellWidth) rather than
+// being cut, so numbers are never truncated silently below the cap.
+type tableRenderer struct {
+	w      io.Writer
+	color  bool
+	cols   []column
+	widths []int
+	headed bool
+}
+
+func (t *tableRenderer) begin(cols []column) error {
+	t.cols = cols
+	t.widths = make([]int, len(cols))
+	for i, c := range cols {
+		t.widths[i] = min(width(c.name), maxCellWidth)
+	}
+	return nil
+}
+
+func (t *tableRenderer) rows(rows [][]cell) error {
+	if !t.headed {
+		for _, r := range rows {
+			for i, c := range r {
+				t.widths[i] = max(t.widths[i], min(width(display(c)), maxCellWidth))
+			}
+		}
+		if err := t.header(); err != nil {
+			return err
+		}
+	}
+	var b strings.Builder
+	for _, r := range rows {
+		for i, c := range r {
+			t.widths[i] = max(t.widths[i], min(width(display(c)), maxCellWidth))
+			if i > 0 {
+				b.WriteString(" |")
+			}
+			b.WriteByte(' ')
+			b.WriteString(pad(truncate(display(c), t.widths[i]), t.widths[i], t.cols[i].right))
+		}
+		b.WriteString("\n")
+	}
+	_, err := io.WriteString(t.w, trimLines(b.String()))
+	return err
+}
+
+func (t *tableRenderer) header() error {
+	t.headed = true
+	var h, sep strings.Builder
+	for i, c := range t.cols {
+		if i > 0 {
+			h.WriteString(" |")
+			sep.WriteString("+")
+		}
+		h.WriteByte(' ')
+		h.WriteString(pad(truncate(c.name, t.widths[i]), t.widths[i], false))
+		sep.WriteString(strings.Repeat("-", t.widths[i]+2))
+	}
+	head := strings.TrimRight(h.String(), " ")
+	if t.color {
+		head = "\x1b[1m" + head + "\x1b[0m"
+	}
+	_, err := fmt.Fprintf(t.w, "%s\n%s\n", head, sep.String())
+	return err
+}
+
+func (t *tableRenderer) end(n int64) error {
+	if !t.headed {
+		if err := t.header(); err != nil {
+			return err
+		}
+	}
+	word := "rows"
+	if n == 1 {
+		word = "row"
+	}
+	_, err := fmt.Fprintf(t.w, "(%d %s)\n", n, word)
+	return err
+}
+
+// display is a cell as the table shows it: NULL spelled out, line breaks
+// visible so a row stays one line.
+func display(c cell) string {
+	if c.null {
+		return "NULL"
+	}
+	if strings.ContainsAny(c.text, "\n\r\t") {
+		return strings.NewReplacer("\n", `\n`, "\r", `\r`, "\t", `\t`).Replace(c.text)
+	}
+	return c.text
+}
+
+func width(s string) int { return utf8.RuneCountInString(s) }
+
+func truncate(s string, w int) string {
+	if width(s) <= w {
+		return s
+	}
+	r := []rune(s)
+	return string(r[:w-1]) + "…"
+}
+
+func pad(s string, w int, right bool) string {
+	n := w - width(s)
+	if n <= 0 {
+		return s
+	}
+	if right {
+		return strings.Repeat(" ", n) + s
+	}
+	return s + strings.Repeat(" ", n)
+}
+
+// trimLines drops the padding at the end of each line.
+func trimLines(s string) string {
+	lines := strings.Split(s, "\n")
+	for i, l := range lines {
+		lines[i] = strings.TrimRight(l, " ")
+	}
+	return strings.Join(lines, "\n")
+}
+
+// jsonRenderer writes one JSON array (written as rows arrive, so a stream is
+// valid JSON once it ends) or JSON lines.
+type jsonRenderer struct {
+	w     io.Writer
+	lines bool
+	cols  []column
+	n     int64
+}
+
+func (j *jsonRenderer) begin(cols []column) error {
+	j.cols = cols
+	if j.lines {
+		return nil
+	}
+	_, err := io.WriteString(j.w, "[")
+	return err
+}
+
+func (j *jsonRenderer) rows(rows [][]cell) error {
+	var b strings.Builder
+	for _, r := range rows {
+		switch {
+		case j.lines:
+		case j.n == 0:
+			b.WriteString("\n  ")
+		default:
+			b.WriteString(",\n  ")
+		}
+		j.n++
+		b.WriteByte('{')
+		for i, c := range r {
+			if i > 0 {
+				b.WriteByte(',')
+			}
+			k, _ := json.Marshal(j.cols[i].name)
+			b.Write(k)
+			b.WriteByte(':')
+			v := []byte("null")
+			if !c.null {
+				var err error
+				if v, err = json.Marshal(c.value); err != nil {
+					v, _ = json.Marshal(c.text)
+				}
+			}
+			b.Write(v)
+		}
+		b.WriteByte('}')
+		if j.lines {
+			b.WriteByte('\n')
+		}
+	}
+	_, err := io.WriteString(j.w, b.String())
+	return err
+}
+
+func (j *jsonRenderer) end(int64) error {
+	if j.lines {
+		return nil
+	}
+	end := "\n]\n"
+	if j.n == 0 {
+		end = "]\n"
+	}
+	_, err := io.WriteString(j.w, end)
+	return err
+}
+
+// csvRenderer writes RFC 4180 CSV with a header; NULL is an empty field.
+type csvRenderer struct{ w *csv.Writer }
+
+func (c *csvRenderer) begin(cols []column) error {
+	rec := make([]string, len(cols))
+	for i, col := range cols {
+		rec[i] = col.name
+	}
+	return c.w.Write(rec)
+}
+
+func (c *csvRenderer) rows(rows [][]cell) error {
+	for _, r := range rows {
+		rec := make([]string, len(r))
+		for i, x := range r {
+			if !x.null {
+				rec[i] = x.text
+			}
+		}
+		if err := c.w.Write(rec); err != nil {
+			return err
+		}
+	}
+	c.w.Flush()
+	return c.w.Error()
+}
+
+func (c *csvRenderer) end(int64) error {
+	c.w.Flush()
+	return c.w.Error()
+}
+
+// schemaColumns maps an arrow schema to renderer columns.
+func schemaColumns(s *arrow.Schema) []column {
+	cols := make([]column, s.NumFields())
+	for i, f := range s.Fields() {
+		cols[i] = column{name: f.Name, right: numeric(f.Type)}
+	}
+	return cols
+}
+
+func numeric(t arrow.DataType) bool {
+	switch t.ID() {
+	case arrow.INT8, arrow.INT16, arrow.INT32, arrow.INT64,
+		arrow.UINT8, arrow.UINT16, arrow.UINT32, arrow.UINT64,
+		arrow.FLOAT16, arrow.FLOAT32, arrow.FLOAT64, arrow.DECIMAL128, arrow.DECIMAL256:
+		return true
+	}
+	return false
+}
+
+// recordCells converts a record batch to rows of cells.
+func recordCells(rec arrow.Record) [][]cell {
+	n := int(rec.NumRows())
+	rows := make([][]cell, n)
+	for i := range rows {
+		rows[i] = make([]cell, rec.NumCols())
+	}
+	for c, arr := range rec.Columns() {
+		for r := 0; r < n; r++ {
+			if arr.IsNull(r) {
+				rows[r][c] = cell{null: true}
+				continue
+			}
+			rows[r][c] = cell{text: arr.ValueStr(r), value: arr.GetOneForMarshal(r)}
+		}
+	}
+	return rows
+}
+
+// textRows converts rows of strings (the session's own listings) to cells.
+func textRows(rows [][]string) [][]cell {
+	out := make([][]cell, len(rows))
+	for i, r := range rows {
+		out[i] = make([]cell, len(r))
+		for j, s := range r {
+			out[i][j] = cell{text: s, value: s}
+		}
+	}
+	return out
+}

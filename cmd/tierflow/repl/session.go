@@ -1,0 +1,224 @@
+package repl
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/tierflow/tierflow/lang"
+	"github.com/tierflow/tierflow/planner"
+	"github.com/tierflow/tierflow/planner/bind"
+	"github.com/tierflow/tierflow/planner/catalog"
+	"github.com/tierflow/tierflow/planner/expr"
+	"github.com/tierflow/tierflow/planner/infra"
+)
+
+// ErrBadInput marks the user's input as wrong (a statement, a command, a
+// setting): non-interactive runs exit 2 on it, other failures exit 1.
+var ErrBadInput = errors.New("bad input")
+
+// Config is everything a session starts from.
+type Config struct {
+	In  io.Reader // statements; a terminal when Interactive
+	Out io.Writer // results
+	Err io.Writer // errors, command tags, timing, the status line
+	// Interactive: stdin and stdout are terminals, so prompts, line editing,
+	// history, completion, colour and the status line are on.
+	Interactive bool
+	Color       bool
+	// HistoryFile keeps the interactive history; empty: no history file.
+	HistoryFile string
+	Catalog     *catalog.Catalog // copied; nil means empty
+	Infra       *infra.Infra     // nil: EXPLAIN says it needs one
+	Engine      Engine           // nil means NoExecutor()
+	Format      string           // initial result format; empty is table
+}
+
+// Session is one REPL session: its catalog, options and settings. A Session
+// runs one statement at a time; only Interrupt may be called concurrently.
+type Session struct {
+	cfg     Config
+	cat     *catalog.Catalog
+	inf     *infra.Infra
+	funcs   *expr.Registry
+	engine  Engine
+	opts    planner.Options
+	sets    map[string]string // SET values as written, for \set-like listing
+	format  string
+	timing  bool
+	explain bool // \explain: explain the next statement instead of running it
+	out     io.Writer
+	outFile *os.File
+	quit    bool
+
+	mu     sync.Mutex
+	cancel context.CancelFunc // of the running statement
+}
+
+// New starts a session.
+func New(cfg Config) (*Session, error) {
+	s := &Session{cfg: cfg, funcs: expr.Builtins(), engine: cfg.Engine, sets: map[string]string{}, out: cfg.Out}
+	if cfg.Catalog != nil {
+		s.cat = cfg.Catalog.Clone()
+	} else {
+		s.cat = &catalog.Catalog{}
+	}
+	s.inf = cfg.Infra
+	if s.engine == nil {
+		s.engine = NoExecutor()
+	}
+	s.opts = planner.Options{Strategy: planner.DefaultStrategy}
+	if err := s.setFormat(cfg.Format); err != nil {
+		return nil, err
+	}
+	return s, nil
+}
+
+// Catalog is the session's catalog (for tests and completion).
+func (s *Session) Catalog() *catalog.Catalog { return s.cat }
+
+// Close closes a \o file.
+func (s *Session) Close() error { return s.setOutput("") }
+
+// Interrupt cancels the running statement, if any, and reports whether there
+// was one. It is what Ctrl-C does while a query runs.
+func (s *Session) Interrupt() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.cancel == nil {
+		return false
+	}
+	s.cancel()
+	return true
+}
+
+func (s *Session) setFormat(f string) error {
+	if f == "" {
+		f = "table"
+	}
+	for _, ok := range Formats() {
+		if f == ok {
+			s.format = f
+			return nil
+		}
+	}
+	return fmt.Errorf("%w: unknown format %q (want %s)", ErrBadInput, f, strings.Join(Formats(), ", "))
+}
+
+func (s *Session) setOutput(path string) error {
+	if s.outFile != nil {
+		err := s.outFile.Close()
+		s.outFile, s.out = nil, s.cfg.Out
+		if err != nil {
+			return err
+		}
+	}
+	if path == "" {
+		return nil
+	}
+	f, err := os.Create(path)
+	if err != nil {
+		return fmt.Errorf("%w: %v", ErrBadInput, err)
+	}
+	s.outFile, s.out = f, f
+	return nil
+}
+
+// color reports whether results go to the terminal with colour on.
+func (s *Session) color() bool { return s.cfg.Color && s.outFile == nil }
+
+// runSource parses src (a complete input: one or more statements) and runs its
+// statements in order, stopping at the first error, which it prints. name and
+// firstLine place errors in the user's file.
+func (s *Session) runSource(ctx context.Context, name, src string, firstLine int) error {
+	// Pad with the lines before the statement so positions are the file's.
+	padded := strings.Repeat("\n", max(firstLine-1, 0)) + src
+	script, err := lang.Parse(name, padded)
+	if err != nil {
+		s.report(padded, err)
+		return err
+	}
+	for _, st := range script.Statements {
+		start := time.Now()
+		err := s.runStatement(ctx, st, padded)
+		if err != nil {
+			s.report(padded, err)
+			return err
+		}
+		if s.timing {
+			fmt.Fprintf(s.cfg.Err, "Time: %.3f ms\n", float64(time.Since(start).Microseconds())/1000)
+		}
+	}
+	return nil
+}
+
+// report prints err: syntax and bind errors with their line and a caret.
+func (s *Session) report(src string, err error) {
+	w := s.cfg.Err
+	red := func(m string) string {
+		if s.cfg.Color {
+			return "\x1b[31m" + m + "\x1b[0m"
+		}
+		return m
+	}
+	var pe *lang.Error
+	if errors.As(err, &pe) {
+		fmt.Fprintln(w, red(pe.Pretty()))
+		return
+	}
+	var es bind.Errors
+	if errors.As(err, &es) {
+		for _, e := range es {
+			fmt.Fprintln(w, red(caret(src, e.Error(), e.Pos.Line, e.Pos.Col)))
+		}
+		return
+	}
+	var be *bind.Error
+	if errors.As(err, &be) {
+		fmt.Fprintln(w, red(caret(src, be.Error(), be.Pos.Line, be.Pos.Col)))
+		return
+	}
+	if errors.Is(err, context.Canceled) {
+		return // the cancel message is printed where the query stopped
+	}
+	fmt.Fprintln(w, red("error: "+err.Error()))
+}
+
+// caret renders msg, the source line and a caret under the column.
+func caret(src, msg string, line, col int) string {
+	lines := strings.Split(src, "\n")
+	if line < 1 || line > len(lines) {
+		return msg
+	}
+	text := strings.TrimRight(lines[line-1], "\r")
+	var b strings.Builder
+	for i, r := range []rune(text) {
+		if i >= col-1 {
+			break
+		}
+		if r == '\t' {
+			b.WriteByte('\t')
+		} else {
+			b.WriteByte(' ')
+		}
+	}
+	return msg + "\n" + text + "\n" + b.String() + "^"
+}
+
+// IsBadInput reports whether err is the user's input being wrong (exit 2)
+// rather than a failure while running (exit 1).
+func IsBadInput(err error) bool {
+	for _, kind := range []error{ErrBadInput, lang.ErrSyntax, bind.ErrBind, catalog.ErrUnknown, catalog.ErrExists, planner.ErrNoInfra} {
+		if errors.Is(err, kind) {
+			return true
+		}
+	}
+	var es bind.Errors
+	var be *bind.Error
+	return errors.As(err, &es) || errors.As(err, &be)
+}

@@ -1,0 +1,299 @@
+package repl
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/tierflow/tierflow/lang"
+	"github.com/tierflow/tierflow/planner"
+	"github.com/tierflow/tierflow/planner/bind"
+	"github.com/tierflow/tierflow/planner/explain"
+)
+
+// runStatement runs one parsed statement against the session.
+func (s *Session) runStatement(ctx context.Context, st lang.Statement, src string) error {
+	if s.explain {
+		s.explain = false
+		switch q := st.(type) {
+		case *lang.Query:
+			return s.runExplain(ctx, &lang.Explain{Pos: q.Pos, Query: q})
+		case *lang.Insert:
+			return s.runExplain(ctx, &lang.Explain{Pos: q.Pos, Insert: q})
+		}
+		fmt.Fprintln(s.cfg.Err, "(\\explain applies to SELECT and INSERT; running the statement)")
+	}
+	if ok, err := bind.Apply(s.cat, st); ok {
+		if err != nil {
+			return err
+		}
+		s.tag(commandTag(st))
+		return nil
+	}
+	switch st := st.(type) {
+	case *lang.Query, *lang.Insert:
+		return s.runQuery(ctx, st, src)
+	case *lang.Explain:
+		return s.runExplain(ctx, st)
+	case *lang.Show:
+		t, err := s.show(st)
+		if err != nil {
+			return err
+		}
+		return s.printTable(t)
+	case *lang.Describe:
+		return s.describe(st.Name, bind.Pos(st.Pos).String())
+	case *lang.Set:
+		if err := s.set(st); err != nil {
+			return err
+		}
+		s.tag("SET")
+		return nil
+	case *lang.StopQuery:
+		return fmt.Errorf("%w: %s: the REPL runs one query at a time in the foreground: press Ctrl-C to stop it", ErrBadInput, bind.Pos(st.Pos))
+	}
+	return fmt.Errorf("%w: %s: statement %T is not supported in the REPL", ErrBadInput, bind.Pos(st.Position()), st)
+}
+
+// tag prints a psql-style command tag (CREATE MODEL, SET) on a terminal.
+func (s *Session) tag(t string) {
+	if s.cfg.Interactive {
+		fmt.Fprintln(s.cfg.Err, t)
+	}
+}
+
+func commandTag(st lang.Statement) string {
+	switch st := st.(type) {
+	case *lang.CreateModel:
+		return "CREATE MODEL " + st.Name
+	case *lang.CreateStream:
+		return "CREATE STREAM " + st.Name
+	case *lang.CreateTable:
+		return "CREATE TABLE " + st.Name
+	case *lang.CreateSink:
+		return "CREATE SINK " + st.Name
+	case *lang.Drop:
+		return "DROP " + string(st.Kind) + " " + st.Name
+	}
+	return "OK"
+}
+
+// runExplain plans the statement with the session's options (overridden by
+// EXPLAIN's own) and prints the physical plan.
+func (s *Session) runExplain(ctx context.Context, e *lang.Explain) error {
+	if e.Analyze {
+		return fmt.Errorf("%w: %s: EXPLAIN ANALYZE needs the executor, which this REPL does not have yet", ErrBadInput, bind.Pos(e.Pos))
+	}
+	opts := s.opts
+	format := "text"
+	for _, o := range e.Options {
+		switch strings.ToUpper(string(o.Key)) {
+		case "FORMAT":
+			format = strings.ToLower(o.Value)
+		case "STRATEGY":
+			opts.Strategy = strings.ToLower(o.Value)
+		case "PROFILE":
+			p, err := planner.ParsePercentile(o.Value)
+			if err != nil {
+				return fmt.Errorf("%w: %s: %v", ErrBadInput, bind.Pos(o.Pos), err)
+			}
+			opts.Percentile = p
+		default:
+			return fmt.Errorf("%w: %s: unknown EXPLAIN option %s (want FORMAT, STRATEGY or PROFILE)", ErrBadInput, bind.Pos(o.Pos), o.Key)
+		}
+	}
+	res, err := planner.PlanStatement(ctx, e.Target(), s.cat, s.inf, opts)
+	if err != nil {
+		if errors.Is(err, planner.ErrNoInfra) {
+			return fmt.Errorf("EXPLAIN needs an infrastructure: start the REPL with --infra FILE: %w", err)
+		}
+		var es bind.Errors
+		var be *bind.Error
+		if errors.As(err, &es) || errors.As(err, &be) {
+			return err
+		}
+		return fmt.Errorf("%w: %v", ErrBadInput, err)
+	}
+	if err := explain.Write(s.out, format, res.Physical); err != nil {
+		return fmt.Errorf("%w: %v", ErrBadInput, err)
+	}
+	return nil
+}
+
+// set changes a planner option for the rest of the session.
+func (s *Session) set(st *lang.Set) error {
+	key := strings.ToLower(st.Key)
+	val, err := literal(st.Value)
+	if err != nil {
+		return fmt.Errorf("%w: %s: %v", ErrBadInput, bind.Pos(st.Pos), err)
+	}
+	bad := func(format string, args ...any) error {
+		return fmt.Errorf("%w: %s: SET %s: %s", ErrBadInput, bind.Pos(st.Pos), key, fmt.Sprintf(format, args...))
+	}
+	num := func() (float64, error) {
+		f, err := strconv.ParseFloat(val, 64)
+		if err != nil {
+			return 0, bad("want a number, got %q", val)
+		}
+		return f, nil
+	}
+	count := func() (int, error) {
+		n, err := strconv.Atoi(val)
+		if err != nil || n < 1 {
+			return 0, bad("want a positive integer, got %q", val)
+		}
+		return n, nil
+	}
+	o := &s.opts
+	switch key {
+	case "planner.strategy":
+		o.Strategy = strings.ToLower(val)
+	case "planner.profile":
+		p, err := planner.ParsePercentile(val)
+		if err != nil {
+			return bad("%v", err)
+		}
+		o.Percentile = p
+	case "planner.accuracy":
+		f, err := num()
+		if err != nil {
+			return err
+		}
+		o.Accuracy = &f
+	case "planner.throughput":
+		f, err := num()
+		if err != nil {
+			return err
+		}
+		o.Throughput = f
+	case "planner.seed":
+		n, err := strconv.ParseInt(val, 10, 64)
+		if err != nil {
+			return bad("want an integer, got %q", val)
+		}
+		o.Optimize.Seed = n
+	case "planner.beam_width":
+		n, err := count()
+		if err != nil {
+			return err
+		}
+		o.Optimize.BeamModelSelection, o.Optimize.BeamWorkerAssignment = n, n
+	case "planner.beam_ms":
+		n, err := count()
+		if err != nil {
+			return err
+		}
+		o.Optimize.BeamModelSelection = n
+	case "planner.beam_wa":
+		n, err := count()
+		if err != nil {
+			return err
+		}
+		o.Optimize.BeamWorkerAssignment = n
+	case "planner.topo_orders":
+		n, err := count()
+		if err != nil {
+			return err
+		}
+		o.Optimize.TopoOrders = n
+	case "planner.time_budget":
+		d, err := time.ParseDuration(val)
+		if err != nil {
+			return bad("want a duration such as '2s', got %q", val)
+		}
+		o.Optimize.TimeBudget = d
+	default:
+		return bad("unknown setting (want one of %s)", strings.Join(Settings(), ", "))
+	}
+	s.sets[key] = val
+	return nil
+}
+
+// Settings lists what SET changes, for help and completion.
+func Settings() []string {
+	return []string{"planner.accuracy", "planner.beam_ms", "planner.beam_wa", "planner.beam_width",
+		"planner.profile", "planner.seed", "planner.strategy", "planner.throughput",
+		"planner.time_budget", "planner.topo_orders"}
+}
+
+func literal(l lang.Literal) (string, error) {
+	switch v := l.(type) {
+	case *lang.NumberLit:
+		return v.Value, nil
+	case *lang.StringLit:
+		return v.Value, nil
+	case *lang.BoolLit:
+		return strconv.FormatBool(v.Value), nil
+	}
+	return "", fmt.Errorf("want a number, a string or a boolean")
+}
+
+// runQuery binds a SELECT or INSERT, hands it to the engine and renders its
+// results as they arrive.
+func (s *Session) runQuery(ctx context.Context, st lang.Statement, src string) error {
+	b := bind.New(s.cat)
+	b.Funcs = s.funcs
+	bound, err := b.Bind(st)
+	if err != nil {
+		return err
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	s.mu.Lock()
+	s.cancel = cancel
+	s.mu.Unlock()
+	defer func() {
+		s.mu.Lock()
+		s.cancel = nil
+		s.mu.Unlock()
+	}()
+	stream, err := s.engine.Exec(ctx, Query{Stmt: st, Source: src, Bound: bound, Catalog: s.cat, Infra: s.inf, Options: s.opts})
+	if err != nil {
+		return err
+	}
+	defer stream.Close()
+	return s.render(ctx, stream)
+}
+
+// printTable renders one of the session's own listings.
+func (s *Session) printTable(t table) error {
+	r, err := newRenderer(s.format, s.out, s.color())
+	if err != nil {
+		return err
+	}
+	if t.title != "" && s.format == "table" {
+		fmt.Fprintln(s.out, t.title)
+	}
+	if err := r.begin(t.cols); err != nil {
+		return err
+	}
+	if len(t.rows) > 0 {
+		if err := r.rows(textRows(t.rows)); err != nil {
+			return err
+		}
+	}
+	return r.end(int64(len(t.rows)))
+}
+
+// table is a small listing the session builds itself (SHOW, \d).
+type table struct {
+	title string
+	cols  []column
+	rows  [][]string
+}
+
+func textTable(title string, names ...string) table {
+	t := table{title: title}
+	for _, n := range names {
+		t.cols = append(t.cols, column{name: n})
+	}
+	return t
+}
+
+func sortRows(rows [][]string) {
+	sort.SliceStable(rows, func(i, j int) bool { return rows[i][0] < rows[j][0] })
+}

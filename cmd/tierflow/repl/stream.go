@@ -1,0 +1,139 @@
+package repl
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"time"
+
+	"github.com/apache/arrow/go/v17/arrow"
+)
+
+// statusEvery is how often the status line refreshes while nothing arrives.
+const statusEvery = 200 * time.Millisecond
+
+// render pulls batches from stream and renders each as it arrives; on a
+// terminal a status line (rows so far, elapsed, rows/s) sits under the rows.
+// Cancelling ctx (Ctrl-C) ends the query with what was shown kept.
+func (s *Session) render(ctx context.Context, stream Stream) error {
+	r, err := newRenderer(s.format, s.out, s.color())
+	if err != nil {
+		return err
+	}
+	if err := r.begin(schemaColumns(stream.Schema())); err != nil {
+		return err
+	}
+	type next struct {
+		rec arrow.Record
+		err error
+	}
+	// Next blocks; a goroutine turns it into a channel so the status line
+	// keeps ticking while a window is still open. It is stopped and waited
+	// for before render returns, so Close never races Next.
+	inner, stop := context.WithCancel(ctx)
+	batches := make(chan next)
+	done := make(chan struct{})
+	defer func() { stop(); <-done }()
+	go func() {
+		defer close(done)
+		for {
+			rec, err := stream.Next(inner)
+			select {
+			case batches <- next{rec, err}:
+			case <-inner.Done():
+				if rec != nil {
+					rec.Release()
+				}
+				return
+			}
+			if err != nil {
+				return
+			}
+		}
+	}()
+	st := status{w: s.cfg.Err, on: s.cfg.Interactive, start: time.Now(), color: s.cfg.Color}
+	tick := time.NewTicker(statusEvery)
+	defer tick.Stop()
+	cancelled := func() error {
+		st.clear()
+		if err := r.end(st.rows); err != nil {
+			return err
+		}
+		fmt.Fprintf(s.cfg.Err, "Cancelled after %s.\n", st.summary())
+		return ctx.Err()
+	}
+	st.draw()
+	for {
+		select {
+		case <-tick.C:
+			st.draw()
+		case <-ctx.Done():
+			return cancelled()
+		case nx := <-batches:
+			if nx.err != nil {
+				st.clear()
+				if errors.Is(nx.err, io.EOF) {
+					return r.end(st.rows)
+				}
+				if ctx.Err() != nil {
+					return cancelled()
+				}
+				return nx.err
+			}
+			rows := recordCells(nx.rec)
+			nx.rec.Release()
+			if len(rows) == 0 {
+				continue
+			}
+			st.clear()
+			if err := r.rows(rows); err != nil {
+				return err
+			}
+			st.rows += int64(len(rows))
+			st.draw()
+		}
+	}
+}
+
+// status is the line under a streaming result on a terminal.
+type status struct {
+	w     io.Writer
+	on    bool
+	color bool
+	start time.Time
+	rows  int64
+	shown bool
+}
+
+func (st *status) summary() string {
+	el := time.Since(st.start)
+	word := "rows"
+	if st.rows == 1 {
+		word = "row"
+	}
+	rps := 0.0
+	if el > 0 {
+		rps = float64(st.rows) / el.Seconds()
+	}
+	return fmt.Sprintf("%d %s, %.1f s, %.0f rows/s", st.rows, word, el.Seconds(), rps)
+}
+
+func (st *status) draw() {
+	if !st.on {
+		return
+	}
+	line := "… " + st.summary() + " (Ctrl-C cancels)"
+	if st.color {
+		line = "\x1b[2m" + line + "\x1b[0m"
+	}
+	fmt.Fprint(st.w, "\r\x1b[2K"+line)
+	st.shown = true
+}
+
+func (st *status) clear() {
+	if st.shown {
+		fmt.Fprint(st.w, "\r\x1b[2K")
+		st.shown = false
+	}
+}
