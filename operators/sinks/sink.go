@@ -1,0 +1,167 @@
+package sinks
+
+import (
+	"fmt"
+	"io"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/apache/arrow/go/v17/arrow"
+
+	"github.com/tierflow/tierflow/dataflow"
+	"github.com/tierflow/tierflow/operators/functions"
+)
+
+// Writer consumes result batches. Write does not keep rec past the call.
+type Writer interface {
+	Write(rec arrow.Record) error
+	// Close flushes what was written; the underlying file is the caller's.
+	Close() error
+}
+
+// Sink is the terminal operator: it hands every batch to a Writer. Several
+// instances may share one Writer; writes are serialised.
+type Sink struct {
+	dataflow.Base
+	w    Writer
+	mu   *sync.Mutex
+	rows *atomic.Int64
+}
+
+// NewSink makes a sink instance writing to w, counting rows into rows (may be
+// nil); mu serialises instances sharing w.
+func NewSink(w Writer, mu *sync.Mutex, rows *atomic.Int64) *Sink {
+	if mu == nil {
+		mu = &sync.Mutex{}
+	}
+	return &Sink{w: w, mu: mu, rows: rows}
+}
+
+func (s *Sink) OnBatch(_ *dataflow.Context, _ int, b dataflow.Batch, _ *dataflow.Capability) error {
+	defer b.Record.Release()
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.rows != nil {
+		s.rows.Add(b.Record.NumRows())
+	}
+	return s.w.Write(b.Record)
+}
+
+// FormatValue renders one cell for text outputs: timestamps as
+// "2006-01-02 15:04:05.999999", NULL as the given null text.
+func FormatValue(v any, null string) string {
+	switch x := v.(type) {
+	case nil:
+		return null
+	case time.Time:
+		return x.UTC().Format("2006-01-02 15:04:05.999999")
+	case time.Duration:
+		return x.String()
+	case float64:
+		return strconv.FormatFloat(x, 'g', -1, 64)
+	case string:
+		return x
+	}
+	return fmt.Sprint(v)
+}
+
+// Table prints rows as an aligned text table, streaming: the header and column
+// widths come from the first batch; later rows reuse them (a wider value just
+// pushes its row). Close prints the row count.
+type Table struct {
+	w      io.Writer
+	widths []int
+	rows   int64
+	schema *arrow.Schema
+}
+
+// NewTable prints to w.
+func NewTable(w io.Writer) *Table { return &Table{w: w} }
+
+func (t *Table) Write(rec arrow.Record) error {
+	n := int(rec.NumRows())
+	cells := make([][]string, n)
+	for i := 0; i < n; i++ {
+		cells[i] = make([]string, rec.NumCols())
+		for j := range cells[i] {
+			cells[i][j] = FormatValue(functions.ValueAt(rec.Column(j), i), "NULL")
+		}
+	}
+	if t.widths == nil {
+		t.schema = rec.Schema()
+		t.widths = make([]int, rec.NumCols())
+		for j, f := range rec.Schema().Fields() {
+			t.widths[j] = max(len(f.Name), 4)
+			for _, r := range cells {
+				t.widths[j] = max(t.widths[j], len(r[j]))
+			}
+		}
+		names := make([]string, len(t.widths))
+		for j, f := range rec.Schema().Fields() {
+			names[j] = f.Name
+		}
+		if err := t.line(names); err != nil {
+			return err
+		}
+		seps := make([]string, len(t.widths))
+		for j, w := range t.widths {
+			seps[j] = strings.Repeat("-", w)
+		}
+		if _, err := fmt.Fprintln(t.w, "+-"+strings.Join(seps, "-+-")+"-+"); err != nil {
+			return err
+		}
+	}
+	for _, r := range cells {
+		if err := t.line(r); err != nil {
+			return err
+		}
+	}
+	t.rows += int64(n)
+	return nil
+}
+
+func (t *Table) line(cells []string) error {
+	var b strings.Builder
+	b.WriteString("| ")
+	for j, c := range cells {
+		if j > 0 {
+			b.WriteString(" | ")
+		}
+		pad := t.widths[j] - len(c)
+		isNum := t.schema != nil && j < t.schema.NumFields() && isNumeric(t.schema.Field(j).Type)
+		if isNum && pad > 0 {
+			b.WriteString(strings.Repeat(" ", pad))
+		}
+		b.WriteString(c)
+		if !isNum && pad > 0 {
+			b.WriteString(strings.Repeat(" ", pad))
+		}
+	}
+	b.WriteString(" |\n")
+	_, err := io.WriteString(t.w, b.String())
+	return err
+}
+
+func isNumeric(t arrow.DataType) bool {
+	switch t.ID() {
+	case arrow.INT8, arrow.INT16, arrow.INT32, arrow.INT64, arrow.UINT8, arrow.UINT16, arrow.UINT32, arrow.UINT64, arrow.FLOAT32, arrow.FLOAT64:
+		return true
+	}
+	return false
+}
+
+// Rows is how many rows were printed.
+func (t *Table) Rows() int64 { return t.rows }
+
+// Close prints the row count.
+func (t *Table) Close() error {
+	s := "s"
+	if t.rows == 1 {
+		s = ""
+	}
+	_, err := fmt.Fprintf(t.w, "(%d row%s)\n", t.rows, s)
+	return err
+}
