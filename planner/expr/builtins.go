@@ -190,8 +190,8 @@ func builtinFunctions() []*Function {
 
 		{Name: "tumble", Kind: WindowKind, Doc: "GROUP BY TUMBLE(t, size): fixed, non-overlapping windows [k*size, (k+1)*size) on event time t.",
 			Signatures: []Signature{sig(ret(Timestamp), "window", p("t", TimestampClass), p("size", IntervalClass))}},
-		{Name: "hop", Kind: WindowKind, Doc: "GROUP BY HOP(t, slide, size): windows of length size starting every slide; a row belongs to size/slide windows.",
-			Signatures: []Signature{sig(ret(Timestamp), "window", p("t", TimestampClass), p("slide", IntervalClass), p("size", IntervalClass))}},
+		{Name: "hop", Kind: WindowKind, Doc: "GROUP BY HOP(t, size, slide): windows of length size starting every slide; a row belongs to size/slide windows.",
+			Signatures: []Signature{sig(ret(Timestamp), "window", p("t", TimestampClass), p("size", IntervalClass), p("slide", IntervalClass))}},
 		{Name: "session", Kind: WindowKind, Doc: "GROUP BY SESSION(t, gap): per group, a window closes after gap without rows.",
 			Signatures: []Signature{sig(ret(Timestamp), "window", p("t", TimestampClass), p("gap", IntervalClass))}},
 	}
@@ -224,7 +224,7 @@ type Window struct {
 func (w *Window) String() string {
 	switch w.Type {
 	case Hop:
-		return "HOP(" + w.Time.String() + ", " + formatInterval(w.Slide) + ", " + formatInterval(w.Size) + ")"
+		return "HOP(" + w.Time.String() + ", " + formatInterval(w.Size) + ", " + formatInterval(w.Slide) + ")"
 	case Session:
 		return "SESSION(" + w.Time.String() + ", " + formatInterval(w.Gap) + ")"
 	}

@@ -181,7 +181,7 @@ func TestTypeNames(t *testing.T) {
 		t.Fatal(err)
 	}
 	w := &Window{Type: Hop, Time: &Column{Name: "ts", DataType: Timestamp}, Slide: 5 * time.Second, Size: time.Minute}
-	if w.String() != "HOP(ts, INTERVAL '5' SECOND, INTERVAL '1' MINUTE)" {
+	if w.String() != "HOP(ts, INTERVAL '1' MINUTE, INTERVAL '5' SECOND)" {
 		t.Fatal(w.String())
 	}
 }
