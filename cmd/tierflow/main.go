@@ -113,7 +113,7 @@ and streams Arrow batches through the plan.`,
 	root.AddCommand(
 		newVersionCmd(a),
 		newFmtCmd(a),
-		newBenchCmd(a),
+		newBenchCmd(a, newBenchPlannerCmd(a)),
 		newExplainCmd(a),
 		newImportCmd(a),
 		newDevicesCmd(a),
