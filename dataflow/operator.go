@@ -195,6 +195,8 @@ func (c *Context) Emit(output int, cap *Capability, rec arrow.Record) error {
 		rec.Release()
 		return nil
 	}
+	in.stats.batchesOut.Add(1)
+	in.stats.rowsOut.Add(rec.NumRows())
 	edges := in.outs[output]
 	if len(edges) == 0 {
 		rec.Release()

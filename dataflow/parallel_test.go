@@ -175,4 +175,9 @@ func TestBalanceFollowsShares(t *testing.T) {
 	if counts[0] != 150 || counts[1] != 50 {
 		t.Fatalf("rows per instance %v, want [150 50]", counts)
 	}
+	st := ws[0].Stats()
+	if len(st) != 3 || st[0].Operator != "src" || st[0].RowsOut != 200 || st[0].BatchesOut != 40 ||
+		st[1].RowsIn != 150 || st[2].RowsIn != 50 || !st[2].Finished {
+		t.Fatalf("stats %+v", st)
+	}
 }

@@ -68,6 +68,7 @@ type instance struct {
 	closed   bool
 	scratch  []Message
 	changes  []progress.Change
+	stats    counters
 }
 
 // inEdge maps one incoming edge's senders onto tracker slots.
@@ -401,6 +402,8 @@ func (in *instance) handle(m *Message) error {
 		}
 		rec := m.Record
 		m.Record = nil
+		in.stats.batchesIn.Add(1)
+		in.stats.rowsIn.Add(rec.NumRows())
 		err = in.op.OnBatch(&in.opctx, ie.port, Batch{Epoch: m.Epoch, Record: rec}, cap)
 		in.unborrow(cap)
 		if err != nil {
@@ -434,6 +437,7 @@ func (in *instance) settle() error {
 		}
 		// The tracker kept the notification's capability: lend it out.
 		cap := &Capability{in: in, epoch: e, valid: true}
+		in.stats.notified.Add(1)
 		err := in.op.OnNotify(&in.opctx, cap)
 		in.unborrow(cap)
 		if err != nil {
@@ -458,6 +462,7 @@ func (in *instance) settle() error {
 	}
 	if in.tr.Done() && (in.src == nil || in.srcDone) {
 		in.finished = true
+		in.stats.finished.Store(true)
 		return in.close()
 	}
 	return nil
