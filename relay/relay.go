@@ -69,10 +69,6 @@ func (l LinkID) Validate() error {
 	return nil
 }
 
-// Update is one change of a frontier count: the number of outstanding
-// capabilities (or messages) at Epoch changes by Delta.
-type Update = frame.Update
-
 // Kind is what a received message carries.
 type Kind uint8
 
@@ -94,11 +90,10 @@ func (k Kind) String() string {
 // Message is what a Receiver hands out. For data, the receiver owns one
 // reference to Record and must Release it.
 type Message struct {
-	Kind     Kind
-	Seq      uint64       // 1, 2, ... per link, over data and progress
-	Epoch    uint64       // data: the batch's timestamp
-	Record   arrow.Record // data
-	Progress []Update     // progress
+	Kind   Kind
+	Seq    uint64       // 1, 2, ... per link, over data and progress
+	Epoch  uint64       // data: the batch's timestamp; progress: the new frontier
+	Record arrow.Record // data
 }
 
 // Sender is the sending end of one link. Its methods are safe for concurrent
@@ -108,8 +103,10 @@ type Sender interface {
 	// SendData sends rec at epoch. It blocks while the receiver has granted no
 	// credit, until ctx is done. The caller keeps its reference to rec.
 	SendData(ctx context.Context, epoch uint64, rec arrow.Record) error
-	// SendProgress sends frontier updates behind every batch sent before.
-	SendProgress(ctx context.Context, ups []Update) error
+	// SendProgress announces that nothing below frontier will be sent on this
+	// link any more. It travels behind every batch sent before it, so the
+	// receiver never sees a frontier overtake its data.
+	SendProgress(ctx context.Context, frontier uint64) error
 	// Close ends the stream: the receiver sees io.EOF after the last message.
 	Close() error
 	Stats() LinkStats

@@ -33,7 +33,7 @@ type Kind uint8
 // Close travel receiver -> sender.
 const (
 	KindData     Kind = 1 // body: Arrow IPC stream of one record
-	KindProgress Kind = 2 // body: progress updates (EncodeProgress)
+	KindProgress Kind = 2 // no body: Epoch is the sender's new frontier
 	KindEnd      Kind = 3 // no body: the sender closed the link
 	KindHello    Kind = 4 // no body: a sender asks for its current credit
 	KindCredit   Kind = 5 // body: cumulative credit grant (EncodeCredit)
@@ -79,7 +79,7 @@ type Header struct {
 	Edge     uint32
 	Sender   uint32
 	Receiver uint32
-	Epoch    uint64 // data: the batch's timestamp
+	Epoch    uint64 // data: the batch's timestamp; progress: the new frontier
 	Seq      uint64 // 1, 2, ... per link for data, progress and end frames
 	Chunk    uint32 // index of this chunk, < Chunks
 	Chunks   uint32 // number of chunks of this message, >= 1
@@ -172,7 +172,7 @@ func Decode(b []byte) (Header, []byte, error) {
 		return h, nil, fmt.Errorf("%w: single-chunk body of %d bytes, header says %d", ErrMalformed, len(body), h.Total)
 	}
 	switch h.Kind {
-	case KindEnd, KindHello, KindClose:
+	case KindProgress, KindEnd, KindHello, KindClose:
 		if h.Total != 0 {
 			return h, nil, fmt.Errorf("%w: %s frame with a %d-byte body", ErrMalformed, h.Kind, h.Total)
 		}
@@ -182,44 +182,6 @@ func Decode(b []byte) (Header, []byte, error) {
 		}
 	}
 	return h, body, nil
-}
-
-// Update is one change to a frontier: the count of outstanding capabilities
-// (or messages) at Epoch changes by Delta. It mirrors timely's ChangeBatch.
-type Update struct {
-	Epoch uint64
-	Delta int64
-}
-
-// MaxUpdates bounds one progress frame, so a forged count cannot make the
-// decoder allocate without limit.
-const MaxUpdates = 1 << 20
-
-// EncodeProgress appends the body of a progress frame to dst.
-func EncodeProgress(dst []byte, ups []Update) []byte {
-	dst = binary.BigEndian.AppendUint32(dst, uint32(len(ups)))
-	for _, u := range ups {
-		dst = binary.BigEndian.AppendUint64(dst, u.Epoch)
-		dst = binary.BigEndian.AppendUint64(dst, uint64(u.Delta))
-	}
-	return dst
-}
-
-// DecodeProgress parses a progress frame body.
-func DecodeProgress(b []byte) ([]Update, error) {
-	if len(b) < 4 {
-		return nil, fmt.Errorf("%w: progress body of %d bytes", ErrMalformed, len(b))
-	}
-	n := binary.BigEndian.Uint32(b)
-	if n > MaxUpdates || uint64(len(b)-4) != uint64(n)*16 {
-		return nil, fmt.Errorf("%w: progress body of %d bytes cannot hold %d updates", ErrMalformed, len(b), n)
-	}
-	ups := make([]Update, n)
-	for i := range ups {
-		p := b[4+16*i:]
-		ups[i] = Update{Epoch: binary.BigEndian.Uint64(p), Delta: int64(binary.BigEndian.Uint64(p[8:]))}
-	}
-	return ups, nil
 }
 
 const creditLen = 8

@@ -186,14 +186,13 @@ func (s *sender) SendData(ctx context.Context, epoch uint64, rec arrow.Record) e
 	return nil
 }
 
-func (s *sender) SendProgress(ctx context.Context, ups []relay.Update) error {
-	n := int64(16 * len(ups))
-	ups = append([]relay.Update(nil), ups...)
-	if err := s.send(ctx, relay.Message{Kind: relay.KindProgress, Progress: ups}, n); err != nil {
+func (s *sender) SendProgress(ctx context.Context, frontier uint64) error {
+	const n = 8 // what a frontier is worth on a wire
+	if err := s.send(ctx, relay.Message{Kind: relay.KindProgress, Epoch: frontier}, n); err != nil {
 		return err
 	}
 	s.m.ProgressMsg()
-	s.m.Wire(int(n))
+	s.m.Wire(n)
 	return nil
 }
 
@@ -213,9 +212,9 @@ func (s *sender) send(ctx context.Context, msg relay.Message, n int64) error {
 	case s.p.credits <- struct{}{}:
 	default:
 		start := time.Now()
+		defer func() { s.m.Stall(time.Since(start)) }()
 		select {
 		case s.p.credits <- struct{}{}:
-			s.m.Stall(time.Since(start))
 		case <-s.p.gone:
 			return fmt.Errorf("send on %s: %w", s.link, relay.ErrPeerClosed)
 		case <-s.closeCh:

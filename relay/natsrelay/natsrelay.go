@@ -1,0 +1,658 @@
+// Package natsrelay is the NATS relay backend: each link is a pair of core
+// NATS subjects, <prefix>.<query>.<edge>.<sender>.<receiver>.d carrying data,
+// progress and end frames sender -> receiver, and the same with .c carrying
+// credit and close frames back. One subject per link keeps a link's frames in
+// publish order (NATS orders messages per publisher and subject), which is
+// what keeps a frontier behind its batches.
+//
+// Messages larger than the server's max payload are cut into chunks, each with
+// the full frame header, and reassembled by the receiver straight into the
+// buffer the decoded record will live in. Credit is counted in messages: a
+// receiver grants Config.Window at open and tops the grant up as its consumer
+// takes messages, so a slow consumer stalls its sender and a receiver never
+// buffers more than Window messages. Grants are cumulative, so a lost or
+// repeated grant is repaired by the next one; a sender that waits too long
+// asks again with a hello frame.
+//
+// It must not import runtime or cmd; the NATS connection is the caller's.
+package natsrelay
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/apache/arrow/go/v17/arrow"
+	"github.com/apache/arrow/go/v17/arrow/memory"
+	"github.com/nats-io/nats.go"
+
+	"github.com/tierflow/tierflow/relay"
+	"github.com/tierflow/tierflow/relay/frame"
+)
+
+// Options configure a transport.
+type Options struct {
+	relay.Config
+	// Prefix starts every relay subject. Default "tierflow.relay".
+	Prefix string
+	// MaxChunk caps a wire message below the server's max payload (tests use
+	// it to force chunking); 0 means the server's max payload.
+	MaxChunk int
+	// Retry is how long a sender waits for credit before asking again with a
+	// hello frame (default 200ms). It only matters when a grant was lost.
+	Retry time.Duration
+}
+
+// Transport is the NATS backend of relay.Transport.
+type Transport struct {
+	nc     *nats.Conn
+	cfg    relay.Config
+	prefix string
+	chunk  int
+	retry  time.Duration
+	ends   relay.Ends
+}
+
+var _ relay.Transport = (*Transport)(nil)
+
+// New makes a transport over nc. Closing the transport leaves nc open.
+func New(nc *nats.Conn, o Options) *Transport {
+	t := &Transport{nc: nc, cfg: o.Config.WithDefaults(), prefix: o.Prefix, chunk: o.MaxChunk, retry: o.Retry}
+	if t.prefix == "" {
+		t.prefix = "tierflow.relay"
+	}
+	if t.retry <= 0 {
+		t.retry = 200 * time.Millisecond
+	}
+	return t
+}
+
+// Subjects returns the data and credit subjects of link.
+func (t *Transport) Subjects(link relay.LinkID) (data, credit string) {
+	base := t.prefix + "." + link.Query + "." + strconv.FormatUint(uint64(link.Edge), 10) + "." +
+		strconv.FormatUint(uint64(link.Sender), 10) + "." + strconv.FormatUint(uint64(link.Receiver), 10)
+	return base + ".d", base + ".c"
+}
+
+// Stats implements relay.Transport.
+func (t *Transport) Stats() []relay.LinkStats { return t.ends.Stats() }
+
+// Close implements relay.Transport.
+func (t *Transport) Close() error { return t.ends.CloseAll() }
+
+func header(link relay.LinkID, kind frame.Kind) frame.Header {
+	return frame.Header{Kind: kind, Query: link.Query, Edge: link.Edge, Sender: link.Sender, Receiver: link.Receiver, Chunks: 1}
+}
+
+func sameLink(h *frame.Header, link relay.LinkID) bool {
+	return h.Query == link.Query && h.Edge == link.Edge && h.Sender == link.Sender && h.Receiver == link.Receiver
+}
+
+func protocolError(link relay.LinkID, format string, args ...any) error {
+	return fmt.Errorf("%w on %s: %s", relay.ErrProtocol, link, fmt.Sprintf(format, args...))
+}
+
+// ---- sender ----
+
+type sender struct {
+	t          *Transport
+	link       relay.LinkID
+	m          *relay.Meter
+	dataSubj   string
+	creditSubj string
+	sub        *nats.Subscription
+	maxChunk   int
+
+	sendMu sync.Mutex // orders messages; guards seq, buf, broken
+	seq    uint64
+	buf    bytes.Buffer
+	broken error
+
+	mu         sync.Mutex // guards the credit state below
+	sent       uint64
+	granted    uint64
+	peerClosed bool
+	closed     bool
+	notify     chan struct{} // closed and replaced on every change
+
+	closeOnce sync.Once
+}
+
+// OpenSender implements relay.Transport. It returns once the credit
+// subscription is live; the first send waits for the receiver's first grant.
+func (t *Transport) OpenSender(ctx context.Context, link relay.LinkID) (relay.Sender, error) {
+	if err := link.Validate(); err != nil {
+		return nil, err
+	}
+	s := &sender{t: t, link: link, notify: make(chan struct{})}
+	s.dataSubj, s.creditSubj = t.Subjects(link)
+	s.maxChunk = int(t.nc.MaxPayload())
+	if t.chunk > 0 && t.chunk < s.maxChunk {
+		s.maxChunk = t.chunk
+	}
+	hl := header(link, frame.KindData)
+	if s.maxChunk < hl.Len()+64 {
+		return nil, fmt.Errorf("relay: max payload %d leaves no room for data on %s", s.maxChunk, link)
+	}
+	m, err := t.ends.Add(link, relay.Send, s)
+	if err != nil {
+		return nil, err
+	}
+	s.m = m
+	s.sub, err = t.nc.Subscribe(s.creditSubj, s.onCredit)
+	if err == nil {
+		err = t.nc.FlushWithContext(ctx)
+	}
+	if err != nil {
+		s.teardown()
+		return nil, fmt.Errorf("relay: open sender of %s: %w", link, err)
+	}
+	s.hello()
+	return s, nil
+}
+
+func (s *sender) Link() relay.LinkID     { return s.link }
+func (s *sender) Stats() relay.LinkStats { return s.m.Snapshot() }
+
+// hello asks the receiver for its current grant.
+func (s *sender) hello() {
+	b := frame.Append(nil, header(s.link, frame.KindHello), nil)
+	if s.t.nc.Publish(s.dataSubj, b) == nil {
+		s.m.ControlBytes(len(b))
+	}
+}
+
+func (s *sender) onCredit(msg *nats.Msg) {
+	h, body, err := frame.Decode(msg.Data)
+	if err != nil || !sameLink(&h, s.link) {
+		return // not ours to act on; a receiver never sends garbage
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	switch h.Kind {
+	case frame.KindCredit:
+		g, err := frame.DecodeCredit(body)
+		if err != nil || g <= s.granted {
+			return
+		}
+		s.granted = g
+	case frame.KindClose:
+		s.peerClosed = true
+	default:
+		return
+	}
+	close(s.notify)
+	s.notify = make(chan struct{})
+}
+
+// acquire takes one credit, waiting for a grant if there is none.
+func (s *sender) acquire(ctx context.Context) error {
+	var start time.Time
+	var timer *time.Timer
+	defer func() {
+		if timer != nil {
+			timer.Stop()
+			s.m.Stall(time.Since(start))
+		}
+	}()
+	for {
+		s.mu.Lock()
+		switch {
+		case s.closed:
+			s.mu.Unlock()
+			return fmt.Errorf("send on %s: %w", s.link, relay.ErrClosed)
+		case s.peerClosed:
+			s.mu.Unlock()
+			return fmt.Errorf("send on %s: %w", s.link, relay.ErrPeerClosed)
+		case s.sent < s.granted:
+			s.sent++
+			s.mu.Unlock()
+			return nil
+		}
+		ch := s.notify
+		s.mu.Unlock()
+		if start.IsZero() {
+			start = time.Now()
+			timer = time.NewTimer(s.t.retry)
+		}
+		select {
+		case <-ch:
+		case <-timer.C:
+			s.hello()
+			timer.Reset(s.t.retry)
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+}
+
+// release gives back a credit taken for a message that was not sent.
+func (s *sender) release() {
+	s.mu.Lock()
+	s.sent--
+	s.mu.Unlock()
+}
+
+func (s *sender) SendData(ctx context.Context, epoch uint64, rec arrow.Record) error {
+	s.sendMu.Lock()
+	defer s.sendMu.Unlock()
+	if s.broken != nil {
+		return s.broken
+	}
+	if err := s.acquire(ctx); err != nil {
+		return err
+	}
+	h := header(s.link, frame.KindData)
+	h.Epoch, h.Seq = epoch, s.seq+1
+	hl := h.Len()
+	// Encode behind room for the first header, so the first chunk needs no
+	// copy; later chunks write their header over the tail of the chunk before,
+	// which NATS has already copied out.
+	s.buf.Reset()
+	s.buf.Write(make([]byte, hl))
+	if err := frame.EncodeRecord(&s.buf, rec, s.t.cfg.Allocator); err != nil {
+		s.release()
+		return err
+	}
+	payload := s.buf.Bytes()
+	total := len(payload) - hl
+	per := s.maxChunk - hl
+	chunks := max(1, (total+per-1)/per)
+	h.Total, h.Chunks = uint64(total), uint32(chunks)
+	for i := 0; i < chunks; i++ {
+		start := hl + i*per
+		end := min(start+per, len(payload))
+		h.Chunk = uint32(i)
+		h.Put(payload[start-hl : start])
+		if err := s.t.nc.Publish(s.dataSubj, payload[start-hl:end]); err != nil {
+			// A message cut short cannot be taken back: the link is broken.
+			s.broken = fmt.Errorf("send on %s: %w", s.link, err)
+			return s.broken
+		}
+		s.m.Wire(end - start + hl)
+	}
+	s.seq++
+	s.m.Batch(rec.NumRows())
+	if s.buf.Cap() > 4*s.maxChunk && total < s.buf.Cap()/4 {
+		s.buf = bytes.Buffer{} // don't pin a huge buffer after one huge batch
+	}
+	return nil
+}
+
+func (s *sender) SendProgress(ctx context.Context, frontier uint64) error {
+	s.sendMu.Lock()
+	defer s.sendMu.Unlock()
+	if s.broken != nil {
+		return s.broken
+	}
+	if err := s.acquire(ctx); err != nil {
+		return err
+	}
+	h := header(s.link, frame.KindProgress)
+	h.Epoch, h.Seq = frontier, s.seq+1
+	b := frame.Append(nil, h, nil)
+	if err := s.t.nc.Publish(s.dataSubj, b); err != nil {
+		s.release()
+		return fmt.Errorf("send on %s: %w", s.link, err)
+	}
+	s.seq++
+	s.m.ProgressMsg()
+	s.m.Wire(len(b))
+	return nil
+}
+
+// Close sends the end frame behind everything sent and flushes it out.
+func (s *sender) Close() error {
+	var err error
+	s.closeOnce.Do(func() {
+		s.mu.Lock()
+		s.closed = true
+		close(s.notify)
+		s.notify = make(chan struct{})
+		s.mu.Unlock()
+		s.sendMu.Lock() // a blocked send has bailed out; a running one finishes
+		if s.broken == nil {
+			h := header(s.link, frame.KindEnd)
+			h.Seq = s.seq + 1
+			b := frame.Append(nil, h, nil)
+			if err = s.t.nc.Publish(s.dataSubj, b); err == nil {
+				s.m.ControlBytes(len(b))
+				ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+				err = s.t.nc.FlushWithContext(ctx)
+				cancel()
+			}
+			if err != nil {
+				err = fmt.Errorf("close %s: %w", s.link, err)
+			}
+		}
+		s.sendMu.Unlock()
+		s.teardown()
+	})
+	return err
+}
+
+func (s *sender) teardown() {
+	if s.sub != nil {
+		_ = s.sub.Unsubscribe()
+	}
+	s.m.MarkClosed()
+	s.t.ends.Remove(s.link, relay.Send)
+}
+
+// ---- receiver ----
+
+type item struct {
+	h    frame.Header
+	raw  []byte         // single-chunk body, aliasing the NATS message
+	buf  *memory.Buffer // reassembled body
+	size int64          // wire bytes, for the buffered-bytes gauge
+}
+
+func (it *item) free() {
+	if it.buf != nil {
+		it.buf.Release()
+		it.buf = nil
+	}
+}
+
+type assembly struct {
+	h    frame.Header
+	buf  *memory.Buffer
+	n    int    // bytes so far
+	next uint32 // chunk due next
+	size int64
+}
+
+type receiver struct {
+	t          *Transport
+	link       relay.LinkID
+	m          *relay.Meter
+	dataSubj   string
+	creditSubj string
+	sub        *nats.Subscription
+	q          chan item
+	half       uint64
+
+	mu      sync.Mutex // guards everything below and serialises the callback with Close
+	expect  uint64
+	asm     *assembly
+	err     error
+	errCh   chan struct{}
+	closed  bool
+	granted uint64
+
+	consumed uint64 // Recv's goroutine only
+	eof      bool
+
+	closeCh   chan struct{}
+	closeOnce sync.Once
+}
+
+// OpenReceiver implements relay.Transport. The data subscription is live
+// before the first grant goes out, so nothing the sender sends can be missed.
+func (t *Transport) OpenReceiver(ctx context.Context, link relay.LinkID) (relay.Receiver, error) {
+	if err := link.Validate(); err != nil {
+		return nil, err
+	}
+	w := t.cfg.Window
+	r := &receiver{
+		t: t, link: link,
+		q:       make(chan item, w+1), // the window plus the end frame
+		half:    uint64(max(1, w/2)),
+		expect:  1,
+		errCh:   make(chan struct{}),
+		closeCh: make(chan struct{}),
+		granted: uint64(w),
+	}
+	r.dataSubj, r.creditSubj = t.Subjects(link)
+	m, err := t.ends.Add(link, relay.Recv, r)
+	if err != nil {
+		return nil, err
+	}
+	r.m = m
+	r.sub, err = t.nc.Subscribe(r.dataSubj, r.onData)
+	if err == nil {
+		// Credit bounds what can be pending; the client's own limits would
+		// only drop messages of a large window of large batches.
+		err = r.sub.SetPendingLimits(-1, -1)
+	}
+	if err == nil {
+		err = t.nc.FlushWithContext(ctx)
+	}
+	if err != nil {
+		r.teardown()
+		return nil, fmt.Errorf("relay: open receiver of %s: %w", link, err)
+	}
+	r.mu.Lock()
+	r.publishGrant()
+	r.mu.Unlock()
+	return r, nil
+}
+
+func (r *receiver) Link() relay.LinkID     { return r.link }
+func (r *receiver) Stats() relay.LinkStats { return r.m.Snapshot() }
+
+// publishGrant sends the cumulative grant; r.mu is held.
+func (r *receiver) publishGrant() {
+	h := header(r.link, frame.KindCredit)
+	h.Total = 8
+	b := frame.Append(nil, h, frame.EncodeCredit(nil, r.granted))
+	if r.t.nc.Publish(r.creditSubj, b) == nil {
+		r.m.ControlBytes(len(b))
+	}
+}
+
+// fail records the first protocol error; r.mu is held.
+func (r *receiver) fail(err error) {
+	if r.err == nil {
+		r.err = err
+		close(r.errCh)
+	}
+	if r.asm != nil {
+		r.asm.buf.Release()
+		r.asm = nil
+	}
+}
+
+func (r *receiver) onData(msg *nats.Msg) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.closed || r.err != nil {
+		return
+	}
+	h, body, err := frame.Decode(msg.Data)
+	if err != nil {
+		r.fail(fmt.Errorf("%w on %s: %w", relay.ErrProtocol, r.link, err))
+		return
+	}
+	if !sameLink(&h, r.link) {
+		r.fail(protocolError(r.link, "frame for %s/e%d/%d->%d on this link's subject", h.Query, h.Edge, h.Sender, h.Receiver))
+		return
+	}
+	size := int64(len(msg.Data))
+	switch h.Kind {
+	case frame.KindHello:
+		r.m.ControlBytes(len(msg.Data))
+		r.publishGrant()
+		return
+	case frame.KindEnd:
+		r.m.ControlBytes(len(msg.Data))
+	case frame.KindData, frame.KindProgress:
+		r.m.Wire(len(msg.Data))
+	default:
+		r.fail(protocolError(r.link, "%s frame on the data subject", h.Kind))
+		return
+	}
+	if h.Chunk == 0 && h.Seq != r.expect {
+		r.fail(protocolError(r.link, "message %d where %d was due (lost, duplicated or reordered)", h.Seq, r.expect))
+		return
+	}
+	if h.Chunks == 1 {
+		r.expect++
+		r.push(item{h: h, raw: body, size: size})
+		return
+	}
+	if h.Chunk == 0 {
+		if h.Total > uint64(r.t.cfg.MaxMessageBytes) {
+			r.fail(protocolError(r.link, "message of %d bytes, at most %d", h.Total, r.t.cfg.MaxMessageBytes))
+			return
+		}
+		buf := memory.NewResizableBuffer(r.t.cfg.Allocator)
+		buf.Resize(int(h.Total))
+		r.asm = &assembly{h: h, buf: buf}
+	}
+	a := r.asm
+	if a == nil || h.Seq != a.h.Seq || h.Chunk != a.next ||
+		h.Chunks != a.h.Chunks || h.Total != a.h.Total || h.Kind != a.h.Kind || h.Epoch != a.h.Epoch {
+		r.fail(protocolError(r.link, "chunk %d/%d of message %d out of place", h.Chunk, h.Chunks, h.Seq))
+		return
+	}
+	if len(body) > a.buf.Len()-a.n || (h.Chunk+1 < h.Chunks && len(body) == 0) {
+		r.fail(protocolError(r.link, "chunks of message %d overrun its %d bytes", h.Seq, h.Total))
+		return
+	}
+	a.n += copy(a.buf.Bytes()[a.n:], body)
+	a.next++
+	a.size += size
+	if h.Chunk+1 < h.Chunks {
+		return
+	}
+	if a.n != a.buf.Len() {
+		r.fail(protocolError(r.link, "message %d has %d of %d bytes", h.Seq, a.n, h.Total))
+		return
+	}
+	r.asm = nil
+	r.expect++
+	r.push(item{h: a.h, buf: a.buf, size: a.size})
+}
+
+// push queues a complete message; r.mu is held. The queue holds the window
+// plus the end frame, so a full queue is a sender ignoring its credit.
+func (r *receiver) push(it item) {
+	r.m.Enqueue(it.size)
+	select {
+	case r.q <- it:
+	default:
+		r.m.Dequeue(it.size)
+		it.free()
+		r.fail(protocolError(r.link, "message %d beyond the granted credit", it.h.Seq))
+	}
+}
+
+func (r *receiver) Recv(ctx context.Context) (relay.Message, error) {
+	select {
+	case <-r.closeCh:
+		return relay.Message{}, fmt.Errorf("receive on %s: %w", r.link, relay.ErrClosed)
+	default:
+	}
+	if r.eof {
+		return relay.Message{}, io.EOF
+	}
+	select {
+	case it := <-r.q:
+		return r.take(it)
+	case <-r.errCh:
+		select {
+		case it := <-r.q:
+			return r.take(it)
+		default:
+			r.mu.Lock()
+			err := r.err
+			r.mu.Unlock()
+			return relay.Message{}, err
+		}
+	case <-r.closeCh:
+		return relay.Message{}, fmt.Errorf("receive on %s: %w", r.link, relay.ErrClosed)
+	case <-ctx.Done():
+		return relay.Message{}, ctx.Err()
+	}
+}
+
+func (r *receiver) take(it item) (relay.Message, error) {
+	r.m.Dequeue(it.size)
+	msg := relay.Message{Seq: it.h.Seq, Epoch: it.h.Epoch}
+	switch it.h.Kind {
+	case frame.KindEnd:
+		r.eof = true
+		return relay.Message{}, io.EOF
+	case frame.KindProgress:
+		msg.Kind = relay.KindProgress
+		r.m.ProgressMsg()
+	case frame.KindData:
+		msg.Kind = relay.KindData
+		buf := it.buf
+		if buf == nil {
+			// One copy, into the allocator the consumer asked for; the record's
+			// columns then point into it.
+			buf = memory.NewResizableBuffer(r.t.cfg.Allocator)
+			buf.Resize(len(it.raw))
+			copy(buf.Bytes(), it.raw)
+		}
+		rec, err := frame.DecodeRecord(buf, r.t.cfg.Allocator)
+		buf.Release()
+		if err != nil {
+			err = fmt.Errorf("%w on %s: message %d: %w", relay.ErrProtocol, r.link, it.h.Seq, err)
+			r.mu.Lock()
+			r.fail(err)
+			r.mu.Unlock()
+			return relay.Message{}, err
+		}
+		msg.Record = rec
+		r.m.Batch(rec.NumRows())
+	}
+	r.consumed++
+	r.mu.Lock()
+	if r.granted-r.consumed <= uint64(r.t.cfg.Window)-r.half {
+		r.granted = r.consumed + uint64(r.t.cfg.Window)
+		r.publishGrant()
+	}
+	r.mu.Unlock()
+	return msg, nil
+}
+
+// Close drops buffered messages and tells the sender, so a sender blocked on
+// credit fails with ErrPeerClosed instead of waiting forever.
+func (r *receiver) Close() error {
+	var err error
+	r.closeOnce.Do(func() {
+		r.mu.Lock()
+		r.closed = true
+		if r.asm != nil {
+			r.asm.buf.Release()
+			r.asm = nil
+		}
+		b := frame.Append(nil, header(r.link, frame.KindClose), nil)
+		if e := r.t.nc.Publish(r.creditSubj, b); e == nil {
+			r.m.ControlBytes(len(b))
+		} else if !errors.Is(e, nats.ErrConnectionClosed) {
+			err = fmt.Errorf("close %s: %w", r.link, e)
+		}
+		r.mu.Unlock()
+		close(r.closeCh)
+		r.teardown()
+		for {
+			select {
+			case it := <-r.q:
+				r.m.Dequeue(it.size)
+				it.free()
+				continue
+			default:
+			}
+			break
+		}
+	})
+	return err
+}
+
+func (r *receiver) teardown() {
+	if r.sub != nil {
+		_ = r.sub.Unsubscribe()
+	}
+	r.m.MarkClosed()
+	r.t.ends.Remove(r.link, relay.Recv)
+}

@@ -1,0 +1,113 @@
+// Package natsserver starts a NATS server inside the process (the default of
+// embedded mode and of every NATS test: random port, no Docker) or connects
+// to an external one by URL. It owns nothing of the relay protocol and must
+// not import runtime or cmd.
+package natsserver
+
+import (
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/nats-io/nats-server/v2/server"
+	"github.com/nats-io/nats.go"
+)
+
+// ErrStart is wrapped by every failure to start an embedded server.
+var ErrStart = errors.New("nats: embedded server did not start")
+
+// Options configure an embedded server. The zero value is a plain server on
+// 127.0.0.1 at a random port.
+type Options struct {
+	Host string // default 127.0.0.1
+	Port int    // 0 means random (the server's -1)
+	// JetStream enables JetStream with its store in StoreDir, which must be set.
+	JetStream bool
+	StoreDir  string
+	// MaxPayload overrides the server's largest message (default 1 MiB).
+	MaxPayload int32
+	// Name is the server name (JetStream wants a stable one per store).
+	Name string
+	// Configure, if set, edits the server options last: clustering, leaf
+	// nodes and accounts are spelled in nats-server's own terms.
+	Configure func(*server.Options)
+	// ReadyTimeout bounds the wait for the server to accept clients (default 10s).
+	ReadyTimeout time.Duration
+}
+
+// Server is a running embedded server.
+type Server struct {
+	srv *server.Server
+}
+
+// Start starts an embedded server and waits until it accepts clients.
+func Start(o Options) (*Server, error) {
+	so := &server.Options{
+		Host:                  o.Host,
+		Port:                  o.Port,
+		ServerName:            o.Name,
+		NoLog:                 true,
+		NoSigs:                true,
+		MaxPayload:            o.MaxPayload,
+		DisableShortFirstPing: true,
+	}
+	if so.Host == "" {
+		so.Host = "127.0.0.1"
+	}
+	if so.Port == 0 {
+		so.Port = server.RANDOM_PORT
+	}
+	if o.JetStream {
+		if o.StoreDir == "" {
+			return nil, fmt.Errorf("%w: JetStream needs a store directory", ErrStart)
+		}
+		so.JetStream = true
+		so.StoreDir = o.StoreDir
+	}
+	if o.Configure != nil {
+		o.Configure(so)
+	}
+	srv, err := server.NewServer(so)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrStart, err)
+	}
+	go srv.Start()
+	wait := o.ReadyTimeout
+	if wait <= 0 {
+		wait = 10 * time.Second
+	}
+	if !srv.ReadyForConnections(wait) {
+		srv.Shutdown()
+		return nil, fmt.Errorf("%w: not ready for connections after %s", ErrStart, wait)
+	}
+	return &Server{srv: srv}, nil
+}
+
+// ClientURL is the URL clients connect to, with the port the server picked.
+func (s *Server) ClientURL() string { return s.srv.ClientURL() }
+
+// Connect opens a client connection to the server.
+func (s *Server) Connect(opts ...nats.Option) (*nats.Conn, error) {
+	return Connect(s.ClientURL(), opts...)
+}
+
+// NATS is the underlying server, for what this package does not wrap.
+func (s *Server) NATS() *server.Server { return s.srv }
+
+// Shutdown stops the server and waits until it is down.
+func (s *Server) Shutdown() {
+	s.srv.Shutdown()
+	s.srv.WaitForShutdown()
+}
+
+// Connect opens a client connection to url (an external server or cluster:
+// comma-separated URLs are tried in turn). Connections reconnect forever,
+// since a relay outlives a server restart.
+func Connect(url string, opts ...nats.Option) (*nats.Conn, error) {
+	all := append([]nats.Option{nats.MaxReconnects(-1), nats.Name("tierflow")}, opts...)
+	nc, err := nats.Connect(url, all...)
+	if err != nil {
+		return nil, fmt.Errorf("nats: connect to %s: %w", url, err)
+	}
+	return nc, nil
+}
