@@ -31,9 +31,12 @@ func (g Generator) Exec(_ context.Context, q repl.Query) (repl.Stream, error) {
 		return nil, fmt.Errorf("repltest: query is not bound")
 	}
 	s := &stream{g: g, schema: q.Bound.Root.Schema(), limit: -1}
-	if l, ok := q.Bound.Root.(*logical.Limit); ok {
-		s.limit = l.N
-	}
+	logical.Walk(q.Bound.Root, func(n logical.Node) bool {
+		if l, ok := n.(*logical.Limit); ok {
+			s.limit = l.N
+		}
+		return true
+	})
 	if s.g.Batch <= 0 {
 		s.g.Batch = 2
 	}

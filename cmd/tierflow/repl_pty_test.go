@@ -1,0 +1,205 @@
+package main
+
+import (
+	"bytes"
+	"errors"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/creack/pty"
+
+	"github.com/tierflow/tierflow/cmd/tierflow/repl"
+	"github.com/tierflow/tierflow/cmd/tierflow/repl/repltest"
+)
+
+// childEnv makes the test binary act as tierflow, with the REPL over the
+// generator double, so the pty test drives a real process on a real terminal
+// (Ctrl-C must arrive as SIGINT from the terminal's line discipline).
+const childEnv = "TIERFLOW_TEST_REPL_CHILD"
+
+func TestMain(m *testing.M) {
+	if os.Getenv(childEnv) == "1" {
+		os.Exit(runWithGenerator(os.Args[1:]))
+	}
+	os.Exit(m.Run())
+}
+
+// runWithGenerator is run() with the repl command's engine replaced by the
+// test double; everything else is the real CLI.
+func runWithGenerator(args []string) int {
+	a := &app{in: os.Stdin, out: os.Stdout, err: os.Stderr}
+	root := newRootCmd(a)
+	for _, c := range root.Commands() {
+		if c.Name() == "repl" {
+			root.RemoveCommand(c)
+		}
+	}
+	root.AddCommand(newReplCmdWith(a, func(*app) repl.Engine {
+		return repltest.Generator{Batch: 2, Interval: 30 * time.Millisecond}
+	}))
+	root.SetArgs(args)
+	err := root.Execute()
+	var se silentExit
+	switch {
+	case err == nil:
+		return exitOK
+	case errors.As(err, &se):
+		return se.code
+	default:
+		os.Stderr.WriteString("tierflow: " + err.Error() + "\n")
+		return exitFailure
+	}
+}
+
+// ptyTerm is the test's side of a pseudo-terminal running the REPL.
+type ptyTerm struct {
+	t    *testing.T
+	f    *os.File
+	mu   sync.Mutex
+	buf  bytes.Buffer
+	more chan struct{} // signalled whenever output arrives
+	seen int           // output before this offset has been matched
+}
+
+func startTerm(t *testing.T, home string, args ...string) (*ptyTerm, *exec.Cmd) {
+	t.Helper()
+	cmd := exec.Command(os.Args[0], args...)
+	cmd.Env = append(os.Environ(), childEnv+"=1", "HOME="+home, "XDG_STATE_HOME=", "TERM=xterm", "NO_COLOR=")
+	f, err := pty.StartWithSize(cmd, &pty.Winsize{Rows: 50, Cols: 160})
+	if err != nil {
+		t.Fatalf("starting the REPL on a pty: %v", err)
+	}
+	tm := &ptyTerm{t: t, f: f, more: make(chan struct{}, 1)}
+	go func() {
+		b := make([]byte, 4096)
+		for {
+			n, err := f.Read(b)
+			tm.mu.Lock()
+			tm.buf.Write(b[:n])
+			tm.mu.Unlock()
+			select {
+			case tm.more <- struct{}{}:
+			default:
+			}
+			if err != nil {
+				return
+			}
+		}
+	}()
+	t.Cleanup(func() {
+		_ = cmd.Process.Kill()
+		_ = f.Close()
+	})
+	return tm, cmd
+}
+
+func (tm *ptyTerm) send(s string) {
+	tm.t.Helper()
+	if _, err := tm.f.Write([]byte(s)); err != nil {
+		tm.t.Fatalf("writing %q to the pty: %v", s, err)
+	}
+}
+
+// expect waits until the output after the last match contains re, and
+// moves past it. It fails the test with the whole screen after 5 s.
+func (tm *ptyTerm) expect(re string) string {
+	tm.t.Helper()
+	rx := regexp.MustCompile(re)
+	deadline := time.NewTimer(5 * time.Second)
+	defer deadline.Stop()
+	for {
+		tm.mu.Lock()
+		out := tm.buf.String()
+		tm.mu.Unlock()
+		if loc := rx.FindStringIndex(out[tm.seen:]); loc != nil {
+			m := out[tm.seen+loc[0] : tm.seen+loc[1]]
+			tm.seen += loc[1]
+			return m
+		}
+		select {
+		case <-tm.more:
+		case <-deadline.C:
+			rest := out[tm.seen:]
+			if len(rest) > 3000 {
+				rest = "…" + rest[len(rest)-3000:]
+			}
+			tm.t.Fatalf("no %q in the REPL's output after 5s; unmatched output:\n%q", re, rest)
+		}
+	}
+}
+
+func TestReplOnPseudoTerminal(t *testing.T) {
+	home := t.TempDir()
+	tm, cmd := startTerm(t, home, "repl")
+	tm.expect(`Type \\\? for help`)
+	tm.expect(regexp.QuoteMeta(repl.Prompt))
+
+	// A statement over two lines: the continuation prompt, then the tag.
+	tm.send("CREATE MODEL classify TASK 'image-classification'\r")
+	tm.expect(regexp.QuoteMeta(repl.ContinuationPrompt))
+	tm.send("  VARIANTS (small FROM 'm/small.onnx', large FROM 'm/large.onnx');\r")
+	tm.expect(`CREATE MODEL classify\r\n`)
+	tm.send("CREATE STREAM shelves (camera INT, label VARCHAR) FROM NATS 'store.frames' RATE 40 PER SECOND;\r")
+	tm.expect(`CREATE STREAM shelves\r\n`)
+
+	// TAB completes the model name the session just created.
+	tm.send(`\d clas` + "\t")
+	tm.expect(`sify`)
+	tm.send("\r")
+	tm.expect(`Model classify \(task image-classification\)`)
+	tm.expect(`variant \| large`)
+
+	tm.send(`\d` + "\r")
+	tm.expect(`shelves\s+\| stream \| nats 'store.frames'`)
+	tm.expect(`\(2 rows\)`)
+
+	// A stream that never ends: rows render as they arrive under a status
+	// line; Ctrl-C cancels it and the REPL keeps going.
+	tm.send("SELECT camera, label FROM shelves;\r")
+	tm.expect(`camera \| label`)
+	tm.expect(`row-3`)
+	tm.expect(`rows/s`)
+	tm.send("\x03")
+	tm.expect(`Cancelled after \d+ rows, [0-9.]+ s, \d+ rows/s\.`)
+	tm.expect(regexp.QuoteMeta(repl.Prompt))
+	tm.send("SELECT label FROM shelves LIMIT 3;\r")
+	tm.expect(`row-2\r\n`)
+	tm.expect(`\(3 rows\)`)
+
+	// Ctrl-C at the prompt clears the line, and the session goes on.
+	tm.send("SELECT nonsense")
+	tm.send("\x03")
+	tm.send("\\timing on\r")
+	tm.expect(`Timing is on\.`)
+
+	tm.send("\\q\r")
+	done := make(chan error, 1)
+	go func() { done <- cmd.Wait() }()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatalf("repl exited with %v", err)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("repl did not exit after \\q")
+	}
+	hist, err := os.ReadFile(filepath.Join(home, ".tierflow_history"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{
+		"CREATE MODEL classify TASK 'image-classification' VARIANTS (small FROM 'm/small.onnx', large FROM 'm/large.onnx');",
+		`\d classify`,
+		"SELECT label FROM shelves LIMIT 3;",
+	} {
+		if !strings.Contains(string(hist), want+"\n") {
+			t.Errorf("history lacks %q:\n%s", want, hist)
+		}
+	}
+}
