@@ -1,0 +1,471 @@
+package exec
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/apache/arrow/go/v17/arrow"
+	"github.com/apache/arrow/go/v17/arrow/memory"
+
+	"github.com/tierflow/tierflow/dataflow"
+	"github.com/tierflow/tierflow/operators/eval"
+	"github.com/tierflow/tierflow/operators/functions"
+	"github.com/tierflow/tierflow/operators/rel"
+	"github.com/tierflow/tierflow/operators/sinks"
+	"github.com/tierflow/tierflow/operators/sources"
+	"github.com/tierflow/tierflow/planner/catalog"
+	"github.com/tierflow/tierflow/planner/expr"
+	"github.com/tierflow/tierflow/planner/logical"
+)
+
+// ErrUnsupported marks plans this local executor cannot run (yet).
+var ErrUnsupported = errors.New("not supported by the local executor")
+
+// Options configure a local run.
+type Options struct {
+	// Allocator for all records (default memory.DefaultAllocator).
+	Allocator memory.Allocator
+	// Output receives a plain SELECT's rows (INSERT INTO writes to its sink).
+	Output sinks.Writer
+	// Stdout is where a STDOUT sink writes (default os.Stdout).
+	Stdout io.Writer
+	// BaseDir resolves relative file paths (the script's directory).
+	BaseDir string
+	// OnError is the policy for rows that do not fit their schema.
+	OnError sources.OnError
+	// MaxDelay is the allowed out-of-orderness of event time in streams.
+	MaxDelay time.Duration
+	// BatchSize is the rows per source batch (default 4096).
+	BatchSize int
+	// Functions implements the expressions (default functions.Builtins()).
+	Functions *functions.Registry
+}
+
+// Stats report a run.
+type Stats struct {
+	RowsRead    int64
+	RowsWritten int64
+	LateRows    int64
+	BadRows     int64
+	Problems    []string // first bad-row messages (file:row: why)
+}
+
+// Query is a built dataflow ready to run.
+type Query struct {
+	graph   *dataflow.Graph
+	opts    Options
+	report  *sources.Report
+	stats   []*rel.Stats
+	written atomic.Int64
+	closers []io.Closer
+	writers []sinks.Writer
+}
+
+type builder struct {
+	q    *Query
+	g    *dataflow.Graph
+	opts Options
+}
+
+// Build translates plan into a dataflow.
+func Build(plan *logical.Plan, opts Options) (*Query, error) {
+	if opts.Allocator == nil {
+		opts.Allocator = memory.DefaultAllocator
+	}
+	if opts.BatchSize <= 0 {
+		opts.BatchSize = 4096
+	}
+	if opts.Functions == nil {
+		opts.Functions = functions.Builtins()
+	}
+	if opts.Stdout == nil {
+		opts.Stdout = os.Stdout
+	}
+	q := &Query{graph: &dataflow.Graph{Query: "local"}, opts: opts, report: &sources.Report{}}
+	b := &builder{q: q, g: q.graph, opts: opts}
+	if _, _, err := b.node(plan.Root); err != nil {
+		q.closeFiles()
+		return nil, err
+	}
+	return q, nil
+}
+
+// Graph is the dataflow the plan became.
+func (q *Query) Graph() *dataflow.Graph { return q.graph }
+
+// Run executes the query until its sources end or ctx is cancelled; windows
+// that closed before a cancellation have been written.
+func (q *Query) Run(ctx context.Context) (Stats, error) {
+	err := dataflow.Run(ctx, q.graph, dataflow.Config{Allocator: q.opts.Allocator})
+	for _, w := range q.writers {
+		if cerr := w.Close(); cerr != nil && err == nil {
+			err = cerr
+		}
+	}
+	q.closeFiles()
+	st := Stats{RowsRead: q.report.Rows.Load(), RowsWritten: q.written.Load(), BadRows: q.report.BadRows.Load(), Problems: q.report.Messages()}
+	for _, s := range q.stats {
+		st.LateRows += s.Late.Load()
+	}
+	return st, err
+}
+
+func (q *Query) closeFiles() {
+	for _, c := range q.closers {
+		c.Close()
+	}
+	q.closers = nil
+}
+
+func (b *builder) add(name string, inputs int, mk func() (dataflow.Operator, error)) int {
+	return b.g.AddOperator(dataflow.OperatorSpec{Name: name, Inputs: inputs, Outputs: 1,
+		New: func(dataflow.Instance) (dataflow.Operator, error) { return mk() }})
+}
+
+// node builds n and returns its operator and output schema.
+func (b *builder) node(n logical.Node) (int, *arrow.Schema, error) {
+	at := func(err error) error {
+		p := n.Position()
+		if p.Line > 0 {
+			return fmt.Errorf("%s: %w", p, err)
+		}
+		return err
+	}
+	fns := b.opts.Functions
+	switch n := n.(type) {
+	case *logical.Scan:
+		return b.scan(n)
+	case *logical.Filter:
+		in, schema, err := b.node(n.Input)
+		if err != nil {
+			return 0, nil, err
+		}
+		pred, err := eval.NewPredicate(n.Pred, schema, fns)
+		if err != nil {
+			return 0, nil, at(err)
+		}
+		op := b.add("filter", 1, func() (dataflow.Operator, error) { return rel.NewFilter(pred, nil), nil })
+		b.g.Connect(in, 0, op, 0)
+		return op, schema, nil
+	case *logical.Project:
+		in, schema, err := b.node(n.Input)
+		if err != nil {
+			return 0, nil, err
+		}
+		proj, err := eval.NewProjection(n.Exprs, n.Names, schema, fns)
+		if err != nil {
+			return 0, nil, at(err)
+		}
+		op := b.add("project", 1, func() (dataflow.Operator, error) { return rel.NewProject(proj), nil })
+		b.g.Connect(in, 0, op, 0)
+		return op, proj.Schema(), nil
+	case *logical.Aggregate:
+		in, schema, err := b.node(n.Input)
+		if err != nil {
+			return 0, nil, err
+		}
+		spec := rel.AggregateSpec{Group: n.Group, GroupNames: n.GroupNames, Aggs: n.Aggs, AggNames: n.AggNames}
+		if w := n.Window; w != nil {
+			ws := &rel.WindowSpec{Time: w.Time, Size: w.Size, Slide: w.Slide}
+			switch w.Kind {
+			case logical.Tumble:
+				ws.Type = expr.Tumble
+			case logical.Hop:
+				ws.Type = expr.Hop
+			case logical.Session:
+				ws.Type, ws.Gap = expr.Session, w.Size
+			}
+			spec.Window = ws
+		}
+		// Compile once here so plan errors surface before anything runs.
+		h, err := rel.NewHashAggregate(b.opts.Allocator, spec, schema, fns)
+		if err != nil {
+			return 0, nil, at(err)
+		}
+		out := h.Schema()
+		h.Release()
+		st := &rel.Stats{}
+		b.q.stats = append(b.q.stats, st)
+		op := b.add("aggregate", 1, func() (dataflow.Operator, error) { return rel.NewAggregate(spec, schema, fns, st), nil })
+		b.g.Connect(in, 0, op, 0)
+		return op, out, nil
+	case *logical.Join:
+		return b.join(n, at)
+	case *logical.Union:
+		var ins []int
+		var schema *arrow.Schema
+		for _, c := range n.Inputs {
+			in, s, err := b.node(c)
+			if err != nil {
+				return 0, nil, err
+			}
+			if schema == nil {
+				schema = s
+			}
+			ins = append(ins, in)
+		}
+		op := b.add("union", len(ins), func() (dataflow.Operator, error) { return rel.NewUnionAll(schema), nil })
+		for i, in := range ins {
+			b.g.Connect(in, 0, op, i)
+		}
+		return op, schema, nil
+	case *logical.Limit:
+		in, schema, err := b.node(n.Input)
+		if err != nil {
+			return 0, nil, err
+		}
+		op := b.add("limit", 1, func() (dataflow.Operator, error) { return rel.NewLimit(n.N), nil })
+		b.g.Connect(in, 0, op, 0)
+		return op, schema, nil
+	case *logical.Sort:
+		in, schema, err := b.node(n.Input)
+		if err != nil {
+			return 0, nil, err
+		}
+		keys := make([]rel.SortKey, len(n.Keys))
+		for i, k := range n.Keys {
+			keys[i] = rel.SortKey{Expr: k.Expr, Desc: k.Desc}
+		}
+		if _, err := rel.NewSort(keys, schema, fns); err != nil {
+			return 0, nil, at(err)
+		}
+		op := b.add("sort", 1, func() (dataflow.Operator, error) { return rel.NewSort(keys, schema, fns) })
+		b.g.Connect(in, 0, op, 0)
+		return op, schema, nil
+	case *logical.Sink:
+		return b.sink(n, at)
+	case *logical.LateralModel:
+		return 0, nil, at(fmt.Errorf("%w: model %s (ML operators run through operators/ml, not wired into the local executor yet)", ErrUnsupported, n.Name))
+	}
+	return 0, nil, at(fmt.Errorf("%w: %T", ErrUnsupported, n))
+}
+
+// bounded reports whether a subtree reads only tables (files with an end).
+func bounded(n logical.Node) bool {
+	ok := true
+	logical.Walk(n, func(x logical.Node) bool {
+		if s, isScan := x.(*logical.Scan); isScan && s.Stream != nil {
+			ok = false
+		}
+		return ok
+	})
+	return ok
+}
+
+func (b *builder) join(n *logical.Join, at func(error) error) (int, *arrow.Schema, error) {
+	if n.Kind == logical.CrossJoin || n.On == nil {
+		return 0, nil, at(fmt.Errorf("%w: CROSS JOIN", ErrUnsupported))
+	}
+	if !bounded(n.Right) {
+		return 0, nil, at(fmt.Errorf("%w: the right side of a join must be a table (stream-table join); stream-stream joins need a window", ErrUnsupported))
+	}
+	l, ls, err := b.node(n.Left)
+	if err != nil {
+		return 0, nil, err
+	}
+	r, rs, err := b.node(n.Right)
+	if err != nil {
+		return 0, nil, err
+	}
+	lk, rk, residual := rel.SplitJoinCondition(n.On, ls.NumFields())
+	spec := rel.JoinSpec{Kind: rel.InnerJoin, LeftKeys: lk, RightKeys: rk, Residual: residual}
+	if n.Kind == logical.LeftJoin {
+		spec.Kind = rel.LeftJoin
+	}
+	j, err := rel.NewHashJoin(b.opts.Allocator, spec, ls, rs, b.opts.Functions)
+	if err != nil {
+		return 0, nil, at(err)
+	}
+	out := j.Schema()
+	j.Release()
+	fns := b.opts.Functions
+	op := b.g.AddOperator(dataflow.OperatorSpec{Name: "join", Inputs: 2, Outputs: 1, New: func(dataflow.Instance) (dataflow.Operator, error) {
+		return rel.NewStreamTableJoin(spec, ls, rs, fns, nil), nil
+	}})
+	b.g.Connect(l, 0, op, 0)
+	b.g.Connect(r, 0, op, 1)
+	return op, out, nil
+}
+
+func (b *builder) path(p string) string {
+	if filepath.IsAbs(p) || b.opts.BaseDir == "" {
+		return p
+	}
+	if _, err := os.Stat(filepath.Join(b.opts.BaseDir, p)); err == nil {
+		return filepath.Join(b.opts.BaseDir, p)
+	}
+	return p
+}
+
+func declaredSchema(cols []catalog.Column) (*arrow.Schema, error) {
+	if len(cols) == 0 {
+		return nil, nil
+	}
+	fs := make([]arrow.Field, len(cols))
+	for i, c := range cols {
+		f, err := c.Field()
+		if err != nil {
+			return nil, err
+		}
+		f.Nullable = true
+		fs[i] = f
+	}
+	return arrow.NewSchema(fs, nil), nil
+}
+
+func formatOf(format, path string) string {
+	if format != "" {
+		return format
+	}
+	switch strings.ToLower(filepath.Ext(path)) {
+	case ".csv":
+		return "csv"
+	case ".json", ".jsonl", ".ndjson":
+		return "json"
+	case ".parquet":
+		return "parquet"
+	case ".arrow", ".ipc", ".feather":
+		return "arrow"
+	}
+	return "csv"
+}
+
+// openReader opens a file source. It is called once at build time to learn the
+// schema and once per run of the source instance.
+func (b *builder) openReader(path, format string, schema *arrow.Schema) (sources.Reader, error) {
+	switch formatOf(format, path) {
+	case "csv":
+		return sources.OpenCSV(path, schema, b.opts.BatchSize, b.opts.OnError, b.q.report)
+	case "json":
+		return sources.OpenJSONL(path, schema, b.opts.BatchSize, b.opts.OnError, b.q.report)
+	case "parquet":
+		return sources.OpenParquet(path, schema, b.opts.BatchSize, b.opts.Allocator)
+	case "arrow":
+		return sources.OpenIPC(path, schema, b.opts.Allocator)
+	}
+	return nil, fmt.Errorf("%w: file format %q", ErrUnsupported, format)
+}
+
+func (b *builder) scan(n *logical.Scan) (int, *arrow.Schema, error) {
+	var path, format string
+	var cols []catalog.Column
+	isStream := n.Stream != nil
+	if isStream {
+		if n.Stream.Source != "file" {
+			return 0, nil, fmt.Errorf("%s: %w: stream %s FROM %s (the local executor reads FILE streams; NATS streams run on workers)", n.Position(), ErrUnsupported, n.Stream.Name, strings.ToUpper(n.Stream.Source))
+		}
+		path, format, cols = n.Stream.Subject, n.Stream.Format, n.Stream.Columns
+	} else {
+		path, format, cols = n.Table.Path, n.Table.Format, n.Table.Columns
+	}
+	path = b.path(path)
+	declared, err := declaredSchema(cols)
+	if err != nil {
+		return 0, nil, fmt.Errorf("%s: %w", n.Position(), err)
+	}
+	probe, err := b.openReader(path, format, declared)
+	if err != nil {
+		return 0, nil, fmt.Errorf("%s: %s %s: %w", n.Position(), map[bool]string{true: "stream", false: "table"}[isStream], n.Name(), err)
+	}
+	schema := probe.Schema()
+	probe.Close()
+	et := sources.EventTime{Column: -1, MaxDelay: b.opts.MaxDelay}
+	if isStream {
+		// A stream's event time is its first TIMESTAMP column.
+		for i, f := range schema.Fields() {
+			if f.Type.ID() == arrow.TIMESTAMP {
+				et.Column = i
+				break
+			}
+		}
+	}
+	report := b.q.report
+	src := b.g.AddOperator(dataflow.OperatorSpec{Name: "scan " + n.Name(), Outputs: 1, New: func(dataflow.Instance) (dataflow.Operator, error) {
+		r, err := b.openReader(path, format, schema)
+		if err != nil {
+			return nil, err
+		}
+		return sources.NewSource(r, et, report), nil
+	}})
+	// Keep only the columns the scan reads, in its order.
+	all := len(n.Columns) == schema.NumFields()
+	for i, c := range n.Columns {
+		all = all && c == i
+	}
+	if all || len(n.Columns) == 0 {
+		return src, schema, nil
+	}
+	exprs := make([]expr.Expr, len(n.Columns))
+	names := make([]string, len(n.Columns))
+	for i, c := range n.Columns {
+		if c >= schema.NumFields() {
+			return 0, nil, fmt.Errorf("%s: scan of %s reads column %d of %d", n.Position(), n.Name(), c, schema.NumFields())
+		}
+		f := schema.Field(c)
+		exprs[i] = &expr.Column{Index: c, Name: f.Name, DataType: f.Type}
+		names[i] = f.Name
+	}
+	proj, err := eval.NewProjection(exprs, names, schema, b.opts.Functions)
+	if err != nil {
+		return 0, nil, err
+	}
+	op := b.add("columns", 1, func() (dataflow.Operator, error) { return rel.NewProject(proj), nil })
+	b.g.Connect(src, 0, op, 0)
+	return op, proj.Schema(), nil
+}
+
+func (b *builder) sink(n *logical.Sink, at func(error) error) (int, *arrow.Schema, error) {
+	in, schema, err := b.node(n.Input)
+	if err != nil {
+		return 0, nil, err
+	}
+	var w sinks.Writer
+	switch {
+	case n.Sink == nil:
+		w = b.opts.Output
+		if w == nil {
+			w = sinks.NewTable(b.opts.Stdout)
+		}
+	case n.Sink.Kind == "stdout":
+		format := n.Sink.Format
+		if format == "" {
+			format = "json"
+		}
+		if w, err = sinks.New(format, b.opts.Stdout); err != nil {
+			return 0, nil, at(err)
+		}
+	case n.Sink.Kind == "file":
+		f, err := os.Create(b.outPath(n.Sink.Target))
+		if err != nil {
+			return 0, nil, at(err)
+		}
+		b.q.closers = append(b.q.closers, f)
+		if w, err = sinks.New(formatOf(n.Sink.Format, n.Sink.Target), f); err != nil {
+			return 0, nil, at(err)
+		}
+	default:
+		return 0, nil, at(fmt.Errorf("%w: sink %s TO %s (NATS sinks run on workers)", ErrUnsupported, n.Sink.Name, strings.ToUpper(n.Sink.Kind)))
+	}
+	b.q.writers = append(b.q.writers, w)
+	mu := &sync.Mutex{}
+	op := b.g.AddOperator(dataflow.OperatorSpec{Name: "sink", Inputs: 1, New: func(dataflow.Instance) (dataflow.Operator, error) {
+		return sinks.NewSink(w, mu, &b.q.written), nil
+	}})
+	b.g.Connect(in, 0, op, 0)
+	return op, schema, nil
+}
+
+func (b *builder) outPath(p string) string {
+	if filepath.IsAbs(p) || b.opts.BaseDir == "" {
+		return p
+	}
+	return filepath.Join(b.opts.BaseDir, p)
+}
