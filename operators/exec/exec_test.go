@@ -70,7 +70,9 @@ func examplePlan(t *testing.T, dir string) *logical.Plan {
 		t.Fatal(err)
 	}
 	i32 := arrow.PrimitiveTypes.Int32
-	col := func(i int, name string, dt arrow.DataType) *expr.Column { return &expr.Column{Index: i, Name: name, DataType: dt} }
+	col := func(i int, name string, dt arrow.DataType) *expr.Column {
+		return &expr.Column{Index: i, Name: name, DataType: dt}
+	}
 	lit := func(v any) expr.Expr { l, _ := expr.NewLiteral(v); return l }
 	between, _ := expr.NewBetween(col(2, "temperature", expr.Float64), lit(int64(-40)), lit(int64(60)), false)
 	filtered := &logical.Filter{Input: r, Pred: between}
