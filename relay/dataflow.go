@@ -1,0 +1,178 @@
+package relay
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"sync"
+	"time"
+
+	"github.com/tierflow/tierflow/dataflow"
+)
+
+// DataflowTransport runs dataflow channels over a relay Transport: every
+// channel the worker listens on gets a receiver and a goroutine that pumps its
+// messages into the worker's inbox; every channel it dials gets a sender. A
+// blocked inbox stops the pump, which stops granting credit, which stalls the
+// remote sender: the dataflow's backpressure crosses the network unchanged.
+type DataflowTransport struct {
+	tr     Transport
+	ctx    context.Context
+	cancel context.CancelFunc
+	wg     sync.WaitGroup
+
+	mu   sync.Mutex
+	recv map[dataflow.ChannelID]Receiver
+	err  error
+}
+
+var _ dataflow.Transport = (*DataflowTransport)(nil)
+
+// NewDataflowTransport adapts tr. Close the adapter before tr.
+func NewDataflowTransport(tr Transport) *DataflowTransport {
+	ctx, cancel := context.WithCancel(context.Background())
+	return &DataflowTransport{tr: tr, ctx: ctx, cancel: cancel, recv: make(map[dataflow.ChannelID]Receiver)}
+}
+
+// openTimeout bounds opening a link end: dataflow's Listen and Dial take no
+// context, and opening only waits for the server to register a subscription.
+const openTimeout = 10 * time.Second
+
+func linkOf(ch dataflow.ChannelID) (LinkID, error) {
+	for _, v := range []int{ch.Edge, ch.Sender, ch.Receiver} {
+		if v < 0 || v > math.MaxUint32 {
+			return LinkID{}, fmt.Errorf("%w: channel %v has an index out of range", ErrBadLink, ch)
+		}
+	}
+	return LinkID{Query: ch.Query, Edge: uint32(ch.Edge), Sender: uint32(ch.Sender), Receiver: uint32(ch.Receiver)}, nil
+}
+
+// Listen implements dataflow.Transport.
+func (d *DataflowTransport) Listen(ch dataflow.ChannelID, in dataflow.Inbox) error {
+	link, err := linkOf(ch)
+	if err != nil {
+		return err
+	}
+	ctx, cancel := context.WithTimeout(d.ctx, openTimeout)
+	r, err := d.tr.OpenReceiver(ctx, link)
+	cancel()
+	if err != nil {
+		return err
+	}
+	d.mu.Lock()
+	d.recv[ch] = r
+	d.mu.Unlock()
+	d.wg.Add(1)
+	go d.pump(ch, r, in)
+	return nil
+}
+
+// pump moves one channel's messages into its inbox until the channel's
+// Progress at Closed, the sender's end, or Close.
+func (d *DataflowTransport) pump(ch dataflow.ChannelID, r Receiver, in dataflow.Inbox) {
+	defer d.wg.Done()
+	defer func() {
+		_ = r.Close()
+		d.mu.Lock()
+		delete(d.recv, ch)
+		d.mu.Unlock()
+	}()
+	for {
+		m, err := r.Recv(d.ctx)
+		if err != nil {
+			if err != io.EOF && d.ctx.Err() == nil {
+				d.fail(fmt.Errorf("relay: channel %v: %w", ch, err))
+			}
+			return
+		}
+		dm := dataflow.Message{Header: dataflow.Header{Channel: ch, Epoch: dataflow.Epoch(m.Epoch), Seq: m.Seq - 1}}
+		if m.Kind == KindData {
+			dm.Kind, dm.Record = dataflow.Data, m.Record
+		} else {
+			dm.Kind = dataflow.Progress
+		}
+		if err := in.Deliver(d.ctx, dm); err != nil {
+			if !errors.Is(err, dataflow.ErrClosed) && d.ctx.Err() == nil {
+				d.fail(fmt.Errorf("relay: deliver on channel %v: %w", ch, err))
+			}
+			return
+		}
+		if m.Kind == KindProgress && dataflow.Epoch(m.Epoch) == dataflow.Closed {
+			return
+		}
+	}
+}
+
+func (d *DataflowTransport) fail(err error) {
+	d.mu.Lock()
+	if d.err == nil {
+		d.err = err
+	}
+	d.mu.Unlock()
+}
+
+// Err is the first failure of a receiving channel (a protocol error, a lost
+// connection), or nil. dataflow's Inbox has no way to fail a run, so a worker
+// whose input broke waits; its owner should watch Err.
+func (d *DataflowTransport) Err() error {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return d.err
+}
+
+// Dial implements dataflow.Transport.
+func (d *DataflowTransport) Dial(ch dataflow.ChannelID) (dataflow.Sender, error) {
+	link, err := linkOf(ch)
+	if err != nil {
+		return nil, err
+	}
+	ctx, cancel := context.WithTimeout(d.ctx, openTimeout)
+	s, err := d.tr.OpenSender(ctx, link)
+	cancel()
+	if err != nil {
+		return nil, err
+	}
+	return dataflowSender{s}, nil
+}
+
+// Close stops every pump, closes their receivers (releasing what they
+// buffered) and waits for them.
+func (d *DataflowTransport) Close() error {
+	d.cancel()
+	d.mu.Lock()
+	rs := make([]Receiver, 0, len(d.recv))
+	for _, r := range d.recv {
+		rs = append(rs, r)
+	}
+	d.mu.Unlock()
+	for _, r := range rs {
+		_ = r.Close()
+	}
+	d.wg.Wait()
+	return nil
+}
+
+type dataflowSender struct{ s Sender }
+
+func (ds dataflowSender) Send(ctx context.Context, m dataflow.Message) error {
+	switch m.Kind {
+	case dataflow.Data:
+		err := ds.s.SendData(ctx, uint64(m.Epoch), m.Record)
+		m.Record.Release()
+		return err
+	case dataflow.Progress:
+		if m.Record != nil {
+			m.Record.Release()
+		}
+		return ds.s.SendProgress(ctx, uint64(m.Epoch))
+	default:
+		if m.Record != nil {
+			m.Record.Release()
+		}
+		return fmt.Errorf("%w: %s message on %v", ErrProtocol, m.Kind, m.Channel)
+	}
+}
+
+func (ds dataflowSender) Close() error { return ds.s.Close() }
