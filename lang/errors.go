@@ -6,6 +6,7 @@ import (
 	"regexp"
 	"sort"
 	"strings"
+	"sync"
 
 	"github.com/alecthomas/participle/v2"
 	"github.com/alecthomas/participle/v2/lexer"
@@ -128,11 +129,11 @@ func improve(filename, src string, err error) error {
 		pos.Filename = filename
 	}
 	found, expected := describeFound(src, pos), ""
-	var candidates []string
+	var candidates, set []string
 	var ute *participle.UnexpectedTokenError
 	if errors.As(err, &ute) {
 		if m := expectedRe.FindStringSubmatch(ute.Message()); m != nil {
-			set, _ := expectedSet(m[2])
+			set, _ = expectedSet(m[2])
 			expected = joinOr(set)
 			candidates = quotedWords(strings.Join(set, " "))
 		}
@@ -155,9 +156,24 @@ func improve(filename, src string, err error) error {
 		}
 		return newError(src, pos, strings.TrimPrefix(msg, "lexer: "))
 	}
-	if expected == "" {
+	switch {
+	case atStatementStart(src, pos):
+		expected = "a statement"
+		candidates = statementWords
+	case expected == "":
 		// The statement is complete and more follows: only a separator fits.
 		expected = `";"`
+	case len(set) == 1 && strings.HasPrefix(set[0], `"`):
+		// Participle names only the last of several alternatives that failed
+		// on the same token (CREATE MODEL|STREAM|TABLE|SINK, NOT IN|LIKE|...).
+		if alts := probeAlternatives(filename, src, pos); len(alts) > 1 && len(alts) <= 6 {
+			candidates = alts
+			quoted := make([]string, len(alts))
+			for i, a := range alts {
+				quoted[i] = fmt.Sprintf("%q", a)
+			}
+			expected = joinOr(quoted)
+		}
 	}
 	if fix, at, ok := repair(filename, src, pos); ok {
 		return newError(src, at.Pos, fmt.Sprintf("unexpected %q, expected %q", at.Value, fix))
@@ -172,6 +188,68 @@ func improve(filename, src string, err error) error {
 		}
 	}
 	return newError(src, pos, msg)
+}
+
+// statementWords start statements.
+var statementWords = []string{"CREATE", "DESCRIBE", "DROP", "EXPLAIN", "INSERT", "SELECT", "SET", "SHOW", "STOP"}
+
+// atStatementStart reports whether pos is the first token of a statement.
+func atStatementStart(src string, pos lexer.Position) bool {
+	toks, _ := Tokens("", src)
+	prev := ""
+	for _, t := range toks {
+		if t.Pos.Offset >= pos.Offset {
+			break
+		}
+		if t.Kind != TokWhitespace && t.Kind != TokComment {
+			prev = t.Value
+		}
+	}
+	return prev == "" || prev == ";"
+}
+
+// grammarTerminals are the keywords and punctuation the grammar uses.
+var grammarTerminals = sync.OnceValue(func() []string {
+	seen := map[string]bool{}
+	var out []string
+	for _, m := range regexp.MustCompile(`"([^"]+)"`).FindAllStringSubmatch(Grammar(), -1) {
+		if !seen[m[1]] {
+			seen[m[1]] = true
+			out = append(out, m[1])
+		}
+	}
+	sort.Strings(out)
+	return out
+})
+
+// probeAlternatives returns the terminals that, put at pos, let the parse of
+// the text before pos go on past them.
+func probeAlternatives(filename, src string, pos lexer.Position) []string {
+	if pos.Offset < 0 || pos.Offset > len(src) {
+		return nil
+	}
+	prefix := src[:pos.Offset]
+	var out []string
+	for _, term := range grammarTerminals() {
+		// Spaces keep the term one token ("10" + "." would lex as "10.").
+		probe := prefix + " " + term + " "
+		_, err := parse(filename, probe)
+		var pe participle.Error
+		var le *Error
+		switch {
+		case err == nil:
+		case errors.As(err, &le):
+			continue
+		case errors.As(err, &pe) && pe.Position().Offset > pos.Offset+len(term):
+		default:
+			continue
+		}
+		out = append(out, term)
+		if len(out) > 6 {
+			break
+		}
+	}
+	return out
 }
 
 // describeFound names the token at pos: its text, or "end of input".

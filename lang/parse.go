@@ -10,9 +10,11 @@ import (
 	"github.com/alecthomas/participle/v2/lexer"
 )
 
-// lookahead lets the parser back out of a branch after up to this many tokens:
-// `t.*` against `t.col`, `f(` against a name, `NOT IN` against `NOT BETWEEN`.
-const lookahead = 3
+// lookahead lets the parser back out of a branch after up to this many tokens
+// (`t.*` against `t.col` needs 2). Keep it small: participle reports an error
+// deeper than lookahead tokens into a branch, and backs out of shallower ones,
+// so a larger value makes messages point at the start of the broken clause.
+const lookahead = 2
 
 // maxDepth bounds nesting (parentheses, brackets, CASE, runs of prefix NOT and
 // minus). The parser recurses per level, and an input of a million "(" must
