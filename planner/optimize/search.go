@@ -24,8 +24,15 @@ import (
 //     the accuracy target. A later operator that cannot be covered at all
 //     prunes the branch.
 //
+//   - each cover is also bounded by whole workers (coverDP: integer cover of
+//     the demand with capacities rounded up) and by a split on the partly used
+//     worker, and, with multipliers lam set at the root by subgradient steps,
+//     by the Lagrangian bound that charges operators competing for the same
+//     workers (see computeLambda); the largest bound is used.
+//
 // Network cost only grows as operators are added and every used worker costs
-// its full price, so pruning on these bounds never cuts an optimal plan.
+// its full price, so pruning on these bounds never cuts an optimal plan. The
+// property tests check the result against an independent enumeration.
 type bnb struct {
 	in      *instance
 	cls     []wclass
@@ -52,6 +59,10 @@ type bnb struct {
 	tierA2  bool
 	anc     [][]bool // anc[x][y]: y is an ancestor of x
 	maxTier []int    // per decided operator: its highest worker tier
+
+	// lam prices each worker of a class (Lagrange multipliers of "a worker
+	// serves one operator"), set once at the root; nil when it does not help.
+	lam []float64
 
 	combos    [][]int // variant combinations meeting the target, when enumerable
 	nodes     int
@@ -226,7 +237,11 @@ func cover(ps []piece, need float64) float64 {
 	}
 	sort.Slice(ps, func(i, j int) bool { return ps[i].perItem < ps[j].perItem })
 	lp, j, q := coverLP(ps, need, -1, 0)
-	if math.IsInf(lp, 1) || j < 0 || ps[j].price == 0 {
+	if math.IsInf(lp, 1) {
+		return lp
+	}
+	lp = max(lp, coverDP(ps, need))
+	if j < 0 || ps[j].price == 0 {
 		return lp
 	}
 	// Branch B: at most q workers of piece j.
@@ -240,6 +255,39 @@ func cover(ps []piece, need float64) float64 {
 	a, _, _ := coverLP(pa, need, -1, 0)
 	a += float64(q+1) * ps[j].price
 	return max(lp, min(a, b))
+}
+
+// dpUnits is the resolution of coverDP: demand in at most this many units.
+const dpUnits = 64
+
+// coverDP is the integer bound: the cheapest set of whole workers whose
+// capacities (rounded up to units of need/dpUnits, so never underestimated)
+// reach need, by dynamic programming over units, plus need times the lowest
+// network cost per item any piece has. It catches the price of the partly used
+// last worker that the fractional cover lets go.
+func coverDP(ps []piece, need float64) float64 {
+	if need <= eps {
+		return 0
+	}
+	g := need / dpUnits
+	units := int(need/g - 1e-9)
+	var dp [dpUnits + 1]float64
+	for i := 1; i <= units; i++ {
+		dp[i] = math.Inf(1)
+	}
+	minNet := math.Inf(1)
+	for _, p := range ps {
+		minNet = min(minNet, p.net)
+		u := int(math.Ceil(p.cap/g - 1e-9))
+		for range p.n {
+			for c := units; c > 0; c-- {
+				if x := dp[max(c-u, 0)] + p.price; x < dp[c] {
+					dp[c] = x
+				}
+			}
+		}
+	}
+	return dp[units] + need*minNet
 }
 
 // coverLP is the fractional cover of need on ps (sorted by perItem), with
@@ -273,19 +321,37 @@ func coverLP(ps []piece, need float64, skip, limit int) (float64, int, int) {
 }
 
 // opLB is the bound for a later operator o with variant v.
-func (b *bnb) opLB(o, v, floor int, buf []piece) float64 {
+func (b *bnb) opLB(o, v, floor int, buf []piece, lam []float64) float64 {
 	ps := buf[:0]
 	for _, c := range b.candidates(o, v, floor) {
-		ps = append(ps, piece{c.unit, c.cap, c.free, c.price, c.net})
+		ps = append(ps, c.piece(lam))
 	}
 	return cover(ps, b.in.ix.demand[o])
+}
+
+// piece is the class as a cover piece, its price raised by lam (may be nil).
+func (c cand) piece(lam []float64) piece {
+	if lam == nil {
+		return piece{c.unit, c.cap, c.free, c.price, c.net}
+	}
+	p := c.price + lam[c.class]
+	return piece{p/c.cap + c.net, c.cap, c.free, p, c.net}
+}
+
+// lamFree is the multipliers' total over the free workers.
+func (b *bnb) lamFree() float64 {
+	t := 0.0
+	for c, l := range b.lam {
+		t += l * float64(len(b.cls[c].members)-b.used[c])
+	}
+	return t
 }
 
 // restLB bounds the operators after depth, given the variants decided so far
 // (vars of order[:depth+1]) and that the operator at depth uses a worker of
 // tier oTier or higher; +Inf when some later operator cannot be covered or no
 // combination can meet the target.
-func (b *bnb) restLB(depth, oTier int) float64 {
+func (b *bnb) restLB(depth, oTier int, lam []float64) float64 {
 	in := b.in
 	later := b.order[depth+1:]
 	if len(later) == 0 {
@@ -308,7 +374,7 @@ func (b *bnb) restLB(depth, oTier int) float64 {
 		}
 		lb[o] = make([]float64, len(in.p.Operators[o].Variants))
 		for v := range lb[o] {
-			lb[o][v] = b.opLB(o, v, floor, buf)
+			lb[o][v] = b.opLB(o, v, floor, buf, lam)
 		}
 	}
 	if b.combos == nil {
@@ -366,10 +432,11 @@ func (b *bnb) assign(depth int) {
 	}
 	o := b.order[depth]
 	type vopt struct {
-		v    int
-		rest []float64 // by the highest tier o will use
-		cs   []cand
-		lb   float64
+		v     int
+		rest  []float64 // by the highest tier o will use
+		restL []float64 // the same with the multipliers (nil without)
+		cs    []cand
+		lb    float64
 	}
 	var opts []vopt
 	for v := range in.p.Operators[o].Variants {
@@ -399,21 +466,33 @@ func (b *bnb) assign(depth int) {
 		if b.tierA2 {
 			nt = len(in.p.Tiers)
 		}
-		rest := make([]float64, nt)
-		for t := range rest {
-			rest[t] = b.restLB(depth, t)
-		}
-		lo := math.Inf(1)
+		minTier := nt - 1
 		for _, c := range cs {
-			lo = min(lo, rest[min(b.cls[c.class].tier, nt-1)])
+			minTier = min(minTier, b.cls[c.class].tier)
 		}
 		if len(cs) == 0 {
-			lo = rest[0]
+			minTier = 0
 		}
-		if math.IsInf(lo, 1) || b.cost+own+lo >= b.best-1e-12 {
+		rest := make([]float64, nt)
+		for t := range rest {
+			rest[t] = b.restLB(depth, t, nil)
+		}
+		lb := own + rest[minTier]
+		var restL []float64
+		if b.lam != nil {
+			restL = make([]float64, nt)
+			for t := range restL {
+				restL[t] = b.restLB(depth, t, b.lam)
+			}
+			for i, c := range cs {
+				ps[i] = c.piece(b.lam)
+			}
+			lb = max(lb, cover(ps, in.ix.demand[o])+restL[minTier]-b.lamFree())
+		}
+		if math.IsInf(lb, 1) || b.cost+lb >= b.best-1e-12 {
 			continue
 		}
-		opts = append(opts, vopt{v: v, rest: rest, cs: cs, lb: own + lo})
+		opts = append(opts, vopt{v: v, rest: rest, restL: restL, cs: cs, lb: lb})
 	}
 	sort.SliceStable(opts, func(i, j int) bool { return opts[i].lb < opts[j].lb })
 	for _, op := range opts {
@@ -424,15 +503,16 @@ func (b *bnb) assign(depth int) {
 			continue
 		}
 		b.vars[o] = op.v
-		b.chooseSet(depth, o, op.v, op.cs, op.rest)
+		b.chooseSet(depth, o, op.v, op.cs, op.rest, op.restL)
 	}
 }
 
 // chooseSet enumerates count vectors over the candidate classes and the
 // remainder class, then recurses to the next operator.
-func (b *bnb) chooseSet(depth, o, v int, cs []cand, rest []float64) {
+func (b *bnb) chooseSet(depth, o, v int, cs []cand, rest, restL []float64) {
 	in := b.in
 	T := in.ix.demand[o]
+	lamFree := b.lamFree()
 	k := make([]int, len(cs))
 	ps := make([]piece, 0, len(cs))
 	var rec func(i int, capSum, priceSum, maxCap float64, top int)
@@ -454,9 +534,29 @@ func (b *bnb) chooseSet(depth, o, v int, cs []cand, rest []float64) {
 		for j := i; j < len(cs); j++ {
 			ps = append(ps, piece{cs[j].unit, cs[j].cap, cs[j].free, cs[j].price, cs[j].net})
 		}
-		lb := priceSum + cover(ps, T)
-		if b.cost+lb+rest[min(top, len(rest)-1)] >= b.best-1e-12 {
+		lb := priceSum + cover(ps, T) + rest[min(top, len(rest)-1)]
+		if b.cost+lb >= b.best-1e-12 {
 			return
+		}
+		if restL != nil {
+			// The same with every worker still free priced by its multiplier:
+			// workers o has chosen are no longer free.
+			free := lamFree
+			for j := 0; j < i; j++ {
+				free -= b.lam[cs[j].class] * float64(k[j])
+			}
+			ps = ps[:0]
+			for j := 0; j < i; j++ {
+				if k[j] > 0 {
+					ps = append(ps, piece{cs[j].net, cs[j].cap, k[j], 0, cs[j].net})
+				}
+			}
+			for j := i; j < len(cs); j++ {
+				ps = append(ps, cs[j].piece(b.lam))
+			}
+			if b.cost+priceSum+cover(ps, T)+restL[min(top, len(restL)-1)]-free >= b.best-1e-12 {
+				return
+			}
 		}
 		if i == len(cs) {
 			if capSum < T-eps {
@@ -603,4 +703,116 @@ func (b *bnb) apply(depth, o, v int, cs []cand, k []int, r int, net, priceSum fl
 	for i, x := range added {
 		b.bw[x] -= amounts[i]
 	}
+}
+
+// computeLambda sets the multipliers by subgradient steps (Polyak steps toward
+// the incumbent's cost) on the root Lagrangian bound: every operator covers its
+// demand fractionally on workers priced price + lam, minus lam over all
+// workers. Operators competing for the same cheap workers is what the plain
+// per-operator covers miss; the multipliers charge for that competition, and
+// any lam >= 0 keeps the bound valid.
+func (b *bnb) computeLambda() {
+	in := b.in
+	vars := b.rootVars()
+	if vars == nil {
+		return
+	}
+	nc := len(b.cls)
+	lam := make([]float64, nc)
+	use := make([]float64, nc)
+	var bestLam []float64
+	bestLB, lb0 := math.Inf(-1), 0.0
+	for it := range 60 {
+		total := 0.0
+		clear(use)
+		for _, o := range b.order {
+			cs := b.candidates(o, vars[o], 0)
+			per := func(c cand) float64 { return (c.price+lam[c.class])/c.cap + c.net }
+			sort.Slice(cs, func(i, j int) bool { return per(cs[i]) < per(cs[j]) })
+			need := in.ix.demand[o]
+			for _, c := range cs {
+				if need <= eps {
+					break
+				}
+				t := min(float64(c.free)*c.cap, need)
+				total += t * per(c)
+				use[c.class] += t / c.cap
+				need -= t
+			}
+			if need > eps {
+				return
+			}
+		}
+		norm := 0.0
+		for c := range lam {
+			n := float64(len(b.cls[c].members))
+			total -= lam[c] * n
+			g := use[c] - n
+			if lam[c] <= 0 && g < 0 {
+				g = 0
+			}
+			use[c] = g
+			norm += g * g
+		}
+		if it == 0 {
+			lb0 = total
+		}
+		if total > bestLB {
+			bestLB, bestLam = total, append([]float64(nil), lam...)
+		}
+		if norm < 1e-12 {
+			break
+		}
+		target := b.best
+		if math.IsInf(target, 1) || target <= total {
+			target = total*1.05 + 1e-6
+		}
+		step := (target - total) / norm
+		for c := range lam {
+			lam[c] = max(0, lam[c]+step*use[c])
+		}
+	}
+	if bestLB > lb0+1e-9 {
+		b.lam = bestLam
+	}
+}
+
+// rootVars is the variant combination with the lowest root bound.
+func (b *bnb) rootVars() []int {
+	in := b.in
+	buf := make([]piece, 0, len(b.cls))
+	lb := make([][]float64, in.nOps)
+	for o := range in.nOps {
+		lb[o] = make([]float64, len(in.p.Operators[o].Variants))
+		for v := range lb[o] {
+			lb[o][v] = b.opLB(o, v, 0, buf, nil)
+		}
+	}
+	var best []int
+	bestLB := math.Inf(1)
+	consider := func(vars []int) {
+		t := 0.0
+		for o, v := range vars {
+			t += lb[o][v]
+		}
+		if t < bestLB {
+			bestLB, best = t, append([]int(nil), vars...)
+		}
+	}
+	if b.combos != nil {
+		for _, cb := range b.combos {
+			consider(cb)
+		}
+		return best
+	}
+	vars := make([]int, in.nOps)
+	for o := range vars {
+		for v := range lb[o] {
+			if lb[o][v] < lb[o][vars[o]] {
+				vars[o] = v
+			}
+		}
+	}
+	consider(vars)
+	return best
 }

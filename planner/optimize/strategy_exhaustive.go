@@ -48,6 +48,7 @@ func exact(ctx context.Context, in *instance, incumbent *sol, deadline time.Time
 		}
 	}
 	start := time.Now()
+	b.computeLambda()
 	b.run(deadline)
 	if b.cancelErr != nil {
 		return nil, b.cancelErr
