@@ -14,10 +14,12 @@ import (
 // which class holds the remainder worker.
 //
 // Bounds, all valid lower bounds of what is still to pay:
+//
 //   - for the operator being decided: its chosen workers' prices plus a
 //     fractional cover of its demand, where chosen workers carry items at their
 //     incoming network cost per item and other workers at price/capacity plus
 //     that (a used worker costs its full price, so this never overestimates);
+//
 //   - for each later operator the same fractional cover over the free workers
 //     A2 allows given the decided parents, with network from decided parents
 //     and sources; minimised over the variant combinations that can still meet
