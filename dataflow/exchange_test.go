@@ -108,3 +108,70 @@ func TestHashColumnsIsDeterministicAndSpreads(t *testing.T) {
 		t.Fatalf("missing column: %v", err)
 	}
 }
+
+// Split on a sliced record with nulls, across the directly gathered layouts
+// (int64, string, float32) and one that goes through the take kernel
+// (boolean, list).
+func TestSplitSlicedRecordWithNulls(t *testing.T) {
+	mem := checkedAlloc(t)
+	ib := array.NewInt64Builder(mem)
+	sb := array.NewStringBuilder(mem)
+	fb := array.NewFloat32Builder(mem)
+	bb := array.NewBooleanBuilder(mem)
+	lb := array.NewListBuilder(mem, arrow.PrimitiveTypes.Int32)
+	for i := 0; i < 20; i++ {
+		if i%3 == 0 {
+			ib.AppendNull()
+			sb.AppendNull()
+			fb.AppendNull()
+			bb.AppendNull()
+			lb.AppendNull()
+			continue
+		}
+		ib.Append(int64(i))
+		sb.Append(itoa(i))
+		fb.Append(float32(i) / 2)
+		bb.Append(i%2 == 0)
+		lb.Append(true)
+		lb.ValueBuilder().(*array.Int32Builder).AppendValues([]int32{int32(i), int32(i)}, nil)
+	}
+	var cols []arrow.Array
+	for _, b := range []array.Builder{ib, sb, fb, bb, lb} {
+		cols = append(cols, b.NewArray())
+		b.Release()
+	}
+	var fields []arrow.Field
+	for i, c := range cols {
+		fields = append(fields, arrow.Field{Name: itoa(i), Type: c.DataType(), Nullable: true})
+	}
+	full := array.NewRecord(arrow.NewSchema(fields, nil), cols, 20)
+	for _, c := range cols {
+		c.Release()
+	}
+	defer full.Release()
+	rec := full.NewSlice(5, 17) // rows 5..16
+	defer rec.Release()
+	part := make([]uint32, rec.NumRows())
+	for i := range part {
+		part[i] = uint32(i % 2)
+	}
+	parts, err := dataflow.Split(mem, rec, part, 2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for p, r := range parts {
+		for i := 0; i < int(r.NumRows()); i++ {
+			src := 2*i + p // row in rec
+			for c := 0; c < int(r.NumCols()); c++ {
+				want, got := rec.Column(c), r.Column(c)
+				if want.IsNull(src) != got.IsNull(i) {
+					t.Fatalf("partition %d row %d col %d: null %v, want %v", p, i, c, got.IsNull(i), want.IsNull(src))
+				}
+				if !want.IsNull(src) && want.ValueStr(src) != got.ValueStr(i) {
+					t.Fatalf("partition %d row %d col %d: %s, want %s", p, i, c, got.ValueStr(i), want.ValueStr(src))
+				}
+			}
+		}
+		r.Release()
+	}
+}

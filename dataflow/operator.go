@@ -3,6 +3,7 @@ package dataflow
 import (
 	"context"
 	"fmt"
+	"time"
 
 	"github.com/apache/arrow/go/v17/arrow"
 	"github.com/apache/arrow/go/v17/arrow/memory"
@@ -49,6 +50,14 @@ type Source interface {
 // request a notification per epoch.
 type FrontierObserver interface {
 	OnFrontier(ctx *Context, input int, frontier Epoch) error
+}
+
+// Waker is implemented by operators that must act without new input after
+// a delay they ask for with Context.WakeAfter, e.g. flushing a partial batch
+// once a maximum queue delay has passed. To emit there, the operator keeps
+// a retained capability for the pending data.
+type Waker interface {
+	OnWake(ctx *Context) error
 }
 
 // Base gives an Operator no-op methods; OnBatch releases the record.
@@ -212,6 +221,24 @@ func (c *Context) Emit(output int, cap *Capability, rec arrow.Record) error {
 			}
 			return err
 		}
+	}
+	return nil
+}
+
+// Now is the worker's clock (Config.Now).
+func (c *Context) Now() time.Time { return c.in.w.cfg.Now() }
+
+// WakeAfter asks for one OnWake call (the operator must implement Waker)
+// once d has passed on the worker's clock, even if no input arrives. An
+// earlier pending wake-up wins; the request is cleared when OnWake runs.
+func (c *Context) WakeAfter(d time.Duration) error {
+	in := c.in
+	if in.waker == nil {
+		return fmt.Errorf("%w: %s asks to be woken but does not implement Waker", ErrInvalidGraph, in.name())
+	}
+	at := in.w.cfg.Now().Add(d)
+	if in.wakeAt.IsZero() || at.Before(in.wakeAt) {
+		in.wakeAt = at
 	}
 	return nil
 }

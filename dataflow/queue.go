@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"sync"
+	"time"
 )
 
 // queue is the inbox of one operator instance: all channels into the
@@ -91,8 +92,9 @@ func (q *queue) take(dst []Message) []Message {
 	return out
 }
 
-// wait blocks until something is queued, the queue closes or ctx ends.
-func (q *queue) wait(ctx context.Context) error {
+// wait blocks until something is queued, the queue closes, timeout fires
+// (nil: never) or ctx ends.
+func (q *queue) wait(ctx context.Context, timeout <-chan time.Time) error {
 	for {
 		q.mu.Lock()
 		n, closed := len(q.buf), q.closed
@@ -102,6 +104,8 @@ func (q *queue) wait(ctx context.Context) error {
 		}
 		select {
 		case <-q.notEmpty:
+		case <-timeout:
+			return nil
 		case <-ctx.Done():
 			return ctx.Err()
 		}

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"time"
 )
 
 // BuildLocal builds every worker of g in this process, connected by
@@ -99,7 +100,8 @@ func StepAll(ws []*Worker) (bool, error) {
 var ErrStuck = errors.New("dataflow: no progress")
 
 // StepUntilDone steps all workers round-robin until every one is Done, at
-// most maxRounds rounds. A round without progress before that is ErrStuck.
+// most maxRounds rounds. A round without progress before that is ErrStuck,
+// unless an operator waits for a wake-up, which it sleeps for.
 // On error every worker is closed.
 func StepUntilDone(ws []*Worker, maxRounds int) error {
 	for r := 0; r < maxRounds; r++ {
@@ -116,12 +118,29 @@ func StepUntilDone(ws []*Worker, maxRounds int) error {
 			return err
 		}
 		if !busy {
+			if at, ok := nextWake(ws); ok {
+				// Idle until a requested wake-up on the real clock: waiting
+				// for time to pass is the point here, not synchronisation.
+				// (With an injected Config.Now, step by hand instead.)
+				time.Sleep(min(max(time.Until(at), 0), 100*time.Millisecond))
+				continue
+			}
 			closeAll(ws)
 			return fmt.Errorf("%w after %d rounds", ErrStuck, r)
 		}
 	}
 	closeAll(ws)
 	return fmt.Errorf("%w: not done after %d rounds", ErrStuck, maxRounds)
+}
+
+func nextWake(ws []*Worker) (time.Time, bool) {
+	var at time.Time
+	for _, w := range ws {
+		if t, ok := w.NextWake(); ok && (at.IsZero() || t.Before(at)) {
+			at = t
+		}
+	}
+	return at, !at.IsZero()
 }
 
 func closeAll(ws []*Worker) {

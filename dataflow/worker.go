@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"time"
 
 	"github.com/apache/arrow/go/v17/arrow"
 	"github.com/apache/arrow/go/v17/arrow/memory"
@@ -19,6 +20,9 @@ type Config struct {
 	// QueueLen bounds each operator instance's inbox, in messages, when
 	// running concurrently. Default 16.
 	QueueLen int
+	// Now is the clock for WakeAfter; default time.Now. Tests that step
+	// workers inject a fake clock to make wake-ups deterministic.
+	Now func() time.Time
 	// Transport carries channels between workers. BuildLocal and Run
 	// default it to a fresh LocalTransport; NewWorker requires it when the
 	// worker exchanges data with others.
@@ -31,6 +35,9 @@ func (c Config) withDefaults() Config {
 	}
 	if c.QueueLen <= 0 {
 		c.QueueLen = 16
+	}
+	if c.Now == nil {
+		c.Now = time.Now
 	}
 	return c
 }
@@ -55,6 +62,8 @@ type instance struct {
 	op       Operator
 	src      Source
 	obs      FrontierObserver
+	waker    Waker
+	wakeAt   time.Time // zero: no wake-up requested
 	srcDone  bool
 	tr       *progress.Tracker
 	q        *queue
@@ -130,6 +139,7 @@ func NewWorker(g *Graph, id int, cfg Config) (*Worker, error) {
 				in.src = s
 			}
 			in.obs, _ = logic.(FrontierObserver)
+			in.waker, _ = logic.(Waker)
 			local[[2]int{op, k}] = in
 			w.insts = append(w.insts, in)
 		}
@@ -243,6 +253,17 @@ func (g *Graph) topoOrder() []int {
 // ID is the worker's index in the graph's placement.
 func (w *Worker) ID() int { return w.id }
 
+// NextWake is the earliest wake-up an unfinished local instance asked for.
+func (w *Worker) NextWake() (time.Time, bool) {
+	var at time.Time
+	for _, in := range w.insts {
+		if !in.finished && !in.wakeAt.IsZero() && (at.IsZero() || in.wakeAt.Before(at)) {
+			at = in.wakeAt
+		}
+	}
+	return at, !at.IsZero()
+}
+
 // Done reports whether every local instance has finished.
 func (w *Worker) Done() bool {
 	for _, in := range w.insts {
@@ -315,6 +336,13 @@ func (in *instance) step(checkRoom bool) (bool, error) {
 	}
 	clear(msgs)
 	in.scratch = msgs[:0]
+	if !in.wakeAt.IsZero() && !in.w.cfg.Now().Before(in.wakeAt) {
+		busy = true
+		in.wakeAt = time.Time{}
+		if err := in.waker.OnWake(&in.opctx); err != nil {
+			return busy, in.fail("wake", err)
+		}
+	}
 	if in.src != nil && !in.srcDone && (!checkRoom || in.room()) {
 		busy = true
 		done, err := in.src.Produce(&in.opctx)
@@ -628,7 +656,17 @@ func (in *instance) run(ctx context.Context) error {
 			return err
 		}
 		if in.opened && (in.src == nil || in.srcDone) {
-			if err := in.q.wait(ctx); err != nil {
+			var timer *time.Timer
+			var timeout <-chan time.Time
+			if !in.wakeAt.IsZero() {
+				timer = time.NewTimer(in.wakeAt.Sub(in.w.cfg.Now()))
+				timeout = timer.C
+			}
+			err := in.q.wait(ctx, timeout)
+			if timer != nil {
+				timer.Stop()
+			}
+			if err != nil {
 				return err
 			}
 		}
