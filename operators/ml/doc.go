@@ -10,6 +10,11 @@
 // per-row shape under the key "tierflow.shape" as comma-separated dimensions
 // (for example "1,28,28"); the list size is the product of the shape.
 //
+// Three ways to run it: Model.Infer (one record, synchronously), Runner (a
+// goroutine with a wall-clock batcher), and Operator (a dataflow operator: the
+// engine wakes it at the queue-delay deadline and it holds a capability per
+// pending input batch).
+//
 // The package knows nothing of ONNX Runtime or devices: it defines the Session
 // interface that runtime/onnx implements. It must not import relay/ or runtime/.
 package ml

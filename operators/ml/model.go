@@ -412,6 +412,19 @@ func grow(buf *[]float32, n int) []float32 {
 	return (*buf)[:n]
 }
 
+// release drops a job that will not finish (a cancelled run).
+func (j *job) release() {
+	for _, hb := range j.heads {
+		if hb.buf != nil {
+			hb.buf.Release()
+		}
+		if hb.sbuf != nil {
+			hb.sbuf.Release()
+		}
+	}
+	j.rec.Release()
+}
+
 // finish builds the output record and releases the job's hold on its input.
 func (j *job) finish(mem memory.Allocator) arrow.Record {
 	m := j.m

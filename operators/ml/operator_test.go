@@ -1,0 +1,180 @@
+package ml
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/apache/arrow/go/v17/arrow/array"
+	"github.com/apache/arrow/go/v17/arrow/memory"
+
+	"github.com/tierflow/tierflow/dataflow"
+	"github.com/tierflow/tierflow/dataflow/builtin"
+)
+
+// mlGraph is source -> ml -> capture with the given batches.
+func mlGraph(t *testing.T, batches []dataflow.Batch, f *fakeSession, cfg BatchConfig, got *builtin.Captured) (*dataflow.Graph, **Operator) {
+	t.Helper()
+	var op *Operator
+	g := &dataflow.Graph{Query: "ml"}
+	src := g.AddOperator(dataflow.OperatorSpec{Name: "src", Outputs: 1, Workers: []int{0},
+		New: func(dataflow.Instance) (dataflow.Operator, error) { return builtin.NewSliceSource(batches), nil }})
+	mlop := g.AddOperator(dataflow.OperatorSpec{Name: "classify", Inputs: 1, Outputs: 1, Workers: []int{0},
+		New: func(dataflow.Instance) (dataflow.Operator, error) {
+			m, err := Bind(f, inputSchema(), Config{Input: "x", Heads: testHeads, MaxBatch: cfg.MaxBatch})
+			if err != nil {
+				return nil, err
+			}
+			op, err = NewOperator(m, cfg)
+			return op, err
+		}})
+	sink := g.AddOperator(dataflow.OperatorSpec{Name: "sink", Inputs: 1, Workers: []int{0},
+		New: func(dataflow.Instance) (dataflow.Operator, error) { return builtin.NewCapture(got, 0), nil }})
+	g.Connect(src, 0, mlop, 0)
+	g.Connect(mlop, 0, sink, 0)
+	return g, &op
+}
+
+func checkRows(t *testing.T, got *builtin.Captured, total int, nan map[int]bool) {
+	t.Helper()
+	id := 0
+	var lastEpoch dataflow.Epoch
+	for _, b := range got.Batches() {
+		if b.Epoch < lastEpoch {
+			t.Errorf("epoch %d after %d", b.Epoch, lastEpoch)
+		}
+		lastEpoch = b.Epoch
+		ids := b.Record.Column(0).(*array.Int64)
+		labels := b.Record.Column(2).(*array.String)
+		errs := b.Record.Column(5).(*array.String)
+		for r := 0; r < int(b.Record.NumRows()); r++ {
+			if ids.Value(r) != int64(id) {
+				t.Fatalf("row order: id %d, want %d", ids.Value(r), id)
+			}
+			if nan[id] != errs.IsValid(r) || (!nan[id] && labels.Value(r) != []string{"a", "b", "c"}[id%3]) {
+				t.Errorf("row %d: label %q error %q", id, labels.Value(r), errs.Value(r))
+			}
+			id++
+		}
+	}
+	if id != total {
+		t.Errorf("%d rows out, want %d", id, total)
+	}
+}
+
+// holdSource emits its batches on the first Produce and then stays open (no
+// progress past its epoch) until finish is set.
+type holdSource struct {
+	dataflow.Base
+	batches []dataflow.Batch
+	cap     *dataflow.Capability
+	finish  bool
+}
+
+func (s *holdSource) Open(_ *dataflow.Context, cap *dataflow.Capability) error {
+	var err error
+	s.cap, err = cap.Retain()
+	return err
+}
+
+func (s *holdSource) Produce(ctx *dataflow.Context) (bool, error) {
+	for _, b := range s.batches {
+		if err := ctx.Emit(0, s.cap, b.Record); err != nil {
+			return false, err
+		}
+	}
+	s.batches = nil
+	return s.finish, nil
+}
+
+// Stepped with a fake clock: a batch smaller than MaxBatch waits while the input
+// is open, and is cut once the clock passes MaxDelay, without further input.
+func TestOperatorSteppedDelayCut(t *testing.T) {
+	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
+	defer mem.AssertSize(t, 0)
+	var got builtin.Captured
+	defer got.Release()
+	now := time.Unix(1000, 0)
+	src := &holdSource{batches: []dataflow.Batch{{Epoch: 0, Record: inputRecord(t, mem, 0, 3, nil, nil)}}}
+	f := &fakeSession{}
+	g := &dataflow.Graph{Query: "ml"}
+	s := g.AddOperator(dataflow.OperatorSpec{Name: "src", Outputs: 1, Workers: []int{0},
+		New: func(dataflow.Instance) (dataflow.Operator, error) { return src, nil }})
+	mlop := g.AddOperator(dataflow.OperatorSpec{Name: "classify", Inputs: 1, Outputs: 1, Workers: []int{0},
+		New: func(dataflow.Instance) (dataflow.Operator, error) {
+			m, err := Bind(f, inputSchema(), Config{Input: "x", Heads: testHeads, MaxBatch: 8})
+			if err != nil {
+				return nil, err
+			}
+			return NewOperator(m, BatchConfig{MaxBatch: 8, MaxDelay: 10 * time.Millisecond})
+		}})
+	sink := g.AddOperator(dataflow.OperatorSpec{Name: "sink", Inputs: 1, Workers: []int{0},
+		New: func(dataflow.Instance) (dataflow.Operator, error) { return builtin.NewCapture(&got, 0), nil }})
+	g.Connect(s, 0, mlop, 0)
+	g.Connect(mlop, 0, sink, 0)
+	ws, err := dataflow.BuildLocal(g, dataflow.Config{Allocator: mem, Now: func() time.Time { return now }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := 0; i < 3; i++ {
+		if _, err := ws[0].Step(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if len(f.calls) != 0 || len(got.Batches()) != 0 {
+		t.Fatalf("ran before size or delay: calls %v, %d batches out", f.calls, len(got.Batches()))
+	}
+	now = now.Add(9 * time.Millisecond)
+	_, _ = ws[0].Step()
+	if len(f.calls) != 0 {
+		t.Fatalf("ran before the delay: calls %v", f.calls)
+	}
+	now = now.Add(time.Millisecond)
+	for i := 0; i < 3; i++ {
+		if _, err := ws[0].Step(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if len(f.calls) != 1 || f.calls[0] != 3 || len(got.Batches()) != 1 {
+		t.Fatalf("after the delay: calls %v, %d batches out", f.calls, len(got.Batches()))
+	}
+	src.finish = true
+	if err := dataflow.StepUntilDone(ws, 100); err != nil {
+		t.Fatal(err)
+	}
+	checkRows(t, &got, 3, nil)
+}
+
+// Concurrent run: batches cross input records and epochs, rows keep their order
+// and epoch, a bad row is marked, nothing leaks.
+func TestOperatorRun(t *testing.T) {
+	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
+	defer mem.AssertSize(t, 0)
+	var got builtin.Captured
+	defer got.Release()
+	sizes := []int{3, 5, 1, 7, 2, 6}
+	nan := map[int]bool{4: true}
+	var batches []dataflow.Batch
+	first := 0
+	for i, n := range sizes {
+		batches = append(batches, dataflow.Batch{Epoch: dataflow.Epoch(i / 2), Record: inputRecord(t, mem, first, n, nan, nil)})
+		first += n
+	}
+	f := &fakeSession{}
+	g, op := mlGraph(t, batches, f, BatchConfig{MaxBatch: 8, MaxDelay: time.Millisecond}, &got)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if err := dataflow.Run(ctx, g, dataflow.Config{Allocator: mem}); err != nil {
+		t.Fatal(err)
+	}
+	checkRows(t, &got, first, nan)
+	if len(got.Batches()) != len(sizes) {
+		t.Errorf("%d output batches, want one per input batch (%d)", len(got.Batches()), len(sizes))
+	}
+	if c := got.Completed(); len(c) != 3 {
+		t.Errorf("completed epochs %+v", c)
+	}
+	if st := (*op).Stats(); st.Rows < first || st.MaxBatch > 8 {
+		t.Errorf("stats %+v", st)
+	}
+}
