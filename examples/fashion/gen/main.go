@@ -1,0 +1,138 @@
+// Command gen builds the Fashion-MNIST model zoo of the fashion example: it trains
+// classifier variants of increasing size in pure Go, writes them as ONNX under
+// examples/fashion/models, measures each on the full 10k test set, and writes a
+// small labelled evaluation subset under examples/fashion/data. Its outputs are
+// checked in, so running the example needs neither this command nor the dataset.
+//
+// The dataset comes from the Debian package dataset-fashion-mnist:
+//
+//	apt-get install -y dataset-fashion-mnist
+//	go run ./examples/fashion/gen
+package main
+
+import (
+	"encoding/json"
+	"flag"
+	"fmt"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/tierflow/tierflow/examples/fashion"
+	"github.com/tierflow/tierflow/runtime/modelzoo"
+)
+
+type variant struct {
+	Name   string
+	Sizes  []int
+	Epochs int
+	LR     float64
+	Decay  float64
+}
+
+// The variants, smallest first. Each is trained from its own seed so adding one
+// does not change the others.
+var variants = []variant{
+	{"logreg", []int{784, 10}, 5, 2e-3, 0.8},
+	{"mlp-small", []int{784, 64, 10}, 8, 1e-3, 0.8},
+	{"mlp-large", []int{784, 256, 128, 10}, 10, 1e-3, 0.75},
+}
+
+func main() {
+	src := flag.String("data", "/usr/share/datasets/fashion-mnist", "directory with the Fashion-MNIST idx.gz files")
+	out := flag.String("out", "examples/fashion", "example directory to write models/ and data/ under")
+	subset := flag.Int("subset", 2000, "test images to keep as the checked-in evaluation subset")
+	only := flag.String("only", "", "train only this variant")
+	seed := flag.Uint64("seed", 1, "training seed")
+	flag.Parse()
+	if err := run(*src, *out, *subset, *only, *seed); err != nil {
+		fmt.Fprintln(os.Stderr, "gen:", err)
+		os.Exit(1)
+	}
+}
+
+func run(src, out string, subset int, only string, seed uint64) error {
+	load := func(name string) (*modelzoo.IDX, error) {
+		x, err := modelzoo.ReadIDXFile(filepath.Join(src, name))
+		if os.IsNotExist(err) {
+			return nil, fmt.Errorf("%w (install the Debian package dataset-fashion-mnist, or pass -data)", err)
+		}
+		return x, err
+	}
+	trainX, err := load("train-images-idx3-ubyte.gz")
+	if err != nil {
+		return err
+	}
+	trainY, err := load("train-labels-idx1-ubyte.gz")
+	if err != nil {
+		return err
+	}
+	testX, err := load("t10k-images-idx3-ubyte.gz")
+	if err != nil {
+		return err
+	}
+	testY, err := load("t10k-labels-idx1-ubyte.gz")
+	if err != nil {
+		return err
+	}
+	fmt.Printf("data: %d train, %d test images of %v\n", trainX.Items(), testX.Items(), trainX.Dims[1:])
+	for _, d := range []string{"models", "data"} {
+		if err := os.MkdirAll(filepath.Join(out, d), 0o755); err != nil {
+			return err
+		}
+	}
+	subX, subY := testX.Head(subset), testY.Head(subset)
+	if err := modelzoo.WriteIDXFile(filepath.Join(out, "data", "test-images-idx3-ubyte.gz"), subX); err != nil {
+		return err
+	}
+	if err := modelzoo.WriteIDXFile(filepath.Join(out, "data", "test-labels-idx1-ubyte.gz"), subY); err != nil {
+		return err
+	}
+	xs, xt, xsub := trainX.Floats(), testX.Floats(), subX.Floats()
+
+	resPath := filepath.Join(out, "models", "variants.json")
+	var results []fashion.Variant
+	if b, err := os.ReadFile(resPath); err == nil && only != "" {
+		_ = json.Unmarshal(b, &results)
+	}
+	for i, v := range variants {
+		if only != "" && v.Name != only {
+			continue
+		}
+		m := modelzoo.NewMLP(v.Sizes, fashion.Labels, seed+uint64(i)*1000)
+		start := time.Now()
+		err := m.Train(xs, trainY.Data, modelzoo.TrainConfig{
+			Epochs: v.Epochs, Batch: 64, LR: v.LR, LRDecay: v.Decay, Seed: seed + uint64(i)*1000 + 1,
+			Progress: func(ep int, loss float64) {
+				fmt.Printf("%s: epoch %d/%d loss %.4f (%s)\n", v.Name, ep, v.Epochs, loss, time.Since(start).Round(time.Second))
+			},
+		})
+		if err != nil {
+			return err
+		}
+		r := fashion.Variant{
+			Name: v.Name, File: v.Name + ".onnx", Layers: v.Sizes, Params: m.Params(), Epochs: v.Epochs,
+			TestAccuracy:   m.Accuracy(xt, testY.Data),
+			SubsetAccuracy: m.Accuracy(xsub, subY.Data),
+			TrainSeconds:   time.Since(start).Seconds(),
+		}
+		if err := m.Graph(v.Name, 28).WriteFile(filepath.Join(out, "models", r.File)); err != nil {
+			return err
+		}
+		fmt.Printf("%s: %d params, test accuracy %.4f, subset accuracy %.4f\n", v.Name, r.Params, r.TestAccuracy, r.SubsetAccuracy)
+		replaced := false
+		for j := range results {
+			if results[j].Name == r.Name {
+				results[j], replaced = r, true
+			}
+		}
+		if !replaced {
+			results = append(results, r)
+		}
+	}
+	b, err := json.MarshalIndent(results, "", "  ")
+	if err != nil {
+		return err
+	}
+	return os.WriteFile(resPath, append(b, '\n'), 0o644)
+}
