@@ -130,7 +130,9 @@ type TrainConfig struct {
 	Epochs int
 	Batch  int
 	LR     float64
-	Seed   uint64
+	// LRDecay multiplies the learning rate after each epoch (0 or 1: constant).
+	LRDecay float64
+	Seed    uint64
 	// Progress, if set, is called after each epoch with the mean training loss.
 	Progress func(epoch int, loss float64)
 }
@@ -169,6 +171,9 @@ func (m *MLP) Train(x []float32, y []uint8, cfg TrainConfig) error {
 		}
 		if cfg.Progress != nil {
 			cfg.Progress(ep+1, loss/float64(n))
+		}
+		if cfg.LRDecay > 0 {
+			opt.LR *= cfg.LRDecay
 		}
 	}
 	return nil
