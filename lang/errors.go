@@ -163,7 +163,7 @@ func improve(filename, src string, err error) error {
 	case expected == "":
 		// The statement is complete and more follows: only a separator fits.
 		expected = `";"`
-	case len(set) == 1 && strings.HasPrefix(set[0], `"`):
+	case len(set) == 1 && quotedWordRe.MatchString(set[0]):
 		// Participle names only the last of several alternatives that failed
 		// on the same token (CREATE MODEL|STREAM|TABLE|SINK, NOT IN|LIKE|...).
 		if alts := probeAlternatives(filename, src, pos); len(alts) > 1 && len(alts) <= 6 {
@@ -228,9 +228,23 @@ func probeAlternatives(filename, src string, pos lexer.Position) []string {
 	if pos.Offset < 0 || pos.Offset > len(src) {
 		return nil
 	}
-	prefix := src[:pos.Offset]
+	// Only the statement being parsed matters: start after the last ";".
+	start := 0
+	toks, _ := Tokens("", src)
+	for _, t := range toks {
+		if t.Pos.Offset >= pos.Offset {
+			break
+		}
+		if t.Kind == TokOperator && t.Value == ";" {
+			start = t.Pos.Offset + 1
+		}
+	}
+	prefix := src[start:pos.Offset]
 	var out []string
 	for _, term := range grammarTerminals() {
+		if !quotedWordRe.MatchString(`"` + term + `"`) {
+			continue // punctuation never hides behind a keyword alternative
+		}
 		// Spaces keep the term one token ("10" + "." would lex as "10.").
 		probe := prefix + " " + term + " "
 		_, err := parse(filename, probe)
@@ -240,7 +254,7 @@ func probeAlternatives(filename, src string, pos lexer.Position) []string {
 		case err == nil:
 		case errors.As(err, &le):
 			continue
-		case errors.As(err, &pe) && pe.Position().Offset > pos.Offset+len(term):
+		case errors.As(err, &pe) && pe.Position().Offset > len(prefix)+len(term):
 		default:
 			continue
 		}
