@@ -1,0 +1,67 @@
+package main
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+func writeRunFiles(t *testing.T) (dir, query string) {
+	dir = t.TempDir()
+	os.WriteFile(filepath.Join(dir, "d.csv"), []byte("k,v,ts\n1,10,2024-01-01 00:00:01\n2,20,2024-01-01 00:00:02\nbad,30,2024-01-01 00:00:03\n1,40,2024-01-01 00:00:12\n"), 0o644)
+	query = filepath.Join(dir, "q.sql")
+	os.WriteFile(query, []byte(`CREATE STREAM d (k BIGINT, v BIGINT, ts TIMESTAMP) FROM FILE 'd.csv' FORMAT CSV;
+SELECT k, count(*) AS n FROM d WHERE v > 5 GROUP BY k, TUMBLE(ts, INTERVAL '10' SECOND);
+`), 0o644)
+	return dir, query
+}
+
+func TestRunPrintsWindowsAndReportsBadRows(t *testing.T) {
+	_, query := writeRunFiles(t)
+	code, out, errs := runCLI(t, "", "run", "--on-error", "skip", query)
+	if code != exitOK {
+		t.Fatalf("exit %d: %s", code, errs)
+	}
+	// Two groups in the first window, one in the second, in window order.
+	lines := strings.Split(strings.TrimSpace(out), "\n")
+	if len(lines) != 6 || !strings.Contains(lines[0], "k") || !strings.Contains(lines[4], "1 |    1") || lines[5] != "(3 rows)" {
+		t.Fatalf("stdout:\n%s", out)
+	}
+	if !strings.Contains(errs, "1 bad rows skipped") || !strings.Contains(errs, "d.csv:4:") {
+		t.Fatalf("stderr: %s", errs)
+	}
+	code, _, errs = runCLI(t, "", "run", query)
+	if code != exitFailure || !strings.Contains(errs, "d.csv:4:") {
+		t.Fatalf("--on-error fail: exit %d: %s", code, errs)
+	}
+}
+
+func TestRunWritesFilesAndRejectsBadInput(t *testing.T) {
+	dir, query := writeRunFiles(t)
+	out := filepath.Join(dir, "out.csv")
+	code, _, errs := runCLI(t, "", "run", "--on-error", "skip", "--output", out, query)
+	if code != exitOK {
+		t.Fatalf("exit %d: %s", code, errs)
+	}
+	b, _ := os.ReadFile(out)
+	if string(b) != "k,n\n1,1\n2,1\n1,1\n" {
+		t.Fatalf("csv:\n%s", b)
+	}
+	code, _, _ = runCLI(t, "", "run", "--on-error", "maybe", query)
+	if code != exitBadInput {
+		t.Fatalf("bad --on-error: exit %d", code)
+	}
+	bad := filepath.Join(dir, "bad.sql")
+	os.WriteFile(bad, []byte("SELECT x FROM nowhere;"), 0o644)
+	code, _, errs = runCLI(t, "", "run", bad)
+	if code != exitBadInput || !strings.Contains(errs, "bad.sql:1:") {
+		t.Fatalf("bind error: exit %d: %s", code, errs)
+	}
+	show := filepath.Join(dir, "show.sql")
+	os.WriteFile(show, []byte("SHOW FUNCTIONS;"), 0o644)
+	code, stdout, _ := runCLI(t, "", "run", show)
+	if code != exitOK || !strings.Contains(stdout, "count  [aggregate]") || !strings.Contains(stdout, "hop  [window]") {
+		t.Fatalf("SHOW FUNCTIONS: exit %d\n%s", code, stdout)
+	}
+}
