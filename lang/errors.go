@@ -6,7 +6,6 @@ import (
 	"regexp"
 	"sort"
 	"strings"
-	"sync"
 
 	"github.com/alecthomas/participle/v2"
 	"github.com/alecthomas/participle/v2/lexer"
@@ -208,20 +207,6 @@ func atStatementStart(src string, pos lexer.Position) bool {
 	return prev == "" || prev == ";"
 }
 
-// grammarTerminals are the keywords and punctuation the grammar uses.
-var grammarTerminals = sync.OnceValue(func() []string {
-	seen := map[string]bool{}
-	var out []string
-	for _, m := range regexp.MustCompile(`"([^"]+)"`).FindAllStringSubmatch(Grammar(), -1) {
-		if !seen[m[1]] {
-			seen[m[1]] = true
-			out = append(out, m[1])
-		}
-	}
-	sort.Strings(out)
-	return out
-})
-
 // probeAlternatives returns the terminals that, put at pos, let the parse of
 // the text before pos go on past them.
 func probeAlternatives(filename, src string, pos lexer.Position) []string {
@@ -229,22 +214,38 @@ func probeAlternatives(filename, src string, pos lexer.Position) []string {
 		return nil
 	}
 	// Only the statement being parsed matters: start after the last ";".
-	start := 0
+	// The hidden alternatives are the words the grammar puts right after the
+	// previous keyword (CREATE -> MODEL, STREAM, ...; NOT -> BETWEEN, IN, ...).
+	start, prev := 0, ""
 	toks, _ := Tokens("", src)
 	for _, t := range toks {
 		if t.Pos.Offset >= pos.Offset {
 			break
 		}
+		if t.Kind == TokWhitespace || t.Kind == TokComment {
+			continue
+		}
+		prev = strings.ToUpper(t.Value)
 		if t.Kind == TokOperator && t.Value == ";" {
 			start = t.Pos.Offset + 1
 		}
 	}
+	if prev == "" || !quotedWordRe.MatchString(`"`+prev+`"`) {
+		return nil
+	}
+	followRe := regexp.MustCompile(`"` + regexp.QuoteMeta(prev) + `"[?*]? \(?"([A-Za-z_]+)"`)
+	var terms []string
+	seen := map[string]bool{}
+	for _, m := range followRe.FindAllStringSubmatch(Grammar(), -1) {
+		if !seen[m[1]] {
+			seen[m[1]] = true
+			terms = append(terms, m[1])
+		}
+	}
+	sort.Strings(terms)
 	prefix := src[start:pos.Offset]
 	var out []string
-	for _, term := range grammarTerminals() {
-		if !quotedWordRe.MatchString(`"` + term + `"`) {
-			continue // punctuation never hides behind a keyword alternative
-		}
+	for _, term := range terms {
 		// Spaces keep the term one token ("10" + "." would lex as "10.").
 		probe := prefix + " " + term + " "
 		_, err := parse(filename, probe)
