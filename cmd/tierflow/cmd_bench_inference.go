@@ -1,0 +1,102 @@
+package main
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+
+	"github.com/spf13/cobra"
+
+	"github.com/tierflow/tierflow/runtime/onnx"
+)
+
+func newBenchInferenceCmd(a *app) *cobra.Command {
+	var (
+		models   string
+		variants string
+		batches  string
+		iters    int
+		threads  int
+	)
+	c := &cobra.Command{
+		Use:   "inference",
+		Short: "Per-batch overhead of the ML operator over a bare ONNX Runtime call",
+		Long: `inference times, for each model variant and batch size, the ML operator's path
+(Arrow record in -> tensor -> session -> Arrow record out, label/score columns) and a
+bare onnxruntime_go Run of the same session on the same batch with tensors made in
+advance, alternating the two; it prints the P50 of each and overhead = engine/bare - 1.`,
+		Example: `  tierflow bench inference
+  tierflow bench inference --variants mlp-large --batch 8,64 --format json`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			bs, err := parseBatches(batches)
+			if err != nil {
+				return badInput(err)
+			}
+			names := strings.Split(variants, ",")
+			if variants == "" {
+				names, err = listModels(models)
+				if err != nil {
+					return badInput(err)
+				}
+			}
+			env, err := onnx.Open(a.g.ortLib)
+			if err != nil {
+				return err
+			}
+			fmt.Fprintf(a.err, "ONNX Runtime %s (%s), %d iterations per point, %d intra-op thread(s)\n", env.Version(), env.Library(), iters, threads)
+			var rows []onnx.OverheadRow
+			for _, v := range names {
+				path := filepath.Join(models, strings.TrimSpace(v)+".onnx")
+				if _, err := os.Stat(path); err != nil {
+					return badInput(fmt.Errorf("variant %q: %w", v, err))
+				}
+				r, err := env.MeasureOverhead(onnx.OverheadConfig{
+					Variant: strings.TrimSpace(v), Model: path, Batches: bs, Iters: iters, Threads: threads,
+					Progress: func(msg string) { fmt.Fprintln(a.err, msg) },
+				})
+				if err != nil {
+					return err
+				}
+				rows = append(rows, r...)
+			}
+			return printRows(a.out, a.g.format, rows)
+		},
+	}
+	f := c.Flags()
+	f.StringVar(&models, "models", filepath.Join("examples", "fashion", "models"), "directory of <variant>.onnx files")
+	f.StringVar(&variants, "variants", "", "comma-separated variants (default: every .onnx in --models)")
+	f.StringVar(&batches, "batch", "1,2,4,8,16,32,64", "comma-separated batch sizes")
+	f.IntVar(&iters, "iters", 200, "timed iterations per variant, batch size and path")
+	f.IntVar(&threads, "threads", 1, "intra-op threads of the session")
+	return c
+}
+
+func parseBatches(s string) ([]int, error) {
+	var out []int
+	for _, p := range strings.Split(s, ",") {
+		n, err := strconv.Atoi(strings.TrimSpace(p))
+		if err != nil || n < 1 || n > 4096 {
+			return nil, fmt.Errorf("--batch %q: %q is not a batch size (1..4096)", s, p)
+		}
+		out = append(out, n)
+	}
+	return out, nil
+}
+
+func listModels(dir string) ([]string, error) {
+	m, err := filepath.Glob(filepath.Join(dir, "*.onnx"))
+	if err != nil {
+		return nil, err
+	}
+	if len(m) == 0 {
+		return nil, fmt.Errorf("no .onnx model in %s (pass --models)", dir)
+	}
+	var names []string
+	for _, p := range m {
+		names = append(names, strings.TrimSuffix(filepath.Base(p), ".onnx"))
+	}
+	return names, nil
+}
