@@ -18,10 +18,15 @@ const benchRows = 1024
 // reuseSource emits the same record n times (retained each time), so the
 // benchmark measures the engine, not record construction.
 func reuseSource(rec arrow.Record, n int, workers []int) dataflow.OperatorSpec {
+	return reuseSourceEpochs(rec, n, 64, workers)
+}
+
+// reuseSourceEpochs advances the epoch every perEpoch batches.
+func reuseSourceEpochs(rec arrow.Record, n, perEpoch int, workers []int) dataflow.OperatorSpec {
 	return op("src", 0, 1, workers, func(dataflow.Instance) dataflow.Operator {
 		return builtin.NewGenerator(n, func(i int, _ memory.Allocator) (dataflow.Epoch, arrow.Record, error) {
 			rec.Retain()
-			return dataflow.Epoch(i / 64), rec, nil
+			return dataflow.Epoch(i / perEpoch), rec, nil
 		})
 	})
 }
@@ -61,9 +66,9 @@ func chanPipeline(rec arrow.Record, n, stages, queue int) {
 
 func r(rec arrow.Record) arrow.Record { return rec }
 
-func pipelineGraph(rec arrow.Record, n, stages int) *dataflow.Graph {
+func pipelineGraph(rec arrow.Record, n, stages, perEpoch int) *dataflow.Graph {
 	g := &dataflow.Graph{Query: "bench"}
-	prev := g.AddOperator(reuseSource(rec, n, nil))
+	prev := g.AddOperator(reuseSourceEpochs(rec, n, perEpoch, nil))
 	for s := 0; s < stages; s++ {
 		m := g.AddOperator(passthrough(fmt.Sprint("noop", s), nil))
 		g.Connect(prev, 0, m, 0)
@@ -84,23 +89,13 @@ func BenchmarkPipeline(b *testing.B) {
 	const queue = 16
 	for _, stages := range []int{1, 4, 16} {
 		b.Run(fmt.Sprintf("ops=%d/concurrent", stages), func(b *testing.B) {
-			g := pipelineGraph(rec, b.N, stages)
-			b.ResetTimer()
-			start := time.Now()
-			if err := dataflow.Run(context.Background(), g, dataflow.Config{Allocator: mem, QueueLen: queue}); err != nil {
-				b.Fatal(err)
-			}
-			engine := time.Since(start)
-			b.StopTimer()
-			start = time.Now()
-			chanPipeline(rec, b.N, stages, queue)
-			base := time.Since(start)
-			b.ReportMetric(float64(b.N)/engine.Seconds(), "batches/s")
-			b.ReportMetric(float64(b.N)*benchRows/engine.Seconds(), "rows/s")
-			b.ReportMetric(engine.Seconds()/base.Seconds(), "x_vs_chan")
+			benchConcurrent(b, pipelineGraph(rec, b.N, stages, 64), rec, stages, queue)
+		})
+		b.Run(fmt.Sprintf("ops=%d/concurrent/epoch-per-batch", stages), func(b *testing.B) {
+			benchConcurrent(b, pipelineGraph(rec, b.N, stages, 1), rec, stages, queue)
 		})
 		b.Run(fmt.Sprintf("ops=%d/stepped", stages), func(b *testing.B) {
-			g := pipelineGraph(rec, b.N, stages)
+			g := pipelineGraph(rec, b.N, stages, 64)
 			ws, err := dataflow.BuildLocal(g, dataflow.Config{Allocator: mem, QueueLen: queue})
 			if err != nil {
 				b.Fatal(err)
@@ -119,6 +114,22 @@ func BenchmarkPipeline(b *testing.B) {
 			b.ReportMetric(engine.Seconds()/base.Seconds(), "x_vs_chan")
 		})
 	}
+}
+
+func benchConcurrent(b *testing.B, g *dataflow.Graph, rec arrow.Record, stages, queue int) {
+	b.ResetTimer()
+	start := time.Now()
+	if err := dataflow.Run(context.Background(), g, dataflow.Config{Allocator: memory.NewGoAllocator(), QueueLen: queue}); err != nil {
+		b.Fatal(err)
+	}
+	engine := time.Since(start)
+	b.StopTimer()
+	start = time.Now()
+	chanPipeline(rec, b.N, stages, queue)
+	base := time.Since(start)
+	b.ReportMetric(float64(b.N)/engine.Seconds(), "batches/s")
+	b.ReportMetric(float64(b.N)*benchRows/engine.Seconds(), "rows/s")
+	b.ReportMetric(engine.Seconds()/base.Seconds(), "x_vs_chan")
 }
 
 // BenchmarkExchange: rows/s hash-partitioned by an int64 key from 2 source

@@ -1,6 +1,7 @@
 package dataflow
 
 import (
+	"errors"
 	"fmt"
 	"math"
 
@@ -20,7 +21,7 @@ type PartitionFunc func(rec arrow.Record, parts int, dst []uint32) error
 
 // ErrPartition: a partition function failed or returned an index out of
 // range.
-var ErrPartition = fmt.Errorf("dataflow: partitioning failed")
+var ErrPartition = errors.New("dataflow: partitioning failed")
 
 // Split gathers rec's rows into parts records by the per-row partition index
 // part. Partitions without rows are nil. When all rows go to one partition

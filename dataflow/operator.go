@@ -173,7 +173,14 @@ func (c *Context) Instance() Instance { return c.in.info }
 func (c *Context) Allocator() memory.Allocator { return c.in.w.cfg.Allocator }
 
 // Context carries cancellation for long-running work inside a callback.
-func (c *Context) Context() context.Context { return c.in.ctx }
+// For a source it also ends on a graceful stop (Worker.StopSources): a
+// Produce blocked waiting for input should select on it and return.
+func (c *Context) Context() context.Context {
+	if c.in.src != nil {
+		return c.in.srcCtx
+	}
+	return c.in.ctx
+}
 
 // InputFrontier is the smallest epoch input i may still deliver.
 func (c *Context) InputFrontier(i int) Epoch { return c.in.tr.InputFrontier(i) }

@@ -70,7 +70,8 @@ func checkNoGoroutineLeak(t *testing.T) {
 func generator(name string, workers []int, n int, rows int) dataflow.OperatorSpec {
 	return op(name, 0, 1, workers, func(i dataflow.Instance) dataflow.Operator {
 		return builtin.NewGenerator(n, func(b int, mem memory.Allocator) (dataflow.Epoch, arrow.Record, error) {
-			return dataflow.Epoch(b / 10), kvRecord(mem, b*rows, rows), nil
+			// Keys are disjoint across instances.
+			return dataflow.Epoch(b / 10), kvRecord(mem, i.Index<<40+b*rows, rows), nil
 		})
 	})
 }

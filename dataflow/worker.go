@@ -23,6 +23,9 @@ type Config struct {
 	// Now is the clock for WakeAfter; default time.Now. Tests that step
 	// workers inject a fake clock to make wake-ups deterministic.
 	Now func() time.Time
+	// Stop, when closed, stops the sources gracefully (see
+	// Worker.StopSources): the dataflow drains and Run returns nil.
+	Stop <-chan struct{}
 	// Transport carries channels between workers. BuildLocal and Run
 	// default it to a fresh LocalTransport; NewWorker requires it when the
 	// worker exchanges data with others.
@@ -53,6 +56,10 @@ type Worker struct {
 	err     error
 	closed  bool
 	running bool
+
+	stopMu   sync.Mutex
+	stopped  bool
+	stopping []context.CancelFunc // cancel running sources' contexts
 }
 
 // instance is one operator instance with its progress state and channels.
@@ -70,7 +77,8 @@ type instance struct {
 	inputs   []*inEdge    // by edge index; nil where the edge does not feed us
 	outs     [][]*outEdge // by output port
 	owned    map[*Capability]struct{}
-	ctx      context.Context
+	ctx      context.Context // the run's: sends, blocking
+	srcCtx   context.Context // sources: also ends on StopSources
 	opctx    Context
 	opened   bool
 	finished bool
@@ -133,7 +141,7 @@ func NewWorker(g *Graph, id int, cfg Config) (*Worker, error) {
 			if logic == nil {
 				return nil, fmt.Errorf("%w: %s[%d]: constructor returned nil", ErrInvalidGraph, spec.Name, k)
 			}
-			in := &instance{w: w, info: info, op: logic, q: newQueue(cfg.QueueLen), owned: make(map[*Capability]struct{}), ctx: context.Background()}
+			in := &instance{w: w, info: info, op: logic, q: newQueue(cfg.QueueLen), owned: make(map[*Capability]struct{}), ctx: context.Background(), srcCtx: context.Background()}
 			in.opctx.in = in
 			if s, ok := logic.(Source); ok && spec.Inputs == 0 {
 				in.src = s
@@ -343,23 +351,67 @@ func (in *instance) step(checkRoom bool) (bool, error) {
 			return busy, in.fail("wake", err)
 		}
 	}
+	if in.src != nil && !in.srcDone && in.w.stopRequested() {
+		busy = true
+		in.finishSource()
+	}
 	if in.src != nil && !in.srcDone && (!checkRoom || in.room()) {
 		busy = true
 		done, err := in.src.Produce(&in.opctx)
+		if err != nil && in.ctx.Err() == nil && in.w.stopRequested() && errors.Is(err, context.Canceled) {
+			// A Produce waiting on its Context() was interrupted by a
+			// graceful stop: that is the end of the source, not a failure.
+			err, done = nil, true
+		}
 		if err != nil {
 			return busy, in.fail("produce", err)
 		}
 		if done {
-			in.srcDone = true
-			for c := range in.owned {
-				c.Drop()
-			}
+			in.finishSource()
 		}
 	}
 	if err := in.settle(); err != nil {
 		return busy, err
 	}
 	return busy, nil
+}
+
+// finishSource marks a source done and drops its capabilities, so its
+// output closes.
+func (in *instance) finishSource() {
+	in.srcDone = true
+	for c := range in.owned {
+		c.Drop()
+	}
+}
+
+// StopSources asks every local source to stop: each counts as finished at
+// its next poll (a Produce blocked on ctx.Context() is cancelled), its
+// capabilities are dropped, and the rest of the dataflow drains normally:
+// frontiers close, windows and joins flush what they hold, sinks get it all,
+// and Run returns nil. It is the graceful counterpart of cancelling Run's
+// context. Safe to call from any goroutine, before or during Run or between
+// Steps.
+func (w *Worker) StopSources() {
+	w.stopMu.Lock()
+	defer w.stopMu.Unlock()
+	w.stopped = true
+	for _, cancel := range w.stopping {
+		cancel()
+	}
+}
+
+func (w *Worker) stopRequested() bool {
+	if w.cfg.Stop != nil {
+		select {
+		case <-w.cfg.Stop:
+			return true
+		default:
+		}
+	}
+	w.stopMu.Lock()
+	defer w.stopMu.Unlock()
+	return w.stopped
 }
 
 // fail wraps an operator's error, unless the run was cancelled, in which
@@ -615,6 +667,30 @@ func (w *Worker) Run(ctx context.Context) error {
 	for _, in := range w.insts {
 		in.ctx = ctx
 		in.q.setBlocking(true)
+		if in.src != nil {
+			// A source's Context() also ends on a graceful stop, so a
+			// Produce blocked waiting for input returns. Its sends keep the
+			// run's context: what it emits before stopping is delivered.
+			sctx, scancel := context.WithCancel(ctx)
+			defer scancel()
+			in.srcCtx = sctx
+			w.stopMu.Lock()
+			w.stopping = append(w.stopping, scancel)
+			stopped := w.stopped
+			w.stopMu.Unlock()
+			if stopped {
+				scancel()
+			}
+		}
+	}
+	if w.cfg.Stop != nil {
+		go func() {
+			select {
+			case <-w.cfg.Stop:
+				w.StopSources()
+			case <-ctx.Done():
+			}
+		}()
 	}
 	for _, in := range w.insts {
 		wg.Add(1)

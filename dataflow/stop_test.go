@@ -1,0 +1,109 @@
+package dataflow_test
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/tierflow/tierflow/dataflow"
+	"github.com/tierflow/tierflow/dataflow/builtin"
+)
+
+// A graceful stop ends endless sources; everything they emitted drains, every
+// epoch the sink saw completes, and Run returns nil.
+func TestGracefulStopDrains(t *testing.T) {
+	t.Run("concurrent", func(t *testing.T) {
+		checkNoGoroutineLeak(t)
+		mem := checkedAlloc(t)
+		var got builtin.Captured
+		defer got.Release()
+		g := &dataflow.Graph{Query: "stop"}
+		src := g.AddOperator(generator("src", []int{0, 1}, -1, 8))
+		idle := g.AddOperator(op("idle", 0, 1, []int{1}, func(dataflow.Instance) dataflow.Operator {
+			return &blockingSource{rec: kvRecord(mem, -1, 1)}
+		}))
+		sink := g.AddOperator(capture("sink", 2, []int{0, 2}, &got))
+		g.AddEdge(dataflow.Edge{From: dataflow.Port{Op: src}, To: dataflow.Port{Op: sink}, Kind: dataflow.Exchange, Partition: dataflow.HashColumns(0)})
+		g.AddEdge(dataflow.Edge{From: dataflow.Port{Op: idle}, To: dataflow.Port{Op: sink, Port: 1}, Kind: dataflow.Broadcast})
+		stop := make(chan struct{})
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		done := make(chan error)
+		go func() { done <- dataflow.Run(ctx, g, dataflow.Config{Allocator: mem, QueueLen: 2, Stop: stop}) }()
+		eventually(t, 5*time.Second, "rows at the sink", func() bool { return got.Rows() > 500 })
+		close(stop)
+		if err := <-done; err != nil {
+			t.Fatalf("Run after a graceful stop = %v", err)
+		}
+		checkCompletions(t, &got)
+		// Every epoch any instance saw data at has completed there.
+		last := map[int]dataflow.Epoch{}
+		for _, b := range got.Batches() {
+			last[b.Instance] = max(last[b.Instance], b.Epoch)
+		}
+		for inst, e := range last {
+			ok := false
+			for _, c := range got.Completed() {
+				ok = ok || (c.Instance == inst && c.Epoch == e)
+			}
+			if !ok {
+				t.Fatalf("instance %d never completed its last epoch %v", inst, e)
+			}
+		}
+		// The keys are exactly the first n of each generator: nothing lost
+		// between emitting and stopping.
+		count := map[int64]int{}
+		for _, b := range got.Batches() {
+			if b.Input == 0 {
+				for _, k := range keys(b.Record) {
+					count[k]++
+				}
+			}
+		}
+		top := map[int64]int64{} // per generator instance: highest key
+		for k, n := range count {
+			if n != 1 {
+				t.Fatalf("key %d arrived %d times", k, n)
+			}
+			top[k>>40] = max(top[k>>40], k)
+		}
+		for inst, hi := range top {
+			for k := inst << 40; k <= hi; k++ {
+				if count[k] != 1 {
+					t.Fatalf("generator %d: key %d missing below its last key %d", inst, k, hi)
+				}
+			}
+		}
+		if len(top) != 2 {
+			t.Fatalf("rows from %d generators, want 2", len(top))
+		}
+	})
+	t.Run("stepped", func(t *testing.T) {
+		mem := checkedAlloc(t)
+		var got builtin.Captured
+		defer got.Release()
+		g := &dataflow.Graph{Query: "stop"}
+		src := g.AddOperator(generator("src", []int{0, 1}, -1, 8))
+		sink := g.AddOperator(capture("sink", 1, []int{1}, &got))
+		g.Connect(src, 0, sink, 0)
+		ws, err := dataflow.BuildLocal(g, dataflow.Config{Allocator: mem})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i := 0; i < 30; i++ {
+			if _, err := dataflow.StepAll(ws); err != nil {
+				t.Fatal(err)
+			}
+		}
+		for _, w := range ws {
+			w.StopSources()
+		}
+		if err := dataflow.StepUntilDone(ws, 1000); err != nil {
+			t.Fatal(err)
+		}
+		if got.Rows() == 0 || len(got.Completed()) == 0 {
+			t.Fatalf("rows %d, completions %d", got.Rows(), len(got.Completed()))
+		}
+		checkCompletions(t, &got)
+	})
+}
