@@ -203,6 +203,38 @@ func (b *bnb) netPerItem(o, v, w int) (float64, bool) {
 		}
 		u := e.from
 		if !b.decided[u] {
+			// Only when bounding a later operator: every item will come
+			// from some free worker able to run u, at no less than the
+			// cheapest such link and the smallest message size.
+			if in.ix.demand[u] <= eps {
+				continue
+			}
+			kbMin := math.Inf(1)
+			for _, row := range in.kb[o][k] {
+				kbMin = min(kbMin, row[v])
+			}
+			m := math.Inf(1)
+			for c := range b.cls {
+				if b.used[c] >= len(b.cls[c].members) {
+					continue
+				}
+				a := b.cls[c].members[b.used[c]]
+				if a == w {
+					// w cannot serve both: take another free member.
+					if b.used[c]+1 >= len(b.cls[c].members) {
+						continue
+					}
+					a = b.cls[c].members[b.used[c]+1]
+				}
+				if !in.allowed[a*n+w] || !b.canRun(u, a) {
+					continue
+				}
+				m = min(m, in.link[a*n+w])
+			}
+			if math.IsInf(m, 1) {
+				return 0, false
+			}
+			net += kbMin * m
 			continue
 		}
 		tu := in.ix.demand[u]
@@ -349,42 +381,65 @@ func (b *bnb) lamFree() float64 {
 	return t
 }
 
-// restLB bounds the operators after depth, given the variants decided so far
-// (vars of order[:depth+1]) and that the operator at depth uses a worker of
-// tier oTier or higher; +Inf when some later operator cannot be covered or no
-// combination can meet the target.
-func (b *bnb) restLB(depth, oTier int, lam []float64) float64 {
+// laterLBs bounds each operator after depth alone: tab[o][v][t] is opLB of
+// operator o with variant v when the operator at depth uses a worker of tier t
+// or higher (which floors o's tiers when it descends from it, A2 being
+// transitive), over the free workers, with network from decided parents. They
+// do not depend on the variant chosen at depth, so assign computes them once.
+func (b *bnb) laterLBs(depth int, lam []float64) [][][]float64 {
 	in := b.in
-	later := b.order[depth+1:]
-	if len(later) == 0 {
-		return 0
+	nt := 1
+	if b.tierA2 {
+		nt = len(in.p.Tiers)
 	}
 	cur := b.order[depth]
 	buf := make([]piece, 0, len(b.cls))
-	lb := make([][]float64, in.nOps)
-	for _, o := range later {
-		floor := 0
+	tab := make([][][]float64, in.nOps)
+	for _, o := range b.order[depth+1:] {
+		base := 0
 		if b.tierA2 {
 			for y, isAnc := range b.anc[o] {
 				if isAnc && b.decided[y] {
-					floor = max(floor, b.maxTier[y])
+					base = max(base, b.maxTier[y])
 				}
 			}
-			if b.anc[o][cur] {
-				floor = max(floor, oTier)
+		}
+		tab[o] = make([][]float64, len(in.p.Operators[o].Variants))
+		for v := range tab[o] {
+			row := make([]float64, nt)
+			prev := -1
+			for t := range row {
+				f := base
+				if b.tierA2 && b.anc[o][cur] {
+					f = max(f, t)
+				}
+				if f == prev {
+					row[t] = row[t-1]
+					continue
+				}
+				row[t], prev = b.opLB(o, v, f, buf, lam), f
 			}
+			tab[o][v] = row
 		}
-		lb[o] = make([]float64, len(in.p.Operators[o].Variants))
-		for v := range lb[o] {
-			lb[o][v] = b.opLB(o, v, floor, buf, lam)
-		}
+	}
+	return tab
+}
+
+// restFrom bounds the operators after depth given the variants decided so far
+// (vars of order[:depth+1]) and floor t from the operator at depth: the
+// cheapest sum of laterLBs over the variant combinations that can still meet
+// the target; +Inf when none can be covered.
+func (b *bnb) restFrom(tab [][][]float64, depth, t int) float64 {
+	later := b.order[depth+1:]
+	if len(later) == 0 {
+		return 0
 	}
 	if b.combos == nil {
 		total := 0.0
 		for _, o := range later {
 			m := math.Inf(1)
-			for _, x := range lb[o] {
-				m = min(m, x)
+			for _, x := range tab[o] {
+				m = min(m, x[t])
 			}
 			total += m
 		}
@@ -395,11 +450,11 @@ func (b *bnb) restLB(depth, oTier int, lam []float64) float64 {
 		if !b.prefixMatches(cb, depth) {
 			continue
 		}
-		t := 0.0
+		s := 0.0
 		for _, o := range later {
-			t += lb[o][cb[o]]
+			s += tab[o][cb[o]][t]
 		}
-		best = min(best, t)
+		best = min(best, s)
 	}
 	return best
 }
@@ -441,6 +496,9 @@ func (b *bnb) assign(depth int) {
 		lb    float64
 	}
 	var opts []vopt
+	// The later operators' bounds cost most; most nodes are pruned by the
+	// operator's own cover, so they are computed on first need.
+	var tab, tabL [][][]float64
 	for v := range in.p.Operators[o].Variants {
 		b.vars[o] = v
 		if b.combos != nil {
@@ -461,8 +519,14 @@ func (b *bnb) assign(depth int) {
 			ps = append(ps, piece{c.unit, c.cap, c.free, c.price, c.net})
 		}
 		own := cover(ps, in.ix.demand[o])
-		if math.IsInf(own, 1) {
+		if math.IsInf(own, 1) || b.cost+own >= b.best-1e-12 {
 			continue
+		}
+		if tab == nil {
+			tab = b.laterLBs(depth, nil)
+			if b.lam != nil {
+				tabL = b.laterLBs(depth, b.lam)
+			}
 		}
 		nt := 1
 		if b.tierA2 {
@@ -477,14 +541,14 @@ func (b *bnb) assign(depth int) {
 		}
 		rest := make([]float64, nt)
 		for t := range rest {
-			rest[t] = b.restLB(depth, t, nil)
+			rest[t] = b.restFrom(tab, depth, t)
 		}
 		lb := own + rest[minTier]
 		var restL []float64
 		if b.lam != nil {
 			restL = make([]float64, nt)
 			for t := range restL {
-				restL[t] = b.restLB(depth, t, b.lam)
+				restL[t] = b.restFrom(tabL, depth, t)
 			}
 			for i, c := range cs {
 				ps[i] = c.piece(b.lam)
@@ -817,4 +881,14 @@ func (b *bnb) rootVars() []int {
 	}
 	consider(vars)
 	return best
+}
+
+// canRun reports whether worker a can run some variant of operator u.
+func (b *bnb) canRun(u, a int) bool {
+	for _, row := range b.in.caps[u] {
+		if row[a] > 0 {
+			return true
+		}
+	}
+	return false
 }

@@ -17,6 +17,10 @@ import (
 // expanding tier pools, a beam of B_WA assignments, over several random
 // topological orders; the cheapest feasible plan wins.
 //
+// With a measured end-to-end accuracy table (the prototype's, the catalog's)
+// model selection keeps the B_MS cheapest combinations meeting the target by
+// the table (selectByTable).
+//
 // Eq. 2's unit compute cost is taken over the items a worker will actually
 // carry because a used worker is paid in full: with price/capacity alone a big
 // GPU looks cheapest for a small remainder. On the reference inputs this gives
@@ -69,6 +73,9 @@ func (in *instance) selectModels(beam int) [][]int {
 		vars []int
 		req  []float64
 		cost float64
+	}
+	if in.accTable != nil && in.numCombos(maxTableCombos) <= maxTableCombos {
+		return in.selectByTable(beam)
 	}
 	n := in.nOps
 	init := cand{vars: make([]int, n), req: make([]float64, n)}
@@ -150,6 +157,41 @@ func (in *instance) selectModels(beam int) [][]int {
 			continue
 		}
 		seen[k] = true
+		out = append(out, c.vars)
+	}
+	return out
+}
+
+// maxTableCombos bounds the enumeration of selectByTable.
+const maxTableCombos = 100000
+
+// selectByTable is model selection when measured end-to-end accuracies exist:
+// the table is the plan's accuracy, so the B_MS cheapest combinations by proxy
+// cost whose plan accuracy meets the target are exactly what the beam search
+// would keep were the per-operator profiles consistent with it; and operators
+// without profiles (tracking, clustering) need not block the search.
+func (in *instance) selectByTable(beam int) [][]int {
+	type cand struct {
+		vars []int
+		cost float64
+	}
+	var cs []cand
+	in.combos(func(vars []int) bool {
+		if in.meetsAccuracy(in.sinkAccuracy(vars)) {
+			c := 0.0
+			for o, v := range vars {
+				c += in.p.Operators[o].Variants[v].ProxyCost
+			}
+			cs = append(cs, cand{append([]int(nil), vars...), c})
+		}
+		return true
+	})
+	sort.SliceStable(cs, func(a, b int) bool { return cs[a].cost < cs[b].cost })
+	var out [][]int
+	for _, c := range cs {
+		if len(out) == beam {
+			break
+		}
 		out = append(out, c.vars)
 	}
 	return out
