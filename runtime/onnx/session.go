@@ -210,6 +210,15 @@ func (s *Session) Run(inputs, outputs []ml.Tensor) error {
 }
 
 func newValue(t ml.Tensor) (ort.Value, error) {
+	if len(t.Shape) == 0 { // a rank-0 tensor (a sample rate, a flag)
+		switch {
+		case t.DType == ml.Float32 && len(t.F32) == 1:
+			return ort.NewScalar(t.F32[0])
+		case t.DType == ml.Int64 && len(t.I64) == 1:
+			return ort.NewScalar(t.I64[0])
+		}
+		return nil, fmt.Errorf("%w: scalar of %s needs exactly one value", ml.ErrSchema, t.DType)
+	}
 	switch t.DType {
 	case ml.Float32:
 		return ort.NewTensor(ort.Shape(t.Shape), t.F32)
