@@ -30,8 +30,10 @@ type Operator interface {
 	// Context.NotifyAt, in increasing epoch order, as soon as that epoch is
 	// complete on every input. cap is at that epoch.
 	OnNotify(ctx *Context, cap *Capability) error
-	// Close is called once at the end: after the instance is done, or when a
-	// run is cancelled or failed. It must release any records it kept.
+	// Close is called exactly once at the end: after the instance is done,
+	// when a run is cancelled or failed, or when its worker is closed
+	// without running (then without Open before it). It must release any
+	// records it kept and whatever its constructor acquired.
 	Close(ctx *Context) error
 }
 

@@ -46,6 +46,10 @@ func RunWorkers(ctx context.Context, ws []*Worker) error {
 	parent := ctx
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
+	// Bound every queue before any worker starts sending.
+	for _, w := range ws {
+		w.makeBlocking()
+	}
 	errs := make([]error, len(ws))
 	var wg sync.WaitGroup
 	for i, w := range ws {

@@ -188,3 +188,25 @@ func TestStuckDataflowIsReported(t *testing.T) {
 		t.Fatalf("got %v, want ErrStuck", err)
 	}
 }
+
+// A worker closed before it ever ran still closes its operators, so records
+// handed to a source's constructor are released.
+func TestClosingAnUnstartedWorkerReleases(t *testing.T) {
+	mem := checkedAlloc(t)
+	var got builtin.Captured
+	defer got.Release()
+	g := &dataflow.Graph{Query: "q"}
+	src := g.AddOperator(sliceSource("src", nil, func(int) []dataflow.Batch {
+		return []dataflow.Batch{{Record: kvRecord(mem, 0, 3)}}
+	}))
+	sink := g.AddOperator(capture("sink", 1, nil, &got))
+	g.Connect(src, 0, sink, 0)
+	ws, err := dataflow.BuildLocal(g, dataflow.Config{Allocator: mem})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ws[0].Close()
+	if _, err := ws[0].Step(); !errors.Is(err, dataflow.ErrClosed) {
+		t.Fatalf("step after close: %v", err)
+	}
+}

@@ -136,9 +136,11 @@ func NewWorker(g *Graph, id int, cfg Config) (*Worker, error) {
 			info := Instance{Query: g.Query, Operator: spec.Name, OperatorID: op, Index: k, Parallelism: spec.Parallelism(), Worker: id}
 			logic, err := spec.New(info)
 			if err != nil {
+				w.shutdown()
 				return nil, fmt.Errorf("%w: building %s[%d]: %w", ErrOperator, spec.Name, k, err)
 			}
 			if logic == nil {
+				w.shutdown()
 				return nil, fmt.Errorf("%w: %s[%d]: constructor returned nil", ErrInvalidGraph, spec.Name, k)
 			}
 			in := &instance{w: w, info: info, op: logic, q: newQueue(cfg.QueueLen), owned: make(map[*Capability]struct{}), ctx: context.Background(), srcCtx: context.Background()}
@@ -154,6 +156,7 @@ func NewWorker(g *Graph, id int, cfg Config) (*Worker, error) {
 	}
 	for _, in := range w.insts {
 		if err := w.wire(in, local); err != nil {
+			w.shutdown()
 			return nil, err
 		}
 	}
@@ -559,10 +562,10 @@ func (in *instance) close() error {
 		c.Drop()
 	}
 	var err error
-	if in.opened {
-		if cerr := in.op.Close(&in.opctx); cerr != nil {
-			err = fmt.Errorf("%w: %s close: %w", ErrOperator, in.name(), cerr)
-		}
+	// Also when never opened: the constructor may already hold resources
+	// (files, records handed to a source).
+	if cerr := in.op.Close(&in.opctx); cerr != nil {
+		err = fmt.Errorf("%w: %s close: %w", ErrOperator, in.name(), cerr)
 	}
 	for _, oes := range in.outs {
 		for _, oe := range oes {
@@ -664,9 +667,9 @@ func (w *Worker) Run(ctx context.Context) error {
 		mu       sync.Mutex
 		firstErr error
 	)
+	w.makeBlocking()
 	for _, in := range w.insts {
 		in.ctx = ctx
-		in.q.setBlocking(true)
 		if in.src != nil {
 			// A source's Context() also ends on a graceful stop, so a
 			// Produce blocked waiting for input returns. Its sends keep the
@@ -717,6 +720,14 @@ func (w *Worker) Run(ctx context.Context) error {
 		return w.err
 	}
 	return nil
+}
+
+// makeBlocking bounds the worker's queues for concurrent running. Until
+// then they are unbounded so that stepping never blocks a Deliver.
+func (w *Worker) makeBlocking() {
+	for _, in := range w.insts {
+		in.q.setBlocking(true)
+	}
 }
 
 // isConsequence tells errors caused by another failure or a cancellation
