@@ -21,8 +21,11 @@ type Script struct {
 	// written; the printer puts them all on the lines before the statement.
 	// Trailing holds those after the last statement. (Not grammar: filled from
 	// the token stream after parsing.)
-	Comments [][]string
-	Trailing []string
+	// LineComments[i] is the comment after the ";" of Statements[i] on the
+	// same line ("SET x = 1; -- why"); the printer keeps it there.
+	Comments     [][]string
+	LineComments []string
+	Trailing     []string
 }
 
 // Statement is one of *Query, *Insert, *Explain, *CreateModel, *CreateStream,

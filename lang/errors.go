@@ -33,6 +33,9 @@ func (e *Error) Error() string {
 // Unwrap makes errors.Is(err, ErrSyntax) true.
 func (e *Error) Unwrap() error { return ErrSyntax }
 
+// Message is the message without the position.
+func (e *Error) Message() string { return e.Msg }
+
 // Position is where the error is.
 func (e *Error) Position() lexer.Position { return e.Pos }
 

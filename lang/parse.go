@@ -85,23 +85,38 @@ func parse(filename, src string) (s *Script, err error) {
 	return s, nil
 }
 
-// attachComments gives every comment to the statement it precedes or sits in.
+// attachComments gives every comment to the statement it precedes or sits in,
+// or, when it follows a statement's ";" on the same line, to that line.
 func attachComments(s *Script, toks []Token) {
 	n := len(s.Statements)
-	s.Comments = nil
-	s.Trailing = nil
-	k := 0        // statements started so far
-	ended := true // a ";" closed statement k-1
+	s.Comments, s.LineComments, s.Trailing = nil, nil, nil
+	k := 0         // statements started so far
+	ended := true  // a ";" closed statement k-1
+	semiLine := -1 // line of that ";" while only comments and ";" follow it
 	for _, t := range toks {
 		for k < n && s.Statements[k].Position().Offset <= t.Pos.Offset {
 			k++
-			ended = false
+			ended, semiLine = false, -1
 		}
 		switch {
+		case t.Kind == TokWhitespace:
 		case t.Kind == TokOperator && t.Value == ";":
+			if !ended {
+				semiLine = t.Pos.Line
+			}
 			ended = true
 		case t.Kind == TokComment:
 			text := strings.TrimRight(t.Value, " \t\r")
+			if k > 0 && ended && t.Pos.Line == semiLine {
+				if s.LineComments == nil {
+					s.LineComments = make([]string, n)
+				}
+				if s.LineComments[k-1] != "" {
+					text = s.LineComments[k-1] + " " + text
+				}
+				s.LineComments[k-1] = text
+				continue
+			}
 			at := k - 1
 			if ended || k == 0 {
 				at = k
@@ -114,6 +129,8 @@ func attachComments(s *Script, toks []Token) {
 				s.Comments = make([][]string, n)
 			}
 			s.Comments[at] = append(s.Comments[at], text)
+		default:
+			semiLine = -1
 		}
 	}
 }

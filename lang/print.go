@@ -23,7 +23,12 @@ func Format(s *Script) string {
 			}
 		}
 		b.WriteString(Print(st))
-		b.WriteString(";\n")
+		b.WriteString(";")
+		if i < len(s.LineComments) && s.LineComments[i] != "" {
+			b.WriteString(" ")
+			b.WriteString(s.LineComments[i])
+		}
+		b.WriteString("\n")
 	}
 	if len(s.Trailing) > 0 {
 		if len(s.Statements) > 0 {
