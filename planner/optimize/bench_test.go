@@ -8,8 +8,9 @@ import (
 	"github.com/tierflow/tierflow/planner/optimize"
 )
 
-// BenchmarkStrategies times each strategy on the reference problem and on the
-// synthetic 30-worker setups (2 tiers VQA, 3 tiers AICity).
+// BenchmarkStrategies times each strategy on the reference problem, on
+// synthetic 30-worker setups (2 tiers VQA with the reference profiles, 3 tiers
+// AICity) and on the two 30-worker Table-4 setups as the planner lowers them.
 func BenchmarkStrategies(b *testing.B) {
 	ref := refProblem(b)
 	problems := []struct {
@@ -19,6 +20,12 @@ func BenchmarkStrategies(b *testing.B) {
 		{"reference", ref},
 		{"vqa-xlarge-30w", vqaXLarge(ref, 100, 57)},
 		{"aicity-xlarge-30w-3tier", aicityXLarge(20, 70)},
+	}
+	for _, name := range []string{"vqa-xlarge", "aicity-xlarge"} {
+		problems = append(problems, struct {
+			name string
+			p    *optimize.Problem
+		}{"table4-" + name, loadSetups(b)[name]})
 	}
 	reg := optimize.DefaultRegistry()
 	for _, pr := range problems {

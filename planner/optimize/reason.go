@@ -18,7 +18,7 @@ const explainBudget = time.Second
 // Answers the oracle could not settle in time are reported as bounds.
 func explain(ctx context.Context, in *instance, o Options, _ time.Time) (*Plan, error) {
 	deadline := time.Now().Add(min(o.TimeBudget, explainBudget))
-	pl := &Plan{Feasible: false, Reachable: &Reachable{}}
+	pl := &Plan{Feasible: false, Reachable: &Reachable{}, Operators: []OperatorPlan{}}
 	all := in.allCombos()
 	if len(all) == 0 {
 		pl.Reason = "no variant combination"
