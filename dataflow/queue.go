@@ -21,6 +21,7 @@ type queue struct {
 	capacity int
 	blocking bool
 	closed   bool
+	failed   error         // set by Fail: the consumer fails with it
 	notEmpty chan struct{} // 1-buffered wake-up for the consumer
 	notFull  chan struct{} // 1-buffered wake-up for one blocked producer
 	done     chan struct{} // closed on close, wakes every blocked producer
@@ -52,10 +53,10 @@ func (q *queue) setBlocking(b bool) {
 func (q *queue) Deliver(ctx context.Context, m Message) error {
 	for {
 		q.mu.Lock()
-		if q.closed {
+		if q.closed || q.failed != nil {
 			q.mu.Unlock()
 			m.release()
-			return fmt.Errorf("%w: inbox of finished instance (channel %v)", ErrClosed, m.Channel)
+			return fmt.Errorf("%w: inbox of finished or failed instance (channel %v)", ErrClosed, m.Channel)
 		}
 		if !q.blocking || len(q.buf) < q.capacity {
 			q.buf = append(q.buf, m)
@@ -79,6 +80,23 @@ func (q *queue) Deliver(ctx context.Context, m Message) error {
 	}
 }
 
+// Fail implements Inbox.
+func (q *queue) Fail(ch ChannelID, err error) {
+	q.mu.Lock()
+	if q.failed == nil && !q.closed {
+		q.failed = fmt.Errorf("%w: channel %v: %w", ErrTransport, ch, err)
+	}
+	q.mu.Unlock()
+	signal(q.notEmpty)
+}
+
+// failure is the error a transport reported, if any.
+func (q *queue) failure() error {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	return q.failed
+}
+
 // take moves everything queued into dst (which must be empty) and returns
 // it; the queue keeps dst's old backing array for reuse.
 func (q *queue) take(dst []Message) []Message {
@@ -97,9 +115,9 @@ func (q *queue) take(dst []Message) []Message {
 func (q *queue) wait(ctx context.Context, timeout <-chan time.Time) error {
 	for {
 		q.mu.Lock()
-		n, closed := len(q.buf), q.closed
+		n, closed, failed := len(q.buf), q.closed, q.failed != nil
 		q.mu.Unlock()
-		if n > 0 || closed {
+		if n > 0 || closed || failed {
 			return nil
 		}
 		select {

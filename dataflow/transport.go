@@ -16,6 +16,7 @@ var (
 	ErrNoReceiver   = errors.New("dataflow: no receiver listening on channel")
 	ErrOperator     = errors.New("dataflow: operator failed")
 	ErrProtocol     = errors.New("dataflow: channel protocol violation")
+	ErrTransport    = errors.New("dataflow: transport failed")
 )
 
 // Inbox is the receiving end a worker hands to a Transport: the queue of one
@@ -30,6 +31,11 @@ type Inbox interface {
 	// Calls for one ChannelID must be made in the order the sender sent
 	// them and must not overlap; different channels may deliver concurrently.
 	Deliver(ctx context.Context, m Message) error
+	// Fail reports that channel ch broke for good (a lost connection, a
+	// corrupt frame): the receiving instance fails with an error wrapping
+	// ErrTransport and err, which fails the run. Later deliveries are
+	// refused.
+	Fail(ch ChannelID, err error)
 }
 
 // Sender is the sending end of one channel.

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/apache/arrow/go/v17/arrow/memory"
 	"github.com/tierflow/tierflow/dataflow"
@@ -165,3 +166,45 @@ func TestReceiverSideChecksTheChannelProtocol(t *testing.T) {
 
 // checkedAllocFor is checkedAlloc for helpers handed a *testing.T late.
 func checkedAllocFor(t *testing.T) *memory.CheckedAllocator { return checkedAlloc(t) }
+
+// A transport that loses a channel fails the receiving instance, and with
+// it the run, with ErrTransport.
+func TestTransportFailureFailsTheRun(t *testing.T) {
+	for _, mode := range []string{"stepped", "concurrent"} {
+		t.Run(mode, func(t *testing.T) {
+			mem := checkedAlloc(t)
+			var got builtin.Captured
+			defer got.Release()
+			g := &dataflow.Graph{Query: "r"}
+			src := g.AddOperator(sliceSource("src", []int{1}, func(int) []dataflow.Batch { return nil }))
+			sink := g.AddOperator(capture("sink", 1, []int{0}, &got))
+			g.Connect(src, 0, sink, 0)
+			var tr recorder
+			w, err := dataflow.NewWorker(g, 0, dataflow.Config{Allocator: mem, Transport: &tr})
+			if err != nil {
+				t.Fatal(err)
+			}
+			ch := dataflow.ChannelID{Query: "r", Edge: 0, Sender: 0, Receiver: 0}
+			in := tr.inboxes[ch]
+			lost := errors.New("connection lost")
+			if err := in.Deliver(context.Background(), dataflow.Message{Header: dataflow.Header{Channel: ch, Kind: dataflow.Data, Seq: 0}, Record: kvRecord(mem, 0, 1)}); err != nil {
+				t.Fatal(err)
+			}
+			if mode == "stepped" {
+				in.Fail(ch, lost)
+				_, err = w.Step()
+			} else {
+				go in.Fail(ch, lost)
+				ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+				defer cancel()
+				err = w.Run(ctx)
+			}
+			if !errors.Is(err, dataflow.ErrTransport) || !errors.Is(err, lost) {
+				t.Fatalf("got %v, want ErrTransport wrapping the cause", err)
+			}
+			if err := in.Deliver(context.Background(), dataflow.Message{Header: dataflow.Header{Channel: ch, Kind: dataflow.Data, Seq: 1}, Record: kvRecord(mem, 1, 1)}); !errors.Is(err, dataflow.ErrClosed) {
+				t.Fatalf("delivery after failure: %v", err)
+			}
+		})
+	}
+}

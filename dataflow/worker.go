@@ -332,6 +332,9 @@ func (in *instance) step(checkRoom bool) (bool, error) {
 			return busy, in.fail("open", err)
 		}
 	}
+	if err := in.q.failure(); err != nil {
+		return busy, fmt.Errorf("%s: %w", in.name(), err)
+	}
 	msgs := in.q.take(in.scratch)
 	for i := range msgs {
 		busy = true
