@@ -316,6 +316,7 @@ func TestPropertyRandomProblems(t *testing.T) {
 			if ex.Feasible {
 				t.Errorf("seed %d: exhaustive found %v, brute force nothing", seed, ex.TotalCost)
 			}
+			checkReachable(t, seed, p, ex)
 			continue
 		}
 		feasibleCases++
@@ -350,6 +351,42 @@ func TestDeterministicForSeed(t *testing.T) {
 			} else if !reflect.DeepEqual(first, a) {
 				t.Errorf("%s: two runs with seed 7 differ:\n%v\n%v", name, first, a)
 			}
+		}
+	}
+}
+
+// checkReachable verifies an infeasible plan's bounds: just below the reported
+// highest throughput (or at the reported highest accuracy) a plan exists, and
+// just above it none does.
+func checkReachable(t *testing.T, seed int64, p *optimize.Problem, pl *optimize.Plan) {
+	t.Helper()
+	r := pl.Reachable
+	if r == nil || !strings.Contains(pl.Reason, "at most") && !strings.Contains(pl.Reason, "highest reachable") {
+		return // nothing settled to check
+	}
+	try := func(edit func(q *optimize.Problem)) bool {
+		q := *p
+		edit(&q)
+		got, err := optimize.Exhaustive{}.Optimize(context.Background(), &q, optimize.Options{})
+		if err != nil {
+			t.Fatalf("seed %d: %v", seed, err)
+		}
+		return got.Feasible
+	}
+	if m := r.MaxThroughput; m != nil && *m > 1e-6 && strings.Contains(pl.Reason, "at most") {
+		if !try(func(q *optimize.Problem) { q.Objectives.Throughput = *m * 0.999 }) {
+			t.Errorf("seed %d: reported max throughput %v, but 0.999 of it is infeasible", seed, *m)
+		}
+		if try(func(q *optimize.Problem) { q.Objectives.Throughput = *m * 1.01 }) {
+			t.Errorf("seed %d: reported max throughput %v, but 1.01 of it is feasible", seed, *m)
+		}
+	}
+	if a := r.MaxAccuracy; a != nil && strings.Contains(pl.Reason, "highest reachable") {
+		if !try(func(q *optimize.Problem) { q.Objectives.MinAccuracy = optimize.Float(*a) }) {
+			t.Errorf("seed %d: reported max accuracy %v is not reachable", seed, *a)
+		}
+		if try(func(q *optimize.Problem) { q.Objectives.MinAccuracy = optimize.Float(*a + 1e-6) }) {
+			t.Errorf("seed %d: accuracy above the reported max %v is reachable", seed, *a)
 		}
 	}
 }
