@@ -55,6 +55,9 @@ func TestSetupsAutoIsExact(t *testing.T) {
 		if !au.Feasible || !au.Optimal || !ex.Optimal || math.Abs(au.TotalCost-ex.TotalCost) > 1e-9 {
 			t.Errorf("%s: auto %v (feasible %v optimal %v), exhaustive %v (optimal %v)", name, au.TotalCost, au.Feasible, au.Optimal, ex.TotalCost, ex.Optimal)
 		}
+		if !jb.Feasible {
+			t.Errorf("%s: jellybean found no plan: %s", name, jb.Reason)
+		}
 		if jb.Feasible && au.TotalCost > jb.TotalCost+1e-9 {
 			t.Errorf("%s: auto %v worse than jellybean %v", name, au.TotalCost, jb.TotalCost)
 		}

@@ -17,9 +17,10 @@ import (
 // expanding tier pools, a beam of B_WA assignments, over several random
 // topological orders; the cheapest feasible plan wins.
 //
-// With a measured end-to-end accuracy table (the prototype's, the catalog's)
-// model selection keeps the B_MS cheapest combinations meeting the target by
-// the table (selectByTable).
+// When the per-operator profiles leave the beam empty but a measured
+// end-to-end accuracy table exists (operators without profiles, such as
+// tracking, in the chain), model selection keeps the B_MS cheapest
+// combinations meeting the target by the table (selectByTable).
 //
 // Eq. 2's unit compute cost is taken over the items a worker will actually
 // carry because a used worker is paid in full: with price/capacity alone a big
@@ -73,9 +74,6 @@ func (in *instance) selectModels(beam int) [][]int {
 		vars []int
 		req  []float64
 		cost float64
-	}
-	if in.accTable != nil && in.numCombos(maxTableCombos) <= maxTableCombos {
-		return in.selectByTable(beam)
 	}
 	n := in.nOps
 	init := cand{vars: make([]int, n), req: make([]float64, n)}
@@ -159,13 +157,16 @@ func (in *instance) selectModels(beam int) [][]int {
 		seen[k] = true
 		out = append(out, c.vars)
 	}
+	if len(out) == 0 && in.accTable != nil && in.numCombos(maxTableCombos) <= maxTableCombos {
+		return in.selectByTable(beam)
+	}
 	return out
 }
 
 // maxTableCombos bounds the enumeration of selectByTable.
 const maxTableCombos = 100000
 
-// selectByTable is model selection when measured end-to-end accuracies exist:
+// selectByTable is model selection by measured end-to-end accuracies:
 // the table is the plan's accuracy, so the B_MS cheapest combinations by proxy
 // cost whose plan accuracy meets the target are exactly what the beam search
 // would keep were the per-operator profiles consistent with it; and operators
