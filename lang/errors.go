@@ -177,6 +177,11 @@ func improve(filename, src string, err error) error {
 			expected = joinOr(quoted)
 		}
 	}
+	if expected == `")"` && commaFits(filename, src, pos) {
+		// Participle backs out of a list element it cannot finish, so a
+		// missing "," reads as a missing ")".
+		expected = `"," or ")"`
+	}
 	if fix, at, ok := repair(filename, src, pos); ok {
 		return newError(src, at.Pos, fmt.Sprintf("unexpected %q, expected %q", at.Value, fix))
 	}
@@ -327,6 +332,17 @@ func nearestKeyword(word string, candidates []string) string {
 		return best
 	}
 	return ""
+}
+
+// commaFits reports whether inserting "," before pos lets the parse get past
+// pos.
+func commaFits(filename, src string, pos lexer.Position) bool {
+	if pos.Offset < 0 || pos.Offset >= len(src) {
+		return false
+	}
+	_, err := parse(filename, src[:pos.Offset]+", "+src[pos.Offset:])
+	var pe participle.Error
+	return err == nil || errors.As(err, &pe) && pe.Position().Offset > pos.Offset+2
 }
 
 // nearKeywords returns the keywords close enough to word to be a misspelling
