@@ -34,11 +34,37 @@
 // FIFO per (edge, sender, receiver), so a frontier never overtakes the data it
 // covers. See package progress for the state machine.
 //
+// # Operators
+//
+// An OperatorSpec declares inputs, outputs and connectivity at build time
+// and makes one Operator per instance. Callbacks (Open, OnBatch, OnNotify,
+// Close; optionally Source.Produce, FrontierObserver.OnFrontier,
+// Waker.OnWake) run one at a time per instance. An operator emits only under
+// a Capability it holds (ErrNoCapability otherwise); it can retain, delay,
+// downgrade and drop capabilities, ask to be notified when an epoch is
+// complete on all inputs (Context.NotifyAt) and ask to be woken after a
+// delay (Context.WakeAfter).
+//
+// # Graphs and placement
+//
+// A Graph lists operators with the worker of each instance (operator-level
+// parallelism: different workers run different operators; data
+// parallelism: several instances of one operator) and edges that are
+// Pipeline, Exchange (rows hash-partitioned by a vectorised PartitionFunc),
+// Broadcast or Balance (whole batches by traffic shares). Every worker
+// builds its part from the same Graph with NewWorker.
+//
 // # Scheduling
 //
 // The same operator code runs in two modes. Worker.Step runs each local
 // instance once on what is queued, in the caller's goroutine, for
 // deterministic tests; Worker.Run runs one goroutine per instance with
 // bounded queues, so a slow consumer blocks its producers (backpressure) and
-// memory stays bounded however fast a source is.
+// memory stays bounded however fast a source is. Cancelling Run's context
+// aborts (everything is closed and released); Worker.StopSources or
+// Config.Stop stops gracefully (sources end, everything else drains).
+//
+// Subpackages: progress (the pure tracker), builtin (sources, map and sinks
+// for tests and benchmarks), transporttest (the conformance suite every
+// Transport passes).
 package dataflow
