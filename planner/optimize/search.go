@@ -304,7 +304,7 @@ func coverDP(ps []piece, need float64) float64 {
 		return 0
 	}
 	g := need / dpUnits
-	units := int(need/g - 1e-9)
+	units := dpUnits
 	var dp [dpUnits + 1]float64
 	for i := 1; i <= units; i++ {
 		dp[i] = math.Inf(1)
