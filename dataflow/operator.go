@@ -237,12 +237,14 @@ func (c *Context) Emit(output int, cap *Capability, rec arrow.Record) error {
 // Now is the worker's clock (Config.Now).
 func (c *Context) Now() time.Time { return c.in.w.cfg.Now() }
 
-// WakeAfter asks for one OnWake call (the operator must implement Waker)
-// once d has passed on the worker's clock, even if no input arrives. An
-// earlier pending wake-up wins; the request is cleared when OnWake runs.
+// WakeAfter asks for one OnWake call once d has passed on the worker's
+// clock, even if no input arrives. An earlier pending wake-up wins; the
+// request is cleared when it fires. The operator must implement Waker,
+// except a source: a source that asks to be woken is not polled until then
+// (a rate-limited source sleeps this way instead of blocking in Produce).
 func (c *Context) WakeAfter(d time.Duration) error {
 	in := c.in
-	if in.waker == nil {
+	if in.waker == nil && in.src == nil {
 		return fmt.Errorf("%w: %s asks to be woken but does not implement Waker", ErrInvalidGraph, in.name())
 	}
 	at := in.w.cfg.Now().Add(d)

@@ -204,3 +204,96 @@ func (s *blockingSource) Close(*dataflow.Context) error {
 	}
 	return nil
 }
+
+// pacedSource emits n one-row batches, sleeping interval between them by
+// asking to be woken rather than blocking in Produce.
+type pacedSource struct {
+	dataflow.Base
+	n, i     int
+	interval time.Duration
+	cap      *dataflow.Capability
+	polls    *int
+}
+
+func (s *pacedSource) Open(_ *dataflow.Context, cap *dataflow.Capability) (err error) {
+	s.cap, err = cap.Retain()
+	return err
+}
+
+func (s *pacedSource) Produce(ctx *dataflow.Context) (bool, error) {
+	*s.polls++
+	if s.i == s.n {
+		s.cap.Drop()
+		return true, nil
+	}
+	s.i++
+	if err := ctx.Emit(0, s.cap, kvRecord(ctx.Allocator(), s.i, 1)); err != nil {
+		return false, err
+	}
+	return false, ctx.WakeAfter(s.interval)
+}
+
+func TestSourceSleepsUntilWoken(t *testing.T) {
+	mem := checkedAlloc(t)
+	var got builtin.Captured
+	defer got.Release()
+	now := time.Unix(0, 0)
+	polls := 0
+	g := &dataflow.Graph{Query: "p"}
+	src := g.AddOperator(op("src", 0, 1, nil, func(dataflow.Instance) dataflow.Operator {
+		return &pacedSource{n: 3, interval: time.Second, polls: &polls}
+	}))
+	sink := g.AddOperator(capture("sink", 1, nil, &got))
+	g.Connect(src, 0, sink, 0)
+	ws, err := dataflow.BuildLocal(g, dataflow.Config{Allocator: mem, Now: func() time.Time { return now }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ws[0].Close()
+	for i := 0; i < 10; i++ {
+		_, _ = ws[0].Step()
+	}
+	if got.Rows() != 1 || polls != 1 {
+		t.Fatalf("before the interval: %d rows, %d polls; want 1 and 1", got.Rows(), polls)
+	}
+	now = now.Add(time.Second)
+	for i := 0; i < 10; i++ {
+		_, _ = ws[0].Step()
+	}
+	if got.Rows() != 2 || polls != 2 {
+		t.Fatalf("after one interval: %d rows, %d polls; want 2 and 2", got.Rows(), polls)
+	}
+	now = now.Add(time.Hour)
+	_, _ = ws[0].Step()
+	now = now.Add(time.Hour)
+	_, _ = ws[0].Step()
+	if !ws[0].Done() || got.Rows() != 3 {
+		t.Fatalf("done %v with %d rows", ws[0].Done(), got.Rows())
+	}
+}
+
+func TestSourceSleepsUntilWokenConcurrently(t *testing.T) {
+	checkNoGoroutineLeak(t)
+	mem := checkedAlloc(t)
+	var got builtin.Captured
+	defer got.Release()
+	polls := 0
+	g := &dataflow.Graph{Query: "p"}
+	src := g.AddOperator(op("src", 0, 1, nil, func(dataflow.Instance) dataflow.Operator {
+		return &pacedSource{n: 5, interval: 2 * time.Millisecond, polls: &polls}
+	}))
+	sink := g.AddOperator(capture("sink", 1, nil, &got))
+	g.Connect(src, 0, sink, 0)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	start := time.Now()
+	if err := dataflow.Run(ctx, g, dataflow.Config{Allocator: mem}); err != nil {
+		t.Fatal(err)
+	}
+	if got.Rows() != 5 || polls != 6 {
+		t.Fatalf("%d rows, %d polls; want 5 and 6 (no busy polling)", got.Rows(), polls)
+	}
+	if el := time.Since(start); el < 10*time.Millisecond {
+		t.Fatalf("finished in %v, before 5 intervals of 2ms", el)
+	}
+}

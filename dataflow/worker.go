@@ -353,15 +353,17 @@ func (in *instance) step(checkRoom bool) (bool, error) {
 	if !in.wakeAt.IsZero() && !in.w.cfg.Now().Before(in.wakeAt) {
 		busy = true
 		in.wakeAt = time.Time{}
-		if err := in.waker.OnWake(&in.opctx); err != nil {
-			return busy, in.fail("wake", err)
+		if in.waker != nil {
+			if err := in.waker.OnWake(&in.opctx); err != nil {
+				return busy, in.fail("wake", err)
+			}
 		}
 	}
 	if in.src != nil && !in.srcDone && in.w.stopRequested() {
 		busy = true
 		in.finishSource()
 	}
-	if in.src != nil && !in.srcDone && (!checkRoom || in.room()) {
+	if in.src != nil && !in.srcDone && in.wakeAt.IsZero() && (!checkRoom || in.room()) {
 		busy = true
 		done, err := in.src.Produce(&in.opctx)
 		if err != nil && in.ctx.Err() == nil && in.w.stopRequested() && errors.Is(err, context.Canceled) {
@@ -745,7 +747,7 @@ func (in *instance) run(ctx context.Context) error {
 		if err := ctx.Err(); err != nil {
 			return err
 		}
-		if in.opened && (in.src == nil || in.srcDone) {
+		if in.opened && (in.src == nil || in.srcDone || !in.wakeAt.IsZero()) {
 			var timer *time.Timer
 			var timeout <-chan time.Time
 			if !in.wakeAt.IsZero() {
