@@ -138,7 +138,12 @@ func (b *Binder) project(s *lang.Select, node logical.Node, sc *scope) (logical.
 		name := itemName(it, e)
 		exprs = append(exprs, e)
 		names = append(names, name)
-		out.cols = append(out.cols, column{name: name, typ: e.Type()})
+		qual := ""
+		if c, ok := e.(*expr.Column); ok && it.Alias == "" {
+			// ORDER BY s.camera still finds the column s.camera became.
+			qual = sc.cols[c.Index].qual
+		}
+		out.cols = append(out.cols, column{qual: qual, name: name, typ: e.Type()})
 	}
 	if len(exprs) == 0 {
 		return nil, nil

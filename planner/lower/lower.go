@@ -477,12 +477,14 @@ func (l *lowerer) stageOfModel(m *logical.LateralModel) string {
 
 // relational places a join or union that no model follows on its own workers.
 func (l *lowerer) relational(n logical.Node, in []pending) *Stage {
-	name := "Join"
-	if _, ok := n.(*logical.Union); ok {
-		name = "Union"
-	}
-	if len(in) == 1 {
-		name = "Output"
+	name := "Output"
+	for _, c := range append([]logical.Node{n}, carried(in)...) {
+		switch c.(type) {
+		case *logical.Union:
+			name = "Union"
+		case *logical.Join:
+			name = "Join"
+		}
 	}
 	s := &Stage{Name: l.unique(name), Kind: "relational", Node: n, Fused: carried(in)}
 	v := optimize.Variant{Name: "default", ProxyCost: RelationalLatencyMs, LatencyMs: map[string]float64{}}
