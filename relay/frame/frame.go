@@ -67,14 +67,25 @@ const MaxQueryLen = 255
 const MaxChunks = 1 << 22
 
 // fixedLen is the header length without the query bytes:
-// magic(2) version(1) kind(1) qlen(1) edge(4) sender(4) receiver(4) epoch(8)
-// seq(8) chunk(4) chunks(4) total(8).
-const fixedLen = 2 + 1 + 1 + 1 + 4 + 4 + 4 + 8 + 8 + 4 + 4 + 8
+// magic(2) version(1) kind(1) flags(1) qlen(1) edge(4) sender(4) receiver(4)
+// epoch(8) seq(8) chunk(4) chunks(4) total(8).
+const fixedLen = 2 + 1 + 1 + 1 + 1 + 4 + 4 + 4 + 8 + 8 + 4 + 4 + 8
+
+// Flags qualify a frame.
+type Flags uint8
+
+// FlagSchema marks a data message whose body starts with the Arrow schema: the
+// first batch of a link, or the first after the schema changed. Later batches
+// of the same schema carry only the record batch message.
+const FlagSchema Flags = 1
+
+const knownFlags = FlagSchema
 
 // Header is the part of every frame that names its link and its place in the
 // link's stream.
 type Header struct {
 	Kind     Kind
+	Flags    Flags
 	Query    string
 	Edge     uint32
 	Sender   uint32
@@ -96,8 +107,9 @@ func (h *Header) Put(b []byte) int {
 	binary.BigEndian.PutUint16(b[0:], Magic)
 	b[2] = Version
 	b[3] = byte(h.Kind)
-	b[4] = byte(len(h.Query))
-	n := 5 + copy(b[5:], h.Query)
+	b[4] = byte(h.Flags)
+	b[5] = byte(len(h.Query))
+	n := 6 + copy(b[6:], h.Query)
 	binary.BigEndian.PutUint32(b[n:], h.Edge)
 	binary.BigEndian.PutUint32(b[n+4:], h.Sender)
 	binary.BigEndian.PutUint32(b[n+8:], h.Receiver)
@@ -114,6 +126,8 @@ func (h *Header) Validate() error {
 	switch {
 	case h.Kind == 0 || h.Kind > kindMax:
 		return fmt.Errorf("%w: unknown kind %d", ErrMalformed, uint8(h.Kind))
+	case h.Flags&^knownFlags != 0 || (h.Flags != 0 && h.Kind != KindData):
+		return fmt.Errorf("%w: flags %#x on a %s frame", ErrMalformed, uint8(h.Flags), h.Kind)
 	case len(h.Query) > MaxQueryLen:
 		return fmt.Errorf("%w: query id of %d bytes, at most %d", ErrMalformed, len(h.Query), MaxQueryLen)
 	case h.Chunks == 0 || h.Chunks > MaxChunks:
@@ -147,12 +161,13 @@ func Decode(b []byte) (Header, []byte, error) {
 		return h, nil, fmt.Errorf("%w: version %d, this build speaks %d", ErrMalformed, v, Version)
 	}
 	h.Kind = Kind(b[3])
-	qlen := int(b[4])
+	h.Flags = Flags(b[4])
+	qlen := int(b[5])
 	if len(b) < fixedLen+qlen {
 		return h, nil, fmt.Errorf("%w: %d bytes, header with a %d-byte query id needs %d", ErrMalformed, len(b), qlen, fixedLen+qlen)
 	}
-	h.Query = string(b[5 : 5+qlen])
-	n := 5 + qlen
+	h.Query = string(b[6 : 6+qlen])
+	n := 6 + qlen
 	h.Edge = binary.BigEndian.Uint32(b[n:])
 	h.Sender = binary.BigEndian.Uint32(b[n+4:])
 	h.Receiver = binary.BigEndian.Uint32(b[n+8:])

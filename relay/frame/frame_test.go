@@ -12,7 +12,7 @@ import (
 
 func TestHeaderRoundTrip(t *testing.T) {
 	cases := []Header{
-		{Kind: KindData, Query: "q1", Edge: 3, Sender: 1, Receiver: 2, Epoch: 42, Seq: 7, Chunk: 0, Chunks: 1, Total: 5},
+		{Kind: KindData, Flags: FlagSchema, Query: "q1", Edge: 3, Sender: 1, Receiver: 2, Epoch: 42, Seq: 7, Chunk: 0, Chunks: 1, Total: 5},
 		{Kind: KindData, Query: "", Edge: 1<<32 - 1, Sender: 9, Receiver: 0, Epoch: 1<<64 - 1, Seq: 1, Chunk: 2, Chunks: 3, Total: 100},
 		{Kind: KindProgress, Query: "q", Epoch: 1<<64 - 1, Seq: 9, Chunks: 1},
 		{Kind: KindEnd, Query: string(bytes.Repeat([]byte("x"), MaxQueryLen)), Chunks: 1},
@@ -48,7 +48,9 @@ func TestDecodeRejects(t *testing.T) {
 		"bad version":    mutate(func(b []byte) []byte { b[2] = 99; return b }),
 		"kind zero":      mutate(func(b []byte) []byte { b[3] = 0; return b }),
 		"kind unknown":   mutate(func(b []byte) []byte { b[3] = 200; return b }),
-		"query too long": mutate(func(b []byte) []byte { b[4] = 200; return b }),
+		"query too long": mutate(func(b []byte) []byte { b[5] = 200; return b }),
+		"unknown flag":   mutate(func(b []byte) []byte { b[4] = 0x80; return b }),
+		"flag on end":    Append(nil, Header{Kind: KindEnd, Flags: FlagSchema, Chunks: 1}, nil),
 		"body too short": good[:len(good)-1],
 		"body too long":  append(append([]byte(nil), good...), 9),
 		"zero chunks":    Append(nil, Header{Kind: KindData, Chunks: 0}, nil),
@@ -110,11 +112,7 @@ func TestRecordRoundTrip(t *testing.T) {
 		if err := EncodeRecord(&buf, rec, mem); err != nil {
 			t.Fatal(err)
 		}
-		body := memory.NewResizableBuffer(mem)
-		body.Resize(buf.Len())
-		copy(body.Bytes(), buf.Bytes())
-		got, err := DecodeRecord(body, mem)
-		body.Release()
+		got, err := DecodeRecord(buf.Bytes(), mem)
 		if err != nil {
 			t.Fatalf("n=%d: %v", n, err)
 		}
@@ -149,13 +147,70 @@ func TestDecodeRecordRejects(t *testing.T) {
 		"garbage meta": append([]byte{0xff, 0xff, 0xff, 0xff, 8, 0, 0, 0}, bytes.Repeat([]byte{0xee}, 16)...),
 	}
 	for name, b := range cases {
-		body := memory.NewBufferBytes(b)
-		got, err := DecodeRecord(body, mem)
+		got, err := DecodeRecord(b, mem)
 		if !errors.Is(err, ErrMalformed) {
 			if got != nil {
 				got.Release()
 			}
 			t.Errorf("%s: err = %v, want ErrMalformed", name, err)
 		}
+	}
+}
+
+func TestEncoderDecoderStream(t *testing.T) {
+	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
+	defer mem.AssertSize(t, 0)
+	enc := NewEncoder(mem)
+	defer enc.Reset()
+	dec := NewDecoder(mem)
+	defer dec.Close()
+	other := arrow.NewSchema([]arrow.Field{{Name: "f", Type: arrow.PrimitiveTypes.Float64}}, nil)
+	mkOther := func() arrow.Record {
+		b := array.NewRecordBuilder(mem, other)
+		defer b.Release()
+		b.Field(0).(*array.Float64Builder).AppendValues([]float64{1.5, 2.5}, nil)
+		return b.NewRecord()
+	}
+	// Same schema three times, a new schema, then the first again: the
+	// schema travels exactly when it changes.
+	recs := []arrow.Record{testRecord(mem, 3), testRecord(mem, 0), testRecord(mem, 5), mkOther(), testRecord(mem, 2)}
+	wantSchema := []bool{true, false, false, true, true}
+	var sizes []int
+	for i, rec := range recs {
+		var buf bytes.Buffer
+		withSchema, err := enc.Encode(&buf, rec)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if withSchema != wantSchema[i] {
+			t.Fatalf("batch %d: withSchema %v, want %v", i, withSchema, wantSchema[i])
+		}
+		sizes = append(sizes, buf.Len())
+		got, err := dec.Decode(buf.Bytes(), withSchema)
+		if err != nil {
+			t.Fatalf("batch %d: %v", i, err)
+		}
+		if !array.RecordEqual(got, rec) {
+			t.Fatalf("batch %d differs", i)
+		}
+		got.Release()
+	}
+	if sizes[2] >= sizes[0]+100 {
+		t.Fatalf("batch without schema (%d bytes) not smaller than with (%d)", sizes[2], sizes[0])
+	}
+	// A batch without schema on a fresh decoder, and garbage, are errors that
+	// leave nothing allocated.
+	var buf bytes.Buffer
+	if _, err := enc.Encode(&buf, recs[4]); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := NewDecoder(mem).Decode(buf.Bytes(), false); !errors.Is(err, ErrMalformed) {
+		t.Fatalf("batch before schema: %v", err)
+	}
+	if _, err := dec.Decode([]byte{1, 2, 3}, false); !errors.Is(err, ErrMalformed) {
+		t.Fatalf("garbage: %v", err)
+	}
+	for _, r := range recs {
+		r.Release()
 	}
 }

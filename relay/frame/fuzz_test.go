@@ -14,7 +14,8 @@ func seedFrames(t testing.TB) [][]byte {
 	defer rec.Release()
 	ipcBody := encodeRecordBytes(t, rec)
 	return [][]byte{
-		Append(nil, Header{Kind: KindData, Query: "q1", Edge: 1, Sender: 2, Receiver: 3, Epoch: 4, Seq: 1, Chunks: 1, Total: uint64(len(ipcBody))}, ipcBody),
+		Append(nil, Header{Kind: KindData, Flags: FlagSchema, Query: "q1", Edge: 1, Sender: 2, Receiver: 3, Epoch: 4, Seq: 1, Chunks: 1, Total: uint64(len(ipcBody))}, ipcBody),
+		Append(nil, Header{Kind: KindData, Query: "q1", Seq: 2, Chunks: 1, Total: uint64(len(ipcBody) - schemaEnd(ipcBody))}, ipcBody[schemaEnd(ipcBody):]),
 		Append(nil, Header{Kind: KindData, Query: "q1", Seq: 2, Chunk: 1, Chunks: 3, Total: uint64(3 * 4)}, ipcBody[:4]),
 		Append(nil, Header{Kind: KindProgress, Query: "q1", Epoch: 5, Seq: 3, Chunks: 1}, nil),
 		Append(nil, Header{Kind: KindEnd, Query: "q1", Seq: 4, Chunks: 1}, nil),
@@ -52,16 +53,18 @@ func FuzzDecodeFrame(f *testing.F) {
 				return
 			}
 			mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
-			buf := memory.NewResizableBuffer(mem)
-			buf.Resize(len(body))
-			copy(buf.Bytes(), body)
-			rec, err := DecodeRecord(buf, mem)
-			buf.Release()
+			dec := NewDecoder(mem)
+			rec, err := dec.Decode(body, h.Flags&FlagSchema != 0)
+			dec.Close()
 			if err != nil {
 				if !errors.Is(err, ErrMalformed) {
 					t.Fatalf("record error %v does not wrap ErrMalformed", err)
 				}
 				return
+			}
+			if err != nil {
+				rec.Release()
+				t.Fatalf("decoder returned a record with an error")
 			}
 			rec.Release()
 			if n := mem.CurrentAlloc(); n != 0 {

@@ -27,49 +27,17 @@ func EncodeRecord(w io.Writer, rec arrow.Record, mem memory.Allocator) error {
 	return nil
 }
 
-// DecodeRecord decodes a data body produced by EncodeRecord. The record's
-// buffers are slices of body (no copy): the record holds a reference to body
-// and the caller keeps its own, to release as usual.
-//
-// Malformed input is an error wrapping ErrMalformed. The Arrow IPC reader
-// trusts lengths inside its metadata, so the decoder bounds every allocation
-// it makes by the body's size and turns any panic of the reader into an error.
-func DecodeRecord(body *memory.Buffer, mem memory.Allocator) (rec arrow.Record, err error) {
-	lim := &limitAllocator{mem: mem, left: int64(2*body.Len()) + 1<<16}
-	var rdr *ipc.Reader
-	defer func() {
-		if p := recover(); p != nil {
-			if rec != nil {
-				rec.Release()
-				rec = nil
-			}
-			err = fmt.Errorf("%w: arrow ipc: %v", ErrMalformed, p)
-		}
-		if rdr != nil {
-			rdr.Release()
-		}
-	}()
-	mr := &bufMessageReader{buf: body}
-	defer mr.Release()
-	rdr, err = ipc.NewReaderFromMessageReader(mr, ipc.WithAllocator(lim))
+// DecodeRecord decodes a self-contained body produced by EncodeRecord (schema,
+// batch, end of stream). It is the stateless form of Decoder.
+func DecodeRecord(body []byte, mem memory.Allocator) (arrow.Record, error) {
+	d := NewDecoder(mem)
+	defer d.Close()
+	rec, err := d.Decode(body, true)
 	if err != nil {
-		return nil, fmt.Errorf("%w: %w", ErrMalformed, err)
-	}
-	if !rdr.Next() {
-		if err := rdr.Err(); err != nil {
-			return nil, fmt.Errorf("%w: %w", ErrMalformed, err)
+		if rec != nil {
+			rec.Release()
 		}
-		return nil, fmt.Errorf("%w: data frame without a record batch", ErrMalformed)
-	}
-	rec = rdr.Record()
-	rec.Retain()
-	if rdr.Next() {
-		rec.Release()
-		return nil, fmt.Errorf("%w: data frame with more than one record batch", ErrMalformed)
-	}
-	if err := rdr.Err(); err != nil {
-		rec.Release()
-		return nil, fmt.Errorf("%w: %w", ErrMalformed, err)
+		return nil, err
 	}
 	return rec, nil
 }
@@ -104,13 +72,22 @@ func (a *limitAllocator) take(n int) {
 	a.left -= int64(n)
 }
 
-// bufMessageReader reads IPC messages out of one buffer without copying: the
-// message bodies are slices of it, so the decoded record's columns point into
-// the buffer the frame was reassembled in.
+// bufMessageReader reads IPC messages out of one body without copying it; the
+// Arrow reader copies each column buffer out into its allocator, so the
+// record never references the body. At the end of the body it reports
+// io.EOF, and reset feeds it the next body of the same stream.
 type bufMessageReader struct {
-	buf *memory.Buffer
+	buf []byte
 	off int
 	msg *ipc.Message
+}
+
+func (r *bufMessageReader) reset(b []byte) {
+	if r.msg != nil {
+		r.msg.Release()
+		r.msg = nil
+	}
+	r.buf, r.off = b, 0
 }
 
 const ipcContinuation = 0xFFFFFFFF
@@ -120,8 +97,11 @@ func (r *bufMessageReader) Message() (*ipc.Message, error) {
 		r.msg.Release()
 		r.msg = nil
 	}
-	b := r.buf.Bytes()
+	b := r.buf
 	rest := b[r.off:]
+	if len(rest) == 0 {
+		return nil, io.EOF
+	}
 	if len(rest) < 8 {
 		return nil, fmt.Errorf("%w: arrow ipc stream ends inside a message prefix", ErrMalformed)
 	}
@@ -146,9 +126,7 @@ func (r *bufMessageReader) Message() (*ipc.Message, error) {
 	if bodyLen < 0 || bodyLen > int64(len(b)-off) {
 		return nil, fmt.Errorf("%w: arrow ipc body of %d bytes, %d left", ErrMalformed, bodyLen, len(b)-off)
 	}
-	body := memory.SliceBuffer(r.buf, off, int(bodyLen))
-	r.msg = ipc.NewMessage(meta, body)
-	body.Release()
+	r.msg = ipc.NewMessage(meta, memory.NewBufferBytes(b[off:off+int(bodyLen)]))
 	r.off = off + int(bodyLen)
 	return r.msg, nil
 }

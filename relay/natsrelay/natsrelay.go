@@ -25,10 +25,10 @@ import (
 	"io"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/apache/arrow/go/v17/arrow"
-	"github.com/apache/arrow/go/v17/arrow/memory"
 	"github.com/nats-io/nats.go"
 
 	"github.com/tierflow/tierflow/relay"
@@ -85,6 +85,17 @@ func (t *Transport) Stats() []relay.LinkStats { return t.ends.Stats() }
 // Close implements relay.Transport.
 func (t *Transport) Close() error { return t.ends.CloseAll() }
 
+// flush waits until the server has processed everything sent so far (a new
+// subscription included). nats.go insists on a deadline.
+func (t *Transport) flush(ctx context.Context) error {
+	if _, ok := ctx.Deadline(); !ok {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, 10*time.Second)
+		defer cancel()
+	}
+	return t.nc.FlushWithContext(ctx)
+}
+
 func header(link relay.LinkID, kind frame.Kind) frame.Header {
 	return frame.Header{Kind: kind, Query: link.Query, Edge: link.Edge, Sender: link.Sender, Receiver: link.Receiver, Chunks: 1}
 }
@@ -108,9 +119,11 @@ type sender struct {
 	sub        *nats.Subscription
 	maxChunk   int
 
-	sendMu sync.Mutex // orders messages; guards seq, buf, broken
+	sendMu sync.Mutex // orders messages; guards seq, buf, enc, broken
 	seq    uint64
 	buf    bytes.Buffer
+	enc    *frame.Encoder
+	hspace []byte // zeros the size of this link's header
 	broken error
 
 	mu         sync.Mutex // guards the credit state below
@@ -129,13 +142,14 @@ func (t *Transport) OpenSender(ctx context.Context, link relay.LinkID) (relay.Se
 	if err := link.Validate(); err != nil {
 		return nil, err
 	}
-	s := &sender{t: t, link: link, notify: make(chan struct{})}
+	s := &sender{t: t, link: link, notify: make(chan struct{}), enc: frame.NewEncoder(t.cfg.Allocator)}
 	s.dataSubj, s.creditSubj = t.Subjects(link)
 	s.maxChunk = int(t.nc.MaxPayload())
 	if t.chunk > 0 && t.chunk < s.maxChunk {
 		s.maxChunk = t.chunk
 	}
 	hl := header(link, frame.KindData)
+	s.hspace = make([]byte, hl.Len())
 	if s.maxChunk < hl.Len()+64 {
 		return nil, fmt.Errorf("relay: max payload %d leaves no room for data on %s", s.maxChunk, link)
 	}
@@ -146,7 +160,7 @@ func (t *Transport) OpenSender(ctx context.Context, link relay.LinkID) (relay.Se
 	s.m = m
 	s.sub, err = t.nc.Subscribe(s.creditSubj, s.onCredit)
 	if err == nil {
-		err = t.nc.FlushWithContext(ctx)
+		err = t.flush(ctx)
 	}
 	if err != nil {
 		s.teardown()
@@ -254,10 +268,14 @@ func (s *sender) SendData(ctx context.Context, epoch uint64, rec arrow.Record) e
 	// copy; later chunks write their header over the tail of the chunk before,
 	// which NATS has already copied out.
 	s.buf.Reset()
-	s.buf.Write(make([]byte, hl))
-	if err := frame.EncodeRecord(&s.buf, rec, s.t.cfg.Allocator); err != nil {
+	s.buf.Write(s.hspace)
+	withSchema, err := s.enc.Encode(&s.buf, rec)
+	if err != nil {
 		s.release()
 		return err
+	}
+	if withSchema {
+		h.Flags = frame.FlagSchema
 	}
 	payload := s.buf.Bytes()
 	total := len(payload) - hl
@@ -340,33 +358,26 @@ func (s *sender) teardown() {
 	if s.sub != nil {
 		_ = s.sub.Unsubscribe()
 	}
+	s.sendMu.Lock()
+	s.enc.Reset()
+	s.sendMu.Unlock()
 	s.m.MarkClosed()
 	s.t.ends.Remove(s.link, relay.Send)
 }
 
 // ---- receiver ----
 
+// item is a complete message waiting for Recv: data is already decoded, on
+// the subscription's goroutine, so decoding overlaps with the consumer.
 type item struct {
 	h    frame.Header
-	raw  []byte         // single-chunk body, aliasing the NATS message
-	buf  *memory.Buffer // reassembled body
-	size int64          // wire bytes, for the buffered-bytes gauge
+	rec  arrow.Record
+	size int64 // wire bytes, for the buffered-bytes gauge
 }
 
-func (it *item) free() {
-	if it.buf != nil {
-		it.buf.Release()
-		it.buf = nil
-	}
-}
-
-type assembly struct {
-	h    frame.Header
-	buf  *memory.Buffer
-	n    int    // bytes so far
-	next uint32 // chunk due next
-	size int64
-}
+// counted says whether it uses credit and so counts as buffered: the end
+// frame rides outside the window.
+func (it *item) counted() bool { return it.h.Kind != frame.KindEnd }
 
 type receiver struct {
 	t          *Transport
@@ -376,15 +387,20 @@ type receiver struct {
 	creditSubj string
 	sub        *nats.Subscription
 	q          chan item
-	half       uint64
+	window     uint64
+	granted    atomic.Uint64
 
-	mu      sync.Mutex // guards everything below and serialises the callback with Close
-	expect  uint64
-	asm     *assembly
-	err     error
-	errCh   chan struct{}
-	closed  bool
-	granted uint64
+	mu     sync.Mutex // serialises the callback with Close; guards below
+	expect uint64
+	dec    *frame.Decoder
+	asm    []byte // chunks of the message being reassembled
+	asmH   frame.Header
+	asmOn  bool
+	asmN   uint32 // chunks so far
+	asmSz  int64
+	err    error
+	errCh  chan struct{}
+	closed bool
 
 	consumed uint64 // Recv's goroutine only
 	eof      bool
@@ -403,12 +419,13 @@ func (t *Transport) OpenReceiver(ctx context.Context, link relay.LinkID) (relay.
 	r := &receiver{
 		t: t, link: link,
 		q:       make(chan item, w+1), // the window plus the end frame
-		half:    uint64(max(1, w/2)),
+		window:  uint64(w),
 		expect:  1,
+		dec:     frame.NewDecoder(t.cfg.Allocator),
 		errCh:   make(chan struct{}),
 		closeCh: make(chan struct{}),
-		granted: uint64(w),
 	}
+	r.granted.Store(uint64(w))
 	r.dataSubj, r.creditSubj = t.Subjects(link)
 	m, err := t.ends.Add(link, relay.Recv, r)
 	if err != nil {
@@ -422,26 +439,25 @@ func (t *Transport) OpenReceiver(ctx context.Context, link relay.LinkID) (relay.
 		err = r.sub.SetPendingLimits(-1, -1)
 	}
 	if err == nil {
-		err = t.nc.FlushWithContext(ctx)
+		err = t.flush(ctx)
 	}
 	if err != nil {
 		r.teardown()
 		return nil, fmt.Errorf("relay: open receiver of %s: %w", link, err)
 	}
-	r.mu.Lock()
 	r.publishGrant()
-	r.mu.Unlock()
 	return r, nil
 }
 
 func (r *receiver) Link() relay.LinkID     { return r.link }
 func (r *receiver) Stats() relay.LinkStats { return r.m.Snapshot() }
 
-// publishGrant sends the cumulative grant; r.mu is held.
+// publishGrant sends the cumulative grant. Two goroutines may race to send
+// grants; the sender keeps the larger, so order does not matter.
 func (r *receiver) publishGrant() {
 	h := header(r.link, frame.KindCredit)
 	h.Total = 8
-	b := frame.Append(nil, h, frame.EncodeCredit(nil, r.granted))
+	b := frame.Append(nil, h, frame.EncodeCredit(nil, r.granted.Load()))
 	if r.t.nc.Publish(r.creditSubj, b) == nil {
 		r.m.ControlBytes(len(b))
 	}
@@ -453,10 +469,8 @@ func (r *receiver) fail(err error) {
 		r.err = err
 		close(r.errCh)
 	}
-	if r.asm != nil {
-		r.asm.buf.Release()
-		r.asm = nil
-	}
+	r.asmOn = false
+	r.dec.Close()
 }
 
 func (r *receiver) onData(msg *nats.Msg) {
@@ -492,54 +506,81 @@ func (r *receiver) onData(msg *nats.Msg) {
 		r.fail(protocolError(r.link, "message %d where %d was due (lost, duplicated or reordered)", h.Seq, r.expect))
 		return
 	}
-	if h.Chunks == 1 {
-		r.expect++
-		r.push(item{h: h, raw: body, size: size})
-		return
+	if h.Chunks > 1 {
+		if body = r.assemble(h, body, size); body == nil {
+			return // more chunks to come, or failed
+		}
+		h, size = r.asmH, r.asmSz
 	}
+	r.expect++
+	it := item{h: h, size: size}
+	if h.Kind == frame.KindData {
+		rec, err := r.dec.Decode(body, h.Flags&frame.FlagSchema != 0)
+		if err != nil {
+			r.fail(fmt.Errorf("%w on %s: message %d: %w", relay.ErrProtocol, r.link, h.Seq, err))
+			return
+		}
+		it.rec = rec
+	}
+	r.push(it)
+}
+
+// assemble adds a chunk to the message being reassembled and returns the
+// whole body once the last chunk is in, nil before; r.mu is held.
+func (r *receiver) assemble(h frame.Header, body []byte, size int64) []byte {
 	if h.Chunk == 0 {
 		if h.Total > uint64(r.t.cfg.MaxMessageBytes) {
 			r.fail(protocolError(r.link, "message of %d bytes, at most %d", h.Total, r.t.cfg.MaxMessageBytes))
-			return
+			return nil
 		}
-		buf := memory.NewResizableBuffer(r.t.cfg.Allocator)
-		buf.Resize(int(h.Total))
-		r.asm = &assembly{h: h, buf: buf}
+		// One buffer per link, reused: the decoder copies what it keeps.
+		if uint64(cap(r.asm)) < h.Total {
+			r.asm = make([]byte, 0, h.Total)
+		}
+		r.asm, r.asmH, r.asmOn, r.asmN, r.asmSz = r.asm[:0], h, true, 0, 0
 	}
-	a := r.asm
-	if a == nil || h.Seq != a.h.Seq || h.Chunk != a.next ||
-		h.Chunks != a.h.Chunks || h.Total != a.h.Total || h.Kind != a.h.Kind || h.Epoch != a.h.Epoch {
+	a := &r.asmH
+	if !r.asmOn || h.Seq != a.Seq || h.Chunk != r.asmN || h.Chunks != a.Chunks || h.Total != a.Total ||
+		h.Kind != a.Kind || h.Flags != a.Flags || h.Epoch != a.Epoch {
 		r.fail(protocolError(r.link, "chunk %d/%d of message %d out of place", h.Chunk, h.Chunks, h.Seq))
-		return
+		return nil
 	}
-	if len(body) > a.buf.Len()-a.n || (h.Chunk+1 < h.Chunks && len(body) == 0) {
-		r.fail(protocolError(r.link, "chunks of message %d overrun its %d bytes", h.Seq, h.Total))
-		return
+	if uint64(len(r.asm)+len(body)) > a.Total || (h.Chunk+1 < h.Chunks && len(body) == 0) {
+		r.fail(protocolError(r.link, "chunks of message %d overrun its %d bytes", h.Seq, a.Total))
+		return nil
 	}
-	a.n += copy(a.buf.Bytes()[a.n:], body)
-	a.next++
-	a.size += size
+	r.asm = append(r.asm, body...)
+	r.asmN++
+	r.asmSz += size
 	if h.Chunk+1 < h.Chunks {
-		return
+		return nil
 	}
-	if a.n != a.buf.Len() {
-		r.fail(protocolError(r.link, "message %d has %d of %d bytes", h.Seq, a.n, h.Total))
-		return
+	r.asmOn = false
+	if uint64(len(r.asm)) != a.Total {
+		r.fail(protocolError(r.link, "message %d has %d of %d bytes", h.Seq, len(r.asm), a.Total))
+		return nil
 	}
-	r.asm = nil
-	r.expect++
-	r.push(item{h: a.h, buf: a.buf, size: a.size})
+	if cap(r.asm) > 4*len(r.asm) && cap(r.asm) > 16<<20 {
+		defer func() { r.asm = nil }() // don't pin a huge buffer after one huge batch
+	}
+	return r.asm
 }
 
 // push queues a complete message; r.mu is held. The queue holds the window
 // plus the end frame, so a full queue is a sender ignoring its credit.
 func (r *receiver) push(it item) {
-	r.m.Enqueue(it.size)
+	if it.counted() {
+		r.m.Enqueue(it.size)
+	}
 	select {
 	case r.q <- it:
 	default:
-		r.m.Dequeue(it.size)
-		it.free()
+		if it.counted() {
+			r.m.Dequeue(it.size)
+		}
+		if it.rec != nil {
+			it.rec.Release()
+		}
 		r.fail(protocolError(r.link, "message %d beyond the granted credit", it.h.Seq))
 	}
 }
@@ -574,7 +615,9 @@ func (r *receiver) Recv(ctx context.Context) (relay.Message, error) {
 }
 
 func (r *receiver) take(it item) (relay.Message, error) {
-	r.m.Dequeue(it.size)
+	if it.counted() {
+		r.m.Dequeue(it.size)
+	}
 	msg := relay.Message{Seq: it.h.Seq, Epoch: it.h.Epoch}
 	switch it.h.Kind {
 	case frame.KindEnd:
@@ -584,34 +627,16 @@ func (r *receiver) take(it item) (relay.Message, error) {
 		msg.Kind = relay.KindProgress
 		r.m.ProgressMsg()
 	case frame.KindData:
-		msg.Kind = relay.KindData
-		buf := it.buf
-		if buf == nil {
-			// One copy, into the allocator the consumer asked for; the record's
-			// columns then point into it.
-			buf = memory.NewResizableBuffer(r.t.cfg.Allocator)
-			buf.Resize(len(it.raw))
-			copy(buf.Bytes(), it.raw)
-		}
-		rec, err := frame.DecodeRecord(buf, r.t.cfg.Allocator)
-		buf.Release()
-		if err != nil {
-			err = fmt.Errorf("%w on %s: message %d: %w", relay.ErrProtocol, r.link, it.h.Seq, err)
-			r.mu.Lock()
-			r.fail(err)
-			r.mu.Unlock()
-			return relay.Message{}, err
-		}
-		msg.Record = rec
-		r.m.Batch(rec.NumRows())
+		msg.Kind, msg.Record = relay.KindData, it.rec
+		r.m.Batch(it.rec.NumRows())
 	}
+	// Top the grant up once half the window is used, so a busy link sends a
+	// credit frame every window/2 messages, not every message.
 	r.consumed++
-	r.mu.Lock()
-	if r.granted-r.consumed <= uint64(r.t.cfg.Window)-r.half {
-		r.granted = r.consumed + uint64(r.t.cfg.Window)
+	if r.granted.Load()-r.consumed <= r.window-max(1, r.window/2) {
+		r.granted.Store(r.consumed + r.window)
 		r.publishGrant()
 	}
-	r.mu.Unlock()
 	return msg, nil
 }
 
@@ -622,10 +647,8 @@ func (r *receiver) Close() error {
 	r.closeOnce.Do(func() {
 		r.mu.Lock()
 		r.closed = true
-		if r.asm != nil {
-			r.asm.buf.Release()
-			r.asm = nil
-		}
+		r.asmOn, r.asm = false, nil
+		r.dec.Close()
 		b := frame.Append(nil, header(r.link, frame.KindClose), nil)
 		if e := r.t.nc.Publish(r.creditSubj, b); e == nil {
 			r.m.ControlBytes(len(b))
@@ -638,8 +661,12 @@ func (r *receiver) Close() error {
 		for {
 			select {
 			case it := <-r.q:
-				r.m.Dequeue(it.size)
-				it.free()
+				if it.counted() {
+					r.m.Dequeue(it.size)
+				}
+				if it.rec != nil {
+					it.rec.Release()
+				}
 				continue
 			default:
 			}

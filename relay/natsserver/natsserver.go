@@ -24,7 +24,8 @@ type Options struct {
 	// JetStream enables JetStream with its store in StoreDir, which must be set.
 	JetStream bool
 	StoreDir  string
-	// MaxPayload overrides the server's largest message (default 1 MiB).
+	// MaxPayload is the largest message the server accepts. Default
+	// DefaultMaxPayload; the relay chunks anything larger.
 	MaxPayload int32
 	// Name is the server name (JetStream wants a stable one per store).
 	Name string
@@ -34,6 +35,11 @@ type Options struct {
 	// ReadyTimeout bounds the wait for the server to accept clients (default 10s).
 	ReadyTimeout time.Duration
 }
+
+// DefaultMaxPayload is the embedded server's largest message: 8 MiB, the
+// most NATS recommends, so typical Arrow batches (up to a few MB) cross in
+// one message instead of being chunked at nats-server's own 1 MiB default.
+const DefaultMaxPayload = 8 << 20
 
 // Server is a running embedded server.
 type Server struct {
@@ -56,6 +62,9 @@ func Start(o Options) (*Server, error) {
 	}
 	if so.Port == 0 {
 		so.Port = server.RANDOM_PORT
+	}
+	if so.MaxPayload == 0 {
+		so.MaxPayload = DefaultMaxPayload
 	}
 	if o.JetStream {
 		if o.StoreDir == "" {

@@ -63,7 +63,20 @@ func TestJetStream(t *testing.T) {
 	}
 }
 
-func TestErrors(t *testing.T) {
+func TestDefaultsAndErrors(t *testing.T) {
+	s, err := Start(Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Shutdown()
+	nc, err := s.Connect()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer nc.Close()
+	if got := nc.MaxPayload(); got != DefaultMaxPayload {
+		t.Fatalf("default max payload %d, want %d", got, DefaultMaxPayload)
+	}
 	if _, err := Start(Options{JetStream: true}); !errors.Is(err, ErrStart) {
 		t.Fatalf("JetStream without a store: %v, want ErrStart", err)
 	}

@@ -1,0 +1,460 @@
+// Package relaybench measures the relay against raw NATS in the same process
+// and the same run: Arrow batches per second and MB/s through the NATS relay
+// (IPC encode, framing, chunking, credit, decode) against publishing and
+// subscribing the very same number of bytes with bare core NATS, plus the
+// in-process backend, plus the one-hop latency each adds. `tierflow bench
+// relay` and the package's Go benchmarks share it. Across processes is not
+// measured yet: both ends run in this process over loopback.
+package relaybench
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"slices"
+	"sync/atomic"
+	"time"
+
+	"github.com/apache/arrow/go/v17/arrow"
+	"github.com/apache/arrow/go/v17/arrow/array"
+	"github.com/apache/arrow/go/v17/arrow/memory"
+	"github.com/nats-io/nats.go"
+
+	"github.com/tierflow/tierflow/relay"
+	"github.com/tierflow/tierflow/relay/inproc"
+	"github.com/tierflow/tierflow/relay/natsrelay"
+	"github.com/tierflow/tierflow/relay/natsserver"
+)
+
+// Options bound a run. Zero values take the defaults, which finish in a few
+// seconds on a laptop.
+type Options struct {
+	Rows      []int         // rows per batch, one case each (default 64, 1024, 4096)
+	MB        int           // megabytes moved per throughput measurement (default 48)
+	Rounds    int           // alternating raw/relay measurements, median kept (default 3)
+	Latency   int           // one-at-a-time round trips for the latency percentiles (default 200)
+	Window    int           // relay credit window (default 32)
+	URL       string        // external NATS server; empty starts an embedded one
+	Progress  io.Writer     // plain progress lines; nil for none
+	Timeout   time.Duration // bound on one measurement (default 60s)
+	Allocator memory.Allocator
+}
+
+// Row is one case of the result.
+type Row struct {
+	Case      string  `json:"case"`
+	Rows      int     `json:"rows"`
+	BatchKB   float64 `json:"batch_kb"`
+	Batches   int     `json:"batches"`
+	BatchesS  float64 `json:"batches_s"`
+	RelayMBs  float64 `json:"relay_mb_s"`
+	RawMBs    float64 `json:"raw_mb_s"`
+	Ratio     float64 `json:"ratio"`
+	P50us     float64 `json:"p50_us"`
+	P99us     float64 `json:"p99_us"`
+	RawP50us  float64 `json:"raw_p50_us"`
+	RawP99us  float64 `json:"raw_p99_us"`
+	AddedP50s float64 `json:"added_p50_us"`
+}
+
+func (o *Options) defaults() {
+	if len(o.Rows) == 0 {
+		o.Rows = []int{64, 1024, 4096}
+	}
+	if o.MB <= 0 {
+		o.MB = 48
+	}
+	if o.Rounds <= 0 {
+		o.Rounds = 3
+	}
+	if o.Latency <= 0 {
+		o.Latency = 200
+	}
+	if o.Window <= 0 {
+		o.Window = 32
+	}
+	if o.Timeout <= 0 {
+		o.Timeout = 60 * time.Second
+	}
+	if o.Allocator == nil {
+		o.Allocator = memory.DefaultAllocator
+	}
+}
+
+func (o *Options) logf(format string, args ...any) {
+	if o.Progress != nil {
+		fmt.Fprintf(o.Progress, format+"\n", args...)
+	}
+}
+
+// Env is the NATS side of a run: two connections (sender and receiver side,
+// as on two workers) to one server.
+type Env struct {
+	srv      *natsserver.Server
+	pub, sub *nats.Conn
+}
+
+// NewEnv starts an embedded server (url empty) or connects to url.
+func NewEnv(url string) (*Env, error) {
+	e := &Env{}
+	if url == "" {
+		s, err := natsserver.Start(natsserver.Options{})
+		if err != nil {
+			return nil, err
+		}
+		e.srv, url = s, s.ClientURL()
+	}
+	var err error
+	if e.pub, err = natsserver.Connect(url); err == nil {
+		e.sub, err = natsserver.Connect(url)
+	}
+	if err != nil {
+		e.Close()
+		return nil, err
+	}
+	return e, nil
+}
+
+// Close closes the connections and the embedded server.
+func (e *Env) Close() {
+	for _, nc := range []*nats.Conn{e.pub, e.sub} {
+		if nc != nil {
+			nc.Close()
+		}
+	}
+	if e.srv != nil {
+		e.srv.Shutdown()
+	}
+}
+
+// Record makes a batch shaped like the workloads: an id, a timestamp and a
+// 64-float tensor per row (about 270 bytes a row).
+func Record(mem memory.Allocator, rows int) arrow.Record {
+	schema := arrow.NewSchema([]arrow.Field{
+		{Name: "id", Type: arrow.PrimitiveTypes.Int64},
+		{Name: "ts", Type: arrow.PrimitiveTypes.Int64},
+		{Name: "x", Type: arrow.FixedSizeListOf(64, arrow.PrimitiveTypes.Float32)},
+	}, nil)
+	b := array.NewRecordBuilder(mem, schema)
+	defer b.Release()
+	id := b.Field(0).(*array.Int64Builder)
+	ts := b.Field(1).(*array.Int64Builder)
+	xl := b.Field(2).(*array.FixedSizeListBuilder)
+	xv := xl.ValueBuilder().(*array.Float32Builder)
+	for i := 0; i < rows; i++ {
+		id.Append(int64(i))
+		ts.Append(int64(i) * 1000)
+		xl.Append(true)
+		for j := 0; j < 64; j++ {
+			xv.Append(float32(i*64+j) * 0.5)
+		}
+	}
+	return b.NewRecord()
+}
+
+var linkSeq atomic.Uint32
+
+func nextLink() relay.LinkID {
+	return relay.LinkID{Query: "bench", Edge: linkSeq.Add(1)}
+}
+
+// Throughput is one measurement.
+type Throughput struct {
+	Batches int
+	Bytes   uint64 // wire bytes (relay: as metered)
+	Elapsed time.Duration
+}
+
+func (t Throughput) MBs() float64      { return float64(t.Bytes) / t.Elapsed.Seconds() / 1e6 }
+func (t Throughput) BatchesS() float64 { return float64(t.Batches) / t.Elapsed.Seconds() }
+
+// RelayThroughput sends n copies of rec through a fresh link of tr (senders
+// on a, receivers on b) and times it from the first send to the last receive.
+func RelayThroughput(ctx context.Context, a, b relay.Transport, rec arrow.Record, n int) (Throughput, error) {
+	l := nextLink()
+	r, err := b.OpenReceiver(ctx, l)
+	if err != nil {
+		return Throughput{}, err
+	}
+	defer r.Close()
+	s, err := a.OpenSender(ctx, l)
+	if err != nil {
+		return Throughput{}, err
+	}
+	defer s.Close()
+	// Prime the link (first credit, subscriptions) outside the timing.
+	if err := s.SendData(ctx, 0, rec); err != nil {
+		return Throughput{}, err
+	}
+	m, err := r.Recv(ctx)
+	if err != nil {
+		return Throughput{}, err
+	}
+	m.Record.Release()
+	before := s.Stats().Bytes
+	done := make(chan error, 1)
+	go func() {
+		for i := 0; i < n; i++ {
+			m, err := r.Recv(ctx)
+			if err != nil {
+				done <- err
+				return
+			}
+			if m.Record != nil {
+				m.Record.Release()
+			}
+		}
+		done <- nil
+	}()
+	start := time.Now()
+	for i := 0; i < n; i++ {
+		if err := s.SendData(ctx, uint64(i), rec); err != nil {
+			return Throughput{}, err
+		}
+	}
+	if err := <-done; err != nil {
+		return Throughput{}, err
+	}
+	return Throughput{Batches: n, Bytes: s.Stats().Bytes - before, Elapsed: time.Since(start)}, nil
+}
+
+// RawThroughput publishes n messages of perMsg bytes (cut at the server's
+// max payload like the relay cuts) from pub to a subscriber on sub and times
+// it until the subscriber has seen every byte.
+func RawThroughput(ctx context.Context, pub, sub *nats.Conn, perMsg, n int) (Throughput, error) {
+	subj := fmt.Sprintf("bench.raw.%d", linkSeq.Add(1))
+	total := uint64(perMsg) * uint64(n)
+	var got atomic.Uint64
+	done := make(chan struct{})
+	s, err := sub.Subscribe(subj, func(m *nats.Msg) {
+		if got.Add(uint64(len(m.Data))) == total {
+			close(done)
+		}
+	})
+	if err != nil {
+		return Throughput{}, err
+	}
+	defer s.Unsubscribe()
+	if err := s.SetPendingLimits(-1, -1); err != nil {
+		return Throughput{}, err
+	}
+	if err := sub.FlushWithContext(ctx); err != nil {
+		return Throughput{}, err
+	}
+	maxp := int(pub.MaxPayload())
+	payload := make([]byte, perMsg)
+	for i := range payload {
+		payload[i] = byte(i)
+	}
+	start := time.Now()
+	for i := 0; i < n; i++ {
+		for off := 0; off < perMsg; off += maxp {
+			if err := pub.Publish(subj, payload[off:min(off+maxp, perMsg)]); err != nil {
+				return Throughput{}, err
+			}
+		}
+	}
+	if err := pub.FlushWithContext(ctx); err != nil {
+		return Throughput{}, err
+	}
+	select {
+	case <-done:
+	case <-ctx.Done():
+		return Throughput{}, fmt.Errorf("raw publish: %d of %d bytes arrived: %w", got.Load(), total, ctx.Err())
+	}
+	return Throughput{Batches: n, Bytes: total, Elapsed: time.Since(start)}, nil
+}
+
+// RelayLatency sends rec k times, one at a time, and returns each one-hop
+// time from SendData to Recv.
+func RelayLatency(ctx context.Context, a, b relay.Transport, rec arrow.Record, k int) ([]time.Duration, error) {
+	l := nextLink()
+	r, err := b.OpenReceiver(ctx, l)
+	if err != nil {
+		return nil, err
+	}
+	defer r.Close()
+	s, err := a.OpenSender(ctx, l)
+	if err != nil {
+		return nil, err
+	}
+	defer s.Close()
+	out := make([]time.Duration, 0, k)
+	for i := 0; i <= k; i++ {
+		start := time.Now()
+		if err := s.SendData(ctx, uint64(i), rec); err != nil {
+			return nil, err
+		}
+		m, err := r.Recv(ctx)
+		if err != nil {
+			return nil, err
+		}
+		d := time.Since(start)
+		m.Record.Release()
+		if i > 0 { // the first one waits for the first credit
+			out = append(out, d)
+		}
+	}
+	return out, nil
+}
+
+// RawLatency publishes a perMsg-byte message k times, one at a time, and
+// returns each time until the subscriber saw all of it.
+func RawLatency(ctx context.Context, pub, sub *nats.Conn, perMsg, k int) ([]time.Duration, error) {
+	subj := fmt.Sprintf("bench.rawlat.%d", linkSeq.Add(1))
+	arrived := make(chan struct{}, 1)
+	var got int
+	s, err := sub.Subscribe(subj, func(m *nats.Msg) {
+		got += len(m.Data)
+		if got >= perMsg {
+			got = 0
+			arrived <- struct{}{}
+		}
+	})
+	if err != nil {
+		return nil, err
+	}
+	defer s.Unsubscribe()
+	if err := sub.FlushWithContext(ctx); err != nil {
+		return nil, err
+	}
+	maxp := int(pub.MaxPayload())
+	payload := make([]byte, perMsg)
+	out := make([]time.Duration, 0, k)
+	for i := 0; i < k; i++ {
+		start := time.Now()
+		for off := 0; off < perMsg; off += maxp {
+			if err := pub.Publish(subj, payload[off:min(off+maxp, perMsg)]); err != nil {
+				return nil, err
+			}
+		}
+		select {
+		case <-arrived:
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		}
+		out = append(out, time.Since(start))
+	}
+	return out, nil
+}
+
+func percentileUs(ds []time.Duration, p float64) float64 {
+	if len(ds) == 0 {
+		return 0
+	}
+	s := slices.Clone(ds)
+	slices.Sort(s)
+	i := int(p * float64(len(s)-1))
+	return float64(s[i].Nanoseconds()) / 1e3
+}
+
+func median(ts []Throughput) Throughput {
+	s := slices.Clone(ts)
+	slices.SortFunc(s, func(a, b Throughput) int { return int(a.Elapsed - b.Elapsed) })
+	return s[len(s)/2]
+}
+
+// ErrBadOptions is wrapped by Run for options it cannot use.
+var ErrBadOptions = errors.New("relaybench: bad options")
+
+// Run measures every case and returns one NATS row and one in-process row per
+// batch size.
+func Run(ctx context.Context, o Options) ([]Row, error) {
+	o.defaults()
+	for _, r := range o.Rows {
+		if r <= 0 {
+			return nil, fmt.Errorf("%w: %d rows per batch", ErrBadOptions, r)
+		}
+	}
+	env, err := NewEnv(o.URL)
+	if err != nil {
+		return nil, err
+	}
+	defer env.Close()
+	cfg := relay.Config{Window: o.Window, Allocator: o.Allocator}
+	a := natsrelay.New(env.pub, natsrelay.Options{Config: cfg})
+	b := natsrelay.New(env.sub, natsrelay.Options{Config: cfg})
+	ip := inproc.New(cfg)
+	defer a.Close()
+	defer b.Close()
+	defer ip.Close()
+	o.logf("relay bench: NATS %s, window %d, %d MB per measurement, %d rounds (both ends in this process, loopback)",
+		env.pub.ConnectedUrl(), o.Window, o.MB, o.Rounds)
+	var rows []Row
+	for _, nrows := range o.Rows {
+		rec := Record(o.Allocator, nrows)
+		natsRow, ipRow, err := runCase(ctx, &o, env, a, b, ip, rec)
+		rec.Release()
+		if err != nil {
+			return nil, err
+		}
+		rows = append(rows, natsRow, ipRow)
+	}
+	return rows, nil
+}
+
+func runCase(ctx context.Context, o *Options, env *Env, a, b, ip relay.Transport, rec arrow.Record) (Row, Row, error) {
+	nrows := int(rec.NumRows())
+	mctx, cancel := context.WithTimeout(ctx, o.Timeout)
+	defer cancel()
+	// One probe batch tells the wire size, which sets the count and the raw
+	// message size.
+	probe, err := RelayThroughput(mctx, a, b, rec, 1)
+	if err != nil {
+		return Row{}, Row{}, err
+	}
+	per := int(probe.Bytes)
+	n := max(20, o.MB*1_000_000/per)
+	o.logf("case %d rows: %.1f KB per batch on the wire, %d batches", nrows, float64(per)/1e3, n)
+	var relayT, rawT, ipT []Throughput
+	for round := 0; round < o.Rounds; round++ {
+		raw, err := RawThroughput(mctx, env.pub, env.sub, per, n)
+		if err != nil {
+			return Row{}, Row{}, err
+		}
+		rl, err := RelayThroughput(mctx, a, b, rec, n)
+		if err != nil {
+			return Row{}, Row{}, err
+		}
+		// In process a batch costs under a microsecond: run enough of them
+		// for the clock to see.
+		in, err := RelayThroughput(mctx, ip, ip, rec, max(n, 20000))
+		if err != nil {
+			return Row{}, Row{}, err
+		}
+		rawT, relayT, ipT = append(rawT, raw), append(relayT, rl), append(ipT, in)
+		o.logf("  round %d: raw %.0f MB/s, relay %.0f MB/s, in-process %.0f batches/s", round+1, raw.MBs(), rl.MBs(), in.BatchesS())
+	}
+	raw, rl, in := median(rawT), median(relayT), median(ipT)
+	lat, err := RelayLatency(mctx, a, b, rec, o.Latency)
+	if err != nil {
+		return Row{}, Row{}, err
+	}
+	rawLat, err := RawLatency(mctx, env.pub, env.sub, per, o.Latency)
+	if err != nil {
+		return Row{}, Row{}, err
+	}
+	ipLat, err := RelayLatency(mctx, ip, ip, rec, o.Latency)
+	if err != nil {
+		return Row{}, Row{}, err
+	}
+	rawP50, rawP99 := percentileUs(rawLat, 0.5), percentileUs(rawLat, 0.99)
+	natsRow := Row{
+		Case: fmt.Sprintf("nats/%d", nrows), Rows: nrows, BatchKB: float64(per) / 1e3, Batches: n,
+		BatchesS: rl.BatchesS(), RelayMBs: rl.MBs(), RawMBs: raw.MBs(), Ratio: rl.MBs() / raw.MBs(),
+		P50us: percentileUs(lat, 0.5), P99us: percentileUs(lat, 0.99), RawP50us: rawP50, RawP99us: rawP99,
+	}
+	natsRow.AddedP50s = natsRow.P50us - rawP50
+	// In process nothing is serialised; its MB/s counts the same wire bytes
+	// per batch as the NATS row, so the two rows compare batch for batch.
+	ipMBs := in.BatchesS() * float64(per) / 1e6
+	ipRow := Row{
+		Case: fmt.Sprintf("inproc/%d", nrows), Rows: nrows, BatchKB: float64(per) / 1e3, Batches: n,
+		BatchesS: in.BatchesS(), RelayMBs: ipMBs, RawMBs: raw.MBs(), Ratio: ipMBs / raw.MBs(),
+		P50us: percentileUs(ipLat, 0.5), P99us: percentileUs(ipLat, 0.99), RawP50us: rawP50, RawP99us: rawP99,
+	}
+	ipRow.AddedP50s = ipRow.P50us - rawP50
+	o.logf("  nats relay %.0f MB/s vs raw %.0f MB/s: ratio %.2f; p50 %.0f µs vs raw %.0f µs", natsRow.RelayMBs, natsRow.RawMBs, natsRow.Ratio, natsRow.P50us, rawP50)
+	return natsRow, ipRow, nil
+}
