@@ -149,12 +149,13 @@ func benchPlanner(dir string, quick bool, budget time.Duration) ([]plannerBenchR
 		}
 		for _, bc := range cases {
 			a := bc.accuracy
-			lo, err := lower.Lower(plan, cat, inf, lower.Options{Accuracy: &a, Throughput: bc.throughput})
-			if err != nil {
-				return nil, badInput(err)
-			}
 			var ex *optimize.Plan
 			for _, name := range benchStrategies {
+				// A fresh problem per strategy: none sees another's scratch.
+				lo, err := lower.Lower(plan, cat, inf, lower.Options{Accuracy: &a, Throughput: bc.throughput})
+				if err != nil {
+					return nil, badInput(err)
+				}
 				p, err := reg.Optimize(context.Background(), name, lo.Problem, optimize.Options{TimeBudget: budget})
 				if err != nil {
 					return nil, fmt.Errorf("%s, %s: %w", s.Name, name, err)
