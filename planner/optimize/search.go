@@ -1,8 +1,10 @@
 package optimize
 
 import (
+	"cmp"
 	"context"
 	"math"
+	"slices"
 	"sort"
 	"time"
 )
@@ -182,7 +184,7 @@ func (b *bnb) candidates(o, v, floor int) []cand {
 		pr := in.price[rep]
 		cs = append(cs, cand{class: c, cap: capc, price: pr, net: net, unit: pr/capc + net, free: free})
 	}
-	sort.SliceStable(cs, func(i, j int) bool { return cs[i].unit < cs[j].unit })
+	slices.SortStableFunc(cs, func(a, b cand) int { return cmp.Compare(a.unit, b.unit) })
 	return cs
 }
 
@@ -265,19 +267,32 @@ type piece struct {
 // partly used) when that piece still has to be paid for: any plan either pays
 // for one more of its workers than the LP uses whole, or uses at most that many
 // (a Martello-Toth style bound). +Inf when the pieces cannot carry need.
-func cover(ps []piece, need float64) float64 {
+//
+// enough says when to stop: once the fractional bounds reach it the costlier
+// integer bound is skipped (the caller prunes anyway).
+func cover(ps []piece, need, enough float64) float64 {
 	if need <= eps {
 		return 0
 	}
-	sort.Slice(ps, func(i, j int) bool { return ps[i].perItem < ps[j].perItem })
+	slices.SortFunc(ps, byPerItem)
 	lp, j, q := coverLP(ps, need, -1, 0)
-	if math.IsInf(lp, 1) {
+	if math.IsInf(lp, 1) || lp >= enough {
 		return lp
 	}
-	lp = max(lp, coverDP(ps, need))
-	if j < 0 || ps[j].price == 0 {
-		return lp
+	if j >= 0 && ps[j].price > 0 {
+		lp = max(lp, splitCritical(ps, need, lp, j, q))
+		if lp >= enough {
+			return lp
+		}
 	}
+	return max(lp, coverDP(ps, need))
+}
+
+func byPerItem(a, b piece) int { return cmp.Compare(a.perItem, b.perItem) }
+
+// splitCritical is the bound on the LP's critical piece j (q of its workers
+// used whole): at most q of them, or q+1 paid in full.
+func splitCritical(ps []piece, need, lp float64, j, q int) float64 {
 	// Branch B: at most q workers of piece j.
 	b, _, _ := coverLP(ps, need, j, q)
 	// Branch A: q+1 workers of piece j paid in full, carrying at net.
@@ -285,7 +300,7 @@ func cover(ps []piece, need float64) float64 {
 	pa = append(pa, ps...)
 	pa[j].n -= q + 1
 	pa = append(pa, piece{perItem: ps[j].net, cap: ps[j].cap, n: q + 1, net: ps[j].net})
-	sort.Slice(pa, func(x, y int) bool { return pa[x].perItem < pa[y].perItem })
+	slices.SortFunc(pa, byPerItem)
 	a, _, _ := coverLP(pa, need, -1, 0)
 	a += float64(q+1) * ps[j].price
 	return max(lp, min(a, b))
@@ -313,11 +328,19 @@ func coverDP(ps []piece, need float64) float64 {
 	for _, p := range ps {
 		minNet = min(minNet, p.net)
 		u := int(math.Ceil(p.cap/g - 1e-9))
-		for range p.n {
+		// n identical workers as bundles of 1, 2, 4, ... (binary splitting):
+		// every count up to n is a sum of distinct bundles.
+		for left, m := p.n, 1; left > 0; m *= 2 {
+			m = min(m, left)
+			left -= m
+			mu, mp := m*u, float64(m)*p.price
 			for c := units; c > 0; c-- {
-				if x := dp[max(c-u, 0)] + p.price; x < dp[c] {
+				if x := dp[max(c-mu, 0)] + mp; x < dp[c] {
 					dp[c] = x
 				}
+			}
+			if mu >= units {
+				break // more of them cannot help
 			}
 		}
 	}
@@ -360,7 +383,7 @@ func (b *bnb) opLB(o, v, floor int, buf []piece, lam []float64) float64 {
 	for _, c := range b.candidates(o, v, floor) {
 		ps = append(ps, c.piece(lam))
 	}
-	return cover(ps, b.in.ix.demand[o])
+	return cover(ps, b.in.ix.demand[o], math.Inf(1))
 }
 
 // piece is the class as a cover piece, its price raised by lam (may be nil).
@@ -518,7 +541,7 @@ func (b *bnb) assign(depth int) {
 		for _, c := range cs {
 			ps = append(ps, piece{c.unit, c.cap, c.free, c.price, c.net})
 		}
-		own := cover(ps, in.ix.demand[o])
+		own := cover(ps, in.ix.demand[o], b.best-b.cost)
 		if math.IsInf(own, 1) || b.cost+own >= b.best-1e-12 {
 			continue
 		}
@@ -553,7 +576,7 @@ func (b *bnb) assign(depth int) {
 			for i, c := range cs {
 				ps[i] = c.piece(b.lam)
 			}
-			lb = max(lb, cover(ps, in.ix.demand[o])+restL[minTier]-b.lamFree())
+			lb = max(lb, cover(ps, in.ix.demand[o], math.Inf(1))+restL[minTier]-b.lamFree())
 		}
 		if math.IsInf(lb, 1) || b.cost+lb >= b.best-1e-12 {
 			continue
@@ -600,7 +623,8 @@ func (b *bnb) chooseSet(depth, o, v int, cs []cand, rest, restL []float64) {
 		for j := i; j < len(cs); j++ {
 			ps = append(ps, piece{cs[j].unit, cs[j].cap, cs[j].free, cs[j].price, cs[j].net})
 		}
-		lb := priceSum + cover(ps, T) + rest[min(top, len(rest)-1)]
+		r := rest[min(top, len(rest)-1)]
+		lb := priceSum + cover(ps, T, b.best-b.cost-priceSum-r) + r
 		if b.cost+lb >= b.best-1e-12 {
 			return
 		}
@@ -620,7 +644,8 @@ func (b *bnb) chooseSet(depth, o, v int, cs []cand, rest, restL []float64) {
 			for j := i; j < len(cs); j++ {
 				ps = append(ps, cs[j].piece(b.lam))
 			}
-			if b.cost+priceSum+cover(ps, T)+restL[min(top, len(restL)-1)]-free >= b.best-1e-12 {
+			rl := restL[min(top, len(restL)-1)] - free
+			if b.cost+priceSum+cover(ps, T, b.best-b.cost-priceSum-rl)+rl >= b.best-1e-12 {
 				return
 			}
 		}
