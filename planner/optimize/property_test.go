@@ -234,14 +234,32 @@ func bruteForce(t *testing.T, p *optimize.Problem) float64 {
 		}
 		rec(0)
 	}
+	// have[o]: capacity owned so far; only sound pruning: an operator that
+	// cannot reach its demand even with every worker still undecided.
+	have := make([]float64, no)
 	tryOwners = func(w int) {
+		for o := range no {
+			rest := have[o]
+			for x := w; x < nw; x++ {
+				rest += capOf(o, vars[o], x)
+			}
+			if rest < T[o]-1e-9 {
+				return
+			}
+		}
 		if w == nw {
 			try()
 			return
 		}
 		for o := -1; o < no; o++ {
 			owner[w] = o
+			if o >= 0 {
+				have[o] += capOf(o, vars[o], w)
+			}
 			tryOwners(w + 1)
+			if o >= 0 {
+				have[o] -= capOf(o, vars[o], w)
+			}
 		}
 	}
 	var tryVars func(o int)
