@@ -5,11 +5,14 @@ import (
 	"fmt"
 	"os"
 	"strings"
+	"time"
 
 	"github.com/spf13/cobra"
 	"golang.org/x/term"
 
 	"github.com/tierflow/tierflow/cmd/tierflow/repl"
+	"github.com/tierflow/tierflow/operators/exec"
+	"github.com/tierflow/tierflow/operators/sources"
 	"github.com/tierflow/tierflow/planner/catalog"
 	"github.com/tierflow/tierflow/planner/infra"
 )
@@ -20,9 +23,12 @@ type replFlags struct {
 	commands []string // -c: statements to run, after the files
 }
 
-// replEngine is the query engine the REPL runs SELECT and INSERT with.
-// Wiring the operators' executor is this one function.
-func replEngine(*app) repl.Engine { return repl.NoExecutor() }
+// replEngine is the query engine the REPL runs SELECT and INSERT with: the
+// operators' local executor, with `tierflow run`'s defaults (SET exec.* changes
+// them per session). Choosing another engine (a cluster) is this one function.
+func replEngine(a *app) repl.Engine {
+	return repl.Local(exec.Options{Stdout: a.out, OnError: sources.Fail, MaxDelay: 2 * time.Second, BatchSize: 4096})
+}
 
 func newReplCmd(a *app) *cobra.Command { return newReplCmdWith(a, replEngine) }
 
@@ -47,8 +53,9 @@ colours, stops at the first error and exits 2 for bad input, 1 for a failure.
 Results go to standard output, messages and errors to standard error.
 --format chooses table (default), json, jsonl or csv.`,
 		Example: `  tierflow repl --catalog examples/vqa/catalog.yaml --infra examples/vqa/infra.yaml
-  tierflow repl -f examples/design/shelves.sql -c 'SHOW MODELS;'
-  echo 'SHOW FUNCTIONS;' | tierflow repl --format csv`,
+  tierflow repl -f examples/streaming/query.sql --format csv > windows.csv
+  tierflow repl -c 'SHOW FUNCTIONS;' --format json
+  echo 'SHOW MODELS;' | tierflow repl --catalog examples/vqa/catalog.yaml`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			return runRepl(cmd.Context(), a, f, engine(a))

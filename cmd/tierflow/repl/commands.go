@@ -43,7 +43,7 @@ func commands() []command {
 			case "off":
 				s.timing = false
 			default:
-				return fmt.Errorf(`%w: \timing takes on or off, not %q`, ErrBadInput, arg)
+				return badf(`\timing takes on or off, not %q`, arg)
 			}
 			s.note("Timing is " + map[bool]string{true: "on", false: "off"}[s.timing] + ".")
 			return nil
@@ -61,11 +61,11 @@ func commands() []command {
 		}},
 		{`\i`, "FILE", "run the statements of FILE", func(s *Session, ctx context.Context, arg string) error {
 			if arg == "" {
-				return fmt.Errorf(`%w: \i needs a file name`, ErrBadInput)
+				return badf(`\i needs a file name`)
 			}
 			f, err := os.Open(arg)
 			if err != nil {
-				return fmt.Errorf("%w: %v", ErrBadInput, err)
+				return badf("%v", err)
 			}
 			defer f.Close()
 			return s.runScript(ctx, arg, f, true)
@@ -110,5 +110,5 @@ func (s *Session) runCommand(ctx context.Context, line string) error {
 			return c.run(s, ctx, arg)
 		}
 	}
-	return fmt.Errorf(`%w: unknown command %s (\? lists them)`, ErrBadInput, name)
+	return badf(`unknown command %s (\? lists them)`, name)
 }

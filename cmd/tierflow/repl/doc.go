@@ -6,7 +6,8 @@
 // (table, json, jsonl or csv) with a status line on a terminal.
 //
 // Query execution is behind the small Engine interface so that the REPL never
-// depends on how queries run; cmd/tierflow wires the executor in one place.
-// repl imports lang and the planner; never relay, runtime or the operators'
-// internals, and nothing imports repl but cmd/tierflow.
+// depends on how queries run: Local adapts the operators' local executor, and
+// cmd/tierflow picks the engine in one place. repl imports lang, the planner
+// and operators/exec; never relay or runtime, and nothing imports repl but
+// cmd/tierflow.
 package repl

@@ -13,8 +13,8 @@ import (
 	"github.com/tierflow/tierflow/planner/logical"
 )
 
-// ErrNoExecutor is returned by NoExecutor: the build has no query executor.
-var ErrNoExecutor = errors.New("no query executor in this build")
+// ErrNoExecutor is returned by NoExecutor: the session runs no queries.
+var ErrNoExecutor = errors.New("this session does not run queries")
 
 // Engine runs queries (SELECT, INSERT INTO ... SELECT). The REPL binds every
 // query first, so an Engine only sees statements that name things the
@@ -33,6 +33,9 @@ type Query struct {
 	Catalog *catalog.Catalog
 	Infra   *infra.Infra // nil when the session has none
 	Options planner.Options
+	// Settings are every SET of the session as written (planner.*, exec.*),
+	// for engines with options of their own.
+	Settings map[string]string
 }
 
 // Stream is the result of a running query: batches as they are produced (a
@@ -47,14 +50,19 @@ type Stream interface {
 	Close() error
 }
 
+// summarizer is a Stream that can say, once it ended, what it dropped (late
+// or bad rows); the session prints it under the result.
+type summarizer interface{ Summary() string }
+
 // EngineFunc adapts a function to Engine.
 type EngineFunc func(ctx context.Context, q Query) (Stream, error)
 
 // Exec calls f.
 func (f EngineFunc) Exec(ctx context.Context, q Query) (Stream, error) { return f(ctx, q) }
 
-// NoExecutor is the Engine of a build without an executor: every query fails
-// with ErrNoExecutor, while EXPLAIN, SHOW, DESCRIBE and DDL still work.
+// NoExecutor is an Engine that runs nothing: every query fails with
+// ErrNoExecutor, while EXPLAIN, SHOW, DESCRIBE and DDL still work (a
+// planning-only session).
 func NoExecutor() Engine {
 	return EngineFunc(func(context.Context, Query) (Stream, error) { return nil, ErrNoExecutor })
 }

@@ -8,6 +8,7 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"path/filepath"
 	"strings"
 
 	"github.com/chzyer/readline"
@@ -34,6 +35,10 @@ func (s *Session) RunScript(ctx context.Context, name string, r io.Reader) error
 func (s *Session) Quit() bool { return s.quit }
 
 func (s *Session) runScript(ctx context.Context, name string, r io.Reader, stopOnError bool) error {
+	if st, err := os.Stat(name); err == nil && !st.IsDir() {
+		defer func(prev string) { s.baseDir = prev }(s.baseDir)
+		s.baseDir = filepath.Dir(name)
+	}
 	br := bufio.NewReader(r)
 	var buf strings.Builder
 	start, lineNo := 0, 0

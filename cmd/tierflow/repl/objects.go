@@ -45,7 +45,7 @@ func (s *Session) show(st *lang.Show) (table, error) {
 		return s.functions(""), nil
 	case lang.ShowTiers, lang.ShowWorkers:
 		if s.inf == nil {
-			return table{}, fmt.Errorf("%w: %s: SHOW %s needs an infrastructure: start the REPL with --infra FILE", ErrBadInput, bind.Pos(st.Pos), st.What)
+			return table{}, badf("%s: SHOW %s needs an infrastructure: start the REPL with --infra FILE", bind.Pos(st.Pos), st.What)
 		}
 		if st.What == lang.ShowTiers {
 			t := textTable("", "tier", "locations")
@@ -63,7 +63,7 @@ func (s *Session) show(st *lang.Show) (table, error) {
 		// Queries run in the foreground; there is never a background one.
 		return textTable("", "id", "status", "query"), nil
 	}
-	return table{}, fmt.Errorf("%w: %s: SHOW %s is not supported in the REPL", ErrBadInput, bind.Pos(st.Pos), st.What)
+	return table{}, badf("%s: SHOW %s is not supported in the REPL", bind.Pos(st.Pos), st.What)
 }
 
 // functions lists the function registry, optionally filtered by a prefix.
@@ -92,7 +92,7 @@ func (s *Session) objects() table {
 		for _, v := range m.Variants {
 			vs = append(vs, v.Name)
 		}
-		t.rows = append(t.rows, []string{m.Name, "model", fmt.Sprintf("%d variants (%s)", len(m.Variants), strings.Join(vs, ", "))})
+		t.rows = append(t.rows, []string{m.Name, "model", plural(len(m.Variants), "variant") + " (" + strings.Join(vs, ", ") + ")"})
 	}
 	for _, x := range s.cat.Streams {
 		t.rows = append(t.rows, []string{x.Name, "stream", streamSource(x)})
@@ -195,6 +195,13 @@ func rate(r float64) string {
 		return ""
 	}
 	return strconv.FormatFloat(r, 'g', -1, 64) + "/s"
+}
+
+func plural(n int, word string) string {
+	if n == 1 {
+		return "1 " + word
+	}
+	return strconv.Itoa(n) + " " + word + "s"
 }
 
 func quote(s string) string {

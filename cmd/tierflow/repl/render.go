@@ -50,7 +50,7 @@ func newRenderer(format string, w io.Writer, color bool) (renderer, error) {
 	case "csv":
 		return &csvRenderer{w: csv.NewWriter(w)}, nil
 	}
-	return nil, fmt.Errorf("%w: unknown format %q (want %s)", ErrBadInput, format, strings.Join(Formats(), ", "))
+	return nil, badf("unknown format %q (want %s)", format, strings.Join(Formats(), ", "))
 }
 
 // tableRenderer prints psql-style aligned tables. Streams have no last row to

@@ -197,7 +197,7 @@ func TestScriptErrors(t *testing.T) {
 		{"unknown command", "\\frobnicate\n", ErrBadInput, "t.sql:1: "},
 		{"bad setting", "SET planner.nope = 1;", ErrBadInput, "unknown setting"},
 		{"bad format", "\\format xml\n", ErrBadInput, "unknown format"},
-		{"no executor", ddl + "SELECT camera FROM shelves;", ErrNoExecutor, "no query executor"},
+		{"no executor", ddl + "SELECT camera FROM shelves;", ErrNoExecutor, "does not run queries"},
 		{"describe unknown", "DESCRIBE shelvs;", catalog.ErrUnknown, `no model, stream, table, sink or function named "shelvs"`},
 	}
 	for _, c := range cases {

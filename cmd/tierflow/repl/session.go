@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/tierflow/tierflow/lang"
+	"github.com/tierflow/tierflow/operators/exec"
 	"github.com/tierflow/tierflow/planner"
 	"github.com/tierflow/tierflow/planner/bind"
 	"github.com/tierflow/tierflow/planner/catalog"
@@ -55,6 +56,7 @@ type Session struct {
 	out     io.Writer
 	outFile *os.File
 	quit    bool
+	baseDir string // directory of the running script: relative FROM FILE paths start there
 
 	mu     sync.Mutex
 	cancel context.CancelFunc // of the running statement
@@ -107,7 +109,7 @@ func (s *Session) setFormat(f string) error {
 			return nil
 		}
 	}
-	return fmt.Errorf("%w: unknown format %q (want %s)", ErrBadInput, f, strings.Join(Formats(), ", "))
+	return badf("unknown format %q (want %s)", f, strings.Join(Formats(), ", "))
 }
 
 func (s *Session) setOutput(path string) error {
@@ -123,7 +125,7 @@ func (s *Session) setOutput(path string) error {
 	}
 	f, err := os.Create(path)
 	if err != nil {
-		return fmt.Errorf("%w: %v", ErrBadInput, err)
+		return badf("%v", err)
 	}
 	s.outFile, s.out = f, f
 	return nil
@@ -213,7 +215,7 @@ func caret(src, msg string, line, col int) string {
 // IsBadInput reports whether err is the user's input being wrong (exit 2)
 // rather than a failure while running (exit 1).
 func IsBadInput(err error) bool {
-	for _, kind := range []error{ErrBadInput, lang.ErrSyntax, bind.ErrBind, catalog.ErrUnknown, catalog.ErrExists, planner.ErrNoInfra} {
+	for _, kind := range []error{ErrBadInput, lang.ErrSyntax, bind.ErrBind, catalog.ErrUnknown, catalog.ErrExists, planner.ErrNoInfra, exec.ErrUnsupported} {
 		if errors.Is(err, kind) {
 			return true
 		}
@@ -221,4 +223,16 @@ func IsBadInput(err error) bool {
 	var es bind.Errors
 	var be *bind.Error
 	return errors.As(err, &es) || errors.As(err, &be)
+}
+
+// inputError is a message about the user's input: it reads as written and
+// matches ErrBadInput (and whatever its message wraps with %w).
+type inputError struct{ err error }
+
+func (e inputError) Error() string   { return e.err.Error() }
+func (e inputError) Unwrap() []error { return []error{ErrBadInput, e.err} }
+
+// badf formats an error about the user's input.
+func badf(format string, args ...any) error {
+	return inputError{fmt.Errorf(format, args...)}
 }

@@ -4,12 +4,14 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"path/filepath"
 	"sort"
 	"strconv"
 	"strings"
 	"time"
 
 	"github.com/tierflow/tierflow/lang"
+	"github.com/tierflow/tierflow/operators/exec"
 	"github.com/tierflow/tierflow/planner"
 	"github.com/tierflow/tierflow/planner/bind"
 	"github.com/tierflow/tierflow/planner/explain"
@@ -31,6 +33,7 @@ func (s *Session) runStatement(ctx context.Context, st lang.Statement, src strin
 		if err != nil {
 			return err
 		}
+		s.rebase(st)
 		s.tag(commandTag(st))
 		return nil
 	}
@@ -54,15 +57,38 @@ func (s *Session) runStatement(ctx context.Context, st lang.Statement, src strin
 		s.tag("SET")
 		return nil
 	case *lang.StopQuery:
-		return fmt.Errorf("%w: %s: the REPL runs one query at a time in the foreground: press Ctrl-C to stop it", ErrBadInput, bind.Pos(st.Pos))
+		return badf("%s: the REPL runs one query at a time in the foreground: press Ctrl-C to stop it", bind.Pos(st.Pos))
 	}
-	return fmt.Errorf("%w: %s: statement %T is not supported in the REPL", ErrBadInput, bind.Pos(st.Position()), st)
+	return badf("%s: statement %T is not supported in the REPL", bind.Pos(st.Position()), st)
 }
 
 // tag prints a psql-style command tag (CREATE MODEL, SET) on a terminal.
 func (s *Session) tag(t string) {
 	if s.cfg.Interactive {
 		fmt.Fprintln(s.cfg.Err, t)
+	}
+}
+
+// rebase makes a relative FROM FILE path of a script's CREATE relative to
+// the working directory, as `tierflow run` reads it relative to the script.
+func (s *Session) rebase(st lang.Statement) {
+	if s.baseDir == "" || s.baseDir == "." {
+		return
+	}
+	fix := func(p *string) {
+		if *p != "" && !filepath.IsAbs(*p) {
+			*p = filepath.Join(s.baseDir, *p)
+		}
+	}
+	switch st := st.(type) {
+	case *lang.CreateStream:
+		if x := s.cat.Stream(st.Name); x != nil && x.Source == "file" {
+			fix(&x.Subject)
+		}
+	case *lang.CreateTable:
+		if x := s.cat.Table(st.Name); x != nil {
+			fix(&x.Path)
+		}
 	}
 }
 
@@ -86,7 +112,7 @@ func commandTag(st lang.Statement) string {
 // EXPLAIN's own) and prints the physical plan.
 func (s *Session) runExplain(ctx context.Context, e *lang.Explain) error {
 	if e.Analyze {
-		return fmt.Errorf("%w: %s: EXPLAIN ANALYZE needs the executor, which this REPL does not have yet", ErrBadInput, bind.Pos(e.Pos))
+		return badf("%s: EXPLAIN ANALYZE is not supported in the REPL yet; EXPLAIN plans, a query runs", bind.Pos(e.Pos))
 	}
 	opts := s.opts
 	format := "text"
@@ -99,11 +125,11 @@ func (s *Session) runExplain(ctx context.Context, e *lang.Explain) error {
 		case "PROFILE":
 			p, err := planner.ParsePercentile(o.Value)
 			if err != nil {
-				return fmt.Errorf("%w: %s: %v", ErrBadInput, bind.Pos(o.Pos), err)
+				return badf("%s: %v", bind.Pos(o.Pos), err)
 			}
 			opts.Percentile = p
 		default:
-			return fmt.Errorf("%w: %s: unknown EXPLAIN option %s (want FORMAT, STRATEGY or PROFILE)", ErrBadInput, bind.Pos(o.Pos), o.Key)
+			return badf("%s: unknown EXPLAIN option %s (want FORMAT, STRATEGY or PROFILE)", bind.Pos(o.Pos), o.Key)
 		}
 	}
 	res, err := planner.PlanStatement(ctx, e.Target(), s.cat, s.inf, opts)
@@ -116,10 +142,10 @@ func (s *Session) runExplain(ctx context.Context, e *lang.Explain) error {
 		if errors.As(err, &es) || errors.As(err, &be) {
 			return err
 		}
-		return fmt.Errorf("%w: %v", ErrBadInput, err)
+		return badf("%v", err)
 	}
 	if err := explain.Write(s.out, format, res.Physical); err != nil {
-		return fmt.Errorf("%w: %v", ErrBadInput, err)
+		return badf("%v", err)
 	}
 	return nil
 }
@@ -129,10 +155,10 @@ func (s *Session) set(st *lang.Set) error {
 	key := strings.ToLower(st.Key)
 	val, err := literal(st.Value)
 	if err != nil {
-		return fmt.Errorf("%w: %s: %v", ErrBadInput, bind.Pos(st.Pos), err)
+		return badf("%s: %v", bind.Pos(st.Pos), err)
 	}
 	bad := func(format string, args ...any) error {
-		return fmt.Errorf("%w: %s: SET %s: %s", ErrBadInput, bind.Pos(st.Pos), key, fmt.Sprintf(format, args...))
+		return badf("%s: SET %s: %s", bind.Pos(st.Pos), key, fmt.Sprintf(format, args...))
 	}
 	num := func() (float64, error) {
 		f, err := strconv.ParseFloat(val, 64)
@@ -200,6 +226,11 @@ func (s *Session) set(st *lang.Set) error {
 			return err
 		}
 		o.Optimize.TopoOrders = n
+	case "exec.max_delay", "exec.on_error", "exec.batch_size":
+		probe := map[string]string{key: val}
+		if err := applyExecSettings(&exec.Options{}, probe); err != nil {
+			return bad("%v", err)
+		}
 	case "planner.time_budget":
 		d, err := time.ParseDuration(val)
 		if err != nil {
@@ -213,9 +244,18 @@ func (s *Session) set(st *lang.Set) error {
 	return nil
 }
 
+// settings copies the session's SET values for an engine.
+func (s *Session) settings() map[string]string {
+	out := make(map[string]string, len(s.sets))
+	for k, v := range s.sets {
+		out[k] = v
+	}
+	return out
+}
+
 // Settings lists what SET changes, for help and completion.
 func Settings() []string {
-	return []string{"planner.accuracy", "planner.beam_ms", "planner.beam_wa", "planner.beam_width",
+	return []string{"exec.batch_size", "exec.max_delay", "exec.on_error", "planner.accuracy", "planner.beam_ms", "planner.beam_wa", "planner.beam_width",
 		"planner.profile", "planner.seed", "planner.strategy", "planner.throughput",
 		"planner.time_budget", "planner.topo_orders"}
 }
@@ -251,7 +291,7 @@ func (s *Session) runQuery(ctx context.Context, st lang.Statement, src string) e
 		s.cancel = nil
 		s.mu.Unlock()
 	}()
-	stream, err := s.engine.Exec(ctx, Query{Stmt: st, Source: src, Bound: bound, Catalog: s.cat, Infra: s.inf, Options: s.opts})
+	stream, err := s.engine.Exec(ctx, Query{Stmt: st, Source: src, Bound: bound, Catalog: s.cat, Infra: s.inf, Options: s.opts, Settings: s.settings()})
 	if err != nil {
 		return err
 	}

@@ -74,7 +74,15 @@ func (s *Session) render(ctx context.Context, stream Stream) error {
 			if nx.err != nil {
 				st.clear()
 				if errors.Is(nx.err, io.EOF) {
-					return r.end(st.rows)
+					if err := r.end(st.rows); err != nil {
+						return err
+					}
+					if sm, ok := stream.(summarizer); ok {
+						if msg := sm.Summary(); msg != "" {
+							fmt.Fprintln(s.cfg.Err, msg)
+						}
+					}
+					return nil
 				}
 				if ctx.Err() != nil {
 					return cancelled()

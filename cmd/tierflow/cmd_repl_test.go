@@ -1,0 +1,152 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// repl runs `tierflow ARGS...` in-process with stdin, as a pipe would.
+func replCLI(t *testing.T, stdin string, args ...string) (code int, stdout, stderr string) {
+	t.Helper()
+	var out, errb bytes.Buffer
+	code = run(args, strings.NewReader(stdin), &out, &errb)
+	return code, out.String(), errb.String()
+}
+
+// streamScript writes a CSV stream, a CSV table and a script declaring them
+// into a temporary directory and returns the script's path.
+func streamScript(t *testing.T) string {
+	t.Helper()
+	dir := t.TempDir()
+	files := map[string]string{
+		"readings.csv": "sensor,ts,temperature\n1,2024-05-01 08:00:00,20.5\n2,2024-05-01 08:00:01,26.0\n1,2024-05-01 08:00:02,27.5\n2,2024-05-01 08:00:12,21.0\n",
+		"sensors.csv":  "sensor,site\n1,north\n2,south\n",
+		"setup.sql": `-- paths are relative to this script, as for tierflow run
+CREATE STREAM readings (sensor INT, ts TIMESTAMP, temperature DOUBLE)
+  FROM FILE 'readings.csv' FORMAT CSV;
+CREATE TABLE sensors (sensor INT, site VARCHAR) FROM FILE 'sensors.csv' FORMAT CSV;
+`,
+	}
+	for name, body := range files {
+		if err := os.WriteFile(filepath.Join(dir, name), []byte(body), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return filepath.Join(dir, "setup.sql")
+}
+
+func TestReplRunsQueriesWithTheLocalExecutor(t *testing.T) {
+	setup := streamScript(t)
+	code, out, errs := replCLI(t, "", "repl", "-f", setup, "-c",
+		"SELECT s.site, r.temperature FROM readings AS r JOIN sensors AS s ON r.sensor = s.sensor WHERE r.temperature > 25;")
+	if code != exitOK {
+		t.Fatalf("exit %d\n%s", code, errs)
+	}
+	for _, want := range []string{" site  | temperature", " south |          26", " north |        27.5", "(2 rows)"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("output lacks %q:\n%s", want, out)
+		}
+	}
+	if strings.Contains(out+errs, "tierflow>") || strings.Contains(out+errs, "\x1b[") {
+		t.Errorf("prompt or colour outside a terminal:\n%s%s", out, errs)
+	}
+}
+
+func TestReplPipedStatementsAndFormats(t *testing.T) {
+	setup := streamScript(t)
+	stdin := "\\i " + setup + "\n\\format jsonl\nSELECT sensor,\n       temperature\nFROM readings\nLIMIT 2;\n"
+	code, out, errs := replCLI(t, stdin, "repl")
+	if code != exitOK {
+		t.Fatalf("exit %d\n%s", code, errs)
+	}
+	lines := strings.Split(strings.TrimSpace(out), "\n")
+	if len(lines) != 2 {
+		t.Fatalf("want 2 JSON lines, got:\n%s", out)
+	}
+	for _, l := range lines {
+		var row map[string]any
+		if err := json.Unmarshal([]byte(l), &row); err != nil || row["sensor"] == nil || row["temperature"] == nil {
+			t.Errorf("line %q: %v", l, err)
+		}
+	}
+
+	code, out, errs = replCLI(t, "", "repl", "--format", "csv", "-f", setup, "-c", "SHOW STREAMS;", "-c", "SHOW TABLES")
+	if code != exitOK {
+		t.Fatalf("exit %d\n%s", code, errs)
+	}
+	if !strings.HasPrefix(out, "name,columns,source,rate\nreadings,") || !strings.Contains(out, "\nname,columns,path,format\nsensors,") {
+		t.Errorf("csv output:\n%s", out)
+	}
+}
+
+func TestReplBadInputExitsTwoWithCaret(t *testing.T) {
+	dir := t.TempDir()
+	script := filepath.Join(dir, "bad.sql")
+	if err := os.WriteFile(script, []byte("SHOW MODELS;\n\nSELECT a\n  FORM t;\nSHOW SINKS;\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	code, out, errs := replCLI(t, "", "repl", "-f", script)
+	if code != exitBadInput {
+		t.Fatalf("exit %d, want %d\n%s", code, exitBadInput, errs)
+	}
+	if !strings.Contains(errs, script+":4:3: ") || !strings.Contains(errs, "\n  FORM t;\n  ^") {
+		t.Errorf("want %s:4:3 and a caret:\n%s", script, errs)
+	}
+	if strings.Contains(out, "kind,target") || strings.Count(out, "(0 rows)") != 1 {
+		t.Errorf("the script should stop at the error:\n%s", out)
+	}
+
+	cases := [][]string{
+		{"repl", "-c", "SELECT x FROM nowhere;"},
+		{"repl", "-c", `\nope`},
+		{"repl", "-c", "SET planner.beam_width = 0;"},
+		{"repl", "--format", "xml", "-c", "SHOW MODELS;"},
+		{"repl", "-f", filepath.Join(dir, "missing.sql")},
+		{"repl", "--catalog", filepath.Join(dir, "missing.yaml"), "-c", "SHOW MODELS;"},
+	}
+	for _, args := range cases {
+		if code, _, errs := replCLI(t, "", args...); code != exitBadInput {
+			t.Errorf("%q: exit %d, want %d\n%s", args, code, exitBadInput, errs)
+		}
+	}
+}
+
+func TestReplRuntimeFailureExitsOne(t *testing.T) {
+	dir := t.TempDir()
+	code, _, errs := replCLI(t, "", "repl", "-c",
+		"CREATE STREAM gone (a INT) FROM FILE '"+filepath.Join(dir, "gone.csv")+"' FORMAT CSV; SELECT a FROM gone;")
+	if code != exitFailure {
+		t.Fatalf("exit %d, want %d\n%s", code, exitFailure, errs)
+	}
+	if !strings.Contains(errs, "gone.csv") {
+		t.Errorf("error should name the file:\n%s", errs)
+	}
+}
+
+func TestCompletionScripts(t *testing.T) {
+	for shell, want := range map[string]string{
+		"bash": "__start_tierflow",
+		"zsh":  "#compdef tierflow",
+	} {
+		code, out, errs := replCLI(t, "", "completion", shell)
+		if code != exitOK || !strings.Contains(out, want) {
+			t.Errorf("completion %s: exit %d, %q missing\n%s", shell, code, want, errs)
+		}
+	}
+	// The scripts call back into the binary; that protocol must list our
+	// subcommands and flags.
+	_, out, _ := replCLI(t, "", "__complete", "re")
+	if !strings.Contains(out, "repl\t") {
+		t.Errorf("__complete re lacks repl:\n%s", out)
+	}
+	_, out, _ = replCLI(t, "", "__complete", "repl", "--")
+	for _, flag := range []string{"--file", "--command", "--catalog", "--format"} {
+		if !strings.Contains(out, flag) {
+			t.Errorf("__complete repl -- lacks %s:\n%s", flag, out)
+		}
+	}
+}

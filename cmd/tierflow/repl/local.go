@@ -1,0 +1,145 @@
+package repl
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/apache/arrow/go/v17/arrow"
+
+	"github.com/tierflow/tierflow/operators/exec"
+	"github.com/tierflow/tierflow/operators/sources"
+)
+
+// Local is the Engine that runs queries in this process with the operators'
+// local executor (operators/exec). base holds its defaults; a session's SET
+// exec.max_delay, exec.on_error and exec.batch_size override them per query.
+func Local(base exec.Options) Engine { return localEngine{base: base} }
+
+type localEngine struct{ base exec.Options }
+
+func (e localEngine) Exec(ctx context.Context, q Query) (Stream, error) {
+	opts := e.base
+	if err := applyExecSettings(&opts, q.Settings); err != nil {
+		return nil, err
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	st := &localStream{schema: q.Bound.Root.Schema(), recs: make(chan arrow.Record), done: make(chan struct{}), cancel: cancel}
+	opts.Output = chanWriter{recs: st.recs, ctx: ctx}
+	query, err := exec.Build(q.Bound, opts)
+	if err != nil {
+		cancel()
+		return nil, err
+	}
+	go func() {
+		defer close(st.done)
+		st.stats, st.err = query.Run(ctx)
+	}()
+	return st, nil
+}
+
+// applyExecSettings reads the executor's session settings.
+func applyExecSettings(o *exec.Options, settings map[string]string) error {
+	for k, v := range settings {
+		switch k {
+		case "exec.max_delay":
+			d, err := time.ParseDuration(v)
+			if err != nil {
+				return badf("exec.max_delay: %v", err)
+			}
+			o.MaxDelay = d
+		case "exec.on_error":
+			p, err := sources.ParseOnError(v)
+			if err != nil {
+				return badf("exec.on_error: %v", err)
+			}
+			o.OnError = p
+		case "exec.batch_size":
+			n, err := strconv.Atoi(v)
+			if err != nil || n < 1 {
+				return badf("exec.batch_size wants a positive integer, got %q", v)
+			}
+			o.BatchSize = n
+		}
+	}
+	return nil
+}
+
+// chanWriter hands the executor's result batches to the REPL; a slow
+// terminal slows the query (backpressure) rather than buffering rows.
+type chanWriter struct {
+	recs chan<- arrow.Record
+	ctx  context.Context
+}
+
+func (w chanWriter) Write(rec arrow.Record) error {
+	rec.Retain()
+	select {
+	case w.recs <- rec:
+		return nil
+	case <-w.ctx.Done():
+		rec.Release()
+		return w.ctx.Err()
+	}
+}
+
+func (w chanWriter) Close() error { return nil }
+
+type localStream struct {
+	schema *arrow.Schema
+	recs   chan arrow.Record
+	done   chan struct{}
+	cancel context.CancelFunc
+	once   sync.Once
+	stats  exec.Stats // set before done closes
+	err    error
+}
+
+func (s *localStream) Schema() *arrow.Schema { return s.schema }
+
+func (s *localStream) Next(ctx context.Context) (arrow.Record, error) {
+	select {
+	case rec := <-s.recs:
+		return rec, nil
+	case <-s.done:
+		if s.err != nil {
+			return nil, s.err
+		}
+		return nil, io.EOF
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+}
+
+func (s *localStream) Close() error {
+	s.once.Do(func() {
+		s.cancel()
+		<-s.done
+	})
+	return nil
+}
+
+// Summary reports what the run dropped; empty when nothing was.
+func (s *localStream) Summary() string {
+	select {
+	case <-s.done:
+	default:
+		return ""
+	}
+	var parts []string
+	if s.stats.LateRows > 0 {
+		parts = append(parts, fmt.Sprintf("%d late rows dropped", s.stats.LateRows))
+	}
+	if s.stats.BadRows > 0 {
+		parts = append(parts, fmt.Sprintf("%d bad rows skipped", s.stats.BadRows))
+	}
+	msg := strings.Join(parts, ", ")
+	for _, p := range s.stats.Problems {
+		msg += "\n  " + p
+	}
+	return msg
+}
