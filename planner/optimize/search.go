@@ -813,6 +813,7 @@ func (b *bnb) computeLambda() {
 	use := make([]float64, nc)
 	var bestLam []float64
 	bestLB, lb0 := math.Inf(-1), 0.0
+	mu, stall := 1.0, 0 // Held-Karp: halve the step after a few idle steps
 	for it := range 60 {
 		total := 0.0
 		clear(use)
@@ -848,8 +849,10 @@ func (b *bnb) computeLambda() {
 		if it == 0 {
 			lb0 = total
 		}
-		if total > bestLB {
-			bestLB, bestLam = total, append([]float64(nil), lam...)
+		if total > bestLB+1e-12 {
+			bestLB, bestLam, stall = total, append([]float64(nil), lam...), 0
+		} else if stall++; stall >= 4 {
+			mu, stall = mu/2, 0
 		}
 		if norm < 1e-12 {
 			break
@@ -858,7 +861,7 @@ func (b *bnb) computeLambda() {
 		if math.IsInf(target, 1) || target <= total {
 			target = total*1.05 + 1e-6
 		}
-		step := (target - total) / norm
+		step := mu * (target - total) / norm
 		for c := range lam {
 			lam[c] = max(0, lam[c]+step*use[c])
 		}
