@@ -1,7 +1,9 @@
 package lang
 
 import (
+	"encoding/json"
 	"math/rand/v2"
+	"strings"
 	"reflect"
 	"testing"
 )
@@ -49,6 +51,9 @@ func (g exprGen) leaf() Expr {
 
 func (g exprGen) list(depth, min int) []Expr {
 	n := min + g.pick(3)
+	if n == 0 {
+		return nil // what the parser leaves for an empty list
+	}
 	out := make([]Expr, n)
 	for i := range out {
 		out[i] = g.expr(depth - 1)
@@ -125,6 +130,122 @@ func TestPrintParseRandomExpressions(t *testing.T) {
 		ClearPositions(back)
 		if !reflect.DeepEqual(e, back) {
 			t.Fatalf("case %d: %s\nreads back as %s", i, src, Print(back))
+		}
+	}
+}
+
+func (g exprGen) tableRef(depth int) *TableRef {
+	t := &TableRef{}
+	if depth > 0 && g.pick(3) == 0 {
+		t.Subquery = g.query(depth - 1)
+		t.Alias = g.name()
+	} else {
+		t.Name = g.name()
+		if g.pick(2) == 0 {
+			t.Alias = g.name()
+		}
+	}
+	return t
+}
+
+func (g exprGen) selectBlock(depth int) *Select {
+	s := &Select{Distinct: g.pick(4) == 0}
+	for i := 0; i < 1+g.pick(3); i++ {
+		switch g.pick(5) {
+		case 0:
+			s.Items = append(s.Items, &SelectItem{Star: true})
+		case 1:
+			s.Items = append(s.Items, &SelectItem{Star: true, Qualifier: g.name()})
+		default:
+			it := &SelectItem{Expr: g.expr(2)}
+			if g.pick(2) == 0 {
+				it.Alias = g.name()
+			}
+			s.Items = append(s.Items, it)
+		}
+	}
+	for i := 0; i < g.pick(3); i++ {
+		f := &FromItem{Table: g.tableRef(depth)}
+		for j := 0; j < g.pick(3); j++ {
+			jn := &Join{Kind: []JoinKind{JoinInner, JoinLeft, JoinCross}[g.pick(3)]}
+			if jn.Kind == JoinCross && g.pick(2) == 0 {
+				l := &Lateral{Call: &FuncCall{Name: g.name(), Args: g.list(2, 0)}}
+				if g.pick(3) > 0 {
+					l.Alias = g.name()
+					if g.pick(2) == 0 {
+						l.Columns = []string{g.name(), g.name()}
+					}
+				}
+				jn.Lateral = l
+			} else {
+				jn.Table = g.tableRef(depth)
+			}
+			if g.pick(2) == 0 {
+				jn.On = g.expr(2)
+			}
+			f.Joins = append(f.Joins, jn)
+		}
+		s.From = append(s.From, f)
+	}
+	if g.pick(2) == 0 {
+		s.Where = g.expr(3)
+	}
+	if g.pick(3) == 0 {
+		s.GroupBy = g.list(2, 1)
+		if g.pick(2) == 0 {
+			s.Having = g.expr(2)
+		}
+	}
+	return s
+}
+
+func (g exprGen) query(depth int) *Query {
+	q := &Query{Select: g.selectBlock(depth)}
+	for i := 0; i < g.pick(2); i++ {
+		q.UnionAll = append(q.UnionAll, g.selectBlock(depth))
+	}
+	if g.pick(3) == 0 {
+		q.OrderBy = []*OrderItem{{Expr: g.expr(1), Desc: g.pick(2) == 0}}
+	}
+	if g.pick(3) == 0 {
+		q.Limit = &NumberLit{Value: "10"}
+	}
+	if g.pick(3) == 0 {
+		q.Objectives = []Objective{
+			&AccuracyObjective{Min: &NumberLit{Value: "0.7"}},
+			&LatencyObjective{Max: &NumberLit{Value: "200"}, Unit: Millisecond, Percentile: &NumberLit{Value: "99"}},
+			&PriorityObjective{Class: PriorityBestEffort},
+		}[:1+g.pick(3)]
+	}
+	return q
+}
+
+// TestFormatParseRandomQueries: Parse(Format(s)) == s for random queries with
+// subqueries, joins, laterals and unions nested in each other.
+func TestFormatParseRandomQueries(t *testing.T) {
+	g := exprGen{rand.New(rand.NewPCG(3, 4))}
+	for i := 0; i < 150; i++ {
+		var st Statement = g.query(2)
+		if g.pick(3) == 0 {
+			st = &Insert{Sink: g.name(), Query: st.(*Query)}
+		}
+		s := &Script{Statements: []Statement{st}}
+		src := Format(s)
+		back, err := Parse("gen", src)
+		if err != nil {
+			t.Fatalf("case %d:\n%s\ndoes not parse: %v", i, src, err)
+		}
+		ClearPositions(back)
+		if !reflect.DeepEqual(s, back) {
+			a, _ := json.MarshalIndent(s, "", " ")
+			b, _ := json.MarshalIndent(back, "", " ")
+			al, bl := strings.Split(string(a), "\n"), strings.Split(string(b), "\n")
+			for j := range min(len(al), len(bl)) {
+				if al[j] != bl[j] {
+					t.Fatalf("case %d:\n%s\nAST differs at JSON line %d: %q vs %q\n%s", i, src, j, al[j], bl[j], strings.Join(al[max(0, j-15):j+1], "\n"))
+				}
+			}
+			t.Fatalf("case %d:\n%s\nreads back as\n%s", i, src, Format(back))
 		}
 	}
 }

@@ -137,7 +137,7 @@ func (p *printer) node(n Node) {
 		p.nl("  FROM ")
 		p.w(string(n.Source), " ", quoteString(n.Location))
 		p.format(n.Format)
-		if n.Tier != "" {
+		if n.Tier != "" || n.Locations != nil {
 			p.nl("  AT TIER ")
 			p.w(quoteIdent(n.Tier))
 			if n.Locations != nil {
@@ -324,11 +324,16 @@ func (p *printer) selectBlock(s *Select) {
 	for i, f := range s.From {
 		if i == 0 {
 			p.nl("FROM ")
-		} else {
-			p.w(",")
-			p.nl("  ")
+			p.fromItem(f)
+			continue
 		}
+		// Later items of the list sit indented under FROM, joins included.
+		p.w(",")
+		saved := p.indent
+		p.indent += "  "
+		p.nl("")
 		p.fromItem(f)
+		p.indent = saved
 	}
 	if s.Where != nil {
 		p.nl("WHERE ")
@@ -437,7 +442,8 @@ func (p *printer) join(j *Join) {
 func (p *printer) lateral(l *Lateral) {
 	p.w("LATERAL ")
 	p.expr(l.Call, 0)
-	if l.Alias != "" {
+	// AS "" (a, b) is an alias too: the columns need it.
+	if l.Alias != "" || l.Columns != nil {
 		p.w(" AS ", quoteIdent(l.Alias))
 		if l.Columns != nil {
 			p.w("(")
