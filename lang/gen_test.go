@@ -3,8 +3,8 @@ package lang
 import (
 	"encoding/json"
 	"math/rand/v2"
-	"strings"
 	"reflect"
+	"strings"
 	"testing"
 )
 
