@@ -214,3 +214,45 @@ func TestEncoderDecoderStream(t *testing.T) {
 		r.Release()
 	}
 }
+
+// The verifier's limits must not refuse real schemas: many columns, deep
+// nesting, metadata, dictionaries.
+func TestVerifierAcceptsRealSchemas(t *testing.T) {
+	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
+	defer mem.AssertSize(t, 0)
+	var fields []arrow.Field
+	for i := 0; i < 300; i++ {
+		fields = append(fields, arrow.Field{Name: "c" + string(rune('a'+i%26)), Type: arrow.PrimitiveTypes.Int8})
+	}
+	var nested arrow.DataType = arrow.PrimitiveTypes.Int32
+	for i := 0; i < 30; i++ {
+		nested = arrow.StructOf(arrow.Field{Name: "s", Type: nested, Nullable: true})
+	}
+	md := arrow.NewMetadata([]string{"shape"}, []string{"[1,28,28]"})
+	fields = append(fields,
+		arrow.Field{Name: "deep", Type: nested, Nullable: true},
+		arrow.Field{Name: "t", Type: arrow.FixedSizeListOf(4, arrow.PrimitiveTypes.Float32), Metadata: md},
+		arrow.Field{Name: "ts", Type: &arrow.TimestampType{Unit: arrow.Millisecond, TimeZone: "UTC"}},
+		arrow.Field{Name: "d", Type: &arrow.DictionaryType{IndexType: arrow.PrimitiveTypes.Int16, ValueType: arrow.BinaryTypes.String}},
+	)
+	schema := arrow.NewSchema(fields, nil)
+	b := array.NewRecordBuilder(mem, schema)
+	defer b.Release()
+	for i := range fields {
+		b.Field(i).AppendNull()
+	}
+	rec := b.NewRecord()
+	defer rec.Release()
+	var buf bytes.Buffer
+	if err := EncodeRecord(&buf, rec, mem); err != nil {
+		t.Fatal(err)
+	}
+	got, err := DecodeRecord(buf.Bytes(), mem)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer got.Release()
+	if !got.Schema().Equal(schema) || got.NumRows() != 1 {
+		t.Fatalf("schema or rows differ: %s", got.Schema())
+	}
+}

@@ -17,6 +17,16 @@ const maxFieldDepth = 64
 
 type fbuf []byte
 
+// walk is one verification: the bytes and a budget of field visits. Tables
+// may be shared (flatbuffers deduplicate), so a forged schema can point a
+// field's children at the same field many times over and make any walk,
+// Arrow's included, exponential; a real schema has far fewer fields than its
+// metadata has bytes, so the budget is a fraction of the length.
+type walk struct {
+	fbuf
+	fields int
+}
+
 func (b fbuf) u16(p int) (int, error) {
 	if p < 0 || p+2 > len(b) {
 		return 0, fmt.Errorf("%w: arrow ipc metadata read at %d outside %d bytes", ErrMalformed, p, len(b))
@@ -161,7 +171,7 @@ const (
 )
 
 func verifyMessage(meta []byte) error {
-	b := fbuf(meta)
+	b := &walk{fbuf: meta, fields: len(meta)/8 + 1}
 	root, err := b.u32(0)
 	if err != nil {
 		return err
@@ -177,7 +187,7 @@ func verifyMessage(meta []byte) error {
 	if p, err := b.field(msg, 1); err != nil {
 		return err
 	} else if p != 0 {
-		htype = int(b[p])
+		htype = int(b.fbuf[p])
 	}
 	hdr, err := b.subTable(msg, 2)
 	if err != nil {
@@ -202,7 +212,7 @@ func verifyMessage(meta []byte) error {
 	}
 }
 
-func (b fbuf) verifySchema(s int) error {
+func (b *walk) verifySchema(s int) error {
 	if err := b.keyValues(s, 2); err != nil {
 		return err
 	}
@@ -212,7 +222,10 @@ func (b fbuf) verifySchema(s int) error {
 	return b.tables(s, 1, func(f int) error { return b.verifyField(f, 0) })
 }
 
-func (b fbuf) verifyField(f, depth int) error {
+func (b *walk) verifyField(f, depth int) error {
+	if b.fields--; b.fields < 0 {
+		return fmt.Errorf("%w: arrow ipc schema with more fields than its metadata can hold", ErrMalformed)
+	}
 	if depth > maxFieldDepth {
 		return fmt.Errorf("%w: arrow ipc fields nested deeper than %d", ErrMalformed, maxFieldDepth)
 	}
@@ -223,7 +236,7 @@ func (b fbuf) verifyField(f, depth int) error {
 	if p, err := b.field(f, 2); err != nil {
 		return err
 	} else if p != 0 {
-		ttype = int(b[p])
+		ttype = int(b.fbuf[p])
 	}
 	typ, err := b.subTable(f, 3)
 	if err != nil {
@@ -254,7 +267,7 @@ func (b fbuf) verifyField(f, depth int) error {
 	return b.tables(f, 5, func(c int) error { return b.verifyField(c, depth+1) })
 }
 
-func (b fbuf) verifyRecordBatch(rb int) error {
+func (b *walk) verifyRecordBatch(rb int) error {
 	if _, _, err := b.vector(rb, 1, 16); err != nil { // nodes
 		return err
 	}
