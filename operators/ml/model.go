@@ -235,6 +235,8 @@ type job struct {
 	done int
 
 	heads   []headBuffers
+	arena   *memory.Buffer // backs the output buffers; released in finish
+	off     int            // bytes of arena carved so far
 	failed  []bool
 	errs    []string
 	nFailed int
@@ -270,14 +272,33 @@ func (m *Model) newJob(mem memory.Allocator, rec arrow.Record) (*job, error) {
 	n := int(rec.NumRows())
 	j := &job{m: m, rec: rec, vals: vals, n: n, heads: make([]headBuffers, len(m.heads))}
 	rec.Retain()
+	// One allocation holds every output buffer of the record (and the error
+	// column's validity and offsets); the columns hold slices of it.
+	total := 2 * align64(int(bitutil.BytesForBits(int64(n)))+4*(n+1))
+	for _, h := range m.heads {
+		switch h.Kind {
+		case Classify:
+			total += align64(8*n) + align64(4*n)
+		case Embed, Scalar:
+			total += align64(4 * n * h.rowSize)
+		}
+	}
+	arena := memory.NewResizableBuffer(mem)
+	arena.Resize(total)
+	j.arena = arena
 	for i, h := range m.heads {
 		hb := &j.heads[i]
 		switch h.Kind {
 		case Classify:
-			hb.buf, hb.i64 = newInt64Buffer(mem, n)
-			hb.sbuf, hb.scores = newFloat32Buffer(mem, n)
+			var b []byte
+			hb.buf, b = j.carve(8 * n)
+			hb.i64 = arrow.Int64Traits.CastFromBytes(b)
+			hb.sbuf, b = j.carve(4 * n)
+			hb.scores = arrow.Float32Traits.CastFromBytes(b)
 		case Embed, Scalar:
-			hb.buf, hb.f32 = newFloat32Buffer(mem, n*h.rowSize)
+			var b []byte
+			hb.buf, b = j.carve(4 * n * h.rowSize)
+			hb.f32 = arrow.Float32Traits.CastFromBytes(b)
 		}
 	}
 	col := rec.Column(m.inCol)
@@ -289,6 +310,16 @@ func (m *Model) newJob(mem memory.Allocator, rec arrow.Record) (*job, error) {
 		}
 	}
 	return j, nil
+}
+
+func align64(n int) int { return (n + 63) &^ 63 }
+
+// carve takes the next n bytes (64-byte aligned) of the job's arena as a buffer
+// of its own; the buffer keeps the arena alive.
+func (j *job) carve(n int) (*memory.Buffer, []byte) {
+	buf := memory.SliceBuffer(j.arena, j.off, n)
+	j.off += align64(n)
+	return buf, buf.Bytes()
 }
 
 func (j *job) fail(r int, err error) {
@@ -422,6 +453,7 @@ func (j *job) release() {
 			hb.sbuf.Release()
 		}
 	}
+	j.arena.Release()
 	j.rec.Release()
 }
 
@@ -470,6 +502,7 @@ func (j *job) finish(mem memory.Allocator) arrow.Record {
 		}
 	}
 	cols = append(cols, j.errorColumn(mem))
+	j.arena.Release() // the columns hold their slices of it
 	return newRecord(m.out, cols, int64(j.n))
 }
 
@@ -501,12 +534,10 @@ func (j *job) errorColumn(mem memory.Allocator) arrow.Array {
 		}
 		return eb.NewArray()
 	}
-	nulls := memory.NewResizableBuffer(mem)
-	nulls.Resize(int(bitutil.BytesForBits(int64(j.n))))
-	clear(nulls.Bytes())
-	offsets := memory.NewResizableBuffer(mem)
-	offsets.Resize((j.n + 1) * arrow.Int32SizeBytes)
-	clear(offsets.Bytes())
+	nulls, nb := j.carve(int(bitutil.BytesForBits(int64(j.n))))
+	clear(nb)
+	offsets, ob := j.carve((j.n + 1) * arrow.Int32SizeBytes)
+	clear(ob)
 	data := array.NewData(arrow.BinaryTypes.String, j.n, []*memory.Buffer{nulls, offsets, nil}, nil, j.n, 0)
 	nulls.Release()
 	offsets.Release()

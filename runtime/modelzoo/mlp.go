@@ -103,26 +103,44 @@ func (m *MLP) Predict(x []float32, n int) []float32 {
 	return append([]float32(nil), p...)
 }
 
-// Adam holds the optimizer state of one MLP.
+// Adam holds the optimizer state for a list of parameter tensors; grads[i] is
+// filled by the model's backward pass before each step.
 type Adam struct {
 	LR, Beta1, Beta2, Eps float64
 	t                     int
-	mw, vw, mb, vb        [][]float32
-	gw, gb                [][]float32
+	params, grads, m, v   [][]float32
 }
 
-// NewAdam returns Adam with the usual defaults and the given learning rate.
-func NewAdam(m *MLP, lr float64) *Adam {
-	a := &Adam{LR: lr, Beta1: 0.9, Beta2: 0.999, Eps: 1e-8}
-	for _, l := range m.Layers {
-		a.mw = append(a.mw, make([]float32, len(l.W)))
-		a.vw = append(a.vw, make([]float32, len(l.W)))
-		a.gw = append(a.gw, make([]float32, len(l.W)))
-		a.mb = append(a.mb, make([]float32, len(l.B)))
-		a.vb = append(a.vb, make([]float32, len(l.B)))
-		a.gb = append(a.gb, make([]float32, len(l.B)))
+// NewAdam returns Adam with the usual defaults and the given learning rate over
+// params.
+func NewAdam(lr float64, params ...[]float32) *Adam {
+	a := &Adam{LR: lr, Beta1: 0.9, Beta2: 0.999, Eps: 1e-8, params: params}
+	for _, p := range params {
+		a.grads = append(a.grads, make([]float32, len(p)))
+		a.m = append(a.m, make([]float32, len(p)))
+		a.v = append(a.v, make([]float32, len(p)))
 	}
 	return a
+}
+
+// step applies one update from the gradients.
+func (a *Adam) step() {
+	a.t++
+	b1c := 1 - math.Pow(a.Beta1, float64(a.t))
+	b2c := 1 - math.Pow(a.Beta2, float64(a.t))
+	lr := float32(a.LR * math.Sqrt(b2c) / b1c)
+	b1, b2, eps := float32(a.Beta1), float32(a.Beta2), float32(a.Eps)
+	for i := range a.params {
+		adamUpdate(a.params[i], a.grads[i], a.m[i], a.v[i], lr, b1, b2, eps)
+	}
+}
+
+func (m *MLP) params() [][]float32 {
+	var ps [][]float32
+	for _, l := range m.Layers {
+		ps = append(ps, l.W, l.B)
+	}
+	return ps
 }
 
 // TrainConfig says how to fit an MLP.
@@ -149,7 +167,7 @@ func (m *MLP) Train(x []float32, y []uint8, cfg TrainConfig) error {
 		return fmt.Errorf("modelzoo: batch %d, epochs %d: both must be positive", cfg.Batch, cfg.Epochs)
 	}
 	rng := rand.New(rand.NewPCG(cfg.Seed, cfg.Seed+1))
-	opt := NewAdam(m, cfg.LR)
+	opt := NewAdam(cfg.LR, m.params()...)
 	s := m.newScratch(cfg.Batch)
 	perm := make([]int, n)
 	for i := range perm {
@@ -181,9 +199,19 @@ func (m *MLP) Train(x []float32, y []uint8, cfg TrainConfig) error {
 
 // step runs forward, backward and one Adam update on a batch; returns mean loss.
 func (m *MLP) step(x []float32, y []uint8, n int, s *scratch, opt *Adam) float64 {
-	p := m.forward(x, n, s)
+	m.forward(x, n, s)
+	loss := m.backward(y, n, s, opt.grads, nil)
+	opt.step()
+	return loss
+}
+
+// backward computes the cross-entropy gradients of the batch last run by forward
+// into grads (W0, B0, W1, B1, ...) and returns the mean loss. With inGrad set it
+// also writes the gradient with respect to the input (for a layer below).
+func (m *MLP) backward(y []uint8, n int, s *scratch, grads [][]float32, inGrad []float32) float64 {
 	k := m.Classes()
 	L := len(m.Layers)
+	p := s.acts[L][:n*k]
 	g := s.grads[L][:n*k]
 	var loss float64
 	inv := 1 / float32(n)
@@ -197,7 +225,7 @@ func (m *MLP) step(x []float32, y []uint8, n int, s *scratch, opt *Adam) float64
 	}
 	for li := L - 1; li >= 0; li-- {
 		l := m.Layers[li]
-		gw, gb := opt.gw[li], opt.gb[li]
+		gw, gb := grads[2*li], grads[2*li+1]
 		clear(gw)
 		clear(gb)
 		gy := s.grads[li+1][:n*l.Out]
@@ -205,6 +233,10 @@ func (m *MLP) step(x []float32, y []uint8, n int, s *scratch, opt *Adam) float64
 		var gx []float32
 		if li > 0 {
 			gx = s.grads[li][:n*l.In]
+		} else if inGrad != nil {
+			gx = inGrad[:n*l.In]
+		}
+		if gx != nil {
 			clear(gx)
 		}
 		for r := 0; r < n; r++ {
@@ -221,22 +253,13 @@ func (m *MLP) step(x []float32, y []uint8, n int, s *scratch, opt *Adam) float64
 				}
 			}
 		}
-		if gx != nil { // through the ReLU that produced xin
+		if li > 0 { // through the ReLU that produced xin
 			for i, v := range xin[:n*l.In] {
 				if v <= 0 {
 					gx[i] = 0
 				}
 			}
 		}
-	}
-	opt.t++
-	b1c := 1 - math.Pow(opt.Beta1, float64(opt.t))
-	b2c := 1 - math.Pow(opt.Beta2, float64(opt.t))
-	lr := float32(opt.LR * math.Sqrt(b2c) / b1c)
-	b1, b2, eps := float32(opt.Beta1), float32(opt.Beta2), float32(opt.Eps)
-	for li := range m.Layers {
-		adamUpdate(m.Layers[li].W, opt.gw[li], opt.mw[li], opt.vw[li], lr, b1, b2, eps)
-		adamUpdate(m.Layers[li].B, opt.gb[li], opt.mb[li], opt.vb[li], lr, b1, b2, eps)
 	}
 	return loss / float64(n)
 }
@@ -340,6 +363,13 @@ func (m *MLP) Graph(name string, side int) *Graph {
 		cur = "flat"
 	}
 	g.Inputs = []ValueInfo{in}
+	m.appendTo(g, cur)
+	return g
+}
+
+// appendTo adds the dense layers after the value cur: Gemm (+ Relu) per layer, the
+// last hidden activation named "embedding", Softmax into "probs", and the outputs.
+func (m *MLP) appendTo(g *Graph, cur string) {
 	for i, l := range m.Layers {
 		w, b := fmt.Sprintf("fc%d.weight", i), fmt.Sprintf("fc%d.bias", i)
 		g.Initializers = append(g.Initializers,
@@ -363,7 +393,6 @@ func (m *MLP) Graph(name string, side int) *Graph {
 	if len(m.Layers) > 1 {
 		g.Outputs = append(g.Outputs, ValueInfo{Name: "embedding", Shape: []Dim{{Param: "N"}, {Value: int64(m.Layers[len(m.Layers)-1].In)}}})
 	}
-	return g
 }
 
 // MLPFromGraph rebuilds an MLP from a graph written by Graph: the Gemm nodes in

@@ -3,6 +3,7 @@ package modelzoo
 import (
 	"bytes"
 	"errors"
+	"math"
 	"math/rand/v2"
 	"path/filepath"
 	"testing"
@@ -134,5 +135,119 @@ func TestIDXRoundTrip(t *testing.T) {
 	}
 	if _, err := ReadIDX(bytes.NewReader([]byte{0, 0, 8, 1, 0, 0, 0, 5, 1})); !errors.Is(err, ErrBadIDX) {
 		t.Errorf("short data: want ErrBadIDX, got %v", err)
+	}
+}
+
+func TestCNNLearnsAndEvaluatorAgrees(t *testing.T) {
+	// Two classes of 8x8 images: a bright vertical or horizontal bar.
+	rng := rand.New(rand.NewPCG(4, 4))
+	const side, n = 8, 200
+	x := make([]float32, n*side*side)
+	y := make([]uint8, n)
+	for i := 0; i < n; i++ {
+		y[i] = uint8(i % 2)
+		pos := 1 + rng.IntN(side-2)
+		for j := 0; j < side; j++ {
+			at := pos*side + j // horizontal
+			if y[i] == 1 {
+				at = j*side + pos // vertical
+			}
+			x[i*side*side+at] = 1
+		}
+		for j := 0; j < side*side; j++ {
+			x[i*side*side+j] += float32(rng.NormFloat64() * 0.1)
+		}
+	}
+	c := NewCNN(side, 4, 3, []int{8, 2}, []string{"h", "v"}, 1)
+	if err := c.Train(x, y, TrainConfig{Epochs: 8, Batch: 16, LR: 1e-2, Seed: 2}); err != nil {
+		t.Fatal(err)
+	}
+	if acc := c.Accuracy(x, y); acc < 0.95 {
+		t.Errorf("CNN accuracy %.3f on bars", acc)
+	}
+	path := filepath.Join(t.TempDir(), "cnn.onnx")
+	if err := c.Graph("cnn").WriteFile(path); err != nil {
+		t.Fatal(err)
+	}
+	g, err := ReadGraph(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ref, shape, err := Evaluate(g, x[:10*side*side], 10, "probs")
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := c.Predict(x[:10*side*side], 10)
+	if len(shape) != 2 || shape[0] != 10 || shape[1] != 2 {
+		t.Fatalf("shape %v", shape)
+	}
+	for i := range got {
+		if math.Abs(float64(got[i]-ref[i])) > 1e-4 {
+			t.Fatalf("prob %d: training forward %v, evaluator %v", i, got[i], ref[i])
+		}
+	}
+	// The evaluator agrees with the MLP forward pass too.
+	m := NewMLP([]int{6, 5, 3}, nil, 3)
+	g2, _ := UnmarshalGraph(m.Graph("m", 0).Marshal())
+	xin := make([]float32, 12)
+	for i := range xin {
+		xin[i] = float32(i) / 7
+	}
+	ref2, _, err := Evaluate(g2, xin, 2, "probs")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, v := range m.Predict(xin, 2) {
+		if math.Abs(float64(v-ref2[i])) > 1e-5 {
+			t.Fatalf("mlp prob %d: %v vs %v", i, v, ref2[i])
+		}
+	}
+}
+
+// TestCNNGradients compares the backward pass with finite differences of the loss
+// for a few conv and head weights.
+func TestCNNGradients(t *testing.T) {
+	rng := rand.New(rand.NewPCG(9, 9))
+	const side, n = 6, 4
+	x := make([]float32, n*side*side)
+	for i := range x {
+		x[i] = rng.Float32()
+	}
+	y := []uint8{0, 1, 2, 1}
+	c := NewCNN(side, 3, 3, []int{5, 3}, nil, 5)
+	for i := range c.B {
+		c.B[i] = 0.05 // keep ReLUs away from their kink
+	}
+	params := append([][]float32{c.W, c.B}, c.Head.params()...)
+	grads := make([][]float32, len(params))
+	for i, p := range params {
+		grads[i] = make([]float32, len(p))
+	}
+	s := c.newScratch(n)
+	c.forward(x, n, s)
+	c.backward(x, y, n, s, grads)
+	loss := func() float64 {
+		s := c.newScratch(n)
+		p := c.forward(x, n, s)
+		var l float64
+		for r := 0; r < n; r++ {
+			l -= math.Log(float64(p[r*3+int(y[r])]))
+		}
+		return l / n
+	}
+	for pi, idx := range [][2]int{{0, 0}, {0, 4}, {0, 13}, {1, 1}, {2, 7}, {3, 2}, {4, 5}} {
+		p := params[idx[0]]
+		old := p[idx[1]]
+		const eps = 1e-3
+		p[idx[1]] = old + eps
+		up := loss()
+		p[idx[1]] = old - eps
+		down := loss()
+		p[idx[1]] = old
+		num := (up - down) / (2 * eps)
+		ana := float64(grads[idx[0]][idx[1]])
+		if math.Abs(num-ana) > 1e-3+0.05*math.Abs(num) {
+			t.Errorf("param %d %v: numeric %.5f analytic %.5f", pi, idx, num, ana)
+		}
 	}
 }
