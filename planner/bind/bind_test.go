@@ -137,7 +137,12 @@ func run(t *testing.T, c testCase, cat *catalog.Catalog, inf *infra.Infra) strin
 	case "bind":
 		return strings.TrimRight(logical.Format(plan.Root, schema), "\n")
 	case "rewrite":
-		return strings.TrimRight(logical.Format(rewrite.Apply(plan).Root, schema), "\n")
+		rw := rewrite.Apply(plan)
+		// Rewrites never change what the query returns.
+		if !rw.Root.Schema().Equal(plan.Root.Schema()) {
+			return "rewrite changed the result schema: " + rw.Root.Schema().String()
+		}
+		return strings.TrimRight(logical.Format(rw.Root, schema), "\n")
 	case "lower":
 		res, err := lower.Lower(rewrite.Apply(plan), cat, inf, lower.Options{})
 		if err != nil {

@@ -460,10 +460,31 @@ func (l *lowerer) model(x *logical.LateralModel, in []pending) *Stage {
 		}
 		op.Variants = append(op.Variants, ov)
 	}
+	l.checkRunnable(x)
 	l.p.Operators = append(l.p.Operators, op)
 	l.edges(s, x.Input, in)
 	l.stages = append(l.stages, s)
 	return s
+}
+
+// checkRunnable reports a model that no worker of the infrastructure can run:
+// its latency profiles name other worker types (a catalog for another setup).
+func (l *lowerer) checkRunnable(x *logical.LateralModel) {
+	for _, v := range x.Model.Variants {
+		for k := range v.Latency {
+			for _, w := range l.p.Workers {
+				if w.Name == k || w.Type == k {
+					return
+				}
+			}
+		}
+	}
+	var types []string
+	for _, t := range l.inf.WorkerTypes {
+		types = append(types, t.Name)
+	}
+	l.errorf(x, "no worker can run model %s: its latency profiles name %v, the infrastructure has worker types %v",
+		x.Model.Name, SortedWorkerTypes(x.Model), types)
 }
 
 func (l *lowerer) stageOfModel(m *logical.LateralModel) string {
