@@ -1,9 +1,12 @@
 // Package relay moves Arrow batches and progress updates between dataflow
 // workers. It owns the Transport interface (one directed link per query, edge,
 // sender and receiver), the per-link meters that are the measured network cost
-// of a plan, and the shared configuration; the backends live in subpackages:
-// relay/inproc (Go channels), relay/natsrelay (NATS), with relay/natsserver for
-// an embedded server and relay/relaytest for the conformance suite both pass.
+// of a plan, the shared configuration, and DataflowTransport, which plugs any
+// backend into dataflow.Transport. The backends live in subpackages:
+// relay/inproc (Go channels) and relay/natsrelay (NATS); relay/frame is the
+// wire format, relay/natsserver the embedded server, relay/relaytest the
+// conformance suite both backends pass, relay/relaybench the relay-vs-raw-NATS
+// benchmark behind `tierflow bench relay`.
 //
 // Every backend keeps the same promises: messages of one link arrive in the
 // order they were sent, exactly once; progress travels on the same path as

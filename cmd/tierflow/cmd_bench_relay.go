@@ -25,11 +25,12 @@ and p50/p99 one-hop latency. The in-process backend is measured alongside. Both
 ends run in this process over loopback, against an embedded server unless
 --nats names one; across processes is not measured yet.`,
 		Example: `  tierflow bench relay
-  tierflow bench relay --rows 1024 --mb 200 --format json`,
+  tierflow bench relay --rows 1024 --mb 200 --format json
+  tierflow bench relay --rows 16384 --max-payload 1048576   # chunked batches`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			if o.MB < 0 || o.Rounds < 0 || o.Latency < 0 || o.Window < 0 {
-				return badInput(fmt.Errorf("--mb, --rounds, --latency and --window must not be negative"))
+			if o.MB < 0 || o.Rounds < 0 || o.Latency < 0 || o.Window < 0 || o.MaxPayload < 0 {
+				return badInput(fmt.Errorf("--mb, --rounds, --latency, --window and --max-payload must not be negative"))
 			}
 			for _, r := range o.Rows {
 				if r <= 0 {
@@ -56,5 +57,6 @@ ends run in this process over loopback, against an embedded server unless
 	f.IntVar(&o.Rounds, "rounds", 3, "alternating raw/relay measurements per case; the median is reported")
 	f.IntVar(&o.Latency, "latency", 200, "one-at-a-time sends for the latency percentiles")
 	f.IntVar(&o.Window, "window", 32, "relay credit window in messages")
+	f.Int32Var(&o.MaxPayload, "max-payload", 0, "embedded server's max payload in bytes (default 8 MiB); larger batches are chunked")
 	return c
 }

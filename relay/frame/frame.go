@@ -186,6 +186,9 @@ func Decode(b []byte) (Header, []byte, error) {
 	if h.Chunks == 1 && uint64(len(body)) != h.Total {
 		return h, nil, fmt.Errorf("%w: single-chunk body of %d bytes, header says %d", ErrMalformed, len(body), h.Total)
 	}
+	if h.Kind != KindData && h.Chunks != 1 {
+		return h, nil, fmt.Errorf("%w: %s frame in %d chunks (only data is chunked)", ErrMalformed, h.Kind, h.Chunks)
+	}
 	switch h.Kind {
 	case KindProgress, KindEnd, KindHello, KindClose:
 		if h.Total != 0 {

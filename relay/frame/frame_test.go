@@ -58,6 +58,7 @@ func TestDecodeRejects(t *testing.T) {
 		"end with body":  Append(nil, Header{Kind: KindEnd, Chunks: 1, Total: 2}, []byte{1, 2}),
 		"progress body":  Append(nil, Header{Kind: KindProgress, Chunks: 1, Total: 1}, []byte{1}),
 		"credit short":   Append(nil, Header{Kind: KindCredit, Chunks: 1, Total: 2}, []byte{1, 2}),
+		"credit chunked": Append(nil, Header{Kind: KindCredit, Chunks: 2, Total: 8}, nil),
 		"chunk over all": Append(nil, Header{Kind: KindData, Chunks: 2, Total: 1}, []byte{1, 2}),
 	}
 	for name, b := range cases {

@@ -30,15 +30,18 @@ import (
 // Options bound a run. Zero values take the defaults, which finish in a few
 // seconds on a laptop.
 type Options struct {
-	Rows      []int         // rows per batch, one case each (default 64, 1024, 4096)
-	MB        int           // megabytes moved per throughput measurement (default 48)
-	Rounds    int           // alternating raw/relay measurements, median kept (default 3)
-	Latency   int           // one-at-a-time round trips for the latency percentiles (default 200)
-	Window    int           // relay credit window (default 32)
-	URL       string        // external NATS server; empty starts an embedded one
-	Progress  io.Writer     // plain progress lines; nil for none
-	Timeout   time.Duration // bound on one measurement (default 60s)
-	Allocator memory.Allocator
+	Rows    []int  // rows per batch, one case each (default 64, 1024, 4096)
+	MB      int    // megabytes moved per throughput measurement (default 48)
+	Rounds  int    // alternating raw/relay measurements, median kept (default 3)
+	Latency int    // one-at-a-time round trips for the latency percentiles (default 200)
+	Window  int    // relay credit window (default 32)
+	URL     string // external NATS server; empty starts an embedded one
+	// MaxPayload of the embedded server (default natsserver.DefaultMaxPayload);
+	// batches above it are chunked by the relay and by the raw baseline alike.
+	MaxPayload int32
+	Progress   io.Writer     // plain progress lines; nil for none
+	Timeout    time.Duration // bound on one measurement (default 60s)
+	Allocator  memory.Allocator
 }
 
 // Row is one case of the result.
@@ -95,11 +98,12 @@ type Env struct {
 	pub, sub *nats.Conn
 }
 
-// NewEnv starts an embedded server (url empty) or connects to url.
-func NewEnv(url string) (*Env, error) {
+// NewEnv starts an embedded server (url empty) with the given max payload (0
+// for the default) or connects to url.
+func NewEnv(url string, maxPayload int32) (*Env, error) {
 	e := &Env{}
 	if url == "" {
-		s, err := natsserver.Start(natsserver.Options{})
+		s, err := natsserver.Start(natsserver.Options{MaxPayload: maxPayload})
 		if err != nil {
 			return nil, err
 		}
@@ -367,7 +371,10 @@ func Run(ctx context.Context, o Options) ([]Row, error) {
 			return nil, fmt.Errorf("%w: %d rows per batch", ErrBadOptions, r)
 		}
 	}
-	env, err := NewEnv(o.URL)
+	if o.MaxPayload < 0 {
+		return nil, fmt.Errorf("%w: max payload %d", ErrBadOptions, o.MaxPayload)
+	}
+	env, err := NewEnv(o.URL, o.MaxPayload)
 	if err != nil {
 		return nil, err
 	}
@@ -379,8 +386,8 @@ func Run(ctx context.Context, o Options) ([]Row, error) {
 	defer a.Close()
 	defer b.Close()
 	defer ip.Close()
-	o.logf("relay bench: NATS %s, window %d, %d MB per measurement, %d rounds (both ends in this process, loopback)",
-		env.pub.ConnectedUrl(), o.Window, o.MB, o.Rounds)
+	o.logf("relay bench: NATS %s (max payload %d), window %d, %d MB per measurement, %d rounds (both ends in this process, loopback)",
+		env.pub.ConnectedUrl(), env.pub.MaxPayload(), o.Window, o.MB, o.Rounds)
 	var rows []Row
 	for _, nrows := range o.Rows {
 		rec := Record(o.Allocator, nrows)

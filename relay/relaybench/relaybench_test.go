@@ -20,7 +20,8 @@ func TestRunSmall(t *testing.T) {
 	defer mem.AssertSize(t, 0)
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
-	rows, err := Run(ctx, Options{Rows: []int{16, 5000}, MB: 1, Rounds: 1, Latency: 5, Allocator: mem})
+	// A 1 MiB max payload makes the 5000-row batch (1.3 MB) travel in chunks.
+	rows, err := Run(ctx, Options{Rows: []int{16, 5000}, MB: 1, Rounds: 1, Latency: 5, Allocator: mem, MaxPayload: 1 << 20})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -42,7 +43,7 @@ func TestRunSmall(t *testing.T) {
 }
 
 func benchEnv(b *testing.B) *Env {
-	env, err := NewEnv("")
+	env, err := NewEnv("", 0)
 	if err != nil {
 		b.Fatal(err)
 	}
