@@ -23,6 +23,10 @@ type Config struct {
 	// ErrorColumn is the utf8 column that carries a row's error (null when the
 	// row succeeded). Default "error".
 	ErrorColumn string
+	// NoErrorColumn leaves the error column out (for plans whose schema has
+	// none): a failed row then has nulls in the output columns, and the errors
+	// are counted in Model.Failed.
+	NoErrorColumn bool
 	// MaxBatch caps the rows per session call (default 32).
 	MaxBatch int
 }
@@ -52,7 +56,13 @@ type Model struct {
 	inShape    []int64
 	outShapes  [][]int64
 	lastSchema *arrow.Schema // the last record schema found equal to inSchema
+	failed     int64         // rows failed (counted when there is no error column)
+	lastErr    string
 }
+
+// Failed reports how many rows failed and the last error, for models bound with
+// NoErrorColumn (with an error column the errors travel with the rows).
+func (m *Model) Failed() (int64, string) { return m.failed, m.lastErr }
 
 // Bind checks the session's signature against the input schema and the heads and
 // returns the bound model. Every mismatch is an ErrSchema naming the column, the
@@ -171,7 +181,9 @@ func Bind(sess Session, in *arrow.Schema, cfg Config) (*Model, error) {
 		seen[bh.out] = true
 		m.heads = append(m.heads, bh)
 	}
-	fields = append(fields, arrow.Field{Name: cfg.ErrorColumn, Type: arrow.BinaryTypes.String, Nullable: true})
+	if !cfg.NoErrorColumn {
+		fields = append(fields, arrow.Field{Name: cfg.ErrorColumn, Type: arrow.BinaryTypes.String, Nullable: true})
+	}
 	names := map[string]bool{}
 	for _, f := range fields {
 		if names[f.Name] {
@@ -501,7 +513,16 @@ func (j *job) finish(mem memory.Allocator) arrow.Record {
 			hb.sbuf.Release()
 		}
 	}
-	cols = append(cols, j.errorColumn(mem))
+	if m.cfg.NoErrorColumn {
+		m.failed += int64(j.nFailed)
+		for _, e := range j.errs {
+			if e != "" {
+				m.lastErr = e
+			}
+		}
+	} else {
+		cols = append(cols, j.errorColumn(mem))
+	}
 	j.arena.Release() // the columns hold their slices of it
 	return newRecord(m.out, cols, int64(j.n))
 }
