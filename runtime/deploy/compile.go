@@ -1,0 +1,91 @@
+package deploy
+
+import (
+	"errors"
+	"fmt"
+
+	"github.com/tierflow/tierflow/lang"
+	"github.com/tierflow/tierflow/operators/exec"
+	"github.com/tierflow/tierflow/planner/bind"
+	"github.com/tierflow/tierflow/planner/catalog"
+	"github.com/tierflow/tierflow/planner/logical"
+)
+
+// ErrScript: a submitted script is not one query after its definitions.
+var ErrScript = errors.New("deploy: bad script")
+
+// Script is the unit of submission: CREATE statements followed by one query
+// (SELECT or INSERT). Workers and the coordinator compile the same Script and
+// so build the same dataflow.
+type Script struct {
+	Filename string `json:"filename"`
+	Source   string `json:"source"`
+	// BaseDir resolves relative file paths.
+	BaseDir string `json:"base_dir,omitempty"`
+	// Catalog is a catalog YAML file the script starts from (optional).
+	Catalog string `json:"catalog,omitempty"`
+}
+
+// Bind parses the script, applies its definitions to cat (nil: a fresh load
+// of s.Catalog, or an empty catalog) and binds its one query.
+func (s Script) Bind(cat *catalog.Catalog) (*logical.Plan, *catalog.Catalog, error) {
+	script, err := lang.Parse(s.Filename, s.Source)
+	if err != nil {
+		return nil, nil, err
+	}
+	if cat == nil {
+		if cat, err = s.LoadCatalog(); err != nil {
+			return nil, nil, err
+		}
+	}
+	var query lang.Statement
+	for _, stmt := range script.Statements {
+		if ok, err := bind.Apply(cat, stmt); ok {
+			if err != nil {
+				return nil, nil, err
+			}
+			continue
+		}
+		switch stmt.(type) {
+		case *lang.Query, *lang.Insert:
+			if query != nil {
+				return nil, nil, fmt.Errorf("%s: %w: a submission runs one query; this is the second", stmt.Position(), ErrScript)
+			}
+			query = stmt
+		default:
+			return nil, nil, fmt.Errorf("%s: %w: %T statements cannot be submitted", stmt.Position(), ErrScript, stmt)
+		}
+	}
+	if query == nil {
+		return nil, nil, fmt.Errorf("%s: %w: no SELECT or INSERT to run", s.Filename, ErrScript)
+	}
+	plan, err := bind.New(cat).Bind(query)
+	if err != nil {
+		return nil, nil, err
+	}
+	return plan, cat, nil
+}
+
+// Build binds the script and builds its dataflow with operators/exec.
+func (s Script) Build(cat *catalog.Catalog, opts exec.Options) (*exec.Query, *logical.Plan, error) {
+	plan, _, err := s.Bind(cat)
+	if err != nil {
+		return nil, nil, err
+	}
+	if opts.BaseDir == "" {
+		opts.BaseDir = s.BaseDir
+	}
+	q, err := exec.Build(plan, opts)
+	if err != nil {
+		return nil, nil, err
+	}
+	return q, plan, nil
+}
+
+// LoadCatalog loads s.Catalog, or returns an empty catalog when none is named.
+func (s Script) LoadCatalog() (*catalog.Catalog, error) {
+	if s.Catalog == "" {
+		return &catalog.Catalog{}, nil
+	}
+	return catalog.LoadFile(s.Catalog)
+}

@@ -1,0 +1,338 @@
+// Package deploy turns a query's dataflow and the workers present into a
+// placement: which worker runs each operator instance and how every edge
+// routes batches between them (Pipeline, Exchange by key, Broadcast, Balance
+// by the plan's traffic shares). A Placement is a plain JSON value, so the
+// coordinator computes it once and every worker applies it to the graph it
+// builds itself from the same query text (operators/exec), which keeps
+// operator closures out of the wire format.
+//
+// deploy imports planner, dataflow and operators/exec; never relay, the other
+// runtime packages or cmd.
+package deploy
+
+import (
+	"errors"
+	"fmt"
+	"sort"
+	"strings"
+
+	"github.com/tierflow/tierflow/dataflow"
+	"github.com/tierflow/tierflow/planner/expr"
+	"github.com/tierflow/tierflow/planner/logical"
+	"github.com/tierflow/tierflow/planner/lower"
+	"github.com/tierflow/tierflow/planner/physical"
+)
+
+// Error kinds.
+var (
+	// ErrNoWorkers: no worker can take an operator.
+	ErrNoWorkers = errors.New("deploy: no worker to place on")
+	// ErrMismatch: a graph does not have the shape its placement was made for.
+	ErrMismatch = errors.New("deploy: graph does not match placement")
+)
+
+// Worker is a worker as the placer sees it.
+type Worker struct {
+	Name     string `json:"name"`
+	Tier     string `json:"tier"`
+	Location string `json:"location,omitempty"`
+	Type     string `json:"type,omitempty"`
+}
+
+// Placement says where every operator instance of one query runs.
+type Placement struct {
+	Query string `json:"query"`
+	// Workers names the query's dataflow workers: index i is worker i.
+	Workers   []string       `json:"workers"`
+	Operators []OperatorPlan `json:"operators"`
+	Edges     []EdgePlan     `json:"edges"`
+}
+
+// OperatorPlan places one dataflow operator.
+type OperatorPlan struct {
+	Name string `json:"name"`
+	// Workers[k] runs instance k (indices into Placement.Workers).
+	Workers []int  `json:"workers"`
+	Tier    string `json:"tier"`
+}
+
+// EdgePlan routes one dataflow edge.
+type EdgePlan struct {
+	Kind string `json:"kind"` // pipeline, exchange, broadcast, balance
+	// Keys are the hashed columns of an exchange.
+	Keys []int `json:"keys,omitempty"`
+	// Shares weight a balance's receiver instances.
+	Shares []float64 `json:"shares,omitempty"`
+}
+
+// Options steer placement.
+type Options struct {
+	// Tiers in order, lowest (sources) first. Required.
+	Tiers []string
+	// SourceTier is where streams without a tier sit (default Tiers[0]).
+	SourceTier string
+	// Physical and Lowered, when set, place every stage where the optimizer
+	// put it, with its traffic shares.
+	Physical *physical.Plan
+	Lowered  *lower.Result
+}
+
+// Place computes the placement of g (built by operators/exec from plan) on
+// workers.
+//
+// Without a physical plan, it follows JellyBean's shape by default: a scan
+// runs once on a worker of its stream's tier, stateless operators (columns,
+// filter, project) and stream-table joins stay on the workers of their input
+// (fused, no network hop), keyed aggregates run on every worker of the next
+// tier up, hash-exchanged by their group columns, and global operators (sort,
+// limit, union) and the sink run once on a worker of the top tier, where the
+// results leave for the client.
+func Place(query string, g *dataflow.Graph, plan *logical.Plan, workers []Worker, o Options) (*Placement, error) {
+	if len(o.Tiers) == 0 {
+		return nil, fmt.Errorf("%w: no tiers", ErrNoWorkers)
+	}
+	if o.SourceTier == "" {
+		o.SourceTier = o.Tiers[0]
+	}
+	nodes, err := Nodes(g, plan)
+	if err != nil {
+		return nil, err
+	}
+	ws := append([]Worker(nil), workers...)
+	sort.Slice(ws, func(i, j int) bool { return ws[i].Name < ws[j].Name })
+	pl := &placer{query: query, g: g, nodes: nodes, workers: ws, o: o, used: map[string]int{}}
+	pl.p = &Placement{Query: query, Operators: make([]OperatorPlan, len(g.Operators)), Edges: make([]EdgePlan, len(g.Edges))}
+	if o.Physical != nil && o.Lowered != nil {
+		pl.stages = stageIndex(o.Lowered)
+	}
+	inputs := make([][]int, len(g.Operators)) // edge indices by target input port
+	for i := range g.Operators {
+		inputs[i] = make([]int, g.Operators[i].Inputs)
+	}
+	for ei, e := range g.Edges {
+		if e.To.Op < len(inputs) && e.To.Port < len(inputs[e.To.Op]) {
+			inputs[e.To.Op][e.To.Port] = ei
+		}
+	}
+	// exec adds operators after their inputs, so index order is topological.
+	for i := range g.Operators {
+		if err := pl.operator(i, inputs[i]); err != nil {
+			return nil, err
+		}
+	}
+	return pl.p, nil
+}
+
+type placer struct {
+	query   string
+	g       *dataflow.Graph
+	nodes   []logical.Node
+	workers []Worker
+	o       Options
+	p       *Placement
+	used    map[string]int
+	stages  map[logical.Node]*lower.Stage
+}
+
+// index returns the dataflow worker index of worker w, adding it on first use.
+func (pl *placer) index(w Worker) int {
+	if i, ok := pl.used[w.Name]; ok {
+		return i
+	}
+	i := len(pl.p.Workers)
+	pl.used[w.Name] = i
+	pl.p.Workers = append(pl.p.Workers, w.Name)
+	return i
+}
+
+func (pl *placer) onTier(tier string) []Worker {
+	var out []Worker
+	for _, w := range pl.workers {
+		if w.Tier == tier {
+			out = append(out, w)
+		}
+	}
+	return out
+}
+
+func (pl *placer) tierIndex(t string) int {
+	for i, n := range pl.o.Tiers {
+		if n == t {
+			return i
+		}
+	}
+	return -1
+}
+
+// tierFrom returns the first tier at or above from (in direction dir) that
+// has workers, falling back the other way.
+func (pl *placer) tierFrom(from int, dir int) (string, error) {
+	for _, d := range []int{dir, -dir} {
+		for i := from; i >= 0 && i < len(pl.o.Tiers); i += d {
+			if len(pl.onTier(pl.o.Tiers[i])) > 0 {
+				return pl.o.Tiers[i], nil
+			}
+		}
+	}
+	return "", fmt.Errorf("%w: no worker registered on any tier of %v", ErrNoWorkers, pl.o.Tiers)
+}
+
+func (pl *placer) place(op int, tier string, ws []Worker) {
+	idx := make([]int, len(ws))
+	for k, w := range ws {
+		idx[k] = pl.index(w)
+	}
+	pl.p.Operators[op] = OperatorPlan{Name: pl.g.Operators[op].Name, Workers: idx, Tier: tier}
+}
+
+func (pl *placer) operator(i int, in []int) error {
+	spec := pl.g.Operators[i]
+	node := pl.nodes[i]
+	if pl.stages != nil {
+		if ok, err := pl.fromPlan(i, in); ok || err != nil {
+			return err
+		}
+	}
+	first := func() OperatorPlan { return pl.p.Operators[pl.g.Edges[in[0]].From.Op] }
+	switch {
+	case strings.HasPrefix(spec.Name, "scan "):
+		tier := pl.o.SourceTier
+		if s, ok := node.(*logical.Scan); ok && s.Stream != nil && s.Stream.Tier != "" {
+			tier = s.Stream.Tier
+		}
+		t, err := pl.tierFrom(max(pl.tierIndex(tier), 0), +1)
+		if err != nil {
+			return err
+		}
+		// A file is read once: several instances would each read all of it.
+		pl.place(i, t, pl.onTier(t)[:1])
+		return nil
+	case spec.Name == "columns" || spec.Name == "filter" || spec.Name == "project":
+		up := first()
+		pl.p.Operators[i] = OperatorPlan{Name: spec.Name, Workers: up.Workers, Tier: up.Tier}
+		pl.p.Edges[in[0]] = EdgePlan{Kind: "pipeline"}
+		return nil
+	case spec.Name == "join" && len(in) == 2:
+		up := first()
+		pl.p.Operators[i] = OperatorPlan{Name: spec.Name, Workers: up.Workers, Tier: up.Tier}
+		pl.p.Edges[in[0]] = EdgePlan{Kind: "pipeline"}
+		pl.p.Edges[in[1]] = EdgePlan{Kind: "broadcast"}
+		return nil
+	case spec.Name == "aggregate":
+		up := first()
+		t, err := pl.tierFrom(min(pl.tierIndex(up.Tier)+1, len(pl.o.Tiers)-1), +1)
+		if err != nil {
+			return err
+		}
+		ws := pl.onTier(t)
+		keys := groupColumns(node)
+		if keys == nil {
+			ws = ws[:1]
+		}
+		pl.place(i, t, ws)
+		if len(ws) > 1 {
+			pl.p.Edges[in[0]] = EdgePlan{Kind: "exchange", Keys: keys}
+		} else {
+			pl.p.Edges[in[0]] = EdgePlan{Kind: "pipeline"}
+		}
+		return nil
+	}
+	// sort, limit, union, sink and anything else: once, at the top.
+	t, err := pl.tierFrom(len(pl.o.Tiers)-1, -1)
+	if err != nil {
+		return err
+	}
+	pl.place(i, t, pl.onTier(t)[:1])
+	for _, e := range in {
+		pl.p.Edges[e] = EdgePlan{Kind: "pipeline"}
+	}
+	return nil
+}
+
+// groupColumns returns the input columns an aggregate groups by, or nil when
+// it groups by computed expressions (or nothing) and must run once.
+func groupColumns(n logical.Node) []int {
+	a, ok := n.(*logical.Aggregate)
+	if !ok || len(a.Group) == 0 {
+		return nil
+	}
+	var cols []int
+	for _, g := range a.Group {
+		c, ok := g.(*expr.Column)
+		if !ok {
+			return nil
+		}
+		cols = append(cols, c.Index)
+	}
+	return cols
+}
+
+// Apply sets g's placement: the query name, every operator's workers and
+// every edge's routing. It checks that g has the shape p was computed for.
+func (p *Placement) Apply(g *dataflow.Graph) error {
+	if len(g.Operators) != len(p.Operators) || len(g.Edges) != len(p.Edges) {
+		return fmt.Errorf("%w: %d operators and %d edges, placement has %d and %d", ErrMismatch, len(g.Operators), len(g.Edges), len(p.Operators), len(p.Edges))
+	}
+	for i := range g.Operators {
+		if g.Operators[i].Name != p.Operators[i].Name {
+			return fmt.Errorf("%w: operator %d is %q, placement has %q", ErrMismatch, i, g.Operators[i].Name, p.Operators[i].Name)
+		}
+	}
+	g.Query = p.Query
+	for i := range g.Operators {
+		g.Operators[i].Workers = append([]int(nil), p.Operators[i].Workers...)
+	}
+	for i, e := range p.Edges {
+		ge := &g.Edges[i]
+		switch e.Kind {
+		case "pipeline", "":
+			ge.Kind = dataflow.Pipeline
+		case "exchange":
+			ge.Kind, ge.Partition = dataflow.Exchange, dataflow.HashColumns(e.Keys...)
+		case "broadcast":
+			ge.Kind = dataflow.Broadcast
+		case "balance":
+			ge.Kind, ge.Shares = dataflow.Balance, append([]float64(nil), e.Shares...)
+		default:
+			return fmt.Errorf("%w: edge %d has unknown kind %q", ErrMismatch, i, e.Kind)
+		}
+	}
+	return g.Validate()
+}
+
+// WorkerIndex is the dataflow index of the named worker, or -1 when the
+// placement gives it nothing to run.
+func (p *Placement) WorkerIndex(name string) int {
+	for i, n := range p.Workers {
+		if n == name {
+			return i
+		}
+	}
+	return -1
+}
+
+// TierOf returns the tier of the worker running instance k of operator op.
+func (p *Placement) TierOf(op int) string { return p.Operators[op].Tier }
+
+// Describe prints the placement one operator per line, for logs and tests.
+func (p *Placement) Describe() string {
+	var b strings.Builder
+	for i, o := range p.Operators {
+		var names []string
+		for _, w := range o.Workers {
+			names = append(names, p.Workers[w])
+		}
+		fmt.Fprintf(&b, "%d %s @%s %s\n", i, o.Name, o.Tier, strings.Join(names, ","))
+	}
+	for i, e := range p.Edges {
+		fmt.Fprintf(&b, "edge %d %s", i, e.Kind)
+		if len(e.Keys) > 0 {
+			fmt.Fprintf(&b, " keys=%v", e.Keys)
+		}
+		if len(e.Shares) > 0 {
+			fmt.Fprintf(&b, " shares=%v", e.Shares)
+		}
+		b.WriteByte('\n')
+	}
+	return b.String()
+}

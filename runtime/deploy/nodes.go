@@ -1,0 +1,70 @@
+package deploy
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/tierflow/tierflow/dataflow"
+	"github.com/tierflow/tierflow/planner/logical"
+)
+
+// Nodes pairs every operator of g with the logical node it implements.
+// operators/exec builds a plan bottom-up, children in order, a scan as its
+// source plus an optional "columns" projection; walking the plan the same way
+// recovers the pairing. A graph of another shape is an ErrMismatch.
+func Nodes(g *dataflow.Graph, plan *logical.Plan) ([]logical.Node, error) {
+	out := make([]logical.Node, 0, len(g.Operators))
+	var walk func(n logical.Node) error
+	walk = func(n logical.Node) error {
+		for _, c := range n.Children() {
+			if err := walk(c); err != nil {
+				return err
+			}
+		}
+		i := len(out)
+		if i >= len(g.Operators) {
+			return fmt.Errorf("%w: the plan has more operators than the graph (%d)", ErrMismatch, len(g.Operators))
+		}
+		name := g.Operators[i].Name
+		if want := opName(n); want != "" && !strings.HasPrefix(name, want) {
+			return fmt.Errorf("%w: operator %d is %q, the plan's node there is %s", ErrMismatch, i, name, n.Describe())
+		}
+		out = append(out, n)
+		if _, ok := n.(*logical.Scan); ok && i+1 < len(g.Operators) && g.Operators[i+1].Name == "columns" {
+			out = append(out, n)
+		}
+		return nil
+	}
+	if err := walk(plan.Root); err != nil {
+		return nil, err
+	}
+	if len(out) != len(g.Operators) {
+		return nil, fmt.Errorf("%w: the graph has %d operators, the plan %d", ErrMismatch, len(g.Operators), len(out))
+	}
+	return out, nil
+}
+
+// opName is the name (prefix) operators/exec gives a node's operator.
+func opName(n logical.Node) string {
+	switch n.(type) {
+	case *logical.Scan:
+		return "scan "
+	case *logical.Filter:
+		return "filter"
+	case *logical.Project:
+		return "project"
+	case *logical.Aggregate:
+		return "aggregate"
+	case *logical.Join:
+		return "join"
+	case *logical.Union:
+		return "union"
+	case *logical.Limit:
+		return "limit"
+	case *logical.Sort:
+		return "sort"
+	case *logical.Sink:
+		return "sink"
+	}
+	return ""
+}
