@@ -130,6 +130,10 @@ func opHead(op *physical.Operator) string {
 	if op.Kind == "relational" {
 		return fmt.Sprintf("%s [relational] %.4g items/s", op.Name, op.Demand)
 	}
+	if op.Accuracy == 0 {
+		// A module without accuracy data (tracking, say): nothing to show.
+		return fmt.Sprintf("%s [variant %s] %.4g items/s", op.Name, op.Variant, op.Demand)
+	}
 	return fmt.Sprintf("%s [variant %s] %.4g items/s, accuracy %.4g", op.Name, op.Variant, op.Demand, op.Accuracy)
 }
 

@@ -407,7 +407,16 @@ func (l *lowerer) source(x *logical.Scan) *Stage {
 		tier = l.inf.DefaultSourceTier()
 	}
 	if l.inf.Tier(tier) == nil {
-		l.errorf(x, "stream %s sits in tier %q, which the infrastructure does not have", x.Stream.Name, tier)
+		var have []string
+		for _, t := range l.inf.Tiers {
+			have = append(have, t.Name)
+		}
+		if x.Stream.Pos.Line > 0 {
+			// Blame the catalog entry that names the tier.
+			l.errs = append(l.errs, fmt.Errorf("%s: %w: stream %s sits in tier %q, which the infrastructure does not have (tiers %v)", x.Stream.Pos, ErrLower, x.Stream.Name, tier, have))
+		} else {
+			l.errorf(x, "stream %s sits in tier %q, which the infrastructure does not have (tiers %v)", x.Stream.Name, tier, have)
+		}
 	}
 	rate := x.Stream.Rate
 	if rate <= 0 {
