@@ -15,7 +15,13 @@ import (
 
 // Predicate is a compiled WHERE condition: rows where it is TRUE pass; FALSE and
 // NULL rows are dropped.
-type Predicate struct{ ev *Evaluator }
+type Predicate struct {
+	ev *Evaluator
+	// fast, when set, computes the selection directly (column <op> constant on
+	// a numeric column), skipping the intermediate boolean mask.
+	fast func(rec arrow.Record, buf []int32) []int32
+	buf  []int32
+}
 
 // NewPredicate compiles a boolean expression.
 func NewPredicate(e expr.Expr, in *arrow.Schema, fns *functions.Registry) (*Predicate, error) {
@@ -26,12 +32,16 @@ func NewPredicate(e expr.Expr, in *arrow.Schema, fns *functions.Registry) (*Pred
 	if err != nil {
 		return nil, err
 	}
-	return &Predicate{ev: ev}, nil
+	return &Predicate{ev: ev, fast: fastSelection(e)}, nil
 }
 
 // Filter returns the rows of rec that pass (rec itself, retained, when all do;
 // nil when none do). rec is not released.
 func (p *Predicate) Filter(c *functions.Ctx, rec arrow.Record) (arrow.Record, error) {
+	if p.fast != nil {
+		p.buf = p.fast(rec, p.buf)
+		return p.take(c, rec, p.buf)
+	}
 	d, err := p.ev.EvalDatum(c, rec)
 	if err != nil {
 		return nil, err
@@ -55,15 +65,19 @@ func (p *Predicate) Filter(c *functions.Ctx, rec arrow.Record) (arrow.Record, er
 			return nil, nil
 		}
 	}
-	out, err := compute.FilterRecordBatch(c.Context(), rec, mask, &compute.FilterOptions{NullSelection: compute.SelectionDropNulls})
-	if err != nil {
-		return nil, err
-	}
-	if out.NumRows() == 0 {
-		out.Release()
+	p.buf = SelectionIndices(mask, p.buf)
+	return p.take(c, rec, p.buf)
+}
+
+func (p *Predicate) take(c *functions.Ctx, rec arrow.Record, idx []int32) (arrow.Record, error) {
+	if len(idx) == 0 {
 		return nil, nil
 	}
-	return out, nil
+	if len(idx) == int(rec.NumRows()) {
+		rec.Retain()
+		return rec, nil
+	}
+	return GatherRecord(c.Context(), c.Mem, rec, idx)
 }
 
 // Projection computes a list of expressions into a new record. Bare column

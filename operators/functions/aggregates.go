@@ -214,19 +214,13 @@ func (a *minMaxAcc[T]) fold(g uint32, v T) {
 	}
 }
 func (a *minMaxAcc[T]) Update(gids []uint32, arg arrow.Array, from int) {
-	if ints, ok := any(a).(*minMaxAcc[int64]); ok {
-		// The numeric hot path: no per-row closure call.
-		vals := Int64Values(arg)[from : from+len(gids)]
-		for k, g := range gids {
-			if arg.NullN() != 0 && arg.IsNull(from+k) {
-				continue
-			}
-			v := vals[k]
-			if !ints.seen[g] || (ints.max && v > ints.vals[g]) || (!ints.max && v < ints.vals[g]) {
-				ints.vals[g] = v
-				ints.seen[g] = true
-			}
-		}
+	// The numeric hot paths: no per-row closure calls.
+	switch m := any(a).(type) {
+	case *minMaxAcc[int64]:
+		updateMinMax(m, Int64Values(arg)[from:from+len(gids)], gids, arg, from)
+		return
+	case *minMaxAcc[float64]:
+		updateMinMax(m, arg.(*array.Float64).Float64Values()[from:from+len(gids)], gids, arg, from)
 		return
 	}
 	for k, g := range gids {
@@ -235,6 +229,28 @@ func (a *minMaxAcc[T]) Update(gids []uint32, arg arrow.Array, from int) {
 		}
 	}
 }
+
+func updateMinMax[T int64 | float64](a *minMaxAcc[T], vals []T, gids []uint32, arg arrow.Array, from int) {
+	nulls := arg.NullN() != 0
+	for k, g := range gids {
+		if nulls && arg.IsNull(from+k) {
+			continue
+		}
+		v := vals[k]
+		if !a.seen[g] {
+			a.vals[g], a.seen[g] = v, true
+			continue
+		}
+		if a.max {
+			if v > a.vals[g] {
+				a.vals[g] = v
+			}
+		} else if v < a.vals[g] {
+			a.vals[g] = v
+		}
+	}
+}
+
 func (a *minMaxAcc[T]) Merge(dst, src uint32) {
 	if a.seen[src] {
 		a.fold(dst, a.vals[src])

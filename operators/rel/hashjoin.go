@@ -5,7 +5,6 @@ import (
 
 	"github.com/apache/arrow/go/v17/arrow"
 	"github.com/apache/arrow/go/v17/arrow/array"
-	"github.com/apache/arrow/go/v17/arrow/compute"
 	"github.com/apache/arrow/go/v17/arrow/memory"
 
 	"github.com/tierflow/tierflow/operators/eval"
@@ -112,6 +111,7 @@ type HashJoin struct {
 	enc      map[string][]int32
 	built    bool
 	buf      []byte
+	li, ri   []int32 // probe index buffers, reused
 }
 
 // JoinSchema is the output schema: left columns then right columns (right ones
@@ -263,10 +263,7 @@ func (j *HashJoin) Probe(rec arrow.Record) (arrow.Record, error) {
 		return nil, err
 	}
 	defer releaseArrays(keys)
-	li := array.NewInt32Builder(j.mem)
-	ri := array.NewInt32Builder(j.mem)
-	defer li.Release()
-	defer ri.Release()
+	li, ri := j.li[:0], j.ri[:0]
 	var iv []int64
 	if j.ints != nil {
 		iv = functions.Int64Values(keys[0])
@@ -282,21 +279,19 @@ func (j *HashJoin) Probe(rec arrow.Record) (arrow.Record, error) {
 			}
 		}
 		for _, m := range matches {
-			li.Append(int32(i))
-			ri.Append(m)
+			li = append(li, int32(i))
+			ri = append(ri, m)
 		}
 		if len(matches) == 0 && j.spec.Kind == LeftJoin {
-			li.Append(int32(i))
-			ri.AppendNull()
+			li = append(li, int32(i))
+			ri = append(ri, -1)
 		}
 	}
-	if li.Len() == 0 {
+	j.li, j.ri = li, ri
+	if len(li) == 0 {
 		return nil, nil
 	}
-	lidx, ridx := li.NewArray(), ri.NewArray()
-	defer lidx.Release()
-	defer ridx.Release()
-	out, err := gatherJoin(j.fctx, j.schema, rec.Columns(), j.right, lidx, ridx)
+	out, err := gatherJoin(j.fctx, j.schema, rec.Columns(), j.right, li, ri)
 	if err != nil || j.residual == nil {
 		return out, err
 	}
@@ -304,30 +299,23 @@ func (j *HashJoin) Probe(rec arrow.Record) (arrow.Record, error) {
 	return j.residual.Filter(j.fctx, out)
 }
 
-// gatherJoin takes the left rows lidx and right rows ridx (NULL index: a NULL
-// row) into one record.
-func gatherJoin(c *functions.Ctx, schema *arrow.Schema, left, right []arrow.Array, lidx, ridx arrow.Array) (arrow.Record, error) {
+// gatherJoin takes the left rows lidx and right rows ridx (-1: a NULL row)
+// into one record.
+func gatherJoin(c *functions.Ctx, schema *arrow.Schema, left, right []arrow.Array, lidx, ridx []int32) (arrow.Record, error) {
 	cols := make([]arrow.Array, 0, len(left)+len(right))
 	defer func() { releaseArrays(cols) }()
-	take := func(a, idx arrow.Array) error {
-		out, err := compute.TakeArray(c.Context(), a, idx)
+	for k, a := range append(append([]arrow.Array{}, left...), right...) {
+		idx := lidx
+		if k >= len(left) {
+			idx = ridx
+		}
+		out, err := eval.Gather(c.Context(), c.Mem, a, idx)
 		if err != nil {
-			return err
+			return nil, err
 		}
 		cols = append(cols, out)
-		return nil
 	}
-	for _, a := range left {
-		if err := take(a, lidx); err != nil {
-			return nil, err
-		}
-	}
-	for _, a := range right {
-		if err := take(a, ridx); err != nil {
-			return nil, err
-		}
-	}
-	return array.NewRecord(schema, cols, int64(lidx.Len())), nil
+	return array.NewRecord(schema, cols, int64(len(lidx))), nil
 }
 
 // Release frees the build side.

@@ -16,8 +16,8 @@ import (
 // a map[int64]; anything else a map of the encoded tuple.
 type keyTable struct {
 	types []arrow.DataType
-	ints  map[int64]uint32 // single non-null integer-like key
-	nullG int64            // id of the NULL key for ints (-1 none)
+	ints  *intTable // single non-null integer-like key
+	nullG int64     // id of the NULL key for ints (-1 none)
 	enc   map[string]uint32
 	keys  []array.Builder
 	n     uint32
@@ -27,7 +27,7 @@ type keyTable struct {
 func newKeyTable(mem memory.Allocator, types []arrow.DataType) *keyTable {
 	t := &keyTable{types: types, nullG: -1}
 	if len(types) == 1 && intLike(types[0]) {
-		t.ints = map[int64]uint32{}
+		t.ints = newIntTable()
 	} else {
 		t.enc = map[string]uint32{}
 	}
@@ -63,10 +63,10 @@ func (t *keyTable) lookupInts(col arrow.Array, vals []int64, from, to int, out [
 			out[i-from] = uint32(t.nullG)
 			continue
 		}
-		g, ok := t.ints[vals[i]]
+		g, ok := t.ints.get(vals[i])
 		if !ok {
 			g = t.add(col, i)
-			t.ints[vals[i]] = g
+			t.ints.put(vals[i], g)
 		}
 		out[i-from] = g
 	}

@@ -5,7 +5,6 @@ import (
 
 	"github.com/apache/arrow/go/v17/arrow"
 	"github.com/apache/arrow/go/v17/arrow/array"
-	"github.com/apache/arrow/go/v17/arrow/compute"
 
 	"github.com/tierflow/tierflow/dataflow"
 	"github.com/tierflow/tierflow/operators/eval"
@@ -118,24 +117,11 @@ func SortRecords(c *functions.Ctx, schema *arrow.Schema, recs []arrow.Record, ev
 		}
 		return false
 	})
-	ib := array.NewInt64Builder(c.Mem)
-	defer ib.Release()
-	for _, i := range idx {
-		ib.Append(int64(i))
+	sel := make([]int32, n)
+	for k, i := range idx {
+		sel[k] = int32(i)
 	}
-	ia := ib.NewArray()
-	defer ia.Release()
-	out := make([]arrow.Array, 0, schema.NumFields())
-	for _, col := range all.Columns() {
-		t, err := compute.TakeArray(c.Context(), col, ia)
-		if err != nil {
-			releaseArrays(out)
-			return nil, err
-		}
-		out = append(out, t)
-	}
-	defer releaseArrays(out)
-	return array.NewRecord(schema, out, n), nil
+	return eval.GatherRecord(c.Context(), c.Mem, all, sel)
 }
 
 // compareRows orders two rows of one array; NULL is greater than any value, so

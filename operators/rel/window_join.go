@@ -117,23 +117,19 @@ func (w *WindowJoin) OnBatch(ctx *dataflow.Context, input int, b dataflow.Batch,
 		w.stats.RowsIn.Add(int64(n))
 		w.stats.Late.Add(late)
 	}
-	// Dropped rows go to an extra partition that is released.
-	for i := range part {
-		if part[i] == dropped {
-			part[i] = uint32(len(starts))
+	sel := make([][]int32, len(starts))
+	for i, p := range part {
+		if p != dropped {
+			sel[p] = append(sel[p], int32(i))
 		}
 	}
-	parts, err := dataflow.Split(ctx.Allocator(), b.Record, part, len(starts)+1)
-	if err != nil {
-		return err
-	}
-	for p, rec := range parts {
-		if rec == nil {
-			continue
-		}
-		if p == len(starts) {
-			rec.Release()
-			continue
+	for p, idx := range sel {
+		var rec arrow.Record
+		if len(idx) == n {
+			rec = b.Record
+			rec.Retain()
+		} else if rec, err = eval.GatherRecord(fc.Context(), fc.Mem, b.Record, idx); err != nil {
+			return err
 		}
 		st := w.windows[starts[p]]
 		if st == nil {
