@@ -106,8 +106,16 @@ func (s *Session) RunInteractive(ctx context.Context, banner string) error {
 		AutoComplete:           &completer{s: s},
 		InterruptPrompt:        "^C",
 		EOFPrompt:              `\q`,
-		Stdout:                 s.cfg.Out,
-		Stderr:                 s.cfg.Err,
+		// A terminal that reports no size (some emulators, a fresh pty) would
+		// disable completion: assume 80 columns.
+		FuncGetWidth: func() int {
+			if w := readline.GetScreenWidth(); w > 0 {
+				return w
+			}
+			return 80
+		},
+		Stdout: s.cfg.Out,
+		Stderr: s.cfg.Err,
 	})
 	if err != nil {
 		return err
