@@ -281,3 +281,13 @@ func tensorInfo(io ort.InputOutputInfo) (ml.TensorInfo, error) {
 	}
 	return ti, nil
 }
+
+// ThreadsForShare is the intra-op thread count for one of sessions sessions that
+// share a worker's CPU share of cpus cores: an even split, at least one thread,
+// so co-located models do not oversubscribe the worker's cores.
+func ThreadsForShare(cpus float64, sessions int) int {
+	if sessions < 1 {
+		sessions = 1
+	}
+	return max(1, int(cpus/float64(sessions)))
+}

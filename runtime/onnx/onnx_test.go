@@ -212,3 +212,15 @@ func TestBadModelAndDevice(t *testing.T) {
 		t.Errorf("second library: want ErrLibrary, got %v", err)
 	}
 }
+
+func TestThreadsForShare(t *testing.T) {
+	for _, c := range []struct {
+		cpus     float64
+		sessions int
+		want     int
+	}{{8, 1, 8}, {8, 3, 2}, {0.5, 1, 1}, {2, 4, 1}, {16, 0, 16}} {
+		if got := ThreadsForShare(c.cpus, c.sessions); got != c.want {
+			t.Errorf("ThreadsForShare(%v, %d) = %d, want %d", c.cpus, c.sessions, got, c.want)
+		}
+	}
+}
