@@ -182,3 +182,9 @@ func capturedRecords(c *builtin.Captured) []arrow.Record {
 	}
 	return out
 }
+
+func sliceSource(in []dataflow.Batch) dataflow.Operator { return builtin.NewSliceSource(in) }
+func newCaptured() *builtin.Captured                    { return &builtin.Captured{} }
+func capture(c *builtin.Captured, inst int) dataflow.Operator {
+	return builtin.NewCapture(c, inst)
+}
