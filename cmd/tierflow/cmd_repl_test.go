@@ -150,3 +150,23 @@ func TestCompletionScripts(t *testing.T) {
 		}
 	}
 }
+
+func TestReplInsertWritesTheSinkNotATable(t *testing.T) {
+	setup := streamScript(t)
+	out := filepath.Join(t.TempDir(), "hot.jsonl")
+	code, stdout, errs := replCLI(t, "", "repl", "-f", setup, "-c",
+		"CREATE SINK hot TO FILE '"+out+"' FORMAT JSON; INSERT INTO hot SELECT sensor, temperature FROM readings WHERE temperature > 25;")
+	if code != exitOK {
+		t.Fatalf("exit %d\n%s", code, errs)
+	}
+	if stdout != "" {
+		t.Errorf("INSERT printed results:\n%s", stdout)
+	}
+	b, err := os.ReadFile(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := strings.Count(string(b), "\n"); n != 2 {
+		t.Errorf("sink holds %d rows, want 2:\n%s", n, b)
+	}
+}

@@ -123,6 +123,16 @@ func (s *localStream) Close() error {
 	return nil
 }
 
+// RowsWritten is how many rows the query's sink received, once it ended.
+func (s *localStream) RowsWritten() int64 {
+	select {
+	case <-s.done:
+		return s.stats.RowsWritten
+	default:
+		return 0
+	}
+}
+
 // Summary reports what the run dropped; empty when nothing was.
 func (s *localStream) Summary() string {
 	select {

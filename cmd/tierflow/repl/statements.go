@@ -296,7 +296,8 @@ func (s *Session) runQuery(ctx context.Context, st lang.Statement, src string) e
 		return err
 	}
 	defer stream.Close()
-	return s.render(ctx, stream)
+	_, insert := st.(*lang.Insert)
+	return s.render(ctx, stream, insert)
 }
 
 // printTable renders one of the session's own listings.

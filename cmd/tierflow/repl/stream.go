@@ -16,10 +16,13 @@ const statusEvery = 200 * time.Millisecond
 // render pulls batches from stream and renders each as it arrives; on a
 // terminal a status line (rows so far, elapsed, rows/s) sits under the rows.
 // Cancelling ctx (Ctrl-C) ends the query with what was shown kept.
-func (s *Session) render(ctx context.Context, stream Stream) error {
-	r, err := newRenderer(s.format, s.out, s.color())
-	if err != nil {
-		return err
+func (s *Session) render(ctx context.Context, stream Stream, insert bool) error {
+	var r renderer = discard{}
+	if !insert {
+		var err error
+		if r, err = newRenderer(s.format, s.out, s.color()); err != nil {
+			return err
+		}
 	}
 	if err := r.begin(schemaColumns(stream.Schema())); err != nil {
 		return err
@@ -77,6 +80,9 @@ func (s *Session) render(ctx context.Context, stream Stream) error {
 					if err := r.end(st.rows); err != nil {
 						return err
 					}
+					if insert {
+						s.tag(insertTag(stream))
+					}
 					if sm, ok := stream.(summarizer); ok {
 						if msg := sm.Summary(); msg != "" {
 							fmt.Fprintln(s.cfg.Err, msg)
@@ -102,6 +108,23 @@ func (s *Session) render(ctx context.Context, stream Stream) error {
 			st.draw()
 		}
 	}
+}
+
+// discard is the renderer of INSERT: its rows went to the sink.
+type discard struct{}
+
+func (discard) begin([]column) error { return nil }
+func (discard) rows([][]cell) error  { return nil }
+func (discard) end(int64) error      { return nil }
+
+// rowCounter is a Stream that knows how many rows its sinks received.
+type rowCounter interface{ RowsWritten() int64 }
+
+func insertTag(stream Stream) string {
+	if rc, ok := stream.(rowCounter); ok {
+		return fmt.Sprintf("INSERT %d", rc.RowsWritten())
+	}
+	return "INSERT"
 }
 
 // status is the line under a streaming result on a terminal.
