@@ -25,8 +25,11 @@ import (
 const childEnv = "TIERFLOW_TEST_REPL_CHILD"
 
 func TestMain(m *testing.M) {
-	if os.Getenv(childEnv) == "1" {
+	switch os.Getenv(childEnv) {
+	case "generator":
 		os.Exit(runWithGenerator(os.Args[1:]))
+	case "real":
+		os.Exit(run(os.Args[1:], os.Stdin, os.Stdout, os.Stderr))
 	}
 	if flag.Lookup("update") == nil {
 		flag.Bool("update", false, "rewrite the golden files under testdata/")
@@ -71,10 +74,10 @@ type ptyTerm struct {
 	seen int           // output before this offset has been matched
 }
 
-func startTerm(t *testing.T, home string, args ...string) (*ptyTerm, *exec.Cmd) {
+func startTerm(t *testing.T, engine, home string, args ...string) (*ptyTerm, *exec.Cmd) {
 	t.Helper()
 	cmd := exec.Command(os.Args[0], args...)
-	cmd.Env = append(os.Environ(), childEnv+"=1", "HOME="+home, "XDG_STATE_HOME=", "TERM=xterm", "NO_COLOR=")
+	cmd.Env = append(os.Environ(), childEnv+"="+engine, "HOME="+home, "XDG_STATE_HOME=", "TERM=xterm", "NO_COLOR=")
 	f, err := pty.StartWithSize(cmd, &pty.Winsize{Rows: 50, Cols: 160})
 	if err != nil {
 		t.Fatalf("starting the REPL on a pty: %v", err)
@@ -140,7 +143,7 @@ func (tm *ptyTerm) expect(re string) string {
 
 func TestReplOnPseudoTerminal(t *testing.T) {
 	home := t.TempDir()
-	tm, cmd := startTerm(t, home, "repl")
+	tm, cmd := startTerm(t, "generator", home, "repl")
 	tm.expect(`Type \\\? for help`)
 	tm.expect(regexp.QuoteMeta(repl.Prompt))
 
@@ -183,16 +186,7 @@ func TestReplOnPseudoTerminal(t *testing.T) {
 	tm.expect(`Timing is on\.`)
 
 	tm.send("\\q\r")
-	done := make(chan error, 1)
-	go func() { done <- cmd.Wait() }()
-	select {
-	case err := <-done:
-		if err != nil {
-			t.Fatalf("repl exited with %v", err)
-		}
-	case <-time.After(5 * time.Second):
-		t.Fatal("repl did not exit after \\q")
-	}
+	waitExit(t, cmd)
 	hist, err := os.ReadFile(filepath.Join(home, ".tierflow_history"))
 	if err != nil {
 		t.Fatal(err)
@@ -206,4 +200,41 @@ func TestReplOnPseudoTerminal(t *testing.T) {
 			t.Errorf("history lacks %q:\n%s", want, hist)
 		}
 	}
+}
+
+// waitExit waits for the REPL to exit with status 0.
+func waitExit(t *testing.T, cmd *exec.Cmd) {
+	t.Helper()
+	done := make(chan error, 1)
+	go func() { done <- cmd.Wait() }()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatalf("repl exited with %v", err)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("repl did not exit")
+	}
+}
+
+// TestReplOnPseudoTerminalWithTheExecutor is the same terminal with the real
+// local executor: a multi-line join over CSV files, then formats and Ctrl-D.
+func TestReplOnPseudoTerminalWithTheExecutor(t *testing.T) {
+	setup := streamScript(t)
+	tm, cmd := startTerm(t, "real", t.TempDir(), "repl")
+	tm.expect(regexp.QuoteMeta(repl.Prompt))
+	tm.send(`\i ` + setup + "\r")
+	tm.expect(`CREATE TABLE sensors\r\n`)
+	tm.send("SELECT s.site, r.temperature\r")
+	tm.expect(regexp.QuoteMeta(repl.ContinuationPrompt))
+	tm.send("FROM readings AS r JOIN sensors AS s ON r.sensor = s.sensor\r")
+	tm.send("WHERE r.temperature > 25;\r")
+	tm.expect(`site\s+\| temperature`)
+	tm.expect(`south \|\s+26\r\n`)
+	tm.expect(`\(2 rows\)`)
+	tm.send(`\format csv` + "\r")
+	tm.send("SELECT sensor FROM readings WHERE temperature < 21;\r")
+	tm.expect(`sensor\r\n1\r\n`)
+	tm.send("\x04") // Ctrl-D quits
+	waitExit(t, cmd)
 }
