@@ -58,6 +58,9 @@ type OperatorPlan struct {
 
 // EdgePlan routes one dataflow edge.
 type EdgePlan struct {
+	// From and To are the operators the edge connects.
+	From int    `json:"from"`
+	To   int    `json:"to"`
 	Kind string `json:"kind"` // pipeline, exchange, broadcast, balance
 	// Keys are the hashed columns of an exchange.
 	Keys []int `json:"keys,omitempty"`
@@ -119,6 +122,9 @@ func Place(query string, g *dataflow.Graph, plan *logical.Plan, workers []Worker
 		if err := pl.operator(i, inputs[i]); err != nil {
 			return nil, err
 		}
+	}
+	for i, e := range g.Edges {
+		pl.p.Edges[i].From, pl.p.Edges[i].To = e.From.Op, e.To.Op
 	}
 	return pl.p, nil
 }
@@ -335,4 +341,13 @@ func (p *Placement) Describe() string {
 		b.WriteByte('\n')
 	}
 	return b.String()
+}
+
+// endTiers returns the tiers of edge e's two operators.
+func (p *Placement) endTiers(e int) (string, string) {
+	ed := p.Edges[e]
+	if ed.From >= len(p.Operators) || ed.To >= len(p.Operators) {
+		return "?", "?"
+	}
+	return p.Operators[ed.From].Tier, p.Operators[ed.To].Tier
 }

@@ -1,0 +1,207 @@
+// Package cluster starts a whole tierflow deployment on one machine: an
+// in-process NATS server (or an external one by URL), a coordinator, and one
+// worker per worker of an infrastructure spec, each worker with its own NATS
+// connection, so a plan's data really crosses NATS between tiers, exactly as
+// it does between machines. Workers run as goroutine groups in this process
+// (StartEmbedded) or as child processes of the tierflow binary
+// (StartProcesses). It is the default engine of `tierflow run`.
+//
+// cluster imports runtime/{coordinator, worker, deploy, metrics}, relay and
+// planner/infra; never cmd.
+package cluster
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"strings"
+	"time"
+
+	"github.com/apache/arrow/go/v17/arrow/memory"
+	"github.com/nats-io/nats.go"
+
+	"github.com/tierflow/tierflow/operators/sinks"
+	"github.com/tierflow/tierflow/planner/infra"
+	"github.com/tierflow/tierflow/relay/natsserver"
+	"github.com/tierflow/tierflow/runtime/coordinator"
+	"github.com/tierflow/tierflow/runtime/deploy"
+	"github.com/tierflow/tierflow/runtime/devices"
+	"github.com/tierflow/tierflow/runtime/metrics"
+	"github.com/tierflow/tierflow/runtime/worker"
+)
+
+// ErrInfra: the infrastructure spec names no worker.
+var ErrInfra = errors.New("cluster: no workers in the infrastructure")
+
+// Options configure a local cluster.
+type Options struct {
+	// Infra lists the workers to start (one per expanded machine) and
+	// orders the tiers. Required.
+	Infra *infra.Infra
+	// Catalog is a catalog YAML file scripts start from (optional).
+	Catalog string
+	// NATS is an external server's URL; empty starts one in-process.
+	NATS string
+	// Allocator for every worker's records (default memory.DefaultAllocator).
+	Allocator memory.Allocator
+	// Heartbeat interval of the workers (default 1s).
+	Heartbeat time.Duration
+	// Metrics, when set, collects the coordinator's and every worker's
+	// metrics (one registry: one process).
+	Metrics *metrics.Registry
+	// Stdout receives STDOUT sinks of the workers (default io.Discard).
+	Stdout io.Writer
+	Log    *slog.Logger
+}
+
+// Cluster is a running local deployment.
+type Cluster struct {
+	server      *natsserver.Server
+	url         string
+	conns       []*nats.Conn
+	Coordinator *coordinator.Coordinator
+	Workers     []*worker.Worker
+	procs       []*process
+	client      *coordinator.Client
+}
+
+// WorkerName turns a machine name into a valid worker name (subject token).
+func WorkerName(s string) string {
+	var b strings.Builder
+	for _, r := range s {
+		if r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '-' || r == '_' {
+			b.WriteRune(r)
+		} else {
+			b.WriteByte('_')
+		}
+	}
+	return b.String()
+}
+
+// startCore starts the server (unless external) and the coordinator.
+func startCore(o *Options) (*Cluster, error) {
+	if o.Infra == nil || len(o.Infra.Machines()) == 0 {
+		return nil, ErrInfra
+	}
+	if o.Allocator == nil {
+		o.Allocator = memory.DefaultAllocator
+	}
+	if o.Heartbeat <= 0 {
+		o.Heartbeat = time.Second
+	}
+	c := &Cluster{url: o.NATS}
+	if c.url == "" {
+		srv, err := natsserver.Start(natsserver.Options{})
+		if err != nil {
+			return nil, err
+		}
+		c.server, c.url = srv, srv.ClientURL()
+	}
+	nc, err := c.connect("tierflow-coordinator")
+	if err != nil {
+		c.Close()
+		return nil, err
+	}
+	co, err := coordinator.Start(coordinator.Config{Conn: nc, Infra: o.Infra, Catalog: o.Catalog, Heartbeat: o.Heartbeat, Metrics: o.Metrics, Log: o.Log})
+	if err != nil {
+		c.Close()
+		return nil, err
+	}
+	c.Coordinator = co
+	cc, err := c.connect("tierflow-client")
+	if err != nil {
+		c.Close()
+		return nil, err
+	}
+	c.client = coordinator.NewClient(cc)
+	c.client.Allocator = o.Allocator
+	return c, nil
+}
+
+// StartEmbedded starts a server, a coordinator and one in-process worker per
+// machine of o.Infra, and returns once every worker has registered.
+func StartEmbedded(ctx context.Context, o Options) (*Cluster, error) {
+	c, err := startCore(&o)
+	if err != nil {
+		return nil, err
+	}
+	inv := devices.Take()
+	for _, m := range o.Infra.Machines() {
+		name := WorkerName(m.Name)
+		nc, err := c.connect("tierflow-worker-" + name)
+		if err != nil {
+			c.Close()
+			return nil, err
+		}
+		typ := ""
+		if m.Type != nil {
+			typ = m.Type.Name
+		}
+		w, err := worker.Start(ctx, worker.Config{Conn: nc, Name: name, Tier: m.Tier, Location: m.Location, Type: typ,
+			Inventory: &inv, Allocator: o.Allocator, Metrics: o.Metrics, Stdout: o.Stdout, Log: o.Log})
+		if err != nil {
+			c.Close()
+			return nil, fmt.Errorf("worker %s: %w", name, err)
+		}
+		c.Workers = append(c.Workers, w)
+	}
+	return c, nil
+}
+
+func (c *Cluster) connect(name string) (*nats.Conn, error) {
+	nc, err := natsserver.Connect(c.url, nats.Name(name))
+	if err != nil {
+		return nil, err
+	}
+	c.conns = append(c.conns, nc)
+	return nc, nil
+}
+
+// URL is the NATS server the cluster uses.
+func (c *Cluster) URL() string { return c.url }
+
+// Client is a client connected to the cluster's coordinator.
+func (c *Cluster) Client() *coordinator.Client { return c.client }
+
+// Run submits a script's query and writes its rows to out until it is done.
+func (c *Cluster) Run(ctx context.Context, script deploy.Script, out sinks.Writer) (deploy.QueryInfo, error) {
+	return c.client.Submit(ctx, script, "", out)
+}
+
+// WaitWorkers waits until n workers are registered with the coordinator.
+func (c *Cluster) WaitWorkers(ctx context.Context, n int) error {
+	for {
+		if len(c.Coordinator.Workers()) >= n {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("%d of %d workers registered: %w", len(c.Coordinator.Workers()), n, ctx.Err())
+		case <-time.After(20 * time.Millisecond):
+		}
+	}
+}
+
+// Close stops the workers (aborting what runs), the coordinator and the
+// server.
+func (c *Cluster) Close() error {
+	var errs []error
+	for _, w := range c.Workers {
+		errs = append(errs, w.Close())
+	}
+	for _, p := range c.procs {
+		errs = append(errs, p.stop())
+	}
+	if c.Coordinator != nil {
+		errs = append(errs, c.Coordinator.Close())
+	}
+	for _, nc := range c.conns {
+		nc.Close()
+	}
+	if c.server != nil {
+		c.server.Shutdown()
+	}
+	return errors.Join(errs...)
+}

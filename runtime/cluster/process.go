@@ -1,0 +1,101 @@
+package cluster
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"sync"
+	"time"
+)
+
+// ProcessOptions configure StartProcesses.
+type ProcessOptions struct {
+	Options
+	// Binary is the tierflow executable the workers run (default: this
+	// process's own executable, which is right for the tierflow CLI).
+	Binary string
+	// Stderr receives the workers' logs (default io.Discard).
+	Stderr io.Writer
+}
+
+// process is one worker child process.
+type process struct {
+	cmd  *exec.Cmd
+	done chan struct{}
+	err  error
+	once sync.Once
+}
+
+// StartProcesses is StartEmbedded with every worker a child process
+// (`tierflow worker --nats URL --name N --tier T ...`) instead of goroutines
+// in this process: the server and the coordinator stay here. It returns once
+// every worker has registered.
+func StartProcesses(ctx context.Context, o ProcessOptions) (*Cluster, error) {
+	c, err := startCore(&o.Options)
+	if err != nil {
+		return nil, err
+	}
+	bin := o.Binary
+	if bin == "" {
+		if bin, err = os.Executable(); err != nil {
+			c.Close()
+			return nil, err
+		}
+	}
+	stderr := o.Stderr
+	if stderr == nil {
+		stderr = io.Discard
+	}
+	ms := o.Infra.Machines()
+	for _, m := range ms {
+		args := []string{"worker", "--nats", c.url, "--name", WorkerName(m.Name), "--tier", m.Tier}
+		if m.Location != "" {
+			args = append(args, "--location", m.Location)
+		}
+		if m.Type != nil {
+			args = append(args, "--type", m.Type.Name)
+		}
+		if o.Heartbeat > 0 {
+			args = append(args, "--heartbeat", o.Heartbeat.String())
+		}
+		cmd := exec.Command(bin, args...)
+		cmd.Stdout, cmd.Stderr = stderr, stderr
+		if err := cmd.Start(); err != nil {
+			c.Close()
+			return nil, fmt.Errorf("start worker %s: %w", m.Name, err)
+		}
+		p := &process{cmd: cmd, done: make(chan struct{})}
+		go func() { p.err = cmd.Wait(); close(p.done) }()
+		c.procs = append(c.procs, p)
+	}
+	wctx, cancel := context.WithTimeout(ctx, 20*time.Second)
+	defer cancel()
+	if err := c.WaitWorkers(wctx, len(ms)); err != nil {
+		c.Close()
+		return nil, err
+	}
+	return c, nil
+}
+
+// stop asks the child to leave (SIGINT: it aborts its queries and exits)
+// and kills it if it has not within a few seconds.
+func (p *process) stop() error {
+	var err error
+	p.once.Do(func() {
+		_ = p.cmd.Process.Signal(os.Interrupt)
+		select {
+		case <-p.done:
+		case <-time.After(5 * time.Second):
+			_ = p.cmd.Process.Kill()
+			<-p.done
+		}
+		var ee *exec.ExitError
+		if p.err != nil && !errors.As(p.err, &ee) {
+			err = p.err
+		}
+	})
+	return err
+}

@@ -1,0 +1,195 @@
+package coordinator
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"slices"
+	"time"
+
+	"github.com/apache/arrow/go/v17/arrow/memory"
+	"github.com/nats-io/nats.go"
+
+	"github.com/tierflow/tierflow/operators/sinks"
+	"github.com/tierflow/tierflow/relay/frame"
+	"github.com/tierflow/tierflow/runtime/deploy"
+)
+
+// ErrQuery: a submitted query failed; the error carries the coordinator's
+// or the failing worker's message.
+var ErrQuery = errors.New("query failed")
+
+// Client talks to a coordinator over NATS: submit a script and stream its
+// results back, list workers and queries, stop queries.
+type Client struct {
+	nc *nats.Conn
+	// Timeout bounds each control request (default 30s: a submission waits
+	// for every worker to build its part).
+	Timeout time.Duration
+	// Allocator holds decoded result batches (default memory.DefaultAllocator).
+	Allocator memory.Allocator
+}
+
+// NewClient makes a client on nc.
+func NewClient(nc *nats.Conn) *Client { return &Client{nc: nc, Timeout: 30 * time.Second} }
+
+func (c *Client) request(ctx context.Context, subject string, req, rep any) error {
+	body, err := json.Marshal(req)
+	if err != nil {
+		return err
+	}
+	ctx, cancel := context.WithTimeout(ctx, c.Timeout)
+	defer cancel()
+	msg, err := c.nc.RequestWithContext(ctx, subject, body)
+	if errors.Is(err, nats.ErrNoResponders) {
+		return fmt.Errorf("no coordinator is listening on %s (start one with `tierflow coordinator`): %w", subject, err)
+	}
+	if err != nil {
+		return err
+	}
+	return json.Unmarshal(msg.Data, rep)
+}
+
+// Workers lists the registered workers (SHOW WORKERS).
+func (c *Client) Workers(ctx context.Context) ([]deploy.WorkerInfo, error) {
+	var out []deploy.WorkerInfo
+	return out, c.request(ctx, deploy.SubjectWorkers, struct{}{}, &out)
+}
+
+// Queries lists the coordinator's queries (SHOW QUERIES).
+func (c *Client) Queries(ctx context.Context) ([]deploy.QueryInfo, error) {
+	var out []deploy.QueryInfo
+	return out, c.request(ctx, deploy.SubjectQueries, struct{}{}, &out)
+}
+
+// Stop stops a query (STOP QUERY), gracefully unless abort.
+func (c *Client) Stop(ctx context.Context, query string, abort bool) error {
+	var ack deploy.Ack
+	if err := c.request(ctx, deploy.SubjectStop, deploy.StopRequest{Query: query, Abort: abort}, &ack); err != nil {
+		return err
+	}
+	if ack.Error != "" {
+		return errors.New(ack.Error)
+	}
+	return nil
+}
+
+// NewQueryName returns a fresh query name ("q-" and 8 hex digits).
+func NewQueryName() string {
+	var b [4]byte
+	_, _ = rand.Read(b[:])
+	return "q-" + hex.EncodeToString(b[:])
+}
+
+// Submit runs a script's query on the cluster and writes its result rows to
+// out as they arrive. name may be empty (a fresh one is picked). It returns
+// when the query is done, with the coordinator's final view of it. When ctx
+// ends first the query is stopped gracefully and Submit waits (a bounded
+// time) for what it flushes.
+func (c *Client) Submit(ctx context.Context, script deploy.Script, name string, out sinks.Writer) (deploy.QueryInfo, error) {
+	if name == "" {
+		name = NewQueryName()
+	}
+	if err := deploy.ValidName("query", name); err != nil {
+		return deploy.QueryInfo{}, err
+	}
+	mem := c.Allocator
+	if mem == nil {
+		mem = memory.DefaultAllocator
+	}
+	resultsSubj, doneSubj := deploy.QuerySubject(name, "results"), deploy.QuerySubject(name, "done")
+	// One channel for both subjects keeps their order: results, then done.
+	ch := make(chan *nats.Msg, 1024)
+	rs, err := c.nc.ChanSubscribe(resultsSubj, ch)
+	if err != nil {
+		return deploy.QueryInfo{}, err
+	}
+	defer rs.Unsubscribe()
+	_ = rs.SetPendingLimits(-1, -1)
+	ds, err := c.nc.ChanSubscribe(doneSubj, ch)
+	if err != nil {
+		return deploy.QueryInfo{}, err
+	}
+	defer ds.Unsubscribe()
+	if err := c.nc.Flush(); err != nil {
+		return deploy.QueryInfo{}, err
+	}
+	var rep deploy.SubmitReply
+	if err := c.request(ctx, deploy.SubjectSubmit, deploy.SubmitRequest{Query: name, Script: script}, &rep); err != nil {
+		return deploy.QueryInfo{Query: name}, err
+	}
+	if rep.Error != "" {
+		return deploy.QueryInfo{Query: name, State: deploy.StateFailed, Error: rep.Error}, fmt.Errorf("%w: %s", ErrQuery, rep.Error)
+	}
+	sinksExpected := 0
+	if p := rep.Placement; p != nil {
+		for _, op := range p.Operators {
+			if op.Name == "sink" {
+				seen := []int{}
+				for _, w := range op.Workers {
+					if !slices.Contains(seen, w) {
+						seen = append(seen, w)
+					}
+				}
+				sinksExpected += len(seen)
+			}
+		}
+	}
+	var (
+		info     deploy.QueryInfo
+		done     bool
+		ends     int
+		writeErr error
+		stopping bool
+		grace    <-chan time.Time
+	)
+	ctxDone := ctx.Done()
+	for !(done && (ends >= sinksExpected || info.State != deploy.StateFinished)) {
+		select {
+		case m := <-ch:
+			switch {
+			case m.Subject == doneSubj:
+				if err := json.Unmarshal(m.Data, &info); err != nil {
+					return info, err
+				}
+				done = true
+				if grace == nil {
+					// Results cross the server before the worker's final
+					// status, so they are here; allow a little slack anyway.
+					grace = time.After(5 * time.Second)
+				}
+			case m.Header.Get(deploy.HeaderEnd) != "":
+				ends++
+			default:
+				rec, err := frame.DecodeRecord(m.Data, mem)
+				if err != nil {
+					return info, fmt.Errorf("results of %s: %w", name, err)
+				}
+				if writeErr == nil {
+					writeErr = out.Write(rec)
+				}
+				rec.Release()
+			}
+		case <-ctxDone:
+			ctxDone = nil
+			if !stopping {
+				stopping = true
+				_ = c.Stop(context.Background(), name, false)
+				grace = time.After(15 * time.Second)
+			}
+		case <-grace:
+			if done {
+				return info, fmt.Errorf("%w: %s ended but %d of %d result streams did not end", ErrQuery, name, sinksExpected-ends, sinksExpected)
+			}
+			_ = c.Stop(context.Background(), name, true)
+			return info, fmt.Errorf("%w: %s did not stop in time", ErrQuery, name)
+		}
+	}
+	if info.State == deploy.StateFailed {
+		return info, fmt.Errorf("%w: %s", ErrQuery, info.Error)
+	}
+	return info, writeErr
+}

@@ -1,0 +1,543 @@
+// Package coordinator is tierflow's coordinator: it keeps the registered
+// workers (SHOW WORKERS) and expires those that stop heartbeating, places
+// submitted queries on the workers actually present (runtime/deploy),
+// deploys each worker its operator instances, starts them once all are
+// built, tracks their status and statistics (SHOW QUERIES), stops queries,
+// and tells the client when a query is done. It also holds the client side
+// of the protocol (Client). Data never passes through it: workers exchange
+// batches peer to peer over the relay.
+//
+// coordinator imports planner, operators (sinks, exec through deploy),
+// relay and runtime/{deploy, metrics}; never runtime/worker, runtime/cluster
+// or cmd.
+package coordinator
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"slices"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/tierflow/tierflow/operators/exec"
+	"github.com/tierflow/tierflow/planner/infra"
+	"github.com/tierflow/tierflow/runtime/deploy"
+	"github.com/tierflow/tierflow/runtime/metrics"
+)
+
+// Error kinds.
+var (
+	ErrUnknownQuery = errors.New("coordinator: unknown query")
+	ErrDuplicate    = errors.New("coordinator: query name in use")
+	ErrDeploy       = errors.New("coordinator: deployment failed")
+)
+
+// Config configures a coordinator.
+type Config struct {
+	// Conn is the coordinator's NATS connection.
+	Conn *nats.Conn
+	// Infra, when set, orders the tiers (and later prices plans); tiers of
+	// registered workers it does not name come after its own.
+	Infra *infra.Infra
+	// Catalog is a catalog YAML file for scripts that name none.
+	Catalog string
+	// Heartbeat is the interval workers are told to heartbeat at (default
+	// 1s); a worker silent for Expiry (default 5 heartbeats) is dropped.
+	Heartbeat time.Duration
+	Expiry    time.Duration
+	// DeployTimeout bounds each worker's build of its part (default 20s).
+	DeployTimeout time.Duration
+	Metrics       *metrics.Registry
+	Log           *slog.Logger
+}
+
+// Coordinator is a running coordinator.
+type Coordinator struct {
+	cfg  Config
+	nc   *nats.Conn
+	subs []*nats.Subscription
+	stop chan struct{}
+	wg   sync.WaitGroup
+
+	mu      sync.Mutex
+	workers map[string]*deploy.WorkerInfo
+	queries map[string]*queryState
+	order   []string // query ids in submission order
+}
+
+type queryState struct {
+	info    deploy.QueryInfo
+	status  map[string]deploy.Status // last status by worker
+	started bool
+}
+
+// Start subscribes the coordinator to the control subjects.
+func Start(cfg Config) (*Coordinator, error) {
+	if cfg.Conn == nil {
+		return nil, errors.New("coordinator: no NATS connection")
+	}
+	if cfg.Heartbeat <= 0 {
+		cfg.Heartbeat = time.Second
+	}
+	if cfg.Expiry <= 0 {
+		cfg.Expiry = 5 * cfg.Heartbeat
+	}
+	if cfg.DeployTimeout <= 0 {
+		cfg.DeployTimeout = 20 * time.Second
+	}
+	if cfg.Log == nil {
+		cfg.Log = slog.New(slog.NewTextHandler(io.Discard, nil))
+	}
+	c := &Coordinator{cfg: cfg, nc: cfg.Conn, stop: make(chan struct{}), workers: map[string]*deploy.WorkerInfo{}, queries: map[string]*queryState{}}
+	handlers := []struct {
+		subject string
+		h       nats.MsgHandler
+	}{
+		{deploy.SubjectRegister, c.onRegister},
+		{deploy.SubjectHeartbeat, c.onHeartbeat},
+		{deploy.SubjectSubmit, c.onSubmit},
+		{deploy.SubjectWorkers, func(m *nats.Msg) { reply(m, c.Workers()) }},
+		{deploy.SubjectQueries, func(m *nats.Msg) { reply(m, c.Queries()) }},
+		{deploy.SubjectStop, c.onStop},
+		{deploy.QuerySubject("*", "status"), c.onStatus},
+	}
+	for _, h := range handlers {
+		sub, err := c.nc.Subscribe(h.subject, h.h)
+		if err != nil {
+			c.Close()
+			return nil, err
+		}
+		c.subs = append(c.subs, sub)
+	}
+	if err := c.nc.Flush(); err != nil {
+		c.Close()
+		return nil, err
+	}
+	if cfg.Metrics != nil {
+		_ = cfg.Metrics.Register((*gauges)(c))
+	}
+	c.wg.Add(1)
+	go c.expire()
+	return c, nil
+}
+
+func reply(m *nats.Msg, v any) {
+	if m.Reply == "" {
+		return
+	}
+	b, _ := json.Marshal(v)
+	_ = m.Respond(b)
+}
+
+func (c *Coordinator) onRegister(m *nats.Msg) {
+	var wi deploy.WorkerInfo
+	if err := json.Unmarshal(m.Data, &wi); err != nil {
+		reply(m, deploy.RegisterReply{Error: "bad registration: " + err.Error()})
+		return
+	}
+	if err := deploy.ValidName("worker", wi.Name); err != nil {
+		reply(m, deploy.RegisterReply{Error: err.Error()})
+		return
+	}
+	now := time.Now()
+	wi.Registered, wi.LastSeen = now, now
+	c.mu.Lock()
+	c.workers[wi.Name] = &wi
+	c.mu.Unlock()
+	c.cfg.Log.Info("worker registered", "name", wi.Name, "tier", wi.Tier)
+	reply(m, deploy.RegisterReply{HeartbeatMs: c.cfg.Heartbeat.Milliseconds()})
+}
+
+func (c *Coordinator) onHeartbeat(m *nats.Msg) {
+	var hb deploy.Heartbeat
+	if err := json.Unmarshal(m.Data, &hb); err != nil {
+		reply(m, deploy.Ack{Error: "bad heartbeat"})
+		return
+	}
+	c.mu.Lock()
+	w := c.workers[hb.Name]
+	if w != nil {
+		w.LastSeen, w.Queries = time.Now(), hb.Queries
+	}
+	c.mu.Unlock()
+	if w == nil {
+		reply(m, deploy.Ack{Error: "unknown worker " + hb.Name + ": register again"})
+		return
+	}
+	reply(m, deploy.Ack{})
+}
+
+// expire drops workers that stopped heartbeating and fails their queries.
+func (c *Coordinator) expire() {
+	defer c.wg.Done()
+	t := time.NewTicker(c.cfg.Heartbeat)
+	defer t.Stop()
+	for {
+		select {
+		case <-c.stop:
+			return
+		case <-t.C:
+		}
+		cutoff := time.Now().Add(-c.cfg.Expiry)
+		var dead []string
+		c.mu.Lock()
+		for name, w := range c.workers {
+			if w.LastSeen.Before(cutoff) {
+				dead = append(dead, name)
+				delete(c.workers, name)
+			}
+		}
+		c.mu.Unlock()
+		for _, name := range dead {
+			c.cfg.Log.Warn("worker expired", "name", name)
+			for _, q := range c.Queries() {
+				if q.Ended.IsZero() && slices.Contains(q.Workers, name) {
+					c.fail(q.Query, fmt.Errorf("worker %s stopped heartbeating", name))
+				}
+			}
+		}
+	}
+}
+
+// Workers lists the registered workers by name (SHOW WORKERS).
+func (c *Coordinator) Workers() []deploy.WorkerInfo {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	out := make([]deploy.WorkerInfo, 0, len(c.workers))
+	for _, w := range c.workers {
+		out = append(out, *w)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
+	return out
+}
+
+// Queries lists the queries in submission order (SHOW QUERIES).
+func (c *Coordinator) Queries() []deploy.QueryInfo {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	out := make([]deploy.QueryInfo, 0, len(c.order))
+	for _, id := range c.order {
+		out = append(out, c.queries[id].info)
+	}
+	return out
+}
+
+// Query returns one query's state.
+func (c *Coordinator) Query(id string) (deploy.QueryInfo, bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	q, ok := c.queries[id]
+	if !ok {
+		return deploy.QueryInfo{}, false
+	}
+	return q.info, true
+}
+
+// tiers orders the tiers: the infrastructure file's first, then the usual
+// edge < hub < cloud, then any other registered tier by name.
+func (c *Coordinator) tiers(ws []deploy.Worker) []string {
+	var out []string
+	add := func(t string) {
+		if t != "" && !slices.Contains(out, t) {
+			out = append(out, t)
+		}
+	}
+	if c.cfg.Infra != nil {
+		for _, t := range c.cfg.Infra.Tiers {
+			add(t.Name)
+		}
+	}
+	present := map[string]bool{}
+	for _, w := range ws {
+		present[w.Tier] = true
+	}
+	for _, t := range []string{"device", "edge", "fog", "hub", "cloud"} {
+		if present[t] {
+			add(t)
+		}
+	}
+	var rest []string
+	for t := range present {
+		if !slices.Contains(out, t) {
+			rest = append(rest, t)
+		}
+	}
+	sort.Strings(rest)
+	return append(out, rest...)
+}
+
+func (c *Coordinator) onSubmit(m *nats.Msg) {
+	var req deploy.SubmitRequest
+	if err := json.Unmarshal(m.Data, &req); err != nil {
+		reply(m, deploy.SubmitReply{Error: "bad submission: " + err.Error()})
+		return
+	}
+	p, err := c.Submit(context.Background(), req)
+	if err != nil {
+		reply(m, deploy.SubmitReply{Query: req.Query, Error: err.Error()})
+		return
+	}
+	reply(m, deploy.SubmitReply{Query: req.Query, Placement: p})
+}
+
+// Submit places a script's query on the registered workers, deploys every
+// worker its part and starts the query. It returns once all workers have
+// built their part; completion is announced on tierflow.q.<query>.done.
+func (c *Coordinator) Submit(ctx context.Context, req deploy.SubmitRequest) (*deploy.Placement, error) {
+	if err := deploy.ValidName("query", req.Query); err != nil {
+		return nil, err
+	}
+	if req.Script.Catalog == "" {
+		req.Script.Catalog = c.cfg.Catalog
+	}
+	var ws []deploy.Worker
+	for _, w := range c.Workers() {
+		ws = append(ws, deploy.Worker{Name: w.Name, Tier: w.Tier, Location: w.Location, Type: w.Type})
+	}
+	c.mu.Lock()
+	if _, dup := c.queries[req.Query]; dup {
+		c.mu.Unlock()
+		return nil, fmt.Errorf("%w: %s", ErrDuplicate, req.Query)
+	}
+	qs := &queryState{info: deploy.QueryInfo{Query: req.Query, State: deploy.StateDeploying, Submitted: time.Now()}, status: map[string]deploy.Status{}}
+	c.queries[req.Query] = qs
+	c.order = append(c.order, req.Query)
+	c.mu.Unlock()
+
+	p, err := c.place(req, ws)
+	if err != nil {
+		c.fail(req.Query, err)
+		return nil, err
+	}
+	c.mu.Lock()
+	qs.info.Placement, qs.info.Workers = p, p.Workers
+	c.mu.Unlock()
+
+	// Every worker builds its part; the query starts only when all have, so
+	// no source runs into a worker that could still fail to build.
+	errs := make([]error, len(p.Workers))
+	var wg sync.WaitGroup
+	body, _ := json.Marshal(deploy.DeployRequest{Query: req.Query, Script: req.Script, Placement: *p})
+	for i, name := range p.Workers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			dctx, cancel := context.WithTimeout(ctx, c.cfg.DeployTimeout)
+			defer cancel()
+			msg, err := c.nc.RequestWithContext(dctx, deploy.DeploySubject(req.Query, name), body)
+			if err != nil {
+				errs[i] = fmt.Errorf("worker %s: %w", name, err)
+				return
+			}
+			var ack deploy.Ack
+			if err := json.Unmarshal(msg.Data, &ack); err != nil || ack.Error != "" {
+				errs[i] = fmt.Errorf("worker %s: %s%v", name, ack.Error, err)
+			}
+		}()
+	}
+	wg.Wait()
+	if err := errors.Join(errs...); err != nil {
+		err = fmt.Errorf("%w: %w", ErrDeploy, err)
+		c.fail(req.Query, err)
+		return nil, err
+	}
+	c.mu.Lock()
+	ended := !qs.info.Ended.IsZero()
+	if !ended {
+		qs.info.State, qs.started = deploy.StateRunning, true
+	}
+	c.mu.Unlock()
+	if ended {
+		return nil, fmt.Errorf("%w: %s ended while deploying: %s", ErrDeploy, req.Query, qs.info.Error)
+	}
+	if err := c.nc.Publish(deploy.QuerySubject(req.Query, "start"), nil); err != nil {
+		c.fail(req.Query, err)
+		return nil, err
+	}
+	c.cfg.Log.Info("query started", "query", req.Query, "workers", p.Workers)
+	return p, nil
+}
+
+// place compiles the script once, as every worker will, and places it.
+func (c *Coordinator) place(req deploy.SubmitRequest, ws []deploy.Worker) (*deploy.Placement, error) {
+	q, plan, err := req.Script.Build(nil, exec.Options{})
+	if err != nil {
+		return nil, err
+	}
+	o := deploy.Options{Tiers: c.tiers(ws)}
+	if c.cfg.Infra != nil {
+		o.SourceTier = c.cfg.Infra.DefaultSourceTier()
+	}
+	return deploy.Place(req.Query, q.Graph(), plan, ws, o)
+}
+
+// fail ends a query as failed, stops what runs of it and tells the client.
+func (c *Coordinator) fail(id string, err error) {
+	c.mu.Lock()
+	qs := c.queries[id]
+	if qs == nil || !qs.info.Ended.IsZero() {
+		c.mu.Unlock()
+		return
+	}
+	qs.info.State, qs.info.Error, qs.info.Ended = deploy.StateFailed, err.Error(), time.Now()
+	info := qs.info
+	c.mu.Unlock()
+	b, _ := json.Marshal(deploy.StopRequest{Query: id, Abort: true})
+	_ = c.nc.Publish(deploy.QuerySubject(id, "stop"), b)
+	c.done(info)
+}
+
+func (c *Coordinator) done(info deploy.QueryInfo) {
+	b, _ := json.Marshal(info)
+	_ = c.nc.Publish(deploy.QuerySubject(info.Query, "done"), b)
+	_ = c.nc.Flush()
+	c.cfg.Log.Info("query ended", "query", info.Query, "state", info.State, "error", info.Error)
+}
+
+func (c *Coordinator) onStatus(m *nats.Msg) {
+	var st deploy.Status
+	if err := json.Unmarshal(m.Data, &st); err != nil {
+		return
+	}
+	c.mu.Lock()
+	qs := c.queries[st.Query]
+	if qs == nil || !qs.info.Ended.IsZero() {
+		c.mu.Unlock()
+		return
+	}
+	qs.status[st.Worker] = st
+	info := &qs.info
+	info.Operators, info.Links, info.ResultRows = nil, nil, 0
+	info.WorkerStates = map[string]string{}
+	terminal, failed, stopped := 0, "", false
+	for _, name := range info.Workers {
+		s, ok := qs.status[name]
+		if !ok {
+			continue
+		}
+		info.WorkerStates[name] = s.State
+		info.Operators = append(info.Operators, s.Operators...)
+		info.Links = append(info.Links, s.Links...)
+		info.ResultRows += s.ResultRows
+		switch s.State {
+		case deploy.StateFinished:
+			terminal++
+		case deploy.StateStopped:
+			terminal++
+			stopped = true
+		case deploy.StateFailed:
+			terminal++
+			if failed == "" {
+				failed = s.Worker + ": " + s.Error
+			}
+		}
+	}
+	var ended *deploy.QueryInfo
+	switch {
+	case failed != "":
+		info.State, info.Error, info.Ended = deploy.StateFailed, failed, time.Now()
+	case terminal == len(info.Workers) && qs.started:
+		info.State, info.Ended = deploy.StateFinished, time.Now()
+		if stopped {
+			info.State = deploy.StateStopped
+		}
+	}
+	if !info.Ended.IsZero() {
+		cp := *info
+		ended = &cp
+	}
+	c.mu.Unlock()
+	if ended != nil {
+		if ended.State == deploy.StateFailed {
+			b, _ := json.Marshal(deploy.StopRequest{Query: ended.Query, Abort: true})
+			_ = c.nc.Publish(deploy.QuerySubject(ended.Query, "stop"), b)
+		}
+		c.done(*ended)
+	}
+}
+
+func (c *Coordinator) onStop(m *nats.Msg) {
+	var req deploy.StopRequest
+	if err := json.Unmarshal(m.Data, &req); err != nil {
+		reply(m, deploy.Ack{Error: "bad stop request"})
+		return
+	}
+	if err := c.Stop(req.Query, req.Abort); err != nil {
+		reply(m, deploy.Ack{Error: err.Error()})
+		return
+	}
+	reply(m, deploy.Ack{})
+}
+
+// Stop stops a query: gracefully (its sources end and what is in flight
+// drains to the sink) or, with abort, at once.
+func (c *Coordinator) Stop(id string, abort bool) error {
+	c.mu.Lock()
+	qs := c.queries[id]
+	c.mu.Unlock()
+	if qs == nil {
+		return fmt.Errorf("%w: %s", ErrUnknownQuery, id)
+	}
+	b, _ := json.Marshal(deploy.StopRequest{Query: id, Abort: abort})
+	return c.nc.Publish(deploy.QuerySubject(id, "stop"), b)
+}
+
+// Close stops serving. Running queries keep running on their workers.
+func (c *Coordinator) Close() error {
+	for _, s := range c.subs {
+		_ = s.Unsubscribe()
+	}
+	select {
+	case <-c.stop:
+	default:
+		close(c.stop)
+	}
+	c.wg.Wait()
+	return nil
+}
+
+var (
+	descWorkers = prometheus.NewDesc("tierflow_workers", "Registered workers by tier.", []string{"tier"}, nil)
+	descQueries = prometheus.NewDesc("tierflow_queries", "Queries by state.", []string{"state"}, nil)
+	descTier    = prometheus.NewDesc("tierflow_query_tier_bytes", "Bytes a query moved between tiers (relay meters, sender side).", []string{"query", "from", "to"}, nil)
+)
+
+// gauges exports the coordinator's view at scrape time.
+type gauges Coordinator
+
+func (g *gauges) Describe(ch chan<- *prometheus.Desc) {
+	ch <- descWorkers
+	ch <- descQueries
+	ch <- descTier
+}
+
+func (g *gauges) Collect(ch chan<- prometheus.Metric) {
+	c := (*Coordinator)(g)
+	tiers := map[string]int{}
+	for _, w := range c.Workers() {
+		tiers[w.Tier]++
+	}
+	for t, n := range tiers {
+		ch <- prometheus.MustNewConstMetric(descWorkers, prometheus.GaugeValue, float64(n), t)
+	}
+	states := map[string]int{}
+	for _, q := range c.Queries() {
+		states[q.State]++
+		for k, v := range q.TierBytes() {
+			from, to, _ := strings.Cut(k, "->")
+			ch <- prometheus.MustNewConstMetric(descTier, prometheus.GaugeValue, float64(v), q.Query, from, to)
+		}
+	}
+	for s, n := range states {
+		ch <- prometheus.MustNewConstMetric(descQueries, prometheus.GaugeValue, float64(n), s)
+	}
+}

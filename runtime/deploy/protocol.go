@@ -1,0 +1,185 @@
+package deploy
+
+import (
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/tierflow/tierflow/dataflow"
+	"github.com/tierflow/tierflow/relay"
+)
+
+// The control protocol between workers, the coordinator and clients: JSON
+// messages on core NATS subjects. Requests (R) expect a reply on the
+// message's reply subject; the rest are plain publishes.
+//
+//	tierflow.ctl.register            R worker -> coordinator  WorkerInfo -> RegisterReply
+//	tierflow.ctl.heartbeat             worker -> coordinator  Heartbeat
+//	tierflow.ctl.submit              R client -> coordinator  SubmitRequest -> SubmitReply
+//	tierflow.ctl.workers             R client -> coordinator  {} -> []WorkerInfo      (SHOW WORKERS)
+//	tierflow.ctl.queries             R client -> coordinator  {} -> []QueryInfo       (SHOW QUERIES)
+//	tierflow.ctl.stop                R client -> coordinator  StopRequest -> Ack      (STOP QUERY)
+//	tierflow.q.<query>.deploy.<name> R coordinator -> worker  DeployRequest -> Ack (the worker built its part)
+//	tierflow.q.<query>.start           coordinator -> workers (every worker built: sources may start)
+//	tierflow.q.<query>.stop            coordinator -> workers StopRequest
+//	tierflow.q.<query>.status          worker -> coordinator  Status (while running, and once at the end)
+//	tierflow.q.<query>.results         sink worker -> client  Arrow IPC streams; an empty message with
+//	                                                          header Tierflow-End ends them
+//	tierflow.q.<query>.done            coordinator -> client  QueryInfo (finished, failed or stopped)
+//
+// Data between workers does not pass through the coordinator: it flows on
+// the relay's own subjects (relay/natsrelay), worker to worker.
+const (
+	SubjectRegister  = "tierflow.ctl.register"
+	SubjectHeartbeat = "tierflow.ctl.heartbeat"
+	SubjectSubmit    = "tierflow.ctl.submit"
+	SubjectWorkers   = "tierflow.ctl.workers"
+	SubjectQueries   = "tierflow.ctl.queries"
+	SubjectStop      = "tierflow.ctl.stop"
+	// HeaderEnd marks the last message on a results subject; its value is
+	// the number of rows sent.
+	HeaderEnd = "Tierflow-End"
+)
+
+// ErrName: a worker or query name is not usable as a subject token.
+var ErrName = errors.New("deploy: bad name")
+
+// QuerySubject is tierflow.q.<query>.<what>.
+func QuerySubject(query, what string) string { return "tierflow.q." + query + "." + what }
+
+// DeploySubject is where worker name receives its part of query.
+func DeploySubject(query, name string) string { return QuerySubject(query, "deploy") + "." + name }
+
+// ValidName checks a worker or query name: letters, digits, '-' and '_'
+// (a NATS subject token and a relay query id), at most 64 bytes.
+func ValidName(kind, s string) error {
+	if s == "" || len(s) > 64 {
+		return fmt.Errorf("%w: %s name %q must have 1 to 64 bytes", ErrName, kind, s)
+	}
+	for i, r := range s {
+		if !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '-' || r == '_') {
+			return fmt.Errorf("%w: %s name %q has %q at byte %d (want letters, digits, '-' or '_')", ErrName, kind, s, r, i)
+		}
+	}
+	return nil
+}
+
+// WorkerInfo is what a worker tells the coordinator about itself, and what
+// SHOW WORKERS lists.
+type WorkerInfo struct {
+	Name        string   `json:"name"`
+	Tier        string   `json:"tier"`
+	Location    string   `json:"location,omitempty"`
+	Type        string   `json:"type,omitempty"`
+	CPUs        int      `json:"cpus"`
+	GPUs        []string `json:"gpus,omitempty"`
+	MemoryBytes uint64   `json:"memory_bytes,omitempty"`
+	// Metrics is the worker's Prometheus endpoint, if it serves one.
+	Metrics string `json:"metrics,omitempty"`
+	// Set by the coordinator.
+	Registered time.Time `json:"registered"`
+	LastSeen   time.Time `json:"last_seen"`
+	Queries    []string  `json:"queries,omitempty"`
+}
+
+// RegisterReply accepts a worker and says how often to heartbeat.
+type RegisterReply struct {
+	HeartbeatMs int64  `json:"heartbeat_ms"`
+	Error       string `json:"error,omitempty"`
+}
+
+// Heartbeat says a worker is alive and what it runs.
+type Heartbeat struct {
+	Name    string   `json:"name"`
+	Queries []string `json:"queries,omitempty"`
+}
+
+// SubmitRequest asks the coordinator to plan and deploy a script's query.
+type SubmitRequest struct {
+	// Query names the query; the client picks it so that it can subscribe
+	// to the results before anything runs.
+	Query  string `json:"query"`
+	Script Script `json:"script"`
+}
+
+// SubmitReply says where the query runs, or why it does not.
+type SubmitReply struct {
+	Query     string     `json:"query"`
+	Placement *Placement `json:"placement,omitempty"`
+	Error     string     `json:"error,omitempty"`
+}
+
+// DeployRequest gives one worker its part of a query.
+type DeployRequest struct {
+	Query     string    `json:"query"`
+	Script    Script    `json:"script"`
+	Placement Placement `json:"placement"`
+}
+
+// StopRequest stops a query: gracefully (sources end, the rest drains and
+// the results so far are complete) or, with Abort, at once.
+type StopRequest struct {
+	Query string `json:"query"`
+	Abort bool   `json:"abort,omitempty"`
+}
+
+// Ack answers a request that returns nothing else.
+type Ack struct {
+	Error string `json:"error,omitempty"`
+}
+
+// Query and worker states.
+const (
+	StateDeploying = "deploying"
+	StateRunning   = "running"
+	StateFinished  = "finished"
+	StateFailed    = "failed"
+	StateStopped   = "stopped"
+)
+
+// Status is a worker's report on its part of a query.
+type Status struct {
+	Query     string                   `json:"query"`
+	Worker    string                   `json:"worker"`
+	State     string                   `json:"state"`
+	Error     string                   `json:"error,omitempty"`
+	Operators []dataflow.InstanceStats `json:"operators,omitempty"`
+	Links     []relay.LinkStats        `json:"links,omitempty"`
+	// ResultRows counts the rows this worker's sink sent to the client.
+	ResultRows int64 `json:"result_rows,omitempty"`
+}
+
+// QueryInfo is the coordinator's view of a query: SHOW QUERIES and the done
+// message.
+type QueryInfo struct {
+	Query     string    `json:"query"`
+	State     string    `json:"state"`
+	Error     string    `json:"error,omitempty"`
+	Submitted time.Time `json:"submitted"`
+	Ended     time.Time `json:"ended,omitzero"`
+	// Workers runs the query's instances (dataflow worker i is Workers[i]).
+	Workers   []string                 `json:"workers"`
+	Placement *Placement               `json:"placement,omitempty"`
+	Operators []dataflow.InstanceStats `json:"operators,omitempty"`
+	Links     []relay.LinkStats        `json:"links,omitempty"`
+	// WorkerStates by worker name.
+	WorkerStates map[string]string `json:"worker_states,omitempty"`
+	ResultRows   int64             `json:"result_rows"`
+}
+
+// TierBytes sums the bytes the query's links carried between tiers, keyed
+// "from->to" (sender side of each link, so every byte counts once).
+func (q *QueryInfo) TierBytes() map[string]uint64 {
+	out := map[string]uint64{}
+	if q.Placement == nil {
+		return out
+	}
+	for _, l := range q.Links {
+		if l.Direction != relay.Send || int(l.Link.Edge) >= len(q.Placement.Edges) {
+			continue
+		}
+		from, to := q.Placement.endTiers(int(l.Link.Edge))
+		out[from+"->"+to] += l.Bytes
+	}
+	return out
+}

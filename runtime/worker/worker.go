@@ -1,0 +1,466 @@
+// Package worker is a tierflow worker: it registers with the coordinator
+// (name, tier, location, worker type, CPUs, GPUs, memory), heartbeats,
+// receives its part of each query (the script and the placement), builds the
+// local dataflow with operators/exec, connects it to the other workers through
+// the NATS relay, runs it, reports per-operator statistics and relay meters,
+// and stops cleanly. The protocol is documented in runtime/deploy.
+//
+// worker imports dataflow, operators/exec, relay and runtime/{deploy,
+// devices, metrics}; never runtime/coordinator, runtime/cluster or cmd.
+package worker
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/apache/arrow/go/v17/arrow/memory"
+	"github.com/nats-io/nats.go"
+
+	"github.com/tierflow/tierflow/dataflow"
+	"github.com/tierflow/tierflow/operators/exec"
+	"github.com/tierflow/tierflow/relay"
+	"github.com/tierflow/tierflow/relay/natsrelay"
+	"github.com/tierflow/tierflow/runtime/deploy"
+	"github.com/tierflow/tierflow/runtime/devices"
+	"github.com/tierflow/tierflow/runtime/metrics"
+)
+
+// ErrRegister: no coordinator accepted the worker.
+var ErrRegister = errors.New("worker: registration failed")
+
+// Config describes a worker.
+type Config struct {
+	// Conn is the worker's own NATS connection: control and data.
+	Conn                       *nats.Conn
+	Name, Tier, Location, Type string
+	// Inventory is what the worker reports; nil takes the machine's
+	// (devices.Take).
+	Inventory *devices.Inventory
+	Allocator memory.Allocator
+	// Metrics, when set, exports every query's counters.
+	Metrics    *metrics.Registry
+	MetricsURL string
+	// RegisterTimeout bounds the wait for a coordinator (default 10s).
+	RegisterTimeout time.Duration
+	// Stdout receives STDOUT sinks (default io.Discard: results go to the
+	// client).
+	Stdout io.Writer
+	Log    *slog.Logger
+}
+
+// Worker is a running worker.
+type Worker struct {
+	cfg       Config
+	info      deploy.WorkerInfo
+	heartbeat time.Duration
+	subs      []*nats.Subscription
+
+	ctx    context.Context
+	cancel context.CancelFunc
+	wg     sync.WaitGroup
+
+	mu      sync.Mutex
+	queries map[string]*query
+}
+
+// query is one query's part on this worker.
+type query struct {
+	id       string
+	dw       *dataflow.Worker
+	dt       *relay.DataflowTransport
+	tr       *natsrelay.Transport
+	res      *results
+	sinkHere bool
+	stop     chan struct{}
+	stopOnce sync.Once
+	cancel   context.CancelFunc
+	started  bool
+	stopped  bool
+	done     chan struct{}
+}
+
+// Start registers the worker and starts serving deployments.
+func Start(ctx context.Context, cfg Config) (*Worker, error) {
+	if cfg.Conn == nil {
+		return nil, fmt.Errorf("%w: no NATS connection", ErrRegister)
+	}
+	if err := deploy.ValidName("worker", cfg.Name); err != nil {
+		return nil, err
+	}
+	if cfg.Tier == "" {
+		return nil, fmt.Errorf("%w: worker %s has no tier", ErrRegister, cfg.Name)
+	}
+	if cfg.Allocator == nil {
+		cfg.Allocator = memory.DefaultAllocator
+	}
+	if cfg.RegisterTimeout <= 0 {
+		cfg.RegisterTimeout = 10 * time.Second
+	}
+	if cfg.Stdout == nil {
+		cfg.Stdout = io.Discard
+	}
+	if cfg.Log == nil {
+		cfg.Log = slog.New(slog.NewTextHandler(io.Discard, nil))
+	}
+	inv := cfg.Inventory
+	if inv == nil {
+		i := devices.Take()
+		inv = &i
+	}
+	info := deploy.WorkerInfo{Name: cfg.Name, Tier: cfg.Tier, Location: cfg.Location, Type: cfg.Type,
+		CPUs: inv.CPUs, MemoryBytes: inv.MemoryTotal, Metrics: cfg.MetricsURL}
+	for _, g := range inv.GPUs {
+		info.GPUs = append(info.GPUs, fmt.Sprint(g.Name))
+	}
+	wctx, cancel := context.WithCancel(context.Background())
+	w := &Worker{cfg: cfg, info: info, ctx: wctx, cancel: cancel, queries: map[string]*query{}}
+	nc := cfg.Conn
+	for subj, h := range map[string]nats.MsgHandler{
+		deploy.DeploySubject("*", cfg.Name): w.onDeploy,
+		deploy.QuerySubject("*", "start"):   w.onStart,
+		deploy.QuerySubject("*", "stop"):    w.onStop,
+	} {
+		sub, err := nc.Subscribe(subj, h)
+		if err != nil {
+			w.Close()
+			return nil, err
+		}
+		w.subs = append(w.subs, sub)
+	}
+	if err := nc.Flush(); err != nil {
+		w.Close()
+		return nil, err
+	}
+	if err := w.register(ctx); err != nil {
+		w.Close()
+		return nil, err
+	}
+	w.wg.Add(1)
+	go w.heartbeats()
+	return w, nil
+}
+
+// register asks the coordinator to accept the worker, retrying until
+// RegisterTimeout so that workers may start before the coordinator.
+func (w *Worker) register(ctx context.Context) error {
+	body, _ := json.Marshal(w.info)
+	deadline := time.Now().Add(w.cfg.RegisterTimeout)
+	var last error
+	for time.Now().Before(deadline) {
+		rctx, cancel := context.WithTimeout(ctx, time.Second)
+		msg, err := w.cfg.Conn.RequestWithContext(rctx, deploy.SubjectRegister, body)
+		cancel()
+		if err == nil {
+			var rep deploy.RegisterReply
+			if err := json.Unmarshal(msg.Data, &rep); err != nil {
+				return fmt.Errorf("%w: %v", ErrRegister, err)
+			}
+			if rep.Error != "" {
+				return fmt.Errorf("%w: %s", ErrRegister, rep.Error)
+			}
+			w.heartbeat = time.Duration(rep.HeartbeatMs) * time.Millisecond
+			if w.heartbeat <= 0 {
+				w.heartbeat = time.Second
+			}
+			return nil
+		}
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
+		last = err
+		if !errors.Is(err, nats.ErrNoResponders) && !errors.Is(err, context.DeadlineExceeded) && !errors.Is(err, nats.ErrTimeout) {
+			return fmt.Errorf("%w: %v", ErrRegister, err)
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
+	return fmt.Errorf("%w: no coordinator answered on %s within %s (%v)", ErrRegister, deploy.SubjectRegister, w.cfg.RegisterTimeout, last)
+}
+
+// heartbeats tells the coordinator the worker lives; a coordinator that does
+// not know the worker (restarted, or it expired the worker) is registered
+// with again.
+func (w *Worker) heartbeats() {
+	defer w.wg.Done()
+	t := time.NewTicker(w.heartbeat)
+	defer t.Stop()
+	for {
+		select {
+		case <-w.ctx.Done():
+			return
+		case <-t.C:
+		}
+		body, _ := json.Marshal(deploy.Heartbeat{Name: w.cfg.Name, Queries: w.Running()})
+		ctx, cancel := context.WithTimeout(w.ctx, w.heartbeat)
+		msg, err := w.cfg.Conn.RequestWithContext(ctx, deploy.SubjectHeartbeat, body)
+		cancel()
+		if err != nil {
+			continue
+		}
+		var ack deploy.Ack
+		if json.Unmarshal(msg.Data, &ack) == nil && ack.Error != "" {
+			if err := w.register(w.ctx); err != nil {
+				w.cfg.Log.Warn("re-register failed", "err", err)
+			}
+		}
+	}
+}
+
+// Name is the worker's name.
+func (w *Worker) Name() string { return w.cfg.Name }
+
+// Info is what the worker registered with.
+func (w *Worker) Info() deploy.WorkerInfo { return w.info }
+
+// Running lists the queries the worker has parts of.
+func (w *Worker) Running() []string {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	var out []string
+	for id := range w.queries {
+		out = append(out, id)
+	}
+	slices.Sort(out)
+	return out
+}
+
+func reply(m *nats.Msg, v any) {
+	if m.Reply == "" {
+		return
+	}
+	b, _ := json.Marshal(v)
+	_ = m.Respond(b)
+}
+
+func (w *Worker) onDeploy(m *nats.Msg) {
+	var req deploy.DeployRequest
+	if err := json.Unmarshal(m.Data, &req); err != nil {
+		reply(m, deploy.Ack{Error: "bad deploy request: " + err.Error()})
+		return
+	}
+	if err := w.build(req); err != nil {
+		reply(m, deploy.Ack{Error: err.Error()})
+		return
+	}
+	reply(m, deploy.Ack{})
+}
+
+// build makes the worker's part of a query, ready to start.
+func (w *Worker) build(req deploy.DeployRequest) error {
+	idx := req.Placement.WorkerIndex(w.cfg.Name)
+	if idx < 0 {
+		return fmt.Errorf("worker %s has no part in query %s", w.cfg.Name, req.Query)
+	}
+	w.mu.Lock()
+	_, dup := w.queries[req.Query]
+	w.mu.Unlock()
+	if dup {
+		return fmt.Errorf("worker %s already runs query %s", w.cfg.Name, req.Query)
+	}
+	mem := w.cfg.Allocator
+	res := &results{nc: w.cfg.Conn, subject: deploy.QuerySubject(req.Query, "results"), mem: mem}
+	eq, _, err := req.Script.Build(nil, exec.Options{Allocator: mem, Output: res, Stdout: w.cfg.Stdout})
+	if err != nil {
+		return err
+	}
+	g := eq.Graph()
+	if err := req.Placement.Apply(g); err != nil {
+		return err
+	}
+	sinkHere := false
+	for _, op := range req.Placement.Operators {
+		if op.Name == "sink" && slices.Contains(op.Workers, idx) {
+			sinkHere = true
+		}
+	}
+	if w.cfg.Metrics != nil {
+		w.cfg.Metrics.Instrument(g, w.cfg.Name)
+	}
+	tr := natsrelay.New(w.cfg.Conn, natsrelay.Options{Config: relay.Config{Allocator: mem}})
+	dt := relay.NewDataflowTransport(tr)
+	q := &query{id: req.Query, dt: dt, tr: tr, res: res, sinkHere: sinkHere, stop: make(chan struct{}), done: make(chan struct{})}
+	dw, err := dataflow.NewWorker(g, idx, dataflow.Config{Allocator: mem, Transport: dt, Stop: q.stop})
+	if err != nil {
+		_ = dt.Close()
+		_ = tr.Close()
+		return err
+	}
+	q.dw = dw
+	w.mu.Lock()
+	w.queries[req.Query] = q
+	w.mu.Unlock()
+	w.cfg.Log.Info("deployed", "query", req.Query, "index", idx)
+	return nil
+}
+
+func queryOf(subject string) string {
+	parts := strings.Split(subject, ".")
+	if len(parts) < 4 {
+		return ""
+	}
+	return parts[2]
+}
+
+func (w *Worker) onStart(m *nats.Msg) {
+	id := queryOf(m.Subject)
+	w.mu.Lock()
+	q := w.queries[id]
+	if q == nil || q.started || q.stopped {
+		w.mu.Unlock()
+		return
+	}
+	q.started = true
+	ctx, cancel := context.WithCancel(w.ctx)
+	q.cancel = cancel
+	w.mu.Unlock()
+	w.wg.Add(1)
+	go w.run(ctx, q)
+}
+
+func (w *Worker) onStop(m *nats.Msg) {
+	var req deploy.StopRequest
+	_ = json.Unmarshal(m.Data, &req)
+	w.stopQuery(queryOf(m.Subject), req.Abort)
+}
+
+// stopQuery stops a query: a running one gracefully (sources end, the rest
+// drains) or at once, one that never started by dropping what was built.
+func (w *Worker) stopQuery(id string, abort bool) {
+	w.mu.Lock()
+	q := w.queries[id]
+	if q == nil {
+		w.mu.Unlock()
+		return
+	}
+	if !q.started {
+		q.stopped = true
+		delete(w.queries, id)
+		w.mu.Unlock()
+		q.dw.Close()
+		_ = q.dt.Close()
+		_ = q.tr.Close()
+		close(q.done)
+		w.status(q, deploy.StateStopped, nil, nil)
+		return
+	}
+	cancel := q.cancel
+	w.mu.Unlock()
+	if abort {
+		cancel()
+		return
+	}
+	q.stopOnce.Do(func() { close(q.stop) })
+}
+
+// run runs a query's part to the end and reports.
+func (w *Worker) run(ctx context.Context, q *query) {
+	defer w.wg.Done()
+	defer close(q.done)
+	var freeze func()
+	if w.cfg.Metrics != nil {
+		freeze = w.cfg.Metrics.Track(q.id, w.cfg.Name, q.dw.Stats, q.tr.Stats)
+	}
+	// Progress reports while running; a broken relay link fails the run
+	// (dataflow waits on an input that will never come otherwise).
+	watch := make(chan struct{})
+	var wwg sync.WaitGroup
+	wwg.Add(1)
+	go func() {
+		defer wwg.Done()
+		t := time.NewTicker(min(w.heartbeat, 500*time.Millisecond))
+		defer t.Stop()
+		for {
+			select {
+			case <-watch:
+				return
+			case <-t.C:
+			}
+			if err := q.dt.Err(); err != nil {
+				q.cancel()
+			}
+			w.status(q, deploy.StateRunning, q.dw.Stats(), q.tr.Stats())
+		}
+	}()
+	err := q.dw.Run(ctx)
+	close(watch)
+	wwg.Wait()
+	if derr := q.dt.Err(); err != nil && derr != nil {
+		err = fmt.Errorf("%w (relay: %v)", err, derr)
+	}
+	if q.sinkHere {
+		if eerr := q.res.end(); eerr != nil && err == nil {
+			err = eerr
+		}
+	}
+	_ = q.dt.Close()
+	stats, links := q.dw.Stats(), q.tr.Stats()
+	_ = q.tr.Close()
+	if freeze != nil {
+		freeze()
+	}
+	w.mu.Lock()
+	delete(w.queries, q.id)
+	w.mu.Unlock()
+	state := deploy.StateFinished
+	switch {
+	case err != nil && w.ctx.Err() == nil && errors.Is(err, context.Canceled):
+		state, err = deploy.StateStopped, nil
+	case err != nil:
+		state = deploy.StateFailed
+	}
+	w.statusErr(q, state, err, stats, links)
+	q.cancel()
+}
+
+func errString(err error) string {
+	if err == nil {
+		return ""
+	}
+	return err.Error()
+}
+
+func (w *Worker) status(q *query, state string, stats []dataflow.InstanceStats, links []relay.LinkStats) {
+	w.statusErr(q, state, nil, stats, links)
+}
+
+func (w *Worker) statusErr(q *query, state string, err error, stats []dataflow.InstanceStats, links []relay.LinkStats) {
+	st := deploy.Status{Query: q.id, Worker: w.cfg.Name, State: state, Error: errString(err), Operators: stats, Links: links}
+	if q.sinkHere {
+		st.ResultRows = q.res.rows.Load()
+	}
+	b, _ := json.Marshal(st)
+	_ = w.cfg.Conn.Publish(deploy.QuerySubject(q.id, "status"), b)
+	if state != deploy.StateRunning {
+		_ = w.cfg.Conn.Flush()
+	}
+}
+
+// Close aborts every query still running, waits for them and leaves.
+func (w *Worker) Close() error {
+	for _, s := range w.subs {
+		_ = s.Unsubscribe()
+	}
+	w.mu.Lock()
+	var pending []*query
+	for _, q := range w.queries {
+		pending = append(pending, q)
+	}
+	w.mu.Unlock()
+	for _, q := range pending {
+		w.stopQuery(q.id, true)
+	}
+	w.cancel()
+	w.wg.Wait()
+	return nil
+}
