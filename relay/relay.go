@@ -144,7 +144,11 @@ type Config struct {
 	// Window is the credit per link in messages (data or progress): at most
 	// Window messages are in flight or buffered at the receiver. Default 32.
 	Window int
-	// Allocator holds records decoded by a receiver. Default memory.DefaultAllocator.
+	// Allocator holds what a receiver allocates for the records it decodes.
+	// Plain layouts (fixed-width, strings, lists, fixed-size lists, structs)
+	// are decoded in place and reference the received message instead; the
+	// garbage collector frees that when the last column is released and
+	// dropped. Default memory.DefaultAllocator.
 	Allocator memory.Allocator
 	// MaxMessageBytes refuses a single message (after reassembly) above this
 	// size, so a forged header cannot make a receiver allocate without bound.

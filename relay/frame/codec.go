@@ -64,16 +64,23 @@ type Decoder struct {
 	lim  limitAllocator
 	feed bufMessageReader
 	rdr  *ipc.Reader
+	zc   bool // the schema's layouts can be loaded in place
+	// ZeroCopy lets records reference the body they were decoded from
+	// (default true from NewDecoder). The body must then stay unchanged for as
+	// long as the record lives; callers that reuse the body's memory turn it off.
+	ZeroCopy bool
 }
 
 // NewDecoder makes a decoder whose records are allocated from mem.
 func NewDecoder(mem memory.Allocator) *Decoder {
-	return &Decoder{mem: mem, lim: limitAllocator{mem: mem}}
+	return &Decoder{mem: mem, lim: limitAllocator{mem: mem}, ZeroCopy: true}
 }
 
 // Decode decodes one data body. withSchema says the frame carries FlagSchema.
-// The record does not reference body. Malformed input is an error wrapping
-// ErrMalformed, and the Arrow reader's panics are recovered into one.
+// With ZeroCopy the record's buffers may be slices of body (see zerocopy.go);
+// otherwise they are copies in the decoder's allocator. Malformed input is an
+// error wrapping ErrMalformed, and the Arrow reader's panics are recovered
+// into one.
 func (d *Decoder) Decode(body []byte, withSchema bool) (rec arrow.Record, err error) {
 	defer func() {
 		if p := recover(); p != nil {
@@ -98,11 +105,26 @@ func (d *Decoder) Decode(body []byte, withSchema bool) (rec arrow.Record, err er
 			d.rdr = nil
 			return nil, fmt.Errorf("%w: %w", ErrMalformed, err)
 		}
+		d.zc = schemaZeroCopyable(d.rdr.Schema())
 	} else {
 		if d.rdr == nil {
 			return nil, fmt.Errorf("%w: record batch before its schema", ErrMalformed)
 		}
 		d.feed.reset(body)
+	}
+	if d.zc && d.ZeroCopy {
+		rest := d.feed.buf[d.feed.off:]
+		rec, used, ok, err := loadZeroCopy(d.rdr.Schema(), rest)
+		if err != nil {
+			return nil, err
+		}
+		if ok {
+			if tail := rest[used:]; len(tail) != 0 && !isEOS(tail) {
+				rec.Release()
+				return nil, fmt.Errorf("%w: %d bytes after the record batch", ErrMalformed, len(tail))
+			}
+			return rec, nil
+		}
 	}
 	if !d.rdr.Next() {
 		if err := d.rdr.Err(); err != nil {

@@ -97,8 +97,12 @@ type Header struct {
 	Total    uint64 // body length summed over all chunks
 }
 
-// Len is the encoded length of h.
-func (h *Header) Len() int { return fixedLen + len(h.Query) }
+// Len is the encoded length of h: the fields, then zeros up to a multiple of
+// 8 bytes, so that a body in a freshly allocated message is 8-byte aligned and
+// Arrow buffers can be used where they lie.
+func (h *Header) Len() int { return paddedLen(len(h.Query)) }
+
+func paddedLen(qlen int) int { return (fixedLen + qlen + 7) &^ 7 }
 
 // Put writes h at the start of b, which must be at least h.Len() bytes long,
 // and returns the number of bytes written.
@@ -118,7 +122,9 @@ func (h *Header) Put(b []byte) int {
 	binary.BigEndian.PutUint32(b[n+28:], h.Chunk)
 	binary.BigEndian.PutUint32(b[n+32:], h.Chunks)
 	binary.BigEndian.PutUint64(b[n+36:], h.Total)
-	return n + 44
+	end := h.Len()
+	clear(b[n+44 : end])
+	return end
 }
 
 // Validate reports whether h could be encoded and decoded again.
@@ -163,8 +169,14 @@ func Decode(b []byte) (Header, []byte, error) {
 	h.Kind = Kind(b[3])
 	h.Flags = Flags(b[4])
 	qlen := int(b[5])
-	if len(b) < fixedLen+qlen {
-		return h, nil, fmt.Errorf("%w: %d bytes, header with a %d-byte query id needs %d", ErrMalformed, len(b), qlen, fixedLen+qlen)
+	hlen := paddedLen(qlen)
+	if len(b) < hlen {
+		return h, nil, fmt.Errorf("%w: %d bytes, header with a %d-byte query id needs %d", ErrMalformed, len(b), qlen, hlen)
+	}
+	for _, z := range b[fixedLen+qlen : hlen] {
+		if z != 0 {
+			return h, nil, fmt.Errorf("%w: header padding is not zero", ErrMalformed)
+		}
 	}
 	h.Query = string(b[6 : 6+qlen])
 	n := 6 + qlen
@@ -179,7 +191,7 @@ func Decode(b []byte) (Header, []byte, error) {
 	if err := h.Validate(); err != nil {
 		return h, nil, err
 	}
-	body := b[n+44:]
+	body := b[hlen:]
 	if uint64(len(body)) > h.Total {
 		return h, nil, fmt.Errorf("%w: chunk body of %d bytes exceeds the message total %d", ErrMalformed, len(body), h.Total)
 	}

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"testing"
+	"unsafe"
 
 	"github.com/apache/arrow/go/v17/arrow"
 	"github.com/apache/arrow/go/v17/arrow/array"
@@ -255,5 +256,91 @@ func TestVerifierAcceptsRealSchemas(t *testing.T) {
 	defer got.Release()
 	if !got.Schema().Equal(schema) || got.NumRows() != 1 {
 		t.Fatalf("schema or rows differ: %s", got.Schema())
+	}
+}
+
+// Plain layouts decode in place: the record's buffers lie inside the body.
+// With ZeroCopy off, or for a layout it does not handle (dictionaries), the
+// Arrow reader copies into the allocator.
+func TestDecodeZeroCopy(t *testing.T) {
+	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
+	defer mem.AssertSize(t, 0)
+	rec := testRecord(mem, 100)
+	defer rec.Release()
+	var buf bytes.Buffer
+	if err := EncodeRecord(&buf, rec, mem); err != nil {
+		t.Fatal(err)
+	}
+	body := buf.Bytes()
+	inBody := func(r arrow.Record) bool {
+		b := r.Column(0).Data().Buffers()[1].Bytes()
+		lo := uintptr(unsafe.Pointer(&body[0]))
+		p := uintptr(unsafe.Pointer(&b[0]))
+		return p >= lo && p < lo+uintptr(len(body))
+	}
+	dec := NewDecoder(mem)
+	before := mem.CurrentAlloc()
+	got, err := dec.Decode(body, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !array.RecordEqual(got, rec) || !inBody(got) || mem.CurrentAlloc() != before {
+		t.Fatalf("zero-copy decode: equal %v, in body %v, allocated %d", array.RecordEqual(got, rec), inBody(got), mem.CurrentAlloc())
+	}
+	got.Release()
+	dec.Close()
+
+	dec = NewDecoder(mem)
+	dec.ZeroCopy = false
+	got, err = dec.Decode(body, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !array.RecordEqual(got, rec) || inBody(got) {
+		t.Fatalf("copying decode: equal %v, in body %v", array.RecordEqual(got, rec), inBody(got))
+	}
+	got.Release()
+	dec.Close()
+
+	// A misaligned body is copied rather than referenced.
+	shifted := append(make([]byte, 1, len(body)+1), body...)[1:]
+	dec = NewDecoder(mem)
+	got, err = dec.Decode(shifted, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !array.RecordEqual(got, rec) {
+		t.Fatalf("misaligned body decoded wrong")
+	}
+	got.Release()
+	dec.Close()
+}
+
+func TestZeroCopyRejectsForgedLayouts(t *testing.T) {
+	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
+	defer mem.AssertSize(t, 0)
+	rec := testRecord(mem, 4)
+	defer rec.Release()
+	var buf bytes.Buffer
+	if err := EncodeRecord(&buf, rec, mem); err != nil {
+		t.Fatal(err)
+	}
+	good := buf.Bytes()
+	// The string column's offsets are the last 4-byte run before the data;
+	// find the offsets (0,0,3,6,9 for null,row,row,null... rows) and break
+	// their order.
+	idx := bytes.Index(good, []byte{0, 0, 0, 0, 0, 0, 0, 0, 3, 0, 0, 0, 6, 0, 0, 0})
+	if idx < 0 {
+		t.Fatalf("offsets not found in the encoding")
+	}
+	bad := append([]byte(nil), good...)
+	bad[idx+8] = 9 // offsets 0,0,9,6: not monotonic
+	if _, err := DecodeRecord(bad, mem); !errors.Is(err, ErrMalformed) {
+		t.Fatalf("non-monotonic offsets: %v", err)
+	}
+	bad = append([]byte(nil), good...)
+	bad[idx+12] = 200 // offset past the data
+	if _, err := DecodeRecord(bad, mem); !errors.Is(err, ErrMalformed) {
+		t.Fatalf("offset past the data: %v", err)
 	}
 }

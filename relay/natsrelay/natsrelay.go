@@ -533,11 +533,10 @@ func (r *receiver) assemble(h frame.Header, body []byte, size int64) []byte {
 			r.fail(protocolError(r.link, "message of %d bytes, at most %d", h.Total, r.t.cfg.MaxMessageBytes))
 			return nil
 		}
-		// One buffer per link, reused: the decoder copies what it keeps.
-		if uint64(cap(r.asm)) < h.Total {
-			r.asm = make([]byte, 0, h.Total)
-		}
-		r.asm, r.asmH, r.asmOn, r.asmN, r.asmSz = r.asm[:0], h, true, 0, 0
+		// A fresh buffer per message: the decoded record may keep pointing
+		// into it (zero-copy), exactly as a single-chunk record points into
+		// its NATS message.
+		r.asm, r.asmH, r.asmOn, r.asmN, r.asmSz = make([]byte, 0, h.Total), h, true, 0, 0
 	}
 	a := &r.asmH
 	if !r.asmOn || h.Seq != a.Seq || h.Chunk != r.asmN || h.Chunks != a.Chunks || h.Total != a.Total ||
@@ -560,10 +559,8 @@ func (r *receiver) assemble(h frame.Header, body []byte, size int64) []byte {
 		r.fail(protocolError(r.link, "message %d has %d of %d bytes", h.Seq, len(r.asm), a.Total))
 		return nil
 	}
-	if cap(r.asm) > 4*len(r.asm) && cap(r.asm) > 16<<20 {
-		defer func() { r.asm = nil }() // don't pin a huge buffer after one huge batch
-	}
-	return r.asm
+	body, r.asm = r.asm, nil
+	return body
 }
 
 // push queues a complete message; r.mu is held. The queue holds the window

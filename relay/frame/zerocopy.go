@@ -1,0 +1,338 @@
+package frame
+
+import (
+	"encoding/binary"
+	"fmt"
+	"unsafe"
+
+	"github.com/apache/arrow/go/v17/arrow"
+	"github.com/apache/arrow/go/v17/arrow/array"
+	"github.com/apache/arrow/go/v17/arrow/endian"
+	"github.com/apache/arrow/go/v17/arrow/memory"
+)
+
+// The Arrow IPC reader copies every column buffer out of the message into
+// freshly allocated (and zeroed) memory. For the plain layouts a relay carries
+// (fixed-width values, strings and binaries, lists, fixed-size lists such as
+// tensors, structs) loadZeroCopy instead builds the record on slices of the
+// received body, which the garbage collector keeps alive as long as any column
+// does. Everything it does not handle (dictionaries, unions, views, compressed
+// bodies, unaligned bodies, big-endian schemas) goes through the Arrow reader.
+//
+// Because nothing is copied, nothing is trusted: every buffer must lie inside
+// the body, be 8-byte aligned, and be long enough for its node's length, and
+// offsets must be monotonic and end inside their data, so a forged frame is an
+// error here and never an out-of-range read in an operator later.
+
+const (
+	fbMessageVersion = 0
+	fbMessageBodyLen = 3
+	minIPCVersion    = 3 // MetadataV4
+)
+
+// zeroCopyable reports whether dt has a layout loadZeroCopy handles.
+func zeroCopyable(dt arrow.DataType) bool {
+	switch t := dt.(type) {
+	case *arrow.StructType:
+		for _, f := range t.Fields() {
+			if !zeroCopyable(f.Type) {
+				return false
+			}
+		}
+		return true
+	case *arrow.ListType:
+		return zeroCopyable(t.Elem())
+	case *arrow.LargeListType:
+		return zeroCopyable(t.Elem())
+	case *arrow.FixedSizeListType:
+		return zeroCopyable(t.Elem())
+	case *arrow.StringType, *arrow.BinaryType, *arrow.LargeStringType, *arrow.LargeBinaryType:
+		return true
+	case arrow.ExtensionType, *arrow.DictionaryType, *arrow.MapType:
+		return false
+	case arrow.FixedWidthDataType:
+		return dt.ID() != arrow.NULL && t.BitWidth() > 0
+	}
+	return false
+}
+
+func schemaZeroCopyable(s *arrow.Schema) bool {
+	if s.Endianness() != endian.NativeEndian {
+		return false
+	}
+	for _, f := range s.Fields() {
+		if !zeroCopyable(f.Type) {
+			return false
+		}
+	}
+	return true
+}
+
+// loadZeroCopy decodes the record batch message at the start of rest. ok is
+// false (with no error) when the message needs the Arrow reader instead.
+// used is how many bytes of rest the message took.
+func loadZeroCopy(schema *arrow.Schema, rest []byte) (rec arrow.Record, used int, ok bool, err error) {
+	if len(rest) < 8 || binary.LittleEndian.Uint32(rest) != ipcContinuation {
+		return nil, 0, false, nil
+	}
+	mlen := int(binary.LittleEndian.Uint32(rest[4:]))
+	if mlen == 0 || mlen > len(rest)-8 {
+		return nil, 0, false, nil
+	}
+	meta := rest[8 : 8+mlen]
+	if err := verifyMessage(meta); err != nil {
+		return nil, 0, false, err
+	}
+	b := &walk{fbuf: meta}
+	root, _ := b.u32(0)
+	msg, _ := b.table(root)
+	if p, _ := b.field(msg, fbMessageVersion); p != 0 {
+		if v, _ := b.u16(p); v < minIPCVersion {
+			return nil, 0, false, nil
+		}
+	}
+	htype := 0
+	if p, _ := b.field(msg, 1); p != 0 {
+		htype = int(meta[p])
+	}
+	if htype != fbHeaderRecord {
+		return nil, 0, false, nil
+	}
+	rb, _ := b.subTable(msg, 2)
+	if c, _ := b.subTable(rb, 3); c != 0 {
+		return nil, 0, false, nil // compressed
+	}
+	var bodyLen, length int64
+	if p, _ := b.field(msg, fbMessageBodyLen); p != 0 {
+		bodyLen, _ = b.i64(p)
+	}
+	if p, _ := b.field(rb, 0); p != 0 {
+		length, _ = b.i64(p)
+	}
+	start := 8 + mlen
+	if bodyLen < 0 || bodyLen > int64(len(rest)-start) || length < 0 {
+		return nil, 0, false, fmt.Errorf("%w: record batch body of %d bytes, %d left", ErrMalformed, bodyLen, len(rest)-start)
+	}
+	body := rest[start : start+int(bodyLen)]
+	if len(body) > 0 && uintptr(unsafe.Pointer(&body[0]))%8 != 0 {
+		return nil, 0, false, nil // the frame put the body off alignment: copy instead
+	}
+	l := &zcLoader{body: body}
+	l.nodes, l.nn, _ = b.vector(rb, 1, 16)
+	l.bufs, l.nb, _ = b.vector(rb, 2, 16)
+	l.meta = meta
+	cols := make([]arrow.Array, 0, len(schema.Fields()))
+	release := func() {
+		for _, c := range cols {
+			c.Release()
+		}
+	}
+	for i, f := range schema.Fields() {
+		d, err := l.load(f.Type)
+		if err != nil {
+			release()
+			return nil, 0, false, fmt.Errorf("%w: column %d (%s): %w", ErrMalformed, i, f.Name, err)
+		}
+		if int64(d.Len()) != length {
+			d.Release()
+			release()
+			return nil, 0, false, fmt.Errorf("%w: column %d has %d rows, batch %d", ErrMalformed, i, d.Len(), length)
+		}
+		cols = append(cols, array.MakeFromData(d))
+		d.Release()
+	}
+	if l.ni != l.nn || l.bi != l.nb {
+		release()
+		return nil, 0, false, fmt.Errorf("%w: record batch has %d nodes and %d buffers, schema uses %d and %d", ErrMalformed, l.nn, l.nb, l.ni, l.bi)
+	}
+	rec = array.NewRecord(schema, cols, length)
+	release()
+	return rec, start + int(bodyLen), true, nil
+}
+
+type zcLoader struct {
+	meta         fbuf
+	body         []byte
+	nodes, nn    int // start and count of the FieldNode vector
+	bufs, nb     int // start and count of the Buffer vector
+	ni, bi       int // next node and buffer
+	depth, total int
+}
+
+func (l *zcLoader) node() (length, nulls int, err error) {
+	if l.ni >= l.nn {
+		return 0, 0, fmt.Errorf("more arrays than field nodes (%d)", l.nn)
+	}
+	p := l.nodes + 16*l.ni
+	l.ni++
+	n := int64(binary.LittleEndian.Uint64(l.meta[p:]))
+	z := int64(binary.LittleEndian.Uint64(l.meta[p+8:]))
+	if n < 0 || z < 0 || z > n || n > 1<<40 {
+		return 0, 0, fmt.Errorf("field node of length %d with %d nulls", n, z)
+	}
+	return int(n), int(z), nil
+}
+
+// buffer returns the next body buffer, nil if empty, checking it is at
+// least need bytes long.
+func (l *zcLoader) buffer(need int) (*memory.Buffer, []byte, error) {
+	if l.bi >= l.nb {
+		return nil, nil, fmt.Errorf("more buffers than the %d listed", l.nb)
+	}
+	p := l.bufs + 16*l.bi
+	l.bi++
+	off := int64(binary.LittleEndian.Uint64(l.meta[p:]))
+	n := int64(binary.LittleEndian.Uint64(l.meta[p+8:]))
+	if off < 0 || n < 0 || off > int64(len(l.body)) || n > int64(len(l.body))-off {
+		return nil, nil, fmt.Errorf("buffer [%d, +%d) outside a %d-byte body", off, n, len(l.body))
+	}
+	if n < int64(need) {
+		return nil, nil, fmt.Errorf("buffer of %d bytes, %d needed", n, need)
+	}
+	if n == 0 {
+		return nil, nil, nil
+	}
+	if off%8 != 0 {
+		return nil, nil, fmt.Errorf("buffer at unaligned offset %d", off)
+	}
+	b := l.body[off : off+n : off+n]
+	return memory.NewBufferBytes(b), b, nil
+}
+
+func (l *zcLoader) validity(length, nulls int) (*memory.Buffer, error) {
+	if nulls == 0 {
+		_, _, err := l.buffer(0)
+		return nil, err
+	}
+	buf, _, err := l.buffer((length + 7) / 8)
+	return buf, err
+}
+
+// offsets returns the offsets buffer of a variable-length array of length
+// rows, checked to be monotonic within [0, limit].
+func (l *zcLoader) offsets(length int, wide bool, limit func(end int64) error) (*memory.Buffer, error) {
+	w := 4
+	if wide {
+		w = 8
+	}
+	need := 0
+	if length > 0 {
+		need = (length + 1) * w
+	}
+	buf, b, err := l.buffer(need)
+	if err != nil || length == 0 {
+		if buf == nil && err == nil && length == 0 {
+			// An empty array may omit its offsets; Arrow's arrays expect one.
+			return memory.NewBufferBytes(make([]byte, w)), limit(0)
+		}
+		return buf, err
+	}
+	prev := int64(-1)
+	for i := 0; i <= length; i++ {
+		var v int64
+		if wide {
+			v = int64(binary.LittleEndian.Uint64(b[8*i:]))
+		} else {
+			v = int64(int32(binary.LittleEndian.Uint32(b[4*i:])))
+		}
+		if v < 0 || v < prev {
+			return nil, fmt.Errorf("offset %d at %d after %d", v, i, prev)
+		}
+		prev = v
+	}
+	return buf, limit(prev)
+}
+
+func (l *zcLoader) load(dt arrow.DataType) (arrow.ArrayData, error) {
+	if l.depth++; l.depth > maxFieldDepth {
+		return nil, fmt.Errorf("nested deeper than %d", maxFieldDepth)
+	}
+	defer func() { l.depth-- }()
+	length, nulls, err := l.node()
+	if err != nil {
+		return nil, err
+	}
+	valid, err := l.validity(length, nulls)
+	if err != nil {
+		return nil, err
+	}
+	switch t := dt.(type) {
+	case *arrow.StringType, *arrow.BinaryType, *arrow.LargeStringType, *arrow.LargeBinaryType:
+		wide := dt.ID() == arrow.LARGE_STRING || dt.ID() == arrow.LARGE_BINARY
+		var dataLen int64
+		offs, err := l.offsets(length, wide, func(end int64) error { dataLen = end; return nil })
+		if err != nil {
+			return nil, err
+		}
+		data, _, err := l.buffer(int(dataLen))
+		if err != nil {
+			return nil, err
+		}
+		return array.NewData(dt, length, []*memory.Buffer{valid, offs, data}, nil, nulls, 0), nil
+	case *arrow.ListType, *arrow.LargeListType:
+		var elem arrow.DataType
+		if lt, ok := t.(*arrow.ListType); ok {
+			elem = lt.Elem()
+		} else {
+			elem = t.(*arrow.LargeListType).Elem()
+		}
+		var end int64
+		offs, err := l.offsets(length, dt.ID() == arrow.LARGE_LIST, func(e int64) error { end = e; return nil })
+		if err != nil {
+			return nil, err
+		}
+		child, err := l.load(elem)
+		if err != nil {
+			return nil, err
+		}
+		if int64(child.Len()) < end {
+			child.Release()
+			return nil, fmt.Errorf("list offsets end at %d, child has %d", end, child.Len())
+		}
+		d := array.NewData(dt, length, []*memory.Buffer{valid, offs}, []arrow.ArrayData{child}, nulls, 0)
+		child.Release()
+		return d, nil
+	case *arrow.FixedSizeListType:
+		child, err := l.load(t.Elem())
+		if err != nil {
+			return nil, err
+		}
+		if int64(child.Len()) < int64(length)*int64(t.Len()) {
+			child.Release()
+			return nil, fmt.Errorf("fixed-size list of %d x %d, child has %d", length, t.Len(), child.Len())
+		}
+		d := array.NewData(dt, length, []*memory.Buffer{valid}, []arrow.ArrayData{child}, nulls, 0)
+		child.Release()
+		return d, nil
+	case *arrow.StructType:
+		children := make([]arrow.ArrayData, 0, len(t.Fields()))
+		free := func() {
+			for _, c := range children {
+				c.Release()
+			}
+		}
+		for _, f := range t.Fields() {
+			c, err := l.load(f.Type)
+			if err != nil {
+				free()
+				return nil, err
+			}
+			children = append(children, c)
+			if c.Len() < length {
+				free()
+				return nil, fmt.Errorf("struct of %d rows, field %s has %d", length, f.Name, c.Len())
+			}
+		}
+		d := array.NewData(dt, length, []*memory.Buffer{valid}, children, nulls, 0)
+		free()
+		return d, nil
+	case arrow.FixedWidthDataType:
+		bits := int64(t.BitWidth())
+		values, _, err := l.buffer(int((int64(length)*bits + 7) / 8))
+		if err != nil {
+			return nil, err
+		}
+		return array.NewData(dt, length, []*memory.Buffer{valid, values}, nil, nulls, 0), nil
+	}
+	return nil, fmt.Errorf("type %s has no zero-copy layout", dt)
+}
