@@ -23,6 +23,8 @@ type Accumulator interface {
 	Merge(dst, src uint32)
 	// Finish returns the result of each group in gids, in order.
 	Finish(mem memory.Allocator, gids []uint32) arrow.Array
+	// Reset empties group g so its id can be reused.
+	Reset(g uint32)
 }
 
 func grow[T any](s []T, n int) []T {
@@ -64,6 +66,7 @@ func (a *countAcc) Update(gids []uint32, arg arrow.Array, from int) {
 	}
 }
 func (a *countAcc) Merge(dst, src uint32) { a.counts[dst] += a.counts[src] }
+func (a *countAcc) Reset(g uint32)        { a.counts[g] = 0 }
 func (a *countAcc) Finish(mem memory.Allocator, gids []uint32) arrow.Array {
 	b := array.NewInt64Builder(mem)
 	defer b.Release()
@@ -119,6 +122,7 @@ func (a *sumAcc[T]) Update(gids []uint32, arg arrow.Array, from int) {
 		}
 	}
 }
+func (a *sumAcc[T]) Reset(g uint32) { a.sums[g], a.seen[g] = 0, false }
 func (a *sumAcc[T]) Merge(dst, src uint32) {
 	a.sums[dst] += a.sums[src]
 	a.seen[dst] = a.seen[dst] || a.seen[src]
@@ -164,6 +168,7 @@ func (a *avgAcc[T]) Update(gids []uint32, arg arrow.Array, from int) {
 		}
 	}
 }
+func (a *avgAcc[T]) Reset(g uint32)        { a.sums[g], a.ns[g] = 0, 0 }
 func (a *avgAcc[T]) Merge(dst, src uint32) { a.sums[dst] += a.sums[src]; a.ns[dst] += a.ns[src] }
 func (a *avgAcc[T]) Finish(mem memory.Allocator, gids []uint32) arrow.Array {
 	b := array.NewFloat64Builder(mem)
@@ -251,6 +256,7 @@ func updateMinMax[T int64 | float64](a *minMaxAcc[T], vals []T, gids []uint32, a
 	}
 }
 
+func (a *minMaxAcc[T]) Reset(g uint32) { a.seen[g] = false }
 func (a *minMaxAcc[T]) Merge(dst, src uint32) {
 	if a.seen[src] {
 		a.fold(dst, a.vals[src])
@@ -332,6 +338,7 @@ func (a *distinctAcc) Update(gids []uint32, arg arrow.Array, from int) {
 		a.sets[g][key] = struct{}{}
 	}
 }
+func (a *distinctAcc) Reset(g uint32) { a.sets[g] = nil }
 func (a *distinctAcc) Merge(dst, src uint32) {
 	if a.sets[dst] == nil {
 		a.sets[dst] = map[dkey]struct{}{}

@@ -227,6 +227,17 @@ func TestAccumulatorsAgainstRowByRowReference(t *testing.T) {
 			}
 		}
 		got.Release()
+		// A reset group is empty again: 0 for counts, NULL otherwise.
+		acc.Reset(3)
+		empty := acc.Finish(mem, []uint32{3})
+		var want any
+		if tc.name == "count" {
+			want = int64(0)
+		}
+		if v := ValueAt(empty, 0); v != want {
+			t.Errorf("%s distinct=%v after Reset: %v", tc.name, tc.distinct, v)
+		}
+		empty.Release()
 	}
 }
 

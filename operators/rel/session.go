@@ -18,7 +18,28 @@ type sessionState struct {
 	accs  []functions.Accumulator
 	byKey map[uint32][]*session
 	next  uint32
+	free  []uint32 // ids of closed or merged-away sessions, reset for reuse
 	open  int
+}
+
+// newGid hands out a group id, reusing freed ones so state stays proportional
+// to the open sessions on an endless stream.
+func (st *sessionState) newGid() uint32 {
+	if n := len(st.free); n > 0 {
+		g := st.free[n-1]
+		st.free = st.free[:n-1]
+		return g
+	}
+	g := st.next
+	st.next++
+	return g
+}
+
+func (st *sessionState) release(g uint32) {
+	for _, acc := range st.accs {
+		acc.Reset(g)
+	}
+	st.free = append(st.free, g)
 }
 
 type session struct {
@@ -72,8 +93,7 @@ func (h *HashAggregate) addSessions(keys, args []arrow.Array, ts arrow.Array, ga
 				st.byKey[k] = kept
 				continue
 			}
-			rep = &session{start: t, end: t + gap, gid: st.next, key: k}
-			st.next++
+			rep = &session{start: t, end: t + gap, gid: st.newGid(), key: k}
 			st.open++
 			kept = append(kept, rep)
 		}
@@ -97,6 +117,13 @@ func (h *HashAggregate) addSessions(keys, args []arrow.Array, ts arrow.Array, ga
 			acc.Merge(final(g), g)
 		}
 	}
+	// Only now may merged-away ids be reused: rows of this batch that pointed
+	// at them have been redirected above.
+	defer func() {
+		for _, g := range merged {
+			st.release(g)
+		}
+	}()
 	for i, g := range gids {
 		if g != noGroup {
 			gids[i] = final(g)
@@ -176,6 +203,9 @@ func (h *HashAggregate) closeSessions(watermark int64) ([]arrow.Record, error) {
 	}
 	for _, acc := range st.accs {
 		cols = append(cols, acc.Finish(h.mem, gids))
+	}
+	for _, g := range gids {
+		st.release(g)
 	}
 	rec := array.NewRecord(h.schema, cols, int64(len(due)))
 	for _, c := range cols {
