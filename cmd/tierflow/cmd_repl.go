@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"os/signal"
 	"strings"
 	"time"
 
@@ -87,7 +88,9 @@ func runRepl(ctx context.Context, a *app, f replFlags, engine repl.Engine) error
 	}
 	script := len(f.files) > 0 || len(f.commands) > 0
 	cfg.Interactive = !script && isTerminal(a.in) && isTerminal(a.out)
-	cfg.Color = isTerminal(a.out) && os.Getenv("NO_COLOR") == "" && os.Getenv("TERM") != "dumb"
+	// Colour only when both ends are a terminal: a pipe in either direction
+	// means a script, and scripts get plain text.
+	cfg.Color = isTerminal(a.in) && isTerminal(a.out) && os.Getenv("NO_COLOR") == "" && os.Getenv("TERM") != "dumb"
 	if cfg.Interactive {
 		cfg.HistoryFile = repl.HistoryFile()
 	}
@@ -101,6 +104,10 @@ func runRepl(ctx context.Context, a *app, f replFlags, engine repl.Engine) error
 		banner := fmt.Sprintf(`tierflow %s. Type \? for help, \q to quit.`, programVersion)
 		return s.RunInteractive(ctx, banner)
 	}
+	// Ctrl-C stops the running statement cleanly (what is complete has been
+	// printed) and ends the script with status 1.
+	ctx, stop := signal.NotifyContext(ctx, os.Interrupt)
+	defer stop()
 	if !script {
 		return exitFor(s.RunScript(ctx, "<stdin>", a.in))
 	}

@@ -147,8 +147,11 @@ func (s *Session) runSource(ctx context.Context, name, src string, firstLine int
 	}
 	for _, st := range script.Statements {
 		start := time.Now()
-		err := s.runStatement(ctx, st, padded)
+		err := s.cancellable(ctx, func(ctx context.Context) error { return s.runStatement(ctx, st, padded) })
 		if err != nil {
+			if errors.Is(err, context.Canceled) && !isQuery(st) {
+				fmt.Fprintln(s.cfg.Err, "Cancelled.") // queries say how far they got
+			}
 			s.report(padded, err)
 			return err
 		}
@@ -157,6 +160,29 @@ func (s *Session) runSource(ctx context.Context, name, src string, firstLine int
 		}
 	}
 	return nil
+}
+
+// cancellable runs fn under a context that Interrupt (Ctrl-C) cancels.
+func (s *Session) cancellable(ctx context.Context, fn func(context.Context) error) error {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	s.mu.Lock()
+	s.cancel = cancel
+	s.mu.Unlock()
+	defer func() {
+		s.mu.Lock()
+		s.cancel = nil
+		s.mu.Unlock()
+	}()
+	return fn(ctx)
+}
+
+func isQuery(st lang.Statement) bool {
+	switch st.(type) {
+	case *lang.Query, *lang.Insert:
+		return true
+	}
+	return false
 }
 
 // report prints err: syntax and bind errors with their line and a caret.

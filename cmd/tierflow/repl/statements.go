@@ -281,16 +281,6 @@ func (s *Session) runQuery(ctx context.Context, st lang.Statement, src string) e
 	if err != nil {
 		return err
 	}
-	ctx, cancel := context.WithCancel(ctx)
-	defer cancel()
-	s.mu.Lock()
-	s.cancel = cancel
-	s.mu.Unlock()
-	defer func() {
-		s.mu.Lock()
-		s.cancel = nil
-		s.mu.Unlock()
-	}()
 	stream, err := s.engine.Exec(ctx, Query{Stmt: st, Source: src, Bound: bound, Catalog: s.cat, Infra: s.inf, Options: s.opts, Settings: s.settings()})
 	if err != nil {
 		return err
