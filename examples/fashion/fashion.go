@@ -164,7 +164,7 @@ func Classify(mem memory.Allocator, o Options) (*Report, error) {
 	model, err := ml.Bind(sess, Schema(), ml.Config{
 		Input:    "image",
 		Heads:    []ml.Head{{Kind: ml.Classify, Output: "probs", Labels: strings.Split(labels, ",")}},
-		MaxBatch: max(o.Batch.MaxBatch, 1),
+		MaxBatch: o.Batch.MaxBatch, // 0: the default
 	})
 	if err != nil {
 		return nil, err

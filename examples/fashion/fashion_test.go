@@ -14,9 +14,9 @@ import (
 
 // TestAccuracyMatchesIndependentEvaluation runs every checked-in variant through
 // the ML operator (Arrow records, dynamic batching, ONNX Runtime) and checks the
-// predictions row by row against the zoo's own Go forward pass over the weights read
-// back from the same ONNX file, and the accuracy against the one the generator
-// recorded for the subset.
+// predictions row by row against modelzoo.Evaluate, a plain Go interpreter of the
+// graph read back from the same ONNX file (no code shared with training or with
+// ONNX Runtime), and the accuracy against the one the generator recorded.
 func TestAccuracyMatchesIndependentEvaluation(t *testing.T) {
 	vs, err := Variants(".")
 	if err != nil {
@@ -44,11 +44,10 @@ func TestAccuracyMatchesIndependentEvaluation(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		m, err := modelzoo.MLPFromGraph(g)
+		probs, _, err := modelzoo.Evaluate(g, sub.Images, len(sub.Labels), "probs")
 		if err != nil {
 			t.Fatal(err)
 		}
-		probs := m.Predict(sub.Images, len(sub.Labels))
 		agree, correct := 0, 0
 		for i := range sub.Labels {
 			p := probs[i*10 : (i+1)*10]
@@ -60,15 +59,15 @@ func TestAccuracyMatchesIndependentEvaluation(t *testing.T) {
 				correct++
 			}
 			if math.Abs(float64(p[k]-rep.Scores[i])) > 1e-4 && Labels[k] == rep.Predicted[i] {
-				t.Errorf("%s row %d: score %v, Go forward pass %v", v.Name, i, rep.Scores[i], p[k])
+				t.Errorf("%s row %d: score %v, Go reference %v", v.Name, i, rep.Scores[i], p[k])
 			}
 		}
 		goAcc := float64(correct) / float64(len(sub.Labels))
-		t.Logf("%s: ORT via operator %.4f, Go forward pass %.4f, generator %.4f (10k test %.4f), %d batches, provider %s",
+		t.Logf("%s: ORT via operator %.4f, Go reference %.4f, generator %.4f (10k test %.4f), %d batches, provider %s",
 			v.Name, rep.Accuracy, goAcc, v.SubsetAccuracy, v.TestAccuracy, rep.Stats.Batches, rep.Provider)
 		// Float rounding may flip a near-tie; more than 2 rows would be a bug.
 		if agree < len(sub.Labels)-2 {
-			t.Errorf("%s: operator and Go forward pass agree on %d of %d rows", v.Name, agree, len(sub.Labels))
+			t.Errorf("%s: operator and Go reference agree on %d of %d rows", v.Name, agree, len(sub.Labels))
 		}
 		if math.Abs(rep.Accuracy-goAcc) > 1.0/1000 || math.Abs(rep.Accuracy-v.SubsetAccuracy) > 1.0/1000 {
 			t.Errorf("%s: accuracy %.4f, Go %.4f, recorded %.4f", v.Name, rep.Accuracy, goAcc, v.SubsetAccuracy)

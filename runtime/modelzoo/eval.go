@@ -91,10 +91,13 @@ func Evaluate(g *Graph, x []float32, n int, output string) ([]float32, []int, er
 			}
 			d := make([]float32, rows*o)
 			for r := 0; r < rows; r++ {
+				ar := a.data[r*in : (r+1)*in]
 				for j := 0; j < o; j++ {
+					wr := w.data[j*in : (j+1)*in]
+					wr = wr[:len(ar)]
 					s := float64(b.data[j])
-					for i := 0; i < in; i++ {
-						s += float64(a.data[r*in+i]) * float64(w.data[j*in+i])
+					for i, av := range ar {
+						s += float64(av) * float64(wr[i])
 					}
 					d[r*o+j] = float32(s)
 				}
@@ -113,8 +116,10 @@ func Evaluate(g *Graph, x []float32, n int, output string) ([]float32, []int, er
 							s := float64(b.data[f])
 							for c := 0; c < Cin; c++ {
 								for ky := 0; ky < K; ky++ {
-									for kx := 0; kx < K; kx++ {
-										s += float64(a.data[((r*Cin+c)*H+y+ky)*W+xx+kx]) * float64(w.data[((f*Cin+c)*K+ky)*K+kx])
+									ar := a.data[((r*Cin+c)*H+y+ky)*W+xx:][:K]
+									wr := w.data[((f*Cin+c)*K+ky)*K:][:K]
+									for kx, av := range ar {
+										s += float64(av) * float64(wr[kx])
 									}
 								}
 							}

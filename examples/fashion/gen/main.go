@@ -24,18 +24,36 @@ import (
 
 type variant struct {
 	Name   string
-	Sizes  []int
+	Sizes  []int // dense layer widths; for a CNN, the head after the pooled maps
 	Epochs int
 	LR     float64
 	Decay  float64
+	Conv   int // CNN filters (5x5, then 2x2 max pooling); 0 for an MLP
 }
+
+// model is what the generator needs of an MLP or a CNN.
+type model interface {
+	Train(x []float32, y []uint8, cfg modelzoo.TrainConfig) error
+	Accuracy(x []float32, y []uint8) float64
+	Params() int
+	graph(name string) *modelzoo.Graph
+}
+
+type mlp struct{ *modelzoo.MLP }
+
+func (m mlp) graph(name string) *modelzoo.Graph { return m.Graph(name, 28) }
+
+type cnn struct{ *modelzoo.CNN }
+
+func (c cnn) graph(name string) *modelzoo.Graph { return c.Graph(name) }
 
 // The variants, smallest first. Each is trained from its own seed so adding one
 // does not change the others.
 var variants = []variant{
-	{"logreg", []int{784, 10}, 5, 2e-3, 0.8},
-	{"mlp-small", []int{784, 64, 10}, 8, 1e-3, 0.8},
-	{"mlp-large", []int{784, 256, 128, 10}, 10, 1e-3, 0.75},
+	{"logreg", []int{784, 10}, 5, 2e-3, 0.8, 0},
+	{"mlp-small", []int{784, 64, 10}, 8, 1e-3, 0.8, 0},
+	{"mlp-large", []int{784, 256, 128, 10}, 10, 1e-3, 0.75, 0},
+	{"cnn", []int{64, 10}, 8, 1e-3, 0.8, 8},
 }
 
 func main() {
@@ -99,7 +117,10 @@ func run(src, out string, subset int, only string, seed uint64) error {
 		if only != "" && v.Name != only {
 			continue
 		}
-		m := modelzoo.NewMLP(v.Sizes, fashion.Labels, seed+uint64(i)*1000)
+		var m model = mlp{modelzoo.NewMLP(v.Sizes, fashion.Labels, seed+uint64(i)*1000)}
+		if v.Conv > 0 {
+			m = cnn{modelzoo.NewCNN(28, v.Conv, 5, v.Sizes, fashion.Labels, seed+uint64(i)*1000)}
+		}
 		start := time.Now()
 		err := m.Train(xs, trainY.Data, modelzoo.TrainConfig{
 			Epochs: v.Epochs, Batch: 64, LR: v.LR, LRDecay: v.Decay, Seed: seed + uint64(i)*1000 + 1,
@@ -116,7 +137,7 @@ func run(src, out string, subset int, only string, seed uint64) error {
 			SubsetAccuracy: m.Accuracy(xsub, subY.Data),
 			TrainSeconds:   time.Since(start).Seconds(),
 		}
-		if err := m.Graph(v.Name, 28).WriteFile(filepath.Join(out, "models", r.File)); err != nil {
+		if err := m.graph(v.Name).WriteFile(filepath.Join(out, "models", r.File)); err != nil {
 			return err
 		}
 		fmt.Printf("%s: %d params, test accuracy %.4f, subset accuracy %.4f\n", v.Name, r.Params, r.TestAccuracy, r.SubsetAccuracy)
