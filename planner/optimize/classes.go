@@ -70,3 +70,67 @@ func (in *instance) swappable(a, b int) bool {
 	}
 	return in.link[a*n+b] == in.link[b*n+a] && in.allowed[a*n+b] == in.allowed[b*n+a]
 }
+
+// netDominance is, per pair of classes (r, j), whether a worker of r is placed
+// no worse than one of j: same tier and location (so moving items from j to r
+// changes no tier link's traffic) and, to and from every other worker and
+// source, a link no dearer and allowed wherever j's is. Nil when no pair of
+// distinct classes qualifies.
+func (in *instance) netDominance(cls []wclass) [][]bool {
+	p := in.p
+	var dom [][]bool
+	for r := range cls {
+		for j := range cls {
+			if r == j {
+				continue
+			}
+			a, c := cls[r].members[0], cls[j].members[0]
+			if in.ix.workerTier[a] != in.ix.workerTier[c] || p.Workers[a].Location != p.Workers[c].Location {
+				continue
+			}
+			if !in.placedNoWorse(a, c, cls[r].members, cls[j].members) {
+				continue
+			}
+			if dom == nil {
+				dom = make([][]bool, len(cls))
+				for i := range dom {
+					dom[i] = make([]bool, len(cls))
+				}
+			}
+			dom[r][j] = true
+		}
+	}
+	return dom
+}
+
+// placedNoWorse reports whether worker a's links dominate worker c's: for
+// every source and every worker x outside both classes, flows to and from a
+// are allowed wherever they are for c and cost no more. (Flows between the
+// two classes do not matter: c's worker is the one dropped.)
+func (in *instance) placedNoWorse(a, c int, ma, mc []int) bool {
+	n := in.nW
+	skip := make(map[int]bool, len(ma)+len(mc))
+	for _, x := range ma {
+		skip[x] = true
+	}
+	for _, x := range mc {
+		skip[x] = true
+	}
+	for s := range in.p.Sources {
+		if in.sallowed[s*n+c] && (!in.sallowed[s*n+a] || in.slink[s*n+a] > in.slink[s*n+c]) {
+			return false
+		}
+	}
+	for x := range n {
+		if skip[x] {
+			continue
+		}
+		if in.allowed[c*n+x] && (!in.allowed[a*n+x] || in.link[a*n+x] > in.link[c*n+x]) {
+			return false
+		}
+		if in.allowed[x*n+c] && (!in.allowed[x*n+a] || in.link[x*n+a] > in.link[x*n+c]) {
+			return false
+		}
+	}
+	return true
+}

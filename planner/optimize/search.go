@@ -68,6 +68,15 @@ type bnb struct {
 	// serves one operator"), set once at the root; nil when it does not help.
 	lam []float64
 
+	// netDom[r][j]: a worker of class r is placed no worse than one of class
+	// j (same tier and location, every link and A2 permission at least as
+	// good); nil when no pair qualifies.
+	netDom [][]bool
+
+	// excl marks classes the operator being decided has used up, while its
+	// later operators are bounded: they cannot serve them (see restMemo).
+	excl []bool
+
 	combos    [][]int // variant combinations meeting the target, when enumerable
 	nodes     int
 	deadline  time.Time
@@ -85,6 +94,7 @@ func newBnB(ctx context.Context, in *instance) *bnb {
 	b.ws = make([][]int, in.nOps)
 	b.thr = make([][]float64, in.nOps)
 	b.used = make([]int, len(b.cls))
+	b.excl = make([]bool, len(b.cls))
 	nt := len(in.p.Tiers)
 	b.bw = make([]float64, nt*nt)
 	b.decided = make([]bool, in.nOps)
@@ -104,6 +114,7 @@ func newBnB(ctx context.Context, in *instance) *bnb {
 			}
 		}
 	}
+	b.netDom = in.netDominance(b.cls)
 	b.anc = make([][]bool, in.nOps)
 	for _, x := range in.ix.topo {
 		b.anc[x] = make([]bool, in.nOps)
@@ -169,7 +180,7 @@ func (b *bnb) candidates(o, v, floor int) []cand {
 	var cs []cand
 	for c := range b.cls {
 		free := len(b.cls[c].members) - b.used[c]
-		if free <= 0 || b.cls[c].tier < floor {
+		if free <= 0 || b.cls[c].tier < floor || b.excl[c] {
 			continue
 		}
 		rep := b.cls[c].members[b.used[c]]
@@ -521,7 +532,7 @@ func (b *bnb) assign(depth int) {
 	var opts []vopt
 	// The later operators' bounds cost most; most nodes are pruned by the
 	// operator's own cover, so they are computed on first need.
-	var tab, tabL [][][]float64
+	memo := &restMemo{b: b, depth: depth}
 	for v := range in.p.Operators[o].Variants {
 		b.vars[o] = v
 		if b.combos != nil {
@@ -545,16 +556,8 @@ func (b *bnb) assign(depth int) {
 		if math.IsInf(own, 1) || b.cost+own >= b.best-1e-12 {
 			continue
 		}
-		if tab == nil {
-			tab = b.laterLBs(depth, nil)
-			if b.lam != nil {
-				tabL = b.laterLBs(depth, b.lam)
-			}
-		}
-		nt := 1
-		if b.tierA2 {
-			nt = len(in.p.Tiers)
-		}
+		tab, tabL := memo.tables(0)
+		nt := b.nTiers()
 		minTier := nt - 1
 		for _, c := range cs {
 			minTier = min(minTier, b.cls[c.class].tier)
@@ -562,17 +565,9 @@ func (b *bnb) assign(depth int) {
 		if len(cs) == 0 {
 			minTier = 0
 		}
-		rest := make([]float64, nt)
-		for t := range rest {
-			rest[t] = b.restFrom(tab, depth, t)
-		}
+		rest, restL := b.restByTier(tab, depth), b.restByTier(tabL, depth)
 		lb := own + rest[minTier]
-		var restL []float64
 		if b.lam != nil {
-			restL = make([]float64, nt)
-			for t := range restL {
-				restL[t] = b.restFrom(tabL, depth, t)
-			}
 			for i, c := range cs {
 				ps[i] = c.piece(b.lam)
 			}
@@ -592,26 +587,99 @@ func (b *bnb) assign(depth int) {
 			continue
 		}
 		b.vars[o] = op.v
-		b.chooseSet(depth, o, op.v, op.cs, op.rest, op.restL)
+		b.chooseSet(depth, o, op.v, op.cs, op.rest, op.restL, memo)
 	}
+}
+
+// restMemo holds the later operators' bound tables (laterLBs) at one node of
+// the search, by the set of classes (a bit mask) that the operator being
+// decided uses up: the later operators cannot use those. That is what the
+// bounds miss most where operators compete for a scarce class (the one GPU
+// at the edge wanted by both detection and ReID). Classes merely drawn from
+// still count as wholly free there, which keeps the bound valid but cheap.
+type restMemo struct {
+	b     *bnb
+	depth int
+	tabs  map[uint64][2][][][]float64
+}
+
+// tables are laterLBs without and with the multipliers (nil without),
+// classes in mask excluded.
+func (m *restMemo) tables(mask uint64) (tab, tabL [][][]float64) {
+	if t, ok := m.tabs[mask]; ok {
+		return t[0], t[1]
+	}
+	b := m.b
+	for c := range b.cls {
+		b.excl[c] = c < 64 && mask>>c&1 == 1
+	}
+	tab = b.laterLBs(m.depth, nil)
+	if b.lam != nil {
+		tabL = b.laterLBs(m.depth, b.lam)
+	}
+	clear(b.excl)
+	if m.tabs == nil {
+		m.tabs = map[uint64][2][][][]float64{}
+	}
+	m.tabs[mask] = [2][][][]float64{tab, tabL}
+	return tab, tabL
+}
+
+// nTiers is how many tier floors the bounds distinguish.
+func (b *bnb) nTiers() int {
+	if b.tierA2 {
+		return len(b.in.p.Tiers)
+	}
+	return 1
+}
+
+// restByTier is restFrom for every floor; nil for a nil table.
+func (b *bnb) restByTier(tab [][][]float64, depth int) []float64 {
+	if tab == nil {
+		return nil
+	}
+	rest := make([]float64, b.nTiers())
+	for t := range rest {
+		rest[t] = b.restFrom(tab, depth, t)
+	}
+	return rest
 }
 
 // chooseSet enumerates count vectors over the candidate classes and the
 // remainder class, then recurses to the next operator.
-func (b *bnb) chooseSet(depth, o, v int, cs []cand, rest, restL []float64) {
+func (b *bnb) chooseSet(depth, o, v int, cs []cand, rest0, restL0 []float64, memo *restMemo) {
 	in := b.in
 	T := in.ix.demand[o]
 	lamFree := b.lamFree()
 	k := make([]int, len(cs))
 	ps := make([]piece, 0, len(cs))
-	var rec func(i int, capSum, priceSum, maxCap float64, top int)
-	rec = func(i int, capSum, priceSum, maxCap float64, top int) {
+	// The later operators' bounds by the classes o has used up so far.
+	byMask := map[uint64][2][]float64{}
+	restFor := func(mask uint64) ([]float64, []float64) {
+		if mask == 0 {
+			return rest0, restL0
+		}
+		if r, ok := byMask[mask]; ok {
+			return r[0], r[1]
+		}
+		tab, tabL := memo.tables(mask)
+		r := [2][]float64{b.restByTier(tab, depth), b.restByTier(tabL, depth)}
+		byMask[mask] = r
+		return r[0], r[1]
+	}
+	maskable := len(b.cls) <= 64 && depth+1 < len(b.order)
+	var rec func(i int, capSum, priceSum, maxCap float64, top int, mask uint64)
+	rec = func(i int, capSum, priceSum, maxCap float64, top int, mask uint64) {
 		if !b.tick() {
 			return
 		}
 		if capSum-maxCap >= T-eps && capSum > 0 {
 			return // some worker would carry nothing, now and in every extension
 		}
+		if b.dominatedSet(cs, k[:i], capSum, T) {
+			return
+		}
+		rest, restL := restFor(mask)
 		// Bound: chosen prices + fractional cover with chosen at their network
 		// cost and the undecided classes at their unit cost.
 		ps = ps[:0]
@@ -669,14 +737,61 @@ func (b *bnb) chooseSet(depth, o, v int, cs []cand, rest, restL []float64) {
 				mc = max(mc, c.cap)
 				tp = max(tp, b.cls[c.class].tier)
 			}
-			rec(i+1, capSum+float64(n)*c.cap, priceSum+float64(n)*c.price, mc, tp)
+			m := mask
+			if n > 0 && n == c.free && maskable {
+				m |= 1 << c.class
+			}
+			rec(i+1, capSum+float64(n)*c.cap, priceSum+float64(n)*c.price, mc, tp, m)
 			if b.stopped {
 				break
 			}
 		}
 		k[i] = 0
 	}
-	rec(0, 0, 0, 0, 0)
+	rec(0, 0, 0, 0, 0, 0)
+}
+
+// dominatedSet reports whether every completion of the chosen counts k (for
+// cs[:len(k)]) is dominated. Once the chosen workers cover T, a class not yet
+// chosen can no longer hold the remainder (the set without it would cover T),
+// so only chosen classes can; and one that can is dominated when some other
+// chosen class it netDom-inates has a worker that the remainder's spare
+// capacity could replace (see dominatedRemainder). Counts added later only
+// grow the spare capacity, so the verdict holds for every extension.
+func (b *bnb) dominatedSet(cs []cand, k []int, capSum, T float64) bool {
+	if b.netDom == nil || capSum < T+eps {
+		return false
+	}
+	for r := range k {
+		if k[r] == 0 || capSum-cs[r].cap >= T-eps {
+			continue
+		}
+		if !b.dominatedRemainder(cs, k, r, capSum, T) {
+			return false
+		}
+	}
+	return true
+}
+
+// dominatedRemainder reports whether the set with counts k and remainder
+// class r is strictly worse than the same set less one worker of another
+// chosen class j, its items moved onto the remainder worker: that needs the
+// spare capacity (capSum - T) to hold a whole worker of j, j to cost
+// something, and r to be no worse placed than j (netDom: same tier and
+// location, so bandwidth use is unchanged, and no dearer links). The smaller
+// set is in the search space too (every worker still needed), so pruning
+// this one loses no optimum and no feasible plan.
+func (b *bnb) dominatedRemainder(cs []cand, k []int, r int, capSum, T float64) bool {
+	if b.netDom == nil {
+		return false
+	}
+	row := b.netDom[cs[r].class]
+	for j := range k {
+		if j != r && k[j] > 0 && row[cs[j].class] && cs[j].price > eps && capSum-cs[j].cap >= T+eps {
+			return true
+		}
+	}
+	return false
 }
 
 // leaf tries each admissible remainder class for a chosen count vector.
@@ -693,7 +808,7 @@ func (b *bnb) leaf(depth, o, v int, cs []cand, k []int, capSum, priceSum float64
 	}
 	surplus := capSum - T
 	for r := range cs {
-		if k[r] == 0 || capSum-cs[r].cap >= T-eps {
+		if k[r] == 0 || capSum-cs[r].cap >= T-eps || b.dominatedRemainder(cs, k, r, capSum, T) {
 			continue
 		}
 		net := sat - surplus*cs[r].net
