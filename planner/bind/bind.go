@@ -74,6 +74,9 @@ type Binder struct {
 	Catalog *catalog.Catalog
 	Funcs   *expr.Registry
 	errs    Errors
+	// clause names the clause being bound, for errors about what it may not
+	// hold (aggregates in WHERE).
+	clause string
 	// models counts model calls, so that a model called twice gets distinct
 	// operator names.
 	models map[string]int
@@ -232,6 +235,13 @@ func (s *scope) resolve(qual, name string) (int, int) {
 		}
 	}
 	return idx, n
+}
+
+// has reports whether the scope holds a column of that name (under qual when
+// given).
+func (s *scope) has(qual, name string) bool {
+	_, n := s.resolve(qual, name)
+	return n > 0
 }
 
 func (s *scope) names() []string {

@@ -33,18 +33,27 @@ var update = flag.Bool("update", false, "rewrite the expected outputs of testdat
 // lower (the optimizer problem: sources, operators, edges), error (the bind
 // errors). Run with -update to rewrite the expectations.
 type testCase struct {
+	// comment is the # lines above the case, kept by -update.
+	comment          []string
 	cmd, input, want string
 }
 
 func parseCases(t *testing.T, src string) []testCase {
 	var cases []testCase
+	var comment []string
 	lines := strings.Split(src, "\n")
 	for i := 0; i < len(lines); {
-		if strings.TrimSpace(lines[i]) == "" || strings.HasPrefix(lines[i], "#") {
+		if strings.TrimSpace(lines[i]) == "" {
 			i++
 			continue
 		}
-		c := testCase{cmd: strings.TrimSpace(lines[i])}
+		if strings.HasPrefix(lines[i], "#") {
+			comment = append(comment, lines[i])
+			i++
+			continue
+		}
+		c := testCase{comment: comment, cmd: strings.TrimSpace(lines[i])}
+		comment = nil
 		i++
 		var in []string
 		for i < len(lines) && lines[i] != "----" {
@@ -92,6 +101,9 @@ func TestGolden(t *testing.T) {
 				got := run(t, c, cat, inf)
 				if !*update && got != c.want {
 					t.Errorf("%s case %d (%s):\n%s\n--- got\n%s\n--- want\n%s", f, i+1, c.cmd, c.input, got, c.want)
+				}
+				for _, l := range c.comment {
+					fmt.Fprintln(&out, l)
 				}
 				fmt.Fprintf(&out, "%s\n%s\n----\n%s\n\n", c.cmd, c.input, got)
 			}
@@ -202,4 +214,79 @@ func problem(res *lower.Result) string {
 		}
 	}
 	return b.String()
+}
+
+// The streaming example (examples/streaming) binds: window bounds, an
+// aggregate inside round(), a stream-table join.
+func TestStreamingExample(t *testing.T) {
+	path := filepath.Join("..", "..", "examples", "streaming", "query.sql")
+	src, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	script, err := lang.Parse(path, string(src))
+	if err != nil {
+		t.Fatal(err)
+	}
+	cat := &catalog.Catalog{}
+	var plan *logical.Plan
+	for _, s := range script.Statements {
+		if ok, err := bind.Apply(cat, s); ok {
+			if err != nil {
+				t.Fatal(err)
+			}
+			continue
+		}
+		if plan, err = bind.New(cat).Bind(s); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if plan == nil {
+		t.Fatal("no query in the example")
+	}
+	var got []string
+	for _, f := range plan.Root.Schema().Fields() {
+		got = append(got, f.Name+" "+f.Type.String())
+	}
+	want := "site utf8, window_start timestamp[us, tz=UTC], window_end timestamp[us, tz=UTC], readings int64, avg_temp float64, max_humidity float64"
+	if strings.Join(got, ", ") != want {
+		t.Errorf("result schema\n got %s\nwant %s", strings.Join(got, ", "), want)
+	}
+	var agg *logical.Aggregate
+	logical.Walk(plan.Root, func(n logical.Node) bool {
+		if a, ok := n.(*logical.Aggregate); ok {
+			agg = a
+		}
+		return agg == nil
+	})
+	if agg == nil || agg.Window == nil || agg.Window.Kind != logical.Tumble || len(agg.Aggs) != 3 {
+		t.Fatalf("want a TUMBLE aggregate with count, avg and max, got %v", agg)
+	}
+}
+
+// Grouping errors carry their kind: a misplaced aggregate is ErrBind, a
+// window bound without a window is ErrUnknown.
+func TestGroupingErrorKinds(t *testing.T) {
+	cat, err := catalog.LoadFile("testdata/catalog.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		q    string
+		kind error
+	}{
+		{"SELECT sensor FROM readings WHERE max(temperature) > 1", bind.ErrBind},
+		{"SELECT sum(max(temperature)) FROM readings", bind.ErrBind},
+		{"SELECT sensor, temperature, count(*) FROM readings GROUP BY sensor", bind.ErrBind},
+		{"SELECT window_start, count(*) FROM readings GROUP BY sensor", bind.ErrUnknown},
+	} {
+		script, err := lang.Parse("q.sql", c.q)
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, err = bind.New(cat).Bind(script.Statements[0])
+		if !errors.Is(err, c.kind) {
+			t.Errorf("%s: got %v, want %v", c.q, err, c.kind)
+		}
+	}
 }

@@ -12,64 +12,35 @@ import (
 	"github.com/tierflow/tierflow/planner/expr"
 )
 
-// aggCollector gathers the aggregate calls of a SELECT list and HAVING; nil
-// where aggregates are not allowed.
-type aggCollector struct {
-	aggs []*expr.Aggregate
-}
-
-func (a *aggCollector) add(x *expr.Aggregate) *expr.Aggregate {
-	for _, y := range a.aggs {
-		if y.String() == x.String() {
-			return y
-		}
-	}
-	a.aggs = append(a.aggs, x)
-	return x
-}
-
-func hasAggregateCall(e lang.Expr, reg *expr.Registry) bool {
+func hasAggregateCall(e lang.Node, reg *expr.Registry) bool {
 	found := false
-	var visit func(e lang.Expr)
-	visit = func(e lang.Expr) {
-		if e == nil || found {
-			return
-		}
-		switch x := e.(type) {
-		case *lang.FuncCall:
+	lang.Inspect(e, func(n lang.Node) bool {
+		if x, ok := n.(*lang.FuncCall); ok {
 			if f, ok := reg.Lookup(x.Name); ok && f.Kind == expr.AggregateKind {
 				found = true
-				return
 			}
-			for _, a := range x.Args {
-				visit(a)
-			}
-		case *lang.BinaryExpr:
-			visit(x.Left)
-			visit(x.Right)
-		case *lang.UnaryExpr:
-			visit(x.X)
-		case *lang.CastExpr:
-			visit(x.X)
-		case *lang.CaseExpr:
-			visit(x.Operand)
-			for _, w := range x.Whens {
-				visit(w.Cond)
-				visit(w.Result)
-			}
-			visit(x.Else)
 		}
-	}
-	visit(e)
+		return !found
+	})
 	return found
 }
 
 // expr binds an expression in scope sc; nil when it does not bind (the
 // problem is recorded).
-func (b *Binder) expr(e lang.Expr, sc *scope, ac *aggCollector) expr.Expr {
+//
+// ac says where aggregates may appear: nil where they may not (WHERE, ON,
+// GROUP BY, model arguments); a grouping scope for the SELECT list, HAVING and
+// ORDER BY of a grouping query, whose expressions are then bound over the
+// aggregate's output; an aggregate's arguments scope inside an aggregate call.
+func (b *Binder) expr(e lang.Expr, sc *scope, ac *aggScope) expr.Expr {
+	if ac.grouped() {
+		if g := b.groupRef(e, sc, ac); g != nil {
+			return g
+		}
+	}
 	switch x := e.(type) {
 	case *lang.ColumnRef:
-		return b.columnRef(x, sc)
+		return b.columnRef(x, sc, ac)
 	case *lang.NumberLit:
 		if i, err := strconv.ParseInt(x.Value, 10, 64); err == nil {
 			l, _ := expr.NewLiteral(i)
@@ -249,15 +220,15 @@ func (b *Binder) check(p lexer.Position, e expr.Expr, err error) expr.Expr {
 	return e
 }
 
-func (b *Binder) call(x *lang.FuncCall, sc *scope, ac *aggCollector) expr.Expr {
+func (b *Binder) call(x *lang.FuncCall, sc *scope, ac *aggScope) expr.Expr {
+	if isWindow(x.Name) {
+		b.errorf(x.Pos, ErrBind, "%s is a window: it belongs in GROUP BY, or in a join's ON as %s(l.ts, size) = %s(r.ts, size)", strings.ToUpper(x.Name), strings.ToUpper(x.Name), strings.ToUpper(x.Name))
+		return nil
+	}
 	f, ok := b.Funcs.Lookup(x.Name)
 	if !ok {
 		if b.Catalog.Model(x.Name) != nil {
 			b.errorf(x.Pos, ErrBind, "%s is a model: apply it with CROSS JOIN LATERAL %s(...)", x.Name, x.Name)
-			return nil
-		}
-		if isWindow(x.Name) {
-			b.errorf(x.Pos, ErrBind, "%s is a window: it belongs in GROUP BY", strings.ToUpper(x.Name))
 			return nil
 		}
 		var names []string
@@ -267,10 +238,23 @@ func (b *Binder) call(x *lang.FuncCall, sc *scope, ac *aggCollector) expr.Expr {
 		b.unknown(x.Pos, "function", x.Name, names)
 		return nil
 	}
+	argScope := ac
+	if f.Kind == expr.AggregateKind {
+		switch {
+		case ac == nil:
+			b.errorf(x.Pos, ErrBind, "aggregate %s is not allowed in %s", f.Name, b.clauseName())
+			return nil
+		case ac.inside != nil:
+			b.errorf(x.Pos, ErrBind, "aggregate %s cannot be nested inside aggregate %s", f.Name, strings.ToLower(ac.inside.Name))
+			return nil
+		}
+		// The arguments read the input rows, not the groups.
+		argScope = &aggScope{inside: x}
+	}
 	var args []expr.Expr
 	ok = true
 	for _, a := range x.Args {
-		if v := b.expr(a, sc, nil); v != nil {
+		if v := b.expr(a, sc, argScope); v != nil {
 			args = append(args, v)
 		} else {
 			ok = false
@@ -280,16 +264,12 @@ func (b *Binder) call(x *lang.FuncCall, sc *scope, ac *aggCollector) expr.Expr {
 		return nil
 	}
 	if f.Kind == expr.AggregateKind {
-		if ac == nil {
-			b.errorf(x.Pos, ErrBind, "aggregate %s is not allowed here", f.Name)
-			return nil
-		}
 		a, err := b.Funcs.NewAggregate(f.Name, x.Distinct, args...)
 		if err != nil {
 			b.errorf(x.Pos, ErrBind, "%v", err)
 			return nil
 		}
-		return ac.add(a)
+		return ac.ref(a)
 	}
 	if x.Star || x.Distinct {
 		b.errorf(x.Pos, ErrBind, "%s is not an aggregate: * and DISTINCT do not apply", f.Name)
@@ -299,7 +279,7 @@ func (b *Binder) call(x *lang.FuncCall, sc *scope, ac *aggCollector) expr.Expr {
 	return b.check(x.Pos, out, err)
 }
 
-func (b *Binder) columnRef(x *lang.ColumnRef, sc *scope) expr.Expr {
+func (b *Binder) columnRef(x *lang.ColumnRef, sc *scope, ac *aggScope) expr.Expr {
 	var qual, name string
 	switch len(x.Names) {
 	case 1:
@@ -312,6 +292,9 @@ func (b *Binder) columnRef(x *lang.ColumnRef, sc *scope) expr.Expr {
 	}
 	if qual != "" && sc.failed[strings.ToLower(qual)] {
 		return nil
+	}
+	if isWindowBound(name) && !sc.has(qual, name) && (qual == "" || sc.hasQualifier(qual)) {
+		return b.windowBound(x, name, ac)
 	}
 	if qual != "" && !sc.hasQualifier(qual) {
 		var quals []string
@@ -332,6 +315,11 @@ func (b *Binder) columnRef(x *lang.ColumnRef, sc *scope) expr.Expr {
 		return nil
 	case n > 1:
 		b.errorf(x.Pos, ErrBind, "column %q is ambiguous: qualify it with its relation", name)
+		return nil
+	}
+	if ac.grouped() {
+		// Not a group key (groupRef tried): it has no single value per group.
+		b.errorf(x.Pos, ErrBind, "column %s must appear in GROUP BY or be used in an aggregate function", strings.Join(x.Names, "."))
 		return nil
 	}
 	c := sc.cols[i]

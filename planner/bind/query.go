@@ -1,9 +1,7 @@
 package bind
 
 import (
-	"fmt"
 	"strings"
-	"time"
 
 	"github.com/apache/arrow/go/v17/arrow"
 
@@ -18,8 +16,14 @@ import (
 func (b *Binder) query(q *lang.Query, _ *scope) (logical.Node, *scope) {
 	var nodes []logical.Node
 	var first *scope
-	for i, s := range q.Selects() {
-		n, sc := b.selectBlock(s)
+	selects := q.Selects()
+	for i, s := range selects {
+		var order []*lang.OrderItem
+		if len(selects) == 1 {
+			// One SELECT: ORDER BY sees its FROM row and aggregates too.
+			order = q.OrderBy
+		}
+		n, sc := b.selectBlock(s, order)
 		if n == nil {
 			continue
 		}
@@ -49,15 +53,8 @@ func (b *Binder) query(q *lang.Query, _ *scope) (logical.Node, *scope) {
 	if first == nil {
 		first = scopeOf(n, "")
 	}
-	if len(q.OrderBy) > 0 {
-		var keys []logical.SortKey
-		for _, o := range q.OrderBy {
-			e := b.expr(o.Expr, first, nil)
-			if e != nil {
-				keys = append(keys, logical.SortKey{Expr: e, Desc: o.Desc})
-			}
-		}
-		n = &logical.Sort{Input: n, Keys: keys, Pos: Pos(q.OrderBy[0].Pos)}
+	if len(q.OrderBy) > 0 && len(selects) > 1 {
+		n = b.sortOutput(n, first, q.OrderBy)
 	}
 	if q.Limit != nil {
 		v, err := q.Limit.Int64()
@@ -70,8 +67,8 @@ func (b *Binder) query(q *lang.Query, _ *scope) (logical.Node, *scope) {
 	return n, first
 }
 
-// selectBlock binds one SELECT.
-func (b *Binder) selectBlock(s *lang.Select) (logical.Node, *scope) {
+// selectBlock binds one SELECT, and the query's ORDER BY when order is set.
+func (b *Binder) selectBlock(s *lang.Select, order []*lang.OrderItem) (logical.Node, *scope) {
 	if len(s.From) == 0 {
 		b.errorf(s.Pos, ErrBind, "a query needs a FROM clause: tierflow queries read streams or tables")
 		return nil, nil
@@ -91,43 +88,30 @@ func (b *Binder) selectBlock(s *lang.Select) (logical.Node, *scope) {
 		sc = sc.concat(fsc)
 	}
 	if s.Where != nil {
+		b.clause = "WHERE"
 		if pred := b.predicate(s.Where, sc, "WHERE"); pred != nil {
 			node = &logical.Filter{Input: node, Pred: pred, Pos: Pos(s.Where.Position())}
 		}
+		b.clause = ""
 	}
-	aggregating := len(s.GroupBy) > 0 || s.Having != nil || s.Distinct
-	if !aggregating {
-		for _, it := range s.Items {
-			if it.Expr != nil && hasAggregateCall(it.Expr, b.Funcs) {
-				aggregating = true
-			}
-		}
+	aggregating := len(s.GroupBy) > 0 || s.Having != nil || s.Distinct || itemsAggregate(s, b)
+	for _, o := range order {
+		aggregating = aggregating || hasAggregateCall(o.Expr, b.Funcs)
 	}
 	if aggregating {
-		return b.aggregate(s, node, sc)
+		return b.aggregate(s, order, node, sc)
 	}
-	return b.project(s, node, sc)
+	return b.project(s, order, node, sc)
 }
 
 // project binds the SELECT list of a non-aggregating block.
-func (b *Binder) project(s *lang.Select, node logical.Node, sc *scope) (logical.Node, *scope) {
-	var exprs []expr.Expr
-	var names []string
-	out := &scope{}
+func (b *Binder) project(s *lang.Select, order []*lang.OrderItem, node logical.Node, sc *scope) (logical.Node, *scope) {
+	p := &projection{}
+	b.clause = "SELECT"
 	for _, it := range s.Items {
 		if it.Star {
-			n := 0
-			for i, c := range sc.cols {
-				if it.Qualifier != "" && !strings.EqualFold(c.qual, it.Qualifier) {
-					continue
-				}
-				exprs = append(exprs, &expr.Column{Index: i, Name: c.name, DataType: c.typ})
-				names = append(names, c.name)
-				out.cols = append(out.cols, column{qual: c.qual, name: c.name, typ: c.typ})
-				n++
-			}
-			if n == 0 && it.Qualifier != "" {
-				b.unknown(it.Pos, "relation", it.Qualifier, nil)
+			for _, c := range b.star(it, sc) {
+				p.add(c.e, c.name, c.qual)
 			}
 			continue
 		}
@@ -135,34 +119,39 @@ func (b *Binder) project(s *lang.Select, node logical.Node, sc *scope) (logical.
 		if e == nil {
 			continue
 		}
-		name := itemName(it, e)
-		exprs = append(exprs, e)
-		names = append(names, name)
 		qual := ""
 		if c, ok := e.(*expr.Column); ok && it.Alias == "" {
-			// ORDER BY s.camera still finds the column s.camera became.
+			// A later reference to s.camera still finds the column s.camera became.
 			qual = sc.cols[c.Index].qual
 		}
-		out.cols = append(out.cols, column{qual: qual, name: name, typ: e.Type()})
+		p.add(e, itemName(it, e, false), qual)
 	}
-	if len(exprs) == 0 {
+	b.clause = "ORDER BY"
+	keys := b.orderKeys(order, p, func(e lang.Expr) expr.Expr { return b.expr(e, sc, nil) }, false)
+	b.clause = ""
+	if p.visible == 0 {
 		return nil, nil
 	}
-	return logical.NewProject(node, exprs, names, Pos(s.Pos)), out
+	return p.build(node, keys, order, false, Pos(s.Pos))
 }
 
-func itemName(it *lang.SelectItem, e expr.Expr) string {
+func itemName(it *lang.SelectItem, e expr.Expr, grouped bool) string {
 	if it.Alias != "" {
 		return it.Alias
 	}
 	if c, ok := it.Expr.(*lang.ColumnRef); ok {
 		return c.Names[len(c.Names)-1]
 	}
+	if f, ok := it.Expr.(*lang.FuncCall); ok {
+		return strings.ToLower(f.Name)
+	}
 	if c, ok := e.(*expr.Column); ok {
 		return c.Name
 	}
-	if f, ok := it.Expr.(*lang.FuncCall); ok {
-		return strings.ToLower(f.Name)
+	if expr.HasAggregate(e) || grouped {
+		// Over an Aggregate's output the bound form reads agg0, agg1...:
+		// name the item as written instead.
+		return strings.ToLower(lang.Print(it.Expr))
 	}
 	return strings.ToLower(e.String())
 }
@@ -203,12 +192,20 @@ func (b *Binder) fromItem(f *lang.FromItem) (logical.Node, *scope) {
 			kind = logical.CrossJoin
 		}
 		var on expr.Expr
+		var win *logical.JoinWindow
 		if j.On != nil {
-			on = b.predicate(j.On, both, "ON")
+			b.clause = "ON"
+			if conj, wc := splitWindow(j.On); wc != nil {
+				win = b.joinWindow(j, wc, node, right, sc, both)
+				on = b.conjunction(conj, both)
+			} else {
+				on = b.predicate(j.On, both, "ON")
+			}
+			b.clause = ""
 		} else if kind != logical.CrossJoin {
 			b.errorf(j.Pos, ErrBind, "%s JOIN needs an ON condition", j.Kind)
 		}
-		node = logical.NewJoin(kind, node, right, on, Pos(j.Pos))
+		node = logical.NewWindowJoin(kind, node, right, on, win, Pos(j.Pos))
 		sc = both
 	}
 	return node, sc
@@ -278,6 +275,8 @@ func (b *Binder) lateral(j *lang.Join, in logical.Node, sc *scope) (logical.Node
 	}
 	var args []expr.Expr
 	ok := true
+	b.clause = "a model's arguments"
+	defer func() { b.clause = "" }()
 	for i, a := range call.Args {
 		e := b.expr(a, sc, nil)
 		if e == nil {
@@ -380,202 +379,11 @@ func compatible(got, want arrow.DataType) bool {
 	return false
 }
 
-// aggregate binds GROUP BY / HAVING / DISTINCT / aggregate calls.
-func (b *Binder) aggregate(s *lang.Select, node logical.Node, sc *scope) (logical.Node, *scope) {
-	var groups []expr.Expr
-	var groupNames []string
-	var win *logical.Window
-	for _, g := range s.GroupBy {
-		if fc, ok := g.(*lang.FuncCall); ok && isWindow(fc.Name) {
-			if win != nil {
-				b.errorf(fc.Pos, ErrBind, "only one window per GROUP BY")
-				continue
-			}
-			win = b.window(fc, sc)
-			continue
-		}
-		e := b.expr(g, sc, nil)
-		if e == nil {
-			continue
-		}
-		groups = append(groups, e)
-		name := strings.ToLower(e.String())
-		if c, ok := e.(*expr.Column); ok {
-			name = c.Name
-		}
-		groupNames = append(groupNames, name)
-	}
-	if s.Distinct && len(s.GroupBy) == 0 {
-		// SELECT DISTINCT items: group by every item.
-		for _, it := range s.Items {
-			if it.Star {
-				for i, c := range sc.cols {
-					groups = append(groups, &expr.Column{Index: i, Name: c.name, DataType: c.typ})
-					groupNames = append(groupNames, c.name)
-				}
-				continue
-			}
-			if e := b.expr(it.Expr, sc, nil); e != nil {
-				groups = append(groups, e)
-				groupNames = append(groupNames, itemName(it, e))
-			}
-		}
-	}
-	ac := &aggCollector{}
-	type item struct {
-		e    expr.Expr
-		name string
-		pos  *lang.SelectItem
-	}
-	var items []item
-	for _, it := range s.Items {
-		if it.Star {
-			if s.Distinct && len(s.GroupBy) == 0 {
-				continue
-			}
-			b.errorf(it.Pos, ErrBind, "SELECT * cannot be used with GROUP BY")
-			continue
-		}
-		e := b.expr(it.Expr, sc, ac)
-		if e == nil {
-			continue
-		}
-		items = append(items, item{e, itemName(it, e), it})
-	}
-	var having expr.Expr
-	if s.Having != nil {
-		having = b.predicate2(s.Having, sc, ac, "HAVING")
-	}
-	aggNames := make([]string, len(ac.aggs))
-	for i := range ac.aggs {
-		aggNames[i] = fmt.Sprintf("agg%d", i)
-	}
-	agg := logical.NewAggregate(node, groups, groupNames, win, ac.aggs, aggNames, Pos(s.Pos))
-	// Rewrite the items over the aggregate's output: group keys, window
-	// bounds, aggregates.
-	nGroup := len(groups)
-	winOff := nGroup
-	aggOff := nGroup
-	if win != nil {
-		aggOff += 2
-	}
-	out := agg.Schema()
-	rewrite := func(e expr.Expr, at *lang.SelectItem, pos lang.Node) expr.Expr {
-		bad := false
-		r := expr.Transform(e, func(x expr.Expr) expr.Expr {
-			for i, g := range groups {
-				if x.String() == g.String() {
-					return &expr.Column{Index: i, Name: groupNames[i], DataType: out.Field(i).Type}
-				}
-			}
-			if a, ok := x.(*expr.Aggregate); ok {
-				for i, y := range ac.aggs {
-					if y == a {
-						return &expr.Column{Index: aggOff + i, Name: aggNames[i], DataType: a.Type()}
-					}
-				}
-			}
-			if c, ok := x.(*expr.Column); ok && c.Index >= 0 {
-				if win != nil && (c.Name == "window_start" || c.Name == "window_end") {
-					off := winOff
-					if c.Name == "window_end" {
-						off++
-					}
-					return &expr.Column{Index: off, Name: c.Name, DataType: expr.Timestamp}
-				}
-				bad = true
-			}
-			return x
-		})
-		if bad {
-			b.errorf(pos.Position(), ErrBind, "%s must appear in GROUP BY or be used in an aggregate function", e.String())
-			return nil
-		}
-		return r
-	}
-	var exprs []expr.Expr
-	var names []string
-	osc := &scope{}
-	for _, it := range items {
-		r := rewrite(it.e, it.pos, it.pos.Expr)
-		if r == nil {
-			continue
-		}
-		exprs = append(exprs, r)
-		names = append(names, it.name)
-		osc.cols = append(osc.cols, column{name: it.name, typ: r.Type()})
-	}
-	if s.Distinct && len(s.GroupBy) == 0 && len(exprs) == 0 {
-		for i, f := range out.Fields() {
-			exprs = append(exprs, &expr.Column{Index: i, Name: f.Name, DataType: f.Type})
-			names = append(names, f.Name)
-			osc.cols = append(osc.cols, column{name: f.Name, typ: f.Type})
-		}
-	}
-	var n logical.Node = agg
-	if having != nil {
-		if h := rewrite(having, nil, s.Having); h != nil {
-			n = &logical.Filter{Input: n, Pred: h, Pos: Pos(s.Having.Position())}
-		}
-	}
-	if len(exprs) == 0 {
-		return nil, nil
-	}
-	return logical.NewProject(n, exprs, names, Pos(s.Pos)), osc
-}
-
-func isWindow(name string) bool {
-	switch strings.ToUpper(name) {
-	case "TUMBLE", "HOP", "SESSION":
-		return true
-	}
-	return false
-}
-
-func (b *Binder) window(fc *lang.FuncCall, sc *scope) *logical.Window {
-	kind := map[string]logical.WindowKind{"TUMBLE": logical.Tumble, "HOP": logical.Hop, "SESSION": logical.Session}[strings.ToUpper(fc.Name)]
-	want := 2
-	if kind == logical.Hop {
-		want = 3
-	}
-	if len(fc.Args) != want {
-		b.errorf(fc.Pos, ErrBind, "%s takes %d arguments (time column, %s), got %d", strings.ToUpper(fc.Name), want,
-			map[logical.WindowKind]string{logical.Tumble: "size", logical.Hop: "size, slide", logical.Session: "gap"}[kind], len(fc.Args))
-		return nil
-	}
-	t := b.expr(fc.Args[0], sc, nil)
-	if t != nil && !arrow.TypeEqual(t.Type(), expr.Timestamp) {
-		b.errorf(fc.Args[0].Position(), ErrBind, "%s wants a TIMESTAMP time column, got %s", strings.ToUpper(fc.Name), expr.TypeName(t.Type()))
-	}
-	durs := make([]time.Duration, 0, 2)
-	for _, a := range fc.Args[1:] {
-		iv, ok := a.(*lang.IntervalLit)
-		if !ok {
-			b.errorf(a.Position(), ErrBind, "window sizes are INTERVAL literals, e.g. INTERVAL '10' SECOND")
-			return nil
-		}
-		sec, err := iv.Seconds()
-		if err != nil || sec <= 0 {
-			b.errorf(a.Position(), ErrBind, "window interval must be positive, got '%s' %s", iv.Value, iv.Unit)
-			return nil
-		}
-		durs = append(durs, time.Duration(sec*float64(time.Second)))
-	}
-	if t == nil {
-		return nil
-	}
-	w := &logical.Window{Kind: kind, Time: t, Size: durs[0]}
-	if kind == logical.Hop {
-		w.Slide = durs[1]
-	}
-	return w
-}
-
 func (b *Binder) predicate(e lang.Expr, sc *scope, clause string) expr.Expr {
 	return b.predicate2(e, sc, nil, clause)
 }
 
-func (b *Binder) predicate2(e lang.Expr, sc *scope, ac *aggCollector, clause string) expr.Expr {
+func (b *Binder) predicate2(e lang.Expr, sc *scope, ac *aggScope, clause string) expr.Expr {
 	x := b.expr(e, sc, ac)
 	if x == nil {
 		return nil

@@ -224,9 +224,35 @@ type Join struct {
 	Kind        JoinKind
 	Left, Right Node
 	// On is nil for a cross join.
-	On     expr.Expr
+	On expr.Expr
+	// Window, when set, makes a join of two streams windowed: rows join only
+	// when they also fall in the same window (Flink's window join). Nil for
+	// a stream-table join.
+	Window *JoinWindow
 	schema *arrow.Schema
 	Pos    Pos
+}
+
+// JoinWindow is the window of a windowed stream-stream join: TUMBLE windows
+// of Size on each side's event time. LeftTime and RightTime are over the
+// join's combined row (left columns, then right), like On, so that one
+// column remapping serves all three.
+type JoinWindow struct {
+	Kind      WindowKind
+	LeftTime  expr.Expr
+	RightTime expr.Expr
+	Size      time.Duration
+}
+
+func (w *JoinWindow) String() string {
+	return fmt.Sprintf("%s(%s | %s, %s)", w.Kind, w.LeftTime, w.RightTime, w.Size)
+}
+
+// NewWindowJoin builds a windowed join of two streams.
+func NewWindowJoin(kind JoinKind, l, r Node, on expr.Expr, w *JoinWindow, pos Pos) *Join {
+	j := NewJoin(kind, l, r, on, pos)
+	j.Window = w
+	return j
 }
 
 // NewJoin builds a join.
@@ -239,14 +265,18 @@ func (j *Join) Schema() *arrow.Schema { return j.schema }
 func (j *Join) Children() []Node      { return []Node{j.Left, j.Right} }
 func (j *Join) WithChildren(ch ...Node) Node {
 	mustLen("Join", len(ch), 2)
-	return NewJoin(j.Kind, ch[0], ch[1], j.On, j.Pos)
+	return NewWindowJoin(j.Kind, ch[0], ch[1], j.On, j.Window, j.Pos)
 }
 func (j *Join) Position() Pos { return j.Pos }
 func (j *Join) Describe() string {
-	if j.On == nil {
-		return j.Kind.String() + " Join"
+	s := j.Kind.String() + " Join"
+	if j.On != nil {
+		s += " ON " + j.On.String()
 	}
-	return j.Kind.String() + " Join ON " + j.On.String()
+	if j.Window != nil {
+		s += " WINDOW " + j.Window.String()
+	}
+	return s
 }
 
 // ---- LateralModel ----
