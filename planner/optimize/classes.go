@@ -88,7 +88,7 @@ func (in *instance) netDominance(cls []wclass) [][]bool {
 			if in.ix.workerTier[a] != in.ix.workerTier[c] || p.Workers[a].Location != p.Workers[c].Location {
 				continue
 			}
-			if !in.placedNoWorse(a, c, cls[r].members, cls[j].members) {
+			if !in.placedNoWorse(a, c) {
 				continue
 			}
 			if dom == nil {
@@ -103,26 +103,20 @@ func (in *instance) netDominance(cls []wclass) [][]bool {
 	return dom
 }
 
-// placedNoWorse reports whether worker a's links dominate worker c's: for
-// every source and every worker x outside both classes, flows to and from a
-// are allowed wherever they are for c and cost no more. (Flows between the
-// two classes do not matter: c's worker is the one dropped.)
-func (in *instance) placedNoWorse(a, c int, ma, mc []int) bool {
+// placedNoWorse reports whether worker a's links dominate worker c's: from
+// every source and to and from every other worker (members of both classes
+// included: a parent or child of the operator may sit on one), flows with a
+// are allowed wherever they are with c and cost no more. The flow between a
+// and c does not matter: c is the worker dropped.
+func (in *instance) placedNoWorse(a, c int) bool {
 	n := in.nW
-	skip := make(map[int]bool, len(ma)+len(mc))
-	for _, x := range ma {
-		skip[x] = true
-	}
-	for _, x := range mc {
-		skip[x] = true
-	}
 	for s := range in.p.Sources {
 		if in.sallowed[s*n+c] && (!in.sallowed[s*n+a] || in.slink[s*n+a] > in.slink[s*n+c]) {
 			return false
 		}
 	}
 	for x := range n {
-		if skip[x] {
+		if x == a || x == c {
 			continue
 		}
 		if in.allowed[c*n+x] && (!in.allowed[a*n+x] || in.link[a*n+x] > in.link[c*n+x]) {

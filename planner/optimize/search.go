@@ -73,10 +73,6 @@ type bnb struct {
 	// good); nil when no pair qualifies.
 	netDom [][]bool
 
-	// excl marks classes the operator being decided has used up, while its
-	// later operators are bounded: they cannot serve them (see restMemo).
-	excl []bool
-
 	combos    [][]int // variant combinations meeting the target, when enumerable
 	nodes     int
 	deadline  time.Time
@@ -94,7 +90,6 @@ func newBnB(ctx context.Context, in *instance) *bnb {
 	b.ws = make([][]int, in.nOps)
 	b.thr = make([][]float64, in.nOps)
 	b.used = make([]int, len(b.cls))
-	b.excl = make([]bool, len(b.cls))
 	nt := len(in.p.Tiers)
 	b.bw = make([]float64, nt*nt)
 	b.decided = make([]bool, in.nOps)
@@ -180,7 +175,7 @@ func (b *bnb) candidates(o, v, floor int) []cand {
 	var cs []cand
 	for c := range b.cls {
 		free := len(b.cls[c].members) - b.used[c]
-		if free <= 0 || b.cls[c].tier < floor || b.excl[c] {
+		if free <= 0 || b.cls[c].tier < floor {
 			continue
 		}
 		rep := b.cls[c].members[b.used[c]]
@@ -532,7 +527,7 @@ func (b *bnb) assign(depth int) {
 	var opts []vopt
 	// The later operators' bounds cost most; most nodes are pruned by the
 	// operator's own cover, so they are computed on first need.
-	memo := &restMemo{b: b, depth: depth}
+	var tab, tabL [][][]float64
 	for v := range in.p.Operators[o].Variants {
 		b.vars[o] = v
 		if b.combos != nil {
@@ -556,7 +551,12 @@ func (b *bnb) assign(depth int) {
 		if math.IsInf(own, 1) || b.cost+own >= b.best-1e-12 {
 			continue
 		}
-		tab, tabL := memo.tables(0)
+		if tab == nil {
+			tab = b.laterLBs(depth, nil)
+			if b.lam != nil {
+				tabL = b.laterLBs(depth, b.lam)
+			}
+		}
 		nt := b.nTiers()
 		minTier := nt - 1
 		for _, c := range cs {
@@ -587,42 +587,8 @@ func (b *bnb) assign(depth int) {
 			continue
 		}
 		b.vars[o] = op.v
-		b.chooseSet(depth, o, op.v, op.cs, op.rest, op.restL, memo)
+		b.chooseSet(depth, o, op.v, op.cs, op.rest, op.restL)
 	}
-}
-
-// restMemo holds the later operators' bound tables (laterLBs) at one node of
-// the search, by the set of classes (a bit mask) that the operator being
-// decided uses up: the later operators cannot use those. That is what the
-// bounds miss most where operators compete for a scarce class (the one GPU
-// at the edge wanted by both detection and ReID). Classes merely drawn from
-// still count as wholly free there, which keeps the bound valid but cheap.
-type restMemo struct {
-	b     *bnb
-	depth int
-	tabs  map[uint64][2][][][]float64
-}
-
-// tables are laterLBs without and with the multipliers (nil without),
-// classes in mask excluded.
-func (m *restMemo) tables(mask uint64) (tab, tabL [][][]float64) {
-	if t, ok := m.tabs[mask]; ok {
-		return t[0], t[1]
-	}
-	b := m.b
-	for c := range b.cls {
-		b.excl[c] = c < 64 && mask>>c&1 == 1
-	}
-	tab = b.laterLBs(m.depth, nil)
-	if b.lam != nil {
-		tabL = b.laterLBs(m.depth, b.lam)
-	}
-	clear(b.excl)
-	if m.tabs == nil {
-		m.tabs = map[uint64][2][][][]float64{}
-	}
-	m.tabs[mask] = [2][][][]float64{tab, tabL}
-	return tab, tabL
 }
 
 // nTiers is how many tier floors the bounds distinguish.
@@ -647,29 +613,14 @@ func (b *bnb) restByTier(tab [][][]float64, depth int) []float64 {
 
 // chooseSet enumerates count vectors over the candidate classes and the
 // remainder class, then recurses to the next operator.
-func (b *bnb) chooseSet(depth, o, v int, cs []cand, rest0, restL0 []float64, memo *restMemo) {
+func (b *bnb) chooseSet(depth, o, v int, cs []cand, rest, restL []float64) {
 	in := b.in
 	T := in.ix.demand[o]
 	lamFree := b.lamFree()
 	k := make([]int, len(cs))
 	ps := make([]piece, 0, len(cs))
-	// The later operators' bounds by the classes o has used up so far.
-	byMask := map[uint64][2][]float64{}
-	restFor := func(mask uint64) ([]float64, []float64) {
-		if mask == 0 {
-			return rest0, restL0
-		}
-		if r, ok := byMask[mask]; ok {
-			return r[0], r[1]
-		}
-		tab, tabL := memo.tables(mask)
-		r := [2][]float64{b.restByTier(tab, depth), b.restByTier(tabL, depth)}
-		byMask[mask] = r
-		return r[0], r[1]
-	}
-	maskable := len(b.cls) <= 64 && depth+1 < len(b.order)
-	var rec func(i int, capSum, priceSum, maxCap float64, top int, mask uint64)
-	rec = func(i int, capSum, priceSum, maxCap float64, top int, mask uint64) {
+	var rec func(i int, capSum, priceSum, maxCap float64, top int)
+	rec = func(i int, capSum, priceSum, maxCap float64, top int) {
 		if !b.tick() {
 			return
 		}
@@ -679,7 +630,6 @@ func (b *bnb) chooseSet(depth, o, v int, cs []cand, rest0, restL0 []float64, mem
 		if b.dominatedSet(cs, k[:i], capSum, T) {
 			return
 		}
-		rest, restL := restFor(mask)
 		// Bound: chosen prices + fractional cover with chosen at their network
 		// cost and the undecided classes at their unit cost.
 		ps = ps[:0]
@@ -737,18 +687,14 @@ func (b *bnb) chooseSet(depth, o, v int, cs []cand, rest0, restL0 []float64, mem
 				mc = max(mc, c.cap)
 				tp = max(tp, b.cls[c.class].tier)
 			}
-			m := mask
-			if n > 0 && n == c.free && maskable {
-				m |= 1 << c.class
-			}
-			rec(i+1, capSum+float64(n)*c.cap, priceSum+float64(n)*c.price, mc, tp, m)
+			rec(i+1, capSum+float64(n)*c.cap, priceSum+float64(n)*c.price, mc, tp)
 			if b.stopped {
 				break
 			}
 		}
 		k[i] = 0
 	}
-	rec(0, 0, 0, 0, 0, 0)
+	rec(0, 0, 0, 0, 0)
 }
 
 // dominatedSet reports whether every completion of the chosen counts k (for
