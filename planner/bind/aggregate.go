@@ -30,6 +30,9 @@ type aggScope struct {
 	aggs       []*expr.Aggregate
 	aggKeys    []string
 	inside     *lang.FuncCall
+	// incomplete: a GROUP BY item did not bind, so a column that is not
+	// grouped may well be meant to be; that is not reported again.
+	incomplete bool
 }
 
 func (a *aggScope) grouped() bool { return a != nil && a.inside == nil }
@@ -145,6 +148,7 @@ func (b *Binder) aggregate(s *lang.Select, order []*lang.OrderItem, node logical
 		}
 		e := b.expr(g, sc, nil)
 		if e == nil {
+			ac.incomplete = true
 			continue
 		}
 		name := strings.ToLower(e.String())

@@ -202,9 +202,11 @@ func (b *Binder) expr(e lang.Expr, sc *scope, ac *aggScope) expr.Expr {
 	case *lang.FuncCall:
 		return b.call(x, sc, ac)
 	case *lang.FieldAccess:
-		b.errorf(x.Pos, ErrBind, "field access .%s is not supported yet", x.Field)
+		// Struct fields and tensor elements need expression kinds that the
+		// operators' evaluator does not have yet.
+		b.errorf(x.Pos, ErrBind, "field access %s is not supported yet", lang.Print(x))
 	case *lang.IndexExpr:
-		b.errorf(x.Pos, ErrBind, "indexing is not supported yet")
+		b.errorf(x.Pos, ErrBind, "indexing %s is not supported yet", lang.Print(x))
 	default:
 		b.errorf(e.Position(), ErrBind, "unsupported expression %T", e)
 	}
@@ -287,7 +289,7 @@ func (b *Binder) columnRef(x *lang.ColumnRef, sc *scope, ac *aggScope) expr.Expr
 	case 2:
 		qual, name = x.Names[0], x.Names[1]
 	default:
-		b.errorf(x.Pos, ErrBind, "nested field %s is not supported yet", strings.Join(x.Names, "."))
+		b.errorf(x.Pos, ErrBind, "field access %s is not supported yet", strings.Join(x.Names, "."))
 		return nil
 	}
 	if qual != "" && sc.failed[strings.ToLower(qual)] {
@@ -319,6 +321,9 @@ func (b *Binder) columnRef(x *lang.ColumnRef, sc *scope, ac *aggScope) expr.Expr
 	}
 	if ac.grouped() {
 		// Not a group key (groupRef tried): it has no single value per group.
+		if ac.incomplete {
+			return nil
+		}
 		b.errorf(x.Pos, ErrBind, "column %s must appear in GROUP BY or be used in an aggregate function", strings.Join(x.Names, "."))
 		return nil
 	}

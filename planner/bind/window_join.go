@@ -109,7 +109,7 @@ func (b *Binder) joinWindow(j *lang.Join, eq *lang.BinaryExpr, left, right logic
 		a, c = 0, 1
 	}
 	if a != 0 || c != 1 {
-		b.errorf(eq.OpPos, ErrBind, "a join window equates the time of the left input with the time of the right one, got %s and %s", ws[0].Time, ws[1].Time)
+		b.errorf(eq.OpPos, ErrBind, "a join window equates the time of the left input with the time of the right one, got %s and %s", lang.Print(calls[0].Args[0]), lang.Print(calls[1].Args[0]))
 		return nil
 	}
 	return &logical.JoinWindow{Kind: logical.Tumble, LeftTime: ws[0].Time, RightTime: ws[1].Time, Size: ws[0].Size}
