@@ -47,6 +47,10 @@ type Options struct {
 	BatchSize int
 	// Functions implements the expressions (default functions.Builtins()).
 	Functions *functions.Registry
+	// Parallelism runs each GROUP BY over plain columns as this many
+	// instances, rows exchanged by a hash of the group keys (data-parallel);
+	// 0 or 1 runs one instance.
+	Parallelism int
 }
 
 // Stats report a run.
@@ -194,7 +198,18 @@ func (b *builder) node(n logical.Node) (int, *arrow.Schema, error) {
 		h.Release()
 		st := &rel.Stats{}
 		b.q.stats = append(b.q.stats, st)
-		op := b.add("aggregate", 1, func() (dataflow.Operator, error) { return rel.NewAggregate(spec, schema, fns, st), nil })
+		mk := func(dataflow.Instance) (dataflow.Operator, error) {
+			return rel.NewAggregate(spec, schema, fns, st), nil
+		}
+		keys, plain := plainColumns(n.Group)
+		if p := b.opts.Parallelism; p > 1 && plain && len(keys) > 0 {
+			// Equal keys meet in one instance; every instance sees the same
+			// frontier, so each closes its share of a window at the same time.
+			op := b.g.AddOperator(dataflow.OperatorSpec{Name: "aggregate", Inputs: 1, Outputs: 1, Workers: make([]int, p), New: mk})
+			b.g.AddEdge(dataflow.Edge{From: dataflow.Port{Op: in}, To: dataflow.Port{Op: op}, Kind: dataflow.Exchange, Partition: dataflow.HashColumns(keys...)})
+			return op, out, nil
+		}
+		op := b.g.AddOperator(dataflow.OperatorSpec{Name: "aggregate", Inputs: 1, Outputs: 1, New: mk})
 		b.g.Connect(in, 0, op, 0)
 		return op, out, nil
 	case *logical.Join:
@@ -264,7 +279,7 @@ func (b *builder) join(n *logical.Join, at func(error) error) (int, *arrow.Schem
 	if n.Kind == logical.CrossJoin || n.On == nil {
 		return 0, nil, at(fmt.Errorf("%w: CROSS JOIN", ErrUnsupported))
 	}
-	if !bounded(n.Right) {
+	if n.Window == nil && !bounded(n.Right) {
 		return 0, nil, at(fmt.Errorf("%w: the right side of a join must be a table (stream-table join); stream-stream joins need a window", ErrUnsupported))
 	}
 	l, ls, err := b.node(n.Left)
@@ -287,8 +302,23 @@ func (b *builder) join(n *logical.Join, at func(error) error) (int, *arrow.Schem
 	out := j.Schema()
 	j.Release()
 	fns := b.opts.Functions
+	mk := func() (dataflow.Operator, error) { return rel.NewStreamTableJoin(spec, ls, rs, fns, nil), nil }
+	if w := n.Window; w != nil {
+		if w.Kind != logical.Tumble {
+			return 0, nil, at(fmt.Errorf("%w: %s window joins", ErrUnsupported, w.Kind))
+		}
+		// The window's times are over the joined row; the operator wants the
+		// right one over the right input.
+		ws := rel.WindowJoinSpec{Join: spec, LeftTime: w.LeftTime, RightTime: shiftColumns(w.RightTime, -ls.NumFields()), Size: w.Size}
+		if _, err := rel.NewWindowJoin(ws, ls, rs, fns, nil); err != nil {
+			return 0, nil, at(err)
+		}
+		st := &rel.Stats{}
+		b.q.stats = append(b.q.stats, st)
+		mk = func() (dataflow.Operator, error) { return rel.NewWindowJoin(ws, ls, rs, fns, st) }
+	}
 	op := b.g.AddOperator(dataflow.OperatorSpec{Name: "join", Inputs: 2, Outputs: 1, New: func(dataflow.Instance) (dataflow.Operator, error) {
-		return rel.NewStreamTableJoin(spec, ls, rs, fns, nil), nil
+		return mk()
 	}})
 	b.g.Connect(l, 0, op, 0)
 	b.g.Connect(r, 0, op, 1)
@@ -457,6 +487,9 @@ func (b *builder) sink(n *logical.Sink, at func(error) error) (int, *arrow.Schem
 	b.q.writers = append(b.q.writers, w)
 	mu := &sync.Mutex{}
 	op := b.g.AddOperator(dataflow.OperatorSpec{Name: "sink", Inputs: 1, New: func(dataflow.Instance) (dataflow.Operator, error) {
+		if b.opts.Parallelism > 1 {
+			return sinks.NewOrderedSink(w, mu, &b.q.written), nil
+		}
 		return sinks.NewSink(w, mu, &b.q.written), nil
 	}})
 	b.g.Connect(in, 0, op, 0)
@@ -468,4 +501,27 @@ func (b *builder) outPath(p string) string {
 		return p
 	}
 	return filepath.Join(b.opts.BaseDir, p)
+}
+
+func shiftColumns(e expr.Expr, by int) expr.Expr {
+	return expr.Transform(e, func(x expr.Expr) expr.Expr {
+		if c, ok := x.(*expr.Column); ok {
+			return &expr.Column{Index: c.Index + by, Name: c.Name, DataType: c.DataType}
+		}
+		return x
+	})
+}
+
+// plainColumns returns the input columns of group keys that are all bare
+// column references.
+func plainColumns(es []expr.Expr) ([]int, bool) {
+	var out []int
+	for _, e := range es {
+		c, ok := e.(*expr.Column)
+		if !ok {
+			return nil, false
+		}
+		out = append(out, c.Index)
+	}
+	return out, true
 }

@@ -8,6 +8,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"reflect"
 	"strconv"
 	"strings"
 	"testing"
@@ -94,11 +95,17 @@ func examplePlan(t *testing.T, dir string) *logical.Plan {
 // TestStreamingExampleMatchesReference runs the plan of the streaming example
 // and recomputes its answer from the CSV files with plain Go.
 func TestStreamingExampleMatchesReference(t *testing.T) {
+	for _, par := range []int{1, 3} {
+		testStreamingExample(t, par)
+	}
+}
+
+func testStreamingExample(t *testing.T, parallelism int) {
 	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
 	defer mem.AssertSize(t, 0)
 	dir := filepath.Join("..", "..", "examples", "streaming")
 	out := &collect{}
-	q, err := Build(examplePlan(t, dir), Options{Allocator: mem, MaxDelay: time.Second, BatchSize: 100, Output: out})
+	q, err := Build(examplePlan(t, dir), Options{Allocator: mem, MaxDelay: time.Second, BatchSize: 100, Output: out, Parallelism: parallelism})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -109,6 +116,24 @@ func TestStreamingExampleMatchesReference(t *testing.T) {
 	if st.RowsRead != 1200+6 || st.LateRows != 0 || st.RowsWritten != int64(len(out.rows)) {
 		t.Fatalf("stats %+v", st)
 	}
+	if parallelism > 1 {
+		n := 0
+		for _, op := range q.Graph().Operators {
+			if op.Name == "aggregate" {
+				n = op.Parallelism()
+			}
+		}
+		if n != parallelism {
+			t.Fatalf("aggregate runs %d instances, want %d", n, parallelism)
+		}
+	}
+	checkExample(t, dir, out.rows)
+}
+
+// checkExample recomputes the streaming example's answer from its CSV files
+// with plain Go and compares, also checking that windows come out in order.
+func checkExample(t *testing.T, dir string, rows [][]any) {
+	t.Helper()
 	site := map[string]string{}
 	for _, r := range readCSV(t, filepath.Join(dir, "sensors.csv")) {
 		site[r[0]] = r[1]
@@ -136,11 +161,11 @@ func TestStreamingExampleMatchesReference(t *testing.T) {
 		a.sum += temp
 		a.maxH = max(a.maxH, hum)
 	}
-	if len(out.rows) != len(ref) {
-		t.Fatalf("%d result rows, reference has %d", len(out.rows), len(ref))
+	if len(rows) != len(ref) {
+		t.Fatalf("%d result rows, reference has %d", len(rows), len(ref))
 	}
 	var lastEnd time.Time
-	for _, r := range out.rows {
+	for _, r := range rows {
 		key := r[0].(string) + "|" + r[1].(time.Time).Format(time.RFC3339)
 		a := ref[key]
 		if a == nil {
@@ -154,6 +179,87 @@ func TestStreamingExampleMatchesReference(t *testing.T) {
 			t.Fatalf("windows out of order: %v after %v", r[2], lastEnd)
 		}
 		lastEnd = r[2].(time.Time)
+	}
+}
+
+// TestExampleScriptThroughTheBinder runs examples/streaming/query.sql as
+// `tierflow run` does: parse, bind, build, run.
+func TestExampleScriptThroughTheBinder(t *testing.T) {
+	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
+	defer mem.AssertSize(t, 0)
+	dir := filepath.Join("..", "..", "examples", "streaming")
+	src, err := os.ReadFile(filepath.Join(dir, "query.sql"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := &collect{}
+	var log bytes.Buffer
+	err = RunScript(context.Background(), filepath.Join(dir, "query.sql"), string(src), ScriptOptions{
+		Options:   Options{Allocator: mem, MaxDelay: 2 * time.Second},
+		NewOutput: func() (sinks.Writer, error) { return out, nil },
+		Log:       &log,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(log.String(), "1206 rows read") || strings.Contains(log.String(), "late") {
+		t.Fatalf("log: %s", log.String())
+	}
+	checkExample(t, dir, out.rows)
+}
+
+// TestWindowJoinScript joins two streams per TUMBLE window through the binder
+// and checks the pairs against a nested loop over the files.
+func TestWindowJoinScript(t *testing.T) {
+	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
+	defer mem.AssertSize(t, 0)
+	dir := t.TempDir()
+	type row struct {
+		k  int
+		ts time.Time
+	}
+	var a, b []row
+	base := time.Date(2024, 1, 1, 0, 0, 0, 0, time.UTC)
+	var sa, sb strings.Builder
+	sa.WriteString("k,ts\n")
+	sb.WriteString("k,ts\n")
+	for i := 0; i < 300; i++ {
+		r := row{i % 7, base.Add(time.Duration(i) * 170 * time.Millisecond)}
+		a = append(a, r)
+		sa.WriteString(strconv.Itoa(r.k) + "," + r.ts.Format("2006-01-02 15:04:05.000") + "\n")
+		if i%2 == 0 {
+			r2 := row{i % 5, base.Add(time.Duration(i) * 190 * time.Millisecond)}
+			b = append(b, r2)
+			sb.WriteString(strconv.Itoa(r2.k) + "," + r2.ts.Format("2006-01-02 15:04:05.000") + "\n")
+		}
+	}
+	os.WriteFile(filepath.Join(dir, "a.csv"), []byte(sa.String()), 0o644)
+	os.WriteFile(filepath.Join(dir, "b.csv"), []byte(sb.String()), 0o644)
+	sql := `CREATE STREAM a (k BIGINT, ts TIMESTAMP) FROM FILE 'a.csv' FORMAT CSV;
+CREATE STREAM b (k BIGINT, ts TIMESTAMP) FROM FILE 'b.csv' FORMAT CSV;
+SELECT a.k, a.ts, b.ts AS bts FROM a JOIN b ON a.k = b.k AND TUMBLE(a.ts, INTERVAL '5' SECOND) = TUMBLE(b.ts, INTERVAL '5' SECOND);`
+	out := &collect{}
+	err := RunScript(context.Background(), filepath.Join(dir, "q.sql"), sql, ScriptOptions{
+		Options:   Options{Allocator: mem, BatchSize: 16},
+		NewOutput: func() (sinks.Writer, error) { return out, nil },
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]int{}
+	for _, x := range a {
+		for _, y := range b {
+			if x.k == y.k && x.ts.Truncate(5*time.Second).Equal(y.ts.Truncate(5*time.Second)) {
+				want[strconv.Itoa(x.k)+x.ts.String()+y.ts.String()]++
+			}
+		}
+	}
+	got := map[string]int{}
+	for _, r := range out.rows {
+		got[strconv.FormatInt(r[0].(int64), 10)+r[1].(time.Time).String()+r[2].(time.Time).String()]++
+	}
+	if len(want) < 50 || !reflect.DeepEqual(got, want) {
+		t.Fatalf("window join: %d distinct pairs, want %d", len(got), len(want))
 	}
 }
 

@@ -59,6 +59,14 @@ func (a *Aggregate) OnFrontier(ctx *dataflow.Context, _ int, f dataflow.Epoch) e
 		if a.stats != nil {
 			a.stats.RowsOut.Add(rec.NumRows())
 		}
+		// A window's rows go out at the epoch of its end, so downstream (an
+		// ordered sink over parallel instances) can order results by window.
+		if e := a.windowEnd(rec); e > a.held.Epoch() && e < dataflow.Closed {
+			if err := a.held.Downgrade(e); err != nil {
+				rec.Release()
+				return err
+			}
+		}
 		if err := ctx.Emit(0, a.held, rec); err != nil {
 			for _, r := range recs[i+1:] {
 				r.Release()
@@ -84,4 +92,17 @@ func (a *Aggregate) Close(*dataflow.Context) error {
 		a.h.Release()
 	}
 	return nil
+}
+
+// windowEnd is the latest window_end in rec (0 when not windowed).
+func (a *Aggregate) windowEnd(rec arrow.Record) dataflow.Epoch {
+	if a.spec.Window == nil || rec.NumRows() == 0 {
+		return 0
+	}
+	ends := functions.Int64Values(rec.Column(len(a.spec.Group) + 1))
+	m := ends[0]
+	for _, e := range ends {
+		m = max(m, e)
+	}
+	return EpochOf(m)
 }

@@ -26,9 +26,10 @@ type Writer interface {
 // instances may share one Writer; writes are serialised.
 type Sink struct {
 	dataflow.Base
-	w    Writer
-	mu   *sync.Mutex
-	rows *atomic.Int64
+	w       Writer
+	mu      *sync.Mutex
+	rows    *atomic.Int64
+	pending map[dataflow.Epoch][]arrow.Record // ordered sinks only
 }
 
 // NewSink makes a sink instance writing to w, counting rows into rows (may be
@@ -40,14 +41,63 @@ func NewSink(w Writer, mu *sync.Mutex, rows *atomic.Int64) *Sink {
 	return &Sink{w: w, mu: mu, rows: rows}
 }
 
-func (s *Sink) OnBatch(_ *dataflow.Context, _ int, b dataflow.Batch, _ *dataflow.Capability) error {
-	defer b.Record.Release()
+// NewOrderedSink is a sink that writes batches in epoch order: each epoch's
+// batches wait until the epoch is complete. It puts the windows of parallel
+// aggregation instances back in window order.
+func NewOrderedSink(w Writer, mu *sync.Mutex, rows *atomic.Int64) *Sink {
+	s := NewSink(w, mu, rows)
+	s.pending = map[dataflow.Epoch][]arrow.Record{}
+	return s
+}
+
+func (s *Sink) OnBatch(ctx *dataflow.Context, _ int, b dataflow.Batch, cap *dataflow.Capability) error {
+	if s.pending != nil {
+		if _, ok := s.pending[b.Epoch]; !ok {
+			if err := ctx.NotifyAt(cap, b.Epoch); err != nil {
+				b.Record.Release()
+				return err
+			}
+		}
+		s.pending[b.Epoch] = append(s.pending[b.Epoch], b.Record)
+		return nil
+	}
+	return s.write(b.Record)
+}
+
+// OnNotify writes an ordered sink's batches of a completed epoch.
+func (s *Sink) OnNotify(_ *dataflow.Context, cap *dataflow.Capability) error {
+	recs := s.pending[cap.Epoch()]
+	delete(s.pending, cap.Epoch())
+	for i, r := range recs {
+		if err := s.write(r); err != nil {
+			for _, x := range recs[i+1:] {
+				x.Release()
+			}
+			return err
+		}
+	}
+	return nil
+}
+
+// Close releases what an ordered sink still holds (a cancelled run).
+func (s *Sink) Close(*dataflow.Context) error {
+	for _, rs := range s.pending {
+		for _, r := range rs {
+			r.Release()
+		}
+	}
+	s.pending = nil
+	return nil
+}
+
+func (s *Sink) write(rec arrow.Record) error {
+	defer rec.Release()
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.rows != nil {
-		s.rows.Add(b.Record.NumRows())
+		s.rows.Add(rec.NumRows())
 	}
-	return s.w.Write(b.Record)
+	return s.w.Write(rec)
 }
 
 // FormatValue renders one cell for text outputs: timestamps as
