@@ -196,7 +196,7 @@ func (b *Binder) aggregate(s *lang.Select, order []*lang.OrderItem, node logical
 		if e == nil {
 			continue
 		}
-		p.add(e, itemName(it, e, true), "")
+		p.item(it, e, true, "")
 	}
 	var having expr.Expr
 	if s.Having != nil {

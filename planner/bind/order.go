@@ -17,6 +17,35 @@ type projection struct {
 	quals   []string
 	visible int
 	hidden  int
+	// calls are the unaliased function-call items named after their
+	// function, by index, with the call as written.
+	calls map[int]string
+}
+
+// item adds a select item under its SQL name.
+func (p *projection) item(it *lang.SelectItem, e expr.Expr, grouped bool, qual string) {
+	if _, ok := it.Expr.(*lang.FuncCall); ok && it.Alias == "" {
+		if p.calls == nil {
+			p.calls = map[int]string{}
+		}
+		p.calls[len(p.exprs)] = lang.Print(it.Expr)
+	}
+	p.add(e, itemName(it, e, grouped), qual)
+}
+
+// distinctNames names calls that share a function name (count(*),
+// count(DISTINCT x)) as written, so that the result's columns can be told
+// apart; a call whose function is used once keeps the short name.
+func (p *projection) distinctNames() {
+	seen := map[string]int{}
+	for _, n := range p.names[:p.visible] {
+		seen[strings.ToLower(n)]++
+	}
+	for i, text := range p.calls {
+		if seen[strings.ToLower(p.names[i])] > 1 {
+			p.names[i] = text
+		}
+	}
 }
 
 func (p *projection) add(e expr.Expr, name, qual string) {
@@ -35,6 +64,8 @@ func (p *projection) column(i int) *expr.Column {
 // like a select item by bind, and is either equal to an item or computed as
 // a hidden column (not for DISTINCT, whose rows have no such value).
 func (b *Binder) orderKeys(order []*lang.OrderItem, p *projection, bind func(lang.Expr) expr.Expr, distinct bool) []logical.SortKey {
+	// Output names are final before ORDER BY resolves names against them.
+	p.distinctNames()
 	var keys []logical.SortKey
 	for _, o := range order {
 		if i, ok := b.outputColumn(o.Expr, p.names[:p.visible]); ok {

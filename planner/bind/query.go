@@ -124,7 +124,7 @@ func (b *Binder) project(s *lang.Select, order []*lang.OrderItem, node logical.N
 			// A later reference to s.camera still finds the column s.camera became.
 			qual = sc.cols[c.Index].qual
 		}
-		p.add(e, itemName(it, e, false), qual)
+		p.item(it, e, false, qual)
 	}
 	b.clause = "ORDER BY"
 	keys := b.orderKeys(order, p, func(e lang.Expr) expr.Expr { return b.expr(e, sc, nil) }, false)
@@ -151,7 +151,7 @@ func itemName(it *lang.SelectItem, e expr.Expr, grouped bool) string {
 	if expr.HasAggregate(e) || grouped {
 		// Over an Aggregate's output the bound form reads agg0, agg1...:
 		// name the item as written instead.
-		return strings.ToLower(lang.Print(it.Expr))
+		return lang.Print(it.Expr)
 	}
 	return strings.ToLower(e.String())
 }
