@@ -119,6 +119,9 @@ and streams Arrow batches through the plan.`,
 		newImportCmd(a),
 		newDevicesCmd(a),
 		newReplCmd(a),
+		newCoordinatorCmd(a),
+		newWorkerCmd(a),
+		newSubmitCmd(a),
 	)
 	return root
 }

@@ -1,0 +1,145 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/tierflow/tierflow/relay/natsserver"
+	"github.com/tierflow/tierflow/runtime/cluster/clustertest"
+	"github.com/tierflow/tierflow/runtime/coordinator"
+)
+
+// syncBuffer collects a child's output while it runs.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+// startTierflow runs the tierflow CLI as a separate OS process: the test
+// binary itself, which TestMain turns into the real CLI (childEnv=real), so
+// no extra build is needed. The process gets SIGINT at cleanup.
+func startTierflow(t *testing.T, args ...string) *syncBuffer {
+	t.Helper()
+	out := &syncBuffer{}
+	cmd := exec.Command(os.Args[0], args...)
+	cmd.Env = append(os.Environ(), childEnv+"=real")
+	cmd.Stdout, cmd.Stderr = out, out
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- cmd.Wait() }()
+	t.Cleanup(func() {
+		_ = cmd.Process.Signal(os.Interrupt)
+		select {
+		case err := <-done:
+			if err != nil {
+				t.Errorf("tierflow %s: %v\n%s", strings.Join(args, " "), err, out.String())
+			}
+		case <-time.After(10 * time.Second):
+			_ = cmd.Process.Kill()
+			<-done
+			t.Errorf("tierflow %s did not exit on SIGINT\n%s", strings.Join(args, " "), out.String())
+		}
+	})
+	return out
+}
+
+// TestSubmitToProcesses starts a coordinator and two workers (edge and cloud)
+// as separate processes on an in-process NATS server, submits the query
+// through the CLI and compares the rows with a one-process run.
+func TestSubmitToProcesses(t *testing.T) {
+	dir := t.TempDir()
+	script := clustertest.WriteData(t, dir, 8000)
+	want := clustertest.Local(t, script)
+
+	srv, err := natsserver.Start(natsserver.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer srv.Shutdown()
+	url := srv.ClientURL()
+	startTierflow(t, "coordinator", "--nats", url, "--heartbeat", "200ms")
+	startTierflow(t, "worker", "--nats", url, "--tier", "edge", "--location", "l1", "--type", "x4", "--name", "e1")
+	startTierflow(t, "worker", "--nats", url, "--tier", "cloud", "--type", "x4", "--name", "c1")
+
+	nc, err := srv.Connect()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer nc.Close()
+	client := coordinator.NewClient(nc)
+	client.Timeout = time.Second
+	clustertest.CheckFor(t, 15*time.Second, 50*time.Millisecond, func() error {
+		ws, err := client.Workers(context.Background())
+		if err != nil {
+			return err
+		}
+		if len(ws) != 2 {
+			return fmt.Errorf("%d workers registered", len(ws))
+		}
+		return nil
+	})
+
+	code, out, errs := runCLI(t, "", "submit", "--nats", url, "--format", "csv", "--name", "q1", filepath.Join(dir, "query.sql"))
+	if code != exitOK {
+		t.Fatalf("submit: exit %d\n%s", code, errs)
+	}
+	if err := clustertest.SameRows(out, want); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(errs, "query q1 finished") {
+		t.Errorf("no summary on stderr: %q", errs)
+	}
+	qs, err := client.Queries(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(qs) != 1 || qs[0].Query != "q1" || qs[0].State != "finished" || len(qs[0].Workers) != 2 {
+		t.Fatalf("SHOW QUERIES: %+v", qs)
+	}
+	if tb := qs[0].TierBytes(); tb["edge->cloud"] == 0 {
+		t.Errorf("no bytes from edge to cloud: %v", tb)
+	}
+}
+
+func TestSubmitErrors(t *testing.T) {
+	dir := t.TempDir()
+	bad := filepath.Join(dir, "bad.sql")
+	if err := os.WriteFile(bad, []byte("SELEC 1;"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"submit", bad}, "--nats URL is required"},
+		{[]string{"submit", "--nats", "nats://127.0.0.1:1", bad}, "bad.sql:1:1"},
+		{[]string{"worker", "--nats", "nats://127.0.0.1:1"}, "--tier is required"},
+	} {
+		code, _, errs := runCLI(t, "", tc.args...)
+		if code != exitBadInput || !strings.Contains(errs, tc.want) {
+			t.Errorf("%v: exit %d, stderr %q; want exit 2 and %q", tc.args, code, errs, tc.want)
+		}
+	}
+}

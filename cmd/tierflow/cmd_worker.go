@@ -1,0 +1,80 @@
+package main
+
+import (
+	"fmt"
+	"log/slog"
+	"os"
+	"os/signal"
+	"syscall"
+
+	"github.com/nats-io/nats.go"
+	"github.com/spf13/cobra"
+
+	"github.com/tierflow/tierflow/relay/natsserver"
+	"github.com/tierflow/tierflow/runtime/cluster"
+	"github.com/tierflow/tierflow/runtime/worker"
+)
+
+func newWorkerCmd(a *app) *cobra.Command {
+	var name, tier, location, typ, metricsAddr string
+	c := &cobra.Command{
+		Use:   "worker",
+		Short: "Run a tierflow worker: register with the coordinator and run the operators it is given",
+		Long: `worker connects to NATS (--nats URL), registers with the coordinator (name,
+tier, location, worker type, CPUs, GPUs, memory), heartbeats, and runs the
+operator instances of the queries deployed to it, exchanging batches with the
+other workers over NATS. Ctrl-C (or SIGTERM) aborts what runs and leaves.
+--metrics :PORT serves Prometheus metrics at /metrics.`,
+		Example: `  tierflow worker --nats nats://127.0.0.1:4222 --tier edge --location l1 --type x4
+  tierflow worker --nats nats://hub:4222 --tier hub --type gpu-1 --name hub-1 --metrics :9101`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if a.g.nats == "" {
+				return badInput(errNeedNATS)
+			}
+			if tier == "" {
+				return badInput(fmt.Errorf("--tier is required (edge, hub, cloud, ...)"))
+			}
+			if name == "" {
+				host, _ := os.Hostname()
+				name = cluster.WorkerName(fmt.Sprintf("%s-%d", host, os.Getpid()))
+			}
+			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
+			defer stop()
+			nc, err := natsserver.Connect(a.g.nats, nats.Name("tierflow-worker-"+name))
+			if err != nil {
+				return fmt.Errorf("connect to %s: %w", a.g.nats, err)
+			}
+			defer nc.Close()
+			reg, msrv, err := startMetrics(metricsAddr)
+			if err != nil {
+				return badInput(err)
+			}
+			murl := ""
+			if msrv != nil {
+				defer msrv.Close()
+				murl = msrv.URL()
+			}
+			w, err := worker.Start(ctx, worker.Config{Conn: nc, Name: name, Tier: tier, Location: location, Type: typ,
+				Metrics: reg, MetricsURL: murl, Stdout: a.out, Log: slog.New(slog.NewTextHandler(a.err, nil))})
+			if err != nil {
+				return err
+			}
+			fmt.Fprintf(a.out, "worker %s (%s) registered on %s\n", name, tier, a.g.nats)
+			if murl != "" {
+				fmt.Fprintf(a.out, "metrics at %s\n", murl)
+			}
+			<-ctx.Done()
+			return w.Close()
+		},
+	}
+	f := c.Flags()
+	f.StringVar(&name, "name", "", "worker name (default: host name and process id)")
+	f.StringVar(&tier, "tier", "", "tier this worker sits in (edge, hub, cloud, ...)")
+	f.StringVar(&location, "location", "", "location within the tier")
+	f.StringVar(&typ, "type", "", "worker type (as the catalog's profiles and the infrastructure name it)")
+	f.StringVar(&metricsAddr, "metrics", "", "serve Prometheus metrics on this address (e.g. :9101)")
+	// Accepted for symmetry with the coordinator; the coordinator decides.
+	f.Duration("heartbeat", 0, "ignored: the coordinator sets the heartbeat interval")
+	return c
+}
