@@ -26,6 +26,7 @@ type runFlags struct {
 	onError  string
 	maxDelay time.Duration
 	batch    int
+	parallel int
 }
 
 func newRunCmd(a *app) *cobra.Command {
@@ -58,6 +59,7 @@ was complete has been written.`,
 	fl.StringVar(&f.onError, "on-error", "fail", "what to do with a row that does not fit its schema: skip or fail")
 	fl.DurationVar(&f.maxDelay, "max-delay", 2*time.Second, "allowed out-of-orderness of event time (watermark delay)")
 	fl.IntVar(&f.batch, "batch-size", 4096, "rows per source batch")
+	fl.IntVar(&f.parallel, "parallelism", 1, "instances of each GROUP BY, rows exchanged by a hash of the group keys")
 	return c
 }
 
@@ -113,7 +115,7 @@ func runRun(ctx context.Context, a *app, f runFlags, path string) error {
 	}
 	used := false
 	err = exec.RunScript(ctx, path, string(src), exec.ScriptOptions{
-		Options: exec.Options{Stdout: a.out, OnError: policy, MaxDelay: f.maxDelay, BatchSize: f.batch},
+		Options: exec.Options{Stdout: a.out, OnError: policy, MaxDelay: f.maxDelay, BatchSize: f.batch, Parallelism: f.parallel},
 		Catalog: cat,
 		Log:     a.err,
 		NewOutput: func() (sinks.Writer, error) {

@@ -19,7 +19,7 @@ SELECT k, count(*) AS n FROM d WHERE v > 5 GROUP BY k, TUMBLE(ts, INTERVAL '10' 
 
 func TestRunPrintsWindowsAndReportsBadRows(t *testing.T) {
 	_, query := writeRunFiles(t)
-	code, out, errs := runCLI(t, "", "run", "--on-error", "skip", query)
+	code, out, errs := runCLI(t, "", "run", "--on-error", "skip", "--parallelism", "2", query)
 	if code != exitOK {
 		t.Fatalf("exit %d: %s", code, errs)
 	}
