@@ -316,23 +316,36 @@ func splitCritical(ps []piece, need, lp float64, j, q int) float64 {
 const dpUnits = 64
 
 // coverDP is the integer bound: the cheapest set of whole workers whose
-// capacities (rounded up to units of need/dpUnits, so never underestimated)
-// reach need, by dynamic programming over units, plus need times the lowest
-// network cost per item any piece has. It catches the price of the partly used
-// last worker that the fractional cover lets go.
+// capacities (rounded up to units of the paid need/dpUnits, so never
+// underestimated) reach need, by dynamic programming over units, plus need
+// times the lowest network cost per item any piece has. It catches the price
+// of the partly used last worker that the fractional cover lets go. Workers
+// already paid for (price 0) only shrink the need: using all of them is
+// never dearer.
 func coverDP(ps []piece, need float64) float64 {
 	if need <= eps {
 		return 0
 	}
-	g := need / dpUnits
-	units := dpUnits
+	minNet, paid := math.Inf(1), need
+	for _, p := range ps {
+		minNet = min(minNet, p.net)
+		if p.price <= 0 {
+			paid -= float64(p.n) * p.cap
+		}
+	}
+	if paid <= eps {
+		return need * minNet
+	}
+	g := paid / dpUnits
+	const units = dpUnits
 	var dp [dpUnits + 1]float64
 	for i := 1; i <= units; i++ {
 		dp[i] = math.Inf(1)
 	}
-	minNet := math.Inf(1)
 	for _, p := range ps {
-		minNet = min(minNet, p.net)
+		if p.price <= 0 || p.n <= 0 {
+			continue
+		}
 		u := int(math.Ceil(p.cap/g - 1e-9))
 		// n identical workers as bundles of 1, 2, 4, ... (binary splitting):
 		// every count up to n is a sum of distinct bundles.
@@ -340,13 +353,19 @@ func coverDP(ps []piece, need float64) float64 {
 			m = min(m, left)
 			left -= m
 			mu, mp := m*u, float64(m)*p.price
-			for c := units; c > 0; c-- {
-				if x := dp[max(c-mu, 0)] + mp; x < dp[c] {
+			if mu >= units {
+				for c := 1; c <= units; c++ {
+					dp[c] = min(dp[c], mp)
+				}
+				break // more of them cannot help
+			}
+			for c := units; c > mu; c-- {
+				if x := dp[c-mu] + mp; x < dp[c] {
 					dp[c] = x
 				}
 			}
-			if mu >= units {
-				break // more of them cannot help
+			for c := mu; c > 0; c-- {
+				dp[c] = min(dp[c], mp)
 			}
 		}
 	}
