@@ -4,7 +4,8 @@
 // subscribing the very same number of bytes with bare core NATS, plus the
 // in-process backend, plus the one-hop latency each adds. `tierflow bench
 // relay` and the package's Go benchmarks share it. Across processes is not
-// measured yet: both ends run in this process over loopback.
+// measured yet: both ends run in this process over loopback. It must not
+// import runtime or cmd.
 package relaybench
 
 import (
@@ -225,15 +226,26 @@ func RelayThroughput(ctx context.Context, a, b relay.Transport, rec arrow.Record
 
 // RawThroughput publishes n messages of perMsg bytes (cut at the server's
 // max payload like the relay cuts) from pub to a subscriber on sub and times
-// it until the subscriber has seen every byte.
-func RawThroughput(ctx context.Context, pub, sub *nats.Conn, perMsg, n int) (Throughput, error) {
+// it until the subscriber has seen every byte. Like the relay it keeps at most
+// window messages in flight, counted at the subscriber with no protocol at
+// all: an unbounded flood would only measure nats-server stalling a fast
+// producer, not the cost of moving the bytes.
+func RawThroughput(ctx context.Context, pub, sub *nats.Conn, perMsg, n, window int) (Throughput, error) {
 	subj := fmt.Sprintf("bench.raw.%d", linkSeq.Add(1))
+	maxp := int(pub.MaxPayload())
+	chunks := (perMsg + maxp - 1) / maxp
 	total := uint64(perMsg) * uint64(n)
-	var got atomic.Uint64
+	var got, frames atomic.Uint64
 	done := make(chan struct{})
+	moved := make(chan struct{}, 1)
 	s, err := sub.Subscribe(subj, func(m *nats.Msg) {
+		frames.Add(1)
 		if got.Add(uint64(len(m.Data))) == total {
 			close(done)
+		}
+		select {
+		case moved <- struct{}{}:
+		default:
 		}
 	})
 	if err != nil {
@@ -246,17 +258,26 @@ func RawThroughput(ctx context.Context, pub, sub *nats.Conn, perMsg, n int) (Thr
 	if err := sub.FlushWithContext(ctx); err != nil {
 		return Throughput{}, err
 	}
-	maxp := int(pub.MaxPayload())
 	payload := make([]byte, perMsg)
 	for i := range payload {
 		payload[i] = byte(i)
 	}
+	inFlight := uint64(max(1, window) * chunks)
 	start := time.Now()
+	sent := uint64(0)
 	for i := 0; i < n; i++ {
+		for sent >= inFlight && frames.Load() < sent-inFlight+uint64(chunks) {
+			select {
+			case <-moved:
+			case <-ctx.Done():
+				return Throughput{}, ctx.Err()
+			}
+		}
 		for off := 0; off < perMsg; off += maxp {
 			if err := pub.Publish(subj, payload[off:min(off+maxp, perMsg)]); err != nil {
 				return Throughput{}, err
 			}
+			sent++
 		}
 	}
 	if err := pub.FlushWithContext(ctx); err != nil {
@@ -416,7 +437,7 @@ func runCase(ctx context.Context, o *Options, env *Env, a, b, ip relay.Transport
 	o.logf("case %d rows: %.1f KB per batch on the wire, %d batches", nrows, float64(per)/1e3, n)
 	var relayT, rawT, ipT []Throughput
 	for round := 0; round < o.Rounds; round++ {
-		raw, err := RawThroughput(mctx, env.pub, env.sub, per, n)
+		raw, err := RawThroughput(mctx, env.pub, env.sub, per, n, o.Window)
 		if err != nil {
 			return Row{}, Row{}, err
 		}

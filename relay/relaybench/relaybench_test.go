@@ -97,7 +97,7 @@ func BenchmarkRawNATS(b *testing.B) {
 			}
 			b.SetBytes(int64(probe.Bytes))
 			b.ResetTimer()
-			if _, err := RawThroughput(ctx, env.pub, env.sub, int(probe.Bytes), b.N); err != nil {
+			if _, err := RawThroughput(ctx, env.pub, env.sub, int(probe.Bytes), b.N, 32); err != nil {
 				b.Fatal(err)
 			}
 		})
