@@ -314,3 +314,20 @@ func TestOutputFile(t *testing.T) {
 		t.Errorf("results leaked to stdout:\n%s", out)
 	}
 }
+
+// endless is an Engine whose streams never produce a row nor end, until
+// cancelled.
+type endless struct{}
+
+func (endless) Exec(_ context.Context, q Query) (Stream, error) {
+	return endlessStream{q.Bound.Root.Schema()}, nil
+}
+
+type endlessStream struct{ schema *arrow.Schema }
+
+func (e endlessStream) Schema() *arrow.Schema { return e.schema }
+func (endlessStream) Close() error            { return nil }
+func (endlessStream) Next(ctx context.Context) (arrow.Record, error) {
+	<-ctx.Done()
+	return nil, ctx.Err()
+}
