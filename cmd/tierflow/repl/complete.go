@@ -71,6 +71,19 @@ func (c *completer) candidates(before string) ([]string, string) {
 	if strings.HasPrefix(strings.ToLower(word), "planner.") {
 		return matching(Settings(), word, true), word
 	}
+	// After FROM, JOIN, INTO, LATERAL or DESCRIBE only one kind of name fits.
+	if fields := strings.Fields(before[:i]); len(fields) > 0 {
+		switch strings.ToUpper(fields[len(fields)-1]) {
+		case "FROM", "JOIN":
+			return matching(c.sourceNames(), word, false), word
+		case "INTO":
+			return matching(c.sinkNames(), word, false), word
+		case "LATERAL":
+			return matching(c.modelNames(), word, false), word
+		case "DESCRIBE":
+			return matching(c.objectNames(), word, false), word
+		}
+	}
 	lower := strings.ToLower(word) == word
 	for _, k := range lang.Keywords() {
 		if lower {
@@ -98,6 +111,33 @@ func (c *completer) objectNames() []string {
 	}
 	for _, x := range cat.Sinks {
 		names = append(names, x.Name)
+	}
+	return names
+}
+
+func (c *completer) sourceNames() []string {
+	var names []string
+	for _, x := range c.s.cat.Streams {
+		names = append(names, x.Name)
+	}
+	for _, x := range c.s.cat.Tables {
+		names = append(names, x.Name)
+	}
+	return names
+}
+
+func (c *completer) sinkNames() []string {
+	var names []string
+	for _, x := range c.s.cat.Sinks {
+		names = append(names, x.Name)
+	}
+	return names
+}
+
+func (c *completer) modelNames() []string {
+	var names []string
+	for _, m := range c.s.cat.Models {
+		names = append(names, m.Name)
 	}
 	return names
 }

@@ -8,6 +8,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -250,7 +251,7 @@ func TestExplainModes(t *testing.T) {
 
 func TestCompletion(t *testing.T) {
 	s, _, _ := newTestSession(t, nil, "table")
-	if err := s.RunScript(context.Background(), "t.sql", strings.NewReader(ddl)); err != nil {
+	if err := s.RunScript(context.Background(), "t.sql", strings.NewReader(ddl+"CREATE SINK alerts TO STDOUT;")); err != nil {
 		t.Fatal(err)
 	}
 	c := &completer{s: s}
@@ -269,11 +270,21 @@ func TestCompletion(t *testing.T) {
 		{"SET planner.be", []string{"planner.beam_ms", "planner.beam_wa", "planner.beam_width"}},
 		{"SELECT upp", []string{"upper"}},
 		{"SELECT x FROM zzz", nil},
+		{"SELECT * FROM s", []string{"shelves"}},                             // not score
+		{"SELECT * FROM shelves CROSS JOIN LATERAL c", []string{"classify"}}, // not camera
+		{"INSERT INTO a", []string{"alerts"}},
 	}
 	for _, tc := range cases {
 		got, word := c.candidates(tc.line)
 		if strings.Join(got, ",") != strings.Join(tc.want, ",") {
 			t.Errorf("%q: got %q (word %q), want %q", tc.line, got, word, tc.want)
+		}
+	}
+	// Anywhere else every kind of word is offered.
+	mixed, _ := c.candidates("SELECT s")
+	for _, want := range []string{"score", "select", "shelves", "sqrt"} {
+		if !slices.Contains(mixed, want) {
+			t.Errorf("SELECT s: %q lacks %q", mixed, want)
 		}
 	}
 	suffixes, n := c.Do([]rune("\\d clas"), len("\\d clas"))
