@@ -73,6 +73,19 @@ type bnb struct {
 	// good); nil when no pair qualifies.
 	netDom [][]bool
 
+	// Scratch reused across nodes (the search allocates nothing per node in
+	// its hot paths): candidate lists of bounded operators, later-operator
+	// bound tables by depth (without and with lam), the chosen workers and
+	// bandwidth increments of the apply active at each depth.
+	candBuf  []cand
+	pieceBuf []piece
+	splitBuf []piece
+	tabBuf   [2][][][][]float64
+	wsBuf    [][]int
+	thrBuf   [][]float64
+	bwIdx    [][]int
+	bwAmt    [][]float64
+
 	combos    [][]int // variant combinations meeting the target, when enumerable
 	nodes     int
 	deadline  time.Time
@@ -94,6 +107,15 @@ func newBnB(ctx context.Context, in *instance) *bnb {
 	b.bw = make([]float64, nt*nt)
 	b.decided = make([]bool, in.nOps)
 	b.maxTier = make([]int, in.nOps)
+	b.splitBuf = make([]piece, 0, len(b.cls)+1)
+	b.pieceBuf = make([]piece, 0, len(b.cls))
+	b.wsBuf = make([][]int, in.nOps)
+	b.thrBuf = make([][]float64, in.nOps)
+	b.bwIdx = make([][]int, in.nOps)
+	b.bwAmt = make([][]float64, in.nOps)
+	for i := range b.tabBuf {
+		b.tabBuf[i] = make([][][][]float64, in.nOps)
+	}
 	b.tierA2 = true
 	for x := range in.nW {
 		for y := range in.nW {
@@ -171,8 +193,13 @@ type cand struct {
 // candidates lists the classes that can serve o with variant v now: free
 // members, non-zero capacity, A2-allowed from every decided parent's workers.
 func (b *bnb) candidates(o, v, floor int) []cand {
+	return b.candidatesInto(nil, o, v, floor)
+}
+
+// candidatesInto is candidates appended to cs[:0].
+func (b *bnb) candidatesInto(cs []cand, o, v, floor int) []cand {
 	in := b.in
-	var cs []cand
+	cs = cs[:0]
 	for c := range b.cls {
 		free := len(b.cls[c].members) - b.used[c]
 		if free <= 0 || b.cls[c].tier < floor {
@@ -274,9 +301,20 @@ type piece struct {
 // for one more of its workers than the LP uses whole, or uses at most that many
 // (a Martello-Toth style bound). +Inf when the pieces cannot carry need.
 //
-// enough says when to stop: once the fractional bounds reach it the costlier
-// integer bound is skipped (the caller prunes anyway).
+// enough says what the caller prunes at: once the fractional bounds reach it,
+// or when the integer ones cannot, the costlier integer bounds are skipped
+// (+Inf: always computed).
 func cover(ps []piece, need, enough float64) float64 {
+	return coverWith(ps, need, enough, nil)
+}
+
+// cover is the package cover with the search's scratch space.
+func (b *bnb) cover(ps []piece, need, enough float64) float64 {
+	return coverWith(ps, need, enough, b.splitBuf)
+}
+
+// coverWith is cover with scratch space for the split bound.
+func coverWith(ps []piece, need, enough float64, scratch []piece) float64 {
 	if need <= eps {
 		return 0
 	}
@@ -285,8 +323,18 @@ func cover(ps []piece, need, enough float64) float64 {
 	if math.IsInf(lp, 1) || lp >= enough {
 		return lp
 	}
+	// Rounding the LP's critical worker up is a whole-worker cover, so
+	// neither integer bound exceeds lp plus its price: when that stays below
+	// enough they cannot change the caller's verdict and are skipped.
+	gap := 0.0
+	if j >= 0 {
+		gap = ps[j].price
+	}
+	if !math.IsInf(enough, 1) && lp+gap < enough-1e-9 {
+		return lp
+	}
 	if j >= 0 && ps[j].price > 0 {
-		lp = max(lp, splitCritical(ps, need, lp, j, q))
+		lp = max(lp, splitCritical(ps, need, lp, j, q, scratch))
 		if lp >= enough {
 			return lp
 		}
@@ -298,12 +346,11 @@ func byPerItem(a, b piece) int { return cmp.Compare(a.perItem, b.perItem) }
 
 // splitCritical is the bound on the LP's critical piece j (q of its workers
 // used whole): at most q of them, or q+1 paid in full.
-func splitCritical(ps []piece, need, lp float64, j, q int) float64 {
+func splitCritical(ps []piece, need, lp float64, j, q int, scratch []piece) float64 {
 	// Branch B: at most q workers of piece j.
 	b, _, _ := coverLP(ps, need, j, q)
 	// Branch A: q+1 workers of piece j paid in full, carrying at net.
-	pa := make([]piece, 0, len(ps)+1)
-	pa = append(pa, ps...)
+	pa := append(scratch[:0], ps...)
 	pa[j].n -= q + 1
 	pa = append(pa, piece{perItem: ps[j].net, cap: ps[j].cap, n: q + 1, net: ps[j].net})
 	slices.SortFunc(pa, byPerItem)
@@ -405,10 +452,11 @@ func coverLP(ps []piece, need float64, skip, limit int) (float64, int, int) {
 // opLB is the bound for a later operator o with variant v.
 func (b *bnb) opLB(o, v, floor int, buf []piece, lam []float64) float64 {
 	ps := buf[:0]
-	for _, c := range b.candidates(o, v, floor) {
+	b.candBuf = b.candidatesInto(b.candBuf, o, v, floor)
+	for _, c := range b.candBuf {
 		ps = append(ps, c.piece(lam))
 	}
-	return cover(ps, b.in.ix.demand[o], math.Inf(1))
+	return b.cover(ps, b.in.ix.demand[o], math.Inf(1))
 }
 
 // piece is the class as a cover piece, its price raised by lam (may be nil).
@@ -436,13 +484,25 @@ func (b *bnb) lamFree() float64 {
 // do not depend on the variant chosen at depth, so assign computes them once.
 func (b *bnb) laterLBs(depth int, lam []float64) [][][]float64 {
 	in := b.in
-	nt := 1
-	if b.tierA2 {
-		nt = len(in.p.Tiers)
-	}
+	nt := b.nTiers()
 	cur := b.order[depth]
-	buf := make([]piece, 0, len(b.cls))
-	tab := make([][][]float64, in.nOps)
+	buf := b.pieceBuf
+	which := 0
+	if lam != nil {
+		which = 1
+	}
+	tab := b.tabBuf[which][depth]
+	if tab == nil {
+		// The table's shape is fixed: allocate it once per depth.
+		tab = make([][][]float64, in.nOps)
+		for _, o := range b.order[depth+1:] {
+			tab[o] = make([][]float64, len(in.p.Operators[o].Variants))
+			for v := range tab[o] {
+				tab[o][v] = make([]float64, nt)
+			}
+		}
+		b.tabBuf[which][depth] = tab
+	}
 	for _, o := range b.order[depth+1:] {
 		base := 0
 		if b.tierA2 {
@@ -452,9 +512,8 @@ func (b *bnb) laterLBs(depth int, lam []float64) [][][]float64 {
 				}
 			}
 		}
-		tab[o] = make([][]float64, len(in.p.Operators[o].Variants))
 		for v := range tab[o] {
-			row := make([]float64, nt)
+			row := tab[o][v]
 			prev := -1
 			for t := range row {
 				f := base
@@ -566,7 +625,7 @@ func (b *bnb) assign(depth int) {
 		for _, c := range cs {
 			ps = append(ps, piece{c.unit, c.cap, c.free, c.price, c.net})
 		}
-		own := cover(ps, in.ix.demand[o], b.best-b.cost)
+		own := b.cover(ps, in.ix.demand[o], b.best-b.cost)
 		if math.IsInf(own, 1) || b.cost+own >= b.best-1e-12 {
 			continue
 		}
@@ -590,7 +649,7 @@ func (b *bnb) assign(depth int) {
 			for i, c := range cs {
 				ps[i] = c.piece(b.lam)
 			}
-			lb = max(lb, cover(ps, in.ix.demand[o], math.Inf(1))+restL[minTier]-b.lamFree())
+			lb = max(lb, b.cover(ps, in.ix.demand[o], math.Inf(1))+restL[minTier]-b.lamFree())
 		}
 		if math.IsInf(lb, 1) || b.cost+lb >= b.best-1e-12 {
 			continue
@@ -661,7 +720,7 @@ func (b *bnb) chooseSet(depth, o, v int, cs []cand, rest, restL []float64) {
 			ps = append(ps, piece{cs[j].unit, cs[j].cap, cs[j].free, cs[j].price, cs[j].net})
 		}
 		r := rest[min(top, len(rest)-1)]
-		lb := priceSum + cover(ps, T, b.best-b.cost-priceSum-r) + r
+		lb := priceSum + b.cover(ps, T, b.best-b.cost-priceSum-r) + r
 		if b.cost+lb >= b.best-1e-12 {
 			return
 		}
@@ -682,7 +741,7 @@ func (b *bnb) chooseSet(depth, o, v int, cs []cand, rest, restL []float64) {
 				ps = append(ps, cs[j].piece(b.lam))
 			}
 			rl := restL[min(top, len(restL)-1)] - free
-			if b.cost+priceSum+cover(ps, T, b.best-b.cost-priceSum-rl)+rl >= b.best-1e-12 {
+			if b.cost+priceSum+b.cover(ps, T, b.best-b.cost-priceSum-rl)+rl >= b.best-1e-12 {
 				return
 			}
 		}
@@ -791,8 +850,7 @@ func (b *bnb) apply(depth, o, v int, cs []cand, k []int, r int, net, priceSum fl
 	if b.cost+priceSum+net >= b.best-1e-12 {
 		return
 	}
-	var ws []int
-	var thr []float64
+	ws, thr := b.wsBuf[depth][:0], b.thrBuf[depth][:0]
 	left := T
 	for j := range cs {
 		n := k[j]
@@ -813,8 +871,7 @@ func (b *bnb) apply(depth, o, v int, cs []cand, k []int, r int, net, priceSum fl
 	}
 	// Bandwidth: add this operator's incoming traffic per tier pair.
 	nt := len(in.p.Tiers)
-	var added []int
-	var amounts []float64
+	added, amounts := b.bwIdx[depth][:0], b.bwAmt[depth][:0]
 	ok := true
 	addBW := func(ta, tb int, mb float64) {
 		i := ta*nt + tb
@@ -874,6 +931,10 @@ func (b *bnb) apply(depth, o, v int, cs []cand, k []int, r int, net, priceSum fl
 	for i, x := range added {
 		b.bw[x] -= amounts[i]
 	}
+	// Keep the grown buffers for the next apply at this depth (nothing
+	// refers to them any more: a best plan found below was cloned).
+	b.wsBuf[depth], b.thrBuf[depth] = ws, thr
+	b.bwIdx[depth], b.bwAmt[depth] = added, amounts
 }
 
 // computeLambda sets the multipliers by subgradient steps (Polyak steps toward
