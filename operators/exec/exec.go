@@ -47,6 +47,13 @@ type Options struct {
 	BatchSize int
 	// Functions implements the expressions (default functions.Builtins()).
 	Functions *functions.Registry
+	// Lateral builds the operator of an ML model call (CROSS JOIN LATERAL
+	// m(args) AS c(...)) over input rows of schema in; it returns a factory of
+	// operator instances and the output schema (the input's columns, then the
+	// model's). The CLI wires operators/ml with runtime/onnx sessions here,
+	// since operators may not import runtime. Nil: such plans are
+	// ErrUnsupported.
+	Lateral func(n *logical.LateralModel, in *arrow.Schema) (func() (dataflow.Operator, error), *arrow.Schema, error)
 	// Parallelism runs each GROUP BY over plain columns as this many
 	// instances, rows exchanged by a hash of the group keys (data-parallel);
 	// 0 or 1 runs one instance.
@@ -258,7 +265,20 @@ func (b *builder) node(n logical.Node) (int, *arrow.Schema, error) {
 	case *logical.Sink:
 		return b.sink(n, at)
 	case *logical.LateralModel:
-		return 0, nil, at(fmt.Errorf("%w: model %s (ML operators run through operators/ml, not wired into the local executor yet)", ErrUnsupported, n.Name))
+		if b.opts.Lateral == nil {
+			return 0, nil, at(fmt.Errorf("%w: model %s (no model runtime was given to the executor)", ErrUnsupported, n.Name))
+		}
+		in, schema, err := b.node(n.Input)
+		if err != nil {
+			return 0, nil, err
+		}
+		mk, out, err := b.opts.Lateral(n, schema)
+		if err != nil {
+			return 0, nil, at(err)
+		}
+		op := b.add("model "+n.Name, 1, mk)
+		b.g.Connect(in, 0, op, 0)
+		return op, out, nil
 	}
 	return 0, nil, at(fmt.Errorf("%w: %T", ErrUnsupported, n))
 }
