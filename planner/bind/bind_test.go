@@ -38,7 +38,7 @@ type testCase struct {
 	cmd, input, want string
 }
 
-func parseCases(t *testing.T, src string) []testCase {
+func parseCases(t testing.TB, src string) []testCase {
 	var cases []testCase
 	var comment []string
 	lines := strings.Split(src, "\n")
