@@ -197,6 +197,7 @@ func TestScriptErrors(t *testing.T) {
 		{"unknown stream", "SELECT camera\n  FROM nowhere;", catalog.ErrUnknown, "t.sql:2:8: "},
 		{"unknown command", "\\frobnicate\n", ErrBadInput, "t.sql:1: "},
 		{"bad setting", "SET planner.nope = 1;", ErrBadInput, "unknown setting"},
+		{"bad strategy", "SET planner.strategy = 'fastest';", ErrBadInput, `t.sql:1:1: SET planner.strategy: unknown strategy "fastest" (want one of `},
 		{"bad format", "\\format xml\n", ErrBadInput, "unknown format"},
 		{"no executor", ddl + "SELECT camera FROM shelves;", ErrNoExecutor, "does not run queries"},
 		{"describe unknown", "DESCRIBE shelvs;", catalog.ErrUnknown, `no model, stream, table, sink or function named "shelvs"`},

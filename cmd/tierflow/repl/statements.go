@@ -15,6 +15,7 @@ import (
 	"github.com/tierflow/tierflow/planner"
 	"github.com/tierflow/tierflow/planner/bind"
 	"github.com/tierflow/tierflow/planner/explain"
+	"github.com/tierflow/tierflow/planner/optimize"
 )
 
 // runStatement runs one parsed statement against the session.
@@ -177,6 +178,13 @@ func (s *Session) set(st *lang.Set) error {
 	o := &s.opts
 	switch key {
 	case "planner.strategy":
+		reg := o.Registry
+		if reg == nil {
+			reg = optimize.DefaultRegistry()
+		}
+		if _, err := reg.Lookup(strings.ToLower(val)); err != nil {
+			return bad("unknown strategy %q (want one of %s)", val, strings.Join(reg.Names(), ", "))
+		}
 		o.Strategy = strings.ToLower(val)
 	case "planner.profile":
 		p, err := planner.ParsePercentile(val)
