@@ -2,6 +2,7 @@ package logical
 
 import (
 	"testing"
+	"time"
 
 	"github.com/tierflow/tierflow/planner/catalog"
 	"github.com/tierflow/tierflow/planner/expr"
@@ -51,5 +52,32 @@ func TestSelectivity(t *testing.T) {
 		if got := Selectivity(c.e); got < c.want-1e-12 || got > c.want+1e-12 {
 			t.Errorf("Selectivity(%s) = %v, want %v", c.e, got, c.want)
 		}
+	}
+}
+
+// A rebuilt window join is still windowed: rewrites go through WithChildren.
+func TestWindowJoinKeepsWindow(t *testing.T) {
+	mk := func(name string) *Scan {
+		st := &catalog.Stream{Name: name, Columns: []catalog.Column{{Name: "k", Type: "INT"}, {Name: "ts", Type: "TIMESTAMP"}}}
+		s, err := NewScan(st, nil, name, nil, Pos{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return s
+	}
+	l, r := mk("l"), mk("r")
+	w := &JoinWindow{Kind: Tumble, Size: 10 * time.Second,
+		LeftTime:  &expr.Column{Index: 1, Name: "ts", DataType: expr.Timestamp},
+		RightTime: &expr.Column{Index: 3, Name: "ts", DataType: expr.Timestamp}}
+	j := NewWindowJoin(InnerJoin, l, r, nil, w, Pos{})
+	j2 := j.WithChildren(mk("l"), mk("r")).(*Join)
+	if j2.Window != w || j2.Kind != InnerJoin {
+		t.Fatalf("WithChildren lost the window: %+v", j2)
+	}
+	if got, want := j2.Describe(), "Inner Join WINDOW TUMBLE(ts | ts, 10s)"; got != want {
+		t.Errorf("Describe() = %q, want %q", got, want)
+	}
+	if NewJoin(InnerJoin, l, r, nil, Pos{}).Window != nil {
+		t.Error("a plain join has a window")
 	}
 }
