@@ -21,7 +21,9 @@ func newBenchRelayCmd(a *app) *cobra.Command {
 		Long: `Sends Arrow batches through the NATS relay (IPC encoding, framing, chunking,
 credit flow control, decoding) and publishes the same number of bytes with bare
 NATS, alternating, and reports the median of each: batches/s, MB/s, their ratio,
-and p50/p99 one-hop latency. The in-process backend is measured alongside. Both
+the process CPU time per MB of each and their ratio (steadier than wall-clock on
+a busy machine), and p50/p99 one-hop latency. The raw baseline keeps the same
+in-flight window as the relay. The in-process backend is measured alongside. Both
 ends run in this process over loopback, against an embedded server unless
 --nats names one; across processes is not measured yet.`,
 		Example: `  tierflow bench relay

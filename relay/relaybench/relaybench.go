@@ -15,6 +15,7 @@ import (
 	"io"
 	"slices"
 	"sync/atomic"
+	"syscall"
 	"time"
 
 	"github.com/apache/arrow/go/v17/arrow"
@@ -60,6 +61,12 @@ type Row struct {
 	RawP50us  float64 `json:"raw_p50_us"`
 	RawP99us  float64 `json:"raw_p99_us"`
 	AddedP50s float64 `json:"added_p50_us"`
+	// CPU time of the whole process per MB moved, relay and raw, and raw's
+	// over relay's: on a loaded machine wall-clock ratios swing with the
+	// neighbours, CPU cost per byte does not.
+	CPUusMB    float64 `json:"cpu_us_per_mb"`
+	RawCPUusMB float64 `json:"raw_cpu_us_per_mb"`
+	CPURatio   float64 `json:"cpu_ratio"`
 }
 
 func (o *Options) defaults() {
@@ -169,6 +176,21 @@ type Throughput struct {
 	Batches int
 	Bytes   uint64 // wire bytes (relay: as metered)
 	Elapsed time.Duration
+	CPU     time.Duration // process CPU time (user + system) while it ran
+}
+
+// CPUusPerMB is the process CPU time spent per MB moved.
+func (t Throughput) CPUusPerMB() float64 {
+	return float64(t.CPU.Microseconds()) / (float64(t.Bytes) / 1e6)
+}
+
+// processCPU is the CPU time this process has used so far.
+func processCPU() time.Duration {
+	var ru syscall.Rusage
+	if syscall.Getrusage(syscall.RUSAGE_SELF, &ru) != nil {
+		return 0
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
 
 func (t Throughput) MBs() float64      { return float64(t.Bytes) / t.Elapsed.Seconds() / 1e6 }
@@ -212,7 +234,7 @@ func RelayThroughput(ctx context.Context, a, b relay.Transport, rec arrow.Record
 		}
 		done <- nil
 	}()
-	start := time.Now()
+	cpu0, start := processCPU(), time.Now()
 	for i := 0; i < n; i++ {
 		if err := s.SendData(ctx, uint64(i), rec); err != nil {
 			return Throughput{}, err
@@ -221,7 +243,7 @@ func RelayThroughput(ctx context.Context, a, b relay.Transport, rec arrow.Record
 	if err := <-done; err != nil {
 		return Throughput{}, err
 	}
-	return Throughput{Batches: n, Bytes: s.Stats().Bytes - before, Elapsed: time.Since(start)}, nil
+	return Throughput{Batches: n, Bytes: s.Stats().Bytes - before, Elapsed: time.Since(start), CPU: processCPU() - cpu0}, nil
 }
 
 // RawThroughput publishes n messages of perMsg bytes (cut at the server's
@@ -263,7 +285,7 @@ func RawThroughput(ctx context.Context, pub, sub *nats.Conn, perMsg, n, window i
 		payload[i] = byte(i)
 	}
 	inFlight := uint64(max(1, window) * chunks)
-	start := time.Now()
+	cpu0, start := processCPU(), time.Now()
 	sent := uint64(0)
 	for i := 0; i < n; i++ {
 		for sent >= inFlight && frames.Load() < sent-inFlight+uint64(chunks) {
@@ -288,7 +310,7 @@ func RawThroughput(ctx context.Context, pub, sub *nats.Conn, perMsg, n, window i
 	case <-ctx.Done():
 		return Throughput{}, fmt.Errorf("raw publish: %d of %d bytes arrived: %w", got.Load(), total, ctx.Err())
 	}
-	return Throughput{Batches: n, Bytes: total, Elapsed: time.Since(start)}, nil
+	return Throughput{Batches: n, Bytes: total, Elapsed: time.Since(start), CPU: processCPU() - cpu0}, nil
 }
 
 // RelayLatency sends rec k times, one at a time, and returns each one-hop
@@ -372,6 +394,16 @@ func percentileUs(ds []time.Duration, p float64) float64 {
 	slices.Sort(s)
 	i := int(p * float64(len(s)-1))
 	return float64(s[i].Nanoseconds()) / 1e3
+}
+
+// medianCPU is the median CPU time per MB over measurements.
+func medianCPU(ts []Throughput) float64 {
+	v := make([]float64, len(ts))
+	for i, t := range ts {
+		v[i] = t.CPUusPerMB()
+	}
+	slices.Sort(v)
+	return v[len(v)/2]
 }
 
 func median(ts []Throughput) Throughput {
@@ -474,6 +506,10 @@ func runCase(ctx context.Context, o *Options, env *Env, a, b, ip relay.Transport
 		P50us: percentileUs(lat, 0.5), P99us: percentileUs(lat, 0.99), RawP50us: rawP50, RawP99us: rawP99,
 	}
 	natsRow.AddedP50s = natsRow.P50us - rawP50
+	natsRow.CPUusMB, natsRow.RawCPUusMB = medianCPU(relayT), medianCPU(rawT)
+	if natsRow.CPUusMB > 0 {
+		natsRow.CPURatio = natsRow.RawCPUusMB / natsRow.CPUusMB
+	}
 	// In process nothing is serialised; its MB/s counts the same wire bytes
 	// per batch as the NATS row, so the two rows compare batch for batch.
 	ipMBs := in.BatchesS() * float64(per) / 1e6
@@ -483,6 +519,11 @@ func runCase(ctx context.Context, o *Options, env *Env, a, b, ip relay.Transport
 		P50us: percentileUs(ipLat, 0.5), P99us: percentileUs(ipLat, 0.99), RawP50us: rawP50, RawP99us: rawP99,
 	}
 	ipRow.AddedP50s = ipRow.P50us - rawP50
-	o.logf("  nats relay %.0f MB/s vs raw %.0f MB/s: ratio %.2f; p50 %.0f µs vs raw %.0f µs", natsRow.RelayMBs, natsRow.RawMBs, natsRow.Ratio, natsRow.P50us, rawP50)
+	ipRow.CPUusMB, ipRow.RawCPUusMB = medianCPU(ipT)*float64(in.Bytes)/float64(uint64(in.Batches)*uint64(per)), natsRow.RawCPUusMB
+	if ipRow.CPUusMB > 0 {
+		ipRow.CPURatio = ipRow.RawCPUusMB / ipRow.CPUusMB
+	}
+	o.logf("  nats relay %.0f MB/s vs raw %.0f MB/s: ratio %.2f; CPU %.0f vs %.0f µs/MB: cpu ratio %.2f; p50 %.0f µs vs raw %.0f µs",
+		natsRow.RelayMBs, natsRow.RawMBs, natsRow.Ratio, natsRow.CPUusMB, natsRow.RawCPUusMB, natsRow.CPURatio, natsRow.P50us, rawP50)
 	return natsRow, ipRow, nil
 }
