@@ -298,6 +298,18 @@ func refCall(name string, a []any) any {
 		return math.Abs(a[0].(float64))
 	case "upper":
 		return strings.ToUpper(a[0].(string))
+	case "substr":
+		r := []rune(a[0].(string))
+		start := int(a[1].(int64)) - 1
+		end := len(r)
+		if len(a) > 2 {
+			end = min(end, start+int(a[2].(int64)))
+		}
+		start = max(start, 0)
+		if start >= end {
+			return ""
+		}
+		return string(r[start:end])
 	case "length":
 		return int64(len([]rune(a[0].(string))))
 	case "concat":
@@ -363,6 +375,8 @@ func TestEvalMatchesRowByRowReference(t *testing.T) {
 		must(expr.NewLike(s, lit("ap%"), false, false)),
 		must(expr.NewLike(s, lit("%an%"), true, false)),
 		must(expr.NewLike(s, lit("_a%e"), false, false)),
+		must(expr.NewLike(s, call("concat", lit("%"), call("substr", s, lit(int64(3)))), false, false)),
+		must(expr.NewLike(lit("banana"), call("concat", call("substr", s, lit(int64(1)), lit(int64(2))), lit("%")), true, false)),
 		must(expr.NewCase([]expr.When{{Cond: gt, Then: lit("big")}, {Cond: flag, Then: s}}, lit("other"))),
 		must(expr.NewCase([]expr.When{{Cond: call("less", a, lit(int64(0))), Then: b}}, nil)),
 		call("coalesce", a, i32, lit(int64(-1))),

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"regexp"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/apache/arrow/go/v17/arrow"
@@ -157,6 +158,7 @@ type likeNode struct {
 	fixed   func(string) bool
 	fold    bool
 	negated bool
+	mu      sync.Mutex // guards cache: evaluators are shared by instances
 	cache   map[string]*regexp.Regexp
 }
 
@@ -251,15 +253,9 @@ func (n *likeNode) eval(c *functions.Ctx, rec arrow.Record) (compute.Datum, erro
 		m := n.fixed
 		if m == nil {
 			p := pats.Value(i)
-			re := n.cache[p]
-			if re == nil {
-				if re, err = likeRegexp(p, n.fold); err != nil {
-					return nil, fmt.Errorf("LIKE pattern %q: %w", p, err)
-				}
-				if n.cache == nil {
-					n.cache = map[string]*regexp.Regexp{}
-				}
-				n.cache[p] = re
+			re, err := n.regexp(p)
+			if err != nil {
+				return nil, err
 			}
 			m = re.MatchString
 		}
@@ -268,6 +264,23 @@ func (n *likeNode) eval(c *functions.Ctx, rec arrow.Record) (compute.Datum, erro
 	out := b.NewArray()
 	defer out.Release()
 	return compute.NewDatum(out), nil
+}
+
+func (n *likeNode) regexp(p string) (*regexp.Regexp, error) {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	if re := n.cache[p]; re != nil {
+		return re, nil
+	}
+	re, err := likeRegexp(p, n.fold)
+	if err != nil {
+		return nil, fmt.Errorf("LIKE pattern %q: %w", p, err)
+	}
+	if n.cache == nil {
+		n.cache = map[string]*regexp.Regexp{}
+	}
+	n.cache[p] = re
+	return re, nil
 }
 
 // caseNode evaluates every branch over the batch (branches cannot fail per row:

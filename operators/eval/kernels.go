@@ -35,6 +35,14 @@ func NewPredicate(e expr.Expr, in *arrow.Schema, fns *functions.Registry) (*Pred
 	return &Predicate{ev: ev, fast: fastSelection(e)}, nil
 }
 
+// Clone returns a predicate sharing the compiled expression but with its own
+// scratch buffer: one per operator instance, since Filter reuses it.
+func (p *Predicate) Clone() *Predicate {
+	c := *p
+	c.buf = nil
+	return &c
+}
+
 // Filter returns the rows of rec that pass (rec itself, retained, when all do;
 // nil when none do). rec is not released.
 func (p *Predicate) Filter(c *functions.Ctx, rec arrow.Record) (arrow.Record, error) {

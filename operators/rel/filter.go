@@ -14,7 +14,9 @@ type Filter struct {
 }
 
 // NewFilter makes a filter instance; stats may be nil.
-func NewFilter(pred *eval.Predicate, stats *Stats) *Filter { return &Filter{pred: pred, stats: stats} }
+func NewFilter(pred *eval.Predicate, stats *Stats) *Filter {
+	return &Filter{pred: pred.Clone(), stats: stats}
+}
 
 func (f *Filter) OnBatch(ctx *dataflow.Context, _ int, b dataflow.Batch, cap *dataflow.Capability) error {
 	out, err := f.pred.Filter(f.c.get(ctx), b.Record)
