@@ -12,7 +12,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/tierflow/tierflow/operators/sinks"
+	"github.com/tierflow/tierflow/planner/infra"
 	"github.com/tierflow/tierflow/relay/natsserver"
+	"github.com/tierflow/tierflow/runtime/cluster"
 	"github.com/tierflow/tierflow/runtime/cluster/clustertest"
 	"github.com/tierflow/tierflow/runtime/coordinator"
 )
@@ -141,5 +144,48 @@ func TestSubmitErrors(t *testing.T) {
 		if code != exitBadInput || !strings.Contains(errs, tc.want) {
 			t.Errorf("%v: exit %d, stderr %q; want exit 2 and %q", tc.args, code, errs, tc.want)
 		}
+	}
+}
+
+// TestStartProcesses runs the query on runtime/cluster's process mode (what
+// `tierflow run --processes` uses): the server and coordinator here, one
+// child process per worker of the infrastructure.
+func TestStartProcesses(t *testing.T) {
+	dir := t.TempDir()
+	script := clustertest.WriteData(t, dir, 4000)
+	want := clustertest.Local(t, script)
+	inf, err := infra.LoadFile(filepath.Join(dir, "infra.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	logs := &syncBuffer{}
+	c, err := cluster.StartProcesses(ctx, cluster.ProcessOptions{
+		Options: cluster.Options{Infra: inf, Heartbeat: 200 * time.Millisecond},
+		Binary:  os.Args[0], Env: []string{childEnv + "=real"}, Stderr: logs,
+	})
+	if err != nil {
+		t.Fatalf("%v\n%s", err, logs.String())
+	}
+	defer func() {
+		if err := c.Close(); err != nil {
+			t.Errorf("close: %v\n%s", err, logs.String())
+		}
+	}()
+	var got bytes.Buffer
+	w := sinks.NewCSV(&got)
+	info, err := c.Run(ctx, script, w)
+	if err != nil {
+		t.Fatalf("%v\n%s", err, logs.String())
+	}
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if err := clustertest.SameRows(got.String(), want); err != nil {
+		t.Fatal(err)
+	}
+	if len(info.Workers) != 3 {
+		t.Fatalf("ran on %v, want the three workers", info.Workers)
 	}
 }

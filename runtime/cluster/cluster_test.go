@@ -3,17 +3,28 @@ package cluster_test
 import (
 	"bytes"
 	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
 	"path/filepath"
+	"runtime"
+	"slices"
+	"strings"
 	"testing"
 	"time"
 
+	"github.com/apache/arrow/go/v17/arrow"
 	"github.com/apache/arrow/go/v17/arrow/memory"
+	"github.com/nats-io/nats.go"
 
 	"github.com/tierflow/tierflow/operators/sinks"
 	"github.com/tierflow/tierflow/planner/infra"
 	"github.com/tierflow/tierflow/runtime/cluster"
 	"github.com/tierflow/tierflow/runtime/cluster/clustertest"
+	"github.com/tierflow/tierflow/runtime/coordinator"
 	"github.com/tierflow/tierflow/runtime/deploy"
+	"github.com/tierflow/tierflow/runtime/metrics"
 )
 
 // TestEmbeddedMatchesLocal runs the query across three workers on edge, hub
@@ -68,4 +79,147 @@ func TestEmbeddedMatchesLocal(t *testing.T) {
 	if len(qs) != 1 || qs[0].State != deploy.StateFinished {
 		t.Fatalf("SHOW QUERIES: %+v", qs)
 	}
+}
+
+// TestMetricsEndpoint scrapes the Prometheus endpoint of an embedded
+// cluster after a query: operator rows, link bytes, batch latency and the
+// coordinator's gauges must be there.
+func TestMetricsEndpoint(t *testing.T) {
+	dir := t.TempDir()
+	script := clustertest.WriteData(t, dir, 4000)
+	inf, err := infra.LoadFile(filepath.Join(dir, "infra.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	reg := metrics.New()
+	srv, err := metrics.Serve("127.0.0.1:0", reg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer srv.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	c, err := cluster.StartEmbedded(ctx, cluster.Options{Infra: inf, Metrics: reg, Heartbeat: 100 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	info, err := c.Client().Submit(ctx, script, "m1", discard{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp, err := http.Get(srv.URL())
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, err := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if err != nil {
+		t.Fatal(err)
+	}
+	text := string(body)
+	for _, want := range []string{
+		`tierflow_operator_rows_in_total{instance="0",operator="aggregate",query="m1",worker="h1"}`,
+		`tierflow_operator_rows_out_total{instance="0",operator="scan readings",query="m1",worker="e1"} 4000`,
+		`tierflow_operator_batch_seconds_bucket{operator="aggregate",query="m1",worker="h1"`,
+		`tierflow_link_bytes_total{direction="send"`,
+		`tierflow_workers{tier="hub"} 1`,
+		`tierflow_query_tier_bytes{from="edge",query="m1",to="hub"}`,
+		`tierflow_operator_queue_depth`,
+		`tierflow_operator_frontier_lag_epochs`,
+	} {
+		if !strings.Contains(text, want) {
+			t.Errorf("metrics lack %s", want)
+		}
+	}
+	if info.ResultRows == 0 || !strings.Contains(text, fmt.Sprintf(`tierflow_operator_rows_in_total{instance="0",operator="sink",query="m1",worker="c1"} %d`, info.ResultRows)) {
+		t.Errorf("sink rows in metrics do not match the %d result rows", info.ResultRows)
+	}
+}
+
+type discard struct{}
+
+func (discard) Write(arrow.Record) error { return nil }
+func (discard) Close() error             { return nil }
+
+// TestSubmitErrorsAndExpiry: a script that does not compile fails before
+// anything is deployed; a worker that stops heartbeating is dropped.
+func TestSubmitErrorsAndExpiry(t *testing.T) {
+	dir := t.TempDir()
+	clustertest.WriteData(t, dir, 10)
+	inf, err := infra.LoadFile(filepath.Join(dir, "infra.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	c, err := cluster.StartEmbedded(ctx, cluster.Options{Infra: inf, Heartbeat: 50 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	bad := deploy.Script{Filename: "bad.sql", Source: "CREATE STREAM s (a INT) FROM FILE 'missing.csv' FORMAT CSV; SELECT a FROM s;", BaseDir: dir}
+	info, err := c.Client().Submit(ctx, bad, "bad", discard{})
+	if err == nil || !errors.Is(err, coordinator.ErrQuery) || info.State != deploy.StateFailed {
+		t.Fatalf("submit of a script with a missing file: %v, state %q", err, info.State)
+	}
+	if _, err := c.Client().Submit(ctx, deploy.Script{Filename: "x.sql", Source: "SELECT 1;"}, "bad", discard{}); err == nil || !strings.Contains(err.Error(), "in use") {
+		t.Fatalf("duplicate query name: %v", err)
+	}
+	// A worker that registers and then goes silent.
+	nc, err := nats.Connect(c.URL())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer nc.Close()
+	if _, err := nc.Request(deploy.SubjectRegister, []byte(`{"name":"ghost","tier":"edge","cpus":1}`), 2*time.Second); err != nil {
+		t.Fatal(err)
+	}
+	names := func() []string {
+		var out []string
+		for _, w := range c.Coordinator.Workers() {
+			out = append(out, w.Name)
+		}
+		return out
+	}
+	if !slices.Contains(names(), "ghost") {
+		t.Fatalf("ghost not registered: %v", names())
+	}
+	clustertest.CheckFor(t, 5*time.Second, 20*time.Millisecond, func() error {
+		if n := names(); slices.Contains(n, "ghost") || len(n) != 3 {
+			return fmt.Errorf("workers %v", n)
+		}
+		return nil
+	})
+}
+
+// TestNoGoroutineLeak: a cluster that ran a query and closed leaves no
+// goroutines behind.
+func TestNoGoroutineLeak(t *testing.T) {
+	dir := t.TempDir()
+	script := clustertest.WriteData(t, dir, 2000)
+	inf, err := infra.LoadFile(filepath.Join(dir, "infra.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	before := runtime.NumGoroutine()
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	c, err := cluster.StartEmbedded(ctx, cluster.Options{Infra: inf, Heartbeat: 100 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.Run(ctx, script, discard{}); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Close(); err != nil {
+		t.Fatal(err)
+	}
+	clustertest.CheckFor(t, 10*time.Second, 20*time.Millisecond, func() error {
+		if n := runtime.NumGoroutine(); n > before {
+			buf := make([]byte, 1<<16)
+			return fmt.Errorf("%d goroutines, %d before:\n%s", n, before, buf[:runtime.Stack(buf, true)])
+		}
+		return nil
+	})
 }

@@ -19,6 +19,8 @@ type ProcessOptions struct {
 	Binary string
 	// Stderr receives the workers' logs (default io.Discard).
 	Stderr io.Writer
+	// Env is added to the workers' environment.
+	Env []string
 }
 
 // process is one worker child process.
@@ -63,6 +65,7 @@ func StartProcesses(ctx context.Context, o ProcessOptions) (*Cluster, error) {
 		}
 		cmd := exec.Command(bin, args...)
 		cmd.Stdout, cmd.Stderr = stderr, stderr
+		cmd.Env = append(os.Environ(), o.Env...)
 		if err := cmd.Start(); err != nil {
 			c.Close()
 			return nil, fmt.Errorf("start worker %s: %w", m.Name, err)

@@ -51,7 +51,8 @@ type Config struct {
 	// Catalog is a catalog YAML file for scripts that name none.
 	Catalog string
 	// Heartbeat is the interval workers are told to heartbeat at (default
-	// 1s); a worker silent for Expiry (default 5 heartbeats) is dropped.
+	// 1s); a worker silent for Expiry (default 5 heartbeats, at least 2s)
+	// is dropped.
 	Heartbeat time.Duration
 	Expiry    time.Duration
 	// DeployTimeout bounds each worker's build of its part (default 20s).
@@ -89,7 +90,9 @@ func Start(cfg Config) (*Coordinator, error) {
 		cfg.Heartbeat = time.Second
 	}
 	if cfg.Expiry <= 0 {
-		cfg.Expiry = 5 * cfg.Heartbeat
+		// A loaded machine can delay a few heartbeats; dropping a live
+		// worker fails its queries, so never expire within 2 seconds.
+		cfg.Expiry = max(5*cfg.Heartbeat, 2*time.Second)
 	}
 	if cfg.DeployTimeout <= 0 {
 		cfg.DeployTimeout = 20 * time.Second

@@ -32,18 +32,18 @@ type Registry struct {
 	frontierLag  *prometheus.GaugeVec
 
 	mu      sync.Mutex
-	tracked map[string]*tracked // by query
+	tracked map[[2]string]*tracked // by query and worker (embedded mode has many workers per process)
 }
 
 type tracked struct {
-	worker string
+	query, worker string
 	stats  func() []dataflow.InstanceStats
 	links  func() []relay.LinkStats
 }
 
 // New makes a registry with the Go runtime and process collectors.
 func New() *Registry {
-	r := &Registry{reg: prometheus.NewRegistry(), tracked: map[string]*tracked{}}
+	r := &Registry{reg: prometheus.NewRegistry(), tracked: map[[2]string]*tracked{}}
 	r.batchSeconds = prometheus.NewHistogramVec(prometheus.HistogramOpts{
 		Name:    "tierflow_operator_batch_seconds",
 		Help:    "Time an operator instance spends handling one input batch.",
@@ -72,9 +72,9 @@ func (r *Registry) Gather() prometheus.Gatherer { return r.reg }
 // Track exports a running query's counters. The returned function freezes
 // them at their final values (a finished query stays visible).
 func (r *Registry) Track(query, worker string, stats func() []dataflow.InstanceStats, links func() []relay.LinkStats) (freeze func()) {
-	t := &tracked{worker: worker, stats: stats, links: links}
+	t := &tracked{query: query, worker: worker, stats: stats, links: links}
 	r.mu.Lock()
-	r.tracked[query] = t
+	r.tracked[[2]string{query, worker}] = t
 	r.mu.Unlock()
 	return func() {
 		s, l := stats(), links()
@@ -113,8 +113,8 @@ func (c *collector) Collect(ch chan<- prometheus.Metric) {
 		links         []relay.LinkStats
 	}
 	var snaps []snap
-	for q, t := range c.tracked {
-		snaps = append(snaps, snap{q, t.worker, nil, nil})
+	for _, t := range c.tracked {
+		snaps = append(snaps, snap{t.query, t.worker, nil, nil})
 		snaps[len(snaps)-1].stats, snaps[len(snaps)-1].links = t.stats(), t.links()
 	}
 	c.mu.Unlock()
