@@ -37,8 +37,8 @@ type Registry struct {
 
 type tracked struct {
 	query, worker string
-	stats  func() []dataflow.InstanceStats
-	links  func() []relay.LinkStats
+	stats         func() []dataflow.InstanceStats
+	links         func() []relay.LinkStats
 }
 
 // New makes a registry with the Go runtime and process collectors.
