@@ -93,12 +93,12 @@ func (s *Session) help() {
 	fmt.Fprintln(w, "or clears the line; Ctrl-D or \\q quits. TAB completes keywords and names.")
 	fmt.Fprintln(w)
 	for _, c := range commands() {
-		fmt.Fprintf(w, "  %-28s %s\n", strings.TrimSpace(c.name+" "+c.args), c.help)
+		fmt.Fprintf(w, "  %-30s %s\n", strings.TrimSpace(c.name+" "+c.args), c.help)
 	}
 	fmt.Fprintln(w)
 	fmt.Fprintln(w, "Also: SHOW MODELS|STREAMS|TABLES|SINKS|FUNCTIONS|TIERS|WORKERS, DESCRIBE NAME,")
 	fmt.Fprintln(w, "EXPLAIN [(FORMAT text|json|dot, STRATEGY s, PROFILE p50)] query,")
-	fmt.Fprintf(w, "SET name = value with name one of %s.\n", strings.Join(Settings(), ", "))
+	fmt.Fprintln(w, wrap("SET name = value for the session, name one of "+strings.Join(Settings(), ", ")+".", 79))
 }
 
 // runCommand runs a backslash command line such as `\d shelves`.
@@ -111,4 +111,22 @@ func (s *Session) runCommand(ctx context.Context, line string) error {
 		}
 	}
 	return badf(`unknown command %s (\? lists them)`, name)
+}
+
+// wrap breaks text into lines of at most width columns at spaces.
+func wrap(text string, width int) string {
+	var b strings.Builder
+	n := 0
+	for i, word := range strings.Fields(text) {
+		if i > 0 && n+1+len(word) > width {
+			b.WriteByte('\n')
+			n = 0
+		} else if i > 0 {
+			b.WriteByte(' ')
+			n++
+		}
+		b.WriteString(word)
+		n += len(word)
+	}
+	return b.String()
 }

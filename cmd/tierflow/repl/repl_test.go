@@ -343,3 +343,25 @@ func (endlessStream) Next(ctx context.Context) (arrow.Record, error) {
 	<-ctx.Done()
 	return nil, ctx.Err()
 }
+
+func TestHelpListsEveryCommandAndSetting(t *testing.T) {
+	s, out, _ := newTestSession(t, nil, "table")
+	if err := s.RunScript(context.Background(), "t.sql", strings.NewReader("\\?\n")); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range commands() {
+		if !strings.Contains(out.String(), "\n  "+c.name+" ") {
+			t.Errorf("\\? lacks %s", c.name)
+		}
+	}
+	for _, k := range Settings() {
+		if !strings.Contains(out.String(), k) {
+			t.Errorf("\\? lacks %s", k)
+		}
+	}
+	for _, l := range strings.Split(out.String(), "\n") {
+		if width(l) > 100 {
+			t.Errorf("line too long for a terminal: %q", l)
+		}
+	}
+}
