@@ -133,6 +133,10 @@ func prune(n logical.Node, req []bool) (logical.Node, []int) {
 		if x.On != nil {
 			all = union(all, expr.Columns(x.On))
 		}
+		// A windowed join reads its event times even when nothing above does.
+		if x.Window != nil {
+			all = union(all, append(expr.Columns(x.Window.LeftTime), expr.Columns(x.Window.RightTime)...))
+		}
 		left, ml := prune(x.Left, all[:nl])
 		right, mr := prune(x.Right, all[nl:])
 		nlNew := len(left.Schema().Fields())
@@ -149,6 +153,12 @@ func prune(n logical.Node, req []bool) (logical.Node, []int) {
 		var on expr.Expr
 		if x.On != nil {
 			on = remap(x.On, m)
+		}
+		if x.Window != nil {
+			w := *x.Window
+			w.LeftTime = remap(w.LeftTime, m)
+			w.RightTime = remap(w.RightTime, m)
+			return logical.NewWindowJoin(x.Kind, left, right, on, &w, x.Pos), m
 		}
 		return logical.NewJoin(x.Kind, left, right, on, x.Pos), m
 	case *logical.Aggregate:
