@@ -77,14 +77,19 @@ type bnb struct {
 	// its hot paths): candidate lists of bounded operators, later-operator
 	// bound tables by depth (without and with lam), the chosen workers and
 	// bandwidth increments of the apply active at each depth.
-	candBuf  []cand
-	pieceBuf []piece
-	splitBuf []piece
-	tabBuf   [2][][][][]float64
-	wsBuf    [][]int
-	thrBuf   [][]float64
-	bwIdx    [][]int
-	bwAmt    [][]float64
+	candBuf    []cand
+	pieceBuf   []piece
+	splitBuf   []piece
+	tabBuf     [2][][][][]float64
+	candArena  [][]cand
+	pieceArena [][]piece
+	optsBuf    [][]vopt
+	kBuf       [][]int
+	recPs      [][]piece
+	wsBuf      [][]int
+	thrBuf     [][]float64
+	bwIdx      [][]int
+	bwAmt      [][]float64
 
 	combos    [][]int // variant combinations meeting the target, when enumerable
 	nodes     int
@@ -109,6 +114,11 @@ func newBnB(ctx context.Context, in *instance) *bnb {
 	b.maxTier = make([]int, in.nOps)
 	b.splitBuf = make([]piece, 0, len(b.cls)+1)
 	b.pieceBuf = make([]piece, 0, len(b.cls))
+	b.candArena = make([][]cand, in.nOps)
+	b.pieceArena = make([][]piece, in.nOps)
+	b.optsBuf = make([][]vopt, in.nOps)
+	b.kBuf = make([][]int, in.nOps)
+	b.recPs = make([][]piece, in.nOps)
 	b.wsBuf = make([][]int, in.nOps)
 	b.thrBuf = make([][]float64, in.nOps)
 	b.bwIdx = make([][]int, in.nOps)
@@ -595,14 +605,14 @@ func (b *bnb) assign(depth int) {
 		return
 	}
 	o := b.order[depth]
-	type vopt struct {
-		v     int
-		rest  []float64 // by the highest tier o will use
-		restL []float64 // the same with the multipliers (nil without)
-		cs    []cand
-		lb    float64
+	nc := len(b.cls)
+	if b.candArena[depth] == nil {
+		nv := len(in.p.Operators[o].Variants)
+		b.candArena[depth] = make([]cand, nv*nc)
+		b.pieceArena[depth] = make([]piece, 0, nc)
 	}
-	var opts []vopt
+	arena := b.candArena[depth]
+	opts := b.optsBuf[depth][:0]
 	// The later operators' bounds cost most; most nodes are pruned by the
 	// operator's own cover, so they are computed on first need.
 	var tab, tabL [][][]float64
@@ -620,8 +630,10 @@ func (b *bnb) assign(depth int) {
 				continue
 			}
 		}
-		cs := b.candidates(o, v, 0)
-		ps := make([]piece, 0, len(cs))
+		// Each variant's candidates get their own stretch of the arena:
+		// opts keeps them while the search goes deeper.
+		cs := b.candidatesInto(arena[v*nc:v*nc:(v+1)*nc], o, v, 0)
+		ps := b.pieceArena[depth][:0]
 		for _, c := range cs {
 			ps = append(ps, piece{c.unit, c.cap, c.free, c.price, c.net})
 		}
@@ -656,7 +668,8 @@ func (b *bnb) assign(depth int) {
 		}
 		opts = append(opts, vopt{v: v, rest: rest, restL: restL, cs: cs, lb: lb})
 	}
-	sort.SliceStable(opts, func(i, j int) bool { return opts[i].lb < opts[j].lb })
+	slices.SortStableFunc(opts, func(x, y vopt) int { return cmp.Compare(x.lb, y.lb) })
+	b.optsBuf[depth] = opts
 	for _, op := range opts {
 		if b.stopped {
 			return
@@ -667,6 +680,15 @@ func (b *bnb) assign(depth int) {
 		b.vars[o] = op.v
 		b.chooseSet(depth, o, op.v, op.cs, op.rest, op.restL)
 	}
+}
+
+// vopt is a variant of the operator being decided that survived its bound.
+type vopt struct {
+	v     int
+	rest  []float64 // later operators' bound by the highest tier o will use
+	restL []float64 // the same with the multipliers (nil without)
+	cs    []cand
+	lb    float64
 }
 
 // nTiers is how many tier floors the bounds distinguish.
@@ -695,8 +717,13 @@ func (b *bnb) chooseSet(depth, o, v int, cs []cand, rest, restL []float64) {
 	in := b.in
 	T := in.ix.demand[o]
 	lamFree := b.lamFree()
-	k := make([]int, len(cs))
-	ps := make([]piece, 0, len(cs))
+	if b.kBuf[depth] == nil {
+		b.kBuf[depth] = make([]int, len(b.cls))
+		b.recPs[depth] = make([]piece, 0, len(b.cls))
+	}
+	k := b.kBuf[depth][:len(cs)]
+	clear(k)
+	ps := b.recPs[depth]
 	var rec func(i int, capSum, priceSum, maxCap float64, top int)
 	rec = func(i int, capSum, priceSum, maxCap float64, top int) {
 		if !b.tick() {
