@@ -24,6 +24,7 @@ type JSONLReader struct {
 	line    int
 	pending []map[string]any
 	plines  []int
+	order   func([]byte) // records key order while inferring
 }
 
 // OpenJSONL opens path; schema nil infers one.
@@ -57,6 +58,9 @@ func (j *JSONLReader) decode() (map[string]any, int, bool, error) {
 		if err := d.Decode(&obj); err != nil {
 			return nil, j.line, true, fmt.Errorf("%w: %s:%d: not a JSON object: %v", ErrBadRow, j.path, j.line, err)
 		}
+		if j.order != nil {
+			j.order(text)
+		}
 		return obj, j.line, true, nil
 	}
 	if err := j.sc.Err(); err != nil {
@@ -68,6 +72,17 @@ func (j *JSONLReader) decode() (map[string]any, int, bool, error) {
 func (j *JSONLReader) infer() (*arrow.Schema, error) {
 	var names []string
 	seen := map[string]bool{}
+	// Columns in the order keys first appear in the text (a decoded map has
+	// lost it).
+	j.order = func(text []byte) {
+		for _, k := range topLevelKeys(text) {
+			if !seen[k] {
+				seen[k] = true
+				names = append(names, k)
+			}
+		}
+	}
+	defer func() { j.order = nil }()
 	for len(j.pending) < inferRows {
 		obj, line, ok, err := j.decode()
 		if !ok && err == nil {
@@ -84,21 +99,12 @@ func (j *JSONLReader) infer() (*arrow.Schema, error) {
 		}
 		j.pending = append(j.pending, obj)
 		j.plines = append(j.plines, line)
-		for k := range obj {
-			if !seen[k] {
-				seen[k] = true
-				names = append(names, k)
-			}
-		}
 	}
 	if len(names) == 0 {
 		return nil, fmt.Errorf("%w: %s: no JSON objects to infer a schema from", ErrBadFile, j.path)
 	}
-	// Map iteration is random: order fields by their position in the first
-	// object that has them, then by first appearance.
-	order := firstLineOrder(j.pending, names)
-	fields := make([]arrow.Field, len(order))
-	for i, n := range order {
+	fields := make([]arrow.Field, len(names))
+	for i, n := range names {
 		var samples []any
 		for _, o := range j.pending {
 			samples = append(samples, o[n])
@@ -108,17 +114,26 @@ func (j *JSONLReader) infer() (*arrow.Schema, error) {
 	return arrow.NewSchema(fields, nil), nil
 }
 
-// firstLineOrder sorts names by where they first appear in the raw JSON text
-// order of the objects (approximated by sorted keys per object: encoding/json
-// loses order, so names are sorted for determinism).
-func firstLineOrder(_ []map[string]any, names []string) []string {
-	out := append([]string(nil), names...)
-	for i := 1; i < len(out); i++ {
-		for k := i; k > 0 && out[k] < out[k-1]; k-- {
-			out[k], out[k-1] = out[k-1], out[k]
+// topLevelKeys lists an object's keys in textual order.
+func topLevelKeys(text []byte) []string {
+	d := json.NewDecoder(bytes.NewReader(text))
+	if t, err := d.Token(); err != nil || t != json.Delim('{') {
+		return nil
+	}
+	var keys []string
+	for d.More() {
+		t, err := d.Token()
+		if err != nil {
+			return keys
+		}
+		k, _ := t.(string)
+		keys = append(keys, k)
+		var skip json.RawMessage
+		if err := d.Decode(&skip); err != nil {
+			return keys
 		}
 	}
-	return out
+	return keys
 }
 
 // Schema is the rows' schema.

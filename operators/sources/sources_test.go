@@ -135,12 +135,12 @@ not json
 		t.Fatal(err)
 	}
 	s := j.Schema()
-	if s.Field(0).Name != "a" || s.Field(0).Type.ID() != arrow.FLOAT64 || s.Field(1).Type.ID() != arrow.STRING {
+	if s.Field(0).Name != "b" || s.Field(1).Type.ID() != arrow.FLOAT64 || s.Field(0).Type.ID() != arrow.STRING {
 		t.Fatalf("jsonl schema: %s", s)
 	}
 	rows := readAll(t, mem, j)
 	j.Close()
-	if len(rows) != 3 || rows[0][0] != 1.0 || rows[1][1] != nil || rows[2][0] != 3.0 {
+	if len(rows) != 3 || rows[0][1] != 1.0 || rows[1][0] != nil || rows[2][1] != 3.0 {
 		t.Fatalf("jsonl rows: %v", rows)
 	}
 }
