@@ -114,7 +114,8 @@ func (t *keyTable) finishKeys() []arrow.Array {
 	return out
 }
 
-// encodeKey appends a self-delimiting encoding of row i's key tuple.
+// encodeKey appends a self-delimiting encoding of row i's key tuple. Common
+// types are read straight from their arrays: this runs once per row.
 func encodeKey(buf []byte, cols []arrow.Array, i int) []byte {
 	for _, c := range cols {
 		if c.IsNull(i) {
@@ -122,24 +123,36 @@ func encodeKey(buf []byte, cols []arrow.Array, i int) []byte {
 			continue
 		}
 		buf = append(buf, 1)
-		switch v := functions.ValueAt(c, i).(type) {
-		case int64:
-			buf = binary.LittleEndian.AppendUint64(buf, uint64(v))
-		case float64:
-			buf = binary.LittleEndian.AppendUint64(buf, math.Float64bits(v))
-		case string:
+		switch a := c.(type) {
+		case *array.String:
+			v := a.Value(i)
 			buf = binary.AppendUvarint(buf, uint64(len(v)))
 			buf = append(buf, v...)
-		case bool:
-			if v {
+		case *array.Int64:
+			buf = binary.LittleEndian.AppendUint64(buf, uint64(a.Value(i)))
+		case *array.Int32:
+			buf = binary.LittleEndian.AppendUint32(buf, uint32(a.Value(i)))
+		case *array.Float64:
+			buf = binary.LittleEndian.AppendUint64(buf, math.Float64bits(a.Value(i)))
+		case *array.Timestamp:
+			buf = binary.LittleEndian.AppendUint64(buf, uint64(a.Value(i)))
+		case *array.Boolean:
+			if a.Value(i) {
 				buf = append(buf, 1)
 			} else {
 				buf = append(buf, 0)
 			}
 		default:
-			s := c.ValueStr(i)
-			buf = binary.AppendUvarint(buf, uint64(len(s)))
-			buf = append(buf, s...)
+			switch v := functions.ValueAt(c, i).(type) {
+			case int64:
+				buf = binary.LittleEndian.AppendUint64(buf, uint64(v))
+			case float64:
+				buf = binary.LittleEndian.AppendUint64(buf, math.Float64bits(v))
+			default:
+				s := c.ValueStr(i)
+				buf = binary.AppendUvarint(buf, uint64(len(s)))
+				buf = append(buf, s...)
+			}
 		}
 	}
 	return buf
