@@ -661,7 +661,8 @@ func (b *bnb) assign(depth int) {
 			for i, c := range cs {
 				ps[i] = c.piece(b.lam)
 			}
-			lb = max(lb, b.cover(ps, in.ix.demand[o], math.Inf(1))+restL[minTier]-b.lamFree())
+			rl := restL[minTier] - b.lamFree()
+			lb = max(lb, b.cover(ps, in.ix.demand[o], b.best-b.cost-rl)+rl)
 		}
 		if math.IsInf(lb, 1) || b.cost+lb >= b.best-1e-12 {
 			continue
