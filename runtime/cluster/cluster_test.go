@@ -223,3 +223,50 @@ func TestNoGoroutineLeak(t *testing.T) {
 		return nil
 	})
 }
+
+// TestRunScript runs a script with two queries and SHOW WORKERS on the
+// cluster, as `tierflow run` does in embedded mode.
+func TestRunScript(t *testing.T) {
+	dir := t.TempDir()
+	script := clustertest.WriteData(t, dir, 3000)
+	want := clustertest.Local(t, script)
+	inf, err := infra.LoadFile(filepath.Join(dir, "infra.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	c, err := cluster.StartEmbedded(ctx, cluster.Options{Infra: inf, Heartbeat: 100 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	src := script.Source + "\nSHOW WORKERS;\nSELECT sensor FROM readings WHERE temperature > 39.8;\nSHOW QUERIES;\n"
+	var outs []*bytes.Buffer
+	var stdout, log bytes.Buffer
+	err = c.RunScript(ctx, script.Filename, src, cluster.ScriptOptions{Stdout: &stdout, Log: &log,
+		NewOutput: func() (sinks.Writer, error) {
+			outs = append(outs, &bytes.Buffer{})
+			return sinks.NewCSV(outs[len(outs)-1]), nil
+		}})
+	if err != nil {
+		t.Fatalf("%v\n%s", err, log.String())
+	}
+	if len(outs) != 2 {
+		t.Fatalf("%d queries ran, want 2", len(outs))
+	}
+	if err := clustertest.SameRows(outs[0].String(), want); err != nil {
+		t.Fatal(err)
+	}
+	if n := strings.Count(outs[1].String(), "\n"); n < 2 {
+		t.Errorf("second query gave %d lines", n)
+	}
+	for _, w := range []string{"e1", "h1", "c1", "finished"} {
+		if !strings.Contains(stdout.String(), w) {
+			t.Errorf("SHOW output lacks %q:\n%s", w, stdout.String())
+		}
+	}
+	if strings.Count(log.String(), "-- query") != 2 || !strings.Contains(log.String(), "edge->hub") {
+		t.Errorf("summaries:\n%s", log.String())
+	}
+}

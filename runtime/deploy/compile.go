@@ -24,6 +24,10 @@ type Script struct {
 	BaseDir string `json:"base_dir,omitempty"`
 	// Catalog is a catalog YAML file the script starts from (optional).
 	Catalog string `json:"catalog,omitempty"`
+	// Nth picks the Nth query (1-based) of a script with several: the
+	// definitions before it apply, everything from it on is ignored. 0
+	// means the script holds exactly one query.
+	Nth int `json:"nth,omitempty"`
 }
 
 // Bind parses the script, applies its definitions to cat (nil: a fresh load
@@ -39,7 +43,11 @@ func (s Script) Bind(cat *catalog.Catalog) (*logical.Plan, *catalog.Catalog, err
 		}
 	}
 	var query lang.Statement
+	n := 0
 	for _, stmt := range script.Statements {
+		if s.Nth > 0 && query != nil {
+			break
+		}
 		if ok, err := bind.Apply(cat, stmt); ok {
 			if err != nil {
 				return nil, nil, err
@@ -48,12 +56,20 @@ func (s Script) Bind(cat *catalog.Catalog) (*logical.Plan, *catalog.Catalog, err
 		}
 		switch stmt.(type) {
 		case *lang.Query, *lang.Insert:
-			if query != nil {
+			n++
+			switch {
+			case s.Nth > 0 && n == s.Nth:
+				query = stmt
+			case s.Nth > 0:
+			case query != nil:
 				return nil, nil, fmt.Errorf("%s: %w: a submission runs one query; this is the second", stmt.Position(), ErrScript)
+			default:
+				query = stmt
 			}
-			query = stmt
 		default:
-			return nil, nil, fmt.Errorf("%s: %w: %T statements cannot be submitted", stmt.Position(), ErrScript, stmt)
+			if s.Nth == 0 {
+				return nil, nil, fmt.Errorf("%s: %w: %T statements cannot be submitted", stmt.Position(), ErrScript, stmt)
+			}
 		}
 	}
 	if query == nil {

@@ -1,0 +1,148 @@
+package cluster
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/tierflow/tierflow/lang"
+	"github.com/tierflow/tierflow/operators/exec"
+	"github.com/tierflow/tierflow/operators/sinks"
+	"github.com/tierflow/tierflow/runtime/deploy"
+)
+
+// ScriptOptions configure RunScript.
+type ScriptOptions struct {
+	// BaseDir resolves relative paths (default: the script's directory).
+	BaseDir string
+	// Catalog is a catalog YAML file the script starts from (optional).
+	Catalog string
+	// NewOutput makes the writer for each query's rows (nil: a table on
+	// Stdout).
+	NewOutput func() (sinks.Writer, error)
+	// Stdout receives SHOW output and default tables (default os.Stdout).
+	Stdout io.Writer
+	// Log receives a summary per query: rows, time, bytes between tiers.
+	Log io.Writer
+}
+
+// RunScript runs a script's statements in order on the cluster, as
+// `tierflow run` does locally: definitions apply to the queries after them,
+// each query is submitted to the coordinator and its rows stream to
+// NewOutput's writer, SHOW WORKERS / SHOW QUERIES / SHOW FUNCTIONS print.
+// The first failing statement stops the script.
+func (c *Cluster) RunScript(ctx context.Context, filename, src string, so ScriptOptions) error {
+	script, err := lang.Parse(filename, src)
+	if err != nil {
+		return err
+	}
+	if so.Stdout == nil {
+		so.Stdout = os.Stdout
+	}
+	if so.BaseDir == "" {
+		so.BaseDir = filepath.Dir(filename)
+	}
+	nth := 0
+	for _, stmt := range script.Statements {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		switch s := stmt.(type) {
+		case *lang.Query, *lang.Insert:
+			nth++
+			sc := deploy.Script{Filename: filename, Source: src, BaseDir: so.BaseDir, Catalog: so.Catalog, Nth: nth}
+			if _, _, err := sc.Bind(nil); err != nil {
+				return err
+			}
+			var w sinks.Writer = sinks.NewTable(so.Stdout)
+			if so.NewOutput != nil {
+				if w, err = so.NewOutput(); err != nil {
+					return err
+				}
+			}
+			info, err := c.Run(ctx, sc, w)
+			if cerr := w.Close(); err == nil {
+				err = cerr
+			}
+			if so.Log != nil && info.Query != "" {
+				fmt.Fprintln(so.Log, Summary(info))
+			}
+			if err != nil {
+				return err
+			}
+		case *lang.StopQuery:
+			if err := c.Coordinator.Stop(s.ID, false); err != nil {
+				return fmt.Errorf("%s: %w", s.Pos, err)
+			}
+		case *lang.Show:
+			switch strings.ToUpper(string(s.What)) {
+			case "WORKERS":
+				WriteWorkers(so.Stdout, c.Coordinator.Workers())
+			case "QUERIES":
+				WriteQueries(so.Stdout, c.Coordinator.Queries())
+			case "FUNCTIONS":
+				if err := exec.ShowFunctions(so.Stdout, nil); err != nil {
+					return err
+				}
+			default:
+				// Catalog listings are the REPL's; definitions are checked
+				// when the queries after them bind.
+			}
+		}
+	}
+	return nil
+}
+
+// Summary is one line about a finished query: state, rows, time, workers
+// and the bytes it moved between tiers.
+func Summary(q deploy.QueryInfo) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "-- query %s %s: %d rows", q.Query, q.State, q.ResultRows)
+	if !q.Ended.IsZero() {
+		fmt.Fprintf(&b, " in %s", q.Ended.Sub(q.Submitted).Round(time.Millisecond))
+	}
+	fmt.Fprintf(&b, " on %d workers", len(q.Workers))
+	tb := q.TierBytes()
+	keys := make([]string, 0, len(tb))
+	for k := range tb {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	for i, k := range keys {
+		if i == 0 {
+			b.WriteString("; bytes")
+		}
+		fmt.Fprintf(&b, " %s %d", k, tb[k])
+	}
+	if q.Error != "" {
+		fmt.Fprintf(&b, "; %s", q.Error)
+	}
+	return b.String()
+}
+
+// WriteWorkers prints SHOW WORKERS.
+func WriteWorkers(w io.Writer, ws []deploy.WorkerInfo) {
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "name\ttier\tlocation\ttype\tcpus\tgpus\tmemory\tqueries\tlast seen")
+	for _, x := range ws {
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d\t%d\t%.1f GiB\t%s\t%s ago\n", x.Name, x.Tier, x.Location, x.Type, x.CPUs, len(x.GPUs),
+			float64(x.MemoryBytes)/(1<<30), strings.Join(x.Queries, ","), time.Since(x.LastSeen).Round(time.Millisecond))
+	}
+	tw.Flush()
+}
+
+// WriteQueries prints SHOW QUERIES.
+func WriteQueries(w io.Writer, qs []deploy.QueryInfo) {
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "query\tstate\tworkers\trows\tstarted\terror")
+	for _, q := range qs {
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%s\t%s\n", q.Query, q.State, strings.Join(q.Workers, ","), q.ResultRows, q.Submitted.Format(time.TimeOnly), q.Error)
+	}
+	tw.Flush()
+}
