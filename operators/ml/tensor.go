@@ -116,7 +116,7 @@ func validity(mem memory.Allocator, n int, failed []bool, nFailed int) *memory.B
 	return buf
 }
 
-// NewTensorColumn makes a tensor column of n rows over values (n*size float32s held
+// newTensorArray makes a tensor column of n rows over values (n*size float32s held
 // by valuesBuf), taking ownership of valuesBuf and nulls (either may be released by
 // the caller afterwards: the array retains them).
 func newTensorArray(shape []int64, n int, valuesBuf, nulls *memory.Buffer, nNulls int) arrow.Array {
