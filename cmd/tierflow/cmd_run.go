@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"os/signal"
 	"path/filepath"
@@ -32,7 +33,7 @@ type runFlags struct {
 func newRunCmd(a *app) *cobra.Command {
 	var f runFlags
 	c := &cobra.Command{
-		Use:   "run [flags] QUERY.sql",
+		Use:   "run [flags] QUERY.sql|-",
 		Short: "Run a script's statements locally: CREATE ... then queries, printing results as they stream",
 		Long: `run executes the statements of a script in order, in this process: CREATE and
 DROP change the catalog (--catalog loads one first), SHOW FUNCTIONS lists the
@@ -88,7 +89,15 @@ func runRun(ctx context.Context, a *app, f runFlags, path string) error {
 	default:
 		return badInput(fmt.Errorf("unknown --format %q: want table, csv, json or parquet", format))
 	}
-	src, err := os.ReadFile(path)
+	var src []byte
+	if path == "-" {
+		// The script from stdin; relative file paths are from the working
+		// directory.
+		src, err = io.ReadAll(a.in)
+		path = "<stdin>"
+	} else {
+		src, err = os.ReadFile(path)
+	}
 	if err != nil {
 		return badInput(err)
 	}
@@ -114,8 +123,12 @@ func runRun(ctx context.Context, a *app, f runFlags, path string) error {
 		out = file
 	}
 	used := false
+	base := filepath.Dir(path)
+	if path == "<stdin>" {
+		base = "."
+	}
 	err = exec.RunScript(ctx, path, string(src), exec.ScriptOptions{
-		Options: exec.Options{Stdout: a.out, OnError: policy, MaxDelay: f.maxDelay, BatchSize: f.batch, Parallelism: f.parallel},
+		Options: exec.Options{BaseDir: base, Stdout: a.out, OnError: policy, MaxDelay: f.maxDelay, BatchSize: f.batch, Parallelism: f.parallel},
 		Catalog: cat,
 		Log:     a.err,
 		NewOutput: func() (sinks.Writer, error) {

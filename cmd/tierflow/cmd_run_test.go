@@ -65,3 +65,12 @@ func TestRunWritesFilesAndRejectsBadInput(t *testing.T) {
 		t.Fatalf("SHOW FUNCTIONS: exit %d\n%s", code, stdout)
 	}
 }
+
+func TestRunReadsTheScriptFromStdin(t *testing.T) {
+	dir, _ := writeRunFiles(t)
+	script := "CREATE TABLE d (k BIGINT, v BIGINT, ts TIMESTAMP) FROM FILE '" + filepath.Join(dir, "d.csv") + "' FORMAT CSV;\nSELECT sum(v) AS s FROM d;\n"
+	code, out, errs := runCLI(t, script, "run", "--on-error", "skip", "--format", "csv", "-")
+	if code != exitOK || out != "s\n70\n" {
+		t.Fatalf("exit %d, stdout %q, stderr %s", code, out, errs)
+	}
+}
