@@ -96,12 +96,6 @@ func newFloat32Buffer(mem memory.Allocator, n int) (*memory.Buffer, []float32) {
 	return buf, arrow.Float32Traits.CastFromBytes(buf.Bytes())[:n]
 }
 
-func newInt64Buffer(mem memory.Allocator, n int) (*memory.Buffer, []int64) {
-	buf := memory.NewResizableBuffer(mem)
-	buf.Resize(n * arrow.Int64SizeBytes)
-	return buf, arrow.Int64Traits.CastFromBytes(buf.Bytes())[:n]
-}
-
 // validity builds a validity bitmap (nil when every row is valid) from failed rows.
 func validity(mem memory.Allocator, n int, failed []bool, nFailed int) *memory.Buffer {
 	if nFailed == 0 {
