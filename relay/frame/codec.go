@@ -18,6 +18,7 @@ type Encoder struct {
 	mem    memory.Allocator
 	w      *ipc.Writer
 	schema *arrow.Schema
+	fast   bool // later batches of this schema may skip Arrow's writer
 	out    switchWriter
 }
 
@@ -35,7 +36,10 @@ func (e *Encoder) Encode(buf *bytes.Buffer, rec arrow.Record) (withSchema bool, 
 		e.Reset()
 		e.w = ipc.NewWriter(&e.out, ipc.WithSchema(rec.Schema()), ipc.WithAllocator(e.mem))
 		e.schema = rec.Schema()
+		e.fast = schemaZeroCopyable(e.schema)
 		withSchema = true
+	} else if e.fast && appendRecordFast(buf, rec) {
+		return false, nil
 	}
 	e.out.w = buf
 	if err := e.w.Write(rec); err != nil {

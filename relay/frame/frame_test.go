@@ -3,6 +3,7 @@ package frame
 import (
 	"bytes"
 	"errors"
+	"strings"
 	"testing"
 	"unsafe"
 
@@ -342,5 +343,83 @@ func TestZeroCopyRejectsForgedLayouts(t *testing.T) {
 	bad[idx+12] = 200 // offset past the data
 	if _, err := DecodeRecord(bad, mem); !errors.Is(err, ErrMalformed) {
 		t.Fatalf("offset past the data: %v", err)
+	}
+}
+
+// The hand-written record batch messages must be what Arrow's own reader
+// accepts, and decode to the same records, for every layout the fast path
+// takes; sliced records go through Arrow's writer instead.
+func TestFastEncoderAgainstArrowReader(t *testing.T) {
+	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
+	defer mem.AssertSize(t, 0)
+	schema := arrow.NewSchema([]arrow.Field{
+		{Name: "i", Type: arrow.PrimitiveTypes.Int64, Nullable: true},
+		{Name: "b", Type: arrow.FixedWidthTypes.Boolean},
+		{Name: "s", Type: arrow.BinaryTypes.String, Nullable: true},
+		{Name: "ls", Type: arrow.BinaryTypes.LargeString},
+		{Name: "t", Type: arrow.FixedSizeListOf(3, arrow.PrimitiveTypes.Float32)},
+		{Name: "l", Type: arrow.ListOf(arrow.PrimitiveTypes.Int32)},
+		{Name: "st", Type: arrow.StructOf(arrow.Field{Name: "a", Type: arrow.PrimitiveTypes.Int16}, arrow.Field{Name: "z", Type: arrow.BinaryTypes.Binary, Nullable: true}), Nullable: true},
+	}, nil)
+	build := func(n int) arrow.Record {
+		b := array.NewRecordBuilder(mem, schema)
+		defer b.Release()
+		for i := 0; i < n; i++ {
+			if i%4 == 1 {
+				b.Field(0).AppendNull()
+				b.Field(2).AppendNull()
+			} else {
+				b.Field(0).(*array.Int64Builder).Append(int64(i))
+				b.Field(2).(*array.StringBuilder).Append(strings.Repeat("x", i%5))
+			}
+			b.Field(1).(*array.BooleanBuilder).Append(i%3 == 0)
+			b.Field(3).(*array.LargeStringBuilder).Append("large")
+			fl := b.Field(4).(*array.FixedSizeListBuilder)
+			fl.Append(true)
+			fl.ValueBuilder().(*array.Float32Builder).AppendValues([]float32{1, 2, float32(i)}, nil)
+			ll := b.Field(5).(*array.ListBuilder)
+			ll.Append(true)
+			for j := 0; j < i%3; j++ {
+				ll.ValueBuilder().(*array.Int32Builder).Append(int32(j))
+			}
+			sb := b.Field(6).(*array.StructBuilder)
+			sb.Append(true)
+			sb.FieldBuilder(0).(*array.Int16Builder).Append(int16(i))
+			sb.FieldBuilder(1).(*array.BinaryBuilder).Append([]byte{byte(i)})
+		}
+		return b.NewRecord()
+	}
+	enc := NewEncoder(mem)
+	defer enc.Reset()
+	copying := NewDecoder(mem)
+	copying.ZeroCopy = false
+	defer copying.Close()
+	inPlace := NewDecoder(mem)
+	defer inPlace.Close()
+	big := build(37)
+	defer big.Release()
+	recs := []arrow.Record{build(5), build(0), build(37), big.NewSlice(3, 20)}
+	for i, rec := range recs {
+		var buf bytes.Buffer
+		withSchema, err := enc.Encode(&buf, rec)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var fast bytes.Buffer
+		usedFast := appendRecordFast(&fast, rec) && bytes.Equal(fast.Bytes(), buf.Bytes())
+		if wantFast := i == 1 || i == 2; usedFast != wantFast {
+			t.Fatalf("batch %d: fast path used %v, want %v", i, usedFast, wantFast)
+		}
+		for _, dec := range []*Decoder{copying, inPlace} {
+			got, err := dec.Decode(buf.Bytes(), withSchema)
+			if err != nil {
+				t.Fatalf("batch %d (zero copy %v): %v", i, dec.ZeroCopy, err)
+			}
+			if !array.RecordEqual(got, rec) {
+				t.Fatalf("batch %d (zero copy %v) differs:\n got %v\nwant %v", i, dec.ZeroCopy, got, rec)
+			}
+			got.Release()
+		}
+		rec.Release()
 	}
 }
