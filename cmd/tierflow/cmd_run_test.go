@@ -74,3 +74,21 @@ func TestRunReadsTheScriptFromStdin(t *testing.T) {
 		t.Fatalf("exit %d, stdout %q, stderr %s", code, out, errs)
 	}
 }
+
+func TestRunReportsLateRows(t *testing.T) {
+	dir := t.TempDir()
+	// 00:00:03 arrives after the watermark passed 00:00:10 (max delay 1s):
+	// its window [0s, 10s) has closed, so it is dropped and counted.
+	os.WriteFile(filepath.Join(dir, "d.csv"), []byte("k,ts\n1,2024-01-01 00:00:01\n1,2024-01-01 00:00:12\n1,2024-01-01 00:00:03\n1,2024-01-01 00:00:14\n"), 0o644)
+	q := filepath.Join(dir, "q.sql")
+	os.WriteFile(q, []byte(`CREATE STREAM d (k BIGINT, ts TIMESTAMP) FROM FILE 'd.csv' FORMAT CSV;
+SELECT k, window_start, count(*) AS n FROM d GROUP BY k, TUMBLE(ts, INTERVAL '10' SECOND);
+`), 0o644)
+	code, out, errs := runCLI(t, "", "run", "--max-delay", "1s", "--batch-size", "1", "--format", "csv", q)
+	if code != exitOK {
+		t.Fatalf("exit %d: %s", code, errs)
+	}
+	if out != "k,window_start,n\n1,2024-01-01 00:00:00,1\n1,2024-01-01 00:00:10,2\n" || !strings.Contains(errs, "1 late rows dropped") {
+		t.Fatalf("stdout %q\nstderr %s", out, errs)
+	}
+}
