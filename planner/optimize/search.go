@@ -35,8 +35,20 @@ import (
 //     workers (see computeLambda); the largest bound is used.
 //
 // Network cost only grows as operators are added and every used worker costs
-// its full price, so pruning on these bounds never cuts an optimal plan. The
-// property tests check the result against an independent enumeration.
+// its full price, so pruning on these bounds never cuts an optimal plan.
+//
+// Dominance: a worker set is also dropped when the remainder worker's spare
+// capacity could take over a whole saturated worker of another class that is
+// placed no better (same tier and location, no cheaper link; see
+// dominatedRemainder): the smaller set is strictly cheaper, just as feasible,
+// and enumerated too. On the Table-4 setups this removes the many sets "one
+// GPU plus a few CPUs of the same tier" that the cost bounds cannot tell
+// apart before the next operator's network is known.
+//
+// The hot paths allocate nothing per node (per-depth arenas; see the scratch
+// fields), and the integer cover bounds are computed only where they can
+// prune. The property tests check the result against an independent
+// enumeration.
 type bnb struct {
 	in      *instance
 	cls     []wclass
