@@ -22,6 +22,10 @@ const maxCellWidth = 40
 type column struct {
 	name  string
 	right bool // numbers align right
+	// min is the narrowest the column starts: a stream's first window may
+	// hold "1" and the next "10", and a column that widens mid-stream
+	// breaks the alignment of everything above it.
+	min int
 }
 
 // cell is one value: its text for table and csv, its JSON value for json.
@@ -69,7 +73,7 @@ func (t *tableRenderer) begin(cols []column) error {
 	t.cols = cols
 	t.widths = make([]int, len(cols))
 	for i, c := range cols {
-		t.widths[i] = min(width(c.name), maxCellWidth)
+		t.widths[i] = min(max(width(c.name), c.min), maxCellWidth)
 	}
 	return nil
 }
@@ -281,6 +285,9 @@ func schemaColumns(s *arrow.Schema) []column {
 	cols := make([]column, s.NumFields())
 	for i, f := range s.Fields() {
 		cols[i] = column{name: f.Name, right: numeric(f.Type)}
+		if cols[i].right {
+			cols[i].min = 6
+		}
 	}
 	return cols
 }
