@@ -25,6 +25,9 @@ type instance struct {
 	accOps   []int              // operators of the end-to-end table
 	target   float64            // accuracy target (-Inf when none)
 	hasBW    bool               // some tier pair has a bandwidth cap
+	// noPlan: the exact search has proved that no plan meets the targets
+	// (explain then need not ask again).
+	noPlan bool
 }
 
 const eps = 1e-9

@@ -66,6 +66,7 @@ func exact(ctx context.Context, in *instance, incumbent *sol, deadline time.Time
 		if b.gaveUp {
 			return &Plan{GaveUp: true, Note: fmt.Sprintf("gave up after %.3g s with no feasible plan found", time.Since(start).Seconds())}, nil
 		}
+		in.noPlan = true
 		return nil, nil
 	}
 	if b.gaveUp {
