@@ -14,6 +14,9 @@ import (
 	"github.com/tierflow/tierflow/dataflow"
 	"github.com/tierflow/tierflow/operators/exec"
 	"github.com/tierflow/tierflow/operators/sinks"
+	"github.com/tierflow/tierflow/planner/logical"
+	"github.com/tierflow/tierflow/planner/lower"
+	"github.com/tierflow/tierflow/planner/physical"
 	"github.com/tierflow/tierflow/runtime/deploy"
 )
 
@@ -150,5 +153,63 @@ func TestPlaceNoWorkers(t *testing.T) {
 	}
 	if _, err := deploy.Place("q1", q.Graph(), plan, nil, deploy.Options{Tiers: []string{"edge"}}); err == nil {
 		t.Fatal("placement without workers succeeded")
+	}
+}
+
+// TestPlaceFromPhysicalPlan: stages go where the optimizer put them; the
+// edge into a stage on several workers is a Balance with the plan's traffic
+// shares, or an Exchange by the group keys for an aggregate.
+func TestPlaceFromPhysicalPlan(t *testing.T) {
+	s := streamingScript(t)
+	q, plan, err := s.Build(nil, exec.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	nodes, err := deploy.Nodes(q.Graph(), plan)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var scan, filter, agg logical.Node
+	for _, n := range nodes {
+		switch x := n.(type) {
+		case *logical.Scan:
+			if x.Stream != nil {
+				scan = n
+			}
+		case *logical.Filter:
+			filter = n
+		case *logical.Aggregate:
+			agg = n
+		}
+	}
+	lo := &lower.Result{Stages: []*lower.Stage{
+		{Name: "readings", Kind: "source", Node: scan},
+		{Name: "clean", Kind: "relational", Node: filter},
+		{Name: "count", Kind: "relational", Node: agg},
+	}}
+	phys := &physical.Plan{
+		Sources: []physical.Source{{Name: "readings", Tier: "edge"}},
+		Operators: []physical.Operator{
+			{Name: "clean", Workers: []physical.Worker{{Name: "h1", Tier: "hub", Share: 0.25}, {Name: "h2", Tier: "hub", Share: 0.75}}},
+			{Name: "count", Workers: []physical.Worker{{Name: "c1", Tier: "cloud", Share: 0.5}, {Name: "c2", Tier: "cloud", Share: 0.5}}},
+		},
+	}
+	ws := append(threeTiers, deploy.Worker{Name: "c2", Tier: "cloud"})
+	p, err := deploy.Place("q1", q.Graph(), plan, ws, deploy.Options{Tiers: []string{"edge", "hub", "cloud"}, Physical: phys, Lowered: lo})
+	if err != nil {
+		t.Fatal(err)
+	}
+	desc := p.Describe()
+	for _, want := range []string{"scan readings @edge e1", "join @edge e1", "filter @hub h1,h2", "aggregate @cloud c1,c2", "project @cloud c1,c2", "sink @cloud c1", "balance shares=[0.25 0.75]", "exchange keys="} {
+		if !strings.Contains(desc, want) {
+			t.Errorf("placement lacks %q:\n%s", want, desc)
+		}
+	}
+	if err := p.Apply(q.Graph()); err != nil {
+		t.Fatal(err)
+	}
+	phys.Operators[0].Workers[0].Name = "gone"
+	if _, err := deploy.Place("q1", q.Graph(), plan, ws, deploy.Options{Tiers: []string{"edge", "hub", "cloud"}, Physical: phys, Lowered: lo}); err == nil {
+		t.Fatal("a plan naming an unregistered worker was placed")
 	}
 }
