@@ -156,7 +156,7 @@ func (s *Session) describe(name, at string) error {
 	if sug := s.cat.Suggest(name); sug != "" {
 		msg += fmt.Sprintf(" (did you mean %q?)", sug)
 	}
-	return fmt.Errorf("%w: %s", catalog.ErrUnknown, msg)
+	return kindError{kind: catalog.ErrUnknown, msg: msg}
 }
 
 func columnTable(title string, cols []catalog.Column) table {

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"regexp"
 	"strings"
 	"sync"
 	"time"
@@ -214,8 +215,15 @@ func (s *Session) report(src string, err error) {
 	if errors.Is(err, context.Canceled) {
 		return // the cancel message is printed where the query stopped
 	}
-	fmt.Fprintln(w, red("error: "+err.Error()))
+	msg := err.Error()
+	if !positioned.MatchString(msg) {
+		msg = "error: " + msg
+	}
+	fmt.Fprintln(w, red(msg))
 }
+
+// positioned matches a message that starts with FILE:LINE[:COL]: already.
+var positioned = regexp.MustCompile(`^\S+:\d+(:\d+)?: `)
 
 // caret renders msg, the source line and a caret under the column.
 func caret(src, msg string, line, col int) string {
@@ -262,3 +270,12 @@ func (e inputError) Unwrap() []error { return []error{ErrBadInput, e.err} }
 func badf(format string, args ...any) error {
 	return inputError{fmt.Errorf(format, args...)}
 }
+
+// kindError is a message of a given kind (a sentinel) that reads as written.
+type kindError struct {
+	kind error
+	msg  string
+}
+
+func (e kindError) Error() string { return e.msg }
+func (e kindError) Unwrap() error { return e.kind }
