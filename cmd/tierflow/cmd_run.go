@@ -19,6 +19,7 @@ import (
 	"github.com/tierflow/tierflow/operators/sources"
 	"github.com/tierflow/tierflow/planner/bind"
 	"github.com/tierflow/tierflow/planner/catalog"
+	"github.com/tierflow/tierflow/runtime/inference"
 )
 
 // runFlags are the options of `tierflow run`.
@@ -128,7 +129,7 @@ func runRun(ctx context.Context, a *app, f runFlags, path string) error {
 		base = "."
 	}
 	err = exec.RunScript(ctx, path, string(src), exec.ScriptOptions{
-		Options: exec.Options{BaseDir: base, Stdout: a.out, OnError: policy, MaxDelay: f.maxDelay, BatchSize: f.batch, Parallelism: f.parallel},
+		Options: exec.Options{BaseDir: base, Stdout: a.out, OnError: policy, MaxDelay: f.maxDelay, BatchSize: f.batch, Parallelism: f.parallel, Lateral: inference.New(inference.Config{OrtLib: a.g.ortLib, BaseDir: base, Log: a.err}).Lateral},
 		Catalog: cat,
 		Log:     a.err,
 		NewOutput: func() (sinks.Writer, error) {

@@ -1,0 +1,225 @@
+// Package inference is the model runtime the executor gets through
+// exec.Options.Lateral: for each CROSS JOIN LATERAL m(image) AS c(...) of a plan
+// it picks the model variant, opens its ONNX file as a cached ONNX Runtime
+// session (runtime/onnx), maps the query's output columns onto the model's
+// outputs (ml.PlanHeads), binds the model to the input schema, and builds
+// operators/ml dataflow operators with dynamic batching.
+//
+// Which variant runs: the one named for the operator (Config.Variants, keyed by
+// the operator's name or the model's name; the distributed runtime passes the
+// planner's choice here), else the catalog's most accurate variant that has a
+// file, which is what a local run without an infrastructure spec means by "the
+// model": there is no cost to trade accuracy against.
+//
+// It glues operators (exec, ml) to runtime (onnx, ortlib) and must not import
+// relay, cmd or the other runtime packages (worker, cluster, deploy).
+package inference
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"sync"
+	"time"
+
+	"github.com/apache/arrow/go/v17/arrow"
+
+	"github.com/tierflow/tierflow/dataflow"
+	"github.com/tierflow/tierflow/operators/ml"
+	"github.com/tierflow/tierflow/planner/catalog"
+	"github.com/tierflow/tierflow/planner/expr"
+	"github.com/tierflow/tierflow/planner/logical"
+	"github.com/tierflow/tierflow/runtime/onnx"
+)
+
+// ErrModel is wrapped by every error about a model call that cannot be run: no
+// variant with a file, a missing file, an argument that is not a tensor column.
+var ErrModel = errors.New("inference: cannot run model")
+
+// Defaults of the dynamic batcher when Config.Batch leaves them zero.
+const (
+	DefaultMaxBatch = 32
+	DefaultMaxDelay = 5 * time.Millisecond
+)
+
+// Config configures a Runtime.
+type Config struct {
+	// OrtLib is the ONNX Runtime library ("" : ortlib.Find's search).
+	OrtLib string
+	// Device is where sessions run (default onnx.Auto: CUDA when there is a
+	// GPU and the library has it, else CPU).
+	Device onnx.Device
+	// IntraOpThreads per session (0: ONNX Runtime's default); set it from
+	// the worker's CPU share.
+	IntraOpThreads int
+	// Variants names the variant to run, by operator name or model name.
+	Variants map[string]string
+	// Batch is the dynamic batching policy of every model operator.
+	Batch ml.BatchConfig
+	// BaseDir resolves relative model files that are not found next to the
+	// catalog or script that declared them.
+	BaseDir string
+	// Log receives one line per model operator: variant, file, provider.
+	Log io.Writer
+}
+
+// Choice is what the runtime decided for one model operator.
+type Choice struct {
+	Operator string
+	Model    string
+	Variant  string
+	File     string
+	Provider string
+	Batch    ml.BatchConfig
+}
+
+// Runtime implements exec.Options.Lateral. It is safe for concurrent use.
+type Runtime struct {
+	cfg Config
+
+	mu      sync.Mutex
+	env     *onnx.Env
+	choices []Choice
+}
+
+// New returns a runtime; ONNX Runtime is loaded on the first model call, so
+// queries without models never need the library.
+func New(cfg Config) *Runtime {
+	if cfg.Device == "" {
+		cfg.Device = onnx.Auto
+	}
+	if cfg.Batch.MaxBatch == 0 {
+		cfg.Batch.MaxBatch = DefaultMaxBatch
+	}
+	if cfg.Batch.MaxDelay == 0 {
+		cfg.Batch.MaxDelay = DefaultMaxDelay
+	}
+	return &Runtime{cfg: cfg}
+}
+
+// Choices lists the model operators planned so far, in plan order.
+func (r *Runtime) Choices() []Choice {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return append([]Choice(nil), r.choices...)
+}
+
+// ChooseVariant returns the variant of m that the operator named op runs:
+// variants[op], variants[m.Name], else the most accurate one with a file (the
+// first of equals).
+func ChooseVariant(m *catalog.Model, op string, variants map[string]string) (*catalog.Variant, error) {
+	for _, key := range []string{op, m.Name} {
+		if name, ok := variants[key]; ok {
+			v := m.Variant(name)
+			if v == nil {
+				names := make([]string, len(m.Variants))
+				for i, x := range m.Variants {
+					names[i] = x.Name
+				}
+				return nil, fmt.Errorf("%w: model %s has no variant %q (have %v)", ErrModel, m.Name, name, names)
+			}
+			return v, nil
+		}
+	}
+	var best *catalog.Variant
+	for _, v := range m.Variants {
+		if v.File != "" && (best == nil || v.Accuracy > best.Accuracy) {
+			best = v
+		}
+	}
+	if best == nil {
+		return nil, fmt.Errorf("%w: model %s has no variant with a file", ErrModel, m.Name)
+	}
+	return best, nil
+}
+
+// ModelFile resolves a variant's file: absolute as is; relative, next to the
+// catalog or script that declared it, then under base, then the working
+// directory.
+func ModelFile(v *catalog.Variant, base string) (string, error) {
+	if v.File == "" {
+		return "", fmt.Errorf("%w: variant %s has no file", ErrModel, v.Name)
+	}
+	if filepath.IsAbs(v.File) {
+		return v.File, nil
+	}
+	var tried []string
+	for _, dir := range []string{filepath.Dir(v.Pos.File), base, "."} {
+		if dir == "" || (dir == "." && len(tried) > 0 && tried[len(tried)-1] == v.File) {
+			continue
+		}
+		p := filepath.Join(dir, v.File)
+		if _, err := os.Stat(p); err == nil {
+			return p, nil
+		}
+		tried = append(tried, p)
+	}
+	return "", fmt.Errorf("%w: variant %s: file %s not found (tried %v)", ErrModel, v.Name, v.File, tried)
+}
+
+// Lateral is the exec.Options.Lateral hook.
+func (r *Runtime) Lateral(n *logical.LateralModel, in *arrow.Schema) (func() (dataflow.Operator, error), *arrow.Schema, error) {
+	if len(n.Args) != 1 {
+		return nil, nil, fmt.Errorf("%w: %s takes one tensor column, got %d arguments", ErrModel, n.Name, len(n.Args))
+	}
+	col, ok := n.Args[0].(*expr.Column)
+	if !ok || col.Index < 0 || col.Index >= in.NumFields() {
+		return nil, nil, fmt.Errorf("%w: %s(%s): the argument must be a tensor column", ErrModel, n.Name, n.Args[0])
+	}
+	input := in.Field(col.Index).Name
+	v, err := ChooseVariant(n.Model, n.Name, r.cfg.Variants)
+	if err != nil {
+		return nil, nil, err
+	}
+	path, err := ModelFile(v, r.cfg.BaseDir)
+	if err != nil {
+		return nil, nil, err
+	}
+	r.mu.Lock()
+	if r.env == nil {
+		if r.env, err = onnx.Open(r.cfg.OrtLib); err != nil {
+			r.mu.Unlock()
+			return nil, nil, err
+		}
+	}
+	env := r.env
+	r.mu.Unlock()
+	sess, err := env.Session(path, onnx.Options{Device: r.cfg.Device, IntraOpThreads: r.cfg.IntraOpThreads})
+	if err != nil {
+		return nil, nil, fmt.Errorf("model %s variant %s: %w", n.Name, v.Name, err)
+	}
+	heads, err := ml.PlanHeads(sess, n.Out)
+	if err != nil {
+		return nil, nil, fmt.Errorf("model %s variant %s (%s): %w", n.Name, v.Name, path, err)
+	}
+	cfg := ml.Config{Input: input, Heads: heads, NoErrorColumn: true, MaxBatch: r.cfg.Batch.MaxBatch}
+	bind := func() (*ml.Model, error) { return ml.Bind(sess, in, cfg) }
+	m, err := bind()
+	if err != nil {
+		return nil, nil, fmt.Errorf("model %s variant %s (%s): %w", n.Name, v.Name, path, err)
+	}
+	out := m.OutputSchema()
+	if want := n.Schema(); out.NumFields() != want.NumFields() {
+		return nil, nil, fmt.Errorf("%w: model %s variant %s gives %d columns, the plan wants %d", ErrModel, n.Name, v.Name, out.NumFields(), want.NumFields())
+	}
+	batch := r.cfg.Batch
+	ch := Choice{Operator: n.Name, Model: n.Model.Name, Variant: v.Name, File: path, Provider: sess.Provider(), Batch: batch}
+	r.mu.Lock()
+	r.choices = append(r.choices, ch)
+	r.mu.Unlock()
+	if r.cfg.Log != nil {
+		fmt.Fprintf(r.cfg.Log, "-- model %s: variant %s (%s) on %s, max batch %d, max delay %s\n",
+			n.Name, v.Name, path, ch.Provider, batch.MaxBatch, batch.MaxDelay)
+	}
+	return func() (dataflow.Operator, error) {
+		// Each instance needs its own Model (scratch buffers); the session is
+		// shared.
+		mm, err := bind()
+		if err != nil {
+			return nil, err
+		}
+		return ml.NewOperator(mm, batch)
+	}, out, nil
+}
