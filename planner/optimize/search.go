@@ -789,7 +789,7 @@ func (b *bnb) chooseSet(depth, o, v int, cs []cand, rest, restL []float64) {
 			if capSum < T-eps {
 				return
 			}
-			b.leaf(depth, o, v, cs, k, capSum, priceSum)
+			b.leaf(depth, o, v, cs, k, capSum, priceSum, r)
 			return
 		}
 		c := cs[i]
@@ -859,11 +859,11 @@ func (b *bnb) dominatedRemainder(cs []cand, k []int, r int, capSum, T float64) b
 }
 
 // leaf tries each admissible remainder class for a chosen count vector.
-func (b *bnb) leaf(depth, o, v int, cs []cand, k []int, capSum, priceSum float64) {
+func (b *bnb) leaf(depth, o, v int, cs []cand, k []int, capSum, priceSum, later float64) {
 	in := b.in
 	T := in.ix.demand[o]
 	if T <= eps {
-		b.apply(depth, o, v, cs, k, -1, 0, priceSum)
+		b.apply(depth, o, v, cs, k, -1, 0, priceSum, later)
 		return
 	}
 	sat := 0.0
@@ -876,7 +876,7 @@ func (b *bnb) leaf(depth, o, v int, cs []cand, k []int, capSum, priceSum float64
 			continue
 		}
 		net := sat - surplus*cs[r].net
-		b.apply(depth, o, v, cs, k, r, net, priceSum)
+		b.apply(depth, o, v, cs, k, r, net, priceSum, later)
 		if b.stopped {
 			return
 		}
@@ -884,10 +884,12 @@ func (b *bnb) leaf(depth, o, v int, cs []cand, k []int, capSum, priceSum float64
 }
 
 // apply commits the choice for o, recurses, and undoes it.
-func (b *bnb) apply(depth, o, v int, cs []cand, k []int, r int, net, priceSum float64) {
+func (b *bnb) apply(depth, o, v int, cs []cand, k []int, r int, net, priceSum, later float64) {
 	in := b.in
 	T := in.ix.demand[o]
-	if b.cost+priceSum+net >= b.best-1e-12 {
+	// later bounds the operators after o (chooseSet's rest at the set's top
+	// tier): the exact network of this remainder choice can prune here.
+	if b.cost+priceSum+net+later >= b.best-1e-12 {
 		return
 	}
 	ws, thr := b.wsBuf[depth][:0], b.thrBuf[depth][:0]
