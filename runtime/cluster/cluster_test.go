@@ -270,3 +270,44 @@ func TestRunScript(t *testing.T) {
 		t.Errorf("summaries:\n%s", log.String())
 	}
 }
+
+// TestDefaultInfra: without --infra, embedded mode still spreads a query
+// over three tiers, and the script's source settings reach the workers.
+func TestDefaultInfra(t *testing.T) {
+	dir := t.TempDir()
+	script := clustertest.WriteData(t, dir, 2000)
+	want := clustertest.Local(t, script)
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	c, err := cluster.StartEmbedded(ctx, cluster.Options{Infra: cluster.DefaultInfra()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	var got bytes.Buffer
+	err = c.RunScript(ctx, script.Filename, script.Source, cluster.ScriptOptions{BatchSize: 100, OnError: "skip",
+		NewOutput: func() (sinks.Writer, error) { return sinks.NewCSV(&got), nil }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := clustertest.SameRows(got.String(), want); err != nil {
+		t.Fatal(err)
+	}
+	qs := c.Coordinator.Queries()
+	if len(qs) != 1 || len(qs[0].Workers) != 3 {
+		t.Fatalf("queries %+v", qs)
+	}
+	batches := int64(0)
+	for _, op := range qs[0].Operators {
+		if op.Operator == "scan readings" {
+			batches = op.BatchesOut
+		}
+	}
+	if batches < 20 {
+		t.Errorf("scan emitted %d batches: BatchSize 100 did not reach the workers", batches)
+	}
+	err = c.RunScript(ctx, script.Filename, script.Source, cluster.ScriptOptions{OnError: "sometimes"})
+	if err == nil {
+		t.Fatal("a bad --on-error was accepted")
+	}
+}

@@ -14,6 +14,7 @@ import (
 	"github.com/tierflow/tierflow/lang"
 	"github.com/tierflow/tierflow/operators/exec"
 	"github.com/tierflow/tierflow/operators/sinks"
+	"github.com/tierflow/tierflow/operators/sources"
 	"github.com/tierflow/tierflow/runtime/deploy"
 )
 
@@ -30,6 +31,11 @@ type ScriptOptions struct {
 	Stdout io.Writer
 	// Log receives a summary per query: rows, time, bytes between tiers.
 	Log io.Writer
+	// Source settings of every query (`tierflow run` --on-error,
+	// --max-delay); zero values are operators/exec's defaults.
+	OnError   string
+	MaxDelay  time.Duration
+	BatchSize int
 }
 
 // RunScript runs a script's statements in order on the cluster, as
@@ -38,6 +44,11 @@ type ScriptOptions struct {
 // NewOutput's writer, SHOW WORKERS / SHOW QUERIES / SHOW FUNCTIONS print.
 // The first failing statement stops the script.
 func (c *Cluster) RunScript(ctx context.Context, filename, src string, so ScriptOptions) error {
+	if so.OnError != "" {
+		if _, err := sources.ParseOnError(so.OnError); err != nil {
+			return err
+		}
+	}
 	script, err := lang.Parse(filename, src)
 	if err != nil {
 		return err
@@ -56,7 +67,8 @@ func (c *Cluster) RunScript(ctx context.Context, filename, src string, so Script
 		switch s := stmt.(type) {
 		case *lang.Query, *lang.Insert:
 			nth++
-			sc := deploy.Script{Filename: filename, Source: src, BaseDir: so.BaseDir, Catalog: so.Catalog, Nth: nth}
+			sc := deploy.Script{Filename: filename, Source: src, BaseDir: so.BaseDir, Catalog: so.Catalog, Nth: nth,
+				OnError: so.OnError, MaxDelay: so.MaxDelay, BatchSize: so.BatchSize}
 			if _, _, err := sc.Bind(nil); err != nil {
 				return err
 			}

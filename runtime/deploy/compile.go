@@ -3,9 +3,11 @@ package deploy
 import (
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/tierflow/tierflow/lang"
 	"github.com/tierflow/tierflow/operators/exec"
+	"github.com/tierflow/tierflow/operators/sources"
 	"github.com/tierflow/tierflow/planner/bind"
 	"github.com/tierflow/tierflow/planner/catalog"
 	"github.com/tierflow/tierflow/planner/logical"
@@ -28,6 +30,10 @@ type Script struct {
 	// definitions before it apply, everything from it on is ignored. 0
 	// means the script holds exactly one query.
 	Nth int `json:"nth,omitempty"`
+	// Source settings every worker builds with (as `tierflow run` flags).
+	OnError   string        `json:"on_error,omitempty"` // fail (default) or skip
+	MaxDelay  time.Duration `json:"max_delay,omitempty"`
+	BatchSize int           `json:"batch_size,omitempty"`
 }
 
 // Bind parses the script, applies its definitions to cat (nil: a fresh load
@@ -90,6 +96,17 @@ func (s Script) Build(cat *catalog.Catalog, opts exec.Options) (*exec.Query, *lo
 	}
 	if opts.BaseDir == "" {
 		opts.BaseDir = s.BaseDir
+	}
+	if s.OnError != "" {
+		if opts.OnError, err = sources.ParseOnError(s.OnError); err != nil {
+			return nil, nil, err
+		}
+	}
+	if s.MaxDelay > 0 {
+		opts.MaxDelay = s.MaxDelay
+	}
+	if s.BatchSize > 0 {
+		opts.BatchSize = s.BatchSize
 	}
 	q, err := exec.Build(plan, opts)
 	if err != nil {
