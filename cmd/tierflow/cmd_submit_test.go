@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"io"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -82,8 +84,8 @@ func TestSubmitToProcesses(t *testing.T) {
 	}
 	defer srv.Shutdown()
 	url := srv.ClientURL()
-	startTierflow(t, "coordinator", "--nats", url, "--heartbeat", "200ms")
-	startTierflow(t, "worker", "--nats", url, "--tier", "edge", "--location", "l1", "--type", "x4", "--name", "e1")
+	coordOut := startTierflow(t, "coordinator", "--nats", url, "--heartbeat", "200ms", "--metrics", "127.0.0.1:0")
+	edgeOut := startTierflow(t, "worker", "--nats", url, "--tier", "edge", "--location", "l1", "--type", "x4", "--name", "e1", "--metrics", "127.0.0.1:0")
 	startTierflow(t, "worker", "--nats", url, "--tier", "cloud", "--type", "x4", "--name", "c1")
 
 	nc, err := srv.Connect()
@@ -124,6 +126,46 @@ func TestSubmitToProcesses(t *testing.T) {
 	if tb := qs[0].TierBytes(); tb["edge->cloud"] == 0 {
 		t.Errorf("no bytes from edge to cloud: %v", tb)
 	}
+	// Both processes serve Prometheus metrics on the port they print.
+	for _, tc := range []struct {
+		out  *syncBuffer
+		want string
+	}{
+		{edgeOut, `tierflow_operator_rows_out_total{instance="0",operator="scan readings",query="q1",worker="e1"} 8000`},
+		{edgeOut, `tierflow_link_bytes_total{direction="send",edge=`},
+		{coordOut, `tierflow_workers{tier="cloud"} 1`},
+		{coordOut, `tierflow_query_tier_bytes{from="edge",query="q1",to="cloud"}`},
+	} {
+		body := scrape(t, tc.out)
+		if !strings.Contains(body, tc.want) {
+			t.Errorf("metrics lack %s", tc.want)
+		}
+	}
+}
+
+// scrape reads the metrics URL a process printed ("metrics at URL") and
+// fetches it.
+func scrape(t *testing.T, out *syncBuffer) string {
+	t.Helper()
+	var u string
+	for _, line := range strings.Split(out.String(), "\n") {
+		if rest, ok := strings.CutPrefix(line, "metrics at "); ok {
+			u = strings.TrimSpace(rest)
+		}
+	}
+	if u == "" {
+		t.Fatalf("no metrics URL in the output:\n%s", out.String())
+	}
+	resp, err := http.Get(u)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
 }
 
 func TestSubmitErrors(t *testing.T) {
