@@ -17,6 +17,7 @@ import (
 
 	"github.com/apache/arrow/go/v17/arrow"
 	"github.com/apache/arrow/go/v17/arrow/array"
+	"github.com/apache/arrow/go/v17/arrow/ipc"
 	"github.com/apache/arrow/go/v17/arrow/memory"
 
 	"github.com/tierflow/tierflow/operators/ml"
@@ -27,6 +28,22 @@ import (
 // Labels are the Fashion-MNIST classes in index order (also in every model's
 // metadata under modelzoo.MetaLabels).
 var Labels = []string{"T-shirt/top", "Trouser", "Pullover", "Dress", "Coat", "Sandal", "Shirt", "Sneaker", "Bag", "Ankle boot"}
+
+// Groups are the garment groups of the coarse classifier (the "garment" model
+// family of the cascade example), in index order.
+var Groups = []string{"tops", "bottoms", "footwear", "bags"}
+
+// groupOfClass maps a Fashion-MNIST class index to its index in Groups.
+var groupOfClass = [10]uint8{0, 1, 0, 0, 0, 2, 0, 2, 3, 2}
+
+// GroupOf maps class indexes to garment group indexes.
+func GroupOf(classes []uint8) []uint8 {
+	out := make([]uint8, len(classes))
+	for i, c := range classes {
+		out[i] = groupOfClass[c]
+	}
+	return out
+}
 
 // ImageShape is the per-row shape of the image tensor column.
 var ImageShape = []int64{1, 28, 28}
@@ -225,4 +242,69 @@ func Classify(mem memory.Allocator, o Options) (*Report, error) {
 	rep.Stats = runner.Stats()
 	rep.Accuracy = float64(rep.Correct) / float64(rep.Rows)
 	return rep, nil
+}
+
+// StreamInterval is the event-time gap between consecutive images of the
+// stream file (100 images a second of event time).
+const StreamInterval = 10 * time.Millisecond
+
+// StreamEpoch is the event time of the stream file's first image.
+var StreamEpoch = time.Date(2026, 1, 5, 9, 0, 0, 0, time.UTC)
+
+// StreamSchema is the labelled image stream the queries read (data/shelf.arrow):
+// id, event time, the image tensor, and the true class and garment group.
+func StreamSchema() *arrow.Schema {
+	return arrow.NewSchema([]arrow.Field{
+		{Name: "id", Type: arrow.PrimitiveTypes.Int64},
+		{Name: "ts", Type: arrow.FixedWidthTypes.Timestamp_us},
+		{Name: "image", Type: arrow.FixedSizeListOf(784, arrow.PrimitiveTypes.Float32),
+			Metadata: arrow.NewMetadata([]string{ml.ShapeKey}, []string{ml.FormatDims(ImageShape)})},
+		{Name: "true_label", Type: arrow.BinaryTypes.String},
+		{Name: "true_group", Type: arrow.BinaryTypes.String},
+	}, nil)
+}
+
+// WriteStream writes the subset as a zstd-compressed Arrow IPC file of records
+// of size rows, in StreamSchema (the image column has the type the catalog
+// gives TENSOR(FLOAT, 1, 28, 28)).
+func (s *Subset) WriteStream(path string, size int) error {
+	mem := memory.NewGoAllocator()
+	schema := StreamSchema()
+	f, err := os.Create(path)
+	if err != nil {
+		return err
+	}
+	w, err := ipc.NewFileWriter(f, ipc.WithSchema(schema), ipc.WithAllocator(mem), ipc.WithZstd())
+	if err != nil {
+		f.Close()
+		return err
+	}
+	groups := GroupOf(s.Labels)
+	b := array.NewRecordBuilder(mem, schema)
+	defer b.Release()
+	for start := 0; start < len(s.Labels); start += size {
+		n := min(size, len(s.Labels)-start)
+		for i := start; i < start+n; i++ {
+			b.Field(0).(*array.Int64Builder).Append(int64(i))
+			b.Field(1).(*array.TimestampBuilder).Append(arrow.Timestamp(StreamEpoch.Add(time.Duration(i) * StreamInterval).UnixMicro()))
+			lb := b.Field(2).(*array.FixedSizeListBuilder)
+			lb.Append(true)
+			lb.ValueBuilder().(*array.Float32Builder).AppendValues(s.Images[i*784:(i+1)*784], nil)
+			b.Field(3).(*array.StringBuilder).Append(Labels[s.Labels[i]])
+			b.Field(4).(*array.StringBuilder).Append(Groups[groups[i]])
+		}
+		rec := b.NewRecord()
+		err := w.Write(rec)
+		rec.Release()
+		if err != nil {
+			w.Close()
+			f.Close()
+			return err
+		}
+	}
+	if err := w.Close(); err != nil {
+		f.Close()
+		return err
+	}
+	return f.Close()
 }

@@ -194,6 +194,21 @@ func (r *Runtime) Lateral(n *logical.LateralModel, in *arrow.Schema) (func() (da
 	if err != nil {
 		return nil, nil, fmt.Errorf("model %s variant %s (%s): %w", n.Name, v.Name, path, err)
 	}
+	// The plan addresses columns by position, but ml.Bind wants unique names:
+	// a second model's label next to the first one's is qualified by its
+	// alias (c.label).
+	taken := map[string]bool{}
+	for _, f := range in.Fields() {
+		taken[f.Name] = true
+	}
+	for i := range heads {
+		for j, c := range heads[i].Columns {
+			if taken[c] {
+				heads[i].Columns[j] = n.Alias + "." + c
+			}
+			taken[heads[i].Columns[j]] = true
+		}
+	}
 	cfg := ml.Config{Input: input, Heads: heads, NoErrorColumn: true, MaxBatch: r.cfg.Batch.MaxBatch}
 	bind := func() (*ml.Model, error) { return ml.Bind(sess, in, cfg) }
 	m, err := bind()

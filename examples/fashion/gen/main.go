@@ -56,20 +56,50 @@ var variants = []variant{
 	{"cnn", []int{64, 10}, 8, 1e-3, 0.8, 8},
 }
 
+// garmentVariants are the coarse classifier of the cascade example (four garment
+// groups, fashion.Groups), smallest first. Fewer epochs: four classes that are
+// far apart converge fast.
+var garmentVariants = []variant{
+	{"garment-logreg", []int{784, 4}, 3, 2e-3, 0.8, 0},
+	{"garment-mlp-small", []int{784, 16, 4}, 3, 1e-3, 0.8, 0},
+	{"garment-mlp", []int{784, 96, 4}, 3, 1e-3, 0.8, 0},
+}
+
 func main() {
 	src := flag.String("data", "/usr/share/datasets/fashion-mnist", "directory with the Fashion-MNIST idx.gz files")
 	out := flag.String("out", "examples/fashion", "example directory to write models/ and data/ under")
 	subset := flag.Int("subset", 2000, "test images to keep as the checked-in evaluation subset")
 	only := flag.String("only", "", "train only this variant")
 	seed := flag.Uint64("seed", 1, "training seed")
+	stream := flag.Bool("stream", false, "only write data/shelf.arrow (the query's stream file) from the checked-in subset")
+	family := flag.String("family", "classify", "model family to train: classify (10 classes) or garment (4 groups)")
 	flag.Parse()
-	if err := run(*src, *out, *subset, *only, *seed); err != nil {
+	if *stream {
+		sub, err := fashion.LoadSubset(*out)
+		if err == nil {
+			err = sub.WriteStream(filepath.Join(*out, "data", "shelf.arrow"), 100)
+		}
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "gen:", err)
+			os.Exit(1)
+		}
+		return
+	}
+	if err := run(*src, *out, *subset, *only, *family, *seed); err != nil {
 		fmt.Fprintln(os.Stderr, "gen:", err)
 		os.Exit(1)
 	}
 }
 
-func run(src, out string, subset int, only string, seed uint64) error {
+func run(src, out string, subset int, only, family string, seed uint64) error {
+	vars, labels, resFile, seedBase := variants, fashion.Labels, "variants.json", seed
+	switch family {
+	case "classify":
+	case "garment":
+		vars, labels, resFile, seedBase = garmentVariants, fashion.Groups, "garment-variants.json", seed+100000
+	default:
+		return fmt.Errorf("unknown -family %q: want classify or garment", family)
+	}
 	load := func(name string) (*modelzoo.IDX, error) {
 		x, err := modelzoo.ReadIDXFile(filepath.Join(src, name))
 		if os.IsNotExist(err) {
@@ -107,23 +137,27 @@ func run(src, out string, subset int, only string, seed uint64) error {
 		return err
 	}
 	xs, xt, xsub := trainX.Floats(), testX.Floats(), subX.Floats()
+	ytrain, ytest, ysub := trainY.Data, testY.Data, subY.Data
+	if family == "garment" {
+		ytrain, ytest, ysub = fashion.GroupOf(ytrain), fashion.GroupOf(ytest), fashion.GroupOf(ysub)
+	}
 
-	resPath := filepath.Join(out, "models", "variants.json")
+	resPath := filepath.Join(out, "models", resFile)
 	var results []fashion.Variant
 	if b, err := os.ReadFile(resPath); err == nil && only != "" {
 		_ = json.Unmarshal(b, &results)
 	}
-	for i, v := range variants {
+	for i, v := range vars {
 		if only != "" && v.Name != only {
 			continue
 		}
-		var m model = mlp{modelzoo.NewMLP(v.Sizes, fashion.Labels, seed+uint64(i)*1000)}
+		var m model = mlp{modelzoo.NewMLP(v.Sizes, labels, seedBase+uint64(i)*1000)}
 		if v.Conv > 0 {
-			m = cnn{modelzoo.NewCNN(28, v.Conv, 5, v.Sizes, fashion.Labels, seed+uint64(i)*1000)}
+			m = cnn{modelzoo.NewCNN(28, v.Conv, 5, v.Sizes, labels, seedBase+uint64(i)*1000)}
 		}
 		start := time.Now()
-		err := m.Train(xs, trainY.Data, modelzoo.TrainConfig{
-			Epochs: v.Epochs, Batch: 64, LR: v.LR, LRDecay: v.Decay, Seed: seed + uint64(i)*1000 + 1,
+		err := m.Train(xs, ytrain, modelzoo.TrainConfig{
+			Epochs: v.Epochs, Batch: 64, LR: v.LR, LRDecay: v.Decay, Seed: seedBase + uint64(i)*1000 + 1,
 			Progress: func(ep int, loss float64) {
 				fmt.Printf("%s: epoch %d/%d loss %.4f (%s)\n", v.Name, ep, v.Epochs, loss, time.Since(start).Round(time.Second))
 			},
@@ -133,8 +167,8 @@ func run(src, out string, subset int, only string, seed uint64) error {
 		}
 		r := fashion.Variant{
 			Name: v.Name, File: v.Name + ".onnx", Layers: v.Sizes, Params: m.Params(), Epochs: v.Epochs,
-			TestAccuracy:   m.Accuracy(xt, testY.Data),
-			SubsetAccuracy: m.Accuracy(xsub, subY.Data),
+			TestAccuracy:   m.Accuracy(xt, ytest),
+			SubsetAccuracy: m.Accuracy(xsub, ysub),
 			TrainSeconds:   time.Since(start).Seconds(),
 		}
 		if err := m.graph(v.Name).WriteFile(filepath.Join(out, "models", r.File)); err != nil {
