@@ -16,6 +16,7 @@ import (
 	"github.com/tierflow/tierflow/operators/sources"
 	"github.com/tierflow/tierflow/planner/catalog"
 	"github.com/tierflow/tierflow/planner/infra"
+	"github.com/tierflow/tierflow/runtime/inference"
 )
 
 // replFlags are the options of `tierflow repl`.
@@ -25,10 +26,14 @@ type replFlags struct {
 }
 
 // replEngine is the query engine the REPL runs SELECT and INSERT with: the
-// operators' local executor, with `tierflow run`'s defaults (SET exec.* changes
-// them per session). Choosing another engine (a cluster) is this one function.
+// operators' local executor with the ONNX model runtime for CROSS JOIN
+// LATERAL, and `tierflow run`'s defaults (SET exec.* changes them per
+// session). One runtime per session, so model sessions are opened once.
+// Choosing another engine (a cluster) is this one function.
 func replEngine(a *app) repl.Engine {
-	return repl.Local(exec.Options{Stdout: a.out, OnError: sources.Fail, MaxDelay: 2 * time.Second, BatchSize: 4096})
+	models := inference.New(inference.Config{OrtLib: a.g.ortLib, Log: a.err})
+	return repl.Local(exec.Options{Stdout: a.out, OnError: sources.Fail, MaxDelay: 2 * time.Second,
+		BatchSize: 4096, Lateral: models.Lateral})
 }
 
 func newReplCmd(a *app) *cobra.Command { return newReplCmdWith(a, replEngine) }

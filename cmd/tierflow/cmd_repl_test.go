@@ -7,6 +7,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/tierflow/tierflow/runtime/ortlib"
 )
 
 // repl runs `tierflow ARGS...` in-process with stdin, as a pipe would.
@@ -168,5 +170,24 @@ func TestReplInsertWritesTheSinkNotATable(t *testing.T) {
 	}
 	if n := strings.Count(string(b), "\n"); n != 2 {
 		t.Errorf("sink holds %d rows, want 2:\n%s", n, b)
+	}
+}
+
+func TestReplRunsModels(t *testing.T) {
+	if _, err := ortlib.Find(""); err != nil {
+		t.Skipf("ONNX Runtime library not set up (scripts/setup.sh): %v", err)
+	}
+	script := filepath.Join("..", "..", "examples", "fashion", "classify.sql")
+	code, out, errs := replCLI(t, "", "repl", "--format", "csv", "-c", `\o `+os.DevNull+"\n\\i "+script+"\n\\o\n"+
+		"SELECT s.id, c.label FROM shelf AS s CROSS JOIN LATERAL classify(s.image) AS c(label, score) LIMIT 3;")
+	if code != exitOK {
+		t.Fatalf("exit %d\n%s", code, errs)
+	}
+	// The model's files are found relative to the script that declared it.
+	if !strings.HasPrefix(out, "id,label\n0,Ankle boot\n1,Pullover\n") || strings.Count(out, "\n") != 4 {
+		t.Errorf("output:\n%s", out)
+	}
+	if !strings.Contains(errs, "model classify: variant") {
+		t.Errorf("no model runtime line:\n%s", errs)
 	}
 }

@@ -70,8 +70,9 @@ func (s *Session) tag(t string) {
 	}
 }
 
-// rebase makes a relative FROM FILE path of a script's CREATE relative to
-// the working directory, as `tierflow run` reads it relative to the script.
+// rebase makes the relative paths of a script's CREATE (FROM FILE, model
+// variant files) relative to the working directory, as `tierflow run` reads
+// them relative to the script.
 func (s *Session) rebase(st lang.Statement) {
 	if s.baseDir == "" || s.baseDir == "." {
 		return
@@ -82,6 +83,12 @@ func (s *Session) rebase(st lang.Statement) {
 		}
 	}
 	switch st := st.(type) {
+	case *lang.CreateModel:
+		if m := s.cat.Model(st.Name); m != nil {
+			for _, v := range m.Variants {
+				fix(&v.File)
+			}
+		}
 	case *lang.CreateStream:
 		if x := s.cat.Stream(st.Name); x != nil && x.Source == "file" {
 			fix(&x.Subject)
