@@ -13,7 +13,16 @@ func seedFrames(t testing.TB) [][]byte {
 	rec := testRecord(memory.DefaultAllocator, 5)
 	defer rec.Release()
 	ipcBody := encodeRecordBytes(t, rec)
+	// The schema followed by a hand-written record batch message, the form
+	// every batch after a link's first takes.
+	var fast bytes.Buffer
+	fast.Write(ipcBody[:schemaEnd(ipcBody)])
+	if !appendRecordFast(&fast, rec) {
+		t.Fatalf("fast path refused the seed record")
+	}
+	fastBody := fast.Bytes()
 	return [][]byte{
+		Append(nil, Header{Kind: KindData, Flags: FlagSchema, Query: "q1", Seq: 2, Chunks: 1, Total: uint64(len(fastBody))}, fastBody),
 		Append(nil, Header{Kind: KindData, Flags: FlagSchema, Query: "q1", Edge: 1, Sender: 2, Receiver: 3, Epoch: 4, Seq: 1, Chunks: 1, Total: uint64(len(ipcBody))}, ipcBody),
 		Append(nil, Header{Kind: KindData, Query: "q1", Seq: 2, Chunks: 1, Total: uint64(len(ipcBody) - schemaEnd(ipcBody))}, ipcBody[schemaEnd(ipcBody):]),
 		Append(nil, Header{Kind: KindData, Query: "q1", Seq: 2, Chunk: 1, Chunks: 3, Total: uint64(3 * 4)}, ipcBody[:4]),

@@ -196,17 +196,27 @@ func verifyMessage(meta []byte) error {
 	if hdr == 0 {
 		return fmt.Errorf("%w: arrow ipc message without header", ErrMalformed)
 	}
+	var bodyLen int64
+	if p, err := b.field(msg, 3); err != nil {
+		return err
+	} else if p != 0 {
+		bodyLen, _ = b.i64(p)
+	}
+	// Rows are bounded by the bytes that carry them (a bit per row at
+	// least), or a forged length on a column without buffers (an empty
+	// struct, a zero-size list) would have consumers loop for ever.
+	maxRows := max(8*bodyLen, 1<<16)
 	switch htype {
 	case fbHeaderSchema:
 		return b.verifySchema(hdr)
 	case fbHeaderRecord:
-		return b.verifyRecordBatch(hdr)
+		return b.verifyRecordBatch(hdr, maxRows)
 	case fbHeaderDictionary:
 		rb, err := b.subTable(hdr, 1)
 		if err != nil || rb == 0 {
 			return err
 		}
-		return b.verifyRecordBatch(rb)
+		return b.verifyRecordBatch(rb, maxRows)
 	default:
 		return fmt.Errorf("%w: arrow ipc message header type %d not accepted on a relay", ErrMalformed, htype)
 	}
@@ -267,9 +277,24 @@ func (b *walk) verifyField(f, depth int) error {
 	return b.tables(f, 5, func(c int) error { return b.verifyField(c, depth+1) })
 }
 
-func (b *walk) verifyRecordBatch(rb int) error {
-	if _, _, err := b.vector(rb, 1, 16); err != nil { // nodes
+func (b *walk) verifyRecordBatch(rb int, maxRows int64) error {
+	if p, err := b.field(rb, 0); err != nil {
 		return err
+	} else if p != 0 {
+		if n, _ := b.i64(p); n < 0 || n > maxRows {
+			return fmt.Errorf("%w: record batch of %d rows, at most %d for its body", ErrMalformed, n, maxRows)
+		}
+	}
+	nodes, nn, err := b.vector(rb, 1, 16)
+	if err != nil {
+		return err
+	}
+	for i := 0; i < nn; i++ {
+		n, _ := b.i64(nodes + 16*i)
+		z, _ := b.i64(nodes + 16*i + 8)
+		if n < 0 || n > maxRows || z < 0 || z > n {
+			return fmt.Errorf("%w: field node of %d rows with %d nulls, at most %d rows", ErrMalformed, n, z, maxRows)
+		}
 	}
 	_, nbuf, err := b.vector(rb, 2, 16) // buffers
 	if err != nil {
