@@ -11,6 +11,8 @@ import (
 	"runtime"
 	"slices"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -309,5 +311,71 @@ func TestDefaultInfra(t *testing.T) {
 	err = c.RunScript(ctx, script.Filename, script.Source, cluster.ScriptOptions{OnError: "sometimes"})
 	if err == nil {
 		t.Fatal("a bad --on-error was accepted")
+	}
+}
+
+// firstWrite signals its first batch, then discards.
+type firstWrite struct {
+	once sync.Once
+	ch   chan struct{}
+	rows atomic.Int64
+}
+
+func (f *firstWrite) Write(rec arrow.Record) error {
+	f.rows.Add(rec.NumRows())
+	f.once.Do(func() { close(f.ch) })
+	return nil
+}
+func (f *firstWrite) Close() error { return nil }
+
+// TestStopQuery stops a long query gracefully once its first results are
+// in: the sources end, what is in flight drains, the query ends "stopped"
+// with fewer rows than a full run.
+func TestStopQuery(t *testing.T) {
+	dir := t.TempDir()
+	script := clustertest.WriteData(t, dir, 200000)
+	script.BatchSize = 1 // 200,000 batches through NATS: far longer than the test
+	inf, err := infra.LoadFile(filepath.Join(dir, "infra.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	c, err := cluster.StartEmbedded(ctx, cluster.Options{Infra: inf, Heartbeat: 100 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	w := &firstWrite{ch: make(chan struct{})}
+	type result struct {
+		info deploy.QueryInfo
+		err  error
+	}
+	done := make(chan result, 1)
+	go func() {
+		info, err := c.Client().Submit(ctx, script, "long", w)
+		done <- result{info, err}
+	}()
+	select {
+	case <-w.ch:
+	case r := <-done:
+		t.Fatalf("query ended before its first result: %+v %v", r.info, r.err)
+	case <-ctx.Done():
+		t.Fatal("no result before the deadline")
+	}
+	if err := c.Client().Stop(ctx, "long", false); err != nil {
+		t.Fatal(err)
+	}
+	r := <-done
+	if r.err != nil {
+		t.Fatal(r.err)
+	}
+	if r.info.State != deploy.StateStopped {
+		t.Fatalf("state %s, want stopped", r.info.State)
+	}
+	// 200,000 readings make about 5,000 windows per site; a stopped run has
+	// far fewer.
+	if n := w.rows.Load(); n == 0 || n != r.info.ResultRows || n > 10000 {
+		t.Fatalf("%d rows written, %d reported", n, r.info.ResultRows)
 	}
 }

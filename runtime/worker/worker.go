@@ -19,6 +19,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/apache/arrow/go/v17/arrow/memory"
@@ -81,6 +82,7 @@ type query struct {
 	sinkHere bool
 	stop     chan struct{}
 	stopOnce sync.Once
+	graceful atomic.Bool // a graceful stop was asked for
 	cancel   context.CancelFunc
 	started  bool
 	stopped  bool
@@ -360,6 +362,7 @@ func (w *Worker) stopQuery(id string, abort bool) {
 		cancel()
 		return
 	}
+	q.graceful.Store(true)
 	q.stopOnce.Do(func() { close(q.stop) })
 }
 
@@ -413,6 +416,9 @@ func (w *Worker) run(ctx context.Context, q *query) {
 	delete(w.queries, q.id)
 	w.mu.Unlock()
 	state := deploy.StateFinished
+	if q.graceful.Load() {
+		state = deploy.StateStopped
+	}
 	switch {
 	case err != nil && w.ctx.Err() == nil && errors.Is(err, context.Canceled):
 		state, err = deploy.StateStopped, nil
