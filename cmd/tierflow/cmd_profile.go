@@ -1,0 +1,307 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"runtime"
+	"slices"
+	"strings"
+
+	"github.com/apache/arrow/go/v17/arrow/memory"
+	"github.com/spf13/cobra"
+
+	"github.com/tierflow/tierflow/planner/catalog"
+	"github.com/tierflow/tierflow/runtime/inference"
+	"github.com/tierflow/tierflow/runtime/onnx"
+)
+
+// profileFlags are the options of `tierflow profile`.
+type profileFlags struct {
+	models     []string
+	batches    string
+	data       string
+	truth      map[string]string
+	keep       []string
+	iters      int
+	warmup     int
+	atBatch    int
+	workerType string
+	device     string
+	threads    int
+	write      bool
+	out        string
+}
+
+// profileRow is one line of the summary table.
+type profileRow struct {
+	Model    string  `json:"model"`
+	Variant  string  `json:"variant"`
+	Batch    int     `json:"batch"`
+	P50ms    string  `json:"p50_ms"`
+	P75ms    string  `json:"p75_ms"`
+	P90ms    string  `json:"p90_ms"`
+	PerSec   float64 `json:"items_per_s"`
+	OutputKB string  `json:"output_kb"`
+	Accuracy string  `json:"accuracy"`
+	Provider string  `json:"provider"`
+}
+
+// comboRow is one line of the accuracy profile table.
+type comboRow struct {
+	Variants string `json:"variants"`
+	Rows     int    `json:"rows"`
+	Accuracy string `json:"accuracy"`
+}
+
+func newProfileCmd(a *app) *cobra.Command {
+	f := profileFlags{truth: map[string]string{}}
+	c := &cobra.Command{
+		Use:   "profile [flags]",
+		Short: "Measure the catalog's model variants on this machine and write the profiles into the catalog",
+		Long: `profile runs every variant of the catalog's models (--model picks some) through
+the ML operator's path (Arrow record -> ONNX Runtime -> label/score columns) on
+the rows of a labelled validation set (--data, an Arrow IPC file with the
+models' input column and true labels) and measures, per variant:
+
+  - latency per batch at each --batch size (P50/P75/P90 over --iterations
+    calls after --warmup) and the throughput it gives (batch / P50);
+  - the output size per row (what crosses a link);
+  - the accuracy of its labels against the truth column (--truth MODEL=COL,
+    default true_label), in percent.
+
+For a model whose catalog entry has an end_to_end table (a workflow of
+upstream models ending in it), it measures the workflow's accuracy for every
+combination of upstream variants: a row reaches the model when each upstream
+model's label is in its --keep set (MODEL=LABEL[|LABEL...]; none: all rows),
+and the model's labels are scored on those rows. These become the end_to_end
+rows and the variants' accuracy profile rows (JellyBean 4.1).
+
+With --write the catalog file is rewritten (comments are not kept), with
+--out FILE the updated catalog goes there; either way the measured latency at
+--at-batch becomes latency_ms.<--worker-type> per item.`,
+		Example: `  tierflow profile --catalog examples/fashion/catalog.yaml --data examples/fashion/data/shelf.arrow \
+      --truth garment=true_group --keep garment=tops --batch 1,8,32 --out /tmp/profiled.yaml
+  tierflow profile --catalog examples/fashion/catalog.yaml --data examples/fashion/data/shelf.arrow \
+      --model classify --batch 1,2,4,8,16,32,64 --format json`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			return runProfile(a, f)
+		},
+	}
+	fl := c.Flags()
+	fl.StringSliceVar(&f.models, "model", nil, "profile only these models (default: all of the catalog's models)")
+	fl.StringVar(&f.batches, "batch", "1,8,32", "batch sizes, comma-separated")
+	fl.StringVar(&f.data, "data", "", "labelled validation set: an Arrow IPC file with the models' input column and true labels (required)")
+	fl.StringToStringVar(&f.truth, "truth", nil, "true-label column per model, MODEL=COLUMN (default true_label)")
+	fl.StringSliceVar(&f.keep, "keep", nil, "labels of an upstream model that pass on to the next model, MODEL=LABEL[|LABEL...]")
+	fl.IntVar(&f.iters, "iterations", 50, "timed calls per variant and batch size")
+	fl.IntVar(&f.warmup, "warmup", 5, "untimed calls before the timed ones")
+	fl.IntVar(&f.atBatch, "at-batch", 8, "the batch size whose per-item latency goes into the catalog (must be in --batch; else the largest)")
+	fl.StringVar(&f.workerType, "worker-type", fmt.Sprintf("x%d", runtime.NumCPU()), "worker type the measured latency is recorded for")
+	fl.StringVar(&f.device, "device", "cpu", "where sessions run: cpu, cuda or auto")
+	fl.IntVar(&f.threads, "threads", 1, "intra-op threads per session (0: ONNX Runtime's default)")
+	fl.BoolVar(&f.write, "write", false, "rewrite the --catalog file with the measured profiles")
+	fl.StringVar(&f.out, "out", "", "write the updated catalog to this file")
+	return c
+}
+
+func runProfile(a *app, f profileFlags) error {
+	if a.g.catalog == "" {
+		return badInput(fmt.Errorf("profile needs --catalog FILE"))
+	}
+	if f.data == "" {
+		return badInput(fmt.Errorf("profile needs --data FILE (a labelled Arrow IPC file)"))
+	}
+	if f.iters < 1 || f.warmup < 0 {
+		return badInput(fmt.Errorf("--iterations must be at least 1 and --warmup at least 0"))
+	}
+	batches, err := parseBatches(f.batches)
+	if err != nil {
+		return badInput(err)
+	}
+	var dev onnx.Device
+	switch f.device {
+	case "cpu":
+		dev = onnx.CPU
+	case "cuda":
+		dev = onnx.CUDA
+	case "auto":
+		dev = onnx.Auto
+	default:
+		return badInput(fmt.Errorf("unknown --device %q: want cpu, cuda or auto", f.device))
+	}
+	keep := map[string][]string{}
+	for _, k := range f.keep {
+		m, labels, ok := strings.Cut(k, "=")
+		if !ok || m == "" || labels == "" {
+			return badInput(fmt.Errorf("--keep %q: want MODEL=LABEL[|LABEL...]", k))
+		}
+		keep[m] = strings.Split(labels, "|")
+	}
+	cat, err := catalog.LoadFile(a.g.catalog)
+	if err != nil {
+		return badInput(err)
+	}
+	var models []*catalog.Model
+	for _, name := range f.models {
+		m := cat.Model(name)
+		if m == nil {
+			return badInput(fmt.Errorf("--model %s: no such model in %s", name, a.g.catalog))
+		}
+		models = append(models, m)
+	}
+	if len(models) == 0 {
+		models = cat.Models
+	}
+	// A downstream model needs its upstream models measured too.
+	need := map[string]bool{}
+	for _, m := range models {
+		need[m.Name] = true
+		if m.EndToEnd != nil {
+			for _, u := range m.EndToEnd.Models {
+				need[u] = true
+			}
+		}
+	}
+	for name := range keep {
+		if cat.Model(name) == nil {
+			return badInput(fmt.Errorf("--keep %s: no such model in %s", name, a.g.catalog))
+		}
+	}
+	var run []*catalog.Model
+	for _, m := range cat.Models {
+		if need[m.Name] {
+			run = append(run, m)
+		}
+	}
+
+	env, err := onnx.Open(a.g.ortLib)
+	if err != nil {
+		return err
+	}
+	mem := memory.NewGoAllocator()
+	data, err := inference.LoadData(f.data, mem)
+	if err != nil {
+		return badInput(err)
+	}
+	defer data.Release()
+	p := &inference.Profiler{Env: env, Options: onnx.Options{Device: dev, IntraOpThreads: f.threads}, Mem: mem, Data: data,
+		BaseDir: filepath.Dir(a.g.catalog), Iterations: f.iters, Warmup: f.warmup}
+
+	total := 0
+	for _, m := range run {
+		total += len(m.Variants) * len(batches) * f.iters
+	}
+	prog := newProgress(a.err, int64(total), "profiling")
+	measured := map[string][]*inference.VariantProfile{}
+	var rows []profileRow
+	at := f.atBatch
+	if !slices.Contains(batches, at) {
+		at = slices.Max(batches)
+	}
+	for _, m := range run {
+		col := f.truth[m.Name]
+		if col == "" {
+			col = "true_label"
+		}
+		truth, terr := data.Strings(col)
+		for _, v := range m.Variants {
+			prog.Describe(fmt.Sprintf("profiling %s/%s", m.Name, v.Name))
+			vp, err := p.Variant(m, v, batches, func() { prog.Add(1) })
+			if err != nil {
+				prog.Done()
+				if isProfileInputErr(err) {
+					return badInput(err)
+				}
+				return err
+			}
+			measured[m.Name] = append(measured[m.Name], vp)
+			acc := "-"
+			if vp.Predicted != nil && terr == nil {
+				x, _ := inference.Accuracy(vp.Predicted, truth, nil)
+				acc = fmt.Sprintf("%.2f", x)
+				v.Accuracy = float64(int64(x*100+0.5)) / 100
+			}
+			v.OutputKB = float64(int64(vp.OutputKB*1000+0.5)) / 1000
+			for _, l := range vp.Latency {
+				if l.Batch == at {
+					if v.Latency == nil {
+						v.Latency = map[string]catalog.Latency{}
+					}
+					pl := l.PerItemMS()
+					v.Latency[f.workerType] = catalog.Latency{P50: round6(pl.P50), P75: round6(pl.P75), P90: round6(pl.P90)}
+				}
+				rows = append(rows, profileRow{Model: m.Name, Variant: v.Name, Batch: l.Batch,
+					P50ms: ms(l.P50.Seconds()), P75ms: ms(l.P75.Seconds()), P90ms: ms(l.P90.Seconds()),
+					PerSec: float64(int64(l.ItemsPerSecond)), OutputKB: fmt.Sprintf("%.3f", vp.OutputKB), Accuracy: acc, Provider: vp.Provider})
+			}
+		}
+	}
+	prog.Done()
+
+	var combos []comboRow
+	for _, m := range run {
+		if m.EndToEnd == nil || !need[m.Name] || !slices.ContainsFunc(models, func(x *catalog.Model) bool { return x == m }) {
+			continue
+		}
+		chain := m.EndToEnd.Models
+		if len(chain) == 0 || chain[len(chain)-1] != m.Name {
+			return badInput(fmt.Errorf("model %s: end_to_end models %v must end in %s", m.Name, chain, m.Name))
+		}
+		col := f.truth[m.Name]
+		if col == "" {
+			col = "true_label"
+		}
+		truth, err := data.Strings(col)
+		if err != nil {
+			return badInput(err)
+		}
+		cs, err := inference.Combinations(chain, measured, keep, truth)
+		if err != nil {
+			return badInput(err)
+		}
+		if err := inference.ApplyCombinations(cat, chain, cs); err != nil {
+			return badInput(err)
+		}
+		for _, c := range cs {
+			combos = append(combos, comboRow{Variants: strings.Join(c.Variants, " -> "), Rows: c.Rows, Accuracy: fmt.Sprintf("%.2f", c.Accuracy)})
+		}
+	}
+
+	if err := printRows(a.out, a.g.format, rows); err != nil {
+		return err
+	}
+	if len(combos) > 0 {
+		if a.g.format == "" || a.g.format == "table" {
+			fmt.Fprintln(a.out, "\nWorkflow accuracy by variants (end_to_end):")
+		}
+		if err := printRows(a.out, a.g.format, combos); err != nil {
+			return err
+		}
+	}
+	dst := f.out
+	if f.write {
+		dst = a.g.catalog
+	}
+	if dst != "" {
+		b, err := cat.Marshal()
+		if err != nil {
+			return err
+		}
+		if err := os.WriteFile(dst, b, 0o644); err != nil {
+			return err
+		}
+		fmt.Fprintf(a.err, "-- wrote %s (latency_ms.%s at batch %d)\n", dst, f.workerType, at)
+	}
+	return nil
+}
+
+func isProfileInputErr(err error) bool {
+	return errors.Is(err, inference.ErrProfile) || errors.Is(err, inference.ErrModel)
+}
+
+func ms(s float64) string { return fmt.Sprintf("%.4f", s*1000) }
+
+func round6(x float64) float64 { return float64(int64(x*1e6+0.5)) / 1e6 }

@@ -1,0 +1,110 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"math"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/tierflow/tierflow/examples/fashion"
+	"github.com/tierflow/tierflow/planner/catalog"
+)
+
+// TestProfileFashion profiles the fashion catalog with a small batch list and
+// checks what it writes against independent numbers: each classify variant's
+// accuracy against the generator's (its own Go forward pass), and one cascade
+// combination against fashion.EvaluateCascade (the Go graph interpreter).
+func TestProfileFashion(t *testing.T) {
+	dir := filepath.Join("..", "..", "examples", "fashion")
+	out := filepath.Join(t.TempDir(), "profiled.yaml")
+	var stdout, errb bytes.Buffer
+	code := run([]string{"profile", "--catalog", filepath.Join(dir, "catalog.yaml"), "--data", filepath.Join(dir, "data", "shelf.arrow"),
+		"--truth", "garment=true_group", "--keep", "garment=tops", "--batch", "1,4", "--at-batch", "4",
+		"--iterations", "3", "--warmup", "1", "--worker-type", "probe", "--out", out}, nil, &stdout, &errb)
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errb.String())
+	}
+	if !strings.Contains(errb.String(), "profiling") || !strings.Contains(errb.String(), "wrote "+out) {
+		t.Errorf("no progress or write line: %s", errb.String())
+	}
+	for _, s := range []string{"garment-mlp", "cnn", "Workflow accuracy by variants", "garment-logreg -> mlp-small"} {
+		if !strings.Contains(stdout.String(), s) {
+			t.Errorf("summary lacks %q:\n%s", s, stdout.String())
+		}
+	}
+	cat, err := catalog.LoadFile(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	vs, err := fashion.Variants(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	classify := cat.Model("classify")
+	for _, v := range vs {
+		cv := classify.Variant(v.Name)
+		if cv == nil {
+			t.Fatalf("no variant %s", v.Name)
+		}
+		// At most 2 of 2,000 rows may flip on a near-tie between runtimes.
+		if math.Abs(cv.Accuracy-100*v.SubsetAccuracy) > 0.11 {
+			t.Errorf("%s: profiled accuracy %.2f, generator %.2f", v.Name, cv.Accuracy, 100*v.SubsetAccuracy)
+		}
+		l, ok := cv.Latency["probe"]
+		if !ok || l.P50 <= 0 || l.P75 < l.P50 || l.P90 < l.P75 {
+			t.Errorf("%s: latency %+v", v.Name, cv.Latency)
+		}
+		if cv.OutputKB <= 0 || cv.OutputKB > 0.1 {
+			t.Errorf("%s: output %.3f KB for a label and a score", v.Name, cv.OutputKB)
+		}
+		if len(cv.Profile) != 3 {
+			t.Errorf("%s: profile rows %+v, want one per garment variant", v.Name, cv.Profile)
+		}
+	}
+	e2e := classify.EndToEnd
+	if e2e == nil || len(e2e.Rows) != 12 || strings.Join(e2e.Models, ",") != "garment,classify" {
+		t.Fatalf("end_to_end %+v", e2e)
+	}
+	sub, err := fashion.LoadSubset(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want, err := fashion.EvaluateCascade(dir, sub, "garment-logreg.onnx", "mlp-small.onnx", "tops")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range e2e.Rows {
+		if r.Variants[0] == "garment-logreg" && r.Variants[1] == "mlp-small" && math.Abs(r.Accuracy-100*want.Accuracy()) > 0.25 {
+			t.Errorf("end_to_end %v: %.2f, independent %.2f", r.Variants, r.Accuracy, 100*want.Accuracy())
+		}
+	}
+}
+
+func TestProfileJSONAndBadInput(t *testing.T) {
+	dir := filepath.Join("..", "..", "examples", "fashion")
+	var stdout, errb bytes.Buffer
+	code := run([]string{"profile", "--catalog", filepath.Join(dir, "catalog.yaml"), "--data", filepath.Join(dir, "data", "shelf.arrow"),
+		"--model", "garment", "--truth", "garment=true_group", "--batch", "2", "--iterations", "2", "--format", "json"}, nil, &stdout, &errb)
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errb.String())
+	}
+	var rows []map[string]any
+	if err := json.Unmarshal(stdout.Bytes(), &rows); err != nil {
+		t.Fatalf("%v: %s", err, stdout.String())
+	}
+	if len(rows) != 3 || rows[0]["model"] != "garment" || rows[0]["batch"] != float64(2) {
+		t.Fatalf("rows %v", rows)
+	}
+	for _, args := range [][]string{
+		{"profile", "--catalog", filepath.Join(dir, "catalog.yaml")},
+		{"profile", "--catalog", filepath.Join(dir, "catalog.yaml"), "--data", filepath.Join(dir, "data", "shelf.arrow"), "--model", "nope"},
+		{"profile", "--catalog", filepath.Join(dir, "catalog.yaml"), "--data", filepath.Join(dir, "data", "shelf.arrow"), "--batch", "0"},
+		{"profile", "--catalog", filepath.Join(dir, "catalog.yaml"), "--data", filepath.Join(dir, "catalog.yaml")},
+	} {
+		if code := run(args, nil, &stdout, &errb); code != exitBadInput {
+			t.Errorf("%v: exit %d, want %d", args, code, exitBadInput)
+		}
+	}
+}
