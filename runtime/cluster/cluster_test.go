@@ -77,6 +77,15 @@ func TestEmbeddedMatchesLocal(t *testing.T) {
 		t.Errorf("edge->hub %d bytes should exceed hub->cloud %d (the aggregate shrinks the data)", tb["edge->hub"], tb["hub->cloud"])
 	}
 	t.Logf("tier bytes %v, result rows %d", tb, info.ResultRows)
+	// Measured network cost: the infrastructure prices edge-hub at 0.05
+	// and hub-cloud at 0.09 per GB.
+	wantNet := float64(tb["edge->hub"])/1e9*0.05 + float64(tb["hub->cloud"])/1e9*0.09
+	if d := info.NetworkCost - wantNet; d > 1e-12 || d < -1e-12 {
+		t.Errorf("network cost %g, want %g", info.NetworkCost, wantNet)
+	}
+	if info.ComputeCost <= 0 {
+		t.Errorf("compute cost %g: three x4 workers at 0.1 per hour held for the query", info.ComputeCost)
+	}
 	qs := c.Coordinator.Queries()
 	if len(qs) != 1 || qs[0].State != deploy.StateFinished {
 		t.Fatalf("SHOW QUERIES: %+v", qs)

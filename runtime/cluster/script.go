@@ -132,6 +132,9 @@ func Summary(q deploy.QueryInfo) string {
 		}
 		fmt.Fprintf(&b, " %s %d", k, tb[k])
 	}
+	if q.NetworkCost > 0 || q.ComputeCost > 0 {
+		fmt.Fprintf(&b, "; measured cost: network %.3g, compute %.3g", q.NetworkCost, q.ComputeCost)
+	}
 	if q.Error != "" {
 		fmt.Fprintf(&b, "; %s", q.Error)
 	}

@@ -454,6 +454,7 @@ func (c *Coordinator) onStatus(m *nats.Msg) {
 			info.State = deploy.StateStopped
 		}
 	}
+	c.costs(info)
 	if !info.Ended.IsZero() {
 		cp := *info
 		ended = &cp
@@ -542,5 +543,41 @@ func (g *gauges) Collect(ch chan<- prometheus.Metric) {
 	}
 	for s, n := range states {
 		ch <- prometheus.MustNewConstMetric(descQueries, prometheus.GaugeValue, float64(n), s)
+	}
+}
+
+// costs (called with c.mu held) prices what a query measured with the infrastructure's link and
+// worker prices: bytes between tiers (sender side) per GB, and each worker's
+// hourly price for the time the query has held it.
+func (c *Coordinator) costs(info *deploy.QueryInfo) {
+	inf := c.cfg.Infra
+	if inf == nil {
+		return
+	}
+	info.NetworkCost = 0
+	for k, b := range info.TierBytes() {
+		from, to, _ := strings.Cut(k, "->")
+		if from == to {
+			continue
+		}
+		for _, l := range inf.Links {
+			if l.From == from && l.To == to || l.From == to && l.To == from {
+				info.NetworkCost += float64(b) / 1e9 * l.CostPerGB
+				break
+			}
+		}
+	}
+	end := info.Ended
+	if end.IsZero() {
+		end = time.Now()
+	}
+	hours := end.Sub(info.Submitted).Hours()
+	info.ComputeCost = 0
+	for _, name := range info.Workers {
+		if w := c.workers[name]; w != nil {
+			if wt := inf.WorkerType(w.Type); wt != nil {
+				info.ComputeCost += hours * wt.Price
+			}
+		}
 	}
 }

@@ -165,6 +165,12 @@ type QueryInfo struct {
 	// WorkerStates by worker name.
 	WorkerStates map[string]string `json:"worker_states,omitempty"`
 	ResultRows   int64             `json:"result_rows"`
+	// NetworkCost is the metered bytes between tiers times the link prices
+	// of the infrastructure (per GB); ComputeCost the hours the query held
+	// its workers times their hourly prices. Both need the coordinator's
+	// --infra; they are the measured side of a plan's estimates.
+	NetworkCost float64 `json:"network_cost"`
+	ComputeCost float64 `json:"compute_cost"`
 }
 
 // TierBytes sums the bytes the query's links carried between tiers, keyed
