@@ -1,7 +1,10 @@
-// Package fashion is the Fashion-MNIST example: a model zoo of three classifier
-// variants trained by the project's own generator (./gen), a labelled subset of
-// the test set, and Classify, which streams that subset as Arrow records through
-// the ML operator (dynamic batching, ONNX Runtime) and measures accuracy.
+// Package fashion is the Fashion-MNIST example: a model zoo of classifier
+// variants trained by the project's own generator (./gen: four 10-class
+// variants and three garment-group variants), a labelled subset of the test set
+// (also as an event-time Arrow stream file for the queries classify.sql and
+// cascade.sql), Classify, which streams that subset as Arrow records through
+// the ML operator (dynamic batching, ONNX Runtime) and measures accuracy, and
+// EvaluateCascade, the independent evaluation of the two-model workflow.
 //
 // Everything it reads is checked in under models/ and data/, so it runs on a fresh
 // clone without training or downloads.
