@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"os"
 	"path/filepath"
 	"runtime"
 	"slices"
@@ -252,7 +253,8 @@ func TestRunScript(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer c.Close()
-	src := script.Source + "\nSHOW WORKERS;\nSELECT sensor FROM readings WHERE temperature > 39.8;\nSHOW QUERIES;\n"
+	src := script.Source + "\nSHOW WORKERS;\nSELECT sensor FROM readings WHERE temperature > 39.8;\nSHOW QUERIES;\n" +
+		"CREATE SINK hot TO FILE 'hot.csv' FORMAT CSV;\nINSERT INTO hot SELECT sensor FROM readings WHERE temperature > 39.8;\n"
 	var outs []*bytes.Buffer
 	var stdout, log bytes.Buffer
 	err = c.RunScript(ctx, script.Filename, src, cluster.ScriptOptions{Stdout: &stdout, Log: &log,
@@ -279,6 +281,13 @@ func TestRunScript(t *testing.T) {
 	}
 	if strings.Count(log.String(), "-- query") != 2 || !strings.Contains(log.String(), "edge->hub") {
 		t.Errorf("summaries:\n%s", log.String())
+	}
+	hot, err := os.ReadFile(filepath.Join(dir, "hot.csv"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if string(hot) != outs[1].String() {
+		t.Errorf("INSERT INTO hot wrote\n%s\nthe same SELECT gave\n%s", hot, outs[1].String())
 	}
 }
 

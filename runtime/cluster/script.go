@@ -15,6 +15,7 @@ import (
 	"github.com/tierflow/tierflow/operators/exec"
 	"github.com/tierflow/tierflow/operators/sinks"
 	"github.com/tierflow/tierflow/operators/sources"
+	"github.com/tierflow/tierflow/planner/logical"
 	"github.com/tierflow/tierflow/runtime/deploy"
 )
 
@@ -69,8 +70,20 @@ func (c *Cluster) RunScript(ctx context.Context, filename, src string, so Script
 			nth++
 			sc := deploy.Script{Filename: filename, Source: src, BaseDir: so.BaseDir, Catalog: so.Catalog, Nth: nth,
 				OnError: so.OnError, MaxDelay: so.MaxDelay, BatchSize: so.BatchSize}
-			if _, _, err := sc.Bind(nil); err != nil {
+			plan, _, err := sc.Bind(nil)
+			if err != nil {
 				return err
+			}
+			if sk, ok := plan.Root.(*logical.Sink); ok && sk.Sink != nil {
+				// INSERT INTO a file or stdout: operators/exec opens the
+				// target at build time and closes it only in its own Run,
+				// so every worker would truncate the file and none would
+				// flush it. Such a query runs here until exec can finish a
+				// sink on the worker that ran it.
+				if err := runLocal(ctx, sc, so); err != nil {
+					return err
+				}
+				continue
 			}
 			var w sinks.Writer = sinks.NewTable(so.Stdout)
 			if so.NewOutput != nil {
@@ -160,4 +173,17 @@ func WriteQueries(w io.Writer, qs []deploy.QueryInfo) {
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%s\t%s\n", q.Query, q.State, strings.Join(q.Workers, ","), q.ResultRows, q.Submitted.Format(time.TimeOnly), q.Error)
 	}
 	tw.Flush()
+}
+
+// runLocal runs one query in this process (operators/exec).
+func runLocal(ctx context.Context, sc deploy.Script, so ScriptOptions) error {
+	q, _, err := sc.Build(nil, exec.Options{Stdout: so.Stdout})
+	if err != nil {
+		return err
+	}
+	st, err := q.Run(ctx)
+	if so.Log != nil {
+		fmt.Fprintf(so.Log, "-- %d rows read, %d rows written (INSERT INTO runs in this process)\n", st.RowsRead, st.RowsWritten)
+	}
+	return err
 }
