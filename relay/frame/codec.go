@@ -141,6 +141,13 @@ func (d *Decoder) Decode(body []byte, withSchema bool) (rec arrow.Record, err er
 		return nil, fmt.Errorf("%w: %d bytes after the record batch", ErrMalformed, len(rest))
 	}
 	rec = d.rdr.Record()
+	if d.zc {
+		for i, col := range rec.Columns() {
+			if err := validateData(col.Data(), 0); err != nil {
+				return nil, fmt.Errorf("%w: column %d: %w", ErrMalformed, i, err)
+			}
+		}
+	}
 	rec.Retain()
 	return rec, nil
 }

@@ -22,7 +22,11 @@ import (
 // Because nothing is copied, nothing is trusted: every buffer must lie inside
 // the body, be 8-byte aligned, and be long enough for its node's length, and
 // offsets must be monotonic and end inside their data, so a forged frame is an
-// error here and never an out-of-range read in an operator later.
+// error here and never an out-of-range read in an operator later. Plain
+// records that take the Arrow reader's path (unaligned or compressed bodies)
+// get the same checks afterwards (validateData). Other layouts are the Arrow
+// reader's alone, and it does not check offsets or dictionary indices: peers
+// that send those must be trusted.
 
 const (
 	fbMessageVersion = 0
@@ -335,4 +339,96 @@ func (l *zcLoader) load(dt arrow.DataType) (arrow.ArrayData, error) {
 		return array.NewData(dt, length, []*memory.Buffer{valid, values}, nil, nulls, 0), nil
 	}
 	return nil, fmt.Errorf("type %s has no zero-copy layout", dt)
+}
+
+// validateData applies loadZeroCopy's checks to a record the Arrow reader
+// decoded (it checks none of them), so a plain-layout record is safe to read
+// whichever path decoded it.
+func validateData(d arrow.ArrayData, depth int) error {
+	if depth > maxFieldDepth {
+		return fmt.Errorf("nested deeper than %d", maxFieldDepth)
+	}
+	n, nulls, off := d.Len(), d.NullN(), d.Offset()
+	bs := d.Buffers()
+	blen := func(i int) int {
+		if i >= len(bs) || bs[i] == nil {
+			return 0
+		}
+		return bs[i].Len()
+	}
+	if n < 0 || off < 0 || nulls > n {
+		return fmt.Errorf("array of %d rows at offset %d with %d nulls", n, off, nulls)
+	}
+	if nulls > 0 && blen(0) < (off+n+7)/8 {
+		return fmt.Errorf("validity of %d bytes for %d rows", blen(0), off+n)
+	}
+	checkOffsets := func(wide bool) (int64, error) {
+		w := 4
+		if wide {
+			w = 8
+		}
+		if n == 0 {
+			return 0, nil
+		}
+		if blen(1) < (off+n+1)*w {
+			return 0, fmt.Errorf("offsets of %d bytes for %d rows", blen(1), off+n)
+		}
+		b := bs[1].Bytes()
+		prev := int64(-1)
+		for i := off; i <= off+n; i++ {
+			var v int64
+			if wide {
+				v = int64(binary.LittleEndian.Uint64(b[8*i:]))
+			} else {
+				v = int64(int32(binary.LittleEndian.Uint32(b[4*i:])))
+			}
+			if v < 0 || v < prev {
+				return 0, fmt.Errorf("offset %d at %d after %d", v, i, prev)
+			}
+			prev = v
+		}
+		return prev, nil
+	}
+	ch := d.Children()
+	switch t := d.DataType().(type) {
+	case *arrow.StringType, *arrow.BinaryType, *arrow.LargeStringType, *arrow.LargeBinaryType:
+		end, err := checkOffsets(t.ID() == arrow.LARGE_STRING || t.ID() == arrow.LARGE_BINARY)
+		if err != nil {
+			return err
+		}
+		if int64(blen(2)) < end {
+			return fmt.Errorf("offsets end at %d, data has %d bytes", end, blen(2))
+		}
+	case *arrow.ListType, *arrow.LargeListType:
+		end, err := checkOffsets(t.ID() == arrow.LARGE_LIST)
+		if err != nil {
+			return err
+		}
+		if len(ch) != 1 || int64(ch[0].Len()) < end {
+			return fmt.Errorf("list offsets end at %d beyond the child", end)
+		}
+		return validateData(ch[0], depth+1)
+	case *arrow.FixedSizeListType:
+		if len(ch) != 1 || int64(ch[0].Len()) < int64(off+n)*int64(t.Len()) {
+			return fmt.Errorf("fixed-size list of %d x %d beyond the child", off+n, t.Len())
+		}
+		return validateData(ch[0], depth+1)
+	case *arrow.StructType:
+		if len(ch) != len(t.Fields()) {
+			return fmt.Errorf("struct with %d of %d children", len(ch), len(t.Fields()))
+		}
+		for _, c := range ch {
+			if c.Len() < off+n {
+				return fmt.Errorf("struct of %d rows, child of %d", off+n, c.Len())
+			}
+			if err := validateData(c, depth+1); err != nil {
+				return err
+			}
+		}
+	case arrow.FixedWidthDataType:
+		if int64(blen(1)) < (int64(off+n)*int64(t.BitWidth())+7)/8 && n > 0 {
+			return fmt.Errorf("values of %d bytes for %d rows of %d bits", blen(1), off+n, t.BitWidth())
+		}
+	}
+	return nil
 }
