@@ -175,6 +175,14 @@ func TestSubmitErrorsAndExpiry(t *testing.T) {
 	if err == nil || !errors.Is(err, coordinator.ErrQuery) || info.State != deploy.StateFailed {
 		t.Fatalf("submit of a script with a missing file: %v, state %q", err, info.State)
 	}
+	ins := deploy.Script{Filename: "ins.sql", BaseDir: dir, Source: clustertest.Query[:strings.Index(clustertest.Query, "SELECT")] +
+		"CREATE SINK out TO FILE 'out.csv' FORMAT CSV;\nINSERT INTO out SELECT sensor FROM readings;"}
+	if _, err := c.Client().Submit(ctx, ins, "ins", discard{}); err == nil || !strings.Contains(err.Error(), "INSERT INTO out") {
+		t.Fatalf("INSERT INTO a file on a cluster: %v", err)
+	}
+	if _, err := os.Stat(filepath.Join(dir, "out.csv")); err == nil {
+		t.Error("a refused INSERT INTO still created its file")
+	}
 	if _, err := c.Client().Submit(ctx, deploy.Script{Filename: "x.sql", Source: "SELECT 1;"}, "bad", discard{}); err == nil || !strings.Contains(err.Error(), "in use") {
 		t.Fatalf("duplicate query name: %v", err)
 	}

@@ -30,6 +30,7 @@ import (
 
 	"github.com/tierflow/tierflow/operators/exec"
 	"github.com/tierflow/tierflow/planner/infra"
+	"github.com/tierflow/tierflow/planner/logical"
 	"github.com/tierflow/tierflow/runtime/deploy"
 	"github.com/tierflow/tierflow/runtime/metrics"
 )
@@ -39,6 +40,7 @@ var (
 	ErrUnknownQuery = errors.New("coordinator: unknown query")
 	ErrDuplicate    = errors.New("coordinator: query name in use")
 	ErrDeploy       = errors.New("coordinator: deployment failed")
+	ErrUnsupported  = errors.New("not supported yet")
 )
 
 // Config configures a coordinator.
@@ -372,6 +374,16 @@ func (c *Coordinator) Submit(ctx context.Context, req deploy.SubmitRequest) (*de
 
 // place compiles the script once, as every worker will, and places it.
 func (c *Coordinator) place(req deploy.SubmitRequest, ws []deploy.Worker) (*deploy.Placement, error) {
+	bound, _, err := req.Script.Bind(nil)
+	if err != nil {
+		return nil, err
+	}
+	if sk, ok := bound.Root.(*logical.Sink); ok && sk.Sink != nil {
+		// operators/exec opens a sink's file when it builds and closes it
+		// only in its own Run: every worker would truncate the file and
+		// none would flush it.
+		return nil, fmt.Errorf("%s: %w: INSERT INTO %s (%s) on a cluster; submit the SELECT and write its streamed results (tierflow submit --output)", sk.Pos, ErrUnsupported, sk.Sink.Name, sk.Sink.Kind)
+	}
 	q, plan, err := req.Script.Build(nil, exec.Options{})
 	if err != nil {
 		return nil, err
