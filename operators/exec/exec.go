@@ -54,6 +54,18 @@ type Options struct {
 	// since operators may not import runtime. Nil: such plans are
 	// ErrUnsupported.
 	Lateral func(n *logical.LateralModel, in *arrow.Schema) (func() (dataflow.Operator, error), *arrow.Schema, error)
+	// Stream builds the source of a stream the executor cannot read itself
+	// (FROM NATS, FROM JETSTREAM): a factory of source instances emitting
+	// rows of schema (the stream's declared columns), epochs following et,
+	// rows read and bad rows counted in report. The CLI and the workers wire
+	// runtime/connectors here, since operators may not import NATS. Nil:
+	// such streams are ErrUnsupported.
+	Stream func(s *catalog.Stream, schema *arrow.Schema, et sources.EventTime, report *sources.Report) (func() (dataflow.Operator, error), error)
+	// Sink opens the writer of a sink the executor cannot open itself (TO
+	// NATS, TO JETSTREAM) for rows of schema. The executor closes it after
+	// the run, which flushes what is still unacknowledged. Nil: such sinks
+	// are ErrUnsupported.
+	Sink func(s *catalog.Sink, schema *arrow.Schema) (sinks.Writer, error)
 	// Parallelism runs each GROUP BY over plain columns as this many
 	// instances, rows exchanged by a hash of the group keys (data-parallel);
 	// 0 or 1 runs one instance.
@@ -409,8 +421,8 @@ func (b *builder) scan(n *logical.Scan) (int, *arrow.Schema, error) {
 	var cols []catalog.Column
 	isStream := n.Stream != nil
 	if isStream {
-		if n.Stream.Source != "file" {
-			return 0, nil, fmt.Errorf("%s: %w: stream %s FROM %s (the local executor reads FILE streams; NATS streams run on workers)", n.Position(), ErrUnsupported, n.Stream.Name, strings.ToUpper(n.Stream.Source))
+		if !strings.EqualFold(n.Stream.Source, "file") {
+			return b.externalStream(n)
 		}
 		path, format, cols = n.Stream.Subject, n.Stream.Format, n.Stream.Columns
 	} else {
@@ -429,13 +441,7 @@ func (b *builder) scan(n *logical.Scan) (int, *arrow.Schema, error) {
 	probe.Close()
 	et := sources.EventTime{Column: -1, MaxDelay: b.opts.MaxDelay}
 	if isStream {
-		// A stream's event time is its first TIMESTAMP column.
-		for i, f := range schema.Fields() {
-			if f.Type.ID() == arrow.TIMESTAMP {
-				et.Column = i
-				break
-			}
-		}
+		et = b.eventTime(schema)
 	}
 	report := b.q.report
 	src := b.g.AddOperator(dataflow.OperatorSpec{Name: "scan " + n.Name(), Outputs: 1, New: func(dataflow.Instance) (dataflow.Operator, error) {
@@ -445,7 +451,45 @@ func (b *builder) scan(n *logical.Scan) (int, *arrow.Schema, error) {
 		}
 		return sources.NewSource(r, et, report), nil
 	}})
-	// Keep only the columns the scan reads, in its order.
+	return b.columns(n, src, schema)
+}
+
+// eventTime is a stream's event time: its first TIMESTAMP column.
+func (b *builder) eventTime(schema *arrow.Schema) sources.EventTime {
+	et := sources.EventTime{Column: -1, MaxDelay: b.opts.MaxDelay}
+	for i, f := range schema.Fields() {
+		if f.Type.ID() == arrow.TIMESTAMP {
+			et.Column = i
+			break
+		}
+	}
+	return et
+}
+
+// externalStream builds the source of a stream through Options.Stream; its
+// schema is what the stream declares, as nothing can be probed.
+func (b *builder) externalStream(n *logical.Scan) (int, *arrow.Schema, error) {
+	st := n.Stream
+	if b.opts.Stream == nil {
+		return 0, nil, fmt.Errorf("%s: %w: stream %s FROM %s (no connector was given to the executor)", n.Position(), ErrUnsupported, st.Name, strings.ToUpper(st.Source))
+	}
+	schema, err := declaredSchema(st.Columns)
+	if err != nil {
+		return 0, nil, fmt.Errorf("%s: %w", n.Position(), err)
+	}
+	if schema == nil {
+		return 0, nil, fmt.Errorf("%s: %w: stream %s FROM %s declares no columns (a subject has no header to infer them from)", n.Position(), ErrUnsupported, st.Name, strings.ToUpper(st.Source))
+	}
+	mk, err := b.opts.Stream(st, schema, b.eventTime(schema), b.q.report)
+	if err != nil {
+		return 0, nil, fmt.Errorf("%s: stream %s: %w", n.Position(), st.Name, err)
+	}
+	src := b.add("scan "+n.Name(), 0, mk)
+	return b.columns(n, src, schema)
+}
+
+// columns keeps only the columns a scan reads, in its order.
+func (b *builder) columns(n *logical.Scan, src int, schema *arrow.Schema) (int, *arrow.Schema, error) {
 	all := len(n.Columns) == schema.NumFields()
 	for i, c := range n.Columns {
 		all = all && c == i
@@ -502,7 +546,12 @@ func (b *builder) sink(n *logical.Sink, at func(error) error) (int, *arrow.Schem
 			return 0, nil, at(err)
 		}
 	default:
-		return 0, nil, at(fmt.Errorf("%w: sink %s TO %s (NATS sinks run on workers)", ErrUnsupported, n.Sink.Name, strings.ToUpper(n.Sink.Kind)))
+		if b.opts.Sink == nil {
+			return 0, nil, at(fmt.Errorf("%w: sink %s TO %s (no connector was given to the executor)", ErrUnsupported, n.Sink.Name, strings.ToUpper(n.Sink.Kind)))
+		}
+		if w, err = b.opts.Sink(n.Sink, schema); err != nil {
+			return 0, nil, at(fmt.Errorf("sink %s: %w", n.Sink.Name, err))
+		}
 	}
 	b.q.writers = append(b.q.writers, w)
 	mu := &sync.Mutex{}

@@ -71,6 +71,10 @@ func (r *Report) bad(err error) {
 	}
 }
 
+// Bad counts a bad row or message that was skipped and keeps its message if
+// there is room (sources outside this package report here too).
+func (r *Report) Bad(err error) { r.bad(err) }
+
 // Messages are the first reported problems.
 func (r *Report) Messages() []string {
 	r.mu.Lock()

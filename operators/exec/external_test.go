@@ -1,0 +1,66 @@
+package exec
+
+import (
+	"context"
+	"errors"
+	"testing"
+
+	"github.com/apache/arrow/go/v17/arrow"
+	"github.com/apache/arrow/go/v17/arrow/array"
+	"github.com/apache/arrow/go/v17/arrow/memory"
+
+	"github.com/tierflow/tierflow/dataflow"
+	"github.com/tierflow/tierflow/dataflow/builtin"
+	"github.com/tierflow/tierflow/operators/sinks"
+	"github.com/tierflow/tierflow/operators/sources"
+	"github.com/tierflow/tierflow/planner/catalog"
+	"github.com/tierflow/tierflow/planner/logical"
+)
+
+// TestExternalStreamAndSinkUseTheHooks runs a stream FROM NATS into a sink TO
+// NATS through injected hooks: the source gets the declared schema and the
+// event time of its first TIMESTAMP column, the sink gets every row.
+func TestExternalStreamAndSinkUseTheHooks(t *testing.T) {
+	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
+	defer mem.AssertSize(t, 0)
+	st := &catalog.Stream{Name: "r", Source: "nats", Subject: "in", Format: "json",
+		Columns: []catalog.Column{{Name: "v", Type: "BIGINT"}, {Name: "ts", Type: "TIMESTAMP"}}}
+	scan, err := logical.NewScan(st, nil, "r", nil, logical.Pos{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	plan := &logical.Plan{Root: &logical.Sink{Input: scan, Sink: &catalog.Sink{Name: "o", Kind: "nats", Target: "out"}}}
+	if _, err := Build(plan, Options{Allocator: mem}); !errors.Is(err, ErrUnsupported) {
+		t.Fatalf("without hooks: %v", err)
+	}
+	var gotEt sources.EventTime
+	stream := func(s *catalog.Stream, schema *arrow.Schema, et sources.EventTime, _ *sources.Report) (func() (dataflow.Operator, error), error) {
+		gotEt = et
+		return func() (dataflow.Operator, error) {
+			b := array.NewRecordBuilder(mem, schema)
+			defer b.Release()
+			b.Field(0).(*array.Int64Builder).AppendValues([]int64{1, 2, 3}, nil)
+			b.Field(1).(*array.TimestampBuilder).AppendValues([]arrow.Timestamp{1, 2, 3}, nil)
+			return builtin.NewSliceSource([]dataflow.Batch{{Record: b.NewRecord()}}), nil
+		}, nil
+	}
+	out := &collect{}
+	var sinkName string
+	sink := func(s *catalog.Sink, _ *arrow.Schema) (sinks.Writer, error) { sinkName = s.Target; return out, nil }
+	q, err := Build(plan, Options{Allocator: mem, Stream: stream, Sink: sink})
+	if err != nil {
+		t.Fatal(err)
+	}
+	stats, err := q.Run(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if gotEt.Column != 1 || sinkName != "out" || len(out.rows) != 3 || stats.RowsWritten != 3 {
+		t.Fatalf("event time %+v, sink %q, rows %v, written %d", gotEt, sinkName, out.rows, stats.RowsWritten)
+	}
+	noCols := &catalog.Stream{Name: "x", Source: "nats", Subject: "in"}
+	scan2, _ := logical.NewScan(noCols, nil, "x", nil, logical.Pos{})
+	if _, err := Build(&logical.Plan{Root: &logical.Sink{Input: scan2}}, Options{Allocator: mem, Stream: stream}); !errors.Is(err, ErrUnsupported) {
+		t.Fatalf("stream without columns: %v", err)
+	}
+}

@@ -1,0 +1,106 @@
+package sources
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+
+	"github.com/apache/arrow/go/v17/arrow"
+	"github.com/apache/arrow/go/v17/arrow/memory"
+)
+
+// RowBuilder builds records row by row from decoded values, with the
+// conversions of the file readers, for sources whose rows arrive one message
+// at a time (runtime/connectors). A row that does not fit is refused whole:
+// nothing of it is appended.
+type RowBuilder struct {
+	mem    memory.Allocator
+	schema *arrow.Schema
+	b      *batcher
+	row    []any
+}
+
+// NewRowBuilder builds records of schema from mem.
+func NewRowBuilder(mem memory.Allocator, schema *arrow.Schema) *RowBuilder {
+	return &RowBuilder{mem: mem, schema: schema, row: make([]any, schema.NumFields())}
+}
+
+// Len is the rows appended since the last Finish.
+func (r *RowBuilder) Len() int {
+	if r.b == nil {
+		return 0
+	}
+	return r.b.n
+}
+
+func (r *RowBuilder) commit() {
+	if r.b == nil {
+		r.b = newBatcher(r.mem, r.schema)
+	}
+	r.b.add(r.row)
+}
+
+// AppendObject appends a decoded JSON object, fields matched by name (missing
+// ones are NULL). The error wraps ErrBadRow and names the field.
+func (r *RowBuilder) AppendObject(obj map[string]any) error {
+	for i, f := range r.schema.Fields() {
+		v, err := convert(obj[f.Name], f.Type)
+		if err != nil {
+			return fmt.Errorf("%w: field %q: %v", ErrBadRow, f.Name, err)
+		}
+		r.row[i] = v
+	}
+	r.commit()
+	return nil
+}
+
+// AppendText appends text fields in schema order (a CSV row without header);
+// an empty field is NULL except for strings.
+func (r *RowBuilder) AppendText(fields []string) error {
+	if len(fields) != r.schema.NumFields() {
+		return fmt.Errorf("%w: %d fields, want %d", ErrBadRow, len(fields), r.schema.NumFields())
+	}
+	for i, f := range r.schema.Fields() {
+		v, err := convert(fields[i], f.Type)
+		if err != nil {
+			return fmt.Errorf("%w: column %q: %v", ErrBadRow, f.Name, err)
+		}
+		r.row[i] = v
+	}
+	r.commit()
+	return nil
+}
+
+// Finish returns the rows appended so far as a record (nil if none) and
+// starts a new one.
+func (r *RowBuilder) Finish() arrow.Record {
+	if r.b == nil {
+		return nil
+	}
+	rec := r.b.finish()
+	r.b = nil
+	return rec
+}
+
+// Release drops rows not yet finished.
+func (r *RowBuilder) Release() {
+	if r.b != nil {
+		r.b.discard()
+		r.b = nil
+	}
+}
+
+// DecodeObject reads one JSON object the way the JSON-lines reader does
+// (numbers kept exact until converted to their column's type).
+func DecodeObject(text []byte) (map[string]any, error) {
+	d := json.NewDecoder(bytes.NewReader(text))
+	d.UseNumber()
+	var obj map[string]any
+	if err := d.Decode(&obj); err != nil {
+		return nil, fmt.Errorf("%w: not a JSON object: %v", ErrBadRow, err)
+	}
+	if obj == nil {
+		return nil, fmt.Errorf("%w: not a JSON object: null", ErrBadRow)
+	}
+	return obj, nil
+}

@@ -1,0 +1,76 @@
+package connectors
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/apache/arrow/go/v17/arrow"
+	"github.com/nats-io/nats.go"
+
+	"github.com/tierflow/tierflow/dataflow"
+	"github.com/tierflow/tierflow/operators/sinks"
+	"github.com/tierflow/tierflow/operators/sources"
+	"github.com/tierflow/tierflow/planner/catalog"
+)
+
+// Hooks builds the catalog's NATS and JetStream streams and sinks for
+// operators/exec: pass Hooks.Stream as exec.Options.Stream and Hooks.Sink as
+// exec.Options.Sink.
+type Hooks struct {
+	// Registry of connectors (nil: Builtins()).
+	Registry *Registry
+	// Conn is called when a plan first needs NATS (so a command can start an
+	// embedded server only then).
+	Conn func() (*nats.Conn, error)
+	// Sources and Sinks hold settings for every source and sink (batch size and
+	// delay, error policy, queue group, durable name, ack window, End); the
+	// subject, format, schema, event time and report come from the plan.
+	Sources SourceConfig
+	Sinks   SinkConfig
+}
+
+func (h Hooks) registry() *Registry {
+	if h.Registry == nil {
+		return Builtins()
+	}
+	return h.Registry
+}
+
+func (h Hooks) conn() (*nats.Conn, error) {
+	if h.Conn == nil {
+		return nil, fmt.Errorf("%w: no NATS connection", ErrConfig)
+	}
+	return h.Conn()
+}
+
+// Stream builds the source of a stream FROM NATS or FROM JETSTREAM (format
+// default JSON).
+func (h Hooks) Stream(s *catalog.Stream, schema *arrow.Schema, et sources.EventTime, report *sources.Report) (func() (dataflow.Operator, error), error) {
+	c, err := h.registry().Lookup(strings.ToLower(s.Source), s.Format)
+	if err != nil {
+		return nil, err
+	}
+	nc, err := h.conn()
+	if err != nil {
+		return nil, err
+	}
+	cfg := h.Sources
+	cfg.Conn, cfg.Subject, cfg.Format, cfg.Schema, cfg.EventTime, cfg.Report = nc, s.Subject, c.Format, schema, et, report
+	return c.NewSource(cfg)
+}
+
+// Sink opens the writer of a sink TO NATS or TO JETSTREAM (format default
+// JSON).
+func (h Hooks) Sink(s *catalog.Sink, _ *arrow.Schema) (sinks.Writer, error) {
+	c, err := h.registry().Lookup(strings.ToLower(s.Kind), s.Format)
+	if err != nil {
+		return nil, err
+	}
+	nc, err := h.conn()
+	if err != nil {
+		return nil, err
+	}
+	cfg := h.Sinks
+	cfg.Conn, cfg.Subject, cfg.Format = nc, s.Target, c.Format
+	return c.NewSink(cfg)
+}

@@ -1,0 +1,174 @@
+package connectors
+
+import (
+	"errors"
+	"fmt"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/apache/arrow/go/v17/arrow"
+	"github.com/nats-io/nats.go"
+
+	"github.com/tierflow/tierflow/dataflow"
+	"github.com/tierflow/tierflow/operators/sinks"
+	"github.com/tierflow/tierflow/operators/sources"
+)
+
+// Error kinds.
+var (
+	// ErrUnknown: no connector for a (kind, format).
+	ErrUnknown = errors.New("connectors: no such connector")
+	// ErrConfig: a connector's configuration is incomplete or inconsistent.
+	ErrConfig = errors.New("connectors: bad configuration")
+	// ErrTooLarge: something to publish exceeds the server's max payload
+	// even as the smallest piece the format allows (one row).
+	ErrTooLarge = errors.New("connectors: message over the server's max payload")
+	// ErrBadMessage: a message does not decode in the stream's format.
+	ErrBadMessage = errors.New("bad message")
+)
+
+// Kinds of connectors: the transport.
+const (
+	NATS      = "nats"
+	JetStream = "jetstream"
+)
+
+// EndHeader marks the end of a stream: a message carrying it (any value, no
+// payload needed) ends the sources reading it. `tierflow publish` sends one
+// after the file, and sinks send one when they close if asked (SinkConfig.End),
+// so a bounded demo or test terminates; a real stream simply never sends it.
+const EndHeader = "Tierflow-End"
+
+// SourceConfig configures a source.
+type SourceConfig struct {
+	Conn    *nats.Conn
+	Subject string
+	Format  string
+	// Schema of the rows (the stream's declared columns). Arrow messages are
+	// matched to it by column name.
+	Schema *arrow.Schema
+	// Queue is a core NATS queue group: instances sharing it split messages.
+	Queue string
+	// Stream names the JetStream stream (default: the one whose subjects
+	// hold Subject; created over Subject if none does).
+	Stream string
+	// Durable names a durable JetStream consumer (default: ephemeral).
+	Durable string
+	// StartSeq replays a JetStream stream from this sequence (0: from the
+	// start, unless DeliverNew).
+	StartSeq   uint64
+	DeliverNew bool
+	// MaxRows and MaxDelay bound a batch: it is emitted when it holds MaxRows
+	// rows or MaxDelay after its first message (defaults 4096, 100ms).
+	MaxRows  int
+	MaxDelay time.Duration
+	// PendingMsgs and PendingBytes bound what a core NATS subscription
+	// buffers (defaults 65536 messages, 64 MiB); beyond, the server's
+	// messages are dropped and counted (Stats.Dropped), as core NATS does
+	// for slow consumers.
+	PendingMsgs, PendingBytes int
+	// MaxAckPending bounds unacknowledged JetStream messages (default
+	// 4*MaxRows): the server stops delivering until the batch is emitted.
+	MaxAckPending int
+	EventTime     sources.EventTime
+	OnError       sources.OnError
+	Report        *sources.Report
+	Stats         *Stats
+}
+
+// SinkConfig configures a sink.
+type SinkConfig struct {
+	Conn    *nats.Conn
+	Subject string
+	Format  string
+	// Stream is the JetStream stream to create over Subject if no stream
+	// holds it yet (default: a name derived from the subject).
+	Stream string
+	// Window bounds JetStream publishes awaiting their ack (default 256).
+	Window int
+	// End publishes an EndHeader message when the sink closes.
+	End   bool
+	Stats *Stats
+}
+
+// Component is one registered connector.
+type Component struct {
+	Kind, Format string
+	Doc          string
+	NewSource    func(SourceConfig) (func() (dataflow.Operator, error), error)
+	NewSink      func(SinkConfig) (sinks.Writer, error)
+}
+
+// Registry holds connectors by (kind, format).
+type Registry struct {
+	m map[[2]string]Component
+}
+
+// NewRegistry is an empty registry.
+func NewRegistry() *Registry { return &Registry{m: map[[2]string]Component{}} }
+
+// Register adds c, replacing a connector of the same kind and format.
+func (r *Registry) Register(c Component) {
+	r.m[[2]string{c.Kind, c.Format}] = c
+}
+
+// Lookup finds the connector of kind and format (case-insensitive; "jsonl"
+// and "ipc" are JSON and Arrow).
+func (r *Registry) Lookup(kind, format string) (Component, error) {
+	kind, format = strings.ToLower(kind), normFormat(format)
+	c, ok := r.m[[2]string{kind, format}]
+	if !ok {
+		var have []string
+		for _, c := range r.Components() {
+			have = append(have, c.Kind+"/"+c.Format)
+		}
+		return Component{}, fmt.Errorf("%w: %s format %s (have %s)", ErrUnknown, kind, format, strings.Join(have, ", "))
+	}
+	return c, nil
+}
+
+// Components lists the registered connectors, sorted.
+func (r *Registry) Components() []Component {
+	out := make([]Component, 0, len(r.m))
+	for _, c := range r.m {
+		out = append(out, c)
+	}
+	sort.Slice(out, func(i, j int) bool {
+		if out[i].Kind != out[j].Kind {
+			return out[i].Kind < out[j].Kind
+		}
+		return out[i].Format < out[j].Format
+	})
+	return out
+}
+
+func normFormat(f string) string {
+	switch f = strings.ToLower(f); f {
+	case "", "jsonl", "ndjson":
+		return "json"
+	case "ipc":
+		return "arrow"
+	}
+	return f
+}
+
+// Builtins registers every transport with every format: core NATS and
+// JetStream, each in Arrow IPC, JSON and CSV.
+func Builtins() *Registry {
+	r := NewRegistry()
+	for _, f := range formats() {
+		f := f
+		r.Register(Component{Kind: NATS, Format: f.name, Doc: "core NATS subject, " + f.doc,
+			NewSource: func(c SourceConfig) (func() (dataflow.Operator, error), error) {
+				return newSource(c, f, newNATSInput)
+			},
+			NewSink: func(c SinkConfig) (sinks.Writer, error) { return newNATSOutput(c, f) }})
+		r.Register(Component{Kind: JetStream, Format: f.name, Doc: "JetStream stream, " + f.doc,
+			NewSource: func(c SourceConfig) (func() (dataflow.Operator, error), error) {
+				return newSource(c, f, newJetStreamInput)
+			},
+			NewSink: func(c SinkConfig) (sinks.Writer, error) { return newJetStreamOutput(c, f) }})
+	}
+	return r
+}

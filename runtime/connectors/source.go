@@ -1,0 +1,260 @@
+package connectors
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync/atomic"
+	"time"
+
+	"github.com/apache/arrow/go/v17/arrow"
+	"github.com/apache/arrow/go/v17/arrow/memory"
+	"github.com/nats-io/nats.go"
+
+	"github.com/tierflow/tierflow/dataflow"
+	"github.com/tierflow/tierflow/operators/sources"
+)
+
+// Stats count what a connector saw; safe for concurrent use, shareable by
+// several instances.
+type Stats struct {
+	Messages atomic.Int64 // messages received or published
+	Bytes    atomic.Int64 // their payload bytes
+	Bad      atomic.Int64 // messages (or rows of them) that did not decode
+	Dropped  atomic.Int64 // core NATS messages dropped by a full subscription
+}
+
+// message is one received message and how to settle it.
+type message struct {
+	data   []byte
+	header nats.Header
+	ack    func() error // nil: nothing to acknowledge (core NATS)
+	term   func() error // marks a message that will never decode
+}
+
+// input is a transport's receiving end.
+type input interface {
+	// next waits for a message until ctx ends (then it returns ctx's error).
+	next(ctx context.Context) (message, error)
+	close() error
+}
+
+type inputFactory func(ctx context.Context, c SourceConfig) (input, error)
+
+func (c *SourceConfig) defaults() error {
+	if c.Conn == nil {
+		return fmt.Errorf("%w: no NATS connection", ErrConfig)
+	}
+	if c.Subject == "" {
+		return fmt.Errorf("%w: no subject", ErrConfig)
+	}
+	if c.Schema == nil || c.Schema.NumFields() == 0 {
+		return fmt.Errorf("%w: subject %q: no columns declared", ErrConfig, c.Subject)
+	}
+	if c.MaxRows <= 0 {
+		c.MaxRows = 4096
+	}
+	if c.MaxDelay <= 0 {
+		c.MaxDelay = 100 * time.Millisecond
+	}
+	if c.PendingMsgs <= 0 {
+		c.PendingMsgs = 1 << 16
+	}
+	if c.PendingBytes <= 0 {
+		c.PendingBytes = 64 << 20
+	}
+	if c.MaxAckPending <= 0 {
+		c.MaxAckPending = 4 * c.MaxRows
+	}
+	if c.Stats == nil {
+		c.Stats = &Stats{}
+	}
+	return nil
+}
+
+// newSource checks c and returns a factory of source instances; each
+// instance subscribes when it opens and unsubscribes when it closes.
+func newSource(c SourceConfig, f format, in inputFactory) (func() (dataflow.Operator, error), error) {
+	if err := c.defaults(); err != nil {
+		return nil, err
+	}
+	return func() (dataflow.Operator, error) {
+		r := &reader{c: c, f: f, newInput: in}
+		return &sourceOp{Source: sources.NewSource(r, c.EventTime, c.Report), r: r}, nil
+	}, nil
+}
+
+// sourceOp is operators/sources' event-time source over a message reader; it
+// subscribes in Open, where the instance's context is known.
+type sourceOp struct {
+	*sources.Source
+	r *reader
+}
+
+func (s *sourceOp) Open(ctx *dataflow.Context, cap *dataflow.Capability) error {
+	s.r.ctx = ctx.Context()
+	in, err := s.r.newInput(s.r.ctx, s.r.c)
+	if err != nil {
+		return fmt.Errorf("%s %q: %w", s.r.f.name, s.r.c.Subject, err)
+	}
+	s.r.in = in
+	return s.Source.Open(ctx, cap)
+}
+
+// reader batches decoded messages into records for sources.Source: Next
+// blocks for the first message of a batch, then takes messages until the
+// batch is full or MaxDelay has passed. It ends (nil record) when the
+// context ends or an EndHeader message arrives.
+type reader struct {
+	c        SourceConfig
+	f        format
+	newInput inputFactory
+	ctx      context.Context
+	in       input
+	rb       *sources.RowBuilder
+	ready    []arrow.Record
+	unacked  []message
+	received int64
+	ended    bool
+}
+
+func (r *reader) Schema() *arrow.Schema { return r.c.Schema }
+
+func (r *reader) Next(mem memory.Allocator) (arrow.Record, error) {
+	// Next is called again only after the previous record was emitted: now
+	// its messages may be acknowledged.
+	if err := r.settle(); err != nil {
+		return nil, err
+	}
+	// A batch of only bad messages is no batch: wait for the next one
+	// (a nil record would end the source).
+	for len(r.ready) == 0 && !r.ended {
+		if err := r.fill(mem); err != nil {
+			return nil, err
+		}
+	}
+	if len(r.ready) == 0 {
+		return nil, nil
+	}
+	rec := r.ready[0]
+	r.ready = r.ready[1:]
+	return rec, nil
+}
+
+func (r *reader) settle() error {
+	for _, m := range r.unacked {
+		if m.ack != nil {
+			if err := m.ack(); err != nil && !errors.Is(err, nats.ErrConnectionClosed) {
+				return fmt.Errorf("ack on %q: %w", r.c.Subject, err)
+			}
+		}
+	}
+	r.unacked = r.unacked[:0]
+	return nil
+}
+
+func (r *reader) rows() int {
+	n := r.rb.Len()
+	for _, x := range r.ready {
+		n += int(x.NumRows())
+	}
+	return n
+}
+
+func (r *reader) fill(mem memory.Allocator) error {
+	if r.rb == nil {
+		r.rb = sources.NewRowBuilder(mem, r.c.Schema)
+	}
+	ctx := r.ctx
+	var batch delay
+	defer batch.stop()
+	started := false
+	for r.rows() < r.c.MaxRows {
+		m, err := r.in.next(ctx)
+		if err != nil {
+			if r.ctx.Err() != nil {
+				r.ended = true // stopped: what was received still goes out
+				break
+			}
+			if started && ctx.Err() != nil {
+				break // MaxDelay passed
+			}
+			return fmt.Errorf("%q: %w", r.c.Subject, err)
+		}
+		if m.header.Get(EndHeader) != "" {
+			r.unacked = append(r.unacked, m)
+			r.ended = true
+			break
+		}
+		if !started {
+			started = true
+			ctx = batch.start(r.ctx, r.c.MaxDelay)
+		}
+		r.received++
+		r.c.Stats.Messages.Add(1)
+		r.c.Stats.Bytes.Add(int64(len(m.data)))
+		recs, bad := r.f.decode(mem, r.c.Schema, m.data, r.rb)
+		r.ready = append(r.ready, recs...)
+		if len(bad) > 0 {
+			if err := r.bad(m, bad); err != nil {
+				return err
+			}
+			continue
+		}
+		r.unacked = append(r.unacked, m)
+	}
+	if rec := r.rb.Finish(); rec != nil {
+		r.ready = append(r.ready, rec)
+	}
+	return nil
+}
+
+// bad marks a message that did not (wholly) decode: counted and reported and
+// never redelivered, or the end of the query under sources.Fail.
+func (r *reader) bad(m message, errs []error) error {
+	r.c.Stats.Bad.Add(int64(len(errs)))
+	for _, e := range errs {
+		err := fmt.Errorf("%s subject %q message %d: %w", r.f.name, r.c.Subject, r.received, e)
+		if r.c.OnError == sources.Fail {
+			return err
+		}
+		if r.c.Report != nil {
+			r.c.Report.Bad(err)
+		}
+	}
+	if m.term != nil {
+		_ = m.term()
+	}
+	return nil
+}
+
+func (r *reader) Close() error {
+	for _, x := range r.ready {
+		x.Release()
+	}
+	r.ready = nil
+	if r.rb != nil {
+		r.rb.Release()
+	}
+	if r.in == nil {
+		return nil
+	}
+	err := r.in.close()
+	r.in = nil
+	return err
+}
+
+// delay is a batch's MaxDelay deadline, started by its first message.
+type delay struct{ cancel context.CancelFunc }
+
+func (d *delay) start(parent context.Context, after time.Duration) context.Context {
+	ctx, cancel := context.WithTimeout(parent, after)
+	d.cancel = cancel
+	return ctx
+}
+
+func (d *delay) stop() {
+	if d.cancel != nil {
+		d.cancel()
+	}
+}
