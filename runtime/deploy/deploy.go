@@ -6,8 +6,11 @@
 // builds itself from the same query text (operators/exec), which keeps
 // operator closures out of the wire format.
 //
-// deploy imports planner, dataflow and operators/exec; never relay, the other
-// runtime packages or cmd.
+// It also owns the control protocol's subjects and messages (protocol.go),
+// which the worker, the coordinator and clients share.
+//
+// deploy imports planner, dataflow, operators/exec and relay (for its stats
+// type); never the other runtime packages or cmd.
 package deploy
 
 import (
