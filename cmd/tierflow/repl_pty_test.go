@@ -179,7 +179,10 @@ func TestReplOnPseudoTerminal(t *testing.T) {
 	tm.expect(`row-2\r\n`)
 	tm.expect(`\(3 rows\)`)
 
-	// Ctrl-C at the prompt clears the line, and the session goes on.
+	// Ctrl-C at the prompt clears the line, and the session goes on. (Wait
+	// for the prompt: before it, the terminal is not in raw mode yet and
+	// Ctrl-C would be a signal, not an edit.)
+	tm.expect(regexp.QuoteMeta(repl.Prompt))
 	tm.send("SELECT nonsense")
 	tm.send("\x03")
 	tm.send("\\timing on\r")
@@ -235,6 +238,26 @@ func TestReplOnPseudoTerminalWithTheExecutor(t *testing.T) {
 	tm.send(`\format csv` + "\r")
 	tm.send("SELECT sensor FROM readings WHERE temperature < 21;\r")
 	tm.expect(`sensor\r\n1\r\n`)
-	tm.send("\x04") // Ctrl-D quits
+	tm.expect(regexp.QuoteMeta(repl.Prompt))
+	tm.send("\x04") // Ctrl-D at an empty prompt quits
+	waitExit(t, cmd)
+}
+
+// TestReplCtrlDWhileAQueryRuns: Ctrl-D typed while a query streams reaches a
+// terminal in cooked mode. Depending on when readline next reads, it is end
+// of input (the REPL quits after the query) or dropped (the REPL goes on);
+// either way Ctrl-C stops the query and the REPL never hangs on the way out.
+func TestReplCtrlDWhileAQueryRuns(t *testing.T) {
+	tm, cmd := startTerm(t, "generator", t.TempDir(), "repl")
+	tm.expect(regexp.QuoteMeta(repl.Prompt))
+	tm.send("CREATE STREAM s (n BIGINT) FROM NATS 'x';\r")
+	tm.expect(`CREATE STREAM s\r\n`)
+	tm.send("SELECT n FROM s;\r")
+	tm.expect(`rows/s`)
+	tm.send("\x04")
+	tm.expect(`rows/s`) // still streaming
+	tm.send("\x03")
+	tm.expect(`Cancelled after`)
+	_, _ = tm.f.Write([]byte("\\q\r")) // fails harmlessly if it already quit
 	waitExit(t, cmd)
 }

@@ -10,6 +10,7 @@ import (
 	"os/signal"
 	"path/filepath"
 	"strings"
+	"time"
 
 	"github.com/chzyer/readline"
 
@@ -120,7 +121,7 @@ func (s *Session) RunInteractive(ctx context.Context, banner string) error {
 	if err != nil {
 		return err
 	}
-	defer rl.Close()
+	defer closeSoon(rl)
 
 	// While a query runs the terminal is not in raw mode, so Ctrl-C arrives as
 	// SIGINT: it cancels the query, never the REPL.
@@ -187,6 +188,24 @@ func (s *Session) RunInteractive(ctx context.Context, banner string) error {
 		_ = s.runSource(ctx, "<stdin>", src, 1) // printed; the session goes on
 	}
 	return nil
+}
+
+// closeSoon closes rl but waits for it only briefly: after Ctrl-D typed
+// while a query ran (the terminal cooked, so the reader saw end of file),
+// readline's Close waits forever on its reader. The terminal is already out
+// of raw mode between reads, so nothing is left to restore.
+func closeSoon(rl *readline.Instance) {
+	done := make(chan struct{})
+	go func() {
+		rl.Close()
+		close(done)
+	}()
+	t := time.NewTimer(500 * time.Millisecond)
+	defer t.Stop()
+	select {
+	case <-done:
+	case <-t.C:
+	}
 }
 
 // HistoryFile is where interactive history persists for this user:
