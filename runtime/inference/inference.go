@@ -76,6 +76,8 @@ type Choice struct {
 }
 
 // Runtime implements exec.Options.Lateral. It is safe for concurrent use.
+// Sessions are cached by the process's onnx.Env, not by the Runtime, so a
+// Runtime per query (with that query's Variants) costs nothing extra.
 type Runtime struct {
 	cfg Config
 
@@ -99,7 +101,11 @@ func New(cfg Config) *Runtime {
 	return &Runtime{cfg: cfg}
 }
 
-// Choices lists the model operators planned so far, in plan order.
+// maxChoices bounds the decisions a Runtime remembers.
+const maxChoices = 256
+
+// Choices lists the model operators planned so far (the latest maxChoices),
+// in plan order.
 func (r *Runtime) Choices() []Choice {
 	r.mu.Lock()
 	defer r.mu.Unlock()
@@ -222,6 +228,11 @@ func (r *Runtime) Lateral(n *logical.LateralModel, in *arrow.Schema) (func() (da
 	batch := r.cfg.Batch
 	ch := Choice{Operator: n.Name, Model: n.Model.Name, Variant: v.Name, File: path, Provider: sess.Provider(), Batch: batch}
 	r.mu.Lock()
+	// A long-lived runtime (REPL, worker) plans many queries: keep the recent
+	// choices only.
+	if len(r.choices) == maxChoices {
+		r.choices = append(r.choices[:0], r.choices[1:]...)
+	}
 	r.choices = append(r.choices, ch)
 	r.mu.Unlock()
 	if r.cfg.Log != nil {
