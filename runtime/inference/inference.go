@@ -21,6 +21,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"sync"
 	"time"
 
@@ -153,10 +154,10 @@ func ModelFile(v *catalog.Variant, base string) (string, error) {
 	}
 	var tried []string
 	for _, dir := range []string{filepath.Dir(v.Pos.File), base, "."} {
-		if dir == "" || (dir == "." && len(tried) > 0 && tried[len(tried)-1] == v.File) {
+		p := filepath.Join(dir, v.File)
+		if dir == "" || slices.Contains(tried, p) {
 			continue
 		}
-		p := filepath.Join(dir, v.File)
 		if _, err := os.Stat(p); err == nil {
 			return p, nil
 		}
