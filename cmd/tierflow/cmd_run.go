@@ -124,12 +124,15 @@ func runRun(ctx context.Context, a *app, f runFlags, path string) error {
 		out = file
 	}
 	used := false
+	link := newNATSLink(a)
+	defer link.close()
+	nh := link.hooks(policy, f.batch)
 	base := filepath.Dir(path)
 	if path == "<stdin>" {
 		base = "."
 	}
 	err = exec.RunScript(ctx, path, string(src), exec.ScriptOptions{
-		Options: exec.Options{BaseDir: base, Stdout: a.out, OnError: policy, MaxDelay: f.maxDelay, BatchSize: f.batch, Parallelism: f.parallel, Lateral: inference.New(inference.Config{OrtLib: a.g.ortLib, BaseDir: base, Log: a.err}).Lateral},
+		Options: exec.Options{BaseDir: base, Stdout: a.out, OnError: policy, MaxDelay: f.maxDelay, BatchSize: f.batch, Parallelism: f.parallel, Stream: nh.Stream, Sink: nh.Sink, Lateral: inference.New(inference.Config{OrtLib: a.g.ortLib, BaseDir: base, Log: a.err}).Lateral},
 		Catalog: cat,
 		Log:     a.err,
 		NewOutput: func() (sinks.Writer, error) {

@@ -122,6 +122,7 @@ and streams Arrow batches through the plan.`,
 		newCoordinatorCmd(a),
 		newWorkerCmd(a),
 		newSubmitCmd(a),
+		newPublishCmd(a),
 		newProfileCmd(a),
 	)
 	return root
