@@ -14,6 +14,7 @@ import (
 
 	"github.com/tierflow/tierflow/planner/infra"
 	"github.com/tierflow/tierflow/relay/natsserver"
+	"github.com/tierflow/tierflow/runtime/cluster"
 	"github.com/tierflow/tierflow/runtime/coordinator"
 	"github.com/tierflow/tierflow/runtime/metrics"
 )
@@ -65,7 +66,7 @@ start from. --metrics :PORT serves Prometheus metrics at /metrics.`,
 				defer msrv.Close()
 			}
 			co, err := coordinator.Start(coordinator.Config{Conn: nc, Infra: inf, Catalog: a.g.catalog, Heartbeat: heartbeat, Metrics: reg,
-				Log: slog.New(slog.NewTextHandler(a.err, nil))})
+				Log: slog.New(slog.NewTextHandler(a.err, nil)), Exec: cluster.ExecHooks(nc, a.g.ortLib, nil)})
 			if err != nil {
 				return err
 			}

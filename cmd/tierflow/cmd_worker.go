@@ -56,7 +56,8 @@ other workers over NATS. Ctrl-C (or SIGTERM) aborts what runs and leaves.
 				murl = msrv.URL()
 			}
 			w, err := worker.Start(ctx, worker.Config{Conn: nc, Name: name, Tier: tier, Location: location, Type: typ,
-				Metrics: reg, MetricsURL: murl, Stdout: a.out, Log: slog.New(slog.NewTextHandler(a.err, nil))})
+				Metrics: reg, MetricsURL: murl, Stdout: a.out, Log: slog.New(slog.NewTextHandler(a.err, nil)),
+				Exec: cluster.ExecHooks(nc, a.g.ortLib, a.err)})
 			if err != nil {
 				return err
 			}

@@ -22,12 +22,15 @@ import (
 	"github.com/apache/arrow/go/v17/arrow/memory"
 	"github.com/nats-io/nats.go"
 
+	"github.com/tierflow/tierflow/operators/exec"
 	"github.com/tierflow/tierflow/operators/sinks"
 	"github.com/tierflow/tierflow/planner/infra"
 	"github.com/tierflow/tierflow/relay/natsserver"
+	"github.com/tierflow/tierflow/runtime/connectors"
 	"github.com/tierflow/tierflow/runtime/coordinator"
 	"github.com/tierflow/tierflow/runtime/deploy"
 	"github.com/tierflow/tierflow/runtime/devices"
+	"github.com/tierflow/tierflow/runtime/inference"
 	"github.com/tierflow/tierflow/runtime/metrics"
 	"github.com/tierflow/tierflow/runtime/worker"
 )
@@ -54,6 +57,22 @@ type Options struct {
 	// Stdout receives STDOUT sinks of the workers (default io.Discard).
 	Stdout io.Writer
 	Log    *slog.Logger
+	// OrtLib is the ONNX Runtime library model calls run with ("": the
+	// setup cache); ModelLog receives a line per model operator.
+	OrtLib   string
+	ModelLog io.Writer
+}
+
+// ExecHooks completes executor options for a process on connection nc: the
+// model runtime (runtime/inference) for CROSS JOIN LATERAL model calls and
+// the NATS connectors (runtime/connectors) for FROM NATS streams and TO
+// NATS sinks. Workers and the coordinator take it as their Exec.
+func ExecHooks(nc *nats.Conn, ortLib string, modelLog io.Writer) func(*exec.Options) {
+	rt := inference.New(inference.Config{OrtLib: ortLib, Log: modelLog})
+	nh := connectors.Hooks{Conn: func() (*nats.Conn, error) { return nc, nil }}
+	return func(o *exec.Options) {
+		o.Lateral, o.Stream, o.Sink = rt.Lateral, nh.Stream, nh.Sink
+	}
 }
 
 // Cluster is a running local deployment.
@@ -104,7 +123,8 @@ func startCore(o *Options) (*Cluster, error) {
 		c.Close()
 		return nil, err
 	}
-	co, err := coordinator.Start(coordinator.Config{Conn: nc, Infra: o.Infra, Catalog: o.Catalog, Heartbeat: o.Heartbeat, Metrics: o.Metrics, Log: o.Log})
+	co, err := coordinator.Start(coordinator.Config{Conn: nc, Infra: o.Infra, Catalog: o.Catalog, Heartbeat: o.Heartbeat, Metrics: o.Metrics, Log: o.Log,
+		Exec: ExecHooks(nc, o.OrtLib, nil)})
 	if err != nil {
 		c.Close()
 		return nil, err
@@ -140,7 +160,8 @@ func StartEmbedded(ctx context.Context, o Options) (*Cluster, error) {
 			typ = m.Type.Name
 		}
 		w, err := worker.Start(ctx, worker.Config{Conn: nc, Name: name, Tier: m.Tier, Location: m.Location, Type: typ,
-			Inventory: &inv, Allocator: o.Allocator, Metrics: o.Metrics, Stdout: o.Stdout, Log: o.Log})
+			Inventory: &inv, Allocator: o.Allocator, Metrics: o.Metrics, Stdout: o.Stdout, Log: o.Log,
+			Exec: ExecHooks(nc, o.OrtLib, o.ModelLog)})
 		if err != nil {
 			c.Close()
 			return nil, fmt.Errorf("worker %s: %w", name, err)

@@ -60,6 +60,9 @@ func StartProcesses(ctx context.Context, o ProcessOptions) (*Cluster, error) {
 		if m.Type != nil {
 			args = append(args, "--type", m.Type.Name)
 		}
+		if o.OrtLib != "" {
+			args = append(args, "--ort-lib", o.OrtLib)
+		}
 		if o.Heartbeat > 0 {
 			args = append(args, "--heartbeat", o.Heartbeat.String())
 		}

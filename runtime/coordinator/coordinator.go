@@ -25,6 +25,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/apache/arrow/go/v17/arrow"
 	"github.com/nats-io/nats.go"
 	"github.com/prometheus/client_golang/prometheus"
 
@@ -61,6 +62,10 @@ type Config struct {
 	DeployTimeout time.Duration
 	Metrics       *metrics.Registry
 	Log           *slog.Logger
+	// Exec completes the executor options the coordinator compiles queries
+	// with (as the workers' Exec does), so it can place model calls and NATS
+	// streams.
+	Exec func(*exec.Options)
 }
 
 // Coordinator is a running coordinator.
@@ -378,13 +383,19 @@ func (c *Coordinator) place(req deploy.SubmitRequest, ws []deploy.Worker) (*depl
 	if err != nil {
 		return nil, err
 	}
-	if sk, ok := bound.Root.(*logical.Sink); ok && sk.Sink != nil {
+	if sk, ok := bound.Root.(*logical.Sink); ok && sk.Sink != nil && sk.Sink.Kind != "nats" {
 		// operators/exec opens a sink's file when it builds and closes it
 		// only in its own Run: every worker would truncate the file and
-		// none would flush it.
+		// none would flush it (nor wait for JetStream's acks). A core NATS
+		// sink publishes as it writes and the worker flushes its connection
+		// before it reports, so that one runs.
 		return nil, fmt.Errorf("%s: %w: INSERT INTO %s (%s) on a cluster; submit the SELECT and write its streamed results (tierflow submit --output)", sk.Pos, ErrUnsupported, sk.Sink.Name, sk.Sink.Kind)
 	}
-	q, plan, err := req.Script.Build(nil, exec.Options{})
+	eo := exec.Options{Output: discardWriter{}, Stdout: io.Discard}
+	if c.cfg.Exec != nil {
+		c.cfg.Exec(&eo)
+	}
+	q, plan, err := req.Script.Build(nil, eo)
 	if err != nil {
 		return nil, err
 	}
@@ -593,3 +604,9 @@ func (c *Coordinator) costs(info *deploy.QueryInfo) {
 		}
 	}
 }
+
+// discardWriter is the output of the coordinator's compile, which never runs.
+type discardWriter struct{}
+
+func (discardWriter) Write(arrow.Record) error { return nil }
+func (discardWriter) Close() error             { return nil }

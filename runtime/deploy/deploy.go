@@ -245,6 +245,22 @@ func (pl *placer) operator(i int, in []int) error {
 			pl.p.Edges[in[0]] = EdgePlan{Kind: "pipeline"}
 		}
 		return nil
+	case strings.HasPrefix(spec.Name, "model "):
+		// A model call without a plan goes to the top tier, where the
+		// bigger machines are, on all its workers with equal shares.
+		t, err := pl.tierFrom(len(pl.o.Tiers)-1, -1)
+		if err != nil {
+			return err
+		}
+		ws := pl.onTier(t)
+		pl.place(i, t, ws)
+		for _, e := range in {
+			pl.p.Edges[e] = EdgePlan{Kind: "pipeline"}
+			if len(ws) > 1 {
+				pl.p.Edges[e] = EdgePlan{Kind: "balance"}
+			}
+		}
+		return nil
 	}
 	// sort, limit, union, sink and anything else: once, at the top.
 	t, err := pl.tierFrom(len(pl.o.Tiers)-1, -1)

@@ -65,6 +65,8 @@ func opName(n logical.Node) string {
 		return "sort"
 	case *logical.Sink:
 		return "sink"
+	case *logical.LateralModel:
+		return "model "
 	}
 	return ""
 }

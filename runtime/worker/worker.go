@@ -54,7 +54,11 @@ type Config struct {
 	// Stdout receives STDOUT sinks (default io.Discard: results go to the
 	// client).
 	Stdout io.Writer
-	Log    *slog.Logger
+	// Exec, when set, completes the executor options of every part the
+	// worker builds: the model runtime (Lateral) and the NATS connectors
+	// (Stream, Sink), which live in runtime packages operators cannot import.
+	Exec func(*exec.Options)
+	Log  *slog.Logger
 }
 
 // Worker is a running worker.
@@ -272,7 +276,11 @@ func (w *Worker) build(req deploy.DeployRequest) error {
 	}
 	mem := w.cfg.Allocator
 	res := &results{nc: w.cfg.Conn, subject: deploy.QuerySubject(req.Query, "results"), mem: mem}
-	eq, _, err := req.Script.Build(nil, exec.Options{Allocator: mem, Output: res, Stdout: w.cfg.Stdout})
+	eo := exec.Options{Allocator: mem, Output: res, Stdout: w.cfg.Stdout}
+	if w.cfg.Exec != nil {
+		w.cfg.Exec(&eo)
+	}
+	eq, _, err := req.Script.Build(nil, eo)
 	if err != nil {
 		return err
 	}
