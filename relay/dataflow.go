@@ -83,7 +83,7 @@ func (d *DataflowTransport) pump(ch dataflow.ChannelID, r Receiver, in dataflow.
 		m, err := r.Recv(d.ctx)
 		if err != nil {
 			if err != io.EOF && d.ctx.Err() == nil {
-				d.fail(fmt.Errorf("relay: channel %v: %w", ch, err))
+				d.fail(in, ch, fmt.Errorf("relay: channel %v: %w", ch, err))
 			}
 			return
 		}
@@ -95,7 +95,7 @@ func (d *DataflowTransport) pump(ch dataflow.ChannelID, r Receiver, in dataflow.
 		}
 		if err := in.Deliver(d.ctx, dm); err != nil {
 			if !errors.Is(err, dataflow.ErrClosed) && d.ctx.Err() == nil {
-				d.fail(fmt.Errorf("relay: deliver on channel %v: %w", ch, err))
+				d.fail(in, ch, fmt.Errorf("relay: deliver on channel %v: %w", ch, err))
 			}
 			return
 		}
@@ -105,17 +105,20 @@ func (d *DataflowTransport) pump(ch dataflow.ChannelID, r Receiver, in dataflow.
 	}
 }
 
-func (d *DataflowTransport) fail(err error) {
+// fail records the first failure and fails the run through the inbox: a worker
+// whose input broke must stop with ErrTransport, not wait for data that will
+// never come.
+func (d *DataflowTransport) fail(in dataflow.Inbox, ch dataflow.ChannelID, err error) {
 	d.mu.Lock()
 	if d.err == nil {
 		d.err = err
 	}
 	d.mu.Unlock()
+	in.Fail(ch, err)
 }
 
 // Err is the first failure of a receiving channel (a protocol error, a lost
-// connection), or nil. dataflow's Inbox has no way to fail a run, so a worker
-// whose input broke waits; its owner should watch Err.
+// connection), or nil; the run it broke has failed with dataflow.ErrTransport.
 func (d *DataflowTransport) Err() error {
 	d.mu.Lock()
 	defer d.mu.Unlock()
