@@ -22,30 +22,52 @@ type Session struct {
 	outNames []string
 	meta     map[string]string
 
-	// outVals caches the ONNX Runtime values wrapping caller output buffers, keyed
-	// by address, length and shape. Operators write outputs into the same scratch
-	// buffers batch after batch, and ONNX Runtime runs measurably slower with a
-	// freshly made output value (about 5% of a 64-row MLP call) than with a reused
-	// one. A cached value holds a reference to its Go slice, so the address cannot
-	// be reused by another allocation while it is cached. Values are taken out while
-	// a Run uses them, so concurrent Runs never share one.
-	mu      sync.Mutex
-	outVals map[valueKey]ort.Value
+	// vals caches the ONNX Runtime values wrapping caller buffers, keyed by
+	// address, length and shape. Operators write outputs into the same scratch
+	// buffers batch after batch, and feed inputs that often sit at an address
+	// seen before (a record run again, a pooled buffer). Making a value costs a
+	// cgo call and ONNX Runtime allocations, and ONNX Runtime runs measurably
+	// slower with freshly made values (5-10% of a small model's call) than with
+	// reused ones. A cached value reads the memory at its address when a Run
+	// uses it, and a Run uses it only for a tensor with the same address and
+	// shape, so the cache is right even after the caller's buffer was freed and
+	// the address reused. A value over a Go slice keeps the slice alive, which
+	// bounds the inputs kept (maxCachedInputs). A value in use by a Run is marked
+	// busy, so concurrent Runs never share one.
+	mu     sync.Mutex
+	vals   map[valueKey]*cachedValue
+	nCache [2]int // cached values: [0] inputs, [1] outputs
+	tick   uint64
+}
+
+type cachedValue struct {
+	v      ort.Value
+	busy   bool
+	output bool
+	used   uint64 // tick of the last Run that used it, for eviction
 }
 
 type valueKey struct {
-	ptr   unsafe.Pointer
-	n     int
-	dtype ml.DType
-	shape [6]int64
-	rank  int
+	ptr    unsafe.Pointer
+	n      int
+	dtype  ml.DType
+	shape  [6]int64
+	rank   int
+	output bool
 }
 
-const maxCachedValues = 32
+// Inputs are bounded tighter than outputs: an input value over a Go slice keeps
+// a record's column alive, while outputs are the operator's own scratch buffers.
+const (
+	maxCachedInputs  = 8
+	maxCachedOutputs = 32
+)
 
-func keyOf(t ml.Tensor) (valueKey, bool) {
-	k := valueKey{n: t.Elements(), dtype: t.DType, rank: len(t.Shape)}
-	if len(t.Shape) > len(k.shape) {
+// keyOf is the cache key of t; false when t cannot be cached (a rank-0 value
+// is a copy of its one element, not a view of the caller's memory).
+func keyOf(t ml.Tensor, output bool) (valueKey, bool) {
+	k := valueKey{n: t.Elements(), dtype: t.DType, rank: len(t.Shape), output: output}
+	if len(t.Shape) == 0 || len(t.Shape) > len(k.shape) {
 		return k, false
 	}
 	copy(k.shape[:], t.Shape)
@@ -60,46 +82,102 @@ func keyOf(t ml.Tensor) (valueKey, bool) {
 	return k, true
 }
 
-// takeOutput returns a cached value for t, or a new one.
-func (s *Session) takeOutput(t ml.Tensor) (ort.Value, valueKey, bool, error) {
-	k, ok := keyOf(t)
-	if ok {
-		s.mu.Lock()
-		v, hit := s.outVals[k]
-		if hit {
-			delete(s.outVals, k)
-		}
-		s.mu.Unlock()
-		if hit {
-			return v, k, true, nil
-		}
-	}
-	v, err := newValue(t)
-	return v, k, ok, err
+// slot is one tensor of a Run: its key, and its value once found or made.
+type slot struct {
+	k         valueKey
+	cacheable bool
+	v         ort.Value
+	c         *cachedValue // non-nil when v came from the cache
 }
 
-// putOutput returns a value to the cache, or destroys it when the cache is full
-// or already holds one for the key.
-func (s *Session) putOutput(v ort.Value, k valueKey) {
+// take looks every cacheable slot up under one lock and marks the hits busy.
+func (s *Session) take(slots []slot) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if s.outVals == nil {
-		s.outVals = map[valueKey]ort.Value{}
+	for i := range slots {
+		sl := &slots[i]
+		if !sl.cacheable {
+			continue
+		}
+		if c, ok := s.vals[sl.k]; ok && !c.busy {
+			c.busy = true
+			sl.v, sl.c = c.v, c
+		}
 	}
-	if _, dup := s.outVals[k]; dup || len(s.outVals) >= maxCachedValues {
+}
+
+// put returns the slots' values after a Run: cached ones are marked free, new
+// ones are cached (evicting the least recently used free value of their kind
+// when the cache is full) or destroyed.
+func (s *Session) put(slots []slot) {
+	var drop [4]ort.Value
+	dead := drop[:0]
+	s.mu.Lock()
+	s.tick++
+	for i := range slots {
+		sl := &slots[i]
+		switch {
+		case sl.v == nil:
+		case sl.c != nil:
+			sl.c.busy = false
+			sl.c.used = s.tick
+		case !sl.cacheable:
+			dead = append(dead, sl.v)
+		default:
+			if v := s.insert(sl.k, sl.v); v != nil {
+				dead = append(dead, v)
+			}
+		}
+		sl.v, sl.c = nil, nil
+	}
+	s.mu.Unlock()
+	for _, v := range dead {
 		v.Destroy()
-		return
 	}
-	s.outVals[k] = v
+}
+
+// insert caches v under k and returns the value to destroy, if any (v itself
+// when the key is taken or every cached value of its kind is busy).
+func (s *Session) insert(k valueKey, v ort.Value) ort.Value {
+	if s.vals == nil {
+		s.vals = map[valueKey]*cachedValue{}
+	}
+	if _, dup := s.vals[k]; dup {
+		return v
+	}
+	kind, limit := 0, maxCachedInputs
+	if k.output {
+		kind, limit = 1, maxCachedOutputs
+	}
+	var evicted ort.Value
+	if s.nCache[kind] >= limit {
+		var oldK valueKey
+		var old *cachedValue
+		for ck, c := range s.vals {
+			if c.output == k.output && !c.busy && (old == nil || c.used < old.used) {
+				oldK, old = ck, c
+			}
+		}
+		if old == nil {
+			return v
+		}
+		delete(s.vals, oldK)
+		evicted = old.v
+		s.nCache[kind]--
+	}
+	s.vals[k] = &cachedValue{v: v, output: k.output, used: s.tick}
+	s.nCache[kind]++
+	return evicted
 }
 
 func (s *Session) destroy() {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	for k, v := range s.outVals {
-		v.Destroy()
-		delete(s.outVals, k)
+	for k, c := range s.vals {
+		c.v.Destroy()
+		delete(s.vals, k)
 	}
+	s.nCache = [2]int{}
 	s.s.Destroy()
 }
 
@@ -137,57 +215,64 @@ func (s *Session) Run(inputs, outputs []ml.Tensor) error {
 	if len(outputs) != len(s.out) {
 		return fmt.Errorf("%w: %s has %d outputs, got %d", ml.ErrSchema, s.path, len(s.out), len(outputs))
 	}
-	var arr [8]ort.Value
-	vals := arr[:0]
-	if len(inputs)+len(outputs) > len(arr) {
-		vals = make([]ort.Value, 0, len(inputs)+len(outputs))
-	}
-	// keys[i] is set for output i when its value goes back to the cache.
-	var karr [4]*valueKey
-	keys := karr[:0]
-	if len(outputs) > len(karr) {
-		keys = make([]*valueKey, 0, len(outputs))
-	}
-	defer func() {
-		for i, v := range vals {
-			switch {
-			case v == nil:
-			case i >= len(inputs) && keys[i-len(inputs)] != nil:
-				s.putOutput(v, *keys[i-len(inputs)])
-			default:
-				v.Destroy()
-			}
-		}
-	}()
 	for i, t := range inputs {
 		if err := checkTensor(s.in[i], t, true); err != nil {
 			return fmt.Errorf("%s: input %w", s.path, err)
 		}
-		v, err := newValue(t)
-		if err != nil {
-			return fmt.Errorf("%s: input %q: %w", s.path, s.in[i].Name, err)
-		}
-		vals = append(vals, v)
 	}
 	for i, t := range outputs {
 		if t.F32 == nil && t.I64 == nil {
-			vals = append(vals, nil)
-			keys = append(keys, nil)
 			continue
 		}
 		if err := checkTensor(s.out[i], t, false); err != nil {
 			return fmt.Errorf("%s: output %w", s.path, err)
 		}
-		v, k, cacheable, err := s.takeOutput(t)
-		if err != nil {
-			return fmt.Errorf("%s: output %q: %w", s.path, s.out[i].Name, err)
+	}
+	// Fixed arrays keep the common call (a few tensors) free of allocations.
+	var sarr [8]slot
+	var varr [8]ort.Value
+	slots, vals := sarr[:0], varr[:0]
+	if n := len(inputs) + len(outputs); n > len(sarr) {
+		slots, vals = make([]slot, 0, n), make([]ort.Value, 0, n)
+	}
+	for _, t := range inputs {
+		k, ok := keyOf(t, false)
+		slots = append(slots, slot{k: k, cacheable: ok})
+	}
+	for _, t := range outputs {
+		if t.F32 == nil && t.I64 == nil {
+			slots = append(slots, slot{})
+			continue
 		}
-		vals = append(vals, v)
-		if cacheable {
-			keys = append(keys, &k)
+		k, ok := keyOf(t, true)
+		slots = append(slots, slot{k: k, cacheable: ok})
+	}
+	s.take(slots)
+	defer s.put(slots)
+	for i := range slots {
+		sl := &slots[i]
+		if sl.v != nil {
+			continue
+		}
+		if i >= len(inputs) && outputs[i-len(inputs)].F32 == nil && outputs[i-len(inputs)].I64 == nil {
+			continue // ONNX Runtime allocates it
+		}
+		t, what, name := outputs, "output", ""
+		j := i - len(inputs)
+		if i < len(inputs) {
+			t, what, j = inputs, "input", i
+			name = s.in[j].Name
 		} else {
-			keys = append(keys, nil)
+			name = s.out[j].Name
 		}
+		v, err := newValue(t[j])
+		if err != nil {
+			return fmt.Errorf("%s: %s %q: %w", s.path, what, name, err)
+		}
+		sl.v = v
+	}
+	for i := range slots {
+		vals = append(vals, slots[i].v)
 	}
 	ins, outs := vals[:len(inputs)], vals[len(inputs):]
 	if err := s.s.Run(ins, outs); err != nil {
@@ -197,6 +282,8 @@ func (s *Session) Run(inputs, outputs []ml.Tensor) error {
 		if outputs[i].F32 != nil || outputs[i].I64 != nil {
 			continue
 		}
+		// The value ONNX Runtime made is destroyed by put with the others.
+		slots[len(inputs)+i].v = outs[i]
 		switch v := outs[i].(type) {
 		case *ort.Tensor[float32]:
 			outputs[i] = ml.Tensor{DType: ml.Float32, Shape: v.GetShape().Clone(), F32: append([]float32(nil), v.GetData()...)}
