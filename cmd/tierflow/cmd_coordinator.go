@@ -20,7 +20,7 @@ import (
 )
 
 func newCoordinatorCmd(a *app) *cobra.Command {
-	var metricsAddr string
+	var metricsAddr, placement string
 	var heartbeat time.Duration
 	c := &cobra.Command{
 		Use:   "coordinator",
@@ -29,8 +29,10 @@ func newCoordinatorCmd(a *app) *cobra.Command {
 queries on the workers present, deploys each worker its operator instances,
 tracks the queries (SHOW QUERIES) and stops them. It talks to workers and clients
 only through NATS (--nats URL); without --nats it starts an embedded NATS server
-and prints its URL. --infra orders the tiers; --catalog is the catalog scripts
-start from. --metrics :PORT serves Prometheus metrics at /metrics.`,
+and prints its URL. Queries are planned against the workers present, with the
+prices, links and tier fan-outs of --infra; --catalog is the catalog scripts
+start from (models and their profiles). --metrics :PORT serves Prometheus
+metrics at /metrics.`,
 		Example: `  tierflow coordinator --nats nats://127.0.0.1:4222
   tierflow coordinator --infra examples/vqa/infra.yaml --metrics :9100`,
 		Args: cobra.NoArgs,
@@ -66,7 +68,7 @@ start from. --metrics :PORT serves Prometheus metrics at /metrics.`,
 				defer msrv.Close()
 			}
 			co, err := coordinator.Start(coordinator.Config{Conn: nc, Infra: inf, Catalog: a.g.catalog, Heartbeat: heartbeat, Metrics: reg,
-				Log: slog.New(slog.NewTextHandler(a.err, nil)), Exec: cluster.ExecHooks(nc, a.g.ortLib, nil)})
+				Log: slog.New(slog.NewTextHandler(a.err, nil)), Exec: cluster.ExecHooks(nc, a.g.ortLib, nil), Placement: placement})
 			if err != nil {
 				return err
 			}
@@ -80,6 +82,7 @@ start from. --metrics :PORT serves Prometheus metrics at /metrics.`,
 		},
 	}
 	c.Flags().StringVar(&metricsAddr, "metrics", "", "serve Prometheus metrics on this address (e.g. :9100)")
+	c.Flags().StringVar(&placement, "placement", coordinator.PlaceOptimizer, "how queries are placed: optimizer (the planner's physical plan; default rules when it cannot plan) or rules (sources at their tier, aggregates a tier up, the sink on top)")
 	c.Flags().DurationVar(&heartbeat, "heartbeat", time.Second, "interval workers heartbeat at; silent for 5 intervals, a worker is dropped")
 	return c
 }

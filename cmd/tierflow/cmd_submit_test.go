@@ -84,7 +84,7 @@ func TestSubmitToProcesses(t *testing.T) {
 	}
 	defer srv.Shutdown()
 	url := srv.ClientURL()
-	coordOut := startTierflow(t, "coordinator", "--nats", url, "--heartbeat", "200ms", "--metrics", "127.0.0.1:0")
+	coordOut := startTierflow(t, "coordinator", "--nats", url, "--heartbeat", "200ms", "--metrics", "127.0.0.1:0", "--placement", "rules")
 	edgeOut := startTierflow(t, "worker", "--nats", url, "--tier", "edge", "--location", "l1", "--type", "x4", "--name", "e1", "--metrics", "127.0.0.1:0")
 	startTierflow(t, "worker", "--nats", url, "--tier", "cloud", "--type", "x4", "--name", "c1")
 
@@ -204,7 +204,7 @@ func TestStartProcesses(t *testing.T) {
 	defer cancel()
 	logs := &syncBuffer{}
 	c, err := cluster.StartProcesses(ctx, cluster.ProcessOptions{
-		Options: cluster.Options{Infra: inf, Heartbeat: 200 * time.Millisecond},
+		Options: cluster.Options{Infra: inf, Heartbeat: 200 * time.Millisecond, Placement: coordinator.PlaceRules},
 		Binary:  os.Args[0], Env: []string{childEnv + "=real"}, Stderr: logs,
 	})
 	if err != nil {

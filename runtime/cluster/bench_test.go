@@ -10,6 +10,7 @@ import (
 	"github.com/tierflow/tierflow/planner/infra"
 	"github.com/tierflow/tierflow/runtime/cluster"
 	"github.com/tierflow/tierflow/runtime/cluster/clustertest"
+	"github.com/tierflow/tierflow/runtime/coordinator"
 )
 
 // BenchmarkEmbeddedVsLocal runs the end-to-end query (filter, join, keyed
@@ -25,7 +26,7 @@ func BenchmarkEmbeddedVsLocal(b *testing.B) {
 		b.Fatal(err)
 	}
 	ctx := context.Background()
-	c, err := cluster.StartEmbedded(ctx, cluster.Options{Infra: inf})
+	c, err := cluster.StartEmbedded(ctx, cluster.Options{Infra: inf, Placement: coordinator.PlaceRules})
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -61,17 +61,25 @@ type Options struct {
 	// setup cache); ModelLog receives a line per model operator.
 	OrtLib   string
 	ModelLog io.Writer
+	// Placement is the coordinator's placement mode (coordinator.PlaceOptimizer,
+	// the default, or coordinator.PlaceRules).
+	Placement string
 }
 
 // ExecHooks completes executor options for a process on connection nc: the
-// model runtime (runtime/inference) for CROSS JOIN LATERAL model calls and
-// the NATS connectors (runtime/connectors) for FROM NATS streams and TO
-// NATS sinks. Workers and the coordinator take it as their Exec.
-func ExecHooks(nc *nats.Conn, ortLib string, modelLog io.Writer) func(*exec.Options) {
+// model runtime (runtime/inference, running the plan's variants when given)
+// for CROSS JOIN LATERAL model calls and the NATS connectors
+// (runtime/connectors) for FROM NATS streams and TO NATS sinks. Workers and
+// the coordinator take it as their Exec.
+func ExecHooks(nc *nats.Conn, ortLib string, modelLog io.Writer) func(*exec.Options, map[string]string) {
 	rt := inference.New(inference.Config{OrtLib: ortLib, Log: modelLog})
 	nh := connectors.Hooks{Conn: func() (*nats.Conn, error) { return nc, nil }}
-	return func(o *exec.Options) {
-		o.Lateral, o.Stream, o.Sink = rt.Lateral, nh.Stream, nh.Sink
+	return func(o *exec.Options, variants map[string]string) {
+		r := rt
+		if len(variants) > 0 {
+			r = inference.New(inference.Config{OrtLib: ortLib, Log: modelLog, Variants: variants})
+		}
+		o.Lateral, o.Stream, o.Sink = r.Lateral, nh.Stream, nh.Sink
 	}
 }
 
@@ -124,7 +132,7 @@ func startCore(o *Options) (*Cluster, error) {
 		return nil, err
 	}
 	co, err := coordinator.Start(coordinator.Config{Conn: nc, Infra: o.Infra, Catalog: o.Catalog, Heartbeat: o.Heartbeat, Metrics: o.Metrics, Log: o.Log,
-		Exec: ExecHooks(nc, o.OrtLib, nil)})
+		Exec: ExecHooks(nc, o.OrtLib, nil), Placement: o.Placement})
 	if err != nil {
 		c.Close()
 		return nil, err

@@ -46,7 +46,7 @@ func TestEmbeddedMatchesLocal(t *testing.T) {
 	defer mem.AssertSize(t, 0)
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
-	c, err := cluster.StartEmbedded(ctx, cluster.Options{Infra: inf, Allocator: mem, Heartbeat: 100 * time.Millisecond})
+	c, err := cluster.StartEmbedded(ctx, cluster.Options{Infra: inf, Allocator: mem, Heartbeat: 100 * time.Millisecond, Placement: coordinator.PlaceRules})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -111,7 +111,7 @@ func TestMetricsEndpoint(t *testing.T) {
 	defer srv.Close()
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
-	c, err := cluster.StartEmbedded(ctx, cluster.Options{Infra: inf, Metrics: reg, Heartbeat: 100 * time.Millisecond})
+	c, err := cluster.StartEmbedded(ctx, cluster.Options{Infra: inf, Metrics: reg, Heartbeat: 100 * time.Millisecond, Placement: coordinator.PlaceRules})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -256,7 +256,7 @@ func TestRunScript(t *testing.T) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
-	c, err := cluster.StartEmbedded(ctx, cluster.Options{Infra: inf, Heartbeat: 100 * time.Millisecond})
+	c, err := cluster.StartEmbedded(ctx, cluster.Options{Infra: inf, Heartbeat: 100 * time.Millisecond, Placement: coordinator.PlaceRules})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -307,7 +307,7 @@ func TestDefaultInfra(t *testing.T) {
 	want := clustertest.Local(t, script)
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
-	c, err := cluster.StartEmbedded(ctx, cluster.Options{Infra: cluster.DefaultInfra()})
+	c, err := cluster.StartEmbedded(ctx, cluster.Options{Infra: cluster.DefaultInfra(), Placement: coordinator.PlaceRules})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -404,4 +404,40 @@ func TestStopQuery(t *testing.T) {
 	if n := w.rows.Load(); n == 0 || n != r.info.ResultRows || n > 10000 {
 		t.Fatalf("%d rows written, %d reported", n, r.info.ResultRows)
 	}
+}
+
+// TestOptimizerPlacement: by default the coordinator asks the planner, which
+// puts this relational query where it is cheapest (next to its source, no
+// network); the rows still equal the one-process run's.
+func TestOptimizerPlacement(t *testing.T) {
+	dir := t.TempDir()
+	script := clustertest.WriteData(t, dir, 3000)
+	want := clustertest.Local(t, script)
+	inf, err := infra.LoadFile(filepath.Join(dir, "infra.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	c, err := cluster.StartEmbedded(ctx, cluster.Options{Infra: inf, Heartbeat: 100 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	var got bytes.Buffer
+	out := sinks.NewCSV(&got)
+	info, err := c.Run(ctx, script, out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := out.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if err := clustertest.SameRows(got.String(), want); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.HasPrefix(info.Planner, "optimizer") {
+		t.Fatalf("placed by %q, want the optimizer", info.Planner)
+	}
+	t.Logf("%s on %v", info.Planner, info.Workers)
 }

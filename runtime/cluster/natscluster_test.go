@@ -39,7 +39,7 @@ func runOn(t *testing.T, servers []*natsserver.Server, coord, client int, worker
 		t.Cleanup(nc.Close)
 		return nc
 	}
-	co, err := coordinator.Start(coordinator.Config{Conn: connect(coord, "coordinator"), Heartbeat: 100 * time.Millisecond})
+	co, err := coordinator.Start(coordinator.Config{Conn: connect(coord, "coordinator"), Heartbeat: 100 * time.Millisecond, Placement: coordinator.PlaceRules})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -30,8 +30,11 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/tierflow/tierflow/operators/exec"
+	"github.com/tierflow/tierflow/planner"
+	"github.com/tierflow/tierflow/planner/catalog"
 	"github.com/tierflow/tierflow/planner/infra"
 	"github.com/tierflow/tierflow/planner/logical"
+	"github.com/tierflow/tierflow/planner/physical"
 	"github.com/tierflow/tierflow/runtime/deploy"
 	"github.com/tierflow/tierflow/runtime/metrics"
 )
@@ -65,8 +68,20 @@ type Config struct {
 	// Exec completes the executor options the coordinator compiles queries
 	// with (as the workers' Exec does), so it can place model calls and NATS
 	// streams.
-	Exec func(*exec.Options)
+	Exec func(o *exec.Options, variants map[string]string)
+	// Placement chooses how queries are placed: "optimizer" (the default:
+	// the planner's physical plan against the registered workers, the
+	// default rules when it cannot plan) or "rules" (runtime/deploy's
+	// default rules only: sources at their tier, aggregates a tier up, the
+	// sink on top, so data crosses every tier).
+	Placement string
 }
+
+// Placement modes (Config.Placement).
+const (
+	PlaceOptimizer = "optimizer"
+	PlaceRules     = "rules"
+)
 
 // Coordinator is a running coordinator.
 type Coordinator struct {
@@ -106,6 +121,13 @@ func Start(cfg Config) (*Coordinator, error) {
 	}
 	if cfg.Log == nil {
 		cfg.Log = slog.New(slog.NewTextHandler(io.Discard, nil))
+	}
+	switch cfg.Placement {
+	case "":
+		cfg.Placement = PlaceOptimizer
+	case PlaceOptimizer, PlaceRules:
+	default:
+		return nil, fmt.Errorf("coordinator: unknown placement %q: want %s or %s", cfg.Placement, PlaceOptimizer, PlaceRules)
 	}
 	c := &Coordinator{cfg: cfg, nc: cfg.Conn, stop: make(chan struct{}), workers: map[string]*deploy.WorkerInfo{}, queries: map[string]*queryState{}}
 	handlers := []struct {
@@ -323,20 +345,20 @@ func (c *Coordinator) Submit(ctx context.Context, req deploy.SubmitRequest) (*de
 	c.order = append(c.order, req.Query)
 	c.mu.Unlock()
 
-	p, err := c.place(req, ws)
+	p, script, note, err := c.place(ctx, req, ws)
 	if err != nil {
 		c.fail(req.Query, err)
 		return nil, err
 	}
 	c.mu.Lock()
-	qs.info.Placement, qs.info.Workers = p, p.Workers
+	qs.info.Placement, qs.info.Workers, qs.info.Planner = p, p.Workers, note
 	c.mu.Unlock()
 
 	// Every worker builds its part; the query starts only when all have, so
 	// no source runs into a worker that could still fail to build.
 	errs := make([]error, len(p.Workers))
 	var wg sync.WaitGroup
-	body, _ := json.Marshal(deploy.DeployRequest{Query: req.Query, Script: req.Script, Placement: *p})
+	body, _ := json.Marshal(deploy.DeployRequest{Query: req.Query, Script: script, Placement: *p})
 	for i, name := range p.Workers {
 		wg.Add(1)
 		go func() {
@@ -377,11 +399,17 @@ func (c *Coordinator) Submit(ctx context.Context, req deploy.SubmitRequest) (*de
 	return p, nil
 }
 
-// place compiles the script once, as every worker will, and places it.
-func (c *Coordinator) place(req deploy.SubmitRequest, ws []deploy.Worker) (*deploy.Placement, error) {
-	bound, _, err := req.Script.Bind(nil)
+// place compiles the script as every worker will and places it: where the
+// optimizer puts it when it can plan the query against the registered
+// workers (a model call, a catalog with profiles), by runtime/deploy's
+// default rules otherwise. It returns the script the workers must build
+// (rewritten, with the plan's variants, when the optimizer placed it) and a
+// note on how it was placed.
+func (c *Coordinator) place(ctx context.Context, req deploy.SubmitRequest, ws []deploy.Worker) (*deploy.Placement, deploy.Script, string, error) {
+	script := req.Script
+	bound, cat, err := script.Bind(nil)
 	if err != nil {
-		return nil, err
+		return nil, script, "", err
 	}
 	if sk, ok := bound.Root.(*logical.Sink); ok && sk.Sink != nil && sk.Sink.Kind != "nats" {
 		// operators/exec opens a sink's file when it builds and closes it
@@ -389,21 +417,110 @@ func (c *Coordinator) place(req deploy.SubmitRequest, ws []deploy.Worker) (*depl
 		// none would flush it (nor wait for JetStream's acks). A core NATS
 		// sink publishes as it writes and the worker flushes its connection
 		// before it reports, so that one runs.
-		return nil, fmt.Errorf("%s: %w: INSERT INTO %s (%s) on a cluster; submit the SELECT and write its streamed results (tierflow submit --output)", sk.Pos, ErrUnsupported, sk.Sink.Name, sk.Sink.Kind)
-	}
-	eo := exec.Options{Output: discardWriter{}, Stdout: io.Discard}
-	if c.cfg.Exec != nil {
-		c.cfg.Exec(&eo)
-	}
-	q, plan, err := req.Script.Build(nil, eo)
-	if err != nil {
-		return nil, err
+		return nil, script, "", fmt.Errorf("%s: %w: INSERT INTO %s (%s) on a cluster; submit the SELECT and write its streamed results (tierflow submit --output)", sk.Pos, ErrUnsupported, sk.Sink.Name, sk.Sink.Kind)
 	}
 	o := deploy.Options{Tiers: c.tiers(ws)}
 	if c.cfg.Infra != nil {
 		o.SourceTier = c.cfg.Infra.DefaultSourceTier()
 	}
-	return deploy.Place(req.Query, q.Graph(), plan, ws, o)
+	var res *planner.Result
+	perr := errors.New("placement by rules")
+	if c.cfg.Placement != PlaceRules {
+		res, perr = c.optimize(ctx, bound, cat, ws, o.Tiers)
+	}
+	if perr == nil {
+		planned := script
+		planned.Rewrite, planned.Variants = true, variants(res.Physical)
+		q, err := planned.BuildPlan(res.Rewritten, c.execOptions(planned.Variants))
+		if err == nil {
+			po := o
+			po.Physical, po.Lowered = res.Physical, res.Lowered
+			p, err := deploy.Place(req.Query, q.Graph(), res.Rewritten, ws, po)
+			if err == nil {
+				return p, planned, fmt.Sprintf("optimizer (%s): compute %.4g + network %.4g per hour, accuracy %.4g, throughput %.4g",
+					res.Physical.Strategy, res.Physical.ComputeCost, res.Physical.NetworkCost, res.Physical.Accuracy, res.Physical.Throughput), nil
+			}
+			perr = err
+		} else {
+			perr = err
+		}
+	}
+	q, plan, err := script.Build(nil, c.execOptions(nil))
+	if err != nil {
+		return nil, script, "", err
+	}
+	p, err := deploy.Place(req.Query, q.Graph(), plan, ws, o)
+	return p, script, "default placement (" + perr.Error() + ")", err
+}
+
+func (c *Coordinator) execOptions(variants map[string]string) exec.Options {
+	eo := exec.Options{Output: discardWriter{}, Stdout: io.Discard}
+	if c.cfg.Exec != nil {
+		c.cfg.Exec(&eo, variants)
+	}
+	return eo
+}
+
+// optimize plans a bound query against the registered workers: their
+// tiers, types and locations, with prices, links and tier fan-outs from the
+// coordinator's infrastructure file.
+func (c *Coordinator) optimize(ctx context.Context, bound *logical.Plan, cat *catalog.Catalog, ws []deploy.Worker, tiers []string) (*planner.Result, error) {
+	file := c.cfg.Infra
+	inf := &infra.Infra{}
+	if file != nil {
+		inf.Links, inf.SourceTier = file.Links, file.SourceTier
+	}
+	for _, t := range tiers {
+		tier := &infra.Tier{Name: t}
+		if file != nil {
+			if ft := file.Tier(t); ft != nil {
+				tier.Locations = ft.Locations
+			}
+		}
+		inf.Tiers = append(inf.Tiers, tier)
+	}
+	seen := map[string]bool{}
+	for _, w := range ws {
+		typ := w.Type
+		if typ == "" {
+			typ = "default"
+		}
+		if !seen[typ] {
+			seen[typ] = true
+			var wt *infra.WorkerType
+			if file != nil {
+				wt = file.WorkerType(typ)
+			}
+			if wt == nil {
+				wt = &infra.WorkerType{Name: typ}
+			}
+			inf.WorkerTypes = append(inf.WorkerTypes, wt)
+		}
+		inf.Workers = append(inf.Workers, &infra.Worker{Name: w.Name, Type: typ, Tier: w.Tier, Location: w.Location})
+	}
+	res, err := planner.PlanLogical(ctx, bound, cat, inf, planner.Options{})
+	if err != nil {
+		return nil, err
+	}
+	if !res.Physical.Feasible {
+		return nil, fmt.Errorf("no plan meets the objectives: %s", res.Physical.Reason)
+	}
+	return res, nil
+}
+
+// variants are the plan's model variants by operator and model name.
+func variants(p *physical.Plan) map[string]string {
+	out := map[string]string{}
+	for _, op := range p.Operators {
+		if op.Variant == "" {
+			continue
+		}
+		out[op.Name] = op.Variant
+		if op.Model != "" {
+			out[op.Model] = op.Variant
+		}
+	}
+	return out
 }
 
 // fail ends a query as failed, stops what runs of it and tells the client.

@@ -11,6 +11,7 @@ import (
 	"github.com/tierflow/tierflow/planner/bind"
 	"github.com/tierflow/tierflow/planner/catalog"
 	"github.com/tierflow/tierflow/planner/logical"
+	"github.com/tierflow/tierflow/planner/rewrite"
 )
 
 // ErrScript: a submitted script is not one query after its definitions.
@@ -30,6 +31,12 @@ type Script struct {
 	// definitions before it apply, everything from it on is ignored. 0
 	// means the script holds exactly one query.
 	Nth int `json:"nth,omitempty"`
+	// Rewrite builds the rewritten plan (planner/rewrite: filters below
+	// models, pruned columns), the one the optimizer placed.
+	Rewrite bool `json:"rewrite,omitempty"`
+	// Variants are the model variants the plan chose, by operator and by
+	// model name (what runtime/inference takes).
+	Variants map[string]string `json:"variants,omitempty"`
 	// Source settings every worker builds with (as `tierflow run` flags).
 	OnError   string        `json:"on_error,omitempty"` // fail (default) or skip
 	MaxDelay  time.Duration `json:"max_delay,omitempty"`
@@ -94,12 +101,26 @@ func (s Script) Build(cat *catalog.Catalog, opts exec.Options) (*exec.Query, *lo
 	if err != nil {
 		return nil, nil, err
 	}
+	if s.Rewrite {
+		plan = rewrite.Apply(plan)
+	}
+	q, err := s.BuildPlan(plan, opts)
+	if err != nil {
+		return nil, nil, err
+	}
+	return q, plan, nil
+}
+
+// BuildPlan builds an already bound (or rewritten) plan of the script with
+// the script's source settings.
+func (s Script) BuildPlan(plan *logical.Plan, opts exec.Options) (*exec.Query, error) {
+	var err error
 	if opts.BaseDir == "" {
 		opts.BaseDir = s.BaseDir
 	}
 	if s.OnError != "" {
 		if opts.OnError, err = sources.ParseOnError(s.OnError); err != nil {
-			return nil, nil, err
+			return nil, err
 		}
 	}
 	if s.MaxDelay > 0 {
@@ -108,11 +129,7 @@ func (s Script) Build(cat *catalog.Catalog, opts exec.Options) (*exec.Query, *lo
 	if s.BatchSize > 0 {
 		opts.BatchSize = s.BatchSize
 	}
-	q, err := exec.Build(plan, opts)
-	if err != nil {
-		return nil, nil, err
-	}
-	return q, plan, nil
+	return exec.Build(plan, opts)
 }
 
 // LoadCatalog loads s.Catalog, or returns an empty catalog when none is named.

@@ -158,8 +158,11 @@ type QueryInfo struct {
 	Submitted time.Time `json:"submitted"`
 	Ended     time.Time `json:"ended,omitzero"`
 	// Workers runs the query's instances (dataflow worker i is Workers[i]).
-	Workers   []string                 `json:"workers"`
-	Placement *Placement               `json:"placement,omitempty"`
+	Workers   []string   `json:"workers"`
+	Placement *Placement `json:"placement,omitempty"`
+	// Planner says how the query was placed: by the optimizer (with its
+	// estimates) or by the default rules (and why not the optimizer).
+	Planner   string                   `json:"planner,omitempty"`
 	Operators []dataflow.InstanceStats `json:"operators,omitempty"`
 	Links     []relay.LinkStats        `json:"links,omitempty"`
 	// WorkerStates by worker name.

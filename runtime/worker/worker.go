@@ -57,7 +57,8 @@ type Config struct {
 	// Exec, when set, completes the executor options of every part the
 	// worker builds: the model runtime (Lateral) and the NATS connectors
 	// (Stream, Sink), which live in runtime packages operators cannot import.
-	Exec func(*exec.Options)
+	// variants are the model variants the query's plan chose.
+	Exec func(o *exec.Options, variants map[string]string)
 	Log  *slog.Logger
 }
 
@@ -278,7 +279,7 @@ func (w *Worker) build(req deploy.DeployRequest) error {
 	res := &results{nc: w.cfg.Conn, subject: deploy.QuerySubject(req.Query, "results"), mem: mem}
 	eo := exec.Options{Allocator: mem, Output: res, Stdout: w.cfg.Stdout}
 	if w.cfg.Exec != nil {
-		w.cfg.Exec(&eo)
+		w.cfg.Exec(&eo, req.Script.Variants)
 	}
 	eq, _, err := req.Script.Build(nil, eo)
 	if err != nil {
