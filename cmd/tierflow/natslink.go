@@ -70,7 +70,6 @@ func (l *natsLink) close() {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if l.nc != nil {
-		l.nc.Drain()
 		l.nc.Close()
 	}
 	if l.srv != nil {

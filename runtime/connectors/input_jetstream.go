@@ -7,6 +7,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 )
 
@@ -16,10 +17,13 @@ import (
 // the server hands out before that, which bounds memory.
 type jetstreamInput struct {
 	js      jetstream.JetStream
+	nc      *nats.Conn
 	stream  string
 	name    string
 	durable bool
-	it      jetstream.MessagesContext
+	cons    jetstream.Consumer
+	pull    int
+	batch   jetstream.MessageBatch // the pull request in progress
 }
 
 // streamFor finds the stream holding subject, or creates one over it.
@@ -81,26 +85,52 @@ func newJetStreamInput(ctx context.Context, c SourceConfig) (input, error) {
 	if pull > c.MaxAckPending {
 		pull = c.MaxAckPending
 	}
-	it, err := cons.Messages(jetstream.PullMaxMessages(pull))
-	if err != nil {
-		return nil, err
-	}
-	return &jetstreamInput{js: js, stream: stream, name: cons.CachedInfo().Name, durable: c.Durable != "", it: it}, nil
+	return &jetstreamInput{js: js, nc: c.Conn, cons: cons, pull: pull, stream: stream, name: cons.CachedInfo().Name, durable: c.Durable != ""}, nil
 }
 
+// fetchWait is how long one pull request stays open on the server; a
+// stopping source waits at most this long for its last request to end.
+const fetchWait = 250 * time.Millisecond
+
 func (j *jetstreamInput) next(ctx context.Context) (message, error) {
-	m, err := j.it.Next(jetstream.NextContext(ctx))
-	if err != nil {
-		if ctx.Err() != nil {
+	for {
+		if j.batch == nil {
+			b, err := j.cons.Fetch(j.pull, jetstream.FetchMaxWait(fetchWait))
+			if err != nil {
+				return message{}, err
+			}
+			j.batch = b
+		}
+		select {
+		case m, ok := <-j.batch.Messages():
+			if !ok {
+				err := j.batch.Error()
+				j.batch = nil
+				if err != nil && !errors.Is(err, nats.ErrTimeout) && !errors.Is(err, context.DeadlineExceeded) {
+					return message{}, err
+				}
+				continue
+			}
+			return message{data: m.Data(), header: m.Headers(), ack: m.Ack, term: m.Term}, nil
+		case <-ctx.Done():
 			return message{}, ctx.Err()
 		}
-		return message{}, err
 	}
-	return message{data: m.Data(), header: m.Headers(), ack: m.Ack, term: m.Term}, nil
 }
 
 func (j *jetstreamInput) close() error {
-	j.it.Stop()
+	// Pulls are bounded requests (not a standing subscription) so that a
+	// stopping source can see the end of its last one: what it brings
+	// beyond what was read goes back at once instead of after the ack
+	// wait, and a consumer resuming under the same name gets it first.
+	if j.batch != nil {
+		for m := range j.batch.Messages() {
+			_ = m.Nak()
+		}
+	}
+	// Acks and naks are published without waiting: make sure the server has
+	// them before a successor asks for messages.
+	_ = j.nc.Flush()
 	if !j.durable {
 		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 		defer cancel()
