@@ -168,8 +168,12 @@ func ModelFile(v *catalog.Variant, base string) (string, error) {
 
 // Lateral is the exec.Options.Lateral hook.
 func (r *Runtime) Lateral(n *logical.LateralModel, in *arrow.Schema) (func() (dataflow.Operator, error), *arrow.Schema, error) {
-	if len(n.Args) != 1 {
-		return nil, nil, fmt.Errorf("%w: %s takes one tensor column, got %d arguments", ErrModel, n.Name, len(n.Args))
+	if len(n.Args) == 0 {
+		return nil, nil, fmt.Errorf("%w: %s takes a tensor column, got no arguments", ErrModel, n.Name)
+	}
+	consts, err := sideArgs(n)
+	if err != nil {
+		return nil, nil, err
 	}
 	col, ok := n.Args[0].(*expr.Column)
 	if !ok || col.Index < 0 || col.Index >= in.NumFields() {
@@ -197,7 +201,13 @@ func (r *Runtime) Lateral(n *logical.LateralModel, in *arrow.Schema) (func() (da
 	if err != nil {
 		return nil, nil, fmt.Errorf("model %s variant %s: %w", n.Name, v.Name, err)
 	}
-	heads, err := ml.PlanHeads(sess, n.Out)
+	// A model with side inputs (a recurrent state, a sample rate) is fed
+	// constants for them; sess itself still says which provider runs.
+	ms, err := withSideInputs(sess, input, consts)
+	if err != nil {
+		return nil, nil, fmt.Errorf("model %s variant %s (%s): %w", n.Name, v.Name, path, err)
+	}
+	heads, err := ml.PlanHeads(ms, n.Out)
 	if err != nil {
 		return nil, nil, fmt.Errorf("model %s variant %s (%s): %w", n.Name, v.Name, path, err)
 	}
@@ -217,7 +227,7 @@ func (r *Runtime) Lateral(n *logical.LateralModel, in *arrow.Schema) (func() (da
 		}
 	}
 	cfg := ml.Config{Input: input, Heads: heads, NoErrorColumn: true, MaxBatch: r.cfg.Batch.MaxBatch}
-	bind := func() (*ml.Model, error) { return ml.Bind(sess, in, cfg) }
+	bind := func() (*ml.Model, error) { return ml.Bind(ms, in, cfg) }
 	m, err := bind()
 	if err != nil {
 		return nil, nil, fmt.Errorf("model %s variant %s (%s): %w", n.Name, v.Name, path, err)
