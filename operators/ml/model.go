@@ -55,8 +55,10 @@ type Model struct {
 	outs       []Tensor
 	inShape    []int64
 	outShapes  [][]int64
-	lastSchema *arrow.Schema // the last record schema found equal to inSchema
-	failed     int64         // rows failed (counted when there is no error column)
+	lastSchema *arrow.Schema       // the last record schema found equal to inSchema
+	nullErrs   map[int]arrow.Array // shared all-null error columns by length
+	spare      job                 // Infer's job, reused: Infer finishes it before returning
+	failed     int64               // rows failed (counted when there is no error column)
 	lastErr    string
 }
 
@@ -227,14 +229,21 @@ func (m *Model) Session() Session { return m.sess }
 // error in the error column and nulls in the output columns; the returned error is
 // only for the record as a whole (wrong schema). The caller releases the result.
 func (m *Model) Infer(mem memory.Allocator, rec arrow.Record) (arrow.Record, error) {
-	j, err := m.newJob(mem, rec)
-	if err != nil {
+	j := &m.spare
+	if err := m.initJob(j, mem, rec); err != nil {
 		return nil, err
 	}
+	var seg [1]segment
 	for start := 0; start < j.n; start += m.cfg.MaxBatch {
-		m.runBatch([]segment{{j: j, start: start, n: min(m.cfg.MaxBatch, j.n-start)}})
+		seg[0] = segment{j: j, start: start, n: min(m.cfg.MaxBatch, j.n-start)}
+		m.runBatch(seg[:])
 	}
-	return j.finish(mem), nil
+	out := j.finish(mem)
+	// Drop the job's references so the spare holds no record or buffer.
+	heads := j.heads[:0]
+	clear(j.heads)
+	*j = job{heads: heads}
+	return out, nil
 }
 
 // job is one input record in flight: its input values and its output buffers,
@@ -269,24 +278,37 @@ type segment struct {
 }
 
 func (m *Model) newJob(mem memory.Allocator, rec arrow.Record) (*job, error) {
+	j := &job{}
+	if err := m.initJob(j, mem, rec); err != nil {
+		return nil, err
+	}
+	return j, nil
+}
+
+// initJob fills j (zero but for the capacity of j.heads) for rec.
+func (m *Model) initJob(j *job, mem memory.Allocator, rec arrow.Record) error {
 	// Records of one stream share their schema value; comparing fields (and their
 	// metadata) every batch would cost more than the rest of the conversion.
 	if sc := rec.Schema(); sc != m.inSchema && sc != m.lastSchema {
 		if !sc.Equal(m.inSchema) {
-			return nil, fmt.Errorf("%w: record schema %s differs from the bound schema %s", ErrSchema, sc, m.inSchema)
+			return fmt.Errorf("%w: record schema %s differs from the bound schema %s", ErrSchema, sc, m.inSchema)
 		}
 		m.lastSchema = sc
 	}
 	vals, _, err := TensorValues(rec.Column(m.inCol))
 	if err != nil {
-		return nil, err
+		return err
 	}
 	n := int(rec.NumRows())
-	j := &job{m: m, rec: rec, vals: vals, n: n, heads: make([]headBuffers, len(m.heads))}
+	heads := j.heads[:0]
+	if cap(heads) < len(m.heads) {
+		heads = make([]headBuffers, len(m.heads))
+	}
+	*j = job{m: m, rec: rec, vals: vals, n: n, heads: heads[:len(m.heads)]}
 	rec.Retain()
-	// One allocation holds every output buffer of the record (and the error
-	// column's validity and offsets); the columns hold slices of it.
-	total := 2 * align64(int(bitutil.BytesForBits(int64(n)))+4*(n+1))
+	// One allocation holds every output buffer of the record; the columns hold
+	// slices of it.
+	total := 0
 	for _, h := range m.heads {
 		switch h.Kind {
 		case Classify:
@@ -321,7 +343,7 @@ func (m *Model) newJob(mem memory.Allocator, rec arrow.Record) (*job, error) {
 			}
 		}
 	}
-	return j, nil
+	return nil
 }
 
 func align64(n int) int { return (n + 63) &^ 63 }
@@ -473,7 +495,8 @@ func (j *job) release() {
 func (j *job) finish(mem memory.Allocator) arrow.Record {
 	m := j.m
 	defer j.rec.Release()
-	cols := make([]arrow.Array, 0, m.out.NumFields())
+	r := newRecord(m.out, int64(j.n))
+	cols := r.cols
 	for i := 0; i < int(j.rec.NumCols()); i++ {
 		c := j.rec.Column(i)
 		c.Retain()
@@ -524,7 +547,8 @@ func (j *job) finish(mem memory.Allocator) arrow.Record {
 		cols = append(cols, j.errorColumn(mem))
 	}
 	j.arena.Release() // the columns hold their slices of it
-	return newRecord(m.out, cols, int64(j.n))
+	r.cols = cols
+	return r
 }
 
 // primitive wraps a filled value buffer as an array with the job's failures as
@@ -540,28 +564,47 @@ func primitive(mem memory.Allocator, dt arrow.DataType, j *job, buf *memory.Buff
 }
 
 // errorColumn is the utf8 error column: the error text of failed rows, null
-// elsewhere. The all-null case, by far the common one, is made from two zeroed
-// buffers without a builder.
+// elsewhere. The all-null case, by far the common one, is a shared column.
 func (j *job) errorColumn(mem memory.Allocator) arrow.Array {
-	if j.nFailed > 0 {
-		eb := array.NewStringBuilder(mem)
-		defer eb.Release()
-		for r := 0; r < j.n; r++ {
-			if j.failed[r] {
-				eb.Append(j.errs[r])
-			} else {
-				eb.AppendNull()
-			}
-		}
-		return eb.NewArray()
+	if j.nFailed == 0 {
+		return j.m.nullErrors(j.n)
 	}
-	nulls, nb := j.carve(int(bitutil.BytesForBits(int64(j.n))))
-	clear(nb)
-	offsets, ob := j.carve((j.n + 1) * arrow.Int32SizeBytes)
-	clear(ob)
-	data := array.NewData(arrow.BinaryTypes.String, j.n, []*memory.Buffer{nulls, offsets, nil}, nil, j.n, 0)
-	nulls.Release()
-	offsets.Release()
+	eb := array.NewStringBuilder(mem)
+	defer eb.Release()
+	for r := 0; r < j.n; r++ {
+		if j.failed[r] {
+			eb.Append(j.errs[r])
+		} else {
+			eb.AppendNull()
+		}
+	}
+	return eb.NewArray()
+}
+
+// maxNullErrors bounds the all-null error columns a Model keeps.
+const maxNullErrors = 64
+
+// nullErrors returns an all-null error column of n rows. Arrays are immutable,
+// so every record of n rows without a failure shares one: the column costs a
+// reference count instead of three buffers and two array objects. The shared
+// arrays live in Go memory rather than the caller's allocator, because the
+// Model, which holds them, has no Close to give them back.
+func (m *Model) nullErrors(n int) arrow.Array {
+	if a, ok := m.nullErrs[n]; ok {
+		a.Retain()
+		return a
+	}
+	nulls := memory.NewBufferBytes(make([]byte, bitutil.BytesForBits(int64(n))))
+	offsets := memory.NewBufferBytes(make([]byte, (n+1)*arrow.Int32SizeBytes))
+	data := array.NewData(arrow.BinaryTypes.String, n, []*memory.Buffer{nulls, offsets, nil}, nil, n, 0)
 	defer data.Release()
-	return array.MakeFromData(data)
+	a := array.MakeFromData(data)
+	if len(m.nullErrs) < maxNullErrors {
+		if m.nullErrs == nil {
+			m.nullErrs = map[int]arrow.Array{}
+		}
+		m.nullErrs[n] = a
+		a.Retain()
+	}
+	return a
 }

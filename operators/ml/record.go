@@ -18,13 +18,21 @@ type record struct {
 	schema *arrow.Schema
 	rows   int64
 	cols   []arrow.Array
+	// arr backs cols for records of up to len(arr) columns, so that a record
+	// and its column list are one allocation.
+	arr [8]arrow.Array
 }
 
 var _ arrow.Record = (*record)(nil)
 
-// newRecord takes ownership of one reference to each column.
-func newRecord(schema *arrow.Schema, cols []arrow.Array, rows int64) *record {
-	r := &record{schema: schema, rows: rows, cols: cols}
+// newRecord returns a record whose cols is empty with room for the schema's
+// columns; the caller appends them, handing over one reference to each.
+func newRecord(schema *arrow.Schema, rows int64) *record {
+	r := &record{schema: schema, rows: rows}
+	r.cols = r.arr[:0]
+	if n := schema.NumFields(); n > len(r.arr) {
+		r.cols = make([]arrow.Array, 0, n)
+	}
 	r.refs.Store(1)
 	return r
 }
