@@ -227,7 +227,7 @@ func (r *Runtime) Lateral(n *logical.LateralModel, in *arrow.Schema) (func() (da
 		}
 	}
 	cfg := ml.Config{Input: input, Heads: heads, NoErrorColumn: true, MaxBatch: r.cfg.Batch.MaxBatch}
-	bind := func() (*ml.Model, error) { return ml.Bind(ms, in, cfg) }
+	bind := func() (*ml.Model, error) { return ml.Bind(freshSession(ms), in, cfg) }
 	m, err := bind()
 	if err != nil {
 		return nil, nil, fmt.Errorf("model %s variant %s (%s): %w", n.Name, v.Name, path, err)
