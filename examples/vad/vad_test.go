@@ -300,7 +300,7 @@ func TestGeneratorReproducesStream(t *testing.T) {
 
 func TestReadWAVRejects(t *testing.T) {
 	p := filepath.Join(t.TempDir(), "x.wav")
-	if err := os.WriteFile(p, []byte("RIFF\\x00\\x00\\x00\\x00WAVEjunk"), 0o644); err != nil {
+	if err := os.WriteFile(p, []byte("RIFF\x00\x00\x00\x00WAVXjunk"), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := ReadWAV(p); !errors.Is(err, ErrData) {
