@@ -14,6 +14,7 @@
 // sources.Report, terminated on JetStream so it is not redelivered) and the
 // stream goes on, unless the policy is sources.Fail.
 //
-// It may import dataflow, operators and relay/natsserver; it must not import
+// It may import dataflow, operators, relay/frame (the hardened Arrow decoder)
+// and relay/natsserver; it must not import
 // the rest of runtime or cmd.
 package connectors

@@ -12,47 +12,44 @@ import (
 	"github.com/apache/arrow/go/v17/arrow/memory"
 
 	"github.com/tierflow/tierflow/operators/sources"
+	"github.com/tierflow/tierflow/relay/frame"
 )
 
-// arrowFormat: each message is a complete Arrow IPC stream (schema and record
-// batches), so any message can be read alone, by any Arrow reader. Columns are
+// arrowFormat: each message is a complete Arrow IPC stream (schema, one
+// record batch, end of stream: the relay's data body), so any message can be
+// read alone, by any Arrow reader. Columns are
 // matched to the stream's schema by name and cast to its types. A record
 // too large for the server's max payload is sent as several messages of
 // fewer rows; a single row that still does not fit is refused (ErrTooLarge).
 func arrowFormat() format {
 	return format{name: "arrow", doc: "one Arrow IPC stream per message (one record batch, split by rows to fit the max payload)",
-		decode: func(mem memory.Allocator, schema *arrow.Schema, data []byte, _ *sources.RowBuilder) ([]arrow.Record, []error) {
-			r, err := ipc.NewReader(bytes.NewReader(data), ipc.WithAllocator(mem))
-			if err != nil {
-				return nil, []error{fmt.Errorf("%w: not an Arrow IPC stream: %v", ErrBadMessage, err)}
-			}
-			defer r.Release()
-			cols, err := matchColumns(r.Schema(), schema)
-			if err != nil {
-				return nil, []error{err}
-			}
-			var recs []arrow.Record
-			release := func() {
-				for _, x := range recs {
-					x.Release()
-				}
-			}
-			for r.Next() {
-				rec, err := project(mem, r.Record(), cols, schema)
-				if err != nil {
-					release()
-					return nil, []error{err}
-				}
-				recs = append(recs, rec)
-			}
-			if err := r.Err(); err != nil {
-				release()
-				return nil, []error{fmt.Errorf("%w: Arrow IPC stream: %v", ErrBadMessage, err)}
-			}
-			return recs, nil
-		},
+		decode: decodeArrow,
 		encode: encodeArrow,
 	}
+}
+
+// decodeArrow reads a message with relay/frame's decoder, which checks every
+// length against the bytes really there: a subject is open to anyone, and
+// Arrow's own reader trusts the sizes a message declares (a forged one can
+// make it allocate without bound).
+func decodeArrow(mem memory.Allocator, schema *arrow.Schema, data []byte, _ *sources.RowBuilder) ([]arrow.Record, []error) {
+	rec, err := frame.DecodeRecord(data, mem)
+	if err != nil {
+		return nil, []error{fmt.Errorf("%w: not an Arrow IPC stream of one record batch: %v", ErrBadMessage, err)}
+	}
+	if rec == nil {
+		return nil, nil
+	}
+	defer rec.Release()
+	cols, err := matchColumns(rec.Schema(), schema)
+	if err != nil {
+		return nil, []error{err}
+	}
+	out, err := project(mem, rec, cols, schema)
+	if err != nil {
+		return nil, []error{err}
+	}
+	return []arrow.Record{out}, nil
 }
 
 // project picks cols of rec as schema, casting columns whose type differs
