@@ -351,6 +351,11 @@ func align64(n int) int { return (n + 63) &^ 63 }
 // carve takes the next n bytes (64-byte aligned) of the job's arena as a buffer
 // of its own; the buffer keeps the arena alive.
 func (j *job) carve(n int) (*memory.Buffer, []byte) {
+	if j.off == 0 { // the first buffer is the arena itself: one object fewer
+		j.arena.Retain()
+		j.off = align64(n)
+		return j.arena, j.arena.Bytes()[:n]
+	}
 	buf := memory.SliceBuffer(j.arena, j.off, n)
 	j.off += align64(n)
 	return buf, buf.Bytes()
@@ -430,18 +435,7 @@ func (m *Model) scatter(segs []segment) {
 			hb := &s.j.heads[hi]
 			switch h.Kind {
 			case Classify:
-				k := h.rowSize
-				for r := 0; r < s.n; r++ {
-					p := out[(row+r)*k : (row+r+1)*k]
-					best := 0
-					for c := 1; c < k; c++ {
-						if p[c] > p[best] {
-							best = c
-						}
-					}
-					hb.i64[s.start+r] = int64(best)
-					hb.scores[s.start+r] = p[best]
-				}
+				argmax(out[row*h.rowSize:(row+s.n)*h.rowSize], h.rowSize, hb.i64[s.start:s.start+s.n], hb.scores[s.start:s.start+s.n])
 			case Embed, Scalar:
 				rs := h.rowSize
 				copy(hb.f32[s.start*rs:(s.start+s.n)*rs], out[row*rs:(row+s.n)*rs])
@@ -449,6 +443,28 @@ func (m *Model) scatter(segs []segment) {
 		}
 		row += s.n
 		s.j.done += s.n
+	}
+}
+
+// argmax writes, for each row of k values in p, the index of the first largest
+// value to labels and the value to scores. The running best stays in a register
+// and the slices are cut to size up front, so the loop has no bounds checks: it
+// is the only part of the output conversion that grows with rows times classes.
+func argmax(p []float32, k int, labels []int64, scores []float32) {
+	if k <= 0 {
+		return
+	}
+	scores = scores[:len(labels)]
+	for r := range labels {
+		row := p[r*k : r*k+k]
+		best, bv := 0, row[0]
+		for c, v := range row {
+			if v > bv {
+				best, bv = c, v
+			}
+		}
+		labels[r] = int64(best)
+		scores[r] = bv
 	}
 }
 
@@ -497,6 +513,13 @@ func (j *job) finish(mem memory.Allocator) arrow.Record {
 	defer j.rec.Release()
 	r := newRecord(m.out, int64(j.n))
 	cols := r.cols
+	// The columns' buffer lists, two entries each, share one allocation.
+	bufs := make([]*memory.Buffer, 4*len(m.heads))
+	pair := func() []*memory.Buffer {
+		b := bufs[:2:2]
+		bufs = bufs[2:]
+		return b
+	}
 	for i := 0; i < int(j.rec.NumCols()); i++ {
 		c := j.rec.Column(i)
 		c.Retain()
@@ -519,9 +542,9 @@ func (j *job) finish(mem memory.Allocator) arrow.Record {
 				cols = append(cols, b.NewArray())
 				b.Release()
 			} else {
-				cols = append(cols, primitive(mem, arrow.PrimitiveTypes.Int64, j, hb.buf))
+				cols = append(cols, primitive(mem, arrow.PrimitiveTypes.Int64, j, hb.buf, pair()))
 			}
-			cols = append(cols, primitive(mem, arrow.PrimitiveTypes.Float32, j, hb.sbuf))
+			cols = append(cols, primitive(mem, arrow.PrimitiveTypes.Float32, j, hb.sbuf, pair()))
 		case Embed:
 			nulls := validity(mem, j.n, j.failed, j.nFailed)
 			cols = append(cols, newTensorArray(h.rowShape, j.n, hb.buf, nulls, j.nFailed))
@@ -529,7 +552,7 @@ func (j *job) finish(mem memory.Allocator) arrow.Record {
 				nulls.Release()
 			}
 		case Scalar:
-			cols = append(cols, primitive(mem, arrow.PrimitiveTypes.Float32, j, hb.buf))
+			cols = append(cols, primitive(mem, arrow.PrimitiveTypes.Float32, j, hb.buf, pair()))
 		}
 		hb.buf.Release()
 		if hb.sbuf != nil {
@@ -552,10 +575,12 @@ func (j *job) finish(mem memory.Allocator) arrow.Record {
 }
 
 // primitive wraps a filled value buffer as an array with the job's failures as
-// nulls. The array retains buf.
-func primitive(mem memory.Allocator, dt arrow.DataType, j *job, buf *memory.Buffer) arrow.Array {
+// nulls. The array retains buf. bufs (two entries) becomes the array's buffer
+// list.
+func primitive(mem memory.Allocator, dt arrow.DataType, j *job, buf *memory.Buffer, bufs []*memory.Buffer) arrow.Array {
 	nulls := validity(mem, j.n, j.failed, j.nFailed)
-	data := array.NewData(dt, j.n, []*memory.Buffer{nulls, buf}, nil, j.nFailed, 0)
+	bufs[0], bufs[1] = nulls, buf
+	data := array.NewData(dt, j.n, bufs, nil, j.nFailed, 0)
 	if nulls != nil {
 		nulls.Release()
 	}
