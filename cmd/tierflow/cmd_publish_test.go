@@ -192,3 +192,26 @@ func TestPublishBadInput(t *testing.T) {
 		t.Fatalf("missing file: exit %d: %s", code, errs)
 	}
 }
+
+// TestPublishPacesRows: --rate holds publishing to the rate (checked as a
+// lower bound on the time taken, which a slow machine cannot break).
+func TestPublishPacesRows(t *testing.T) {
+	srv, err := natsserver.Start(natsserver.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer srv.Shutdown()
+	readings := filepath.Join("..", "..", "examples", "streaming", "readings.csv")
+	start := time.Now()
+	code, _, errs := runCLI(t, "", "--nats", srv.ClientURL(), "publish", "--rate", "4000", "--progress", "100ms", readings, "paced")
+	took := time.Since(start)
+	if code != exitOK {
+		t.Fatalf("exit %d: %s", code, errs)
+	}
+	if took < 250*time.Millisecond {
+		t.Fatalf("1200 rows at 4000/s took %s", took)
+	}
+	if !strings.Contains(errs, "-- publishing: ") || !strings.Contains(errs, "-- published 1200 rows as 1200 messages") {
+		t.Fatalf("progress lines:\n%s", errs)
+	}
+}
