@@ -31,3 +31,35 @@ func BenchmarkInferOverhead(b *testing.B) {
 		out.Release()
 	}
 }
+
+// Infer's own work per record is a fixed handful of objects, whatever the row
+// count: the output arena, the label and score arrays and the record. A change
+// that puts an allocation back on the per-row or per-call path fails here.
+func TestInferAllocations(t *testing.T) {
+	// The checked allocator's own bookkeeping allocates, so it is left out here;
+	// the other tests check that Infer releases what it takes.
+	mem := memory.NewGoAllocator()
+	m, err := Bind(&nopSession{}, inputSchema(), Config{Input: "x", Heads: []Head{{Kind: Classify, Output: "probs"}}, MaxBatch: 64})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, n := range []int{1, 8, 64} {
+		rec := inputRecord(t, mem, 0, n, nil, nil)
+		allocs := testing.AllocsPerRun(50, func() {
+			out, err := m.Infer(mem, rec)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if out.NumRows() != int64(n) || out.Column(int(out.NumCols())-1).NullN() != n {
+				t.Fatalf("%d rows: output %d rows, error column %d nulls", n, out.NumRows(), out.Column(int(out.NumCols())-1).NullN())
+			}
+			out.Release()
+		})
+		rec.Release()
+		// arena (buffer + bytes), score slice, 2 x (data + array), one
+		// buffer list, record
+		if allocs > 9 {
+			t.Errorf("%d rows: Infer allocates %v objects, want at most 9", n, allocs)
+		}
+	}
+}
