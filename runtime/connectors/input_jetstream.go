@@ -123,8 +123,14 @@ func (j *jetstreamInput) close() error {
 	// stopping source can see the end of its last one: what it brings
 	// beyond what was read goes back at once instead of after the ack
 	// wait, and a consumer resuming under the same name gets it first.
+	// Nak only once the request is over: a nak'd message is redelivered at
+	// once, and an open request would take it back.
 	if j.batch != nil {
+		var left []jetstream.Msg
 		for m := range j.batch.Messages() {
+			left = append(left, m)
+		}
+		for _, m := range left {
 			_ = m.Nak()
 		}
 	}

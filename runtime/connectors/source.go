@@ -134,7 +134,8 @@ func (r *reader) Next(mem memory.Allocator) (arrow.Record, error) {
 		}
 	}
 	if len(r.ready) == 0 {
-		return nil, nil
+		// The end: acknowledge the end marker too.
+		return nil, r.settle()
 	}
 	rec := r.ready[0]
 	r.ready = r.ready[1:]
