@@ -16,6 +16,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"os"
 	"strings"
 	"time"
 
@@ -86,6 +87,7 @@ func ExecHooks(nc *nats.Conn, ortLib string, modelLog io.Writer) func(*exec.Opti
 // Cluster is a running local deployment.
 type Cluster struct {
 	server      *natsserver.Server
+	storeDir    string
 	url         string
 	conns       []*nats.Conn
 	Coordinator *coordinator.Coordinator
@@ -120,11 +122,18 @@ func startCore(o *Options) (*Cluster, error) {
 	}
 	c := &Cluster{url: o.NATS}
 	if c.url == "" {
-		srv, err := natsserver.Start(natsserver.Options{})
+		// JetStream too, so streams FROM JETSTREAM and sinks TO JETSTREAM
+		// work against the one server the cluster runs.
+		dir, err := os.MkdirTemp("", "tierflow-cluster-")
 		if err != nil {
 			return nil, err
 		}
-		c.server, c.url = srv, srv.ClientURL()
+		srv, err := natsserver.Start(natsserver.Options{JetStream: true, StoreDir: dir})
+		if err != nil {
+			os.RemoveAll(dir)
+			return nil, err
+		}
+		c.server, c.url, c.storeDir = srv, srv.ClientURL(), dir
 	}
 	nc, err := c.connect("tierflow-coordinator")
 	if err != nil {
@@ -231,6 +240,7 @@ func (c *Cluster) Close() error {
 	}
 	if c.server != nil {
 		c.server.Shutdown()
+		os.RemoveAll(c.storeDir)
 	}
 	return errors.Join(errs...)
 }

@@ -74,7 +74,7 @@ func (c *Cluster) RunScript(ctx context.Context, filename, src string, so Script
 			if err != nil {
 				return err
 			}
-			if sk, ok := plan.Root.(*logical.Sink); ok && sk.Sink != nil {
+			if sk, ok := plan.Root.(*logical.Sink); ok && sk.Sink != nil && localSink(sk.Sink.Kind) {
 				// INSERT INTO a file or stdout: operators/exec opens the
 				// target at build time and closes it only in its own Run,
 				// so every worker would truncate the file and none would
@@ -186,4 +186,11 @@ func runLocal(ctx context.Context, sc deploy.Script, so ScriptOptions) error {
 		fmt.Fprintf(so.Log, "-- %d rows read, %d rows written (INSERT INTO runs in this process)\n", st.RowsRead, st.RowsWritten)
 	}
 	return err
+}
+
+// localSink: sinks to a file or stdout run in this process (see RunScript);
+// NATS and JetStream sinks run on the workers.
+func localSink(kind string) bool {
+	k := strings.ToLower(kind)
+	return k != "nats" && k != "jetstream"
 }

@@ -5,8 +5,8 @@
 // the NATS relay, runs it, reports per-operator statistics and relay meters,
 // and stops cleanly. The protocol is documented in runtime/deploy.
 //
-// worker imports dataflow, operators/exec, relay and runtime/{deploy,
-// devices, metrics}; never runtime/coordinator, runtime/cluster or cmd.
+// worker imports dataflow, operators/exec, relay and runtime/{connectors,
+// deploy, devices, metrics}; never runtime/coordinator, runtime/cluster or cmd.
 package worker
 
 import (
@@ -22,13 +22,18 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/apache/arrow/go/v17/arrow"
 	"github.com/apache/arrow/go/v17/arrow/memory"
 	"github.com/nats-io/nats.go"
 
 	"github.com/tierflow/tierflow/dataflow"
 	"github.com/tierflow/tierflow/operators/exec"
+	"github.com/tierflow/tierflow/operators/sinks"
+	"github.com/tierflow/tierflow/operators/sources"
+	"github.com/tierflow/tierflow/planner/catalog"
 	"github.com/tierflow/tierflow/relay"
 	"github.com/tierflow/tierflow/relay/natsrelay"
+	"github.com/tierflow/tierflow/runtime/connectors"
 	"github.com/tierflow/tierflow/runtime/deploy"
 	"github.com/tierflow/tierflow/runtime/devices"
 	"github.com/tierflow/tierflow/runtime/metrics"
@@ -85,6 +90,7 @@ type query struct {
 	tr       *natsrelay.Transport
 	res      *results
 	sinkHere bool
+	sinks    []*lazySink // catalog sinks (INSERT INTO NATS)
 	stop     chan struct{}
 	stopOnce sync.Once
 	graceful atomic.Bool // a graceful stop was asked for
@@ -281,6 +287,31 @@ func (w *Worker) build(req deploy.DeployRequest) error {
 	if w.cfg.Exec != nil {
 		w.cfg.Exec(&eo, req.Script.Variants)
 	}
+	// Streams FROM NATS and sinks TO NATS: the instances of one query's scan
+	// share a queue group, so scans on several workers split a core NATS
+	// subject instead of each reading every message; a sink marks the end
+	// of its subject so a downstream reader of it ends too.
+	policy := sources.Fail
+	if req.Script.OnError != "" {
+		var err error
+		if policy, err = sources.ParseOnError(req.Script.OnError); err != nil {
+			return err
+		}
+	}
+	nh := connectors.Hooks{Conn: func() (*nats.Conn, error) { return w.cfg.Conn, nil },
+		Sources: connectors.SourceConfig{Queue: "tierflow-" + req.Query, MaxRows: req.Script.BatchSize, OnError: policy},
+		Sinks:   connectors.SinkConfig{End: true}}
+	// operators/exec closes a catalog sink only in its own Run, which a
+	// worker does not call: the sink is opened lazily (only the worker that
+	// runs it writes) and closed when the part ends on the worker that holds
+	// the sink, which publishes its end marker.
+	var opened []*lazySink
+	eo.Stream = nh.Stream
+	eo.Sink = func(s *catalog.Sink, schema *arrow.Schema) (sinks.Writer, error) {
+		l := &lazySink{open: func() (sinks.Writer, error) { return nh.Sink(s, schema) }}
+		opened = append(opened, l)
+		return l, nil
+	}
 	eq, _, err := req.Script.Build(nil, eo)
 	if err != nil {
 		return err
@@ -300,7 +331,7 @@ func (w *Worker) build(req deploy.DeployRequest) error {
 	}
 	tr := natsrelay.New(w.cfg.Conn, natsrelay.Options{Config: relay.Config{Allocator: mem}})
 	dt := relay.NewDataflowTransport(tr)
-	q := &query{id: req.Query, dt: dt, tr: tr, res: res, sinkHere: sinkHere, stop: make(chan struct{}), done: make(chan struct{})}
+	q := &query{id: req.Query, dt: dt, tr: tr, res: res, sinkHere: sinkHere, sinks: opened, stop: make(chan struct{}), done: make(chan struct{})}
 	dw, err := dataflow.NewWorker(g, idx, dataflow.Config{Allocator: mem, Transport: dt, Stop: q.stop})
 	if err != nil {
 		_ = dt.Close()
@@ -411,6 +442,11 @@ func (w *Worker) run(ctx context.Context, q *query) {
 		err = fmt.Errorf("%w (relay: %v)", err, derr)
 	}
 	if q.sinkHere {
+		for _, s := range q.sinks {
+			if cerr := s.finish(); cerr != nil && err == nil {
+				err = cerr
+			}
+		}
 		if eerr := q.res.end(); eerr != nil && err == nil {
 			err = eerr
 		}
@@ -478,4 +514,37 @@ func (w *Worker) Close() error {
 	w.cancel()
 	w.wg.Wait()
 	return nil
+}
+
+// lazySink opens a catalog sink's writer at its first batch, or when the
+// part ends on the worker that holds the sink (so an empty result still
+// marks its end).
+type lazySink struct {
+	open func() (sinks.Writer, error)
+	w    sinks.Writer
+}
+
+func (l *lazySink) Write(rec arrow.Record) error {
+	if l.w == nil {
+		w, err := l.open()
+		if err != nil {
+			return err
+		}
+		l.w = w
+	}
+	return l.w.Write(rec)
+}
+
+// Close is the executor's: the part's end is the worker's to decide.
+func (l *lazySink) Close() error { return nil }
+
+func (l *lazySink) finish() error {
+	if l.w == nil {
+		w, err := l.open()
+		if err != nil {
+			return err
+		}
+		l.w = w
+	}
+	return l.w.Close()
 }

@@ -1,0 +1,162 @@
+package cluster_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/csv"
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/tierflow/tierflow/operators/sinks"
+	"github.com/tierflow/tierflow/planner/infra"
+	"github.com/tierflow/tierflow/runtime/cluster"
+	"github.com/tierflow/tierflow/runtime/cluster/clustertest"
+	"github.com/tierflow/tierflow/runtime/connectors"
+	"github.com/tierflow/tierflow/runtime/coordinator"
+	"github.com/tierflow/tierflow/runtime/deploy"
+)
+
+// natsQuery is clustertest.Query with the readings FROM JETSTREAM and the
+// result INSERTed INTO a core NATS subject.
+const natsQuery = `
+CREATE STREAM readings (sensor INT, ts TIMESTAMP, temperature DOUBLE, humidity DOUBLE)
+  FROM JETSTREAM 'in.readings' FORMAT CSV;
+CREATE TABLE sensors (sensor INT, site VARCHAR) FROM FILE 'sensors.csv' FORMAT CSV;
+CREATE SINK counts TO NATS 'out.counts' FORMAT JSON;
+INSERT INTO counts
+SELECT s.site, count(*) AS n
+FROM readings AS r JOIN sensors AS s ON r.sensor = s.sensor
+WHERE r.temperature > 20
+GROUP BY s.site, TUMBLE(r.ts, INTERVAL '10' SECOND);
+`
+
+// TestNATSStreamAndSink runs a query whose stream comes FROM JETSTREAM and
+// whose sink is TO NATS across an embedded cluster: the workers build both
+// through runtime/connectors on their own connections, and the rows a test
+// subscriber receives equal a one-process run over the same rows in a file.
+func TestNATSStreamAndSink(t *testing.T) {
+	dir := t.TempDir()
+	fileScript := clustertest.WriteData(t, dir, 2000)
+	// The reference: the file-based query in one process.
+	want := clustertest.Local(t, fileScript)
+
+	inf, err := infra.LoadFile(filepath.Join(dir, "infra.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	c, err := cluster.StartEmbedded(ctx, cluster.Options{Infra: inf, Heartbeat: 100 * time.Millisecond, Placement: coordinator.PlaceRules})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+
+	nc, err := nats.Connect(c.URL())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer nc.Close()
+	// The readings go into a JetStream stream before the query starts:
+	// nothing is lost before its consumer exists. Each message is a CSV
+	// line; a last message marks the end of the stream.
+	js, err := jetstream.New(nc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := js.CreateStream(ctx, jetstream.StreamConfig{Name: "READINGS", Subjects: []string{"in.readings"}}); err != nil {
+		t.Fatal(err)
+	}
+	data, err := os.ReadFile(filepath.Join(dir, "readings.csv"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, line := range strings.Split(strings.TrimSpace(string(data)), "\n") {
+		if i == 0 {
+			continue // header
+		}
+		if _, err := js.Publish(ctx, "in.readings", []byte(line)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	end := nats.NewMsg("in.readings")
+	end.Header.Set(connectors.EndHeader, "1")
+	if _, err := js.PublishMsg(ctx, end); err != nil {
+		t.Fatal(err)
+	}
+
+	// The subscriber collects the sink's rows until its end marker.
+	var mu sync.Mutex
+	var rows []string
+	ended := make(chan struct{})
+	sub, err := nc.Subscribe("out.counts", func(m *nats.Msg) {
+		if m.Header.Get(connectors.EndHeader) != "" {
+			close(ended)
+			return
+		}
+		mu.Lock()
+		rows = append(rows, string(m.Data))
+		mu.Unlock()
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sub.Unsubscribe()
+	if err := nc.Flush(); err != nil {
+		t.Fatal(err)
+	}
+
+	path := filepath.Join(dir, "nats.sql")
+	var stdout, log bytes.Buffer
+	err = c.RunScript(ctx, path, natsQuery, cluster.ScriptOptions{Stdout: &stdout, Log: &log, BatchSize: 200,
+		NewOutput: func() (sinks.Writer, error) { return sinks.NewCSV(&bytes.Buffer{}), nil }})
+	if err != nil {
+		t.Fatalf("%v\n%s", err, log.String())
+	}
+	select {
+	case <-ended:
+	case <-ctx.Done():
+		t.Fatalf("no end marker on out.counts; %d rows so far\n%s", len(rows), log.String())
+	}
+	qs := c.Coordinator.Queries()
+	if len(qs) != 1 || qs[0].State != deploy.StateFinished || len(qs[0].Workers) < 2 {
+		t.Fatalf("the INSERT did not run on the cluster: %+v\n%s", qs, log.String())
+	}
+
+	mu.Lock()
+	got := jsonToCSV(t, rows)
+	mu.Unlock()
+	if err := clustertest.SameRows(got, want); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// jsonToCSV turns the sink's JSON rows {"site":..,"n":..} into the CSV the
+// reference run wrote (header site,n).
+func jsonToCSV(t *testing.T, rows []string) string {
+	t.Helper()
+	var b strings.Builder
+	w := csv.NewWriter(&b)
+	w.Write([]string{"site", "n"})
+	for _, r := range rows {
+		var row struct {
+			Site string `json:"site"`
+			N    int64  `json:"n"`
+		}
+		if err := json.Unmarshal([]byte(r), &row); err != nil {
+			t.Fatalf("sink row %q: %v", r, err)
+		}
+		w.Write([]string{row.Site, fmt.Sprint(row.N)})
+	}
+	w.Flush()
+	return b.String()
+}
