@@ -9,6 +9,7 @@ import (
 	"os/signal"
 	"path/filepath"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -19,16 +20,20 @@ import (
 	"github.com/tierflow/tierflow/operators/sources"
 	"github.com/tierflow/tierflow/planner/bind"
 	"github.com/tierflow/tierflow/planner/catalog"
+	"github.com/tierflow/tierflow/planner/infra"
+	"github.com/tierflow/tierflow/runtime/cluster"
 	"github.com/tierflow/tierflow/runtime/inference"
 )
 
 // runFlags are the options of `tierflow run`.
 type runFlags struct {
-	output   string
-	onError  string
-	maxDelay time.Duration
-	batch    int
-	parallel int
+	output    string
+	onError   string
+	maxDelay  time.Duration
+	batch     int
+	parallel  int
+	local     bool
+	processes bool
 }
 
 func newRunCmd(a *app) *cobra.Command {
@@ -36,21 +41,31 @@ func newRunCmd(a *app) *cobra.Command {
 	c := &cobra.Command{
 		Use:   "run [flags] QUERY.sql|-",
 		Short: "Run a script's statements locally: CREATE ... then queries, printing results as they stream",
-		Long: `run executes the statements of a script in order, in this process: CREATE and
-DROP change the catalog (--catalog loads one first), SHOW FUNCTIONS lists the
-function registry, and each query runs until its sources end. Results print as
-a table that grows as windows close; --output FILE writes them instead, as
---format csv, json (JSON lines) or parquet (default: from the file's extension).
+		Long: `run executes the statements of a script in order: CREATE and DROP change the
+catalog (--catalog loads one first), SHOW WORKERS / QUERIES / FUNCTIONS print,
+and each query runs until its sources end. Results print as a table that grows
+as windows close; --output FILE writes them instead, as --format csv, json
+(JSON lines) or parquet (default: from the file's extension).
+
+By default the queries run on an embedded cluster: an in-process NATS server
+(or --nats URL), a coordinator and one worker per worker of --infra (default:
+one each on an edge, a hub and a cloud tier), each worker with its own NATS
+connection, so a plan's data really crosses NATS between tiers. --processes
+starts the workers as child processes instead. --local runs each query in this
+process on one executor, without NATS between operators; --parallelism applies
+only there. Stderr names the mode and the workers.
 
 Streams FROM FILE are read in event-time order with epochs advanced by a
 watermark: the largest event time seen minus --max-delay. Rows arriving after
-their window closed are counted and dropped, never merged. Rows that do not fit
-the declared schema are reported with file and row number; --on-error skip goes
-on without them, fail (the default) stops. Ctrl-C stops the query cleanly: what
-was complete has been written.`,
+their window closed are counted and dropped, never merged (--local reports the
+counts). Rows that do not fit the declared schema are reported with file and
+row number; --on-error skip goes on without them, fail (the default) stops.
+Ctrl-C stops the query cleanly: what was complete has been written.`,
 		Example: `  tierflow run examples/streaming/query.sql
   tierflow run --output results.csv examples/streaming/query.sql
-  tierflow run --on-error skip --max-delay 5s --format json examples/streaming/query.sql`,
+  tierflow run --on-error skip --max-delay 5s --format json examples/streaming/query.sql
+  tierflow run --catalog examples/fashion/catalog.yaml --infra examples/fashion/infra.yaml --processes examples/fashion/cascade.sql
+  tierflow run --local --parallelism 4 examples/streaming/query.sql`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return runRun(cmd.Context(), a, f, args[0])
@@ -61,7 +76,9 @@ was complete has been written.`,
 	fl.StringVar(&f.onError, "on-error", "fail", "what to do with a row that does not fit its schema: skip or fail")
 	fl.DurationVar(&f.maxDelay, "max-delay", 2*time.Second, "allowed out-of-orderness of event time (watermark delay)")
 	fl.IntVar(&f.batch, "batch-size", 4096, "rows per source batch")
-	fl.IntVar(&f.parallel, "parallelism", 1, "instances of each GROUP BY, rows exchanged by a hash of the group keys")
+	fl.IntVar(&f.parallel, "parallelism", 1, "with --local: instances of each GROUP BY, rows exchanged by a hash of the group keys")
+	fl.BoolVar(&f.local, "local", false, "run in this process on one executor instead of an embedded cluster")
+	fl.BoolVar(&f.processes, "processes", false, "start the cluster's workers as child processes instead of goroutines")
 	return c
 }
 
@@ -102,6 +119,9 @@ func runRun(ctx context.Context, a *app, f runFlags, path string) error {
 	if err != nil {
 		return badInput(err)
 	}
+	if f.local && f.processes {
+		return badInput(fmt.Errorf("--local and --processes exclude each other"))
+	}
 	var cat *catalog.Catalog
 	if a.g.catalog != "" {
 		if cat, err = catalog.LoadFile(a.g.catalog); err != nil {
@@ -124,26 +144,25 @@ func runRun(ctx context.Context, a *app, f runFlags, path string) error {
 		out = file
 	}
 	used := false
-	link := newNATSLink(a)
-	defer link.close()
-	nh := link.hooks(policy, f.batch)
+	newOutput := func() (sinks.Writer, error) {
+		if used && f.output != "" && format == "parquet" {
+			return nil, badInput(fmt.Errorf("--output %s holds one Parquet result; the script has several queries", f.output))
+		}
+		used = true
+		return sinks.New(format, out)
+	}
 	base := filepath.Dir(path)
 	if path == "<stdin>" {
 		base = "."
 	}
-	err = exec.RunScript(ctx, path, string(src), exec.ScriptOptions{
-		Options: exec.Options{BaseDir: base, Stdout: a.out, OnError: policy, MaxDelay: f.maxDelay, BatchSize: f.batch, Parallelism: f.parallel, Stream: nh.Stream, Sink: nh.Sink, Lateral: inference.New(inference.Config{OrtLib: a.g.ortLib, BaseDir: base, Log: a.err}).Lateral},
-		Catalog: cat,
-		Log:     a.err,
-		NewOutput: func() (sinks.Writer, error) {
-			if used && f.output != "" && format == "parquet" {
-				return nil, badInput(fmt.Errorf("--output %s holds one Parquet result; the script has several queries", f.output))
-			}
-			used = true
-			return sinks.New(format, out)
-		},
-	})
-	if errors.Is(err, context.Canceled) && ctx.Err() != nil {
+	if f.local {
+		err = runLocalScript(ctx, a, f, policy, path, string(src), base, cat, newOutput)
+	} else {
+		err = runClusterScript(ctx, a, f, path, string(src), base, newOutput)
+	}
+	if err != nil && ctx.Err() != nil {
+		// Ctrl-C: the cluster path reports it as the stopped query's error.
+
 		fmt.Fprintln(a.err, "-- interrupted: results of closed windows were written")
 		return nil
 	}
@@ -154,4 +173,83 @@ func runRun(ctx context.Context, a *app, f runFlags, path string) error {
 		return badInput(err)
 	}
 	return err
+}
+
+// runLocalScript runs the script in this process with operators/exec; NATS
+// streams and sinks connect (to --nats or a server started when first
+// needed) through runtime/connectors.
+func runLocalScript(ctx context.Context, a *app, f runFlags, policy sources.OnError, path, src, base string, cat *catalog.Catalog, newOutput func() (sinks.Writer, error)) error {
+	link := newNATSLink(a)
+	defer link.close()
+	nh := link.hooks(policy, f.batch)
+	fmt.Fprintln(a.err, "-- local: one executor in this process")
+	return exec.RunScript(ctx, path, src, exec.ScriptOptions{
+		Options: exec.Options{BaseDir: base, Stdout: a.out, OnError: policy, MaxDelay: f.maxDelay, BatchSize: f.batch, Parallelism: f.parallel,
+			Stream: nh.Stream, Sink: nh.Sink, Lateral: inference.New(inference.Config{OrtLib: a.g.ortLib, BaseDir: base, Log: a.err}).Lateral},
+		Catalog:   cat,
+		Log:       a.err,
+		NewOutput: newOutput,
+	})
+}
+
+// runClusterScript starts a local cluster (embedded, or with --processes
+// child-process workers) on --infra or the default three tiers, and runs
+// the script on it.
+func runClusterScript(ctx context.Context, a *app, f runFlags, path, src, base string, newOutput func() (sinks.Writer, error)) error {
+	inf := cluster.DefaultInfra()
+	if a.g.infra != "" {
+		var err error
+		if inf, err = infra.LoadFile(a.g.infra); err != nil {
+			return badInput(err)
+		}
+	}
+	catPath := ""
+	if a.g.catalog != "" {
+		var err error
+		if catPath, err = filepath.Abs(a.g.catalog); err != nil {
+			return badInput(err)
+		}
+	}
+	absBase, err := filepath.Abs(base)
+	if err != nil {
+		return err
+	}
+	// The workers' logs (child processes' output is copied by goroutines of
+	// os/exec) and this command's share stderr: one lock keeps lines whole.
+	log := &lockedWriter{w: a.err}
+	opts := cluster.Options{Infra: inf, Catalog: catPath, NATS: a.g.nats, OrtLib: a.g.ortLib, ModelLog: log}
+	mode := "embedded cluster"
+	var c *cluster.Cluster
+	if f.processes {
+		mode = "cluster of worker processes"
+		c, err = cluster.StartProcesses(ctx, cluster.ProcessOptions{Options: opts, Stderr: log})
+	} else {
+		c, err = cluster.StartEmbedded(ctx, opts)
+	}
+	if err != nil {
+		if errors.Is(err, cluster.ErrInfra) {
+			return badInput(err)
+		}
+		return err
+	}
+	defer c.Close()
+	var names []string
+	for _, m := range inf.Machines() {
+		names = append(names, cluster.WorkerName(m.Name)+" "+m.Tier)
+	}
+	fmt.Fprintf(log, "-- %s: %d workers (%s) on %s\n", mode, len(names), strings.Join(names, ", "), c.URL())
+	return c.RunScript(ctx, path, src, cluster.ScriptOptions{BaseDir: absBase, Catalog: catPath, NewOutput: newOutput,
+		Stdout: a.out, Log: log, OnError: f.onError, MaxDelay: f.maxDelay, BatchSize: f.batch})
+}
+
+// lockedWriter serialises writes from several goroutines.
+type lockedWriter struct {
+	mu sync.Mutex
+	w  io.Writer
+}
+
+func (l *lockedWriter) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.w.Write(p)
 }

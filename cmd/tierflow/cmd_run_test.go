@@ -19,7 +19,8 @@ SELECT k, count(*) AS n FROM d WHERE v > 5 GROUP BY k, TUMBLE(ts, INTERVAL '10' 
 
 func TestRunPrintsWindowsAndReportsBadRows(t *testing.T) {
 	_, query := writeRunFiles(t)
-	code, out, errs := runCLI(t, "", "run", "--on-error", "skip", "--parallelism", "2", query)
+	// The bad and late row counts are the one-process executor's.
+	code, out, errs := runCLI(t, "", "run", "--local", "--on-error", "skip", "--parallelism", "2", query)
 	if code != exitOK {
 		t.Fatalf("exit %d: %s", code, errs)
 	}
@@ -84,11 +85,64 @@ func TestRunReportsLateRows(t *testing.T) {
 	os.WriteFile(q, []byte(`CREATE STREAM d (k BIGINT, ts TIMESTAMP) FROM FILE 'd.csv' FORMAT CSV;
 SELECT k, window_start, count(*) AS n FROM d GROUP BY k, TUMBLE(ts, INTERVAL '10' SECOND);
 `), 0o644)
-	code, out, errs := runCLI(t, "", "run", "--max-delay", "1s", "--batch-size", "1", "--format", "csv", q)
-	if code != exitOK {
-		t.Fatalf("exit %d: %s", code, errs)
+	for _, mode := range []string{"--local", "--local=false"} {
+		code, out, errs := runCLI(t, "", "run", mode, "--max-delay", "1s", "--batch-size", "1", "--format", "csv", q)
+		if code != exitOK {
+			t.Fatalf("%s: exit %d: %s", mode, code, errs)
+		}
+		if out != "k,window_start,n\n1,2024-01-01 00:00:00,1\n1,2024-01-01 00:00:10,2\n" {
+			t.Fatalf("%s: stdout %q\nstderr %s", mode, out, errs)
+		}
+		// The late row count is the one-process executor's report.
+		if mode == "--local" && !strings.Contains(errs, "1 late rows dropped") {
+			t.Fatalf("%s: stderr %s", mode, errs)
+		}
 	}
-	if out != "k,window_start,n\n1,2024-01-01 00:00:00,1\n1,2024-01-01 00:00:10,2\n" || !strings.Contains(errs, "1 late rows dropped") {
-		t.Fatalf("stdout %q\nstderr %s", out, errs)
+}
+
+// TestRunDefaultMatchesLocal: the default mode runs the streaming example on
+// an embedded cluster (one NATS server, a worker per tier, named on stderr
+// and not on stdout) and prints exactly what the one-process executor does.
+func TestRunDefaultMatchesLocal(t *testing.T) {
+	query := filepath.Join("..", "..", "examples", "streaming", "query.sql")
+	code, want, errs := runCLI(t, "", "run", "--local", "--format", "csv", query)
+	if code != exitOK || strings.Count(want, "\n") < 10 {
+		t.Fatalf("--local: exit %d, %d lines\n%s", code, strings.Count(want, "\n"), errs)
+	}
+	code, got, errs := runCLI(t, "", "run", "--format", "csv", query)
+	if code != exitOK {
+		t.Fatalf("embedded: exit %d: %s", code, errs)
+	}
+	if got != want {
+		t.Fatalf("embedded output differs from --local:\n%s\nwant:\n%s", got, want)
+	}
+	if !strings.Contains(errs, "-- embedded cluster: 3 workers (edge-1 edge, hub-1 hub, cloud-1 cloud) on nats://127.0.0.1:") ||
+		strings.Count(errs, "-- query ") != 1 || !strings.Contains(errs, " finished: ") {
+		t.Fatalf("stderr:\n%s", errs)
+	}
+	code, _, errs = runCLI(t, "", "run", "--local", "--processes", query)
+	if code != exitBadInput || !strings.Contains(errs, "exclude each other") {
+		t.Fatalf("--local --processes: exit %d: %s", code, errs)
+	}
+}
+
+// TestRunProcesses: --processes starts each worker of --infra as a child
+// process (the test binary, turned into the real CLI by TestMain) and gives
+// the rows an in-process run gives.
+func TestRunProcesses(t *testing.T) {
+	dir, query := writeRunFiles(t)
+	inf := filepath.Join(dir, "infra.yaml")
+	os.WriteFile(inf, []byte("tiers:\n  - name: edge\n  - name: cloud\nworker_types:\n  - name: x1\n    price: 0.1\nworkers:\n  - name: e1\n    type: x1\n    tier: edge\n  - name: c1\n    type: x1\n    tier: cloud\n"), 0o644)
+	code, want, errs := runCLI(t, "", "run", "--local", "--on-error", "skip", "--format", "csv", query)
+	if code != exitOK {
+		t.Fatalf("--local: exit %d: %s", code, errs)
+	}
+	t.Setenv(childEnv, "real")
+	code, got, errs := runCLI(t, "", "run", "--processes", "--infra", inf, "--on-error", "skip", "--format", "csv", query)
+	if code != exitOK || got != want {
+		t.Fatalf("--processes: exit %d, stdout %q, want %q\nstderr %s", code, got, want, errs)
+	}
+	if !strings.Contains(errs, "-- cluster of worker processes: 2 workers (e1 edge, c1 cloud) on nats://") {
+		t.Fatalf("stderr:\n%s", errs)
 	}
 }

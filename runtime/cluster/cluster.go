@@ -94,6 +94,8 @@ type Cluster struct {
 	Workers     []*worker.Worker
 	procs       []*process
 	client      *coordinator.Client
+	ortLib      string
+	modelLog    io.Writer
 }
 
 // WorkerName turns a machine name into a valid worker name (subject token).
@@ -120,7 +122,7 @@ func startCore(o *Options) (*Cluster, error) {
 	if o.Heartbeat <= 0 {
 		o.Heartbeat = time.Second
 	}
-	c := &Cluster{url: o.NATS}
+	c := &Cluster{url: o.NATS, ortLib: o.OrtLib, modelLog: o.ModelLog}
 	if c.url == "" {
 		// JetStream too, so streams FROM JETSTREAM and sinks TO JETSTREAM
 		// work against the one server the cluster runs.

@@ -11,11 +11,14 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/nats-io/nats.go"
+
 	"github.com/tierflow/tierflow/lang"
 	"github.com/tierflow/tierflow/operators/exec"
 	"github.com/tierflow/tierflow/operators/sinks"
 	"github.com/tierflow/tierflow/operators/sources"
 	"github.com/tierflow/tierflow/planner/logical"
+	"github.com/tierflow/tierflow/runtime/connectors"
 	"github.com/tierflow/tierflow/runtime/deploy"
 )
 
@@ -80,7 +83,7 @@ func (c *Cluster) RunScript(ctx context.Context, filename, src string, so Script
 				// so every worker would truncate the file and none would
 				// flush it. Such a query runs here until exec can finish a
 				// sink on the worker that ran it.
-				if err := runLocal(ctx, sc, so); err != nil {
+				if err := c.runLocal(ctx, sc, so); err != nil {
 					return err
 				}
 				continue
@@ -133,6 +136,15 @@ func Summary(q deploy.QueryInfo) string {
 		fmt.Fprintf(&b, " in %s", q.Ended.Sub(q.Submitted).Round(time.Millisecond))
 	}
 	fmt.Fprintf(&b, " on %d workers", len(q.Workers))
+	var read int64
+	for _, op := range q.Operators {
+		if strings.HasPrefix(op.Operator, "scan ") {
+			read += op.RowsOut
+		}
+	}
+	if read > 0 {
+		fmt.Fprintf(&b, ", %d rows read", read)
+	}
 	tb := q.TierBytes()
 	keys := make([]string, 0, len(tb))
 	for k := range tb {
@@ -175,9 +187,20 @@ func WriteQueries(w io.Writer, qs []deploy.QueryInfo) {
 	tw.Flush()
 }
 
-// runLocal runs one query in this process (operators/exec).
-func runLocal(ctx context.Context, sc deploy.Script, so ScriptOptions) error {
-	q, _, err := sc.Build(nil, exec.Options{Stdout: so.Stdout})
+// runLocal runs one query in this process (operators/exec), with the model
+// runtime and the NATS connectors on the cluster's server.
+func (c *Cluster) runLocal(ctx context.Context, sc deploy.Script, so ScriptOptions) error {
+	eo := exec.Options{Stdout: so.Stdout}
+	ExecHooks(c.conns[0], c.ortLib, c.modelLog)(&eo, nil)
+	policy := sources.Fail
+	if so.OnError != "" {
+		policy, _ = sources.ParseOnError(so.OnError) // checked by RunScript
+	}
+	nh := connectors.Hooks{Conn: func() (*nats.Conn, error) { return c.conns[0], nil },
+		Sources: connectors.SourceConfig{OnError: policy, MaxRows: so.BatchSize},
+		Sinks:   connectors.SinkConfig{End: true}}
+	eo.Stream, eo.Sink = nh.Stream, nh.Sink
+	q, _, err := sc.Build(nil, eo)
 	if err != nil {
 		return err
 	}
@@ -188,9 +211,9 @@ func runLocal(ctx context.Context, sc deploy.Script, so ScriptOptions) error {
 	return err
 }
 
-// localSink: sinks to a file or stdout run in this process (see RunScript);
-// NATS and JetStream sinks run on the workers.
+// localSink: sinks to a file, stdout or JetStream run in this process (see
+// RunScript; the coordinator refuses all but core NATS sinks); core NATS
+// sinks run on the workers.
 func localSink(kind string) bool {
-	k := strings.ToLower(kind)
-	return k != "nats" && k != "jetstream"
+	return !strings.EqualFold(kind, "nats")
 }
