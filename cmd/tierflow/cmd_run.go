@@ -160,9 +160,10 @@ func runRun(ctx context.Context, a *app, f runFlags, path string) error {
 	} else {
 		err = runClusterScript(ctx, a, f, path, string(src), base, newOutput)
 	}
-	if err != nil && ctx.Err() != nil {
-		// Ctrl-C: the cluster path reports it as the stopped query's error.
-
+	if ctx.Err() != nil {
+		// Ctrl-C: the executor (or the cluster's stopped query) has written
+		// every window that closed; whatever error the stop caused is not
+		// the user's.
 		fmt.Fprintln(a.err, "-- interrupted: results of closed windows were written")
 		return nil
 	}

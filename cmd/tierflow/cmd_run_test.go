@@ -2,9 +2,11 @@ package main
 
 import (
 	"os"
+	osexec "os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 )
 
 func writeRunFiles(t *testing.T) (dir, query string) {
@@ -144,5 +146,46 @@ func TestRunProcesses(t *testing.T) {
 	}
 	if !strings.Contains(errs, "-- cluster of worker processes: 2 workers (e1 edge, c1 cloud) on nats://") {
 		t.Fatalf("stderr:\n%s", errs)
+	}
+}
+
+// TestRunInterruptStopsCleanly: Ctrl-C stops an embedded-cluster query that
+// would never end (its NATS subject gets no end marker): the stopped query's
+// complete windows print, the run says it was interrupted, and exits 0.
+func TestRunInterruptStopsCleanly(t *testing.T) {
+	dir := t.TempDir()
+	q := filepath.Join(dir, "q.sql")
+	os.WriteFile(q, []byte(`CREATE STREAM s (k BIGINT, ts TIMESTAMP) FROM NATS 'nobody.publishes' FORMAT JSON;
+SELECT k, count(*) AS n FROM s GROUP BY k, TUMBLE(ts, INTERVAL '1' SECOND);
+`), 0o644)
+	var stdout, stderr syncBuffer
+	cmd := osexec.Command(os.Args[0], "run", q)
+	cmd.Env = append(os.Environ(), childEnv+"=real")
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- cmd.Wait() }()
+	deadline := time.Now().Add(15 * time.Second)
+	for !strings.Contains(stderr.String(), "-- embedded cluster: 3 workers") {
+		if time.Now().After(deadline) {
+			_ = cmd.Process.Kill()
+			t.Fatalf("the cluster did not start:\n%s", stderr.String())
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	_ = cmd.Process.Signal(os.Interrupt)
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatalf("exit: %v\n%s", err, stderr.String())
+		}
+	case <-time.After(10 * time.Second):
+		_ = cmd.Process.Kill()
+		t.Fatalf("run did not stop on SIGINT:\n%s", stderr.String())
+	}
+	if !strings.Contains(stderr.String(), "-- interrupted") || !strings.Contains(stdout.String(), "(0 rows)") {
+		t.Fatalf("stdout:\n%s\nstderr:\n%s", stdout.String(), stderr.String())
 	}
 }
