@@ -243,14 +243,30 @@ func runClusterScript(ctx context.Context, a *app, f runFlags, path, src, base s
 		Stdout: a.out, Log: log, OnError: f.onError, MaxDelay: f.maxDelay, BatchSize: f.batch})
 }
 
-// lockedWriter serialises writes from several goroutines.
+// lockedWriter serialises writes from several goroutines. Every worker that
+// holds a part of a query builds its model operators and says so: a model
+// line already printed for the current query is dropped.
 type lockedWriter struct {
-	mu sync.Mutex
-	w  io.Writer
+	mu     sync.Mutex
+	w      io.Writer
+	models map[string]bool
 }
 
 func (l *lockedWriter) Write(p []byte) (int, error) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
+	line := string(p)
+	switch {
+	case strings.HasPrefix(line, "-- model ") && strings.Count(line, "\n") == 1:
+		if l.models[line] {
+			return len(p), nil
+		}
+		if l.models == nil {
+			l.models = map[string]bool{}
+		}
+		l.models[line] = true
+	case strings.HasPrefix(line, "-- query "):
+		clear(l.models)
+	}
 	return l.w.Write(p)
 }

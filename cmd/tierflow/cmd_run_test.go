@@ -189,3 +189,19 @@ SELECT k, count(*) AS n FROM s GROUP BY k, TUMBLE(ts, INTERVAL '1' SECOND);
 		t.Fatalf("stdout:\n%s\nstderr:\n%s", stdout.String(), stderr.String())
 	}
 }
+
+// TestRunLogDropsRepeatedModelLines: every worker holding a query's part
+// reports its model operators; stderr says it once per query.
+func TestRunLogDropsRepeatedModelLines(t *testing.T) {
+	var b strings.Builder
+	l := &lockedWriter{w: &b}
+	for _, s := range []string{"-- model m: variant a\n", "-- model m: variant a\n", "-- model n: variant b\n",
+		"-- query q1 finished\n", "-- model m: variant a\n", "-- model m: variant a\n"} {
+		if n, err := l.Write([]byte(s)); n != len(s) || err != nil {
+			t.Fatalf("write %q: %d, %v", s, n, err)
+		}
+	}
+	if want := "-- model m: variant a\n-- model n: variant b\n-- query q1 finished\n-- model m: variant a\n"; b.String() != want {
+		t.Fatalf("log %q, want %q", b.String(), want)
+	}
+}
