@@ -1,9 +1,6 @@
 package optimize
 
-import (
-	"context"
-	"time"
-)
+import "context"
 
 // BestFit is the Best Fit baseline of JellyBean 6.1 (geo-distributed database
 // placement, to cut network cost): the most accurate variants, and for each
@@ -18,44 +15,25 @@ func (BestFit) Doc() string {
 }
 
 func (BestFit) Optimize(ctx context.Context, p *Problem, o Options) (*Plan, error) {
-	start := time.Now()
-	o = o.withDefaults()
-	in, err := newInstance(p, o.CostModel)
-	if err != nil {
-		return nil, err
-	}
-	var pl *Plan
-	if vars := in.mostAccurate(); vars != nil {
-		s := newPartial(in)
-		ok := true
-		for _, op := range in.ix.topo {
-			v := vars[op]
-			home := 0
-			for _, e := range in.ix.in[op] {
-				if e.src >= 0 {
-					home = max(home, in.ix.sourceTier[e.src])
-					continue
-				}
-				for _, w := range s.ws[e.from] {
-					home = max(home, in.ix.workerTier[w])
-				}
+	return fitBaseline(ctx, p, o, "best-fit", func(in *instance, s *partial, op, v int, vars []int) []int {
+		home := 0
+		for _, e := range in.ix.in[op] {
+			if e.src >= 0 {
+				home = max(home, in.ix.sourceTier[e.src])
+				continue
 			}
-			var ws []int
-			for top := home; top < len(in.p.Tiers) && ws == nil; top++ {
-				ws = in.greedyFill(op, v, vars, s, func(w int) bool { return in.ix.workerTier[w] <= top },
-					func(w int, _, _ float64) float64 {
-						// Home tier first, then each tier up; cheapest compute within.
-						return float64(in.ix.workerTier[w]-home)*1e12 + in.price[w]/in.caps[op][v][w]
-					})
-			}
-			if ws == nil || !in.place(op, v, ws, vars, s) {
-				ok = false
-				break
+			for _, w := range s.ws[e.from] {
+				home = max(home, in.ix.workerTier[w])
 			}
 		}
-		if ok {
-			pl = in.evaluate(s.sol(vars))
+		var ws []int
+		for top := home; top < len(in.p.Tiers) && ws == nil; top++ {
+			ws = in.greedyFill(op, v, vars, s, func(w int) bool { return in.ix.workerTier[w] <= top },
+				func(w int, _, _ float64) float64 {
+					// Home tier first, then each tier up; cheapest compute within.
+					return float64(in.ix.workerTier[w]-home)*1e12 + in.price[w]/in.caps[op][v][w]
+				})
 		}
-	}
-	return finish(ctx, in, pl, "best-fit", start, o)
+		return ws
+	})
 }

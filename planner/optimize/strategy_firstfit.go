@@ -1,9 +1,6 @@
 package optimize
 
-import (
-	"context"
-	"time"
-)
+import "context"
 
 // FirstFit is the First Fit baseline of JellyBean 6.1 (classic VM placement):
 // the most accurate variants, and for each operator in topological order the
@@ -18,28 +15,8 @@ func (FirstFit) Doc() string {
 }
 
 func (FirstFit) Optimize(ctx context.Context, p *Problem, o Options) (*Plan, error) {
-	start := time.Now()
-	o = o.withDefaults()
-	in, err := newInstance(p, o.CostModel)
-	if err != nil {
-		return nil, err
-	}
-	var pl *Plan
-	if vars := in.mostAccurate(); vars != nil {
-		s := newPartial(in)
-		ok := true
-		for _, op := range in.ix.topo {
-			v := vars[op]
-			ws := in.greedyFill(op, v, vars, s, func(int) bool { return true },
-				func(w int, _, _ float64) float64 { return in.price[w] / in.caps[op][v][w] })
-			if ws == nil || !in.place(op, v, ws, vars, s) {
-				ok = false
-				break
-			}
-		}
-		if ok {
-			pl = in.evaluate(s.sol(vars))
-		}
-	}
-	return finish(ctx, in, pl, "first-fit", start, o)
+	return fitBaseline(ctx, p, o, "first-fit", func(in *instance, s *partial, op, v int, vars []int) []int {
+		return in.greedyFill(op, v, vars, s, func(int) bool { return true },
+			func(w int, _, _ float64) float64 { return in.price[w] / in.caps[op][v][w] })
+	})
 }
