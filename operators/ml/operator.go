@@ -119,24 +119,10 @@ func (o *Operator) run(ctx *dataflow.Context, n int, waited time.Duration) {
 		if p.taken == p.j.n {
 			continue
 		}
-		k := min(n, p.j.n-p.taken)
-		segs = append(segs, segment{j: p.j, start: p.taken, n: k})
-		p.taken += k
-		n -= k
+		segs = appendSegment(segs, p.j, &p.taken, &n)
 	}
-	rows := 0
-	for _, s := range segs {
-		rows += s.n
-	}
-	start := ctx.Now()
-	o.m.runBatch(segs)
-	o.b.Observe(rows, ctx.Now().Sub(start))
-	o.stats.Batches++
-	o.stats.Rows += rows
-	o.stats.MaxBatch = max(o.stats.MaxBatch, rows)
-	o.stats.MaxQueueDelay = max(o.stats.MaxQueueDelay, waited)
-	o.stats.Target = o.b.Target()
-	o.stats.Rate = o.b.Rate()
+	rows, _ := runSegments(o.m, o.b, segs, ctx.Now)
+	o.stats.addBatch(rows, waited, o.b)
 }
 
 // emit sends the finished batches at the head, in arrival order.

@@ -188,26 +188,45 @@ func (r *Runner) run(n int, oldest time.Time) {
 		if js.err != nil || js.taken == js.j.n {
 			continue
 		}
-		k := min(n, js.j.n-js.taken)
-		segs = append(segs, segment{j: js.j, start: js.taken, n: k})
-		js.taken += k
-		n -= k
+		segs = appendSegment(segs, js.j, &js.taken, &n)
 	}
-	rows := 0
+	rows, start := runSegments(r.m, r.b, segs, r.now)
+	r.mu.Lock()
+	r.stats.addBatch(rows, start.Sub(oldest), r.b)
+	r.mu.Unlock()
+}
+
+// appendSegment cuts the next rows of j, past *taken and at most *n, into
+// segs and counts them off both: the Operator and the Runner batch across
+// records the same way and differ only in which jobs they skip.
+func appendSegment(segs []segment, j *job, taken, n *int) []segment {
+	k := min(*n, j.n-*taken)
+	segs = append(segs, segment{j: j, start: *taken, n: k})
+	*taken += k
+	*n -= k
+	return segs
+}
+
+// runSegments runs segs as one batch on m and feeds its duration back to b,
+// whose target size follows the measured latency.
+func runSegments(m *Model, b *Batcher, segs []segment, now func() time.Time) (rows int, start time.Time) {
 	for _, s := range segs {
 		rows += s.n
 	}
-	start := r.now()
-	r.m.runBatch(segs)
-	r.b.Observe(rows, r.now().Sub(start))
-	r.mu.Lock()
-	r.stats.Batches++
-	r.stats.Rows += rows
-	r.stats.MaxBatch = max(r.stats.MaxBatch, rows)
-	r.stats.MaxQueueDelay = max(r.stats.MaxQueueDelay, start.Sub(oldest))
-	r.stats.Target = r.b.Target()
-	r.stats.Rate = r.b.Rate()
-	r.mu.Unlock()
+	start = now()
+	m.runBatch(segs)
+	b.Observe(rows, now().Sub(start))
+	return rows, start
+}
+
+// addBatch counts one batch of rows whose oldest row waited waited.
+func (s *RunnerStats) addBatch(rows int, waited time.Duration, b *Batcher) {
+	s.Batches++
+	s.Rows += rows
+	s.MaxBatch = max(s.MaxBatch, rows)
+	s.MaxQueueDelay = max(s.MaxQueueDelay, waited)
+	s.Target = b.Target()
+	s.Rate = b.Rate()
 }
 
 // emit sends every finished record at the head of the queue.
