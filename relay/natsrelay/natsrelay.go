@@ -108,16 +108,68 @@ func protocolError(link relay.LinkID, format string, args ...any) error {
 	return fmt.Errorf("%w on %s: %s", relay.ErrProtocol, link, fmt.Sprintf(format, args...))
 }
 
-// ---- sender ----
-
-type sender struct {
+// end is what a sender and a receiver share: the link, its two subjects,
+// its meter and the one subscription it listens on.
+type end struct {
 	t          *Transport
 	link       relay.LinkID
 	m          *relay.Meter
 	dataSubj   string
 	creditSubj string
 	sub        *nats.Subscription
-	maxChunk   int
+}
+
+func (e *end) Link() relay.LinkID     { return e.link }
+func (e *end) Stats() relay.LinkStats { return e.m.Snapshot() }
+
+// endpoint is a sender or a receiver as open sees it.
+type endpoint interface {
+	Close() error
+	teardown()
+}
+
+// open registers self on the transport and subscribes cb to subj; setup,
+// if not nil, adjusts the subscription. When it returns nil the
+// subscription is known to the server, so the peer's first frame cannot be
+// missed. A failure after registering tears self down again.
+func (e *end) open(ctx context.Context, dir relay.Direction, self endpoint, subj string, cb nats.MsgHandler, setup func(*nats.Subscription) error) error {
+	m, err := e.t.ends.Add(e.link, dir, self)
+	if err != nil {
+		return err
+	}
+	e.m = m
+	e.sub, err = e.t.nc.Subscribe(subj, cb)
+	if err == nil && setup != nil {
+		err = setup(e.sub)
+	}
+	if err == nil {
+		err = e.t.flush(ctx)
+	}
+	if err != nil {
+		self.teardown()
+		what := "sender"
+		if dir == relay.Recv {
+			what = "receiver"
+		}
+		return fmt.Errorf("relay: open %s of %s: %w", what, e.link, err)
+	}
+	return nil
+}
+
+// control publishes a control frame on subj and meters it if it went out.
+func (e *end) control(subj string, b []byte) error {
+	err := e.t.nc.Publish(subj, b)
+	if err == nil {
+		e.m.ControlBytes(len(b))
+	}
+	return err
+}
+
+// ---- sender ----
+
+type sender struct {
+	end
+	maxChunk int
 
 	sendMu sync.Mutex // orders messages; guards seq, buf, enc, broken
 	seq    uint64
@@ -142,7 +194,7 @@ func (t *Transport) OpenSender(ctx context.Context, link relay.LinkID) (relay.Se
 	if err := link.Validate(); err != nil {
 		return nil, err
 	}
-	s := &sender{t: t, link: link, notify: make(chan struct{}), enc: frame.NewEncoder(t.cfg.Allocator)}
+	s := &sender{end: end{t: t, link: link}, notify: make(chan struct{}), enc: frame.NewEncoder(t.cfg.Allocator)}
 	s.dataSubj, s.creditSubj = t.Subjects(link)
 	s.maxChunk = int(t.nc.MaxPayload())
 	if t.chunk > 0 && t.chunk < s.maxChunk {
@@ -153,32 +205,16 @@ func (t *Transport) OpenSender(ctx context.Context, link relay.LinkID) (relay.Se
 	if s.maxChunk < hl.Len()+64 {
 		return nil, fmt.Errorf("relay: max payload %d leaves no room for data on %s", s.maxChunk, link)
 	}
-	m, err := t.ends.Add(link, relay.Send, s)
-	if err != nil {
+	if err := s.open(ctx, relay.Send, s, s.creditSubj, s.onCredit, nil); err != nil {
 		return nil, err
-	}
-	s.m = m
-	s.sub, err = t.nc.Subscribe(s.creditSubj, s.onCredit)
-	if err == nil {
-		err = t.flush(ctx)
-	}
-	if err != nil {
-		s.teardown()
-		return nil, fmt.Errorf("relay: open sender of %s: %w", link, err)
 	}
 	s.hello()
 	return s, nil
 }
 
-func (s *sender) Link() relay.LinkID     { return s.link }
-func (s *sender) Stats() relay.LinkStats { return s.m.Snapshot() }
-
 // hello asks the receiver for its current grant.
 func (s *sender) hello() {
-	b := frame.Append(nil, header(s.link, frame.KindHello), nil)
-	if s.t.nc.Publish(s.dataSubj, b) == nil {
-		s.m.ControlBytes(len(b))
-	}
+	_ = s.control(s.dataSubj, frame.Append(nil, header(s.link, frame.KindHello), nil))
 }
 
 func (s *sender) onCredit(msg *nats.Msg) {
@@ -337,9 +373,7 @@ func (s *sender) Close() error {
 		if s.broken == nil {
 			h := header(s.link, frame.KindEnd)
 			h.Seq = s.seq + 1
-			b := frame.Append(nil, h, nil)
-			if err = s.t.nc.Publish(s.dataSubj, b); err == nil {
-				s.m.ControlBytes(len(b))
+			if err = s.control(s.dataSubj, frame.Append(nil, h, nil)); err == nil {
 				ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 				err = s.t.nc.FlushWithContext(ctx)
 				cancel()
@@ -380,15 +414,10 @@ type item struct {
 func (it *item) counted() bool { return it.h.Kind != frame.KindEnd }
 
 type receiver struct {
-	t          *Transport
-	link       relay.LinkID
-	m          *relay.Meter
-	dataSubj   string
-	creditSubj string
-	sub        *nats.Subscription
-	q          chan item
-	window     uint64
-	granted    atomic.Uint64
+	end
+	q       chan item
+	window  uint64
+	granted atomic.Uint64
 
 	mu     sync.Mutex // serialises the callback with Close; guards below
 	expect uint64
@@ -417,7 +446,7 @@ func (t *Transport) OpenReceiver(ctx context.Context, link relay.LinkID) (relay.
 	}
 	w := t.cfg.Window
 	r := &receiver{
-		t: t, link: link,
+		end:     end{t: t, link: link},
 		q:       make(chan item, w+1), // the window plus the end frame
 		window:  uint64(w),
 		expect:  1,
@@ -427,40 +456,22 @@ func (t *Transport) OpenReceiver(ctx context.Context, link relay.LinkID) (relay.
 	}
 	r.granted.Store(uint64(w))
 	r.dataSubj, r.creditSubj = t.Subjects(link)
-	m, err := t.ends.Add(link, relay.Recv, r)
-	if err != nil {
+	// Credit bounds what can be pending; the client's own limits would only
+	// drop messages of a large window of large batches.
+	unlimited := func(sub *nats.Subscription) error { return sub.SetPendingLimits(-1, -1) }
+	if err := r.open(ctx, relay.Recv, r, r.dataSubj, r.onData, unlimited); err != nil {
 		return nil, err
-	}
-	r.m = m
-	r.sub, err = t.nc.Subscribe(r.dataSubj, r.onData)
-	if err == nil {
-		// Credit bounds what can be pending; the client's own limits would
-		// only drop messages of a large window of large batches.
-		err = r.sub.SetPendingLimits(-1, -1)
-	}
-	if err == nil {
-		err = t.flush(ctx)
-	}
-	if err != nil {
-		r.teardown()
-		return nil, fmt.Errorf("relay: open receiver of %s: %w", link, err)
 	}
 	r.publishGrant()
 	return r, nil
 }
-
-func (r *receiver) Link() relay.LinkID     { return r.link }
-func (r *receiver) Stats() relay.LinkStats { return r.m.Snapshot() }
 
 // publishGrant sends the cumulative grant. Two goroutines may race to send
 // grants; the sender keeps the larger, so order does not matter.
 func (r *receiver) publishGrant() {
 	h := header(r.link, frame.KindCredit)
 	h.Total = 8
-	b := frame.Append(nil, h, frame.EncodeCredit(nil, r.granted.Load()))
-	if r.t.nc.Publish(r.creditSubj, b) == nil {
-		r.m.ControlBytes(len(b))
-	}
+	_ = r.control(r.creditSubj, frame.Append(nil, h, frame.EncodeCredit(nil, r.granted.Load())))
 }
 
 // fail records the first protocol error; r.mu is held.
@@ -646,10 +657,7 @@ func (r *receiver) Close() error {
 		r.closed = true
 		r.asmOn, r.asm = false, nil
 		r.dec.Close()
-		b := frame.Append(nil, header(r.link, frame.KindClose), nil)
-		if e := r.t.nc.Publish(r.creditSubj, b); e == nil {
-			r.m.ControlBytes(len(b))
-		} else if !errors.Is(e, nats.ErrConnectionClosed) {
+		if e := r.control(r.creditSubj, frame.Append(nil, header(r.link, frame.KindClose), nil)); e != nil && !errors.Is(e, nats.ErrConnectionClosed) {
 			err = fmt.Errorf("close %s: %w", r.link, e)
 		}
 		r.mu.Unlock()
