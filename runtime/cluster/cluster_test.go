@@ -22,7 +22,6 @@ import (
 	"github.com/nats-io/nats.go"
 
 	"github.com/tierflow/tierflow/operators/sinks"
-	"github.com/tierflow/tierflow/planner/infra"
 	"github.com/tierflow/tierflow/runtime/cluster"
 	"github.com/tierflow/tierflow/runtime/cluster/clustertest"
 	"github.com/tierflow/tierflow/runtime/coordinator"
@@ -34,39 +33,18 @@ import (
 // and cloud, connected only through NATS, and compares the rows with a
 // one-process run; the relay meters must show bytes crossing both tier links.
 func TestEmbeddedMatchesLocal(t *testing.T) {
-	dir := t.TempDir()
-	script := clustertest.WriteData(t, dir, 20000)
-	want := clustertest.Local(t, script)
-
-	inf, err := infra.LoadFile(filepath.Join(dir, "infra.yaml"))
-	if err != nil {
-		t.Fatal(err)
-	}
+	f := clustertest.NewFixture(t, 20000)
 	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
 	defer mem.AssertSize(t, 0)
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
-	c, err := cluster.StartEmbedded(ctx, cluster.Options{Infra: inf, Allocator: mem, Heartbeat: 100 * time.Millisecond, Placement: coordinator.PlaceRules})
-	if err != nil {
-		t.Fatal(err)
-	}
+	c := clustertest.StartEmbedded(t, ctx, cluster.Options{Infra: f.Infra, Allocator: mem, Heartbeat: 100 * time.Millisecond, Placement: coordinator.PlaceRules})
 	defer c.Close()
 	if n := len(c.Coordinator.Workers()); n != 3 {
 		t.Fatalf("%d workers registered, want 3", n)
 	}
 
-	var got bytes.Buffer
-	out := sinks.NewCSV(&got)
-	info, err := c.Run(ctx, script, out)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := out.Close(); err != nil {
-		t.Fatal(err)
-	}
-	if err := clustertest.SameRows(got.String(), want); err != nil {
-		t.Fatal(err)
-	}
+	info := clustertest.RunMatches(t, ctx, c.Run, f.Script, f.Want)
 	if info.State != deploy.StateFinished {
 		t.Fatalf("query state %s, want finished", info.State)
 	}
@@ -99,10 +77,7 @@ func TestEmbeddedMatchesLocal(t *testing.T) {
 func TestMetricsEndpoint(t *testing.T) {
 	dir := t.TempDir()
 	script := clustertest.WriteData(t, dir, 4000)
-	inf, err := infra.LoadFile(filepath.Join(dir, "infra.yaml"))
-	if err != nil {
-		t.Fatal(err)
-	}
+	inf := clustertest.LoadInfra(t, dir)
 	reg := metrics.New()
 	srv, err := metrics.Serve("127.0.0.1:0", reg)
 	if err != nil {
@@ -111,10 +86,7 @@ func TestMetricsEndpoint(t *testing.T) {
 	defer srv.Close()
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
-	c, err := cluster.StartEmbedded(ctx, cluster.Options{Infra: inf, Metrics: reg, Heartbeat: 100 * time.Millisecond, Placement: coordinator.PlaceRules})
-	if err != nil {
-		t.Fatal(err)
-	}
+	c := clustertest.StartEmbedded(t, ctx, cluster.Options{Infra: inf, Metrics: reg, Heartbeat: 100 * time.Millisecond, Placement: coordinator.PlaceRules})
 	defer c.Close()
 	info, err := c.Client().Submit(ctx, script, "m1", discard{})
 	if err != nil {
@@ -159,16 +131,10 @@ func (discard) Close() error             { return nil }
 func TestSubmitErrorsAndExpiry(t *testing.T) {
 	dir := t.TempDir()
 	clustertest.WriteData(t, dir, 10)
-	inf, err := infra.LoadFile(filepath.Join(dir, "infra.yaml"))
-	if err != nil {
-		t.Fatal(err)
-	}
+	inf := clustertest.LoadInfra(t, dir)
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
-	c, err := cluster.StartEmbedded(ctx, cluster.Options{Infra: inf, Heartbeat: 50 * time.Millisecond})
-	if err != nil {
-		t.Fatal(err)
-	}
+	c := clustertest.StartEmbedded(t, ctx, cluster.Options{Infra: inf, Heartbeat: 50 * time.Millisecond})
 	defer c.Close()
 	bad := deploy.Script{Filename: "bad.sql", Source: "CREATE STREAM s (a INT) FROM FILE 'missing.csv' FORMAT CSV; SELECT a FROM s;", BaseDir: dir}
 	info, err := c.Client().Submit(ctx, bad, "bad", discard{})
@@ -218,17 +184,11 @@ func TestSubmitErrorsAndExpiry(t *testing.T) {
 func TestNoGoroutineLeak(t *testing.T) {
 	dir := t.TempDir()
 	script := clustertest.WriteData(t, dir, 2000)
-	inf, err := infra.LoadFile(filepath.Join(dir, "infra.yaml"))
-	if err != nil {
-		t.Fatal(err)
-	}
+	inf := clustertest.LoadInfra(t, dir)
 	before := runtime.NumGoroutine()
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
-	c, err := cluster.StartEmbedded(ctx, cluster.Options{Infra: inf, Heartbeat: 100 * time.Millisecond})
-	if err != nil {
-		t.Fatal(err)
-	}
+	c := clustertest.StartEmbedded(t, ctx, cluster.Options{Infra: inf, Heartbeat: 100 * time.Millisecond})
 	if _, err := c.Run(ctx, script, discard{}); err != nil {
 		t.Fatal(err)
 	}
@@ -247,25 +207,16 @@ func TestNoGoroutineLeak(t *testing.T) {
 // TestRunScript runs a script with two queries and SHOW WORKERS on the
 // cluster, as `tierflow run` does in embedded mode.
 func TestRunScript(t *testing.T) {
-	dir := t.TempDir()
-	script := clustertest.WriteData(t, dir, 3000)
-	want := clustertest.Local(t, script)
-	inf, err := infra.LoadFile(filepath.Join(dir, "infra.yaml"))
-	if err != nil {
-		t.Fatal(err)
-	}
+	f := clustertest.NewFixture(t, 3000)
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
-	c, err := cluster.StartEmbedded(ctx, cluster.Options{Infra: inf, Heartbeat: 100 * time.Millisecond, Placement: coordinator.PlaceRules})
-	if err != nil {
-		t.Fatal(err)
-	}
+	c := clustertest.StartEmbedded(t, ctx, cluster.Options{Infra: f.Infra, Heartbeat: 100 * time.Millisecond, Placement: coordinator.PlaceRules})
 	defer c.Close()
-	src := script.Source + "\nSHOW WORKERS;\nSELECT sensor FROM readings WHERE temperature > 39.8;\nSHOW QUERIES;\n" +
+	src := f.Script.Source + "\nSHOW WORKERS;\nSELECT sensor FROM readings WHERE temperature > 39.8;\nSHOW QUERIES;\n" +
 		"CREATE SINK hot TO FILE 'hot.csv' FORMAT CSV;\nINSERT INTO hot SELECT sensor FROM readings WHERE temperature > 39.8;\n"
 	var outs []*bytes.Buffer
 	var stdout, log bytes.Buffer
-	err = c.RunScript(ctx, script.Filename, src, cluster.ScriptOptions{Stdout: &stdout, Log: &log,
+	err := c.RunScript(ctx, f.Script.Filename, src, cluster.ScriptOptions{Stdout: &stdout, Log: &log,
 		NewOutput: func() (sinks.Writer, error) {
 			outs = append(outs, &bytes.Buffer{})
 			return sinks.NewCSV(outs[len(outs)-1]), nil
@@ -274,9 +225,9 @@ func TestRunScript(t *testing.T) {
 		t.Fatalf("%v\n%s", err, log.String())
 	}
 	if len(outs) != 2 {
-		t.Fatalf("%d queries ran, want 2", len(outs))
+		t.Fatalf("%d queries ran, f.Want 2", len(outs))
 	}
-	if err := clustertest.SameRows(outs[0].String(), want); err != nil {
+	if err := clustertest.SameRows(outs[0].String(), f.Want); err != nil {
 		t.Fatal(err)
 	}
 	if n := strings.Count(outs[1].String(), "\n"); n < 2 {
@@ -290,7 +241,7 @@ func TestRunScript(t *testing.T) {
 	if strings.Count(log.String(), "-- query") != 2 || !strings.Contains(log.String(), "edge->hub") {
 		t.Errorf("summaries:\n%s", log.String())
 	}
-	hot, err := os.ReadFile(filepath.Join(dir, "hot.csv"))
+	hot, err := os.ReadFile(filepath.Join(f.Dir, "hot.csv"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -307,13 +258,10 @@ func TestDefaultInfra(t *testing.T) {
 	want := clustertest.Local(t, script)
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
-	c, err := cluster.StartEmbedded(ctx, cluster.Options{Infra: cluster.DefaultInfra(), Placement: coordinator.PlaceRules})
-	if err != nil {
-		t.Fatal(err)
-	}
+	c := clustertest.StartEmbedded(t, ctx, cluster.Options{Infra: cluster.DefaultInfra(), Placement: coordinator.PlaceRules})
 	defer c.Close()
 	var got bytes.Buffer
-	err = c.RunScript(ctx, script.Filename, script.Source, cluster.ScriptOptions{BatchSize: 100, OnError: "skip",
+	err := c.RunScript(ctx, script.Filename, script.Source, cluster.ScriptOptions{BatchSize: 100, OnError: "skip",
 		NewOutput: func() (sinks.Writer, error) { return sinks.NewCSV(&got), nil }})
 	if err != nil {
 		t.Fatal(err)
@@ -361,16 +309,10 @@ func TestStopQuery(t *testing.T) {
 	dir := t.TempDir()
 	script := clustertest.WriteData(t, dir, 200000)
 	script.BatchSize = 1 // 200,000 batches through NATS: far longer than the test
-	inf, err := infra.LoadFile(filepath.Join(dir, "infra.yaml"))
-	if err != nil {
-		t.Fatal(err)
-	}
+	inf := clustertest.LoadInfra(t, dir)
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
-	c, err := cluster.StartEmbedded(ctx, cluster.Options{Infra: inf, Heartbeat: 100 * time.Millisecond})
-	if err != nil {
-		t.Fatal(err)
-	}
+	c := clustertest.StartEmbedded(t, ctx, cluster.Options{Infra: inf, Heartbeat: 100 * time.Millisecond})
 	defer c.Close()
 	w := &firstWrite{ch: make(chan struct{})}
 	type result struct {
@@ -410,32 +352,12 @@ func TestStopQuery(t *testing.T) {
 // puts this relational query where it is cheapest (next to its source, no
 // network); the rows still equal the one-process run's.
 func TestOptimizerPlacement(t *testing.T) {
-	dir := t.TempDir()
-	script := clustertest.WriteData(t, dir, 3000)
-	want := clustertest.Local(t, script)
-	inf, err := infra.LoadFile(filepath.Join(dir, "infra.yaml"))
-	if err != nil {
-		t.Fatal(err)
-	}
+	f := clustertest.NewFixture(t, 3000)
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
-	c, err := cluster.StartEmbedded(ctx, cluster.Options{Infra: inf, Heartbeat: 100 * time.Millisecond})
-	if err != nil {
-		t.Fatal(err)
-	}
+	c := clustertest.StartEmbedded(t, ctx, cluster.Options{Infra: f.Infra, Heartbeat: 100 * time.Millisecond})
 	defer c.Close()
-	var got bytes.Buffer
-	out := sinks.NewCSV(&got)
-	info, err := c.Run(ctx, script, out)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := out.Close(); err != nil {
-		t.Fatal(err)
-	}
-	if err := clustertest.SameRows(got.String(), want); err != nil {
-		t.Fatal(err)
-	}
+	info := clustertest.RunMatches(t, ctx, c.Run, f.Script, f.Want)
 	if !strings.HasPrefix(info.Planner, "optimizer") {
 		t.Fatalf("placed by %q, want the optimizer", info.Planner)
 	}

@@ -17,7 +17,6 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/tierflow/tierflow/operators/sinks"
-	"github.com/tierflow/tierflow/planner/infra"
 	"github.com/tierflow/tierflow/runtime/cluster"
 	"github.com/tierflow/tierflow/runtime/cluster/clustertest"
 	"github.com/tierflow/tierflow/runtime/connectors"
@@ -44,21 +43,11 @@ GROUP BY s.site, TUMBLE(r.ts, INTERVAL '10' SECOND);
 // through runtime/connectors on their own connections, and the rows a test
 // subscriber receives equal a one-process run over the same rows in a file.
 func TestNATSStreamAndSink(t *testing.T) {
-	dir := t.TempDir()
-	fileScript := clustertest.WriteData(t, dir, 2000)
-	// The reference: the file-based query in one process.
-	want := clustertest.Local(t, fileScript)
-
-	inf, err := infra.LoadFile(filepath.Join(dir, "infra.yaml"))
-	if err != nil {
-		t.Fatal(err)
-	}
+	// The reference, f.Want: the file-based query in one process.
+	f := clustertest.NewFixture(t, 2000)
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
-	c, err := cluster.StartEmbedded(ctx, cluster.Options{Infra: inf, Heartbeat: 100 * time.Millisecond, Placement: coordinator.PlaceRules})
-	if err != nil {
-		t.Fatal(err)
-	}
+	c := clustertest.StartEmbedded(t, ctx, cluster.Options{Infra: f.Infra, Heartbeat: 100 * time.Millisecond, Placement: coordinator.PlaceRules})
 	defer c.Close()
 
 	nc, err := nats.Connect(c.URL())
@@ -76,7 +65,7 @@ func TestNATSStreamAndSink(t *testing.T) {
 	if _, err := js.CreateStream(ctx, jetstream.StreamConfig{Name: "READINGS", Subjects: []string{"in.readings"}}); err != nil {
 		t.Fatal(err)
 	}
-	data, err := os.ReadFile(filepath.Join(dir, "readings.csv"))
+	data, err := os.ReadFile(filepath.Join(f.Dir, "readings.csv"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -115,7 +104,7 @@ func TestNATSStreamAndSink(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	path := filepath.Join(dir, "nats.sql")
+	path := filepath.Join(f.Dir, "nats.sql")
 	var stdout, log bytes.Buffer
 	err = c.RunScript(ctx, path, natsQuery, cluster.ScriptOptions{Stdout: &stdout, Log: &log, BatchSize: 200,
 		NewOutput: func() (sinks.Writer, error) { return sinks.NewCSV(&bytes.Buffer{}), nil }})
@@ -135,7 +124,7 @@ func TestNATSStreamAndSink(t *testing.T) {
 	mu.Lock()
 	got := jsonToCSV(t, rows)
 	mu.Unlock()
-	if err := clustertest.SameRows(got, want); err != nil {
+	if err := clustertest.SameRows(got, f.Want); err != nil {
 		t.Fatal(err)
 	}
 }

@@ -1,6 +1,8 @@
 // Package clustertest holds what the distributed end-to-end tests share: a
 // generated stream and table, the query over them, a three-tier
-// infrastructure, the reference result of a one-process run, and a poller.
+// infrastructure, the reference result of a one-process run, starting a
+// NATS server or an embedded cluster, running a query into CSV and
+// comparing its rows, and a poller. Only tests import it.
 package clustertest
 
 import (
@@ -15,9 +17,13 @@ import (
 	"time"
 
 	"github.com/apache/arrow/go/v17/arrow/memory"
+	"github.com/nats-io/nats.go"
 
 	"github.com/tierflow/tierflow/operators/exec"
 	"github.com/tierflow/tierflow/operators/sinks"
+	"github.com/tierflow/tierflow/planner/infra"
+	"github.com/tierflow/tierflow/relay/natsserver"
+	"github.com/tierflow/tierflow/runtime/cluster"
 	"github.com/tierflow/tierflow/runtime/deploy"
 )
 
@@ -86,6 +92,100 @@ func WriteData(t testing.TB, dir string, rows int) deploy.Script {
 		}
 	}
 	return deploy.Script{Filename: filepath.Join(dir, "query.sql"), Source: Query, BaseDir: dir}
+}
+
+// Fixture is a test's generated data: the script over it, the result of a
+// one-process run and the infrastructure.
+type Fixture struct {
+	Dir    string
+	Script deploy.Script
+	Want   string
+	Infra  *infra.Infra
+}
+
+// NewFixture writes rows readings into a fresh temporary directory, runs the
+// script locally for the expected rows and loads the infrastructure.
+func NewFixture(t testing.TB, rows int) Fixture {
+	t.Helper()
+	dir := t.TempDir()
+	script := WriteData(t, dir, rows)
+	want := Local(t, script)
+	return Fixture{Dir: dir, Script: script, Want: want, Infra: LoadInfra(t, dir)}
+}
+
+// LoadInfra loads the infra.yaml WriteData wrote into dir.
+func LoadInfra(t testing.TB, dir string) *infra.Infra {
+	t.Helper()
+	inf, err := infra.LoadFile(filepath.Join(dir, "infra.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return inf
+}
+
+// StartEmbedded starts an embedded cluster. The caller closes it, so that it
+// is closed before a deferred allocator check runs.
+func StartEmbedded(t testing.TB, ctx context.Context, o cluster.Options) *cluster.Cluster {
+	t.Helper()
+	c, err := cluster.StartEmbedded(ctx, o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
+
+// RunFunc runs a query with its result going to out: a cluster's Run.
+type RunFunc func(ctx context.Context, script deploy.Script, out sinks.Writer) (deploy.QueryInfo, error)
+
+// RunCSV runs script into a CSV sink and returns the result and the
+// query's info.
+func RunCSV(t testing.TB, ctx context.Context, run RunFunc, script deploy.Script) (string, deploy.QueryInfo) {
+	t.Helper()
+	var got bytes.Buffer
+	out := sinks.NewCSV(&got)
+	info, err := run(ctx, script, out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := out.Close(); err != nil {
+		t.Fatal(err)
+	}
+	return got.String(), info
+}
+
+// RunMatches is RunCSV that also fails the test unless the rows equal want
+// (as SameRows compares them).
+func RunMatches(t testing.TB, ctx context.Context, run RunFunc, script deploy.Script, want string) deploy.QueryInfo {
+	t.Helper()
+	got, info := RunCSV(t, ctx, run, script)
+	if err := SameRows(got, want); err != nil {
+		t.Fatal(err)
+	}
+	return info
+}
+
+// NATSServer starts an embedded NATS server that is shut down when the
+// test ends.
+func NATSServer(t testing.TB) *natsserver.Server {
+	t.Helper()
+	srv, err := natsserver.Start(natsserver.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(srv.Shutdown)
+	return srv
+}
+
+// Connect opens a connection to srv that is closed when the test ends
+// (before the server, which was started earlier).
+func Connect(t testing.TB, srv *natsserver.Server, opts ...nats.Option) *nats.Conn {
+	t.Helper()
+	nc, err := srv.Connect(opts...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(nc.Close)
+	return nc
 }
 
 // Local runs the script in one process (operators/exec) and returns its
