@@ -11,7 +11,6 @@ import (
 
 	"github.com/tierflow/tierflow/operators/exec"
 	"github.com/tierflow/tierflow/operators/sinks"
-	"github.com/tierflow/tierflow/planner/infra"
 	"github.com/tierflow/tierflow/runtime/cluster"
 	"github.com/tierflow/tierflow/runtime/cluster/clustertest"
 	"github.com/tierflow/tierflow/runtime/deploy"
@@ -24,47 +23,20 @@ import (
 // cluster: images leave the edge over NATS to the model in the cloud. The
 // predictions must equal a one-process run's.
 func TestEmbeddedModel(t *testing.T) {
-	if _, err := ortlib.Find(""); err != nil {
-		t.Skipf("no ONNX Runtime library (run scripts/setup.sh): %v", err)
-	}
-	dir, err := filepath.Abs("../../examples/fashion")
-	if err != nil {
-		t.Fatal(err)
-	}
+	dir := fashionDir(t)
 	src, err := os.ReadFile(filepath.Join(dir, "classify.sql"))
 	if err != nil {
 		t.Fatal(err)
 	}
 	script := deploy.Script{Filename: filepath.Join(dir, "classify.sql"), Source: string(src), BaseDir: dir}
 
-	var want bytes.Buffer
-	q, _, err := script.Build(nil, exec.Options{Output: sinks.NewCSV(&want), Lateral: inference.New(inference.Config{}).Lateral})
-	if err != nil {
-		t.Fatal(err)
-	}
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
-	if _, err := q.Run(ctx); err != nil {
-		t.Fatal(err)
-	}
+	want := localModel(t, ctx, script, inference.Config{})
 
-	c, err := cluster.StartEmbedded(ctx, cluster.Options{Infra: cluster.DefaultInfra(), Heartbeat: 200 * time.Millisecond})
-	if err != nil {
-		t.Fatal(err)
-	}
+	c := clustertest.StartEmbedded(t, ctx, cluster.Options{Infra: cluster.DefaultInfra(), Heartbeat: 200 * time.Millisecond})
 	defer c.Close()
-	var got bytes.Buffer
-	out := sinks.NewCSV(&got)
-	info, err := c.Run(ctx, script, out)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := out.Close(); err != nil {
-		t.Fatal(err)
-	}
-	if err := clustertest.SameRows(got.String(), want.String()); err != nil {
-		t.Fatal(err)
-	}
+	info := clustertest.RunMatches(t, ctx, c.Run, script, want)
 	tb := info.TierBytes()
 	if tb["edge->cloud"] < 1<<20 {
 		t.Fatalf("images should cross from the edge to the model in the cloud: %v", tb)
@@ -77,6 +49,30 @@ func TestEmbeddedModel(t *testing.T) {
 // (cheapest variant meeting ACCURACY >= 89: mlp-large), and the workers run
 // that variant: the predictions equal a one-process run of mlp-large.
 func TestOptimizerPlacesModel(t *testing.T) {
+	dir := fashionDir(t)
+	src := `SELECT s.id, c.label FROM labelled AS s CROSS JOIN LATERAL classify(s.image) AS c(label, score)
+WITH (ACCURACY >= 89, THROUGHPUT >= 100 PER SECOND);`
+	script := deploy.Script{Filename: filepath.Join(dir, "optimized.sql"), Source: src, BaseDir: dir, Catalog: filepath.Join(dir, "catalog.yaml")}
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	want := localModel(t, ctx, script, inference.Config{Variants: map[string]string{"classify": "mlp-large"}})
+	inf := clustertest.LoadInfra(t, dir)
+	c := clustertest.StartEmbedded(t, ctx, cluster.Options{Infra: inf, Catalog: filepath.Join(dir, "catalog.yaml"), Heartbeat: 200 * time.Millisecond})
+	defer c.Close()
+	got, info := clustertest.RunCSV(t, ctx, c.Run, script)
+	if !strings.HasPrefix(info.Planner, "optimizer") {
+		t.Fatalf("placed by %q, want the optimizer", info.Planner)
+	}
+	if err := clustertest.SameRows(got, want); err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("%s; workers %v; tier bytes %v", info.Planner, info.Workers, info.TierBytes())
+}
+
+// fashionDir is examples/fashion; a test of its model skips without the
+// ONNX Runtime library.
+func fashionDir(t *testing.T) string {
+	t.Helper()
 	if _, err := ortlib.Find(""); err != nil {
 		t.Skipf("no ONNX Runtime library (run scripts/setup.sh): %v", err)
 	}
@@ -84,43 +80,20 @@ func TestOptimizerPlacesModel(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	src := `SELECT s.id, c.label FROM labelled AS s CROSS JOIN LATERAL classify(s.image) AS c(label, score)
-WITH (ACCURACY >= 89, THROUGHPUT >= 100 PER SECOND);`
-	script := deploy.Script{Filename: filepath.Join(dir, "optimized.sql"), Source: src, BaseDir: dir, Catalog: filepath.Join(dir, "catalog.yaml")}
+	return dir
+}
+
+// localModel runs script in one process with the model calls made as cfg
+// says, for the rows a cluster run must equal.
+func localModel(t *testing.T, ctx context.Context, script deploy.Script, cfg inference.Config) string {
+	t.Helper()
 	var want bytes.Buffer
-	q, _, err := script.Build(nil, exec.Options{Output: sinks.NewCSV(&want),
-		Lateral: inference.New(inference.Config{Variants: map[string]string{"classify": "mlp-large"}}).Lateral})
+	q, _, err := script.Build(nil, exec.Options{Output: sinks.NewCSV(&want), Lateral: inference.New(cfg).Lateral})
 	if err != nil {
 		t.Fatal(err)
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
-	defer cancel()
 	if _, err := q.Run(ctx); err != nil {
 		t.Fatal(err)
 	}
-	inf, err := infra.LoadFile(filepath.Join(dir, "infra.yaml"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	c, err := cluster.StartEmbedded(ctx, cluster.Options{Infra: inf, Catalog: filepath.Join(dir, "catalog.yaml"), Heartbeat: 200 * time.Millisecond})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
-	var got bytes.Buffer
-	out := sinks.NewCSV(&got)
-	info, err := c.Run(ctx, script, out)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := out.Close(); err != nil {
-		t.Fatal(err)
-	}
-	if !strings.HasPrefix(info.Planner, "optimizer") {
-		t.Fatalf("placed by %q, want the optimizer", info.Planner)
-	}
-	if err := clustertest.SameRows(got.String(), want.String()); err != nil {
-		t.Fatal(err)
-	}
-	t.Logf("%s; workers %v; tier bytes %v", info.Planner, info.Workers, info.TierBytes())
+	return want.String()
 }
