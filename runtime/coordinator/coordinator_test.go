@@ -6,43 +6,18 @@ import (
 	"testing"
 	"time"
 
-	"github.com/tierflow/tierflow/relay/natsserver"
+	"github.com/tierflow/tierflow/runtime/cluster/clustertest"
 	"github.com/tierflow/tierflow/runtime/coordinator"
 	"github.com/tierflow/tierflow/runtime/devices"
 	"github.com/tierflow/tierflow/runtime/worker"
 )
 
-func checkFor(t *testing.T, total time.Duration, fn func() error) {
-	t.Helper()
-	deadline := time.Now().Add(total)
-	var err error
-	for time.Now().Before(deadline) {
-		if err = fn(); err == nil {
-			return
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
-	t.Fatalf("not within %s: %v", total, err)
-}
-
 // TestWorkerRegistersWithRestartedCoordinator: a coordinator that comes back
 // without its state learns the workers again from their next heartbeat.
 func TestWorkerRegistersWithRestartedCoordinator(t *testing.T) {
-	srv, err := natsserver.Start(natsserver.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer srv.Shutdown()
-	cnc, err := srv.Connect()
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer cnc.Close()
-	wnc, err := srv.Connect()
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer wnc.Close()
+	srv := clustertest.NATSServer(t)
+	cnc := clustertest.Connect(t, srv)
+	wnc := clustertest.Connect(t, srv)
 
 	// The worker starts first and waits for a coordinator.
 	type started struct {
@@ -75,7 +50,7 @@ func TestWorkerRegistersWithRestartedCoordinator(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer co2.Close()
-	checkFor(t, 5*time.Second, func() error {
+	clustertest.CheckFor(t, 5*time.Second, 20*time.Millisecond, func() error {
 		if n := len(co2.Workers()); n != 1 {
 			return fmt.Errorf("%d workers", n)
 		}
@@ -88,16 +63,8 @@ func TestWorkerRegistersWithRestartedCoordinator(t *testing.T) {
 }
 
 func TestBadNames(t *testing.T) {
-	srv, err := natsserver.Start(natsserver.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer srv.Shutdown()
-	nc, err := srv.Connect()
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer nc.Close()
+	srv := clustertest.NATSServer(t)
+	nc := clustertest.Connect(t, srv)
 	if _, err := worker.Start(context.Background(), worker.Config{Conn: nc, Name: "bad.name", Tier: "edge"}); err == nil {
 		t.Fatal("a worker name with a dot was accepted")
 	}

@@ -11,7 +11,6 @@ import (
 	"github.com/nats-io/nats.go"
 
 	"github.com/tierflow/tierflow/operators/exec"
-	"github.com/tierflow/tierflow/relay/natsserver"
 	"github.com/tierflow/tierflow/runtime/cluster/clustertest"
 	"github.com/tierflow/tierflow/runtime/coordinator"
 	"github.com/tierflow/tierflow/runtime/deploy"
@@ -38,26 +37,14 @@ func deployTo(t *testing.T, nc *nats.Conn, query, name string, req deploy.Deploy
 // good part is built, listed as running, and dropped by a stop before start,
 // which the worker reports as stopped.
 func TestDeployProtocol(t *testing.T) {
-	srv, err := natsserver.Start(natsserver.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer srv.Shutdown()
-	nc, err := srv.Connect()
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer nc.Close()
+	srv := clustertest.NATSServer(t)
+	nc := clustertest.Connect(t, srv)
 	co, err := coordinator.Start(coordinator.Config{Conn: nc})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer co.Close()
-	wnc, err := srv.Connect()
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer wnc.Close()
+	wnc := clustertest.Connect(t, srv)
 	w, err := worker.Start(context.Background(), worker.Config{Conn: wnc, Name: "w1", Tier: "edge", Inventory: &devices.Inventory{CPUs: 1}})
 	if err != nil {
 		t.Fatal(err)
