@@ -15,7 +15,6 @@ import (
 	"time"
 
 	"github.com/tierflow/tierflow/operators/sinks"
-	"github.com/tierflow/tierflow/planner/infra"
 	"github.com/tierflow/tierflow/relay/natsserver"
 	"github.com/tierflow/tierflow/runtime/cluster"
 	"github.com/tierflow/tierflow/runtime/cluster/clustertest"
@@ -193,18 +192,12 @@ func TestSubmitErrors(t *testing.T) {
 // `tierflow run --processes` uses): the server and coordinator here, one
 // child process per worker of the infrastructure.
 func TestStartProcesses(t *testing.T) {
-	dir := t.TempDir()
-	script := clustertest.WriteData(t, dir, 4000)
-	want := clustertest.Local(t, script)
-	inf, err := infra.LoadFile(filepath.Join(dir, "infra.yaml"))
-	if err != nil {
-		t.Fatal(err)
-	}
+	f := clustertest.NewFixture(t, 4000)
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
 	logs := &syncBuffer{}
 	c, err := cluster.StartProcesses(ctx, cluster.ProcessOptions{
-		Options: cluster.Options{Infra: inf, Heartbeat: 200 * time.Millisecond, Placement: coordinator.PlaceRules},
+		Options: cluster.Options{Infra: f.Infra, Heartbeat: 200 * time.Millisecond, Placement: coordinator.PlaceRules},
 		Binary:  os.Args[0], Env: []string{childEnv + "=real"}, Stderr: logs,
 	})
 	if err != nil {
@@ -217,14 +210,14 @@ func TestStartProcesses(t *testing.T) {
 	}()
 	var got bytes.Buffer
 	w := sinks.NewCSV(&got)
-	info, err := c.Run(ctx, script, w)
+	info, err := c.Run(ctx, f.Script, w)
 	if err != nil {
 		t.Fatalf("%v\n%s", err, logs.String())
 	}
 	if err := w.Close(); err != nil {
 		t.Fatal(err)
 	}
-	if err := clustertest.SameRows(got.String(), want); err != nil {
+	if err := clustertest.SameRows(got.String(), f.Want); err != nil {
 		t.Fatal(err)
 	}
 	if len(info.Workers) != 3 {
