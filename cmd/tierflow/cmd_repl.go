@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"io"
 	"os"
 	"os/signal"
 	"strings"
@@ -32,8 +33,27 @@ type replFlags struct {
 // Choosing another engine (a cluster) is this one function.
 func replEngine(a *app) repl.Engine {
 	models := inference.New(inference.Config{OrtLib: a.g.ortLib, Log: a.err})
-	return repl.Local(exec.Options{Stdout: a.out, OnError: sources.Fail, MaxDelay: 2 * time.Second,
-		BatchSize: 4096, Lateral: models.Lateral})
+	// Streams FROM NATS/JETSTREAM and sinks TO them reach --nats, or a server
+	// embedded in this process, opened only when a query first needs one.
+	link := newNATSLink(a)
+	nh := link.hooks(sources.Fail, 4096)
+	return closingEngine{
+		Engine: repl.Local(exec.Options{Stdout: a.out, OnError: sources.Fail, MaxDelay: 2 * time.Second,
+			BatchSize: 4096, Lateral: models.Lateral, Stream: nh.Stream, Sink: nh.Sink}),
+		close: link.close,
+	}
+}
+
+// closingEngine is an engine holding resources (a NATS connection, an
+// embedded server) that the REPL releases when it exits.
+type closingEngine struct {
+	repl.Engine
+	close func()
+}
+
+func (e closingEngine) Close() error {
+	e.close()
+	return nil
 }
 
 func newReplCmd(a *app) *cobra.Command { return newReplCmdWith(a, replEngine) }
@@ -75,6 +95,9 @@ Results go to standard output, messages and errors to standard error.
 func runRepl(ctx context.Context, a *app, f replFlags, engine repl.Engine) error {
 	if ctx == nil {
 		ctx = context.Background()
+	}
+	if c, ok := engine.(io.Closer); ok {
+		defer c.Close()
 	}
 	cfg := repl.Config{In: a.in, Out: a.out, Err: a.err, Engine: engine, Format: a.g.format}
 	if a.g.catalog != "" {
