@@ -59,7 +59,9 @@ optimizer time p50/p95. --quick plans only each setup's own targets.`,
 			if dir == "" {
 				dir = findSetupsDir()
 			}
-			rows, err := benchPlanner(dir, quick, budget)
+			prog := newProgress(a.err, 0, "planning")
+			rows, err := benchPlanner(dir, quick, budget, prog)
+			prog.Done()
 			if err != nil {
 				return err
 			}
@@ -99,7 +101,8 @@ type benchCase struct {
 	accuracy, throughput float64
 }
 
-func benchPlanner(dir string, quick bool, budget time.Duration) ([]plannerBenchRow, error) {
+// benchPlanner plans every case with every strategy, counting each plan on prog.
+func benchPlanner(dir string, quick bool, budget time.Duration, prog *progress) ([]plannerBenchRow, error) {
 	ix, err := setups.LoadIndex(dir)
 	if err != nil {
 		return nil, badInput(err)
@@ -157,6 +160,7 @@ func benchPlanner(dir string, quick bool, budget time.Duration) ([]plannerBenchR
 					return nil, badInput(err)
 				}
 				p, err := reg.Optimize(context.Background(), name, lo.Problem, optimize.Options{TimeBudget: budget})
+				prog.Add(1)
 				if err != nil {
 					return nil, fmt.Errorf("%s, %s: %w", s.Name, name, err)
 				}

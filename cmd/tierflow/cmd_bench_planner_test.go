@@ -2,6 +2,8 @@ package main
 
 import (
 	"encoding/json"
+	"fmt"
+	"strings"
 	"testing"
 )
 
@@ -16,6 +18,10 @@ func TestBenchPlannerQuick(t *testing.T) {
 	var rows []plannerBenchRow
 	if err := json.Unmarshal([]byte(stdout), &rows); err != nil {
 		t.Fatalf("%v\n%s", err, stdout)
+	}
+	// Not a terminal: plain progress lines on stderr, one plan per setup and strategy.
+	if want := fmt.Sprintf("planning: %d items, done in", 8*len(benchStrategies)); !strings.Contains(stderr, want) {
+		t.Errorf("stderr lacks the progress line %q:\n%s", want, stderr)
 	}
 	if want := (8 + 1) * len(benchStrategies); len(rows) != want {
 		t.Fatalf("want %d rows, got %d", want, len(rows))
