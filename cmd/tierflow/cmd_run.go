@@ -170,7 +170,10 @@ func runRun(ctx context.Context, a *app, f runFlags, path string) error {
 	var le *lang.Error
 	var be bind.Errors
 	var bi *bind.Error
-	if errors.As(err, &le) || errors.As(err, &be) || errors.As(err, &bi) || errors.Is(err, exec.ErrUnsupported) {
+	// A model call that cannot run (no such file, an argument that is not a
+	// tensor) is the script's fault, like a name that does not bind.
+	if errors.As(err, &le) || errors.As(err, &be) || errors.As(err, &bi) ||
+		errors.Is(err, exec.ErrUnsupported) || errors.Is(err, inference.ErrModel) {
 		return badInput(err)
 	}
 	return err

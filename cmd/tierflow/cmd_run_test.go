@@ -208,3 +208,22 @@ func TestRunLogDropsRepeatedModelLines(t *testing.T) {
 		t.Fatalf("log %q, want %q", b.String(), want)
 	}
 }
+
+// A model whose file does not exist is bad input (exit 2) naming the call's
+// position, not a runtime failure.
+func TestRunMissingModelFileIsBadInput(t *testing.T) {
+	shelf, err := filepath.Abs("../../examples/fashion/data/shelf.arrow")
+	if err != nil {
+		t.Fatal(err)
+	}
+	q := filepath.Join(t.TempDir(), "q.sql")
+	os.WriteFile(q, []byte(`CREATE MODEL m TASK 'image-classification' OUTPUTS (label VARCHAR, score FLOAT)
+  VARIANTS (v FROM 'nope.onnx');
+CREATE STREAM s (id BIGINT, ts TIMESTAMP, image TENSOR(FLOAT, 1, 28, 28)) FROM FILE '`+shelf+`' FORMAT ARROW;
+SELECT id, c.label FROM s CROSS JOIN LATERAL m(image) AS c(label, score);
+`), 0o644)
+	code, _, errs := runCLI(t, "", "run", "--local", q)
+	if code != exitBadInput || !strings.Contains(errs, "q.sql:4:") || !strings.Contains(errs, "nope.onnx not found") {
+		t.Fatalf("missing model file: exit %d: %s", code, errs)
+	}
+}
