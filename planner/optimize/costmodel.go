@@ -85,20 +85,9 @@ func (PrototypeModel) Prepare(p *Problem) (Costs, error) {
 	}
 	for a := range p.Workers {
 		for b := range p.Workers {
-			ta, tb := ix.workerTier[a], ix.workerTier[b]
-			i := a*nw + b
-			if tb < ta {
-				continue
-			}
-			c.allowed[i] = true
-			if ta == tb && p.Workers[a].Location == p.Workers[b].Location {
-				continue
-			}
 			m, ok := wl[[2]string{p.Workers[a].Name, p.Workers[b].Name}]
-			if !ok {
-				m = ix.tierMult[ta][tb]
-			}
-			c.link[i] = scale * m * KBPerSecToGBPerHour
+			i := a*nw + b
+			c.link[i], c.allowed[i] = linkRule(ix, scale, ix.workerTier[a], p.Workers[a].Location, b, m, ok)
 		}
 	}
 	ns := len(p.Sources)
@@ -110,23 +99,30 @@ func (PrototypeModel) Prepare(p *Problem) (Costs, error) {
 	}
 	for s := range p.Sources {
 		for b := range p.Workers {
-			ts, tb := ix.sourceTier[s], ix.workerTier[b]
-			i := s*nw + b
-			if tb < ts {
-				continue
-			}
-			c.sallowed[i] = true
-			if ts == tb && p.Sources[s].Location == p.Workers[b].Location {
-				continue
-			}
 			m, ok := sl[[2]string{p.Sources[s].Name, p.Workers[b].Name}]
-			if !ok {
-				m = ix.tierMult[ts][tb]
-			}
-			c.slink[i] = scale * m * KBPerSecToGBPerHour
+			i := s*nw + b
+			c.slink[i], c.sallowed[i] = linkRule(ix, scale, ix.sourceTier[s], p.Sources[s].Location, b, m, ok)
 		}
 	}
 	return c, nil
+}
+
+// linkRule is the one rule for traffic from a sender (a worker or a source) in
+// tier `from` at location loc to worker b: a lower tier is forbidden (A2); the
+// same tier and location is free (A1); otherwise the pair's own multiplier
+// when it has one (m, ok), else the tiers' default, in cost per KB/s per hour.
+func linkRule(ix *index, scale float64, from int, loc string, b int, m float64, ok bool) (cost float64, allowed bool) {
+	to := ix.workerTier[b]
+	if to < from {
+		return 0, false
+	}
+	if to == from && loc == ix.p.Workers[b].Location {
+		return 0, true
+	}
+	if !ok {
+		m = ix.tierMult[from][to]
+	}
+	return scale * m * KBPerSecToGBPerHour, true
 }
 
 type protoCosts struct {
