@@ -180,4 +180,18 @@ func TestBalanceFollowsShares(t *testing.T) {
 		st[1].RowsIn != 150 || st[2].RowsIn != 50 || !st[2].Finished {
 		t.Fatalf("stats %+v", st)
 	}
+	// Every input batch is timed: the sink instances' latency histograms
+	// count their batches, and their busy time is the histogram's sum at
+	// least (frontier and notification callbacks add to it).
+	for _, s := range st[1:] {
+		if s.BatchLatency.Count != uint64(s.BatchesIn) || s.BatchesIn == 0 {
+			t.Errorf("%s/%d: %d batches timed, %d received", s.Operator, s.Index, s.BatchLatency.Count, s.BatchesIn)
+		}
+		if s.BusyNs < int64(s.BatchLatency.SumNs) || s.BatchLatency.Quantile(0.5) <= 0 {
+			t.Errorf("%s/%d: busy %v, batch time %v, p50 %v", s.Operator, s.Index, s.Busy(), s.BatchLatency.SumNs, s.BatchLatency.Quantile(0.5))
+		}
+	}
+	if st[0].BatchLatency.Count != 0 {
+		t.Errorf("a source has no input batches, got %d timed", st[0].BatchLatency.Count)
+	}
 }

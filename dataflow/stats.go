@@ -1,6 +1,9 @@
 package dataflow
 
-import "sync/atomic"
+import (
+	"sync/atomic"
+	"time"
+)
 
 // InstanceStats are one operator instance's counters, the measured side of
 // a plan's estimates (rates and selectivities per operator). Emitted rows
@@ -17,11 +20,21 @@ type InstanceStats struct {
 	Notified    int64  `json:"notifications"`
 	Finished    bool   `json:"finished"`
 	QueueLength int    `json:"queue_length"`
+	// BusyNs is the time the instance spent in its callbacks (batches,
+	// frontiers, notifications, wake-ups; not a source's Produce, which may
+	// wait for input), and BatchLatency the time each input batch took.
+	BusyNs       int64     `json:"busy_ns"`
+	BatchLatency Histogram `json:"batch_latency,omitzero"`
 }
+
+// Busy is BusyNs as a duration.
+func (s InstanceStats) Busy() time.Duration { return time.Duration(s.BusyNs) }
 
 type counters struct {
 	batchesIn, rowsIn, batchesOut, rowsOut, notified atomic.Int64
 	finished                                         atomic.Bool
+	busyNs                                           atomic.Int64
+	batch                                            histCounters
 }
 
 // Stats snapshots the counters of every local instance. It is safe to call
@@ -30,17 +43,19 @@ func (w *Worker) Stats() []InstanceStats {
 	out := make([]InstanceStats, 0, len(w.insts))
 	for _, in := range w.insts {
 		out = append(out, InstanceStats{
-			Operator:    in.info.Operator,
-			OperatorID:  in.info.OperatorID,
-			Index:       in.info.Index,
-			Worker:      in.info.Worker,
-			BatchesIn:   in.stats.batchesIn.Load(),
-			RowsIn:      in.stats.rowsIn.Load(),
-			BatchesOut:  in.stats.batchesOut.Load(),
-			RowsOut:     in.stats.rowsOut.Load(),
-			Notified:    in.stats.notified.Load(),
-			Finished:    in.stats.finished.Load(),
-			QueueLength: in.q.len(),
+			Operator:     in.info.Operator,
+			OperatorID:   in.info.OperatorID,
+			Index:        in.info.Index,
+			Worker:       in.info.Worker,
+			BatchesIn:    in.stats.batchesIn.Load(),
+			RowsIn:       in.stats.rowsIn.Load(),
+			BatchesOut:   in.stats.batchesOut.Load(),
+			RowsOut:      in.stats.rowsOut.Load(),
+			Notified:     in.stats.notified.Load(),
+			Finished:     in.stats.finished.Load(),
+			QueueLength:  in.q.len(),
+			BusyNs:       in.stats.busyNs.Load(),
+			BatchLatency: in.stats.batch.snapshot(),
 		})
 	}
 	return out

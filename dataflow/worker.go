@@ -354,7 +354,10 @@ func (in *instance) step(checkRoom bool) (bool, error) {
 		busy = true
 		in.wakeAt = time.Time{}
 		if in.waker != nil {
-			if err := in.waker.OnWake(&in.opctx); err != nil {
+			start := time.Now()
+			err := in.waker.OnWake(&in.opctx)
+			in.stats.busyNs.Add(int64(time.Since(start)))
+			if err != nil {
 				return busy, in.fail("wake", err)
 			}
 		}
@@ -492,7 +495,11 @@ func (in *instance) handle(m *Message) error {
 		m.Record = nil
 		in.stats.batchesIn.Add(1)
 		in.stats.rowsIn.Add(rec.NumRows())
+		start := time.Now()
 		err = in.op.OnBatch(&in.opctx, ie.port, Batch{Epoch: m.Epoch, Record: rec}, cap)
+		d := time.Since(start)
+		in.stats.busyNs.Add(int64(d))
+		in.stats.batch.observe(d)
 		in.unborrow(cap)
 		if err != nil {
 			return in.fail("batch", err)
@@ -504,7 +511,10 @@ func (in *instance) handle(m *Message) error {
 			return fmt.Errorf("%w: %s: channel %v: %w", ErrProtocol, in.name(), ch, err)
 		}
 		if adv && in.obs != nil {
-			if err := in.obs.OnFrontier(&in.opctx, ie.port, in.tr.InputFrontier(ie.port)); err != nil {
+			start := time.Now()
+			err := in.obs.OnFrontier(&in.opctx, ie.port, in.tr.InputFrontier(ie.port))
+			in.stats.busyNs.Add(int64(time.Since(start)))
+			if err != nil {
 				return in.fail("frontier", err)
 			}
 		}
@@ -526,7 +536,9 @@ func (in *instance) settle() error {
 		// The tracker kept the notification's capability: lend it out.
 		cap := &Capability{in: in, epoch: e, valid: true}
 		in.stats.notified.Add(1)
+		start := time.Now()
 		err := in.op.OnNotify(&in.opctx, cap)
+		in.stats.busyNs.Add(int64(time.Since(start)))
 		in.unborrow(cap)
 		if err != nil {
 			return in.fail("notify", err)
