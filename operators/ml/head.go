@@ -36,7 +36,7 @@ type Head struct {
 	// Output is the model output's name.
 	Output string
 	// Columns name the produced columns: Classify [label, score] (defaults
-	// "label", "score"); Embed and Scalar one name (default: the output's name).
+	// "label", "score") or [label] alone; Embed and Scalar one name (default: the output's name).
 	Columns []string
 	// Labels, for Classify, name the classes in index order; nil gives int64
 	// class indexes.

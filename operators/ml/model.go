@@ -18,6 +18,14 @@ type Config struct {
 	Input string
 	// ModelInput names the model input; empty means the model's only input.
 	ModelInput string
+	// Inputs, when set, are the tensor columns fed to a model with several
+	// inputs (Input and ModelInput are then ignored): Inputs[i] feeds the
+	// model's i-th input, so there must be one column per model input.
+	Inputs []string
+	// InputIndexes, when set, are the field indexes of Inputs in the input
+	// schema (a join can give two columns one name); else Inputs are looked
+	// up by name.
+	InputIndexes []int
 	// Heads say which outputs become which columns. At least one.
 	Heads []Head
 	// ErrorColumn is the utf8 column that carries a row's error (null when the
@@ -42,18 +50,14 @@ type Model struct {
 	cfg      Config
 	inSchema *arrow.Schema
 	out      *arrow.Schema
-	inCol    int
-	rowShape []int64 // model input shape without the batch dim
-	rowSize  int
+	inputs   []boundInput // one per model input, in the model's order
 	heads    []boundHead
 	outInfo  []TensorInfo
 
 	// scratch, reused across batches
-	scratchIn  []float32
 	scratchOut [][]float32
 	ins        []Tensor
 	outs       []Tensor
-	inShape    []int64
 	outShapes  [][]int64
 	lastSchema *arrow.Schema       // the last record schema found equal to inSchema
 	nullErrs   map[int]arrow.Array // shared all-null error columns by length
@@ -84,49 +88,9 @@ func Bind(sess Session, in *arrow.Schema, cfg Config) (*Model, error) {
 	}
 	m := &Model{sess: sess, cfg: cfg, inSchema: in, outInfo: sess.Outputs()}
 
-	idx := in.FieldIndices(cfg.Input)
-	if len(idx) != 1 {
-		return nil, fmt.Errorf("%w: input column %q not found (have %s)", ErrSchema, cfg.Input, fieldNames(in))
-	}
-	m.inCol = idx[0]
-	colShape, err := FieldShape(in.Field(m.inCol))
-	if err != nil {
+	if err := m.bindInputs(in); err != nil {
 		return nil, err
 	}
-	ins := sess.Inputs()
-	var mi *TensorInfo
-	for i := range ins {
-		if ins[i].Name == cfg.ModelInput || (cfg.ModelInput == "" && len(ins) == 1) {
-			mi = &ins[i]
-		}
-	}
-	if mi == nil || len(ins) != 1 {
-		return nil, fmt.Errorf("%w: model inputs %v: the operator feeds exactly one tensor input (asked for %q)", ErrSchema, ins, cfg.ModelInput)
-	}
-	if mi.DType != Float32 || len(mi.Shape) < 1 {
-		return nil, fmt.Errorf("%w: model input %s: want float32 [N, ...]", ErrSchema, mi)
-	}
-	if mi.Shape[0] >= 0 && mi.Shape[0] != 1 {
-		return nil, fmt.Errorf("%w: model input %s has a fixed batch of %d", ErrSchema, mi, mi.Shape[0])
-	}
-	if mi.Shape[0] == 1 {
-		m.cfg.MaxBatch = 1 // a model exported with batch 1 takes one row a call
-	}
-	m.rowShape = slices.Clone(mi.Shape[1:])
-	for i, d := range m.rowShape {
-		if d < 0 { // a dynamic non-batch dim takes the column's size
-			if len(colShape) != len(m.rowShape) {
-				return nil, fmt.Errorf("%w: column %q shape [%s] does not fit model input %s", ErrSchema, cfg.Input, FormatDims(colShape), mi)
-			}
-			m.rowShape[i] = colShape[i]
-		}
-	}
-	// Same element count is enough: tensors are row-major, so [1,28,28] feeds
-	// [784] unchanged.
-	if product(m.rowShape) != product(colShape) {
-		return nil, fmt.Errorf("%w: column %q has rows of shape [%s] but model input %s wants [%s]", ErrSchema, cfg.Input, FormatDims(colShape), mi, FormatDims(m.rowShape))
-	}
-	m.rowSize = int(product(m.rowShape))
 
 	fields := slices.Clone(in.Fields())
 	seen := map[int]bool{}
@@ -154,8 +118,8 @@ func Bind(sess Session, in *arrow.Schema, cfg Config) (*Model, error) {
 		cols := h.columns()
 		switch h.Kind {
 		case Classify:
-			if len(bh.rowShape) != 1 || len(cols) != 2 {
-				return nil, fmt.Errorf("%w: classify head on %s wants an output [N,K] and two columns (label, score), got %d", ErrSchema, o, len(cols))
+			if len(bh.rowShape) != 1 || len(cols) < 1 || len(cols) > 2 {
+				return nil, fmt.Errorf("%w: classify head on %s wants an output [N,K] and the columns label[, score], got %d", ErrSchema, o, len(cols))
 			}
 			if h.Labels != nil && len(h.Labels) != bh.rowSize {
 				return nil, fmt.Errorf("%w: %d labels for output %s with %d classes", ErrSchema, len(h.Labels), o, bh.rowSize)
@@ -164,9 +128,10 @@ func Bind(sess Session, in *arrow.Schema, cfg Config) (*Model, error) {
 			if h.Labels != nil {
 				lt = arrow.BinaryTypes.String
 			}
-			fields = append(fields,
-				arrow.Field{Name: cols[0], Type: lt, Nullable: true},
-				arrow.Field{Name: cols[1], Type: arrow.PrimitiveTypes.Float32, Nullable: true})
+			fields = append(fields, arrow.Field{Name: cols[0], Type: lt, Nullable: true})
+			if len(cols) == 2 {
+				fields = append(fields, arrow.Field{Name: cols[1], Type: arrow.PrimitiveTypes.Float32, Nullable: true})
+			}
 		case Embed:
 			if len(cols) != 1 {
 				return nil, fmt.Errorf("%w: embed head on %s wants one column", ErrSchema, o)
@@ -186,9 +151,11 @@ func Bind(sess Session, in *arrow.Schema, cfg Config) (*Model, error) {
 	if !cfg.NoErrorColumn {
 		fields = append(fields, arrow.Field{Name: cfg.ErrorColumn, Type: arrow.BinaryTypes.String, Nullable: true})
 	}
+	// The input may repeat a name (a join's two id columns: the plan
+	// addresses them by position), but a column the operator adds must be new.
 	names := map[string]bool{}
-	for _, f := range fields {
-		if names[f.Name] {
+	for i, f := range fields {
+		if names[f.Name] && i >= in.NumFields() {
 			return nil, fmt.Errorf("%w: output column %q appears twice", ErrSchema, f.Name)
 		}
 		names[f.Name] = true
@@ -197,13 +164,104 @@ func Bind(sess Session, in *arrow.Schema, cfg Config) (*Model, error) {
 	m.out = arrow.NewSchema(fields, &md)
 
 	m.scratchOut = make([][]float32, len(m.outInfo))
-	m.ins = make([]Tensor, 1)
+	m.ins = make([]Tensor, len(m.inputs))
 	m.outs = make([]Tensor, len(m.outInfo))
-	m.inShape = append([]int64{-1}, m.rowShape...)
 	for _, o := range m.outInfo {
 		m.outShapes = append(m.outShapes, slices.Clone(o.Shape))
 	}
 	return m, nil
+}
+
+// boundInput is one model input fed by one tensor column.
+type boundInput struct {
+	col      int    // field index in the input schema
+	name     string // the column's name, for errors
+	rowShape []int64
+	rowSize  int
+	scratch  []float32 // gathers a batch made of several records' rows
+	shape    []int64   // [batch, rowShape...], the batch set per call
+}
+
+// bindInputs checks each input column against the model input it feeds:
+// Config.Inputs in the model's input order, or the one Config.Input.
+func (m *Model) bindInputs(in *arrow.Schema) error {
+	cfg := m.cfg
+	ins := m.sess.Inputs()
+	var infos []*TensorInfo
+	cols := cfg.Inputs
+	if len(cols) > 0 {
+		if len(cols) != len(ins) {
+			return fmt.Errorf("%w: %d input columns (%s) for a model with %d inputs %v: each model input takes one column, in order",
+				ErrSchema, len(cols), strings.Join(cols, ", "), len(ins), ins)
+		}
+		if cfg.InputIndexes != nil && len(cfg.InputIndexes) != len(cols) {
+			return fmt.Errorf("%w: %d input indexes for %d input columns", ErrConfig, len(cfg.InputIndexes), len(cols))
+		}
+		for i := range ins {
+			infos = append(infos, &ins[i])
+		}
+	} else {
+		cols = []string{cfg.Input}
+		var mi *TensorInfo
+		for i := range ins {
+			if ins[i].Name == cfg.ModelInput || (cfg.ModelInput == "" && len(ins) == 1) {
+				mi = &ins[i]
+			}
+		}
+		if mi == nil || len(ins) != 1 {
+			return fmt.Errorf("%w: model inputs %v: the operator feeds exactly one tensor input (asked for %q); give one column per input in Config.Inputs", ErrSchema, ins, cfg.ModelInput)
+		}
+		infos = []*TensorInfo{mi}
+	}
+	m.inputs = make([]boundInput, len(cols))
+	for k, name := range cols {
+		mi := infos[k]
+		what := fmt.Sprintf("column %q", name)
+		if len(cols) > 1 {
+			what = fmt.Sprintf("argument %d (column %q)", k+1, name)
+		}
+		col := -1
+		if cfg.InputIndexes != nil {
+			if c := cfg.InputIndexes[k]; c >= 0 && c < in.NumFields() {
+				col = c
+			}
+		} else if idx := in.FieldIndices(name); len(idx) == 1 {
+			col = idx[0]
+		}
+		if col < 0 {
+			return fmt.Errorf("%w: input %s not found (have %s)", ErrSchema, what, fieldNames(in))
+		}
+		colShape, err := FieldShape(in.Field(col))
+		if err != nil {
+			return fmt.Errorf("%s for model input %s: %w", what, mi, err)
+		}
+		if mi.DType != Float32 || len(mi.Shape) < 1 {
+			return fmt.Errorf("%w: %s feeds model input %s: want float32 [N, ...]", ErrSchema, what, mi)
+		}
+		if mi.Shape[0] >= 0 && mi.Shape[0] != 1 {
+			return fmt.Errorf("%w: model input %s has a fixed batch of %d", ErrSchema, mi, mi.Shape[0])
+		}
+		if mi.Shape[0] == 1 {
+			m.cfg.MaxBatch = 1 // a model exported with batch 1 takes one row a call
+		}
+		rowShape := slices.Clone(mi.Shape[1:])
+		for i, d := range rowShape {
+			if d < 0 { // a dynamic non-batch dim takes the column's size
+				if len(colShape) != len(rowShape) {
+					return fmt.Errorf("%w: %s has rows of shape [%s] that do not fit model input %s", ErrSchema, what, FormatDims(colShape), mi)
+				}
+				rowShape[i] = colShape[i]
+			}
+		}
+		// Same element count is enough: tensors are row-major, so [1,28,28]
+		// feeds [784] unchanged.
+		if product(rowShape) != product(colShape) {
+			return fmt.Errorf("%w: %s has rows of shape [%s] but model input %s wants [%s]", ErrSchema, what, FormatDims(colShape), mi, FormatDims(rowShape))
+		}
+		m.inputs[k] = boundInput{col: col, name: name, rowShape: rowShape, rowSize: int(product(rowShape)),
+			shape: append([]int64{-1}, rowShape...)}
+	}
+	return nil
 }
 
 func fieldNames(s *arrow.Schema) string {
@@ -240,9 +298,10 @@ func (m *Model) Infer(mem memory.Allocator, rec arrow.Record) (arrow.Record, err
 	}
 	out := j.finish(mem)
 	// Drop the job's references so the spare holds no record or buffer.
-	heads := j.heads[:0]
+	heads, vals := j.heads[:0], j.vals[:0]
 	clear(j.heads)
-	*j = job{heads: heads}
+	clear(j.vals[:cap(j.vals)])
+	*j = job{heads: heads, vals: vals}
 	return out, nil
 }
 
@@ -251,7 +310,7 @@ func (m *Model) Infer(mem memory.Allocator, rec arrow.Record) (arrow.Record, err
 type job struct {
 	m    *Model
 	rec  arrow.Record
-	vals []float32
+	vals [][]float32 // per model input: the rows' values, over the record's buffers
 	n    int
 	done int
 
@@ -285,7 +344,7 @@ func (m *Model) newJob(mem memory.Allocator, rec arrow.Record) (*job, error) {
 	return j, nil
 }
 
-// initJob fills j (zero but for the capacity of j.heads) for rec.
+// initJob fills j (zero but for the capacity of j.heads and j.vals) for rec.
 func (m *Model) initJob(j *job, mem memory.Allocator, rec arrow.Record) error {
 	// Records of one stream share their schema value; comparing fields (and their
 	// metadata) every batch would cost more than the rest of the conversion.
@@ -295,9 +354,13 @@ func (m *Model) initJob(j *job, mem memory.Allocator, rec arrow.Record) error {
 		}
 		m.lastSchema = sc
 	}
-	vals, _, err := TensorValues(rec.Column(m.inCol))
-	if err != nil {
-		return err
+	vals := j.vals[:0]
+	for _, bi := range m.inputs {
+		v, _, err := TensorValues(rec.Column(bi.col))
+		if err != nil {
+			return err
+		}
+		vals = append(vals, v)
 	}
 	n := int(rec.NumRows())
 	heads := j.heads[:0]
@@ -335,11 +398,13 @@ func (m *Model) initJob(j *job, mem memory.Allocator, rec arrow.Record) error {
 			hb.f32 = arrow.Float32Traits.CastFromBytes(b)
 		}
 	}
-	col := rec.Column(m.inCol)
-	if col.NullN() > 0 {
-		for r := 0; r < n; r++ {
-			if col.IsNull(r) {
-				j.fail(r, fmt.Errorf("%w: input %q is null", ErrRow, m.cfg.Input))
+	for _, bi := range m.inputs {
+		col := rec.Column(bi.col)
+		if col.NullN() > 0 {
+			for r := 0; r < n; r++ {
+				if col.IsNull(r) {
+					j.fail(r, fmt.Errorf("%w: input %q is null", ErrRow, bi.name))
+				}
 			}
 		}
 	}
@@ -385,19 +450,23 @@ func (m *Model) runBatch(segs []segment) {
 	if total == 0 {
 		return
 	}
-	var in []float32
-	if len(segs) == 1 { // the common case: a slice of one record, no copy
-		s := segs[0]
-		in = s.j.vals[s.start*m.rowSize : (s.start+s.n)*m.rowSize]
-	} else {
-		in = grow(&m.scratchIn, total*m.rowSize)
-		off := 0
-		for _, s := range segs {
-			off += copy(in[off:], s.j.vals[s.start*m.rowSize:(s.start+s.n)*m.rowSize])
+	for k := range m.inputs {
+		bi := &m.inputs[k]
+		rs := bi.rowSize
+		var in []float32
+		if len(segs) == 1 { // the common case: a slice of one record, no copy
+			s := segs[0]
+			in = s.j.vals[k][s.start*rs : (s.start+s.n)*rs]
+		} else {
+			in = grow(&bi.scratch, total*rs)
+			off := 0
+			for _, s := range segs {
+				off += copy(in[off:], s.j.vals[k][s.start*rs:(s.start+s.n)*rs])
+			}
 		}
+		bi.shape[0] = int64(total)
+		m.ins[k] = Tensor{DType: Float32, Shape: bi.shape, F32: in}
 	}
-	m.inShape[0] = int64(total)
-	m.ins[0] = Tensor{DType: Float32, Shape: m.inShape, F32: in}
 	// Outputs go to scratch buffers that live as long as the Model, then are
 	// copied into the records' Arrow buffers: a session can keep its runtime
 	// wrappers of stable buffers between calls, which costs less than the copy.
@@ -544,7 +613,9 @@ func (j *job) finish(mem memory.Allocator) arrow.Record {
 			} else {
 				cols = append(cols, primitive(mem, arrow.PrimitiveTypes.Int64, j, hb.buf, pair()))
 			}
-			cols = append(cols, primitive(mem, arrow.PrimitiveTypes.Float32, j, hb.sbuf, pair()))
+			if len(h.columns()) == 2 {
+				cols = append(cols, primitive(mem, arrow.PrimitiveTypes.Float32, j, hb.sbuf, pair()))
+			}
 		case Embed:
 			nulls := validity(mem, j.n, j.failed, j.nFailed)
 			cols = append(cols, newTensorArray(h.rowShape, j.n, hb.buf, nulls, j.nFailed))

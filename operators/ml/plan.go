@@ -21,7 +21,8 @@ type MetadataSession interface {
 // the types the binder gave them) onto the model's outputs:
 //
 //   - a pair (label INT64 or UTF8, score FLOAT32) is a Classify head on the next
-//     unused output [N,K] with K > 1; UTF8 labels come from the model's
+//     unused output [N,K] with K > 1, and so is a label column alone (a VQA
+//     answer: the score is left out); UTF8 labels come from the model's
 //     LabelsKey metadata;
 //   - a tensor column is an Embed head on the next unused output whose row has
 //     the same number of values (an output of the same name is preferred);
@@ -55,14 +56,19 @@ func PlanHeads(s Session, cols []arrow.Field) ([]Head, error) {
 	for i := 0; i < len(cols); i++ {
 		c := cols[i]
 		switch {
-		case (c.Type.ID() == arrow.INT64 || c.Type.ID() == arrow.STRING) && i+1 < len(cols) && cols[i+1].Type.ID() == arrow.FLOAT32:
+		case c.Type.ID() == arrow.INT64 || c.Type.ID() == arrow.STRING:
+			withScore := i+1 < len(cols) && cols[i+1].Type.ID() == arrow.FLOAT32
 			o := pick(c.Name, func(o TensorInfo) bool {
 				return o.DType == Float32 && len(o.Shape) == 2 && o.Shape[1] > 1
 			})
-			if o < 0 {
-				return nil, fmt.Errorf("%w: columns %s, %s want a class output [N,K]; model outputs %v", ErrSchema, c.Name, cols[i+1].Name, outs)
+			h := Head{Kind: Classify, Columns: []string{c.Name}}
+			if withScore {
+				h.Columns = append(h.Columns, cols[i+1].Name)
 			}
-			h := Head{Kind: Classify, Output: outs[o].Name, Columns: []string{c.Name, cols[i+1].Name}}
+			if o < 0 {
+				return nil, fmt.Errorf("%w: columns %s want a class output [N,K]; model outputs %v", ErrSchema, strings.Join(h.Columns, ", "), outs)
+			}
+			h.Output = outs[o].Name
 			if c.Type.ID() == arrow.STRING {
 				ms, ok := s.(MetadataSession)
 				var v string
@@ -76,7 +82,9 @@ func PlanHeads(s Session, cols []arrow.Field) ([]Head, error) {
 			}
 			used[o] = true
 			heads = append(heads, h)
-			i++
+			if withScore {
+				i++
+			}
 		case c.Type.ID() == arrow.FIXED_SIZE_LIST:
 			shape, err := FieldShape(c)
 			if err != nil {

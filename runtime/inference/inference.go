@@ -22,6 +22,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -171,15 +172,33 @@ func (r *Runtime) Lateral(n *logical.LateralModel, in *arrow.Schema) (func() (da
 	if len(n.Args) == 0 {
 		return nil, nil, fmt.Errorf("%w: %s takes a tensor column, got no arguments", ErrModel, n.Name)
 	}
-	consts, err := sideArgs(n)
-	if err != nil {
-		return nil, nil, err
+	// Several column arguments feed the model's inputs in order
+	// (VQA(img.feature, q.speech)); one column and integer constants feed a
+	// model with side inputs (vad(f.audio, 16000)).
+	var cols []string
+	var colIdx []int
+	var consts []int64
+	if multiColumn(n.Args) {
+		for i, a := range n.Args {
+			col, ok := a.(*expr.Column)
+			if !ok || col.Index < 0 || col.Index >= in.NumFields() {
+				return nil, nil, fmt.Errorf("%w: %s argument %d (%s): with several tensor arguments every argument must be a tensor column", ErrModel, n.Name, i+1, a)
+			}
+			cols = append(cols, in.Field(col.Index).Name)
+			colIdx = append(colIdx, col.Index)
+		}
+	} else {
+		var err error
+		if consts, err = sideArgs(n); err != nil {
+			return nil, nil, err
+		}
+		col, ok := n.Args[0].(*expr.Column)
+		if !ok || col.Index < 0 || col.Index >= in.NumFields() {
+			return nil, nil, fmt.Errorf("%w: %s(%s): the argument must be a tensor column", ErrModel, n.Name, n.Args[0])
+		}
+		cols, colIdx = []string{in.Field(col.Index).Name}, []int{col.Index}
 	}
-	col, ok := n.Args[0].(*expr.Column)
-	if !ok || col.Index < 0 || col.Index >= in.NumFields() {
-		return nil, nil, fmt.Errorf("%w: %s(%s): the argument must be a tensor column", ErrModel, n.Name, n.Args[0])
-	}
-	input := in.Field(col.Index).Name
+	input := cols[0]
 	v, err := ChooseVariant(n.Model, n.Name, r.cfg.Variants)
 	if err != nil {
 		return nil, nil, err
@@ -203,8 +222,13 @@ func (r *Runtime) Lateral(n *logical.LateralModel, in *arrow.Schema) (func() (da
 	}
 	// A model with side inputs (a recurrent state, a sample rate) is fed
 	// constants for them; sess itself still says which provider runs.
-	ms, err := withSideInputs(sess, input, consts)
-	if err != nil {
+	var ms ml.Session = sess
+	if len(cols) > 1 {
+		if got := len(sess.Inputs()); got != len(cols) {
+			return nil, nil, fmt.Errorf("%w: %s(%s): %d arguments for a model with %d inputs %v (variant %s, %s): the arguments feed the inputs in order",
+				ErrModel, n.Name, strings.Join(cols, ", "), len(cols), got, sess.Inputs(), v.Name, path)
+		}
+	} else if ms, err = withSideInputs(sess, input, consts); err != nil {
 		return nil, nil, fmt.Errorf("model %s variant %s (%s): %w", n.Name, v.Name, path, err)
 	}
 	heads, err := ml.PlanHeads(ms, n.Out)
@@ -226,7 +250,8 @@ func (r *Runtime) Lateral(n *logical.LateralModel, in *arrow.Schema) (func() (da
 			taken[heads[i].Columns[j]] = true
 		}
 	}
-	cfg := ml.Config{Input: input, Heads: heads, NoErrorColumn: true, MaxBatch: r.cfg.Batch.MaxBatch}
+	// By index: a join may give two columns one name.
+	cfg := ml.Config{Inputs: cols, InputIndexes: colIdx, Heads: heads, NoErrorColumn: true, MaxBatch: r.cfg.Batch.MaxBatch}
 	bind := func() (*ml.Model, error) { return ml.Bind(freshSession(ms), in, cfg) }
 	m, err := bind()
 	if err != nil {
@@ -259,4 +284,16 @@ func (r *Runtime) Lateral(n *logical.LateralModel, in *arrow.Schema) (func() (da
 		}
 		return ml.NewOperator(mm, batch)
 	}, out, nil
+}
+
+// multiColumn reports whether a call passes more than one column: the
+// arguments then feed the model's inputs in order.
+func multiColumn(args []expr.Expr) bool {
+	n := 0
+	for _, a := range args {
+		if _, ok := a.(*expr.Column); ok {
+			n++
+		}
+	}
+	return n > 1
 }

@@ -1,0 +1,237 @@
+package inference
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/apache/arrow/go/v17/arrow"
+	"github.com/apache/arrow/go/v17/arrow/array"
+	"github.com/apache/arrow/go/v17/arrow/ipc"
+	"github.com/apache/arrow/go/v17/arrow/memory"
+
+	"github.com/tierflow/tierflow/operators/exec"
+	"github.com/tierflow/tierflow/operators/ml"
+	"github.com/tierflow/tierflow/operators/sinks"
+	"github.com/tierflow/tierflow/runtime/modelzoo"
+)
+
+// The VQA-shaped test model: feature [N,4] and speech [N,3] are concatenated,
+// then Gemm to three answers and Softmax.
+var (
+	vqaW = []float32{ // [3,7], row-major, as Gemm with transB=1 wants
+		1, 0, 0, 0, 0.5, 0, 0,
+		0, 1, 0, 0, 0, 0.5, 0,
+		0, 0, 1, 1, 0, 0, 0.5,
+	}
+	vqaB    = []float32{0.1, 0, -0.1}
+	answers = []string{"yes", "no", "maybe"}
+)
+
+// writeVQAModel writes the two-input model with the zoo's ONNX writer.
+func writeVQAModel(t *testing.T, dir string) string {
+	t.Helper()
+	n := modelzoo.Dim{Param: "N"}
+	g := &modelzoo.Graph{
+		Name: "vqa",
+		Inputs: []modelzoo.ValueInfo{
+			{Name: "feature", Shape: []modelzoo.Dim{n, {Value: 4}}},
+			{Name: "speech", Shape: []modelzoo.Dim{n, {Value: 3}}},
+		},
+		Outputs: []modelzoo.ValueInfo{{Name: "probs", Shape: []modelzoo.Dim{n, {Value: 3}}}},
+		Initializers: []modelzoo.Initializer{
+			{Name: "w", Dims: []int64{3, 7}, Data: vqaW},
+			{Name: "b", Dims: []int64{3}, Data: vqaB},
+		},
+		Nodes: []modelzoo.Node{
+			{OpType: "Concat", Name: "concat", Inputs: []string{"feature", "speech"}, Outputs: []string{"x"}, Attrs: []modelzoo.Attr{modelzoo.IntAttr("axis", 1)}},
+			{OpType: "Gemm", Name: "fc", Inputs: []string{"x", "w", "b"}, Outputs: []string{"logits"}, Attrs: []modelzoo.Attr{modelzoo.IntAttr("transB", 1)}},
+			{OpType: "Softmax", Name: "softmax", Inputs: []string{"logits"}, Outputs: []string{"probs"}, Attrs: []modelzoo.Attr{modelzoo.IntAttr("axis", 1)}},
+		},
+		Metadata: map[string]string{ml.LabelsKey: strings.Join(answers, ",")},
+	}
+	path := filepath.Join(dir, "vqa.onnx")
+	if err := g.WriteFile(path); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
+// vqaAnswer is the model's answer computed in Go: the argmax of the logits
+// (Softmax keeps the order).
+func vqaAnswer(feature, speech []float32) string {
+	x := append(append([]float32(nil), feature...), speech...)
+	best, bv := 0, float32(0)
+	for c := 0; c < 3; c++ {
+		v := vqaB[c]
+		for k, xv := range x {
+			v += vqaW[c*7+k] * xv
+		}
+		if c == 0 || v > bv {
+			best, bv = c, v
+		}
+	}
+	return answers[best]
+}
+
+func vqaFeature(i int) []float32 {
+	return []float32{float32(i % 5), float32((i * 3) % 7), float32(i%2) * 2, 0.25}
+}
+
+func vqaSpeech(i int) []float32 {
+	return []float32{float32((i * 7) % 3), float32(i % 4), float32((i * 5) % 6)}
+}
+
+// writeTensorTable writes rows id, <col> (a tensor of size values, value(i)),
+// with the ids in nulls null in the tensor, as an Arrow IPC file.
+func writeTensorTable(t *testing.T, path, col string, size, rows int, value func(int) []float32, nulls map[int]bool) {
+	t.Helper()
+	mem := memory.NewGoAllocator()
+	// The element type is nullable, as the catalog's TENSOR(FLOAT, n) is.
+	tf := ml.TensorField(col, []int64{int64(size)})
+	tf.Type = arrow.FixedSizeListOf(int32(size), arrow.PrimitiveTypes.Float32)
+	schema := arrow.NewSchema([]arrow.Field{{Name: "id", Type: arrow.PrimitiveTypes.Int64}, tf}, nil)
+	b := array.NewRecordBuilder(mem, schema)
+	defer b.Release()
+	for i := 0; i < rows; i++ {
+		b.Field(0).(*array.Int64Builder).Append(int64(i))
+		tb := b.Field(1).(*array.FixedSizeListBuilder)
+		if nulls[i] {
+			tb.AppendNull()
+			continue
+		}
+		tb.Append(true)
+		tb.ValueBuilder().(*array.Float32Builder).AppendValues(value(i), nil)
+	}
+	rec := b.NewRecord()
+	defer rec.Release()
+	f, err := os.Create(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	w, err := ipc.NewFileWriter(f, ipc.WithSchema(schema))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := w.Write(rec); err != nil {
+		t.Fatal(err)
+	}
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if err := f.Close(); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// answerRows collects (id, answer) rows; a null answer is "<null>".
+type answerRows struct{ got map[int64]string }
+
+func (a *answerRows) Write(rec arrow.Record) error {
+	ids := rec.Column(0).(*array.Int64)
+	ans := rec.Column(1).(*array.String)
+	for i := 0; i < int(rec.NumRows()); i++ {
+		v := "<null>"
+		if ans.IsValid(i) {
+			v = ans.Value(i)
+		}
+		a.got[ids.Value(i)] = v
+	}
+	return nil
+}
+func (a *answerRows) Close() error { return nil }
+
+// TestTwoInputModelQuery runs VQA(img.feature, q.speech) over a join of two
+// files through the SQL front end, the executor and ONNX Runtime, and checks
+// every answer against the same model computed in Go; a null in either input
+// fails that row only.
+func TestTwoInputModelQuery(t *testing.T) {
+	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
+	defer mem.AssertSize(t, 0)
+	dir := t.TempDir()
+	model := writeVQAModel(t, dir)
+	const rows = 150
+	nullF, nullS := map[int]bool{7: true}, map[int]bool{42: true, 99: true}
+	writeTensorTable(t, filepath.Join(dir, "images.arrow"), "feature", 4, rows, vqaFeature, nullF)
+	writeTensorTable(t, filepath.Join(dir, "questions.arrow"), "speech", 3, rows, vqaSpeech, nullS)
+	script := fmt.Sprintf(`
+CREATE MODEL VQA TASK 'visual-question-answering'
+  INPUTS (feature TENSOR(FLOAT, 4), speech TENSOR(FLOAT, 3))
+  OUTPUTS (answer VARCHAR)
+  VARIANTS (tiny FROM '%s');
+CREATE TABLE images (id BIGINT, feature TENSOR(FLOAT, 4)) FROM FILE '%s' FORMAT ARROW;
+CREATE TABLE questions (id BIGINT, speech TENSOR(FLOAT, 3)) FROM FILE '%s' FORMAT ARROW;
+SELECT q.id, a.answer
+FROM questions AS q
+JOIN images AS img ON q.id = img.id
+CROSS JOIN LATERAL VQA(img.feature, q.speech) AS a(answer);
+`, model, filepath.Join(dir, "images.arrow"), filepath.Join(dir, "questions.arrow"))
+	rt := New(Config{Batch: ml.BatchConfig{MaxBatch: 16}})
+	out := &answerRows{got: map[int64]string{}}
+	err := exec.RunScript(context.Background(), filepath.Join(dir, "vqa.sql"), script, exec.ScriptOptions{
+		Options:   exec.Options{Allocator: mem, Lateral: rt.Lateral, BatchSize: 40},
+		NewOutput: func() (sinks.Writer, error) { return out, nil },
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ch := rt.Choices(); len(ch) != 1 || ch[0].Variant != "tiny" || !strings.HasPrefix(ch[0].Provider, "cpu") {
+		t.Fatalf("choices %+v", ch)
+	}
+	if len(out.got) != rows {
+		t.Fatalf("%d rows, want %d", len(out.got), rows)
+	}
+	seen := map[string]int{}
+	for i := 0; i < rows; i++ {
+		got := out.got[int64(i)]
+		want := vqaAnswer(vqaFeature(i), vqaSpeech(i))
+		if nullF[i] || nullS[i] {
+			want = "<null>"
+		}
+		if got != want {
+			t.Errorf("id %d: answer %s, want %s", i, got, want)
+		}
+		seen[got]++
+	}
+	if len(seen) < 3 {
+		t.Errorf("answers %v: the data should exercise several classes", seen)
+	}
+}
+
+// TestTwoInputModelErrors: the arguments are checked against the model's
+// inputs when the query is built, naming the argument, the input and both
+// shapes.
+func TestTwoInputModelErrors(t *testing.T) {
+	dir := t.TempDir()
+	model := writeVQAModel(t, dir)
+	writeTensorTable(t, filepath.Join(dir, "t.arrow"), "feature", 4, 3, vqaFeature, nil)
+	run := func(call string) error {
+		script := fmt.Sprintf(`
+CREATE MODEL VQA OUTPUTS (answer VARCHAR) VARIANTS (tiny FROM '%s');
+CREATE TABLE t (id BIGINT, feature TENSOR(FLOAT, 4)) FROM FILE '%s' FORMAT ARROW;
+SELECT t.id, a.answer FROM t CROSS JOIN LATERAL %s AS a(answer);
+`, model, filepath.Join(dir, "t.arrow"), call)
+		rt := New(Config{})
+		return exec.RunScript(context.Background(), filepath.Join(dir, "q.sql"), script, exec.ScriptOptions{
+			Options:   exec.Options{Allocator: memory.NewGoAllocator(), Lateral: rt.Lateral},
+			NewOutput: func() (sinks.Writer, error) { return &answerRows{got: map[int64]string{}}, nil },
+		})
+	}
+	err := run("VQA(t.feature, t.feature)")
+	if !errors.Is(err, ml.ErrSchema) || !strings.Contains(err.Error(), `argument 2 (column "feature")`) ||
+		!strings.Contains(err.Error(), "speech float32[N,3]") || !strings.Contains(err.Error(), "[4]") {
+		t.Errorf("wrong shape for the second input: %v", err)
+	}
+	err = run("VQA(t.feature, t.feature, t.feature)")
+	if !errors.Is(err, ErrModel) || !strings.Contains(err.Error(), "3 arguments for a model with 2 inputs") {
+		t.Errorf("three arguments: %v", err)
+	}
+	err = run("VQA(t.feature, 3)")
+	if !errors.Is(err, ErrModel) {
+		t.Errorf("a constant where a tensor goes: %v", err)
+	}
+}
