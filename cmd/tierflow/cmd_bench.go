@@ -21,5 +21,6 @@ report ratios, so numbers from different machines stay comparable.`,
 		},
 	}
 	c.AddCommand(subs...)
+	c.AddCommand(newBenchRelayPeerCmd(a))
 	return c
 }

@@ -7,7 +7,11 @@ import (
 	"testing"
 )
 
+// TestBenchRelayJSON runs both modes for real: the across-process rows come
+// from a child process (this test binary as the real CLI, `bench
+// relay-peer`), which is what childEnv=real is for.
 func TestBenchRelayJSON(t *testing.T) {
+	t.Setenv(childEnv, "real")
 	var out, errb bytes.Buffer
 	code := run([]string{"bench", "relay", "--rows", "16,512", "--mb", "1", "--rounds", "1", "--latency", "5", "--format", "json"}, nil, &out, &errb)
 	if code != 0 {
@@ -17,17 +21,51 @@ func TestBenchRelayJSON(t *testing.T) {
 	if err := json.Unmarshal(out.Bytes(), &rows); err != nil {
 		t.Fatalf("%v: %s", err, out.String())
 	}
-	if len(rows) != 4 || rows[0]["case"] != "nats/16" || rows[3]["case"] != "inproc/512" {
-		t.Fatalf("rows %v", rows)
+	if len(rows) != 6 {
+		t.Fatalf("%d rows, want 6: %v", len(rows), rows)
 	}
-	for _, k := range []string{"batches_s", "relay_mb_s", "raw_mb_s", "ratio", "p50_us", "p99_us"} {
-		v, ok := rows[0][k].(float64)
-		if !ok || v <= 0 {
-			t.Errorf("row lacks a positive %q: %v", k, rows[0])
+	want := [][2]string{{"in-process", "nats/16"}, {"in-process", "inproc/16"}, {"across-processes", "nats/16"},
+		{"in-process", "nats/512"}, {"in-process", "inproc/512"}, {"across-processes", "nats/512"}}
+	for i, w := range want {
+		if rows[i]["mode"] != w[0] || rows[i]["case"] != w[1] {
+			t.Errorf("row %d is %v/%v, want %v", i, rows[i]["mode"], rows[i]["case"], w)
 		}
 	}
-	if !strings.Contains(errb.String(), "ratio") {
-		t.Errorf("no progress lines: %s", errb.String())
+	for _, r := range []map[string]any{rows[0], rows[2], rows[5]} {
+		for _, k := range []string{"batches_s", "relay_mb_s", "raw_mb_s", "ratio", "p50_us", "p99_us", "raw_p50_us", "raw_p99_us", "cpu_ratio"} {
+			v, ok := r[k].(float64)
+			if !ok || v <= 0 {
+				t.Errorf("row lacks a positive %q: %v", k, r)
+			}
+		}
+		for _, k := range []string{"added_p50_us", "added_p99_us"} {
+			if _, ok := r[k].(float64); !ok {
+				t.Errorf("row lacks %q: %v", k, r)
+			}
+		}
+	}
+	for _, s := range []string{"ratio", "across-processes round 1", "bench relay: "} {
+		if !strings.Contains(errb.String(), s) {
+			t.Errorf("no %q in the progress: %s", s, errb.String())
+		}
+	}
+}
+
+// TestBenchRelayTable: one mode, the compact table.
+func TestBenchRelayTable(t *testing.T) {
+	var out, errb bytes.Buffer
+	code := run([]string{"bench", "relay", "--mode", "in-process", "--rows", "16", "--mb", "1", "--rounds", "1", "--latency", "5"}, nil, &out, &errb)
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errb.String())
+	}
+	s := out.String()
+	for _, h := range []string{"MODE", "RELAY MB S", "RAW MB S", "RATIO", "ADDED P 99 US", "in-process", "inproc/16"} {
+		if !strings.Contains(s, h) {
+			t.Errorf("table lacks %q:\n%s", h, s)
+		}
+	}
+	if strings.Contains(s, "across-processes") {
+		t.Errorf("--mode in-process ran across processes:\n%s", s)
 	}
 }
 
@@ -41,5 +79,12 @@ func TestBenchRelayBadInput(t *testing.T) {
 	}
 	if code := run([]string{"bench", "relay", "--format", "xml"}, nil, &out, &errb); code != exitBadInput {
 		t.Errorf("bad format: exit %d", code)
+	}
+	errb.Reset()
+	if code := run([]string{"bench", "relay", "--mode", "sideways"}, nil, &out, &errb); code != exitBadInput || !strings.Contains(errb.String(), "--mode") {
+		t.Errorf("bad mode: exit %d, %s", code, errb.String())
+	}
+	if code := run([]string{"bench", "relay-peer"}, nil, &out, &errb); code != exitBadInput {
+		t.Errorf("relay-peer without --control: exit %d", code)
 	}
 }

@@ -1,11 +1,13 @@
-// Package relaybench measures the relay against raw NATS in the same process
-// and the same run: Arrow batches per second and MB/s through the NATS relay
-// (IPC encode, framing, chunking, credit, decode) against publishing and
-// subscribing the very same number of bytes with bare core NATS, plus the
-// in-process backend, plus the one-hop latency each adds. `tierflow bench
-// relay` and the package's Go benchmarks share it. Across processes is not
-// measured yet: both ends run in this process over loopback. It must not
-// import runtime or cmd.
+// Package relaybench measures the relay against raw NATS in the same run:
+// Arrow batches per second and MB/s through the NATS relay (IPC encode,
+// framing, chunking, credit, decode) against publishing and subscribing the
+// very same number of bytes with bare core NATS, plus the in-process backend,
+// plus the one-hop latency each adds. It measures in two modes: both ends in
+// this process over loopback, and across processes, with the receiving ends
+// in a peer process (ServePeer) on its own connection, so batches cross a
+// process boundary over TCP. `tierflow bench relay` and the package's Go
+// benchmarks share it. It must not import runtime or cmd: the caller says
+// how to start the peer (Options.Peer).
 package relaybench
 
 import (
@@ -13,7 +15,9 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"os/exec"
 	"slices"
+	"strings"
 	"sync/atomic"
 	"syscall"
 	"time"
@@ -44,23 +48,36 @@ type Options struct {
 	Progress   io.Writer     // plain progress lines; nil for none
 	Timeout    time.Duration // bound on one measurement (default 60s)
 	Allocator  memory.Allocator
+	// Modes to measure, ModeInProcess and/or ModeProcesses (default both
+	// when Peer is set, else in-process only).
+	Modes []string
+	// Peer makes the command of the peer process for ModeProcesses; the
+	// command must end up calling ServePeer(ctx, url, control, its stdin).
+	// Its stdin is set by Run; a nil Stderr keeps the tail for errors.
+	Peer func(url, control string) *exec.Cmd
+	// Tick, if set, is called after every step of Steps(), with what ran.
+	Tick func(what string)
 }
 
 // Row is one case of the result.
 type Row struct {
-	Case      string  `json:"case"`
-	Rows      int     `json:"rows"`
-	BatchKB   float64 `json:"batch_kb"`
-	Batches   int     `json:"batches"`
-	BatchesS  float64 `json:"batches_s"`
-	RelayMBs  float64 `json:"relay_mb_s"`
-	RawMBs    float64 `json:"raw_mb_s"`
-	Ratio     float64 `json:"ratio"`
-	P50us     float64 `json:"p50_us"`
-	P99us     float64 `json:"p99_us"`
-	RawP50us  float64 `json:"raw_p50_us"`
-	RawP99us  float64 `json:"raw_p99_us"`
+	Mode     string  `json:"mode"`    // ModeInProcess or ModeProcesses
+	Backend  string  `json:"backend"` // nats or inproc
+	Case     string  `json:"case"`    // backend/rows
+	Rows     int     `json:"rows"`
+	BatchKB  float64 `json:"batch_kb"`
+	Batches  int     `json:"batches"`
+	BatchesS float64 `json:"batches_s"`
+	RelayMBs float64 `json:"relay_mb_s"`
+	RawMBs   float64 `json:"raw_mb_s"`
+	Ratio    float64 `json:"ratio"`
+	P50us    float64 `json:"p50_us"`
+	P99us    float64 `json:"p99_us"`
+	RawP50us float64 `json:"raw_p50_us"`
+	RawP99us float64 `json:"raw_p99_us"`
+	// The one-hop latency the relay adds over raw NATS (relay - raw).
 	AddedP50s float64 `json:"added_p50_us"`
+	AddedP99s float64 `json:"added_p99_us"`
 	// CPU time of the whole process per MB moved, relay and raw, and raw's
 	// over relay's: on a loaded machine wall-clock ratios swing with the
 	// neighbours, CPU cost per byte does not.
@@ -90,6 +107,24 @@ func (o *Options) defaults() {
 	}
 	if o.Allocator == nil {
 		o.Allocator = memory.DefaultAllocator
+	}
+	if len(o.Modes) == 0 {
+		o.Modes = []string{ModeInProcess}
+		if o.Peer != nil {
+			o.Modes = append(o.Modes, ModeProcesses)
+		}
+	}
+}
+
+// Steps is how many times Run calls Tick with these options.
+func (o Options) Steps() int {
+	o.defaults()
+	return len(o.Rows) * len(o.Modes) * (o.Rounds + 1)
+}
+
+func (o *Options) tick(format string, args ...any) {
+	if o.Tick != nil {
+		o.Tick(fmt.Sprintf(format, args...))
 	}
 }
 
@@ -415,8 +450,9 @@ func median(ts []Throughput) Throughput {
 // ErrBadOptions is wrapped by Run for options it cannot use.
 var ErrBadOptions = errors.New("relaybench: bad options")
 
-// Run measures every case and returns one NATS row and one in-process row per
-// batch size.
+// Run measures every case in every mode and returns, per batch size, the
+// NATS row and the in-process backend's row of ModeInProcess and the NATS
+// row of ModeProcesses (the in-process backend cannot cross processes).
 func Run(ctx context.Context, o Options) ([]Row, error) {
 	o.defaults()
 	for _, r := range o.Rows {
@@ -426,6 +462,18 @@ func Run(ctx context.Context, o Options) ([]Row, error) {
 	}
 	if o.MaxPayload < 0 {
 		return nil, fmt.Errorf("%w: max payload %d", ErrBadOptions, o.MaxPayload)
+	}
+	procs := false
+	for i, m := range o.Modes {
+		mode, err := ParseMode(m)
+		if err != nil {
+			return nil, err
+		}
+		o.Modes[i] = mode
+		procs = procs || mode == ModeProcesses
+	}
+	if procs && o.Peer == nil {
+		return nil, fmt.Errorf("%w: mode %s needs Options.Peer to start the peer process", ErrBadOptions, ModeProcesses)
 	}
 	env, err := NewEnv(o.URL, o.MaxPayload)
 	if err != nil {
@@ -439,22 +487,36 @@ func Run(ctx context.Context, o Options) ([]Row, error) {
 	defer a.Close()
 	defer b.Close()
 	defer ip.Close()
-	o.logf("relay bench: NATS %s (max payload %d), window %d, %d MB per measurement, %d rounds (both ends in this process, loopback)",
-		env.pub.ConnectedUrl(), env.pub.MaxPayload(), o.Window, o.MB, o.Rounds)
+	var p *peer
+	if procs {
+		// The peer's reports come in on the receiving side's connection,
+		// which across processes carries nothing else.
+		url := o.URL // as given: ConnectedUrl drops credentials
+		if url == "" {
+			url = env.pub.ConnectedUrl()
+		}
+		if p, err = startPeer(ctx, &o, env.sub, url); err != nil {
+			return nil, err
+		}
+		defer p.stop()
+	}
+	o.logf("relay bench: NATS %s (max payload %d), window %d, %d MB per measurement, %d rounds, modes %s",
+		env.pub.ConnectedUrl(), env.pub.MaxPayload(), o.Window, o.MB, o.Rounds, strings.Join(o.Modes, ", "))
 	var rows []Row
 	for _, nrows := range o.Rows {
 		rec := Record(o.Allocator, nrows)
-		natsRow, ipRow, err := runCase(ctx, &o, env, a, b, ip, rec)
+		got, err := runSize(ctx, &o, env, a, b, ip, p, rec)
 		rec.Release()
 		if err != nil {
 			return nil, err
 		}
-		rows = append(rows, natsRow, ipRow)
+		rows = append(rows, got...)
 	}
 	return rows, nil
 }
 
-func runCase(ctx context.Context, o *Options, env *Env, a, b, ip relay.Transport, rec arrow.Record) (Row, Row, error) {
+// runSize measures one batch size in every mode.
+func runSize(ctx context.Context, o *Options, env *Env, a, b, ip relay.Transport, p *peer, rec arrow.Record) ([]Row, error) {
 	nrows := int(rec.NumRows())
 	mctx, cancel := context.WithTimeout(ctx, o.Timeout)
 	defer cancel()
@@ -462,68 +524,141 @@ func runCase(ctx context.Context, o *Options, env *Env, a, b, ip relay.Transport
 	// message size.
 	probe, err := RelayThroughput(mctx, a, b, rec, 1)
 	if err != nil {
-		return Row{}, Row{}, err
+		return nil, err
 	}
 	per := int(probe.Bytes)
 	n := max(20, o.MB*1_000_000/per)
 	o.logf("case %d rows: %.1f KB per batch on the wire, %d batches", nrows, float64(per)/1e3, n)
+	var rows []Row
+	for _, mode := range o.Modes {
+		if mode == ModeInProcess {
+			natsRow, ipRow, err := runCase(mctx, o, env, a, b, ip, rec, per, n)
+			if err != nil {
+				return nil, err
+			}
+			rows = append(rows, natsRow, ipRow)
+			continue
+		}
+		row, err := runCasePeer(mctx, o, env, a, p, rec, per, n)
+		if err != nil {
+			return nil, err
+		}
+		rows = append(rows, row)
+	}
+	return rows, nil
+}
+
+// natsRow fills the NATS row of a case from its measurements.
+func natsRow(mode string, nrows, per, n int, relayT, rawT []Throughput, lat, rawLat []time.Duration) Row {
+	rl, raw := median(relayT), median(rawT)
+	r := Row{
+		Mode: mode, Backend: "nats", Case: fmt.Sprintf("nats/%d", nrows), Rows: nrows, BatchKB: float64(per) / 1e3, Batches: n,
+		BatchesS: rl.BatchesS(), RelayMBs: rl.MBs(), RawMBs: raw.MBs(), Ratio: rl.MBs() / raw.MBs(),
+		P50us: percentileUs(lat, 0.5), P99us: percentileUs(lat, 0.99),
+		RawP50us: percentileUs(rawLat, 0.5), RawP99us: percentileUs(rawLat, 0.99),
+	}
+	r.AddedP50s, r.AddedP99s = r.P50us-r.RawP50us, r.P99us-r.RawP99us
+	r.CPUusMB, r.RawCPUusMB = medianCPU(relayT), medianCPU(rawT)
+	if r.CPUusMB > 0 {
+		r.CPURatio = r.RawCPUusMB / r.CPUusMB
+	}
+	return r
+}
+
+func (o *Options) logRow(r Row) {
+	o.logf("  %s: relay %.0f MB/s vs raw %.0f MB/s: ratio %.2f; CPU %.0f vs %.0f µs/MB: cpu ratio %.2f; p50 %.0f µs vs raw %.0f µs, p99 %.0f µs vs raw %.0f µs",
+		r.Mode, r.RelayMBs, r.RawMBs, r.Ratio, r.CPUusMB, r.RawCPUusMB, r.CPURatio, r.P50us, r.RawP50us, r.P99us, r.RawP99us)
+}
+
+func runCase(ctx context.Context, o *Options, env *Env, a, b, ip relay.Transport, rec arrow.Record, per, n int) (Row, Row, error) {
+	nrows := int(rec.NumRows())
 	var relayT, rawT, ipT []Throughput
 	for round := 0; round < o.Rounds; round++ {
-		raw, err := RawThroughput(mctx, env.pub, env.sub, per, n, o.Window)
+		raw, err := RawThroughput(ctx, env.pub, env.sub, per, n, o.Window)
 		if err != nil {
 			return Row{}, Row{}, err
 		}
-		rl, err := RelayThroughput(mctx, a, b, rec, n)
+		rl, err := RelayThroughput(ctx, a, b, rec, n)
 		if err != nil {
 			return Row{}, Row{}, err
 		}
 		// In process a batch costs under a microsecond: run enough of them
 		// for the clock to see.
-		in, err := RelayThroughput(mctx, ip, ip, rec, max(n, 20000))
+		in, err := RelayThroughput(ctx, ip, ip, rec, max(n, 20000))
 		if err != nil {
 			return Row{}, Row{}, err
 		}
 		rawT, relayT, ipT = append(rawT, raw), append(relayT, rl), append(ipT, in)
-		o.logf("  round %d: raw %.0f MB/s, relay %.0f MB/s, in-process %.0f batches/s", round+1, raw.MBs(), rl.MBs(), in.BatchesS())
+		o.logf("  %s round %d: raw %.0f MB/s, relay %.0f MB/s, in-process backend %.0f batches/s", ModeInProcess, round+1, raw.MBs(), rl.MBs(), in.BatchesS())
+		o.tick("%d rows, %s, round %d", nrows, ModeInProcess, round+1)
 	}
-	raw, rl, in := median(rawT), median(relayT), median(ipT)
-	lat, err := RelayLatency(mctx, a, b, rec, o.Latency)
+	lat, err := RelayLatency(ctx, a, b, rec, o.Latency)
 	if err != nil {
 		return Row{}, Row{}, err
 	}
-	rawLat, err := RawLatency(mctx, env.pub, env.sub, per, o.Latency)
+	rawLat, err := RawLatency(ctx, env.pub, env.sub, per, o.Latency)
 	if err != nil {
 		return Row{}, Row{}, err
 	}
-	ipLat, err := RelayLatency(mctx, ip, ip, rec, o.Latency)
+	ipLat, err := RelayLatency(ctx, ip, ip, rec, o.Latency)
 	if err != nil {
 		return Row{}, Row{}, err
 	}
-	rawP50, rawP99 := percentileUs(rawLat, 0.5), percentileUs(rawLat, 0.99)
-	natsRow := Row{
-		Case: fmt.Sprintf("nats/%d", nrows), Rows: nrows, BatchKB: float64(per) / 1e3, Batches: n,
-		BatchesS: rl.BatchesS(), RelayMBs: rl.MBs(), RawMBs: raw.MBs(), Ratio: rl.MBs() / raw.MBs(),
-		P50us: percentileUs(lat, 0.5), P99us: percentileUs(lat, 0.99), RawP50us: rawP50, RawP99us: rawP99,
-	}
-	natsRow.AddedP50s = natsRow.P50us - rawP50
-	natsRow.CPUusMB, natsRow.RawCPUusMB = medianCPU(relayT), medianCPU(rawT)
-	if natsRow.CPUusMB > 0 {
-		natsRow.CPURatio = natsRow.RawCPUusMB / natsRow.CPUusMB
-	}
+	o.tick("%d rows, %s, latency", nrows, ModeInProcess)
+	nr := natsRow(ModeInProcess, nrows, per, n, relayT, rawT, lat, rawLat)
 	// In process nothing is serialised; its MB/s counts the same wire bytes
 	// per batch as the NATS row, so the two rows compare batch for batch.
+	raw, in := median(rawT), median(ipT)
 	ipMBs := in.BatchesS() * float64(per) / 1e6
 	ipRow := Row{
-		Case: fmt.Sprintf("inproc/%d", nrows), Rows: nrows, BatchKB: float64(per) / 1e3, Batches: n,
+		Mode: ModeInProcess, Backend: "inproc", Case: fmt.Sprintf("inproc/%d", nrows), Rows: nrows, BatchKB: float64(per) / 1e3, Batches: n,
 		BatchesS: in.BatchesS(), RelayMBs: ipMBs, RawMBs: raw.MBs(), Ratio: ipMBs / raw.MBs(),
-		P50us: percentileUs(ipLat, 0.5), P99us: percentileUs(ipLat, 0.99), RawP50us: rawP50, RawP99us: rawP99,
+		P50us: percentileUs(ipLat, 0.5), P99us: percentileUs(ipLat, 0.99), RawP50us: nr.RawP50us, RawP99us: nr.RawP99us,
 	}
-	ipRow.AddedP50s = ipRow.P50us - rawP50
-	ipRow.CPUusMB, ipRow.RawCPUusMB = medianCPU(ipT)*float64(in.Bytes)/float64(uint64(in.Batches)*uint64(per)), natsRow.RawCPUusMB
+	ipRow.AddedP50s, ipRow.AddedP99s = ipRow.P50us-nr.RawP50us, ipRow.P99us-nr.RawP99us
+	ipRow.CPUusMB, ipRow.RawCPUusMB = medianCPU(ipT)*float64(in.Bytes)/float64(uint64(in.Batches)*uint64(per)), nr.RawCPUusMB
 	if ipRow.CPUusMB > 0 {
 		ipRow.CPURatio = ipRow.RawCPUusMB / ipRow.CPUusMB
 	}
-	o.logf("  nats relay %.0f MB/s vs raw %.0f MB/s: ratio %.2f; CPU %.0f vs %.0f µs/MB: cpu ratio %.2f; p50 %.0f µs vs raw %.0f µs",
-		natsRow.RelayMBs, natsRow.RawMBs, natsRow.Ratio, natsRow.CPUusMB, natsRow.RawCPUusMB, natsRow.CPURatio, natsRow.P50us, rawP50)
-	return natsRow, ipRow, nil
+	o.logRow(nr)
+	return nr, ipRow, nil
+}
+
+// runCasePeer is runCase across processes: this process sends, the peer
+// receives. CPU time is both processes' together.
+func runCasePeer(ctx context.Context, o *Options, env *Env, a relay.Transport, p *peer, rec arrow.Record, per, n int) (Row, error) {
+	nrows := int(rec.NumRows())
+	var relayT, rawT []Throughput
+	for round := 0; round < o.Rounds; round++ {
+		raw, err := rawThroughputPeer(ctx, p, env.pub, per, n, o.Window)
+		if err != nil {
+			return Row{}, err
+		}
+		if raw.Got.Batches != uint64(n) || raw.Got.Bytes != uint64(per)*uint64(n) {
+			return Row{}, fmt.Errorf("%w: raw: %d messages and %d bytes arrived, %d and %d sent", ErrPeer, raw.Got.Batches, raw.Got.Bytes, n, per*n)
+		}
+		rl, err := relayThroughputPeer(ctx, p, a, rec, n, o.Window)
+		if err != nil {
+			return Row{}, err
+		}
+		if rl.Got.Batches != uint64(n) || rl.Got.Rows != uint64(n*nrows) || rl.Got.Bytes != rl.Bytes {
+			return Row{}, fmt.Errorf("%w: relay: %d batches, %d rows and %d bytes arrived, %d, %d and %d sent",
+				ErrPeer, rl.Got.Batches, rl.Got.Rows, rl.Got.Bytes, n, n*nrows, rl.Bytes)
+		}
+		rawT, relayT = append(rawT, raw.Throughput), append(relayT, rl.Throughput)
+		o.logf("  %s round %d: raw %.0f MB/s, relay %.0f MB/s", ModeProcesses, round+1, raw.MBs(), rl.MBs())
+		o.tick("%d rows, %s, round %d", nrows, ModeProcesses, round+1)
+	}
+	lat, err := relayLatencyPeer(ctx, p, a, rec, o.Latency, o.Window)
+	if err != nil {
+		return Row{}, err
+	}
+	rawLat, err := rawLatencyPeer(ctx, p, env.pub, per, o.Latency)
+	if err != nil {
+		return Row{}, err
+	}
+	o.tick("%d rows, %s, latency", nrows, ModeProcesses)
+	r := natsRow(ModeProcesses, nrows, per, n, relayT, rawT, lat, rawLat)
+	o.logRow(r)
+	return r, nil
 }

@@ -2,6 +2,9 @@ package relaybench
 
 import (
 	"context"
+	"errors"
+	"os"
+	"os/exec"
 	"strconv"
 	"testing"
 	"time"
@@ -12,6 +15,94 @@ import (
 	"github.com/tierflow/tierflow/relay/inproc"
 	"github.com/tierflow/tierflow/relay/natsrelay"
 )
+
+// The test binary doubles as the peer process: run with these variables
+// set it serves as ServePeer and exits.
+const (
+	envPeerURL     = "RELAYBENCH_TEST_PEER_URL"
+	envPeerControl = "RELAYBENCH_TEST_PEER_CONTROL"
+)
+
+func TestMain(m *testing.M) {
+	if url := os.Getenv(envPeerURL); url != "" {
+		if err := ServePeer(context.Background(), url, os.Getenv(envPeerControl), os.Stdin); err != nil {
+			os.Stderr.WriteString(err.Error() + "\n")
+			os.Exit(1)
+		}
+		os.Exit(0)
+	}
+	os.Exit(m.Run())
+}
+
+func testPeer(url, control string) *exec.Cmd {
+	c := exec.Command(os.Args[0], "-test.run=^$")
+	c.Env = append(os.Environ(), envPeerURL+"="+url, envPeerControl+"="+control)
+	return c
+}
+
+// TestRunAcrossProcesses runs the receiving ends in a real second process:
+// the peer saw every batch, row and byte (Run checks and fails otherwise),
+// and the across-process rows carry ratios and latencies of their own.
+func TestRunAcrossProcesses(t *testing.T) {
+	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
+	defer mem.AssertSize(t, 0)
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	var ticks []string
+	o := Options{Rows: []int{16, 5000}, MB: 1, Rounds: 2, Latency: 5, Allocator: mem, MaxPayload: 1 << 20,
+		Peer: testPeer, Tick: func(what string) { ticks = append(ticks, what) }}
+	rows, err := Run(ctx, o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(rows) != 6 {
+		t.Fatalf("%d rows, want 6 (nats and inproc in process, nats across, per size)", len(rows))
+	}
+	if len(ticks) != o.Steps() || o.Steps() != 2*2*3 {
+		t.Errorf("%d ticks, Steps says %d: %q", len(ticks), o.Steps(), ticks)
+	}
+	for i, want := range []string{ModeInProcess, ModeInProcess, ModeProcesses} {
+		for _, r := range []Row{rows[i], rows[3+i]} {
+			if r.Mode != want {
+				t.Errorf("row %s: mode %q, want %q", r.Case, r.Mode, want)
+			}
+		}
+	}
+	for _, r := range []Row{rows[2], rows[5]} {
+		if r.Backend != "nats" || r.Batches < 20 || r.RelayMBs <= 0 || r.RawMBs <= 0 || r.CPUusMB <= 0 || r.RawCPUusMB <= 0 {
+			t.Fatalf("across-process row not filled: %+v", r)
+		}
+		if d := r.Ratio - r.RelayMBs/r.RawMBs; d > 1e-9 || d < -1e-9 {
+			t.Errorf("ratio %v is not relay/raw %v/%v", r.Ratio, r.RelayMBs, r.RawMBs)
+		}
+		if r.P50us <= 0 || r.P99us < r.P50us || r.RawP50us <= 0 || r.RawP99us < r.RawP50us {
+			t.Errorf("latencies not filled: %+v", r)
+		}
+		if d := r.AddedP99s - (r.P99us - r.RawP99us); d > 1e-9 || d < -1e-9 {
+			t.Errorf("added p99 %v is not relay - raw", r.AddedP99s)
+		}
+	}
+	if rows[5].BatchKB != rows[3].BatchKB || rows[5].BatchKB < 1300 {
+		t.Errorf("across processes moved %.0f KB batches, in process %.0f", rows[5].BatchKB, rows[3].BatchKB)
+	}
+}
+
+// TestPeerFailure: a peer that dies is an error naming it, not a hang.
+func TestPeerFailure(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	dead := func(url, control string) *exec.Cmd { return exec.Command(os.Args[0], "-test.run=^$", "-no-such-flag") }
+	_, err := Run(ctx, Options{Rows: []int{16}, MB: 1, Rounds: 1, Latency: 2, Peer: dead, Modes: []string{"processes"}})
+	if !errors.Is(err, ErrPeer) {
+		t.Fatalf("got %v, want ErrPeer", err)
+	}
+	if _, err := Run(ctx, Options{Rows: []int{16}, Modes: []string{"processes"}}); !errors.Is(err, ErrBadOptions) {
+		t.Fatalf("processes without a peer: %v", err)
+	}
+	if _, err := Run(ctx, Options{Rows: []int{16}, Modes: []string{"sideways"}}); !errors.Is(err, ErrBadOptions) {
+		t.Fatalf("unknown mode: %v", err)
+	}
+}
 
 // TestRunSmall runs the whole bench at a tiny size: every row is filled and
 // the relay moved the bytes it says.
@@ -29,6 +120,9 @@ func TestRunSmall(t *testing.T) {
 		t.Fatalf("%d rows, want 4", len(rows))
 	}
 	for _, r := range rows {
+		if r.Mode != ModeInProcess {
+			t.Fatalf("mode %q without a peer", r.Mode)
+		}
 		if r.BatchesS <= 0 || r.RelayMBs <= 0 || r.RawMBs <= 0 || r.Ratio <= 0 || r.P50us <= 0 || r.P99us < r.P50us || r.Batches < 20 {
 			t.Fatalf("row not filled: %+v", r)
 		}
