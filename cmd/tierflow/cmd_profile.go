@@ -63,13 +63,19 @@ func newProfileCmd(a *app) *cobra.Command {
 		Long: `profile runs every variant of the catalog's models (--model picks some) through
 the ML operator's path (Arrow record -> ONNX Runtime -> label/score columns) on
 the rows of a labelled validation set (--data, an Arrow IPC file with the
-models' input column and true labels) and measures, per variant:
+models' input columns and true labels) and measures, per variant:
 
   - latency per batch at each --batch size (P50/P75/P90 over --iterations
     calls after --warmup) and the throughput it gives (batch / P50);
   - the output size per row (what crosses a link);
   - the accuracy of its labels against the truth column (--truth MODEL=COL,
     default true_label), in percent.
+
+A model with several inputs (VQA(image, question)) is fed one column per
+input, in the model's input order, named as the catalog's inputs: declares
+them. Without --data every input is made up (random values of the shape the
+catalog declares, TENSOR(FLOAT, d...), else the model's own): latency and
+output size are measured, accuracy is not.
 
 For a model whose catalog entry has an end_to_end table (a workflow of
 upstream models ending in it), it measures the workflow's accuracy for every
@@ -84,7 +90,8 @@ With --write the catalog file is rewritten (comments are not kept), with
 		Example: `  tierflow profile --catalog examples/fashion/catalog.yaml --data examples/fashion/data/shelf.arrow \
       --truth garment=true_group --keep garment=tops --batch 1,8,32 --out /tmp/profiled.yaml
   tierflow profile --catalog examples/fashion/catalog.yaml --data examples/fashion/data/shelf.arrow \
-      --model classify --batch 1,2,4,8,16,32,64 --format json`,
+      --model classify --batch 1,2,4,8,16,32,64 --format json
+  tierflow profile --catalog examples/vqa-live/catalog.yaml --model VQA --batch 1,8,32`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			return runProfile(a, f)
@@ -93,7 +100,7 @@ With --write the catalog file is rewritten (comments are not kept), with
 	fl := c.Flags()
 	fl.StringSliceVar(&f.models, "model", nil, "profile only these models (default: all of the catalog's models)")
 	fl.StringVar(&f.batches, "batch", "1,8,32", "batch sizes, comma-separated")
-	fl.StringVar(&f.data, "data", "", "labelled validation set: an Arrow IPC file with the models' input column and true labels (required)")
+	fl.StringVar(&f.data, "data", "", "labelled validation set: an Arrow IPC file with the models' input columns and true labels (none: random inputs of the declared shapes, no accuracy)")
 	fl.StringToStringVar(&f.truth, "truth", nil, "true-label column per model, MODEL=COLUMN (default true_label)")
 	fl.StringSliceVar(&f.keep, "keep", nil, "labels of an upstream model that pass on to the next model, MODEL=LABEL[|LABEL...]")
 	fl.IntVar(&f.iters, "iterations", 50, "timed calls per variant and batch size")
@@ -110,9 +117,6 @@ With --write the catalog file is rewritten (comments are not kept), with
 func runProfile(a *app, f profileFlags) error {
 	if a.g.catalog == "" {
 		return badInput(fmt.Errorf("profile needs --catalog FILE"))
-	}
-	if f.data == "" {
-		return badInput(fmt.Errorf("profile needs --data FILE (a labelled Arrow IPC file)"))
 	}
 	if f.iters < 1 || f.warmup < 0 {
 		return badInput(fmt.Errorf("--iterations must be at least 1 and --warmup at least 0"))
@@ -182,11 +186,21 @@ func runProfile(a *app, f profileFlags) error {
 		return err
 	}
 	mem := memory.NewGoAllocator()
-	data, err := inference.LoadData(f.data, mem)
-	if err != nil {
-		return badInput(err)
+	// Without --data the inputs are made up from their declared shapes:
+	// latency and output size, no accuracy.
+	var data *inference.Data
+	if f.data != "" {
+		if data, err = inference.LoadData(f.data, mem); err != nil {
+			return badInput(err)
+		}
+		defer data.Release()
 	}
-	defer data.Release()
+	truthOf := func(col string) ([]string, error) {
+		if data == nil {
+			return nil, fmt.Errorf("no --data: accuracy needs a labelled validation set")
+		}
+		return data.Strings(col)
+	}
 	p := &inference.Profiler{Env: env, Options: onnx.Options{Device: dev, IntraOpThreads: f.threads}, Mem: mem, Data: data,
 		BaseDir: filepath.Dir(a.g.catalog), Iterations: f.iters, Warmup: f.warmup}
 
@@ -206,7 +220,7 @@ func runProfile(a *app, f profileFlags) error {
 		if col == "" {
 			col = "true_label"
 		}
-		truth, terr := data.Strings(col)
+		truth, terr := truthOf(col)
 		for _, v := range m.Variants {
 			prog.Describe(fmt.Sprintf("profiling %s/%s", m.Name, v.Name))
 			vp, err := p.Variant(m, v, batches, func() { prog.Add(1) })
@@ -254,9 +268,9 @@ func runProfile(a *app, f profileFlags) error {
 		if col == "" {
 			col = "true_label"
 		}
-		truth, err := data.Strings(col)
+		truth, err := truthOf(col)
 		if err != nil {
-			return badInput(err)
+			return badInput(fmt.Errorf("model %s: the accuracy of its end_to_end workflow: %w", m.Name, err))
 		}
 		cs, err := inference.Combinations(chain, measured, keep, truth)
 		if err != nil {

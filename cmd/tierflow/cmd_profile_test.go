@@ -4,12 +4,14 @@ import (
 	"bytes"
 	"encoding/json"
 	"math"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/tierflow/tierflow/examples/fashion"
 	"github.com/tierflow/tierflow/planner/catalog"
+	"github.com/tierflow/tierflow/runtime/modelzoo"
 )
 
 // TestProfileFashion profiles the fashion catalog with a small batch list and
@@ -98,7 +100,7 @@ func TestProfileJSONAndBadInput(t *testing.T) {
 		t.Fatalf("rows %v", rows)
 	}
 	for _, args := range [][]string{
-		{"profile", "--catalog", filepath.Join(dir, "catalog.yaml")},
+		{"profile", "--catalog", filepath.Join(dir, "catalog.yaml"), "--iterations", "0"},
 		{"profile", "--catalog", filepath.Join(dir, "catalog.yaml"), "--data", filepath.Join(dir, "data", "shelf.arrow"), "--model", "nope"},
 		{"profile", "--catalog", filepath.Join(dir, "catalog.yaml"), "--data", filepath.Join(dir, "data", "shelf.arrow"), "--batch", "0"},
 		{"profile", "--catalog", filepath.Join(dir, "catalog.yaml"), "--data", filepath.Join(dir, "catalog.yaml")},
@@ -106,5 +108,63 @@ func TestProfileJSONAndBadInput(t *testing.T) {
 		if code := run(args, nil, &stdout, &errb); code != exitBadInput {
 			t.Errorf("%v: exit %d, want %d", args, code, exitBadInput)
 		}
+	}
+}
+
+// TestProfileTwoInputModelWithoutData profiles a model with two tensor inputs
+// (written here with the zoo's ONNX writer) without a validation set: the
+// inputs are made up from the catalog's shapes, latency and output size land
+// in the catalog, accuracy is not measured.
+func TestProfileTwoInputModelWithoutData(t *testing.T) {
+	dir := t.TempDir()
+	n := modelzoo.Dim{Param: "N"}
+	g := &modelzoo.Graph{
+		Name: "vqa",
+		Inputs: []modelzoo.ValueInfo{
+			{Name: "feature", Shape: []modelzoo.Dim{n, {Value: 4}}},
+			{Name: "speech", Shape: []modelzoo.Dim{n, {Value: 2}}},
+		},
+		Outputs:      []modelzoo.ValueInfo{{Name: "probs", Shape: []modelzoo.Dim{n, {Value: 2}}}},
+		Initializers: []modelzoo.Initializer{{Name: "w", Dims: []int64{2, 6}, Data: []float32{1, 0, 1, 0, 1, 0, 0, 1, 0, 1, 0, 1}}, {Name: "b", Dims: []int64{2}, Data: []float32{0, 0}}},
+		Nodes: []modelzoo.Node{
+			{OpType: "Concat", Name: "concat", Inputs: []string{"feature", "speech"}, Outputs: []string{"x"}, Attrs: []modelzoo.Attr{modelzoo.IntAttr("axis", 1)}},
+			{OpType: "Gemm", Name: "fc", Inputs: []string{"x", "w", "b"}, Outputs: []string{"logits"}, Attrs: []modelzoo.Attr{modelzoo.IntAttr("transB", 1)}},
+			{OpType: "Softmax", Name: "softmax", Inputs: []string{"logits"}, Outputs: []string{"probs"}, Attrs: []modelzoo.Attr{modelzoo.IntAttr("axis", 1)}},
+		},
+		Metadata: map[string]string{"tierflow.labels": "yes,no"},
+	}
+	if err := g.WriteFile(filepath.Join(dir, "vqa.onnx")); err != nil {
+		t.Fatal(err)
+	}
+	cat := filepath.Join(dir, "catalog.yaml")
+	if err := os.WriteFile(cat, []byte(`models:
+  - name: VQA
+    inputs:
+      - {name: feature, type: "TENSOR(FLOAT, 4)"}
+      - {name: speech, type: "TENSOR(FLOAT, 2)"}
+    outputs:
+      - {name: answer, type: VARCHAR}
+    variants:
+      - {name: tiny, file: vqa.onnx, accuracy: 50, output_kb: 1, latency_ms: {probe: {p50: 1, p75: 1, p90: 1}}}
+`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	out := filepath.Join(dir, "profiled.yaml")
+	var stdout, errb bytes.Buffer
+	code := run([]string{"profile", "--catalog", cat, "--model", "VQA", "--batch", "1,8", "--iterations", "3", "--warmup", "1",
+		"--worker-type", "probe", "--out", out}, nil, &stdout, &errb)
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errb.String())
+	}
+	if !strings.Contains(stdout.String(), "tiny") {
+		t.Errorf("summary: %s", stdout.String())
+	}
+	c, err := catalog.LoadFile(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	v := c.Model("VQA").Variant("tiny")
+	if l, ok := v.Latency["probe"]; !ok || l.P50 <= 0 || v.OutputKB <= 0 || v.Accuracy != 50 {
+		t.Errorf("variant %+v: want latency and output size measured, accuracy kept", v)
 	}
 }

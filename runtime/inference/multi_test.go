@@ -17,7 +17,9 @@ import (
 	"github.com/tierflow/tierflow/operators/exec"
 	"github.com/tierflow/tierflow/operators/ml"
 	"github.com/tierflow/tierflow/operators/sinks"
+	"github.com/tierflow/tierflow/planner/catalog"
 	"github.com/tierflow/tierflow/runtime/modelzoo"
+	"github.com/tierflow/tierflow/runtime/onnx"
 )
 
 // The VQA-shaped test model: feature [N,4] and speech [N,3] are concatenated,
@@ -233,5 +235,68 @@ SELECT t.id, a.answer FROM t CROSS JOIN LATERAL %s AS a(answer);
 	err = run("VQA(t.feature, 3)")
 	if !errors.Is(err, ErrModel) {
 		t.Errorf("a constant where a tensor goes: %v", err)
+	}
+}
+
+// TestProfileTwoInputModel profiles the two-input model on a labelled data
+// set (its answers must match the Go computation) and on made-up inputs
+// (latency and output size only).
+func TestProfileTwoInputModel(t *testing.T) {
+	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
+	defer mem.AssertSize(t, 0)
+	dir := t.TempDir()
+	writeVQAModel(t, dir)
+	m := &catalog.Model{Name: "VQA",
+		Inputs:   []catalog.Column{{Name: "feature", Type: "TENSOR(FLOAT, 4)"}, {Name: "speech", Type: "TENSOR(FLOAT, 3)"}},
+		Outputs:  []catalog.Column{{Name: "answer", Type: "VARCHAR"}},
+		Variants: []*catalog.Variant{{Name: "tiny", File: "vqa.onnx", Pos: catalog.Pos{File: filepath.Join(dir, "catalog.yaml")}}}}
+	env, err := onnx.Open("")
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	const rows = 40
+	b := array.NewRecordBuilder(mem, arrow.NewSchema([]arrow.Field{
+		ml.TensorField("speech", []int64{3}), ml.TensorField("feature", []int64{4}), // not in input order: found by name
+	}, nil))
+	for i := 0; i < rows; i++ {
+		for k, v := range [][]float32{vqaSpeech(i), vqaFeature(i)} {
+			fb := b.Field(k).(*array.FixedSizeListBuilder)
+			fb.Append(true)
+			fb.ValueBuilder().(*array.Float32Builder).AppendValues(v, nil)
+		}
+	}
+	data := &Data{Path: "mem", Record: b.NewRecord()}
+	b.Release()
+	defer data.Release()
+	p := &Profiler{Env: env, Mem: mem, Data: data, Iterations: 3, Warmup: 1}
+	vp, err := p.Variant(m, m.Variants[0], []int{1, 8}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(vp.Predicted) != rows || len(vp.Latency) != 2 || vp.Latency[1].Batch != 8 || vp.Latency[1].P50 <= 0 {
+		t.Fatalf("profile %+v", vp)
+	}
+	for i, got := range vp.Predicted {
+		if want := vqaAnswer(vqaFeature(i), vqaSpeech(i)); got != want {
+			t.Errorf("row %d: %s, want %s", i, got, want)
+		}
+	}
+
+	p.Data = nil // made-up inputs of the declared shapes
+	vp, err = p.Variant(m, m.Variants[0], []int{4, 100}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(vp.Latency) != 2 || vp.Latency[1].Batch != 100 || vp.OutputKB <= 0 || len(vp.Predicted) != 100 {
+		t.Fatalf("synthetic profile %+v", vp)
+	}
+	m.Inputs = m.Inputs[:1]
+	if _, err := p.Variant(m, m.Variants[0], []int{4}, nil); !errors.Is(err, ErrProfile) || !strings.Contains(err.Error(), "declares 1 inputs") {
+		t.Errorf("one declared input for two: %v", err)
+	}
+	m.Inputs = nil // the model's own names and shapes
+	if _, err := p.Variant(m, m.Variants[0], []int{4}, nil); err != nil {
+		t.Errorf("undeclared inputs: %v", err)
 	}
 }

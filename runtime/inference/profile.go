@@ -3,9 +3,11 @@ package inference
 import (
 	"errors"
 	"fmt"
+	"math/rand/v2"
 	"os"
 	"slices"
 	"sort"
+	"strings"
 	"time"
 
 	"github.com/apache/arrow/go/v17/arrow"
@@ -105,12 +107,13 @@ func (d *Data) Strings(name string) ([]string, error) {
 	return out, nil
 }
 
-// Profiler measures the variants of catalog models on a validation set.
+// Profiler measures the variants of catalog models on a validation set, or,
+// without one (Data nil), on inputs made up from their declared shapes.
 type Profiler struct {
 	Env     *onnx.Env
 	Options onnx.Options
 	Mem     memory.Allocator
-	Data    *Data
+	Data    *Data // nil: synthetic inputs, no accuracy
 	// BaseDir resolves relative model files (see ModelFile).
 	BaseDir string
 	// Iterations per (variant, batch) latency point, after Warmup calls.
@@ -159,47 +162,145 @@ func Accuracy(pred, truth []string, keep []bool) (float64, int) {
 	return 100 * float64(ok) / float64(n), n
 }
 
-func (p *Profiler) bind(m *catalog.Model, v *catalog.Variant, maxBatch int) (*ml.Model, *onnx.Session, error) {
-	path, err := ModelFile(v, p.BaseDir)
-	if err != nil {
-		return nil, nil, err
+// inputColumns are the columns that feed the variant's inputs, in the
+// model's input order: the catalog's declared inputs, else the model's own
+// input names.
+func inputColumns(m *catalog.Model, v *catalog.Variant, sess *onnx.Session) ([]string, error) {
+	ins := sess.Inputs()
+	var cols []string
+	for _, c := range m.Inputs {
+		cols = append(cols, c.Name)
 	}
-	sess, err := p.Env.Session(path, p.Options)
-	if err != nil {
-		return nil, nil, err
+	if len(cols) == 0 {
+		for _, in := range ins {
+			cols = append(cols, in.Name)
+		}
 	}
-	if len(m.Inputs) != 1 {
-		return nil, nil, fmt.Errorf("%w: model %s declares %d inputs; the profiler feeds one tensor column", ErrProfile, m.Name, len(m.Inputs))
+	if len(cols) != len(ins) {
+		return nil, fmt.Errorf("%w: model %s declares %d inputs (%s) but variant %s (%s) has %d %v; the profiler feeds one tensor column per model input",
+			ErrProfile, m.Name, len(cols), strings.Join(cols, ", "), v.Name, sess.Path(), len(ins), ins)
 	}
+	return cols, nil
+}
+
+// SyntheticRows is the number of rows the profiler makes up for a model
+// without a validation set when no batch asks for more.
+const SyntheticRows = 64
+
+// synthesize makes rows of random inputs for the model: one tensor column per
+// input, shaped as the catalog declares it (TENSOR(FLOAT, d...)), else as the
+// model does. Latency and output size need no labels; accuracy does.
+func (p *Profiler) synthesize(m *catalog.Model, v *catalog.Variant, sess *onnx.Session, cols []string, rows int) (arrow.Record, error) {
+	rng := rand.New(rand.NewPCG(uint64(len(m.Name)), 7))
+	fields := make([]arrow.Field, len(cols))
+	arrs := make([]arrow.Array, len(cols))
+	defer func() {
+		for _, a := range arrs {
+			if a != nil {
+				a.Release()
+			}
+		}
+	}()
+	for i, in := range sess.Inputs() {
+		var shape []int64
+		if i < len(m.Inputs) {
+			for _, d := range catalog.TensorShape(m.Inputs[i].Type) {
+				shape = append(shape, int64(d))
+			}
+		}
+		if shape == nil {
+			if in.DType != ml.Float32 || len(in.Shape) < 2 {
+				return nil, fmt.Errorf("%w: model %s variant %s: input %s is not a float32 [N, ...] tensor the profiler can make up; give --data", ErrProfile, m.Name, v.Name, in)
+			}
+			for _, d := range in.Shape[1:] {
+				if d < 0 {
+					return nil, fmt.Errorf("%w: model %s variant %s: input %s has a dynamic dimension; declare its shape in the catalog (TENSOR(FLOAT, ...)) or give --data", ErrProfile, m.Name, v.Name, in)
+				}
+				shape = append(shape, d)
+			}
+		}
+		size := 1
+		for _, d := range shape {
+			size *= int(d)
+		}
+		vals := make([]float32, rows*size)
+		for k := range vals {
+			vals[k] = rng.Float32()
+		}
+		a, err := ml.NewTensorColumn(p.Mem, shape, vals)
+		if err != nil {
+			return nil, err
+		}
+		arrs[i] = a
+		fields[i] = ml.TensorField(cols[i], shape)
+	}
+	return array.NewRecord(arrow.NewSchema(fields, nil), arrs, int64(rows)), nil
+}
+
+// input is the record the variant runs on: the validation set, or made-up
+// rows when there is none. The caller releases it.
+func (p *Profiler) input(m *catalog.Model, v *catalog.Variant, sess *onnx.Session, cols []string, batches []int) (arrow.Record, string, error) {
+	if p.Data == nil {
+		rows := SyntheticRows
+		if len(batches) > 0 {
+			rows = max(rows, slices.Max(batches))
+		}
+		rec, err := p.synthesize(m, v, sess, cols, rows)
+		return rec, "synthetic inputs", err
+	}
+	schema := p.Data.Record.Schema()
+	for _, c := range cols {
+		if len(schema.FieldIndices(c)) == 0 {
+			return nil, "", fmt.Errorf("%w: %s has no column %q (an input of model %s)", ErrProfile, p.Data.Path, c, m.Name)
+		}
+	}
+	p.Data.Record.Retain()
+	return p.Data.Record, p.Data.Path, nil
+}
+
+func (p *Profiler) bind(m *catalog.Model, v *catalog.Variant, sess *onnx.Session, schema *arrow.Schema, cols []string, maxBatch int) (*ml.Model, error) {
 	outs := make([]arrow.Field, len(m.Outputs))
 	for i, c := range m.Outputs {
 		t, err := catalog.ParseType(c.Type)
 		if err != nil {
-			return nil, nil, fmt.Errorf("%w: model %s output %s: %v", ErrProfile, m.Name, c.Name, err)
+			return nil, fmt.Errorf("%w: model %s output %s: %v", ErrProfile, m.Name, c.Name, err)
 		}
 		outs[i] = arrow.Field{Name: "out." + c.Name, Type: t}
 	}
 	heads, err := ml.PlanHeads(sess, outs)
 	if err != nil {
-		return nil, nil, fmt.Errorf("model %s variant %s: %w", m.Name, v.Name, err)
+		return nil, fmt.Errorf("model %s variant %s: %w", m.Name, v.Name, err)
 	}
-	schema := p.Data.Record.Schema()
-	if len(schema.FieldIndices(m.Inputs[0].Name)) == 0 {
-		return nil, nil, fmt.Errorf("%w: %s has no column %q (the input of model %s)", ErrProfile, p.Data.Path, m.Inputs[0].Name, m.Name)
-	}
-	bm, err := ml.Bind(sess, schema, ml.Config{Input: m.Inputs[0].Name, Heads: heads, NoErrorColumn: true, MaxBatch: maxBatch})
+	bm, err := ml.Bind(sess, schema, ml.Config{Inputs: cols, Heads: heads, NoErrorColumn: true, MaxBatch: maxBatch})
 	if err != nil {
-		return nil, nil, fmt.Errorf("model %s variant %s: %w", m.Name, v.Name, err)
+		return nil, fmt.Errorf("model %s variant %s: %w", m.Name, v.Name, err)
 	}
-	return bm, sess, nil
+	return bm, nil
 }
 
 // Variant measures one variant: per-batch latency for each batch size,
 // output size per row, and the predicted label of every row. tick is called
-// after each timed call (progress).
+// after each timed call (progress). Without Data the inputs are made up from
+// their declared shapes and Predicted is of no use for accuracy.
 func (p *Profiler) Variant(m *catalog.Model, v *catalog.Variant, batches []int, tick func()) (*VariantProfile, error) {
-	rec := p.Data.Record
-	bm, sess, err := p.bind(m, v, 64)
+	path, err := ModelFile(v, p.BaseDir)
+	if err != nil {
+		return nil, err
+	}
+	sess, err := p.Env.Session(path, p.Options)
+	if err != nil {
+		return nil, err
+	}
+	cols, err := inputColumns(m, v, sess)
+	if err != nil {
+		return nil, err
+	}
+	rec, source, err := p.input(m, v, sess, cols, batches)
+	if err != nil {
+		return nil, err
+	}
+	defer rec.Release()
+	bm, err := p.bind(m, v, sess, rec.Schema(), cols, 64)
 	if err != nil {
 		return nil, err
 	}
@@ -226,9 +327,9 @@ func (p *Profiler) Variant(m *catalog.Model, v *catalog.Variant, batches []int, 
 	out.Release()
 	for _, b := range batches {
 		if b > int(rec.NumRows()) {
-			return nil, fmt.Errorf("%w: batch %d is larger than the %d rows of %s", ErrProfile, b, rec.NumRows(), p.Data.Path)
+			return nil, fmt.Errorf("%w: batch %d is larger than the %d rows of %s", ErrProfile, b, rec.NumRows(), source)
 		}
-		bb, _, err := p.bind(m, v, b)
+		bb, err := p.bind(m, v, sess, rec.Schema(), cols, b)
 		if err != nil {
 			return nil, err
 		}
