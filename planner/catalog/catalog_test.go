@@ -98,3 +98,33 @@ sinks:
 		}
 	}
 }
+
+// Value fractions of a model output load as written; a fraction over 1, or
+// fractions adding up to more than 1, are errors at their line and column.
+func TestOutputValues(t *testing.T) {
+	const head = `
+models:
+  - name: m
+    inputs: [{name: x, type: "TENSOR(FLOAT, 4)"}]
+    outputs:
+      - {name: label, type: VARCHAR, values: `
+	const tail = `}
+    variants: [{name: v, accuracy: 90, output_kb: 0.02, latency_ms: {x2: {p50: 1, p75: 1, p90: 1}}}]
+`
+	c, err := Parse("c.yaml", []byte(head+`{a: 0.75, b: 0.25}`+tail))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if v := c.Models[0].Outputs[0].Values; v["a"] != 0.75 || v["b"] != 0.25 || len(v) != 2 {
+		t.Fatalf("values %v", v)
+	}
+	for _, bad := range []struct{ values, want string }{
+		{`{a: 1.5}`, "c.yaml:6:50: model.outputs.values.a: 1.5 is not a fraction of rows"},
+		{`{a: 0.75, b: 0.5}`, "c.yaml:6:46: model.outputs.values: the fractions add up to 1.25, more than 1"},
+	} {
+		_, err := Parse("c.yaml", []byte(head+bad.values+tail))
+		if err == nil || !strings.Contains(err.Error(), bad.want) {
+			t.Errorf("values %s: error %v, want %q", bad.values, err, bad.want)
+		}
+	}
+}

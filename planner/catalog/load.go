@@ -55,11 +55,26 @@ func Parse(file string, src []byte) (*Catalog, error) {
 func decodeColumns(d *yamlx.Decoder, f yamlx.Field, what string) []Column {
 	var out []Column
 	for _, n := range d.Seq(f.Value, what) {
-		fs := d.Map(n, what, "name", "type")
+		fs := d.Map(n, what, "name", "type", "values")
 		col := Column{
 			Name: d.Str(d.Required(n, fs, "name", what), what+".name"),
 			Type: d.Str(d.Required(n, fs, "type", what), what+".type"),
 			Pos:  d.Pos(n),
+		}
+		if v := fs["values"]; v.Value != nil {
+			col.Values = map[string]float64{}
+			total := 0.0
+			for _, p := range d.Pairs(v.Value, what+".values") {
+				f := d.NonNegFloat(p, what+".values."+p.Key.Value, 0)
+				if f > 1 {
+					d.Errorf(p.Value, "%s.values.%s: %g is not a fraction of rows (0..1)", what, p.Key.Value, f)
+				}
+				col.Values[p.Key.Value] = f
+				total += f
+			}
+			if total > 1.0001 {
+				d.Errorf(v.Value, "%s.values: the fractions add up to %.4g, more than 1", what, total)
+			}
 		}
 		if t := fs["type"]; t.Value != nil && col.Type != "" {
 			if _, err := ParseType(col.Type); err != nil {

@@ -10,7 +10,21 @@ import (
 // textbook defaults (System R, PostgreSQL) since streams come without
 // histograms: equality 0.1, ranges 1/3, BETWEEN 1/4, LIKE 0.1, IS NULL 0.01;
 // AND multiplies, OR adds minus the overlap, NOT complements.
-func Selectivity(e expr.Expr) float64 {
+func Selectivity(e expr.Expr) float64 { return SelectivityWith(e, nil) }
+
+// ValueFraction says which fraction of rows have value v in column c, when
+// that was measured (a model output's class frequencies in the catalog).
+type ValueFraction func(c *expr.Column, v any) (float64, bool)
+
+// SelectivityWith is Selectivity with measured value fractions for
+// equalities and IN lists of a column against constants.
+func SelectivityWith(e expr.Expr, known ValueFraction) float64 {
+	Selectivity := func(e expr.Expr) float64 { return SelectivityWith(e, known) }
+	if known != nil {
+		if f, ok := measuredFraction(e, known); ok {
+			return f
+		}
+	}
 	switch x := e.(type) {
 	case nil:
 		return 1
@@ -70,6 +84,78 @@ func Selectivity(e expr.Expr) float64 {
 		}
 	}
 	return 0.5
+}
+
+// measuredFraction is the fraction an equality, inequality or IN list of a
+// column against constants keeps, when known covers every constant.
+func measuredFraction(e expr.Expr, known ValueFraction) (float64, bool) {
+	colLit := func(a, b expr.Expr) (*expr.Column, any, bool) {
+		a, b = uncast(a), uncast(b)
+		if c, ok := a.(*expr.Column); ok {
+			if l, ok := b.(*expr.Literal); ok {
+				return c, l.Value, true
+			}
+		}
+		if c, ok := b.(*expr.Column); ok {
+			if l, ok := a.(*expr.Literal); ok {
+				return c, l.Value, true
+			}
+		}
+		return nil, nil, false
+	}
+	switch x := e.(type) {
+	case *expr.Call:
+		if len(x.Args) != 2 {
+			return 0, false
+		}
+		c, v, ok := colLit(x.Args[0], x.Args[1])
+		if !ok {
+			return 0, false
+		}
+		f, ok := known(c, v)
+		if !ok {
+			return 0, false
+		}
+		switch x.Func {
+		case "=", "eq", "equal":
+			return f, true
+		case "<>", "!=", "ne", "not_equal":
+			return 1 - f, true
+		}
+	case *expr.In:
+		c, ok := uncast(x.Expr).(*expr.Column)
+		if !ok {
+			return 0, false
+		}
+		sum := 0.0
+		for _, item := range x.List {
+			l, ok := uncast(item).(*expr.Literal)
+			if !ok {
+				return 0, false
+			}
+			f, ok := known(c, l.Value)
+			if !ok {
+				return 0, false
+			}
+			sum += f
+		}
+		if x.Negated {
+			return 1 - sum, true
+		}
+		return sum, true
+	}
+	return 0, false
+}
+
+// uncast looks through the casts the binder adds to coerce arguments.
+func uncast(e expr.Expr) expr.Expr {
+	for {
+		c, ok := e.(*expr.Cast)
+		if !ok {
+			return e
+		}
+		e = c.Expr
+	}
 }
 
 // EstimatedBytes is a column's size when nothing is measured: its fixed width,

@@ -91,6 +91,7 @@ func (r *Result) Stage(name string) *Stage {
 type colSize struct {
 	kb    float64
 	model *logical.LateralModel
+	out   int // which of model's outputs
 	share float64
 	// payload: bulk data (tensor, blob, string), as opposed to an id.
 	payload bool
@@ -185,6 +186,25 @@ func Lower(plan *logical.Plan, cat *catalog.Catalog, inf *infra.Infra, opt Optio
 	return res, nil
 }
 
+// selectivity estimates what a filter keeps, with the class frequencies the
+// catalog measured for model outputs (a filter on a classifier's label keeps
+// that label's share of the rows, not the textbook 0.1).
+func (l *lowerer) selectivity(f *logical.Filter) float64 {
+	sizes := l.colSizes(f.Input)
+	return logical.SelectivityWith(f.Pred, func(c *expr.Column, v any) (float64, bool) {
+		if c.Index >= len(sizes) || sizes[c.Index].model == nil || sizes[c.Index].model.Model == nil {
+			return 0, false
+		}
+		outs := sizes[c.Index].model.Model.Outputs
+		s, ok := v.(string)
+		if o := sizes[c.Index].out; !ok || o >= len(outs) || outs[o].Values == nil {
+			return 0, false
+		}
+		frac, ok := outs[sizes[c.Index].out].Values[s]
+		return frac, ok
+	})
+}
+
 func (l *lowerer) errorf(n logical.Node, format string, args ...any) {
 	l.errs = append(l.errs, fmt.Errorf("%s: %w: "+format, append([]any{n.Position(), ErrLower}, args...)...))
 }
@@ -250,7 +270,7 @@ func (l *lowerer) walk(n logical.Node) []pending {
 		return []pending{{stage: l.model(x, in), ratio: 1}}
 	case *logical.Filter:
 		in := l.walk(x.Input)
-		return l.fuse(in, n, logical.Selectivity(x.Pred))
+		return l.fuse(in, n, l.selectivity(x))
 	case *logical.Aggregate:
 		in := l.walk(x.Input)
 		return l.fuse(in, n, aggregateRatio(x, in))
@@ -687,12 +707,12 @@ func (l *lowerer) colSizes(n logical.Node) []colSize {
 		for _, f := range x.Out {
 			total += logical.EstimatedBytes(f)
 		}
-		for _, f := range x.Out {
+		for i, f := range x.Out {
 			share := 1.0 / float64(len(x.Out))
 			if total > 0 {
 				share = logical.EstimatedBytes(f) / total
 			}
-			out = append(out, colSize{model: x, share: share, payload: true})
+			out = append(out, colSize{model: x, out: i, share: share, payload: true})
 		}
 	case *logical.Project:
 		in := l.colSizes(x.Input)
