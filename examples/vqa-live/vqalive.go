@@ -36,7 +36,7 @@ import (
 // written in records of RecordRows rows (the batches that travel the links).
 const (
 	Rows       = 1152
-	RecordRows = 32
+	RecordRows = 2
 	Interval   = 25 * time.Millisecond
 )
 
