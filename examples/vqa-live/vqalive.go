@@ -374,7 +374,11 @@ func rms(g *modelzoo.Graph, x []float32, n int, output string) (float64, error) 
 	for _, v := range y {
 		s += float64(v) * float64(v)
 	}
-	return math.Sqrt(s / float64(len(y))), nil
+	// Rounded to 4 significant digits: the weights must not depend on the
+	// last bits of a float sum (FMA contraction differs between platforms).
+	r := math.Sqrt(s / float64(len(y)))
+	p := math.Pow(10, 3-math.Floor(math.Log10(r)))
+	return math.Round(r*p) / p, nil
 }
 
 // Build makes every variant, smallest first within each model. The image
