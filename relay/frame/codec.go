@@ -19,6 +19,7 @@ type Encoder struct {
 	w      *ipc.Writer
 	schema *arrow.Schema
 	fast   bool // later batches of this schema may skip Arrow's writer
+	fw     fastWriter
 	out    switchWriter
 }
 
@@ -38,7 +39,7 @@ func (e *Encoder) Encode(buf *bytes.Buffer, rec arrow.Record) (withSchema bool, 
 		e.schema = rec.Schema()
 		e.fast = schemaZeroCopyable(e.schema)
 		withSchema = true
-	} else if e.fast && appendRecordFast(buf, rec) {
+	} else if e.fast && appendRecordFast(buf, rec, &e.fw) {
 		return false, nil
 	}
 	e.out.w = buf
@@ -68,7 +69,7 @@ type Decoder struct {
 	lim  limitAllocator
 	feed bufMessageReader
 	rdr  *ipc.Reader
-	zc   bool // the schema's layouts can be loaded in place
+	zc   *zcSchema // non-nil when the schema's layouts can be loaded in place
 	// ZeroCopy lets records reference the body they were decoded from
 	// (default true from NewDecoder). The body must then stay unchanged for as
 	// long as the record lives; callers that reuse the body's memory turn it off.
@@ -109,16 +110,19 @@ func (d *Decoder) Decode(body []byte, withSchema bool) (rec arrow.Record, err er
 			d.rdr = nil
 			return nil, fmt.Errorf("%w: %w", ErrMalformed, err)
 		}
-		d.zc = schemaZeroCopyable(d.rdr.Schema())
+		d.zc = nil
+		if schemaZeroCopyable(d.rdr.Schema()) {
+			d.zc = newZCSchema(d.rdr.Schema())
+		}
 	} else {
 		if d.rdr == nil {
 			return nil, fmt.Errorf("%w: record batch before its schema", ErrMalformed)
 		}
 		d.feed.reset(body)
 	}
-	if d.zc && d.ZeroCopy {
+	if d.zc != nil && d.ZeroCopy {
 		rest := d.feed.buf[d.feed.off:]
-		rec, used, ok, err := loadZeroCopy(d.rdr.Schema(), rest)
+		rec, used, ok, err := loadZeroCopy(d.zc, rest)
 		if err != nil {
 			return nil, err
 		}
@@ -141,7 +145,7 @@ func (d *Decoder) Decode(body []byte, withSchema bool) (rec arrow.Record, err er
 		return nil, fmt.Errorf("%w: %d bytes after the record batch", ErrMalformed, len(rest))
 	}
 	rec = d.rdr.Record()
-	if d.zc {
+	if d.zc != nil {
 		for i, col := range rec.Columns() {
 			if err := validateData(col.Data(), 0); err != nil {
 				return nil, fmt.Errorf("%w: column %d: %w", ErrMalformed, i, err)

@@ -56,3 +56,53 @@ func BenchmarkCodec(b *testing.B) {
 	}
 	b.SetBytes(int64(buf.Len()))
 }
+
+// BenchmarkEncode and BenchmarkDecode split BenchmarkCodec into its halves.
+func BenchmarkEncode(b *testing.B) {
+	rec := benchRecord(64)
+	defer rec.Release()
+	enc := NewEncoder(memory.DefaultAllocator)
+	var buf bytes.Buffer
+	if _, err := enc.Encode(&buf, rec); err != nil {
+		b.Fatal(err)
+	}
+	b.ReportAllocs()
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		buf.Reset()
+		if _, err := enc.Encode(&buf, rec); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.SetBytes(int64(buf.Len()))
+}
+
+func BenchmarkDecode(b *testing.B) {
+	rec := benchRecord(64)
+	defer rec.Release()
+	enc := NewEncoder(memory.DefaultAllocator)
+	var first, next bytes.Buffer
+	if _, err := enc.Encode(&first, rec); err != nil {
+		b.Fatal(err)
+	}
+	if _, err := enc.Encode(&next, rec); err != nil {
+		b.Fatal(err)
+	}
+	dec := NewDecoder(memory.DefaultAllocator)
+	defer dec.Close()
+	out, err := dec.Decode(first.Bytes(), true)
+	if err != nil {
+		b.Fatal(err)
+	}
+	out.Release()
+	b.ReportAllocs()
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		out, err := dec.Decode(next.Bytes(), false)
+		if err != nil {
+			b.Fatal(err)
+		}
+		out.Release()
+	}
+	b.SetBytes(int64(next.Len()))
+}

@@ -16,8 +16,9 @@ import (
 // for small batches costs more than moving the bytes. ok is false, with
 // nothing written, for anything it does not handle (sliced arrays, buffers
 // shorter than their length implies); the caller then uses Arrow's writer.
-func appendRecordFast(buf *bytes.Buffer, rec arrow.Record) bool {
-	var w fastWriter
+func appendRecordFast(buf *bytes.Buffer, rec arrow.Record, w *fastWriter) bool {
+	w.nodes, w.bufs = w.nodes[:0], w.bufs[:0]
+	defer clear(w.bufs[:cap(w.bufs)]) // don't keep the record's memory alive
 	for _, c := range rec.Columns() {
 		if !w.add(c.Data()) {
 			return false
@@ -27,9 +28,12 @@ func appendRecordFast(buf *bytes.Buffer, rec arrow.Record) bool {
 	return true
 }
 
+// fastWriter is the scratch of appendRecordFast, kept by the Encoder so a
+// steady stream does not allocate it per batch.
 type fastWriter struct {
 	nodes [][2]int64
 	bufs  [][]byte
+	meta  []byte
 }
 
 func (w *fastWriter) add(d arrow.ArrayData) bool {
@@ -143,7 +147,11 @@ func (w *fastWriter) write(buf *bytes.Buffer, rows int64) {
 	for _, b := range w.bufs {
 		body += pad8(len(b))
 	}
-	m := make([]byte, metaLen)
+	if cap(w.meta) < metaLen {
+		w.meta = make([]byte, metaLen)
+	}
+	m := w.meta[:metaLen]
+	clear(m)
 	le := binary.LittleEndian
 	le.PutUint32(m[0:], 32)
 	// Message vtable.

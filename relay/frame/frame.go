@@ -155,7 +155,12 @@ func Append(dst []byte, h Header, body []byte) []byte {
 
 // Decode parses the header at the start of b and returns it with the rest of b,
 // the chunk body. The body aliases b.
-func Decode(b []byte) (Header, []byte, error) {
+func Decode(b []byte) (Header, []byte, error) { return DecodeQuery(b, "") }
+
+// DecodeQuery is Decode for a receiver that expects query: when the frame
+// names that query, the header shares the string instead of allocating a
+// copy per frame. Any other query decodes as with Decode.
+func DecodeQuery(b []byte, query string) (Header, []byte, error) {
 	var h Header
 	if len(b) < fixedLen {
 		return h, nil, fmt.Errorf("%w: %d bytes, a header needs at least %d", ErrMalformed, len(b), fixedLen)
@@ -178,7 +183,11 @@ func Decode(b []byte) (Header, []byte, error) {
 			return h, nil, fmt.Errorf("%w: header padding is not zero", ErrMalformed)
 		}
 	}
-	h.Query = string(b[6 : 6+qlen])
+	if q := b[6 : 6+qlen]; string(q) == query { // compared without a copy
+		h.Query = query
+	} else {
+		h.Query = string(q)
+	}
 	n := 6 + qlen
 	h.Edge = binary.BigEndian.Uint32(b[n:])
 	h.Sender = binary.BigEndian.Uint32(b[n+4:])

@@ -406,7 +406,7 @@ func TestFastEncoderAgainstArrowReader(t *testing.T) {
 			t.Fatal(err)
 		}
 		var fast bytes.Buffer
-		usedFast := appendRecordFast(&fast, rec) && bytes.Equal(fast.Bytes(), buf.Bytes())
+		usedFast := appendRecordFast(&fast, rec, &fastWriter{}) && bytes.Equal(fast.Bytes(), buf.Bytes())
 		if wantFast := i == 1 || i == 2; usedFast != wantFast {
 			t.Fatalf("batch %d: fast path used %v, want %v", i, usedFast, wantFast)
 		}

@@ -17,7 +17,7 @@ func seedFrames(t testing.TB) [][]byte {
 	// every batch after a link's first takes.
 	var fast bytes.Buffer
 	fast.Write(ipcBody[:schemaEnd(ipcBody)])
-	if !appendRecordFast(&fast, rec) {
+	if !appendRecordFast(&fast, rec, &fastWriter{}) {
 		t.Fatalf("fast path refused the seed record")
 	}
 	fastBody := fast.Bytes()
@@ -51,6 +51,9 @@ func FuzzDecodeFrame(f *testing.F) {
 		}
 		if re := Append(nil, h, body); !bytes.Equal(re, b) {
 			t.Fatalf("accepted frame does not re-encode to its bytes")
+		}
+		if hq, _, err := DecodeQuery(b, "q1"); err != nil || hq != h {
+			t.Fatalf("DecodeQuery differs from Decode: %+v, %v", hq, err)
 		}
 		switch h.Kind {
 		case KindCredit:

@@ -1,8 +1,10 @@
 package frame
 
 import (
+	"bytes"
 	"encoding/binary"
 	"fmt"
+	"sync/atomic"
 	"unsafe"
 
 	"github.com/apache/arrow/go/v17/arrow"
@@ -72,10 +74,24 @@ func schemaZeroCopyable(s *arrow.Schema) bool {
 	return true
 }
 
+// zcSchema is what loadZeroCopy needs of a stream's schema, taken once per
+// schema: Schema.Fields copies the fields on every call.
+type zcSchema struct {
+	schema *arrow.Schema
+	fields []arrow.Field
+	// verified is the last record batch metadata that passed verifyMessage.
+	// A steady stream repeats the same metadata byte for byte (same row
+	// count, same buffer layout), and identical bytes pass identically, so
+	// it is compared instead of verified again.
+	verified []byte
+}
+
+func newZCSchema(s *arrow.Schema) *zcSchema { return &zcSchema{schema: s, fields: s.Fields()} }
+
 // loadZeroCopy decodes the record batch message at the start of rest. ok is
 // false (with no error) when the message needs the Arrow reader instead.
 // used is how many bytes of rest the message took.
-func loadZeroCopy(schema *arrow.Schema, rest []byte) (rec arrow.Record, used int, ok bool, err error) {
+func loadZeroCopy(zs *zcSchema, rest []byte) (rec arrow.Record, used int, ok bool, err error) {
 	if len(rest) < 8 || binary.LittleEndian.Uint32(rest) != ipcContinuation {
 		return nil, 0, false, nil
 	}
@@ -84,8 +100,11 @@ func loadZeroCopy(schema *arrow.Schema, rest []byte) (rec arrow.Record, used int
 		return nil, 0, false, nil
 	}
 	meta := rest[8 : 8+mlen]
-	if err := verifyMessage(meta); err != nil {
-		return nil, 0, false, err
+	if !bytes.Equal(meta, zs.verified) {
+		if err := verifyMessage(meta); err != nil {
+			return nil, 0, false, err
+		}
+		zs.verified = append(zs.verified[:0], meta...)
 	}
 	b := &walk{fbuf: meta}
 	root, _ := b.u32(0)
@@ -125,13 +144,17 @@ func loadZeroCopy(schema *arrow.Schema, rest []byte) (rec arrow.Record, used int
 	l.nodes, l.nn, _ = b.vector(rb, 1, 16)
 	l.bufs, l.nb, _ = b.vector(rb, 2, 16)
 	l.meta = meta
-	cols := make([]arrow.Array, 0, len(schema.Fields()))
+	// nb is bounded by the verified metadata's length (16 bytes each).
+	l.pool = make([]memory.Buffer, l.nb)
+	l.ptrs = make([]*memory.Buffer, 0, l.nb)
+	cols := make([]arrow.Array, 0, len(zs.fields))
 	release := func() {
 		for _, c := range cols {
 			c.Release()
 		}
 	}
-	for i, f := range schema.Fields() {
+	for i := range zs.fields {
+		f := &zs.fields[i]
 		d, err := l.load(f.Type)
 		if err != nil {
 			release()
@@ -149,17 +172,17 @@ func loadZeroCopy(schema *arrow.Schema, rest []byte) (rec arrow.Record, used int
 		release()
 		return nil, 0, false, fmt.Errorf("%w: record batch has %d nodes and %d buffers, schema uses %d and %d", ErrMalformed, l.nn, l.nb, l.ni, l.bi)
 	}
-	rec = array.NewRecord(schema, cols, length)
-	release()
-	return rec, start + int(bodyLen), true, nil
+	return newRecord(zs.schema, cols, length), start + int(bodyLen), true, nil
 }
 
 type zcLoader struct {
 	meta         fbuf
 	body         []byte
-	nodes, nn    int // start and count of the FieldNode vector
-	bufs, nb     int // start and count of the Buffer vector
-	ni, bi       int // next node and buffer
+	pool         []memory.Buffer  // one per listed buffer
+	ptrs         []*memory.Buffer // backing of the arrays' buffer lists
+	nodes, nn    int              // start and count of the FieldNode vector
+	bufs, nb     int              // start and count of the Buffer vector
+	ni, bi       int              // next node and buffer
 	depth, total int
 }
 
@@ -200,7 +223,20 @@ func (l *zcLoader) buffer(need int) (*memory.Buffer, []byte, error) {
 		return nil, nil, fmt.Errorf("buffer at unaligned offset %d", off)
 	}
 	b := l.body[off : off+n : off+n]
-	return memory.NewBufferBytes(b), b, nil
+	buf := &l.pool[l.bi-1] // one allocation for all of them, not one each
+	buf.Reset(b)
+	return buf, b, nil
+}
+
+// slots returns bs as an array's buffer list, carved out of one shared
+// backing array while it lasts (capped, so no array can grow into the next).
+func (l *zcLoader) slots(bs ...*memory.Buffer) []*memory.Buffer {
+	n := len(l.ptrs)
+	if n+len(bs) > cap(l.ptrs) {
+		return append([]*memory.Buffer(nil), bs...)
+	}
+	l.ptrs = append(l.ptrs, bs...)
+	return l.ptrs[n:len(l.ptrs):len(l.ptrs)]
 }
 
 func (l *zcLoader) validity(length, nulls int) (*memory.Buffer, error) {
@@ -248,10 +284,16 @@ func (l *zcLoader) offsets(length int, wide bool, limit func(end int64) error) (
 }
 
 func (l *zcLoader) load(dt arrow.DataType) (arrow.ArrayData, error) {
-	if l.depth++; l.depth > maxFieldDepth {
+	if l.depth >= maxFieldDepth {
 		return nil, fmt.Errorf("nested deeper than %d", maxFieldDepth)
 	}
-	defer func() { l.depth-- }()
+	l.depth++ // a defer would cost more than the rest of a leaf's load
+	d, err := l.loadAt(dt)
+	l.depth--
+	return d, err
+}
+
+func (l *zcLoader) loadAt(dt arrow.DataType) (arrow.ArrayData, error) {
 	length, nulls, err := l.node()
 	if err != nil {
 		return nil, err
@@ -272,7 +314,7 @@ func (l *zcLoader) load(dt arrow.DataType) (arrow.ArrayData, error) {
 		if err != nil {
 			return nil, err
 		}
-		return array.NewData(dt, length, []*memory.Buffer{valid, offs, data}, nil, nulls, 0), nil
+		return array.NewData(dt, length, l.slots(valid, offs, data), nil, nulls, 0), nil
 	case *arrow.ListType, *arrow.LargeListType:
 		var elem arrow.DataType
 		if lt, ok := t.(*arrow.ListType); ok {
@@ -293,7 +335,7 @@ func (l *zcLoader) load(dt arrow.DataType) (arrow.ArrayData, error) {
 			child.Release()
 			return nil, fmt.Errorf("list offsets end at %d, child has %d", end, child.Len())
 		}
-		d := array.NewData(dt, length, []*memory.Buffer{valid, offs}, []arrow.ArrayData{child}, nulls, 0)
+		d := array.NewData(dt, length, l.slots(valid, offs), []arrow.ArrayData{child}, nulls, 0)
 		child.Release()
 		return d, nil
 	case *arrow.FixedSizeListType:
@@ -305,7 +347,7 @@ func (l *zcLoader) load(dt arrow.DataType) (arrow.ArrayData, error) {
 			child.Release()
 			return nil, fmt.Errorf("fixed-size list of %d x %d, child has %d", length, t.Len(), child.Len())
 		}
-		d := array.NewData(dt, length, []*memory.Buffer{valid}, []arrow.ArrayData{child}, nulls, 0)
+		d := array.NewData(dt, length, l.slots(valid), []arrow.ArrayData{child}, nulls, 0)
 		child.Release()
 		return d, nil
 	case *arrow.StructType:
@@ -327,7 +369,7 @@ func (l *zcLoader) load(dt arrow.DataType) (arrow.ArrayData, error) {
 				return nil, fmt.Errorf("struct of %d rows, field %s has %d", length, f.Name, c.Len())
 			}
 		}
-		d := array.NewData(dt, length, []*memory.Buffer{valid}, children, nulls, 0)
+		d := array.NewData(dt, length, l.slots(valid), children, nulls, 0)
 		free()
 		return d, nil
 	case arrow.FixedWidthDataType:
@@ -336,7 +378,7 @@ func (l *zcLoader) load(dt arrow.DataType) (arrow.ArrayData, error) {
 		if err != nil {
 			return nil, err
 		}
-		return array.NewData(dt, length, []*memory.Buffer{valid, values}, nil, nulls, 0), nil
+		return array.NewData(dt, length, l.slots(valid, values), nil, nulls, 0), nil
 	}
 	return nil, fmt.Errorf("type %s has no zero-copy layout", dt)
 }
@@ -431,4 +473,61 @@ func validateData(d arrow.ArrayData, depth int) error {
 		}
 	}
 	return nil
+}
+
+// record is the arrow.Record of a zero-copy batch. array.NewRecord would
+// check every column's type against the schema, through reflect.DeepEqual
+// for the primitive ones, which only re-proves what loadZeroCopy built from
+// those very types, and costs more than loading a small batch. The rarely
+// used methods go through a record of Arrow's own.
+type record struct {
+	refs   atomic.Int64
+	schema *arrow.Schema
+	rows   int64
+	cols   []arrow.Array
+}
+
+// newRecord takes over the caller's references to cols.
+func newRecord(schema *arrow.Schema, cols []arrow.Array, rows int64) *record {
+	r := &record{schema: schema, rows: rows, cols: cols}
+	r.refs.Store(1)
+	return r
+}
+
+func (r *record) Retain() { r.refs.Add(1) }
+
+func (r *record) Release() {
+	if n := r.refs.Add(-1); n == 0 {
+		for _, c := range r.cols {
+			c.Release()
+		}
+		r.cols = nil
+	} else if n < 0 {
+		panic("frame: record released too often")
+	}
+}
+
+func (r *record) Schema() *arrow.Schema    { return r.schema }
+func (r *record) NumRows() int64           { return r.rows }
+func (r *record) NumCols() int64           { return int64(len(r.cols)) }
+func (r *record) Columns() []arrow.Array   { return r.cols }
+func (r *record) Column(i int) arrow.Array { return r.cols[i] }
+func (r *record) ColumnName(i int) string  { return r.schema.Field(i).Name }
+func (r *record) arrow() arrow.Record      { return array.NewRecord(r.schema, r.cols, r.rows) }
+func (r *record) MarshalJSON() ([]byte, error) {
+	a := r.arrow()
+	defer a.Release()
+	return a.MarshalJSON()
+}
+
+func (r *record) SetColumn(i int, col arrow.Array) (arrow.Record, error) {
+	a := r.arrow()
+	defer a.Release()
+	return a.SetColumn(i, col)
+}
+
+func (r *record) NewSlice(i, j int64) arrow.Record {
+	a := r.arrow()
+	defer a.Release()
+	return a.NewSlice(i, j)
 }

@@ -218,7 +218,7 @@ func (s *sender) hello() {
 }
 
 func (s *sender) onCredit(msg *nats.Msg) {
-	h, body, err := frame.Decode(msg.Data)
+	h, body, err := frame.DecodeQuery(msg.Data, s.link.Query)
 	if err != nil || !sameLink(&h, s.link) {
 		return // not ours to act on; a receiver never sends garbage
 	}
@@ -490,7 +490,7 @@ func (r *receiver) onData(msg *nats.Msg) {
 	if r.closed || r.err != nil {
 		return
 	}
-	h, body, err := frame.Decode(msg.Data)
+	h, body, err := frame.DecodeQuery(msg.Data, r.link.Query)
 	if err != nil {
 		r.fail(fmt.Errorf("%w on %s: %w", relay.ErrProtocol, r.link, err))
 		return
