@@ -215,6 +215,7 @@ func (c *Context) Emit(output int, cap *Capability, rec arrow.Record) error {
 	}
 	in.stats.batchesOut.Add(1)
 	in.stats.rowsOut.Add(rec.NumRows())
+	in.stats.touch(time.Now())
 	edges := in.outs[output]
 	if len(edges) == 0 {
 		rec.Release()

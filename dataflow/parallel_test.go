@@ -191,6 +191,11 @@ func TestBalanceFollowsShares(t *testing.T) {
 			t.Errorf("%s/%d: busy %v, batch time %v, p50 %v", s.Operator, s.Index, s.Busy(), s.BatchLatency.SumNs, s.BatchLatency.Quantile(0.5))
 		}
 	}
+	for _, s := range st {
+		if s.First == 0 || s.Last < s.First {
+			t.Errorf("%s/%d: data seen from %d to %d", s.Operator, s.Index, s.First, s.Last)
+		}
+	}
 	if st[0].BatchLatency.Count != 0 {
 		t.Errorf("a source has no input batches, got %d timed", st[0].BatchLatency.Count)
 	}

@@ -22,9 +22,15 @@ type InstanceStats struct {
 	QueueLength int    `json:"queue_length"`
 	// BusyNs is the time the instance spent in its callbacks (batches,
 	// frontiers, notifications, wake-ups; not a source's Produce, which may
-	// wait for input), and BatchLatency the time each input batch took.
+	// wait for input), and BatchLatency the time each input batch (and
+	// each wake-up, where batching operators work) took.
 	BusyNs       int64     `json:"busy_ns"`
 	BatchLatency Histogram `json:"batch_latency,omitzero"`
+	// First and Last are when the instance first and last received or
+	// emitted a batch (Unix nanoseconds, 0 before any): the span a query's
+	// data was in flight, without its deployment and teardown.
+	First int64 `json:"first_ns,omitempty"`
+	Last  int64 `json:"last_ns,omitempty"`
 }
 
 // Busy is BusyNs as a duration.
@@ -35,6 +41,16 @@ type counters struct {
 	finished                                         atomic.Bool
 	busyNs                                           atomic.Int64
 	batch                                            histCounters
+	first, last                                      atomic.Int64
+}
+
+// touch records data passing at t.
+func (c *counters) touch(t time.Time) {
+	ns := t.UnixNano()
+	c.last.Store(ns)
+	if c.first.Load() == 0 {
+		c.first.CompareAndSwap(0, ns)
+	}
 }
 
 // Stats snapshots the counters of every local instance. It is safe to call
@@ -56,6 +72,8 @@ func (w *Worker) Stats() []InstanceStats {
 			QueueLength:  in.q.len(),
 			BusyNs:       in.stats.busyNs.Load(),
 			BatchLatency: in.stats.batch.snapshot(),
+			First:        in.stats.first.Load(),
+			Last:         in.stats.last.Load(),
 		})
 	}
 	return out

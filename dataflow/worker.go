@@ -354,9 +354,13 @@ func (in *instance) step(checkRoom bool) (bool, error) {
 		busy = true
 		in.wakeAt = time.Time{}
 		if in.waker != nil {
+			// A wake-up is where a batching operator (a model call cut
+			// by its delay) does its work: it is timed as a batch.
 			start := time.Now()
 			err := in.waker.OnWake(&in.opctx)
-			in.stats.busyNs.Add(int64(time.Since(start)))
+			d := time.Since(start)
+			in.stats.busyNs.Add(int64(d))
+			in.stats.batch.observe(d)
 			if err != nil {
 				return busy, in.fail("wake", err)
 			}
@@ -496,6 +500,7 @@ func (in *instance) handle(m *Message) error {
 		in.stats.batchesIn.Add(1)
 		in.stats.rowsIn.Add(rec.NumRows())
 		start := time.Now()
+		in.stats.touch(start)
 		err = in.op.OnBatch(&in.opctx, ie.port, Batch{Epoch: m.Epoch, Record: rec}, cap)
 		d := time.Since(start)
 		in.stats.busyNs.Add(int64(d))
