@@ -66,6 +66,10 @@ type Options struct {
 	// the run, which flushes what is still unacknowledged. Nil: such sinks
 	// are ErrUnsupported.
 	Sink func(s *catalog.Sink, schema *arrow.Schema) (sinks.Writer, error)
+	// Pace, when set, replays each file stream as it says (EXPLAIN ANALYZE
+	// feeds a query at its plan's rates, for a bounded time); tables and
+	// external streams are read as they come.
+	Pace func(s *catalog.Stream) sources.Pacing
 	// Parallelism runs each GROUP BY over plain columns as this many
 	// instances, rows exchanged by a hash of the group keys (data-parallel);
 	// 0 or 1 runs one instance.
@@ -444,12 +448,16 @@ func (b *builder) scan(n *logical.Scan) (int, *arrow.Schema, error) {
 		et = b.eventTime(schema)
 	}
 	report := b.q.report
+	var pace sources.Pacing
+	if isStream && b.opts.Pace != nil {
+		pace = b.opts.Pace(n.Stream)
+	}
 	src := b.g.AddOperator(dataflow.OperatorSpec{Name: "scan " + n.Name(), Outputs: 1, New: func(dataflow.Instance) (dataflow.Operator, error) {
 		r, err := b.openReader(path, format, schema)
 		if err != nil {
 			return nil, err
 		}
-		return sources.NewSource(r, et, report), nil
+		return sources.NewPacedSource(r, et, report, pace), nil
 	}})
 	return b.columns(n, src, schema)
 }

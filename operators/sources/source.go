@@ -115,11 +115,37 @@ type Source struct {
 	maxTS  int64
 	report *Report
 	fctx   *functions.Ctx
+
+	pace    Pacing
+	pending arrow.Record // the reader's record being cut into paced slices
+	off     int64        // rows of pending already sent
+	sent    int64
+	started time.Time
 }
+
+// Pacing replays a stream at a fixed rate and for a bounded time or input:
+// EXPLAIN ANALYZE feeds a query at the rate its plan was made for, for as long
+// as it was asked to run. Records are cut into slices of 50 ms of input, so
+// the rate holds within a batch, and a slice goes out when it is due (the
+// source asks to be woken then instead of blocking its worker).
+type Pacing struct {
+	Rate    float64       // rows per second of this instance; 0: as fast as the reader goes
+	For     time.Duration // end the stream after this long (0: at the end of input)
+	MaxRows int64         // end the stream after this many rows (0: no bound)
+}
+
+func (p Pacing) active() bool { return p.Rate > 0 || p.For > 0 || p.MaxRows > 0 }
 
 // NewSource wraps r; report may be nil.
 func NewSource(r Reader, et EventTime, report *Report) *Source {
 	return &Source{r: r, et: et, maxTS: math.MinInt64, report: report}
+}
+
+// NewPacedSource wraps r and replays it as p says.
+func NewPacedSource(r Reader, et EventTime, report *Report, p Pacing) *Source {
+	s := NewSource(r, et, report)
+	s.pace = p
+	return s
 }
 
 func (s *Source) Open(_ *dataflow.Context, cap *dataflow.Capability) error {
@@ -129,8 +155,14 @@ func (s *Source) Open(_ *dataflow.Context, cap *dataflow.Capability) error {
 }
 
 func (s *Source) Produce(ctx *dataflow.Context) (bool, error) {
-	rec, err := s.r.Next(ctx.Allocator())
-	if err != nil {
+	var rec arrow.Record
+	var err error
+	if s.pace.active() {
+		var wait bool
+		if rec, wait, err = s.paced(ctx); err != nil || wait {
+			return false, err
+		}
+	} else if rec, err = s.r.Next(ctx.Allocator()); err != nil {
 		return false, err
 	}
 	if rec == nil {
@@ -166,6 +198,56 @@ func (s *Source) Produce(ctx *dataflow.Context) (bool, error) {
 	return false, nil
 }
 
+// paced returns the next slice of input when it is due; wait says it is not
+// yet (a wake-up is set), and a nil record the end of the stream.
+func (s *Source) paced(ctx *dataflow.Context) (rec arrow.Record, wait bool, err error) {
+	now := ctx.Now()
+	if s.started.IsZero() {
+		s.started = now
+	}
+	if s.pace.MaxRows > 0 && s.sent >= s.pace.MaxRows || s.pace.For > 0 && now.Sub(s.started) >= s.pace.For {
+		s.dropPending()
+		return nil, false, nil
+	}
+	if s.pace.Rate > 0 {
+		due := s.started.Add(time.Duration(float64(s.sent) / s.pace.Rate * float64(time.Second)))
+		if s.pace.For > 0 {
+			if end := s.started.Add(s.pace.For); end.Before(due) {
+				due = end // wake to end on time
+			}
+		}
+		if d := due.Sub(now); d > 0 {
+			return nil, true, ctx.WakeAfter(d)
+		}
+	}
+	for s.pending == nil || s.off >= s.pending.NumRows() {
+		s.dropPending()
+		next, err := s.r.Next(ctx.Allocator())
+		if err != nil || next == nil {
+			return nil, false, err
+		}
+		s.pending, s.off = next, 0
+	}
+	n := s.pending.NumRows() - s.off
+	if s.pace.Rate > 0 {
+		n = min(n, max(1, int64(s.pace.Rate/20)))
+	}
+	if s.pace.MaxRows > 0 {
+		n = min(n, s.pace.MaxRows-s.sent)
+	}
+	rec = s.pending.NewSlice(s.off, s.off+n)
+	s.off += n
+	s.sent += n
+	return rec, false, nil
+}
+
+func (s *Source) dropPending() {
+	if s.pending != nil {
+		s.pending.Release()
+		s.pending = nil
+	}
+}
+
 func epochOf(us int64) dataflow.Epoch {
 	if us < 0 {
 		return 0
@@ -196,6 +278,7 @@ func (s *Source) maxTime(rec arrow.Record) (int64, error) {
 }
 
 func (s *Source) Close(*dataflow.Context) error {
+	s.dropPending()
 	if s.cap != nil {
 		s.cap.Drop()
 	}
