@@ -58,7 +58,7 @@ func TestEmbeddedMatchesLocal(t *testing.T) {
 	t.Logf("tier bytes %v, result rows %d", tb, info.ResultRows)
 	// Measured network cost: the infrastructure prices edge-hub at 0.05
 	// and hub-cloud at 0.09 per GB.
-	wantNet := float64(tb["edge->hub"])/1e9*0.05 + float64(tb["hub->cloud"])/1e9*0.09
+	wantNet := (float64(tb["edge->hub"])*0.05 + float64(tb["hub->cloud"])*0.09) / (1 << 30)
 	if d := info.NetworkCost - wantNet; d > 1e-12 || d < -1e-12 {
 		t.Errorf("network cost %g, want %g", info.NetworkCost, wantNet)
 	}

@@ -345,13 +345,13 @@ func (c *Coordinator) Submit(ctx context.Context, req deploy.SubmitRequest) (*de
 	c.order = append(c.order, req.Query)
 	c.mu.Unlock()
 
-	p, script, note, err := c.place(ctx, req, ws)
+	p, script, note, est, err := c.place(ctx, req, ws)
 	if err != nil {
 		c.fail(req.Query, err)
 		return nil, err
 	}
 	c.mu.Lock()
-	qs.info.Placement, qs.info.Workers, qs.info.Planner = p, p.Workers, note
+	qs.info.Placement, qs.info.Workers, qs.info.Planner, qs.info.Estimate = p, p.Workers, note, est
 	c.mu.Unlock()
 
 	// Every worker builds its part; the query starts only when all have, so
@@ -385,7 +385,7 @@ func (c *Coordinator) Submit(ctx context.Context, req deploy.SubmitRequest) (*de
 	c.mu.Lock()
 	ended := !qs.info.Ended.IsZero()
 	if !ended {
-		qs.info.State, qs.started = deploy.StateRunning, true
+		qs.info.State, qs.started, qs.info.Started = deploy.StateRunning, true, time.Now()
 	}
 	c.mu.Unlock()
 	if ended {
@@ -405,11 +405,11 @@ func (c *Coordinator) Submit(ctx context.Context, req deploy.SubmitRequest) (*de
 // default rules otherwise. It returns the script the workers must build
 // (rewritten, with the plan's variants, when the optimizer placed it) and a
 // note on how it was placed.
-func (c *Coordinator) place(ctx context.Context, req deploy.SubmitRequest, ws []deploy.Worker) (*deploy.Placement, deploy.Script, string, error) {
+func (c *Coordinator) place(ctx context.Context, req deploy.SubmitRequest, ws []deploy.Worker) (*deploy.Placement, deploy.Script, string, *deploy.Estimate, error) {
 	script := req.Script
 	bound, cat, err := script.Bind(nil)
 	if err != nil {
-		return nil, script, "", err
+		return nil, script, "", nil, err
 	}
 	if sk, ok := bound.Root.(*logical.Sink); ok && sk.Sink != nil && sk.Sink.Kind != "nats" {
 		// operators/exec opens a sink's file when it builds and closes it
@@ -417,7 +417,7 @@ func (c *Coordinator) place(ctx context.Context, req deploy.SubmitRequest, ws []
 		// none would flush it (nor wait for JetStream's acks). A core NATS
 		// sink publishes as it writes and the worker flushes its connection
 		// before it reports, so that one runs.
-		return nil, script, "", fmt.Errorf("%s: %w: INSERT INTO %s (%s) on a cluster; submit the SELECT and write its streamed results (tierflow submit --output)", sk.Pos, ErrUnsupported, sk.Sink.Name, sk.Sink.Kind)
+		return nil, script, "", nil, fmt.Errorf("%s: %w: INSERT INTO %s (%s) on a cluster; submit the SELECT and write its streamed results (tierflow submit --output)", sk.Pos, ErrUnsupported, sk.Sink.Name, sk.Sink.Kind)
 	}
 	o := deploy.Options{Tiers: c.tiers(ws)}
 	if c.cfg.Infra != nil {
@@ -438,7 +438,8 @@ func (c *Coordinator) place(ctx context.Context, req deploy.SubmitRequest, ws []
 			p, err := deploy.Place(req.Query, q.Graph(), res.Rewritten, ws, po)
 			if err == nil {
 				return p, planned, fmt.Sprintf("optimizer (%s): compute %.4g + network %.4g per hour, accuracy %.4g, throughput %.4g",
-					res.Physical.Strategy, res.Physical.ComputeCost, res.Physical.NetworkCost, res.Physical.Accuracy, res.Physical.Throughput), nil
+						res.Physical.Strategy, res.Physical.ComputeCost, res.Physical.NetworkCost, res.Physical.Accuracy, res.Physical.Throughput),
+					deploy.EstimateOf(res.Physical, bound.Objectives.Throughput), nil
 			}
 			perr = err
 		} else {
@@ -447,10 +448,10 @@ func (c *Coordinator) place(ctx context.Context, req deploy.SubmitRequest, ws []
 	}
 	q, plan, err := script.Build(nil, c.execOptions(nil))
 	if err != nil {
-		return nil, script, "", err
+		return nil, script, "", nil, err
 	}
 	p, err := deploy.Place(req.Query, q.Graph(), plan, ws, o)
-	return p, script, "default placement (" + perr.Error() + ")", err
+	return p, script, "default placement (" + perr.Error() + ")", nil, err
 }
 
 func (c *Coordinator) execOptions(variants map[string]string) exec.Options {
@@ -702,7 +703,7 @@ func (c *Coordinator) costs(info *deploy.QueryInfo) {
 		}
 		for _, l := range inf.Links {
 			if l.From == from && l.To == to || l.From == to && l.To == from {
-				info.NetworkCost += float64(b) / 1e9 * l.CostPerGB
+				info.NetworkCost += float64(b) / (1 << 30) * l.CostPerGB
 				break
 			}
 		}

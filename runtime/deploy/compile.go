@@ -41,6 +41,29 @@ type Script struct {
 	OnError   string        `json:"on_error,omitempty"` // fail (default) or skip
 	MaxDelay  time.Duration `json:"max_delay,omitempty"`
 	BatchSize int           `json:"batch_size,omitempty"`
+	// Pace replays the file streams at their catalog rates, for a bounded
+	// time or input (EXPLAIN ANALYZE); nil reads them as fast as they go.
+	Pace *Pace `json:"pace,omitempty"`
+}
+
+// Pace is how an analysed query's file streams are fed.
+type Pace struct {
+	// AtRate replays each stream at the rate its catalog entry declares
+	// (the rate the plan was made for).
+	AtRate bool `json:"at_rate,omitempty"`
+	// For ends the streams after this long; MaxRows after this many rows
+	// each. Zero: no bound.
+	For     time.Duration `json:"for,omitempty"`
+	MaxRows int64         `json:"max_rows,omitempty"`
+}
+
+// Pacing is the source pacing of stream s under p.
+func (p *Pace) Pacing(s *catalog.Stream) sources.Pacing {
+	out := sources.Pacing{For: p.For, MaxRows: p.MaxRows}
+	if p.AtRate && s != nil {
+		out.Rate = s.Rate
+	}
+	return out
 }
 
 // Bind parses the script, applies its definitions to cat (nil: a fresh load
@@ -66,6 +89,9 @@ func (s Script) Bind(cat *catalog.Catalog) (*logical.Plan, *catalog.Catalog, err
 				return nil, nil, err
 			}
 			continue
+		}
+		if e, ok := stmt.(*lang.Explain); ok && e.Analyze {
+			stmt = e.Target() // EXPLAIN ANALYZE runs its query
 		}
 		switch stmt.(type) {
 		case *lang.Query, *lang.Insert:
@@ -128,6 +154,9 @@ func (s Script) BuildPlan(plan *logical.Plan, opts exec.Options) (*exec.Query, e
 	}
 	if s.BatchSize > 0 {
 		opts.BatchSize = s.BatchSize
+	}
+	if s.Pace != nil {
+		opts.Pace = s.Pace.Pacing
 	}
 	return exec.Build(plan, opts)
 }

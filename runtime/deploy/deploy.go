@@ -57,6 +57,11 @@ type OperatorPlan struct {
 	// Workers[k] runs instance k (indices into Placement.Workers).
 	Workers []int  `json:"workers"`
 	Tier    string `json:"tier"`
+	// Stage is the plan's stage the operator belongs to (a model call and
+	// the relational operators fused with it, or a source), when the
+	// optimizer placed the query: what EXPLAIN ANALYZE holds its
+	// measurements against.
+	Stage string `json:"stage,omitempty"`
 }
 
 // EdgePlan routes one dataflow edge.
@@ -199,6 +204,9 @@ func (pl *placer) operator(i int, in []int) error {
 	node := pl.nodes[i]
 	if pl.stages != nil {
 		if ok, err := pl.fromPlan(i, in); ok || err != nil {
+			if st := pl.stages[node]; st != nil {
+				pl.p.Operators[i].Stage = st.Name
+			}
 			return err
 		}
 	}

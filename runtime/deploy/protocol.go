@@ -156,20 +156,28 @@ type QueryInfo struct {
 	State     string    `json:"state"`
 	Error     string    `json:"error,omitempty"`
 	Submitted time.Time `json:"submitted"`
-	Ended     time.Time `json:"ended,omitzero"`
+	// Started is when every worker had built its part and the sources were
+	// let go; Ended when the last worker finished (the run's window is
+	// between the two).
+	Started time.Time `json:"started,omitzero"`
+	Ended   time.Time `json:"ended,omitzero"`
 	// Workers runs the query's instances (dataflow worker i is Workers[i]).
 	Workers   []string   `json:"workers"`
 	Placement *Placement `json:"placement,omitempty"`
 	// Planner says how the query was placed: by the optimizer (with its
 	// estimates) or by the default rules (and why not the optimizer).
-	Planner   string                   `json:"planner,omitempty"`
+	Planner string `json:"planner,omitempty"`
+	// Estimate is the optimizer's plan in measurable units (nil when the
+	// default rules placed the query).
+	Estimate  *Estimate                `json:"estimate,omitempty"`
 	Operators []dataflow.InstanceStats `json:"operators,omitempty"`
 	Links     []relay.LinkStats        `json:"links,omitempty"`
 	// WorkerStates by worker name.
 	WorkerStates map[string]string `json:"worker_states,omitempty"`
 	ResultRows   int64             `json:"result_rows"`
 	// NetworkCost is the metered bytes between tiers times the link prices
-	// of the infrastructure (per GB); ComputeCost the hours the query held
+	// of the infrastructure (per GB of 2^30 bytes, as the planner's KB x
+	// 3600 / 1024^2 prices an estimate); ComputeCost the hours the query held
 	// its workers times their hourly prices. Both need the coordinator's
 	// --infra; they are the measured side of a plan's estimates.
 	NetworkCost float64 `json:"network_cost"`
