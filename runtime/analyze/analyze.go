@@ -1,0 +1,440 @@
+// Package analyze holds a run of a query against its plan: what EXPLAIN
+// ANALYZE prints. It reads what the coordinator knows when a query has ended
+// (deploy.QueryInfo: the plan's estimate, the placement, every operator
+// instance's counters and latency histogram, every link's meters) and the
+// infrastructure's prices, and compares, per source, operator, worker and
+// link, the measured rates, latencies, bytes and costs with the estimates
+// (JellyBean 6.2: actual against expected throughput).
+//
+// analyze imports runtime/deploy, planner/infra, dataflow and relay; never
+// the coordinator, the cluster or cmd.
+package analyze
+
+import (
+	"fmt"
+	"math"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/tierflow/tierflow/dataflow"
+	"github.com/tierflow/tierflow/planner/infra"
+	"github.com/tierflow/tierflow/relay"
+	"github.com/tierflow/tierflow/runtime/deploy"
+)
+
+// Tolerances of the checks: the achieved throughput within 5% of the target,
+// the measured network cost within 10% of the estimate.
+const (
+	ThroughputTolerance = 0.05
+	NetworkTolerance    = 0.10
+)
+
+// gib is the planner's GB: its prices are per 1024^3 bytes (KB x 3600 /
+// 1024^2 per hour).
+const gib = 1 << 30
+
+// Report is a run held against its plan.
+type Report struct {
+	Query   string `json:"query"`
+	State   string `json:"state"`
+	Planner string `json:"planner"`
+	// Window is the run's length, from the sources' start to the last
+	// worker's end, as the coordinator saw it. Span is the time data was in
+	// flight: from the first batch a source emitted to the last batch any
+	// operator received or emitted (the drain included, so a backlog
+	// lowers the rates, but not deployment or teardown). Rates and costs
+	// per hour are over Span.
+	Window    time.Duration `json:"window_ns"`
+	Span      time.Duration `json:"span_ns"`
+	Checks    []Check       `json:"checks"`
+	Sources   []SourceRow   `json:"sources"`
+	Operators []OperatorRow `json:"operators"`
+	Workers   []WorkerRow   `json:"workers"`
+	Links     []LinkRow     `json:"links"`
+}
+
+// Check is one headline figure: estimated, measured, and whether the
+// measurement is within the tolerance of the estimate (Tolerance 0: shown,
+// not judged).
+type Check struct {
+	What      string  `json:"what"`
+	Unit      string  `json:"unit"`
+	Estimated float64 `json:"estimated"`
+	Measured  float64 `json:"measured"`
+	// Error is measured/estimated - 1 (NaN when there is no estimate).
+	Error     float64 `json:"error"`
+	Tolerance float64 `json:"tolerance,omitempty"`
+	OK        bool    `json:"ok"`
+}
+
+// SourceRow is one stream: the rate the plan assumed and the rate it was read.
+type SourceRow struct {
+	Name     string  `json:"name"`
+	Tier     string  `json:"tier"`
+	Rows     int64   `json:"rows"`
+	Planned  float64 `json:"planned_rows_s"`
+	Measured float64 `json:"measured_rows_s"`
+}
+
+// OperatorRow is one dataflow operator over all its instances.
+type OperatorRow struct {
+	ID        int      `json:"id"`
+	Name      string   `json:"name"`
+	Stage     string   `json:"stage,omitempty"`
+	Variant   string   `json:"variant,omitempty"`
+	Tier      string   `json:"tier"`
+	Workers   []string `json:"workers"`
+	RowsIn    int64    `json:"rows_in"`
+	RowsOut   int64    `json:"rows_out"`
+	Batches   int64    `json:"batches_in"`
+	Estimated float64  `json:"estimated_rows_s"` // the stage's demand, on the operator that takes it; 0 elsewhere
+	Measured  float64  `json:"measured_rows_s"`
+	P50       float64  `json:"batch_ms_p50"`
+	P90       float64  `json:"batch_ms_p90"`
+	P99       float64  `json:"batch_ms_p99"`
+	// Busy is the instances' callback time over the window, per instance
+	// (1 is one instance busy all the time).
+	Busy float64 `json:"busy"`
+}
+
+// WorkerRow is one worker of the query.
+type WorkerRow struct {
+	Name      string   `json:"name"`
+	Tier      string   `json:"tier"`
+	Type      string   `json:"type,omitempty"`
+	Price     float64  `json:"price_per_hour"`
+	Operators []string `json:"operators"`
+	Estimated float64  `json:"estimated_items_s"` // the plan's items/s for its stages' model calls
+	Measured  float64  `json:"measured_items_s"`
+	Busy      float64  `json:"busy"`
+}
+
+// LinkRow is the traffic from one tier to another.
+type LinkRow struct {
+	From          string  `json:"from"`
+	To            string  `json:"to"`
+	Bytes         uint64  `json:"bytes"`
+	Batches       uint64  `json:"batches"`
+	EstimatedMBps float64 `json:"estimated_mib_s"`
+	MeasuredMBps  float64 `json:"measured_mib_s"`
+	PricePerGB    float64 `json:"price_per_gb"`
+	EstimatedCost float64 `json:"estimated_cost_h"`
+	MeasuredCost  float64 `json:"measured_cost_h"`
+}
+
+// Options add what QueryInfo does not carry.
+type Options struct {
+	// Infra prices links and workers (nil: costs are not measured).
+	Infra *infra.Infra
+	// WorkerTypes maps worker names to their types (SHOW WORKERS).
+	WorkerTypes map[string]string
+	// Accuracy, when labels were compared, is the measured accuracy in the
+	// catalog's unit (percent or fraction), with the rows it counted.
+	Accuracy *Accuracy
+}
+
+// Accuracy is a measured accuracy.
+type Accuracy struct {
+	Value float64
+	Rows  int64
+}
+
+// New holds q against its estimate.
+func New(q deploy.QueryInfo, o Options) (*Report, error) {
+	if q.Placement == nil {
+		return nil, fmt.Errorf("analyze: query %s has no placement", q.Query)
+	}
+	start := q.Started
+	if start.IsZero() {
+		start = q.Submitted
+	}
+	if q.Ended.IsZero() {
+		return nil, fmt.Errorf("analyze: query %s has not ended", q.Query)
+	}
+	r := &Report{Query: q.Query, State: q.State, Planner: q.Planner, Window: q.Ended.Sub(start), Span: dataSpan(q)}
+	if r.Span <= 0 {
+		r.Span = r.Window
+	}
+	secs := r.Span.Seconds()
+	if secs <= 0 {
+		return nil, fmt.Errorf("analyze: query %s ran for %v", q.Query, r.Window)
+	}
+	est := q.Estimate
+	if est == nil {
+		est = &deploy.Estimate{}
+	}
+
+	r.operators(q, est, secs)
+	r.sources(est, secs)
+	r.workers(q, est, o, secs)
+	r.links(q, est, o, secs)
+	r.checks(q, est, o, secs)
+	return r, nil
+}
+
+// dataSpan is from the first batch out of a source to the last batch seen
+// anywhere (0 when the workers did not report times), plus one source batch's
+// share: a paced source's first batch stands for the interval before it goes
+// out, so B batches at a steady rate span B-1 intervals, not B.
+func dataSpan(q deploy.QueryInfo) time.Duration {
+	var first, last, batches int64
+	for _, s := range q.Operators {
+		if s.OperatorID < len(q.Placement.Operators) && strings.HasPrefix(q.Placement.Operators[s.OperatorID].Name, "scan ") {
+			batches = max(batches, s.BatchesOut)
+		}
+		if s.Last > last {
+			last = s.Last
+		}
+		if s.OperatorID < len(q.Placement.Operators) && strings.HasPrefix(q.Placement.Operators[s.OperatorID].Name, "scan ") &&
+			s.First > 0 && (first == 0 || s.First < first) {
+			first = s.First
+		}
+	}
+	if first == 0 || last <= first {
+		return 0
+	}
+	span := float64(last - first)
+	if batches > 1 {
+		span *= float64(batches) / float64(batches-1)
+	}
+	return time.Duration(span)
+}
+
+// opStats merges the instances of each dataflow operator.
+type opStats struct {
+	rowsIn, rowsOut, batches, busy int64
+	hist                           dataflow.Histogram
+	instances                      int
+	workers                        map[string]bool
+}
+
+func (r *Report) operators(q deploy.QueryInfo, est *deploy.Estimate, secs float64) {
+	p := q.Placement
+	by := map[int]*opStats{}
+	for _, s := range q.Operators {
+		m := by[s.OperatorID]
+		if m == nil {
+			m = &opStats{workers: map[string]bool{}}
+			by[s.OperatorID] = m
+		}
+		m.rowsIn += s.RowsIn
+		m.rowsOut += s.RowsOut
+		m.batches += s.BatchesIn
+		m.busy += s.BusyNs
+		m.hist.Add(s.BatchLatency)
+		m.instances++
+		if s.Worker >= 0 && s.Worker < len(p.Workers) {
+			m.workers[p.Workers[s.Worker]] = true
+		}
+	}
+	estimated := map[string]bool{} // stages whose demand is already shown
+	for id, op := range p.Operators {
+		m := by[id]
+		if m == nil {
+			m = &opStats{workers: map[string]bool{}}
+		}
+		row := OperatorRow{ID: id, Name: op.Name, Stage: op.Stage, Tier: op.Tier, RowsIn: m.rowsIn, RowsOut: m.rowsOut, Batches: m.batches,
+			Measured: float64(m.rowsIn) / secs,
+			P50:      ms(m.hist.Quantile(0.5)), P90: ms(m.hist.Quantile(0.9)), P99: ms(m.hist.Quantile(0.99))}
+		if m.instances > 0 {
+			row.Busy = float64(m.busy) / 1e9 / secs / float64(m.instances)
+		}
+		for w := range m.workers {
+			row.Workers = append(row.Workers, w)
+		}
+		sort.Strings(row.Workers)
+		if st := stage(est, op.Stage); st != nil {
+			row.Variant = st.Variant
+			// The demand is the items entering the stage: show it on the
+			// model call (or the stage's first operator), where they enter.
+			takes := strings.HasPrefix(op.Name, "model ") || st.Model == "" && !estimated[st.Name]
+			if takes && !estimated[st.Name] {
+				row.Estimated = st.Demand
+				estimated[st.Name] = true
+			}
+		}
+		if strings.HasPrefix(op.Name, "scan ") {
+			row.Measured = float64(m.rowsOut) / secs
+		}
+		r.Operators = append(r.Operators, row)
+	}
+}
+
+func (r *Report) sources(est *deploy.Estimate, secs float64) {
+	for _, op := range r.Operators {
+		if !strings.HasPrefix(op.Name, "scan ") {
+			continue
+		}
+		row := SourceRow{Name: strings.TrimPrefix(op.Name, "scan "), Tier: op.Tier, Rows: op.RowsOut, Measured: float64(op.RowsOut) / secs}
+		for _, s := range est.Sources {
+			if s.Name == op.Stage || op.Stage == "" && (s.Stream == row.Name || s.Name == row.Name) {
+				row.Planned = s.Rate
+			}
+		}
+		r.Sources = append(r.Sources, row)
+	}
+}
+
+func (r *Report) workers(q deploy.QueryInfo, est *deploy.Estimate, o Options, secs float64) {
+	rows := map[string]*WorkerRow{}
+	for _, name := range q.Placement.Workers {
+		w := &WorkerRow{Name: name, Type: o.WorkerTypes[name]}
+		if o.Infra != nil {
+			if wt := o.Infra.WorkerType(w.Type); wt != nil {
+				w.Price = wt.Price
+			}
+		}
+		rows[name] = w
+	}
+	for _, st := range est.Stages {
+		for _, sw := range st.Workers {
+			if w := rows[sw.Name]; w != nil && st.Model != "" {
+				w.Estimated += sw.ItemsPerSec
+			}
+		}
+	}
+	busy := map[string]int64{}
+	for _, s := range q.Operators {
+		if s.Worker < 0 || s.Worker >= len(q.Placement.Workers) || s.OperatorID >= len(q.Placement.Operators) {
+			continue
+		}
+		name := q.Placement.Workers[s.Worker]
+		op := q.Placement.Operators[s.OperatorID]
+		w := rows[name]
+		w.Tier = op.Tier
+		busy[name] += s.BusyNs
+		if !contains(w.Operators, op.Name) {
+			w.Operators = append(w.Operators, op.Name)
+		}
+		if st := stage(est, op.Stage); st != nil && st.Model != "" && strings.HasPrefix(op.Name, "model ") {
+			w.Measured += float64(s.RowsIn) / secs
+		}
+	}
+	for _, name := range q.Placement.Workers {
+		w := rows[name]
+		w.Busy = float64(busy[name]) / 1e9 / secs
+		r.Workers = append(r.Workers, *w)
+	}
+}
+
+func (r *Report) links(q deploy.QueryInfo, est *deploy.Estimate, o Options, secs float64) {
+	pairs := map[[2]string]*LinkRow{}
+	get := func(from, to string) *LinkRow {
+		k := [2]string{from, to}
+		if pairs[k] == nil {
+			pairs[k] = &LinkRow{From: from, To: to, PricePerGB: linkPrice(o.Infra, from, to)}
+		}
+		return pairs[k]
+	}
+	for _, l := range q.Links {
+		if l.Direction != relay.Send || int(l.Link.Edge) >= len(q.Placement.Edges) {
+			continue
+		}
+		e := q.Placement.Edges[l.Link.Edge]
+		from, to := q.Placement.Operators[e.From].Tier, q.Placement.Operators[e.To].Tier
+		lr := get(from, to)
+		lr.Bytes += l.Bytes
+		lr.Batches += l.Batches
+	}
+	for _, l := range est.Links {
+		get(l.From, l.To).EstimatedMBps += l.MBps
+	}
+	for _, lr := range pairs {
+		lr.MeasuredMBps = float64(lr.Bytes) / secs / (1 << 20)
+		if lr.From != lr.To {
+			lr.MeasuredCost = float64(lr.Bytes) / secs * 3600 / gib * lr.PricePerGB
+			lr.EstimatedCost = lr.EstimatedMBps * 3600 / 1024 * lr.PricePerGB
+		}
+		r.Links = append(r.Links, *lr)
+	}
+	sort.Slice(r.Links, func(i, j int) bool {
+		a, b := r.Links[i], r.Links[j]
+		return a.From < b.From || a.From == b.From && a.To < b.To
+	})
+}
+
+func (r *Report) checks(q deploy.QueryInfo, est *deploy.Estimate, o Options, secs float64) {
+	// Throughput counts items entering the workflow: the workflow keeps up
+	// with its input only as far as it keeps up with its slowest source.
+	target, ratio := est.TargetThroughput, math.Inf(1)
+	var planned, measured float64
+	for _, s := range r.Sources {
+		planned += s.Planned
+		measured += s.Measured
+		if s.Planned > 0 {
+			ratio = min(ratio, s.Measured/s.Planned)
+		}
+	}
+	if target <= 0 {
+		target = planned
+	}
+	achieved := measured
+	if !math.IsInf(ratio, 1) && est.TargetThroughput > 0 {
+		achieved = target * ratio
+	}
+	r.Checks = append(r.Checks, check("throughput", "items/s", target, achieved, ThroughputTolerance))
+
+	var netEst, netMeas float64
+	for _, l := range r.Links {
+		netMeas += l.MeasuredCost
+	}
+	netEst = est.NetworkCost
+	r.Checks = append(r.Checks, check("network cost", "per hour", netEst, netMeas, NetworkTolerance))
+
+	var compMeas float64
+	for _, w := range r.Workers {
+		compMeas += w.Price
+	}
+	r.Checks = append(r.Checks, check("compute cost", "per hour", est.ComputeCost, compMeas, 0))
+	if o.Accuracy != nil {
+		r.Checks = append(r.Checks, check("accuracy", "", est.Accuracy, o.Accuracy.Value, 0))
+	}
+}
+
+func check(what, unit string, est, meas, tol float64) Check {
+	c := Check{What: what, Unit: unit, Estimated: est, Measured: meas, Tolerance: tol, Error: math.NaN()}
+	switch {
+	case est != 0:
+		c.Error = meas/est - 1
+	case meas == 0:
+		c.Error = 0
+	}
+	c.OK = tol == 0 || !math.IsNaN(c.Error) && math.Abs(c.Error) <= tol
+	return c
+}
+
+func stage(est *deploy.Estimate, name string) *deploy.StageEstimate {
+	if name == "" {
+		return nil
+	}
+	for i := range est.Stages {
+		if est.Stages[i].Name == name {
+			return &est.Stages[i]
+		}
+	}
+	return nil
+}
+
+func linkPrice(inf *infra.Infra, from, to string) float64 {
+	if inf == nil || from == to {
+		return 0
+	}
+	for _, l := range inf.Links {
+		if l.From == from && l.To == to || l.From == to && l.To == from {
+			return l.CostPerGB
+		}
+	}
+	return 0
+}
+
+func contains(xs []string, x string) bool {
+	for _, y := range xs {
+		if y == x {
+			return true
+		}
+	}
+	return false
+}
+
+func ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }

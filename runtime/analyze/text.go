@@ -1,0 +1,133 @@
+package analyze
+
+import (
+	"fmt"
+	"io"
+	"math"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/olekukonko/tablewriter"
+	"github.com/olekukonko/tablewriter/tw"
+)
+
+// Write prints the report as tables: the checks first (what a reader came
+// for), then sources, operators, workers and links.
+func (r *Report) Write(w io.Writer) error {
+	fmt.Fprintf(w, "EXPLAIN ANALYZE %s: %s; data in flight %s (first source batch to last batch anywhere), run %s; rates and costs over the former\n",
+		r.Query, r.State, r.Span.Round(time.Millisecond), r.Window.Round(time.Millisecond))
+	if r.Planner != "" {
+		fmt.Fprintf(w, "placed by %s\n", r.Planner)
+	}
+	sections := []struct {
+		title  string
+		header []string
+		rows   [][]string
+	}{
+		{"checks", []string{"what", "unit", "estimated", "measured", "error", "within", "ok"}, r.checkRows()},
+		{"sources", []string{"stream", "tier", "rows", "planned rows/s", "measured rows/s"}, r.sourceRows()},
+		{"operators", []string{"id", "operator", "stage", "variant", "tier", "workers", "rows in", "rows out", "est rows/s", "rows/s", "batch ms p50", "p90", "p99", "busy"}, r.operatorRows()},
+		{"workers", []string{"worker", "tier", "type", "price/h", "est items/s", "items/s", "busy", "operators"}, r.workerRows()},
+		{"links (sender side)", []string{"from", "to", "bytes", "batches", "est MiB/s", "MiB/s", "price/GB", "est cost/h", "cost/h"}, r.linkRows()},
+	}
+	for _, s := range sections {
+		fmt.Fprintf(w, "\n%s\n", s.title)
+		// Headers as written: units such as MiB/s survive.
+		t := tablewriter.NewTable(w, tablewriter.WithHeaderAutoFormat(tw.Off))
+		t.Header(toAny(s.header)...)
+		for _, row := range s.rows {
+			if err := t.Append(toAny(row)...); err != nil {
+				return err
+			}
+		}
+		if err := t.Render(); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (r *Report) checkRows() [][]string {
+	var out [][]string
+	for _, c := range r.Checks {
+		within, ok := "-", "-"
+		if c.Tolerance > 0 {
+			within = fmt.Sprintf("±%.0f%%", 100*c.Tolerance)
+			ok = map[bool]string{true: "yes", false: "NO"}[c.OK]
+		}
+		errs := "-"
+		if !math.IsNaN(c.Error) {
+			errs = fmt.Sprintf("%+.1f%%", 100*c.Error)
+		}
+		out = append(out, []string{c.What, c.Unit, num(c.Estimated), num(c.Measured), errs, within, ok})
+	}
+	return out
+}
+
+func (r *Report) sourceRows() [][]string {
+	var out [][]string
+	for _, s := range r.Sources {
+		out = append(out, []string{s.Name, s.Tier, strconv.FormatInt(s.Rows, 10), num(s.Planned), num(s.Measured)})
+	}
+	return out
+}
+
+func (r *Report) operatorRows() [][]string {
+	var out [][]string
+	for _, o := range r.Operators {
+		est := "-"
+		if o.Estimated > 0 {
+			est = num(o.Estimated)
+		}
+		lat := []string{"-", "-", "-"}
+		if o.Batches > 0 {
+			lat = []string{num(o.P50), num(o.P90), num(o.P99)}
+		}
+		out = append(out, append([]string{strconv.Itoa(o.ID), o.Name, o.Stage, o.Variant, o.Tier, strings.Join(o.Workers, ","),
+			strconv.FormatInt(o.RowsIn, 10), strconv.FormatInt(o.RowsOut, 10), est, num(o.Measured)}, append(lat, pct(o.Busy))...))
+	}
+	return out
+}
+
+func (r *Report) workerRows() [][]string {
+	var out [][]string
+	for _, w := range r.Workers {
+		est := "-"
+		if w.Estimated > 0 {
+			est = num(w.Estimated)
+		}
+		out = append(out, []string{w.Name, w.Tier, w.Type, num(w.Price), est, num(w.Measured), pct(w.Busy), strings.Join(w.Operators, ", ")})
+	}
+	return out
+}
+
+func (r *Report) linkRows() [][]string {
+	var out [][]string
+	for _, l := range r.Links {
+		out = append(out, []string{l.From, l.To, strconv.FormatUint(l.Bytes, 10), strconv.FormatUint(l.Batches, 10), num(l.EstimatedMBps), num(l.MeasuredMBps),
+			num(l.PricePerGB), num(l.EstimatedCost), num(l.MeasuredCost)})
+	}
+	return out
+}
+
+// num prints four significant digits, without exponents for everyday sizes.
+func num(f float64) string {
+	switch {
+	case f == 0:
+		return "0"
+	case math.Abs(f) >= 1e6 || math.Abs(f) < 1e-4:
+		return strconv.FormatFloat(f, 'g', 4, 64)
+	}
+	return strconv.FormatFloat(f, 'f', max(0, 3-int(math.Floor(math.Log10(math.Abs(f))))), 64)
+}
+
+func pct(f float64) string { return fmt.Sprintf("%.1f%%", 100*f) }
+
+func toAny(ss []string) []any {
+	out := make([]any, len(ss))
+	for i, s := range ss {
+		out[i] = s
+	}
+	return out
+}
