@@ -19,6 +19,7 @@ import (
 	"github.com/tierflow/tierflow/planner/explain"
 	"github.com/tierflow/tierflow/planner/infra"
 	"github.com/tierflow/tierflow/planner/optimize"
+	"github.com/tierflow/tierflow/runtime/cluster"
 )
 
 // explainFlags are the options of `tierflow explain`.
@@ -29,6 +30,10 @@ type explainFlags struct {
 	throughput float64
 	seed       int64
 	budget     time.Duration
+	analyze    bool
+	duration   time.Duration
+	rows       int64
+	processes  bool
 }
 
 func newExplainCmd(a *app) *cobra.Command {
@@ -50,10 +55,17 @@ Formats (--format): text (default), json (a stable contract), dot (Graphviz).`,
   tierflow explain --infra examples/setups/vqa-large.yaml --catalog examples/setups/vqa.catalog.yaml examples/setups/vqa.sql`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
+			if f.analyze {
+				return runExplainAnalyze(cmd, a, f, args[0])
+			}
 			return runExplain(cmd, a, f, args[0])
 		},
 	}
 	fl := c.Flags()
+	fl.BoolVar(&f.analyze, "analyze", false, "run each query on an embedded cluster, its file streams replayed at their catalog rates, and print the plan's estimates next to what was measured")
+	fl.DurationVar(&f.duration, "duration", cluster.DefaultAnalyzeFor, "with --analyze: how long each query runs")
+	fl.Int64Var(&f.rows, "rows", 0, "with --analyze: stop each stream after this many rows instead (0: no bound)")
+	fl.BoolVar(&f.processes, "processes", false, "with --analyze: start the workers as child processes")
 	fl.StringVar(&f.strategy, "strategy", planner.DefaultStrategy, "optimizer strategy: auto, jellybean, exhaustive, best-fit, first-fit, most-accurate")
 	fl.StringVar(&f.profile, "profile", "p75", "latency profile percentile: p50, p75 or p90")
 	fl.Float64Var(&f.accuracy, "accuracy", 0, "minimum accuracy (overrides the query's WITH)")
@@ -214,6 +226,42 @@ func runExplain(cmd *cobra.Command, a *app, f explainFlags, path string) error {
 		return badInput(fmt.Errorf("%s: no query to explain (want SELECT, INSERT or EXPLAIN)", name))
 	}
 	return nil
+}
+
+// runExplainAnalyze runs the script's queries as EXPLAIN ANALYZE on an
+// embedded cluster of the infrastructure (--infra, or infra.yaml next to the
+// query), with the catalog found the same way.
+func runExplainAnalyze(cmd *cobra.Command, a *app, f explainFlags, path string) error {
+	format := a.g.format
+	switch format {
+	case "", "text", "table":
+		format = "text"
+	case "json":
+	default:
+		return badInput(fmt.Errorf("unknown --format %q with --analyze: want text or json", format))
+	}
+	if f.duration < 0 || f.rows < 0 {
+		return badInput(fmt.Errorf("--duration and --rows must not be negative"))
+	}
+	if path == "-" {
+		return badInput(fmt.Errorf("explain --analyze reads a query file, not stdin"))
+	}
+	dir := filepath.Dir(path)
+	g := a.g
+	if g.catalog == "" && fileExists(filepath.Join(dir, "catalog.yaml")) {
+		g.catalog = filepath.Join(dir, "catalog.yaml")
+	}
+	if g.infra == "" && fileExists(filepath.Join(dir, "infra.yaml")) {
+		g.infra = filepath.Join(dir, "infra.yaml")
+	}
+	ao := &cluster.AnalyzeOptions{Format: format, MaxRows: f.rows}
+	if f.rows == 0 || cmd.Flags().Changed("duration") {
+		ao.For = f.duration
+	}
+	b := *a
+	b.g = g
+	b.g.format = ""
+	return runRun(cmd.Context(), &b, runFlags{onError: "fail", maxDelay: 2 * time.Second, batch: 4096, processes: f.processes, analyze: ao}, path)
 }
 
 func optimizeOptions(f explainFlags) (o optimize.Options) {

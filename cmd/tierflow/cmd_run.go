@@ -34,6 +34,8 @@ type runFlags struct {
 	parallel  int
 	local     bool
 	processes bool
+	// analyze runs every query as EXPLAIN ANALYZE (`tierflow explain --analyze`).
+	analyze *cluster.AnalyzeOptions
 }
 
 func newRunCmd(a *app) *cobra.Command {
@@ -156,6 +158,9 @@ func runRun(ctx context.Context, a *app, f runFlags, path string) error {
 		base = "."
 	}
 	if f.local {
+		if pos, ok := analyzeStatement(path, string(src)); ok {
+			return badInput(fmt.Errorf("%s: EXPLAIN ANALYZE holds a run on the cluster against its plan; run it without --local", pos))
+		}
 		err = runLocalScript(ctx, a, f, policy, path, string(src), base, cat, newOutput)
 	} else {
 		err = runClusterScript(ctx, a, f, path, string(src), base, newOutput)
@@ -243,7 +248,22 @@ func runClusterScript(ctx context.Context, a *app, f runFlags, path, src, base s
 	}
 	fmt.Fprintf(log, "-- %s: %d workers (%s) on %s\n", mode, len(names), strings.Join(names, ", "), c.URL())
 	return c.RunScript(ctx, path, src, cluster.ScriptOptions{BaseDir: absBase, Catalog: catPath, NewOutput: newOutput,
-		Stdout: a.out, Log: log, OnError: f.onError, MaxDelay: f.maxDelay, BatchSize: f.batch})
+		Stdout: a.out, Log: log, OnError: f.onError, MaxDelay: f.maxDelay, BatchSize: f.batch, Analyze: f.analyze})
+}
+
+// analyzeStatement finds the first EXPLAIN ANALYZE of a script (a script that
+// does not parse is left to the run to report).
+func analyzeStatement(path, src string) (string, bool) {
+	script, err := lang.Parse(path, src)
+	if err != nil {
+		return "", false
+	}
+	for _, st := range script.Statements {
+		if e, ok := st.(*lang.Explain); ok && e.Analyze {
+			return bind.Pos(e.Pos).String(), true
+		}
+	}
+	return "", false
 }
 
 // lockedWriter serialises writes from several goroutines. Every worker that

@@ -96,6 +96,7 @@ type Cluster struct {
 	client      *coordinator.Client
 	ortLib      string
 	modelLog    io.Writer
+	infra       *infra.Infra
 }
 
 // WorkerName turns a machine name into a valid worker name (subject token).
@@ -122,7 +123,7 @@ func startCore(o *Options) (*Cluster, error) {
 	if o.Heartbeat <= 0 {
 		o.Heartbeat = time.Second
 	}
-	c := &Cluster{url: o.NATS, ortLib: o.OrtLib, modelLog: o.ModelLog}
+	c := &Cluster{url: o.NATS, ortLib: o.OrtLib, modelLog: o.ModelLog, infra: o.Infra}
 	if c.url == "" {
 		// JetStream too, so streams FROM JETSTREAM and sinks TO JETSTREAM
 		// work against the one server the cluster runs.

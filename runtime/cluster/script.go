@@ -40,6 +40,10 @@ type ScriptOptions struct {
 	OnError   string
 	MaxDelay  time.Duration
 	BatchSize int
+	// Analyze, when set, runs every query as EXPLAIN ANALYZE does with
+	// these bounds (`tierflow explain --analyze`); EXPLAIN ANALYZE
+	// statements start from them too.
+	Analyze *AnalyzeOptions
 }
 
 // RunScript runs a script's statements in order on the cluster, as
@@ -67,6 +71,31 @@ func (c *Cluster) RunScript(ctx context.Context, filename, src string, so Script
 	for _, stmt := range script.Statements {
 		if err := ctx.Err(); err != nil {
 			return err
+		}
+		if e, ok := stmt.(*lang.Explain); ok && e.Analyze || so.Analyze != nil && isQuery(stmt) {
+			nth++
+			def := AnalyzeOptions{}
+			if so.Analyze != nil {
+				def = *so.Analyze
+			}
+			ao := def
+			if ok {
+				if ao, err = ParseAnalyze(e, def); err != nil {
+					return err
+				}
+			} else if ao.For <= 0 && ao.MaxRows <= 0 {
+				ao.For = DefaultAnalyzeFor
+			}
+			sc := deploy.Script{Filename: filename, Source: src, BaseDir: so.BaseDir, Catalog: so.Catalog, Nth: nth,
+				OnError: so.OnError, MaxDelay: so.MaxDelay, BatchSize: so.BatchSize}
+			rep, err := c.ExplainAnalyze(ctx, sc, ao)
+			if err != nil {
+				return err
+			}
+			if err := WriteAnalysis(so.Stdout, rep, ao.Format); err != nil {
+				return err
+			}
+			continue
 		}
 		switch s := stmt.(type) {
 		case *lang.Query, *lang.Insert:
@@ -125,6 +154,14 @@ func (c *Cluster) RunScript(ctx context.Context, filename, src string, so Script
 		}
 	}
 	return nil
+}
+
+func isQuery(s lang.Statement) bool {
+	switch s.(type) {
+	case *lang.Query, *lang.Insert:
+		return true
+	}
+	return false
 }
 
 // Summary is one line about a finished query: state, rows, time, workers
