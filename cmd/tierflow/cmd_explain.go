@@ -49,8 +49,18 @@ accuracy, compute and network cost per hour, and the optimizer's time.
 Objectives come from the query's WITH (ACCURACY >= ..., THROUGHPUT >= ... PER SECOND);
 --accuracy and --throughput override them. Without --catalog and --infra, the files
 catalog.yaml and infra.yaml next to the query are used when they exist.
-Formats (--format): text (default), json (a stable contract), dot (Graphviz).`,
+Formats (--format): text (default), json (a stable contract), dot (Graphviz).
+
+--analyze runs each query instead, as EXPLAIN ANALYZE does in a script: on an
+embedded cluster of the infrastructure (--processes: worker processes), the
+file streams replayed at their catalog rates (the rates the plan was made for)
+for --duration or --rows, and prints the plan's estimates next to what was
+measured: throughput against the target (within 5%), network cost against the
+estimate (within 10%), compute cost, and per source, operator (rows/s, batch
+latency p50/p90/p99, busy time), worker and tier link. --format json gives the
+same as one object per query.`,
 		Example: `  tierflow explain examples/vqa/query.sql
+  tierflow explain --analyze --duration 20s examples/fashion/analyze.sql
   tierflow explain --strategy exhaustive --format json examples/vqa/query.sql
   tierflow explain --infra examples/setups/vqa-large.yaml --catalog examples/setups/vqa.catalog.yaml examples/setups/vqa.sql`,
 		Args: cobra.ExactArgs(1),
@@ -254,8 +264,10 @@ func runExplainAnalyze(cmd *cobra.Command, a *app, f explainFlags, path string) 
 	if g.infra == "" && fileExists(filepath.Join(dir, "infra.yaml")) {
 		g.infra = filepath.Join(dir, "infra.yaml")
 	}
+	// Bounds given on the command line win over a statement's own; unset,
+	// the statement's (or the default 10 s) apply.
 	ao := &cluster.AnalyzeOptions{Format: format, MaxRows: f.rows}
-	if f.rows == 0 || cmd.Flags().Changed("duration") {
+	if cmd.Flags().Changed("duration") {
 		ao.For = f.duration
 	}
 	b := *a

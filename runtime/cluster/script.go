@@ -41,8 +41,8 @@ type ScriptOptions struct {
 	MaxDelay  time.Duration
 	BatchSize int
 	// Analyze, when set, runs every query as EXPLAIN ANALYZE does with
-	// these bounds (`tierflow explain --analyze`); EXPLAIN ANALYZE
-	// statements start from them too.
+	// these bounds (`tierflow explain --analyze`); its bounds and format,
+	// where set, win over an EXPLAIN ANALYZE statement's own.
 	Analyze *AnalyzeOptions
 }
 
@@ -80,8 +80,15 @@ func (c *Cluster) RunScript(ctx context.Context, filename, src string, so Script
 			}
 			ao := def
 			if ok {
-				if ao, err = ParseAnalyze(e, def); err != nil {
+				if ao, err = ParseAnalyze(e, AnalyzeOptions{}); err != nil {
 					return err
+				}
+				// Bounds the caller set (command-line flags) win.
+				if def.For > 0 || def.MaxRows > 0 {
+					ao.For, ao.MaxRows = def.For, def.MaxRows
+				}
+				if def.Format != "" {
+					ao.Format = def.Format
 				}
 			} else if ao.For <= 0 && ao.MaxRows <= 0 {
 				ao.For = DefaultAnalyzeFor
