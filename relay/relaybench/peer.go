@@ -105,8 +105,29 @@ func ServePeer(ctx context.Context, url, control string, stop io.Reader) error {
 			cancel()
 		}()
 	}
-	var wg sync.WaitGroup
-	defer wg.Wait()
+	// Requests run on goroutines of their own; none may start once the
+	// peer is shutting down and waiting for the others.
+	var (
+		wg      sync.WaitGroup
+		mu      sync.Mutex
+		stopped bool
+	)
+	spawn := func(m *nats.Msg, f func()) {
+		mu.Lock()
+		defer mu.Unlock()
+		if stopped {
+			respond(m, fmt.Errorf("%w: shutting down", ErrPeer))
+			return
+		}
+		wg.Add(1)
+		go func() { defer wg.Done(); f() }()
+	}
+	defer func() {
+		mu.Lock()
+		stopped = true
+		mu.Unlock()
+		wg.Wait()
+	}()
 	sub, err := nc.Subscribe(control+".cmd", func(m *nats.Msg) {
 		var req peerReq
 		if err := json.Unmarshal(m.Data, &req); err != nil {
@@ -118,11 +139,9 @@ func ServePeer(ctx context.Context, url, control string, stop io.Reader) error {
 			respond(m, nil)
 			cancel()
 		case "relay":
-			wg.Add(1)
-			go func() { defer wg.Done(); peerRelay(ctx, nc, m, req) }()
+			spawn(m, func() { peerRelay(ctx, nc, m, req) })
 		case "raw":
-			wg.Add(1)
-			go func() { defer wg.Done(); peerRaw(ctx, nc, m, req) }()
+			spawn(m, func() { peerRaw(ctx, nc, m, req) })
 		default:
 			respond(m, fmt.Errorf("%w: unknown op %q", ErrPeer, req.Op))
 		}
