@@ -48,6 +48,10 @@ advance, alternating the two; it prints the P50 of each and overhead = engine/ba
 			}
 			fmt.Fprintf(a.err, "ONNX Runtime %s (%s), %d iterations per point, %d intra-op thread(s)\n", env.Version(), env.Library(), iters, threads)
 			var rows []onnx.OverheadRow
+			// Long work reports on stderr as bench planner does: a bar on a
+			// terminal, a plain line now and then otherwise.
+			prog := newProgress(a.err, int64(len(names)*len(bs)), "bench inference")
+			defer prog.Done()
 			for _, v := range names {
 				path := filepath.Join(models, strings.TrimSpace(v)+".onnx")
 				if _, err := os.Stat(path); err != nil {
@@ -55,13 +59,14 @@ advance, alternating the two; it prints the P50 of each and overhead = engine/ba
 				}
 				r, err := env.MeasureOverhead(onnx.OverheadConfig{
 					Variant: strings.TrimSpace(v), Model: path, Batches: bs, Iters: iters, Threads: threads,
-					Progress: func(msg string) { fmt.Fprintln(a.err, msg) },
+					Progress: func(msg string) { prog.Describe(msg); prog.Add(1) },
 				})
 				if err != nil {
 					return err
 				}
 				rows = append(rows, r...)
 			}
+			prog.Done() // before the table
 			return printRows(a.out, a.g.format, rows)
 		},
 	}

@@ -27,7 +27,8 @@ func TestBenchInferenceJSON(t *testing.T) {
 			t.Errorf("row lacks %q: %v", k, rows[0])
 		}
 	}
-	if !strings.Contains(errb.String(), "logreg batch 8: engine") {
+	// Not a terminal: plain progress lines, the last one with the count.
+	if !strings.Contains(errb.String(), "logreg batch 8: engine") || !strings.Contains(errb.String(), "2/2 (100%), done in") {
 		t.Errorf("no progress lines: %s", errb.String())
 	}
 }

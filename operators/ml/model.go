@@ -47,6 +47,7 @@ var ErrRow = errors.New("ml: row failed")
 // one goroutine at a time (one operator instance); its Session may be shared.
 type Model struct {
 	sess     Session
+	run      Session // sess, or the fork of it that this Model runs
 	cfg      Config
 	inSchema *arrow.Schema
 	out      *arrow.Schema
@@ -61,6 +62,7 @@ type Model struct {
 	outShapes  [][]int64
 	lastSchema *arrow.Schema       // the last record schema found equal to inSchema
 	nullErrs   map[int]arrow.Array // shared all-null error columns by length
+	lastNulls  arrow.Array         // the last one used (held by nullErrs)
 	spare      job                 // Infer's job, reused: Infer finishes it before returning
 	failed     int64               // rows failed (counted when there is no error column)
 	lastErr    string
@@ -86,7 +88,7 @@ func Bind(sess Session, in *arrow.Schema, cfg Config) (*Model, error) {
 	if len(cfg.Heads) == 0 {
 		return nil, fmt.Errorf("%w: no output head", ErrConfig)
 	}
-	m := &Model{sess: sess, cfg: cfg, inSchema: in, outInfo: sess.Outputs()}
+	m := &Model{sess: sess, run: sess, cfg: cfg, inSchema: in, outInfo: sess.Outputs()}
 
 	if err := m.bindInputs(in); err != nil {
 		return nil, err
@@ -164,6 +166,9 @@ func Bind(sess Session, in *arrow.Schema, cfg Config) (*Model, error) {
 	m.out = arrow.NewSchema(fields, &md)
 
 	m.scratchOut = make([][]float32, len(m.outInfo))
+	if f, ok := sess.(Forker); ok {
+		m.run = f.Fork()
+	}
 	m.ins = make([]Tensor, len(m.inputs))
 	m.outs = make([]Tensor, len(m.outInfo))
 	for _, o := range m.outInfo {
@@ -480,7 +485,7 @@ func (m *Model) runBatch(segs []segment) {
 		oshape[0] = int64(total)
 		m.outs[i] = Tensor{DType: Float32, Shape: oshape, F32: grow(&m.scratchOut[i], total*int(rs))}
 	}
-	if err := m.sess.Run(m.ins, m.outs); err != nil {
+	if err := m.run.Run(m.ins, m.outs); err != nil {
 		if total == 1 {
 			s := segs[0]
 			s.j.fail(s.start, fmt.Errorf("%w: %w", ErrRow, err))
@@ -582,8 +587,12 @@ func (j *job) finish(mem memory.Allocator) arrow.Record {
 	defer j.rec.Release()
 	r := newRecord(m.out, int64(j.n))
 	cols := r.cols
-	// The columns' buffer lists, two entries each, share one allocation.
-	bufs := make([]*memory.Buffer, 4*len(m.heads))
+	// The columns' buffer lists, two entries each, share one allocation:
+	// the record's own when they fit.
+	bufs := r.bufs[:]
+	if 4*len(m.heads) > len(bufs) {
+		bufs = make([]*memory.Buffer, 4*len(m.heads))
+	}
 	pair := func() []*memory.Buffer {
 		b := bufs[:2:2]
 		bufs = bufs[2:]
@@ -611,10 +620,10 @@ func (j *job) finish(mem memory.Allocator) arrow.Record {
 				cols = append(cols, b.NewArray())
 				b.Release()
 			} else {
-				cols = append(cols, primitive(mem, arrow.PrimitiveTypes.Int64, j, hb.buf, pair()))
+				cols = append(cols, primitive(mem, r, arrow.PrimitiveTypes.Int64, j, hb.buf, pair()))
 			}
 			if len(h.columns()) == 2 {
-				cols = append(cols, primitive(mem, arrow.PrimitiveTypes.Float32, j, hb.sbuf, pair()))
+				cols = append(cols, primitive(mem, r, arrow.PrimitiveTypes.Float32, j, hb.sbuf, pair()))
 			}
 		case Embed:
 			nulls := validity(mem, j.n, j.failed, j.nFailed)
@@ -623,7 +632,7 @@ func (j *job) finish(mem memory.Allocator) arrow.Record {
 				nulls.Release()
 			}
 		case Scalar:
-			cols = append(cols, primitive(mem, arrow.PrimitiveTypes.Float32, j, hb.buf, pair()))
+			cols = append(cols, primitive(mem, r, arrow.PrimitiveTypes.Float32, j, hb.buf, pair()))
 		}
 		hb.buf.Release()
 		if hb.sbuf != nil {
@@ -647,14 +656,20 @@ func (j *job) finish(mem memory.Allocator) arrow.Record {
 
 // primitive wraps a filled value buffer as an array with the job's failures as
 // nulls. The array retains buf. bufs (two entries) becomes the array's buffer
-// list.
-func primitive(mem memory.Allocator, dt arrow.DataType, j *job, buf *memory.Buffer, bufs []*memory.Buffer) arrow.Array {
+// list. The array and its Data come from r's own slots while they last (see
+// record), else from the heap.
+func primitive(mem memory.Allocator, r *record, dt arrow.DataType, j *job, buf *memory.Buffer, bufs []*memory.Buffer) arrow.Array {
 	nulls := validity(mem, j.n, j.failed, j.nFailed)
 	bufs[0], bufs[1] = nulls, buf
-	data := array.NewData(dt, j.n, bufs, nil, j.nFailed, 0)
-	if nulls != nil {
-		nulls.Release()
+	defer func() {
+		if nulls != nil {
+			nulls.Release()
+		}
+	}()
+	if a := r.primitive(dt, j.n, bufs, j.nFailed); a != nil {
+		return a
 	}
+	data := array.NewData(dt, j.n, bufs, nil, j.nFailed, 0)
 	defer data.Release()
 	return array.MakeFromData(data)
 }
@@ -663,7 +678,16 @@ func primitive(mem memory.Allocator, dt arrow.DataType, j *job, buf *memory.Buff
 // elsewhere. The all-null case, by far the common one, is a shared column.
 func (j *job) errorColumn(mem memory.Allocator) arrow.Array {
 	if j.nFailed == 0 {
-		return j.m.nullErrors(j.n)
+		m := j.m
+		if m.lastNulls != nil && m.lastNulls.Len() == j.n { // a stream's batches are mostly one size
+			m.lastNulls.Retain()
+			return m.lastNulls
+		}
+		a := m.nullErrors(j.n)
+		if _, kept := m.nullErrs[j.n]; kept {
+			m.lastNulls = a
+		}
+		return a
 	}
 	eb := array.NewStringBuilder(mem)
 	defer eb.Release()

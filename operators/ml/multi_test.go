@@ -239,3 +239,39 @@ func TestLabelOnlyHead(t *testing.T) {
 		}
 	}
 }
+
+// TestColumnsOutliveTheirRecord: the label and score arrays live in the
+// output record's own memory; a column kept after the record is released
+// still reads its values, and releasing it frees the buffers.
+func TestColumnsOutliveTheirRecord(t *testing.T) {
+	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
+	defer mem.AssertSize(t, 0)
+	m := bindFake(t, &fakeSession{}, []Head{{Kind: Classify, Output: "probs"}}, 8)
+	in := inputRecord(t, mem, 1, 6, nil, map[int]bool{3: true})
+	out, err := m.Infer(mem, in)
+	in.Release()
+	if err != nil {
+		t.Fatal(err)
+	}
+	labels, scores := out.Column(2).(*array.Int64), out.Column(3).(*array.Float32)
+	labels.Retain()
+	scores.Retain()
+	out.Release()
+	for r := 0; r < 6; r++ {
+		i := r + 1
+		if i == 3 {
+			if labels.IsValid(r) || scores.IsValid(r) {
+				t.Errorf("row %d: a null input should give null outputs", r)
+			}
+			continue
+		}
+		if labels.Value(r) != int64(i%3) || scores.Value(r) != float32(i) {
+			t.Errorf("row %d: %d %v", r, labels.Value(r), scores.Value(r))
+		}
+	}
+	if labels.NullN() != 1 || labels.Len() != 6 {
+		t.Errorf("labels %v", labels)
+	}
+	labels.Release()
+	scores.Release()
+}

@@ -67,6 +67,15 @@ type Session interface {
 	Run(inputs, outputs []Tensor) error
 }
 
+// Forker is implemented by sessions that can give each Model a view of its
+// own. Bind runs the model through the fork, which need not be safe for
+// concurrent use (a Model is used by one goroutine at a time) and can so keep
+// per-caller state, such as the runtime values of the last call's buffers,
+// without locks. A fork frees what it holds once it is unreachable.
+type Forker interface {
+	Fork() Session
+}
+
 // Sentinel error kinds of the package.
 var (
 	// ErrSchema: a column, tensor shape or model signature does not match.
