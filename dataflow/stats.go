@@ -31,6 +31,15 @@ type InstanceStats struct {
 	// data was in flight, without its deployment and teardown.
 	First int64 `json:"first_ns,omitempty"`
 	Last  int64 `json:"last_ns,omitempty"`
+	// Counters are the operator's own measurements (a Counting operator's).
+	Counters map[string]int64 `json:"counters,omitempty"`
+}
+
+// Counting is an operator with measurements of its own for InstanceStats
+// (rows whose prediction matched their label, say). Counters is called from
+// other goroutines while the operator runs: it must read atomics.
+type Counting interface {
+	Counters() map[string]int64
 }
 
 // Busy is BusyNs as a duration.
@@ -42,6 +51,13 @@ type counters struct {
 	busyNs                                           atomic.Int64
 	batch                                            histCounters
 	first, last                                      atomic.Int64
+}
+
+func countersOf(op Operator) map[string]int64 {
+	if c, ok := op.(Counting); ok {
+		return c.Counters()
+	}
+	return nil
 }
 
 // touch records data passing at t.
@@ -74,6 +90,7 @@ func (w *Worker) Stats() []InstanceStats {
 			BatchLatency: in.stats.batch.snapshot(),
 			First:        in.stats.first.Load(),
 			Last:         in.stats.last.Load(),
+			Counters:     countersOf(in.op),
 		})
 	}
 	return out
