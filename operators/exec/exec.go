@@ -70,6 +70,11 @@ type Options struct {
 	// feeds a query at its plan's rates, for a bounded time); tables and
 	// external streams are read as they come.
 	Pace func(s *catalog.Stream) sources.Pacing
+	// MeasureLabels follows each model call whose catalog entry names a
+	// label column (Model.Labels) present in its input with a pass-through
+	// operator that counts correct predictions (rel.LabelMeter, reported in
+	// the instance stats): EXPLAIN ANALYZE's measured accuracy.
+	MeasureLabels bool
 	// Parallelism runs each GROUP BY over plain columns as this many
 	// instances, rows exchanged by a hash of the group keys (data-parallel);
 	// 0 or 1 runs one instance.
@@ -294,9 +299,29 @@ func (b *builder) node(n logical.Node) (int, *arrow.Schema, error) {
 		}
 		op := b.add("model "+n.Name, 1, mk)
 		b.g.Connect(in, 0, op, 0)
+		if truth := labelColumn(n, schema); b.opts.MeasureLabels && truth >= 0 && len(n.Out) > 0 {
+			pred := len(schema.Fields()) // the model's first output
+			meter := b.add("labels "+n.Name, 1, func() (dataflow.Operator, error) { return rel.NewLabelMeter(truth, pred), nil })
+			b.g.Connect(op, 0, meter, 0)
+			return meter, out, nil
+		}
 		return op, out, nil
 	}
 	return 0, nil, at(fmt.Errorf("%w: %T", ErrUnsupported, n))
+}
+
+// labelColumn is the input column holding the true values of model call n's
+// first output, or -1.
+func labelColumn(n *logical.LateralModel, in *arrow.Schema) int {
+	if n.Model == nil || n.Model.Labels == "" {
+		return -1
+	}
+	for i, f := range in.Fields() {
+		if f.Name == n.Model.Labels || strings.HasSuffix(f.Name, "."+n.Model.Labels) {
+			return i
+		}
+	}
+	return -1
 }
 
 // bounded reports whether a subtree reads only tables (files with an end).

@@ -63,9 +63,13 @@ type Model struct {
 	// EndToEnd holds measured accuracies of whole workflows that end in this
 	// model, by the variants of the upstream models; they override the
 	// profile-based estimate (JellyBean 4.1).
-	EndToEnd   *EndToEnd `yaml:"end_to_end,omitempty"`
-	Provenance string    `yaml:"provenance,omitempty"`
-	Pos        Pos       `yaml:"-"`
+	EndToEnd *EndToEnd `yaml:"end_to_end,omitempty"`
+	// Labels names the stream column that holds the true value of the
+	// model's first output, where a stream carries labels: EXPLAIN ANALYZE
+	// then measures the accuracy of the rows that reach the model.
+	Labels     string `yaml:"labels,omitempty"`
+	Provenance string `yaml:"provenance,omitempty"`
+	Pos        Pos    `yaml:"-"`
 }
 
 // Variant is one interchangeable implementation of a model.

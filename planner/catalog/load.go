@@ -87,13 +87,14 @@ func decodeColumns(d *yamlx.Decoder, f yamlx.Field, what string) []Column {
 }
 
 func decodeModel(d *yamlx.Decoder, n *yaml.Node) *Model {
-	fs := d.Map(n, "model", "name", "task", "inputs", "outputs", "output_ratio", "variants", "end_to_end", "provenance")
+	fs := d.Map(n, "model", "name", "task", "inputs", "outputs", "output_ratio", "variants", "end_to_end", "labels", "provenance")
 	m := &Model{
 		Name:        d.Str(d.Required(n, fs, "name", "model"), "model.name"),
 		Task:        d.Str(fs["task"], "model.task"),
 		Inputs:      decodeColumns(d, fs["inputs"], "model.inputs"),
 		Outputs:     decodeColumns(d, fs["outputs"], "model.outputs"),
 		OutputRatio: d.NonNegFloat(fs["output_ratio"], "model.output_ratio", 0),
+		Labels:      d.Str(fs["labels"], "model.labels"),
 		Provenance:  d.Str(fs["provenance"], "model.provenance"),
 		Pos:         d.Pos(n),
 	}

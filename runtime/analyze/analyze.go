@@ -96,6 +96,10 @@ type OperatorRow struct {
 	// Busy is the instances' callback time over the window, per instance
 	// (1 is one instance busy all the time).
 	Busy float64 `json:"busy"`
+	// Labelled and Correct count, on a model call's label meter, the rows
+	// that carried a label and those the model got right.
+	Labelled int64 `json:"labelled,omitempty"`
+	Correct  int64 `json:"correct,omitempty"`
 }
 
 // WorkerRow is one worker of the query.
@@ -129,15 +133,6 @@ type Options struct {
 	Infra *infra.Infra
 	// WorkerTypes maps worker names to their types (SHOW WORKERS).
 	WorkerTypes map[string]string
-	// Accuracy, when labels were compared, is the measured accuracy in the
-	// catalog's unit (percent or fraction), with the rows it counted.
-	Accuracy *Accuracy
-}
-
-// Accuracy is a measured accuracy.
-type Accuracy struct {
-	Value float64
-	Rows  int64
 }
 
 // New holds q against its estimate.
@@ -204,6 +199,7 @@ func dataSpan(q deploy.QueryInfo) time.Duration {
 // opStats merges the instances of each dataflow operator.
 type opStats struct {
 	rowsIn, rowsOut, batches, busy int64
+	labelled, correct              int64
 	hist                           dataflow.Histogram
 	instances                      int
 	workers                        map[string]bool
@@ -224,6 +220,8 @@ func (r *Report) operators(q deploy.QueryInfo, est *deploy.Estimate, secs float6
 		m.busy += s.BusyNs
 		m.hist.Add(s.BatchLatency)
 		m.instances++
+		m.labelled += s.Counters["labelled"]
+		m.correct += s.Counters["correct"]
 		if s.Worker >= 0 && s.Worker < len(p.Workers) {
 			m.workers[p.Workers[s.Worker]] = true
 		}
@@ -235,6 +233,7 @@ func (r *Report) operators(q deploy.QueryInfo, est *deploy.Estimate, secs float6
 			m = &opStats{workers: map[string]bool{}}
 		}
 		row := OperatorRow{ID: id, Name: op.Name, Stage: op.Stage, Tier: op.Tier, RowsIn: m.rowsIn, RowsOut: m.rowsOut, Batches: m.batches,
+			Labelled: m.labelled, Correct: m.correct,
 			Measured: float64(m.rowsIn) / secs,
 			P50:      ms(m.hist.Quantile(0.5)), P90: ms(m.hist.Quantile(0.9)), P99: ms(m.hist.Quantile(0.99))}
 		if m.instances > 0 {
@@ -387,8 +386,22 @@ func (r *Report) checks(q deploy.QueryInfo, est *deploy.Estimate, o Options, sec
 		compMeas += w.Price
 	}
 	r.Checks = append(r.Checks, check("compute cost", "per hour", est.ComputeCost, compMeas, 0))
-	if o.Accuracy != nil {
-		r.Checks = append(r.Checks, check("accuracy", "", est.Accuracy, o.Accuracy.Value, 0))
+
+	// The workflow's accuracy is its last model's, measured by that call's
+	// label meter where the stream carries labels.
+	for i := len(r.Operators) - 1; i >= 0; i-- {
+		op := r.Operators[i]
+		if !strings.HasPrefix(op.Name, "labels ") || op.Labelled == 0 {
+			continue
+		}
+		acc, unit := float64(op.Correct)/float64(op.Labelled), "fraction"
+		if est.Accuracy > 1 {
+			acc, unit = 100*acc, "%"
+		}
+		c := check("accuracy", unit, est.Accuracy, acc, 0)
+		c.What = fmt.Sprintf("accuracy (%s, %d labelled rows)", strings.TrimPrefix(op.Name, "labels "), op.Labelled)
+		r.Checks = append(r.Checks, c)
+		break
 	}
 }
 

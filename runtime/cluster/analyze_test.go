@@ -9,13 +9,14 @@ import (
 	"time"
 
 	"github.com/tierflow/tierflow/lang"
+	"github.com/tierflow/tierflow/runtime/analyze"
 	"github.com/tierflow/tierflow/runtime/cluster"
 	"github.com/tierflow/tierflow/runtime/cluster/clustertest"
 	"github.com/tierflow/tierflow/runtime/deploy"
 )
 
 const cascadeAnalyze = `EXPLAIN ANALYZE (DURATION 3)
-SELECT count(*) AS tops
+SELECT count(*) AS tops, sum(CASE WHEN c.label = s.true_label THEN 1 ELSE 0 END) AS correct
 FROM labelled AS s
 CROSS JOIN LATERAL garment(s.image) AS g(label, score)
 CROSS JOIN LATERAL classify(s.image) AS c(label, score)
@@ -80,6 +81,17 @@ func TestExplainAnalyzeCascade(t *testing.T) {
 	}
 	if net := rep.Checks[1]; crossed == 0 || net.What != "network cost" || net.Measured <= 0 || net.Estimated <= 0 {
 		t.Errorf("links %+v, network %+v: the plan sends the tops across tiers", rep.Links, net)
+	}
+	// classify's catalog entry names the stream's true_label column: its
+	// label meter measures the accuracy of the rows that reached it.
+	var acc *analyze.Check
+	for i := range rep.Checks {
+		if strings.HasPrefix(rep.Checks[i].What, "accuracy (classify, ") {
+			acc = &rep.Checks[i]
+		}
+	}
+	if acc == nil || acc.Unit != "%" || acc.Measured < 70 || acc.Measured > 100 || acc.Estimated <= 0 {
+		t.Errorf("checks %+v: want classify's measured accuracy in percent", rep.Checks)
 	}
 	t.Logf("checks %+v", rep.Checks)
 }

@@ -157,6 +157,7 @@ func (s Script) BuildPlan(plan *logical.Plan, opts exec.Options) (*exec.Query, e
 	}
 	if s.Pace != nil {
 		opts.Pace = s.Pace.Pacing
+		opts.MeasureLabels = true
 	}
 	return exec.Build(plan, opts)
 }

@@ -11,7 +11,8 @@ import (
 // Nodes pairs every operator of g with the logical node it implements.
 // operators/exec builds a plan bottom-up, children in order, a scan as its
 // source plus an optional "columns" projection; walking the plan the same way
-// recovers the pairing. A graph of another shape is an ErrMismatch.
+// recovers the pairing (a model call may be followed by its label meter).
+// A graph of another shape is an ErrMismatch.
 func Nodes(g *dataflow.Graph, plan *logical.Plan) ([]logical.Node, error) {
 	out := make([]logical.Node, 0, len(g.Operators))
 	var walk func(n logical.Node) error
@@ -32,6 +33,9 @@ func Nodes(g *dataflow.Graph, plan *logical.Plan) ([]logical.Node, error) {
 		out = append(out, n)
 		if _, ok := n.(*logical.Scan); ok && i+1 < len(g.Operators) && g.Operators[i+1].Name == "columns" {
 			out = append(out, n)
+		}
+		if _, ok := n.(*logical.LateralModel); ok && i+1 < len(g.Operators) && strings.HasPrefix(g.Operators[i+1].Name, "labels ") {
+			out = append(out, n) // the model call's label meter
 		}
 		return nil
 	}

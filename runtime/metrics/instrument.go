@@ -61,6 +61,14 @@ type timed struct {
 	newest dataflow.Epoch
 }
 
+// Counters passes the wrapped operator's own measurements through.
+func (t *timed) Counters() map[string]int64 {
+	if c, ok := t.Operator.(dataflow.Counting); ok {
+		return c.Counters()
+	}
+	return nil
+}
+
 func (t *timed) OnBatch(ctx *dataflow.Context, input int, b dataflow.Batch, cap *dataflow.Capability) error {
 	if b.Epoch > t.newest {
 		t.newest = b.Epoch
