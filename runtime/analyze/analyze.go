@@ -62,8 +62,8 @@ type Check struct {
 	Unit      string  `json:"unit"`
 	Estimated float64 `json:"estimated"`
 	Measured  float64 `json:"measured"`
-	// Error is measured/estimated - 1 (NaN when there is no estimate).
-	Error     float64 `json:"error"`
+	// Error is measured/estimated - 1 (nil when there is no estimate).
+	Error     *float64 `json:"error,omitempty"`
 	Tolerance float64 `json:"tolerance,omitempty"`
 	OK        bool    `json:"ok"`
 }
@@ -129,7 +129,8 @@ type LinkRow struct {
 
 // Options add what QueryInfo does not carry.
 type Options struct {
-	// Infra prices links and workers (nil: costs are not measured).
+	// Infra prices links and workers (nil: the coordinator's measured
+	// totals stand in, without a price per link or worker).
 	Infra *infra.Infra
 	// WorkerTypes maps worker names to their types (SHOW WORKERS).
 	WorkerTypes map[string]string
@@ -372,18 +373,34 @@ func (r *Report) checks(q deploy.QueryInfo, est *deploy.Estimate, o Options, sec
 	if !math.IsInf(ratio, 1) && est.TargetThroughput > 0 {
 		achieved = target * ratio
 	}
-	r.Checks = append(r.Checks, check("throughput", "items/s", target, achieved, ThroughputTolerance))
+	// Only a plan's estimates are judged: a query placed by the default
+	// rules has none.
+	tpTol, netTol := ThroughputTolerance, NetworkTolerance
+	if q.Estimate == nil || target <= 0 {
+		tpTol = 0
+	}
+	if q.Estimate == nil {
+		netTol = 0
+	}
+	r.Checks = append(r.Checks, check("throughput", "items/s", target, achieved, tpTol))
 
-	var netEst, netMeas float64
+	var netMeas float64
 	for _, l := range r.Links {
 		netMeas += l.MeasuredCost
 	}
-	netEst = est.NetworkCost
-	r.Checks = append(r.Checks, check("network cost", "per hour", netEst, netMeas, NetworkTolerance))
+	if o.Infra == nil {
+		// No prices here: the coordinator's own pricing of the bytes.
+		netMeas = q.NetworkCost * 3600 / secs
+	}
+	netEst := est.NetworkCost
+	r.Checks = append(r.Checks, check("network cost", "per hour", netEst, netMeas, netTol))
 
 	var compMeas float64
 	for _, w := range r.Workers {
 		compMeas += w.Price
+	}
+	if o.Infra == nil {
+		compMeas = q.ComputeCost / max(q.Ended.Sub(q.Submitted).Hours(), 1e-12)
 	}
 	r.Checks = append(r.Checks, check("compute cost", "per hour", est.ComputeCost, compMeas, 0))
 
@@ -406,14 +423,15 @@ func (r *Report) checks(q deploy.QueryInfo, est *deploy.Estimate, o Options, sec
 }
 
 func check(what, unit string, est, meas, tol float64) Check {
-	c := Check{What: what, Unit: unit, Estimated: est, Measured: meas, Tolerance: tol, Error: math.NaN()}
+	c := Check{What: what, Unit: unit, Estimated: est, Measured: meas, Tolerance: tol}
 	switch {
 	case est != 0:
-		c.Error = meas/est - 1
+		e := meas/est - 1
+		c.Error = &e
 	case meas == 0:
-		c.Error = 0
+		c.Error = new(float64)
 	}
-	c.OK = tol == 0 || !math.IsNaN(c.Error) && math.Abs(c.Error) <= tol
+	c.OK = tol == 0 || c.Error != nil && math.Abs(*c.Error) <= tol
 	return c
 }
 

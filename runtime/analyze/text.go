@@ -57,8 +57,8 @@ func (r *Report) checkRows() [][]string {
 			ok = map[bool]string{true: "yes", false: "NO"}[c.OK]
 		}
 		errs := "-"
-		if !math.IsNaN(c.Error) {
-			errs = fmt.Sprintf("%+.1f%%", 100*c.Error)
+		if c.Error != nil {
+			errs = fmt.Sprintf("%+.1f%%", 100**c.Error)
 		}
 		out = append(out, []string{c.What, c.Unit, num(c.Estimated), num(c.Measured), errs, within, ok})
 	}

@@ -13,6 +13,7 @@ import (
 
 	"github.com/tierflow/tierflow/lang"
 	"github.com/tierflow/tierflow/planner/bind"
+	"github.com/tierflow/tierflow/planner/infra"
 	"github.com/tierflow/tierflow/runtime/analyze"
 	"github.com/tierflow/tierflow/runtime/coordinator"
 	"github.com/tierflow/tierflow/runtime/deploy"
@@ -69,6 +70,13 @@ func ParseAnalyze(e *lang.Explain, def AnalyzeOptions) (AnalyzeOptions, error) {
 // ExplainAnalyze runs a script's query paced and bounded as o says, drops
 // its rows (counting them), and returns the run held against its plan.
 func (c *Cluster) ExplainAnalyze(ctx context.Context, sc deploy.Script, o AnalyzeOptions) (*analyze.Report, error) {
+	return Analyze(ctx, c.client, c.infra, sc, o)
+}
+
+// Analyze is ExplainAnalyze through any coordinator's client (`tierflow
+// submit`); inf prices the links and workers (nil: the coordinator's totals
+// stand in, without a price per link).
+func Analyze(ctx context.Context, client *coordinator.Client, inf *infra.Infra, sc deploy.Script, o AnalyzeOptions) (*analyze.Report, error) {
 	sc.Pace = &deploy.Pace{AtRate: true, For: o.For, MaxRows: o.MaxRows}
 	name := coordinator.NewQueryName()
 	if o.For > 0 {
@@ -77,23 +85,27 @@ func (c *Cluster) ExplainAnalyze(ctx context.Context, sc deploy.Script, o Analyz
 		// still drains through the plan.
 		stopCtx, cancel := context.WithCancel(ctx)
 		defer cancel()
-		go c.stopAfter(stopCtx, name, o.For+time.Second)
+		go stopAfter(stopCtx, client, name, o.For+time.Second)
 	}
 	var out countRows
-	info, err := c.client.Submit(ctx, sc, name, &out)
+	info, err := client.Submit(ctx, sc, name, &out)
 	if err != nil {
 		return nil, err
 	}
 	types := map[string]string{}
-	for _, w := range c.Coordinator.Workers() {
+	ws, err := client.Workers(ctx)
+	if err != nil {
+		return nil, err
+	}
+	for _, w := range ws {
 		types[w.Name] = w.Type
 	}
-	return analyze.New(info, analyze.Options{Infra: c.infra, WorkerTypes: types})
+	return analyze.New(info, analyze.Options{Infra: inf, WorkerTypes: types})
 }
 
 // stopAfter stops query name gracefully d after its sources started.
-func (c *Cluster) stopAfter(ctx context.Context, name string, d time.Duration) {
-	tick := time.NewTicker(20 * time.Millisecond)
+func stopAfter(ctx context.Context, client *coordinator.Client, name string, d time.Duration) {
+	tick := time.NewTicker(50 * time.Millisecond)
 	defer tick.Stop()
 	for {
 		select {
@@ -101,7 +113,11 @@ func (c *Cluster) stopAfter(ctx context.Context, name string, d time.Duration) {
 			return
 		case <-tick.C:
 		}
-		for _, q := range c.Coordinator.Queries() {
+		qs, err := client.Queries(ctx)
+		if err != nil {
+			continue
+		}
+		for _, q := range qs {
 			if q.Query != name || q.Started.IsZero() {
 				continue
 			}
@@ -113,7 +129,7 @@ func (c *Cluster) stopAfter(ctx context.Context, name string, d time.Duration) {
 			case <-ctx.Done():
 				t.Stop()
 			case <-t.C:
-				_ = c.Coordinator.Stop(name, false)
+				_ = client.Stop(ctx, name, false)
 			}
 			return
 		}
