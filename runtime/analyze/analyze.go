@@ -64,8 +64,8 @@ type Check struct {
 	Measured  float64 `json:"measured"`
 	// Error is measured/estimated - 1 (nil when there is no estimate).
 	Error     *float64 `json:"error,omitempty"`
-	Tolerance float64 `json:"tolerance,omitempty"`
-	OK        bool    `json:"ok"`
+	Tolerance float64  `json:"tolerance,omitempty"`
+	OK        bool     `json:"ok"`
 }
 
 // SourceRow is one stream: the rate the plan assumed and the rate it was read.
