@@ -250,13 +250,26 @@ type Join struct {
 	On      Expr      `parser:"( 'ON' @@ )?"`
 }
 
-// Lateral is LATERAL f(args) [AS] alias [(c1, c2, ...)]: a model or table
-// function applied to every row; Columns name its outputs.
+// Lateral is LATERAL f(args) [WITH (key = value, ...)] [AS] alias [(c1, c2,
+// ...)]: a model or table function applied to every row; Options set how
+// this call runs (a model's batching: max_batch, max_delay_ms); Columns
+// name its outputs.
 type Lateral struct {
 	Pos     lexer.Position
-	Call    *FuncCall `parser:"'LATERAL' @@"`
-	Alias   string    `parser:"( ( 'AS' @( Ident | QIdent ) | @( Ident | QIdent ) )"`
-	Columns []string  `parser:"  ( '(' @( Ident | QIdent ) ( ',' @( Ident | QIdent ) )* ')' )? )?"`
+	Call    *FuncCall     `parser:"'LATERAL' @@"`
+	Options []*CallOption `parser:"( (?= 'WITH' '(' Ident '=' ) 'WITH' '(' @@ ( ',' @@ )* ')' )?"`
+	Alias   string        `parser:"( ( 'AS' @( Ident | QIdent ) | @( Ident | QIdent ) )"`
+	Columns []string      `parser:"  ( '(' @( Ident | QIdent ) ( ',' @( Ident | QIdent ) )* ')' )? )?"`
+}
+
+// CallOption is key = literal in a LATERAL call's WITH (...). A call without
+// an alias may be followed by the query's WITH (ACCURACY >= ...): the parser
+// takes the WITH as the call's only when it reads WITH ( key =, which no
+// objective starts with.
+type CallOption struct {
+	Pos   lexer.Position
+	Key   string  `parser:"@Ident"`
+	Value Literal `parser:"'=' @@"`
 }
 
 // OrderItem is one ORDER BY key.
@@ -339,6 +352,7 @@ func (n *Drop) Position() lexer.Position                { return n.Pos }
 func (n *ColumnDef) Position() lexer.Position           { return n.Pos }
 func (n *Type) Position() lexer.Position                { return n.Pos }
 func (n *Option) Position() lexer.Position              { return n.Pos }
+func (n *CallOption) Position() lexer.Position          { return n.Pos }
 func (n *Insert) Position() lexer.Position              { return n.Pos }
 func (n *Explain) Position() lexer.Position             { return n.Pos }
 func (n *ExplainOption) Position() lexer.Position       { return n.Pos }

@@ -442,6 +442,17 @@ func (p *printer) join(j *Join) {
 func (p *printer) lateral(l *Lateral) {
 	p.w("LATERAL ")
 	p.expr(l.Call, 0)
+	if len(l.Options) > 0 {
+		p.w(" WITH (")
+		for i, o := range l.Options {
+			if i > 0 {
+				p.w(", ")
+			}
+			p.w(o.Key, " = ")
+			p.expr(o.Value, 0)
+		}
+		p.w(")")
+	}
 	// AS "" (a, b) is an alias too: the columns need it.
 	if l.Alias != "" || l.Columns != nil {
 		p.w(" AS ", quoteIdent(l.Alias))

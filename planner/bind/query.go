@@ -1,7 +1,10 @@
 package bind
 
 import (
+	"math"
+	"strconv"
 	"strings"
+	"time"
 
 	"github.com/apache/arrow/go/v17/arrow"
 
@@ -338,6 +341,7 @@ func (b *Binder) lateral(j *lang.Join, in logical.Node, sc *scope) (logical.Node
 		name = m.Name + "_" + alias
 	}
 	n := logical.NewLateralModel(in, m, name, args, alias, out, Pos(call.Pos))
+	n.Batch = b.callBatch(j.Lateral.Options)
 	osc := &scope{cols: append([]column(nil), sc.cols...)}
 	for _, f := range out {
 		osc.cols = append(osc.cols, column{qual: alias, name: f.Name, typ: f.Type})
@@ -425,4 +429,47 @@ func (b *Binder) objectives(os []lang.Objective) logical.Objectives {
 		}
 	}
 	return o
+}
+
+// maxCallBatch bounds WITH (max_batch = n) of a model call.
+const maxCallBatch = 4096
+
+// callBatch reads a model call's WITH (max_batch = n, max_delay_ms = x),
+// reporting a bad key or value at its position.
+func (b *Binder) callBatch(opts []*lang.CallOption) logical.CallBatch {
+	var cb logical.CallBatch
+	seen := map[string]bool{}
+	for _, o := range opts {
+		key := strings.ToLower(o.Key)
+		if seen[key] {
+			b.errorf(o.Pos, ErrBind, "option %s is given twice", o.Key)
+			continue
+		}
+		seen[key] = true
+		n, isNum := o.Value.(*lang.NumberLit)
+		var v float64
+		var err error
+		if isNum {
+			v, err = strconv.ParseFloat(n.Value, 64)
+		}
+		switch key {
+		case "max_batch":
+			if !isNum || err != nil || v != math.Trunc(v) || v < 1 || v > maxCallBatch {
+				b.errorf(o.Pos, ErrBind, "max_batch wants an integer from 1 to %d, got %s", maxCallBatch, lang.Print(o.Value))
+				continue
+			}
+			cb.MaxBatch = int(v)
+		case "max_delay_ms":
+			if !isNum || err != nil || v < 0 || v > 3.6e6 {
+				b.errorf(o.Pos, ErrBind, "max_delay_ms wants milliseconds from 0 to 3600000, got %s", lang.Print(o.Value))
+				continue
+			}
+			// 0 means no waiting: cut whatever is queued (the batcher's
+			// zero is its default, so the smallest delay stands for it).
+			cb.MaxDelay = max(time.Duration(v*float64(time.Millisecond)), time.Nanosecond)
+		default:
+			b.errorf(o.Pos, ErrBind, "unknown model call option %q (want max_batch, max_delay_ms)", o.Key)
+		}
+	}
+	return cb
 }

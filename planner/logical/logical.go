@@ -289,12 +289,32 @@ type LateralModel struct {
 	Model *catalog.Model
 	// Name is the operator's name in plans: the model's name, or the alias
 	// when one query calls a model twice.
-	Name   string
-	Args   []expr.Expr
-	Alias  string
-	Out    []arrow.Field
+	Name  string
+	Args  []expr.Expr
+	Alias string
+	Out   []arrow.Field
+	// Batch is the call's own dynamic batching, from LATERAL m(...) WITH
+	// (max_batch = ..., max_delay_ms = ...); zero fields leave the runtime's.
+	Batch  CallBatch
 	schema *arrow.Schema
 	Pos    Pos
+}
+
+// CallBatch is a model call's batching policy; zero fields are unset.
+type CallBatch struct {
+	MaxBatch int
+	MaxDelay time.Duration
+}
+
+func (c CallBatch) String() string {
+	var parts []string
+	if c.MaxBatch > 0 {
+		parts = append(parts, fmt.Sprintf("max_batch=%d", c.MaxBatch))
+	}
+	if c.MaxDelay > 0 {
+		parts = append(parts, "max_delay="+c.MaxDelay.String())
+	}
+	return strings.Join(parts, " ")
 }
 
 // NewLateralModel builds the ML operator; out are its output columns.
@@ -307,7 +327,9 @@ func (l *LateralModel) Schema() *arrow.Schema { return l.schema }
 func (l *LateralModel) Children() []Node      { return []Node{l.Input} }
 func (l *LateralModel) WithChildren(ch ...Node) Node {
 	mustLen("LateralModel", len(ch), 1)
-	return NewLateralModel(ch[0], l.Model, l.Name, l.Args, l.Alias, l.Out, l.Pos)
+	n := NewLateralModel(ch[0], l.Model, l.Name, l.Args, l.Alias, l.Out, l.Pos)
+	n.Batch = l.Batch
+	return n
 }
 func (l *LateralModel) Position() Pos { return l.Pos }
 func (l *LateralModel) Describe() string {
@@ -326,6 +348,9 @@ func (l *LateralModel) Describe() string {
 	s := fmt.Sprintf("LateralModel %s(%s) AS %s(%s) variants=[%s]", l.Model.Name, strings.Join(args, ", "), l.Alias, strings.Join(outs, ", "), strings.Join(vs, " "))
 	if l.Name != l.Model.Name {
 		s += " name=" + l.Name
+	}
+	if b := l.Batch.String(); b != "" {
+		s += " " + b
 	}
 	return s
 }

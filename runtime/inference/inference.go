@@ -58,7 +58,8 @@ type Config struct {
 	IntraOpThreads int
 	// Variants names the variant to run, by operator name or model name.
 	Variants map[string]string
-	// Batch is the dynamic batching policy of every model operator.
+	// Batch is the dynamic batching policy of every model operator; a call's
+	// WITH (max_batch = n, max_delay_ms = x) overrides it for that call.
 	Batch ml.BatchConfig
 	// BaseDir resolves relative model files that are not found next to the
 	// catalog or script that declared them.
@@ -250,8 +251,16 @@ func (r *Runtime) Lateral(n *logical.LateralModel, in *arrow.Schema) (func() (da
 			taken[heads[i].Columns[j]] = true
 		}
 	}
+	// The call's own WITH (max_batch, max_delay_ms) over the runtime's policy.
+	batch := r.cfg.Batch
+	if n.Batch.MaxBatch > 0 {
+		batch.MaxBatch = n.Batch.MaxBatch
+	}
+	if n.Batch.MaxDelay > 0 {
+		batch.MaxDelay = n.Batch.MaxDelay
+	}
 	// By index: a join may give two columns one name.
-	cfg := ml.Config{Inputs: cols, InputIndexes: colIdx, Heads: heads, NoErrorColumn: true, MaxBatch: r.cfg.Batch.MaxBatch}
+	cfg := ml.Config{Inputs: cols, InputIndexes: colIdx, Heads: heads, NoErrorColumn: true, MaxBatch: batch.MaxBatch}
 	bind := func() (*ml.Model, error) { return ml.Bind(freshSession(ms), in, cfg) }
 	m, err := bind()
 	if err != nil {
@@ -261,7 +270,6 @@ func (r *Runtime) Lateral(n *logical.LateralModel, in *arrow.Schema) (func() (da
 	if want := n.Schema(); out.NumFields() != want.NumFields() {
 		return nil, nil, fmt.Errorf("%w: model %s variant %s gives %d columns, the plan wants %d", ErrModel, n.Name, v.Name, out.NumFields(), want.NumFields())
 	}
-	batch := r.cfg.Batch
 	ch := Choice{Operator: n.Name, Model: n.Model.Name, Variant: v.Name, File: path, Provider: sess.Provider(), Batch: batch}
 	r.mu.Lock()
 	// A long-lived runtime (REPL, worker) plans many queries: keep the recent

@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/apache/arrow/go/v17/arrow"
 	"github.com/apache/arrow/go/v17/arrow/array"
@@ -298,5 +299,52 @@ func TestProfileTwoInputModel(t *testing.T) {
 	m.Inputs = nil // the model's own names and shapes
 	if _, err := p.Variant(m, m.Variants[0], []int{4}, nil); err != nil {
 		t.Errorf("undeclared inputs: %v", err)
+	}
+}
+
+// TestCallBatchOptions: a call's WITH (max_batch, max_delay_ms) overrides the
+// runtime's batching for that call only, and the rows still come out right.
+func TestCallBatchOptions(t *testing.T) {
+	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
+	defer mem.AssertSize(t, 0)
+	dir := t.TempDir()
+	model := writeVQAModel(t, dir)
+	writeTensorTable(t, filepath.Join(dir, "t.arrow"), "feature", 4, 30, vqaFeature, nil)
+	writeTensorTable(t, filepath.Join(dir, "q.arrow"), "speech", 3, 30, vqaSpeech, nil)
+	script := fmt.Sprintf(`
+CREATE MODEL VQA OUTPUTS (answer VARCHAR) VARIANTS (tiny FROM '%s');
+CREATE TABLE t (id BIGINT, feature TENSOR(FLOAT, 4)) FROM FILE '%s' FORMAT ARROW;
+CREATE TABLE q (id BIGINT, speech TENSOR(FLOAT, 3)) FROM FILE '%s' FORMAT ARROW;
+SELECT q.id, a.answer FROM q JOIN t ON q.id = t.id
+CROSS JOIN LATERAL VQA(t.feature, q.speech) WITH (max_batch = 4, max_delay_ms = 1.5) AS a(answer);
+SELECT q.id, a.answer FROM q JOIN t ON q.id = t.id CROSS JOIN LATERAL VQA(t.feature, q.speech) AS a(answer);
+`, model, filepath.Join(dir, "t.arrow"), filepath.Join(dir, "q.arrow"))
+	var log strings.Builder
+	rt := New(Config{Batch: ml.BatchConfig{MaxBatch: 16}, Log: &log})
+	var outs []*answerRows
+	err := exec.RunScript(context.Background(), filepath.Join(dir, "q.sql"), script, exec.ScriptOptions{
+		Options: exec.Options{Allocator: mem, Lateral: rt.Lateral},
+		NewOutput: func() (sinks.Writer, error) {
+			outs = append(outs, &answerRows{got: map[int64]string{}})
+			return outs[len(outs)-1], nil
+		},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ch := rt.Choices()
+	if len(ch) != 2 || ch[0].Batch.MaxBatch != 4 || ch[0].Batch.MaxDelay != 1500*time.Microsecond ||
+		ch[1].Batch.MaxBatch != 16 || ch[1].Batch.MaxDelay != DefaultMaxDelay {
+		t.Fatalf("choices %+v", ch)
+	}
+	if !strings.Contains(log.String(), "max batch 4, max delay 1.5ms") {
+		t.Errorf("log: %s", log.String())
+	}
+	for k, out := range outs {
+		for i := 0; i < 30; i++ {
+			if got, want := out.got[int64(i)], vqaAnswer(vqaFeature(i), vqaSpeech(i)); got != want {
+				t.Errorf("query %d id %d: %s, want %s", k, i, got, want)
+			}
+		}
 	}
 }
