@@ -5,13 +5,18 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"strings"
 	"syscall"
 
 	"github.com/nats-io/nats.go"
 	"github.com/spf13/cobra"
 
+	"github.com/tierflow/tierflow/lang"
 	"github.com/tierflow/tierflow/operators/sinks"
+	"github.com/tierflow/tierflow/planner/bind"
+	"github.com/tierflow/tierflow/planner/infra"
 	"github.com/tierflow/tierflow/relay/natsserver"
+	"github.com/tierflow/tierflow/runtime/cluster"
 	"github.com/tierflow/tierflow/runtime/coordinator"
 	"github.com/tierflow/tierflow/runtime/deploy"
 )
@@ -26,9 +31,15 @@ coordinator at --nats URL, which places it on the registered workers and starts
 it; the result rows stream back here as they are produced (--format table, csv or
 json; --output FILE writes them to a file). Ctrl-C stops the query gracefully:
 its sources end and what is in flight still arrives. Relative file paths in the
-script are resolved against the script's directory.`,
+script are resolved against the script's directory.
+
+SHOW WORKERS and SHOW QUERIES in the script print the coordinator's lists. A
+query under EXPLAIN ANALYZE runs paced at its plan's rates and prints the run
+against the plan instead of its rows (--infra prices each link and worker;
+without it the coordinator's totals are used).`,
 		Example: `  tierflow submit --nats nats://127.0.0.1:4222 examples/streaming/query.sql
-  tierflow submit --nats nats://127.0.0.1:4222 --format csv --output out.csv --name q1 query.sql`,
+  tierflow submit --nats nats://127.0.0.1:4222 --format csv --output out.csv --name q1 query.sql
+  echo 'SHOW WORKERS;' > w.sql && tierflow submit --nats nats://127.0.0.1:4222 w.sql`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if a.g.nats == "" {
@@ -48,8 +59,63 @@ script are resolved against the script's directory.`,
 					return badInput(err)
 				}
 			}
-			if _, _, err := script.Bind(nil); err != nil {
+			plan, err := planSubmission(path, string(src))
+			if err != nil {
 				return badInput(err)
+			}
+			if plan.queries > 0 {
+				script.Nth = 1
+				if _, _, err := script.Bind(nil); err != nil {
+					return badInput(err)
+				}
+			}
+			var inf *infra.Infra
+			if a.g.infra != "" {
+				if inf, err = infra.LoadFile(a.g.infra); err != nil {
+					return badInput(err)
+				}
+			}
+			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
+			defer stop()
+			nc, err := natsserver.Connect(a.g.nats, nats.Name("tierflow-submit"))
+			if err != nil {
+				return fmt.Errorf("connect to %s: %w", a.g.nats, err)
+			}
+			defer nc.Close()
+			client := coordinator.NewClient(nc)
+			for _, what := range plan.shows {
+				switch what {
+				case "WORKERS":
+					ws, err := client.Workers(ctx)
+					if err != nil {
+						return err
+					}
+					cluster.WriteWorkers(a.out, ws)
+				case "QUERIES":
+					qs, err := client.Queries(ctx)
+					if err != nil {
+						return err
+					}
+					cluster.WriteQueries(a.out, qs)
+				}
+			}
+			if plan.queries == 0 {
+				return nil
+			}
+			if plan.analyze != nil {
+				def := cluster.AnalyzeOptions{}
+				if a.g.format == "json" {
+					def.Format = "json"
+				}
+				ao, err := cluster.ParseAnalyze(plan.analyze, def)
+				if err != nil {
+					return badInput(err)
+				}
+				rep, err := cluster.Analyze(ctx, client, inf, script, ao)
+				if err != nil {
+					return err
+				}
+				return cluster.WriteAnalysis(a.out, rep, ao.Format)
 			}
 			dst := a.out
 			if output != "" {
@@ -64,14 +130,7 @@ script are resolved against the script's directory.`,
 			if err != nil {
 				return badInput(err)
 			}
-			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
-			defer stop()
-			nc, err := natsserver.Connect(a.g.nats, nats.Name("tierflow-submit"))
-			if err != nil {
-				return fmt.Errorf("connect to %s: %w", a.g.nats, err)
-			}
-			defer nc.Close()
-			info, err := coordinator.NewClient(nc).Submit(ctx, script, name, w)
+			info, err := client.Submit(ctx, script, name, w)
 			if cerr := w.Close(); err == nil {
 				err = cerr
 			}
@@ -86,4 +145,46 @@ script are resolved against the script's directory.`,
 	c.Flags().StringVar(&name, "name", "", "query name (default: a fresh q-XXXXXXXX)")
 	c.Flags().StringVarP(&output, "output", "o", "", "write the results to this file instead of stdout")
 	return c
+}
+
+// submission is what a submitted script asks of the coordinator besides its
+// definitions: listings, and at most one query (perhaps under EXPLAIN
+// ANALYZE).
+type submission struct {
+	shows   []string
+	queries int
+	analyze *lang.Explain
+}
+
+func planSubmission(path, src string) (submission, error) {
+	var sub submission
+	script, err := lang.Parse(path, src)
+	if err != nil {
+		return sub, err
+	}
+	for _, st := range script.Statements {
+		switch s := st.(type) {
+		case *lang.Show:
+			what := strings.ToUpper(string(s.What))
+			if what != "WORKERS" && what != "QUERIES" {
+				return sub, fmt.Errorf("%s: SHOW %s lists this machine's catalog; submit shows WORKERS and QUERIES, which the coordinator keeps", bind.Pos(s.Pos), what)
+			}
+			sub.shows = append(sub.shows, what)
+		case *lang.Query, *lang.Insert:
+			sub.queries++
+		case *lang.Explain:
+			if !s.Analyze {
+				return sub, fmt.Errorf("%s: EXPLAIN plans here: use tierflow explain; submit runs EXPLAIN ANALYZE", bind.Pos(s.Pos))
+			}
+			sub.queries++
+			sub.analyze = s
+		}
+	}
+	if sub.queries > 1 {
+		return sub, fmt.Errorf("%s: a submission runs one query; this script has %d", path, sub.queries)
+	}
+	if sub.queries == 0 && len(sub.shows) == 0 {
+		return sub, fmt.Errorf("%s: nothing to submit (want a SELECT, INSERT, EXPLAIN ANALYZE, SHOW WORKERS or SHOW QUERIES)", path)
+	}
+	return sub, nil
 }

@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"fmt"
 	"io"
 	"net/http"
@@ -16,6 +17,7 @@ import (
 
 	"github.com/tierflow/tierflow/operators/sinks"
 	"github.com/tierflow/tierflow/relay/natsserver"
+	"github.com/tierflow/tierflow/runtime/analyze"
 	"github.com/tierflow/tierflow/runtime/cluster"
 	"github.com/tierflow/tierflow/runtime/cluster/clustertest"
 	"github.com/tierflow/tierflow/runtime/coordinator"
@@ -125,6 +127,34 @@ func TestSubmitToProcesses(t *testing.T) {
 	if tb := qs[0].TierBytes(); tb["edge->cloud"] == 0 {
 		t.Errorf("no bytes from edge to cloud: %v", tb)
 	}
+
+	// SHOW WORKERS and SHOW QUERIES come from the coordinator.
+	shows := filepath.Join(dir, "show.sql")
+	os.WriteFile(shows, []byte("SHOW WORKERS;\nSHOW QUERIES;\n"), 0o644)
+	code, out, errs = runCLI(t, "", "submit", "--nats", url, shows)
+	if code != exitOK || !strings.Contains(out, "e1") || !strings.Contains(out, "c1") || !strings.Contains(out, "q1") {
+		t.Fatalf("submit SHOW: exit %d\n%s\n%s", code, out, errs)
+	}
+	// EXPLAIN ANALYZE runs the query (bounded by ROWS) and prints the run,
+	// priced by --infra.
+	analyzed := filepath.Join(dir, "analyze.sql")
+	os.WriteFile(analyzed, []byte(strings.Replace(clustertest.Query, "SELECT", "EXPLAIN ANALYZE (ROWS 2000) SELECT", 1)), 0o644)
+	code, out, errs = runCLI(t, "", "submit", "--nats", url, "--infra", filepath.Join(dir, "infra.yaml"), "--format", "json", analyzed)
+	if code != exitOK {
+		t.Fatalf("submit EXPLAIN ANALYZE: exit %d\n%s", code, errs)
+	}
+	var rep analyze.Report
+	if err := json.Unmarshal([]byte(out), &rep); err != nil {
+		t.Fatalf("%v\n%s", err, out)
+	}
+	if len(rep.Sources) != 2 || rep.Sources[0].Rows != 2000 || len(rep.Links) == 0 || rep.Links[0].Bytes == 0 || rep.Workers[0].Price != 0.1 {
+		t.Fatalf("report %+v: 2000 readings read, bytes between tiers, workers priced", rep)
+	}
+	for _, c := range rep.Checks {
+		if !c.OK {
+			t.Errorf("check %+v: a query placed by rules has no estimate to fail", c)
+		}
+	}
 	// Both processes serve Prometheus metrics on the port they print.
 	for _, tc := range []struct {
 		out  *syncBuffer
@@ -173,6 +203,10 @@ func TestSubmitErrors(t *testing.T) {
 	if err := os.WriteFile(bad, []byte("SELEC 1;"), 0o644); err != nil {
 		t.Fatal(err)
 	}
+	showModels := filepath.Join(dir, "show.sql")
+	if err := os.WriteFile(showModels, []byte("SHOW MODELS;"), 0o644); err != nil {
+		t.Fatal(err)
+	}
 	for _, tc := range []struct {
 		args []string
 		want string
@@ -180,6 +214,7 @@ func TestSubmitErrors(t *testing.T) {
 		{[]string{"submit", bad}, "--nats URL is required"},
 		{[]string{"submit", "--nats", "nats://127.0.0.1:1", bad}, "bad.sql:1:1"},
 		{[]string{"worker", "--nats", "nats://127.0.0.1:1"}, "--tier is required"},
+		{[]string{"submit", "--nats", "nats://127.0.0.1:1", showModels}, "show.sql:1:1: SHOW MODELS lists this machine's catalog"},
 	} {
 		code, _, errs := runCLI(t, "", tc.args...)
 		if code != exitBadInput || !strings.Contains(errs, tc.want) {
