@@ -22,6 +22,7 @@ import (
 	"github.com/tierflow/tierflow/planner/catalog"
 	"github.com/tierflow/tierflow/planner/infra"
 	"github.com/tierflow/tierflow/runtime/cluster"
+	"github.com/tierflow/tierflow/runtime/deploy"
 	"github.com/tierflow/tierflow/runtime/inference"
 )
 
@@ -176,9 +177,10 @@ func runRun(ctx context.Context, a *app, f runFlags, path string) error {
 	var be bind.Errors
 	var bi *bind.Error
 	// A model call that cannot run (no such file, an argument that is not a
-	// tensor) is the script's fault, like a name that does not bind.
+	// tensor) is the script's fault, like a name that does not bind; on the
+	// cluster its kind came back with it (deploy.ErrInput).
 	if errors.As(err, &le) || errors.As(err, &be) || errors.As(err, &bi) ||
-		errors.Is(err, exec.ErrUnsupported) || errors.Is(err, inference.ErrModel) {
+		errors.Is(err, exec.ErrUnsupported) || errors.Is(err, inference.ErrModel) || errors.Is(err, deploy.ErrInput) {
 		return badInput(err)
 	}
 	return err

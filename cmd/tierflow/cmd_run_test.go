@@ -222,8 +222,12 @@ func TestRunMissingModelFileIsBadInput(t *testing.T) {
 CREATE STREAM s (id BIGINT, ts TIMESTAMP, image TENSOR(FLOAT, 1, 28, 28)) FROM FILE '`+shelf+`' FORMAT ARROW;
 SELECT id, c.label FROM s CROSS JOIN LATERAL m(image) AS c(label, score);
 `), 0o644)
-	code, _, errs := runCLI(t, "", "run", "--local", q)
-	if code != exitBadInput || !strings.Contains(errs, "q.sql:4:") || !strings.Contains(errs, "nope.onnx not found") {
-		t.Fatalf("missing model file: exit %d: %s", code, errs)
+	// Locally, and on the embedded cluster, where the error crosses NATS as
+	// text and its kind travels with it.
+	for _, mode := range [][]string{{"--local"}, nil} {
+		code, _, errs := runCLI(t, "", append(append([]string{"run"}, mode...), q)...)
+		if code != exitBadInput || !strings.Contains(errs, "q.sql:4:") || !strings.Contains(errs, "nope.onnx not found") {
+			t.Fatalf("missing model file %v: exit %d: %s", mode, code, errs)
+		}
 	}
 }

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"errors"
 	"fmt"
 	"os"
 	"os/signal"
@@ -133,6 +134,9 @@ without it the coordinator's totals are used).`,
 			info, err := client.Submit(ctx, script, name, w)
 			if cerr := w.Close(); err == nil {
 				err = cerr
+			}
+			if errors.Is(err, deploy.ErrInput) {
+				return badInput(err)
 			}
 			if err != nil {
 				return err

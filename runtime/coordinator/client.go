@@ -122,7 +122,8 @@ func (c *Client) Submit(ctx context.Context, script deploy.Script, name string, 
 		return deploy.QueryInfo{Query: name}, err
 	}
 	if rep.Error != "" {
-		return deploy.QueryInfo{Query: name, State: deploy.StateFailed, Error: rep.Error}, fmt.Errorf("%w: %s", ErrQuery, rep.Error)
+		return deploy.QueryInfo{Query: name, State: deploy.StateFailed, Error: rep.Error, ErrorKind: rep.ErrorKind},
+			fmt.Errorf("%w: %w", ErrQuery, deploy.RemoteError(rep.Error, rep.ErrorKind))
 	}
 	sinksExpected := 0
 	if p := rep.Placement; p != nil {
@@ -189,7 +190,7 @@ func (c *Client) Submit(ctx context.Context, script deploy.Script, name string, 
 		}
 	}
 	if info.State == deploy.StateFailed {
-		return info, fmt.Errorf("%w: %s", ErrQuery, info.Error)
+		return info, fmt.Errorf("%w: %w", ErrQuery, deploy.RemoteError(info.Error, info.ErrorKind))
 	}
 	return info, writeErr
 }

@@ -315,7 +315,7 @@ func (c *Coordinator) onSubmit(m *nats.Msg) {
 	}
 	p, err := c.Submit(context.Background(), req)
 	if err != nil {
-		reply(m, deploy.SubmitReply{Query: req.Query, Error: err.Error()})
+		reply(m, deploy.SubmitReply{Query: req.Query, Error: err.Error(), ErrorKind: deploy.KindOf(err)})
 		return
 	}
 	reply(m, deploy.SubmitReply{Query: req.Query, Placement: p})
@@ -371,8 +371,10 @@ func (c *Coordinator) Submit(ctx context.Context, req deploy.SubmitRequest) (*de
 				return
 			}
 			var ack deploy.Ack
-			if err := json.Unmarshal(msg.Data, &ack); err != nil || ack.Error != "" {
-				errs[i] = fmt.Errorf("worker %s: %s%v", name, ack.Error, err)
+			if err := json.Unmarshal(msg.Data, &ack); err != nil {
+				errs[i] = fmt.Errorf("worker %s: %w", name, err)
+			} else if ack.Error != "" {
+				errs[i] = fmt.Errorf("worker %s: %w", name, deploy.RemoteError(ack.Error, ack.ErrorKind))
 			}
 		}()
 	}
@@ -532,7 +534,7 @@ func (c *Coordinator) fail(id string, err error) {
 		c.mu.Unlock()
 		return
 	}
-	qs.info.State, qs.info.Error, qs.info.Ended = deploy.StateFailed, err.Error(), time.Now()
+	qs.info.State, qs.info.Error, qs.info.ErrorKind, qs.info.Ended = deploy.StateFailed, err.Error(), deploy.KindOf(err), time.Now()
 	info := qs.info
 	c.mu.Unlock()
 	b, _ := json.Marshal(deploy.StopRequest{Query: id, Abort: true})
@@ -562,7 +564,7 @@ func (c *Coordinator) onStatus(m *nats.Msg) {
 	info := &qs.info
 	info.Operators, info.Links, info.ResultRows = nil, nil, 0
 	info.WorkerStates = map[string]string{}
-	terminal, failed, stopped := 0, "", false
+	terminal, failed, failedKind, stopped := 0, "", "", false
 	for _, name := range info.Workers {
 		s, ok := qs.status[name]
 		if !ok {
@@ -581,14 +583,14 @@ func (c *Coordinator) onStatus(m *nats.Msg) {
 		case deploy.StateFailed:
 			terminal++
 			if failed == "" {
-				failed = s.Worker + ": " + s.Error
+				failed, failedKind = s.Worker+": "+s.Error, s.ErrorKind
 			}
 		}
 	}
 	var ended *deploy.QueryInfo
 	switch {
 	case failed != "":
-		info.State, info.Error, info.Ended = deploy.StateFailed, failed, time.Now()
+		info.State, info.Error, info.ErrorKind, info.Ended = deploy.StateFailed, failed, failedKind, time.Now()
 	case terminal == len(info.Workers) && qs.started:
 		info.State, info.Ended = deploy.StateFinished, time.Now()
 		if stopped {

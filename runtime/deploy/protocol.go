@@ -107,6 +107,7 @@ type SubmitReply struct {
 	Query     string     `json:"query"`
 	Placement *Placement `json:"placement,omitempty"`
 	Error     string     `json:"error,omitempty"`
+	ErrorKind string     `json:"error_kind,omitempty"` // KindInput or ""
 }
 
 // DeployRequest gives one worker its part of a query.
@@ -125,7 +126,8 @@ type StopRequest struct {
 
 // Ack answers a request that returns nothing else.
 type Ack struct {
-	Error string `json:"error,omitempty"`
+	Error     string `json:"error,omitempty"`
+	ErrorKind string `json:"error_kind,omitempty"`
 }
 
 // Query and worker states.
@@ -143,6 +145,7 @@ type Status struct {
 	Worker    string                   `json:"worker"`
 	State     string                   `json:"state"`
 	Error     string                   `json:"error,omitempty"`
+	ErrorKind string                   `json:"error_kind,omitempty"`
 	Operators []dataflow.InstanceStats `json:"operators,omitempty"`
 	Links     []relay.LinkStats        `json:"links,omitempty"`
 	// ResultRows counts the rows this worker's sink sent to the client.
@@ -155,6 +158,7 @@ type QueryInfo struct {
 	Query     string    `json:"query"`
 	State     string    `json:"state"`
 	Error     string    `json:"error,omitempty"`
+	ErrorKind string    `json:"error_kind,omitempty"` // KindInput: the query's input is to blame
 	Submitted time.Time `json:"submitted"`
 	// Started is when every worker had built its part and the sources were
 	// let go; Ended when the last worker finished (the run's window is

@@ -263,7 +263,7 @@ func (w *Worker) onDeploy(m *nats.Msg) {
 		return
 	}
 	if err := w.build(req); err != nil {
-		reply(m, deploy.Ack{Error: err.Error()})
+		reply(m, deploy.Ack{Error: err.Error(), ErrorKind: deploy.KindOf(err)})
 		return
 	}
 	reply(m, deploy.Ack{})
@@ -486,7 +486,7 @@ func (w *Worker) status(q *query, state string, stats []dataflow.InstanceStats, 
 }
 
 func (w *Worker) statusErr(q *query, state string, err error, stats []dataflow.InstanceStats, links []relay.LinkStats) {
-	st := deploy.Status{Query: q.id, Worker: w.cfg.Name, State: state, Error: errString(err), Operators: stats, Links: links}
+	st := deploy.Status{Query: q.id, Worker: w.cfg.Name, State: state, Error: errString(err), ErrorKind: deploy.KindOf(err), Operators: stats, Links: links}
 	if q.sinkHere {
 		st.ResultRows = q.res.rows.Load()
 	}

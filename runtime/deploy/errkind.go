@@ -1,0 +1,56 @@
+package deploy
+
+import (
+	"errors"
+
+	"github.com/tierflow/tierflow/lang"
+	"github.com/tierflow/tierflow/operators/exec"
+	"github.com/tierflow/tierflow/planner/bind"
+)
+
+// KindInput is the error kind of a query that failed because of its input:
+// the script, the catalog, a model file or its shapes. Errors cross NATS as
+// text, so their kind travels beside them, and the client turns it back into
+// an error wrapping ErrInput (the CLI's exit 2).
+const KindInput = "input"
+
+// ErrInput marks an error that came back from a worker or the coordinator
+// with kind KindInput.
+var ErrInput = errors.New("bad input")
+
+// InputError is implemented by errors that blame the query's input
+// (runtime/inference's model errors, say), wherever in a chain they sit.
+type InputError interface {
+	error
+	InputError() bool
+}
+
+// KindOf classifies err for the wire: KindInput for a parse or bind error,
+// an unsupported construct, or an InputError; "" for everything else.
+func KindOf(err error) string {
+	if err == nil {
+		return ""
+	}
+	var le *lang.Error
+	var be bind.Errors
+	var bi *bind.Error
+	var ie InputError
+	if errors.As(err, &le) || errors.As(err, &be) || errors.As(err, &bi) || errors.Is(err, exec.ErrUnsupported) ||
+		errors.Is(err, ErrInput) || errors.As(err, &ie) && ie.InputError() {
+		return KindInput
+	}
+	return ""
+}
+
+// remoteError is an error received as text with its kind.
+type remoteError struct {
+	msg  string
+	kind string
+}
+
+func (e *remoteError) Error() string { return e.msg }
+
+func (e *remoteError) Is(target error) bool { return target == ErrInput && e.kind == KindInput }
+
+// RemoteError rebuilds an error that crossed NATS as text and kind.
+func RemoteError(msg, kind string) error { return &remoteError{msg: msg, kind: kind} }
