@@ -67,7 +67,11 @@ type Model struct {
 	// Labels names the stream column that holds the true value of the
 	// model's first output, where a stream carries labels: EXPLAIN ANALYZE
 	// then measures the accuracy of the rows that reach the model.
-	Labels     string `yaml:"labels,omitempty"`
+	Labels string `yaml:"labels,omitempty"`
+	// MaxBatch and MaxDelayMs are the model's dynamic batching defaults
+	// (0: the runtime's); a call's WITH (max_batch, max_delay_ms) wins.
+	MaxBatch   int     `yaml:"max_batch,omitempty"`
+	MaxDelayMs float64 `yaml:"max_delay_ms,omitempty"`
 	Provenance string `yaml:"provenance,omitempty"`
 	Pos        Pos    `yaml:"-"`
 }

@@ -87,7 +87,7 @@ func decodeColumns(d *yamlx.Decoder, f yamlx.Field, what string) []Column {
 }
 
 func decodeModel(d *yamlx.Decoder, n *yaml.Node) *Model {
-	fs := d.Map(n, "model", "name", "task", "inputs", "outputs", "output_ratio", "variants", "end_to_end", "labels", "provenance")
+	fs := d.Map(n, "model", "name", "task", "inputs", "outputs", "output_ratio", "variants", "end_to_end", "labels", "max_batch", "max_delay_ms", "provenance")
 	m := &Model{
 		Name:        d.Str(d.Required(n, fs, "name", "model"), "model.name"),
 		Task:        d.Str(fs["task"], "model.task"),
@@ -95,8 +95,13 @@ func decodeModel(d *yamlx.Decoder, n *yaml.Node) *Model {
 		Outputs:     decodeColumns(d, fs["outputs"], "model.outputs"),
 		OutputRatio: d.NonNegFloat(fs["output_ratio"], "model.output_ratio", 0),
 		Labels:      d.Str(fs["labels"], "model.labels"),
+		MaxBatch:    d.Int(fs["max_batch"], "model.max_batch", 0),
+		MaxDelayMs:  d.NonNegFloat(fs["max_delay_ms"], "model.max_delay_ms", 0),
 		Provenance:  d.Str(fs["provenance"], "model.provenance"),
 		Pos:         d.Pos(n),
+	}
+	if f := fs["max_batch"]; f.Value != nil && (m.MaxBatch < 1 || m.MaxBatch > 4096) {
+		d.Errorf(f.Value, "model.max_batch: %d rows is not a batch size (1..4096)", m.MaxBatch)
 	}
 	vs := d.Required(n, fs, "variants", "model "+m.Name)
 	for _, vn := range d.Seq(vs.Value, "variants") {

@@ -95,6 +95,7 @@ func prune(n logical.Node, req []bool) (logical.Node, []int) {
 			args[i] = remap(a, m)
 		}
 		lm := logical.NewLateralModel(child, x.Model, x.Name, args, x.Alias, x.Out, x.Pos)
+		lm.Batch = x.Batch
 		// Map of the model's full output, then project away what nobody
 		// above reads (the model's inputs, typically).
 		nchild := len(child.Schema().Fields())

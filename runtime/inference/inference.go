@@ -251,8 +251,15 @@ func (r *Runtime) Lateral(n *logical.LateralModel, in *arrow.Schema) (func() (da
 			taken[heads[i].Columns[j]] = true
 		}
 	}
-	// The call's own WITH (max_batch, max_delay_ms) over the runtime's policy.
+	// The call's own WITH (max_batch, max_delay_ms) over the catalog's
+	// defaults for the model, over the runtime's policy.
 	batch := r.cfg.Batch
+	if n.Model != nil && n.Model.MaxBatch > 0 {
+		batch.MaxBatch = n.Model.MaxBatch
+	}
+	if n.Model != nil && n.Model.MaxDelayMs > 0 {
+		batch.MaxDelay = time.Duration(n.Model.MaxDelayMs * float64(time.Millisecond))
+	}
 	if n.Batch.MaxBatch > 0 {
 		batch.MaxBatch = n.Batch.MaxBatch
 	}

@@ -348,3 +348,44 @@ SELECT q.id, a.answer FROM q JOIN t ON q.id = t.id CROSS JOIN LATERAL VQA(t.feat
 		}
 	}
 }
+
+// TestCatalogBatchDefaults: a catalog model's max_batch and max_delay_ms are
+// its calls' batching over the runtime's, and a call's WITH still wins.
+func TestCatalogBatchDefaults(t *testing.T) {
+	dir := t.TempDir()
+	model := writeVQAModel(t, dir)
+	writeTensorTable(t, filepath.Join(dir, "t.arrow"), "feature", 4, 10, vqaFeature, nil)
+	writeTensorTable(t, filepath.Join(dir, "q.arrow"), "speech", 3, 10, vqaSpeech, nil)
+	cat, err := catalog.Parse("c.yaml", []byte(fmt.Sprintf(`
+models:
+  - name: VQA
+    inputs: [{name: feature, type: "TENSOR(FLOAT, 4)"}, {name: speech, type: "TENSOR(FLOAT, 3)"}]
+    outputs: [{name: answer, type: VARCHAR}]
+    max_batch: 8
+    max_delay_ms: 2
+    variants: [{name: tiny, file: %q, accuracy: 50, output_kb: 0.01, latency_ms: {x2: {p50: 1, p75: 1, p90: 1}}}]
+`, model)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	script := fmt.Sprintf(`
+CREATE TABLE t (id BIGINT, feature TENSOR(FLOAT, 4)) FROM FILE '%s' FORMAT ARROW;
+CREATE TABLE q (id BIGINT, speech TENSOR(FLOAT, 3)) FROM FILE '%s' FORMAT ARROW;
+SELECT q.id, a.answer FROM q JOIN t ON q.id = t.id CROSS JOIN LATERAL VQA(t.feature, q.speech) AS a(answer);
+SELECT q.id, a.answer FROM q JOIN t ON q.id = t.id CROSS JOIN LATERAL VQA(t.feature, q.speech) WITH (max_batch = 4) AS a(answer);
+`, filepath.Join(dir, "t.arrow"), filepath.Join(dir, "q.arrow"))
+	rt := New(Config{Batch: ml.BatchConfig{MaxBatch: 16}})
+	err = exec.RunScript(context.Background(), filepath.Join(dir, "q.sql"), script, exec.ScriptOptions{
+		Options:   exec.Options{Lateral: rt.Lateral},
+		Catalog:   cat,
+		NewOutput: func() (sinks.Writer, error) { return &answerRows{got: map[int64]string{}}, nil },
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ch := rt.Choices()
+	if len(ch) != 2 || ch[0].Batch.MaxBatch != 8 || ch[0].Batch.MaxDelay != 2*time.Millisecond ||
+		ch[1].Batch.MaxBatch != 4 || ch[1].Batch.MaxDelay != 2*time.Millisecond {
+		t.Fatalf("choices %+v: want the catalog's 8 and 2 ms, then the call's 4", ch)
+	}
+}
