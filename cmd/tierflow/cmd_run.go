@@ -60,8 +60,8 @@ only there. Stderr names the mode and the workers.
 
 Streams FROM FILE are read in event-time order with epochs advanced by a
 watermark: the largest event time seen minus --max-delay. Rows arriving after
-their window closed are counted and dropped, never merged (--local reports the
-counts). Rows that do not fit the declared schema are reported with file and
+their window closed are counted and dropped, never merged (the summary on
+stderr counts them). Rows that do not fit the declared schema are reported with file and
 row number; --on-error skip goes on without them, fail (the default) stops.
 Ctrl-C stops the query cleanly: what was complete has been written.`,
 		Example: `  tierflow run examples/streaming/query.sql

@@ -21,7 +21,6 @@ SELECT k, count(*) AS n FROM d WHERE v > 5 GROUP BY k, TUMBLE(ts, INTERVAL '10' 
 
 func TestRunPrintsWindowsAndReportsBadRows(t *testing.T) {
 	_, query := writeRunFiles(t)
-	// The bad and late row counts are the one-process executor's.
 	code, out, errs := runCLI(t, "", "run", "--local", "--on-error", "skip", "--parallelism", "2", query)
 	if code != exitOK {
 		t.Fatalf("exit %d: %s", code, errs)
@@ -37,6 +36,11 @@ func TestRunPrintsWindowsAndReportsBadRows(t *testing.T) {
 	code, _, errs = runCLI(t, "", "run", query)
 	if code != exitFailure || !strings.Contains(errs, "d.csv:4:") {
 		t.Fatalf("--on-error fail: exit %d: %s", code, errs)
+	}
+	// On the embedded cluster the workers count and name the bad rows.
+	code, _, errs = runCLI(t, "", "run", "--on-error", "skip", query)
+	if code != exitOK || !strings.Contains(errs, "1 bad rows skipped") || !strings.Contains(errs, "d.csv:4:") {
+		t.Fatalf("cluster --on-error skip: exit %d: %s", code, errs)
 	}
 }
 
@@ -95,8 +99,8 @@ SELECT k, window_start, count(*) AS n FROM d GROUP BY k, TUMBLE(ts, INTERVAL '10
 		if out != "k,window_start,n\n1,2024-01-01 00:00:00,1\n1,2024-01-01 00:00:10,2\n" {
 			t.Fatalf("%s: stdout %q\nstderr %s", mode, out, errs)
 		}
-		// The late row count is the one-process executor's report.
-		if mode == "--local" && !strings.Contains(errs, "1 late rows dropped") {
+		// Counted by the executor locally, by the workers on the cluster.
+		if !strings.Contains(errs, "1 late rows dropped") {
 			t.Fatalf("%s: stderr %s", mode, errs)
 		}
 	}

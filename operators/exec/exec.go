@@ -143,11 +143,18 @@ func (q *Query) Run(ctx context.Context) (Stats, error) {
 		}
 	}
 	q.closeFiles()
+	return q.Stats(), err
+}
+
+// Stats are the query's counts so far: rows read and written, late rows
+// dropped, bad rows skipped. A cluster worker, which runs its part of the
+// graph without Run, reports them from here.
+func (q *Query) Stats() Stats {
 	st := Stats{RowsRead: q.report.Rows.Load(), RowsWritten: q.written.Load(), BadRows: q.report.BadRows.Load(), Problems: q.report.Messages()}
 	for _, s := range q.stats {
 		st.LateRows += s.Late.Load()
 	}
-	return st, err
+	return st
 }
 
 func (q *Query) closeFiles() {

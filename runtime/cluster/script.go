@@ -136,6 +136,9 @@ func (c *Cluster) RunScript(ctx context.Context, filename, src string, so Script
 			}
 			if so.Log != nil && info.Query != "" {
 				fmt.Fprintln(so.Log, Summary(info))
+				for _, p := range info.Problems {
+					fmt.Fprintf(so.Log, "--   %s\n", p)
+				}
 			}
 			if err != nil {
 				return err
@@ -188,6 +191,12 @@ func Summary(q deploy.QueryInfo) string {
 	}
 	if read > 0 {
 		fmt.Fprintf(&b, ", %d rows read", read)
+	}
+	if q.LateRows > 0 {
+		fmt.Fprintf(&b, ", %d late rows dropped", q.LateRows)
+	}
+	if q.BadRows > 0 {
+		fmt.Fprintf(&b, ", %d bad rows skipped", q.BadRows)
 	}
 	tb := q.TierBytes()
 	keys := make([]string, 0, len(tb))

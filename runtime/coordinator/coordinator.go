@@ -526,6 +526,9 @@ func variants(p *physical.Plan) map[string]string {
 	return out
 }
 
+// maxProblems bounds the bad-row messages a query's info keeps.
+const maxProblems = 10
+
 // fail ends a query as failed, stops what runs of it and tells the client.
 func (c *Coordinator) fail(id string, err error) {
 	c.mu.Lock()
@@ -563,6 +566,7 @@ func (c *Coordinator) onStatus(m *nats.Msg) {
 	qs.status[st.Worker] = st
 	info := &qs.info
 	info.Operators, info.Links, info.ResultRows = nil, nil, 0
+	info.LateRows, info.BadRows, info.Problems = 0, 0, nil
 	info.WorkerStates = map[string]string{}
 	terminal, failed, failedKind, stopped := 0, "", "", false
 	for _, name := range info.Workers {
@@ -574,6 +578,11 @@ func (c *Coordinator) onStatus(m *nats.Msg) {
 		info.Operators = append(info.Operators, s.Operators...)
 		info.Links = append(info.Links, s.Links...)
 		info.ResultRows += s.ResultRows
+		info.LateRows += s.LateRows
+		info.BadRows += s.BadRows
+		if len(info.Problems) < maxProblems {
+			info.Problems = append(info.Problems, s.Problems[:min(len(s.Problems), maxProblems-len(info.Problems))]...)
+		}
 		switch s.State {
 		case deploy.StateFinished:
 			terminal++

@@ -150,6 +150,12 @@ type Status struct {
 	Links     []relay.LinkStats        `json:"links,omitempty"`
 	// ResultRows counts the rows this worker's sink sent to the client.
 	ResultRows int64 `json:"result_rows,omitempty"`
+	// LateRows were dropped by this worker's windows (behind the
+	// watermark); BadRows skipped by its sources (--on-error skip), the
+	// first few with where and why in Problems.
+	LateRows int64    `json:"late_rows,omitempty"`
+	BadRows  int64    `json:"bad_rows,omitempty"`
+	Problems []string `json:"problems,omitempty"`
 }
 
 // QueryInfo is the coordinator's view of a query: SHOW QUERIES and the done
@@ -179,6 +185,10 @@ type QueryInfo struct {
 	// WorkerStates by worker name.
 	WorkerStates map[string]string `json:"worker_states,omitempty"`
 	ResultRows   int64             `json:"result_rows"`
+	// LateRows, BadRows and Problems add up the workers' (Status).
+	LateRows int64    `json:"late_rows,omitempty"`
+	BadRows  int64    `json:"bad_rows,omitempty"`
+	Problems []string `json:"problems,omitempty"`
 	// NetworkCost is the metered bytes between tiers times the link prices
 	// of the infrastructure (per GB of 2^30 bytes, as the planner's KB x
 	// 3600 / 1024^2 prices an estimate); ComputeCost the hours the query held

@@ -85,6 +85,7 @@ type Worker struct {
 // query is one query's part on this worker.
 type query struct {
 	id       string
+	eq       *exec.Query
 	dw       *dataflow.Worker
 	dt       *relay.DataflowTransport
 	tr       *natsrelay.Transport
@@ -331,7 +332,7 @@ func (w *Worker) build(req deploy.DeployRequest) error {
 	}
 	tr := natsrelay.New(w.cfg.Conn, natsrelay.Options{Config: relay.Config{Allocator: mem}})
 	dt := relay.NewDataflowTransport(tr)
-	q := &query{id: req.Query, dt: dt, tr: tr, res: res, sinkHere: sinkHere, sinks: opened, stop: make(chan struct{}), done: make(chan struct{})}
+	q := &query{id: req.Query, eq: eq, dt: dt, tr: tr, res: res, sinkHere: sinkHere, sinks: opened, stop: make(chan struct{}), done: make(chan struct{})}
 	dw, err := dataflow.NewWorker(g, idx, dataflow.Config{Allocator: mem, Transport: dt, Stop: q.stop})
 	if err != nil {
 		_ = dt.Close()
@@ -489,6 +490,10 @@ func (w *Worker) statusErr(q *query, state string, err error, stats []dataflow.I
 	st := deploy.Status{Query: q.id, Worker: w.cfg.Name, State: state, Error: errString(err), ErrorKind: deploy.KindOf(err), Operators: stats, Links: links}
 	if q.sinkHere {
 		st.ResultRows = q.res.rows.Load()
+	}
+	if q.eq != nil {
+		c := q.eq.Stats()
+		st.LateRows, st.BadRows, st.Problems = c.LateRows, c.BadRows, c.Problems
 	}
 	b, _ := json.Marshal(st)
 	_ = w.cfg.Conn.Publish(deploy.QuerySubject(q.id, "status"), b)
