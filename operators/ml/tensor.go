@@ -18,8 +18,11 @@ import (
 const ShapeKey = "tierflow.shape"
 
 // TensorType is the Arrow type of a tensor column of the given per-row shape.
+// Its elements are nullable, as in the catalog's TENSOR(FLOAT, ...): a model's
+// embedding and a file's tensor column bind to the same type, so expressions
+// over either compile against the binder's.
 func TensorType(shape []int64) *arrow.FixedSizeListType {
-	return arrow.FixedSizeListOfNonNullable(int32(product(shape)), arrow.PrimitiveTypes.Float32)
+	return arrow.FixedSizeListOf(int32(product(shape)), arrow.PrimitiveTypes.Float32)
 }
 
 // TensorField is a tensor column's field: type and shape metadata.
