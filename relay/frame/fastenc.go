@@ -36,11 +36,20 @@ type fastWriter struct {
 	meta  []byte
 }
 
-func (w *fastWriter) add(d arrow.ArrayData) bool {
-	if d.Offset() != 0 {
+func (w *fastWriter) add(d arrow.ArrayData) bool { return w.addN(d, d.Len()) }
+
+// addN queues the first n rows of d. A fixed-size list or struct sliced from
+// the start of a bigger record keeps its children whole: only the values its
+// rows use are sent (a prefix with nulls, whose count Arrow keeps only for the
+// whole array, is left to Arrow's writer).
+func (w *fastWriter) addN(d arrow.ArrayData, n int) bool {
+	if d.Offset() != 0 || n > d.Len() {
 		return false
 	}
-	n, nulls := d.Len(), d.NullN()
+	nulls := d.NullN()
+	if n < d.Len() && nulls != 0 {
+		return false
+	}
 	w.nodes = append(w.nodes, [2]int64{int64(n), int64(nulls)})
 	bs := d.Buffers()
 	if len(bs) == 0 {
@@ -62,10 +71,10 @@ func (w *fastWriter) add(d arrow.ArrayData) bool {
 		return ok && len(ch) == 1 && int64(ch[0].Len()) >= end && w.add(ch[0])
 	case *arrow.FixedSizeListType:
 		ch := d.Children()
-		return len(ch) == 1 && ch[0].Len() >= n*int(t.Len()) && w.add(ch[0])
+		return len(ch) == 1 && ch[0].Len() >= n*int(t.Len()) && w.addN(ch[0], n*int(t.Len()))
 	case *arrow.StructType:
 		for _, c := range d.Children() {
-			if c.Len() < n || !w.add(c) {
+			if c.Len() < n || !w.addN(c, n) {
 				return false
 			}
 		}

@@ -423,3 +423,55 @@ func TestFastEncoderAgainstArrowReader(t *testing.T) {
 		rec.Release()
 	}
 }
+
+// A slice from the start of a tensor record sends only its rows' values: a
+// fixed-size list keeps its child whole when sliced, and the wire must not.
+func TestFastEncoderTrimsSlicedTensorChild(t *testing.T) {
+	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
+	defer mem.AssertSize(t, 0)
+	schema := arrow.NewSchema([]arrow.Field{{Name: "x", Type: arrow.FixedSizeListOf(256, arrow.PrimitiveTypes.Float32)}}, nil)
+	b := array.NewRecordBuilder(mem, schema)
+	fl := b.Field(0).(*array.FixedSizeListBuilder)
+	vals := make([]float32, 256)
+	for i := 0; i < 32; i++ {
+		fl.Append(true)
+		for j := range vals {
+			vals[j] = float32(i*1000 + j)
+		}
+		fl.ValueBuilder().(*array.Float32Builder).AppendValues(vals, nil)
+	}
+	whole := b.NewRecord()
+	b.Release()
+	defer whole.Release()
+	head := whole.NewSlice(0, 2)
+	defer head.Release()
+
+	enc := NewEncoder(mem)
+	defer enc.Reset()
+	var schemaMsg bytes.Buffer
+	if _, err := enc.Encode(&schemaMsg, head); err != nil { // the first message carries the schema
+		t.Fatal(err)
+	}
+	var buf bytes.Buffer
+	if _, err := enc.Encode(&buf, head); err != nil {
+		t.Fatal(err)
+	}
+	if values := 2 * 256 * 4; buf.Len() > values+512 {
+		t.Fatalf("2 rows of 256 floats took %d bytes on the wire, want about %d", buf.Len(), values)
+	}
+	dec := NewDecoder(mem)
+	defer dec.Close()
+	for _, msg := range []struct {
+		b      []byte
+		schema bool
+	}{{schemaMsg.Bytes(), true}, {buf.Bytes(), false}} {
+		got, err := dec.Decode(msg.b, msg.schema)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !array.RecordEqual(got, head) {
+			t.Fatalf("decoded %v, want %v", got, head)
+		}
+		got.Release()
+	}
+}
