@@ -311,11 +311,7 @@ func (p *Profiler) Variant(m *catalog.Model, v *catalog.Variant, batches []int, 
 	}
 	var bytes int
 	for c := int(rec.NumCols()); c < int(out.NumCols()); c++ {
-		for _, b := range out.Column(c).Data().Buffers() {
-			if b != nil {
-				bytes += b.Len()
-			}
-		}
+		bytes += dataBytes(out.Column(c).Data())
 		if s, ok := out.Column(c).(*array.String); ok && vp.Predicted == nil {
 			vp.Predicted = make([]string, s.Len())
 			for i := range vp.Predicted {
@@ -465,4 +461,19 @@ func round(x float64, digits int) float64 {
 		p *= 10
 	}
 	return float64(int64(x*p+0.5)) / p
+}
+
+// dataBytes counts the buffers of d and of its children (a tensor column's
+// values sit in its child).
+func dataBytes(d arrow.ArrayData) int {
+	n := 0
+	for _, b := range d.Buffers() {
+		if b != nil {
+			n += b.Len()
+		}
+	}
+	for _, c := range d.Children() {
+		n += dataBytes(c)
+	}
+	return n
 }
