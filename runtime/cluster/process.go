@@ -25,6 +25,7 @@ type ProcessOptions struct {
 
 // process is one worker child process.
 type process struct {
+	name string
 	cmd  *exec.Cmd
 	done chan struct{}
 	err  error
@@ -73,7 +74,7 @@ func StartProcesses(ctx context.Context, o ProcessOptions) (*Cluster, error) {
 			c.Close()
 			return nil, fmt.Errorf("start worker %s: %w", m.Name, err)
 		}
-		p := &process{cmd: cmd, done: make(chan struct{})}
+		p := &process{name: WorkerName(m.Name), cmd: cmd, done: make(chan struct{})}
 		go func() { p.err = cmd.Wait(); close(p.done) }()
 		c.procs = append(c.procs, p)
 	}
@@ -84,6 +85,23 @@ func StartProcesses(ctx context.Context, o ProcessOptions) (*Cluster, error) {
 		return nil, err
 	}
 	return c, nil
+}
+
+// Kill ends worker process name at once (SIGKILL), as a crash or a lost
+// machine would: no goodbye, no flushed status. The coordinator notices when
+// its heartbeats stop. For failure tests and drills.
+func (c *Cluster) Kill(name string) error {
+	for _, p := range c.procs {
+		if p.name == name {
+			var err error
+			p.once.Do(func() {
+				err = p.cmd.Process.Kill()
+				<-p.done
+			})
+			return err
+		}
+	}
+	return fmt.Errorf("cluster: no worker process %q", name)
 }
 
 // stop asks the child to leave (SIGINT: it aborts its queries and exits)
