@@ -6,6 +6,7 @@ import (
 	"encoding/csv"
 	"encoding/json"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"strings"
@@ -148,4 +149,55 @@ func jsonToCSV(t *testing.T, rows []string) string {
 	}
 	w.Flush()
 	return b.String()
+}
+
+// TestJetStreamSinkOnCluster: INSERT INTO a JetStream sink runs on the
+// cluster; the worker holding the sink closes it when its part ends, which
+// waits for the server's acks, so every row is in the stream when the
+// query is done.
+func TestJetStreamSinkOnCluster(t *testing.T) {
+	f := clustertest.NewFixture(t, 2000)
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	c := clustertest.StartEmbedded(t, ctx, cluster.Options{Infra: f.Infra, Heartbeat: 100 * time.Millisecond, Placement: coordinator.PlaceRules})
+	defer c.Close()
+	query := strings.Replace(clustertest.Query, "SELECT s.site", "CREATE SINK counts TO JETSTREAM 'out.counts' FORMAT JSON;\nINSERT INTO counts\nSELECT s.site", 1)
+	var log bytes.Buffer
+	if err := c.RunScript(ctx, filepath.Join(f.Dir, "js.sql"), query, cluster.ScriptOptions{Log: &log, Stdout: io.Discard}); err != nil {
+		t.Fatalf("%v\n%s", err, log.String())
+	}
+	if qs := c.Coordinator.Queries(); len(qs) != 1 || qs[0].State != deploy.StateFinished {
+		t.Fatalf("the INSERT did not run on the cluster: %+v\n%s", qs, log.String())
+	}
+	nc, err := nats.Connect(c.URL())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer nc.Close()
+	js, err := jetstream.New(nc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	name, err := js.StreamNameBySubject(ctx, "out.counts")
+	if err != nil {
+		t.Fatal(err)
+	}
+	cons, err := js.OrderedConsumer(ctx, name, jetstream.OrderedConsumerConfig{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var rows []string
+	for {
+		m, err := cons.Next(jetstream.FetchMaxWait(2 * time.Second))
+		if err != nil {
+			t.Fatalf("after %d rows: %v", len(rows), err)
+		}
+		if m.Headers().Get(connectors.EndHeader) != "" {
+			break
+		}
+		rows = append(rows, string(m.Data()))
+	}
+	if err := clustertest.SameRows(jsonToCSV(t, rows), f.Want); err != nil {
+		t.Fatal(err)
+	}
 }

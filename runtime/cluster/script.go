@@ -268,5 +268,5 @@ func (c *Cluster) runLocal(ctx context.Context, sc deploy.Script, so ScriptOptio
 // RunScript; the coordinator refuses all but core NATS sinks); core NATS
 // sinks run on the workers.
 func localSink(kind string) bool {
-	return !strings.EqualFold(kind, "nats")
+	return !strings.EqualFold(kind, "nats") && !strings.EqualFold(kind, "jetstream")
 }

@@ -413,12 +413,12 @@ func (c *Coordinator) place(ctx context.Context, req deploy.SubmitRequest, ws []
 	if err != nil {
 		return nil, script, "", nil, err
 	}
-	if sk, ok := bound.Root.(*logical.Sink); ok && sk.Sink != nil && sk.Sink.Kind != "nats" {
+	if sk, ok := bound.Root.(*logical.Sink); ok && sk.Sink != nil && !strings.EqualFold(sk.Sink.Kind, "nats") && !strings.EqualFold(sk.Sink.Kind, "jetstream") {
 		// operators/exec opens a sink's file when it builds and closes it
 		// only in its own Run: every worker would truncate the file and
-		// none would flush it (nor wait for JetStream's acks). A core NATS
-		// sink publishes as it writes and the worker flushes its connection
-		// before it reports, so that one runs.
+		// none would flush it. NATS and JetStream sinks run: the worker
+		// that holds the sink opens it on first use and closes it when its
+		// part ends (JetStream's close waits for the acks).
 		return nil, script, "", nil, fmt.Errorf("%s: %w: INSERT INTO %s (%s) on a cluster; submit the SELECT and write its streamed results (tierflow submit --output)", sk.Pos, ErrUnsupported, sk.Sink.Name, sk.Sink.Kind)
 	}
 	o := deploy.Options{Tiers: c.tiers(ws)}
