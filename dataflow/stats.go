@@ -33,6 +33,15 @@ type InstanceStats struct {
 	Last  int64 `json:"last_ns,omitempty"`
 	// Counters are the operator's own measurements (a Counting operator's).
 	Counters map[string]int64 `json:"counters,omitempty"`
+	// Attributes are what the operator says about itself (an Attributed
+	// operator's): a model call's variant and device, say.
+	Attributes map[string]string `json:"attributes,omitempty"`
+}
+
+// Attributed is an operator that describes itself for InstanceStats. The map
+// must not change once the operator runs.
+type Attributed interface {
+	Attributes() map[string]string
 }
 
 // Counting is an operator with measurements of its own for InstanceStats
@@ -56,6 +65,13 @@ type counters struct {
 func countersOf(op Operator) map[string]int64 {
 	if c, ok := op.(Counting); ok {
 		return c.Counters()
+	}
+	return nil
+}
+
+func attributesOf(op Operator) map[string]string {
+	if a, ok := op.(Attributed); ok {
+		return a.Attributes()
 	}
 	return nil
 }
@@ -91,6 +107,7 @@ func (w *Worker) Stats() []InstanceStats {
 			First:        in.stats.first.Load(),
 			Last:         in.stats.last.Load(),
 			Counters:     countersOf(in.op),
+			Attributes:   attributesOf(in.op),
 		})
 	}
 	return out

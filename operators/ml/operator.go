@@ -19,7 +19,13 @@ type Operator struct {
 	b       *Batcher
 	pending []*pendingBatch
 	stats   RunnerStats
+	// Attrs describe the call in the instance stats (dataflow.Attributed):
+	// the runtime sets its variant and device.
+	Attrs map[string]string
 }
+
+// Attributes are Attrs.
+func (o *Operator) Attributes() map[string]string { return o.Attrs }
 
 type pendingBatch struct {
 	j     *job

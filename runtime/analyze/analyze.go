@@ -79,10 +79,13 @@ type SourceRow struct {
 
 // OperatorRow is one dataflow operator over all its instances.
 type OperatorRow struct {
-	ID        int      `json:"id"`
-	Name      string   `json:"name"`
-	Stage     string   `json:"stage,omitempty"`
-	Variant   string   `json:"variant,omitempty"`
+	ID      int    `json:"id"`
+	Name    string `json:"name"`
+	Stage   string `json:"stage,omitempty"`
+	Variant string `json:"variant,omitempty"`
+	// Device is where a model call ran, as its instances report it (cpu,
+	// cuda; with why when a GPU was not used).
+	Device    string   `json:"device,omitempty"`
 	Tier      string   `json:"tier"`
 	Workers   []string `json:"workers"`
 	RowsIn    int64    `json:"rows_in"`
@@ -204,6 +207,7 @@ type opStats struct {
 	hist                           dataflow.Histogram
 	instances                      int
 	workers                        map[string]bool
+	variants, devices              []string
 }
 
 func (r *Report) operators(q deploy.QueryInfo, est *deploy.Estimate, secs float64) {
@@ -223,6 +227,12 @@ func (r *Report) operators(q deploy.QueryInfo, est *deploy.Estimate, secs float6
 		m.instances++
 		m.labelled += s.Counters["labelled"]
 		m.correct += s.Counters["correct"]
+		if v := s.Attributes["variant"]; v != "" && !contains(m.variants, v) {
+			m.variants = append(m.variants, v)
+		}
+		if d := s.Attributes["device"]; d != "" && !contains(m.devices, d) {
+			m.devices = append(m.devices, d)
+		}
 		if s.Worker >= 0 && s.Worker < len(p.Workers) {
 			m.workers[p.Workers[s.Worker]] = true
 		}
@@ -244,6 +254,9 @@ func (r *Report) operators(q deploy.QueryInfo, est *deploy.Estimate, secs float6
 			row.Workers = append(row.Workers, w)
 		}
 		sort.Strings(row.Workers)
+		sort.Strings(m.devices)
+		sort.Strings(m.variants)
+		row.Device = strings.Join(m.devices, ", ")
 		if st := stage(est, op.Stage); st != nil {
 			row.Variant = st.Variant
 			// The demand is the items entering the stage: show it on the
@@ -253,6 +266,9 @@ func (r *Report) operators(q deploy.QueryInfo, est *deploy.Estimate, secs float6
 				row.Estimated = st.Demand
 				estimated[st.Name] = true
 			}
+		}
+		if len(m.variants) > 0 {
+			row.Variant = strings.Join(m.variants, ", ") // what ran, where a plan's choice may differ
 		}
 		if strings.HasPrefix(op.Name, "scan ") {
 			row.Measured = float64(m.rowsOut) / secs

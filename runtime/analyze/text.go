@@ -27,7 +27,7 @@ func (r *Report) Write(w io.Writer) error {
 	}{
 		{"checks", []string{"what", "unit", "estimated", "measured", "error", "within", "ok"}, r.checkRows()},
 		{"sources", []string{"stream", "tier", "rows", "planned rows/s", "measured rows/s"}, r.sourceRows()},
-		{"operators", []string{"id", "operator", "stage", "variant", "tier", "workers", "rows in", "rows out", "est rows/s", "rows/s", "batch ms p50", "p90", "p99", "busy"}, r.operatorRows()},
+		{"operators", []string{"id", "operator", "stage", "variant", "device", "tier", "workers", "rows in", "rows out", "est rows/s", "rows/s", "batch ms p50", "p90", "p99", "busy"}, r.operatorRows()},
 		{"workers", []string{"worker", "tier", "type", "price/h", "est items/s", "items/s", "busy", "operators"}, r.workerRows()},
 		{"links (sender side)", []string{"from", "to", "bytes", "batches", "est MiB/s", "MiB/s", "price/GB", "est cost/h", "cost/h"}, r.linkRows()},
 	}
@@ -84,7 +84,7 @@ func (r *Report) operatorRows() [][]string {
 		if o.Batches > 0 {
 			lat = []string{num(o.P50), num(o.P90), num(o.P99)}
 		}
-		out = append(out, append([]string{strconv.Itoa(o.ID), o.Name, o.Stage, o.Variant, o.Tier, strings.Join(o.Workers, ","),
+		out = append(out, append([]string{strconv.Itoa(o.ID), o.Name, o.Stage, o.Variant, o.Device, o.Tier, strings.Join(o.Workers, ","),
 			strconv.FormatInt(o.RowsIn, 10), strconv.FormatInt(o.RowsOut, 10), est, num(o.Measured)}, append(lat, pct(o.Busy))...))
 	}
 	return out

@@ -297,7 +297,12 @@ func (r *Runtime) Lateral(n *logical.LateralModel, in *arrow.Schema) (func() (da
 		if err != nil {
 			return nil, err
 		}
-		return ml.NewOperator(mm, batch)
+		op, err := ml.NewOperator(mm, batch)
+		if err != nil {
+			return nil, err
+		}
+		op.Attrs = map[string]string{"variant": v.Name, "device": ch.Provider}
+		return op, nil
 	}, out, nil
 }
 

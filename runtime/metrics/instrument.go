@@ -69,6 +69,14 @@ func (t *timed) Counters() map[string]int64 {
 	return nil
 }
 
+// Attributes passes the wrapped operator's description through.
+func (t *timed) Attributes() map[string]string {
+	if a, ok := t.Operator.(dataflow.Attributed); ok {
+		return a.Attributes()
+	}
+	return nil
+}
+
 func (t *timed) OnBatch(ctx *dataflow.Context, input int, b dataflow.Batch, cap *dataflow.Capability) error {
 	if b.Epoch > t.newest {
 		t.newest = b.Epoch
