@@ -184,29 +184,15 @@ func runExplain(cmd *cobra.Command, a *app, f explainFlags, path string) error {
 			target = s
 		case *lang.Explain:
 			target = s.Target()
-			for _, o := range s.Options {
-				switch strings.ToUpper(string(o.Key)) {
-				case "FORMAT":
-					if format == "" {
-						stFormat = strings.ToLower(o.Value)
-					}
-				case "STRATEGY":
-					if !cmd.Flags().Changed("strategy") {
-						opts.Strategy = strings.ToLower(o.Value)
-					}
-				case "PROFILE":
-					if !cmd.Flags().Changed("profile") {
-						p, err := planner.ParsePercentile(o.Value)
-						if err != nil {
-							fmt.Fprintf(a.err, "%s: %v\n", bind.Pos(o.Pos), err)
-							return silentExit{exitBadInput}
-						}
-						opts.Percentile = p
-					}
-				default:
-					fmt.Fprintf(a.err, "%s: unknown EXPLAIN option %s (want FORMAT, STRATEGY or PROFILE)\n", bind.Pos(o.Pos), o.Key)
-					return silentExit{exitBadInput}
+			changed := func(flag string) bool {
+				if flag == "format" {
+					return format != ""
 				}
+				return cmd.Flags().Changed(flag)
+			}
+			if err := explainOptions(s, &opts, &stFormat, changed); err != nil {
+				fmt.Fprintln(a.err, err)
+				return silentExit{exitBadInput}
 			}
 		default:
 			continue
@@ -236,6 +222,52 @@ func runExplain(cmd *cobra.Command, a *app, f explainFlags, path string) error {
 		return badInput(fmt.Errorf("%s: no query to explain (want SELECT, INSERT or EXPLAIN)", name))
 	}
 	return nil
+}
+
+// explainOptions applies an EXPLAIN statement's options (FORMAT, STRATEGY,
+// PROFILE) over opts and format, except where changed says a command-line
+// flag set them; errors name the option's position.
+func explainOptions(e *lang.Explain, opts *planner.Options, format *string, changed func(flag string) bool) error {
+	for _, o := range e.Options {
+		switch strings.ToUpper(string(o.Key)) {
+		case "FORMAT":
+			if !changed("format") {
+				*format = strings.ToLower(o.Value)
+			}
+		case "STRATEGY":
+			if !changed("strategy") {
+				opts.Strategy = strings.ToLower(o.Value)
+			}
+		case "PROFILE":
+			if !changed("profile") {
+				p, err := planner.ParsePercentile(o.Value)
+				if err != nil {
+					return fmt.Errorf("%s: %v", bind.Pos(o.Pos), err)
+				}
+				opts.Percentile = p
+			}
+		default:
+			return fmt.Errorf("%s: unknown EXPLAIN option %s (want FORMAT, STRATEGY or PROFILE)", bind.Pos(o.Pos), o.Key)
+		}
+	}
+	return nil
+}
+
+// explainInScript is how `tierflow run` answers an EXPLAIN statement: the
+// plan of its query on inf against the catalog as the script has made it.
+func explainInScript(w io.Writer, inf *infra.Infra) func(e *lang.Explain, cat *catalog.Catalog) error {
+	return func(e *lang.Explain, cat *catalog.Catalog) error {
+		pct, _ := planner.ParsePercentile("p75")
+		opts, format := planner.Options{Strategy: planner.DefaultStrategy, Percentile: pct}, "text"
+		if err := explainOptions(e, &opts, &format, func(string) bool { return false }); err != nil {
+			return badInput(err)
+		}
+		res, err := planner.PlanStatement(context.Background(), e.Target(), cat, inf, opts)
+		if err != nil {
+			return err
+		}
+		return explain.Write(w, format, res.Physical)
+	}
 }
 
 // runExplainAnalyze runs the script's queries as EXPLAIN ANALYZE on an

@@ -194,12 +194,20 @@ func runLocalScript(ctx context.Context, a *app, f runFlags, policy sources.OnEr
 	defer link.close()
 	nh := link.hooks(policy, f.batch)
 	fmt.Fprintln(a.err, "-- local: one executor in this process")
+	inf := cluster.DefaultInfra()
+	if a.g.infra != "" {
+		var err error
+		if inf, err = infra.LoadFile(a.g.infra); err != nil {
+			return badInput(err)
+		}
+	}
 	return exec.RunScript(ctx, path, src, exec.ScriptOptions{
 		Options: exec.Options{BaseDir: base, Stdout: a.out, OnError: policy, MaxDelay: f.maxDelay, BatchSize: f.batch, Parallelism: f.parallel,
 			Stream: nh.Stream, Sink: nh.Sink, Lateral: inference.New(inference.Config{OrtLib: a.g.ortLib, BaseDir: base, Log: a.err}).Lateral},
 		Catalog:   cat,
 		Log:       a.err,
 		NewOutput: newOutput,
+		Explain:   explainInScript(a.out, inf),
 	})
 }
 
@@ -250,7 +258,8 @@ func runClusterScript(ctx context.Context, a *app, f runFlags, path, src, base s
 	}
 	fmt.Fprintf(log, "-- %s: %d workers (%s) on %s\n", mode, len(names), strings.Join(names, ", "), c.URL())
 	return c.RunScript(ctx, path, src, cluster.ScriptOptions{BaseDir: absBase, Catalog: catPath, NewOutput: newOutput,
-		Stdout: a.out, Log: log, OnError: f.onError, MaxDelay: f.maxDelay, BatchSize: f.batch, Analyze: f.analyze})
+		Stdout: a.out, Log: log, OnError: f.onError, MaxDelay: f.maxDelay, BatchSize: f.batch, Analyze: f.analyze,
+		Explain: explainInScript(a.out, inf)})
 }
 
 // analyzeStatement finds the first EXPLAIN ANALYZE of a script (a script that

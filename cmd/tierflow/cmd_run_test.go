@@ -235,3 +235,28 @@ SELECT id, c.label FROM s CROSS JOIN LATERAL m(image) AS c(label, score);
 		}
 	}
 }
+
+// An EXPLAIN in a script prints its query's plan (against the catalog as the
+// script made it) in both modes; a bad option is bad input at the option.
+func TestRunExplainsInScripts(t *testing.T) {
+	_, query := writeRunFiles(t)
+	src, err := os.ReadFile(query)
+	if err != nil {
+		t.Fatal(err)
+	}
+	body := string(src)
+	i := strings.LastIndex(body, "SELECT")
+	q := filepath.Join(filepath.Dir(query), "explain.sql")
+	os.WriteFile(q, []byte(body[:i]+"EXPLAIN (STRATEGY exhaustive) "+body[i:]), 0o644)
+	for _, mode := range []string{"--local", "--local=false"} {
+		code, out, errs := runCLI(t, "", "run", mode, q)
+		if code != exitOK || !strings.Contains(out, "Plan (strategy exhaustive)") || !strings.Contains(out, "Totals:") {
+			t.Fatalf("%s: exit %d\n%s\n%s", mode, code, out, errs)
+		}
+	}
+	os.WriteFile(q, []byte(body[:i]+"EXPLAIN (COLOUR red) "+body[i:]), 0o644)
+	code, _, errs := runCLI(t, "", "run", "--local", q)
+	if code != exitBadInput || !strings.Contains(errs, "unknown EXPLAIN option COLOUR") || !strings.Contains(errs, "explain.sql:") {
+		t.Fatalf("bad option: exit %d: %s", code, errs)
+	}
+}

@@ -24,6 +24,10 @@ type ScriptOptions struct {
 	NewOutput func() (sinks.Writer, error)
 	// Log receives per-query summaries (rows, late rows, bad rows); nil: none.
 	Log io.Writer
+	// Explain prints the plan of an EXPLAIN statement against the catalog
+	// as the script has made it so far (the CLI plans it with the
+	// optimizer); nil: EXPLAIN is an error.
+	Explain func(e *lang.Explain, cat *catalog.Catalog) error
 }
 
 // RunScript runs a script's statements in order: CREATE/DROP change the
@@ -53,6 +57,17 @@ func RunScript(ctx context.Context, filename, src string, so ScriptOptions) erro
 			continue
 		}
 		switch s := stmt.(type) {
+		case *lang.Explain:
+			if so.Explain == nil || s.Analyze {
+				what := "EXPLAIN"
+				if s.Analyze {
+					what = "EXPLAIN ANALYZE"
+				}
+				return fmt.Errorf("%s: %w: %s in a script run here", s.Position(), ErrUnsupported, what)
+			}
+			if err := so.Explain(s, cat); err != nil {
+				return err
+			}
 		case *lang.Show:
 			if strings.EqualFold(string(s.What), "FUNCTIONS") {
 				if err := ShowFunctions(so.Stdout, binder.Funcs); err != nil {

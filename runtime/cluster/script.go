@@ -17,6 +17,8 @@ import (
 	"github.com/tierflow/tierflow/operators/exec"
 	"github.com/tierflow/tierflow/operators/sinks"
 	"github.com/tierflow/tierflow/operators/sources"
+	"github.com/tierflow/tierflow/planner/bind"
+	"github.com/tierflow/tierflow/planner/catalog"
 	"github.com/tierflow/tierflow/planner/logical"
 	"github.com/tierflow/tierflow/runtime/connectors"
 	"github.com/tierflow/tierflow/runtime/deploy"
@@ -40,6 +42,9 @@ type ScriptOptions struct {
 	OnError   string
 	MaxDelay  time.Duration
 	BatchSize int
+	// Explain prints the plan of an EXPLAIN statement against the catalog
+	// as the script has made it so far; nil: EXPLAIN is an error.
+	Explain func(e *lang.Explain, cat *catalog.Catalog) error
 	// Analyze, when set, runs every query as EXPLAIN ANALYZE does with
 	// these bounds (`tierflow explain --analyze`); its bounds and format,
 	// where set, win over an EXPLAIN ANALYZE statement's own.
@@ -67,10 +72,22 @@ func (c *Cluster) RunScript(ctx context.Context, filename, src string, so Script
 	if so.BaseDir == "" {
 		so.BaseDir = filepath.Dir(filename)
 	}
+	// The catalog as the script makes it, for EXPLAIN; the workers bind
+	// each query from the script text themselves.
+	cat, err := deploy.Script{Catalog: so.Catalog}.LoadCatalog()
+	if err != nil {
+		return err
+	}
 	nth := 0
 	for _, stmt := range script.Statements {
 		if err := ctx.Err(); err != nil {
 			return err
+		}
+		if ok, err := bind.Apply(cat, stmt); ok {
+			if err != nil {
+				return err
+			}
+			continue
 		}
 		if e, ok := stmt.(*lang.Explain); ok && e.Analyze || so.Analyze != nil && isQuery(stmt) {
 			nth++
@@ -105,6 +122,13 @@ func (c *Cluster) RunScript(ctx context.Context, filename, src string, so Script
 			continue
 		}
 		switch s := stmt.(type) {
+		case *lang.Explain: // EXPLAIN ANALYZE ran above
+			if so.Explain == nil {
+				return fmt.Errorf("%s: %w: EXPLAIN in a script run here", s.Position(), exec.ErrUnsupported)
+			}
+			if err := so.Explain(s, cat); err != nil {
+				return err
+			}
 		case *lang.Query, *lang.Insert:
 			nth++
 			sc := deploy.Script{Filename: filename, Source: src, BaseDir: so.BaseDir, Catalog: so.Catalog, Nth: nth,
