@@ -585,8 +585,7 @@ func (j *job) release() {
 func (j *job) finish(mem memory.Allocator) arrow.Record {
 	m := j.m
 	defer j.rec.Release()
-	r := newRecord(m.out, int64(j.n))
-	cols := r.cols
+	r, cols := newRecord(m.out, int64(j.n))
 	// The columns' buffer lists, two entries each, share one allocation:
 	// the record's own when they fit.
 	bufs := r.bufs[:]
@@ -650,7 +649,7 @@ func (j *job) finish(mem memory.Allocator) arrow.Record {
 		cols = append(cols, j.errorColumn(mem))
 	}
 	j.arena.Release() // the columns hold their slices of it
-	r.cols = cols
+	r.Init(m.out, cols, int64(j.n))
 	return r
 }
 

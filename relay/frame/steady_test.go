@@ -8,6 +8,8 @@ import (
 
 	"github.com/apache/arrow/go/v17/arrow/array"
 	"github.com/apache/arrow/go/v17/arrow/memory"
+
+	"github.com/tierflow/tierflow/internal/arrowx"
 )
 
 // A steady stream (same schema, same layout batch after batch) takes the
@@ -74,7 +76,7 @@ func TestZeroCopyRecordMethods(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, ok := got.(*record); !ok {
+	if _, ok := got.(*arrowx.Record); !ok {
 		t.Fatalf("plain layout decoded to %T, not the zero-copy record", got)
 	}
 	if got.NumRows() != 5 || got.NumCols() != 2 || got.ColumnName(1) != "name" || got.Schema() != got.Schema() || len(got.Columns()) != 2 {

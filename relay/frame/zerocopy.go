@@ -4,13 +4,14 @@ import (
 	"bytes"
 	"encoding/binary"
 	"fmt"
-	"sync/atomic"
 	"unsafe"
 
 	"github.com/apache/arrow/go/v17/arrow"
 	"github.com/apache/arrow/go/v17/arrow/array"
 	"github.com/apache/arrow/go/v17/arrow/endian"
 	"github.com/apache/arrow/go/v17/arrow/memory"
+
+	"github.com/tierflow/tierflow/internal/arrowx"
 )
 
 // The Arrow IPC reader copies every column buffer out of the message into
@@ -172,7 +173,9 @@ func loadZeroCopy(zs *zcSchema, rest []byte) (rec arrow.Record, used int, ok boo
 		release()
 		return nil, 0, false, fmt.Errorf("%w: record batch has %d nodes and %d buffers, schema uses %d and %d", ErrMalformed, l.nn, l.nb, l.ni, l.bi)
 	}
-	return newRecord(zs.schema, cols, length), start + int(bodyLen), true, nil
+	// A record of checked-by-construction columns: array.NewRecord would
+	// re-prove with reflection what loadZeroCopy built from these very types.
+	return arrowx.NewRecord(zs.schema, cols, length), start + int(bodyLen), true, nil
 }
 
 type zcLoader struct {
@@ -473,61 +476,4 @@ func validateData(d arrow.ArrayData, depth int) error {
 		}
 	}
 	return nil
-}
-
-// record is the arrow.Record of a zero-copy batch. array.NewRecord would
-// check every column's type against the schema, through reflect.DeepEqual
-// for the primitive ones, which only re-proves what loadZeroCopy built from
-// those very types, and costs more than loading a small batch. The rarely
-// used methods go through a record of Arrow's own.
-type record struct {
-	refs   atomic.Int64
-	schema *arrow.Schema
-	rows   int64
-	cols   []arrow.Array
-}
-
-// newRecord takes over the caller's references to cols.
-func newRecord(schema *arrow.Schema, cols []arrow.Array, rows int64) *record {
-	r := &record{schema: schema, rows: rows, cols: cols}
-	r.refs.Store(1)
-	return r
-}
-
-func (r *record) Retain() { r.refs.Add(1) }
-
-func (r *record) Release() {
-	if n := r.refs.Add(-1); n == 0 {
-		for _, c := range r.cols {
-			c.Release()
-		}
-		r.cols = nil
-	} else if n < 0 {
-		panic("frame: record released too often")
-	}
-}
-
-func (r *record) Schema() *arrow.Schema    { return r.schema }
-func (r *record) NumRows() int64           { return r.rows }
-func (r *record) NumCols() int64           { return int64(len(r.cols)) }
-func (r *record) Columns() []arrow.Array   { return r.cols }
-func (r *record) Column(i int) arrow.Array { return r.cols[i] }
-func (r *record) ColumnName(i int) string  { return r.schema.Field(i).Name }
-func (r *record) arrow() arrow.Record      { return array.NewRecord(r.schema, r.cols, r.rows) }
-func (r *record) MarshalJSON() ([]byte, error) {
-	a := r.arrow()
-	defer a.Release()
-	return a.MarshalJSON()
-}
-
-func (r *record) SetColumn(i int, col arrow.Array) (arrow.Record, error) {
-	a := r.arrow()
-	defer a.Release()
-	return a.SetColumn(i, col)
-}
-
-func (r *record) NewSlice(i, j int64) arrow.Record {
-	a := r.arrow()
-	defer a.Release()
-	return a.NewSlice(i, j)
 }
