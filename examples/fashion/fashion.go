@@ -20,10 +20,10 @@ import (
 
 	"github.com/apache/arrow/go/v17/arrow"
 	"github.com/apache/arrow/go/v17/arrow/array"
-	"github.com/apache/arrow/go/v17/arrow/ipc"
 	"github.com/apache/arrow/go/v17/arrow/memory"
 
 	"github.com/tierflow/tierflow/operators/ml"
+	"github.com/tierflow/tierflow/operators/sinks"
 	"github.com/tierflow/tierflow/runtime/modelzoo"
 	"github.com/tierflow/tierflow/runtime/onnx"
 )
@@ -273,41 +273,25 @@ func StreamSchema() *arrow.Schema {
 func (s *Subset) WriteStream(path string, size int) error {
 	mem := memory.NewGoAllocator()
 	schema := StreamSchema()
-	f, err := os.Create(path)
-	if err != nil {
-		return err
-	}
-	w, err := ipc.NewFileWriter(f, ipc.WithSchema(schema), ipc.WithAllocator(mem), ipc.WithZstd())
-	if err != nil {
-		f.Close()
-		return err
-	}
 	groups := GroupOf(s.Labels)
 	b := array.NewRecordBuilder(mem, schema)
 	defer b.Release()
-	for start := 0; start < len(s.Labels); start += size {
-		n := min(size, len(s.Labels)-start)
-		for i := start; i < start+n; i++ {
-			b.Field(0).(*array.Int64Builder).Append(int64(i))
-			b.Field(1).(*array.TimestampBuilder).Append(arrow.Timestamp(StreamEpoch.Add(time.Duration(i) * StreamInterval).UnixMicro()))
-			lb := b.Field(2).(*array.FixedSizeListBuilder)
-			lb.Append(true)
-			lb.ValueBuilder().(*array.Float32Builder).AppendValues(s.Images[i*784:(i+1)*784], nil)
-			b.Field(3).(*array.StringBuilder).Append(Labels[s.Labels[i]])
-			b.Field(4).(*array.StringBuilder).Append(Groups[groups[i]])
+	return sinks.WriteIPCFile(path, schema, mem, func(emit func(arrow.Record) error) error {
+		for start := 0; start < len(s.Labels); start += size {
+			n := min(size, len(s.Labels)-start)
+			for i := start; i < start+n; i++ {
+				b.Field(0).(*array.Int64Builder).Append(int64(i))
+				b.Field(1).(*array.TimestampBuilder).Append(arrow.Timestamp(StreamEpoch.Add(time.Duration(i) * StreamInterval).UnixMicro()))
+				lb := b.Field(2).(*array.FixedSizeListBuilder)
+				lb.Append(true)
+				lb.ValueBuilder().(*array.Float32Builder).AppendValues(s.Images[i*784:(i+1)*784], nil)
+				b.Field(3).(*array.StringBuilder).Append(Labels[s.Labels[i]])
+				b.Field(4).(*array.StringBuilder).Append(Groups[groups[i]])
+			}
+			if err := emit(b.NewRecord()); err != nil {
+				return err
+			}
 		}
-		rec := b.NewRecord()
-		err := w.Write(rec)
-		rec.Release()
-		if err != nil {
-			w.Close()
-			f.Close()
-			return err
-		}
-	}
-	if err := w.Close(); err != nil {
-		f.Close()
-		return err
-	}
-	return f.Close()
+		return nil
+	})
 }

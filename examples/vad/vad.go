@@ -22,6 +22,7 @@ import (
 	"github.com/apache/arrow/go/v17/arrow/memory"
 
 	"github.com/tierflow/tierflow/operators/ml"
+	"github.com/tierflow/tierflow/operators/sinks"
 )
 
 // Frame layout of Silero VAD v5 at 16 kHz: each call sees 512 new samples
@@ -210,30 +211,14 @@ func (f *Frames) WriteStream(path string, batch int) error {
 	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
 		return err
 	}
-	out, err := os.Create(path)
-	if err != nil {
-		return err
-	}
-	w, err := ipc.NewFileWriter(out, ipc.WithSchema(rec.Schema()), ipc.WithAllocator(mem), ipc.WithZstd())
-	if err != nil {
-		out.Close()
-		return err
-	}
-	for lo := int64(0); lo < rec.NumRows(); lo += int64(batch) {
-		s := rec.NewSlice(lo, min(lo+int64(batch), rec.NumRows()))
-		err = w.Write(s)
-		s.Release()
-		if err != nil {
-			w.Close()
-			out.Close()
-			return err
+	return sinks.WriteIPCFile(path, rec.Schema(), mem, func(emit func(arrow.Record) error) error {
+		for lo := int64(0); lo < rec.NumRows(); lo += int64(batch) {
+			if err := emit(rec.NewSlice(lo, min(lo+int64(batch), rec.NumRows()))); err != nil {
+				return err
+			}
 		}
-	}
-	if err := w.Close(); err != nil {
-		out.Close()
-		return err
-	}
-	return out.Close()
+		return nil
+	})
 }
 
 // ReadStream reads the stream file back as one record per batch.

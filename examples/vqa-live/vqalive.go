@@ -28,6 +28,7 @@ import (
 	"github.com/apache/arrow/go/v17/arrow/memory"
 
 	"github.com/tierflow/tierflow/operators/ml"
+	"github.com/tierflow/tierflow/operators/sinks"
 	"github.com/tierflow/tierflow/relay/frame"
 	"github.com/tierflow/tierflow/runtime/modelzoo"
 )
@@ -185,30 +186,14 @@ func Record(mem memory.Allocator, schema *arrow.Schema, values []float32, lo, hi
 // RecordRows rows.
 func WriteStream(path string, schema *arrow.Schema, values []float32) error {
 	mem := memory.NewGoAllocator()
-	out, err := os.Create(path)
-	if err != nil {
-		return err
-	}
-	w, err := ipc.NewFileWriter(out, ipc.WithSchema(schema), ipc.WithAllocator(mem), ipc.WithZstd())
-	if err != nil {
-		out.Close()
-		return err
-	}
-	for lo := 0; lo < Rows; lo += RecordRows {
-		rec := Record(mem, schema, values, lo, min(lo+RecordRows, Rows))
-		err = w.Write(rec)
-		rec.Release()
-		if err != nil {
-			w.Close()
-			out.Close()
-			return err
+	return sinks.WriteIPCFile(path, schema, mem, func(emit func(arrow.Record) error) error {
+		for lo := 0; lo < Rows; lo += RecordRows {
+			if err := emit(Record(mem, schema, values, lo, min(lo+RecordRows, Rows))); err != nil {
+				return err
+			}
 		}
-	}
-	if err := w.Close(); err != nil {
-		out.Close()
-		return err
-	}
-	return out.Close()
+		return nil
+	})
 }
 
 // WireBytes is what one record costs on a NATS relay link, as
