@@ -17,6 +17,7 @@ import (
 
 func newWorkerCmd(a *app) *cobra.Command {
 	var name, tier, location, typ, metricsAddr string
+	var threads int
 	c := &cobra.Command{
 		Use:   "worker",
 		Short: "Run a tierflow worker: register with the coordinator and run the operators it is given",
@@ -34,6 +35,9 @@ other workers over NATS. Ctrl-C (or SIGTERM) aborts what runs and leaves.
 			}
 			if tier == "" {
 				return badInput(fmt.Errorf("--tier is required (edge, hub, cloud, ...)"))
+			}
+			if threads < 0 {
+				return badInput(fmt.Errorf("--threads %d: want 0 (ONNX Runtime's default) or more", threads))
 			}
 			if name == "" {
 				host, _ := os.Hostname()
@@ -57,7 +61,7 @@ other workers over NATS. Ctrl-C (or SIGTERM) aborts what runs and leaves.
 			}
 			w, err := worker.Start(ctx, worker.Config{Conn: nc, Name: name, Tier: tier, Location: location, Type: typ,
 				Metrics: reg, MetricsURL: murl, Stdout: a.out, Log: slog.New(slog.NewTextHandler(a.err, nil)),
-				Exec: cluster.ExecHooks(nc, a.g.ortLib, a.err)})
+				Exec: cluster.ExecHooks(nc, a.g.ortLib, a.err, threads)})
 			if err != nil {
 				return err
 			}
@@ -75,6 +79,7 @@ other workers over NATS. Ctrl-C (or SIGTERM) aborts what runs and leaves.
 	f.StringVar(&location, "location", "", "location within the tier")
 	f.StringVar(&typ, "type", "", "worker type (as the catalog's profiles and the infrastructure name it)")
 	f.StringVar(&metricsAddr, "metrics", "", "serve Prometheus metrics on this address (e.g. :9101)")
+	f.IntVar(&threads, "threads", 0, "intra-op threads of each model session: this worker's share of the machine's CPUs (0: ONNX Runtime's default, all of them)")
 	// Accepted for symmetry with the coordinator; the coordinator decides.
 	f.Duration("heartbeat", 0, "ignored: the coordinator sets the heartbeat interval")
 	return c

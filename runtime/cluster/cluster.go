@@ -17,6 +17,7 @@ import (
 	"io"
 	"log/slog"
 	"os"
+	"runtime"
 	"strings"
 	"time"
 
@@ -75,13 +76,16 @@ type Options struct {
 // for CROSS JOIN LATERAL model calls and the NATS connectors
 // (runtime/connectors) for FROM NATS streams and TO NATS sinks. Workers and
 // the coordinator take it as their Exec.
-func ExecHooks(nc *nats.Conn, ortLib string, modelLog io.Writer) func(*exec.Options, map[string]string) {
-	rt := inference.New(inference.Config{OrtLib: ortLib, Log: modelLog})
+//
+// threads is the intra-op thread count of the process's model sessions: its
+// share of the machine's CPUs (0: ONNX Runtime's default, the whole machine).
+func ExecHooks(nc *nats.Conn, ortLib string, modelLog io.Writer, threads int) func(*exec.Options, map[string]string) {
+	rt := inference.New(inference.Config{OrtLib: ortLib, Log: modelLog, IntraOpThreads: threads})
 	nh := connectors.Hooks{Conn: func() (*nats.Conn, error) { return nc, nil }}
 	return func(o *exec.Options, variants map[string]string) {
 		r := rt
 		if len(variants) > 0 {
-			r = inference.New(inference.Config{OrtLib: ortLib, Log: modelLog, Variants: variants})
+			r = inference.New(inference.Config{OrtLib: ortLib, Log: modelLog, Variants: variants, IntraOpThreads: threads})
 		}
 		o.Lateral, o.Stream, o.Sink = blameInput(r.Lateral), nh.Stream, nh.Sink
 	}
@@ -114,6 +118,18 @@ type inputError struct{ error }
 
 func (e inputError) Unwrap() error    { return e.error }
 func (e inputError) InputError() bool { return true }
+
+// CPUShare is the intra-op threads of a worker that shares this machine with
+// n-1 others: its worker type's vCPUs, but no more than an equal share of the
+// cores here, and at least one. Without the cap, every embedded worker's
+// sessions would spread over all the cores and the workers would fight.
+func CPUShare(m infra.Machine, n int) int {
+	share := max(1, runtime.NumCPU()/max(n, 1))
+	if m.Type != nil && m.Type.VCPUs > 0 {
+		share = min(share, m.Type.VCPUs)
+	}
+	return share
+}
 
 // Cluster is a running local deployment.
 type Cluster struct {
@@ -175,7 +191,7 @@ func startCore(o *Options) (*Cluster, error) {
 		return nil, err
 	}
 	co, err := coordinator.Start(coordinator.Config{Conn: nc, Infra: o.Infra, Catalog: o.Catalog, Heartbeat: o.Heartbeat, Metrics: o.Metrics, Log: o.Log,
-		Exec: ExecHooks(nc, o.OrtLib, nil), Placement: o.Placement})
+		Exec: ExecHooks(nc, o.OrtLib, nil, 1), Placement: o.Placement})
 	if err != nil {
 		c.Close()
 		return nil, err
@@ -212,7 +228,7 @@ func StartEmbedded(ctx context.Context, o Options) (*Cluster, error) {
 		}
 		w, err := worker.Start(ctx, worker.Config{Conn: nc, Name: name, Tier: m.Tier, Location: m.Location, Type: typ,
 			Inventory: &inv, Allocator: o.Allocator, Metrics: o.Metrics, Stdout: o.Stdout, Log: o.Log,
-			Exec: ExecHooks(nc, o.OrtLib, o.ModelLog)})
+			Exec: ExecHooks(nc, o.OrtLib, o.ModelLog, CPUShare(m, len(o.Infra.Machines())))})
 		if err != nil {
 			c.Close()
 			return nil, fmt.Errorf("worker %s: %w", name, err)

@@ -7,6 +7,7 @@ import (
 	"io"
 	"os"
 	"os/exec"
+	"strconv"
 	"sync"
 	"time"
 )
@@ -67,6 +68,7 @@ func StartProcesses(ctx context.Context, o ProcessOptions) (*Cluster, error) {
 		if o.Heartbeat > 0 {
 			args = append(args, "--heartbeat", o.Heartbeat.String())
 		}
+		args = append(args, "--threads", strconv.Itoa(CPUShare(m, len(ms))))
 		cmd := exec.Command(bin, args...)
 		cmd.Stdout, cmd.Stderr = stderr, stderr
 		cmd.Env = append(os.Environ(), o.Env...)

@@ -268,7 +268,7 @@ func WriteQueries(w io.Writer, qs []deploy.QueryInfo) {
 // runtime and the NATS connectors on the cluster's server.
 func (c *Cluster) runLocal(ctx context.Context, sc deploy.Script, so ScriptOptions) error {
 	eo := exec.Options{Stdout: so.Stdout}
-	ExecHooks(c.conns[0], c.ortLib, c.modelLog)(&eo, nil)
+	ExecHooks(c.conns[0], c.ortLib, c.modelLog, 0)(&eo, nil)
 	policy := sources.Fail
 	if so.OnError != "" {
 		policy, _ = sources.ParseOnError(so.OnError) // checked by RunScript

@@ -287,8 +287,12 @@ func (r *Runtime) Lateral(n *logical.LateralModel, in *arrow.Schema) (func() (da
 	r.choices = append(r.choices, ch)
 	r.mu.Unlock()
 	if r.cfg.Log != nil {
-		fmt.Fprintf(r.cfg.Log, "-- model %s: variant %s (%s) on %s, max batch %d, max delay %s\n",
-			n.Name, v.Name, path, ch.Provider, batch.MaxBatch, batch.MaxDelay)
+		threads := "default threads"
+		if t := r.cfg.IntraOpThreads; t > 0 {
+			threads = fmt.Sprintf("%d thread%s", t, map[bool]string{true: "s"}[t > 1])
+		}
+		fmt.Fprintf(r.cfg.Log, "-- model %s: variant %s (%s) on %s, %s, max batch %d, max delay %s\n",
+			n.Name, v.Name, path, ch.Provider, threads, batch.MaxBatch, batch.MaxDelay)
 	}
 	return func() (dataflow.Operator, error) {
 		// Each instance needs its own Model (scratch buffers); the session is
