@@ -124,3 +124,26 @@ func TestParseAnalyzeOptions(t *testing.T) {
 		}
 	}
 }
+
+// A stream FROM NATS has no end of its own: EXPLAIN ANALYZE stops the query
+// gracefully after its DURATION (plus a second), and reports what came.
+func TestExplainAnalyzeStopsNATSStreams(t *testing.T) {
+	f := clustertest.NewFixture(t, 10)
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	c := clustertest.StartEmbedded(t, ctx, cluster.Options{Infra: f.Infra, Heartbeat: 100 * time.Millisecond})
+	defer c.Close()
+	src := `CREATE STREAM live (sensor INT, temperature DOUBLE) FROM NATS 'live.readings' FORMAT JSON;
+EXPLAIN ANALYZE (DURATION 0.5) SELECT sensor, temperature FROM live WHERE temperature > 20;`
+	var out bytes.Buffer
+	start := time.Now()
+	if err := c.RunScript(ctx, filepath.Join(f.Dir, "live.sql"), src, cluster.ScriptOptions{Stdout: &out}); err != nil {
+		t.Fatal(err)
+	}
+	if took := time.Since(start); took > 10*time.Second {
+		t.Fatalf("took %v: the stream was not stopped", took)
+	}
+	if !strings.Contains(out.String(), "EXPLAIN ANALYZE") || !strings.Contains(out.String(), "stopped") {
+		t.Fatalf("report:\n%s", out.String())
+	}
+}
