@@ -6,6 +6,7 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"path/filepath"
 	"strings"
 	"time"
 
@@ -13,10 +14,13 @@ import (
 	"golang.org/x/term"
 
 	"github.com/tierflow/tierflow/cmd/tierflow/repl"
+	"github.com/tierflow/tierflow/lang"
 	"github.com/tierflow/tierflow/operators/exec"
 	"github.com/tierflow/tierflow/operators/sources"
 	"github.com/tierflow/tierflow/planner/catalog"
 	"github.com/tierflow/tierflow/planner/infra"
+	"github.com/tierflow/tierflow/runtime/cluster"
+	"github.com/tierflow/tierflow/runtime/deploy"
 	"github.com/tierflow/tierflow/runtime/inference"
 )
 
@@ -41,6 +45,7 @@ func replEngine(a *app) repl.Engine {
 		Engine: repl.Local(exec.Options{Stdout: a.out, OnError: sources.Fail, MaxDelay: 2 * time.Second,
 			BatchSize: 4096, Lateral: models.Lateral, Stream: nh.Stream, Sink: nh.Sink}),
 		close: link.close,
+		a:     a,
 	}
 }
 
@@ -49,11 +54,81 @@ func replEngine(a *app) repl.Engine {
 type closingEngine struct {
 	repl.Engine
 	close func()
+	a     *app
 }
 
 func (e closingEngine) Close() error {
 	e.close()
 	return nil
+}
+
+// Analyze runs an EXPLAIN ANALYZE of the session on an embedded cluster of
+// the session's infrastructure (the default three tiers without one): the
+// session's catalog goes to the workers as a file, its model files made
+// absolute, and the statement as the script.
+func (e closingEngine) Analyze(ctx context.Context, q repl.Query, st *lang.Explain, w io.Writer) error {
+	ao, err := cluster.ParseAnalyze(st, cluster.AnalyzeOptions{})
+	if err != nil {
+		return badInput(err)
+	}
+	base, err := filepath.Abs(q.BaseDir)
+	if err != nil {
+		return err
+	}
+	cat := q.Catalog.Clone()
+	for _, m := range cat.Models {
+		for _, v := range m.Variants {
+			if v.File == "" || filepath.IsAbs(v.File) {
+				continue
+			}
+			if p, err := inference.ModelFile(v, base); err == nil {
+				if v.File, err = filepath.Abs(p); err != nil {
+					return err
+				}
+			}
+		}
+	}
+	// The file moves: what it names relative to itself must not.
+	for _, st := range cat.Streams {
+		if strings.EqualFold(st.Source, "file") {
+			if st.Subject, err = filepath.Abs(exec.ResolvePath(st.Subject, base, st.Pos.File)); err != nil {
+				return err
+			}
+		}
+	}
+	for _, t := range cat.Tables {
+		if t.Path, err = filepath.Abs(exec.ResolvePath(t.Path, base, t.Pos.File)); err != nil {
+			return err
+		}
+	}
+	dir, err := os.MkdirTemp("", "tierflow-analyze-")
+	if err != nil {
+		return err
+	}
+	defer os.RemoveAll(dir)
+	catPath := filepath.Join(dir, "catalog.yaml")
+	b, err := cat.Marshal()
+	if err != nil {
+		return err
+	}
+	if err := os.WriteFile(catPath, b, 0o644); err != nil {
+		return err
+	}
+	inf := q.Infra
+	if inf == nil {
+		inf = cluster.DefaultInfra()
+	}
+	c, err := cluster.StartEmbedded(ctx, cluster.Options{Infra: inf, Catalog: catPath, NATS: e.a.g.nats, OrtLib: e.a.g.ortLib, ModelLog: e.a.err})
+	if err != nil {
+		return err
+	}
+	defer c.Close()
+	sc := deploy.Script{Filename: "<repl>", Source: lang.Print(st) + ";", BaseDir: base, Catalog: catPath, Nth: 1}
+	rep, err := c.ExplainAnalyze(ctx, sc, ao)
+	if err != nil {
+		return err
+	}
+	return cluster.WriteAnalysis(w, rep, ao.Format)
 }
 
 func newReplCmd(a *app) *cobra.Command { return newReplCmdWith(a, replEngine) }

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/tierflow/tierflow/runtime/analyze"
 	"github.com/tierflow/tierflow/runtime/ortlib"
 )
 
@@ -189,5 +190,27 @@ func TestReplRunsModels(t *testing.T) {
 	}
 	if !strings.Contains(errs, "model classify: variant") {
 		t.Errorf("no model runtime line:\n%s", errs)
+	}
+}
+
+// EXPLAIN ANALYZE in the REPL runs on an embedded cluster of --infra with the
+// session's catalog: here the fashion catalog (its data and models named
+// relative to itself, not to the working directory).
+func TestReplExplainAnalyze(t *testing.T) {
+	if _, err := ortlib.Find(""); err != nil {
+		t.Skipf("ONNX Runtime library not set up (scripts/setup.sh): %v", err)
+	}
+	dir := filepath.Join("..", "..", "examples", "fashion")
+	code, out, errs := replCLI(t, "", "repl", "--catalog", filepath.Join(dir, "catalog.yaml"), "--infra", filepath.Join(dir, "infra.yaml"), "-c",
+		"EXPLAIN ANALYZE (DURATION 1, FORMAT json) SELECT count(*) AS n FROM labelled AS s CROSS JOIN LATERAL classify(s.image) AS c(label, score) WITH (ACCURACY >= 84, THROUGHPUT >= 100 PER SECOND);")
+	if code != exitOK {
+		t.Fatalf("exit %d\n%s", code, errs)
+	}
+	var rep analyze.Report
+	if err := json.Unmarshal([]byte(out), &rep); err != nil {
+		t.Fatalf("%v\n%s", err, out)
+	}
+	if rep.State != "finished" || len(rep.Sources) != 1 || rep.Sources[0].Rows == 0 || rep.Checks[0].Estimated != 100 {
+		t.Fatalf("report %+v", rep)
 	}
 }

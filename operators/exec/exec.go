@@ -393,12 +393,25 @@ func (b *builder) join(n *logical.Join, at func(error) error) (int, *arrow.Schem
 	return op, out, nil
 }
 
-func (b *builder) path(p string) string {
-	if filepath.IsAbs(p) || b.opts.BaseDir == "" {
+func (b *builder) path(p, declaredIn string) string {
+	return ResolvePath(p, b.opts.BaseDir, declaredIn)
+}
+
+// ResolvePath resolves a relative file path of a stream or table: next to the
+// script (baseDir), then next to the file that declared it (a catalog YAML
+// elsewhere names its data relative to itself), else as given (the working
+// directory).
+func ResolvePath(p, baseDir, declaredIn string) string {
+	if filepath.IsAbs(p) {
 		return p
 	}
-	if _, err := os.Stat(filepath.Join(b.opts.BaseDir, p)); err == nil {
-		return filepath.Join(b.opts.BaseDir, p)
+	for _, dir := range []string{baseDir, filepath.Dir(declaredIn)} {
+		if dir == "" || dir == "." {
+			continue // the working directory comes last
+		}
+		if _, err := os.Stat(filepath.Join(dir, p)); err == nil {
+			return filepath.Join(dir, p)
+		}
 	}
 	return p
 }
@@ -453,18 +466,18 @@ func (b *builder) openReader(path, format string, schema *arrow.Schema) (sources
 }
 
 func (b *builder) scan(n *logical.Scan) (int, *arrow.Schema, error) {
-	var path, format string
+	var path, format, declaredIn string
 	var cols []catalog.Column
 	isStream := n.Stream != nil
 	if isStream {
 		if !strings.EqualFold(n.Stream.Source, "file") {
 			return b.externalStream(n)
 		}
-		path, format, cols = n.Stream.Subject, n.Stream.Format, n.Stream.Columns
+		path, format, cols, declaredIn = n.Stream.Subject, n.Stream.Format, n.Stream.Columns, n.Stream.Pos.File
 	} else {
-		path, format, cols = n.Table.Path, n.Table.Format, n.Table.Columns
+		path, format, cols, declaredIn = n.Table.Path, n.Table.Format, n.Table.Columns, n.Table.Pos.File
 	}
-	path = b.path(path)
+	path = b.path(path, declaredIn)
 	declared, err := declaredSchema(cols)
 	if err != nil {
 		return 0, nil, fmt.Errorf("%s: %w", n.Position(), err)

@@ -3,6 +3,7 @@ package repl
 import (
 	"context"
 	"errors"
+	"io"
 
 	"github.com/apache/arrow/go/v17/arrow"
 
@@ -25,6 +26,13 @@ type Engine interface {
 	Exec(ctx context.Context, q Query) (Stream, error)
 }
 
+// Analyzer is an engine that can run EXPLAIN ANALYZE: run the query as its
+// plan says, bounded by the statement's options, and write the run against
+// the plan to w.
+type Analyzer interface {
+	Analyze(ctx context.Context, q Query, e *lang.Explain, w io.Writer) error
+}
+
 // Query is one statement to run with everything the session knows.
 type Query struct {
 	Stmt    lang.Statement // *lang.Query or *lang.Insert
@@ -36,6 +44,8 @@ type Query struct {
 	// Settings are every SET of the session as written (planner.*, exec.*),
 	// for engines with options of their own.
 	Settings map[string]string
+	// BaseDir resolves the statement's relative file paths.
+	BaseDir string
 }
 
 // Stream is the result of a running query: batches as they are produced (a

@@ -365,3 +365,37 @@ func TestHelpListsEveryCommandAndSetting(t *testing.T) {
 		}
 	}
 }
+
+// analyzer is an engine that can run EXPLAIN ANALYZE: it records what it
+// was asked and writes a line.
+type analyzer struct {
+	records
+	got *Query
+	e   *lang.Explain
+}
+
+func (a *analyzer) Analyze(_ context.Context, q Query, e *lang.Explain, w io.Writer) error {
+	a.got, a.e = &q, e
+	_, err := io.WriteString(w, "analysed\n")
+	return err
+}
+
+// EXPLAIN ANALYZE goes to an engine that can run it, with the statement
+// bound against the session's catalog; an engine that cannot is a clear
+// bad-input error at the statement.
+func TestExplainAnalyzeNeedsAnAnalyzer(t *testing.T) {
+	mem := checkedAlloc(t)
+	a := &analyzer{records: fixture(t, mem)}
+	s, out, _ := newTestSession(t, a, "table")
+	if err := s.RunScript(context.Background(), "t.sql", strings.NewReader(ddl+"EXPLAIN ANALYZE (DURATION 2) SELECT camera FROM shelves;")); err != nil {
+		t.Fatal(err)
+	}
+	if a.got == nil || a.got.Bound == nil || a.got.Catalog.Stream("shelves") == nil || len(a.e.Options) != 1 || !strings.Contains(out.String(), "analysed") {
+		t.Fatalf("analyzer got %+v, output %q", a.got, out.String())
+	}
+	s, _, errw := newTestSession(t, fixture(t, mem), "table")
+	err := s.RunScript(context.Background(), "t.sql", strings.NewReader(ddl+"EXPLAIN ANALYZE SELECT camera FROM shelves;"))
+	if !IsBadInput(err) || !strings.Contains(errw.String(), "t.sql:5:1: EXPLAIN ANALYZE needs an engine") {
+		t.Fatalf("err = %v\n%s", err, errw)
+	}
+}

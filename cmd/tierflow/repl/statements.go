@@ -120,7 +120,18 @@ func commandTag(st lang.Statement) string {
 // EXPLAIN's own) and prints the physical plan.
 func (s *Session) runExplain(ctx context.Context, e *lang.Explain) error {
 	if e.Analyze {
-		return badf("%s: EXPLAIN ANALYZE is not supported in the REPL yet; EXPLAIN plans, a query runs", bind.Pos(e.Pos))
+		a, ok := s.engine.(Analyzer)
+		if !ok {
+			return badf("%s: EXPLAIN ANALYZE needs an engine that runs plans on a cluster; this session's runs queries locally", bind.Pos(e.Pos))
+		}
+		b := bind.New(s.cat)
+		b.Funcs = s.funcs
+		bound, err := b.Bind(e.Target())
+		if err != nil {
+			return err
+		}
+		return a.Analyze(ctx, Query{Stmt: e.Target(), Source: lang.Print(e), Bound: bound, Catalog: s.cat, Infra: s.inf,
+			Options: s.opts, Settings: s.settings(), BaseDir: s.baseDir}, e, s.out)
 	}
 	opts := s.opts
 	format := "text"
@@ -296,7 +307,7 @@ func (s *Session) runQuery(ctx context.Context, st lang.Statement, src string) e
 	if err != nil {
 		return err
 	}
-	stream, err := s.engine.Exec(ctx, Query{Stmt: st, Source: src, Bound: bound, Catalog: s.cat, Infra: s.inf, Options: s.opts, Settings: s.settings()})
+	stream, err := s.engine.Exec(ctx, Query{Stmt: st, Source: src, Bound: bound, Catalog: s.cat, Infra: s.inf, Options: s.opts, Settings: s.settings(), BaseDir: s.baseDir})
 	if err != nil {
 		return err
 	}
