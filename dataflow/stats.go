@@ -22,8 +22,9 @@ type InstanceStats struct {
 	QueueLength int    `json:"queue_length"`
 	// BusyNs is the time the instance spent in its callbacks (batches,
 	// frontiers, notifications, wake-ups; not a source's Produce, which may
-	// wait for input), and BatchLatency the time each input batch (and
-	// each wake-up, where batching operators work) took.
+	// wait for input), and BatchLatency the time of each callback that
+	// emitted output (for an operator without outputs, a sink: of each
+	// input batch).
 	BusyNs       int64     `json:"busy_ns"`
 	BatchLatency Histogram `json:"batch_latency,omitzero"`
 	// First and Last are when the instance first and last received or

@@ -354,13 +354,9 @@ func (in *instance) step(checkRoom bool) (bool, error) {
 		busy = true
 		in.wakeAt = time.Time{}
 		if in.waker != nil {
-			// A wake-up is where a batching operator (a model call cut
-			// by its delay) does its work: it is timed as a batch.
-			start := time.Now()
+			start, out := time.Now(), in.stats.batchesOut.Load()
 			err := in.waker.OnWake(&in.opctx)
-			d := time.Since(start)
-			in.stats.busyNs.Add(int64(d))
-			in.stats.batch.observe(d)
+			in.timed(start, out)
 			if err != nil {
 				return busy, in.fail("wake", err)
 			}
@@ -499,12 +495,10 @@ func (in *instance) handle(m *Message) error {
 		m.Record = nil
 		in.stats.batchesIn.Add(1)
 		in.stats.rowsIn.Add(rec.NumRows())
-		start := time.Now()
+		start, out := time.Now(), in.stats.batchesOut.Load()
 		in.stats.touch(start)
 		err = in.op.OnBatch(&in.opctx, ie.port, Batch{Epoch: m.Epoch, Record: rec}, cap)
-		d := time.Since(start)
-		in.stats.busyNs.Add(int64(d))
-		in.stats.batch.observe(d)
+		in.timed(start, out)
 		in.unborrow(cap)
 		if err != nil {
 			return in.fail("batch", err)
@@ -516,9 +510,9 @@ func (in *instance) handle(m *Message) error {
 			return fmt.Errorf("%w: %s: channel %v: %w", ErrProtocol, in.name(), ch, err)
 		}
 		if adv && in.obs != nil {
-			start := time.Now()
+			start, out := time.Now(), in.stats.batchesOut.Load()
 			err := in.obs.OnFrontier(&in.opctx, ie.port, in.tr.InputFrontier(ie.port))
-			in.stats.busyNs.Add(int64(time.Since(start)))
+			in.timed(start, out)
 			if err != nil {
 				return in.fail("frontier", err)
 			}
@@ -528,6 +522,20 @@ func (in *instance) handle(m *Message) error {
 		return fmt.Errorf("%w: %s: channel %v: unknown message kind %v", ErrProtocol, in.name(), ch, m.Kind)
 	}
 	return nil
+}
+
+// timed accounts a callback that began at start, when the instance had
+// emitted out batches: its time is busy time, and, when it emitted (or the
+// instance has no outputs: a sink), a sample of the batch latency. Timing
+// only the callbacks that produce is what makes the percentiles mean "time
+// to make an output batch": a model call that queues rows costs nothing
+// until the call that runs them, an aggregate's flush is the latency.
+func (in *instance) timed(start time.Time, out int64) {
+	d := time.Since(start)
+	in.stats.busyNs.Add(int64(d))
+	if in.stats.batchesOut.Load() != out || len(in.outs) == 0 {
+		in.stats.batch.observe(d)
+	}
 }
 
 // settle delivers due notifications, announces output frontier advances
@@ -541,9 +549,9 @@ func (in *instance) settle() error {
 		// The tracker kept the notification's capability: lend it out.
 		cap := &Capability{in: in, epoch: e, valid: true}
 		in.stats.notified.Add(1)
-		start := time.Now()
+		start, out := time.Now(), in.stats.batchesOut.Load()
 		err := in.op.OnNotify(&in.opctx, cap)
-		in.stats.busyNs.Add(int64(time.Since(start)))
+		in.timed(start, out)
 		in.unborrow(cap)
 		if err != nil {
 			return in.fail("notify", err)
