@@ -159,11 +159,17 @@ func runProfile(a *app, f profileFlags) error {
 	if len(models) == 0 {
 		models = cat.Models
 	}
-	// A downstream model needs its upstream models measured too.
+	// A downstream model needs its upstream models measured too, when there
+	// is a validation set to score the workflow on; its end_to_end table
+	// must then end in it (checked before anything is measured). Without
+	// one, the table is left as it is (the prototype's, say).
 	need := map[string]bool{}
 	for _, m := range models {
 		need[m.Name] = true
-		if m.EndToEnd != nil {
+		if m.EndToEnd != nil && f.data != "" {
+			if chain := m.EndToEnd.Models; len(chain) == 0 || chain[len(chain)-1] != m.Name {
+				return badInput(fmt.Errorf("model %s: end_to_end models %v must end in %s to be measured on --data", m.Name, chain, m.Name))
+			}
 			for _, u := range m.EndToEnd.Models {
 				need[u] = true
 			}
@@ -257,13 +263,10 @@ func runProfile(a *app, f profileFlags) error {
 
 	var combos []comboRow
 	for _, m := range run {
-		if m.EndToEnd == nil || !need[m.Name] || !slices.ContainsFunc(models, func(x *catalog.Model) bool { return x == m }) {
+		if m.EndToEnd == nil || f.data == "" || !need[m.Name] || !slices.ContainsFunc(models, func(x *catalog.Model) bool { return x == m }) {
 			continue
 		}
 		chain := m.EndToEnd.Models
-		if len(chain) == 0 || chain[len(chain)-1] != m.Name {
-			return badInput(fmt.Errorf("model %s: end_to_end models %v must end in %s", m.Name, chain, m.Name))
-		}
 		col := f.truth[m.Name]
 		if col == "" {
 			col = "true_label"

@@ -12,6 +12,7 @@ import (
 	"github.com/tierflow/tierflow/examples/fashion"
 	"github.com/tierflow/tierflow/planner/catalog"
 	"github.com/tierflow/tierflow/runtime/modelzoo"
+	"github.com/tierflow/tierflow/runtime/ortlib"
 )
 
 // TestProfileFashion profiles the fashion catalog with a small batch list and
@@ -166,5 +167,24 @@ func TestProfileTwoInputModelWithoutData(t *testing.T) {
 	v := c.Model("VQA").Variant("tiny")
 	if l, ok := v.Latency["probe"]; !ok || l.P50 <= 0 || v.OutputKB <= 0 || v.Accuracy != 50 {
 		t.Errorf("variant %+v: want latency and output size measured, accuracy kept", v)
+	}
+}
+
+// A model whose end_to_end table is the prototype's (upstream models only)
+// profiles without --data, its table left as it is; with --data the table
+// must end in the model, refused before anything is measured.
+func TestProfileLeavesForeignEndToEnd(t *testing.T) {
+	if _, err := ortlib.Find(""); err != nil {
+		t.Skipf("ONNX Runtime library not set up (scripts/setup.sh): %v", err)
+	}
+	cat := filepath.Join("..", "..", "examples", "vqa-live", "catalog.yaml")
+	code, out, errs := runCLI(t, "", "--catalog", cat, "profile", "--model", "VQA", "--batch", "1", "--iterations", "5")
+	if code != exitOK || !strings.Contains(out, "vqa-mlp64") {
+		t.Fatalf("exit %d\n%s\n%s", code, out, errs)
+	}
+	data := filepath.Join("..", "..", "examples", "vqa-live", "data", "images.arrow")
+	code, _, errs = runCLI(t, "", "--catalog", cat, "profile", "--model", "VQA", "--data", data, "--batch", "1")
+	if code != exitBadInput || !strings.Contains(errs, "end_to_end models [ExtractImageFeature SpeechRecognition] must end in VQA") || strings.Contains(errs, "profiling") {
+		t.Fatalf("exit %d: %s", code, errs)
 	}
 }
