@@ -229,9 +229,12 @@ SELECT id, c.label FROM s CROSS JOIN LATERAL m(image) AS c(label, score);
 	// Locally, and on the embedded cluster, where the error crosses NATS as
 	// text and its kind travels with it.
 	for _, mode := range [][]string{{"--local"}, nil} {
-		code, _, errs := runCLI(t, "", append(append([]string{"run"}, mode...), q)...)
+		code, out, errs := runCLI(t, "", append(append([]string{"run"}, mode...), q)...)
 		if code != exitBadInput || !strings.Contains(errs, "q.sql:4:") || !strings.Contains(errs, "nope.onnx not found") {
 			t.Fatalf("missing model file %v: exit %d: %s", mode, code, errs)
+		}
+		if out != "" {
+			t.Errorf("%v: a query that failed printed %q", mode, out)
 		}
 	}
 }
