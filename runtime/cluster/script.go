@@ -158,7 +158,7 @@ func (c *Cluster) RunScript(ctx context.Context, filename, src string, so Script
 			// A query that failed before a row gets no "(0 rows)" table
 			// footer: as with --local, the error is all there is to say.
 			// Other writers close either way (a file's end).
-			if _, table := w.(*sinks.Table); err == nil || !table || info.ResultRows > 0 {
+			if _, table := w.(*sinks.Table); !table || info.State != deploy.StateFailed || info.ResultRows > 0 {
 				if cerr := w.Close(); err == nil {
 					err = cerr
 				}
