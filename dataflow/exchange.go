@@ -1,6 +1,7 @@
 package dataflow
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"math"
@@ -9,6 +10,8 @@ import (
 	"github.com/apache/arrow/go/v17/arrow/array"
 	"github.com/apache/arrow/go/v17/arrow/memory"
 	"github.com/cespare/xxhash/v2"
+
+	"github.com/tierflow/tierflow/internal/arrowx"
 )
 
 // PartitionFunc assigns each row of rec to one of parts receiver instances:
@@ -64,7 +67,9 @@ func Split(mem memory.Allocator, rec arrow.Record, part []uint32, parts int) ([]
 		}
 		var err error
 		for c := range cols {
-			cols[c], err = takeColumn(mem, rec.Column(c), idx[lo:hi])
+			// The shared gather kernel: flat columns and tensors by
+			// direct copies, the rest through Arrow's take.
+			cols[c], err = arrowx.Gather(context.Background(), mem, rec.Column(c), idx[lo:hi])
 			if err != nil {
 				for _, a := range cols[:c] {
 					a.Release()
