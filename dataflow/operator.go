@@ -235,6 +235,17 @@ func (c *Context) Emit(output int, cap *Capability, rec arrow.Record) error {
 	return nil
 }
 
+// StopSources asks for the graceful end of the whole run: every source
+// stops and the rest drains (Config.RequestStop). An operator that has all
+// it needs (a LIMIT that is full) calls it so that an endless stream ends.
+func (c *Context) StopSources() {
+	if f := c.in.w.cfg.RequestStop; f != nil {
+		f()
+		return
+	}
+	c.in.w.StopSources()
+}
+
 // Now is the worker's clock (Config.Now).
 func (c *Context) Now() time.Time { return c.in.w.cfg.Now() }
 

@@ -34,6 +34,18 @@ func BuildLocal(g *Graph, cfg Config) ([]*Worker, error) {
 // until the dataflow finishes, fails or ctx ends. A failure anywhere cancels
 // all workers; the first failure (not a cancellation it caused) is returned.
 func Run(ctx context.Context, g *Graph, cfg Config) error {
+	var ws []*Worker
+	if cfg.RequestStop == nil {
+		// An operator's StopSources ends every worker's sources here.
+		var once sync.Once
+		cfg.RequestStop = func() {
+			once.Do(func() {
+				for _, w := range ws {
+					w.StopSources()
+				}
+			})
+		}
+	}
 	ws, err := BuildLocal(g, cfg)
 	if err != nil {
 		return err

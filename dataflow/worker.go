@@ -26,6 +26,10 @@ type Config struct {
 	// Stop, when closed, stops the sources gracefully (see
 	// Worker.StopSources): the dataflow drains and Run returns nil.
 	Stop <-chan struct{}
+	// RequestStop is what an operator's Context.StopSources does: stop
+	// every source of the run, wherever it runs (Run stops its workers; a
+	// cluster worker asks its coordinator). Nil: this worker's sources.
+	RequestStop func()
 	// Transport carries channels between workers. BuildLocal and Run
 	// default it to a fresh LocalTransport; NewWorker requires it when the
 	// worker exchanges data with others.

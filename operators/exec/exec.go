@@ -102,9 +102,10 @@ type Query struct {
 }
 
 type builder struct {
-	q    *Query
-	g    *dataflow.Graph
-	opts Options
+	q          *Query
+	g          *dataflow.Graph
+	opts       Options
+	finalLimit *logical.Limit
 }
 
 // Build translates plan into a dataflow.
@@ -122,12 +123,29 @@ func Build(plan *logical.Plan, opts Options) (*Query, error) {
 		opts.Stdout = os.Stdout
 	}
 	q := &Query{graph: &dataflow.Graph{Query: "local"}, opts: opts, report: &sources.Report{}}
-	b := &builder{q: q, g: q.graph, opts: opts}
+	b := &builder{q: q, g: q.graph, opts: opts, finalLimit: finalLimit(plan.Root)}
 	if _, _, err := b.node(plan.Root); err != nil {
 		q.closeFiles()
 		return nil, err
 	}
 	return q, nil
+}
+
+// finalLimit is the LIMIT that bounds the query's result, if any: under
+// nothing but the sink and projections.
+func finalLimit(n logical.Node) *logical.Limit {
+	for {
+		switch x := n.(type) {
+		case *logical.Limit:
+			return x
+		case *logical.Sink:
+			n = x.Input
+		case *logical.Project:
+			n = x.Input
+		default:
+			return nil
+		}
+	}
 }
 
 // Graph is the dataflow the plan became.
@@ -272,7 +290,11 @@ func (b *builder) node(n logical.Node) (int, *arrow.Schema, error) {
 		if err != nil {
 			return 0, nil, err
 		}
-		op := b.add("limit", 1, func() (dataflow.Operator, error) { return rel.NewLimit(n.N), nil })
+		mk := func() (dataflow.Operator, error) { return rel.NewLimit(n.N), nil }
+		if n == b.finalLimit {
+			mk = func() (dataflow.Operator, error) { return rel.NewFinalLimit(n.N), nil }
+		}
+		op := b.add("limit", 1, mk)
 		b.g.Connect(in, 0, op, 0)
 		return op, schema, nil
 	case *logical.Sort:

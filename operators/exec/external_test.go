@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"testing"
+	"time"
 
 	"github.com/apache/arrow/go/v17/arrow"
 	"github.com/apache/arrow/go/v17/arrow/array"
@@ -62,5 +63,38 @@ func TestExternalStreamAndSinkUseTheHooks(t *testing.T) {
 	scan2, _ := logical.NewScan(noCols, nil, "x", nil, logical.Pos{})
 	if _, err := Build(&logical.Plan{Root: &logical.Sink{Input: scan2}}, Options{Allocator: mem, Stream: stream}); !errors.Is(err, ErrUnsupported) {
 		t.Fatalf("stream without columns: %v", err)
+	}
+}
+
+// A LIMIT on the query's result ends an endless stream once it has its rows;
+// the run drains and returns by itself.
+func TestFinalLimitEndsAnEndlessStream(t *testing.T) {
+	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
+	defer mem.AssertSize(t, 0)
+	st := &catalog.Stream{Name: "g", Source: "nats", Subject: "in", Format: "json",
+		Columns: []catalog.Column{{Name: "id", Type: "BIGINT"}, {Name: "k", Type: "BIGINT"}, {Name: "v", Type: "DOUBLE"}, {Name: "ts", Type: "TIMESTAMP"}}}
+	scan, err := logical.NewScan(st, nil, "g", nil, logical.Pos{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	plan := &logical.Plan{Root: &logical.Sink{Input: &logical.Limit{Input: scan, N: 5}}}
+	stream := func(_ *catalog.Stream, _ *arrow.Schema, et sources.EventTime, report *sources.Report) (func() (dataflow.Operator, error), error) {
+		return func() (dataflow.Operator, error) {
+			// Rows: -1 never ends; a batch of 2 every millisecond.
+			return sources.NewSource(&sources.Generator{Rows: -1, Batch: 2, Rate: 2000, Keys: 3}, et, report), nil
+		}, nil
+	}
+	out := &collect{}
+	q, err := Build(plan, Options{Allocator: mem, Stream: stream, Output: out})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if _, err := q.Run(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if ctx.Err() != nil || len(out.rows) != 5 {
+		t.Fatalf("%d rows, context %v: the limit should have ended the stream with 5", len(out.rows), ctx.Err())
 	}
 }

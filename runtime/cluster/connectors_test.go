@@ -201,3 +201,41 @@ func TestJetStreamSinkOnCluster(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// A final LIMIT over an endless NATS stream ends the query on the cluster:
+// the worker that holds the limit asks the coordinator to stop the sources,
+// and the run returns with the rows it wanted.
+func TestFinalLimitStopsClusterStream(t *testing.T) {
+	f := clustertest.NewFixture(t, 10)
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	c := clustertest.StartEmbedded(t, ctx, cluster.Options{Infra: f.Infra, Heartbeat: 100 * time.Millisecond, Placement: coordinator.PlaceRules})
+	defer c.Close()
+	nc, err := nats.Connect(c.URL())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer nc.Close()
+	pubCtx, stopPub := context.WithCancel(ctx)
+	defer stopPub()
+	go func() {
+		for i := 0; pubCtx.Err() == nil; i++ {
+			_ = nc.Publish("live.readings", []byte(fmt.Sprintf(`{"sensor": %d, "temperature": 21.5}`, i)))
+			time.Sleep(2 * time.Millisecond)
+		}
+	}()
+	src := `CREATE STREAM live (sensor INT, temperature DOUBLE) FROM NATS 'live.readings' FORMAT JSON;
+SELECT sensor, temperature FROM live LIMIT 3;`
+	var out bytes.Buffer
+	err = c.RunScript(ctx, filepath.Join(f.Dir, "limit.sql"), src, cluster.ScriptOptions{Stdout: io.Discard,
+		NewOutput: func() (sinks.Writer, error) { return sinks.NewCSV(&out), nil }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ctx.Err() != nil {
+		t.Fatal("the limit did not end the stream")
+	}
+	if lines := strings.Split(strings.TrimSpace(out.String()), "\n"); len(lines) != 4 { // header + 3 rows
+		t.Fatalf("output:\n%s", out.String())
+	}
+}

@@ -333,7 +333,13 @@ func (w *Worker) build(req deploy.DeployRequest) error {
 	tr := natsrelay.New(w.cfg.Conn, natsrelay.Options{Config: relay.Config{Allocator: mem}})
 	dt := relay.NewDataflowTransport(tr)
 	q := &query{id: req.Query, eq: eq, dt: dt, tr: tr, res: res, sinkHere: sinkHere, sinks: opened, stop: make(chan struct{}), done: make(chan struct{})}
-	dw, err := dataflow.NewWorker(g, idx, dataflow.Config{Allocator: mem, Transport: dt, Stop: q.stop})
+	// An operator that has all it needs (a full final LIMIT) stops the
+	// whole query: the coordinator tells every worker, gracefully.
+	requestStop := func() {
+		b, _ := json.Marshal(deploy.StopRequest{Query: req.Query})
+		_ = w.cfg.Conn.Publish(deploy.SubjectStop, b)
+	}
+	dw, err := dataflow.NewWorker(g, idx, dataflow.Config{Allocator: mem, Transport: dt, Stop: q.stop, RequestStop: requestStop})
 	if err != nil {
 		_ = dt.Close()
 		_ = tr.Close()
