@@ -72,8 +72,8 @@ type Model struct {
 	// (0: the runtime's); a call's WITH (max_batch, max_delay_ms) wins.
 	MaxBatch   int     `yaml:"max_batch,omitempty"`
 	MaxDelayMs float64 `yaml:"max_delay_ms,omitempty"`
-	Provenance string `yaml:"provenance,omitempty"`
-	Pos        Pos    `yaml:"-"`
+	Provenance string  `yaml:"provenance,omitempty"`
+	Pos        Pos     `yaml:"-"`
 }
 
 // Variant is one interchangeable implementation of a model.

@@ -37,10 +37,10 @@ func run() deploy.QueryInfo {
 		Operators: []dataflow.InstanceStats{
 			{Operator: "scan s", OperatorID: 0, Worker: 0, RowsOut: 1000, BatchesOut: 100, First: ns(0), Last: ns(9900 * time.Millisecond)},
 			{Operator: "model m", OperatorID: 1, Index: 0, Worker: 1, RowsIn: 600, RowsOut: 600, BatchesIn: 60, BusyNs: int64(3 * time.Second),
-				Attributes: map[string]string{"variant": "m-small", "device": "cuda:0"},
+				Attributes:   map[string]string{"variant": "m-small", "device": "cuda:0"},
 				BatchLatency: hist(2*time.Millisecond, 60), First: ns(10 * time.Millisecond), Last: ns(9950 * time.Millisecond)},
 			{Operator: "model m", OperatorID: 1, Index: 1, Worker: 2, RowsIn: 400, RowsOut: 400, BatchesIn: 40, BusyNs: int64(time.Second),
-				Attributes: map[string]string{"variant": "m-small", "device": "cpu (no GPU)"},
+				Attributes:   map[string]string{"variant": "m-small", "device": "cpu (no GPU)"},
 				BatchLatency: hist(8*time.Millisecond, 40), First: ns(20 * time.Millisecond), Last: ns(9960 * time.Millisecond)},
 			{Operator: "sink", OperatorID: 2, Worker: 1, RowsIn: 1000, BatchesIn: 100, First: ns(15 * time.Millisecond), Last: ns(10 * time.Second)},
 		},
