@@ -40,7 +40,7 @@ func TestBatchLatencySamplesProducingCalls(t *testing.T) {
 	}))
 	g.Connect(src, 0, half, 0)
 	g.Connect(half, 0, sink, 0)
-	ws, err := dataflow.BuildLocal(g, dataflow.Config{Allocator: mem})
+	ws, err := dataflow.BuildLocal(g, dataflow.Config{Allocator: mem, Timing: true})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -53,5 +53,31 @@ func TestBatchLatencySamplesProducingCalls(t *testing.T) {
 	}
 	if st[2].BatchesIn != 5 || st[2].BatchLatency.Count != 5 {
 		t.Errorf("sink: %d batches in, %d latency samples; want 5 and 5", st[2].BatchesIn, st[2].BatchLatency.Count)
+	}
+}
+
+// Without Config.Timing nothing is timed: no busy time, no samples, no
+// first or last times (a plain run leaves the clock alone).
+func TestTimingIsOptIn(t *testing.T) {
+	mem := checkedAlloc(t)
+	g := &dataflow.Graph{Query: "h"}
+	src := g.AddOperator(sliceSource("src", nil, func(int) []dataflow.Batch {
+		return []dataflow.Batch{{Record: kvRecord(mem, 0, 3)}}
+	}))
+	sink := g.AddOperator(op("sink", 1, 0, nil, func(dataflow.Instance) dataflow.Operator {
+		return builtin.NewSink(func(dataflow.Batch) error { return nil })
+	}))
+	g.Connect(src, 0, sink, 0)
+	ws, err := dataflow.BuildLocal(g, dataflow.Config{Allocator: mem})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := dataflow.StepUntilDone(ws, 1000); err != nil {
+		t.Fatal(err)
+	}
+	for _, s := range ws[0].Stats() {
+		if s.BusyNs != 0 || s.BatchLatency.Count != 0 || s.First != 0 || s.Last != 0 {
+			t.Errorf("%s timed without Timing: %+v", s.Operator, s)
+		}
 	}
 }

@@ -215,7 +215,11 @@ func (c *Context) Emit(output int, cap *Capability, rec arrow.Record) error {
 	}
 	in.stats.batchesOut.Add(1)
 	in.stats.rowsOut.Add(rec.NumRows())
-	in.stats.touch(time.Now())
+	if in.src != nil && in.w.cfg.Timing {
+		// A source's data starts here; everything downstream is timed
+		// where its batches arrive.
+		in.stats.touch(in.w.epochNs + int64(in.w.mono()))
+	}
 	edges := in.outs[output]
 	if len(edges) == 0 {
 		rec.Release()

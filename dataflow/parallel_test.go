@@ -165,7 +165,7 @@ func TestBalanceFollowsShares(t *testing.T) {
 		return builtin.NewSink(func(b dataflow.Batch) error { counts[inst.Index] += b.Record.NumRows(); return nil })
 	}))
 	g.AddEdge(dataflow.Edge{From: dataflow.Port{Op: src}, To: dataflow.Port{Op: sink}, Kind: dataflow.Balance, Shares: []float64{3, 1}})
-	ws, err := dataflow.BuildLocal(g, dataflow.Config{Allocator: mem})
+	ws, err := dataflow.BuildLocal(g, dataflow.Config{Allocator: mem, Timing: true})
 	if err != nil {
 		t.Fatal(err)
 	}

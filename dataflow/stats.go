@@ -20,16 +20,16 @@ type InstanceStats struct {
 	Notified    int64  `json:"notifications"`
 	Finished    bool   `json:"finished"`
 	QueueLength int    `json:"queue_length"`
-	// BusyNs is the time the instance spent in its callbacks (batches,
+	// With Config.Timing: BusyNs is the time the instance spent in its callbacks (batches,
 	// frontiers, notifications, wake-ups; not a source's Produce, which may
 	// wait for input), and BatchLatency the time of each callback that
 	// emitted output (for an operator without outputs, a sink: of each
 	// input batch).
 	BusyNs       int64     `json:"busy_ns"`
 	BatchLatency Histogram `json:"batch_latency,omitzero"`
-	// First and Last are when the instance first and last received or
-	// emitted a batch (Unix nanoseconds, 0 before any): the span a query's
-	// data was in flight, without its deployment and teardown.
+	// First and Last are when the instance first and last received a batch
+	// (a source: emitted one), in Unix nanoseconds, 0 before any: the span a
+	// query's data was in flight, without its deployment and teardown.
 	First int64 `json:"first_ns,omitempty"`
 	Last  int64 `json:"last_ns,omitempty"`
 	// Counters are the operator's own measurements (a Counting operator's).
@@ -77,9 +77,8 @@ func attributesOf(op Operator) map[string]string {
 	return nil
 }
 
-// touch records data passing at t.
-func (c *counters) touch(t time.Time) {
-	ns := t.UnixNano()
+// touch records data passing at ns (Unix nanoseconds).
+func (c *counters) touch(ns int64) {
 	c.last.Store(ns)
 	if c.first.Load() == 0 {
 		c.first.CompareAndSwap(0, ns)

@@ -339,7 +339,10 @@ func (w *Worker) build(req deploy.DeployRequest) error {
 		b, _ := json.Marshal(deploy.StopRequest{Query: req.Query})
 		_ = w.cfg.Conn.Publish(deploy.SubjectStop, b)
 	}
-	dw, err := dataflow.NewWorker(g, idx, dataflow.Config{Allocator: mem, Transport: dt, Stop: q.stop, RequestStop: requestStop})
+	// An analysed run (EXPLAIN ANALYZE paces its sources) times every
+	// callback; a plain run leaves the clock alone.
+	dw, err := dataflow.NewWorker(g, idx, dataflow.Config{Allocator: mem, Transport: dt, Stop: q.stop, RequestStop: requestStop,
+		Timing: req.Script.Pace != nil})
 	if err != nil {
 		_ = dt.Close()
 		_ = tr.Close()
