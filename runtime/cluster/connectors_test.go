@@ -46,16 +46,7 @@ GROUP BY s.site, TUMBLE(r.ts, INTERVAL '10' SECOND);
 func TestNATSStreamAndSink(t *testing.T) {
 	// The reference, f.Want: the file-based query in one process.
 	f := clustertest.NewFixture(t, 2000)
-	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
-	defer cancel()
-	c := clustertest.StartEmbedded(t, ctx, cluster.Options{Infra: f.Infra, Heartbeat: 100 * time.Millisecond, Placement: coordinator.PlaceRules})
-	defer c.Close()
-
-	nc, err := nats.Connect(c.URL())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer nc.Close()
+	ctx, c, nc := natsCluster(t, f)
 	// The readings go into a JetStream stream before the query starts:
 	// nothing is lost before its consumer exists. Each message is a CSV
 	// line; a last message marks the end of the stream.
@@ -157,10 +148,7 @@ func jsonToCSV(t *testing.T, rows []string) string {
 // query is done.
 func TestJetStreamSinkOnCluster(t *testing.T) {
 	f := clustertest.NewFixture(t, 2000)
-	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
-	defer cancel()
-	c := clustertest.StartEmbedded(t, ctx, cluster.Options{Infra: f.Infra, Heartbeat: 100 * time.Millisecond, Placement: coordinator.PlaceRules})
-	defer c.Close()
+	ctx, c, nc := natsCluster(t, f)
 	query := strings.Replace(clustertest.Query, "SELECT s.site", "CREATE SINK counts TO JETSTREAM 'out.counts' FORMAT JSON;\nINSERT INTO counts\nSELECT s.site", 1)
 	var log bytes.Buffer
 	if err := c.RunScript(ctx, filepath.Join(f.Dir, "js.sql"), query, cluster.ScriptOptions{Log: &log, Stdout: io.Discard}); err != nil {
@@ -169,11 +157,6 @@ func TestJetStreamSinkOnCluster(t *testing.T) {
 	if qs := c.Coordinator.Queries(); len(qs) != 1 || qs[0].State != deploy.StateFinished {
 		t.Fatalf("the INSERT did not run on the cluster: %+v\n%s", qs, log.String())
 	}
-	nc, err := nats.Connect(c.URL())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer nc.Close()
 	js, err := jetstream.New(nc)
 	if err != nil {
 		t.Fatal(err)
@@ -207,15 +190,7 @@ func TestJetStreamSinkOnCluster(t *testing.T) {
 // and the run returns with the rows it wanted.
 func TestFinalLimitStopsClusterStream(t *testing.T) {
 	f := clustertest.NewFixture(t, 10)
-	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
-	defer cancel()
-	c := clustertest.StartEmbedded(t, ctx, cluster.Options{Infra: f.Infra, Heartbeat: 100 * time.Millisecond, Placement: coordinator.PlaceRules})
-	defer c.Close()
-	nc, err := nats.Connect(c.URL())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer nc.Close()
+	ctx, c, nc := natsCluster(t, f)
 	pubCtx, stopPub := context.WithCancel(ctx)
 	defer stopPub()
 	go func() {
@@ -227,7 +202,7 @@ func TestFinalLimitStopsClusterStream(t *testing.T) {
 	src := `CREATE STREAM live (sensor INT, temperature DOUBLE) FROM NATS 'live.readings' FORMAT JSON;
 SELECT sensor, temperature FROM live LIMIT 3;`
 	var out bytes.Buffer
-	err = c.RunScript(ctx, filepath.Join(f.Dir, "limit.sql"), src, cluster.ScriptOptions{Stdout: io.Discard,
+	err := c.RunScript(ctx, filepath.Join(f.Dir, "limit.sql"), src, cluster.ScriptOptions{Stdout: io.Discard,
 		NewOutput: func() (sinks.Writer, error) { return sinks.NewCSV(&out), nil }})
 	if err != nil {
 		t.Fatal(err)
@@ -238,4 +213,20 @@ SELECT sensor, temperature FROM live LIMIT 3;`
 	if lines := strings.Split(strings.TrimSpace(out.String()), "\n"); len(lines) != 4 { // header + 3 rows
 		t.Fatalf("output:\n%s", out.String())
 	}
+}
+
+// natsCluster starts an embedded cluster of f's infrastructure (placed by
+// rules) and a client connection to its server; both close with the test.
+func natsCluster(t *testing.T, f clustertest.Fixture) (context.Context, *cluster.Cluster, *nats.Conn) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	t.Cleanup(cancel)
+	c := clustertest.StartEmbedded(t, ctx, cluster.Options{Infra: f.Infra, Heartbeat: 100 * time.Millisecond, Placement: coordinator.PlaceRules})
+	t.Cleanup(func() { c.Close() })
+	nc, err := nats.Connect(c.URL())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(nc.Close)
+	return ctx, c, nc
 }
