@@ -81,7 +81,7 @@ func (e *Env) MeasureOverhead(cfg OverheadConfig) ([]OverheadRow, error) {
 		heads = []ml.Head{{Kind: ml.Classify, Output: s.Outputs()[0].Name}}
 	}
 	schema := arrow.NewSchema([]arrow.Field{ml.TensorField("x", rowShape)}, nil)
-	model, err := ml.Bind(s, schema, ml.Config{Input: "x", Heads: heads, MaxBatch: slices.Max(cfg.Batches)})
+	model, err := ml.Bind(s, schema, ml.Config{Input: "x", Heads: heads, MaxBatch: slices.Max(cfg.Batches), NoErrorColumn: true})
 	if err != nil {
 		return nil, err
 	}
@@ -117,9 +117,9 @@ func (e *Env) MeasureOverhead(cfg OverheadConfig) ([]OverheadRow, error) {
 			if err != nil {
 				return err
 			}
-			if n := out.Column(int(out.NumCols()) - 1).NullN(); n != batch {
+			if failed, why := model.Failed(); failed > 0 {
 				out.Release()
-				return fmt.Errorf("%d rows failed in the benchmark", batch-n)
+				return fmt.Errorf("%d rows failed in the benchmark: %s", failed, why)
 			}
 			out.Release()
 			return nil
