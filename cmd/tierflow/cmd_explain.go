@@ -190,7 +190,7 @@ func runExplain(cmd *cobra.Command, a *app, f explainFlags, path string) error {
 				}
 				return cmd.Flags().Changed(flag)
 			}
-			if err := explainOptions(s, &opts, &stFormat, changed); err != nil {
+			if err := planner.ExplainOptions(s, &opts, &stFormat, changed); err != nil {
 				fmt.Fprintln(a.err, err)
 				return silentExit{exitBadInput}
 			}
@@ -224,42 +224,13 @@ func runExplain(cmd *cobra.Command, a *app, f explainFlags, path string) error {
 	return nil
 }
 
-// explainOptions applies an EXPLAIN statement's options (FORMAT, STRATEGY,
-// PROFILE) over opts and format, except where changed says a command-line
-// flag set them; errors name the option's position.
-func explainOptions(e *lang.Explain, opts *planner.Options, format *string, changed func(flag string) bool) error {
-	for _, o := range e.Options {
-		switch strings.ToUpper(string(o.Key)) {
-		case "FORMAT":
-			if !changed("format") {
-				*format = strings.ToLower(o.Value)
-			}
-		case "STRATEGY":
-			if !changed("strategy") {
-				opts.Strategy = strings.ToLower(o.Value)
-			}
-		case "PROFILE":
-			if !changed("profile") {
-				p, err := planner.ParsePercentile(o.Value)
-				if err != nil {
-					return fmt.Errorf("%s: %v", bind.Pos(o.Pos), err)
-				}
-				opts.Percentile = p
-			}
-		default:
-			return fmt.Errorf("%s: unknown EXPLAIN option %s (want FORMAT, STRATEGY or PROFILE)", bind.Pos(o.Pos), o.Key)
-		}
-	}
-	return nil
-}
-
 // explainInScript is how `tierflow run` answers an EXPLAIN statement: the
 // plan of its query on inf against the catalog as the script has made it.
 func explainInScript(w io.Writer, inf *infra.Infra) func(e *lang.Explain, cat *catalog.Catalog) error {
 	return func(e *lang.Explain, cat *catalog.Catalog) error {
 		pct, _ := planner.ParsePercentile("p75")
 		opts, format := planner.Options{Strategy: planner.DefaultStrategy, Percentile: pct}, "text"
-		if err := explainOptions(e, &opts, &format, func(string) bool { return false }); err != nil {
+		if err := planner.ExplainOptions(e, &opts, &format, nil); err != nil {
 			return badInput(err)
 		}
 		res, err := planner.PlanStatement(context.Background(), e.Target(), cat, inf, opts)

@@ -135,21 +135,8 @@ func (s *Session) runExplain(ctx context.Context, e *lang.Explain) error {
 	}
 	opts := s.opts
 	format := "text"
-	for _, o := range e.Options {
-		switch strings.ToUpper(string(o.Key)) {
-		case "FORMAT":
-			format = strings.ToLower(o.Value)
-		case "STRATEGY":
-			opts.Strategy = strings.ToLower(o.Value)
-		case "PROFILE":
-			p, err := planner.ParsePercentile(o.Value)
-			if err != nil {
-				return badf("%s: %v", bind.Pos(o.Pos), err)
-			}
-			opts.Percentile = p
-		default:
-			return badf("%s: unknown EXPLAIN option %s (want FORMAT, STRATEGY or PROFILE)", bind.Pos(o.Pos), o.Key)
-		}
+	if err := planner.ExplainOptions(e, &opts, &format, nil); err != nil {
+		return badf("%v", err)
 	}
 	res, err := planner.PlanStatement(ctx, e.Target(), s.cat, s.inf, opts)
 	if err != nil {

@@ -1,0 +1,42 @@
+package planner
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/tierflow/tierflow/lang"
+	"github.com/tierflow/tierflow/planner/bind"
+)
+
+// ExplainOptions applies an EXPLAIN statement's options (FORMAT, STRATEGY,
+// PROFILE) over opts and format, except those changed says were set
+// elsewhere (a command-line flag wins); errors name the option's position.
+// The CLI, `tierflow run` and the REPL read EXPLAIN through it alike.
+func ExplainOptions(e *lang.Explain, opts *Options, format *string, changed func(option string) bool) error {
+	if changed == nil {
+		changed = func(string) bool { return false }
+	}
+	for _, o := range e.Options {
+		switch strings.ToUpper(string(o.Key)) {
+		case "FORMAT":
+			if !changed("format") {
+				*format = strings.ToLower(o.Value)
+			}
+		case "STRATEGY":
+			if !changed("strategy") {
+				opts.Strategy = strings.ToLower(o.Value)
+			}
+		case "PROFILE":
+			if !changed("profile") {
+				p, err := ParsePercentile(o.Value)
+				if err != nil {
+					return fmt.Errorf("%s: %v", bind.Pos(o.Pos), err)
+				}
+				opts.Percentile = p
+			}
+		default:
+			return fmt.Errorf("%s: unknown EXPLAIN option %s (want FORMAT, STRATEGY or PROFILE)", bind.Pos(o.Pos), o.Key)
+		}
+	}
+	return nil
+}
