@@ -21,15 +21,12 @@ import (
 	"strings"
 	"time"
 
-	"github.com/apache/arrow/go/v17/arrow"
 	"github.com/apache/arrow/go/v17/arrow/memory"
 	"github.com/nats-io/nats.go"
 
-	"github.com/tierflow/tierflow/dataflow"
 	"github.com/tierflow/tierflow/operators/exec"
 	"github.com/tierflow/tierflow/operators/sinks"
 	"github.com/tierflow/tierflow/planner/infra"
-	"github.com/tierflow/tierflow/planner/logical"
 	"github.com/tierflow/tierflow/relay/natsserver"
 	"github.com/tierflow/tierflow/runtime/connectors"
 	"github.com/tierflow/tierflow/runtime/coordinator"
@@ -87,37 +84,9 @@ func ExecHooks(nc *nats.Conn, ortLib string, modelLog io.Writer, threads int) fu
 		if len(variants) > 0 {
 			r = inference.New(inference.Config{OrtLib: ortLib, Log: modelLog, Variants: variants, IntraOpThreads: threads})
 		}
-		o.Lateral, o.Stream, o.Sink = blameInput(r.Lateral), nh.Stream, nh.Sink
+		o.Lateral, o.Stream, o.Sink = r.Lateral, nh.Stream, nh.Sink
 	}
 }
-
-// blameInput marks the model runtime's errors about a call that cannot run
-// (a missing file, an argument that is not a tensor) as the query's input,
-// so that they keep their kind across NATS (deploy.KindOf).
-func blameInput(lateral func(*logical.LateralModel, *arrow.Schema) (func() (dataflow.Operator, error), *arrow.Schema, error)) func(*logical.LateralModel, *arrow.Schema) (func() (dataflow.Operator, error), *arrow.Schema, error) {
-	return func(n *logical.LateralModel, in *arrow.Schema) (func() (dataflow.Operator, error), *arrow.Schema, error) {
-		mk, out, err := lateral(n, in)
-		if err != nil {
-			return nil, nil, asInput(err)
-		}
-		return func() (dataflow.Operator, error) {
-			op, err := mk()
-			return op, asInput(err)
-		}, out, nil
-	}
-}
-
-func asInput(err error) error {
-	if errors.Is(err, inference.ErrModel) {
-		return inputError{err}
-	}
-	return err
-}
-
-type inputError struct{ error }
-
-func (e inputError) Unwrap() error    { return e.error }
-func (e inputError) InputError() bool { return true }
 
 // CPUShare is the intra-op threads of a worker that shares this machine with
 // n-1 others: its worker type's vCPUs, but no more than an equal share of the

@@ -16,7 +16,6 @@
 package inference
 
 import (
-	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -38,7 +37,14 @@ import (
 
 // ErrModel is wrapped by every error about a model call that cannot be run: no
 // variant with a file, a missing file, an argument that is not a tensor column.
-var ErrModel = errors.New("inference: cannot run model")
+// It blames the query's input (InputError), so the error keeps that kind when
+// it crosses NATS from a worker (runtime/deploy.KindOf).
+var ErrModel error = inputError("inference: cannot run model")
+
+type inputError string
+
+func (e inputError) Error() string    { return string(e) }
+func (e inputError) InputError() bool { return true }
 
 // Defaults of the dynamic batcher when Config.Batch leaves them zero.
 const (
