@@ -28,7 +28,12 @@ type protoPlan struct {
 
 func loadProtoPlans(t *testing.T) []protoPlan {
 	t.Helper()
-	data, err := os.ReadFile(filepath.Join(refDir(t), "prototype-plans.json"))
+	return loadPlans(t, filepath.Join(refDir(t), "prototype-plans.json"))
+}
+
+func loadPlans(t *testing.T, path string) []protoPlan {
+	t.Helper()
+	data, err := os.ReadFile(path)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -39,7 +44,7 @@ func loadProtoPlans(t *testing.T) []protoPlan {
 		t.Fatal(err)
 	}
 	if len(f.Plans) == 0 {
-		t.Fatal("no plans in prototype-plans.json")
+		t.Fatalf("no plans in %s", path)
 	}
 	return f.Plans
 }
@@ -144,3 +149,61 @@ func equalStrings(a, b []string) bool {
 }
 
 func ftoa(x float64) string { b, _ := json.Marshal(x); return string(b) }
+
+// TestJellyBeanPrototypeSweep: on 32 variations of the reference inputs
+// (rates 10-66 rps, thresholds 54-58, P50/P75/P90), the jellybean strategy's
+// total equals the prototype's (testdata/prototype-sweep.json, derived by
+// following the prototype's code) within 0.1%, or both find no plan, in at
+// least 30 cases, with the prototype's variants and workers wherever the cost
+// matches. tierflow's own reading of the algorithm (RulesTierflow) is
+// logged beside it for comparison.
+func TestJellyBeanPrototypeSweep(t *testing.T) {
+	pr, err := Load(refDir(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	plans := loadPlans(t, filepath.Join("testdata", "prototype-sweep.json"))
+	if len(plans) != 32 {
+		t.Fatalf("%d sweep cases, want 32", len(plans))
+	}
+	match, matchOwn := 0, 0
+	same := func(pl *optimize.Plan, want protoPlan) bool {
+		if !pl.Feasible || !want.Feasible {
+			return pl.Feasible == want.Feasible
+		}
+		return within(pl.TotalCost, want.Total, 1e-3)
+	}
+	for _, want := range plans {
+		p := variation(t, pr, want.Rate, want.Threshold, want.Profile)
+		pl, err := optimize.JellyBean{}.Optimize(context.Background(), p, optimize.Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		own, err := optimize.JellyBean{Rules: optimize.RulesTierflow}.Optimize(context.Background(), p, optimize.Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		name := want.Profile + "/" + ftoa(want.Rate) + "rps/" + ftoa(want.Threshold)
+		if same(pl, want) {
+			match++
+			for _, op := range pl.Operators {
+				var ws []string
+				for _, w := range op.Workers {
+					ws = append(ws, w.Name)
+				}
+				if pl.Feasible && (op.Variant != want.Models[op.Name] || !equalStrings(ws, want.Workers[op.Name])) {
+					t.Errorf("%s: same cost but %s=%s on %v, prototype %s on %v", name, op.Name, op.Variant, ws, want.Models[op.Name], want.Workers[op.Name])
+				}
+			}
+		} else {
+			t.Logf("%s: jellybean %.6f (feasible %v), prototype %.6f (feasible %v)", name, pl.TotalCost, pl.Feasible, want.Total, want.Feasible)
+		}
+		if same(own, want) {
+			matchOwn++
+		}
+	}
+	t.Logf("prototype's cost within 0.1%%: jellybean %d of %d, tierflow's reading %d of %d", match, len(plans), matchOwn, len(plans))
+	if match < 30 {
+		t.Errorf("jellybean matches the prototype in %d of %d cases, want >= 30", match, len(plans))
+	}
+}
