@@ -66,13 +66,14 @@ func TestEndToEndBaselines(t *testing.T) {
 		// g2 costs 4 x 0.2 = 0.8 per unit of workflow throughput at 10/s, g1
 		// 3 x 0.5 = 1.5: PTC takes g2 alone.
 		{"ptc", 10, "g2", 4, shipped(10)},
-		// PTE is PTC's machines pretended at the edge: no network.
+		// PTE pretends copies of PTC's cheapest GPU at the edge: no network.
 		{"pte", 10, "g2", 4, 0},
 		// SPC keeps every cloud GPU (not the CPU c1).
 		{"spc", 10, "g1,g2", 7, shipped(10)},
 		// At 60/s g2 carries 1/1.2 of the items, g1 the rest.
 		{"ptc", 60, "g2,g1", 7, shipped(60)},
-		{"pte", 60, "g2,g1", 7, 0},
+		// Two pretended g2 (load 1.2).
+		{"pte", 60, "g2,g2", 8, 0},
 		{"spc", 60, "g1,g2", 7, shipped(60)},
 	} {
 		pl, err := optimize.DefaultRegistry().Optimize(ctx, c.strategy, e2eProblem(c.rate), optimize.Options{})
@@ -101,7 +102,7 @@ func TestEndToEndBaselinesSayWhyNot(t *testing.T) {
 	ctx := context.Background()
 	// At 100/s the whole-workflow loads are 2 (g2) and 5 (g1): both GPUs
 	// together carry 1/2 + 1/5 = 0.7 of the demand.
-	for _, s := range []string{"ptc", "pte", "spc"} {
+	for _, s := range []string{"ptc", "spc"} {
 		pl, err := optimize.DefaultRegistry().Optimize(ctx, s, e2eProblem(100), optimize.Options{})
 		if err != nil {
 			t.Fatal(err)
@@ -110,10 +111,18 @@ func TestEndToEndBaselinesSayWhyNot(t *testing.T) {
 			t.Errorf("%s at 100/s: feasible %v, reason %q", s, pl.Feasible, pl.Reason)
 		}
 	}
+	// PTE is not bound by what the cloud has: at 100/s (g2 load 2) two pretended g2.
+	pl, err := optimize.PTE{}.Optimize(ctx, e2eProblem(100), optimize.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !pl.Feasible || pl.ComputeCost != 8 || pl.NetworkCost != 0 {
+		t.Errorf("pte at 100/s: feasible %v compute %v network %v, want two pretended g2 (8, 0)", pl.Feasible, pl.ComputeCost, pl.NetworkCost)
+	}
 	// The most accurate variants miss a target above them.
 	p := e2eProblem(10)
 	p.Objectives.MinAccuracy = optimize.Float(95)
-	pl, err := optimize.PTC{}.Optimize(ctx, p, optimize.Options{})
+	pl, err = optimize.PTC{}.Optimize(ctx, p, optimize.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
