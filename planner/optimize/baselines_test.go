@@ -72,8 +72,8 @@ func TestEndToEndBaselines(t *testing.T) {
 		{"spc", 10, "g1,g2", 7, shipped(10)},
 		// At 60/s g2 carries 1/1.2 of the items, g1 the rest.
 		{"ptc", 60, "g2,g1", 7, shipped(60)},
-		// Two pretended g2 (load 1.2).
-		{"pte", 60, "g2,g2", 8, 0},
+		// Two pretended copies of g2 (load 1.2).
+		{"pte", 60, "g2#1,g2#2", 8, 0},
 		{"spc", 60, "g1,g2", 7, shipped(60)},
 	} {
 		pl, err := optimize.DefaultRegistry().Optimize(ctx, c.strategy, e2eProblem(c.rate), optimize.Options{})

@@ -47,6 +47,14 @@ func (PTE) Optimize(ctx context.Context, p *Problem, o Options) (*Plan, error) {
 	})
 	if err == nil && pl.Feasible {
 		pl.Note = fmt.Sprintf("hypothetical: %d cloud GPU machine(s) pretended to sit with the sources", n)
+		if n > 1 {
+			// Copies of one machine: number them, as they are not that worker.
+			for i := range pl.Operators {
+				for k := range pl.Operators[i].Workers {
+					pl.Operators[i].Workers[k].Name += fmt.Sprintf("#%d", k+1)
+				}
+			}
+		}
 	}
 	return pl, err
 }
