@@ -45,7 +45,7 @@ func (JellyBean) Doc() string {
 func (j JellyBean) Optimize(ctx context.Context, p *Problem, o Options) (*Plan, error) {
 	start := time.Now()
 	search := o.CostModel
-	if _, own := search.(PrototypeModel); search == nil || own {
+	if _, isProto := search.(PrototypeModel); search == nil || isProto {
 		search = PrototypeModel{Strict: true}
 	}
 	o = o.withDefaults()
@@ -70,7 +70,8 @@ func (j JellyBean) Optimize(ctx context.Context, p *Problem, o Options) (*Plan, 
 	return finish(ctx, in, pl, "jellybean", start, o)
 }
 
-// jellybean returns the best plan of the published algorithm, nil if none.
+// jellybean returns the best plan of tierflow's reading of the algorithm
+// (RulesTierflow), nil if none.
 func (in *instance) jellybean(o Options) *sol {
 	var best *sol
 	bestCost := math.Inf(1)
