@@ -16,6 +16,25 @@ import (
 // travel, from the sources to the workers. A worker may thus serve every
 // operator, which the plans of the other strategies never do.
 
+// WholeWorkflow is implemented by the strategies whose plans run the whole
+// workflow on every machine they use (PTC, PTE, SPC). Their plans are outside
+// the decision space of the others (a worker serves one operator): Evaluate
+// cannot re-cost them and exhaustive's optimum does not bound them.
+type WholeWorkflow interface {
+	Strategy
+	WholeWorkflow()
+}
+
+// IsWholeWorkflow reports whether s is such a strategy.
+func IsWholeWorkflow(s Strategy) bool {
+	_, ok := s.(WholeWorkflow)
+	return ok
+}
+
+func (PTC) WholeWorkflow() {}
+func (PTE) WholeWorkflow() {}
+func (SPC) WholeWorkflow() {}
+
 // workflowLoad is the worker-seconds per second worker w needs to run the whole
 // workflow at every operator's demand: sum over operators of T_v / capacity.
 // +Inf when w cannot run some operator's variant.
