@@ -40,7 +40,8 @@ type Costs interface {
 //     are forbidden (A2), flows within a tier and location are free (A1).
 //
 // Strict keeps the published prototype's own rules where tierflow's differ on
-// purpose (planner/README.md, "tierflow's rules and the prototype's"): a worker
+// purpose (planner/README.md, "jellybean: the prototype's rules, and
+// tierflow's"): a worker
 // costs its own price whatever its tier's TCoeff (TCoeff scales capacity only,
 // as in Algorithm 1), and traffic within a tier is free whatever the locations.
 // The jellybean strategy searches under it.
