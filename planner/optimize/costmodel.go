@@ -41,10 +41,9 @@ type Costs interface {
 //
 // Strict keeps the published prototype's own rules where tierflow's differ on
 // purpose (planner/README.md, "jellybean: the prototype's rules, and
-// tierflow's"): a worker
-// costs its own price whatever its tier's TCoeff (TCoeff scales capacity only,
-// as in Algorithm 1), and traffic within a tier is free whatever the locations.
-// The jellybean strategy searches under it.
+// tierflow's"): a worker costs its own price whatever its tier's TCoeff
+// (TCoeff scales capacity only, as in Algorithm 1), and traffic within a tier
+// is free whatever the locations. The jellybean strategy searches under it.
 type PrototypeModel struct {
 	Strict bool
 }
