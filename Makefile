@@ -1,7 +1,7 @@
 # The two commands a newcomer needs (see README.md):
 #   make demo   set up, then run the main example on the embedded default
 #   make test   set up, then run the whole test suite
-.PHONY: setup demo test fuzz bench
+.PHONY: setup demo test fuzz bench bench-sqlpeer
 
 setup:
 	@scripts/setup.sh
@@ -18,3 +18,8 @@ fuzz:
 
 bench: setup
 	bin/tierflow bench planner
+
+# The DuckDB peer of `tierflow bench sql` (its own module: DuckDB stays out of
+# tierflow's build). The first build takes minutes (DuckDB's static library).
+bench-sqlpeer:
+	cd bench/sqlpeer && go build -o ../../bin/tierflow-sqlpeer .
