@@ -286,6 +286,9 @@ func (b *builder) node(n logical.Node) (int, *arrow.Schema, error) {
 		}
 		return op, schema, nil
 	case *logical.Limit:
+		if s, ok := n.Input.(*logical.Sort); ok {
+			return b.topN(n, s, at)
+		}
 		in, schema, err := b.node(n.Input)
 		if err != nil {
 			return 0, nil, err

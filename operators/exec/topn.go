@@ -1,0 +1,52 @@
+package exec
+
+import (
+	"github.com/apache/arrow/go/v17/arrow"
+
+	"github.com/tierflow/tierflow/dataflow"
+	"github.com/tierflow/tierflow/operators/rel"
+	"github.com/tierflow/tierflow/planner/logical"
+)
+
+// topN builds ORDER BY ... LIMIT (a Limit right over a Sort) as one rel.TopN,
+// which keeps the best rows as they arrive instead of sorting them all. Over
+// a windowed aggregation it is each window's top (per epoch), as the Sort and
+// Limit it replaces are; elsewhere the whole input's.
+func (b *builder) topN(n *logical.Limit, s *logical.Sort, at func(error) error) (int, *arrow.Schema, error) {
+	in, schema, err := b.node(s.Input)
+	if err != nil {
+		return 0, nil, err
+	}
+	keys := make([]rel.SortKey, len(s.Keys))
+	for i, k := range s.Keys {
+		keys[i] = rel.SortKey{Expr: k.Expr, Desc: k.Desc}
+	}
+	newTopN := rel.NewTopNAtEnd
+	if byWindow(s.Input) {
+		newTopN = rel.NewTopN
+	}
+	fns := b.opts.Functions
+	if _, err := newTopN(n.N, keys, schema, fns); err != nil {
+		return 0, nil, at(err)
+	}
+	op := b.add("top-n", 1, func() (dataflow.Operator, error) { return newTopN(n.N, keys, schema, fns) })
+	b.g.Connect(in, 0, op, 0)
+	return op, schema, nil
+}
+
+// byWindow reports whether n's rows come from an aggregation by window, which
+// emits each window at the epoch of its end.
+func byWindow(n logical.Node) bool {
+	for {
+		switch x := n.(type) {
+		case *logical.Aggregate:
+			return x.Window != nil
+		case *logical.Project:
+			n = x.Input
+		case *logical.Filter:
+			n = x.Input
+		default:
+			return false
+		}
+	}
+}
