@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"fmt"
+	"io"
 	"math"
 	"math/big"
 	"path/filepath"
@@ -34,7 +35,10 @@ type engine interface {
 // tierflowEngine runs queries with tierflow's local executor in this
 // process: the same code path as `tierflow run --local`, without the process
 // start-up, so its time is comparable to an in-process DuckDB query.
-type tierflowEngine struct{ parallelism int }
+type tierflowEngine struct {
+	parallelism int
+	profile     io.Writer // the first run's CPU profile, when set
+}
 
 func (tierflowEngine) close() error { return nil }
 

@@ -18,6 +18,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"runtime/pprof"
 	"sort"
 	"strconv"
 	"strings"
@@ -36,6 +37,7 @@ type options struct {
 	only        map[string]bool
 	parallelism int
 	peer        string
+	cpuprofile  string
 }
 
 // row is one query at one size: the median time of each engine and their
@@ -71,13 +73,14 @@ func parseOptions(args []string, stderr io.Writer) (options, error) {
 	only := fs.String("queries", "", "comma-separated query names to run (default all): "+queryNames())
 	par := fs.Int("parallelism", 0, "tierflow's --parallelism (0: its default)")
 	peer := fs.String("peer", "duckdb", "the engine to compare with (duckdb)")
+	prof := fs.String("cpuprofile", "", "write a CPU profile of tierflow's runs (not DuckDB's) to this file")
 	if err := fs.Parse(args); err != nil {
 		return options{}, err
 	}
 	if fs.NArg() > 0 {
 		return options{}, fmt.Errorf("%w: unexpected argument %q", errBadInput, fs.Arg(0))
 	}
-	o := options{reps: *reps, data: *data, format: *format, parallelism: *par, peer: *peer}
+	o := options{reps: *reps, data: *data, format: *format, parallelism: *par, peer: *peer, cpuprofile: *prof}
 	if o.peer != "duckdb" {
 		return o, fmt.Errorf("%w: --peer %q: the only peer is duckdb", errBadInput, o.peer)
 	}
@@ -142,6 +145,14 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	}
 	defer duck.close()
 	tf := tierflowEngine{parallelism: o.parallelism}
+	if o.cpuprofile != "" {
+		f, err := os.Create(o.cpuprofile)
+		if err != nil {
+			return err
+		}
+		defer f.Close()
+		tf.profile = f
+	}
 	var rows []row
 	var mismatch []string
 	for _, n := range o.sizes {
@@ -190,7 +201,14 @@ func measure(ctx context.Context, q query, dir string, n, reps int, tf tierflowE
 	var got, want result
 	for i := 0; i < reps; i++ {
 		start := time.Now()
+		if tf.profile != nil {
+			pprof.StartCPUProfile(tf.profile)
+		}
 		res, err := tf.run(ctx, q, dir)
+		if tf.profile != nil {
+			pprof.StopCPUProfile()
+			tf.profile = nil // one profile: the first run
+		}
 		if err != nil {
 			return row{}, fmt.Errorf("tierflow: %w", err)
 		}

@@ -517,6 +517,10 @@ func (b *builder) scan(n *logical.Scan) (int, *arrow.Schema, error) {
 	if isStream {
 		et = b.eventTime(schema)
 	}
+	if formatOf(format, path) == "parquet" {
+		// Parquet is columnar: read only the columns the query uses.
+		schema, n, et = projectScan(n, schema, et)
+	}
 	report := b.q.report
 	var pace sources.Pacing
 	if isStream && b.opts.Pace != nil {

@@ -12,6 +12,7 @@ import (
 	"github.com/tierflow/tierflow/planner/bind"
 	"github.com/tierflow/tierflow/planner/catalog"
 	"github.com/tierflow/tierflow/planner/expr"
+	"github.com/tierflow/tierflow/planner/rewrite"
 )
 
 // ScriptOptions configure RunScript.
@@ -81,6 +82,10 @@ func RunScript(ctx context.Context, filename, src string, so ScriptOptions) erro
 			if err != nil {
 				return err
 			}
+			// The rewrites the cluster applies too: scans narrow to the
+			// columns the query reads (a columnar file then decodes only
+			// those), filters run before models.
+			plan = rewrite.Apply(plan)
 			opts := so.Options
 			if so.NewOutput != nil {
 				w, err := so.NewOutput()

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"slices"
 
 	"github.com/apache/arrow/go/v17/arrow"
 	"github.com/apache/arrow/go/v17/arrow/array"
@@ -77,17 +78,53 @@ func OpenParquet(path string, schema *arrow.Schema, batch int, mem memory.Alloca
 	if err != nil {
 		return nil, fmt.Errorf("%w: %s: %v", ErrBadFile, path, err)
 	}
-	fr, err := pqarrow.NewFileReader(pf, pqarrow.ArrowReadProperties{BatchSize: int64(batch)}, mem)
+	// Parallel: the columns of each batch decode on their own goroutines.
+	fr, err := pqarrow.NewFileReader(pf, pqarrow.ArrowReadProperties{BatchSize: int64(batch), Parallel: true}, mem)
 	if err != nil {
 		pf.Close()
 		return nil, fmt.Errorf("%w: %s: %v", ErrBadFile, path, err)
 	}
-	rr, err := fr.GetRecordReader(context.Background(), nil, nil)
+	rr, err := fr.GetRecordReader(context.Background(), parquetLeaves(fr.Manifest, schema), nil)
 	if err != nil {
 		pf.Close()
 		return nil, fmt.Errorf("%w: %s: %v", ErrBadFile, path, err)
 	}
 	return &recordReader{path: path, rr: rr, want: schema, closer: pf.Close}, nil
+}
+
+// parquetLeaves lists the leaf columns of the fields schema names, so that
+// only the declared columns are decoded (a scan declares just the columns its
+// query reads); nil, every column, without a schema or when a name is not in
+// the file (the reader then reports the missing column).
+func parquetLeaves(m *pqarrow.SchemaManifest, schema *arrow.Schema) []int {
+	if schema == nil || m == nil {
+		return nil
+	}
+	var leaves []int
+	var walk func(f *pqarrow.SchemaField)
+	walk = func(f *pqarrow.SchemaField) {
+		if f.IsLeaf() {
+			leaves = append(leaves, f.ColIndex)
+		}
+		for i := range f.Children {
+			walk(&f.Children[i])
+		}
+	}
+	for _, want := range schema.Fields() {
+		found := false
+		for i := range m.Fields {
+			if m.Fields[i].Field.Name == want.Name {
+				walk(&m.Fields[i])
+				found = true
+				break
+			}
+		}
+		if !found {
+			return nil
+		}
+	}
+	slices.Sort(leaves)
+	return slices.Compact(leaves)
 }
 
 // OpenIPC reads an Arrow IPC file (or, failing that, an IPC stream).

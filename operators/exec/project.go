@@ -1,0 +1,46 @@
+package exec
+
+import (
+	"slices"
+
+	"github.com/apache/arrow/go/v17/arrow"
+
+	"github.com/tierflow/tierflow/operators/sources"
+	"github.com/tierflow/tierflow/planner/logical"
+)
+
+// projectScan narrows a scan of a columnar file to the columns it reads (and
+// a stream's event-time column, which its watermark needs), in file order:
+// the reader is opened with the returned schema and decodes nothing else. It
+// returns the scan with its column indexes, and the event time, renumbered
+// against that schema.
+func projectScan(n *logical.Scan, schema *arrow.Schema, et sources.EventTime) (*arrow.Schema, *logical.Scan, sources.EventTime) {
+	if len(n.Columns) == 0 {
+		return schema, n, et // no pruning recorded: every column
+	}
+	keep := slices.Clone(n.Columns)
+	if et.Column >= 0 {
+		keep = append(keep, et.Column)
+	}
+	slices.Sort(keep)
+	keep = slices.Compact(keep)
+	if len(keep) == schema.NumFields() || keep[len(keep)-1] >= schema.NumFields() {
+		return schema, n, et
+	}
+	at := make(map[int]int, len(keep))
+	fs := make([]arrow.Field, len(keep))
+	for i, c := range keep {
+		at[c] = i
+		fs[i] = schema.Field(c)
+	}
+	m := *n
+	m.Columns = make([]int, len(n.Columns))
+	for i, c := range n.Columns {
+		m.Columns[i] = at[c]
+	}
+	if et.Column >= 0 {
+		et.Column = at[et.Column]
+	}
+	md := schema.Metadata()
+	return arrow.NewSchema(fs, &md), &m, et
+}
