@@ -338,21 +338,7 @@ func (h *HashAggregate) addTo(start, end int64, keys, args []arrow.Array, _ []ui
 		h.cur = w
 	}
 	gids := h.gids[:to-from]
-	switch {
-	case len(keys) == 0:
-		for i := range gids {
-			gids[i] = 0
-		}
-		if w.keys.n == 0 {
-			w.keys.n = 1
-		}
-	case w.keys.ints != nil:
-		w.keys.lookupInts(keys[0], functions.Int64Values(keys[0]), from, to, gids)
-	default:
-		for i := from; i < to; i++ {
-			gids[i-from] = w.keys.lookup(keys, i)
-		}
-	}
+	w.keys.lookupBatch(keys, from, to, gids)
 	for k, acc := range w.accs {
 		acc.Grow(int(w.keys.n))
 		acc.Update(gids, args[k], from)

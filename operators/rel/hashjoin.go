@@ -2,6 +2,7 @@ package rel
 
 import (
 	"fmt"
+	"slices"
 
 	"github.com/apache/arrow/go/v17/arrow"
 	"github.com/apache/arrow/go/v17/arrow/array"
@@ -107,11 +108,14 @@ type HashJoin struct {
 	rightEv  []*eval.Evaluator
 	residual *eval.Predicate
 	right    []arrow.Array // build side, concatenated, one per column
-	ints     map[int64][]int32
-	enc      map[string][]int32
-	built    bool
-	buf      []byte
-	li, ri   []int32 // probe index buffers, reused
+	// The build side's keys get dense ids in a typed key table; the rows
+	// of id g are first[g], next[first[g]], ... in build order (-1 ends).
+	table       *keyTable
+	first, last []int32
+	next        []int32
+	built       bool
+	li, ri      []int32 // probe index buffers, reused
+	found       []int32
 }
 
 // JoinSchema is the output schema: left columns then right columns (right ones
@@ -162,11 +166,12 @@ func NewHashJoin(mem memory.Allocator, spec JoinSpec, left, right *arrow.Schema,
 		}
 		j.residual = p
 	}
-	if len(spec.LeftKeys) == 1 && intLike(spec.LeftKeys[0].Type()) {
-		j.ints = map[int64][]int32{}
-	} else {
-		j.enc = map[string][]int32{}
+	types := make([]arrow.DataType, len(spec.RightKeys))
+	for i, k := range spec.RightKeys {
+		types[i] = k.Type()
 	}
+	j.table = newKeyTable(mem, types)
+	j.table.noValues = true
 	return j, nil
 }
 
@@ -227,30 +232,32 @@ func (j *HashJoin) Build(recs []arrow.Record, rightSchema *arrow.Schema) error {
 		}
 		j.right = append(j.right, a)
 	}
-	base := int32(0)
+	var gids []uint32
 	for _, r := range nonEmpty {
 		keys, err := evalKeys(j.fctx, j.rightEv, r)
 		if err != nil {
 			return err
 		}
-		var iv []int64
-		if j.ints != nil {
-			iv = functions.Int64Values(keys[0])
-		}
-		for i := 0; i < int(r.NumRows()); i++ {
+		n := int(r.NumRows())
+		gids = slices.Grow(gids[:0], n)[:n]
+		j.table.lookupBatch(keys, 0, n, gids)
+		for i, g := range gids {
+			row := int32(len(j.next))
+			j.next = append(j.next, -1)
 			if anyNullAt(keys, i) {
 				continue // NULL never equals anything
 			}
-			row := base + int32(i)
-			if j.ints != nil {
-				j.ints[iv[i]] = append(j.ints[iv[i]], row)
-			} else {
-				j.buf = encodeKey(j.buf[:0], keys, i)
-				j.enc[string(j.buf)] = append(j.enc[string(j.buf)], row)
+			for int(g) >= len(j.first) {
+				j.first, j.last = append(j.first, -1), append(j.last, -1)
 			}
+			if j.last[g] < 0 {
+				j.first[g] = row
+			} else {
+				j.next[j.last[g]] = row
+			}
+			j.last[g] = row
 		}
 		releaseArrays(keys)
-		base += int32(r.NumRows())
 	}
 	return nil
 }
@@ -264,27 +271,22 @@ func (j *HashJoin) Probe(rec arrow.Record) (arrow.Record, error) {
 	}
 	defer releaseArrays(keys)
 	li, ri := j.li[:0], j.ri[:0]
-	var iv []int64
-	if j.ints != nil {
-		iv = functions.Int64Values(keys[0])
-	}
-	for i := 0; i < int(rec.NumRows()); i++ {
-		var matches []int32
-		if !anyNullAt(keys, i) {
-			if j.ints != nil {
-				matches = j.ints[iv[i]]
-			} else {
-				j.buf = encodeKey(j.buf[:0], keys, i)
-				matches = j.enc[string(j.buf)]
+	n := int(rec.NumRows())
+	j.found = slices.Grow(j.found[:0], n)[:n]
+	j.table.find(keys, 0, n, j.found)
+	for i, g := range j.found {
+		m := int32(-1)
+		if g >= 0 && int(g) < len(j.first) {
+			m = j.first[g]
+		}
+		if m < 0 {
+			if j.spec.Kind == LeftJoin {
+				li, ri = append(li, int32(i)), append(ri, -1)
 			}
+			continue
 		}
-		for _, m := range matches {
-			li = append(li, int32(i))
-			ri = append(ri, m)
-		}
-		if len(matches) == 0 && j.spec.Kind == LeftJoin {
-			li = append(li, int32(i))
-			ri = append(ri, -1)
+		for ; m >= 0; m = j.next[m] {
+			li, ri = append(li, int32(i)), append(ri, m)
 		}
 	}
 	j.li, j.ri = li, ri
@@ -322,5 +324,9 @@ func gatherJoin(c *functions.Ctx, schema *arrow.Schema, left, right []arrow.Arra
 func (j *HashJoin) Release() {
 	releaseArrays(j.right)
 	j.right = nil
-	j.ints, j.enc = nil, nil
+	if j.table != nil {
+		j.table.release()
+		j.table = nil
+	}
+	j.first, j.last, j.next = nil, nil, nil
 }

@@ -1,0 +1,188 @@
+package rel
+
+import (
+	"fmt"
+	"math/rand"
+	"testing"
+
+	"github.com/apache/arrow/go/v17/arrow"
+	"github.com/apache/arrow/go/v17/arrow/array"
+	"github.com/apache/arrow/go/v17/arrow/memory"
+)
+
+// keyArray builds an array of type dt from small ints (nil: NULL).
+func keyArray(t *testing.T, mem memory.Allocator, dt arrow.DataType, vals []any) arrow.Array {
+	t.Helper()
+	b := array.NewBuilder(mem, dt)
+	defer b.Release()
+	for _, v := range vals {
+		if v == nil {
+			b.AppendNull()
+			continue
+		}
+		x := v.(int)
+		switch b := b.(type) {
+		case *array.Int8Builder:
+			b.Append(int8(x))
+		case *array.Int16Builder:
+			b.Append(int16(x))
+		case *array.Int32Builder:
+			b.Append(int32(x))
+		case *array.Int64Builder:
+			b.Append(int64(x) << 40)
+		case *array.Uint8Builder:
+			b.Append(uint8(x))
+		case *array.Uint16Builder:
+			b.Append(uint16(x))
+		case *array.Uint32Builder:
+			b.Append(uint32(x))
+		case *array.Uint64Builder:
+			b.Append(uint64(x) << 56)
+		case *array.Date32Builder:
+			b.Append(arrow.Date32(x))
+		case *array.TimestampBuilder:
+			b.Append(arrow.Timestamp(x))
+		case *array.StringBuilder:
+			b.Append(fmt.Sprintf("k%03d", x))
+		case *array.Float64Builder:
+			b.Append(float64(x) / 2)
+		default:
+			t.Fatalf("no builder for %s", dt)
+		}
+	}
+	return b.NewArray()
+}
+
+// TestKeyTableIdsFollowValues: for one key of every fixed width, a string
+// key and two keys together, rows get equal ids exactly when their keys are
+// equal (NULL equal to NULL in a grouping), ids are dense in order of first
+// appearance with the key values kept in that order, and find gives the same
+// ids without adding, -1 for a key not in the table or a NULL.
+func TestKeyTableIdsFollowValues(t *testing.T) {
+	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
+	defer mem.AssertSize(t, 0)
+	types := []arrow.DataType{
+		arrow.PrimitiveTypes.Int8, arrow.PrimitiveTypes.Int16, arrow.PrimitiveTypes.Int32, arrow.PrimitiveTypes.Int64,
+		arrow.PrimitiveTypes.Uint8, arrow.PrimitiveTypes.Uint16, arrow.PrimitiveTypes.Uint32, arrow.PrimitiveTypes.Uint64,
+		arrow.FixedWidthTypes.Date32, arrow.FixedWidthTypes.Timestamp_us, arrow.BinaryTypes.String, arrow.PrimitiveTypes.Float64,
+	}
+	rng := rand.New(rand.NewSource(2))
+	vals := make([]any, 3000)
+	for i := range vals {
+		if rng.Intn(20) == 0 {
+			continue // NULL
+		}
+		vals[i] = rng.Intn(100)
+	}
+	probe := make([]any, 500)
+	for i := range probe {
+		if rng.Intn(20) > 0 {
+			probe[i] = rng.Intn(130) // some absent
+		}
+	}
+	for _, dt := range types {
+		for _, two := range []bool{false, true} {
+			name := dt.String()
+			cols := []arrow.Array{keyArray(t, mem, dt, vals)}
+			pcols := []arrow.Array{keyArray(t, mem, dt, probe)}
+			colTypes := []arrow.DataType{dt}
+			if two {
+				name += "+int32"
+				cols = append(cols, keyArray(t, mem, arrow.PrimitiveTypes.Int32, vals))
+				pcols = append(pcols, keyArray(t, mem, arrow.PrimitiveTypes.Int32, probe))
+				colTypes = append(colTypes, arrow.PrimitiveTypes.Int32)
+			}
+			kt := newKeyTable(mem, colTypes)
+			ids := make([]uint32, len(vals))
+			// Two calls: ids hold across batches.
+			kt.lookupBatch(cols, 0, 1000, ids[:1000])
+			kt.lookupBatch(cols, 1000, len(vals), ids[1000:])
+			firstID := map[any]uint32{}
+			next := uint32(0)
+			for i, v := range vals {
+				id, seen := firstID[v]
+				if !seen {
+					if ids[i] != next {
+						t.Fatalf("%s: row %d (%v) is new with id %d, want %d", name, i, v, ids[i], next)
+					}
+					firstID[v] = next
+					next++
+				} else if ids[i] != id {
+					t.Fatalf("%s: row %d (%v) has id %d, the key's id is %d", name, i, v, ids[i], id)
+				}
+			}
+			if kt.n != next {
+				t.Fatalf("%s: %d ids, want %d", name, kt.n, next)
+			}
+			keys := kt.finishKeys()
+			for v, id := range firstID {
+				want := "(null)"
+				if v != nil {
+					want = cols[0].ValueStr(indexOf(vals, v))
+				}
+				if got := keys[0].ValueStr(int(id)); got != want {
+					t.Fatalf("%s: key of id %d is %s, want %s", name, id, got, want)
+				}
+			}
+			found := make([]int32, len(probe))
+			kt.find(pcols, 0, len(probe), found)
+			for i, v := range probe {
+				want := int32(-1)
+				if id, ok := firstID[v]; ok && v != nil {
+					want = int32(id)
+				}
+				if found[i] != want {
+					t.Fatalf("%s: find of %v gave %d, want %d", name, v, found[i], want)
+				}
+			}
+			releaseArrays(keys)
+			releaseArrays(cols)
+			releaseArrays(pcols)
+			kt.release()
+		}
+	}
+}
+
+func indexOf(vals []any, v any) int {
+	for i, x := range vals {
+		if x == v {
+			return i
+		}
+	}
+	return -1
+}
+
+// BenchmarkKeyTable compares the typed tables (an INT32 key, a string key)
+// with the byte-encoded tuple map they replace, on 64k rows over 20k keys.
+func BenchmarkKeyTable(b *testing.B) {
+	mem := memory.NewGoAllocator()
+	rng := rand.New(rand.NewSource(1))
+	vals := make([]any, 1<<16)
+	for i := range vals {
+		vals[i] = rng.Intn(20000)
+	}
+	t := &testing.T{}
+	for _, dt := range []arrow.DataType{arrow.PrimitiveTypes.Int32, arrow.BinaryTypes.String} {
+		col := keyArray(t, mem, dt, vals)
+		for _, encoded := range []bool{true, false} {
+			name := dt.String() + "/typed"
+			if encoded {
+				name = dt.String() + "/encoded"
+			}
+			b.Run(name, func(b *testing.B) {
+				ids := make([]uint32, len(vals))
+				for i := 0; i < b.N; i++ {
+					kt := newKeyTable(mem, []arrow.DataType{dt})
+					if encoded {
+						kt.ints, kt.strs, kt.enc = nil, nil, map[string]uint32{}
+					}
+					for r := 0; r < 4; r++ {
+						kt.lookupBatch([]arrow.Array{col}, 0, len(vals), ids)
+					}
+					kt.release()
+				}
+			})
+		}
+		col.Release()
+	}
+}
