@@ -411,6 +411,10 @@ func (b *Binder) objectives(os []lang.Objective) logical.Objectives {
 		return v
 	}
 	for _, x := range os {
+		if name, ok := honoured(x); !ok {
+			b.errorf(x.Position(), ErrNotSupported, "%s in WITH (...) is not supported yet: the planner would ignore it; remove it to run the query", name)
+			continue
+		}
 		switch x := x.(type) {
 		case *lang.AccuracyObjective:
 			v := num(x.Min)
