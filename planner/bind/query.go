@@ -410,6 +410,9 @@ func (b *Binder) objectives(os []lang.Objective) logical.Objectives {
 		}
 		return v
 	}
+	if len(os) > 0 {
+		o.Pos = Pos(os[0].Position())
+	}
 	for _, x := range os {
 		if name, ok := honoured(x); !ok {
 			b.errorf(x.Position(), ErrNotSupported, "%s in WITH (...) is not supported yet: the planner would ignore it; remove it to run the query", name)

@@ -167,3 +167,19 @@ func (p *Plan) Source(name string) *Source {
 	}
 	return nil
 }
+
+// Variants are the plan's model variants, by operator name and by model
+// name: what the executors must run (operators/exec, runtime/inference).
+func (p *Plan) Variants() map[string]string {
+	out := map[string]string{}
+	for _, op := range p.Operators {
+		if op.Variant == "" {
+			continue
+		}
+		out[op.Name] = op.Variant
+		if op.Model != "" {
+			out[op.Model] = op.Variant
+		}
+	}
+	return out
+}

@@ -34,7 +34,6 @@ import (
 	"github.com/tierflow/tierflow/planner/catalog"
 	"github.com/tierflow/tierflow/planner/infra"
 	"github.com/tierflow/tierflow/planner/logical"
-	"github.com/tierflow/tierflow/planner/physical"
 	"github.com/tierflow/tierflow/runtime/deploy"
 	"github.com/tierflow/tierflow/runtime/metrics"
 )
@@ -429,10 +428,15 @@ func (c *Coordinator) place(ctx context.Context, req deploy.SubmitRequest, ws []
 	perr := errors.New("placement by rules")
 	if c.cfg.Placement != PlaceRules {
 		res, perr = c.optimize(ctx, bound, cat, ws, o.Tiers)
+		if errors.Is(perr, planner.ErrInfeasible) {
+			// The planner did plan the query, and no plan meets what it
+			// asks: running another one would ignore the objectives.
+			return nil, script, "", nil, perr
+		}
 	}
 	if perr == nil {
 		planned := script
-		planned.Rewrite, planned.Variants = true, variants(res.Physical)
+		planned.Rewrite, planned.Variants = true, res.Physical.Variants()
 		q, err := planned.BuildPlan(res.Rewritten, c.execOptions(planned.Variants))
 		if err == nil {
 			po := o
@@ -505,25 +509,10 @@ func (c *Coordinator) optimize(ctx context.Context, bound *logical.Plan, cat *ca
 	if err != nil {
 		return nil, err
 	}
-	if !res.Physical.Feasible {
-		return nil, fmt.Errorf("no plan meets the objectives: %s", res.Physical.Reason)
+	if err := res.Runnable(); err != nil {
+		return nil, err
 	}
 	return res, nil
-}
-
-// variants are the plan's model variants by operator and model name.
-func variants(p *physical.Plan) map[string]string {
-	out := map[string]string{}
-	for _, op := range p.Operators {
-		if op.Variant == "" {
-			continue
-		}
-		out[op.Name] = op.Variant
-		if op.Model != "" {
-			out[op.Model] = op.Variant
-		}
-	}
-	return out
 }
 
 // maxProblems bounds the bad-row messages a query's info keeps.
