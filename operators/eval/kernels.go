@@ -1,6 +1,7 @@
 package eval
 
 import (
+	"errors"
 	"fmt"
 
 	"github.com/apache/arrow/go/v17/arrow"
@@ -141,6 +142,9 @@ func (p *Projection) Apply(c *functions.Ctx, rec arrow.Record) (arrow.Record, er
 		}
 		a, err := ev.Eval(c, rec)
 		if err != nil {
+			if xe := (*ExprError)(nil); errors.As(err, &xe) && xe.Expr == ev.String() {
+				return nil, err // it names the expression already
+			}
 			return nil, fmt.Errorf("%s: %w", ev, err)
 		}
 		cols[i] = a
