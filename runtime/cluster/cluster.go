@@ -268,7 +268,8 @@ func (c *Cluster) Close() error {
 // one worker on each of an edge, a hub and a cloud tier, so that a plan's
 // stages still run on different workers and their data crosses NATS.
 func DefaultInfra() *infra.Infra {
-	in := &infra.Infra{WorkerTypes: []*infra.WorkerType{{Name: "local"}}}
+	// The three tiers share this machine: moving bytes between them is free.
+	in := &infra.Infra{WorkerTypes: []*infra.WorkerType{{Name: "local"}}, DefaultLink: &infra.DefaultLink{}}
 	for _, t := range []string{"edge", "hub", "cloud"} {
 		in.Tiers = append(in.Tiers, &infra.Tier{Name: t})
 		in.Workers = append(in.Workers, &infra.Worker{Name: t + "-1", Type: "local", Tier: t})

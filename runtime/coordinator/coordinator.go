@@ -475,7 +475,7 @@ func (c *Coordinator) optimize(ctx context.Context, bound *logical.Plan, cat *ca
 	file := c.cfg.Infra
 	inf := &infra.Infra{}
 	if file != nil {
-		inf.Links, inf.SourceTier = file.Links, file.SourceTier
+		inf.Links, inf.DefaultLink, inf.SourceTier = file.Links, file.DefaultLink, file.SourceTier
 	}
 	for _, t := range tiers {
 		tier := &infra.Tier{Name: t}
