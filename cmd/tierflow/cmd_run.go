@@ -216,6 +216,8 @@ func runLocalScript(ctx context.Context, a *app, f runFlags, policy sources.OnEr
 		Log:       a.err,
 		NewOutput: newOutput,
 		Explain:   explainInScript(a.out, inf),
+		// Declared tensor shapes meet the model files when the query binds.
+		CheckModelArgs: inference.New(inference.Config{OrtLib: a.g.ortLib, BaseDir: base}).CheckModelArgs,
 		Plan: func(ctx context.Context, bound *logical.Plan, cat *catalog.Catalog, o *exec.Options) error {
 			res, err := planner.PlanLogical(ctx, bound, cat, inf, planner.Options{})
 			if err != nil {

@@ -34,6 +34,9 @@ type ScriptOptions struct {
 	// plan meets the objectives) stops the script. nil: every model call
 	// runs what Lateral chooses.
 	Plan func(ctx context.Context, bound *logical.Plan, cat *catalog.Catalog, o *Options) error
+	// CheckModelArgs checks model calls against their files when queries
+	// bind (bind.Binder.CheckModelArgs); nil: no such check.
+	CheckModelArgs bind.ModelArgChecker
 }
 
 // RunScript runs a script's statements in order: CREATE/DROP change the
@@ -52,6 +55,7 @@ func RunScript(ctx context.Context, filename, src string, so ScriptOptions) erro
 		so.BaseDir = filepath.Dir(filename)
 	}
 	binder := bind.New(cat)
+	binder.CheckModelArgs = so.CheckModelArgs
 	for _, stmt := range script.Statements {
 		if err := ctx.Err(); err != nil {
 			return err

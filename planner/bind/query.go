@@ -295,6 +295,20 @@ func (b *Binder) lateral(j *lang.Join, in logical.Node, sc *scope) (logical.Node
 		}
 		args = append(args, e)
 	}
+	if ok && b.CheckModelArgs != nil && len(args) > 0 {
+		types := make([]arrow.DataType, len(args))
+		for i, a := range args {
+			types[i] = a.Type()
+		}
+		if i, err := b.CheckModelArgs(m, types); err != nil {
+			pos := call.Pos
+			if i >= 0 && i < len(call.Args) {
+				pos = call.Args[i].Position()
+			}
+			b.errorf(pos, ErrBind, "%v", err)
+			ok = false
+		}
+	}
 	if len(m.Inputs) > 0 && len(call.Args) != len(m.Inputs) {
 		b.errorf(call.Pos, ErrBind, "model %s takes %d inputs (%s), got %d", m.Name, len(m.Inputs), columnList(m.Inputs), len(call.Args))
 		ok = false

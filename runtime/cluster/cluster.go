@@ -26,6 +26,7 @@ import (
 
 	"github.com/tierflow/tierflow/operators/exec"
 	"github.com/tierflow/tierflow/operators/sinks"
+	"github.com/tierflow/tierflow/planner/bind"
 	"github.com/tierflow/tierflow/planner/infra"
 	"github.com/tierflow/tierflow/relay/natsserver"
 	"github.com/tierflow/tierflow/runtime/connectors"
@@ -160,7 +161,10 @@ func startCore(o *Options) (*Cluster, error) {
 		return nil, err
 	}
 	co, err := coordinator.Start(coordinator.Config{Conn: nc, Infra: o.Infra, Catalog: o.Catalog, Heartbeat: o.Heartbeat, Metrics: o.Metrics, Log: o.Log,
-		Exec: ExecHooks(nc, o.OrtLib, nil, 1), Placement: o.Placement})
+		Exec: ExecHooks(nc, o.OrtLib, nil, 1), Placement: o.Placement,
+		CheckModelArgs: func(base string) bind.ModelArgChecker {
+			return inference.New(inference.Config{OrtLib: o.OrtLib, BaseDir: base}).CheckModelArgs
+		}})
 	if err != nil {
 		c.Close()
 		return nil, err

@@ -31,6 +31,7 @@ import (
 
 	"github.com/tierflow/tierflow/operators/exec"
 	"github.com/tierflow/tierflow/planner"
+	"github.com/tierflow/tierflow/planner/bind"
 	"github.com/tierflow/tierflow/planner/catalog"
 	"github.com/tierflow/tierflow/planner/infra"
 	"github.com/tierflow/tierflow/planner/logical"
@@ -68,6 +69,11 @@ type Config struct {
 	// with (as the workers' Exec does), so it can place model calls and NATS
 	// streams.
 	Exec func(o *exec.Options, variants map[string]string)
+	// CheckModelArgs, when set, gives the checker of model calls against
+	// their files for a script whose relative paths are from baseDir, so a
+	// declared tensor shape no model file takes fails the query at bind
+	// time (bind.ModelArgChecker); nil: the workers find out when they build.
+	CheckModelArgs func(baseDir string) bind.ModelArgChecker
 	// Placement chooses how queries are placed: "optimizer" (the default:
 	// the planner's physical plan against the registered workers, the
 	// default rules when it cannot plan) or "rules" (runtime/deploy's
@@ -408,6 +414,9 @@ func (c *Coordinator) Submit(ctx context.Context, req deploy.SubmitRequest) (*de
 // note on how it was placed.
 func (c *Coordinator) place(ctx context.Context, req deploy.SubmitRequest, ws []deploy.Worker) (*deploy.Placement, deploy.Script, string, *deploy.Estimate, error) {
 	script := req.Script
+	if c.cfg.CheckModelArgs != nil {
+		script.CheckModelArgs = c.cfg.CheckModelArgs(script.BaseDir)
+	}
 	bound, cat, err := script.Bind(nil)
 	if err != nil {
 		return nil, script, "", nil, err
