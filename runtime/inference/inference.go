@@ -7,9 +7,9 @@
 //
 // Which variant runs: the one named for the operator (Config.Variants, keyed by
 // the operator's name or the model's name; the distributed runtime passes the
-// planner's choice here), else the catalog's most accurate variant that has a
-// file, which is what a local run without an infrastructure spec means by "the
-// model": there is no cost to trade accuracy against.
+// planner's choice here, as `tierflow run --local` does), else the catalog's
+// most accurate variant that has a file: what a query the planner cannot plan
+// (a model without latency profiles) means by "the model".
 //
 // It glues operators (exec, ml) to runtime (onnx, ortlib) and must not import
 // relay, cmd or the other runtime packages (worker, cluster, deploy).
