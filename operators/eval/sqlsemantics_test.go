@@ -96,7 +96,7 @@ func TestCastDoubleToIntegerRoundsAndChecksRange(t *testing.T) {
 	}
 }
 
-// Integer + - * and unary minus fail on overflow, naming the expression,
+// Integer + - *, unary minus and MIN / -1 fail on overflow, naming the expression,
 // instead of wrapping around.
 func TestIntegerOverflowIsAnError(t *testing.T) {
 	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
@@ -116,6 +116,7 @@ func TestIntegerOverflowIsAnError(t *testing.T) {
 		{"multiply", []expr.Expr{i, lit(int64(2))}},
 		{"negate", []expr.Expr{min}},
 		{"add", []expr.Expr{lit(int64(math.MaxInt64)), lit(int64(1))}},
+		{"divide", []expr.Expr{min, lit(int64(-1))}},
 	} {
 		call, err := r.NewCall(c.fn, c.args...)
 		if err != nil {

@@ -108,14 +108,31 @@ func divideFunc(c *Ctx, ret arrow.DataType, args []compute.Datum, n int) (arrow.
 			o.f64(v[0].float64(i) / y)
 		})
 	}
-	return rowwise(c, ret, args, n, func(o *out, v []*vec, i int) {
+	// The one integer quotient that overflows: the type's minimum / -1.
+	least := int64(math.MinInt64)
+	if fw, ok := ret.(arrow.FixedWidthDataType); ok && fw.BitWidth() < 64 {
+		least = -1 << (fw.BitWidth() - 1)
+	}
+	overflow := false
+	a, err := rowwise(c, ret, args, n, func(o *out, v []*vec, i int) {
 		y := v[1].int64(i)
 		if y == 0 {
 			o.null()
 			return
 		}
-		o.i64(v[0].int64(i) / y)
+		x := v[0].int64(i)
+		if y == -1 && x == least {
+			overflow = true
+			o.null()
+			return
+		}
+		o.i64(x / y)
 	})
+	if err == nil && overflow {
+		a.Release()
+		return nil, fmt.Errorf("%w: the result does not fit %s", ErrOverflow, expr.TypeName(ret))
+	}
+	return a, err
 }
 
 func moduloFunc(c *Ctx, ret arrow.DataType, args []compute.Datum, n int) (arrow.Array, error) {
