@@ -110,8 +110,18 @@ func (r *Result) Runnable() error {
 	if reason == "" {
 		reason = "the optimizer found no plan"
 	}
+	// The throughput search ran only when the accuracy target is reachable:
+	// then it is the throughput that cannot be met.
+	obj := r.Bound.Objectives
+	p := obj.AccuracyPos
+	if rc := r.Physical.Reachable; rc != nil && rc.MaxThroughput != nil {
+		p = obj.ThroughputPos
+	}
+	if p.Line == 0 {
+		p = obj.Pos
+	}
 	at := ""
-	if p := r.Bound.Objectives.Pos; p.Line > 0 {
+	if p.Line > 0 {
 		at = p.String() + ": "
 	}
 	return fmt.Errorf("%s%w: %s", at, ErrInfeasible, reason)

@@ -435,9 +435,9 @@ func (b *Binder) objectives(os []lang.Objective) logical.Objectives {
 		switch x := x.(type) {
 		case *lang.AccuracyObjective:
 			v := num(x.Min)
-			o.Accuracy = &v
+			o.Accuracy, o.AccuracyPos = &v, Pos(x.Pos)
 		case *lang.ThroughputObjective:
-			o.Throughput = num(x.Min) / x.Per.Seconds()
+			o.Throughput, o.ThroughputPos = num(x.Min)/x.Per.Seconds(), Pos(x.Pos)
 		case *lang.LatencyObjective:
 			o.LatencyMs = num(x.Max) * x.Unit.Seconds() * 1000
 			if x.Percentile != nil {

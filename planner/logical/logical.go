@@ -54,8 +54,11 @@ type Objectives struct {
 	Budget   float64 `json:"budget,omitempty"`
 	Priority string  `json:"priority,omitempty"`
 	// Pos is where the WITH (...) clause states them (zero when it does
-	// not), so that an objective no plan meets is reported there.
-	Pos Pos `json:"-"`
+	// not), AccuracyPos and ThroughputPos where it states those, so that an
+	// objective no plan meets is reported at itself.
+	Pos           Pos `json:"-"`
+	AccuracyPos   Pos `json:"-"`
+	ThroughputPos Pos `json:"-"`
 }
 
 func mustLen(kind string, got, want int) {
