@@ -11,7 +11,8 @@ import (
 // for the query's objectives (the cheapest meeting ACCURACY >= 87 is
 // mlp-small, not the most accurate cnn), locally and on the cluster; an
 // accuracy no variant reaches, or a rate no placement sustains, fails the
-// query (exit 1) at that objective, naming the best reachable, instead of running another plan.
+// query (exit 1) at that objective, naming the best reachable, instead of
+// running another plan.
 func TestRunRunsThePlannedVariants(t *testing.T) {
 	dir := t.TempDir()
 	feasible := filepath.Join(dir, "feasible.sql")
