@@ -26,6 +26,11 @@ type Predicate struct {
 
 // NewPredicate compiles a boolean expression.
 func NewPredicate(e expr.Expr, in *arrow.Schema, fns *functions.Registry) (*Predicate, error) {
+	if expr.IsNullType(e.Type()) {
+		// WHERE NULL (the binder lets a NULL stand for any type): a NULL
+		// condition keeps no row.
+		e = expr.CastTo(e, expr.Bool)
+	}
 	if e.Type().ID() != arrow.BOOL {
 		return nil, fmt.Errorf("%w: predicate %s is %s, want BOOLEAN", ErrCompile, e, expr.TypeName(e.Type()))
 	}

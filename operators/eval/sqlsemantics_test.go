@@ -164,3 +164,19 @@ func TestComparisonWithNullIsNull(t *testing.T) {
 		}
 	}
 }
+
+// WHERE NULL binds (a NULL stands for any type) and keeps no row.
+func TestNullPredicateKeepsNoRow(t *testing.T) {
+	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
+	defer mem.AssertSize(t, 0)
+	rec := semanticsBatch(t, mem, []any{1.0, nil}, []any{int64(1), nil})
+	defer rec.Release()
+	p, err := NewPredicate(lit(nil), rec.Schema(), functions.Builtins())
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := p.Filter(functions.NewCtx(mem), rec)
+	if err != nil || got != nil {
+		t.Fatalf("WHERE NULL kept %v, %v", got, err)
+	}
+}
