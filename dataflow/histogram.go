@@ -91,10 +91,14 @@ type histCounters struct {
 	sum   atomic.Uint64
 }
 
-func (c *histCounters) observe(d time.Duration) {
-	c.b[bucketOf(d)].Add(1)
-	c.count.Add(1)
-	c.sum.Add(uint64(max(d, 0)))
+func (c *histCounters) observe(d time.Duration) { c.observeN(d, 1) }
+
+// observeN counts n samples of d (the rows of one batch, which share its
+// ingest time).
+func (c *histCounters) observeN(d time.Duration, n uint64) {
+	c.b[bucketOf(d)].Add(n)
+	c.count.Add(n)
+	c.sum.Add(uint64(max(d, 0)) * n)
 }
 
 func (c *histCounters) snapshot() Histogram {
