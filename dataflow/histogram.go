@@ -113,3 +113,14 @@ func (c *histCounters) snapshot() Histogram {
 	}
 	return h
 }
+
+// AddSample counts one sample of d (for histograms built outside the
+// engine: tests, benchmarks).
+func (h *Histogram) AddSample(d time.Duration) {
+	if h.Buckets == nil {
+		h.Buckets = map[int]uint64{}
+	}
+	h.Buckets[bucketOf(d)]++
+	h.Count++
+	h.SumNs += uint64(max(d, 0))
+}

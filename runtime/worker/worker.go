@@ -313,10 +313,12 @@ func (w *Worker) build(req deploy.DeployRequest) error {
 		opened = append(opened, l)
 		return l, nil
 	}
-	eq, _, err := req.Script.Build(nil, eo)
+	eq, plan, err := req.Script.Build(nil, eo)
 	if err != nil {
 		return err
 	}
+	// LATENCY <= x is measured: the sinks here count the rows over it.
+	slo := time.Duration(plan.Objectives.LatencyMs * float64(time.Millisecond))
 	g := eq.Graph()
 	if err := req.Placement.Apply(g); err != nil {
 		return err
@@ -342,7 +344,7 @@ func (w *Worker) build(req deploy.DeployRequest) error {
 	// An analysed run (EXPLAIN ANALYZE paces its sources) times every
 	// callback; a plain run leaves the clock alone.
 	dw, err := dataflow.NewWorker(g, idx, dataflow.Config{Allocator: mem, Transport: dt, Stop: q.stop, RequestStop: requestStop,
-		Timing: req.Script.Pace != nil})
+		Timing: req.Script.Pace != nil, LatencySLO: slo})
 	if err != nil {
 		_ = dt.Close()
 		_ = tr.Close()
