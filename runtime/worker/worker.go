@@ -300,7 +300,7 @@ func (w *Worker) build(req deploy.DeployRequest) error {
 		}
 	}
 	nh := connectors.Hooks{Conn: func() (*nats.Conn, error) { return w.cfg.Conn, nil },
-		Sources: connectors.SourceConfig{Queue: "tierflow-" + req.Query, MaxRows: req.Script.BatchSize, OnError: policy},
+		Sources: connectors.SourceConfig{Queue: "tierflow-" + req.Query, MaxRows: req.Script.BatchSize, MaxDelay: req.Script.SourceMaxDelay, OnError: policy},
 		Sinks:   connectors.SinkConfig{End: true}}
 	// operators/exec closes a catalog sink only in its own Run, which a
 	// worker does not call: the sink is opened lazily (only the worker that
@@ -341,10 +341,11 @@ func (w *Worker) build(req deploy.DeployRequest) error {
 		b, _ := json.Marshal(deploy.StopRequest{Query: req.Query})
 		_ = w.cfg.Conn.Publish(deploy.SubjectStop, b)
 	}
-	// An analysed run (EXPLAIN ANALYZE paces its sources) times every
-	// callback; a plain run leaves the clock alone.
+	// Every callback is timed: the coordinator's live estimates (busy
+	// share, model time per batch) are made of it. Against a batch's trip
+	// over NATS its two monotonic clock reads are noise.
 	dw, err := dataflow.NewWorker(g, idx, dataflow.Config{Allocator: mem, Transport: dt, Stop: q.stop, RequestStop: requestStop,
-		Timing: req.Script.Pace != nil, LatencySLO: slo})
+		Timing: true, LatencySLO: slo})
 	if err != nil {
 		_ = dt.Close()
 		_ = tr.Close()
@@ -499,6 +500,12 @@ func (w *Worker) status(q *query, state string, stats []dataflow.InstanceStats, 
 
 func (w *Worker) statusErr(q *query, state string, err error, stats []dataflow.InstanceStats, links []relay.LinkStats) {
 	st := deploy.Status{Query: q.id, Worker: w.cfg.Name, State: state, Error: errString(err), ErrorKind: deploy.KindOf(err), Operators: stats, Links: links}
+	if state == deploy.StateRunning {
+		// The coordinator's link RTT estimates add up their ends' round trips.
+		if rtt, err := w.cfg.Conn.RTT(); err == nil {
+			st.RTTNs = int64(rtt)
+		}
+	}
 	if q.sinkHere {
 		st.ResultRows = q.res.rows.Load()
 	}
