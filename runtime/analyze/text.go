@@ -95,7 +95,11 @@ func (r *Report) checkRows() [][]string {
 		if c.Error != nil {
 			errs = fmt.Sprintf("%+.1f%%", 100**c.Error)
 		}
-		out = append(out, []string{c.What, c.Unit, num(c.Estimated), num(c.Measured), errs, within, ok})
+		est := num(c.Estimated)
+		if c.Estimated == 0 && c.Error == nil {
+			est = "-" // nothing to hold it against (a latency without LATENCY)
+		}
+		out = append(out, []string{c.What, c.Unit, est, num(c.Measured), errs, within, ok})
 	}
 	return out
 }

@@ -5,9 +5,11 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
+	"github.com/tierflow/tierflow/runtime/cluster"
 	"github.com/tierflow/tierflow/runtime/cluster/clustertest"
 	"github.com/tierflow/tierflow/runtime/control"
 	"github.com/tierflow/tierflow/runtime/deploy"
@@ -91,5 +93,68 @@ func BenchmarkQuietStreamLatency(b *testing.B) {
 			b.ReportMetric(l.P95, "p95-ms")
 			b.ReportMetric(l.P99, "p99-ms")
 		})
+	}
+}
+
+// While a query runs, the coordinator keeps live estimates per operator and
+// per link from the workers' reports: SHOW QUERIES prints them.
+func TestLiveEstimatesWhileRunning(t *testing.T) {
+	f := clustertest.NewFixture(t, 10)
+	ctx, c, nc := natsCluster(t, f)
+	cat := filepath.Join(f.Dir, "quiet.yaml")
+	if err := os.WriteFile(cat, []byte(fmt.Sprintf(quietCatalog, "")), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	pubCtx, stopPub := context.WithCancel(ctx)
+	defer stopPub()
+	go func() {
+		tick := time.NewTicker(5 * time.Millisecond)
+		defer tick.Stop()
+		for i := 0; pubCtx.Err() == nil; i++ {
+			_ = nc.Publish("quiet.readings", []byte(fmt.Sprintf(`{"sensor": %d, "temperature": 21.5}`, i)))
+			select {
+			case <-pubCtx.Done():
+			case <-tick.C:
+			}
+		}
+	}()
+	sc := deploy.Script{Filename: filepath.Join(f.Dir, "quiet.sql"), BaseDir: f.Dir, Catalog: cat,
+		Source: "SELECT sensor, temperature FROM quiet WHERE temperature > 0;"}
+	done := make(chan error, 1)
+	go func() {
+		_, err := c.Run(ctx, sc, discard{})
+		done <- err
+	}()
+	var seen deploy.QueryInfo
+	clustertest.CheckFor(t, 15*time.Second, 50*time.Millisecond, func() error {
+		for _, q := range c.Coordinator.Queries() {
+			e := q.Estimates
+			if e == nil || e.Samples < 3 || len(e.Operators) == 0 || len(e.Links) == 0 {
+				return fmt.Errorf("estimates %+v", e)
+			}
+			src := e.Operators[0]
+			if src.Operator != "scan quiet" || src.InputRate < 20 || src.InputRate > 400 || src.BatchRows <= 0 {
+				return fmt.Errorf("source estimate %+v (publishing about 200/s)", src)
+			}
+			for _, l := range e.Links {
+				if l.BandwidthBps <= 0 || l.RTTMs <= 0 || l.From == "" || l.To == "" {
+					return fmt.Errorf("link estimate %+v", l)
+				}
+			}
+			seen = q
+			return nil
+		}
+		return fmt.Errorf("no query")
+	})
+	var out strings.Builder
+	cluster.WriteQueries(&out, []deploy.QueryInfo{seen})
+	if !strings.Contains(out.String(), "estimates of "+seen.Query) || !strings.Contains(out.String(), "scan quiet") {
+		t.Errorf("SHOW QUERIES:\n%s", out.String())
+	}
+	if err := c.Coordinator.Stop(seen.Query, false); err != nil {
+		t.Fatal(err)
+	}
+	if err := <-done; err != nil {
+		t.Fatal(err)
 	}
 }
