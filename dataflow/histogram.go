@@ -124,3 +124,25 @@ func (h *Histogram) AddSample(d time.Duration) {
 	h.Count++
 	h.SumNs += uint64(max(d, 0))
 }
+
+// bucketHi is the upper end of bucket i's range.
+func bucketHi(i int) time.Duration {
+	lg, sub := i/histSub, i%histSub
+	return time.Duration(math.Ldexp(1+float64(sub+1)/histSub, lg))
+}
+
+// Cumulative counts, for each bound, the samples in buckets that end at or
+// below it: a Prometheus histogram's cumulative buckets, exact at bucket
+// edges and conservative (counted in the next bound) in between.
+func (h Histogram) Cumulative(bounds []time.Duration) []uint64 {
+	out := make([]uint64, len(bounds))
+	for i, n := range h.Buckets {
+		hi := bucketHi(i)
+		for j, b := range bounds {
+			if hi <= b {
+				out[j] += n
+			}
+		}
+	}
+	return out
+}
