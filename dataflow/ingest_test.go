@@ -84,7 +84,7 @@ func TestIngestTimeReachesSinks(t *testing.T) {
 			g.Connect(mp, 0, hold, 0)
 			g.Connect(hold, 0, s2, 0)
 			before := time.Now().UnixNano()
-			ws, err := dataflow.BuildLocal(g, dataflow.Config{Allocator: mem, LatencySLO: tc.slo})
+			ws, err := dataflow.BuildLocal(g, dataflow.Config{Allocator: mem, Latency: true, LatencySLO: tc.slo})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -129,5 +129,35 @@ func TestIngestTimeReachesSinks(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// Without Config.Latency sources stamp nothing and sinks measure nothing: a
+// one-process run pays no clock reads for it.
+func TestIngestTimeIsOptIn(t *testing.T) {
+	mem := checkedAlloc(t)
+	g := &dataflow.Graph{Query: "plain"}
+	src := g.AddOperator(sliceSource("src", nil, func(int) []dataflow.Batch {
+		return []dataflow.Batch{{Record: kvRecord(mem, 0, 3)}, {Record: kvRecord(mem, 3, 3), Ingest: 42}}
+	}))
+	var got []int64
+	sink := g.AddOperator(op("sink", 1, 0, nil, func(dataflow.Instance) dataflow.Operator {
+		return builtin.NewSink(func(b dataflow.Batch) error { got = append(got, b.Ingest); return nil })
+	}))
+	g.Connect(src, 0, sink, 0)
+	ws, err := dataflow.BuildLocal(g, dataflow.Config{Allocator: mem})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := dataflow.StepUntilDone(ws, 100); err != nil {
+		t.Fatal(err)
+	}
+	// A batch that arrives stamped (from a recording, another worker) is
+	// still measured.
+	if len(got) != 2 || got[0] != 0 || got[1] != 42 {
+		t.Fatalf("ingest times %v, want [0 42]", got)
+	}
+	if n := ws[0].Stats()[1].EndToEnd.Count; n != 3 {
+		t.Errorf("%d end-to-end samples, want the 3 rows of the stamped batch", n)
 	}
 }

@@ -202,7 +202,8 @@ func (c *Context) Emit(output int, cap *Capability, rec arrow.Record) error {
 // Ingest is the ingest time (Unix ns) Emit stamps on what it sends now:
 // inside OnBatch the arriving batch's, so row-at-a-time operators (filters,
 // projections, a join's probe, a union) pass it on; in a source's Produce
-// the current time (the rows enter the query here); in OnNotify, OnFrontier
+// the current time (the rows enter the query here; with Config.Latency,
+// otherwise 0: unknown); in OnNotify, OnFrontier
 // and OnWake the latest ingest time the instance has received, so a window
 // or a windowed join that emits when the watermark closes it stamps its
 // result with when the data that closed the window arrived (its latency is
@@ -214,7 +215,7 @@ func (c *Context) Ingest() int64 {
 	switch {
 	case in.ingest != 0:
 		return in.ingest
-	case in.src != nil:
+	case in.src != nil && in.w.cfg.Latency:
 		return in.w.epochNs + int64(in.w.mono())
 	}
 	return in.maxIngest

@@ -29,9 +29,9 @@ type InstanceStats struct {
 	BatchLatency Histogram `json:"batch_latency,omitzero"`
 	// EndToEnd is, for an operator without outputs (a sink), the end-to-end
 	// latency of every row it wrote: from the ingest time its batch was
-	// stamped with at the source to the end of the sink's callback. It is
-	// measured whether or not Config.Timing is on (one clock read per
-	// batch). SLOMissRows counts the rows over Config.LatencySLO.
+	// stamped with at the source to the end of the sink's callback (see
+	// Config.Latency; independent of Config.Timing). SLOMissRows counts the
+	// rows over Config.LatencySLO.
 	EndToEnd    Histogram `json:"end_to_end,omitzero"`
 	SLOMissRows int64     `json:"slo_miss_rows,omitempty"`
 	// First and Last are when the instance first and last received a batch

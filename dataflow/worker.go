@@ -35,6 +35,13 @@ type Config struct {
 	// every source of the run, wherever it runs (Run stops its workers; a
 	// cluster worker asks its coordinator). Nil: this worker's sources.
 	RequestStop func()
+	// Latency stamps every batch a source emits with its ingest time and
+	// has sinks measure each row's end-to-end latency
+	// (InstanceStats.EndToEnd). It costs a clock read at each end of a
+	// batch's trip, which shows on small batches in one process: the
+	// cluster's workers turn it on, the one-process executor leaves it off.
+	// Batches that arrive stamped are measured either way.
+	Latency bool
 	// LatencySLO, when set, is the query's LATENCY bound: sinks count the
 	// rows whose end-to-end latency exceeds it (InstanceStats.SLOMissRows).
 	LatencySLO time.Duration

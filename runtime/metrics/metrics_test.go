@@ -80,7 +80,7 @@ func TestServeScrape(t *testing.T) {
 	}})
 	g.Connect(src, 0, sink, 0)
 	reg.Instrument(g, "w1")
-	ws, err := dataflow.BuildLocal(g, dataflow.Config{Allocator: mem})
+	ws, err := dataflow.BuildLocal(g, dataflow.Config{Allocator: mem, Latency: true})
 	if err != nil {
 		t.Fatal(err)
 	}

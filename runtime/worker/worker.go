@@ -345,7 +345,7 @@ func (w *Worker) build(req deploy.DeployRequest) error {
 	// share, model time per batch) are made of it. Against a batch's trip
 	// over NATS its two monotonic clock reads are noise.
 	dw, err := dataflow.NewWorker(g, idx, dataflow.Config{Allocator: mem, Transport: dt, Stop: q.stop, RequestStop: requestStop,
-		Timing: true, LatencySLO: slo})
+		Timing: true, Latency: true, LatencySLO: slo})
 	if err != nil {
 		_ = dt.Close()
 		_ = tr.Close()
