@@ -2,13 +2,14 @@
 // workers (SHOW WORKERS) and expires those that stop heartbeating, places
 // submitted queries on the workers actually present (runtime/deploy),
 // deploys each worker its operator instances, starts them once all are
-// built, tracks their status and statistics (SHOW QUERIES), stops queries,
+// built, tracks their status and statistics (SHOW QUERIES) and folds them
+// into live estimates (runtime/control), stops queries,
 // and tells the client when a query is done. It also holds the client side
 // of the protocol (Client). Data never passes through it: workers exchange
 // batches peer to peer over the relay.
 //
 // coordinator imports planner, operators (sinks, exec through deploy),
-// relay and runtime/{deploy, metrics}; never runtime/worker, runtime/cluster
+// relay and runtime/{control, deploy, metrics}; never runtime/worker, runtime/cluster
 // or cmd.
 package coordinator
 

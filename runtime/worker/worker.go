@@ -2,7 +2,8 @@
 // (name, tier, location, worker type, CPUs, GPUs, memory), heartbeats,
 // receives its part of each query (the script and the placement), builds the
 // local dataflow with operators/exec, connects it to the other workers through
-// the NATS relay, runs it, reports per-operator statistics and relay meters,
+// the NATS relay, runs it, reports per-operator statistics (end-to-end latency
+// at its sinks included), relay meters and its round trip to the NATS server,
 // and stops cleanly. The protocol is documented in runtime/deploy.
 //
 // worker imports dataflow, operators/exec, relay and runtime/{connectors,
