@@ -18,7 +18,7 @@ import (
 // quietLatency runs SELECT ... LIMIT rows over a core NATS stream fed one
 // message every gap (an idle-ish stream) on the embedded cluster, and returns
 // the end-to-end latency the sinks measured.
-func quietLatency(t testing.TB, catalogYAML string, rows int, gap time.Duration) control.LatencyMs {
+func quietLatency(t testing.TB, catalogYAML string, rows int, gap time.Duration, sourceMaxDelay time.Duration) control.LatencyMs {
 	t.Helper()
 	f := clustertest.NewFixture(t, 10)
 	ctx, c, nc := natsCluster(t, f)
@@ -41,7 +41,7 @@ func quietLatency(t testing.TB, catalogYAML string, rows int, gap time.Duration)
 			}
 		}
 	}()
-	sc := deploy.Script{Filename: filepath.Join(f.Dir, "quiet.sql"), BaseDir: f.Dir, Catalog: cat,
+	sc := deploy.Script{Filename: filepath.Join(f.Dir, "quiet.sql"), BaseDir: f.Dir, Catalog: cat, SourceMaxDelay: sourceMaxDelay,
 		Source: fmt.Sprintf("SELECT sensor, temperature FROM quiet WHERE temperature > 0 LIMIT %d;", rows)}
 	info, err := c.Run(ctx, sc, discard{})
 	if err != nil {
@@ -65,15 +65,25 @@ const quietCatalog = `streams:
 // batch pays it, which the generous bound below would catch.
 func TestQuietStreamLatency(t *testing.T) {
 	const rows, gap = 30, 30 * time.Millisecond
-	fast := quietLatency(t, fmt.Sprintf(quietCatalog, ""), rows, gap)
+	fast := quietLatency(t, fmt.Sprintf(quietCatalog, ""), rows, gap, 0)
 	t.Logf("default source max delay: end-to-end p50 %.3g p95 %.3g p99 %.3g ms", fast.P50, fast.P95, fast.P99)
 	if fast.P50 >= 60 {
 		t.Errorf("quiet stream: p50 %.3g ms end to end, want well under 60 (the target is 20)", fast.P50)
 	}
-	slow := quietLatency(t, fmt.Sprintf(quietCatalog, ", source_max_delay_ms: 100"), rows, gap)
+	slow := quietLatency(t, fmt.Sprintf(quietCatalog, ", source_max_delay_ms: 100"), rows, gap, 0)
 	t.Logf("source_max_delay_ms 100: end-to-end p50 %.3g ms", slow.P50)
 	if slow.P50 < 80 {
 		t.Errorf("with source_max_delay_ms: 100 the p50 is %.3g ms: the catalog setting did not reach the source", slow.P50)
+	}
+	// --source-max-delay (Script.SourceMaxDelay) reaches every worker's
+	// sources; a stream's own setting wins over it.
+	flag := quietLatency(t, fmt.Sprintf(quietCatalog, ""), rows, gap, 100*time.Millisecond)
+	if flag.P50 < 80 {
+		t.Errorf("with --source-max-delay 100ms the p50 is %.3g ms", flag.P50)
+	}
+	own := quietLatency(t, fmt.Sprintf(quietCatalog, ", source_max_delay_ms: 1"), rows, gap, 100*time.Millisecond)
+	if own.P50 >= 60 {
+		t.Errorf("a stream's source_max_delay_ms 1 under --source-max-delay 100ms: p50 %.3g ms", own.P50)
 	}
 }
 
@@ -87,7 +97,7 @@ func BenchmarkQuietStreamLatency(b *testing.B) {
 		b.Run(c.name, func(b *testing.B) {
 			var l control.LatencyMs
 			for i := 0; i < b.N; i++ {
-				l = quietLatency(b, fmt.Sprintf(quietCatalog, c.extra), 30, 30*time.Millisecond)
+				l = quietLatency(b, fmt.Sprintf(quietCatalog, c.extra), 30, 30*time.Millisecond, 0)
 			}
 			b.ReportMetric(l.P50, "p50-ms")
 			b.ReportMetric(l.P95, "p95-ms")
