@@ -162,9 +162,7 @@ func startCore(o *Options) (*Cluster, error) {
 	}
 	co, err := coordinator.Start(coordinator.Config{Conn: nc, Infra: o.Infra, Catalog: o.Catalog, Heartbeat: o.Heartbeat, Metrics: o.Metrics, Log: o.Log,
 		Exec: ExecHooks(nc, o.OrtLib, nil, 1), Placement: o.Placement,
-		CheckModelArgs: func(base string) bind.ModelArgChecker {
-			return inference.New(inference.Config{OrtLib: o.OrtLib, BaseDir: base}).CheckModelArgs
-		}})
+		CheckModelArgs: ModelArgChecks(o.OrtLib)})
 	if err != nil {
 		c.Close()
 		return nil, err
@@ -266,6 +264,15 @@ func (c *Cluster) Close() error {
 		os.RemoveAll(c.storeDir)
 	}
 	return errors.Join(errs...)
+}
+
+// ModelArgChecks is the coordinator's checker of model calls against their
+// files (coordinator.Config.CheckModelArgs): a script's relative model paths
+// are from its base directory.
+func ModelArgChecks(ortLib string) func(baseDir string) bind.ModelArgChecker {
+	return func(base string) bind.ModelArgChecker {
+		return inference.New(inference.Config{OrtLib: ortLib, BaseDir: base}).CheckModelArgs
+	}
 }
 
 // DefaultInfra is the infrastructure embedded mode uses when none is given:
