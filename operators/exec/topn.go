@@ -22,7 +22,7 @@ func (b *builder) topN(n *logical.Limit, s *logical.Sort, at func(error) error) 
 		keys[i] = rel.SortKey{Expr: k.Expr, Desc: k.Desc}
 	}
 	newTopN := rel.NewTopNAtEnd
-	if byWindow(s.Input) {
+	if windowed(s.Input) {
 		newTopN = rel.NewTopN
 	}
 	fns := b.opts.Functions
@@ -32,21 +32,4 @@ func (b *builder) topN(n *logical.Limit, s *logical.Sort, at func(error) error) 
 	op := b.add("top-n", 1, func() (dataflow.Operator, error) { return newTopN(n.N, keys, schema, fns) })
 	b.g.Connect(in, 0, op, 0)
 	return op, schema, nil
-}
-
-// byWindow reports whether n's rows come from an aggregation by window, which
-// emits each window at the epoch of its end.
-func byWindow(n logical.Node) bool {
-	for {
-		switch x := n.(type) {
-		case *logical.Aggregate:
-			return x.Window != nil
-		case *logical.Project:
-			n = x.Input
-		case *logical.Filter:
-			n = x.Input
-		default:
-			return false
-		}
-	}
 }
