@@ -506,14 +506,14 @@ func formatOf(format, path string) string {
 
 // openReader opens a file source. It is called once at build time to learn the
 // schema and once per run of the source instance.
-func (b *builder) openReader(path, format string, schema *arrow.Schema) (sources.Reader, error) {
+func (b *builder) openReader(path, format string, schema *arrow.Schema, table bool) (sources.Reader, error) {
 	switch formatOf(format, path) {
 	case "csv":
 		return sources.OpenCSV(path, schema, b.opts.BatchSize, b.opts.OnError, b.q.report)
 	case "json":
 		return sources.OpenJSONL(path, schema, b.opts.BatchSize, b.opts.OnError, b.q.report)
 	case "parquet":
-		return sources.OpenParquet(path, schema, b.opts.BatchSize, b.opts.Allocator)
+		return sources.OpenParquet(path, schema, b.parquetBatch(table), b.opts.Allocator)
 	case "arrow":
 		return sources.OpenIPC(path, schema, b.opts.Allocator)
 	}
@@ -537,7 +537,7 @@ func (b *builder) scan(n *logical.Scan) (int, *arrow.Schema, error) {
 	if err != nil {
 		return 0, nil, fmt.Errorf("%s: %w", n.Position(), err)
 	}
-	probe, err := b.openReader(path, format, declared)
+	probe, err := b.openReader(path, format, declared, !isStream)
 	if err != nil {
 		return 0, nil, fmt.Errorf("%s: %s %s: %w", n.Position(), map[bool]string{true: "stream", false: "table"}[isStream], n.Name(), err)
 	}
@@ -557,7 +557,7 @@ func (b *builder) scan(n *logical.Scan) (int, *arrow.Schema, error) {
 		pace = b.opts.Pace(n.Stream)
 	}
 	src := b.g.AddOperator(dataflow.OperatorSpec{Name: "scan " + n.Name(), Outputs: 1, New: func(dataflow.Instance) (dataflow.Operator, error) {
-		r, err := b.openReader(path, format, schema)
+		r, err := b.openReader(path, format, schema, !isStream)
 		if err != nil {
 			return nil, err
 		}
