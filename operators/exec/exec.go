@@ -309,10 +309,14 @@ func (b *builder) node(n logical.Node) (int, *arrow.Schema, error) {
 		}
 		return op, schema, nil
 	case *logical.Limit:
+		var in int
+		var schema *arrow.Schema
+		var err error
 		if s, ok := n.Input.(*logical.Sort); ok {
-			return b.topN(n, s, at)
+			in, schema, err = b.topN(n, s, at)
+		} else {
+			in, schema, err = b.node(n.Input)
 		}
-		in, schema, err := b.node(n.Input)
 		if err != nil {
 			return 0, nil, err
 		}

@@ -8,10 +8,12 @@ import (
 	"github.com/tierflow/tierflow/planner/logical"
 )
 
-// topN builds ORDER BY ... LIMIT (a Limit right over a Sort) as one rel.TopN,
+// topN builds the Sort under a Limit (ORDER BY ... LIMIT) as a rel.TopN,
 // which keeps the best rows as they arrive instead of sorting them all. Over
-// a windowed aggregation it is each window's top (per epoch), as the Sort and
-// Limit it replaces are; elsewhere the whole input's.
+// a windowed aggregation it is each window's top (per epoch), as the Sort it
+// replaces is; elsewhere the whole input's. The Limit stays above it (a
+// no-op on the top rows, but the graph keeps one operator per plan node, as
+// the cluster's placement expects).
 func (b *builder) topN(n *logical.Limit, s *logical.Sort, at func(error) error) (int, *arrow.Schema, error) {
 	in, schema, err := b.node(s.Input)
 	if err != nil {
@@ -29,7 +31,7 @@ func (b *builder) topN(n *logical.Limit, s *logical.Sort, at func(error) error) 
 	if _, err := newTopN(n.N, keys, schema, fns); err != nil {
 		return 0, nil, at(err)
 	}
-	op := b.add("top-n", 1, func() (dataflow.Operator, error) { return newTopN(n.N, keys, schema, fns) })
+	op := b.add("sort (top n)", 1, func() (dataflow.Operator, error) { return newTopN(n.N, keys, schema, fns) })
 	b.g.Connect(in, 0, op, 0)
 	return op, schema, nil
 }
