@@ -372,6 +372,20 @@ func (h *HashAggregate) Advance(watermark int64) ([]arrow.Record, error) {
 	if h.sess != nil {
 		return h.closeSessions(watermark)
 	}
+	if watermark == math.MaxInt64 && h.spec.Window == nil && len(h.spec.Group) == 0 && len(h.windows) == 0 {
+		// An aggregate without GROUP BY has one row even over no rows
+		// (count 0, the others NULL), as in SQL.
+		accs, err := h.newAccs()
+		if err != nil {
+			return nil, err
+		}
+		w := &aggWindow{keys: newKeyTable(h.mem, nil), accs: accs}
+		w.keys.n = 1
+		for _, acc := range accs {
+			acc.Grow(1)
+		}
+		h.windows[0] = w
+	}
 	var due []*aggWindow
 	for _, w := range h.windows {
 		if w.end <= watermark || watermark == math.MaxInt64 {

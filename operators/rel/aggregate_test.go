@@ -3,6 +3,7 @@ package rel
 import (
 	"math"
 	"math/rand"
+	"reflect"
 	"sort"
 	"testing"
 	"time"
@@ -253,4 +254,43 @@ func TestAggregateRejectsBadSpecs(t *testing.T) {
 		t.Fatal("HOP without slide accepted")
 	}
 	_ = arrow.Null
+}
+
+// TestAggregateWithoutGroupByOverNoRows: SELECT count(*), sum(v), ... over
+// no rows is one row, count 0 and the others NULL (SQL; DuckDB agrees); with
+// GROUP BY, or by window, it is no rows.
+func TestAggregateWithoutGroupByOverNoRows(t *testing.T) {
+	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
+	defer mem.AssertSize(t, 0)
+	spec := aggSpec(t, nil)
+	spec.Group, spec.GroupNames = nil, nil
+	h, err := NewHashAggregate(mem, spec, streamSchema, functions.Builtins())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer h.Release()
+	recs, err := h.Advance(math.MaxInt64)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := recordRows(recs)
+	for _, r := range recs {
+		r.Release()
+	}
+	want := [][]any{{int64(0), int64(0), int64(0), nil, nil, nil, nil, nil}}
+	if !reflect.DeepEqual(got, want) {
+		t.Fatalf("got %v, want %v", got, want)
+	}
+	for _, w := range []*WindowSpec{nil, {Type: expr.Tumble, Time: colTS, Size: time.Second}} {
+		spec := aggSpec(t, w) // grouped by k
+		g, err := NewHashAggregate(mem, spec, streamSchema, functions.Builtins())
+		if err != nil {
+			t.Fatal(err)
+		}
+		recs, err := g.Advance(math.MaxInt64)
+		g.Release()
+		if err != nil || len(recs) != 0 {
+			t.Fatalf("grouped (window %v): %d records, %v", w, len(recs), err)
+		}
+	}
 }
