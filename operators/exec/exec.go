@@ -102,6 +102,9 @@ type Query struct {
 }
 
 type builder struct {
+	// bounds of the filter right over a scan, which a Parquet scan uses to
+	// skip row groups (see prune.go)
+	bounds     map[*logical.Scan][]sources.Bound
 	q          *Query
 	g          *dataflow.Graph
 	opts       Options
@@ -224,6 +227,9 @@ func (b *builder) node(n logical.Node) (int, *arrow.Schema, error) {
 	case *logical.Scan:
 		return b.scan(n)
 	case *logical.Filter:
+		if s, ok := n.Input.(*logical.Scan); ok {
+			b.noteBounds(s, n.Pred)
+		}
 		in, schema, err := b.node(n.Input)
 		if err != nil {
 			return 0, nil, err
@@ -510,14 +516,14 @@ func formatOf(format, path string) string {
 
 // openReader opens a file source. It is called once at build time to learn the
 // schema and once per run of the source instance.
-func (b *builder) openReader(path, format string, schema *arrow.Schema, table bool) (sources.Reader, error) {
+func (b *builder) openReader(path, format string, schema *arrow.Schema, table bool, bounds ...sources.Bound) (sources.Reader, error) {
 	switch formatOf(format, path) {
 	case "csv":
 		return sources.OpenCSV(path, schema, b.opts.BatchSize, b.opts.OnError, b.q.report)
 	case "json":
 		return sources.OpenJSONL(path, schema, b.opts.BatchSize, b.opts.OnError, b.q.report)
 	case "parquet":
-		return sources.OpenParquet(path, schema, b.parquetBatch(table), b.opts.Allocator)
+		return sources.OpenParquet(path, schema, b.parquetBatch(table), b.opts.Allocator, bounds...)
 	case "arrow":
 		return sources.OpenIPC(path, schema, b.opts.Allocator)
 	}
@@ -551,6 +557,13 @@ func (b *builder) scan(n *logical.Scan) (int, *arrow.Schema, error) {
 	if isStream {
 		et = b.eventTime(schema)
 	}
+	var bounds []sources.Bound
+	if !isStream {
+		// A stream reads every row: those a skipped row group held would
+		// have moved its watermark, so skipping them could change which
+		// rows come late.
+		bounds = b.bounds[n]
+	}
 	if formatOf(format, path) == "parquet" {
 		// Parquet is columnar: read only the columns the query uses.
 		schema, n, et = projectScan(n, schema, et)
@@ -561,7 +574,7 @@ func (b *builder) scan(n *logical.Scan) (int, *arrow.Schema, error) {
 		pace = b.opts.Pace(n.Stream)
 	}
 	src := b.g.AddOperator(dataflow.OperatorSpec{Name: "scan " + n.Name(), Outputs: 1, New: func(dataflow.Instance) (dataflow.Operator, error) {
-		r, err := b.openReader(path, format, schema, !isStream)
+		r, err := b.openReader(path, format, schema, !isStream, bounds...)
 		if err != nil {
 			return nil, err
 		}

@@ -73,7 +73,9 @@ func (r *recordReader) Close() error {
 }
 
 // OpenParquet reads a Parquet file in batches of batch rows.
-func OpenParquet(path string, schema *arrow.Schema, batch int, mem memory.Allocator) (Reader, error) {
+// Bounds from the query's filter skip the row groups whose statistics show
+// that no row passes.
+func OpenParquet(path string, schema *arrow.Schema, batch int, mem memory.Allocator, bounds ...Bound) (Reader, error) {
 	pf, err := file.OpenParquetFile(path, false)
 	if err != nil {
 		return nil, fmt.Errorf("%w: %s: %v", ErrBadFile, path, err)
@@ -84,7 +86,7 @@ func OpenParquet(path string, schema *arrow.Schema, batch int, mem memory.Alloca
 		pf.Close()
 		return nil, fmt.Errorf("%w: %s: %v", ErrBadFile, path, err)
 	}
-	rr, err := fr.GetRecordReader(context.Background(), parquetLeaves(fr.Manifest, schema), nil)
+	rr, err := fr.GetRecordReader(context.Background(), parquetLeaves(fr.Manifest, schema), keepRowGroups(pf.MetaData(), fr.Manifest, bounds))
 	if err != nil {
 		pf.Close()
 		return nil, fmt.Errorf("%w: %s: %v", ErrBadFile, path, err)
