@@ -59,6 +59,8 @@ var queries = []query{
 	same("tpch-q1", "TPC-H Q1 (pricing summary)", tpchQ1, true, "parquet"),
 	same("tpch-q6", "TPC-H Q6 (forecast revenue)", tpchQ6, false, "parquet"),
 	same("tpch-q12", "TPC-H Q12 (shipping modes, join)", tpchQ12, true, "parquet"),
+	same("rowgroup-skip", "range filter on sorted keys",
+		`SELECT count(*) AS n, sum(o_totalprice) AS s FROM orders WHERE o_orderkey BETWEEN 100000 AND 101000`, false, "parquet"),
 	same("csv-filter-agg", "filter + aggregate on CSV",
 		`SELECT count(*) AS n, sum(l_extendedprice) AS s FROM lineitem WHERE l_quantity < 10 AND l_discount > 0.05`, false, "csv"),
 	same("csv-tpch-q6", "TPC-H Q6 on CSV", tpchQ6, false, "csv"),
