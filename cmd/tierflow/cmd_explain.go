@@ -225,11 +225,11 @@ func runExplain(cmd *cobra.Command, a *app, f explainFlags, path string) error {
 }
 
 // explainInScript is how `tierflow run` answers an EXPLAIN statement: the
-// plan of its query on inf against the catalog as the script has made it.
-func explainInScript(w io.Writer, inf *infra.Infra) func(e *lang.Explain, cat *catalog.Catalog) error {
-	return func(e *lang.Explain, cat *catalog.Catalog) error {
-		pct, _ := planner.ParsePercentile("p75")
-		opts, format := planner.Options{Strategy: planner.DefaultStrategy, Percentile: pct}, "text"
+// plan of its query on inf against the catalog as the script has made it,
+// with the script's SET planner.* options.
+func explainInScript(w io.Writer, inf *infra.Infra) func(e *lang.Explain, cat *catalog.Catalog, opts planner.Options) error {
+	return func(e *lang.Explain, cat *catalog.Catalog, opts planner.Options) error {
+		format := "text"
 		if err := planner.ExplainOptions(e, &opts, &format, nil); err != nil {
 			return badInput(err)
 		}

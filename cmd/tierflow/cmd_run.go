@@ -14,8 +14,10 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/tierflow/tierflow/cmd/tierflow/repl"
 	"github.com/tierflow/tierflow/lang"
 	"github.com/tierflow/tierflow/operators/exec"
+	"github.com/tierflow/tierflow/operators/session"
 	"github.com/tierflow/tierflow/operators/sinks"
 	"github.com/tierflow/tierflow/operators/sources"
 	"github.com/tierflow/tierflow/planner/bind"
@@ -162,9 +164,9 @@ func runRun(ctx context.Context, a *app, f runFlags, path string) error {
 		if pos, ok := analyzeStatement(path, string(src)); ok {
 			return badInput(fmt.Errorf("%s: EXPLAIN ANALYZE holds a run on the cluster against its plan; run it without --local", pos))
 		}
-		err = runLocalScript(ctx, a, f, policy, path, string(src), base, cat, newOutput)
+		err = runLocalScript(ctx, a, f, policy, path, string(src), base, cat, format, newOutput)
 	} else {
-		err = runClusterScript(ctx, a, f, path, string(src), base, newOutput)
+		err = runClusterScript(ctx, a, f, path, string(src), base, format, newOutput)
 	}
 	if ctx.Err() != nil {
 		// Ctrl-C: the executor (or the cluster's stopped query) has written
@@ -180,7 +182,7 @@ func runRun(ctx context.Context, a *app, f runFlags, path string) error {
 	// tensor) is the script's fault, like a name that does not bind; on the
 	// cluster its kind came back with it (deploy.ErrInput).
 	if errors.As(err, &le) || errors.As(err, &be) || errors.As(err, &bi) ||
-		errors.Is(err, exec.ErrUnsupported) || errors.Is(err, inference.ErrModel) || errors.Is(err, deploy.ErrInput) {
+		errors.Is(err, exec.ErrUnsupported) || errors.Is(err, session.ErrInvalid) || errors.Is(err, inference.ErrModel) || errors.Is(err, deploy.ErrInput) {
 		return badInput(err)
 	}
 	return err
@@ -189,7 +191,7 @@ func runRun(ctx context.Context, a *app, f runFlags, path string) error {
 // runLocalScript runs the script in this process with operators/exec; NATS
 // streams and sinks connect (to --nats or a server started when first
 // needed) through runtime/connectors.
-func runLocalScript(ctx context.Context, a *app, f runFlags, policy sources.OnError, path, src, base string, cat *catalog.Catalog, newOutput func() (sinks.Writer, error)) error {
+func runLocalScript(ctx context.Context, a *app, f runFlags, policy sources.OnError, path, src, base string, cat *catalog.Catalog, format string, newOutput func() (sinks.Writer, error)) error {
 	link := newNATSLink(a)
 	defer link.close()
 	nh := link.hooks(policy, f.batch)
@@ -208,13 +210,15 @@ func runLocalScript(ctx context.Context, a *app, f runFlags, policy sources.OnEr
 		Log:       a.err,
 		NewOutput: newOutput,
 		Explain:   explainInScript(a.out, inf),
+		Infra:     inf,
+		Print:     printListing(a.out, format),
 	})
 }
 
 // runClusterScript starts a local cluster (embedded, or with --processes
 // child-process workers) on --infra or the default three tiers, and runs
 // the script on it.
-func runClusterScript(ctx context.Context, a *app, f runFlags, path, src, base string, newOutput func() (sinks.Writer, error)) error {
+func runClusterScript(ctx context.Context, a *app, f runFlags, path, src, base, format string, newOutput func() (sinks.Writer, error)) error {
 	inf := cluster.DefaultInfra()
 	if a.g.infra != "" {
 		var err error
@@ -259,7 +263,21 @@ func runClusterScript(ctx context.Context, a *app, f runFlags, path, src, base s
 	fmt.Fprintf(log, "-- %s: %d workers (%s) on %s\n", mode, len(names), strings.Join(names, ", "), c.URL())
 	return c.RunScript(ctx, path, src, cluster.ScriptOptions{BaseDir: absBase, Catalog: catPath, NewOutput: newOutput,
 		Stdout: a.out, Log: log, OnError: f.onError, MaxDelay: f.maxDelay, BatchSize: f.batch, Analyze: f.analyze,
-		Explain: explainInScript(a.out, inf)})
+		Explain: explainInScript(a.out, inf), Print: printListing(a.out, format)})
+}
+
+// printListing prints a script's SHOW and DESCRIBE as the REPL does, in the
+// run's --format (JSON lines for json; a table for parquet, which is for
+// results only).
+func printListing(w io.Writer, format string) func(session.Listing) error {
+	switch format {
+	case "json":
+		format = "jsonl"
+	case "csv":
+	default:
+		format = "table"
+	}
+	return func(l session.Listing) error { return repl.WriteListing(w, format, l) }
 }
 
 // analyzeStatement finds the first EXPLAIN ANALYZE of a script (a script that

@@ -5,13 +5,14 @@ import (
 	"fmt"
 	"io"
 	"path/filepath"
-	"strings"
 
 	"github.com/tierflow/tierflow/lang"
+	"github.com/tierflow/tierflow/operators/session"
 	"github.com/tierflow/tierflow/operators/sinks"
+	"github.com/tierflow/tierflow/planner"
 	"github.com/tierflow/tierflow/planner/bind"
 	"github.com/tierflow/tierflow/planner/catalog"
-	"github.com/tierflow/tierflow/planner/expr"
+	"github.com/tierflow/tierflow/planner/infra"
 )
 
 // ScriptOptions configure RunScript.
@@ -27,12 +28,18 @@ type ScriptOptions struct {
 	// Explain prints the plan of an EXPLAIN statement against the catalog
 	// as the script has made it so far (the CLI plans it with the
 	// optimizer); nil: EXPLAIN is an error.
-	Explain func(e *lang.Explain, cat *catalog.Catalog) error
+	Explain func(e *lang.Explain, cat *catalog.Catalog, o planner.Options) error
+	// Infra answers SHOW TIERS and SHOW WORKERS (nil: they are errors).
+	Infra *infra.Infra
+	// Print prints the listing of a SHOW or DESCRIBE (nil: as text on
+	// Stdout).
+	Print func(session.Listing) error
 }
 
 // RunScript runs a script's statements in order: CREATE/DROP change the
-// catalog, queries run to completion (or until ctx ends), SHOW FUNCTIONS lists
-// the function registry. The first failing statement stops the script.
+// catalog, queries run to completion (or until ctx ends), SET, SHOW and
+// DESCRIBE act as in the REPL (operators/session): SET changes the settings
+// of the statements after it. The first failing statement stops the script.
 func RunScript(ctx context.Context, filename, src string, so ScriptOptions) error {
 	script, err := lang.Parse(filename, src)
 	if err != nil {
@@ -46,6 +53,11 @@ func RunScript(ctx context.Context, filename, src string, so ScriptOptions) erro
 		so.BaseDir = filepath.Dir(filename)
 	}
 	binder := bind.New(cat)
+	settings := session.New()
+	printListing := so.Print
+	if printListing == nil {
+		printListing = func(l session.Listing) error { return l.WriteText(so.Stdout) }
+	}
 	for _, stmt := range script.Statements {
 		if err := ctx.Err(); err != nil {
 			return err
@@ -65,23 +77,40 @@ func RunScript(ctx context.Context, filename, src string, so ScriptOptions) erro
 				}
 				return fmt.Errorf("%s: %w: %s in a script run here", s.Position(), ErrUnsupported, what)
 			}
-			if err := so.Explain(s, cat); err != nil {
+			if err := so.Explain(s, cat, settings.Planner); err != nil {
+				return err
+			}
+		case *lang.Set:
+			if err := settings.Set(s); err != nil {
 				return err
 			}
 		case *lang.Show:
-			if strings.EqualFold(string(s.What), "FUNCTIONS") {
-				if err := ShowFunctions(so.Stdout, binder.Funcs); err != nil {
-					return err
-				}
-				continue
+			l, err := session.Show(s, cat, so.Infra, binder.Funcs)
+			if err != nil {
+				return err
 			}
-			return fmt.Errorf("%s: SHOW %s is not available in `tierflow run`", s.Pos, s.What)
+			if err := printListing(l); err != nil {
+				return err
+			}
+		case *lang.Describe:
+			l, err := session.Describe(s.Name, bind.Pos(s.Pos).String(), cat, binder.Funcs)
+			if err != nil {
+				return err
+			}
+			if err := printListing(l); err != nil {
+				return err
+			}
 		case *lang.Query, *lang.Insert:
 			plan, err := binder.Bind(stmt)
 			if err != nil {
 				return err
 			}
 			opts := so.Options
+			x := session.Exec{MaxDelay: opts.MaxDelay, OnError: opts.OnError, BatchSize: opts.BatchSize}
+			if err := x.Apply(settings.Values()); err != nil {
+				return err
+			}
+			opts.MaxDelay, opts.OnError, opts.BatchSize = x.MaxDelay, x.OnError, x.BatchSize
 			if so.NewOutput != nil {
 				w, err := so.NewOutput()
 				if err != nil {
@@ -112,30 +141,6 @@ func RunScript(ctx context.Context, filename, src string, so ScriptOptions) erro
 			}
 		default:
 			return fmt.Errorf("%s: %T statements are not run by `tierflow run`", stmt.Position(), stmt)
-		}
-	}
-	return nil
-}
-
-// ShowFunctions prints the function registry: name, kind, signatures and doc.
-func ShowFunctions(w io.Writer, reg *expr.Registry) error {
-	if reg == nil {
-		reg = expr.Builtins()
-	}
-	for _, f := range reg.Functions() {
-		var sigs []string
-		for _, s := range f.Signatures {
-			sigs = append(sigs, s.String(f.Name))
-		}
-		op := ""
-		if f.Operator != "" {
-			op = "  (operator " + f.Operator + ")"
-		}
-		if _, err := fmt.Fprintf(w, "%s  [%s]%s\n    %s\n    %s\n", f.Name, f.Kind, op, strings.Join(sigs, "\n    "), f.Doc); err != nil {
-			return err
-		}
-		for _, ex := range f.Examples {
-			fmt.Fprintf(w, "    e.g. %s\n", f.ExampleString(ex))
 		}
 	}
 	return nil

@@ -15,8 +15,10 @@ import (
 
 	"github.com/tierflow/tierflow/lang"
 	"github.com/tierflow/tierflow/operators/exec"
+	"github.com/tierflow/tierflow/operators/session"
 	"github.com/tierflow/tierflow/operators/sinks"
 	"github.com/tierflow/tierflow/operators/sources"
+	"github.com/tierflow/tierflow/planner"
 	"github.com/tierflow/tierflow/planner/bind"
 	"github.com/tierflow/tierflow/planner/catalog"
 	"github.com/tierflow/tierflow/planner/logical"
@@ -44,7 +46,10 @@ type ScriptOptions struct {
 	BatchSize int
 	// Explain prints the plan of an EXPLAIN statement against the catalog
 	// as the script has made it so far; nil: EXPLAIN is an error.
-	Explain func(e *lang.Explain, cat *catalog.Catalog) error
+	Explain func(e *lang.Explain, cat *catalog.Catalog, o planner.Options) error
+	// Print prints the listing of a SHOW or DESCRIBE (nil: as text on
+	// Stdout).
+	Print func(session.Listing) error
 	// Analyze, when set, runs every query as EXPLAIN ANALYZE does with
 	// these bounds (`tierflow explain --analyze`); its bounds and format,
 	// where set, win over an EXPLAIN ANALYZE statement's own.
@@ -54,8 +59,9 @@ type ScriptOptions struct {
 // RunScript runs a script's statements in order on the cluster, as
 // `tierflow run` does locally: definitions apply to the queries after them,
 // each query is submitted to the coordinator and its rows stream to
-// NewOutput's writer, SHOW WORKERS / SHOW QUERIES / SHOW FUNCTIONS print.
-// The first failing statement stops the script.
+// NewOutput's writer, SET, SHOW and DESCRIBE act as in the REPL
+// (operators/session; SHOW WORKERS and SHOW QUERIES answer from the
+// coordinator). The first failing statement stops the script.
 func (c *Cluster) RunScript(ctx context.Context, filename, src string, so ScriptOptions) error {
 	if so.OnError != "" {
 		if _, err := sources.ParseOnError(so.OnError); err != nil {
@@ -77,6 +83,27 @@ func (c *Cluster) RunScript(ctx context.Context, filename, src string, so Script
 	cat, err := deploy.Script{Catalog: so.Catalog}.LoadCatalog()
 	if err != nil {
 		return err
+	}
+	settings := session.New()
+	printListing := so.Print
+	if printListing == nil {
+		printListing = func(l session.Listing) error { return l.WriteText(so.Stdout) }
+	}
+	// Each query's source settings: the caller's, then the script's SET
+	// exec.* so far.
+	sourceSettings := func(sc *deploy.Script) error {
+		x := session.Exec{MaxDelay: so.MaxDelay, BatchSize: so.BatchSize}
+		if so.OnError != "" {
+			x.OnError, _ = sources.ParseOnError(so.OnError) // checked above
+		}
+		if err := x.Apply(settings.Values()); err != nil {
+			return err
+		}
+		sc.MaxDelay, sc.BatchSize = x.MaxDelay, x.BatchSize
+		if so.OnError != "" || x.OnError != sources.Fail {
+			sc.OnError = session.OnErrorName(x.OnError)
+		}
+		return nil
 	}
 	nth := 0
 	for _, stmt := range script.Statements {
@@ -110,8 +137,10 @@ func (c *Cluster) RunScript(ctx context.Context, filename, src string, so Script
 			} else if ao.For <= 0 && ao.MaxRows <= 0 {
 				ao.For = DefaultAnalyzeFor
 			}
-			sc := deploy.Script{Filename: filename, Source: src, BaseDir: so.BaseDir, Catalog: so.Catalog, Nth: nth,
-				OnError: so.OnError, MaxDelay: so.MaxDelay, BatchSize: so.BatchSize}
+			sc := deploy.Script{Filename: filename, Source: src, BaseDir: so.BaseDir, Catalog: so.Catalog, Nth: nth}
+			if err := sourceSettings(&sc); err != nil {
+				return err
+			}
 			rep, err := c.ExplainAnalyze(ctx, sc, ao)
 			if err != nil {
 				return err
@@ -126,13 +155,15 @@ func (c *Cluster) RunScript(ctx context.Context, filename, src string, so Script
 			if so.Explain == nil {
 				return fmt.Errorf("%s: %w: EXPLAIN in a script run here", s.Position(), exec.ErrUnsupported)
 			}
-			if err := so.Explain(s, cat); err != nil {
+			if err := so.Explain(s, cat, settings.Planner); err != nil {
 				return err
 			}
 		case *lang.Query, *lang.Insert:
 			nth++
-			sc := deploy.Script{Filename: filename, Source: src, BaseDir: so.BaseDir, Catalog: so.Catalog, Nth: nth,
-				OnError: so.OnError, MaxDelay: so.MaxDelay, BatchSize: so.BatchSize}
+			sc := deploy.Script{Filename: filename, Source: src, BaseDir: so.BaseDir, Catalog: so.Catalog, Nth: nth}
+			if err := sourceSettings(&sc); err != nil {
+				return err
+			}
 			plan, _, err := sc.Bind(nil)
 			if err != nil {
 				return err
@@ -176,20 +207,35 @@ func (c *Cluster) RunScript(ctx context.Context, filename, src string, so Script
 			if err := c.Coordinator.Stop(s.ID, false); err != nil {
 				return fmt.Errorf("%s: %w", s.Pos, err)
 			}
+		case *lang.Set:
+			if err := settings.Set(s); err != nil {
+				return err
+			}
 		case *lang.Show:
-			switch strings.ToUpper(string(s.What)) {
-			case "WORKERS":
+			switch s.What {
+			case lang.ShowWorkers:
 				WriteWorkers(so.Stdout, c.Coordinator.Workers())
-			case "QUERIES":
+			case lang.ShowQueries:
 				WriteQueries(so.Stdout, c.Coordinator.Queries())
-			case "FUNCTIONS":
-				if err := exec.ShowFunctions(so.Stdout, nil); err != nil {
+			default:
+				l, err := session.Show(s, cat, c.infra, nil)
+				if err != nil {
 					return err
 				}
-			default:
-				// Catalog listings are the REPL's; definitions are checked
-				// when the queries after them bind.
+				if err := printListing(l); err != nil {
+					return err
+				}
 			}
+		case *lang.Describe:
+			l, err := session.Describe(s.Name, bind.Pos(s.Pos).String(), cat, nil)
+			if err != nil {
+				return err
+			}
+			if err := printListing(l); err != nil {
+				return err
+			}
+		default:
+			return fmt.Errorf("%s: %w: %T statements in a script run here", stmt.Position(), exec.ErrUnsupported, stmt)
 		}
 	}
 	return nil

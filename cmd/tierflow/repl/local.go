@@ -4,15 +4,13 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"strconv"
 	"strings"
 	"sync"
-	"time"
 
 	"github.com/apache/arrow/go/v17/arrow"
 
 	"github.com/tierflow/tierflow/operators/exec"
-	"github.com/tierflow/tierflow/operators/sources"
+	"github.com/tierflow/tierflow/operators/session"
 )
 
 // Local is the Engine that runs queries in this process with the operators'
@@ -42,30 +40,13 @@ func (e localEngine) Exec(ctx context.Context, q Query) (Stream, error) {
 	return st, nil
 }
 
-// applyExecSettings reads the executor's session settings.
+// applyExecSettings reads the executor's session settings (SET exec.*).
 func applyExecSettings(o *exec.Options, settings map[string]string) error {
-	for k, v := range settings {
-		switch k {
-		case "exec.max_delay":
-			d, err := time.ParseDuration(v)
-			if err != nil {
-				return badf("exec.max_delay: %v", err)
-			}
-			o.MaxDelay = d
-		case "exec.on_error":
-			p, err := sources.ParseOnError(v)
-			if err != nil {
-				return badf("exec.on_error: %v", err)
-			}
-			o.OnError = p
-		case "exec.batch_size":
-			n, err := strconv.Atoi(v)
-			if err != nil || n < 1 {
-				return badf("exec.batch_size wants a positive integer, got %q", v)
-			}
-			o.BatchSize = n
-		}
+	x := session.Exec{MaxDelay: o.MaxDelay, OnError: o.OnError, BatchSize: o.BatchSize}
+	if err := x.Apply(settings); err != nil {
+		return inputError{err}
 	}
+	o.MaxDelay, o.OnError, o.BatchSize = x.MaxDelay, x.OnError, x.BatchSize
 	return nil
 }
 
