@@ -48,7 +48,9 @@ accuracy, compute and network cost per hour, and the optimizer's time.
 
 Objectives come from the query's WITH (ACCURACY >= ..., THROUGHPUT >= ... PER SECOND);
 --accuracy and --throughput override them. Without --catalog and --infra, the files
-catalog.yaml and infra.yaml next to the query are used when they exist.
+catalog.yaml and infra.yaml next to the query are used when they exist; without
+an infrastructure file, the plan is for run's default one (a worker on each of
+an edge, a hub and a cloud tier).
 Formats (--format): text (default), json (a stable contract), dot (Graphviz).
 
 --analyze runs each query instead, as EXPLAIN ANALYZE does in a script: on an
@@ -86,7 +88,8 @@ same as one object per query.`,
 }
 
 // loadInputs reads the catalog and infrastructure named by the global flags,
-// falling back to catalog.yaml and infra.yaml next to the query.
+// falling back to catalog.yaml and infra.yaml next to the query, then to an
+// empty catalog and run's default infrastructure.
 func loadInputs(a *app, queryPath string) (*catalog.Catalog, *infra.Infra, error) {
 	catPath, infPath := a.g.catalog, a.g.infra
 	dir := filepath.Dir(queryPath)
@@ -108,15 +111,26 @@ func loadInputs(a *app, queryPath string) (*catalog.Catalog, *infra.Infra, error
 		}
 		cat = c
 	}
-	var inf *infra.Infra
-	if infPath != "" {
-		i, err := infra.LoadFile(infPath)
-		if err != nil {
-			return nil, nil, badInput(err)
-		}
-		inf = i
+	inf, err := loadInfra(infPath)
+	if err != nil {
+		return nil, nil, err
 	}
 	return cat, inf, nil
+}
+
+// loadInfra reads the infrastructure file at path; without one, the
+// default that `tierflow run` starts its embedded cluster on (one worker on
+// each of an edge, a hub and a cloud tier), so that explain plans a query
+// on the workers run would run it on.
+func loadInfra(path string) (*infra.Infra, error) {
+	if path == "" {
+		return cluster.DefaultInfra(), nil
+	}
+	inf, err := infra.LoadFile(path)
+	if err != nil {
+		return nil, badInput(err)
+	}
+	return inf, nil
 }
 
 func fileExists(p string) bool {

@@ -22,7 +22,6 @@ import (
 	"github.com/tierflow/tierflow/operators/sources"
 	"github.com/tierflow/tierflow/planner/bind"
 	"github.com/tierflow/tierflow/planner/catalog"
-	"github.com/tierflow/tierflow/planner/infra"
 	"github.com/tierflow/tierflow/runtime/cluster"
 	"github.com/tierflow/tierflow/runtime/deploy"
 	"github.com/tierflow/tierflow/runtime/inference"
@@ -196,12 +195,9 @@ func runLocalScript(ctx context.Context, a *app, f runFlags, policy sources.OnEr
 	defer link.close()
 	nh := link.hooks(policy, f.batch)
 	fmt.Fprintln(a.err, "-- local: one executor in this process")
-	inf := cluster.DefaultInfra()
-	if a.g.infra != "" {
-		var err error
-		if inf, err = infra.LoadFile(a.g.infra); err != nil {
-			return badInput(err)
-		}
+	inf, err := loadInfra(a.g.infra)
+	if err != nil {
+		return err
 	}
 	return exec.RunScript(ctx, path, src, exec.ScriptOptions{
 		Options: exec.Options{BaseDir: base, Stdout: a.out, OnError: policy, MaxDelay: f.maxDelay, BatchSize: f.batch, Parallelism: f.parallel,
@@ -219,12 +215,9 @@ func runLocalScript(ctx context.Context, a *app, f runFlags, policy sources.OnEr
 // child-process workers) on --infra or the default three tiers, and runs
 // the script on it.
 func runClusterScript(ctx context.Context, a *app, f runFlags, path, src, base, format string, newOutput func() (sinks.Writer, error)) error {
-	inf := cluster.DefaultInfra()
-	if a.g.infra != "" {
-		var err error
-		if inf, err = infra.LoadFile(a.g.infra); err != nil {
-			return badInput(err)
-		}
+	inf, err := loadInfra(a.g.infra)
+	if err != nil {
+		return err
 	}
 	catPath := ""
 	if a.g.catalog != "" {
