@@ -11,6 +11,8 @@ demo: setup
 
 test: setup
 	go test -count=1 ./...
+	go test ./planner/catalog -run '^$$' -fuzz '^FuzzParse$$' -fuzztime 5s -fuzzminimizetime 100x
+	go test ./planner/infra -run '^$$' -fuzz '^FuzzParse$$' -fuzztime 5s -fuzzminimizetime 100x
 
 # Fuzz the parser for a while (seed corpus: every example query).
 fuzz:
