@@ -161,7 +161,10 @@ func runExplain(cmd *cobra.Command, a *app, f explainFlags, path string) error {
 	}
 	pct, err := planner.ParsePercentile(f.profile)
 	if err != nil {
-		return badInput(err)
+		return badInput(fmt.Errorf("--profile: %w", err))
+	}
+	if _, err := optimize.DefaultRegistry().Lookup(f.strategy); err != nil {
+		return badInput(fmt.Errorf("--strategy: %w", err))
 	}
 	cat, inf, err := loadInputs(a, path)
 	if err != nil {

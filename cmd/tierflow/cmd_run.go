@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"os/signal"
 	"path/filepath"
@@ -142,7 +143,7 @@ func runRun(ctx context.Context, a *app, f runFlags, path string) error {
 	if f.output != "" {
 		file, err := os.Create(f.output)
 		if err != nil {
-			return err
+			return badInput(err) // --output names a file that cannot be made
 		}
 		defer file.Close()
 		out = file
@@ -178,9 +179,10 @@ func runRun(ctx context.Context, a *app, f runFlags, path string) error {
 	var be bind.Errors
 	var bi *bind.Error
 	// A model call that cannot run (no such file, an argument that is not a
-	// tensor) is the script's fault, like a name that does not bind; on the
-	// cluster its kind came back with it (deploy.ErrInput).
-	if errors.As(err, &le) || errors.As(err, &be) || errors.As(err, &bi) ||
+	// tensor) is the script's fault, like a name that does not bind, and so
+	// is a file the script reads that is not there; on the cluster its kind
+	// came back with it (deploy.ErrInput).
+	if errors.Is(err, fs.ErrNotExist) || errors.As(err, &le) || errors.As(err, &be) || errors.As(err, &bi) ||
 		errors.Is(err, exec.ErrUnsupported) || errors.Is(err, session.ErrInvalid) || errors.Is(err, inference.ErrModel) || errors.Is(err, deploy.ErrInput) {
 		return badInput(err)
 	}

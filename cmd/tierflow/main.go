@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"strings"
 
 	"github.com/spf13/cobra"
 )
@@ -125,5 +126,47 @@ and streams Arrow batches through the plan.`,
 		newPublishCmd(a),
 		newProfileCmd(a),
 	)
+	// The completion scripts write where the command was told to when
+	// they are made: here, so that they go to a's streams.
+	root.SetOut(a.out)
+	root.SetErr(a.err)
+	root.InitDefaultCompletionCmd()
+	usageIsBadInput(root)
 	return root
+}
+
+// usageIsBadInput makes every way of calling a command wrongly exit 2, as a
+// bad flag already does: a wrong number of arguments, an unknown command,
+// a command group (bench, import, completion) without its subcommand. Cobra
+// reports these as plain errors (exit 1), or prints the help and exits 0.
+func usageIsBadInput(c *cobra.Command) {
+	if args := c.Args; args != nil {
+		c.Args = func(cmd *cobra.Command, a []string) error { return badInput(args(cmd, a)) }
+	}
+	if c.HasSubCommands() && !c.Runnable() {
+		c.Args = cobra.ArbitraryArgs
+		c.RunE = func(cmd *cobra.Command, args []string) error {
+			if len(args) == 0 && !cmd.HasParent() {
+				return cmd.Help() // plain `tierflow`
+			}
+			var names []string
+			for _, sub := range cmd.Commands() {
+				if sub.IsAvailableCommand() {
+					names = append(names, sub.Name())
+				}
+			}
+			want := strings.Join(names, ", ")
+			if len(args) == 0 {
+				return badInput(fmt.Errorf("missing subcommand for %q: want one of %s", cmd.CommandPath(), want))
+			}
+			msg := fmt.Sprintf("unknown command %q for %q", args[0], cmd.CommandPath())
+			if s := cmd.SuggestionsFor(args[0]); len(s) > 0 {
+				msg += fmt.Sprintf(" (did you mean %q?)", s[0])
+			}
+			return badInput(fmt.Errorf("%s: want one of %s", msg, want))
+		}
+	}
+	for _, sub := range c.Commands() {
+		usageIsBadInput(sub)
+	}
 }

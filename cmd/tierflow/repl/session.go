@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"regexp"
 	"strings"
@@ -255,7 +256,8 @@ func IsBadInput(err error) bool {
 	}
 	var es bind.Errors
 	var be *bind.Error
-	return errors.As(err, &es) || errors.As(err, &be)
+	// A file the statement reads that is not there is the input's fault too.
+	return errors.As(err, &es) || errors.As(err, &be) || errors.Is(err, fs.ErrNotExist)
 }
 
 // inputError is a message about the user's input: it reads as written and
