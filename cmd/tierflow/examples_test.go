@@ -21,7 +21,7 @@ var exampleRuns = map[string][]string{
 	// Documented as `tierflow run ... analyze.sql`: its EXPLAIN ANALYZE runs
 	// for DURATION 20; the command line's bound wins over the statement's.
 	"run --catalog examples/fashion/catalog.yaml --infra examples/fashion/infra.yaml examples/fashion/analyze.sql": {"explain", "--analyze", "--duration", "1s", "examples/fashion/analyze.sql"},
-	"explain --analyze --duration 20s examples/fashion/cascade.sql":                                                 {"explain", "--analyze", "--duration", "1s", "examples/fashion/cascade.sql"},
+	"explain --analyze --duration 20s examples/fashion/cascade.sql":                                                {"explain", "--analyze", "--duration", "1s", "examples/fashion/cascade.sql"},
 	// Imports from the JellyBean prototype's inputs, outside the repository
 	// (TestImportJellybean covers the importer): explain what it made.
 	"import jellybean ../shared/reference/jellybean-vqa-medium --out examples/vqa": {"explain", "examples/vqa/query.sql"},
