@@ -13,6 +13,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/tierflow/tierflow/lang"
+	"github.com/tierflow/tierflow/operators/session"
 	"github.com/tierflow/tierflow/planner"
 	"github.com/tierflow/tierflow/planner/bind"
 	"github.com/tierflow/tierflow/planner/catalog"
@@ -180,6 +181,14 @@ func runExplain(cmd *cobra.Command, a *app, f explainFlags, path string) error {
 		return badInput(err)
 	}
 	cat = cat.Clone()
+	// The flags, then each SET of the script for the statements after it,
+	// as `tierflow run` and the REPL do.
+	settings := session.New()
+	settings.Planner = planner.Options{Strategy: f.strategy, Percentile: pct, Throughput: f.throughput,
+		Optimize: optimizeOptions(f)}
+	if cmd.Flags().Changed("accuracy") {
+		settings.Planner.Accuracy = &f.accuracy
+	}
 	planned, failed := 0, false
 	for _, st := range script.Statements {
 		if ok, err := bind.Apply(cat, st); ok {
@@ -190,13 +199,15 @@ func runExplain(cmd *cobra.Command, a *app, f explainFlags, path string) error {
 			continue
 		}
 		var target lang.Statement
-		opts := planner.Options{Strategy: f.strategy, Percentile: pct, Throughput: f.throughput,
-			Optimize: optimizeOptions(f)}
-		if cmd.Flags().Changed("accuracy") {
-			opts.Accuracy = &f.accuracy
-		}
+		opts := settings.Planner
 		stFormat := format
 		switch s := st.(type) {
+		case *lang.Set:
+			if err := settings.Set(s); err != nil {
+				fmt.Fprintln(a.err, err)
+				failed = true
+			}
+			continue
 		case *lang.Query, *lang.Insert:
 			target = s
 		case *lang.Explain:

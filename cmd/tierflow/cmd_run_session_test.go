@@ -61,6 +61,11 @@ EXPLAIN SELECT k FROM d;
 		})
 	}
 
+	// `tierflow explain` plans the script's queries with its SETs too.
+	if code, out, errs := runCLI(t, "", "explain", script); code != exitOK || strings.Count(out, "Plan (strategy exhaustive)") != 2 {
+		t.Errorf("explain: exit %d\n%s\n%s", code, out, errs)
+	}
+
 	// A bad SET or DESCRIBE is bad input at its position, as in the REPL.
 	for _, c := range []struct{ stmt, want string }{
 		{"SET exec.on_error = 'sometimes';", `bad.sql:2:1: SET exec.on_error: want skip or fail, got "sometimes"`},
