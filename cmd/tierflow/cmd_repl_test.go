@@ -120,13 +120,22 @@ func TestReplBadInputExitsTwoWithCaret(t *testing.T) {
 
 func TestReplRuntimeFailureExitsOne(t *testing.T) {
 	dir := t.TempDir()
+	// A row that does not fit fails the running query (exit 1); a file that
+	// is not there is bad input (exit 2), as in every command.
+	data := filepath.Join(dir, "bad.csv")
+	os.WriteFile(data, []byte("a\n1\nnot a number\n"), 0o644)
 	code, _, errs := replCLI(t, "", "repl", "-c",
-		"CREATE STREAM gone (a INT) FROM FILE '"+filepath.Join(dir, "gone.csv")+"' FORMAT CSV; SELECT a FROM gone;")
+		"CREATE STREAM bad (a INT) FROM FILE '"+data+"' FORMAT CSV; SELECT a FROM bad;")
 	if code != exitFailure {
 		t.Fatalf("exit %d, want %d\n%s", code, exitFailure, errs)
 	}
-	if !strings.Contains(errs, "gone.csv") {
-		t.Errorf("error should name the file:\n%s", errs)
+	if !strings.Contains(errs, "bad.csv:3") {
+		t.Errorf("error should name the file and row:\n%s", errs)
+	}
+	code, _, errs = replCLI(t, "", "repl", "-c",
+		"CREATE STREAM gone (a INT) FROM FILE '"+filepath.Join(dir, "gone.csv")+"' FORMAT CSV; SELECT a FROM gone;")
+	if code != exitBadInput || !strings.Contains(errs, "gone.csv") {
+		t.Fatalf("missing file: exit %d, want %d\n%s", code, exitBadInput, errs)
 	}
 }
 
