@@ -33,6 +33,7 @@ func TestExitCodes(t *testing.T) {
 	badYAML := write("badyaml.yaml", "models: [\n")
 	badCat := write("badcat.yaml", "models:\n  - {task: x, colour: red}\nstreams: 3\n")
 	badInf := write("badinf.yaml", "tiers: edge\nworkerz: []\n")
+	hugeInf := write("huge.yaml", "tiers: [{name: edge}]\nworker_types: [{name: x, price: 1}]\nworkers: [{name: w, type: x, tier: edge, count: 9223372036854775807}]\n")
 	missing := filepath.Join(dir, "missing")
 	// A NATS URL nothing listens on: connecting fails at once.
 	l, err := net.Listen("tcp", "127.0.0.1:0")
@@ -95,6 +96,7 @@ func TestExitCodes(t *testing.T) {
 		{[]string{"explain", "--infra", badInf, unbound}, 2, "badinf.yaml:1:8: tiers: want a list", 5},
 		{[]string{"repl", "--infra", badInf, "-c", "SHOW TIERS;"}, 2, "badinf.yaml:1:1: infrastructure: missing required field \"worker_types\"", 5},
 		{[]string{"coordinator", "--infra", badInf}, 2, "badinf.yaml:", 5},
+		{[]string{"explain", "--infra", hugeInf, ok}, 2, "huge.yaml:3:49: worker.count: 9223372036854775807 machines is more than 10000", 1},
 		// Queries that are wrong: file:line:col.
 		{[]string{"run", syntax}, 2, `syntax.sql:1:10: unexpected "FORM", expected "FROM"`, 1},
 		{[]string{"run", "--local", unbound}, 2, `unbound.sql:1:15: unknown stream or table "nowhere"`, 1},
