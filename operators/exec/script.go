@@ -9,6 +9,7 @@ import (
 	"github.com/tierflow/tierflow/lang"
 	"github.com/tierflow/tierflow/operators/session"
 	"github.com/tierflow/tierflow/operators/sinks"
+	"github.com/tierflow/tierflow/operators/sources"
 	"github.com/tierflow/tierflow/planner"
 	"github.com/tierflow/tierflow/planner/bind"
 	"github.com/tierflow/tierflow/planner/catalog"
@@ -106,11 +107,9 @@ func RunScript(ctx context.Context, filename, src string, so ScriptOptions) erro
 				return err
 			}
 			opts := so.Options
-			x := session.Exec{MaxDelay: opts.MaxDelay, OnError: opts.OnError, BatchSize: opts.BatchSize}
-			if err := x.Apply(settings.Values()); err != nil {
+			if err := opts.ApplySettings(settings.Values()); err != nil {
 				return err
 			}
-			opts.MaxDelay, opts.OnError, opts.BatchSize = x.MaxDelay, x.OnError, x.BatchSize
 			if so.NewOutput != nil {
 				w, err := so.NewOutput()
 				if err != nil {
@@ -144,4 +143,31 @@ func RunScript(ctx context.Context, filename, src string, so ScriptOptions) erro
 		}
 	}
 	return nil
+}
+
+// ApplySettings overrides o with a session's SET exec.* values
+// (session.Settings.Values): max_delay, on_error, batch_size, and replay,
+// which paces FROM FILE streams at their declared RATE.
+func (o *Options) ApplySettings(values map[string]string) error {
+	x := session.Exec{MaxDelay: o.MaxDelay, OnError: o.OnError, BatchSize: o.BatchSize, Replay: o.Pace != nil}
+	if err := x.Apply(values); err != nil {
+		return err
+	}
+	o.MaxDelay, o.OnError, o.BatchSize = x.MaxDelay, x.OnError, x.BatchSize
+	if _, ok := values["exec.replay"]; ok {
+		o.Pace = nil
+		if x.Replay {
+			o.Pace = replayAtRate
+		}
+	}
+	return nil
+}
+
+// replayAtRate plays a file stream at its declared RATE (as fast as it
+// reads without one).
+func replayAtRate(s *catalog.Stream) sources.Pacing {
+	if s == nil {
+		return sources.Pacing{}
+	}
+	return sources.Pacing{Rate: s.Rate}
 }

@@ -45,7 +45,7 @@ func New() *Settings {
 
 // Names lists what SET changes, for help and completion.
 func Names() []string {
-	return []string{"exec.batch_size", "exec.max_delay", "exec.on_error", "planner.accuracy", "planner.beam_ms", "planner.beam_wa", "planner.beam_width",
+	return []string{"exec.batch_size", "exec.max_delay", "exec.on_error", "exec.replay", "planner.accuracy", "planner.beam_ms", "planner.beam_wa", "planner.beam_width",
 		"planner.profile", "planner.seed", "planner.strategy", "planner.throughput",
 		"planner.time_budget", "planner.topo_orders"}
 }
@@ -149,7 +149,7 @@ func (s *Settings) Set(st *lang.Set) error {
 			return bad("want a duration such as '2s', got %q", val)
 		}
 		o.Optimize.TimeBudget = d
-	case "exec.max_delay", "exec.on_error", "exec.batch_size":
+	case "exec.max_delay", "exec.on_error", "exec.batch_size", "exec.replay":
 		var probe Exec
 		if err := probe.Apply(map[string]string{key: val}); err != nil {
 			return invalidf("%s: SET %v", bind.Pos(st.Pos), err)
@@ -162,11 +162,15 @@ func (s *Settings) Set(st *lang.Set) error {
 }
 
 // Exec is the executor's share of the settings: what `tierflow run` takes as
-// --max-delay, --on-error and --batch-size, and SET exec.* overrides.
+// --max-delay, --on-error, --batch-size and --replay, and SET exec.*
+// overrides.
 type Exec struct {
 	MaxDelay  time.Duration
 	OnError   sources.OnError
 	BatchSize int
+	// Replay feeds FROM FILE streams at their declared RATE, as live
+	// streams.
+	Replay bool
 }
 
 // Apply overrides e with the exec.* values among settings (as Values gives
@@ -198,6 +202,12 @@ func (e *Exec) Apply(settings map[string]string) error {
 				return invalid{fmt.Sprintf("exec.batch_size: want a positive integer, got %q", v)}
 			}
 			e.BatchSize = n
+		case "exec.replay":
+			on, err := strconv.ParseBool(v)
+			if err != nil {
+				return invalid{fmt.Sprintf("exec.replay: want true or false, got %q", v)}
+			}
+			e.Replay = on
 		}
 	}
 	return nil

@@ -10,12 +10,12 @@ import (
 	"github.com/apache/arrow/go/v17/arrow"
 
 	"github.com/tierflow/tierflow/operators/exec"
-	"github.com/tierflow/tierflow/operators/session"
 )
 
 // Local is the Engine that runs queries in this process with the operators'
 // local executor (operators/exec). base holds its defaults; a session's SET
-// exec.max_delay, exec.on_error and exec.batch_size override them per query.
+// exec.max_delay, exec.on_error, exec.batch_size and exec.replay override them
+// per query.
 func Local(base exec.Options) Engine { return localEngine{base: base} }
 
 type localEngine struct{ base exec.Options }
@@ -42,11 +42,9 @@ func (e localEngine) Exec(ctx context.Context, q Query) (Stream, error) {
 
 // applyExecSettings reads the executor's session settings (SET exec.*).
 func applyExecSettings(o *exec.Options, settings map[string]string) error {
-	x := session.Exec{MaxDelay: o.MaxDelay, OnError: o.OnError, BatchSize: o.BatchSize}
-	if err := x.Apply(settings); err != nil {
+	if err := o.ApplySettings(settings); err != nil {
 		return inputError{err}
 	}
-	o.MaxDelay, o.OnError, o.BatchSize = x.MaxDelay, x.OnError, x.BatchSize
 	return nil
 }
 
