@@ -62,13 +62,47 @@ func (s *Settings) Values() map[string]string {
 // Set applies one SET statement; a bad name or value changes nothing and is
 // an error at the statement's position.
 func (s *Settings) Set(st *lang.Set) error {
-	key := strings.ToLower(st.Key)
 	val, err := literal(st.Value)
 	if err != nil {
 		return invalidf("%s: %v", bind.Pos(st.Pos), err)
 	}
+	return s.set(strings.ToLower(st.Key), val, bind.Pos(st.Pos).String())
+}
+
+// FromValues rebuilds settings from what Values gave (a query's SETs sent
+// to a coordinator, which plans it with them).
+func FromValues(values map[string]string) (*Settings, error) {
+	s := New()
+	keys := make([]string, 0, len(values))
+	for k := range values {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	for _, k := range keys {
+		if err := s.set(k, values[k], "settings"); err != nil {
+			return nil, err
+		}
+	}
+	return s, nil
+}
+
+// PlannerValues are the planner.* entries of values.
+func PlannerValues(values map[string]string) map[string]string {
+	var out map[string]string
+	for k, v := range values {
+		if strings.HasPrefix(k, "planner.") {
+			if out == nil {
+				out = map[string]string{}
+			}
+			out[k] = v
+		}
+	}
+	return out
+}
+
+func (s *Settings) set(key, val, at string) error {
 	bad := func(format string, args ...any) error {
-		return invalidf("%s: SET %s: %s", bind.Pos(st.Pos), key, fmt.Sprintf(format, args...))
+		return invalidf("%s: SET %s: %s", at, key, fmt.Sprintf(format, args...))
 	}
 	num := func() (float64, error) {
 		f, err := strconv.ParseFloat(val, 64)
@@ -152,7 +186,7 @@ func (s *Settings) Set(st *lang.Set) error {
 	case "exec.max_delay", "exec.on_error", "exec.batch_size", "exec.replay":
 		var probe Exec
 		if err := probe.Apply(map[string]string{key: val}); err != nil {
-			return invalidf("%s: SET %v", bind.Pos(st.Pos), err)
+			return invalidf("%s: SET %v", at, err)
 		}
 	default:
 		return bad("unknown setting (want one of %s)", strings.Join(Names(), ", "))

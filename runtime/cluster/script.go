@@ -110,6 +110,7 @@ func (c *Cluster) RunScript(ctx context.Context, filename, src string, so Script
 			return err
 		}
 		sc.MaxDelay, sc.BatchSize, sc.Replay, sc.SourceMaxDelay = x.MaxDelay, x.BatchSize, x.Replay, so.SourceMaxDelay
+		sc.Planner = session.PlannerValues(settings.Values())
 		if so.OnError != "" || x.OnError != sources.Fail {
 			sc.OnError = session.OnErrorName(x.OnError)
 		}

@@ -32,6 +32,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/tierflow/tierflow/operators/exec"
+	"github.com/tierflow/tierflow/operators/session"
 	"github.com/tierflow/tierflow/planner"
 	"github.com/tierflow/tierflow/planner/catalog"
 	"github.com/tierflow/tierflow/planner/infra"
@@ -437,7 +438,7 @@ func (c *Coordinator) place(ctx context.Context, req deploy.SubmitRequest, ws []
 	var res *planner.Result
 	perr := errors.New("placement by rules")
 	if c.cfg.Placement != PlaceRules {
-		res, perr = c.optimize(ctx, bound, cat, ws, o.Tiers)
+		res, perr = c.optimize(ctx, bound, cat, ws, o.Tiers, script.Planner)
 	}
 	slo := bound.Objectives.LatencyMs
 	if perr == nil {
@@ -477,7 +478,12 @@ func (c *Coordinator) execOptions(variants map[string]string) exec.Options {
 // optimize plans a bound query against the registered workers: their
 // tiers, types and locations, with prices, links and tier fan-outs from the
 // coordinator's infrastructure file.
-func (c *Coordinator) optimize(ctx context.Context, bound *logical.Plan, cat *catalog.Catalog, ws []deploy.Worker, tiers []string) (*planner.Result, error) {
+func (c *Coordinator) optimize(ctx context.Context, bound *logical.Plan, cat *catalog.Catalog, ws []deploy.Worker, tiers []string, settings map[string]string) (*planner.Result, error) {
+	// The script's SET planner.* before the query (checked where it ran).
+	set, err := session.FromValues(settings)
+	if err != nil {
+		return nil, err
+	}
 	file := c.cfg.Infra
 	inf := &infra.Infra{}
 	if file != nil {
@@ -511,7 +517,12 @@ func (c *Coordinator) optimize(ctx context.Context, bound *logical.Plan, cat *ca
 		}
 		inf.Workers = append(inf.Workers, &infra.Worker{Name: w.Name, Type: typ, Tier: w.Tier, Location: w.Location})
 	}
-	res, err := planner.PlanLogical(ctx, bound, cat, inf, planner.Options{})
+	opts := set.Planner
+	opts.Strategy = "" // the optimizer's default unless the script set one
+	if _, ok := settings["planner.strategy"]; ok {
+		opts.Strategy = set.Planner.Strategy
+	}
+	res, err := planner.PlanLogical(ctx, bound, cat, inf, opts)
 	if err != nil {
 		return nil, err
 	}
