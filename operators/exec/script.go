@@ -14,6 +14,7 @@ import (
 	"github.com/tierflow/tierflow/planner/bind"
 	"github.com/tierflow/tierflow/planner/catalog"
 	"github.com/tierflow/tierflow/planner/infra"
+	"github.com/tierflow/tierflow/planner/logical"
 )
 
 // ScriptOptions configure RunScript.
@@ -35,6 +36,15 @@ type ScriptOptions struct {
 	// Print prints the listing of a SHOW or DESCRIBE (nil: as text on
 	// Stdout).
 	Print func(session.Listing) error
+	// Plan, when set, plans each query before it runs, with the script's
+	// SET planner.* options, and sets the options that make it run the
+	// plan chosen (the model variants); its error (no plan meets the
+	// objectives) stops the script. nil: every model call runs what Lateral
+	// chooses.
+	Plan func(ctx context.Context, bound *logical.Plan, cat *catalog.Catalog, po planner.Options, o *Options) error
+	// CheckModelArgs checks model calls against their files when queries
+	// bind (bind.Binder.CheckModelArgs); nil: no such check.
+	CheckModelArgs bind.ModelArgChecker
 }
 
 // RunScript runs a script's statements in order: CREATE/DROP change the
@@ -59,6 +69,7 @@ func RunScript(ctx context.Context, filename, src string, so ScriptOptions) erro
 	if printListing == nil {
 		printListing = func(l session.Listing) error { return l.WriteText(so.Stdout) }
 	}
+	binder.CheckModelArgs = so.CheckModelArgs
 	for _, stmt := range script.Statements {
 		if err := ctx.Err(); err != nil {
 			return err
@@ -109,6 +120,11 @@ func RunScript(ctx context.Context, filename, src string, so ScriptOptions) erro
 			opts := so.Options
 			if err := opts.ApplySettings(settings.Values()); err != nil {
 				return err
+			}
+			if so.Plan != nil {
+				if err := so.Plan(ctx, plan, cat, settings.Planner, &opts); err != nil {
+					return err
+				}
 			}
 			if so.NewOutput != nil {
 				w, err := so.NewOutput()
