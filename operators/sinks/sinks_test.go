@@ -87,7 +87,7 @@ func TestParquetSinkReadsBack(t *testing.T) {
 		t.Fatal(err)
 	}
 	f.Close()
-	r, err := sources.OpenParquet(path, nil, 100, mem)
+	r, err := sources.OpenParquet(path, nil, 100, mem, sources.Fail, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
