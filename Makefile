@@ -9,8 +9,15 @@ setup:
 demo: setup
 	@scripts/demo.sh
 
+# Each file reader's fuzz target runs briefly (Go takes one -fuzz per run);
+# seed corpora in operators/sources/testdata/fuzz.
+FILE_FUZZ = FuzzCSV FuzzJSONL FuzzIPCFile FuzzIPCStream FuzzParquet
+
 test: setup
 	go test -count=1 ./...
+	@for f in $(FILE_FUZZ); do \
+		go test ./operators/sources -run '^$$' -fuzz "^$$f\$$" -fuzztime 5s || exit 1; \
+	done
 
 # Fuzz the parser for a while (seed corpus: every example query).
 fuzz:

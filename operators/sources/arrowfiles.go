@@ -1,7 +1,9 @@
 package sources
 
 import (
+	"bytes"
 	"context"
+	"encoding/base64"
 	"errors"
 	"fmt"
 	"io"
@@ -15,6 +17,7 @@ import (
 	"github.com/apache/arrow/go/v17/arrow/ipc"
 	"github.com/apache/arrow/go/v17/arrow/memory"
 	"github.com/apache/arrow/go/v17/parquet/file"
+	"github.com/apache/arrow/go/v17/parquet/metadata"
 	"github.com/apache/arrow/go/v17/parquet/pqarrow"
 
 	"github.com/tierflow/tierflow/internal/arrowx"
@@ -275,9 +278,17 @@ func OpenParquet(path string, schema *arrow.Schema, batch int, mem memory.Alloca
 		}
 	}()
 	defer guard(path, &err)
+	size, err := fileSize(f)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %s: %v", ErrBadFile, path, err)
+	}
+	mem = fileAllocator(mem, size)
 	pf, err := file.NewParquetReader(f)
 	if err != nil {
 		return nil, fmt.Errorf("%w: %s: not a Parquet file: %v", ErrBadFile, path, err)
+	}
+	if err := checkStoredSchema(pf.MetaData().KeyValueMetadata()); err != nil {
+		return nil, fmt.Errorf("%w: %s: %v", ErrBadFile, path, err)
 	}
 	fr, err := pqarrow.NewFileReader(pf, pqarrow.ArrowReadProperties{BatchSize: int64(max(batch, 1))}, mem)
 	if err != nil {
@@ -288,6 +299,26 @@ func OpenParquet(path string, schema *arrow.Schema, batch int, mem memory.Alloca
 		return nil, fmt.Errorf("%w: %s: %v", ErrBadFile, path, err)
 	}
 	return &recordReader{path: path, rr: rr, want: schema, closer: f.Close, errs: rowErrors{policy, report}}, nil
+}
+
+// checkStoredSchema checks the Arrow schema pqarrow keeps in a Parquet
+// file's metadata (an IPC message, base64) before pqarrow decodes it: its
+// lengths are taken as they are.
+func checkStoredSchema(kv metadata.KeyValueMetadata) error {
+	v := kv.FindValue("ARROW:schema")
+	if v == nil {
+		return nil
+	}
+	raw, err := base64.StdEncoding.DecodeString(*v)
+	if err != nil {
+		if raw, err = base64.RawStdEncoding.DecodeString(*v); err != nil {
+			return fmt.Errorf("stored Arrow schema is not base64: %v", err)
+		}
+	}
+	if err := checkIPCFraming(bytes.NewReader(raw), int64(len(raw))); err != nil {
+		return fmt.Errorf("stored Arrow schema: %v", err)
+	}
+	return nil
 }
 
 // OpenIPC reads an Arrow IPC file (or, failing that, an IPC stream).
@@ -309,11 +340,17 @@ func OpenIPC(path string, schema *arrow.Schema, mem memory.Allocator, policy OnE
 	if err := checkIPCFraming(f, size); err != nil {
 		return nil, fmt.Errorf("%w: %s: corrupt or truncated Arrow IPC: %v", ErrBadFile, path, err)
 	}
-	mem = ipcAllocator(mem, size)
+	mem = fileAllocator(mem, size)
 	errs := rowErrors{policy, report}
 	fr, ferr := openIPCFile(f, mem)
 	if ferr == nil {
 		return &recordReader{path: path, rr: &fileRecords{fr: fr}, want: schema, closer: func() error { fr.Close(); return f.Close() }, errs: errs}, nil
+	}
+	head := make([]byte, len(ipcMagic))
+	if n, _ := f.ReadAt(head, 0); n == len(head) && bytes.Equal(head, ipcMagic) {
+		// The file format, broken: read as a stream, its magic would be a
+		// message length of 1.3 GB.
+		return nil, fmt.Errorf("%w: %s: corrupt Arrow IPC file: %v", ErrBadFile, path, ferr)
 	}
 	if _, err := f.Seek(0, io.SeekStart); err != nil {
 		return nil, err

@@ -44,6 +44,11 @@ func OpenCSV(path string, schema *arrow.Schema, batch int, policy OnError, repor
 		if errors.Is(err, io.EOF) {
 			return nil, fmt.Errorf("%w: %s: empty file (want a header row)", ErrBadFile, path)
 		}
+		// Without a header there is no schema: the file, not a row, is bad.
+		var se *CSVSyntaxError
+		if errors.As(err, &se) {
+			return nil, fmt.Errorf("%w: %s:%d: header: %w", ErrBadFile, path, se.Line, se)
+		}
 		return nil, c.fileErr(line, err)
 	}
 	header := make([]string, len(rec))

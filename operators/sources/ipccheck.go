@@ -52,7 +52,7 @@ func checkIPCFraming(f io.ReaderAt, size int64) (err error) {
 		if _, err := f.ReadAt(buf, end); err != nil {
 			return err
 		}
-		if err := checkFooter(buf); err != nil {
+		if err := checkFooter(buf, end); err != nil {
 			return err
 		}
 	}
@@ -131,10 +131,10 @@ func (a boundedAllocator) Reallocate(size int, b []byte) []byte {
 	return a.Allocator.Reallocate(size, b)
 }
 
-// ipcAllocator bounds mem for a file of size bytes: compressed buffers may
+// fileAllocator bounds mem for a file of size bytes: compressed buffers may
 // grow when decompressed, so the bound is generous but finite.
-func ipcAllocator(mem memory.Allocator, size int64) memory.Allocator {
-	return boundedAllocator{Allocator: mem, max: int(max(64*size, 256<<20))}
+func fileAllocator(mem memory.Allocator, size int64) memory.Allocator {
+	return boundedAllocator{Allocator: mem, max: int(max(64*size, 64<<20))}
 }
 
 func fileSize(f *os.File) (int64, error) {
@@ -272,7 +272,7 @@ func checkMessage(meta []byte) (err error) {
 }
 
 // checkFooter checks an IPC file's Footer flatbuffer.
-func checkFooter(buf []byte) (err error) {
+func checkFooter(buf []byte, size int64) (err error) {
 	defer func() {
 		if p := recover(); p != nil {
 			err = fmt.Errorf("%w: %v", errFlatbuffer, p)
@@ -284,8 +284,20 @@ func checkFooter(buf []byte) (err error) {
 	}
 	f := c.table(0)
 	c.schema(c.sub(f, 6))
-	c.vector(f, 8, 24)
-	c.vector(f, 10, 24)
+	// Blocks (offset, metadata length, body length) must lie in the file:
+	// the reader allocates what they say before it reads.
+	for _, slot := range []flatbuffers.VOffsetT{8, 10} {
+		n, start := c.vector(f, slot, 24)
+		for i := 0; i < n; i++ {
+			b := buf[int(start)+24*i:]
+			off := int64(binary.LittleEndian.Uint64(b))
+			meta := int64(int32(binary.LittleEndian.Uint32(b[8:])))
+			body := int64(binary.LittleEndian.Uint64(b[16:]))
+			if off < 0 || meta < 0 || body < 0 || off > size || meta > size-off || body > size-off-meta {
+				return fmt.Errorf("%w: block %d of %d bytes at offset %d", errIPCFraming, i, meta+body, off)
+			}
+		}
+	}
 	c.keyValues(f, 12)
 	return nil
 }
