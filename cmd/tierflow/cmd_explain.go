@@ -13,6 +13,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/tierflow/tierflow/lang"
+	"github.com/tierflow/tierflow/operators/exec"
 	"github.com/tierflow/tierflow/operators/session"
 	"github.com/tierflow/tierflow/planner"
 	"github.com/tierflow/tierflow/planner/bind"
@@ -181,6 +182,11 @@ func runExplain(cmd *cobra.Command, a *app, f explainFlags, path string) error {
 		return badInput(err)
 	}
 	cat = cat.Clone()
+	if path != "-" {
+		cat.Files = exec.FileSchemas{BaseDir: filepath.Dir(path)}
+	} else {
+		cat.Files = exec.FileSchemas{}
+	}
 	// The flags, then each SET of the script for the statements after it,
 	// as `tierflow run` and the REPL do.
 	settings := session.New()

@@ -213,8 +213,10 @@ func runRun(ctx context.Context, a *app, f runFlags, path string) error {
 	// tensor) is the script's fault, like a name that does not bind, and so
 	// is a file the script reads that is not there; on the cluster its kind
 	// came back with it (deploy.ErrInput).
+	var ie deploy.InputError
 	if errors.Is(err, fs.ErrNotExist) || errors.As(err, &le) || errors.As(err, &be) || errors.As(err, &bi) ||
-		errors.Is(err, exec.ErrUnsupported) || errors.Is(err, session.ErrInvalid) || errors.Is(err, inference.ErrModel) || errors.Is(err, deploy.ErrInput) {
+		errors.Is(err, exec.ErrUnsupported) || errors.Is(err, session.ErrInvalid) || errors.Is(err, inference.ErrModel) || errors.Is(err, deploy.ErrInput) ||
+		errors.As(err, &ie) && ie.InputError() {
 		return badInput(err)
 	}
 	return err

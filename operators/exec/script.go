@@ -63,6 +63,9 @@ func RunScript(ctx context.Context, filename, src string, so ScriptOptions) erro
 	if so.BaseDir == "" {
 		so.BaseDir = filepath.Dir(filename)
 	}
+	if cat.Files == nil {
+		cat.Files = FileSchemas{BaseDir: so.BaseDir}
+	}
 	binder := bind.New(cat)
 	settings := session.New()
 	printListing := so.Print

@@ -94,6 +94,7 @@ func (c *Cluster) RunScript(ctx context.Context, filename, src string, so Script
 	if err != nil {
 		return err
 	}
+	cat.Files = exec.FileSchemas{BaseDir: so.BaseDir}
 	settings := session.New()
 	printListing := so.Print
 	if printListing == nil {
