@@ -29,6 +29,7 @@ func TestExitCodes(t *testing.T) {
 	ok := write("ok.sql", "CREATE STREAM s (k INT, ts TIMESTAMP) FROM FILE 'd.csv' FORMAT CSV;\nSELECT k FROM s;\n")
 	write("d.csv", "k,ts\n1,2024-01-01 00:00:00\nx,2024-01-01 00:00:01\n")
 	noFile := write("nofile.sql", "CREATE STREAM s (k INT, ts TIMESTAMP) FROM FILE 'nothere.csv' FORMAT CSV;\nSELECT k FROM s;\n")
+	natsQuery := write("nats.sql", "CREATE STREAM s (k INT, ts TIMESTAMP) FROM NATS 'x.y' FORMAT JSON;\nSELECT k FROM s LIMIT 1;\n")
 	badRow := write("badrow.sql", "CREATE STREAM s (k INT, ts TIMESTAMP) FROM FILE 'd.csv' FORMAT CSV;\nSELECT k FROM s;\n")
 	badYAML := write("badyaml.yaml", "models: [\n")
 	badCat := write("badcat.yaml", "models:\n  - {task: x, colour: red}\nstreams: 3\n")
@@ -83,8 +84,13 @@ func TestExitCodes(t *testing.T) {
 		{[]string{"run", "--catalog", missing + ".yaml", unbound}, 2, missing + ".yaml: no such file", 1},
 		{[]string{"explain", "--infra", missing + ".yaml", unbound}, 2, missing + ".yaml: no such file", 1},
 		{[]string{"import", "jellybean", missing, "--out", filepath.Join(dir, "out")}, 2, missing, 8},
-		{[]string{"run", "--local", noFile}, 2, "nofile.sql:2:15: stream s: open nothere.csv: no such file", 1},
-		{[]string{"run", noFile}, 2, "nofile.sql:2:15: stream s: open nothere.csv: no such file", 1},
+		{[]string{"run", "--local", noFile}, 2, "nofile.sql:2:15: stream s: bad file: open nothere.csv: no such file", 1},
+		{[]string{"run", noFile}, 2, "nofile.sql:2:15: stream s: bad file: open nothere.csv: no such file", 1},
+		{[]string{"repl", "-f", noFile}, 2, "nothere.csv: no such file", 1},
+		// A row that does not fit its schema: the file is bad input.
+		{[]string{"run", "--local", badRow}, 2, `d.csv:3: column "k": want an integer, got "x"`, 1},
+		{[]string{"run", badRow}, 2, `d.csv:3: column "k": want an integer, got "x"`, 1},
+		{[]string{"repl", "-f", badRow}, 2, `d.csv:3: column "k"`, 1},
 		{[]string{"run", "--output", filepath.Join(missing, "out.csv"), unbound}, 2, "out.csv: no such file", 1},
 		// Broken catalogs and infrastructure files: file:line:col, every
 		// problem at once.
@@ -107,9 +113,9 @@ func TestExitCodes(t *testing.T) {
 		{[]string{"repl", "-c", "SELECT k FROM s"}, 2, `-c:1:15: unknown stream or table "s"`, 3},
 		{[]string{"explain", "--analyze", syntax}, 2, `syntax.sql:1:10: unexpected "FORM"`, 1},
 		// Failures while running: 1.
-		{[]string{"run", "--local", badRow}, 1, `d.csv:3: column "k": want an integer, got "x"`, 1},
-		{[]string{"run", badRow}, 1, `d.csv:3: column "k": want an integer, got "x"`, 1},
-		{[]string{"repl", "-f", badRow}, 1, `d.csv:3: column "k"`, 1},
+		{[]string{"run", "--nats", dead, natsQuery}, 1, "connect to " + dead, 1},
+		{[]string{"run", "--local", "--nats", dead, natsQuery}, 1, "connect to " + dead, 1},
+		{[]string{"repl", "--nats", dead, "-f", natsQuery}, 1, "connect to " + dead, 1},
 		{[]string{"coordinator", "--nats", dead}, 1, "connect to " + dead, 1},
 		{[]string{"submit", "--nats", dead, noFile}, 1, "connect to " + dead, 1},
 		{[]string{"fmt", "--check", badRow}, 1, "", 0}, // not in canonical form: its name on stdout

@@ -36,7 +36,7 @@ EXPLAIN SELECT k FROM d;
 		t.Run(name, func(t *testing.T) {
 			t.Setenv(childEnv, "real") // --processes: the children are the real CLI
 			args := append(append([]string{"run"}, mode...), "--format", "csv", without)
-			if code, _, errs := runCLI(t, "", args...); code != exitFailure || !strings.Contains(errs, "d.csv:4:") {
+			if code, _, errs := runCLI(t, "", args...); code != exitBadInput || !strings.Contains(errs, "d.csv:4:") {
 				t.Fatalf("without SET the bad row fails the query: exit %d\n%s", code, errs)
 			}
 			args[len(args)-1] = script

@@ -256,8 +256,12 @@ func IsBadInput(err error) bool {
 	}
 	var es bind.Errors
 	var be *bind.Error
-	// A file the statement reads that is not there is the input's fault too.
-	return errors.As(err, &es) || errors.As(err, &be) || errors.Is(err, fs.ErrNotExist)
+	// A file the statement reads that is not there, or one whose rows do not
+	// fit (an error that blames the input, as runtime/deploy's InputError),
+	// is the input's fault too.
+	var ie interface{ InputError() bool }
+	return errors.As(err, &es) || errors.As(err, &be) || errors.Is(err, fs.ErrNotExist) ||
+		errors.As(err, &ie) && ie.InputError()
 }
 
 // inputError is a message about the user's input: it reads as written and
