@@ -211,6 +211,12 @@ func runExplain(cmd *cobra.Command, a *app, f explainFlags, path string) error {
 			fmt.Fprintln(a.out)
 		}
 		planned++
+		if res.Frontier != nil {
+			if err := explain.WriteFrontier(a.out, stFormat, res.Frontier); err != nil {
+				return badInput(err)
+			}
+			continue
+		}
 		if err := explain.Write(a.out, stFormat, res.Physical); err != nil {
 			return badInput(err)
 		}
@@ -236,6 +242,9 @@ func explainInScript(w io.Writer, inf *infra.Infra) func(e *lang.Explain, cat *c
 		res, err := planner.PlanStatement(context.Background(), e.Target(), cat, inf, opts)
 		if err != nil {
 			return err
+		}
+		if res.Frontier != nil {
+			return explain.WriteFrontier(w, format, res.Frontier)
 		}
 		return explain.Write(w, format, res.Physical)
 	}
