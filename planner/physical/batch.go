@@ -6,6 +6,7 @@ import (
 
 	"github.com/tierflow/tierflow/planner/catalog"
 	"github.com/tierflow/tierflow/planner/logical"
+	"github.com/tierflow/tierflow/planner/optimize"
 )
 
 // Batching is the dynamic batching an ML operator runs with: batches of at
@@ -74,4 +75,26 @@ func batching(st nodeModel, maxItemsPerSec float64) *Batching {
 type nodeModel struct {
 	model *catalog.Model
 	call  *logical.LateralModel
+}
+
+// Reservations are the capacity the plans of running queries (by query id)
+// hold on their workers, as the optimizer takes it (Problem.Reserved): per
+// worker, the items/s each operator sends it over its capacity.
+func Reservations(running map[string]*Plan) []optimize.Reservation {
+	ops := map[string]*optimize.Plan{}
+	for id, p := range running {
+		if p == nil {
+			continue
+		}
+		op := &optimize.Plan{Feasible: p.Feasible}
+		for _, o := range p.Operators {
+			x := optimize.OperatorPlan{Name: o.Name}
+			for _, w := range o.Workers {
+				x.Workers = append(x.Workers, optimize.WorkerShare{Name: w.Name, ItemsPerSec: w.ItemsPerSec, Capacity: w.Capacity})
+			}
+			op.Operators = append(op.Operators, x)
+		}
+		ops[id] = op
+	}
+	return optimize.ReservationsOf(ops)
 }

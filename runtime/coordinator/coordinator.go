@@ -34,6 +34,7 @@ import (
 	"github.com/tierflow/tierflow/planner/catalog"
 	"github.com/tierflow/tierflow/planner/infra"
 	"github.com/tierflow/tierflow/planner/logical"
+	"github.com/tierflow/tierflow/planner/optimize"
 	"github.com/tierflow/tierflow/planner/physical"
 	"github.com/tierflow/tierflow/runtime/deploy"
 	"github.com/tierflow/tierflow/runtime/metrics"
@@ -101,6 +102,9 @@ type queryState struct {
 	info    deploy.QueryInfo
 	status  map[string]deploy.Status // last status by worker
 	started bool
+	// plan is the optimizer's plan while the query deploys or runs: the
+	// capacity it holds on its workers, which later queries plan around.
+	plan *physical.Plan
 }
 
 // Start subscribes the coordinator to the control subjects.
@@ -345,13 +349,14 @@ func (c *Coordinator) Submit(ctx context.Context, req deploy.SubmitRequest) (*de
 	c.order = append(c.order, req.Query)
 	c.mu.Unlock()
 
-	p, script, note, est, err := c.place(ctx, req, ws)
+	p, script, note, est, plan, err := c.place(ctx, req, ws)
 	if err != nil {
 		c.fail(req.Query, err)
 		return nil, err
 	}
 	c.mu.Lock()
 	qs.info.Placement, qs.info.Workers, qs.info.Planner, qs.info.Estimate = p, p.Workers, note, est
+	qs.plan = plan
 	c.mu.Unlock()
 
 	// Every worker builds its part; the query starts only when all have, so
@@ -407,11 +412,11 @@ func (c *Coordinator) Submit(ctx context.Context, req deploy.SubmitRequest) (*de
 // default rules otherwise. It returns the script the workers must build
 // (rewritten, with the plan's variants, when the optimizer placed it) and a
 // note on how it was placed.
-func (c *Coordinator) place(ctx context.Context, req deploy.SubmitRequest, ws []deploy.Worker) (*deploy.Placement, deploy.Script, string, *deploy.Estimate, error) {
+func (c *Coordinator) place(ctx context.Context, req deploy.SubmitRequest, ws []deploy.Worker) (*deploy.Placement, deploy.Script, string, *deploy.Estimate, *physical.Plan, error) {
 	script := req.Script
 	bound, cat, err := script.Bind(nil)
 	if err != nil {
-		return nil, script, "", nil, err
+		return nil, script, "", nil, nil, err
 	}
 	if sk, ok := bound.Root.(*logical.Sink); ok && sk.Sink != nil && !strings.EqualFold(sk.Sink.Kind, "nats") && !strings.EqualFold(sk.Sink.Kind, "jetstream") {
 		// operators/exec opens a sink's file when it builds and closes it
@@ -419,7 +424,7 @@ func (c *Coordinator) place(ctx context.Context, req deploy.SubmitRequest, ws []
 		// none would flush it. NATS and JetStream sinks run: the worker
 		// that holds the sink opens it on first use and closes it when its
 		// part ends (JetStream's close waits for the acks).
-		return nil, script, "", nil, fmt.Errorf("%s: %w: INSERT INTO %s (%s) on a cluster; submit the SELECT and write its streamed results (tierflow submit --output)", sk.Pos, ErrUnsupported, sk.Sink.Name, sk.Sink.Kind)
+		return nil, script, "", nil, nil, fmt.Errorf("%s: %w: INSERT INTO %s (%s) on a cluster; submit the SELECT and write its streamed results (tierflow submit --output)", sk.Pos, ErrUnsupported, sk.Sink.Name, sk.Sink.Kind)
 	}
 	o := deploy.Options{Tiers: c.tiers(ws)}
 	if c.cfg.Infra != nil {
@@ -428,20 +433,23 @@ func (c *Coordinator) place(ctx context.Context, req deploy.SubmitRequest, ws []
 	var res *planner.Result
 	perr := errors.New("placement by rules")
 	if c.cfg.Placement != PlaceRules {
-		res, perr = c.optimize(ctx, bound, cat, ws, o.Tiers)
+		res, perr = c.optimize(ctx, bound, cat, ws, o.Tiers, c.reserved(req.Query, ws))
 	}
 	if perr == nil {
 		planned := script
-		planned.Rewrite, planned.Variants = true, variants(res.Physical)
+		planned.Rewrite, planned.Variants, planned.Batches = true, variants(res.Physical), batches(res.Physical)
 		q, err := planned.BuildPlan(res.Rewritten, c.execOptions(planned.Variants))
 		if err == nil {
 			po := o
 			po.Physical, po.Lowered = res.Physical, res.Lowered
 			p, err := deploy.Place(req.Query, q.Graph(), res.Rewritten, ws, po)
 			if err == nil {
-				return p, planned, fmt.Sprintf("optimizer (%s): compute %.4g + network %.4g per hour, accuracy %.4g, throughput %.4g",
-						res.Physical.Strategy, res.Physical.ComputeCost, res.Physical.NetworkCost, res.Physical.Accuracy, res.Physical.Throughput),
-					deploy.EstimateOf(res.Physical, bound.Objectives.Throughput), nil
+				note := fmt.Sprintf("optimizer (%s): compute %.4g + network %.4g per hour, accuracy %.4g, throughput %.4g",
+					res.Physical.Strategy, res.Physical.ComputeCost, res.Physical.NetworkCost, res.Physical.Accuracy, res.Physical.Throughput)
+				if r := res.Physical.Targets.Reserved; len(r) > 0 {
+					note += "; around running queries (" + reservedText(r) + ")"
+				}
+				return p, planned, note, deploy.EstimateOf(res.Physical, bound.Objectives.Throughput), res.Physical, nil
 			}
 			perr = err
 		} else {
@@ -450,10 +458,55 @@ func (c *Coordinator) place(ctx context.Context, req deploy.SubmitRequest, ws []
 	}
 	q, plan, err := script.Build(nil, c.execOptions(nil))
 	if err != nil {
-		return nil, script, "", nil, err
+		return nil, script, "", nil, nil, err
 	}
 	p, err := deploy.Place(req.Query, q.Graph(), plan, ws, o)
-	return p, script, "default placement (" + perr.Error() + ")", nil, err
+	return p, script, "default placement (" + perr.Error() + ")", nil, nil, err
+}
+
+// reserved is the live view of the capacity that the other queries still
+// deploying or running hold on the registered workers ws, from their plans:
+// the planner gives the new query only the rest of each worker.
+func (c *Coordinator) reserved(self string, ws []deploy.Worker) []optimize.Reservation {
+	present := map[string]bool{}
+	for _, w := range ws {
+		present[w.Name] = true
+	}
+	running := map[string]*physical.Plan{}
+	c.mu.Lock()
+	for id, qs := range c.queries {
+		if id != self && qs.plan != nil && qs.info.Ended.IsZero() {
+			running[id] = qs.plan
+		}
+	}
+	c.mu.Unlock()
+	var out []optimize.Reservation
+	for _, r := range physical.Reservations(running) {
+		if present[r.Worker] { // a worker gone since holds nothing
+			out = append(out, r)
+		}
+	}
+	return out
+}
+
+// reservedText is a reservation list for the planner note.
+func reservedText(rs []optimize.Reservation) string {
+	var parts []string
+	for _, r := range rs {
+		parts = append(parts, fmt.Sprintf("%s %.0f%% busy by %s", r.Worker, 100*min(r.Busy, 1), strings.Join(r.By, ",")))
+	}
+	return strings.Join(parts, "; ")
+}
+
+// batches are the plan's dynamic batching by model operator.
+func batches(p *physical.Plan) map[string]deploy.Batch {
+	out := map[string]deploy.Batch{}
+	for _, op := range p.Operators {
+		if op.Batch != nil {
+			out[op.Name] = deploy.Batch{MaxBatch: op.Batch.MaxBatch, MaxDelay: op.Batch.MaxDelay}
+		}
+	}
+	return out
 }
 
 func (c *Coordinator) execOptions(variants map[string]string) exec.Options {
@@ -467,7 +520,7 @@ func (c *Coordinator) execOptions(variants map[string]string) exec.Options {
 // optimize plans a bound query against the registered workers: their
 // tiers, types and locations, with prices, links and tier fan-outs from the
 // coordinator's infrastructure file.
-func (c *Coordinator) optimize(ctx context.Context, bound *logical.Plan, cat *catalog.Catalog, ws []deploy.Worker, tiers []string) (*planner.Result, error) {
+func (c *Coordinator) optimize(ctx context.Context, bound *logical.Plan, cat *catalog.Catalog, ws []deploy.Worker, tiers []string, reserved []optimize.Reservation) (*planner.Result, error) {
 	file := c.cfg.Infra
 	inf := &infra.Infra{}
 	if file != nil {
@@ -501,7 +554,7 @@ func (c *Coordinator) optimize(ctx context.Context, bound *logical.Plan, cat *ca
 		}
 		inf.Workers = append(inf.Workers, &infra.Worker{Name: w.Name, Type: typ, Tier: w.Tier, Location: w.Location})
 	}
-	res, err := planner.PlanLogical(ctx, bound, cat, inf, planner.Options{})
+	res, err := planner.PlanLogical(ctx, bound, cat, inf, planner.Options{Reserved: reserved})
 	if err != nil {
 		return nil, err
 	}
