@@ -2,13 +2,14 @@
 // workers (SHOW WORKERS) and expires those that stop heartbeating, places
 // submitted queries on the workers actually present (runtime/deploy),
 // deploys each worker its operator instances, starts them once all are
-// built, tracks their status and statistics (SHOW QUERIES), stops queries,
+// built, tracks their status and statistics (SHOW QUERIES) and folds them
+// into live estimates (runtime/control), stops queries,
 // and tells the client when a query is done. It also holds the client side
 // of the protocol (Client). Data never passes through it: workers exchange
 // batches peer to peer over the relay.
 //
 // coordinator imports planner, operators (sinks, exec through deploy),
-// relay and runtime/{deploy, metrics}; never runtime/worker, runtime/cluster
+// relay and runtime/{control, deploy, metrics}; never runtime/worker, runtime/cluster
 // or cmd.
 package coordinator
 
@@ -21,6 +22,7 @@ import (
 	"log/slog"
 	"slices"
 	"sort"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -36,6 +38,8 @@ import (
 	"github.com/tierflow/tierflow/planner/logical"
 	"github.com/tierflow/tierflow/planner/optimize"
 	"github.com/tierflow/tierflow/planner/physical"
+	"github.com/tierflow/tierflow/relay"
+	"github.com/tierflow/tierflow/runtime/control"
 	"github.com/tierflow/tierflow/runtime/deploy"
 	"github.com/tierflow/tierflow/runtime/metrics"
 )
@@ -102,6 +106,10 @@ type queryState struct {
 	info    deploy.QueryInfo
 	status  map[string]deploy.Status // last status by worker
 	started bool
+	// live folds the workers' reports into the query's estimates; rtt is
+	// each worker's last measured round trip to the NATS server.
+	live *control.Live
+	rtt  map[string]time.Duration
 	// plan is the optimizer's plan while the query deploys or runs: the
 	// capacity it holds on its workers, which later queries plan around.
 	plan *physical.Plan
@@ -344,19 +352,21 @@ func (c *Coordinator) Submit(ctx context.Context, req deploy.SubmitRequest) (*de
 		c.mu.Unlock()
 		return nil, fmt.Errorf("%w: %s", ErrDuplicate, req.Query)
 	}
-	qs := &queryState{info: deploy.QueryInfo{Query: req.Query, State: deploy.StateDeploying, Submitted: time.Now()}, status: map[string]deploy.Status{}}
+	qs := &queryState{info: deploy.QueryInfo{Query: req.Query, State: deploy.StateDeploying, Submitted: time.Now()}, status: map[string]deploy.Status{},
+		live: control.NewLive(), rtt: map[string]time.Duration{}}
 	c.queries[req.Query] = qs
 	c.order = append(c.order, req.Query)
 	c.mu.Unlock()
 
-	p, script, note, est, plan, err := c.place(ctx, req, ws)
+	pl, err := c.place(ctx, req, ws)
 	if err != nil {
 		c.fail(req.Query, err)
 		return nil, err
 	}
+	p, script := pl.placement, pl.script
 	c.mu.Lock()
-	qs.info.Placement, qs.info.Workers, qs.info.Planner, qs.info.Estimate = p, p.Workers, note, est
-	qs.plan = plan
+	qs.info.Placement, qs.info.Workers, qs.info.Planner, qs.info.Estimate, qs.info.LatencySLOMs = p, p.Workers, pl.note, pl.estimate, pl.sloMs
+	qs.plan = pl.plan
 	c.mu.Unlock()
 
 	// Every worker builds its part; the query starts only when all have, so
@@ -406,17 +416,29 @@ func (c *Coordinator) Submit(ctx context.Context, req deploy.SubmitRequest) (*de
 	return p, nil
 }
 
+// placed is how place placed a query: the placement, the script the
+// workers must build (rewritten, with the plan's variants and batching, when
+// the optimizer placed it), a note on how it was placed, the optimizer's
+// estimate and plan (nil when placed by rules), and its LATENCY bound in
+// milliseconds.
+type placed struct {
+	placement *deploy.Placement
+	script    deploy.Script
+	note      string
+	estimate  *deploy.Estimate
+	plan      *physical.Plan
+	sloMs     float64
+}
+
 // place compiles the script as every worker will and places it: where the
 // optimizer puts it when it can plan the query against the registered
-// workers (a model call, a catalog with profiles), by runtime/deploy's
-// default rules otherwise. It returns the script the workers must build
-// (rewritten, with the plan's variants, when the optimizer placed it) and a
-// note on how it was placed.
-func (c *Coordinator) place(ctx context.Context, req deploy.SubmitRequest, ws []deploy.Worker) (*deploy.Placement, deploy.Script, string, *deploy.Estimate, *physical.Plan, error) {
+// workers (a model call, a catalog with profiles) around the capacity the
+// running queries hold, by runtime/deploy's default rules otherwise.
+func (c *Coordinator) place(ctx context.Context, req deploy.SubmitRequest, ws []deploy.Worker) (placed, error) {
 	script := req.Script
 	bound, cat, err := script.Bind(nil)
 	if err != nil {
-		return nil, script, "", nil, nil, err
+		return placed{}, err
 	}
 	if sk, ok := bound.Root.(*logical.Sink); ok && sk.Sink != nil && !strings.EqualFold(sk.Sink.Kind, "nats") && !strings.EqualFold(sk.Sink.Kind, "jetstream") {
 		// operators/exec opens a sink's file when it builds and closes it
@@ -424,7 +446,7 @@ func (c *Coordinator) place(ctx context.Context, req deploy.SubmitRequest, ws []
 		// none would flush it. NATS and JetStream sinks run: the worker
 		// that holds the sink opens it on first use and closes it when its
 		// part ends (JetStream's close waits for the acks).
-		return nil, script, "", nil, nil, fmt.Errorf("%s: %w: INSERT INTO %s (%s) on a cluster; submit the SELECT and write its streamed results (tierflow submit --output)", sk.Pos, ErrUnsupported, sk.Sink.Name, sk.Sink.Kind)
+		return placed{}, fmt.Errorf("%s: %w: INSERT INTO %s (%s) on a cluster; submit the SELECT and write its streamed results (tierflow submit --output)", sk.Pos, ErrUnsupported, sk.Sink.Name, sk.Sink.Kind)
 	}
 	o := deploy.Options{Tiers: c.tiers(ws)}
 	if c.cfg.Infra != nil {
@@ -435,6 +457,7 @@ func (c *Coordinator) place(ctx context.Context, req deploy.SubmitRequest, ws []
 	if c.cfg.Placement != PlaceRules {
 		res, perr = c.optimize(ctx, bound, cat, ws, o.Tiers, c.reserved(req.Query, ws))
 	}
+	slo := bound.Objectives.LatencyMs
 	if perr == nil {
 		planned := script
 		planned.Rewrite, planned.Variants, planned.Batches = true, variants(res.Physical), batches(res.Physical)
@@ -449,7 +472,8 @@ func (c *Coordinator) place(ctx context.Context, req deploy.SubmitRequest, ws []
 				if r := res.Physical.Targets.Reserved; len(r) > 0 {
 					note += "; around running queries (" + reservedText(r) + ")"
 				}
-				return p, planned, note, deploy.EstimateOf(res.Physical, bound.Objectives.Throughput), res.Physical, nil
+				return placed{placement: p, script: planned, note: note, estimate: deploy.EstimateOf(res.Physical, bound.Objectives.Throughput),
+					plan: res.Physical, sloMs: slo}, nil
 			}
 			perr = err
 		} else {
@@ -458,10 +482,13 @@ func (c *Coordinator) place(ctx context.Context, req deploy.SubmitRequest, ws []
 	}
 	q, plan, err := script.Build(nil, c.execOptions(nil))
 	if err != nil {
-		return nil, script, "", nil, nil, err
+		return placed{}, err
 	}
 	p, err := deploy.Place(req.Query, q.Graph(), plan, ws, o)
-	return p, script, "default placement (" + perr.Error() + ")", nil, nil, err
+	if err != nil {
+		return placed{}, err
+	}
+	return placed{placement: p, script: script, note: "default placement (" + perr.Error() + ")", sloMs: slo}, nil
 }
 
 // reserved is the live view of the capacity that the other queries still
@@ -660,6 +687,12 @@ func (c *Coordinator) onStatus(m *nats.Msg) {
 		}
 	}
 	c.costs(info)
+	if st.RTTNs > 0 {
+		qs.rtt[st.Worker] = time.Duration(st.RTTNs)
+	}
+	qs.live.Observe(time.Now(), info.Operators, info.Links, qs.rtt, linkEnds(info.Placement))
+	est := qs.live.Estimates()
+	info.Estimates = &est
 	if !info.Ended.IsZero() {
 		cp := *info
 		ended = &cp
@@ -685,6 +718,27 @@ func (c *Coordinator) onStop(m *nats.Msg) {
 		return
 	}
 	reply(m, deploy.Ack{})
+}
+
+// linkEnds names the workers at a link's ends from the query's placement.
+func linkEnds(p *deploy.Placement) control.Endpoints {
+	return func(l relay.LinkID) (string, string) {
+		if p == nil || int(l.Edge) >= len(p.Edges) {
+			return "", ""
+		}
+		e := p.Edges[l.Edge]
+		return workerOf(p, e.From, int(l.Sender)), workerOf(p, e.To, int(l.Receiver))
+	}
+}
+
+func workerOf(p *deploy.Placement, op, inst int) string {
+	if op < 0 || op >= len(p.Operators) || inst < 0 || inst >= len(p.Operators[op].Workers) {
+		return ""
+	}
+	if w := p.Operators[op].Workers[inst]; w >= 0 && w < len(p.Workers) {
+		return p.Workers[w]
+	}
+	return ""
 }
 
 // Stop stops a query: gracefully (its sources end and what is in flight
@@ -718,6 +772,14 @@ var (
 	descWorkers = prometheus.NewDesc("tierflow_workers", "Registered workers by tier.", []string{"tier"}, nil)
 	descQueries = prometheus.NewDesc("tierflow_queries", "Queries by state.", []string{"state"}, nil)
 	descTier    = prometheus.NewDesc("tierflow_query_tier_bytes", "Bytes a query moved between tiers (relay meters, sender side).", []string{"query", "from", "to"}, nil)
+	// The control loop's live estimates (runtime/control), per operator
+	// and per link, smoothed.
+	descEst = prometheus.NewDesc("tierflow_estimate_operator", "Live smoothed estimate of an operator of a running query (runtime/control): input_rate rows/s, selectivity, batch_rows, model_ms_per_batch, queue_length, busy share.",
+		[]string{"query", "operator_id", "operator", "measure"}, nil)
+	descLinkEst = prometheus.NewDesc("tierflow_estimate_link", "Live smoothed estimate of a relay link of a running query: bandwidth_bps, rtt_ms.",
+		[]string{"query", "edge", "sender", "receiver", "from", "to", "measure"}, nil)
+	descLatency = prometheus.NewDesc("tierflow_query_latency_ms", "End-to-end latency percentiles of a query's result rows (ingest to written), milliseconds.",
+		[]string{"query", "quantile"}, nil)
 )
 
 // gauges exports the coordinator's view at scrape time.
@@ -727,6 +789,9 @@ func (g *gauges) Describe(ch chan<- *prometheus.Desc) {
 	ch <- descWorkers
 	ch <- descQueries
 	ch <- descTier
+	ch <- descEst
+	ch <- descLinkEst
+	ch <- descLatency
 }
 
 func (g *gauges) Collect(ch chan<- prometheus.Metric) {
@@ -744,6 +809,38 @@ func (g *gauges) Collect(ch chan<- prometheus.Metric) {
 		for k, v := range q.TierBytes() {
 			from, to, _ := strings.Cut(k, "->")
 			ch <- prometheus.MustNewConstMetric(descTier, prometheus.GaugeValue, float64(v), q.Query, from, to)
+		}
+		if h, _ := q.EndToEnd(); h.Count > 0 {
+			l := control.Percentiles(h)
+			for _, x := range []struct {
+				q string
+				v float64
+			}{{"0.5", l.P50}, {"0.95", l.P95}, {"0.99", l.P99}} {
+				ch <- prometheus.MustNewConstMetric(descLatency, prometheus.GaugeValue, x.v, q.Query, x.q)
+			}
+		}
+		if q.Estimates == nil || !q.Ended.IsZero() {
+			continue
+		}
+		for _, e := range q.Estimates.Operators {
+			id := strconv.Itoa(e.OperatorID)
+			for _, m := range []struct {
+				name string
+				v    float64
+			}{{"input_rate", e.InputRate}, {"selectivity", e.Selectivity}, {"batch_rows", e.BatchRows},
+				{"model_ms_per_batch", e.ModelMsPerBatch}, {"queue_length", e.QueueLength}, {"busy", e.Busy}} {
+				ch <- prometheus.MustNewConstMetric(descEst, prometheus.GaugeValue, m.v, q.Query, id, e.Operator, m.name)
+			}
+		}
+		for _, e := range q.Estimates.Links {
+			l := e.Link
+			for _, m := range []struct {
+				name string
+				v    float64
+			}{{"bandwidth_bps", e.BandwidthBps}, {"rtt_ms", e.RTTMs}} {
+				ch <- prometheus.MustNewConstMetric(descLinkEst, prometheus.GaugeValue, m.v, q.Query,
+					strconv.Itoa(int(l.Edge)), strconv.Itoa(int(l.Sender)), strconv.Itoa(int(l.Receiver)), e.From, e.To, m.name)
+			}
 		}
 	}
 	for s, n := range states {
