@@ -1,4 +1,6 @@
 -- Every objective of WITH (...), and the statements around a running query.
+-- PRIORITY parses; the planner refuses it ("not supported yet") until it acts
+-- on it. BUDGET asks for the most accurate plan within a cost per hour.
 
 CREATE SINK alerts TO NATS 'alerts';
 
