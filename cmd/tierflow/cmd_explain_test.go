@@ -221,6 +221,12 @@ func TestVQAFrontierAndBudget(t *testing.T) {
 			t.Errorf("budget 9 chose accuracy %.4g, but the frontier has %.4g at %.4f", b.Accuracy, p.Accuracy, p.TotalCost)
 		}
 	}
+	// Running a query whose budget is below the cheapest plan fails at its
+	// BUDGET, naming the cheapest cost.
+	_, stderr, code = runTierflow(t, "run", "--local", "--catalog", "../../examples/vqa/catalog.yaml", "--infra", "../../examples/vqa/infra.yaml", "testdata/explain/budget_low.sql")
+	if code != exitFailure || !strings.Contains(stderr, "budget_low.sql:19:7: ") || !strings.Contains(stderr, "cheapest plan that meets the other targets: 7.0266 per hour") {
+		t.Errorf("run with BUDGET <= 5: exit %d, %s", code, stderr)
+	}
 }
 
 // TestExplainDOTRenders feeds the DOT output to Graphviz when it is installed.
