@@ -153,7 +153,7 @@ func NewWorker(g *Graph, id int, cfg Config) (*Worker, error) {
 				continue
 			}
 			info := Instance{Query: g.Query, Operator: spec.Name, OperatorID: op, Index: k, Parallelism: spec.Parallelism(), Worker: id}
-			logic, err := spec.New(info)
+			logic, err := newInstance(spec, info)
 			if err != nil {
 				w.shutdown()
 				return nil, fmt.Errorf("%w: building %s[%d]: %w", ErrOperator, spec.Name, k, err)
@@ -180,6 +180,17 @@ func NewWorker(g *Graph, id int, cfg Config) (*Worker, error) {
 		}
 	}
 	return w, nil
+}
+
+// newInstance calls an operator's constructor; a panic there (it may open
+// files, decode a model) is its error.
+func newInstance(spec *OperatorSpec, info Instance) (op Operator, err error) {
+	defer func() {
+		if p := recover(); p != nil {
+			op, err = nil, Recovered(fmt.Sprintf("%s[%d] new", info.Operator, info.Index), p)
+		}
+	}()
+	return spec.New(info)
 }
 
 // wire sets up in's tracker, inputs and outputs.

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"os"
 	"os/signal"
 	"path/filepath"
@@ -236,7 +237,10 @@ func runClusterScript(ctx context.Context, a *app, f runFlags, path, src, base s
 	// The workers' logs (child processes' output is copied by goroutines of
 	// os/exec) and this command's share stderr: one lock keeps lines whole.
 	log := &lockedWriter{w: a.err}
-	opts := cluster.Options{Infra: inf, Catalog: catPath, NATS: a.g.nats, OrtLib: a.g.ortLib, ModelLog: log}
+	// Warnings and errors of the coordinator and embedded workers (a
+	// worker lost, an operator's panic with its stack) go to stderr.
+	opts := cluster.Options{Infra: inf, Catalog: catPath, NATS: a.g.nats, OrtLib: a.g.ortLib, ModelLog: log,
+		Log: slog.New(slog.NewTextHandler(log, &slog.HandlerOptions{Level: slog.LevelWarn}))}
 	mode := "embedded cluster"
 	var c *cluster.Cluster
 	if f.processes {

@@ -29,6 +29,7 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/tierflow/tierflow/dataflow"
 	"github.com/tierflow/tierflow/operators/exec"
 	"github.com/tierflow/tierflow/planner"
 	"github.com/tierflow/tierflow/planner/catalog"
@@ -143,7 +144,7 @@ func Start(cfg Config) (*Coordinator, error) {
 		{deploy.QuerySubject("*", "status"), c.onStatus},
 	}
 	for _, h := range handlers {
-		sub, err := c.nc.Subscribe(h.subject, h.h)
+		sub, err := c.nc.Subscribe(h.subject, c.guard(h.subject, h.h))
 		if err != nil {
 			c.Close()
 			return nil, err
@@ -168,6 +169,22 @@ func reply(m *nats.Msg, v any) {
 	}
 	b, _ := json.Marshal(v)
 	_ = m.Respond(b)
+}
+
+// guard runs a handler so that a panic in it (a submission runs the
+// binder, the optimizer and the executor's builder) is logged and answered
+// as an error, and the coordinator keeps serving.
+func (c *Coordinator) guard(subj string, h nats.MsgHandler) nats.MsgHandler {
+	return func(m *nats.Msg) {
+		defer func() {
+			if p := recover(); p != nil {
+				err := dataflow.Recovered("coordinator on "+m.Subject, p)
+				c.cfg.Log.Error("handler panicked", "subject", subj, "err", err, "stack", string(dataflow.PanicStack(err)))
+				reply(m, deploy.Ack{Error: err.Error()})
+			}
+		}()
+		h(m)
+	}
 }
 
 func (c *Coordinator) onRegister(m *nats.Msg) {

@@ -142,7 +142,7 @@ func Start(ctx context.Context, cfg Config) (*Worker, error) {
 		deploy.QuerySubject("*", "start"):   w.onStart,
 		deploy.QuerySubject("*", "stop"):    w.onStop,
 	} {
-		sub, err := nc.Subscribe(subj, h)
+		sub, err := nc.Subscribe(subj, w.guard(subj, h))
 		if err != nil {
 			w.Close()
 			return nil, err
@@ -255,6 +255,22 @@ func reply(m *nats.Msg, v any) {
 	}
 	b, _ := json.Marshal(v)
 	_ = m.Respond(b)
+}
+
+// guard runs a control handler so that a panic in it (building a query's
+// part runs planner and operator code) is logged, answered as an error when
+// the message wants a reply, and leaves the worker serving.
+func (w *Worker) guard(subj string, h nats.MsgHandler) nats.MsgHandler {
+	return func(m *nats.Msg) {
+		defer func() {
+			if p := recover(); p != nil {
+				err := dataflow.Recovered("worker "+w.cfg.Name+" on "+m.Subject, p)
+				w.cfg.Log.Error("handler panicked", "subject", subj, "err", err, "stack", string(dataflow.PanicStack(err)))
+				reply(m, deploy.Ack{Error: err.Error()})
+			}
+		}()
+		h(m)
+	}
 }
 
 func (w *Worker) onDeploy(m *nats.Msg) {
@@ -446,6 +462,9 @@ func (w *Worker) run(ctx context.Context, q *query) {
 		}
 	}()
 	err := q.dw.Run(ctx)
+	if st := dataflow.PanicStack(err); st != nil {
+		w.cfg.Log.Error("query panicked", "query", q.id, "err", err, "stack", string(st))
+	}
 	close(watch)
 	wwg.Wait()
 	if derr := q.dt.Err(); err != nil && derr != nil {
