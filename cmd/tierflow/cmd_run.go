@@ -11,6 +11,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"syscall"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -135,7 +136,9 @@ func runRun(ctx context.Context, a *app, f runFlags, path string) error {
 	if ctx == nil {
 		ctx = context.Background()
 	}
-	ctx, stop := signal.NotifyContext(ctx, os.Interrupt)
+	// SIGTERM (a supervisor, `kill`) stops as Ctrl-C does: the cluster
+	// closes, and with it every worker process.
+	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
 	defer stop()
 
 	out := a.out

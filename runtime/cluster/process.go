@@ -72,6 +72,7 @@ func StartProcesses(ctx context.Context, o ProcessOptions) (*Cluster, error) {
 		cmd := exec.Command(bin, args...)
 		cmd.Stdout, cmd.Stderr = stderr, stderr
 		cmd.Env = append(os.Environ(), o.Env...)
+		dieWithParent(cmd)
 		if err := cmd.Start(); err != nil {
 			c.Close()
 			return nil, fmt.Errorf("start worker %s: %w", m.Name, err)
