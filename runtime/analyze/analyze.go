@@ -52,6 +52,9 @@ type Report struct {
 	Operators []OperatorRow `json:"operators"`
 	Workers   []WorkerRow   `json:"workers"`
 	Links     []LinkRow     `json:"links"`
+	// Dropped is what the run dropped, by reason (dataflow.DropReasons):
+	// measured rates leave these rows out.
+	Dropped dataflow.DropCounts `json:"dropped,omitempty"`
 }
 
 // Check is one headline figure: estimated, measured, and whether the
@@ -151,7 +154,7 @@ func New(q deploy.QueryInfo, o Options) (*Report, error) {
 	if q.Ended.IsZero() {
 		return nil, fmt.Errorf("analyze: query %s has not ended", q.Query)
 	}
-	r := &Report{Query: q.Query, State: q.State, Planner: q.Planner, Window: q.Ended.Sub(start), Span: dataSpan(q)}
+	r := &Report{Query: q.Query, State: q.State, Planner: q.Planner, Window: q.Ended.Sub(start), Span: dataSpan(q), Dropped: q.Dropped}
 	if r.Span <= 0 {
 		r.Span = r.Window
 	}

@@ -221,11 +221,8 @@ func Summary(q deploy.QueryInfo) string {
 	if read > 0 {
 		fmt.Fprintf(&b, ", %d rows read", read)
 	}
-	if q.LateRows > 0 {
-		fmt.Fprintf(&b, ", %d late rows dropped", q.LateRows)
-	}
-	if q.BadRows > 0 {
-		fmt.Fprintf(&b, ", %d bad rows skipped", q.BadRows)
+	if len(q.Dropped) > 0 {
+		fmt.Fprintf(&b, ", dropped: %s", q.Dropped)
 	}
 	tb := q.TierBytes()
 	keys := make([]string, 0, len(tb))
@@ -262,9 +259,13 @@ func WriteWorkers(w io.Writer, ws []deploy.WorkerInfo) {
 // WriteQueries prints SHOW QUERIES.
 func WriteQueries(w io.Writer, qs []deploy.QueryInfo) {
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "query\tstate\tworkers\trows\tstarted\terror")
+	fmt.Fprintln(tw, "query\tstate\tworkers\trows\tdropped\tstarted\terror")
 	for _, q := range qs {
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%s\t%s\n", q.Query, q.State, strings.Join(q.Workers, ","), q.ResultRows, q.Submitted.Format(time.TimeOnly), q.Error)
+		dropped := "-"
+		if len(q.Dropped) > 0 {
+			dropped = q.Dropped.String()
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%s\t%s\t%s\n", q.Query, q.State, strings.Join(q.Workers, ","), q.ResultRows, dropped, q.Submitted.Format(time.TimeOnly), q.Error)
 	}
 	tw.Flush()
 }
@@ -288,7 +289,11 @@ func (c *Cluster) runLocal(ctx context.Context, sc deploy.Script, so ScriptOptio
 	}
 	st, err := q.Run(ctx)
 	if so.Log != nil {
-		fmt.Fprintf(so.Log, "-- %d rows read, %d rows written (INSERT INTO runs in this process)\n", st.RowsRead, st.RowsWritten)
+		fmt.Fprintf(so.Log, "-- %d rows read, %d rows written (INSERT INTO runs in this process)", st.RowsRead, st.RowsWritten)
+		if len(st.Dropped) > 0 {
+			fmt.Fprintf(so.Log, ", dropped: %s", st.Dropped)
+		}
+		fmt.Fprintln(so.Log)
 	}
 	return err
 }

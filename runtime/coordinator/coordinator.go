@@ -583,7 +583,7 @@ func (c *Coordinator) onStatus(m *nats.Msg) {
 	qs.status[st.Worker] = st
 	info := &qs.info
 	info.Operators, info.Links, info.ResultRows = nil, nil, 0
-	info.LateRows, info.BadRows, info.Problems = 0, 0, nil
+	info.LateRows, info.BadRows, info.Problems, info.Dropped = 0, 0, nil, nil
 	info.WorkerStates = map[string]string{}
 	terminal, failed, failedKind, stopped := 0, "", "", false
 	for _, name := range info.Workers {
@@ -597,6 +597,7 @@ func (c *Coordinator) onStatus(m *nats.Msg) {
 		info.ResultRows += s.ResultRows
 		info.LateRows += s.LateRows
 		info.BadRows += s.BadRows
+		info.Dropped = info.Dropped.Merge(s.Dropped)
 		if len(info.Problems) < maxProblems {
 			info.Problems = append(info.Problems, s.Problems[:min(len(s.Problems), maxProblems-len(info.Problems))]...)
 		}

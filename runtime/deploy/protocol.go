@@ -156,6 +156,9 @@ type Status struct {
 	LateRows int64    `json:"late_rows,omitempty"`
 	BadRows  int64    `json:"bad_rows,omitempty"`
 	Problems []string `json:"problems,omitempty"`
+	// Dropped is everything this worker's part dropped, by reason
+	// (dataflow.DropReasons).
+	Dropped dataflow.DropCounts `json:"dropped,omitempty"`
 }
 
 // QueryInfo is the coordinator's view of a query: SHOW QUERIES and the done
@@ -185,10 +188,11 @@ type QueryInfo struct {
 	// WorkerStates by worker name.
 	WorkerStates map[string]string `json:"worker_states,omitempty"`
 	ResultRows   int64             `json:"result_rows"`
-	// LateRows, BadRows and Problems add up the workers' (Status).
-	LateRows int64    `json:"late_rows,omitempty"`
-	BadRows  int64    `json:"bad_rows,omitempty"`
-	Problems []string `json:"problems,omitempty"`
+	// LateRows, BadRows, Problems and Dropped add up the workers' (Status).
+	LateRows int64               `json:"late_rows,omitempty"`
+	BadRows  int64               `json:"bad_rows,omitempty"`
+	Problems []string            `json:"problems,omitempty"`
+	Dropped  dataflow.DropCounts `json:"dropped,omitempty"`
 	// NetworkCost is the metered bytes between tiers times the link prices
 	// of the infrastructure (per GB of 2^30 bytes, as the planner's KB x
 	// 3600 / 1024^2 prices an estimate); ComputeCost the hours the query held

@@ -521,7 +521,7 @@ func (w *Worker) statusErr(q *query, state string, err error, stats []dataflow.I
 	}
 	if q.eq != nil {
 		c := q.eq.Stats()
-		st.LateRows, st.BadRows, st.Problems = c.LateRows, c.BadRows, c.Problems
+		st.LateRows, st.BadRows, st.Problems, st.Dropped = c.LateRows, c.BadRows, c.Problems, c.Dropped
 	}
 	b, _ := json.Marshal(st)
 	_ = w.cfg.Conn.Publish(deploy.QuerySubject(q.id, "status"), b)
