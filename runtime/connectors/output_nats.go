@@ -24,10 +24,13 @@ func (c *SinkConfig) defaults() error {
 }
 
 // natsOutput publishes on a core NATS subject: at most once, no acks. The
-// client's buffer absorbs bursts; Close flushes to the server.
+// client's buffer absorbs bursts; every Window messages it waits for the
+// server to have taken them (a flush round trip), so a sender faster than
+// the server slows down instead of piling up in memory; Close flushes.
 type natsOutput struct {
-	c SinkConfig
-	f format
+	c       SinkConfig
+	f       format
+	unacked int // messages since the last flush
 }
 
 func newNATSOutput(c SinkConfig, f format) (*natsOutput, error) {
@@ -41,7 +44,14 @@ func (n *natsOutput) Write(rec arrow.Record) error {
 	return n.f.encode(rec, int(n.c.Conn.MaxPayload()), func(b []byte) error {
 		n.c.Stats.Messages.Add(1)
 		n.c.Stats.Bytes.Add(int64(len(b)))
-		return n.c.Conn.Publish(n.c.Subject, b)
+		if err := n.c.Conn.Publish(n.c.Subject, b); err != nil {
+			return err
+		}
+		if n.unacked++; n.unacked >= n.c.Window {
+			n.unacked = 0
+			return n.c.Conn.Flush()
+		}
+		return nil
 	})
 }
 
