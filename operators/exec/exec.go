@@ -161,7 +161,7 @@ func (q *Query) Graph() *dataflow.Graph { return q.graph }
 func (q *Query) Run(ctx context.Context) (Stats, error) {
 	err := dataflow.Run(ctx, q.graph, dataflow.Config{Allocator: q.opts.Allocator})
 	for _, w := range q.writers {
-		if cerr := w.Close(); cerr != nil && err == nil {
+		if cerr := sinks.Finish(w, err); cerr != nil && err == nil {
 			err = cerr
 		}
 	}

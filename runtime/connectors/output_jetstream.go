@@ -85,3 +85,13 @@ func (j *jetstreamOutput) Close() error {
 	}
 	return j.wait(0)
 }
+
+// Fail ends the stream with a failure marker instead of the end marker.
+func (j *jetstreamOutput) Fail(cause error) error {
+	if j.c.End {
+		if err := j.publish(failedMsg(j.c.Subject, cause)); err != nil {
+			return err
+		}
+	}
+	return j.wait(0)
+}

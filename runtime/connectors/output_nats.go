@@ -2,6 +2,7 @@ package connectors
 
 import (
 	"fmt"
+	"strings"
 
 	"github.com/apache/arrow/go/v17/arrow"
 	"github.com/nats-io/nats.go"
@@ -64,4 +65,28 @@ func (n *natsOutput) Close() error {
 		}
 	}
 	return n.c.Conn.Flush()
+}
+
+// Fail ends the subject with a failure marker instead of the end marker
+// (when the sink marks ends at all): readers must not take what came
+// before for the whole result.
+func (n *natsOutput) Fail(cause error) error {
+	if n.c.End {
+		if err := n.c.Conn.PublishMsg(failedMsg(n.c.Subject, cause)); err != nil {
+			return err
+		}
+	}
+	return n.c.Conn.Flush()
+}
+
+// failedMsg is the failure marker for subject: FailedHeader with cause's
+// first line.
+func failedMsg(subject string, cause error) *nats.Msg {
+	m := nats.NewMsg(subject)
+	reason, _, _ := strings.Cut(cause.Error(), "\n")
+	if reason == "" {
+		reason = "failed"
+	}
+	m.Header.Set(FailedHeader, reason)
+	return m
 }

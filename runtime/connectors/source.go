@@ -182,6 +182,10 @@ func (r *reader) fill(mem memory.Allocator) error {
 			}
 			return fmt.Errorf("%q: %w", r.c.Subject, err)
 		}
+		if reason := m.header.Get(FailedHeader); reason != "" {
+			r.unacked = append(r.unacked, m)
+			return fmt.Errorf("%w: subject %q: %s", ErrUpstream, r.c.Subject, reason)
+		}
 		if m.header.Get(EndHeader) != "" {
 			r.unacked = append(r.unacked, m)
 			r.ended = true

@@ -471,8 +471,12 @@ func (w *Worker) run(ctx context.Context, q *query) {
 		err = fmt.Errorf("%w (relay: %v)", err, derr)
 	}
 	if q.sinkHere {
+		cause := err
+		if errors.Is(err, context.Canceled) && !q.graceful.Load() {
+			cause = fmt.Errorf("query %s was aborted (a worker failed or it was stopped at once)", q.id)
+		}
 		for _, s := range q.sinks {
-			if cerr := s.finish(); cerr != nil && err == nil {
+			if cerr := s.finish(cause); cerr != nil && err == nil {
 				err = cerr
 			}
 		}
@@ -571,13 +575,15 @@ func (l *lazySink) Write(rec arrow.Record) error {
 // Close is the executor's: the part's end is the worker's to decide.
 func (l *lazySink) Close() error { return nil }
 
-func (l *lazySink) finish() error {
+// finish ends the sink's output: its end marker, or when the query failed
+// (err), its failure marker.
+func (l *lazySink) finish(err error) error {
 	if l.w == nil {
-		w, err := l.open()
-		if err != nil {
-			return err
+		w, oerr := l.open()
+		if oerr != nil {
+			return oerr
 		}
 		l.w = w
 	}
-	return l.w.Close()
+	return sinks.Finish(l.w, err)
 }
