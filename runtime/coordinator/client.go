@@ -22,6 +22,10 @@ import (
 // or the failing worker's message.
 var ErrQuery = errors.New("query failed")
 
+// ErrCoordinatorLost: the coordinator stopped answering (or forgot the
+// query) while a client waited for it.
+var ErrCoordinatorLost = errors.New("coordinator lost")
+
 // Client talks to a coordinator over NATS: submit a script and stream its
 // results back, list workers and queries, stop queries.
 type Client struct {
@@ -31,10 +35,38 @@ type Client struct {
 	Timeout time.Duration
 	// Allocator holds decoded result batches (default memory.DefaultAllocator).
 	Allocator memory.Allocator
+	// Heartbeat is how often Submit checks that the coordinator still
+	// knows its query (default 1s); after lostAfter checks in a row
+	// without an answer it gives up with ErrCoordinatorLost.
+	Heartbeat time.Duration
 }
 
+// lostAfter is how many liveness checks in a row may go unanswered.
+const lostAfter = 3
+
 // NewClient makes a client on nc.
-func NewClient(nc *nats.Conn) *Client { return &Client{nc: nc, Timeout: 30 * time.Second} }
+func NewClient(nc *nats.Conn) *Client {
+	return &Client{nc: nc, Timeout: 30 * time.Second, Heartbeat: time.Second}
+}
+
+// alive asks the coordinator whether it still knows query: nil if so,
+// ErrCoordinatorLost wrapped with why not if it answered that it does not,
+// another error if it did not answer.
+func (c *Client) alive(query string, timeout time.Duration) error {
+	body, _ := json.Marshal(deploy.StopRequest{Query: query})
+	msg, err := c.nc.Request(deploy.SubjectQuery, body, timeout)
+	if err != nil {
+		return err
+	}
+	var ack deploy.Ack
+	if err := json.Unmarshal(msg.Data, &ack); err != nil {
+		return err
+	}
+	if ack.Error != "" {
+		return fmt.Errorf("%w: %s", ErrCoordinatorLost, ack.Error)
+	}
+	return nil
+}
 
 func (c *Client) request(ctx context.Context, subject string, req, rep any) error {
 	body, err := json.Marshal(req)
@@ -148,8 +180,37 @@ func (c *Client) Submit(ctx context.Context, script deploy.Script, name string, 
 		grace    <-chan time.Time
 	)
 	ctxDone := ctx.Done()
+	// The coordinator's done message is what ends the wait: if the
+	// coordinator dies, it never comes. Check on it every heartbeat, off
+	// this loop so results keep flowing.
+	hb := c.Heartbeat
+	if hb <= 0 {
+		hb = time.Second
+	}
+	beat := time.NewTicker(hb)
+	defer beat.Stop()
+	checks := make(chan error, 1)
+	checking, misses := false, 0
 	for !(done && (ends >= sinksExpected || info.State != deploy.StateFinished)) {
 		select {
+		case <-beat.C:
+			if !checking && !done {
+				checking = true
+				go func() { checks <- c.alive(name, hb) }()
+			}
+		case err := <-checks:
+			checking = false
+			switch {
+			case err == nil:
+				misses = 0
+			case errors.Is(err, ErrCoordinatorLost):
+				return info, fmt.Errorf("%w: %w (was it restarted?)", ErrQuery, err)
+			default:
+				if misses++; misses >= lostAfter {
+					return info, fmt.Errorf("%w: %w: query %s: no answer from a coordinator on %s for %d heartbeats of %s (%v); the query's state is unknown",
+						ErrQuery, ErrCoordinatorLost, name, c.nc.ConnectedUrlRedacted(), lostAfter, hb, err)
+				}
+			}
 		case m := <-ch:
 			switch {
 			case m.Subject == doneSubj:

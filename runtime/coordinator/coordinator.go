@@ -141,6 +141,7 @@ func Start(cfg Config) (*Coordinator, error) {
 		{deploy.SubjectWorkers, func(m *nats.Msg) { reply(m, c.Workers()) }},
 		{deploy.SubjectQueries, func(m *nats.Msg) { reply(m, c.Queries()) }},
 		{deploy.SubjectStop, c.onStop},
+		{deploy.SubjectQuery, c.onQuery},
 		{deploy.QuerySubject("*", "status"), c.onStatus},
 	}
 	for _, h := range handlers {
@@ -637,6 +638,21 @@ func (c *Coordinator) onStatus(m *nats.Msg) {
 		}
 		c.done(*ended)
 	}
+}
+
+// onQuery answers a client waiting for a query: an empty Ack while the
+// coordinator knows it, an error once it does not (restarted).
+func (c *Coordinator) onQuery(m *nats.Msg) {
+	var req deploy.StopRequest
+	if err := json.Unmarshal(m.Data, &req); err != nil {
+		reply(m, deploy.Ack{Error: "bad query request"})
+		return
+	}
+	if _, ok := c.Query(req.Query); !ok {
+		reply(m, deploy.Ack{Error: fmt.Sprintf("%v: %s", ErrUnknownQuery, req.Query)})
+		return
+	}
+	reply(m, deploy.Ack{})
 }
 
 func (c *Coordinator) onStop(m *nats.Msg) {

@@ -19,6 +19,8 @@ import (
 //	tierflow.ctl.workers             R client -> coordinator  {} -> []WorkerInfo      (SHOW WORKERS)
 //	tierflow.ctl.queries             R client -> coordinator  {} -> []QueryInfo       (SHOW QUERIES)
 //	tierflow.ctl.stop                R client -> coordinator  StopRequest -> Ack      (STOP QUERY)
+//	tierflow.ctl.query               R client -> coordinator  StopRequest -> Ack      (is the query known: a
+//	                                                          waiting client's liveness check)
 //	tierflow.q.<query>.deploy.<name> R coordinator -> worker  DeployRequest -> Ack (the worker built its part)
 //	tierflow.q.<query>.start           coordinator -> workers (every worker built: sources may start)
 //	tierflow.q.<query>.stop            coordinator -> workers StopRequest
@@ -36,6 +38,7 @@ const (
 	SubjectWorkers   = "tierflow.ctl.workers"
 	SubjectQueries   = "tierflow.ctl.queries"
 	SubjectStop      = "tierflow.ctl.stop"
+	SubjectQuery     = "tierflow.ctl.query"
 	// HeaderEnd marks the last message on a results subject; its value is
 	// the number of rows sent.
 	HeaderEnd = "Tierflow-End"
