@@ -61,9 +61,6 @@ func csvFormat() format {
 					return err
 				}
 				msg := bytes.TrimSuffix(buf.Bytes(), []byte("\n"))
-				if max > 0 && len(msg) > max {
-					return fmt.Errorf("%w: row %d is %d bytes, the server takes %d", ErrTooLarge, i, len(msg), max)
-				}
 				if err := publish(append([]byte(nil), msg...)); err != nil {
 					return err
 				}

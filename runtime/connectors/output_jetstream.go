@@ -69,9 +69,14 @@ func (j *jetstreamOutput) publish(m *nats.Msg) error {
 
 func (j *jetstreamOutput) Write(rec arrow.Record) error {
 	return j.f.encode(rec, int(j.c.Conn.MaxPayload()), func(b []byte) error {
-		j.c.Stats.Messages.Add(1)
-		j.c.Stats.Bytes.Add(int64(len(b)))
-		return j.publish(&nats.Msg{Subject: j.c.Subject, Data: b})
+		for _, m := range Chunks(j.c.Subject, b, int(j.c.Conn.MaxPayload())) {
+			j.c.Stats.Messages.Add(1)
+			j.c.Stats.Bytes.Add(int64(len(m.Data)))
+			if err := j.publish(m); err != nil {
+				return err
+			}
+		}
+		return nil
 	})
 }
 

@@ -43,14 +43,18 @@ func newNATSOutput(c SinkConfig, f format) (*natsOutput, error) {
 
 func (n *natsOutput) Write(rec arrow.Record) error {
 	return n.f.encode(rec, int(n.c.Conn.MaxPayload()), func(b []byte) error {
-		n.c.Stats.Messages.Add(1)
-		n.c.Stats.Bytes.Add(int64(len(b)))
-		if err := n.c.Conn.Publish(n.c.Subject, b); err != nil {
-			return err
-		}
-		if n.unacked++; n.unacked >= n.c.Window {
-			n.unacked = 0
-			return n.c.Conn.Flush()
+		for _, m := range Chunks(n.c.Subject, b, int(n.c.Conn.MaxPayload())) {
+			n.c.Stats.Messages.Add(1)
+			n.c.Stats.Bytes.Add(int64(len(m.Data)))
+			if err := n.c.Conn.PublishMsg(m); err != nil {
+				return err
+			}
+			if n.unacked++; n.unacked >= n.c.Window {
+				n.unacked = 0
+				if err := n.c.Conn.Flush(); err != nil {
+					return err
+				}
+			}
 		}
 		return nil
 	})

@@ -76,6 +76,10 @@ type SourceConfig struct {
 	// messages are dropped and counted (Stats.Dropped), as core NATS does
 	// for slow consumers.
 	PendingMsgs, PendingBytes int
+	// MaxMessageBytes bounds a message put back together from chunks
+	// (default PendingBytes); a larger one is dropped as oversized, or
+	// fails the query under sources.Fail.
+	MaxMessageBytes int
 	// MaxAckPending bounds unacknowledged JetStream messages (default
 	// 4*MaxRows): the server stops delivering until the batch is emitted.
 	MaxAckPending int

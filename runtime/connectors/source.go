@@ -63,6 +63,9 @@ func (c *SourceConfig) defaults() error {
 	if c.PendingBytes <= 0 {
 		c.PendingBytes = 64 << 20
 	}
+	if c.MaxMessageBytes <= 0 {
+		c.MaxMessageBytes = c.PendingBytes
+	}
 	if c.MaxAckPending <= 0 {
 		c.MaxAckPending = 4 * c.MaxRows
 	}
@@ -112,6 +115,7 @@ type reader struct {
 	ctx      context.Context
 	in       input
 	rb       *sources.RowBuilder
+	asm      Assembler // chunked messages in progress
 	ready    []arrow.Record
 	unacked  []message
 	received int64
@@ -191,6 +195,21 @@ func (r *reader) fill(mem memory.Allocator) error {
 			r.ended = true
 			break
 		}
+		if m.header.Get(ChunkHeader) != "" {
+			r.asm.Limit = r.c.MaxMessageBytes
+			data, done, err := r.asm.Add(m.header, m.data)
+			if err != nil {
+				if err := r.dropChunked(m, err); err != nil {
+					return err
+				}
+				continue
+			}
+			r.unacked = append(r.unacked, m)
+			if !done {
+				continue
+			}
+			m = message{data: data, header: m.header}
+		}
 		if !started {
 			started = true
 			ctx = batch.start(r.ctx, r.c.MaxDelay)
@@ -210,6 +229,26 @@ func (r *reader) fill(mem memory.Allocator) error {
 	}
 	if rec := r.rb.Finish(); rec != nil {
 		r.ready = append(r.ready, rec)
+	}
+	return nil
+}
+
+// dropChunked handles a chunked message that cannot be put back together:
+// over the size limit it is an oversized drop, else a malformed message;
+// either fails the query under sources.Fail.
+func (r *reader) dropChunked(m message, err error) error {
+	if !errors.Is(err, errOversized) {
+		return r.bad(m, []error{err})
+	}
+	err = fmt.Errorf("%s subject %q: %w", r.f.name, r.c.Subject, err)
+	if r.c.OnError == sources.Fail {
+		return err
+	}
+	if r.c.Report != nil {
+		r.c.Report.Drops.Add(dataflow.DropOversized, 1)
+	}
+	if m.term != nil {
+		_ = m.term()
 	}
 	return nil
 }

@@ -15,6 +15,7 @@ import (
 
 	"github.com/tierflow/tierflow/operators/sinks"
 	"github.com/tierflow/tierflow/relay/frame"
+	"github.com/tierflow/tierflow/runtime/connectors"
 	"github.com/tierflow/tierflow/runtime/deploy"
 )
 
@@ -191,6 +192,7 @@ func (c *Client) Submit(ctx context.Context, script deploy.Script, name string, 
 	defer beat.Stop()
 	checks := make(chan error, 1)
 	checking, misses := false, 0
+	var asm connectors.Assembler
 	for !(done && (ends >= sinksExpected || info.State != deploy.StateFinished)) {
 		select {
 		case <-beat.C:
@@ -226,7 +228,19 @@ func (c *Client) Submit(ctx context.Context, script deploy.Script, name string, 
 			case m.Header.Get(deploy.HeaderEnd) != "":
 				ends++
 			default:
-				rec, err := frame.DecodeRecord(m.Data, mem)
+				data := m.Data
+				if m.Header.Get(connectors.ChunkHeader) != "" {
+					// One row over the max payload, in chunks.
+					whole, complete, err := asm.Add(m.Header, m.Data)
+					if err != nil {
+						return info, fmt.Errorf("results of %s: %w", name, err)
+					}
+					if !complete {
+						continue
+					}
+					data = whole
+				}
+				rec, err := frame.DecodeRecord(data, mem)
 				if err != nil {
 					return info, fmt.Errorf("results of %s: %w", name, err)
 				}
