@@ -2,6 +2,8 @@ package main
 
 import (
 	"context"
+	"crypto/rand"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"io"
@@ -242,7 +244,10 @@ func runClusterScript(ctx context.Context, a *app, f runFlags, path, src, base s
 	log := &lockedWriter{w: a.err}
 	// Warnings and errors of the coordinator and embedded workers (a
 	// worker lost, an operator's panic with its stack) go to stderr.
-	opts := cluster.Options{Infra: inf, Catalog: catPath, NATS: a.g.nats, OrtLib: a.g.ortLib, ModelLog: log,
+	// Every run is a deployment of its own: on a shared server (--nats) its
+	// coordinator, workers and queries live in a namespace of their own, so
+	// two runs never take each other's workers or results.
+	opts := cluster.Options{Infra: inf, Catalog: catPath, NATS: a.g.nats, OrtLib: a.g.ortLib, ModelLog: log, Namespace: runNamespace(),
 		Log: slog.New(slog.NewTextHandler(log, &slog.HandlerOptions{Level: slog.LevelWarn}))}
 	mode := "embedded cluster"
 	var c *cluster.Cluster
@@ -310,4 +315,12 @@ func (l *lockedWriter) Write(p []byte) (int, error) {
 		clear(l.models)
 	}
 	return l.w.Write(p)
+}
+
+// runNamespace is a fresh subject namespace for one run ("run-" and 8 hex
+// digits).
+func runNamespace() string {
+	var b [4]byte
+	_, _ = rand.Read(b[:])
+	return "run-" + hex.EncodeToString(b[:])
 }

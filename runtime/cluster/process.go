@@ -65,6 +65,9 @@ func StartProcesses(ctx context.Context, o ProcessOptions) (*Cluster, error) {
 		if o.OrtLib != "" {
 			args = append(args, "--ort-lib", o.OrtLib)
 		}
+		if o.Namespace != "" {
+			args = append(args, "--namespace", o.Namespace)
+		}
 		if o.Heartbeat > 0 {
 			args = append(args, "--heartbeat", o.Heartbeat.String())
 		}

@@ -40,6 +40,8 @@ type Client struct {
 	// knows its query (default 1s); after lostAfter checks in a row
 	// without an answer it gives up with ErrCoordinatorLost.
 	Heartbeat time.Duration
+	// Namespace is the coordinator's subject namespace ("" the default).
+	Namespace string
 }
 
 // lostAfter is how many liveness checks in a row may go unanswered.
@@ -55,7 +57,7 @@ func NewClient(nc *nats.Conn) *Client {
 // another error if it did not answer.
 func (c *Client) alive(query string, timeout time.Duration) error {
 	body, _ := json.Marshal(deploy.StopRequest{Query: query})
-	msg, err := c.nc.Request(deploy.SubjectQuery, body, timeout)
+	msg, err := c.nc.Request(deploy.InNamespace(c.Namespace, deploy.SubjectQuery), body, timeout)
 	if err != nil {
 		return err
 	}
@@ -89,19 +91,19 @@ func (c *Client) request(ctx context.Context, subject string, req, rep any) erro
 // Workers lists the registered workers (SHOW WORKERS).
 func (c *Client) Workers(ctx context.Context) ([]deploy.WorkerInfo, error) {
 	var out []deploy.WorkerInfo
-	return out, c.request(ctx, deploy.SubjectWorkers, struct{}{}, &out)
+	return out, c.request(ctx, deploy.InNamespace(c.Namespace, deploy.SubjectWorkers), struct{}{}, &out)
 }
 
 // Queries lists the coordinator's queries (SHOW QUERIES).
 func (c *Client) Queries(ctx context.Context) ([]deploy.QueryInfo, error) {
 	var out []deploy.QueryInfo
-	return out, c.request(ctx, deploy.SubjectQueries, struct{}{}, &out)
+	return out, c.request(ctx, deploy.InNamespace(c.Namespace, deploy.SubjectQueries), struct{}{}, &out)
 }
 
 // Stop stops a query (STOP QUERY), gracefully unless abort.
 func (c *Client) Stop(ctx context.Context, query string, abort bool) error {
 	var ack deploy.Ack
-	if err := c.request(ctx, deploy.SubjectStop, deploy.StopRequest{Query: query, Abort: abort}, &ack); err != nil {
+	if err := c.request(ctx, deploy.InNamespace(c.Namespace, deploy.SubjectStop), deploy.StopRequest{Query: query, Abort: abort}, &ack); err != nil {
 		return err
 	}
 	if ack.Error != "" {
@@ -133,7 +135,7 @@ func (c *Client) Submit(ctx context.Context, script deploy.Script, name string, 
 	if mem == nil {
 		mem = memory.DefaultAllocator
 	}
-	resultsSubj, doneSubj := deploy.QuerySubject(name, "results"), deploy.QuerySubject(name, "done")
+	resultsSubj, doneSubj := deploy.QuerySubject(c.Namespace, name, "results"), deploy.QuerySubject(c.Namespace, name, "done")
 	// One channel for both subjects keeps their order: results, then done.
 	ch := make(chan *nats.Msg, 1024)
 	rs, err := c.nc.ChanSubscribe(resultsSubj, ch)
@@ -151,7 +153,7 @@ func (c *Client) Submit(ctx context.Context, script deploy.Script, name string, 
 		return deploy.QueryInfo{}, err
 	}
 	var rep deploy.SubmitReply
-	if err := c.request(ctx, deploy.SubjectSubmit, deploy.SubmitRequest{Query: name, Script: script}, &rep); err != nil {
+	if err := c.request(ctx, deploy.InNamespace(c.Namespace, deploy.SubjectSubmit), deploy.SubmitRequest{Query: name, Script: script}, &rep); err != nil {
 		return deploy.QueryInfo{Query: name}, err
 	}
 	if rep.Error != "" {

@@ -76,6 +76,10 @@ type Config struct {
 	// default rules only: sources at their tier, aggregates a tier up, the
 	// sink on top, so data crosses every tier).
 	Placement string
+	// Namespace is the deployment's subject namespace (deploy.InNamespace;
+	// "" the default): workers and clients of another namespace on the same
+	// server never reach this coordinator.
+	Namespace string
 }
 
 // Placement modes (Config.Placement).
@@ -135,14 +139,14 @@ func Start(cfg Config) (*Coordinator, error) {
 		subject string
 		h       nats.MsgHandler
 	}{
-		{deploy.SubjectRegister, c.onRegister},
-		{deploy.SubjectHeartbeat, c.onHeartbeat},
-		{deploy.SubjectSubmit, c.onSubmit},
-		{deploy.SubjectWorkers, func(m *nats.Msg) { reply(m, c.Workers()) }},
-		{deploy.SubjectQueries, func(m *nats.Msg) { reply(m, c.Queries()) }},
-		{deploy.SubjectStop, c.onStop},
-		{deploy.SubjectQuery, c.onQuery},
-		{deploy.QuerySubject("*", "status"), c.onStatus},
+		{deploy.InNamespace(c.cfg.Namespace, deploy.SubjectRegister), c.onRegister},
+		{deploy.InNamespace(c.cfg.Namespace, deploy.SubjectHeartbeat), c.onHeartbeat},
+		{deploy.InNamespace(c.cfg.Namespace, deploy.SubjectSubmit), c.onSubmit},
+		{deploy.InNamespace(c.cfg.Namespace, deploy.SubjectWorkers), func(m *nats.Msg) { reply(m, c.Workers()) }},
+		{deploy.InNamespace(c.cfg.Namespace, deploy.SubjectQueries), func(m *nats.Msg) { reply(m, c.Queries()) }},
+		{deploy.InNamespace(c.cfg.Namespace, deploy.SubjectStop), c.onStop},
+		{deploy.InNamespace(c.cfg.Namespace, deploy.SubjectQuery), c.onQuery},
+		{deploy.QuerySubject(c.cfg.Namespace, "*", "status"), c.onStatus},
 	}
 	for _, h := range handlers {
 		sub, err := c.nc.Subscribe(h.subject, c.guard(h.subject, h.h))
@@ -383,7 +387,7 @@ func (c *Coordinator) Submit(ctx context.Context, req deploy.SubmitRequest) (*de
 			defer wg.Done()
 			dctx, cancel := context.WithTimeout(ctx, c.cfg.DeployTimeout)
 			defer cancel()
-			msg, err := c.nc.RequestWithContext(dctx, deploy.DeploySubject(req.Query, name), body)
+			msg, err := c.nc.RequestWithContext(dctx, deploy.DeploySubject(c.cfg.Namespace, req.Query, name), body)
 			if err != nil {
 				errs[i] = fmt.Errorf("worker %s: %w", name, err)
 				return
@@ -411,7 +415,7 @@ func (c *Coordinator) Submit(ctx context.Context, req deploy.SubmitRequest) (*de
 	if ended {
 		return nil, fmt.Errorf("%w: %s ended while deploying: %s", ErrDeploy, req.Query, qs.info.Error)
 	}
-	if err := c.nc.Publish(deploy.QuerySubject(req.Query, "start"), nil); err != nil {
+	if err := c.nc.Publish(deploy.QuerySubject(c.cfg.Namespace, req.Query, "start"), nil); err != nil {
 		c.fail(req.Query, err)
 		return nil, err
 	}
@@ -559,13 +563,13 @@ func (c *Coordinator) fail(id string, err error) {
 	info := qs.info
 	c.mu.Unlock()
 	b, _ := json.Marshal(deploy.StopRequest{Query: id, Abort: true})
-	_ = c.nc.Publish(deploy.QuerySubject(id, "stop"), b)
+	_ = c.nc.Publish(deploy.QuerySubject(c.cfg.Namespace, id, "stop"), b)
 	c.done(info)
 }
 
 func (c *Coordinator) done(info deploy.QueryInfo) {
 	b, _ := json.Marshal(info)
-	_ = c.nc.Publish(deploy.QuerySubject(info.Query, "done"), b)
+	_ = c.nc.Publish(deploy.QuerySubject(c.cfg.Namespace, info.Query, "done"), b)
 	_ = c.nc.Flush()
 	c.cfg.Log.Info("query ended", "query", info.Query, "state", info.State, "error", info.Error)
 }
@@ -634,7 +638,7 @@ func (c *Coordinator) onStatus(m *nats.Msg) {
 	if ended != nil {
 		if ended.State == deploy.StateFailed {
 			b, _ := json.Marshal(deploy.StopRequest{Query: ended.Query, Abort: true})
-			_ = c.nc.Publish(deploy.QuerySubject(ended.Query, "stop"), b)
+			_ = c.nc.Publish(deploy.QuerySubject(c.cfg.Namespace, ended.Query, "stop"), b)
 		}
 		c.done(*ended)
 	}
@@ -678,7 +682,7 @@ func (c *Coordinator) Stop(id string, abort bool) error {
 		return fmt.Errorf("%w: %s", ErrUnknownQuery, id)
 	}
 	b, _ := json.Marshal(deploy.StopRequest{Query: id, Abort: abort})
-	return c.nc.Publish(deploy.QuerySubject(id, "stop"), b)
+	return c.nc.Publish(deploy.QuerySubject(c.cfg.Namespace, id, "stop"), b)
 }
 
 // Close stops serving. Running queries keep running on their workers.

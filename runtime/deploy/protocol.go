@@ -3,6 +3,7 @@ package deploy
 import (
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/tierflow/tierflow/dataflow"
@@ -47,11 +48,38 @@ const (
 // ErrName: a worker or query name is not usable as a subject token.
 var ErrName = errors.New("deploy: bad name")
 
-// QuerySubject is tierflow.q.<query>.<what>.
-func QuerySubject(query, what string) string { return "tierflow.q." + query + "." + what }
+// InNamespace is subject s (one of the tierflow.* subjects above) in
+// namespace ns: tierflow.<ns>.ctl.submit for tierflow.ctl.submit. A
+// coordinator, its workers and clients share one namespace and see nothing
+// of another's, so several deployments (two `tierflow run`s) can share a
+// NATS server. "" is the default namespace, the subjects as listed.
+func InNamespace(ns, s string) string {
+	if ns == "" {
+		return s
+	}
+	return "tierflow." + ns + strings.TrimPrefix(s, "tierflow")
+}
+
+// QuerySubject is tierflow[.<ns>].q.<query>.<what>.
+func QuerySubject(ns, query, what string) string {
+	return InNamespace(ns, "tierflow.q."+query+"."+what)
+}
+
+// QueryOf is the query of a subject QuerySubject(ns, query, ...) made
+// ("" if it is not one).
+func QueryOf(ns, subject string) string {
+	rest, ok := strings.CutPrefix(subject, InNamespace(ns, "tierflow.q."))
+	if !ok {
+		return ""
+	}
+	q, _, _ := strings.Cut(rest, ".")
+	return q
+}
 
 // DeploySubject is where worker name receives its part of query.
-func DeploySubject(query, name string) string { return QuerySubject(query, "deploy") + "." + name }
+func DeploySubject(ns, query, name string) string {
+	return QuerySubject(ns, query, "deploy") + "." + name
+}
 
 // ValidName checks a worker or query name: letters, digits, '-' and '_'
 // (a NATS subject token and a relay query id), at most 64 bytes.

@@ -17,7 +17,6 @@ import (
 	"io"
 	"log/slog"
 	"slices"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -65,6 +64,9 @@ type Config struct {
 	// variants are the model variants the query's plan chose.
 	Exec func(o *exec.Options, variants map[string]string)
 	Log  *slog.Logger
+	// Namespace is the deployment's subject namespace (deploy.InNamespace;
+	// "" the default): the worker serves only its coordinator's.
+	Namespace string
 }
 
 // Worker is a running worker.
@@ -138,9 +140,9 @@ func Start(ctx context.Context, cfg Config) (*Worker, error) {
 	w := &Worker{cfg: cfg, info: info, ctx: wctx, cancel: cancel, queries: map[string]*query{}}
 	nc := cfg.Conn
 	for subj, h := range map[string]nats.MsgHandler{
-		deploy.DeploySubject("*", cfg.Name): w.onDeploy,
-		deploy.QuerySubject("*", "start"):   w.onStart,
-		deploy.QuerySubject("*", "stop"):    w.onStop,
+		deploy.DeploySubject(w.cfg.Namespace, "*", cfg.Name): w.onDeploy,
+		deploy.QuerySubject(w.cfg.Namespace, "*", "start"):   w.onStart,
+		deploy.QuerySubject(w.cfg.Namespace, "*", "stop"):    w.onStop,
 	} {
 		sub, err := nc.Subscribe(subj, w.guard(subj, h))
 		if err != nil {
@@ -170,7 +172,7 @@ func (w *Worker) register(ctx context.Context) error {
 	var last error
 	for time.Now().Before(deadline) {
 		rctx, cancel := context.WithTimeout(ctx, time.Second)
-		msg, err := w.cfg.Conn.RequestWithContext(rctx, deploy.SubjectRegister, body)
+		msg, err := w.cfg.Conn.RequestWithContext(rctx, deploy.InNamespace(w.cfg.Namespace, deploy.SubjectRegister), body)
 		cancel()
 		if err == nil {
 			var rep deploy.RegisterReply
@@ -199,7 +201,7 @@ func (w *Worker) register(ctx context.Context) error {
 		case <-time.After(100 * time.Millisecond):
 		}
 	}
-	return fmt.Errorf("%w: no coordinator answered on %s within %s (%v)", ErrRegister, deploy.SubjectRegister, w.cfg.RegisterTimeout, last)
+	return fmt.Errorf("%w: no coordinator answered on %s within %s (%v)", ErrRegister, deploy.InNamespace(w.cfg.Namespace, deploy.SubjectRegister), w.cfg.RegisterTimeout, last)
 }
 
 // heartbeats tells the coordinator the worker lives; a coordinator that does
@@ -217,7 +219,7 @@ func (w *Worker) heartbeats() {
 		}
 		body, _ := json.Marshal(deploy.Heartbeat{Name: w.cfg.Name, Queries: w.Running()})
 		ctx, cancel := context.WithTimeout(w.ctx, w.heartbeat)
-		msg, err := w.cfg.Conn.RequestWithContext(ctx, deploy.SubjectHeartbeat, body)
+		msg, err := w.cfg.Conn.RequestWithContext(ctx, deploy.InNamespace(w.cfg.Namespace, deploy.SubjectHeartbeat), body)
 		cancel()
 		if err != nil {
 			continue
@@ -299,7 +301,7 @@ func (w *Worker) build(req deploy.DeployRequest) error {
 		return fmt.Errorf("worker %s already runs query %s", w.cfg.Name, req.Query)
 	}
 	mem := w.cfg.Allocator
-	res := &results{nc: w.cfg.Conn, subject: deploy.QuerySubject(req.Query, "results"), mem: mem}
+	res := &results{nc: w.cfg.Conn, subject: deploy.QuerySubject(w.cfg.Namespace, req.Query, "results"), mem: mem}
 	eo := exec.Options{Allocator: mem, Output: res, Stdout: w.cfg.Stdout}
 	if w.cfg.Exec != nil {
 		w.cfg.Exec(&eo, req.Script.Variants)
@@ -346,14 +348,14 @@ func (w *Worker) build(req deploy.DeployRequest) error {
 	if w.cfg.Metrics != nil {
 		w.cfg.Metrics.Instrument(g, w.cfg.Name)
 	}
-	tr := natsrelay.New(w.cfg.Conn, natsrelay.Options{Config: relay.Config{Allocator: mem}})
+	tr := natsrelay.New(w.cfg.Conn, natsrelay.Options{Config: relay.Config{Allocator: mem}, Prefix: deploy.InNamespace(w.cfg.Namespace, "tierflow.relay")})
 	dt := relay.NewDataflowTransport(tr)
 	q := &query{id: req.Query, eq: eq, dt: dt, tr: tr, res: res, sinkHere: sinkHere, sinks: opened, stop: make(chan struct{}), done: make(chan struct{})}
 	// An operator that has all it needs (a full final LIMIT) stops the
 	// whole query: the coordinator tells every worker, gracefully.
 	requestStop := func() {
 		b, _ := json.Marshal(deploy.StopRequest{Query: req.Query})
-		_ = w.cfg.Conn.Publish(deploy.SubjectStop, b)
+		_ = w.cfg.Conn.Publish(deploy.InNamespace(w.cfg.Namespace, deploy.SubjectStop), b)
 	}
 	// An analysed run (EXPLAIN ANALYZE paces its sources) times every
 	// callback; a plain run leaves the clock alone.
@@ -372,16 +374,8 @@ func (w *Worker) build(req deploy.DeployRequest) error {
 	return nil
 }
 
-func queryOf(subject string) string {
-	parts := strings.Split(subject, ".")
-	if len(parts) < 4 {
-		return ""
-	}
-	return parts[2]
-}
-
 func (w *Worker) onStart(m *nats.Msg) {
-	id := queryOf(m.Subject)
+	id := deploy.QueryOf(w.cfg.Namespace, m.Subject)
 	w.mu.Lock()
 	q := w.queries[id]
 	if q == nil || q.started || q.stopped {
@@ -399,7 +393,7 @@ func (w *Worker) onStart(m *nats.Msg) {
 func (w *Worker) onStop(m *nats.Msg) {
 	var req deploy.StopRequest
 	_ = json.Unmarshal(m.Data, &req)
-	w.stopQuery(queryOf(m.Subject), req.Abort)
+	w.stopQuery(deploy.QueryOf(w.cfg.Namespace, m.Subject), req.Abort)
 }
 
 // stopQuery stops a query: a running one gracefully (sources end, the rest
@@ -528,7 +522,7 @@ func (w *Worker) statusErr(q *query, state string, err error, stats []dataflow.I
 		st.LateRows, st.BadRows, st.Problems, st.Dropped = c.LateRows, c.BadRows, c.Problems, c.Dropped
 	}
 	b, _ := json.Marshal(st)
-	_ = w.cfg.Conn.Publish(deploy.QuerySubject(q.id, "status"), b)
+	_ = w.cfg.Conn.Publish(deploy.QuerySubject(w.cfg.Namespace, q.id, "status"), b)
 	if state != deploy.StateRunning {
 		_ = w.cfg.Conn.Flush()
 	}
