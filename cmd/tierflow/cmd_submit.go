@@ -23,7 +23,7 @@ import (
 )
 
 func newSubmitCmd(a *app) *cobra.Command {
-	var name, output string
+	var name, output, namespace string
 	c := &cobra.Command{
 		Use:   "submit QUERY.sql",
 		Short: "Submit a query to a tierflow cluster and stream its results back",
@@ -76,6 +76,9 @@ without it the coordinator's totals are used).`,
 					return badInput(err)
 				}
 			}
+			if err := checkNamespace(namespace); err != nil {
+				return err
+			}
 			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
 			defer stop()
 			nc, err := natsserver.Connect(a.g.nats, nats.Name("tierflow-submit"))
@@ -84,6 +87,7 @@ without it the coordinator's totals are used).`,
 			}
 			defer nc.Close()
 			client := coordinator.NewClient(nc)
+			client.Namespace = namespace
 			for _, what := range plan.shows {
 				switch what {
 				case "WORKERS":
@@ -147,6 +151,7 @@ without it the coordinator's totals are used).`,
 		},
 	}
 	c.Flags().StringVar(&name, "name", "", "query name (default: a fresh q-XXXXXXXX)")
+	c.Flags().StringVar(&namespace, "namespace", "", "subject namespace of the coordinator (default: the shared one)")
 	c.Flags().StringVarP(&output, "output", "o", "", "write the results to this file instead of stdout")
 	return c
 }

@@ -41,10 +41,8 @@ other workers over NATS. Ctrl-C (or SIGTERM) aborts what runs and leaves.
 			if threads < 0 {
 				return badInput(fmt.Errorf("--threads %d: want 0 (ONNX Runtime's default) or more", threads))
 			}
-			if namespace != "" {
-				if err := deploy.ValidName("namespace", namespace); err != nil {
-					return badInput(err)
-				}
+			if err := checkNamespace(namespace); err != nil {
+				return err
 			}
 			if name == "" {
 				host, _ := os.Hostname()
@@ -91,4 +89,15 @@ other workers over NATS. Ctrl-C (or SIGTERM) aborts what runs and leaves.
 	// Accepted for symmetry with the coordinator; the coordinator decides.
 	f.Duration("heartbeat", 0, "ignored: the coordinator sets the heartbeat interval")
 	return c
+}
+
+// checkNamespace refuses a --namespace that is not one subject token.
+func checkNamespace(ns string) error {
+	if ns == "" {
+		return nil
+	}
+	if err := deploy.ValidName("namespace", ns); err != nil {
+		return badInput(err)
+	}
+	return nil
 }
