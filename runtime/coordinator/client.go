@@ -136,15 +136,28 @@ func (c *Client) Submit(ctx context.Context, script deploy.Script, name string, 
 		mem = memory.DefaultAllocator
 	}
 	resultsSubj, doneSubj := deploy.QuerySubject(c.Namespace, name, "results"), deploy.QuerySubject(c.Namespace, name, "done")
-	// One channel for both subjects keeps their order: results, then done.
+	// Both subjects feed one channel. A channel subscription drops what
+	// does not fit its channel (a slow consumer): a client slower than the
+	// workers would lose result rows and the end markers. Instead each
+	// subscription's handler waits for room, and meanwhile the client
+	// library buffers without a limit (pending limits off): the workers
+	// publish a query's results once, at most what it returns.
 	ch := make(chan *nats.Msg, 1024)
-	rs, err := c.nc.ChanSubscribe(resultsSubj, ch)
+	quit := make(chan struct{})
+	defer close(quit)
+	forward := func(m *nats.Msg) {
+		select {
+		case ch <- m:
+		case <-quit:
+		}
+	}
+	rs, err := c.nc.Subscribe(resultsSubj, forward)
 	if err != nil {
 		return deploy.QueryInfo{}, err
 	}
 	defer rs.Unsubscribe()
 	_ = rs.SetPendingLimits(-1, -1)
-	ds, err := c.nc.ChanSubscribe(doneSubj, ch)
+	ds, err := c.nc.Subscribe(doneSubj, forward)
 	if err != nil {
 		return deploy.QueryInfo{}, err
 	}
@@ -230,6 +243,12 @@ func (c *Client) Submit(ctx context.Context, script deploy.Script, name string, 
 			case m.Header.Get(deploy.HeaderEnd) != "":
 				ends++
 			default:
+				if done && !stopping {
+					// Results still coming after the done message (a
+					// slow writer drains the buffer): the grace runs from
+					// the last of them.
+					grace = time.After(5 * time.Second)
+				}
 				data := m.Data
 				if m.Header.Get(connectors.ChunkHeader) != "" {
 					// One row over the max payload, in chunks.
