@@ -59,7 +59,7 @@ func TestRunProcessesLeaveNoChildren(t *testing.T) {
 			q := filepath.Join(dir, "q.sql")
 			os.WriteFile(q, []byte("CREATE STREAM s (k BIGINT) FROM NATS 'nobody.publishes' FORMAT JSON;\nSELECT k FROM s;\n"), 0o644)
 			inf := filepath.Join(dir, "infra.yaml")
-			os.WriteFile(inf, []byte("tiers:\n  - name: edge\n  - name: cloud\nworker_types:\n  - name: x1\n    price: 0.1\nworkers:\n  - name: e1\n    type: x1\n    tier: edge\n  - name: c1\n    type: x1\n    tier: cloud\n"), 0o644)
+			os.WriteFile(inf, []byte("tiers:\n  - name: edge\n  - name: cloud\nworker_types:\n  - name: x1\n    price: 0.1\nworkers:\n  - name: e1\n    type: x1\n    tier: edge\n  - name: c1\n    type: x1\n    tier: cloud\nlinks:\n  - from: edge\n    to: cloud\n    cost_per_gb: 0.05\n"), 0o644)
 			var stdout, stderr syncBuffer
 			cmd := osexec.Command(os.Args[0], "run", "--processes", "--infra", inf, q)
 			cmd.Env = append(os.Environ(), childEnv+"=real")

@@ -106,9 +106,11 @@ func TestFailedClusterQueryMarksItsNATSSinkFailed(t *testing.T) {
 	}
 	script := deploy.Script{Filename: filepath.Join(f.Dir, "w.sql"), BaseDir: f.Dir, Source: "CREATE STREAM r (k BIGINT) FROM FILE 'r.csv' FORMAT CSV;\n" +
 		"CREATE SINK o TO NATS 'fail.out' FORMAT JSON;\nINSERT INTO o SELECT k FROM r;\n"}
-	if _, err := c.Run(ctx, script, sinks.NewCSV(&strings.Builder{})); err == nil {
+	_, err = c.Run(ctx, script, sinks.NewCSV(&strings.Builder{}))
+	if err == nil {
 		t.Fatal("the writing query did not fail on its bad row")
 	}
+	t.Logf("the writing query failed: %v", err)
 	for {
 		m, err := raw.NextMsg(5 * time.Second)
 		if err != nil {

@@ -136,32 +136,30 @@ func (c *Client) Submit(ctx context.Context, script deploy.Script, name string, 
 		mem = memory.DefaultAllocator
 	}
 	resultsSubj, doneSubj := deploy.QuerySubject(c.Namespace, name, "results"), deploy.QuerySubject(c.Namespace, name, "done")
-	// Both subjects feed one channel. A channel subscription drops what
-	// does not fit its channel (a slow consumer): a client slower than the
-	// workers would lose result rows and the end markers. Instead each
-	// subscription's handler waits for room, and meanwhile the client
-	// library buffers without a limit (pending limits off): the workers
-	// publish a query's results once, at most what it returns.
+	// One subscription over the query's subjects keeps the order the
+	// messages came in: results, then done. A channel subscription would
+	// drop what does not fit its channel (a slow consumer): a client slower
+	// than the workers would lose result rows and the end markers. Instead
+	// the handler waits for room, and meanwhile the client library buffers
+	// without a limit (pending limits off): the workers publish a query's
+	// results once, at most what it returns.
 	ch := make(chan *nats.Msg, 1024)
 	quit := make(chan struct{})
 	defer close(quit)
-	forward := func(m *nats.Msg) {
+	sub, err := c.nc.Subscribe(deploy.QuerySubject(c.Namespace, name, "*"), func(m *nats.Msg) {
+		if m.Subject != resultsSubj && m.Subject != doneSubj {
+			return // the workers' status, start and stop
+		}
 		select {
 		case ch <- m:
 		case <-quit:
 		}
-	}
-	rs, err := c.nc.Subscribe(resultsSubj, forward)
+	})
 	if err != nil {
 		return deploy.QueryInfo{}, err
 	}
-	defer rs.Unsubscribe()
-	_ = rs.SetPendingLimits(-1, -1)
-	ds, err := c.nc.Subscribe(doneSubj, forward)
-	if err != nil {
-		return deploy.QueryInfo{}, err
-	}
-	defer ds.Unsubscribe()
+	defer sub.Unsubscribe()
+	_ = sub.SetPendingLimits(-1, -1)
 	if err := c.nc.Flush(); err != nil {
 		return deploy.QueryInfo{}, err
 	}

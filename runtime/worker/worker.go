@@ -416,6 +416,15 @@ func (w *Worker) stopQuery(id string, abort bool) {
 		q.dw.Close()
 		_ = q.dt.Close()
 		_ = q.tr.Close()
+		if q.sinkHere {
+			// Readers of the sink's subject wait for its end: tell them
+			// this query will not write it (another worker failed before
+			// this part started, or the query was stopped).
+			cause := fmt.Errorf("query %s was stopped before it started", id)
+			for _, s := range q.sinks {
+				_ = s.finish(cause)
+			}
+		}
 		close(q.done)
 		w.status(q, deploy.StateStopped, nil, nil)
 		return
