@@ -216,8 +216,10 @@ func runRun(ctx context.Context, a *app, f runFlags, path string) error {
 	// A model call that cannot run (no such file, an argument that is not a
 	// tensor) is the script's fault, like a name that does not bind; on the
 	// cluster its kind came back with it (deploy.ErrInput).
+	var ie deploy.InputError
 	if errors.As(err, &le) || errors.As(err, &be) || errors.As(err, &bi) ||
-		errors.Is(err, exec.ErrUnsupported) || errors.Is(err, inference.ErrModel) || errors.Is(err, deploy.ErrInput) {
+		errors.Is(err, exec.ErrUnsupported) || errors.Is(err, inference.ErrModel) || errors.Is(err, deploy.ErrInput) ||
+		errors.As(err, &ie) && ie.InputError() {
 		return badInput(err)
 	}
 	return err

@@ -36,8 +36,9 @@ func TestRunPrintsWindowsAndReportsBadRows(t *testing.T) {
 	if !strings.Contains(errs, "1 malformed") || !strings.Contains(errs, "d.csv:4:") {
 		t.Fatalf("stderr: %s", errs)
 	}
+	// A row that does not fit is bad input (the file's), exit 2.
 	code, _, errs = runCLI(t, "", "run", query)
-	if code != exitFailure || !strings.Contains(errs, "d.csv:4:") {
+	if code != exitBadInput || !strings.Contains(errs, "d.csv:4:") {
 		t.Fatalf("--on-error fail: exit %d: %s", code, errs)
 	}
 	// On the embedded cluster the workers count and name the bad rows.

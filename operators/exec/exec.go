@@ -493,35 +493,18 @@ func declaredSchema(cols []catalog.Column) (*arrow.Schema, error) {
 	return arrow.NewSchema(fs, nil), nil
 }
 
-func formatOf(format, path string) string {
-	if format != "" {
-		return format
-	}
-	switch strings.ToLower(filepath.Ext(path)) {
-	case ".csv":
-		return "csv"
-	case ".json", ".jsonl", ".ndjson":
-		return "json"
-	case ".parquet":
-		return "parquet"
-	case ".arrow", ".ipc", ".feather":
-		return "arrow"
-	}
-	return "csv"
-}
-
 // openReader opens a file source. It is called once at build time to learn the
 // schema and once per run of the source instance.
 func (b *builder) openReader(path, format string, schema *arrow.Schema) (sources.Reader, error) {
-	switch formatOf(format, path) {
+	switch sources.FormatOf(format, path) {
 	case "csv":
 		return sources.OpenCSV(path, schema, b.opts.BatchSize, b.opts.OnError, b.q.report)
 	case "json":
 		return sources.OpenJSONL(path, schema, b.opts.BatchSize, b.opts.OnError, b.q.report)
 	case "parquet":
-		return sources.OpenParquet(path, schema, b.opts.BatchSize, b.opts.Allocator)
+		return sources.OpenParquet(path, schema, b.opts.BatchSize, b.opts.Allocator, b.opts.OnError, b.q.report)
 	case "arrow":
-		return sources.OpenIPC(path, schema, b.opts.Allocator)
+		return sources.OpenIPC(path, schema, b.opts.Allocator, b.opts.OnError, b.q.report)
 	}
 	return nil, fmt.Errorf("%w: file format %q", ErrUnsupported, format)
 }
@@ -656,7 +639,7 @@ func (b *builder) sink(n *logical.Sink, at func(error) error) (int, *arrow.Schem
 			return 0, nil, at(err)
 		}
 		b.q.closers = append(b.q.closers, f)
-		if w, err = sinks.New(formatOf(n.Sink.Format, n.Sink.Target), f); err != nil {
+		if w, err = sinks.New(sources.FormatOf(n.Sink.Format, n.Sink.Target), f); err != nil {
 			return 0, nil, at(err)
 		}
 	default:

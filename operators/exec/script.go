@@ -54,6 +54,9 @@ func RunScript(ctx context.Context, filename, src string, so ScriptOptions) erro
 	if so.BaseDir == "" {
 		so.BaseDir = filepath.Dir(filename)
 	}
+	if cat.Files == nil {
+		cat.Files = FileSchemas{BaseDir: so.BaseDir}
+	}
 	binder := bind.New(cat)
 	binder.CheckModelArgs = so.CheckModelArgs
 	for _, stmt := range script.Statements {

@@ -88,6 +88,7 @@ func (c *Cluster) RunScript(ctx context.Context, filename, src string, so Script
 	if err != nil {
 		return err
 	}
+	cat.Files = exec.FileSchemas{BaseDir: so.BaseDir}
 	nth := 0
 	for _, stmt := range script.Statements {
 		if err := ctx.Err(); err != nil {
