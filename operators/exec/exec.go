@@ -87,7 +87,12 @@ type Stats struct {
 	RowsWritten int64
 	LateRows    int64
 	BadRows     int64
-	Problems    []string // first bad-row messages (file:row: why)
+	// Dropped is every row or message the query dropped, by reason
+	// (dataflow.DropReasons): LateRows are its "late", BadRows its
+	// "malformed", and the rest come from windows (NULL event times) and
+	// sources (slow consumers, oversized messages).
+	Dropped  dataflow.DropCounts
+	Problems []string // first bad-row messages (file:row: why)
 }
 
 // Query is a built dataflow ready to run.
@@ -179,7 +184,7 @@ func (q *Query) Graph() *dataflow.Graph { return q.graph }
 func (q *Query) Run(ctx context.Context) (Stats, error) {
 	err := dataflow.Run(ctx, q.graph, dataflow.Config{Allocator: q.opts.Allocator})
 	for _, w := range q.writers {
-		if cerr := w.Close(); cerr != nil && err == nil {
+		if cerr := sinks.Finish(w, err); cerr != nil && err == nil {
 			err = cerr
 		}
 	}
@@ -192,9 +197,13 @@ func (q *Query) Run(ctx context.Context) (Stats, error) {
 // graph without Run, reports them from here.
 func (q *Query) Stats() Stats {
 	st := Stats{RowsRead: q.report.Rows.Load(), RowsWritten: q.written.Load(), BadRows: q.report.BadRows.Load(), Problems: q.report.Messages()}
+	var nulls int64
 	for _, s := range q.stats {
 		st.LateRows += s.Late.Load()
+		nulls += s.NullTimes.Load()
 	}
+	st.Dropped = q.report.Drops.Snapshot().Merge(dataflow.DropCounts{
+		dataflow.DropLate: st.LateRows, dataflow.DropMalformed: st.BadRows, dataflow.DropNullEventTime: nulls})
 	return st
 }
 

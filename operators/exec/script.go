@@ -143,11 +143,8 @@ func RunScript(ctx context.Context, filename, src string, so ScriptOptions) erro
 			st, err := q.Run(ctx)
 			if so.Log != nil {
 				fmt.Fprintf(so.Log, "-- %d rows read, %d rows written", st.RowsRead, st.RowsWritten)
-				if st.LateRows > 0 {
-					fmt.Fprintf(so.Log, ", %d late rows dropped", st.LateRows)
-				}
-				if st.BadRows > 0 {
-					fmt.Fprintf(so.Log, ", %d bad rows skipped", st.BadRows)
+				if len(st.Dropped) > 0 {
+					fmt.Fprintf(so.Log, ", dropped: %s", st.Dropped)
 				}
 				fmt.Fprintln(so.Log)
 				for _, p := range st.Problems {

@@ -74,7 +74,10 @@ type Report struct {
 	mu      sync.Mutex
 	BadRows atomic.Int64
 	Rows    atomic.Int64
-	msgs    []string
+	// Drops counts what sources dropped for other reasons than a bad row
+	// (a full subscription, an oversized message); bad rows are BadRows.
+	Drops dataflow.Drops
+	msgs  []string
 }
 
 // keep at most this many messages; the count keeps going.

@@ -31,6 +31,7 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/tierflow/tierflow/dataflow"
 	"github.com/tierflow/tierflow/operators/exec"
 	"github.com/tierflow/tierflow/operators/session"
 	"github.com/tierflow/tierflow/planner"
@@ -38,6 +39,8 @@ import (
 	"github.com/tierflow/tierflow/planner/catalog"
 	"github.com/tierflow/tierflow/planner/infra"
 	"github.com/tierflow/tierflow/planner/logical"
+	"github.com/tierflow/tierflow/planner/optimize"
+	"github.com/tierflow/tierflow/planner/physical"
 	"github.com/tierflow/tierflow/relay"
 	"github.com/tierflow/tierflow/runtime/control"
 	"github.com/tierflow/tierflow/runtime/deploy"
@@ -85,6 +88,10 @@ type Config struct {
 	// default rules only: sources at their tier, aggregates a tier up, the
 	// sink on top, so data crosses every tier).
 	Placement string
+	// Namespace is the deployment's subject namespace (deploy.InNamespace;
+	// "" the default): workers and clients of another namespace on the same
+	// server never reach this coordinator.
+	Namespace string
 }
 
 // Placement modes (Config.Placement).
@@ -115,6 +122,9 @@ type queryState struct {
 	// each worker's last measured round trip to the NATS server.
 	live *control.Live
 	rtt  map[string]time.Duration
+	// plan is the optimizer's plan while the query deploys or runs: the
+	// capacity it holds on its workers, which later queries plan around.
+	plan *physical.Plan
 }
 
 // Start subscribes the coordinator to the control subjects.
@@ -148,16 +158,17 @@ func Start(cfg Config) (*Coordinator, error) {
 		subject string
 		h       nats.MsgHandler
 	}{
-		{deploy.SubjectRegister, c.onRegister},
-		{deploy.SubjectHeartbeat, c.onHeartbeat},
-		{deploy.SubjectSubmit, c.onSubmit},
-		{deploy.SubjectWorkers, func(m *nats.Msg) { reply(m, c.Workers()) }},
-		{deploy.SubjectQueries, func(m *nats.Msg) { reply(m, c.Queries()) }},
-		{deploy.SubjectStop, c.onStop},
-		{deploy.QuerySubject("*", "status"), c.onStatus},
+		{deploy.InNamespace(c.cfg.Namespace, deploy.SubjectRegister), c.onRegister},
+		{deploy.InNamespace(c.cfg.Namespace, deploy.SubjectHeartbeat), c.onHeartbeat},
+		{deploy.InNamespace(c.cfg.Namespace, deploy.SubjectSubmit), c.onSubmit},
+		{deploy.InNamespace(c.cfg.Namespace, deploy.SubjectWorkers), func(m *nats.Msg) { reply(m, c.Workers()) }},
+		{deploy.InNamespace(c.cfg.Namespace, deploy.SubjectQueries), func(m *nats.Msg) { reply(m, c.Queries()) }},
+		{deploy.InNamespace(c.cfg.Namespace, deploy.SubjectStop), c.onStop},
+		{deploy.InNamespace(c.cfg.Namespace, deploy.SubjectQuery), c.onQuery},
+		{deploy.QuerySubject(c.cfg.Namespace, "*", "status"), c.onStatus},
 	}
 	for _, h := range handlers {
-		sub, err := c.nc.Subscribe(h.subject, h.h)
+		sub, err := c.nc.Subscribe(h.subject, c.guard(h.subject, h.h))
 		if err != nil {
 			c.Close()
 			return nil, err
@@ -182,6 +193,22 @@ func reply(m *nats.Msg, v any) {
 	}
 	b, _ := json.Marshal(v)
 	_ = m.Respond(b)
+}
+
+// guard runs a handler so that a panic in it (a submission runs the
+// binder, the optimizer and the executor's builder) is logged and answered
+// as an error, and the coordinator keeps serving.
+func (c *Coordinator) guard(subj string, h nats.MsgHandler) nats.MsgHandler {
+	return func(m *nats.Msg) {
+		defer func() {
+			if p := recover(); p != nil {
+				err := dataflow.Recovered("coordinator on "+m.Subject, p)
+				c.cfg.Log.Error("handler panicked", "subject", subj, "err", err, "stack", string(dataflow.PanicStack(err)))
+				reply(m, deploy.Ack{Error: err.Error()})
+			}
+		}()
+		h(m)
+	}
 }
 
 func (c *Coordinator) onRegister(m *nats.Msg) {
@@ -360,13 +387,15 @@ func (c *Coordinator) Submit(ctx context.Context, req deploy.SubmitRequest) (*de
 	c.order = append(c.order, req.Query)
 	c.mu.Unlock()
 
-	p, script, note, est, slo, err := c.place(ctx, req, ws)
+	pl, err := c.place(ctx, req, ws)
 	if err != nil {
 		c.fail(req.Query, err)
 		return nil, err
 	}
+	p, script := pl.placement, pl.script
 	c.mu.Lock()
-	qs.info.Placement, qs.info.Workers, qs.info.Planner, qs.info.Estimate, qs.info.LatencySLOMs = p, p.Workers, note, est, slo
+	qs.info.Placement, qs.info.Workers, qs.info.Planner, qs.info.Estimate, qs.info.LatencySLOMs = p, p.Workers, pl.note, pl.estimate, pl.sloMs
+	qs.plan = pl.plan
 	c.mu.Unlock()
 
 	// Every worker builds its part; the query starts only when all have, so
@@ -380,7 +409,7 @@ func (c *Coordinator) Submit(ctx context.Context, req deploy.SubmitRequest) (*de
 			defer wg.Done()
 			dctx, cancel := context.WithTimeout(ctx, c.cfg.DeployTimeout)
 			defer cancel()
-			msg, err := c.nc.RequestWithContext(dctx, deploy.DeploySubject(req.Query, name), body)
+			msg, err := c.nc.RequestWithContext(dctx, deploy.DeploySubject(c.cfg.Namespace, req.Query, name), body)
 			if err != nil {
 				errs[i] = fmt.Errorf("worker %s: %w", name, err)
 				return
@@ -408,7 +437,7 @@ func (c *Coordinator) Submit(ctx context.Context, req deploy.SubmitRequest) (*de
 	if ended {
 		return nil, fmt.Errorf("%w: %s ended while deploying: %s", ErrDeploy, req.Query, qs.info.Error)
 	}
-	if err := c.nc.Publish(deploy.QuerySubject(req.Query, "start"), nil); err != nil {
+	if err := c.nc.Publish(deploy.QuerySubject(c.cfg.Namespace, req.Query, "start"), nil); err != nil {
 		c.fail(req.Query, err)
 		return nil, err
 	}
@@ -416,20 +445,32 @@ func (c *Coordinator) Submit(ctx context.Context, req deploy.SubmitRequest) (*de
 	return p, nil
 }
 
+// placed is how place placed a query: the placement, the script the
+// workers must build (rewritten, with the plan's variants and batching, when
+// the optimizer placed it), a note on how it was placed, the optimizer's
+// estimate and plan (nil when placed by rules), and its LATENCY bound in
+// milliseconds.
+type placed struct {
+	placement *deploy.Placement
+	script    deploy.Script
+	note      string
+	estimate  *deploy.Estimate
+	plan      *physical.Plan
+	sloMs     float64
+}
+
 // place compiles the script as every worker will and places it: where the
 // optimizer puts it when it can plan the query against the registered
-// workers (a model call, a catalog with profiles), by runtime/deploy's
-// default rules otherwise. It returns the script the workers must build
-// (rewritten, with the plan's variants, when the optimizer placed it), a
-// note on how it was placed, and its LATENCY bound in milliseconds.
-func (c *Coordinator) place(ctx context.Context, req deploy.SubmitRequest, ws []deploy.Worker) (*deploy.Placement, deploy.Script, string, *deploy.Estimate, float64, error) {
+// workers (a model call, a catalog with profiles) around the capacity the
+// running queries hold, by runtime/deploy's default rules otherwise.
+func (c *Coordinator) place(ctx context.Context, req deploy.SubmitRequest, ws []deploy.Worker) (placed, error) {
 	script := req.Script
 	if c.cfg.CheckModelArgs != nil {
 		script.CheckModelArgs = c.cfg.CheckModelArgs(script.BaseDir)
 	}
 	bound, cat, err := script.Bind(nil)
 	if err != nil {
-		return nil, script, "", nil, 0, err
+		return placed{}, err
 	}
 	if sk, ok := bound.Root.(*logical.Sink); ok && sk.Sink != nil && !strings.EqualFold(sk.Sink.Kind, "nats") && !strings.EqualFold(sk.Sink.Kind, "jetstream") {
 		// operators/exec opens a sink's file when it builds and closes it
@@ -437,7 +478,7 @@ func (c *Coordinator) place(ctx context.Context, req deploy.SubmitRequest, ws []
 		// none would flush it. NATS and JetStream sinks run: the worker
 		// that holds the sink opens it on first use and closes it when its
 		// part ends (JetStream's close waits for the acks).
-		return nil, script, "", nil, 0, fmt.Errorf("%s: %w: INSERT INTO %s (%s) on a cluster; submit the SELECT and write its streamed results (tierflow submit --output)", sk.Pos, ErrUnsupported, sk.Sink.Name, sk.Sink.Kind)
+		return placed{}, fmt.Errorf("%s: %w: INSERT INTO %s (%s) on a cluster; submit the SELECT and write its streamed results (tierflow submit --output)", sk.Pos, ErrUnsupported, sk.Sink.Name, sk.Sink.Kind)
 	}
 	o := deploy.Options{Tiers: c.tiers(ws)}
 	if c.cfg.Infra != nil {
@@ -446,26 +487,31 @@ func (c *Coordinator) place(ctx context.Context, req deploy.SubmitRequest, ws []
 	var res *planner.Result
 	perr := errors.New("placement by rules")
 	if c.cfg.Placement != PlaceRules {
-		res, perr = c.optimize(ctx, bound, cat, ws, o.Tiers, script.Planner)
+		res, perr = c.optimize(ctx, bound, cat, ws, o.Tiers, c.reserved(req.Query, ws), script.Planner)
 		if errors.Is(perr, planner.ErrInfeasible) {
 			// The planner did plan the query, and no plan meets what it
-			// asks: running another one would ignore the objectives.
-			return nil, script, "", nil, 0, perr
+			// asks (with what running queries leave): running another one
+			// would ignore the objectives.
+			return placed{}, perr
 		}
 	}
 	slo := bound.Objectives.LatencyMs
 	if perr == nil {
 		planned := script
-		planned.Rewrite, planned.Variants = true, res.Physical.Variants()
+		planned.Rewrite, planned.Variants, planned.Batches = true, res.Physical.Variants(), batches(res.Physical)
 		q, err := planned.BuildPlan(res.Rewritten, c.execOptions(planned.Variants))
 		if err == nil {
 			po := o
 			po.Physical, po.Lowered = res.Physical, res.Lowered
 			p, err := deploy.Place(req.Query, q.Graph(), res.Rewritten, ws, po)
 			if err == nil {
-				return p, planned, fmt.Sprintf("optimizer (%s): compute %.4g + network %.4g per hour, accuracy %.4g, throughput %.4g",
-						res.Physical.Strategy, res.Physical.ComputeCost, res.Physical.NetworkCost, res.Physical.Accuracy, res.Physical.Throughput),
-					deploy.EstimateOf(res.Physical, bound.Objectives.Throughput), slo, nil
+				note := fmt.Sprintf("optimizer (%s): compute %.4g + network %.4g per hour, accuracy %.4g, throughput %.4g",
+					res.Physical.Strategy, res.Physical.ComputeCost, res.Physical.NetworkCost, res.Physical.Accuracy, res.Physical.Throughput)
+				if r := res.Physical.Targets.Reserved; len(r) > 0 {
+					note += "; around running queries (" + reservedText(r) + ")"
+				}
+				return placed{placement: p, script: planned, note: note, estimate: deploy.EstimateOf(res.Physical, bound.Objectives.Throughput),
+					plan: res.Physical, sloMs: slo}, nil
 			}
 			perr = err
 		} else {
@@ -474,10 +520,58 @@ func (c *Coordinator) place(ctx context.Context, req deploy.SubmitRequest, ws []
 	}
 	q, plan, err := script.Build(nil, c.execOptions(nil))
 	if err != nil {
-		return nil, script, "", nil, 0, err
+		return placed{}, err
 	}
 	p, err := deploy.Place(req.Query, q.Graph(), plan, ws, o)
-	return p, script, "default placement (" + perr.Error() + ")", nil, slo, err
+	if err != nil {
+		return placed{}, err
+	}
+	return placed{placement: p, script: script, note: "default placement (" + perr.Error() + ")", sloMs: slo}, nil
+}
+
+// reserved is the live view of the capacity that the other queries still
+// deploying or running hold on the registered workers ws, from their plans:
+// the planner gives the new query only the rest of each worker.
+func (c *Coordinator) reserved(self string, ws []deploy.Worker) []optimize.Reservation {
+	present := map[string]bool{}
+	for _, w := range ws {
+		present[w.Name] = true
+	}
+	running := map[string]*physical.Plan{}
+	c.mu.Lock()
+	for id, qs := range c.queries {
+		if id != self && qs.plan != nil && qs.info.Ended.IsZero() {
+			running[id] = qs.plan
+		}
+	}
+	c.mu.Unlock()
+	var out []optimize.Reservation
+	for _, r := range physical.Reservations(running) {
+		if present[r.Worker] { // a worker gone since holds nothing
+			out = append(out, r)
+		}
+	}
+	return out
+}
+
+// reservedText is a reservation list for the planner note.
+func reservedText(rs []optimize.Reservation) string {
+	var parts []string
+	for _, r := range rs {
+		parts = append(parts, fmt.Sprintf("%s %.0f%% busy by %s", r.Worker, 100*min(r.Busy, 1), strings.Join(r.By, ",")))
+	}
+	return strings.Join(parts, "; ")
+}
+
+// batches are the plan's dynamic batching by model operator.
+func batches(p *physical.Plan) map[string]deploy.Batch {
+	out := map[string]deploy.Batch{}
+	for _, op := range p.Operators {
+		if op.Batch != nil {
+			out[op.Name] = deploy.Batch{MaxBatch: op.Batch.MaxBatch, MaxDelay: op.Batch.MaxDelay}
+		}
+	}
+	return out
 }
 
 func (c *Coordinator) execOptions(variants map[string]string) exec.Options {
@@ -491,7 +585,7 @@ func (c *Coordinator) execOptions(variants map[string]string) exec.Options {
 // optimize plans a bound query against the registered workers: their
 // tiers, types and locations, with prices, links and tier fan-outs from the
 // coordinator's infrastructure file.
-func (c *Coordinator) optimize(ctx context.Context, bound *logical.Plan, cat *catalog.Catalog, ws []deploy.Worker, tiers []string, settings map[string]string) (*planner.Result, error) {
+func (c *Coordinator) optimize(ctx context.Context, bound *logical.Plan, cat *catalog.Catalog, ws []deploy.Worker, tiers []string, reserved []optimize.Reservation, settings map[string]string) (*planner.Result, error) {
 	// The script's SET planner.* before the query (checked where it ran).
 	set, err := session.FromValues(settings)
 	if err != nil {
@@ -535,6 +629,7 @@ func (c *Coordinator) optimize(ctx context.Context, bound *logical.Plan, cat *ca
 	if _, ok := settings["planner.strategy"]; ok {
 		opts.Strategy = set.Planner.Strategy
 	}
+	opts.Reserved = reserved
 	res, err := planner.PlanLogical(ctx, bound, cat, inf, opts)
 	if err != nil {
 		return nil, err
@@ -560,13 +655,13 @@ func (c *Coordinator) fail(id string, err error) {
 	info := qs.info
 	c.mu.Unlock()
 	b, _ := json.Marshal(deploy.StopRequest{Query: id, Abort: true})
-	_ = c.nc.Publish(deploy.QuerySubject(id, "stop"), b)
+	_ = c.nc.Publish(deploy.QuerySubject(c.cfg.Namespace, id, "stop"), b)
 	c.done(info)
 }
 
 func (c *Coordinator) done(info deploy.QueryInfo) {
 	b, _ := json.Marshal(info)
-	_ = c.nc.Publish(deploy.QuerySubject(info.Query, "done"), b)
+	_ = c.nc.Publish(deploy.QuerySubject(c.cfg.Namespace, info.Query, "done"), b)
 	_ = c.nc.Flush()
 	c.cfg.Log.Info("query ended", "query", info.Query, "state", info.State, "error", info.Error)
 }
@@ -585,7 +680,7 @@ func (c *Coordinator) onStatus(m *nats.Msg) {
 	qs.status[st.Worker] = st
 	info := &qs.info
 	info.Operators, info.Links, info.ResultRows = nil, nil, 0
-	info.LateRows, info.BadRows, info.Problems = 0, 0, nil
+	info.LateRows, info.BadRows, info.Problems, info.Dropped = 0, 0, nil, nil
 	info.WorkerStates = map[string]string{}
 	terminal, failed, failedKind, stopped := 0, "", "", false
 	for _, name := range info.Workers {
@@ -599,6 +694,7 @@ func (c *Coordinator) onStatus(m *nats.Msg) {
 		info.ResultRows += s.ResultRows
 		info.LateRows += s.LateRows
 		info.BadRows += s.BadRows
+		info.Dropped = info.Dropped.Merge(s.Dropped)
 		if len(info.Problems) < maxProblems {
 			info.Problems = append(info.Problems, s.Problems[:min(len(s.Problems), maxProblems-len(info.Problems))]...)
 		}
@@ -640,10 +736,25 @@ func (c *Coordinator) onStatus(m *nats.Msg) {
 	if ended != nil {
 		if ended.State == deploy.StateFailed {
 			b, _ := json.Marshal(deploy.StopRequest{Query: ended.Query, Abort: true})
-			_ = c.nc.Publish(deploy.QuerySubject(ended.Query, "stop"), b)
+			_ = c.nc.Publish(deploy.QuerySubject(c.cfg.Namespace, ended.Query, "stop"), b)
 		}
 		c.done(*ended)
 	}
+}
+
+// onQuery answers a client waiting for a query: an empty Ack while the
+// coordinator knows it, an error once it does not (restarted).
+func (c *Coordinator) onQuery(m *nats.Msg) {
+	var req deploy.StopRequest
+	if err := json.Unmarshal(m.Data, &req); err != nil {
+		reply(m, deploy.Ack{Error: "bad query request"})
+		return
+	}
+	if _, ok := c.Query(req.Query); !ok {
+		reply(m, deploy.Ack{Error: fmt.Sprintf("%v: %s", ErrUnknownQuery, req.Query)})
+		return
+	}
+	reply(m, deploy.Ack{})
 }
 
 func (c *Coordinator) onStop(m *nats.Msg) {
@@ -690,7 +801,7 @@ func (c *Coordinator) Stop(id string, abort bool) error {
 		return fmt.Errorf("%w: %s", ErrUnknownQuery, id)
 	}
 	b, _ := json.Marshal(deploy.StopRequest{Query: id, Abort: abort})
-	return c.nc.Publish(deploy.QuerySubject(id, "stop"), b)
+	return c.nc.Publish(deploy.QuerySubject(c.cfg.Namespace, id, "stop"), b)
 }
 
 // Close stops serving. Running queries keep running on their workers.

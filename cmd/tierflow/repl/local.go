@@ -2,9 +2,7 @@ package repl
 
 import (
 	"context"
-	"fmt"
 	"io"
-	"strings"
 	"sync"
 
 	"github.com/apache/arrow/go/v17/arrow"
@@ -119,14 +117,10 @@ func (s *localStream) Summary() string {
 	default:
 		return ""
 	}
-	var parts []string
-	if s.stats.LateRows > 0 {
-		parts = append(parts, fmt.Sprintf("%d late rows dropped", s.stats.LateRows))
+	msg := ""
+	if len(s.stats.Dropped) > 0 {
+		msg = "dropped: " + s.stats.Dropped.String()
 	}
-	if s.stats.BadRows > 0 {
-		parts = append(parts, fmt.Sprintf("%d bad rows skipped", s.stats.BadRows))
-	}
-	msg := strings.Join(parts, ", ")
 	for _, p := range s.stats.Problems {
 		msg += "\n  " + p
 	}
