@@ -55,7 +55,7 @@ EXPLAIN SELECT k FROM d;
 					t.Errorf("stdout lacks %q:\n%s", want, out)
 				}
 			}
-			if !strings.Contains(errs, "1 bad rows skipped") {
+			if !strings.Contains(errs, "dropped: 1 malformed") {
 				t.Errorf("stderr: %s", errs)
 			}
 		})
