@@ -9,11 +9,9 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/nats-io/nats.go"
 	"github.com/spf13/cobra"
 
 	"github.com/tierflow/tierflow/planner/infra"
-	"github.com/tierflow/tierflow/relay/natsserver"
 	"github.com/tierflow/tierflow/runtime/cluster"
 	"github.com/tierflow/tierflow/runtime/coordinator"
 	"github.com/tierflow/tierflow/runtime/metrics"
@@ -48,16 +46,16 @@ metrics at /metrics.`,
 			}
 			url := a.g.nats
 			if url == "" {
-				srv, err := natsserver.Start(natsserver.Options{})
+				srv, err := a.startEmbeddedNATS("")
 				if err != nil {
 					return err
 				}
 				defer srv.Shutdown()
 				url = srv.ClientURL()
 			}
-			nc, err := natsserver.Connect(url, nats.Name("tierflow-coordinator"))
+			nc, err := a.connectNATS(url, "tierflow-coordinator")
 			if err != nil {
-				return fmt.Errorf("connect to %s: %w", url, err)
+				return err
 			}
 			defer nc.Close()
 			reg, msrv, err := startMetrics(metricsAddr)
@@ -73,7 +71,7 @@ metrics at /metrics.`,
 				return err
 			}
 			defer co.Close()
-			fmt.Fprintf(a.out, "coordinator on %s\n", url)
+			fmt.Fprintf(a.out, "coordinator on %s\n", redact(url))
 			if msrv != nil {
 				fmt.Fprintf(a.out, "metrics at %s\n", msrv.URL())
 			}

@@ -236,7 +236,7 @@ func runClusterScript(ctx context.Context, a *app, f runFlags, path, src, base s
 	// The workers' logs (child processes' output is copied by goroutines of
 	// os/exec) and this command's share stderr: one lock keeps lines whole.
 	log := &lockedWriter{w: a.err}
-	opts := cluster.Options{Infra: inf, Catalog: catPath, NATS: a.g.nats, OrtLib: a.g.ortLib, ModelLog: log}
+	opts := cluster.Options{Infra: inf, Catalog: catPath, NATS: a.g.nats, Auth: a.natsAuth(), ServerConfig: a.g.natsConfig, OrtLib: a.g.ortLib, ModelLog: log}
 	mode := "embedded cluster"
 	var c *cluster.Cluster
 	if f.processes {
@@ -256,7 +256,7 @@ func runClusterScript(ctx context.Context, a *app, f runFlags, path, src, base s
 	for _, m := range inf.Machines() {
 		names = append(names, cluster.WorkerName(m.Name)+" "+m.Tier)
 	}
-	fmt.Fprintf(log, "-- %s: %d workers (%s) on %s\n", mode, len(names), strings.Join(names, ", "), c.URL())
+	fmt.Fprintf(log, "-- %s: %d workers (%s) on %s\n", mode, len(names), strings.Join(names, ", "), redact(c.URL()))
 	return c.RunScript(ctx, path, src, cluster.ScriptOptions{BaseDir: absBase, Catalog: catPath, NewOutput: newOutput,
 		Stdout: a.out, Log: log, OnError: f.onError, MaxDelay: f.maxDelay, BatchSize: f.batch, Analyze: f.analyze,
 		Explain: explainInScript(a.out, inf)})

@@ -7,10 +7,8 @@ import (
 	"os/signal"
 	"syscall"
 
-	"github.com/nats-io/nats.go"
 	"github.com/spf13/cobra"
 
-	"github.com/tierflow/tierflow/relay/natsserver"
 	"github.com/tierflow/tierflow/runtime/cluster"
 	"github.com/tierflow/tierflow/runtime/worker"
 )
@@ -45,9 +43,9 @@ other workers over NATS. Ctrl-C (or SIGTERM) aborts what runs and leaves.
 			}
 			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
 			defer stop()
-			nc, err := natsserver.Connect(a.g.nats, nats.Name("tierflow-worker-"+name))
+			nc, err := a.connectNATS(a.g.nats, "tierflow-worker-"+name)
 			if err != nil {
-				return fmt.Errorf("connect to %s: %w", a.g.nats, err)
+				return err
 			}
 			defer nc.Close()
 			reg, msrv, err := startMetrics(metricsAddr)
@@ -65,7 +63,7 @@ other workers over NATS. Ctrl-C (or SIGTERM) aborts what runs and leaves.
 			if err != nil {
 				return err
 			}
-			fmt.Fprintf(a.out, "worker %s (%s) registered on %s\n", name, tier, a.g.nats)
+			fmt.Fprintf(a.out, "worker %s (%s) registered on %s\n", name, tier, redact(a.g.nats))
 			if murl != "" {
 				fmt.Fprintf(a.out, "metrics at %s\n", murl)
 			}

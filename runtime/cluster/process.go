@@ -10,6 +10,8 @@ import (
 	"strconv"
 	"sync"
 	"time"
+
+	"github.com/tierflow/tierflow/relay/natsserver"
 )
 
 // ProcessOptions configure StartProcesses.
@@ -69,9 +71,14 @@ func StartProcesses(ctx context.Context, o ProcessOptions) (*Cluster, error) {
 			args = append(args, "--heartbeat", o.Heartbeat.String())
 		}
 		args = append(args, "--threads", strconv.Itoa(CPUShare(m, len(ms))))
+		args = append(args, authArgs(o.Auth)...)
 		cmd := exec.Command(bin, args...)
 		cmd.Stdout, cmd.Stderr = stderr, stderr
 		cmd.Env = append(os.Environ(), o.Env...)
+		if o.Auth.Password != "" {
+			// Not on the command line, where ps shows it.
+			cmd.Env = append(cmd.Env, "TIERFLOW_NATS_PASSWORD="+o.Auth.Password)
+		}
 		if err := cmd.Start(); err != nil {
 			c.Close()
 			return nil, fmt.Errorf("start worker %s: %w", m.Name, err)
@@ -124,4 +131,17 @@ func (p *process) stop() error {
 		}
 	})
 	return err
+}
+
+// authArgs are the connection flags that give a worker process a's
+// credentials; a password travels in the environment instead.
+func authArgs(a natsserver.Auth) []string {
+	var out []string
+	for _, f := range []struct{ flag, v string }{{"--nats-creds", a.Creds}, {"--nats-nkey", a.NKey}, {"--nats-user", a.User},
+		{"--tls-ca", a.TLSCA}, {"--tls-cert", a.TLSCert}, {"--tls-key", a.TLSKey}} {
+		if f.v != "" {
+			out = append(out, f.flag, f.v)
+		}
+	}
+	return out
 }

@@ -15,6 +15,7 @@ import (
 
 	"github.com/tierflow/tierflow/operators/sinks"
 	"github.com/tierflow/tierflow/relay/frame"
+	"github.com/tierflow/tierflow/relay/natsserver"
 	"github.com/tierflow/tierflow/runtime/deploy"
 )
 
@@ -26,6 +27,10 @@ var ErrQuery = errors.New("query failed")
 // results back, list workers and queries, stop queries.
 type Client struct {
 	nc *nats.Conn
+	// User is who the client is on the control subjects: its NATS
+	// identity (natsserver.Auth.Identity; default natsserver.Anonymous).
+	// The server's permissions decide whether it may act as User.
+	User string
 	// Timeout bounds each control request (default 30s: a submission waits
 	// for every worker to build its part).
 	Timeout time.Duration
@@ -34,7 +39,9 @@ type Client struct {
 }
 
 // NewClient makes a client on nc.
-func NewClient(nc *nats.Conn) *Client { return &Client{nc: nc, Timeout: 30 * time.Second} }
+func NewClient(nc *nats.Conn) *Client {
+	return &Client{nc: nc, User: natsserver.Anonymous, Timeout: 30 * time.Second}
+}
 
 func (c *Client) request(ctx context.Context, subject string, req, rep any) error {
 	body, err := json.Marshal(req)
@@ -43,7 +50,10 @@ func (c *Client) request(ctx context.Context, subject string, req, rep any) erro
 	}
 	ctx, cancel := context.WithTimeout(ctx, c.Timeout)
 	defer cancel()
-	msg, err := c.nc.RequestWithContext(ctx, subject, body)
+	msg, err := requestChecked(ctx, c.nc, subject, body)
+	if errors.Is(err, nats.ErrPermissionViolation) || errors.Is(err, nats.ErrAuthorization) {
+		return fmt.Errorf("%w: %s as %s: %w", ErrDenied, subject, c.User, err)
+	}
 	if errors.Is(err, nats.ErrNoResponders) {
 		return fmt.Errorf("no coordinator is listening on %s (start one with `tierflow coordinator`): %w", subject, err)
 	}
@@ -68,7 +78,7 @@ func (c *Client) Queries(ctx context.Context) ([]deploy.QueryInfo, error) {
 // Stop stops a query (STOP QUERY), gracefully unless abort.
 func (c *Client) Stop(ctx context.Context, query string, abort bool) error {
 	var ack deploy.Ack
-	if err := c.request(ctx, deploy.SubjectStop, deploy.StopRequest{Query: query, Abort: abort}, &ack); err != nil {
+	if err := c.request(ctx, deploy.StopSubject(c.User), deploy.StopRequest{Query: query, Abort: abort}, &ack); err != nil {
 		return err
 	}
 	if ack.Error != "" {
@@ -100,7 +110,7 @@ func (c *Client) Submit(ctx context.Context, script deploy.Script, name string, 
 	if mem == nil {
 		mem = memory.DefaultAllocator
 	}
-	resultsSubj, doneSubj := deploy.QuerySubject(name, "results"), deploy.QuerySubject(name, "done")
+	resultsSubj, doneSubj := deploy.UserSubject(c.User, name, "results"), deploy.UserSubject(c.User, name, "done")
 	// One channel for both subjects keeps their order: results, then done.
 	ch := make(chan *nats.Msg, 1024)
 	rs, err := c.nc.ChanSubscribe(resultsSubj, ch)
@@ -114,11 +124,11 @@ func (c *Client) Submit(ctx context.Context, script deploy.Script, name string, 
 		return deploy.QueryInfo{}, err
 	}
 	defer ds.Unsubscribe()
-	if err := c.nc.Flush(); err != nil {
+	if err := checkSubscribed(c.nc, resultsSubj, doneSubj); err != nil {
 		return deploy.QueryInfo{}, err
 	}
 	var rep deploy.SubmitReply
-	if err := c.request(ctx, deploy.SubjectSubmit, deploy.SubmitRequest{Query: name, Script: script}, &rep); err != nil {
+	if err := c.request(ctx, deploy.SubmitSubject(c.User), deploy.SubmitRequest{Query: name, Script: script}, &rep); err != nil {
 		return deploy.QueryInfo{Query: name}, err
 	}
 	if rep.Error != "" {

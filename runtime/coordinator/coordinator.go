@@ -35,6 +35,7 @@ import (
 	"github.com/tierflow/tierflow/planner/infra"
 	"github.com/tierflow/tierflow/planner/logical"
 	"github.com/tierflow/tierflow/planner/physical"
+	"github.com/tierflow/tierflow/relay/natsserver"
 	"github.com/tierflow/tierflow/runtime/deploy"
 	"github.com/tierflow/tierflow/runtime/metrics"
 )
@@ -45,6 +46,9 @@ var (
 	ErrDuplicate    = errors.New("coordinator: query name in use")
 	ErrDeploy       = errors.New("coordinator: deployment failed")
 	ErrUnsupported  = errors.New("not supported yet")
+	// ErrDenied: a client asked for something only a query's owner (or an
+	// admin) may do.
+	ErrDenied = errors.New("coordinator: permission denied")
 )
 
 // Config configures a coordinator.
@@ -75,6 +79,9 @@ type Config struct {
 	// default rules only: sources at their tier, aggregates a tier up, the
 	// sink on top, so data crosses every tier).
 	Placement string
+	// Admins are the identities (deploy.SubmitSubject's <user>) that may
+	// stop any query; everyone else stops only their own.
+	Admins []string
 }
 
 // Placement modes (Config.Placement).
@@ -136,11 +143,12 @@ func Start(cfg Config) (*Coordinator, error) {
 	}{
 		{deploy.SubjectRegister, c.onRegister},
 		{deploy.SubjectHeartbeat, c.onHeartbeat},
-		{deploy.SubjectSubmit, c.onSubmit},
+		{deploy.SubmitSubject("*"), c.onSubmit},
 		{deploy.SubjectWorkers, func(m *nats.Msg) { reply(m, c.Workers()) }},
 		{deploy.SubjectQueries, func(m *nats.Msg) { reply(m, c.Queries()) }},
-		{deploy.SubjectStop, c.onStop},
+		{deploy.StopSubject("*"), c.onStop},
 		{deploy.QuerySubject("*", "status"), c.onStatus},
+		{deploy.QuerySubject("*", "enough"), c.onEnough},
 	}
 	for _, h := range handlers {
 		sub, err := c.nc.Subscribe(h.subject, h.h)
@@ -307,12 +315,18 @@ func (c *Coordinator) tiers(ws []deploy.Worker) []string {
 	return append(out, rest...)
 }
 
+// lastToken is the <user> of tierflow.ctl.submit.<user> and the like.
+func lastToken(subject string) string { return subject[strings.LastIndexByte(subject, '.')+1:] }
+
 func (c *Coordinator) onSubmit(m *nats.Msg) {
 	var req deploy.SubmitRequest
 	if err := json.Unmarshal(m.Data, &req); err != nil {
 		reply(m, deploy.SubmitReply{Error: "bad submission: " + err.Error()})
 		return
 	}
+	// The server let this client publish on this subject only: its token
+	// is who submits, whatever the request says.
+	req.Owner = lastToken(m.Subject)
 	p, err := c.Submit(context.Background(), req)
 	if err != nil {
 		reply(m, deploy.SubmitReply{Query: req.Query, Error: err.Error(), ErrorKind: deploy.KindOf(err)})
@@ -328,6 +342,12 @@ func (c *Coordinator) Submit(ctx context.Context, req deploy.SubmitRequest) (*de
 	if err := deploy.ValidName("query", req.Query); err != nil {
 		return nil, err
 	}
+	if req.Owner == "" {
+		req.Owner = natsserver.Anonymous
+	}
+	if err := deploy.ValidName("user", req.Owner); err != nil {
+		return nil, err
+	}
 	if req.Script.Catalog == "" {
 		req.Script.Catalog = c.cfg.Catalog
 	}
@@ -340,7 +360,7 @@ func (c *Coordinator) Submit(ctx context.Context, req deploy.SubmitRequest) (*de
 		c.mu.Unlock()
 		return nil, fmt.Errorf("%w: %s", ErrDuplicate, req.Query)
 	}
-	qs := &queryState{info: deploy.QueryInfo{Query: req.Query, State: deploy.StateDeploying, Submitted: time.Now()}, status: map[string]deploy.Status{}}
+	qs := &queryState{info: deploy.QueryInfo{Query: req.Query, Owner: req.Owner, State: deploy.StateDeploying, Submitted: time.Now()}, status: map[string]deploy.Status{}}
 	c.queries[req.Query] = qs
 	c.order = append(c.order, req.Query)
 	c.mu.Unlock()
@@ -358,7 +378,8 @@ func (c *Coordinator) Submit(ctx context.Context, req deploy.SubmitRequest) (*de
 	// no source runs into a worker that could still fail to build.
 	errs := make([]error, len(p.Workers))
 	var wg sync.WaitGroup
-	body, _ := json.Marshal(deploy.DeployRequest{Query: req.Query, Script: script, Placement: *p})
+	body, _ := json.Marshal(deploy.DeployRequest{Query: req.Query, Script: script, Placement: *p,
+		Results: deploy.UserSubject(req.Owner, req.Query, "results")})
 	for i, name := range p.Workers {
 		wg.Add(1)
 		go func() {
@@ -547,7 +568,7 @@ func (c *Coordinator) fail(id string, err error) {
 
 func (c *Coordinator) done(info deploy.QueryInfo) {
 	b, _ := json.Marshal(info)
-	_ = c.nc.Publish(deploy.QuerySubject(info.Query, "done"), b)
+	_ = c.nc.Publish(deploy.UserSubject(info.Owner, info.Query, "done"), b)
 	_ = c.nc.Flush()
 	c.cfg.Log.Info("query ended", "query", info.Query, "state", info.State, "error", info.Error)
 }
@@ -627,11 +648,53 @@ func (c *Coordinator) onStop(m *nats.Msg) {
 		reply(m, deploy.Ack{Error: "bad stop request"})
 		return
 	}
-	if err := c.Stop(req.Query, req.Abort); err != nil {
+	if err := c.StopAs(lastToken(m.Subject), req.Query, req.Abort); err != nil {
 		reply(m, deploy.Ack{Error: err.Error()})
 		return
 	}
 	reply(m, deploy.Ack{})
+}
+
+// StopAs stops a query on behalf of user: its owner or an admin.
+func (c *Coordinator) StopAs(user, id string, abort bool) error {
+	c.mu.Lock()
+	qs := c.queries[id]
+	owner := ""
+	if qs != nil {
+		owner = qs.info.Owner
+	}
+	c.mu.Unlock()
+	if qs != nil && owner != user && !slices.Contains(c.cfg.Admins, user) {
+		c.cfg.Log.Warn("stop refused", "query", id, "user", user, "owner", owner)
+		return fmt.Errorf("%w: %s may not stop query %s (submitted by %s)", ErrDenied, user, id, owner)
+	}
+	return c.Stop(id, abort)
+}
+
+// onEnough stops a query gracefully when one of its workers has all the
+// query needs (a full final LIMIT). Only a worker the query runs on counts.
+func (c *Coordinator) onEnough(m *nats.Msg) {
+	var e deploy.Enough
+	if json.Unmarshal(m.Data, &e) != nil {
+		return
+	}
+	id := queryOfSubject(m.Subject)
+	c.mu.Lock()
+	qs := c.queries[id]
+	ok := qs != nil && qs.info.Ended.IsZero() && slices.Contains(qs.info.Workers, e.Worker)
+	c.mu.Unlock()
+	if ok {
+		_ = c.Stop(id, false)
+	}
+}
+
+// queryOfSubject is the <query> of tierflow.q.<query>.<what>.
+func queryOfSubject(subject string) string {
+	parts := strings.Split(subject, ".")
+	if len(parts) < 4 {
+		return ""
+	}
+	return parts[2]
 }
 
 // Stop stops a query: gracefully (its sources end and what is in flight

@@ -15,27 +15,36 @@ import (
 //
 //	tierflow.ctl.register            R worker -> coordinator  WorkerInfo -> RegisterReply
 //	tierflow.ctl.heartbeat             worker -> coordinator  Heartbeat
-//	tierflow.ctl.submit              R client -> coordinator  SubmitRequest -> SubmitReply
+//	tierflow.ctl.submit.<user>       R client -> coordinator  SubmitRequest -> SubmitReply
 //	tierflow.ctl.workers             R client -> coordinator  {} -> []WorkerInfo      (SHOW WORKERS)
 //	tierflow.ctl.queries             R client -> coordinator  {} -> []QueryInfo       (SHOW QUERIES)
-//	tierflow.ctl.stop                R client -> coordinator  StopRequest -> Ack      (STOP QUERY)
+//	tierflow.ctl.stop.<user>         R client -> coordinator  StopRequest -> Ack      (STOP QUERY)
 //	tierflow.q.<query>.deploy.<name> R coordinator -> worker  DeployRequest -> Ack (the worker built its part)
 //	tierflow.q.<query>.start           coordinator -> workers (every worker built: sources may start)
 //	tierflow.q.<query>.stop            coordinator -> workers StopRequest
 //	tierflow.q.<query>.status          worker -> coordinator  Status (while running, and once at the end)
-//	tierflow.q.<query>.results         sink worker -> client  Arrow IPC streams; an empty message with
+//	tierflow.q.<query>.enough          worker -> coordinator  Enough (a final LIMIT is full: stop gracefully)
+//	tierflow.u.<user>.<query>.results  sink worker -> client  Arrow IPC streams; an empty message with
 //	                                                          header Tierflow-End ends them
-//	tierflow.q.<query>.done            coordinator -> client  QueryInfo (finished, failed or stopped)
+//	tierflow.u.<user>.<query>.done     coordinator -> client  QueryInfo (finished, failed or stopped)
+//
+// <user> is the client's identity (natsserver.Auth.Identity: its NATS user
+// name, or "anonymous" without credentials). The coordinator takes the
+// submitter of a query from the subject it arrived on and trusts the NATS
+// server's permissions to let each client publish only on its own
+// (runtime/security spells those permissions per role): a client can stop
+// only its own queries (or any, if it is one of the coordinator's admins),
+// and read only its own results, under tierflow.u.<user>.
 //
 // Data between workers does not pass through the coordinator: it flows on
 // the relay's own subjects (relay/natsrelay), worker to worker.
 const (
 	SubjectRegister  = "tierflow.ctl.register"
 	SubjectHeartbeat = "tierflow.ctl.heartbeat"
-	SubjectSubmit    = "tierflow.ctl.submit"
+	SubjectSubmit    = "tierflow.ctl.submit" // .<user>
 	SubjectWorkers   = "tierflow.ctl.workers"
 	SubjectQueries   = "tierflow.ctl.queries"
-	SubjectStop      = "tierflow.ctl.stop"
+	SubjectStop      = "tierflow.ctl.stop" // .<user>
 	// HeaderEnd marks the last message on a results subject; its value is
 	// the number of rows sent.
 	HeaderEnd = "Tierflow-End"
@@ -46,6 +55,18 @@ var ErrName = errors.New("deploy: bad name")
 
 // QuerySubject is tierflow.q.<query>.<what>.
 func QuerySubject(query, what string) string { return "tierflow.q." + query + "." + what }
+
+// SubmitSubject is where client user submits queries.
+func SubmitSubject(user string) string { return SubjectSubmit + "." + user }
+
+// StopSubject is where client user stops queries.
+func StopSubject(user string) string { return SubjectStop + "." + user }
+
+// UserSubject is tierflow.u.<user>.<query>.<what>: what a query sends its
+// submitter (results, done), readable by that user only.
+func UserSubject(user, query, what string) string {
+	return "tierflow.u." + user + "." + query + "." + what
+}
 
 // DeploySubject is where worker name receives its part of query.
 func DeploySubject(query, name string) string { return QuerySubject(query, "deploy") + "." + name }
@@ -100,6 +121,9 @@ type SubmitRequest struct {
 	// to the results before anything runs.
 	Query  string `json:"query"`
 	Script Script `json:"script"`
+	// Owner is who submitted the query: the coordinator sets it from the
+	// subject the request came on, whatever the client wrote here.
+	Owner string `json:"owner,omitempty"`
 }
 
 // SubmitReply says where the query runs, or why it does not.
@@ -115,6 +139,15 @@ type DeployRequest struct {
 	Query     string    `json:"query"`
 	Script    Script    `json:"script"`
 	Placement Placement `json:"placement"`
+	// Results is the subject the sink sends the client its rows on.
+	Results string `json:"results"`
+}
+
+// Enough is a worker's request to stop a query gracefully because what it
+// runs has all it needs (a full final LIMIT).
+type Enough struct {
+	Query  string `json:"query"`
+	Worker string `json:"worker"`
 }
 
 // StopRequest stops a query: gracefully (sources end, the rest drains and
@@ -161,7 +194,9 @@ type Status struct {
 // QueryInfo is the coordinator's view of a query: SHOW QUERIES and the done
 // message.
 type QueryInfo struct {
-	Query     string    `json:"query"`
+	Query string `json:"query"`
+	// Owner submitted the query (its NATS identity).
+	Owner     string    `json:"owner,omitempty"`
 	State     string    `json:"state"`
 	Error     string    `json:"error,omitempty"`
 	ErrorKind string    `json:"error_kind,omitempty"` // KindInput: the query's input is to blame

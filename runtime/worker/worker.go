@@ -33,6 +33,7 @@ import (
 	"github.com/tierflow/tierflow/planner/catalog"
 	"github.com/tierflow/tierflow/relay"
 	"github.com/tierflow/tierflow/relay/natsrelay"
+	"github.com/tierflow/tierflow/relay/natsserver"
 	"github.com/tierflow/tierflow/runtime/connectors"
 	"github.com/tierflow/tierflow/runtime/deploy"
 	"github.com/tierflow/tierflow/runtime/devices"
@@ -283,7 +284,10 @@ func (w *Worker) build(req deploy.DeployRequest) error {
 		return fmt.Errorf("worker %s already runs query %s", w.cfg.Name, req.Query)
 	}
 	mem := w.cfg.Allocator
-	res := &results{nc: w.cfg.Conn, subject: deploy.QuerySubject(req.Query, "results"), mem: mem}
+	res := &results{nc: w.cfg.Conn, subject: req.Results, mem: mem}
+	if res.subject == "" {
+		res.subject = deploy.UserSubject(natsserver.Anonymous, req.Query, "results")
+	}
 	eo := exec.Options{Allocator: mem, Output: res, Stdout: w.cfg.Stdout}
 	if w.cfg.Exec != nil {
 		w.cfg.Exec(&eo, req.Script.Variants)
@@ -336,8 +340,8 @@ func (w *Worker) build(req deploy.DeployRequest) error {
 	// An operator that has all it needs (a full final LIMIT) stops the
 	// whole query: the coordinator tells every worker, gracefully.
 	requestStop := func() {
-		b, _ := json.Marshal(deploy.StopRequest{Query: req.Query})
-		_ = w.cfg.Conn.Publish(deploy.SubjectStop, b)
+		b, _ := json.Marshal(deploy.Enough{Query: req.Query, Worker: w.cfg.Name})
+		_ = w.cfg.Conn.Publish(deploy.QuerySubject(req.Query, "enough"), b)
 	}
 	// An analysed run (EXPLAIN ANALYZE paces its sources) times every
 	// callback; a plain run leaves the clock alone.
