@@ -15,10 +15,12 @@ import (
 	"github.com/tierflow/tierflow/runtime/cluster"
 	"github.com/tierflow/tierflow/runtime/coordinator"
 	"github.com/tierflow/tierflow/runtime/metrics"
+	"github.com/tierflow/tierflow/runtime/security"
 )
 
 func newCoordinatorCmd(a *app) *cobra.Command {
 	var metricsAddr, placement string
+	var admins, dataRoots []string
 	var heartbeat time.Duration
 	c := &cobra.Command{
 		Use:   "coordinator",
@@ -44,6 +46,10 @@ metrics at /metrics.`,
 					return badInput(err)
 				}
 			}
+			roots, err := security.NewRoots(dataRoots)
+			if err != nil {
+				return badInput(err)
+			}
 			url := a.g.nats
 			if url == "" {
 				srv, err := a.startEmbeddedNATS("")
@@ -66,7 +72,7 @@ metrics at /metrics.`,
 				defer msrv.Close()
 			}
 			co, err := coordinator.Start(coordinator.Config{Conn: nc, Infra: inf, Catalog: a.g.catalog, Heartbeat: heartbeat, Metrics: reg,
-				Log: slog.New(slog.NewTextHandler(a.err, nil)), Exec: cluster.ExecHooks(nc, a.g.ortLib, nil, 1), Placement: placement})
+				Log: slog.New(slog.NewTextHandler(a.err, nil)), Exec: cluster.ExecHooks(nc, a.g.ortLib, nil, 1), Placement: placement, Admins: admins, DataRoots: roots})
 			if err != nil {
 				return err
 			}
@@ -81,6 +87,8 @@ metrics at /metrics.`,
 	}
 	c.Flags().StringVar(&metricsAddr, "metrics", "", "serve Prometheus metrics on this address (e.g. :9100)")
 	c.Flags().StringVar(&placement, "placement", coordinator.PlaceOptimizer, "how queries are placed: optimizer (the planner's physical plan; default rules when it cannot plan) or rules (sources at their tier, aggregates a tier up, the sink on top)")
+	c.Flags().StringArrayVar(&dataRoots, "data-root", nil, "read the files submitted queries name (to plan them) only under this directory (repeatable), as workers do")
+	c.Flags().StringArrayVar(&admins, "admin", nil, "a client identity (NATS user) that may stop any query; others stop only their own (repeatable)")
 	c.Flags().DurationVar(&heartbeat, "heartbeat", time.Second, "interval workers heartbeat at; silent for 5 intervals, a worker is dropped")
 	return c
 }

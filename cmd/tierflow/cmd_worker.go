@@ -10,12 +10,14 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/tierflow/tierflow/runtime/cluster"
+	"github.com/tierflow/tierflow/runtime/security"
 	"github.com/tierflow/tierflow/runtime/worker"
 )
 
 func newWorkerCmd(a *app) *cobra.Command {
 	var name, tier, location, typ, metricsAddr string
 	var threads int
+	var dataRoots []string
 	c := &cobra.Command{
 		Use:   "worker",
 		Short: "Run a tierflow worker: register with the coordinator and run the operators it is given",
@@ -41,6 +43,10 @@ other workers over NATS. Ctrl-C (or SIGTERM) aborts what runs and leaves.
 				host, _ := os.Hostname()
 				name = cluster.WorkerName(fmt.Sprintf("%s-%d", host, os.Getpid()))
 			}
+			roots, err := security.NewRoots(dataRoots)
+			if err != nil {
+				return badInput(err)
+			}
 			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
 			defer stop()
 			nc, err := a.connectNATS(a.g.nats, "tierflow-worker-"+name)
@@ -59,7 +65,7 @@ other workers over NATS. Ctrl-C (or SIGTERM) aborts what runs and leaves.
 			}
 			w, err := worker.Start(ctx, worker.Config{Conn: nc, Name: name, Tier: tier, Location: location, Type: typ,
 				Metrics: reg, MetricsURL: murl, Stdout: a.out, Log: slog.New(slog.NewTextHandler(a.err, nil)),
-				Exec: cluster.ExecHooks(nc, a.g.ortLib, a.err, threads)})
+				Exec: cluster.ExecHooks(nc, a.g.ortLib, a.err, threads), DataRoots: roots})
 			if err != nil {
 				return err
 			}
@@ -76,6 +82,7 @@ other workers over NATS. Ctrl-C (or SIGTERM) aborts what runs and leaves.
 	f.StringVar(&tier, "tier", "", "tier this worker sits in (edge, hub, cloud, ...)")
 	f.StringVar(&location, "location", "", "location within the tier")
 	f.StringVar(&typ, "type", "", "worker type (as the catalog's profiles and the infrastructure name it)")
+	f.StringArrayVar(&dataRoots, "data-root", nil, "serve the files of submitted queries (catalogs, models, file streams, tables, sinks) only under this directory (repeatable); without it any file the worker's user can read")
 	f.StringVar(&metricsAddr, "metrics", "", "serve Prometheus metrics on this address (e.g. :9101)")
 	f.IntVar(&threads, "threads", 0, "intra-op threads of each model session: this worker's share of the machine's CPUs (0: ONNX Runtime's default, all of them)")
 	// Accepted for symmetry with the coordinator; the coordinator decides.

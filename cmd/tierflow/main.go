@@ -131,6 +131,7 @@ and streams Arrow batches through the plan.`,
 		newSubmitCmd(a),
 		newPublishCmd(a),
 		newProfileCmd(a),
+		newNATSSetupCmd(a),
 	)
 	return root
 }

@@ -262,9 +262,9 @@ func WriteWorkers(w io.Writer, ws []deploy.WorkerInfo) {
 // WriteQueries prints SHOW QUERIES.
 func WriteQueries(w io.Writer, qs []deploy.QueryInfo) {
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "query\tstate\tworkers\trows\tstarted\terror")
+	fmt.Fprintln(tw, "query\towner\tstate\tworkers\trows\tstarted\terror")
 	for _, q := range qs {
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%s\t%s\n", q.Query, q.State, strings.Join(q.Workers, ","), q.ResultRows, q.Submitted.Format(time.TimeOnly), q.Error)
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d\t%s\t%s\n", q.Query, q.Owner, q.State, strings.Join(q.Workers, ","), q.ResultRows, q.Submitted.Format(time.TimeOnly), q.Error)
 	}
 	tw.Flush()
 }

@@ -38,6 +38,7 @@ import (
 	"github.com/tierflow/tierflow/relay/natsserver"
 	"github.com/tierflow/tierflow/runtime/deploy"
 	"github.com/tierflow/tierflow/runtime/metrics"
+	"github.com/tierflow/tierflow/runtime/security"
 )
 
 // Error kinds.
@@ -82,6 +83,10 @@ type Config struct {
 	// Admins are the identities (deploy.SubmitSubject's <user>) that may
 	// stop any query; everyone else stops only their own.
 	Admins []string
+	// DataRoots confine the files the coordinator reads to plan a query
+	// (catalog, file streams and tables, whose schemas it probes), as a
+	// worker's do; nil: none.
+	DataRoots *security.Roots
 }
 
 // Placement modes (Config.Placement).
@@ -430,6 +435,13 @@ func (c *Coordinator) Submit(ctx context.Context, req deploy.SubmitRequest) (*de
 // note on how it was placed.
 func (c *Coordinator) place(ctx context.Context, req deploy.SubmitRequest, ws []deploy.Worker) (*deploy.Placement, deploy.Script, string, *deploy.Estimate, error) {
 	script := req.Script
+	if script.Catalog != "" && c.cfg.DataRoots != nil {
+		real, err := c.cfg.DataRoots.Check(script.Catalog)
+		if err != nil {
+			return nil, script, "", nil, fmt.Errorf("%w: catalog: %w", deploy.ErrInput, err)
+		}
+		script.Catalog = real
+	}
 	bound, cat, err := script.Bind(nil)
 	if err != nil {
 		return nil, script, "", nil, err
@@ -481,6 +493,15 @@ func (c *Coordinator) execOptions(variants map[string]string) exec.Options {
 	eo := exec.Options{Output: discardWriter{}, Stdout: io.Discard}
 	if c.cfg.Exec != nil {
 		c.cfg.Exec(&eo, variants)
+	}
+	if r := c.cfg.DataRoots; r != nil {
+		eo.Confine = func(p string) (string, error) {
+			real, err := r.Check(p)
+			if err != nil {
+				return "", fmt.Errorf("%w: %w", deploy.ErrInput, err)
+			}
+			return real, nil
+		}
 	}
 	return eo
 }

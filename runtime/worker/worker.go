@@ -38,6 +38,7 @@ import (
 	"github.com/tierflow/tierflow/runtime/deploy"
 	"github.com/tierflow/tierflow/runtime/devices"
 	"github.com/tierflow/tierflow/runtime/metrics"
+	"github.com/tierflow/tierflow/runtime/security"
 )
 
 // ErrRegister: no coordinator accepted the worker.
@@ -66,6 +67,10 @@ type Config struct {
 	// variants are the model variants the query's plan chose.
 	Exec func(o *exec.Options, variants map[string]string)
 	Log  *slog.Logger
+	// DataRoots, when set, confine the files a deployed query may use
+	// (its catalog, models, file streams, tables and sinks) to these
+	// directories (--data-root). nil: no confinement.
+	DataRoots *security.Roots
 }
 
 // Worker is a running worker.
@@ -291,6 +296,9 @@ func (w *Worker) build(req deploy.DeployRequest) error {
 	eo := exec.Options{Allocator: mem, Output: res, Stdout: w.cfg.Stdout}
 	if w.cfg.Exec != nil {
 		w.cfg.Exec(&eo, req.Script.Variants)
+	}
+	if err := w.confine(&req.Script, &eo); err != nil {
+		return err
 	}
 	// Streams FROM NATS and sinks TO NATS: the instances of one query's scan
 	// share a queue group, so scans on several workers split a core NATS
