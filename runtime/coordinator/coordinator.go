@@ -87,6 +87,10 @@ type Config struct {
 	// (catalog, file streams and tables, whose schemas it probes), as a
 	// worker's do; nil: none.
 	DataRoots *security.Roots
+	// Limits bound every query (deploy.Limits): the coordinator refuses a
+	// user's submission past QueriesPerUser and fails a query past its
+	// RunTime; workers enforce MemoryBytes and RowsInFlight.
+	Limits deploy.Limits
 }
 
 // Placement modes (Config.Placement).
@@ -365,6 +369,11 @@ func (c *Coordinator) Submit(ctx context.Context, req deploy.SubmitRequest) (*de
 		c.mu.Unlock()
 		return nil, fmt.Errorf("%w: %s", ErrDuplicate, req.Query)
 	}
+	if err := c.admit(req.Owner); err != nil {
+		c.mu.Unlock()
+		c.cfg.Log.Warn("submission refused", "query", req.Query, "user", req.Owner, "err", err)
+		return nil, err
+	}
 	qs := &queryState{info: deploy.QueryInfo{Query: req.Query, Owner: req.Owner, State: deploy.StateDeploying, Submitted: time.Now()}, status: map[string]deploy.Status{}}
 	c.queries[req.Query] = qs
 	c.order = append(c.order, req.Query)
@@ -384,7 +393,7 @@ func (c *Coordinator) Submit(ctx context.Context, req deploy.SubmitRequest) (*de
 	errs := make([]error, len(p.Workers))
 	var wg sync.WaitGroup
 	body, _ := json.Marshal(deploy.DeployRequest{Query: req.Query, Script: script, Placement: *p,
-		Results: deploy.UserSubject(req.Owner, req.Query, "results")})
+		Results: deploy.UserSubject(req.Owner, req.Query, "results"), Limits: c.cfg.Limits})
 	for i, name := range p.Workers {
 		wg.Add(1)
 		go func() {
@@ -423,6 +432,7 @@ func (c *Coordinator) Submit(ctx context.Context, req deploy.SubmitRequest) (*de
 		c.fail(req.Query, err)
 		return nil, err
 	}
+	c.limitRunTime(req.Query)
 	c.cfg.Log.Info("query started", "query", req.Query, "workers", p.Workers)
 	return p, nil
 }

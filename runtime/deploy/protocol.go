@@ -141,6 +141,8 @@ type DeployRequest struct {
 	Placement Placement `json:"placement"`
 	// Results is the subject the sink sends the client its rows on.
 	Results string `json:"results"`
+	// Limits the worker enforces on its part (memory, rows in flight).
+	Limits Limits `json:"limits,omitzero"`
 }
 
 // Enough is a worker's request to stop a query gracefully because what it

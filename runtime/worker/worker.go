@@ -105,6 +105,10 @@ type query struct {
 	started  bool
 	stopped  bool
 	done     chan struct{}
+	// mem meters the query's allocations against its memory limit;
+	// limitErr is why the query was stopped for passing one (limits.go).
+	mem      *meter
+	limitErr atomic.Pointer[error]
 }
 
 // Start registers the worker and starts serving deployments.
@@ -288,7 +292,9 @@ func (w *Worker) build(req deploy.DeployRequest) error {
 	if dup {
 		return fmt.Errorf("worker %s already runs query %s", w.cfg.Name, req.Query)
 	}
-	mem := w.cfg.Allocator
+	qmem := newMeter(w.cfg.Allocator, req.Limits.MemoryBytes)
+	var mem memory.Allocator = qmem
+	window := applyLimits(req.Limits, &req.Script)
 	res := &results{nc: w.cfg.Conn, subject: req.Results, mem: mem}
 	if res.subject == "" {
 		res.subject = deploy.UserSubject(natsserver.Anonymous, req.Query, "results")
@@ -342,9 +348,10 @@ func (w *Worker) build(req deploy.DeployRequest) error {
 	if w.cfg.Metrics != nil {
 		w.cfg.Metrics.Instrument(g, w.cfg.Name)
 	}
-	tr := natsrelay.New(w.cfg.Conn, natsrelay.Options{Config: relay.Config{Allocator: mem}})
+	tr := natsrelay.New(w.cfg.Conn, natsrelay.Options{Config: relay.Config{Allocator: mem, Window: window}})
 	dt := relay.NewDataflowTransport(tr)
-	q := &query{id: req.Query, eq: eq, dt: dt, tr: tr, res: res, sinkHere: sinkHere, sinks: opened, stop: make(chan struct{}), done: make(chan struct{})}
+	q := &query{id: req.Query, eq: eq, dt: dt, tr: tr, res: res, sinkHere: sinkHere, sinks: opened, stop: make(chan struct{}), done: make(chan struct{}),
+		mem: qmem}
 	// An operator that has all it needs (a full final LIMIT) stops the
 	// whole query: the coordinator tells every worker, gracefully.
 	requestStop := func() {
@@ -457,9 +464,14 @@ func (w *Worker) run(ctx context.Context, q *query) {
 			w.status(q, deploy.StateRunning, q.dw.Stats(), q.tr.Stats())
 		}
 	}()
+	wwg.Add(1)
+	go func() { defer wwg.Done(); w.watchMemory(q, watch) }()
 	err := q.dw.Run(ctx)
 	close(watch)
 	wwg.Wait()
+	if lerr := q.limitErr.Load(); lerr != nil {
+		err = *lerr // stopped for it: the reason, not a cancellation
+	}
 	if derr := q.dt.Err(); err != nil && derr != nil {
 		err = fmt.Errorf("%w (relay: %v)", err, derr)
 	}
