@@ -43,7 +43,8 @@ creds files are secrets.`,
 			if err != nil {
 				return badInput(err)
 			}
-			fmt.Fprintf(a.out, "server config   %s\n", s.ServerConf)
+			fmt.Fprintf(a.out, "server config   %s (multi-server: include accounts.conf, see docs/deploy)\n", s.ServerConf)
+			fmt.Fprintf(a.out, "account         TIERFLOW %s\n", s.Account)
 			names := make([]string, 0, len(s.Creds))
 			for n := range s.Creds {
 				names = append(names, n)

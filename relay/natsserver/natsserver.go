@@ -7,6 +7,7 @@ package natsserver
 import (
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/nats-io/nats-server/v2/server"
@@ -139,7 +140,15 @@ func start(o Options, so *server.Options) (*Server, error) {
 }
 
 // ClientURL is the URL clients connect to, with the port the server picked.
-func (s *Server) ClientURL() string { return s.srv.ClientURL() }
+// A server listening on every interface (0.0.0.0, ::) is reached on
+// loopback, the name its TLS certificate (tierflow nats-setup) always holds.
+func (s *Server) ClientURL() string {
+	u := s.srv.ClientURL()
+	for _, any := range []string{"//0.0.0.0:", "//[::]:"} {
+		u = strings.Replace(u, any, "//127.0.0.1:", 1)
+	}
+	return u
+}
 
 // Connect opens a client connection to the server.
 func (s *Server) Connect(opts ...nats.Option) (*nats.Conn, error) {

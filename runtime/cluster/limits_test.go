@@ -84,7 +84,10 @@ func TestLimitQueriesPerUser(t *testing.T) {
 		t.Fatal(err)
 	}
 	// Its query ended, the user may submit again.
-	go func() { _, err := client.Submit(context.Background(), live(t), "third", sinks.NewCSV(&strings.Builder{})); done <- err }()
+	go func() {
+		_, err := client.Submit(context.Background(), live(t), "third", sinks.NewCSV(&strings.Builder{}))
+		done <- err
+	}()
 	clustertest.CheckFor(t, 10*time.Second, 20*time.Millisecond, func() error {
 		if q, ok := co.Query("third"); !ok || q.State != deploy.StateRunning {
 			return errors.New("third not running")

@@ -96,3 +96,10 @@ func CheckClientData(data []string) error {
 	}
 	return nil
 }
+
+// Leaf is the user a hub or edge server's leaf connection authenticates
+// as: it relays every subject of the account between the servers (what
+// each user of either side may do is still its own permissions').
+func Leaf() Perms {
+	return Perms{PubAllow: []string{">"}, SubAllow: []string{">"}}
+}

@@ -49,6 +49,7 @@ type Setup struct {
 	ServerConf string            // nats-server config file
 	Creds      map[string]string // creds file by user name
 	CA         string            // CA certificate clients trust ("" without TLS)
+	Account    string            // public key of the TIERFLOW account (leaf remotes bind it)
 	Admins     []string
 }
 
@@ -56,6 +57,10 @@ type Setup struct {
 const (
 	userCoordinator = RoleCoordinator
 	userWorker      = RoleWorker
+	// userLeaf is what a hub or edge server connects to the cluster as
+	// (leafnodes.remotes credentials): the link carries everyone's
+	// subjects, each end's own users still bound by their permissions.
+	userLeaf = "leaf"
 )
 
 // Generate writes into dir (created, 0700) a secure NATS setup for a
@@ -80,7 +85,7 @@ func Generate(dir string, o SetupOptions) (*Setup, error) {
 	if o.Listen == "" {
 		o.Listen = "0.0.0.0:4222"
 	}
-	seen := map[string]bool{userCoordinator: true, userWorker: true}
+	seen := map[string]bool{userCoordinator: true, userWorker: true, userLeaf: true}
 	for _, c := range o.Clients {
 		if seen[c] {
 			return nil, fmt.Errorf("%w: client %q: the name is taken (coordinator and worker are roles)", ErrSetup, c)
@@ -136,11 +141,12 @@ func Generate(dir string, o SetupOptions) (*Setup, error) {
 	if err != nil {
 		return nil, err
 	}
+	s.Account = apub
 
 	users := []struct {
 		name string
 		p    Perms
-	}{{userCoordinator, Coordinator()}, {userWorker, Worker(o.WorkerData)}}
+	}{{userCoordinator, Coordinator()}, {userWorker, Worker(o.WorkerData)}, {userLeaf, Leaf()}}
 	for _, c := range o.Clients {
 		p, err := Client(c, o.ClientData)
 		if err != nil {
@@ -188,24 +194,41 @@ func Generate(dir string, o SetupOptions) (*Setup, error) {
 	if err := os.WriteFile(opPath, []byte(ojwt), 0o600); err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrSetup, err)
 	}
+	// accounts.conf is what every server of a multi-server cluster shares
+	// (docs/deploy includes it); server.conf is a one-server cluster.
+	var acc strings.Builder
+	fmt.Fprintf(&acc, "# Trust of a tierflow cluster, written by tierflow nats-setup: the operator, and the\n")
+	fmt.Fprintf(&acc, "# accounts preloaded (no account server). Users and their permissions are in the\n")
+	fmt.Fprintf(&acc, "# creds files' JWTs, signed by the TIERFLOW account. Every server includes this file.\n")
+	fmt.Fprintf(&acc, "operator: %q\n", opPath)
+	fmt.Fprintf(&acc, "system_account: %s\n", syspub)
+	fmt.Fprintf(&acc, "resolver: MEMORY\nresolver_preload: {\n  %s: %q\n  %s: %q\n}\n", syspub, sysjwt, apub, ajwt)
+	if err := os.WriteFile(filepath.Join(dir, "accounts.conf"), []byte(acc.String()), 0o600); err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrSetup, err)
+	}
 	var conf strings.Builder
-	fmt.Fprintf(&conf, "# nats-server configuration of a tierflow cluster, written by tierflow nats-setup.\n")
-	fmt.Fprintf(&conf, "# Users and their permissions are in the creds files' JWTs, signed by the TIERFLOW account.\n")
+	fmt.Fprintf(&conf, "# nats-server configuration of a one-server tierflow cluster, written by tierflow nats-setup.\n")
 	fmt.Fprintf(&conf, "listen: %q\n", o.Listen)
 	fmt.Fprintf(&conf, "max_payload: %d\n", 8<<20)
-	fmt.Fprintf(&conf, "operator: %q\n", opPath)
-	fmt.Fprintf(&conf, "system_account: %s\n", syspub)
-	fmt.Fprintf(&conf, "resolver: MEMORY\nresolver_preload: {\n  %s: %q\n  %s: %q\n}\n", syspub, sysjwt, apub, ajwt)
+	fmt.Fprintf(&conf, "include \"accounts.conf\"\n")
 	if o.JetStream {
 		fmt.Fprintf(&conf, "jetstream {\n  store_dir: %q\n}\n", filepath.Join(dir, "jetstream"))
 	}
 	if len(o.TLSHosts) > 0 {
-		ca, cert, key, err := writeTLS(dir, o.TLSHosts)
+		// Loopback too: processes on the server's own machine (the
+		// coordinator on its embedded server) connect there.
+		hosts := slices.Clone(o.TLSHosts)
+		for _, h := range []string{"localhost", "127.0.0.1"} {
+			if !slices.Contains(hosts, h) {
+				hosts = append(hosts, h)
+			}
+		}
+		ca, cert, key, err := writeTLS(dir, hosts)
 		if err != nil {
 			return nil, err
 		}
 		s.CA = ca
-		fmt.Fprintf(&conf, "tls {\n  cert_file: %q\n  key_file: %q\n  timeout: 2\n}\n", cert, key)
+		fmt.Fprintf(&conf, "tls {\n  cert_file: %q\n  key_file: %q\n  ca_file: %q\n  timeout: 2\n}\n", cert, key, ca)
 	}
 	if err := os.WriteFile(s.ServerConf, []byte(conf.String()), 0o600); err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrSetup, err)
