@@ -39,11 +39,60 @@ type plannerBenchRow struct {
 	MeanTotal float64 `json:"mean_total_cost"`
 }
 
-var benchStrategies = []string{"exhaustive", "auto", "jellybean", "best-fit", "first-fit", "most-accurate"}
+// table5Row is one line of `bench planner --report table5`: a strategy's plan
+// for a setup's own targets (Table 4), as JellyBean's Table 5 shows it.
+type table5Row struct {
+	Setup    string  `json:"setup"`
+	Strategy string  `json:"strategy"`
+	Feasible bool    `json:"feasible"`
+	Compute  float64 `json:"compute_cost"`
+	Network  float64 `json:"network_cost"`
+	Total    float64 `json:"total_cost"`
+	// VsOptimum is Total over exhaustive's total (0 when either has no plan).
+	VsOptimum float64 `json:"cost_vs_optimum"`
+	QOMs      float64 `json:"qo_ms"`
+}
+
+// figure8Row is one point of `bench planner --report figure8`: a strategy's
+// total cost at one input throughput, the setup's accuracy target held, as
+// JellyBean's Figure 8 plots it.
+type figure8Row struct {
+	Setup      string  `json:"setup"`
+	Throughput float64 `json:"throughput"`
+	Strategy   string  `json:"strategy"`
+	Feasible   bool    `json:"feasible"`
+	Total      float64 `json:"total_cost"`
+	VsOptimum  float64 `json:"cost_vs_optimum"`
+}
+
+// benchStrategies: the optimizer's strategies and the paper's baselines. ptc,
+// pte and spc serve the whole workflow on every machine they use (data
+// parallel), outside the decision space exhaustive proves optimal in, so they
+// can come out below it (pte, which pays no network, often does).
+var benchStrategies = []string{"exhaustive", "auto", "jellybean", "best-fit", "first-fit", "most-accurate", "ptc", "pte", "spc"}
+
+// benchResult is one strategy's plan for one case of one setup.
+type benchResult struct {
+	setup                      string
+	throughputFactor, accDelta float64
+	throughput                 float64
+	strategy                   string
+	plan, optimum              *optimize.Plan
+}
+
+// vsOptimum is the plan's total over the optimum's, 0 when not comparable.
+func (r benchResult) vsOptimum() float64 {
+	ex := r.optimum
+	if !r.plan.Feasible || ex == nil || !ex.Feasible || ex.GaveUp || ex.TotalCost <= 0 {
+		return 0
+	}
+	return r.plan.TotalCost / ex.TotalCost
+}
 
 func newBenchPlannerCmd(a *app) *cobra.Command {
 	var dir string
 	var quick bool
+	var report string
 	var budget time.Duration
 	c := &cobra.Command{
 		Use:   "planner",
@@ -52,18 +101,42 @@ func newBenchPlannerCmd(a *app) *cobra.Command {
 throughput targets (0.5x to 1.5x the setup's) and accuracy targets (-2 to +1 points), with
 every strategy, and reports per setup and strategy: the share of cases with a feasible
 plan, the mean and worst cost relative to exhaustive (where exhaustive finished), and the
-optimizer time p50/p95. --quick plans only each setup's own targets.`,
-		Example: "  tierflow bench planner\n  tierflow bench planner --quick --format json",
+optimizer time p50/p95. --quick plans only each setup's own targets.
+
+--report table5 prints, like the paper's Table 5, each strategy's compute, network and
+total cost on each setup's own targets with its cost relative to the exhaustive optimum
+and its optimizer time; --report figure8, like Figure 8, each strategy's total cost and
+cost relative to the optimum at each input throughput (0.5x to 1.5x) with the setup's
+accuracy target. The baselines are the paper's: best-fit, first-fit, most-accurate, and
+the end-to-end ML systems ptc, pte (hypothetical) and spc.`,
+		Example: "  tierflow bench planner\n  tierflow bench planner --report table5\n  tierflow bench planner --report figure8 --format json",
 		Args:    cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if dir == "" {
 				dir = findSetupsDir()
 			}
+			var rows any
+			switch report {
+			case "summary", "table5", "figure8":
+			default:
+				return badInput(fmt.Errorf("unknown --report %q: want summary, table5 or figure8", report))
+			}
+			if report == "table5" {
+				quick = true
+			}
 			prog := newProgress(a.err, 0, "planning")
-			rows, err := benchPlanner(dir, quick, budget, prog)
+			results, err := benchPlanner(dir, quick, budget, prog)
 			prog.Done()
 			if err != nil {
 				return err
+			}
+			switch report {
+			case "table5":
+				rows = table5Rows(results)
+			case "figure8":
+				rows = figure8Rows(results)
+			default:
+				rows = summaryRows(results)
 			}
 			if err := printRows(a.out, a.g.format, rows); err != nil {
 				return err
@@ -76,6 +149,7 @@ optimizer time p50/p95. --quick plans only each setup's own targets.`,
 	}
 	c.Flags().StringVar(&dir, "setups", "", "directory of setups.yaml (default: examples/setups of this checkout)")
 	c.Flags().BoolVar(&quick, "quick", false, "only each setup's own targets (for tests)")
+	c.Flags().StringVar(&report, "report", "summary", "summary, table5 (costs on each setup's targets) or figure8 (cost vs input throughput)")
 	c.Flags().DurationVar(&budget, "budget", 2*time.Second, "time budget of exhaustive per case")
 	return c
 }
@@ -97,24 +171,14 @@ func findSetupsDir() string {
 	}
 }
 
-type benchCase struct {
-	accuracy, throughput float64
-}
-
 // benchPlanner plans every case with every strategy, counting each plan on prog.
-func benchPlanner(dir string, quick bool, budget time.Duration, prog *progress) ([]plannerBenchRow, error) {
+func benchPlanner(dir string, quick bool, budget time.Duration, prog *progress) ([]benchResult, error) {
 	ix, err := setups.LoadIndex(dir)
 	if err != nil {
 		return nil, badInput(err)
 	}
 	reg := optimize.DefaultRegistry()
-	type acc struct {
-		cases, feasible, compared, gaveUp int
-		rels, times                       []float64
-		total                             float64
-	}
-	all := map[string]*acc{}
-	var rows []plannerBenchRow
+	var out []benchResult
 	for _, s := range ix.Setups {
 		cat, inf, err := s.Load(dir)
 		if err != nil {
@@ -133,29 +197,22 @@ func benchPlanner(dir string, quick bool, budget time.Duration, prog *progress) 
 			return nil, badInput(err)
 		}
 		plan := rewrite.Apply(bound)
-		var cases []benchCase
-		if quick {
-			cases = []benchCase{{s.Accuracy, s.Throughput}}
-		} else {
+		type benchCase struct{ tf, da float64 }
+		cases := []benchCase{{1, 0}}
+		if !quick {
+			cases = cases[:0]
 			for _, tf := range []float64{0.5, 0.75, 1, 1.25, 1.5} {
 				for _, da := range []float64{-2, -1, 0, 1} {
-					cases = append(cases, benchCase{s.Accuracy + da, s.Throughput * tf})
+					cases = append(cases, benchCase{tf, da})
 				}
 			}
 		}
-		per := map[string]*acc{}
-		for _, name := range benchStrategies {
-			per[name] = &acc{}
-			if all[name] == nil {
-				all[name] = &acc{}
-			}
-		}
 		for _, bc := range cases {
-			a := bc.accuracy
+			a, tp := s.Accuracy+bc.da, s.Throughput*bc.tf
 			var ex *optimize.Plan
 			for _, name := range benchStrategies {
 				// A fresh problem per strategy: none sees another's scratch.
-				lo, err := lower.Lower(plan, cat, inf, lower.Options{Accuracy: &a, Throughput: bc.throughput})
+				lo, err := lower.Lower(plan, cat, inf, lower.Options{Accuracy: &a, Throughput: tp})
 				if err != nil {
 					return nil, badInput(err)
 				}
@@ -167,33 +224,91 @@ func benchPlanner(dir string, quick bool, budget time.Duration, prog *progress) 
 				if name == "exhaustive" {
 					ex = p
 				}
-				for _, x := range []*acc{per[name], all[name]} {
-					x.cases++
-					x.times = append(x.times, p.OptimizerMs)
-					if p.GaveUp {
-						x.gaveUp++
-					}
-					if !p.Feasible {
-						continue
-					}
-					x.feasible++
-					x.total += p.TotalCost
-					if ex != nil && ex.Feasible && !ex.GaveUp && ex.TotalCost > 0 {
-						x.compared++
-						x.rels = append(x.rels, p.TotalCost/ex.TotalCost)
-					}
-				}
+				out = append(out, benchResult{setup: s.Name, throughputFactor: bc.tf, accDelta: bc.da, throughput: tp, strategy: name, plan: p, optimum: ex})
 			}
 		}
-		for _, name := range benchStrategies {
-			rows = append(rows, plannerRow(s.Name, name, per[name].cases, per[name].feasible, per[name].compared, per[name].gaveUp, per[name].rels, per[name].times, per[name].total))
+	}
+	return out, nil
+}
+
+// summaryRows aggregates results per setup and strategy, then over all setups.
+func summaryRows(results []benchResult) []plannerBenchRow {
+	type acc struct {
+		cases, feasible, compared, gaveUp int
+		rels, times                       []float64
+		total                             float64
+	}
+	var setupOrder []string
+	per := map[[2]string]*acc{}
+	for _, r := range results {
+		for _, setup := range []string{r.setup, "all"} {
+			k := [2]string{setup, r.strategy}
+			x := per[k]
+			if x == nil {
+				x = &acc{}
+				per[k] = x
+				if r.strategy == benchStrategies[0] && setup != "all" {
+					setupOrder = append(setupOrder, setup)
+				}
+			}
+			x.cases++
+			x.times = append(x.times, r.plan.OptimizerMs)
+			if r.plan.GaveUp {
+				x.gaveUp++
+			}
+			if !r.plan.Feasible {
+				continue
+			}
+			x.feasible++
+			x.total += r.plan.TotalCost
+			if rel := r.vsOptimum(); rel > 0 {
+				x.compared++
+				x.rels = append(x.rels, rel)
+			}
 		}
 	}
-	for _, name := range benchStrategies {
-		x := all[name]
-		rows = append(rows, plannerRow("all", name, x.cases, x.feasible, x.compared, x.gaveUp, x.rels, x.times, x.total))
+	var rows []plannerBenchRow
+	for _, setup := range append(setupOrder, "all") {
+		for _, name := range benchStrategies {
+			if x := per[[2]string{setup, name}]; x != nil {
+				rows = append(rows, plannerRow(setup, name, x.cases, x.feasible, x.compared, x.gaveUp, x.rels, x.times, x.total))
+			}
+		}
 	}
-	return rows, nil
+	return rows
+}
+
+// table5Rows: every strategy on every setup's own targets.
+func table5Rows(results []benchResult) []table5Row {
+	var rows []table5Row
+	for _, r := range results {
+		if r.throughputFactor != 1 || r.accDelta != 0 {
+			continue
+		}
+		row := table5Row{Setup: r.setup, Strategy: r.strategy, Feasible: r.plan.Feasible, QOMs: r.plan.OptimizerMs, VsOptimum: r.vsOptimum()}
+		if r.plan.Feasible {
+			row.Compute, row.Network, row.Total = r.plan.ComputeCost, r.plan.NetworkCost, r.plan.TotalCost
+		}
+		rows = append(rows, row)
+	}
+	return rows
+}
+
+// figure8Rows: every strategy's total at every input throughput, the setup's
+// accuracy target held.
+func figure8Rows(results []benchResult) []figure8Row {
+	var rows []figure8Row
+	for _, r := range results {
+		if r.accDelta != 0 {
+			continue
+		}
+		row := figure8Row{Setup: r.setup, Throughput: r.throughput, Strategy: r.strategy, Feasible: r.plan.Feasible, VsOptimum: r.vsOptimum()}
+		if r.plan.Feasible {
+			row.Total = r.plan.TotalCost
+		}
+		rows = append(rows, row)
+	}
+	return rows
 }
 
 func plannerRow(setup, strategy string, cases, feasible, compared, gaveUp int, rels, times []float64, total float64) plannerBenchRow {

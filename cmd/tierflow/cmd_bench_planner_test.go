@@ -3,6 +3,7 @@ package main
 import (
 	"encoding/json"
 	"fmt"
+	"math"
 	"strings"
 	"testing"
 )
@@ -39,10 +40,60 @@ func TestBenchPlannerQuick(t *testing.T) {
 			if r.Feasible != 1 || r.WorstRel > 1+1e-9 {
 				t.Errorf("auto must be feasible and no worse than exhaustive on the Table 4 targets: %+v", r)
 			}
+		case "ptc", "pte", "spc":
+			// Whole-workflow machines are outside exhaustive's decision
+			// space: they may undercut it (pte pays no network at all).
 		default:
 			if r.Compared > 0 && r.MeanRel < 1-1e-9 {
 				t.Errorf("%s cheaper than the optimum: %+v", r.Strategy, r)
 			}
 		}
+	}
+}
+
+// TestBenchPlannerReports: --report table5 gives one row per setup and
+// strategy on the setup's own targets, exhaustive at 1.0 and jellybean at or
+// above it; --report figure8 one row per setup, throughput and strategy.
+func TestBenchPlannerReports(t *testing.T) {
+	stdout, stderr, code := runTierflow(t, "bench", "planner", "--report", "table5", "--setups", "../../examples/setups", "--format", "json")
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, stderr)
+	}
+	var t5 []table5Row
+	if err := json.Unmarshal([]byte(stdout), &t5); err != nil {
+		t.Fatalf("%v\n%s", err, stdout)
+	}
+	if want := 8 * len(benchStrategies); len(t5) != want {
+		t.Fatalf("table5: want %d rows, got %d", want, len(t5))
+	}
+	for _, r := range t5 {
+		if r.Feasible && math.Abs(r.Total-(r.Compute+r.Network)) > 1e-9 {
+			t.Errorf("table5: total is not compute + network: %+v", r)
+		}
+		switch r.Strategy {
+		case "exhaustive":
+			if !r.Feasible || r.VsOptimum != 1 {
+				t.Errorf("table5: exhaustive on a Table-4 target: %+v", r)
+			}
+		case "jellybean", "auto", "best-fit", "first-fit", "most-accurate":
+			if r.Feasible && r.VsOptimum < 1-1e-9 {
+				t.Errorf("table5: %s below the optimum: %+v", r.Strategy, r)
+			}
+		}
+	}
+	stdout, stderr, code = runTierflow(t, "bench", "planner", "--report", "figure8", "--setups", "../../examples/setups", "--format", "json")
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, stderr)
+	}
+	var f8 []figure8Row
+	if err := json.Unmarshal([]byte(stdout), &f8); err != nil {
+		t.Fatalf("%v\n%s", err, stdout)
+	}
+	if want := 8 * 5 * len(benchStrategies); len(f8) != want {
+		t.Fatalf("figure8: want %d rows, got %d", want, len(f8))
+	}
+	_, stderr, code = runTierflow(t, "bench", "planner", "--report", "table7", "--setups", "../../examples/setups")
+	if code != 2 || !strings.Contains(stderr, `unknown --report "table7"`) {
+		t.Errorf("--report table7: exit %d, %s", code, stderr)
 	}
 }

@@ -76,7 +76,7 @@ same as one object per query.`,
 	fl.DurationVar(&f.duration, "duration", cluster.DefaultAnalyzeFor, "with --analyze: how long each query runs")
 	fl.Int64Var(&f.rows, "rows", 0, "with --analyze: stop each stream after this many rows instead (0: no bound)")
 	fl.BoolVar(&f.processes, "processes", false, "with --analyze: start the workers as child processes")
-	fl.StringVar(&f.strategy, "strategy", planner.DefaultStrategy, "optimizer strategy: auto, jellybean, exhaustive, best-fit, first-fit, most-accurate")
+	fl.StringVar(&f.strategy, "strategy", planner.DefaultStrategy, "optimizer strategy: auto, jellybean, exhaustive, best-fit, first-fit, most-accurate, ptc, pte, spc")
 	fl.StringVar(&f.profile, "profile", "p75", "latency profile percentile: p50, p75 or p90")
 	fl.Float64Var(&f.accuracy, "accuracy", 0, "minimum accuracy (overrides the query's WITH)")
 	fl.Float64Var(&f.throughput, "throughput", 0, "required throughput in items per second (overrides the query's WITH)")

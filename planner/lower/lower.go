@@ -135,7 +135,7 @@ func Lower(plan *logical.Plan, cat *catalog.Catalog, inf *infra.Infra, opt Optio
 		l.p.Tiers = append(l.p.Tiers, optimize.Tier{Name: t.Name, Locations: max(t.Locations, 1)})
 	}
 	for _, m := range inf.Machines() {
-		l.p.Workers = append(l.p.Workers, optimize.Worker{Name: m.Name, Tier: m.Tier, Location: m.Location, Type: m.Type.Name, Price: m.Type.Price})
+		l.p.Workers = append(l.p.Workers, optimize.Worker{Name: m.Name, Tier: m.Tier, Location: m.Location, Type: m.Type.Name, Price: m.Type.Price, GPU: m.Type.GPU})
 	}
 	l.links()
 

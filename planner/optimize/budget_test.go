@@ -66,7 +66,7 @@ func TestTCoeffScalesCapacityAndPrice(t *testing.T) {
 
 func TestRegistry(t *testing.T) {
 	reg := optimize.DefaultRegistry()
-	want := []string{"auto", "best-fit", "exhaustive", "first-fit", "jellybean", "most-accurate"}
+	want := []string{"auto", "best-fit", "exhaustive", "first-fit", "jellybean", "most-accurate", "ptc", "pte", "spc"}
 	if got := reg.Names(); strings.Join(got, ",") != strings.Join(want, ",") {
 		t.Fatalf("names %v", got)
 	}
@@ -75,5 +75,11 @@ func TestRegistry(t *testing.T) {
 	}
 	if _, err := reg.Lookup("greedy"); !errors.Is(err, optimize.ErrUnknownStrategy) {
 		t.Fatal("unknown strategy accepted")
+	}
+	for _, n := range reg.Names() {
+		s, _ := reg.Lookup(n)
+		if whole := n == "ptc" || n == "pte" || n == "spc"; optimize.IsWholeWorkflow(s) != whole {
+			t.Errorf("%s: whole workflow %v, want %v", n, optimize.IsWholeWorkflow(s), whole)
+		}
 	}
 }

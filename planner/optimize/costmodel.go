@@ -38,18 +38,26 @@ type Costs interface {
 //   - link cost per item/s per KB = CommCostScaling x multiplier x 3600 / 1024^2,
 //     with the multiplier looked up as Problem documents; flows to a lower tier
 //     are forbidden (A2), flows within a tier and location are free (A1).
-type PrototypeModel struct{}
+//
+// Strict keeps the published prototype's own rules where tierflow's differ on
+// purpose (planner/README.md, "jellybean: the prototype's rules, and
+// tierflow's"): a worker costs its own price whatever its tier's TCoeff
+// (TCoeff scales capacity only, as in Algorithm 1), and traffic within a tier
+// is free whatever the locations. The jellybean strategy searches under it.
+type PrototypeModel struct {
+	Strict bool
+}
 
 // KBPerSecToGBPerHour converts items/s x KB into GB per hour.
 const KBPerSecToGBPerHour = 3600.0 / (1024 * 1024)
 
 // Prepare indexes the problem for fast lookups.
-func (PrototypeModel) Prepare(p *Problem) (Costs, error) {
+func (m PrototypeModel) Prepare(p *Problem) (Costs, error) {
 	ix, err := indexProblem(p)
 	if err != nil {
 		return nil, err
 	}
-	c := &protoCosts{ix: ix}
+	c := &protoCosts{ix: ix, strict: m.Strict}
 	nw, no := len(p.Workers), len(p.Operators)
 	c.tcoeff = make([]float64, nw)
 	for w := range p.Workers {
@@ -85,9 +93,9 @@ func (PrototypeModel) Prepare(p *Problem) (Costs, error) {
 	}
 	for a := range p.Workers {
 		for b := range p.Workers {
-			m, ok := wl[[2]string{p.Workers[a].Name, p.Workers[b].Name}]
+			mult, ok := wl[[2]string{p.Workers[a].Name, p.Workers[b].Name}]
 			i := a*nw + b
-			c.link[i], c.allowed[i] = linkRule(ix, scale, ix.workerTier[a], p.Workers[a].Location, b, m, ok)
+			c.link[i], c.allowed[i] = linkRule(ix, scale, ix.workerTier[a], p.Workers[a].Location, b, mult, ok, c.strict)
 		}
 	}
 	ns := len(p.Sources)
@@ -99,9 +107,9 @@ func (PrototypeModel) Prepare(p *Problem) (Costs, error) {
 	}
 	for s := range p.Sources {
 		for b := range p.Workers {
-			m, ok := sl[[2]string{p.Sources[s].Name, p.Workers[b].Name}]
+			mult, ok := sl[[2]string{p.Sources[s].Name, p.Workers[b].Name}]
 			i := s*nw + b
-			c.slink[i], c.sallowed[i] = linkRule(ix, scale, ix.sourceTier[s], p.Sources[s].Location, b, m, ok)
+			c.slink[i], c.sallowed[i] = linkRule(ix, scale, ix.sourceTier[s], p.Sources[s].Location, b, mult, ok, c.strict)
 		}
 	}
 	return c, nil
@@ -111,12 +119,13 @@ func (PrototypeModel) Prepare(p *Problem) (Costs, error) {
 // tier `from` at location loc to worker b: a lower tier is forbidden (A2); the
 // same tier and location is free (A1); otherwise the pair's own multiplier
 // when it has one (m, ok), else the tiers' default, in cost per KB/s per hour.
-func linkRule(ix *index, scale float64, from int, loc string, b int, m float64, ok bool) (cost float64, allowed bool) {
+// strict: the same tier is free whatever the locations (the prototype's rule).
+func linkRule(ix *index, scale float64, from int, loc string, b int, m float64, ok, strict bool) (cost float64, allowed bool) {
 	to := ix.workerTier[b]
 	if to < from {
 		return 0, false
 	}
-	if to == from && loc == ix.p.Workers[b].Location {
+	if to == from && (strict || loc == ix.p.Workers[b].Location) {
 		return 0, true
 	}
 	if !ok {
@@ -127,6 +136,7 @@ func linkRule(ix *index, scale float64, from int, loc string, b int, m float64, 
 
 type protoCosts struct {
 	ix                *index
+	strict            bool
 	tcoeff            []float64
 	caps              [][][]float64
 	link, slink       []float64
@@ -138,6 +148,9 @@ func (c *protoCosts) Capacity(op, variant, worker int) float64 {
 }
 
 func (c *protoCosts) Price(worker int) float64 {
+	if c.strict {
+		return c.ix.p.Workers[worker].Price
+	}
 	return c.tcoeff[worker] * c.ix.p.Workers[worker].Price
 }
 

@@ -6,8 +6,8 @@
 // It owns: the optimizer's input (Problem) and output (Plan, Assignment) as plain
 // Go values with stable JSON encodings, the CostModel interface and its default
 // PrototypeModel, Evaluate (cost and check a given assignment), and the strategies
-// (jellybean, exhaustive, best-fit, first-fit, most-accurate, auto) reachable by
-// name through an explicit Registry value.
+// (jellybean, exhaustive, best-fit, first-fit, most-accurate, ptc, pte, spc,
+// auto) reachable by name through an explicit Registry value.
 //
 // It imports nothing of tierflow: catalog, infrastructure and query are lowered into
 // a Problem by the planner package, which keeps this package free of YAML, SQL and

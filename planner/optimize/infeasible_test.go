@@ -11,8 +11,12 @@ import (
 func TestInfeasibleAccuracyGivesBestReachable(t *testing.T) {
 	p := refProblem(t)
 	p.Objectives.MinAccuracy = optimize.Float(60)
-	for _, name := range optimize.DefaultRegistry().Names() {
-		pl, err := optimize.DefaultRegistry().Optimize(context.Background(), name, p, optimize.Options{})
+	reg := optimize.DefaultRegistry()
+	for _, name := range reg.Names() {
+		if s, _ := reg.Lookup(name); optimize.IsWholeWorkflow(s) {
+			continue // they say why they fail, not what the problem allows (baselines_test.go)
+		}
+		pl, err := reg.Optimize(context.Background(), name, p, optimize.Options{})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -147,6 +147,9 @@ type Worker struct {
 	Location string  `json:"location,omitempty"`
 	Type     string  `json:"type,omitempty"`
 	Price    float64 `json:"price_per_hour"`
+	// GPU names the worker's accelerator ("" for none). Only the end-to-end
+	// baselines (PTC, PTE, SPC: the paper's cloud GPU workers) read it.
+	GPU string `json:"gpu,omitempty"`
 }
 
 // WorkerLink is the link cost multiplier from worker From to worker To.

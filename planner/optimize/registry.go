@@ -45,6 +45,9 @@ func DefaultRegistry() *Registry {
 		BestFit{},
 		FirstFit{},
 		MostAccurate{},
+		PTC{},
+		PTE{},
+		SPC{},
 	)
 }
 

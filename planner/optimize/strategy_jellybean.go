@@ -8,40 +8,61 @@ import (
 	"time"
 )
 
-// JellyBean is the paper's optimizer as published: beam-search model selection
-// in reverse topological order keeping the B_MS cheapest (by proxy cost)
-// configurations that can meet the accuracy target (4.2), then Algorithm 1 for
-// each: operators in topological order, greedy MinCost worker picks by Eq. 2
-// (price over the items the worker will carry, min(capacity, demand still
-// uncovered), plus incoming network per item; capacity includes TCoeff) over
-// expanding tier pools, a beam of B_WA assignments, over several random
-// topological orders; the cheapest feasible plan wins.
+// JellyBean is the paper's optimizer (4.2-4.3): beam-search model selection
+// keeping the B_MS cheapest (by proxy cost) configurations that can meet the
+// accuracy target, then Algorithm 1 for each: operators in topological order,
+// greedy worker picks over expanding tier pools, a beam of B_WA assignments,
+// over several topological orders; the cheapest plan wins.
 //
-// When the per-operator profiles leave the beam empty but a measured
-// end-to-end accuracy table exists (operators without profiles, such as
-// tracking, in the chain), model selection keeps the B_MS cheapest
-// combinations meeting the target by the table (selectByTable).
-//
-// Eq. 2's unit compute cost is taken over the items a worker will actually
-// carry because a used worker is paid in full: with price/capacity alone a big
-// GPU looks cheapest for a small remainder. On the reference inputs this gives
-// 7.893 where the prototype prints 7.509; the prototype's remaining tie-breaks
-// are not in the paper.
-type JellyBean struct{}
+// Rules picks whose reading of the paper runs. The zero value,
+// RulesPrototype, is the published prototype's optimizer rule for rule
+// (jellybean_prototype.go), searching under PrototypeModel{Strict: true}
+// (unless Options.CostModel is a model of the caller's own); the plan is then
+// priced under Options.CostModel like every other strategy's, which on the
+// prototype's own inputs is the same number. RulesTierflow is tierflow's own
+// reading (below), the auto strategy's incumbent: Eq. 2's unit cost over the
+// items a worker will actually carry, distinct beam entries, random
+// topological orders. planner/README.md tabulates the differences.
+type JellyBean struct {
+	Rules Rules
+}
+
+// Rules says whose rules a strategy follows where the paper leaves room.
+type Rules int
+
+const (
+	// RulesPrototype: the published prototype's (github.com/libertyeagle/JellyBean).
+	RulesPrototype Rules = iota
+	// RulesTierflow: tierflow's own (see planner/README.md).
+	RulesTierflow
+)
 
 func (JellyBean) Name() string { return "jellybean" }
 func (JellyBean) Doc() string {
-	return "JellyBean (paper, 4.2-4.3): beam-search model selection + Algorithm 1 worker assignment"
+	return "JellyBean (paper 4.2-4.3, as its published prototype runs it): beam-search model selection + Algorithm 1"
 }
 
-func (JellyBean) Optimize(ctx context.Context, p *Problem, o Options) (*Plan, error) {
+func (j JellyBean) Optimize(ctx context.Context, p *Problem, o Options) (*Plan, error) {
 	start := time.Now()
+	search := o.CostModel
+	if _, isProto := search.(PrototypeModel); search == nil || isProto {
+		search = PrototypeModel{Strict: true}
+	}
 	o = o.withDefaults()
 	in, err := newInstance(p, o.CostModel)
 	if err != nil {
 		return nil, err
 	}
-	s := in.jellybean(o)
+	var s *sol
+	if j.Rules == RulesTierflow {
+		s = in.jellybean(o)
+	} else {
+		sin, err := newInstance(p, search)
+		if err != nil {
+			return nil, err
+		}
+		s = sin.protoJellyBean(o)
+	}
 	var pl *Plan
 	if s != nil {
 		pl = in.evaluate(*s)
@@ -49,7 +70,8 @@ func (JellyBean) Optimize(ctx context.Context, p *Problem, o Options) (*Plan, er
 	return finish(ctx, in, pl, "jellybean", start, o)
 }
 
-// jellybean returns the best plan of the published algorithm, nil if none.
+// jellybean returns the best plan of tierflow's reading of the algorithm
+// (RulesTierflow), nil if none.
 func (in *instance) jellybean(o Options) *sol {
 	var best *sol
 	bestCost := math.Inf(1)
