@@ -22,7 +22,8 @@ cluster needs, in one step:
   server.conf        nats-server configuration (tierflow coordinator --nats-config, or nats-server -c)
   operator.jwt       the operator the server trusts; accounts are preloaded in server.conf
   coordinator.creds  the coordinator: reads control requests, deploys, stops
-  worker.creds       workers: register, heartbeat, run deployed parts, move data
+  worker.creds       workers: register, heartbeat, run deployed parts, move data (any name)
+  NAME.creds         one per --worker: the same, as worker NAME only (cannot pose as another)
   NAME.creds         one per --client: submit, stop and read the results of its own queries only
   ca.pem, server-*.pem   with --tls-host: a CA and the server's certificate (clients: --tls-ca ca.pem)
 
@@ -61,9 +62,10 @@ creds files are secrets.`,
 	}
 	f := c.Flags()
 	f.StringVar(&out, "out", "", "directory to write the setup into (must not hold one)")
+	f.StringArrayVar(&o.Workers, "worker", nil, "a worker with creds of its own, NAME.creds, usable only as tierflow worker --name NAME (repeatable; worker.creds serves any name)")
 	f.StringArrayVar(&o.Clients, "client", nil, "a client user (repeatable; default: one named client)")
 	f.StringArrayVar(&o.Admins, "admin", nil, "a client user that may stop any query (repeatable)")
-	f.StringArrayVar(&o.WorkerData, "worker-data", nil, "data subjects workers may use (repeatable; default: any but tierflow's control subjects)")
+	f.StringArrayVar(&o.WorkerData, "worker-data", nil, "data subjects workers may use, e.g. sensors.> (repeatable; default: any but tierflow's control subjects; name them to use --worker)")
 	f.StringArrayVar(&o.ClientData, "client-data", nil, "data subjects clients may publish and read, e.g. sensors.> (repeatable; default none)")
 	f.StringVar(&o.Listen, "listen", "", "the server's client address (default 0.0.0.0:4222)")
 	f.StringArrayVar(&o.TLSHosts, "tls-host", nil, "make a CA and a server certificate for this host name or address and require TLS (repeatable)")

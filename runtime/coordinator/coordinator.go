@@ -150,8 +150,8 @@ func Start(cfg Config) (*Coordinator, error) {
 		subject string
 		h       nats.MsgHandler
 	}{
-		{deploy.SubjectRegister, c.onRegister},
-		{deploy.SubjectHeartbeat, c.onHeartbeat},
+		{deploy.RegisterSubject("*"), c.onRegister},
+		{deploy.HeartbeatSubject("*"), c.onHeartbeat},
 		{deploy.SubmitSubject("*"), c.onSubmit},
 		{deploy.SubjectWorkers, func(m *nats.Msg) { reply(m, c.Workers()) }},
 		{deploy.SubjectQueries, func(m *nats.Msg) { reply(m, c.Queries()) }},
@@ -197,6 +197,12 @@ func (c *Coordinator) onRegister(m *nats.Msg) {
 		reply(m, deploy.RegisterReply{Error: err.Error()})
 		return
 	}
+	// The server lets a worker with creds of its own publish on its own
+	// name only: the subject, not the message, says who registers.
+	if tok := lastToken(m.Subject); tok != wi.Name {
+		reply(m, deploy.RegisterReply{Error: fmt.Sprintf("worker %s registering on %s: the names differ", wi.Name, m.Subject)})
+		return
+	}
 	now := time.Now()
 	wi.Registered, wi.LastSeen = now, now
 	c.mu.Lock()
@@ -208,7 +214,7 @@ func (c *Coordinator) onRegister(m *nats.Msg) {
 
 func (c *Coordinator) onHeartbeat(m *nats.Msg) {
 	var hb deploy.Heartbeat
-	if err := json.Unmarshal(m.Data, &hb); err != nil {
+	if err := json.Unmarshal(m.Data, &hb); err != nil || hb.Name != lastToken(m.Subject) {
 		reply(m, deploy.Ack{Error: "bad heartbeat"})
 		return
 	}

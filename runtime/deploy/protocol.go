@@ -13,8 +13,8 @@ import (
 // messages on core NATS subjects. Requests (R) expect a reply on the
 // message's reply subject; the rest are plain publishes.
 //
-//	tierflow.ctl.register            R worker -> coordinator  WorkerInfo -> RegisterReply
-//	tierflow.ctl.heartbeat             worker -> coordinator  Heartbeat
+//	tierflow.ctl.register.<name>     R worker -> coordinator  WorkerInfo -> RegisterReply
+//	tierflow.ctl.heartbeat.<name>      worker -> coordinator  Heartbeat
 //	tierflow.ctl.submit.<user>       R client -> coordinator  SubmitRequest -> SubmitReply
 //	tierflow.ctl.workers             R client -> coordinator  {} -> []WorkerInfo      (SHOW WORKERS)
 //	tierflow.ctl.queries             R client -> coordinator  {} -> []QueryInfo       (SHOW QUERIES)
@@ -32,15 +32,18 @@ import (
 // name, or "anonymous" without credentials). The coordinator takes the
 // submitter of a query from the subject it arrived on and trusts the NATS
 // server's permissions to let each client publish only on its own
-// (runtime/security spells those permissions per role): a client can stop
+// (runtime/security spells those permissions per role). A worker's <name>
+// on its subjects must be the name it registers with; a worker with creds of
+// its own (nats-setup --worker NAME) may use only its own name, so it cannot
+// pose as another worker nor read another's deployments. A client can stop
 // only its own queries (or any, if it is one of the coordinator's admins),
 // and read only its own results, under tierflow.u.<user>.
 //
 // Data between workers does not pass through the coordinator: it flows on
 // the relay's own subjects (relay/natsrelay), worker to worker.
 const (
-	SubjectRegister  = "tierflow.ctl.register"
-	SubjectHeartbeat = "tierflow.ctl.heartbeat"
+	SubjectRegister  = "tierflow.ctl.register"  // .<name>
+	SubjectHeartbeat = "tierflow.ctl.heartbeat" // .<name>
 	SubjectSubmit    = "tierflow.ctl.submit" // .<user>
 	SubjectWorkers   = "tierflow.ctl.workers"
 	SubjectQueries   = "tierflow.ctl.queries"
@@ -55,6 +58,12 @@ var ErrName = errors.New("deploy: bad name")
 
 // QuerySubject is tierflow.q.<query>.<what>.
 func QuerySubject(query, what string) string { return "tierflow.q." + query + "." + what }
+
+// RegisterSubject is where worker name registers.
+func RegisterSubject(name string) string { return SubjectRegister + "." + name }
+
+// HeartbeatSubject is where worker name heartbeats.
+func HeartbeatSubject(name string) string { return SubjectHeartbeat + "." + name }
 
 // SubmitSubject is where client user submits queries.
 func SubmitSubject(user string) string { return SubjectSubmit + "." + user }

@@ -53,15 +53,24 @@ func Coordinator() Perms {
 // control request of a client or the coordinator (submit, stop, list,
 // deploy, start, done) nor read the control requests or a client's
 // results: a worker cannot stop queries nor pose as the coordinator.
-func Worker(data []string) Perms {
+//
+// name binds the permissions to one worker name (creds of its own): it
+// registers and heartbeats as that name only and receives only that name's
+// deployments, so it cannot pose as another worker. "" is the shared worker
+// role, which may use any name.
+func Worker(name, identity string, data []string) Perms {
+	bound := name
+	if bound == "" {
+		bound = "*"
+	}
 	return Perms{
-		PubAllow: append([]string{deploy.SubjectRegister, deploy.SubjectHeartbeat, deploy.QuerySubject("*", "status"),
+		PubAllow: append([]string{deploy.RegisterSubject(bound), deploy.HeartbeatSubject(bound), deploy.QuerySubject("*", "status"),
 			deploy.QuerySubject("*", "enough"), deploy.UserSubject("*", "*", "results"), "tierflow.relay.>"}, data...),
 		PubDeny: []string{deploy.SubmitSubject(">"), deploy.StopSubject(">"), deploy.SubjectWorkers, deploy.SubjectQueries,
 			deploy.QuerySubject("*", "deploy.>"), deploy.QuerySubject("*", "start"), deploy.QuerySubject("*", "stop"),
 			deploy.UserSubject("*", "*", "done"), "$SYS.>"},
-		SubAllow: append([]string{deploy.DeploySubject("*", "*"), deploy.QuerySubject("*", "start"), deploy.QuerySubject("*", "stop"),
-			"tierflow.relay.>", natsserver.InboxPrefix(RoleWorker) + ".>"}, data...),
+		SubAllow: append([]string{deploy.DeploySubject("*", bound), deploy.QuerySubject("*", "start"), deploy.QuerySubject("*", "stop"),
+			"tierflow.relay.>", natsserver.InboxPrefix(identity) + ".>"}, data...),
 		SubDeny: []string{"tierflow.ctl.>", "tierflow.u.>", deploy.QuerySubject("*", "status"), deploy.QuerySubject("*", "enough"), "$SYS.>"},
 		Respond: true,
 	}
@@ -75,7 +84,7 @@ func Client(user string, data []string) (Perms, error) {
 	if err := deploy.ValidName("user", user); err != nil {
 		return Perms{}, err
 	}
-	if err := CheckClientData(data); err != nil {
+	if err := CheckDataSubjects(data); err != nil {
 		return Perms{}, err
 	}
 	return Perms{
@@ -84,14 +93,16 @@ func Client(user string, data []string) (Perms, error) {
 	}, nil
 }
 
-// CheckClientData refuses data subjects for clients that would reach
-// tierflow's own subjects or other users' inboxes (">", "*.>", "tierflow.>",
-// "_INBOX..."): a client's data subjects must be the streams' own.
-func CheckClientData(data []string) error {
+// CheckDataSubjects refuses data subjects that would reach tierflow's own
+// subjects or other users' inboxes (">", "*.>", "tierflow.>", "_INBOX..."):
+// the data subjects of a client, or of a worker bound to its name, must be
+// the streams' own (NATS permissions cannot allow ">" but another worker's
+// name).
+func CheckDataSubjects(data []string) error {
 	for _, d := range data {
 		first, _, _ := strings.Cut(d, ".")
 		if first == ">" || first == "*" || first == "tierflow" || strings.HasPrefix(first, "_INBOX") || first == "$SYS" {
-			return fmt.Errorf("client data subject %q would reach tierflow's control subjects or other users' inboxes: name the streams' subjects (e.g. sensors.>)", d)
+			return fmt.Errorf("data subject %q would reach tierflow's control subjects or other users' inboxes: name the streams' subjects (e.g. sensors.>)", d)
 		}
 	}
 	return nil

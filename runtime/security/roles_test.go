@@ -64,7 +64,7 @@ func startSecure(t *testing.T) *secureCluster {
 	t.Helper()
 	dir := t.TempDir()
 	s, err := security.Generate(filepath.Join(dir, "nats"), security.SetupOptions{
-		Clients: []string{"alice", "bob"}, Admins: []string{"root"}, ClientData: []string{"feed.>"},
+		Clients: []string{"alice", "bob"}, Admins: []string{"root"}, ClientData: []string{"feed.>"}, Workers: []string{"w2"}, WorkerData: []string{"feed.>"},
 		Listen: "127.0.0.1:4222", TLSHosts: []string{"127.0.0.1", "localhost"}})
 	if err != nil {
 		t.Fatal(err)
@@ -230,6 +230,29 @@ func TestRolesEnforced(t *testing.T) {
 	if ws, _ := alice.Workers(ctx); len(ws) != 1 {
 		t.Errorf("workers after the fake registration: %v", ws)
 	}
+	// A worker with creds of its own registers under its name only: it
+	// cannot re-register as w1, nor read w1's deployments.
+	w2nc, _ := sc.connect(t, sc.auth("w2"))
+	if _, err := worker.Start(ctx, worker.Config{Conn: w2nc, Name: "w1", Tier: "cloud", Inventory: &inv, RegisterTimeout: 2 * time.Second}); err == nil {
+		t.Error("w2's creds re-registered w1")
+	}
+	w2nc2, _ := sc.connect(t, sc.auth("w2"))
+	if _, err := w2nc2.SubscribeSync(deploy.DeploySubject("*", "w1")); err != nil {
+		t.Fatal(err)
+	}
+	_ = w2nc2.Flush()
+	if err := w2nc2.LastError(); !errors.Is(err, nats.ErrPermissionViolation) {
+		t.Errorf("w2 subscribing to w1's deployments: %v, want a permissions violation", err)
+	}
+	if ws, _ := alice.Workers(ctx); len(ws) != 1 || ws[0].Tier != "edge" {
+		t.Errorf("workers after w2 posed as w1: %+v", ws)
+	}
+	w2own, _ := sc.connect(t, sc.auth("w2"))
+	w2, err := worker.Start(ctx, worker.Config{Conn: w2own, Name: "w2", Tier: "cloud", Inventory: &inv})
+	if err != nil {
+		t.Fatalf("w2 on its own creds: %v", err)
+	}
+	defer w2.Close()
 	if q, _ := sc.co.Query("qa"); q.State != deploy.StateRunning {
 		t.Fatalf("qa is %s after the refused attacks: %s", q.State, q.Error)
 	}

@@ -19,6 +19,8 @@ import (
 
 	"github.com/nats-io/jwt/v2"
 	"github.com/nats-io/nkeys"
+
+	"github.com/tierflow/tierflow/runtime/deploy"
 )
 
 // ErrSetup: a secure setup could not be generated.
@@ -26,6 +28,9 @@ var ErrSetup = errors.New("nats-setup")
 
 // SetupOptions say what Setup generates.
 type SetupOptions struct {
+	// Workers are workers with creds of their own, each bound to its name
+	// (tierflow worker --name); the shared worker.creds serves any name.
+	Workers []string
 	// Clients are the client users (default: one named "client"); Admins
 	// are clients that may stop anyone's query (the coordinator's --admin).
 	Clients, Admins []string
@@ -80,7 +85,15 @@ func Generate(dir string, o SetupOptions) (*Setup, error) {
 		}
 	}
 	if len(o.WorkerData) == 0 {
+		if len(o.Workers) > 0 {
+			return nil, fmt.Errorf("%w: workers with creds of their own need their data subjects named (--worker-data sensors.> ...): \">\" would let one pose as another", ErrSetup)
+		}
 		o.WorkerData = []string{">"}
+	}
+	if len(o.Workers) > 0 {
+		if err := CheckDataSubjects(o.WorkerData); err != nil {
+			return nil, fmt.Errorf("%w: --worker-data: %w", ErrSetup, err)
+		}
 	}
 	if o.Listen == "" {
 		o.Listen = "0.0.0.0:4222"
@@ -92,7 +105,7 @@ func Generate(dir string, o SetupOptions) (*Setup, error) {
 		}
 		seen[c] = true
 	}
-	if err := CheckClientData(o.ClientData); err != nil {
+	if err := CheckDataSubjects(o.ClientData); err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrSetup, err)
 	}
 	dir, err := filepath.Abs(dir)
@@ -146,7 +159,20 @@ func Generate(dir string, o SetupOptions) (*Setup, error) {
 	users := []struct {
 		name string
 		p    Perms
-	}{{userCoordinator, Coordinator()}, {userWorker, Worker(o.WorkerData)}, {userLeaf, Leaf()}}
+	}{{userCoordinator, Coordinator()}, {userWorker, Worker("", userWorker, o.WorkerData)}, {userLeaf, Leaf()}}
+	for _, w := range o.Workers {
+		if err := deploy.ValidName("worker", w); err != nil {
+			return nil, fmt.Errorf("%w: %w", ErrSetup, err)
+		}
+		if seen[w] {
+			return nil, fmt.Errorf("%w: worker %q: the name is taken", ErrSetup, w)
+		}
+		seen[w] = true
+		users = append(users, struct {
+			name string
+			p    Perms
+		}{w, Worker(w, w, o.WorkerData)})
+	}
 	for _, c := range o.Clients {
 		p, err := Client(c, o.ClientData)
 		if err != nil {

@@ -180,7 +180,7 @@ func (w *Worker) register(ctx context.Context) error {
 	var last error
 	for time.Now().Before(deadline) {
 		rctx, cancel := context.WithTimeout(ctx, time.Second)
-		msg, err := w.cfg.Conn.RequestWithContext(rctx, deploy.SubjectRegister, body)
+		msg, err := w.cfg.Conn.RequestWithContext(rctx, deploy.RegisterSubject(w.cfg.Name), body)
 		cancel()
 		if err == nil {
 			var rep deploy.RegisterReply
@@ -209,7 +209,7 @@ func (w *Worker) register(ctx context.Context) error {
 		case <-time.After(100 * time.Millisecond):
 		}
 	}
-	return fmt.Errorf("%w: no coordinator answered on %s within %s (%v)", ErrRegister, deploy.SubjectRegister, w.cfg.RegisterTimeout, last)
+	return fmt.Errorf("%w: no coordinator answered on %s within %s (%v)", ErrRegister, deploy.RegisterSubject(w.cfg.Name), w.cfg.RegisterTimeout, last)
 }
 
 // heartbeats tells the coordinator the worker lives; a coordinator that does
@@ -227,7 +227,7 @@ func (w *Worker) heartbeats() {
 		}
 		body, _ := json.Marshal(deploy.Heartbeat{Name: w.cfg.Name, Queries: w.Running()})
 		ctx, cancel := context.WithTimeout(w.ctx, w.heartbeat)
-		msg, err := w.cfg.Conn.RequestWithContext(ctx, deploy.SubjectHeartbeat, body)
+		msg, err := w.cfg.Conn.RequestWithContext(ctx, deploy.HeartbeatSubject(w.cfg.Name), body)
 		cancel()
 		if err != nil {
 			continue
