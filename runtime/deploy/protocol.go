@@ -44,7 +44,7 @@ import (
 const (
 	SubjectRegister  = "tierflow.ctl.register"  // .<name>
 	SubjectHeartbeat = "tierflow.ctl.heartbeat" // .<name>
-	SubjectSubmit    = "tierflow.ctl.submit" // .<user>
+	SubjectSubmit    = "tierflow.ctl.submit"    // .<user>
 	SubjectWorkers   = "tierflow.ctl.workers"
 	SubjectQueries   = "tierflow.ctl.queries"
 	SubjectStop      = "tierflow.ctl.stop" // .<user>
