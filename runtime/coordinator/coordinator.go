@@ -451,12 +451,10 @@ func (c *Coordinator) Submit(ctx context.Context, req deploy.SubmitRequest) (*de
 // note on how it was placed.
 func (c *Coordinator) place(ctx context.Context, req deploy.SubmitRequest, ws []deploy.Worker) (*deploy.Placement, deploy.Script, string, *deploy.Estimate, error) {
 	script := req.Script
-	if script.Catalog != "" && c.cfg.DataRoots != nil {
-		real, err := c.cfg.DataRoots.Check(script.Catalog)
-		if err != nil {
-			return nil, script, "", nil, fmt.Errorf("%w: catalog: %w", deploy.ErrInput, err)
-		}
-		script.Catalog = real
+	// The catalog is checked here; the files the compile opens, in
+	// execOptions.
+	if err := c.cfg.DataRoots.ConfineScript(&script, &exec.Options{}); err != nil {
+		return nil, script, "", nil, err
 	}
 	bound, cat, err := script.Bind(nil)
 	if err != nil {
@@ -510,15 +508,8 @@ func (c *Coordinator) execOptions(variants map[string]string) exec.Options {
 	if c.cfg.Exec != nil {
 		c.cfg.Exec(&eo, variants)
 	}
-	if r := c.cfg.DataRoots; r != nil {
-		eo.Confine = func(p string) (string, error) {
-			real, err := r.Check(p)
-			if err != nil {
-				return "", fmt.Errorf("%w: %w", deploy.ErrInput, err)
-			}
-			return real, nil
-		}
-	}
+	// The catalog was checked by place; Catalog is empty here.
+	_ = c.cfg.DataRoots.ConfineScript(&deploy.Script{}, &eo)
 	return eo
 }
 

@@ -10,7 +10,13 @@ import (
 	"testing"
 	"time"
 
+	"github.com/apache/arrow/go/v17/arrow"
+
+	"github.com/tierflow/tierflow/dataflow"
+	"github.com/tierflow/tierflow/operators/exec"
 	"github.com/tierflow/tierflow/operators/sinks"
+	"github.com/tierflow/tierflow/planner/catalog"
+	"github.com/tierflow/tierflow/planner/logical"
 	"github.com/tierflow/tierflow/runtime/cluster"
 	"github.com/tierflow/tierflow/runtime/cluster/clustertest"
 	"github.com/tierflow/tierflow/runtime/coordinator"
@@ -158,4 +164,43 @@ func errString(err error) string {
 		return ""
 	}
 	return err.Error()
+}
+
+// TestConfineModels: a model file outside the roots (or a symlink out of
+// them) is refused before the model runtime sees it; one inside is handed
+// on by its resolved path. The catalog file is checked too.
+func TestConfineModels(t *testing.T) {
+	f := newConfineFixture(t)
+	os.WriteFile(filepath.Join(f.root, "m.onnx"), []byte("model"), 0o644)
+	os.Symlink("/etc/passwd", filepath.Join(f.root, "evil.onnx"))
+	called := 0
+	eo := exec.Options{Lateral: func(n *logical.LateralModel, in *arrow.Schema) (func() (dataflow.Operator, error), *arrow.Schema, error) {
+		called++
+		return nil, nil, nil
+	}}
+	sc := deploy.Script{Catalog: "/etc/passwd"}
+	if err := f.roots.ConfineScript(&sc, &eo); !errors.Is(err, security.ErrConfined) || !errors.Is(err, deploy.ErrInput) {
+		t.Fatalf("catalog /etc/passwd: %v", err)
+	}
+	sc.Catalog = ""
+	if err := f.roots.ConfineScript(&sc, &eo); err != nil {
+		t.Fatal(err)
+	}
+	pos := catalog.Pos{File: filepath.Join(f.root, "q.sql")}
+	for _, file := range []string{"/etc/passwd", "evil.onnx", "../outside/secret.csv"} {
+		m := &catalog.Model{Name: "m", Variants: []*catalog.Variant{{Name: "v", File: file, Pos: pos}}}
+		if _, _, err := eo.Lateral(&logical.LateralModel{Model: m}, nil); !errors.Is(err, security.ErrConfined) {
+			t.Errorf("model file %s: %v, want ErrConfined", file, err)
+		}
+	}
+	if called != 0 {
+		t.Fatalf("the model runtime was called %d times for refused files", called)
+	}
+	m := &catalog.Model{Name: "m", Variants: []*catalog.Variant{{Name: "v", File: "m.onnx", Pos: pos}}}
+	if _, _, err := eo.Lateral(&logical.LateralModel{Model: m}, nil); err != nil || called != 1 {
+		t.Fatalf("model inside the root: %v (runtime called %d)", err, called)
+	}
+	if real, _ := filepath.EvalSymlinks(filepath.Join(f.root, "m.onnx")); m.Variants[0].File != real {
+		t.Errorf("variant file %s, want the resolved %s", m.Variants[0].File, real)
+	}
 }
