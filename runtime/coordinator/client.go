@@ -69,10 +69,11 @@ func (c *Client) Workers(ctx context.Context) ([]deploy.WorkerInfo, error) {
 	return out, c.request(ctx, deploy.SubjectWorkers, struct{}{}, &out)
 }
 
-// Queries lists the coordinator's queries (SHOW QUERIES).
+// Queries lists the client's queries (SHOW QUERIES), or every query when
+// the client is one of the coordinator's admins.
 func (c *Client) Queries(ctx context.Context) ([]deploy.QueryInfo, error) {
 	var out []deploy.QueryInfo
-	return out, c.request(ctx, deploy.SubjectQueries, struct{}{}, &out)
+	return out, c.request(ctx, deploy.QueriesSubject(c.User), struct{}{}, &out)
 }
 
 // Stop stops a query (STOP QUERY), gracefully unless abort.

@@ -154,7 +154,7 @@ func Start(cfg Config) (*Coordinator, error) {
 		{deploy.HeartbeatSubject("*"), c.onHeartbeat},
 		{deploy.SubmitSubject("*"), c.onSubmit},
 		{deploy.SubjectWorkers, func(m *nats.Msg) { reply(m, c.Workers()) }},
-		{deploy.SubjectQueries, func(m *nats.Msg) { reply(m, c.Queries()) }},
+		{deploy.QueriesSubject("*"), func(m *nats.Msg) { reply(m, c.QueriesOf(lastToken(m.Subject))) }},
 		{deploy.StopSubject("*"), c.onStop},
 		{deploy.QuerySubject("*", "status"), c.onStatus},
 		{deploy.QuerySubject("*", "enough"), c.onEnough},
@@ -284,6 +284,22 @@ func (c *Coordinator) Queries() []deploy.QueryInfo {
 		out = append(out, c.queries[id].info)
 	}
 	return out
+}
+
+// QueriesOf is SHOW QUERIES for user: its own queries, every query for an
+// admin.
+func (c *Coordinator) QueriesOf(user string) []deploy.QueryInfo {
+	all := c.Queries()
+	if slices.Contains(c.cfg.Admins, user) {
+		return all
+	}
+	own := all[:0]
+	for _, q := range all {
+		if q.Owner == user {
+			own = append(own, q)
+		}
+	}
+	return own
 }
 
 // Query returns one query's state.

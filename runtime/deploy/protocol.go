@@ -17,7 +17,7 @@ import (
 //	tierflow.ctl.heartbeat.<name>      worker -> coordinator  Heartbeat
 //	tierflow.ctl.submit.<user>       R client -> coordinator  SubmitRequest -> SubmitReply
 //	tierflow.ctl.workers             R client -> coordinator  {} -> []WorkerInfo      (SHOW WORKERS)
-//	tierflow.ctl.queries             R client -> coordinator  {} -> []QueryInfo       (SHOW QUERIES)
+//	tierflow.ctl.queries.<user>      R client -> coordinator  {} -> []QueryInfo       (SHOW QUERIES: the user's own; an admin's: all)
 //	tierflow.ctl.stop.<user>         R client -> coordinator  StopRequest -> Ack      (STOP QUERY)
 //	tierflow.q.<query>.deploy.<name> R coordinator -> worker  DeployRequest -> Ack (the worker built its part)
 //	tierflow.q.<query>.start           coordinator -> workers (every worker built: sources may start)
@@ -46,7 +46,7 @@ const (
 	SubjectHeartbeat = "tierflow.ctl.heartbeat" // .<name>
 	SubjectSubmit    = "tierflow.ctl.submit"    // .<user>
 	SubjectWorkers   = "tierflow.ctl.workers"
-	SubjectQueries   = "tierflow.ctl.queries"
+	SubjectQueries   = "tierflow.ctl.queries" // .<user>
 	SubjectStop      = "tierflow.ctl.stop" // .<user>
 	// HeaderEnd marks the last message on a results subject; its value is
 	// the number of rows sent.
@@ -67,6 +67,9 @@ func HeartbeatSubject(name string) string { return SubjectHeartbeat + "." + name
 
 // SubmitSubject is where client user submits queries.
 func SubmitSubject(user string) string { return SubjectSubmit + "." + user }
+
+// QueriesSubject is where client user lists its queries.
+func QueriesSubject(user string) string { return SubjectQueries + "." + user }
 
 // StopSubject is where client user stops queries.
 func StopSubject(user string) string { return SubjectStop + "." + user }

@@ -66,7 +66,7 @@ func Worker(name, identity string, data []string) Perms {
 	return Perms{
 		PubAllow: append([]string{deploy.RegisterSubject(bound), deploy.HeartbeatSubject(bound), deploy.QuerySubject("*", "status"),
 			deploy.QuerySubject("*", "enough"), deploy.UserSubject("*", "*", "results"), "tierflow.relay.>"}, data...),
-		PubDeny: []string{deploy.SubmitSubject(">"), deploy.StopSubject(">"), deploy.SubjectWorkers, deploy.SubjectQueries,
+		PubDeny: []string{deploy.SubmitSubject(">"), deploy.StopSubject(">"), deploy.SubjectWorkers, deploy.QueriesSubject(">"),
 			deploy.QuerySubject("*", "deploy.>"), deploy.QuerySubject("*", "start"), deploy.QuerySubject("*", "stop"),
 			deploy.UserSubject("*", "*", "done"), "$SYS.>"},
 		SubAllow: append([]string{deploy.DeploySubject("*", bound), deploy.QuerySubject("*", "start"), deploy.QuerySubject("*", "stop"),
@@ -88,7 +88,7 @@ func Client(user string, data []string) (Perms, error) {
 		return Perms{}, err
 	}
 	return Perms{
-		PubAllow: append([]string{deploy.SubmitSubject(user), deploy.StopSubject(user), deploy.SubjectWorkers, deploy.SubjectQueries}, data...),
+		PubAllow: append([]string{deploy.SubmitSubject(user), deploy.StopSubject(user), deploy.SubjectWorkers, deploy.QueriesSubject(user)}, data...),
 		SubAllow: append([]string{natsserver.InboxPrefix(user) + ".>", "tierflow.u." + user + ".>"}, data...),
 	}, nil
 }

@@ -207,6 +207,14 @@ func TestRolesEnforced(t *testing.T) {
 	// her results or the query's data between workers.
 	bob := sc.client(t, "bob", "bob")
 	wantDenied(t, "bob STOP alice's query", bob.Stop(ctx, "qa", true))
+	if qs, err := bob.Queries(ctx); err != nil || len(qs) != 0 {
+		t.Errorf("bob's SHOW QUERIES: %+v %v, want none of alice's", qs, err)
+	}
+	if qs, err := alice.Queries(ctx); err != nil || len(qs) != 1 || qs[0].Query != "qa" {
+		t.Errorf("alice's SHOW QUERIES: %+v %v, want qa", qs, err)
+	}
+	_, err = bobAsAliceQueries(t, sc).Queries(ctx)
+	wantDenied(t, "bob SHOW QUERIES as alice", err)
 	bobAsAlice := sc.client(t, "bob", "alice")
 	wantDenied(t, "bob STOP as alice", bobAsAlice.Stop(ctx, "qa", true))
 	_, err = bobAsAlice.Submit(ctx, liveScript(t), "qb", sinks.NewCSV(&lockedDiscard{}))
@@ -267,6 +275,9 @@ func TestRolesEnforced(t *testing.T) {
 	}
 	runB := sc.submit(t, bob, "qb2")
 	root := sc.client(t, "root", "root")
+	if qs, err := root.Queries(ctx); err != nil || len(qs) != 2 {
+		t.Errorf("the admin's SHOW QUERIES: %d queries %v, want everyone's 2", len(qs), err)
+	}
 	if err := root.Stop(ctx, "qb2", false); err != nil {
 		t.Fatalf("admin stops bob's query: %v", err)
 	}
@@ -275,3 +286,5 @@ func TestRolesEnforced(t *testing.T) {
 		t.Fatalf("qb2: %s %v", runB.info.State, runB.err)
 	}
 }
+
+func bobAsAliceQueries(t *testing.T, sc *secureCluster) *coordinator.Client { return sc.client(t, "bob", "alice") }
