@@ -47,7 +47,7 @@ const (
 	SubjectSubmit    = "tierflow.ctl.submit"    // .<user>
 	SubjectWorkers   = "tierflow.ctl.workers"
 	SubjectQueries   = "tierflow.ctl.queries" // .<user>
-	SubjectStop      = "tierflow.ctl.stop" // .<user>
+	SubjectStop      = "tierflow.ctl.stop"    // .<user>
 	// HeaderEnd marks the last message on a results subject; its value is
 	// the number of rows sent.
 	HeaderEnd = "Tierflow-End"

@@ -287,4 +287,6 @@ func TestRolesEnforced(t *testing.T) {
 	}
 }
 
-func bobAsAliceQueries(t *testing.T, sc *secureCluster) *coordinator.Client { return sc.client(t, "bob", "alice") }
+func bobAsAliceQueries(t *testing.T, sc *secureCluster) *coordinator.Client {
+	return sc.client(t, "bob", "alice")
+}
