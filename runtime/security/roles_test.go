@@ -213,7 +213,7 @@ func TestRolesEnforced(t *testing.T) {
 	if qs, err := alice.Queries(ctx); err != nil || len(qs) != 1 || qs[0].Query != "qa" {
 		t.Errorf("alice's SHOW QUERIES: %+v %v, want qa", qs, err)
 	}
-	_, err = bobAsAliceQueries(t, sc).Queries(ctx)
+	_, err = sc.client(t, "bob", "alice").Queries(ctx)
 	wantDenied(t, "bob SHOW QUERIES as alice", err)
 	bobAsAlice := sc.client(t, "bob", "alice")
 	wantDenied(t, "bob STOP as alice", bobAsAlice.Stop(ctx, "qa", true))
@@ -285,8 +285,4 @@ func TestRolesEnforced(t *testing.T) {
 	if runB.info.State != deploy.StateStopped {
 		t.Fatalf("qb2: %s %v", runB.info.State, runB.err)
 	}
-}
-
-func bobAsAliceQueries(t *testing.T, sc *secureCluster) *coordinator.Client {
-	return sc.client(t, "bob", "alice")
 }
