@@ -156,8 +156,8 @@ func Start(cfg Config) (*Coordinator, error) {
 		{deploy.SubjectWorkers, func(m *nats.Msg) { reply(m, c.Workers()) }},
 		{deploy.QueriesSubject("*"), func(m *nats.Msg) { reply(m, c.QueriesOf(lastToken(m.Subject))) }},
 		{deploy.StopSubject("*"), c.onStop},
-		{deploy.QuerySubject("*", "status"), c.onStatus},
-		{deploy.QuerySubject("*", "enough"), c.onEnough},
+		{deploy.QuerySubject("*", "status.*"), c.onStatus},
+		{deploy.QuerySubject("*", "enough.*"), c.onEnough},
 	}
 	for _, h := range handlers {
 		sub, err := c.nc.Subscribe(h.subject, h.h)
@@ -619,7 +619,9 @@ func (c *Coordinator) done(info deploy.QueryInfo) {
 
 func (c *Coordinator) onStatus(m *nats.Msg) {
 	var st deploy.Status
-	if err := json.Unmarshal(m.Data, &st); err != nil {
+	// A worker speaks for its own name and query only (its name is the
+	// subject's last token, which its creds may bind it to).
+	if err := json.Unmarshal(m.Data, &st); err != nil || st.Worker != lastToken(m.Subject) || st.Query != queryOfSubject(m.Subject) {
 		return
 	}
 	c.mu.Lock()
@@ -719,7 +721,7 @@ func (c *Coordinator) StopAs(user, id string, abort bool) error {
 // query needs (a full final LIMIT). Only a worker the query runs on counts.
 func (c *Coordinator) onEnough(m *nats.Msg) {
 	var e deploy.Enough
-	if json.Unmarshal(m.Data, &e) != nil {
+	if json.Unmarshal(m.Data, &e) != nil || e.Worker != lastToken(m.Subject) {
 		return
 	}
 	id := queryOfSubject(m.Subject)

@@ -22,8 +22,8 @@ import (
 //	tierflow.q.<query>.deploy.<name> R coordinator -> worker  DeployRequest -> Ack (the worker built its part)
 //	tierflow.q.<query>.start           coordinator -> workers (every worker built: sources may start)
 //	tierflow.q.<query>.stop            coordinator -> workers StopRequest
-//	tierflow.q.<query>.status          worker -> coordinator  Status (while running, and once at the end)
-//	tierflow.q.<query>.enough          worker -> coordinator  Enough (a final LIMIT is full: stop gracefully)
+//	tierflow.q.<query>.status.<name>   worker -> coordinator  Status (while running, and once at the end)
+//	tierflow.q.<query>.enough.<name>   worker -> coordinator  Enough (a final LIMIT is full: stop gracefully)
 //	tierflow.u.<user>.<query>.results  sink worker -> client  Arrow IPC streams; an empty message with
 //	                                                          header Tierflow-End ends them
 //	tierflow.u.<user>.<query>.done     coordinator -> client  QueryInfo (finished, failed or stopped)

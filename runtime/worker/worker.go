@@ -356,7 +356,7 @@ func (w *Worker) build(req deploy.DeployRequest) error {
 	// whole query: the coordinator tells every worker, gracefully.
 	requestStop := func() {
 		b, _ := json.Marshal(deploy.Enough{Query: req.Query, Worker: w.cfg.Name})
-		_ = w.cfg.Conn.Publish(deploy.QuerySubject(req.Query, "enough"), b)
+		_ = w.cfg.Conn.Publish(deploy.QuerySubject(req.Query, "enough."+w.cfg.Name), b)
 	}
 	// An analysed run (EXPLAIN ANALYZE paces its sources) times every
 	// callback; a plain run leaves the clock alone.
@@ -529,7 +529,7 @@ func (w *Worker) statusErr(q *query, state string, err error, stats []dataflow.I
 		st.LateRows, st.BadRows, st.Problems = c.LateRows, c.BadRows, c.Problems
 	}
 	b, _ := json.Marshal(st)
-	_ = w.cfg.Conn.Publish(deploy.QuerySubject(q.id, "status"), b)
+	_ = w.cfg.Conn.Publish(deploy.QuerySubject(q.id, "status."+w.cfg.Name), b)
 	if state != deploy.StateRunning {
 		_ = w.cfg.Conn.Flush()
 	}
