@@ -5,9 +5,11 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	neturl "net/url"
 	"os"
 	"os/exec"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -57,7 +59,10 @@ func StartProcesses(ctx context.Context, o ProcessOptions) (*Cluster, error) {
 	}
 	ms := o.Infra.Machines()
 	for _, m := range ms {
-		args := []string{"worker", "--nats", c.url, "--name", WorkerName(m.Name), "--tier", m.Tier}
+		// Credentials in the URL move to flags and the environment: a
+		// command line is visible to every user of the machine (ps).
+		url, auth := splitCredentials(c.url, o.Auth)
+		args := []string{"worker", "--nats", url, "--name", WorkerName(m.Name), "--tier", m.Tier}
 		if m.Location != "" {
 			args = append(args, "--location", m.Location)
 		}
@@ -71,13 +76,12 @@ func StartProcesses(ctx context.Context, o ProcessOptions) (*Cluster, error) {
 			args = append(args, "--heartbeat", o.Heartbeat.String())
 		}
 		args = append(args, "--threads", strconv.Itoa(CPUShare(m, len(ms))))
-		args = append(args, authArgs(o.Auth)...)
+		args = append(args, authArgs(auth)...)
 		cmd := exec.Command(bin, args...)
 		cmd.Stdout, cmd.Stderr = stderr, stderr
 		cmd.Env = append(os.Environ(), o.Env...)
-		if o.Auth.Password != "" {
-			// Not on the command line, where ps shows it.
-			cmd.Env = append(cmd.Env, "TIERFLOW_NATS_PASSWORD="+o.Auth.Password)
+		if auth.Password != "" {
+			cmd.Env = append(cmd.Env, "TIERFLOW_NATS_PASSWORD="+auth.Password)
 		}
 		if err := cmd.Start(); err != nil {
 			c.Close()
@@ -144,4 +148,24 @@ func authArgs(a natsserver.Auth) []string {
 		}
 	}
 	return out
+}
+
+// splitCredentials takes the user:password@ out of the URLs in raw into a
+// (unless a already names a user or other credentials).
+func splitCredentials(raw string, a natsserver.Auth) (string, natsserver.Auth) {
+	var out []string
+	for _, u := range strings.Split(raw, ",") {
+		pu, err := neturl.Parse(strings.TrimSpace(u))
+		if err != nil || pu.User == nil {
+			out = append(out, u)
+			continue
+		}
+		if a.User == "" && a.Creds == "" && a.NKey == "" {
+			a.User = pu.User.Username()
+			a.Password, _ = pu.User.Password()
+		}
+		pu.User = nil
+		out = append(out, pu.String())
+	}
+	return strings.Join(out, ","), a
 }
