@@ -91,10 +91,14 @@ type histCounters struct {
 	sum   atomic.Uint64
 }
 
-func (c *histCounters) observe(d time.Duration) {
-	c.b[bucketOf(d)].Add(1)
-	c.count.Add(1)
-	c.sum.Add(uint64(max(d, 0)))
+func (c *histCounters) observe(d time.Duration) { c.observeN(d, 1) }
+
+// observeN counts n samples of d (the rows of one batch, which share its
+// ingest time).
+func (c *histCounters) observeN(d time.Duration, n uint64) {
+	c.b[bucketOf(d)].Add(n)
+	c.count.Add(n)
+	c.sum.Add(uint64(max(d, 0)) * n)
 }
 
 func (c *histCounters) snapshot() Histogram {
@@ -108,4 +112,37 @@ func (c *histCounters) snapshot() Histogram {
 		}
 	}
 	return h
+}
+
+// AddSample counts one sample of d (for histograms built outside the
+// engine: tests, benchmarks).
+func (h *Histogram) AddSample(d time.Duration) {
+	if h.Buckets == nil {
+		h.Buckets = map[int]uint64{}
+	}
+	h.Buckets[bucketOf(d)]++
+	h.Count++
+	h.SumNs += uint64(max(d, 0))
+}
+
+// bucketHi is the upper end of bucket i's range.
+func bucketHi(i int) time.Duration {
+	lg, sub := i/histSub, i%histSub
+	return time.Duration(math.Ldexp(1+float64(sub+1)/histSub, lg))
+}
+
+// Cumulative counts, for each bound, the samples in buckets that end at or
+// below it: a Prometheus histogram's cumulative buckets, exact at bucket
+// edges and conservative (counted in the next bound) in between.
+func (h Histogram) Cumulative(bounds []time.Duration) []uint64 {
+	out := make([]uint64, len(bounds))
+	for i, n := range h.Buckets {
+		hi := bucketHi(i)
+		for j, b := range bounds {
+			if hi <= b {
+				out[j] += n
+			}
+		}
+	}
+	return out
 }

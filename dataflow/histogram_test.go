@@ -2,6 +2,7 @@ package dataflow
 
 import (
 	"encoding/json"
+	"fmt"
 	"math/rand/v2"
 	"slices"
 	"testing"
@@ -74,5 +75,18 @@ func TestHistogramAddAndJSON(t *testing.T) {
 	}
 	if bucketOf(0) != 0 || bucketOf(time.Duration(1<<62)) != histBuckets-1 {
 		t.Error("out-of-range durations land in the end buckets")
+	}
+}
+
+// Cumulative counts every sample at or below each bound, as Prometheus's
+// cumulative buckets do.
+func TestHistogramCumulative(t *testing.T) {
+	var h Histogram
+	for _, d := range []time.Duration{time.Millisecond, 3 * time.Millisecond, 3 * time.Millisecond, time.Second} {
+		h.AddSample(d)
+	}
+	got := h.Cumulative([]time.Duration{500 * time.Microsecond, 2 * time.Millisecond, 10 * time.Millisecond, 2 * time.Second})
+	if fmt.Sprint(got) != "[0 1 3 4]" {
+		t.Fatalf("cumulative %v, want [0 1 3 4]", got)
 	}
 }

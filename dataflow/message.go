@@ -18,6 +18,9 @@ const Closed = progress.Closed
 type Batch struct {
 	Epoch  Epoch
 	Record arrow.Record
+	// Ingest is when the batch's data entered the query, in Unix
+	// nanoseconds (0: unknown); see Header.Ingest.
+	Ingest int64
 }
 
 // Kind says what a Message carries.
@@ -64,6 +67,13 @@ type Header struct {
 	// progress alike), so a transport can detect loss, duplicates and
 	// reordering.
 	Seq uint64
+	// Ingest is, for Data, when the batch's oldest row entered the query at
+	// its source, in Unix nanoseconds (0: unknown). It is stamped per batch,
+	// not per row: every row of a batch shares it, which is what keeps it
+	// free on the Arrow path. It travels with the batch through every
+	// operator and across workers (the relay carries it), and sinks measure
+	// end-to-end latency against it (InstanceStats.EndToEnd).
+	Ingest int64
 }
 
 // Message is a data batch or a progress announcement on one channel.

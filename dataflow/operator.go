@@ -196,6 +196,33 @@ func (c *Context) Frontier() Epoch { return c.in.tr.Frontier() }
 // ErrNoCapability error. In concurrent mode Emit blocks while a receiver's
 // queue is full. Records with no rows are dropped.
 func (c *Context) Emit(output int, cap *Capability, rec arrow.Record) error {
+	return c.EmitIngest(output, cap, rec, c.Ingest())
+}
+
+// Ingest is the ingest time (Unix ns) Emit stamps on what it sends now:
+// inside OnBatch the arriving batch's, so row-at-a-time operators (filters,
+// projections, a join's probe, a union) pass it on; in a source's Produce
+// the current time (the rows enter the query here; with Config.Latency,
+// otherwise 0: unknown); in OnNotify, OnFrontier
+// and OnWake the latest ingest time the instance has received, so a window
+// or a windowed join that emits when the watermark closes it stamps its
+// result with when the data that closed the window arrived (its latency is
+// then the engine's, not the window's length or the allowed lateness).
+// Operators that hold rows back and know better (a model call's queued
+// batches) use EmitIngest with their own.
+func (c *Context) Ingest() int64 {
+	in := c.in
+	switch {
+	case in.ingest != 0:
+		return in.ingest
+	case in.src != nil && in.w.cfg.Latency:
+		return in.w.epochNs + int64(in.w.mono())
+	}
+	return in.maxIngest
+}
+
+// EmitIngest is Emit with an explicit ingest time (Unix ns; 0: unknown).
+func (c *Context) EmitIngest(output int, cap *Capability, rec arrow.Record, ingest int64) error {
 	in := c.in
 	if err := cap.check("emit"); err != nil {
 		rec.Release()
@@ -229,7 +256,7 @@ func (c *Context) Emit(output int, cap *Capability, rec arrow.Record) error {
 		if i < len(edges)-1 {
 			rec.Retain()
 		}
-		if err := oe.send(in, cap.epoch, rec); err != nil {
+		if err := oe.send(in, cap.epoch, ingest, rec); err != nil {
 			for j := i + 1; j < len(edges); j++ {
 				rec.Release()
 			}

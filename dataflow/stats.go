@@ -27,6 +27,13 @@ type InstanceStats struct {
 	// input batch).
 	BusyNs       int64     `json:"busy_ns"`
 	BatchLatency Histogram `json:"batch_latency,omitzero"`
+	// EndToEnd is, for an operator without outputs (a sink), the end-to-end
+	// latency of every row it wrote: from the ingest time its batch was
+	// stamped with at the source to the end of the sink's callback (see
+	// Config.Latency; independent of Config.Timing). SLOMissRows counts the
+	// rows over Config.LatencySLO.
+	EndToEnd    Histogram `json:"end_to_end,omitzero"`
+	SLOMissRows int64     `json:"slo_miss_rows,omitempty"`
 	// First and Last are when the instance first and last received a batch
 	// (a source: emitted one), in Unix nanoseconds, 0 before any: the span a
 	// query's data was in flight, without its deployment and teardown.
@@ -60,6 +67,8 @@ type counters struct {
 	finished                                         atomic.Bool
 	busyNs                                           atomic.Int64
 	batch                                            histCounters
+	e2e                                              histCounters
+	sloMiss                                          atomic.Int64
 	first, last                                      atomic.Int64
 }
 
@@ -104,6 +113,8 @@ func (w *Worker) Stats() []InstanceStats {
 			QueueLength:  in.q.len(),
 			BusyNs:       in.stats.busyNs.Load(),
 			BatchLatency: in.stats.batch.snapshot(),
+			EndToEnd:     in.stats.e2e.snapshot(),
+			SLOMissRows:  in.stats.sloMiss.Load(),
 			First:        in.stats.first.Load(),
 			Last:         in.stats.last.Load(),
 			Counters:     countersOf(in.op),

@@ -35,6 +35,16 @@ type Config struct {
 	// every source of the run, wherever it runs (Run stops its workers; a
 	// cluster worker asks its coordinator). Nil: this worker's sources.
 	RequestStop func()
+	// Latency stamps every batch a source emits with its ingest time and
+	// has sinks measure each row's end-to-end latency
+	// (InstanceStats.EndToEnd). It costs a clock read at each end of a
+	// batch's trip, which shows on small batches in one process: the
+	// cluster's workers turn it on, the one-process executor leaves it off.
+	// Batches that arrive stamped are measured either way.
+	Latency bool
+	// LatencySLO, when set, is the query's LATENCY bound: sinks count the
+	// rows whose end-to-end latency exceeds it (InstanceStats.SLOMissRows).
+	LatencySLO time.Duration
 	// Transport carries channels between workers. BuildLocal and Run
 	// default it to a fresh LocalTransport; NewWorker requires it when the
 	// worker exchanges data with others.
@@ -104,6 +114,9 @@ type instance struct {
 	scratch  []Message
 	changes  []progress.Change
 	stats    counters
+	// ingest is the ingest time of the batch OnBatch is handling (0
+	// outside it); maxIngest the latest the instance has received.
+	ingest, maxIngest int64
 }
 
 // inEdge maps one incoming edge's senders onto tracker slots.
@@ -514,12 +527,19 @@ func (in *instance) handle(m *Message) error {
 		m.Record = nil
 		in.stats.batchesIn.Add(1)
 		in.stats.rowsIn.Add(rec.NumRows())
+		rows := rec.NumRows()
+		in.ingest = m.Ingest
+		in.maxIngest = max(in.maxIngest, m.Ingest)
 		start, out := in.begin()
 		if in.w.cfg.Timing {
 			in.stats.touch(in.w.epochNs + int64(start))
 		}
-		err = in.op.OnBatch(&in.opctx, ie.port, Batch{Epoch: m.Epoch, Record: rec}, cap)
+		err = in.op.OnBatch(&in.opctx, ie.port, Batch{Epoch: m.Epoch, Record: rec, Ingest: m.Ingest}, cap)
 		in.timed(start, out)
+		in.ingest = 0
+		if len(in.outs) == 0 && m.Ingest != 0 && err == nil {
+			in.endToEnd(m.Ingest, rows)
+		}
 		in.unborrow(cap)
 		if err != nil {
 			return in.fail("batch", err)
@@ -568,6 +588,17 @@ func (in *instance) timed(start time.Duration, out int64) {
 	in.stats.busyNs.Add(int64(d))
 	if in.stats.batchesOut.Load() != out || len(in.outs) == 0 {
 		in.stats.batch.observe(d)
+	}
+}
+
+// endToEnd accounts rows a sink has just written that entered the query at
+// ingest: their end-to-end latency, from the wall clock because ingest was
+// stamped on another worker, maybe in another process.
+func (in *instance) endToEnd(ingest int64, rows int64) {
+	d := time.Duration(time.Now().UnixNano() - ingest)
+	in.stats.e2e.observeN(d, uint64(rows))
+	if slo := in.w.cfg.LatencySLO; slo > 0 && d > slo {
+		in.stats.sloMiss.Add(rows)
 	}
 }
 
@@ -657,9 +688,9 @@ func (oc *outChan) send(ctx context.Context, m Message) error {
 }
 
 // send routes one record (owned) along the edge.
-func (oe *outEdge) send(in *instance, e Epoch, rec arrow.Record) error {
+func (oe *outEdge) send(in *instance, e Epoch, ingest int64, rec arrow.Record) error {
 	data := func(oc *outChan, r arrow.Record) error {
-		return oc.send(in.ctx, Message{Header: Header{Kind: Data, Epoch: e}, Record: r})
+		return oc.send(in.ctx, Message{Header: Header{Kind: Data, Epoch: e, Ingest: ingest}, Record: r})
 	}
 	switch {
 	case len(oe.chans) == 1:

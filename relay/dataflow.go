@@ -87,7 +87,7 @@ func (d *DataflowTransport) pump(ch dataflow.ChannelID, r Receiver, in dataflow.
 			}
 			return
 		}
-		dm := dataflow.Message{Header: dataflow.Header{Channel: ch, Epoch: dataflow.Epoch(m.Epoch), Seq: m.Seq - 1}}
+		dm := dataflow.Message{Header: dataflow.Header{Channel: ch, Epoch: dataflow.Epoch(m.Epoch), Seq: m.Seq - 1, Ingest: m.Ingest}}
 		if m.Kind == KindData {
 			dm.Kind, dm.Record = dataflow.Data, m.Record
 		} else {
@@ -162,7 +162,7 @@ type dataflowSender struct{ s Sender }
 func (ds dataflowSender) Send(ctx context.Context, m dataflow.Message) error {
 	switch m.Kind {
 	case dataflow.Data:
-		err := ds.s.SendData(ctx, uint64(m.Epoch), m.Record)
+		err := ds.s.SendDataAt(ctx, uint64(m.Epoch), m.Ingest, m.Record)
 		m.Record.Release()
 		return err
 	case dataflow.Progress:

@@ -97,6 +97,7 @@ type Message struct {
 	Seq    uint64       // 1, 2, ... per link, over data and progress
 	Epoch  uint64       // data: the batch's timestamp; progress: the new frontier
 	Record arrow.Record // data
+	Ingest int64        // data: when its rows entered the query (Unix ns; 0: unknown)
 }
 
 // Sender is the sending end of one link. Its methods are safe for concurrent
@@ -106,6 +107,9 @@ type Sender interface {
 	// SendData sends rec at epoch. It blocks while the receiver has granted no
 	// credit, until ctx is done. The caller keeps its reference to rec.
 	SendData(ctx context.Context, epoch uint64, rec arrow.Record) error
+	// SendDataAt is SendData of a batch whose rows entered the query at
+	// ingest (Unix ns); the receiver's Message carries it.
+	SendDataAt(ctx context.Context, epoch uint64, ingest int64, rec arrow.Record) error
 	// SendProgress announces that nothing below frontier will be sent on this
 	// link any more. It travels behind every batch sent before it, so the
 	// receiver never sees a frontier overtake its data.

@@ -40,7 +40,7 @@ func replEngine(a *app) repl.Engine {
 	// Streams FROM NATS/JETSTREAM and sinks TO them reach --nats, or a server
 	// embedded in this process, opened only when a query first needs one.
 	link := newNATSLink(a)
-	nh := link.hooks(sources.Fail, 4096)
+	nh := link.hooks(sources.Fail, 4096, 0)
 	return closingEngine{
 		Engine: repl.Local(exec.Options{Stdout: a.out, OnError: sources.Fail, MaxDelay: 2 * time.Second,
 			BatchSize: 4096, Lateral: models.Lateral, Stream: nh.Stream, Sink: nh.Sink}),

@@ -14,14 +14,20 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/apache/arrow/go/v17/arrow"
+
+	"github.com/tierflow/tierflow/dataflow"
 	"github.com/tierflow/tierflow/lang"
 	"github.com/tierflow/tierflow/operators/exec"
 	"github.com/tierflow/tierflow/operators/sinks"
 	"github.com/tierflow/tierflow/operators/sources"
+	"github.com/tierflow/tierflow/planner"
 	"github.com/tierflow/tierflow/planner/bind"
 	"github.com/tierflow/tierflow/planner/catalog"
 	"github.com/tierflow/tierflow/planner/infra"
+	"github.com/tierflow/tierflow/planner/logical"
 	"github.com/tierflow/tierflow/runtime/cluster"
+	"github.com/tierflow/tierflow/runtime/connectors"
 	"github.com/tierflow/tierflow/runtime/deploy"
 	"github.com/tierflow/tierflow/runtime/inference"
 )
@@ -35,6 +41,12 @@ type runFlags struct {
 	parallel  int
 	local     bool
 	processes bool
+	// sourceMaxDelay bounds a message source's wait for a partial batch;
+	// replay feeds FROM FILE streams at their RATE as live streams; stats
+	// names the file the run's summary goes to.
+	sourceMaxDelay time.Duration
+	replay         bool
+	stats          string
 	// analyze runs every query as EXPLAIN ANALYZE (`tierflow explain --analyze`).
 	analyze *cluster.AnalyzeOptions
 }
@@ -63,12 +75,22 @@ watermark: the largest event time seen minus --max-delay. Rows arriving after
 their window closed are counted and dropped, never merged (the summary on
 stderr counts them). Rows that do not fit the declared schema are reported with file and
 row number; --on-error skip goes on without them, fail (the default) stops.
-Ctrl-C stops the query cleanly: what was complete has been written.`,
+Ctrl-C stops the query cleanly: what was complete has been written.
+
+Every source batch is stamped with its ingest time and the sinks measure each
+row's end-to-end latency (ingest to written): the summary on stderr gives
+p50/p95/p99 and, for a query WITH (LATENCY <= x), the share of rows over it.
+--stats FILE writes that summary as JSON when each query ends (one line per
+query: rows_in, rows_out, dropped, latency_ms, slo_miss_rate, replans,
+recoveries, elapsed_s). --replay feeds FROM FILE streams at their declared
+RATE, as live streams; --source-max-delay bounds how long a NATS source waits
+to fill a partial batch (a stream's source_max_delay_ms in the catalog wins).`,
 		Example: `  tierflow run examples/streaming/query.sql
   tierflow run --output results.csv examples/streaming/query.sql
   tierflow run --on-error skip --max-delay 5s --format json examples/streaming/query.sql
   tierflow run --catalog examples/fashion/catalog.yaml --infra examples/fashion/infra.yaml --processes examples/fashion/cascade.sql
-  tierflow run --local --parallelism 4 examples/streaming/query.sql`,
+  tierflow run --local --parallelism 4 examples/streaming/query.sql
+  tierflow run --replay --stats stats.json --catalog examples/vqa-live/catalog.yaml --infra examples/vqa-live/infra.yaml examples/vqa-live/query.sql`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return runRun(cmd.Context(), a, f, args[0])
@@ -82,6 +104,9 @@ Ctrl-C stops the query cleanly: what was complete has been written.`,
 	fl.IntVar(&f.parallel, "parallelism", 1, "with --local: instances of each GROUP BY, rows exchanged by a hash of the group keys")
 	fl.BoolVar(&f.local, "local", false, "run in this process on one executor instead of an embedded cluster")
 	fl.BoolVar(&f.processes, "processes", false, "start the cluster's workers as child processes instead of goroutines")
+	fl.DurationVar(&f.sourceMaxDelay, "source-max-delay", connectors.DefaultSourceMaxDelay, "longest a NATS or JetStream source waits to fill a partial batch")
+	fl.BoolVar(&f.replay, "replay", false, "feed FROM FILE streams at their declared RATE, as live streams")
+	fl.StringVar(&f.stats, "stats", "", "write a JSON summary of each query (rows, drops, latency, SLO misses) to this file when it ends")
 	return c
 }
 
@@ -124,6 +149,12 @@ func runRun(ctx context.Context, a *app, f runFlags, path string) error {
 	}
 	if f.local && f.processes {
 		return badInput(fmt.Errorf("--local and --processes exclude each other"))
+	}
+	if f.local && f.stats != "" {
+		return badInput(fmt.Errorf("--stats summarises a run on the cluster (its sinks measure the latency); drop --local"))
+	}
+	if f.sourceMaxDelay < 0 {
+		return badInput(fmt.Errorf("--source-max-delay %s: want a duration >= 0", f.sourceMaxDelay))
 	}
 	var cat *catalog.Catalog
 	if a.g.catalog != "" {
@@ -192,7 +223,7 @@ func runRun(ctx context.Context, a *app, f runFlags, path string) error {
 func runLocalScript(ctx context.Context, a *app, f runFlags, policy sources.OnError, path, src, base string, cat *catalog.Catalog, newOutput func() (sinks.Writer, error)) error {
 	link := newNATSLink(a)
 	defer link.close()
-	nh := link.hooks(policy, f.batch)
+	nh := link.hooks(policy, f.batch, f.sourceMaxDelay)
 	fmt.Fprintln(a.err, "-- local: one executor in this process")
 	inf := cluster.DefaultInfra()
 	if a.g.infra != "" {
@@ -201,13 +232,36 @@ func runLocalScript(ctx context.Context, a *app, f runFlags, policy sources.OnEr
 			return badInput(err)
 		}
 	}
+	lateral := func(variants map[string]string) func(*logical.LateralModel, *arrow.Schema) (func() (dataflow.Operator, error), *arrow.Schema, error) {
+		return inference.New(inference.Config{OrtLib: a.g.ortLib, BaseDir: base, Log: a.err, Variants: variants}).Lateral
+	}
+	eo := exec.Options{BaseDir: base, Stdout: a.out, OnError: policy, MaxDelay: f.maxDelay, BatchSize: f.batch, Parallelism: f.parallel,
+		Stream: nh.Stream, Sink: nh.Sink, Lateral: lateral(nil)}
+	if f.replay {
+		eo.Pace = deploy.Replay
+	}
 	return exec.RunScript(ctx, path, src, exec.ScriptOptions{
-		Options: exec.Options{BaseDir: base, Stdout: a.out, OnError: policy, MaxDelay: f.maxDelay, BatchSize: f.batch, Parallelism: f.parallel,
-			Stream: nh.Stream, Sink: nh.Sink, Lateral: inference.New(inference.Config{OrtLib: a.g.ortLib, BaseDir: base, Log: a.err}).Lateral},
+		Options:   eo,
 		Catalog:   cat,
 		Log:       a.err,
 		NewOutput: newOutput,
 		Explain:   explainInScript(a.out, inf),
+		// Declared tensor shapes meet the model files when the query binds.
+		CheckModelArgs: inference.New(inference.Config{OrtLib: a.g.ortLib, BaseDir: base}).CheckModelArgs,
+		Plan: func(ctx context.Context, bound *logical.Plan, cat *catalog.Catalog, o *exec.Options) error {
+			res, err := planner.PlanLogical(ctx, bound, cat, inf, planner.Options{})
+			if err != nil {
+				// A query the planner cannot place (no model call, a model
+				// without profiles) runs as the coordinator's default
+				// placement would: each model's most accurate variant.
+				return nil
+			}
+			if err := res.Runnable(); err != nil {
+				return err
+			}
+			o.Lateral = lateral(res.Physical.Variants())
+			return nil
+		},
 	})
 }
 
@@ -257,9 +311,18 @@ func runClusterScript(ctx context.Context, a *app, f runFlags, path, src, base s
 		names = append(names, cluster.WorkerName(m.Name)+" "+m.Tier)
 	}
 	fmt.Fprintf(log, "-- %s: %d workers (%s) on %s\n", mode, len(names), strings.Join(names, ", "), redact(c.URL()))
-	return c.RunScript(ctx, path, src, cluster.ScriptOptions{BaseDir: absBase, Catalog: catPath, NewOutput: newOutput,
+	so := cluster.ScriptOptions{BaseDir: absBase, Catalog: catPath, NewOutput: newOutput,
 		Stdout: a.out, Log: log, OnError: f.onError, MaxDelay: f.maxDelay, BatchSize: f.batch, Analyze: f.analyze,
-		Explain: explainInScript(a.out, inf)})
+		SourceMaxDelay: f.sourceMaxDelay, Replay: f.replay, Explain: explainInScript(a.out, inf)}
+	if f.stats != "" {
+		sf, err := os.Create(f.stats)
+		if err != nil {
+			return badInput(err)
+		}
+		defer sf.Close()
+		so.Stats = sf
+	}
+	return c.RunScript(ctx, path, src, so)
 }
 
 // analyzeStatement finds the first EXPLAIN ANALYZE of a script (a script that

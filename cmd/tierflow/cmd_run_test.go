@@ -1,9 +1,12 @@
 package main
 
 import (
+	"encoding/json"
+	"fmt"
 	"os"
 	osexec "os/exec"
 	"path/filepath"
+	"sort"
 	"strings"
 	"testing"
 	"time"
@@ -138,7 +141,7 @@ func TestRunDefaultMatchesLocal(t *testing.T) {
 func TestRunProcesses(t *testing.T) {
 	dir, query := writeRunFiles(t)
 	inf := filepath.Join(dir, "infra.yaml")
-	os.WriteFile(inf, []byte("tiers:\n  - name: edge\n  - name: cloud\nworker_types:\n  - name: x1\n    price: 0.1\nworkers:\n  - name: e1\n    type: x1\n    tier: edge\n  - name: c1\n    type: x1\n    tier: cloud\n"), 0o644)
+	os.WriteFile(inf, []byte("tiers:\n  - name: edge\n  - name: cloud\nworker_types:\n  - name: x1\n    price: 0.1\nworkers:\n  - name: e1\n    type: x1\n    tier: edge\n  - name: c1\n    type: x1\n    tier: cloud\ndefault_link:\n  cost_per_gb: 0\n"), 0o644)
 	code, want, errs := runCLI(t, "", "run", "--local", "--on-error", "skip", "--format", "csv", query)
 	if code != exitOK {
 		t.Fatalf("--local: exit %d: %s", code, errs)
@@ -261,5 +264,90 @@ func TestRunExplainsInScripts(t *testing.T) {
 	code, _, errs := runCLI(t, "", "run", "--local", q)
 	if code != exitBadInput || !strings.Contains(errs, "unknown EXPLAIN option COLOUR") || !strings.Contains(errs, "explain.sql:") {
 		t.Fatalf("bad option: exit %d: %s", code, errs)
+	}
+}
+
+// --stats writes the run's summary with exactly its documented fields, the
+// sinks' end-to-end latency and the share of rows over LATENCY; --replay
+// feeds the file at its RATE, so the run cannot be faster than the rows'
+// spacing.
+func TestRunStatsAndReplay(t *testing.T) {
+	dir := t.TempDir()
+	var csv strings.Builder
+	csv.WriteString("k,v,ts\n")
+	for i := 0; i < 10; i++ {
+		fmt.Fprintf(&csv, "%d,%d,2024-01-01 00:00:%02d\n", i%3, i, i)
+	}
+	csv.WriteString("bad,1,2024-01-01 00:00:11\n")
+	os.WriteFile(filepath.Join(dir, "d.csv"), []byte(csv.String()), 0o644)
+	q := filepath.Join(dir, "q.sql")
+	os.WriteFile(q, []byte(`CREATE STREAM d (k BIGINT, v BIGINT, ts TIMESTAMP) FROM FILE 'd.csv' FORMAT CSV RATE 20 PER SECOND;
+SELECT k, v FROM d WHERE v >= 0 WITH (LATENCY <= 1 MS);
+`), 0o644)
+	stats := filepath.Join(dir, "stats.json")
+	code, _, errs := runCLI(t, "", "run", "--replay", "--batch-size", "1", "--on-error", "skip", "--stats", stats, "--format", "csv", q)
+	if code != exitOK {
+		t.Fatalf("exit %d: %s", code, errs)
+	}
+	if !strings.Contains(errs, "latency p50 ") || !strings.Contains(errs, "of rows over LATENCY 1 ms") {
+		t.Errorf("stderr has no latency summary: %s", errs)
+	}
+	b, err := os.ReadFile(stats)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var fields map[string]json.RawMessage
+	if err := json.Unmarshal(b, &fields); err != nil {
+		t.Fatalf("stats %s: %v", b, err)
+	}
+	var keys []string
+	for k := range fields {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	if got := strings.Join(keys, ","); got != "dropped,elapsed_s,latency_ms,recoveries,replans,rows_in,rows_out,slo_miss_rate" {
+		t.Fatalf("stats fields %s", got)
+	}
+	var s struct {
+		In         int64              `json:"rows_in"`
+		Out        int64              `json:"rows_out"`
+		Dropped    map[string]int64   `json:"dropped"`
+		LatencyMs  map[string]float64 `json:"latency_ms"`
+		Miss       *float64           `json:"slo_miss_rate"`
+		Replans    []any              `json:"replans"`
+		Recoveries []any              `json:"recoveries"`
+		Elapsed    float64            `json:"elapsed_s"`
+	}
+	if err := json.Unmarshal(b, &s); err != nil {
+		t.Fatal(err)
+	}
+	if s.In != 10 || s.Out != 10 || s.Dropped["malformed"] != 1 || s.Dropped["late"] != 0 {
+		t.Errorf("rows in %d out %d dropped %v; want 10, 10 and one malformed: %s", s.In, s.Out, s.Dropped, b)
+	}
+	if p50, p99 := s.LatencyMs["p50"], s.LatencyMs["p99"]; p50 <= 0 || p99 < p50 {
+		t.Errorf("latency %v: %s", s.LatencyMs, b)
+	}
+	if s.Miss == nil || *s.Miss < 0 || *s.Miss > 1 {
+		t.Errorf("slo_miss_rate %v with LATENCY <= 1 MS: %s", s.Miss, b)
+	}
+	if s.Replans == nil || s.Recoveries == nil || len(s.Replans)+len(s.Recoveries) != 0 {
+		t.Errorf("replans and recoveries should be empty lists: %s", b)
+	}
+	// 10 rows at 20 a second: the last leaves 0.45 s after the first.
+	if s.Elapsed < 0.45 {
+		t.Errorf("elapsed %.3fs: --replay did not pace the file at its RATE", s.Elapsed)
+	}
+	// Without LATENCY the miss rate is null.
+	os.WriteFile(q, []byte(`CREATE STREAM d (k BIGINT, v BIGINT, ts TIMESTAMP) FROM FILE 'd.csv' FORMAT CSV;
+SELECT k, v FROM d;
+`), 0o644)
+	if code, _, errs := runCLI(t, "", "run", "--on-error", "skip", "--stats", stats, q); code != exitOK {
+		t.Fatalf("exit %d: %s", code, errs)
+	}
+	if b, _ := os.ReadFile(stats); !strings.Contains(string(b), `"slo_miss_rate":null`) {
+		t.Errorf("without LATENCY: %s", b)
+	}
+	if code, _, _ := runCLI(t, "", "run", "--local", "--stats", stats, q); code != exitBadInput {
+		t.Errorf("--local --stats: exit %d, want %d", code, exitBadInput)
 	}
 }

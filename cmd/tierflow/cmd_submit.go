@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"strings"
 	"syscall"
+	"time"
 
 	"github.com/spf13/cobra"
 
@@ -21,7 +22,9 @@ import (
 )
 
 func newSubmitCmd(a *app) *cobra.Command {
-	var name, output string
+	var name, output, stats string
+	var sourceMaxDelay time.Duration
+	var replay bool
 	c := &cobra.Command{
 		Use:   "submit QUERY.sql",
 		Short: "Submit a query to a tierflow cluster and stream its results back",
@@ -52,7 +55,10 @@ without it the coordinator's totals are used).`,
 			if err != nil {
 				return badInput(err)
 			}
-			script := deploy.Script{Filename: path, Source: string(src), BaseDir: filepath.Dir(path)}
+			script := deploy.Script{Filename: path, Source: string(src), BaseDir: filepath.Dir(path), SourceMaxDelay: sourceMaxDelay, Replay: replay}
+			if sourceMaxDelay < 0 {
+				return badInput(fmt.Errorf("--source-max-delay %s: want a duration >= 0", sourceMaxDelay))
+			}
 			if a.g.catalog != "" {
 				if script.Catalog, err = filepath.Abs(a.g.catalog); err != nil {
 					return badInput(err)
@@ -144,13 +150,23 @@ without it the coordinator's totals are used).`,
 			if err != nil {
 				return err
 			}
-			fmt.Fprintf(a.err, "-- query %s %s: %d rows from %d workers in %s\n", info.Query, info.State, info.ResultRows,
-				len(info.Workers), info.Ended.Sub(info.Submitted).Round(1e6))
+			fmt.Fprintln(a.err, cluster.Summary(info))
+			if stats != "" {
+				sf, err := os.Create(stats)
+				if err != nil {
+					return badInput(err)
+				}
+				defer sf.Close()
+				return cluster.WriteStats(sf, info)
+			}
 			return nil
 		},
 	}
 	c.Flags().StringVar(&name, "name", "", "query name (default: a fresh q-XXXXXXXX)")
 	c.Flags().StringVarP(&output, "output", "o", "", "write the results to this file instead of stdout")
+	c.Flags().StringVar(&stats, "stats", "", "write a JSON summary of the query (rows, drops, latency, SLO misses) to this file when it ends")
+	c.Flags().DurationVar(&sourceMaxDelay, "source-max-delay", 0, "longest a NATS or JetStream source waits to fill a partial batch (0: the workers' default, 5ms)")
+	c.Flags().BoolVar(&replay, "replay", false, "feed FROM FILE streams at their declared RATE, as live streams")
 	return c
 }
 

@@ -109,9 +109,28 @@ func TestSubmitToProcesses(t *testing.T) {
 		return nil
 	})
 
-	code, out, errs := runCLI(t, "", "submit", "--nats", url, "--format", "csv", "--name", "q1", filepath.Join(dir, "query.sql"))
+	stats := filepath.Join(dir, "stats.json")
+	code, out, errs := runCLI(t, "", "submit", "--nats", url, "--format", "csv", "--name", "q1", "--stats", stats, filepath.Join(dir, "query.sql"))
 	if code != exitOK {
 		t.Fatalf("submit: exit %d\n%s", code, errs)
+	}
+	// --stats: the run's summary, its rows and end-to-end latency measured
+	// by the sink on the cloud worker from stamps made on the edge worker.
+	var sum struct {
+		RowsIn    int64              `json:"rows_in"`
+		RowsOut   int64              `json:"rows_out"`
+		Dropped   map[string]int64   `json:"dropped"`
+		LatencyMs map[string]float64 `json:"latency_ms"`
+		Miss      *float64           `json:"slo_miss_rate"`
+	}
+	if b, err := os.ReadFile(stats); err != nil || json.Unmarshal(b, &sum) != nil {
+		t.Fatalf("--stats file: %v %s", err, b)
+	}
+	if sum.RowsIn < 8000 || sum.RowsOut == 0 || sum.LatencyMs["p50"] <= 0 || sum.Miss != nil || len(sum.Dropped) == 0 {
+		t.Errorf("--stats summary %+v", sum)
+	}
+	if !strings.Contains(errs, "latency p50 ") {
+		t.Errorf("no latency in the summary: %q", errs)
 	}
 	if err := clustertest.SameRows(out, want); err != nil {
 		t.Fatal(err)
@@ -152,6 +171,9 @@ func TestSubmitToProcesses(t *testing.T) {
 	if len(rep.Sources) != 2 || rep.Sources[0].Rows != 2000 || len(rep.Links) == 0 || rep.Links[0].Bytes == 0 || rep.Workers[0].Price != 0.1 {
 		t.Fatalf("report %+v: 2000 readings read, bytes between tiers, workers priced", rep)
 	}
+	if rep.Latency.P50 <= 0 || rep.Latency.P99 < rep.Latency.P50 {
+		t.Errorf("EXPLAIN ANALYZE latency %+v", rep.Latency)
+	}
 	for _, c := range rep.Checks {
 		if !c.OK {
 			t.Errorf("check %+v: a query placed by rules has no estimate to fail", c)
@@ -166,6 +188,7 @@ func TestSubmitToProcesses(t *testing.T) {
 		{edgeOut, `tierflow_link_bytes_total{direction="send",edge=`},
 		{coordOut, `tierflow_workers{tier="cloud"} 1`},
 		{coordOut, `tierflow_query_tier_bytes{from="edge",query="q1",to="cloud"}`},
+		{coordOut, `tierflow_query_latency_ms{quantile="0.5",query="q1"}`},
 	} {
 		body := scrape(t, tc.out)
 		if !strings.Contains(body, tc.want) {

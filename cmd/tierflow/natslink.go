@@ -5,6 +5,7 @@ import (
 	"io"
 	"os"
 	"sync"
+	"time"
 
 	"github.com/nats-io/nats.go"
 
@@ -61,9 +62,9 @@ func (l *natsLink) conn() (*nats.Conn, error) {
 // hooks builds NATS and JetStream streams and sinks for the executor. Sinks
 // mark the end of their stream when the query ends, so a downstream
 // `tierflow run` of the same subject ends too.
-func (l *natsLink) hooks(policy sources.OnError, batch int) connectors.Hooks {
+func (l *natsLink) hooks(policy sources.OnError, batch int, maxDelay time.Duration) connectors.Hooks {
 	return connectors.Hooks{Conn: l.conn,
-		Sources: connectors.SourceConfig{OnError: policy, MaxRows: batch},
+		Sources: connectors.SourceConfig{OnError: policy, MaxRows: batch, MaxDelay: maxDelay},
 		Sinks:   connectors.SinkConfig{End: true}}
 }
 

@@ -61,8 +61,8 @@ func TestReplCancelsARealStream(t *testing.T) {
 	close(stop)
 	wg.Wait()
 
-	tm.send("\x03") // Ctrl-C cancels the running query
-	tm.expect(`Cancelled after \d+ rows`)
+	tm.send("\x03")                        // Ctrl-C cancels the running query
+	tm.expect(`Cancelled after \d+ rows?`) // one row, now that a quiet source emits within milliseconds
 	tm.expect(regexp.QuoteMeta(repl.Prompt))
 	tm.send("SELECT sensor FROM readings WHERE temperature < 21;\r")
 	tm.expect(`-+\r\n\s+1\r\n`)

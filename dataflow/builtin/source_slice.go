@@ -7,7 +7,8 @@ import (
 )
 
 // SliceSource emits the given batches in order, one per Produce, then
-// finishes. Epochs must not decrease: the source downgrades its capability
+// finishes. A batch with an ingest time keeps it (a replayed recording); the
+// others are stamped as they go out. Epochs must not decrease: the source downgrades its capability
 // to each batch's epoch, so downstream sees epoch e complete as soon as the
 // next batch is at a later epoch. It owns the records until they are emitted
 // and releases the unsent ones on Close.
@@ -45,7 +46,11 @@ func (s *SliceSource) Produce(ctx *dataflow.Context) (bool, error) {
 		b.Record.Release()
 		return false, err
 	}
-	if err := ctx.Emit(0, s.cap, b.Record); err != nil {
+	ingest := b.Ingest
+	if ingest == 0 {
+		ingest = ctx.Ingest()
+	}
+	if err := ctx.EmitIngest(0, s.cap, b.Record, ingest); err != nil {
 		return false, err
 	}
 	if s.next == len(s.batches) {

@@ -28,9 +28,10 @@ type Operator struct {
 func (o *Operator) Attributes() map[string]string { return o.Attrs }
 
 type pendingBatch struct {
-	j     *job
-	cap   *dataflow.Capability
-	taken int
+	j      *job
+	cap    *dataflow.Capability
+	taken  int
+	ingest int64 // the input batch's ingest time, which its output keeps
 }
 
 var (
@@ -67,7 +68,7 @@ func (o *Operator) OnBatch(ctx *dataflow.Context, _ int, in dataflow.Batch, cap 
 		j.release()
 		return err
 	}
-	o.pending = append(o.pending, &pendingBatch{j: j, cap: owned})
+	o.pending = append(o.pending, &pendingBatch{j: j, cap: owned, ingest: in.Ingest})
 	o.b.Push(ctx.Now(), j.n)
 	return o.pump(ctx, false)
 }
@@ -137,7 +138,9 @@ func (o *Operator) emit(ctx *dataflow.Context) error {
 		p := o.pending[0]
 		o.pending[0] = nil
 		o.pending = o.pending[1:]
-		err := ctx.Emit(0, p.cap, p.j.finish(ctx.Allocator()))
+		// Emitted from a later callback (a wake-up, another batch), the
+		// output keeps its own input's ingest time, not the latest one.
+		err := ctx.EmitIngest(0, p.cap, p.j.finish(ctx.Allocator()), p.ingest)
 		p.cap.Drop()
 		if err != nil {
 			return err

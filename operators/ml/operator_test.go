@@ -79,7 +79,11 @@ func (s *holdSource) Open(_ *dataflow.Context, cap *dataflow.Capability) error {
 
 func (s *holdSource) Produce(ctx *dataflow.Context) (bool, error) {
 	for _, b := range s.batches {
-		if err := ctx.Emit(0, s.cap, b.Record); err != nil {
+		ingest := b.Ingest
+		if ingest == 0 {
+			ingest = ctx.Ingest()
+		}
+		if err := ctx.EmitIngest(0, s.cap, b.Record, ingest); err != nil {
 			return false, err
 		}
 	}
@@ -176,5 +180,66 @@ func TestOperatorRun(t *testing.T) {
 	}
 	if st := (*op).Stats(); st.Rows < first || st.MaxBatch > 8 {
 		t.Errorf("stats %+v", st)
+	}
+}
+
+// Input batches queued together and run in one model batch, cut by the delay
+// in a wake-up, each come out with their own ingest time, not the latest one
+// the operator received: a row's end-to-end latency counts its time queued.
+func TestOperatorKeepsEachBatchsIngestTime(t *testing.T) {
+	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
+	defer mem.AssertSize(t, 0)
+	var got builtin.Captured
+	defer got.Release()
+	now := time.Unix(1000, 0)
+	src := &holdSource{batches: []dataflow.Batch{
+		{Record: inputRecord(t, mem, 0, 3, nil, nil), Ingest: 111},
+		{Record: inputRecord(t, mem, 3, 3, nil, nil), Ingest: 222},
+	}}
+	f := &fakeSession{}
+	g := &dataflow.Graph{Query: "ml"}
+	s := g.AddOperator(dataflow.OperatorSpec{Name: "src", Outputs: 1, Workers: []int{0},
+		New: func(dataflow.Instance) (dataflow.Operator, error) { return src, nil }})
+	mlop := g.AddOperator(dataflow.OperatorSpec{Name: "classify", Inputs: 1, Outputs: 1, Workers: []int{0},
+		New: func(dataflow.Instance) (dataflow.Operator, error) {
+			m, err := Bind(f, inputSchema(), Config{Input: "x", Heads: testHeads, MaxBatch: 8})
+			if err != nil {
+				return nil, err
+			}
+			return NewOperator(m, BatchConfig{MaxBatch: 8, MaxDelay: 10 * time.Millisecond})
+		}})
+	sink := g.AddOperator(dataflow.OperatorSpec{Name: "sink", Inputs: 1, Workers: []int{0},
+		New: func(dataflow.Instance) (dataflow.Operator, error) { return builtin.NewCapture(&got, 0), nil }})
+	g.Connect(s, 0, mlop, 0)
+	g.Connect(mlop, 0, sink, 0)
+	ws, err := dataflow.BuildLocal(g, dataflow.Config{Allocator: mem, Now: func() time.Time { return now }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := 0; i < 3; i++ {
+		if _, err := ws[0].Step(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	now = now.Add(10 * time.Millisecond)
+	for i := 0; i < 3; i++ {
+		if _, err := ws[0].Step(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if len(f.calls) != 1 || f.calls[0] != 6 {
+		t.Fatalf("model calls %v, want one batch of 6 rows", f.calls)
+	}
+	bs := got.Batches()
+	if len(bs) != 2 || bs[0].Ingest != 111 || bs[1].Ingest != 222 {
+		var ins []int64
+		for _, b := range bs {
+			ins = append(ins, b.Ingest)
+		}
+		t.Fatalf("output ingest times %v, want [111 222]", ins)
+	}
+	src.finish = true
+	if err := dataflow.StepUntilDone(ws, 100); err != nil {
+		t.Fatal(err)
 	}
 }

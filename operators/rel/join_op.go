@@ -49,10 +49,10 @@ func (s *StreamTableJoin) OnBatch(ctx *dataflow.Context, input int, b dataflow.B
 		s.waitCaps = append(s.waitCaps, c)
 		return nil
 	}
-	return s.probe(ctx, b.Record, cap)
+	return s.probe(ctx, b.Record, b.Ingest, cap)
 }
 
-func (s *StreamTableJoin) probe(ctx *dataflow.Context, rec arrow.Record, cap *dataflow.Capability) error {
+func (s *StreamTableJoin) probe(ctx *dataflow.Context, rec arrow.Record, ingest int64, cap *dataflow.Capability) error {
 	if s.stats != nil {
 		s.stats.RowsIn.Add(rec.NumRows())
 	}
@@ -64,7 +64,8 @@ func (s *StreamTableJoin) probe(ctx *dataflow.Context, rec arrow.Record, cap *da
 	if s.stats != nil {
 		s.stats.RowsOut.Add(out.NumRows())
 	}
-	return ctx.Emit(0, cap, out)
+	// A batch that waited for the table keeps its own ingest time.
+	return ctx.EmitIngest(0, cap, out, ingest)
 }
 
 // OnFrontier builds the table once its input is complete and drains the stream
@@ -82,7 +83,7 @@ func (s *StreamTableJoin) OnFrontier(ctx *dataflow.Context, input int, f dataflo
 		return err
 	}
 	for i, b := range s.waiting {
-		err = s.probe(ctx, b.Record, s.waitCaps[i])
+		err = s.probe(ctx, b.Record, b.Ingest, s.waitCaps[i])
 		s.waitCaps[i].Drop()
 		s.waiting[i].Record = nil
 		if err != nil {

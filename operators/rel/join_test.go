@@ -1,6 +1,7 @@
 package rel
 
 import (
+	"fmt"
 	"math/rand"
 	"testing"
 	"time"
@@ -138,5 +139,34 @@ func TestSplitJoinConditionKeepsResidual(t *testing.T) {
 	lk, rk, res := SplitJoinCondition(and, 5)
 	if len(lk) != 1 || rk[0].(*expr.Column).Index != 1 || res != gt {
 		t.Fatalf("%v %v %v", lk, rk, res)
+	}
+}
+
+// Stream batches that waited for the table keep their own ingest time when
+// they are probed at the table's end, not the latest the join received.
+func TestStreamTableJoinKeepsIngestTimes(t *testing.T) {
+	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
+	defer mem.AssertSize(t, 0)
+	var left []dataflow.Batch
+	for i := 0; i < 3; i++ {
+		left = append(left, dataflow.Batch{Record: makeRecord(t, mem, streamSchema, [][]any{{int64(1), int64(i), 1.5, "x", time.Unix(int64(i), 0)}}),
+			Ingest: int64(100 + i)})
+	}
+	right := []dataflow.Batch{{Record: makeRecord(t, mem, tableSchema, [][]any{{int64(1), "one"}}), Ingest: 999}}
+	id := &expr.Column{Index: 5, Name: "id", DataType: arrow.PrimitiveTypes.Int32}
+	spec := joinOn(t, 5, colK, id)
+	capt, err := runJoinGraph(t, mem, left, right, func(dataflow.Instance) (dataflow.Operator, error) {
+		return NewStreamTableJoin(spec, streamSchema, tableSchema, functions.Builtins(), nil), nil
+	})
+	defer capt.Release()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []int64
+	for _, b := range capt.Batches() {
+		got = append(got, b.Ingest)
+	}
+	if fmt.Sprint(got) != "[100 101 102]" {
+		t.Fatalf("ingest times out %v, want [100 101 102]", got)
 	}
 }

@@ -51,6 +51,16 @@ type Reader interface {
 	Close() error
 }
 
+// IngestReader is a Reader that knows when the rows of the record Next last
+// returned arrived (Unix ns): a message source batching for a while stamps
+// the batch with its first message's arrival, so the wait for a partial batch
+// counts in the rows' end-to-end latency. A plain Reader's records are
+// stamped when the source emits them.
+type IngestReader interface {
+	Reader
+	LastIngest() int64
+}
+
 // Report collects what sources saw go wrong; safe for concurrent use.
 type Report struct {
 	mu      sync.Mutex
@@ -183,7 +193,13 @@ func (s *Source) Produce(ctx *dataflow.Context) (bool, error) {
 		}
 	}
 	// The batch goes out at the current watermark; its own rows then move it.
-	if err := ctx.Emit(0, s.cap, rec); err != nil {
+	ingest := ctx.Ingest()
+	if ir, ok := s.r.(IngestReader); ok && !s.pace.active() {
+		if t := ir.LastIngest(); t != 0 {
+			ingest = t
+		}
+	}
+	if err := ctx.EmitIngest(0, s.cap, rec, ingest); err != nil {
 		return false, err
 	}
 	if next > s.maxTS {

@@ -137,7 +137,7 @@ func run(t *testing.T, c testCase, cat *catalog.Catalog, inf *infra.Infra) strin
 		if err == nil {
 			return "no error"
 		}
-		if !errors.Is(err, bind.ErrBind) && !errors.Is(err, bind.ErrUnknown) {
+		if !errors.Is(err, bind.ErrBind) && !errors.Is(err, bind.ErrUnknown) && !errors.Is(err, bind.ErrNotSupported) {
 			return "error of unknown kind: " + err.Error()
 		}
 		return err.Error()
@@ -288,5 +288,38 @@ func TestGroupingErrorKinds(t *testing.T) {
 		if !errors.Is(err, c.kind) {
 			t.Errorf("%s: got %v, want %v", c.q, err, c.kind)
 		}
+	}
+}
+
+// A stream's source max delay comes from CREATE STREAM ... WITH as from the
+// catalog YAML; a misspelt option is an error at its position.
+func TestStreamSourceMaxDelayOption(t *testing.T) {
+	apply := func(src string) (*catalog.Catalog, error) {
+		script, err := lang.Parse("s.sql", src)
+		if err != nil {
+			t.Fatal(err)
+		}
+		cat := &catalog.Catalog{}
+		_, err = bind.Apply(cat, script.Statements[0])
+		return cat, err
+	}
+	cat, err := apply("CREATE STREAM s (a INT) FROM NATS 's' FORMAT JSON WITH (source_max_delay_ms = 2.5);")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st := cat.Stream("s"); st == nil || st.SourceMaxDelayMs != 2.5 {
+		t.Fatalf("stream %+v", st)
+	}
+	if _, err := apply("CREATE STREAM s (a INT) FROM NATS 's' WITH (source_max_delai_ms = 1);"); err == nil || !strings.Contains(err.Error(), "s.sql:1:") {
+		t.Fatalf("misspelt option: %v", err)
+	}
+	y := filepath.Join(t.TempDir(), "c.yaml")
+	os.WriteFile(y, []byte("streams:\n  - {name: s, source: nats, subject: s, source_max_delay_ms: 7, columns: [{name: a, type: INT}]}\n"), 0o644)
+	c, err := catalog.LoadFile(y)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st := c.Stream("s"); st == nil || st.SourceMaxDelayMs != 7 {
+		t.Fatalf("YAML stream %+v", st)
 	}
 }

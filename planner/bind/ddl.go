@@ -153,8 +153,10 @@ func createStream(cat *catalog.Catalog, s *lang.CreateStream) error {
 			errs = append(errs, &Error{Pos: Pos(o.Pos), Msg: err.Error(), Kind: ErrBind})
 		case strings.EqualFold(o.Key, "item_kb"):
 			st.ItemKB = v
+		case strings.EqualFold(o.Key, "source_max_delay_ms"):
+			st.SourceMaxDelayMs = v // a literal: never negative
 		default:
-			errs = append(errs, &Error{Pos: Pos(o.Pos), Msg: fmt.Sprintf("unknown stream option %q (want item_kb)", o.Key), Kind: ErrBind})
+			errs = append(errs, &Error{Pos: Pos(o.Pos), Msg: fmt.Sprintf("unknown stream option %q (want item_kb or source_max_delay_ms)", o.Key), Kind: ErrBind})
 		}
 	}
 	for _, c := range st.Columns {

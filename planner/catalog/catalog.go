@@ -151,7 +151,12 @@ type Stream struct {
 	// ItemKB is the mean size of one item in KiB.
 	ItemKB     float64 `yaml:"item_kb,omitempty"`
 	Provenance string  `yaml:"provenance,omitempty"`
-	Pos        Pos     `yaml:"-"`
+	// SourceMaxDelayMs bounds how long a message source (NATS, JetStream)
+	// waits to fill a partial batch before it emits it; 0: the runtime's
+	// default (or `--source-max-delay`). It is the latency a quiet stream
+	// pays for batching.
+	SourceMaxDelayMs float64 `yaml:"source_max_delay_ms,omitempty"`
+	Pos              Pos     `yaml:"-"`
 }
 
 // Table is a bounded relation read from a file.

@@ -169,19 +169,20 @@ func decodeVariant(d *yamlx.Decoder, n *yaml.Node) *Variant {
 }
 
 func decodeStream(d *yamlx.Decoder, n *yaml.Node) *Stream {
-	fs := d.Map(n, "stream", "name", "columns", "source", "subject", "format", "tier", "locations", "rate", "item_kb", "provenance")
+	fs := d.Map(n, "stream", "name", "columns", "source", "subject", "format", "tier", "locations", "rate", "item_kb", "provenance", "source_max_delay_ms")
 	s := &Stream{
-		Name:       d.Str(d.Required(n, fs, "name", "stream"), "stream.name"),
-		Columns:    decodeColumns(d, fs["columns"], "stream.columns"),
-		Source:     d.Str(fs["source"], "stream.source"),
-		Subject:    d.Str(fs["subject"], "stream.subject"),
-		Format:     d.Str(fs["format"], "stream.format"),
-		Tier:       d.Str(fs["tier"], "stream.tier"),
-		Locations:  d.Int(fs["locations"], "stream.locations", 0),
-		Rate:       d.NonNegFloat(fs["rate"], "stream.rate", 0),
-		ItemKB:     d.NonNegFloat(fs["item_kb"], "stream.item_kb", 0),
-		Provenance: d.Str(fs["provenance"], "stream.provenance"),
-		Pos:        d.Pos(n),
+		Name:             d.Str(d.Required(n, fs, "name", "stream"), "stream.name"),
+		Columns:          decodeColumns(d, fs["columns"], "stream.columns"),
+		Source:           d.Str(fs["source"], "stream.source"),
+		Subject:          d.Str(fs["subject"], "stream.subject"),
+		Format:           d.Str(fs["format"], "stream.format"),
+		Tier:             d.Str(fs["tier"], "stream.tier"),
+		Locations:        d.Int(fs["locations"], "stream.locations", 0),
+		Rate:             d.NonNegFloat(fs["rate"], "stream.rate", 0),
+		ItemKB:           d.NonNegFloat(fs["item_kb"], "stream.item_kb", 0),
+		SourceMaxDelayMs: d.NonNegFloat(fs["source_max_delay_ms"], "stream.source_max_delay_ms", 0),
+		Provenance:       d.Str(fs["provenance"], "stream.provenance"),
+		Pos:              d.Pos(n),
 	}
 	if f := fs["source"]; f.Value != nil && !oneOf(s.Source, "nats", "jetstream", "file") {
 		d.Errorf(f.Value, "stream.source: want nats, jetstream or file, got %q", s.Source)

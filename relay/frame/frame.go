@@ -23,7 +23,7 @@ var ErrMalformed = errors.New("malformed relay frame")
 const Magic uint16 = 0x5446
 
 // Version is the header layout version; a peer with another layout is refused.
-const Version uint8 = 1
+const Version uint8 = 2
 
 // Kind says what a frame carries.
 type Kind uint8
@@ -68,8 +68,8 @@ const MaxChunks = 1 << 22
 
 // fixedLen is the header length without the query bytes:
 // magic(2) version(1) kind(1) flags(1) qlen(1) edge(4) sender(4) receiver(4)
-// epoch(8) seq(8) chunk(4) chunks(4) total(8).
-const fixedLen = 2 + 1 + 1 + 1 + 1 + 4 + 4 + 4 + 8 + 8 + 4 + 4 + 8
+// epoch(8) seq(8) chunk(4) chunks(4) total(8) ingest(8).
+const fixedLen = 2 + 1 + 1 + 1 + 1 + 4 + 4 + 4 + 8 + 8 + 4 + 4 + 8 + 8
 
 // Flags qualify a frame.
 type Flags uint8
@@ -95,6 +95,9 @@ type Header struct {
 	Chunk    uint32 // index of this chunk, < Chunks
 	Chunks   uint32 // number of chunks of this message, >= 1
 	Total    uint64 // body length summed over all chunks
+	// Ingest is, for data, when the batch's rows entered the query (Unix
+	// ns, 0: unknown): end-to-end latency survives the hop between workers.
+	Ingest int64
 }
 
 // Len is the encoded length of h: the fields, then zeros up to a multiple of
@@ -122,8 +125,9 @@ func (h *Header) Put(b []byte) int {
 	binary.BigEndian.PutUint32(b[n+28:], h.Chunk)
 	binary.BigEndian.PutUint32(b[n+32:], h.Chunks)
 	binary.BigEndian.PutUint64(b[n+36:], h.Total)
+	binary.BigEndian.PutUint64(b[n+44:], uint64(h.Ingest))
 	end := h.Len()
-	clear(b[n+44 : end])
+	clear(b[n+52 : end])
 	return end
 }
 
@@ -197,6 +201,7 @@ func DecodeQuery(b []byte, query string) (Header, []byte, error) {
 	h.Chunk = binary.BigEndian.Uint32(b[n+28:])
 	h.Chunks = binary.BigEndian.Uint32(b[n+32:])
 	h.Total = binary.BigEndian.Uint64(b[n+36:])
+	h.Ingest = int64(binary.BigEndian.Uint64(b[n+44:]))
 	if err := h.Validate(); err != nil {
 		return h, nil, err
 	}

@@ -14,7 +14,8 @@ import (
 
 func TestHeaderRoundTrip(t *testing.T) {
 	cases := []Header{
-		{Kind: KindData, Flags: FlagSchema, Query: "q1", Edge: 3, Sender: 1, Receiver: 2, Epoch: 42, Seq: 7, Chunk: 0, Chunks: 1, Total: 5},
+		{Kind: KindData, Flags: FlagSchema, Query: "q1", Edge: 3, Sender: 1, Receiver: 2, Epoch: 42, Seq: 7, Chunk: 0, Chunks: 1, Total: 5, Ingest: 1_764_000_000_123_456_789},
+		{Kind: KindData, Query: "q", Chunks: 1, Ingest: -1}, // every bit of the ingest time survives
 		{Kind: KindData, Query: "", Edge: 1<<32 - 1, Sender: 9, Receiver: 0, Epoch: 1<<64 - 1, Seq: 1, Chunk: 2, Chunks: 3, Total: 100},
 		{Kind: KindProgress, Query: "q", Epoch: 1<<64 - 1, Seq: 9, Chunks: 1},
 		{Kind: KindEnd, Query: string(bytes.Repeat([]byte("x"), MaxQueryLen)), Chunks: 1},

@@ -175,9 +175,13 @@ func (s *sender) Link() relay.LinkID     { return s.link }
 func (s *sender) Stats() relay.LinkStats { return s.m.Snapshot() }
 
 func (s *sender) SendData(ctx context.Context, epoch uint64, rec arrow.Record) error {
+	return s.SendDataAt(ctx, epoch, 0, rec)
+}
+
+func (s *sender) SendDataAt(ctx context.Context, epoch uint64, ingest int64, rec arrow.Record) error {
 	rec.Retain()
 	n := relay.RecordBytes(rec)
-	if err := s.send(ctx, relay.Message{Kind: relay.KindData, Epoch: epoch, Record: rec}, n); err != nil {
+	if err := s.send(ctx, relay.Message{Kind: relay.KindData, Epoch: epoch, Record: rec, Ingest: ingest}, n); err != nil {
 		rec.Release()
 		return err
 	}

@@ -289,6 +289,10 @@ func (s *sender) release() {
 }
 
 func (s *sender) SendData(ctx context.Context, epoch uint64, rec arrow.Record) error {
+	return s.SendDataAt(ctx, epoch, 0, rec)
+}
+
+func (s *sender) SendDataAt(ctx context.Context, epoch uint64, ingest int64, rec arrow.Record) error {
 	s.sendMu.Lock()
 	defer s.sendMu.Unlock()
 	if s.broken != nil {
@@ -298,7 +302,7 @@ func (s *sender) SendData(ctx context.Context, epoch uint64, rec arrow.Record) e
 		return err
 	}
 	h := header(s.link, frame.KindData)
-	h.Epoch, h.Seq = epoch, s.seq+1
+	h.Epoch, h.Seq, h.Ingest = epoch, s.seq+1, ingest
 	hl := h.Len()
 	// Encode behind room for the first header, so the first chunk needs no
 	// copy; later chunks write their header over the tail of the chunk before,
@@ -551,7 +555,7 @@ func (r *receiver) assemble(h frame.Header, body []byte, size int64) []byte {
 	}
 	a := &r.asmH
 	if !r.asmOn || h.Seq != a.Seq || h.Chunk != r.asmN || h.Chunks != a.Chunks || h.Total != a.Total ||
-		h.Kind != a.Kind || h.Flags != a.Flags || h.Epoch != a.Epoch {
+		h.Kind != a.Kind || h.Flags != a.Flags || h.Epoch != a.Epoch || h.Ingest != a.Ingest {
 		r.fail(protocolError(r.link, "chunk %d/%d of message %d out of place", h.Chunk, h.Chunks, h.Seq))
 		return nil
 	}
@@ -626,7 +630,7 @@ func (r *receiver) take(it item) (relay.Message, error) {
 	if it.counted() {
 		r.m.Dequeue(it.size)
 	}
-	msg := relay.Message{Seq: it.h.Seq, Epoch: it.h.Epoch}
+	msg := relay.Message{Seq: it.h.Seq, Epoch: it.h.Epoch, Ingest: it.h.Ingest}
 	switch it.h.Kind {
 	case frame.KindEnd:
 		r.eof = true

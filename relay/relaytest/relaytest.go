@@ -122,13 +122,28 @@ func sendBatches(ctx context.Context, mem memory.Allocator, s relay.Sender, send
 func sendRange(ctx context.Context, mem memory.Allocator, s relay.Sender, sender uint32, from, to, rows int) error {
 	for n := from; n < to; n++ {
 		rec := batch(mem, sender, n, rows)
-		err := s.SendData(ctx, uint64(n/4), rec)
+		var err error
+		if n%2 == 1 {
+			err = s.SendDataAt(ctx, uint64(n/4), ingestOf(n), rec)
+		} else {
+			err = s.SendData(ctx, uint64(n/4), rec)
+		}
 		rec.Release()
 		if err != nil {
 			return fmt.Errorf("send batch %d on %s: %w", n, s.Link(), err)
 		}
 	}
 	return nil
+}
+
+// ingestOf is the ingest time batch n is sent with: odd batches carry one
+// (SendDataAt), even ones none (SendData), and the receiver must tell them
+// apart.
+func ingestOf(n int) int64 {
+	if n%2 == 0 {
+		return 0
+	}
+	return 1_700_000_000_000_000_000 + int64(n)*1_000_003
 }
 
 // recvBatches receives count batches in order, then expects io.EOF if wantEOF.
@@ -146,8 +161,8 @@ func recvBatches(ctx context.Context, r relay.Receiver, sender uint32, count, ro
 		if err != nil {
 			return err
 		}
-		if m.Seq != uint64(n+1) || m.Epoch != uint64(n/4) {
-			return fmt.Errorf("batch %d on %s: seq %d epoch %d, want %d and %d", n, r.Link(), m.Seq, m.Epoch, n+1, n/4)
+		if m.Seq != uint64(n+1) || m.Epoch != uint64(n/4) || m.Ingest != ingestOf(n) {
+			return fmt.Errorf("batch %d on %s: seq %d epoch %d ingest %d, want %d, %d and %d", n, r.Link(), m.Seq, m.Epoch, m.Ingest, n+1, n/4, ingestOf(n))
 		}
 	}
 	if wantEOF {
@@ -422,7 +437,7 @@ func testManyPeers(t *testing.T, f Factory) {
 				for n := 0; n < count; n++ {
 					rec := batch(mem, from, n, rows)
 					for _, s := range ss {
-						if err := s.SendData(ctx, uint64(n/4), rec); err != nil {
+						if err := s.SendDataAt(ctx, uint64(n/4), ingestOf(n), rec); err != nil {
 							rec.Release()
 							return err
 						}

@@ -20,6 +20,7 @@ import (
 	"github.com/tierflow/tierflow/dataflow"
 	"github.com/tierflow/tierflow/planner/infra"
 	"github.com/tierflow/tierflow/relay"
+	"github.com/tierflow/tierflow/runtime/control"
 	"github.com/tierflow/tierflow/runtime/deploy"
 )
 
@@ -52,6 +53,14 @@ type Report struct {
 	Operators []OperatorRow `json:"operators"`
 	Workers   []WorkerRow   `json:"workers"`
 	Links     []LinkRow     `json:"links"`
+	// Latency is the end-to-end latency of the result rows (ingest to
+	// written); SLOMs the query's LATENCY bound (0: none) and SLOMissRate
+	// the share of rows over it (nil without one).
+	Latency     control.LatencyMs `json:"latency_ms"`
+	SLOMs       float64           `json:"latency_slo_ms,omitempty"`
+	SLOMissRate *float64          `json:"slo_miss_rate,omitempty"`
+	// Estimates are the coordinator's live estimates as the run ended.
+	Estimates *control.Estimates `json:"estimates,omitempty"`
 }
 
 // Check is one headline figure: estimated, measured, and whether the
@@ -169,6 +178,28 @@ func New(q deploy.QueryInfo, o Options) (*Report, error) {
 	r.workers(q, est, o, secs)
 	r.links(q, est, o, secs)
 	r.checks(q, est, o, secs)
+	h, missed := q.EndToEnd()
+	r.Latency, r.SLOMs, r.Estimates = control.Percentiles(h), q.LatencySLOMs, q.Estimates
+	if q.LatencySLOMs > 0 && h.Count > 0 {
+		rate := float64(missed) / float64(h.Count)
+		r.SLOMissRate = &rate
+	}
+	if h.Count > 0 {
+		// The latency percentiles, held against LATENCY where the query
+		// has one (shown, not judged: a percentile over the bound is what
+		// the miss rate counts).
+		for _, p := range []struct {
+			name string
+			v    float64
+		}{{"p50", r.Latency.P50}, {"p95", r.Latency.P95}, {"p99", r.Latency.P99}} {
+			c := check("end-to-end latency "+p.name, "ms", q.LatencySLOMs, p.v, 0)
+			c.Error = nil
+			r.Checks = append(r.Checks, c)
+		}
+		if r.SLOMissRate != nil {
+			r.Checks = append(r.Checks, Check{What: fmt.Sprintf("rows over LATENCY %g ms", q.LatencySLOMs), Unit: "share", Measured: *r.SLOMissRate})
+		}
+	}
 	return r, nil
 }
 

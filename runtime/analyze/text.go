@@ -10,6 +10,8 @@ import (
 
 	"github.com/olekukonko/tablewriter"
 	"github.com/olekukonko/tablewriter/tw"
+
+	"github.com/tierflow/tierflow/runtime/control"
 )
 
 // Write prints the report as tables: the checks first (what a reader came
@@ -31,6 +33,21 @@ func (r *Report) Write(w io.Writer) error {
 		{"workers", []string{"worker", "tier", "type", "price/h", "est items/s", "items/s", "busy", "operators"}, r.workerRows()},
 		{"links (sender side)", []string{"from", "to", "bytes", "batches", "est MiB/s", "MiB/s", "price/GB", "est cost/h", "cost/h"}, r.linkRows()},
 	}
+	if e := r.Estimates; e != nil && e.Samples > 0 {
+		sections = append(sections, struct {
+			title  string
+			header []string
+			rows   [][]string
+		}{fmt.Sprintf("live estimates (smoothed, %d samples)", e.Samples),
+			[]string{"id", "operator", "in rows/s", "selectivity", "batch rows", "model ms/batch", "queue", "busy"}, estimateRows(*e)})
+		if len(e.Links) > 0 {
+			sections = append(sections, struct {
+				title  string
+				header []string
+				rows   [][]string
+			}{"live link estimates", []string{"link", "from", "to", "MiB/s", "rtt ms"}, linkEstimateRows(*e)})
+		}
+	}
 	for _, s := range sections {
 		fmt.Fprintf(w, "\n%s\n", s.title)
 		// Headers as written: units such as MiB/s survive.
@@ -48,6 +65,24 @@ func (r *Report) Write(w io.Writer) error {
 	return nil
 }
 
+func estimateRows(e control.Estimates) [][]string {
+	var out [][]string
+	for _, o := range e.Operators {
+		out = append(out, []string{fmt.Sprint(o.OperatorID), o.Operator, fmt.Sprintf("%.4g", o.InputRate), fmt.Sprintf("%.3g", o.Selectivity),
+			fmt.Sprintf("%.3g", o.BatchRows), fmt.Sprintf("%.3g", o.ModelMsPerBatch), fmt.Sprintf("%.2g", o.QueueLength), fmt.Sprintf("%.1f%%", 100*o.Busy)})
+	}
+	return out
+}
+
+func linkEstimateRows(e control.Estimates) [][]string {
+	var out [][]string
+	for _, l := range e.Links {
+		out = append(out, []string{fmt.Sprintf("e%d %d->%d", l.Link.Edge, l.Link.Sender, l.Link.Receiver), l.From, l.To,
+			fmt.Sprintf("%.4g", l.BandwidthBps/(1<<20)), fmt.Sprintf("%.3g", l.RTTMs)})
+	}
+	return out
+}
+
 func (r *Report) checkRows() [][]string {
 	var out [][]string
 	for _, c := range r.Checks {
@@ -60,7 +95,11 @@ func (r *Report) checkRows() [][]string {
 		if c.Error != nil {
 			errs = fmt.Sprintf("%+.1f%%", 100**c.Error)
 		}
-		out = append(out, []string{c.What, c.Unit, num(c.Estimated), num(c.Measured), errs, within, ok})
+		est := num(c.Estimated)
+		if c.Estimated == 0 && c.Error == nil {
+			est = "-" // nothing to hold it against (a latency without LATENCY)
+		}
+		out = append(out, []string{c.What, c.Unit, est, num(c.Measured), errs, within, ok})
 	}
 	return out
 }

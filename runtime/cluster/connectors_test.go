@@ -217,7 +217,7 @@ SELECT sensor, temperature FROM live LIMIT 3;`
 
 // natsCluster starts an embedded cluster of f's infrastructure (placed by
 // rules) and a client connection to its server; both close with the test.
-func natsCluster(t *testing.T, f clustertest.Fixture) (context.Context, *cluster.Cluster, *nats.Conn) {
+func natsCluster(t testing.TB, f clustertest.Fixture) (context.Context, *cluster.Cluster, *nats.Conn) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	t.Cleanup(cancel)

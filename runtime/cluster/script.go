@@ -2,6 +2,7 @@ package cluster
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"io"
 	"os"
@@ -21,6 +22,7 @@ import (
 	"github.com/tierflow/tierflow/planner/catalog"
 	"github.com/tierflow/tierflow/planner/logical"
 	"github.com/tierflow/tierflow/runtime/connectors"
+	"github.com/tierflow/tierflow/runtime/control"
 	"github.com/tierflow/tierflow/runtime/deploy"
 )
 
@@ -42,6 +44,14 @@ type ScriptOptions struct {
 	OnError   string
 	MaxDelay  time.Duration
 	BatchSize int
+	// SourceMaxDelay bounds a message source's wait for a partial batch
+	// (`--source-max-delay`); Replay feeds file streams at their RATE as
+	// live streams (`--replay`).
+	SourceMaxDelay time.Duration
+	Replay         bool
+	// Stats, when set, receives each query's summary (control.Summary) as
+	// one line of JSON when it ends (`--stats FILE`).
+	Stats io.Writer
 	// Explain prints the plan of an EXPLAIN statement against the catalog
 	// as the script has made it so far; nil: EXPLAIN is an error.
 	Explain func(e *lang.Explain, cat *catalog.Catalog) error
@@ -111,7 +121,7 @@ func (c *Cluster) RunScript(ctx context.Context, filename, src string, so Script
 				ao.For = DefaultAnalyzeFor
 			}
 			sc := deploy.Script{Filename: filename, Source: src, BaseDir: so.BaseDir, Catalog: so.Catalog, Nth: nth,
-				OnError: so.OnError, MaxDelay: so.MaxDelay, BatchSize: so.BatchSize}
+				OnError: so.OnError, MaxDelay: so.MaxDelay, BatchSize: so.BatchSize, SourceMaxDelay: so.SourceMaxDelay}
 			rep, err := c.ExplainAnalyze(ctx, sc, ao)
 			if err != nil {
 				return err
@@ -132,7 +142,7 @@ func (c *Cluster) RunScript(ctx context.Context, filename, src string, so Script
 		case *lang.Query, *lang.Insert:
 			nth++
 			sc := deploy.Script{Filename: filename, Source: src, BaseDir: so.BaseDir, Catalog: so.Catalog, Nth: nth,
-				OnError: so.OnError, MaxDelay: so.MaxDelay, BatchSize: so.BatchSize}
+				OnError: so.OnError, MaxDelay: so.MaxDelay, BatchSize: so.BatchSize, SourceMaxDelay: so.SourceMaxDelay, Replay: so.Replay}
 			plan, _, err := sc.Bind(nil)
 			if err != nil {
 				return err
@@ -167,6 +177,11 @@ func (c *Cluster) RunScript(ctx context.Context, filename, src string, so Script
 				fmt.Fprintln(so.Log, Summary(info))
 				for _, p := range info.Problems {
 					fmt.Fprintf(so.Log, "--   %s\n", p)
+				}
+			}
+			if so.Stats != nil && info.Query != "" {
+				if serr := WriteStats(so.Stats, info); err == nil {
+					err = serr
 				}
 			}
 			if err != nil {
@@ -227,6 +242,7 @@ func Summary(q deploy.QueryInfo) string {
 	if q.BadRows > 0 {
 		fmt.Fprintf(&b, ", %d bad rows skipped", q.BadRows)
 	}
+	b.WriteString(latencyNote(q))
 	tb := q.TierBytes()
 	keys := make([]string, 0, len(tb))
 	for k := range tb {
@@ -248,6 +264,32 @@ func Summary(q deploy.QueryInfo) string {
 	return b.String()
 }
 
+// WriteStats writes a finished query's summary (`--stats`) as one line of
+// JSON.
+func WriteStats(w io.Writer, info deploy.QueryInfo) error {
+	b, err := json.Marshal(info.Summary())
+	if err != nil {
+		return err
+	}
+	_, err = w.Write(append(b, '\n'))
+	return err
+}
+
+// latencyNote is "; latency p50 ... ms" when the query's sinks measured any
+// rows, with the share over LATENCY when it has one.
+func latencyNote(q deploy.QueryInfo) string {
+	h, missed := q.EndToEnd()
+	if h.Count == 0 {
+		return ""
+	}
+	l := control.Percentiles(h)
+	s := fmt.Sprintf("; latency p50 %.3g p95 %.3g p99 %.3g ms", l.P50, l.P95, l.P99)
+	if q.LatencySLOMs > 0 {
+		s += fmt.Sprintf(", %.2f%% of rows over LATENCY %g ms", 100*float64(missed)/float64(h.Count), q.LatencySLOMs)
+	}
+	return s
+}
+
 // WriteWorkers prints SHOW WORKERS.
 func WriteWorkers(w io.Writer, ws []deploy.WorkerInfo) {
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
@@ -259,12 +301,51 @@ func WriteWorkers(w io.Writer, ws []deploy.WorkerInfo) {
 	tw.Flush()
 }
 
-// WriteQueries prints SHOW QUERIES.
+// WriteQueries prints SHOW QUERIES: a line per query with its end-to-end
+// latency, then, for a running query, the coordinator's live estimates per
+// operator and per link (runtime/control).
 func WriteQueries(w io.Writer, qs []deploy.QueryInfo) {
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "query\towner\tstate\tworkers\trows\tstarted\terror")
+	fmt.Fprintln(tw, "query\towner\tstate\tworkers\trows\tp50 ms\tp99 ms\tslo miss\tstarted\terror")
 	for _, q := range qs {
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d\t%s\t%s\n", q.Query, q.Owner, q.State, strings.Join(q.Workers, ","), q.ResultRows, q.Submitted.Format(time.TimeOnly), q.Error)
+		p50, p99, miss := "-", "-", "-"
+		if h, missed := q.EndToEnd(); h.Count > 0 {
+			l := control.Percentiles(h)
+			p50, p99 = fmt.Sprintf("%.3g", l.P50), fmt.Sprintf("%.3g", l.P99)
+			if q.LatencySLOMs > 0 {
+				miss = fmt.Sprintf("%.2f%%", 100*float64(missed)/float64(h.Count))
+			}
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d\t%s\t%s\t%s\t%s\t%s\n", q.Query, q.Owner, q.State, strings.Join(q.Workers, ","), q.ResultRows,
+			p50, p99, miss, q.Submitted.Format(time.TimeOnly), q.Error)
+	}
+	tw.Flush()
+	for _, q := range qs {
+		if q.Estimates == nil || q.Estimates.Samples == 0 || !q.Ended.IsZero() {
+			continue
+		}
+		WriteEstimates(w, q.Query, *q.Estimates)
+	}
+}
+
+// WriteEstimates prints a query's live estimates.
+func WriteEstimates(w io.Writer, query string, e control.Estimates) {
+	fmt.Fprintf(w, "estimates of %s (%d samples, smoothed)\n", query, e.Samples)
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "  id\toperator\tin rows/s\tselectivity\tbatch rows\tmodel ms/batch\tqueue\tbusy")
+	for _, o := range e.Operators {
+		fmt.Fprintf(tw, "  %d\t%s\t%.4g\t%.3g\t%.3g\t%.3g\t%.2g\t%.1f%%\n", o.OperatorID, o.Operator, o.InputRate, o.Selectivity,
+			o.BatchRows, o.ModelMsPerBatch, o.QueueLength, 100*o.Busy)
+	}
+	tw.Flush()
+	if len(e.Links) == 0 {
+		return
+	}
+	tw = tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "  link\tfrom\tto\tMiB/s\trtt ms")
+	for _, l := range e.Links {
+		fmt.Fprintf(tw, "  e%d %d->%d\t%s\t%s\t%.4g\t%.3g\n", l.Link.Edge, l.Link.Sender, l.Link.Receiver, l.From, l.To,
+			l.BandwidthBps/(1<<20), l.RTTMs)
 	}
 	tw.Flush()
 }
@@ -279,7 +360,7 @@ func (c *Cluster) runLocal(ctx context.Context, sc deploy.Script, so ScriptOptio
 		policy, _ = sources.ParseOnError(so.OnError) // checked by RunScript
 	}
 	nh := connectors.Hooks{Conn: func() (*nats.Conn, error) { return c.conns[0], nil },
-		Sources: connectors.SourceConfig{OnError: policy, MaxRows: so.BatchSize},
+		Sources: connectors.SourceConfig{OnError: policy, MaxRows: so.BatchSize, MaxDelay: so.SourceMaxDelay},
 		Sinks:   connectors.SinkConfig{End: true}}
 	eo.Stream, eo.Sink = nh.Stream, nh.Sink
 	q, _, err := sc.Build(nil, eo)

@@ -5,7 +5,9 @@
 // Components are registered by (kind, format) in an explicit Registry
 // (Builtins). Sources are dataflow operators: operators/sources' event-time
 // Source over a reader that batches messages into Arrow records (at most
-// MaxRows rows, at most MaxDelay after the first); sinks are
+// MaxRows rows, at most MaxDelay after the first, DefaultSourceMaxDelay
+// unless set; each record is stamped with its first message's arrival, so
+// the wait counts in its rows' end-to-end latency); sinks are
 // operators/sinks Writers, so the executor's sink operator drives them. Hooks
 // adapts both to operators/exec (Options.Stream, Options.Sink): that is how
 // `tierflow run` and the runtime workers use them.

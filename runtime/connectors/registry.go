@@ -60,7 +60,8 @@ type SourceConfig struct {
 	StartSeq   uint64
 	DeliverNew bool
 	// MaxRows and MaxDelay bound a batch: it is emitted when it holds MaxRows
-	// rows or MaxDelay after its first message (defaults 4096, 100ms).
+	// rows or MaxDelay after its first message (defaults 4096 and
+	// DefaultSourceMaxDelay; a stream's catalog source_max_delay_ms wins).
 	MaxRows  int
 	MaxDelay time.Duration
 	// PendingMsgs and PendingBytes bound what a core NATS subscription

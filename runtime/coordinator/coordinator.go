@@ -2,13 +2,14 @@
 // workers (SHOW WORKERS) and expires those that stop heartbeating, places
 // submitted queries on the workers actually present (runtime/deploy),
 // deploys each worker its operator instances, starts them once all are
-// built, tracks their status and statistics (SHOW QUERIES), stops queries,
+// built, tracks their status and statistics (SHOW QUERIES) and folds them
+// into live estimates (runtime/control), stops queries,
 // and tells the client when a query is done. It also holds the client side
 // of the protocol (Client). Data never passes through it: workers exchange
 // batches peer to peer over the relay.
 //
 // coordinator imports planner, operators (sinks, exec through deploy),
-// relay and runtime/{deploy, metrics}; never runtime/worker, runtime/cluster
+// relay and runtime/{control, deploy, metrics}; never runtime/worker, runtime/cluster
 // or cmd.
 package coordinator
 
@@ -21,6 +22,7 @@ import (
 	"log/slog"
 	"slices"
 	"sort"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -31,11 +33,13 @@ import (
 
 	"github.com/tierflow/tierflow/operators/exec"
 	"github.com/tierflow/tierflow/planner"
+	"github.com/tierflow/tierflow/planner/bind"
 	"github.com/tierflow/tierflow/planner/catalog"
 	"github.com/tierflow/tierflow/planner/infra"
 	"github.com/tierflow/tierflow/planner/logical"
-	"github.com/tierflow/tierflow/planner/physical"
+	"github.com/tierflow/tierflow/relay"
 	"github.com/tierflow/tierflow/relay/natsserver"
+	"github.com/tierflow/tierflow/runtime/control"
 	"github.com/tierflow/tierflow/runtime/deploy"
 	"github.com/tierflow/tierflow/runtime/metrics"
 	"github.com/tierflow/tierflow/runtime/security"
@@ -74,6 +78,11 @@ type Config struct {
 	// with (as the workers' Exec does), so it can place model calls and NATS
 	// streams.
 	Exec func(o *exec.Options, variants map[string]string)
+	// CheckModelArgs, when set, gives the checker of model calls against
+	// their files for a script whose relative paths are from baseDir, so a
+	// declared tensor shape no model file takes fails the query at bind
+	// time (bind.ModelArgChecker); nil: the workers find out when they build.
+	CheckModelArgs func(baseDir string) bind.ModelArgChecker
 	// Placement chooses how queries are placed: "optimizer" (the default:
 	// the planner's physical plan against the registered workers, the
 	// default rules when it cannot plan) or "rules" (runtime/deploy's
@@ -117,6 +126,10 @@ type queryState struct {
 	info    deploy.QueryInfo
 	status  map[string]deploy.Status // last status by worker
 	started bool
+	// live folds the workers' reports into the query's estimates; rtt is
+	// each worker's last measured round trip to the NATS server.
+	live *control.Live
+	rtt  map[string]time.Duration
 }
 
 // Start subscribes the coordinator to the control subjects.
@@ -396,18 +409,19 @@ func (c *Coordinator) Submit(ctx context.Context, req deploy.SubmitRequest) (*de
 		c.cfg.Log.Warn("submission refused", "query", req.Query, "user", req.Owner, "err", err)
 		return nil, err
 	}
-	qs := &queryState{info: deploy.QueryInfo{Query: req.Query, Owner: req.Owner, State: deploy.StateDeploying, Submitted: time.Now()}, status: map[string]deploy.Status{}}
+	qs := &queryState{info: deploy.QueryInfo{Query: req.Query, Owner: req.Owner, State: deploy.StateDeploying, Submitted: time.Now()}, status: map[string]deploy.Status{},
+		live: control.NewLive(), rtt: map[string]time.Duration{}}
 	c.queries[req.Query] = qs
 	c.order = append(c.order, req.Query)
 	c.mu.Unlock()
 
-	p, script, note, est, err := c.place(ctx, req, ws)
+	p, script, note, est, slo, err := c.place(ctx, req, ws)
 	if err != nil {
 		c.fail(req.Query, err)
 		return nil, err
 	}
 	c.mu.Lock()
-	qs.info.Placement, qs.info.Workers, qs.info.Planner, qs.info.Estimate = p, p.Workers, note, est
+	qs.info.Placement, qs.info.Workers, qs.info.Planner, qs.info.Estimate, qs.info.LatencySLOMs = p, p.Workers, note, est, slo
 	c.mu.Unlock()
 
 	// Every worker builds its part; the query starts only when all have, so
@@ -463,18 +477,21 @@ func (c *Coordinator) Submit(ctx context.Context, req deploy.SubmitRequest) (*de
 // optimizer puts it when it can plan the query against the registered
 // workers (a model call, a catalog with profiles), by runtime/deploy's
 // default rules otherwise. It returns the script the workers must build
-// (rewritten, with the plan's variants, when the optimizer placed it) and a
-// note on how it was placed.
-func (c *Coordinator) place(ctx context.Context, req deploy.SubmitRequest, ws []deploy.Worker) (*deploy.Placement, deploy.Script, string, *deploy.Estimate, error) {
+// (rewritten, with the plan's variants, when the optimizer placed it), a
+// note on how it was placed, and its LATENCY bound in milliseconds.
+func (c *Coordinator) place(ctx context.Context, req deploy.SubmitRequest, ws []deploy.Worker) (*deploy.Placement, deploy.Script, string, *deploy.Estimate, float64, error) {
 	script := req.Script
 	// The catalog is checked here; the files the compile opens, in
 	// execOptions.
 	if err := c.cfg.DataRoots.ConfineScript(&script, &exec.Options{}); err != nil {
-		return nil, script, "", nil, err
+		return nil, script, "", nil, 0, err
+	}
+	if c.cfg.CheckModelArgs != nil {
+		script.CheckModelArgs = c.cfg.CheckModelArgs(script.BaseDir)
 	}
 	bound, cat, err := script.Bind(nil)
 	if err != nil {
-		return nil, script, "", nil, err
+		return nil, script, "", nil, 0, err
 	}
 	if sk, ok := bound.Root.(*logical.Sink); ok && sk.Sink != nil && !strings.EqualFold(sk.Sink.Kind, "nats") && !strings.EqualFold(sk.Sink.Kind, "jetstream") {
 		// operators/exec opens a sink's file when it builds and closes it
@@ -482,7 +499,7 @@ func (c *Coordinator) place(ctx context.Context, req deploy.SubmitRequest, ws []
 		// none would flush it. NATS and JetStream sinks run: the worker
 		// that holds the sink opens it on first use and closes it when its
 		// part ends (JetStream's close waits for the acks).
-		return nil, script, "", nil, fmt.Errorf("%s: %w: INSERT INTO %s (%s) on a cluster; submit the SELECT and write its streamed results (tierflow submit --output)", sk.Pos, ErrUnsupported, sk.Sink.Name, sk.Sink.Kind)
+		return nil, script, "", nil, 0, fmt.Errorf("%s: %w: INSERT INTO %s (%s) on a cluster; submit the SELECT and write its streamed results (tierflow submit --output)", sk.Pos, ErrUnsupported, sk.Sink.Name, sk.Sink.Kind)
 	}
 	o := deploy.Options{Tiers: c.tiers(ws)}
 	if c.cfg.Infra != nil {
@@ -492,10 +509,16 @@ func (c *Coordinator) place(ctx context.Context, req deploy.SubmitRequest, ws []
 	perr := errors.New("placement by rules")
 	if c.cfg.Placement != PlaceRules {
 		res, perr = c.optimize(ctx, bound, cat, ws, o.Tiers)
+		if errors.Is(perr, planner.ErrInfeasible) {
+			// The planner did plan the query, and no plan meets what it
+			// asks: running another one would ignore the objectives.
+			return nil, script, "", nil, 0, perr
+		}
 	}
+	slo := bound.Objectives.LatencyMs
 	if perr == nil {
 		planned := script
-		planned.Rewrite, planned.Variants = true, variants(res.Physical)
+		planned.Rewrite, planned.Variants = true, res.Physical.Variants()
 		q, err := planned.BuildPlan(res.Rewritten, c.execOptions(planned.Variants))
 		if err == nil {
 			po := o
@@ -504,7 +527,7 @@ func (c *Coordinator) place(ctx context.Context, req deploy.SubmitRequest, ws []
 			if err == nil {
 				return p, planned, fmt.Sprintf("optimizer (%s): compute %.4g + network %.4g per hour, accuracy %.4g, throughput %.4g",
 						res.Physical.Strategy, res.Physical.ComputeCost, res.Physical.NetworkCost, res.Physical.Accuracy, res.Physical.Throughput),
-					deploy.EstimateOf(res.Physical, bound.Objectives.Throughput), nil
+					deploy.EstimateOf(res.Physical, bound.Objectives.Throughput), slo, nil
 			}
 			perr = err
 		} else {
@@ -513,10 +536,10 @@ func (c *Coordinator) place(ctx context.Context, req deploy.SubmitRequest, ws []
 	}
 	q, plan, err := script.Build(nil, c.execOptions(nil))
 	if err != nil {
-		return nil, script, "", nil, err
+		return nil, script, "", nil, 0, err
 	}
 	p, err := deploy.Place(req.Query, q.Graph(), plan, ws, o)
-	return p, script, "default placement (" + perr.Error() + ")", nil, err
+	return p, script, "default placement (" + perr.Error() + ")", nil, slo, err
 }
 
 func (c *Coordinator) execOptions(variants map[string]string) exec.Options {
@@ -536,7 +559,7 @@ func (c *Coordinator) optimize(ctx context.Context, bound *logical.Plan, cat *ca
 	file := c.cfg.Infra
 	inf := &infra.Infra{}
 	if file != nil {
-		inf.Links, inf.SourceTier = file.Links, file.SourceTier
+		inf.Links, inf.DefaultLink, inf.SourceTier = file.Links, file.DefaultLink, file.SourceTier
 	}
 	for _, t := range tiers {
 		tier := &infra.Tier{Name: t}
@@ -570,25 +593,10 @@ func (c *Coordinator) optimize(ctx context.Context, bound *logical.Plan, cat *ca
 	if err != nil {
 		return nil, err
 	}
-	if !res.Physical.Feasible {
-		return nil, fmt.Errorf("no plan meets the objectives: %s", res.Physical.Reason)
+	if err := res.Runnable(); err != nil {
+		return nil, err
 	}
 	return res, nil
-}
-
-// variants are the plan's model variants by operator and model name.
-func variants(p *physical.Plan) map[string]string {
-	out := map[string]string{}
-	for _, op := range p.Operators {
-		if op.Variant == "" {
-			continue
-		}
-		out[op.Name] = op.Variant
-		if op.Model != "" {
-			out[op.Model] = op.Variant
-		}
-	}
-	return out
 }
 
 // maxProblems bounds the bad-row messages a query's info keeps.
@@ -674,6 +682,12 @@ func (c *Coordinator) onStatus(m *nats.Msg) {
 		}
 	}
 	c.costs(info)
+	if st.RTTNs > 0 {
+		qs.rtt[st.Worker] = time.Duration(st.RTTNs)
+	}
+	qs.live.Observe(time.Now(), info.Operators, info.Links, qs.rtt, linkEnds(info.Placement))
+	est := qs.live.Estimates()
+	info.Estimates = &est
 	if !info.Ended.IsZero() {
 		cp := *info
 		ended = &cp
@@ -743,6 +757,27 @@ func queryOfSubject(subject string) string {
 	return parts[2]
 }
 
+// linkEnds names the workers at a link's ends from the query's placement.
+func linkEnds(p *deploy.Placement) control.Endpoints {
+	return func(l relay.LinkID) (string, string) {
+		if p == nil || int(l.Edge) >= len(p.Edges) {
+			return "", ""
+		}
+		e := p.Edges[l.Edge]
+		return workerOf(p, e.From, int(l.Sender)), workerOf(p, e.To, int(l.Receiver))
+	}
+}
+
+func workerOf(p *deploy.Placement, op, inst int) string {
+	if op < 0 || op >= len(p.Operators) || inst < 0 || inst >= len(p.Operators[op].Workers) {
+		return ""
+	}
+	if w := p.Operators[op].Workers[inst]; w >= 0 && w < len(p.Workers) {
+		return p.Workers[w]
+	}
+	return ""
+}
+
 // Stop stops a query: gracefully (its sources end and what is in flight
 // drains to the sink) or, with abort, at once.
 func (c *Coordinator) Stop(id string, abort bool) error {
@@ -774,6 +809,14 @@ var (
 	descWorkers = prometheus.NewDesc("tierflow_workers", "Registered workers by tier.", []string{"tier"}, nil)
 	descQueries = prometheus.NewDesc("tierflow_queries", "Queries by state.", []string{"state"}, nil)
 	descTier    = prometheus.NewDesc("tierflow_query_tier_bytes", "Bytes a query moved between tiers (relay meters, sender side).", []string{"query", "from", "to"}, nil)
+	// The control loop's live estimates (runtime/control), per operator
+	// and per link, smoothed.
+	descEst = prometheus.NewDesc("tierflow_estimate_operator", "Live smoothed estimate of an operator of a running query (runtime/control): input_rate rows/s, selectivity, batch_rows, model_ms_per_batch, queue_length, busy share.",
+		[]string{"query", "operator_id", "operator", "measure"}, nil)
+	descLinkEst = prometheus.NewDesc("tierflow_estimate_link", "Live smoothed estimate of a relay link of a running query: bandwidth_bps, rtt_ms.",
+		[]string{"query", "edge", "sender", "receiver", "from", "to", "measure"}, nil)
+	descLatency = prometheus.NewDesc("tierflow_query_latency_ms", "End-to-end latency percentiles of a query's result rows (ingest to written), milliseconds.",
+		[]string{"query", "quantile"}, nil)
 )
 
 // gauges exports the coordinator's view at scrape time.
@@ -783,6 +826,9 @@ func (g *gauges) Describe(ch chan<- *prometheus.Desc) {
 	ch <- descWorkers
 	ch <- descQueries
 	ch <- descTier
+	ch <- descEst
+	ch <- descLinkEst
+	ch <- descLatency
 }
 
 func (g *gauges) Collect(ch chan<- prometheus.Metric) {
@@ -800,6 +846,38 @@ func (g *gauges) Collect(ch chan<- prometheus.Metric) {
 		for k, v := range q.TierBytes() {
 			from, to, _ := strings.Cut(k, "->")
 			ch <- prometheus.MustNewConstMetric(descTier, prometheus.GaugeValue, float64(v), q.Query, from, to)
+		}
+		if h, _ := q.EndToEnd(); h.Count > 0 {
+			l := control.Percentiles(h)
+			for _, x := range []struct {
+				q string
+				v float64
+			}{{"0.5", l.P50}, {"0.95", l.P95}, {"0.99", l.P99}} {
+				ch <- prometheus.MustNewConstMetric(descLatency, prometheus.GaugeValue, x.v, q.Query, x.q)
+			}
+		}
+		if q.Estimates == nil || !q.Ended.IsZero() {
+			continue
+		}
+		for _, e := range q.Estimates.Operators {
+			id := strconv.Itoa(e.OperatorID)
+			for _, m := range []struct {
+				name string
+				v    float64
+			}{{"input_rate", e.InputRate}, {"selectivity", e.Selectivity}, {"batch_rows", e.BatchRows},
+				{"model_ms_per_batch", e.ModelMsPerBatch}, {"queue_length", e.QueueLength}, {"busy", e.Busy}} {
+				ch <- prometheus.MustNewConstMetric(descEst, prometheus.GaugeValue, m.v, q.Query, id, e.Operator, m.name)
+			}
+		}
+		for _, e := range q.Estimates.Links {
+			l := e.Link
+			for _, m := range []struct {
+				name string
+				v    float64
+			}{{"bandwidth_bps", e.BandwidthBps}, {"rtt_ms", e.RTTMs}} {
+				ch <- prometheus.MustNewConstMetric(descLinkEst, prometheus.GaugeValue, m.v, q.Query,
+					strconv.Itoa(int(l.Edge)), strconv.Itoa(int(l.Sender)), strconv.Itoa(int(l.Receiver)), e.From, e.To, m.name)
+			}
 		}
 	}
 	for s, n := range states {

@@ -41,9 +41,30 @@ type Script struct {
 	OnError   string        `json:"on_error,omitempty"` // fail (default) or skip
 	MaxDelay  time.Duration `json:"max_delay,omitempty"`
 	BatchSize int           `json:"batch_size,omitempty"`
+	// SourceMaxDelay bounds a message source's wait for a partial batch
+	// (`--source-max-delay`; 0: the connectors' default; a stream's catalog
+	// source_max_delay_ms wins).
+	SourceMaxDelay time.Duration `json:"source_max_delay,omitempty"`
 	// Pace replays the file streams at their catalog rates, for a bounded
 	// time or input (EXPLAIN ANALYZE); nil reads them as fast as they go.
 	Pace *Pace `json:"pace,omitempty"`
+	// CheckModelArgs, when set, checks model calls against their files as
+	// the query binds (the coordinator's, given the script's BaseDir); it
+	// does not travel.
+	CheckModelArgs bind.ModelArgChecker `json:"-"`
+	// Replay feeds the file streams at their declared RATE, unbounded, as
+	// live streams (`run --replay`); Pace, when set, wins.
+	Replay bool `json:"replay,omitempty"`
+}
+
+// Replay is the pacing of `run --replay`: every file stream at its declared
+// RATE (as fast as it reads without one), to its end, the rows stamped as
+// they go out, so a file plays a live stream.
+func Replay(s *catalog.Stream) sources.Pacing {
+	if s == nil {
+		return sources.Pacing{}
+	}
+	return sources.Pacing{Rate: s.Rate}
 }
 
 // Pace is how an analysed query's file streams are fed.
@@ -114,7 +135,9 @@ func (s Script) Bind(cat *catalog.Catalog) (*logical.Plan, *catalog.Catalog, err
 	if query == nil {
 		return nil, nil, fmt.Errorf("%s: %w: no SELECT or INSERT to run", s.Filename, ErrScript)
 	}
-	plan, err := bind.New(cat).Bind(query)
+	b := bind.New(cat)
+	b.CheckModelArgs = s.CheckModelArgs
+	plan, err := b.Bind(query)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -158,6 +181,8 @@ func (s Script) BuildPlan(plan *logical.Plan, opts exec.Options) (*exec.Query, e
 	if s.Pace != nil {
 		opts.Pace = s.Pace.Pacing
 		opts.MeasureLabels = true
+	} else if s.Replay {
+		opts.Pace = Replay
 	}
 	return exec.Build(plan, opts)
 }

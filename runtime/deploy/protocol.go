@@ -7,6 +7,7 @@ import (
 
 	"github.com/tierflow/tierflow/dataflow"
 	"github.com/tierflow/tierflow/relay"
+	"github.com/tierflow/tierflow/runtime/control"
 )
 
 // The control protocol between workers, the coordinator and clients: JSON
@@ -203,6 +204,9 @@ type Status struct {
 	LateRows int64    `json:"late_rows,omitempty"`
 	BadRows  int64    `json:"bad_rows,omitempty"`
 	Problems []string `json:"problems,omitempty"`
+	// RTTNs is the worker's round trip to its NATS server, measured at
+	// this report: the coordinator adds a link's two ends for its RTT.
+	RTTNs int64 `json:"rtt_ns,omitempty"`
 }
 
 // QueryInfo is the coordinator's view of a query: SHOW QUERIES and the done
@@ -245,6 +249,31 @@ type QueryInfo struct {
 	// --infra; they are the measured side of a plan's estimates.
 	NetworkCost float64 `json:"network_cost"`
 	ComputeCost float64 `json:"compute_cost"`
+	// LatencySLOMs is the query's LATENCY bound (0: none): the sinks count
+	// the rows over it.
+	LatencySLOMs float64 `json:"latency_slo_ms,omitempty"`
+	// Estimates are the coordinator's live, smoothed measurements
+	// (runtime/control), updated as workers report.
+	Estimates *control.Estimates `json:"estimates,omitempty"`
+}
+
+// Dropped counts the rows the query dropped, by reason.
+func (q *QueryInfo) Dropped() map[string]int64 {
+	return map[string]int64{"late": q.LateRows, "malformed": q.BadRows}
+}
+
+// EndToEnd is the query's end-to-end latency over every row its sinks
+// wrote, and how many of them were over LATENCY.
+func (q *QueryInfo) EndToEnd() (dataflow.Histogram, int64) { return control.EndToEnd(q.Operators) }
+
+// Summary is the run's summary (`--stats`).
+func (q *QueryInfo) Summary() control.Summary {
+	var elapsed time.Duration
+	if !q.Ended.IsZero() {
+		elapsed = q.Ended.Sub(q.Submitted)
+	}
+	return control.Summarize(control.Run{Operators: q.Operators, ResultRows: q.ResultRows, Dropped: q.Dropped(),
+		LatencySLO: time.Duration(q.LatencySLOMs * float64(time.Millisecond)), Elapsed: elapsed})
 }
 
 // TierBytes sums the bytes the query's links carried between tiers, keyed

@@ -94,13 +94,20 @@ var (
 	descLinkBytes  = prometheus.NewDesc("tierflow_link_bytes_total", "Bytes on the wire of one relay link end (the measured network cost).", []string{"query", "edge", "sender", "receiver", "direction"}, nil)
 	descLinkBatch  = prometheus.NewDesc("tierflow_link_batches_total", "Data batches over one relay link end.", []string{"query", "edge", "sender", "receiver", "direction"}, nil)
 	descLinkStall  = prometheus.NewDesc("tierflow_link_stalled_seconds_total", "Time a relay sender waited for credit (backpressure).", []string{"query", "edge", "sender", "receiver", "direction"}, nil)
+	descEndToEnd   = prometheus.NewDesc("tierflow_sink_end_to_end_seconds", "End-to-end latency of the rows a sink instance wrote, from their ingest time at the source to written.", []string{"query", "operator", "instance", "worker"}, nil)
+	descSLOMiss    = prometheus.NewDesc("tierflow_sink_slo_miss_rows_total", "Rows a sink instance wrote later than the query's LATENCY bound.", []string{"query", "operator", "instance", "worker"}, nil)
 )
+
+// latencyBounds are the end-to-end latency histogram's buckets.
+var latencyBounds = []time.Duration{time.Millisecond, 2 * time.Millisecond, 5 * time.Millisecond, 10 * time.Millisecond,
+	20 * time.Millisecond, 50 * time.Millisecond, 100 * time.Millisecond, 200 * time.Millisecond, 500 * time.Millisecond,
+	time.Second, 2 * time.Second, 5 * time.Second, 10 * time.Second, 30 * time.Second}
 
 // collector reads the tracked queries' meters at scrape time.
 type collector Registry
 
 func (c *collector) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{descRowsIn, descRowsOut, descBatchesIn, descBatchesOut, descQueue, descLinkBytes, descLinkBatch, descLinkStall} {
+	for _, d := range []*prometheus.Desc{descRowsIn, descRowsOut, descBatchesIn, descBatchesOut, descQueue, descLinkBytes, descLinkBatch, descLinkStall, descEndToEnd, descSLOMiss} {
 		ch <- d
 	}
 }
@@ -126,6 +133,15 @@ func (c *collector) Collect(ch chan<- prometheus.Metric) {
 			ch <- prometheus.MustNewConstMetric(descBatchesIn, prometheus.CounterValue, float64(st.BatchesIn), lv...)
 			ch <- prometheus.MustNewConstMetric(descBatchesOut, prometheus.CounterValue, float64(st.BatchesOut), lv...)
 			ch <- prometheus.MustNewConstMetric(descQueue, prometheus.GaugeValue, float64(st.QueueLength), lv...)
+			if h := st.EndToEnd; h.Count > 0 {
+				cum := h.Cumulative(latencyBounds)
+				buckets := make(map[float64]uint64, len(cum))
+				for i, b := range latencyBounds {
+					buckets[b.Seconds()] = cum[i]
+				}
+				ch <- prometheus.MustNewConstHistogram(descEndToEnd, h.Count, float64(h.SumNs)/1e9, buckets, lv...)
+				ch <- prometheus.MustNewConstMetric(descSLOMiss, prometheus.CounterValue, float64(st.SLOMissRows), lv...)
+			}
 		}
 		for _, l := range s.links {
 			lv := []string{s.query, strconv.Itoa(int(l.Link.Edge)), strconv.Itoa(int(l.Link.Sender)), strconv.Itoa(int(l.Link.Receiver)), string(l.Direction)}

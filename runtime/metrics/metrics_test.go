@@ -80,7 +80,7 @@ func TestServeScrape(t *testing.T) {
 	}})
 	g.Connect(src, 0, sink, 0)
 	reg.Instrument(g, "w1")
-	ws, err := dataflow.BuildLocal(g, dataflow.Config{Allocator: mem})
+	ws, err := dataflow.BuildLocal(g, dataflow.Config{Allocator: mem, Latency: true})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -101,6 +101,10 @@ func TestServeScrape(t *testing.T) {
 		`tierflow_operator_rows_in_total{instance="0",operator="count",query="q7",worker="w1"} 30`,
 		`tierflow_operator_batches_out_total{instance="0",operator="gen",query="q7",worker="w1"} 10`,
 		`tierflow_operator_batch_seconds_count{operator="count",query="q7",worker="w1"} 10`,
+		// The sink's end-to-end latency: every row, all within 30 s.
+		`tierflow_sink_end_to_end_seconds_count{instance="0",operator="count",query="q7",worker="w1"} 30`,
+		`tierflow_sink_end_to_end_seconds_bucket{instance="0",operator="count",query="q7",worker="w1",le="30"} 30`,
+		`tierflow_sink_slo_miss_rows_total{instance="0",operator="count",query="q7",worker="w1"} 0`,
 		`go_goroutines`,
 	} {
 		if !strings.Contains(string(body), want) {

@@ -2,7 +2,8 @@
 // (name, tier, location, worker type, CPUs, GPUs, memory), heartbeats,
 // receives its part of each query (the script and the placement), builds the
 // local dataflow with operators/exec, connects it to the other workers through
-// the NATS relay, runs it, reports per-operator statistics and relay meters,
+// the NATS relay, runs it, reports per-operator statistics (end-to-end latency
+// at its sinks included), relay meters and its round trip to the NATS server,
 // and stops cleanly. The protocol is documented in runtime/deploy.
 //
 // worker imports dataflow, operators/exec, relay and runtime/{connectors,
@@ -318,7 +319,7 @@ func (w *Worker) build(req deploy.DeployRequest) error {
 		}
 	}
 	nh := connectors.Hooks{Conn: func() (*nats.Conn, error) { return w.cfg.Conn, nil },
-		Sources: connectors.SourceConfig{Queue: "tierflow-" + req.Query, MaxRows: req.Script.BatchSize, OnError: policy},
+		Sources: connectors.SourceConfig{Queue: "tierflow-" + req.Query, MaxRows: req.Script.BatchSize, MaxDelay: req.Script.SourceMaxDelay, OnError: policy},
 		Sinks:   connectors.SinkConfig{End: true}}
 	// operators/exec closes a catalog sink only in its own Run, which a
 	// worker does not call: the sink is opened lazily (only the worker that
@@ -331,10 +332,12 @@ func (w *Worker) build(req deploy.DeployRequest) error {
 		opened = append(opened, l)
 		return l, nil
 	}
-	eq, _, err := req.Script.Build(nil, eo)
+	eq, plan, err := req.Script.Build(nil, eo)
 	if err != nil {
 		return err
 	}
+	// LATENCY <= x is measured: the sinks here count the rows over it.
+	slo := time.Duration(plan.Objectives.LatencyMs * float64(time.Millisecond))
 	g := eq.Graph()
 	if err := req.Placement.Apply(g); err != nil {
 		return err
@@ -358,10 +361,11 @@ func (w *Worker) build(req deploy.DeployRequest) error {
 		b, _ := json.Marshal(deploy.Enough{Query: req.Query, Worker: w.cfg.Name})
 		_ = w.cfg.Conn.Publish(deploy.QuerySubject(req.Query, "enough."+w.cfg.Name), b)
 	}
-	// An analysed run (EXPLAIN ANALYZE paces its sources) times every
-	// callback; a plain run leaves the clock alone.
+	// Every callback is timed: the coordinator's live estimates (busy
+	// share, model time per batch) are made of it. Against a batch's trip
+	// over NATS its two monotonic clock reads are noise.
 	dw, err := dataflow.NewWorker(g, idx, dataflow.Config{Allocator: mem, Transport: dt, Stop: q.stop, RequestStop: requestStop,
-		Timing: req.Script.Pace != nil})
+		Timing: true, Latency: true, LatencySLO: slo})
 	if err != nil {
 		_ = dt.Close()
 		_ = tr.Close()
@@ -521,6 +525,12 @@ func (w *Worker) status(q *query, state string, stats []dataflow.InstanceStats, 
 
 func (w *Worker) statusErr(q *query, state string, err error, stats []dataflow.InstanceStats, links []relay.LinkStats) {
 	st := deploy.Status{Query: q.id, Worker: w.cfg.Name, State: state, Error: errString(err), ErrorKind: deploy.KindOf(err), Operators: stats, Links: links}
+	if state == deploy.StateRunning {
+		// The coordinator's link RTT estimates add up their ends' round trips.
+		if rtt, err := w.cfg.Conn.RTT(); err == nil {
+			st.RTTNs = int64(rtt)
+		}
+	}
 	if q.sinkHere {
 		st.ResultRows = q.res.rows.Load()
 	}

@@ -13,11 +13,13 @@ import (
 
 	"github.com/tierflow/tierflow/operators/exec"
 	"github.com/tierflow/tierflow/operators/sources"
+	"github.com/tierflow/tierflow/planner/catalog"
 )
 
 // Local is the Engine that runs queries in this process with the operators'
 // local executor (operators/exec). base holds its defaults; a session's SET
-// exec.max_delay, exec.on_error and exec.batch_size override them per query.
+// exec.max_delay, exec.on_error, exec.batch_size and exec.replay override them
+// per query.
 func Local(base exec.Options) Engine { return localEngine{base: base} }
 
 type localEngine struct{ base exec.Options }
@@ -58,6 +60,17 @@ func applyExecSettings(o *exec.Options, settings map[string]string) error {
 				return badf("exec.on_error: %v", err)
 			}
 			o.OnError = p
+		case "exec.replay":
+			on, err := strconv.ParseBool(v)
+			if err != nil {
+				return badf("exec.replay wants true or false, got %q", v)
+			}
+			o.Pace = nil
+			if on {
+				// FROM FILE streams play at their declared RATE, as live
+				// streams (`tierflow run --replay`).
+				o.Pace = func(s *catalog.Stream) sources.Pacing { return sources.Pacing{Rate: s.Rate} }
+			}
 		case "exec.batch_size":
 			n, err := strconv.Atoi(v)
 			if err != nil || n < 1 {

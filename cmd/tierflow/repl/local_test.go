@@ -91,3 +91,25 @@ func TestInterruptCancelsARunningQuery(t *testing.T) {
 		t.Error("Interrupt with nothing running reported a query")
 	}
 }
+
+// SET exec.replay = true plays a FROM FILE stream at its declared RATE: the
+// query takes at least as long as its rows' spacing; a bad value is bad input.
+func TestReplaySetting(t *testing.T) {
+	src := strings.Replace(csvStream(t), "FORMAT CSV;", "FORMAT CSV RATE 100 PER SECOND;", 1)
+	s, out, errw := newTestSession(t, Local(exec.Options{MaxDelay: time.Second}), "csv")
+	start := time.Now()
+	if err := s.RunScript(context.Background(), "t.sql", strings.NewReader(src+"SET exec.replay = true;\nSELECT sensor FROM r;\n")); err != nil {
+		t.Fatalf("%v\n%s", err, errw)
+	}
+	// 50 rows at 100 a second: the last is due 0.49 s after the first.
+	if took := time.Since(start); took < 450*time.Millisecond {
+		t.Errorf("replayed 50 rows at 100/s in %v", took)
+	}
+	if n := strings.Count(out.String(), "\n"); n != 51 {
+		t.Errorf("%d lines out, want a header and 50 rows", n)
+	}
+	err := s.RunScript(context.Background(), "u.sql", strings.NewReader("SET exec.replay = 'often';"))
+	if !IsBadInput(err) || !strings.Contains(errw.String(), "exec.replay") {
+		t.Fatalf("err = %v\n%s", err, errw)
+	}
+}

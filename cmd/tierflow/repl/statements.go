@@ -239,7 +239,7 @@ func (s *Session) set(st *lang.Set) error {
 			return err
 		}
 		o.Optimize.TopoOrders = n
-	case "exec.max_delay", "exec.on_error", "exec.batch_size":
+	case "exec.max_delay", "exec.on_error", "exec.batch_size", "exec.replay":
 		probe := map[string]string{key: val}
 		if err := applyExecSettings(&exec.Options{}, probe); err != nil {
 			return bad("%v", err)
@@ -268,7 +268,7 @@ func (s *Session) settings() map[string]string {
 
 // Settings lists what SET changes, for help and completion.
 func Settings() []string {
-	return []string{"exec.batch_size", "exec.max_delay", "exec.on_error", "planner.accuracy", "planner.beam_ms", "planner.beam_wa", "planner.beam_width",
+	return []string{"exec.batch_size", "exec.max_delay", "exec.on_error", "exec.replay", "planner.accuracy", "planner.beam_ms", "planner.beam_wa", "planner.beam_width",
 		"planner.profile", "planner.seed", "planner.strategy", "planner.throughput",
 		"planner.time_budget", "planner.topo_orders"}
 }

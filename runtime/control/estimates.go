@@ -1,0 +1,217 @@
+package control
+
+import (
+	"sort"
+	"sync"
+	"time"
+
+	"github.com/tierflow/tierflow/dataflow"
+	"github.com/tierflow/tierflow/relay"
+)
+
+// Alpha weighs a new sample in the estimates' exponentially weighted moving
+// averages: 0.3 follows a change within a few reports (a report every half
+// second) without jumping at every uneven one.
+const Alpha = 0.3
+
+// MinInterval is the shortest time between two samples: workers report one
+// by one, and a rate over a few milliseconds is noise.
+const MinInterval = 400 * time.Millisecond
+
+// Estimates are a query's live, smoothed measurements, what a re-planner
+// compares with the plan's assumptions.
+type Estimates struct {
+	// At is when they were last updated; Samples how many samples went in.
+	At        time.Time          `json:"at"`
+	Samples   int                `json:"samples"`
+	Operators []OperatorEstimate `json:"operators"`
+	Links     []LinkEstimate     `json:"links,omitempty"`
+}
+
+// OperatorEstimate is one operator over all its instances.
+type OperatorEstimate struct {
+	OperatorID int    `json:"operator_id"`
+	Operator   string `json:"operator"`
+	// InputRate is rows in per second (a source: rows out); Selectivity rows
+	// out per row in.
+	InputRate   float64 `json:"input_rate"`
+	Selectivity float64 `json:"selectivity"`
+	// BatchRows is rows per arriving batch (a source: per emitted batch).
+	BatchRows float64 `json:"batch_rows"`
+	// ModelMsPerBatch is the mean time of a callback that produced output,
+	// for a model call: its inference per batch (0 for other operators).
+	ModelMsPerBatch float64 `json:"model_ms_per_batch"`
+	// QueueLength is the batches waiting in the instances' inboxes, summed.
+	QueueLength float64 `json:"queue_length"`
+	// Busy is the share of wall time the instances spent in callbacks,
+	// averaged over instances (1: always busy).
+	Busy float64 `json:"busy"`
+}
+
+// LinkEstimate is one relay link between two workers (sender side).
+type LinkEstimate struct {
+	Link relay.LinkID `json:"link"`
+	// From and To are the workers at its ends (when known).
+	From string `json:"from,omitempty"`
+	To   string `json:"to,omitempty"`
+	// BandwidthBps is the bytes per second the link carried; RTTMs the
+	// round trip between its two workers through the NATS server the relay
+	// uses (each worker's measured round trip to the server, added).
+	BandwidthBps float64 `json:"bandwidth_bps"`
+	RTTMs        float64 `json:"rtt_ms"`
+}
+
+// Endpoints names the workers at a link's ends; nil leaves them unnamed.
+type Endpoints func(relay.LinkID) (from, to string)
+
+// Live folds successive snapshots of a query's statistics into Estimates.
+// Safe for concurrent use.
+type Live struct {
+	mu   sync.Mutex
+	prev snapshot
+	est  Estimates
+	ops  map[int]*OperatorEstimate
+	lnk  map[relay.LinkID]*LinkEstimate
+}
+
+type snapshot struct {
+	at    time.Time
+	ops   map[int]opTotals
+	links map[relay.LinkID]uint64
+}
+
+type opTotals struct {
+	name                                 string
+	instances                            int
+	rowsIn, rowsOut, batchesIn, batchOut int64
+	busyNs                               int64
+	lat                                  dataflow.Histogram
+	queue                                int
+	model                                bool
+}
+
+// NewLive starts a query's estimates.
+func NewLive() *Live {
+	return &Live{ops: map[int]*OperatorEstimate{}, lnk: map[relay.LinkID]*LinkEstimate{}}
+}
+
+// Observe takes the query's statistics as of now: every instance's counters
+// (all workers), the links' meters (sender and receiver ends), and each
+// worker's round trip to the NATS server. The first call only sets the
+// baseline; calls closer than MinInterval to the last sample are ignored.
+func (l *Live) Observe(now time.Time, ops []dataflow.InstanceStats, links []relay.LinkStats, rtt map[string]time.Duration, ends Endpoints) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if !l.prev.at.IsZero() && now.Sub(l.prev.at) < MinInterval {
+		return
+	}
+	cur := snapshot{at: now, ops: map[int]opTotals{}, links: map[relay.LinkID]uint64{}}
+	for _, s := range ops {
+		t := cur.ops[s.OperatorID]
+		t.name = s.Operator
+		t.instances++
+		t.rowsIn += s.RowsIn
+		t.rowsOut += s.RowsOut
+		t.batchesIn += s.BatchesIn
+		t.batchOut += s.BatchesOut
+		t.busyNs += s.BusyNs
+		t.lat.Add(s.BatchLatency)
+		t.queue += s.QueueLength
+		t.model = t.model || s.Attributes["variant"] != ""
+		cur.ops[s.OperatorID] = t
+	}
+	for _, s := range links {
+		if s.Direction == relay.Send {
+			cur.links[s.Link] += s.Bytes
+		}
+	}
+	prev := l.prev
+	l.prev = cur
+	if prev.at.IsZero() {
+		return
+	}
+	dt := now.Sub(prev.at).Seconds()
+	l.est.Samples++
+	l.est.At = now
+	for id, c := range cur.ops {
+		p := prev.ops[id]
+		e := l.ops[id]
+		first := e == nil
+		if first {
+			e = &OperatorEstimate{OperatorID: id, Operator: c.name}
+			l.ops[id] = e
+		}
+		in, out := float64(c.rowsIn-p.rowsIn), float64(c.rowsOut-p.rowsOut)
+		batches := float64(c.batchesIn - p.batchesIn)
+		source := c.batchesIn == 0 && c.batchOut > 0
+		if source {
+			in, batches = out, float64(c.batchOut-p.batchOut)
+		}
+		smooth(&e.InputRate, in/dt, first)
+		if in > 0 {
+			smooth(&e.Selectivity, out/in, first || e.Selectivity == 0)
+		}
+		if batches > 0 {
+			smooth(&e.BatchRows, in/batches, first || e.BatchRows == 0)
+		}
+		if c.model {
+			if n := c.lat.Count - p.lat.Count; n > 0 {
+				smooth(&e.ModelMsPerBatch, float64(c.lat.SumNs-p.lat.SumNs)/float64(n)/1e6, first || e.ModelMsPerBatch == 0)
+			}
+		}
+		smooth(&e.QueueLength, float64(c.queue), first)
+		smooth(&e.Busy, float64(c.busyNs-p.busyNs)/1e9/dt/float64(max(c.instances, 1)), first)
+	}
+	for id, b := range cur.links {
+		e := l.lnk[id]
+		first := e == nil
+		if first {
+			e = &LinkEstimate{Link: id}
+			if ends != nil {
+				e.From, e.To = ends(id)
+			}
+			l.lnk[id] = e
+		}
+		smooth(&e.BandwidthBps, float64(b-prev.links[id])/dt, first)
+		if r1, ok1 := rtt[e.From]; ok1 {
+			if r2, ok2 := rtt[e.To]; ok2 {
+				smooth(&e.RTTMs, float64(r1+r2)/float64(time.Millisecond), first || e.RTTMs == 0)
+			}
+		}
+	}
+}
+
+// smooth moves *v toward x by Alpha; the first sample is taken as it is.
+func smooth(v *float64, x float64, first bool) {
+	if first {
+		*v = x
+		return
+	}
+	*v += Alpha * (x - *v)
+}
+
+// Estimates is a copy of the current estimates, operators by id, links by
+// link.
+func (l *Live) Estimates() Estimates {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	out := Estimates{At: l.est.At, Samples: l.est.Samples}
+	for _, e := range l.ops {
+		out.Operators = append(out.Operators, *e)
+	}
+	sort.Slice(out.Operators, func(i, j int) bool { return out.Operators[i].OperatorID < out.Operators[j].OperatorID })
+	for _, e := range l.lnk {
+		out.Links = append(out.Links, *e)
+	}
+	sort.Slice(out.Links, func(i, j int) bool {
+		a, b := out.Links[i].Link, out.Links[j].Link
+		if a.Edge != b.Edge {
+			return a.Edge < b.Edge
+		}
+		if a.Sender != b.Sender {
+			return a.Sender < b.Sender
+		}
+		return a.Receiver < b.Receiver
+	})
+	return out
+}

@@ -1,0 +1,107 @@
+package control
+
+import (
+	"time"
+
+	"github.com/tierflow/tierflow/dataflow"
+)
+
+// Summary is what `tierflow run --stats FILE` and `submit --stats FILE`
+// write when a query ends. The field names are a contract with the scripts
+// that read them.
+type Summary struct {
+	RowsIn  int64 `json:"rows_in"`
+	RowsOut int64 `json:"rows_out"`
+	// Dropped counts the rows the query dropped, by reason (late, malformed,
+	// ...); every reason the runtime counts is present, zeros included.
+	Dropped   map[string]int64 `json:"dropped"`
+	LatencyMs LatencyMs        `json:"latency_ms"`
+	// SLOMissRate is the share of result rows whose end-to-end latency was
+	// over the query's LATENCY bound; nil (null) without one.
+	SLOMissRate *float64   `json:"slo_miss_rate"`
+	Replans     []Replan   `json:"replans"`
+	Recoveries  []Recovery `json:"recoveries"`
+	ElapsedS    float64    `json:"elapsed_s"`
+}
+
+// LatencyMs are end-to-end latency percentiles in milliseconds, over every
+// row the query's sinks wrote.
+type LatencyMs struct {
+	P50 float64 `json:"p50"`
+	P95 float64 `json:"p95"`
+	P99 float64 `json:"p99"`
+}
+
+// Replan is one change of plan while the query ran: from epoch on, the new
+// variant or worker choice replaced the old one.
+type Replan struct {
+	Epoch  uint64 `json:"epoch"`
+	Reason string `json:"reason"`
+	Old    string `json:"old"`
+	New    string `json:"new"`
+}
+
+// Recovery is one lost worker the query survived: it resumed from epoch,
+// and rows flowed again Seconds after the loss was noticed.
+type Recovery struct {
+	Epoch      uint64  `json:"epoch"`
+	LostWorker string  `json:"lost_worker"`
+	Seconds    float64 `json:"seconds"`
+}
+
+// Run is what a Summary is made from: the query's operator statistics (from
+// every worker), the rows its result had, what it dropped, its LATENCY bound
+// (0: none) and how long it ran.
+type Run struct {
+	Operators  []dataflow.InstanceStats
+	ResultRows int64
+	Dropped    map[string]int64
+	LatencySLO time.Duration
+	Elapsed    time.Duration
+}
+
+// EndToEnd merges the end-to-end latency of every sink instance, and counts
+// the rows they wrote over the SLO.
+func EndToEnd(ops []dataflow.InstanceStats) (h dataflow.Histogram, missed int64) {
+	for _, op := range ops {
+		h.Add(op.EndToEnd)
+		missed += op.SLOMissRows
+	}
+	return h, missed
+}
+
+// Percentiles reads p50, p95 and p99 of h in milliseconds.
+func Percentiles(h dataflow.Histogram) LatencyMs {
+	ms := func(q float64) float64 { return float64(h.Quantile(q)) / float64(time.Millisecond) }
+	return LatencyMs{P50: ms(0.50), P95: ms(0.95), P99: ms(0.99)}
+}
+
+// Summarize makes the summary of a run. Rows in are the rows the query's
+// sources produced (operators named "scan ..."); rows out the result's.
+func Summarize(r Run) Summary {
+	s := Summary{RowsOut: r.ResultRows, Dropped: map[string]int64{}, Replans: []Replan{}, Recoveries: []Recovery{},
+		ElapsedS: r.Elapsed.Seconds()}
+	for _, op := range r.Operators {
+		if isSource(op) {
+			s.RowsIn += op.RowsOut
+		}
+	}
+	for k, v := range r.Dropped {
+		s.Dropped[k] = v
+	}
+	h, missed := EndToEnd(r.Operators)
+	s.LatencyMs = Percentiles(h)
+	if r.LatencySLO > 0 {
+		rate := 0.0
+		if h.Count > 0 {
+			rate = float64(missed) / float64(h.Count)
+		}
+		s.SLOMissRate = &rate
+	}
+	return s
+}
+
+// isSource: operators/exec names its source operators "scan <stream>".
+func isSource(op dataflow.InstanceStats) bool {
+	return len(op.Operator) > 5 && op.Operator[:5] == "scan "
+}
