@@ -487,7 +487,7 @@ func (c *Coordinator) place(ctx context.Context, req deploy.SubmitRequest, ws []
 		return nil, script, "", nil, 0, err
 	}
 	if c.cfg.CheckModelArgs != nil {
-		script.CheckModelArgs = c.cfg.CheckModelArgs(script.BaseDir)
+		script.CheckModelArgs = c.cfg.DataRoots.ConfineModelArgs(c.cfg.CheckModelArgs(script.BaseDir), script.BaseDir)
 	}
 	bound, cat, err := script.Bind(nil)
 	if err != nil {

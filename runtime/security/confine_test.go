@@ -203,4 +203,12 @@ func TestConfineModels(t *testing.T) {
 	if real, _ := filepath.EvalSymlinks(filepath.Join(f.root, "m.onnx")); m.Variants[0].File != real {
 		t.Errorf("variant file %s, want the resolved %s", m.Variants[0].File, real)
 	}
+	// The coordinator's binder reads model files to check a call's
+	// arguments: it reads none outside the roots either.
+	checked := 0
+	check := f.roots.ConfineModelArgs(func(*catalog.Model, []arrow.DataType) (int, error) { checked++; return 0, nil }, f.root)
+	evil := &catalog.Model{Name: "m", Variants: []*catalog.Variant{{Name: "v", File: "evil.onnx", Pos: pos}}}
+	if _, err := check(evil, nil); !errors.Is(err, security.ErrConfined) || checked != 0 {
+		t.Errorf("model argument check of a file outside: %v (checker called %d)", err, checked)
+	}
 }

@@ -8,6 +8,8 @@ import (
 
 	"github.com/tierflow/tierflow/dataflow"
 	"github.com/tierflow/tierflow/operators/exec"
+	"github.com/tierflow/tierflow/planner/bind"
+	"github.com/tierflow/tierflow/planner/catalog"
 	"github.com/tierflow/tierflow/planner/logical"
 	"github.com/tierflow/tierflow/runtime/deploy"
 	"github.com/tierflow/tierflow/runtime/inference"
@@ -40,27 +42,52 @@ func (r *Roots) ConfineScript(sc *deploy.Script, eo *exec.Options) error {
 	}
 	if lateral := eo.Lateral; lateral != nil {
 		eo.Lateral = func(n *logical.LateralModel, in *arrow.Schema) (func() (dataflow.Operator, error), *arrow.Schema, error) {
-			// The model is this build's own (bound from the script just
-			// now), so pointing its variants at the checked files changes
-			// no one else's.
-			for _, v := range n.Model.Variants {
-				if v.File == "" {
-					continue
-				}
-				p, err := inference.ModelFile(v, "")
-				if err != nil {
-					return nil, nil, err
-				}
-				real, err := r.Check(abs(p))
-				if err != nil {
-					return nil, nil, fmt.Errorf("%w: model %s variant %s: %w", deploy.ErrInput, n.Model.Name, v.Name, err)
-				}
-				v.File = real
+			if err := r.ConfineModel(n.Model, ""); err != nil {
+				return nil, nil, err
 			}
 			return lateral(n, in)
 		}
 	}
 	return nil
+}
+
+// ConfineModel checks every file of model m's variants (resolved as the
+// model runtime does, base being its base directory) against r and points
+// each variant at its resolved file. The model is the caller's own (bound
+// from the submitted script just now), so no one else's changes.
+func (r *Roots) ConfineModel(m *catalog.Model, base string) error {
+	if r == nil || m == nil {
+		return nil
+	}
+	for _, v := range m.Variants {
+		if v.File == "" {
+			continue
+		}
+		p, err := inference.ModelFile(v, base)
+		if err != nil {
+			return err
+		}
+		real, err := r.Check(abs(p))
+		if err != nil {
+			return fmt.Errorf("%w: model %s variant %s: %w", deploy.ErrInput, m.Name, v.Name, err)
+		}
+		v.File = real
+	}
+	return nil
+}
+
+// ConfineModelArgs wraps the binder's model checker (which reads model
+// files) so that it reads none outside r.
+func (r *Roots) ConfineModelArgs(check bind.ModelArgChecker, base string) bind.ModelArgChecker {
+	if r == nil || check == nil {
+		return check
+	}
+	return func(m *catalog.Model, args []arrow.DataType) (int, error) {
+		if err := r.ConfineModel(m, base); err != nil {
+			return 0, err
+		}
+		return check(m, args)
+	}
 }
 
 func abs(p string) string {
