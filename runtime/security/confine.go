@@ -18,7 +18,8 @@ var ErrConfined = errors.New("outside the worker's data roots")
 // query submitted to the cluster reads and writes files only under them;
 // `tierflow run` on one's own machine has none and keeps its freedom.
 type Roots struct {
-	dirs []string // absolute, symlinks resolved
+	dirs  []string // absolute, symlinks resolved
+	given []string // absolute, as given (a path may name a root by either)
 }
 
 // NewRoots resolves dirs (each must be an existing directory). No dirs
@@ -40,7 +41,7 @@ func NewRoots(dirs []string) (*Roots, error) {
 		if st, err := os.Stat(real); err != nil || !st.IsDir() {
 			return nil, fmt.Errorf("--data-root %s: not a directory", d)
 		}
-		r.dirs = append(r.dirs, real)
+		r.dirs, r.given = append(r.dirs, real), append(r.given, abs)
 	}
 	return r, nil
 }
@@ -69,6 +70,12 @@ func (r *Roots) Check(path string) (string, error) {
 	if !filepath.IsAbs(path) {
 		return "", fmt.Errorf("%w: %s: a relative path that the script's directory does not resolve", ErrConfined, path)
 	}
+	// A path not even named under a root is refused before the file
+	// system is asked anything: the answer must not tell whether a file
+	// outside exists.
+	if !under(append(r.dirs, r.given...), filepath.Clean(path)) {
+		return "", fmt.Errorf("%w: %s is outside %s", ErrConfined, path, strings.Join(r.dirs, ", "))
+	}
 	real, err := filepath.EvalSymlinks(path)
 	if errors.Is(err, fs.ErrNotExist) {
 		// A file to create: its directory must be inside, and the name
@@ -85,13 +92,21 @@ func (r *Roots) Check(path string) (string, error) {
 	if err != nil {
 		return "", fmt.Errorf("%w: %s: %w", ErrConfined, path, err)
 	}
-	for _, d := range r.dirs {
-		if rel, err := filepath.Rel(d, real); err == nil && rel != ".." && !strings.HasPrefix(rel, ".."+string(filepath.Separator)) {
-			return real, nil
-		}
+	if under(r.dirs, real) {
+		return real, nil
 	}
 	if real != path {
 		return "", fmt.Errorf("%w: %s resolves to %s, outside %s", ErrConfined, path, real, strings.Join(r.dirs, ", "))
 	}
 	return "", fmt.Errorf("%w: %s is outside %s", ErrConfined, path, strings.Join(r.dirs, ", "))
+}
+
+// under reports whether path lies in one of dirs.
+func under(dirs []string, path string) bool {
+	for _, d := range dirs {
+		if rel, err := filepath.Rel(d, path); err == nil && rel != ".." && !strings.HasPrefix(rel, ".."+string(filepath.Separator)) {
+			return true
+		}
+	}
+	return false
 }

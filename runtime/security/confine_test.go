@@ -86,6 +86,12 @@ func TestRootsCheck(t *testing.T) {
 			t.Errorf("Check(%s) = %s, want %s", p, got, filepath.Join(real, want))
 		}
 	}
+	// Outside the roots, whether the file exists does not show.
+	_, e1 := f.roots.Check("/etc/passwd")
+	_, e2 := f.roots.Check("/etc/no-such-file")
+	if strings.Replace(e1.Error(), "passwd", "no-such-file", 1) != e2.Error() {
+		t.Errorf("refusals differ for a file that exists and one that does not:\n%v\n%v", e1, e2)
+	}
 	var none *security.Roots
 	if got, err := none.Check("/etc/passwd"); err != nil || got != "/etc/passwd" {
 		t.Errorf("no roots: %s %v, want everything allowed (tierflow run)", got, err)
