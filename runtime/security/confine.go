@@ -110,3 +110,7 @@ func under(dirs []string, path string) bool {
 	}
 	return false
 }
+
+// named reports whether path is named under a root (lexically: no file
+// system access).
+func (r *Roots) named(path string) bool { return under(append(r.Dirs(), r.given...), filepath.Clean(path)) }

@@ -133,6 +133,7 @@ func TestWorkerConfined(t *testing.T) {
 		"symlink escape":      script("passwd.csv"),
 		"symlinked dir":       script("out/secret.csv"),
 		"dot-dot":             script("../outside/secret.csv"),
+		"base dir outside":    {Filename: filepath.Join(f.outside, "q.sql"), BaseDir: f.outside, Source: "CREATE STREAM s (n INT) FROM FILE 'secret.csv' FORMAT CSV;\nSELECT n FROM s;\n"},
 		"dot-dot inside":      script("sub/../good.csv"),
 		"catalog /etc/passwd": {Filename: filepath.Join(f.root, "q.sql"), BaseDir: f.root, Catalog: "/etc/passwd", Source: "CREATE STREAM s (n INT) FROM FILE 'good.csv' FORMAT CSV;\nSELECT n FROM s;\n"},
 	}

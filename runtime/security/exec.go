@@ -3,6 +3,8 @@ package security
 import (
 	"fmt"
 	"path/filepath"
+	"slices"
+	"strings"
 
 	"github.com/apache/arrow/go/v17/arrow"
 
@@ -25,6 +27,15 @@ import (
 func (r *Roots) ConfineScript(sc *deploy.Script, eo *exec.Options) error {
 	if r == nil {
 		return nil
+	}
+	// Relative names resolve against the script's directory, which the
+	// client chose: one outside the roots becomes the first root, so that
+	// resolving never looks at (and tells about) files outside.
+	if sc.BaseDir == "" || !r.named(abs(sc.BaseDir)) {
+		sc.BaseDir = r.dirs[0]
+	}
+	if sc.Filename == "" || !r.named(abs(filepath.Dir(sc.Filename))) {
+		sc.Filename = filepath.Join(sc.BaseDir, filepath.Base(sc.Filename))
 	}
 	if sc.Catalog != "" {
 		real, err := r.Check(abs(sc.Catalog))
@@ -62,6 +73,9 @@ func (r *Roots) ConfineModel(m *catalog.Model, base string) error {
 	for _, v := range m.Variants {
 		if v.File == "" {
 			continue
+		}
+		if slices.Contains(strings.Split(filepath.ToSlash(v.File), "/"), "..") {
+			return fmt.Errorf("%w: model %s variant %s: %w: %s: paths with .. are refused", deploy.ErrInput, m.Name, v.Name, ErrConfined, v.File)
 		}
 		p, err := inference.ModelFile(v, base)
 		if err != nil {
