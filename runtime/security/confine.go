@@ -113,4 +113,6 @@ func under(dirs []string, path string) bool {
 
 // named reports whether path is named under a root (lexically: no file
 // system access).
-func (r *Roots) named(path string) bool { return under(append(r.Dirs(), r.given...), filepath.Clean(path)) }
+func (r *Roots) named(path string) bool {
+	return under(append(r.Dirs(), r.given...), filepath.Clean(path))
+}
