@@ -22,7 +22,7 @@ import (
 )
 
 func newCoordinatorCmd(a *app) *cobra.Command {
-	var metricsAddr, placement string
+	var metricsAddr, placement, namespace string
 	var admins, dataRoots []string
 	var limits deploy.Limits
 	var maxMemory string
@@ -42,6 +42,9 @@ metrics at /metrics.`,
   tierflow coordinator --infra examples/vqa/infra.yaml --metrics :9100`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			if err := checkNamespace(namespace); err != nil {
+				return err
+			}
 			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
 			defer stop()
 			var inf *infra.Infra
@@ -81,7 +84,7 @@ metrics at /metrics.`,
 			}
 			co, err := coordinator.Start(coordinator.Config{Conn: nc, Infra: inf, Catalog: a.g.catalog, Heartbeat: heartbeat, Metrics: reg,
 				Log: slog.New(slog.NewTextHandler(a.err, nil)), Exec: cluster.ExecHooks(nc, a.g.ortLib, nil, 1), Placement: placement,
-				CheckModelArgs: cluster.ModelArgChecks(a.g.ortLib), Admins: admins, DataRoots: roots, Limits: limits})
+				CheckModelArgs: cluster.ModelArgChecks(a.g.ortLib), Namespace: namespace, Admins: admins, DataRoots: roots, Limits: limits})
 			if err != nil {
 				return err
 			}
@@ -94,6 +97,7 @@ metrics at /metrics.`,
 			return nil
 		},
 	}
+	c.Flags().StringVar(&namespace, "namespace", "", "subject namespace of this deployment (default: the shared one)")
 	c.Flags().StringVar(&metricsAddr, "metrics", "", "serve Prometheus metrics on this address (e.g. :9100)")
 	c.Flags().StringVar(&placement, "placement", coordinator.PlaceOptimizer, "how queries are placed: optimizer (the planner's physical plan; default rules when it cannot plan) or rules (sources at their tier, aggregates a tier up, the sink on top)")
 	c.Flags().StringArrayVar(&dataRoots, "data-root", nil, "read the files submitted queries name (to plan them) only under this directory (repeatable), as workers do")

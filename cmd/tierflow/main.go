@@ -13,6 +13,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/tierflow/tierflow/dataflow"
 	"github.com/tierflow/tierflow/relay/natsserver"
 )
 
@@ -83,6 +84,11 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	var se silentExit
 	if errors.As(err, &se) {
 		return se.code
+	}
+	if st := dataflow.PanicStack(err); st != nil {
+		// A bug in an operator failed the query (not the process): its
+		// stack is for the bug report, the error line below for the user.
+		fmt.Fprintf(stderr, "%s\n", st)
 	}
 	fmt.Fprintf(stderr, "tierflow: %v\n", redact(err.Error()))
 	var bi badInputError

@@ -74,6 +74,10 @@ type Options struct {
 	// Placement is the coordinator's placement mode (coordinator.PlaceOptimizer,
 	// the default, or coordinator.PlaceRules).
 	Placement string
+	// Namespace is the deployment's subject namespace (deploy.InNamespace):
+	// two clusters on one NATS server (two `tierflow run --nats URL`) each
+	// take their own and never see the other's workers or queries.
+	Namespace string
 }
 
 // ExecHooks completes executor options for a process on connection nc: the
@@ -174,7 +178,7 @@ func startCore(o *Options) (*Cluster, error) {
 	}
 	co, err := coordinator.Start(coordinator.Config{Conn: nc, Infra: o.Infra, Catalog: o.Catalog, Heartbeat: o.Heartbeat, Metrics: o.Metrics, Log: o.Log,
 		Exec: ExecHooks(nc, o.OrtLib, nil, 1), Placement: o.Placement,
-		CheckModelArgs: ModelArgChecks(o.OrtLib)})
+		CheckModelArgs: ModelArgChecks(o.OrtLib), Namespace: o.Namespace})
 	if err != nil {
 		c.Close()
 		return nil, err
@@ -187,6 +191,7 @@ func startCore(o *Options) (*Cluster, error) {
 	}
 	c.client = coordinator.NewClient(cc)
 	c.client.User = user
+	c.client.Namespace = o.Namespace
 	c.client.Allocator = o.Allocator
 	return c, nil
 }
@@ -212,7 +217,7 @@ func StartEmbedded(ctx context.Context, o Options) (*Cluster, error) {
 		}
 		w, err := worker.Start(ctx, worker.Config{Conn: nc, Name: name, Tier: m.Tier, Location: m.Location, Type: typ,
 			Inventory: &inv, Allocator: o.Allocator, Metrics: o.Metrics, Stdout: o.Stdout, Log: o.Log,
-			Exec: ExecHooks(nc, o.OrtLib, o.ModelLog, CPUShare(m, len(o.Infra.Machines())))})
+			Exec: ExecHooks(nc, o.OrtLib, o.ModelLog, CPUShare(m, len(o.Infra.Machines()))), Namespace: o.Namespace})
 		if err != nil {
 			c.Close()
 			return nil, fmt.Errorf("worker %s: %w", name, err)

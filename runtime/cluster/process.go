@@ -72,6 +72,9 @@ func StartProcesses(ctx context.Context, o ProcessOptions) (*Cluster, error) {
 		if o.OrtLib != "" {
 			args = append(args, "--ort-lib", o.OrtLib)
 		}
+		if o.Namespace != "" {
+			args = append(args, "--namespace", o.Namespace)
+		}
 		if o.Heartbeat > 0 {
 			args = append(args, "--heartbeat", o.Heartbeat.String())
 		}
@@ -83,6 +86,7 @@ func StartProcesses(ctx context.Context, o ProcessOptions) (*Cluster, error) {
 		if auth.Password != "" {
 			cmd.Env = append(cmd.Env, "TIERFLOW_NATS_PASSWORD="+auth.Password)
 		}
+		dieWithParent(cmd)
 		if err := cmd.Start(); err != nil {
 			c.Close()
 			return nil, fmt.Errorf("start worker %s: %w", m.Name, err)

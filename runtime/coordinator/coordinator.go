@@ -31,6 +31,7 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/tierflow/tierflow/dataflow"
 	"github.com/tierflow/tierflow/operators/exec"
 	"github.com/tierflow/tierflow/planner"
 	"github.com/tierflow/tierflow/planner/bind"
@@ -100,6 +101,10 @@ type Config struct {
 	// user's submission past QueriesPerUser and fails a query past its
 	// RunTime; workers enforce MemoryBytes and RowsInFlight.
 	Limits deploy.Limits
+	// Namespace is the deployment's subject namespace (deploy.InNamespace;
+	// "" the default): workers and clients of another namespace on the same
+	// server never reach this coordinator.
+	Namespace string
 }
 
 // Placement modes (Config.Placement).
@@ -163,17 +168,18 @@ func Start(cfg Config) (*Coordinator, error) {
 		subject string
 		h       nats.MsgHandler
 	}{
-		{deploy.RegisterSubject("*"), c.onRegister},
-		{deploy.HeartbeatSubject("*"), c.onHeartbeat},
-		{deploy.SubmitSubject("*"), c.onSubmit},
-		{deploy.SubjectWorkers, func(m *nats.Msg) { reply(m, c.Workers()) }},
-		{deploy.QueriesSubject("*"), func(m *nats.Msg) { reply(m, c.QueriesOf(lastToken(m.Subject))) }},
-		{deploy.StopSubject("*"), c.onStop},
-		{deploy.QuerySubject("*", "status.*"), c.onStatus},
-		{deploy.QuerySubject("*", "enough.*"), c.onEnough},
+		{deploy.InNamespace(c.cfg.Namespace, deploy.RegisterSubject("*")), c.onRegister},
+		{deploy.InNamespace(c.cfg.Namespace, deploy.HeartbeatSubject("*")), c.onHeartbeat},
+		{deploy.InNamespace(c.cfg.Namespace, deploy.SubmitSubject("*")), c.onSubmit},
+		{deploy.InNamespace(c.cfg.Namespace, deploy.SubjectWorkers), func(m *nats.Msg) { reply(m, c.Workers()) }},
+		{deploy.InNamespace(c.cfg.Namespace, deploy.QueriesSubject("*")), func(m *nats.Msg) { reply(m, c.QueriesOf(lastToken(m.Subject))) }},
+		{deploy.InNamespace(c.cfg.Namespace, deploy.StopSubject("*")), c.onStop},
+		{deploy.InNamespace(c.cfg.Namespace, deploy.SubjectQuery), c.onQuery},
+		{deploy.QuerySubject(c.cfg.Namespace, "*", "status.*"), c.onStatus},
+		{deploy.QuerySubject(c.cfg.Namespace, "*", "enough.*"), c.onEnough},
 	}
 	for _, h := range handlers {
-		sub, err := c.nc.Subscribe(h.subject, h.h)
+		sub, err := c.nc.Subscribe(h.subject, c.guard(h.subject, h.h))
 		if err != nil {
 			c.Close()
 			return nil, err
@@ -198,6 +204,22 @@ func reply(m *nats.Msg, v any) {
 	}
 	b, _ := json.Marshal(v)
 	_ = m.Respond(b)
+}
+
+// guard runs a handler so that a panic in it (a submission runs the
+// binder, the optimizer and the executor's builder) is logged and answered
+// as an error, and the coordinator keeps serving.
+func (c *Coordinator) guard(subj string, h nats.MsgHandler) nats.MsgHandler {
+	return func(m *nats.Msg) {
+		defer func() {
+			if p := recover(); p != nil {
+				err := dataflow.Recovered("coordinator on "+m.Subject, p)
+				c.cfg.Log.Error("handler panicked", "subject", subj, "err", err, "stack", string(dataflow.PanicStack(err)))
+				reply(m, deploy.Ack{Error: err.Error()})
+			}
+		}()
+		h(m)
+	}
 }
 
 func (c *Coordinator) onRegister(m *nats.Msg) {
@@ -429,14 +451,14 @@ func (c *Coordinator) Submit(ctx context.Context, req deploy.SubmitRequest) (*de
 	errs := make([]error, len(p.Workers))
 	var wg sync.WaitGroup
 	body, _ := json.Marshal(deploy.DeployRequest{Query: req.Query, Script: script, Placement: *p,
-		Results: deploy.UserSubject(req.Owner, req.Query, "results"), Limits: c.cfg.Limits})
+		Results: deploy.InNamespace(c.cfg.Namespace, deploy.UserSubject(req.Owner, req.Query, "results")), Limits: c.cfg.Limits})
 	for i, name := range p.Workers {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
 			dctx, cancel := context.WithTimeout(ctx, c.cfg.DeployTimeout)
 			defer cancel()
-			msg, err := c.nc.RequestWithContext(dctx, deploy.DeploySubject(req.Query, name), body)
+			msg, err := c.nc.RequestWithContext(dctx, deploy.DeploySubject(c.cfg.Namespace, req.Query, name), body)
 			if err != nil {
 				errs[i] = fmt.Errorf("worker %s: %w", name, err)
 				return
@@ -464,7 +486,7 @@ func (c *Coordinator) Submit(ctx context.Context, req deploy.SubmitRequest) (*de
 	if ended {
 		return nil, fmt.Errorf("%w: %s ended while deploying: %s", ErrDeploy, req.Query, qs.info.Error)
 	}
-	if err := c.nc.Publish(deploy.QuerySubject(req.Query, "start"), nil); err != nil {
+	if err := c.nc.Publish(deploy.QuerySubject(c.cfg.Namespace, req.Query, "start"), nil); err != nil {
 		c.fail(req.Query, err)
 		return nil, err
 	}
@@ -614,13 +636,13 @@ func (c *Coordinator) fail(id string, err error) {
 	info := qs.info
 	c.mu.Unlock()
 	b, _ := json.Marshal(deploy.StopRequest{Query: id, Abort: true})
-	_ = c.nc.Publish(deploy.QuerySubject(id, "stop"), b)
+	_ = c.nc.Publish(deploy.QuerySubject(c.cfg.Namespace, id, "stop"), b)
 	c.done(info)
 }
 
 func (c *Coordinator) done(info deploy.QueryInfo) {
 	b, _ := json.Marshal(info)
-	_ = c.nc.Publish(deploy.UserSubject(info.Owner, info.Query, "done"), b)
+	_ = c.nc.Publish(deploy.InNamespace(c.cfg.Namespace, deploy.UserSubject(info.Owner, info.Query, "done")), b)
 	_ = c.nc.Flush()
 	c.cfg.Log.Info("query ended", "query", info.Query, "state", info.State, "error", info.Error)
 }
@@ -629,7 +651,7 @@ func (c *Coordinator) onStatus(m *nats.Msg) {
 	var st deploy.Status
 	// A worker speaks for its own name and query only (its name is the
 	// subject's last token, which its creds may bind it to).
-	if err := json.Unmarshal(m.Data, &st); err != nil || st.Worker != lastToken(m.Subject) || st.Query != queryOfSubject(m.Subject) {
+	if err := json.Unmarshal(m.Data, &st); err != nil || st.Worker != lastToken(m.Subject) || st.Query != deploy.QueryOf(c.cfg.Namespace, m.Subject) {
 		return
 	}
 	c.mu.Lock()
@@ -641,7 +663,7 @@ func (c *Coordinator) onStatus(m *nats.Msg) {
 	qs.status[st.Worker] = st
 	info := &qs.info
 	info.Operators, info.Links, info.ResultRows = nil, nil, 0
-	info.LateRows, info.BadRows, info.Problems = 0, 0, nil
+	info.LateRows, info.BadRows, info.Problems, info.Dropped = 0, 0, nil, nil
 	info.WorkerStates = map[string]string{}
 	terminal, failed, failedKind, stopped := 0, "", "", false
 	for _, name := range info.Workers {
@@ -655,6 +677,7 @@ func (c *Coordinator) onStatus(m *nats.Msg) {
 		info.ResultRows += s.ResultRows
 		info.LateRows += s.LateRows
 		info.BadRows += s.BadRows
+		info.Dropped = info.Dropped.Merge(s.Dropped)
 		if len(info.Problems) < maxProblems {
 			info.Problems = append(info.Problems, s.Problems[:min(len(s.Problems), maxProblems-len(info.Problems))]...)
 		}
@@ -696,10 +719,25 @@ func (c *Coordinator) onStatus(m *nats.Msg) {
 	if ended != nil {
 		if ended.State == deploy.StateFailed {
 			b, _ := json.Marshal(deploy.StopRequest{Query: ended.Query, Abort: true})
-			_ = c.nc.Publish(deploy.QuerySubject(ended.Query, "stop"), b)
+			_ = c.nc.Publish(deploy.QuerySubject(c.cfg.Namespace, ended.Query, "stop"), b)
 		}
 		c.done(*ended)
 	}
+}
+
+// onQuery answers a client waiting for a query: an empty Ack while the
+// coordinator knows it, an error once it does not (restarted).
+func (c *Coordinator) onQuery(m *nats.Msg) {
+	var req deploy.StopRequest
+	if err := json.Unmarshal(m.Data, &req); err != nil {
+		reply(m, deploy.Ack{Error: "bad query request"})
+		return
+	}
+	if _, ok := c.Query(req.Query); !ok {
+		reply(m, deploy.Ack{Error: fmt.Sprintf("%v: %s", ErrUnknownQuery, req.Query)})
+		return
+	}
+	reply(m, deploy.Ack{})
 }
 
 func (c *Coordinator) onStop(m *nats.Msg) {
@@ -738,7 +776,7 @@ func (c *Coordinator) onEnough(m *nats.Msg) {
 	if json.Unmarshal(m.Data, &e) != nil || e.Worker != lastToken(m.Subject) {
 		return
 	}
-	id := queryOfSubject(m.Subject)
+	id := deploy.QueryOf(c.cfg.Namespace, m.Subject)
 	c.mu.Lock()
 	qs := c.queries[id]
 	ok := qs != nil && qs.info.Ended.IsZero() && slices.Contains(qs.info.Workers, e.Worker)
@@ -746,15 +784,6 @@ func (c *Coordinator) onEnough(m *nats.Msg) {
 	if ok {
 		_ = c.Stop(id, false)
 	}
-}
-
-// queryOfSubject is the <query> of tierflow.q.<query>.<what>.
-func queryOfSubject(subject string) string {
-	parts := strings.Split(subject, ".")
-	if len(parts) < 4 {
-		return ""
-	}
-	return parts[2]
 }
 
 // linkEnds names the workers at a link's ends from the query's placement.
@@ -788,7 +817,7 @@ func (c *Coordinator) Stop(id string, abort bool) error {
 		return fmt.Errorf("%w: %s", ErrUnknownQuery, id)
 	}
 	b, _ := json.Marshal(deploy.StopRequest{Query: id, Abort: abort})
-	return c.nc.Publish(deploy.QuerySubject(id, "stop"), b)
+	return c.nc.Publish(deploy.QuerySubject(c.cfg.Namespace, id, "stop"), b)
 }
 
 // Close stops serving. Running queries keep running on their workers.

@@ -140,7 +140,7 @@ func TestWorkerConfined(t *testing.T) {
 	for name, sc := range bad {
 		// Straight to the worker, as a rogue coordinator would.
 		body, _ := json.Marshal(deploy.DeployRequest{Query: "direct", Script: sc, Placement: deploy.Placement{Query: "direct", Workers: []string{"w1"}}})
-		msg, err := wnc.Request(deploy.DeploySubject("direct", "w1"), body, 5*time.Second)
+		msg, err := wnc.Request(deploy.DeploySubject("", "direct", "w1"), body, 5*time.Second)
 		if err != nil {
 			t.Fatal(err)
 		}

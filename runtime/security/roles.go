@@ -39,8 +39,8 @@ type Perms struct {
 // done messages to clients; and answer requests.
 func Coordinator() Perms {
 	return Perms{
-		PubAllow: []string{deploy.QuerySubject("*", ">"), "tierflow.u.>"},
-		SubAllow: []string{"tierflow.ctl.>", deploy.QuerySubject("*", "status.*"), deploy.QuerySubject("*", "enough.*"),
+		PubAllow: []string{deploy.QuerySubject("", "*", ">"), "tierflow.u.>"},
+		SubAllow: []string{"tierflow.ctl.>", deploy.QuerySubject("", "*", "status.*"), deploy.QuerySubject("", "*", "enough.*"),
 			natsserver.InboxPrefix(RoleCoordinator) + ".>"},
 		Respond: true,
 	}
@@ -64,14 +64,14 @@ func Worker(name, identity string, data []string) Perms {
 		bound = "*"
 	}
 	return Perms{
-		PubAllow: append([]string{deploy.RegisterSubject(bound), deploy.HeartbeatSubject(bound), deploy.QuerySubject("*", "status."+bound),
-			deploy.QuerySubject("*", "enough."+bound), deploy.UserSubject("*", "*", "results"), "tierflow.relay.>"}, data...),
-		PubDeny: []string{deploy.SubmitSubject(">"), deploy.StopSubject(">"), deploy.SubjectWorkers, deploy.QueriesSubject(">"),
-			deploy.QuerySubject("*", "deploy.>"), deploy.QuerySubject("*", "start"), deploy.QuerySubject("*", "stop"),
+		PubAllow: append([]string{deploy.RegisterSubject(bound), deploy.HeartbeatSubject(bound), deploy.QuerySubject("", "*", "status."+bound),
+			deploy.QuerySubject("", "*", "enough."+bound), deploy.UserSubject("*", "*", "results"), "tierflow.relay.>"}, data...),
+		PubDeny: []string{deploy.SubmitSubject(">"), deploy.StopSubject(">"), deploy.SubjectWorkers, deploy.QueriesSubject(">"), deploy.SubjectQuery,
+			deploy.QuerySubject("", "*", "deploy.>"), deploy.QuerySubject("", "*", "start"), deploy.QuerySubject("", "*", "stop"),
 			deploy.UserSubject("*", "*", "done"), "$SYS.>"},
-		SubAllow: append([]string{deploy.DeploySubject("*", bound), deploy.QuerySubject("*", "start"), deploy.QuerySubject("*", "stop"),
+		SubAllow: append([]string{deploy.DeploySubject("", "*", bound), deploy.QuerySubject("", "*", "start"), deploy.QuerySubject("", "*", "stop"),
 			"tierflow.relay.>", natsserver.InboxPrefix(identity) + ".>"}, data...),
-		SubDeny: []string{"tierflow.ctl.>", "tierflow.u.>", deploy.QuerySubject("*", "status.*"), deploy.QuerySubject("*", "enough.*"), "$SYS.>"},
+		SubDeny: []string{"tierflow.ctl.>", "tierflow.u.>", deploy.QuerySubject("", "*", "status.*"), deploy.QuerySubject("", "*", "enough.*"), "$SYS.>"},
 		Respond: true,
 	}
 }
@@ -88,7 +88,7 @@ func Client(user string, data []string) (Perms, error) {
 		return Perms{}, err
 	}
 	return Perms{
-		PubAllow: append([]string{deploy.SubmitSubject(user), deploy.StopSubject(user), deploy.SubjectWorkers, deploy.QueriesSubject(user)}, data...),
+		PubAllow: append([]string{deploy.SubmitSubject(user), deploy.StopSubject(user), deploy.SubjectWorkers, deploy.QueriesSubject(user), deploy.SubjectQuery}, data...),
 		SubAllow: append([]string{natsserver.InboxPrefix(user) + ".>", "tierflow.u." + user + ".>"}, data...),
 	}, nil
 }

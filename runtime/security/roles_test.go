@@ -197,7 +197,7 @@ func TestRolesEnforced(t *testing.T) {
 	wantDenied(t, "worker submit", err)
 	// Nor may it stop a query behind the coordinator's back.
 	wnc, _ := sc.connect(t, sc.auth("worker"))
-	_ = wnc.Publish(deploy.QuerySubject("qa", "stop"), []byte(`{"query":"qa","abort":true}`))
+	_ = wnc.Publish(deploy.QuerySubject("", "qa", "stop"), []byte(`{"query":"qa","abort":true}`))
 	_ = wnc.Flush()
 	if err := wnc.LastError(); !errors.Is(err, nats.ErrPermissionViolation) {
 		t.Errorf("worker publishing a query stop: %v, want a permissions violation", err)
@@ -219,7 +219,7 @@ func TestRolesEnforced(t *testing.T) {
 	wantDenied(t, "bob STOP as alice", bobAsAlice.Stop(ctx, "qa", true))
 	_, err = bobAsAlice.Submit(ctx, liveScript(t), "qb", sinks.NewCSV(&lockedDiscard{}))
 	wantDenied(t, "bob submit as alice", err)
-	for _, subj := range []string{deploy.UserSubject("alice", "qa", "results"), "tierflow.relay.>", deploy.QuerySubject("qa", "deploy.w1"), deploy.SubmitSubject("alice")} {
+	for _, subj := range []string{deploy.UserSubject("alice", "qa", "results"), "tierflow.relay.>", deploy.QuerySubject("", "qa", "deploy.w1"), deploy.SubmitSubject("alice")} {
 		nc, _ := sc.connect(t, sc.auth("bob"))
 		if _, err := nc.SubscribeSync(subj); err != nil {
 			t.Fatal(err)
@@ -245,7 +245,7 @@ func TestRolesEnforced(t *testing.T) {
 		t.Error("w2's creds re-registered w1")
 	}
 	w2nc2, _ := sc.connect(t, sc.auth("w2"))
-	if _, err := w2nc2.SubscribeSync(deploy.DeploySubject("*", "w1")); err != nil {
+	if _, err := w2nc2.SubscribeSync(deploy.DeploySubject("", "*", "w1")); err != nil {
 		t.Fatal(err)
 	}
 	_ = w2nc2.Flush()
