@@ -525,7 +525,7 @@ func (c *Coordinator) place(ctx context.Context, req deploy.SubmitRequest, ws []
 	// The catalog is checked here; the files the compile opens, in
 	// execOptions.
 	if err := c.cfg.DataRoots.ConfineScript(&script, &exec.Options{}); err != nil {
-		return nil, script, "", nil, 0, err
+		return placed{}, err
 	}
 	if c.cfg.CheckModelArgs != nil {
 		script.CheckModelArgs = c.cfg.DataRoots.ConfineModelArgs(c.cfg.CheckModelArgs(script.BaseDir), script.BaseDir)
