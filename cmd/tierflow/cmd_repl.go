@@ -117,7 +117,7 @@ func (e closingEngine) Analyze(ctx context.Context, q repl.Query, st *lang.Expla
 	if inf == nil {
 		inf = cluster.DefaultInfra()
 	}
-	c, err := cluster.StartEmbedded(ctx, cluster.Options{Infra: inf, Catalog: catPath, NATS: e.a.g.nats, OrtLib: e.a.g.ortLib, ModelLog: e.a.err})
+	c, err := cluster.StartEmbedded(ctx, cluster.Options{Infra: inf, Catalog: catPath, NATS: e.a.g.nats, Auth: e.a.natsAuth(), ServerConfig: e.a.g.natsConfig, OrtLib: e.a.g.ortLib, ModelLog: e.a.err})
 	if err != nil {
 		return err
 	}

@@ -302,7 +302,7 @@ func runClusterScript(ctx context.Context, a *app, f runFlags, path, src, base, 
 	// Every run is a deployment of its own: on a shared server (--nats) its
 	// coordinator, workers and queries live in a namespace of their own, so
 	// two runs never take each other's workers or results.
-	opts := cluster.Options{Infra: inf, Catalog: catPath, NATS: a.g.nats, OrtLib: a.g.ortLib, ModelLog: log, Namespace: runNamespace(),
+	opts := cluster.Options{Infra: inf, Catalog: catPath, NATS: a.g.nats, Auth: a.natsAuth(), ServerConfig: a.g.natsConfig, OrtLib: a.g.ortLib, ModelLog: log, Namespace: runNamespace(),
 		Log: slog.New(slog.NewTextHandler(log, &slog.HandlerOptions{Level: slog.LevelWarn}))}
 	mode := "embedded cluster"
 	var c *cluster.Cluster
@@ -323,7 +323,7 @@ func runClusterScript(ctx context.Context, a *app, f runFlags, path, src, base, 
 	for _, m := range inf.Machines() {
 		names = append(names, cluster.WorkerName(m.Name)+" "+m.Tier)
 	}
-	fmt.Fprintf(log, "-- %s: %d workers (%s) on %s\n", mode, len(names), strings.Join(names, ", "), c.URL())
+	fmt.Fprintf(log, "-- %s: %d workers (%s) on %s\n", mode, len(names), strings.Join(names, ", "), redact(c.URL()))
 	so := cluster.ScriptOptions{BaseDir: absBase, Catalog: catPath, NewOutput: newOutput,
 		Stdout: a.out, Log: log, OnError: f.onError, MaxDelay: f.maxDelay, BatchSize: f.batch, Analyze: f.analyze,
 		SourceMaxDelay: f.sourceMaxDelay, Replay: f.replay, Explain: explainInScript(a.out, inf), Print: printListing(a.out, format)}

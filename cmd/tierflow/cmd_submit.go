@@ -10,7 +10,6 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/nats-io/nats.go"
 	"github.com/spf13/cobra"
 
 	"github.com/tierflow/tierflow/lang"
@@ -18,7 +17,6 @@ import (
 	"github.com/tierflow/tierflow/operators/sinks"
 	"github.com/tierflow/tierflow/planner/bind"
 	"github.com/tierflow/tierflow/planner/infra"
-	"github.com/tierflow/tierflow/relay/natsserver"
 	"github.com/tierflow/tierflow/runtime/cluster"
 	"github.com/tierflow/tierflow/runtime/coordinator"
 	"github.com/tierflow/tierflow/runtime/deploy"
@@ -100,12 +98,17 @@ without it the coordinator's totals are used).`,
 			}
 			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
 			defer stop()
-			nc, err := natsserver.Connect(a.g.nats, nats.Name("tierflow-submit"))
+			user, err := a.natsIdentity(a.g.nats)
 			if err != nil {
-				return fmt.Errorf("connect to %s: %w", a.g.nats, err)
+				return err
+			}
+			nc, err := a.connectNATS(a.g.nats, "tierflow-submit")
+			if err != nil {
+				return err
 			}
 			defer nc.Close()
 			client := coordinator.NewClient(nc)
+			client.User = user
 			client.Namespace = namespace
 			for _, what := range plan.shows {
 				switch what {

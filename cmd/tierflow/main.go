@@ -15,6 +15,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/tierflow/tierflow/dataflow"
+	"github.com/tierflow/tierflow/relay/natsserver"
 )
 
 // Exit codes shared by every subcommand.
@@ -32,6 +33,10 @@ type globals struct {
 	nats    string // NATS URL; empty means the embedded server
 	format  string // output format; each command says which it accepts
 	ortLib  string // ONNX Runtime shared library path
+	// auth is how NATS connections prove who they are (natsflags.go);
+	// natsConfig configures an embedded server.
+	auth       natsserver.Auth
+	natsConfig string
 }
 
 // app bundles the streams and global flags that subcommands share, so tests can
@@ -86,7 +91,7 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		// stack is for the bug report, the error line below for the user.
 		fmt.Fprintf(stderr, "%s\n", st)
 	}
-	fmt.Fprintf(stderr, "tierflow: %v\n", err)
+	fmt.Fprintf(stderr, "tierflow: %v\n", redact(err.Error()))
 	var bi badInputError
 	if errors.As(err, &bi) {
 		return exitBadInput
@@ -116,6 +121,7 @@ and streams Arrow batches through the plan.`,
 	pf.StringVar(&a.g.nats, "nats", "", "NATS server URL (default: an embedded in-process server)")
 	pf.StringVar(&a.g.format, "format", "", "output format (each command lists the ones it accepts)")
 	pf.StringVar(&a.g.ortLib, "ort-lib", "", "ONNX Runtime shared library (default: $TIERFLOW_ORT_LIB, then the setup cache)")
+	addNATSFlags(pf, &a.g)
 
 	// One line per subcommand; bench takes its benchmarks as children.
 	root.AddCommand(
@@ -132,6 +138,7 @@ and streams Arrow batches through the plan.`,
 		newSubmitCmd(a),
 		newPublishCmd(a),
 		newProfileCmd(a),
+		newNATSSetupCmd(a),
 	)
 	// The completion scripts write where the command was told to when
 	// they are made: here, so that they go to a's streams.

@@ -352,7 +352,7 @@ func WriteWorkers(w io.Writer, ws []deploy.WorkerInfo) {
 // operator and per link (runtime/control).
 func WriteQueries(w io.Writer, qs []deploy.QueryInfo) {
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "query\tstate\tworkers\trows\tdropped\tp50 ms\tp99 ms\tslo miss\tstarted\terror")
+	fmt.Fprintln(tw, "query\towner\tstate\tworkers\trows\tdropped\tp50 ms\tp99 ms\tslo miss\tstarted\terror")
 	for _, q := range qs {
 		p50, p99, miss, dropped := "-", "-", "-", "-"
 		if len(q.Dropped) > 0 {
@@ -365,7 +365,7 @@ func WriteQueries(w io.Writer, qs []deploy.QueryInfo) {
 				miss = fmt.Sprintf("%.2f%%", 100*float64(missed)/float64(h.Count))
 			}
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%s\t%s\t%s\t%s\t%s\t%s\n", q.Query, q.State, strings.Join(q.Workers, ","), q.ResultRows,
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d\t%s\t%s\t%s\t%s\t%s\t%s\n", q.Query, q.Owner, q.State, strings.Join(q.Workers, ","), q.ResultRows,
 			dropped, p50, p99, miss, q.Submitted.Format(time.TimeOnly), q.Error)
 	}
 	tw.Flush()

@@ -42,9 +42,11 @@ import (
 	"github.com/tierflow/tierflow/planner/optimize"
 	"github.com/tierflow/tierflow/planner/physical"
 	"github.com/tierflow/tierflow/relay"
+	"github.com/tierflow/tierflow/relay/natsserver"
 	"github.com/tierflow/tierflow/runtime/control"
 	"github.com/tierflow/tierflow/runtime/deploy"
 	"github.com/tierflow/tierflow/runtime/metrics"
+	"github.com/tierflow/tierflow/runtime/security"
 )
 
 // Error kinds.
@@ -53,6 +55,9 @@ var (
 	ErrDuplicate    = errors.New("coordinator: query name in use")
 	ErrDeploy       = errors.New("coordinator: deployment failed")
 	ErrUnsupported  = errors.New("not supported yet")
+	// ErrDenied: a client asked for something only a query's owner (or an
+	// admin) may do.
+	ErrDenied = errors.New("coordinator: permission denied")
 )
 
 // Config configures a coordinator.
@@ -88,6 +93,17 @@ type Config struct {
 	// default rules only: sources at their tier, aggregates a tier up, the
 	// sink on top, so data crosses every tier).
 	Placement string
+	// Admins are the identities (deploy.SubmitSubject's <user>) that may
+	// stop any query; everyone else stops only their own.
+	Admins []string
+	// DataRoots confine the files the coordinator reads to plan a query
+	// (catalog, file streams and tables, whose schemas it probes), as a
+	// worker's do; nil: none.
+	DataRoots *security.Roots
+	// Limits bound every query (deploy.Limits): the coordinator refuses a
+	// user's submission past QueriesPerUser and fails a query past its
+	// RunTime; workers enforce MemoryBytes and RowsInFlight.
+	Limits deploy.Limits
 	// Namespace is the deployment's subject namespace (deploy.InNamespace;
 	// "" the default): workers and clients of another namespace on the same
 	// server never reach this coordinator.
@@ -158,14 +174,15 @@ func Start(cfg Config) (*Coordinator, error) {
 		subject string
 		h       nats.MsgHandler
 	}{
-		{deploy.InNamespace(c.cfg.Namespace, deploy.SubjectRegister), c.onRegister},
-		{deploy.InNamespace(c.cfg.Namespace, deploy.SubjectHeartbeat), c.onHeartbeat},
-		{deploy.InNamespace(c.cfg.Namespace, deploy.SubjectSubmit), c.onSubmit},
+		{deploy.InNamespace(c.cfg.Namespace, deploy.RegisterSubject("*")), c.onRegister},
+		{deploy.InNamespace(c.cfg.Namespace, deploy.HeartbeatSubject("*")), c.onHeartbeat},
+		{deploy.InNamespace(c.cfg.Namespace, deploy.SubmitSubject("*")), c.onSubmit},
 		{deploy.InNamespace(c.cfg.Namespace, deploy.SubjectWorkers), func(m *nats.Msg) { reply(m, c.Workers()) }},
-		{deploy.InNamespace(c.cfg.Namespace, deploy.SubjectQueries), func(m *nats.Msg) { reply(m, c.Queries()) }},
-		{deploy.InNamespace(c.cfg.Namespace, deploy.SubjectStop), c.onStop},
+		{deploy.InNamespace(c.cfg.Namespace, deploy.QueriesSubject("*")), func(m *nats.Msg) { reply(m, c.QueriesOf(lastToken(m.Subject))) }},
+		{deploy.InNamespace(c.cfg.Namespace, deploy.StopSubject("*")), c.onStop},
 		{deploy.InNamespace(c.cfg.Namespace, deploy.SubjectQuery), c.onQuery},
-		{deploy.QuerySubject(c.cfg.Namespace, "*", "status"), c.onStatus},
+		{deploy.QuerySubject(c.cfg.Namespace, "*", "status.*"), c.onStatus},
+		{deploy.QuerySubject(c.cfg.Namespace, "*", "enough.*"), c.onEnough},
 	}
 	for _, h := range handlers {
 		sub, err := c.nc.Subscribe(h.subject, c.guard(h.subject, h.h))
@@ -221,6 +238,12 @@ func (c *Coordinator) onRegister(m *nats.Msg) {
 		reply(m, deploy.RegisterReply{Error: err.Error()})
 		return
 	}
+	// The server lets a worker with creds of its own publish on its own
+	// name only: the subject, not the message, says who registers.
+	if tok := lastToken(m.Subject); tok != wi.Name {
+		reply(m, deploy.RegisterReply{Error: fmt.Sprintf("worker %s registering on %s: the names differ", wi.Name, m.Subject)})
+		return
+	}
 	now := time.Now()
 	wi.Registered, wi.LastSeen = now, now
 	c.mu.Lock()
@@ -232,7 +255,7 @@ func (c *Coordinator) onRegister(m *nats.Msg) {
 
 func (c *Coordinator) onHeartbeat(m *nats.Msg) {
 	var hb deploy.Heartbeat
-	if err := json.Unmarshal(m.Data, &hb); err != nil {
+	if err := json.Unmarshal(m.Data, &hb); err != nil || hb.Name != lastToken(m.Subject) {
 		reply(m, deploy.Ack{Error: "bad heartbeat"})
 		return
 	}
@@ -304,6 +327,22 @@ func (c *Coordinator) Queries() []deploy.QueryInfo {
 	return out
 }
 
+// QueriesOf is SHOW QUERIES for user: its own queries, every query for an
+// admin.
+func (c *Coordinator) QueriesOf(user string) []deploy.QueryInfo {
+	all := c.Queries()
+	if slices.Contains(c.cfg.Admins, user) {
+		return all
+	}
+	own := all[:0]
+	for _, q := range all {
+		if q.Owner == user {
+			own = append(own, q)
+		}
+	}
+	return own
+}
+
 // Query returns one query's state.
 func (c *Coordinator) Query(id string) (deploy.QueryInfo, bool) {
 	c.mu.Lock()
@@ -348,12 +387,18 @@ func (c *Coordinator) tiers(ws []deploy.Worker) []string {
 	return append(out, rest...)
 }
 
+// lastToken is the <user> of tierflow.ctl.submit.<user> and the like.
+func lastToken(subject string) string { return subject[strings.LastIndexByte(subject, '.')+1:] }
+
 func (c *Coordinator) onSubmit(m *nats.Msg) {
 	var req deploy.SubmitRequest
 	if err := json.Unmarshal(m.Data, &req); err != nil {
 		reply(m, deploy.SubmitReply{Error: "bad submission: " + err.Error()})
 		return
 	}
+	// The server let this client publish on this subject only: its token
+	// is who submits, whatever the request says.
+	req.Owner = lastToken(m.Subject)
 	p, err := c.Submit(context.Background(), req)
 	if err != nil {
 		reply(m, deploy.SubmitReply{Query: req.Query, Error: err.Error(), ErrorKind: deploy.KindOf(err)})
@@ -369,6 +414,12 @@ func (c *Coordinator) Submit(ctx context.Context, req deploy.SubmitRequest) (*de
 	if err := deploy.ValidName("query", req.Query); err != nil {
 		return nil, err
 	}
+	if req.Owner == "" {
+		req.Owner = natsserver.Anonymous
+	}
+	if err := deploy.ValidName("user", req.Owner); err != nil {
+		return nil, err
+	}
 	if req.Script.Catalog == "" {
 		req.Script.Catalog = c.cfg.Catalog
 	}
@@ -381,7 +432,12 @@ func (c *Coordinator) Submit(ctx context.Context, req deploy.SubmitRequest) (*de
 		c.mu.Unlock()
 		return nil, fmt.Errorf("%w: %s", ErrDuplicate, req.Query)
 	}
-	qs := &queryState{info: deploy.QueryInfo{Query: req.Query, State: deploy.StateDeploying, Submitted: time.Now()}, status: map[string]deploy.Status{},
+	if err := c.admit(req.Owner); err != nil {
+		c.mu.Unlock()
+		c.cfg.Log.Warn("submission refused", "query", req.Query, "user", req.Owner, "err", err)
+		return nil, err
+	}
+	qs := &queryState{info: deploy.QueryInfo{Query: req.Query, Owner: req.Owner, State: deploy.StateDeploying, Submitted: time.Now()}, status: map[string]deploy.Status{},
 		live: control.NewLive(), rtt: map[string]time.Duration{}}
 	c.queries[req.Query] = qs
 	c.order = append(c.order, req.Query)
@@ -402,7 +458,8 @@ func (c *Coordinator) Submit(ctx context.Context, req deploy.SubmitRequest) (*de
 	// no source runs into a worker that could still fail to build.
 	errs := make([]error, len(p.Workers))
 	var wg sync.WaitGroup
-	body, _ := json.Marshal(deploy.DeployRequest{Query: req.Query, Script: script, Placement: *p})
+	body, _ := json.Marshal(deploy.DeployRequest{Query: req.Query, Script: script, Placement: *p,
+		Results: deploy.InNamespace(c.cfg.Namespace, deploy.UserSubject(req.Owner, req.Query, "results")), Limits: c.cfg.Limits})
 	for i, name := range p.Workers {
 		wg.Add(1)
 		go func() {
@@ -441,6 +498,7 @@ func (c *Coordinator) Submit(ctx context.Context, req deploy.SubmitRequest) (*de
 		c.fail(req.Query, err)
 		return nil, err
 	}
+	c.limitRunTime(req.Query)
 	c.cfg.Log.Info("query started", "query", req.Query, "workers", p.Workers)
 	return p, nil
 }
@@ -465,8 +523,13 @@ type placed struct {
 // running queries hold, by runtime/deploy's default rules otherwise.
 func (c *Coordinator) place(ctx context.Context, req deploy.SubmitRequest, ws []deploy.Worker) (placed, error) {
 	script := req.Script
+	// The catalog is checked here; the files the compile opens, in
+	// execOptions.
+	if err := c.cfg.DataRoots.ConfineScript(&script, &exec.Options{}); err != nil {
+		return placed{}, err
+	}
 	if c.cfg.CheckModelArgs != nil {
-		script.CheckModelArgs = c.cfg.CheckModelArgs(script.BaseDir)
+		script.CheckModelArgs = c.cfg.DataRoots.ConfineModelArgs(c.cfg.CheckModelArgs(script.BaseDir), script.BaseDir)
 	}
 	bound, cat, err := script.Bind(nil)
 	if err != nil {
@@ -579,6 +642,8 @@ func (c *Coordinator) execOptions(variants map[string]string) exec.Options {
 	if c.cfg.Exec != nil {
 		c.cfg.Exec(&eo, variants)
 	}
+	// The catalog was checked by place; Catalog is empty here.
+	_ = c.cfg.DataRoots.ConfineScript(&deploy.Script{}, &eo)
 	return eo
 }
 
@@ -661,14 +726,16 @@ func (c *Coordinator) fail(id string, err error) {
 
 func (c *Coordinator) done(info deploy.QueryInfo) {
 	b, _ := json.Marshal(info)
-	_ = c.nc.Publish(deploy.QuerySubject(c.cfg.Namespace, info.Query, "done"), b)
+	_ = c.nc.Publish(deploy.InNamespace(c.cfg.Namespace, deploy.UserSubject(info.Owner, info.Query, "done")), b)
 	_ = c.nc.Flush()
 	c.cfg.Log.Info("query ended", "query", info.Query, "state", info.State, "error", info.Error)
 }
 
 func (c *Coordinator) onStatus(m *nats.Msg) {
 	var st deploy.Status
-	if err := json.Unmarshal(m.Data, &st); err != nil {
+	// A worker speaks for its own name and query only (its name is the
+	// subject's last token, which its creds may bind it to).
+	if err := json.Unmarshal(m.Data, &st); err != nil || st.Worker != lastToken(m.Subject) || st.Query != deploy.QueryOf(c.cfg.Namespace, m.Subject) {
 		return
 	}
 	c.mu.Lock()
@@ -763,11 +830,44 @@ func (c *Coordinator) onStop(m *nats.Msg) {
 		reply(m, deploy.Ack{Error: "bad stop request"})
 		return
 	}
-	if err := c.Stop(req.Query, req.Abort); err != nil {
+	if err := c.StopAs(lastToken(m.Subject), req.Query, req.Abort); err != nil {
 		reply(m, deploy.Ack{Error: err.Error()})
 		return
 	}
 	reply(m, deploy.Ack{})
+}
+
+// StopAs stops a query on behalf of user: its owner or an admin.
+func (c *Coordinator) StopAs(user, id string, abort bool) error {
+	c.mu.Lock()
+	qs := c.queries[id]
+	owner := ""
+	if qs != nil {
+		owner = qs.info.Owner
+	}
+	c.mu.Unlock()
+	if qs != nil && owner != user && !slices.Contains(c.cfg.Admins, user) {
+		c.cfg.Log.Warn("stop refused", "query", id, "user", user, "owner", owner)
+		return fmt.Errorf("%w: %s may not stop query %s (submitted by %s)", ErrDenied, user, id, owner)
+	}
+	return c.Stop(id, abort)
+}
+
+// onEnough stops a query gracefully when one of its workers has all the
+// query needs (a full final LIMIT). Only a worker the query runs on counts.
+func (c *Coordinator) onEnough(m *nats.Msg) {
+	var e deploy.Enough
+	if json.Unmarshal(m.Data, &e) != nil || e.Worker != lastToken(m.Subject) {
+		return
+	}
+	id := deploy.QueryOf(c.cfg.Namespace, m.Subject)
+	c.mu.Lock()
+	qs := c.queries[id]
+	ok := qs != nil && qs.info.Ended.IsZero() && slices.Contains(qs.info.Workers, e.Worker)
+	c.mu.Unlock()
+	if ok {
+		_ = c.Stop(id, false)
+	}
 }
 
 // linkEnds names the workers at a link's ends from the query's placement.
