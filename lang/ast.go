@@ -60,7 +60,7 @@ type CreateStream struct {
 	Pos         lexer.Position
 	IfNotExists bool         `parser:"'CREATE' 'STREAM' @( 'IF' 'NOT' 'EXISTS' )?"`
 	Name        string       `parser:"@( Ident | QIdent )"`
-	Columns     []*ColumnDef `parser:"'(' @@ ( ',' @@ )* ')'"`
+	Columns     []*ColumnDef `parser:"( '(' @@ ( ',' @@ )* ')' )?"` // none: inferred (FROM FILE only)
 	Source      SourceKind   `parser:"'FROM' @( 'NATS' | 'JETSTREAM' | 'FILE' )"`
 	Location    string       `parser:"@String"`
 	Format      DataFormat   `parser:"( 'FORMAT' @( 'ARROW' | 'JSON' | 'CSV' | 'PARQUET' ) )?"`
@@ -156,12 +156,12 @@ func (e *Explain) Target() Statement {
 	return e.Query
 }
 
-// ExplainOption is one KEY value pair of EXPLAIN (FORMAT DOT, STRATEGY beam).
-// Value is kept as written.
+// ExplainOption is one KEY value pair of EXPLAIN (FORMAT DOT, STRATEGY beam),
+// or a bare KEY (FRONTIER) for a flag; Value is kept as written, "" for a flag.
 type ExplainOption struct {
 	Pos   lexer.Position
 	Key   OptionKey `parser:"@( Ident | Keyword )"`
-	Value string    `parser:"@( Ident | QIdent | Int | Float )"`
+	Value string    `parser:"@( Ident | QIdent | Int | Float )?"`
 }
 
 // Show is SHOW MODELS, SHOW WORKERS, ...

@@ -96,7 +96,10 @@ func (p *printer) node(n Node) {
 		p.nl("")
 		p.node(n.Target())
 	case *ExplainOption:
-		p.w(string(n.Key), " ", quoteValue(n.Value))
+		p.w(string(n.Key))
+		if n.Value != "" {
+			p.w(" ", quoteValue(n.Value))
+		}
 	case *CreateModel:
 		p.w("CREATE MODEL ", ifNotExists(n.IfNotExists), quoteIdent(n.Name))
 		if n.Task != "" {
@@ -132,8 +135,11 @@ func (p *printer) node(n Node) {
 			p.optionList(n.Options)
 		}
 	case *CreateStream:
-		p.w("CREATE STREAM ", ifNotExists(n.IfNotExists), quoteIdent(n.Name), " ")
-		p.columns(n.Columns)
+		p.w("CREATE STREAM ", ifNotExists(n.IfNotExists), quoteIdent(n.Name))
+		if n.Columns != nil {
+			p.w(" ")
+			p.columns(n.Columns)
+		}
 		p.nl("  FROM ")
 		p.w(string(n.Source), " ", quoteString(n.Location))
 		p.format(n.Format)

@@ -13,6 +13,8 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/tierflow/tierflow/lang"
+	"github.com/tierflow/tierflow/operators/exec"
+	"github.com/tierflow/tierflow/operators/session"
 	"github.com/tierflow/tierflow/planner"
 	"github.com/tierflow/tierflow/planner/bind"
 	"github.com/tierflow/tierflow/planner/catalog"
@@ -34,6 +36,7 @@ type explainFlags struct {
 	duration   time.Duration
 	rows       int64
 	processes  bool
+	frontier   bool
 }
 
 func newExplainCmd(a *app) *cobra.Command {
@@ -47,8 +50,13 @@ STRATEGY ...) ...): model variant and workers per operator, estimated throughput
 accuracy, compute and network cost per hour, and the optimizer's time.
 
 Objectives come from the query's WITH (ACCURACY >= ..., THROUGHPUT >= ... PER SECOND);
---accuracy and --throughput override them. Without --catalog and --infra, the files
-catalog.yaml and infra.yaml next to the query are used when they exist.
+--accuracy and --throughput override them. WITH (BUDGET <= x PER HOUR) asks for the
+most accurate plan that costs at most x per hour instead of the cheapest one.
+EXPLAIN (FRONTIER) or --frontier prints the accuracy/cost Pareto frontier instead
+of one plan: every plan no other beats on both, as a table and a plot (or JSON). Without --catalog and --infra, the files
+catalog.yaml and infra.yaml next to the query are used when they exist; without
+an infrastructure file, the plan is for run's default one (a worker on each of
+an edge, a hub and a cloud tier).
 Formats (--format): text (default), json (a stable contract), dot (Graphviz).
 
 --analyze runs each query instead, as EXPLAIN ANALYZE does in a script: on an
@@ -62,6 +70,9 @@ same as one object per query.`,
 		Example: `  tierflow explain examples/vqa/query.sql
   tierflow explain --analyze --duration 20s examples/fashion/analyze.sql
   tierflow explain --strategy exhaustive --format json examples/vqa/query.sql
+  tierflow explain examples/vqa/frontier.sql
+  tierflow explain --frontier --format json examples/vqa/query.sql
+  tierflow explain examples/vqa/budget.sql
   tierflow explain --infra examples/setups/vqa-large.yaml --catalog examples/setups/vqa.catalog.yaml examples/setups/vqa.sql`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -81,12 +92,14 @@ same as one object per query.`,
 	fl.Float64Var(&f.accuracy, "accuracy", 0, "minimum accuracy (overrides the query's WITH)")
 	fl.Float64Var(&f.throughput, "throughput", 0, "required throughput in items per second (overrides the query's WITH)")
 	fl.Int64Var(&f.seed, "seed", 0, "seed of the randomised strategies")
+	fl.BoolVar(&f.frontier, "frontier", false, "print the accuracy/cost Pareto frontier (as EXPLAIN (FRONTIER) does) instead of one plan")
 	fl.DurationVar(&f.budget, "time-budget", 0, "time budget of exact searches (default: the optimizer's)")
 	return c
 }
 
 // loadInputs reads the catalog and infrastructure named by the global flags,
-// falling back to catalog.yaml and infra.yaml next to the query.
+// falling back to catalog.yaml and infra.yaml next to the query, then to an
+// empty catalog and run's default infrastructure.
 func loadInputs(a *app, queryPath string) (*catalog.Catalog, *infra.Infra, error) {
 	catPath, infPath := a.g.catalog, a.g.infra
 	dir := filepath.Dir(queryPath)
@@ -108,15 +121,26 @@ func loadInputs(a *app, queryPath string) (*catalog.Catalog, *infra.Infra, error
 		}
 		cat = c
 	}
-	var inf *infra.Infra
-	if infPath != "" {
-		i, err := infra.LoadFile(infPath)
-		if err != nil {
-			return nil, nil, badInput(err)
-		}
-		inf = i
+	inf, err := loadInfra(infPath)
+	if err != nil {
+		return nil, nil, err
 	}
 	return cat, inf, nil
+}
+
+// loadInfra reads the infrastructure file at path; without one, the
+// default that `tierflow run` starts its embedded cluster on (one worker on
+// each of an edge, a hub and a cloud tier), so that explain plans a query
+// on the workers run would run it on.
+func loadInfra(path string) (*infra.Infra, error) {
+	if path == "" {
+		return cluster.DefaultInfra(), nil
+	}
+	inf, err := infra.LoadFile(path)
+	if err != nil {
+		return nil, badInput(err)
+	}
+	return inf, nil
 }
 
 func fileExists(p string) bool {
@@ -147,7 +171,10 @@ func runExplain(cmd *cobra.Command, a *app, f explainFlags, path string) error {
 	}
 	pct, err := planner.ParsePercentile(f.profile)
 	if err != nil {
-		return badInput(err)
+		return badInput(fmt.Errorf("--profile: %w", err))
+	}
+	if _, err := optimize.DefaultRegistry().Lookup(f.strategy); err != nil {
+		return badInput(fmt.Errorf("--strategy: %w", err))
 	}
 	cat, inf, err := loadInputs(a, path)
 	if err != nil {
@@ -163,6 +190,19 @@ func runExplain(cmd *cobra.Command, a *app, f explainFlags, path string) error {
 		return badInput(err)
 	}
 	cat = cat.Clone()
+	if path != "-" {
+		cat.Files = exec.FileSchemas{BaseDir: filepath.Dir(path)}
+	} else {
+		cat.Files = exec.FileSchemas{}
+	}
+	// The flags, then each SET of the script for the statements after it,
+	// as `tierflow run` and the REPL do.
+	settings := session.New()
+	settings.Planner = planner.Options{Strategy: f.strategy, Percentile: pct, Throughput: f.throughput,
+		Optimize: optimizeOptions(f), Frontier: f.frontier}
+	if cmd.Flags().Changed("accuracy") {
+		settings.Planner.Accuracy = &f.accuracy
+	}
 	planned, failed := 0, false
 	for _, st := range script.Statements {
 		if ok, err := bind.Apply(cat, st); ok {
@@ -173,13 +213,15 @@ func runExplain(cmd *cobra.Command, a *app, f explainFlags, path string) error {
 			continue
 		}
 		var target lang.Statement
-		opts := planner.Options{Strategy: f.strategy, Percentile: pct, Throughput: f.throughput,
-			Optimize: optimizeOptions(f)}
-		if cmd.Flags().Changed("accuracy") {
-			opts.Accuracy = &f.accuracy
-		}
+		opts := settings.Planner
 		stFormat := format
 		switch s := st.(type) {
+		case *lang.Set:
+			if err := settings.Set(s); err != nil {
+				fmt.Fprintln(a.err, err)
+				failed = true
+			}
+			continue
 		case *lang.Query, *lang.Insert:
 			target = s
 		case *lang.Explain:
@@ -211,6 +253,12 @@ func runExplain(cmd *cobra.Command, a *app, f explainFlags, path string) error {
 			fmt.Fprintln(a.out)
 		}
 		planned++
+		if res.Frontier != nil {
+			if err := explain.WriteFrontier(a.out, stFormat, res.Frontier); err != nil {
+				return badInput(err)
+			}
+			continue
+		}
 		if err := explain.Write(a.out, stFormat, res.Physical); err != nil {
 			return badInput(err)
 		}
@@ -225,17 +273,20 @@ func runExplain(cmd *cobra.Command, a *app, f explainFlags, path string) error {
 }
 
 // explainInScript is how `tierflow run` answers an EXPLAIN statement: the
-// plan of its query on inf against the catalog as the script has made it.
-func explainInScript(w io.Writer, inf *infra.Infra) func(e *lang.Explain, cat *catalog.Catalog) error {
-	return func(e *lang.Explain, cat *catalog.Catalog) error {
-		pct, _ := planner.ParsePercentile("p75")
-		opts, format := planner.Options{Strategy: planner.DefaultStrategy, Percentile: pct}, "text"
+// plan of its query on inf against the catalog as the script has made it,
+// with the script's SET planner.* options.
+func explainInScript(w io.Writer, inf *infra.Infra) func(e *lang.Explain, cat *catalog.Catalog, opts planner.Options) error {
+	return func(e *lang.Explain, cat *catalog.Catalog, opts planner.Options) error {
+		format := "text"
 		if err := planner.ExplainOptions(e, &opts, &format, nil); err != nil {
 			return badInput(err)
 		}
 		res, err := planner.PlanStatement(context.Background(), e.Target(), cat, inf, opts)
 		if err != nil {
 			return err
+		}
+		if res.Frontier != nil {
+			return explain.WriteFrontier(w, format, res.Frontier)
 		}
 		return explain.Write(w, format, res.Physical)
 	}

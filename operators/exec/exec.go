@@ -75,6 +75,11 @@ type Options struct {
 	// operator that counts correct predictions (rel.LabelMeter, reported in
 	// the instance stats): EXPLAIN ANALYZE's measured accuracy.
 	MeasureLabels bool
+	// Confine, when set, vets every file the query reads or writes (streams
+	// and tables FROM FILE, sinks TO FILE) after its path is resolved: it
+	// returns the path to open, or why the file may not be used. A worker
+	// confines a submitted query to its data roots; a local run sets none.
+	Confine func(path string) (string, error)
 	// Parallelism runs each GROUP BY over plain columns as this many
 	// instances, rows exchanged by a hash of the group keys (data-parallel);
 	// 0 or 1 runs one instance.
@@ -87,7 +92,12 @@ type Stats struct {
 	RowsWritten int64
 	LateRows    int64
 	BadRows     int64
-	Problems    []string // first bad-row messages (file:row: why)
+	// Dropped is every row or message the query dropped, by reason
+	// (dataflow.DropReasons): LateRows are its "late", BadRows its
+	// "malformed", and the rest come from windows (NULL event times) and
+	// sources (slow consumers, oversized messages).
+	Dropped  dataflow.DropCounts
+	Problems []string // first bad-row messages (file:row: why)
 }
 
 // Query is a built dataflow ready to run.
@@ -182,7 +192,7 @@ func (q *Query) Graph() *dataflow.Graph { return q.graph }
 func (q *Query) Run(ctx context.Context) (Stats, error) {
 	err := dataflow.Run(ctx, q.graph, dataflow.Config{Allocator: q.opts.Allocator})
 	for _, w := range q.writers {
-		if cerr := w.Close(); cerr != nil && err == nil {
+		if cerr := sinks.Finish(w, err); cerr != nil && err == nil {
 			err = cerr
 		}
 	}
@@ -195,9 +205,13 @@ func (q *Query) Run(ctx context.Context) (Stats, error) {
 // graph without Run, reports them from here.
 func (q *Query) Stats() Stats {
 	st := Stats{RowsRead: q.report.Rows.Load(), RowsWritten: q.written.Load(), BadRows: q.report.BadRows.Load(), Problems: q.report.Messages()}
+	var nulls int64
 	for _, s := range q.stats {
 		st.LateRows += s.Late.Load()
+		nulls += s.NullTimes.Load()
 	}
+	st.Dropped = q.report.Drops.Snapshot().Merge(dataflow.DropCounts{
+		dataflow.DropLate: st.LateRows, dataflow.DropMalformed: st.BadRows, dataflow.DropNullEventTime: nulls})
 	return st
 }
 
@@ -497,35 +511,18 @@ func declaredSchema(cols []catalog.Column) (*arrow.Schema, error) {
 	return arrow.NewSchema(fs, nil), nil
 }
 
-func formatOf(format, path string) string {
-	if format != "" {
-		return format
-	}
-	switch strings.ToLower(filepath.Ext(path)) {
-	case ".csv":
-		return "csv"
-	case ".json", ".jsonl", ".ndjson":
-		return "json"
-	case ".parquet":
-		return "parquet"
-	case ".arrow", ".ipc", ".feather":
-		return "arrow"
-	}
-	return "csv"
-}
-
 // openReader opens a file source. It is called once at build time to learn the
 // schema and once per run of the source instance.
 func (b *builder) openReader(path, format string, schema *arrow.Schema, table bool, bounds ...sources.Bound) (sources.Reader, error) {
-	switch formatOf(format, path) {
+	switch sources.FormatOf(format, path) {
 	case "csv":
 		return sources.OpenCSV(path, schema, b.opts.BatchSize, b.opts.OnError, b.q.report)
 	case "json":
 		return sources.OpenJSONL(path, schema, b.opts.BatchSize, b.opts.OnError, b.q.report)
 	case "parquet":
-		return sources.OpenParquet(path, schema, b.parquetBatch(table), b.opts.Allocator, bounds...)
+		return sources.OpenParquet(path, schema, b.parquetBatch(table), b.opts.Allocator, b.opts.OnError, b.q.report, bounds...)
 	case "arrow":
-		return sources.OpenIPC(path, schema, b.opts.Allocator)
+		return sources.OpenIPC(path, schema, b.opts.Allocator, b.opts.OnError, b.q.report)
 	}
 	return nil, fmt.Errorf("%w: file format %q", ErrUnsupported, format)
 }
@@ -542,7 +539,14 @@ func (b *builder) scan(n *logical.Scan) (int, *arrow.Schema, error) {
 	} else {
 		path, format, cols, declaredIn = n.Table.Path, n.Table.Format, n.Table.Columns, n.Table.Pos.File
 	}
+	raw := path
 	path = b.path(path, declaredIn)
+	if b.opts.Confine != nil {
+		var err error
+		if path, err = b.opts.Confine(unclean(raw, path)); err != nil {
+			return 0, nil, fmt.Errorf("%s: %s %s: %w", n.Position(), map[bool]string{true: "stream", false: "table"}[isStream], n.Name(), err)
+		}
+	}
 	declared, err := declaredSchema(cols)
 	if err != nil {
 		return 0, nil, fmt.Errorf("%s: %w", n.Position(), err)
@@ -564,7 +568,7 @@ func (b *builder) scan(n *logical.Scan) (int, *arrow.Schema, error) {
 		// rows come late.
 		bounds = b.bounds[n]
 	}
-	if formatOf(format, path) == "parquet" {
+	if sources.FormatOf(format, path) == "parquet" {
 		// Parquet is columnar: read only the columns the query uses.
 		schema, n, et = projectScan(n, schema, et)
 	}
@@ -666,12 +670,18 @@ func (b *builder) sink(n *logical.Sink, at func(error) error) (int, *arrow.Schem
 			return 0, nil, at(err)
 		}
 	case n.Sink.Kind == "file":
-		f, err := os.Create(b.outPath(n.Sink.Target))
+		path := b.outPath(n.Sink.Target)
+		if b.opts.Confine != nil {
+			if path, err = b.opts.Confine(unclean(n.Sink.Target, path)); err != nil {
+				return 0, nil, at(fmt.Errorf("sink %s: %w", n.Sink.Name, err))
+			}
+		}
+		f, err := os.Create(path)
 		if err != nil {
 			return 0, nil, at(err)
 		}
 		b.q.closers = append(b.q.closers, f)
-		if w, err = sinks.New(formatOf(n.Sink.Format, n.Sink.Target), f); err != nil {
+		if w, err = sinks.New(sources.FormatOf(n.Sink.Format, n.Sink.Target), f); err != nil {
 			return 0, nil, at(err)
 		}
 	default:
@@ -692,6 +702,18 @@ func (b *builder) sink(n *logical.Sink, at func(error) error) (int, *arrow.Schem
 	}})
 	b.g.Connect(in, 0, op, 0)
 	return op, schema, nil
+}
+
+// unclean is what Options.Confine vets: the resolved path, or the name as
+// the query wrote it when that climbs with "..", which resolving would
+// have cleaned away (a confined query may not climb at all).
+func unclean(raw, resolved string) string {
+	for _, el := range strings.Split(filepath.ToSlash(raw), "/") {
+		if el == ".." {
+			return raw
+		}
+	}
+	return resolved
 }
 
 func (b *builder) outPath(p string) string {

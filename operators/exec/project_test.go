@@ -120,7 +120,7 @@ func BenchmarkParquetTableBatch(b *testing.B) {
 	for _, batch := range []int{4096, minColumnarBatch} {
 		b.Run(strconv.Itoa(batch), func(b *testing.B) {
 			for i := 0; i < b.N; i++ {
-				r, err := sources.OpenParquet(path, schema, batch, memory.DefaultAllocator)
+				r, err := sources.OpenParquet(path, schema, batch, memory.DefaultAllocator, sources.Fail, nil)
 				if err != nil {
 					b.Fatal(err)
 				}

@@ -53,6 +53,9 @@ type Report struct {
 	Operators []OperatorRow `json:"operators"`
 	Workers   []WorkerRow   `json:"workers"`
 	Links     []LinkRow     `json:"links"`
+	// Dropped is what the run dropped, by reason (dataflow.DropReasons):
+	// measured rates leave these rows out.
+	Dropped dataflow.DropCounts `json:"dropped,omitempty"`
 	// Latency is the end-to-end latency of the result rows (ingest to
 	// written); SLOMs the query's LATENCY bound (0: none) and SLOMissRate
 	// the share of rows over it (nil without one).
@@ -112,6 +115,23 @@ type OperatorRow struct {
 	// that carried a label and those the model got right.
 	Labelled int64 `json:"labelled,omitempty"`
 	Correct  int64 `json:"correct,omitempty"`
+	// Batching is how a model call's batcher cut its model batches (nil
+	// for other operators).
+	Batching *Batching `json:"batching,omitempty"`
+}
+
+// Batching is a model call's measured batching over its instances: model
+// batches run, rows in them, the largest, the batcher's target at the end
+// (the largest over instances), and why each batch was cut: it reached the
+// target size, its oldest row waited the max delay, or the input ended.
+type Batching struct {
+	Batches  int64 `json:"model_batches"`
+	Rows     int64 `json:"model_rows"`
+	MaxRows  int64 `json:"max_rows"`
+	Target   int64 `json:"target"`
+	CutSize  int64 `json:"cut_size"`
+	CutDelay int64 `json:"cut_delay"`
+	CutEnd   int64 `json:"cut_end"`
 }
 
 // WorkerRow is one worker of the query.
@@ -160,7 +180,7 @@ func New(q deploy.QueryInfo, o Options) (*Report, error) {
 	if q.Ended.IsZero() {
 		return nil, fmt.Errorf("analyze: query %s has not ended", q.Query)
 	}
-	r := &Report{Query: q.Query, State: q.State, Planner: q.Planner, Window: q.Ended.Sub(start), Span: dataSpan(q)}
+	r := &Report{Query: q.Query, State: q.State, Planner: q.Planner, Window: q.Ended.Sub(start), Span: dataSpan(q), Dropped: q.Dropped}
 	if r.Span <= 0 {
 		r.Span = r.Window
 	}
@@ -235,6 +255,7 @@ func dataSpan(q deploy.QueryInfo) time.Duration {
 type opStats struct {
 	rowsIn, rowsOut, batches, busy int64
 	labelled, correct              int64
+	batching                       *Batching
 	hist                           dataflow.Histogram
 	instances                      int
 	workers                        map[string]bool
@@ -258,6 +279,19 @@ func (r *Report) operators(q deploy.QueryInfo, est *deploy.Estimate, secs float6
 		m.instances++
 		m.labelled += s.Counters["labelled"]
 		m.correct += s.Counters["correct"]
+		if n, ok := s.Counters["model_batches"]; ok {
+			if m.batching == nil {
+				m.batching = &Batching{}
+			}
+			b, c := m.batching, s.Counters
+			b.Batches += n
+			b.Rows += c["model_rows"]
+			b.MaxRows = max(b.MaxRows, c["model_batch_max"])
+			b.Target = max(b.Target, c["batch_target"])
+			b.CutSize += c["cut_size"]
+			b.CutDelay += c["cut_delay"]
+			b.CutEnd += c["cut_flush"]
+		}
 		if v := s.Attributes["variant"]; v != "" && !contains(m.variants, v) {
 			m.variants = append(m.variants, v)
 		}
@@ -275,7 +309,7 @@ func (r *Report) operators(q deploy.QueryInfo, est *deploy.Estimate, secs float6
 			m = &opStats{workers: map[string]bool{}}
 		}
 		row := OperatorRow{ID: id, Name: op.Name, Stage: op.Stage, Tier: op.Tier, RowsIn: m.rowsIn, RowsOut: m.rowsOut, Batches: m.batches,
-			Labelled: m.labelled, Correct: m.correct,
+			Labelled: m.labelled, Correct: m.correct, Batching: m.batching,
 			Measured: float64(m.rowsIn) / secs,
 			P50:      ms(m.hist.Quantile(0.5)), P90: ms(m.hist.Quantile(0.9)), P99: ms(m.hist.Quantile(0.99))}
 		if m.instances > 0 {

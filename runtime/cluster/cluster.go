@@ -50,6 +50,13 @@ type Options struct {
 	Catalog string
 	// NATS is an external server's URL; empty starts one in-process.
 	NATS string
+	// Auth are the credentials every connection of the cluster presents
+	// (coordinator, workers, client): one identity, so it needs the
+	// permissions of all three roles.
+	Auth natsserver.Auth
+	// ServerConfig is a nats-server configuration file for the in-process
+	// server (when NATS is empty).
+	ServerConfig string
 	// Allocator for every worker's records (default memory.DefaultAllocator).
 	Allocator memory.Allocator
 	// Heartbeat interval of the workers (default 1s).
@@ -67,6 +74,10 @@ type Options struct {
 	// Placement is the coordinator's placement mode (coordinator.PlaceOptimizer,
 	// the default, or coordinator.PlaceRules).
 	Placement string
+	// Namespace is the deployment's subject namespace (deploy.InNamespace):
+	// two clusters on one NATS server (two `tierflow run --nats URL`) each
+	// take their own and never see the other's workers or queries.
+	Namespace string
 }
 
 // ExecHooks completes executor options for a process on connection nc: the
@@ -106,6 +117,7 @@ type Cluster struct {
 	server      *natsserver.Server
 	storeDir    string
 	url         string
+	auth        natsserver.Auth
 	conns       []*nats.Conn
 	Coordinator *coordinator.Coordinator
 	Workers     []*worker.Worker
@@ -140,7 +152,11 @@ func startCore(o *Options) (*Cluster, error) {
 	if o.Heartbeat <= 0 {
 		o.Heartbeat = time.Second
 	}
-	c := &Cluster{url: o.NATS, ortLib: o.OrtLib, modelLog: o.ModelLog, infra: o.Infra}
+	c := &Cluster{url: o.NATS, auth: o.Auth, ortLib: o.OrtLib, modelLog: o.ModelLog, infra: o.Infra}
+	user, err := o.Auth.Identity(o.NATS)
+	if err != nil {
+		return nil, err
+	}
 	if c.url == "" {
 		// JetStream too, so streams FROM JETSTREAM and sinks TO JETSTREAM
 		// work against the one server the cluster runs.
@@ -148,7 +164,7 @@ func startCore(o *Options) (*Cluster, error) {
 		if err != nil {
 			return nil, err
 		}
-		srv, err := natsserver.Start(natsserver.Options{JetStream: true, StoreDir: dir})
+		srv, err := natsserver.Start(natsserver.Options{JetStream: true, StoreDir: dir, ConfigFile: o.ServerConfig})
 		if err != nil {
 			os.RemoveAll(dir)
 			return nil, err
@@ -162,7 +178,7 @@ func startCore(o *Options) (*Cluster, error) {
 	}
 	co, err := coordinator.Start(coordinator.Config{Conn: nc, Infra: o.Infra, Catalog: o.Catalog, Heartbeat: o.Heartbeat, Metrics: o.Metrics, Log: o.Log,
 		Exec: ExecHooks(nc, o.OrtLib, nil, 1), Placement: o.Placement,
-		CheckModelArgs: ModelArgChecks(o.OrtLib)})
+		CheckModelArgs: ModelArgChecks(o.OrtLib), Namespace: o.Namespace})
 	if err != nil {
 		c.Close()
 		return nil, err
@@ -174,6 +190,8 @@ func startCore(o *Options) (*Cluster, error) {
 		return nil, err
 	}
 	c.client = coordinator.NewClient(cc)
+	c.client.User = user
+	c.client.Namespace = o.Namespace
 	c.client.Allocator = o.Allocator
 	return c, nil
 }
@@ -199,7 +217,7 @@ func StartEmbedded(ctx context.Context, o Options) (*Cluster, error) {
 		}
 		w, err := worker.Start(ctx, worker.Config{Conn: nc, Name: name, Tier: m.Tier, Location: m.Location, Type: typ,
 			Inventory: &inv, Allocator: o.Allocator, Metrics: o.Metrics, Stdout: o.Stdout, Log: o.Log,
-			Exec: ExecHooks(nc, o.OrtLib, o.ModelLog, CPUShare(m, len(o.Infra.Machines())))})
+			Exec: ExecHooks(nc, o.OrtLib, o.ModelLog, CPUShare(m, len(o.Infra.Machines()))), Namespace: o.Namespace})
 		if err != nil {
 			c.Close()
 			return nil, fmt.Errorf("worker %s: %w", name, err)
@@ -210,7 +228,11 @@ func StartEmbedded(ctx context.Context, o Options) (*Cluster, error) {
 }
 
 func (c *Cluster) connect(name string) (*nats.Conn, error) {
-	nc, err := natsserver.Connect(c.url, nats.Name(name))
+	opts, err := c.auth.Options(c.url)
+	if err != nil {
+		return nil, err
+	}
+	nc, err := natsserver.Connect(c.url, append(opts, nats.Name(name))...)
 	if err != nil {
 		return nil, err
 	}

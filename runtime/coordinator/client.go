@@ -15,6 +15,8 @@ import (
 
 	"github.com/tierflow/tierflow/operators/sinks"
 	"github.com/tierflow/tierflow/relay/frame"
+	"github.com/tierflow/tierflow/relay/natsserver"
+	"github.com/tierflow/tierflow/runtime/connectors"
 	"github.com/tierflow/tierflow/runtime/deploy"
 )
 
@@ -22,19 +24,57 @@ import (
 // or the failing worker's message.
 var ErrQuery = errors.New("query failed")
 
+// ErrCoordinatorLost: the coordinator stopped answering (or forgot the
+// query) while a client waited for it.
+var ErrCoordinatorLost = errors.New("coordinator lost")
+
 // Client talks to a coordinator over NATS: submit a script and stream its
 // results back, list workers and queries, stop queries.
 type Client struct {
 	nc *nats.Conn
+	// User is who the client is on the control subjects: its NATS
+	// identity (natsserver.Auth.Identity; default natsserver.Anonymous).
+	// The server's permissions decide whether it may act as User.
+	User string
 	// Timeout bounds each control request (default 30s: a submission waits
 	// for every worker to build its part).
 	Timeout time.Duration
 	// Allocator holds decoded result batches (default memory.DefaultAllocator).
 	Allocator memory.Allocator
+	// Heartbeat is how often Submit checks that the coordinator still
+	// knows its query (default 1s); after lostAfter checks in a row
+	// without an answer it gives up with ErrCoordinatorLost.
+	Heartbeat time.Duration
+	// Namespace is the coordinator's subject namespace ("" the default).
+	Namespace string
 }
 
+// lostAfter is how many liveness checks in a row may go unanswered.
+const lostAfter = 3
+
 // NewClient makes a client on nc.
-func NewClient(nc *nats.Conn) *Client { return &Client{nc: nc, Timeout: 30 * time.Second} }
+func NewClient(nc *nats.Conn) *Client {
+	return &Client{nc: nc, User: natsserver.Anonymous, Timeout: 30 * time.Second, Heartbeat: time.Second}
+}
+
+// alive asks the coordinator whether it still knows query: nil if so,
+// ErrCoordinatorLost wrapped with why not if it answered that it does not,
+// another error if it did not answer.
+func (c *Client) alive(query string, timeout time.Duration) error {
+	body, _ := json.Marshal(deploy.StopRequest{Query: query})
+	msg, err := c.nc.Request(deploy.InNamespace(c.Namespace, deploy.SubjectQuery), body, timeout)
+	if err != nil {
+		return err
+	}
+	var ack deploy.Ack
+	if err := json.Unmarshal(msg.Data, &ack); err != nil {
+		return err
+	}
+	if ack.Error != "" {
+		return fmt.Errorf("%w: %s", ErrCoordinatorLost, ack.Error)
+	}
+	return nil
+}
 
 func (c *Client) request(ctx context.Context, subject string, req, rep any) error {
 	body, err := json.Marshal(req)
@@ -43,7 +83,10 @@ func (c *Client) request(ctx context.Context, subject string, req, rep any) erro
 	}
 	ctx, cancel := context.WithTimeout(ctx, c.Timeout)
 	defer cancel()
-	msg, err := c.nc.RequestWithContext(ctx, subject, body)
+	msg, err := requestChecked(ctx, c.nc, subject, body)
+	if errors.Is(err, nats.ErrPermissionViolation) || errors.Is(err, nats.ErrAuthorization) {
+		return fmt.Errorf("%w: %s as %s: %w", ErrDenied, subject, c.User, err)
+	}
 	if errors.Is(err, nats.ErrNoResponders) {
 		return fmt.Errorf("no coordinator is listening on %s (start one with `tierflow coordinator`): %w", subject, err)
 	}
@@ -56,19 +99,20 @@ func (c *Client) request(ctx context.Context, subject string, req, rep any) erro
 // Workers lists the registered workers (SHOW WORKERS).
 func (c *Client) Workers(ctx context.Context) ([]deploy.WorkerInfo, error) {
 	var out []deploy.WorkerInfo
-	return out, c.request(ctx, deploy.SubjectWorkers, struct{}{}, &out)
+	return out, c.request(ctx, deploy.InNamespace(c.Namespace, deploy.SubjectWorkers), struct{}{}, &out)
 }
 
-// Queries lists the coordinator's queries (SHOW QUERIES).
+// Queries lists the client's queries (SHOW QUERIES), or every query when
+// the client is one of the coordinator's admins.
 func (c *Client) Queries(ctx context.Context) ([]deploy.QueryInfo, error) {
 	var out []deploy.QueryInfo
-	return out, c.request(ctx, deploy.SubjectQueries, struct{}{}, &out)
+	return out, c.request(ctx, deploy.InNamespace(c.Namespace, deploy.QueriesSubject(c.User)), struct{}{}, &out)
 }
 
 // Stop stops a query (STOP QUERY), gracefully unless abort.
 func (c *Client) Stop(ctx context.Context, query string, abort bool) error {
 	var ack deploy.Ack
-	if err := c.request(ctx, deploy.SubjectStop, deploy.StopRequest{Query: query, Abort: abort}, &ack); err != nil {
+	if err := c.request(ctx, deploy.InNamespace(c.Namespace, deploy.StopSubject(c.User)), deploy.StopRequest{Query: query, Abort: abort}, &ack); err != nil {
 		return err
 	}
 	if ack.Error != "" {
@@ -100,25 +144,39 @@ func (c *Client) Submit(ctx context.Context, script deploy.Script, name string, 
 	if mem == nil {
 		mem = memory.DefaultAllocator
 	}
-	resultsSubj, doneSubj := deploy.QuerySubject(name, "results"), deploy.QuerySubject(name, "done")
-	// One channel for both subjects keeps their order: results, then done.
+	resultsSubj := deploy.InNamespace(c.Namespace, deploy.UserSubject(c.User, name, "results"))
+	doneSubj := deploy.InNamespace(c.Namespace, deploy.UserSubject(c.User, name, "done"))
+	// One subscription over the query's subjects keeps the order the
+	// messages came in: results, then done. A channel subscription would
+	// drop what does not fit its channel (a slow consumer): a client slower
+	// than the workers would lose result rows and the end markers. Instead
+	// the handler waits for room, and meanwhile the client library buffers
+	// without a limit (pending limits off): the workers publish a query's
+	// results once, at most what it returns. The subjects are the
+	// submitter's own (tierflow.u.<user>): no one else may read them.
 	ch := make(chan *nats.Msg, 1024)
-	rs, err := c.nc.ChanSubscribe(resultsSubj, ch)
+	quit := make(chan struct{})
+	defer close(quit)
+	allSubj := deploy.InNamespace(c.Namespace, deploy.UserSubject(c.User, name, "*"))
+	sub, err := c.nc.Subscribe(allSubj, func(m *nats.Msg) {
+		if m.Subject != resultsSubj && m.Subject != doneSubj {
+			return // the workers' status, start and stop
+		}
+		select {
+		case ch <- m:
+		case <-quit:
+		}
+	})
 	if err != nil {
 		return deploy.QueryInfo{}, err
 	}
-	defer rs.Unsubscribe()
-	_ = rs.SetPendingLimits(-1, -1)
-	ds, err := c.nc.ChanSubscribe(doneSubj, ch)
-	if err != nil {
-		return deploy.QueryInfo{}, err
-	}
-	defer ds.Unsubscribe()
-	if err := c.nc.Flush(); err != nil {
+	defer sub.Unsubscribe()
+	_ = sub.SetPendingLimits(-1, -1)
+	if err := checkSubscribed(c.nc, allSubj); err != nil {
 		return deploy.QueryInfo{}, err
 	}
 	var rep deploy.SubmitReply
-	if err := c.request(ctx, deploy.SubjectSubmit, deploy.SubmitRequest{Query: name, Script: script}, &rep); err != nil {
+	if err := c.request(ctx, deploy.InNamespace(c.Namespace, deploy.SubmitSubject(c.User)), deploy.SubmitRequest{Query: name, Script: script}, &rep); err != nil {
 		return deploy.QueryInfo{Query: name}, err
 	}
 	if rep.Error != "" {
@@ -148,8 +206,38 @@ func (c *Client) Submit(ctx context.Context, script deploy.Script, name string, 
 		grace    <-chan time.Time
 	)
 	ctxDone := ctx.Done()
+	// The coordinator's done message is what ends the wait: if the
+	// coordinator dies, it never comes. Check on it every heartbeat, off
+	// this loop so results keep flowing.
+	hb := c.Heartbeat
+	if hb <= 0 {
+		hb = time.Second
+	}
+	beat := time.NewTicker(hb)
+	defer beat.Stop()
+	checks := make(chan error, 1)
+	checking, misses := false, 0
+	var asm connectors.Assembler
 	for !(done && (ends >= sinksExpected || info.State != deploy.StateFinished)) {
 		select {
+		case <-beat.C:
+			if !checking && !done {
+				checking = true
+				go func() { checks <- c.alive(name, hb) }()
+			}
+		case err := <-checks:
+			checking = false
+			switch {
+			case err == nil:
+				misses = 0
+			case errors.Is(err, ErrCoordinatorLost):
+				return info, fmt.Errorf("%w: %w (was it restarted?)", ErrQuery, err)
+			default:
+				if misses++; misses >= lostAfter {
+					return info, fmt.Errorf("%w: %w: query %s: no answer from a coordinator on %s for %d heartbeats of %s (%v); the query's state is unknown",
+						ErrQuery, ErrCoordinatorLost, name, c.nc.ConnectedUrlRedacted(), lostAfter, hb, err)
+				}
+			}
 		case m := <-ch:
 			switch {
 			case m.Subject == doneSubj:
@@ -165,7 +253,25 @@ func (c *Client) Submit(ctx context.Context, script deploy.Script, name string, 
 			case m.Header.Get(deploy.HeaderEnd) != "":
 				ends++
 			default:
-				rec, err := frame.DecodeRecord(m.Data, mem)
+				if done && !stopping {
+					// Results still coming after the done message (a
+					// slow writer drains the buffer): the grace runs from
+					// the last of them.
+					grace = time.After(5 * time.Second)
+				}
+				data := m.Data
+				if m.Header.Get(connectors.ChunkHeader) != "" {
+					// One row over the max payload, in chunks.
+					whole, complete, err := asm.Add(m.Header, m.Data)
+					if err != nil {
+						return info, fmt.Errorf("results of %s: %w", name, err)
+					}
+					if !complete {
+						continue
+					}
+					data = whole
+				}
+				rec, err := frame.DecodeRecord(data, mem)
 				if err != nil {
 					return info, fmt.Errorf("results of %s: %w", name, err)
 				}

@@ -31,16 +31,22 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/tierflow/tierflow/dataflow"
 	"github.com/tierflow/tierflow/operators/exec"
+	"github.com/tierflow/tierflow/operators/session"
 	"github.com/tierflow/tierflow/planner"
 	"github.com/tierflow/tierflow/planner/bind"
 	"github.com/tierflow/tierflow/planner/catalog"
 	"github.com/tierflow/tierflow/planner/infra"
 	"github.com/tierflow/tierflow/planner/logical"
+	"github.com/tierflow/tierflow/planner/optimize"
+	"github.com/tierflow/tierflow/planner/physical"
 	"github.com/tierflow/tierflow/relay"
+	"github.com/tierflow/tierflow/relay/natsserver"
 	"github.com/tierflow/tierflow/runtime/control"
 	"github.com/tierflow/tierflow/runtime/deploy"
 	"github.com/tierflow/tierflow/runtime/metrics"
+	"github.com/tierflow/tierflow/runtime/security"
 )
 
 // Error kinds.
@@ -49,6 +55,9 @@ var (
 	ErrDuplicate    = errors.New("coordinator: query name in use")
 	ErrDeploy       = errors.New("coordinator: deployment failed")
 	ErrUnsupported  = errors.New("not supported yet")
+	// ErrDenied: a client asked for something only a query's owner (or an
+	// admin) may do.
+	ErrDenied = errors.New("coordinator: permission denied")
 )
 
 // Config configures a coordinator.
@@ -84,6 +93,21 @@ type Config struct {
 	// default rules only: sources at their tier, aggregates a tier up, the
 	// sink on top, so data crosses every tier).
 	Placement string
+	// Admins are the identities (deploy.SubmitSubject's <user>) that may
+	// stop any query; everyone else stops only their own.
+	Admins []string
+	// DataRoots confine the files the coordinator reads to plan a query
+	// (catalog, file streams and tables, whose schemas it probes), as a
+	// worker's do; nil: none.
+	DataRoots *security.Roots
+	// Limits bound every query (deploy.Limits): the coordinator refuses a
+	// user's submission past QueriesPerUser and fails a query past its
+	// RunTime; workers enforce MemoryBytes and RowsInFlight.
+	Limits deploy.Limits
+	// Namespace is the deployment's subject namespace (deploy.InNamespace;
+	// "" the default): workers and clients of another namespace on the same
+	// server never reach this coordinator.
+	Namespace string
 }
 
 // Placement modes (Config.Placement).
@@ -114,6 +138,9 @@ type queryState struct {
 	// each worker's last measured round trip to the NATS server.
 	live *control.Live
 	rtt  map[string]time.Duration
+	// plan is the optimizer's plan while the query deploys or runs: the
+	// capacity it holds on its workers, which later queries plan around.
+	plan *physical.Plan
 }
 
 // Start subscribes the coordinator to the control subjects.
@@ -147,16 +174,18 @@ func Start(cfg Config) (*Coordinator, error) {
 		subject string
 		h       nats.MsgHandler
 	}{
-		{deploy.SubjectRegister, c.onRegister},
-		{deploy.SubjectHeartbeat, c.onHeartbeat},
-		{deploy.SubjectSubmit, c.onSubmit},
-		{deploy.SubjectWorkers, func(m *nats.Msg) { reply(m, c.Workers()) }},
-		{deploy.SubjectQueries, func(m *nats.Msg) { reply(m, c.Queries()) }},
-		{deploy.SubjectStop, c.onStop},
-		{deploy.QuerySubject("*", "status"), c.onStatus},
+		{deploy.InNamespace(c.cfg.Namespace, deploy.RegisterSubject("*")), c.onRegister},
+		{deploy.InNamespace(c.cfg.Namespace, deploy.HeartbeatSubject("*")), c.onHeartbeat},
+		{deploy.InNamespace(c.cfg.Namespace, deploy.SubmitSubject("*")), c.onSubmit},
+		{deploy.InNamespace(c.cfg.Namespace, deploy.SubjectWorkers), func(m *nats.Msg) { reply(m, c.Workers()) }},
+		{deploy.InNamespace(c.cfg.Namespace, deploy.QueriesSubject("*")), func(m *nats.Msg) { reply(m, c.QueriesOf(lastToken(m.Subject))) }},
+		{deploy.InNamespace(c.cfg.Namespace, deploy.StopSubject("*")), c.onStop},
+		{deploy.InNamespace(c.cfg.Namespace, deploy.SubjectQuery), c.onQuery},
+		{deploy.QuerySubject(c.cfg.Namespace, "*", "status.*"), c.onStatus},
+		{deploy.QuerySubject(c.cfg.Namespace, "*", "enough.*"), c.onEnough},
 	}
 	for _, h := range handlers {
-		sub, err := c.nc.Subscribe(h.subject, h.h)
+		sub, err := c.nc.Subscribe(h.subject, c.guard(h.subject, h.h))
 		if err != nil {
 			c.Close()
 			return nil, err
@@ -183,6 +212,22 @@ func reply(m *nats.Msg, v any) {
 	_ = m.Respond(b)
 }
 
+// guard runs a handler so that a panic in it (a submission runs the
+// binder, the optimizer and the executor's builder) is logged and answered
+// as an error, and the coordinator keeps serving.
+func (c *Coordinator) guard(subj string, h nats.MsgHandler) nats.MsgHandler {
+	return func(m *nats.Msg) {
+		defer func() {
+			if p := recover(); p != nil {
+				err := dataflow.Recovered("coordinator on "+m.Subject, p)
+				c.cfg.Log.Error("handler panicked", "subject", subj, "err", err, "stack", string(dataflow.PanicStack(err)))
+				reply(m, deploy.Ack{Error: err.Error()})
+			}
+		}()
+		h(m)
+	}
+}
+
 func (c *Coordinator) onRegister(m *nats.Msg) {
 	var wi deploy.WorkerInfo
 	if err := json.Unmarshal(m.Data, &wi); err != nil {
@@ -191,6 +236,12 @@ func (c *Coordinator) onRegister(m *nats.Msg) {
 	}
 	if err := deploy.ValidName("worker", wi.Name); err != nil {
 		reply(m, deploy.RegisterReply{Error: err.Error()})
+		return
+	}
+	// The server lets a worker with creds of its own publish on its own
+	// name only: the subject, not the message, says who registers.
+	if tok := lastToken(m.Subject); tok != wi.Name {
+		reply(m, deploy.RegisterReply{Error: fmt.Sprintf("worker %s registering on %s: the names differ", wi.Name, m.Subject)})
 		return
 	}
 	now := time.Now()
@@ -204,7 +255,7 @@ func (c *Coordinator) onRegister(m *nats.Msg) {
 
 func (c *Coordinator) onHeartbeat(m *nats.Msg) {
 	var hb deploy.Heartbeat
-	if err := json.Unmarshal(m.Data, &hb); err != nil {
+	if err := json.Unmarshal(m.Data, &hb); err != nil || hb.Name != lastToken(m.Subject) {
 		reply(m, deploy.Ack{Error: "bad heartbeat"})
 		return
 	}
@@ -276,6 +327,22 @@ func (c *Coordinator) Queries() []deploy.QueryInfo {
 	return out
 }
 
+// QueriesOf is SHOW QUERIES for user: its own queries, every query for an
+// admin.
+func (c *Coordinator) QueriesOf(user string) []deploy.QueryInfo {
+	all := c.Queries()
+	if slices.Contains(c.cfg.Admins, user) {
+		return all
+	}
+	own := all[:0]
+	for _, q := range all {
+		if q.Owner == user {
+			own = append(own, q)
+		}
+	}
+	return own
+}
+
 // Query returns one query's state.
 func (c *Coordinator) Query(id string) (deploy.QueryInfo, bool) {
 	c.mu.Lock()
@@ -320,12 +387,18 @@ func (c *Coordinator) tiers(ws []deploy.Worker) []string {
 	return append(out, rest...)
 }
 
+// lastToken is the <user> of tierflow.ctl.submit.<user> and the like.
+func lastToken(subject string) string { return subject[strings.LastIndexByte(subject, '.')+1:] }
+
 func (c *Coordinator) onSubmit(m *nats.Msg) {
 	var req deploy.SubmitRequest
 	if err := json.Unmarshal(m.Data, &req); err != nil {
 		reply(m, deploy.SubmitReply{Error: "bad submission: " + err.Error()})
 		return
 	}
+	// The server let this client publish on this subject only: its token
+	// is who submits, whatever the request says.
+	req.Owner = lastToken(m.Subject)
 	p, err := c.Submit(context.Background(), req)
 	if err != nil {
 		reply(m, deploy.SubmitReply{Query: req.Query, Error: err.Error(), ErrorKind: deploy.KindOf(err)})
@@ -341,6 +414,12 @@ func (c *Coordinator) Submit(ctx context.Context, req deploy.SubmitRequest) (*de
 	if err := deploy.ValidName("query", req.Query); err != nil {
 		return nil, err
 	}
+	if req.Owner == "" {
+		req.Owner = natsserver.Anonymous
+	}
+	if err := deploy.ValidName("user", req.Owner); err != nil {
+		return nil, err
+	}
 	if req.Script.Catalog == "" {
 		req.Script.Catalog = c.cfg.Catalog
 	}
@@ -353,33 +432,41 @@ func (c *Coordinator) Submit(ctx context.Context, req deploy.SubmitRequest) (*de
 		c.mu.Unlock()
 		return nil, fmt.Errorf("%w: %s", ErrDuplicate, req.Query)
 	}
-	qs := &queryState{info: deploy.QueryInfo{Query: req.Query, State: deploy.StateDeploying, Submitted: time.Now()}, status: map[string]deploy.Status{},
+	if err := c.admit(req.Owner); err != nil {
+		c.mu.Unlock()
+		c.cfg.Log.Warn("submission refused", "query", req.Query, "user", req.Owner, "err", err)
+		return nil, err
+	}
+	qs := &queryState{info: deploy.QueryInfo{Query: req.Query, Owner: req.Owner, State: deploy.StateDeploying, Submitted: time.Now()}, status: map[string]deploy.Status{},
 		live: control.NewLive(), rtt: map[string]time.Duration{}}
 	c.queries[req.Query] = qs
 	c.order = append(c.order, req.Query)
 	c.mu.Unlock()
 
-	p, script, note, est, slo, err := c.place(ctx, req, ws)
+	pl, err := c.place(ctx, req, ws)
 	if err != nil {
 		c.fail(req.Query, err)
 		return nil, err
 	}
+	p, script := pl.placement, pl.script
 	c.mu.Lock()
-	qs.info.Placement, qs.info.Workers, qs.info.Planner, qs.info.Estimate, qs.info.LatencySLOMs = p, p.Workers, note, est, slo
+	qs.info.Placement, qs.info.Workers, qs.info.Planner, qs.info.Estimate, qs.info.LatencySLOMs = p, p.Workers, pl.note, pl.estimate, pl.sloMs
+	qs.plan = pl.plan
 	c.mu.Unlock()
 
 	// Every worker builds its part; the query starts only when all have, so
 	// no source runs into a worker that could still fail to build.
 	errs := make([]error, len(p.Workers))
 	var wg sync.WaitGroup
-	body, _ := json.Marshal(deploy.DeployRequest{Query: req.Query, Script: script, Placement: *p})
+	body, _ := json.Marshal(deploy.DeployRequest{Query: req.Query, Script: script, Placement: *p,
+		Results: deploy.InNamespace(c.cfg.Namespace, deploy.UserSubject(req.Owner, req.Query, "results")), Limits: c.cfg.Limits})
 	for i, name := range p.Workers {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
 			dctx, cancel := context.WithTimeout(ctx, c.cfg.DeployTimeout)
 			defer cancel()
-			msg, err := c.nc.RequestWithContext(dctx, deploy.DeploySubject(req.Query, name), body)
+			msg, err := c.nc.RequestWithContext(dctx, deploy.DeploySubject(c.cfg.Namespace, req.Query, name), body)
 			if err != nil {
 				errs[i] = fmt.Errorf("worker %s: %w", name, err)
 				return
@@ -407,28 +494,46 @@ func (c *Coordinator) Submit(ctx context.Context, req deploy.SubmitRequest) (*de
 	if ended {
 		return nil, fmt.Errorf("%w: %s ended while deploying: %s", ErrDeploy, req.Query, qs.info.Error)
 	}
-	if err := c.nc.Publish(deploy.QuerySubject(req.Query, "start"), nil); err != nil {
+	if err := c.nc.Publish(deploy.QuerySubject(c.cfg.Namespace, req.Query, "start"), nil); err != nil {
 		c.fail(req.Query, err)
 		return nil, err
 	}
+	c.limitRunTime(req.Query)
 	c.cfg.Log.Info("query started", "query", req.Query, "workers", p.Workers)
 	return p, nil
 }
 
+// placed is how place placed a query: the placement, the script the
+// workers must build (rewritten, with the plan's variants and batching, when
+// the optimizer placed it), a note on how it was placed, the optimizer's
+// estimate and plan (nil when placed by rules), and its LATENCY bound in
+// milliseconds.
+type placed struct {
+	placement *deploy.Placement
+	script    deploy.Script
+	note      string
+	estimate  *deploy.Estimate
+	plan      *physical.Plan
+	sloMs     float64
+}
+
 // place compiles the script as every worker will and places it: where the
 // optimizer puts it when it can plan the query against the registered
-// workers (a model call, a catalog with profiles), by runtime/deploy's
-// default rules otherwise. It returns the script the workers must build
-// (rewritten, with the plan's variants, when the optimizer placed it), a
-// note on how it was placed, and its LATENCY bound in milliseconds.
-func (c *Coordinator) place(ctx context.Context, req deploy.SubmitRequest, ws []deploy.Worker) (*deploy.Placement, deploy.Script, string, *deploy.Estimate, float64, error) {
+// workers (a model call, a catalog with profiles) around the capacity the
+// running queries hold, by runtime/deploy's default rules otherwise.
+func (c *Coordinator) place(ctx context.Context, req deploy.SubmitRequest, ws []deploy.Worker) (placed, error) {
 	script := req.Script
+	// The catalog is checked here; the files the compile opens, in
+	// execOptions.
+	if err := c.cfg.DataRoots.ConfineScript(&script, &exec.Options{}); err != nil {
+		return placed{}, err
+	}
 	if c.cfg.CheckModelArgs != nil {
-		script.CheckModelArgs = c.cfg.CheckModelArgs(script.BaseDir)
+		script.CheckModelArgs = c.cfg.DataRoots.ConfineModelArgs(c.cfg.CheckModelArgs(script.BaseDir), script.BaseDir)
 	}
 	bound, cat, err := script.Bind(nil)
 	if err != nil {
-		return nil, script, "", nil, 0, err
+		return placed{}, err
 	}
 	if sk, ok := bound.Root.(*logical.Sink); ok && sk.Sink != nil && !strings.EqualFold(sk.Sink.Kind, "nats") && !strings.EqualFold(sk.Sink.Kind, "jetstream") {
 		// operators/exec opens a sink's file when it builds and closes it
@@ -436,7 +541,7 @@ func (c *Coordinator) place(ctx context.Context, req deploy.SubmitRequest, ws []
 		// none would flush it. NATS and JetStream sinks run: the worker
 		// that holds the sink opens it on first use and closes it when its
 		// part ends (JetStream's close waits for the acks).
-		return nil, script, "", nil, 0, fmt.Errorf("%s: %w: INSERT INTO %s (%s) on a cluster; submit the SELECT and write its streamed results (tierflow submit --output)", sk.Pos, ErrUnsupported, sk.Sink.Name, sk.Sink.Kind)
+		return placed{}, fmt.Errorf("%s: %w: INSERT INTO %s (%s) on a cluster; submit the SELECT and write its streamed results (tierflow submit --output)", sk.Pos, ErrUnsupported, sk.Sink.Name, sk.Sink.Kind)
 	}
 	o := deploy.Options{Tiers: c.tiers(ws)}
 	if c.cfg.Infra != nil {
@@ -445,26 +550,31 @@ func (c *Coordinator) place(ctx context.Context, req deploy.SubmitRequest, ws []
 	var res *planner.Result
 	perr := errors.New("placement by rules")
 	if c.cfg.Placement != PlaceRules {
-		res, perr = c.optimize(ctx, bound, cat, ws, o.Tiers)
+		res, perr = c.optimize(ctx, bound, cat, ws, o.Tiers, c.reserved(req.Query, ws), script.Planner)
 		if errors.Is(perr, planner.ErrInfeasible) {
 			// The planner did plan the query, and no plan meets what it
-			// asks: running another one would ignore the objectives.
-			return nil, script, "", nil, 0, perr
+			// asks (with what running queries leave): running another one
+			// would ignore the objectives.
+			return placed{}, perr
 		}
 	}
 	slo := bound.Objectives.LatencyMs
 	if perr == nil {
 		planned := script
-		planned.Rewrite, planned.Variants = true, res.Physical.Variants()
+		planned.Rewrite, planned.Variants, planned.Batches = true, res.Physical.Variants(), batches(res.Physical)
 		q, err := planned.BuildPlan(res.Rewritten, c.execOptions(planned.Variants))
 		if err == nil {
 			po := o
 			po.Physical, po.Lowered = res.Physical, res.Lowered
 			p, err := deploy.Place(req.Query, q.Graph(), res.Rewritten, ws, po)
 			if err == nil {
-				return p, planned, fmt.Sprintf("optimizer (%s): compute %.4g + network %.4g per hour, accuracy %.4g, throughput %.4g",
-						res.Physical.Strategy, res.Physical.ComputeCost, res.Physical.NetworkCost, res.Physical.Accuracy, res.Physical.Throughput),
-					deploy.EstimateOf(res.Physical, bound.Objectives.Throughput), slo, nil
+				note := fmt.Sprintf("optimizer (%s): compute %.4g + network %.4g per hour, accuracy %.4g, throughput %.4g",
+					res.Physical.Strategy, res.Physical.ComputeCost, res.Physical.NetworkCost, res.Physical.Accuracy, res.Physical.Throughput)
+				if r := res.Physical.Targets.Reserved; len(r) > 0 {
+					note += "; around running queries (" + reservedText(r) + ")"
+				}
+				return placed{placement: p, script: planned, note: note, estimate: deploy.EstimateOf(res.Physical, bound.Objectives.Throughput),
+					plan: res.Physical, sloMs: slo}, nil
 			}
 			perr = err
 		} else {
@@ -473,10 +583,58 @@ func (c *Coordinator) place(ctx context.Context, req deploy.SubmitRequest, ws []
 	}
 	q, plan, err := script.Build(nil, c.execOptions(nil))
 	if err != nil {
-		return nil, script, "", nil, 0, err
+		return placed{}, err
 	}
 	p, err := deploy.Place(req.Query, q.Graph(), plan, ws, o)
-	return p, script, "default placement (" + perr.Error() + ")", nil, slo, err
+	if err != nil {
+		return placed{}, err
+	}
+	return placed{placement: p, script: script, note: "default placement (" + perr.Error() + ")", sloMs: slo}, nil
+}
+
+// reserved is the live view of the capacity that the other queries still
+// deploying or running hold on the registered workers ws, from their plans:
+// the planner gives the new query only the rest of each worker.
+func (c *Coordinator) reserved(self string, ws []deploy.Worker) []optimize.Reservation {
+	present := map[string]bool{}
+	for _, w := range ws {
+		present[w.Name] = true
+	}
+	running := map[string]*physical.Plan{}
+	c.mu.Lock()
+	for id, qs := range c.queries {
+		if id != self && qs.plan != nil && qs.info.Ended.IsZero() {
+			running[id] = qs.plan
+		}
+	}
+	c.mu.Unlock()
+	var out []optimize.Reservation
+	for _, r := range physical.Reservations(running) {
+		if present[r.Worker] { // a worker gone since holds nothing
+			out = append(out, r)
+		}
+	}
+	return out
+}
+
+// reservedText is a reservation list for the planner note.
+func reservedText(rs []optimize.Reservation) string {
+	var parts []string
+	for _, r := range rs {
+		parts = append(parts, fmt.Sprintf("%s %.0f%% busy by %s", r.Worker, 100*min(r.Busy, 1), strings.Join(r.By, ",")))
+	}
+	return strings.Join(parts, "; ")
+}
+
+// batches are the plan's dynamic batching by model operator.
+func batches(p *physical.Plan) map[string]deploy.Batch {
+	out := map[string]deploy.Batch{}
+	for _, op := range p.Operators {
+		if op.Batch != nil {
+			out[op.Name] = deploy.Batch{MaxBatch: op.Batch.MaxBatch, MaxDelay: op.Batch.MaxDelay}
+		}
+	}
+	return out
 }
 
 func (c *Coordinator) execOptions(variants map[string]string) exec.Options {
@@ -484,13 +642,20 @@ func (c *Coordinator) execOptions(variants map[string]string) exec.Options {
 	if c.cfg.Exec != nil {
 		c.cfg.Exec(&eo, variants)
 	}
+	// The catalog was checked by place; Catalog is empty here.
+	_ = c.cfg.DataRoots.ConfineScript(&deploy.Script{}, &eo)
 	return eo
 }
 
 // optimize plans a bound query against the registered workers: their
 // tiers, types and locations, with prices, links and tier fan-outs from the
 // coordinator's infrastructure file.
-func (c *Coordinator) optimize(ctx context.Context, bound *logical.Plan, cat *catalog.Catalog, ws []deploy.Worker, tiers []string) (*planner.Result, error) {
+func (c *Coordinator) optimize(ctx context.Context, bound *logical.Plan, cat *catalog.Catalog, ws []deploy.Worker, tiers []string, reserved []optimize.Reservation, settings map[string]string) (*planner.Result, error) {
+	// The script's SET planner.* before the query (checked where it ran).
+	set, err := session.FromValues(settings)
+	if err != nil {
+		return nil, err
+	}
 	file := c.cfg.Infra
 	inf := &infra.Infra{}
 	if file != nil {
@@ -524,7 +689,13 @@ func (c *Coordinator) optimize(ctx context.Context, bound *logical.Plan, cat *ca
 		}
 		inf.Workers = append(inf.Workers, &infra.Worker{Name: w.Name, Type: typ, Tier: w.Tier, Location: w.Location})
 	}
-	res, err := planner.PlanLogical(ctx, bound, cat, inf, planner.Options{})
+	opts := set.Planner
+	opts.Strategy = "" // the optimizer's default unless the script set one
+	if _, ok := settings["planner.strategy"]; ok {
+		opts.Strategy = set.Planner.Strategy
+	}
+	opts.Reserved = reserved
+	res, err := planner.PlanLogical(ctx, bound, cat, inf, opts)
 	if err != nil {
 		return nil, err
 	}
@@ -549,20 +720,22 @@ func (c *Coordinator) fail(id string, err error) {
 	info := qs.info
 	c.mu.Unlock()
 	b, _ := json.Marshal(deploy.StopRequest{Query: id, Abort: true})
-	_ = c.nc.Publish(deploy.QuerySubject(id, "stop"), b)
+	_ = c.nc.Publish(deploy.QuerySubject(c.cfg.Namespace, id, "stop"), b)
 	c.done(info)
 }
 
 func (c *Coordinator) done(info deploy.QueryInfo) {
 	b, _ := json.Marshal(info)
-	_ = c.nc.Publish(deploy.QuerySubject(info.Query, "done"), b)
+	_ = c.nc.Publish(deploy.InNamespace(c.cfg.Namespace, deploy.UserSubject(info.Owner, info.Query, "done")), b)
 	_ = c.nc.Flush()
 	c.cfg.Log.Info("query ended", "query", info.Query, "state", info.State, "error", info.Error)
 }
 
 func (c *Coordinator) onStatus(m *nats.Msg) {
 	var st deploy.Status
-	if err := json.Unmarshal(m.Data, &st); err != nil {
+	// A worker speaks for its own name and query only (its name is the
+	// subject's last token, which its creds may bind it to).
+	if err := json.Unmarshal(m.Data, &st); err != nil || st.Worker != lastToken(m.Subject) || st.Query != deploy.QueryOf(c.cfg.Namespace, m.Subject) {
 		return
 	}
 	c.mu.Lock()
@@ -574,7 +747,7 @@ func (c *Coordinator) onStatus(m *nats.Msg) {
 	qs.status[st.Worker] = st
 	info := &qs.info
 	info.Operators, info.Links, info.ResultRows = nil, nil, 0
-	info.LateRows, info.BadRows, info.Problems = 0, 0, nil
+	info.LateRows, info.BadRows, info.Problems, info.Dropped = 0, 0, nil, nil
 	info.WorkerStates = map[string]string{}
 	terminal, failed, failedKind, stopped := 0, "", "", false
 	for _, name := range info.Workers {
@@ -588,6 +761,7 @@ func (c *Coordinator) onStatus(m *nats.Msg) {
 		info.ResultRows += s.ResultRows
 		info.LateRows += s.LateRows
 		info.BadRows += s.BadRows
+		info.Dropped = info.Dropped.Merge(s.Dropped)
 		if len(info.Problems) < maxProblems {
 			info.Problems = append(info.Problems, s.Problems[:min(len(s.Problems), maxProblems-len(info.Problems))]...)
 		}
@@ -629,10 +803,25 @@ func (c *Coordinator) onStatus(m *nats.Msg) {
 	if ended != nil {
 		if ended.State == deploy.StateFailed {
 			b, _ := json.Marshal(deploy.StopRequest{Query: ended.Query, Abort: true})
-			_ = c.nc.Publish(deploy.QuerySubject(ended.Query, "stop"), b)
+			_ = c.nc.Publish(deploy.QuerySubject(c.cfg.Namespace, ended.Query, "stop"), b)
 		}
 		c.done(*ended)
 	}
+}
+
+// onQuery answers a client waiting for a query: an empty Ack while the
+// coordinator knows it, an error once it does not (restarted).
+func (c *Coordinator) onQuery(m *nats.Msg) {
+	var req deploy.StopRequest
+	if err := json.Unmarshal(m.Data, &req); err != nil {
+		reply(m, deploy.Ack{Error: "bad query request"})
+		return
+	}
+	if _, ok := c.Query(req.Query); !ok {
+		reply(m, deploy.Ack{Error: fmt.Sprintf("%v: %s", ErrUnknownQuery, req.Query)})
+		return
+	}
+	reply(m, deploy.Ack{})
 }
 
 func (c *Coordinator) onStop(m *nats.Msg) {
@@ -641,11 +830,44 @@ func (c *Coordinator) onStop(m *nats.Msg) {
 		reply(m, deploy.Ack{Error: "bad stop request"})
 		return
 	}
-	if err := c.Stop(req.Query, req.Abort); err != nil {
+	if err := c.StopAs(lastToken(m.Subject), req.Query, req.Abort); err != nil {
 		reply(m, deploy.Ack{Error: err.Error()})
 		return
 	}
 	reply(m, deploy.Ack{})
+}
+
+// StopAs stops a query on behalf of user: its owner or an admin.
+func (c *Coordinator) StopAs(user, id string, abort bool) error {
+	c.mu.Lock()
+	qs := c.queries[id]
+	owner := ""
+	if qs != nil {
+		owner = qs.info.Owner
+	}
+	c.mu.Unlock()
+	if qs != nil && owner != user && !slices.Contains(c.cfg.Admins, user) {
+		c.cfg.Log.Warn("stop refused", "query", id, "user", user, "owner", owner)
+		return fmt.Errorf("%w: %s may not stop query %s (submitted by %s)", ErrDenied, user, id, owner)
+	}
+	return c.Stop(id, abort)
+}
+
+// onEnough stops a query gracefully when one of its workers has all the
+// query needs (a full final LIMIT). Only a worker the query runs on counts.
+func (c *Coordinator) onEnough(m *nats.Msg) {
+	var e deploy.Enough
+	if json.Unmarshal(m.Data, &e) != nil || e.Worker != lastToken(m.Subject) {
+		return
+	}
+	id := deploy.QueryOf(c.cfg.Namespace, m.Subject)
+	c.mu.Lock()
+	qs := c.queries[id]
+	ok := qs != nil && qs.info.Ended.IsZero() && slices.Contains(qs.info.Workers, e.Worker)
+	c.mu.Unlock()
+	if ok {
+		_ = c.Stop(id, false)
+	}
 }
 
 // linkEnds names the workers at a link's ends from the query's placement.
@@ -679,7 +901,7 @@ func (c *Coordinator) Stop(id string, abort bool) error {
 		return fmt.Errorf("%w: %s", ErrUnknownQuery, id)
 	}
 	b, _ := json.Marshal(deploy.StopRequest{Query: id, Abort: abort})
-	return c.nc.Publish(deploy.QuerySubject(id, "stop"), b)
+	return c.nc.Publish(deploy.QuerySubject(c.cfg.Namespace, id, "stop"), b)
 }
 
 // Close stops serving. Running queries keep running on their workers.

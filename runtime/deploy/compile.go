@@ -37,6 +37,10 @@ type Script struct {
 	// Variants are the model variants the plan chose, by operator and by
 	// model name (what runtime/inference takes).
 	Variants map[string]string `json:"variants,omitempty"`
+	// Batches are the plan's dynamic batching per model operator (by
+	// operator name): what the planner chose over the call's WITH and the
+	// catalog's values. Every worker builds its model calls with them.
+	Batches map[string]Batch `json:"batches,omitempty"`
 	// Source settings every worker builds with (as `tierflow run` flags).
 	OnError   string        `json:"on_error,omitempty"` // fail (default) or skip
 	MaxDelay  time.Duration `json:"max_delay,omitempty"`
@@ -45,6 +49,9 @@ type Script struct {
 	// (`--source-max-delay`; 0: the connectors' default; a stream's catalog
 	// source_max_delay_ms wins).
 	SourceMaxDelay time.Duration `json:"source_max_delay,omitempty"`
+	// Planner holds the script's SET planner.* values before this query
+	// (operators/session), which the coordinator plans it with.
+	Planner map[string]string `json:"planner,omitempty"`
 	// Pace replays the file streams at their catalog rates, for a bounded
 	// time or input (EXPLAIN ANALYZE); nil reads them as fast as they go.
 	Pace *Pace `json:"pace,omitempty"`
@@ -65,6 +72,38 @@ func Replay(s *catalog.Stream) sources.Pacing {
 		return sources.Pacing{}
 	}
 	return sources.Pacing{Rate: s.Rate}
+}
+
+// Batch is one model operator's batching in a Script.
+type Batch struct {
+	MaxBatch int           `json:"max_batch,omitempty"`
+	MaxDelay time.Duration `json:"max_delay,omitempty"`
+}
+
+// withBatches sets each model call's batching to the plan's (Script.Batches).
+func withBatches(plan *logical.Plan, bs map[string]Batch) *logical.Plan {
+	if len(bs) == 0 {
+		return plan
+	}
+	root := logical.Transform(plan.Root, func(n logical.Node) logical.Node {
+		lm, ok := n.(*logical.LateralModel)
+		if !ok {
+			return n
+		}
+		b, ok := bs[lm.Name]
+		if !ok {
+			return n
+		}
+		cp := *lm
+		if b.MaxBatch > 0 {
+			cp.Batch.MaxBatch = b.MaxBatch
+		}
+		if b.MaxDelay > 0 {
+			cp.Batch.MaxDelay = b.MaxDelay
+		}
+		return &cp
+	})
+	return &logical.Plan{Root: root, Objectives: plan.Objectives}
 }
 
 // Pace is how an analysed query's file streams are fed.
@@ -98,6 +137,11 @@ func (s Script) Bind(cat *catalog.Catalog) (*logical.Plan, *catalog.Catalog, err
 		if cat, err = s.LoadCatalog(); err != nil {
 			return nil, nil, err
 		}
+	}
+	if cat.Files == nil {
+		// Tables and file streams without columns take their file's, read
+		// where the script runs.
+		cat.Files = exec.FileSchemas{BaseDir: s.BaseDir}
 	}
 	var query lang.Statement
 	n := 0
@@ -184,7 +228,7 @@ func (s Script) BuildPlan(plan *logical.Plan, opts exec.Options) (*exec.Query, e
 	} else if s.Replay {
 		opts.Pace = Replay
 	}
-	return exec.Build(plan, opts)
+	return exec.Build(withBatches(plan, s.Batches), opts)
 }
 
 // LoadCatalog loads s.Catalog, or returns an empty catalog when none is named.

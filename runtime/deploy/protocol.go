@@ -3,6 +3,7 @@ package deploy
 import (
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/tierflow/tierflow/dataflow"
@@ -14,29 +15,44 @@ import (
 // messages on core NATS subjects. Requests (R) expect a reply on the
 // message's reply subject; the rest are plain publishes.
 //
-//	tierflow.ctl.register            R worker -> coordinator  WorkerInfo -> RegisterReply
-//	tierflow.ctl.heartbeat             worker -> coordinator  Heartbeat
-//	tierflow.ctl.submit              R client -> coordinator  SubmitRequest -> SubmitReply
+//	tierflow.ctl.register.<name>     R worker -> coordinator  WorkerInfo -> RegisterReply
+//	tierflow.ctl.heartbeat.<name>      worker -> coordinator  Heartbeat
+//	tierflow.ctl.submit.<user>       R client -> coordinator  SubmitRequest -> SubmitReply
 //	tierflow.ctl.workers             R client -> coordinator  {} -> []WorkerInfo      (SHOW WORKERS)
-//	tierflow.ctl.queries             R client -> coordinator  {} -> []QueryInfo       (SHOW QUERIES)
-//	tierflow.ctl.stop                R client -> coordinator  StopRequest -> Ack      (STOP QUERY)
+//	tierflow.ctl.queries.<user>      R client -> coordinator  {} -> []QueryInfo       (SHOW QUERIES: the user's own; an admin's: all)
+//	tierflow.ctl.stop.<user>         R client -> coordinator  StopRequest -> Ack      (STOP QUERY)
+//	tierflow.ctl.query               R client -> coordinator  StopRequest -> Ack      (is the query known: a
+//	                                                          waiting client's liveness check)
 //	tierflow.q.<query>.deploy.<name> R coordinator -> worker  DeployRequest -> Ack (the worker built its part)
 //	tierflow.q.<query>.start           coordinator -> workers (every worker built: sources may start)
 //	tierflow.q.<query>.stop            coordinator -> workers StopRequest
-//	tierflow.q.<query>.status          worker -> coordinator  Status (while running, and once at the end)
-//	tierflow.q.<query>.results         sink worker -> client  Arrow IPC streams; an empty message with
+//	tierflow.q.<query>.status.<name>   worker -> coordinator  Status (while running, and once at the end)
+//	tierflow.q.<query>.enough.<name>   worker -> coordinator  Enough (a final LIMIT is full: stop gracefully)
+//	tierflow.u.<user>.<query>.results  sink worker -> client  Arrow IPC streams; an empty message with
 //	                                                          header Tierflow-End ends them
-//	tierflow.q.<query>.done            coordinator -> client  QueryInfo (finished, failed or stopped)
+//	tierflow.u.<user>.<query>.done     coordinator -> client  QueryInfo (finished, failed or stopped)
+//
+// <user> is the client's identity (natsserver.Auth.Identity: its NATS user
+// name, or "anonymous" without credentials). The coordinator takes the
+// submitter of a query from the subject it arrived on and trusts the NATS
+// server's permissions to let each client publish only on its own
+// (runtime/security spells those permissions per role). A worker's <name>
+// on its subjects must be the name it registers with; a worker with creds of
+// its own (nats-setup --worker NAME) may use only its own name, so it cannot
+// pose as another worker nor read another's deployments. A client can stop
+// only its own queries (or any, if it is one of the coordinator's admins),
+// and read only its own results, under tierflow.u.<user>.
 //
 // Data between workers does not pass through the coordinator: it flows on
 // the relay's own subjects (relay/natsrelay), worker to worker.
 const (
-	SubjectRegister  = "tierflow.ctl.register"
-	SubjectHeartbeat = "tierflow.ctl.heartbeat"
-	SubjectSubmit    = "tierflow.ctl.submit"
+	SubjectRegister  = "tierflow.ctl.register"  // .<name>
+	SubjectHeartbeat = "tierflow.ctl.heartbeat" // .<name>
+	SubjectSubmit    = "tierflow.ctl.submit"    // .<user>
 	SubjectWorkers   = "tierflow.ctl.workers"
-	SubjectQueries   = "tierflow.ctl.queries"
-	SubjectStop      = "tierflow.ctl.stop"
+	SubjectQueries   = "tierflow.ctl.queries" // .<user>
+	SubjectStop      = "tierflow.ctl.stop"    // .<user>
+	SubjectQuery     = "tierflow.ctl.query"
 	// HeaderEnd marks the last message on a results subject; its value is
 	// the number of rows sent.
 	HeaderEnd = "Tierflow-End"
@@ -45,11 +61,59 @@ const (
 // ErrName: a worker or query name is not usable as a subject token.
 var ErrName = errors.New("deploy: bad name")
 
-// QuerySubject is tierflow.q.<query>.<what>.
-func QuerySubject(query, what string) string { return "tierflow.q." + query + "." + what }
+// InNamespace is subject s (one of the tierflow.* subjects above) in
+// namespace ns: tierflow.<ns>.ctl.submit for tierflow.ctl.submit. A
+// coordinator, its workers and clients share one namespace and see nothing
+// of another's, so several deployments (two `tierflow run`s) can share a
+// NATS server. "" is the default namespace, the subjects as listed.
+func InNamespace(ns, s string) string {
+	if ns == "" {
+		return s
+	}
+	return "tierflow." + ns + strings.TrimPrefix(s, "tierflow")
+}
+
+// QuerySubject is tierflow[.<ns>].q.<query>.<what>.
+func QuerySubject(ns, query, what string) string {
+	return InNamespace(ns, "tierflow.q."+query+"."+what)
+}
+
+// QueryOf is the query of a subject QuerySubject(ns, query, ...) made
+// ("" if it is not one).
+func QueryOf(ns, subject string) string {
+	rest, ok := strings.CutPrefix(subject, InNamespace(ns, "tierflow.q."))
+	if !ok {
+		return ""
+	}
+	q, _, _ := strings.Cut(rest, ".")
+	return q
+}
+
+// RegisterSubject is where worker name registers.
+func RegisterSubject(name string) string { return SubjectRegister + "." + name }
+
+// HeartbeatSubject is where worker name heartbeats.
+func HeartbeatSubject(name string) string { return SubjectHeartbeat + "." + name }
+
+// SubmitSubject is where client user submits queries.
+func SubmitSubject(user string) string { return SubjectSubmit + "." + user }
+
+// QueriesSubject is where client user lists its queries.
+func QueriesSubject(user string) string { return SubjectQueries + "." + user }
+
+// StopSubject is where client user stops queries.
+func StopSubject(user string) string { return SubjectStop + "." + user }
+
+// UserSubject is tierflow.u.<user>.<query>.<what>: what a query sends its
+// submitter (results, done), readable by that user only.
+func UserSubject(user, query, what string) string {
+	return "tierflow.u." + user + "." + query + "." + what
+}
 
 // DeploySubject is where worker name receives its part of query.
-func DeploySubject(query, name string) string { return QuerySubject(query, "deploy") + "." + name }
+func DeploySubject(ns, query, name string) string {
+	return QuerySubject(ns, query, "deploy") + "." + name
+}
 
 // ValidName checks a worker or query name: letters, digits, '-' and '_'
 // (a NATS subject token and a relay query id), at most 64 bytes.
@@ -101,6 +165,9 @@ type SubmitRequest struct {
 	// to the results before anything runs.
 	Query  string `json:"query"`
 	Script Script `json:"script"`
+	// Owner is who submitted the query: the coordinator sets it from the
+	// subject the request came on, whatever the client wrote here.
+	Owner string `json:"owner,omitempty"`
 }
 
 // SubmitReply says where the query runs, or why it does not.
@@ -116,6 +183,17 @@ type DeployRequest struct {
 	Query     string    `json:"query"`
 	Script    Script    `json:"script"`
 	Placement Placement `json:"placement"`
+	// Results is the subject the sink sends the client its rows on.
+	Results string `json:"results"`
+	// Limits the worker enforces on its part (memory, rows in flight).
+	Limits Limits `json:"limits,omitzero"`
+}
+
+// Enough is a worker's request to stop a query gracefully because what it
+// runs has all it needs (a full final LIMIT).
+type Enough struct {
+	Query  string `json:"query"`
+	Worker string `json:"worker"`
 }
 
 // StopRequest stops a query: gracefully (sources end, the rest drains and
@@ -157,6 +235,9 @@ type Status struct {
 	LateRows int64    `json:"late_rows,omitempty"`
 	BadRows  int64    `json:"bad_rows,omitempty"`
 	Problems []string `json:"problems,omitempty"`
+	// Dropped is everything this worker's part dropped, by reason
+	// (dataflow.DropReasons).
+	Dropped dataflow.DropCounts `json:"dropped,omitempty"`
 	// RTTNs is the worker's round trip to its NATS server, measured at
 	// this report: the coordinator adds a link's two ends for its RTT.
 	RTTNs int64 `json:"rtt_ns,omitempty"`
@@ -165,7 +246,9 @@ type Status struct {
 // QueryInfo is the coordinator's view of a query: SHOW QUERIES and the done
 // message.
 type QueryInfo struct {
-	Query     string    `json:"query"`
+	Query string `json:"query"`
+	// Owner submitted the query (its NATS identity).
+	Owner     string    `json:"owner,omitempty"`
 	State     string    `json:"state"`
 	Error     string    `json:"error,omitempty"`
 	ErrorKind string    `json:"error_kind,omitempty"` // KindInput: the query's input is to blame
@@ -189,10 +272,11 @@ type QueryInfo struct {
 	// WorkerStates by worker name.
 	WorkerStates map[string]string `json:"worker_states,omitempty"`
 	ResultRows   int64             `json:"result_rows"`
-	// LateRows, BadRows and Problems add up the workers' (Status).
-	LateRows int64    `json:"late_rows,omitempty"`
-	BadRows  int64    `json:"bad_rows,omitempty"`
-	Problems []string `json:"problems,omitempty"`
+	// LateRows, BadRows, Problems and Dropped add up the workers' (Status).
+	LateRows int64               `json:"late_rows,omitempty"`
+	BadRows  int64               `json:"bad_rows,omitempty"`
+	Problems []string            `json:"problems,omitempty"`
+	Dropped  dataflow.DropCounts `json:"dropped,omitempty"`
 	// NetworkCost is the metered bytes between tiers times the link prices
 	// of the infrastructure (per GB of 2^30 bytes, as the planner's KB x
 	// 3600 / 1024^2 prices an estimate); ComputeCost the hours the query held
@@ -208,11 +292,6 @@ type QueryInfo struct {
 	Estimates *control.Estimates `json:"estimates,omitempty"`
 }
 
-// Dropped counts the rows the query dropped, by reason.
-func (q *QueryInfo) Dropped() map[string]int64 {
-	return map[string]int64{"late": q.LateRows, "malformed": q.BadRows}
-}
-
 // EndToEnd is the query's end-to-end latency over every row its sinks
 // wrote, and how many of them were over LATENCY.
 func (q *QueryInfo) EndToEnd() (dataflow.Histogram, int64) { return control.EndToEnd(q.Operators) }
@@ -223,7 +302,7 @@ func (q *QueryInfo) Summary() control.Summary {
 	if !q.Ended.IsZero() {
 		elapsed = q.Ended.Sub(q.Submitted)
 	}
-	return control.Summarize(control.Run{Operators: q.Operators, ResultRows: q.ResultRows, Dropped: q.Dropped(),
+	return control.Summarize(control.Run{Operators: q.Operators, ResultRows: q.ResultRows, Dropped: q.Dropped,
 		LatencySLO: time.Duration(q.LatencySLOMs * float64(time.Millisecond)), Elapsed: elapsed})
 }
 

@@ -11,6 +11,7 @@ import (
 	"github.com/nats-io/nats.go"
 
 	"github.com/tierflow/tierflow/relay/frame"
+	"github.com/tierflow/tierflow/runtime/connectors"
 	"github.com/tierflow/tierflow/runtime/deploy"
 )
 
@@ -41,8 +42,11 @@ func (r *results) Write(rec arrow.Record) error {
 		}
 		return nil
 	}
-	if err := r.nc.Publish(r.subject, buf.Bytes()); err != nil {
-		return fmt.Errorf("results of %s: %w", r.subject, err)
+	// A single row over the limit goes in chunks the client puts together.
+	for _, m := range connectors.Chunks(r.subject, buf.Bytes(), int(r.nc.MaxPayload())) {
+		if err := r.nc.PublishMsg(m); err != nil {
+			return fmt.Errorf("results of %s: %w", r.subject, err)
+		}
 	}
 	r.rows.Add(rec.NumRows())
 	return nil

@@ -18,7 +18,6 @@ import (
 	"io"
 	"log/slog"
 	"slices"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -34,10 +33,12 @@ import (
 	"github.com/tierflow/tierflow/planner/catalog"
 	"github.com/tierflow/tierflow/relay"
 	"github.com/tierflow/tierflow/relay/natsrelay"
+	"github.com/tierflow/tierflow/relay/natsserver"
 	"github.com/tierflow/tierflow/runtime/connectors"
 	"github.com/tierflow/tierflow/runtime/deploy"
 	"github.com/tierflow/tierflow/runtime/devices"
 	"github.com/tierflow/tierflow/runtime/metrics"
+	"github.com/tierflow/tierflow/runtime/security"
 )
 
 // ErrRegister: no coordinator accepted the worker.
@@ -66,6 +67,13 @@ type Config struct {
 	// variants are the model variants the query's plan chose.
 	Exec func(o *exec.Options, variants map[string]string)
 	Log  *slog.Logger
+	// DataRoots, when set, confine the files a deployed query may use
+	// (its catalog, models, file streams, tables and sinks) to these
+	// directories (--data-root). nil: no confinement.
+	DataRoots *security.Roots
+	// Namespace is the deployment's subject namespace (deploy.InNamespace;
+	// "" the default): the worker serves only its coordinator's.
+	Namespace string
 }
 
 // Worker is a running worker.
@@ -100,6 +108,10 @@ type query struct {
 	started  bool
 	stopped  bool
 	done     chan struct{}
+	// mem meters the query's allocations against its memory limit;
+	// limitErr is why the query was stopped for passing one (limits.go).
+	mem      *meter
+	limitErr atomic.Pointer[error]
 }
 
 // Start registers the worker and starts serving deployments.
@@ -139,11 +151,11 @@ func Start(ctx context.Context, cfg Config) (*Worker, error) {
 	w := &Worker{cfg: cfg, info: info, ctx: wctx, cancel: cancel, queries: map[string]*query{}}
 	nc := cfg.Conn
 	for subj, h := range map[string]nats.MsgHandler{
-		deploy.DeploySubject("*", cfg.Name): w.onDeploy,
-		deploy.QuerySubject("*", "start"):   w.onStart,
-		deploy.QuerySubject("*", "stop"):    w.onStop,
+		deploy.DeploySubject(w.cfg.Namespace, "*", cfg.Name): w.onDeploy,
+		deploy.QuerySubject(w.cfg.Namespace, "*", "start"):   w.onStart,
+		deploy.QuerySubject(w.cfg.Namespace, "*", "stop"):    w.onStop,
 	} {
-		sub, err := nc.Subscribe(subj, h)
+		sub, err := nc.Subscribe(subj, w.guard(subj, h))
 		if err != nil {
 			w.Close()
 			return nil, err
@@ -171,7 +183,7 @@ func (w *Worker) register(ctx context.Context) error {
 	var last error
 	for time.Now().Before(deadline) {
 		rctx, cancel := context.WithTimeout(ctx, time.Second)
-		msg, err := w.cfg.Conn.RequestWithContext(rctx, deploy.SubjectRegister, body)
+		msg, err := w.cfg.Conn.RequestWithContext(rctx, deploy.InNamespace(w.cfg.Namespace, deploy.RegisterSubject(w.cfg.Name)), body)
 		cancel()
 		if err == nil {
 			var rep deploy.RegisterReply
@@ -200,7 +212,7 @@ func (w *Worker) register(ctx context.Context) error {
 		case <-time.After(100 * time.Millisecond):
 		}
 	}
-	return fmt.Errorf("%w: no coordinator answered on %s within %s (%v)", ErrRegister, deploy.SubjectRegister, w.cfg.RegisterTimeout, last)
+	return fmt.Errorf("%w: no coordinator answered on %s within %s (%v)", ErrRegister, deploy.InNamespace(w.cfg.Namespace, deploy.RegisterSubject(w.cfg.Name)), w.cfg.RegisterTimeout, last)
 }
 
 // heartbeats tells the coordinator the worker lives; a coordinator that does
@@ -218,7 +230,7 @@ func (w *Worker) heartbeats() {
 		}
 		body, _ := json.Marshal(deploy.Heartbeat{Name: w.cfg.Name, Queries: w.Running()})
 		ctx, cancel := context.WithTimeout(w.ctx, w.heartbeat)
-		msg, err := w.cfg.Conn.RequestWithContext(ctx, deploy.SubjectHeartbeat, body)
+		msg, err := w.cfg.Conn.RequestWithContext(ctx, deploy.InNamespace(w.cfg.Namespace, deploy.HeartbeatSubject(w.cfg.Name)), body)
 		cancel()
 		if err != nil {
 			continue
@@ -258,6 +270,22 @@ func reply(m *nats.Msg, v any) {
 	_ = m.Respond(b)
 }
 
+// guard runs a control handler so that a panic in it (building a query's
+// part runs planner and operator code) is logged, answered as an error when
+// the message wants a reply, and leaves the worker serving.
+func (w *Worker) guard(subj string, h nats.MsgHandler) nats.MsgHandler {
+	return func(m *nats.Msg) {
+		defer func() {
+			if p := recover(); p != nil {
+				err := dataflow.Recovered("worker "+w.cfg.Name+" on "+m.Subject, p)
+				w.cfg.Log.Error("handler panicked", "subject", subj, "err", err, "stack", string(dataflow.PanicStack(err)))
+				reply(m, deploy.Ack{Error: err.Error()})
+			}
+		}()
+		h(m)
+	}
+}
+
 func (w *Worker) onDeploy(m *nats.Msg) {
 	var req deploy.DeployRequest
 	if err := json.Unmarshal(m.Data, &req); err != nil {
@@ -283,11 +311,19 @@ func (w *Worker) build(req deploy.DeployRequest) error {
 	if dup {
 		return fmt.Errorf("worker %s already runs query %s", w.cfg.Name, req.Query)
 	}
-	mem := w.cfg.Allocator
-	res := &results{nc: w.cfg.Conn, subject: deploy.QuerySubject(req.Query, "results"), mem: mem}
+	qmem := newMeter(w.cfg.Allocator, req.Limits.MemoryBytes)
+	var mem memory.Allocator = qmem
+	window := applyLimits(req.Limits, &req.Script)
+	res := &results{nc: w.cfg.Conn, subject: req.Results, mem: mem}
+	if res.subject == "" {
+		res.subject = deploy.InNamespace(w.cfg.Namespace, deploy.UserSubject(natsserver.Anonymous, req.Query, "results"))
+	}
 	eo := exec.Options{Allocator: mem, Output: res, Stdout: w.cfg.Stdout}
 	if w.cfg.Exec != nil {
 		w.cfg.Exec(&eo, req.Script.Variants)
+	}
+	if err := w.confine(&req.Script, &eo); err != nil {
+		return err
 	}
 	// Streams FROM NATS and sinks TO NATS: the instances of one query's scan
 	// share a queue group, so scans on several workers split a core NATS
@@ -333,14 +369,15 @@ func (w *Worker) build(req deploy.DeployRequest) error {
 	if w.cfg.Metrics != nil {
 		w.cfg.Metrics.Instrument(g, w.cfg.Name)
 	}
-	tr := natsrelay.New(w.cfg.Conn, natsrelay.Options{Config: relay.Config{Allocator: mem}})
+	tr := natsrelay.New(w.cfg.Conn, natsrelay.Options{Config: relay.Config{Allocator: mem, Window: window}, Prefix: deploy.InNamespace(w.cfg.Namespace, "tierflow.relay")})
 	dt := relay.NewDataflowTransport(tr)
-	q := &query{id: req.Query, eq: eq, dt: dt, tr: tr, res: res, sinkHere: sinkHere, sinks: opened, stop: make(chan struct{}), done: make(chan struct{})}
+	q := &query{id: req.Query, eq: eq, dt: dt, tr: tr, res: res, sinkHere: sinkHere, sinks: opened, stop: make(chan struct{}), done: make(chan struct{}),
+		mem: qmem}
 	// An operator that has all it needs (a full final LIMIT) stops the
 	// whole query: the coordinator tells every worker, gracefully.
 	requestStop := func() {
-		b, _ := json.Marshal(deploy.StopRequest{Query: req.Query})
-		_ = w.cfg.Conn.Publish(deploy.SubjectStop, b)
+		b, _ := json.Marshal(deploy.Enough{Query: req.Query, Worker: w.cfg.Name})
+		_ = w.cfg.Conn.Publish(deploy.QuerySubject(w.cfg.Namespace, req.Query, "enough."+w.cfg.Name), b)
 	}
 	// Every callback is timed: the coordinator's live estimates (busy
 	// share, model time per batch) are made of it. Against a batch's trip
@@ -360,16 +397,8 @@ func (w *Worker) build(req deploy.DeployRequest) error {
 	return nil
 }
 
-func queryOf(subject string) string {
-	parts := strings.Split(subject, ".")
-	if len(parts) < 4 {
-		return ""
-	}
-	return parts[2]
-}
-
 func (w *Worker) onStart(m *nats.Msg) {
-	id := queryOf(m.Subject)
+	id := deploy.QueryOf(w.cfg.Namespace, m.Subject)
 	w.mu.Lock()
 	q := w.queries[id]
 	if q == nil || q.started || q.stopped {
@@ -387,7 +416,7 @@ func (w *Worker) onStart(m *nats.Msg) {
 func (w *Worker) onStop(m *nats.Msg) {
 	var req deploy.StopRequest
 	_ = json.Unmarshal(m.Data, &req)
-	w.stopQuery(queryOf(m.Subject), req.Abort)
+	w.stopQuery(deploy.QueryOf(w.cfg.Namespace, m.Subject), req.Abort)
 }
 
 // stopQuery stops a query: a running one gracefully (sources end, the rest
@@ -406,6 +435,15 @@ func (w *Worker) stopQuery(id string, abort bool) {
 		q.dw.Close()
 		_ = q.dt.Close()
 		_ = q.tr.Close()
+		if q.sinkHere {
+			// Readers of the sink's subject wait for its end: tell them
+			// this query will not write it (another worker failed before
+			// this part started, or the query was stopped).
+			cause := fmt.Errorf("query %s was stopped before it started", id)
+			for _, s := range q.sinks {
+				_ = s.finish(cause)
+			}
+		}
 		close(q.done)
 		w.status(q, deploy.StateStopped, nil, nil)
 		return
@@ -449,15 +487,27 @@ func (w *Worker) run(ctx context.Context, q *query) {
 			w.status(q, deploy.StateRunning, q.dw.Stats(), q.tr.Stats())
 		}
 	}()
+	wwg.Add(1)
+	go func() { defer wwg.Done(); w.watchMemory(q, watch) }()
 	err := q.dw.Run(ctx)
+	if st := dataflow.PanicStack(err); st != nil {
+		w.cfg.Log.Error("query panicked", "query", q.id, "err", err, "stack", string(st))
+	}
 	close(watch)
 	wwg.Wait()
+	if lerr := q.limitErr.Load(); lerr != nil {
+		err = *lerr // stopped for it: the reason, not a cancellation
+	}
 	if derr := q.dt.Err(); err != nil && derr != nil {
 		err = fmt.Errorf("%w (relay: %v)", err, derr)
 	}
 	if q.sinkHere {
+		cause := err
+		if errors.Is(err, context.Canceled) && !q.graceful.Load() {
+			cause = fmt.Errorf("query %s was aborted (a worker failed or it was stopped at once)", q.id)
+		}
 		for _, s := range q.sinks {
-			if cerr := s.finish(); cerr != nil && err == nil {
+			if cerr := s.finish(cause); cerr != nil && err == nil {
 				err = cerr
 			}
 		}
@@ -512,10 +562,10 @@ func (w *Worker) statusErr(q *query, state string, err error, stats []dataflow.I
 	}
 	if q.eq != nil {
 		c := q.eq.Stats()
-		st.LateRows, st.BadRows, st.Problems = c.LateRows, c.BadRows, c.Problems
+		st.LateRows, st.BadRows, st.Problems, st.Dropped = c.LateRows, c.BadRows, c.Problems, c.Dropped
 	}
 	b, _ := json.Marshal(st)
-	_ = w.cfg.Conn.Publish(deploy.QuerySubject(q.id, "status"), b)
+	_ = w.cfg.Conn.Publish(deploy.QuerySubject(w.cfg.Namespace, q.id, "status."+w.cfg.Name), b)
 	if state != deploy.StateRunning {
 		_ = w.cfg.Conn.Flush()
 	}
@@ -562,13 +612,15 @@ func (l *lazySink) Write(rec arrow.Record) error {
 // Close is the executor's: the part's end is the worker's to decide.
 func (l *lazySink) Close() error { return nil }
 
-func (l *lazySink) finish() error {
+// finish ends the sink's output: its end marker, or when the query failed
+// (err), its failure marker.
+func (l *lazySink) finish(err error) error {
 	if l.w == nil {
-		w, err := l.open()
-		if err != nil {
-			return err
+		w, oerr := l.open()
+		if oerr != nil {
+			return oerr
 		}
 		l.w = w
 	}
-	return l.w.Close()
+	return sinks.Finish(l.w, err)
 }

@@ -2,18 +2,12 @@ package repl
 
 import (
 	"context"
-	"fmt"
 	"io"
-	"strconv"
-	"strings"
 	"sync"
-	"time"
 
 	"github.com/apache/arrow/go/v17/arrow"
 
 	"github.com/tierflow/tierflow/operators/exec"
-	"github.com/tierflow/tierflow/operators/sources"
-	"github.com/tierflow/tierflow/planner/catalog"
 )
 
 // Local is the Engine that runs queries in this process with the operators'
@@ -44,40 +38,10 @@ func (e localEngine) Exec(ctx context.Context, q Query) (Stream, error) {
 	return st, nil
 }
 
-// applyExecSettings reads the executor's session settings.
+// applyExecSettings reads the executor's session settings (SET exec.*).
 func applyExecSettings(o *exec.Options, settings map[string]string) error {
-	for k, v := range settings {
-		switch k {
-		case "exec.max_delay":
-			d, err := time.ParseDuration(v)
-			if err != nil {
-				return badf("exec.max_delay: %v", err)
-			}
-			o.MaxDelay = d
-		case "exec.on_error":
-			p, err := sources.ParseOnError(v)
-			if err != nil {
-				return badf("exec.on_error: %v", err)
-			}
-			o.OnError = p
-		case "exec.replay":
-			on, err := strconv.ParseBool(v)
-			if err != nil {
-				return badf("exec.replay wants true or false, got %q", v)
-			}
-			o.Pace = nil
-			if on {
-				// FROM FILE streams play at their declared RATE, as live
-				// streams (`tierflow run --replay`).
-				o.Pace = func(s *catalog.Stream) sources.Pacing { return sources.Pacing{Rate: s.Rate} }
-			}
-		case "exec.batch_size":
-			n, err := strconv.Atoi(v)
-			if err != nil || n < 1 {
-				return badf("exec.batch_size wants a positive integer, got %q", v)
-			}
-			o.BatchSize = n
-		}
+	if err := o.ApplySettings(settings); err != nil {
+		return inputError{err}
 	}
 	return nil
 }
@@ -153,14 +117,10 @@ func (s *localStream) Summary() string {
 	default:
 		return ""
 	}
-	var parts []string
-	if s.stats.LateRows > 0 {
-		parts = append(parts, fmt.Sprintf("%d late rows dropped", s.stats.LateRows))
+	msg := ""
+	if len(s.stats.Dropped) > 0 {
+		msg = "dropped: " + s.stats.Dropped.String()
 	}
-	if s.stats.BadRows > 0 {
-		parts = append(parts, fmt.Sprintf("%d bad rows skipped", s.stats.BadRows))
-	}
-	msg := strings.Join(parts, ", ")
 	for _, p := range s.stats.Problems {
 		msg += "\n  " + p
 	}

@@ -172,8 +172,8 @@ DROP SINK alerts;
 	if err := s.RunScript(ctx, "t.sql", strings.NewReader(script)); err != nil {
 		t.Fatalf("%v\n%s", err, errw)
 	}
-	if s.opts.Optimize.BeamModelSelection != 4 || s.opts.Optimize.BeamWorkerAssignment != 4 || s.opts.Strategy != "exhaustive" {
-		t.Errorf("SET did not reach the planner options: %+v", s.opts)
+	if s.settings.Planner.Optimize.BeamModelSelection != 4 || s.settings.Planner.Optimize.BeamWorkerAssignment != 4 || s.settings.Planner.Strategy != "exhaustive" {
+		t.Errorf("SET did not reach the planner options: %+v", s.settings.Planner)
 	}
 	got := out.String()
 	for _, want := range []string{"alerts,sink,nats 'store.alerts' json", `classify,model,"2 variants (small, large)"`, "shelves,stream,"} {
@@ -397,5 +397,26 @@ func TestExplainAnalyzeNeedsAnAnalyzer(t *testing.T) {
 	err := s.RunScript(context.Background(), "t.sql", strings.NewReader(ddl+"EXPLAIN ANALYZE SELECT camera FROM shelves;"))
 	if !IsBadInput(err) || !strings.Contains(errw.String(), "t.sql:5:1: EXPLAIN ANALYZE needs an engine") {
 		t.Fatalf("err = %v\n%s", err, errw)
+	}
+}
+
+// DESCRIBE shows the columns a CREATE without a column list read from its
+// file (relative to the running script); a file that cannot be read is an
+// error at the CREATE.
+func TestDescribeInferredSchema(t *testing.T) {
+	dir := t.TempDir()
+	os.WriteFile(filepath.Join(dir, "x.csv"), []byte("id,score,ok,at,name\n1,0.5,true,2024-01-01 00:00:00,a\n,2,,,\n"), 0o644)
+	script := filepath.Join(dir, "t.sql")
+	s, out, _ := newTestSession(t, nil, "csv")
+	if err := s.RunScript(context.Background(), script, strings.NewReader("CREATE TABLE t FROM FILE 'x.csv';\nDESCRIBE t;\n")); err != nil {
+		t.Fatal(err)
+	}
+	want := "id,BIGINT\nscore,DOUBLE\nok,BOOLEAN\nat,TIMESTAMP\nname,VARCHAR\n"
+	if !strings.Contains(out.String(), want) {
+		t.Errorf("want %q in\n%s", want, out)
+	}
+	err := s.RunScript(context.Background(), script, strings.NewReader("CREATE TABLE u FROM FILE 'missing.csv';\n"))
+	if err == nil || !IsBadInput(err) || !strings.Contains(err.Error(), "missing.csv") {
+		t.Errorf("missing file: %v", err)
 	}
 }
