@@ -27,6 +27,10 @@ var readmeSkips = map[string]string{
 	"bin/tierflow publish --nats nats://127.0.0.1:PORT --rate 2000 examples/streaming/readings.csv demo.readings":                     "PORT stands for a running coordinator's",
 	"tierflow repl -f setup.sql -c \"SELECT sensor, count(*) AS n FROM readings GROUP BY sensor, TUMBLE(ts, INTERVAL '10' SECOND);\"": "setup.sql stands for the reader's own script",
 	"tierflow completion bash > /etc/bash_completion.d/tierflow":                                                                      "installs into /etc (TestExitCodes runs completion bash)",
+	"make bench-sqlpeer":                                  "builds DuckDB's peer, minutes (bench/sqlpeer's own tests run it)",
+	"bin/tierflow bench sql --peer duckdb":                "needs the DuckDB peer and 1M rows of data (TestBenchSQL* drive the command with a stand-in peer; bench/sqlpeer's tests compare every answer with DuckDB's)",
+	"bin/tierflow bench sql --rows 1M,10M --format json":  "needs the DuckDB peer and 10M rows of data (as above)",
+	"bin/tierflow bench sql --queries topn,join --reps 5": "needs the DuckDB peer and 1M rows of data (as above)",
 }
 
 // readmeExit are the README's commands that show a failure, with its code.
