@@ -51,7 +51,7 @@ type Options struct {
 	NATS string
 	// Allocator for every worker's records (default memory.DefaultAllocator).
 	Allocator memory.Allocator
-	// Heartbeat interval of the workers (default 1s).
+	// Heartbeat interval of the workers (default 500ms: a lost worker is noticed within 2s).
 	Heartbeat time.Duration
 	// Metrics, when set, collects the coordinator's and every worker's
 	// metrics (one registry: one process).
@@ -137,7 +137,7 @@ func startCore(o *Options) (*Cluster, error) {
 		o.Allocator = memory.DefaultAllocator
 	}
 	if o.Heartbeat <= 0 {
-		o.Heartbeat = time.Second
+		o.Heartbeat = 500 * time.Millisecond
 	}
 	c := &Cluster{url: o.NATS, ortLib: o.OrtLib, modelLog: o.ModelLog, infra: o.Infra}
 	if c.url == "" {

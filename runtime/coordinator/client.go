@@ -14,7 +14,6 @@ import (
 	"github.com/nats-io/nats.go"
 
 	"github.com/tierflow/tierflow/operators/sinks"
-	"github.com/tierflow/tierflow/relay/frame"
 	"github.com/tierflow/tierflow/runtime/deploy"
 )
 
@@ -125,7 +124,7 @@ func (c *Client) Submit(ctx context.Context, script deploy.Script, name string, 
 		return deploy.QueryInfo{Query: name, State: deploy.StateFailed, Error: rep.Error, ErrorKind: rep.ErrorKind},
 			fmt.Errorf("%w: %w", ErrQuery, deploy.RemoteError(rep.Error, rep.ErrorKind))
 	}
-	sinksExpected := 0
+	ep := newEpochs(out, mem)
 	if p := rep.Placement; p != nil {
 		for _, op := range p.Operators {
 			if op.Name == "sink" {
@@ -135,24 +134,22 @@ func (c *Client) Submit(ctx context.Context, script deploy.Script, name string, 
 						seen = append(seen, w)
 					}
 				}
-				sinksExpected += len(seen)
+				ep.sinkWorkers += len(seen)
+				ep.sinks += len(op.Workers)
 			}
 		}
 	}
 	var (
 		info     deploy.QueryInfo
 		done     bool
-		ends     int
-		writeErr error
 		stopping bool
 		grace    <-chan time.Time
 	)
 	ctxDone := ctx.Done()
-	for !(done && (ends >= sinksExpected || info.State != deploy.StateFinished)) {
+	for !(done && (ep.ended() || info.State != deploy.StateFinished)) {
 		select {
 		case m := <-ch:
-			switch {
-			case m.Subject == doneSubj:
+			if m.Subject == doneSubj {
 				if err := json.Unmarshal(m.Data, &info); err != nil {
 					return info, err
 				}
@@ -162,17 +159,10 @@ func (c *Client) Submit(ctx context.Context, script deploy.Script, name string, 
 					// status, so they are here; allow a little slack anyway.
 					grace = time.After(5 * time.Second)
 				}
-			case m.Header.Get(deploy.HeaderEnd) != "":
-				ends++
-			default:
-				rec, err := frame.DecodeRecord(m.Data, mem)
-				if err != nil {
-					return info, fmt.Errorf("results of %s: %w", name, err)
-				}
-				if writeErr == nil {
-					writeErr = out.Write(rec)
-				}
-				rec.Release()
+				continue
+			}
+			if err := ep.receive(m); err != nil {
+				return info, fmt.Errorf("results of %s: %w", name, err)
 			}
 		case <-ctxDone:
 			ctxDone = nil
@@ -182,13 +172,18 @@ func (c *Client) Submit(ctx context.Context, script deploy.Script, name string, 
 				grace = time.After(15 * time.Second)
 			}
 		case <-grace:
+			ep.flushAll()
 			if done {
-				return info, fmt.Errorf("%w: %s ended but %d of %d result streams did not end", ErrQuery, name, sinksExpected-ends, sinksExpected)
+				return info, fmt.Errorf("%w: %s ended but %d of %d result streams did not end", ErrQuery, name, ep.sinkWorkers-ep.ends, ep.sinkWorkers)
 			}
 			_ = c.Stop(context.Background(), name, true)
 			return info, fmt.Errorf("%w: %s did not stop in time", ErrQuery, name)
 		}
 	}
+	// What a failed query's sinks sent is written too, complete or not (as
+	// a one-process run would have).
+	ep.flushAll()
+	writeErr := ep.err
 	if info.State == deploy.StateFailed {
 		return info, fmt.Errorf("%w: %w", ErrQuery, deploy.RemoteError(info.Error, info.ErrorKind))
 	}

@@ -61,8 +61,9 @@ type Config struct {
 	// Catalog is a catalog YAML file for scripts that name none.
 	Catalog string
 	// Heartbeat is the interval workers are told to heartbeat at (default
-	// 1s); a worker silent for Expiry (default 5 heartbeats, at least 2s)
-	// is dropped.
+	// 500ms); a worker silent for Expiry (default 3 heartbeats, at least
+	// 1.5s) is dropped and the queries it ran are recovered on the others,
+	// so a lost worker is noticed within 2s.
 	Heartbeat time.Duration
 	Expiry    time.Duration
 	// DeployTimeout bounds each worker's build of its part (default 20s).
@@ -109,6 +110,24 @@ type queryState struct {
 	// each worker's last measured round trip to the NATS server.
 	live *control.Live
 	rtt  map[string]time.Duration
+	// req is the submission, which a recovery places again on the
+	// workers left; front is each sink worker's input frontier in the
+	// current generation; pending is the recovery under way (until rows
+	// flow past its epoch again).
+	req     deploy.SubmitRequest
+	front   map[string]uint64
+	pending *pendingRecovery
+	// failing is set while a worker's failure waits to see whether a
+	// lost worker caused it (a relay link to a dead peer breaks first).
+	failing bool
+	// recovering serialises recoveries of the query.
+	recovering sync.Mutex
+}
+
+// pendingRecovery is a recovery whose rows do not flow yet.
+type pendingRecovery struct {
+	rec    control.Recovery
+	lostAt time.Time
 }
 
 // Start subscribes the coordinator to the control subjects.
@@ -117,12 +136,13 @@ func Start(cfg Config) (*Coordinator, error) {
 		return nil, errors.New("coordinator: no NATS connection")
 	}
 	if cfg.Heartbeat <= 0 {
-		cfg.Heartbeat = time.Second
+		cfg.Heartbeat = 500 * time.Millisecond
 	}
 	if cfg.Expiry <= 0 {
-		// A loaded machine can delay a few heartbeats; dropping a live
-		// worker fails its queries, so never expire within 2 seconds.
-		cfg.Expiry = max(5*cfg.Heartbeat, 2*time.Second)
+		// A loaded machine can delay a heartbeat or two; dropping a live
+		// worker costs its queries a recovery (a replay), so never expire
+		// within 1.5 seconds.
+		cfg.Expiry = max(3*cfg.Heartbeat, 1500*time.Millisecond)
 	}
 	if cfg.DeployTimeout <= 0 {
 		cfg.DeployTimeout = 20 * time.Second
@@ -219,7 +239,9 @@ func (c *Coordinator) onHeartbeat(m *nats.Msg) {
 // expire drops workers that stopped heartbeating and fails their queries.
 func (c *Coordinator) expire() {
 	defer c.wg.Done()
-	t := time.NewTicker(c.cfg.Heartbeat)
+	// Checking four times an expiry keeps detection within Expiry + a
+	// quarter of it.
+	t := time.NewTicker(min(c.cfg.Heartbeat, c.cfg.Expiry/4))
 	defer t.Stop()
 	for {
 		select {
@@ -228,20 +250,20 @@ func (c *Coordinator) expire() {
 		case <-t.C:
 		}
 		cutoff := time.Now().Add(-c.cfg.Expiry)
-		var dead []string
+		dead := map[string]time.Time{}
 		c.mu.Lock()
 		for name, w := range c.workers {
 			if w.LastSeen.Before(cutoff) {
-				dead = append(dead, name)
+				dead[name] = w.LastSeen
 				delete(c.workers, name)
 			}
 		}
 		c.mu.Unlock()
-		for _, name := range dead {
+		for name, last := range dead {
 			c.cfg.Log.Warn("worker expired", "name", name)
 			for _, q := range c.Queries() {
 				if q.Ended.IsZero() && slices.Contains(q.Workers, name) {
-					c.fail(q.Query, fmt.Errorf("worker %s stopped heartbeating", name))
+					go c.recover(q.Query, name, last)
 				}
 			}
 		}
@@ -349,7 +371,7 @@ func (c *Coordinator) Submit(ctx context.Context, req deploy.SubmitRequest) (*de
 		return nil, fmt.Errorf("%w: %s", ErrDuplicate, req.Query)
 	}
 	qs := &queryState{info: deploy.QueryInfo{Query: req.Query, State: deploy.StateDeploying, Submitted: time.Now()}, status: map[string]deploy.Status{},
-		live: control.NewLive(), rtt: map[string]time.Duration{}}
+		live: control.NewLive(), rtt: map[string]time.Duration{}, req: req, front: map[string]uint64{}}
 	c.queries[req.Query] = qs
 	c.order = append(c.order, req.Query)
 	c.mu.Unlock()
@@ -363,33 +385,7 @@ func (c *Coordinator) Submit(ctx context.Context, req deploy.SubmitRequest) (*de
 	qs.info.Placement, qs.info.Workers, qs.info.Planner, qs.info.Estimate, qs.info.LatencySLOMs = p, p.Workers, note, est, slo
 	c.mu.Unlock()
 
-	// Every worker builds its part; the query starts only when all have, so
-	// no source runs into a worker that could still fail to build.
-	errs := make([]error, len(p.Workers))
-	var wg sync.WaitGroup
-	body, _ := json.Marshal(deploy.DeployRequest{Query: req.Query, Script: script, Placement: *p})
-	for i, name := range p.Workers {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			dctx, cancel := context.WithTimeout(ctx, c.cfg.DeployTimeout)
-			defer cancel()
-			msg, err := c.nc.RequestWithContext(dctx, deploy.DeploySubject(req.Query, name), body)
-			if err != nil {
-				errs[i] = fmt.Errorf("worker %s: %w", name, err)
-				return
-			}
-			var ack deploy.Ack
-			if err := json.Unmarshal(msg.Data, &ack); err != nil {
-				errs[i] = fmt.Errorf("worker %s: %w", name, err)
-			} else if ack.Error != "" {
-				errs[i] = fmt.Errorf("worker %s: %w", name, deploy.RemoteError(ack.Error, ack.ErrorKind))
-			}
-		}()
-	}
-	wg.Wait()
-	if err := errors.Join(errs...); err != nil {
-		err = fmt.Errorf("%w: %w", ErrDeploy, err)
+	if err := c.deployAll(ctx, req.Query, script, p, 0); err != nil {
 		c.fail(req.Query, err)
 		return nil, err
 	}
@@ -408,6 +404,39 @@ func (c *Coordinator) Submit(ctx context.Context, req deploy.SubmitRequest) (*de
 	}
 	c.cfg.Log.Info("query started", "query", req.Query, "workers", p.Workers)
 	return p, nil
+}
+
+// deployAll has every worker of a placement build its part of generation
+// gen. The query starts only when all have, so no source runs into a worker
+// that could still fail to build.
+func (c *Coordinator) deployAll(ctx context.Context, id string, script deploy.Script, p *deploy.Placement, gen int) error {
+	errs := make([]error, len(p.Workers))
+	var wg sync.WaitGroup
+	body, _ := json.Marshal(deploy.DeployRequest{Query: id, Script: script, Placement: *p, Generation: gen})
+	for i, name := range p.Workers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			dctx, cancel := context.WithTimeout(ctx, c.cfg.DeployTimeout)
+			defer cancel()
+			msg, err := c.nc.RequestWithContext(dctx, deploy.DeploySubject(id, name), body)
+			if err != nil {
+				errs[i] = fmt.Errorf("worker %s: %w", name, err)
+				return
+			}
+			var ack deploy.Ack
+			if err := json.Unmarshal(msg.Data, &ack); err != nil {
+				errs[i] = fmt.Errorf("worker %s: %w", name, err)
+			} else if ack.Error != "" {
+				errs[i] = fmt.Errorf("worker %s: %w", name, deploy.RemoteError(ack.Error, ack.ErrorKind))
+			}
+		}()
+	}
+	wg.Wait()
+	if err := errors.Join(errs...); err != nil {
+		return fmt.Errorf("%w: %w", ErrDeploy, err)
+	}
+	return nil
 }
 
 // place compiles the script as every worker will and places it: where the
@@ -569,11 +598,15 @@ func (c *Coordinator) onStatus(m *nats.Msg) {
 	}
 	c.mu.Lock()
 	qs := c.queries[st.Query]
-	if qs == nil || !qs.info.Ended.IsZero() {
+	if qs == nil || !qs.info.Ended.IsZero() || st.Generation != qs.info.Generation {
+		// An aborted generation's last words are not the query's.
 		c.mu.Unlock()
 		return
 	}
 	qs.status[st.Worker] = st
+	if st.HasSinkFrontier {
+		qs.front[st.Worker] = st.SinkFrontier
+	}
 	info := &qs.info
 	info.Operators, info.Links, info.ResultRows = nil, nil, 0
 	info.LateRows, info.BadRows, info.Problems = 0, 0, nil
@@ -608,14 +641,24 @@ func (c *Coordinator) onStatus(m *nats.Msg) {
 	}
 	var ended *deploy.QueryInfo
 	switch {
-	case failed != "":
+	case failed != "" && failedKind == deploy.KindInput:
 		info.State, info.Error, info.ErrorKind, info.Ended = deploy.StateFailed, failed, failedKind, time.Now()
+	case failed != "":
+		// A part that fails because a peer died (its relay link broke)
+		// is recovered with the rest once the peer's heartbeats are
+		// missed; fail only if no worker is lost by then.
+		if !qs.failing {
+			qs.failing = true
+			gen, msg, kind := info.Generation, failed, failedKind
+			time.AfterFunc(c.cfg.Expiry+c.cfg.Heartbeat, func() { c.failGeneration(st.Query, gen, msg, kind) })
+		}
 	case terminal == len(info.Workers) && qs.started:
 		info.State, info.Ended = deploy.StateFinished, time.Now()
 		if stopped {
 			info.State = deploy.StateStopped
 		}
 	}
+	c.commit(qs)
 	c.costs(info)
 	if st.RTTNs > 0 {
 		qs.rtt[st.Worker] = time.Duration(st.RTTNs)
@@ -635,6 +678,129 @@ func (c *Coordinator) onStatus(m *nats.Msg) {
 		}
 		c.done(*ended)
 	}
+}
+
+// commit (with c.mu held) moves the query's committed epoch to the
+// smallest sink frontier of its generation, and closes a pending recovery
+// once rows flow past the epoch it resumed from (or the query ended).
+func (c *Coordinator) commit(qs *queryState) {
+	info := &qs.info
+	var low uint64
+	known := false
+	if p := info.Placement; p != nil {
+		known = true
+		first := true
+		for _, op := range p.Operators {
+			if op.Name != "sink" {
+				continue
+			}
+			for _, wi := range op.Workers {
+				name := p.Workers[wi]
+				f, ok := qs.front[name]
+				if !ok {
+					known = false
+					break
+				}
+				if first || f < low {
+					low, first = f, false
+				}
+			}
+		}
+		known = known && !first
+	}
+	if known && low > info.Committed {
+		info.Committed = low
+	}
+	if r := qs.pending; r != nil && (known && low > r.rec.Epoch || !info.Ended.IsZero() && info.State == deploy.StateFinished) {
+		r.rec.Seconds = time.Since(r.lostAt).Seconds()
+		info.Recoveries = append(info.Recoveries, r.rec)
+		qs.pending = nil
+	}
+}
+
+// failGeneration fails the query with a worker's error unless a recovery
+// has replaced that generation since.
+func (c *Coordinator) failGeneration(id string, gen int, msg, kind string) {
+	c.mu.Lock()
+	qs := c.queries[id]
+	stale := qs == nil || qs.info.Generation != gen || !qs.info.Ended.IsZero()
+	c.mu.Unlock()
+	if stale {
+		return
+	}
+	err := errors.New(msg)
+	if kind == deploy.KindInput {
+		err = deploy.RemoteError(msg, kind)
+	}
+	c.fail(id, err)
+}
+
+// recover re-deploys a query that lost a worker on the workers left: the
+// old generation's parts are aborted, the query is placed again and every
+// part of the new generation replays its file streams from the start, as
+// fast as they read up to the committed epoch (the operators' state is
+// rebuilt by the replay) and at their rate after it. The client writes
+// only epochs it has not written (Client.Submit), so the result is that of
+// a run without the loss.
+func (c *Coordinator) recover(id, lost string, lostAt time.Time) {
+	c.mu.Lock()
+	qs := c.queries[id]
+	c.mu.Unlock()
+	if qs == nil {
+		return
+	}
+	qs.recovering.Lock()
+	defer qs.recovering.Unlock()
+	c.mu.Lock()
+	if !qs.info.Ended.IsZero() || !slices.Contains(qs.info.Workers, lost) {
+		c.mu.Unlock()
+		return
+	}
+	if !qs.started {
+		c.mu.Unlock()
+		c.fail(id, fmt.Errorf("worker %s stopped heartbeating", lost))
+		return
+	}
+	old := qs.info.Generation
+	gen, epoch := old+1, qs.info.Committed
+	qs.info.Generation, qs.failing = gen, false
+	qs.status, qs.front = map[string]deploy.Status{}, map[string]uint64{}
+	if qs.pending == nil {
+		qs.pending = &pendingRecovery{lostAt: lostAt}
+	}
+	qs.pending.rec = control.Recovery{Epoch: epoch, LostWorker: lost}
+	req := qs.req
+	c.mu.Unlock()
+	c.cfg.Log.Warn("recovering query", "query", id, "lost", lost, "generation", gen, "epoch", epoch)
+	b, _ := json.Marshal(deploy.StopRequest{Query: id, Abort: true, Generation: old, OnlyGeneration: true})
+	_ = c.nc.Publish(deploy.QuerySubject(id, "stop"), b)
+	var ws []deploy.Worker
+	for _, w := range c.Workers() {
+		ws = append(ws, deploy.Worker{Name: w.Name, Tier: w.Tier, Location: w.Location, Type: w.Type})
+	}
+	if len(ws) == 0 {
+		c.fail(id, fmt.Errorf("worker %s stopped heartbeating and no worker is left", lost))
+		return
+	}
+	req.Script.ResumeEpoch = epoch
+	ctx := context.Background()
+	p, script, note, est, _, err := c.place(ctx, req, ws)
+	if err == nil {
+		script.ResumeEpoch = epoch
+		c.mu.Lock()
+		qs.info.Placement, qs.info.Workers, qs.info.Planner, qs.info.Estimate = p, p.Workers, note, est
+		c.mu.Unlock()
+		err = c.deployAll(ctx, id, script, p, gen)
+	}
+	if err != nil {
+		c.fail(id, fmt.Errorf("worker %s stopped heartbeating; recovery failed: %w", lost, err))
+		return
+	}
+	if err := c.nc.Publish(deploy.QuerySubject(id, "start"), nil); err != nil {
+		c.fail(id, err)
+		return
+	}
+	c.cfg.Log.Info("query recovered", "query", id, "workers", p.Workers, "generation", gen)
 }
 
 func (c *Coordinator) onStop(m *nats.Msg) {

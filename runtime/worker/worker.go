@@ -18,6 +18,7 @@ import (
 	"io"
 	"log/slog"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -86,6 +87,9 @@ type Worker struct {
 // query is one query's part on this worker.
 type query struct {
 	id       string
+	gen      int // deployment generation (deploy.DeployRequest)
+	// sinkInstances counts the sink instances on this worker.
+	sinkInstances int
 	eq       *exec.Query
 	dw       *dataflow.Worker
 	dt       *relay.DataflowTransport
@@ -278,13 +282,42 @@ func (w *Worker) build(req deploy.DeployRequest) error {
 		return fmt.Errorf("worker %s has no part in query %s", w.cfg.Name, req.Query)
 	}
 	w.mu.Lock()
-	_, dup := w.queries[req.Query]
+	old := w.queries[req.Query]
 	w.mu.Unlock()
-	if dup {
-		return fmt.Errorf("worker %s already runs query %s", w.cfg.Name, req.Query)
+	if old != nil {
+		if old.gen >= req.Generation {
+			return fmt.Errorf("worker %s already runs query %s", w.cfg.Name, req.Query)
+		}
+		// A re-deployment (a worker was lost): the older generation's part
+		// goes first, at once; the new one replays what it had not
+		// committed.
+		w.stopQuery(req.Query, true)
+		select {
+		case <-old.done:
+		case <-time.After(10 * time.Second):
+			return fmt.Errorf("worker %s: generation %d of query %s did not stop", w.cfg.Name, old.gen, req.Query)
+		}
 	}
 	mem := w.cfg.Allocator
-	res := &results{nc: w.cfg.Conn, subject: deploy.QuerySubject(req.Query, "results"), mem: mem}
+	sinkInstances, sinkWorkers := 0, map[int]bool{}
+	for _, op := range req.Placement.Operators {
+		if op.Name == "sink" {
+			for _, wi := range op.Workers {
+				sinkWorkers[wi] = true
+				if wi == idx {
+					sinkInstances++
+				}
+			}
+		}
+	}
+	nSinks := 0
+	for _, op := range req.Placement.Operators {
+		if op.Name == "sink" {
+			nSinks += len(op.Workers)
+		}
+	}
+	res := &results{nc: w.cfg.Conn, subject: deploy.QuerySubject(req.Query, "results"), mem: mem,
+		worker: w.cfg.Name, gen: req.Generation, sinks: nSinks, sinkWorkers: len(sinkWorkers)}
 	eo := exec.Options{Allocator: mem, Output: res, Stdout: w.cfg.Stdout}
 	if w.cfg.Exec != nil {
 		w.cfg.Exec(&eo, req.Script.Variants)
@@ -324,6 +357,11 @@ func (w *Worker) build(req deploy.DeployRequest) error {
 	if err := req.Placement.Apply(g); err != nil {
 		return err
 	}
+	if req.Generation > 0 {
+		// Each generation's relay subjects are its own: nothing an aborted
+		// generation still had in flight reaches the new one.
+		g.Query = req.Query + "-g" + strconv.Itoa(req.Generation)
+	}
 	sinkHere := false
 	for _, op := range req.Placement.Operators {
 		if op.Name == "sink" && slices.Contains(op.Workers, idx) {
@@ -335,7 +373,7 @@ func (w *Worker) build(req deploy.DeployRequest) error {
 	}
 	tr := natsrelay.New(w.cfg.Conn, natsrelay.Options{Config: relay.Config{Allocator: mem}})
 	dt := relay.NewDataflowTransport(tr)
-	q := &query{id: req.Query, eq: eq, dt: dt, tr: tr, res: res, sinkHere: sinkHere, sinks: opened, stop: make(chan struct{}), done: make(chan struct{})}
+	q := &query{id: req.Query, gen: req.Generation, sinkInstances: sinkInstances, eq: eq, dt: dt, tr: tr, res: res, sinkHere: sinkHere, sinks: opened, stop: make(chan struct{}), done: make(chan struct{})}
 	// An operator that has all it needs (a full final LIMIT) stops the
 	// whole query: the coordinator tells every worker, gracefully.
 	requestStop := func() {
@@ -387,7 +425,16 @@ func (w *Worker) onStart(m *nats.Msg) {
 func (w *Worker) onStop(m *nats.Msg) {
 	var req deploy.StopRequest
 	_ = json.Unmarshal(m.Data, &req)
-	w.stopQuery(queryOf(m.Subject), req.Abort)
+	id := queryOf(m.Subject)
+	if req.OnlyGeneration {
+		w.mu.Lock()
+		q := w.queries[id]
+		w.mu.Unlock()
+		if q == nil || q.gen != req.Generation {
+			return
+		}
+	}
+	w.stopQuery(id, req.Abort)
 }
 
 // stopQuery stops a query: a running one gracefully (sources end, the rest
@@ -500,7 +547,11 @@ func (w *Worker) status(q *query, state string, stats []dataflow.InstanceStats, 
 }
 
 func (w *Worker) statusErr(q *query, state string, err error, stats []dataflow.InstanceStats, links []relay.LinkStats) {
-	st := deploy.Status{Query: q.id, Worker: w.cfg.Name, State: state, Error: errString(err), ErrorKind: deploy.KindOf(err), Operators: stats, Links: links}
+	st := deploy.Status{Query: q.id, Worker: w.cfg.Name, State: state, Error: errString(err), ErrorKind: deploy.KindOf(err), Operators: stats, Links: links,
+		Generation: q.gen}
+	if f, ok := q.res.frontier(q.sinkInstances); ok {
+		st.SinkFrontier, st.HasSinkFrontier = uint64(f), true
+	}
 	if state == deploy.StateRunning {
 		// The coordinator's link RTT estimates add up their ends' round trips.
 		if rtt, err := w.cfg.Conn.RTT(); err == nil {
