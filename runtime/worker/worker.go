@@ -87,9 +87,6 @@ type Worker struct {
 // query is one query's part on this worker.
 type query struct {
 	id       string
-	gen      int // deployment generation (deploy.DeployRequest)
-	// sinkInstances counts the sink instances on this worker.
-	sinkInstances int
 	eq       *exec.Query
 	dw       *dataflow.Worker
 	dt       *relay.DataflowTransport
@@ -104,6 +101,10 @@ type query struct {
 	started  bool
 	stopped  bool
 	done     chan struct{}
+	// gen is the deployment generation (deploy.DeployRequest);
+	// sinkInstances counts the sink instances on this worker.
+	gen           int
+	sinkInstances int
 }
 
 // Start registers the worker and starts serving deployments.
