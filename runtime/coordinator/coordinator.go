@@ -772,6 +772,23 @@ func (c *Coordinator) recover(id, lost string, lostAt time.Time) {
 	req := qs.req
 	c.mu.Unlock()
 	c.cfg.Log.Warn("recovering query", "query", id, "lost", lost, "generation", gen, "epoch", epoch)
+	// Core NATS streams keep nothing while no part of the query listens:
+	// count what is published from now until the new parts subscribe.
+	countLost := c.countCoreNATS(req.Script)
+	defer func() {
+		n := countLost()
+		if n == 0 {
+			return
+		}
+		c.mu.Lock()
+		if qs.pending != nil && qs.pending.rec.LostWorker == lost {
+			qs.pending.rec.LostMessages += n
+		} else if k := len(qs.info.Recoveries); k > 0 && qs.info.Recoveries[k-1].LostWorker == lost {
+			qs.info.Recoveries[k-1].LostMessages += n
+		}
+		c.mu.Unlock()
+		c.cfg.Log.Warn("core NATS messages lost while recovering", "query", id, "messages", n)
+	}()
 	b, _ := json.Marshal(deploy.StopRequest{Query: id, Abort: true, Generation: old, OnlyGeneration: true})
 	_ = c.nc.Publish(deploy.QuerySubject(id, "stop"), b)
 	var ws []deploy.Worker
@@ -801,6 +818,53 @@ func (c *Coordinator) recover(id, lost string, lostAt time.Time) {
 		return
 	}
 	c.cfg.Log.Info("query recovered", "query", id, "workers", p.Workers, "generation", gen)
+}
+
+// countCoreNATS subscribes to the core NATS subjects a script's query
+// reads; the function it returns unsubscribes and says how many messages
+// came (end markers aside). The subscription is plain, not in the query's
+// queue group: it takes nothing from the query's own sources.
+func (c *Coordinator) countCoreNATS(script deploy.Script) func() int64 {
+	var subs []*nats.Subscription
+	if bound, _, err := script.Bind(nil); err == nil {
+		var walk func(logical.Node)
+		walk = func(nd logical.Node) {
+			if s, ok := nd.(*logical.Scan); ok && s.Stream != nil && strings.EqualFold(s.Stream.Source, "nats") {
+				if sub, err := c.nc.SubscribeSync(s.Stream.Subject); err == nil {
+					_ = sub.SetPendingLimits(-1, -1)
+					subs = append(subs, sub)
+				}
+			}
+			for _, ch := range nd.Children() {
+				walk(ch)
+			}
+		}
+		walk(bound.Root)
+		_ = c.nc.Flush()
+	}
+	var n int64
+	return func() int64 {
+		if len(subs) == 0 {
+			return n
+		}
+		// After the round trip, all that was published before it waits
+		// in the subscriptions.
+		_ = c.nc.Flush()
+		for _, s := range subs {
+			for {
+				m, err := s.NextMsg(time.Millisecond)
+				if err != nil {
+					break
+				}
+				if m.Header.Get(deploy.HeaderEnd) == "" { // the connectors' end marker
+					n++
+				}
+			}
+			_ = s.Unsubscribe()
+		}
+		subs = nil
+		return n
+	}
 }
 
 func (c *Coordinator) onStop(m *nats.Msg) {
