@@ -11,6 +11,10 @@ demo: setup
 
 test: setup
 	go test -count=1 ./...
+	@# The statement path's fuzzers, briefly (seeds: every example script).
+	go test ./lang -run '^$$' -fuzz '^FuzzParse$$' -fuzztime 5s
+	go test ./planner/bind -run '^$$' -fuzz '^FuzzBind$$' -fuzztime 5s
+	go test ./planner -run '^$$' -fuzz '^FuzzPlan$$' -fuzztime 5s
 
 # Fuzz the parser for a while (seed corpus: every example query).
 fuzz:

@@ -24,8 +24,14 @@ import (
 	"github.com/tierflow/tierflow/planner/rewrite"
 )
 
-// ErrNoInfra: planning needs an infrastructure.
-var ErrNoInfra = errors.New("no infrastructure")
+// Error kinds of planning.
+var (
+	// ErrNoInfra: planning needs an infrastructure.
+	ErrNoInfra = errors.New("no infrastructure")
+	// ErrInfeasible: no plan meets the query's objectives. EXPLAIN shows such
+	// a plan with its reason; running it is refused (Result.Runnable).
+	ErrInfeasible = errors.New("no plan meets the objectives")
+)
 
 // DefaultStrategy is the strategy used when none is named.
 const DefaultStrategy = "auto"
@@ -89,6 +95,36 @@ func PlanLogical(ctx context.Context, bound *logical.Plan, cat *catalog.Catalog,
 	}
 	res.Physical = physical.New(lo, p)
 	return res, nil
+}
+
+// Runnable says whether the chosen plan may run: an error wrapping
+// ErrInfeasible, at the query's WITH (...), naming the objective no plan
+// meets and the best reachable, when the optimizer found none that meets
+// them. Running the most accurate variants instead would silently ignore
+// what the query asked for.
+func (r *Result) Runnable() error {
+	if r.Physical == nil || r.Physical.Feasible {
+		return nil
+	}
+	reason := r.Physical.Reason
+	if reason == "" {
+		reason = "the optimizer found no plan"
+	}
+	// The throughput search ran only when the accuracy target is reachable:
+	// then it is the throughput that cannot be met.
+	obj := r.Bound.Objectives
+	p := obj.AccuracyPos
+	if rc := r.Physical.Reachable; rc != nil && rc.MaxThroughput != nil {
+		p = obj.ThroughputPos
+	}
+	if p.Line == 0 {
+		p = obj.Pos
+	}
+	at := ""
+	if p.Line > 0 {
+		at = p.String() + ": "
+	}
+	return fmt.Errorf("%s%w: %s", at, ErrInfeasible, reason)
 }
 
 // ParsePercentile reads "p50", "p75", "p90" (or 50, 75, 90).

@@ -68,7 +68,8 @@ metrics at /metrics.`,
 				defer msrv.Close()
 			}
 			co, err := coordinator.Start(coordinator.Config{Conn: nc, Infra: inf, Catalog: a.g.catalog, Heartbeat: heartbeat, Metrics: reg,
-				Log: slog.New(slog.NewTextHandler(a.err, nil)), Exec: cluster.ExecHooks(nc, a.g.ortLib, nil, 1), Placement: placement})
+				Log: slog.New(slog.NewTextHandler(a.err, nil)), Exec: cluster.ExecHooks(nc, a.g.ortLib, nil, 1), Placement: placement,
+				CheckModelArgs: cluster.ModelArgChecks(a.g.ortLib)})
 			if err != nil {
 				return err
 			}

@@ -14,13 +14,18 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/apache/arrow/go/v17/arrow"
+
+	"github.com/tierflow/tierflow/dataflow"
 	"github.com/tierflow/tierflow/lang"
 	"github.com/tierflow/tierflow/operators/exec"
 	"github.com/tierflow/tierflow/operators/sinks"
 	"github.com/tierflow/tierflow/operators/sources"
+	"github.com/tierflow/tierflow/planner"
 	"github.com/tierflow/tierflow/planner/bind"
 	"github.com/tierflow/tierflow/planner/catalog"
 	"github.com/tierflow/tierflow/planner/infra"
+	"github.com/tierflow/tierflow/planner/logical"
 	"github.com/tierflow/tierflow/runtime/cluster"
 	"github.com/tierflow/tierflow/runtime/connectors"
 	"github.com/tierflow/tierflow/runtime/deploy"
@@ -227,8 +232,11 @@ func runLocalScript(ctx context.Context, a *app, f runFlags, policy sources.OnEr
 			return badInput(err)
 		}
 	}
+	lateral := func(variants map[string]string) func(*logical.LateralModel, *arrow.Schema) (func() (dataflow.Operator, error), *arrow.Schema, error) {
+		return inference.New(inference.Config{OrtLib: a.g.ortLib, BaseDir: base, Log: a.err, Variants: variants}).Lateral
+	}
 	eo := exec.Options{BaseDir: base, Stdout: a.out, OnError: policy, MaxDelay: f.maxDelay, BatchSize: f.batch, Parallelism: f.parallel,
-		Stream: nh.Stream, Sink: nh.Sink, Lateral: inference.New(inference.Config{OrtLib: a.g.ortLib, BaseDir: base, Log: a.err}).Lateral}
+		Stream: nh.Stream, Sink: nh.Sink, Lateral: lateral(nil)}
 	if f.replay {
 		eo.Pace = deploy.Replay
 	}
@@ -238,6 +246,22 @@ func runLocalScript(ctx context.Context, a *app, f runFlags, policy sources.OnEr
 		Log:       a.err,
 		NewOutput: newOutput,
 		Explain:   explainInScript(a.out, inf),
+		// Declared tensor shapes meet the model files when the query binds.
+		CheckModelArgs: inference.New(inference.Config{OrtLib: a.g.ortLib, BaseDir: base}).CheckModelArgs,
+		Plan: func(ctx context.Context, bound *logical.Plan, cat *catalog.Catalog, o *exec.Options) error {
+			res, err := planner.PlanLogical(ctx, bound, cat, inf, planner.Options{})
+			if err != nil {
+				// A query the planner cannot place (no model call, a model
+				// without profiles) runs as the coordinator's default
+				// placement would: each model's most accurate variant.
+				return nil
+			}
+			if err := res.Runnable(); err != nil {
+				return err
+			}
+			o.Lateral = lateral(res.Physical.Variants())
+			return nil
+		},
 	})
 }
 

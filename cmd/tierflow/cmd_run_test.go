@@ -141,7 +141,7 @@ func TestRunDefaultMatchesLocal(t *testing.T) {
 func TestRunProcesses(t *testing.T) {
 	dir, query := writeRunFiles(t)
 	inf := filepath.Join(dir, "infra.yaml")
-	os.WriteFile(inf, []byte("tiers:\n  - name: edge\n  - name: cloud\nworker_types:\n  - name: x1\n    price: 0.1\nworkers:\n  - name: e1\n    type: x1\n    tier: edge\n  - name: c1\n    type: x1\n    tier: cloud\n"), 0o644)
+	os.WriteFile(inf, []byte("tiers:\n  - name: edge\n  - name: cloud\nworker_types:\n  - name: x1\n    price: 0.1\nworkers:\n  - name: e1\n    type: x1\n    tier: edge\n  - name: c1\n    type: x1\n    tier: cloud\ndefault_link:\n  cost_per_gb: 0\n"), 0o644)
 	code, want, errs := runCLI(t, "", "run", "--local", "--on-error", "skip", "--format", "csv", query)
 	if code != exitOK {
 		t.Fatalf("--local: exit %d: %s", code, errs)

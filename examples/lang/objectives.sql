@@ -1,4 +1,6 @@
 -- Every objective of WITH (...), and the statements around a running query.
+-- BUDGET and PRIORITY parse; the planner refuses them ("not supported yet")
+-- until it acts on them.
 
 CREATE SINK alerts TO NATS 'alerts';
 

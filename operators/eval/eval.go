@@ -20,6 +20,20 @@ import (
 // ErrCompile is the kind of every compilation error.
 var ErrCompile = errors.New("cannot compile expression")
 
+// ErrOutOfRange: a CAST whose value does not fit the target type. As in
+// DuckDB the query fails, naming the expression; it never wraps or clamps.
+var ErrOutOfRange = errors.New("value out of range")
+
+// ExprError is the failure of one sub-expression on a batch, named as bound
+// (CAST(a AS INT), (i + 1)), so that a wrong value points at what made it.
+type ExprError struct {
+	Expr string
+	Err  error
+}
+
+func (e *ExprError) Error() string { return e.Expr + ": " + e.Err.Error() }
+func (e *ExprError) Unwrap() error { return e.Err }
+
 // Evaluator is a compiled expression. It is immutable and safe to share between
 // operator instances.
 type Evaluator struct {
@@ -104,7 +118,7 @@ func (c *compiler) compile(e expr.Expr) (node, error) {
 		if err != nil {
 			return nil, err
 		}
-		return &castNode{in: in, from: e.Expr.Type(), to: e.To}, nil
+		return &castNode{in: in, from: e.Expr.Type(), to: e.To, src: e}, nil
 	case *expr.Call:
 		fn, err := c.fns.Scalar(e.Func)
 		if err != nil {
@@ -114,7 +128,7 @@ func (c *compiler) compile(e expr.Expr) (node, error) {
 		if err != nil {
 			return nil, err
 		}
-		return &callNode{fn: fn, args: args, ret: e.DataType}, nil
+		return &callNode{fn: fn, args: args, ret: e.DataType, src: e}, nil
 	case *expr.Logic:
 		args, err := c.all(e.Args)
 		if err != nil {
@@ -191,6 +205,7 @@ func (n literalNode) eval(*functions.Ctx, arrow.Record) (compute.Datum, error) {
 type castNode struct {
 	in       node
 	from, to arrow.DataType
+	src      *expr.Cast
 }
 
 func (n *castNode) eval(c *functions.Ctx, rec arrow.Record) (compute.Datum, error) {
@@ -203,15 +218,48 @@ func (n *castNode) eval(c *functions.Ctx, rec arrow.Record) (compute.Datum, erro
 		return compute.NewDatum(scalar.MakeNullScalar(n.to)), nil
 	}
 	if sd, ok := d.(*compute.ScalarDatum); ok {
-		s, err := sd.Value.CastTo(n.to)
+		// A constant casts as a column would (arrow's scalar CastTo
+		// truncates and wraps where the array cast checks).
+		a, err := scalar.MakeArrayFromScalar(sd.Value, 1, c.Mem)
 		if err != nil {
-			return nil, fmt.Errorf("CAST(%s AS %s): %w", sd.Value, expr.TypeName(n.to), err)
+			return nil, err
+		}
+		ad := compute.NewDatum(a)
+		a.Release()
+		defer ad.Release()
+		out, err := n.cast(c, ad)
+		if err != nil {
+			return nil, err
+		}
+		defer out.Release()
+		oa := out.(*compute.ArrayDatum).MakeArray()
+		defer oa.Release()
+		s, err := scalar.GetScalar(oa, 0)
+		if err != nil {
+			return nil, err
 		}
 		return compute.NewDatum(s), nil
 	}
+	return n.cast(c, d)
+}
+
+func (n *castNode) cast(c *functions.Ctx, d compute.Datum) (compute.Datum, error) {
+	if isFloatType(n.from) && arrow.IsInteger(n.to.ID()) {
+		a := d.(*compute.ArrayDatum).MakeArray()
+		defer a.Release()
+		out, err := roundToInteger(c.Mem, a, n.to)
+		if err != nil {
+			return nil, &ExprError{Expr: n.src.String(), Err: err}
+		}
+		defer out.Release()
+		return compute.NewDatum(out), nil
+	}
 	out, err := compute.CastDatum(c.Context(), d, compute.SafeCastOptions(n.to))
 	if err != nil {
-		return nil, fmt.Errorf("CAST to %s: %w", expr.TypeName(n.to), err)
+		if errors.Is(err, arrow.ErrInvalid) && strings.Contains(err.Error(), "not in range") {
+			err = fmt.Errorf("%w: %v", ErrOutOfRange, err)
+		}
+		return nil, &ExprError{Expr: n.src.String(), Err: err}
 	}
 	return out, nil
 }
@@ -220,6 +268,7 @@ type callNode struct {
 	fn   functions.ScalarFunc
 	args []node
 	ret  arrow.DataType
+	src  *expr.Call
 }
 
 func evalAll(c *functions.Ctx, rec arrow.Record, ns []node) ([]compute.Datum, error) {
@@ -263,6 +312,9 @@ func (n *callNode) eval(c *functions.Ctx, rec arrow.Record) (compute.Datum, erro
 	}
 	a, err := n.fn(c, n.ret, args, rows)
 	if err != nil {
+		if errors.Is(err, functions.ErrOverflow) {
+			return nil, &ExprError{Expr: n.src.String(), Err: err}
+		}
 		return nil, err
 	}
 	defer a.Release()

@@ -1,6 +1,7 @@
 package eval
 
 import (
+	"errors"
 	"fmt"
 
 	"github.com/apache/arrow/go/v17/arrow"
@@ -25,6 +26,11 @@ type Predicate struct {
 
 // NewPredicate compiles a boolean expression.
 func NewPredicate(e expr.Expr, in *arrow.Schema, fns *functions.Registry) (*Predicate, error) {
+	if expr.IsNullType(e.Type()) {
+		// WHERE NULL (the binder lets a NULL stand for any type): a NULL
+		// condition keeps no row.
+		e = expr.CastTo(e, expr.Bool)
+	}
 	if e.Type().ID() != arrow.BOOL {
 		return nil, fmt.Errorf("%w: predicate %s is %s, want BOOLEAN", ErrCompile, e, expr.TypeName(e.Type()))
 	}
@@ -141,6 +147,9 @@ func (p *Projection) Apply(c *functions.Ctx, rec arrow.Record) (arrow.Record, er
 		}
 		a, err := ev.Eval(c, rec)
 		if err != nil {
+			if xe := (*ExprError)(nil); errors.As(err, &xe) && xe.Expr == ev.String() {
+				return nil, err // it names the expression already
+			}
 			return nil, fmt.Errorf("%s: %w", ev, err)
 		}
 		cols[i] = a

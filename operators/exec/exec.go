@@ -148,6 +148,29 @@ func finalLimit(n logical.Node) *logical.Limit {
 	}
 }
 
+// windowed reports whether n's rows come from an aggregation by window, which
+// emits each window at the epoch of its end: ORDER BY and LIMIT above it then
+// apply to each window (per epoch). Anywhere else they apply to the whole
+// result.
+func windowed(n logical.Node) bool {
+	for {
+		switch x := n.(type) {
+		case *logical.Aggregate:
+			return x.Window != nil
+		case *logical.Project:
+			n = x.Input
+		case *logical.Filter:
+			n = x.Input
+		case *logical.Sort:
+			n = x.Input
+		case *logical.Limit:
+			n = x.Input
+		default:
+			return false
+		}
+	}
+}
+
 // Graph is the dataflow the plan became.
 func (q *Query) Graph() *dataflow.Graph { return q.graph }
 
@@ -291,7 +314,10 @@ func (b *builder) node(n logical.Node) (int, *arrow.Schema, error) {
 			return 0, nil, err
 		}
 		mk := func() (dataflow.Operator, error) { return rel.NewLimit(n.N), nil }
-		if n == b.finalLimit {
+		switch {
+		case windowed(n.Input):
+			mk = func() (dataflow.Operator, error) { return rel.NewLimitPerWindow(n.N), nil }
+		case n == b.finalLimit:
 			mk = func() (dataflow.Operator, error) { return rel.NewFinalLimit(n.N), nil }
 		}
 		op := b.add("limit", 1, mk)
@@ -306,10 +332,14 @@ func (b *builder) node(n logical.Node) (int, *arrow.Schema, error) {
 		for i, k := range n.Keys {
 			keys[i] = rel.SortKey{Expr: k.Expr, Desc: k.Desc}
 		}
-		if _, err := rel.NewSort(keys, schema, fns); err != nil {
+		newSort := rel.NewSortAtEnd
+		if windowed(n.Input) {
+			newSort = rel.NewSort
+		}
+		if _, err := newSort(keys, schema, fns); err != nil {
 			return 0, nil, at(err)
 		}
-		op := b.add("sort", 1, func() (dataflow.Operator, error) { return rel.NewSort(keys, schema, fns) })
+		op := b.add("sort", 1, func() (dataflow.Operator, error) { return newSort(keys, schema, fns) })
 		b.g.Connect(in, 0, op, 0)
 		return op, schema, nil
 	case *logical.Sink:

@@ -12,6 +12,7 @@ import (
 	"github.com/tierflow/tierflow/planner/bind"
 	"github.com/tierflow/tierflow/planner/catalog"
 	"github.com/tierflow/tierflow/planner/expr"
+	"github.com/tierflow/tierflow/planner/logical"
 )
 
 // ScriptOptions configure RunScript.
@@ -28,6 +29,14 @@ type ScriptOptions struct {
 	// as the script has made it so far (the CLI plans it with the
 	// optimizer); nil: EXPLAIN is an error.
 	Explain func(e *lang.Explain, cat *catalog.Catalog) error
+	// Plan, when set, plans each query before it runs and sets the options
+	// that make it run the plan chosen (the model variants); its error (no
+	// plan meets the objectives) stops the script. nil: every model call
+	// runs what Lateral chooses.
+	Plan func(ctx context.Context, bound *logical.Plan, cat *catalog.Catalog, o *Options) error
+	// CheckModelArgs checks model calls against their files when queries
+	// bind (bind.Binder.CheckModelArgs); nil: no such check.
+	CheckModelArgs bind.ModelArgChecker
 }
 
 // RunScript runs a script's statements in order: CREATE/DROP change the
@@ -46,6 +55,7 @@ func RunScript(ctx context.Context, filename, src string, so ScriptOptions) erro
 		so.BaseDir = filepath.Dir(filename)
 	}
 	binder := bind.New(cat)
+	binder.CheckModelArgs = so.CheckModelArgs
 	for _, stmt := range script.Statements {
 		if err := ctx.Err(); err != nil {
 			return err
@@ -82,6 +92,11 @@ func RunScript(ctx context.Context, filename, src string, so ScriptOptions) erro
 				return err
 			}
 			opts := so.Options
+			if so.Plan != nil {
+				if err := so.Plan(ctx, plan, cat, &opts); err != nil {
+					return err
+				}
+			}
 			if so.NewOutput != nil {
 				w, err := so.NewOutput()
 				if err != nil {

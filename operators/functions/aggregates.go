@@ -2,6 +2,7 @@ package functions
 
 import (
 	"fmt"
+	"github.com/tierflow/tierflow/planner/expr"
 	"math"
 
 	"github.com/apache/arrow/go/v17/arrow"
@@ -92,7 +93,32 @@ type sumAcc[T number] struct {
 	ret  arrow.DataType
 	sums []T
 	seen []bool
+	err  error
 }
+
+// Failer is an Accumulator that can fail as it folds rows (an integer sum
+// that overflows); the aggregation checks Err after each batch. The error
+// sticks: the group's result would be wrong.
+type Failer interface {
+	Err() error
+}
+
+// addChecked adds, reporting integer overflow: two operands of one sign
+// whose sum has the other. Floats never trip it (they go to ±Inf).
+func addChecked[T number](x, y T) (T, bool) {
+	s := x + y
+	return s, !(x > 0 && y > 0 && s < 0 || x < 0 && y < 0 && s >= 0)
+}
+
+func (a *sumAcc[T]) add(g uint32, v T) {
+	s, ok := addChecked(a.sums[g], v)
+	if !ok && a.err == nil {
+		a.err = fmt.Errorf("%w: the sum does not fit %s", ErrOverflow, expr.TypeName(a.ret))
+	}
+	a.sums[g] = s
+}
+
+func (a *sumAcc[T]) Err() error { return a.err }
 
 func newSum(arg, ret arrow.DataType) (Accumulator, error) {
 	switch kindOf(arg) {
@@ -107,24 +133,24 @@ func newSum(arg, ret arrow.DataType) (Accumulator, error) {
 func (a *sumAcc[T]) Grow(n int) { a.sums = grow(a.sums, n); a.seen = grow(a.seen, n) }
 func (a *sumAcc[T]) Update(gids []uint32, arg arrow.Array, from int) {
 	vals := valuesOf[T](arg)[from : from+len(gids)]
-	sums, seen := a.sums, a.seen
+	seen := a.seen
 	if arg.NullN() == 0 {
 		for k, g := range gids {
-			sums[g] += vals[k]
+			a.add(g, vals[k])
 			seen[g] = true
 		}
 		return
 	}
 	for k, g := range gids {
 		if arg.IsValid(from + k) {
-			sums[g] += vals[k]
+			a.add(g, vals[k])
 			seen[g] = true
 		}
 	}
 }
 func (a *sumAcc[T]) Reset(g uint32) { a.sums[g], a.seen[g] = 0, false }
 func (a *sumAcc[T]) Merge(dst, src uint32) {
-	a.sums[dst] += a.sums[src]
+	a.add(dst, a.sums[src])
 	a.seen[dst] = a.seen[dst] || a.seen[src]
 }
 func (a *sumAcc[T]) Finish(mem memory.Allocator, gids []uint32) arrow.Array {

@@ -1,21 +1,49 @@
 package functions
 
 import (
+	"errors"
+	"fmt"
 	"math"
+	"strings"
 
 	"github.com/apache/arrow/go/v17/arrow"
+	"github.com/apache/arrow/go/v17/arrow/array"
 	"github.com/apache/arrow/go/v17/arrow/compute"
+
+	"github.com/tierflow/tierflow/planner/expr"
 )
 
-// computeArith calls an arrow compute arithmetic kernel. The _unchecked kernels
-// wrap on integer overflow like Go does, rather than failing the stream.
+// ErrOverflow: an integer result does not fit its type. SQL engines (DuckDB,
+// PostgreSQL) fail the statement rather than wrap around as Go does, so +, -,
+// *, unary minus and abs run arrow's checked kernels.
+var ErrOverflow = errors.New("integer overflow")
+
+// computeArith calls an arrow compute kernel; the checked arithmetic kernels'
+// overflow comes back as ErrOverflow.
 func computeArith(kernel string) ScalarFunc {
 	return func(c *Ctx, ret arrow.DataType, args []compute.Datum, n int) (arrow.Array, error) {
 		d, err := compute.CallFunction(c.Context(), kernel, nil, args...)
 		if err != nil {
+			if errors.Is(err, arrow.ErrInvalid) && strings.Contains(err.Error(), "overflow") {
+				return nil, fmt.Errorf("%w: the result does not fit %s", ErrOverflow, expr.TypeName(ret))
+			}
 			return nil, err
 		}
 		return toArray(c, d, n)
+	}
+}
+
+// nullPropagating returns NULLs of ret when an argument is of the NULL type
+// (the literal NULL): arrow has no kernels over it, and SQL's answer is NULL
+// whatever the other argument is (NULL = NULL is NULL, 1 + NULL is NULL).
+func nullPropagating(f ScalarFunc) ScalarFunc {
+	return func(c *Ctx, ret arrow.DataType, args []compute.Datum, n int) (arrow.Array, error) {
+		for _, a := range args {
+			if typeID(a) == arrow.NULL {
+				return array.MakeArrayOfNull(c.Mem, ret, n), nil
+			}
+		}
+		return f(c, ret, args, n)
 	}
 }
 
@@ -44,27 +72,27 @@ func isTemporal(id arrow.Type) bool { return id == arrow.TIMESTAMP || id == arro
 
 func addFunc(c *Ctx, ret arrow.DataType, args []compute.Datum, n int) (arrow.Array, error) {
 	if isTemporal(typeID(args[0])) {
-		return temporalArith("add_unchecked", c, ret, args, n)
+		return temporalArith("add", c, ret, args, n)
 	}
-	return computeArith("add_unchecked")(c, ret, args, n)
+	return computeArith("add")(c, ret, args, n)
 }
 
 func subtractFunc(c *Ctx, ret arrow.DataType, args []compute.Datum, n int) (arrow.Array, error) {
 	if isTemporal(typeID(args[0])) {
-		return temporalArith("subtract_unchecked", c, ret, args, n)
+		return temporalArith("subtract", c, ret, args, n)
 	}
-	return computeArith("subtract_unchecked")(c, ret, args, n)
+	return computeArith("subtract")(c, ret, args, n)
 }
 
 func negateFunc(c *Ctx, ret arrow.DataType, args []compute.Datum, n int) (arrow.Array, error) {
 	if isTemporal(typeID(args[0])) {
-		return temporalArith("negate_unchecked", c, ret, args, n)
+		return temporalArith("negate", c, ret, args, n)
 	}
-	return computeArith("negate_unchecked")(c, ret, args, n)
+	return computeArith("negate")(c, ret, args, n)
 }
 
 func absFunc(c *Ctx, ret arrow.DataType, args []compute.Datum, n int) (arrow.Array, error) {
-	return computeArith("abs_unchecked")(c, ret, args, n)
+	return computeArith("abs")(c, ret, args, n)
 }
 
 // divideFunc is a loop, not the compute kernel: SQL here wants NULL on a zero
@@ -80,14 +108,31 @@ func divideFunc(c *Ctx, ret arrow.DataType, args []compute.Datum, n int) (arrow.
 			o.f64(v[0].float64(i) / y)
 		})
 	}
-	return rowwise(c, ret, args, n, func(o *out, v []*vec, i int) {
+	// The one integer quotient that overflows: the type's minimum / -1.
+	least := int64(math.MinInt64)
+	if fw, ok := ret.(arrow.FixedWidthDataType); ok && fw.BitWidth() < 64 {
+		least = -1 << (fw.BitWidth() - 1)
+	}
+	overflow := false
+	a, err := rowwise(c, ret, args, n, func(o *out, v []*vec, i int) {
 		y := v[1].int64(i)
 		if y == 0 {
 			o.null()
 			return
 		}
-		o.i64(v[0].int64(i) / y)
+		x := v[0].int64(i)
+		if y == -1 && x == least {
+			overflow = true
+			o.null()
+			return
+		}
+		o.i64(x / y)
 	})
+	if err == nil && overflow {
+		a.Release()
+		return nil, fmt.Errorf("%w: the result does not fit %s", ErrOverflow, expr.TypeName(ret))
+	}
+	return a, err
 }
 
 func moduloFunc(c *Ctx, ret arrow.DataType, args []compute.Datum, n int) (arrow.Array, error) {

@@ -79,10 +79,10 @@ func (r *Registry) NewAccumulator(name string, distinct bool, arg, ret arrow.Dat
 func Builtins() *Registry {
 	r := &Registry{scalars: map[string]ScalarFunc{}, aggs: map[string]AggFunc{}}
 	for name, f := range map[string]ScalarFunc{
-		"add": addFunc, "subtract": subtractFunc, "multiply": computeArith("multiply_unchecked"),
-		"divide": divideFunc, "modulo": moduloFunc, "negate": negateFunc,
-		"equal": compareFunc("equal"), "not_equal": compareFunc("not_equal"), "less": compareFunc("less"),
-		"less_equal": compareFunc("less_equal"), "greater": compareFunc("greater"), "greater_equal": compareFunc("greater_equal"),
+		"add": nullPropagating(addFunc), "subtract": nullPropagating(subtractFunc), "multiply": nullPropagating(computeArith("multiply")),
+		"divide": nullPropagating(divideFunc), "modulo": nullPropagating(moduloFunc), "negate": nullPropagating(negateFunc),
+		"equal": nullPropagating(compareFunc("equal")), "not_equal": nullPropagating(compareFunc("not_equal")), "less": nullPropagating(compareFunc("less")),
+		"less_equal": nullPropagating(compareFunc("less_equal")), "greater": nullPropagating(compareFunc("greater")), "greater_equal": nullPropagating(compareFunc("greater_equal")),
 		"abs": absFunc, "round": roundFunc, "floor": floorCeil(false), "ceil": floorCeil(true),
 		"sqrt": f64Func(sqrtOp), "ln": f64Func(lnOp), "log10": f64Func(log10Op), "exp": f64Func(expOp), "power": powerFunc,
 		"greatest": extremumFunc(true), "least": extremumFunc(false), "coalesce": coalesceFunc, "nullif": nullifFunc,

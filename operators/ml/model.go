@@ -240,33 +240,46 @@ func (m *Model) bindInputs(in *arrow.Schema) error {
 		if err != nil {
 			return fmt.Errorf("%s for model input %s: %w", what, mi, err)
 		}
-		if mi.DType != Float32 || len(mi.Shape) < 1 {
-			return fmt.Errorf("%w: %s feeds model input %s: want float32 [N, ...]", ErrSchema, what, mi)
-		}
-		if mi.Shape[0] >= 0 && mi.Shape[0] != 1 {
-			return fmt.Errorf("%w: model input %s has a fixed batch of %d", ErrSchema, mi, mi.Shape[0])
+		rowShape, err := FitInput(*mi, colShape, what)
+		if err != nil {
+			return err
 		}
 		if mi.Shape[0] == 1 {
 			m.cfg.MaxBatch = 1 // a model exported with batch 1 takes one row a call
-		}
-		rowShape := slices.Clone(mi.Shape[1:])
-		for i, d := range rowShape {
-			if d < 0 { // a dynamic non-batch dim takes the column's size
-				if len(colShape) != len(rowShape) {
-					return fmt.Errorf("%w: %s has rows of shape [%s] that do not fit model input %s", ErrSchema, what, FormatDims(colShape), mi)
-				}
-				rowShape[i] = colShape[i]
-			}
-		}
-		// Same element count is enough: tensors are row-major, so [1,28,28]
-		// feeds [784] unchanged.
-		if product(rowShape) != product(colShape) {
-			return fmt.Errorf("%w: %s has rows of shape [%s] but model input %s wants [%s]", ErrSchema, what, FormatDims(colShape), mi, FormatDims(rowShape))
 		}
 		m.inputs[k] = boundInput{col: col, name: name, rowShape: rowShape, rowSize: int(product(rowShape)),
 			shape: append([]int64{-1}, rowShape...)}
 	}
 	return nil
+}
+
+// FitInput is the rule by which rows of colShape feed model input mi: a
+// float32 input [N, ...] (batch dynamic or 1), its fixed dimensions holding
+// as many values as a row (tensors are row-major, so [1,28,28] feeds [784]
+// unchanged), a dynamic non-batch dimension taking the row's size. It
+// returns the input's row shape; what names the rows in errors. The binder's
+// check of declared shapes (runtime/inference.CheckModelArgs) and the
+// operator share it.
+func FitInput(mi TensorInfo, colShape []int64, what string) ([]int64, error) {
+	if mi.DType != Float32 || len(mi.Shape) < 1 {
+		return nil, fmt.Errorf("%w: %s feeds model input %s: want float32 [N, ...]", ErrSchema, what, mi)
+	}
+	if mi.Shape[0] >= 0 && mi.Shape[0] != 1 {
+		return nil, fmt.Errorf("%w: model input %s has a fixed batch of %d", ErrSchema, mi, mi.Shape[0])
+	}
+	rowShape := slices.Clone(mi.Shape[1:])
+	for i, d := range rowShape {
+		if d < 0 {
+			if len(colShape) != len(rowShape) {
+				return nil, fmt.Errorf("%w: %s has rows of shape [%s] that do not fit model input %s", ErrSchema, what, FormatDims(colShape), mi)
+			}
+			rowShape[i] = colShape[i]
+		}
+	}
+	if product(rowShape) != product(colShape) {
+		return nil, fmt.Errorf("%w: %s has rows of shape [%s] but model input %s wants [%s]", ErrSchema, what, FormatDims(colShape), mi, FormatDims(rowShape))
+	}
+	return rowShape, nil
 }
 
 func fieldNames(s *arrow.Schema) string {

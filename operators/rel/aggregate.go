@@ -356,6 +356,20 @@ func (h *HashAggregate) addTo(start, end int64, keys, args []arrow.Array, _ []ui
 	for k, acc := range w.accs {
 		acc.Grow(int(w.keys.n))
 		acc.Update(gids, args[k], from)
+		if err := accErr(acc, h.spec.Aggs[k]); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// accErr is the failure of an accumulator that can fail (an integer sum
+// that overflowed), naming the aggregate.
+func accErr(acc functions.Accumulator, agg *expr.Aggregate) error {
+	if f, ok := acc.(functions.Failer); ok {
+		if err := f.Err(); err != nil {
+			return &eval.ExprError{Expr: agg.String(), Err: err}
+		}
 	}
 	return nil
 }

@@ -143,6 +143,11 @@ func (h *HashAggregate) addSessions(keys, args []arrow.Array, ts arrow.Array, ga
 		}
 		i = k
 	}
+	for a, acc := range st.accs {
+		if err := accErr(acc, h.spec.Aggs[a]); err != nil {
+			return err
+		}
+	}
 	return nil
 }
 

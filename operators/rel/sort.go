@@ -19,9 +19,11 @@ type SortKey struct {
 	Desc bool
 }
 
-// Sort orders rows within each epoch: on a bounded input (one epoch) that is a
-// total order; after a windowed aggregation it orders each batch of closed
-// windows. Rows are held until their epoch completes.
+// Sort orders rows. Over a windowed aggregation it orders each epoch: the
+// aggregation emits each window at the epoch of its end, so that is each
+// window's rows (NewSort). Anywhere else the order is the whole input's, so
+// the rows are held until the input ends (NewSortAtEnd): sorting per epoch
+// there would give the first epoch's order, not the query's.
 type Sort struct {
 	dataflow.Base
 	keys    []SortKey
@@ -30,9 +32,14 @@ type Sort struct {
 	fns     *functions.Registry
 	c       opCtx
 	pending map[dataflow.Epoch][]arrow.Record
+	// atEnd: hold every row (under held, at the first epoch) until the
+	// input frontier closes.
+	atEnd bool
+	held  *dataflow.Capability
 }
 
-// NewSort compiles the sort keys against the input schema.
+// NewSort orders each epoch's rows; it compiles the keys against the input
+// schema.
 func NewSort(keys []SortKey, in *arrow.Schema, fns *functions.Registry) (*Sort, error) {
 	s := &Sort{keys: keys, in: in, fns: fns, pending: map[dataflow.Epoch][]arrow.Record{}}
 	for _, k := range keys {
@@ -45,7 +52,31 @@ func NewSort(keys []SortKey, in *arrow.Schema, fns *functions.Registry) (*Sort, 
 	return s, nil
 }
 
+// NewSortAtEnd orders all the rows of its input, emitted once the input has
+// ended (a table, or a stream's end-of-stream).
+func NewSortAtEnd(keys []SortKey, in *arrow.Schema, fns *functions.Registry) (*Sort, error) {
+	s, err := NewSort(keys, in, fns)
+	if err != nil {
+		return nil, err
+	}
+	s.atEnd = true
+	return s, nil
+}
+
+func (s *Sort) Open(_ *dataflow.Context, cap *dataflow.Capability) error {
+	if !s.atEnd {
+		return nil
+	}
+	var err error
+	s.held, err = cap.Retain()
+	return err
+}
+
 func (s *Sort) OnBatch(ctx *dataflow.Context, _ int, b dataflow.Batch, cap *dataflow.Capability) error {
+	if s.atEnd {
+		s.pending[0] = append(s.pending[0], b.Record)
+		return nil
+	}
 	if _, ok := s.pending[b.Epoch]; !ok {
 		if err := ctx.NotifyAt(cap, b.Epoch); err != nil {
 			b.Record.Release()
@@ -59,6 +90,23 @@ func (s *Sort) OnBatch(ctx *dataflow.Context, _ int, b dataflow.Batch, cap *data
 func (s *Sort) OnNotify(ctx *dataflow.Context, cap *dataflow.Capability) error {
 	recs := s.pending[cap.Epoch()]
 	delete(s.pending, cap.Epoch())
+	return s.emit(ctx, cap, recs)
+}
+
+// OnFrontier emits the whole sorted input when it has ended (NewSortAtEnd).
+func (s *Sort) OnFrontier(ctx *dataflow.Context, _ int, f dataflow.Epoch) error {
+	if !s.atEnd || f != dataflow.Closed || s.held == nil {
+		return nil
+	}
+	recs := s.pending[0]
+	delete(s.pending, 0)
+	err := s.emit(ctx, s.held, recs)
+	s.held.Drop()
+	s.held = nil
+	return err
+}
+
+func (s *Sort) emit(ctx *dataflow.Context, cap *dataflow.Capability, recs []arrow.Record) error {
 	if len(recs) == 0 {
 		return nil
 	}
@@ -173,6 +221,9 @@ func cmpOrdered[T int32 | int64 | float32 | float64 | string | arrow.Timestamp](
 }
 
 func (s *Sort) Close(*dataflow.Context) error {
+	if s.held != nil {
+		s.held.Drop()
+	}
 	for _, rs := range s.pending {
 		for _, r := range rs {
 			r.Release()

@@ -80,7 +80,18 @@ type Binder struct {
 	// models counts model calls, so that a model called twice gets distinct
 	// operator names.
 	models map[string]int
+	// CheckModelArgs, when set, checks each model call's arguments against
+	// the inputs the model's files declare; nil: the catalog's declared
+	// input types are all that is checked.
+	CheckModelArgs ModelArgChecker
 }
+
+// ModelArgChecker checks the bound types of a call's arguments against what
+// model m's files take (their declared tensor shapes), returning the index
+// of the argument at fault (-1: the call as a whole) and the error. The
+// planner opens no model file: the caller that can installs one
+// (runtime/inference.Runtime.CheckModelArgs).
+type ModelArgChecker func(m *catalog.Model, args []arrow.DataType) (int, error)
 
 // New returns a binder over cat with the builtin functions.
 func New(cat *catalog.Catalog) *Binder {

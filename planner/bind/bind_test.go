@@ -137,7 +137,7 @@ func run(t *testing.T, c testCase, cat *catalog.Catalog, inf *infra.Infra) strin
 		if err == nil {
 			return "no error"
 		}
-		if !errors.Is(err, bind.ErrBind) && !errors.Is(err, bind.ErrUnknown) {
+		if !errors.Is(err, bind.ErrBind) && !errors.Is(err, bind.ErrUnknown) && !errors.Is(err, bind.ErrNotSupported) {
 			return "error of unknown kind: " + err.Error()
 		}
 		return err.Error()

@@ -295,6 +295,20 @@ func (b *Binder) lateral(j *lang.Join, in logical.Node, sc *scope) (logical.Node
 		}
 		args = append(args, e)
 	}
+	if ok && b.CheckModelArgs != nil && len(args) > 0 {
+		types := make([]arrow.DataType, len(args))
+		for i, a := range args {
+			types[i] = a.Type()
+		}
+		if i, err := b.CheckModelArgs(m, types); err != nil {
+			pos := call.Pos
+			if i >= 0 && i < len(call.Args) {
+				pos = call.Args[i].Position()
+			}
+			b.errorf(pos, ErrBind, "%v", err)
+			ok = false
+		}
+	}
 	if len(m.Inputs) > 0 && len(call.Args) != len(m.Inputs) {
 		b.errorf(call.Pos, ErrBind, "model %s takes %d inputs (%s), got %d", m.Name, len(m.Inputs), columnList(m.Inputs), len(call.Args))
 		ok = false
@@ -410,13 +424,20 @@ func (b *Binder) objectives(os []lang.Objective) logical.Objectives {
 		}
 		return v
 	}
+	if len(os) > 0 {
+		o.Pos = Pos(os[0].Position())
+	}
 	for _, x := range os {
+		if name, ok := honoured(x); !ok {
+			b.errorf(x.Position(), ErrNotSupported, "%s in WITH (...) is not supported yet: the planner would ignore it; remove it to run the query", name)
+			continue
+		}
 		switch x := x.(type) {
 		case *lang.AccuracyObjective:
 			v := num(x.Min)
-			o.Accuracy = &v
+			o.Accuracy, o.AccuracyPos = &v, Pos(x.Pos)
 		case *lang.ThroughputObjective:
-			o.Throughput = num(x.Min) / x.Per.Seconds()
+			o.Throughput, o.ThroughputPos = num(x.Min)/x.Per.Seconds(), Pos(x.Pos)
 		case *lang.LatencyObjective:
 			o.LatencyMs = num(x.Max) * x.Unit.Seconds() * 1000
 			if x.Percentile != nil {

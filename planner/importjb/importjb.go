@@ -90,6 +90,9 @@ func (c *converter) infra() {
 		in.WorkerTypes = append(in.WorkerTypes, &infra.WorkerType{Name: w.Name, Price: w.Price})
 		in.Workers = append(in.Workers, &infra.Worker{Name: w.Name, Type: w.Name, Tier: c.tiers[t]})
 	}
+	// The prototype reads a pair missing from its CSV files as multiplier 0:
+	// the imported file says so, so that it keeps that meaning.
+	in.DefaultLink = &infra.DefaultLink{CostPerGB: 0}
 	// Worker links: a tier pair whose every worker pair has the same
 	// multiplier becomes one tier link; otherwise every pair is kept.
 	mult := map[[2]string]float64{}

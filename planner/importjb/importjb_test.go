@@ -63,6 +63,10 @@ func imported(t *testing.T, pr *jellybean.Prototype, pct int) *optimize.Problem 
 	if err != nil {
 		t.Fatal(err)
 	}
+	// The prototype's missing pair means multiplier 0, and the file says so.
+	if inf.DefaultLink == nil || inf.DefaultLink.CostPerGB != 0 {
+		t.Fatalf("imported infrastructure without default_link {cost_per_gb: 0}:\n%s", ib)
+	}
 	script, err := lang.Parse("query.sql", res.Query)
 	if err != nil {
 		t.Fatalf("%v\n%s", err, res.Query)

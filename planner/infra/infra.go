@@ -31,6 +31,11 @@ type Infra struct {
 	WorkerTypes []*WorkerType `yaml:"worker_types"`
 	Workers     []*Worker     `yaml:"workers"`
 	Links       []*Link       `yaml:"links,omitempty"`
+	// DefaultLink prices the traffic between two tiers that no link names.
+	// Without it such a pair is an error in the file: traffic over it would
+	// cost nothing, silently. JellyBean's prototype reads a pair missing from
+	// its CSV files as multiplier 0; files imported from it say so here.
+	DefaultLink *DefaultLink `yaml:"default_link,omitempty"`
 	// SourceTier is where a stream sits when the catalog does not say; empty:
 	// the lowest tier.
 	SourceTier string `yaml:"source_tier,omitempty"`
@@ -76,6 +81,78 @@ type Link struct {
 	// BandwidthMbps caps a tier link in megabits per second; 0: unlimited.
 	BandwidthMbps float64 `yaml:"bandwidth_mbps,omitempty"`
 	Pos           Pos     `yaml:"-"`
+}
+
+// DefaultLink is the price (and bandwidth cap) of every tier pair without a
+// link of its own.
+type DefaultLink struct {
+	CostPerGB     float64 `yaml:"cost_per_gb"`
+	BandwidthMbps float64 `yaml:"bandwidth_mbps,omitempty"`
+	Pos           Pos     `yaml:"-"`
+}
+
+// TierLinks are the links between tiers: those the file names, then the
+// default link for every other pair of distinct tiers, lower to higher
+// (assumption A2: traffic never flows down).
+func (in *Infra) TierLinks() []*Link {
+	var out []*Link
+	named := map[[2]string]bool{}
+	for _, l := range in.Links {
+		if in.Tier(l.From) != nil && in.Tier(l.To) != nil {
+			out = append(out, l)
+			named[[2]string{l.From, l.To}] = true
+		}
+	}
+	if in.DefaultLink == nil {
+		return out
+	}
+	for i, a := range in.Tiers {
+		for _, b := range in.Tiers[i+1:] {
+			if !named[[2]string{a.Name, b.Name}] {
+				out = append(out, &Link{From: a.Name, To: b.Name, CostPerGB: in.DefaultLink.CostPerGB,
+					BandwidthMbps: in.DefaultLink.BandwidthMbps, Pos: in.DefaultLink.Pos})
+			}
+		}
+	}
+	return out
+}
+
+// unpricedPairs are the pairs of distinct tiers (lower first) that neither a
+// tier link nor worker links for every pair of their workers price.
+func (in *Infra) unpricedPairs() [][2]*Tier {
+	named := map[[2]string]bool{}
+	for _, l := range in.Links {
+		named[[2]string{l.From, l.To}] = true
+	}
+	byTier := map[string][]string{}
+	for _, m := range in.Machines() {
+		byTier[m.Tier] = append(byTier[m.Tier], m.Name)
+	}
+	covered := func(a, b string) bool {
+		if named[[2]string{a, b}] {
+			return true
+		}
+		if len(byTier[a]) == 0 || len(byTier[b]) == 0 {
+			return false
+		}
+		for _, x := range byTier[a] {
+			for _, y := range byTier[b] {
+				if !named[[2]string{x, y}] {
+					return false
+				}
+			}
+		}
+		return true
+	}
+	var out [][2]*Tier
+	for i, a := range in.Tiers {
+		for _, b := range in.Tiers[i+1:] {
+			if a.Name != b.Name && !covered(a.Name, b.Name) {
+				out = append(out, [2]*Tier{a, b})
+			}
+		}
+	}
+	return out
 }
 
 // Tier returns the tier called name, or nil.
@@ -166,7 +243,7 @@ func Parse(file string, src []byte) (*Infra, error) {
 		}
 		return nil, yamlx.Problems{{Pos: Pos{File: file}, Msg: "empty infrastructure file: want tiers, worker_types and workers"}}
 	}
-	fs := d.Map(root, "infrastructure", "notes", "tiers", "worker_types", "workers", "links", "source_tier")
+	fs := d.Map(root, "infrastructure", "notes", "tiers", "worker_types", "workers", "links", "default_link", "source_tier")
 	in.Notes = d.Str(fs["notes"], "notes")
 	for _, n := range d.Seq(d.Required(root, fs, "tiers", "infrastructure").Value, "tiers") {
 		tf := d.Map(n, "tier", "name", "locations")
@@ -216,6 +293,14 @@ func Parse(file string, src []byte) (*Infra, error) {
 		}
 		lfields[l] = lf
 		in.Links = append(in.Links, l)
+	}
+	if n := fs["default_link"].Value; n != nil {
+		df := d.Map(n, "default_link", "cost_per_gb", "bandwidth_mbps")
+		in.DefaultLink = &DefaultLink{
+			CostPerGB:     d.NonNegFloat(d.Required(n, df, "cost_per_gb", "default_link"), "default_link.cost_per_gb", 0),
+			BandwidthMbps: d.NonNegFloat(df["bandwidth_mbps"], "default_link.bandwidth_mbps", 0),
+			Pos:           d.Pos(n),
+		}
 	}
 	in.SourceTier = d.Str(fs["source_tier"], "source_tier")
 
@@ -292,6 +377,13 @@ func Parse(file string, src []byte) (*Infra, error) {
 			} else if l.To != "" {
 				unknown(lf["to"], "tier or worker", l.To, append(append([]string(nil), tierNames...), workerNames...))
 			}
+		}
+	}
+	if in.DefaultLink == nil && d.Err() == nil {
+		// Reported at the higher tier: its traffic from below is unpriced.
+		for _, p := range in.unpricedPairs() {
+			d.ErrorAt(p[1].Pos, "no link prices traffic from tier %s to tier %s (it would cost nothing): add a link {from: %s, to: %s, cost_per_gb: ...} or a default_link {cost_per_gb: ...}",
+				p[0].Name, p[1].Name, p[0].Name, p[1].Name)
 		}
 	}
 	if f := fs["source_tier"]; f.Value != nil && in.Tier(in.SourceTier) == nil {

@@ -53,6 +53,12 @@ type Objectives struct {
 	// Budget is the highest acceptable cost per hour; 0 when not set.
 	Budget   float64 `json:"budget,omitempty"`
 	Priority string  `json:"priority,omitempty"`
+	// Pos is where the WITH (...) clause states them (zero when it does
+	// not), AccuracyPos and ThroughputPos where it states those, so that an
+	// objective no plan meets is reported at itself.
+	Pos           Pos `json:"-"`
+	AccuracyPos   Pos `json:"-"`
+	ThroughputPos Pos `json:"-"`
 }
 
 func mustLen(kind string, got, want int) {

@@ -240,14 +240,17 @@ func (l *lowerer) links() {
 	for _, w := range l.p.Workers {
 		workers[w.Name] = true
 	}
+	for _, ln := range l.inf.TierLinks() {
+		l.p.TierLinks = append(l.p.TierLinks, optimize.TierLink{
+			From: ln.From, To: ln.To, Multiplier: ln.CostPerGB,
+			// Megabits per second to the optimizer's MB (MiB) per second.
+			BandwidthMBps: ln.BandwidthMbps * 1e6 / 8 / (1024 * 1024),
+		})
+	}
 	for _, ln := range l.inf.Links {
 		switch {
 		case isTier(ln.From) && isTier(ln.To):
-			l.p.TierLinks = append(l.p.TierLinks, optimize.TierLink{
-				From: ln.From, To: ln.To, Multiplier: ln.CostPerGB,
-				// Megabits per second to the optimizer's MB (MiB) per second.
-				BandwidthMBps: ln.BandwidthMbps * 1e6 / 8 / (1024 * 1024),
-			})
+			// Among TierLinks above.
 		case workers[ln.From] && workers[ln.To]:
 			l.p.WorkerLinks = append(l.p.WorkerLinks, optimize.WorkerLink{From: ln.From, To: ln.To, Multiplier: ln.CostPerGB})
 		case workers[ln.To]:

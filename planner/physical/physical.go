@@ -30,6 +30,9 @@ type Plan struct {
 	// Reason says, for an infeasible plan, which target cannot be met and the
 	// best reachable.
 	Reason string
+	// Reachable carries the reason's numbers (optimize.Reachable); nil for
+	// a feasible plan.
+	Reachable *optimize.Reachable
 	// Sink is the operator whose output is the query's result.
 	Sink string
 	// Operators in topological order (inputs first).
@@ -93,7 +96,7 @@ func New(res *lower.Result, p *optimize.Plan) *Plan {
 		Strategy: p.Strategy, Feasible: p.Feasible,
 		ComputeCost: p.ComputeCost, NetworkCost: p.NetworkCost, TotalCost: p.TotalCost,
 		Accuracy: p.Accuracy, Throughput: p.Throughput, OptimizerMs: p.OptimizerMs,
-		Optimal: p.Optimal, GaveUp: p.GaveUp, Note: p.Note, Reason: p.Reason,
+		Optimal: p.Optimal, GaveUp: p.GaveUp, Note: p.Note, Reason: p.Reason, Reachable: p.Reachable,
 		Sink: res.Sink, Links: append([]optimize.LinkLoad(nil), p.Links...), Problem: res.Problem,
 		Targets: Targets{Accuracy: res.Problem.Objectives.MinAccuracy, Throughput: res.Problem.Objectives.Throughput},
 	}
@@ -166,4 +169,20 @@ func (p *Plan) Source(name string) *Source {
 		}
 	}
 	return nil
+}
+
+// Variants are the plan's model variants, by operator name and by model
+// name: what the executors must run (operators/exec, runtime/inference).
+func (p *Plan) Variants() map[string]string {
+	out := map[string]string{}
+	for _, op := range p.Operators {
+		if op.Variant == "" {
+			continue
+		}
+		out[op.Name] = op.Variant
+		if op.Model != "" {
+			out[op.Model] = op.Variant
+		}
+	}
+	return out
 }

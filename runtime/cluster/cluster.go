@@ -26,6 +26,7 @@ import (
 
 	"github.com/tierflow/tierflow/operators/exec"
 	"github.com/tierflow/tierflow/operators/sinks"
+	"github.com/tierflow/tierflow/planner/bind"
 	"github.com/tierflow/tierflow/planner/infra"
 	"github.com/tierflow/tierflow/relay/natsserver"
 	"github.com/tierflow/tierflow/runtime/connectors"
@@ -160,7 +161,8 @@ func startCore(o *Options) (*Cluster, error) {
 		return nil, err
 	}
 	co, err := coordinator.Start(coordinator.Config{Conn: nc, Infra: o.Infra, Catalog: o.Catalog, Heartbeat: o.Heartbeat, Metrics: o.Metrics, Log: o.Log,
-		Exec: ExecHooks(nc, o.OrtLib, nil, 1), Placement: o.Placement})
+		Exec: ExecHooks(nc, o.OrtLib, nil, 1), Placement: o.Placement,
+		CheckModelArgs: ModelArgChecks(o.OrtLib)})
 	if err != nil {
 		c.Close()
 		return nil, err
@@ -264,11 +266,21 @@ func (c *Cluster) Close() error {
 	return errors.Join(errs...)
 }
 
+// ModelArgChecks is the coordinator's checker of model calls against their
+// files (coordinator.Config.CheckModelArgs): a script's relative model paths
+// are from its base directory.
+func ModelArgChecks(ortLib string) func(baseDir string) bind.ModelArgChecker {
+	return func(base string) bind.ModelArgChecker {
+		return inference.New(inference.Config{OrtLib: ortLib, BaseDir: base}).CheckModelArgs
+	}
+}
+
 // DefaultInfra is the infrastructure embedded mode uses when none is given:
 // one worker on each of an edge, a hub and a cloud tier, so that a plan's
 // stages still run on different workers and their data crosses NATS.
 func DefaultInfra() *infra.Infra {
-	in := &infra.Infra{WorkerTypes: []*infra.WorkerType{{Name: "local"}}}
+	// The three tiers share this machine: moving bytes between them is free.
+	in := &infra.Infra{WorkerTypes: []*infra.WorkerType{{Name: "local"}}, DefaultLink: &infra.DefaultLink{}}
 	for _, t := range []string{"edge", "hub", "cloud"} {
 		in.Tiers = append(in.Tiers, &infra.Tier{Name: t})
 		in.Workers = append(in.Workers, &infra.Worker{Name: t + "-1", Type: "local", Tier: t})

@@ -33,10 +33,10 @@ import (
 
 	"github.com/tierflow/tierflow/operators/exec"
 	"github.com/tierflow/tierflow/planner"
+	"github.com/tierflow/tierflow/planner/bind"
 	"github.com/tierflow/tierflow/planner/catalog"
 	"github.com/tierflow/tierflow/planner/infra"
 	"github.com/tierflow/tierflow/planner/logical"
-	"github.com/tierflow/tierflow/planner/physical"
 	"github.com/tierflow/tierflow/relay"
 	"github.com/tierflow/tierflow/runtime/control"
 	"github.com/tierflow/tierflow/runtime/deploy"
@@ -74,6 +74,11 @@ type Config struct {
 	// with (as the workers' Exec does), so it can place model calls and NATS
 	// streams.
 	Exec func(o *exec.Options, variants map[string]string)
+	// CheckModelArgs, when set, gives the checker of model calls against
+	// their files for a script whose relative paths are from baseDir, so a
+	// declared tensor shape no model file takes fails the query at bind
+	// time (bind.ModelArgChecker); nil: the workers find out when they build.
+	CheckModelArgs func(baseDir string) bind.ModelArgChecker
 	// Placement chooses how queries are placed: "optimizer" (the default:
 	// the planner's physical plan against the registered workers, the
 	// default rules when it cannot plan) or "rules" (runtime/deploy's
@@ -447,6 +452,9 @@ func (c *Coordinator) deployAll(ctx context.Context, id string, script deploy.Sc
 // note on how it was placed, and its LATENCY bound in milliseconds.
 func (c *Coordinator) place(ctx context.Context, req deploy.SubmitRequest, ws []deploy.Worker) (*deploy.Placement, deploy.Script, string, *deploy.Estimate, float64, error) {
 	script := req.Script
+	if c.cfg.CheckModelArgs != nil {
+		script.CheckModelArgs = c.cfg.CheckModelArgs(script.BaseDir)
+	}
 	bound, cat, err := script.Bind(nil)
 	if err != nil {
 		return nil, script, "", nil, 0, err
@@ -467,11 +475,16 @@ func (c *Coordinator) place(ctx context.Context, req deploy.SubmitRequest, ws []
 	perr := errors.New("placement by rules")
 	if c.cfg.Placement != PlaceRules {
 		res, perr = c.optimize(ctx, bound, cat, ws, o.Tiers)
+		if errors.Is(perr, planner.ErrInfeasible) {
+			// The planner did plan the query, and no plan meets what it
+			// asks: running another one would ignore the objectives.
+			return nil, script, "", nil, 0, perr
+		}
 	}
 	slo := bound.Objectives.LatencyMs
 	if perr == nil {
 		planned := script
-		planned.Rewrite, planned.Variants = true, variants(res.Physical)
+		planned.Rewrite, planned.Variants = true, res.Physical.Variants()
 		q, err := planned.BuildPlan(res.Rewritten, c.execOptions(planned.Variants))
 		if err == nil {
 			po := o
@@ -510,7 +523,7 @@ func (c *Coordinator) optimize(ctx context.Context, bound *logical.Plan, cat *ca
 	file := c.cfg.Infra
 	inf := &infra.Infra{}
 	if file != nil {
-		inf.Links, inf.SourceTier = file.Links, file.SourceTier
+		inf.Links, inf.DefaultLink, inf.SourceTier = file.Links, file.DefaultLink, file.SourceTier
 	}
 	for _, t := range tiers {
 		tier := &infra.Tier{Name: t}
@@ -544,25 +557,10 @@ func (c *Coordinator) optimize(ctx context.Context, bound *logical.Plan, cat *ca
 	if err != nil {
 		return nil, err
 	}
-	if !res.Physical.Feasible {
-		return nil, fmt.Errorf("no plan meets the objectives: %s", res.Physical.Reason)
+	if err := res.Runnable(); err != nil {
+		return nil, err
 	}
 	return res, nil
-}
-
-// variants are the plan's model variants by operator and model name.
-func variants(p *physical.Plan) map[string]string {
-	out := map[string]string{}
-	for _, op := range p.Operators {
-		if op.Variant == "" {
-			continue
-		}
-		out[op.Name] = op.Variant
-		if op.Model != "" {
-			out[op.Model] = op.Variant
-		}
-	}
-	return out
 }
 
 // maxProblems bounds the bad-row messages a query's info keeps.

@@ -49,6 +49,10 @@ type Script struct {
 	// Pace replays the file streams at their catalog rates, for a bounded
 	// time or input (EXPLAIN ANALYZE); nil reads them as fast as they go.
 	Pace *Pace `json:"pace,omitempty"`
+	// CheckModelArgs, when set, checks model calls against their files as
+	// the query binds (the coordinator's, given the script's BaseDir); it
+	// does not travel.
+	CheckModelArgs bind.ModelArgChecker `json:"-"`
 	// Replay feeds the file streams at their declared RATE, unbounded, as
 	// live streams (`run --replay`); Pace, when set, wins.
 	Replay bool `json:"replay,omitempty"`
@@ -137,7 +141,9 @@ func (s Script) Bind(cat *catalog.Catalog) (*logical.Plan, *catalog.Catalog, err
 	if query == nil {
 		return nil, nil, fmt.Errorf("%s: %w: no SELECT or INSERT to run", s.Filename, ErrScript)
 	}
-	plan, err := bind.New(cat).Bind(query)
+	b := bind.New(cat)
+	b.CheckModelArgs = s.CheckModelArgs
+	plan, err := b.Bind(query)
 	if err != nil {
 		return nil, nil, err
 	}

@@ -7,9 +7,9 @@
 //
 // Which variant runs: the one named for the operator (Config.Variants, keyed by
 // the operator's name or the model's name; the distributed runtime passes the
-// planner's choice here), else the catalog's most accurate variant that has a
-// file, which is what a local run without an infrastructure spec means by "the
-// model": there is no cost to trade accuracy against.
+// planner's choice here, as `tierflow run --local` does), else the catalog's
+// most accurate variant that has a file: what a query the planner cannot plan
+// (a model without latency profiles) means by "the model".
 //
 // It glues operators (exec, ml) to runtime (onnx, ortlib) and must not import
 // relay, cmd or the other runtime packages (worker, cluster, deploy).
@@ -172,6 +172,65 @@ func ModelFile(v *catalog.Variant, base string) (string, error) {
 		tried = append(tried, p)
 	}
 	return "", fmt.Errorf("%w: variant %s: file %s not found (tried %v)", ErrModel, v.Name, v.File, tried)
+}
+
+// CheckModelArgs is the binder's bind.ModelArgChecker over model files: each
+// tensor argument of a call must fit the input it feeds (ml.FitInput) in
+// every variant's file, so that a declared shape the model cannot take is
+// an error at the argument before anything runs. A file that cannot be
+// opened is left to the run, which reports it; so is a model whose inputs
+// take constants beside the tensor (side inputs) or have dynamic row
+// dimensions (the bound type is the row's size, not its shape).
+func (r *Runtime) CheckModelArgs(m *catalog.Model, args []arrow.DataType) (int, error) {
+	var tensors []int
+	for i, t := range args {
+		if lt, ok := t.(*arrow.FixedSizeListType); ok && lt.Elem().ID() == arrow.FLOAT32 {
+			tensors = append(tensors, i)
+		}
+	}
+	if len(tensors) == 0 {
+		return -1, nil
+	}
+	for _, v := range m.Variants {
+		path, err := ModelFile(v, r.cfg.BaseDir)
+		if err != nil {
+			continue
+		}
+		r.mu.Lock()
+		if r.env == nil {
+			if r.env, err = onnx.Open(r.cfg.OrtLib); err != nil {
+				r.mu.Unlock()
+				return -1, nil // no runtime here: the run reports it
+			}
+		}
+		env := r.env
+		r.mu.Unlock()
+		sess, err := env.Session(path, onnx.Options{Device: r.cfg.Device, IntraOpThreads: r.cfg.IntraOpThreads})
+		if err != nil {
+			continue
+		}
+		ins := sess.Inputs()
+		if len(ins) != len(tensors) {
+			continue
+		}
+	inputs:
+		for k, i := range tensors {
+			mi := ins[k]
+			if len(mi.Shape) > 1 {
+				for _, d := range mi.Shape[1:] {
+					if d < 0 {
+						continue inputs
+					}
+				}
+			}
+			size := int64(args[i].(*arrow.FixedSizeListType).Len())
+			what := fmt.Sprintf("argument %d (a tensor of %d floats)", i+1, size)
+			if _, err := ml.FitInput(mi, []int64{size}, what); err != nil {
+				return i, fmt.Errorf("model %s variant %s (%s): %w", m.Name, v.Name, v.File, err)
+			}
+		}
+	}
+	return -1, nil
 }
 
 // Lateral is the exec.Options.Lateral hook.

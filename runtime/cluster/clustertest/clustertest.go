@@ -67,6 +67,9 @@ links:
   - from: hub
     to: cloud
     cost_per_gb: 0.09
+# edge -> cloud direct: free, as these tests have always priced it.
+default_link:
+  cost_per_gb: 0
 `
 
 // WriteData writes readings.csv (rows rows, 8 sensors, 4 readings a second)

@@ -1,0 +1,77 @@
+package eval
+
+import (
+	"fmt"
+	"math"
+
+	"github.com/apache/arrow/go/v17/arrow"
+	"github.com/apache/arrow/go/v17/arrow/array"
+	"github.com/apache/arrow/go/v17/arrow/memory"
+
+	"github.com/tierflow/tierflow/planner/expr"
+)
+
+func isFloatType(t arrow.DataType) bool {
+	return t.ID() == arrow.FLOAT64 || t.ID() == arrow.FLOAT32 || t.ID() == arrow.FLOAT16
+}
+
+// integerRange is the closed range of an integer type, as float64 bounds:
+// the lower one is exact, the upper one is the first value above the range
+// (2^63 for BIGINT, which float64 holds exactly where 2^63-1 it does not).
+func integerRange(t arrow.DataType) (lo, above float64) {
+	bits := float64(t.(arrow.FixedWidthDataType).BitWidth())
+	if arrow.IsUnsignedInteger(t.ID()) {
+		return 0, math.Pow(2, bits)
+	}
+	return -math.Pow(2, bits-1), math.Pow(2, bits-1)
+}
+
+// roundToInteger casts floats to an integer type as DuckDB does: rounded half
+// away from zero (CAST(2.5 AS INT) is 3, CAST(-2.5 AS INT) is -3), and a
+// value outside the type (or NaN, or infinite) is an error, not a wrap.
+func roundToInteger(mem memory.Allocator, a arrow.Array, to arrow.DataType) (arrow.Array, error) {
+	lo, above := integerRange(to)
+	b := array.NewBuilder(mem, to)
+	defer b.Release()
+	b.Reserve(a.Len())
+	for i := 0; i < a.Len(); i++ {
+		if a.IsNull(i) {
+			b.AppendNull()
+			continue
+		}
+		var x float64
+		switch a := a.(type) {
+		case *array.Float64:
+			x = a.Value(i)
+		case *array.Float32:
+			x = float64(a.Value(i))
+		case *array.Float16:
+			x = float64(a.Value(i).Float32())
+		default:
+			return nil, fmt.Errorf("cannot cast %s to %s", a.DataType(), expr.TypeName(to))
+		}
+		r := math.Round(x)
+		if math.IsNaN(r) || r < lo || r >= above {
+			return nil, fmt.Errorf("%w: %v does not fit %s", ErrOutOfRange, x, expr.TypeName(to))
+		}
+		switch b := b.(type) {
+		case *array.Int8Builder:
+			b.UnsafeAppend(int8(r))
+		case *array.Int16Builder:
+			b.UnsafeAppend(int16(r))
+		case *array.Int32Builder:
+			b.UnsafeAppend(int32(r))
+		case *array.Int64Builder:
+			b.UnsafeAppend(int64(r))
+		case *array.Uint8Builder:
+			b.UnsafeAppend(uint8(r))
+		case *array.Uint16Builder:
+			b.UnsafeAppend(uint16(r))
+		case *array.Uint32Builder:
+			b.UnsafeAppend(uint32(r))
+		case *array.Uint64Builder:
+			b.UnsafeAppend(uint64(r))
+		}
+	}
+	return b.NewArray(), nil
+}
