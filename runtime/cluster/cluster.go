@@ -30,6 +30,7 @@ import (
 	"github.com/tierflow/tierflow/planner/infra"
 	"github.com/tierflow/tierflow/relay/natsserver"
 	"github.com/tierflow/tierflow/runtime/connectors"
+	"github.com/tierflow/tierflow/runtime/control"
 	"github.com/tierflow/tierflow/runtime/coordinator"
 	"github.com/tierflow/tierflow/runtime/deploy"
 	"github.com/tierflow/tierflow/runtime/devices"
@@ -67,6 +68,13 @@ type Options struct {
 	// Placement is the coordinator's placement mode (coordinator.PlaceOptimizer,
 	// the default, or coordinator.PlaceRules).
 	Placement string
+	// Policy, when set, has the coordinator re-plan running queries
+	// (runtime/control; `run --replan`).
+	Policy control.Policy
+	// Shape, when set, caps the bytes per second embedded worker from
+	// sends to worker to over the relay (0: no cap): tests and drills slow
+	// one link down with it.
+	Shape func(from, to string) float64
 }
 
 // ExecHooks completes executor options for a process on connection nc: the
@@ -161,7 +169,7 @@ func startCore(o *Options) (*Cluster, error) {
 		return nil, err
 	}
 	co, err := coordinator.Start(coordinator.Config{Conn: nc, Infra: o.Infra, Catalog: o.Catalog, Heartbeat: o.Heartbeat, Metrics: o.Metrics, Log: o.Log,
-		Exec: ExecHooks(nc, o.OrtLib, nil, 1), Placement: o.Placement,
+		Exec: ExecHooks(nc, o.OrtLib, nil, 1), Placement: o.Placement, Policy: o.Policy,
 		CheckModelArgs: ModelArgChecks(o.OrtLib)})
 	if err != nil {
 		c.Close()
@@ -199,7 +207,7 @@ func StartEmbedded(ctx context.Context, o Options) (*Cluster, error) {
 		}
 		w, err := worker.Start(ctx, worker.Config{Conn: nc, Name: name, Tier: m.Tier, Location: m.Location, Type: typ,
 			Inventory: &inv, Allocator: o.Allocator, Metrics: o.Metrics, Stdout: o.Stdout, Log: o.Log,
-			Exec: ExecHooks(nc, o.OrtLib, o.ModelLog, CPUShare(m, len(o.Infra.Machines())))})
+			Exec: ExecHooks(nc, o.OrtLib, o.ModelLog, CPUShare(m, len(o.Infra.Machines()))), Shape: shapeFrom(o.Shape, name)})
 		if err != nil {
 			c.Close()
 			return nil, fmt.Errorf("worker %s: %w", name, err)
@@ -207,6 +215,14 @@ func StartEmbedded(ctx context.Context, o Options) (*Cluster, error) {
 		c.Workers = append(c.Workers, w)
 	}
 	return c, nil
+}
+
+// shapeFrom is worker from's side of Options.Shape.
+func shapeFrom(shape func(from, to string) float64, from string) func(to string) float64 {
+	if shape == nil {
+		return nil
+	}
+	return func(to string) float64 { return shape(from, to) }
 }
 
 func (c *Cluster) connect(name string) (*nats.Conn, error) {

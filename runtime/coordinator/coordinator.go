@@ -85,6 +85,9 @@ type Config struct {
 	// default rules only: sources at their tier, aggregates a tier up, the
 	// sink on top, so data crosses every tier).
 	Placement string
+	// Policy, when set, is asked about every running query once a second
+	// and may have it re-planned and cut over (runtime/control).
+	Policy control.Policy
 }
 
 // Placement modes (Config.Placement).
@@ -125,8 +128,15 @@ type queryState struct {
 	// failing is set while a worker's failure waits to see whether a
 	// lost worker caused it (a relay link to a dead peer breaks first).
 	failing bool
-	// recovering serialises recoveries of the query.
-	recovering sync.Mutex
+	// recovering serialises re-deployments of the query; redeploying is
+	// set while one is asked for or under way (no policy runs then).
+	recovering  sync.Mutex
+	redeploying bool
+	// replayable: every stream of the query replays (files, JetStream),
+	// so a re-plan loses nothing; planned is when the current generation
+	// was deployed and decided when the policy last ran.
+	replayable       bool
+	planned, decided time.Time
 }
 
 // pendingRecovery is a recovery whose rows do not flow yet.
@@ -268,6 +278,11 @@ func (c *Coordinator) expire() {
 			c.cfg.Log.Warn("worker expired", "name", name)
 			for _, q := range c.Queries() {
 				if q.Ended.IsZero() && slices.Contains(q.Workers, name) {
+					c.mu.Lock()
+					if qs := c.queries[q.Query]; qs != nil {
+						qs.redeploying = true
+					}
+					c.mu.Unlock()
 					go c.recover(q.Query, name, last)
 				}
 			}
@@ -398,6 +413,7 @@ func (c *Coordinator) Submit(ctx context.Context, req deploy.SubmitRequest) (*de
 	ended := !qs.info.Ended.IsZero()
 	if !ended {
 		qs.info.State, qs.started, qs.info.Started = deploy.StateRunning, true, time.Now()
+		qs.planned, qs.replayable = qs.info.Started, len(c.coreNATSSubjects(req.Script)) == 0
 	}
 	c.mu.Unlock()
 	if ended {
@@ -664,6 +680,7 @@ func (c *Coordinator) onStatus(m *nats.Msg) {
 	qs.live.Observe(time.Now(), info.Operators, info.Links, qs.rtt, linkEnds(info.Placement))
 	est := qs.live.Estimates()
 	info.Estimates = &est
+	c.decide(qs, time.Now())
 	if !info.Ended.IsZero() {
 		cp := *info
 		ended = &cp
@@ -741,6 +758,21 @@ func (c *Coordinator) failGeneration(id string, gen int, msg, kind string) {
 // only epochs it has not written (Client.Submit), so the result is that of
 // a run without the loss.
 func (c *Coordinator) recover(id, lost string, lostAt time.Time) {
+	c.redeploy(id, lost, lostAt, nil, 0)
+}
+
+// replan cuts a query over to a new plan a policy asked for (decided on
+// generation gen): placed again without the excluded workers, deployed as
+// the next generation exactly as a recovery is, so the cut-over is at the
+// committed epoch and loses or duplicates no row.
+func (c *Coordinator) replan(id string, d *control.Decision, gen int) {
+	c.redeploy(id, "", time.Time{}, d, gen)
+}
+
+// redeploy places a running query again and deploys it as a new
+// generation: after the loss of worker lost (a recovery) or for a policy's
+// decision d taken on generation fromGen (a re-plan).
+func (c *Coordinator) redeploy(id, lost string, lostAt time.Time, d *control.Decision, fromGen int) {
 	c.mu.Lock()
 	qs := c.queries[id]
 	c.mu.Unlock()
@@ -749,27 +781,76 @@ func (c *Coordinator) recover(id, lost string, lostAt time.Time) {
 	}
 	qs.recovering.Lock()
 	defer qs.recovering.Unlock()
+	defer func() {
+		c.mu.Lock()
+		qs.redeploying = false
+		c.mu.Unlock()
+	}()
 	c.mu.Lock()
-	if !qs.info.Ended.IsZero() || !slices.Contains(qs.info.Workers, lost) {
+	switch {
+	case !qs.info.Ended.IsZero():
 		c.mu.Unlock()
 		return
-	}
-	if !qs.started {
+	case d == nil && !slices.Contains(qs.info.Workers, lost):
+		c.mu.Unlock()
+		return
+	case d == nil && !qs.started:
 		c.mu.Unlock()
 		c.fail(id, fmt.Errorf("worker %s stopped heartbeating", lost))
 		return
+	case d != nil && (qs.info.Generation != fromGen || !qs.started):
+		c.mu.Unlock()
+		return // something else re-deployed it since
 	}
-	old := qs.info.Generation
-	gen, epoch := old+1, qs.info.Committed
+	old, oldWorkers := qs.info.Generation, qs.info.Workers
+	epoch, req := qs.info.Committed, qs.req
+	c.mu.Unlock()
+
+	var ws []deploy.Worker
+	for _, w := range c.Workers() {
+		if d != nil && slices.Contains(d.Exclude, w.Name) {
+			continue
+		}
+		ws = append(ws, deploy.Worker{Name: w.Name, Tier: w.Tier, Location: w.Location, Type: w.Type})
+	}
+	if len(ws) == 0 {
+		if d == nil {
+			c.fail(id, fmt.Errorf("worker %s stopped heartbeating and no worker is left", lost))
+		}
+		return
+	}
+	req.Script.ResumeEpoch = epoch
+	ctx := context.Background()
+	p, script, note, est, _, err := c.place(ctx, req, ws)
+	if d != nil && (err != nil || slices.Equal(p.Workers, oldWorkers)) {
+		// No other plan: the query keeps running as it is.
+		c.cfg.Log.Info("re-plan kept the plan", "query", id, "reason", d.Reason, "err", err)
+		return
+	}
+	gen := old + 1
+	c.mu.Lock()
+	if !qs.info.Ended.IsZero() {
+		c.mu.Unlock()
+		return
+	}
 	qs.info.Generation, qs.failing = gen, false
 	qs.status, qs.front = map[string]deploy.Status{}, map[string]uint64{}
-	if qs.pending == nil {
-		qs.pending = &pendingRecovery{lostAt: lostAt}
+	qs.live, qs.planned = control.NewLive(), time.Now()
+	if d == nil {
+		if qs.pending == nil {
+			qs.pending = &pendingRecovery{lostAt: lostAt}
+		}
+		qs.pending.rec = control.Recovery{Epoch: epoch, LostWorker: lost}
 	}
-	qs.pending.rec = control.Recovery{Epoch: epoch, LostWorker: lost}
-	req := qs.req
+	if err == nil {
+		qs.info.Placement, qs.info.Workers, qs.info.Planner, qs.info.Estimate = p, p.Workers, note, est
+	}
 	c.mu.Unlock()
-	c.cfg.Log.Warn("recovering query", "query", id, "lost", lost, "generation", gen, "epoch", epoch)
+	if d == nil {
+		c.cfg.Log.Warn("recovering query", "query", id, "lost", lost, "generation", gen, "epoch", epoch)
+	} else {
+		c.cfg.Log.Info("re-planning query", "query", id, "reason", d.Reason, "generation", gen, "epoch", epoch)
+	}
 	// Core NATS streams keep nothing while no part of the query listens:
 	// count what is published from now until the new parts subscribe.
 	countLost := c.countCoreNATS(req.Script)
@@ -785,37 +866,50 @@ func (c *Coordinator) recover(id, lost string, lostAt time.Time) {
 			qs.info.Recoveries[k-1].LostMessages += n
 		}
 		c.mu.Unlock()
-		c.cfg.Log.Warn("core NATS messages lost while recovering", "query", id, "messages", n)
+		c.cfg.Log.Warn("core NATS messages lost while re-deploying", "query", id, "messages", n)
 	}()
 	b, _ := json.Marshal(deploy.StopRequest{Query: id, Abort: true, Generation: old, OnlyGeneration: true})
 	_ = c.nc.Publish(deploy.QuerySubject(id, "stop"), b)
-	var ws []deploy.Worker
-	for _, w := range c.Workers() {
-		ws = append(ws, deploy.Worker{Name: w.Name, Tier: w.Tier, Location: w.Location, Type: w.Type})
-	}
-	if len(ws) == 0 {
-		c.fail(id, fmt.Errorf("worker %s stopped heartbeating and no worker is left", lost))
-		return
-	}
-	req.Script.ResumeEpoch = epoch
-	ctx := context.Background()
-	p, script, note, est, _, err := c.place(ctx, req, ws)
 	if err == nil {
 		script.ResumeEpoch = epoch
-		c.mu.Lock()
-		qs.info.Placement, qs.info.Workers, qs.info.Planner, qs.info.Estimate = p, p.Workers, note, est
-		c.mu.Unlock()
 		err = c.deployAll(ctx, id, script, p, gen)
 	}
 	if err != nil {
-		c.fail(id, fmt.Errorf("worker %s stopped heartbeating; recovery failed: %w", lost, err))
+		c.fail(id, fmt.Errorf("re-deploying %s (generation %d): %w", id, gen, err))
 		return
 	}
 	if err := c.nc.Publish(deploy.QuerySubject(id, "start"), nil); err != nil {
 		c.fail(id, err)
 		return
 	}
-	c.cfg.Log.Info("query recovered", "query", id, "workers", p.Workers, "generation", gen)
+	if d != nil {
+		c.mu.Lock()
+		qs.info.Replans = append(qs.info.Replans, control.Replan{Epoch: epoch, Reason: d.Reason,
+			Old: strings.Join(oldWorkers, ","), New: strings.Join(p.Workers, ",")})
+		c.mu.Unlock()
+	}
+	c.cfg.Log.Info("query re-deployed", "query", id, "workers", p.Workers, "generation", gen)
+}
+
+// decide (with c.mu held) asks the policy about a running query, at most
+// once a second, and starts the re-plan it asks for.
+func (c *Coordinator) decide(qs *queryState, now time.Time) {
+	if c.cfg.Policy == nil || !qs.started || qs.redeploying || !qs.replayable || !qs.info.Ended.IsZero() ||
+		now.Sub(qs.decided) < time.Second || qs.info.Estimates == nil {
+		return
+	}
+	qs.decided = now
+	in := control.PolicyInput{Query: qs.info.Query, Workers: qs.info.Workers, Age: now.Sub(qs.planned), Estimates: *qs.info.Estimates}
+	for name := range c.workers {
+		in.Registered = append(in.Registered, name)
+	}
+	sort.Strings(in.Registered)
+	d := c.cfg.Policy.Decide(in)
+	if d == nil {
+		return
+	}
+	qs.redeploying = true
+	go c.replan(qs.info.Query, d, qs.info.Generation)
 }
 
 // countCoreNATS subscribes to the core NATS subjects a script's query
@@ -824,20 +918,13 @@ func (c *Coordinator) recover(id, lost string, lostAt time.Time) {
 // queue group: it takes nothing from the query's own sources.
 func (c *Coordinator) countCoreNATS(script deploy.Script) func() int64 {
 	var subs []*nats.Subscription
-	if bound, _, err := script.Bind(nil); err == nil {
-		var walk func(logical.Node)
-		walk = func(nd logical.Node) {
-			if s, ok := nd.(*logical.Scan); ok && s.Stream != nil && strings.EqualFold(s.Stream.Source, "nats") {
-				if sub, err := c.nc.SubscribeSync(s.Stream.Subject); err == nil {
-					_ = sub.SetPendingLimits(-1, -1)
-					subs = append(subs, sub)
-				}
-			}
-			for _, ch := range nd.Children() {
-				walk(ch)
-			}
+	for _, subj := range c.coreNATSSubjects(script) {
+		if sub, err := c.nc.SubscribeSync(subj); err == nil {
+			_ = sub.SetPendingLimits(-1, -1)
+			subs = append(subs, sub)
 		}
-		walk(bound.Root)
+	}
+	if len(subs) > 0 {
 		_ = c.nc.Flush()
 	}
 	var n int64
@@ -863,6 +950,26 @@ func (c *Coordinator) countCoreNATS(script deploy.Script) func() int64 {
 		subs = nil
 		return n
 	}
+}
+
+// coreNATSSubjects are the core NATS subjects a script's query reads.
+func (c *Coordinator) coreNATSSubjects(script deploy.Script) []string {
+	bound, _, err := script.Bind(nil)
+	if err != nil {
+		return nil
+	}
+	var out []string
+	var walk func(logical.Node)
+	walk = func(nd logical.Node) {
+		if s, ok := nd.(*logical.Scan); ok && s.Stream != nil && strings.EqualFold(s.Stream.Source, "nats") {
+			out = append(out, s.Stream.Subject)
+		}
+		for _, ch := range nd.Children() {
+			walk(ch)
+		}
+	}
+	walk(bound.Root)
+	return out
 }
 
 func (c *Coordinator) onStop(m *nats.Msg) {

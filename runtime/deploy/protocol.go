@@ -243,6 +243,9 @@ type QueryInfo struct {
 	Generation int                `json:"generation,omitempty"`
 	Committed  uint64             `json:"committed_epoch,omitempty"`
 	Recoveries []control.Recovery `json:"recoveries,omitempty"`
+	// Replans is the plan history: each cut-over to a new plan a policy
+	// asked for (runtime/control).
+	Replans []control.Replan `json:"replans,omitempty"`
 }
 
 // Dropped counts the rows the query dropped, by reason.
@@ -263,6 +266,7 @@ func (q *QueryInfo) Summary() control.Summary {
 	s := control.Summarize(control.Run{Operators: q.Operators, ResultRows: q.ResultRows, Dropped: q.Dropped(),
 		LatencySLO: time.Duration(q.LatencySLOMs * float64(time.Millisecond)), Elapsed: elapsed})
 	s.Recoveries = append(s.Recoveries, q.Recoveries...)
+	s.Replans = append(s.Replans, q.Replans...)
 	return s
 }
 

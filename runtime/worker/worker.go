@@ -67,6 +67,10 @@ type Config struct {
 	// variants are the model variants the query's plan chose.
 	Exec func(o *exec.Options, variants map[string]string)
 	Log  *slog.Logger
+	// Shape, when set, caps the bytes per second this worker's relay
+	// sends to worker to (0: no cap): failure drills and tests slow one
+	// link down with it (natsrelay.Options.Shape).
+	Shape func(to string) float64
 }
 
 // Worker is a running worker.
@@ -372,7 +376,24 @@ func (w *Worker) build(req deploy.DeployRequest) error {
 	if w.cfg.Metrics != nil {
 		w.cfg.Metrics.Instrument(g, w.cfg.Name)
 	}
-	tr := natsrelay.New(w.cfg.Conn, natsrelay.Options{Config: relay.Config{Allocator: mem}})
+	ro := natsrelay.Options{Config: relay.Config{Allocator: mem}}
+	if w.cfg.Shape != nil {
+		p := req.Placement
+		ro.Shape = func(l relay.LinkID) float64 {
+			if int(l.Edge) >= len(p.Edges) {
+				return 0
+			}
+			to := p.Edges[l.Edge].To
+			if to < 0 || to >= len(p.Operators) || int(l.Receiver) >= len(p.Operators[to].Workers) {
+				return 0
+			}
+			if wi := p.Operators[to].Workers[l.Receiver]; wi >= 0 && wi < len(p.Workers) && p.Workers[wi] != w.cfg.Name {
+				return w.cfg.Shape(p.Workers[wi])
+			}
+			return 0
+		}
+	}
+	tr := natsrelay.New(w.cfg.Conn, ro)
 	dt := relay.NewDataflowTransport(tr)
 	q := &query{id: req.Query, gen: req.Generation, sinkInstances: sinkInstances, eq: eq, dt: dt, tr: tr, res: res, sinkHere: sinkHere, sinks: opened, stop: make(chan struct{}), done: make(chan struct{})}
 	// An operator that has all it needs (a full final LIMIT) stops the
