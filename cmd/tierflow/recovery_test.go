@@ -123,3 +123,10 @@ func TestKillEachWorkerMidQuery(t *testing.T) {
 		})
 	}
 }
+
+func TestReplanNeedsTheCluster(t *testing.T) {
+	code, _, errs := runCLI(t, "", "run", "--local", "--replan", "../../examples/streaming/query.sql")
+	if code != exitBadInput || !strings.Contains(errs, "--replan") {
+		t.Fatalf("exit %d, stderr %q; want exit 2 naming --replan", code, errs)
+	}
+}

@@ -261,6 +261,9 @@ func Summary(q deploy.QueryInfo) string {
 			fmt.Fprintf(&b, " (%d core NATS messages published while it was down are lost)", r.LostMessages)
 		}
 	}
+	for _, r := range q.Replans {
+		fmt.Fprintf(&b, "; re-planned at epoch %d (%s): %s -> %s", r.Epoch, r.Reason, r.Old, r.New)
+	}
 	if q.NetworkCost > 0 || q.ComputeCost > 0 {
 		fmt.Fprintf(&b, "; measured cost: network %.3g, compute %.3g", q.NetworkCost, q.ComputeCost)
 	}
