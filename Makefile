@@ -9,12 +9,19 @@ setup:
 demo: setup
 	@scripts/demo.sh
 
+# Each file reader's fuzz target runs briefly (Go takes one -fuzz per run);
+# seed corpora in operators/sources/testdata/fuzz.
+FILE_FUZZ = FuzzCSV FuzzJSONL FuzzIPCFile FuzzIPCStream FuzzParquet
+
 test: setup
 	go test -count=1 ./...
 	@# The statement path's fuzzers, briefly (seeds: every example script).
 	go test ./lang -run '^$$' -fuzz '^FuzzParse$$' -fuzztime 5s
 	go test ./planner/bind -run '^$$' -fuzz '^FuzzBind$$' -fuzztime 5s
 	go test ./planner -run '^$$' -fuzz '^FuzzPlan$$' -fuzztime 5s
+	@for f in $(FILE_FUZZ); do \
+		go test ./operators/sources -run '^$$' -fuzz "^$$f\$$" -fuzztime 5s || exit 1; \
+	done
 
 # Fuzz the parser for a while (seed corpus: every example query).
 fuzz:

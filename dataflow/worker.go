@@ -166,7 +166,7 @@ func NewWorker(g *Graph, id int, cfg Config) (*Worker, error) {
 				continue
 			}
 			info := Instance{Query: g.Query, Operator: spec.Name, OperatorID: op, Index: k, Parallelism: spec.Parallelism(), Worker: id}
-			logic, err := spec.New(info)
+			logic, err := newInstance(spec, info)
 			if err != nil {
 				w.shutdown()
 				return nil, fmt.Errorf("%w: building %s[%d]: %w", ErrOperator, spec.Name, k, err)
@@ -193,6 +193,17 @@ func NewWorker(g *Graph, id int, cfg Config) (*Worker, error) {
 		}
 	}
 	return w, nil
+}
+
+// newInstance calls an operator's constructor; a panic there (it may open
+// files, decode a model) is its error.
+func newInstance(spec *OperatorSpec, info Instance) (op Operator, err error) {
+	defer func() {
+		if p := recover(); p != nil {
+			op, err = nil, Recovered(fmt.Sprintf("%s[%d] new", info.Operator, info.Index), p)
+		}
+	}()
+	return spec.New(info)
 }
 
 // wire sets up in's tracker, inputs and outputs.
@@ -345,8 +356,19 @@ func (w *Worker) Step() (bool, error) {
 
 // step does one round of work for the instance without waiting for input.
 // With checkRoom a source is only polled when its local receivers have room
-// (stepping); without, its Emit blocks instead (concurrent mode).
-func (in *instance) step(checkRoom bool) (bool, error) {
+// (stepping); without, its Emit blocks instead (concurrent mode). Every
+// operator callback runs under it (and close), so this is where a panic in
+// one becomes the query's error (ErrPanic) instead of the process's end.
+func (in *instance) step(checkRoom bool) (busy bool, err error) {
+	defer func() {
+		if p := recover(); p != nil {
+			busy, err = true, Recovered(in.name(), p)
+		}
+	}()
+	return in.stepOnce(checkRoom)
+}
+
+func (in *instance) stepOnce(checkRoom bool) (bool, error) {
 	if in.finished {
 		return false, nil
 	}
@@ -658,7 +680,7 @@ func (in *instance) close() error {
 	var err error
 	// Also when never opened: the constructor may already hold resources
 	// (files, records handed to a source).
-	if cerr := in.op.Close(&in.opctx); cerr != nil {
+	if cerr := in.closeOp(); cerr != nil {
 		err = fmt.Errorf("%w: %s close: %w", ErrOperator, in.name(), cerr)
 	}
 	for _, oes := range in.outs {
@@ -673,6 +695,17 @@ func (in *instance) close() error {
 	}
 	in.q.close()
 	return err
+}
+
+// closeOp calls the operator's Close; a panic there is its error, so the
+// rest of the worker still closes.
+func (in *instance) closeOp() (err error) {
+	defer func() {
+		if p := recover(); p != nil {
+			err = Recovered(in.name()+" close", p)
+		}
+	}()
+	return in.op.Close(&in.opctx)
 }
 
 // send stamps m with the channel's identity and next sequence number.

@@ -60,7 +60,7 @@ type CreateStream struct {
 	Pos         lexer.Position
 	IfNotExists bool         `parser:"'CREATE' 'STREAM' @( 'IF' 'NOT' 'EXISTS' )?"`
 	Name        string       `parser:"@( Ident | QIdent )"`
-	Columns     []*ColumnDef `parser:"'(' @@ ( ',' @@ )* ')'"`
+	Columns     []*ColumnDef `parser:"( '(' @@ ( ',' @@ )* ')' )?"` // none: inferred (FROM FILE only)
 	Source      SourceKind   `parser:"'FROM' @( 'NATS' | 'JETSTREAM' | 'FILE' )"`
 	Location    string       `parser:"@String"`
 	Format      DataFormat   `parser:"( 'FORMAT' @( 'ARROW' | 'JSON' | 'CSV' | 'PARQUET' ) )?"`

@@ -131,6 +131,11 @@ func improve(filename, src string, err error) error {
 		pos.Filename = filename
 	}
 	found, expected := describeFound(src, pos), ""
+	if found == `"("` {
+		if e := columnListError(filename, src, pos); e != nil {
+			return improve(filename, src, e)
+		}
+	}
 	var candidates, set []string
 	var ute *participle.UnexpectedTokenError
 	if errors.As(err, &ute) {
@@ -451,4 +456,42 @@ func editDistance(a, b string) int {
 		}
 	}
 	return d[len(a)][len(b)]
+}
+
+// columnList is a parenthesised column list on its own. The list of CREATE
+// TABLE and CREATE STREAM is optional, and participle backs out of a broken
+// one within its lookahead and blames the "(" (expected FROM); parsing the
+// list alone finds the token that broke it.
+type columnList struct {
+	Columns []*ColumnDef `parser:"'(' @@ ( ',' @@ )* ')'"`
+}
+
+var columnListParser = participle.MustBuild[columnList](
+	participle.Lexer(sqlLexer),
+	participle.Elide(TokComment, TokWhitespace),
+	participle.CaseInsensitive(TokKeyword, TokIdent),
+	participle.UseLookahead(lookahead),
+)
+
+var createNameRe = regexp.MustCompile(`(?is)\bCREATE\s+(TABLE|STREAM)\s+(IF\s+NOT\s+EXISTS\s+)?("[^"]*"|\w+)\s*$`)
+
+// columnListError is the error of the column list that starts at pos after
+// CREATE TABLE|STREAM name, or nil when there is none or it parses.
+func columnListError(filename, src string, pos lexer.Position) error {
+	if pos.Offset > len(src) || !createNameRe.MatchString(src[:pos.Offset]) {
+		return nil
+	}
+	// Blank what comes before, keeping line breaks, so positions stay true.
+	blank := []byte(src[:pos.Offset])
+	for i, c := range blank {
+		if c != '\n' {
+			blank[i] = ' '
+		}
+	}
+	_, err := columnListParser.ParseString(filename, string(blank)+src[pos.Offset:], participle.AllowTrailing(true))
+	var pe participle.Error
+	if err == nil || !errors.As(err, &pe) || pe.Position().Offset <= pos.Offset {
+		return nil
+	}
+	return err
 }

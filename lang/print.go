@@ -132,8 +132,11 @@ func (p *printer) node(n Node) {
 			p.optionList(n.Options)
 		}
 	case *CreateStream:
-		p.w("CREATE STREAM ", ifNotExists(n.IfNotExists), quoteIdent(n.Name), " ")
-		p.columns(n.Columns)
+		p.w("CREATE STREAM ", ifNotExists(n.IfNotExists), quoteIdent(n.Name))
+		if n.Columns != nil {
+			p.w(" ")
+			p.columns(n.Columns)
+		}
 		p.nl("  FROM ")
 		p.w(string(n.Source), " ", quoteString(n.Location))
 		p.format(n.Format)

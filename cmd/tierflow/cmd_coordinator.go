@@ -20,7 +20,7 @@ import (
 )
 
 func newCoordinatorCmd(a *app) *cobra.Command {
-	var metricsAddr, placement string
+	var metricsAddr, placement, namespace string
 	var heartbeat time.Duration
 	c := &cobra.Command{
 		Use:   "coordinator",
@@ -37,6 +37,9 @@ metrics at /metrics.`,
   tierflow coordinator --infra examples/vqa/infra.yaml --metrics :9100`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			if err := checkNamespace(namespace); err != nil {
+				return err
+			}
 			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
 			defer stop()
 			var inf *infra.Infra
@@ -69,7 +72,7 @@ metrics at /metrics.`,
 			}
 			co, err := coordinator.Start(coordinator.Config{Conn: nc, Infra: inf, Catalog: a.g.catalog, Heartbeat: heartbeat, Metrics: reg,
 				Log: slog.New(slog.NewTextHandler(a.err, nil)), Exec: cluster.ExecHooks(nc, a.g.ortLib, nil, 1), Placement: placement,
-				CheckModelArgs: cluster.ModelArgChecks(a.g.ortLib)})
+				CheckModelArgs: cluster.ModelArgChecks(a.g.ortLib), Namespace: namespace})
 			if err != nil {
 				return err
 			}
@@ -82,6 +85,7 @@ metrics at /metrics.`,
 			return nil
 		},
 	}
+	c.Flags().StringVar(&namespace, "namespace", "", "subject namespace of this deployment (default: the shared one)")
 	c.Flags().StringVar(&metricsAddr, "metrics", "", "serve Prometheus metrics on this address (e.g. :9100)")
 	c.Flags().StringVar(&placement, "placement", coordinator.PlaceOptimizer, "how queries are placed: optimizer (the planner's physical plan; default rules when it cannot plan) or rules (sources at their tier, aggregates a tier up, the sink on top)")
 	c.Flags().DurationVar(&heartbeat, "heartbeat", time.Second, "interval workers heartbeat at; silent for 5 intervals, a worker is dropped")

@@ -13,6 +13,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/tierflow/tierflow/lang"
+	"github.com/tierflow/tierflow/operators/exec"
 	"github.com/tierflow/tierflow/planner"
 	"github.com/tierflow/tierflow/planner/bind"
 	"github.com/tierflow/tierflow/planner/catalog"
@@ -163,6 +164,11 @@ func runExplain(cmd *cobra.Command, a *app, f explainFlags, path string) error {
 		return badInput(err)
 	}
 	cat = cat.Clone()
+	if path != "-" {
+		cat.Files = exec.FileSchemas{BaseDir: filepath.Dir(path)}
+	} else {
+		cat.Files = exec.FileSchemas{}
+	}
 	planned, failed := 0, false
 	for _, st := range script.Statements {
 		if ok, err := bind.Apply(cat, st); ok {

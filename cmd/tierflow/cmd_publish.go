@@ -63,9 +63,9 @@ func openFile(path string, batch int) (sources.Reader, error) {
 	case ".json", ".jsonl", ".ndjson":
 		return sources.OpenJSONL(path, nil, batch, sources.Fail, nil)
 	case ".parquet":
-		return sources.OpenParquet(path, nil, batch, memory.DefaultAllocator)
+		return sources.OpenParquet(path, nil, batch, memory.DefaultAllocator, sources.Fail, nil)
 	case ".arrow", ".ipc", ".feather":
-		return sources.OpenIPC(path, nil, memory.DefaultAllocator)
+		return sources.OpenIPC(path, nil, memory.DefaultAllocator, sources.Fail, nil)
 	}
 	return sources.OpenCSV(path, nil, batch, sources.Fail, nil)
 }

@@ -2,14 +2,18 @@ package main
 
 import (
 	"context"
+	"crypto/rand"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"os"
 	"os/signal"
 	"path/filepath"
 	"strings"
 	"sync"
+	"syscall"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -27,8 +31,8 @@ import (
 	"github.com/tierflow/tierflow/planner/infra"
 	"github.com/tierflow/tierflow/planner/logical"
 	"github.com/tierflow/tierflow/runtime/cluster"
-	"github.com/tierflow/tierflow/runtime/control"
 	"github.com/tierflow/tierflow/runtime/connectors"
+	"github.com/tierflow/tierflow/runtime/control"
 	"github.com/tierflow/tierflow/runtime/deploy"
 	"github.com/tierflow/tierflow/runtime/inference"
 )
@@ -181,7 +185,9 @@ func runRun(ctx context.Context, a *app, f runFlags, path string) error {
 	if ctx == nil {
 		ctx = context.Background()
 	}
-	ctx, stop := signal.NotifyContext(ctx, os.Interrupt)
+	// SIGTERM (a supervisor, `kill`) stops as Ctrl-C does: the cluster
+	// closes, and with it every worker process.
+	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
 	defer stop()
 
 	out := a.out
@@ -226,8 +232,10 @@ func runRun(ctx context.Context, a *app, f runFlags, path string) error {
 	// A model call that cannot run (no such file, an argument that is not a
 	// tensor) is the script's fault, like a name that does not bind; on the
 	// cluster its kind came back with it (deploy.ErrInput).
+	var ie deploy.InputError
 	if errors.As(err, &le) || errors.As(err, &be) || errors.As(err, &bi) ||
-		errors.Is(err, exec.ErrUnsupported) || errors.Is(err, inference.ErrModel) || errors.Is(err, deploy.ErrInput) {
+		errors.Is(err, exec.ErrUnsupported) || errors.Is(err, inference.ErrModel) || errors.Is(err, deploy.ErrInput) ||
+		errors.As(err, &ie) && ie.InputError() {
 		return badInput(err)
 	}
 	return err
@@ -306,7 +314,13 @@ func runClusterScript(ctx context.Context, a *app, f runFlags, path, src, base s
 	// The workers' logs (child processes' output is copied by goroutines of
 	// os/exec) and this command's share stderr: one lock keeps lines whole.
 	log := &lockedWriter{w: a.err}
-	opts := cluster.Options{Infra: inf, Catalog: catPath, NATS: a.g.nats, OrtLib: a.g.ortLib, ModelLog: log}
+	// Warnings and errors of the coordinator and embedded workers (a
+	// worker lost, an operator's panic with its stack) go to stderr.
+	// Every run is a deployment of its own: on a shared server (--nats) its
+	// coordinator, workers and queries live in a namespace of their own, so
+	// two runs never take each other's workers or results.
+	opts := cluster.Options{Infra: inf, Catalog: catPath, NATS: a.g.nats, OrtLib: a.g.ortLib, ModelLog: log, Namespace: runNamespace(),
+		Log: slog.New(slog.NewTextHandler(log, &slog.HandlerOptions{Level: slog.LevelWarn}))}
 	if f.replan {
 		opts.Policy = control.DefaultSlowLink
 	}
@@ -385,4 +399,12 @@ func (l *lockedWriter) Write(p []byte) (int, error) {
 		clear(l.models)
 	}
 	return l.w.Write(p)
+}
+
+// runNamespace is a fresh subject namespace for one run ("run-" and 8 hex
+// digits).
+func runNamespace() string {
+	var b [4]byte
+	_, _ = rand.Read(b[:])
+	return "run-" + hex.EncodeToString(b[:])
 }

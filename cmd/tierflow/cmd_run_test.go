@@ -33,16 +33,17 @@ func TestRunPrintsWindowsAndReportsBadRows(t *testing.T) {
 	if len(lines) != 6 || !strings.Contains(lines[0], "k") || !strings.Contains(lines[4], "1 |    1") || lines[5] != "(3 rows)" {
 		t.Fatalf("stdout:\n%s", out)
 	}
-	if !strings.Contains(errs, "1 bad rows skipped") || !strings.Contains(errs, "d.csv:4:") {
+	if !strings.Contains(errs, "1 malformed") || !strings.Contains(errs, "d.csv:4:") {
 		t.Fatalf("stderr: %s", errs)
 	}
+	// A row that does not fit is bad input (the file's), exit 2.
 	code, _, errs = runCLI(t, "", "run", query)
-	if code != exitFailure || !strings.Contains(errs, "d.csv:4:") {
+	if code != exitBadInput || !strings.Contains(errs, "d.csv:4:") {
 		t.Fatalf("--on-error fail: exit %d: %s", code, errs)
 	}
 	// On the embedded cluster the workers count and name the bad rows.
 	code, _, errs = runCLI(t, "", "run", "--on-error", "skip", query)
-	if code != exitOK || !strings.Contains(errs, "1 bad rows skipped") || !strings.Contains(errs, "d.csv:4:") {
+	if code != exitOK || !strings.Contains(errs, "1 malformed") || !strings.Contains(errs, "d.csv:4:") {
 		t.Fatalf("cluster --on-error skip: exit %d: %s", code, errs)
 	}
 }
@@ -103,8 +104,36 @@ SELECT k, window_start, count(*) AS n FROM d GROUP BY k, TUMBLE(ts, INTERVAL '10
 			t.Fatalf("%s: stdout %q\nstderr %s", mode, out, errs)
 		}
 		// Counted by the executor locally, by the workers on the cluster.
-		if !strings.Contains(errs, "1 late rows dropped") {
+		if !strings.Contains(errs, "1 late") {
 			t.Fatalf("%s: stderr %s", mode, errs)
+		}
+	}
+}
+
+// TestRunCountsNullEventTimes: a row without an event time belongs to no
+// window; it is dropped, but counted and reported (null_event_time), in a
+// windowed aggregate and in a windowed join, locally and on the cluster.
+func TestRunCountsNullEventTimes(t *testing.T) {
+	dir := t.TempDir()
+	os.WriteFile(filepath.Join(dir, "d.jsonl"), []byte(`{"k": 1, "ts": "2024-01-01 00:00:01"}
+{"k": 1, "ts": null}
+{"k": 2, "ts": "2024-01-01 00:00:02"}
+{"k": 2}
+`), 0o644)
+	q := filepath.Join(dir, "q.sql")
+	os.WriteFile(q, []byte(`CREATE STREAM d (k BIGINT, ts TIMESTAMP) FROM FILE 'd.jsonl' FORMAT JSON;
+SELECT k, count(*) AS n FROM d GROUP BY k, TUMBLE(ts, INTERVAL '10' SECOND);
+`), 0o644)
+	for _, mode := range []string{"--local", "--local=false"} {
+		code, out, errs := runCLI(t, "", "run", mode, "--format", "csv", q)
+		if code != exitOK {
+			t.Fatalf("%s: exit %d: %s", mode, code, errs)
+		}
+		if out != "k,n\n1,1\n2,1\n" {
+			t.Fatalf("%s: stdout %q\nstderr %s", mode, out, errs)
+		}
+		if !strings.Contains(errs, "dropped: 2 null_event_time") {
+			t.Fatalf("%s: the NULL event times are not reported:\n%s", mode, errs)
 		}
 	}
 }

@@ -24,7 +24,7 @@ import (
 )
 
 func newSubmitCmd(a *app) *cobra.Command {
-	var name, output, stats string
+	var name, output, stats, namespace string
 	var sourceMaxDelay time.Duration
 	var replay bool
 	c := &cobra.Command{
@@ -82,6 +82,9 @@ without it the coordinator's totals are used).`,
 					return badInput(err)
 				}
 			}
+			if err := checkNamespace(namespace); err != nil {
+				return err
+			}
 			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
 			defer stop()
 			nc, err := natsserver.Connect(a.g.nats, nats.Name("tierflow-submit"))
@@ -90,6 +93,7 @@ without it the coordinator's totals are used).`,
 			}
 			defer nc.Close()
 			client := coordinator.NewClient(nc)
+			client.Namespace = namespace
 			for _, what := range plan.shows {
 				switch what {
 				case "WORKERS":
@@ -160,6 +164,7 @@ without it the coordinator's totals are used).`,
 		},
 	}
 	c.Flags().StringVar(&name, "name", "", "query name (default: a fresh q-XXXXXXXX)")
+	c.Flags().StringVar(&namespace, "namespace", "", "subject namespace of the coordinator (default: the shared one)")
 	c.Flags().StringVarP(&output, "output", "o", "", "write the results to this file instead of stdout")
 	c.Flags().StringVar(&stats, "stats", "", "write a JSON summary of the query (rows, drops, latency, SLO misses) to this file when it ends")
 	c.Flags().DurationVar(&sourceMaxDelay, "source-max-delay", 0, "longest a NATS or JetStream source waits to fill a partial batch (0: the workers' default, 5ms)")

@@ -12,12 +12,14 @@ import (
 
 	"github.com/tierflow/tierflow/relay/natsserver"
 	"github.com/tierflow/tierflow/runtime/cluster"
+	"github.com/tierflow/tierflow/runtime/deploy"
 	"github.com/tierflow/tierflow/runtime/worker"
 )
 
 func newWorkerCmd(a *app) *cobra.Command {
 	var name, tier, location, typ, metricsAddr string
 	var threads int
+	var namespace string
 	c := &cobra.Command{
 		Use:   "worker",
 		Short: "Run a tierflow worker: register with the coordinator and run the operators it is given",
@@ -38,6 +40,9 @@ other workers over NATS. Ctrl-C (or SIGTERM) aborts what runs and leaves.
 			}
 			if threads < 0 {
 				return badInput(fmt.Errorf("--threads %d: want 0 (ONNX Runtime's default) or more", threads))
+			}
+			if err := checkNamespace(namespace); err != nil {
+				return err
 			}
 			if name == "" {
 				host, _ := os.Hostname()
@@ -61,7 +66,7 @@ other workers over NATS. Ctrl-C (or SIGTERM) aborts what runs and leaves.
 			}
 			w, err := worker.Start(ctx, worker.Config{Conn: nc, Name: name, Tier: tier, Location: location, Type: typ,
 				Metrics: reg, MetricsURL: murl, Stdout: a.out, Log: slog.New(slog.NewTextHandler(a.err, nil)),
-				Exec: cluster.ExecHooks(nc, a.g.ortLib, a.err, threads)})
+				Exec: cluster.ExecHooks(nc, a.g.ortLib, a.err, threads), Namespace: namespace})
 			if err != nil {
 				return err
 			}
@@ -75,6 +80,7 @@ other workers over NATS. Ctrl-C (or SIGTERM) aborts what runs and leaves.
 	}
 	f := c.Flags()
 	f.StringVar(&name, "name", "", "worker name (default: host name and process id)")
+	f.StringVar(&namespace, "namespace", "", "subject namespace of the coordinator to serve (default: the shared one)")
 	f.StringVar(&tier, "tier", "", "tier this worker sits in (edge, hub, cloud, ...)")
 	f.StringVar(&location, "location", "", "location within the tier")
 	f.StringVar(&typ, "type", "", "worker type (as the catalog's profiles and the infrastructure name it)")
@@ -83,4 +89,15 @@ other workers over NATS. Ctrl-C (or SIGTERM) aborts what runs and leaves.
 	// Accepted for symmetry with the coordinator; the coordinator decides.
 	f.Duration("heartbeat", 0, "ignored: the coordinator sets the heartbeat interval")
 	return c
+}
+
+// checkNamespace refuses a --namespace that is not one subject token.
+func checkNamespace(ns string) error {
+	if ns == "" {
+		return nil
+	}
+	if err := deploy.ValidName("namespace", ns); err != nil {
+		return badInput(err)
+	}
+	return nil
 }

@@ -12,6 +12,8 @@ import (
 	"os"
 
 	"github.com/spf13/cobra"
+
+	"github.com/tierflow/tierflow/dataflow"
 )
 
 // Exit codes shared by every subcommand.
@@ -77,6 +79,11 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	var se silentExit
 	if errors.As(err, &se) {
 		return se.code
+	}
+	if st := dataflow.PanicStack(err); st != nil {
+		// A bug in an operator failed the query (not the process): its
+		// stack is for the bug report, the error line below for the user.
+		fmt.Fprintf(stderr, "%s\n", st)
 	}
 	fmt.Fprintf(stderr, "tierflow: %v\n", err)
 	var bi badInputError

@@ -87,7 +87,12 @@ type Stats struct {
 	RowsWritten int64
 	LateRows    int64
 	BadRows     int64
-	Problems    []string // first bad-row messages (file:row: why)
+	// Dropped is every row or message the query dropped, by reason
+	// (dataflow.DropReasons): LateRows are its "late", BadRows its
+	// "malformed", and the rest come from windows (NULL event times) and
+	// sources (slow consumers, oversized messages).
+	Dropped  dataflow.DropCounts
+	Problems []string // first bad-row messages (file:row: why)
 }
 
 // Query is a built dataflow ready to run.
@@ -179,7 +184,7 @@ func (q *Query) Graph() *dataflow.Graph { return q.graph }
 func (q *Query) Run(ctx context.Context) (Stats, error) {
 	err := dataflow.Run(ctx, q.graph, dataflow.Config{Allocator: q.opts.Allocator})
 	for _, w := range q.writers {
-		if cerr := w.Close(); cerr != nil && err == nil {
+		if cerr := sinks.Finish(w, err); cerr != nil && err == nil {
 			err = cerr
 		}
 	}
@@ -192,9 +197,13 @@ func (q *Query) Run(ctx context.Context) (Stats, error) {
 // graph without Run, reports them from here.
 func (q *Query) Stats() Stats {
 	st := Stats{RowsRead: q.report.Rows.Load(), RowsWritten: q.written.Load(), BadRows: q.report.BadRows.Load(), Problems: q.report.Messages()}
+	var nulls int64
 	for _, s := range q.stats {
 		st.LateRows += s.Late.Load()
+		nulls += s.NullTimes.Load()
 	}
+	st.Dropped = q.report.Drops.Snapshot().Merge(dataflow.DropCounts{
+		dataflow.DropLate: st.LateRows, dataflow.DropMalformed: st.BadRows, dataflow.DropNullEventTime: nulls})
 	return st
 }
 
@@ -484,35 +493,18 @@ func declaredSchema(cols []catalog.Column) (*arrow.Schema, error) {
 	return arrow.NewSchema(fs, nil), nil
 }
 
-func formatOf(format, path string) string {
-	if format != "" {
-		return format
-	}
-	switch strings.ToLower(filepath.Ext(path)) {
-	case ".csv":
-		return "csv"
-	case ".json", ".jsonl", ".ndjson":
-		return "json"
-	case ".parquet":
-		return "parquet"
-	case ".arrow", ".ipc", ".feather":
-		return "arrow"
-	}
-	return "csv"
-}
-
 // openReader opens a file source. It is called once at build time to learn the
 // schema and once per run of the source instance.
 func (b *builder) openReader(path, format string, schema *arrow.Schema) (sources.Reader, error) {
-	switch formatOf(format, path) {
+	switch sources.FormatOf(format, path) {
 	case "csv":
 		return sources.OpenCSV(path, schema, b.opts.BatchSize, b.opts.OnError, b.q.report)
 	case "json":
 		return sources.OpenJSONL(path, schema, b.opts.BatchSize, b.opts.OnError, b.q.report)
 	case "parquet":
-		return sources.OpenParquet(path, schema, b.opts.BatchSize, b.opts.Allocator)
+		return sources.OpenParquet(path, schema, b.opts.BatchSize, b.opts.Allocator, b.opts.OnError, b.q.report)
 	case "arrow":
-		return sources.OpenIPC(path, schema, b.opts.Allocator)
+		return sources.OpenIPC(path, schema, b.opts.Allocator, b.opts.OnError, b.q.report)
 	}
 	return nil, fmt.Errorf("%w: file format %q", ErrUnsupported, format)
 }
@@ -647,7 +639,7 @@ func (b *builder) sink(n *logical.Sink, at func(error) error) (int, *arrow.Schem
 			return 0, nil, at(err)
 		}
 		b.q.closers = append(b.q.closers, f)
-		if w, err = sinks.New(formatOf(n.Sink.Format, n.Sink.Target), f); err != nil {
+		if w, err = sinks.New(sources.FormatOf(n.Sink.Format, n.Sink.Target), f); err != nil {
 			return 0, nil, at(err)
 		}
 	default:

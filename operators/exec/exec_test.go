@@ -282,7 +282,7 @@ func TestScriptErrors(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(out.rows) != 2 || out.rows[1][1] != int64(6) || !strings.Contains(log, "1 bad rows skipped") || !strings.Contains(log, "d.csv:3:") {
+	if len(out.rows) != 2 || out.rows[1][1] != int64(6) || !strings.Contains(log, "1 malformed") || !strings.Contains(log, "d.csv:3:") {
 		t.Fatalf("skip: %v\n%s", out.rows, log)
 	}
 	if _, _, err := run(create+"SELECT a FROM d;", sources.Fail); !errors.Is(err, sources.ErrBadRow) || !strings.Contains(err.Error(), "d.csv:3:") {

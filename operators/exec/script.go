@@ -54,6 +54,9 @@ func RunScript(ctx context.Context, filename, src string, so ScriptOptions) erro
 	if so.BaseDir == "" {
 		so.BaseDir = filepath.Dir(filename)
 	}
+	if cat.Files == nil {
+		cat.Files = FileSchemas{BaseDir: so.BaseDir}
+	}
 	binder := bind.New(cat)
 	binder.CheckModelArgs = so.CheckModelArgs
 	for _, stmt := range script.Statements {
@@ -111,11 +114,8 @@ func RunScript(ctx context.Context, filename, src string, so ScriptOptions) erro
 			st, err := q.Run(ctx)
 			if so.Log != nil {
 				fmt.Fprintf(so.Log, "-- %d rows read, %d rows written", st.RowsRead, st.RowsWritten)
-				if st.LateRows > 0 {
-					fmt.Fprintf(so.Log, ", %d late rows dropped", st.LateRows)
-				}
-				if st.BadRows > 0 {
-					fmt.Fprintf(so.Log, ", %d bad rows skipped", st.BadRows)
+				if len(st.Dropped) > 0 {
+					fmt.Fprintf(so.Log, ", dropped: %s", st.Dropped)
 				}
 				fmt.Fprintln(so.Log)
 				for _, p := range st.Problems {

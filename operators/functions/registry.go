@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 
 	"github.com/apache/arrow/go/v17/arrow"
 	"github.com/apache/arrow/go/v17/arrow/compute"
@@ -99,4 +100,13 @@ func Builtins() *Registry {
 	r.aggs["min"] = func(arg, ret arrow.DataType) (Accumulator, error) { return newMinMax(arg, false) }
 	r.aggs["max"] = func(arg, ret arrow.DataType) (Accumulator, error) { return newMinMax(arg, true) }
 	return r
+}
+
+// WithScalar is a copy of r in which name is implemented by f: an overlay,
+// for a program that swaps one implementation (or a test that injects a
+// faulty one) without touching the builtins.
+func (r *Registry) WithScalar(name string, f ScalarFunc) *Registry {
+	c := &Registry{scalars: maps.Clone(r.scalars), aggs: r.aggs}
+	c.scalars[name] = f
+	return c
 }

@@ -96,6 +96,14 @@ func TestWindowJoinMatchesReference(t *testing.T) {
 	rng := rand.New(rand.NewSource(11))
 	lrows, lb, le := streamRows(rng, 600, 50, 30_000)
 	rrows, rb, re := streamRows(rng, 500, 40, 30_000)
+	// Some rows have no event time: no window, dropped and counted.
+	nulls := 0
+	for _, rows := range [][][]any{lrows, rrows} {
+		for i := 5; i < len(rows); i += 37 {
+			rows[i][4] = nil // the batches share the rows
+			nulls++
+		}
+	}
 	var left, right []dataflow.Batch
 	for i, b := range lb {
 		left = append(left, dataflow.Batch{Epoch: EpochOf(le[i]), Record: makeRecord(t, mem, streamSchema, b)})
@@ -115,6 +123,9 @@ func TestWindowJoinMatchesReference(t *testing.T) {
 	}
 	if stats.Late.Load() != 0 {
 		t.Fatalf("%d late rows", stats.Late.Load())
+	}
+	if got := stats.NullTimes.Load(); got != int64(nulls) {
+		t.Fatalf("%d rows counted for a NULL event time, want %d", got, nulls)
 	}
 	win := func(r []any) int64 { return floorDiv(r[4].(time.Time).UnixMicro(), 500_000) }
 	var want [][]any

@@ -93,9 +93,10 @@ func (w *WindowJoin) OnBatch(ctx *dataflow.Context, input int, b dataflow.Batch,
 	index := map[int64]uint32{}
 	var starts []int64
 	dropped := uint32(math.MaxUint32)
-	var late int64
+	var late, nulls int64
 	for i := 0; i < n; i++ {
 		if ts.IsNull(i) {
+			nulls++ // no time, no window: dropped, and counted
 			part[i] = dropped
 			continue
 		}
@@ -116,6 +117,7 @@ func (w *WindowJoin) OnBatch(ctx *dataflow.Context, input int, b dataflow.Batch,
 	if w.stats != nil {
 		w.stats.RowsIn.Add(int64(n))
 		w.stats.Late.Add(late)
+		w.stats.NullTimes.Add(nulls)
 	}
 	sel := make([][]int32, len(starts))
 	for i, p := range part {

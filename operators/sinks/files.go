@@ -2,11 +2,11 @@ package sinks
 
 import (
 	"bufio"
-	"encoding/csv"
 	"encoding/json"
 	"fmt"
 	"io"
 	"math"
+	"strings"
 	"time"
 
 	"github.com/apache/arrow/go/v17/arrow"
@@ -16,41 +16,68 @@ import (
 	"github.com/tierflow/tierflow/operators/functions"
 )
 
-// CSV writes a header and then rows; NULL is an empty field.
+// CSV writes a header and then rows under the rule the CSV sources read
+// (PostgreSQL COPY's): NULL is an empty field, an empty string is "".
 type CSV struct {
-	w      *csv.Writer
+	w      *bufio.Writer
 	header bool
+	line   []byte
+	vals   []any
 }
 
 // NewCSV writes CSV to w.
-func NewCSV(w io.Writer) *CSV { return &CSV{w: csv.NewWriter(w)} }
+func NewCSV(w io.Writer) *CSV { return &CSV{w: bufio.NewWriter(w)} }
 
 func (c *CSV) Write(rec arrow.Record) error {
 	if !c.header {
-		names := make([]string, rec.NumCols())
-		for i, f := range rec.Schema().Fields() {
-			names[i] = f.Name
+		c.vals = c.vals[:0]
+		for _, f := range rec.Schema().Fields() {
+			c.vals = append(c.vals, f.Name)
 		}
-		if err := c.w.Write(names); err != nil {
+		c.line = AppendCSVRow(c.line[:0], c.vals)
+		if _, err := c.w.Write(c.line); err != nil {
 			return err
 		}
 		c.header = true
 	}
-	row := make([]string, rec.NumCols())
 	for i := 0; i < int(rec.NumRows()); i++ {
-		for j := range row {
-			row[j] = FormatValue(functions.ValueAt(rec.Column(j), i), "")
+		c.vals = c.vals[:0]
+		for j := 0; j < int(rec.NumCols()); j++ {
+			c.vals = append(c.vals, functions.ValueAt(rec.Column(j), i))
 		}
-		if err := c.w.Write(row); err != nil {
+		c.line = AppendCSVRow(c.line[:0], c.vals)
+		if _, err := c.w.Write(c.line); err != nil {
 			return err
 		}
 	}
-	c.w.Flush()
-	return c.w.Error()
+	return c.w.Flush()
 }
 
 // Close flushes.
-func (c *CSV) Close() error { c.w.Flush(); return c.w.Error() }
+func (c *CSV) Close() error { return c.w.Flush() }
+
+// AppendCSVRow appends one CSV line (ending in a newline) of vals: NULL as an
+// empty field, an empty string as "", fields with a comma, quote, line break
+// or edge space quoted (quotes doubled).
+func AppendCSVRow(dst []byte, vals []any) []byte {
+	for i, v := range vals {
+		if i > 0 {
+			dst = append(dst, ',')
+		}
+		if v == nil {
+			continue
+		}
+		s := FormatValue(v, "")
+		if s == "" || strings.ContainsAny(s, ",\"\r\n") || s[0] == ' ' || s[len(s)-1] == ' ' {
+			dst = append(dst, '"')
+			dst = append(dst, strings.ReplaceAll(s, `"`, `""`)...)
+			dst = append(dst, '"')
+			continue
+		}
+		dst = append(dst, s...)
+	}
+	return append(dst, '\n')
+}
 
 // JSONLines writes one JSON object per row (field order as in the schema);
 // timestamps as RFC 3339 strings, NULL as null.

@@ -33,6 +33,22 @@ type EpochWriter interface {
 	Commit(instance int, frontier dataflow.Epoch) error
 }
 
+// Failer is a Writer whose readers must learn that the result is
+// incomplete (a stream another query reads): when the query fails, Fail
+// ends the output with cause instead of Close's normal end.
+type Failer interface {
+	Fail(cause error) error
+}
+
+// Finish ends w after a run: Close when err is nil, else Fail when w can
+// tell its readers, else Close (a file keeps what was written).
+func Finish(w Writer, err error) error {
+	if f, ok := w.(Failer); ok && err != nil {
+		return f.Fail(err)
+	}
+	return w.Close()
+}
+
 // Sink is the terminal operator: it hands every batch to a Writer. Several
 // instances may share one Writer; writes are serialised.
 type Sink struct {

@@ -1,27 +1,42 @@
 package sources
 
 import (
+	"bytes"
 	"context"
+	"encoding/base64"
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"os"
+	"unicode/utf8"
 
 	"github.com/apache/arrow/go/v17/arrow"
 	"github.com/apache/arrow/go/v17/arrow/array"
+	"github.com/apache/arrow/go/v17/arrow/compute"
 	"github.com/apache/arrow/go/v17/arrow/ipc"
 	"github.com/apache/arrow/go/v17/arrow/memory"
 	"github.com/apache/arrow/go/v17/parquet/file"
+	"github.com/apache/arrow/go/v17/parquet/metadata"
 	"github.com/apache/arrow/go/v17/parquet/pqarrow"
+
+	"github.com/tierflow/tierflow/internal/arrowx"
 )
 
-// recordReader adapts arrow's array.RecordReader (Parquet, IPC) to Reader,
-// checking each batch against the declared schema when one is given.
+// recordReader adapts arrow's array.RecordReader (Parquet, IPC) to Reader. It
+// selects the declared columns by name and coerces them to the declared types
+// (timestamps of any unit or zone to the engine's, narrower numbers wider),
+// and refuses strings that are not UTF-8 (Arrow's contract, which neither
+// reader checks) row by row under the row policy. The readers of arrow/go
+// panic on some corrupt input; every call into them is guarded, so a bad
+// file is an error naming it.
 type recordReader struct {
 	path   string
 	rr     array.RecordReader
 	want   *arrow.Schema
 	closer func() error
+	errs   rowErrors
+	rows   int64 // rows read so far, for the row number in errors
 }
 
 func (r *recordReader) Schema() *arrow.Schema {
@@ -31,84 +46,330 @@ func (r *recordReader) Schema() *arrow.Schema {
 	return r.rr.Schema()
 }
 
-func (r *recordReader) Next(memory.Allocator) (arrow.Record, error) {
-	if !r.rr.Next() {
-		if err := r.rr.Err(); err != nil && !errors.Is(err, io.EOF) {
-			return nil, fmt.Errorf("%w: %s: %v", ErrBadFile, r.path, err)
+// guard turns a panic in arrow/go's readers into an error naming the file.
+func guard(path string, err *error) {
+	if p := recover(); p != nil {
+		*err = fmt.Errorf("%w: %s: corrupt or truncated: %v", ErrBadFile, path, p)
+	}
+}
+
+func (r *recordReader) Next(mem memory.Allocator) (rec arrow.Record, err error) {
+	defer guard(r.path, &err)
+	for {
+		if !r.rr.Next() {
+			if err := r.rr.Err(); err != nil && !errors.Is(err, io.EOF) {
+				return nil, fmt.Errorf("%w: %s: %v", ErrBadFile, r.path, err)
+			}
+			return nil, nil
 		}
+		in := r.rr.Record()
+		in.Retain()
+		out, err := r.convert(mem, in)
+		in.Release()
+		if err != nil || out != nil {
+			return out, err
+		}
+		// every row of this batch was skipped
+	}
+}
+
+// convert checks one batch; nil, nil when every row was skipped.
+func (r *recordReader) convert(mem memory.Allocator, rec arrow.Record) (arrow.Record, error) {
+	first := r.rows
+	r.rows += rec.NumRows()
+	schema := rec.Schema()
+	var cols []arrow.Array
+	defer func() {
+		for _, c := range cols {
+			c.Release()
+		}
+	}()
+	if r.want == nil {
+		for _, c := range rec.Columns() {
+			c.Retain()
+			cols = append(cols, c)
+		}
+	} else {
+		schema = r.want
+		for _, f := range r.want.Fields() {
+			idx := rec.Schema().FieldIndices(f.Name)
+			if len(idx) == 0 {
+				return nil, fmt.Errorf("%w: %s: no column %q", ErrBadFile, r.path, f.Name)
+			}
+			c, err := coerce(mem, rec.Column(idx[0]), f.Type)
+			if err != nil {
+				return nil, fmt.Errorf("%w: %s: column %q: %v", ErrBadFile, r.path, f.Name, err)
+			}
+			cols = append(cols, c)
+		}
+	}
+	bad, err := r.badUTF8(schema, cols, first)
+	if err != nil {
+		return nil, err
+	}
+	out := array.NewRecord(schema, cols, rec.NumRows())
+	if len(bad) == 0 {
+		return out, nil
+	}
+	defer out.Release()
+	if len(bad) == int(rec.NumRows()) {
 		return nil, nil
 	}
-	rec := r.rr.Record()
-	rec.Retain()
-	if r.want == nil {
-		return rec, nil
-	}
-	// Select the declared columns by name.
-	cols := make([]arrow.Array, r.want.NumFields())
-	for i, f := range r.want.Fields() {
-		idx := rec.Schema().FieldIndices(f.Name)
-		if len(idx) == 0 {
-			rec.Release()
-			return nil, fmt.Errorf("%w: %s: no column %q", ErrBadFile, r.path, f.Name)
+	keep := make([]int32, 0, int(rec.NumRows())-len(bad))
+	for i, j := int32(0), 0; i < int32(rec.NumRows()); i++ {
+		if j < len(bad) && bad[j] == i {
+			j++
+			continue
 		}
-		c := rec.Column(idx[0])
-		if !arrow.TypeEqual(c.DataType(), f.Type) {
-			rec.Release()
-			return nil, fmt.Errorf("%w: %s: column %q is %s, declared %s", ErrBadFile, r.path, f.Name, c.DataType(), f.Type)
-		}
-		cols[i] = c
+		keep = append(keep, i)
 	}
-	out := array.NewRecord(r.want, cols, rec.NumRows())
-	rec.Release()
+	return arrowx.GatherRecord(compute.WithAllocator(context.Background(), mem), mem, out, keep)
+}
+
+// badUTF8 lists the rows (ascending) whose strings are not UTF-8 and that
+// the row policy skips; under Fail the first one is the error.
+func (r *recordReader) badUTF8(schema *arrow.Schema, cols []arrow.Array, first int64) ([]int32, error) {
+	var bad []int32
+	seen := map[int32]bool{}
+	for j, c := range cols {
+		s, ok := c.(*array.String)
+		if !ok {
+			continue
+		}
+		for i := 0; i < s.Len(); i++ {
+			if s.IsNull(i) || utf8.ValidString(s.Value(i)) || seen[int32(i)] {
+				continue
+			}
+			err := fmt.Errorf("%w: %s: row %d: column %q: %w", ErrBadRow, r.path, first+int64(i)+1, schema.Field(j).Name, ErrInvalidUTF8)
+			if err := r.errs.handle(err); err != nil {
+				return nil, err
+			}
+			seen[int32(i)] = true
+			bad = append(bad, int32(i))
+		}
+	}
+	if len(bad) > 1 {
+		// columns were walked one after another
+		sortInt32(bad)
+	}
+	return bad, nil
+}
+
+func sortInt32(xs []int32) {
+	for i := 1; i < len(xs); i++ {
+		for j := i; j > 0 && xs[j] < xs[j-1]; j-- {
+			xs[j], xs[j-1] = xs[j-1], xs[j]
+		}
+	}
+}
+
+// coerce returns c as type t (retained): the same array when the types
+// agree, a relabelled one for a tensor whose element field only differs in
+// name or nullability, else a safe cast (an overflow is an error).
+func coerce(mem memory.Allocator, c arrow.Array, t arrow.DataType) (arrow.Array, error) {
+	if arrow.TypeEqual(c.DataType(), t) {
+		c.Retain()
+		return c, nil
+	}
+	if have, ok := c.DataType().(*arrow.FixedSizeListType); ok {
+		if want, ok := t.(*arrow.FixedSizeListType); ok && have.Len() == want.Len() && arrow.TypeEqual(have.Elem(), want.Elem()) {
+			d := c.Data()
+			nd := array.NewData(t, d.Len(), d.Buffers(), d.Children(), d.NullN(), d.Offset())
+			defer nd.Release()
+			return array.MakeFromData(nd), nil
+		}
+	}
+	if want, ok := t.(*arrow.TimestampType); ok {
+		if out, ok, err := toTimestamp(mem, c, want); ok {
+			return out, err
+		}
+	}
+	if !compute.CanCast(c.DataType(), t) {
+		return nil, fmt.Errorf("is %s, declared %s", c.DataType(), t)
+	}
+	out, err := compute.CastArray(compute.WithAllocator(context.Background(), mem), c, compute.SafeCastOptions(t))
+	if err != nil {
+		return nil, fmt.Errorf("%s does not fit %s: %v", c.DataType(), t, err)
+	}
 	return out, nil
 }
 
+// toTimestamp converts timestamps of any unit and zone (naive ones are taken
+// as UTC, as DuckDB reads them) and dates to t's unit. arrow/go v17's cast
+// kernel panics on some of these (a column with NULLs), and the conversion
+// is a multiply or divide. ok false: c is neither.
+func toTimestamp(mem memory.Allocator, c arrow.Array, t *arrow.TimestampType) (arrow.Array, bool, error) {
+	var at func(i int) int64
+	var from int64 // units per second of the input
+	switch a := c.(type) {
+	case *array.Timestamp:
+		at = func(i int) int64 { return int64(a.Value(i)) }
+		from = unitsPerSecond(a.DataType().(*arrow.TimestampType).Unit)
+	case *array.Date32:
+		at = func(i int) int64 { return int64(a.Value(i)) * 86400 }
+		from = 1
+	case *array.Date64:
+		at = func(i int) int64 { return int64(a.Value(i)) }
+		from = 1000
+	default:
+		return nil, false, nil
+	}
+	to := unitsPerSecond(t.Unit)
+	b := array.NewTimestampBuilder(mem, t)
+	defer b.Release()
+	b.Reserve(c.Len())
+	for i := 0; i < c.Len(); i++ {
+		if c.IsNull(i) {
+			b.AppendNull()
+			continue
+		}
+		v := at(i)
+		switch {
+		case to > from:
+			f := to / from
+			if v > math.MaxInt64/f || v < math.MinInt64/f {
+				return nil, true, fmt.Errorf("row %d: %d is out of the range of %s", i+1, v, t)
+			}
+			v *= f
+		case to < from:
+			v = floorDiv(v, from/to)
+		}
+		b.Append(arrow.Timestamp(v))
+	}
+	return b.NewArray(), true, nil
+}
+
+func unitsPerSecond(u arrow.TimeUnit) int64 {
+	return map[arrow.TimeUnit]int64{arrow.Second: 1, arrow.Millisecond: 1e3, arrow.Microsecond: 1e6, arrow.Nanosecond: 1e9}[u]
+}
+
+// floorDiv rounds toward minus infinity, so a time before 1970 keeps its
+// second.
+func floorDiv(a, b int64) int64 {
+	q := a / b
+	if (a%b != 0) && (a < 0) != (b < 0) {
+		q--
+	}
+	return q
+}
+
 func (r *recordReader) Close() error {
-	r.rr.Release()
+	func() {
+		defer func() { _ = recover() }() // a reader that panicked may panic again on release
+		r.rr.Release()
+	}()
 	if r.closer != nil {
 		return r.closer()
 	}
 	return nil
 }
 
-// OpenParquet reads a Parquet file in batches of batch rows.
-func OpenParquet(path string, schema *arrow.Schema, batch int, mem memory.Allocator) (Reader, error) {
-	pf, err := file.OpenParquetFile(path, false)
+// OpenParquet reads a Parquet file in batches of batch rows. The file is
+// closed on every error path (arrow/go's OpenParquetFile leaks it when the
+// footer does not parse).
+func OpenParquet(path string, schema *arrow.Schema, batch int, mem memory.Allocator, policy OnError, report *Report) (_ Reader, err error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %v", ErrBadFile, err)
+	}
+	defer func() {
+		if err != nil {
+			f.Close()
+		}
+	}()
+	defer guard(path, &err)
+	size, err := fileSize(f)
 	if err != nil {
 		return nil, fmt.Errorf("%w: %s: %v", ErrBadFile, path, err)
 	}
-	fr, err := pqarrow.NewFileReader(pf, pqarrow.ArrowReadProperties{BatchSize: int64(batch)}, mem)
+	mem = fileAllocator(mem, size)
+	pf, err := file.NewParquetReader(f)
 	if err != nil {
-		pf.Close()
+		return nil, fmt.Errorf("%w: %s: not a Parquet file: %v", ErrBadFile, path, err)
+	}
+	if err := checkStoredSchema(pf.MetaData().KeyValueMetadata()); err != nil {
+		return nil, fmt.Errorf("%w: %s: %v", ErrBadFile, path, err)
+	}
+	fr, err := pqarrow.NewFileReader(pf, pqarrow.ArrowReadProperties{BatchSize: int64(max(batch, 1))}, mem)
+	if err != nil {
 		return nil, fmt.Errorf("%w: %s: %v", ErrBadFile, path, err)
 	}
 	rr, err := fr.GetRecordReader(context.Background(), nil, nil)
 	if err != nil {
-		pf.Close()
 		return nil, fmt.Errorf("%w: %s: %v", ErrBadFile, path, err)
 	}
-	return &recordReader{path: path, rr: rr, want: schema, closer: pf.Close}, nil
+	return &recordReader{path: path, rr: rr, want: schema, closer: f.Close, errs: rowErrors{policy, report}}, nil
+}
+
+// checkStoredSchema checks the Arrow schema pqarrow keeps in a Parquet
+// file's metadata (an IPC message, base64) before pqarrow decodes it: its
+// lengths are taken as they are.
+func checkStoredSchema(kv metadata.KeyValueMetadata) error {
+	v := kv.FindValue("ARROW:schema")
+	if v == nil {
+		return nil
+	}
+	raw, err := base64.StdEncoding.DecodeString(*v)
+	if err != nil {
+		if raw, err = base64.RawStdEncoding.DecodeString(*v); err != nil {
+			return fmt.Errorf("stored Arrow schema is not base64: %v", err)
+		}
+	}
+	if err := checkIPCFraming(bytes.NewReader(raw), int64(len(raw))); err != nil {
+		return fmt.Errorf("stored Arrow schema: %v", err)
+	}
+	return nil
 }
 
 // OpenIPC reads an Arrow IPC file (or, failing that, an IPC stream).
-func OpenIPC(path string, schema *arrow.Schema, mem memory.Allocator) (Reader, error) {
+func OpenIPC(path string, schema *arrow.Schema, mem memory.Allocator, policy OnError, report *Report) (_ Reader, err error) {
 	f, err := os.Open(path)
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("%w: %v", ErrBadFile, err)
 	}
-	if fr, err := ipc.NewFileReader(f, ipc.WithAllocator(mem)); err == nil {
-		return &recordReader{path: path, rr: &fileRecords{fr: fr}, want: schema, closer: func() error { fr.Close(); return f.Close() }}, nil
+	defer func() {
+		if err != nil {
+			f.Close()
+		}
+	}()
+	defer guard(path, &err)
+	size, err := fileSize(f)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %s: %v", ErrBadFile, path, err)
+	}
+	if err := checkIPCFraming(f, size); err != nil {
+		return nil, fmt.Errorf("%w: %s: corrupt or truncated Arrow IPC: %v", ErrBadFile, path, err)
+	}
+	mem = fileAllocator(mem, size)
+	errs := rowErrors{policy, report}
+	fr, ferr := openIPCFile(f, mem)
+	if ferr == nil {
+		return &recordReader{path: path, rr: &fileRecords{fr: fr}, want: schema, closer: func() error { fr.Close(); return f.Close() }, errs: errs}, nil
+	}
+	head := make([]byte, len(ipcMagic))
+	if n, _ := f.ReadAt(head, 0); n == len(head) && bytes.Equal(head, ipcMagic) {
+		// The file format, broken: read as a stream, its magic would be a
+		// message length of 1.3 GB.
+		return nil, fmt.Errorf("%w: %s: corrupt Arrow IPC file: %v", ErrBadFile, path, ferr)
 	}
 	if _, err := f.Seek(0, io.SeekStart); err != nil {
-		f.Close()
 		return nil, err
 	}
 	sr, err := ipc.NewReader(f, ipc.WithAllocator(mem))
 	if err != nil {
-		f.Close()
-		return nil, fmt.Errorf("%w: %s: not an Arrow IPC file or stream: %v", ErrBadFile, path, err)
+		return nil, fmt.Errorf("%w: %s: not an Arrow IPC file (%v) or stream (%v)", ErrBadFile, path, ferr, err)
 	}
-	return &recordReader{path: path, rr: sr, want: schema, closer: f.Close}, nil
+	return &recordReader{path: path, rr: sr, want: schema, closer: f.Close, errs: errs}, nil
+}
+
+// openIPCFile tries the IPC file format; a panic in it means "not one".
+func openIPCFile(f *os.File, mem memory.Allocator) (fr *ipc.FileReader, err error) {
+	defer func() {
+		if p := recover(); p != nil {
+			err = fmt.Errorf("corrupt: %v", p)
+		}
+	}()
+	return ipc.NewFileReader(f, ipc.WithAllocator(mem))
 }
 
 // fileRecords walks an IPC file's record batches as a RecordReader.

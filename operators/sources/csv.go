@@ -1,29 +1,30 @@
 package sources
 
 import (
-	"encoding/csv"
 	"errors"
 	"fmt"
 	"io"
 	"os"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/apache/arrow/go/v17/arrow"
 	"github.com/apache/arrow/go/v17/arrow/memory"
 )
 
 // CSVReader reads a CSV file with a header row. With a schema, columns are
-// matched to the header by name (case-insensitive); without one, types are
-// inferred from the first rows.
+// matched to the header by name (case-insensitive); without one, names come
+// from the header and types are inferred from the first rows. Empty fields
+// follow TextValue's rule (unquoted: NULL; quoted "": the empty string).
 type CSVReader struct {
 	path    string
 	f       *os.File
-	r       *csv.Reader
+	r       *CSVScanner
 	schema  *arrow.Schema
 	cols    []int // header position of each schema field
 	batch   int
 	errs    rowErrors
-	pending [][]string // rows read ahead for inference
+	pending [][]CSVField // rows read ahead for inference
 	lines   []int
 }
 
@@ -34,22 +35,31 @@ const inferRows = 1000
 func OpenCSV(path string, schema *arrow.Schema, batch int, policy OnError, report *Report) (*CSVReader, error) {
 	f, err := os.Open(path)
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("%w: %v", ErrBadFile, err)
 	}
-	c := &CSVReader{path: path, f: f, r: csv.NewReader(f), batch: batch, errs: rowErrors{policy, report}}
-	c.r.FieldsPerRecord = -1
-	c.r.ReuseRecord = false
-	header, err := c.r.Read()
+	c := &CSVReader{path: path, f: f, r: NewCSVScanner(f), batch: max(batch, 1), errs: rowErrors{policy, report}}
+	rec, line, err := c.r.Read()
 	if err != nil {
 		f.Close()
 		if errors.Is(err, io.EOF) {
 			return nil, fmt.Errorf("%w: %s: empty file (want a header row)", ErrBadFile, path)
 		}
-		return nil, fmt.Errorf("%w: %s: %v", ErrBadFile, path, err)
+		// Without a header there is no schema: the file, not a row, is bad.
+		var se *CSVSyntaxError
+		if errors.As(err, &se) {
+			return nil, fmt.Errorf("%w: %s:%d: header: %w", ErrBadFile, path, se.Line, se)
+		}
+		return nil, c.fileErr(line, err)
 	}
-	for i := range header {
-		header[i] = strings.TrimSpace(header[i])
+	header := make([]string, len(rec))
+	for i, h := range rec {
+		if !utf8.ValidString(h.Text) {
+			f.Close()
+			return nil, fmt.Errorf("%w: %s:%d: header field %d: %w", ErrBadFile, path, line, i+1, ErrInvalidUTF8)
+		}
+		header[i] = h.Text
 	}
+	header = headerNames(header)
 	if schema == nil {
 		if schema, err = c.infer(header); err != nil {
 			f.Close()
@@ -62,26 +72,49 @@ func OpenCSV(path string, schema *arrow.Schema, batch int, policy OnError, repor
 		for i, h := range header {
 			if strings.EqualFold(h, fld.Name) {
 				pos = i
+				break
 			}
 		}
 		if pos < 0 {
 			f.Close()
-			return nil, fmt.Errorf("%w: %s: no column %q in the header (have %s)", ErrBadFile, path, fld.Name, strings.Join(header, ", "))
+			return nil, fmt.Errorf("%w: %s:%d: no column %q in the header (have %s)", ErrBadFile, path, line, fld.Name, strings.Join(header, ", "))
 		}
 		c.cols = append(c.cols, pos)
 	}
 	return c, nil
 }
 
+// fileErr names the file and line of a scanner error: a record that is not
+// CSV is a bad row (skipped under --on-error skip), anything else a bad file.
+func (c *CSVReader) fileErr(line int, err error) error {
+	var se *CSVSyntaxError
+	if errors.As(err, &se) {
+		return fmt.Errorf("%w: %s:%d: %w", ErrBadRow, c.path, se.Line, se)
+	}
+	return fmt.Errorf("%w: %s:%d: %v", ErrBadFile, c.path, line, err)
+}
+
+// rowErr routes a scanner error: a syntax error by the row policy, a read
+// error always to the caller.
+func (c *CSVReader) rowErr(line int, err error) error {
+	ferr := c.fileErr(line, err)
+	if !errors.Is(err, ErrCSVSyntax) {
+		return ferr
+	}
+	return c.errs.handle(ferr)
+}
+
 func (c *CSVReader) infer(header []string) (*arrow.Schema, error) {
 	for len(c.pending) < inferRows {
-		rec, err := c.r.Read()
+		rec, line, err := c.r.Read()
 		if errors.Is(err, io.EOF) {
 			break
 		}
-		line, _ := c.r.FieldPos(0)
 		if err != nil {
-			return nil, fmt.Errorf("%w: %s:%d: %v", ErrBadFile, c.path, line, err)
+			if err := c.rowErr(line, err); err != nil {
+				return nil, err
+			}
+			continue
 		}
 		c.pending = append(c.pending, rec)
 		c.lines = append(c.lines, line)
@@ -89,12 +122,19 @@ func (c *CSVReader) infer(header []string) (*arrow.Schema, error) {
 	fields := make([]arrow.Field, len(header))
 	for j, h := range header {
 		var samples []any
+		quotedEmpty := false
 		for _, r := range c.pending {
-			if j < len(r) {
-				samples = append(samples, r[j])
+			if j >= len(r) || r[j].Text == "" && !r[j].Quoted {
+				continue
 			}
+			quotedEmpty = quotedEmpty || r[j].Text == ""
+			samples = append(samples, r[j].Text)
 		}
-		fields[j] = arrow.Field{Name: h, Type: inferType(samples), Nullable: true}
+		t := inferType(samples)
+		if quotedEmpty {
+			t = arrow.BinaryTypes.String // only a string holds ""
+		}
+		fields[j] = arrow.Field{Name: h, Type: t, Nullable: true}
 	}
 	return arrow.NewSchema(fields, nil), nil
 }
@@ -102,15 +142,13 @@ func (c *CSVReader) infer(header []string) (*arrow.Schema, error) {
 // Schema is the rows' schema.
 func (c *CSVReader) Schema() *arrow.Schema { return c.schema }
 
-func (c *CSVReader) next() ([]string, int, error) {
+func (c *CSVReader) next() ([]CSVField, int, error) {
 	if len(c.pending) > 0 {
 		r, l := c.pending[0], c.lines[0]
 		c.pending, c.lines = c.pending[1:], c.lines[1:]
 		return r, l, nil
 	}
-	r, err := c.r.Read()
-	line, _ := c.r.FieldPos(0)
-	return r, line, err
+	return c.r.Read()
 }
 
 // Next reads up to one batch of rows.
@@ -123,16 +161,11 @@ func (c *CSVReader) Next(mem memory.Allocator) (arrow.Record, error) {
 			break
 		}
 		if err != nil {
-			var pe *csv.ParseError
-			if errors.As(err, &pe) {
-				if err := c.errs.handle(fmt.Errorf("%w: %s:%d: %v", ErrBadRow, c.path, pe.Line, pe.Err)); err != nil {
-					b.discard()
-					return nil, err
-				}
-				continue
+			if err := c.rowErr(line, err); err != nil {
+				b.discard()
+				return nil, err
 			}
-			b.discard()
-			return nil, fmt.Errorf("%w: %s: %v", ErrBadFile, c.path, err)
+			continue
 		}
 		if bad := c.convertRow(rec, line, row); bad != nil {
 			if err := c.errs.handle(bad); err != nil {
@@ -146,14 +179,14 @@ func (c *CSVReader) Next(mem memory.Allocator) (arrow.Record, error) {
 	return b.finish(), nil
 }
 
-func (c *CSVReader) convertRow(rec []string, line int, row []any) error {
+func (c *CSVReader) convertRow(rec []CSVField, line int, row []any) error {
 	for i, pos := range c.cols {
 		if pos >= len(rec) {
 			return fmt.Errorf("%w: %s:%d: %d fields, column %q is field %d", ErrBadRow, c.path, line, len(rec), c.schema.Field(i).Name, pos+1)
 		}
-		v, err := convert(rec[pos], c.schema.Field(i).Type)
+		v, err := TextValue(rec[pos], c.schema.Field(i).Type)
 		if err != nil {
-			return fmt.Errorf("%w: %s:%d: column %q: %v", ErrBadRow, c.path, line, c.schema.Field(i).Name, err)
+			return fmt.Errorf("%w: %s:%d: column %q: %w", ErrBadRow, c.path, line, c.schema.Field(i).Name, err)
 		}
 		row[i] = v
 	}

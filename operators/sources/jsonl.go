@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
+	"unicode/utf8"
 
 	"github.com/apache/arrow/go/v17/arrow"
 	"github.com/apache/arrow/go/v17/arrow/memory"
@@ -31,7 +32,7 @@ type JSONLReader struct {
 func OpenJSONL(path string, schema *arrow.Schema, batch int, policy OnError, report *Report) (*JSONLReader, error) {
 	f, err := os.Open(path)
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("%w: %v", ErrBadFile, err)
 	}
 	j := &JSONLReader{path: path, f: f, sc: bufio.NewScanner(f), batch: batch, errs: rowErrors{policy, report}}
 	j.sc.Buffer(make([]byte, 1<<16), 64<<20)
@@ -51,6 +52,11 @@ func (j *JSONLReader) decode() (map[string]any, int, bool, error) {
 		text := bytes.TrimSpace(j.sc.Bytes())
 		if len(text) == 0 {
 			continue
+		}
+		// encoding/json turns invalid UTF-8 into U+FFFD silently; the row
+		// is refused instead, as DuckDB does.
+		if !utf8.Valid(text) {
+			return nil, j.line, true, fmt.Errorf("%w: %s:%d: %w", ErrBadRow, j.path, j.line, ErrInvalidUTF8)
 		}
 		d := json.NewDecoder(bytes.NewReader(text))
 		d.UseNumber()

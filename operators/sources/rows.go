@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"unicode/utf8"
 
 	"github.com/apache/arrow/go/v17/arrow"
 	"github.com/apache/arrow/go/v17/arrow/memory"
@@ -54,16 +55,17 @@ func (r *RowBuilder) AppendObject(obj map[string]any) error {
 	return nil
 }
 
-// AppendText appends text fields in schema order (a CSV row without header);
-// an empty field is NULL except for strings.
-func (r *RowBuilder) AppendText(fields []string) error {
+// AppendCSV appends a CSV record's fields in schema order (a row without
+// header), empty fields under TextValue's rule, as the CSV file reader reads
+// them.
+func (r *RowBuilder) AppendCSV(fields []CSVField) error {
 	if len(fields) != r.schema.NumFields() {
 		return fmt.Errorf("%w: %d fields, want %d", ErrBadRow, len(fields), r.schema.NumFields())
 	}
 	for i, f := range r.schema.Fields() {
-		v, err := convert(fields[i], f.Type)
+		v, err := TextValue(fields[i], f.Type)
 		if err != nil {
-			return fmt.Errorf("%w: column %q: %v", ErrBadRow, f.Name, err)
+			return fmt.Errorf("%w: column %q: %w", ErrBadRow, f.Name, err)
 		}
 		r.row[i] = v
 	}
@@ -93,6 +95,9 @@ func (r *RowBuilder) Release() {
 // DecodeObject reads one JSON object the way the JSON-lines reader does
 // (numbers kept exact until converted to their column's type).
 func DecodeObject(text []byte) (map[string]any, error) {
+	if !utf8.Valid(text) {
+		return nil, fmt.Errorf("%w: %w", ErrBadRow, ErrInvalidUTF8)
+	}
 	d := json.NewDecoder(bytes.NewReader(text))
 	d.UseNumber()
 	var obj map[string]any

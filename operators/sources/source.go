@@ -1,7 +1,6 @@
 package sources
 
 import (
-	"errors"
 	"fmt"
 	"math"
 	"sync"
@@ -16,13 +15,22 @@ import (
 	"github.com/tierflow/tierflow/operators/functions"
 )
 
-// Error kinds.
+// Error kinds. Both blame the query's input (InputError), so the CLI exits
+// 2 for them, here or after they crossed NATS from a worker.
 var (
 	// ErrBadRow: a row does not fit the schema (wrapped with file:row).
-	ErrBadRow = errors.New("bad row")
-	// ErrBadFile: a file cannot be read as its format (corrupt, wrong format).
-	ErrBadFile = errors.New("bad file")
+	ErrBadRow error = inputKind("bad row")
+	// ErrBadFile: a file cannot be read as its format (corrupt, wrong
+	// format, missing).
+	ErrBadFile error = inputKind("bad file")
 )
+
+// inputKind is an error kind that blames the input (runtime/deploy's
+// InputError).
+type inputKind string
+
+func (e inputKind) Error() string    { return string(e) }
+func (e inputKind) InputError() bool { return true }
 
 // OnError says what a source does with a bad row.
 type OnError int
@@ -66,7 +74,10 @@ type Report struct {
 	mu      sync.Mutex
 	BadRows atomic.Int64
 	Rows    atomic.Int64
-	msgs    []string
+	// Drops counts what sources dropped for other reasons than a bad row
+	// (a full subscription, an oversized message); bad rows are BadRows.
+	Drops dataflow.Drops
+	msgs  []string
 }
 
 // keep at most this many messages; the count keeps going.

@@ -7,6 +7,7 @@ import (
 	"strconv"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/apache/arrow/go/v17/arrow"
 	"github.com/apache/arrow/go/v17/arrow/array"
@@ -38,6 +39,9 @@ func convert(v any, t arrow.DataType) (any, error) {
 	case arrow.STRING:
 		switch x := v.(type) {
 		case string:
+			if !utf8.ValidString(x) {
+				return nil, ErrInvalidUTF8
+			}
 			return x, nil
 		case json.Number:
 			return x.String(), nil

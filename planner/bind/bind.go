@@ -36,10 +36,18 @@ type Error struct {
 	Pos  catalog.Pos
 	Msg  string
 	Kind error
+	// Err, when set, is the cause (a file that cannot be read for its
+	// schema), kept for errors.Is beside Kind.
+	Err error
 }
 
 func (e *Error) Error() string { return e.Pos.String() + ": " + e.Msg }
-func (e *Error) Unwrap() error { return e.Kind }
+func (e *Error) Unwrap() []error {
+	if e.Err != nil {
+		return []error{e.Kind, e.Err}
+	}
+	return []error{e.Kind}
+}
 
 // Errors is every problem of a statement, in source order.
 type Errors []*Error

@@ -1,6 +1,7 @@
 package bind
 
 import (
+	"errors"
 	"fmt"
 	"strconv"
 	"strings"
@@ -27,6 +28,9 @@ func Apply(cat *catalog.Catalog, stmt lang.Statement) (ok bool, err error) {
 		}
 		t := &catalog.Table{Name: s.Name, Path: s.Path, Format: strings.ToLower(string(s.Format)), Pos: Pos(s.Pos)}
 		t.Columns = columns(s.Columns)
+		if err := inferColumns(cat, &t.Columns, func() ([]catalog.Column, error) { return cat.TableColumns(t) }, s.Pos); err != nil {
+			return true, err
+		}
 		cat.Tables = append(cat.Tables, t)
 		return true, nil
 	case *lang.CreateSink:
@@ -58,6 +62,29 @@ func columns(cs []*lang.ColumnDef) []catalog.Column {
 		out[i] = catalog.Column{Name: c.Name, Type: TypeString(c.Type), Pos: Pos(c.Pos)}
 	}
 	return out
+}
+
+// inferColumns fills a CREATE without a column list from its file, where the
+// catalog can read files, so DESCRIBE shows the columns and a missing or
+// unreadable file is an error at the CREATE (as DuckDB's read_csv is). A
+// stream from NATS has nothing to read: it needs its column list.
+func inferColumns(cat *catalog.Catalog, cols *[]catalog.Column, infer func() ([]catalog.Column, error), p lexer.Position) error {
+	if len(*cols) > 0 {
+		return nil
+	}
+	got, err := infer()
+	switch {
+	case err == nil:
+		*cols = got
+		return nil
+	case cat.Files == nil && errors.Is(err, catalog.ErrNoColumns):
+		return nil // the binder asks again where the table is used
+	}
+	kind := ErrBind
+	if errors.Is(err, catalog.ErrNoColumns) {
+		kind = catalog.ErrNoColumns
+	}
+	return &Error{Pos: Pos(p), Msg: err.Error(), Kind: kind, Err: err}
 }
 
 // option reads a numeric WITH option.
@@ -162,6 +189,11 @@ func createStream(cat *catalog.Catalog, s *lang.CreateStream) error {
 	for _, c := range st.Columns {
 		if _, err := catalog.ParseType(c.Type); err != nil {
 			errs = append(errs, &Error{Pos: c.Pos, Msg: err.Error(), Kind: ErrBind})
+		}
+	}
+	if len(errs) == 0 {
+		if err := inferColumns(cat, &st.Columns, func() ([]catalog.Column, error) { return cat.StreamColumns(st) }, s.Pos); err != nil {
+			return err
 		}
 	}
 	if len(errs) > 0 {

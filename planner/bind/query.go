@@ -250,6 +250,28 @@ func (b *Binder) tableRef(t *lang.TableRef) (logical.Node, *scope) {
 		b.unknown(t.Pos, "stream or table", t.Name, have)
 		return nil, nil
 	}
+	// A table or file stream declared without columns (in a catalog YAML,
+	// or where the CREATE could not read its file) takes its file's.
+	if st != nil && len(st.Columns) == 0 {
+		cols, err := b.Catalog.StreamColumns(st)
+		if err != nil {
+			b.errs = append(b.errs, &Error{Pos: Pos(t.Pos), Msg: err.Error(), Kind: ErrBind, Err: err})
+			return nil, nil
+		}
+		c := *st
+		c.Columns = cols
+		st = &c
+	}
+	if tb != nil && len(tb.Columns) == 0 {
+		cols, err := b.Catalog.TableColumns(tb)
+		if err != nil {
+			b.errs = append(b.errs, &Error{Pos: Pos(t.Pos), Msg: err.Error(), Kind: ErrBind, Err: err})
+			return nil, nil
+		}
+		c := *tb
+		c.Columns = cols
+		tb = &c
+	}
 	n, err := logical.NewScan(st, tb, alias, nil, Pos(t.Pos))
 	if err != nil {
 		b.errorf(t.Pos, ErrBind, "%v", err)

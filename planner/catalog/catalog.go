@@ -37,7 +37,24 @@ type Catalog struct {
 	Streams []*Stream `yaml:"streams,omitempty"`
 	Tables  []*Table  `yaml:"tables,omitempty"`
 	Sinks   []*Sink   `yaml:"sinks,omitempty"`
+	// Files reads the columns of a file that a table or file stream names
+	// without a column list. The planner runs nothing, so whoever builds the
+	// catalog next to the files supplies it (operators/exec does, for the
+	// CLI, the REPL and the cluster); nil means a column list is required.
+	Files FileSchemas `yaml:"-"`
 }
+
+// FileSchemas infers a file's columns, as DuckDB's read_csv does: names from
+// the header (or the file's own schema), types from a sample of the rows.
+// declaredIn is the file that named path (a script or catalog YAML), for
+// resolving a relative path.
+type FileSchemas interface {
+	FileColumns(path, format, declaredIn string) ([]Column, error)
+}
+
+// ErrNoColumns: a table or stream without a column list whose schema cannot
+// be inferred.
+var ErrNoColumns = errors.New("no columns")
 
 // Column is a named, typed column. Type is the query language's spelling
 // (INT, DOUBLE, VARCHAR, TENSOR(FLOAT, 3, 224, 224), ...).
@@ -249,7 +266,43 @@ func (c *Catalog) Clone() *Catalog {
 		Streams: append([]*Stream(nil), c.Streams...),
 		Tables:  append([]*Table(nil), c.Tables...),
 		Sinks:   append([]*Sink(nil), c.Sinks...),
+		Files:   c.Files,
 	}
+}
+
+// TableColumns returns t's columns, inferred from its file when it declares
+// none. t itself is not changed: a catalog loaded from YAML may be shared.
+func (c *Catalog) TableColumns(t *Table) ([]Column, error) {
+	if len(t.Columns) > 0 {
+		return t.Columns, nil
+	}
+	return c.fileColumns("table", t.Name, t.Path, t.Format, t.Pos)
+}
+
+// StreamColumns returns s's columns, inferred from its file when it is a
+// file stream that declares none.
+func (c *Catalog) StreamColumns(s *Stream) ([]Column, error) {
+	if len(s.Columns) > 0 {
+		return s.Columns, nil
+	}
+	if !equalFold(s.Source, "file") {
+		return nil, fmt.Errorf("%w: stream %s reads %s and needs a column list (only FROM FILE infers one)", ErrNoColumns, s.Name, s.Source)
+	}
+	return c.fileColumns("stream", s.Name, s.Subject, s.Format, s.Pos)
+}
+
+func (c *Catalog) fileColumns(kind, name, path, format string, p Pos) ([]Column, error) {
+	if c.Files == nil {
+		return nil, fmt.Errorf("%w: %s %s needs a column list (no schema inference here)", ErrNoColumns, kind, name)
+	}
+	cols, err := c.Files.FileColumns(path, format, p.File)
+	if err != nil {
+		return nil, err
+	}
+	if len(cols) == 0 {
+		return nil, fmt.Errorf("%w: %s %s: %s has no columns", ErrNoColumns, kind, name, path)
+	}
+	return cols, nil
 }
 
 func find[T any](xs []T, name string, key func(T) string) T {

@@ -96,3 +96,38 @@ func (c Column) Field() (arrow.Field, error) {
 	}
 	return f, nil
 }
+
+// TypeName is the query language's spelling of an arrow field's type, for a
+// schema read from a file (the inverse of ParseType; narrower integers read
+// as INT, timestamps of every unit and zone, and dates, as TIMESTAMP). A type
+// the engine has no column type for is an error naming it.
+func TypeName(f arrow.Field) (string, error) {
+	switch t := f.Type.(type) {
+	case *arrow.BooleanType:
+		return "BOOLEAN", nil
+	case *arrow.Int8Type, *arrow.Int16Type, *arrow.Int32Type, *arrow.Uint8Type, *arrow.Uint16Type:
+		return "INT", nil
+	case *arrow.Int64Type, *arrow.Uint32Type, *arrow.Uint64Type:
+		return "BIGINT", nil
+	case *arrow.Float32Type:
+		return "FLOAT", nil
+	case *arrow.Float64Type:
+		return "DOUBLE", nil
+	case *arrow.StringType, *arrow.LargeStringType:
+		return "VARCHAR", nil
+	case *arrow.BinaryType, *arrow.LargeBinaryType:
+		return "BLOB", nil
+	case *arrow.TimestampType, *arrow.Date32Type, *arrow.Date64Type:
+		return "TIMESTAMP", nil
+	case *arrow.FixedSizeListType:
+		if t.Elem().ID() != arrow.FLOAT32 {
+			break
+		}
+		dims := strconv.Itoa(int(t.Len()))
+		if s, ok := f.Metadata.GetValue(ShapeKey); ok && s != "" {
+			dims = strings.ReplaceAll(s, ",", ", ")
+		}
+		return "TENSOR(FLOAT, " + dims + ")", nil
+	}
+	return "", fmt.Errorf("column %q has type %s, which has no column type here (want BOOLEAN, INT, BIGINT, FLOAT, DOUBLE, VARCHAR, BLOB, TIMESTAMP or a float tensor)", f.Name, f.Type)
+}

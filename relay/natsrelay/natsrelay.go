@@ -31,6 +31,7 @@ import (
 	"github.com/apache/arrow/go/v17/arrow"
 	"github.com/nats-io/nats.go"
 
+	"github.com/tierflow/tierflow/dataflow"
 	"github.com/tierflow/tierflow/relay"
 	"github.com/tierflow/tierflow/relay/frame"
 )
@@ -505,7 +506,7 @@ func (t *Transport) OpenReceiver(ctx context.Context, link relay.LinkID) (relay.
 	// Credit bounds what can be pending; the client's own limits would only
 	// drop messages of a large window of large batches.
 	unlimited := func(sub *nats.Subscription) error { return sub.SetPendingLimits(-1, -1) }
-	if err := r.open(ctx, relay.Recv, r, r.dataSubj, r.onData, unlimited); err != nil {
+	if err := r.open(ctx, relay.Recv, r, r.dataSubj, r.onDataSafe, unlimited); err != nil {
 		return nil, err
 	}
 	r.publishGrant()
@@ -528,6 +529,21 @@ func (r *receiver) fail(err error) {
 	}
 	r.asmOn = false
 	r.dec.Close()
+}
+
+// onDataSafe is onData for the client's delivery goroutine: a panic while
+// taking a frame apart (a bug, or a frame no check caught) fails this link,
+// and with it the query, instead of the whole process.
+func (r *receiver) onDataSafe(msg *nats.Msg) {
+	defer func() {
+		if p := recover(); p != nil {
+			err := dataflow.Recovered(fmt.Sprintf("relay receiver of %s", r.link), p)
+			r.mu.Lock()
+			defer r.mu.Unlock()
+			r.fail(fmt.Errorf("%w on %s: %w", relay.ErrProtocol, r.link, err))
+		}
+	}()
+	r.onData(msg)
 }
 
 func (r *receiver) onData(msg *nats.Msg) {

@@ -7,6 +7,7 @@ package natsserver
 import (
 	"errors"
 	"fmt"
+	"os"
 	"time"
 
 	"github.com/nats-io/nats-server/v2/server"
@@ -113,10 +114,25 @@ func (s *Server) Shutdown() {
 // comma-separated URLs are tried in turn). Connections reconnect forever,
 // since a relay outlives a server restart.
 func Connect(url string, opts ...nats.Option) (*nats.Conn, error) {
-	all := append([]nats.Option{nats.MaxReconnects(-1), nats.Name("tierflow")}, opts...)
+	all := append([]nats.Option{nats.MaxReconnects(-1), nats.Name("tierflow"), nats.ErrorHandler(asyncError)}, opts...)
 	nc, err := nats.Connect(url, all...)
 	if err != nil {
 		return nil, fmt.Errorf("nats: connect to %s: %w", url, err)
 	}
 	return nc, nil
+}
+
+// asyncError reports the client's asynchronous errors as nats.go's default
+// handler does, except slow consumers: the sources count those drops per
+// query (slow_consumer) and every run reports them, so a line per burst on
+// stderr says nothing more.
+func asyncError(nc *nats.Conn, sub *nats.Subscription, err error) {
+	if errors.Is(err, nats.ErrSlowConsumer) {
+		return
+	}
+	if sub != nil {
+		fmt.Fprintf(os.Stderr, "nats: %v for subscription on %q\n", err, sub.Subject)
+		return
+	}
+	fmt.Fprintf(os.Stderr, "nats: %v\n", err)
 }

@@ -53,6 +53,9 @@ type Report struct {
 	Operators []OperatorRow `json:"operators"`
 	Workers   []WorkerRow   `json:"workers"`
 	Links     []LinkRow     `json:"links"`
+	// Dropped is what the run dropped, by reason (dataflow.DropReasons):
+	// measured rates leave these rows out.
+	Dropped dataflow.DropCounts `json:"dropped,omitempty"`
 	// Latency is the end-to-end latency of the result rows (ingest to
 	// written); SLOMs the query's LATENCY bound (0: none) and SLOMissRate
 	// the share of rows over it (nil without one).
@@ -164,7 +167,7 @@ func New(q deploy.QueryInfo, o Options) (*Report, error) {
 	if q.Ended.IsZero() {
 		return nil, fmt.Errorf("analyze: query %s has not ended", q.Query)
 	}
-	r := &Report{Query: q.Query, State: q.State, Planner: q.Planner, Window: q.Ended.Sub(start), Span: dataSpan(q)}
+	r := &Report{Query: q.Query, State: q.State, Planner: q.Planner, Window: q.Ended.Sub(start), Span: dataSpan(q), Dropped: q.Dropped}
 	if r.Span <= 0 {
 		r.Span = r.Window
 	}

@@ -22,6 +22,11 @@ func (r *Report) Write(w io.Writer) error {
 	if r.Planner != "" {
 		fmt.Fprintf(w, "placed by %s\n", r.Planner)
 	}
+	dropped := "none"
+	if len(r.Dropped) > 0 {
+		dropped = r.Dropped.String()
+	}
+	fmt.Fprintf(w, "dropped: %s\n", dropped)
 	sections := []struct {
 		title  string
 		header []string

@@ -75,6 +75,10 @@ type Options struct {
 	// sends to worker to over the relay (0: no cap): tests and drills slow
 	// one link down with it.
 	Shape func(from, to string) float64
+	// Namespace is the deployment's subject namespace (deploy.InNamespace):
+	// two clusters on one NATS server (two `tierflow run --nats URL`) each
+	// take their own and never see the other's workers or queries.
+	Namespace string
 }
 
 // ExecHooks completes executor options for a process on connection nc: the
@@ -170,7 +174,7 @@ func startCore(o *Options) (*Cluster, error) {
 	}
 	co, err := coordinator.Start(coordinator.Config{Conn: nc, Infra: o.Infra, Catalog: o.Catalog, Heartbeat: o.Heartbeat, Metrics: o.Metrics, Log: o.Log,
 		Exec: ExecHooks(nc, o.OrtLib, nil, 1), Placement: o.Placement, Policy: o.Policy,
-		CheckModelArgs: ModelArgChecks(o.OrtLib)})
+		CheckModelArgs: ModelArgChecks(o.OrtLib), Namespace: o.Namespace})
 	if err != nil {
 		c.Close()
 		return nil, err
@@ -182,6 +186,7 @@ func startCore(o *Options) (*Cluster, error) {
 		return nil, err
 	}
 	c.client = coordinator.NewClient(cc)
+	c.client.Namespace = o.Namespace
 	c.client.Allocator = o.Allocator
 	return c, nil
 }
@@ -207,7 +212,8 @@ func StartEmbedded(ctx context.Context, o Options) (*Cluster, error) {
 		}
 		w, err := worker.Start(ctx, worker.Config{Conn: nc, Name: name, Tier: m.Tier, Location: m.Location, Type: typ,
 			Inventory: &inv, Allocator: o.Allocator, Metrics: o.Metrics, Stdout: o.Stdout, Log: o.Log,
-			Exec: ExecHooks(nc, o.OrtLib, o.ModelLog, CPUShare(m, len(o.Infra.Machines()))), Shape: shapeFrom(o.Shape, name)})
+			Exec: ExecHooks(nc, o.OrtLib, o.ModelLog, CPUShare(m, len(o.Infra.Machines()))), Namespace: o.Namespace,
+			Shape: shapeFrom(o.Shape, name)})
 		if err != nil {
 			c.Close()
 			return nil, fmt.Errorf("worker %s: %w", name, err)

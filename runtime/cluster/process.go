@@ -65,6 +65,9 @@ func StartProcesses(ctx context.Context, o ProcessOptions) (*Cluster, error) {
 		if o.OrtLib != "" {
 			args = append(args, "--ort-lib", o.OrtLib)
 		}
+		if o.Namespace != "" {
+			args = append(args, "--namespace", o.Namespace)
+		}
 		if o.Heartbeat > 0 {
 			args = append(args, "--heartbeat", o.Heartbeat.String())
 		}
@@ -72,6 +75,7 @@ func StartProcesses(ctx context.Context, o ProcessOptions) (*Cluster, error) {
 		cmd := exec.Command(bin, args...)
 		cmd.Stdout, cmd.Stderr = stderr, stderr
 		cmd.Env = append(os.Environ(), o.Env...)
+		dieWithParent(cmd)
 		if err := cmd.Start(); err != nil {
 			c.Close()
 			return nil, fmt.Errorf("start worker %s: %w", m.Name, err)

@@ -88,6 +88,7 @@ func (c *Cluster) RunScript(ctx context.Context, filename, src string, so Script
 	if err != nil {
 		return err
 	}
+	cat.Files = exec.FileSchemas{BaseDir: so.BaseDir}
 	nth := 0
 	for _, stmt := range script.Statements {
 		if err := ctx.Err(); err != nil {
@@ -236,11 +237,8 @@ func Summary(q deploy.QueryInfo) string {
 	if read > 0 {
 		fmt.Fprintf(&b, ", %d rows read", read)
 	}
-	if q.LateRows > 0 {
-		fmt.Fprintf(&b, ", %d late rows dropped", q.LateRows)
-	}
-	if q.BadRows > 0 {
-		fmt.Fprintf(&b, ", %d bad rows skipped", q.BadRows)
+	if len(q.Dropped) > 0 {
+		fmt.Fprintf(&b, ", dropped: %s", q.Dropped)
 	}
 	b.WriteString(latencyNote(q))
 	tb := q.TierBytes()
@@ -315,9 +313,12 @@ func WriteWorkers(w io.Writer, ws []deploy.WorkerInfo) {
 // operator and per link (runtime/control).
 func WriteQueries(w io.Writer, qs []deploy.QueryInfo) {
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "query\tstate\tworkers\trows\tp50 ms\tp99 ms\tslo miss\tstarted\terror")
+	fmt.Fprintln(tw, "query\tstate\tworkers\trows\tdropped\tp50 ms\tp99 ms\tslo miss\tstarted\terror")
 	for _, q := range qs {
-		p50, p99, miss := "-", "-", "-"
+		p50, p99, miss, dropped := "-", "-", "-", "-"
+		if len(q.Dropped) > 0 {
+			dropped = q.Dropped.String()
+		}
 		if h, missed := q.EndToEnd(); h.Count > 0 {
 			l := control.Percentiles(h)
 			p50, p99 = fmt.Sprintf("%.3g", l.P50), fmt.Sprintf("%.3g", l.P99)
@@ -325,8 +326,8 @@ func WriteQueries(w io.Writer, qs []deploy.QueryInfo) {
 				miss = fmt.Sprintf("%.2f%%", 100*float64(missed)/float64(h.Count))
 			}
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%s\t%s\t%s\t%s\t%s\n", q.Query, q.State, strings.Join(q.Workers, ","), q.ResultRows,
-			p50, p99, miss, q.Submitted.Format(time.TimeOnly), q.Error)
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%s\t%s\t%s\t%s\t%s\t%s\n", q.Query, q.State, strings.Join(q.Workers, ","), q.ResultRows,
+			dropped, p50, p99, miss, q.Submitted.Format(time.TimeOnly), q.Error)
 	}
 	tw.Flush()
 	for _, q := range qs {
@@ -378,7 +379,11 @@ func (c *Cluster) runLocal(ctx context.Context, sc deploy.Script, so ScriptOptio
 	}
 	st, err := q.Run(ctx)
 	if so.Log != nil {
-		fmt.Fprintf(so.Log, "-- %d rows read, %d rows written (INSERT INTO runs in this process)\n", st.RowsRead, st.RowsWritten)
+		fmt.Fprintf(so.Log, "-- %d rows read, %d rows written (INSERT INTO runs in this process)", st.RowsRead, st.RowsWritten)
+		if len(st.Dropped) > 0 {
+			fmt.Fprintf(so.Log, ", dropped: %s", st.Dropped)
+		}
+		fmt.Fprintln(so.Log)
 	}
 	return err
 }

@@ -20,7 +20,8 @@ import (
 // read alone, by any Arrow reader. Columns are
 // matched to the stream's schema by name and cast to its types. A record
 // too large for the server's max payload is sent as several messages of
-// fewer rows; a single row that still does not fit is refused (ErrTooLarge).
+// fewer rows; a single row that still does not fit goes out in chunks
+// (chunk.go).
 func arrowFormat() format {
 	return format{name: "arrow", doc: "one Arrow IPC stream per message (one record batch, split by rows to fit the max payload)",
 		decode: decodeArrow,
@@ -115,7 +116,8 @@ func encodeArrow(rec arrow.Record, max int, publish func([]byte) error) error {
 	}
 	n := rec.NumRows()
 	if n <= 1 {
-		return fmt.Errorf("%w: one row is %d bytes as Arrow IPC, the server takes %d", ErrTooLarge, len(b), max)
+		// One row over the max payload: the output cuts it into chunks.
+		return publish(b)
 	}
 	// Halves until each piece fits: a skewed record may need uneven pieces.
 	for _, r := range [][2]int64{{0, n / 2}, {n / 2, n}} {

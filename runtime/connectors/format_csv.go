@@ -2,7 +2,6 @@ package connectors
 
 import (
 	"bytes"
-	"encoding/csv"
 	"errors"
 	"fmt"
 	"io"
@@ -22,48 +21,38 @@ import (
 func csvFormat() format {
 	return format{name: "csv", doc: "CSV rows without header, fields in column order",
 		decode: func(_ memory.Allocator, _ *arrow.Schema, data []byte, rb *sources.RowBuilder) ([]arrow.Record, []error) {
-			r := csv.NewReader(bytes.NewReader(data))
-			r.FieldsPerRecord = -1
+			r := sources.NewCSVScanner(bytes.NewReader(data))
 			var bad []error
-			for line := 1; ; line++ {
-				fields, err := r.Read()
+			for {
+				fields, line, err := r.Read()
 				if errors.Is(err, io.EOF) {
 					break
 				}
 				if err != nil {
-					bad = append(bad, fmt.Errorf("line %d: %w: %v", line, sources.ErrBadRow, err))
-					var pe *csv.ParseError
-					if !errors.As(err, &pe) {
+					var se *sources.CSVSyntaxError
+					if !errors.As(err, &se) {
+						bad = append(bad, fmt.Errorf("line %d: %w: %v", line, sources.ErrBadRow, err))
 						break
 					}
+					bad = append(bad, fmt.Errorf("line %d: %w: %v", se.Line, sources.ErrBadRow, err))
 					continue
 				}
-				if err := rb.AppendText(fields); err != nil {
+				if err := rb.AppendCSV(fields); err != nil {
 					bad = append(bad, fmt.Errorf("line %d: %w", line, err))
 				}
 			}
 			return nil, bad
 		},
 		encode: func(rec arrow.Record, max int, publish func([]byte) error) error {
-			var buf bytes.Buffer
-			w := csv.NewWriter(&buf)
-			row := make([]string, rec.NumCols())
+			var line []byte
+			row := make([]any, rec.NumCols())
 			for i := 0; i < int(rec.NumRows()); i++ {
 				for j := range row {
-					row[j] = sinks.FormatValue(functions.ValueAt(rec.Column(j), i), "")
+					row[j] = functions.ValueAt(rec.Column(j), i)
 				}
-				buf.Reset()
-				if err := w.Write(row); err != nil {
-					return err
-				}
-				w.Flush()
-				if err := w.Error(); err != nil {
-					return err
-				}
-				msg := bytes.TrimSuffix(buf.Bytes(), []byte("\n"))
-				if max > 0 && len(msg) > max {
-					return fmt.Errorf("%w: row %d is %d bytes, the server takes %d", ErrTooLarge, i, len(msg), max)
-				}
+				line = sinks.AppendCSVRow(line[:0], row)
+				// A row over the max payload goes whole: the output chunks it.
+				msg := bytes.TrimSuffix(line, []byte("\n"))
 				if err := publish(append([]byte(nil), msg...)); err != nil {
 					return err
 				}

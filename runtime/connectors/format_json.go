@@ -65,9 +65,7 @@ func publishLines(b []byte, max int, publish func([]byte) error) error {
 		} else {
 			b = nil
 		}
-		if max > 0 && len(line) > max {
-			return fmt.Errorf("%w: row %d is %d bytes, the server takes %d", ErrTooLarge, row, len(line), max)
-		}
+		// A row over the max payload goes whole: the output chunks it.
 		// The publisher may keep the slice: give it its own copy.
 		if err := publish(append([]byte(nil), line...)); err != nil {
 			return err

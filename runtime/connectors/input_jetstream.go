@@ -23,7 +23,9 @@ type jetstreamInput struct {
 	durable bool
 	cons    jetstream.Consumer
 	pull    int
-	batch   jetstream.MessageBatch // the pull request in progress
+	// pullBytes bounds the bytes of one pull request.
+	pullBytes int
+	batch     jetstream.MessageBatch // the pull request in progress
 }
 
 // streamFor finds the stream holding subject, or creates one over it.
@@ -81,11 +83,13 @@ func newJetStreamInput(ctx context.Context, c SourceConfig) (input, error) {
 	if err != nil {
 		return nil, fmt.Errorf("consumer on stream %s: %w", stream, err)
 	}
-	pull := c.MaxRows
-	if pull > c.MaxAckPending {
-		pull = c.MaxAckPending
-	}
-	return &jetstreamInput{js: js, nc: c.Conn, cons: cons, pull: pull, stream: stream, name: cons.CachedInfo().Name, durable: c.Durable != ""}, nil
+	// One pull asks for what the pipeline takes next (a batch, within the
+	// ack window) and no more bytes than the subscription may buffer: an
+	// unbounded request of thousands of large messages overruns the
+	// client, and the server then cuts the consumer as slow.
+	pull := min(c.MaxRows, c.MaxAckPending)
+	pullBytes := max(c.PendingBytes/4, 2*int(c.Conn.MaxPayload()))
+	return &jetstreamInput{js: js, nc: c.Conn, cons: cons, pull: pull, pullBytes: pullBytes, stream: stream, name: cons.CachedInfo().Name, durable: c.Durable != ""}, nil
 }
 
 // fetchWait is how long one pull request stays open on the server; a
@@ -95,7 +99,7 @@ const fetchWait = 250 * time.Millisecond
 func (j *jetstreamInput) next(ctx context.Context) (message, error) {
 	for {
 		if j.batch == nil {
-			b, err := j.cons.Fetch(j.pull, jetstream.FetchMaxWait(fetchWait))
+			b, err := j.cons.Fetch(j.pull, jetstream.FetchMaxWait(fetchWait), jetstream.FetchMaxBytes(j.pullBytes))
 			if err != nil {
 				return message{}, err
 			}

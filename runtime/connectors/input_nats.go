@@ -5,15 +5,22 @@ import (
 	"errors"
 
 	"github.com/nats-io/nats.go"
+
+	"github.com/tierflow/tierflow/dataflow"
+	"github.com/tierflow/tierflow/operators/sources"
 )
 
 // natsInput is a core NATS subscription (in a queue group when one is
 // named). Core NATS does not redeliver: what arrives while no instance is
 // subscribed is gone, and beyond the pending limits the client drops
-// messages (counted in Stats.Dropped) rather than grow without bound.
+// messages rather than grow without bound. Those are counted as they
+// happen (Stats.Dropped and the query's slow_consumer drops), so a run's
+// report always says how many messages it lost.
 type natsInput struct {
-	sub   *nats.Subscription
-	stats *Stats
+	sub     *nats.Subscription
+	stats   *Stats
+	report  *sources.Report
+	counted int // of sub.Dropped(), what was added to the counts
 }
 
 func newNATSInput(_ context.Context, c SourceConfig) (input, error) {
@@ -37,13 +44,15 @@ func newNATSInput(_ context.Context, c SourceConfig) (input, error) {
 		sub.Unsubscribe()
 		return nil, err
 	}
-	return &natsInput{sub: sub, stats: c.Stats}, nil
+	return &natsInput{sub: sub, stats: c.Stats, report: c.Report}, nil
 }
 
 func (n *natsInput) next(ctx context.Context) (message, error) {
 	m, err := n.sub.NextMsgWithContext(ctx)
-	if errors.Is(err, nats.ErrSlowConsumer) {
-		// Reported once after drops; they are counted at close.
+	for errors.Is(err, nats.ErrSlowConsumer) {
+		// The client says so once after each run of drops: count them now,
+		// so a live report (SHOW QUERIES) has them too.
+		n.countDrops()
 		m, err = n.sub.NextMsgWithContext(ctx)
 	}
 	if err != nil {
@@ -55,10 +64,22 @@ func (n *natsInput) next(ctx context.Context) (message, error) {
 	return message{data: m.Data, header: m.Header}, nil
 }
 
-func (n *natsInput) close() error {
-	if d, err := n.sub.Dropped(); err == nil && d > 0 {
-		n.stats.Dropped.Add(int64(d))
+// countDrops adds the subscription's drops since the last call.
+func (n *natsInput) countDrops() {
+	d, err := n.sub.Dropped()
+	if err != nil || d <= n.counted {
+		return
 	}
+	delta := int64(d - n.counted)
+	n.counted = d
+	n.stats.Dropped.Add(delta)
+	if n.report != nil {
+		n.report.Drops.Add(dataflow.DropSlowConsumer, delta)
+	}
+}
+
+func (n *natsInput) close() error {
+	n.countDrops()
 	err := n.sub.Unsubscribe()
 	if err == nats.ErrConnectionClosed || err == nats.ErrBadSubscription {
 		return nil

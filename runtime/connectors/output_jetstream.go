@@ -69,9 +69,14 @@ func (j *jetstreamOutput) publish(m *nats.Msg) error {
 
 func (j *jetstreamOutput) Write(rec arrow.Record) error {
 	return j.f.encode(rec, int(j.c.Conn.MaxPayload()), func(b []byte) error {
-		j.c.Stats.Messages.Add(1)
-		j.c.Stats.Bytes.Add(int64(len(b)))
-		return j.publish(&nats.Msg{Subject: j.c.Subject, Data: b})
+		for _, m := range Chunks(j.c.Subject, b, int(j.c.Conn.MaxPayload())) {
+			j.c.Stats.Messages.Add(1)
+			j.c.Stats.Bytes.Add(int64(len(m.Data)))
+			if err := j.publish(m); err != nil {
+				return err
+			}
+		}
+		return nil
 	})
 }
 
@@ -80,6 +85,16 @@ func (j *jetstreamOutput) Close() error {
 		m := nats.NewMsg(j.c.Subject)
 		m.Header.Set(EndHeader, "1")
 		if err := j.publish(m); err != nil {
+			return err
+		}
+	}
+	return j.wait(0)
+}
+
+// Fail ends the stream with a failure marker instead of the end marker.
+func (j *jetstreamOutput) Fail(cause error) error {
+	if j.c.End {
+		if err := j.publish(failedMsg(j.c.Subject, cause)); err != nil {
 			return err
 		}
 	}

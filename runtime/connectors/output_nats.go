@@ -2,6 +2,7 @@ package connectors
 
 import (
 	"fmt"
+	"strings"
 
 	"github.com/apache/arrow/go/v17/arrow"
 	"github.com/nats-io/nats.go"
@@ -24,10 +25,13 @@ func (c *SinkConfig) defaults() error {
 }
 
 // natsOutput publishes on a core NATS subject: at most once, no acks. The
-// client's buffer absorbs bursts; Close flushes to the server.
+// client's buffer absorbs bursts; every Window messages it waits for the
+// server to have taken them (a flush round trip), so a sender faster than
+// the server slows down instead of piling up in memory; Close flushes.
 type natsOutput struct {
-	c SinkConfig
-	f format
+	c       SinkConfig
+	f       format
+	unacked int // messages since the last flush
 }
 
 func newNATSOutput(c SinkConfig, f format) (*natsOutput, error) {
@@ -39,9 +43,20 @@ func newNATSOutput(c SinkConfig, f format) (*natsOutput, error) {
 
 func (n *natsOutput) Write(rec arrow.Record) error {
 	return n.f.encode(rec, int(n.c.Conn.MaxPayload()), func(b []byte) error {
-		n.c.Stats.Messages.Add(1)
-		n.c.Stats.Bytes.Add(int64(len(b)))
-		return n.c.Conn.Publish(n.c.Subject, b)
+		for _, m := range Chunks(n.c.Subject, b, int(n.c.Conn.MaxPayload())) {
+			n.c.Stats.Messages.Add(1)
+			n.c.Stats.Bytes.Add(int64(len(m.Data)))
+			if err := n.c.Conn.PublishMsg(m); err != nil {
+				return err
+			}
+			if n.unacked++; n.unacked >= n.c.Window {
+				n.unacked = 0
+				if err := n.c.Conn.Flush(); err != nil {
+					return err
+				}
+			}
+		}
+		return nil
 	})
 }
 
@@ -54,4 +69,28 @@ func (n *natsOutput) Close() error {
 		}
 	}
 	return n.c.Conn.Flush()
+}
+
+// Fail ends the subject with a failure marker instead of the end marker
+// (when the sink marks ends at all): readers must not take what came
+// before for the whole result.
+func (n *natsOutput) Fail(cause error) error {
+	if n.c.End {
+		if err := n.c.Conn.PublishMsg(failedMsg(n.c.Subject, cause)); err != nil {
+			return err
+		}
+	}
+	return n.c.Conn.Flush()
+}
+
+// failedMsg is the failure marker for subject: FailedHeader with cause's
+// first line.
+func failedMsg(subject string, cause error) *nats.Msg {
+	m := nats.NewMsg(subject)
+	reason, _, _ := strings.Cut(cause.Error(), "\n")
+	if reason == "" {
+		reason = "failed"
+	}
+	m.Header.Set(FailedHeader, reason)
+	return m
 }

@@ -26,6 +26,8 @@ var (
 	ErrTooLarge = errors.New("connectors: message over the server's max payload")
 	// ErrBadMessage: a message does not decode in the stream's format.
 	ErrBadMessage = errors.New("bad message")
+	// ErrUpstream: the query writing a stream failed (FailedHeader).
+	ErrUpstream = errors.New("the query writing the stream failed")
 )
 
 // Kinds of connectors: the transport.
@@ -39,6 +41,12 @@ const (
 // after the file, and sinks send one when they close if asked (SinkConfig.End),
 // so a bounded demo or test terminates; a real stream simply never sends it.
 const EndHeader = "Tierflow-End"
+
+// FailedHeader ends a stream whose writer failed: its value is the reason
+// (one line). A sink of a failed query sends it instead of EndHeader, so a
+// reader never takes a partial result for a complete one; tierflow's own
+// sources fail with ErrUpstream when they read it.
+const FailedHeader = "Tierflow-Failed"
 
 // SourceConfig configures a source.
 type SourceConfig struct {
@@ -69,6 +77,10 @@ type SourceConfig struct {
 	// messages are dropped and counted (Stats.Dropped), as core NATS does
 	// for slow consumers.
 	PendingMsgs, PendingBytes int
+	// MaxMessageBytes bounds a message put back together from chunks
+	// (default PendingBytes); a larger one is dropped as oversized, or
+	// fails the query under sources.Fail.
+	MaxMessageBytes int
 	// MaxAckPending bounds unacknowledged JetStream messages (default
 	// 4*MaxRows): the server stops delivering until the batch is emitted.
 	MaxAckPending int

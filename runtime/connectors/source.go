@@ -71,6 +71,9 @@ func (c *SourceConfig) defaults() error {
 	if c.PendingBytes <= 0 {
 		c.PendingBytes = 64 << 20
 	}
+	if c.MaxMessageBytes <= 0 {
+		c.MaxMessageBytes = c.PendingBytes
+	}
 	if c.MaxAckPending <= 0 {
 		c.MaxAckPending = 4 * c.MaxRows
 	}
@@ -120,6 +123,7 @@ type reader struct {
 	ctx      context.Context
 	in       input
 	rb       *sources.RowBuilder
+	asm      Assembler // chunked messages in progress
 	ready    []arrow.Record
 	// readyAt is when the first message of each ready record's batch
 	// arrived (Unix ns); last is that of the record Next returned.
@@ -205,10 +209,29 @@ func (r *reader) fill(mem memory.Allocator) error {
 			}
 			return fmt.Errorf("%q: %w", r.c.Subject, err)
 		}
+		if reason := m.header.Get(FailedHeader); reason != "" {
+			r.unacked = append(r.unacked, m)
+			return fmt.Errorf("%w: subject %q: %s", ErrUpstream, r.c.Subject, reason)
+		}
 		if m.header.Get(EndHeader) != "" {
 			r.unacked = append(r.unacked, m)
 			r.ended = true
 			break
+		}
+		if m.header.Get(ChunkHeader) != "" {
+			r.asm.Limit = r.c.MaxMessageBytes
+			data, done, err := r.asm.Add(m.header, m.data)
+			if err != nil {
+				if err := r.dropChunked(m, err); err != nil {
+					return err
+				}
+				continue
+			}
+			r.unacked = append(r.unacked, m)
+			if !done {
+				continue
+			}
+			m = message{data: data, header: m.header}
 		}
 		if !started {
 			started = true
@@ -230,6 +253,26 @@ func (r *reader) fill(mem memory.Allocator) error {
 	}
 	if rec := r.rb.Finish(); rec != nil {
 		r.ready = append(r.ready, rec)
+	}
+	return nil
+}
+
+// dropChunked handles a chunked message that cannot be put back together:
+// over the size limit it is an oversized drop, else a malformed message;
+// either fails the query under sources.Fail.
+func (r *reader) dropChunked(m message, err error) error {
+	if !errors.Is(err, errOversized) {
+		return r.bad(m, []error{err})
+	}
+	err = fmt.Errorf("%s subject %q: %w", r.f.name, r.c.Subject, err)
+	if r.c.OnError == sources.Fail {
+		return err
+	}
+	if r.c.Report != nil {
+		r.c.Report.Drops.Add(dataflow.DropOversized, 1)
+	}
+	if m.term != nil {
+		_ = m.term()
 	}
 	return nil
 }

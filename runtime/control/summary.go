@@ -92,6 +92,9 @@ func Summarize(r Run) Summary {
 			s.RowsIn += op.RowsOut
 		}
 	}
+	for _, k := range dataflow.DropReasons {
+		s.Dropped[k] = 0
+	}
 	for k, v := range r.Dropped {
 		s.Dropped[k] = v
 	}

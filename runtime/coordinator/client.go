@@ -21,6 +21,10 @@ import (
 // or the failing worker's message.
 var ErrQuery = errors.New("query failed")
 
+// ErrCoordinatorLost: the coordinator stopped answering (or forgot the
+// query) while a client waited for it.
+var ErrCoordinatorLost = errors.New("coordinator lost")
+
 // Client talks to a coordinator over NATS: submit a script and stream its
 // results back, list workers and queries, stop queries.
 type Client struct {
@@ -30,10 +34,40 @@ type Client struct {
 	Timeout time.Duration
 	// Allocator holds decoded result batches (default memory.DefaultAllocator).
 	Allocator memory.Allocator
+	// Heartbeat is how often Submit checks that the coordinator still
+	// knows its query (default 1s); after lostAfter checks in a row
+	// without an answer it gives up with ErrCoordinatorLost.
+	Heartbeat time.Duration
+	// Namespace is the coordinator's subject namespace ("" the default).
+	Namespace string
 }
 
+// lostAfter is how many liveness checks in a row may go unanswered.
+const lostAfter = 3
+
 // NewClient makes a client on nc.
-func NewClient(nc *nats.Conn) *Client { return &Client{nc: nc, Timeout: 30 * time.Second} }
+func NewClient(nc *nats.Conn) *Client {
+	return &Client{nc: nc, Timeout: 30 * time.Second, Heartbeat: time.Second}
+}
+
+// alive asks the coordinator whether it still knows query: nil if so,
+// ErrCoordinatorLost wrapped with why not if it answered that it does not,
+// another error if it did not answer.
+func (c *Client) alive(query string, timeout time.Duration) error {
+	body, _ := json.Marshal(deploy.StopRequest{Query: query})
+	msg, err := c.nc.Request(deploy.InNamespace(c.Namespace, deploy.SubjectQuery), body, timeout)
+	if err != nil {
+		return err
+	}
+	var ack deploy.Ack
+	if err := json.Unmarshal(msg.Data, &ack); err != nil {
+		return err
+	}
+	if ack.Error != "" {
+		return fmt.Errorf("%w: %s", ErrCoordinatorLost, ack.Error)
+	}
+	return nil
+}
 
 func (c *Client) request(ctx context.Context, subject string, req, rep any) error {
 	body, err := json.Marshal(req)
@@ -55,19 +89,19 @@ func (c *Client) request(ctx context.Context, subject string, req, rep any) erro
 // Workers lists the registered workers (SHOW WORKERS).
 func (c *Client) Workers(ctx context.Context) ([]deploy.WorkerInfo, error) {
 	var out []deploy.WorkerInfo
-	return out, c.request(ctx, deploy.SubjectWorkers, struct{}{}, &out)
+	return out, c.request(ctx, deploy.InNamespace(c.Namespace, deploy.SubjectWorkers), struct{}{}, &out)
 }
 
 // Queries lists the coordinator's queries (SHOW QUERIES).
 func (c *Client) Queries(ctx context.Context) ([]deploy.QueryInfo, error) {
 	var out []deploy.QueryInfo
-	return out, c.request(ctx, deploy.SubjectQueries, struct{}{}, &out)
+	return out, c.request(ctx, deploy.InNamespace(c.Namespace, deploy.SubjectQueries), struct{}{}, &out)
 }
 
 // Stop stops a query (STOP QUERY), gracefully unless abort.
 func (c *Client) Stop(ctx context.Context, query string, abort bool) error {
 	var ack deploy.Ack
-	if err := c.request(ctx, deploy.SubjectStop, deploy.StopRequest{Query: query, Abort: abort}, &ack); err != nil {
+	if err := c.request(ctx, deploy.InNamespace(c.Namespace, deploy.SubjectStop), deploy.StopRequest{Query: query, Abort: abort}, &ack); err != nil {
 		return err
 	}
 	if ack.Error != "" {
@@ -99,31 +133,44 @@ func (c *Client) Submit(ctx context.Context, script deploy.Script, name string, 
 	if mem == nil {
 		mem = memory.DefaultAllocator
 	}
-	resultsSubj, doneSubj := deploy.QuerySubject(name, "results"), deploy.QuerySubject(name, "done")
-	// One channel for both subjects keeps their order: results, then done.
+	resultsSubj, doneSubj := deploy.QuerySubject(c.Namespace, name, "results"), deploy.QuerySubject(c.Namespace, name, "done")
+	// One subscription over the query's subjects keeps the order the
+	// messages came in: results, then done. A channel subscription would
+	// drop what does not fit its channel (a slow consumer): a client slower
+	// than the workers would lose result rows and the end markers. Instead
+	// the handler waits for room, and meanwhile the client library buffers
+	// without a limit (pending limits off): the workers publish a query's
+	// results once, at most what it returns.
 	ch := make(chan *nats.Msg, 1024)
-	rs, err := c.nc.ChanSubscribe(resultsSubj, ch)
+	quit := make(chan struct{})
+	defer close(quit)
+	sub, err := c.nc.Subscribe(deploy.QuerySubject(c.Namespace, name, "*"), func(m *nats.Msg) {
+		if m.Subject != resultsSubj && m.Subject != doneSubj {
+			return // the workers' status, start and stop
+		}
+		select {
+		case ch <- m:
+		case <-quit:
+		}
+	})
 	if err != nil {
 		return deploy.QueryInfo{}, err
 	}
-	defer rs.Unsubscribe()
-	_ = rs.SetPendingLimits(-1, -1)
-	ds, err := c.nc.ChanSubscribe(doneSubj, ch)
-	if err != nil {
-		return deploy.QueryInfo{}, err
-	}
-	defer ds.Unsubscribe()
+	defer sub.Unsubscribe()
+	_ = sub.SetPendingLimits(-1, -1)
 	if err := c.nc.Flush(); err != nil {
 		return deploy.QueryInfo{}, err
 	}
 	var rep deploy.SubmitReply
-	if err := c.request(ctx, deploy.SubjectSubmit, deploy.SubmitRequest{Query: name, Script: script}, &rep); err != nil {
+	if err := c.request(ctx, deploy.InNamespace(c.Namespace, deploy.SubjectSubmit), deploy.SubmitRequest{Query: name, Script: script}, &rep); err != nil {
 		return deploy.QueryInfo{Query: name}, err
 	}
 	if rep.Error != "" {
 		return deploy.QueryInfo{Query: name, State: deploy.StateFailed, Error: rep.Error, ErrorKind: rep.ErrorKind},
 			fmt.Errorf("%w: %w", ErrQuery, deploy.RemoteError(rep.Error, rep.ErrorKind))
 	}
+	// Results are written an epoch at a time, once every sink has
+	// committed it, and never twice across a recovery (epochs).
 	ep := newEpochs(out, mem)
 	if p := rep.Placement; p != nil {
 		for _, op := range p.Operators {
@@ -146,10 +193,40 @@ func (c *Client) Submit(ctx context.Context, script deploy.Script, name string, 
 		grace    <-chan time.Time
 	)
 	ctxDone := ctx.Done()
+	// The coordinator's done message is what ends the wait: if the
+	// coordinator dies, it never comes. Check on it every heartbeat, off
+	// this loop so results keep flowing.
+	hb := c.Heartbeat
+	if hb <= 0 {
+		hb = time.Second
+	}
+	beat := time.NewTicker(hb)
+	defer beat.Stop()
+	checks := make(chan error, 1)
+	checking, misses := false, 0
 	for !(done && (ep.ended() || info.State != deploy.StateFinished)) {
 		select {
+		case <-beat.C:
+			if !checking && !done {
+				checking = true
+				go func() { checks <- c.alive(name, hb) }()
+			}
+		case err := <-checks:
+			checking = false
+			switch {
+			case err == nil:
+				misses = 0
+			case errors.Is(err, ErrCoordinatorLost):
+				return info, fmt.Errorf("%w: %w (was it restarted?)", ErrQuery, err)
+			default:
+				if misses++; misses >= lostAfter {
+					return info, fmt.Errorf("%w: %w: query %s: no answer from a coordinator on %s for %d heartbeats of %s (%v); the query's state is unknown",
+						ErrQuery, ErrCoordinatorLost, name, c.nc.ConnectedUrlRedacted(), lostAfter, hb, err)
+				}
+			}
 		case m := <-ch:
-			if m.Subject == doneSubj {
+			switch {
+			case m.Subject == doneSubj:
 				if err := json.Unmarshal(m.Data, &info); err != nil {
 					return info, err
 				}
@@ -159,10 +236,16 @@ func (c *Client) Submit(ctx context.Context, script deploy.Script, name string, 
 					// status, so they are here; allow a little slack anyway.
 					grace = time.After(5 * time.Second)
 				}
-				continue
-			}
-			if err := ep.receive(m); err != nil {
-				return info, fmt.Errorf("results of %s: %w", name, err)
+			default:
+				if done && !stopping && m.Header.Get(deploy.HeaderEnd) == "" {
+					// Results still coming after the done message (a
+					// slow writer drains the buffer): the grace runs from
+					// the last of them.
+					grace = time.After(5 * time.Second)
+				}
+				if err := ep.receive(m); err != nil {
+					return info, fmt.Errorf("results of %s: %w", name, err)
+				}
 			}
 		case <-ctxDone:
 			ctxDone = nil
@@ -183,9 +266,8 @@ func (c *Client) Submit(ctx context.Context, script deploy.Script, name string, 
 	// What a failed query's sinks sent is written too, complete or not (as
 	// a one-process run would have).
 	ep.flushAll()
-	writeErr := ep.err
 	if info.State == deploy.StateFailed {
 		return info, fmt.Errorf("%w: %w", ErrQuery, deploy.RemoteError(info.Error, info.ErrorKind))
 	}
-	return info, writeErr
+	return info, ep.err
 }

@@ -31,6 +31,7 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/tierflow/tierflow/dataflow"
 	"github.com/tierflow/tierflow/operators/exec"
 	"github.com/tierflow/tierflow/planner"
 	"github.com/tierflow/tierflow/planner/bind"
@@ -88,6 +89,10 @@ type Config struct {
 	// Policy, when set, is asked about every running query once a second
 	// and may have it re-planned and cut over (runtime/control).
 	Policy control.Policy
+	// Namespace is the deployment's subject namespace (deploy.InNamespace;
+	// "" the default): workers and clients of another namespace on the same
+	// server never reach this coordinator.
+	Namespace string
 }
 
 // Placement modes (Config.Placement).
@@ -177,16 +182,17 @@ func Start(cfg Config) (*Coordinator, error) {
 		subject string
 		h       nats.MsgHandler
 	}{
-		{deploy.SubjectRegister, c.onRegister},
-		{deploy.SubjectHeartbeat, c.onHeartbeat},
-		{deploy.SubjectSubmit, c.onSubmit},
-		{deploy.SubjectWorkers, func(m *nats.Msg) { reply(m, c.Workers()) }},
-		{deploy.SubjectQueries, func(m *nats.Msg) { reply(m, c.Queries()) }},
-		{deploy.SubjectStop, c.onStop},
-		{deploy.QuerySubject("*", "status"), c.onStatus},
+		{deploy.InNamespace(c.cfg.Namespace, deploy.SubjectRegister), c.onRegister},
+		{deploy.InNamespace(c.cfg.Namespace, deploy.SubjectHeartbeat), c.onHeartbeat},
+		{deploy.InNamespace(c.cfg.Namespace, deploy.SubjectSubmit), c.onSubmit},
+		{deploy.InNamespace(c.cfg.Namespace, deploy.SubjectWorkers), func(m *nats.Msg) { reply(m, c.Workers()) }},
+		{deploy.InNamespace(c.cfg.Namespace, deploy.SubjectQueries), func(m *nats.Msg) { reply(m, c.Queries()) }},
+		{deploy.InNamespace(c.cfg.Namespace, deploy.SubjectStop), c.onStop},
+		{deploy.InNamespace(c.cfg.Namespace, deploy.SubjectQuery), c.onQuery},
+		{deploy.QuerySubject(c.cfg.Namespace, "*", "status"), c.onStatus},
 	}
 	for _, h := range handlers {
-		sub, err := c.nc.Subscribe(h.subject, h.h)
+		sub, err := c.nc.Subscribe(h.subject, c.guard(h.subject, h.h))
 		if err != nil {
 			c.Close()
 			return nil, err
@@ -211,6 +217,22 @@ func reply(m *nats.Msg, v any) {
 	}
 	b, _ := json.Marshal(v)
 	_ = m.Respond(b)
+}
+
+// guard runs a handler so that a panic in it (a submission runs the
+// binder, the optimizer and the executor's builder) is logged and answered
+// as an error, and the coordinator keeps serving.
+func (c *Coordinator) guard(subj string, h nats.MsgHandler) nats.MsgHandler {
+	return func(m *nats.Msg) {
+		defer func() {
+			if p := recover(); p != nil {
+				err := dataflow.Recovered("coordinator on "+m.Subject, p)
+				c.cfg.Log.Error("handler panicked", "subject", subj, "err", err, "stack", string(dataflow.PanicStack(err)))
+				reply(m, deploy.Ack{Error: err.Error()})
+			}
+		}()
+		h(m)
+	}
 }
 
 func (c *Coordinator) onRegister(m *nats.Msg) {
@@ -419,7 +441,7 @@ func (c *Coordinator) Submit(ctx context.Context, req deploy.SubmitRequest) (*de
 	if ended {
 		return nil, fmt.Errorf("%w: %s ended while deploying: %s", ErrDeploy, req.Query, qs.info.Error)
 	}
-	if err := c.nc.Publish(deploy.QuerySubject(req.Query, "start"), nil); err != nil {
+	if err := c.nc.Publish(deploy.QuerySubject(c.cfg.Namespace, req.Query, "start"), nil); err != nil {
 		c.fail(req.Query, err)
 		return nil, err
 	}
@@ -440,7 +462,7 @@ func (c *Coordinator) deployAll(ctx context.Context, id string, script deploy.Sc
 			defer wg.Done()
 			dctx, cancel := context.WithTimeout(ctx, c.cfg.DeployTimeout)
 			defer cancel()
-			msg, err := c.nc.RequestWithContext(dctx, deploy.DeploySubject(id, name), body)
+			msg, err := c.nc.RequestWithContext(dctx, deploy.DeploySubject(c.cfg.Namespace, id, name), body)
 			if err != nil {
 				errs[i] = fmt.Errorf("worker %s: %w", name, err)
 				return
@@ -594,13 +616,13 @@ func (c *Coordinator) fail(id string, err error) {
 	info := qs.info
 	c.mu.Unlock()
 	b, _ := json.Marshal(deploy.StopRequest{Query: id, Abort: true})
-	_ = c.nc.Publish(deploy.QuerySubject(id, "stop"), b)
+	_ = c.nc.Publish(deploy.QuerySubject(c.cfg.Namespace, id, "stop"), b)
 	c.done(info)
 }
 
 func (c *Coordinator) done(info deploy.QueryInfo) {
 	b, _ := json.Marshal(info)
-	_ = c.nc.Publish(deploy.QuerySubject(info.Query, "done"), b)
+	_ = c.nc.Publish(deploy.QuerySubject(c.cfg.Namespace, info.Query, "done"), b)
 	_ = c.nc.Flush()
 	c.cfg.Log.Info("query ended", "query", info.Query, "state", info.State, "error", info.Error)
 }
@@ -623,7 +645,7 @@ func (c *Coordinator) onStatus(m *nats.Msg) {
 	}
 	info := &qs.info
 	info.Operators, info.Links, info.ResultRows = nil, nil, 0
-	info.LateRows, info.BadRows, info.Problems = 0, 0, nil
+	info.LateRows, info.BadRows, info.Problems, info.Dropped = 0, 0, nil, nil
 	info.WorkerStates = map[string]string{}
 	terminal, failed, failedKind, stopped := 0, "", "", false
 	for _, name := range info.Workers {
@@ -637,6 +659,7 @@ func (c *Coordinator) onStatus(m *nats.Msg) {
 		info.ResultRows += s.ResultRows
 		info.LateRows += s.LateRows
 		info.BadRows += s.BadRows
+		info.Dropped = info.Dropped.Merge(s.Dropped)
 		if len(info.Problems) < maxProblems {
 			info.Problems = append(info.Problems, s.Problems[:min(len(s.Problems), maxProblems-len(info.Problems))]...)
 		}
@@ -689,7 +712,7 @@ func (c *Coordinator) onStatus(m *nats.Msg) {
 	if ended != nil {
 		if ended.State == deploy.StateFailed {
 			b, _ := json.Marshal(deploy.StopRequest{Query: ended.Query, Abort: true})
-			_ = c.nc.Publish(deploy.QuerySubject(ended.Query, "stop"), b)
+			_ = c.nc.Publish(deploy.QuerySubject(c.cfg.Namespace, ended.Query, "stop"), b)
 		}
 		c.done(*ended)
 	}
@@ -869,7 +892,7 @@ func (c *Coordinator) redeploy(id, lost string, lostAt time.Time, d *control.Dec
 		c.cfg.Log.Warn("core NATS messages lost while re-deploying", "query", id, "messages", n)
 	}()
 	b, _ := json.Marshal(deploy.StopRequest{Query: id, Abort: true, Generation: old, OnlyGeneration: true})
-	_ = c.nc.Publish(deploy.QuerySubject(id, "stop"), b)
+	_ = c.nc.Publish(deploy.QuerySubject(c.cfg.Namespace, id, "stop"), b)
 	if err == nil {
 		script.ResumeEpoch = epoch
 		err = c.deployAll(ctx, id, script, p, gen)
@@ -878,7 +901,7 @@ func (c *Coordinator) redeploy(id, lost string, lostAt time.Time, d *control.Dec
 		c.fail(id, fmt.Errorf("re-deploying %s (generation %d): %w", id, gen, err))
 		return
 	}
-	if err := c.nc.Publish(deploy.QuerySubject(id, "start"), nil); err != nil {
+	if err := c.nc.Publish(deploy.QuerySubject(c.cfg.Namespace, id, "start"), nil); err != nil {
 		c.fail(id, err)
 		return
 	}
@@ -972,6 +995,21 @@ func (c *Coordinator) coreNATSSubjects(script deploy.Script) []string {
 	return out
 }
 
+// onQuery answers a client waiting for a query: an empty Ack while the
+// coordinator knows it, an error once it does not (restarted).
+func (c *Coordinator) onQuery(m *nats.Msg) {
+	var req deploy.StopRequest
+	if err := json.Unmarshal(m.Data, &req); err != nil {
+		reply(m, deploy.Ack{Error: "bad query request"})
+		return
+	}
+	if _, ok := c.Query(req.Query); !ok {
+		reply(m, deploy.Ack{Error: fmt.Sprintf("%v: %s", ErrUnknownQuery, req.Query)})
+		return
+	}
+	reply(m, deploy.Ack{})
+}
+
 func (c *Coordinator) onStop(m *nats.Msg) {
 	var req deploy.StopRequest
 	if err := json.Unmarshal(m.Data, &req); err != nil {
@@ -1016,7 +1054,7 @@ func (c *Coordinator) Stop(id string, abort bool) error {
 		return fmt.Errorf("%w: %s", ErrUnknownQuery, id)
 	}
 	b, _ := json.Marshal(deploy.StopRequest{Query: id, Abort: abort})
-	return c.nc.Publish(deploy.QuerySubject(id, "stop"), b)
+	return c.nc.Publish(deploy.QuerySubject(c.cfg.Namespace, id, "stop"), b)
 }
 
 // Close stops serving. Running queries keep running on their workers.

@@ -11,6 +11,7 @@ import (
 
 	"github.com/tierflow/tierflow/operators/sinks"
 	"github.com/tierflow/tierflow/relay/frame"
+	"github.com/tierflow/tierflow/runtime/connectors"
 	"github.com/tierflow/tierflow/runtime/deploy"
 )
 
@@ -25,6 +26,7 @@ type epochs struct {
 	out sinks.Writer
 	mem memory.Allocator
 	err error // the first write error (writing stops there)
+	asm connectors.Assembler
 
 	gen                int
 	sinks, sinkWorkers int               // of generation gen
@@ -73,7 +75,16 @@ func (e *epochs) receive(m *nats.Msg) error {
 	if epoch < e.written {
 		return nil // written before a recovery replayed it
 	}
-	rec, err := frame.DecodeRecord(m.Data, e.mem)
+	data := m.Data
+	if m.Header.Get(connectors.ChunkHeader) != "" {
+		// One row over the max payload, in chunks.
+		whole, complete, err := e.asm.Add(m.Header, m.Data)
+		if err != nil || !complete {
+			return err
+		}
+		data = whole
+	}
+	rec, err := frame.DecodeRecord(data, e.mem)
 	if err != nil {
 		return err
 	}

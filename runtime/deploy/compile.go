@@ -105,6 +105,11 @@ func (s Script) Bind(cat *catalog.Catalog) (*logical.Plan, *catalog.Catalog, err
 			return nil, nil, err
 		}
 	}
+	if cat.Files == nil {
+		// Tables and file streams without columns take their file's, read
+		// where the script runs.
+		cat.Files = exec.FileSchemas{BaseDir: s.BaseDir}
+	}
 	var query lang.Statement
 	n := 0
 	for _, stmt := range script.Statements {

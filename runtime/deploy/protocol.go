@@ -3,6 +3,7 @@ package deploy
 import (
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/tierflow/tierflow/dataflow"
@@ -20,6 +21,8 @@ import (
 //	tierflow.ctl.workers             R client -> coordinator  {} -> []WorkerInfo      (SHOW WORKERS)
 //	tierflow.ctl.queries             R client -> coordinator  {} -> []QueryInfo       (SHOW QUERIES)
 //	tierflow.ctl.stop                R client -> coordinator  StopRequest -> Ack      (STOP QUERY)
+//	tierflow.ctl.query               R client -> coordinator  StopRequest -> Ack      (is the query known: a
+//	                                                          waiting client's liveness check)
 //	tierflow.q.<query>.deploy.<name> R coordinator -> worker  DeployRequest -> Ack (the worker built its part)
 //	tierflow.q.<query>.start           coordinator -> workers (every worker built: sources may start)
 //	tierflow.q.<query>.stop            coordinator -> workers StopRequest
@@ -37,6 +40,7 @@ const (
 	SubjectWorkers   = "tierflow.ctl.workers"
 	SubjectQueries   = "tierflow.ctl.queries"
 	SubjectStop      = "tierflow.ctl.stop"
+	SubjectQuery     = "tierflow.ctl.query"
 	// HeaderEnd marks the last message on a results subject; its value is
 	// the number of rows sent.
 	HeaderEnd = "Tierflow-End"
@@ -60,11 +64,38 @@ const (
 // ErrName: a worker or query name is not usable as a subject token.
 var ErrName = errors.New("deploy: bad name")
 
-// QuerySubject is tierflow.q.<query>.<what>.
-func QuerySubject(query, what string) string { return "tierflow.q." + query + "." + what }
+// InNamespace is subject s (one of the tierflow.* subjects above) in
+// namespace ns: tierflow.<ns>.ctl.submit for tierflow.ctl.submit. A
+// coordinator, its workers and clients share one namespace and see nothing
+// of another's, so several deployments (two `tierflow run`s) can share a
+// NATS server. "" is the default namespace, the subjects as listed.
+func InNamespace(ns, s string) string {
+	if ns == "" {
+		return s
+	}
+	return "tierflow." + ns + strings.TrimPrefix(s, "tierflow")
+}
+
+// QuerySubject is tierflow[.<ns>].q.<query>.<what>.
+func QuerySubject(ns, query, what string) string {
+	return InNamespace(ns, "tierflow.q."+query+"."+what)
+}
+
+// QueryOf is the query of a subject QuerySubject(ns, query, ...) made
+// ("" if it is not one).
+func QueryOf(ns, subject string) string {
+	rest, ok := strings.CutPrefix(subject, InNamespace(ns, "tierflow.q."))
+	if !ok {
+		return ""
+	}
+	q, _, _ := strings.Cut(rest, ".")
+	return q
+}
 
 // DeploySubject is where worker name receives its part of query.
-func DeploySubject(query, name string) string { return QuerySubject(query, "deploy") + "." + name }
+func DeploySubject(ns, query, name string) string {
+	return QuerySubject(ns, query, "deploy") + "." + name
+}
 
 // ValidName checks a worker or query name: letters, digits, '-' and '_'
 // (a NATS subject token and a relay query id), at most 64 bytes.
@@ -181,6 +212,9 @@ type Status struct {
 	LateRows int64    `json:"late_rows,omitempty"`
 	BadRows  int64    `json:"bad_rows,omitempty"`
 	Problems []string `json:"problems,omitempty"`
+	// Dropped is everything this worker's part dropped, by reason
+	// (dataflow.DropReasons).
+	Dropped dataflow.DropCounts `json:"dropped,omitempty"`
 	// RTTNs is the worker's round trip to its NATS server, measured at
 	// this report: the coordinator adds a link's two ends for its RTT.
 	RTTNs int64 `json:"rtt_ns,omitempty"`
@@ -220,10 +254,11 @@ type QueryInfo struct {
 	// WorkerStates by worker name.
 	WorkerStates map[string]string `json:"worker_states,omitempty"`
 	ResultRows   int64             `json:"result_rows"`
-	// LateRows, BadRows and Problems add up the workers' (Status).
-	LateRows int64    `json:"late_rows,omitempty"`
-	BadRows  int64    `json:"bad_rows,omitempty"`
-	Problems []string `json:"problems,omitempty"`
+	// LateRows, BadRows, Problems and Dropped add up the workers' (Status).
+	LateRows int64               `json:"late_rows,omitempty"`
+	BadRows  int64               `json:"bad_rows,omitempty"`
+	Problems []string            `json:"problems,omitempty"`
+	Dropped  dataflow.DropCounts `json:"dropped,omitempty"`
 	// NetworkCost is the metered bytes between tiers times the link prices
 	// of the infrastructure (per GB of 2^30 bytes, as the planner's KB x
 	// 3600 / 1024^2 prices an estimate); ComputeCost the hours the query held
@@ -248,11 +283,6 @@ type QueryInfo struct {
 	Replans []control.Replan `json:"replans,omitempty"`
 }
 
-// Dropped counts the rows the query dropped, by reason.
-func (q *QueryInfo) Dropped() map[string]int64 {
-	return map[string]int64{"late": q.LateRows, "malformed": q.BadRows}
-}
-
 // EndToEnd is the query's end-to-end latency over every row its sinks
 // wrote, and how many of them were over LATENCY.
 func (q *QueryInfo) EndToEnd() (dataflow.Histogram, int64) { return control.EndToEnd(q.Operators) }
@@ -263,7 +293,7 @@ func (q *QueryInfo) Summary() control.Summary {
 	if !q.Ended.IsZero() {
 		elapsed = q.Ended.Sub(q.Submitted)
 	}
-	s := control.Summarize(control.Run{Operators: q.Operators, ResultRows: q.ResultRows, Dropped: q.Dropped(),
+	s := control.Summarize(control.Run{Operators: q.Operators, ResultRows: q.ResultRows, Dropped: q.Dropped,
 		LatencySLO: time.Duration(q.LatencySLOMs * float64(time.Millisecond)), Elapsed: elapsed})
 	s.Recoveries = append(s.Recoveries, q.Recoveries...)
 	s.Replans = append(s.Replans, q.Replans...)

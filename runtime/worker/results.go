@@ -14,6 +14,7 @@ import (
 	"github.com/tierflow/tierflow/dataflow"
 	"github.com/tierflow/tierflow/operators/sinks"
 	"github.com/tierflow/tierflow/relay/frame"
+	"github.com/tierflow/tierflow/runtime/connectors"
 	"github.com/tierflow/tierflow/runtime/deploy"
 )
 
@@ -68,12 +69,16 @@ func (r *results) WriteEpoch(instance int, epoch dataflow.Epoch, rec arrow.Recor
 		}
 		return nil
 	}
-	m := nats.NewMsg(r.subject)
-	r.header(m, instance)
-	m.Header.Set(deploy.HeaderEpoch, strconv.FormatUint(uint64(epoch), 10))
-	m.Data = buf.Bytes()
-	if err := r.nc.PublishMsg(m); err != nil {
-		return fmt.Errorf("results of %s: %w", r.subject, err)
+	// A single row over the limit goes in chunks the client puts together.
+	for _, m := range connectors.Chunks(r.subject, buf.Bytes(), int(r.nc.MaxPayload())-4096) {
+		if m.Header == nil {
+			m.Header = nats.Header{}
+		}
+		r.header(m, instance)
+		m.Header.Set(deploy.HeaderEpoch, strconv.FormatUint(uint64(epoch), 10))
+		if err := r.nc.PublishMsg(m); err != nil {
+			return fmt.Errorf("results of %s: %w", r.subject, err)
+		}
 	}
 	r.rows.Add(rec.NumRows())
 	return nil

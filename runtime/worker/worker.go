@@ -19,7 +19,6 @@ import (
 	"log/slog"
 	"slices"
 	"strconv"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -71,6 +70,9 @@ type Config struct {
 	// sends to worker to (0: no cap): failure drills and tests slow one
 	// link down with it (natsrelay.Options.Shape).
 	Shape func(to string) float64
+	// Namespace is the deployment's subject namespace (deploy.InNamespace;
+	// "" the default): the worker serves only its coordinator's.
+	Namespace string
 }
 
 // Worker is a running worker.
@@ -148,11 +150,11 @@ func Start(ctx context.Context, cfg Config) (*Worker, error) {
 	w := &Worker{cfg: cfg, info: info, ctx: wctx, cancel: cancel, queries: map[string]*query{}}
 	nc := cfg.Conn
 	for subj, h := range map[string]nats.MsgHandler{
-		deploy.DeploySubject("*", cfg.Name): w.onDeploy,
-		deploy.QuerySubject("*", "start"):   w.onStart,
-		deploy.QuerySubject("*", "stop"):    w.onStop,
+		deploy.DeploySubject(w.cfg.Namespace, "*", cfg.Name): w.onDeploy,
+		deploy.QuerySubject(w.cfg.Namespace, "*", "start"):   w.onStart,
+		deploy.QuerySubject(w.cfg.Namespace, "*", "stop"):    w.onStop,
 	} {
-		sub, err := nc.Subscribe(subj, h)
+		sub, err := nc.Subscribe(subj, w.guard(subj, h))
 		if err != nil {
 			w.Close()
 			return nil, err
@@ -180,7 +182,7 @@ func (w *Worker) register(ctx context.Context) error {
 	var last error
 	for time.Now().Before(deadline) {
 		rctx, cancel := context.WithTimeout(ctx, time.Second)
-		msg, err := w.cfg.Conn.RequestWithContext(rctx, deploy.SubjectRegister, body)
+		msg, err := w.cfg.Conn.RequestWithContext(rctx, deploy.InNamespace(w.cfg.Namespace, deploy.SubjectRegister), body)
 		cancel()
 		if err == nil {
 			var rep deploy.RegisterReply
@@ -209,7 +211,7 @@ func (w *Worker) register(ctx context.Context) error {
 		case <-time.After(100 * time.Millisecond):
 		}
 	}
-	return fmt.Errorf("%w: no coordinator answered on %s within %s (%v)", ErrRegister, deploy.SubjectRegister, w.cfg.RegisterTimeout, last)
+	return fmt.Errorf("%w: no coordinator answered on %s within %s (%v)", ErrRegister, deploy.InNamespace(w.cfg.Namespace, deploy.SubjectRegister), w.cfg.RegisterTimeout, last)
 }
 
 // heartbeats tells the coordinator the worker lives; a coordinator that does
@@ -227,7 +229,7 @@ func (w *Worker) heartbeats() {
 		}
 		body, _ := json.Marshal(deploy.Heartbeat{Name: w.cfg.Name, Queries: w.Running()})
 		ctx, cancel := context.WithTimeout(w.ctx, w.heartbeat)
-		msg, err := w.cfg.Conn.RequestWithContext(ctx, deploy.SubjectHeartbeat, body)
+		msg, err := w.cfg.Conn.RequestWithContext(ctx, deploy.InNamespace(w.cfg.Namespace, deploy.SubjectHeartbeat), body)
 		cancel()
 		if err != nil {
 			continue
@@ -265,6 +267,22 @@ func reply(m *nats.Msg, v any) {
 	}
 	b, _ := json.Marshal(v)
 	_ = m.Respond(b)
+}
+
+// guard runs a control handler so that a panic in it (building a query's
+// part runs planner and operator code) is logged, answered as an error when
+// the message wants a reply, and leaves the worker serving.
+func (w *Worker) guard(subj string, h nats.MsgHandler) nats.MsgHandler {
+	return func(m *nats.Msg) {
+		defer func() {
+			if p := recover(); p != nil {
+				err := dataflow.Recovered("worker "+w.cfg.Name+" on "+m.Subject, p)
+				w.cfg.Log.Error("handler panicked", "subject", subj, "err", err, "stack", string(dataflow.PanicStack(err)))
+				reply(m, deploy.Ack{Error: err.Error()})
+			}
+		}()
+		h(m)
+	}
 }
 
 func (w *Worker) onDeploy(m *nats.Msg) {
@@ -321,7 +339,7 @@ func (w *Worker) build(req deploy.DeployRequest) error {
 			nSinks += len(op.Workers)
 		}
 	}
-	res := &results{nc: w.cfg.Conn, subject: deploy.QuerySubject(req.Query, "results"), mem: mem,
+	res := &results{nc: w.cfg.Conn, subject: deploy.QuerySubject(w.cfg.Namespace, req.Query, "results"), mem: mem,
 		worker: w.cfg.Name, gen: req.Generation, sinks: nSinks, sinkWorkers: len(sinkWorkers)}
 	eo := exec.Options{Allocator: mem, Output: res, Stdout: w.cfg.Stdout}
 	if w.cfg.Exec != nil {
@@ -376,7 +394,7 @@ func (w *Worker) build(req deploy.DeployRequest) error {
 	if w.cfg.Metrics != nil {
 		w.cfg.Metrics.Instrument(g, w.cfg.Name)
 	}
-	ro := natsrelay.Options{Config: relay.Config{Allocator: mem}}
+	ro := natsrelay.Options{Config: relay.Config{Allocator: mem}, Prefix: deploy.InNamespace(w.cfg.Namespace, "tierflow.relay")}
 	if w.cfg.Shape != nil {
 		p := req.Placement
 		ro.Shape = func(l relay.LinkID) float64 {
@@ -400,7 +418,7 @@ func (w *Worker) build(req deploy.DeployRequest) error {
 	// whole query: the coordinator tells every worker, gracefully.
 	requestStop := func() {
 		b, _ := json.Marshal(deploy.StopRequest{Query: req.Query})
-		_ = w.cfg.Conn.Publish(deploy.SubjectStop, b)
+		_ = w.cfg.Conn.Publish(deploy.InNamespace(w.cfg.Namespace, deploy.SubjectStop), b)
 	}
 	// Every callback is timed: the coordinator's live estimates (busy
 	// share, model time per batch) are made of it. Against a batch's trip
@@ -420,16 +438,8 @@ func (w *Worker) build(req deploy.DeployRequest) error {
 	return nil
 }
 
-func queryOf(subject string) string {
-	parts := strings.Split(subject, ".")
-	if len(parts) < 4 {
-		return ""
-	}
-	return parts[2]
-}
-
 func (w *Worker) onStart(m *nats.Msg) {
-	id := queryOf(m.Subject)
+	id := deploy.QueryOf(w.cfg.Namespace, m.Subject)
 	w.mu.Lock()
 	q := w.queries[id]
 	if q == nil || q.started || q.stopped {
@@ -447,7 +457,7 @@ func (w *Worker) onStart(m *nats.Msg) {
 func (w *Worker) onStop(m *nats.Msg) {
 	var req deploy.StopRequest
 	_ = json.Unmarshal(m.Data, &req)
-	id := queryOf(m.Subject)
+	id := deploy.QueryOf(w.cfg.Namespace, m.Subject)
 	if req.OnlyGeneration {
 		w.mu.Lock()
 		q := w.queries[id]
@@ -475,6 +485,15 @@ func (w *Worker) stopQuery(id string, abort bool) {
 		q.dw.Close()
 		_ = q.dt.Close()
 		_ = q.tr.Close()
+		if q.sinkHere {
+			// Readers of the sink's subject wait for its end: tell them
+			// this query will not write it (another worker failed before
+			// this part started, or the query was stopped).
+			cause := fmt.Errorf("query %s was stopped before it started", id)
+			for _, s := range q.sinks {
+				_ = s.finish(cause)
+			}
+		}
 		close(q.done)
 		w.status(q, deploy.StateStopped, nil, nil)
 		return
@@ -519,14 +538,21 @@ func (w *Worker) run(ctx context.Context, q *query) {
 		}
 	}()
 	err := q.dw.Run(ctx)
+	if st := dataflow.PanicStack(err); st != nil {
+		w.cfg.Log.Error("query panicked", "query", q.id, "err", err, "stack", string(st))
+	}
 	close(watch)
 	wwg.Wait()
 	if derr := q.dt.Err(); err != nil && derr != nil {
 		err = fmt.Errorf("%w (relay: %v)", err, derr)
 	}
 	if q.sinkHere {
+		cause := err
+		if errors.Is(err, context.Canceled) && !q.graceful.Load() {
+			cause = fmt.Errorf("query %s was aborted (a worker failed or it was stopped at once)", q.id)
+		}
 		for _, s := range q.sinks {
-			if cerr := s.finish(); cerr != nil && err == nil {
+			if cerr := s.finish(cause); cerr != nil && err == nil {
 				err = cerr
 			}
 		}
@@ -585,10 +611,10 @@ func (w *Worker) statusErr(q *query, state string, err error, stats []dataflow.I
 	}
 	if q.eq != nil {
 		c := q.eq.Stats()
-		st.LateRows, st.BadRows, st.Problems = c.LateRows, c.BadRows, c.Problems
+		st.LateRows, st.BadRows, st.Problems, st.Dropped = c.LateRows, c.BadRows, c.Problems, c.Dropped
 	}
 	b, _ := json.Marshal(st)
-	_ = w.cfg.Conn.Publish(deploy.QuerySubject(q.id, "status"), b)
+	_ = w.cfg.Conn.Publish(deploy.QuerySubject(w.cfg.Namespace, q.id, "status"), b)
 	if state != deploy.StateRunning {
 		_ = w.cfg.Conn.Flush()
 	}
@@ -635,13 +661,15 @@ func (l *lazySink) Write(rec arrow.Record) error {
 // Close is the executor's: the part's end is the worker's to decide.
 func (l *lazySink) Close() error { return nil }
 
-func (l *lazySink) finish() error {
+// finish ends the sink's output: its end marker, or when the query failed
+// (err), its failure marker.
+func (l *lazySink) finish(err error) error {
 	if l.w == nil {
-		w, err := l.open()
-		if err != nil {
-			return err
+		w, oerr := l.open()
+		if oerr != nil {
+			return oerr
 		}
 		l.w = w
 	}
-	return l.w.Close()
+	return sinks.Finish(l.w, err)
 }

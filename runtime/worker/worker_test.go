@@ -21,7 +21,7 @@ import (
 func deployTo(t *testing.T, nc *nats.Conn, query, name string, req deploy.DeployRequest) deploy.Ack {
 	t.Helper()
 	b, _ := json.Marshal(req)
-	m, err := nc.Request(deploy.DeploySubject(query, name), b, 10*time.Second)
+	m, err := nc.Request(deploy.DeploySubject("", query, name), b, 10*time.Second)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -71,7 +71,7 @@ func TestDeployProtocol(t *testing.T) {
 		t.Errorf("deploy of a broken script: %q", ack.Error)
 	}
 
-	status, err := nc.SubscribeSync(deploy.QuerySubject("x", "status"))
+	status, err := nc.SubscribeSync(deploy.QuerySubject("", "x", "status"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -85,7 +85,7 @@ func TestDeployProtocol(t *testing.T) {
 		t.Errorf("second deploy of one query: %q", ack.Error)
 	}
 	b, _ := json.Marshal(deploy.StopRequest{Query: "x"})
-	if err := nc.Publish(deploy.QuerySubject("x", "stop"), b); err != nil {
+	if err := nc.Publish(deploy.QuerySubject("", "x", "stop"), b); err != nil {
 		t.Fatal(err)
 	}
 	m, err := status.NextMsg(5 * time.Second)

@@ -2,10 +2,8 @@ package repl
 
 import (
 	"context"
-	"fmt"
 	"io"
 	"strconv"
-	"strings"
 	"sync"
 	"time"
 
@@ -153,14 +151,10 @@ func (s *localStream) Summary() string {
 	default:
 		return ""
 	}
-	var parts []string
-	if s.stats.LateRows > 0 {
-		parts = append(parts, fmt.Sprintf("%d late rows dropped", s.stats.LateRows))
+	msg := ""
+	if len(s.stats.Dropped) > 0 {
+		msg = "dropped: " + s.stats.Dropped.String()
 	}
-	if s.stats.BadRows > 0 {
-		parts = append(parts, fmt.Sprintf("%d bad rows skipped", s.stats.BadRows))
-	}
-	msg := strings.Join(parts, ", ")
 	for _, p := range s.stats.Problems {
 		msg += "\n  " + p
 	}

@@ -399,3 +399,24 @@ func TestExplainAnalyzeNeedsAnAnalyzer(t *testing.T) {
 		t.Fatalf("err = %v\n%s", err, errw)
 	}
 }
+
+// DESCRIBE shows the columns a CREATE without a column list read from its
+// file (relative to the running script); a file that cannot be read is an
+// error at the CREATE.
+func TestDescribeInferredSchema(t *testing.T) {
+	dir := t.TempDir()
+	os.WriteFile(filepath.Join(dir, "x.csv"), []byte("id,score,ok,at,name\n1,0.5,true,2024-01-01 00:00:00,a\n,2,,,\n"), 0o644)
+	script := filepath.Join(dir, "t.sql")
+	s, out, _ := newTestSession(t, nil, "csv")
+	if err := s.RunScript(context.Background(), script, strings.NewReader("CREATE TABLE t FROM FILE 'x.csv';\nDESCRIBE t;\n")); err != nil {
+		t.Fatal(err)
+	}
+	want := "id,BIGINT\nscore,DOUBLE\nok,BOOLEAN\nat,TIMESTAMP\nname,VARCHAR\n"
+	if !strings.Contains(out.String(), want) {
+		t.Errorf("want %q in\n%s", want, out)
+	}
+	err := s.RunScript(context.Background(), script, strings.NewReader("CREATE TABLE u FROM FILE 'missing.csv';\n"))
+	if err == nil || !IsBadInput(err) || !strings.Contains(err.Error(), "missing.csv") {
+		t.Errorf("missing file: %v", err)
+	}
+}

@@ -30,6 +30,9 @@ func (s *Session) runStatement(ctx context.Context, st lang.Statement, src strin
 		}
 		fmt.Fprintln(s.cfg.Err, "(\\explain applies to SELECT and INSERT; running the statement)")
 	}
+	// A CREATE without columns reads its file from where the running
+	// script is (rebase below makes its path relative to here after).
+	s.cat.Files = exec.FileSchemas{BaseDir: s.baseDir}
 	if ok, err := bind.Apply(s.cat, st); ok {
 		if err != nil {
 			return err

@@ -1,0 +1,35 @@
+package exec
+
+import (
+	"fmt"
+
+	"github.com/tierflow/tierflow/operators/sources"
+	"github.com/tierflow/tierflow/planner/catalog"
+)
+
+// FileSchemas is the catalog's schema inference (catalog.FileSchemas) over
+// the file sources, for tables and file streams declared without columns.
+// A relative path resolves as the executor resolves it when it reads the
+// file (ResolvePath from BaseDir, the script's directory), so the columns
+// the planner binds are those of the file that runs.
+type FileSchemas struct {
+	BaseDir string
+}
+
+// FileColumns reads path's schema (sources.InferSchema) as query columns.
+func (f FileSchemas) FileColumns(path, format, declaredIn string) ([]catalog.Column, error) {
+	p := ResolvePath(path, f.BaseDir, declaredIn)
+	schema, err := sources.InferSchema(p, format)
+	if err != nil {
+		return nil, err
+	}
+	cols := make([]catalog.Column, schema.NumFields())
+	for i, fld := range schema.Fields() {
+		t, err := catalog.TypeName(fld)
+		if err != nil {
+			return nil, fmt.Errorf("%w: %s: %v", sources.ErrBadFile, p, err)
+		}
+		cols[i] = catalog.Column{Name: fld.Name, Type: t}
+	}
+	return cols, nil
+}

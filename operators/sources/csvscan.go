@@ -1,0 +1,191 @@
+package sources
+
+import (
+	"bufio"
+	"errors"
+	"fmt"
+	"io"
+	"strings"
+	"unicode/utf8"
+
+	"github.com/apache/arrow/go/v17/arrow"
+)
+
+// CSVField is one field of a CSV record and whether it was quoted: the NULL
+// rule needs to tell an empty field from a quoted "" (encoding/csv cannot).
+type CSVField struct {
+	Text   string
+	Quoted bool
+}
+
+// CSVScanner splits RFC 4180 CSV (comma, double quotes, "" inside quotes,
+// line breaks inside quotes, CRLF or LF) into records, counting lines. Every
+// CSV path reads through it (files, streams, NATS messages), so they share
+// one rule for empty fields (see TextValue).
+type CSVScanner struct {
+	r    *bufio.Reader
+	line int // lines consumed so far
+	buf  strings.Builder
+}
+
+// ErrCSVSyntax: a record that is not CSV (a quote left open, a bare quote in
+// an unquoted field, text after a closing quote). The error wraps it with
+// the line.
+var ErrCSVSyntax = errors.New("CSV syntax")
+
+// CSVSyntaxError is a record that is not CSV, at Line (where it starts, for
+// a quote left open).
+type CSVSyntaxError struct {
+	Line int
+	Msg  string
+}
+
+func (e *CSVSyntaxError) Error() string        { return e.Msg }
+func (e *CSVSyntaxError) Is(target error) bool { return target == ErrCSVSyntax }
+
+// NewCSVScanner reads records from r.
+func NewCSVScanner(r io.Reader) *CSVScanner {
+	return &CSVScanner{r: bufio.NewReaderSize(r, 1<<16)}
+}
+
+// Read returns the next record and the line it starts on; io.EOF at the
+// end. A syntax error (wrapping ErrCSVSyntax) names its line and leaves the
+// scanner at the start of the next record, so a caller may skip the record
+// and go on. Blank lines are skipped.
+func (s *CSVScanner) Read() ([]CSVField, int, error) {
+	for {
+		start := s.line + 1
+		fields, err := s.record()
+		if err != nil {
+			if errors.Is(err, io.EOF) && fields == nil {
+				return nil, start, io.EOF
+			}
+			if !errors.Is(err, io.EOF) {
+				return nil, start, err
+			}
+		}
+		if len(fields) == 1 && !fields[0].Quoted && fields[0].Text == "" {
+			if err != nil { // io.EOF after a final blank line
+				return nil, start, io.EOF
+			}
+			continue
+		}
+		return fields, start, nil
+	}
+}
+
+// record reads one record; io.EOF with nil fields means no more input.
+func (s *CSVScanner) record() ([]CSVField, error) {
+	var fields []CSVField
+	for {
+		f, end, err := s.field()
+		if err != nil && !errors.Is(err, io.EOF) {
+			return nil, err
+		}
+		if errors.Is(err, io.EOF) && fields == nil && !f.Quoted && f.Text == "" && !end {
+			return nil, io.EOF
+		}
+		fields = append(fields, f)
+		if end || errors.Is(err, io.EOF) {
+			s.line++
+			return fields, err
+		}
+	}
+}
+
+// field reads one field, byte by byte: the delimiters are ASCII, which never
+// occurs inside a UTF-8 sequence, and invalid UTF-8 must reach TextValue as
+// it is (a rune reader would turn it into U+FFFD); end says it closed its record (a line break).
+func (s *CSVScanner) field() (CSVField, bool, error) {
+	s.buf.Reset()
+	c, err := s.r.ReadByte()
+	if err != nil {
+		return CSVField{}, false, err
+	}
+	if c != '"' {
+		for {
+			switch c {
+			case ',':
+				return CSVField{Text: s.buf.String()}, false, nil
+			case '\n':
+				return CSVField{Text: strings.TrimSuffix(s.buf.String(), "\r")}, true, nil
+			case '"':
+				s.skipLine(false)
+				return CSVField{}, false, &CSVSyntaxError{Line: s.line, Msg: `bare " in an unquoted field (quote the field and double the quote)`}
+			}
+			s.buf.WriteByte(c)
+			if c, err = s.r.ReadByte(); err != nil {
+				return CSVField{Text: strings.TrimSuffix(s.buf.String(), "\r")}, true, err
+			}
+		}
+	}
+	startLine := s.line + 1
+	for {
+		c, err := s.r.ReadByte()
+		if err != nil {
+			s.line++
+			return CSVField{}, false, &CSVSyntaxError{Line: startLine, Msg: "quoted field not closed before the end of the input"}
+		}
+		if c == '\n' {
+			s.line++
+		}
+		if c != '"' {
+			s.buf.WriteByte(c)
+			continue
+		}
+		next, err := s.r.ReadByte()
+		switch {
+		case err != nil:
+			return CSVField{Text: s.buf.String(), Quoted: true}, true, err
+		case next == '"':
+			s.buf.WriteByte('"')
+		case next == ',':
+			return CSVField{Text: s.buf.String(), Quoted: true}, false, nil
+		case next == '\n':
+			return CSVField{Text: s.buf.String(), Quoted: true}, true, nil
+		case next == '\r':
+			if n2, err := s.r.ReadByte(); err != nil || n2 == '\n' {
+				return CSVField{Text: s.buf.String(), Quoted: true}, true, err
+			}
+			fallthrough
+		default:
+			s.skipLine(false)
+			return CSVField{}, false, &CSVSyntaxError{Line: s.line, Msg: "text after the closing quote of a field"}
+		}
+	}
+}
+
+// skipLine drops the rest of the current line (a record that failed).
+func (s *CSVScanner) skipLine(bool) {
+	s.line++
+	for {
+		c, err := s.r.ReadByte()
+		if err != nil || c == '\n' {
+			return
+		}
+	}
+}
+
+// TextValue converts one CSV field to the Go value for type t under the rule
+// of PostgreSQL's COPY: an unquoted empty field is NULL in every column
+// type, a quoted "" is the empty string (which only a VARCHAR column takes).
+// Text that is not valid UTF-8 is refused: Arrow strings must be UTF-8.
+func TextValue(f CSVField, t arrow.DataType) (any, error) {
+	if f.Text == "" {
+		if !f.Quoted {
+			return nil, nil
+		}
+		if t.ID() != arrow.STRING {
+			return nil, fmt.Errorf("a quoted empty string is not a %s (leave the field empty for NULL)", t)
+		}
+		return "", nil
+	}
+	if !utf8.ValidString(f.Text) {
+		return nil, ErrInvalidUTF8
+	}
+	return convert(f.Text, t)
+}
+
+// ErrInvalidUTF8: text that is not UTF-8 where a string must be (Arrow's
+// contract for string columns), wrapped with file and row.
+var ErrInvalidUTF8 = errors.New("invalid UTF-8")
