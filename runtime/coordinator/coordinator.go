@@ -829,12 +829,26 @@ func (c *Coordinator) redeploy(id, lost string, lostAt time.Time, d *control.Dec
 	epoch, req := qs.info.Committed, qs.req
 	c.mu.Unlock()
 
+	// A loaded machine can delay every worker's heartbeats past the
+	// expiry at once; a live worker registers again at its next one, so
+	// give the workers a few heartbeats to come back before giving up.
 	var ws []deploy.Worker
-	for _, w := range c.Workers() {
-		if d != nil && slices.Contains(d.Exclude, w.Name) {
-			continue
+	for wait := time.Now().Add(2 * c.cfg.Expiry); ; {
+		ws = ws[:0]
+		for _, w := range c.Workers() {
+			if d != nil && slices.Contains(d.Exclude, w.Name) || w.Name == lost {
+				continue
+			}
+			ws = append(ws, deploy.Worker{Name: w.Name, Tier: w.Tier, Location: w.Location, Type: w.Type})
 		}
-		ws = append(ws, deploy.Worker{Name: w.Name, Tier: w.Tier, Location: w.Location, Type: w.Type})
+		if len(ws) > 0 || d != nil || time.Now().After(wait) {
+			break
+		}
+		select {
+		case <-c.stop:
+			return
+		case <-time.After(c.cfg.Heartbeat / 4):
+		}
 	}
 	if len(ws) == 0 {
 		if d == nil {

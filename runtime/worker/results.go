@@ -40,6 +40,10 @@ type results struct {
 
 var _ sinks.EpochWriter = (*results)(nil)
 
+// epochHeaderRoom is room for the generation, sink and epoch headers
+// within the max payload (beside the chunks' own).
+const epochHeaderRoom = 512
+
 func (r *results) header(m *nats.Msg, instance int) {
 	m.Header.Set(deploy.HeaderGen, strconv.Itoa(r.gen))
 	m.Header.Set(deploy.HeaderSink, r.worker+"/"+strconv.Itoa(instance))
@@ -69,8 +73,9 @@ func (r *results) WriteEpoch(instance int, epoch dataflow.Epoch, rec arrow.Recor
 		}
 		return nil
 	}
-	// A single row over the limit goes in chunks the client puts together.
-	for _, m := range connectors.Chunks(r.subject, buf.Bytes(), int(r.nc.MaxPayload())-4096) {
+	// A single row over the limit goes in chunks the client puts together;
+	// the epoch headers take room of their own.
+	for _, m := range connectors.Chunks(r.subject, buf.Bytes(), int(r.nc.MaxPayload())-epochHeaderRoom) {
 		if m.Header == nil {
 			m.Header = nats.Header{}
 		}
