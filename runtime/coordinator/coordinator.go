@@ -4,9 +4,13 @@
 // deploys each worker its operator instances, starts them once all are
 // built, tracks their status and statistics (SHOW QUERIES) and folds them
 // into live estimates (runtime/control), stops queries,
-// and tells the client when a query is done. It also holds the client side
-// of the protocol (Client). Data never passes through it: workers exchange
-// batches peer to peer over the relay.
+// and tells the client when a query is done. It recovers a query that lost
+// a worker (noticed within 2s of its last heartbeat) and re-plans one a
+// control.Policy asks about: both place the query again and deploy it as a
+// new generation, which replays its streams to the epoch every sink had
+// committed; the Client writes each epoch's results once. It also holds
+// the client side of the protocol (Client). Data never passes through it:
+// workers exchange batches peer to peer over the relay.
 //
 // coordinator imports planner, operators (sinks, exec through deploy),
 // relay and runtime/{control, deploy, metrics}; never runtime/worker, runtime/cluster

@@ -27,7 +27,9 @@ import (
 //	tierflow.q.<query>.start           coordinator -> workers (every worker built: sources may start)
 //	tierflow.q.<query>.stop            coordinator -> workers StopRequest
 //	tierflow.q.<query>.status          worker -> coordinator  Status (while running, and once at the end)
-//	tierflow.q.<query>.results         sink worker -> client  Arrow IPC streams; an empty message with
+//	tierflow.q.<query>.results         sink worker -> client  Arrow IPC streams, one batch per message with
+//	                                                          its epoch, commit markers per sink instance
+//	                                                          (HeaderFrontier); an empty message with
 //	                                                          header Tierflow-End ends them
 //	tierflow.q.<query>.done            coordinator -> client  QueryInfo (finished, failed or stopped)
 //
