@@ -431,7 +431,7 @@ func (c *Coordinator) Submit(ctx context.Context, req deploy.SubmitRequest) (*de
 	qs.info.Placement, qs.info.Workers, qs.info.Planner, qs.info.Estimate, qs.info.LatencySLOMs = p, p.Workers, note, est, slo
 	c.mu.Unlock()
 
-	if err := c.deployAll(ctx, req.Query, script, p, 0); err != nil {
+	if _, err := c.deployAll(ctx, req.Query, script, p, 0); err != nil {
 		c.fail(req.Query, err)
 		return nil, err
 	}
@@ -456,7 +456,10 @@ func (c *Coordinator) Submit(ctx context.Context, req deploy.SubmitRequest) (*de
 // deployAll has every worker of a placement build its part of generation
 // gen. The query starts only when all have, so no source runs into a worker
 // that could still fail to build.
-func (c *Coordinator) deployAll(ctx context.Context, id string, script deploy.Script, p *deploy.Placement, gen int) error {
+//
+// gone lists the workers nobody answered for (no responders): lost since
+// the placement.
+func (c *Coordinator) deployAll(ctx context.Context, id string, script deploy.Script, p *deploy.Placement, gen int) (gone []string, err error) {
 	errs := make([]error, len(p.Workers))
 	var wg sync.WaitGroup
 	body, _ := json.Marshal(deploy.DeployRequest{Query: id, Script: script, Placement: *p, Generation: gen})
@@ -480,10 +483,15 @@ func (c *Coordinator) deployAll(ctx context.Context, id string, script deploy.Sc
 		}()
 	}
 	wg.Wait()
-	if err := errors.Join(errs...); err != nil {
-		return fmt.Errorf("%w: %w", ErrDeploy, err)
+	for i, e := range errs {
+		if errors.Is(e, nats.ErrNoResponders) {
+			gone = append(gone, p.Workers[i])
+		}
 	}
-	return nil
+	if err := errors.Join(errs...); err != nil {
+		return gone, fmt.Errorf("%w: %w", ErrDeploy, err)
+	}
+	return nil, nil
 }
 
 // place compiles the script as every worker will and places it: where the
@@ -881,6 +889,9 @@ func (c *Coordinator) redeploy(id, lost string, lostAt time.Time, d *control.Dec
 		if qs.pending == nil {
 			qs.pending = &pendingRecovery{lostAt: lostAt}
 		}
+		if prev := qs.pending.rec.LostWorker; prev != "" && prev != lost {
+			lost = prev + "," + lost // a second loss before rows flowed again
+		}
 		qs.pending.rec = control.Recovery{Epoch: epoch, LostWorker: lost}
 	}
 	if err == nil {
@@ -913,7 +924,20 @@ func (c *Coordinator) redeploy(id, lost string, lostAt time.Time, d *control.Dec
 	_ = c.nc.Publish(deploy.QuerySubject(c.cfg.Namespace, id, "stop"), b)
 	if err == nil {
 		script.ResumeEpoch = epoch
-		err = c.deployAll(ctx, id, script, p, gen)
+		var gone []string
+		gone, err = c.deployAll(ctx, id, script, p, gen)
+		if err != nil && len(gone) > 0 && d == nil {
+			// Another worker died while this recovery placed the query on
+			// it: recover again, from the same epoch, without it.
+			c.mu.Lock()
+			for _, name := range gone {
+				delete(c.workers, name)
+			}
+			c.mu.Unlock()
+			c.cfg.Log.Warn("worker lost while recovering", "query", id, "workers", gone)
+			go c.recover(id, gone[0], time.Now())
+			return
+		}
 	}
 	if err != nil {
 		c.fail(id, fmt.Errorf("re-deploying %s (generation %d): %w", id, gen, err))
