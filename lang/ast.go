@@ -156,12 +156,12 @@ func (e *Explain) Target() Statement {
 	return e.Query
 }
 
-// ExplainOption is one KEY value pair of EXPLAIN (FORMAT DOT, STRATEGY beam).
-// Value is kept as written.
+// ExplainOption is one KEY value pair of EXPLAIN (FORMAT DOT, STRATEGY beam),
+// or a bare KEY (FRONTIER) for a flag; Value is kept as written, "" for a flag.
 type ExplainOption struct {
 	Pos   lexer.Position
 	Key   OptionKey `parser:"@( Ident | Keyword )"`
-	Value string    `parser:"@( Ident | QIdent | Int | Float )"`
+	Value string    `parser:"@( Ident | QIdent | Int | Float )?"`
 }
 
 // Show is SHOW MODELS, SHOW WORKERS, ...

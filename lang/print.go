@@ -96,7 +96,10 @@ func (p *printer) node(n Node) {
 		p.nl("")
 		p.node(n.Target())
 	case *ExplainOption:
-		p.w(string(n.Key), " ", quoteValue(n.Value))
+		p.w(string(n.Key))
+		if n.Value != "" {
+			p.w(" ", quoteValue(n.Value))
+		}
 	case *CreateModel:
 		p.w("CREATE MODEL ", ifNotExists(n.IfNotExists), quoteIdent(n.Name))
 		if n.Task != "" {

@@ -9,7 +9,7 @@ import (
 )
 
 // ExplainOptions applies an EXPLAIN statement's options (FORMAT, STRATEGY,
-// PROFILE) over opts and format, except those changed says were set
+// PROFILE, and the flag FRONTIER) over opts and format, except those changed says were set
 // elsewhere (a command-line flag wins); errors name the option's position.
 // The CLI, `tierflow run` and the REPL read EXPLAIN through it alike.
 func ExplainOptions(e *lang.Explain, opts *Options, format *string, changed func(option string) bool) error {
@@ -17,7 +17,18 @@ func ExplainOptions(e *lang.Explain, opts *Options, format *string, changed func
 		changed = func(string) bool { return false }
 	}
 	for _, o := range e.Options {
-		switch strings.ToUpper(string(o.Key)) {
+		key := strings.ToUpper(string(o.Key))
+		if key == "FRONTIER" {
+			if o.Value != "" {
+				return fmt.Errorf("%s: EXPLAIN option FRONTIER takes no value, got %s", bind.Pos(o.Pos), o.Value)
+			}
+			opts.Frontier = true
+			continue
+		}
+		if o.Value == "" && (key == "FORMAT" || key == "STRATEGY" || key == "PROFILE") {
+			return fmt.Errorf("%s: EXPLAIN option %s wants a value", bind.Pos(o.Pos), o.Key)
+		}
+		switch key {
 		case "FORMAT":
 			if !changed("format") {
 				*format = strings.ToLower(o.Value)
@@ -35,7 +46,7 @@ func ExplainOptions(e *lang.Explain, opts *Options, format *string, changed func
 				opts.Percentile = p
 			}
 		default:
-			return fmt.Errorf("%s: unknown EXPLAIN option %s (want FORMAT, STRATEGY or PROFILE)", bind.Pos(o.Pos), o.Key)
+			return fmt.Errorf("%s: unknown EXPLAIN option %s (want FORMAT, STRATEGY, PROFILE or FRONTIER)", bind.Pos(o.Pos), o.Key)
 		}
 	}
 	return nil

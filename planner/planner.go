@@ -47,6 +47,12 @@ type Options struct {
 	Optimize optimize.Options
 	// Registry of strategies; nil means optimize.DefaultRegistry().
 	Registry *optimize.Registry
+	// Frontier asks for the accuracy/cost Pareto frontier too
+	// (EXPLAIN (FRONTIER)): Result.Frontier.
+	Frontier bool
+	// Reserved is the capacity running queries hold on the workers (the
+	// coordinator's live view); the plan uses only what is left.
+	Reserved []optimize.Reservation
 }
 
 // Result is every stage of planning one query.
@@ -55,6 +61,8 @@ type Result struct {
 	Rewritten *logical.Plan
 	Lowered   *lower.Result
 	Physical  *physical.Plan
+	// Frontier is set when Options.Frontier asked for it.
+	Frontier *physical.Frontier
 }
 
 // PlanStatement binds, rewrites, lowers and optimizes one SELECT, INSERT or
@@ -89,11 +97,19 @@ func PlanLogical(ctx context.Context, bound *logical.Plan, cat *catalog.Catalog,
 	if len(lo.Problem.Operators) == 0 {
 		return nil, fmt.Errorf("%w: the query applies no model and no operator needs a worker: nothing to place", lower.ErrLower)
 	}
+	lo.Problem.Reserved = o.Reserved
 	p, err := reg.Optimize(ctx, strings.ToLower(strategy), lo.Problem, o.Optimize)
 	if err != nil {
 		return nil, err
 	}
 	res.Physical = physical.New(lo, p)
+	if o.Frontier {
+		pts, err := optimize.Frontier(ctx, lo.Problem, o.Optimize)
+		if err != nil {
+			return nil, err
+		}
+		res.Frontier = physical.NewFrontier(lo, pts)
+	}
 	return res, nil
 }
 
@@ -116,6 +132,10 @@ func (r *Result) Runnable() error {
 	p := obj.AccuracyPos
 	if rc := r.Physical.Reachable; rc != nil && rc.MaxThroughput != nil {
 		p = obj.ThroughputPos
+	}
+	if rc := r.Physical.Reachable; rc != nil && rc.MinCost != nil {
+		// Every other target is met, by a plan dearer than the budget.
+		p = obj.BudgetPos
 	}
 	if p.Line == 0 {
 		p = obj.Pos

@@ -35,6 +35,7 @@ type explainFlags struct {
 	duration   time.Duration
 	rows       int64
 	processes  bool
+	frontier   bool
 }
 
 func newExplainCmd(a *app) *cobra.Command {
@@ -48,7 +49,10 @@ STRATEGY ...) ...): model variant and workers per operator, estimated throughput
 accuracy, compute and network cost per hour, and the optimizer's time.
 
 Objectives come from the query's WITH (ACCURACY >= ..., THROUGHPUT >= ... PER SECOND);
---accuracy and --throughput override them. Without --catalog and --infra, the files
+--accuracy and --throughput override them. WITH (BUDGET <= x PER HOUR) asks for the
+most accurate plan that costs at most x per hour instead of the cheapest one.
+EXPLAIN (FRONTIER) or --frontier prints the accuracy/cost Pareto frontier instead
+of one plan: every plan no other beats on both, as a table and a plot (or JSON). Without --catalog and --infra, the files
 catalog.yaml and infra.yaml next to the query are used when they exist.
 Formats (--format): text (default), json (a stable contract), dot (Graphviz).
 
@@ -63,6 +67,9 @@ same as one object per query.`,
 		Example: `  tierflow explain examples/vqa/query.sql
   tierflow explain --analyze --duration 20s examples/fashion/analyze.sql
   tierflow explain --strategy exhaustive --format json examples/vqa/query.sql
+  tierflow explain examples/vqa/frontier.sql
+  tierflow explain --frontier --format json examples/vqa/query.sql
+  tierflow explain examples/vqa/budget.sql
   tierflow explain --infra examples/setups/vqa-large.yaml --catalog examples/setups/vqa.catalog.yaml examples/setups/vqa.sql`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -82,6 +89,7 @@ same as one object per query.`,
 	fl.Float64Var(&f.accuracy, "accuracy", 0, "minimum accuracy (overrides the query's WITH)")
 	fl.Float64Var(&f.throughput, "throughput", 0, "required throughput in items per second (overrides the query's WITH)")
 	fl.Int64Var(&f.seed, "seed", 0, "seed of the randomised strategies")
+	fl.BoolVar(&f.frontier, "frontier", false, "print the accuracy/cost Pareto frontier (as EXPLAIN (FRONTIER) does) instead of one plan")
 	fl.DurationVar(&f.budget, "time-budget", 0, "time budget of exact searches (default: the optimizer's)")
 	return c
 }
@@ -180,7 +188,7 @@ func runExplain(cmd *cobra.Command, a *app, f explainFlags, path string) error {
 		}
 		var target lang.Statement
 		opts := planner.Options{Strategy: f.strategy, Percentile: pct, Throughput: f.throughput,
-			Optimize: optimizeOptions(f)}
+			Optimize: optimizeOptions(f), Frontier: f.frontier}
 		if cmd.Flags().Changed("accuracy") {
 			opts.Accuracy = &f.accuracy
 		}
@@ -217,6 +225,12 @@ func runExplain(cmd *cobra.Command, a *app, f explainFlags, path string) error {
 			fmt.Fprintln(a.out)
 		}
 		planned++
+		if res.Frontier != nil {
+			if err := explain.WriteFrontier(a.out, stFormat, res.Frontier); err != nil {
+				return badInput(err)
+			}
+			continue
+		}
 		if err := explain.Write(a.out, stFormat, res.Physical); err != nil {
 			return badInput(err)
 		}
@@ -242,6 +256,9 @@ func explainInScript(w io.Writer, inf *infra.Infra) func(e *lang.Explain, cat *c
 		res, err := planner.PlanStatement(context.Background(), e.Target(), cat, inf, opts)
 		if err != nil {
 			return err
+		}
+		if res.Frontier != nil {
+			return explain.WriteFrontier(w, format, res.Frontier)
 		}
 		return explain.Write(w, format, res.Physical)
 	}

@@ -101,8 +101,17 @@ type contract struct {
 			Tier  string  `json:"tier"`
 			Share float64 `json:"share"`
 		} `json:"workers"`
+		Batch *struct {
+			MaxBatch   int     `json:"max_batch"`
+			MaxDelayMs float64 `json:"max_delay_ms"`
+			Adaptive   bool    `json:"adaptive"`
+			BatchFrom  string  `json:"max_batch_from"`
+			DelayFrom  string  `json:"max_delay_from"`
+		} `json:"batch"`
 	} `json:"operators"`
-	Reason string `json:"reason"`
+	Budget *float64 `json:"budget"`
+	Margin *float64 `json:"margin"`
+	Reason string   `json:"reason"`
 }
 
 func explainJSON(t *testing.T, args ...string) contract {
@@ -144,11 +153,79 @@ func TestVQAEndToEnd(t *testing.T) {
 		if sum < 0.999 || sum > 1.001 {
 			t.Errorf("%s: shares sum to %v", op.Name, sum)
 		}
+		// Every model call carries the batching it will run with: at 40
+		// items/s and 5 ms, the planner's smallest batch.
+		if b := op.Batch; b == nil || !b.Adaptive || b.MaxBatch != 4 || b.MaxDelayMs != 5 || b.BatchFrom != "planner" {
+			t.Errorf("%s: batch %+v, want adaptive, up to 4 rows, 5 ms, from the planner", op.Name, b)
+		}
 	}
 	// An unreachable target is explained, not an error.
 	inf := explainJSON(t, "--accuracy", "99", q)
 	if inf.Feasible || inf.Reason == "" {
 		t.Fatalf("accuracy 99: want infeasible with a reason, got %+v", inf)
+	}
+}
+
+// TestVQAFrontierAndBudget: EXPLAIN (FRONTIER) on examples/vqa lists plans
+// that do not dominate each other, from the most accurate plan down to the
+// cheapest; BUDGET picks the most accurate one that fits and shows the
+// margin.
+func TestVQAFrontierAndBudget(t *testing.T) {
+	stdout, stderr, code := runTierflow(t, "explain", "--format", "json", "../../examples/vqa/frontier.sql")
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, stderr)
+	}
+	var fr struct {
+		Frontier []struct {
+			Accuracy  float64           `json:"accuracy"`
+			TotalCost float64           `json:"total_cost"`
+			Variants  map[string]string `json:"variants"`
+			Plan      contract          `json:"plan"`
+		} `json:"frontier"`
+	}
+	if err := json.Unmarshal([]byte(stdout), &fr); err != nil {
+		t.Fatalf("%v\n%s", err, stdout)
+	}
+	pts := fr.Frontier
+	if len(pts) < 3 {
+		t.Fatalf("%d frontier points: %s", len(pts), stdout)
+	}
+	for i, a := range pts {
+		if !a.Plan.Feasible || len(a.Variants) != 3 || a.Plan.TotalCost != a.TotalCost {
+			t.Errorf("point %d: %+v", i, a)
+		}
+		for j, b := range pts {
+			if i != j && b.Accuracy >= a.Accuracy && b.TotalCost <= a.TotalCost {
+				t.Errorf("point %d (%.4g, %.4f) dominated by %d (%.4g, %.4f)", i, a.Accuracy, a.TotalCost, j, b.Accuracy, b.TotalCost)
+			}
+		}
+	}
+	// The ends: the cheapest plan of all (exhaustive without an accuracy
+	// floor) and the most accurate one (the most accurate variants).
+	q := "../../examples/vqa/query.sql"
+	cheap := explainJSON(t, "--strategy", "exhaustive", "--accuracy", "0", q)
+	if last := pts[len(pts)-1]; last.TotalCost-cheap.TotalCost > 1e-9 || cheap.TotalCost-last.TotalCost > 1e-9 || last.Accuracy != cheap.Accuracy {
+		t.Errorf("cheapest point (%.4g, %.4f), exhaustive (%.4g, %.4f)", last.Accuracy, last.TotalCost, cheap.Accuracy, cheap.TotalCost)
+	}
+	top := explainJSON(t, "--strategy", "most-accurate", "--accuracy", "0", q)
+	if first := pts[0]; first.Accuracy != top.Accuracy || first.TotalCost > top.TotalCost+1e-9 {
+		t.Errorf("most accurate point (%.4g, %.4f), most-accurate strategy (%.4g, %.4f)", first.Accuracy, first.TotalCost, top.Accuracy, top.TotalCost)
+	}
+	// A budget between two points gets the more accurate of those it can pay.
+	b := explainJSON(t, "../../examples/vqa/budget.sql")
+	if !b.Feasible || b.Budget == nil || *b.Budget != 9 || b.Margin == nil || b.TotalCost > 9 || *b.Margin != 9-b.TotalCost {
+		t.Fatalf("budget 9: %+v", b)
+	}
+	for _, p := range pts {
+		if p.TotalCost <= 9 && p.Accuracy > b.Accuracy {
+			t.Errorf("budget 9 chose accuracy %.4g, but the frontier has %.4g at %.4f", b.Accuracy, p.Accuracy, p.TotalCost)
+		}
+	}
+	// Running a query whose budget is below the cheapest plan fails at its
+	// BUDGET, naming the cheapest cost.
+	_, stderr, code = runTierflow(t, "run", "--local", "--catalog", "../../examples/vqa/catalog.yaml", "--infra", "../../examples/vqa/infra.yaml", "testdata/explain/budget_low.sql")
+	if code != exitFailure || !strings.Contains(stderr, "budget_low.sql:19:7: ") || !strings.Contains(stderr, "cheapest plan that meets the other targets: 7.0266 per hour") {
+		t.Errorf("run with BUDGET <= 5: exit %d, %s", code, stderr)
 	}
 }
 

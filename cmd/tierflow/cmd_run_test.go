@@ -289,6 +289,11 @@ func TestRunExplainsInScripts(t *testing.T) {
 			t.Fatalf("%s: exit %d\n%s\n%s", mode, code, out, errs)
 		}
 	}
+	// FRONTIER prints the accuracy/cost frontier instead of one plan.
+	os.WriteFile(q, []byte(body[:i]+"EXPLAIN (FRONTIER) "+body[i:]), 0o644)
+	if code, out, errs := runCLI(t, "", "run", "--local", q); code != exitOK || !strings.Contains(out, "Accuracy/cost frontier") || !strings.Contains(out, "cost per hour") {
+		t.Fatalf("frontier: exit %d\n%s\n%s", code, out, errs)
+	}
 	os.WriteFile(q, []byte(body[:i]+"EXPLAIN (COLOUR red) "+body[i:]), 0o644)
 	code, _, errs := runCLI(t, "", "run", "--local", q)
 	if code != exitBadInput || !strings.Contains(errs, "unknown EXPLAIN option COLOUR") || !strings.Contains(errs, "explain.sql:") {

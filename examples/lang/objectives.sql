@@ -1,6 +1,6 @@
 -- Every objective of WITH (...), and the statements around a running query.
--- BUDGET and PRIORITY parse; the planner refuses them ("not supported yet")
--- until it acts on them.
+-- PRIORITY parses; the planner refuses it ("not supported yet") until it acts
+-- on it. BUDGET asks for the most accurate plan within a cost per hour.
 
 CREATE SINK alerts TO NATS 'alerts';
 

@@ -1,6 +1,7 @@
 package ml
 
 import (
+	"sync/atomic"
 	"time"
 
 	"github.com/tierflow/tierflow/dataflow"
@@ -22,6 +23,29 @@ type Operator struct {
 	// Attrs describe the call in the instance stats (dataflow.Attributed):
 	// the runtime sets its variant and device.
 	Attrs map[string]string
+	// counts are the batches as the batcher cut them, for InstanceStats
+	// (read from other goroutines while the operator runs).
+	counts batchCounts
+}
+
+// batchCounts say how the batcher cut: on reaching its target size (rows
+// waited less than MaxDelay), on MaxDelay, or at the end of the input; and
+// the target it was holding at the last cut (MaxBatch when not adaptive).
+type batchCounts struct {
+	batches, rows, maxBatch, target  atomic.Int64
+	bySize, byDelay, byFlush, waitUs atomic.Int64
+}
+
+// Counters report the batching (dataflow.Counting): model_batches,
+// model_rows, model_batch_max, batch_target, cut_size, cut_delay, cut_flush
+// and queue_wait_us (the total wait of each batch's oldest row).
+func (o *Operator) Counters() map[string]int64 {
+	c := &o.counts
+	return map[string]int64{
+		"model_batches": c.batches.Load(), "model_rows": c.rows.Load(), "model_batch_max": c.maxBatch.Load(),
+		"batch_target": c.target.Load(), "cut_size": c.bySize.Load(), "cut_delay": c.byDelay.Load(),
+		"cut_flush": c.byFlush.Load(), "queue_wait_us": c.waitUs.Load(),
+	}
 }
 
 // Attributes are Attrs.
@@ -38,6 +62,7 @@ var (
 	_ dataflow.Operator         = (*Operator)(nil)
 	_ dataflow.Waker            = (*Operator)(nil)
 	_ dataflow.FrontierObserver = (*Operator)(nil)
+	_ dataflow.Counting         = (*Operator)(nil)
 )
 
 // NewOperator makes one operator instance over m (each instance needs its own
@@ -96,13 +121,20 @@ func (o *Operator) pump(ctx *dataflow.Context, flush bool) error {
 	for {
 		now := ctx.Now()
 		oldest, _ := o.b.Oldest()
+		dl, _ := o.b.Deadline()
+		due := !now.Before(dl)
 		n := o.b.Cut(now)
+		cut := &o.counts.bySize
+		if n > 0 && due {
+			cut = &o.counts.byDelay
+		}
 		if n == 0 && flush {
-			n = o.b.Flush()
+			n, cut = o.b.Flush(), &o.counts.byFlush
 		}
 		if n == 0 {
 			break
 		}
+		cut.Add(1)
 		o.run(ctx, n, now.Sub(oldest))
 		if err := o.emit(ctx); err != nil {
 			return err
@@ -130,6 +162,12 @@ func (o *Operator) run(ctx *dataflow.Context, n int, waited time.Duration) {
 	}
 	rows, _ := runSegments(o.m, o.b, segs, ctx.Now)
 	o.stats.addBatch(rows, waited, o.b)
+	c := &o.counts
+	c.batches.Add(1)
+	c.rows.Add(int64(rows))
+	c.maxBatch.Store(int64(o.stats.MaxBatch))
+	c.target.Store(int64(o.b.Target()))
+	c.waitUs.Add(waited.Microseconds())
 }
 
 // emit sends the finished batches at the head, in arrival order.

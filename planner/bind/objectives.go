@@ -26,8 +26,9 @@ func honoured(o lang.Objective) (name string, ok bool) {
 		// over it (summary, SHOW QUERIES, EXPLAIN ANALYZE).
 		return "LATENCY", true
 	case *lang.BudgetObjective:
-		// Issue 19: the cost per hour becomes an objective of the optimizer.
-		return "BUDGET", false
+		// Issue 19: the most accurate plan within the cost per hour
+		// (optimize.WithinBudget).
+		return "BUDGET", true
 	case *lang.PriorityObjective:
 		return "PRIORITY", false
 	}

@@ -466,7 +466,11 @@ func (b *Binder) objectives(os []lang.Objective) logical.Objectives {
 				o.Percentile = num(x.Percentile)
 			}
 		case *lang.BudgetObjective:
-			o.Budget = num(x.Max)
+			// The most accurate plan within nothing is no question.
+			o.BudgetPos = Pos(x.Pos)
+			if o.Budget = num(x.Max); o.Budget == 0 {
+				b.errorf(x.Max.Pos, ErrBind, "BUDGET wants a positive cost per hour, got %s", x.Max.Value)
+			}
 		case *lang.PriorityObjective:
 			o.Priority = string(x.Class)
 		}

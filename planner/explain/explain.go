@@ -12,6 +12,7 @@ import (
 	"regexp"
 	"sort"
 	"strings"
+	"time"
 
 	"github.com/tierflow/tierflow/planner/internal/treeprint"
 	"github.com/tierflow/tierflow/planner/physical"
@@ -53,6 +54,20 @@ func Text(p *physical.Plan) string {
 		thr = fmt.Sprintf(" (target >= %.4g)", p.Targets.Throughput)
 	}
 	fmt.Fprintf(&b, "Throughput: %.4g items/s%s\n", p.Throughput, thr)
+	if bu := p.Targets.Budget; bu > 0 {
+		if p.Feasible {
+			fmt.Fprintf(&b, "Budget: %.4f of %.4g per hour (margin %.4f): the most accurate plan within it\n", p.TotalCost, bu, bu-p.TotalCost)
+		} else {
+			fmt.Fprintf(&b, "Budget: %.4g per hour\n", bu)
+		}
+	}
+	if r := p.Targets.Reserved; len(r) > 0 {
+		var parts []string
+		for _, x := range r {
+			parts = append(parts, fmt.Sprintf("%s %.0f%%", x.Worker, 100*min(x.Busy, 1)))
+		}
+		fmt.Fprintf(&b, "Reserved by running queries: %s\n", strings.Join(parts, ", "))
+	}
 	for _, l := range p.Links {
 		capTxt := ""
 		if l.BandwidthMBps > 0 {
@@ -100,8 +115,15 @@ func Tree(p *physical.Plan) *treeprint.Node {
 				if w.Location != "" {
 					loc += "/" + w.Location
 				}
-				n.Details = append(n.Details, fmt.Sprintf("worker %s (%s, %s): %.1f%% of traffic, %.4g of %.4g items/s",
-					w.Name, w.Type, loc, 100*w.Share, w.ItemsPerSec, w.Capacity))
+				free := ""
+				if w.Free > 0 && w.Free < 1 {
+					free = fmt.Sprintf(" (%.0f%% free of running queries)", 100*w.Free)
+				}
+				n.Details = append(n.Details, fmt.Sprintf("worker %s (%s, %s): %.1f%% of traffic, %.4g of %.4g items/s%s",
+					w.Name, w.Type, loc, 100*w.Share, w.ItemsPerSec, w.Capacity, free))
+			}
+			if bt := op.Batch; bt != nil && len(op.Workers) > 0 {
+				n.Details = append(n.Details, "batching: "+BatchText(bt))
 			}
 			n.Details = append(n.Details, fmt.Sprintf("cost: compute %.4f, network %.4f per hour", op.ComputeCost, op.NetworkCost))
 			for _, f := range op.Fused {
@@ -137,6 +159,15 @@ func opHead(op *physical.Operator) string {
 	return fmt.Sprintf("%s [variant %s] %.4g items/s, accuracy %.4g", op.Name, op.Variant, op.Demand, op.Accuracy)
 }
 
+// BatchText describes an operator's batching in one phrase.
+func BatchText(b *physical.Batching) string {
+	mode := "fixed"
+	if b.Adaptive {
+		mode = "adaptive"
+	}
+	return fmt.Sprintf("%s, up to %d rows (%s), max delay %s (%s)", mode, b.MaxBatch, b.BatchFrom, b.MaxDelay, b.DelayFrom)
+}
+
 // Contract is the stable JSON form of EXPLAIN (FORMAT JSON).
 type Contract struct {
 	Strategy    string             `json:"strategy"`
@@ -148,7 +179,11 @@ type Contract struct {
 	Throughput  float64            `json:"throughput"`
 	OptimizerMs float64            `json:"optimizer_ms"`
 	Operators   []ContractOperator `json:"operators"`
-	Reason      string             `json:"reason,omitempty"`
+	// Budget and Margin: a BUDGET query's cost bound and what the plan
+	// leaves of it.
+	Budget *float64 `json:"budget,omitempty"`
+	Margin *float64 `json:"margin,omitempty"`
+	Reason string   `json:"reason,omitempty"`
 }
 
 // ContractOperator is one operator of the JSON contract.
@@ -156,6 +191,16 @@ type ContractOperator struct {
 	Name    string           `json:"name"`
 	Variant string           `json:"variant"`
 	Workers []ContractWorker `json:"workers"`
+	Batch   *ContractBatch   `json:"batch,omitempty"`
+}
+
+// ContractBatch is an ML operator's dynamic batching in the JSON contract.
+type ContractBatch struct {
+	MaxBatch   int     `json:"max_batch"`
+	MaxDelayMs float64 `json:"max_delay_ms"`
+	Adaptive   bool    `json:"adaptive"`
+	BatchFrom  string  `json:"max_batch_from"`
+	DelayFrom  string  `json:"max_delay_from"`
 }
 
 // ContractWorker is one worker of the JSON contract.
@@ -170,6 +215,13 @@ func ToContract(p *physical.Plan) Contract {
 	c := Contract{Strategy: p.Strategy, Feasible: p.Feasible, ComputeCost: p.ComputeCost, NetworkCost: p.NetworkCost,
 		TotalCost: p.TotalCost, Accuracy: p.Accuracy, Throughput: p.Throughput, OptimizerMs: p.OptimizerMs,
 		Operators: []ContractOperator{}}
+	if bu := p.Targets.Budget; bu > 0 {
+		c.Budget = &bu
+		if p.Feasible {
+			m := bu - p.TotalCost
+			c.Margin = &m
+		}
+	}
 	if !p.Feasible {
 		c.Reason = p.Reason
 		if c.Reason == "" {
@@ -181,6 +233,10 @@ func ToContract(p *physical.Plan) Contract {
 			continue
 		}
 		co := ContractOperator{Name: op.Name, Variant: op.Variant, Workers: []ContractWorker{}}
+		if bt := op.Batch; bt != nil {
+			co.Batch = &ContractBatch{MaxBatch: bt.MaxBatch, MaxDelayMs: float64(bt.MaxDelay) / float64(time.Millisecond),
+				Adaptive: bt.Adaptive, BatchFrom: bt.BatchFrom, DelayFrom: bt.DelayFrom}
+		}
 		for _, w := range op.Workers {
 			co.Workers = append(co.Workers, ContractWorker{Name: w.Name, Tier: w.Tier, Share: w.Share})
 		}
@@ -202,7 +258,11 @@ func JSON(w io.Writer, p *physical.Plan) error {
 func DOT(p *physical.Plan) string {
 	var b strings.Builder
 	b.WriteString("digraph plan {\n  rankdir=LR;\n  node [shape=box, fontname=\"Helvetica\"];\n")
-	fmt.Fprintf(&b, "  label=%s;\n", quote(fmt.Sprintf("%s: total %.4f/h (compute %.4f, network %.4f), accuracy %.4g", p.Strategy, p.TotalCost, p.ComputeCost, p.NetworkCost, p.Accuracy)))
+	title := fmt.Sprintf("%s: total %.4f/h (compute %.4f, network %.4f), accuracy %.4g", p.Strategy, p.TotalCost, p.ComputeCost, p.NetworkCost, p.Accuracy)
+	if bu := p.Targets.Budget; bu > 0 && p.Feasible {
+		title += fmt.Sprintf(", budget %.4g (margin %.4f)", bu, bu-p.TotalCost)
+	}
+	fmt.Fprintf(&b, "  label=%s;\n", quote(title))
 	type placed struct{ id, label string }
 	byTier := map[string][]placed{}
 	var tiers []string
@@ -221,6 +281,13 @@ func DOT(p *physical.Plan) string {
 		for _, w := range op.Workers {
 			id := ident(op.Name + "__" + w.Name)
 			label := fmt.Sprintf("%s [%s]\\n%s: %.0f%%", op.Name, op.Variant, w.Name, 100*w.Share)
+			if bt := op.Batch; bt != nil {
+				mode := "fixed"
+				if bt.Adaptive {
+					mode = "adaptive"
+				}
+				label += fmt.Sprintf("\\nbatch <= %d, %s, %s", bt.MaxBatch, bt.MaxDelay, mode)
+			}
 			byTier[w.Tier] = append(byTier[w.Tier], placed{id, label})
 			nodes[op.Name] = append(nodes[op.Name], id)
 		}

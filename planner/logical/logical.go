@@ -59,6 +59,7 @@ type Objectives struct {
 	Pos           Pos `json:"-"`
 	AccuracyPos   Pos `json:"-"`
 	ThroughputPos Pos `json:"-"`
+	BudgetPos     Pos `json:"-"`
 }
 
 func mustLen(kind string, got, want int) {

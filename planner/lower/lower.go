@@ -175,6 +175,8 @@ func Lower(plan *logical.Plan, cat *catalog.Catalog, inf *infra.Infra, opt Optio
 	} else {
 		l.p.Objectives.Throughput = obj.Throughput
 	}
+	// BUDGET turns the objective around: the most accurate plan within it.
+	l.p.Objectives.Budget = obj.Budget
 	l.endToEnd(sink)
 	if len(l.errs) > 0 {
 		return nil, errors.Join(l.errs...)

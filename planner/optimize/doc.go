@@ -7,7 +7,10 @@
 // Go values with stable JSON encodings, the CostModel interface and its default
 // PrototypeModel, Evaluate (cost and check a given assignment), and the strategies
 // (jellybean, exhaustive, best-fit, first-fit, most-accurate, ptc, pte, spc,
-// auto) reachable by name through an explicit Registry value.
+// auto) reachable by name through an explicit Registry value; the dual objective
+// (WithinBudget: the most accurate plan within a cost per hour) and the
+// accuracy/cost Pareto frontier (Frontier), both exact; and capacity held by
+// running queries (Problem.Reserved, ReservationsOf).
 //
 // It imports nothing of tierflow: catalog, infrastructure and query are lowered into
 // a Problem by the planner package, which keeps this package free of YAML, SQL and

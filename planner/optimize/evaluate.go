@@ -217,8 +217,10 @@ func (in *instance) evaluate(s sol) *Plan {
 			if ix.demand[o] > 0 {
 				share = thr[o][i] / ix.demand[o]
 			}
-			op.Workers = append(op.Workers, WorkerShare{Name: p.Workers[w].Name, Tier: p.Workers[w].Tier, Location: p.Workers[w].Location,
-				Share: share, ItemsPerSec: thr[o][i], Capacity: in.caps[o][v][w]})
+			ws := WorkerShare{Name: p.Workers[w].Name, Tier: p.Workers[w].Tier, Location: p.Workers[w].Location,
+				Share: share, ItemsPerSec: thr[o][i], Capacity: in.caps[o][v][w]}
+			in.unreserve(&ws, w)
+			op.Workers = append(op.Workers, ws)
 		}
 		pl.ComputeCost += op.ComputeCost
 		pl.NetworkCost += op.NetworkCost

@@ -62,3 +62,39 @@ func ExampleEvaluate() {
 	// Output:
 	// feasible true, total 7.5088 (compute 6.242, network 1.2667783), accuracy 56.59
 }
+
+// The accuracy/cost trade-off on the same inputs (no accuracy floor): the
+// Pareto frontier, then the most accurate plan within 9 per hour.
+func ExampleFrontier() {
+	pr, err := jellybean.Load("../jellybean/testdata/jellybean-vqa-medium")
+	if err != nil {
+		panic(err)
+	}
+	p, err := pr.Problem("p75")
+	if err != nil {
+		panic(err)
+	}
+	p.Objectives.MinAccuracy = nil
+	ctx := context.Background()
+	pts, err := optimize.Frontier(ctx, p, optimize.Options{})
+	if err != nil {
+		panic(err)
+	}
+	for _, pl := range pts {
+		fmt.Printf("accuracy %.2f for %.4f per hour\n", pl.Accuracy, pl.TotalCost)
+	}
+	p.Objectives.Budget = 9
+	pl, err := optimize.WithinBudget(ctx, p, optimize.Options{})
+	if err != nil {
+		panic(err)
+	}
+	fmt.Printf("within 9: accuracy %.2f for %.4f per hour\n", pl.Accuracy, pl.TotalCost)
+	// Output:
+	// accuracy 58.33 for 17.8777 per hour
+	// accuracy 58.19 for 16.5747 per hour
+	// accuracy 57.94 for 13.7145 per hour
+	// accuracy 56.85 for 7.8755 per hour
+	// accuracy 56.59 for 7.4850 per hour
+	// accuracy 54.02 for 7.0266 per hour
+	// within 9: accuracy 56.85 for 7.8755 per hour
+}

@@ -18,6 +18,9 @@ func finish(ctx context.Context, in *instance, pl *Plan, name string, start time
 			return nil, err
 		}
 		pl = r
+		if n := reservedNote(in.p.Reserved); n != "" && pl.Reason != "" {
+			pl.Reason += " (" + n + ")"
+		}
 		pl.GaveUp = gave
 		if note != "" {
 			pl.Note = note

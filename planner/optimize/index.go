@@ -16,6 +16,9 @@ var (
 	ErrInvalidAssignment = errors.New("invalid assignment")
 	// ErrUnknownStrategy: no strategy of that name in the registry.
 	ErrUnknownStrategy = errors.New("unknown strategy")
+	// ErrBudgetStrategy: a BUDGET objective asked of a strategy that only
+	// minimises cost.
+	ErrBudgetStrategy = errors.New("strategy cannot honour a budget")
 )
 
 // inEdge is an edge into an operator, resolved to indices.

@@ -25,6 +25,9 @@ type instance struct {
 	accOps   []int              // operators of the end-to-end table
 	target   float64            // accuracy target (-Inf when none)
 	hasBW    bool               // some tier pair has a bandwidth cap
+	// left is per worker the share of its capacity Problem.Reserved leaves
+	// (nil: all of it); caps already hold the reduced capacities.
+	left []float64
 	// noPlan: the exact search has proved that no plan meets the targets
 	// (explain then need not ask again).
 	noPlan bool
@@ -118,6 +121,9 @@ func newInstance(p *Problem, m CostModel) (*instance, error) {
 		for _, r := range e.Rows {
 			in.accTable[strings.Join(r.Variants, "\x00")] = r.Accuracy
 		}
+	}
+	if err := in.reserve(p.Reserved); err != nil {
+		return nil, err
 	}
 	return in, nil
 }

@@ -57,6 +57,9 @@ type WorkerShare struct {
 	ItemsPerSec float64 `json:"items_per_sec"`
 	// Capacity in items/s of this worker for the chosen variant.
 	Capacity float64 `json:"capacity"`
+	// Free is the share of Capacity running queries left to this plan
+	// (Problem.Reserved), when below 1.
+	Free float64 `json:"free,omitempty"`
 }
 
 // LinkLoad is the traffic on one tier pair, for bandwidth reporting.
@@ -74,6 +77,8 @@ type LinkLoad struct {
 type Reachable struct {
 	MaxAccuracy   *float64 `json:"max_accuracy,omitempty"`
 	MaxThroughput *float64 `json:"max_throughput,omitempty"`
+	// MinCost is the cheapest plan's cost per hour when a BUDGET is below it.
+	MinCost *float64 `json:"min_cost,omitempty"`
 }
 
 // Assignment is a plan's decisions only: per operator its variant and workers in

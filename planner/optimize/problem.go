@@ -38,6 +38,21 @@ type Problem struct {
 	CommCostScaling float64 `json:"comm_cost_scaling,omitempty"`
 
 	Objectives Objectives `json:"objectives"`
+
+	// Reserved is the capacity that queries already running hold on workers
+	// (the coordinator's live view): a plan may use only the rest. Without it
+	// each query is planned as if it ran alone.
+	Reserved []Reservation `json:"reserved,omitempty"`
+}
+
+// Reservation is the share of one worker's time taken by running queries:
+// Busy 0.25 leaves three quarters of its capacity, for every variant, to the
+// plan; Busy 1 (or more) leaves none, and the worker cannot be used.
+type Reservation struct {
+	Worker string  `json:"worker"`
+	Busy   float64 `json:"busy"`
+	// By says who holds it (query ids), for reasons and EXPLAIN.
+	By []string `json:"by,omitempty"`
 }
 
 // Source is a data source: Rate items per second produced in Tier at Location.
@@ -188,6 +203,10 @@ type Objectives struct {
 	// equals it. Zero keeps the sources' rates (the sink must then keep up with
 	// them).
 	Throughput float64 `json:"throughput,omitempty"`
+	// Budget, when > 0, is the highest acceptable total cost per hour and
+	// turns the objective around (the dual objective): the most accurate plan
+	// within it, the cheapest of that accuracy (WithinBudget).
+	Budget float64 `json:"budget,omitempty"`
 }
 
 // Float returns a pointer to v, for optional fields such as MinAccuracy.

@@ -117,6 +117,16 @@ func randomProblem(rng *rand.Rand) *optimize.Problem {
 // Evaluate. It returns the cheapest feasible total, or +Inf.
 func bruteForce(t *testing.T, p *optimize.Problem) float64 {
 	t.Helper()
+	best := math.Inf(1)
+	bruteForceEach(t, p, func(pl *optimize.Plan) {
+		best = math.Min(best, pl.TotalCost)
+	})
+	return best
+}
+
+// bruteForceEach calls f with every feasible plan of the enumeration.
+func bruteForceEach(t *testing.T, p *optimize.Problem, f func(*optimize.Plan)) {
+	t.Helper()
 	no, nw := len(p.Operators), len(p.Workers)
 	tcoeff := map[string]float64{}
 	for i := range p.Tiers {
@@ -163,7 +173,6 @@ func bruteForce(t *testing.T, p *optimize.Problem) float64 {
 	if err != nil {
 		t.Fatal(err)
 	}
-	best := math.Inf(1)
 	vars := make([]int, no)
 	owner := make([]int, nw)
 	var tryOwners func(w int)
@@ -222,8 +231,8 @@ func bruteForce(t *testing.T, p *optimize.Problem) float64 {
 				if err != nil {
 					t.Fatal(err)
 				}
-				if pl.Feasible && pl.TotalCost < best {
-					best = pl.TotalCost
+				if pl.Feasible {
+					f(pl)
 				}
 				return
 			}
@@ -291,7 +300,6 @@ func bruteForce(t *testing.T, p *optimize.Problem) float64 {
 		}
 	}
 	tryVars(0)
-	return best
 }
 
 func TestPropertyRandomProblems(t *testing.T) {

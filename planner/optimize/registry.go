@@ -73,11 +73,20 @@ func (r *Registry) Names() []string {
 	return n
 }
 
-// Optimize runs the named strategy of r on p.
+// Optimize runs the named strategy of r on p. A problem with a Budget asks
+// for the most accurate plan within it instead of the cheapest: that is
+// WithinBudget's exact search, which the cost-minimising strategies cannot
+// answer, so only auto and exhaustive (both exact) accept it.
 func (r *Registry) Optimize(ctx context.Context, name string, p *Problem, o Options) (*Plan, error) {
 	s, err := r.Lookup(name)
 	if err != nil {
 		return nil, err
+	}
+	if p.Objectives.Budget > 0 {
+		if n := s.Name(); n != "auto" && n != "exhaustive" {
+			return nil, fmt.Errorf("%w: strategy %s minimises cost; a BUDGET asks for the most accurate plan within it (strategy auto or exhaustive)", ErrBudgetStrategy, n)
+		}
+		return WithinBudget(ctx, p, o)
 	}
 	return s.Optimize(ctx, p, o)
 }

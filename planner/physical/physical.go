@@ -48,6 +48,10 @@ type Plan struct {
 type Targets struct {
 	Accuracy   *float64
 	Throughput float64
+	// Budget is the highest cost per hour (BUDGET <= x PER HOUR); 0: none.
+	Budget float64
+	// Reserved is the capacity running queries held when the plan was made.
+	Reserved []optimize.Reservation
 }
 
 // Operator is one placed operator.
@@ -67,6 +71,8 @@ type Operator struct {
 	Inputs []string
 	// Fused describes the relational operators that run with it.
 	Fused []string
+	// Batch is an ML operator's dynamic batching (nil for others).
+	Batch *Batching
 }
 
 // Worker is one worker's part of an operator.
@@ -79,6 +85,9 @@ type Worker struct {
 	Share       float64
 	ItemsPerSec float64
 	Capacity    float64
+	// Free is the share of Capacity running queries left to this plan, when
+	// below 1 (0: all of it).
+	Free float64
 }
 
 // Source is a stream feeding the plan.
@@ -98,7 +107,8 @@ func New(res *lower.Result, p *optimize.Plan) *Plan {
 		Accuracy: p.Accuracy, Throughput: p.Throughput, OptimizerMs: p.OptimizerMs,
 		Optimal: p.Optimal, GaveUp: p.GaveUp, Note: p.Note, Reason: p.Reason, Reachable: p.Reachable,
 		Sink: res.Sink, Links: append([]optimize.LinkLoad(nil), p.Links...), Problem: res.Problem,
-		Targets: Targets{Accuracy: res.Problem.Objectives.MinAccuracy, Throughput: res.Problem.Objectives.Throughput},
+		Targets: Targets{Accuracy: res.Problem.Objectives.MinAccuracy, Throughput: res.Problem.Objectives.Throughput,
+			Budget: res.Problem.Objectives.Budget, Reserved: res.Problem.Reserved},
 	}
 	types := map[string]string{}
 	for _, w := range res.Problem.Workers {
@@ -133,9 +143,15 @@ func New(res *lower.Result, p *optimize.Plan) *Plan {
 		if pl, ok := byName[st.Name]; ok {
 			op.Variant, op.Demand, op.Accuracy = pl.Variant, pl.Demand, pl.Accuracy
 			op.ComputeCost, op.NetworkCost = pl.ComputeCost, pl.NetworkCost
+			busiest := 0.0
 			for _, w := range pl.Workers {
 				op.Workers = append(op.Workers, Worker{Name: w.Name, Type: types[w.Name], Tier: w.Tier, Location: w.Location,
-					Share: w.Share, ItemsPerSec: w.ItemsPerSec, Capacity: w.Capacity})
+					Share: w.Share, ItemsPerSec: w.ItemsPerSec, Capacity: w.Capacity, Free: w.Free})
+				busiest = max(busiest, w.ItemsPerSec)
+			}
+			if st.Model != nil {
+				call, _ := st.Node.(*logical.LateralModel)
+				op.Batch = batching(nodeModel{model: st.Model, call: call}, busiest)
 			}
 		}
 		out.Operators = append(out.Operators, op)
@@ -169,6 +185,27 @@ func (p *Plan) Source(name string) *Source {
 		}
 	}
 	return nil
+}
+
+// Frontier is the accuracy/cost Pareto frontier of a query: the cheapest
+// plan of every accuracy that no more accurate plan matches on cost, most
+// accurate first (costs strictly falling).
+type Frontier struct {
+	Points  []*Plan
+	Targets Targets
+	// OptimizerMs is the time the whole walk took.
+	OptimizerMs float64
+}
+
+// NewFrontier builds the frontier's physical plans.
+func NewFrontier(res *lower.Result, pts []*optimize.Plan) *Frontier {
+	f := &Frontier{Targets: Targets{Accuracy: res.Problem.Objectives.MinAccuracy, Throughput: res.Problem.Objectives.Throughput,
+		Budget: res.Problem.Objectives.Budget, Reserved: res.Problem.Reserved}}
+	for _, p := range pts {
+		f.Points = append(f.Points, New(res, p))
+		f.OptimizerMs = max(f.OptimizerMs, p.OptimizerMs)
+	}
+	return f
 }
 
 // Variants are the plan's model variants, by operator name and by model

@@ -119,6 +119,23 @@ type OperatorRow struct {
 	// that carried a label and those the model got right.
 	Labelled int64 `json:"labelled,omitempty"`
 	Correct  int64 `json:"correct,omitempty"`
+	// Batching is how a model call's batcher cut its model batches (nil
+	// for other operators).
+	Batching *Batching `json:"batching,omitempty"`
+}
+
+// Batching is a model call's measured batching over its instances: model
+// batches run, rows in them, the largest, the batcher's target at the end
+// (the largest over instances), and why each batch was cut: it reached the
+// target size, its oldest row waited the max delay, or the input ended.
+type Batching struct {
+	Batches  int64 `json:"model_batches"`
+	Rows     int64 `json:"model_rows"`
+	MaxRows  int64 `json:"max_rows"`
+	Target   int64 `json:"target"`
+	CutSize  int64 `json:"cut_size"`
+	CutDelay int64 `json:"cut_delay"`
+	CutEnd   int64 `json:"cut_end"`
 }
 
 // WorkerRow is one worker of the query.
@@ -243,6 +260,7 @@ func dataSpan(q deploy.QueryInfo) time.Duration {
 type opStats struct {
 	rowsIn, rowsOut, batches, busy int64
 	labelled, correct              int64
+	batching                       *Batching
 	hist                           dataflow.Histogram
 	instances                      int
 	workers                        map[string]bool
@@ -266,6 +284,19 @@ func (r *Report) operators(q deploy.QueryInfo, est *deploy.Estimate, secs float6
 		m.instances++
 		m.labelled += s.Counters["labelled"]
 		m.correct += s.Counters["correct"]
+		if n, ok := s.Counters["model_batches"]; ok {
+			if m.batching == nil {
+				m.batching = &Batching{}
+			}
+			b, c := m.batching, s.Counters
+			b.Batches += n
+			b.Rows += c["model_rows"]
+			b.MaxRows = max(b.MaxRows, c["model_batch_max"])
+			b.Target = max(b.Target, c["batch_target"])
+			b.CutSize += c["cut_size"]
+			b.CutDelay += c["cut_delay"]
+			b.CutEnd += c["cut_flush"]
+		}
 		if v := s.Attributes["variant"]; v != "" && !contains(m.variants, v) {
 			m.variants = append(m.variants, v)
 		}
@@ -283,7 +314,7 @@ func (r *Report) operators(q deploy.QueryInfo, est *deploy.Estimate, secs float6
 			m = &opStats{workers: map[string]bool{}}
 		}
 		row := OperatorRow{ID: id, Name: op.Name, Stage: op.Stage, Tier: op.Tier, RowsIn: m.rowsIn, RowsOut: m.rowsOut, Batches: m.batches,
-			Labelled: m.labelled, Correct: m.correct,
+			Labelled: m.labelled, Correct: m.correct, Batching: m.batching,
 			Measured: float64(m.rowsIn) / secs,
 			P50:      ms(m.hist.Quantile(0.5)), P90: ms(m.hist.Quantile(0.9)), P99: ms(m.hist.Quantile(0.99))}
 		if m.instances > 0 {

@@ -35,6 +35,7 @@ func (r *Report) Write(w io.Writer) error {
 		{"checks", []string{"what", "unit", "estimated", "measured", "error", "within", "ok"}, r.checkRows()},
 		{"sources", []string{"stream", "tier", "rows", "planned rows/s", "measured rows/s"}, r.sourceRows()},
 		{"operators", []string{"id", "operator", "stage", "variant", "device", "tier", "workers", "rows in", "rows out", "est rows/s", "rows/s", "batch ms p50", "p90", "p99", "busy"}, r.operatorRows()},
+		{"model batching", []string{"id", "operator", "batches", "rows", "mean rows", "max rows", "target", "cut on size", "on delay", "at end"}, r.batchingRows()},
 		{"workers", []string{"worker", "tier", "type", "price/h", "est items/s", "items/s", "busy", "operators"}, r.workerRows()},
 		{"links (sender side)", []string{"from", "to", "bytes", "batches", "est MiB/s", "MiB/s", "price/GB", "est cost/h", "cost/h"}, r.linkRows()},
 	}
@@ -68,6 +69,9 @@ func (r *Report) Write(w io.Writer) error {
 		}{"plan history", []string{"change", "from epoch", "why", "old workers", "new workers", "rows again after s"}, rows})
 	}
 	for _, s := range sections {
+		if s.rows == nil && s.title == "model batching" {
+			continue // no model call
+		}
 		fmt.Fprintf(w, "\n%s\n", s.title)
 		// Headers as written: units such as MiB/s survive.
 		t := tablewriter.NewTable(w, tablewriter.WithHeaderAutoFormat(tw.Off))
@@ -144,6 +148,23 @@ func (r *Report) operatorRows() [][]string {
 		}
 		out = append(out, append([]string{strconv.Itoa(o.ID), o.Name, o.Stage, o.Variant, o.Device, o.Tier, strings.Join(o.Workers, ","),
 			strconv.FormatInt(o.RowsIn, 10), strconv.FormatInt(o.RowsOut, 10), est, num(o.Measured)}, append(lat, pct(o.Busy))...))
+	}
+	return out
+}
+
+func (r *Report) batchingRows() [][]string {
+	var out [][]string
+	for _, o := range r.Operators {
+		b := o.Batching
+		if b == nil {
+			continue
+		}
+		mean := "-"
+		if b.Batches > 0 {
+			mean = num(float64(b.Rows) / float64(b.Batches))
+		}
+		i := func(x int64) string { return strconv.FormatInt(x, 10) }
+		out = append(out, []string{i(int64(o.ID)), o.Name, i(b.Batches), i(b.Rows), mean, i(b.MaxRows), i(b.Target), i(b.CutSize), i(b.CutDelay), i(b.CutEnd)})
 	}
 	return out
 }

@@ -42,7 +42,7 @@ func TestExplainAnalyzeCascade(t *testing.T) {
 		t.Fatal(err)
 	}
 	text := out.String()
-	for _, want := range []string{"EXPLAIN ANALYZE", "throughput", "network cost", "model garment", "model classify", "edge", "hub"} {
+	for _, want := range []string{"EXPLAIN ANALYZE", "throughput", "network cost", "model garment", "model classify", "edge", "hub", "model batching"} {
 		if !strings.Contains(text, want) {
 			t.Fatalf("report lacks %q:\n%s", want, text)
 		}
@@ -68,6 +68,13 @@ func TestExplainAnalyzeCascade(t *testing.T) {
 			// The device is the instances' report: the CPU here (and why).
 			if op.RowsIn == 0 || op.Estimated <= 0 || op.Tier == "" || len(op.Workers) == 0 || !strings.HasPrefix(op.Device, "cpu") {
 				t.Errorf("model operator %+v: measured and estimated both", op)
+			}
+			// The engine batched every row, within the plan's batch size
+			// (at 100 rows/s and 5 ms: 4 rows), and the adaptive batcher
+			// cut on size as slices arrived rather than waiting out the
+			// delay each time.
+			if b := op.Batching; b == nil || b.Rows != op.RowsIn || b.MaxRows > 4 || b.Batches == 0 || b.CutSize <= b.CutDelay {
+				t.Errorf("%s batching %+v (rows in %d): want every row batched, at most 4 a batch, mostly cut on size", op.Name, b, op.RowsIn)
 			}
 		}
 	}

@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -57,16 +58,40 @@ WITH (ACCURACY >= 89, THROUGHPUT >= 100 PER SECOND);`
 	defer cancel()
 	want := localModel(t, ctx, script, inference.Config{Variants: map[string]string{"classify": "mlp-large"}})
 	inf := clustertest.LoadInfra(t, dir)
-	c := clustertest.StartEmbedded(t, ctx, cluster.Options{Infra: inf, Catalog: filepath.Join(dir, "catalog.yaml"), Heartbeat: 200 * time.Millisecond})
+	log := &lockedBuffer{}
+	c := clustertest.StartEmbedded(t, ctx, cluster.Options{Infra: inf, Catalog: filepath.Join(dir, "catalog.yaml"), Heartbeat: 200 * time.Millisecond, ModelLog: log})
 	defer c.Close()
 	got, info := clustertest.RunCSV(t, ctx, c.Run, script)
 	if !strings.HasPrefix(info.Planner, "optimizer") {
 		t.Fatalf("placed by %q, want the optimizer", info.Planner)
 	}
+	// The worker runs the model with the plan's batching: at 100 items/s,
+	// the planner's smallest batch, adaptive.
+	if !strings.Contains(log.String(), "variant mlp-large") || !strings.Contains(log.String(), "max batch 4, max delay 5ms, adaptive") {
+		t.Errorf("model log %q: want mlp-large with the plan's batching (max batch 4, max delay 5ms, adaptive)", log.String())
+	}
 	if err := clustertest.SameRows(got, want); err != nil {
 		t.Fatal(err)
 	}
 	t.Logf("%s; workers %v; tier bytes %v", info.Planner, info.Workers, info.TierBytes())
+}
+
+// lockedBuffer is a log the workers write from their goroutines.
+type lockedBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (l *lockedBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *lockedBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
 }
 
 // fashionDir is examples/fashion; a test of its model skips without the

@@ -42,6 +42,8 @@ import (
 	"github.com/tierflow/tierflow/planner/catalog"
 	"github.com/tierflow/tierflow/planner/infra"
 	"github.com/tierflow/tierflow/planner/logical"
+	"github.com/tierflow/tierflow/planner/optimize"
+	"github.com/tierflow/tierflow/planner/physical"
 	"github.com/tierflow/tierflow/relay"
 	"github.com/tierflow/tierflow/runtime/control"
 	"github.com/tierflow/tierflow/runtime/deploy"
@@ -146,6 +148,9 @@ type queryState struct {
 	// was deployed and decided when the policy last ran.
 	replayable       bool
 	planned, decided time.Time
+	// plan is the optimizer's plan while the query deploys or runs: the
+	// capacity it holds on its workers, which later queries plan around.
+	plan *physical.Plan
 }
 
 // pendingRecovery is a recovery whose rows do not flow yet.
@@ -422,13 +427,15 @@ func (c *Coordinator) Submit(ctx context.Context, req deploy.SubmitRequest) (*de
 	c.order = append(c.order, req.Query)
 	c.mu.Unlock()
 
-	p, script, note, est, slo, err := c.place(ctx, req, ws)
+	pl, err := c.place(ctx, req, ws)
 	if err != nil {
 		c.fail(req.Query, err)
 		return nil, err
 	}
+	p, script := pl.placement, pl.script
 	c.mu.Lock()
-	qs.info.Placement, qs.info.Workers, qs.info.Planner, qs.info.Estimate, qs.info.LatencySLOMs = p, p.Workers, note, est, slo
+	qs.info.Placement, qs.info.Workers, qs.info.Planner, qs.info.Estimate, qs.info.LatencySLOMs = p, p.Workers, pl.note, pl.estimate, pl.sloMs
+	qs.plan = pl.plan
 	c.mu.Unlock()
 
 	if _, err := c.deployAll(ctx, req.Query, script, p, 0); err != nil {
@@ -494,20 +501,32 @@ func (c *Coordinator) deployAll(ctx context.Context, id string, script deploy.Sc
 	return nil, nil
 }
 
+// placed is how place placed a query: the placement, the script the
+// workers must build (rewritten, with the plan's variants and batching, when
+// the optimizer placed it), a note on how it was placed, the optimizer's
+// estimate and plan (nil when placed by rules), and its LATENCY bound in
+// milliseconds.
+type placed struct {
+	placement *deploy.Placement
+	script    deploy.Script
+	note      string
+	estimate  *deploy.Estimate
+	plan      *physical.Plan
+	sloMs     float64
+}
+
 // place compiles the script as every worker will and places it: where the
 // optimizer puts it when it can plan the query against the registered
-// workers (a model call, a catalog with profiles), by runtime/deploy's
-// default rules otherwise. It returns the script the workers must build
-// (rewritten, with the plan's variants, when the optimizer placed it), a
-// note on how it was placed, and its LATENCY bound in milliseconds.
-func (c *Coordinator) place(ctx context.Context, req deploy.SubmitRequest, ws []deploy.Worker) (*deploy.Placement, deploy.Script, string, *deploy.Estimate, float64, error) {
+// workers (a model call, a catalog with profiles) around the capacity the
+// running queries hold, by runtime/deploy's default rules otherwise.
+func (c *Coordinator) place(ctx context.Context, req deploy.SubmitRequest, ws []deploy.Worker) (placed, error) {
 	script := req.Script
 	if c.cfg.CheckModelArgs != nil {
 		script.CheckModelArgs = c.cfg.CheckModelArgs(script.BaseDir)
 	}
 	bound, cat, err := script.Bind(nil)
 	if err != nil {
-		return nil, script, "", nil, 0, err
+		return placed{}, err
 	}
 	if sk, ok := bound.Root.(*logical.Sink); ok && sk.Sink != nil && !strings.EqualFold(sk.Sink.Kind, "nats") && !strings.EqualFold(sk.Sink.Kind, "jetstream") {
 		// operators/exec opens a sink's file when it builds and closes it
@@ -515,7 +534,7 @@ func (c *Coordinator) place(ctx context.Context, req deploy.SubmitRequest, ws []
 		// none would flush it. NATS and JetStream sinks run: the worker
 		// that holds the sink opens it on first use and closes it when its
 		// part ends (JetStream's close waits for the acks).
-		return nil, script, "", nil, 0, fmt.Errorf("%s: %w: INSERT INTO %s (%s) on a cluster; submit the SELECT and write its streamed results (tierflow submit --output)", sk.Pos, ErrUnsupported, sk.Sink.Name, sk.Sink.Kind)
+		return placed{}, fmt.Errorf("%s: %w: INSERT INTO %s (%s) on a cluster; submit the SELECT and write its streamed results (tierflow submit --output)", sk.Pos, ErrUnsupported, sk.Sink.Name, sk.Sink.Kind)
 	}
 	o := deploy.Options{Tiers: c.tiers(ws)}
 	if c.cfg.Infra != nil {
@@ -524,26 +543,31 @@ func (c *Coordinator) place(ctx context.Context, req deploy.SubmitRequest, ws []
 	var res *planner.Result
 	perr := errors.New("placement by rules")
 	if c.cfg.Placement != PlaceRules {
-		res, perr = c.optimize(ctx, bound, cat, ws, o.Tiers)
+		res, perr = c.optimize(ctx, bound, cat, ws, o.Tiers, c.reserved(req.Query, ws))
 		if errors.Is(perr, planner.ErrInfeasible) {
 			// The planner did plan the query, and no plan meets what it
-			// asks: running another one would ignore the objectives.
-			return nil, script, "", nil, 0, perr
+			// asks (with what running queries leave): running another one
+			// would ignore the objectives.
+			return placed{}, perr
 		}
 	}
 	slo := bound.Objectives.LatencyMs
 	if perr == nil {
 		planned := script
-		planned.Rewrite, planned.Variants = true, res.Physical.Variants()
+		planned.Rewrite, planned.Variants, planned.Batches = true, res.Physical.Variants(), batches(res.Physical)
 		q, err := planned.BuildPlan(res.Rewritten, c.execOptions(planned.Variants))
 		if err == nil {
 			po := o
 			po.Physical, po.Lowered = res.Physical, res.Lowered
 			p, err := deploy.Place(req.Query, q.Graph(), res.Rewritten, ws, po)
 			if err == nil {
-				return p, planned, fmt.Sprintf("optimizer (%s): compute %.4g + network %.4g per hour, accuracy %.4g, throughput %.4g",
-						res.Physical.Strategy, res.Physical.ComputeCost, res.Physical.NetworkCost, res.Physical.Accuracy, res.Physical.Throughput),
-					deploy.EstimateOf(res.Physical, bound.Objectives.Throughput), slo, nil
+				note := fmt.Sprintf("optimizer (%s): compute %.4g + network %.4g per hour, accuracy %.4g, throughput %.4g",
+					res.Physical.Strategy, res.Physical.ComputeCost, res.Physical.NetworkCost, res.Physical.Accuracy, res.Physical.Throughput)
+				if r := res.Physical.Targets.Reserved; len(r) > 0 {
+					note += "; around running queries (" + reservedText(r) + ")"
+				}
+				return placed{placement: p, script: planned, note: note, estimate: deploy.EstimateOf(res.Physical, bound.Objectives.Throughput),
+					plan: res.Physical, sloMs: slo}, nil
 			}
 			perr = err
 		} else {
@@ -552,10 +576,58 @@ func (c *Coordinator) place(ctx context.Context, req deploy.SubmitRequest, ws []
 	}
 	q, plan, err := script.Build(nil, c.execOptions(nil))
 	if err != nil {
-		return nil, script, "", nil, 0, err
+		return placed{}, err
 	}
 	p, err := deploy.Place(req.Query, q.Graph(), plan, ws, o)
-	return p, script, "default placement (" + perr.Error() + ")", nil, slo, err
+	if err != nil {
+		return placed{}, err
+	}
+	return placed{placement: p, script: script, note: "default placement (" + perr.Error() + ")", sloMs: slo}, nil
+}
+
+// reserved is the live view of the capacity that the other queries still
+// deploying or running hold on the registered workers ws, from their plans:
+// the planner gives the new query only the rest of each worker.
+func (c *Coordinator) reserved(self string, ws []deploy.Worker) []optimize.Reservation {
+	present := map[string]bool{}
+	for _, w := range ws {
+		present[w.Name] = true
+	}
+	running := map[string]*physical.Plan{}
+	c.mu.Lock()
+	for id, qs := range c.queries {
+		if id != self && qs.plan != nil && qs.info.Ended.IsZero() {
+			running[id] = qs.plan
+		}
+	}
+	c.mu.Unlock()
+	var out []optimize.Reservation
+	for _, r := range physical.Reservations(running) {
+		if present[r.Worker] { // a worker gone since holds nothing
+			out = append(out, r)
+		}
+	}
+	return out
+}
+
+// reservedText is a reservation list for the planner note.
+func reservedText(rs []optimize.Reservation) string {
+	var parts []string
+	for _, r := range rs {
+		parts = append(parts, fmt.Sprintf("%s %.0f%% busy by %s", r.Worker, 100*min(r.Busy, 1), strings.Join(r.By, ",")))
+	}
+	return strings.Join(parts, "; ")
+}
+
+// batches are the plan's dynamic batching by model operator.
+func batches(p *physical.Plan) map[string]deploy.Batch {
+	out := map[string]deploy.Batch{}
+	for _, op := range p.Operators {
+		if op.Batch != nil {
+			out[op.Name] = deploy.Batch{MaxBatch: op.Batch.MaxBatch, MaxDelay: op.Batch.MaxDelay}
+		}
+	}
+	return out
 }
 
 func (c *Coordinator) execOptions(variants map[string]string) exec.Options {
@@ -569,7 +641,7 @@ func (c *Coordinator) execOptions(variants map[string]string) exec.Options {
 // optimize plans a bound query against the registered workers: their
 // tiers, types and locations, with prices, links and tier fan-outs from the
 // coordinator's infrastructure file.
-func (c *Coordinator) optimize(ctx context.Context, bound *logical.Plan, cat *catalog.Catalog, ws []deploy.Worker, tiers []string) (*planner.Result, error) {
+func (c *Coordinator) optimize(ctx context.Context, bound *logical.Plan, cat *catalog.Catalog, ws []deploy.Worker, tiers []string, reserved []optimize.Reservation) (*planner.Result, error) {
 	file := c.cfg.Infra
 	inf := &infra.Infra{}
 	if file != nil {
@@ -603,7 +675,7 @@ func (c *Coordinator) optimize(ctx context.Context, bound *logical.Plan, cat *ca
 		}
 		inf.Workers = append(inf.Workers, &infra.Worker{Name: w.Name, Type: typ, Tier: w.Tier, Location: w.Location})
 	}
-	res, err := planner.PlanLogical(ctx, bound, cat, inf, planner.Options{})
+	res, err := planner.PlanLogical(ctx, bound, cat, inf, planner.Options{Reserved: reserved})
 	if err != nil {
 		return nil, err
 	}
@@ -870,7 +942,8 @@ func (c *Coordinator) redeploy(id, lost string, lostAt time.Time, d *control.Dec
 	}
 	req.Script.ResumeEpoch = epoch
 	ctx := context.Background()
-	p, script, note, est, _, err := c.place(ctx, req, ws)
+	pl, err := c.place(ctx, req, ws)
+	p, script := pl.placement, pl.script
 	if d != nil && (err != nil || slices.Equal(p.Workers, oldWorkers)) {
 		// No other plan: the query keeps running as it is.
 		c.cfg.Log.Info("re-plan kept the plan", "query", id, "reason", d.Reason, "err", err)
@@ -895,7 +968,8 @@ func (c *Coordinator) redeploy(id, lost string, lostAt time.Time, d *control.Dec
 		qs.pending.rec = control.Recovery{Epoch: epoch, LostWorker: lost}
 	}
 	if err == nil {
-		qs.info.Placement, qs.info.Workers, qs.info.Planner, qs.info.Estimate = p, p.Workers, note, est
+		qs.info.Placement, qs.info.Workers, qs.info.Planner, qs.info.Estimate = p, p.Workers, pl.note, pl.estimate
+		qs.plan = pl.plan
 	}
 	c.mu.Unlock()
 	if d == nil {

@@ -38,6 +38,10 @@ type Script struct {
 	// Variants are the model variants the plan chose, by operator and by
 	// model name (what runtime/inference takes).
 	Variants map[string]string `json:"variants,omitempty"`
+	// Batches are the plan's dynamic batching per model operator (by
+	// operator name): what the planner chose over the call's WITH and the
+	// catalog's values. Every worker builds its model calls with them.
+	Batches map[string]Batch `json:"batches,omitempty"`
 	// Source settings every worker builds with (as `tierflow run` flags).
 	OnError   string        `json:"on_error,omitempty"` // fail (default) or skip
 	MaxDelay  time.Duration `json:"max_delay,omitempty"`
@@ -71,6 +75,38 @@ func Replay(s *catalog.Stream) sources.Pacing {
 		return sources.Pacing{}
 	}
 	return sources.Pacing{Rate: s.Rate}
+}
+
+// Batch is one model operator's batching in a Script.
+type Batch struct {
+	MaxBatch int           `json:"max_batch,omitempty"`
+	MaxDelay time.Duration `json:"max_delay,omitempty"`
+}
+
+// withBatches sets each model call's batching to the plan's (Script.Batches).
+func withBatches(plan *logical.Plan, bs map[string]Batch) *logical.Plan {
+	if len(bs) == 0 {
+		return plan
+	}
+	root := logical.Transform(plan.Root, func(n logical.Node) logical.Node {
+		lm, ok := n.(*logical.LateralModel)
+		if !ok {
+			return n
+		}
+		b, ok := bs[lm.Name]
+		if !ok {
+			return n
+		}
+		cp := *lm
+		if b.MaxBatch > 0 {
+			cp.Batch.MaxBatch = b.MaxBatch
+		}
+		if b.MaxDelay > 0 {
+			cp.Batch.MaxDelay = b.MaxDelay
+		}
+		return &cp
+	})
+	return &logical.Plan{Root: root, Objectives: plan.Objectives}
 }
 
 // Pace is how an analysed query's file streams are fed.
@@ -203,7 +239,7 @@ func (s Script) BuildPlan(plan *logical.Plan, opts exec.Options) (*exec.Query, e
 			}
 		}
 	}
-	return exec.Build(plan, opts)
+	return exec.Build(withBatches(plan, s.Batches), opts)
 }
 
 // LoadCatalog loads s.Catalog, or returns an empty catalog when none is named.

@@ -65,8 +65,16 @@ type Config struct {
 	// Variants names the variant to run, by operator name or model name.
 	Variants map[string]string
 	// Batch is the dynamic batching policy of every model operator; a call's
-	// WITH (max_batch = n, max_delay_ms = x) overrides it for that call.
+	// WITH (max_batch = n, max_delay_ms = x) overrides it for that call, and
+	// a planned query's batch size and delay per operator (the plan's, which
+	// already weigh the call and the catalog) arrive that way too.
 	Batch ml.BatchConfig
+	// FixedBatch turns adaptive batching off: every batch then waits for
+	// MaxBatch rows or MaxDelay (Triton's policy). By default the batcher
+	// sizes batches from the measured input rate and batch latencies
+	// (ml.BatchConfig.Adaptive), so a slow stream's rows do not wait out
+	// MaxDelay for a batch that cannot fill.
+	FixedBatch bool
 	// BaseDir resolves relative model files that are not found next to the
 	// catalog or script that declared them.
 	BaseDir string
@@ -107,6 +115,7 @@ func New(cfg Config) *Runtime {
 	if cfg.Batch.MaxDelay == 0 {
 		cfg.Batch.MaxDelay = DefaultMaxDelay
 	}
+	cfg.Batch.Adaptive = !cfg.FixedBatch
 	return &Runtime{cfg: cfg}
 }
 
@@ -356,8 +365,12 @@ func (r *Runtime) Lateral(n *logical.LateralModel, in *arrow.Schema) (func() (da
 		if t := r.cfg.IntraOpThreads; t > 0 {
 			threads = fmt.Sprintf("%d thread%s", t, map[bool]string{true: "s"}[t > 1])
 		}
-		fmt.Fprintf(r.cfg.Log, "-- model %s: variant %s (%s) on %s, %s, max batch %d, max delay %s\n",
-			n.Name, v.Name, path, ch.Provider, threads, batch.MaxBatch, batch.MaxDelay)
+		adaptive := ""
+		if batch.Adaptive {
+			adaptive = ", adaptive"
+		}
+		fmt.Fprintf(r.cfg.Log, "-- model %s: variant %s (%s) on %s, %s, max batch %d, max delay %s%s\n",
+			n.Name, v.Name, path, ch.Provider, threads, batch.MaxBatch, batch.MaxDelay, adaptive)
 	}
 	return func() (dataflow.Operator, error) {
 		// Each instance needs its own Model (scratch buffers); the session is

@@ -153,6 +153,12 @@ func (s *Session) runExplain(ctx context.Context, e *lang.Explain) error {
 		}
 		return badf("%v", err)
 	}
+	if res.Frontier != nil {
+		if err := explain.WriteFrontier(s.out, format, res.Frontier); err != nil {
+			return badf("%v", err)
+		}
+		return nil
+	}
 	if err := explain.Write(s.out, format, res.Physical); err != nil {
 		return badf("%v", err)
 	}
