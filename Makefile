@@ -22,6 +22,8 @@ test: setup
 	@for f in $(FILE_FUZZ); do \
 		go test ./operators/sources -run '^$$' -fuzz "^$$f\$$" -fuzztime 5s || exit 1; \
 	done
+	go test ./planner/catalog -run '^$$' -fuzz '^FuzzParse$$' -fuzztime 5s -fuzzminimizetime 100x
+	go test ./planner/infra -run '^$$' -fuzz '^FuzzParse$$' -fuzztime 5s -fuzzminimizetime 100x
 
 # Fuzz the parser for a while (seed corpus: every example query).
 fuzz:

@@ -15,10 +15,7 @@ func newBenchCmd(a *app, subs ...*cobra.Command) *cobra.Command {
 		Long: `Benchmarks compare the engine against a baseline run in the same process and
 report ratios, so numbers from different machines stay comparable.`,
 		Example: "  tierflow bench planner --format json",
-		Args:    cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			return cmd.Help()
-		},
+		// Without a benchmark: exit 2 naming them (usageIsBadInput).
 	}
 	c.AddCommand(subs...)
 	c.AddCommand(newBenchRelayPeerCmd(a))

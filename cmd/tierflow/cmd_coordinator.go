@@ -6,21 +6,26 @@ import (
 	"log/slog"
 	"os"
 	"os/signal"
+	"strconv"
+	"strings"
 	"syscall"
 	"time"
 
-	"github.com/nats-io/nats.go"
 	"github.com/spf13/cobra"
 
 	"github.com/tierflow/tierflow/planner/infra"
-	"github.com/tierflow/tierflow/relay/natsserver"
 	"github.com/tierflow/tierflow/runtime/cluster"
 	"github.com/tierflow/tierflow/runtime/coordinator"
+	"github.com/tierflow/tierflow/runtime/deploy"
 	"github.com/tierflow/tierflow/runtime/metrics"
+	"github.com/tierflow/tierflow/runtime/security"
 )
 
 func newCoordinatorCmd(a *app) *cobra.Command {
 	var metricsAddr, placement, namespace string
+	var admins, dataRoots []string
+	var limits deploy.Limits
+	var maxMemory string
 	var heartbeat time.Duration
 	c := &cobra.Command{
 		Use:   "coordinator",
@@ -49,18 +54,25 @@ metrics at /metrics.`,
 					return badInput(err)
 				}
 			}
+			roots, err := security.NewRoots(dataRoots)
+			if err != nil {
+				return badInput(err)
+			}
+			if limits.MemoryBytes, err = parseBytes(maxMemory); err != nil {
+				return badInput(fmt.Errorf("--max-query-memory: %w", err))
+			}
 			url := a.g.nats
 			if url == "" {
-				srv, err := natsserver.Start(natsserver.Options{})
+				srv, err := a.startEmbeddedNATS("")
 				if err != nil {
 					return err
 				}
 				defer srv.Shutdown()
 				url = srv.ClientURL()
 			}
-			nc, err := natsserver.Connect(url, nats.Name("tierflow-coordinator"))
+			nc, err := a.connectNATS(url, "tierflow-coordinator")
 			if err != nil {
-				return fmt.Errorf("connect to %s: %w", url, err)
+				return err
 			}
 			defer nc.Close()
 			reg, msrv, err := startMetrics(metricsAddr)
@@ -72,12 +84,12 @@ metrics at /metrics.`,
 			}
 			co, err := coordinator.Start(coordinator.Config{Conn: nc, Infra: inf, Catalog: a.g.catalog, Heartbeat: heartbeat, Metrics: reg,
 				Log: slog.New(slog.NewTextHandler(a.err, nil)), Exec: cluster.ExecHooks(nc, a.g.ortLib, nil, 1), Placement: placement,
-				CheckModelArgs: cluster.ModelArgChecks(a.g.ortLib), Namespace: namespace})
+				CheckModelArgs: cluster.ModelArgChecks(a.g.ortLib), Namespace: namespace, Admins: admins, DataRoots: roots, Limits: limits})
 			if err != nil {
 				return err
 			}
 			defer co.Close()
-			fmt.Fprintf(a.out, "coordinator on %s\n", url)
+			fmt.Fprintf(a.out, "coordinator on %s\n", redact(url))
 			if msrv != nil {
 				fmt.Fprintf(a.out, "metrics at %s\n", msrv.URL())
 			}
@@ -88,6 +100,12 @@ metrics at /metrics.`,
 	c.Flags().StringVar(&namespace, "namespace", "", "subject namespace of this deployment (default: the shared one)")
 	c.Flags().StringVar(&metricsAddr, "metrics", "", "serve Prometheus metrics on this address (e.g. :9100)")
 	c.Flags().StringVar(&placement, "placement", coordinator.PlaceOptimizer, "how queries are placed: optimizer (the planner's physical plan; default rules when it cannot plan) or rules (sources at their tier, aggregates a tier up, the sink on top)")
+	c.Flags().StringArrayVar(&dataRoots, "data-root", nil, "read the files submitted queries name (to plan them) only under this directory (repeatable), as workers do")
+	c.Flags().DurationVar(&limits.RunTime, "max-query-time", 0, "fail a query still running after this long (0: no limit)")
+	c.Flags().StringVar(&maxMemory, "max-query-memory", "", "fail a query that holds more Arrow memory than this on a worker, e.g. 512MiB (default: no limit)")
+	c.Flags().IntVar(&limits.RowsInFlight, "max-rows-in-flight", 0, "rows a query may have in flight per link between workers (0: the relay's default window)")
+	c.Flags().IntVar(&limits.QueriesPerUser, "max-queries-per-user", 0, "refuse a user's submission while they run this many queries (0: no limit)")
+	c.Flags().StringArrayVar(&admins, "admin", nil, "a client identity (NATS user) that may stop any query; others stop only their own (repeatable)")
 	c.Flags().DurationVar(&heartbeat, "heartbeat", time.Second, "interval workers heartbeat at; silent for 5 intervals, a worker is dropped")
 	return c
 }
@@ -107,3 +125,27 @@ func startMetrics(addr string) (*metrics.Registry, *metrics.Server, error) {
 
 // needNATS is the error of a cluster command run without --nats.
 var errNeedNATS = errors.New("--nats URL is required (the coordinator prints it)")
+
+// parseBytes reads a size: a number of bytes, or one with a unit (KB, MB,
+// GB, KiB, MiB, GiB). Empty is 0.
+func parseBytes(s string) (int64, error) {
+	if s == "" {
+		return 0, nil
+	}
+	units := []struct {
+		suffix string
+		mult   int64
+	}{{"KiB", 1 << 10}, {"MiB", 1 << 20}, {"GiB", 1 << 30}, {"KB", 1e3}, {"MB", 1e6}, {"GB", 1e9}, {"B", 1}}
+	num, mult := strings.TrimSpace(s), int64(1)
+	for _, u := range units {
+		if n, ok := strings.CutSuffix(num, u.suffix); ok {
+			num, mult = strings.TrimSpace(n), u.mult
+			break
+		}
+	}
+	n, err := strconv.ParseInt(num, 10, 64)
+	if err != nil || n < 0 {
+		return 0, fmt.Errorf("%q: want a size such as 536870912 or 512MiB", s)
+	}
+	return n * mult, nil
+}

@@ -14,6 +14,7 @@ import (
 
 	"github.com/tierflow/tierflow/lang"
 	"github.com/tierflow/tierflow/operators/exec"
+	"github.com/tierflow/tierflow/operators/session"
 	"github.com/tierflow/tierflow/planner"
 	"github.com/tierflow/tierflow/planner/bind"
 	"github.com/tierflow/tierflow/planner/catalog"
@@ -53,7 +54,9 @@ Objectives come from the query's WITH (ACCURACY >= ..., THROUGHPUT >= ... PER SE
 most accurate plan that costs at most x per hour instead of the cheapest one.
 EXPLAIN (FRONTIER) or --frontier prints the accuracy/cost Pareto frontier instead
 of one plan: every plan no other beats on both, as a table and a plot (or JSON). Without --catalog and --infra, the files
-catalog.yaml and infra.yaml next to the query are used when they exist.
+catalog.yaml and infra.yaml next to the query are used when they exist; without
+an infrastructure file, the plan is for run's default one (a worker on each of
+an edge, a hub and a cloud tier).
 Formats (--format): text (default), json (a stable contract), dot (Graphviz).
 
 --analyze runs each query instead, as EXPLAIN ANALYZE does in a script: on an
@@ -95,7 +98,8 @@ same as one object per query.`,
 }
 
 // loadInputs reads the catalog and infrastructure named by the global flags,
-// falling back to catalog.yaml and infra.yaml next to the query.
+// falling back to catalog.yaml and infra.yaml next to the query, then to an
+// empty catalog and run's default infrastructure.
 func loadInputs(a *app, queryPath string) (*catalog.Catalog, *infra.Infra, error) {
 	catPath, infPath := a.g.catalog, a.g.infra
 	dir := filepath.Dir(queryPath)
@@ -117,15 +121,26 @@ func loadInputs(a *app, queryPath string) (*catalog.Catalog, *infra.Infra, error
 		}
 		cat = c
 	}
-	var inf *infra.Infra
-	if infPath != "" {
-		i, err := infra.LoadFile(infPath)
-		if err != nil {
-			return nil, nil, badInput(err)
-		}
-		inf = i
+	inf, err := loadInfra(infPath)
+	if err != nil {
+		return nil, nil, err
 	}
 	return cat, inf, nil
+}
+
+// loadInfra reads the infrastructure file at path; without one, the
+// default that `tierflow run` starts its embedded cluster on (one worker on
+// each of an edge, a hub and a cloud tier), so that explain plans a query
+// on the workers run would run it on.
+func loadInfra(path string) (*infra.Infra, error) {
+	if path == "" {
+		return cluster.DefaultInfra(), nil
+	}
+	inf, err := infra.LoadFile(path)
+	if err != nil {
+		return nil, badInput(err)
+	}
+	return inf, nil
 }
 
 func fileExists(p string) bool {
@@ -156,7 +171,10 @@ func runExplain(cmd *cobra.Command, a *app, f explainFlags, path string) error {
 	}
 	pct, err := planner.ParsePercentile(f.profile)
 	if err != nil {
-		return badInput(err)
+		return badInput(fmt.Errorf("--profile: %w", err))
+	}
+	if _, err := optimize.DefaultRegistry().Lookup(f.strategy); err != nil {
+		return badInput(fmt.Errorf("--strategy: %w", err))
 	}
 	cat, inf, err := loadInputs(a, path)
 	if err != nil {
@@ -177,6 +195,14 @@ func runExplain(cmd *cobra.Command, a *app, f explainFlags, path string) error {
 	} else {
 		cat.Files = exec.FileSchemas{}
 	}
+	// The flags, then each SET of the script for the statements after it,
+	// as `tierflow run` and the REPL do.
+	settings := session.New()
+	settings.Planner = planner.Options{Strategy: f.strategy, Percentile: pct, Throughput: f.throughput,
+		Optimize: optimizeOptions(f), Frontier: f.frontier}
+	if cmd.Flags().Changed("accuracy") {
+		settings.Planner.Accuracy = &f.accuracy
+	}
 	planned, failed := 0, false
 	for _, st := range script.Statements {
 		if ok, err := bind.Apply(cat, st); ok {
@@ -187,13 +213,15 @@ func runExplain(cmd *cobra.Command, a *app, f explainFlags, path string) error {
 			continue
 		}
 		var target lang.Statement
-		opts := planner.Options{Strategy: f.strategy, Percentile: pct, Throughput: f.throughput,
-			Optimize: optimizeOptions(f), Frontier: f.frontier}
-		if cmd.Flags().Changed("accuracy") {
-			opts.Accuracy = &f.accuracy
-		}
+		opts := settings.Planner
 		stFormat := format
 		switch s := st.(type) {
+		case *lang.Set:
+			if err := settings.Set(s); err != nil {
+				fmt.Fprintln(a.err, err)
+				failed = true
+			}
+			continue
 		case *lang.Query, *lang.Insert:
 			target = s
 		case *lang.Explain:
@@ -245,11 +273,11 @@ func runExplain(cmd *cobra.Command, a *app, f explainFlags, path string) error {
 }
 
 // explainInScript is how `tierflow run` answers an EXPLAIN statement: the
-// plan of its query on inf against the catalog as the script has made it.
-func explainInScript(w io.Writer, inf *infra.Infra) func(e *lang.Explain, cat *catalog.Catalog) error {
-	return func(e *lang.Explain, cat *catalog.Catalog) error {
-		pct, _ := planner.ParsePercentile("p75")
-		opts, format := planner.Options{Strategy: planner.DefaultStrategy, Percentile: pct}, "text"
+// plan of its query on inf against the catalog as the script has made it,
+// with the script's SET planner.* options.
+func explainInScript(w io.Writer, inf *infra.Infra) func(e *lang.Explain, cat *catalog.Catalog, opts planner.Options) error {
+	return func(e *lang.Explain, cat *catalog.Catalog, opts planner.Options) error {
+		format := "text"
 		if err := planner.ExplainOptions(e, &opts, &format, nil); err != nil {
 			return badInput(err)
 		}

@@ -15,10 +15,7 @@ func newImportCmd(a *app) *cobra.Command {
 	c := &cobra.Command{
 		Use:   "import",
 		Short: "Convert other systems' inputs into a tierflow catalog, infrastructure and query",
-		Args:  cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			return cmd.Help()
-		},
+		// Without a subcommand: exit 2 naming them (usageIsBadInput).
 	}
 	c.AddCommand(newImportJellybeanCmd(a))
 	return c

@@ -99,7 +99,7 @@ func runPublish(ctx context.Context, a *app, f publishFlags, path, subject strin
 	}
 	ctx, stop := signal.NotifyContext(ctx, os.Interrupt)
 	defer stop()
-	link := &natsLink{url: a.g.nats, log: a.err}
+	link := newNATSLink(a)
 	defer link.close()
 	nc, err := link.conn()
 	if err != nil {

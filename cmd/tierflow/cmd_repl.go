@@ -18,7 +18,6 @@ import (
 	"github.com/tierflow/tierflow/operators/exec"
 	"github.com/tierflow/tierflow/operators/sources"
 	"github.com/tierflow/tierflow/planner/catalog"
-	"github.com/tierflow/tierflow/planner/infra"
 	"github.com/tierflow/tierflow/runtime/cluster"
 	"github.com/tierflow/tierflow/runtime/deploy"
 	"github.com/tierflow/tierflow/runtime/inference"
@@ -118,7 +117,7 @@ func (e closingEngine) Analyze(ctx context.Context, q repl.Query, st *lang.Expla
 	if inf == nil {
 		inf = cluster.DefaultInfra()
 	}
-	c, err := cluster.StartEmbedded(ctx, cluster.Options{Infra: inf, Catalog: catPath, NATS: e.a.g.nats, OrtLib: e.a.g.ortLib, ModelLog: e.a.err})
+	c, err := cluster.StartEmbedded(ctx, cluster.Options{Infra: inf, Catalog: catPath, NATS: e.a.g.nats, Auth: e.a.natsAuth(), ServerConfig: e.a.g.natsConfig, OrtLib: e.a.g.ortLib, ModelLog: e.a.err})
 	if err != nil {
 		return err
 	}
@@ -182,13 +181,13 @@ func runRepl(ctx context.Context, a *app, f replFlags, engine repl.Engine) error
 		}
 		cfg.Catalog = c
 	}
-	if a.g.infra != "" {
-		i, err := infra.LoadFile(a.g.infra)
-		if err != nil {
-			return badInput(err)
-		}
-		cfg.Infra = i
+	// EXPLAIN, SHOW TIERS and EXPLAIN ANALYZE use --infra, or the default
+	// infrastructure `tierflow run` and `explain` use.
+	inf, err := loadInfra(a.g.infra)
+	if err != nil {
+		return err
 	}
+	cfg.Infra = inf
 	script := len(f.files) > 0 || len(f.commands) > 0
 	cfg.Interactive = !script && isTerminal(a.in) && isTerminal(a.out)
 	// Colour only when both ends are a terminal: a pipe in either direction

@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"encoding/json"
+	"net"
 	"os"
 	"path/filepath"
 	"strings"
@@ -120,13 +121,31 @@ func TestReplBadInputExitsTwoWithCaret(t *testing.T) {
 
 func TestReplRuntimeFailureExitsOne(t *testing.T) {
 	dir := t.TempDir()
-	code, _, errs := replCLI(t, "", "repl", "-c",
-		"CREATE STREAM gone (a INT) FROM FILE '"+filepath.Join(dir, "gone.csv")+"' FORMAT CSV; SELECT a FROM gone;")
-	if code != exitFailure {
-		t.Fatalf("exit %d, want %d\n%s", code, exitFailure, errs)
+	// A query that cannot reach its NATS server fails while running (exit
+	// 1); a file that is not there, or a row that does not fit, is bad
+	// input (exit 2), as in every command.
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
 	}
-	if !strings.Contains(errs, "gone.csv") {
-		t.Errorf("error should name the file:\n%s", errs)
+	dead := "nats://" + l.Addr().String()
+	l.Close()
+	code, _, errs := replCLI(t, "", "repl", "--nats", dead, "-c",
+		"CREATE STREAM s (a INT) FROM NATS 'x.y' FORMAT JSON; SELECT a FROM s LIMIT 1;")
+	if code != exitFailure || !strings.Contains(errs, dead) {
+		t.Fatalf("unreachable NATS: exit %d, want %d\n%s", code, exitFailure, errs)
+	}
+	data := filepath.Join(dir, "bad.csv")
+	os.WriteFile(data, []byte("a\n1\nnot a number\n"), 0o644)
+	code, _, errs = replCLI(t, "", "repl", "-c",
+		"CREATE STREAM bad (a INT) FROM FILE '"+data+"' FORMAT CSV; SELECT a FROM bad;")
+	if code != exitBadInput || !strings.Contains(errs, "bad.csv:3") {
+		t.Fatalf("bad row: exit %d, want %d\n%s", code, exitBadInput, errs)
+	}
+	code, _, errs = replCLI(t, "", "repl", "-c",
+		"CREATE STREAM gone (a INT) FROM FILE '"+filepath.Join(dir, "gone.csv")+"' FORMAT CSV; SELECT a FROM gone;")
+	if code != exitBadInput || !strings.Contains(errs, "gone.csv") {
+		t.Fatalf("missing file: exit %d, want %d\n%s", code, exitBadInput, errs)
 	}
 }
 

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"log/slog"
 	"os"
 	"os/signal"
@@ -20,15 +21,16 @@ import (
 
 	"github.com/apache/arrow/go/v17/arrow"
 
+	"github.com/tierflow/tierflow/cmd/tierflow/repl"
 	"github.com/tierflow/tierflow/dataflow"
 	"github.com/tierflow/tierflow/lang"
 	"github.com/tierflow/tierflow/operators/exec"
+	"github.com/tierflow/tierflow/operators/session"
 	"github.com/tierflow/tierflow/operators/sinks"
 	"github.com/tierflow/tierflow/operators/sources"
 	"github.com/tierflow/tierflow/planner"
 	"github.com/tierflow/tierflow/planner/bind"
 	"github.com/tierflow/tierflow/planner/catalog"
-	"github.com/tierflow/tierflow/planner/infra"
 	"github.com/tierflow/tierflow/planner/logical"
 	"github.com/tierflow/tierflow/runtime/cluster"
 	"github.com/tierflow/tierflow/runtime/connectors"
@@ -194,7 +196,7 @@ func runRun(ctx context.Context, a *app, f runFlags, path string) error {
 	if f.output != "" {
 		file, err := os.Create(f.output)
 		if err != nil {
-			return err
+			return badInput(err) // --output names a file that cannot be made
 		}
 		defer file.Close()
 		out = file
@@ -215,9 +217,9 @@ func runRun(ctx context.Context, a *app, f runFlags, path string) error {
 		if pos, ok := analyzeStatement(path, string(src)); ok {
 			return badInput(fmt.Errorf("%s: EXPLAIN ANALYZE holds a run on the cluster against its plan; run it without --local", pos))
 		}
-		err = runLocalScript(ctx, a, f, policy, path, string(src), base, cat, newOutput)
+		err = runLocalScript(ctx, a, f, policy, path, string(src), base, cat, format, newOutput)
 	} else {
-		err = runClusterScript(ctx, a, f, path, string(src), base, newOutput)
+		err = runClusterScript(ctx, a, f, path, string(src), base, format, newOutput)
 	}
 	if ctx.Err() != nil {
 		// Ctrl-C: the executor (or the cluster's stopped query) has written
@@ -230,11 +232,12 @@ func runRun(ctx context.Context, a *app, f runFlags, path string) error {
 	var be bind.Errors
 	var bi *bind.Error
 	// A model call that cannot run (no such file, an argument that is not a
-	// tensor) is the script's fault, like a name that does not bind; on the
-	// cluster its kind came back with it (deploy.ErrInput).
+	// tensor) is the script's fault, like a name that does not bind, and so
+	// is a file the script reads that is not there; on the cluster its kind
+	// came back with it (deploy.ErrInput).
 	var ie deploy.InputError
-	if errors.As(err, &le) || errors.As(err, &be) || errors.As(err, &bi) ||
-		errors.Is(err, exec.ErrUnsupported) || errors.Is(err, inference.ErrModel) || errors.Is(err, deploy.ErrInput) ||
+	if errors.Is(err, fs.ErrNotExist) || errors.As(err, &le) || errors.As(err, &be) || errors.As(err, &bi) ||
+		errors.Is(err, exec.ErrUnsupported) || errors.Is(err, session.ErrInvalid) || errors.Is(err, inference.ErrModel) || errors.Is(err, deploy.ErrInput) ||
 		errors.As(err, &ie) && ie.InputError() {
 		return badInput(err)
 	}
@@ -244,17 +247,14 @@ func runRun(ctx context.Context, a *app, f runFlags, path string) error {
 // runLocalScript runs the script in this process with operators/exec; NATS
 // streams and sinks connect (to --nats or a server started when first
 // needed) through runtime/connectors.
-func runLocalScript(ctx context.Context, a *app, f runFlags, policy sources.OnError, path, src, base string, cat *catalog.Catalog, newOutput func() (sinks.Writer, error)) error {
+func runLocalScript(ctx context.Context, a *app, f runFlags, policy sources.OnError, path, src, base string, cat *catalog.Catalog, format string, newOutput func() (sinks.Writer, error)) error {
 	link := newNATSLink(a)
 	defer link.close()
 	nh := link.hooks(policy, f.batch, f.sourceMaxDelay)
 	fmt.Fprintln(a.err, "-- local: one executor in this process")
-	inf := cluster.DefaultInfra()
-	if a.g.infra != "" {
-		var err error
-		if inf, err = infra.LoadFile(a.g.infra); err != nil {
-			return badInput(err)
-		}
+	inf, err := loadInfra(a.g.infra)
+	if err != nil {
+		return err
 	}
 	lateral := func(variants map[string]string) func(*logical.LateralModel, *arrow.Schema) (func() (dataflow.Operator, error), *arrow.Schema, error) {
 		return inference.New(inference.Config{OrtLib: a.g.ortLib, BaseDir: base, Log: a.err, Variants: variants}).Lateral
@@ -270,10 +270,12 @@ func runLocalScript(ctx context.Context, a *app, f runFlags, policy sources.OnEr
 		Log:       a.err,
 		NewOutput: newOutput,
 		Explain:   explainInScript(a.out, inf),
+		Infra:     inf,
+		Print:     printListing(a.out, format),
 		// Declared tensor shapes meet the model files when the query binds.
 		CheckModelArgs: inference.New(inference.Config{OrtLib: a.g.ortLib, BaseDir: base}).CheckModelArgs,
-		Plan: func(ctx context.Context, bound *logical.Plan, cat *catalog.Catalog, o *exec.Options) error {
-			res, err := planner.PlanLogical(ctx, bound, cat, inf, planner.Options{})
+		Plan: func(ctx context.Context, bound *logical.Plan, cat *catalog.Catalog, po planner.Options, o *exec.Options) error {
+			res, err := planner.PlanLogical(ctx, bound, cat, inf, po)
 			if err != nil {
 				// A query the planner cannot place (no model call, a model
 				// without profiles) runs as the coordinator's default
@@ -292,13 +294,10 @@ func runLocalScript(ctx context.Context, a *app, f runFlags, policy sources.OnEr
 // runClusterScript starts a local cluster (embedded, or with --processes
 // child-process workers) on --infra or the default three tiers, and runs
 // the script on it.
-func runClusterScript(ctx context.Context, a *app, f runFlags, path, src, base string, newOutput func() (sinks.Writer, error)) error {
-	inf := cluster.DefaultInfra()
-	if a.g.infra != "" {
-		var err error
-		if inf, err = infra.LoadFile(a.g.infra); err != nil {
-			return badInput(err)
-		}
+func runClusterScript(ctx context.Context, a *app, f runFlags, path, src, base, format string, newOutput func() (sinks.Writer, error)) error {
+	inf, err := loadInfra(a.g.infra)
+	if err != nil {
+		return err
 	}
 	catPath := ""
 	if a.g.catalog != "" {
@@ -319,7 +318,7 @@ func runClusterScript(ctx context.Context, a *app, f runFlags, path, src, base s
 	// Every run is a deployment of its own: on a shared server (--nats) its
 	// coordinator, workers and queries live in a namespace of their own, so
 	// two runs never take each other's workers or results.
-	opts := cluster.Options{Infra: inf, Catalog: catPath, NATS: a.g.nats, OrtLib: a.g.ortLib, ModelLog: log, Namespace: runNamespace(),
+	opts := cluster.Options{Infra: inf, Catalog: catPath, NATS: a.g.nats, Auth: a.natsAuth(), ServerConfig: a.g.natsConfig, OrtLib: a.g.ortLib, ModelLog: log, Namespace: runNamespace(),
 		Log: slog.New(slog.NewTextHandler(log, &slog.HandlerOptions{Level: slog.LevelWarn}))}
 	if f.replan {
 		opts.Policy = control.DefaultSlowLink
@@ -343,10 +342,10 @@ func runClusterScript(ctx context.Context, a *app, f runFlags, path, src, base s
 	for _, m := range inf.Machines() {
 		names = append(names, cluster.WorkerName(m.Name)+" "+m.Tier)
 	}
-	fmt.Fprintf(log, "-- %s: %d workers (%s) on %s\n", mode, len(names), strings.Join(names, ", "), c.URL())
+	fmt.Fprintf(log, "-- %s: %d workers (%s) on %s\n", mode, len(names), strings.Join(names, ", "), redact(c.URL()))
 	so := cluster.ScriptOptions{BaseDir: absBase, Catalog: catPath, NewOutput: newOutput,
 		Stdout: a.out, Log: log, OnError: f.onError, MaxDelay: f.maxDelay, BatchSize: f.batch, Analyze: f.analyze,
-		SourceMaxDelay: f.sourceMaxDelay, Replay: f.replay, Explain: explainInScript(a.out, inf)}
+		SourceMaxDelay: f.sourceMaxDelay, Replay: f.replay, Explain: explainInScript(a.out, inf), Print: printListing(a.out, format)}
 	if f.stats != "" {
 		sf, err := os.Create(f.stats)
 		if err != nil {
@@ -356,6 +355,20 @@ func runClusterScript(ctx context.Context, a *app, f runFlags, path, src, base s
 		so.Stats = sf
 	}
 	return c.RunScript(ctx, path, src, so)
+}
+
+// printListing prints a script's SHOW and DESCRIBE as the REPL does, in the
+// run's --format (JSON lines for json; a table for parquet, which is for
+// results only).
+func printListing(w io.Writer, format string) func(session.Listing) error {
+	switch format {
+	case "json":
+		format = "jsonl"
+	case "csv":
+	default:
+		format = "table"
+	}
+	return func(l session.Listing) error { return repl.WriteListing(w, format, l) }
 }
 
 // analyzeStatement finds the first EXPLAIN ANALYZE of a script (a script that

@@ -10,14 +10,13 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/nats-io/nats.go"
 	"github.com/spf13/cobra"
 
 	"github.com/tierflow/tierflow/lang"
+	"github.com/tierflow/tierflow/operators/session"
 	"github.com/tierflow/tierflow/operators/sinks"
 	"github.com/tierflow/tierflow/planner/bind"
 	"github.com/tierflow/tierflow/planner/infra"
-	"github.com/tierflow/tierflow/relay/natsserver"
 	"github.com/tierflow/tierflow/runtime/cluster"
 	"github.com/tierflow/tierflow/runtime/coordinator"
 	"github.com/tierflow/tierflow/runtime/deploy"
@@ -37,7 +36,9 @@ json; --output FILE writes them to a file). Ctrl-C stops the query gracefully:
 its sources end and what is in flight still arrives. Relative file paths in the
 script are resolved against the script's directory.
 
-SHOW WORKERS and SHOW QUERIES in the script print the coordinator's lists. A
+SHOW WORKERS and SHOW QUERIES in the script print the coordinator's lists;
+SET before the query applies to it (planner.* to the coordinator's plan,
+exec.* to the sources), as in tierflow run. A
 query under EXPLAIN ANALYZE runs paced at its plan's rates and prints the run
 against the plan instead of its rows (--infra prices each link and worker;
 without it the coordinator's totals are used).`,
@@ -70,6 +71,16 @@ without it the coordinator's totals are used).`,
 			if err != nil {
 				return badInput(err)
 			}
+			// The script's SETs before its query, as `tierflow run` applies them.
+			x := session.Exec{MaxDelay: script.MaxDelay, BatchSize: script.BatchSize, Replay: script.Replay}
+			if err := x.Apply(plan.settings.Values()); err != nil {
+				return badInput(err)
+			}
+			if _, ok := plan.settings.Values()["exec.on_error"]; ok {
+				script.OnError = session.OnErrorName(x.OnError)
+			}
+			script.MaxDelay, script.BatchSize, script.Replay = x.MaxDelay, x.BatchSize, x.Replay
+			script.Planner = session.PlannerValues(plan.settings.Values())
 			if plan.queries > 0 {
 				script.Nth = 1
 				if _, _, err := script.Bind(nil); err != nil {
@@ -87,12 +98,17 @@ without it the coordinator's totals are used).`,
 			}
 			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
 			defer stop()
-			nc, err := natsserver.Connect(a.g.nats, nats.Name("tierflow-submit"))
+			user, err := a.natsIdentity(a.g.nats)
 			if err != nil {
-				return fmt.Errorf("connect to %s: %w", a.g.nats, err)
+				return err
+			}
+			nc, err := a.connectNATS(a.g.nats, "tierflow-submit")
+			if err != nil {
+				return err
 			}
 			defer nc.Close()
 			client := coordinator.NewClient(nc)
+			client.User = user
 			client.Namespace = namespace
 			for _, what := range plan.shows {
 				switch what {
@@ -179,16 +195,26 @@ type submission struct {
 	shows   []string
 	queries int
 	analyze *lang.Explain
+	// settings are the script's SETs before its query (operators/session).
+	settings *session.Settings
 }
 
 func planSubmission(path, src string) (submission, error) {
-	var sub submission
+	sub := submission{settings: session.New()}
 	script, err := lang.Parse(path, src)
 	if err != nil {
 		return sub, err
 	}
 	for _, st := range script.Statements {
 		switch s := st.(type) {
+		case *lang.Set:
+			if sub.queries == 0 {
+				if err := sub.settings.Set(s); err != nil {
+					return sub, err
+				}
+			}
+		case *lang.Describe:
+			return sub, fmt.Errorf("%s: DESCRIBE lists this machine's catalog: use tierflow repl or run; submit shows WORKERS and QUERIES", bind.Pos(s.Pos))
 		case *lang.Show:
 			what := strings.ToUpper(string(s.What))
 			if what != "WORKERS" && what != "QUERIES" {

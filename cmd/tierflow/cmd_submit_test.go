@@ -230,6 +230,10 @@ func TestSubmitErrors(t *testing.T) {
 	if err := os.WriteFile(showModels, []byte("SHOW MODELS;"), 0o644); err != nil {
 		t.Fatal(err)
 	}
+	badSet := filepath.Join(dir, "set.sql")
+	os.WriteFile(badSet, []byte("SET exec.on_error = 'often';\nSHOW WORKERS;\n"), 0o644)
+	describe := filepath.Join(dir, "describe.sql")
+	os.WriteFile(describe, []byte("DESCRIBE readings;\n"), 0o644)
 	for _, tc := range []struct {
 		args []string
 		want string
@@ -238,6 +242,8 @@ func TestSubmitErrors(t *testing.T) {
 		{[]string{"submit", "--nats", "nats://127.0.0.1:1", bad}, "bad.sql:1:1"},
 		{[]string{"worker", "--nats", "nats://127.0.0.1:1"}, "--tier is required"},
 		{[]string{"submit", "--nats", "nats://127.0.0.1:1", showModels}, "show.sql:1:1: SHOW MODELS lists this machine's catalog"},
+		{[]string{"submit", "--nats", "nats://127.0.0.1:1", badSet}, `set.sql:1:1: SET exec.on_error: want skip or fail, got "often"`},
+		{[]string{"submit", "--nats", "nats://127.0.0.1:1", describe}, "describe.sql:1:1: DESCRIBE lists this machine's catalog"},
 	} {
 		code, _, errs := runCLI(t, "", tc.args...)
 		if code != exitBadInput || !strings.Contains(errs, tc.want) {
@@ -280,5 +286,19 @@ func TestStartProcesses(t *testing.T) {
 	}
 	if len(info.Workers) != 3 {
 		t.Fatalf("ran on %v, want the three workers", info.Workers)
+	}
+}
+
+// TestSubmitCarriesTheScriptsSets: the SETs before a submitted query travel
+// with it (the coordinator plans with planner.*, the workers' sources take
+// exec.*); SETs after it change nothing.
+func TestSubmitCarriesTheScriptsSets(t *testing.T) {
+	sub, err := planSubmission("q.sql", "SET planner.strategy = 'exhaustive';\nSET exec.on_error = 'skip';\nSELECT k FROM s;\nSET planner.seed = 3;\n")
+	if err != nil {
+		t.Fatal(err)
+	}
+	v := sub.settings.Values()
+	if len(v) != 2 || v["planner.strategy"] != "exhaustive" || v["exec.on_error"] != "skip" {
+		t.Fatalf("settings %v", v)
 	}
 }

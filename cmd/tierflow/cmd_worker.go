@@ -7,18 +7,18 @@ import (
 	"os/signal"
 	"syscall"
 
-	"github.com/nats-io/nats.go"
 	"github.com/spf13/cobra"
 
-	"github.com/tierflow/tierflow/relay/natsserver"
 	"github.com/tierflow/tierflow/runtime/cluster"
 	"github.com/tierflow/tierflow/runtime/deploy"
+	"github.com/tierflow/tierflow/runtime/security"
 	"github.com/tierflow/tierflow/runtime/worker"
 )
 
 func newWorkerCmd(a *app) *cobra.Command {
 	var name, tier, location, typ, metricsAddr string
 	var threads int
+	var dataRoots []string
 	var namespace string
 	c := &cobra.Command{
 		Use:   "worker",
@@ -48,11 +48,15 @@ other workers over NATS. Ctrl-C (or SIGTERM) aborts what runs and leaves.
 				host, _ := os.Hostname()
 				name = cluster.WorkerName(fmt.Sprintf("%s-%d", host, os.Getpid()))
 			}
+			roots, err := security.NewRoots(dataRoots)
+			if err != nil {
+				return badInput(err)
+			}
 			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
 			defer stop()
-			nc, err := natsserver.Connect(a.g.nats, nats.Name("tierflow-worker-"+name))
+			nc, err := a.connectNATS(a.g.nats, "tierflow-worker-"+name)
 			if err != nil {
-				return fmt.Errorf("connect to %s: %w", a.g.nats, err)
+				return err
 			}
 			defer nc.Close()
 			reg, msrv, err := startMetrics(metricsAddr)
@@ -66,11 +70,11 @@ other workers over NATS. Ctrl-C (or SIGTERM) aborts what runs and leaves.
 			}
 			w, err := worker.Start(ctx, worker.Config{Conn: nc, Name: name, Tier: tier, Location: location, Type: typ,
 				Metrics: reg, MetricsURL: murl, Stdout: a.out, Log: slog.New(slog.NewTextHandler(a.err, nil)),
-				Exec: cluster.ExecHooks(nc, a.g.ortLib, a.err, threads), Namespace: namespace})
+				Exec: cluster.ExecHooks(nc, a.g.ortLib, a.err, threads), DataRoots: roots, Namespace: namespace})
 			if err != nil {
 				return err
 			}
-			fmt.Fprintf(a.out, "worker %s (%s) registered on %s\n", name, tier, a.g.nats)
+			fmt.Fprintf(a.out, "worker %s (%s) registered on %s\n", name, tier, redact(a.g.nats))
 			if murl != "" {
 				fmt.Fprintf(a.out, "metrics at %s\n", murl)
 			}
@@ -84,6 +88,7 @@ other workers over NATS. Ctrl-C (or SIGTERM) aborts what runs and leaves.
 	f.StringVar(&tier, "tier", "", "tier this worker sits in (edge, hub, cloud, ...)")
 	f.StringVar(&location, "location", "", "location within the tier")
 	f.StringVar(&typ, "type", "", "worker type (as the catalog's profiles and the infrastructure name it)")
+	f.StringArrayVar(&dataRoots, "data-root", nil, "serve the files of submitted queries (catalogs, models, file streams, tables, sinks) only under this directory (repeatable); without it any file the worker's user can read")
 	f.StringVar(&metricsAddr, "metrics", "", "serve Prometheus metrics on this address (e.g. :9101)")
 	f.IntVar(&threads, "threads", 0, "intra-op threads of each model session: this worker's share of the machine's CPUs (0: ONNX Runtime's default, all of them)")
 	// Accepted for symmetry with the coordinator; the coordinator decides.

@@ -10,10 +10,12 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"strings"
 
 	"github.com/spf13/cobra"
 
 	"github.com/tierflow/tierflow/dataflow"
+	"github.com/tierflow/tierflow/relay/natsserver"
 )
 
 // Exit codes shared by every subcommand.
@@ -31,6 +33,10 @@ type globals struct {
 	nats    string // NATS URL; empty means the embedded server
 	format  string // output format; each command says which it accepts
 	ortLib  string // ONNX Runtime shared library path
+	// auth is how NATS connections prove who they are (natsflags.go);
+	// natsConfig configures an embedded server.
+	auth       natsserver.Auth
+	natsConfig string
 }
 
 // app bundles the streams and global flags that subcommands share, so tests can
@@ -85,7 +91,7 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		// stack is for the bug report, the error line below for the user.
 		fmt.Fprintf(stderr, "%s\n", st)
 	}
-	fmt.Fprintf(stderr, "tierflow: %v\n", err)
+	fmt.Fprintf(stderr, "tierflow: %v\n", redact(err.Error()))
 	var bi badInputError
 	if errors.As(err, &bi) {
 		return exitBadInput
@@ -115,6 +121,7 @@ and streams Arrow batches through the plan.`,
 	pf.StringVar(&a.g.nats, "nats", "", "NATS server URL (default: an embedded in-process server)")
 	pf.StringVar(&a.g.format, "format", "", "output format (each command lists the ones it accepts)")
 	pf.StringVar(&a.g.ortLib, "ort-lib", "", "ONNX Runtime shared library (default: $TIERFLOW_ORT_LIB, then the setup cache)")
+	addNATSFlags(pf, &a.g)
 
 	// One line per subcommand; bench takes its benchmarks as children.
 	root.AddCommand(
@@ -131,6 +138,49 @@ and streams Arrow batches through the plan.`,
 		newSubmitCmd(a),
 		newPublishCmd(a),
 		newProfileCmd(a),
+		newNATSSetupCmd(a),
 	)
+	// The completion scripts write where the command was told to when
+	// they are made: here, so that they go to a's streams.
+	root.SetOut(a.out)
+	root.SetErr(a.err)
+	root.InitDefaultCompletionCmd()
+	usageIsBadInput(root)
 	return root
+}
+
+// usageIsBadInput makes every way of calling a command wrongly exit 2, as a
+// bad flag already does: a wrong number of arguments, an unknown command,
+// a command group (bench, import, completion) without its subcommand. Cobra
+// reports these as plain errors (exit 1), or prints the help and exits 0.
+func usageIsBadInput(c *cobra.Command) {
+	if args := c.Args; args != nil {
+		c.Args = func(cmd *cobra.Command, a []string) error { return badInput(args(cmd, a)) }
+	}
+	if c.HasSubCommands() && !c.Runnable() {
+		c.Args = cobra.ArbitraryArgs
+		c.RunE = func(cmd *cobra.Command, args []string) error {
+			if len(args) == 0 && !cmd.HasParent() {
+				return cmd.Help() // plain `tierflow`
+			}
+			var names []string
+			for _, sub := range cmd.Commands() {
+				if sub.IsAvailableCommand() {
+					names = append(names, sub.Name())
+				}
+			}
+			want := strings.Join(names, ", ")
+			if len(args) == 0 {
+				return badInput(fmt.Errorf("missing subcommand for %q: want one of %s", cmd.CommandPath(), want))
+			}
+			msg := fmt.Sprintf("unknown command %q for %q", args[0], cmd.CommandPath())
+			if s := cmd.SuggestionsFor(args[0]); len(s) > 0 {
+				msg += fmt.Sprintf(" (did you mean %q?)", s[0])
+			}
+			return badInput(fmt.Errorf("%s: want one of %s", msg, want))
+		}
+	}
+	for _, sub := range c.Commands() {
+		usageIsBadInput(sub)
+	}
 }

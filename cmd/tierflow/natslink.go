@@ -19,6 +19,7 @@ import (
 // temporary directory), whose URL is logged so that `tierflow publish` can
 // feed it.
 type natsLink struct {
+	a   *app
 	url string
 	log io.Writer
 
@@ -28,7 +29,7 @@ type natsLink struct {
 	nc  *nats.Conn
 }
 
-func newNATSLink(a *app) *natsLink { return &natsLink{url: a.g.nats, log: a.err} }
+func newNATSLink(a *app) *natsLink { return &natsLink{a: a, url: a.g.nats, log: a.err} }
 
 func (l *natsLink) conn() (*nats.Conn, error) {
 	l.mu.Lock()
@@ -42,7 +43,7 @@ func (l *natsLink) conn() (*nats.Conn, error) {
 		if err != nil {
 			return nil, err
 		}
-		srv, err := natsserver.Start(natsserver.Options{JetStream: true, StoreDir: dir})
+		srv, err := l.a.startEmbeddedNATS(dir)
 		if err != nil {
 			os.RemoveAll(dir)
 			return nil, err
@@ -50,9 +51,9 @@ func (l *natsLink) conn() (*nats.Conn, error) {
 		l.srv, l.dir, url = srv, dir, srv.ClientURL()
 		fmt.Fprintf(l.log, "-- embedded NATS server at %s\n", url)
 	}
-	nc, err := natsserver.Connect(url)
+	nc, err := l.a.connectNATS(url, "tierflow")
 	if err != nil {
-		return nil, fmt.Errorf("nats %s: %w", url, err)
+		return nil, err
 	}
 	l.nc = nc
 	return nc, nil

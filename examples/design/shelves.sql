@@ -1,13 +1,20 @@
 -- The language sketch of DESIGN.md: a shelf-monitoring query that classifies
 -- camera frames at the edge and raises alerts per camera and label.
-
 CREATE MODEL classify TASK 'image-classification'
-  VARIANTS (small FROM 'models/logreg.onnx', large FROM 'models/cnn.onnx');
+  VARIANTS (
+    small FROM 'models/logreg.onnx',
+    large FROM 'models/cnn.onnx'
+  );
 
 CREATE STREAM shelves (camera INT, ts TIMESTAMP, image TENSOR(FLOAT, 1, 28, 28))
-  FROM NATS 'store.frames' FORMAT ARROW AT TIER edge RATE 40 PER SECOND;
+  FROM NATS 'store.frames'
+  FORMAT ARROW
+  AT TIER edge
+  RATE 40 PER SECOND;
 
-CREATE SINK alerts TO NATS 'store.alerts' FORMAT JSON;
+CREATE SINK alerts
+  TO NATS 'store.alerts'
+  FORMAT JSON;
 
 INSERT INTO alerts
 SELECT camera, window_end, label, count(*) AS n

@@ -7,8 +7,9 @@
 --   tierflow run --catalog examples/fashion/catalog.yaml --infra examples/fashion/infra.yaml examples/fashion/analyze.sql
 --   tierflow explain --analyze --duration 20s examples/fashion/cascade.sql   (every query of a script)
 EXPLAIN ANALYZE (DURATION 20)
-SELECT count(*) AS tops,
-       sum(CASE WHEN c.label = s.true_label THEN 1 ELSE 0 END) AS correct
+SELECT
+  count(*) AS tops,
+  sum(CASE WHEN c.label = s.true_label THEN 1 ELSE 0 END) AS correct
 FROM labelled AS s
 CROSS JOIN LATERAL garment(s.image) AS g(label, score)
 CROSS JOIN LATERAL classify(s.image) AS c(label, score)

@@ -20,16 +20,14 @@
 --   tierflow run --local --catalog examples/vqa-live/catalog.yaml examples/vqa-live/query.sql
 SELECT img.request_id, a.answer, round(a.score, 3) AS score
 FROM (
-    SELECT ReadImage.request_id, ReadImage.ts, f.feature
-    FROM ReadImage
-    CROSS JOIN LATERAL ExtractImageFeature(image) AS f(feature)
-  ) AS img
+  SELECT ReadImage.request_id, ReadImage.ts, f.feature
+  FROM ReadImage
+  CROSS JOIN LATERAL ExtractImageFeature(image) AS f(feature)
+) AS img
 JOIN (
-    SELECT ReadSpeech.request_id, ReadSpeech.ts, s.speech_feature
-    FROM ReadSpeech
-    CROSS JOIN LATERAL SpeechRecognition(speech) AS s(speech_feature)
-  ) AS q
-  ON img.request_id = q.request_id
- AND TUMBLE(img.ts, INTERVAL '1' SECOND) = TUMBLE(q.ts, INTERVAL '1' SECOND)
+  SELECT ReadSpeech.request_id, ReadSpeech.ts, s.speech_feature
+  FROM ReadSpeech
+  CROSS JOIN LATERAL SpeechRecognition(speech) AS s(speech_feature)
+) AS q ON img.request_id = q.request_id AND TUMBLE(img.ts, INTERVAL '1' SECOND) = TUMBLE(q.ts, INTERVAL '1' SECOND)
 CROSS JOIN LATERAL VQA(img.feature, q.speech_feature) AS a(answer, score)
 WITH (ACCURACY >= 58, THROUGHPUT >= 40 PER SECOND);

@@ -75,6 +75,11 @@ type Options struct {
 	// operator that counts correct predictions (rel.LabelMeter, reported in
 	// the instance stats): EXPLAIN ANALYZE's measured accuracy.
 	MeasureLabels bool
+	// Confine, when set, vets every file the query reads or writes (streams
+	// and tables FROM FILE, sinks TO FILE) after its path is resolved: it
+	// returns the path to open, or why the file may not be used. A worker
+	// confines a submitted query to its data roots; a local run sets none.
+	Confine func(path string) (string, error)
 	// Parallelism runs each GROUP BY over plain columns as this many
 	// instances, rows exchanged by a hash of the group keys (data-parallel);
 	// 0 or 1 runs one instance.
@@ -521,7 +526,14 @@ func (b *builder) scan(n *logical.Scan) (int, *arrow.Schema, error) {
 	} else {
 		path, format, cols, declaredIn = n.Table.Path, n.Table.Format, n.Table.Columns, n.Table.Pos.File
 	}
+	raw := path
 	path = b.path(path, declaredIn)
+	if b.opts.Confine != nil {
+		var err error
+		if path, err = b.opts.Confine(unclean(raw, path)); err != nil {
+			return 0, nil, fmt.Errorf("%s: %s %s: %w", n.Position(), map[bool]string{true: "stream", false: "table"}[isStream], n.Name(), err)
+		}
+	}
 	declared, err := declaredSchema(cols)
 	if err != nil {
 		return 0, nil, fmt.Errorf("%s: %w", n.Position(), err)
@@ -634,7 +646,13 @@ func (b *builder) sink(n *logical.Sink, at func(error) error) (int, *arrow.Schem
 			return 0, nil, at(err)
 		}
 	case n.Sink.Kind == "file":
-		f, err := os.Create(b.outPath(n.Sink.Target))
+		path := b.outPath(n.Sink.Target)
+		if b.opts.Confine != nil {
+			if path, err = b.opts.Confine(unclean(n.Sink.Target, path)); err != nil {
+				return 0, nil, at(fmt.Errorf("sink %s: %w", n.Sink.Name, err))
+			}
+		}
+		f, err := os.Create(path)
 		if err != nil {
 			return 0, nil, at(err)
 		}
@@ -660,6 +678,18 @@ func (b *builder) sink(n *logical.Sink, at func(error) error) (int, *arrow.Schem
 	}})
 	b.g.Connect(in, 0, op, 0)
 	return op, schema, nil
+}
+
+// unclean is what Options.Confine vets: the resolved path, or the name as
+// the query wrote it when that climbs with "..", which resolving would
+// have cleaned away (a confined query may not climb at all).
+func unclean(raw, resolved string) string {
+	for _, el := range strings.Split(filepath.ToSlash(raw), "/") {
+		if el == ".." {
+			return raw
+		}
+	}
+	return resolved
 }
 
 func (b *builder) outPath(p string) string {

@@ -5,13 +5,15 @@ import (
 	"fmt"
 	"io"
 	"path/filepath"
-	"strings"
 
 	"github.com/tierflow/tierflow/lang"
+	"github.com/tierflow/tierflow/operators/session"
 	"github.com/tierflow/tierflow/operators/sinks"
+	"github.com/tierflow/tierflow/operators/sources"
+	"github.com/tierflow/tierflow/planner"
 	"github.com/tierflow/tierflow/planner/bind"
 	"github.com/tierflow/tierflow/planner/catalog"
-	"github.com/tierflow/tierflow/planner/expr"
+	"github.com/tierflow/tierflow/planner/infra"
 	"github.com/tierflow/tierflow/planner/logical"
 )
 
@@ -28,20 +30,27 @@ type ScriptOptions struct {
 	// Explain prints the plan of an EXPLAIN statement against the catalog
 	// as the script has made it so far (the CLI plans it with the
 	// optimizer); nil: EXPLAIN is an error.
-	Explain func(e *lang.Explain, cat *catalog.Catalog) error
-	// Plan, when set, plans each query before it runs and sets the options
-	// that make it run the plan chosen (the model variants); its error (no
-	// plan meets the objectives) stops the script. nil: every model call
-	// runs what Lateral chooses.
-	Plan func(ctx context.Context, bound *logical.Plan, cat *catalog.Catalog, o *Options) error
+	Explain func(e *lang.Explain, cat *catalog.Catalog, o planner.Options) error
+	// Infra answers SHOW TIERS and SHOW WORKERS (nil: they are errors).
+	Infra *infra.Infra
+	// Print prints the listing of a SHOW or DESCRIBE (nil: as text on
+	// Stdout).
+	Print func(session.Listing) error
+	// Plan, when set, plans each query before it runs, with the script's
+	// SET planner.* options, and sets the options that make it run the
+	// plan chosen (the model variants); its error (no plan meets the
+	// objectives) stops the script. nil: every model call runs what Lateral
+	// chooses.
+	Plan func(ctx context.Context, bound *logical.Plan, cat *catalog.Catalog, po planner.Options, o *Options) error
 	// CheckModelArgs checks model calls against their files when queries
 	// bind (bind.Binder.CheckModelArgs); nil: no such check.
 	CheckModelArgs bind.ModelArgChecker
 }
 
 // RunScript runs a script's statements in order: CREATE/DROP change the
-// catalog, queries run to completion (or until ctx ends), SHOW FUNCTIONS lists
-// the function registry. The first failing statement stops the script.
+// catalog, queries run to completion (or until ctx ends), SET, SHOW and
+// DESCRIBE act as in the REPL (operators/session): SET changes the settings
+// of the statements after it. The first failing statement stops the script.
 func RunScript(ctx context.Context, filename, src string, so ScriptOptions) error {
 	script, err := lang.Parse(filename, src)
 	if err != nil {
@@ -58,6 +67,11 @@ func RunScript(ctx context.Context, filename, src string, so ScriptOptions) erro
 		cat.Files = FileSchemas{BaseDir: so.BaseDir}
 	}
 	binder := bind.New(cat)
+	settings := session.New()
+	printListing := so.Print
+	if printListing == nil {
+		printListing = func(l session.Listing) error { return l.WriteText(so.Stdout) }
+	}
 	binder.CheckModelArgs = so.CheckModelArgs
 	for _, stmt := range script.Statements {
 		if err := ctx.Err(); err != nil {
@@ -78,25 +92,40 @@ func RunScript(ctx context.Context, filename, src string, so ScriptOptions) erro
 				}
 				return fmt.Errorf("%s: %w: %s in a script run here", s.Position(), ErrUnsupported, what)
 			}
-			if err := so.Explain(s, cat); err != nil {
+			if err := so.Explain(s, cat, settings.Planner); err != nil {
+				return err
+			}
+		case *lang.Set:
+			if err := settings.Set(s); err != nil {
 				return err
 			}
 		case *lang.Show:
-			if strings.EqualFold(string(s.What), "FUNCTIONS") {
-				if err := ShowFunctions(so.Stdout, binder.Funcs); err != nil {
-					return err
-				}
-				continue
+			l, err := session.Show(s, cat, so.Infra, binder.Funcs)
+			if err != nil {
+				return err
 			}
-			return fmt.Errorf("%s: SHOW %s is not available in `tierflow run`", s.Pos, s.What)
+			if err := printListing(l); err != nil {
+				return err
+			}
+		case *lang.Describe:
+			l, err := session.Describe(s.Name, bind.Pos(s.Pos).String(), cat, binder.Funcs)
+			if err != nil {
+				return err
+			}
+			if err := printListing(l); err != nil {
+				return err
+			}
 		case *lang.Query, *lang.Insert:
 			plan, err := binder.Bind(stmt)
 			if err != nil {
 				return err
 			}
 			opts := so.Options
+			if err := opts.ApplySettings(settings.Values()); err != nil {
+				return err
+			}
 			if so.Plan != nil {
-				if err := so.Plan(ctx, plan, cat, &opts); err != nil {
+				if err := so.Plan(ctx, plan, cat, settings.Planner, &opts); err != nil {
 					return err
 				}
 			}
@@ -132,26 +161,29 @@ func RunScript(ctx context.Context, filename, src string, so ScriptOptions) erro
 	return nil
 }
 
-// ShowFunctions prints the function registry: name, kind, signatures and doc.
-func ShowFunctions(w io.Writer, reg *expr.Registry) error {
-	if reg == nil {
-		reg = expr.Builtins()
+// ApplySettings overrides o with a session's SET exec.* values
+// (session.Settings.Values): max_delay, on_error, batch_size, and replay,
+// which paces FROM FILE streams at their declared RATE.
+func (o *Options) ApplySettings(values map[string]string) error {
+	x := session.Exec{MaxDelay: o.MaxDelay, OnError: o.OnError, BatchSize: o.BatchSize, Replay: o.Pace != nil}
+	if err := x.Apply(values); err != nil {
+		return err
 	}
-	for _, f := range reg.Functions() {
-		var sigs []string
-		for _, s := range f.Signatures {
-			sigs = append(sigs, s.String(f.Name))
-		}
-		op := ""
-		if f.Operator != "" {
-			op = "  (operator " + f.Operator + ")"
-		}
-		if _, err := fmt.Fprintf(w, "%s  [%s]%s\n    %s\n    %s\n", f.Name, f.Kind, op, strings.Join(sigs, "\n    "), f.Doc); err != nil {
-			return err
-		}
-		for _, ex := range f.Examples {
-			fmt.Fprintf(w, "    e.g. %s\n", f.ExampleString(ex))
+	o.MaxDelay, o.OnError, o.BatchSize = x.MaxDelay, x.OnError, x.BatchSize
+	if _, ok := values["exec.replay"]; ok {
+		o.Pace = nil
+		if x.Replay {
+			o.Pace = replayAtRate
 		}
 	}
 	return nil
+}
+
+// replayAtRate plays a file stream at its declared RATE (as fast as it
+// reads without one).
+func replayAtRate(s *catalog.Stream) sources.Pacing {
+	if s == nil {
+		return sources.Pacing{}
+	}
+	return sources.Pacing{Rate: s.Rate}
 }

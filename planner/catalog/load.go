@@ -103,7 +103,11 @@ func decodeModel(d *yamlx.Decoder, n *yaml.Node) *Model {
 	if f := fs["max_batch"]; f.Value != nil && (m.MaxBatch < 1 || m.MaxBatch > 4096) {
 		d.Errorf(f.Value, "model.max_batch: %d rows is not a batch size (1..4096)", m.MaxBatch)
 	}
-	vs := d.Required(n, fs, "variants", "model "+m.Name)
+	what := "model"
+	if m.Name != "" {
+		what += " " + m.Name
+	}
+	vs := d.Required(n, fs, "variants", what)
 	for _, vn := range d.Seq(vs.Value, "variants") {
 		m.Variants = append(m.Variants, decodeVariant(d, vn))
 	}

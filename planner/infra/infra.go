@@ -223,6 +223,10 @@ func (in *Infra) Machines() []Machine {
 	return out
 }
 
+// MaxCount bounds a worker's count and a tier's locations: each becomes
+// named machines and places in the plan.
+const MaxCount = 10000
+
 // LoadFile reads an infrastructure YAML file.
 func LoadFile(path string) (*Infra, error) {
 	src, err := os.ReadFile(path)
@@ -247,11 +251,16 @@ func Parse(file string, src []byte) (*Infra, error) {
 	in.Notes = d.Str(fs["notes"], "notes")
 	for _, n := range d.Seq(d.Required(root, fs, "tiers", "infrastructure").Value, "tiers") {
 		tf := d.Map(n, "tier", "name", "locations")
-		in.Tiers = append(in.Tiers, &Tier{
+		t := &Tier{
 			Name:      d.Str(d.Required(n, tf, "name", "tier"), "tier.name"),
 			Locations: d.Int(tf["locations"], "tier.locations", 0),
 			Pos:       d.Pos(n),
-		})
+		}
+		if t.Locations > MaxCount {
+			d.Errorf(tf["locations"].Value, "tier.locations: %d locations is more than %d", t.Locations, MaxCount)
+			t.Locations = 1
+		}
+		in.Tiers = append(in.Tiers, t)
 	}
 	for _, n := range d.Seq(d.Required(root, fs, "worker_types", "infrastructure").Value, "worker_types") {
 		tf := d.Map(n, "worker type", "name", "vcpus", "gpu", "memory_gb", "price")
@@ -277,6 +286,12 @@ func Parse(file string, src []byte) (*Infra, error) {
 		}
 		if w.Count < 0 {
 			d.Errorf(wf["count"].Value, "worker.count: must not be negative")
+		}
+		if w.Count > MaxCount {
+			// Every machine gets a name here and a place in the plan: a
+			// count this large would hang the loader, not describe a site.
+			d.Errorf(wf["count"].Value, "worker.count: %d machines is more than %d", w.Count, MaxCount)
+			w.Count = 1
 		}
 		wfields[w] = wf
 		in.Workers = append(in.Workers, w)

@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"strings"
 	"time"
 
 	"github.com/nats-io/nats-server/v2/server"
@@ -35,6 +36,12 @@ type Options struct {
 	Configure func(*server.Options)
 	// ReadyTimeout bounds the wait for the server to accept clients (default 10s).
 	ReadyTimeout time.Duration
+	// ConfigFile is a nats-server configuration file (authorization,
+	// accounts or operator, TLS, cluster routes, leaf nodes, JetStream): the
+	// server runs as it says, with Host and Port (-1: random) overriding
+	// its listen address when set, and the fields above added where it is
+	// silent.
+	ConfigFile string
 }
 
 // DefaultMaxPayload is the embedded server's largest message: 8 MiB, the
@@ -49,6 +56,9 @@ type Server struct {
 
 // Start starts an embedded server and waits until it accepts clients.
 func Start(o Options) (*Server, error) {
+	if o.ConfigFile != "" {
+		return startConfig(o)
+	}
 	so := &server.Options{
 		Host:                  o.Host,
 		Port:                  o.Port,
@@ -67,6 +77,43 @@ func Start(o Options) (*Server, error) {
 	if so.MaxPayload == 0 {
 		so.MaxPayload = DefaultMaxPayload
 	}
+	return start(o, so)
+}
+
+// startConfig starts a server from o.ConfigFile.
+func startConfig(o Options) (*Server, error) {
+	so, err := server.ProcessConfigFile(o.ConfigFile)
+	if err != nil {
+		// nats-server reports config errors as file:line:col.
+		return nil, fmt.Errorf("%w: %w", ErrStart, err)
+	}
+	so.NoLog, so.NoSigs, so.DisableShortFirstPing = true, true, true
+	if o.Host != "" {
+		so.Host = o.Host
+	}
+	if o.Port != 0 {
+		so.Port = o.Port
+	}
+	if o.Name != "" {
+		so.ServerName = o.Name
+	}
+	if so.MaxPayload == 0 {
+		so.MaxPayload = o.MaxPayload
+		if so.MaxPayload == 0 {
+			so.MaxPayload = DefaultMaxPayload
+		}
+	}
+	so.JetStream = so.JetStream || o.JetStream
+	if so.JetStream && so.StoreDir == "" {
+		so.StoreDir = o.StoreDir
+	}
+	if so.JetStream && so.StoreDir == "" {
+		return nil, fmt.Errorf("%w: %s enables JetStream without a store_dir", ErrStart, o.ConfigFile)
+	}
+	return start(Options{Configure: o.Configure, ReadyTimeout: o.ReadyTimeout}, so)
+}
+
+func start(o Options, so *server.Options) (*Server, error) {
 	if o.JetStream {
 		if o.StoreDir == "" {
 			return nil, fmt.Errorf("%w: JetStream needs a store directory", ErrStart)
@@ -94,7 +141,15 @@ func Start(o Options) (*Server, error) {
 }
 
 // ClientURL is the URL clients connect to, with the port the server picked.
-func (s *Server) ClientURL() string { return s.srv.ClientURL() }
+// A server listening on every interface (0.0.0.0, ::) is reached on
+// loopback, the name its TLS certificate (tierflow nats-setup) always holds.
+func (s *Server) ClientURL() string {
+	u := s.srv.ClientURL()
+	for _, any := range []string{"//0.0.0.0:", "//[::]:"} {
+		u = strings.Replace(u, any, "//127.0.0.1:", 1)
+	}
+	return u
+}
 
 // Connect opens a client connection to the server.
 func (s *Server) Connect(opts ...nats.Option) (*nats.Conn, error) {
@@ -117,7 +172,7 @@ func Connect(url string, opts ...nats.Option) (*nats.Conn, error) {
 	all := append([]nats.Option{nats.MaxReconnects(-1), nats.Name("tierflow"), nats.ErrorHandler(asyncError)}, opts...)
 	nc, err := nats.Connect(url, all...)
 	if err != nil {
-		return nil, fmt.Errorf("nats: connect to %s: %w", url, err)
+		return nil, fmt.Errorf("nats: connect to %s: %w", Redact(url), err)
 	}
 	return nc, nil
 }

@@ -51,6 +51,13 @@ type Options struct {
 	Catalog string
 	// NATS is an external server's URL; empty starts one in-process.
 	NATS string
+	// Auth are the credentials every connection of the cluster presents
+	// (coordinator, workers, client): one identity, so it needs the
+	// permissions of all three roles.
+	Auth natsserver.Auth
+	// ServerConfig is a nats-server configuration file for the in-process
+	// server (when NATS is empty).
+	ServerConfig string
 	// Allocator for every worker's records (default memory.DefaultAllocator).
 	Allocator memory.Allocator
 	// Heartbeat interval of the workers (default 500ms: a lost worker is noticed within 2s).
@@ -118,6 +125,7 @@ type Cluster struct {
 	server      *natsserver.Server
 	storeDir    string
 	url         string
+	auth        natsserver.Auth
 	conns       []*nats.Conn
 	Coordinator *coordinator.Coordinator
 	Workers     []*worker.Worker
@@ -152,7 +160,11 @@ func startCore(o *Options) (*Cluster, error) {
 	if o.Heartbeat <= 0 {
 		o.Heartbeat = 500 * time.Millisecond
 	}
-	c := &Cluster{url: o.NATS, ortLib: o.OrtLib, modelLog: o.ModelLog, infra: o.Infra}
+	c := &Cluster{url: o.NATS, auth: o.Auth, ortLib: o.OrtLib, modelLog: o.ModelLog, infra: o.Infra}
+	user, err := o.Auth.Identity(o.NATS)
+	if err != nil {
+		return nil, err
+	}
 	if c.url == "" {
 		// JetStream too, so streams FROM JETSTREAM and sinks TO JETSTREAM
 		// work against the one server the cluster runs.
@@ -160,7 +172,7 @@ func startCore(o *Options) (*Cluster, error) {
 		if err != nil {
 			return nil, err
 		}
-		srv, err := natsserver.Start(natsserver.Options{JetStream: true, StoreDir: dir})
+		srv, err := natsserver.Start(natsserver.Options{JetStream: true, StoreDir: dir, ConfigFile: o.ServerConfig})
 		if err != nil {
 			os.RemoveAll(dir)
 			return nil, err
@@ -186,6 +198,7 @@ func startCore(o *Options) (*Cluster, error) {
 		return nil, err
 	}
 	c.client = coordinator.NewClient(cc)
+	c.client.User = user
 	c.client.Namespace = o.Namespace
 	c.client.Allocator = o.Allocator
 	return c, nil
@@ -232,7 +245,11 @@ func shapeFrom(shape func(from, to string) float64, from string) func(to string)
 }
 
 func (c *Cluster) connect(name string) (*nats.Conn, error) {
-	nc, err := natsserver.Connect(c.url, nats.Name(name))
+	opts, err := c.auth.Options(c.url)
+	if err != nil {
+		return nil, err
+	}
+	nc, err := natsserver.Connect(c.url, append(opts, nats.Name(name))...)
 	if err != nil {
 		return nil, err
 	}

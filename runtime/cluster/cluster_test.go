@@ -158,7 +158,7 @@ func TestSubmitErrorsAndExpiry(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer nc.Close()
-	if _, err := nc.Request(deploy.SubjectRegister, []byte(`{"name":"ghost","tier":"edge","cpus":1}`), 2*time.Second); err != nil {
+	if _, err := nc.Request(deploy.RegisterSubject("ghost"), []byte(`{"name":"ghost","tier":"edge","cpus":1}`), 2*time.Second); err != nil {
 		t.Fatal(err)
 	}
 	names := func() []string {

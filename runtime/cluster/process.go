@@ -5,11 +5,15 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	neturl "net/url"
 	"os"
 	"os/exec"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
+
+	"github.com/tierflow/tierflow/relay/natsserver"
 )
 
 // ProcessOptions configure StartProcesses.
@@ -55,7 +59,10 @@ func StartProcesses(ctx context.Context, o ProcessOptions) (*Cluster, error) {
 	}
 	ms := o.Infra.Machines()
 	for _, m := range ms {
-		args := []string{"worker", "--nats", c.url, "--name", WorkerName(m.Name), "--tier", m.Tier}
+		// Credentials in the URL move to flags and the environment: a
+		// command line is visible to every user of the machine (ps).
+		url, auth := splitCredentials(c.url, o.Auth)
+		args := []string{"worker", "--nats", url, "--name", WorkerName(m.Name), "--tier", m.Tier}
 		if m.Location != "" {
 			args = append(args, "--location", m.Location)
 		}
@@ -72,9 +79,13 @@ func StartProcesses(ctx context.Context, o ProcessOptions) (*Cluster, error) {
 			args = append(args, "--heartbeat", o.Heartbeat.String())
 		}
 		args = append(args, "--threads", strconv.Itoa(CPUShare(m, len(ms))))
+		args = append(args, authArgs(auth)...)
 		cmd := exec.Command(bin, args...)
 		cmd.Stdout, cmd.Stderr = stderr, stderr
 		cmd.Env = append(os.Environ(), o.Env...)
+		if auth.Password != "" {
+			cmd.Env = append(cmd.Env, "TIERFLOW_NATS_PASSWORD="+auth.Password)
+		}
 		dieWithParent(cmd)
 		if err := cmd.Start(); err != nil {
 			c.Close()
@@ -128,4 +139,37 @@ func (p *process) stop() error {
 		}
 	})
 	return err
+}
+
+// authArgs are the connection flags that give a worker process a's
+// credentials; a password travels in the environment instead.
+func authArgs(a natsserver.Auth) []string {
+	var out []string
+	for _, f := range []struct{ flag, v string }{{"--nats-creds", a.Creds}, {"--nats-nkey", a.NKey}, {"--nats-user", a.User},
+		{"--tls-ca", a.TLSCA}, {"--tls-cert", a.TLSCert}, {"--tls-key", a.TLSKey}} {
+		if f.v != "" {
+			out = append(out, f.flag, f.v)
+		}
+	}
+	return out
+}
+
+// splitCredentials takes the user:password@ out of the URLs in raw into a
+// (unless a already names a user or other credentials).
+func splitCredentials(raw string, a natsserver.Auth) (string, natsserver.Auth) {
+	var out []string
+	for _, u := range strings.Split(raw, ",") {
+		pu, err := neturl.Parse(strings.TrimSpace(u))
+		if err != nil || pu.User == nil {
+			out = append(out, u)
+			continue
+		}
+		if a.User == "" && a.Creds == "" && a.NKey == "" {
+			a.User = pu.User.Username()
+			a.Password, _ = pu.User.Password()
+		}
+		pu.User = nil
+		out = append(out, pu.String())
+	}
+	return strings.Join(out, ","), a
 }

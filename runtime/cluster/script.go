@@ -16,8 +16,10 @@ import (
 
 	"github.com/tierflow/tierflow/lang"
 	"github.com/tierflow/tierflow/operators/exec"
+	"github.com/tierflow/tierflow/operators/session"
 	"github.com/tierflow/tierflow/operators/sinks"
 	"github.com/tierflow/tierflow/operators/sources"
+	"github.com/tierflow/tierflow/planner"
 	"github.com/tierflow/tierflow/planner/bind"
 	"github.com/tierflow/tierflow/planner/catalog"
 	"github.com/tierflow/tierflow/planner/logical"
@@ -54,7 +56,10 @@ type ScriptOptions struct {
 	Stats io.Writer
 	// Explain prints the plan of an EXPLAIN statement against the catalog
 	// as the script has made it so far; nil: EXPLAIN is an error.
-	Explain func(e *lang.Explain, cat *catalog.Catalog) error
+	Explain func(e *lang.Explain, cat *catalog.Catalog, o planner.Options) error
+	// Print prints the listing of a SHOW or DESCRIBE (nil: as text on
+	// Stdout).
+	Print func(session.Listing) error
 	// Analyze, when set, runs every query as EXPLAIN ANALYZE does with
 	// these bounds (`tierflow explain --analyze`); its bounds and format,
 	// where set, win over an EXPLAIN ANALYZE statement's own.
@@ -64,8 +69,9 @@ type ScriptOptions struct {
 // RunScript runs a script's statements in order on the cluster, as
 // `tierflow run` does locally: definitions apply to the queries after them,
 // each query is submitted to the coordinator and its rows stream to
-// NewOutput's writer, SHOW WORKERS / SHOW QUERIES / SHOW FUNCTIONS print.
-// The first failing statement stops the script.
+// NewOutput's writer, SET, SHOW and DESCRIBE act as in the REPL
+// (operators/session; SHOW WORKERS and SHOW QUERIES answer from the
+// coordinator). The first failing statement stops the script.
 func (c *Cluster) RunScript(ctx context.Context, filename, src string, so ScriptOptions) error {
 	if so.OnError != "" {
 		if _, err := sources.ParseOnError(so.OnError); err != nil {
@@ -89,6 +95,28 @@ func (c *Cluster) RunScript(ctx context.Context, filename, src string, so Script
 		return err
 	}
 	cat.Files = exec.FileSchemas{BaseDir: so.BaseDir}
+	settings := session.New()
+	printListing := so.Print
+	if printListing == nil {
+		printListing = func(l session.Listing) error { return l.WriteText(so.Stdout) }
+	}
+	// Each query's source settings: the caller's, then the script's SET
+	// exec.* so far.
+	sourceSettings := func(sc *deploy.Script) error {
+		x := session.Exec{MaxDelay: so.MaxDelay, BatchSize: so.BatchSize, Replay: so.Replay}
+		if so.OnError != "" {
+			x.OnError, _ = sources.ParseOnError(so.OnError) // checked above
+		}
+		if err := x.Apply(settings.Values()); err != nil {
+			return err
+		}
+		sc.MaxDelay, sc.BatchSize, sc.Replay, sc.SourceMaxDelay = x.MaxDelay, x.BatchSize, x.Replay, so.SourceMaxDelay
+		sc.Planner = session.PlannerValues(settings.Values())
+		if so.OnError != "" || x.OnError != sources.Fail {
+			sc.OnError = session.OnErrorName(x.OnError)
+		}
+		return nil
+	}
 	nth := 0
 	for _, stmt := range script.Statements {
 		if err := ctx.Err(); err != nil {
@@ -121,8 +149,11 @@ func (c *Cluster) RunScript(ctx context.Context, filename, src string, so Script
 			} else if ao.For <= 0 && ao.MaxRows <= 0 {
 				ao.For = DefaultAnalyzeFor
 			}
-			sc := deploy.Script{Filename: filename, Source: src, BaseDir: so.BaseDir, Catalog: so.Catalog, Nth: nth,
-				OnError: so.OnError, MaxDelay: so.MaxDelay, BatchSize: so.BatchSize, SourceMaxDelay: so.SourceMaxDelay}
+			sc := deploy.Script{Filename: filename, Source: src, BaseDir: so.BaseDir, Catalog: so.Catalog, Nth: nth}
+			if err := sourceSettings(&sc); err != nil {
+				return err
+			}
+			sc.Replay = false // EXPLAIN ANALYZE paces the streams itself
 			rep, err := c.ExplainAnalyze(ctx, sc, ao)
 			if err != nil {
 				return err
@@ -137,13 +168,15 @@ func (c *Cluster) RunScript(ctx context.Context, filename, src string, so Script
 			if so.Explain == nil {
 				return fmt.Errorf("%s: %w: EXPLAIN in a script run here", s.Position(), exec.ErrUnsupported)
 			}
-			if err := so.Explain(s, cat); err != nil {
+			if err := so.Explain(s, cat, settings.Planner); err != nil {
 				return err
 			}
 		case *lang.Query, *lang.Insert:
 			nth++
-			sc := deploy.Script{Filename: filename, Source: src, BaseDir: so.BaseDir, Catalog: so.Catalog, Nth: nth,
-				OnError: so.OnError, MaxDelay: so.MaxDelay, BatchSize: so.BatchSize, SourceMaxDelay: so.SourceMaxDelay, Replay: so.Replay}
+			sc := deploy.Script{Filename: filename, Source: src, BaseDir: so.BaseDir, Catalog: so.Catalog, Nth: nth}
+			if err := sourceSettings(&sc); err != nil {
+				return err
+			}
 			plan, _, err := sc.Bind(nil)
 			if err != nil {
 				return err
@@ -192,20 +225,35 @@ func (c *Cluster) RunScript(ctx context.Context, filename, src string, so Script
 			if err := c.Coordinator.Stop(s.ID, false); err != nil {
 				return fmt.Errorf("%s: %w", s.Pos, err)
 			}
+		case *lang.Set:
+			if err := settings.Set(s); err != nil {
+				return err
+			}
 		case *lang.Show:
-			switch strings.ToUpper(string(s.What)) {
-			case "WORKERS":
+			switch s.What {
+			case lang.ShowWorkers:
 				WriteWorkers(so.Stdout, c.Coordinator.Workers())
-			case "QUERIES":
+			case lang.ShowQueries:
 				WriteQueries(so.Stdout, c.Coordinator.Queries())
-			case "FUNCTIONS":
-				if err := exec.ShowFunctions(so.Stdout, nil); err != nil {
+			default:
+				l, err := session.Show(s, cat, c.infra, nil)
+				if err != nil {
 					return err
 				}
-			default:
-				// Catalog listings are the REPL's; definitions are checked
-				// when the queries after them bind.
+				if err := printListing(l); err != nil {
+					return err
+				}
 			}
+		case *lang.Describe:
+			l, err := session.Describe(s.Name, bind.Pos(s.Pos).String(), cat, nil)
+			if err != nil {
+				return err
+			}
+			if err := printListing(l); err != nil {
+				return err
+			}
+		default:
+			return fmt.Errorf("%s: %w: %T statements in a script run here", stmt.Position(), exec.ErrUnsupported, stmt)
 		}
 	}
 	return nil
@@ -313,7 +361,7 @@ func WriteWorkers(w io.Writer, ws []deploy.WorkerInfo) {
 // operator and per link (runtime/control).
 func WriteQueries(w io.Writer, qs []deploy.QueryInfo) {
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "query\tstate\tworkers\trows\tdropped\tp50 ms\tp99 ms\tslo miss\tstarted\terror")
+	fmt.Fprintln(tw, "query\towner\tstate\tworkers\trows\tdropped\tp50 ms\tp99 ms\tslo miss\tstarted\terror")
 	for _, q := range qs {
 		p50, p99, miss, dropped := "-", "-", "-", "-"
 		if len(q.Dropped) > 0 {
@@ -326,7 +374,7 @@ func WriteQueries(w io.Writer, qs []deploy.QueryInfo) {
 				miss = fmt.Sprintf("%.2f%%", 100*float64(missed)/float64(h.Count))
 			}
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%s\t%s\t%s\t%s\t%s\t%s\n", q.Query, q.State, strings.Join(q.Workers, ","), q.ResultRows,
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d\t%s\t%s\t%s\t%s\t%s\t%s\n", q.Query, q.Owner, q.State, strings.Join(q.Workers, ","), q.ResultRows,
 			dropped, p50, p99, miss, q.Submitted.Format(time.TimeOnly), q.Error)
 	}
 	tw.Flush()

@@ -14,6 +14,7 @@ import (
 	"github.com/nats-io/nats.go"
 
 	"github.com/tierflow/tierflow/operators/sinks"
+	"github.com/tierflow/tierflow/relay/natsserver"
 	"github.com/tierflow/tierflow/runtime/deploy"
 )
 
@@ -29,6 +30,10 @@ var ErrCoordinatorLost = errors.New("coordinator lost")
 // results back, list workers and queries, stop queries.
 type Client struct {
 	nc *nats.Conn
+	// User is who the client is on the control subjects: its NATS
+	// identity (natsserver.Auth.Identity; default natsserver.Anonymous).
+	// The server's permissions decide whether it may act as User.
+	User string
 	// Timeout bounds each control request (default 30s: a submission waits
 	// for every worker to build its part).
 	Timeout time.Duration
@@ -47,7 +52,7 @@ const lostAfter = 3
 
 // NewClient makes a client on nc.
 func NewClient(nc *nats.Conn) *Client {
-	return &Client{nc: nc, Timeout: 30 * time.Second, Heartbeat: time.Second}
+	return &Client{nc: nc, User: natsserver.Anonymous, Timeout: 30 * time.Second, Heartbeat: time.Second}
 }
 
 // alive asks the coordinator whether it still knows query: nil if so,
@@ -76,7 +81,10 @@ func (c *Client) request(ctx context.Context, subject string, req, rep any) erro
 	}
 	ctx, cancel := context.WithTimeout(ctx, c.Timeout)
 	defer cancel()
-	msg, err := c.nc.RequestWithContext(ctx, subject, body)
+	msg, err := requestChecked(ctx, c.nc, subject, body)
+	if errors.Is(err, nats.ErrPermissionViolation) || errors.Is(err, nats.ErrAuthorization) {
+		return fmt.Errorf("%w: %s as %s: %w", ErrDenied, subject, c.User, err)
+	}
 	if errors.Is(err, nats.ErrNoResponders) {
 		return fmt.Errorf("no coordinator is listening on %s (start one with `tierflow coordinator`): %w", subject, err)
 	}
@@ -92,16 +100,17 @@ func (c *Client) Workers(ctx context.Context) ([]deploy.WorkerInfo, error) {
 	return out, c.request(ctx, deploy.InNamespace(c.Namespace, deploy.SubjectWorkers), struct{}{}, &out)
 }
 
-// Queries lists the coordinator's queries (SHOW QUERIES).
+// Queries lists the client's queries (SHOW QUERIES), or every query when
+// the client is one of the coordinator's admins.
 func (c *Client) Queries(ctx context.Context) ([]deploy.QueryInfo, error) {
 	var out []deploy.QueryInfo
-	return out, c.request(ctx, deploy.InNamespace(c.Namespace, deploy.SubjectQueries), struct{}{}, &out)
+	return out, c.request(ctx, deploy.InNamespace(c.Namespace, deploy.QueriesSubject(c.User)), struct{}{}, &out)
 }
 
 // Stop stops a query (STOP QUERY), gracefully unless abort.
 func (c *Client) Stop(ctx context.Context, query string, abort bool) error {
 	var ack deploy.Ack
-	if err := c.request(ctx, deploy.InNamespace(c.Namespace, deploy.SubjectStop), deploy.StopRequest{Query: query, Abort: abort}, &ack); err != nil {
+	if err := c.request(ctx, deploy.InNamespace(c.Namespace, deploy.StopSubject(c.User)), deploy.StopRequest{Query: query, Abort: abort}, &ack); err != nil {
 		return err
 	}
 	if ack.Error != "" {
@@ -133,18 +142,21 @@ func (c *Client) Submit(ctx context.Context, script deploy.Script, name string, 
 	if mem == nil {
 		mem = memory.DefaultAllocator
 	}
-	resultsSubj, doneSubj := deploy.QuerySubject(c.Namespace, name, "results"), deploy.QuerySubject(c.Namespace, name, "done")
+	resultsSubj := deploy.InNamespace(c.Namespace, deploy.UserSubject(c.User, name, "results"))
+	doneSubj := deploy.InNamespace(c.Namespace, deploy.UserSubject(c.User, name, "done"))
 	// One subscription over the query's subjects keeps the order the
 	// messages came in: results, then done. A channel subscription would
 	// drop what does not fit its channel (a slow consumer): a client slower
 	// than the workers would lose result rows and the end markers. Instead
 	// the handler waits for room, and meanwhile the client library buffers
 	// without a limit (pending limits off): the workers publish a query's
-	// results once, at most what it returns.
+	// results once, at most what it returns. The subjects are the
+	// submitter's own (tierflow.u.<user>): no one else may read them.
 	ch := make(chan *nats.Msg, 1024)
 	quit := make(chan struct{})
 	defer close(quit)
-	sub, err := c.nc.Subscribe(deploy.QuerySubject(c.Namespace, name, "*"), func(m *nats.Msg) {
+	allSubj := deploy.InNamespace(c.Namespace, deploy.UserSubject(c.User, name, "*"))
+	sub, err := c.nc.Subscribe(allSubj, func(m *nats.Msg) {
 		if m.Subject != resultsSubj && m.Subject != doneSubj {
 			return // the workers' status, start and stop
 		}
@@ -158,11 +170,11 @@ func (c *Client) Submit(ctx context.Context, script deploy.Script, name string, 
 	}
 	defer sub.Unsubscribe()
 	_ = sub.SetPendingLimits(-1, -1)
-	if err := c.nc.Flush(); err != nil {
+	if err := checkSubscribed(c.nc, allSubj); err != nil {
 		return deploy.QueryInfo{}, err
 	}
 	var rep deploy.SubmitReply
-	if err := c.request(ctx, deploy.InNamespace(c.Namespace, deploy.SubjectSubmit), deploy.SubmitRequest{Query: name, Script: script}, &rep); err != nil {
+	if err := c.request(ctx, deploy.InNamespace(c.Namespace, deploy.SubmitSubject(c.User)), deploy.SubmitRequest{Query: name, Script: script}, &rep); err != nil {
 		return deploy.QueryInfo{Query: name}, err
 	}
 	if rep.Error != "" {

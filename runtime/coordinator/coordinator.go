@@ -37,6 +37,7 @@ import (
 
 	"github.com/tierflow/tierflow/dataflow"
 	"github.com/tierflow/tierflow/operators/exec"
+	"github.com/tierflow/tierflow/operators/session"
 	"github.com/tierflow/tierflow/planner"
 	"github.com/tierflow/tierflow/planner/bind"
 	"github.com/tierflow/tierflow/planner/catalog"
@@ -45,9 +46,11 @@ import (
 	"github.com/tierflow/tierflow/planner/optimize"
 	"github.com/tierflow/tierflow/planner/physical"
 	"github.com/tierflow/tierflow/relay"
+	"github.com/tierflow/tierflow/relay/natsserver"
 	"github.com/tierflow/tierflow/runtime/control"
 	"github.com/tierflow/tierflow/runtime/deploy"
 	"github.com/tierflow/tierflow/runtime/metrics"
+	"github.com/tierflow/tierflow/runtime/security"
 )
 
 // Error kinds.
@@ -56,6 +59,9 @@ var (
 	ErrDuplicate    = errors.New("coordinator: query name in use")
 	ErrDeploy       = errors.New("coordinator: deployment failed")
 	ErrUnsupported  = errors.New("not supported yet")
+	// ErrDenied: a client asked for something only a query's owner (or an
+	// admin) may do.
+	ErrDenied = errors.New("coordinator: permission denied")
 )
 
 // Config configures a coordinator.
@@ -95,6 +101,17 @@ type Config struct {
 	// Policy, when set, is asked about every running query once a second
 	// and may have it re-planned and cut over (runtime/control).
 	Policy control.Policy
+	// Admins are the identities (deploy.SubmitSubject's <user>) that may
+	// stop any query; everyone else stops only their own.
+	Admins []string
+	// DataRoots confine the files the coordinator reads to plan a query
+	// (catalog, file streams and tables, whose schemas it probes), as a
+	// worker's do; nil: none.
+	DataRoots *security.Roots
+	// Limits bound every query (deploy.Limits): the coordinator refuses a
+	// user's submission past QueriesPerUser and fails a query past its
+	// RunTime; workers enforce MemoryBytes and RowsInFlight.
+	Limits deploy.Limits
 	// Namespace is the deployment's subject namespace (deploy.InNamespace;
 	// "" the default): workers and clients of another namespace on the same
 	// server never reach this coordinator.
@@ -191,14 +208,15 @@ func Start(cfg Config) (*Coordinator, error) {
 		subject string
 		h       nats.MsgHandler
 	}{
-		{deploy.InNamespace(c.cfg.Namespace, deploy.SubjectRegister), c.onRegister},
-		{deploy.InNamespace(c.cfg.Namespace, deploy.SubjectHeartbeat), c.onHeartbeat},
-		{deploy.InNamespace(c.cfg.Namespace, deploy.SubjectSubmit), c.onSubmit},
+		{deploy.InNamespace(c.cfg.Namespace, deploy.RegisterSubject("*")), c.onRegister},
+		{deploy.InNamespace(c.cfg.Namespace, deploy.HeartbeatSubject("*")), c.onHeartbeat},
+		{deploy.InNamespace(c.cfg.Namespace, deploy.SubmitSubject("*")), c.onSubmit},
 		{deploy.InNamespace(c.cfg.Namespace, deploy.SubjectWorkers), func(m *nats.Msg) { reply(m, c.Workers()) }},
-		{deploy.InNamespace(c.cfg.Namespace, deploy.SubjectQueries), func(m *nats.Msg) { reply(m, c.Queries()) }},
-		{deploy.InNamespace(c.cfg.Namespace, deploy.SubjectStop), c.onStop},
+		{deploy.InNamespace(c.cfg.Namespace, deploy.QueriesSubject("*")), func(m *nats.Msg) { reply(m, c.QueriesOf(lastToken(m.Subject))) }},
+		{deploy.InNamespace(c.cfg.Namespace, deploy.StopSubject("*")), c.onStop},
 		{deploy.InNamespace(c.cfg.Namespace, deploy.SubjectQuery), c.onQuery},
-		{deploy.QuerySubject(c.cfg.Namespace, "*", "status"), c.onStatus},
+		{deploy.QuerySubject(c.cfg.Namespace, "*", "status.*"), c.onStatus},
+		{deploy.QuerySubject(c.cfg.Namespace, "*", "enough.*"), c.onEnough},
 	}
 	for _, h := range handlers {
 		sub, err := c.nc.Subscribe(h.subject, c.guard(h.subject, h.h))
@@ -254,6 +272,12 @@ func (c *Coordinator) onRegister(m *nats.Msg) {
 		reply(m, deploy.RegisterReply{Error: err.Error()})
 		return
 	}
+	// The server lets a worker with creds of its own publish on its own
+	// name only: the subject, not the message, says who registers.
+	if tok := lastToken(m.Subject); tok != wi.Name {
+		reply(m, deploy.RegisterReply{Error: fmt.Sprintf("worker %s registering on %s: the names differ", wi.Name, m.Subject)})
+		return
+	}
 	now := time.Now()
 	wi.Registered, wi.LastSeen = now, now
 	c.mu.Lock()
@@ -265,7 +289,7 @@ func (c *Coordinator) onRegister(m *nats.Msg) {
 
 func (c *Coordinator) onHeartbeat(m *nats.Msg) {
 	var hb deploy.Heartbeat
-	if err := json.Unmarshal(m.Data, &hb); err != nil {
+	if err := json.Unmarshal(m.Data, &hb); err != nil || hb.Name != lastToken(m.Subject) {
 		reply(m, deploy.Ack{Error: "bad heartbeat"})
 		return
 	}
@@ -344,6 +368,22 @@ func (c *Coordinator) Queries() []deploy.QueryInfo {
 	return out
 }
 
+// QueriesOf is SHOW QUERIES for user: its own queries, every query for an
+// admin.
+func (c *Coordinator) QueriesOf(user string) []deploy.QueryInfo {
+	all := c.Queries()
+	if slices.Contains(c.cfg.Admins, user) {
+		return all
+	}
+	own := all[:0]
+	for _, q := range all {
+		if q.Owner == user {
+			own = append(own, q)
+		}
+	}
+	return own
+}
+
 // Query returns one query's state.
 func (c *Coordinator) Query(id string) (deploy.QueryInfo, bool) {
 	c.mu.Lock()
@@ -388,12 +428,18 @@ func (c *Coordinator) tiers(ws []deploy.Worker) []string {
 	return append(out, rest...)
 }
 
+// lastToken is the <user> of tierflow.ctl.submit.<user> and the like.
+func lastToken(subject string) string { return subject[strings.LastIndexByte(subject, '.')+1:] }
+
 func (c *Coordinator) onSubmit(m *nats.Msg) {
 	var req deploy.SubmitRequest
 	if err := json.Unmarshal(m.Data, &req); err != nil {
 		reply(m, deploy.SubmitReply{Error: "bad submission: " + err.Error()})
 		return
 	}
+	// The server let this client publish on this subject only: its token
+	// is who submits, whatever the request says.
+	req.Owner = lastToken(m.Subject)
 	p, err := c.Submit(context.Background(), req)
 	if err != nil {
 		reply(m, deploy.SubmitReply{Query: req.Query, Error: err.Error(), ErrorKind: deploy.KindOf(err)})
@@ -409,6 +455,12 @@ func (c *Coordinator) Submit(ctx context.Context, req deploy.SubmitRequest) (*de
 	if err := deploy.ValidName("query", req.Query); err != nil {
 		return nil, err
 	}
+	if req.Owner == "" {
+		req.Owner = natsserver.Anonymous
+	}
+	if err := deploy.ValidName("user", req.Owner); err != nil {
+		return nil, err
+	}
 	if req.Script.Catalog == "" {
 		req.Script.Catalog = c.cfg.Catalog
 	}
@@ -421,7 +473,12 @@ func (c *Coordinator) Submit(ctx context.Context, req deploy.SubmitRequest) (*de
 		c.mu.Unlock()
 		return nil, fmt.Errorf("%w: %s", ErrDuplicate, req.Query)
 	}
-	qs := &queryState{info: deploy.QueryInfo{Query: req.Query, State: deploy.StateDeploying, Submitted: time.Now()}, status: map[string]deploy.Status{},
+	if err := c.admit(req.Owner); err != nil {
+		c.mu.Unlock()
+		c.cfg.Log.Warn("submission refused", "query", req.Query, "user", req.Owner, "err", err)
+		return nil, err
+	}
+	qs := &queryState{info: deploy.QueryInfo{Query: req.Query, Owner: req.Owner, State: deploy.StateDeploying, Submitted: time.Now()}, status: map[string]deploy.Status{},
 		live: control.NewLive(), rtt: map[string]time.Duration{}, req: req, front: map[string]uint64{}}
 	c.queries[req.Query] = qs
 	c.order = append(c.order, req.Query)
@@ -438,7 +495,7 @@ func (c *Coordinator) Submit(ctx context.Context, req deploy.SubmitRequest) (*de
 	qs.plan = pl.plan
 	c.mu.Unlock()
 
-	if _, err := c.deployAll(ctx, req.Query, script, p, 0); err != nil {
+	if _, err := c.deployAll(ctx, req.Query, req.Owner, script, p, 0); err != nil {
 		c.fail(req.Query, err)
 		return nil, err
 	}
@@ -456,6 +513,7 @@ func (c *Coordinator) Submit(ctx context.Context, req deploy.SubmitRequest) (*de
 		c.fail(req.Query, err)
 		return nil, err
 	}
+	c.limitRunTime(req.Query)
 	c.cfg.Log.Info("query started", "query", req.Query, "workers", p.Workers)
 	return p, nil
 }
@@ -466,10 +524,11 @@ func (c *Coordinator) Submit(ctx context.Context, req deploy.SubmitRequest) (*de
 //
 // gone lists the workers nobody answered for (no responders): lost since
 // the placement.
-func (c *Coordinator) deployAll(ctx context.Context, id string, script deploy.Script, p *deploy.Placement, gen int) (gone []string, err error) {
+func (c *Coordinator) deployAll(ctx context.Context, id, owner string, script deploy.Script, p *deploy.Placement, gen int) (gone []string, err error) {
 	errs := make([]error, len(p.Workers))
 	var wg sync.WaitGroup
-	body, _ := json.Marshal(deploy.DeployRequest{Query: id, Script: script, Placement: *p, Generation: gen})
+	body, _ := json.Marshal(deploy.DeployRequest{Query: id, Script: script, Placement: *p, Generation: gen,
+		Results: deploy.InNamespace(c.cfg.Namespace, deploy.UserSubject(owner, id, "results")), Limits: c.cfg.Limits})
 	for i, name := range p.Workers {
 		wg.Add(1)
 		go func() {
@@ -521,8 +580,13 @@ type placed struct {
 // running queries hold, by runtime/deploy's default rules otherwise.
 func (c *Coordinator) place(ctx context.Context, req deploy.SubmitRequest, ws []deploy.Worker) (placed, error) {
 	script := req.Script
+	// The catalog is checked here; the files the compile opens, in
+	// execOptions.
+	if err := c.cfg.DataRoots.ConfineScript(&script, &exec.Options{}); err != nil {
+		return placed{}, err
+	}
 	if c.cfg.CheckModelArgs != nil {
-		script.CheckModelArgs = c.cfg.CheckModelArgs(script.BaseDir)
+		script.CheckModelArgs = c.cfg.DataRoots.ConfineModelArgs(c.cfg.CheckModelArgs(script.BaseDir), script.BaseDir)
 	}
 	bound, cat, err := script.Bind(nil)
 	if err != nil {
@@ -543,7 +607,7 @@ func (c *Coordinator) place(ctx context.Context, req deploy.SubmitRequest, ws []
 	var res *planner.Result
 	perr := errors.New("placement by rules")
 	if c.cfg.Placement != PlaceRules {
-		res, perr = c.optimize(ctx, bound, cat, ws, o.Tiers, c.reserved(req.Query, ws))
+		res, perr = c.optimize(ctx, bound, cat, ws, o.Tiers, c.reserved(req.Query, ws), script.Planner)
 		if errors.Is(perr, planner.ErrInfeasible) {
 			// The planner did plan the query, and no plan meets what it
 			// asks (with what running queries leave): running another one
@@ -635,13 +699,20 @@ func (c *Coordinator) execOptions(variants map[string]string) exec.Options {
 	if c.cfg.Exec != nil {
 		c.cfg.Exec(&eo, variants)
 	}
+	// The catalog was checked by place; Catalog is empty here.
+	_ = c.cfg.DataRoots.ConfineScript(&deploy.Script{}, &eo)
 	return eo
 }
 
 // optimize plans a bound query against the registered workers: their
 // tiers, types and locations, with prices, links and tier fan-outs from the
 // coordinator's infrastructure file.
-func (c *Coordinator) optimize(ctx context.Context, bound *logical.Plan, cat *catalog.Catalog, ws []deploy.Worker, tiers []string, reserved []optimize.Reservation) (*planner.Result, error) {
+func (c *Coordinator) optimize(ctx context.Context, bound *logical.Plan, cat *catalog.Catalog, ws []deploy.Worker, tiers []string, reserved []optimize.Reservation, settings map[string]string) (*planner.Result, error) {
+	// The script's SET planner.* before the query (checked where it ran).
+	set, err := session.FromValues(settings)
+	if err != nil {
+		return nil, err
+	}
 	file := c.cfg.Infra
 	inf := &infra.Infra{}
 	if file != nil {
@@ -675,7 +746,13 @@ func (c *Coordinator) optimize(ctx context.Context, bound *logical.Plan, cat *ca
 		}
 		inf.Workers = append(inf.Workers, &infra.Worker{Name: w.Name, Type: typ, Tier: w.Tier, Location: w.Location})
 	}
-	res, err := planner.PlanLogical(ctx, bound, cat, inf, planner.Options{Reserved: reserved})
+	opts := set.Planner
+	opts.Strategy = "" // the optimizer's default unless the script set one
+	if _, ok := settings["planner.strategy"]; ok {
+		opts.Strategy = set.Planner.Strategy
+	}
+	opts.Reserved = reserved
+	res, err := planner.PlanLogical(ctx, bound, cat, inf, opts)
 	if err != nil {
 		return nil, err
 	}
@@ -706,14 +783,16 @@ func (c *Coordinator) fail(id string, err error) {
 
 func (c *Coordinator) done(info deploy.QueryInfo) {
 	b, _ := json.Marshal(info)
-	_ = c.nc.Publish(deploy.QuerySubject(c.cfg.Namespace, info.Query, "done"), b)
+	_ = c.nc.Publish(deploy.InNamespace(c.cfg.Namespace, deploy.UserSubject(info.Owner, info.Query, "done")), b)
 	_ = c.nc.Flush()
 	c.cfg.Log.Info("query ended", "query", info.Query, "state", info.State, "error", info.Error)
 }
 
 func (c *Coordinator) onStatus(m *nats.Msg) {
 	var st deploy.Status
-	if err := json.Unmarshal(m.Data, &st); err != nil {
+	// A worker speaks for its own name and query only (its name is the
+	// subject's last token, which its creds may bind it to).
+	if err := json.Unmarshal(m.Data, &st); err != nil || st.Worker != lastToken(m.Subject) || st.Query != deploy.QueryOf(c.cfg.Namespace, m.Subject) {
 		return
 	}
 	c.mu.Lock()
@@ -999,7 +1078,7 @@ func (c *Coordinator) redeploy(id, lost string, lostAt time.Time, d *control.Dec
 	if err == nil {
 		script.ResumeEpoch = epoch
 		var gone []string
-		gone, err = c.deployAll(ctx, id, script, p, gen)
+		gone, err = c.deployAll(ctx, id, req.Owner, script, p, gen)
 		if err != nil && len(gone) > 0 && d == nil {
 			// Another worker died while this recovery placed the query on
 			// it: recover again, from the same epoch, without it.
@@ -1132,11 +1211,44 @@ func (c *Coordinator) onStop(m *nats.Msg) {
 		reply(m, deploy.Ack{Error: "bad stop request"})
 		return
 	}
-	if err := c.Stop(req.Query, req.Abort); err != nil {
+	if err := c.StopAs(lastToken(m.Subject), req.Query, req.Abort); err != nil {
 		reply(m, deploy.Ack{Error: err.Error()})
 		return
 	}
 	reply(m, deploy.Ack{})
+}
+
+// StopAs stops a query on behalf of user: its owner or an admin.
+func (c *Coordinator) StopAs(user, id string, abort bool) error {
+	c.mu.Lock()
+	qs := c.queries[id]
+	owner := ""
+	if qs != nil {
+		owner = qs.info.Owner
+	}
+	c.mu.Unlock()
+	if qs != nil && owner != user && !slices.Contains(c.cfg.Admins, user) {
+		c.cfg.Log.Warn("stop refused", "query", id, "user", user, "owner", owner)
+		return fmt.Errorf("%w: %s may not stop query %s (submitted by %s)", ErrDenied, user, id, owner)
+	}
+	return c.Stop(id, abort)
+}
+
+// onEnough stops a query gracefully when one of its workers has all the
+// query needs (a full final LIMIT). Only a worker the query runs on counts.
+func (c *Coordinator) onEnough(m *nats.Msg) {
+	var e deploy.Enough
+	if json.Unmarshal(m.Data, &e) != nil || e.Worker != lastToken(m.Subject) {
+		return
+	}
+	id := deploy.QueryOf(c.cfg.Namespace, m.Subject)
+	c.mu.Lock()
+	qs := c.queries[id]
+	ok := qs != nil && qs.info.Ended.IsZero() && slices.Contains(qs.info.Workers, e.Worker)
+	c.mu.Unlock()
+	if ok {
+		_ = c.Stop(id, false)
+	}
 }
 
 // linkEnds names the workers at a link's ends from the query's placement.

@@ -50,6 +50,9 @@ type Script struct {
 	// (`--source-max-delay`; 0: the connectors' default; a stream's catalog
 	// source_max_delay_ms wins).
 	SourceMaxDelay time.Duration `json:"source_max_delay,omitempty"`
+	// Planner holds the script's SET planner.* values before this query
+	// (operators/session), which the coordinator plans it with.
+	Planner map[string]string `json:"planner,omitempty"`
 	// Pace replays the file streams at their catalog rates, for a bounded
 	// time or input (EXPLAIN ANALYZE); nil reads them as fast as they go.
 	Pace *Pace `json:"pace,omitempty"`

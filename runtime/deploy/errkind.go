@@ -2,6 +2,7 @@ package deploy
 
 import (
 	"errors"
+	"io/fs"
 
 	"github.com/tierflow/tierflow/lang"
 	"github.com/tierflow/tierflow/operators/exec"
@@ -26,7 +27,8 @@ type InputError interface {
 }
 
 // KindOf classifies err for the wire: KindInput for a parse or bind error,
-// an unsupported construct, or an InputError; "" for everything else.
+// an unsupported construct, a file the query names that does not exist, or
+// an InputError; "" for everything else.
 func KindOf(err error) string {
 	if err == nil {
 		return ""
@@ -35,7 +37,7 @@ func KindOf(err error) string {
 	var be bind.Errors
 	var bi *bind.Error
 	var ie InputError
-	if errors.As(err, &le) || errors.As(err, &be) || errors.As(err, &bi) || errors.Is(err, exec.ErrUnsupported) ||
+	if errors.Is(err, fs.ErrNotExist) || errors.As(err, &le) || errors.As(err, &be) || errors.As(err, &bi) || errors.Is(err, exec.ErrUnsupported) ||
 		errors.Is(err, ErrInput) || errors.As(err, &ie) && ie.InputError() {
 		return KindInput
 	}

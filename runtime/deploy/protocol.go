@@ -15,33 +15,45 @@ import (
 // messages on core NATS subjects. Requests (R) expect a reply on the
 // message's reply subject; the rest are plain publishes.
 //
-//	tierflow.ctl.register            R worker -> coordinator  WorkerInfo -> RegisterReply
-//	tierflow.ctl.heartbeat             worker -> coordinator  Heartbeat
-//	tierflow.ctl.submit              R client -> coordinator  SubmitRequest -> SubmitReply
+//	tierflow.ctl.register.<name>     R worker -> coordinator  WorkerInfo -> RegisterReply
+//	tierflow.ctl.heartbeat.<name>      worker -> coordinator  Heartbeat
+//	tierflow.ctl.submit.<user>       R client -> coordinator  SubmitRequest -> SubmitReply
 //	tierflow.ctl.workers             R client -> coordinator  {} -> []WorkerInfo      (SHOW WORKERS)
-//	tierflow.ctl.queries             R client -> coordinator  {} -> []QueryInfo       (SHOW QUERIES)
-//	tierflow.ctl.stop                R client -> coordinator  StopRequest -> Ack      (STOP QUERY)
+//	tierflow.ctl.queries.<user>      R client -> coordinator  {} -> []QueryInfo       (SHOW QUERIES: the user's own; an admin's: all)
+//	tierflow.ctl.stop.<user>         R client -> coordinator  StopRequest -> Ack      (STOP QUERY)
 //	tierflow.ctl.query               R client -> coordinator  StopRequest -> Ack      (is the query known: a
 //	                                                          waiting client's liveness check)
 //	tierflow.q.<query>.deploy.<name> R coordinator -> worker  DeployRequest -> Ack (the worker built its part)
 //	tierflow.q.<query>.start           coordinator -> workers (every worker built: sources may start)
 //	tierflow.q.<query>.stop            coordinator -> workers StopRequest
-//	tierflow.q.<query>.status          worker -> coordinator  Status (while running, and once at the end)
-//	tierflow.q.<query>.results         sink worker -> client  Arrow IPC streams, one batch per message with
+//	tierflow.q.<query>.status.<name>   worker -> coordinator  Status (while running, and once at the end)
+//	tierflow.q.<query>.enough.<name>   worker -> coordinator  Enough (a final LIMIT is full: stop gracefully)
+//	tierflow.u.<user>.<query>.results  sink worker -> client  Arrow IPC streams, one batch per message with
 //	                                                          its epoch, commit markers per sink instance
 //	                                                          (HeaderFrontier); an empty message with
 //	                                                          header Tierflow-End ends them
-//	tierflow.q.<query>.done            coordinator -> client  QueryInfo (finished, failed or stopped)
+//	tierflow.u.<user>.<query>.done     coordinator -> client  QueryInfo (finished, failed or stopped)
+//
+// <user> is the client's identity (natsserver.Auth.Identity: its NATS user
+// name, or "anonymous" without credentials). The coordinator takes the
+// submitter of a query from the subject it arrived on and trusts the NATS
+// server's permissions to let each client publish only on its own
+// (runtime/security spells those permissions per role). A worker's <name>
+// on its subjects must be the name it registers with; a worker with creds of
+// its own (nats-setup --worker NAME) may use only its own name, so it cannot
+// pose as another worker nor read another's deployments. A client can stop
+// only its own queries (or any, if it is one of the coordinator's admins),
+// and read only its own results, under tierflow.u.<user>.
 //
 // Data between workers does not pass through the coordinator: it flows on
 // the relay's own subjects (relay/natsrelay), worker to worker.
 const (
-	SubjectRegister  = "tierflow.ctl.register"
-	SubjectHeartbeat = "tierflow.ctl.heartbeat"
-	SubjectSubmit    = "tierflow.ctl.submit"
+	SubjectRegister  = "tierflow.ctl.register"  // .<name>
+	SubjectHeartbeat = "tierflow.ctl.heartbeat" // .<name>
+	SubjectSubmit    = "tierflow.ctl.submit"    // .<user>
 	SubjectWorkers   = "tierflow.ctl.workers"
-	SubjectQueries   = "tierflow.ctl.queries"
-	SubjectStop      = "tierflow.ctl.stop"
+	SubjectQueries   = "tierflow.ctl.queries" // .<user>
+	SubjectStop      = "tierflow.ctl.stop"    // .<user>
 	SubjectQuery     = "tierflow.ctl.query"
 	// HeaderEnd marks the last message on a results subject; its value is
 	// the number of rows sent.
@@ -92,6 +104,27 @@ func QueryOf(ns, subject string) string {
 	}
 	q, _, _ := strings.Cut(rest, ".")
 	return q
+}
+
+// RegisterSubject is where worker name registers.
+func RegisterSubject(name string) string { return SubjectRegister + "." + name }
+
+// HeartbeatSubject is where worker name heartbeats.
+func HeartbeatSubject(name string) string { return SubjectHeartbeat + "." + name }
+
+// SubmitSubject is where client user submits queries.
+func SubmitSubject(user string) string { return SubjectSubmit + "." + user }
+
+// QueriesSubject is where client user lists its queries.
+func QueriesSubject(user string) string { return SubjectQueries + "." + user }
+
+// StopSubject is where client user stops queries.
+func StopSubject(user string) string { return SubjectStop + "." + user }
+
+// UserSubject is tierflow.u.<user>.<query>.<what>: what a query sends its
+// submitter (results, done), readable by that user only.
+func UserSubject(user, query, what string) string {
+	return "tierflow.u." + user + "." + query + "." + what
 }
 
 // DeploySubject is where worker name receives its part of query.
@@ -149,6 +182,9 @@ type SubmitRequest struct {
 	// to the results before anything runs.
 	Query  string `json:"query"`
 	Script Script `json:"script"`
+	// Owner is who submitted the query: the coordinator sets it from the
+	// subject the request came on, whatever the client wrote here.
+	Owner string `json:"owner,omitempty"`
 }
 
 // SubmitReply says where the query runs, or why it does not.
@@ -169,6 +205,17 @@ type DeployRequest struct {
 	// drops its part of an older generation before it builds a newer one,
 	// and the relay subjects of each generation are its own.
 	Generation int `json:"generation,omitempty"`
+	// Results is the subject the sink sends the client its rows on.
+	Results string `json:"results"`
+	// Limits the worker enforces on its part (memory, rows in flight).
+	Limits Limits `json:"limits,omitzero"`
+}
+
+// Enough is a worker's request to stop a query gracefully because what it
+// runs has all it needs (a full final LIMIT).
+type Enough struct {
+	Query  string `json:"query"`
+	Worker string `json:"worker"`
 }
 
 // StopRequest stops a query: gracefully (sources end, the rest drains and
@@ -232,7 +279,9 @@ type Status struct {
 // QueryInfo is the coordinator's view of a query: SHOW QUERIES and the done
 // message.
 type QueryInfo struct {
-	Query     string    `json:"query"`
+	Query string `json:"query"`
+	// Owner submitted the query (its NATS identity).
+	Owner     string    `json:"owner,omitempty"`
 	State     string    `json:"state"`
 	Error     string    `json:"error,omitempty"`
 	ErrorKind string    `json:"error_kind,omitempty"` // KindInput: the query's input is to blame

@@ -34,10 +34,12 @@ import (
 	"github.com/tierflow/tierflow/planner/catalog"
 	"github.com/tierflow/tierflow/relay"
 	"github.com/tierflow/tierflow/relay/natsrelay"
+	"github.com/tierflow/tierflow/relay/natsserver"
 	"github.com/tierflow/tierflow/runtime/connectors"
 	"github.com/tierflow/tierflow/runtime/deploy"
 	"github.com/tierflow/tierflow/runtime/devices"
 	"github.com/tierflow/tierflow/runtime/metrics"
+	"github.com/tierflow/tierflow/runtime/security"
 )
 
 // ErrRegister: no coordinator accepted the worker.
@@ -70,6 +72,10 @@ type Config struct {
 	// sends to worker to (0: no cap): failure drills and tests slow one
 	// link down with it (natsrelay.Options.Shape).
 	Shape func(to string) float64
+	// DataRoots, when set, confine the files a deployed query may use
+	// (its catalog, models, file streams, tables and sinks) to these
+	// directories (--data-root). nil: no confinement.
+	DataRoots *security.Roots
 	// Namespace is the deployment's subject namespace (deploy.InNamespace;
 	// "" the default): the worker serves only its coordinator's.
 	Namespace string
@@ -111,6 +117,10 @@ type query struct {
 	// sinkInstances counts the sink instances on this worker.
 	gen           int
 	sinkInstances int
+	// mem meters the query's allocations against its memory limit;
+	// limitErr is why the query was stopped for passing one (limits.go).
+	mem      *meter
+	limitErr atomic.Pointer[error]
 }
 
 // Start registers the worker and starts serving deployments.
@@ -182,7 +192,7 @@ func (w *Worker) register(ctx context.Context) error {
 	var last error
 	for time.Now().Before(deadline) {
 		rctx, cancel := context.WithTimeout(ctx, time.Second)
-		msg, err := w.cfg.Conn.RequestWithContext(rctx, deploy.InNamespace(w.cfg.Namespace, deploy.SubjectRegister), body)
+		msg, err := w.cfg.Conn.RequestWithContext(rctx, deploy.InNamespace(w.cfg.Namespace, deploy.RegisterSubject(w.cfg.Name)), body)
 		cancel()
 		if err == nil {
 			var rep deploy.RegisterReply
@@ -211,7 +221,7 @@ func (w *Worker) register(ctx context.Context) error {
 		case <-time.After(100 * time.Millisecond):
 		}
 	}
-	return fmt.Errorf("%w: no coordinator answered on %s within %s (%v)", ErrRegister, deploy.InNamespace(w.cfg.Namespace, deploy.SubjectRegister), w.cfg.RegisterTimeout, last)
+	return fmt.Errorf("%w: no coordinator answered on %s within %s (%v)", ErrRegister, deploy.InNamespace(w.cfg.Namespace, deploy.RegisterSubject(w.cfg.Name)), w.cfg.RegisterTimeout, last)
 }
 
 // heartbeats tells the coordinator the worker lives; a coordinator that does
@@ -229,7 +239,7 @@ func (w *Worker) heartbeats() {
 		}
 		body, _ := json.Marshal(deploy.Heartbeat{Name: w.cfg.Name, Queries: w.Running()})
 		ctx, cancel := context.WithTimeout(w.ctx, w.heartbeat)
-		msg, err := w.cfg.Conn.RequestWithContext(ctx, deploy.InNamespace(w.cfg.Namespace, deploy.SubjectHeartbeat), body)
+		msg, err := w.cfg.Conn.RequestWithContext(ctx, deploy.InNamespace(w.cfg.Namespace, deploy.HeartbeatSubject(w.cfg.Name)), body)
 		cancel()
 		if err != nil {
 			continue
@@ -321,10 +331,13 @@ func (w *Worker) build(req deploy.DeployRequest) error {
 			return fmt.Errorf("worker %s: generation %d of query %s did not stop", w.cfg.Name, old.gen, req.Query)
 		}
 	}
-	mem := w.cfg.Allocator
-	sinkInstances, sinkWorkers := 0, map[int]bool{}
+	qmem := newMeter(w.cfg.Allocator, req.Limits.MemoryBytes)
+	var mem memory.Allocator = qmem
+	window := applyLimits(req.Limits, &req.Script)
+	sinkInstances, sinkWorkers, nSinks := 0, map[int]bool{}, 0
 	for _, op := range req.Placement.Operators {
 		if op.Name == "sink" {
+			nSinks += len(op.Workers)
 			for _, wi := range op.Workers {
 				sinkWorkers[wi] = true
 				if wi == idx {
@@ -333,17 +346,17 @@ func (w *Worker) build(req deploy.DeployRequest) error {
 			}
 		}
 	}
-	nSinks := 0
-	for _, op := range req.Placement.Operators {
-		if op.Name == "sink" {
-			nSinks += len(op.Workers)
-		}
-	}
-	res := &results{nc: w.cfg.Conn, subject: deploy.QuerySubject(w.cfg.Namespace, req.Query, "results"), mem: mem,
+	res := &results{nc: w.cfg.Conn, subject: req.Results, mem: mem,
 		worker: w.cfg.Name, gen: req.Generation, sinks: nSinks, sinkWorkers: len(sinkWorkers)}
+	if res.subject == "" {
+		res.subject = deploy.InNamespace(w.cfg.Namespace, deploy.UserSubject(natsserver.Anonymous, req.Query, "results"))
+	}
 	eo := exec.Options{Allocator: mem, Output: res, Stdout: w.cfg.Stdout}
 	if w.cfg.Exec != nil {
 		w.cfg.Exec(&eo, req.Script.Variants)
+	}
+	if err := w.confine(&req.Script, &eo); err != nil {
+		return err
 	}
 	// Streams FROM NATS and sinks TO NATS: the instances of one query's scan
 	// share a queue group, so scans on several workers split a core NATS
@@ -394,7 +407,7 @@ func (w *Worker) build(req deploy.DeployRequest) error {
 	if w.cfg.Metrics != nil {
 		w.cfg.Metrics.Instrument(g, w.cfg.Name)
 	}
-	ro := natsrelay.Options{Config: relay.Config{Allocator: mem}, Prefix: deploy.InNamespace(w.cfg.Namespace, "tierflow.relay")}
+	ro := natsrelay.Options{Config: relay.Config{Allocator: mem, Window: window}, Prefix: deploy.InNamespace(w.cfg.Namespace, "tierflow.relay")}
 	if w.cfg.Shape != nil {
 		p := req.Placement
 		ro.Shape = func(l relay.LinkID) float64 {
@@ -413,12 +426,13 @@ func (w *Worker) build(req deploy.DeployRequest) error {
 	}
 	tr := natsrelay.New(w.cfg.Conn, ro)
 	dt := relay.NewDataflowTransport(tr)
-	q := &query{id: req.Query, gen: req.Generation, sinkInstances: sinkInstances, eq: eq, dt: dt, tr: tr, res: res, sinkHere: sinkHere, sinks: opened, stop: make(chan struct{}), done: make(chan struct{})}
+	q := &query{id: req.Query, gen: req.Generation, sinkInstances: sinkInstances, eq: eq, dt: dt, tr: tr, res: res, sinkHere: sinkHere, sinks: opened, stop: make(chan struct{}), done: make(chan struct{}),
+		mem: qmem}
 	// An operator that has all it needs (a full final LIMIT) stops the
 	// whole query: the coordinator tells every worker, gracefully.
 	requestStop := func() {
-		b, _ := json.Marshal(deploy.StopRequest{Query: req.Query})
-		_ = w.cfg.Conn.Publish(deploy.InNamespace(w.cfg.Namespace, deploy.SubjectStop), b)
+		b, _ := json.Marshal(deploy.Enough{Query: req.Query, Worker: w.cfg.Name})
+		_ = w.cfg.Conn.Publish(deploy.QuerySubject(w.cfg.Namespace, req.Query, "enough."+w.cfg.Name), b)
 	}
 	// Every callback is timed: the coordinator's live estimates (busy
 	// share, model time per batch) are made of it. Against a batch's trip
@@ -537,12 +551,17 @@ func (w *Worker) run(ctx context.Context, q *query) {
 			w.status(q, deploy.StateRunning, q.dw.Stats(), q.tr.Stats())
 		}
 	}()
+	wwg.Add(1)
+	go func() { defer wwg.Done(); w.watchMemory(q, watch) }()
 	err := q.dw.Run(ctx)
 	if st := dataflow.PanicStack(err); st != nil {
 		w.cfg.Log.Error("query panicked", "query", q.id, "err", err, "stack", string(st))
 	}
 	close(watch)
 	wwg.Wait()
+	if lerr := q.limitErr.Load(); lerr != nil {
+		err = *lerr // stopped for it: the reason, not a cancellation
+	}
 	if derr := q.dt.Err(); err != nil && derr != nil {
 		err = fmt.Errorf("%w (relay: %v)", err, derr)
 	}
@@ -614,7 +633,7 @@ func (w *Worker) statusErr(q *query, state string, err error, stats []dataflow.I
 		st.LateRows, st.BadRows, st.Problems, st.Dropped = c.LateRows, c.BadRows, c.Problems, c.Dropped
 	}
 	b, _ := json.Marshal(st)
-	_ = w.cfg.Conn.Publish(deploy.QuerySubject(w.cfg.Namespace, q.id, "status"), b)
+	_ = w.cfg.Conn.Publish(deploy.QuerySubject(w.cfg.Namespace, q.id, "status."+w.cfg.Name), b)
 	if state != deploy.StateRunning {
 		_ = w.cfg.Conn.Flush()
 	}

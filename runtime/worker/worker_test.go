@@ -71,7 +71,7 @@ func TestDeployProtocol(t *testing.T) {
 		t.Errorf("deploy of a broken script: %q", ack.Error)
 	}
 
-	status, err := nc.SubscribeSync(deploy.QuerySubject("", "x", "status"))
+	status, err := nc.SubscribeSync(deploy.QuerySubject("", "x", "status.w1"))
 	if err != nil {
 		t.Fatal(err)
 	}

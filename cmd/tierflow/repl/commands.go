@@ -3,6 +3,7 @@ package repl
 import (
 	"context"
 	"fmt"
+	"github.com/tierflow/tierflow/operators/session"
 	"os"
 	"strings"
 )
@@ -22,12 +23,12 @@ func commands() []command {
 		}},
 		{`\d`, "[NAME]", "list models, streams, tables and sinks, or describe NAME", func(s *Session, _ context.Context, arg string) error {
 			if arg == "" {
-				return s.printTable(s.objects())
+				return s.printTable(session.Objects(s.cat))
 			}
 			return s.describe(arg, `\d`)
 		}},
 		{`\df`, "[PREFIX]", "list functions", func(s *Session, _ context.Context, arg string) error {
-			return s.printTable(s.functions(arg))
+			return s.printTable(session.Functions(s.funcs, arg))
 		}},
 		{`\explain`, "", "explain the next statement instead of running it", func(s *Session, _ context.Context, arg string) error {
 			s.explain = true

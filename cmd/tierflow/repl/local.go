@@ -3,15 +3,11 @@ package repl
 import (
 	"context"
 	"io"
-	"strconv"
 	"sync"
-	"time"
 
 	"github.com/apache/arrow/go/v17/arrow"
 
 	"github.com/tierflow/tierflow/operators/exec"
-	"github.com/tierflow/tierflow/operators/sources"
-	"github.com/tierflow/tierflow/planner/catalog"
 )
 
 // Local is the Engine that runs queries in this process with the operators'
@@ -42,40 +38,10 @@ func (e localEngine) Exec(ctx context.Context, q Query) (Stream, error) {
 	return st, nil
 }
 
-// applyExecSettings reads the executor's session settings.
+// applyExecSettings reads the executor's session settings (SET exec.*).
 func applyExecSettings(o *exec.Options, settings map[string]string) error {
-	for k, v := range settings {
-		switch k {
-		case "exec.max_delay":
-			d, err := time.ParseDuration(v)
-			if err != nil {
-				return badf("exec.max_delay: %v", err)
-			}
-			o.MaxDelay = d
-		case "exec.on_error":
-			p, err := sources.ParseOnError(v)
-			if err != nil {
-				return badf("exec.on_error: %v", err)
-			}
-			o.OnError = p
-		case "exec.replay":
-			on, err := strconv.ParseBool(v)
-			if err != nil {
-				return badf("exec.replay wants true or false, got %q", v)
-			}
-			o.Pace = nil
-			if on {
-				// FROM FILE streams play at their declared RATE, as live
-				// streams (`tierflow run --replay`).
-				o.Pace = func(s *catalog.Stream) sources.Pacing { return sources.Pacing{Rate: s.Rate} }
-			}
-		case "exec.batch_size":
-			n, err := strconv.Atoi(v)
-			if err != nil || n < 1 {
-				return badf("exec.batch_size wants a positive integer, got %q", v)
-			}
-			o.BatchSize = n
-		}
+	if err := o.ApplySettings(settings); err != nil {
+		return inputError{err}
 	}
 	return nil
 }

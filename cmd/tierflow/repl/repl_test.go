@@ -172,8 +172,8 @@ DROP SINK alerts;
 	if err := s.RunScript(ctx, "t.sql", strings.NewReader(script)); err != nil {
 		t.Fatalf("%v\n%s", err, errw)
 	}
-	if s.opts.Optimize.BeamModelSelection != 4 || s.opts.Optimize.BeamWorkerAssignment != 4 || s.opts.Strategy != "exhaustive" {
-		t.Errorf("SET did not reach the planner options: %+v", s.opts)
+	if s.settings.Planner.Optimize.BeamModelSelection != 4 || s.settings.Planner.Optimize.BeamWorkerAssignment != 4 || s.settings.Planner.Strategy != "exhaustive" {
+		t.Errorf("SET did not reach the planner options: %+v", s.settings.Planner)
 	}
 	got := out.String()
 	for _, want := range []string{"alerts,sink,nats 'store.alerts' json", `classify,model,"2 variants (small, large)"`, "shelves,stream,"} {

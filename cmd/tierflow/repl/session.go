@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"regexp"
 	"strings"
@@ -13,6 +14,7 @@ import (
 
 	"github.com/tierflow/tierflow/lang"
 	"github.com/tierflow/tierflow/operators/exec"
+	"github.com/tierflow/tierflow/operators/session"
 	"github.com/tierflow/tierflow/planner"
 	"github.com/tierflow/tierflow/planner/bind"
 	"github.com/tierflow/tierflow/planner/catalog"
@@ -44,20 +46,19 @@ type Config struct {
 // Session is one REPL session: its catalog, options and settings. A Session
 // runs one statement at a time; only Interrupt may be called concurrently.
 type Session struct {
-	cfg     Config
-	cat     *catalog.Catalog
-	inf     *infra.Infra
-	funcs   *expr.Registry
-	engine  Engine
-	opts    planner.Options
-	sets    map[string]string // SET values as written, for \set-like listing
-	format  string
-	timing  bool
-	explain bool // \explain: explain the next statement instead of running it
-	out     io.Writer
-	outFile *os.File
-	quit    bool
-	baseDir string // directory of the running script: relative FROM FILE paths start there
+	cfg      Config
+	cat      *catalog.Catalog
+	inf      *infra.Infra
+	funcs    *expr.Registry
+	engine   Engine
+	settings *session.Settings // what SET changed
+	format   string
+	timing   bool
+	explain  bool // \explain: explain the next statement instead of running it
+	out      io.Writer
+	outFile  *os.File
+	quit     bool
+	baseDir  string // directory of the running script: relative FROM FILE paths start there
 
 	mu     sync.Mutex
 	cancel context.CancelFunc // of the running statement
@@ -65,7 +66,7 @@ type Session struct {
 
 // New starts a session.
 func New(cfg Config) (*Session, error) {
-	s := &Session{cfg: cfg, funcs: expr.Builtins(), engine: cfg.Engine, sets: map[string]string{}, out: cfg.Out}
+	s := &Session{cfg: cfg, funcs: expr.Builtins(), engine: cfg.Engine, settings: session.New(), out: cfg.Out}
 	if cfg.Catalog != nil {
 		s.cat = cfg.Catalog.Clone()
 	} else {
@@ -75,7 +76,6 @@ func New(cfg Config) (*Session, error) {
 	if s.engine == nil {
 		s.engine = NoExecutor()
 	}
-	s.opts = planner.Options{Strategy: planner.DefaultStrategy}
 	if err := s.setFormat(cfg.Format); err != nil {
 		return nil, err
 	}
@@ -249,14 +249,19 @@ func caret(src, msg string, line, col int) string {
 // IsBadInput reports whether err is the user's input being wrong (exit 2)
 // rather than a failure while running (exit 1).
 func IsBadInput(err error) bool {
-	for _, kind := range []error{ErrBadInput, lang.ErrSyntax, bind.ErrBind, catalog.ErrUnknown, catalog.ErrExists, planner.ErrNoInfra, exec.ErrUnsupported} {
+	for _, kind := range []error{ErrBadInput, lang.ErrSyntax, bind.ErrBind, catalog.ErrUnknown, catalog.ErrExists, planner.ErrNoInfra, exec.ErrUnsupported, session.ErrInvalid} {
 		if errors.Is(err, kind) {
 			return true
 		}
 	}
 	var es bind.Errors
 	var be *bind.Error
-	return errors.As(err, &es) || errors.As(err, &be)
+	// A file the statement reads that is not there, or one whose rows do not
+	// fit (an error that blames the input, as runtime/deploy's InputError),
+	// is the input's fault too.
+	var ie interface{ InputError() bool }
+	return errors.As(err, &es) || errors.As(err, &be) || errors.Is(err, fs.ErrNotExist) ||
+		errors.As(err, &ie) && ie.InputError()
 }
 
 // inputError is a message about the user's input: it reads as written and

@@ -4,18 +4,15 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"path/filepath"
-	"sort"
-	"strconv"
-	"strings"
-	"time"
 
 	"github.com/tierflow/tierflow/lang"
 	"github.com/tierflow/tierflow/operators/exec"
+	"github.com/tierflow/tierflow/operators/session"
 	"github.com/tierflow/tierflow/planner"
 	"github.com/tierflow/tierflow/planner/bind"
 	"github.com/tierflow/tierflow/planner/explain"
-	"github.com/tierflow/tierflow/planner/optimize"
 )
 
 // runStatement runs one parsed statement against the session.
@@ -134,9 +131,9 @@ func (s *Session) runExplain(ctx context.Context, e *lang.Explain) error {
 			return err
 		}
 		return a.Analyze(ctx, Query{Stmt: e.Target(), Source: lang.Print(e), Bound: bound, Catalog: s.cat, Infra: s.inf,
-			Options: s.opts, Settings: s.settings(), BaseDir: s.baseDir}, e, s.out)
+			Options: s.settings.Planner, Settings: s.settings.Values(), BaseDir: s.baseDir}, e, s.out)
 	}
-	opts := s.opts
+	opts := s.settings.Planner
 	format := "text"
 	if err := planner.ExplainOptions(e, &opts, &format, nil); err != nil {
 		return badf("%v", err)
@@ -165,134 +162,17 @@ func (s *Session) runExplain(ctx context.Context, e *lang.Explain) error {
 	return nil
 }
 
-// set changes a planner option for the rest of the session.
+// set changes a setting for the rest of the session (operators/session,
+// shared with `tierflow run`).
 func (s *Session) set(st *lang.Set) error {
-	key := strings.ToLower(st.Key)
-	val, err := literal(st.Value)
-	if err != nil {
-		return badf("%s: %v", bind.Pos(st.Pos), err)
+	if err := s.settings.Set(st); err != nil {
+		return inputError{err}
 	}
-	bad := func(format string, args ...any) error {
-		return badf("%s: SET %s: %s", bind.Pos(st.Pos), key, fmt.Sprintf(format, args...))
-	}
-	num := func() (float64, error) {
-		f, err := strconv.ParseFloat(val, 64)
-		if err != nil {
-			return 0, bad("want a number, got %q", val)
-		}
-		return f, nil
-	}
-	count := func() (int, error) {
-		n, err := strconv.Atoi(val)
-		if err != nil || n < 1 {
-			return 0, bad("want a positive integer, got %q", val)
-		}
-		return n, nil
-	}
-	o := &s.opts
-	switch key {
-	case "planner.strategy":
-		reg := o.Registry
-		if reg == nil {
-			reg = optimize.DefaultRegistry()
-		}
-		if _, err := reg.Lookup(strings.ToLower(val)); err != nil {
-			return bad("unknown strategy %q (want one of %s)", val, strings.Join(reg.Names(), ", "))
-		}
-		o.Strategy = strings.ToLower(val)
-	case "planner.profile":
-		p, err := planner.ParsePercentile(val)
-		if err != nil {
-			return bad("%v", err)
-		}
-		o.Percentile = p
-	case "planner.accuracy":
-		f, err := num()
-		if err != nil {
-			return err
-		}
-		o.Accuracy = &f
-	case "planner.throughput":
-		f, err := num()
-		if err != nil {
-			return err
-		}
-		o.Throughput = f
-	case "planner.seed":
-		n, err := strconv.ParseInt(val, 10, 64)
-		if err != nil {
-			return bad("want an integer, got %q", val)
-		}
-		o.Optimize.Seed = n
-	case "planner.beam_width":
-		n, err := count()
-		if err != nil {
-			return err
-		}
-		o.Optimize.BeamModelSelection, o.Optimize.BeamWorkerAssignment = n, n
-	case "planner.beam_ms":
-		n, err := count()
-		if err != nil {
-			return err
-		}
-		o.Optimize.BeamModelSelection = n
-	case "planner.beam_wa":
-		n, err := count()
-		if err != nil {
-			return err
-		}
-		o.Optimize.BeamWorkerAssignment = n
-	case "planner.topo_orders":
-		n, err := count()
-		if err != nil {
-			return err
-		}
-		o.Optimize.TopoOrders = n
-	case "exec.max_delay", "exec.on_error", "exec.batch_size", "exec.replay":
-		probe := map[string]string{key: val}
-		if err := applyExecSettings(&exec.Options{}, probe); err != nil {
-			return bad("%v", err)
-		}
-	case "planner.time_budget":
-		d, err := time.ParseDuration(val)
-		if err != nil {
-			return bad("want a duration such as '2s', got %q", val)
-		}
-		o.Optimize.TimeBudget = d
-	default:
-		return bad("unknown setting (want one of %s)", strings.Join(Settings(), ", "))
-	}
-	s.sets[key] = val
 	return nil
 }
 
-// settings copies the session's SET values for an engine.
-func (s *Session) settings() map[string]string {
-	out := make(map[string]string, len(s.sets))
-	for k, v := range s.sets {
-		out[k] = v
-	}
-	return out
-}
-
 // Settings lists what SET changes, for help and completion.
-func Settings() []string {
-	return []string{"exec.batch_size", "exec.max_delay", "exec.on_error", "exec.replay", "planner.accuracy", "planner.beam_ms", "planner.beam_wa", "planner.beam_width",
-		"planner.profile", "planner.seed", "planner.strategy", "planner.throughput",
-		"planner.time_budget", "planner.topo_orders"}
-}
-
-func literal(l lang.Literal) (string, error) {
-	switch v := l.(type) {
-	case *lang.NumberLit:
-		return v.Value, nil
-	case *lang.StringLit:
-		return v.Value, nil
-	case *lang.BoolLit:
-		return strconv.FormatBool(v.Value), nil
-	}
-	return "", fmt.Errorf("want a number, a string or a boolean")
-}
+func Settings() []string { return session.Names() }
 
 // runQuery binds a SELECT or INSERT, hands it to the engine and renders its
 // results as they arrive.
@@ -303,7 +183,7 @@ func (s *Session) runQuery(ctx context.Context, st lang.Statement, src string) e
 	if err != nil {
 		return err
 	}
-	stream, err := s.engine.Exec(ctx, Query{Stmt: st, Source: src, Bound: bound, Catalog: s.cat, Infra: s.inf, Options: s.opts, Settings: s.settings(), BaseDir: s.baseDir})
+	stream, err := s.engine.Exec(ctx, Query{Stmt: st, Source: src, Bound: bound, Catalog: s.cat, Infra: s.inf, Options: s.settings.Planner, Settings: s.settings.Values(), BaseDir: s.baseDir})
 	if err != nil {
 		return err
 	}
@@ -313,40 +193,35 @@ func (s *Session) runQuery(ctx context.Context, st lang.Statement, src string) e
 }
 
 // printTable renders one of the session's own listings.
-func (s *Session) printTable(t table) error {
-	r, err := newRenderer(s.format, s.out, s.color())
+func (s *Session) printTable(t session.Listing) error {
+	return writeListing(s.out, s.format, s.color(), t)
+}
+
+// WriteListing prints a SHOW or DESCRIBE listing as the REPL does in format
+// (table, json, jsonl or csv), for `tierflow run` scripts.
+func WriteListing(w io.Writer, format string, t session.Listing) error {
+	return writeListing(w, format, false, t)
+}
+
+func writeListing(w io.Writer, format string, color bool, t session.Listing) error {
+	r, err := newRenderer(format, w, color)
 	if err != nil {
 		return err
 	}
-	if t.title != "" && s.format == "table" {
-		fmt.Fprintln(s.out, t.title)
+	if t.Title != "" && (format == "table" || format == "") {
+		fmt.Fprintln(w, t.Title)
 	}
-	if err := r.begin(t.cols); err != nil {
+	cols := make([]column, len(t.Columns))
+	for i, n := range t.Columns {
+		cols[i] = column{name: n}
+	}
+	if err := r.begin(cols); err != nil {
 		return err
 	}
-	if len(t.rows) > 0 {
-		if err := r.rows(textRows(t.rows)); err != nil {
+	if len(t.Rows) > 0 {
+		if err := r.rows(textRows(t.Rows)); err != nil {
 			return err
 		}
 	}
-	return r.end(int64(len(t.rows)))
-}
-
-// table is a small listing the session builds itself (SHOW, \d).
-type table struct {
-	title string
-	cols  []column
-	rows  [][]string
-}
-
-func textTable(title string, names ...string) table {
-	t := table{title: title}
-	for _, n := range names {
-		t.cols = append(t.cols, column{name: n})
-	}
-	return t
-}
-
-func sortRows(rows [][]string) {
-	sort.SliceStable(rows, func(i, j int) bool { return rows[i][0] < rows[j][0] })
+	return r.end(int64(len(t.Rows)))
 }

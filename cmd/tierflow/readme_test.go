@@ -1,0 +1,191 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"os"
+	osexec "os/exec"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/tierflow/tierflow/operators/session"
+)
+
+// readmeSkips are the README's commands this test does not run, and why.
+// Each must still be in the README (a stale entry fails the test).
+var readmeSkips = map[string]string{
+	"make test": "runs the whole test suite, this test included",
+	"make fuzz": "fuzzes the parser for five minutes",
+	"bin/tierflow coordinator --infra examples/vqa/infra.yaml":                                                                        "a long-running server (TestCoordinatorWorkerSubmit drives one)",
+	"bin/tierflow worker --nats nats://127.0.0.1:PORT --tier edge --location l1 --type x4 --name e1":                                  "a long-running server, PORT stands for the coordinator's",
+	"bin/tierflow worker --nats nats://127.0.0.1:PORT --tier cloud --name c1":                                                         "a long-running server, PORT stands for the coordinator's",
+	"bin/tierflow submit --nats nats://127.0.0.1:PORT examples/streaming/query.sql":                                                   "PORT stands for a running coordinator's",
+	"bin/tierflow publish --nats nats://127.0.0.1:PORT --rate 2000 examples/streaming/readings.csv demo.readings":                     "PORT stands for a running coordinator's",
+	"tierflow repl -f setup.sql -c \"SELECT sensor, count(*) AS n FROM readings GROUP BY sensor, TUMBLE(ts, INTERVAL '10' SECOND);\"": "setup.sql stands for the reader's own script",
+	"tierflow completion bash > /etc/bash_completion.d/tierflow":                                                                      "installs into /etc (TestExitCodes runs completion bash)",
+}
+
+// readmeExit are the README's commands that show a failure, with its code.
+var readmeExit = map[string]int{
+	"echo 'SELECT a FORM t;' | tierflow fmt": exitBadInput, // shows the syntax error
+}
+
+// readmeCommands are the shell commands shown in README.md's code blocks that
+// call tierflow or make (after a "$ " prompt or alone on their line), without
+// their trailing comments, in order and without repeats.
+func readmeCommands(t *testing.T, readme string) []string {
+	t.Helper()
+	subs := map[string]bool{}
+	for _, c := range newRootCmd(&app{}).Commands() {
+		subs[c.Name()] = true
+	}
+	tf := regexp.MustCompile(`(?:^|\| )(?:bin/)?tierflow (\S+)`)
+	comment := regexp.MustCompile(`\s+#\s.*$`)
+	var cmds []string
+	seen := map[string]bool{}
+	in := false
+	for _, line := range strings.Split(readme, "\n") {
+		if strings.HasPrefix(line, "```") {
+			in = !in
+			continue
+		}
+		if !in {
+			continue
+		}
+		line = strings.TrimPrefix(strings.TrimSpace(line), "$ ")
+		m := tf.FindStringSubmatch(line)
+		if !(strings.HasPrefix(line, "make ") || m != nil && subs[m[1]]) {
+			continue
+		}
+		line = comment.ReplaceAllString(line, "")
+		if !seen[line] {
+			seen[line] = true
+			cmds = append(cmds, line)
+		}
+	}
+	return cmds
+}
+
+// TestReadmeCommands runs every command README.md shows (those calling
+// bin/tierflow, tierflow or make) as written and wants each to exit 0 (or
+// the code the README shows it failing with). `make demo` runs first, in the
+// repository (its setup step builds bin/tierflow); the others run in a
+// directory that links to the repository's files, so what they write lands
+// there, with a bin/tierflow that is this CLI.
+func TestReadmeCommands(t *testing.T) {
+	readme, err := os.ReadFile("../../README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmds := readmeCommands(t, string(readme))
+	if len(cmds) < 15 {
+		t.Fatalf("found only %d commands in README.md: %q", len(cmds), cmds)
+	}
+	listed := map[string]bool{}
+	for _, c := range cmds {
+		listed[c] = true
+	}
+	for c := range readmeSkips {
+		if !listed[c] {
+			t.Errorf("readmeSkips names %q, which README.md no longer shows", c)
+		}
+	}
+	work := readmeWorkdir(t)
+	env := append(os.Environ(), "PATH="+filepath.Join(work, "bin")+string(os.PathListSeparator)+os.Getenv("PATH"))
+	runOne := func(t *testing.T, dir, c string) {
+		ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+		defer cancel()
+		cmd := osexec.CommandContext(ctx, "bash", "-o", "pipefail", "-c", c)
+		cmd.Dir, cmd.Env = dir, env
+		out, _ := cmd.CombinedOutput()
+		want := readmeExit[c]
+		if code := cmd.ProcessState.ExitCode(); code != want || regexp.MustCompile(`panic:|goroutine \d+ \[`).Match(out) {
+			t.Errorf("%s: exit %d, want %d\n%s", c, code, want, tail(out, 3000))
+		}
+	}
+	if listed["make demo"] {
+		// In the repository itself: its setup step builds bin/tierflow
+		// there, where the build cache knows the sources' paths.
+		t.Run("make demo", func(t *testing.T) { runOne(t, "../..", "make demo") })
+	}
+	t.Run("rest", func(t *testing.T) {
+		for _, c := range cmds {
+			if c == "make demo" {
+				continue
+			}
+			t.Run(c, func(t *testing.T) {
+				if why, ok := readmeSkips[c]; ok {
+					t.Skip(why)
+				}
+				if strings.Contains(c, "| dot ") {
+					if _, err := osexec.LookPath("dot"); err != nil {
+						t.Skip("needs Graphviz's dot, which this machine lacks")
+					}
+				}
+				t.Parallel()
+				runOne(t, work, c)
+			})
+		}
+	})
+}
+
+// readmeWorkdir is a directory that looks like the repository root (links
+// to its files and directories) with its own bin/tierflow running this
+// test binary as the CLI, so what the commands write lands there.
+func readmeWorkdir(t *testing.T) string {
+	root, err := filepath.Abs("../..")
+	if err != nil {
+		t.Fatal(err)
+	}
+	work := t.TempDir()
+	entries, err := os.ReadDir(root)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range entries {
+		if e.Name() == "bin" || e.Name() == ".git" {
+			continue
+		}
+		if err := os.Symlink(filepath.Join(root, e.Name()), filepath.Join(work, e.Name())); err != nil {
+			t.Fatal(err)
+		}
+	}
+	self, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	os.Mkdir(filepath.Join(work, "bin"), 0o755)
+	script := fmt.Sprintf("#!/bin/sh\n%s=real exec %s \"$@\"\n", childEnv, strconv.Quote(self))
+	if err := os.WriteFile(filepath.Join(work, "bin", "tierflow"), []byte(script), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	return work
+}
+
+func tail(b []byte, n int) string {
+	if len(b) > n {
+		b = b[len(b)-n:]
+	}
+	return string(b)
+}
+
+// TestReadmeFunctionCount: the number of built-in functions the README
+// states is the number SHOW FUNCTIONS lists.
+func TestReadmeFunctionCount(t *testing.T) {
+	readme, err := os.ReadFile("../../README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := regexp.MustCompile(`lists the (\d+) built-in\s+functions`).FindSubmatch(readme)
+	if m == nil {
+		t.Fatal("README.md no longer states how many built-in functions SHOW FUNCTIONS lists")
+	}
+	stated, _ := strconv.Atoi(string(m[1]))
+	if n := len(session.Functions(nil, "").Rows); stated != n {
+		t.Errorf("README.md says SHOW FUNCTIONS lists %d built-in functions; it lists %d", stated, n)
+	}
+}

@@ -1,0 +1,91 @@
+package session
+
+import (
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/tierflow/tierflow/lang"
+	"github.com/tierflow/tierflow/operators/sources"
+	"github.com/tierflow/tierflow/planner/bind"
+	"github.com/tierflow/tierflow/planner/catalog"
+)
+
+func statements(t *testing.T, src string) []lang.Statement {
+	t.Helper()
+	s, err := lang.Parse("s.sql", src)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s.Statements
+}
+
+// TestSetChangesWhatFollows: SET reaches the planner's options and the
+// executor's settings; a bad one changes nothing and is ErrInvalid at its
+// position.
+func TestSetChangesWhatFollows(t *testing.T) {
+	s := New()
+	for _, st := range statements(t, "SET planner.strategy = 'exhaustive'; SET planner.beam_width = 4; SET exec.on_error = 'skip'; SET exec.max_delay = '5s'; SET exec.replay = true;") {
+		if err := s.Set(st.(*lang.Set)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if s.Planner.Strategy != "exhaustive" || s.Planner.Optimize.BeamModelSelection != 4 || s.Planner.Optimize.BeamWorkerAssignment != 4 {
+		t.Fatalf("planner options: %+v", s.Planner)
+	}
+	x := Exec{MaxDelay: time.Second, OnError: sources.Fail, BatchSize: 10}
+	if err := x.Apply(s.Values()); err != nil || x.OnError != sources.Skip || x.MaxDelay != 5*time.Second || x.BatchSize != 10 || !x.Replay {
+		t.Fatalf("exec: %+v, %v", x, err)
+	}
+	for _, c := range []struct{ src, want string }{
+		{"SET exec.batch_size = 0;", `s.sql:1:1: SET exec.batch_size: want a positive integer, got "0"`},
+		{"SET planner.strategy = 'fastest';", `s.sql:1:1: SET planner.strategy: unknown strategy "fastest"`},
+		{"SET exec.replay = 'sometimes';", `s.sql:1:1: SET exec.replay: want true or false, got "sometimes"`},
+		{"SET nope = 1;", "s.sql:1:1: SET nope: unknown setting (want one of exec.batch_size"},
+	} {
+		err := s.Set(statements(t, c.src)[0].(*lang.Set))
+		if !errors.Is(err, ErrInvalid) || !strings.HasPrefix(err.Error(), c.want) {
+			t.Errorf("%s: %v", c.src, err)
+		}
+	}
+	if s.Planner.Strategy != "exhaustive" || len(s.Values()) != 5 {
+		t.Fatalf("a bad SET changed the settings: %+v %v", s.Planner, s.Values())
+	}
+}
+
+// TestListings: SHOW and DESCRIBE answer from the catalog; an unknown name
+// is catalog.ErrUnknown (and ErrInvalid) with a suggestion.
+func TestListings(t *testing.T) {
+	cat := &catalog.Catalog{}
+	sts := statements(t, "CREATE STREAM readings (sensor INT, ts TIMESTAMP) FROM FILE 'r.csv' FORMAT CSV; SHOW STREAMS; SHOW TIERS;")
+	if _, err := bind.Apply(cat, sts[0]); err != nil {
+		t.Fatal(err)
+	}
+	l, err := Show(sts[1].(*lang.Show), cat, nil, nil)
+	if err != nil || len(l.Rows) != 1 || l.Rows[0][0] != "readings" || l.Rows[0][2] != "file 'r.csv' csv" {
+		t.Fatalf("SHOW STREAMS: %+v %v", l, err)
+	}
+	if _, err := Show(sts[2].(*lang.Show), cat, nil, nil); !errors.Is(err, ErrInvalid) || !strings.HasPrefix(err.Error(), "s.sql:1:") {
+		t.Fatalf("SHOW TIERS without an infrastructure: %v", err)
+	}
+	d, err := Describe("readings", "s.sql:2:1", cat, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var b strings.Builder
+	if err := d.WriteText(&b); err != nil {
+		t.Fatal(err)
+	}
+	want := "Stream readings (file 'r.csv' csv)\n column | type\n--------+-----------\n sensor | INT\n ts     | TIMESTAMP\n(2 rows)\n"
+	if b.String() != want {
+		t.Fatalf("DESCRIBE:\n%s\nwant:\n%s", b.String(), want)
+	}
+	_, err = Describe("reading", "s.sql:2:1", cat, nil)
+	if !errors.Is(err, catalog.ErrUnknown) || !errors.Is(err, ErrInvalid) || err.Error() != `s.sql:2:1: no model, stream, table, sink or function named "reading" (did you mean "readings"?)` {
+		t.Fatalf("unknown name: %v", err)
+	}
+	if f := Functions(nil, "tum"); len(f.Rows) != 1 || f.Rows[0][0] != "tumble" {
+		t.Fatalf("functions: %+v", f.Rows)
+	}
+}

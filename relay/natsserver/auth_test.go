@@ -1,0 +1,114 @@
+package natsserver
+
+import (
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/nats-io/jwt/v2"
+	"github.com/nats-io/nats-server/v2/server"
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nkeys"
+)
+
+func TestRedact(t *testing.T) {
+	for in, want := range map[string]string{
+		"nats://alice:s3cret@host:4222":                    "nats://REDACTED@host:4222",
+		"connect to tls://tok@h:1: refused":                "connect to tls://REDACTED@h:1: refused",
+		"nats://a:x@h1:4222,nats://b:y@h2:4222":            "nats://REDACTED@h1:4222,nats://REDACTED@h2:4222",
+		"nats://127.0.0.1:4222":                            "nats://127.0.0.1:4222",
+		"server nats://u:p%40ss@h:4222 and http://x:y@z/a": "server nats://REDACTED@h:4222 and http://REDACTED@z/a",
+	} {
+		if got := Redact(in); got != want {
+			t.Errorf("Redact(%q) = %q, want %q", in, got, want)
+		}
+	}
+}
+
+func TestIdentity(t *testing.T) {
+	dir := t.TempDir()
+	akp, _ := nkeys.CreateAccount()
+	ukp, _ := nkeys.CreateUser()
+	upub, _ := ukp.PublicKey()
+	uc := jwt.NewUserClaims(upub)
+	uc.Name = "alice"
+	tok, err := uc.Encode(akp)
+	if err != nil {
+		t.Fatal(err)
+	}
+	seed, _ := ukp.Seed()
+	creds, _ := jwt.FormatUserConfig(tok, seed)
+	credsFile, seedFile := filepath.Join(dir, "alice.creds"), filepath.Join(dir, "u.nk")
+	os.WriteFile(credsFile, creds, 0o600)
+	os.WriteFile(seedFile, seed, 0o600)
+	garbage := filepath.Join(dir, "garbage.nk")
+	os.WriteFile(garbage, []byte("not a seed"), 0o600)
+	for _, tc := range []struct {
+		a    Auth
+		url  string
+		want string
+	}{
+		{Auth{Creds: credsFile}, "", "alice"},
+		{Auth{NKey: seedFile}, "", upub},
+		{Auth{User: "bob", Password: "x"}, "nats://carol:y@h:1", "bob"},
+		{Auth{}, "nats://carol:y@h:1", "carol"},
+		{Auth{}, "nats://h:1", Anonymous},
+	} {
+		got, err := tc.a.Identity(tc.url)
+		if err != nil || got != tc.want {
+			t.Errorf("Identity(%+v, %s) = %q %v, want %q", tc.a, tc.url, got, err, tc.want)
+		}
+	}
+	for _, bad := range []Auth{
+		{Creds: credsFile, User: "x"},
+		{Creds: filepath.Join(dir, "missing.creds")},
+		{NKey: garbage},
+		{TLSCert: credsFile},
+		{User: "a.b"},
+	} {
+		if _, err := bad.Options(""); !errors.Is(err, ErrAuth) {
+			t.Errorf("Options(%+v): %v, want ErrAuth", bad, err)
+		}
+	}
+}
+
+// TestAuthConnects: a server that wants an nkey user or a password admits
+// the Auth that has it and refuses one that does not; replies come to the
+// identity's own inbox.
+func TestAuthConnects(t *testing.T) {
+	ukp, _ := nkeys.CreateUser()
+	upub, _ := ukp.PublicKey()
+	seed, _ := ukp.Seed()
+	seedFile := filepath.Join(t.TempDir(), "u.nk")
+	os.WriteFile(seedFile, seed, 0o600)
+	srv, err := Start(Options{Configure: func(so *server.Options) {
+		so.Nkeys = []*server.NkeyUser{{Nkey: upub}}
+		so.Users = []*server.User{{Username: "bob", Password: "pw"}}
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer srv.Shutdown()
+	for _, a := range []Auth{{NKey: seedFile}, {User: "bob", Password: "pw"}} {
+		opts, err := a.Options(srv.ClientURL())
+		if err != nil {
+			t.Fatal(err)
+		}
+		nc, err := srv.Connect(opts...)
+		if err != nil {
+			t.Fatalf("%+v: %v", a, err)
+		}
+		id, _ := a.Identity("")
+		if inbox := nc.NewRespInbox(); !strings.HasPrefix(inbox, InboxPrefix(id)+".") {
+			t.Errorf("inbox %s, want under %s", inbox, InboxPrefix(id))
+		}
+		nc.Close()
+	}
+	opts, _ := Auth{User: "bob", Password: "nope"}.Options("")
+	if _, err := srv.Connect(append(opts, nats.MaxReconnects(0), nats.Timeout(time.Second))...); err == nil || strings.Contains(err.Error(), "nope") {
+		t.Fatalf("wrong password: %v", err)
+	}
+}

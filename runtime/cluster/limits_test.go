@@ -1,0 +1,119 @@
+package cluster_test
+
+import (
+	"context"
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/tierflow/tierflow/operators/sinks"
+	"github.com/tierflow/tierflow/runtime/cluster"
+	"github.com/tierflow/tierflow/runtime/cluster/clustertest"
+	"github.com/tierflow/tierflow/runtime/coordinator"
+	"github.com/tierflow/tierflow/runtime/deploy"
+	"github.com/tierflow/tierflow/runtime/devices"
+	"github.com/tierflow/tierflow/runtime/worker"
+)
+
+// limited starts a coordinator with limits and one worker.
+func limited(t *testing.T, l deploy.Limits) (*coordinator.Coordinator, *coordinator.Client) {
+	t.Helper()
+	srv := clustertest.NATSServer(t)
+	cnc, wnc := clustertest.Connect(t, srv), clustertest.Connect(t, srv)
+	co, err := coordinator.Start(coordinator.Config{Conn: cnc, Heartbeat: 200 * time.Millisecond, Limits: l,
+		Exec: cluster.ExecHooks(cnc, "", nil, 1), Placement: coordinator.PlaceRules})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { co.Close() })
+	inv := devices.Inventory{CPUs: 1}
+	w, err := worker.Start(context.Background(), worker.Config{Conn: wnc, Name: "w1", Tier: "edge", Inventory: &inv, Exec: cluster.ExecHooks(wnc, "", nil, 1)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { w.Close() })
+	return co, coordinator.NewClient(clustertest.Connect(t, srv))
+}
+
+// live is a query on a NATS subject nobody ends: it runs until stopped.
+func live(t *testing.T) deploy.Script {
+	dir := t.TempDir()
+	src := "CREATE STREAM feed (n INT) FROM NATS 'feed.ticks' FORMAT JSON;\nSELECT n FROM feed;\n"
+	os.WriteFile(filepath.Join(dir, "live.sql"), []byte(src), 0o644)
+	return deploy.Script{Filename: filepath.Join(dir, "live.sql"), Source: src, BaseDir: dir}
+}
+
+func TestLimitRunTime(t *testing.T) {
+	_, client := limited(t, deploy.Limits{RunTime: 300 * time.Millisecond})
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	start := time.Now()
+	info, err := client.Submit(ctx, live(t), "", sinks.NewCSV(&strings.Builder{}))
+	if err == nil || !strings.Contains(err.Error(), "run time limit of 300ms") || info.State != deploy.StateFailed {
+		t.Fatalf("%s %v: want failed past its run time limit", info.State, err)
+	}
+	if took := time.Since(start); took > 10*time.Second {
+		t.Fatalf("stopped after %v", took)
+	}
+}
+
+func TestLimitQueriesPerUser(t *testing.T) {
+	co, client := limited(t, deploy.Limits{QueriesPerUser: 1})
+	done := make(chan error, 1)
+	go func() {
+		_, err := client.Submit(context.Background(), live(t), "first", sinks.NewCSV(&strings.Builder{}))
+		done <- err
+	}()
+	clustertest.CheckFor(t, 10*time.Second, 20*time.Millisecond, func() error {
+		if q, ok := co.Query("first"); !ok || q.State != deploy.StateRunning {
+			return errors.New("first not running")
+		}
+		return nil
+	})
+	_, err := client.Submit(context.Background(), live(t), "second", sinks.NewCSV(&strings.Builder{}))
+	if err == nil || !strings.Contains(err.Error(), deploy.ErrLimit.Error()) || !strings.Contains(err.Error(), "already runs 1") {
+		t.Fatalf("second query of the same user: %v, want refused for the limit", err)
+	}
+	if err := client.Stop(context.Background(), "first", false); err != nil {
+		t.Fatal(err)
+	}
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	// Its query ended, the user may submit again.
+	go func() {
+		_, err := client.Submit(context.Background(), live(t), "third", sinks.NewCSV(&strings.Builder{}))
+		done <- err
+	}()
+	clustertest.CheckFor(t, 10*time.Second, 20*time.Millisecond, func() error {
+		if q, ok := co.Query("third"); !ok || q.State != deploy.StateRunning {
+			return errors.New("third not running")
+		}
+		return nil
+	})
+	client.Stop(context.Background(), "third", false)
+	<-done
+}
+
+func TestLimitMemory(t *testing.T) {
+	f := clustertest.NewFixture(t, 8000)
+	_, client := limited(t, deploy.Limits{MemoryBytes: 16 << 10})
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	info, err := client.Submit(ctx, f.Script, "", sinks.NewCSV(&strings.Builder{}))
+	if err == nil || !strings.Contains(err.Error(), "over its memory limit of 16384") || info.State != deploy.StateFailed {
+		t.Fatalf("%s %v: want failed over its memory limit", info.State, err)
+	}
+	// The same query with room runs.
+	_, roomy := limited(t, deploy.Limits{MemoryBytes: 256 << 20, RowsInFlight: 500})
+	out := &strings.Builder{}
+	if _, err := roomy.Submit(ctx, f.Script, "", sinks.NewCSV(out)); err != nil {
+		t.Fatal(err)
+	}
+	if err := clustertest.SameRows(out.String(), f.Want); err != nil {
+		t.Fatal(err)
+	}
+}

@@ -1,0 +1,112 @@
+package security
+
+import (
+	"fmt"
+	"path/filepath"
+	"slices"
+	"strings"
+
+	"github.com/apache/arrow/go/v17/arrow"
+
+	"github.com/tierflow/tierflow/dataflow"
+	"github.com/tierflow/tierflow/operators/exec"
+	"github.com/tierflow/tierflow/planner/bind"
+	"github.com/tierflow/tierflow/planner/catalog"
+	"github.com/tierflow/tierflow/planner/logical"
+	"github.com/tierflow/tierflow/runtime/deploy"
+	"github.com/tierflow/tierflow/runtime/inference"
+)
+
+// ConfineScript keeps a submitted query to r, on a worker or on the
+// coordinator that compiles it: its catalog file is checked before it is
+// read, every file stream, table and sink when the executor opens it
+// (exec.Options.Confine), and every model file before the model runtime
+// loads it. Each is opened by its resolved path, so a symlink swapped in
+// after the check is not followed out. Errors are bad input
+// (deploy.ErrInput): the query named the file. nil r confines nothing.
+func (r *Roots) ConfineScript(sc *deploy.Script, eo *exec.Options) error {
+	if r == nil {
+		return nil
+	}
+	// Relative names resolve against the script's directory, which the
+	// client chose: one outside the roots becomes the first root, so that
+	// resolving never looks at (and tells about) files outside.
+	if sc.BaseDir == "" || !r.named(abs(sc.BaseDir)) {
+		sc.BaseDir = r.dirs[0]
+	}
+	if sc.Filename == "" || !r.named(abs(filepath.Dir(sc.Filename))) {
+		sc.Filename = filepath.Join(sc.BaseDir, filepath.Base(sc.Filename))
+	}
+	if sc.Catalog != "" {
+		real, err := r.Check(abs(sc.Catalog))
+		if err != nil {
+			return fmt.Errorf("%w: catalog: %w", deploy.ErrInput, err)
+		}
+		sc.Catalog = real
+	}
+	eo.Confine = func(p string) (string, error) {
+		real, err := r.Check(abs(p))
+		if err != nil {
+			return "", fmt.Errorf("%w: %w", deploy.ErrInput, err)
+		}
+		return real, nil
+	}
+	if lateral := eo.Lateral; lateral != nil {
+		eo.Lateral = func(n *logical.LateralModel, in *arrow.Schema) (func() (dataflow.Operator, error), *arrow.Schema, error) {
+			if err := r.ConfineModel(n.Model, ""); err != nil {
+				return nil, nil, err
+			}
+			return lateral(n, in)
+		}
+	}
+	return nil
+}
+
+// ConfineModel checks every file of model m's variants (resolved as the
+// model runtime does, base being its base directory) against r and points
+// each variant at its resolved file. The model is the caller's own (bound
+// from the submitted script just now), so no one else's changes.
+func (r *Roots) ConfineModel(m *catalog.Model, base string) error {
+	if r == nil || m == nil {
+		return nil
+	}
+	for _, v := range m.Variants {
+		if v.File == "" {
+			continue
+		}
+		if slices.Contains(strings.Split(filepath.ToSlash(v.File), "/"), "..") {
+			return fmt.Errorf("%w: model %s variant %s: %w: %s: paths with .. are refused", deploy.ErrInput, m.Name, v.Name, ErrConfined, v.File)
+		}
+		p, err := inference.ModelFile(v, base)
+		if err != nil {
+			return err
+		}
+		real, err := r.Check(abs(p))
+		if err != nil {
+			return fmt.Errorf("%w: model %s variant %s: %w", deploy.ErrInput, m.Name, v.Name, err)
+		}
+		v.File = real
+	}
+	return nil
+}
+
+// ConfineModelArgs wraps the binder's model checker (which reads model
+// files) so that it reads none outside r.
+func (r *Roots) ConfineModelArgs(check bind.ModelArgChecker, base string) bind.ModelArgChecker {
+	if r == nil || check == nil {
+		return check
+	}
+	return func(m *catalog.Model, args []arrow.DataType) (int, error) {
+		if err := r.ConfineModel(m, base); err != nil {
+			return 0, err
+		}
+		return check(m, args)
+	}
+}
+
+func abs(p string) string {
+	if a, err := filepath.Abs(p); err == nil {
+		return a
+	}
+	return p
+}

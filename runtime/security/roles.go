@@ -1,0 +1,116 @@
+// Package security holds what makes a tierflow cluster safe on a real
+// network: the NATS subject permissions of each role on the control plane
+// (coordinator, worker, client), the generation of a secure NATS setup
+// (operator, accounts, users, creds files, server config, TLS: `tierflow
+// nats-setup`), and the confinement of a worker's files to its data roots.
+//
+// The protocol's subjects are runtime/deploy's; this package says who may
+// use which. security imports runtime/deploy and relay/natsserver; the
+// worker and the CLI import it.
+package security
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/tierflow/tierflow/relay/natsserver"
+	"github.com/tierflow/tierflow/runtime/deploy"
+)
+
+// Roles on the control plane.
+const (
+	RoleCoordinator = "coordinator"
+	RoleWorker      = "worker"
+	RoleClient      = "client"
+)
+
+// Perms are one user's subject permissions: publish and subscribe, each an
+// allow list and a deny list (deny wins), and whether it may answer the
+// requests it receives (the server then lets it publish to their reply
+// subjects, and to no other inbox).
+type Perms struct {
+	PubAllow, PubDeny []string
+	SubAllow, SubDeny []string
+	Respond           bool
+}
+
+// Coordinator may read the control requests, the workers' statuses and
+// its own replies; publish deployments, starts and stops to workers, and
+// done messages to clients; and answer requests.
+func Coordinator() Perms {
+	return Perms{
+		PubAllow: []string{deploy.QuerySubject("", "*", ">"), "tierflow.u.>"},
+		SubAllow: []string{"tierflow.ctl.>", deploy.QuerySubject("", "*", "status.*"), deploy.QuerySubject("", "*", "enough.*"),
+			natsserver.InboxPrefix(RoleCoordinator) + ".>"},
+		Respond: true,
+	}
+}
+
+// Worker may register and heartbeat, report status, send a query's
+// results and its relay data, receive deployments, starts and stops, and
+// read and write the data subjects of streams and sinks (data: subject
+// patterns; ">" for any). Whatever data says, it may never publish a
+// control request of a client or the coordinator (submit, stop, list,
+// deploy, start, done) nor read the control requests or a client's
+// results: a worker cannot stop queries nor pose as the coordinator.
+//
+// name binds the permissions to one worker name (creds of its own): it
+// registers and heartbeats as that name only and receives only that name's
+// deployments, so it cannot pose as another worker. "" is the shared worker
+// role, which may use any name.
+func Worker(name, identity string, data []string) Perms {
+	bound := name
+	if bound == "" {
+		bound = "*"
+	}
+	return Perms{
+		PubAllow: append([]string{deploy.RegisterSubject(bound), deploy.HeartbeatSubject(bound), deploy.QuerySubject("", "*", "status."+bound),
+			deploy.QuerySubject("", "*", "enough."+bound), deploy.UserSubject("*", "*", "results"), "tierflow.relay.>"}, data...),
+		PubDeny: []string{deploy.SubmitSubject(">"), deploy.StopSubject(">"), deploy.SubjectWorkers, deploy.QueriesSubject(">"), deploy.SubjectQuery,
+			deploy.QuerySubject("", "*", "deploy.>"), deploy.QuerySubject("", "*", "start"), deploy.QuerySubject("", "*", "stop"),
+			deploy.UserSubject("*", "*", "done"), "$SYS.>"},
+		SubAllow: append([]string{deploy.DeploySubject("", "*", bound), deploy.QuerySubject("", "*", "start"), deploy.QuerySubject("", "*", "stop"),
+			"tierflow.relay.>", natsserver.InboxPrefix(identity) + ".>"}, data...),
+		SubDeny: []string{"tierflow.ctl.>", "tierflow.u.>", deploy.QuerySubject("", "*", "status.*"), deploy.QuerySubject("", "*", "enough.*"), "$SYS.>"},
+		Respond: true,
+	}
+}
+
+// Client is user's permissions: submit and stop its own queries, list
+// workers and queries, read its own replies and its own queries' results
+// and nothing else of tierflow's, and publish and read the data subjects
+// data (e.g. to feed streams with tierflow publish).
+func Client(user string, data []string) (Perms, error) {
+	if err := deploy.ValidName("user", user); err != nil {
+		return Perms{}, err
+	}
+	if err := CheckDataSubjects(data); err != nil {
+		return Perms{}, err
+	}
+	return Perms{
+		PubAllow: append([]string{deploy.SubmitSubject(user), deploy.StopSubject(user), deploy.SubjectWorkers, deploy.QueriesSubject(user), deploy.SubjectQuery}, data...),
+		SubAllow: append([]string{natsserver.InboxPrefix(user) + ".>", "tierflow.u." + user + ".>"}, data...),
+	}, nil
+}
+
+// CheckDataSubjects refuses data subjects that would reach tierflow's own
+// subjects or other users' inboxes (">", "*.>", "tierflow.>", "_INBOX..."):
+// the data subjects of a client, or of a worker bound to its name, must be
+// the streams' own (NATS permissions cannot allow ">" but another worker's
+// name).
+func CheckDataSubjects(data []string) error {
+	for _, d := range data {
+		first, _, _ := strings.Cut(d, ".")
+		if first == ">" || first == "*" || first == "tierflow" || strings.HasPrefix(first, "_INBOX") || first == "$SYS" {
+			return fmt.Errorf("data subject %q would reach tierflow's control subjects or other users' inboxes: name the streams' subjects (e.g. sensors.>)", d)
+		}
+	}
+	return nil
+}
+
+// Leaf is the user a hub or edge server's leaf connection authenticates
+// as: it relays every subject of the account between the servers (what
+// each user of either side may do is still its own permissions').
+func Leaf() Perms {
+	return Perms{PubAllow: []string{">"}, SubAllow: []string{">"}}
+}
