@@ -1,9 +1,9 @@
-/* Queries exercising the relational grammar: DISTINCT, star items, joins,
-   subqueries, grouping with windows, HAVING, ORDER BY, LIMIT, UNION ALL.
-   They read the sensor readings of examples/streaming and classify the
-   Fashion-MNIST images of examples/fashion.
-
-     tierflow run examples/lang/queries.sql */
+-- Queries exercising the relational grammar: DISTINCT, star items, joins,
+-- subqueries, grouping with windows, HAVING, ORDER BY, LIMIT, UNION ALL.
+-- They read the sensor readings of examples/streaming and classify the
+-- Fashion-MNIST images of examples/fashion.
+--
+--   tierflow run examples/lang/queries.sql
 CREATE MODEL classify TASK 'image-classification'
   INPUTS (image TENSOR(FLOAT, 1, 28, 28))
   OUTPUTS (label VARCHAR, score FLOAT)
