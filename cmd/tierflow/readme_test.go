@@ -26,7 +26,12 @@ var readmeSkips = map[string]string{
 	"bin/tierflow submit --nats nats://127.0.0.1:PORT examples/streaming/query.sql":                                                   "PORT stands for a running coordinator's",
 	"bin/tierflow publish --nats nats://127.0.0.1:PORT --rate 2000 examples/streaming/readings.csv demo.readings":                     "PORT stands for a running coordinator's",
 	"tierflow repl -f setup.sql -c \"SELECT sensor, count(*) AS n FROM readings GROUP BY sensor, TUMBLE(ts, INTERVAL '10' SECOND);\"": "setup.sql stands for the reader's own script",
-	"tierflow completion bash > /etc/bash_completion.d/tierflow":                                                                      "installs into /etc (TestExitCodes runs completion bash)",
+	// The secure cluster of nats-setup: servers and a client at the reader's
+	// own host (TestNATSSetupSecureCluster runs that setup end to end).
+	"bin/tierflow coordinator --nats-config secrets/server.conf --nats-creds secrets/coordinator.creds \\":                      "a long-running server",
+	"bin/tierflow worker --nats tls://nats.example.com:4222 --nats-creds secrets/worker.creds --tls-ca secrets/ca.pem \\":       "a long-running server at the reader's host",
+	"bin/tierflow submit --nats tls://nats.example.com:4222 --nats-creds secrets/alice.creds --tls-ca secrets/ca.pem query.sql": "needs that cluster running at the reader's host",
+	"tierflow completion bash > /etc/bash_completion.d/tierflow":                                                                "installs into /etc (TestExitCodes runs completion bash)",
 }
 
 // readmeExit are the README's commands that show a failure, with its code.
