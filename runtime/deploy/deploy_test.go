@@ -2,8 +2,8 @@ package deploy_test
 
 import (
 	"bytes"
-	"errors"
 	"context"
+	"errors"
 	"path/filepath"
 	"slices"
 	"strings"
