@@ -27,6 +27,9 @@ var readmeSkips = map[string]string{
 	"bin/tierflow publish --nats nats://127.0.0.1:PORT --rate 2000 examples/streaming/readings.csv demo.readings":                     "PORT stands for a running coordinator's",
 	"tierflow repl -f setup.sql -c \"SELECT sensor, count(*) AS n FROM readings GROUP BY sensor, TUMBLE(ts, INTERVAL '10' SECOND);\"": "setup.sql stands for the reader's own script",
 	"tierflow completion bash > /etc/bash_completion.d/tierflow":                                                                      "installs into /etc (TestExitCodes runs completion bash)",
+	"bin/tierflow coordinator --nats-config secrets/server.conf --nats-creds secrets/coordinator.creds \\":                            "a long-running server on the generated setup (TestRolesEnforced runs one)",
+	"bin/tierflow worker --nats tls://nats.example.com:4222 --nats-creds secrets/worker.creds --tls-ca secrets/ca.pem \\":             "nats.example.com stands for the reader's server (TestRolesEnforced runs a worker on its creds)",
+	"bin/tierflow submit --nats tls://nats.example.com:4222 --nats-creds secrets/alice.creds --tls-ca secrets/ca.pem query.sql":       "nats.example.com stands for the reader's server (TestRolesEnforced submits on a client's creds)",
 }
 
 // readmeExit are the README's commands that show a failure, with its code.
