@@ -34,6 +34,7 @@ import (
 	"github.com/tierflow/tierflow/planner/logical"
 	"github.com/tierflow/tierflow/runtime/cluster"
 	"github.com/tierflow/tierflow/runtime/connectors"
+	"github.com/tierflow/tierflow/runtime/control"
 	"github.com/tierflow/tierflow/runtime/deploy"
 	"github.com/tierflow/tierflow/runtime/inference"
 )
@@ -53,6 +54,9 @@ type runFlags struct {
 	sourceMaxDelay time.Duration
 	replay         bool
 	stats          string
+	// replan has the coordinator re-plan running queries whose links do
+	// not keep up (control.DefaultSlowLink).
+	replan bool
 	// analyze runs every query as EXPLAIN ANALYZE (`tierflow explain --analyze`).
 	analyze *cluster.AnalyzeOptions
 }
@@ -90,7 +94,15 @@ p50/p95/p99 and, for a query WITH (LATENCY <= x), the share of rows over it.
 query: rows_in, rows_out, dropped, latency_ms, slo_miss_rate, replans,
 recoveries, elapsed_s). --replay feeds FROM FILE streams at their declared
 RATE, as live streams; --source-max-delay bounds how long a NATS source waits
-to fill a partial batch (a stream's source_max_delay_ms in the catalog wins).`,
+to fill a partial batch (a stream's source_max_delay_ms in the catalog wins).
+
+On the cluster a worker that stops heartbeating is noticed within 2 s and its
+queries resume on the workers left from the last epoch every sink committed:
+file and JetStream streams replay (state is rebuilt by the replay) and the
+results of each epoch are written once, so a killed worker changes no output
+row; what core NATS streams published meanwhile is lost and counted. --replan
+also cuts a query over to a new plan, at an epoch boundary, when one of its
+relay links stalls its sender more than half the time. --stats lists both.`,
 		Example: `  tierflow run examples/streaming/query.sql
   tierflow run --output results.csv examples/streaming/query.sql
   tierflow run --on-error skip --max-delay 5s --format json examples/streaming/query.sql
@@ -112,6 +124,7 @@ to fill a partial batch (a stream's source_max_delay_ms in the catalog wins).`,
 	fl.BoolVar(&f.processes, "processes", false, "start the cluster's workers as child processes instead of goroutines")
 	fl.DurationVar(&f.sourceMaxDelay, "source-max-delay", connectors.DefaultSourceMaxDelay, "longest a NATS or JetStream source waits to fill a partial batch")
 	fl.BoolVar(&f.replay, "replay", false, "feed FROM FILE streams at their declared RATE, as live streams")
+	fl.BoolVar(&f.replan, "replan", false, "re-plan running queries off relay links that stall (cluster only)")
 	fl.StringVar(&f.stats, "stats", "", "write a JSON summary of each query (rows, drops, latency, SLO misses) to this file when it ends")
 	return c
 }
@@ -158,6 +171,9 @@ func runRun(ctx context.Context, a *app, f runFlags, path string) error {
 	}
 	if f.local && f.stats != "" {
 		return badInput(fmt.Errorf("--stats summarises a run on the cluster (its sinks measure the latency); drop --local"))
+	}
+	if f.local && f.replan {
+		return badInput(fmt.Errorf("--replan re-plans queries on the cluster; drop --local"))
 	}
 	if f.sourceMaxDelay < 0 {
 		return badInput(fmt.Errorf("--source-max-delay %s: want a duration >= 0", f.sourceMaxDelay))
@@ -304,6 +320,9 @@ func runClusterScript(ctx context.Context, a *app, f runFlags, path, src, base, 
 	// two runs never take each other's workers or results.
 	opts := cluster.Options{Infra: inf, Catalog: catPath, NATS: a.g.nats, Auth: a.natsAuth(), ServerConfig: a.g.natsConfig, OrtLib: a.g.ortLib, ModelLog: log, Namespace: runNamespace(),
 		Log: slog.New(slog.NewTextHandler(log, &slog.HandlerOptions{Level: slog.LevelWarn}))}
+	if f.replan {
+		opts.Policy = control.DefaultSlowLink
+	}
 	mode := "embedded cluster"
 	var c *cluster.Cluster
 	if f.processes {

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -22,7 +21,6 @@ import (
 	"github.com/tierflow/tierflow/runtime/cluster"
 	"github.com/tierflow/tierflow/runtime/cluster/clustertest"
 	"github.com/tierflow/tierflow/runtime/coordinator"
-	"github.com/tierflow/tierflow/runtime/deploy"
 )
 
 // syncBuffer collects a child's output while it runs.
@@ -289,67 +287,6 @@ func TestStartProcesses(t *testing.T) {
 	if len(info.Workers) != 3 {
 		t.Fatalf("ran on %v, want the three workers", info.Workers)
 	}
-}
-
-// TestKillWorkerMidQuery kills a worker process in the middle of a paced
-// query, as a crash would: the coordinator notices its heartbeats stop, fails
-// the query with the reason, the client's run returns that error instead of
-// waiting forever, and the surviving workers let the query go.
-func TestKillWorkerMidQuery(t *testing.T) {
-	f := clustertest.NewFixture(t, 8000)
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	logs := &syncBuffer{}
-	c, err := cluster.StartProcesses(ctx, cluster.ProcessOptions{
-		Options: cluster.Options{Infra: f.Infra, Heartbeat: 100 * time.Millisecond, Placement: coordinator.PlaceRules},
-		Binary:  os.Args[0], Env: []string{childEnv + "=real"}, Stderr: logs,
-	})
-	if err != nil {
-		t.Fatalf("%v\n%s", err, logs.String())
-	}
-	defer c.Close()
-	script := f.Script
-	script.Pace = &deploy.Pace{AtRate: true}
-	script.Source = strings.Replace(script.Source, "FORMAT CSV;", "FORMAT CSV RATE 400 PER SECOND;", 1) // 20 s of input
-	type result struct {
-		info deploy.QueryInfo
-		err  error
-	}
-	done := make(chan result, 1)
-	go func() {
-		info, err := c.Run(ctx, script, sinks.NewCSV(io.Discard))
-		done <- result{info, err}
-	}()
-	clustertest.CheckFor(t, 10*time.Second, 50*time.Millisecond, func() error {
-		for _, q := range c.Coordinator.Queries() {
-			if q.State == deploy.StateRunning {
-				return nil
-			}
-		}
-		return errors.New("the query is not running yet")
-	})
-	killed := time.Now()
-	if err := c.Kill("c1"); err != nil {
-		t.Fatal(err)
-	}
-	select {
-	case r := <-done:
-		if r.err == nil || !strings.Contains(r.err.Error(), "worker c1 stopped heartbeating") || r.info.State != deploy.StateFailed {
-			t.Fatalf("run after the kill: state %s, error %v", r.info.State, r.err)
-		}
-		t.Logf("failed %v after the kill: %v", time.Since(killed).Round(time.Millisecond), r.err)
-	case <-time.After(15 * time.Second):
-		t.Fatalf("the run did not end after its worker died\n%s", logs.String())
-	}
-	// The survivors abort their parts: none still runs the query.
-	clustertest.CheckFor(t, 10*time.Second, 50*time.Millisecond, func() error {
-		for _, w := range c.Coordinator.Workers() {
-			if len(w.Queries) > 0 {
-				return fmt.Errorf("worker %s still runs %v", w.Name, w.Queries)
-			}
-		}
-		return nil
-	})
 }
 
 // TestSubmitCarriesTheScriptsSets: the SETs before a submitted query travel

@@ -20,16 +20,16 @@ import (
 var readmeSkips = map[string]string{
 	"make test": "runs the whole test suite, this test included",
 	"make fuzz": "fuzzes the parser for five minutes",
-	"bin/tierflow coordinator --infra examples/vqa/infra.yaml":                                                                        "a long-running server (TestCoordinatorWorkerSubmit drives one)",
-	"bin/tierflow worker --nats nats://127.0.0.1:PORT --tier edge --location l1 --type x4 --name e1":                                  "a long-running server, PORT stands for the coordinator's",
-	"bin/tierflow worker --nats nats://127.0.0.1:PORT --tier cloud --name c1":                                                         "a long-running server, PORT stands for the coordinator's",
-	"bin/tierflow submit --nats nats://127.0.0.1:PORT examples/streaming/query.sql":                                                   "PORT stands for a running coordinator's",
-	"bin/tierflow publish --nats nats://127.0.0.1:PORT --rate 2000 examples/streaming/readings.csv demo.readings":                     "PORT stands for a running coordinator's",
-	"tierflow repl -f setup.sql -c \"SELECT sensor, count(*) AS n FROM readings GROUP BY sensor, TUMBLE(ts, INTERVAL '10' SECOND);\"": "setup.sql stands for the reader's own script",
-	"tierflow completion bash > /etc/bash_completion.d/tierflow":                                                                      "installs into /etc (TestExitCodes runs completion bash)",
-	"bin/tierflow coordinator --nats-config secrets/server.conf --nats-creds secrets/coordinator.creds \\":                            "a long-running server on the generated setup (TestRolesEnforced runs one)",
-	"bin/tierflow worker --nats tls://nats.example.com:4222 --nats-creds secrets/worker.creds --tls-ca secrets/ca.pem \\":             "nats.example.com stands for the reader's server (TestRolesEnforced runs a worker on its creds)",
-	"bin/tierflow submit --nats tls://nats.example.com:4222 --nats-creds secrets/alice.creds --tls-ca secrets/ca.pem query.sql":       "nats.example.com stands for the reader's server (TestRolesEnforced submits on a client's creds)",
+	"bin/tierflow coordinator --infra examples/vqa/infra.yaml":                                                                                                                           "a long-running server (TestCoordinatorWorkerSubmit drives one)",
+	"bin/tierflow worker --nats nats://127.0.0.1:PORT --tier edge --location l1 --type x4 --name e1":                                                                                     "a long-running server, PORT stands for the coordinator's",
+	"bin/tierflow worker --nats nats://127.0.0.1:PORT --tier cloud --name c1":                                                                                                            "a long-running server, PORT stands for the coordinator's",
+	"bin/tierflow submit --nats nats://127.0.0.1:PORT examples/streaming/query.sql":                                                                                                      "PORT stands for a running coordinator's",
+	"bin/tierflow publish --nats nats://127.0.0.1:PORT --rate 2000 examples/streaming/readings.csv demo.readings":                                                                        "PORT stands for a running coordinator's",
+	"tierflow repl -f setup.sql -c \"SELECT sensor, count(*) AS n FROM readings GROUP BY sensor, TUMBLE(ts, INTERVAL '10' SECOND);\"":                                                    "setup.sql stands for the reader's own script",
+	"bin/tierflow coordinator --nats-config secrets/server.conf --nats-creds secrets/coordinator.creds --tls-ca secrets/ca.pem --admin ops --max-query-time 1h --max-queries-per-user 4": "a long-running server (TestNATSSetupSecureCluster drives the secure walkthrough)",
+	"bin/tierflow worker --nats tls://nats.example.com:4222 --nats-creds secrets/worker.creds --tls-ca secrets/ca.pem --tier edge --location l1 --type x4 --data-root /srv/tierflow":     "a long-running server on the reader's own host (TestNATSSetupSecureCluster drives the walkthrough)",
+	"bin/tierflow submit --nats tls://nats.example.com:4222 --nats-creds secrets/alice.creds --tls-ca secrets/ca.pem query.sql":                                                          "needs the walkthrough's coordinator on the reader's own host (TestNATSSetupSecureCluster drives it)",
+	"tierflow completion bash > /etc/bash_completion.d/tierflow":                                                                                                                         "installs into /etc (TestExitCodes runs completion bash)",
 }
 
 // readmeExit are the README's commands that show a failure, with its code.
@@ -51,12 +51,20 @@ func readmeCommands(t *testing.T, readme string) []string {
 	var cmds []string
 	seen := map[string]bool{}
 	in := false
+	var cont string // a command continued with a trailing backslash
 	for _, line := range strings.Split(readme, "\n") {
 		if strings.HasPrefix(line, "```") {
-			in = !in
+			in, cont = !in, ""
 			continue
 		}
 		if !in {
+			continue
+		}
+		if cont != "" {
+			line, cont = cont+" "+strings.TrimSpace(line), ""
+		}
+		if strings.HasSuffix(line, "\\") {
+			cont = strings.TrimSpace(strings.TrimSuffix(line, "\\"))
 			continue
 		}
 		line = strings.TrimPrefix(strings.TrimSpace(line), "$ ")

@@ -22,6 +22,17 @@ type Writer interface {
 	Close() error
 }
 
+// EpochWriter is a Writer that commits per epoch: it hears each batch's
+// epoch and sink instance, and when an instance's input frontier advances
+// (every row of an earlier epoch has been written). A cluster's result
+// stream uses it so that the client writes only complete epochs, and
+// writes none twice when a re-deployed query replays them.
+type EpochWriter interface {
+	Writer
+	WriteEpoch(instance int, epoch dataflow.Epoch, rec arrow.Record) error
+	Commit(instance int, frontier dataflow.Epoch) error
+}
+
 // Failer is a Writer whose readers must learn that the result is
 // incomplete (a stream another query reads): when the query fails, Fail
 // ends the output with cause instead of Close's normal end.
@@ -77,15 +88,26 @@ func (s *Sink) OnBatch(ctx *dataflow.Context, _ int, b dataflow.Batch, cap *data
 		s.pending[b.Epoch] = append(s.pending[b.Epoch], b.Record)
 		return nil
 	}
-	return s.write(b.Record)
+	return s.write(ctx.Instance().Index, b.Epoch, b.Record)
+}
+
+// OnFrontier commits the epochs below the new frontier to an EpochWriter.
+func (s *Sink) OnFrontier(ctx *dataflow.Context, _ int, frontier dataflow.Epoch) error {
+	ew, ok := s.w.(EpochWriter)
+	if !ok {
+		return nil
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return ew.Commit(ctx.Instance().Index, frontier)
 }
 
 // OnNotify writes an ordered sink's batches of a completed epoch.
-func (s *Sink) OnNotify(_ *dataflow.Context, cap *dataflow.Capability) error {
+func (s *Sink) OnNotify(ctx *dataflow.Context, cap *dataflow.Capability) error {
 	recs := s.pending[cap.Epoch()]
 	delete(s.pending, cap.Epoch())
 	for i, r := range recs {
-		if err := s.write(r); err != nil {
+		if err := s.write(ctx.Instance().Index, cap.Epoch(), r); err != nil {
 			for _, x := range recs[i+1:] {
 				x.Release()
 			}
@@ -106,12 +128,15 @@ func (s *Sink) Close(*dataflow.Context) error {
 	return nil
 }
 
-func (s *Sink) write(rec arrow.Record) error {
+func (s *Sink) write(instance int, epoch dataflow.Epoch, rec arrow.Record) error {
 	defer rec.Release()
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.rows != nil {
 		s.rows.Add(rec.NumRows())
+	}
+	if ew, ok := s.w.(EpochWriter); ok {
+		return ew.WriteEpoch(instance, epoch, rec)
 	}
 	return s.w.Write(rec)
 }

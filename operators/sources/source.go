@@ -142,6 +142,10 @@ type Source struct {
 	off     int64        // rows of pending already sent
 	sent    int64
 	started time.Time
+	// fastRows were sent before the watermark reached Pacing.FastUntil;
+	// the rate's schedule starts after them.
+	fastRows int64
+	caughtUp bool
 }
 
 // Pacing replays a stream at a fixed rate and for a bounded time or input:
@@ -153,6 +157,11 @@ type Pacing struct {
 	Rate    float64       // rows per second of this instance; 0: as fast as the reader goes
 	For     time.Duration // end the stream after this long (0: at the end of input)
 	MaxRows int64         // end the stream after this many rows (0: no bound)
+	// FastUntil replays the stream as fast as it reads while its watermark
+	// is below this epoch, then at Rate: a re-deployed query rebuilds its
+	// operators' state from the epochs already committed without waiting
+	// for them again.
+	FastUntil dataflow.Epoch
 }
 
 func (p Pacing) active() bool { return p.Rate > 0 || p.For > 0 || p.MaxRows > 0 }
@@ -236,8 +245,16 @@ func (s *Source) paced(ctx *dataflow.Context) (rec arrow.Record, wait bool, err 
 		s.dropPending()
 		return nil, false, nil
 	}
-	if s.pace.Rate > 0 {
-		due := s.started.Add(time.Duration(float64(s.sent) / s.pace.Rate * float64(time.Second)))
+	fast := false
+	if s.pace.FastUntil > 0 && !s.caughtUp {
+		if s.cap.Epoch() < s.pace.FastUntil {
+			fast = true
+		} else {
+			s.caughtUp, s.fastRows, s.started = true, s.sent, now
+		}
+	}
+	if s.pace.Rate > 0 && !fast {
+		due := s.started.Add(time.Duration(float64(s.sent-s.fastRows) / s.pace.Rate * float64(time.Second)))
 		if s.pace.For > 0 {
 			if end := s.started.Add(s.pace.For); end.Before(due) {
 				due = end // wake to end on time

@@ -47,6 +47,10 @@ type Options struct {
 	// Retry is how long a sender waits for credit before asking again with a
 	// hello frame (default 200ms). It only matters when a grant was lost.
 	Retry time.Duration
+	// Shape, when set, caps the bytes per second a sender puts on a link
+	// (0: no cap), as a token bucket that delays sends: failure drills
+	// and tests slow one link down this way. The wait counts as a stall.
+	Shape func(link relay.LinkID) float64
 }
 
 // Transport is the NATS backend of relay.Transport.
@@ -57,13 +61,14 @@ type Transport struct {
 	chunk  int
 	retry  time.Duration
 	ends   relay.Ends
+	shape  func(link relay.LinkID) float64
 }
 
 var _ relay.Transport = (*Transport)(nil)
 
 // New makes a transport over nc. Closing the transport leaves nc open.
 func New(nc *nats.Conn, o Options) *Transport {
-	t := &Transport{nc: nc, cfg: o.Config.WithDefaults(), prefix: o.Prefix, chunk: o.MaxChunk, retry: o.Retry}
+	t := &Transport{nc: nc, cfg: o.Config.WithDefaults(), prefix: o.Prefix, chunk: o.MaxChunk, retry: o.Retry, shape: o.Shape}
 	if t.prefix == "" {
 		t.prefix = "tierflow.relay"
 	}
@@ -186,6 +191,11 @@ type sender struct {
 	closed     bool
 	notify     chan struct{} // closed and replaced on every change
 
+	// rate caps the link's bytes per second (Options.Shape; 0: none);
+	// nextSend is when the bucket lets the next message go.
+	rate     float64
+	nextSend time.Time
+
 	closeOnce sync.Once
 }
 
@@ -197,6 +207,9 @@ func (t *Transport) OpenSender(ctx context.Context, link relay.LinkID) (relay.Se
 	}
 	s := &sender{end: end{t: t, link: link}, notify: make(chan struct{}), enc: frame.NewEncoder(t.cfg.Allocator)}
 	s.dataSubj, s.creditSubj = t.Subjects(link)
+	if t.shape != nil {
+		s.rate = t.shape(link)
+	}
 	s.maxChunk = int(t.nc.MaxPayload())
 	if t.chunk > 0 && t.chunk < s.maxChunk {
 		s.maxChunk = t.chunk
@@ -319,6 +332,10 @@ func (s *sender) SendDataAt(ctx context.Context, epoch uint64, ingest int64, rec
 		h.Flags = frame.FlagSchema
 	}
 	payload := s.buf.Bytes()
+	if err := s.shaped(ctx, len(payload)); err != nil {
+		s.release()
+		return err
+	}
 	total := len(payload) - hl
 	per := s.maxChunk - hl
 	chunks := max(1, (total+per-1)/per)
@@ -341,6 +358,31 @@ func (s *sender) SendDataAt(ctx context.Context, epoch uint64, ingest int64, rec
 		s.buf = bytes.Buffer{} // don't pin a huge buffer after one huge batch
 	}
 	return nil
+}
+
+// shaped waits until a shaped link may carry n more bytes.
+func (s *sender) shaped(ctx context.Context, n int) error {
+	if s.rate <= 0 {
+		return nil
+	}
+	now := time.Now()
+	if s.nextSend.Before(now) {
+		s.nextSend = now
+	}
+	wait := s.nextSend.Sub(now)
+	s.nextSend = s.nextSend.Add(time.Duration(float64(n) / s.rate * float64(time.Second)))
+	if wait <= 0 {
+		return nil
+	}
+	t := time.NewTimer(wait)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		s.m.Stall(wait)
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
 }
 
 func (s *sender) SendProgress(ctx context.Context, frontier uint64) error {

@@ -64,6 +64,10 @@ type Report struct {
 	SLOMissRate *float64          `json:"slo_miss_rate,omitempty"`
 	// Estimates are the coordinator's live estimates as the run ended.
 	Estimates *control.Estimates `json:"estimates,omitempty"`
+	// Replans is the plan history (each cut-over to a new plan, at an
+	// epoch) and Recoveries the workers lost while the query ran.
+	Replans    []control.Replan   `json:"replans,omitempty"`
+	Recoveries []control.Recovery `json:"recoveries,omitempty"`
 }
 
 // Check is one headline figure: estimated, measured, and whether the
@@ -200,6 +204,7 @@ func New(q deploy.QueryInfo, o Options) (*Report, error) {
 	r.checks(q, est, o, secs)
 	h, missed := q.EndToEnd()
 	r.Latency, r.SLOMs, r.Estimates = control.Percentiles(h), q.LatencySLOMs, q.Estimates
+	r.Replans, r.Recoveries = q.Replans, q.Recoveries
 	if q.LatencySLOMs > 0 && h.Count > 0 {
 		rate := float64(missed) / float64(h.Count)
 		r.SLOMissRate = &rate

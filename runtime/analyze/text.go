@@ -54,6 +54,20 @@ func (r *Report) Write(w io.Writer) error {
 			}{"live link estimates", []string{"link", "from", "to", "MiB/s", "rtt ms"}, linkEstimateRows(*e)})
 		}
 	}
+	if len(r.Replans) > 0 || len(r.Recoveries) > 0 {
+		var rows [][]string
+		for _, p := range r.Replans {
+			rows = append(rows, []string{"re-plan", strconv.FormatUint(p.Epoch, 10), p.Reason, p.Old, p.New, ""})
+		}
+		for _, x := range r.Recoveries {
+			rows = append(rows, []string{"recovery", strconv.FormatUint(x.Epoch, 10), "lost worker " + x.LostWorker, "", "", fmt.Sprintf("%.2f", x.Seconds)})
+		}
+		sections = append(sections, struct {
+			title  string
+			header []string
+			rows   [][]string
+		}{"plan history", []string{"change", "from epoch", "why", "old workers", "new workers", "rows again after s"}, rows})
+	}
 	for _, s := range sections {
 		if s.rows == nil && s.title == "model batching" {
 			continue // no model call

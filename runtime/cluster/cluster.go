@@ -30,6 +30,7 @@ import (
 	"github.com/tierflow/tierflow/planner/infra"
 	"github.com/tierflow/tierflow/relay/natsserver"
 	"github.com/tierflow/tierflow/runtime/connectors"
+	"github.com/tierflow/tierflow/runtime/control"
 	"github.com/tierflow/tierflow/runtime/coordinator"
 	"github.com/tierflow/tierflow/runtime/deploy"
 	"github.com/tierflow/tierflow/runtime/devices"
@@ -59,7 +60,7 @@ type Options struct {
 	ServerConfig string
 	// Allocator for every worker's records (default memory.DefaultAllocator).
 	Allocator memory.Allocator
-	// Heartbeat interval of the workers (default 1s).
+	// Heartbeat interval of the workers (default 500ms: a lost worker is noticed within 2s).
 	Heartbeat time.Duration
 	// Metrics, when set, collects the coordinator's and every worker's
 	// metrics (one registry: one process).
@@ -74,6 +75,13 @@ type Options struct {
 	// Placement is the coordinator's placement mode (coordinator.PlaceOptimizer,
 	// the default, or coordinator.PlaceRules).
 	Placement string
+	// Policy, when set, has the coordinator re-plan running queries
+	// (runtime/control; `run --replan`).
+	Policy control.Policy
+	// Shape, when set, caps the bytes per second embedded worker from
+	// sends to worker to over the relay (0: no cap): tests and drills slow
+	// one link down with it.
+	Shape func(from, to string) float64
 	// Namespace is the deployment's subject namespace (deploy.InNamespace):
 	// two clusters on one NATS server (two `tierflow run --nats URL`) each
 	// take their own and never see the other's workers or queries.
@@ -150,7 +158,7 @@ func startCore(o *Options) (*Cluster, error) {
 		o.Allocator = memory.DefaultAllocator
 	}
 	if o.Heartbeat <= 0 {
-		o.Heartbeat = time.Second
+		o.Heartbeat = 500 * time.Millisecond
 	}
 	c := &Cluster{url: o.NATS, auth: o.Auth, ortLib: o.OrtLib, modelLog: o.ModelLog, infra: o.Infra}
 	user, err := o.Auth.Identity(o.NATS)
@@ -177,7 +185,7 @@ func startCore(o *Options) (*Cluster, error) {
 		return nil, err
 	}
 	co, err := coordinator.Start(coordinator.Config{Conn: nc, Infra: o.Infra, Catalog: o.Catalog, Heartbeat: o.Heartbeat, Metrics: o.Metrics, Log: o.Log,
-		Exec: ExecHooks(nc, o.OrtLib, nil, 1), Placement: o.Placement,
+		Exec: ExecHooks(nc, o.OrtLib, nil, 1), Placement: o.Placement, Policy: o.Policy,
 		CheckModelArgs: ModelArgChecks(o.OrtLib), Namespace: o.Namespace})
 	if err != nil {
 		c.Close()
@@ -217,7 +225,8 @@ func StartEmbedded(ctx context.Context, o Options) (*Cluster, error) {
 		}
 		w, err := worker.Start(ctx, worker.Config{Conn: nc, Name: name, Tier: m.Tier, Location: m.Location, Type: typ,
 			Inventory: &inv, Allocator: o.Allocator, Metrics: o.Metrics, Stdout: o.Stdout, Log: o.Log,
-			Exec: ExecHooks(nc, o.OrtLib, o.ModelLog, CPUShare(m, len(o.Infra.Machines()))), Namespace: o.Namespace})
+			Exec: ExecHooks(nc, o.OrtLib, o.ModelLog, CPUShare(m, len(o.Infra.Machines()))), Namespace: o.Namespace,
+			Shape: shapeFrom(o.Shape, name)})
 		if err != nil {
 			c.Close()
 			return nil, fmt.Errorf("worker %s: %w", name, err)
@@ -225,6 +234,14 @@ func StartEmbedded(ctx context.Context, o Options) (*Cluster, error) {
 		c.Workers = append(c.Workers, w)
 	}
 	return c, nil
+}
+
+// shapeFrom is worker from's side of Options.Shape.
+func shapeFrom(shape func(from, to string) float64, from string) func(to string) float64 {
+	if shape == nil {
+		return nil
+	}
+	return func(to string) float64 { return shape(from, to) }
 }
 
 func (c *Cluster) connect(name string) (*nats.Conn, error) {

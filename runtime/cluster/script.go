@@ -301,6 +301,15 @@ func Summary(q deploy.QueryInfo) string {
 		}
 		fmt.Fprintf(&b, " %s %d", k, tb[k])
 	}
+	for _, r := range q.Recoveries {
+		fmt.Fprintf(&b, "; recovered from the loss of %s at epoch %d, rows again after %.2fs", r.LostWorker, r.Epoch, r.Seconds)
+		if r.LostMessages > 0 {
+			fmt.Fprintf(&b, " (%d core NATS messages published while it was down are lost)", r.LostMessages)
+		}
+	}
+	for _, r := range q.Replans {
+		fmt.Fprintf(&b, "; re-planned at epoch %d (%s): %s -> %s", r.Epoch, r.Reason, r.Old, r.New)
+	}
 	if q.NetworkCost > 0 || q.ComputeCost > 0 {
 		fmt.Fprintf(&b, "; measured cost: network %.3g, compute %.3g", q.NetworkCost, q.ComputeCost)
 	}

@@ -1,12 +1,19 @@
 // Package control is the runtime's control loop: measure, re-plan, cut over,
 // recover (DESIGN.md). It holds what the coordinator knows about a running
-// query beyond its plan. Today that is the measuring side: live, smoothed
-// estimates per operator and per link (Live, Estimates), folded from the
-// statistics workers already report, and the summary of a finished run
-// (Summary: rows, drops, end-to-end latency, SLO misses, and the re-plans and
-// recoveries the later parts of the loop will record). Triggers, policies,
-// re-planning and cut-over belong here too, beside Live, not as flags on
-// operators.
+// query beyond its plan: live, smoothed estimates per operator and per link
+// (Live, Estimates), folded from the statistics workers already report; the
+// policies that read them (Policy: given a running query, its workers and
+// its live estimates, ask for a new plan or nothing; SlowLink moves a query
+// off a relay link that stalls its sender); and the summary of a run
+// (Summary: rows, drops, end-to-end latency, SLO misses, and the re-plans
+// and recoveries the coordinator recorded).
+//
+// The mechanism is the coordinator's (runtime/coordinator): it asks the
+// policy once a second per query, and both a re-plan and a recovery from a
+// lost worker deploy the query again as a new generation that cuts over at
+// the committed epoch, replaying its file and JetStream streams to rebuild
+// operator state, while the client writes each epoch's results once.
+// Policies only decide; they never touch operators.
 //
 // control imports dataflow and relay (the measurements' types); never
 // runtime/coordinator, runtime/worker, runtime/deploy or cmd, so that the

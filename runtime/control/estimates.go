@@ -59,6 +59,10 @@ type LinkEstimate struct {
 	// uses (each worker's measured round trip to the server, added).
 	BandwidthBps float64 `json:"bandwidth_bps"`
 	RTTMs        float64 `json:"rtt_ms"`
+	// Stalled is the share of wall time its sender waited to send (for
+	// credit, or for a shaped link's bucket): near 1, the link does not
+	// keep up with what the plan puts on it.
+	Stalled float64 `json:"stalled"`
 }
 
 // Endpoints names the workers at a link's ends; nil leaves them unnamed.
@@ -75,9 +79,10 @@ type Live struct {
 }
 
 type snapshot struct {
-	at    time.Time
-	ops   map[int]opTotals
-	links map[relay.LinkID]uint64
+	at      time.Time
+	ops     map[int]opTotals
+	links   map[relay.LinkID]uint64
+	stalled map[relay.LinkID]time.Duration
 }
 
 type opTotals struct {
@@ -105,7 +110,7 @@ func (l *Live) Observe(now time.Time, ops []dataflow.InstanceStats, links []rela
 	if !l.prev.at.IsZero() && now.Sub(l.prev.at) < MinInterval {
 		return
 	}
-	cur := snapshot{at: now, ops: map[int]opTotals{}, links: map[relay.LinkID]uint64{}}
+	cur := snapshot{at: now, ops: map[int]opTotals{}, links: map[relay.LinkID]uint64{}, stalled: map[relay.LinkID]time.Duration{}}
 	for _, s := range ops {
 		t := cur.ops[s.OperatorID]
 		t.name = s.Operator
@@ -123,6 +128,7 @@ func (l *Live) Observe(now time.Time, ops []dataflow.InstanceStats, links []rela
 	for _, s := range links {
 		if s.Direction == relay.Send {
 			cur.links[s.Link] += s.Bytes
+			cur.stalled[s.Link] += s.Stalled
 		}
 	}
 	prev := l.prev
@@ -173,6 +179,7 @@ func (l *Live) Observe(now time.Time, ops []dataflow.InstanceStats, links []rela
 			l.lnk[id] = e
 		}
 		smooth(&e.BandwidthBps, float64(b-prev.links[id])/dt, first)
+		smooth(&e.Stalled, min(1, (cur.stalled[id]-prev.stalled[id]).Seconds()/dt), first)
 		if r1, ok1 := rtt[e.From]; ok1 {
 			if r2, ok2 := rtt[e.To]; ok2 {
 				smooth(&e.RTTMs, float64(r1+r2)/float64(time.Millisecond), first || e.RTTMs == 0)

@@ -47,6 +47,12 @@ type Recovery struct {
 	Epoch      uint64  `json:"epoch"`
 	LostWorker string  `json:"lost_worker"`
 	Seconds    float64 `json:"seconds"`
+	// LostMessages counts the messages published on the query's core NATS
+	// streams while it was re-deployed: core NATS keeps nothing for a
+	// subscriber that is not there, so they are lost (file and JetStream
+	// streams replay and lose nothing). Messages the lost worker had
+	// received but not yet passed on are lost too, uncounted.
+	LostMessages int64 `json:"lost_messages,omitempty"`
 }
 
 // Run is what a Summary is made from: the query's operator statistics (from

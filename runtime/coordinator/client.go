@@ -14,9 +14,7 @@ import (
 	"github.com/nats-io/nats.go"
 
 	"github.com/tierflow/tierflow/operators/sinks"
-	"github.com/tierflow/tierflow/relay/frame"
 	"github.com/tierflow/tierflow/relay/natsserver"
-	"github.com/tierflow/tierflow/runtime/connectors"
 	"github.com/tierflow/tierflow/runtime/deploy"
 )
 
@@ -183,7 +181,9 @@ func (c *Client) Submit(ctx context.Context, script deploy.Script, name string, 
 		return deploy.QueryInfo{Query: name, State: deploy.StateFailed, Error: rep.Error, ErrorKind: rep.ErrorKind},
 			fmt.Errorf("%w: %w", ErrQuery, deploy.RemoteError(rep.Error, rep.ErrorKind))
 	}
-	sinksExpected := 0
+	// Results are written an epoch at a time, once every sink has
+	// committed it, and never twice across a recovery (epochs).
+	ep := newEpochs(out, mem)
 	if p := rep.Placement; p != nil {
 		for _, op := range p.Operators {
 			if op.Name == "sink" {
@@ -193,15 +193,14 @@ func (c *Client) Submit(ctx context.Context, script deploy.Script, name string, 
 						seen = append(seen, w)
 					}
 				}
-				sinksExpected += len(seen)
+				ep.sinkWorkers += len(seen)
+				ep.sinks += len(op.Workers)
 			}
 		}
 	}
 	var (
 		info     deploy.QueryInfo
 		done     bool
-		ends     int
-		writeErr error
 		stopping bool
 		grace    <-chan time.Time
 	)
@@ -217,8 +216,7 @@ func (c *Client) Submit(ctx context.Context, script deploy.Script, name string, 
 	defer beat.Stop()
 	checks := make(chan error, 1)
 	checking, misses := false, 0
-	var asm connectors.Assembler
-	for !(done && (ends >= sinksExpected || info.State != deploy.StateFinished)) {
+	for !(done && (ep.ended() || info.State != deploy.StateFinished)) {
 		select {
 		case <-beat.C:
 			if !checking && !done {
@@ -250,35 +248,16 @@ func (c *Client) Submit(ctx context.Context, script deploy.Script, name string, 
 					// status, so they are here; allow a little slack anyway.
 					grace = time.After(5 * time.Second)
 				}
-			case m.Header.Get(deploy.HeaderEnd) != "":
-				ends++
 			default:
-				if done && !stopping {
+				if done && !stopping && m.Header.Get(deploy.HeaderEnd) == "" {
 					// Results still coming after the done message (a
 					// slow writer drains the buffer): the grace runs from
 					// the last of them.
 					grace = time.After(5 * time.Second)
 				}
-				data := m.Data
-				if m.Header.Get(connectors.ChunkHeader) != "" {
-					// One row over the max payload, in chunks.
-					whole, complete, err := asm.Add(m.Header, m.Data)
-					if err != nil {
-						return info, fmt.Errorf("results of %s: %w", name, err)
-					}
-					if !complete {
-						continue
-					}
-					data = whole
-				}
-				rec, err := frame.DecodeRecord(data, mem)
-				if err != nil {
+				if err := ep.receive(m); err != nil {
 					return info, fmt.Errorf("results of %s: %w", name, err)
 				}
-				if writeErr == nil {
-					writeErr = out.Write(rec)
-				}
-				rec.Release()
 			}
 		case <-ctxDone:
 			ctxDone = nil
@@ -288,15 +267,19 @@ func (c *Client) Submit(ctx context.Context, script deploy.Script, name string, 
 				grace = time.After(15 * time.Second)
 			}
 		case <-grace:
+			ep.flushAll()
 			if done {
-				return info, fmt.Errorf("%w: %s ended but %d of %d result streams did not end", ErrQuery, name, sinksExpected-ends, sinksExpected)
+				return info, fmt.Errorf("%w: %s ended but %d of %d result streams did not end", ErrQuery, name, ep.sinkWorkers-ep.ends, ep.sinkWorkers)
 			}
 			_ = c.Stop(context.Background(), name, true)
 			return info, fmt.Errorf("%w: %s did not stop in time", ErrQuery, name)
 		}
 	}
+	// What a failed query's sinks sent is written too, complete or not (as
+	// a one-process run would have).
+	ep.flushAll()
 	if info.State == deploy.StateFailed {
 		return info, fmt.Errorf("%w: %w", ErrQuery, deploy.RemoteError(info.Error, info.ErrorKind))
 	}
-	return info, writeErr
+	return info, ep.err
 }

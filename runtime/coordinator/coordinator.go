@@ -4,9 +4,13 @@
 // deploys each worker its operator instances, starts them once all are
 // built, tracks their status and statistics (SHOW QUERIES) and folds them
 // into live estimates (runtime/control), stops queries,
-// and tells the client when a query is done. It also holds the client side
-// of the protocol (Client). Data never passes through it: workers exchange
-// batches peer to peer over the relay.
+// and tells the client when a query is done. It recovers a query that lost
+// a worker (noticed within 2s of its last heartbeat) and re-plans one a
+// control.Policy asks about: both place the query again and deploy it as a
+// new generation, which replays its streams to the epoch every sink had
+// committed; the Client writes each epoch's results once. It also holds
+// the client side of the protocol (Client). Data never passes through it:
+// workers exchange batches peer to peer over the relay.
 //
 // coordinator imports planner, operators (sinks, exec through deploy),
 // relay and runtime/{control, deploy, metrics}; never runtime/worker, runtime/cluster
@@ -70,8 +74,9 @@ type Config struct {
 	// Catalog is a catalog YAML file for scripts that name none.
 	Catalog string
 	// Heartbeat is the interval workers are told to heartbeat at (default
-	// 1s); a worker silent for Expiry (default 5 heartbeats, at least 2s)
-	// is dropped.
+	// 500ms); a worker silent for Expiry (default 3 heartbeats, at least
+	// 1.5s) is dropped and the queries it ran are recovered on the others,
+	// so a lost worker is noticed within 2s.
 	Heartbeat time.Duration
 	Expiry    time.Duration
 	// DeployTimeout bounds each worker's build of its part (default 20s).
@@ -93,6 +98,9 @@ type Config struct {
 	// default rules only: sources at their tier, aggregates a tier up, the
 	// sink on top, so data crosses every tier).
 	Placement string
+	// Policy, when set, is asked about every running query once a second
+	// and may have it re-planned and cut over (runtime/control).
+	Policy control.Policy
 	// Admins are the identities (deploy.SubmitSubject's <user>) that may
 	// stop any query; everyone else stops only their own.
 	Admins []string
@@ -138,9 +146,34 @@ type queryState struct {
 	// each worker's last measured round trip to the NATS server.
 	live *control.Live
 	rtt  map[string]time.Duration
+	// req is the submission, which a recovery places again on the
+	// workers left; front is each sink worker's input frontier in the
+	// current generation; pending is the recovery under way (until rows
+	// flow past its epoch again).
+	req     deploy.SubmitRequest
+	front   map[string]uint64
+	pending *pendingRecovery
+	// failing is set while a worker's failure waits to see whether a
+	// lost worker caused it (a relay link to a dead peer breaks first).
+	failing bool
+	// recovering serialises re-deployments of the query; redeploying is
+	// set while one is asked for or under way (no policy runs then).
+	recovering  sync.Mutex
+	redeploying bool
+	// replayable: every stream of the query replays (files, JetStream),
+	// so a re-plan loses nothing; planned is when the current generation
+	// was deployed and decided when the policy last ran.
+	replayable       bool
+	planned, decided time.Time
 	// plan is the optimizer's plan while the query deploys or runs: the
 	// capacity it holds on its workers, which later queries plan around.
 	plan *physical.Plan
+}
+
+// pendingRecovery is a recovery whose rows do not flow yet.
+type pendingRecovery struct {
+	rec    control.Recovery
+	lostAt time.Time
 }
 
 // Start subscribes the coordinator to the control subjects.
@@ -149,12 +182,13 @@ func Start(cfg Config) (*Coordinator, error) {
 		return nil, errors.New("coordinator: no NATS connection")
 	}
 	if cfg.Heartbeat <= 0 {
-		cfg.Heartbeat = time.Second
+		cfg.Heartbeat = 500 * time.Millisecond
 	}
 	if cfg.Expiry <= 0 {
-		// A loaded machine can delay a few heartbeats; dropping a live
-		// worker fails its queries, so never expire within 2 seconds.
-		cfg.Expiry = max(5*cfg.Heartbeat, 2*time.Second)
+		// A loaded machine can delay a heartbeat or two; dropping a live
+		// worker costs its queries a recovery (a replay), so never expire
+		// within 1.5 seconds.
+		cfg.Expiry = max(3*cfg.Heartbeat, 1500*time.Millisecond)
 	}
 	if cfg.DeployTimeout <= 0 {
 		cfg.DeployTimeout = 20 * time.Second
@@ -275,7 +309,9 @@ func (c *Coordinator) onHeartbeat(m *nats.Msg) {
 // expire drops workers that stopped heartbeating and fails their queries.
 func (c *Coordinator) expire() {
 	defer c.wg.Done()
-	t := time.NewTicker(c.cfg.Heartbeat)
+	// Checking four times an expiry keeps detection within Expiry + a
+	// quarter of it.
+	t := time.NewTicker(min(c.cfg.Heartbeat, c.cfg.Expiry/4))
 	defer t.Stop()
 	for {
 		select {
@@ -284,20 +320,25 @@ func (c *Coordinator) expire() {
 		case <-t.C:
 		}
 		cutoff := time.Now().Add(-c.cfg.Expiry)
-		var dead []string
+		dead := map[string]time.Time{}
 		c.mu.Lock()
 		for name, w := range c.workers {
 			if w.LastSeen.Before(cutoff) {
-				dead = append(dead, name)
+				dead[name] = w.LastSeen
 				delete(c.workers, name)
 			}
 		}
 		c.mu.Unlock()
-		for _, name := range dead {
+		for name, last := range dead {
 			c.cfg.Log.Warn("worker expired", "name", name)
 			for _, q := range c.Queries() {
 				if q.Ended.IsZero() && slices.Contains(q.Workers, name) {
-					c.fail(q.Query, fmt.Errorf("worker %s stopped heartbeating", name))
+					c.mu.Lock()
+					if qs := c.queries[q.Query]; qs != nil {
+						qs.redeploying = true
+					}
+					c.mu.Unlock()
+					go c.recover(q.Query, name, last)
 				}
 			}
 		}
@@ -438,7 +479,7 @@ func (c *Coordinator) Submit(ctx context.Context, req deploy.SubmitRequest) (*de
 		return nil, err
 	}
 	qs := &queryState{info: deploy.QueryInfo{Query: req.Query, Owner: req.Owner, State: deploy.StateDeploying, Submitted: time.Now()}, status: map[string]deploy.Status{},
-		live: control.NewLive(), rtt: map[string]time.Duration{}}
+		live: control.NewLive(), rtt: map[string]time.Duration{}, req: req, front: map[string]uint64{}}
 	c.queries[req.Query] = qs
 	c.order = append(c.order, req.Query)
 	c.mu.Unlock()
@@ -454,19 +495,47 @@ func (c *Coordinator) Submit(ctx context.Context, req deploy.SubmitRequest) (*de
 	qs.plan = pl.plan
 	c.mu.Unlock()
 
-	// Every worker builds its part; the query starts only when all have, so
-	// no source runs into a worker that could still fail to build.
+	if _, err := c.deployAll(ctx, req.Query, req.Owner, script, p, 0); err != nil {
+		c.fail(req.Query, err)
+		return nil, err
+	}
+	c.mu.Lock()
+	ended := !qs.info.Ended.IsZero()
+	if !ended {
+		qs.info.State, qs.started, qs.info.Started = deploy.StateRunning, true, time.Now()
+		qs.planned, qs.replayable = qs.info.Started, len(c.coreNATSSubjects(req.Script)) == 0
+	}
+	c.mu.Unlock()
+	if ended {
+		return nil, fmt.Errorf("%w: %s ended while deploying: %s", ErrDeploy, req.Query, qs.info.Error)
+	}
+	if err := c.nc.Publish(deploy.QuerySubject(c.cfg.Namespace, req.Query, "start"), nil); err != nil {
+		c.fail(req.Query, err)
+		return nil, err
+	}
+	c.limitRunTime(req.Query)
+	c.cfg.Log.Info("query started", "query", req.Query, "workers", p.Workers)
+	return p, nil
+}
+
+// deployAll has every worker of a placement build its part of generation
+// gen. The query starts only when all have, so no source runs into a worker
+// that could still fail to build.
+//
+// gone lists the workers nobody answered for (no responders): lost since
+// the placement.
+func (c *Coordinator) deployAll(ctx context.Context, id, owner string, script deploy.Script, p *deploy.Placement, gen int) (gone []string, err error) {
 	errs := make([]error, len(p.Workers))
 	var wg sync.WaitGroup
-	body, _ := json.Marshal(deploy.DeployRequest{Query: req.Query, Script: script, Placement: *p,
-		Results: deploy.InNamespace(c.cfg.Namespace, deploy.UserSubject(req.Owner, req.Query, "results")), Limits: c.cfg.Limits})
+	body, _ := json.Marshal(deploy.DeployRequest{Query: id, Script: script, Placement: *p, Generation: gen,
+		Results: deploy.InNamespace(c.cfg.Namespace, deploy.UserSubject(owner, id, "results")), Limits: c.cfg.Limits})
 	for i, name := range p.Workers {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
 			dctx, cancel := context.WithTimeout(ctx, c.cfg.DeployTimeout)
 			defer cancel()
-			msg, err := c.nc.RequestWithContext(dctx, deploy.DeploySubject(c.cfg.Namespace, req.Query, name), body)
+			msg, err := c.nc.RequestWithContext(dctx, deploy.DeploySubject(c.cfg.Namespace, id, name), body)
 			if err != nil {
 				errs[i] = fmt.Errorf("worker %s: %w", name, err)
 				return
@@ -480,27 +549,15 @@ func (c *Coordinator) Submit(ctx context.Context, req deploy.SubmitRequest) (*de
 		}()
 	}
 	wg.Wait()
+	for i, e := range errs {
+		if errors.Is(e, nats.ErrNoResponders) {
+			gone = append(gone, p.Workers[i])
+		}
+	}
 	if err := errors.Join(errs...); err != nil {
-		err = fmt.Errorf("%w: %w", ErrDeploy, err)
-		c.fail(req.Query, err)
-		return nil, err
+		return gone, fmt.Errorf("%w: %w", ErrDeploy, err)
 	}
-	c.mu.Lock()
-	ended := !qs.info.Ended.IsZero()
-	if !ended {
-		qs.info.State, qs.started, qs.info.Started = deploy.StateRunning, true, time.Now()
-	}
-	c.mu.Unlock()
-	if ended {
-		return nil, fmt.Errorf("%w: %s ended while deploying: %s", ErrDeploy, req.Query, qs.info.Error)
-	}
-	if err := c.nc.Publish(deploy.QuerySubject(c.cfg.Namespace, req.Query, "start"), nil); err != nil {
-		c.fail(req.Query, err)
-		return nil, err
-	}
-	c.limitRunTime(req.Query)
-	c.cfg.Log.Info("query started", "query", req.Query, "workers", p.Workers)
-	return p, nil
+	return nil, nil
 }
 
 // placed is how place placed a query: the placement, the script the
@@ -740,11 +797,15 @@ func (c *Coordinator) onStatus(m *nats.Msg) {
 	}
 	c.mu.Lock()
 	qs := c.queries[st.Query]
-	if qs == nil || !qs.info.Ended.IsZero() {
+	if qs == nil || !qs.info.Ended.IsZero() || st.Generation != qs.info.Generation {
+		// An aborted generation's last words are not the query's.
 		c.mu.Unlock()
 		return
 	}
 	qs.status[st.Worker] = st
+	if st.HasSinkFrontier {
+		qs.front[st.Worker] = st.SinkFrontier
+	}
 	info := &qs.info
 	info.Operators, info.Links, info.ResultRows = nil, nil, 0
 	info.LateRows, info.BadRows, info.Problems, info.Dropped = 0, 0, nil, nil
@@ -780,14 +841,24 @@ func (c *Coordinator) onStatus(m *nats.Msg) {
 	}
 	var ended *deploy.QueryInfo
 	switch {
-	case failed != "":
+	case failed != "" && failedKind == deploy.KindInput:
 		info.State, info.Error, info.ErrorKind, info.Ended = deploy.StateFailed, failed, failedKind, time.Now()
+	case failed != "":
+		// A part that fails because a peer died (its relay link broke)
+		// is recovered with the rest once the peer's heartbeats are
+		// missed; fail only if no worker is lost by then.
+		if !qs.failing {
+			qs.failing = true
+			gen, msg, kind := info.Generation, failed, failedKind
+			time.AfterFunc(c.cfg.Expiry+c.cfg.Heartbeat, func() { c.failGeneration(st.Query, gen, msg, kind) })
+		}
 	case terminal == len(info.Workers) && qs.started:
 		info.State, info.Ended = deploy.StateFinished, time.Now()
 		if stopped {
 			info.State = deploy.StateStopped
 		}
 	}
+	c.commit(qs)
 	c.costs(info)
 	if st.RTTNs > 0 {
 		qs.rtt[st.Worker] = time.Duration(st.RTTNs)
@@ -795,6 +866,7 @@ func (c *Coordinator) onStatus(m *nats.Msg) {
 	qs.live.Observe(time.Now(), info.Operators, info.Links, qs.rtt, linkEnds(info.Placement))
 	est := qs.live.Estimates()
 	info.Estimates = &est
+	c.decide(qs, time.Now())
 	if !info.Ended.IsZero() {
 		cp := *info
 		ended = &cp
@@ -807,6 +879,315 @@ func (c *Coordinator) onStatus(m *nats.Msg) {
 		}
 		c.done(*ended)
 	}
+}
+
+// commit (with c.mu held) moves the query's committed epoch to the
+// smallest sink frontier of its generation, and closes a pending recovery
+// once rows flow past the epoch it resumed from (or the query ended).
+func (c *Coordinator) commit(qs *queryState) {
+	info := &qs.info
+	var low uint64
+	known := false
+	if p := info.Placement; p != nil {
+		known = true
+		first := true
+		for _, op := range p.Operators {
+			if op.Name != "sink" {
+				continue
+			}
+			for _, wi := range op.Workers {
+				name := p.Workers[wi]
+				f, ok := qs.front[name]
+				if !ok {
+					known = false
+					break
+				}
+				if first || f < low {
+					low, first = f, false
+				}
+			}
+		}
+		known = known && !first
+	}
+	if known && low > info.Committed {
+		info.Committed = low
+	}
+	if r := qs.pending; r != nil && (known && low > r.rec.Epoch || !info.Ended.IsZero() && info.State == deploy.StateFinished) {
+		r.rec.Seconds = time.Since(r.lostAt).Seconds()
+		info.Recoveries = append(info.Recoveries, r.rec)
+		qs.pending = nil
+	}
+}
+
+// failGeneration fails the query with a worker's error unless a recovery
+// has replaced that generation since.
+func (c *Coordinator) failGeneration(id string, gen int, msg, kind string) {
+	c.mu.Lock()
+	qs := c.queries[id]
+	stale := qs == nil || qs.info.Generation != gen || !qs.info.Ended.IsZero()
+	c.mu.Unlock()
+	if stale {
+		return
+	}
+	err := errors.New(msg)
+	if kind == deploy.KindInput {
+		err = deploy.RemoteError(msg, kind)
+	}
+	c.fail(id, err)
+}
+
+// recover re-deploys a query that lost a worker on the workers left: the
+// old generation's parts are aborted, the query is placed again and every
+// part of the new generation replays its file streams from the start, as
+// fast as they read up to the committed epoch (the operators' state is
+// rebuilt by the replay) and at their rate after it. The client writes
+// only epochs it has not written (Client.Submit), so the result is that of
+// a run without the loss.
+func (c *Coordinator) recover(id, lost string, lostAt time.Time) {
+	c.redeploy(id, lost, lostAt, nil, 0)
+}
+
+// replan cuts a query over to a new plan a policy asked for (decided on
+// generation gen): placed again without the excluded workers, deployed as
+// the next generation exactly as a recovery is, so the cut-over is at the
+// committed epoch and loses or duplicates no row.
+func (c *Coordinator) replan(id string, d *control.Decision, gen int) {
+	c.redeploy(id, "", time.Time{}, d, gen)
+}
+
+// redeploy places a running query again and deploys it as a new
+// generation: after the loss of worker lost (a recovery) or for a policy's
+// decision d taken on generation fromGen (a re-plan).
+func (c *Coordinator) redeploy(id, lost string, lostAt time.Time, d *control.Decision, fromGen int) {
+	c.mu.Lock()
+	qs := c.queries[id]
+	c.mu.Unlock()
+	if qs == nil {
+		return
+	}
+	qs.recovering.Lock()
+	defer qs.recovering.Unlock()
+	defer func() {
+		c.mu.Lock()
+		qs.redeploying = false
+		c.mu.Unlock()
+	}()
+	c.mu.Lock()
+	switch {
+	case !qs.info.Ended.IsZero():
+		c.mu.Unlock()
+		return
+	case d == nil && !slices.Contains(qs.info.Workers, lost):
+		c.mu.Unlock()
+		return
+	case d == nil && !qs.started:
+		c.mu.Unlock()
+		c.fail(id, fmt.Errorf("worker %s stopped heartbeating", lost))
+		return
+	case d != nil && (qs.info.Generation != fromGen || !qs.started):
+		c.mu.Unlock()
+		return // something else re-deployed it since
+	}
+	old, oldWorkers := qs.info.Generation, qs.info.Workers
+	epoch, req := qs.info.Committed, qs.req
+	c.mu.Unlock()
+
+	// A loaded machine can delay every worker's heartbeats past the
+	// expiry at once; a live worker registers again at its next one, so
+	// give the workers a few heartbeats to come back before giving up.
+	var ws []deploy.Worker
+	for wait := time.Now().Add(2 * c.cfg.Expiry); ; {
+		ws = ws[:0]
+		for _, w := range c.Workers() {
+			if d != nil && slices.Contains(d.Exclude, w.Name) || w.Name == lost {
+				continue
+			}
+			ws = append(ws, deploy.Worker{Name: w.Name, Tier: w.Tier, Location: w.Location, Type: w.Type})
+		}
+		if len(ws) > 0 || d != nil || time.Now().After(wait) {
+			break
+		}
+		select {
+		case <-c.stop:
+			return
+		case <-time.After(c.cfg.Heartbeat / 4):
+		}
+	}
+	if len(ws) == 0 {
+		if d == nil {
+			c.fail(id, fmt.Errorf("worker %s stopped heartbeating and no worker is left", lost))
+		}
+		return
+	}
+	req.Script.ResumeEpoch = epoch
+	ctx := context.Background()
+	pl, err := c.place(ctx, req, ws)
+	p, script := pl.placement, pl.script
+	if d != nil && (err != nil || slices.Equal(p.Workers, oldWorkers)) {
+		// No other plan: the query keeps running as it is.
+		c.cfg.Log.Info("re-plan kept the plan", "query", id, "reason", d.Reason, "err", err)
+		return
+	}
+	gen := old + 1
+	c.mu.Lock()
+	if !qs.info.Ended.IsZero() {
+		c.mu.Unlock()
+		return
+	}
+	qs.info.Generation, qs.failing = gen, false
+	qs.status, qs.front = map[string]deploy.Status{}, map[string]uint64{}
+	qs.live, qs.planned = control.NewLive(), time.Now()
+	if d == nil {
+		if qs.pending == nil {
+			qs.pending = &pendingRecovery{lostAt: lostAt}
+		}
+		if prev := qs.pending.rec.LostWorker; prev != "" && prev != lost {
+			lost = prev + "," + lost // a second loss before rows flowed again
+		}
+		qs.pending.rec = control.Recovery{Epoch: epoch, LostWorker: lost}
+	}
+	if err == nil {
+		qs.info.Placement, qs.info.Workers, qs.info.Planner, qs.info.Estimate = p, p.Workers, pl.note, pl.estimate
+		qs.plan = pl.plan
+	}
+	c.mu.Unlock()
+	if d == nil {
+		c.cfg.Log.Warn("recovering query", "query", id, "lost", lost, "generation", gen, "epoch", epoch)
+	} else {
+		c.cfg.Log.Info("re-planning query", "query", id, "reason", d.Reason, "generation", gen, "epoch", epoch)
+	}
+	// Core NATS streams keep nothing while no part of the query listens:
+	// count what is published from now until the new parts subscribe.
+	countLost := c.countCoreNATS(req.Script)
+	defer func() {
+		n := countLost()
+		if n == 0 {
+			return
+		}
+		c.mu.Lock()
+		if qs.pending != nil && qs.pending.rec.LostWorker == lost {
+			qs.pending.rec.LostMessages += n
+		} else if k := len(qs.info.Recoveries); k > 0 && qs.info.Recoveries[k-1].LostWorker == lost {
+			qs.info.Recoveries[k-1].LostMessages += n
+		}
+		c.mu.Unlock()
+		c.cfg.Log.Warn("core NATS messages lost while re-deploying", "query", id, "messages", n)
+	}()
+	b, _ := json.Marshal(deploy.StopRequest{Query: id, Abort: true, Generation: old, OnlyGeneration: true})
+	_ = c.nc.Publish(deploy.QuerySubject(c.cfg.Namespace, id, "stop"), b)
+	if err == nil {
+		script.ResumeEpoch = epoch
+		var gone []string
+		gone, err = c.deployAll(ctx, id, req.Owner, script, p, gen)
+		if err != nil && len(gone) > 0 && d == nil {
+			// Another worker died while this recovery placed the query on
+			// it: recover again, from the same epoch, without it.
+			c.mu.Lock()
+			for _, name := range gone {
+				delete(c.workers, name)
+			}
+			c.mu.Unlock()
+			c.cfg.Log.Warn("worker lost while recovering", "query", id, "workers", gone)
+			go c.recover(id, gone[0], time.Now())
+			return
+		}
+	}
+	if err != nil {
+		c.fail(id, fmt.Errorf("re-deploying %s (generation %d): %w", id, gen, err))
+		return
+	}
+	if err := c.nc.Publish(deploy.QuerySubject(c.cfg.Namespace, id, "start"), nil); err != nil {
+		c.fail(id, err)
+		return
+	}
+	if d != nil {
+		c.mu.Lock()
+		qs.info.Replans = append(qs.info.Replans, control.Replan{Epoch: epoch, Reason: d.Reason,
+			Old: strings.Join(oldWorkers, ","), New: strings.Join(p.Workers, ",")})
+		c.mu.Unlock()
+	}
+	c.cfg.Log.Info("query re-deployed", "query", id, "workers", p.Workers, "generation", gen)
+}
+
+// decide (with c.mu held) asks the policy about a running query, at most
+// once a second, and starts the re-plan it asks for.
+func (c *Coordinator) decide(qs *queryState, now time.Time) {
+	if c.cfg.Policy == nil || !qs.started || qs.redeploying || !qs.replayable || !qs.info.Ended.IsZero() ||
+		now.Sub(qs.decided) < time.Second || qs.info.Estimates == nil {
+		return
+	}
+	qs.decided = now
+	in := control.PolicyInput{Query: qs.info.Query, Workers: qs.info.Workers, Age: now.Sub(qs.planned), Estimates: *qs.info.Estimates}
+	for name := range c.workers {
+		in.Registered = append(in.Registered, name)
+	}
+	sort.Strings(in.Registered)
+	d := c.cfg.Policy.Decide(in)
+	if d == nil {
+		return
+	}
+	qs.redeploying = true
+	go c.replan(qs.info.Query, d, qs.info.Generation)
+}
+
+// countCoreNATS subscribes to the core NATS subjects a script's query
+// reads; the function it returns unsubscribes and says how many messages
+// came (end markers aside). The subscription is plain, not in the query's
+// queue group: it takes nothing from the query's own sources.
+func (c *Coordinator) countCoreNATS(script deploy.Script) func() int64 {
+	var subs []*nats.Subscription
+	for _, subj := range c.coreNATSSubjects(script) {
+		if sub, err := c.nc.SubscribeSync(subj); err == nil {
+			_ = sub.SetPendingLimits(-1, -1)
+			subs = append(subs, sub)
+		}
+	}
+	if len(subs) > 0 {
+		_ = c.nc.Flush()
+	}
+	var n int64
+	return func() int64 {
+		if len(subs) == 0 {
+			return n
+		}
+		// After the round trip, all that was published before it waits
+		// in the subscriptions.
+		_ = c.nc.Flush()
+		for _, s := range subs {
+			for {
+				m, err := s.NextMsg(time.Millisecond)
+				if err != nil {
+					break
+				}
+				if m.Header.Get(deploy.HeaderEnd) == "" { // the connectors' end marker
+					n++
+				}
+			}
+			_ = s.Unsubscribe()
+		}
+		subs = nil
+		return n
+	}
+}
+
+// coreNATSSubjects are the core NATS subjects a script's query reads.
+func (c *Coordinator) coreNATSSubjects(script deploy.Script) []string {
+	bound, _, err := script.Bind(nil)
+	if err != nil {
+		return nil
+	}
+	var out []string
+	var walk func(logical.Node)
+	walk = func(nd logical.Node) {
+		if s, ok := nd.(*logical.Scan); ok && s.Stream != nil && strings.EqualFold(s.Stream.Source, "nats") {
+			out = append(out, s.Stream.Subject)
+		}
+		for _, ch := range nd.Children() {
+			walk(ch)
+		}
+	}
+	walk(bound.Root)
+	return out
 }
 
 // onQuery answers a client waiting for a query: an empty Ack while the

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/tierflow/tierflow/dataflow"
 	"github.com/tierflow/tierflow/lang"
 	"github.com/tierflow/tierflow/operators/exec"
 	"github.com/tierflow/tierflow/operators/sources"
@@ -62,6 +63,11 @@ type Script struct {
 	// Replay feeds the file streams at their declared RATE, unbounded, as
 	// live streams (`run --replay`); Pace, when set, wins.
 	Replay bool `json:"replay,omitempty"`
+	// ResumeEpoch is where a re-deployed query resumes (the epoch every
+	// sink had committed): a replayed file stream goes as fast as it reads
+	// until its watermark reaches it, rebuilding the operators' state, and
+	// at its RATE from there.
+	ResumeEpoch uint64 `json:"resume_epoch,omitempty"`
 }
 
 // Replay is the pacing of `run --replay`: every file stream at its declared
@@ -227,6 +233,14 @@ func (s Script) BuildPlan(plan *logical.Plan, opts exec.Options) (*exec.Query, e
 		opts.MeasureLabels = true
 	} else if s.Replay {
 		opts.Pace = Replay
+		if s.ResumeEpoch > 0 {
+			resume := dataflow.Epoch(s.ResumeEpoch)
+			opts.Pace = func(st *catalog.Stream) sources.Pacing {
+				p := Replay(st)
+				p.FastUntil = resume
+				return p
+			}
+		}
 	}
 	return exec.Build(withBatches(plan, s.Batches), opts)
 }

@@ -28,7 +28,9 @@ import (
 //	tierflow.q.<query>.stop            coordinator -> workers StopRequest
 //	tierflow.q.<query>.status.<name>   worker -> coordinator  Status (while running, and once at the end)
 //	tierflow.q.<query>.enough.<name>   worker -> coordinator  Enough (a final LIMIT is full: stop gracefully)
-//	tierflow.u.<user>.<query>.results  sink worker -> client  Arrow IPC streams; an empty message with
+//	tierflow.u.<user>.<query>.results  sink worker -> client  Arrow IPC streams, one batch per message with
+//	                                                          its epoch, commit markers per sink instance
+//	                                                          (HeaderFrontier); an empty message with
 //	                                                          header Tierflow-End ends them
 //	tierflow.u.<user>.<query>.done     coordinator -> client  QueryInfo (finished, failed or stopped)
 //
@@ -56,6 +58,21 @@ const (
 	// HeaderEnd marks the last message on a results subject; its value is
 	// the number of rows sent.
 	HeaderEnd = "Tierflow-End"
+	// Every results message names the deployment generation that sent it
+	// (HeaderGen: 0 first, one more after each recovery), the sink
+	// instance (HeaderSink, "worker/instance") and how many sink instances
+	// and sink workers that generation has (HeaderSinks, HeaderSinkWorkers);
+	// a batch carries its epoch (HeaderEpoch) and a commit marker, an empty
+	// message, the instance's input frontier (HeaderFrontier): every row of
+	// an earlier epoch has been sent. The client writes an epoch once every
+	// sink instance of the newest generation has passed it, and never
+	// writes an epoch twice (runtime/coordinator's Client).
+	HeaderGen         = "Tierflow-Gen"
+	HeaderSink        = "Tierflow-Sink"
+	HeaderSinks       = "Tierflow-Sinks"
+	HeaderSinkWorkers = "Tierflow-Sink-Workers"
+	HeaderEpoch       = "Tierflow-Epoch"
+	HeaderFrontier    = "Tierflow-Frontier"
 )
 
 // ErrName: a worker or query name is not usable as a subject token.
@@ -194,6 +211,11 @@ type DeployRequest struct {
 	Query     string    `json:"query"`
 	Script    Script    `json:"script"`
 	Placement Placement `json:"placement"`
+	// Generation counts the query's deployments: 0 at submission, one more
+	// each time the coordinator re-deploys it (a lost worker). A worker
+	// drops its part of an older generation before it builds a newer one,
+	// and the relay subjects of each generation are its own.
+	Generation int `json:"generation,omitempty"`
 	// Results is the subject the sink sends the client its rows on.
 	Results string `json:"results"`
 	// Limits the worker enforces on its part (memory, rows in flight).
@@ -212,6 +234,10 @@ type Enough struct {
 type StopRequest struct {
 	Query string `json:"query"`
 	Abort bool   `json:"abort,omitempty"`
+	// Generation, when set (OnlyGeneration), stops only that generation's
+	// parts: a recovery aborts the old deployment without touching the new.
+	Generation     int  `json:"generation,omitempty"`
+	OnlyGeneration bool `json:"only_generation,omitempty"`
 }
 
 // Ack answers a request that returns nothing else.
@@ -252,6 +278,13 @@ type Status struct {
 	// RTTNs is the worker's round trip to its NATS server, measured at
 	// this report: the coordinator adds a link's two ends for its RTT.
 	RTTNs int64 `json:"rtt_ns,omitempty"`
+	// Generation is the deployment the report is about (DeployRequest).
+	Generation int `json:"generation,omitempty"`
+	// SinkFrontier, on a worker that holds sink instances, is the smallest
+	// input frontier among them: every result row of an earlier epoch has
+	// been sent (HasSinkFrontier says it is known).
+	SinkFrontier    uint64 `json:"sink_frontier,omitempty"`
+	HasSinkFrontier bool   `json:"has_sink_frontier,omitempty"`
 }
 
 // QueryInfo is the coordinator's view of a query: SHOW QUERIES and the done
@@ -301,6 +334,15 @@ type QueryInfo struct {
 	// Estimates are the coordinator's live, smoothed measurements
 	// (runtime/control), updated as workers report.
 	Estimates *control.Estimates `json:"estimates,omitempty"`
+	// Generation counts the query's re-deployments; Committed is the
+	// epoch every sink instance has passed (all results before it sent);
+	// Recoveries lists the workers lost while it ran and how it resumed.
+	Generation int                `json:"generation,omitempty"`
+	Committed  uint64             `json:"committed_epoch,omitempty"`
+	Recoveries []control.Recovery `json:"recoveries,omitempty"`
+	// Replans is the plan history: each cut-over to a new plan a policy
+	// asked for (runtime/control).
+	Replans []control.Replan `json:"replans,omitempty"`
 }
 
 // EndToEnd is the query's end-to-end latency over every row its sinks
@@ -313,8 +355,11 @@ func (q *QueryInfo) Summary() control.Summary {
 	if !q.Ended.IsZero() {
 		elapsed = q.Ended.Sub(q.Submitted)
 	}
-	return control.Summarize(control.Run{Operators: q.Operators, ResultRows: q.ResultRows, Dropped: q.Dropped,
+	s := control.Summarize(control.Run{Operators: q.Operators, ResultRows: q.ResultRows, Dropped: q.Dropped,
 		LatencySLO: time.Duration(q.LatencySLOMs * float64(time.Millisecond)), Elapsed: elapsed})
+	s.Recoveries = append(s.Recoveries, q.Recoveries...)
+	s.Replans = append(s.Replans, q.Replans...)
+	return s
 }
 
 // TierBytes sums the bytes the query's links carried between tiers, keyed

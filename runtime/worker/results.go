@@ -4,27 +4,58 @@ import (
 	"bytes"
 	"fmt"
 	"strconv"
+	"sync"
 	"sync/atomic"
 
 	"github.com/apache/arrow/go/v17/arrow"
 	"github.com/apache/arrow/go/v17/arrow/memory"
 	"github.com/nats-io/nats.go"
 
+	"github.com/tierflow/tierflow/dataflow"
+	"github.com/tierflow/tierflow/operators/sinks"
 	"github.com/tierflow/tierflow/relay/frame"
 	"github.com/tierflow/tierflow/runtime/connectors"
 	"github.com/tierflow/tierflow/runtime/deploy"
 )
 
 // results is the sink writer of a submitted SELECT: every batch goes to the
-// client as one Arrow IPC stream on the query's results subject.
+// client as one Arrow IPC stream on the query's results subject, with its
+// epoch, and every advance of a sink instance's input frontier as a commit
+// marker, so that the client writes only complete epochs and none twice
+// (deploy.HeaderEpoch and its neighbours).
 type results struct {
 	nc      *nats.Conn
 	subject string
 	mem     memory.Allocator
 	rows    atomic.Int64
+	worker  string
+	gen     int
+	// sinks and sinkWorkers count the generation's sink instances and the
+	// workers that hold them, for the client.
+	sinks, sinkWorkers int
+
+	mu        sync.Mutex
+	frontiers map[int]dataflow.Epoch // by sink instance
 }
 
-func (r *results) Write(rec arrow.Record) error {
+var _ sinks.EpochWriter = (*results)(nil)
+
+// epochHeaderRoom is room for the generation, sink and epoch headers
+// within the max payload (beside the chunks' own).
+const epochHeaderRoom = 512
+
+func (r *results) header(m *nats.Msg, instance int) {
+	m.Header.Set(deploy.HeaderGen, strconv.Itoa(r.gen))
+	m.Header.Set(deploy.HeaderSink, r.worker+"/"+strconv.Itoa(instance))
+	m.Header.Set(deploy.HeaderSinks, strconv.Itoa(r.sinks))
+	m.Header.Set(deploy.HeaderSinkWorkers, strconv.Itoa(r.sinkWorkers))
+}
+
+// Write sends a batch with no epoch (epoch 0): only a writer without the
+// sink operator in front calls it.
+func (r *results) Write(rec arrow.Record) error { return r.WriteEpoch(0, 0, rec) }
+
+func (r *results) WriteEpoch(instance int, epoch dataflow.Epoch, rec arrow.Record) error {
 	var buf bytes.Buffer
 	if err := frame.EncodeRecord(&buf, rec, r.mem); err != nil {
 		return err
@@ -34,7 +65,7 @@ func (r *results) Write(rec arrow.Record) error {
 		half := rec.NumRows() / 2
 		for _, s := range [][2]int64{{0, half}, {half, rec.NumRows()}} {
 			part := rec.NewSlice(s[0], s[1])
-			err := r.Write(part)
+			err := r.WriteEpoch(instance, epoch, part)
 			part.Release()
 			if err != nil {
 				return err
@@ -42,14 +73,55 @@ func (r *results) Write(rec arrow.Record) error {
 		}
 		return nil
 	}
-	// A single row over the limit goes in chunks the client puts together.
-	for _, m := range connectors.Chunks(r.subject, buf.Bytes(), int(r.nc.MaxPayload())) {
+	// A single row over the limit goes in chunks the client puts together;
+	// the epoch headers take room of their own.
+	for _, m := range connectors.Chunks(r.subject, buf.Bytes(), int(r.nc.MaxPayload())-epochHeaderRoom) {
+		if m.Header == nil {
+			m.Header = nats.Header{}
+		}
+		r.header(m, instance)
+		m.Header.Set(deploy.HeaderEpoch, strconv.FormatUint(uint64(epoch), 10))
 		if err := r.nc.PublishMsg(m); err != nil {
 			return fmt.Errorf("results of %s: %w", r.subject, err)
 		}
 	}
 	r.rows.Add(rec.NumRows())
 	return nil
+}
+
+// Commit tells the client that instance has sent every row below frontier.
+func (r *results) Commit(instance int, frontier dataflow.Epoch) error {
+	r.mu.Lock()
+	if r.frontiers == nil {
+		r.frontiers = map[int]dataflow.Epoch{}
+	}
+	r.frontiers[instance] = frontier
+	r.mu.Unlock()
+	m := nats.NewMsg(r.subject)
+	r.header(m, instance)
+	m.Header.Set(deploy.HeaderFrontier, strconv.FormatUint(uint64(frontier), 10))
+	if err := r.nc.PublishMsg(m); err != nil {
+		return fmt.Errorf("results of %s: %w", r.subject, err)
+	}
+	return nil
+}
+
+// frontier is the smallest input frontier of the sink instances here
+// (false until each of them has reported one).
+func (r *results) frontier(instances int) (dataflow.Epoch, bool) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if instances == 0 || len(r.frontiers) < instances {
+		return 0, false
+	}
+	first := true
+	var f dataflow.Epoch
+	for _, e := range r.frontiers {
+		if first || e < f {
+			f, first = e, false
+		}
+	}
+	return f, true
 }
 
 // Close is a no-op: the worker ends the stream itself (end), once its
@@ -59,6 +131,7 @@ func (r *results) Close() error { return nil }
 // end publishes the end marker with the number of rows sent.
 func (r *results) end() error {
 	m := nats.NewMsg(r.subject)
+	r.header(m, -1)
 	m.Header.Set(deploy.HeaderEnd, strconv.FormatInt(r.rows.Load(), 10))
 	if err := r.nc.PublishMsg(m); err != nil {
 		return err

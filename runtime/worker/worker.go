@@ -18,6 +18,7 @@ import (
 	"io"
 	"log/slog"
 	"slices"
+	"strconv"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -67,6 +68,10 @@ type Config struct {
 	// variants are the model variants the query's plan chose.
 	Exec func(o *exec.Options, variants map[string]string)
 	Log  *slog.Logger
+	// Shape, when set, caps the bytes per second this worker's relay
+	// sends to worker to (0: no cap): failure drills and tests slow one
+	// link down with it (natsrelay.Options.Shape).
+	Shape func(to string) float64
 	// DataRoots, when set, confine the files a deployed query may use
 	// (its catalog, models, file streams, tables and sinks) to these
 	// directories (--data-root). nil: no confinement.
@@ -108,6 +113,10 @@ type query struct {
 	started  bool
 	stopped  bool
 	done     chan struct{}
+	// gen is the deployment generation (deploy.DeployRequest);
+	// sinkInstances counts the sink instances on this worker.
+	gen           int
+	sinkInstances int
 	// mem meters the query's allocations against its memory limit;
 	// limitErr is why the query was stopped for passing one (limits.go).
 	mem      *meter
@@ -306,15 +315,39 @@ func (w *Worker) build(req deploy.DeployRequest) error {
 		return fmt.Errorf("worker %s has no part in query %s", w.cfg.Name, req.Query)
 	}
 	w.mu.Lock()
-	_, dup := w.queries[req.Query]
+	old := w.queries[req.Query]
 	w.mu.Unlock()
-	if dup {
-		return fmt.Errorf("worker %s already runs query %s", w.cfg.Name, req.Query)
+	if old != nil {
+		if old.gen >= req.Generation {
+			return fmt.Errorf("worker %s already runs query %s", w.cfg.Name, req.Query)
+		}
+		// A re-deployment (a worker was lost): the older generation's part
+		// goes first, at once; the new one replays what it had not
+		// committed.
+		w.stopQuery(req.Query, true)
+		select {
+		case <-old.done:
+		case <-time.After(10 * time.Second):
+			return fmt.Errorf("worker %s: generation %d of query %s did not stop", w.cfg.Name, old.gen, req.Query)
+		}
 	}
 	qmem := newMeter(w.cfg.Allocator, req.Limits.MemoryBytes)
 	var mem memory.Allocator = qmem
 	window := applyLimits(req.Limits, &req.Script)
-	res := &results{nc: w.cfg.Conn, subject: req.Results, mem: mem}
+	sinkInstances, sinkWorkers, nSinks := 0, map[int]bool{}, 0
+	for _, op := range req.Placement.Operators {
+		if op.Name == "sink" {
+			nSinks += len(op.Workers)
+			for _, wi := range op.Workers {
+				sinkWorkers[wi] = true
+				if wi == idx {
+					sinkInstances++
+				}
+			}
+		}
+	}
+	res := &results{nc: w.cfg.Conn, subject: req.Results, mem: mem,
+		worker: w.cfg.Name, gen: req.Generation, sinks: nSinks, sinkWorkers: len(sinkWorkers)}
 	if res.subject == "" {
 		res.subject = deploy.InNamespace(w.cfg.Namespace, deploy.UserSubject(natsserver.Anonymous, req.Query, "results"))
 	}
@@ -360,6 +393,11 @@ func (w *Worker) build(req deploy.DeployRequest) error {
 	if err := req.Placement.Apply(g); err != nil {
 		return err
 	}
+	if req.Generation > 0 {
+		// Each generation's relay subjects are its own: nothing an aborted
+		// generation still had in flight reaches the new one.
+		g.Query = req.Query + "-g" + strconv.Itoa(req.Generation)
+	}
 	sinkHere := false
 	for _, op := range req.Placement.Operators {
 		if op.Name == "sink" && slices.Contains(op.Workers, idx) {
@@ -369,9 +407,26 @@ func (w *Worker) build(req deploy.DeployRequest) error {
 	if w.cfg.Metrics != nil {
 		w.cfg.Metrics.Instrument(g, w.cfg.Name)
 	}
-	tr := natsrelay.New(w.cfg.Conn, natsrelay.Options{Config: relay.Config{Allocator: mem, Window: window}, Prefix: deploy.InNamespace(w.cfg.Namespace, "tierflow.relay")})
+	ro := natsrelay.Options{Config: relay.Config{Allocator: mem, Window: window}, Prefix: deploy.InNamespace(w.cfg.Namespace, "tierflow.relay")}
+	if w.cfg.Shape != nil {
+		p := req.Placement
+		ro.Shape = func(l relay.LinkID) float64 {
+			if int(l.Edge) >= len(p.Edges) {
+				return 0
+			}
+			to := p.Edges[l.Edge].To
+			if to < 0 || to >= len(p.Operators) || int(l.Receiver) >= len(p.Operators[to].Workers) {
+				return 0
+			}
+			if wi := p.Operators[to].Workers[l.Receiver]; wi >= 0 && wi < len(p.Workers) && p.Workers[wi] != w.cfg.Name {
+				return w.cfg.Shape(p.Workers[wi])
+			}
+			return 0
+		}
+	}
+	tr := natsrelay.New(w.cfg.Conn, ro)
 	dt := relay.NewDataflowTransport(tr)
-	q := &query{id: req.Query, eq: eq, dt: dt, tr: tr, res: res, sinkHere: sinkHere, sinks: opened, stop: make(chan struct{}), done: make(chan struct{}),
+	q := &query{id: req.Query, gen: req.Generation, sinkInstances: sinkInstances, eq: eq, dt: dt, tr: tr, res: res, sinkHere: sinkHere, sinks: opened, stop: make(chan struct{}), done: make(chan struct{}),
 		mem: qmem}
 	// An operator that has all it needs (a full final LIMIT) stops the
 	// whole query: the coordinator tells every worker, gracefully.
@@ -416,7 +471,16 @@ func (w *Worker) onStart(m *nats.Msg) {
 func (w *Worker) onStop(m *nats.Msg) {
 	var req deploy.StopRequest
 	_ = json.Unmarshal(m.Data, &req)
-	w.stopQuery(deploy.QueryOf(w.cfg.Namespace, m.Subject), req.Abort)
+	id := deploy.QueryOf(w.cfg.Namespace, m.Subject)
+	if req.OnlyGeneration {
+		w.mu.Lock()
+		q := w.queries[id]
+		w.mu.Unlock()
+		if q == nil || q.gen != req.Generation {
+			return
+		}
+	}
+	w.stopQuery(id, req.Abort)
 }
 
 // stopQuery stops a query: a running one gracefully (sources end, the rest
@@ -550,7 +614,11 @@ func (w *Worker) status(q *query, state string, stats []dataflow.InstanceStats, 
 }
 
 func (w *Worker) statusErr(q *query, state string, err error, stats []dataflow.InstanceStats, links []relay.LinkStats) {
-	st := deploy.Status{Query: q.id, Worker: w.cfg.Name, State: state, Error: errString(err), ErrorKind: deploy.KindOf(err), Operators: stats, Links: links}
+	st := deploy.Status{Query: q.id, Worker: w.cfg.Name, State: state, Error: errString(err), ErrorKind: deploy.KindOf(err), Operators: stats, Links: links,
+		Generation: q.gen}
+	if f, ok := q.res.frontier(q.sinkInstances); ok {
+		st.SinkFrontier, st.HasSinkFrontier = uint64(f), true
+	}
 	if state == deploy.StateRunning {
 		// The coordinator's link RTT estimates add up their ends' round trips.
 		if rtt, err := w.cfg.Conn.RTT(); err == nil {

@@ -1,0 +1,46 @@
+package coordinator
+
+import (
+	"testing"
+
+	"github.com/nats-io/nats.go"
+
+	"github.com/tierflow/tierflow/relay/natsserver"
+	"github.com/tierflow/tierflow/runtime/deploy"
+)
+
+// TestCountCoreNATSWhileRecovering: what is published on a query's core
+// NATS stream while the query is re-deployed is counted as lost (the end
+// marker aside); other subjects are not counted.
+func TestCountCoreNATSWhileRecovering(t *testing.T) {
+	srv, err := natsserver.Start(natsserver.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer srv.Shutdown()
+	nc, err := natsserver.Connect(srv.ClientURL())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer nc.Close()
+	c := &Coordinator{nc: nc}
+	script := deploy.Script{Filename: "q.sql", Source: "CREATE STREAM s (a INT) FROM NATS 'lost.in' FORMAT JSON;\nSELECT a FROM s;\n"}
+	done := c.countCoreNATS(script)
+	for i := range 5 {
+		if err := nc.Publish("lost.in", []byte(`{"a":1}`)); err != nil {
+			t.Fatal(i, err)
+		}
+	}
+	_ = nc.Publish("other.subject", []byte(`{"a":1}`))
+	end := nats.NewMsg("lost.in")
+	end.Header.Set(deploy.HeaderEnd, "1")
+	_ = nc.PublishMsg(end)
+	if n := done(); n != 5 {
+		t.Fatalf("counted %d lost messages, want 5", n)
+	}
+	// Unsubscribed: later messages are not counted.
+	_ = nc.Publish("lost.in", []byte(`{"a":1}`))
+	if n := done(); n != 5 {
+		t.Fatalf("counted %d after unsubscribing, want 5", n)
+	}
+}
