@@ -9,6 +9,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/tierflow/tierflow/relay/relaybench"
+	"github.com/tierflow/tierflow/runtime/cluster"
 )
 
 // newBenchRelayCmd measures Arrow batches through the NATS relay against raw
@@ -63,8 +64,22 @@ counts both processes. The server is embedded unless --nats names one.
 			if err != nil {
 				return err
 			}
+			if a.g.natsConfig != "" {
+				return badInput(fmt.Errorf("--nats-config: bench relay starts its own plain server; name a configured one with --nats"))
+			}
+			if a.g.nats != "" {
+				if o.NATS, err = a.natsAuth().Options(a.g.nats); err != nil {
+					return badInput(err)
+				}
+			}
+			auth := a.natsAuth()
 			o.Peer = func(url, control string) *exec.Cmd {
-				return exec.Command(exe, "bench", "relay-peer", "--nats", url, "--control", control)
+				// Like run --processes: no credentials on the child's
+				// command line (ps shows it), a password in its environment.
+				bare, flags, env := cluster.ChildAuth(url, auth)
+				c := exec.Command(exe, append([]string{"bench", "relay-peer", "--nats", bare, "--control", control}, flags...)...)
+				c.Env = append(os.Environ(), env...)
+				return c
 			}
 			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt)
 			defer stop()

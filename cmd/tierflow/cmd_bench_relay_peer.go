@@ -23,7 +23,11 @@ func newBenchRelayPeerCmd(a *app) *cobra.Command {
 			if a.g.nats == "" || control == "" {
 				return badInput(fmt.Errorf("relay-peer needs --nats and --control (bench relay starts it)"))
 			}
-			return relaybench.ServePeer(cmd.Context(), a.g.nats, control, a.in)
+			opts, err := a.natsAuth().Options(a.g.nats)
+			if err != nil {
+				return badInput(err)
+			}
+			return relaybench.ServePeer(cmd.Context(), a.g.nats, control, a.in, opts...)
 		},
 	}
 	c.Flags().StringVar(&control, "control", "", "control subject prefix the bench drives the peer on")

@@ -3,8 +3,14 @@ package main
 import (
 	"bytes"
 	"encoding/json"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/nats-io/nats-server/v2/server"
+
+	"github.com/tierflow/tierflow/relay/natsserver"
 )
 
 // TestBenchRelayJSON runs both modes for real: the across-process rows come
@@ -86,5 +92,45 @@ func TestBenchRelayBadInput(t *testing.T) {
 	}
 	if code := run([]string{"bench", "relay-peer"}, nil, &out, &errb); code != exitBadInput {
 		t.Errorf("relay-peer without --control: exit %d", code)
+	}
+}
+
+// TestBenchRelayCredentials runs bench relay across processes against a
+// server that wants a password, given in the --nats URL: the bench and its
+// peer process connect, and the peer's command line (what ps shows every
+// user) holds no password; the peer gets it from its environment.
+func TestBenchRelayCredentials(t *testing.T) {
+	const secret = "pw-bench-S3CRET"
+	srv, err := natsserver.Start(natsserver.Options{Configure: func(so *server.Options) {
+		so.Users = append(so.Users, &server.User{Username: "bench", Password: secret})
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer srv.Shutdown()
+	argv := filepath.Join(t.TempDir(), "argv")
+	t.Setenv(childEnv, "real")
+	t.Setenv(argvLogEnv, argv)
+	var out, errb bytes.Buffer
+	url := "nats://bench:" + secret + "@" + strings.TrimPrefix(srv.ClientURL(), "nats://")
+	code := run([]string{"bench", "relay", "--nats", url, "--mode", "processes", "--rows", "16", "--mb", "1", "--rounds", "1", "--latency", "5", "--format", "json"}, nil, &out, &errb)
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errb.String())
+	}
+	if !strings.Contains(out.String(), "across-processes") {
+		t.Errorf("no across-processes row: %s", out.String())
+	}
+	b, err := os.ReadFile(argv)
+	if err != nil {
+		t.Fatalf("the peer process did not start: %v", err)
+	}
+	if !strings.Contains(string(b), "relay-peer") || !strings.Contains(string(b), "--nats-user bench") {
+		t.Errorf("peer command line %q, want relay-peer with --nats-user bench", b)
+	}
+	if strings.Contains(string(b), secret) {
+		t.Errorf("the peer's command line holds the password: %s", b)
+	}
+	if strings.Contains(out.String()+errb.String(), secret) {
+		t.Errorf("the output holds the password:\n%s\n%s", out.String(), errb.String())
 	}
 }

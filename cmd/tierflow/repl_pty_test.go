@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"flag"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -24,11 +25,21 @@ import (
 // (Ctrl-C must arrive as SIGINT from the terminal's line discipline).
 const childEnv = "TIERFLOW_TEST_REPL_CHILD"
 
+// argvLogEnv names a file a real child appends its command line to.
+const argvLogEnv = "TIERFLOW_TEST_ARGV_LOG"
+
 func TestMain(m *testing.M) {
 	switch os.Getenv(childEnv) {
 	case "generator":
 		os.Exit(runWithGenerator(os.Args[1:]))
 	case "real":
+		if f := os.Getenv(argvLogEnv); f != "" {
+			// A test reads what other users of the machine would see (ps).
+			if lf, err := os.OpenFile(f, os.O_APPEND|os.O_CREATE|os.O_WRONLY, 0o600); err == nil {
+				fmt.Fprintln(lf, strings.Join(os.Args, " "))
+				lf.Close()
+			}
+		}
 		os.Exit(run(os.Args[1:], os.Stdin, os.Stdout, os.Stderr))
 	}
 	if flag.Lookup("update") == nil {

@@ -88,6 +88,8 @@ func (a Auth) Options(rawURL string) ([]nats.Option, error) {
 	if id != Anonymous {
 		opts = append(opts, nats.CustomInboxPrefix(InboxPrefix(id)))
 	}
+	// Refusals name the user they refused.
+	opts = append(opts, nats.ErrorHandler(errorHandler(id)))
 	return opts, nil
 }
 

@@ -5,6 +5,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -110,5 +111,73 @@ func TestAuthConnects(t *testing.T) {
 	opts, _ := Auth{User: "bob", Password: "nope"}.Options("")
 	if _, err := srv.Connect(append(opts, nats.MaxReconnects(0), nats.Timeout(time.Second))...); err == nil || strings.Contains(err.Error(), "nope") {
 		t.Fatalf("wrong password: %v", err)
+	}
+}
+
+type lockedBuf struct {
+	mu sync.Mutex
+	b  strings.Builder
+}
+
+func (l *lockedBuf) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *lockedBuf) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
+}
+
+// TestPermissionViolationLine: a publish and a subscription the server
+// refuses print one tierflow line each, naming the subject and the user,
+// never the password and never nats.go's raw line.
+func TestPermissionViolationLine(t *testing.T) {
+	const secret = "pw-S3CRET-alice"
+	srv, err := Start(Options{Configure: func(so *server.Options) {
+		so.Users = []*server.User{{Username: "alice", Password: secret, Permissions: &server.Permissions{
+			Publish: &server.SubjectPermission{Allow: []string{"feed.>"}}, Subscribe: &server.SubjectPermission{Allow: []string{"feed.>"}}}}}
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer srv.Shutdown()
+	out := &lockedBuf{}
+	asyncErrOut = out
+	defer func() { asyncErrOut = os.Stderr }()
+	url := "nats://alice:" + secret + "@" + strings.TrimPrefix(srv.ClientURL(), "nats://")
+	opts, err := Auth{}.Options(url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	nc, err := Connect(url, opts...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer nc.Close()
+	_ = nc.Publish("feed.ok", nil)
+	_ = nc.Publish("tierflow.q.qa.stop", []byte("x"))
+	if _, err := nc.SubscribeSync("tierflow.u.bob.>"); err != nil {
+		t.Fatal(err)
+	}
+	_ = nc.Flush()
+	want := []string{
+		"tierflow: NATS refused publish to tierflow.q.qa.stop: permissions violation for user alice\n",
+		"tierflow: NATS refused subscription to tierflow.u.bob.>: permissions violation for user alice\n",
+	}
+	deadline := time.Now().Add(5 * time.Second)
+	for time.Now().Before(deadline) && strings.Count(out.String(), "\n") < len(want) {
+		time.Sleep(10 * time.Millisecond)
+	}
+	got := out.String()
+	for _, w := range want {
+		if !strings.Contains(got, w) {
+			t.Errorf("no %q in:\n%s", w, got)
+		}
+	}
+	if strings.Count(got, "\n") != len(want) || strings.Contains(got, "nats:") || strings.Contains(got, secret) {
+		t.Errorf("want exactly the two tierflow lines, without secrets:\n%s", got)
 	}
 }

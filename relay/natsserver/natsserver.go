@@ -7,7 +7,9 @@ package natsserver
 import (
 	"errors"
 	"fmt"
+	"io"
 	"os"
+	"regexp"
 	"strings"
 	"time"
 
@@ -177,17 +179,46 @@ func Connect(url string, opts ...nats.Option) (*nats.Conn, error) {
 	return nc, nil
 }
 
-// asyncError reports the client's asynchronous errors as nats.go's default
-// handler does, except slow consumers: the sources count those drops per
-// query (slow_consumer) and every run reports them, so a line per burst on
-// stderr says nothing more.
-func asyncError(nc *nats.Conn, sub *nats.Subscription, err error) {
-	if errors.Is(err, nats.ErrSlowConsumer) {
-		return
+// asyncErrOut is where asynchronous errors print (a test reads them).
+var asyncErrOut io.Writer = os.Stderr
+
+// asyncError is errorHandler of a connection whose identity is unknown.
+var asyncError = errorHandler("")
+
+// permissionRE takes the action and subject out of the server's
+// "Permissions Violation for Publish to "subj"" (or Subscription).
+var permissionRE = regexp.MustCompile(`(?i)permissions violation for (publish|subscription) to "([^"]*)"`)
+
+// errorHandler reports a connection's asynchronous errors on one line
+// each, with URLs redacted. A permissions violation says what the server
+// refused, on which subject, for which user (id: Auth.Identity): a refused
+// publish otherwise fails silently, and nats.go's own line names neither
+// the user nor tierflow. Slow consumers are not reported: the sources
+// count those drops per query (slow_consumer) and every run reports them,
+// so a line per burst on stderr says nothing more.
+func errorHandler(id string) nats.ErrHandler {
+	return func(nc *nats.Conn, sub *nats.Subscription, err error) {
+		if errors.Is(err, nats.ErrSlowConsumer) {
+			return
+		}
+		if errors.Is(err, nats.ErrPermissionViolation) {
+			what, subj := "use of", ""
+			if m := permissionRE.FindStringSubmatch(err.Error()); m != nil {
+				what, subj = strings.ToLower(m[1]), m[2]
+			} else if sub != nil {
+				subj = sub.Subject
+			}
+			user := id
+			if user == "" {
+				user = Anonymous
+			}
+			fmt.Fprintf(asyncErrOut, "tierflow: NATS refused %s to %s: permissions violation for user %s\n", what, subj, user)
+			return
+		}
+		if sub != nil {
+			fmt.Fprintf(asyncErrOut, "nats: %s for subscription on %q\n", Redact(err.Error()), sub.Subject)
+			return
+		}
+		fmt.Fprintf(asyncErrOut, "nats: %s\n", Redact(err.Error()))
 	}
-	if sub != nil {
-		fmt.Fprintf(os.Stderr, "nats: %v for subscription on %q\n", err, sub.Subject)
-		return
-	}
-	fmt.Fprintf(os.Stderr, "nats: %v\n", err)
 }

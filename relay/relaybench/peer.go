@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"io"
 	"os/exec"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -87,14 +88,14 @@ type peerReport struct {
 // (the parent's end of a pipe; nil for none) reaches EOF, which is how a peer
 // notices a parent that died without saying so. `tierflow bench relay-peer`
 // and the package's tests call it.
-func ServePeer(ctx context.Context, url, control string, stop io.Reader) error {
+func ServePeer(ctx context.Context, url, control string, stop io.Reader, opts ...nats.Option) error {
 	if control == "" {
 		return fmt.Errorf("%w: no control subject", ErrBadOptions)
 	}
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	closed := make(chan struct{})
-	nc, err := natsserver.Connect(url, nats.MaxReconnects(0), nats.ClosedHandler(func(*nats.Conn) { close(closed) }))
+	nc, err := natsserver.Connect(url, append(slices.Clip(opts), nats.MaxReconnects(0), nats.ClosedHandler(func(*nats.Conn) { close(closed) }))...)
 	if err != nil {
 		return err
 	}

@@ -42,6 +42,9 @@ type Options struct {
 	Latency int    // one-at-a-time round trips for the latency percentiles (default 200)
 	Window  int    // relay credit window (default 32)
 	URL     string // external NATS server; empty starts an embedded one
+	// NATS are options of the bench's connections to URL: its credentials
+	// and TLS (the peer process gets them from its own command, see Peer).
+	NATS []nats.Option
 	// MaxPayload of the embedded server (default natsserver.DefaultMaxPayload);
 	// batches above it are chunked by the relay and by the raw baseline alike.
 	MaxPayload int32
@@ -52,8 +55,11 @@ type Options struct {
 	// when Peer is set, else in-process only).
 	Modes []string
 	// Peer makes the command of the peer process for ModeProcesses; the
-	// command must end up calling ServePeer(ctx, url, control, its stdin).
-	// Its stdin is set by Run; a nil Stderr keeps the tail for errors.
+	// command must end up calling ServePeer(ctx, url, control, its stdin)
+	// with the credentials of NATS. url is URL as given (it may hold
+	// user:password@): the command must not put credentials on the child's
+	// command line. Its stdin is set by Run; a nil Stderr keeps the tail
+	// for errors.
 	Peer func(url, control string) *exec.Cmd
 	// Tick, if set, is called after every step of Steps(), with what ran.
 	Tick func(what string)
@@ -142,8 +148,8 @@ type Env struct {
 }
 
 // NewEnv starts an embedded server (url empty) with the given max payload (0
-// for the default) or connects to url.
-func NewEnv(url string, maxPayload int32) (*Env, error) {
+// for the default) or connects to url with opts (credentials, TLS).
+func NewEnv(url string, maxPayload int32, opts ...nats.Option) (*Env, error) {
 	e := &Env{}
 	if url == "" {
 		s, err := natsserver.Start(natsserver.Options{MaxPayload: maxPayload})
@@ -153,8 +159,8 @@ func NewEnv(url string, maxPayload int32) (*Env, error) {
 		e.srv, url = s, s.ClientURL()
 	}
 	var err error
-	if e.pub, err = natsserver.Connect(url); err == nil {
-		e.sub, err = natsserver.Connect(url)
+	if e.pub, err = natsserver.Connect(url, opts...); err == nil {
+		e.sub, err = natsserver.Connect(url, opts...)
 	}
 	if err != nil {
 		e.Close()
@@ -475,7 +481,7 @@ func Run(ctx context.Context, o Options) ([]Row, error) {
 	if procs && o.Peer == nil {
 		return nil, fmt.Errorf("%w: mode %s needs Options.Peer to start the peer process", ErrBadOptions, ModeProcesses)
 	}
-	env, err := NewEnv(o.URL, o.MaxPayload)
+	env, err := NewEnv(o.URL, o.MaxPayload, o.NATS...)
 	if err != nil {
 		return nil, err
 	}
@@ -501,7 +507,7 @@ func Run(ctx context.Context, o Options) ([]Row, error) {
 		defer p.stop()
 	}
 	o.logf("relay bench: NATS %s (max payload %d), window %d, %d MB per measurement, %d rounds, modes %s",
-		env.pub.ConnectedUrl(), env.pub.MaxPayload(), o.Window, o.MB, o.Rounds, strings.Join(o.Modes, ", "))
+		natsserver.Redact(env.pub.ConnectedUrl()), env.pub.MaxPayload(), o.Window, o.MB, o.Rounds, strings.Join(o.Modes, ", "))
 	var rows []Row
 	for _, nrows := range o.Rows {
 		rec := Record(o.Allocator, nrows)

@@ -61,7 +61,7 @@ func StartProcesses(ctx context.Context, o ProcessOptions) (*Cluster, error) {
 	for _, m := range ms {
 		// Credentials in the URL move to flags and the environment: a
 		// command line is visible to every user of the machine (ps).
-		url, auth := splitCredentials(c.url, o.Auth)
+		url, authFlags, authEnv := ChildAuth(c.url, o.Auth)
 		args := []string{"worker", "--nats", url, "--name", WorkerName(m.Name), "--tier", m.Tier}
 		if m.Location != "" {
 			args = append(args, "--location", m.Location)
@@ -79,13 +79,10 @@ func StartProcesses(ctx context.Context, o ProcessOptions) (*Cluster, error) {
 			args = append(args, "--heartbeat", o.Heartbeat.String())
 		}
 		args = append(args, "--threads", strconv.Itoa(CPUShare(m, len(ms))))
-		args = append(args, authArgs(auth)...)
+		args = append(args, authFlags...)
 		cmd := exec.Command(bin, args...)
 		cmd.Stdout, cmd.Stderr = stderr, stderr
-		cmd.Env = append(os.Environ(), o.Env...)
-		if auth.Password != "" {
-			cmd.Env = append(cmd.Env, "TIERFLOW_NATS_PASSWORD="+auth.Password)
-		}
+		cmd.Env = append(append(os.Environ(), o.Env...), authEnv...)
 		dieWithParent(cmd)
 		if err := cmd.Start(); err != nil {
 			c.Close()
@@ -139,6 +136,19 @@ func (p *process) stop() error {
 		}
 	})
 	return err
+}
+
+// ChildAuth is how a child tierflow process gets a connection to url with
+// a's credentials: url without any user:password@ (a command line is
+// visible to every user of the machine: ps), the connection flags that
+// name the files (creds, nkey, TLS) and the user, and the environment that
+// carries a password.
+func ChildAuth(url string, a natsserver.Auth) (bare string, flags, env []string) {
+	bare, a = splitCredentials(url, a)
+	if a.Password != "" {
+		env = []string{"TIERFLOW_NATS_PASSWORD=" + a.Password}
+	}
+	return bare, authArgs(a), env
 }
 
 // authArgs are the connection flags that give a worker process a's

@@ -3,6 +3,7 @@ package deploy_test
 import (
 	"bytes"
 	"context"
+	"errors"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -211,5 +212,20 @@ func TestPlaceFromPhysicalPlan(t *testing.T) {
 	phys.Operators[0].Workers[0].Name = "gone"
 	if _, err := deploy.Place("q1", q.Graph(), plan, ws, deploy.Options{Tiers: []string{"edge", "hub", "cloud"}, Physical: phys, Lowered: lo}); err == nil {
 		t.Fatal("a plan naming an unregistered worker was placed")
+	}
+}
+
+// TestValidNameReserved refuses the protocol's own tokens as names: the
+// roles' any-namespace permissions (tierflow.*.ctl...) rely on it.
+func TestValidNameReserved(t *testing.T) {
+	for _, n := range []string{"ctl", "q", "u", "relay"} {
+		if err := deploy.ValidName("query", n); !errors.Is(err, deploy.ErrName) {
+			t.Errorf("ValidName(%q): %v, want ErrName", n, err)
+		}
+	}
+	for _, n := range []string{"run-0badc0de", "qa", "relays", "w1"} {
+		if err := deploy.ValidName("query", n); err != nil {
+			t.Errorf("ValidName(%q): %v", n, err)
+		}
 	}
 }

@@ -132,11 +132,22 @@ func DeploySubject(ns, query, name string) string {
 	return QuerySubject(ns, query, "deploy") + "." + name
 }
 
-// ValidName checks a worker or query name: letters, digits, '-' and '_'
-// (a NATS subject token and a relay query id), at most 64 bytes.
+// reserved are the protocol's own second tokens (tierflow.ctl..., .q.,
+// .u., .relay.). No name may be one: the roles' permissions match any
+// namespace with a wildcard (tierflow.*.ctl.submit.<user>), which would
+// otherwise also match a default-namespace subject whose query, user or
+// namespace is such a name (tierflow.q.ctl.deploy.w1 for a query "ctl").
+var reserved = map[string]bool{"ctl": true, "q": true, "u": true, "relay": true}
+
+// ValidName checks a worker, query, user or namespace name: letters,
+// digits, '-' and '_' (a NATS subject token and a relay query id), at most
+// 64 bytes, and not one of the protocol's own tokens (ctl, q, u, relay).
 func ValidName(kind, s string) error {
 	if s == "" || len(s) > 64 {
 		return fmt.Errorf("%w: %s name %q must have 1 to 64 bytes", ErrName, kind, s)
+	}
+	if reserved[s] {
+		return fmt.Errorf("%w: %s name %q is reserved for tierflow's subjects (ctl, q, u, relay)", ErrName, kind, s)
 	}
 	for i, r := range s {
 		if !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '-' || r == '_') {

@@ -34,14 +34,33 @@ type Perms struct {
 	Respond           bool
 }
 
+// anyNS is each tierflow subject of subjects both in the default namespace
+// and in any other (deploy.InNamespace with "*" as the namespace token):
+// `--namespace NS`, and the fresh namespace of every `tierflow run`, need
+// the same permissions as the default namespace. Subjects outside
+// tierflow's (data, inboxes, $SYS) are kept as they are. The wildcard
+// cannot reach a default-namespace subject of another meaning because no
+// query, user or namespace may be named ctl, q, u or relay
+// (deploy.ValidName).
+func anyNS(subjects ...string) []string {
+	out := make([]string, 0, 2*len(subjects))
+	for _, s := range subjects {
+		out = append(out, s)
+		if strings.HasPrefix(s, "tierflow.") {
+			out = append(out, deploy.InNamespace("*", s))
+		}
+	}
+	return out
+}
+
 // Coordinator may read the control requests, the workers' statuses and
 // its own replies; publish deployments, starts and stops to workers, and
-// done messages to clients; and answer requests.
+// done messages to clients; and answer requests. In any namespace.
 func Coordinator() Perms {
 	return Perms{
-		PubAllow: []string{deploy.QuerySubject("", "*", ">"), "tierflow.u.>"},
-		SubAllow: []string{"tierflow.ctl.>", deploy.QuerySubject("", "*", "status.*"), deploy.QuerySubject("", "*", "enough.*"),
-			natsserver.InboxPrefix(RoleCoordinator) + ".>"},
+		PubAllow: anyNS(deploy.QuerySubject("", "*", ">"), "tierflow.u.>"),
+		SubAllow: append(anyNS("tierflow.ctl.>", deploy.QuerySubject("", "*", "status.*"), deploy.QuerySubject("", "*", "enough.*")),
+			natsserver.InboxPrefix(RoleCoordinator)+".>"),
 		Respond: true,
 	}
 }
@@ -52,7 +71,8 @@ func Coordinator() Perms {
 // patterns; ">" for any). Whatever data says, it may never publish a
 // control request of a client or the coordinator (submit, stop, list,
 // deploy, start, done) nor read the control requests or a client's
-// results: a worker cannot stop queries nor pose as the coordinator.
+// results: a worker cannot stop queries nor pose as the coordinator. All
+// of it in any namespace.
 //
 // name binds the permissions to one worker name (creds of its own): it
 // registers and heartbeats as that name only and receives only that name's
@@ -64,14 +84,14 @@ func Worker(name, identity string, data []string) Perms {
 		bound = "*"
 	}
 	return Perms{
-		PubAllow: append([]string{deploy.RegisterSubject(bound), deploy.HeartbeatSubject(bound), deploy.QuerySubject("", "*", "status."+bound),
-			deploy.QuerySubject("", "*", "enough."+bound), deploy.UserSubject("*", "*", "results"), "tierflow.relay.>"}, data...),
-		PubDeny: []string{deploy.SubmitSubject(">"), deploy.StopSubject(">"), deploy.SubjectWorkers, deploy.QueriesSubject(">"), deploy.SubjectQuery,
+		PubAllow: append(anyNS(deploy.RegisterSubject(bound), deploy.HeartbeatSubject(bound), deploy.QuerySubject("", "*", "status."+bound),
+			deploy.QuerySubject("", "*", "enough."+bound), deploy.UserSubject("*", "*", "results"), "tierflow.relay.>"), data...),
+		PubDeny: anyNS(deploy.SubmitSubject(">"), deploy.StopSubject(">"), deploy.SubjectWorkers, deploy.QueriesSubject(">"), deploy.SubjectQuery,
 			deploy.QuerySubject("", "*", "deploy.>"), deploy.QuerySubject("", "*", "start"), deploy.QuerySubject("", "*", "stop"),
-			deploy.UserSubject("*", "*", "done"), "$SYS.>"},
-		SubAllow: append([]string{deploy.DeploySubject("", "*", bound), deploy.QuerySubject("", "*", "start"), deploy.QuerySubject("", "*", "stop"),
-			"tierflow.relay.>", natsserver.InboxPrefix(identity) + ".>"}, data...),
-		SubDeny: []string{"tierflow.ctl.>", "tierflow.u.>", deploy.QuerySubject("", "*", "status.*"), deploy.QuerySubject("", "*", "enough.*"), "$SYS.>"},
+			deploy.UserSubject("*", "*", "done"), "$SYS.>"),
+		SubAllow: append(append(anyNS(deploy.DeploySubject("", "*", bound), deploy.QuerySubject("", "*", "start"), deploy.QuerySubject("", "*", "stop"),
+			"tierflow.relay.>"), natsserver.InboxPrefix(identity)+".>"), data...),
+		SubDeny: anyNS("tierflow.ctl.>", "tierflow.u.>", deploy.QuerySubject("", "*", "status.*"), deploy.QuerySubject("", "*", "enough.*"), "$SYS.>"),
 		Respond: true,
 	}
 }
@@ -79,7 +99,7 @@ func Worker(name, identity string, data []string) Perms {
 // Client is user's permissions: submit and stop its own queries, list
 // workers and queries, read its own replies and its own queries' results
 // and nothing else of tierflow's, and publish and read the data subjects
-// data (e.g. to feed streams with tierflow publish).
+// data (e.g. to feed streams with tierflow publish). In any namespace.
 func Client(user string, data []string) (Perms, error) {
 	if err := deploy.ValidName("user", user); err != nil {
 		return Perms{}, err
@@ -88,8 +108,8 @@ func Client(user string, data []string) (Perms, error) {
 		return Perms{}, err
 	}
 	return Perms{
-		PubAllow: append([]string{deploy.SubmitSubject(user), deploy.StopSubject(user), deploy.SubjectWorkers, deploy.QueriesSubject(user), deploy.SubjectQuery}, data...),
-		SubAllow: append([]string{natsserver.InboxPrefix(user) + ".>", "tierflow.u." + user + ".>"}, data...),
+		PubAllow: append(anyNS(deploy.SubmitSubject(user), deploy.StopSubject(user), deploy.SubjectWorkers, deploy.QueriesSubject(user), deploy.SubjectQuery), data...),
+		SubAllow: append(append([]string{natsserver.InboxPrefix(user) + ".>"}, anyNS("tierflow.u."+user+".>")...), data...),
 	}, nil
 }
 

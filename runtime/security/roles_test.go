@@ -286,3 +286,81 @@ func TestRolesEnforced(t *testing.T) {
 		t.Fatalf("qb2: %s %v", runB.info.State, runB.err)
 	}
 }
+
+// TestRolesEnforcedInNamespace runs the same roles in a non-default
+// namespace (as `--namespace` and every `tierflow run` use): the owner
+// submits, lists and stops there, while a worker and another client are
+// refused as in the default namespace.
+func TestRolesEnforcedInNamespace(t *testing.T) {
+	sc := startSecure(t)
+	ctx := context.Background()
+	const ns = "run-0badc0de"
+	cnc, err := sc.connect(t, sc.auth("coordinator"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	co, err := coordinator.Start(coordinator.Config{Conn: cnc, Heartbeat: 200 * time.Millisecond, Admins: sc.setup.Admins, Namespace: ns,
+		Exec: cluster.ExecHooks(cnc, "", nil, 1), Placement: coordinator.PlaceRules})
+	if err != nil {
+		t.Fatalf("coordinator in %s: %v", ns, err)
+	}
+	t.Cleanup(func() { co.Close() })
+	inv := devices.Inventory{CPUs: 1}
+	w2nc, _ := sc.connect(t, sc.auth("w2"))
+	w2, err := worker.Start(ctx, worker.Config{Conn: w2nc, Name: "w2", Tier: "edge", Inventory: &inv, Namespace: ns, RegisterTimeout: 5 * time.Second,
+		Exec: cluster.ExecHooks(w2nc, "", nil, 1)})
+	if err != nil {
+		t.Fatalf("worker w2 in %s: %v", ns, err)
+	}
+	t.Cleanup(func() { w2.Close() })
+
+	nsClient := func(creds, as string) *coordinator.Client {
+		c := sc.client(t, creds, as)
+		c.Namespace = ns
+		return c
+	}
+	alice := nsClient("alice", "alice")
+	if ws, err := alice.Workers(ctx); err != nil || len(ws) != 1 || ws[0].Name != "w2" {
+		t.Fatalf("alice SHOW WORKERS in %s: %v %v", ns, ws, err)
+	}
+	// sc.submit waits on the default coordinator; wait on this one.
+	nsc := &secureCluster{setup: sc.setup, url: sc.url, co: co}
+	run := nsc.submit(t, alice, "qa")
+	if qs, err := alice.Queries(ctx); err != nil || len(qs) != 1 || qs[0].Query != "qa" {
+		t.Errorf("alice's SHOW QUERIES in %s: %+v %v", ns, qs, err)
+	}
+
+	asWorker := nsClient("worker", "alice")
+	wantDenied(t, "worker STOP as alice in "+ns, asWorker.Stop(ctx, "qa", true))
+	_, err = asWorker.Submit(ctx, liveScript(t), "qw", sinks.NewCSV(&lockedDiscard{}))
+	wantDenied(t, "worker submit in "+ns, err)
+	wnc, _ := sc.connect(t, sc.auth("worker"))
+	_ = wnc.Publish(deploy.QuerySubject(ns, "qa", "stop"), []byte(`{"query":"qa","abort":true}`))
+	_ = wnc.Flush()
+	if err := wnc.LastError(); !errors.Is(err, nats.ErrPermissionViolation) {
+		t.Errorf("worker publishing a query stop in %s: %v, want a permissions violation", ns, err)
+	}
+	wantDenied(t, "bob STOP alice's query in "+ns, nsClient("bob", "bob").Stop(ctx, "qa", true))
+	wantDenied(t, "bob STOP as alice in "+ns, nsClient("bob", "alice").Stop(ctx, "qa", true))
+	for _, subj := range []string{deploy.InNamespace(ns, deploy.UserSubject("alice", "qa", "results")), deploy.InNamespace(ns, "tierflow.relay.>"),
+		deploy.DeploySubject(ns, "qa", "w2"), deploy.InNamespace(ns, deploy.SubmitSubject("alice"))} {
+		nc, _ := sc.connect(t, sc.auth("bob"))
+		if _, err := nc.SubscribeSync(subj); err != nil {
+			t.Fatal(err)
+		}
+		_ = nc.Flush()
+		if err := nc.LastError(); !errors.Is(err, nats.ErrPermissionViolation) {
+			t.Errorf("bob subscribing %s: %v, want a permissions violation", subj, err)
+		}
+	}
+	if q, _ := co.Query("qa"); q.State != deploy.StateRunning {
+		t.Fatalf("qa is %s after the refused attacks: %s", q.State, q.Error)
+	}
+	if err := alice.Stop(ctx, "qa", false); err != nil {
+		t.Fatalf("alice stops qa in %s: %v", ns, err)
+	}
+	<-run.done
+	if run.err != nil || run.info.State != deploy.StateStopped {
+		t.Fatalf("qa in %s: %s %v", ns, run.info.State, run.err)
+	}
+}
