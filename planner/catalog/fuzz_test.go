@@ -1,15 +1,10 @@
 package catalog
 
 import (
-	"errors"
-	"regexp"
-	"strings"
 	"testing"
-)
 
-// problemLine is how every problem of a broken file reads: the file, the
-// line and column when known, then the message.
-var problemLine = regexp.MustCompile(`^fuzz\.yaml(:\d+:\d+)?: \S`)
+	"github.com/tierflow/tierflow/planner/internal/yamlx/yamlxtest"
+)
 
 // FuzzParse: whatever bytes a catalog file holds, Parse returns a
 // catalog or ErrInvalid with every problem on its own line naming
@@ -19,20 +14,13 @@ var problemLine = regexp.MustCompile(`^fuzz\.yaml(:\d+:\d+)?: \S`)
 // the fuzzer's mutator stalls on files the size of the examples.
 func FuzzParse(f *testing.F) {
 	f.Fuzz(func(t *testing.T, src []byte) {
-		c, err := Parse("fuzz.yaml", src)
+		c, err := Parse(yamlxtest.FuzzFile, src)
 		if err == nil {
 			if c == nil {
 				t.Fatal("no catalog and no error")
 			}
 			return
 		}
-		if !errors.Is(err, ErrInvalid) {
-			t.Fatalf("error is not ErrInvalid: %v", err)
-		}
-		for _, line := range strings.Split(err.Error(), "\n") {
-			if !problemLine.MatchString(line) {
-				t.Fatalf("problem does not name the file and position: %q", line)
-			}
-		}
+		yamlxtest.CheckProblems(t, err, ErrInvalid)
 	})
 }
