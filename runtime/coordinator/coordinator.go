@@ -168,6 +168,11 @@ type queryState struct {
 	// plan is the optimizer's plan while the query deploys or runs: the
 	// capacity it holds on its workers, which later queries plan around.
 	plan *physical.Plan
+	// assumed is what plan assumed of the live estimates (the drift
+	// policy's other side; nil when placed by rules); variants are the
+	// variants the current generation runs.
+	assumed  *control.Assumed
+	variants map[string]string
 }
 
 // pendingRecovery is a recovery whose rows do not flow yet.
@@ -484,7 +489,7 @@ func (c *Coordinator) Submit(ctx context.Context, req deploy.SubmitRequest) (*de
 	c.order = append(c.order, req.Query)
 	c.mu.Unlock()
 
-	pl, err := c.place(ctx, req, ws)
+	pl, err := c.place(ctx, req, ws, nil)
 	if err != nil {
 		c.fail(req.Query, err)
 		return nil, err
@@ -492,7 +497,7 @@ func (c *Coordinator) Submit(ctx context.Context, req deploy.SubmitRequest) (*de
 	p, script := pl.placement, pl.script
 	c.mu.Lock()
 	qs.info.Placement, qs.info.Workers, qs.info.Planner, qs.info.Estimate, qs.info.LatencySLOMs = p, p.Workers, pl.note, pl.estimate, pl.sloMs
-	qs.plan = pl.plan
+	qs.plan, qs.assumed, qs.variants = pl.plan, pl.assumed, script.Variants
 	c.mu.Unlock()
 
 	if _, err := c.deployAll(ctx, req.Query, req.Owner, script, p, 0); err != nil {
@@ -572,13 +577,17 @@ type placed struct {
 	estimate  *deploy.Estimate
 	plan      *physical.Plan
 	sloMs     float64
+	// assumed is what plan assumed of the live estimates (nil by rules).
+	assumed *control.Assumed
 }
 
 // place compiles the script as every worker will and places it: where the
 // optimizer puts it when it can plan the query against the registered
 // workers (a model call, a catalog with profiles) around the capacity the
-// running queries hold, by runtime/deploy's default rules otherwise.
-func (c *Coordinator) place(ctx context.Context, req deploy.SubmitRequest, ws []deploy.Worker) (placed, error) {
+// running queries hold, by runtime/deploy's default rules otherwise. live
+// (a re-plan's measured numbers, nil at submission) replaces the catalog's
+// and the infrastructure's numbers in the optimizer's inputs.
+func (c *Coordinator) place(ctx context.Context, req deploy.SubmitRequest, ws []deploy.Worker, live *control.Overrides) (placed, error) {
 	script := req.Script
 	// The catalog is checked here; the files the compile opens, in
 	// execOptions.
@@ -607,7 +616,7 @@ func (c *Coordinator) place(ctx context.Context, req deploy.SubmitRequest, ws []
 	var res *planner.Result
 	perr := errors.New("placement by rules")
 	if c.cfg.Placement != PlaceRules {
-		res, perr = c.optimize(ctx, bound, cat, ws, o.Tiers, c.reserved(req.Query, ws), script.Planner)
+		res, perr = c.optimize(ctx, bound, cat, ws, o.Tiers, c.reserved(req.Query, ws), script.Planner, live)
 		if errors.Is(perr, planner.ErrInfeasible) {
 			// The planner did plan the query, and no plan meets what it
 			// asks (with what running queries leave): running another one
@@ -631,7 +640,7 @@ func (c *Coordinator) place(ctx context.Context, req deploy.SubmitRequest, ws []
 					note += "; around running queries (" + reservedText(r) + ")"
 				}
 				return placed{placement: p, script: planned, note: note, estimate: deploy.EstimateOf(res.Physical, bound.Objectives.Throughput),
-					plan: res.Physical, sloMs: slo}, nil
+					plan: res.Physical, sloMs: slo, assumed: assumedOf(res.Physical, ws)}, nil
 			}
 			perr = err
 		} else {
@@ -707,7 +716,10 @@ func (c *Coordinator) execOptions(variants map[string]string) exec.Options {
 // optimize plans a bound query against the registered workers: their
 // tiers, types and locations, with prices, links and tier fan-outs from the
 // coordinator's infrastructure file.
-func (c *Coordinator) optimize(ctx context.Context, bound *logical.Plan, cat *catalog.Catalog, ws []deploy.Worker, tiers []string, reserved []optimize.Reservation, settings map[string]string) (*planner.Result, error) {
+//
+// live, when set, replaces the catalog's and the infrastructure's numbers
+// with measured ones (applyLive): the re-plan of the control loop.
+func (c *Coordinator) optimize(ctx context.Context, bound *logical.Plan, cat *catalog.Catalog, ws []deploy.Worker, tiers []string, reserved []optimize.Reservation, settings map[string]string, live *control.Overrides) (*planner.Result, error) {
 	// The script's SET planner.* before the query (checked where it ran).
 	set, err := session.FromValues(settings)
 	if err != nil {
@@ -716,7 +728,7 @@ func (c *Coordinator) optimize(ctx context.Context, bound *logical.Plan, cat *ca
 	file := c.cfg.Infra
 	inf := &infra.Infra{}
 	if file != nil {
-		inf.Links, inf.DefaultLink, inf.SourceTier = file.Links, file.DefaultLink, file.SourceTier
+		inf.Links, inf.DefaultLink, inf.SourceTier = slices.Clone(file.Links), file.DefaultLink, file.SourceTier
 	}
 	for _, t := range tiers {
 		tier := &infra.Tier{Name: t}
@@ -752,6 +764,7 @@ func (c *Coordinator) optimize(ctx context.Context, bound *logical.Plan, cat *ca
 		opts.Strategy = set.Planner.Strategy
 	}
 	opts.Reserved = reserved
+	applyLive(bound, inf, live)
 	res, err := planner.PlanLogical(ctx, bound, cat, inf, opts)
 	if err != nil {
 		return nil, err
@@ -988,7 +1001,8 @@ func (c *Coordinator) redeploy(id, lost string, lostAt time.Time, d *control.Dec
 		c.mu.Unlock()
 		return // something else re-deployed it since
 	}
-	old, oldWorkers := qs.info.Generation, qs.info.Workers
+	old := qs.info.Generation
+	oldPlacement, oldVariants := qs.info.Placement, qs.variants
 	epoch, req := qs.info.Committed, qs.req
 	c.mu.Unlock()
 
@@ -1021,10 +1035,23 @@ func (c *Coordinator) redeploy(id, lost string, lostAt time.Time, d *control.Dec
 	}
 	req.Script.ResumeEpoch = epoch
 	ctx := context.Background()
-	pl, err := c.place(ctx, req, ws)
+	var live *control.Overrides
+	if d != nil {
+		live = d.Live
+	}
+	pl, err := c.place(ctx, req, ws, live)
 	p, script := pl.placement, pl.script
-	if d != nil && (err != nil || slices.Equal(p.Workers, oldWorkers)) {
-		// No other plan: the query keeps running as it is.
+	if d != nil && (err != nil || samePlan(oldPlacement, p, oldVariants, script.Variants)) {
+		// No other plan: the query keeps running as it is. A plan made
+		// with live numbers becomes what the drift policy compares with,
+		// so numbers that stay where they drifted to ask once.
+		if err == nil && live != nil {
+			c.mu.Lock()
+			if qs.info.Generation == old {
+				qs.assumed, qs.info.Estimate = pl.assumed, pl.estimate
+			}
+			c.mu.Unlock()
+		}
 		c.cfg.Log.Info("re-plan kept the plan", "query", id, "reason", d.Reason, "err", err)
 		return
 	}
@@ -1048,7 +1075,7 @@ func (c *Coordinator) redeploy(id, lost string, lostAt time.Time, d *control.Dec
 	}
 	if err == nil {
 		qs.info.Placement, qs.info.Workers, qs.info.Planner, qs.info.Estimate = p, p.Workers, pl.note, pl.estimate
-		qs.plan = pl.plan
+		qs.plan, qs.assumed, qs.variants = pl.plan, pl.assumed, script.Variants
 	}
 	c.mu.Unlock()
 	if d == nil {
@@ -1103,7 +1130,7 @@ func (c *Coordinator) redeploy(id, lost string, lostAt time.Time, d *control.Dec
 	if d != nil {
 		c.mu.Lock()
 		qs.info.Replans = append(qs.info.Replans, control.Replan{Epoch: epoch, Reason: d.Reason,
-			Old: strings.Join(oldWorkers, ","), New: strings.Join(p.Workers, ",")})
+			Old: choiceOf(oldPlacement, oldVariants), New: choiceOf(p, script.Variants)})
 		c.mu.Unlock()
 	}
 	c.cfg.Log.Info("query re-deployed", "query", id, "workers", p.Workers, "generation", gen)
@@ -1117,7 +1144,7 @@ func (c *Coordinator) decide(qs *queryState, now time.Time) {
 		return
 	}
 	qs.decided = now
-	in := control.PolicyInput{Query: qs.info.Query, Workers: qs.info.Workers, Age: now.Sub(qs.planned), Estimates: *qs.info.Estimates}
+	in := control.PolicyInput{Query: qs.info.Query, Workers: qs.info.Workers, Age: now.Sub(qs.planned), Estimates: *qs.info.Estimates, Assumed: qs.assumed}
 	for name := range c.workers {
 		in.Registered = append(in.Registered, name)
 	}
