@@ -82,8 +82,12 @@ func (o *Overrides) empty() bool {
 	return o == nil || len(o.StreamRates) == 0 && len(o.Models) == 0 && len(o.Links) == 0
 }
 
-// merge adds b's overrides to o (b's win where both name the same thing).
-func (o *Overrides) merge(b *Overrides) {
+// Merge adds b's live numbers to o; b's win where both measured the same
+// thing (a stream; a call's variant on a worker; a tier pair). The
+// coordinator keeps a query's merged overrides, so a number measured once
+// stays in the query's planning when another drifts: a variant measured
+// slow is not taken back at its catalog time by the next re-plan.
+func (o *Overrides) Merge(b *Overrides) {
 	if b == nil {
 		return
 	}
@@ -93,8 +97,27 @@ func (o *Overrides) merge(b *Overrides) {
 		}
 		o.StreamRates[k] = v
 	}
-	o.Models = append(o.Models, b.Models...)
-	o.Links = append(o.Links, b.Links...)
+	for _, m := range b.Models {
+		for _, w := range m.Workers {
+			one := ModelTime{Call: m.Call, Variant: m.Variant, Workers: []string{w}, MsPerItem: m.MsPerItem}
+			i := slices.IndexFunc(o.Models, func(x ModelTime) bool {
+				return x.Call == m.Call && x.Variant == m.Variant && slices.Equal(x.Workers, one.Workers)
+			})
+			if i >= 0 {
+				o.Models[i] = one
+			} else {
+				o.Models = append(o.Models, one)
+			}
+		}
+	}
+	for _, l := range b.Links {
+		i := slices.IndexFunc(o.Links, func(x LinkCapacity) bool { return x.From == l.From && x.To == l.To })
+		if i >= 0 {
+			o.Links[i] = l
+		} else {
+			o.Links = append(o.Links, l)
+		}
+	}
 }
 
 // Drift re-plans a query with live numbers when one drifts from what its
@@ -244,7 +267,7 @@ func (ps Policies) Decide(in PolicyInput) *Decision {
 			if out.Live == nil {
 				out.Live = &Overrides{}
 			}
-			out.Live.merge(d.Live)
+			out.Live.Merge(d.Live)
 		}
 	}
 	return out

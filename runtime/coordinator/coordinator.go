@@ -173,6 +173,9 @@ type queryState struct {
 	// variants the current generation runs.
 	assumed  *control.Assumed
 	variants map[string]string
+	// learned are the live numbers the policies measured so far, merged:
+	// every re-plan plans with all of them.
+	learned *control.Overrides
 }
 
 // pendingRecovery is a recovery whose rows do not flow yet.
@@ -1036,9 +1039,20 @@ func (c *Coordinator) redeploy(id, lost string, lostAt time.Time, d *control.Dec
 	req.Script.ResumeEpoch = epoch
 	ctx := context.Background()
 	var live *control.Overrides
-	if d != nil {
-		live = d.Live
+	c.mu.Lock()
+	if d != nil && d.Live != nil {
+		if qs.learned == nil {
+			qs.learned = &control.Overrides{}
+		}
+		qs.learned.Merge(d.Live)
 	}
+	if qs.learned != nil {
+		// A recovery plans with what was measured too.
+		cp := control.Overrides{}
+		cp.Merge(qs.learned)
+		live = &cp
+	}
+	c.mu.Unlock()
 	pl, err := c.place(ctx, req, ws, live)
 	p, script := pl.placement, pl.script
 	if d != nil && (err != nil || samePlan(oldPlacement, p, oldVariants, script.Variants)) {
