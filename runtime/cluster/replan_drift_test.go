@@ -147,7 +147,7 @@ func moved(t *testing.T, s control.Summary) control.Replan {
 // cloud, and the query is cut over at the committed epoch: the output is
 // byte for byte that of an unshaped run.
 func TestReplanOffASlowLinkWithLiveBandwidth(t *testing.T) {
-	policy := control.Drift{Factor: 2, MinStalled: 0.25, MinAge: time.Second, MinSamples: 2}
+	policy := control.DefaultDrift
 	// The catalog's times are the fashion catalog's (CPU time at batch 8);
 	// what runs here is slower per item, which the policy may also see: a
 	// re-plan that finds the same plan keeps it, so only the link moves
@@ -190,7 +190,7 @@ func TestReplanOnModelTimeDrift(t *testing.T) {
 	if rows := localRows(t); !strings.Contains(want, rows) {
 		t.Fatalf("the data-parallel run printed\n%s\nwant %s as in one process", want, rows)
 	}
-	got, s := runDrift(t, 4, nil, control.Drift{Factor: 2, MinStalled: 0.25, MinAge: time.Second, MinSamples: 2})
+	got, s := runDrift(t, 4, nil, control.DefaultDrift)
 	if got != want {
 		t.Fatalf("the re-planned run's result differs (stats %+v):\n%s\nwant:\n%s", s, got, want)
 	}

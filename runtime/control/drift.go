@@ -148,9 +148,10 @@ type Drift struct {
 }
 
 // DefaultDrift is the drift policy of `--replan`: 2x on rates and model
-// times, a tier link short of the plan's traffic while stalled 25% of the
-// time, judged after 3 s and 3 samples.
-var DefaultDrift = Drift{Factor: 2, MinStalled: 0.25, MinAge: 3 * time.Second, MinSamples: 3}
+// times, a tier link short of the plan's traffic while its senders wait
+// 20% of the time (a shaped sender counts a wait when it ends, so a slow
+// link's share climbs in steps), judged after 3 s and 3 samples.
+var DefaultDrift = Drift{Factor: 2, MinStalled: 0.2, MinAge: 3 * time.Second, MinSamples: 3}
 
 func (p Drift) Decide(in PolicyInput) *Decision {
 	a := in.Assumed
