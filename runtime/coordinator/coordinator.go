@@ -768,6 +768,10 @@ func (c *Coordinator) optimize(ctx context.Context, bound *logical.Plan, cat *ca
 	}
 	opts.Reserved = reserved
 	applyLive(bound, inf, live)
+	opts.Throughput = liveThroughput(bound, opts.Throughput, live)
+	if live != nil && (opts.Optimize.TimeBudget <= 0 || opts.Optimize.TimeBudget > ReplanBudget) {
+		opts.Optimize.TimeBudget = ReplanBudget
+	}
 	res, err := planner.PlanLogical(ctx, bound, cat, inf, opts)
 	if err != nil {
 		return nil, err

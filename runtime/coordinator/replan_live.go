@@ -6,6 +6,7 @@ import (
 	"slices"
 	"sort"
 	"strings"
+	"time"
 
 	"github.com/tierflow/tierflow/planner/catalog"
 	"github.com/tierflow/tierflow/planner/infra"
@@ -14,6 +15,14 @@ import (
 	"github.com/tierflow/tierflow/runtime/control"
 	"github.com/tierflow/tierflow/runtime/deploy"
 )
+
+// ReplanBudget bounds the exact search of a planning with live numbers
+// (the optimizer's auto strategy proves its plan optimal within it, else
+// keeps the best found, never worse than JellyBean's): the control loop
+// may re-plan every second, and live numbers (a link at its measured
+// capacity, a model slower than profiled) make the search harder than the
+// catalog's at submission, up to the 2 s default.
+const ReplanBudget = 40 * time.Millisecond
 
 // applyLive puts a policy's live numbers in place of the catalog's and the
 // infrastructure's for one planning of a bound query: stream rates and
@@ -62,6 +71,33 @@ func applyLive(bound *logical.Plan, inf *infra.Infra, o *control.Overrides) {
 			inf.Links = append(inf.Links, nl)
 		}
 	}
+}
+
+// liveThroughput is the throughput target of a planning with live
+// numbers: a stream measured faster than the query's THROUGHPUT (or the
+// script's setting, set) raises it to the stream's rate, or the plan
+// would fall behind the stream it was re-planned for.
+func liveThroughput(bound *logical.Plan, set float64, o *control.Overrides) float64 {
+	if o == nil || len(o.StreamRates) == 0 {
+		return set
+	}
+	target := set
+	if target == 0 {
+		target = bound.Objectives.Throughput
+	}
+	raised := false
+	logical.Walk(bound.Root, func(n logical.Node) bool {
+		if x, ok := n.(*logical.Scan); ok && x.Stream != nil {
+			if r := o.StreamRates[x.Stream.Name]; r > target {
+				target, raised = r, true
+			}
+		}
+		return true
+	})
+	if !raised {
+		return set
+	}
+	return target
 }
 
 // liveModel is m with the measured times of call's variants on their
