@@ -66,7 +66,7 @@ func (r *Report) Write(w io.Writer) error {
 			title  string
 			header []string
 			rows   [][]string
-		}{"plan history", []string{"change", "from epoch", "why", "old workers", "new workers", "rows again after s"}, rows})
+		}{"plan history", []string{"change", "from epoch", "why", "old plan (variants; operator@workers)", "new plan", "rows again after s"}, rows})
 	}
 	for _, s := range sections {
 		if s.rows == nil && s.title == "model batching" {
