@@ -57,7 +57,11 @@ func (r *Report) Write(w io.Writer) error {
 	if len(r.Replans) > 0 || len(r.Recoveries) > 0 {
 		var rows [][]string
 		for _, p := range r.Replans {
-			rows = append(rows, []string{"re-plan", strconv.FormatUint(p.Epoch, 10), p.Reason, p.Old, p.New, ""})
+			again := ""
+			if p.Seconds > 0 {
+				again = fmt.Sprintf("%.2f", p.Seconds)
+			}
+			rows = append(rows, []string{"re-plan", strconv.FormatUint(p.Epoch, 10), p.Reason, p.Old, p.New, again})
 		}
 		for _, x := range r.Recoveries {
 			rows = append(rows, []string{"recovery", strconv.FormatUint(x.Epoch, 10), "lost worker " + x.LostWorker, "", "", fmt.Sprintf("%.2f", x.Seconds)})

@@ -128,11 +128,11 @@ func localRows(t *testing.T) string {
 }
 
 // moved is the re-plan that cut the query over, failing the test unless
-// there is exactly one.
+// there is exactly one and rows flowed after it.
 func moved(t *testing.T, s control.Summary) control.Replan {
 	t.Helper()
-	if len(s.Replans) != 1 {
-		t.Fatalf("replans %+v, want one cut-over", s.Replans)
+	if len(s.Replans) != 1 || s.Replans[0].Seconds <= 0 {
+		t.Fatalf("replans %+v, want one cut-over, timed", s.Replans)
 	}
 	return s.Replans[0]
 }
@@ -170,7 +170,7 @@ func TestReplanOffASlowLinkWithLiveBandwidth(t *testing.T) {
 	if !strings.Contains(r.Reason, "link edge->hub") || !strings.Contains(r.Old, "@h") || strings.Contains(r.New, "@h") || !strings.Contains(r.New, "@c1") {
 		t.Fatalf("replan %+v: want the query moved off edge->hub to c1", r)
 	}
-	t.Logf("re-planned at epoch %d: %s\n  old %s\n  new %s", r.Epoch, r.Reason, r.Old, r.New)
+	t.Logf("re-planned at epoch %d, rows again after %.2fs: %s\n  old %s\n  new %s", r.Epoch, r.Seconds, r.Reason, r.Old, r.New)
 }
 
 // TestReplanOnModelTimeDrift: the catalog claims the classifier takes 4 ms
@@ -198,5 +198,5 @@ func TestReplanOnModelTimeDrift(t *testing.T) {
 	if !strings.Contains(r.Reason, "model classify (mlp-large)") || !strings.Contains(r.Old, "@h1+h2") || strings.Contains(r.New, "h1+h2") {
 		t.Fatalf("replan %+v: want the call's time to take it from both hub workers to one", r)
 	}
-	t.Logf("re-planned at epoch %d: %s\n  old %s\n  new %s", r.Epoch, r.Reason, r.Old, r.New)
+	t.Logf("re-planned at epoch %d, rows again after %.2fs: %s\n  old %s\n  new %s", r.Epoch, r.Seconds, r.Reason, r.Old, r.New)
 }

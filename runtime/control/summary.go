@@ -33,12 +33,15 @@ type LatencyMs struct {
 }
 
 // Replan is one change of plan while the query ran: from epoch on, the new
-// variant or worker choice replaced the old one.
+// variant or worker choice replaced the old one. Seconds is the cut-over's
+// time, from the policy's decision until result rows flowed past epoch
+// (0 while they do not yet).
 type Replan struct {
-	Epoch  uint64 `json:"epoch"`
-	Reason string `json:"reason"`
-	Old    string `json:"old"`
-	New    string `json:"new"`
+	Epoch   uint64  `json:"epoch"`
+	Reason  string  `json:"reason"`
+	Old     string  `json:"old"`
+	New     string  `json:"new"`
+	Seconds float64 `json:"seconds"`
 }
 
 // Recovery is one lost worker the query survived: it resumed from epoch,

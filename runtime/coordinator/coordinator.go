@@ -174,8 +174,10 @@ type queryState struct {
 	assumed  *control.Assumed
 	variants map[string]string
 	// learned are the live numbers the policies measured so far, merged:
-	// every re-plan plans with all of them.
+	// every re-plan plans with all of them. cutting is the re-plan whose
+	// rows do not flow yet (its cut-over time is not known).
 	learned *control.Overrides
+	cutting *pendingReplan
 }
 
 // pendingRecovery is a recovery whose rows do not flow yet.
@@ -932,6 +934,7 @@ func (c *Coordinator) commit(qs *queryState) {
 	if known && low > info.Committed {
 		info.Committed = low
 	}
+	qs.cutOver(known, low)
 	if r := qs.pending; r != nil && (known && low > r.rec.Epoch || !info.Ended.IsZero() && info.State == deploy.StateFinished) {
 		r.rec.Seconds = time.Since(r.lostAt).Seconds()
 		info.Recoveries = append(info.Recoveries, r.rec)
@@ -972,7 +975,7 @@ func (c *Coordinator) recover(id, lost string, lostAt time.Time) {
 // the next generation exactly as a recovery is, so the cut-over is at the
 // committed epoch and loses or duplicates no row.
 func (c *Coordinator) replan(id string, d *control.Decision, gen int) {
-	c.redeploy(id, "", time.Time{}, d, gen)
+	c.redeploy(id, "", time.Now(), d, gen)
 }
 
 // redeploy places a running query again and deploys it as a new
@@ -1149,6 +1152,7 @@ func (c *Coordinator) redeploy(id, lost string, lostAt time.Time, d *control.Dec
 		c.mu.Lock()
 		qs.info.Replans = append(qs.info.Replans, control.Replan{Epoch: epoch, Reason: d.Reason,
 			Old: choiceOf(oldPlacement, oldVariants), New: choiceOf(p, script.Variants)})
+		qs.cutting = &pendingReplan{index: len(qs.info.Replans) - 1, decided: lostAt}
 		c.mu.Unlock()
 	}
 	c.cfg.Log.Info("query re-deployed", "query", id, "workers", p.Workers, "generation", gen)
