@@ -38,8 +38,11 @@ type AssumedModel struct {
 	Variant string   `json:"variant"`
 	Workers []string `json:"workers"`
 	// MsPerItem is the latency per item the plan priced the call at on its
-	// workers (their mean).
+	// workers (their mean); Demand the items per second it planned into
+	// the call (the stream's rate times the estimated selectivity of the
+	// filters and joins before it).
 	MsPerItem float64 `json:"ms_per_item"`
+	Demand    float64 `json:"demand"`
 }
 
 // AssumedLink is the traffic the plan puts on a tier pair and the pair's
@@ -61,6 +64,9 @@ type Overrides struct {
 	Models []ModelTime `json:"models,omitempty"`
 	// Links are measured capacities of tier pairs.
 	Links []LinkCapacity `json:"links,omitempty"`
+	// InputRatios are measured items into a model call per item of the
+	// query's stream, by call: the selectivity of what runs before it.
+	InputRatios map[string]float64 `json:"input_ratios,omitempty"`
 }
 
 // ModelTime is a model call's variant measured at MsPerItem on Workers.
@@ -79,7 +85,7 @@ type LinkCapacity struct {
 }
 
 func (o *Overrides) empty() bool {
-	return o == nil || len(o.StreamRates) == 0 && len(o.Models) == 0 && len(o.Links) == 0
+	return o == nil || len(o.StreamRates) == 0 && len(o.Models) == 0 && len(o.Links) == 0 && len(o.InputRatios) == 0
 }
 
 // Merge adds b's live numbers to o; b's win where both measured the same
@@ -110,6 +116,12 @@ func (o *Overrides) Merge(b *Overrides) {
 			}
 		}
 	}
+	for k, v := range b.InputRatios {
+		if o.InputRatios == nil {
+			o.InputRatios = map[string]float64{}
+		}
+		o.InputRatios[k] = v
+	}
 	for _, l := range b.Links {
 		i := slices.IndexFunc(o.Links, func(x LinkCapacity) bool { return x.From == l.From && x.To == l.To })
 		if i >= 0 {
@@ -127,6 +139,10 @@ func (o *Overrides) Merge(b *Overrides) {
 //     plan still keeps up, so it is no trigger);
 //   - a model call's time per item (model time per batch over rows per
 //     batch) above Factor times, or below 1/Factor of, the plan's;
+//   - the selectivity before a model call (rows into the call per row of
+//     the stream) past Factor either way of the plan's estimate, while the
+//     stream flows (at least 1/Factor of its planned rate); only for a
+//     query over one stream, where that ratio is the filters' and joins';
 //   - a tier link that carries less than the plan needs on it while its
 //     senders wait at least MinStalled of the time (the link, not the
 //     source, is what holds the data back: what it carries is its
@@ -190,6 +206,25 @@ func (p Drift) Decide(in PolicyInput) *Decision {
 		}
 		o.Models = append(o.Models, ModelTime{Call: m.Call, Variant: m.Variant, Workers: m.Workers, MsPerItem: live})
 		reasons = append(reasons, fmt.Sprintf("model %s (%s) at %.4g ms per item, planned %.4g (past %gx)", m.Call, m.Variant, live, m.MsPerItem, f))
+	}
+	if len(a.Streams) == 1 {
+		s := a.Streams[0]
+		src, ok := ops["scan "+s.Stream]
+		for _, m := range a.Models {
+			e, ok2 := ops["model "+m.Call]
+			if !ok || !ok2 || s.Rate <= 0 || m.Demand <= 0 || src.InputRate < s.Rate/f || e.InputRate <= 0 {
+				continue
+			}
+			planned, live := m.Demand/s.Rate, e.InputRate/src.InputRate
+			if live <= f*planned && live >= planned/f {
+				continue
+			}
+			if o.InputRatios == nil {
+				o.InputRatios = map[string]float64{}
+			}
+			o.InputRatios[m.Call] = live
+			reasons = append(reasons, fmt.Sprintf("%.3g rows into model %s per row of %s, planned %.3g (past %gx)", live, m.Call, s.Stream, planned, f))
+		}
 	}
 	for _, l := range p.links(in, a) {
 		o.Links = append(o.Links, LinkCapacity{From: l.from, To: l.to, Bps: l.bps})

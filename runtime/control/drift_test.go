@@ -16,7 +16,7 @@ func driftInput(ops []OperatorEstimate, links []LinkEstimate) PolicyInput {
 		Estimates: Estimates{Samples: 5, Operators: ops, Links: links},
 		Assumed: &Assumed{
 			Streams: []AssumedStream{{Stream: "s", Rate: 100}},
-			Models:  []AssumedModel{{Call: "m", Variant: "mlp", Workers: []string{"h1"}, MsPerItem: 0.5}},
+			Models:  []AssumedModel{{Call: "m", Variant: "mlp", Workers: []string{"h1"}, MsPerItem: 0.5, Demand: 50}},
 			Links:   []AssumedLink{{From: "edge", To: "hub", NeedBps: 1e6}},
 			Tiers:   map[string]string{"e1": "edge", "h1": "hub", "c1": "cloud"},
 		}}
@@ -26,8 +26,12 @@ func TestDriftThresholds(t *testing.T) {
 	link := func(bps, stalled float64) []LinkEstimate {
 		return []LinkEstimate{{Link: relay.LinkID{Query: "q"}, From: "e1", To: "h1", BandwidthBps: bps, Stalled: stalled}}
 	}
+	// The plan expects the filter before m to keep half the rows.
 	ops := func(rate, msPerBatch float64) []OperatorEstimate {
-		return []OperatorEstimate{{Operator: "scan s", InputRate: rate}, {Operator: "model m", InputRate: rate, BatchRows: 10, ModelMsPerBatch: msPerBatch}}
+		return []OperatorEstimate{{Operator: "scan s", InputRate: rate}, {Operator: "model m", InputRate: rate / 2, BatchRows: 10, ModelMsPerBatch: msPerBatch}}
+	}
+	kept := func(share float64) []OperatorEstimate {
+		return []OperatorEstimate{{Operator: "scan s", InputRate: 100}, {Operator: "model m", InputRate: 100 * share, BatchRows: 10, ModelMsPerBatch: 5}}
 	}
 	p := Drift{Factor: 2, MinStalled: 0.2, MinAge: time.Second, MinSamples: 3}
 	for _, c := range []struct {
@@ -59,6 +63,16 @@ func TestDriftThresholds(t *testing.T) {
 					t.Errorf("overrides %+v, want edge->hub at 40 kB/s", o)
 				}
 			}},
+		{name: "filter keeps all", in: driftInput(kept(1.01), link(1e6, 0)), want: "1.01 rows into model m per row of s, planned 0.5",
+			check: func(t *testing.T, o *Overrides) {
+				if len(o.InputRatios) != 1 || o.InputRatios["m"] != 1.01 {
+					t.Errorf("overrides %+v, want m's input ratio 1.01", o)
+				}
+			}},
+		{name: "filter keeps a fifth", in: driftInput(kept(0.2), link(1e6, 0)), want: "0.2 rows into model m per row of s"},
+		{name: "filter within 2x", in: driftInput(kept(0.9), link(1e6, 0))},
+		// A paused stream says nothing of its filter.
+		{name: "stream paused", in: driftInput([]OperatorEstimate{{Operator: "scan s", InputRate: 10}, {Operator: "model m", InputRate: 10, BatchRows: 10, ModelMsPerBatch: 5}}, nil)},
 		// Short but not waiting: the source sends less, the link is fine.
 		{name: "link short, not stalled", in: driftInput(ops(100, 5), link(4e4, 0.05))},
 		{name: "too young", in: func() PolicyInput { in := driftInput(ops(500, 50), nil); in.Age = 500 * time.Millisecond; return in }()},

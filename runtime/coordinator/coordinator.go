@@ -771,6 +771,9 @@ func (c *Coordinator) optimize(ctx context.Context, bound *logical.Plan, cat *ca
 	opts.Reserved = reserved
 	applyLive(bound, inf, live)
 	opts.Throughput = liveThroughput(bound, opts.Throughput, live)
+	if live != nil {
+		opts.InputRatio = live.InputRatios
+	}
 	if live != nil && (opts.Optimize.TimeBudget <= 0 || opts.Optimize.TimeBudget > ReplanBudget) {
 		opts.Optimize.TimeBudget = ReplanBudget
 	}

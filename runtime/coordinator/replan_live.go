@@ -180,7 +180,7 @@ func assumedOf(p *physical.Plan, ws []deploy.Worker) *control.Assumed {
 		if op.Variant == "" || op.Model == "" || p.Problem == nil {
 			continue
 		}
-		m := control.AssumedModel{Call: op.Name, Variant: op.Variant}
+		m := control.AssumedModel{Call: op.Name, Variant: op.Variant, Demand: op.Demand}
 		var sum float64
 		n := 0
 		for _, w := range op.Workers {

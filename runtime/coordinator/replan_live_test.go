@@ -120,8 +120,11 @@ func TestLiveNumbersChangeThePlan(t *testing.T) {
 		{"slow link", &control.Overrides{Links: []control.LinkCapacity{{From: "edge", To: "hub", Bps: 4e4}}}, "small@c1"},
 		// small measured at 4 ms per item on h1: 250 items/s, short of 400.
 		{"slow model", &control.Overrides{Models: []control.ModelTime{{Call: "classify", Variant: "small", Workers: []string{"h1"}, MsPerItem: 4}}}, "small@h2"},
-		// 1000 rows/s: one worker's 1000 items/s at 1 ms is not enough.
+		// 1500 rows/s: one worker's 1000 items/s at 1 ms is not enough.
 		{"rate up", &control.Overrides{StreamRates: map[string]float64{"frames": 1500}}, "small@h1+h2"},
+		// Three rows into the call per frame (what a join before it made
+		// of them): 1200 items/s.
+		{"selectivity", &control.Overrides{InputRatios: map[string]float64{"classify": 3}}, "small@h1+h2"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			p := plan(c.live)
