@@ -143,10 +143,11 @@ func (o *Overrides) Merge(b *Overrides) {
 //     the stream) past Factor either way of the plan's estimate, while the
 //     stream flows (at least 1/Factor of its planned rate); only for a
 //     query over one stream, where that ratio is the filters' and joins';
-//   - a tier link that carries less than the plan needs on it while its
-//     senders wait at least MinStalled of the time (the link, not the
-//     source, is what holds the data back: what it carries is its
-//     capacity).
+//   - a tier link that carries less than 1/Factor of what the plan needs
+//     on it while its senders wait at least MinStalled of the time (the
+//     link, not the source, is what holds the data back: what it carries
+//     is its capacity; a link a little short of the plan's traffic on a
+//     busy machine is no trigger).
 //
 // The Decision carries the live numbers as Overrides; the coordinator runs
 // the planner (variant choice and placement) with them in place of the
@@ -226,9 +227,9 @@ func (p Drift) Decide(in PolicyInput) *Decision {
 			reasons = append(reasons, fmt.Sprintf("%.3g rows into model %s per row of %s, planned %.3g (past %gx)", live, m.Call, s.Stream, planned, f))
 		}
 	}
-	for _, l := range p.links(in, a) {
+	for _, l := range p.links(in, a, f) {
 		o.Links = append(o.Links, LinkCapacity{From: l.from, To: l.to, Bps: l.bps})
-		reasons = append(reasons, fmt.Sprintf("link %s->%s carries %.4g B/s, the plan needs %.4g (senders stalled %.0f%%)", l.from, l.to, l.bps, l.need, 100*l.stalled))
+		reasons = append(reasons, fmt.Sprintf("link %s->%s carries %.4g B/s, the plan needs %.4g (under 1/%g; senders stalled %.0f%%)", l.from, l.to, l.bps, l.need, f, 100*l.stalled))
 	}
 	if o.empty() {
 		return nil
@@ -242,8 +243,8 @@ type tierLoad struct {
 }
 
 // links folds the live worker links into tier pairs and returns those
-// short of the plan's traffic while stalled.
-func (p Drift) links(in PolicyInput, a *Assumed) []tierLoad {
+// carrying less than 1/f of the plan's traffic while stalled.
+func (p Drift) links(in PolicyInput, a *Assumed, f float64) []tierLoad {
 	loads := map[[2]string]*tierLoad{}
 	for _, l := range in.Estimates.Links {
 		from, to := a.Tiers[l.From], a.Tiers[l.To]
@@ -262,7 +263,7 @@ func (p Drift) links(in PolicyInput, a *Assumed) []tierLoad {
 	var out []tierLoad
 	for _, al := range a.Links {
 		t := loads[[2]string{al.From, al.To}]
-		if t == nil || al.NeedBps <= 0 || t.stalled < p.MinStalled || t.bps >= al.NeedBps {
+		if t == nil || al.NeedBps <= 0 || t.stalled < p.MinStalled || t.bps*f >= al.NeedBps {
 			continue
 		}
 		t.need = al.NeedBps

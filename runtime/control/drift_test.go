@@ -74,6 +74,7 @@ func TestDriftThresholds(t *testing.T) {
 		// A paused stream says nothing of its filter.
 		{name: "stream paused", in: driftInput([]OperatorEstimate{{Operator: "scan s", InputRate: 10}, {Operator: "model m", InputRate: 10, BatchRows: 10, ModelMsPerBatch: 5}}, nil)},
 		// Short but not waiting: the source sends less, the link is fine.
+		{name: "link a little short, stalled", in: driftInput(ops(100, 5), link(6e5, 0.9))},
 		{name: "link short, not stalled", in: driftInput(ops(100, 5), link(4e4, 0.05))},
 		{name: "too young", in: func() PolicyInput { in := driftInput(ops(500, 50), nil); in.Age = 500 * time.Millisecond; return in }()},
 		{name: "too few samples", in: func() PolicyInput { in := driftInput(ops(500, 50), nil); in.Estimates.Samples = 2; return in }()},
