@@ -109,9 +109,9 @@ left out), or when a live number drifts from what the plan assumed: a stream
 over --replan-drift (2) times its planned rate, a model call's time per item
 or the rows into it per stream row past 2x either way, a tier link carrying
 under half of what the plan needs while its senders stall. The planner then
-runs again with the live numbers in place of
-the catalog's and the infrastructure's, and the query is cut over only if the
-variant or worker choice changes. --stats and EXPLAIN ANALYZE list the plan
+runs again with the live numbers in place of the catalog's and the
+infrastructure's, and the query is cut over only if the variant or worker
+choice changes. --stats and EXPLAIN ANALYZE list the plan
 history and the recoveries.`,
 		Example: `  tierflow run examples/streaming/query.sql
   tierflow run --output results.csv examples/streaming/query.sql
