@@ -101,6 +101,9 @@ type Config struct {
 	// Policy, when set, is asked about every running query once a second
 	// and may have it re-planned and cut over (runtime/control).
 	Policy control.Policy
+	// ReplanBudget bounds the optimizer's exact search when it plans with
+	// a policy's live numbers (default DefaultReplanBudget).
+	ReplanBudget time.Duration
 	// Admins are the identities (deploy.SubmitSubject's <user>) that may
 	// stop any query; everyone else stops only their own.
 	Admins []string
@@ -774,8 +777,8 @@ func (c *Coordinator) optimize(ctx context.Context, bound *logical.Plan, cat *ca
 	if live != nil {
 		opts.InputRatio = live.InputRatios
 	}
-	if live != nil && (opts.Optimize.TimeBudget <= 0 || opts.Optimize.TimeBudget > ReplanBudget) {
-		opts.Optimize.TimeBudget = ReplanBudget
+	if b := c.replanBudget(); live != nil && (opts.Optimize.TimeBudget <= 0 || opts.Optimize.TimeBudget > b) {
+		opts.Optimize.TimeBudget = b
 	}
 	res, err := planner.PlanLogical(ctx, bound, cat, inf, opts)
 	if err != nil {

@@ -16,13 +16,20 @@ import (
 	"github.com/tierflow/tierflow/runtime/deploy"
 )
 
-// ReplanBudget bounds the exact search of a planning with live numbers
-// (the optimizer's auto strategy proves its plan optimal within it, else
-// keeps the best found, never worse than JellyBean's): the control loop
-// may re-plan every second, and live numbers (a link at its measured
-// capacity, a model slower than profiled) make the search harder than the
-// catalog's at submission, up to the 2 s default.
-const ReplanBudget = 40 * time.Millisecond
+// DefaultReplanBudget bounds the exact search of a planning with live
+// numbers (the optimizer's auto strategy proves its plan optimal within
+// it, else keeps the best found, never worse than JellyBean's): the
+// control loop may re-plan every second, and live numbers (a link at its
+// measured capacity, a model slower than profiled) can make the search far
+// harder than the catalog's at submission, up to the 2 s default.
+const DefaultReplanBudget = 40 * time.Millisecond
+
+func (c *Coordinator) replanBudget() time.Duration {
+	if c.cfg.ReplanBudget > 0 {
+		return c.cfg.ReplanBudget
+	}
+	return DefaultReplanBudget
+}
 
 // pendingReplan is a cut-over whose result rows do not flow yet: the
 // index of its Replan, and when the policy decided it.
