@@ -124,6 +124,7 @@ func CPUShare(m infra.Machine, n int) int {
 type Cluster struct {
 	server      *natsserver.Server
 	storeDir    string
+	serverCfg   string // the in-process server's config file (RestartServer)
 	url         string
 	auth        natsserver.Auth
 	conns       []*nats.Conn
@@ -177,7 +178,7 @@ func startCore(o *Options) (*Cluster, error) {
 			os.RemoveAll(dir)
 			return nil, err
 		}
-		c.server, c.url, c.storeDir = srv, srv.ClientURL(), dir
+		c.server, c.url, c.storeDir, c.serverCfg = srv, srv.ClientURL(), dir, o.ServerConfig
 	}
 	nc, err := c.connect("tierflow-coordinator")
 	if err != nil {

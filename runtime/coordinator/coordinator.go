@@ -136,6 +136,8 @@ type Coordinator struct {
 	workers map[string]*deploy.WorkerInfo
 	queries map[string]*queryState
 	order   []string // query ids in submission order
+	// out is the coordinator's own connection's outages (outage.go).
+	out outage
 }
 
 type queryState struct {
@@ -168,6 +170,9 @@ type queryState struct {
 	// plan is the optimizer's plan while the query deploys or runs: the
 	// capacity it holds on its workers, which later queries plan around.
 	plan *physical.Plan
+	// resumeFrom is the epoch a client that lost its connection has
+	// written (a recovery from an outage resumes no later; outage.go).
+	resumeFrom *uint64
 }
 
 // pendingRecovery is a recovery whose rows do not flow yet.
@@ -204,6 +209,7 @@ func Start(cfg Config) (*Coordinator, error) {
 		return nil, fmt.Errorf("coordinator: unknown placement %q: want %s or %s", cfg.Placement, PlaceOptimizer, PlaceRules)
 	}
 	c := &Coordinator{cfg: cfg, nc: cfg.Conn, stop: make(chan struct{}), workers: map[string]*deploy.WorkerInfo{}, queries: map[string]*queryState{}}
+	c.out.reconnects = c.nc.Stats().Reconnects
 	handlers := []struct {
 		subject string
 		h       nats.MsgHandler
@@ -214,6 +220,7 @@ func Start(cfg Config) (*Coordinator, error) {
 		{deploy.InNamespace(c.cfg.Namespace, deploy.SubjectWorkers), func(m *nats.Msg) { reply(m, c.Workers()) }},
 		{deploy.InNamespace(c.cfg.Namespace, deploy.QueriesSubject("*")), func(m *nats.Msg) { reply(m, c.QueriesOf(lastToken(m.Subject))) }},
 		{deploy.InNamespace(c.cfg.Namespace, deploy.StopSubject("*")), c.onStop},
+		{deploy.InNamespace(c.cfg.Namespace, deploy.ResumeSubject("*")), c.onResume},
 		{deploy.InNamespace(c.cfg.Namespace, deploy.SubjectQuery), c.onQuery},
 		{deploy.QuerySubject(c.cfg.Namespace, "*", "status.*"), c.onStatus},
 		{deploy.QuerySubject(c.cfg.Namespace, "*", "enough.*"), c.onEnough},
@@ -318,6 +325,9 @@ func (c *Coordinator) expire() {
 		case <-c.stop:
 			return
 		case <-t.C:
+		}
+		if c.serverDown() {
+			continue // no heartbeat can come: the server is away
 		}
 		cutoff := time.Now().Add(-c.cfg.Expiry)
 		dead := map[string]time.Time{}
@@ -811,6 +821,7 @@ func (c *Coordinator) onStatus(m *nats.Msg) {
 	info.LateRows, info.BadRows, info.Problems, info.Dropped = 0, 0, nil, nil
 	info.WorkerStates = map[string]string{}
 	terminal, failed, failedKind, stopped := 0, "", "", false
+	info.Dropped = info.Dropped.Merge(disconnected(info.Recoveries))
 	for _, name := range info.Workers {
 		s, ok := qs.status[name]
 		if !ok {
@@ -925,8 +936,22 @@ func (c *Coordinator) failGeneration(id string, gen int, msg, kind string) {
 	c.mu.Lock()
 	qs := c.queries[id]
 	stale := qs == nil || qs.info.Generation != gen || !qs.info.Ended.IsZero()
+	var planned time.Time
+	if !stale {
+		planned = qs.planned
+	}
 	c.mu.Unlock()
 	if stale {
+		return
+	}
+	if c.outageSince(planned) {
+		// The NATS server went away under this generation: its relay
+		// links lost what was in flight. Run it again instead.
+		down, _ := c.lastOutage()
+		c.mu.Lock()
+		qs.redeploying = true
+		c.mu.Unlock()
+		go c.redeploy(id, control.LostServer, down, nil, 0)
 		return
 	}
 	err := errors.New(msg)
@@ -977,7 +1002,7 @@ func (c *Coordinator) redeploy(id, lost string, lostAt time.Time, d *control.Dec
 	case !qs.info.Ended.IsZero():
 		c.mu.Unlock()
 		return
-	case d == nil && !slices.Contains(qs.info.Workers, lost):
+	case d == nil && lost != control.LostServer && !slices.Contains(qs.info.Workers, lost):
 		c.mu.Unlock()
 		return
 	case d == nil && !qs.started:
@@ -990,7 +1015,15 @@ func (c *Coordinator) redeploy(id, lost string, lostAt time.Time, d *control.Dec
 	}
 	old, oldWorkers := qs.info.Generation, qs.info.Workers
 	epoch, req := qs.info.Committed, qs.req
+	if lost == control.LostServer {
+		epoch = outageEpoch(qs, epoch)
+	}
 	c.mu.Unlock()
+	if lost == control.LostServer {
+		// After an outage the query's own workers come back: wait for
+		// them rather than place it on the first to reconnect.
+		c.outageWait(oldWorkers)
+	}
 
 	// A loaded machine can delay every worker's heartbeats past the
 	// expiry at once; a live worker registers again at its next one, so

@@ -1,0 +1,114 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"os"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/tierflow/tierflow/runtime/cluster"
+	"github.com/tierflow/tierflow/runtime/cluster/clustertest"
+	"github.com/tierflow/tierflow/runtime/control"
+	"github.com/tierflow/tierflow/runtime/coordinator"
+	"github.com/tierflow/tierflow/runtime/deploy"
+)
+
+// outageFor is how long the drills keep the NATS server down.
+const outageFor = 3 * time.Second
+
+// runOutage is runRecovery with the embedded NATS server stopped for
+// outageFor once the query has committed a few windows, and started again
+// on the same port with the same JetStream store. It returns the printed
+// table, the --stats summary and how long after the server came back the
+// query committed its next epoch.
+func runOutage(t *testing.T, f clustertest.Fixture, script string) (string, control.Summary, time.Duration) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+	defer cancel()
+	logs := &syncBuffer{}
+	c, err := cluster.StartProcesses(ctx, cluster.ProcessOptions{
+		Options: cluster.Options{Infra: f.Infra, Placement: coordinator.PlaceRules},
+		Binary:  os.Args[0], Env: []string{childEnv + "=real"}, Stderr: logs,
+	})
+	if err != nil {
+		t.Fatalf("%v\n%s", err, logs.String())
+	}
+	defer c.Close()
+	var out, stats bytes.Buffer
+	done := make(chan error, 1)
+	go func() {
+		done <- c.RunScript(ctx, f.Dir+"/query.sql", script, cluster.ScriptOptions{Stdout: &out, Replay: true, Stats: &stats})
+	}()
+	committed := func() uint64 {
+		for _, q := range c.Coordinator.Queries() {
+			if q.State == deploy.StateRunning {
+				return q.Committed
+			}
+		}
+		return 0
+	}
+	clustertest.CheckFor(t, 20*time.Second, 20*time.Millisecond, func() error {
+		if committed() > 0 {
+			return nil
+		}
+		return errors.New("the query has not committed results yet")
+	})
+	if err := c.StopServer(); err != nil {
+		t.Fatal(err)
+	}
+	// The outage itself: its length is what the drill is about, not a wait
+	// for anything.
+	time.Sleep(outageFor)
+	before := committed()
+	if err := c.StartServer(); err != nil {
+		t.Fatal(err)
+	}
+	back := time.Now()
+	var again time.Duration
+	clustertest.CheckFor(t, 30*time.Second, 20*time.Millisecond, func() error {
+		for _, q := range c.Coordinator.Queries() {
+			if q.Committed > before || !q.Ended.IsZero() {
+				return nil
+			}
+		}
+		return errors.New("no epoch committed since the server came back")
+	})
+	again = time.Since(back)
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatalf("run with an outage: %v\n%s", err, logs.String())
+		}
+	case <-ctx.Done():
+		t.Fatalf("run with an outage did not end\n%s", logs.String())
+	}
+	var s control.Summary
+	if err := json.Unmarshal(stats.Bytes(), &s); err != nil {
+		t.Fatalf("stats %q: %v", stats.String(), err)
+	}
+	return out.String(), s, again
+}
+
+// TestNATSOutageMidQuery is issue 13's "done when" for a server outage: a
+// windowed aggregation over a rate-limited file stream, run on worker
+// processes, prints byte for byte the same table when the embedded NATS
+// server is stopped mid-run for a few seconds and started again on the same
+// port. Every process reconnects; the client asks the coordinator to resume
+// the query from the last epoch it wrote, and --stats lists that recovery.
+func TestNATSOutageMidQuery(t *testing.T) {
+	f := clustertest.NewFixture(t, 1200)
+	script := strings.Replace(clustertest.Query, "FORMAT CSV;", "FORMAT CSV RATE 200 PER SECOND;", 1)
+	want := runRecovery(t, f, script, "")
+	got, s, again := runOutage(t, f, script)
+	if got != want.out {
+		t.Fatalf("the outage changed the output:\n%s\nwant:\n%s", got, want.out)
+	}
+	if len(s.Recoveries) == 0 || s.Recoveries[0].LostWorker != control.LostServer {
+		t.Fatalf("recoveries %+v, want one of the NATS server", s.Recoveries)
+	}
+	t.Logf("server down %v: an epoch committed again %.2fs after it came back; recoveries %+v", outageFor, again.Seconds(), s.Recoveries)
+}

@@ -1,0 +1,49 @@
+package cluster
+
+import (
+	"errors"
+	"fmt"
+	neturl "net/url"
+	"strconv"
+
+	"github.com/tierflow/tierflow/relay/natsserver"
+)
+
+// ErrNoServer: the cluster runs on an external NATS server, which it cannot
+// stop or start.
+var ErrNoServer = errors.New("cluster: no in-process NATS server")
+
+// StopServer shuts the cluster's in-process NATS server down, as an outage
+// of the server would: every connection of the cluster (coordinator,
+// workers, client) loses it and keeps trying to reconnect. For outage tests
+// and drills; StartServer brings it back.
+func (c *Cluster) StopServer() error {
+	if c.server == nil {
+		return ErrNoServer
+	}
+	c.server.Shutdown()
+	return nil
+}
+
+// StartServer starts the in-process NATS server again after StopServer, on
+// the same port and with the same JetStream store, so the connections find
+// it where they left it and JetStream streams keep what they held.
+func (c *Cluster) StartServer() error {
+	if c.server == nil {
+		return ErrNoServer
+	}
+	u, err := neturl.Parse(c.url)
+	if err != nil {
+		return fmt.Errorf("cluster: server URL %s: %w", natsserver.Redact(c.url), err)
+	}
+	port, err := strconv.Atoi(u.Port())
+	if err != nil {
+		return fmt.Errorf("cluster: server URL %s has no port", natsserver.Redact(c.url))
+	}
+	srv, err := natsserver.Start(natsserver.Options{JetStream: true, StoreDir: c.storeDir, ConfigFile: c.serverCfg, Port: port})
+	if err != nil {
+		return err
+	}
+	c.server = srv
+	return nil
+}
