@@ -170,6 +170,10 @@ type queryState struct {
 	// plan is the optimizer's plan while the query deploys or runs: the
 	// capacity it holds on its workers, which later queries plan around.
 	plan *physical.Plan
+	// outageCount counts the core NATS messages published since the
+	// server came back, until a recovery from the outage re-deploys the
+	// query (outage.go).
+	outageCount func() int64
 	// resumeFrom is the epoch a client that lost its connection has
 	// written (a recovery from an outage resumes no later; outage.go).
 	resumeFrom *uint64
@@ -821,7 +825,6 @@ func (c *Coordinator) onStatus(m *nats.Msg) {
 	info.LateRows, info.BadRows, info.Problems, info.Dropped = 0, 0, nil, nil
 	info.WorkerStates = map[string]string{}
 	terminal, failed, failedKind, stopped := 0, "", "", false
-	info.Dropped = info.Dropped.Merge(disconnected(info.Recoveries))
 	for _, name := range info.Workers {
 		s, ok := qs.status[name]
 		if !ok {
@@ -870,6 +873,7 @@ func (c *Coordinator) onStatus(m *nats.Msg) {
 		}
 	}
 	c.commit(qs)
+	info.Dropped = info.Dropped.Merge(disconnected(info.Recoveries))
 	c.costs(info)
 	if st.RTTNs > 0 {
 		qs.rtt[st.Worker] = time.Duration(st.RTTNs)
@@ -1091,7 +1095,10 @@ func (c *Coordinator) redeploy(id, lost string, lostAt time.Time, d *control.Dec
 	}
 	// Core NATS streams keep nothing while no part of the query listens:
 	// count what is published from now until the new parts subscribe.
-	countLost := c.countCoreNATS(req.Script)
+	countLost := c.takeOutageCount(qs, lost)
+	if countLost == nil {
+		countLost = c.countCoreNATS(req.Script, true)
+	}
 	defer func() {
 		n := countLost()
 		if n == 0 {
@@ -1166,8 +1173,10 @@ func (c *Coordinator) decide(qs *queryState, now time.Time) {
 // countCoreNATS subscribes to the core NATS subjects a script's query
 // reads; the function it returns unsubscribes and says how many messages
 // came (end markers aside). The subscription is plain, not in the query's
-// queue group: it takes nothing from the query's own sources.
-func (c *Coordinator) countCoreNATS(script deploy.Script) func() int64 {
+// queue group: it takes nothing from the query's own sources. With flush
+// it returns once the server has the subscriptions; without (the server
+// is away) they count from when it is back.
+func (c *Coordinator) countCoreNATS(script deploy.Script, flush bool) func() int64 {
 	var subs []*nats.Subscription
 	for _, subj := range c.coreNATSSubjects(script) {
 		if sub, err := c.nc.SubscribeSync(subj); err == nil {
@@ -1175,7 +1184,7 @@ func (c *Coordinator) countCoreNATS(script deploy.Script) func() int64 {
 			subs = append(subs, sub)
 		}
 	}
-	if len(subs) > 0 {
+	if len(subs) > 0 && flush {
 		_ = c.nc.Flush()
 	}
 	var n int64

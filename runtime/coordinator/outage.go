@@ -41,6 +41,7 @@ func (c *Coordinator) serverDown() bool {
 		if o.downSince.IsZero() {
 			o.downSince = now
 			c.cfg.Log.Warn("NATS server connection lost: no worker expires until it is back")
+			c.countOutage()
 		}
 		return true
 	}
@@ -58,6 +59,35 @@ func (c *Coordinator) serverDown() bool {
 	c.mu.Unlock()
 	c.cfg.Log.Warn("NATS server connection back", "down_s", now.Sub(o.down).Seconds())
 	return false
+}
+
+// countOutage starts counting, for every running query that reads core
+// NATS streams, what is published on them from when the server is back
+// until the query is re-deployed: its old generation's results are stale
+// by then (its client missed some), so those messages are lost. The
+// subscriptions are made while the server is away and reach it first
+// thing on the reconnect.
+func (c *Coordinator) countOutage() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for _, qs := range c.queries {
+		if qs.started && !qs.replayable && qs.info.Ended.IsZero() && qs.outageCount == nil {
+			qs.outageCount = c.countCoreNATS(qs.req.Script, false)
+		}
+	}
+}
+
+// takeOutageCount is the outage's count of query qs's core NATS messages
+// for a recovery from it (nil: none, or another kind of recovery).
+func (c *Coordinator) takeOutageCount(qs *queryState, lost string) func() int64 {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if lost != control.LostServer {
+		return nil
+	}
+	f := qs.outageCount
+	qs.outageCount = nil
+	return f
 }
 
 // lastOutage is the last outage the coordinator saw end (zero: none).

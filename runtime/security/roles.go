@@ -55,12 +55,15 @@ func anyNS(subjects ...string) []string {
 
 // Coordinator may read the control requests, the workers' statuses and
 // its own replies; publish deployments, starts and stops to workers, and
-// done messages to clients; and answer requests. In any namespace.
-func Coordinator() Perms {
+// done messages to clients; and answer requests. In any namespace. It may
+// read (never write) the data subjects data (the workers'): while a
+// recovery re-deploys a query that reads a core NATS stream, or after a
+// NATS outage, it counts what the stream lost (dropped "disconnected").
+func Coordinator(data []string) Perms {
 	return Perms{
 		PubAllow: anyNS(deploy.QuerySubject("", "*", ">"), "tierflow.u.>"),
-		SubAllow: append(anyNS("tierflow.ctl.>", deploy.QuerySubject("", "*", "status.*"), deploy.QuerySubject("", "*", "enough.*")),
-			natsserver.InboxPrefix(RoleCoordinator)+".>"),
+		SubAllow: append(append(anyNS("tierflow.ctl.>", deploy.QuerySubject("", "*", "status.*"), deploy.QuerySubject("", "*", "enough.*")),
+			natsserver.InboxPrefix(RoleCoordinator)+".>"), data...),
 		Respond: true,
 	}
 }
