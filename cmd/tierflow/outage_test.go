@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"os"
 	"strings"
 	"testing"
@@ -139,4 +140,90 @@ func TestNATSOutageJetStream(t *testing.T) {
 	if len(s.Recoveries) == 0 || s.Recoveries[0].LostWorker != control.LostServer || s.Recoveries[0].LostMessages != 0 {
 		t.Fatalf("recoveries %+v, want one of the NATS server with nothing lost", s.Recoveries)
 	}
+}
+
+// TestCoordinatorRestartMidQuery: killing the coordinator mid-query and
+// starting a new one does not stop the query. The new coordinator learns it
+// back from the workers (SHOW QUERIES lists it, with its owner), the
+// client keeps waiting on it, and the printed table is byte for byte that
+// of an undisturbed run; so it is when a worker is killed -9 after the
+// restart, which the new coordinator recovers.
+func TestCoordinatorRestartMidQuery(t *testing.T) {
+	f := clustertest.NewFixture(t, 1200)
+	script := strings.Replace(clustertest.Query, "FORMAT CSV;", "FORMAT CSV RATE 200 PER SECOND;", 1)
+	want := runRecovery(t, f, script, "")
+	for _, kill := range []string{"", "h1"} {
+		t.Run("then kill "+kill, func(t *testing.T) { restartCoordinator(t, f, script, want.out, kill) })
+	}
+}
+
+func restartCoordinator(t *testing.T, f clustertest.Fixture, script, want, kill string) {
+	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+	defer cancel()
+	logs := &syncBuffer{}
+	c, err := cluster.StartProcesses(ctx, cluster.ProcessOptions{
+		Options: cluster.Options{Infra: f.Infra, Placement: coordinator.PlaceRules},
+		Binary:  os.Args[0], Env: []string{childEnv + "=real"}, Stderr: logs,
+	})
+	if err != nil {
+		t.Fatalf("%v\n%s", err, logs.String())
+	}
+	defer c.Close()
+	var out bytes.Buffer
+	done := make(chan error, 1)
+	go func() {
+		done <- c.RunScript(ctx, f.Dir+"/query.sql", script, cluster.ScriptOptions{Stdout: &out, Replay: true})
+	}()
+	var id string
+	clustertest.CheckFor(t, 20*time.Second, 20*time.Millisecond, func() error {
+		for _, q := range c.Coordinator.Queries() {
+			if q.State == deploy.StateRunning && q.Committed > 0 {
+				id = q.Query
+				return nil
+			}
+		}
+		return errors.New("the query has not committed results yet")
+	})
+	if err := c.RestartCoordinator(); err != nil {
+		t.Fatal(err)
+	}
+	restarted := time.Now()
+	var learned time.Duration
+	clustertest.CheckFor(t, 10*time.Second, 20*time.Millisecond, func() error {
+		qs, err := c.Client().Queries(ctx)
+		if err != nil {
+			return err
+		}
+		for _, q := range qs {
+			if q.Query == id && q.State == deploy.StateRunning && q.Owner != "" {
+				learned = time.Since(restarted)
+				return nil
+			}
+		}
+		return fmt.Errorf("SHOW QUERIES on the new coordinator does not list %s: %+v", id, qs)
+	})
+	if kill != "" {
+		if err := c.Kill(kill); err != nil {
+			t.Fatal(err)
+		}
+	}
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatalf("run across a coordinator restart: %v\n%s", err, logs.String())
+		}
+	case <-ctx.Done():
+		t.Fatalf("run across a coordinator restart did not end\n%s", logs.String())
+	}
+	if got := out.String(); got != want {
+		t.Fatalf("the restart changed the output:\n%s\nwant:\n%s", got, want)
+	}
+	q, ok := c.Coordinator.Query(id)
+	if !ok || q.State != deploy.StateFinished || q.Committed == 0 {
+		t.Fatalf("the new coordinator's view of %s: %+v", id, q)
+	}
+	if kill != "" && (len(q.Recoveries) != 1 || q.Recoveries[0].LostWorker != kill) {
+		t.Fatalf("recoveries %+v, want one of %s by the new coordinator", q.Recoveries, kill)
+	}
+	t.Logf("the new coordinator listed %s %.2fs after the restart", id, learned.Seconds())
 }

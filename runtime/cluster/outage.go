@@ -7,6 +7,7 @@ import (
 	"strconv"
 
 	"github.com/tierflow/tierflow/relay/natsserver"
+	"github.com/tierflow/tierflow/runtime/coordinator"
 )
 
 // ErrNoServer: the cluster runs on an external NATS server, which it cannot
@@ -45,5 +46,27 @@ func (c *Cluster) StartServer() error {
 		return err
 	}
 	c.server = srv
+	return nil
+}
+
+// RestartCoordinator stops the cluster's coordinator, as a crash of its
+// process would (running queries keep running on their workers), and
+// starts a new one on a connection of its own, which learns the running
+// queries back from the workers. For restart tests and drills.
+func (c *Cluster) RestartCoordinator() error {
+	if c.Coordinator != nil {
+		_ = c.Coordinator.Close()
+	}
+	nc, err := c.connect("tierflow-coordinator")
+	if err != nil {
+		return err
+	}
+	cfg := c.coCfg
+	cfg.Conn = nc
+	co, err := coordinator.Start(cfg)
+	if err != nil {
+		return err
+	}
+	c.Coordinator = co
 	return nil
 }

@@ -138,6 +138,9 @@ type Coordinator struct {
 	order   []string // query ids in submission order
 	// out is the coordinator's own connection's outages (outage.go).
 	out outage
+	// startedAt: for a while after it, the coordinator learns running
+	// queries back from their workers (relearn.go).
+	startedAt time.Time
 }
 
 type queryState struct {
@@ -212,7 +215,8 @@ func Start(cfg Config) (*Coordinator, error) {
 	default:
 		return nil, fmt.Errorf("coordinator: unknown placement %q: want %s or %s", cfg.Placement, PlaceOptimizer, PlaceRules)
 	}
-	c := &Coordinator{cfg: cfg, nc: cfg.Conn, stop: make(chan struct{}), workers: map[string]*deploy.WorkerInfo{}, queries: map[string]*queryState{}}
+	c := &Coordinator{cfg: cfg, nc: cfg.Conn, stop: make(chan struct{}), workers: map[string]*deploy.WorkerInfo{}, queries: map[string]*queryState{},
+		startedAt: time.Now()}
 	c.out.reconnects = c.nc.Stats().Reconnects
 	handlers := []struct {
 		subject string
@@ -314,7 +318,7 @@ func (c *Coordinator) onHeartbeat(m *nats.Msg) {
 		reply(m, deploy.Ack{Error: "unknown worker " + hb.Name + ": register again"})
 		return
 	}
-	reply(m, deploy.Ack{})
+	reply(m, deploy.Ack{Describe: c.relearn(hb)})
 }
 
 // expire drops workers that stopped heartbeating and fails their queries.
@@ -541,8 +545,15 @@ func (c *Coordinator) Submit(ctx context.Context, req deploy.SubmitRequest) (*de
 func (c *Coordinator) deployAll(ctx context.Context, id, owner string, script deploy.Script, p *deploy.Placement, gen int) (gone []string, err error) {
 	errs := make([]error, len(p.Workers))
 	var wg sync.WaitGroup
+	var submitted time.Time
+	c.mu.Lock()
+	if qs := c.queries[id]; qs != nil {
+		submitted = qs.info.Submitted
+	}
+	c.mu.Unlock()
 	body, _ := json.Marshal(deploy.DeployRequest{Query: id, Script: script, Placement: *p, Generation: gen,
-		Results: deploy.InNamespace(c.cfg.Namespace, deploy.UserSubject(owner, id, "results")), Limits: c.cfg.Limits})
+		Results: deploy.InNamespace(c.cfg.Namespace, deploy.UserSubject(owner, id, "results")), Limits: c.cfg.Limits,
+		Owner: owner, Submitted: submitted})
 	for i, name := range p.Workers {
 		wg.Add(1)
 		go func() {
@@ -1240,7 +1251,7 @@ func (c *Coordinator) onQuery(m *nats.Msg) {
 		reply(m, deploy.Ack{Error: "bad query request"})
 		return
 	}
-	if _, ok := c.Query(req.Query); !ok {
+	if _, ok := c.Query(req.Query); !ok && !c.learning() {
 		reply(m, deploy.Ack{Error: fmt.Sprintf("%v: %s", ErrUnknownQuery, req.Query)})
 		return
 	}
