@@ -162,6 +162,13 @@ type Pacing struct {
 	// operators' state from the epochs already committed without waiting
 	// for them again.
 	FastUntil dataflow.Epoch
+	// SkipUntil reads past, without sending, what the stream would send
+	// while its watermark is below this epoch: a re-deployed stateless
+	// query resumes at the epoch its sinks committed instead of replaying
+	// from the start. The skipped rows still move the watermark, and a
+	// file is cut into the same slices as before, so every row sent goes
+	// out at the epoch it did the first time.
+	SkipUntil dataflow.Epoch
 }
 
 func (p Pacing) active() bool { return p.Rate > 0 || p.For > 0 || p.MaxRows > 0 }
@@ -199,7 +206,8 @@ func (s *Source) Produce(ctx *dataflow.Context) (bool, error) {
 		s.cap.Drop()
 		return true, nil
 	}
-	if s.report != nil {
+	skip := s.pace.SkipUntil > 0 && s.cap.Epoch() < s.pace.SkipUntil
+	if s.report != nil && !skip {
 		s.report.Rows.Add(rec.NumRows())
 	}
 	var next int64 = math.MinInt64
@@ -219,7 +227,9 @@ func (s *Source) Produce(ctx *dataflow.Context) (bool, error) {
 			ingest = t
 		}
 	}
-	if err := ctx.EmitIngest(0, s.cap, rec, ingest); err != nil {
+	if skip {
+		rec.Release()
+	} else if err := ctx.EmitIngest(0, s.cap, rec, ingest); err != nil {
 		return false, err
 	}
 	if next > s.maxTS {

@@ -235,9 +235,19 @@ func (s Script) BuildPlan(plan *logical.Plan, opts exec.Options) (*exec.Query, e
 		opts.Pace = Replay
 		if s.ResumeEpoch > 0 {
 			resume := dataflow.Epoch(s.ResumeEpoch)
+			// A stateless query resumes at the committed epoch: its
+			// file streams read past what went out below it without
+			// sending it (their slices and watermarks are those of the
+			// first run, so every row later goes out at the same epoch
+			// as then). Any other query replays from the start to
+			// rebuild its state.
+			skip := stateless(plan.Root)
 			opts.Pace = func(st *catalog.Stream) sources.Pacing {
 				p := Replay(st)
 				p.FastUntil = resume
+				if skip {
+					p.SkipUntil = resume
+				}
 				return p
 			}
 		}

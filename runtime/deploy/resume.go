@@ -1,5 +1,7 @@
 package deploy
 
+import "github.com/tierflow/tierflow/planner/logical"
+
 // SubjectResume is where client <user> asks the coordinator to resume one
 // of its queries after the client's own connection to NATS was lost and
 // came back (a server outage): what the query's sinks sent while the client
@@ -26,4 +28,24 @@ type ResumeRequest struct {
 type ResumeReply struct {
 	Generation int    `json:"generation"`
 	Error      string `json:"error,omitempty"`
+}
+
+// stateless: every row of the plan's result comes from one input row alone
+// (scans of streams, filters, projections, model calls, unions, the sink),
+// at the epoch that row went out at. A re-deployed stateless query need
+// not replay what its sinks committed: nothing is rebuilt from it.
+func stateless(n logical.Node) bool {
+	switch x := n.(type) {
+	case *logical.Scan:
+		return x.Stream != nil
+	case *logical.Filter, *logical.Project, *logical.LateralModel, *logical.Union, *logical.Sink:
+	default:
+		return false // aggregates, windows, joins, sorts, limits keep state
+	}
+	for _, ch := range n.Children() {
+		if !stateless(ch) {
+			return false
+		}
+	}
+	return true
 }
