@@ -169,6 +169,11 @@ type Pacing struct {
 	// file is cut into the same slices as before, so every row sent goes
 	// out at the epoch it did the first time.
 	SkipUntil dataflow.Epoch
+	// SkipBelow (event time, µs; 0: off) reads past, without sending, a
+	// slice whose rows' event times are all below it: a re-deployed query
+	// whose state is TUMBLE windows skips the rows of the windows it had
+	// committed. Their rows still move the watermark.
+	SkipBelow int64
 }
 
 func (p Pacing) active() bool { return p.Rate > 0 || p.For > 0 || p.MaxRows > 0 }
@@ -206,10 +211,6 @@ func (s *Source) Produce(ctx *dataflow.Context) (bool, error) {
 		s.cap.Drop()
 		return true, nil
 	}
-	skip := s.pace.SkipUntil > 0 && s.cap.Epoch() < s.pace.SkipUntil
-	if s.report != nil && !skip {
-		s.report.Rows.Add(rec.NumRows())
-	}
 	var next int64 = math.MinInt64
 	if s.et.Column >= 0 && rec.NumRows() > 0 {
 		if s.fctx == nil {
@@ -219,6 +220,11 @@ func (s *Source) Produce(ctx *dataflow.Context) (bool, error) {
 			rec.Release()
 			return false, err
 		}
+	}
+	skip := s.pace.SkipUntil > 0 && s.cap.Epoch() < s.pace.SkipUntil ||
+		s.pace.SkipBelow > 0 && s.et.Column >= 0 && next < s.pace.SkipBelow
+	if s.report != nil && !skip {
+		s.report.Rows.Add(rec.NumRows())
 	}
 	// The batch goes out at the current watermark; its own rows then move it.
 	ingest := ctx.Ingest()

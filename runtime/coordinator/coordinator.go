@@ -980,7 +980,9 @@ func (c *Coordinator) failGeneration(id string, gen int, msg, kind string) {
 // old generation's parts are aborted, the query is placed again and every
 // part of the new generation replays its file streams from the start, as
 // fast as they read up to the committed epoch (the operators' state is
-// rebuilt by the replay) and at their rate after it. The client writes
+// rebuilt by the replay) and at their rate after it; a row-wise query, or
+// one whose state is TUMBLE windows, reads past the rows whose results are
+// committed without sending them (deploy's resumeAt). The client writes
 // only epochs it has not written (Client.Submit), so the result is that of
 // a run without the loss.
 func (c *Coordinator) recover(id, lost string, lostAt time.Time) {
