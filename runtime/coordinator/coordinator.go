@@ -807,6 +807,7 @@ func (c *Coordinator) fail(id string, err error) {
 }
 
 func (c *Coordinator) done(info deploy.QueryInfo) {
+	c.dropOutageCount(info.Query)
 	b, _ := json.Marshal(info)
 	_ = c.nc.Publish(deploy.InNamespace(c.cfg.Namespace, deploy.UserSubject(info.Owner, info.Query, "done")), b)
 	_ = c.nc.Flush()

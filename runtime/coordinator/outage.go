@@ -90,6 +90,20 @@ func (c *Coordinator) takeOutageCount(qs *queryState, lost string) func() int64 
 	return f
 }
 
+// dropOutageCount ends the outage's count of a query that ended before a
+// recovery took it.
+func (c *Coordinator) dropOutageCount(id string) {
+	c.mu.Lock()
+	var f func() int64
+	if qs := c.queries[id]; qs != nil {
+		f, qs.outageCount = qs.outageCount, nil
+	}
+	c.mu.Unlock()
+	if f != nil {
+		f()
+	}
+}
+
 // lastOutage is the last outage the coordinator saw end (zero: none).
 func (c *Coordinator) lastOutage() (down, up time.Time) {
 	c.out.mu.Lock()
