@@ -205,21 +205,16 @@ func runJetStreamDrill(t *testing.T, f clustertest.Fixture, drill func(c *cluste
 				continue // header
 			}
 			<-tick.C
-			for {
-				_, err := js.Publish(ctx, "in.readings", []byte(line), jetstream.WithMsgID(strconv.Itoa(i)))
-				if err == nil {
-					break
-				}
-				if ctx.Err() != nil {
-					pubErr <- err
-					return
-				}
+			msg := nats.NewMsg("in.readings")
+			msg.Data = []byte(line)
+			if err := publishOnce(ctx, js, msg, strconv.Itoa(i)); err != nil {
+				pubErr <- err
+				return
 			}
 		}
 		end := nats.NewMsg("in.readings")
 		end.Header.Set(connectors.EndHeader, "1")
-		_, err := js.PublishMsg(ctx, end)
-		pubErr <- err
+		pubErr <- publishOnce(ctx, js, end, "end")
 	}()
 	var out, stats bytes.Buffer
 	done := make(chan error, 1)
@@ -266,6 +261,20 @@ func TestKillWorkerJetStream(t *testing.T) {
 	}
 	if len(s.Recoveries) != 1 || s.Recoveries[0].LostWorker != "e1" || s.Recoveries[0].LostMessages != 0 {
 		t.Fatalf("recoveries %+v, want one of e1 with nothing lost", s.Recoveries)
+	}
+}
+
+// publishOnce publishes msg into JetStream until the server acknowledges
+// it: a message sent as the server went away gets no acknowledgement, and
+// is sent again under the same id, which the stream dedupes.
+func publishOnce(ctx context.Context, js jetstream.JetStream, msg *nats.Msg, id string) error {
+	for {
+		pctx, cancel := context.WithTimeout(ctx, time.Second)
+		_, err := js.PublishMsg(pctx, msg, jetstream.WithMsgID(id))
+		cancel()
+		if err == nil || ctx.Err() != nil {
+			return err
+		}
 	}
 }
 
