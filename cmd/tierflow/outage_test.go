@@ -141,12 +141,22 @@ func TestCoordinatorRestartMidQuery(t *testing.T) {
 	f := clustertest.NewFixture(t, 1200)
 	script := strings.Replace(clustertest.Query, "FORMAT CSV;", "FORMAT CSV RATE 200 PER SECOND;", 1)
 	want := runRecovery(t, f, script, "")
-	for _, kill := range []string{"", "h1"} {
-		t.Run("then kill "+kill, func(t *testing.T) { restartCoordinator(t, f, script, want.out, kill) })
+	for _, c := range []struct {
+		name       string
+		kill       string
+		withServer bool
+	}{
+		{"alone", "", false},
+		{"then kill h1", "h1", false},
+		// `tierflow coordinator` serving the NATS server in its own
+		// process: both go away and come back.
+		{"with the NATS server", "", true},
+	} {
+		t.Run(c.name, func(t *testing.T) { restartCoordinator(t, f, script, want.out, c.kill, c.withServer) })
 	}
 }
 
-func restartCoordinator(t *testing.T, f clustertest.Fixture, script, want, kill string) {
+func restartCoordinator(t *testing.T, f clustertest.Fixture, script, want, kill string, withServer bool) {
 	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
 	defer cancel()
 	logs := &syncBuffer{}
@@ -173,6 +183,14 @@ func restartCoordinator(t *testing.T, f clustertest.Fixture, script, want, kill 
 		}
 		return errors.New("the query has not committed results yet")
 	})
+	if withServer {
+		if err := c.StopServer(); err != nil {
+			t.Fatal(err)
+		}
+		if err := c.StartServer(); err != nil {
+			t.Fatal(err)
+		}
+	}
 	if err := c.RestartCoordinator(); err != nil {
 		t.Fatal(err)
 	}

@@ -175,6 +175,18 @@ func (c *Coordinator) onResume(m *nats.Msg) {
 		return
 	}
 	user := lastToken(m.Subject)
+	// A coordinator that restarted with the server (one process) may not
+	// have learned the query back from its workers yet.
+	for c.learning() {
+		if _, ok := c.Query(req.Query); ok {
+			break
+		}
+		select {
+		case <-c.stop:
+			return
+		case <-time.After(c.cfg.Heartbeat / 4):
+		}
+	}
 	c.mu.Lock()
 	qs := c.queries[req.Query]
 	var err error
