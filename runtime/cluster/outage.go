@@ -5,6 +5,8 @@ import (
 	"fmt"
 	neturl "net/url"
 	"strconv"
+	"strings"
+	"time"
 
 	"github.com/tierflow/tierflow/relay/natsserver"
 	"github.com/tierflow/tierflow/runtime/coordinator"
@@ -41,12 +43,19 @@ func (c *Cluster) StartServer() error {
 	if err != nil {
 		return fmt.Errorf("cluster: server URL %s has no port", natsserver.Redact(c.url))
 	}
-	srv, err := natsserver.Start(natsserver.Options{JetStream: true, StoreDir: c.storeDir, ConfigFile: c.serverCfg, Port: port})
-	if err != nil {
-		return err
+	// The port was free a moment ago; another listener on the machine may
+	// hold it for a moment (the kernel hands out free ports): try a while.
+	for deadline := time.Now().Add(5 * time.Second); ; {
+		srv, err := natsserver.Start(natsserver.Options{JetStream: true, StoreDir: c.storeDir, ConfigFile: c.serverCfg, Port: port})
+		if err == nil {
+			c.server = srv
+			return nil
+		}
+		if !strings.Contains(err.Error(), "address already in use") || time.Now().After(deadline) {
+			return fmt.Errorf("cluster: restarting the NATS server on port %d: %w", port, err)
+		}
+		time.Sleep(100 * time.Millisecond)
 	}
-	c.server = srv
-	return nil
 }
 
 // RestartCoordinator stops the cluster's coordinator, as a crash of its
