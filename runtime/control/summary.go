@@ -44,8 +44,13 @@ type Replan struct {
 	Seconds float64 `json:"seconds"`
 }
 
-// Recovery is one lost worker the query survived: it resumed from epoch,
-// and rows flowed again Seconds after the loss was noticed.
+// LostServer is the LostWorker of a recovery from a NATS server outage:
+// the query was re-deployed once the connections came back.
+const LostServer = "nats-server"
+
+// Recovery is one lost worker (or NATS server: LostServer) the query
+// survived: it resumed from epoch, and rows flowed again Seconds after the
+// loss was noticed.
 type Recovery struct {
 	Epoch      uint64  `json:"epoch"`
 	LostWorker string  `json:"lost_worker"`

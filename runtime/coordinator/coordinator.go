@@ -139,6 +139,11 @@ type Coordinator struct {
 	workers map[string]*deploy.WorkerInfo
 	queries map[string]*queryState
 	order   []string // query ids in submission order
+	// out is the coordinator's own connection's outages (outage.go).
+	out outage
+	// startedAt: for a while after it, the coordinator learns running
+	// queries back from their workers (relearn.go).
+	startedAt time.Time
 }
 
 type queryState struct {
@@ -181,6 +186,13 @@ type queryState struct {
 	// rows do not flow yet (its cut-over time is not known).
 	learned *control.Overrides
 	cutting *pendingReplan
+	// outageCount counts the core NATS messages published since the
+	// server came back, until a recovery from the outage re-deploys the
+	// query (outage.go).
+	outageCount func() int64
+	// resumeFrom is the epoch a client that lost its connection has
+	// written (a recovery from an outage resumes no later; outage.go).
+	resumeFrom *uint64
 }
 
 // pendingRecovery is a recovery whose rows do not flow yet.
@@ -216,7 +228,9 @@ func Start(cfg Config) (*Coordinator, error) {
 	default:
 		return nil, fmt.Errorf("coordinator: unknown placement %q: want %s or %s", cfg.Placement, PlaceOptimizer, PlaceRules)
 	}
-	c := &Coordinator{cfg: cfg, nc: cfg.Conn, stop: make(chan struct{}), workers: map[string]*deploy.WorkerInfo{}, queries: map[string]*queryState{}}
+	c := &Coordinator{cfg: cfg, nc: cfg.Conn, stop: make(chan struct{}), workers: map[string]*deploy.WorkerInfo{}, queries: map[string]*queryState{},
+		startedAt: time.Now()}
+	c.out.reconnects = c.nc.Stats().Reconnects
 	handlers := []struct {
 		subject string
 		h       nats.MsgHandler
@@ -227,6 +241,7 @@ func Start(cfg Config) (*Coordinator, error) {
 		{deploy.InNamespace(c.cfg.Namespace, deploy.SubjectWorkers), func(m *nats.Msg) { reply(m, c.Workers()) }},
 		{deploy.InNamespace(c.cfg.Namespace, deploy.QueriesSubject("*")), func(m *nats.Msg) { reply(m, c.QueriesOf(lastToken(m.Subject))) }},
 		{deploy.InNamespace(c.cfg.Namespace, deploy.StopSubject("*")), c.onStop},
+		{deploy.InNamespace(c.cfg.Namespace, deploy.ResumeSubject("*")), c.onResume},
 		{deploy.InNamespace(c.cfg.Namespace, deploy.SubjectQuery), c.onQuery},
 		{deploy.QuerySubject(c.cfg.Namespace, "*", "status.*"), c.onStatus},
 		{deploy.QuerySubject(c.cfg.Namespace, "*", "enough.*"), c.onEnough},
@@ -316,7 +331,7 @@ func (c *Coordinator) onHeartbeat(m *nats.Msg) {
 		reply(m, deploy.Ack{Error: "unknown worker " + hb.Name + ": register again"})
 		return
 	}
-	reply(m, deploy.Ack{})
+	reply(m, deploy.Ack{Describe: c.relearn(hb)})
 }
 
 // expire drops workers that stopped heartbeating and fails their queries.
@@ -331,6 +346,9 @@ func (c *Coordinator) expire() {
 		case <-c.stop:
 			return
 		case <-t.C:
+		}
+		if c.serverDown() {
+			continue // no heartbeat can come: the server is away
 		}
 		cutoff := time.Now().Add(-c.cfg.Expiry)
 		dead := map[string]time.Time{}
@@ -540,8 +558,15 @@ func (c *Coordinator) Submit(ctx context.Context, req deploy.SubmitRequest) (*de
 func (c *Coordinator) deployAll(ctx context.Context, id, owner string, script deploy.Script, p *deploy.Placement, gen int) (gone []string, err error) {
 	errs := make([]error, len(p.Workers))
 	var wg sync.WaitGroup
+	var submitted time.Time
+	c.mu.Lock()
+	if qs := c.queries[id]; qs != nil {
+		submitted = qs.info.Submitted
+	}
+	c.mu.Unlock()
 	body, _ := json.Marshal(deploy.DeployRequest{Query: id, Script: script, Placement: *p, Generation: gen,
-		Results: deploy.InNamespace(c.cfg.Namespace, deploy.UserSubject(owner, id, "results")), Limits: c.cfg.Limits})
+		Results: deploy.InNamespace(c.cfg.Namespace, deploy.UserSubject(owner, id, "results")), Limits: c.cfg.Limits,
+		Owner: owner, Submitted: submitted})
 	for i, name := range p.Workers {
 		wg.Add(1)
 		go func() {
@@ -810,6 +835,7 @@ func (c *Coordinator) fail(id string, err error) {
 }
 
 func (c *Coordinator) done(info deploy.QueryInfo) {
+	c.dropOutageCount(info.Query)
 	b, _ := json.Marshal(info)
 	_ = c.nc.Publish(deploy.InNamespace(c.cfg.Namespace, deploy.UserSubject(info.Owner, info.Query, "done")), b)
 	_ = c.nc.Flush()
@@ -887,6 +913,7 @@ func (c *Coordinator) onStatus(m *nats.Msg) {
 		}
 	}
 	c.commit(qs)
+	info.Dropped = info.Dropped.Merge(disconnected(info.Recoveries))
 	c.costs(info)
 	if st.RTTNs > 0 {
 		qs.rtt[st.Worker] = time.Duration(st.RTTNs)
@@ -954,8 +981,22 @@ func (c *Coordinator) failGeneration(id string, gen int, msg, kind string) {
 	c.mu.Lock()
 	qs := c.queries[id]
 	stale := qs == nil || qs.info.Generation != gen || !qs.info.Ended.IsZero()
+	var planned time.Time
+	if !stale {
+		planned = qs.planned
+	}
 	c.mu.Unlock()
 	if stale {
+		return
+	}
+	if c.outageSince(planned) {
+		// The NATS server went away under this generation: its relay
+		// links lost what was in flight. Run it again instead.
+		down, _ := c.lastOutage()
+		c.mu.Lock()
+		qs.redeploying = true
+		c.mu.Unlock()
+		go c.redeploy(id, control.LostServer, down, nil, 0)
 		return
 	}
 	err := errors.New(msg)
@@ -969,7 +1010,9 @@ func (c *Coordinator) failGeneration(id string, gen int, msg, kind string) {
 // old generation's parts are aborted, the query is placed again and every
 // part of the new generation replays its file streams from the start, as
 // fast as they read up to the committed epoch (the operators' state is
-// rebuilt by the replay) and at their rate after it. The client writes
+// rebuilt by the replay) and at their rate after it; a row-wise query, or
+// one whose state is TUMBLE windows, reads past the rows whose results are
+// committed without sending them (deploy's resumeAt). The client writes
 // only epochs it has not written (Client.Submit), so the result is that of
 // a run without the loss.
 func (c *Coordinator) recover(id, lost string, lostAt time.Time) {
@@ -1006,7 +1049,7 @@ func (c *Coordinator) redeploy(id, lost string, lostAt time.Time, d *control.Dec
 	case !qs.info.Ended.IsZero():
 		c.mu.Unlock()
 		return
-	case d == nil && !slices.Contains(qs.info.Workers, lost):
+	case d == nil && lost != control.LostServer && !slices.Contains(qs.info.Workers, lost):
 		c.mu.Unlock()
 		return
 	case d == nil && !qs.started:
@@ -1017,10 +1060,18 @@ func (c *Coordinator) redeploy(id, lost string, lostAt time.Time, d *control.Dec
 		c.mu.Unlock()
 		return // something else re-deployed it since
 	}
-	old := qs.info.Generation
+	old, oldWorkers := qs.info.Generation, qs.info.Workers
 	oldPlacement, oldVariants := qs.info.Placement, qs.variants
 	epoch, req := qs.info.Committed, qs.req
+	if lost == control.LostServer {
+		epoch = outageEpoch(qs, epoch)
+	}
 	c.mu.Unlock()
+	if lost == control.LostServer {
+		// After an outage the query's own workers come back: wait for
+		// them rather than place it on the first to reconnect.
+		c.outageWait(oldWorkers)
+	}
 
 	// A loaded machine can delay every worker's heartbeats past the
 	// expiry at once; a live worker registers again at its next one, so
@@ -1112,7 +1163,10 @@ func (c *Coordinator) redeploy(id, lost string, lostAt time.Time, d *control.Dec
 	}
 	// Core NATS streams keep nothing while no part of the query listens:
 	// count what is published from now until the new parts subscribe.
-	countLost := c.countCoreNATS(req.Script)
+	countLost := c.takeOutageCount(qs, lost)
+	if countLost == nil {
+		countLost = c.countCoreNATS(req.Script, true)
+	}
 	defer func() {
 		n := countLost()
 		if n == 0 {
@@ -1188,8 +1242,10 @@ func (c *Coordinator) decide(qs *queryState, now time.Time) {
 // countCoreNATS subscribes to the core NATS subjects a script's query
 // reads; the function it returns unsubscribes and says how many messages
 // came (end markers aside). The subscription is plain, not in the query's
-// queue group: it takes nothing from the query's own sources.
-func (c *Coordinator) countCoreNATS(script deploy.Script) func() int64 {
+// queue group: it takes nothing from the query's own sources. With flush
+// it returns once the server has the subscriptions; without (the server
+// is away) they count from when it is back.
+func (c *Coordinator) countCoreNATS(script deploy.Script, flush bool) func() int64 {
 	var subs []*nats.Subscription
 	for _, subj := range c.coreNATSSubjects(script) {
 		if sub, err := c.nc.SubscribeSync(subj); err == nil {
@@ -1197,7 +1253,7 @@ func (c *Coordinator) countCoreNATS(script deploy.Script) func() int64 {
 			subs = append(subs, sub)
 		}
 	}
-	if len(subs) > 0 {
+	if len(subs) > 0 && flush {
 		_ = c.nc.Flush()
 	}
 	var n int64
@@ -1253,7 +1309,7 @@ func (c *Coordinator) onQuery(m *nats.Msg) {
 		reply(m, deploy.Ack{Error: "bad query request"})
 		return
 	}
-	if _, ok := c.Query(req.Query); !ok {
+	if _, ok := c.Query(req.Query); !ok && !c.learning() {
 		reply(m, deploy.Ack{Error: fmt.Sprintf("%v: %s", ErrUnknownQuery, req.Query)})
 		return
 	}
