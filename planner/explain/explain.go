@@ -167,9 +167,13 @@ func opHead(op *physical.Operator) string {
 // of the data when the plan's accuracy is data-aware.
 func ClassText(op *physical.Operator) string {
 	parts := make([]string, 0, len(op.Classes))
+	var sum float64
+	for _, f := range op.ClassFreq {
+		sum += f
+	}
 	for _, c := range op.Classes {
-		if op.ClassFreq != nil {
-			parts = append(parts, fmt.Sprintf("%s %.4g (%.0f%%)", c.Class, c.Recall, 100*op.ClassFreq[c.Class]))
+		if op.ClassFreq != nil && sum > 0 {
+			parts = append(parts, fmt.Sprintf("%s %.4g (%.0f%%)", c.Class, c.Recall, 100*op.ClassFreq[c.Class]/sum))
 			continue
 		}
 		parts = append(parts, fmt.Sprintf("%s %.4g", c.Class, c.Recall))

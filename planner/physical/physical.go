@@ -160,6 +160,7 @@ func New(res *lower.Result, p *optimize.Plan) *Plan {
 				if v := st.Model.Variant(pl.Variant); v != nil {
 					op.Classes = v.Classes
 				}
+				op.ClassFreq = st.ClassFreq
 				call, _ := st.Node.(*logical.LateralModel)
 				op.Batch = batching(nodeModel{model: st.Model, call: call}, busiest)
 			}
