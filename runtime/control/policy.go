@@ -28,11 +28,17 @@ type PolicyInput struct {
 	Estimates Estimates
 }
 
-// Decision asks for a new plan: placed without the Exclude workers, for
-// Reason (it goes into the plan history).
+// Decision asks for a new plan: placed without the Exclude workers (with
+// ClassMix's accuracy, when set), for Reason (it goes into the plan
+// history).
 type Decision struct {
 	Reason  string
 	Exclude []string
+	// ClassMix, from a data-aware policy, is the estimated class mix of
+	// the data reaching each model (by model name): the new plan weighs the
+	// variants' per-class recall by it for a DATA AWARE accuracy target and
+	// keeps using it in later re-plans and recoveries.
+	ClassMix map[string]map[string]float64
 }
 
 // SlowLink re-plans a query off a relay link that does not keep up: when a

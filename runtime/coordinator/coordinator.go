@@ -168,6 +168,9 @@ type queryState struct {
 	// plan is the optimizer's plan while the query deploys or runs: the
 	// capacity it holds on its workers, which later queries plan around.
 	plan *physical.Plan
+	// classMix is the class mix a DATA AWARE plan was made for (the last
+	// data-aware Decision's); nil: profiled accuracy.
+	classMix map[string]map[string]float64
 }
 
 // pendingRecovery is a recovery whose rows do not flow yet.
@@ -484,7 +487,7 @@ func (c *Coordinator) Submit(ctx context.Context, req deploy.SubmitRequest) (*de
 	c.order = append(c.order, req.Query)
 	c.mu.Unlock()
 
-	pl, err := c.place(ctx, req, ws)
+	pl, err := c.place(ctx, req, ws, nil)
 	if err != nil {
 		c.fail(req.Query, err)
 		return nil, err
@@ -578,7 +581,7 @@ type placed struct {
 // optimizer puts it when it can plan the query against the registered
 // workers (a model call, a catalog with profiles) around the capacity the
 // running queries hold, by runtime/deploy's default rules otherwise.
-func (c *Coordinator) place(ctx context.Context, req deploy.SubmitRequest, ws []deploy.Worker) (placed, error) {
+func (c *Coordinator) place(ctx context.Context, req deploy.SubmitRequest, ws []deploy.Worker, mix map[string]map[string]float64) (placed, error) {
 	script := req.Script
 	// The catalog is checked here; the files the compile opens, in
 	// execOptions.
@@ -607,7 +610,7 @@ func (c *Coordinator) place(ctx context.Context, req deploy.SubmitRequest, ws []
 	var res *planner.Result
 	perr := errors.New("placement by rules")
 	if c.cfg.Placement != PlaceRules {
-		res, perr = c.optimize(ctx, bound, cat, ws, o.Tiers, c.reserved(req.Query, ws), script.Planner)
+		res, perr = c.optimize(ctx, bound, cat, ws, o.Tiers, c.reserved(req.Query, ws), script.Planner, mix)
 		if errors.Is(perr, planner.ErrInfeasible) {
 			// The planner did plan the query, and no plan meets what it
 			// asks (with what running queries leave): running another one
@@ -707,7 +710,7 @@ func (c *Coordinator) execOptions(variants map[string]string) exec.Options {
 // optimize plans a bound query against the registered workers: their
 // tiers, types and locations, with prices, links and tier fan-outs from the
 // coordinator's infrastructure file.
-func (c *Coordinator) optimize(ctx context.Context, bound *logical.Plan, cat *catalog.Catalog, ws []deploy.Worker, tiers []string, reserved []optimize.Reservation, settings map[string]string) (*planner.Result, error) {
+func (c *Coordinator) optimize(ctx context.Context, bound *logical.Plan, cat *catalog.Catalog, ws []deploy.Worker, tiers []string, reserved []optimize.Reservation, settings map[string]string, mix map[string]map[string]float64) (*planner.Result, error) {
 	// The script's SET planner.* before the query (checked where it ran).
 	set, err := session.FromValues(settings)
 	if err != nil {
@@ -752,6 +755,7 @@ func (c *Coordinator) optimize(ctx context.Context, bound *logical.Plan, cat *ca
 		opts.Strategy = set.Planner.Strategy
 	}
 	opts.Reserved = reserved
+	opts.ClassMix = mix // a DATA AWARE query's live class mix (SneakPeek)
 	res, err := planner.PlanLogical(ctx, bound, cat, inf, opts)
 	if err != nil {
 		return nil, err
@@ -990,6 +994,10 @@ func (c *Coordinator) redeploy(id, lost string, lostAt time.Time, d *control.Dec
 	}
 	old, oldWorkers := qs.info.Generation, qs.info.Workers
 	epoch, req := qs.info.Committed, qs.req
+	oldPlan, mix := qs.plan, qs.classMix
+	if d != nil && d.ClassMix != nil {
+		mix = d.ClassMix
+	}
 	c.mu.Unlock()
 
 	// A loaded machine can delay every worker's heartbeats past the
@@ -1021,9 +1029,10 @@ func (c *Coordinator) redeploy(id, lost string, lostAt time.Time, d *control.Dec
 	}
 	req.Script.ResumeEpoch = epoch
 	ctx := context.Background()
-	pl, err := c.place(ctx, req, ws)
+	pl, err := c.place(ctx, req, ws, mix)
 	p, script := pl.placement, pl.script
-	if d != nil && (err != nil || slices.Equal(p.Workers, oldWorkers)) {
+	moved := variantsMoved(oldPlan, pl.plan)
+	if d != nil && (err != nil || slices.Equal(p.Workers, oldWorkers) && moved == "") {
 		// No other plan: the query keeps running as it is.
 		c.cfg.Log.Info("re-plan kept the plan", "query", id, "reason", d.Reason, "err", err)
 		return
@@ -1048,7 +1057,7 @@ func (c *Coordinator) redeploy(id, lost string, lostAt time.Time, d *control.Dec
 	}
 	if err == nil {
 		qs.info.Placement, qs.info.Workers, qs.info.Planner, qs.info.Estimate = p, p.Workers, pl.note, pl.estimate
-		qs.plan = pl.plan
+		qs.plan, qs.classMix = pl.plan, mix
 	}
 	c.mu.Unlock()
 	if d == nil {
@@ -1102,7 +1111,11 @@ func (c *Coordinator) redeploy(id, lost string, lostAt time.Time, d *control.Dec
 	}
 	if d != nil {
 		c.mu.Lock()
-		qs.info.Replans = append(qs.info.Replans, control.Replan{Epoch: epoch, Reason: d.Reason,
+		reason := d.Reason
+		if moved != "" {
+			reason += "; " + moved
+		}
+		qs.info.Replans = append(qs.info.Replans, control.Replan{Epoch: epoch, Reason: reason,
 			Old: strings.Join(oldWorkers, ","), New: strings.Join(p.Workers, ",")})
 		c.mu.Unlock()
 	}

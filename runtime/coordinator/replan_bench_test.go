@@ -45,7 +45,7 @@ func BenchmarkReplanXLarge(b *testing.B) {
 				if err != nil {
 					return err
 				}
-				_, err = c.optimize(context.Background(), bound, cat, ws, c.tiers(ws), nil, nil)
+				_, err = c.optimize(context.Background(), bound, cat, ws, c.tiers(ws), nil, nil, nil)
 				return err
 			}
 			if err := replan(); err != nil {
