@@ -98,6 +98,16 @@ func (ix *KNN) Dim() int          { return ix.dim }
 
 // Votes counts the labels of the row's K nearest sample points.
 func (ix *KNN) Votes(row []float32) []float64 {
+	votes := make([]float64, len(ix.classes))
+	for _, l := range ix.Neighbours(row) {
+		votes[l]++
+	}
+	return votes
+}
+
+// Neighbours are the labels of the row's K nearest sample points, nearest
+// first (the first k of them are its k-NN evidence for any k <= K).
+func (ix *KNN) Neighbours(row []float32) []int {
 	q := make([]float32, ix.proj)
 	ix.project(row, q)
 	type nb struct {
@@ -123,11 +133,11 @@ func (ix *KNN) Votes(row []float32) []float64 {
 			best = best[:ix.K]
 		}
 	}
-	votes := make([]float64, len(ix.classes))
-	for _, b := range best {
-		votes[b.l]++
+	out := make([]int, len(best))
+	for i, b := range best {
+		out[i] = b.l
 	}
-	return votes
+	return out
 }
 
 // Predicted is one cheap model's prediction as evidence: a one-hot vector

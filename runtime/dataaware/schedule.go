@@ -35,12 +35,44 @@ type App struct {
 }
 
 // Request is one inference request: its application, arrival and absolute
-// deadline, and (for data-aware policies) the SneakPeek probabilities of
-// its row over the application's classes.
+// deadline, and (for data-aware policies) the SneakPeek evidence of its row:
+// votes over the application's classes (k nearest neighbours' labels).
 type Request struct {
 	App               int
 	Arrival, Deadline float64
-	Theta             []float64
+	Votes             []float64
+}
+
+// Theta is the SneakPeek probabilities of requests reqs together: the
+// posterior mean of a Jeffreys prior and their pooled votes (eq. 11); nil
+// when they carry none.
+func (p *Problem) Theta(reqs []int) []float64 {
+	var th []float64
+	for _, i := range reqs {
+		v := p.Requests[i].Votes
+		if v == nil {
+			return nil
+		}
+		if th == nil {
+			th = make([]float64, len(v))
+			for c := range th {
+				th[c] = Jeffreys
+			}
+		}
+		for c, x := range v {
+			if c < len(th) {
+				th[c] += x
+			}
+		}
+	}
+	var sum float64
+	for _, x := range th {
+		sum += x
+	}
+	for c := range th {
+		th[c] /= sum
+	}
+	return th
 }
 
 // Batch runs requests (indexes into Problem.Requests) of one application on
@@ -79,16 +111,16 @@ func Completion(p *Problem, s []Batch) []float64 {
 	return end
 }
 
-// accuracy of model m for request r: data-aware (sum_c theta_c recall_c,
-// eq. 9 per request) when aware and both are known, else profiled. The
-// short-circuit model keeps its profiled accuracy (5.3.1: it must not
-// estimate its own accuracy).
-func accuracy(r *Request, m *Model, aware bool) float64 {
-	if !aware || m.ShortCircuit || r.Theta == nil || len(m.Recall) != len(r.Theta) {
+// accuracy of model m on a batch whose SneakPeek probabilities are theta:
+// data-aware (sum_c theta_c recall_c, eq. 9) when aware and both are
+// known, else profiled. The short-circuit model keeps its profiled
+// accuracy (5.3.1: it must not estimate its own accuracy).
+func accuracy(theta []float64, m *Model, aware bool) float64 {
+	if !aware || m.ShortCircuit || theta == nil || len(m.Recall) != len(theta) {
 		return m.Accuracy
 	}
 	var s float64
-	for c, th := range r.Theta {
+	for c, th := range theta {
 		s += th * m.Recall[c]
 	}
 	return s
@@ -104,9 +136,14 @@ func ExpectedUtility(p *Problem, s []Batch, aware bool) float64 {
 	var u float64
 	for _, b := range s {
 		a := p.Apps[b.App]
+		var th []float64
+		if aware {
+			th = p.Theta(b.Requests)
+		}
+		acc := accuracy(th, a.Models[b.Model], aware)
 		for _, i := range b.Requests {
 			r := p.Requests[i]
-			u += a.Penalty.Utility(accuracy(r, a.Models[b.Model], aware), r.Deadline-r.Arrival, end[i]-r.Arrival)
+			u += a.Penalty.Utility(acc, r.Deadline-r.Arrival, end[i]-r.Arrival)
 		}
 	}
 	return u / float64(len(p.Requests))
@@ -215,9 +252,10 @@ func (g Grouped) Name() string {
 }
 
 type group struct {
-	app  int
-	reqs []int
-	prio float64
+	app   int
+	reqs  []int
+	prio  float64
+	theta []float64 // pooled SneakPeek probabilities (Aware)
 }
 
 func (g Grouped) groups(p *Problem, split bool) []*group {
@@ -227,7 +265,7 @@ func (g Grouped) groups(p *Problem, split bool) []*group {
 	for i, r := range p.Requests {
 		k := key{r.App, -1}
 		if split {
-			for c, th := range r.Theta {
+			for c, th := range p.Theta([]int{i}) {
 				if th > 0.5 {
 					k.class = c
 				}
@@ -255,6 +293,9 @@ func (g Grouped) groups(p *Problem, split bool) []*group {
 			gr.prio += (1 + v) * math.Exp(-(p.Requests[i].Deadline-p.Now)/mean)
 		}
 		gr.prio /= float64(len(gr.reqs))
+		if g.Aware {
+			gr.theta = p.Theta(gr.reqs)
+		}
 		sort.SliceStable(gr.reqs, func(a, b int) bool { return p.Requests[gr.reqs[a]].Deadline < p.Requests[gr.reqs[b]].Deadline })
 	}
 	return out
@@ -286,10 +327,11 @@ func (g Grouped) utility(p *Problem, gr *group, m int, t float64) (float64, floa
 	a := p.Apps[gr.app]
 	mod := a.Models[m]
 	end := t + mod.Latency(len(gr.reqs))
+	acc := accuracy(gr.theta, mod, g.Aware)
 	var u float64
 	for _, i := range gr.reqs {
 		r := p.Requests[i]
-		u += a.Penalty.Utility(accuracy(r, mod, g.Aware), r.Deadline-r.Arrival, end-r.Arrival)
+		u += a.Penalty.Utility(acc, r.Deadline-r.Arrival, end-r.Arrival)
 	}
 	return u, end
 }

@@ -41,11 +41,11 @@ func window() *Problem {
 		p.Apps = append(p.Apps, &App{Name: name, Models: []*Model{fast, slow, sc}, Penalty: Step})
 	}
 	for i := 0; i < 8; i++ {
-		th := []float64{0.9, 0.1}
+		votes := []float64{5, 0}
 		if i/2%2 == 1 {
-			th = []float64{0.1, 0.9}
+			votes = []float64{0, 5}
 		}
-		p.Requests = append(p.Requests, &Request{App: i % 2, Arrival: 0, Deadline: 12 + 0.01*float64(i), Theta: th})
+		p.Requests = append(p.Requests, &Request{App: i % 2, Arrival: 0, Deadline: 12 + 0.01*float64(i), Votes: votes})
 	}
 	return p
 }
@@ -76,7 +76,7 @@ func TestSchedulersOnAWindow(t *testing.T) {
 	models := map[string]map[int]bool{}
 	for _, b := range sp {
 		cls := 0
-		if p.Requests[b.Requests[0]].Theta[1] > 0.5 {
+		if p.Requests[b.Requests[0]].Votes[1] > 0 {
 			cls = 1
 		}
 		name := p.Apps[b.App].Models[b.Model].Name
