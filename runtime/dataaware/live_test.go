@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/csv"
 	"fmt"
+	"math"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -46,6 +47,9 @@ workers: [{name: edge-x2, type: x2, tier: edge, count: 1}]
 type liveRun struct {
 	rows    map[int64][2]string // id -> true label, predicted label
 	replans []string
+	// estimate is the final plan's accuracy (what EXPLAIN ANALYZE holds
+	// the measured accuracy against).
+	estimate float64
 }
 
 // runLive runs the live query on a one-worker embedded cluster while rows
@@ -185,6 +189,9 @@ func runLive(t *testing.T, dataAware bool, x []float32, y []uint8, ids []int) li
 		for _, r := range q.Replans {
 			res.replans = append(res.replans, fmt.Sprintf("epoch %d: %s", r.Epoch, r.Reason))
 		}
+		if q.Estimate != nil {
+			res.estimate = q.Estimate.Accuracy
+		}
 	}
 	return res
 }
@@ -312,5 +319,12 @@ func TestLiveMixShiftSwitchesVariant(t *testing.T) {
 	}
 	if len(profiled.replans) != 0 {
 		t.Fatalf("the profiled query was re-planned: %v", profiled.replans)
+	}
+	// The final plan's estimate: the profiled 87.02 is far off on this
+	// stream; the data-aware plan's is the cnn's recall weighed by the
+	// estimated mix, close to what its rows measure.
+	t.Logf("estimated vs measured on the last pass: profiled plan %.2f vs %.2f, data-aware plan %.2f vs %.2f", profiled.estimate, pAcc, aware.estimate, aAcc)
+	if profiled.estimate != 87.02 || aware.estimate < 85 || math.Abs(aware.estimate-aAcc) > math.Abs(profiled.estimate-pAcc) {
+		t.Fatalf("estimates: profiled plan %.2f (want 87.02), data-aware plan %.2f (want >= 85 and nearer its measured %.2f)", profiled.estimate, aware.estimate, aAcc)
 	}
 }
