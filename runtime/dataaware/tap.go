@@ -28,13 +28,20 @@ type Tap struct {
 
 // TapNATS subscribes est (stream key key) to subject, reading column.
 func TapNATS(nc *nats.Conn, subject, column string, est *Estimator, key string) (*Tap, error) {
+	return TapNATSBy(nc, subject, column, "", est, key)
+}
+
+// TapNATSBy is TapNATS keyed by a column of the rows (a camera, a patient:
+// the query's group key), one posterior per value; keyColumn "" keys every
+// row as key.
+func TapNATSBy(nc *nats.Conn, subject, column, keyColumn string, est *Estimator, key string) (*Tap, error) {
 	t := &Tap{}
 	mem := memory.NewGoAllocator()
 	sub, err := nc.Subscribe(subject, func(m *nats.Msg) {
 		if m.Header.Get(endHeader) != "" {
 			return
 		}
-		n, err := observeMessage(m.Data, mem, column, est, key)
+		n, err := observeMessage(m.Data, mem, column, keyColumn, est, key)
 		if err != nil {
 			t.Bad.Add(1)
 			return
@@ -55,7 +62,7 @@ func TapNATS(nc *nats.Conn, subject, column string, est *Estimator, key string) 
 // Close unsubscribes.
 func (t *Tap) Close() error { return t.sub.Unsubscribe() }
 
-func observeMessage(data []byte, mem memory.Allocator, column string, est *Estimator, key string) (int, error) {
+func observeMessage(data []byte, mem memory.Allocator, column, keyColumn string, est *Estimator, key string) (int, error) {
 	rec, err := frame.DecodeRecord(data, mem)
 	if err != nil {
 		return 0, err
@@ -72,7 +79,31 @@ func observeMessage(data []byte, mem memory.Allocator, column string, est *Estim
 	if err != nil {
 		return 0, err
 	}
-	return int(rec.NumRows()), est.Observe(key, vals)
+	if keyColumn == "" {
+		return int(rec.NumRows()), est.Observe(key, vals)
+	}
+	kidx := rec.Schema().FieldIndices(keyColumn)
+	if len(kidx) == 0 {
+		return 0, fmt.Errorf("%w: no key column %q", ErrEstimator, keyColumn)
+	}
+	keys := rec.Column(kidx[0])
+	n := int(rec.NumRows())
+	d := len(vals) / max(n, 1)
+	byKey := map[string][]float32{}
+	var order []string
+	for i := 0; i < n; i++ {
+		k := keyColumn + "=" + keys.ValueStr(i)
+		if _, ok := byKey[k]; !ok {
+			order = append(order, k)
+		}
+		byKey[k] = append(byKey[k], vals[i*d:(i+1)*d]...)
+	}
+	for _, k := range order {
+		if err := est.Observe(k, byKey[k]); err != nil {
+			return 0, err
+		}
+	}
+	return n, nil
 }
 
 // TensorValues are a tensor column's float32 values, row-major (the
