@@ -287,10 +287,14 @@ type Objective interface {
 	objectiveNode()
 }
 
-// AccuracyObjective is ACCURACY >= Min (in the unit of the accuracy profiles).
+// AccuracyObjective is ACCURACY >= Min (in the unit of the accuracy profiles),
+// optionally DATA AWARE: the accuracy of a variant is then its per-class
+// recall weighed by the live stream's estimated class mix (SneakPeek), and
+// the query is re-planned when the mix shifts.
 type AccuracyObjective struct {
-	Pos lexer.Position
-	Min *NumberLit `parser:"'ACCURACY' '>=' @@"`
+	Pos       lexer.Position
+	Min       *NumberLit `parser:"'ACCURACY' '>=' @@"`
+	DataAware bool       `parser:"@( 'DATA' 'AWARE' )?"`
 }
 
 // ThroughputObjective is THROUGHPUT >= Min PER unit.

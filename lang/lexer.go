@@ -21,8 +21,8 @@ var reservedWords = []string{
 // contextualWords are keywords only where the grammar asks for them; elsewhere
 // they are ordinary identifiers (a column may be called "text" or "rate").
 var contextualWords = []string{
-	"ACCURACY", "ANALYZE", "ARROW", "AT", "BEST_EFFORT", "BIGINT", "BLOB", "BOOL",
-	"BOOLEAN", "BUDGET", "BYTES", "CSV", "DAY", "DAYS", "DOUBLE", "EXISTS", "FILE",
+	"ACCURACY", "ANALYZE", "ARROW", "AT", "AWARE", "BEST_EFFORT", "BIGINT", "BLOB", "BOOL",
+	"BOOLEAN", "BUDGET", "BYTES", "CSV", "DATA", "DAY", "DAYS", "DOUBLE", "EXISTS", "FILE",
 	"FLOAT", "FORMAT", "FUNCTIONS", "HOP", "HOUR", "HOURS", "IF", "INPUTS", "INT",
 	"INTEGER", "JETSTREAM", "JSON", "LATENCY", "LOCATIONS", "MILLISECOND",
 	"MILLISECONDS", "MINUTE", "MINUTES", "MODEL", "MODELS", "MS", "NATS", "OUTPUTS",

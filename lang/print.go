@@ -479,6 +479,9 @@ func (p *printer) objective(o Objective) {
 	switch o := o.(type) {
 	case *AccuracyObjective:
 		p.w("ACCURACY >= ", o.Min.Value)
+		if o.DataAware {
+			p.w(" DATA AWARE")
+		}
 	case *ThroughputObjective:
 		p.w("THROUGHPUT >= ", o.Min.Value, " PER ", string(o.Per))
 	case *LatencyObjective:

@@ -150,6 +150,9 @@ func (b *Binder) Bind(stmt lang.Statement) (*logical.Plan, error) {
 	b.countModels(q)
 	root, _ := b.query(q, nil)
 	obj := b.objectives(q.Objectives)
+	if obj.DataAware {
+		b.checkDataAware(root, obj.DataAwarePos)
+	}
 	if err := b.err(); err != nil {
 		return nil, err
 	}

@@ -458,6 +458,9 @@ func (b *Binder) objectives(os []lang.Objective) logical.Objectives {
 		case *lang.AccuracyObjective:
 			v := num(x.Min)
 			o.Accuracy, o.AccuracyPos = &v, Pos(x.Pos)
+			if x.DataAware {
+				o.DataAware, o.DataAwarePos = true, Pos(x.Pos)
+			}
 		case *lang.ThroughputObjective:
 			o.Throughput, o.ThroughputPos = num(x.Min)/x.Per.Seconds(), Pos(x.Pos)
 		case *lang.LatencyObjective:

@@ -53,6 +53,12 @@ type Objectives struct {
 	// Budget is the highest acceptable cost per hour; 0 when not set.
 	Budget   float64 `json:"budget,omitempty"`
 	Priority string  `json:"priority,omitempty"`
+	// DataAware: ACCURACY ... DATA AWARE. A variant's accuracy is its
+	// per-class recall weighed by the stream's estimated class mix when the
+	// planner is given one (SneakPeek), and the runtime re-plans as the mix
+	// shifts.
+	DataAware    bool `json:"data_aware,omitempty"`
+	DataAwarePos Pos  `json:"-"`
 	// Pos is where the WITH (...) clause states them (zero when it does
 	// not), AccuracyPos and ThroughputPos where it states those, so that an
 	// objective no plan meets is reported at itself.

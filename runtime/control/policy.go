@@ -34,13 +34,18 @@ type PolicyInput struct {
 
 // Decision asks for a new plan, for Reason (it goes into the plan
 // history): placed without the Exclude workers, and planned with the Live
-// numbers in place of the catalog's and the infrastructure's. The
-// coordinator cuts over only when the new plan differs from the running
-// one.
+// numbers in place of the catalog's and the infrastructure's (and with
+// ClassMix's accuracy, when set). The coordinator cuts over only when the
+// new plan differs from the running one.
 type Decision struct {
 	Reason  string
 	Exclude []string
 	Live    *Overrides
+	// ClassMix, from a data-aware policy, is the estimated class mix of
+	// the data reaching each model (by model name): the new plan weighs the
+	// variants' per-class recall by it for a DATA AWARE accuracy target and
+	// keeps using it in later re-plans and recoveries.
+	ClassMix map[string]map[string]float64
 }
 
 // SlowLink re-plans a query off a relay link that does not keep up: when a

@@ -193,6 +193,9 @@ type queryState struct {
 	// resumeFrom is the epoch a client that lost its connection has
 	// written (a recovery from an outage resumes no later; outage.go).
 	resumeFrom *uint64
+	// classMix is the class mix a DATA AWARE plan was made for (the last
+	// data-aware Decision's); nil: profiled accuracy.
+	classMix map[string]map[string]float64
 }
 
 // pendingRecovery is a recovery whose rows do not flow yet.
@@ -515,7 +518,7 @@ func (c *Coordinator) Submit(ctx context.Context, req deploy.SubmitRequest) (*de
 	c.order = append(c.order, req.Query)
 	c.mu.Unlock()
 
-	pl, err := c.place(ctx, req, ws, nil)
+	pl, err := c.place(ctx, req, ws, nil, nil)
 	if err != nil {
 		c.fail(req.Query, err)
 		return nil, err
@@ -619,8 +622,9 @@ type placed struct {
 // workers (a model call, a catalog with profiles) around the capacity the
 // running queries hold, by runtime/deploy's default rules otherwise. live
 // (a re-plan's measured numbers, nil at submission) replaces the catalog's
-// and the infrastructure's numbers in the optimizer's inputs.
-func (c *Coordinator) place(ctx context.Context, req deploy.SubmitRequest, ws []deploy.Worker, live *control.Overrides) (placed, error) {
+// and the infrastructure's numbers in the optimizer's inputs; mix is a DATA
+// AWARE query's live class mix (nil: profiled accuracy).
+func (c *Coordinator) place(ctx context.Context, req deploy.SubmitRequest, ws []deploy.Worker, live *control.Overrides, mix map[string]map[string]float64) (placed, error) {
 	script := req.Script
 	// The catalog is checked here; the files the compile opens, in
 	// execOptions.
@@ -649,7 +653,7 @@ func (c *Coordinator) place(ctx context.Context, req deploy.SubmitRequest, ws []
 	var res *planner.Result
 	perr := errors.New("placement by rules")
 	if c.cfg.Placement != PlaceRules {
-		res, perr = c.optimize(ctx, bound, cat, ws, o.Tiers, c.reserved(req.Query, ws), script.Planner, live)
+		res, perr = c.optimize(ctx, bound, cat, ws, o.Tiers, c.reserved(req.Query, ws), script.Planner, live, mix)
 		if errors.Is(perr, planner.ErrInfeasible) {
 			// The planner did plan the query, and no plan meets what it
 			// asks (with what running queries leave): running another one
@@ -752,7 +756,7 @@ func (c *Coordinator) execOptions(variants map[string]string) exec.Options {
 //
 // live, when set, replaces the catalog's and the infrastructure's numbers
 // with measured ones (applyLive): the re-plan of the control loop.
-func (c *Coordinator) optimize(ctx context.Context, bound *logical.Plan, cat *catalog.Catalog, ws []deploy.Worker, tiers []string, reserved []optimize.Reservation, settings map[string]string, live *control.Overrides) (*planner.Result, error) {
+func (c *Coordinator) optimize(ctx context.Context, bound *logical.Plan, cat *catalog.Catalog, ws []deploy.Worker, tiers []string, reserved []optimize.Reservation, settings map[string]string, live *control.Overrides, mix map[string]map[string]float64) (*planner.Result, error) {
 	// The script's SET planner.* before the query (checked where it ran).
 	set, err := session.FromValues(settings)
 	if err != nil {
@@ -805,6 +809,7 @@ func (c *Coordinator) optimize(ctx context.Context, bound *logical.Plan, cat *ca
 	if b := c.replanBudget(); live != nil && (opts.Optimize.TimeBudget <= 0 || opts.Optimize.TimeBudget > b) {
 		opts.Optimize.TimeBudget = b
 	}
+	opts.ClassMix = mix // a DATA AWARE query's live class mix (SneakPeek)
 	res, err := planner.PlanLogical(ctx, bound, cat, inf, opts)
 	if err != nil {
 		return nil, err
@@ -1066,6 +1071,10 @@ func (c *Coordinator) redeploy(id, lost string, lostAt time.Time, d *control.Dec
 	if lost == control.LostServer {
 		epoch = outageEpoch(qs, epoch)
 	}
+	oldPlan, mix := qs.plan, qs.classMix
+	if d != nil && d.ClassMix != nil {
+		mix = d.ClassMix
+	}
 	c.mu.Unlock()
 	if lost == control.LostServer {
 		// After an outage the query's own workers come back: wait for
@@ -1117,7 +1126,8 @@ func (c *Coordinator) redeploy(id, lost string, lostAt time.Time, d *control.Dec
 		live = &cp
 	}
 	c.mu.Unlock()
-	pl, err := c.place(ctx, req, ws, live)
+	pl, err := c.place(ctx, req, ws, live, mix)
+	moved := variantsMoved(oldPlan, pl.plan)
 	p, script := pl.placement, pl.script
 	if d != nil && (err != nil || samePlan(oldPlacement, p, oldVariants, script.Variants)) {
 		// No other plan: the query keeps running as it is. A plan made
@@ -1153,7 +1163,7 @@ func (c *Coordinator) redeploy(id, lost string, lostAt time.Time, d *control.Dec
 	}
 	if err == nil {
 		qs.info.Placement, qs.info.Workers, qs.info.Planner, qs.info.Estimate = p, p.Workers, pl.note, pl.estimate
-		qs.plan, qs.assumed, qs.variants = pl.plan, pl.assumed, script.Variants
+		qs.plan, qs.assumed, qs.variants, qs.classMix = pl.plan, pl.assumed, script.Variants, mix
 	}
 	c.mu.Unlock()
 	if d == nil {
@@ -1210,7 +1220,11 @@ func (c *Coordinator) redeploy(id, lost string, lostAt time.Time, d *control.Dec
 	}
 	if d != nil {
 		c.mu.Lock()
-		qs.info.Replans = append(qs.info.Replans, control.Replan{Epoch: epoch, Reason: d.Reason,
+		reason := d.Reason
+		if moved != "" {
+			reason += "; " + moved
+		}
+		qs.info.Replans = append(qs.info.Replans, control.Replan{Epoch: epoch, Reason: reason,
 			Old: choiceOf(oldPlacement, oldVariants), New: choiceOf(p, script.Variants)})
 		qs.cutting = &pendingReplan{index: len(qs.info.Replans) - 1, decided: lostAt}
 		c.mu.Unlock()

@@ -51,7 +51,7 @@ func BenchmarkReplanXLarge(b *testing.B) {
 				if err != nil {
 					return nil, err
 				}
-				return c.optimize(context.Background(), bound, cat, ws, c.tiers(ws), nil, nil, live)
+				return c.optimize(context.Background(), bound, cat, ws, c.tiers(ws), nil, nil, live, nil)
 			}
 			// The baseline of the budget: the exact search as long as at
 			// submission.

@@ -73,7 +73,7 @@ func livePlanner(t testing.TB) (func(*control.Overrides) *physical.Plan, []deplo
 		if err != nil {
 			t.Fatal(err)
 		}
-		res, err := c.optimize(context.Background(), bound, cat, ws, c.tiers(ws), nil, nil, o)
+		res, err := c.optimize(context.Background(), bound, cat, ws, c.tiers(ws), nil, nil, o, nil)
 		if err != nil {
 			t.Fatal(err)
 		}
