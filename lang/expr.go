@@ -107,15 +107,17 @@ type CastExpr struct {
 	Type *Type `parser:"'AS' @@ ')'"`
 }
 
-// FuncCall is Name(Args...), Name(*) (Star) or Name(DISTINCT Args...). Window
-// functions of GROUP BY (TUMBLE, HOP, SESSION) and model calls of LATERAL are
-// FuncCalls too: the binder decides what a name means.
+// FuncCall is Name(Args...), Name(*) (Star) or Name(DISTINCT Args...), with
+// Over set for a window function call (rank() OVER (...)). Window functions
+// of GROUP BY (TUMBLE, HOP, SESSION) and model calls of LATERAL are FuncCalls
+// too: the binder decides what a name means.
 type FuncCall struct {
 	Pos      lexer.Position
 	Name     string `parser:"@( Ident | QIdent ) '('"`
 	Star     bool   `parser:"( @'*'"`
 	Distinct bool   `parser:"| @'DISTINCT'"`
 	Args     []Expr `parser:"  @@ ( ',' @@ )* | @@ ( ',' @@ )* )? ')'"`
+	Over     *Over  `parser:"( (?= 'OVER' '(' ) @@ )?"`
 }
 
 // ColumnRef is a possibly dotted name: col, t.col, t.col.field. The binder

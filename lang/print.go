@@ -646,6 +646,9 @@ func (p *printer) expr(e Expr, min int) {
 			p.expr(a, 0)
 		}
 		p.w(")")
+		if e.Over != nil {
+			p.over(e.Over)
+		}
 	case *ColumnRef:
 		for i, n := range e.Names {
 			if i > 0 {
