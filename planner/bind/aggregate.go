@@ -77,6 +77,10 @@ func (b *Binder) groupRef(e lang.Expr, sc *scope, ac *aggScope) expr.Expr {
 	case *lang.NumberLit, *lang.StringLit, *lang.BoolLit, *lang.NullLit, *lang.IntervalLit, *lang.TimestampLit:
 		return nil
 	}
+	if hasWindowCall(e) {
+		// Never a group key, and binding it here would collect the call.
+		return nil
+	}
 	// Bind e over the FROM row, quietly: failing here only means e is not a
 	// group key, and binding it in ac reports what is wrong.
 	n, clause := len(b.errs), b.clause
@@ -160,6 +164,8 @@ func (b *Binder) aggregate(s *lang.Select, order []*lang.OrderItem, node logical
 	// SELECT DISTINCT without GROUP BY or aggregates groups by its items; with
 	// them, the distinct rows are taken after the projection.
 	distinctGroups := s.Distinct && len(s.GroupBy) == 0 && s.Having == nil && !itemsAggregate(s, b)
+	ws := &winScope{}
+	b.wins = ws // selectBlock restores the enclosing block's
 	b.clause = "SELECT"
 	if distinctGroups {
 		for _, it := range s.Items {
@@ -201,7 +207,9 @@ func (b *Binder) aggregate(s *lang.Select, order []*lang.OrderItem, node logical
 	var having expr.Expr
 	if s.Having != nil {
 		b.clause = "HAVING"
+		b.wins = nil
 		having = b.predicate2(s.Having, sc, ac, "HAVING")
+		b.wins = ws
 	}
 	b.clause = "ORDER BY"
 	bindOrder := func(e lang.Expr) expr.Expr { return b.expr(e, sc, ac) }
@@ -230,10 +238,20 @@ func (b *Binder) aggregate(s *lang.Select, order []*lang.OrderItem, node logical
 	if having != nil {
 		n = &logical.Filter{Input: n, Pred: having, Pos: Pos(s.Having.Position())}
 	}
+	n = b.placeWindows(ws, n, p.exprs, Pos(s.Pos))
 	if len(p.exprs) == 0 {
 		return nil, nil
 	}
 	return p.build(n, keys, order, s.Distinct && !distinctGroups, Pos(s.Pos))
+}
+
+func itemsWindow(s *lang.Select) bool {
+	for _, it := range s.Items {
+		if it.Expr != nil && hasWindowCall(it.Expr) {
+			return true
+		}
+	}
+	return false
 }
 
 func itemsAggregate(s *lang.Select, b *Binder) bool {

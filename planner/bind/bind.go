@@ -88,6 +88,9 @@ type Binder struct {
 	// models counts model calls, so that a model called twice gets distinct
 	// operator names.
 	models map[string]int
+	// wins collects the window functions of the SELECT list and ORDER BY
+	// being bound; nil in every other clause, where they are errors.
+	wins *winScope
 	// CheckModelArgs, when set, checks each model call's arguments against
 	// the inputs the model's files declare; nil: the catalog's declared
 	// input types are all that is checked.

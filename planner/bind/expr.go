@@ -15,7 +15,9 @@ import (
 func hasAggregateCall(e lang.Node, reg *expr.Registry) bool {
 	found := false
 	lang.Inspect(e, func(n lang.Node) bool {
-		if x, ok := n.(*lang.FuncCall); ok {
+		if x, ok := n.(*lang.FuncCall); ok && x.Over == nil {
+			// sum(x) OVER (...) is a window function; only an aggregate in
+			// its arguments (sum(sum(x)) OVER ()) makes the block group.
 			if f, ok := reg.Lookup(x.Name); ok && f.Kind == expr.AggregateKind {
 				found = true
 			}
@@ -223,6 +225,13 @@ func (b *Binder) check(p lexer.Position, e expr.Expr, err error) expr.Expr {
 }
 
 func (b *Binder) call(x *lang.FuncCall, sc *scope, ac *aggScope) expr.Expr {
+	if x.Over != nil {
+		return b.windowCall(x, sc, ac)
+	}
+	if isWindowOnly(x.Name) {
+		b.errorf(x.Pos, ErrBind, "%s is a window function: it needs OVER (...)", strings.ToLower(x.Name))
+		return nil
+	}
 	if isWindow(x.Name) {
 		b.errorf(x.Pos, ErrBind, "%s is a window: it belongs in GROUP BY, or in a join's ON as %s(l.ts, size) = %s(r.ts, size)", strings.ToUpper(x.Name), strings.ToUpper(x.Name), strings.ToUpper(x.Name))
 		return nil

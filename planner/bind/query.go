@@ -72,6 +72,11 @@ func (b *Binder) query(q *lang.Query, _ *scope) (logical.Node, *scope) {
 
 // selectBlock binds one SELECT, and the query's ORDER BY when order is set.
 func (b *Binder) selectBlock(s *lang.Select, order []*lang.OrderItem) (logical.Node, *scope) {
+	// A block nested in an expression (a subquery) has window functions of
+	// its own, and none in its WHERE.
+	prev := b.wins
+	b.wins = nil
+	defer func() { b.wins = prev }()
 	if len(s.From) == 0 {
 		b.errorf(s.Pos, ErrBind, "a query needs a FROM clause: tierflow queries read streams or tables")
 		return nil, nil
@@ -97,7 +102,10 @@ func (b *Binder) selectBlock(s *lang.Select, order []*lang.OrderItem) (logical.N
 		}
 		b.clause = ""
 	}
-	aggregating := len(s.GroupBy) > 0 || s.Having != nil || s.Distinct || itemsAggregate(s, b)
+	// SELECT DISTINCT over window functions takes the distinct rows of the
+	// projection (project does), not groups of the FROM rows.
+	distinct := s.Distinct && !itemsWindow(s)
+	aggregating := len(s.GroupBy) > 0 || s.Having != nil || distinct || itemsAggregate(s, b)
 	for _, o := range order {
 		aggregating = aggregating || hasAggregateCall(o.Expr, b.Funcs)
 	}
@@ -110,6 +118,8 @@ func (b *Binder) selectBlock(s *lang.Select, order []*lang.OrderItem) (logical.N
 // project binds the SELECT list of a non-aggregating block.
 func (b *Binder) project(s *lang.Select, order []*lang.OrderItem, node logical.Node, sc *scope) (logical.Node, *scope) {
 	p := &projection{}
+	ws := &winScope{}
+	b.wins = ws // selectBlock restores the enclosing block's
 	b.clause = "SELECT"
 	for _, it := range s.Items {
 		if it.Star {
@@ -123,19 +133,20 @@ func (b *Binder) project(s *lang.Select, order []*lang.OrderItem, node logical.N
 			continue
 		}
 		qual := ""
-		if c, ok := e.(*expr.Column); ok && it.Alias == "" {
+		if c, ok := e.(*expr.Column); ok && it.Alias == "" && c.Index < len(sc.cols) {
 			// A later reference to s.camera still finds the column s.camera became.
 			qual = sc.cols[c.Index].qual
 		}
 		p.item(it, e, false, qual)
 	}
 	b.clause = "ORDER BY"
-	keys := b.orderKeys(order, p, func(e lang.Expr) expr.Expr { return b.expr(e, sc, nil) }, false)
+	keys := b.orderKeys(order, p, func(e lang.Expr) expr.Expr { return b.expr(e, sc, nil) }, s.Distinct)
 	b.clause = ""
 	if p.visible == 0 {
 		return nil, nil
 	}
-	return p.build(node, keys, order, false, Pos(s.Pos))
+	node = b.placeWindows(ws, node, p.exprs, Pos(s.Pos))
+	return p.build(node, keys, order, s.Distinct, Pos(s.Pos))
 }
 
 func itemName(it *lang.SelectItem, e expr.Expr, grouped bool) string {
