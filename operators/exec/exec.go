@@ -178,6 +178,8 @@ func windowed(n logical.Node) bool {
 			n = x.Input
 		case *logical.Limit:
 			n = x.Input
+		case *logical.WindowFuncs:
+			n = x.Input
 		default:
 			return false
 		}
@@ -371,6 +373,8 @@ func (b *builder) node(n logical.Node) (int, *arrow.Schema, error) {
 		return op, schema, nil
 	case *logical.Sink:
 		return b.sink(n, at)
+	case *logical.WindowFuncs:
+		return b.windowFuncs(n, at)
 	case *logical.LateralModel:
 		if b.opts.Lateral == nil {
 			return 0, nil, at(fmt.Errorf("%w: model %s (no model runtime was given to the executor)", ErrUnsupported, n.Name))

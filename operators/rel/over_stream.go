@@ -1,0 +1,343 @@
+package rel
+
+import (
+	"errors"
+	"fmt"
+	"math"
+
+	"github.com/apache/arrow/go/v17/arrow"
+	"github.com/apache/arrow/go/v17/arrow/array"
+
+	"github.com/tierflow/tierflow/dataflow"
+	"github.com/tierflow/tierflow/operators/eval"
+	"github.com/tierflow/tierflow/operators/functions"
+	"github.com/tierflow/tierflow/planner/expr"
+	"github.com/tierflow/tierflow/planner/logical"
+)
+
+// ErrStreamOver marks window functions a stream cannot evaluate row by row.
+var ErrStreamOver = errors.New("window function not supported on a stream")
+
+// WindowError is a window function that cannot run where it is, with the
+// call to blame.
+type WindowError struct {
+	Func *logical.WindowFunc
+	Msg  string
+}
+
+func (e *WindowError) Error() string { return e.Msg }
+func (e *WindowError) Unwrap() error { return ErrStreamOver }
+
+// CheckStreamOver reports whether funcs can run on an unbounded stream as
+// Flink's OVER aggregation: aggregates (sum, count, avg, min, max) ordered by
+// one TIMESTAMP column (the event time), over a bounded frame that ends at
+// the current row (ROWS n PRECEDING, RANGE INTERVAL ... PRECEDING). An
+// unbounded frame would keep every row of the stream; ranking functions
+// would rank rows that have not arrived yet.
+func CheckStreamOver(funcs []*logical.WindowFunc, in *arrow.Schema) error {
+	var key string
+	for _, f := range funcs {
+		fail := func(format string, args ...any) error {
+			return &WindowError{Func: f, Msg: fmt.Sprintf(format, args...)}
+		}
+		if !windowAggregate(f.Func) {
+			return fail("%s on a stream needs a window: apply it to the rows of GROUP BY TUMBLE(...) or HOP(...), or to a table (on a stream, OVER takes sum, count, avg, min or max)", f.Func)
+		}
+		if len(f.Order) != 1 || f.Order[0].Desc || !arrow.TypeEqual(f.Order[0].Expr.Type(), expr.Timestamp) {
+			return fail("%s OVER (...) on a stream must ORDER BY its event time, one TIMESTAMP column ascending", f.Func)
+		}
+		if key == "" {
+			key = f.Order[0].Expr.String()
+		} else if key != f.Order[0].Expr.String() {
+			return fail("the window functions of a stream query must all ORDER BY the same event time (%s and %s)", key, f.Order[0].Expr)
+		}
+		if f.Frame.End.Kind != logical.CurrentRow || f.Frame.Start.Kind != logical.OffsetPreceding {
+			return fail("%s OVER (...) on a stream needs a bounded frame ending at the current row, e.g. RANGE BETWEEN INTERVAL '10' SECOND PRECEDING AND CURRENT ROW or ROWS BETWEEN 5 PRECEDING AND CURRENT ROW (got %s)", f.Func, f.Frame)
+		}
+	}
+	return nil
+}
+
+func windowAggregate(name string) bool {
+	switch name {
+	case "sum", "count", "avg", "min", "max":
+		return true
+	}
+	return false
+}
+
+// StreamOver is Flink's OVER aggregation: every row gets its window
+// functions' values over the rows before it in its partition (by event time),
+// emitted once the watermark passes the row, when every row of its frame has
+// arrived. A row that arrives after the watermark passed its time is late and
+// dropped (as a closed window drops it), and so is a row without a time. It
+// keeps only the rows later frames can reach: those within the largest
+// RANGE interval of the watermark, and the last n rows per partition for
+// ROWS n PRECEDING.
+type StreamOver struct {
+	dataflow.Base
+	w       *windowEval
+	ts      *eval.Evaluator
+	c       opCtx
+	held    *dataflow.Capability
+	hist    arrow.Record   // rows already emitted that frames still need
+	pending []arrow.Record // rows waiting for the watermark
+	closed  int64          // the watermark rows were emitted up to
+	stats   *Stats
+}
+
+// NewStreamOver builds the operator; stats may be nil.
+func NewStreamOver(funcs []*logical.WindowFunc, names []string, in *arrow.Schema, fns *functions.Registry, stats *Stats) (*StreamOver, error) {
+	if err := CheckStreamOver(funcs, in); err != nil {
+		return nil, err
+	}
+	w, err := newWindowEval(funcs, names, in, fns)
+	if err != nil {
+		return nil, err
+	}
+	ts, err := eval.Compile(funcs[0].Order[0].Expr, in, fns)
+	if err != nil {
+		return nil, err
+	}
+	return &StreamOver{w: w, ts: ts, closed: math.MinInt64, stats: stats}, nil
+}
+
+// Schema is the output: the input's columns, then the functions'.
+func (o *StreamOver) Schema() *arrow.Schema { return o.w.out }
+
+func (o *StreamOver) Open(_ *dataflow.Context, cap *dataflow.Capability) error {
+	var err error
+	o.held, err = cap.Retain()
+	return err
+}
+
+// OnBatch drops late and timeless rows and keeps the rest until the
+// watermark passes them.
+func (o *StreamOver) OnBatch(ctx *dataflow.Context, _ int, b dataflow.Batch, _ *dataflow.Capability) error {
+	defer b.Record.Release()
+	if o.stats != nil {
+		o.stats.RowsIn.Add(b.Record.NumRows())
+	}
+	c := o.c.get(ctx)
+	ts, err := o.ts.Eval(c, b.Record)
+	if err != nil {
+		return err
+	}
+	defer ts.Release()
+	tv := functions.Int64Values(ts)
+	keep := make([]int32, 0, len(tv))
+	for i := range tv {
+		switch {
+		case ts.IsNull(i):
+			if o.stats != nil {
+				o.stats.NullTimes.Add(1)
+			}
+		case tv[i] < o.closed:
+			if o.stats != nil {
+				o.stats.Late.Add(1)
+			}
+		default:
+			keep = append(keep, int32(i))
+		}
+	}
+	if len(keep) == 0 {
+		return nil
+	}
+	if len(keep) == len(tv) {
+		b.Record.Retain()
+		o.pending = append(o.pending, b.Record)
+		return nil
+	}
+	r, err := eval.GatherRecord(c.Context(), c.Mem, b.Record, keep)
+	if err != nil {
+		return err
+	}
+	o.pending = append(o.pending, r)
+	return nil
+}
+
+// OnFrontier emits the rows the watermark has passed.
+func (o *StreamOver) OnFrontier(ctx *dataflow.Context, _ int, f dataflow.Epoch) error {
+	if o.held == nil {
+		return nil
+	}
+	wm := Watermark(f)
+	if wm > o.closed {
+		if err := o.advance(ctx, wm); err != nil {
+			return err
+		}
+		o.closed = wm
+	}
+	if f == dataflow.Closed {
+		o.held.Drop()
+		o.held = nil
+		return nil
+	}
+	if f > o.held.Epoch() {
+		return o.held.Downgrade(f)
+	}
+	return nil
+}
+
+func (o *StreamOver) advance(ctx *dataflow.Context, wm int64) error {
+	c := o.c.get(ctx)
+	// Split the pending rows into those the watermark passed and the rest.
+	var ready, rest []arrow.Record
+	defer func() { releaseRecords(ready) }()
+	for _, r := range o.pending {
+		ts, err := o.ts.Eval(c, r)
+		if err != nil {
+			releaseRecords(rest)
+			return err
+		}
+		tv := functions.Int64Values(ts)
+		var now, later []int32
+		for i, t := range tv {
+			if t < wm {
+				now = append(now, int32(i))
+			} else {
+				later = append(later, int32(i))
+			}
+		}
+		ts.Release()
+		switch {
+		case len(later) == 0:
+			ready = append(ready, r)
+			continue
+		case len(now) == 0:
+			rest = append(rest, r)
+			continue
+		}
+		a, err := eval.GatherRecord(c.Context(), c.Mem, r, now)
+		if err != nil {
+			releaseRecords(rest)
+			return err
+		}
+		ready = append(ready, a)
+		l, err := eval.GatherRecord(c.Context(), c.Mem, r, later)
+		if err != nil {
+			releaseRecords(rest)
+			return err
+		}
+		rest = append(rest, l)
+		r.Release()
+	}
+	o.pending = rest
+	if len(ready) == 0 {
+		return nil
+	}
+	var histN int64
+	recs := ready
+	if o.hist != nil {
+		histN = o.hist.NumRows()
+		recs = append([]arrow.Record{o.hist}, ready...)
+	}
+	all, err := concatRecords(c, o.w.in, recs)
+	if err != nil {
+		return err
+	}
+	defer all.Release()
+	n := int(all.NumRows())
+	retain := make([]bool, n)
+	res, err := o.w.results(c, all, func(s *sorted) { o.retain(s, retain) })
+	if err != nil {
+		return err
+	}
+	// What later frames can reach: rows within the widest RANGE interval
+	// of the watermark.
+	if span, ok := o.rangeSpan(); ok {
+		ts, err := o.ts.Eval(c, all)
+		if err != nil {
+			releaseArrays(res)
+			return err
+		}
+		for i, t := range functions.Int64Values(ts) {
+			if float64(t) >= float64(wm)-span {
+				retain[i] = true
+			}
+		}
+		ts.Release()
+	}
+	cols := make([]arrow.Array, 0, len(o.w.out.Fields()))
+	for _, col := range all.Columns() {
+		cols = append(cols, array.NewSlice(col, histN, int64(n)))
+	}
+	for _, r := range res {
+		cols = append(cols, array.NewSlice(r, histN, int64(n)))
+	}
+	releaseArrays(res)
+	out := array.NewRecord(o.w.out, cols, int64(n)-histN)
+	releaseArrays(cols)
+	var keep []int32
+	for i, k := range retain {
+		if k {
+			keep = append(keep, int32(i))
+		}
+	}
+	if o.hist != nil {
+		o.hist.Release()
+		o.hist = nil
+	}
+	if len(keep) > 0 {
+		h, err := eval.GatherRecord(c.Context(), c.Mem, all, keep)
+		if err != nil {
+			out.Release()
+			return err
+		}
+		o.hist = h
+	}
+	if o.stats != nil {
+		o.stats.RowsOut.Add(out.NumRows())
+	}
+	return ctx.Emit(0, o.held, out)
+}
+
+// retain marks, for the ROWS frames sorted by s, each partition's last n
+// rows: the n PRECEDING of the next row to come.
+func (o *StreamOver) retain(s *sorted, keep []bool) {
+	var rows int64
+	for _, cw := range o.w.funcs {
+		if cw.f.Frame.Unit != logical.FrameRows {
+			continue
+		}
+		rows = max(rows, int64(cw.f.Frame.Start.Offset))
+	}
+	if rows == 0 {
+		return
+	}
+	for k := range s.perm {
+		if int64(s.partEnd[k])-int64(k) <= rows {
+			keep[s.perm[k]] = true
+		}
+	}
+}
+
+// rangeSpan is the widest RANGE interval of the functions.
+func (o *StreamOver) rangeSpan() (float64, bool) {
+	span, ok := 0.0, false
+	for _, cw := range o.w.funcs {
+		if cw.f.Frame.Unit == logical.FrameRange {
+			span, ok = max(span, cw.f.Frame.Start.Offset), true
+		}
+	}
+	return span, ok
+}
+
+func (o *StreamOver) Close(*dataflow.Context) error {
+	if o.held != nil {
+		o.held.Drop()
+	}
+	if o.hist != nil {
+		o.hist.Release()
+		o.hist = nil
+	}
+	releaseRecords(o.pending)
+	o.pending = nil
+	return nil
+}
+
+func releaseRecords(rs []arrow.Record) {
+	for _, r := range rs {
+		r.Release()
+	}
+}
