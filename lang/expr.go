@@ -100,10 +100,12 @@ type WhenClause struct {
 	Result Expr `parser:"'THEN' @@"`
 }
 
-// CastExpr is CAST(X AS Type).
+// CastExpr is CAST(X AS Type), X::Type, or TRY_CAST(X AS Type) (Try: a
+// value that does not convert is NULL instead of an error).
 type CastExpr struct {
 	Pos  lexer.Position
-	X    Expr  `parser:"'CAST' '(' @@"`
+	Try  bool  `parser:"( @'TRY_CAST' | 'CAST' ) '('"`
+	X    Expr  `parser:"@@"`
 	Type *Type `parser:"'AS' @@ ')'"`
 }
 

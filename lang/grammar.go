@@ -9,7 +9,7 @@ import (
 // only: right after parsing, lower() folds each of them into the public nodes
 // (BinaryExpr, UnaryExpr, ...), so the AST has no trace of the levels.
 //
-//	OR < AND < NOT < comparison, IS, BETWEEN, IN, LIKE < + - || < * / % < unary - < . []
+//	OR < AND < NOT < comparison, IS, BETWEEN, IN, LIKE < + - || < * / % < unary - < . [] ::
 
 // grammarExpr is a level struct; it sits in an Expr field until lowered.
 type grammarExpr interface {
@@ -126,10 +126,13 @@ type postfix struct {
 	Ops []*postfixOp `parser:"@@*"`
 }
 
+// postfixOp is .field, [index], or ::type (PostgreSQL's and DuckDB's cast,
+// tighter than unary minus: -x::INT is -(CAST(x AS INT))).
 type postfixOp struct {
 	Pos   lexer.Position
 	Field string  `parser:"  '.' @( Ident | QIdent )"`
 	Index *orExpr `parser:"| '[' @@ ']'"`
+	Cast  *Type   `parser:"| '::' @@"`
 }
 
 // primary tries the forms that start with a keyword before names, and a call
@@ -225,7 +228,9 @@ func (e *unary) lower() Expr {
 func (e *postfix) lower() Expr {
 	x := e.X.lower()
 	for _, op := range e.Ops {
-		if op.Index != nil {
+		if op.Cast != nil {
+			x = &CastExpr{Pos: x.Position(), X: x, Type: op.Cast}
+		} else if op.Index != nil {
 			x = &IndexExpr{Pos: x.Position(), X: x, Index: op.Index.lower()}
 		} else {
 			x = &FieldAccess{Pos: x.Position(), X: x, Field: op.Field}

@@ -29,7 +29,7 @@ var contextualWords = []string{
 	"PARQUET", "PER", "PERCENTILE", "PRIORITY", "QUERIES", "QUERY", "RATE", "REAL",
 	"REALTIME", "SECOND", "SECONDS", "SESSION", "SINK", "SINKS", "STDOUT", "STOP",
 	"STREAM", "STREAMS", "STRING", "STRATEGY", "TABLE", "TABLES", "TASK", "TENSOR",
-	"TEXT", "THROUGHPUT", "TIER", "TIERS", "TIMESTAMP", "TO", "TUMBLE", "VARCHAR",
+	"TEXT", "THROUGHPUT", "TIER", "TIERS", "TIMESTAMP", "TO", "TRY_CAST", "TUMBLE", "VARCHAR",
 	"VARIANTS", "WORKERS",
 }
 
@@ -65,7 +65,7 @@ var sqlLexer = lexer.MustSimple([]lexer.SimpleRule{
 	{Name: TokFloat, Pattern: `(?:[0-9]+\.[0-9]*|\.[0-9]+)(?:[eE][+-]?[0-9]+)?|[0-9]+[eE][+-]?[0-9]+`},
 	{Name: TokInt, Pattern: `[0-9]+`},
 	{Name: TokString, Pattern: `'(?:[^']|'')*'`},
-	{Name: TokOperator, Pattern: `<>|!=|<=|>=|\|\||[-+*/%=<>(),.;\[\]]`},
+	{Name: TokOperator, Pattern: `::|<>|!=|<=|>=|\|\||[-+*/%=<>(),.;\[\]]`},
 })
 
 // Keyword describes one keyword of the language.

@@ -626,6 +626,9 @@ func (p *printer) expr(e Expr, min int) {
 		}
 		p.w(" END")
 	case *CastExpr:
+		if e.Try {
+			p.w("TRY_")
+		}
 		p.w("CAST(")
 		p.expr(e.X, 0)
 		p.w(" AS ")

@@ -45,6 +45,12 @@ var features = []feature{
 	{kind: "greatest/least", sql: `SELECT id, greatest(x, n), least(x, n) FROM t`},
 	{kind: "greatest/least", sql: `SELECT id, greatest(g, s), least(g, 'm') FROM t`},
 	{kind: "greatest/least", sql: `SELECT greatest(NULL, NULL) IS NULL, least(3, 1, 2) FROM t WHERE id = 1`},
+
+	// CAST, x::type (tighter than unary minus) and TRY_CAST (NULL where the
+	// value does not convert; CAST fails the query there).
+	{kind: "cast", sql: `SELECT id, x::INT, -x::BIGINT, n::DOUBLE / 4, CAST(n AS VARCHAR) FROM t`},
+	{kind: "cast", sql: `SELECT id, TRY_CAST(s AS BIGINT), TRY_CAST(x AS INT), TRY_CAST(g AS DOUBLE) FROM t`},
+	{kind: "cast", sql: `SELECT g, sum(x)::BIGINT, TRY_CAST('12' AS INT) + 1, TRY_CAST('x' AS INT) FROM t GROUP BY g`},
 }
 
 // featureTables are the relations of the feature data set: t and u are

@@ -198,7 +198,7 @@ func (b *Binder) expr(e lang.Expr, sc *scope, ac *aggScope) expr.Expr {
 			b.errorf(x.Type.Pos, ErrBind, "%v", err)
 			return nil
 		}
-		return &expr.Cast{Expr: v, To: t}
+		return &expr.Cast{Expr: v, To: t, Try: x.Try}
 	case *lang.FuncCall:
 		return b.call(x, sc, ac)
 	case *lang.FieldAccess:
