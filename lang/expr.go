@@ -62,11 +62,12 @@ type InExpr struct {
 	List []Expr
 }
 
-// LikeExpr is X [NOT] LIKE Pattern.
+// LikeExpr is X [NOT] LIKE Pattern, or ILIKE (ILike: case-insensitive).
 type LikeExpr struct {
 	Pos     lexer.Position
 	X       Expr
 	Not     bool
+	ILike   bool
 	Pattern Expr
 }
 

@@ -1,6 +1,8 @@
 package lang
 
 import (
+	"strings"
+
 	"github.com/alecthomas/participle/v2/lexer"
 )
 
@@ -84,9 +86,10 @@ type inTail struct {
 	List []*orExpr `parser:"'(' @@ ( ',' @@ )* ')'"`
 }
 
+// likeTail's Op holds the keywords as written, run together ("NOTILIKE").
 type likeTail struct {
 	Pos     lexer.Position
-	Not     bool      `parser:"( @'NOT' 'LIKE' | 'LIKE' )"`
+	Op      string    `parser:"@( 'NOT' 'LIKE' | 'NOT' 'ILIKE' | 'LIKE' | 'ILIKE' )"`
 	Pattern *additive `parser:"@@"`
 }
 
@@ -196,7 +199,8 @@ func (e *predicate) lower() Expr {
 			}
 			x = in
 		case t.Like != nil:
-			x = &LikeExpr{Pos: x.Position(), X: x, Not: t.Like.Not, Pattern: t.Like.Pattern.lower()}
+			op := strings.ToUpper(t.Like.Op)
+			x = &LikeExpr{Pos: x.Position(), X: x, Not: strings.HasPrefix(op, "NOT"), ILike: strings.HasSuffix(op, "ILIKE"), Pattern: t.Like.Pattern.lower()}
 		}
 	}
 	return x

@@ -592,7 +592,11 @@ func (p *printer) expr(e Expr, min int) {
 		p.w(")")
 	case *LikeExpr:
 		p.expr(e.X, precPredicate)
-		p.w(" ", not(e.Not), "LIKE ")
+		kw := "LIKE "
+		if e.ILike {
+			kw = "ILIKE "
+		}
+		p.w(" ", not(e.Not), kw)
 		p.expr(e.Pattern, precAdditive)
 	case *FieldAccess:
 		// a.b.c would read back as one dotted name, 1.x as a number.

@@ -51,6 +51,11 @@ var features = []feature{
 	{kind: "cast", sql: `SELECT id, x::INT, -x::BIGINT, n::DOUBLE / 4, CAST(n AS VARCHAR) FROM t`},
 	{kind: "cast", sql: `SELECT id, TRY_CAST(s AS BIGINT), TRY_CAST(x AS INT), TRY_CAST(g AS DOUBLE) FROM t`},
 	{kind: "cast", sql: `SELECT g, sum(x)::BIGINT, TRY_CAST('12' AS INT) + 1, TRY_CAST('x' AS INT) FROM t GROUP BY g`},
+
+	// ILIKE: LIKE ignoring case; NULL in, NULL out.
+	{kind: "ilike", sql: `SELECT id, s ILIKE 'apple%', s NOT ILIKE '%TART', s LIKE 'A%' FROM t`},
+	{kind: "ilike", sql: `SELECT id, s FROM t WHERE s ILIKE '%A%' AND g ILIKE 'b'`},
+	{kind: "ilike", sql: `SELECT g, count(*) FROM t WHERE s ILIKE '_r%' OR s ILIKE '' GROUP BY g`},
 }
 
 // featureTables are the relations of the feature data set: t and u are

@@ -150,7 +150,7 @@ func (b *Binder) expr(e lang.Expr, sc *scope, ac *aggScope) expr.Expr {
 		if v == nil || p == nil {
 			return nil
 		}
-		out, err := expr.NewLike(v, p, x.Not, false)
+		out, err := expr.NewLike(v, p, x.Not, x.ILike)
 		return b.check(x.Pos, out, err)
 	case *lang.CaseExpr:
 		var op expr.Expr
