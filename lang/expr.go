@@ -7,7 +7,7 @@ import (
 )
 
 // Expr is an expression. The concrete types are *BinaryExpr, *UnaryExpr,
-// *IsNullExpr, *BetweenExpr, *InExpr, *LikeExpr, *CaseExpr, *CastExpr,
+// *IsNullExpr, *DistinctFromExpr, *BetweenExpr, *InExpr, *LikeExpr, *CaseExpr, *CastExpr,
 // *FuncCall, *ColumnRef, *FieldAccess, *IndexExpr and the literals *NumberLit,
 // *StringLit, *BoolLit, *NullLit, *IntervalLit, *TimestampLit. Parentheses
 // leave no node: the tree's shape is the grouping.
@@ -44,6 +44,15 @@ type IsNullExpr struct {
 	Pos lexer.Position
 	X   Expr
 	Not bool
+}
+
+// DistinctFromExpr is X IS [NOT] DISTINCT FROM Y: <> (=) where NULL is a
+// value like any other, so never NULL itself.
+type DistinctFromExpr struct {
+	Pos lexer.Position
+	X   Expr
+	Not bool
+	Y   Expr
 }
 
 // BetweenExpr is X [NOT] BETWEEN Low AND High.
@@ -177,24 +186,25 @@ type TimestampLit struct {
 	Value string `parser:"'TIMESTAMP' @String"`
 }
 
-func (*BinaryExpr) exprNode()   {}
-func (*UnaryExpr) exprNode()    {}
-func (*IsNullExpr) exprNode()   {}
-func (*BetweenExpr) exprNode()  {}
-func (*InExpr) exprNode()       {}
-func (*LikeExpr) exprNode()     {}
-func (*FieldAccess) exprNode()  {}
-func (*IndexExpr) exprNode()    {}
-func (*CaseExpr) exprNode()     {}
-func (*CastExpr) exprNode()     {}
-func (*FuncCall) exprNode()     {}
-func (*ColumnRef) exprNode()    {}
-func (*NumberLit) exprNode()    {}
-func (*StringLit) exprNode()    {}
-func (*BoolLit) exprNode()      {}
-func (*NullLit) exprNode()      {}
-func (*IntervalLit) exprNode()  {}
-func (*TimestampLit) exprNode() {}
+func (*BinaryExpr) exprNode()       {}
+func (*UnaryExpr) exprNode()        {}
+func (*IsNullExpr) exprNode()       {}
+func (*DistinctFromExpr) exprNode() {}
+func (*BetweenExpr) exprNode()      {}
+func (*InExpr) exprNode()           {}
+func (*LikeExpr) exprNode()         {}
+func (*FieldAccess) exprNode()      {}
+func (*IndexExpr) exprNode()        {}
+func (*CaseExpr) exprNode()         {}
+func (*CastExpr) exprNode()         {}
+func (*FuncCall) exprNode()         {}
+func (*ColumnRef) exprNode()        {}
+func (*NumberLit) exprNode()        {}
+func (*StringLit) exprNode()        {}
+func (*BoolLit) exprNode()          {}
+func (*NullLit) exprNode()          {}
+func (*IntervalLit) exprNode()      {}
+func (*TimestampLit) exprNode()     {}
 
 func (*NumberLit) literalNode() {}
 func (*StringLit) literalNode() {}
@@ -202,22 +212,23 @@ func (*BoolLit) literalNode()   {}
 func (*NullLit) literalNode()   {}
 
 // Position implementations.
-func (n *BinaryExpr) Position() lexer.Position   { return n.Pos }
-func (n *UnaryExpr) Position() lexer.Position    { return n.Pos }
-func (n *IsNullExpr) Position() lexer.Position   { return n.Pos }
-func (n *BetweenExpr) Position() lexer.Position  { return n.Pos }
-func (n *InExpr) Position() lexer.Position       { return n.Pos }
-func (n *LikeExpr) Position() lexer.Position     { return n.Pos }
-func (n *FieldAccess) Position() lexer.Position  { return n.Pos }
-func (n *IndexExpr) Position() lexer.Position    { return n.Pos }
-func (n *CaseExpr) Position() lexer.Position     { return n.Pos }
-func (n *WhenClause) Position() lexer.Position   { return n.Pos }
-func (n *CastExpr) Position() lexer.Position     { return n.Pos }
-func (n *FuncCall) Position() lexer.Position     { return n.Pos }
-func (n *ColumnRef) Position() lexer.Position    { return n.Pos }
-func (n *NumberLit) Position() lexer.Position    { return n.Pos }
-func (n *StringLit) Position() lexer.Position    { return n.Pos }
-func (n *BoolLit) Position() lexer.Position      { return n.Pos }
-func (n *NullLit) Position() lexer.Position      { return n.Pos }
-func (n *IntervalLit) Position() lexer.Position  { return n.Pos }
-func (n *TimestampLit) Position() lexer.Position { return n.Pos }
+func (n *BinaryExpr) Position() lexer.Position       { return n.Pos }
+func (n *UnaryExpr) Position() lexer.Position        { return n.Pos }
+func (n *IsNullExpr) Position() lexer.Position       { return n.Pos }
+func (n *DistinctFromExpr) Position() lexer.Position { return n.Pos }
+func (n *BetweenExpr) Position() lexer.Position      { return n.Pos }
+func (n *InExpr) Position() lexer.Position           { return n.Pos }
+func (n *LikeExpr) Position() lexer.Position         { return n.Pos }
+func (n *FieldAccess) Position() lexer.Position      { return n.Pos }
+func (n *IndexExpr) Position() lexer.Position        { return n.Pos }
+func (n *CaseExpr) Position() lexer.Position         { return n.Pos }
+func (n *WhenClause) Position() lexer.Position       { return n.Pos }
+func (n *CastExpr) Position() lexer.Position         { return n.Pos }
+func (n *FuncCall) Position() lexer.Position         { return n.Pos }
+func (n *ColumnRef) Position() lexer.Position        { return n.Pos }
+func (n *NumberLit) Position() lexer.Position        { return n.Pos }
+func (n *StringLit) Position() lexer.Position        { return n.Pos }
+func (n *BoolLit) Position() lexer.Position          { return n.Pos }
+func (n *NullLit) Position() lexer.Position          { return n.Pos }
+func (n *IntervalLit) Position() lexer.Position      { return n.Pos }
+func (n *TimestampLit) Position() lexer.Position     { return n.Pos }

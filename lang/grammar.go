@@ -68,9 +68,13 @@ type cmpTail struct {
 	Right *additive `parser:"@@"`
 }
 
+// isNullTail is IS [NOT] NULL or IS [NOT] DISTINCT FROM y: one production,
+// since the two part only at their third token.
 type isNullTail struct {
-	Pos lexer.Position
-	Not bool `parser:"'IS' @'NOT'? 'NULL'"`
+	Pos      lexer.Position
+	Not      bool      `parser:"'IS' @'NOT'?"`
+	Null     bool      `parser:"( @'NULL'"`
+	Distinct *additive `parser:"| 'DISTINCT' 'FROM' @@ )"`
 }
 
 type betweenTail struct {
@@ -188,6 +192,8 @@ func (e *predicate) lower() Expr {
 		switch {
 		case t.Cmp != nil:
 			x = &BinaryExpr{Pos: x.Position(), OpPos: t.Pos, Op: t.Cmp.Op, Left: x, Right: t.Cmp.Right.lower()}
+		case t.IsNull != nil && t.IsNull.Distinct != nil:
+			x = &DistinctFromExpr{Pos: x.Position(), X: x, Not: t.IsNull.Not, Y: t.IsNull.Distinct.lower()}
 		case t.IsNull != nil:
 			x = &IsNullExpr{Pos: x.Position(), X: x, Not: t.IsNull.Not}
 		case t.Between != nil:

@@ -531,7 +531,7 @@ func precedence(e Expr) int {
 			return precNot
 		}
 		return precUnary
-	case *IsNullExpr, *BetweenExpr, *InExpr, *LikeExpr:
+	case *IsNullExpr, *DistinctFromExpr, *BetweenExpr, *InExpr, *LikeExpr:
 		return precPredicate
 	case *FieldAccess, *IndexExpr:
 		return precPostfix
@@ -574,6 +574,10 @@ func (p *printer) expr(e Expr, min int) {
 	case *IsNullExpr:
 		p.expr(e.X, precPredicate)
 		p.w(" IS ", not(e.Not), "NULL")
+	case *DistinctFromExpr:
+		p.expr(e.X, precPredicate)
+		p.w(" IS ", not(e.Not), "DISTINCT FROM ")
+		p.expr(e.Y, precAdditive)
 	case *BetweenExpr:
 		p.expr(e.X, precPredicate)
 		p.w(" ", not(e.Not), "BETWEEN ")

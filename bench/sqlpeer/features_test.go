@@ -56,6 +56,11 @@ var features = []feature{
 	{kind: "ilike", sql: `SELECT id, s ILIKE 'apple%', s NOT ILIKE '%TART', s LIKE 'A%' FROM t`},
 	{kind: "ilike", sql: `SELECT id, s FROM t WHERE s ILIKE '%A%' AND g ILIKE 'b'`},
 	{kind: "ilike", sql: `SELECT g, count(*) FROM t WHERE s ILIKE '_r%' OR s ILIKE '' GROUP BY g`},
+
+	// IS [NOT] DISTINCT FROM: NULL is a value like any other; never NULL.
+	{kind: "distinct from", sql: `SELECT id, g IS DISTINCT FROM 'a', n IS NOT DISTINCT FROM 2, x IS DISTINCT FROM n FROM t`},
+	{kind: "distinct from", sql: `SELECT id FROM t WHERE g IS NOT DISTINCT FROM NULL OR n IS DISTINCT FROM x`},
+	{kind: "distinct from", sql: `SELECT g, count(*), sum(CASE WHEN n IS DISTINCT FROM 0 THEN 1 ELSE 0 END) FROM t WHERE g IS DISTINCT FROM 'b' GROUP BY g`},
 }
 
 // featureTables are the relations of the feature data set: t and u are

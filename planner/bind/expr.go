@@ -122,6 +122,8 @@ func (b *Binder) expr(e lang.Expr, sc *scope, ac *aggScope) expr.Expr {
 			return nil
 		}
 		return &expr.IsNull{Expr: v, Negated: x.Not}
+	case *lang.DistinctFromExpr:
+		return b.distinctFrom(x, sc, ac)
 	case *lang.BetweenExpr:
 		v, lo, hi := b.expr(x.X, sc, ac), b.expr(x.Low, sc, ac), b.expr(x.High, sc, ac)
 		if v == nil || lo == nil || hi == nil {
@@ -344,4 +346,27 @@ func TypeString(t *lang.Type) string {
 		parts = append(parts, strconv.FormatInt(d, 10))
 	}
 	return "TENSOR(" + strings.Join(parts, ", ") + ")"
+}
+
+// distinctFrom binds x IS [NOT] DISTINCT FROM y as the CASE it means: NULL
+// equals NULL and differs from every value, and the answer is never NULL.
+func (b *Binder) distinctFrom(x *lang.DistinctFromExpr, sc *scope, ac *aggScope) expr.Expr {
+	l, r := b.expr(x.X, sc, ac), b.expr(x.Y, sc, ac)
+	if l == nil || r == nil {
+		return nil
+	}
+	cmp := "not_equal"
+	if x.Not {
+		cmp = "equal"
+	}
+	c, err := b.Funcs.NewCall(cmp, l, r)
+	if b.check(x.Pos, c, err) == nil {
+		return nil
+	}
+	lit := func(v bool) expr.Expr { e, _ := expr.NewLiteral(v); return e }
+	out, err := expr.NewCase([]expr.When{
+		{Cond: &expr.IsNull{Expr: l}, Then: &expr.IsNull{Expr: r, Negated: !x.Not}},
+		{Cond: &expr.IsNull{Expr: r}, Then: lit(!x.Not)},
+	}, c)
+	return b.check(x.Pos, out, err)
 }
