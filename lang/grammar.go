@@ -148,6 +148,7 @@ type primary struct {
 	Pos       lexer.Position
 	Case      *CaseExpr     `parser:"  @@"`
 	Cast      *CastExpr     `parser:"| @@"`
+	Extract   *extract      `parser:"| @@"`
 	Interval  *IntervalLit  `parser:"| @@"`
 	Timestamp *TimestampLit `parser:"| @@"`
 	Bool      *BoolLit      `parser:"| @@"`
@@ -157,6 +158,18 @@ type primary struct {
 	Call      *FuncCall     `parser:"| @@"`
 	Column    *ColumnRef    `parser:"| @@"`
 	Paren     *orExpr       `parser:"| '(' @@ ')'"`
+}
+
+// extract is EXTRACT(field FROM x), which is date_part('field', x): the
+// grammar keeps the SQL standard's spelling, the AST the call.
+type extract struct {
+	Pos   lexer.Position
+	Field string  `parser:"'EXTRACT' '(' @( Ident | QIdent )"`
+	X     *orExpr `parser:"'FROM' @@ ')'"`
+}
+
+func (e *extract) lower() Expr {
+	return &FuncCall{Pos: e.Pos, Name: "date_part", Args: []Expr{&StringLit{Pos: e.Pos, Value: strings.ToLower(e.Field)}, e.X.lower()}}
 }
 
 func (*orExpr) exprNode() {}
@@ -255,6 +268,8 @@ func (e *primary) lower() Expr {
 		return e.Case
 	case e.Cast != nil:
 		return e.Cast
+	case e.Extract != nil:
+		return e.Extract.lower()
 	case e.Interval != nil:
 		return e.Interval
 	case e.Timestamp != nil:

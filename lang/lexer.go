@@ -22,7 +22,7 @@ var reservedWords = []string{
 // they are ordinary identifiers (a column may be called "text" or "rate").
 var contextualWords = []string{
 	"ACCURACY", "ANALYZE", "ARROW", "AT", "BEST_EFFORT", "BIGINT", "BLOB", "BOOL",
-	"BOOLEAN", "BUDGET", "BYTES", "CSV", "DAY", "DAYS", "DOUBLE", "EXISTS", "FILE",
+	"BOOLEAN", "BUDGET", "BYTES", "CSV", "DAY", "DAYS", "DOUBLE", "EXISTS", "EXTRACT", "FILE",
 	"FLOAT", "FORMAT", "FUNCTIONS", "HOP", "HOUR", "HOURS", "IF", "INPUTS", "INT",
 	"INTEGER", "JETSTREAM", "JSON", "LATENCY", "LOCATIONS", "MILLISECOND",
 	"MILLISECONDS", "MINUTE", "MINUTES", "MODEL", "MODELS", "MS", "NATS", "OUTPUTS",

@@ -61,6 +61,18 @@ var features = []feature{
 	{kind: "distinct from", sql: `SELECT id, g IS DISTINCT FROM 'a', n IS NOT DISTINCT FROM 2, x IS DISTINCT FROM n FROM t`},
 	{kind: "distinct from", sql: `SELECT id FROM t WHERE g IS NOT DISTINCT FROM NULL OR n IS DISTINCT FROM x`},
 	{kind: "distinct from", sql: `SELECT g, count(*), sum(CASE WHEN n IS DISTINCT FROM 0 THEN 1 ELSE 0 END) FROM t WHERE g IS DISTINCT FROM 'b' GROUP BY g`},
+
+	// EXTRACT(f FROM t) = date_part('f', t), date_trunc, now() (one instant
+	// per query, so only comparisons of it are the same on both engines).
+	{kind: "extract", sql: `SELECT id, EXTRACT(year FROM ts), EXTRACT(month FROM ts), EXTRACT(day FROM ts), EXTRACT(hour FROM ts), EXTRACT(minute FROM ts), EXTRACT(second FROM ts) FROM t`},
+	{kind: "extract", sql: `SELECT id, EXTRACT(millisecond FROM ts), EXTRACT(microsecond FROM ts), EXTRACT(quarter FROM ts), EXTRACT(week FROM ts), EXTRACT(dow FROM ts), EXTRACT(isodow FROM ts), EXTRACT(doy FROM ts) FROM t`},
+	{kind: "extract", sql: `SELECT EXTRACT(month FROM ts), count(*) FROM t GROUP BY EXTRACT(month FROM ts)`},
+	{kind: "date_part", sql: `SELECT id, date_part('year', ts), date_part('hour', ts), date_part('minute', ts) * 60 + date_part('second', ts) FROM t`},
+	{kind: "date_part", sql: `SELECT id, date_part('decade', ts), date_part('century', ts), date_part('dayofweek', ts) FROM t WHERE ts IS NOT NULL`},
+	{kind: "date_trunc", sql: `SELECT id, date_trunc('second', ts), date_trunc('minute', ts), date_trunc('hour', ts), date_trunc('day', ts) FROM t`},
+	{kind: "date_trunc", sql: `SELECT id, date_trunc('week', ts), date_trunc('month', ts), date_trunc('quarter', ts), date_trunc('year', ts) FROM t`},
+	{kind: "date_trunc", sql: `SELECT date_trunc('month', ts), count(*), min(ts) FROM t GROUP BY date_trunc('month', ts)`},
+	{kind: "now", sql: `SELECT id, now() > ts, now() = now(), now() > TIMESTAMP '2026-01-01 00:00:00' FROM t`},
 }
 
 // featureTables are the relations of the feature data set: t and u are
