@@ -531,7 +531,7 @@ func precedence(e Expr) int {
 			return precNot
 		}
 		return precUnary
-	case *IsNullExpr, *BetweenExpr, *InExpr, *LikeExpr:
+	case *IsNullExpr, *DistinctFromExpr, *BetweenExpr, *InExpr, *LikeExpr:
 		return precPredicate
 	case *FieldAccess, *IndexExpr:
 		return precPostfix
@@ -574,6 +574,10 @@ func (p *printer) expr(e Expr, min int) {
 	case *IsNullExpr:
 		p.expr(e.X, precPredicate)
 		p.w(" IS ", not(e.Not), "NULL")
+	case *DistinctFromExpr:
+		p.expr(e.X, precPredicate)
+		p.w(" IS ", not(e.Not), "DISTINCT FROM ")
+		p.expr(e.Y, precAdditive)
 	case *BetweenExpr:
 		p.expr(e.X, precPredicate)
 		p.w(" ", not(e.Not), "BETWEEN ")
@@ -592,7 +596,11 @@ func (p *printer) expr(e Expr, min int) {
 		p.w(")")
 	case *LikeExpr:
 		p.expr(e.X, precPredicate)
-		p.w(" ", not(e.Not), "LIKE ")
+		kw := "LIKE "
+		if e.ILike {
+			kw = "ILIKE "
+		}
+		p.w(" ", not(e.Not), kw)
 		p.expr(e.Pattern, precAdditive)
 	case *FieldAccess:
 		// a.b.c would read back as one dotted name, 1.x as a number.
@@ -626,6 +634,9 @@ func (p *printer) expr(e Expr, min int) {
 		}
 		p.w(" END")
 	case *CastExpr:
+		if e.Try {
+			p.w("TRY_")
+		}
 		p.w("CAST(")
 		p.expr(e.X, 0)
 		p.w(" AS ")

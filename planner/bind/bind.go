@@ -12,6 +12,7 @@ import (
 	"fmt"
 	"sort"
 	"strings"
+	"time"
 
 	"github.com/alecthomas/participle/v2/lexer"
 	"github.com/apache/arrow/go/v17/arrow"
@@ -95,6 +96,24 @@ type Binder struct {
 	// the inputs the model's files declare; nil: the catalog's declared
 	// input types are all that is checked.
 	CheckModelArgs ModelArgChecker
+	// Now is the instant now() means (nil: the clock, read once per
+	// binder); tests pin it.
+	Now   func() time.Time
+	nowAt time.Time
+}
+
+// now is the query's instant, read once so that every now() agrees.
+func (b *Binder) now() time.Time {
+	if b.nowAt.IsZero() {
+		if b.Now != nil {
+			b.nowAt = b.Now()
+		} else {
+			b.nowAt = time.Now()
+		}
+		// Timestamps are microseconds.
+		b.nowAt = b.nowAt.UTC().Truncate(time.Microsecond)
+	}
+	return b.nowAt
 }
 
 // ModelArgChecker checks the bound types of a call's arguments against what

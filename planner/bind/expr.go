@@ -124,6 +124,8 @@ func (b *Binder) expr(e lang.Expr, sc *scope, ac *aggScope) expr.Expr {
 			return nil
 		}
 		return &expr.IsNull{Expr: v, Negated: x.Not}
+	case *lang.DistinctFromExpr:
+		return b.distinctFrom(x, sc, ac)
 	case *lang.BetweenExpr:
 		v, lo, hi := b.expr(x.X, sc, ac), b.expr(x.Low, sc, ac), b.expr(x.High, sc, ac)
 		if v == nil || lo == nil || hi == nil {
@@ -152,7 +154,7 @@ func (b *Binder) expr(e lang.Expr, sc *scope, ac *aggScope) expr.Expr {
 		if v == nil || p == nil {
 			return nil
 		}
-		out, err := expr.NewLike(v, p, x.Not, false)
+		out, err := expr.NewLike(v, p, x.Not, x.ILike)
 		return b.check(x.Pos, out, err)
 	case *lang.CaseExpr:
 		var op expr.Expr
@@ -200,7 +202,7 @@ func (b *Binder) expr(e lang.Expr, sc *scope, ac *aggScope) expr.Expr {
 			b.errorf(x.Type.Pos, ErrBind, "%v", err)
 			return nil
 		}
-		return &expr.Cast{Expr: v, To: t}
+		return &expr.Cast{Expr: v, To: t, Try: x.Try}
 	case *lang.FuncCall:
 		return b.call(x, sc, ac)
 	case *lang.FieldAccess:
@@ -286,6 +288,12 @@ func (b *Binder) call(x *lang.FuncCall, sc *scope, ac *aggScope) expr.Expr {
 		b.errorf(x.Pos, ErrBind, "%s is not an aggregate: * and DISTINCT do not apply", f.Name)
 		return nil
 	}
+	if f.Name == "now" && len(args) == 0 {
+		// One instant for the whole query, as DuckDB's now() is the
+		// statement's start: every row and every batch see the same.
+		l, _ := expr.NewLiteral(b.now())
+		return l
+	}
 	out, err := b.Funcs.NewCall(f.Name, args...)
 	return b.check(x.Pos, out, err)
 }
@@ -353,4 +361,27 @@ func TypeString(t *lang.Type) string {
 		parts = append(parts, strconv.FormatInt(d, 10))
 	}
 	return "TENSOR(" + strings.Join(parts, ", ") + ")"
+}
+
+// distinctFrom binds x IS [NOT] DISTINCT FROM y as the CASE it means: NULL
+// equals NULL and differs from every value, and the answer is never NULL.
+func (b *Binder) distinctFrom(x *lang.DistinctFromExpr, sc *scope, ac *aggScope) expr.Expr {
+	l, r := b.expr(x.X, sc, ac), b.expr(x.Y, sc, ac)
+	if l == nil || r == nil {
+		return nil
+	}
+	cmp := "not_equal"
+	if x.Not {
+		cmp = "equal"
+	}
+	c, err := b.Funcs.NewCall(cmp, l, r)
+	if b.check(x.Pos, c, err) == nil {
+		return nil
+	}
+	lit := func(v bool) expr.Expr { e, _ := expr.NewLiteral(v); return e }
+	out, err := expr.NewCase([]expr.When{
+		{Cond: &expr.IsNull{Expr: l}, Then: &expr.IsNull{Expr: r, Negated: !x.Not}},
+		{Cond: &expr.IsNull{Expr: r}, Then: lit(!x.Not)},
+	}, c)
+	return b.check(x.Pos, out, err)
 }

@@ -162,6 +162,10 @@ func itemName(it *lang.SelectItem, e expr.Expr, grouped bool) string {
 	if c, ok := e.(*expr.Column); ok {
 		return c.Name
 	}
+	if _, ok := it.Expr.(*lang.DistinctFromExpr); ok {
+		// Bound as a CASE, which would make a long name.
+		return lang.Print(it.Expr)
+	}
 	if expr.HasAggregate(e) || grouped {
 		// Over an Aggregate's output the bound form reads agg0, agg1...:
 		// name the item as written instead.
