@@ -47,10 +47,19 @@ func (b *builder) windowFuncs(n *logical.WindowFuncs, at func(error) error) (int
 }
 
 // atFunc places a *rel.WindowError at the call it blames, anything else at
-// the node.
+// the node; either is also an ErrUnsupported (the query's fault, not the
+// run's).
 func atFunc(err error, at func(error) error) error {
 	if we, ok := err.(*rel.WindowError); ok && we.Func.Pos.Line > 0 {
-		return fmt.Errorf("%s: %w", we.Func.Pos, err)
+		err = fmt.Errorf("%s: %w", we.Func.Pos, err)
+	} else {
+		err = at(err)
 	}
-	return at(err)
+	return unsupported{err}
 }
+
+// unsupported reads as its error and is also ErrUnsupported.
+type unsupported struct{ err error }
+
+func (u unsupported) Error() string   { return u.err.Error() }
+func (u unsupported) Unwrap() []error { return []error{ErrUnsupported, u.err} }

@@ -69,8 +69,9 @@ func windowAggregate(name string) bool {
 // StreamOver is Flink's OVER aggregation: every row gets its window
 // functions' values over the rows before it in its partition (by event time),
 // emitted once the watermark passes the row, when every row of its frame has
-// arrived. A row that arrives after the watermark passed its time is late and
-// dropped (as a closed window drops it), and so is a row without a time. It
+// arrived. A row older than the watermark when it arrives (the frontier's, or
+// its batch's epoch) is late and dropped (as a closed window drops it), and so
+// is a row without a time. It
 // keeps only the rows later frames can reach: those within the largest
 // RANGE interval of the watermark, and the last n rows per partition for
 // ROWS n PRECEDING.
@@ -126,13 +127,18 @@ func (o *StreamOver) OnBatch(ctx *dataflow.Context, _ int, b dataflow.Batch, _ *
 	defer ts.Release()
 	tv := functions.Int64Values(ts)
 	keep := make([]int32, 0, len(tv))
+	// The batch's epoch is its source's watermark when it was sent: a row
+	// older than that is late whether or not this operator has seen the
+	// frontier move there yet, so which rows are late does not depend on
+	// scheduling.
+	closed := max(o.closed, Watermark(b.Epoch))
 	for i := range tv {
 		switch {
 		case ts.IsNull(i):
 			if o.stats != nil {
 				o.stats.NullTimes.Add(1)
 			}
-		case tv[i] < o.closed:
+		case tv[i] < closed:
 			if o.stats != nil {
 				o.stats.Late.Add(1)
 			}
