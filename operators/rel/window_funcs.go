@@ -820,4 +820,3 @@ func buildFloat64(c *functions.Ctx, vals []float64, valid []bool) arrow.Array {
 	b.AppendValues(vals, valid)
 	return b.NewArray()
 }
-
