@@ -67,6 +67,9 @@ var windowFeatures = []feature{
 	// the whole file (the readings are in order, so none is late).
 	{kind: "stream over", sql: `SELECT ts, sensor, sum(value) OVER (PARTITION BY sensor ORDER BY ts RANGE BETWEEN INTERVAL '10' SECOND PRECEDING AND CURRENT ROW), count(value) OVER (PARTITION BY sensor ORDER BY ts RANGE BETWEEN INTERVAL '10' SECOND PRECEDING AND CURRENT ROW) FROM ev`},
 	{kind: "stream over", sql: `SELECT ts, avg(value) OVER (ORDER BY ts ROWS BETWEEN 5 PRECEDING AND CURRENT ROW), min(value) OVER (PARTITION BY sensor ORDER BY ts ROWS BETWEEN 3 PRECEDING AND CURRENT ROW), max(value) OVER (ORDER BY ts RANGE BETWEEN INTERVAL '2' SECOND PRECEDING AND CURRENT ROW) FROM ev`},
+	// From the partition's start (the default frame, and ROWS UNBOUNDED
+	// PRECEDING): a running aggregate per partition across watermarks.
+	{kind: "stream over", sql: `SELECT ts, sensor, count(*) OVER (PARTITION BY sensor ORDER BY ts), sum(value) OVER (PARTITION BY sensor ORDER BY ts), avg(value) OVER (ORDER BY ts ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW), min(value) OVER (PARTITION BY sensor ORDER BY ts), max(value) OVER (ORDER BY ts) FROM ev`},
 	// Per window of a windowed aggregation (Flink's window Top-N).
 	{kind: "stream per window", sql: `SELECT window_start, sensor, count(*) AS c, rank() OVER (ORDER BY count(*) DESC) AS r, sum(count(*)) OVER () AS total FROM ev GROUP BY sensor, TUMBLE(ts, INTERVAL '10' SECOND)`,
 		duckdb: `SELECT time_bucket(INTERVAL '10 seconds', ts) AS ws, sensor, count(*) AS c, rank() OVER (PARTITION BY time_bucket(INTERVAL '10 seconds', ts) ORDER BY count(*) DESC), sum(count(*)) OVER (PARTITION BY time_bucket(INTERVAL '10 seconds', ts)) FROM ev GROUP BY sensor, ws`},
@@ -100,7 +103,9 @@ func TestWindowsMatchDuckDB(t *testing.T) {
 			}
 			c := &collector{}
 			err = exec.RunScript(ctx, "windows.sql", featureScript(dir, f.sql), exec.ScriptOptions{
-				Options:   exec.Options{BaseDir: dir},
+				// Small batches: a stream's watermark moves many times,
+				// so OVER emits in many steps and carries state across them.
+				Options:   exec.Options{BaseDir: dir, BatchSize: 16},
 				NewOutput: func() (sinks.Writer, error) { return c, nil },
 			})
 			if err != nil {

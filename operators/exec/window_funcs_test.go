@@ -36,7 +36,8 @@ func TestStreamOverScript(t *testing.T) {
 	}
 	sql := `CREATE STREAM ev (k BIGINT, v BIGINT, ts TIMESTAMP) FROM FILE 'ev.csv' FORMAT CSV;
 SELECT k, v, sum(v) OVER (PARTITION BY k ORDER BY ts RANGE BETWEEN INTERVAL '10' SECOND PRECEDING AND CURRENT ROW) AS s,
-  count(*) OVER (PARTITION BY k ORDER BY ts ROWS BETWEEN 1 PRECEDING AND CURRENT ROW) AS c2
+  count(*) OVER (PARTITION BY k ORDER BY ts ROWS BETWEEN 1 PRECEDING AND CURRENT ROW) AS c2,
+  sum(v) OVER (PARTITION BY k ORDER BY ts) AS total
 FROM ev;`
 	out := &collect{}
 	var log bytes.Buffer
@@ -49,11 +50,11 @@ FROM ev;`
 		t.Fatal(err)
 	}
 	want := [][]any{
-		{int64(1), int64(1), int64(1), int64(1)},
-		{int64(1), int64(4), int64(5), int64(2)},
-		{int64(1), int64(2), int64(7), int64(2)},
-		{int64(2), int64(5), int64(5), int64(1)},
-		{int64(1), int64(8), int64(8), int64(2)},
+		{int64(1), int64(1), int64(1), int64(1), int64(1)},
+		{int64(1), int64(4), int64(5), int64(2), int64(5)},
+		{int64(1), int64(2), int64(7), int64(2), int64(7)},
+		{int64(2), int64(5), int64(5), int64(1), int64(5)},
+		{int64(1), int64(8), int64(8), int64(2), int64(15)},
 	}
 	sortRows := func(rs [][]any) {
 		key := func(r []any) int64 { return r[0].(int64)*1000 + r[1].(int64) }
@@ -84,7 +85,7 @@ func TestStreamWindowErrorsAtTheCall(t *testing.T) {
 	}
 	for _, tc := range []struct{ sel, at string }{
 		{"SELECT k, rank() OVER (PARTITION BY k ORDER BY ts) FROM ev", "q.sql:2:11:"},
-		{"SELECT k,\n  sum(v) OVER (PARTITION BY k ORDER BY ts) FROM ev", "q.sql:3:3:"},
+		{"SELECT k,\n  sum(v) OVER (PARTITION BY k ORDER BY ts ROWS BETWEEN CURRENT ROW AND 1 FOLLOWING) FROM ev", "q.sql:3:3:"},
 		{"SELECT sum(v) OVER (ORDER BY v ROWS 2 PRECEDING) FROM ev", "q.sql:2:8:"},
 	} {
 		sql := "CREATE STREAM ev (k BIGINT, v BIGINT, ts TIMESTAMP) FROM FILE 'ev.csv' FORMAT CSV;\n" + tc.sel + ";"

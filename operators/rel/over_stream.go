@@ -4,6 +4,9 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"sort"
+	"strings"
+	"time"
 
 	"github.com/apache/arrow/go/v17/arrow"
 	"github.com/apache/arrow/go/v17/arrow/array"
@@ -30,10 +33,10 @@ func (e *WindowError) Unwrap() error { return ErrStreamOver }
 
 // CheckStreamOver reports whether funcs can run on an unbounded stream as
 // Flink's OVER aggregation: aggregates (sum, count, avg, min, max) ordered by
-// one TIMESTAMP column (the event time), over a bounded frame that ends at
-// the current row (ROWS n PRECEDING, RANGE INTERVAL ... PRECEDING). An
-// unbounded frame would keep every row of the stream; ranking functions
-// would rank rows that have not arrived yet.
+// one TIMESTAMP column (the event time), over a frame that ends at the
+// current row (ROWS n PRECEDING, RANGE INTERVAL ... PRECEDING, or from the
+// partition's start). A frame reaching past the current row would wait for
+// rows that have not arrived; ranking functions would rank them.
 func CheckStreamOver(funcs []*logical.WindowFunc, in *arrow.Schema) error {
 	var key string
 	for _, f := range funcs {
@@ -51,8 +54,8 @@ func CheckStreamOver(funcs []*logical.WindowFunc, in *arrow.Schema) error {
 		} else if key != f.Order[0].Expr.String() {
 			return fail("the window functions of a stream query must all ORDER BY the same event time (%s and %s)", key, f.Order[0].Expr)
 		}
-		if f.Frame.End.Kind != logical.CurrentRow || f.Frame.Start.Kind != logical.OffsetPreceding {
-			return fail("%s OVER (...) on a stream needs a bounded frame ending at the current row, e.g. RANGE BETWEEN INTERVAL '10' SECOND PRECEDING AND CURRENT ROW or ROWS BETWEEN 5 PRECEDING AND CURRENT ROW (got %s)", f.Func, f.Frame)
+		if f.Frame.End.Kind != logical.CurrentRow || f.Frame.Start.Kind != logical.OffsetPreceding && f.Frame.Start.Kind != logical.UnboundedPreceding {
+			return fail("%s OVER (...) on a stream needs a frame that ends at the current row, e.g. RANGE BETWEEN INTERVAL '10' SECOND PRECEDING AND CURRENT ROW, ROWS BETWEEN 5 PRECEDING AND CURRENT ROW or the default (got %s)", f.Func, f.Frame)
 		}
 	}
 	return nil
@@ -74,10 +77,15 @@ func windowAggregate(name string) bool {
 // is a row without a time. It
 // keeps only the rows later frames can reach: those within the largest
 // RANGE interval of the watermark, and the last n rows per partition for
-// ROWS n PRECEDING.
+// ROWS n PRECEDING; a frame from the partition's start keeps a running
+// aggregate per partition instead of rows.
 type StreamOver struct {
 	dataflow.Base
-	w       *windowEval
+	w       *windowEval // every function: the output schema
+	bounded *windowEval // the functions with bounded frames, or nil
+	// at is each function's output position, by bounded then grow order.
+	at      []int
+	grow    []*growFunc
 	ts      *eval.Evaluator
 	c       opCtx
 	held    *dataflow.Capability
@@ -100,7 +108,58 @@ func NewStreamOver(funcs []*logical.WindowFunc, names []string, in *arrow.Schema
 	if err != nil {
 		return nil, err
 	}
-	return &StreamOver{w: w, ts: ts, closed: math.MinInt64, stats: stats}, nil
+	o := &StreamOver{w: w, ts: ts, closed: math.MinInt64, stats: stats}
+	var bf []*logical.WindowFunc
+	var bn []string
+	for i, f := range funcs {
+		if f.Frame.Start.Kind == logical.OffsetPreceding {
+			bf, bn = append(bf, f), append(bn, names[i])
+			o.at = append(o.at, i)
+		}
+	}
+	for i, f := range funcs {
+		if f.Frame.Start.Kind != logical.UnboundedPreceding {
+			continue
+		}
+		g := &growFunc{f: f, acc: map[string]*runAcc{}}
+		if len(f.Args) > 0 {
+			if g.arg, err = eval.Compile(f.Args[0], in, fns); err != nil {
+				return nil, err
+			}
+		}
+		for _, p := range f.Partition {
+			ev, err := eval.Compile(p, in, fns)
+			if err != nil {
+				return nil, err
+			}
+			g.part = append(g.part, ev)
+		}
+		o.grow = append(o.grow, g)
+		o.at = append(o.at, i)
+	}
+	if len(bf) > 0 {
+		if o.bounded, err = newWindowEval(bf, bn, in, fns); err != nil {
+			return nil, err
+		}
+	}
+	return o, nil
+}
+
+// growFunc is an aggregate over a frame from its partition's start: a
+// running aggregate per partition carries it from one watermark to the next.
+type growFunc struct {
+	f    *logical.WindowFunc
+	arg  *eval.Evaluator // nil for count(*)
+	part []*eval.Evaluator
+	acc  map[string]*runAcc
+}
+
+// runAcc is one partition's running aggregate.
+type runAcc struct {
+	rows, n int64 // rows, and rows with a value
+	isum    int64
+	fsum    float64
+	ext     any // min or max so far
 }
 
 // Schema is the output: the input's columns, then the functions'.
@@ -244,17 +303,49 @@ func (o *StreamOver) advance(ctx *dataflow.Context, wm int64) error {
 	}
 	defer all.Release()
 	n := int(all.NumRows())
-	retain := make([]bool, n)
-	res, err := o.w.results(c, all, func(s *sorted) { o.retain(s, retain) })
-	if err != nil {
-		return err
+	rdy := all.NewSlice(histN, int64(n))
+	defer rdy.Release()
+	var res []arrow.Array
+	defer func() { releaseArrays(res) }()
+	if o.bounded != nil {
+		retain := make([]bool, n)
+		full, err := o.bounded.results(c, all, func(s *sorted) { o.retain(s, retain) })
+		if err != nil {
+			return err
+		}
+		for _, r := range full {
+			res = append(res, array.NewSlice(r, histN, int64(n)))
+		}
+		releaseArrays(full)
+		if err := o.keep(c, all, retain, wm); err != nil {
+			return err
+		}
 	}
-	// What later frames can reach: rows within the widest RANGE interval
-	// of the watermark.
+	for _, g := range o.grow {
+		a, err := o.running(c, g, rdy)
+		if err != nil {
+			return err
+		}
+		res = append(res, a)
+	}
+	cols := make([]arrow.Array, len(o.w.out.Fields()))
+	copy(cols, rdy.Columns())
+	for k, r := range res {
+		cols[len(rdy.Columns())+o.at[k]] = r
+	}
+	out := array.NewRecord(o.w.out, cols, rdy.NumRows())
+	if o.stats != nil {
+		o.stats.RowsOut.Add(out.NumRows())
+	}
+	return ctx.Emit(0, o.held, out)
+}
+
+// keep makes the rows of all that later frames can reach the history: those
+// retain marked, and those within the widest RANGE interval of the watermark.
+func (o *StreamOver) keep(c *functions.Ctx, all arrow.Record, retain []bool, wm int64) error {
 	if span, ok := o.rangeSpan(); ok {
 		ts, err := o.ts.Eval(c, all)
 		if err != nil {
-			releaseArrays(res)
 			return err
 		}
 		for i, t := range functions.Int64Values(ts) {
@@ -264,45 +355,175 @@ func (o *StreamOver) advance(ctx *dataflow.Context, wm int64) error {
 		}
 		ts.Release()
 	}
-	cols := make([]arrow.Array, 0, len(o.w.out.Fields()))
-	for _, col := range all.Columns() {
-		cols = append(cols, array.NewSlice(col, histN, int64(n)))
-	}
-	for _, r := range res {
-		cols = append(cols, array.NewSlice(r, histN, int64(n)))
-	}
-	releaseArrays(res)
-	out := array.NewRecord(o.w.out, cols, int64(n)-histN)
-	releaseArrays(cols)
-	var keep []int32
+	var idx []int32
 	for i, k := range retain {
 		if k {
-			keep = append(keep, int32(i))
+			idx = append(idx, int32(i))
 		}
 	}
 	if o.hist != nil {
 		o.hist.Release()
 		o.hist = nil
 	}
-	if len(keep) > 0 {
-		h, err := eval.GatherRecord(c.Context(), c.Mem, all, keep)
-		if err != nil {
-			out.Release()
-			return err
+	if len(idx) == 0 {
+		return nil
+	}
+	h, err := eval.GatherRecord(c.Context(), c.Mem, all, idx)
+	if err != nil {
+		return err
+	}
+	o.hist = h
+	return nil
+}
+
+// running evaluates a frame from the partition's start over the ready rows,
+// in event-time order, from each partition's running aggregate. Under RANGE
+// a row's peers (same partition, same time) are in its frame, so a run of
+// equal times is added before any of it is read.
+func (o *StreamOver) running(c *functions.Ctx, g *growFunc, rec arrow.Record) (arrow.Array, error) {
+	n := int(rec.NumRows())
+	ts, err := o.ts.Eval(c, rec)
+	if err != nil {
+		return nil, err
+	}
+	defer ts.Release()
+	tv := functions.Int64Values(ts)
+	parts, err := evalKeys(c, g.part, rec)
+	defer releaseArrays(parts)
+	if err != nil {
+		return nil, err
+	}
+	var arg arrow.Array
+	var ints []int64
+	var floats []float64
+	if g.arg != nil {
+		if arg, err = g.arg.Eval(c, rec); err != nil {
+			return nil, err
 		}
-		o.hist = h
+		defer arg.Release()
+		if g.f.Func == "sum" || g.f.Func == "avg" {
+			ints, floats = numbers(arg)
+		}
 	}
-	if o.stats != nil {
-		o.stats.RowsOut.Add(out.NumRows())
+	order := make([]int, n)
+	for i := range order {
+		order[i] = i
 	}
-	return ctx.Emit(0, o.held, out)
+	sort.SliceStable(order, func(a, b int) bool { return tv[order[a]] < tv[order[b]] })
+	accs := make([]*runAcc, n)
+	var kb strings.Builder
+	for i := range accs {
+		kb.Reset()
+		for _, p := range parts {
+			fmt.Fprintf(&kb, "%T:%v|", functions.ValueAt(p, i), functions.ValueAt(p, i))
+		}
+		a, ok := g.acc[kb.String()]
+		if !ok {
+			a = &runAcc{}
+			g.acc[kb.String()] = a
+		}
+		accs[i] = a
+	}
+	add := func(i int) {
+		a := accs[i]
+		a.rows++
+		if arg == nil || arg.IsNull(i) {
+			return
+		}
+		a.n++
+		switch {
+		case ints != nil:
+			a.isum += ints[i]
+		case floats != nil:
+			a.fsum += floats[i]
+		default:
+			v := functions.ValueAt(arg, i)
+			if a.ext == nil || (cmpValues(v, a.ext) > 0) == (g.f.Func == "max") && cmpValues(v, a.ext) != 0 {
+				a.ext = v
+			}
+		}
+	}
+	out := make([]any, n)
+	value := func(i int) {
+		a := accs[i]
+		switch g.f.Func {
+		case "count":
+			if arg == nil && g.arg == nil {
+				out[i] = a.rows
+			} else {
+				out[i] = a.n
+			}
+		case "sum", "avg":
+			if a.n == 0 {
+				return
+			}
+			v := a.fsum
+			if floats == nil {
+				v = float64(a.isum)
+			}
+			switch {
+			case g.f.Func == "avg":
+				out[i] = v / float64(a.n)
+			case floats == nil:
+				out[i] = a.isum
+			default:
+				out[i] = v
+			}
+		default:
+			out[i] = a.ext
+		}
+	}
+	rows := g.f.Frame.Unit == logical.FrameRows
+	for lo := 0; lo < n; {
+		hi := lo + 1
+		for hi < n && tv[order[hi]] == tv[order[lo]] {
+			hi++
+		}
+		for _, i := range order[lo:hi] {
+			add(i)
+			if rows {
+				value(i)
+			}
+		}
+		if !rows {
+			for _, i := range order[lo:hi] {
+				value(i)
+			}
+		}
+		lo = hi
+	}
+	return functions.ArrayOf(c.Mem, g.f.DataType, out)
+}
+
+// cmpValues orders two non-NULL values of one type (functions.ValueAt's).
+func cmpValues(a, b any) int {
+	switch x := a.(type) {
+	case int64:
+		return cmpOrdered(x, b.(int64))
+	case float64:
+		return cmpOrdered(x, b.(float64))
+	case string:
+		return cmpOrdered(x, b.(string))
+	case time.Time:
+		return x.Compare(b.(time.Time))
+	case bool:
+		y := b.(bool)
+		switch {
+		case x == y:
+			return 0
+		case !x:
+			return -1
+		}
+		return 1
+	}
+	return cmpOrdered(fmt.Sprint(a), fmt.Sprint(b))
 }
 
 // retain marks, for the ROWS frames sorted by s, each partition's last n
 // rows: the n PRECEDING of the next row to come.
 func (o *StreamOver) retain(s *sorted, keep []bool) {
 	var rows int64
-	for _, cw := range o.w.funcs {
+	for _, cw := range o.bounded.funcs {
 		if cw.f.Frame.Unit != logical.FrameRows {
 			continue
 		}
@@ -321,7 +542,7 @@ func (o *StreamOver) retain(s *sorted, keep []bool) {
 // rangeSpan is the widest RANGE interval of the functions.
 func (o *StreamOver) rangeSpan() (float64, bool) {
 	span, ok := 0.0, false
-	for _, cw := range o.w.funcs {
+	for _, cw := range o.bounded.funcs {
 		if cw.f.Frame.Unit == logical.FrameRange {
 			span, ok = max(span, cw.f.Frame.Start.Offset), true
 		}

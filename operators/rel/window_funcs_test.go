@@ -206,10 +206,13 @@ func TestStreamOverEmitsPerWatermarkAndDropsLateRows(t *testing.T) {
 			Frame: logical.Frame{Unit: logical.FrameRange, Start: logical.FrameBound{Kind: logical.OffsetPreceding, Offset: 50 * ms, Time: true}, End: logical.FrameBound{Kind: logical.CurrentRow}}},
 		{Func: "count", Partition: []expr.Expr{colK}, Order: []logical.SortKey{{Expr: colTS}}, DataType: expr.Int64,
 			Frame: logical.Frame{Unit: logical.FrameRows, Start: logical.FrameBound{Kind: logical.OffsetPreceding, Offset: 4}, End: logical.FrameBound{Kind: logical.CurrentRow}}},
+		// From the partition's start (the default frame): running per partition.
+		{Func: "max", Args: []expr.Expr{colF}, Partition: []expr.Expr{colK}, Order: []logical.SortKey{{Expr: colTS}}, DataType: expr.Float64, Frame: logical.DefaultFrame},
+		{Func: "avg", Args: []expr.Expr{colV}, Order: []logical.SortKey{{Expr: colTS}}, DataType: expr.Float64, Frame: logical.DefaultFrame},
 	}
 	st := &Stats{}
 	capt, err := runGraph(t, mem, in, false, func(dataflow.Instance) (dataflow.Operator, error) {
-		return NewStreamOver(funcs, []string{"s50", "c5"}, streamSchema, functions.Builtins(), st)
+		return NewStreamOver(funcs, []string{"s50", "c5", "maxf", "avgv"}, streamSchema, functions.Builtins(), st)
 	})
 	defer capt.Release()
 	if err != nil {
@@ -237,15 +240,23 @@ func TestStreamOverEmitsPerWatermarkAndDropsLateRows(t *testing.T) {
 	var want [][]any
 	for _, r := range got {
 		rt := r[4].(time.Time)
-		var sum any
+		var sum, maxf any
 		var before []time.Time
+		var vsum, vn int64
 		for _, q := range got {
+			if qt := q[4].(time.Time); !qt.After(rt) && q[1] != nil {
+				vsum += q[1].(int64)
+				vn++
+			}
 			if !sameKey(q[0], r[0]) {
 				continue
 			}
 			qt := q[4].(time.Time)
 			if !qt.After(rt) {
 				before = append(before, qt)
+				if f := q[2]; f != nil && (maxf == nil || f.(float64) > maxf.(float64)) {
+					maxf = f
+				}
 			}
 			if v := q[1]; v != nil && !qt.After(rt) && !qt.Before(rt.Add(-50*time.Millisecond)) {
 				if sum == nil {
@@ -254,7 +265,11 @@ func TestStreamOverEmitsPerWatermarkAndDropsLateRows(t *testing.T) {
 				sum = sum.(int64) + v.(int64)
 			}
 		}
-		want = append(want, append(append([]any(nil), r[:5]...), sum, int64(min(5, len(before)))))
+		var avgv any
+		if vn > 0 {
+			avgv = float64(vsum) / float64(vn)
+		}
+		want = append(want, append(append([]any(nil), r[:5]...), sum, int64(min(5, len(before))), maxf, avgv))
 	}
 	sameRows(t, "stream over", got, want)
 }
@@ -263,8 +278,9 @@ func TestStreamOverRefusesWhatAStreamCannotDo(t *testing.T) {
 	rows := logical.Frame{Unit: logical.FrameRows, Start: logical.FrameBound{Kind: logical.OffsetPreceding, Offset: 2}, End: logical.FrameBound{Kind: logical.CurrentRow}}
 	for _, f := range []*logical.WindowFunc{
 		{Func: "rank", Order: []logical.SortKey{{Expr: colTS}}, Frame: logical.DefaultFrame},
-		{Func: "sum", Args: []expr.Expr{colV}, Order: []logical.SortKey{{Expr: colTS}}, Frame: logical.DefaultFrame}, // unbounded
-		{Func: "sum", Args: []expr.Expr{colV}, Order: []logical.SortKey{{Expr: colV}}, Frame: rows},                  // not event time
+		{Func: "sum", Args: []expr.Expr{colV}, Order: []logical.SortKey{{Expr: colTS}}, Frame: logical.Frame{Unit: logical.FrameRows, // past the current row
+			Start: logical.FrameBound{Kind: logical.OffsetPreceding, Offset: 1}, End: logical.FrameBound{Kind: logical.OffsetFollowing, Offset: 1}}},
+		{Func: "sum", Args: []expr.Expr{colV}, Order: []logical.SortKey{{Expr: colV}}, Frame: rows}, // not event time
 		{Func: "sum", Args: []expr.Expr{colV}, Order: []logical.SortKey{{Expr: colTS, Desc: true}}, Frame: rows},
 	} {
 		err := CheckStreamOver([]*logical.WindowFunc{f}, streamSchema)
