@@ -2,6 +2,8 @@ package rel
 
 import (
 	"fmt"
+	"math"
+	"slices"
 	"sort"
 	"strconv"
 
@@ -353,34 +355,185 @@ func cmpNullsLast(a arrow.Array, i, j int, desc bool) int {
 	return c
 }
 
+// keyCol is one sort key made cheap to compare: fixed-width values encoded
+// as order-preserving uint64s (descending ones complemented), NULL flags
+// apart; any other type compares through the array.
+type keyCol struct {
+	enc  []uint64
+	null []bool
+	arr  arrow.Array
+	desc bool
+}
+
+func newKeyCol(a arrow.Array, desc bool) keyCol {
+	k := keyCol{arr: a, desc: desc}
+	n := a.Len()
+	if a.NullN() > 0 {
+		k.null = make([]bool, n)
+		for i := range k.null {
+			k.null[i] = a.IsNull(i)
+		}
+	}
+	var enc func(i int) uint64
+	switch x := a.(type) {
+	case *array.Int64:
+		enc = func(i int) uint64 { return uint64(x.Value(i)) ^ 1<<63 }
+	case *array.Int32:
+		enc = func(i int) uint64 { return uint64(int64(x.Value(i))) ^ 1<<63 }
+	case *array.Timestamp:
+		enc = func(i int) uint64 { return uint64(x.Value(i)) ^ 1<<63 }
+	case *array.Float64:
+		enc = func(i int) uint64 { return floatKey(x.Value(i)) }
+	case *array.Float32:
+		enc = func(i int) uint64 { return floatKey(float64(x.Value(i))) }
+	default:
+		return k
+	}
+	k.enc = make([]uint64, n)
+	for i := range k.enc {
+		if v := enc(i); desc {
+			k.enc[i] = ^v
+		} else {
+			k.enc[i] = v
+		}
+	}
+	return k
+}
+
+// floatKey orders float64s as uint64s (negative below positive).
+func floatKey(f float64) uint64 {
+	b := math.Float64bits(f)
+	if b>>63 == 1 {
+		return ^b
+	}
+	return b | 1<<63
+}
+
+// cmp orders rows i and j: NULLs last in both directions.
+func (k *keyCol) cmp(i, j int) int {
+	if k.null != nil {
+		ni, nj := k.null[i], k.null[j]
+		switch {
+		case ni && nj:
+			return 0
+		case ni:
+			return 1
+		case nj:
+			return -1
+		}
+	}
+	if k.enc != nil {
+		return cmpOrdered64(k.enc[i], k.enc[j])
+	}
+	return cmpNullsLast(k.arr, i, j, k.desc)
+}
+
+func cmpOrdered64(a, b uint64) int {
+	switch {
+	case a < b:
+		return -1
+	case a > b:
+		return 1
+	}
+	return 0
+}
+
+func encoded(ks []keyCol) bool {
+	for _, k := range ks {
+		if k.enc == nil {
+			return false
+		}
+	}
+	return true
+}
+
+// sortEncoded sorts rows by one or two encoded keys (the common PARTITION BY
+// k ORDER BY t), comparing flat structs instead of calling through each key:
+// a NULL sorts after every value (its flag before the value), ties by row.
+func sortEncoded(perm []int32, ks []keyCol) {
+	type item struct {
+		n [2]bool
+		k [2]uint64
+		i int32
+	}
+	items := make([]item, len(perm))
+	for x, r := range perm {
+		it := item{i: r}
+		for j := range ks {
+			if ks[j].null != nil && ks[j].null[r] {
+				it.n[j] = true
+			} else {
+				it.k[j] = ks[j].enc[r]
+			}
+		}
+		items[x] = it
+	}
+	slices.SortFunc(items, func(a, b item) int {
+		for j := 0; j < 2; j++ {
+			if a.n[j] != b.n[j] {
+				if a.n[j] {
+					return 1
+				}
+				return -1
+			}
+			if a.k[j] != b.k[j] {
+				if a.k[j] < b.k[j] {
+					return -1
+				}
+				return 1
+			}
+		}
+		return int(a.i - b.i)
+	})
+	for x := range items {
+		perm[x] = items[x].i
+	}
+}
+
 func sortRows(n int, part, order []arrow.Array, keys []logical.SortKey) *sorted {
 	s := &sorted{perm: make([]int32, n), order: order}
 	for i := range s.perm {
 		s.perm[i] = int32(i)
 	}
+	pk := make([]keyCol, len(part))
+	for i, a := range part {
+		pk[i] = newKeyCol(a, false)
+	}
+	ok := make([]keyCol, len(order))
+	for i, a := range order {
+		ok[i] = newKeyCol(a, keys[i].Desc)
+	}
 	cmpPart := func(i, j int) int {
-		for _, a := range part {
-			if c := cmpNullsLast(a, i, j, false); c != 0 {
+		for k := range pk {
+			if c := pk[k].cmp(i, j); c != 0 {
 				return c
 			}
 		}
 		return 0
 	}
 	cmpOrder := func(i, j int) int {
-		for k, a := range order {
-			if c := cmpNullsLast(a, i, j, keys[k].Desc); c != 0 {
+		for k := range ok {
+			if c := ok[k].cmp(i, j); c != 0 {
 				return c
 			}
 		}
 		return 0
 	}
-	if len(part)+len(order) > 0 {
-		sort.SliceStable(s.perm, func(x, y int) bool {
-			i, j := int(s.perm[x]), int(s.perm[y])
+	all := append(append([]keyCol(nil), pk...), ok...)
+	switch {
+	case len(all) > 0 && len(all) <= 2 && encoded(all):
+		sortEncoded(s.perm, all)
+	case len(all) > 0:
+		// Ties keep the input's order (a stable sort, by the row number).
+		slices.SortFunc(s.perm, func(x, y int32) int {
+			i, j := int(x), int(y)
 			if c := cmpPart(i, j); c != 0 {
-				return c < 0
+				return c
 			}
-			return cmpOrder(i, j) < 0
+			if c := cmpOrder(i, j); c != 0 {
+				return c
+			}
+			return cmpOrdered(x, y)
 		})
 	}
 	s.partStart, s.partEnd = make([]int32, n), make([]int32, n)
