@@ -14,7 +14,7 @@ var reservedWords = []string{
 	"ALL", "AND", "AS", "ASC", "BETWEEN", "BY", "CASE", "CAST", "CREATE", "CROSS",
 	"DESC", "DESCRIBE", "DISTINCT", "DROP", "ELSE", "END", "EXPLAIN", "FALSE",
 	"FROM", "GROUP", "HAVING", "ILIKE", "IN", "INNER", "INSERT", "INTERVAL", "INTO", "IS",
-	"JOIN", "LATERAL", "LEFT", "LIKE", "LIMIT", "NOT", "NULL", "ON", "OR", "ORDER",
+	"JOIN", "LATERAL", "LEFT", "LIKE", "LIMIT", "NOT", "NULL", "OFFSET", "ON", "OR", "ORDER",
 	"OUTER", "SELECT", "SET", "SHOW", "THEN", "TRUE", "UNION", "WHEN", "WHERE", "WITH",
 }
 

@@ -303,6 +303,10 @@ func (p *printer) query(q *Query) {
 		p.nl("LIMIT ")
 		p.w(q.Limit.Value)
 	}
+	if q.Offset != nil {
+		p.nl("OFFSET ")
+		p.w(q.Offset.Value)
+	}
 	if q.Objectives != nil {
 		p.nl("WITH (")
 		objs := make([]string, len(q.Objectives))

@@ -73,6 +73,12 @@ var features = []feature{
 	{kind: "date_trunc", sql: `SELECT id, date_trunc('week', ts), date_trunc('month', ts), date_trunc('quarter', ts), date_trunc('year', ts) FROM t`},
 	{kind: "date_trunc", sql: `SELECT date_trunc('month', ts), count(*), min(ts) FROM t GROUP BY date_trunc('month', ts)`},
 	{kind: "now", sql: `SELECT id, now() > ts, now() = now(), now() > TIMESTAMP '2026-01-01 00:00:00' FROM t`},
+
+	// OFFSET: after ORDER BY (and LIMIT), alone, and past the end.
+	{kind: "offset", sql: `SELECT id, x FROM t ORDER BY id LIMIT 5 OFFSET 3`, ordered: true},
+	{kind: "offset", sql: `SELECT id FROM t ORDER BY id DESC OFFSET 30`, ordered: true},
+	{kind: "offset", sql: `SELECT g, count(*) AS c FROM t GROUP BY g ORDER BY c DESC, g LIMIT 2 OFFSET 1`, ordered: true},
+	{kind: "offset", sql: `SELECT id FROM t ORDER BY id LIMIT 3 OFFSET 100`, ordered: true, empty: true},
 }
 
 // featureTables are the relations of the feature data set: t and u are
