@@ -273,11 +273,13 @@ type CallOption struct {
 	Value Literal `parser:"'=' @@"`
 }
 
-// OrderItem is one ORDER BY key.
+// OrderItem is one ORDER BY key. Nulls is "FIRST", "LAST" or "" (DuckDB's
+// default: last, in either direction).
 type OrderItem struct {
-	Pos  lexer.Position
-	Expr Expr `parser:"@@"`
-	Desc bool `parser:"( @'DESC' | 'ASC' )?"`
+	Pos   lexer.Position
+	Expr  Expr       `parser:"@@"`
+	Desc  bool       `parser:"( @'DESC' | 'ASC' )?"`
+	Nulls NullsOrder `parser:"( 'NULLS' @( 'FIRST' | 'LAST' ) )?"`
 }
 
 // Objective is one clause of a query's WITH (...): *AccuracyObjective,

@@ -225,6 +225,9 @@ func (p *printer) node(n Node) {
 		if n.Desc {
 			p.w(" DESC")
 		}
+		if n.Nulls != "" {
+			p.w(" NULLS ", string(n.Nulls))
+		}
 	case Objective:
 		p.objective(n)
 	case *WhenClause:

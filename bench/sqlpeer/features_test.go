@@ -79,6 +79,12 @@ var features = []feature{
 	{kind: "offset", sql: `SELECT id FROM t ORDER BY id DESC OFFSET 30`, ordered: true},
 	{kind: "offset", sql: `SELECT g, count(*) AS c FROM t GROUP BY g ORDER BY c DESC, g LIMIT 2 OFFSET 1`, ordered: true},
 	{kind: "offset", sql: `SELECT id FROM t ORDER BY id LIMIT 3 OFFSET 100`, ordered: true, empty: true},
+
+	// NULLS FIRST/LAST, and DuckDB's default: NULLs last in both directions.
+	{kind: "nulls order", sql: `SELECT id, x FROM t ORDER BY x DESC, id`, ordered: true},
+	{kind: "nulls order", sql: `SELECT id, x FROM t ORDER BY x NULLS FIRST, id DESC`, ordered: true},
+	{kind: "nulls order", sql: `SELECT id, g, n FROM t ORDER BY g DESC NULLS FIRST, n ASC NULLS LAST, id LIMIT 12`, ordered: true},
+	{kind: "nulls order", sql: `SELECT g, max(x) AS m FROM t GROUP BY g ORDER BY m DESC NULLS LAST, g NULLS FIRST`, ordered: true},
 }
 
 // featureTables are the relations of the feature data set: t and u are
