@@ -85,6 +85,11 @@ var features = []feature{
 	{kind: "nulls order", sql: `SELECT id, x FROM t ORDER BY x NULLS FIRST, id DESC`, ordered: true},
 	{kind: "nulls order", sql: `SELECT id, g, n FROM t ORDER BY g DESC NULLS FIRST, n ASC NULLS LAST, id LIMIT 12`, ordered: true},
 	{kind: "nulls order", sql: `SELECT g, max(x) AS m FROM t GROUP BY g ORDER BY m DESC NULLS LAST, g NULLS FIRST`, ordered: true},
+
+	// GROUP BY an ordinal or a SELECT alias.
+	{kind: "group by ordinal", sql: `SELECT g, count(*), sum(x) FROM t GROUP BY 1`},
+	{kind: "group by ordinal", sql: `SELECT n % 3 AS r, upper(g) AS ug, count(x) FROM t GROUP BY 1, 2 ORDER BY 1, 2`, ordered: true},
+	{kind: "group by ordinal", sql: `SELECT date_trunc('month', ts) AS m, max(id) FROM t GROUP BY m HAVING count(*) > 1`},
 }
 
 // featureTables are the relations of the feature data set: t and u are
