@@ -190,13 +190,14 @@ type StopQuery struct {
 }
 
 // Query is a SELECT, or several joined by UNION ALL, with the clauses that apply
-// to the whole result: ORDER BY, LIMIT and the objectives of WITH (...).
+// to the whole result: ORDER BY, LIMIT, OFFSET and the objectives of WITH (...).
 type Query struct {
 	Pos        lexer.Position
 	Select     *Select      `parser:"@@"`
 	UnionAll   []*Select    `parser:"( 'UNION' 'ALL' @@ )*"`
 	OrderBy    []*OrderItem `parser:"( 'ORDER' 'BY' @@ ( ',' @@ )* )?"`
 	Limit      *NumberLit   `parser:"( 'LIMIT' @@ )?"`
+	Offset     *NumberLit   `parser:"( 'OFFSET' @@ )?"`
 	Objectives []Objective  `parser:"( 'WITH' '(' @@ ( ',' @@ )* ')' )?"`
 }
 
@@ -272,11 +273,13 @@ type CallOption struct {
 	Value Literal `parser:"'=' @@"`
 }
 
-// OrderItem is one ORDER BY key.
+// OrderItem is one ORDER BY key. Nulls is "FIRST", "LAST" or "" (DuckDB's
+// default: last, in either direction).
 type OrderItem struct {
-	Pos  lexer.Position
-	Expr Expr `parser:"@@"`
-	Desc bool `parser:"( @'DESC' | 'ASC' )?"`
+	Pos   lexer.Position
+	Expr  Expr       `parser:"@@"`
+	Desc  bool       `parser:"( @'DESC' | 'ASC' )?"`
+	Nulls NullsOrder `parser:"( 'NULLS' @( 'FIRST' | 'LAST' ) )?"`
 }
 
 // Objective is one clause of a query's WITH (...): *AccuracyObjective,

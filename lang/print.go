@@ -225,6 +225,9 @@ func (p *printer) node(n Node) {
 		if n.Desc {
 			p.w(" DESC")
 		}
+		if n.Nulls != "" {
+			p.w(" NULLS ", string(n.Nulls))
+		}
 	case Objective:
 		p.objective(n)
 	case *WhenClause:
@@ -302,6 +305,10 @@ func (p *printer) query(q *Query) {
 	if q.Limit != nil {
 		p.nl("LIMIT ")
 		p.w(q.Limit.Value)
+	}
+	if q.Offset != nil {
+		p.nl("OFFSET ")
+		p.w(q.Offset.Value)
 	}
 	if q.Objectives != nil {
 		p.nl("WITH (")

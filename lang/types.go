@@ -229,3 +229,10 @@ const (
 	OpNot UnaryOp = "NOT"
 	OpNeg UnaryOp = "-"
 )
+
+// NullsOrder is where an ORDER BY key puts NULLs: "FIRST", "LAST", or ""
+// (not said: DuckDB's default, last).
+type NullsOrder string
+
+// Capture implements participle.Capture.
+func (n *NullsOrder) Capture(v []string) error { *n = NullsOrder(capWord(v)); return nil }

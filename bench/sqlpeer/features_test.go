@@ -73,6 +73,23 @@ var features = []feature{
 	{kind: "date_trunc", sql: `SELECT id, date_trunc('week', ts), date_trunc('month', ts), date_trunc('quarter', ts), date_trunc('year', ts) FROM t`},
 	{kind: "date_trunc", sql: `SELECT date_trunc('month', ts), count(*), min(ts) FROM t GROUP BY date_trunc('month', ts)`},
 	{kind: "now", sql: `SELECT id, now() > ts, now() = now(), now() > TIMESTAMP '2026-01-01 00:00:00' FROM t`},
+
+	// OFFSET: after ORDER BY (and LIMIT), alone, and past the end.
+	{kind: "offset", sql: `SELECT id, x FROM t ORDER BY id LIMIT 5 OFFSET 3`, ordered: true},
+	{kind: "offset", sql: `SELECT id FROM t ORDER BY id DESC OFFSET 30`, ordered: true},
+	{kind: "offset", sql: `SELECT g, count(*) AS c FROM t GROUP BY g ORDER BY c DESC, g LIMIT 2 OFFSET 1`, ordered: true},
+	{kind: "offset", sql: `SELECT id FROM t ORDER BY id LIMIT 3 OFFSET 100`, ordered: true, empty: true},
+
+	// NULLS FIRST/LAST, and DuckDB's default: NULLs last in both directions.
+	{kind: "nulls order", sql: `SELECT id, x FROM t ORDER BY x DESC, id`, ordered: true},
+	{kind: "nulls order", sql: `SELECT id, x FROM t ORDER BY x NULLS FIRST, id DESC`, ordered: true},
+	{kind: "nulls order", sql: `SELECT id, g, n FROM t ORDER BY g DESC NULLS FIRST, n ASC NULLS LAST, id LIMIT 12`, ordered: true},
+	{kind: "nulls order", sql: `SELECT g, max(x) AS m FROM t GROUP BY g ORDER BY m DESC NULLS LAST, g NULLS FIRST`, ordered: true},
+
+	// GROUP BY an ordinal or a SELECT alias.
+	{kind: "group by ordinal", sql: `SELECT g, count(*), sum(x) FROM t GROUP BY 1`},
+	{kind: "group by ordinal", sql: `SELECT n % 3 AS r, upper(g) AS ug, count(x) FROM t GROUP BY 1, 2 ORDER BY 1, 2`, ordered: true},
+	{kind: "group by ordinal", sql: `SELECT date_trunc('month', ts) AS m, max(id) FROM t GROUP BY m HAVING count(*) > 1`},
 }
 
 // featureTables are the relations of the feature data set: t and u are

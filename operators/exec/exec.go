@@ -342,12 +342,12 @@ func (b *builder) node(n logical.Node) (int, *arrow.Schema, error) {
 		if err != nil {
 			return 0, nil, err
 		}
-		mk := func() (dataflow.Operator, error) { return rel.NewLimit(n.N), nil }
+		mk := func() (dataflow.Operator, error) { return rel.NewLimit(n.N).Skip(n.Offset), nil }
 		switch {
 		case windowed(n.Input):
-			mk = func() (dataflow.Operator, error) { return rel.NewLimitPerWindow(n.N), nil }
+			mk = func() (dataflow.Operator, error) { return rel.NewLimitPerWindow(n.N).Skip(n.Offset), nil }
 		case n == b.finalLimit:
-			mk = func() (dataflow.Operator, error) { return rel.NewFinalLimit(n.N), nil }
+			mk = func() (dataflow.Operator, error) { return rel.NewFinalLimit(n.N).Skip(n.Offset), nil }
 		}
 		op := b.add("limit", 1, mk)
 		b.g.Connect(in, 0, op, 0)

@@ -142,6 +142,10 @@ func (b *Binder) aggregate(s *lang.Select, order []*lang.OrderItem, node logical
 	}
 	b.clause = "GROUP BY"
 	for _, g := range s.GroupBy {
+		if g = b.groupItem(g, s, sc); g == nil {
+			ac.incomplete = true
+			continue
+		}
 		if fc, ok := g.(*lang.FuncCall); ok && isWindow(fc.Name) {
 			if ac.win != nil {
 				b.errorf(fc.Pos, ErrBind, "only one window per GROUP BY")
@@ -308,4 +312,42 @@ func (b *Binder) window(fc *lang.FuncCall, sc *scope) *logical.Window {
 		w.Slide = durs[1]
 	}
 	return w
+}
+
+// groupItem resolves a GROUP BY item that names a SELECT item, as DuckDB
+// does: an ordinal (GROUP BY 1) is that item's expression, and so is a bare
+// name that is no column of the FROM row but an item's alias. nil when the
+// item is wrong (reported).
+func (b *Binder) groupItem(g lang.Expr, s *lang.Select, sc *scope) lang.Expr {
+	switch x := g.(type) {
+	case *lang.NumberLit:
+		v, err := x.Int64()
+		if err != nil {
+			return g // a constant; binding it says what is wrong
+		}
+		if v < 1 || v > int64(len(s.Items)) {
+			b.errorf(x.Pos, ErrBind, "GROUP BY position %d is not in the select list (1 to %d)", v, len(s.Items))
+			return nil
+		}
+		it := s.Items[v-1]
+		switch {
+		case it.Star:
+			b.errorf(x.Pos, ErrBind, "GROUP BY position %d is a *, not one expression", v)
+			return nil
+		case hasAggregateCall(it.Expr, b.Funcs):
+			b.errorf(x.Pos, ErrBind, "GROUP BY position %d is an aggregate (%s): it cannot be grouped by", v, lang.Print(it.Expr))
+			return nil
+		}
+		return it.Expr
+	case *lang.ColumnRef:
+		if len(x.Names) != 1 || sc.has("", x.Names[0]) {
+			return g
+		}
+		for _, it := range s.Items {
+			if it.Alias != "" && strings.EqualFold(it.Alias, x.Names[0]) && !hasAggregateCall(it.Expr, b.Funcs) {
+				return it.Expr
+			}
+		}
+	}
+	return g
 }

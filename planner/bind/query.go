@@ -59,12 +59,30 @@ func (b *Binder) query(q *lang.Query, _ *scope) (logical.Node, *scope) {
 	if len(q.OrderBy) > 0 && len(selects) > 1 {
 		n = b.sortOutput(n, first, q.OrderBy)
 	}
-	if q.Limit != nil {
-		v, err := q.Limit.Int64()
-		if err != nil || v < 0 {
-			b.errorf(q.Limit.Pos, ErrBind, "LIMIT wants a non-negative integer, got %s", q.Limit.Value)
-		} else {
-			n = &logical.Limit{Input: n, N: v, Pos: Pos(q.Limit.Pos)}
+	if q.Limit != nil || q.Offset != nil {
+		lim := &logical.Limit{Input: n, N: logical.NoLimit}
+		ok := true
+		if q.Limit != nil {
+			v, err := q.Limit.Int64()
+			if err != nil || v < 0 {
+				b.errorf(q.Limit.Pos, ErrBind, "LIMIT wants a non-negative integer, got %s", q.Limit.Value)
+				ok = false
+			}
+			lim.N, lim.Pos = v, Pos(q.Limit.Pos)
+		}
+		if q.Offset != nil {
+			v, err := q.Offset.Int64()
+			if err != nil || v < 0 {
+				b.errorf(q.Offset.Pos, ErrBind, "OFFSET wants a non-negative integer, got %s", q.Offset.Value)
+				ok = false
+			}
+			lim.Offset = v
+			if q.Limit == nil {
+				lim.Pos = Pos(q.Offset.Pos)
+			}
+		}
+		if ok {
+			n = lim
 		}
 	}
 	return n, first

@@ -7,6 +7,7 @@ package logical
 
 import (
 	"fmt"
+	"math"
 	"strings"
 	"time"
 
@@ -465,12 +466,17 @@ func (u *Union) Describe() string { return "Union All" }
 
 // ---- Limit ----
 
-// Limit passes the first N rows.
+// Limit passes the first N rows after skipping Offset (OFFSET). N is
+// NoLimit for an OFFSET without LIMIT.
 type Limit struct {
-	Input Node
-	N     int64
-	Pos   Pos
+	Input  Node
+	N      int64
+	Offset int64
+	Pos    Pos
 }
+
+// NoLimit is Limit.N for OFFSET k alone: every row after the first k.
+const NoLimit = math.MaxInt64
 
 func (l *Limit) Schema() *arrow.Schema { return l.Input.Schema() }
 func (l *Limit) Children() []Node      { return []Node{l.Input} }
@@ -480,8 +486,17 @@ func (l *Limit) WithChildren(ch ...Node) Node {
 	c.Input = ch[0]
 	return &c
 }
-func (l *Limit) Position() Pos    { return l.Pos }
-func (l *Limit) Describe() string { return fmt.Sprintf("Limit %d", l.N) }
+func (l *Limit) Position() Pos { return l.Pos }
+func (l *Limit) Describe() string {
+	s := "Limit"
+	if l.N != NoLimit {
+		s += fmt.Sprintf(" %d", l.N)
+	}
+	if l.Offset > 0 {
+		s += fmt.Sprintf(" OFFSET %d", l.Offset)
+	}
+	return s
+}
 
 // ---- Sort ----
 
