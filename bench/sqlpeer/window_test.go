@@ -51,6 +51,11 @@ var windowFeatures = []feature{
 	{kind: "range frame", sql: `SELECT id, sum(n) OVER (ORDER BY x RANGE BETWEEN 2.5 PRECEDING AND CURRENT ROW), avg(n) OVER (PARTITION BY g ORDER BY x RANGE BETWEEN UNBOUNDED PRECEDING AND 1 FOLLOWING), min(id) OVER (ORDER BY x RANGE BETWEEN CURRENT ROW AND UNBOUNDED FOLLOWING) FROM t`},
 	{kind: "range frame", sql: `SELECT id, count(*) OVER (ORDER BY ts RANGE BETWEEN INTERVAL '30' DAY PRECEDING AND CURRENT ROW), sum(n) OVER (PARTITION BY g ORDER BY ts RANGE BETWEEN INTERVAL '60' DAY PRECEDING AND INTERVAL '1' DAY FOLLOWING) FROM t`},
 
+	// NULLS FIRST and LAST in a window's order (fixed-width and string keys,
+	// RANGE offsets around the NULLs).
+	{kind: "nulls order", sql: `SELECT id, rank() OVER (ORDER BY n NULLS FIRST), rank() OVER (ORDER BY n DESC NULLS FIRST), dense_rank() OVER (PARTITION BY g ORDER BY s DESC NULLS FIRST), row_number() OVER (ORDER BY g NULLS FIRST, id DESC) FROM t`},
+	{kind: "nulls order", sql: `SELECT id, sum(x) OVER (ORDER BY n NULLS FIRST RANGE BETWEEN 1 PRECEDING AND CURRENT ROW), count(*) OVER (ORDER BY x DESC NULLS FIRST RANGE BETWEEN 2 PRECEDING AND 1 FOLLOWING), first_value(id) OVER (ORDER BY n NULLS LAST, id) FROM t`},
+
 	// Over a grouping: windows see the groups (after HAVING); aggregates in
 	// their arguments and ORDER BY.
 	{kind: "window over groups", sql: `SELECT g, sum(x), rank() OVER (ORDER BY sum(x) DESC), sum(sum(x)) OVER (), count(*) * 100.0 / sum(count(*)) OVER () FROM t GROUP BY g`},

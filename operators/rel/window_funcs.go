@@ -359,14 +359,15 @@ func cmpNullsLast(a arrow.Array, i, j int, desc bool) int {
 // as order-preserving uint64s (descending ones complemented), NULL flags
 // apart; any other type compares through the array.
 type keyCol struct {
-	enc  []uint64
-	null []bool
-	arr  arrow.Array
-	desc bool
+	enc        []uint64
+	null       []bool
+	arr        arrow.Array
+	desc       bool
+	nullsFirst bool
 }
 
-func newKeyCol(a arrow.Array, desc bool) keyCol {
-	k := keyCol{arr: a, desc: desc}
+func newKeyCol(a arrow.Array, desc, nullsFirst bool) keyCol {
+	k := keyCol{arr: a, desc: desc, nullsFirst: nullsFirst}
 	n := a.Len()
 	if a.NullN() > 0 {
 		k.null = make([]bool, n)
@@ -409,17 +410,21 @@ func floatKey(f float64) uint64 {
 	return b | 1<<63
 }
 
-// cmp orders rows i and j: NULLs last in both directions.
+// cmp orders rows i and j: NULLs last in both directions, or first.
 func (k *keyCol) cmp(i, j int) int {
 	if k.null != nil {
 		ni, nj := k.null[i], k.null[j]
+		last := 1
+		if k.nullsFirst {
+			last = -1
+		}
 		switch {
 		case ni && nj:
 			return 0
 		case ni:
-			return 1
+			return last
 		case nj:
-			return -1
+			return -last
 		}
 	}
 	if k.enc != nil {
@@ -452,7 +457,7 @@ func encoded(ks []keyCol) bool {
 // a NULL sorts after every value (its flag before the value), ties by row.
 func sortEncoded(perm []int32, ks []keyCol) {
 	type item struct {
-		n [2]bool
+		n [2]bool // NULL, or for NULLS FIRST a value
 		k [2]uint64
 		i int32
 	}
@@ -460,9 +465,9 @@ func sortEncoded(perm []int32, ks []keyCol) {
 	for x, r := range perm {
 		it := item{i: r}
 		for j := range ks {
-			if ks[j].null != nil && ks[j].null[r] {
-				it.n[j] = true
-			} else {
+			isNull := ks[j].null != nil && ks[j].null[r]
+			it.n[j] = isNull != ks[j].nullsFirst
+			if !isNull {
 				it.k[j] = ks[j].enc[r]
 			}
 		}
@@ -490,18 +495,18 @@ func sortEncoded(perm []int32, ks []keyCol) {
 	}
 }
 
-func sortRows(n int, part, order []arrow.Array, keys []logical.SortKey) *sorted {
+func sortRows(n int, part, order []arrow.Array, keys []logical.WindowKey) *sorted {
 	s := &sorted{perm: make([]int32, n), order: order}
 	for i := range s.perm {
 		s.perm[i] = int32(i)
 	}
 	pk := make([]keyCol, len(part))
 	for i, a := range part {
-		pk[i] = newKeyCol(a, false)
+		pk[i] = newKeyCol(a, false, false)
 	}
 	ok := make([]keyCol, len(order))
 	for i, a := range order {
-		ok[i] = newKeyCol(a, keys[i].Desc)
+		ok[i] = newKeyCol(a, keys[i].Desc, keys[i].NullsFirst)
 	}
 	cmpPart := func(i, j int) int {
 		for k := range pk {
@@ -728,13 +733,18 @@ func (cw *compiledWindow) frames(s *sorted) (fs, fe []int32) {
 			}
 			return s.peerStart[k]
 		}
-		// Non-NULL keys of the partition are [ps, nn), ascending in pos.
-		nn := int(ps) + sort.Search(int(pe)-int(ps), func(i int) bool { return null[int(ps)+i] })
+		// Non-NULL keys of the partition are [lo, nn), ascending in pos:
+		// the NULLs are after them, or before for NULLS FIRST.
+		lo, nn := int(ps), int(pe)
+		if cw.f.Order[0].NullsFirst {
+			lo += sort.Search(int(pe)-int(ps), func(i int) bool { return !null[int(ps)+i] })
+		} else {
+			nn = lo + sort.Search(int(pe)-int(ps), func(i int) bool { return null[int(ps)+i] })
+		}
 		target := pos[k] + b.Offset
 		if b.Kind == logical.OffsetPreceding {
 			target = pos[k] - b.Offset
 		}
-		lo := int(ps)
 		if end { // first row past the target
 			return int32(lo + sort.Search(nn-lo, func(i int) bool { return pos[lo+i] > target }))
 		}

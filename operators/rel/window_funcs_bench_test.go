@@ -29,7 +29,7 @@ func BenchmarkWindowFuncs(b *testing.B) {
 	c := functions.NewCtx(mem)
 	fns := functions.Builtins()
 	part := []expr.Expr{colK}
-	order := []logical.SortKey{{Expr: colV}}
+	order := []logical.WindowKey{{Expr: colV}}
 	rows3 := logical.Frame{Unit: logical.FrameRows, Start: logical.FrameBound{Kind: logical.OffsetPreceding, Offset: 3}, End: logical.FrameBound{Kind: logical.CurrentRow}}
 	b.Run("baseline sort", func(b *testing.B) {
 		keys := []SortKey{{Expr: colK}, {Expr: colV}}

@@ -54,18 +54,18 @@ func TestWindowFuncsMatchBruteForce(t *testing.T) {
 		in = append(in, dataflow.Batch{Record: makeRecord(t, mem, streamSchema, b)})
 	}
 	byK := []expr.Expr{colK}
-	tsAsc := []logical.SortKey{{Expr: colTS}}
+	tsAsc := []logical.WindowKey{{Expr: colTS}}
 	ms := float64(time.Millisecond / time.Microsecond)
 	funcs := []*logical.WindowFunc{
-		{Func: "rank", Partition: byK, Order: []logical.SortKey{{Expr: colV}}, Frame: logical.DefaultFrame, DataType: expr.Int64},
-		{Func: "dense_rank", Partition: byK, Order: []logical.SortKey{{Expr: colV, Desc: true}}, Frame: logical.DefaultFrame, DataType: expr.Int64},
-		{Func: "cume_dist", Partition: byK, Order: []logical.SortKey{{Expr: colV}}, Frame: logical.DefaultFrame, DataType: expr.Float64},
+		{Func: "rank", Partition: byK, Order: []logical.WindowKey{{Expr: colV}}, Frame: logical.DefaultFrame, DataType: expr.Int64},
+		{Func: "dense_rank", Partition: byK, Order: []logical.WindowKey{{Expr: colV, Desc: true}}, Frame: logical.DefaultFrame, DataType: expr.Int64},
+		{Func: "cume_dist", Partition: byK, Order: []logical.WindowKey{{Expr: colV}}, Frame: logical.DefaultFrame, DataType: expr.Float64},
 		{Func: "sum", Args: []expr.Expr{colV}, Partition: byK, Order: tsAsc, DataType: expr.Int64,
 			Frame: logical.Frame{Unit: logical.FrameRows, Start: logical.FrameBound{Kind: logical.OffsetPreceding, Offset: 3}, End: logical.FrameBound{Kind: logical.CurrentRow}}},
 		{Func: "max", Args: []expr.Expr{colF}, Partition: byK, Order: tsAsc, DataType: expr.Float64,
 			Frame: logical.Frame{Unit: logical.FrameRange, Start: logical.FrameBound{Kind: logical.OffsetPreceding, Offset: 50 * ms, Time: true}, End: logical.FrameBound{Kind: logical.OffsetFollowing, Offset: 20 * ms, Time: true}}},
 		{Func: "lag", Args: []expr.Expr{colV, lit(t, int64(2)), lit(t, int64(-1))}, Partition: byK, Order: tsAsc, Frame: logical.DefaultFrame, DataType: expr.Int64},
-		{Func: "count", Partition: byK, Order: []logical.SortKey{{Expr: colV}}, Frame: logical.DefaultFrame, DataType: expr.Int64},
+		{Func: "count", Partition: byK, Order: []logical.WindowKey{{Expr: colV}}, Frame: logical.DefaultFrame, DataType: expr.Int64},
 		{Func: "avg", Args: []expr.Expr{colF}, Partition: byK, DataType: expr.Float64, Frame: logical.DefaultFrame},
 	}
 	names := []string{"r", "dr", "cd", "s3", "mx", "lag", "cnt", "avg"}
@@ -152,7 +152,7 @@ func TestWindowFuncsPerEpoch(t *testing.T) {
 		{Epoch: 20, Record: makeRecord(t, mem, streamSchema, [][]any{{int64(3), int64(1), nil, "c", ts}, {int64(4), nil, nil, "d", ts}})},
 	}
 	funcs := []*logical.WindowFunc{
-		{Func: "row_number", Order: []logical.SortKey{{Expr: colV, Desc: true}}, Frame: logical.DefaultFrame, DataType: expr.Int64},
+		{Func: "row_number", Order: []logical.WindowKey{{Expr: colV, Desc: true}}, Frame: logical.DefaultFrame, DataType: expr.Int64},
 		{Func: "sum", Args: []expr.Expr{colV}, Frame: logical.DefaultFrame, DataType: expr.Int64},
 	}
 	capt, err := runGraph(t, mem, in, false, func(dataflow.Instance) (dataflow.Operator, error) {
@@ -202,13 +202,13 @@ func TestStreamOverEmitsPerWatermarkAndDropsLateRows(t *testing.T) {
 	}
 	ms := float64(time.Millisecond / time.Microsecond)
 	funcs := []*logical.WindowFunc{
-		{Func: "sum", Args: []expr.Expr{colV}, Partition: []expr.Expr{colK}, Order: []logical.SortKey{{Expr: colTS}}, DataType: expr.Int64,
+		{Func: "sum", Args: []expr.Expr{colV}, Partition: []expr.Expr{colK}, Order: []logical.WindowKey{{Expr: colTS}}, DataType: expr.Int64,
 			Frame: logical.Frame{Unit: logical.FrameRange, Start: logical.FrameBound{Kind: logical.OffsetPreceding, Offset: 50 * ms, Time: true}, End: logical.FrameBound{Kind: logical.CurrentRow}}},
-		{Func: "count", Partition: []expr.Expr{colK}, Order: []logical.SortKey{{Expr: colTS}}, DataType: expr.Int64,
+		{Func: "count", Partition: []expr.Expr{colK}, Order: []logical.WindowKey{{Expr: colTS}}, DataType: expr.Int64,
 			Frame: logical.Frame{Unit: logical.FrameRows, Start: logical.FrameBound{Kind: logical.OffsetPreceding, Offset: 4}, End: logical.FrameBound{Kind: logical.CurrentRow}}},
 		// From the partition's start (the default frame): running per partition.
-		{Func: "max", Args: []expr.Expr{colF}, Partition: []expr.Expr{colK}, Order: []logical.SortKey{{Expr: colTS}}, DataType: expr.Float64, Frame: logical.DefaultFrame},
-		{Func: "avg", Args: []expr.Expr{colV}, Order: []logical.SortKey{{Expr: colTS}}, DataType: expr.Float64, Frame: logical.DefaultFrame},
+		{Func: "max", Args: []expr.Expr{colF}, Partition: []expr.Expr{colK}, Order: []logical.WindowKey{{Expr: colTS}}, DataType: expr.Float64, Frame: logical.DefaultFrame},
+		{Func: "avg", Args: []expr.Expr{colV}, Order: []logical.WindowKey{{Expr: colTS}}, DataType: expr.Float64, Frame: logical.DefaultFrame},
 	}
 	st := &Stats{}
 	capt, err := runGraph(t, mem, in, false, func(dataflow.Instance) (dataflow.Operator, error) {
@@ -277,11 +277,11 @@ func TestStreamOverEmitsPerWatermarkAndDropsLateRows(t *testing.T) {
 func TestStreamOverRefusesWhatAStreamCannotDo(t *testing.T) {
 	rows := logical.Frame{Unit: logical.FrameRows, Start: logical.FrameBound{Kind: logical.OffsetPreceding, Offset: 2}, End: logical.FrameBound{Kind: logical.CurrentRow}}
 	for _, f := range []*logical.WindowFunc{
-		{Func: "rank", Order: []logical.SortKey{{Expr: colTS}}, Frame: logical.DefaultFrame},
-		{Func: "sum", Args: []expr.Expr{colV}, Order: []logical.SortKey{{Expr: colTS}}, Frame: logical.Frame{Unit: logical.FrameRows, // past the current row
+		{Func: "rank", Order: []logical.WindowKey{{Expr: colTS}}, Frame: logical.DefaultFrame},
+		{Func: "sum", Args: []expr.Expr{colV}, Order: []logical.WindowKey{{Expr: colTS}}, Frame: logical.Frame{Unit: logical.FrameRows, // past the current row
 			Start: logical.FrameBound{Kind: logical.OffsetPreceding, Offset: 1}, End: logical.FrameBound{Kind: logical.OffsetFollowing, Offset: 1}}},
-		{Func: "sum", Args: []expr.Expr{colV}, Order: []logical.SortKey{{Expr: colV}}, Frame: rows}, // not event time
-		{Func: "sum", Args: []expr.Expr{colV}, Order: []logical.SortKey{{Expr: colTS, Desc: true}}, Frame: rows},
+		{Func: "sum", Args: []expr.Expr{colV}, Order: []logical.WindowKey{{Expr: colV}}, Frame: rows}, // not event time
+		{Func: "sum", Args: []expr.Expr{colV}, Order: []logical.WindowKey{{Expr: colTS, Desc: true}}, Frame: rows},
 	} {
 		err := CheckStreamOver([]*logical.WindowFunc{f}, streamSchema)
 		var we *WindowError

@@ -97,7 +97,7 @@ func (b *Binder) windowCall(x *lang.FuncCall, sc *scope, ac *aggScope) expr.Expr
 		f.Partition = append(f.Partition, bind(p))
 	}
 	for _, o := range spec.OrderBy {
-		f.Order = append(f.Order, logical.SortKey{Expr: bind(o.Expr), Desc: o.Desc})
+		f.Order = append(f.Order, logical.WindowKey{Expr: bind(o.Expr), Desc: o.Desc, NullsFirst: o.Nulls == "FIRST"})
 	}
 	if !ok {
 		return nil

@@ -80,6 +80,14 @@ func (f Frame) String() string { return fmt.Sprintf("%s BETWEEN %s AND %s", f.Un
 // running aggregate serves it).
 func (f Frame) Growing() bool { return f.Start.Kind == UnboundedPreceding }
 
+// WindowKey is one ORDER BY key of a window. NULLs sort last in either
+// direction (DuckDB's default) unless NullsFirst.
+type WindowKey struct {
+	Expr       expr.Expr
+	Desc       bool
+	NullsFirst bool
+}
+
 // WindowFunc is one window function call: Func over Args, per partition, in
 // Order, over Frame. Func is a ranking or value function (row_number, rank,
 // dense_rank, percent_rank, cume_dist, ntile, lag, lead, first_value,
@@ -89,7 +97,7 @@ type WindowFunc struct {
 	Func      string
 	Args      []expr.Expr
 	Partition []expr.Expr
-	Order     []SortKey
+	Order     []WindowKey
 	Frame     Frame
 	DataType  arrow.DataType
 	Pos       Pos
@@ -122,6 +130,9 @@ func (w *WindowFunc) String() string {
 			os[i] = o.Expr.String()
 			if o.Desc {
 				os[i] += " DESC"
+			}
+			if o.NullsFirst {
+				os[i] += " NULLS FIRST"
 			}
 		}
 		parts = append(parts, "ORDER BY "+strings.Join(os, ", "))
