@@ -214,6 +214,7 @@ type Select struct {
 	Where    Expr          `parser:"( 'WHERE' @@ )?"`
 	GroupBy  []Expr        `parser:"( 'GROUP' 'BY' @@ ( ',' @@ )* )?"`
 	Having   Expr          `parser:"( 'HAVING' @@ )?"`
+	Windows  []*WindowDef  `parser:"( 'WINDOW' @@ ( ',' @@ )* )?"`
 }
 
 // SelectItem is `*`, `t.*` (Star with Qualifier t) or `expr [AS alias]`.
@@ -238,7 +239,7 @@ type TableRef struct {
 	Pos      lexer.Position
 	Name     string `parser:"( @( Ident | QIdent )"`
 	Subquery *Query `parser:"| '(' @@ ')' )"`
-	Alias    string `parser:"( 'AS' @( Ident | QIdent ) | @( Ident | QIdent ) )?"`
+	Alias    string `parser:"( 'AS' @( Ident | QIdent ) | (?! 'WINDOW' ( Ident | QIdent ) 'AS' ) @( Ident | QIdent ) )?"`
 }
 
 // Join is one join. Lateral is set for CROSS JOIN LATERAL f(args), whose

@@ -129,7 +129,7 @@ type FuncCall struct {
 	Star     bool   `parser:"( @'*'"`
 	Distinct bool   `parser:"| @'DISTINCT'"`
 	Args     []Expr `parser:"  @@ ( ',' @@ )* | @@ ( ',' @@ )* )? ')'"`
-	Over     *Over  `parser:"( (?= 'OVER' '(' ) @@ )?"`
+	Over     *Over  `parser:"( (?= 'OVER' ( '(' | Ident | QIdent ) ) @@ )?"`
 }
 
 // ColumnRef is a possibly dotted name: col, t.col, t.col.field. The binder

@@ -32,7 +32,7 @@ var contextualWords = []string{
 	"TEXT", "THROUGHPUT", "TIER", "TIERS", "TIMESTAMP", "TO", "TRY_CAST", "TUMBLE", "VARCHAR",
 	"VARIANTS", "WORKERS",
 	// window functions: OVER (PARTITION BY ... ORDER BY ... frame)
-	"CURRENT", "FOLLOWING", "OVER", "PARTITION", "PRECEDING", "RANGE", "ROW", "ROWS", "UNBOUNDED",
+	"CURRENT", "FOLLOWING", "OVER", "PARTITION", "PRECEDING", "RANGE", "ROW", "ROWS", "UNBOUNDED", "WINDOW",
 }
 
 var reservedSet = func() map[string]bool {

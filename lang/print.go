@@ -365,6 +365,7 @@ func (p *printer) selectBlock(s *Select) {
 		p.nl("HAVING ")
 		p.expr(s.Having, 0)
 	}
+	p.windowDefs(s.Windows)
 }
 
 // lineWidth is where a list stops fitting on its clause's line and goes one

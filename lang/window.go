@@ -7,11 +7,21 @@ import (
 )
 
 // Over is the OVER clause of a window function call: f(args) OVER (PARTITION
-// BY ... ORDER BY ... frame). OVER is a contextual word, so a column may
-// still be called "over": the clause is OVER followed by "(".
+// BY ... ORDER BY ... frame), or OVER name for a window of the SELECT's
+// WINDOW clause. OVER is a contextual word, so a column may still be called
+// "over": the clause is OVER followed by "(" or a name.
 type Over struct {
 	Pos  lexer.Position
-	Spec *WindowSpec `parser:"'OVER' '(' @@ ')'"`
+	Name string      `parser:"'OVER' ( @( Ident | QIdent )"`
+	Spec *WindowSpec `parser:"| '(' @@ ')' )"`
+}
+
+// WindowDef is one name AS (spec) of a SELECT's WINDOW clause. WINDOW is a
+// contextual word: a table alias is not taken for it before name AS.
+type WindowDef struct {
+	Pos  lexer.Position
+	Name string      `parser:"@( Ident | QIdent ) 'AS'"`
+	Spec *WindowSpec `parser:"'(' @@ ')'"`
 }
 
 // WindowSpec is the inside of OVER (...): PARTITION BY, ORDER BY and a
@@ -73,12 +83,31 @@ func (n *Over) Position() lexer.Position       { return n.Pos }
 func (n *WindowSpec) Position() lexer.Position { return n.Pos }
 func (n *Frame) Position() lexer.Position      { return n.Pos }
 func (n *FrameBound) Position() lexer.Position { return n.Pos }
+func (n *WindowDef) Position() lexer.Position  { return n.Pos }
 
 // over writes " OVER ..." after a call.
 func (p *printer) over(o *Over) {
+	if o.Spec == nil {
+		p.w(" OVER ", quoteIdent(o.Name))
+		return
+	}
 	p.w(" OVER (")
 	p.windowSpec(o.Spec)
 	p.w(")")
+}
+
+// windowDefs writes a SELECT's WINDOW clause.
+func (p *printer) windowDefs(ds []*WindowDef) {
+	for i, d := range ds {
+		if i == 0 {
+			p.nl("WINDOW ")
+		} else {
+			p.w(", ")
+		}
+		p.w(quoteIdent(d.Name), " AS (")
+		p.windowSpec(d.Spec)
+		p.w(")")
+	}
 }
 
 func (p *printer) windowSpec(s *WindowSpec) {

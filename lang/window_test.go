@@ -20,6 +20,10 @@ func TestOverParsesAndPrints(t *testing.T) {
 			"SELECT lag(x, 2, 0) OVER (ORDER BY y ROWS BETWEEN UNBOUNDED PRECEDING AND UNBOUNDED FOLLOWING)\nFROM t"},
 		// OVER is contextual: without "(" it is still an alias.
 		{"SELECT count(*) over FROM t", "SELECT count(*) AS over\nFROM t"},
+		// Named windows; WINDOW is still a table alias where no name AS follows.
+		{"SELECT sum(x) OVER w, rank() over w2 FROM t window w AS (PARTITION BY a), w2 AS (ORDER BY b)",
+			"SELECT sum(x) OVER w, rank() OVER w2\nFROM t\nWINDOW w AS (PARTITION BY a), w2 AS (ORDER BY b)"},
+		{"SELECT a FROM t window WHERE a > 1", "SELECT a\nFROM t AS window\nWHERE a > 1"},
 	} {
 		s, err := Parse("q.sql", tc.in)
 		if err != nil {

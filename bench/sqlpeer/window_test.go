@@ -56,6 +56,9 @@ var windowFeatures = []feature{
 	{kind: "nulls order", sql: `SELECT id, rank() OVER (ORDER BY n NULLS FIRST), rank() OVER (ORDER BY n DESC NULLS FIRST), dense_rank() OVER (PARTITION BY g ORDER BY s DESC NULLS FIRST), row_number() OVER (ORDER BY g NULLS FIRST, id DESC) FROM t`},
 	{kind: "nulls order", sql: `SELECT id, sum(x) OVER (ORDER BY n NULLS FIRST RANGE BETWEEN 1 PRECEDING AND CURRENT ROW), count(*) OVER (ORDER BY x DESC NULLS FIRST RANGE BETWEEN 2 PRECEDING AND 1 FOLLOWING), first_value(id) OVER (ORDER BY n NULLS LAST, id) FROM t`},
 
+	// Named windows.
+	{kind: "named window", sql: `SELECT id, sum(x) OVER w, rank() OVER w, lag(id) OVER w2 FROM t WINDOW w AS (PARTITION BY g ORDER BY n), w2 AS (ORDER BY id)`},
+
 	// Over a grouping: windows see the groups (after HAVING); aggregates in
 	// their arguments and ORDER BY.
 	{kind: "window over groups", sql: `SELECT g, sum(x), rank() OVER (ORDER BY sum(x) DESC), sum(sum(x)) OVER (), count(*) * 100.0 / sum(count(*)) OVER () FROM t GROUP BY g`},

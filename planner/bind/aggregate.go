@@ -168,7 +168,7 @@ func (b *Binder) aggregate(s *lang.Select, order []*lang.OrderItem, node logical
 	// SELECT DISTINCT without GROUP BY or aggregates groups by its items; with
 	// them, the distinct rows are taken after the projection.
 	distinctGroups := s.Distinct && len(s.GroupBy) == 0 && s.Having == nil && !itemsAggregate(s, b)
-	ws := &winScope{}
+	ws := b.newWinScope(s)
 	b.wins = ws // selectBlock restores the enclosing block's
 	b.clause = "SELECT"
 	if distinctGroups {

@@ -136,7 +136,7 @@ func (b *Binder) selectBlock(s *lang.Select, order []*lang.OrderItem) (logical.N
 // project binds the SELECT list of a non-aggregating block.
 func (b *Binder) project(s *lang.Select, order []*lang.OrderItem, node logical.Node, sc *scope) (logical.Node, *scope) {
 	p := &projection{}
-	ws := &winScope{}
+	ws := b.newWinScope(s)
 	b.wins = ws // selectBlock restores the enclosing block's
 	b.clause = "SELECT"
 	for _, it := range s.Items {

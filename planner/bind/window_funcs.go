@@ -2,6 +2,7 @@ package bind
 
 import (
 	"fmt"
+	"sort"
 	"strings"
 	"time"
 
@@ -22,6 +23,8 @@ const winBase = 1 << 24
 // evaluates them after WHERE, GROUP BY and HAVING).
 type winScope struct {
 	funcs []*logical.WindowFunc
+	// defs are the block's WINDOW name AS (...), by lower-case name.
+	defs map[string]*lang.WindowSpec
 	// inside is the call whose arguments are being bound: another window
 	// function there is an error.
 	inside *lang.FuncCall
@@ -93,6 +96,17 @@ func (b *Binder) windowCall(x *lang.FuncCall, sc *scope, ac *aggScope) expr.Expr
 		f.Args = append(f.Args, bind(a))
 	}
 	spec := x.Over.Spec
+	if spec == nil {
+		if spec = ws.defs[strings.ToLower(x.Over.Name)]; spec == nil {
+			var have []string
+			for n := range ws.defs {
+				have = append(have, n)
+			}
+			sort.Strings(have)
+			b.unknown(x.Over.Pos, "window", x.Over.Name, have)
+			return nil
+		}
+	}
 	for _, p := range spec.PartitionBy {
 		f.Partition = append(f.Partition, bind(p))
 	}
@@ -115,6 +129,21 @@ func (b *Binder) windowCall(x *lang.FuncCall, sc *scope, ac *aggScope) expr.Expr
 	ws.funcs = append(ws.funcs, f)
 	i := len(ws.funcs) - 1
 	return &expr.Column{Index: winBase + i, Name: fmt.Sprintf("win%d", i), DataType: f.DataType}
+}
+
+// newWinScope starts the window functions of block s, with its WINDOW
+// clause's names.
+func (b *Binder) newWinScope(s *lang.Select) *winScope {
+	ws := &winScope{defs: map[string]*lang.WindowSpec{}}
+	for _, d := range s.Windows {
+		k := strings.ToLower(d.Name)
+		if ws.defs[k] != nil {
+			b.errorf(d.Pos, ErrBind, "window %s is defined twice", d.Name)
+			continue
+		}
+		ws.defs[k] = d.Spec
+	}
+	return ws
 }
 
 // windowSignature checks a call's arguments and sets its result type.
