@@ -109,21 +109,25 @@ func TestWindowsMatchDuckDB(t *testing.T) {
 			if err != nil {
 				t.Fatalf("DuckDB: %v\n%s", err, d)
 			}
-			c := &collector{}
-			err = exec.RunScript(ctx, "windows.sql", featureScript(dir, f.sql), exec.ScriptOptions{
-				// Small batches: a stream's watermark moves many times,
-				// so OVER emits in many steps and carries state across them.
-				Options:   exec.Options{BaseDir: dir, BatchSize: 16},
-				NewOutput: func() (sinks.Writer, error) { return c, nil },
-			})
-			if err != nil {
-				t.Fatalf("tierflow: %v\n%s", err, f.sql)
-			}
 			if len(want) == 0 && !f.empty {
 				t.Errorf("DuckDB returns no rows: the case tests nothing\n%s", d)
 			}
-			if diff := compare(query{ordered: f.ordered}, c.rows, want); diff != "" {
-				t.Errorf("%s\n%s\ntierflow: %v\nDuckDB:   %v", diff, f.sql, c.rows, want)
+			// Parallel aggregation below the window operator must not
+			// change its answer.
+			for _, par := range []int{0, 3} {
+				c := &collector{}
+				err = exec.RunScript(ctx, "windows.sql", featureScript(dir, f.sql), exec.ScriptOptions{
+					// Small batches: a stream's watermark moves many times,
+					// so OVER emits in many steps and carries state across them.
+					Options:   exec.Options{BaseDir: dir, BatchSize: 16, Parallelism: par},
+					NewOutput: func() (sinks.Writer, error) { return c, nil },
+				})
+				if err != nil {
+					t.Fatalf("tierflow (parallelism %d): %v\n%s", par, err, f.sql)
+				}
+				if diff := compare(query{ordered: f.ordered}, c.rows, want); diff != "" {
+					t.Errorf("parallelism %d: %s\n%s\ntierflow: %v\nDuckDB:   %v", par, diff, f.sql, c.rows, want)
+				}
 			}
 		})
 	}
