@@ -99,11 +99,11 @@ func newWindowEval(funcs []*logical.WindowFunc, names []string, in *arrow.Schema
 			}
 			if len(f.Args) > at {
 				l, ok := f.Args[at].(*expr.Literal)
-				if !ok {
-					return nil, fmt.Errorf("%s wants a constant, got %s", f.Func, f.Args[at])
+				n, isInt := int64(0), false
+				if ok {
+					n, isInt = l.Value.(int64)
 				}
-				n, err := strconv.ParseInt(expr.FormatValue(l.Value, l.DataType), 10, 64)
-				if err != nil {
+				if !isInt {
 					return nil, fmt.Errorf("%s wants an integer constant, got %s", f.Func, f.Args[at])
 				}
 				cw.n = n
