@@ -249,19 +249,24 @@ func (o *StreamOver) advance(ctx *dataflow.Context, wm int64) error {
 	// Split the pending rows into those the watermark passed and the rest.
 	var ready, rest []arrow.Record
 	defer func() { releaseRecords(ready) }()
-	for _, r := range o.pending {
+	for i, r := range o.pending {
+		// On an error, the records not yet split stay pending (Close
+		// releases them), so none is released twice.
+		fail := func(err error) error {
+			o.pending = append(rest, o.pending[i:]...)
+			return err
+		}
 		ts, err := o.ts.Eval(c, r)
 		if err != nil {
-			releaseRecords(rest)
-			return err
+			return fail(err)
 		}
 		tv := functions.Int64Values(ts)
 		var now, later []int32
-		for i, t := range tv {
+		for j, t := range tv {
 			if t < wm {
-				now = append(now, int32(i))
+				now = append(now, int32(j))
 			} else {
-				later = append(later, int32(i))
+				later = append(later, int32(j))
 			}
 		}
 		ts.Release()
@@ -275,14 +280,12 @@ func (o *StreamOver) advance(ctx *dataflow.Context, wm int64) error {
 		}
 		a, err := eval.GatherRecord(c.Context(), c.Mem, r, now)
 		if err != nil {
-			releaseRecords(rest)
-			return err
+			return fail(err)
 		}
 		ready = append(ready, a)
 		l, err := eval.GatherRecord(c.Context(), c.Mem, r, later)
 		if err != nil {
-			releaseRecords(rest)
-			return err
+			return fail(err)
 		}
 		rest = append(rest, l)
 		r.Release()
