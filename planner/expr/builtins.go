@@ -1,6 +1,7 @@
 package expr
 
 import (
+	"math"
 	"time"
 
 	"github.com/apache/arrow/go/v17/arrow"
@@ -54,6 +55,11 @@ func unaryDouble(name, doc string, examples ...Example) *Function {
 func unaryString(name, doc string, examples ...Example) *Function {
 	return &Function{Name: name, Kind: Scalar, Doc: doc, Examples: examples,
 		Signatures: []Signature{sig(ret(String), "VARCHAR", p("s", StringClass))}}
+}
+
+func stat(name, doc string, examples ...Example) *Function {
+	return &Function{Name: name, Kind: AggregateKind, Doc: doc, Examples: examples,
+		Signatures: []Signature{sig(ret(Float64), "DOUBLE", p("x", num))}}
 }
 
 func builtinFunctions() []*Function {
@@ -192,6 +198,27 @@ func builtinFunctions() []*Function {
 		{Name: "max", Kind: AggregateKind, Doc: "Largest non-NULL value.",
 			Signatures: []Signature{sig(retArg(0), "same as x", p("x", AnyClass))},
 			Examples:   []Example{ex(2.5, []any{1.0, 2.5, nil})}},
+
+		stat("stddev_samp", "Sample standard deviation of the non-NULL values (n - 1); NULL for fewer than two.", ex(1.0, []any{int64(1), int64(2), nil, int64(3)})),
+		stat("stddev", "Same as stddev_samp.", ex(math.Sqrt(2), []any{1.0, 3.0})),
+		stat("stddev_pop", "Population standard deviation of the non-NULL values (n).", ex(1.0, []any{1.0, 3.0}), ex(nil, []any{nil})),
+		stat("var_samp", "Sample variance of the non-NULL values (n - 1); NULL for fewer than two.", ex(2.0, []any{1.0, 3.0}), ex(nil, []any{4.0})),
+		stat("variance", "Same as var_samp.", ex(1.0, []any{int64(1), int64(2), int64(3)})),
+		stat("var_pop", "Population variance of the non-NULL values (n).", ex(1.0, []any{1.0, 3.0})),
+		stat("median", "The middle of the non-NULL values; the mean of the two middle ones for an even count (quantile_cont(x, 0.5)).",
+			ex(2.0, []any{int64(3), int64(1), nil, int64(2)}), ex(2.5, []any{4.0, 1.0, 2.0, 3.0})),
+		{Name: "quantile_cont", Kind: AggregateKind, Doc: "The q-quantile (q from 0 to 1, a constant) of the non-NULL values, interpolated between the two nearest.",
+			Signatures: []Signature{sig(ret(Float64), "DOUBLE", p("x", num), p("q", num))},
+			Examples:   []Example{ex(1.75, []any{1.0, 2.0, 3.0, 4.0}, 0.25), ex(4.0, []any{int64(4), int64(1)}, int64(1))}},
+		{Name: "quantile_disc", Kind: AggregateKind, Doc: "The q-quantile (q from 0 to 1, a constant) of the non-NULL values: the value at position ceil(n * q) - 1 in order (the lower middle for 0.5).",
+			Signatures: []Signature{sig(retArg(0), "same as x", p("x", num), p("q", num))},
+			Examples:   []Example{ex(2.0, []any{1.0, 2.0, 3.0, 4.0}, 0.5), ex(int64(1), []any{int64(3), int64(1), int64(2)}, 0.0), ex(int64(3), []any{int64(3), int64(1), int64(2)}, 0.7)}},
+		{Name: "quantile", Kind: AggregateKind, Doc: "Same as quantile_disc (as in DuckDB).",
+			Signatures: []Signature{sig(retArg(0), "same as x", p("x", num), p("q", num))},
+			Examples:   []Example{ex(int64(2), []any{int64(1), int64(2), int64(3)}, 0.5)}},
+		{Name: "string_agg", Kind: AggregateKind, Doc: "The non-NULL strings joined by sep (a constant, ',' when not given), in the order the rows arrive; NULL when there are none.",
+			Signatures: []Signature{sig(ret(String), "VARCHAR", p("s", StringClass)), sig(ret(String), "VARCHAR", p("s", StringClass), p("sep", StringClass))},
+			Examples:   []Example{ex("a-c", []any{"a", nil, "c"}, "-"), ex("x,y", []any{"x", "y"}), ex(nil, []any{nil}, "-")}},
 
 		{Name: "tumble", Kind: WindowKind, Doc: "GROUP BY TUMBLE(t, size): fixed, non-overlapping windows [k*size, (k+1)*size) on event time t.",
 			Signatures: []Signature{sig(ret(Timestamp), "window", p("t", TimestampClass), p("size", IntervalClass))}},
