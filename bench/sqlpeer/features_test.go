@@ -106,6 +106,11 @@ var features = []feature{
 		duckdb: `SELECT time_bucket(INTERVAL 10 SECOND, ts) AS window_start, sensor, stddev(value), var_pop(value), median(value), quantile_disc(value, 0.9) FROM ev GROUP BY ALL`},
 	{kind: "stats on a stream", sql: `SELECT window_start, count(*), quantile_cont(value, 0.25) FROM ev WHERE value > 20 GROUP BY TUMBLE(ts, INTERVAL '15' SECOND)`,
 		duckdb: `SELECT time_bucket(INTERVAL 15 SECOND, ts) AS window_start, count(*), quantile_cont(value, 0.25) FROM ev WHERE value > 20 GROUP BY ALL`},
+
+	// regexp_matches / regexp_replace (RE2 on both engines), with options.
+	{kind: "regexp", sql: `SELECT id, regexp_matches(s, 'p+l'), regexp_matches(s, '^[a-c]'), regexp_matches(s, 'APPLE', 'i'), regexp_matches(s, '[0-9]$') FROM t`},
+	{kind: "regexp", sql: `SELECT id, regexp_replace(s, 'p', 'P'), regexp_replace(s, 'p', 'P', 'g'), regexp_replace(s, '([a-z]+) ([a-z]+)', '\2 \1'), regexp_replace(s, 'a', '$', 'gi') FROM t`},
+	{kind: "regexp", sql: `SELECT g, count(*) FROM t WHERE regexp_matches(s, '^(apple|cherry)', 'i') GROUP BY g`},
 }
 
 // featureTables are the relations of the feature data set: t and u are

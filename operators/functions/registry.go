@@ -109,7 +109,7 @@ func Builtins() *Registry {
 		"greatest": extremumFunc(true), "least": extremumFunc(false), "coalesce": coalesceFunc, "nullif": nullifFunc,
 		"concat": concatFunc, "lower": strMap(lowerOp), "upper": strMap(upperOp), "trim": strMap(trimOp),
 		"ltrim": strMap(ltrimOp), "rtrim": strMap(rtrimOp), "length": lengthFunc, "char_length": lengthFunc,
-		"substr": substrFunc, "replace": replaceFunc, "strpos": strposFunc, "starts_with": strPred(startsOp), "ends_with": strPred(endsOp),
+		"substr": substrFunc, "replace": replaceFunc, "strpos": strposFunc, "starts_with": strPred(startsOp), "regexp_matches": regexpMatchesFunc, "regexp_replace": regexpReplaceFunc, "ends_with": strPred(endsOp),
 		"date_trunc": dateTruncFunc, "date_part": datePartFunc, "to_timestamp": toTimestampFunc, "now": nowFunc, "epoch": epochFunc, "epoch_ms": epochMsFunc,
 	} {
 		r.scalars[name] = f
