@@ -111,6 +111,14 @@ var features = []feature{
 	{kind: "regexp", sql: `SELECT id, regexp_matches(s, 'p+l'), regexp_matches(s, '^[a-c]'), regexp_matches(s, 'APPLE', 'i'), regexp_matches(s, '[0-9]$') FROM t`},
 	{kind: "regexp", sql: `SELECT id, regexp_replace(s, 'p', 'P'), regexp_replace(s, 'p', 'P', 'g'), regexp_replace(s, '([a-z]+) ([a-z]+)', '\2 \1'), regexp_replace(s, 'a', '$', 'gi') FROM t`},
 	{kind: "regexp", sql: `SELECT g, count(*) FROM t WHERE regexp_matches(s, '^(apple|cherry)', 'i') GROUP BY g`},
+
+	// WITH ... AS: CTEs read by later CTEs, twice in one query, renamed
+	// columns, and over a stream's windows.
+	{kind: "cte", sql: `WITH pos AS (SELECT id, g, x FROM t WHERE x > 0) SELECT g, count(*), sum(x) FROM pos GROUP BY g`},
+	{kind: "cte", sql: `WITH a(k, c) AS (SELECT g, count(*) FROM t GROUP BY g), b AS (SELECT k FROM a WHERE c > 5) SELECT b.k, a.c FROM b JOIN a ON b.k = a.k`},
+	{kind: "cte", sql: `WITH lab AS (SELECT k, label FROM u WHERE label IS NOT NULL) SELECT t.id, lab.label FROM t LEFT JOIN lab ON t.n = lab.k ORDER BY t.id`, ordered: true},
+	{kind: "cte", sql: `WITH w AS (SELECT window_start AS ws, sensor, avg(value) AS a FROM ev GROUP BY sensor, TUMBLE(ts, INTERVAL '20' SECOND)) SELECT ws, max(a) FROM w GROUP BY ws`,
+		duckdb: `WITH w AS (SELECT time_bucket(INTERVAL 20 SECOND, ts) AS ws, sensor, avg(value) AS a FROM ev GROUP BY ALL) SELECT ws, max(a) FROM w GROUP BY ws`},
 }
 
 // featureTables are the relations of the feature data set: t and u are
