@@ -193,12 +193,23 @@ type StopQuery struct {
 // to the whole result: ORDER BY, LIMIT, OFFSET and the objectives of WITH (...).
 type Query struct {
 	Pos        lexer.Position
+	With       []*CTE       `parser:"( 'WITH' @@ ( ',' @@ )* )?"`
 	Select     *Select      `parser:"@@"`
 	UnionAll   []*Select    `parser:"( 'UNION' 'ALL' @@ )*"`
 	OrderBy    []*OrderItem `parser:"( 'ORDER' 'BY' @@ ( ',' @@ )* )?"`
 	Limit      *NumberLit   `parser:"( 'LIMIT' @@ )?"`
 	Offset     *NumberLit   `parser:"( 'OFFSET' @@ )?"`
 	Objectives []Objective  `parser:"( 'WITH' '(' @@ ( ',' @@ )* ')' )?"`
+}
+
+// CTE is one common table expression, WITH name [(columns)] AS (query):
+// a named subquery the query's FROM clauses can read. A query starts with
+// them, so they never meet the objectives' WITH (...) at its end.
+type CTE struct {
+	Pos     lexer.Position
+	Name    string   `parser:"@( Ident | QIdent )"`
+	Columns []string `parser:"( '(' @( Ident | QIdent ) ( ',' @( Ident | QIdent ) )* ')' )?"`
+	Query   *Query   `parser:"'AS' '(' @@ ')'"`
 }
 
 // Selects returns the SELECT and the UNION ALL branches in order.
@@ -365,6 +376,7 @@ func (n *Describe) Position() lexer.Position            { return n.Pos }
 func (n *Set) Position() lexer.Position                 { return n.Pos }
 func (n *StopQuery) Position() lexer.Position           { return n.Pos }
 func (n *Query) Position() lexer.Position               { return n.Pos }
+func (n *CTE) Position() lexer.Position                 { return n.Pos }
 func (n *Select) Position() lexer.Position              { return n.Pos }
 func (n *SelectItem) Position() lexer.Position          { return n.Pos }
 func (n *FromItem) Position() lexer.Position            { return n.Pos }

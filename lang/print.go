@@ -287,6 +287,30 @@ func (p *printer) optionList(opts []*Option) {
 }
 
 func (p *printer) query(q *Query) {
+	for i, c := range q.With {
+		if i == 0 {
+			p.w("WITH ")
+		}
+		p.w(quoteIdent(c.Name))
+		if len(c.Columns) > 0 {
+			cols := make([]string, len(c.Columns))
+			for j, col := range c.Columns {
+				cols[j] = quoteIdent(col)
+			}
+			p.w("(", strings.Join(cols, ", "), ")")
+		}
+		p.w(" AS (")
+		saved := p.indent
+		p.indent += "  "
+		p.nl("")
+		p.query(c.Query)
+		p.indent = saved
+		p.nl(")")
+		if i+1 < len(q.With) {
+			p.w(",")
+		}
+		p.nl("")
+	}
 	p.selectBlock(q.Select)
 	for _, s := range q.UnionAll {
 		p.nl("UNION ALL")

@@ -90,6 +90,35 @@ var features = []feature{
 	{kind: "group by ordinal", sql: `SELECT g, count(*), sum(x) FROM t GROUP BY 1`},
 	{kind: "group by ordinal", sql: `SELECT n % 3 AS r, upper(g) AS ug, count(x) FROM t GROUP BY 1, 2 ORDER BY 1, 2`, ordered: true},
 	{kind: "group by ordinal", sql: `SELECT date_trunc('month', ts) AS m, max(id) FROM t GROUP BY m HAVING count(*) > 1`},
+
+	// stddev/variance (sample and population), median, quantiles, string_agg.
+	{kind: "stddev/variance", sql: `SELECT g, stddev(x), stddev_samp(n), stddev_pop(x), variance(n), var_samp(x), var_pop(n) FROM t GROUP BY g`},
+	{kind: "stddev/variance", sql: `SELECT stddev(x), variance(x), var_pop(x), count(x) FROM t WHERE id < 3`},
+	{kind: "stddev/variance", sql: `SELECT id, stddev(x), var_pop(x) FROM t GROUP BY id`},
+	{kind: "median/quantile", sql: `SELECT g, median(x), median(n), quantile_cont(x, 0.25), quantile_cont(n, 0.9) FROM t GROUP BY g`},
+	{kind: "median/quantile", sql: `SELECT g, quantile_disc(x, 0.5), quantile_disc(n, 0.9), quantile(n, 0.1), quantile_disc(x, 0), quantile_disc(x, 1) FROM t GROUP BY g`},
+	{kind: "median/quantile", sql: `SELECT median(x), quantile_cont(x, 0.75), quantile_cont(x, 1) FROM t WHERE x IS NULL`},
+	{kind: "string_agg", sql: `SELECT id, string_agg(s, '|'), string_agg(g) FROM t GROUP BY id`},
+	{kind: "string_agg", sql: `SELECT g, length(string_agg(s, ', ')), count(s) FROM t GROUP BY g`},
+	{kind: "string_agg", sql: `SELECT string_agg(s, '-') FROM t WHERE s IS NULL`},
+	// ... and on a stream, per window.
+	{kind: "stats on a stream", sql: `SELECT window_start, sensor, stddev(value), var_pop(value), median(value), quantile_disc(value, 0.9) FROM ev GROUP BY sensor, TUMBLE(ts, INTERVAL '10' SECOND)`,
+		duckdb: `SELECT time_bucket(INTERVAL 10 SECOND, ts) AS window_start, sensor, stddev(value), var_pop(value), median(value), quantile_disc(value, 0.9) FROM ev GROUP BY ALL`},
+	{kind: "stats on a stream", sql: `SELECT window_start, count(*), quantile_cont(value, 0.25) FROM ev WHERE value > 20 GROUP BY TUMBLE(ts, INTERVAL '15' SECOND)`,
+		duckdb: `SELECT time_bucket(INTERVAL 15 SECOND, ts) AS window_start, count(*), quantile_cont(value, 0.25) FROM ev WHERE value > 20 GROUP BY ALL`},
+
+	// regexp_matches / regexp_replace (RE2 on both engines), with options.
+	{kind: "regexp", sql: `SELECT id, regexp_matches(s, 'p+l'), regexp_matches(s, '^[a-c]'), regexp_matches(s, 'APPLE', 'i'), regexp_matches(s, '[0-9]$') FROM t`},
+	{kind: "regexp", sql: `SELECT id, regexp_replace(s, 'p', 'P'), regexp_replace(s, 'p', 'P', 'g'), regexp_replace(s, '([a-z]+) ([a-z]+)', '\2 \1'), regexp_replace(s, 'a', '$', 'gi') FROM t`},
+	{kind: "regexp", sql: `SELECT g, count(*) FROM t WHERE regexp_matches(s, '^(apple|cherry)', 'i') GROUP BY g`},
+
+	// WITH ... AS: CTEs read by later CTEs, twice in one query, renamed
+	// columns, and over a stream's windows.
+	{kind: "cte", sql: `WITH pos AS (SELECT id, g, x FROM t WHERE x > 0) SELECT g, count(*), sum(x) FROM pos GROUP BY g`},
+	{kind: "cte", sql: `WITH a(k, c) AS (SELECT g, count(*) FROM t GROUP BY g), b AS (SELECT k FROM a WHERE c > 5) SELECT b.k, a.c FROM b JOIN a ON b.k = a.k`},
+	{kind: "cte", sql: `WITH lab AS (SELECT k, label FROM u WHERE label IS NOT NULL) SELECT t.id, lab.label FROM t LEFT JOIN lab ON t.n = lab.k ORDER BY t.id`, ordered: true},
+	{kind: "cte", sql: `WITH w AS (SELECT window_start AS ws, sensor, avg(value) AS a FROM ev GROUP BY sensor, TUMBLE(ts, INTERVAL '20' SECOND)) SELECT ws, max(a) FROM w GROUP BY ws`,
+		duckdb: `WITH w AS (SELECT time_bucket(INTERVAL 20 SECOND, ts) AS ws, sensor, avg(value) AS a FROM ev GROUP BY ALL) SELECT ws, max(a) FROM w GROUP BY ws`},
 }
 
 // featureTables are the relations of the feature data set: t and u are

@@ -100,6 +100,8 @@ type Binder struct {
 	// binder); tests pin it.
 	Now   func() time.Time
 	nowAt time.Time
+	// ctes are the WITH names in scope, innermost last.
+	ctes []*lang.CTE
 }
 
 // now is the query's instant, read once so that every now() agrees.

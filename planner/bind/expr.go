@@ -277,6 +277,20 @@ func (b *Binder) call(x *lang.FuncCall, sc *scope, ac *aggScope) expr.Expr {
 		return nil
 	}
 	if f.Kind == expr.AggregateKind {
+		for i, a := range args[min(1, len(args)):] {
+			// Only the first argument is per row (quantile_cont(x, 0.9),
+			// string_agg(s, ', ')): the others are constants of the call.
+			if !isConstant(a) {
+				b.errorf(x.Args[i+1].Position(), ErrBind, "argument %d of %s must be a constant (a literal)", i+2, f.Name)
+				return nil
+			}
+			if strings.HasPrefix(f.Name, "quantile") {
+				if q, ok := literalFloat(a); !ok || q < 0 || q > 1 {
+					b.errorf(x.Args[i+1].Position(), ErrBind, "the fraction of %s must be from 0 to 1, got %s", f.Name, lang.Print(x.Args[i+1]))
+					return nil
+				}
+			}
+		}
 		a, err := b.Funcs.NewAggregate(f.Name, x.Distinct, args...)
 		if err != nil {
 			b.errorf(x.Pos, ErrBind, "%v", err)
@@ -384,4 +398,27 @@ func (b *Binder) distinctFrom(x *lang.DistinctFromExpr, sc *scope, ac *aggScope)
 		{Cond: &expr.IsNull{Expr: r}, Then: lit(!x.Not)},
 	}, c)
 	return b.check(x.Pos, out, err)
+}
+
+// isConstant reports whether e is a literal (or the cast the binder put on
+// one to coerce it): the constant arguments aggregates take.
+func isConstant(e expr.Expr) bool {
+	if c, ok := e.(*expr.Cast); ok {
+		e = c.Expr
+	}
+	l, ok := e.(*expr.Literal)
+	return ok && l.Value != nil
+}
+
+func literalFloat(e expr.Expr) (float64, bool) {
+	if c, ok := e.(*expr.Cast); ok {
+		e = c.Expr
+	}
+	switch v := e.(*expr.Literal).Value.(type) {
+	case int64:
+		return float64(v), true
+	case float64:
+		return v, true
+	}
+	return 0, false
 }

@@ -17,6 +17,18 @@ import (
 // query binds a query (with its UNION ALL branches, ORDER BY and LIMIT); nil
 // node when a branch failed (errors are recorded).
 func (b *Binder) query(q *lang.Query, _ *scope) (logical.Node, *scope) {
+	if len(q.With) > 0 {
+		outer := len(b.ctes)
+		seen := map[string]bool{}
+		for _, c := range q.With {
+			if seen[strings.ToLower(c.Name)] {
+				b.errorf(c.Pos, ErrBind, "WITH names %s twice", c.Name)
+			}
+			seen[strings.ToLower(c.Name)] = true
+			b.ctes = append(b.ctes, c)
+		}
+		defer func() { b.ctes = b.ctes[:outer] }()
+	}
 	var nodes []logical.Node
 	var first *scope
 	selects := q.Selects()
@@ -265,6 +277,9 @@ func (b *Binder) tableRef(t *lang.TableRef) (logical.Node, *scope) {
 	alias := t.Alias
 	if alias == "" {
 		alias = t.Name
+	}
+	if n, sc, ok := b.cteRef(t, alias); ok {
+		return n, sc
 	}
 	st := b.Catalog.Stream(t.Name)
 	tb := b.Catalog.Table(t.Name)
@@ -552,4 +567,40 @@ func (b *Binder) callBatch(opts []*lang.CallOption) logical.CallBatch {
 		}
 	}
 	return cb
+}
+
+// cteRef binds a FROM name that a WITH defines (the innermost of that name;
+// a CTE's own name and later ones are not in scope in its body, so it cannot
+// refer to itself). Each reference binds the CTE's query anew: a CTE is
+// inlined, as DuckDB does unless it is materialized. ok is false when no CTE
+// has the name.
+func (b *Binder) cteRef(t *lang.TableRef, alias string) (logical.Node, *scope, bool) {
+	i := len(b.ctes) - 1
+	for i >= 0 && !strings.EqualFold(b.ctes[i].Name, t.Name) {
+		i--
+	}
+	if i < 0 {
+		return nil, nil, false
+	}
+	c := b.ctes[i]
+	saved := b.ctes
+	b.ctes = b.ctes[:i:i]
+	n, sc := b.query(c.Query, nil)
+	b.ctes = saved
+	if n == nil {
+		return nil, nil, true
+	}
+	if len(c.Columns) > len(sc.cols) {
+		b.errorf(c.Pos, ErrBind, "WITH %s names %d columns, its query has %d", c.Name, len(c.Columns), len(sc.cols))
+		return nil, nil, true
+	}
+	out := &scope{}
+	for j, col := range sc.cols {
+		name := col.name
+		if j < len(c.Columns) {
+			name = c.Columns[j]
+		}
+		out.cols = append(out.cols, column{qual: alias, name: name, typ: col.typ})
+	}
+	return n, out, true
 }
