@@ -97,3 +97,34 @@ func TestStreamWindowErrorsAtTheCall(t *testing.T) {
 		}
 	}
 }
+
+// TestWindowHugeOffsets: offsets past any partition (up to the largest
+// BIGINT) give NULL, the default or the whole partition, never an overflow.
+func TestWindowHugeOffsets(t *testing.T) {
+	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
+	defer mem.AssertSize(t, 0)
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, "t.csv"), []byte("id,v\n1,10\n2,20\n3,\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	const huge = "9223372036854775807"
+	sql := `CREATE TABLE t (id BIGINT, v BIGINT) FROM FILE 't.csv' FORMAT CSV;
+SELECT id, nth_value(v, ` + huge + `) OVER (ORDER BY id), lead(v, ` + huge + `, 0) OVER (ORDER BY id), lag(v, ` + huge + `) OVER (ORDER BY id),
+  ntile(` + huge + `) OVER (ORDER BY id), sum(v) OVER (ORDER BY id ROWS BETWEEN ` + huge + ` PRECEDING AND ` + huge + ` FOLLOWING)
+FROM t ORDER BY id;`
+	out := &collect{}
+	if err := RunScript(context.Background(), filepath.Join(dir, "q.sql"), sql, ScriptOptions{
+		Options:   Options{Allocator: mem},
+		NewOutput: func() (sinks.Writer, error) { return out, nil },
+	}); err != nil {
+		t.Fatal(err)
+	}
+	want := [][]any{
+		{int64(1), nil, int64(0), nil, int64(1), int64(30)},
+		{int64(2), nil, int64(0), nil, int64(2), int64(30)},
+		{int64(3), nil, int64(0), nil, int64(3), int64(30)},
+	}
+	if !reflect.DeepEqual(out.rows, want) {
+		t.Fatalf("got %v\nwant %v", out.rows, want)
+	}
+}

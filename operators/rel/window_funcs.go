@@ -609,7 +609,7 @@ func (cw *compiledWindow) compute(c *functions.Ctx, s *sorted, args []arrow.Arra
 		}
 		return buildFloat64(c, vals, nil), nil
 	case "lag", "lead":
-		off := cw.n
+		off := min(cw.n, int64(n)+1) // past every partition, and no overflow
 		if f.Func == "lead" {
 			off = -off
 		}
@@ -652,8 +652,8 @@ func (cw *compiledWindow) compute(c *functions.Ctx, s *sorted, args []arrow.Arra
 					at = fe[k] - 1
 				}
 			default:
-				if p := int64(fs[k]) + cw.n - 1; p < int64(fe[k]) {
-					at = int32(p)
+				if cw.n <= int64(fe[k]-fs[k]) { // (a huge n cannot overflow)
+					at = fs[k] + int32(cw.n) - 1
 				}
 			}
 			if at >= 0 {
@@ -714,7 +714,7 @@ func (cw *compiledWindow) frames(s *sorted) (fs, fe []int32) {
 			return pe
 		}
 		if fr.Unit == logical.FrameRows {
-			d := int64(b.Offset)
+			d := int64(min(b.Offset, float64(len(s.perm)+1))) // past every partition, no overflow
 			switch b.Kind {
 			case logical.OffsetPreceding:
 				d = -d
