@@ -56,6 +56,12 @@ var windowFeatures = []feature{
 	{kind: "nulls order", sql: `SELECT id, rank() OVER (ORDER BY n NULLS FIRST), rank() OVER (ORDER BY n DESC NULLS FIRST), dense_rank() OVER (PARTITION BY g ORDER BY s DESC NULLS FIRST), row_number() OVER (ORDER BY g NULLS FIRST, id DESC) FROM t`},
 	{kind: "nulls order", sql: `SELECT id, sum(x) OVER (ORDER BY n NULLS FIRST RANGE BETWEEN 1 PRECEDING AND CURRENT ROW), count(*) OVER (ORDER BY x DESC NULLS FIRST RANGE BETWEEN 2 PRECEDING AND 1 FOLLOWING), first_value(id) OVER (ORDER BY n NULLS LAST, id) FROM t`},
 
+	// Any aggregate over a frame (frame by frame, or growing by merging),
+	// DISTINCT included.
+	{kind: "other aggregates", sql: `SELECT id, median(x) OVER (PARTITION BY g), stddev_samp(x) OVER (ORDER BY id ROWS BETWEEN 3 PRECEDING AND 1 FOLLOWING), var_pop(n) OVER (ORDER BY n), count(DISTINCT g) OVER (ORDER BY id) FROM t`},
+	{kind: "other aggregates", sql: `SELECT id, quantile_cont(x, 0.25) OVER (ORDER BY id ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW), median(n) OVER (ORDER BY x RANGE BETWEEN 2 PRECEDING AND 2 FOLLOWING), sum(DISTINCT n) OVER (PARTITION BY g ORDER BY id) FROM t`},
+	{kind: "other aggregates", sql: `SELECT g, stddev(sum(x)) OVER (), median(count(*)) OVER (ORDER BY g) FROM t GROUP BY g`},
+
 	// Named windows.
 	{kind: "named window", sql: `SELECT id, sum(x) OVER w, rank() OVER w, lag(id) OVER w2 FROM t WINDOW w AS (PARTITION BY g ORDER BY n), w2 AS (ORDER BY id)`},
 

@@ -43,7 +43,7 @@ func CheckStreamOver(funcs []*logical.WindowFunc, in *arrow.Schema) error {
 		fail := func(format string, args ...any) error {
 			return &WindowError{Func: f, Msg: fmt.Sprintf(format, args...)}
 		}
-		if !windowAggregate(f.Func) {
+		if !windowAggregate(f.Func) || f.Distinct {
 			return fail("%s on a stream needs a window: apply it to the rows of GROUP BY TUMBLE(...) or HOP(...), or to a table (on a stream, OVER takes sum, count, avg, min or max)", f.Func)
 		}
 		if len(f.Order) != 1 || f.Order[0].Desc || !arrow.TypeEqual(f.Order[0].Expr.Type(), expr.Timestamp) {

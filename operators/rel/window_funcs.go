@@ -57,6 +57,24 @@ type compiledWindow struct {
 	group int
 	// n is ntile's bucket count, lag's and lead's offset, nth_value's n.
 	n int64
+	// newAcc makes the accumulator of an aggregate that has no running
+	// form here (anything but sum, count, avg, min and max, or DISTINCT).
+	newAcc func() (functions.Accumulator, error)
+}
+
+// windowOnly are the functions that are not aggregates.
+var windowOnly = map[string]bool{
+	"row_number": true, "rank": true, "dense_rank": true, "percent_rank": true, "cume_dist": true, "ntile": true,
+	"lag": true, "lead": true, "first_value": true, "last_value": true, "nth_value": true,
+}
+
+// runningAggregate reports whether f has the prefix-sum and deque forms.
+func runningAggregate(f *logical.WindowFunc) bool {
+	switch f.Func {
+	case "sum", "count", "avg", "min", "max":
+		return !f.Distinct
+	}
+	return false
 }
 
 func newWindowEval(funcs []*logical.WindowFunc, names []string, in *arrow.Schema, fns *functions.Registry) (*windowEval, error) {
@@ -107,6 +125,27 @@ func newWindowEval(funcs []*logical.WindowFunc, names []string, in *arrow.Schema
 					return nil, fmt.Errorf("%s wants an integer constant, got %s", f.Func, f.Args[at])
 				}
 				cw.n = n
+			}
+		}
+		if !windowOnly[f.Func] && !runningAggregate(f) {
+			var arg arrow.DataType
+			var params []any
+			if len(f.Args) > 0 {
+				arg = f.Args[0].Type()
+				for _, p := range f.Args[1:] {
+					v, ok := constValue(p)
+					if !ok {
+						return nil, fmt.Errorf("%w: %s: argument %s must be a constant", ErrPlan, f, p)
+					}
+					params = append(params, v)
+				}
+			}
+			name, distinct, ret := f.Func, f.Distinct, f.DataType
+			cw.newAcc = func() (functions.Accumulator, error) {
+				return fns.NewAccumulator(name, distinct, arg, ret, params...)
+			}
+			if _, err := cw.newAcc(); err != nil {
+				return nil, fmt.Errorf("%w: %s: %v", ErrPlan, f, err)
 			}
 		}
 		key := sortKeyString(f)
@@ -637,6 +676,9 @@ func (cw *compiledWindow) compute(c *functions.Ctx, s *sorted, args []arrow.Arra
 		return eval.Gather(c.Context(), c.Mem, src, idx)
 	}
 	fs, fe := cw.frames(s)
+	if cw.newAcc != nil {
+		return cw.frameAccumulate(c, s, args, fs, fe)
+	}
 	switch f.Func {
 	case "first_value", "last_value", "nth_value":
 		idx := make([]int32, n)
@@ -668,6 +710,70 @@ func (cw *compiledWindow) compute(c *functions.Ctx, s *sorted, args []arrow.Arra
 		return frameExtreme(c, f.Func == "max", s, args[0], fs, fe, n)
 	}
 	return nil, fmt.Errorf("window function %s is not implemented", f.Func)
+}
+
+// frameAccumulate evaluates any aggregate over every frame with its
+// accumulator: one group per distinct frame, in sorted order, so the frame's
+// rows are one contiguous run of the sorted argument. A frame that extends
+// the previous row's (a growing frame) starts from a merge of its group and
+// folds only the new rows; others fold their rows (O(frame) each).
+func (cw *compiledWindow) frameAccumulate(c *functions.Ctx, s *sorted, args []arrow.Array, fs, fe []int32) (arrow.Array, error) {
+	acc, err := cw.newAcc()
+	if err != nil {
+		return nil, err
+	}
+	n := len(s.perm)
+	var arg arrow.Array
+	if len(args) > 0 {
+		if arg, err = eval.Gather(c.Context(), c.Mem, args[0], s.perm); err != nil {
+			return nil, err
+		}
+		defer arg.Release()
+	}
+	gid := make([]uint32, n)
+	var buf []uint32
+	fold := func(g uint32, lo, hi int32) {
+		if hi <= lo {
+			return
+		}
+		buf = buf[:0]
+		for range hi - lo {
+			buf = append(buf, g)
+		}
+		acc.Update(buf, arg, int(lo))
+	}
+	groups := 0
+	for k := 0; k < n; k++ {
+		lo, hi := fs[k], max(fe[k], fs[k])
+		var plo, phi int32 = -1, -1 // the previous row's frame, in its partition
+		if k > 0 && s.partStart[k] == s.partStart[k-1] {
+			plo, phi = fs[k-1], max(fe[k-1], fs[k-1])
+		}
+		if lo == plo && hi == phi {
+			gid[k] = gid[k-1]
+			continue
+		}
+		g := uint32(groups)
+		groups++
+		acc.Grow(groups)
+		if lo == plo && hi > phi && phi > lo {
+			acc.Merge(g, gid[k-1])
+			fold(g, phi, hi)
+		} else {
+			fold(g, lo, hi)
+		}
+		gid[k] = g
+	}
+	if f, ok := acc.(functions.Failer); ok && f.Err() != nil {
+		return nil, f.Err()
+	}
+	res := acc.Finish(c.Mem, gid) // in sorted order
+	defer res.Release()
+	inv := make([]int32, n)
+	for k, r := range s.perm {
+		inv[r] = int32(k)
+	}
+	return eval.Gather(c.Context(), c.Mem, res, inv)
 }
 
 // ntile is DuckDB's: the first rows%buckets buckets hold one row more.

@@ -67,8 +67,12 @@ func TestWindowFuncsMatchBruteForce(t *testing.T) {
 		{Func: "lag", Args: []expr.Expr{colV, lit(t, int64(2)), lit(t, int64(-1))}, Partition: byK, Order: tsAsc, Frame: logical.DefaultFrame, DataType: expr.Int64},
 		{Func: "count", Partition: byK, Order: []logical.WindowKey{{Expr: colV}}, Frame: logical.DefaultFrame, DataType: expr.Int64},
 		{Func: "avg", Args: []expr.Expr{colF}, Partition: byK, DataType: expr.Float64, Frame: logical.DefaultFrame},
+		// Through an accumulator, frame by frame and growing by merges.
+		{Func: "count", Distinct: true, Args: []expr.Expr{colS}, Partition: byK, Order: tsAsc, DataType: expr.Int64,
+			Frame: logical.Frame{Unit: logical.FrameRows, Start: logical.FrameBound{Kind: logical.OffsetPreceding, Offset: 3}, End: logical.FrameBound{Kind: logical.CurrentRow}}},
+		{Func: "count", Distinct: true, Args: []expr.Expr{colV}, Partition: byK, Order: tsAsc, DataType: expr.Int64, Frame: logical.DefaultFrame},
 	}
-	names := []string{"r", "dr", "cd", "s3", "mx", "lag", "cnt", "avg"}
+	names := []string{"r", "dr", "cd", "s3", "mx", "lag", "cnt", "avg", "ds3", "dv"}
 	capt, err := runGraph(t, mem, in, false, func(dataflow.Instance) (dataflow.Operator, error) {
 		return NewWindowFuncsAtEnd(funcs, names, streamSchema, functions.Builtins())
 	})
@@ -134,8 +138,17 @@ func TestWindowFuncsMatchBruteForce(t *testing.T) {
 		if fn > 0 {
 			avg = fsum / float64(fn)
 		}
+		ds3, dv := map[any]bool{}, map[any]bool{}
+		for p := 0; p <= pos; p++ {
+			if v := byTS[p][3]; v != nil && p >= pos-3 {
+				ds3[v] = true
+			}
+			if v := byTS[p][1]; v != nil {
+				dv[v] = true
+			}
+		}
 		want = append(want, append(append([]any(nil), r...),
-			rank, int64(len(desc)+1), float64(notAfter)/float64(len(part)), s3, mx, lag, notAfter, avg))
+			rank, int64(len(desc)+1), float64(notAfter)/float64(len(part)), s3, mx, lag, notAfter, avg, int64(len(ds3)), int64(len(dv))))
 	}
 	sameRows(t, "window functions", recordRows(capturedRecords(capt)), want)
 }

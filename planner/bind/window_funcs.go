@@ -40,9 +40,6 @@ var valueFuncs = map[string]bool{
 	"lag": true, "lead": true, "first_value": true, "last_value": true, "nth_value": true,
 }
 
-// windowAggs are the aggregates that run over a frame.
-var windowAggs = map[string]bool{"sum": true, "count": true, "avg": true, "min": true, "max": true}
-
 func isWindowOnly(name string) bool {
 	n := strings.ToLower(name)
 	return rankingFuncs[n] || valueFuncs[n]
@@ -74,10 +71,6 @@ func (b *Binder) windowCall(x *lang.FuncCall, sc *scope, ac *aggScope) expr.Expr
 		return nil
 	case ac != nil && ac.inside != nil:
 		b.errorf(x.Pos, ErrBind, "window function %s cannot be nested inside aggregate %s", name, strings.ToLower(ac.inside.Name))
-		return nil
-	}
-	if x.Distinct {
-		b.errorf(x.Pos, ErrNotSupported, "DISTINCT in window function %s is not supported yet", name)
 		return nil
 	}
 	ws := b.wins
@@ -149,6 +142,10 @@ func (b *Binder) newWinScope(s *lang.Select) *winScope {
 // windowSignature checks a call's arguments and sets its result type.
 func (b *Binder) windowSignature(x *lang.FuncCall, f *logical.WindowFunc) bool {
 	name := f.Func
+	if x.Distinct && (rankingFuncs[name] || valueFuncs[name]) {
+		b.errorf(x.Pos, ErrBind, "%s is not an aggregate: DISTINCT does not apply", name)
+		return false
+	}
 	nargs := func(lo, hi int, what string) bool {
 		if len(f.Args) < lo || len(f.Args) > hi || x.Star {
 			b.errorf(x.Pos, ErrBind, "%s takes %s, got %d", name, what, len(f.Args))
@@ -222,20 +219,19 @@ func (b *Binder) windowSignature(x *lang.FuncCall, f *logical.WindowFunc) bool {
 		}
 		f.DataType = f.Args[0].Type()
 		return true
-	case windowAggs[name]:
-		a, err := b.Funcs.NewAggregate(name, false, f.Args...)
+	}
+	if fn, ok := b.Funcs.Lookup(name); ok && fn.Kind == expr.AggregateKind {
+		// Any aggregate runs over a frame: sum, count, avg, min and max
+		// with running and sliding state, the others frame by frame.
+		a, err := b.Funcs.NewAggregate(name, x.Distinct, f.Args...)
 		if err != nil {
 			b.errorf(x.Pos, ErrBind, "%v", err)
 			return false
 		}
-		f.Args, f.DataType = a.Args, a.Type()
+		f.Args, f.DataType, f.Distinct = a.Args, a.Type(), x.Distinct
 		return true
 	}
-	if fn, ok := b.Funcs.Lookup(name); ok && fn.Kind == expr.AggregateKind {
-		b.errorf(x.Pos, ErrNotSupported, "aggregate %s is not supported as a window function yet (sum, count, avg, min and max are)", name)
-		return false
-	}
-	b.errorf(x.Pos, ErrUnknown, "unknown window function %s (want row_number, rank, dense_rank, percent_rank, cume_dist, ntile, lag, lead, first_value, last_value, nth_value, sum, count, avg, min or max)", name)
+	b.errorf(x.Pos, ErrUnknown, "unknown window function %s (want row_number, rank, dense_rank, percent_rank, cume_dist, ntile, lag, lead, first_value, last_value, nth_value, or an aggregate)", name)
 	return false
 }
 

@@ -91,11 +91,12 @@ type WindowKey struct {
 // WindowFunc is one window function call: Func over Args, per partition, in
 // Order, over Frame. Func is a ranking or value function (row_number, rank,
 // dense_rank, percent_rank, cume_dist, ntile, lag, lead, first_value,
-// last_value, nth_value) or an aggregate (sum, count, avg, min, max; count
-// with no Args is count(*)).
+// last_value, nth_value) or any aggregate (count with no Args is count(*);
+// an aggregate's constant arguments after the first are its parameters).
 type WindowFunc struct {
 	Func      string
 	Args      []expr.Expr
+	Distinct  bool // count(DISTINCT x) OVER (...)
 	Partition []expr.Expr
 	Order     []WindowKey
 	Frame     Frame
@@ -106,6 +107,9 @@ type WindowFunc struct {
 func (w *WindowFunc) String() string {
 	var b strings.Builder
 	b.WriteString(w.Func + "(")
+	if w.Distinct {
+		b.WriteString("DISTINCT ")
+	}
 	for i, a := range w.Args {
 		if i > 0 {
 			b.WriteString(", ")
