@@ -460,6 +460,10 @@ func (p *printer) join(j *Join) {
 	switch j.Kind {
 	case JoinLeft:
 		p.w("LEFT JOIN ")
+	case JoinRight:
+		p.w("RIGHT JOIN ")
+	case JoinFull:
+		p.w("FULL JOIN ")
 	case JoinCross:
 		p.w("CROSS JOIN ")
 	default:

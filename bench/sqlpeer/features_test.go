@@ -134,6 +134,11 @@ var features = []feature{
 	{kind: "scalar subquery", sql: `SELECT g, sum(x) / (SELECT sum(x) FROM t) FROM t GROUP BY g HAVING count(*) > (SELECT count(*) / 10 FROM t)`},
 	{kind: "subquery on a stream", sql: `SELECT window_start, count(*) FROM ev WHERE sensor IN (SELECT k FROM u) AND value > (SELECT avg(k) FROM u) GROUP BY TUMBLE(ts, INTERVAL '30' SECOND)`,
 		duckdb: `SELECT time_bucket(INTERVAL 30 SECOND, ts) AS window_start, count(*) FROM ev WHERE sensor IN (SELECT k FROM u) AND value > (SELECT avg(k) FROM u) GROUP BY ALL`},
+
+	// RIGHT JOIN: every right row, the left's columns NULL where none match.
+	{kind: "right join", sql: `SELECT t.id, u.k, u.label FROM t RIGHT JOIN u ON t.n = u.k`},
+	{kind: "right join", sql: `SELECT u.label, count(t.id), sum(t.x) FROM t RIGHT OUTER JOIN u ON t.n = u.k GROUP BY u.label`},
+	{kind: "right join", sql: `SELECT * FROM u RIGHT JOIN t ON u.k = t.n WHERE t.id < 12`},
 }
 
 // featureTables are the relations of the feature data set: t and u are
