@@ -257,7 +257,7 @@ type TableRef struct {
 // output columns become part of the row; otherwise Table is set.
 type Join struct {
 	Pos     lexer.Position
-	Kind    JoinKind  `parser:"@( 'INNER'? 'JOIN' | 'LEFT' 'OUTER'? 'JOIN' | 'CROSS' 'JOIN' )"`
+	Kind    JoinKind  `parser:"@( 'INNER'? 'JOIN' | ( 'LEFT' | 'RIGHT' | 'FULL' ) 'OUTER'? 'JOIN' | 'CROSS' 'JOIN' )"`
 	Lateral *Lateral  `parser:"( @@"`
 	Table   *TableRef `parser:"| @@ )"`
 	On      Expr      `parser:"( 'ON' @@ )?"`

@@ -63,12 +63,25 @@ type BetweenExpr struct {
 	Low, High Expr
 }
 
-// InExpr is X [NOT] IN (List...).
+// InExpr is X [NOT] IN (List...) or X [NOT] IN (Subquery).
 type InExpr struct {
-	Pos  lexer.Position
-	X    Expr
-	Not  bool
-	List []Expr
+	Pos      lexer.Position
+	X        Expr
+	Not      bool
+	List     []Expr
+	Subquery *Query
+}
+
+// SubqueryExpr is (SELECT ...) used as a value: one column, at most one row.
+type SubqueryExpr struct {
+	Pos   lexer.Position
+	Query *Query `parser:"'(' @@ ')'"`
+}
+
+// ExistsExpr is EXISTS (SELECT ...): whether the query has a row.
+type ExistsExpr struct {
+	Pos   lexer.Position
+	Query *Query `parser:"'EXISTS' '(' @@ ')'"`
 }
 
 // LikeExpr is X [NOT] LIKE Pattern, or ILIKE (ILike: case-insensitive).
@@ -191,6 +204,8 @@ type TimestampLit struct {
 func (*BinaryExpr) exprNode()       {}
 func (*UnaryExpr) exprNode()        {}
 func (*IsNullExpr) exprNode()       {}
+func (*SubqueryExpr) exprNode()     {}
+func (*ExistsExpr) exprNode()       {}
 func (*DistinctFromExpr) exprNode() {}
 func (*BetweenExpr) exprNode()      {}
 func (*InExpr) exprNode()           {}
@@ -217,6 +232,8 @@ func (*NullLit) literalNode()   {}
 func (n *BinaryExpr) Position() lexer.Position       { return n.Pos }
 func (n *UnaryExpr) Position() lexer.Position        { return n.Pos }
 func (n *IsNullExpr) Position() lexer.Position       { return n.Pos }
+func (n *SubqueryExpr) Position() lexer.Position     { return n.Pos }
+func (n *ExistsExpr) Position() lexer.Position       { return n.Pos }
 func (n *DistinctFromExpr) Position() lexer.Position { return n.Pos }
 func (n *BetweenExpr) Position() lexer.Position      { return n.Pos }
 func (n *InExpr) Position() lexer.Position           { return n.Pos }

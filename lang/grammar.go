@@ -85,9 +85,10 @@ type betweenTail struct {
 }
 
 type inTail struct {
-	Pos  lexer.Position
-	Not  bool      `parser:"( @'NOT' 'IN' | 'IN' )"`
-	List []*orExpr `parser:"'(' @@ ( ',' @@ )* ')'"`
+	Pos      lexer.Position
+	Not      bool      `parser:"( @'NOT' 'IN' | 'IN' ) '('"`
+	Subquery *Query    `parser:"( @@"`
+	List     []*orExpr `parser:"| @@ ( ',' @@ )* ) ')'"`
 }
 
 // likeTail's Op holds the keywords as written, run together ("NOTILIKE").
@@ -155,8 +156,10 @@ type primary struct {
 	Null      *NullLit      `parser:"| @@"`
 	Number    *NumberLit    `parser:"| @@"`
 	String    *StringLit    `parser:"| @@"`
+	Exists    *ExistsExpr   `parser:"| @@"`
 	Call      *FuncCall     `parser:"| @@"`
 	Column    *ColumnRef    `parser:"| @@"`
+	Subquery  *SubqueryExpr `parser:"| @@"`
 	Paren     *orExpr       `parser:"| '(' @@ ')'"`
 }
 
@@ -212,7 +215,7 @@ func (e *predicate) lower() Expr {
 		case t.Between != nil:
 			x = &BetweenExpr{Pos: x.Position(), X: x, Not: t.Between.Not, Low: t.Between.Low.lower(), High: t.Between.High.lower()}
 		case t.In != nil:
-			in := &InExpr{Pos: x.Position(), X: x, Not: t.In.Not}
+			in := &InExpr{Pos: x.Position(), X: x, Not: t.In.Not, Subquery: t.In.Subquery}
 			for _, e := range t.In.List {
 				in.List = append(in.List, e.lower())
 			}
@@ -282,6 +285,10 @@ func (e *primary) lower() Expr {
 		return e.Number
 	case e.String != nil:
 		return e.String
+	case e.Exists != nil:
+		return e.Exists
+	case e.Subquery != nil:
+		return e.Subquery
 	case e.Call != nil:
 		return e.Call
 	case e.Column != nil:

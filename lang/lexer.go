@@ -13,9 +13,9 @@ import (
 var reservedWords = []string{
 	"ALL", "AND", "AS", "ASC", "BETWEEN", "BY", "CASE", "CAST", "CREATE", "CROSS",
 	"DESC", "DESCRIBE", "DISTINCT", "DROP", "ELSE", "END", "EXPLAIN", "FALSE",
-	"FROM", "GROUP", "HAVING", "ILIKE", "IN", "INNER", "INSERT", "INTERVAL", "INTO", "IS",
+	"FROM", "FULL", "GROUP", "HAVING", "ILIKE", "IN", "INNER", "INSERT", "INTERVAL", "INTO", "IS",
 	"JOIN", "LATERAL", "LEFT", "LIKE", "LIMIT", "NOT", "NULL", "OFFSET", "ON", "OR", "ORDER",
-	"OUTER", "SELECT", "SET", "SHOW", "THEN", "TRUE", "UNION", "WHEN", "WHERE", "WITH",
+	"OUTER", "RIGHT", "SELECT", "SET", "SHOW", "THEN", "TRUE", "UNION", "WHEN", "WHERE", "WITH",
 }
 
 // contextualWords are keywords only where the grammar asks for them; elsewhere

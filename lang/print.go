@@ -461,6 +461,10 @@ func (p *printer) join(j *Join) {
 	switch j.Kind {
 	case JoinLeft:
 		p.w("LEFT JOIN ")
+	case JoinRight:
+		p.w("RIGHT JOIN ")
+	case JoinFull:
+		p.w("FULL JOIN ")
 	case JoinCross:
 		p.w("CROSS JOIN ")
 	default:
@@ -618,7 +622,12 @@ func (p *printer) expr(e Expr, min int) {
 		p.expr(e.High, precAdditive)
 	case *InExpr:
 		p.expr(e.X, precPredicate)
-		p.w(" ", not(e.Not), "IN (")
+		p.w(" ", not(e.Not), "IN ")
+		if e.Subquery != nil {
+			p.subquery(e.Subquery)
+			return
+		}
+		p.w("(")
 		for i, x := range e.List {
 			if i > 0 {
 				p.w(", ")
@@ -665,6 +674,11 @@ func (p *printer) expr(e Expr, min int) {
 			p.expr(e.Else, 0)
 		}
 		p.w(" END")
+	case *SubqueryExpr:
+		p.subquery(e.Query)
+	case *ExistsExpr:
+		p.w("EXISTS ")
+		p.subquery(e.Query)
 	case *CastExpr:
 		if e.Try {
 			p.w("TRY_")
@@ -750,3 +764,14 @@ func quoteValue(s string) string {
 }
 
 func quoteString(s string) string { return "'" + strings.ReplaceAll(s, "'", "''") + "'" }
+
+// subquery prints a query in parentheses on lines of its own, indented.
+func (p *printer) subquery(q *Query) {
+	p.w("(")
+	saved := p.indent
+	p.indent += "  "
+	p.nl("")
+	p.query(q)
+	p.indent = saved
+	p.nl(")")
+}

@@ -153,6 +153,8 @@ type JoinKind string
 const (
 	JoinInner JoinKind = "INNER"
 	JoinLeft  JoinKind = "LEFT"
+	JoinRight JoinKind = "RIGHT"
+	JoinFull  JoinKind = "FULL"
 	JoinCross JoinKind = "CROSS"
 )
 
@@ -164,6 +166,10 @@ func (k *JoinKind) Capture(v []string) error {
 	switch strings.ToUpper(v[0]) {
 	case "LEFT":
 		*k = JoinLeft
+	case "RIGHT":
+		*k = JoinRight
+	case "FULL":
+		*k = JoinFull
 	case "CROSS":
 		*k = JoinCross
 	default:

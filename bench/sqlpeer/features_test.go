@@ -119,6 +119,26 @@ var features = []feature{
 	{kind: "cte", sql: `WITH lab AS (SELECT k, label FROM u WHERE label IS NOT NULL) SELECT t.id, lab.label FROM t LEFT JOIN lab ON t.n = lab.k ORDER BY t.id`, ordered: true},
 	{kind: "cte", sql: `WITH w AS (SELECT window_start AS ws, sensor, avg(value) AS a FROM ev GROUP BY sensor, TUMBLE(ts, INTERVAL '20' SECOND)) SELECT ws, max(a) FROM w GROUP BY ws`,
 		duckdb: `WITH w AS (SELECT time_bucket(INTERVAL 20 SECOND, ts) AS ws, sensor, avg(value) AS a FROM ev GROUP BY ALL) SELECT ws, max(a) FROM w GROUP BY ws`},
+
+	// Uncorrelated subqueries: IN / NOT IN (NULL semantics: a NULL in the
+	// list makes a non-match NULL; an empty list is FALSE even for NULL),
+	// EXISTS, and scalar subqueries (NULL for no row).
+	{kind: "in subquery", sql: `SELECT id, n FROM t WHERE n IN (SELECT k FROM u)`},
+	{kind: "in subquery", sql: `SELECT id, n IN (SELECT k FROM u), n NOT IN (SELECT k FROM u WHERE k IS NOT NULL), x IN (SELECT k FROM u WHERE k > 100) FROM t`},
+	{kind: "in subquery", sql: `SELECT id FROM t WHERE g NOT IN (SELECT label FROM u WHERE label IS NOT NULL) AND n NOT IN (SELECT k + 1 FROM u WHERE k < 3)`},
+	{kind: "in subquery", sql: `SELECT g, count(*) FROM t WHERE id IN (SELECT max(id) FROM t GROUP BY g) GROUP BY g`},
+	{kind: "exists", sql: `SELECT id, EXISTS (SELECT 1 FROM u WHERE k > 5), NOT EXISTS (SELECT k FROM u WHERE k > 50) FROM t WHERE id < 4`},
+	{kind: "exists", sql: `SELECT count(*) FROM t WHERE EXISTS (SELECT * FROM u WHERE label = 'k3')`},
+	{kind: "scalar subquery", sql: `SELECT id, x, x - (SELECT avg(x) FROM t) FROM t WHERE x > (SELECT avg(x) FROM t)`},
+	{kind: "scalar subquery", sql: `SELECT id, (SELECT max(label) FROM u), (SELECT k FROM u WHERE k > 100) FROM t WHERE id <= 3`},
+	{kind: "scalar subquery", sql: `SELECT g, sum(x) / (SELECT sum(x) FROM t) FROM t GROUP BY g HAVING count(*) > (SELECT count(*) / 10 FROM t)`},
+	{kind: "subquery on a stream", sql: `SELECT window_start, count(*) FROM ev WHERE sensor IN (SELECT k FROM u) AND value > (SELECT avg(k) FROM u) GROUP BY TUMBLE(ts, INTERVAL '30' SECOND)`,
+		duckdb: `SELECT time_bucket(INTERVAL 30 SECOND, ts) AS window_start, count(*) FROM ev WHERE sensor IN (SELECT k FROM u) AND value > (SELECT avg(k) FROM u) GROUP BY ALL`},
+
+	// RIGHT JOIN: every right row, the left's columns NULL where none match.
+	{kind: "right join", sql: `SELECT t.id, u.k, u.label FROM t RIGHT JOIN u ON t.n = u.k`},
+	{kind: "right join", sql: `SELECT u.label, count(t.id), sum(t.x) FROM t RIGHT OUTER JOIN u ON t.n = u.k GROUP BY u.label`},
+	{kind: "right join", sql: `SELECT * FROM u RIGHT JOIN t ON u.k = t.n WHERE t.id < 12`},
 }
 
 // featureTables are the relations of the feature data set: t and u are

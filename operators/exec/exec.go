@@ -135,6 +135,11 @@ func Build(plan *logical.Plan, opts Options) (*Query, error) {
 	if opts.Stdout == nil {
 		opts.Stdout = os.Stdout
 	}
+	root, err := resolveSubqueries(plan.Root, opts)
+	if err != nil {
+		return nil, err
+	}
+	plan = &logical.Plan{Root: root, Objectives: plan.Objectives}
 	q := &Query{graph: &dataflow.Graph{Query: "local"}, opts: opts, report: &sources.Report{}}
 	b := &builder{q: q, g: q.graph, opts: opts, finalLimit: finalLimit(plan.Root)}
 	if _, _, err := b.node(plan.Root); err != nil {

@@ -10,11 +10,15 @@ import (
 	"github.com/tierflow/tierflow/lang"
 	"github.com/tierflow/tierflow/planner/catalog"
 	"github.com/tierflow/tierflow/planner/expr"
+	"github.com/tierflow/tierflow/planner/logical"
 )
 
 func hasAggregateCall(e lang.Node, reg *expr.Registry) bool {
 	found := false
 	lang.Inspect(e, func(n lang.Node) bool {
+		if _, ok := n.(*lang.Query); ok {
+			return false // a subquery's aggregates are its own
+		}
 		if x, ok := n.(*lang.FuncCall); ok && x.Over == nil {
 			// sum(x) OVER (...) is a window function; only an aggregate in
 			// its arguments (sum(sum(x)) OVER ()) makes the block group.
@@ -133,7 +137,18 @@ func (b *Binder) expr(e lang.Expr, sc *scope, ac *aggScope) expr.Expr {
 		}
 		out, err := expr.NewBetween(v, lo, hi, x.Not)
 		return b.check(x.Pos, out, err)
+	case *lang.SubqueryExpr:
+		return b.subquery(x.Query, x.Pos, expr.ScalarSubquery, nil, false, sc)
+	case *lang.ExistsExpr:
+		return b.subquery(x.Query, x.Pos, expr.ExistsSubquery, nil, false, sc)
 	case *lang.InExpr:
+		if x.Subquery != nil {
+			v := b.expr(x.X, sc, ac)
+			if v == nil {
+				return nil
+			}
+			return b.subquery(x.Subquery, x.Pos, expr.InSubquery, v, x.Not, sc)
+		}
 		v := b.expr(x.X, sc, ac)
 		var list []expr.Expr
 		ok := v != nil
@@ -421,4 +436,70 @@ func literalFloat(e expr.Expr) (float64, bool) {
 		return v, true
 	}
 	return 0, false
+}
+
+// subquery binds an uncorrelated subquery used as a value, in EXISTS or in
+// IN: it is bound on its own (it sees the WITH names, not the outer row),
+// must read tables only (it is run once, before the query), and a value or
+// IN subquery must return one column.
+func (b *Binder) subquery(q *lang.Query, pos lexer.Position, kind expr.SubqueryKind, x expr.Expr, not bool, outer *scope) expr.Expr {
+	clause := b.clause
+	n0 := len(b.errs)
+	node, sc := b.query(q, nil)
+	b.clause = clause
+	for _, e := range b.errs[n0:] {
+		// A name of the outer row: say why it is not seen.
+		if _, name, ok := strings.Cut(e.Msg, `unknown column "`); ok {
+			name, _, _ = strings.Cut(name, `"`)
+			qual, col, dotted := strings.Cut(name, ".")
+			if !dotted {
+				qual, col = "", name
+			}
+			if outer != nil && outer.has(qual, col) {
+				e.Msg += " (it is a column of the outer query: correlated subqueries are not supported yet)"
+			}
+		}
+		if _, name, ok := strings.Cut(e.Msg, `unknown relation "`); ok {
+			name, _, _ = strings.Cut(name, `"`)
+			if outer != nil && outer.hasQualifier(name) {
+				e.Msg += " (it is a relation of the outer query: correlated subqueries are not supported yet)"
+			}
+		}
+	}
+	if node == nil {
+		return nil
+	}
+	var stream string
+	logical.Walk(node, func(n logical.Node) bool {
+		if s, ok := n.(*logical.Scan); ok && s.Stream != nil && stream == "" {
+			stream = s.Stream.Name
+		}
+		return stream == ""
+	})
+	if stream != "" {
+		b.errorf(pos, ErrBind, "a subquery in an expression reads tables only (it runs once, before the query), not stream %s", stream)
+		return nil
+	}
+	sq := &expr.Subquery{Kind: kind, Negated: not, Plan: node, Elem: expr.Bool}
+	if kind == expr.ExistsSubquery {
+		return sq
+	}
+	if len(sc.cols) != 1 {
+		b.errorf(pos, ErrBind, "a subquery used as a value returns one column, this one returns %d", len(sc.cols))
+		return nil
+	}
+	// A value in canonical type (INT is BIGINT): the executor puts a
+	// literal in its place.
+	sq.Elem = expr.Canonical(sc.cols[0].typ)
+	if kind == expr.InSubquery {
+		t, ok := expr.CommonType(x.Type(), sq.Elem)
+		if !ok {
+			b.errorf(pos, ErrBind, "IN compares %s with a subquery of %s", expr.TypeName(x.Type()), expr.TypeName(sq.Elem))
+			return nil
+		}
+		// Canonical: the IN list is then plain literals, a hash set.
+		t = expr.Canonical(t)
+		sq.Expr, sq.Elem = expr.CastTo(x, t), t
+	}
+	return sq
 }

@@ -232,6 +232,17 @@ func (b *Binder) fromItem(f *lang.FromItem) (logical.Node, *scope) {
 			return nil, nil
 		}
 		both := sc.concat(rsc)
+		switch j.Kind {
+		case lang.JoinRight:
+			if node = b.rightJoin(j, node, right, sc, rsc); node == nil {
+				return nil, nil
+			}
+			sc = both
+			continue
+		case lang.JoinFull:
+			b.errorf(j.Pos, ErrNotSupported, "FULL JOIN is not supported yet (LEFT and RIGHT JOIN are)")
+			return nil, nil
+		}
 		kind := logical.InnerJoin
 		switch j.Kind {
 		case lang.JoinLeft:
@@ -603,4 +614,42 @@ func (b *Binder) cteRef(t *lang.TableRef, alias string) (logical.Node, *scope, b
 		out.cols = append(out.cols, column{qual: alias, name: name, typ: col.typ})
 	}
 	return n, out, true
+}
+
+// rightJoin binds l RIGHT JOIN r ON c as r LEFT JOIN l ON c, with a
+// projection that puts the columns back in the written order (l's, then
+// r's), so that the rest of the query sees the join as written.
+func (b *Binder) rightJoin(j *lang.Join, left, right logical.Node, lsc, rsc *scope) logical.Node {
+	if j.On == nil {
+		b.errorf(j.Pos, ErrBind, "RIGHT JOIN needs an ON condition")
+		return nil
+	}
+	if _, wc := splitWindow(j.On); wc != nil {
+		b.errorf(j.Pos, ErrNotSupported, "a windowed RIGHT JOIN is not supported yet: swap the inputs and use LEFT JOIN")
+		return nil
+	}
+	b.clause = "ON"
+	on := b.predicate(j.On, rsc.concat(lsc), "ON")
+	b.clause = ""
+	if on == nil {
+		return nil
+	}
+	jn := logical.NewJoin(logical.LeftJoin, right, left, on, Pos(j.Pos))
+	nl, nr := len(lsc.cols), len(rsc.cols)
+	exprs := make([]expr.Expr, 0, nl+nr)
+	names := make([]string, 0, nl+nr)
+	for _, i := range append(seq(nr, nr+nl), seq(0, nr)...) {
+		f := jn.Schema().Field(i)
+		exprs = append(exprs, &expr.Column{Index: i, Name: f.Name, DataType: f.Type})
+		names = append(names, f.Name)
+	}
+	return logical.NewProject(jn, exprs, names, Pos(j.Pos))
+}
+
+func seq(from, to int) []int {
+	out := make([]int, 0, to-from)
+	for i := from; i < to; i++ {
+		out = append(out, i)
+	}
+	return out
 }

@@ -49,6 +49,9 @@ func isWindowOnly(name string) bool {
 func hasWindowCall(e lang.Node) bool {
 	found := false
 	lang.Inspect(e, func(n lang.Node) bool {
+		if _, ok := n.(*lang.Query); ok {
+			return false // a subquery's window functions are its own
+		}
 		if x, ok := n.(*lang.FuncCall); ok && x.Over != nil {
 			found = true
 		}
