@@ -62,6 +62,10 @@ var windowFeatures = []feature{
 	{kind: "other aggregates", sql: `SELECT id, quantile_cont(x, 0.25) OVER (ORDER BY id ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW), median(n) OVER (ORDER BY x RANGE BETWEEN 2 PRECEDING AND 2 FOLLOWING), sum(DISTINCT n) OVER (PARTITION BY g ORDER BY id) FROM t`},
 	{kind: "other aggregates", sql: `SELECT g, stddev(sum(x)) OVER (), median(count(*)) OVER (ORDER BY g) FROM t GROUP BY g`},
 
+	// With CTEs and subqueries: top 2 per group, windows over a CTE.
+	{kind: "cte/subquery", sql: `WITH r AS (SELECT id, g, x, row_number() OVER (PARTITION BY g ORDER BY x DESC, id) AS rn FROM t WHERE x IS NOT NULL) SELECT g, id, x FROM r WHERE rn <= 2`},
+	{kind: "cte/subquery", sql: `SELECT id, x - (SELECT avg(x) FROM t), rank() OVER (ORDER BY x DESC) FROM t WHERE n IN (SELECT k FROM u)`},
+
 	// Named windows.
 	{kind: "named window", sql: `SELECT id, sum(x) OVER w, rank() OVER w, lag(id) OVER w2 FROM t WINDOW w AS (PARTITION BY g ORDER BY n), w2 AS (ORDER BY id)`},
 
