@@ -22,11 +22,12 @@ import (
 // with one column per function appended, in the input's row order.
 //
 // Rows are sorted once per distinct (PARTITION BY, ORDER BY); ranking and
-// offset functions read the sorted positions; frame aggregates use prefix
-// sums (a running sum when every frame starts at its partition's start) and,
-// for min and max, a monotonic deque over the sliding frames, so every frame
-// costs O(1) amortised whatever its width. Window ORDER BY puts NULLs last in
-// both directions (DuckDB's default null order).
+// offset functions read the sorted positions; sum, count and avg use prefix
+// sums (a running sum when every frame starts at its partition's start) and
+// min and max a monotonic deque over the sliding frames, so those frames cost
+// O(1) amortised whatever their width; any other aggregate folds each
+// distinct frame through its accumulator. Window ORDER BY puts NULLs last in
+// both directions (DuckDB's default null order) unless NULLS FIRST.
 //
 // Over a windowed aggregation each epoch is one window's rows, and functions
 // are evaluated per epoch (NewWindowFuncs), as Flink evaluates them per
