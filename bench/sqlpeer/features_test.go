@@ -139,6 +139,11 @@ var features = []feature{
 	{kind: "right join", sql: `SELECT t.id, u.k, u.label FROM t RIGHT JOIN u ON t.n = u.k`},
 	{kind: "right join", sql: `SELECT u.label, count(t.id), sum(t.x) FROM t RIGHT OUTER JOIN u ON t.n = u.k GROUP BY u.label`},
 	{kind: "right join", sql: `SELECT * FROM u RIGHT JOIN t ON u.k = t.n WHERE t.id < 12`},
+
+	// SELECT without FROM: one row.
+	{kind: "no from", sql: `SELECT 1 + 2, 'a' || 'b', greatest(2, NULL, 5), NULL IS NULL, 7 % 2, TRY_CAST('x' AS INT), date_part('year', TIMESTAMP '2024-05-06 07:08:09')`},
+	{kind: "no from", sql: `SELECT count(*), sum(3), max('z')`},
+	{kind: "no from", sql: `SELECT (SELECT count(*) FROM t), (SELECT max(x) FROM t) > 10, EXISTS (SELECT 1 FROM u WHERE k = 99), 2 IN (SELECT k FROM u)`},
 }
 
 // featureTables are the relations of the feature data set: t and u are
