@@ -159,8 +159,8 @@ type primary struct {
 	Exists    *ExistsExpr   `parser:"| @@"`
 	Call      *FuncCall     `parser:"| @@"`
 	Column    *ColumnRef    `parser:"| @@"`
-	Subquery  *SubqueryExpr `parser:"| @@"`
 	Paren     *orExpr       `parser:"| '(' @@ ')'"`
+	Subquery  *SubqueryExpr `parser:"| @@"`
 }
 
 // extract is EXTRACT(field FROM x), which is date_part('field', x): the
@@ -287,12 +287,12 @@ func (e *primary) lower() Expr {
 		return e.String
 	case e.Exists != nil:
 		return e.Exists
-	case e.Subquery != nil:
-		return e.Subquery
 	case e.Call != nil:
 		return e.Call
 	case e.Column != nil:
 		return e.Column
+	case e.Subquery != nil:
+		return e.Subquery
 	default:
 		return e.Paren.lower()
 	}

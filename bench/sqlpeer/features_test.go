@@ -129,6 +129,9 @@ var features = []feature{
 	{kind: "in subquery", sql: `SELECT g, count(*) FROM t WHERE id IN (SELECT max(id) FROM t GROUP BY g) GROUP BY g`},
 	{kind: "exists", sql: `SELECT id, EXISTS (SELECT 1 FROM u WHERE k > 5), NOT EXISTS (SELECT k FROM u WHERE k > 50) FROM t WHERE id < 4`},
 	{kind: "exists", sql: `SELECT count(*) FROM t WHERE EXISTS (SELECT * FROM u WHERE label = 'k3')`},
+	{kind: "exists, correlated", sql: `SELECT id, n FROM t WHERE EXISTS (SELECT 1 FROM u WHERE u.k = t.n)`},
+	{kind: "exists, correlated", sql: `SELECT id, EXISTS (SELECT * FROM u WHERE t.n = k AND label <> 'k1'), NOT EXISTS (SELECT 1 FROM u WHERE u.k = t.n) FROM t`},
+	{kind: "exists, correlated", sql: `SELECT g, count(*) FROM t WHERE NOT EXISTS (SELECT 1 FROM u WHERE k = n AND k > 0) GROUP BY g`},
 	{kind: "scalar subquery", sql: `SELECT id, x, x - (SELECT avg(x) FROM t) FROM t WHERE x > (SELECT avg(x) FROM t)`},
 	{kind: "scalar subquery", sql: `SELECT id, (SELECT max(label) FROM u), (SELECT k FROM u WHERE k > 100) FROM t WHERE id <= 3`},
 	{kind: "scalar subquery", sql: `SELECT g, sum(x) / (SELECT sum(x) FROM t) FROM t GROUP BY g HAVING count(*) > (SELECT count(*) / 10 FROM t)`},
@@ -139,6 +142,11 @@ var features = []feature{
 	{kind: "right join", sql: `SELECT t.id, u.k, u.label FROM t RIGHT JOIN u ON t.n = u.k`},
 	{kind: "right join", sql: `SELECT u.label, count(t.id), sum(t.x) FROM t RIGHT OUTER JOIN u ON t.n = u.k GROUP BY u.label`},
 	{kind: "right join", sql: `SELECT * FROM u RIGHT JOIN t ON u.k = t.n WHERE t.id < 12`},
+
+	// SELECT without FROM: one row.
+	{kind: "no from", sql: `SELECT 1 + 2, 'a' || 'b', greatest(2, NULL, 5), NULL IS NULL, 7 % 2, TRY_CAST('x' AS INT), date_part('year', TIMESTAMP '2024-05-06 07:08:09')`},
+	{kind: "no from", sql: `SELECT count(*), sum(3), max('z')`},
+	{kind: "no from", sql: `SELECT (SELECT count(*) FROM t), (SELECT max(x) FROM t) > 10, EXISTS (SELECT 1 FROM u WHERE k = 99), 2 IN (SELECT k FROM u)`},
 }
 
 // featureTables are the relations of the feature data set: t and u are

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/apache/arrow/go/v17/arrow"
+	"github.com/apache/arrow/go/v17/arrow/array"
 	"github.com/apache/arrow/go/v17/arrow/memory"
 
 	"github.com/tierflow/tierflow/dataflow"
@@ -247,6 +248,11 @@ func (b *builder) node(n logical.Node) (int, *arrow.Schema, error) {
 	switch n := n.(type) {
 	case *logical.Scan:
 		return b.scan(n)
+	case *logical.Values:
+		op := b.g.AddOperator(dataflow.OperatorSpec{Name: "values", Outputs: 1, New: func(dataflow.Instance) (dataflow.Operator, error) {
+			return sources.NewSource(&oneRow{}, sources.EventTime{Column: -1}, nil), nil
+		}})
+		return op, n.Schema(), nil
 	case *logical.Filter:
 		if s, ok := n.Input.(*logical.Scan); ok {
 			b.noteBounds(s, n.Pred)
@@ -753,4 +759,17 @@ func plainColumns(es []expr.Expr) ([]int, bool) {
 		out = append(out, c.Index)
 	}
 	return out, true
+}
+
+// oneRow reads the single row, of no columns, of a SELECT without FROM.
+type oneRow struct{ done bool }
+
+func (r *oneRow) Schema() *arrow.Schema { return arrow.NewSchema(nil, nil) }
+func (r *oneRow) Close() error          { return nil }
+func (r *oneRow) Next(memory.Allocator) (arrow.Record, error) {
+	if r.done {
+		return nil, nil
+	}
+	r.done = true
+	return array.NewRecord(r.Schema(), nil, 1), nil
 }

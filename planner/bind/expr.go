@@ -140,6 +140,9 @@ func (b *Binder) expr(e lang.Expr, sc *scope, ac *aggScope) expr.Expr {
 	case *lang.SubqueryExpr:
 		return b.subquery(x.Query, x.Pos, expr.ScalarSubquery, nil, false, sc)
 	case *lang.ExistsExpr:
+		if in := b.decorrelateExists(x, sc); in != nil {
+			return b.expr(in, sc, ac)
+		}
 		return b.subquery(x.Query, x.Pos, expr.ExistsSubquery, nil, false, sc)
 	case *lang.InExpr:
 		if x.Subquery != nil {
@@ -456,13 +459,13 @@ func (b *Binder) subquery(q *lang.Query, pos lexer.Position, kind expr.SubqueryK
 				qual, col = "", name
 			}
 			if outer != nil && outer.has(qual, col) {
-				e.Msg += " (it is a column of the outer query: correlated subqueries are not supported yet)"
+				e.Msg += " (it is a column of the outer query: of correlated subqueries only EXISTS with one equality to the outer row is supported yet)"
 			}
 		}
 		if _, name, ok := strings.Cut(e.Msg, `unknown relation "`); ok {
 			name, _, _ = strings.Cut(name, `"`)
 			if outer != nil && outer.hasQualifier(name) {
-				e.Msg += " (it is a relation of the outer query: correlated subqueries are not supported yet)"
+				e.Msg += " (it is a relation of the outer query: of correlated subqueries only EXISTS with one equality to the outer row is supported yet)"
 			}
 		}
 	}
@@ -502,4 +505,90 @@ func (b *Binder) subquery(q *lang.Query, pos lexer.Position, kind expr.SubqueryK
 		sq.Expr, sq.Elem = expr.CastTo(x, t), t
 	}
 	return sq
+}
+
+// decorrelateExists rewrites EXISTS (SELECT ... FROM f WHERE f.k = outer.k
+// AND rest) - one equality between a column of the subquery and one of the
+// outer row, the rest uncorrelated - as coalesce(outer.k IN (SELECT f.k FROM
+// f WHERE rest), FALSE), which is the same answer for every row, NULLs
+// included (no match, and a NULL key, is FALSE), and runs once. nil when the
+// subquery has another shape: it is then bound as written.
+func (b *Binder) decorrelateExists(x *lang.ExistsExpr, outer *scope) lang.Expr {
+	q := x.Query
+	s := q.Select
+	if outer == nil || len(q.UnionAll) > 0 || len(q.With) > 0 || q.Limit != nil || q.Offset != nil ||
+		s.Where == nil || len(s.From) == 0 || len(s.GroupBy) > 0 || s.Having != nil {
+		return nil
+	}
+	// The subquery's own columns, bound quietly: this only decides the
+	// rewrite; binding the result reports what is wrong.
+	n, clause := len(b.errs), b.clause
+	var inner *scope
+	for _, f := range s.From {
+		_, fsc := b.fromItem(f)
+		if fsc == nil {
+			b.errs, b.clause = b.errs[:n], clause
+			return nil
+		}
+		if inner == nil {
+			inner = fsc
+		} else {
+			inner = inner.concat(fsc)
+		}
+	}
+	b.errs, b.clause = b.errs[:n], clause
+	side := func(e lang.Expr) int { // 1: the subquery's, 2: the outer row's
+		c, ok := e.(*lang.ColumnRef)
+		if !ok || len(c.Names) > 2 {
+			return 0
+		}
+		qual, name := "", c.Names[len(c.Names)-1]
+		if len(c.Names) == 2 {
+			qual = c.Names[0]
+		}
+		if _, k := inner.resolve(qual, name); k > 0 {
+			return 1
+		}
+		if _, k := outer.resolve(qual, name); k == 1 {
+			return 2
+		}
+		return 0
+	}
+	var conj []lang.Expr
+	var split func(e lang.Expr)
+	split = func(e lang.Expr) {
+		if a, ok := e.(*lang.BinaryExpr); ok && a.Op == lang.OpAnd {
+			split(a.Left)
+			split(a.Right)
+			return
+		}
+		conj = append(conj, e)
+	}
+	split(s.Where)
+	var innerKey, outerKey lang.Expr
+	var rest lang.Expr
+	for _, c := range conj {
+		if eq, ok := c.(*lang.BinaryExpr); ok && eq.Op == lang.OpEq && innerKey == nil {
+			l, r := side(eq.Left), side(eq.Right)
+			if l == 1 && r == 2 {
+				innerKey, outerKey = eq.Left, eq.Right
+				continue
+			}
+			if l == 2 && r == 1 {
+				innerKey, outerKey = eq.Right, eq.Left
+				continue
+			}
+		}
+		if rest == nil {
+			rest = c
+		} else {
+			rest = &lang.BinaryExpr{Pos: rest.Position(), OpPos: c.Position(), Op: lang.OpAnd, Left: rest, Right: c}
+		}
+	}
+	if innerKey == nil {
+		return nil
+	}
+	sub := &lang.Query{Pos: q.Pos, Select: &lang.Select{Pos: s.Pos, Items: []*lang.SelectItem{{Pos: innerKey.Position(), Expr: innerKey}}, From: s.From, Where: rest}}
+	in := &lang.InExpr{Pos: x.Pos, X: outerKey, Subquery: sub}
+	return &lang.FuncCall{Pos: x.Pos, Name: "coalesce", Args: []lang.Expr{in, &lang.BoolLit{Pos: x.Pos, Value: false}}}
 }

@@ -107,12 +107,12 @@ func (b *Binder) selectBlock(s *lang.Select, order []*lang.OrderItem) (logical.N
 	prev := b.wins
 	b.wins = nil
 	defer func() { b.wins = prev }()
-	if len(s.From) == 0 {
-		b.errorf(s.Pos, ErrBind, "a query needs a FROM clause: tierflow queries read streams or tables")
-		return nil, nil
-	}
 	var node logical.Node
 	var sc *scope
+	if len(s.From) == 0 {
+		// SELECT without FROM reads one row of no columns, as DuckDB.
+		node, sc = &logical.Values{Pos: Pos(s.Pos)}, &scope{}
+	}
 	for _, f := range s.From {
 		n, fsc := b.fromItem(f)
 		if n == nil {

@@ -141,6 +141,25 @@ func (s *Scan) Describe() string {
 	return head + " [" + fieldNames(s.schema) + "]"
 }
 
+// ---- Values ----
+
+// Values is the one row, of no columns, that a SELECT without FROM reads
+// (SELECT 1 + 1): its items are computed once.
+type Values struct {
+	Pos Pos
+}
+
+var emptySchema = arrow.NewSchema(nil, nil)
+
+func (v *Values) Schema() *arrow.Schema { return emptySchema }
+func (v *Values) Children() []Node      { return nil }
+func (v *Values) WithChildren(ch ...Node) Node {
+	mustLen("Values", len(ch), 0)
+	return v
+}
+func (v *Values) Position() Pos    { return v.Pos }
+func (v *Values) Describe() string { return "Values (one row)" }
+
 // ---- Filter ----
 
 // Filter keeps rows whose predicate is TRUE.
