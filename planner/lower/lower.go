@@ -762,6 +762,12 @@ func (l *lowerer) colSizes(n logical.Node) []colSize {
 		}
 	case *logical.Join:
 		out = append(append(out, l.colSizes(x.Left)...), l.colSizes(x.Right)...)
+	case *logical.WindowFuncs:
+		// The input's columns, then one estimated column per function.
+		out = append(out, l.colSizes(x.Input)...)
+		for i := len(out); i < len(x.Schema().Fields()); i++ {
+			out = append(out, est(i))
+		}
 	case *logical.Aggregate:
 		in := l.colSizes(x.Input)
 		for i := range x.Schema().Fields() {
