@@ -57,6 +57,8 @@ type runFlags struct {
 	// replan has the coordinator re-plan running queries whose links do
 	// not keep up (control.DefaultSlowLink).
 	replan bool
+	// linkTraces shape tier links to bandwidth traces (--link-trace).
+	linkTraces []string
 	// analyze runs every query as EXPLAIN ANALYZE (`tierflow explain --analyze`).
 	analyze *cluster.AnalyzeOptions
 }
@@ -102,7 +104,14 @@ file and JetStream streams replay (state is rebuilt by the replay) and the
 results of each epoch are written once, so a killed worker changes no output
 row; what core NATS streams published meanwhile is lost and counted. --replan
 also cuts a query over to a new plan, at an epoch boundary, when one of its
-relay links stalls its sender more than half the time. --stats lists both.`,
+relay links stalls its sender more than half the time. --stats lists both.
+
+--link-trace TIER_A:TIER_B=FILE (repeatable) throttles the real relay traffic
+from the workers of one tier to those of another to a bandwidth trace: a CSV
+with the header t_s,kbit_s, each row the bandwidth from t_s on, looping at its
+end (examples/traces). The i-th of n sending workers plays it i/n of a period
+ahead. A message arrives once its own bytes have crossed, so the latencies
+include the transfer time.`,
 		Example: `  tierflow run examples/streaming/query.sql
   tierflow run --output results.csv examples/streaming/query.sql
   tierflow run --on-error skip --max-delay 5s --format json examples/streaming/query.sql
@@ -125,6 +134,7 @@ relay links stalls its sender more than half the time. --stats lists both.`,
 	fl.DurationVar(&f.sourceMaxDelay, "source-max-delay", connectors.DefaultSourceMaxDelay, "longest a NATS or JetStream source waits to fill a partial batch")
 	fl.BoolVar(&f.replay, "replay", false, "feed FROM FILE streams at their declared RATE, as live streams")
 	fl.BoolVar(&f.replan, "replan", false, "re-plan running queries off relay links that stall (cluster only)")
+	fl.StringArrayVar(&f.linkTraces, "link-trace", nil, "TIER_A:TIER_B=FILE: shape the relay links from tier A to tier B to a bandwidth trace (CSV t_s,kbit_s, looping; repeatable; embedded cluster only)")
 	fl.StringVar(&f.stats, "stats", "", "write a JSON summary of each query (rows, drops, latency, SLO misses) to this file when it ends")
 	return c
 }
@@ -248,6 +258,9 @@ func runRun(ctx context.Context, a *app, f runFlags, path string) error {
 // streams and sinks connect (to --nats or a server started when first
 // needed) through runtime/connectors.
 func runLocalScript(ctx context.Context, a *app, f runFlags, policy sources.OnError, path, src, base string, cat *catalog.Catalog, format string, newOutput func() (sinks.Writer, error)) error {
+	if len(f.linkTraces) > 0 {
+		return badInput(fmt.Errorf("--link-trace shapes relay links between workers: not with --local"))
+	}
 	link := newNATSLink(a)
 	defer link.close()
 	nh := link.hooks(policy, f.batch, f.sourceMaxDelay)
@@ -323,6 +336,14 @@ func runClusterScript(ctx context.Context, a *app, f runFlags, path, src, base, 
 	if f.replan {
 		opts.Policy = control.DefaultSlowLink
 	}
+	traces, err := parseLinkTraces(f.linkTraces, inf)
+	if err != nil {
+		return err
+	}
+	if len(traces) > 0 && f.processes {
+		return badInput(fmt.Errorf("--link-trace shapes the embedded workers' relays: not with --processes"))
+	}
+	opts.Shaper = linkShaper(traces, inf, time.Now())
 	mode := "embedded cluster"
 	var c *cluster.Cluster
 	if f.processes {

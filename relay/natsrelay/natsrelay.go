@@ -51,6 +51,12 @@ type Options struct {
 	// (0: no cap), as a token bucket that delays sends: failure drills
 	// and tests slow one link down this way. The wait counts as a stall.
 	Shape func(link relay.LinkID) float64
+	// Shaper, when set and not nil for a link, shapes it to a bandwidth
+	// that changes over time (a trace, `--link-trace`). Unlike Shape, a
+	// message waits until its own bytes have crossed the shaped link, not
+	// only the ones before it: a latency measured across the link then
+	// includes its transfer time, as on a real slow link.
+	Shaper func(link relay.LinkID) relay.Shaper
 }
 
 // Transport is the NATS backend of relay.Transport.
@@ -62,13 +68,14 @@ type Transport struct {
 	retry  time.Duration
 	ends   relay.Ends
 	shape  func(link relay.LinkID) float64
+	shaper func(link relay.LinkID) relay.Shaper
 }
 
 var _ relay.Transport = (*Transport)(nil)
 
 // New makes a transport over nc. Closing the transport leaves nc open.
 func New(nc *nats.Conn, o Options) *Transport {
-	t := &Transport{nc: nc, cfg: o.Config.WithDefaults(), prefix: o.Prefix, chunk: o.MaxChunk, retry: o.Retry, shape: o.Shape}
+	t := &Transport{nc: nc, cfg: o.Config.WithDefaults(), prefix: o.Prefix, chunk: o.MaxChunk, retry: o.Retry, shape: o.Shape, shaper: o.Shaper}
 	if t.prefix == "" {
 		t.prefix = "tierflow.relay"
 	}
@@ -195,6 +202,8 @@ type sender struct {
 	// nextSend is when the bucket lets the next message go.
 	rate     float64
 	nextSend time.Time
+	// shaper shapes the link to a trace (Options.Shaper; nil: none).
+	shaper relay.Shaper
 
 	closeOnce sync.Once
 }
@@ -209,6 +218,9 @@ func (t *Transport) OpenSender(ctx context.Context, link relay.LinkID) (relay.Se
 	s.dataSubj, s.creditSubj = t.Subjects(link)
 	if t.shape != nil {
 		s.rate = t.shape(link)
+	}
+	if t.shaper != nil {
+		s.shaper = t.shaper(link)
 	}
 	s.maxChunk = int(t.nc.MaxPayload())
 	if t.chunk > 0 && t.chunk < s.maxChunk {
@@ -362,15 +374,21 @@ func (s *sender) SendDataAt(ctx context.Context, epoch uint64, ingest int64, rec
 
 // shaped waits until a shaped link may carry n more bytes.
 func (s *sender) shaped(ctx context.Context, n int) error {
-	if s.rate <= 0 {
+	if s.rate <= 0 && s.shaper == nil {
 		return nil
 	}
 	now := time.Now()
 	if s.nextSend.Before(now) {
 		s.nextSend = now
 	}
-	wait := s.nextSend.Sub(now)
-	s.nextSend = s.nextSend.Add(time.Duration(float64(n) / s.rate * float64(time.Second)))
+	var wait time.Duration
+	if s.shaper != nil {
+		s.nextSend = relay.TransferEnd(s.shaper, s.nextSend, n)
+		wait = s.nextSend.Sub(now)
+	} else {
+		wait = s.nextSend.Sub(now)
+		s.nextSend = s.nextSend.Add(time.Duration(float64(n) / s.rate * float64(time.Second)))
+	}
 	if wait <= 0 {
 		return nil
 	}

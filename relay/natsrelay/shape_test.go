@@ -1,0 +1,90 @@
+package natsrelay
+
+import (
+	"context"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/apache/arrow/go/v17/arrow"
+	"github.com/apache/arrow/go/v17/arrow/array"
+	"github.com/apache/arrow/go/v17/arrow/memory"
+
+	"github.com/tierflow/tierflow/relay"
+)
+
+// bytesRecord is one row holding n bytes.
+func bytesRecord(mem memory.Allocator, n int) arrow.Record {
+	b := array.NewBinaryBuilder(mem, arrow.BinaryTypes.Binary)
+	b.Append(make([]byte, n))
+	col := b.NewArray()
+	b.Release()
+	defer col.Release()
+	return array.NewRecord(arrow.NewSchema([]arrow.Field{{Name: "b", Type: arrow.BinaryTypes.Binary}}, nil), []arrow.Array{col}, -1)
+}
+
+// shapedPair opens a link whose sender is shaped to the trace src.
+func shapedPair(t *testing.T, mem memory.Allocator, src string) (relay.Sender, relay.Receiver, time.Time) {
+	t.Helper()
+	s := startServer(t, 0)
+	tr, err := relay.ParseTrace("t.csv", strings.NewReader(src))
+	if err != nil {
+		t.Fatal(err)
+	}
+	start := time.Now()
+	a := New(connect(t, s), Options{Config: relay.Config{Allocator: mem}, Shaper: func(relay.LinkID) relay.Shaper {
+		return relay.TraceShaper{Trace: tr, Start: start}
+	}})
+	b := New(connect(t, s), Options{Config: relay.Config{Allocator: mem}})
+	t.Cleanup(func() { _ = a.Close(); _ = b.Close() })
+	l := relay.LinkID{Query: "q", Edge: 1}
+	r, err := b.OpenReceiver(context.Background(), l)
+	if err != nil {
+		t.Fatal(err)
+	}
+	snd, err := a.OpenSender(context.Background(), l)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return snd, r, start
+}
+
+// TestTraceShapesRealTraffic sends 20 messages of 5 KB over a link shaped
+// to 400 kbit/s (50 KB/s): they cannot all have arrived before 2 s, and
+// each arrives no earlier than its own bytes could cross.
+func TestTraceShapesRealTraffic(t *testing.T) {
+	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
+	defer mem.AssertSize(t, 0)
+	snd, r, _ := shapedPair(t, mem, "t_s,kbit_s\n0,400\n")
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	rec := bytesRecord(mem, 5000)
+	defer rec.Release()
+	begin := time.Now()
+	go func() {
+		for i := 0; i < 20; i++ {
+			if err := snd.SendData(ctx, 1, rec); err != nil {
+				t.Error(err)
+				return
+			}
+		}
+	}()
+	var bytes uint64
+	for i := 0; i < 20; i++ {
+		m, err := r.Recv(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		m.Record.Release()
+		bytes = r.Stats().Bytes
+		if el, least := time.Since(begin), time.Duration(float64(bytes)/50_000*float64(time.Second)); el < least {
+			t.Fatalf("%d bytes arrived after %v; a 400 kbit/s link needs %v", bytes, el, least)
+		}
+	}
+	if el := time.Since(begin); el < 2*time.Second {
+		t.Fatalf("100 KB crossed a 400 kbit/s link in %v", el)
+	}
+	if st := snd.Stats(); st.Stalled <= 0 {
+		t.Fatalf("a shaped sender never waited (stalled %v)", st.Stalled)
+	}
+}
