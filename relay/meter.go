@@ -23,6 +23,7 @@ type Meter struct {
 	maxBuf    atomic.Int64
 	maxBufB   atomic.Int64
 	closed    atomic.Bool
+	bw        bandwidth // sender: acknowledged messages (bandwidth.go)
 }
 
 // NewMeter returns a zeroed meter for one end of link.
@@ -80,7 +81,11 @@ func raiseTo(a *atomic.Int64, v int64) {
 
 // Snapshot returns the current counts.
 func (m *Meter) Snapshot() LinkStats {
+	bps, srtt, acks := m.bw.estimate(time.Now())
 	return LinkStats{
+		AckBandwidthBps:  bps,
+		SRTT:             srtt,
+		Acks:             acks,
 		Link:             m.link,
 		Direction:        m.dir,
 		Batches:          m.batches.Load(),

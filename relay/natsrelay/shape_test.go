@@ -88,3 +88,58 @@ func TestTraceShapesRealTraffic(t *testing.T) {
 		t.Fatalf("a shaped sender never waited (stalled %v)", st.Stalled)
 	}
 }
+
+// TestAcksEstimateTheShapedBandwidth: the receiver acks every data
+// message, and the sender's estimate (harmonic mean over the last second
+// of bytes over round trip) follows the trace from 800 down to 200 kbit/s.
+func TestAcksEstimateTheShapedBandwidth(t *testing.T) {
+	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
+	defer mem.AssertSize(t, 0)
+	snd, r, start := shapedPair(t, mem, "t_s,kbit_s\n0,800\n1.5,200\n10,200\n")
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	rec := bytesRecord(mem, 2500)
+	defer rec.Release()
+	go func() {
+		for {
+			m, err := r.Recv(ctx)
+			if err != nil {
+				return
+			}
+			m.Record.Release()
+		}
+	}()
+	var high, low float64
+	for time.Since(start) < 3200*time.Millisecond {
+		if err := snd.SendData(ctx, 1, rec); err != nil {
+			t.Fatal(err)
+		}
+		if el := time.Since(start); el > 1200*time.Millisecond && el < 1500*time.Millisecond {
+			high = snd.Stats().AckBandwidthBps
+		}
+	}
+	// The last message's ack may still be on its way: wait for it.
+	sent := snd.Stats().Batches
+	waitFor(t, 5*time.Second, func() bool { return snd.Stats().Acks >= sent })
+	st := snd.Stats()
+	low = st.AckBandwidthBps
+	t.Logf("estimate %.0f B/s at 800 kbit/s, %.0f B/s at 200 kbit/s, srtt %v, %d acks", high, low, st.SRTT, st.Acks)
+	if high < 0.7*100_000 || high > 1.05*100_000 {
+		t.Errorf("at 800 kbit/s (100000 B/s) the estimate was %.0f B/s", high)
+	}
+	if low < 0.7*25_000 || low > 1.05*25_000 {
+		t.Errorf("at 200 kbit/s (25000 B/s) the estimate was %.0f B/s", low)
+	}
+}
+
+// waitFor polls fn until it holds or total passes.
+func waitFor(t *testing.T, total time.Duration, fn func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(total)
+	for !fn() {
+		if time.Now().After(deadline) {
+			t.Fatal("condition not met in time")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
