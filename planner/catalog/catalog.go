@@ -118,6 +118,11 @@ type Latency struct {
 	P50 float64 `yaml:"p50"`
 	P75 float64 `yaml:"p75"`
 	P90 float64 `yaml:"p90"`
+	// ByBatch, when measured (`tierflow profile`), is the latency of one
+	// whole call at each batch size, in milliseconds: model latency grows
+	// with the batch, sub-linearly, and a latency SLO has to pick the batch
+	// size from it (Jellyfish 4.1: l_j(b)). Batch.go reads it.
+	ByBatch map[int]Latency `yaml:"by_batch,omitempty"`
 }
 
 // At returns the latency at percentile p (50, 75 or 90).
