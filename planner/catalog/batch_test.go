@@ -1,6 +1,7 @@
 package catalog
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 )
@@ -86,6 +87,37 @@ func TestByBatchRejectsBadSizes(t *testing.T) {
 `
 	_, err := Parse("c.yaml", []byte(src))
 	if err == nil || !strings.Contains(err.Error(), `c.yaml:15:15: latency_ms.x2.by_batch: "zero" is not a batch size`) || !strings.Contains(err.Error(), "c.yaml:16:18: latency_ms.x2.by_batch.4: percentiles must not decrease") {
+		t.Fatalf("%v", err)
+	}
+}
+
+func TestInputSize(t *testing.T) {
+	c, err := LoadFile("../../examples/fashion/sizes.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := c.Model("classify_sized")
+	var sides []int
+	for _, v := range m.Variants {
+		if len(v.InputSize) != 2 || v.InputSize[0] != v.InputSize[1] {
+			t.Fatalf("%s: input_size %v", v.Name, v.InputSize)
+		}
+		if len(v.Latency["x2"].ByBatch) != 7 {
+			t.Errorf("%s: by_batch %v, want 1..64", v.Name, v.Latency["x2"].Batches())
+		}
+		sides = append(sides, v.InputSize[0])
+	}
+	if fmt.Sprint(sides) != "[14 20 28]" {
+		t.Fatalf("sides %v", sides)
+	}
+	_, err = Parse("c.yaml", []byte(`models:
+  - name: m
+    inputs: [{name: x, type: FLOAT}]
+    outputs: [{name: y, type: FLOAT}]
+    variants:
+      - {name: v, accuracy: 1, output_kb: 1, latency_ms: {x2: 1}, input_size: [14, 1.5]}
+`))
+	if err == nil || !strings.Contains(err.Error(), "c.yaml:6:") || !strings.Contains(err.Error(), "input_size: 1.5 is not a size") {
 		t.Fatalf("%v", err)
 	}
 }

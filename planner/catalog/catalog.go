@@ -110,7 +110,11 @@ type Variant struct {
 	// Latency per item in milliseconds, by worker type (or worker) name.
 	Latency    map[string]Latency `yaml:"latency_ms"`
 	Provenance string             `yaml:"provenance,omitempty"`
-	Pos        Pos                `yaml:"-"`
+	// InputSize, when set, is the [height, width] the variant takes its
+	// images at: a sender resizes frames to it before they cross a link
+	// (data adaptation, Jellyfish 7.3), so a smaller size is fewer bytes.
+	InputSize []int `yaml:"input_size,flow,omitempty"`
+	Pos       Pos   `yaml:"-"`
 }
 
 // Latency is a latency distribution in milliseconds per item.

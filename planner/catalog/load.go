@@ -128,7 +128,7 @@ func decodeModel(d *yamlx.Decoder, n *yaml.Node) *Model {
 }
 
 func decodeVariant(d *yamlx.Decoder, n *yaml.Node) *Variant {
-	fs := d.Map(n, "variant", "name", "file", "accuracy", "profile", "output_kb", "proxy_cost", "latency_ms", "provenance")
+	fs := d.Map(n, "variant", "name", "file", "accuracy", "profile", "output_kb", "proxy_cost", "latency_ms", "provenance", "input_size")
 	v := &Variant{
 		Name:       d.Str(d.Required(n, fs, "name", "variant"), "variant.name"),
 		File:       d.Str(fs["file"], "variant.file"),
@@ -138,6 +138,18 @@ func decodeVariant(d *yamlx.Decoder, n *yaml.Node) *Variant {
 		Provenance: d.Str(fs["provenance"], "variant.provenance"),
 		Latency:    map[string]Latency{},
 		Pos:        d.Pos(n),
+	}
+	if f := fs["input_size"]; f.Value != nil {
+		for _, x := range d.Floats(f, "variant.input_size") {
+			if x < 1 || x != float64(int(x)) {
+				d.Errorf(f.Value, "variant.input_size: %v is not a size in pixels", x)
+				continue
+			}
+			v.InputSize = append(v.InputSize, int(x))
+		}
+		if len(v.InputSize) != 2 {
+			d.Errorf(f.Value, "variant.input_size: want [height, width]")
+		}
 	}
 	for _, rn := range d.Seq(fs["profile"].Value, "variant.profile") {
 		rfs := d.Map(rn, "profile row", "inputs", "output")
