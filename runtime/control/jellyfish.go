@@ -47,6 +47,11 @@ type JFClient struct {
 	// QueueMs is the queueing the client expects before compute beyond the
 	// batch wait the scheduler already counts (dispatch, decode).
 	QueueMs float64
+	// MaxUtilization, when > 0, caps the share of BandwidthBps the client's
+	// requests may take (Rate x bytes): the paper's network time assumes
+	// the link carries the stream, and a stream at or over its capacity
+	// queues without bound, however small each request's own time.
+	MaxUtilization float64
 }
 
 // JFProblem is one scheduling round.
@@ -66,6 +71,9 @@ func (p *JFProblem) BudgetMs(i, j int) float64 {
 		net += p.Variants[j].Bytes / c.BandwidthBps * 1000
 	} else {
 		net = math.Inf(1)
+	}
+	if c.MaxUtilization > 0 && c.Rate*p.Variants[j].Bytes > c.MaxUtilization*c.BandwidthBps {
+		return math.Inf(-1)
 	}
 	return c.SLOMs - net - c.QueueMs
 }
@@ -140,7 +148,14 @@ func (p *JFProblem) findClients(j int, cand []int) ([]int, int) {
 		return nil, 0
 	}
 	sort.SliceStable(rows, func(a, b int) bool { return rows[a].cap > rows[b].cap })
-	cols := int(rows[0].cap/rateStep) + 1
+	// No subset sums to more than all the candidates: a fast variant's
+	// throughput (a million rows a second for a small model) must not size
+	// the table.
+	total := 0
+	for _, r := range rows {
+		total += r.w
+	}
+	cols := min(int(rows[0].cap/rateStep), total) + 1
 	reach := make([]bool, cols)
 	reach[0] = true
 	take := make([][]bool, len(rows))
@@ -175,10 +190,10 @@ func (p *JFProblem) findClients(j int, cand []int) ([]int, int) {
 	}
 	sort.Ints(out)
 	// The smallest batch that carries the total keeps latency lowest.
-	total := float64(best) * rateStep
+	need := float64(best) * rateStep
 	b := bmax
 	for k := 1; k <= bmax; k++ {
-		if v.Throughput(k) >= total {
+		if v.Throughput(k) >= need {
 			b = k
 			break
 		}

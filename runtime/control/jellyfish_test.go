@@ -134,3 +134,20 @@ func BenchmarkSchedule8Clients(b *testing.B) {
 		p.Schedule(nil, DefaultJFAnneal)
 	}
 }
+
+// BenchmarkSchedule8ClientsFastModels: models of tens of microseconds
+// (the Fashion-MNIST size family) have throughputs of a million rows a
+// second; the DP's table must be sized by the clients' rates, not by that.
+func BenchmarkSchedule8ClientsFastModels(b *testing.B) {
+	rng := rand.New(rand.NewPCG(3, 3))
+	p := randomProblem(rng, 8, 2)
+	for j := range p.Variants {
+		for k := range p.Variants[j].BatchMs {
+			p.Variants[j].BatchMs[k] /= 500
+		}
+	}
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		p.Schedule(nil, DefaultJFAnneal)
+	}
+}
