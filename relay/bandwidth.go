@@ -1,6 +1,7 @@
 package relay
 
 import (
+	"math"
 	"sync"
 	"time"
 )
@@ -81,3 +82,7 @@ func (b *bandwidth) estimate(now time.Time) (bps float64, srtt time.Duration, ac
 // that went onto the link at sent and was acknowledged at acked (sender
 // ends of backends whose receivers acknowledge).
 func (m *Meter) Ack(n int, sent, acked time.Time) { m.bw.add(n, sent, acked) }
+
+// Shaped records a shaped link's bandwidth cap as of its last send (bytes
+// per second): EXPLAIN ANALYZE sets the ack estimate beside it.
+func (m *Meter) Shaped(bps float64) { m.shapedBps.Store(math.Float64bits(bps)) }

@@ -1,6 +1,7 @@
 package relay
 
 import (
+	"math"
 	"sync/atomic"
 	"time"
 )
@@ -24,6 +25,7 @@ type Meter struct {
 	maxBufB   atomic.Int64
 	closed    atomic.Bool
 	bw        bandwidth // sender: acknowledged messages (bandwidth.go)
+	shapedBps atomic.Uint64 // sender: a shaped link's current cap (float64 bits)
 }
 
 // NewMeter returns a zeroed meter for one end of link.
@@ -84,6 +86,7 @@ func (m *Meter) Snapshot() LinkStats {
 	bps, srtt, acks := m.bw.estimate(time.Now())
 	return LinkStats{
 		AckBandwidthBps:  bps,
+		ShapedBps:        math.Float64frombits(m.shapedBps.Load()),
 		SRTT:             srtt,
 		Acks:             acks,
 		Link:             m.link,

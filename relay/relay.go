@@ -205,4 +205,7 @@ type LinkStats struct {
 	AckBandwidthBps float64       `json:"ack_bandwidth_bps,omitempty"`
 	SRTT            time.Duration `json:"srtt_ns,omitempty"`
 	Acks            uint64        `json:"acks,omitempty"`
+	// ShapedBps is a shaped link's cap at its last send (bytes per second;
+	// 0: not shaped), what the trace gave it.
+	ShapedBps float64 `json:"shaped_bps,omitempty"`
 }

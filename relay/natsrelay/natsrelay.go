@@ -421,6 +421,7 @@ func (s *sender) shaped(ctx context.Context, n int) (time.Time, error) {
 	start := s.nextSend
 	var wait time.Duration
 	if s.shaper != nil {
+		s.m.Shaped(s.shaper.BytesPerSecond(now))
 		s.nextSend = relay.TransferEnd(s.shaper, s.nextSend, n)
 		wait = s.nextSend.Sub(now)
 	} else {

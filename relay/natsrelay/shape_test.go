@@ -84,8 +84,8 @@ func TestTraceShapesRealTraffic(t *testing.T) {
 	if el := time.Since(begin); el < 2*time.Second {
 		t.Fatalf("100 KB crossed a 400 kbit/s link in %v", el)
 	}
-	if st := snd.Stats(); st.Stalled <= 0 {
-		t.Fatalf("a shaped sender never waited (stalled %v)", st.Stalled)
+	if st := snd.Stats(); st.Stalled <= 0 || st.ShapedBps != 50_000 {
+		t.Fatalf("a shaped sender never waited (stalled %v) or reports a cap of %v B/s", st.Stalled, st.ShapedBps)
 	}
 }
 

@@ -16,7 +16,7 @@ func TestLinkEstimatesCarryTheAckBandwidth(t *testing.T) {
 	link := relay.LinkID{Query: "q", Edge: 0, Sender: 0, Receiver: 1}
 	for k, bw := range []float64{0, 50_000, 25_000} {
 		links := []relay.LinkStats{{Link: link, Direction: relay.Send, Bytes: uint64(k) * 30_000,
-			AckBandwidthBps: bw, SRTT: time.Duration(k) * 40 * time.Millisecond, Acks: uint64(k * 10)}}
+			AckBandwidthBps: bw, SRTT: time.Duration(k) * 40 * time.Millisecond, Acks: uint64(k * 10), ShapedBps: 50_000}}
 		l.Observe(t0.Add(time.Duration(k)*time.Second), nil, links, nil, nil)
 	}
 	e := l.Estimates()
@@ -27,4 +27,5 @@ func TestLinkEstimatesCarryTheAckBandwidth(t *testing.T) {
 	near(t, "ack bandwidth", ln.AckBandwidthBps, 25_000)
 	near(t, "srtt", ln.SRTTMs, 80)
 	near(t, "carried", ln.BandwidthBps, 30_000)
+	near(t, "shaped", ln.ShapedBps, 50_000)
 }

@@ -70,6 +70,9 @@ type LinkEstimate struct {
 	// smoothed round trip. Both 0 before the first ack.
 	AckBandwidthBps float64 `json:"ack_bandwidth_bps,omitempty"`
 	SRTTMs          float64 `json:"srtt_ms,omitempty"`
+	// ShapedBps is a shaped link's cap (`--link-trace`) at its last send:
+	// the bandwidth the acks estimate, as the experiment set it.
+	ShapedBps float64 `json:"shaped_bps,omitempty"`
 }
 
 // Endpoints names the workers at a link's ends; nil leaves them unnamed.
@@ -137,7 +140,7 @@ func (l *Live) Observe(now time.Time, ops []dataflow.InstanceStats, links []rela
 		if s.Direction == relay.Send {
 			cur.links[s.Link] += s.Bytes
 			cur.stalled[s.Link] += s.Stalled
-			if s.Acks > 0 {
+			if s.Acks > 0 || s.ShapedBps > 0 {
 				cur.acked[s.Link] = s
 			}
 		}
@@ -195,6 +198,7 @@ func (l *Live) Observe(now time.Time, ops []dataflow.InstanceStats, links []rela
 			// Already a mean over the last second: taken as it is.
 			e.AckBandwidthBps = a.AckBandwidthBps
 			e.SRTTMs = float64(a.SRTT) / float64(time.Millisecond)
+			e.ShapedBps = a.ShapedBps
 		}
 		if r1, ok1 := rtt[e.From]; ok1 {
 			if r2, ok2 := rtt[e.To]; ok2 {
