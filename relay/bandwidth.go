@@ -25,6 +25,7 @@ type bandwidth struct {
 	last    float64
 	srtt    time.Duration
 	acks    uint64
+	latest  float64
 }
 
 type bwSample struct {
@@ -47,7 +48,8 @@ func (b *bandwidth) add(n int, sent, acked time.Time) {
 	} else {
 		b.srtt += (rt - b.srtt) / 8
 	}
-	b.samples = append(b.samples, bwSample{at: acked, bps: float64(n) / rt.Seconds()})
+	b.latest = float64(n) / rt.Seconds()
+	b.samples = append(b.samples, bwSample{at: acked, bps: b.latest})
 	b.trim(acked)
 }
 
@@ -64,7 +66,7 @@ func (b *bandwidth) trim(now time.Time) {
 
 // estimate is the harmonic mean over the window ending now (bytes per
 // second; 0 before the first ack) and the smoothed round trip.
-func (b *bandwidth) estimate(now time.Time) (bps float64, srtt time.Duration, acks uint64) {
+func (b *bandwidth) estimate(now time.Time) (bps, latest float64, srtt time.Duration, acks uint64) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	b.trim(now)
@@ -75,7 +77,7 @@ func (b *bandwidth) estimate(now time.Time) (bps float64, srtt time.Duration, ac
 		}
 		b.last = float64(len(b.samples)) / inv
 	}
-	return b.last, b.srtt, b.acks
+	return b.last, b.latest, b.srtt, b.acks
 }
 
 // Ack records the receiver's acknowledgement of a data message of n bytes

@@ -24,7 +24,7 @@ type Meter struct {
 	maxBuf    atomic.Int64
 	maxBufB   atomic.Int64
 	closed    atomic.Bool
-	bw        bandwidth // sender: acknowledged messages (bandwidth.go)
+	bw        bandwidth     // sender: acknowledged messages (bandwidth.go)
 	shapedBps atomic.Uint64 // sender: a shaped link's current cap (float64 bits)
 }
 
@@ -83,9 +83,10 @@ func raiseTo(a *atomic.Int64, v int64) {
 
 // Snapshot returns the current counts.
 func (m *Meter) Snapshot() LinkStats {
-	bps, srtt, acks := m.bw.estimate(time.Now())
+	bps, latest, srtt, acks := m.bw.estimate(time.Now())
 	return LinkStats{
 		AckBandwidthBps:  bps,
+		LastAckBps:       latest,
 		ShapedBps:        math.Float64frombits(m.shapedBps.Load()),
 		SRTT:             srtt,
 		Acks:             acks,

@@ -202,9 +202,12 @@ type LinkStats struct {
 	// (NATS): the bandwidth estimated from the acks (bytes per second,
 	// harmonic mean over the last BandwidthWindow), the messages' smoothed
 	// round trip, and how many acks came back.
-	AckBandwidthBps float64       `json:"ack_bandwidth_bps,omitempty"`
-	SRTT            time.Duration `json:"srtt_ns,omitempty"`
-	Acks            uint64        `json:"acks,omitempty"`
+	AckBandwidthBps float64 `json:"ack_bandwidth_bps,omitempty"`
+	// LastAckBps is the latest message's sample alone: a drop shows in
+	// it at the next ack, in the mean only as slow samples pile up.
+	LastAckBps float64       `json:"last_ack_bps,omitempty"`
+	SRTT       time.Duration `json:"srtt_ns,omitempty"`
+	Acks       uint64        `json:"acks,omitempty"`
 	// ShapedBps is a shaped link's cap at its last send (bytes per second;
 	// 0: not shaped), what the trace gave it.
 	ShapedBps float64 `json:"shaped_bps,omitempty"`

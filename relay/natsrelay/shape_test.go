@@ -130,6 +130,9 @@ func TestAcksEstimateTheShapedBandwidth(t *testing.T) {
 	if low < 0.7*25_000 || low > 1.05*25_000 {
 		t.Errorf("at 200 kbit/s (25000 B/s) the estimate was %.0f B/s", low)
 	}
+	if l := st.LastAckBps; l < 0.7*25_000 || l > 1.05*25_000 {
+		t.Errorf("at 200 kbit/s the latest sample was %.0f B/s", l)
+	}
 }
 
 // waitFor polls fn until it holds or total passes.

@@ -8,10 +8,11 @@
 // and which variant serves it:
 //
 //   - adaptive: the Jellyfish scheduler (control.JFProblem.Schedule) every
-//     Period, from each link's bandwidth as its acks measure it; a client
-//     sends at its variant's input size (data adaptation), and a new
-//     decision takes effect from the next epoch on, so every frame of an
-//     epoch is sent and served under one decision;
+//     Period, and at once when a client's link no longer carries what it
+//     sends (a drift trigger), from each link's bandwidth as its acks
+//     measure it; a client sends at its variant's input size (data
+//     adaptation), and a new decision takes effect from the next epoch on,
+//     so every frame put on a link in an epoch goes under one decision;
 //   - static-smallest, -middle, -largest: one variant on every worker,
 //     frames at its full input size (the paper's B_L, B_M, B_H).
 //
@@ -123,9 +124,10 @@ type Result struct {
 // ClientResult is one client's share of a Result.
 type ClientResult struct {
 	// Missed counts the late, the Dropped (lazily, before compute) and the
-	// Lost (sent, never answered by the end of the run).
-	Requests, Missed, Dropped, Lost, Correct int
-	Latencies                                []float64
+	// Lost (sent, never answered by the end of the run). ClientDropped are
+	// the Dropped that the client did not send.
+	Requests, Missed, Dropped, ClientDropped, Lost, Correct int
+	Latencies                                               []float64
 }
 
 // decision is what one client does from epoch on.
@@ -215,7 +217,7 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 		return nil, err
 	}
 	defer srv.Shutdown()
-	r := &run{cfg: cfg, static: cfg.staticVariant(), mem: memory.NewGoAllocator()}
+	r := &run{cfg: cfg, static: cfg.staticVariant(), mem: memory.NewGoAllocator(), replan: make(chan struct{}, 1)}
 	return r.run(ctx, srv)
 }
 
@@ -231,6 +233,9 @@ type run struct {
 	senders   []relay.Sender
 	shapers   []relay.TraceShaper
 	queues    *queues
+	// replan wakes the scheduler before its period when a client's link
+	// no longer carries what its decision sends (a drift trigger).
+	replan chan struct{}
 }
 
 func (r *run) epochOf(t time.Time) int64 { return int64(t.Sub(r.start) / r.cfg.Epoch) }
@@ -399,14 +404,38 @@ func (r *run) client(ctx context.Context, i int) error {
 		}
 		img := next % images
 		next++
-		e := r.epochOf(at)
-		d := r.decisionAt(i, e)
-		side := cfg.Variants[d.variant].Side
-		buf = ml.ResizeArea(buf, cfg.Images[img*784:(img+1)*784], 28, side)
-		rec := r.record(k, cfg.Labels[img], d, buf)
 		r.mu.Lock()
 		r.results[i].Requests++
 		r.mu.Unlock()
+		// The frame goes out under the decision of the epoch it is put on
+		// the link in (a frame that waited behind a slow link takes the
+		// newest size), and not at all once its deadline has passed while
+		// it waited: on a link that just dropped, a dead frame would only
+		// delay the ones behind it.
+		now := time.Now()
+		e := r.epochOf(now)
+		d := r.decisionAt(i, e)
+		v := cfg.Variants[d.variant]
+		if r.static < 0 && d.variant > 0 {
+			// The link no longer carries this size at this rate: ask for a
+			// new schedule now rather than at the next period.
+			if bw := r.linkBps(i); bw > 0 && cfg.Rate*(float64(v.Side*v.Side*4)+r.wireOverhead()) > cfg.MaxUtilization*bw {
+				select {
+				case r.replan <- struct{}{}:
+				default:
+				}
+			}
+		}
+		if !now.Before(at.Add(cfg.SLO)) {
+			r.mu.Lock()
+			r.results[i].Dropped++
+			r.results[i].Missed++
+			r.results[i].ClientDropped++
+			r.mu.Unlock()
+			continue
+		}
+		buf = ml.ResizeArea(buf, cfg.Images[img*784:(img+1)*784], 28, v.Side)
+		rec := r.record(k, cfg.Labels[img], d, buf)
 		err := r.senders[i].SendDataAt(ctx, uint64(e), at.UnixNano(), rec)
 		rec.Release()
 		if err != nil {
@@ -561,12 +590,20 @@ func (r *run) schedule(ctx context.Context) {
 	t := time.NewTicker(r.cfg.Period)
 	defer t.Stop()
 	var prev []int
+	var last time.Time
 	for {
 		select {
 		case <-ctx.Done():
 			return
 		case <-t.C:
+		case <-r.replan:
+			// At most one triggered round per epoch: a decision needs an
+			// epoch to take effect and a few acks to show.
+			if time.Since(last) < r.cfg.Epoch {
+				continue
+			}
 		}
+		last = time.Now()
 		p := r.problem()
 		s := p.Schedule(prev, control.JFAnneal{T0: control.DefaultJFAnneal.T0, TMin: control.DefaultJFAnneal.TMin, Alpha: control.DefaultJFAnneal.Alpha, Seed: uint64(time.Since(r.start))})
 		prev = prev[:0]
@@ -615,6 +652,18 @@ func (r *run) monitor(ctx context.Context) {
 	}
 }
 
+// linkBps is client i's link bandwidth for decisions: the acks' harmonic
+// mean over the last second (Jellyfish 6), or the latest ack's sample when
+// that is lower, so a drop counts at once and a rise only once it held.
+func (r *run) linkBps(i int) float64 {
+	st := r.senders[i].Stats()
+	bw := st.AckBandwidthBps
+	if st.LastAckBps > 0 && st.LastAckBps < bw {
+		bw = st.LastAckBps
+	}
+	return bw
+}
+
 // wireOverhead is what a frame costs on the wire beyond its pixels (the
 // relay header and the Arrow IPC message), measured from the links once
 // they carried something.
@@ -644,9 +693,8 @@ func (r *run) problem() *control.JFProblem {
 	for _, v := range r.cfg.Variants {
 		p.Variants = append(p.Variants, control.JFVariant{Name: v.Name, Side: v.Side, Bytes: float64(v.Side*v.Side*4) + over, Accuracy: v.Accuracy, BatchMs: v.BatchMs})
 	}
-	for _, s := range r.senders {
-		st := s.Stats()
-		bw := st.AckBandwidthBps
+	for i := range r.senders {
+		bw := r.linkBps(i)
 		if bw == 0 {
 			bw = 1 // nothing measured yet: only the smallest frames
 		}
