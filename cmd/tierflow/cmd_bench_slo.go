@@ -45,6 +45,7 @@ type sloOptions struct {
 	data       string
 	workerType string
 	analyze    bool
+	encode     string
 }
 
 // sloSourceRow is one client (source) of a policy's run: EXPLAIN ANALYZE
@@ -118,6 +119,7 @@ ones. Without --trace a built-in one steps through 800, 600, 400 and 300 kbit/s.
 	fl.StringVar(&o.catalog, "zoo", filepath.Join("examples", "fashion", "sizes.yaml"), "catalog of the size family (variants with input_size and latency by batch)")
 	fl.StringVar(&o.model, "model", "classify_sized", "the catalog's model")
 	fl.StringVar(&o.data, "data", filepath.Join("examples", "fashion", "data"), "directory with the labelled test-{images,labels}-idx*-ubyte.gz frames")
+	fl.StringVar(&o.encode, "encode", "float32", "how clients put pixels on the link: float32 or uint8 (a quarter of the bytes)")
 	fl.BoolVar(&o.analyze, "analyze", false, "EXPLAIN ANALYZE per source: bandwidth shaped vs estimated, variant and input size over time, latency percentiles, miss rate")
 	fl.StringVar(&o.workerType, "worker-type", "x2", "the latency profile (latency_ms.<type>.by_batch) to schedule with")
 	return c
@@ -129,6 +131,9 @@ func runBenchSLO(cmd *cobra.Command, a *app, o sloOptions) error {
 	}
 	if a.g.format != "" && a.g.format != "table" && a.g.format != "json" {
 		return badInput(fmt.Errorf("unknown --format %q: want table or json", a.g.format))
+	}
+	if o.encode != "float32" && o.encode != "uint8" {
+		return badInput(fmt.Errorf("unknown --encode %q: want float32 or uint8", o.encode))
 	}
 	for _, p := range o.policies {
 		if !containsStr(slo.Policies, p) {
@@ -173,7 +178,7 @@ func runBenchSLO(cmd *cobra.Command, a *app, o sloOptions) error {
 			record = func(r slo.TimelineRow) { mu.Lock(); timeline = append(timeline, r); mu.Unlock() }
 		}
 		res, err := slo.Run(cmd.Context(), slo.Config{Policy: p, Clients: o.clients, Workers: o.workers, SLO: o.slo, Rate: o.rate,
-			Trace: tr, Duration: o.duration, Variants: variants, Images: imgs.Floats(), Labels: labels.Data, Env: env, Timeline: record})
+			Trace: tr, Duration: o.duration, Variants: variants, Images: imgs.Floats(), Labels: labels.Data, Env: env, Timeline: record, Uint8: o.encode == "uint8"})
 		if err != nil {
 			if errors.Is(err, slo.ErrConfig) {
 				return badInput(err)

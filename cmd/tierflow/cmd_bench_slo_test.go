@@ -20,6 +20,7 @@ func TestBenchSLORejectsBadInput(t *testing.T) {
 		{[]string{"--trace", bad}, bad + ":3: bad bandwidth trace"},
 		{[]string{"--policy", "fastest"}, `unknown --policy "fastest"`},
 		{[]string{"--clients", "0"}, "--clients and --workers must be at least 1"},
+		{[]string{"--encode", "png"}, `unknown --encode "png"`},
 		{[]string{"--zoo", filepath.Join(dir, "none.yaml")}, "none.yaml"},
 	} {
 		code, _, errs := runCLI(t, "", append([]string{"bench", "slo"}, c.args...)...)

@@ -92,6 +92,9 @@ type Config struct {
 	// client's frames may take (default 0.7): past 1 its queue grows
 	// without bound, and the estimate lags a drop.
 	MaxUtilization float64
+	// Uint8 has clients send one byte a pixel instead of float32 (a
+	// quarter of the bytes; pixels within 1/510 of their value).
+	Uint8 bool
 	// Timeline, when set, receives one row per client per scheduling
 	// round (EXPLAIN ANALYZE's bandwidth and variant over time).
 	Timeline func(TimelineRow)
@@ -154,7 +157,7 @@ var frameSchema = arrow.NewSchema([]arrow.Field{
 	{Name: "variant", Type: arrow.PrimitiveTypes.Int16},
 	{Name: "worker", Type: arrow.PrimitiveTypes.Int16},
 	// The frame's pixels at its variant's input size, float32 little
-	// endian: what crosses the link.
+	// endian or (Config.Uint8) a byte each: what crosses the link.
 	{Name: "image", Type: arrow.BinaryTypes.Binary},
 }, nil)
 
@@ -419,7 +422,7 @@ func (r *run) client(ctx context.Context, i int) error {
 		if r.static < 0 && d.variant > 0 {
 			// The link no longer carries this size at this rate: ask for a
 			// new schedule now rather than at the next period.
-			if bw := r.linkBps(i); bw > 0 && cfg.Rate*(float64(v.Side*v.Side*4)+r.wireOverhead()) > cfg.MaxUtilization*bw {
+			if bw := r.linkBps(i); bw > 0 && cfg.Rate*(r.pixelBytes(v.Side)+r.wireOverhead()) > cfg.MaxUtilization*bw {
 				select {
 				case r.replan <- struct{}{}:
 				default:
@@ -454,10 +457,15 @@ func (r *run) record(id int, truth uint8, d decision, px []float32) arrow.Record
 	b.Field(1).(*array.Uint8Builder).Append(truth)
 	b.Field(2).(*array.Int16Builder).Append(int16(d.variant))
 	b.Field(3).(*array.Int16Builder).Append(int16(d.worker))
-	raw := make([]byte, 4*len(px))
-	for j, v := range px {
-		u := math.Float32bits(v)
-		raw[4*j], raw[4*j+1], raw[4*j+2], raw[4*j+3] = byte(u), byte(u>>8), byte(u>>16), byte(u>>24)
+	var raw []byte
+	if r.cfg.Uint8 {
+		raw = ml.EncodeUint8(make([]byte, 0, len(px)), px)
+	} else {
+		raw = make([]byte, 4*len(px))
+		for j, v := range px {
+			u := math.Float32bits(v)
+			raw[4*j], raw[4*j+1], raw[4*j+2], raw[4*j+3] = byte(u), byte(u>>8), byte(u>>16), byte(u>>24)
+		}
 	}
 	b.Field(4).(*array.BinaryBuilder).Append(raw)
 	return b.NewRecord()
@@ -476,9 +484,14 @@ func (r *run) receive(ctx context.Context, i int, rc relay.Receiver) error {
 		}
 		rec := m.Record
 		raw := rec.Column(4).(*array.Binary).Value(0)
-		px := make([]float32, len(raw)/4)
-		for j := range px {
-			px[j] = math.Float32frombits(uint32(raw[4*j]) | uint32(raw[4*j+1])<<8 | uint32(raw[4*j+2])<<16 | uint32(raw[4*j+3])<<24)
+		var px []float32
+		if side := r.cfg.Variants[rec.Column(2).(*array.Int16).Value(0)].Side; len(raw) == side*side {
+			px = ml.DecodeUint8(make([]float32, 0, len(raw)), raw) // one byte a pixel
+		} else {
+			px = make([]float32, len(raw)/4)
+			for j := range px {
+				px[j] = math.Float32frombits(uint32(raw[4*j]) | uint32(raw[4*j+1])<<8 | uint32(raw[4*j+2])<<16 | uint32(raw[4*j+3])<<24)
+			}
 		}
 		ingest := time.Unix(0, m.Ingest)
 		f := &frame{client: i, id: int(rec.Column(0).(*array.Int64).Value(0)), truth: rec.Column(1).(*array.Uint8).Value(0),
@@ -652,6 +665,14 @@ func (r *run) monitor(ctx context.Context) {
 	}
 }
 
+// pixelBytes is what a frame's pixels at side x side take on the wire.
+func (r *run) pixelBytes(side int) float64 {
+	if r.cfg.Uint8 {
+		return float64(side * side)
+	}
+	return float64(side * side * 4)
+}
+
 // linkBps is client i's link bandwidth for decisions: the acks' harmonic
 // mean over the last second (Jellyfish 6), or the latest ack's sample when
 // that is lower, so a drop counts at once and a rise only once it held.
@@ -683,7 +704,7 @@ func (r *run) wireOverhead() float64 {
 	}
 	// Frames were sent at several sizes: the overhead is taken at the
 	// smallest, the conservative end for the larger ones.
-	minPx := float64(r.cfg.Variants[0].Side * r.cfg.Variants[0].Side * 4)
+	minPx := r.pixelBytes(r.cfg.Variants[0].Side)
 	return math.Max(200, bytes/px-minPx)
 }
 
@@ -691,7 +712,7 @@ func (r *run) problem() *control.JFProblem {
 	over := r.wireOverhead()
 	p := &control.JFProblem{Workers: r.cfg.Workers}
 	for _, v := range r.cfg.Variants {
-		p.Variants = append(p.Variants, control.JFVariant{Name: v.Name, Side: v.Side, Bytes: float64(v.Side*v.Side*4) + over, Accuracy: v.Accuracy, BatchMs: v.BatchMs})
+		p.Variants = append(p.Variants, control.JFVariant{Name: v.Name, Side: v.Side, Bytes: r.pixelBytes(v.Side) + over, Accuracy: v.Accuracy, BatchMs: v.BatchMs})
 	}
 	for i := range r.senders {
 		bw := r.linkBps(i)
