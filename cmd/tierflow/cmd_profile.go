@@ -89,7 +89,10 @@ rows and the variants' accuracy profile rows (JellyBean 4.1).
 
 With --write the catalog file is rewritten (comments are not kept), with
 --out FILE the updated catalog goes there; either way the measured latency at
---at-batch becomes latency_ms.<--worker-type> per item.`,
+--at-batch becomes latency_ms.<--worker-type> per item, and the latency of a
+whole call at every --batch size (by default 1 to 64, powers of two) becomes
+latency_ms.<--worker-type>.by_batch, from which a query WITH (LATENCY <= x)
+picks its batch size.`,
 		Example: `  tierflow profile --catalog examples/fashion/catalog.yaml --data examples/fashion/data/shelf.arrow \
       --truth garment=true_group --keep garment=tops --batch 1,8,32 --out /tmp/profiled.yaml
   tierflow profile --catalog examples/fashion/catalog.yaml --data examples/fashion/data/shelf.arrow \
@@ -102,7 +105,7 @@ With --write the catalog file is rewritten (comments are not kept), with
 	}
 	fl := c.Flags()
 	fl.StringSliceVar(&f.models, "model", nil, "profile only these models (default: all of the catalog's models)")
-	fl.StringVar(&f.batches, "batch", "1,8,32", "batch sizes, comma-separated")
+	fl.StringVar(&f.batches, "batch", "1,2,4,8,16,32,64", "batch sizes, comma-separated (each becomes latency_ms.<type>.by_batch)")
 	fl.StringVar(&f.data, "data", "", "labelled validation set: an Arrow IPC file with the models' input columns and true labels (none: random inputs of the declared shapes, no accuracy)")
 	fl.StringToStringVar(&f.truth, "truth", nil, "true-label column per model, MODEL=COLUMN (default true_label)")
 	fl.StringSliceVar(&f.keep, "keep", nil, "labels of an upstream model that pass on to the next model, MODEL=LABEL[|LABEL...]")
@@ -251,7 +254,9 @@ func runProfile(a *app, f profileFlags) error {
 				v.Classes = dataaware.ClassRecalls(vp.Predicted, truth)
 			}
 			v.OutputKB = float64(int64(vp.OutputKB*1000+0.5)) / 1000
+			byBatch := map[int]catalog.Latency{}
 			for _, l := range vp.Latency {
+				byBatch[l.Batch] = catalog.Latency{P50: round6(l.P50.Seconds() * 1000), P75: round6(l.P75.Seconds() * 1000), P90: round6(l.P90.Seconds() * 1000)}
 				if l.Batch == at {
 					if v.Latency == nil {
 						v.Latency = map[string]catalog.Latency{}
@@ -262,6 +267,12 @@ func runProfile(a *app, f profileFlags) error {
 				rows = append(rows, profileRow{Model: m.Name, Variant: v.Name, Batch: l.Batch,
 					P50ms: ms(l.P50.Seconds()), P75ms: ms(l.P75.Seconds()), P90ms: ms(l.P90.Seconds()),
 					PerSec: float64(int64(l.ItemsPerSecond)), OutputKB: fmt.Sprintf("%.3f", vp.OutputKB), Accuracy: acc, Provider: vp.Provider})
+			}
+			// Every measured batch size is kept: a latency SLO picks the
+			// batch size from them (catalog.Latency.PickBatch).
+			if lat, ok := v.Latency[f.workerType]; ok {
+				lat.ByBatch = byBatch
+				v.Latency[f.workerType] = lat
 			}
 		}
 	}

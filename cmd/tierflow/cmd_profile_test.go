@@ -68,6 +68,11 @@ func TestProfileFashion(t *testing.T) {
 		if !ok || l.P50 <= 0 || l.P75 < l.P50 || l.P90 < l.P75 {
 			t.Errorf("%s: latency %+v", v.Name, cv.Latency)
 		}
+		// Every --batch size is kept, per call: batch 4's call is the
+		// per-item latency (recorded at --at-batch 4) times 4.
+		if b1, b4 := l.ByBatch[1], l.ByBatch[4]; len(l.ByBatch) != 2 || b1.P50 <= 0 || math.Abs(b4.P50-4*l.P50) > 1e-5 {
+			t.Errorf("%s: by_batch %+v (per item %v)", v.Name, l.ByBatch, l.P50)
+		}
 		if cv.OutputKB <= 0 || cv.OutputKB > 0.1 {
 			t.Errorf("%s: output %.3f KB for a label and a score", v.Name, cv.OutputKB)
 		}

@@ -59,6 +59,8 @@ type runFlags struct {
 	// replanDrift times (control.DefaultPolicies; 0 turns drift off).
 	replan      bool
 	replanDrift float64
+	// linkTraces shape tier links to bandwidth traces (--link-trace).
+	linkTraces []string
 	// analyze runs every query as EXPLAIN ANALYZE (`tierflow explain --analyze`).
 	analyze *cluster.AnalyzeOptions
 }
@@ -112,7 +114,14 @@ under half of what the plan needs while its senders stall. The planner then
 runs again with the live numbers in place of the catalog's and the
 infrastructure's, and the query is cut over only if the variant or worker
 choice changes. --stats and EXPLAIN ANALYZE list the plan
-history and the recoveries.`,
+history and the recoveries.
+
+--link-trace TIER_A:TIER_B=FILE (repeatable) throttles the real relay traffic
+from the workers of one tier to those of another to a bandwidth trace: a CSV
+with the header t_s,kbit_s, each row the bandwidth from t_s on, looping at its
+end (examples/traces). The i-th of n sending workers plays it i/n of a period
+ahead. A message arrives once its own bytes have crossed, so the latencies
+include the transfer time.`,
 		Example: `  tierflow run examples/streaming/query.sql
   tierflow run --output results.csv examples/streaming/query.sql
   tierflow run --on-error skip --max-delay 5s --format json examples/streaming/query.sql
@@ -136,6 +145,7 @@ history and the recoveries.`,
 	fl.BoolVar(&f.replay, "replay", false, "feed FROM FILE streams at their declared RATE, as live streams")
 	fl.BoolVar(&f.replan, "replan", false, "re-plan running queries off relay links that stall and when live numbers drift from the plan's (cluster only)")
 	fl.Float64Var(&f.replanDrift, "replan-drift", control.DefaultDrift.Factor, "with --replan: re-plan when a rate or model time drifts past this factor of the plan's (0: only stalled links)")
+	fl.StringArrayVar(&f.linkTraces, "link-trace", nil, "TIER_A:TIER_B=FILE: shape the relay links from tier A to tier B to a bandwidth trace (CSV t_s,kbit_s, looping; repeatable; embedded cluster only)")
 	fl.StringVar(&f.stats, "stats", "", "write a JSON summary of each query (rows, drops, latency, SLO misses) to this file when it ends")
 	return c
 }
@@ -262,6 +272,9 @@ func runRun(ctx context.Context, a *app, f runFlags, path string) error {
 // streams and sinks connect (to --nats or a server started when first
 // needed) through runtime/connectors.
 func runLocalScript(ctx context.Context, a *app, f runFlags, policy sources.OnError, path, src, base string, cat *catalog.Catalog, format string, newOutput func() (sinks.Writer, error)) error {
+	if len(f.linkTraces) > 0 {
+		return badInput(fmt.Errorf("--link-trace shapes relay links between workers: not with --local"))
+	}
 	link := newNATSLink(a)
 	defer link.close()
 	nh := link.hooks(policy, f.batch, f.sourceMaxDelay)
@@ -337,6 +350,14 @@ func runClusterScript(ctx context.Context, a *app, f runFlags, path, src, base, 
 	if f.replan {
 		opts.Policy = replanPolicy(f.replanDrift)
 	}
+	traces, err := parseLinkTraces(f.linkTraces, inf)
+	if err != nil {
+		return err
+	}
+	if len(traces) > 0 && f.processes {
+		return badInput(fmt.Errorf("--link-trace shapes the embedded workers' relays: not with --processes"))
+	}
+	opts.Shaper = linkShaper(traces, inf, time.Now())
 	mode := "embedded cluster"
 	var c *cluster.Cluster
 	if f.processes {

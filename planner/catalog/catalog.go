@@ -116,7 +116,11 @@ type Variant struct {
 	// frequencies in their place (SneakPeek, eq. 9).
 	Classes    []ClassRecall `yaml:"classes,omitempty"`
 	Provenance string        `yaml:"provenance,omitempty"`
-	Pos        Pos           `yaml:"-"`
+	// InputSize, when set, is the [height, width] the variant takes its
+	// images at: a sender resizes frames to it before they cross a link
+	// (data adaptation, Jellyfish 7.3), so a smaller size is fewer bytes.
+	InputSize []int `yaml:"input_size,flow,omitempty"`
+	Pos       Pos   `yaml:"-"`
 }
 
 // ClassRecall is a variant's recall (percent) on one true class, measured
@@ -164,6 +168,11 @@ type Latency struct {
 	P50 float64 `yaml:"p50"`
 	P75 float64 `yaml:"p75"`
 	P90 float64 `yaml:"p90"`
+	// ByBatch, when measured (`tierflow profile`), is the latency of one
+	// whole call at each batch size, in milliseconds: model latency grows
+	// with the batch, sub-linearly, and a latency SLO has to pick the batch
+	// size from it (Jellyfish 4.1: l_j(b)). Batch.go reads it.
+	ByBatch map[int]Latency `yaml:"by_batch,omitempty"`
 }
 
 // At returns the latency at percentile p (50, 75 or 90).

@@ -192,6 +192,7 @@ func Lower(plan *logical.Plan, cat *catalog.Catalog, inf *infra.Infra, opt Optio
 	}
 	// BUDGET turns the objective around: the most accurate plan within it.
 	l.p.Objectives.Budget = obj.Budget
+	l.p.Objectives.LatencyMs = obj.LatencyMs
 	l.endToEnd(sink)
 	if len(l.errs) > 0 {
 		return nil, errors.Join(l.errs...)

@@ -163,6 +163,9 @@ func New(res *lower.Result, p *optimize.Plan) *Plan {
 				op.ClassFreq = st.ClassFreq
 				call, _ := st.Node.(*logical.LateralModel)
 				op.Batch = batching(nodeModel{model: st.Model, call: call}, busiest)
+				if lat := res.Problem.Objectives.LatencyMs; lat > 0 {
+					latencyBatching(op.Batch, res.Problem, out.Sources, st, &op, lat, busiest)
+				}
 			}
 		}
 		out.Operators = append(out.Operators, op)

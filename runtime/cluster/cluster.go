@@ -28,6 +28,7 @@ import (
 	"github.com/tierflow/tierflow/operators/sinks"
 	"github.com/tierflow/tierflow/planner/bind"
 	"github.com/tierflow/tierflow/planner/infra"
+	"github.com/tierflow/tierflow/relay"
 	"github.com/tierflow/tierflow/relay/natsserver"
 	"github.com/tierflow/tierflow/runtime/connectors"
 	"github.com/tierflow/tierflow/runtime/control"
@@ -82,6 +83,9 @@ type Options struct {
 	// sends to worker to over the relay (0: no cap): tests and drills slow
 	// one link down with it.
 	Shape func(from, to string) float64
+	// Shaper, when set, shapes the relay link from embedded worker from to
+	// worker to to a bandwidth trace (nil: not shaped; `--link-trace`).
+	Shaper func(from, to string) relay.Shaper
 	// Namespace is the deployment's subject namespace (deploy.InNamespace):
 	// two clusters on one NATS server (two `tierflow run --nats URL`) each
 	// take their own and never see the other's workers or queries.
@@ -229,7 +233,7 @@ func StartEmbedded(ctx context.Context, o Options) (*Cluster, error) {
 		w, err := worker.Start(ctx, worker.Config{Conn: nc, Name: name, Tier: m.Tier, Location: m.Location, Type: typ,
 			Inventory: &inv, Allocator: o.Allocator, Metrics: o.Metrics, Stdout: o.Stdout, Log: o.Log,
 			Exec: ExecHooks(nc, o.OrtLib, o.ModelLog, CPUShare(m, len(o.Infra.Machines()))), Namespace: o.Namespace,
-			Shape: shapeFrom(o.Shape, name)})
+			Shape: shapeFrom(o.Shape, name), Shaper: shaperFrom(o.Shaper, name)})
 		if err != nil {
 			c.Close()
 			return nil, fmt.Errorf("worker %s: %w", name, err)
@@ -245,6 +249,14 @@ func shapeFrom(shape func(from, to string) float64, from string) func(to string)
 		return nil
 	}
 	return func(to string) float64 { return shape(from, to) }
+}
+
+// shaperFrom is worker from's side of Options.Shaper.
+func shaperFrom(shaper func(from, to string) relay.Shaper, from string) func(to string) relay.Shaper {
+	if shaper == nil {
+		return nil
+	}
+	return func(to string) relay.Shaper { return shaper(from, to) }
 }
 
 func (c *Cluster) connect(name string) (*nats.Conn, error) {

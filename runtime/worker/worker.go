@@ -72,6 +72,10 @@ type Config struct {
 	// sends to worker to (0: no cap): failure drills and tests slow one
 	// link down with it (natsrelay.Options.Shape).
 	Shape func(to string) float64
+	// Shaper, when set, shapes this worker's relay sends to worker to to
+	// a bandwidth that changes over time (nil: none; `--link-trace`,
+	// natsrelay.Options.Shaper).
+	Shaper func(to string) relay.Shaper
 	// DataRoots, when set, confine the files a deployed query may use
 	// (its catalog, models, file streams, tables and sinks) to these
 	// directories (--data-root). nil: no confinement.
@@ -416,20 +420,36 @@ func (w *Worker) build(req deploy.DeployRequest) error {
 		w.cfg.Metrics.Instrument(g, w.cfg.Name)
 	}
 	ro := natsrelay.Options{Config: relay.Config{Allocator: mem, Window: window}, Prefix: deploy.InNamespace(w.cfg.Namespace, "tierflow.relay")}
+	// receiverWorker names the worker at a link's receiving end when it is
+	// another worker ("" for a local link or one the placement cannot name).
+	p := req.Placement
+	receiverWorker := func(l relay.LinkID) string {
+		if int(l.Edge) >= len(p.Edges) {
+			return ""
+		}
+		to := p.Edges[l.Edge].To
+		if to < 0 || to >= len(p.Operators) || int(l.Receiver) >= len(p.Operators[to].Workers) {
+			return ""
+		}
+		if wi := p.Operators[to].Workers[l.Receiver]; wi >= 0 && wi < len(p.Workers) && p.Workers[wi] != w.cfg.Name {
+			return p.Workers[wi]
+		}
+		return ""
+	}
 	if w.cfg.Shape != nil {
-		p := req.Placement
 		ro.Shape = func(l relay.LinkID) float64 {
-			if int(l.Edge) >= len(p.Edges) {
-				return 0
-			}
-			to := p.Edges[l.Edge].To
-			if to < 0 || to >= len(p.Operators) || int(l.Receiver) >= len(p.Operators[to].Workers) {
-				return 0
-			}
-			if wi := p.Operators[to].Workers[l.Receiver]; wi >= 0 && wi < len(p.Workers) && p.Workers[wi] != w.cfg.Name {
-				return w.cfg.Shape(p.Workers[wi])
+			if to := receiverWorker(l); to != "" {
+				return w.cfg.Shape(to)
 			}
 			return 0
+		}
+	}
+	if w.cfg.Shaper != nil {
+		ro.Shaper = func(l relay.LinkID) relay.Shaper {
+			if to := receiverWorker(l); to != "" {
+				return w.cfg.Shaper(to)
+			}
+			return nil
 		}
 	}
 	tr := natsrelay.New(w.cfg.Conn, ro)
