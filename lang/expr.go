@@ -141,6 +141,9 @@ type FuncCall struct {
 	Star     bool   `parser:"( @'*'"`
 	Distinct bool   `parser:"| @'DISTINCT'"`
 	Args     []Expr `parser:"  @@ ( ',' @@ )* | @@ ( ',' @@ )* )? ')'"`
+	// WithinGroup is the ordered-set aggregate's WITHIN GROUP (ORDER BY x):
+	// percentile_cont(0.5) WITHIN GROUP (ORDER BY x).
+	WithinGroup *OrderItem `parser:"( 'WITHIN' 'GROUP' '(' 'ORDER' 'BY' @@ ')' )?"`
 }
 
 // ColumnRef is a possibly dotted name: col, t.col, t.col.field. The binder

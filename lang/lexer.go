@@ -30,7 +30,7 @@ var contextualWords = []string{
 	"REALTIME", "SECOND", "SECONDS", "SESSION", "SINK", "SINKS", "STDOUT", "STOP",
 	"STREAM", "STREAMS", "STRING", "STRATEGY", "TABLE", "TABLES", "TASK", "TENSOR",
 	"TEXT", "THROUGHPUT", "TIER", "TIERS", "TIMESTAMP", "TO", "TRY_CAST", "TUMBLE", "VARCHAR",
-	"VARIANTS", "WORKERS",
+	"VARIANTS", "WITHIN", "WORKERS",
 }
 
 var reservedSet = func() map[string]bool {
