@@ -32,6 +32,12 @@ type Options struct {
 	// Accuracy and Throughput, when set, replace the query's objectives.
 	Accuracy   *float64
 	Throughput float64
+	// InputRatio, by stage name (a model call), is the measured items into
+	// the stage per item entering the workflow: it replaces the ratio the
+	// estimated selectivities of the filters and joins before the stage
+	// give (the runtime's re-plan with live numbers), and scales what
+	// follows the stage with it.
+	InputRatio map[string]float64
 }
 
 // RelationalLatencyMs is the per-item latency assumed for a relational
@@ -559,6 +565,18 @@ func (l *lowerer) relational(n logical.Node, in []pending) *Stage {
 // edges adds the in-edges of stage s, whose input rows have the schema of
 // node below.
 func (l *lowerer) edges(s *Stage, below logical.Node, in []pending) {
+	first := len(l.p.Edges)
+	defer func() {
+		r := l.opt.InputRatio[s.Name]
+		if r <= 0 || s.demand <= 0 || s.units <= 0 {
+			return
+		}
+		k := r * s.units / s.demand
+		s.demand *= k
+		for i := first; i < len(l.p.Edges); i++ {
+			l.p.Edges[i].Ratio *= k
+		}
+	}()
 	sizes := l.colSizes(below)
 	for i, p := range in {
 		d := p.stage.outRate() * p.ratio
