@@ -142,7 +142,10 @@ type FuncCall struct {
 	Star     bool   `parser:"( @'*'"`
 	Distinct bool   `parser:"| @'DISTINCT'"`
 	Args     []Expr `parser:"  @@ ( ',' @@ )* | @@ ( ',' @@ )* )? ')'"`
-	Over     *Over  `parser:"( (?= 'OVER' ( '(' | Ident | QIdent ) ) @@ )?"`
+	// WithinGroup is the ordered-set aggregate's WITHIN GROUP (ORDER BY x):
+	// percentile_cont(0.5) WITHIN GROUP (ORDER BY x).
+	WithinGroup *OrderItem `parser:"( 'WITHIN' 'GROUP' '(' 'ORDER' 'BY' @@ ')' )?"`
+	Over        *Over      `parser:"( (?= 'OVER' ( '(' | Ident | QIdent ) ) @@ )?"`
 }
 
 // ColumnRef is a possibly dotted name: col, t.col, t.col.field. The binder

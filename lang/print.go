@@ -706,6 +706,11 @@ func (p *printer) expr(e Expr, min int) {
 			p.expr(a, 0)
 		}
 		p.w(")")
+		if e.WithinGroup != nil {
+			p.w(" WITHIN GROUP (ORDER BY ")
+			p.node(e.WithinGroup)
+			p.w(")")
+		}
 		if e.Over != nil {
 			p.over(e.Over)
 		}

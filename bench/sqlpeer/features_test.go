@@ -98,6 +98,8 @@ var features = []feature{
 	{kind: "median/quantile", sql: `SELECT g, median(x), median(n), quantile_cont(x, 0.25), quantile_cont(n, 0.9) FROM t GROUP BY g`},
 	{kind: "median/quantile", sql: `SELECT g, quantile_disc(x, 0.5), quantile_disc(n, 0.9), quantile(n, 0.1), quantile_disc(x, 0), quantile_disc(x, 1) FROM t GROUP BY g`},
 	{kind: "median/quantile", sql: `SELECT median(x), quantile_cont(x, 0.75), quantile_cont(x, 1) FROM t WHERE x IS NULL`},
+	{kind: "percentile_cont", sql: `SELECT g, percentile_cont(0.5) WITHIN GROUP (ORDER BY x), percentile_cont(0.1) WITHIN GROUP (ORDER BY n DESC), percentile_disc(0.75) WITHIN GROUP (ORDER BY x) FROM t GROUP BY g`},
+	{kind: "percentile_cont", sql: `SELECT percentile_cont(0.9) WITHIN GROUP (ORDER BY x), percentile_disc(0.2) WITHIN GROUP (ORDER BY n) FROM t`},
 	{kind: "string_agg", sql: `SELECT id, string_agg(s, '|'), string_agg(g) FROM t GROUP BY id`},
 	{kind: "string_agg", sql: `SELECT g, length(string_agg(s, ', ')), count(s) FROM t GROUP BY g`},
 	{kind: "string_agg", sql: `SELECT string_agg(s, '-') FROM t WHERE s IS NULL`},

@@ -145,7 +145,7 @@ func answer(sq *expr.Subquery, opts Options) (expr.Expr, error) {
 		case 1:
 			return literalOf(c.vals[0], sq.Elem), nil
 		}
-		return nil, fmt.Errorf("%w: a subquery used as a value returned %d rows; it may return one at most", ErrSubquery, len(c.vals))
+		return nil, fmt.Errorf("%s: %w: a subquery used as a value returned %d rows; it may return one at most", node.Position(), ErrSubquery, len(c.vals))
 	}
 	if len(c.vals) == 0 {
 		// IN of no rows is FALSE, even for NULL (NOT IN: TRUE), as in DuckDB.

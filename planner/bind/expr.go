@@ -25,6 +25,9 @@ func hasAggregateCall(e lang.Node, reg *expr.Registry) bool {
 			if f, ok := reg.Lookup(x.Name); ok && f.Kind == expr.AggregateKind {
 				found = true
 			}
+			if x.WithinGroup != nil {
+				found = true // an ordered-set aggregate (percentile_cont)
+			}
 		}
 		return !found
 	})
@@ -245,6 +248,12 @@ func (b *Binder) check(p lexer.Position, e expr.Expr, err error) expr.Expr {
 }
 
 func (b *Binder) call(x *lang.FuncCall, sc *scope, ac *aggScope) expr.Expr {
+	if y, ok := b.orderedSet(x); ok {
+		if y == nil {
+			return nil
+		}
+		x = y
+	}
 	if x.Over != nil {
 		return b.windowCall(x, sc, ac)
 	}
@@ -591,4 +600,53 @@ func (b *Binder) decorrelateExists(x *lang.ExistsExpr, outer *scope) lang.Expr {
 	sub := &lang.Query{Pos: q.Pos, Select: &lang.Select{Pos: s.Pos, Items: []*lang.SelectItem{{Pos: innerKey.Position(), Expr: innerKey}}, From: s.From, Where: rest}}
 	in := &lang.InExpr{Pos: x.Pos, X: outerKey, Subquery: sub}
 	return &lang.FuncCall{Pos: x.Pos, Name: "coalesce", Args: []lang.Expr{in, &lang.BoolLit{Pos: x.Pos, Value: false}}}
+}
+
+// orderedSet binds the SQL standard's ordered-set aggregates,
+// percentile_cont(q) and percentile_disc(q) WITHIN GROUP (ORDER BY x), as the
+// quantile_cont(x, q) and quantile_disc(x, q) they are (DESC: 1 - q, for the
+// continuous one). ok is false for any other call; y is nil when the call is
+// wrong (reported).
+func (b *Binder) orderedSet(x *lang.FuncCall) (y *lang.FuncCall, ok bool) {
+	name := strings.ToLower(x.Name)
+	isPct := name == "percentile_cont" || name == "percentile_disc"
+	switch {
+	case x.WithinGroup == nil && !isPct:
+		return nil, false
+	case x.WithinGroup == nil:
+		b.errorf(x.Pos, ErrBind, "%s is an ordered-set aggregate: %s(q) WITHIN GROUP (ORDER BY x)", name, name)
+		return nil, true
+	case !isPct:
+		b.errorf(x.WithinGroup.Pos, ErrBind, "WITHIN GROUP applies to percentile_cont and percentile_disc, not %s", x.Name)
+		return nil, true
+	case len(x.Args) != 1 || x.Star || x.Distinct:
+		b.errorf(x.Pos, ErrBind, "%s takes one fraction: %s(q) WITHIN GROUP (ORDER BY x)", name, name)
+		return nil, true
+	case x.WithinGroup.Nulls != "":
+		b.errorf(x.WithinGroup.Pos, ErrBind, "NULLS %s has no meaning here: %s skips NULLs", x.WithinGroup.Nulls, name)
+		return nil, true
+	}
+	q := x.Args[0]
+	if x.WithinGroup.Desc {
+		if name == "percentile_disc" {
+			b.errorf(x.WithinGroup.Pos, ErrNotSupported, "percentile_disc over ORDER BY ... DESC is not supported yet")
+			return nil, true
+		}
+		n, isNum := q.(*lang.NumberLit)
+		var v float64
+		var err error
+		if isNum {
+			v, err = strconv.ParseFloat(n.Value, 64)
+		}
+		if !isNum || err != nil {
+			b.errorf(q.Position(), ErrBind, "the fraction of %s must be a number from 0 to 1", name)
+			return nil, true
+		}
+		q = &lang.NumberLit{Pos: n.Pos, Value: strconv.FormatFloat(1-v, 'g', -1, 64)}
+	}
+	fn := "quantile_cont"
+	if name == "percentile_disc" {
+		fn = "quantile_disc"
+	}
+	return &lang.FuncCall{Pos: x.Pos, Name: fn, Args: []lang.Expr{x.WithinGroup.Expr, q}}, true
 }
