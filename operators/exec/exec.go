@@ -568,8 +568,10 @@ func (b *builder) scan(n *logical.Scan) (int, *arrow.Schema, error) {
 		// rows come late.
 		bounds = b.bounds[n]
 	}
-	if sources.FormatOf(format, path) == "parquet" {
-		// Parquet is columnar: read only the columns the query uses.
+	if f := sources.FormatOf(format, path); f == "parquet" || f == "csv" {
+		// Read only the columns the query uses: Parquet decodes only
+		// those, and CSV converts only their fields (the others are
+		// skipped unread, as DuckDB's reader does).
 		schema, n, et = projectScan(n, schema, et)
 	}
 	report := b.q.report
