@@ -165,7 +165,7 @@ func TestCSVParallelReadsWhatTheScannerReads(t *testing.T) {
 func TestCSVParallelBadRowsAtTheirLines(t *testing.T) {
 	text := typedCSV(2000, 3, false)
 	lines := strings.Split(text, "\n")
-	lines[700] = "oops," + lines[700]           // not an integer
+	lines[700] = "oops," + lines[700]            // not an integer
 	lines[1500] = "1,2"                          // too few fields
 	lines[1800] = "1,2,3,4,\xff,t,2024-01-01,,x" // not UTF-8
 	path := write(t, "bad.csv", strings.Join(lines, "\n"))
