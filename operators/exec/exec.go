@@ -516,6 +516,9 @@ func declaredSchema(cols []catalog.Column) (*arrow.Schema, error) {
 func (b *builder) openReader(path, format string, schema *arrow.Schema, table bool, bounds ...sources.Bound) (sources.Reader, error) {
 	switch sources.FormatOf(format, path) {
 	case "csv":
+		if table {
+			return sources.OpenCSVTable(path, schema, b.opts.BatchSize, b.opts.OnError, b.q.report)
+		}
 		return sources.OpenCSV(path, schema, b.opts.BatchSize, b.opts.OnError, b.q.report)
 	case "json":
 		return sources.OpenJSONL(path, schema, b.opts.BatchSize, b.opts.OnError, b.q.report)

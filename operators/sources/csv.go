@@ -42,7 +42,24 @@ type CSVReader struct {
 const inferRows = 1000
 
 // OpenCSV opens path. schema nil infers one; batch is the rows per record.
+// Rows are read in order, batch by batch, as a stream's watermark needs.
 func OpenCSV(path string, schema *arrow.Schema, batch int, policy OnError, report *Report) (*CSVReader, error) {
+	c, err := openCSV(path, schema, batch, policy, report)
+	if err == nil {
+		c.plan = nil
+	}
+	return c, err
+}
+
+// OpenCSVTable opens path as OpenCSV does, for a table: the rows come in
+// file order, in records of at most batch rows, parsed on every core by
+// csvTyped where it can (csvparallel.go). Records may be shorter than batch,
+// which only a stream's watermark would notice.
+func OpenCSVTable(path string, schema *arrow.Schema, batch int, policy OnError, report *Report) (*CSVReader, error) {
+	return openCSV(path, schema, batch, policy, report)
+}
+
+func openCSV(path string, schema *arrow.Schema, batch int, policy OnError, report *Report) (*CSVReader, error) {
 	f, err := os.Open(path)
 	if err != nil {
 		return nil, fmt.Errorf("%w: %v", ErrBadFile, err)

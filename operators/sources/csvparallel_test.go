@@ -81,7 +81,7 @@ func readCSV(t *testing.T, path string, schema *arrow.Schema, policy OnError, ch
 	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
 	defer mem.AssertSize(t, 0)
 	rep := &Report{}
-	r, err := OpenCSV(path, schema, 64, policy, rep)
+	r, err := OpenCSVTable(path, schema, 64, policy, rep)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -203,7 +203,7 @@ func TestCSVParallelCloseEarly(t *testing.T) {
 	path := write(t, "c.csv", typedCSV(5000, 11, false))
 	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
 	defer mem.AssertSize(t, 0)
-	r, err := OpenCSV(path, typedSchema, 64, Fail, nil)
+	r, err := OpenCSVTable(path, typedSchema, 64, Fail, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
