@@ -523,6 +523,9 @@ func (b *builder) openReader(path, format string, schema *arrow.Schema, table bo
 	case "json":
 		return sources.OpenJSONL(path, schema, b.opts.BatchSize, b.opts.OnError, b.q.report)
 	case "parquet":
+		if table {
+			return sources.OpenParquetTable(path, schema, b.parquetBatch(table), b.opts.Allocator, b.opts.OnError, b.q.report, bounds...)
+		}
 		return sources.OpenParquet(path, schema, b.parquetBatch(table), b.opts.Allocator, b.opts.OnError, b.q.report, bounds...)
 	case "arrow":
 		return sources.OpenIPC(path, schema, b.opts.Allocator, b.opts.OnError, b.q.report)

@@ -38,6 +38,17 @@ type recordReader struct {
 	closer func() error
 	errs   rowErrors
 	rows   int64 // rows read so far, for the row number in errors
+	pq     *parquetPlan
+}
+
+// parquetPlan is what a Parquet reader reads, for reading it again by row
+// group on other goroutines (parquetparallel.go).
+type parquetPlan struct {
+	leaves []int   // nil: every column
+	groups []int   // the row groups read, in order
+	rows   []int64 // the rows of each
+	batch  int
+	mem    memory.Allocator
 }
 
 func (r *recordReader) Schema() *arrow.Schema {
@@ -298,11 +309,21 @@ func OpenParquet(path string, schema *arrow.Schema, batch int, mem memory.Alloca
 	if err != nil {
 		return nil, fmt.Errorf("%w: %s: %v", ErrBadFile, path, err)
 	}
-	rr, err := fr.GetRecordReader(context.Background(), parquetLeaves(fr.Manifest, schema), keepRowGroups(pf.MetaData(), fr.Manifest, bounds))
+	leaves, groups := parquetLeaves(fr.Manifest, schema), keepRowGroups(pf.MetaData(), fr.Manifest, bounds)
+	rr, err := fr.GetRecordReader(context.Background(), leaves, groups)
 	if err != nil {
 		return nil, fmt.Errorf("%w: %s: %v", ErrBadFile, path, err)
 	}
-	return &recordReader{path: path, rr: rr, want: schema, closer: f.Close, errs: rowErrors{policy, report}}, nil
+	pq := &parquetPlan{leaves: leaves, groups: groups, batch: max(batch, 1), mem: mem}
+	if pq.groups == nil {
+		for g := range pf.NumRowGroups() {
+			pq.groups = append(pq.groups, g)
+		}
+	}
+	for _, g := range pq.groups {
+		pq.rows = append(pq.rows, pf.MetaData().RowGroup(g).NumRows())
+	}
+	return &recordReader{path: path, rr: rr, want: schema, closer: f.Close, errs: rowErrors{policy, report}, pq: pq}, nil
 }
 
 // checkStoredSchema checks the Arrow schema pqarrow keeps in a Parquet
