@@ -127,7 +127,7 @@ func (p *parquetParallel) open() (f *os.File, fr *pqarrow.FileReader, err error)
 	}
 	pf, err := file.NewParquetReader(f)
 	if err == nil {
-		fr, err = pqarrow.NewFileReader(pf, pqarrow.ArrowReadProperties{BatchSize: int64(p.seq.pq.batch)}, p.seq.pq.mem)
+		fr, err = pqarrow.NewFileReader(pf, p.seq.pq.dictProps, p.seq.pq.mem)
 	}
 	if err != nil {
 		f.Close()

@@ -33,7 +33,11 @@ func manyGroups(t *testing.T, n int) (string, *arrow.Schema) {
 		if i%137 == 5 {
 			s = string([]byte{'x', 0xff})
 		}
-		b.Field(1).(*array.StringBuilder).Append(s)
+		if i%50 == 7 {
+			b.Field(1).AppendNull()
+		} else {
+			b.Field(1).(*array.StringBuilder).Append(s)
+		}
 		b.Field(2).(*array.Float64Builder).Append(float64(i) / 4)
 	}
 	rec := b.NewRecord()
@@ -74,7 +78,10 @@ func TestParquetParallelReadsWhatTheSequentialReaderReads(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		_, par := r.(*parquetParallel)
+		pp, par := r.(*parquetParallel)
+		if par && !pp.seq.pq.dictProps.ReadDict(1) {
+			t.Fatal("the string column is not read as its dictionary")
+		}
 		out := csvRun{par: par}
 		for {
 			rec, err := r.Next(mem)
@@ -98,7 +105,23 @@ func TestParquetParallelReadsWhatTheSequentialReaderReads(t *testing.T) {
 			t.Fatal("not read in parallel")
 		}
 		if policy == Skip && (len(want.rows) != 2000-15 || len(want.messages) != 15) {
-			t.Fatalf("sequential: %d rows, %d problems", len(want.rows), len(want.messages))
+			t.Fatalf("sequential: %d rows, %d problems, %s", len(want.rows), len(want.messages), want.err)
+		}
+		if policy == Skip { // the values written, strings unpacked from their dictionary
+			k := 0
+			for i := range 2000 {
+				if i%137 == 5 {
+					continue
+				}
+				var s any = fmt.Sprint("k", i%7)
+				if i%50 == 7 {
+					s = nil
+				}
+				if r := want.rows[k]; r[0] != int64(i) || r[1] != s || r[2] != float64(i)/4 {
+					t.Fatalf("row %d: %v", i, r)
+				}
+				k++
+			}
 		}
 		if got.err != want.err || !reflect.DeepEqual(got.messages, want.messages) || policy == Skip && !reflect.DeepEqual(got.rows, want.rows) {
 			t.Fatalf("policy %d: parallel %d rows, %q %q; sequential %d rows, %q %q", policy, len(got.rows), got.err, got.messages, len(want.rows), want.err, want.messages)
