@@ -24,6 +24,7 @@ type keyTable struct {
 	strs  map[string]uint32
 	nullG int64 // id of the NULL key for ints and strs (-1 none)
 	enc   map[string]uint32
+	multi *multiKeys // GROUP BY tuples of strings and integers (newGroupKeyTable)
 	keys  []array.Builder
 	n     uint32
 	buf   []byte
@@ -133,6 +134,8 @@ func (t *keyTable) lookupBatch(cols []arrow.Array, from, to int, out []uint32) {
 		}
 	case t.strs != nil:
 		t.lookupStrings(cols[0].(*array.String), from, to, out)
+	case t.multi != nil:
+		t.multi.lookupBatch(t, cols, from, to, out)
 	default:
 		for i := from; i < to; i++ {
 			out[i-from] = t.lookup(cols, i)
@@ -231,6 +234,8 @@ func (t *keyTable) find(cols []arrow.Array, from, to int, out []int32) {
 				out[i-from] = int32(g)
 			}
 		}
+	case t.multi != nil:
+		t.multi.find(cols, from, to, out)
 	default:
 		for i := from; i < to; i++ {
 			out[i-from] = -1
@@ -269,7 +274,7 @@ func (t *keyTable) add(col arrow.Array, i int) uint32 {
 
 // lookup returns the id of row i's key tuple, adding it when new.
 func (t *keyTable) lookup(cols []arrow.Array, i int) uint32 {
-	if len(cols) == 0 || t.ints != nil || t.strs != nil {
+	if len(cols) == 0 || t.ints != nil || t.strs != nil || t.multi != nil {
 		var one [1]uint32
 		t.lookupBatch(cols, i, i+1, one[:])
 		return one[0]
