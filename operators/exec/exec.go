@@ -81,8 +81,11 @@ type Options struct {
 	// confines a submitted query to its data roots; a local run sets none.
 	Confine func(path string) (string, error)
 	// Parallelism runs each GROUP BY over plain columns as this many
-	// instances, rows exchanged by a hash of the group keys (data-parallel);
-	// 0 or 1 runs one instance.
+	// instances, rows exchanged by a hash of the group keys (data-parallel),
+	// and any other GROUP BY it can split in two phases (twophase.go) on
+	// this many cores; 1 runs one instance. 0, the default, splits a GROUP
+	// BY of few groups (no key, or string keys) in two phases on every core
+	// and runs the others as one instance.
 	Parallelism int
 }
 
@@ -297,7 +300,17 @@ func (b *builder) node(n logical.Node) (int, *arrow.Schema, error) {
 		mk := func(dataflow.Instance) (dataflow.Operator, error) {
 			return rel.NewAggregate(spec, schema, fns, st), nil
 		}
+		if p := b.opts.Parallelism; p == 0 && fewGroups(n.Group) {
+			if op, ok := b.twoPhase(n, in, schema, out, defaultParallelism(), st); ok {
+				return op, out, nil
+			}
+		}
 		keys, plain := plainColumns(n.Group)
+		if p := b.opts.Parallelism; p > 1 && !(plain && len(keys) > 0) {
+			if op, ok := b.twoPhase(n, in, schema, out, p, st); ok {
+				return op, out, nil
+			}
+		}
 		if p := b.opts.Parallelism; p > 1 && plain && len(keys) > 0 {
 			// Equal keys meet in one instance; every instance sees the same
 			// frontier, so each closes its share of a window at the same time.

@@ -1,0 +1,135 @@
+package exec
+
+import (
+	"runtime"
+
+	"github.com/apache/arrow/go/v17/arrow"
+
+	"github.com/tierflow/tierflow/dataflow"
+	"github.com/tierflow/tierflow/operators/eval"
+	"github.com/tierflow/tierflow/operators/rel"
+	"github.com/tierflow/tierflow/planner/expr"
+	"github.com/tierflow/tierflow/planner/logical"
+)
+
+// twoPhase builds a GROUP BY without a window as a two-phase aggregation on
+// p cores: whole input batches go to p partial aggregations (a Balance edge,
+// so no row is copied), each folds its share of the rows into partial
+// states per group (count, sum, min, max; avg as a sum and a count), one
+// final aggregation combines the partial rows, and a projection finishes
+// avg and restores the output columns. This is how a query uses every core
+// by default when its groups are few; a key with many groups gains nothing
+// from partials (every one holds nearly every group) and is left to the
+// exchange of Options.Parallelism. It returns ok false for an aggregation
+// it does not split (DISTINCT, FILTER, other functions, a window).
+func (b *builder) twoPhase(n *logical.Aggregate, in int, schema, out *arrow.Schema, p int, st *rel.Stats) (int, bool) {
+	if n.Window != nil || p < 2 {
+		return 0, false
+	}
+	k := len(n.Group)
+	partial := rel.AggregateSpec{Group: n.Group, GroupNames: n.GroupNames}
+	final := rel.AggregateSpec{}
+	for i, g := range n.Group {
+		final.Group = append(final.Group, &expr.Column{Index: i, Name: n.GroupNames[i], DataType: g.Type()})
+		final.GroupNames = append(final.GroupNames, n.GroupNames[i])
+	}
+	// addPartial adds a partial aggregate and its final combination; it
+	// returns the final's column in the final aggregation's output.
+	addPartial := func(fn string, args []expr.Expr, t arrow.DataType, combine string) expr.Expr {
+		j := len(partial.Aggs)
+		partial.Aggs = append(partial.Aggs, &expr.Aggregate{Func: fn, Args: args, DataType: t})
+		partial.AggNames = append(partial.AggNames, "partial")
+		col := &expr.Column{Index: k + j, Name: "partial", DataType: t}
+		final.Aggs = append(final.Aggs, &expr.Aggregate{Func: combine, Args: []expr.Expr{col}, DataType: t})
+		final.AggNames = append(final.AggNames, "final")
+		return &expr.Column{Index: k + j, Name: "final", DataType: t}
+	}
+	exprs := make([]expr.Expr, 0, k+len(n.Aggs))
+	for i := range n.Group {
+		exprs = append(exprs, final.Group[i])
+	}
+	for _, a := range n.Aggs {
+		if a.Distinct || a.Filter != nil || len(a.Args) > 1 {
+			return 0, false
+		}
+		switch a.Func {
+		case "count":
+			exprs = append(exprs, addPartial("count", a.Args, a.DataType, "sum"))
+		case "sum", "min", "max":
+			exprs = append(exprs, addPartial(a.Func, a.Args, a.DataType, a.Func))
+		case "avg":
+			if len(a.Args) != 1 || !arrow.TypeEqual(a.DataType, expr.Float64) {
+				return 0, false
+			}
+			x := a.Args[0]
+			if !arrow.TypeEqual(x.Type(), expr.Float64) {
+				x = &expr.Cast{Expr: x, To: expr.Float64}
+			}
+			sum := addPartial("sum", []expr.Expr{x}, expr.Float64, "sum")
+			cnt := addPartial("count", a.Args, expr.Int64, "sum")
+			exprs = append(exprs, &expr.Call{Func: "divide", DataType: expr.Float64,
+				Args: []expr.Expr{sum, &expr.Cast{Expr: cnt, To: expr.Float64}}})
+		default:
+			return 0, false
+		}
+	}
+	names := append(append([]string(nil), n.GroupNames...), n.AggNames...)
+	fns := b.opts.Functions
+	// Compile every phase now: anything that does not compile, or a result
+	// that would not be the one-phase aggregation's, keeps one phase.
+	ph, err := rel.NewHashAggregate(b.opts.Allocator, partial, schema, fns)
+	if err != nil {
+		return 0, false
+	}
+	mid := ph.Schema()
+	ph.Release()
+	fh, err := rel.NewHashAggregate(b.opts.Allocator, final, mid, fns)
+	if err != nil {
+		return 0, false
+	}
+	fin := fh.Schema()
+	fh.Release()
+	proj, err := eval.NewProjection(exprs, names, fin, fns)
+	if err != nil || !sameColumns(proj.Schema(), out) {
+		return 0, false
+	}
+	pop := b.g.AddOperator(dataflow.OperatorSpec{Name: "partial aggregate", Inputs: 1, Outputs: 1, Workers: make([]int, p),
+		New: func(dataflow.Instance) (dataflow.Operator, error) { return rel.NewAggregate(partial, schema, fns, st), nil }})
+	b.g.AddEdge(dataflow.Edge{From: dataflow.Port{Op: in}, To: dataflow.Port{Op: pop}, Kind: dataflow.Balance})
+	fop := b.add("final aggregate", 1, func() (dataflow.Operator, error) { return rel.NewAggregate(final, mid, fns, st), nil })
+	b.g.Connect(pop, 0, fop, 0)
+	op := b.add("project", 1, func() (dataflow.Operator, error) { return rel.NewProject(proj), nil })
+	b.g.Connect(fop, 0, op, 0)
+	return op, true
+}
+
+// fewGroups guesses that a GROUP BY has few groups, where partial
+// aggregation pays: no key, or only strings and booleans (flags, modes,
+// categories). Integer and time keys (ids, timestamps) are often near
+// unique.
+func fewGroups(group []expr.Expr) bool {
+	for _, g := range group {
+		switch g.Type().ID() {
+		case arrow.STRING, arrow.BOOL:
+		default:
+			return false
+		}
+	}
+	return true
+}
+
+// defaultParallelism is the instances of a two-phase aggregation when
+// Options.Parallelism is 0: every core.
+func defaultParallelism() int { return runtime.GOMAXPROCS(0) }
+
+func sameColumns(a, b *arrow.Schema) bool {
+	if a.NumFields() != b.NumFields() {
+		return false
+	}
+	for i := range a.NumFields() {
+		if a.Field(i).Name != b.Field(i).Name || !arrow.TypeEqual(a.Field(i).Type, b.Field(i).Type) {
+			return false
+		}
+	}
+	return true
+}
