@@ -94,7 +94,9 @@ func (b *builder) twoPhase(n *logical.Aggregate, in int, schema, out *arrow.Sche
 		return 0, false
 	}
 	pop := b.g.AddOperator(dataflow.OperatorSpec{Name: "partial aggregate", Inputs: 1, Outputs: 1, Workers: make([]int, p),
-		New: func(dataflow.Instance) (dataflow.Operator, error) { return rel.NewAggregate(partial, schema, fns, st), nil }})
+		New: func(dataflow.Instance) (dataflow.Operator, error) {
+			return rel.NewAggregate(partial, schema, fns, st), nil
+		}})
 	b.g.AddEdge(dataflow.Edge{From: dataflow.Port{Op: in}, To: dataflow.Port{Op: pop}, Kind: dataflow.Balance})
 	fop := b.add("final aggregate", 1, func() (dataflow.Operator, error) { return rel.NewAggregate(final, mid, fns, st), nil })
 	b.g.Connect(pop, 0, fop, 0)

@@ -77,6 +77,7 @@ func (m *multiKeys) columnIDs(c int, col arrow.Array, from, to int, add bool) []
 		m.ids[c] = make([]uint32, n)
 	}
 	ids := m.ids[c][:n]
+	m.ids[c] = ids // the batch's length, which lookupBatch and find loop over
 	k := &m.cols[c]
 	hasNull := col.NullN() > 0
 	null := func() uint32 {
