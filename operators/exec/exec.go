@@ -271,7 +271,26 @@ func (b *builder) node(n logical.Node) (int, *arrow.Schema, error) {
 		b.g.Connect(in, 0, op, 0)
 		return op, proj.Schema(), nil
 	case *logical.Aggregate:
-		in, schema, err := b.node(n.Input)
+		// split: the cores of a two-phase aggregation (twophase.go), whose
+		// filters and projections below run on as many.
+		split := 0
+		if keys, plain := plainColumns(n.Group); splittable(n) {
+			switch p := b.opts.Parallelism; {
+			case p == 0 && fewGroups(n.Group):
+				split = defaultParallelism()
+			case p > 1 && !(plain && len(keys) > 0):
+				split = p
+			}
+		}
+		var in int
+		var schema *arrow.Schema
+		var parallelIn bool
+		var err error
+		if split > 1 {
+			in, schema, parallelIn, err = b.morsels(n.Input, split)
+		} else {
+			in, schema, err = b.node(n.Input)
+		}
 		if err != nil {
 			return 0, nil, err
 		}
@@ -300,17 +319,13 @@ func (b *builder) node(n logical.Node) (int, *arrow.Schema, error) {
 		mk := func(dataflow.Instance) (dataflow.Operator, error) {
 			return rel.NewAggregate(spec, schema, fns, st), nil
 		}
-		if p := b.opts.Parallelism; p == 0 && fewGroups(n.Group) {
-			if op, ok := b.twoPhase(n, in, schema, out, defaultParallelism(), st); ok {
+		if split > 1 {
+			if op, ok := b.twoPhase(n, in, parallelIn, schema, out, split, st); ok {
 				return op, out, nil
 			}
+			// Not split after all: one aggregation takes every instance's rows.
 		}
 		keys, plain := plainColumns(n.Group)
-		if p := b.opts.Parallelism; p > 1 && !(plain && len(keys) > 0) {
-			if op, ok := b.twoPhase(n, in, schema, out, p, st); ok {
-				return op, out, nil
-			}
-		}
 		if p := b.opts.Parallelism; p > 1 && plain && len(keys) > 0 {
 			// Equal keys meet in one instance; every instance sees the same
 			// frontier, so each closes its share of a window at the same time.

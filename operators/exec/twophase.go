@@ -1,6 +1,7 @@
 package exec
 
 import (
+	"fmt"
 	"runtime"
 
 	"github.com/apache/arrow/go/v17/arrow"
@@ -22,8 +23,9 @@ import (
 // from partials (every one holds nearly every group) and is left to the
 // exchange of Options.Parallelism. It returns ok false for an aggregation
 // it does not split (DISTINCT, FILTER, other functions, a window).
-func (b *builder) twoPhase(n *logical.Aggregate, in int, schema, out *arrow.Schema, p int, st *rel.Stats) (int, bool) {
-	if n.Window != nil || p < 2 {
+// in runs as p instances already when parallelIn is set (morsels).
+func (b *builder) twoPhase(n *logical.Aggregate, in int, parallelIn bool, schema, out *arrow.Schema, p int, st *rel.Stats) (int, bool) {
+	if !splittable(n) || p < 2 {
 		return 0, false
 	}
 	k := len(n.Group)
@@ -97,7 +99,11 @@ func (b *builder) twoPhase(n *logical.Aggregate, in int, schema, out *arrow.Sche
 		New: func(dataflow.Instance) (dataflow.Operator, error) {
 			return rel.NewAggregate(partial, schema, fns, st), nil
 		}})
-	b.g.AddEdge(dataflow.Edge{From: dataflow.Port{Op: in}, To: dataflow.Port{Op: pop}, Kind: dataflow.Balance})
+	if parallelIn {
+		b.g.Connect(in, 0, pop, 0)
+	} else {
+		b.g.AddEdge(dataflow.Edge{From: dataflow.Port{Op: in}, To: dataflow.Port{Op: pop}, Kind: dataflow.Balance})
+	}
 	fop := b.add("final aggregate", 1, func() (dataflow.Operator, error) { return rel.NewAggregate(final, mid, fns, st), nil })
 	b.g.Connect(pop, 0, fop, 0)
 	op := b.add("project", 1, func() (dataflow.Operator, error) { return rel.NewProject(proj), nil })
@@ -134,4 +140,82 @@ func sameColumns(a, b *arrow.Schema) bool {
 		}
 	}
 	return true
+}
+
+// splittable: an aggregation twoPhase can split, by its form.
+func splittable(n *logical.Aggregate) bool {
+	if n.Window != nil {
+		return false
+	}
+	for _, a := range n.Aggs {
+		if a.Distinct || a.Filter != nil || len(a.Args) > 1 {
+			return false
+		}
+		switch a.Func {
+		case "count", "sum", "min", "max":
+		case "avg":
+			if len(a.Args) != 1 || !arrow.TypeEqual(a.DataType, expr.Float64) {
+				return false
+			}
+		default:
+			return false
+		}
+	}
+	return true
+}
+
+// morsels builds the filters and projections under a split aggregation as
+// p instances each, fed whole batches by a Balance edge from what they
+// read (a scan, a join): the rows of a batch are filtered, computed and
+// folded on one core, with no copy between. It says whether n runs as p
+// instances (false: n is not a filter or projection).
+func (b *builder) morsels(n logical.Node, p int) (int, *arrow.Schema, bool, error) {
+	at := func(err error) error {
+		if pos := n.Position(); pos.Line > 0 {
+			return fmt.Errorf("%s: %w", pos, err)
+		}
+		return err
+	}
+	var input logical.Node
+	switch x := n.(type) {
+	case *logical.Filter:
+		if s, ok := x.Input.(*logical.Scan); ok {
+			b.noteBounds(s, x.Pred)
+		}
+		input = x.Input
+	case *logical.Project:
+		input = x.Input
+	default:
+		op, schema, err := b.node(n)
+		return op, schema, false, err
+	}
+	in, schema, parallel, err := b.morsels(input, p)
+	if err != nil {
+		return 0, nil, false, err
+	}
+	fns := b.opts.Functions
+	var op int
+	switch x := n.(type) {
+	case *logical.Filter:
+		pred, err := eval.NewPredicate(x.Pred, schema, fns)
+		if err != nil {
+			return 0, nil, false, at(err)
+		}
+		op = b.g.AddOperator(dataflow.OperatorSpec{Name: "filter", Inputs: 1, Outputs: 1, Workers: make([]int, p),
+			New: func(dataflow.Instance) (dataflow.Operator, error) { return rel.NewFilter(pred, nil), nil }})
+	case *logical.Project:
+		proj, err := eval.NewProjection(x.Exprs, x.Names, schema, fns)
+		if err != nil {
+			return 0, nil, false, at(err)
+		}
+		op = b.g.AddOperator(dataflow.OperatorSpec{Name: "project", Inputs: 1, Outputs: 1, Workers: make([]int, p),
+			New: func(dataflow.Instance) (dataflow.Operator, error) { return rel.NewProject(proj), nil }})
+		schema = proj.Schema()
+	}
+	if parallel {
+		b.g.Connect(in, 0, op, 0)
+	} else {
+		b.g.AddEdge(dataflow.Edge{From: dataflow.Port{Op: in}, To: dataflow.Port{Op: op}, Kind: dataflow.Balance})
+	}
+	return op, schema, true, nil
 }

@@ -23,7 +23,8 @@ import (
 // A GROUP BY of few groups runs in two phases on every core by default
 // (partial aggregations fed whole batches, one final) and answers what one
 // instance answers: counts, sums, min/max of numbers and strings, avg of
-// integers and doubles, with NULLs, with and without keys, over no rows.
+// integers and doubles, with NULLs, with and without keys, over no rows;
+// a filter below it runs on every core too.
 func TestTwoPhaseAggregationMatchesOnePhase(t *testing.T) {
 	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(4))
 	dir := t.TempDir()
@@ -54,7 +55,7 @@ func TestTwoPhaseAggregationMatchesOnePhase(t *testing.T) {
 		for _, par := range []int{1, 0} {
 			mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
 			out := &collect{}
-			split := false
+			split, morsels := false, false
 			err := RunScript(context.Background(), filepath.Join(dir, "q.sql"), create+q+";", ScriptOptions{
 				Options:   Options{Allocator: mem, BatchSize: 100, Parallelism: par},
 				NewOutput: func() (sinks.Writer, error) { return out, nil },
@@ -65,6 +66,7 @@ func TestTwoPhaseAggregationMatchesOnePhase(t *testing.T) {
 					}
 					for _, op := range built.Graph().Operators {
 						split = split || op.Name == "partial aggregate" && op.Parallelism() == 4
+						morsels = morsels || op.Name == "filter" && op.Parallelism() == 4
 					}
 					built.closeFiles()
 					return nil
@@ -74,8 +76,8 @@ func TestTwoPhaseAggregationMatchesOnePhase(t *testing.T) {
 				t.Fatalf("%s: %v", q, err)
 			}
 			mem.AssertSize(t, 0)
-			if split != (par == 0) {
-				t.Fatalf("%s at parallelism %d: two phases %v", q, par, split)
+			if split != (par == 0) || morsels != (par == 0 && strings.Contains(q, "WHERE")) {
+				t.Fatalf("%s at parallelism %d: two phases %v, filter on every core %v", q, par, split, morsels)
 			}
 			rows := out.rows
 			sort.Slice(rows, func(i, j int) bool { return fmt.Sprint(rows[i]) < fmt.Sprint(rows[j]) })
