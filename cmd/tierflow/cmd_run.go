@@ -46,6 +46,7 @@ type runFlags struct {
 	maxDelay  time.Duration
 	batch     int
 	parallel  int
+	memLimit  string
 	local     bool
 	processes bool
 	// sourceMaxDelay bounds a message source's wait for a partial batch;
@@ -120,6 +121,7 @@ relay links stalls its sender more than half the time. --stats lists both.`,
 	fl.DurationVar(&f.maxDelay, "max-delay", 2*time.Second, "allowed out-of-orderness of event time (watermark delay)")
 	fl.IntVar(&f.batch, "batch-size", 4096, "rows per source batch")
 	fl.IntVar(&f.parallel, "parallelism", 0, "with --local: instances of each GROUP BY, rows exchanged by a hash of the group keys (0: a GROUP BY of few groups on every core, in two phases; 1: one instance)")
+	fl.StringVar(&f.memLimit, "memory-limit", "", "with --local: most memory the state of a GROUP BY may take (e.g. 512MB, 2GiB; parsed as the coordinator's sizes); past it the state spills to disk (default: no limit)")
 	fl.BoolVar(&f.local, "local", false, "run in this process on one executor instead of an embedded cluster")
 	fl.BoolVar(&f.processes, "processes", false, "start the cluster's workers as child processes instead of goroutines")
 	fl.DurationVar(&f.sourceMaxDelay, "source-max-delay", connectors.DefaultSourceMaxDelay, "longest a NATS or JetStream source waits to fill a partial batch")
@@ -133,6 +135,9 @@ func runRun(ctx context.Context, a *app, f runFlags, path string) error {
 	policy, err := sources.ParseOnError(f.onError)
 	if err != nil {
 		return badInput(err)
+	}
+	if _, err := parseBytes(f.memLimit); err != nil {
+		return badInput(fmt.Errorf("--memory-limit: %w", err))
 	}
 	format := a.g.format
 	if format == "" && f.output != "" {
@@ -259,7 +264,8 @@ func runLocalScript(ctx context.Context, a *app, f runFlags, policy sources.OnEr
 	lateral := func(variants map[string]string) func(*logical.LateralModel, *arrow.Schema) (func() (dataflow.Operator, error), *arrow.Schema, error) {
 		return inference.New(inference.Config{OrtLib: a.g.ortLib, BaseDir: base, Log: a.err, Variants: variants}).Lateral
 	}
-	eo := exec.Options{BaseDir: base, Stdout: a.out, OnError: policy, MaxDelay: f.maxDelay, BatchSize: f.batch, Parallelism: f.parallel,
+	limit, _ := parseBytes(f.memLimit) // checked by runRun
+	eo := exec.Options{BaseDir: base, Stdout: a.out, OnError: policy, MaxDelay: f.maxDelay, BatchSize: f.batch, Parallelism: f.parallel, MemoryLimit: limit,
 		Stream: nh.Stream, Sink: nh.Sink, Lateral: lateral(nil)}
 	if f.replay {
 		eo.Pace = deploy.Replay

@@ -87,6 +87,12 @@ type Options struct {
 	// BY of few groups (no key, or string keys) in two phases on every core
 	// and runs the others as one instance.
 	Parallelism int
+	// MemoryLimit bounds the state of each GROUP BY without a window, in
+	// bytes (estimated): past it the groups' partial states go to disk,
+	// partitioned by key, and are combined a partition at a time when the
+	// input ends (rel.SpillAggregate). 0: no limit. Aggregations it cannot
+	// split (DISTINCT, other functions), windows and joins are not bounded.
+	MemoryLimit int64
 }
 
 // Stats report a run.
@@ -101,6 +107,9 @@ type Stats struct {
 	// sources (slow consumers, oversized messages).
 	Dropped  dataflow.DropCounts
 	Problems []string // first bad-row messages (file:row: why)
+	// Spills counts the times an aggregation wrote its state to disk
+	// (Options.MemoryLimit), SpilledRows the partial rows it wrote.
+	Spills, SpilledRows int64
 }
 
 // Query is a built dataflow ready to run.
@@ -109,6 +118,7 @@ type Query struct {
 	opts    Options
 	report  *sources.Report
 	stats   []*rel.Stats
+	spills  *rel.SpillStats
 	written atomic.Int64
 	closers []io.Closer
 	writers []sinks.Writer
@@ -138,7 +148,7 @@ func Build(plan *logical.Plan, opts Options) (*Query, error) {
 	if opts.Stdout == nil {
 		opts.Stdout = os.Stdout
 	}
-	q := &Query{graph: &dataflow.Graph{Query: "local"}, opts: opts, report: &sources.Report{}}
+	q := &Query{graph: &dataflow.Graph{Query: "local"}, opts: opts, report: &sources.Report{}, spills: &rel.SpillStats{}}
 	b := &builder{q: q, g: q.graph, opts: opts, finalLimit: finalLimit(plan.Root)}
 	if _, _, err := b.node(plan.Root); err != nil {
 		q.closeFiles()
@@ -207,7 +217,8 @@ func (q *Query) Run(ctx context.Context) (Stats, error) {
 // dropped, bad rows skipped. A cluster worker, which runs its part of the
 // graph without Run, reports them from here.
 func (q *Query) Stats() Stats {
-	st := Stats{RowsRead: q.report.Rows.Load(), RowsWritten: q.written.Load(), BadRows: q.report.BadRows.Load(), Problems: q.report.Messages()}
+	st := Stats{RowsRead: q.report.Rows.Load(), RowsWritten: q.written.Load(), BadRows: q.report.BadRows.Load(), Problems: q.report.Messages(),
+		Spills: q.spills.Spills.Load(), SpilledRows: q.spills.Rows.Load()}
 	var nulls int64
 	for _, s := range q.stats {
 		st.LateRows += s.Late.Load()
@@ -274,7 +285,7 @@ func (b *builder) node(n logical.Node) (int, *arrow.Schema, error) {
 		// split: the cores of a two-phase aggregation (twophase.go), whose
 		// filters and projections below run on as many.
 		split := 0
-		if keys, plain := plainColumns(n.Group); splittable(n) {
+		if keys, plain := plainColumns(n.Group); splittable(n) && b.opts.MemoryLimit <= 0 {
 			switch p := b.opts.Parallelism; {
 			case p == 0 && fewGroups(n.Group):
 				split = defaultParallelism()
@@ -318,6 +329,11 @@ func (b *builder) node(n logical.Node) (int, *arrow.Schema, error) {
 		b.q.stats = append(b.q.stats, st)
 		mk := func(dataflow.Instance) (dataflow.Operator, error) {
 			return rel.NewAggregate(spec, schema, fns, st), nil
+		}
+		if b.opts.MemoryLimit > 0 {
+			if op, ok := b.spilling(n, in, schema, out); ok {
+				return op, out, nil
+			}
 		}
 		if split > 1 {
 			if op, ok := b.twoPhase(n, in, parallelIn, schema, out, split, st); ok {

@@ -13,20 +13,22 @@ import (
 	"github.com/tierflow/tierflow/planner/logical"
 )
 
-// twoPhase builds a GROUP BY without a window as a two-phase aggregation on
-// p cores: whole input batches go to p partial aggregations (a Balance edge,
-// so no row is copied), each folds its share of the rows into partial
-// states per group (count, sum, min, max; avg as a sum and a count), one
-// final aggregation combines the partial rows, and a projection finishes
-// avg and restores the output columns. This is how a query uses every core
-// by default when its groups are few; a key with many groups gains nothing
-// from partials (every one holds nearly every group) and is left to the
-// exchange of Options.Parallelism. It returns ok false for an aggregation
-// it does not split (DISTINCT, FILTER, other functions, a window).
-// in runs as p instances already when parallelIn is set (morsels).
-func (b *builder) twoPhase(n *logical.Aggregate, in int, parallelIn bool, schema, out *arrow.Schema, p int, st *rel.Stats) (int, bool) {
-	if !splittable(n) || p < 2 {
-		return 0, false
+// phases is a GROUP BY split in two (twoPhase, spilling): partial
+// aggregates per group (count, sum, min, max; avg as a sum and a count),
+// the final aggregates combining partial rows, and the projection that
+// finishes avg and restores the output columns.
+type phases struct {
+	partial, final rel.AggregateSpec
+	mid            *arrow.Schema // partial rows
+	proj           *eval.Projection
+}
+
+// split splits n over input rows of schema; ok false for an aggregation it
+// does not split (DISTINCT, FILTER, other functions, a window), or one whose
+// phases would not give out, the one-phase aggregation's columns.
+func (b *builder) split(n *logical.Aggregate, schema, out *arrow.Schema) (*phases, bool) {
+	if !splittable(n) {
+		return nil, false
 	}
 	k := len(n.Group)
 	partial := rel.AggregateSpec{Group: n.Group, GroupNames: n.GroupNames}
@@ -51,18 +53,12 @@ func (b *builder) twoPhase(n *logical.Aggregate, in int, parallelIn bool, schema
 		exprs = append(exprs, final.Group[i])
 	}
 	for _, a := range n.Aggs {
-		if a.Distinct || a.Filter != nil || len(a.Args) > 1 {
-			return 0, false
-		}
 		switch a.Func {
 		case "count":
 			exprs = append(exprs, addPartial("count", a.Args, a.DataType, "sum"))
 		case "sum", "min", "max":
 			exprs = append(exprs, addPartial(a.Func, a.Args, a.DataType, a.Func))
 		case "avg":
-			if len(a.Args) != 1 || !arrow.TypeEqual(a.DataType, expr.Float64) {
-				return 0, false
-			}
 			x := a.Args[0]
 			if !arrow.TypeEqual(x.Type(), expr.Float64) {
 				x = &expr.Cast{Expr: x, To: expr.Float64}
@@ -71,8 +67,6 @@ func (b *builder) twoPhase(n *logical.Aggregate, in int, parallelIn bool, schema
 			cnt := addPartial("count", a.Args, expr.Int64, "sum")
 			exprs = append(exprs, &expr.Call{Func: "divide", DataType: expr.Float64,
 				Args: []expr.Expr{sum, &expr.Cast{Expr: cnt, To: expr.Float64}}})
-		default:
-			return 0, false
 		}
 	}
 	names := append(append([]string(nil), n.GroupNames...), n.AggNames...)
@@ -81,34 +75,71 @@ func (b *builder) twoPhase(n *logical.Aggregate, in int, parallelIn bool, schema
 	// that would not be the one-phase aggregation's, keeps one phase.
 	ph, err := rel.NewHashAggregate(b.opts.Allocator, partial, schema, fns)
 	if err != nil {
-		return 0, false
+		return nil, false
 	}
 	mid := ph.Schema()
 	ph.Release()
 	fh, err := rel.NewHashAggregate(b.opts.Allocator, final, mid, fns)
 	if err != nil {
-		return 0, false
+		return nil, false
 	}
 	fin := fh.Schema()
 	fh.Release()
 	proj, err := eval.NewProjection(exprs, names, fin, fns)
 	if err != nil || !sameColumns(proj.Schema(), out) {
+		return nil, false
+	}
+	return &phases{partial: partial, final: final, mid: mid, proj: proj}, true
+}
+
+// twoPhase builds a GROUP BY without a window as a two-phase aggregation on
+// p cores: whole input batches go to p partial aggregations (a Balance edge,
+// so no row is copied; a Pipeline when in runs as p instances already, see
+// morsels), each folds its share of the rows into partial states per group,
+// one final aggregation combines the partial rows, and a projection
+// finishes. This is how a query uses every core by default when its groups
+// are few; a key with many groups gains nothing from partials (every one
+// holds nearly every group) and is left to the exchange of
+// Options.Parallelism.
+func (b *builder) twoPhase(n *logical.Aggregate, in int, parallelIn bool, schema, out *arrow.Schema, p int, st *rel.Stats) (int, bool) {
+	ph, ok := b.split(n, schema, out)
+	if !ok || p < 2 {
 		return 0, false
 	}
+	fns := b.opts.Functions
 	pop := b.g.AddOperator(dataflow.OperatorSpec{Name: "partial aggregate", Inputs: 1, Outputs: 1, Workers: make([]int, p),
 		New: func(dataflow.Instance) (dataflow.Operator, error) {
-			return rel.NewAggregate(partial, schema, fns, st), nil
+			return rel.NewAggregate(ph.partial, schema, fns, st), nil
 		}})
 	if parallelIn {
 		b.g.Connect(in, 0, pop, 0)
 	} else {
 		b.g.AddEdge(dataflow.Edge{From: dataflow.Port{Op: in}, To: dataflow.Port{Op: pop}, Kind: dataflow.Balance})
 	}
-	fop := b.add("final aggregate", 1, func() (dataflow.Operator, error) { return rel.NewAggregate(final, mid, fns, st), nil })
+	fop := b.add("final aggregate", 1, func() (dataflow.Operator, error) { return rel.NewAggregate(ph.final, ph.mid, fns, st), nil })
 	b.g.Connect(pop, 0, fop, 0)
-	op := b.add("project", 1, func() (dataflow.Operator, error) { return rel.NewProject(proj), nil })
-	b.g.Connect(fop, 0, op, 0)
-	return op, true
+	return b.finish(fop, ph), true
+}
+
+// spilling builds a GROUP BY without a window that keeps its state under
+// Options.MemoryLimit (rel.SpillAggregate).
+func (b *builder) spilling(n *logical.Aggregate, in int, schema, out *arrow.Schema) (int, bool) {
+	ph, ok := b.split(n, schema, out)
+	if !ok {
+		return 0, false
+	}
+	fns, limit, st := b.opts.Functions, b.opts.MemoryLimit, b.q.spills
+	op := b.add("aggregate (spills past the memory limit)", 1, func() (dataflow.Operator, error) {
+		return rel.NewSpillAggregate(ph.partial, ph.final, schema, fns, limit, st), nil
+	})
+	b.g.Connect(in, 0, op, 0)
+	return b.finish(op, ph), true
+}
+
+func (b *builder) finish(in int, ph *phases) int {
+	op := b.add("project", 1, func() (dataflow.Operator, error) { return rel.NewProject(ph.proj), nil })
+	b.g.Connect(in, 0, op, 0)
+	return op
 }
 
 // fewGroups guesses that a GROUP BY has few groups, where partial
