@@ -265,7 +265,11 @@ func runLocalScript(ctx context.Context, a *app, f runFlags, policy sources.OnEr
 		return inference.New(inference.Config{OrtLib: a.g.ortLib, BaseDir: base, Log: a.err, Variants: variants}).Lateral
 	}
 	limit, _ := parseBytes(f.memLimit) // checked by runRun
-	eo := exec.Options{BaseDir: base, Stdout: a.out, OnError: policy, MaxDelay: f.maxDelay, BatchSize: f.batch, Parallelism: f.parallel, MemoryLimit: limit,
+	par := f.parallel
+	if par == 0 {
+		par = exec.AllCores
+	}
+	eo := exec.Options{BaseDir: base, Stdout: a.out, OnError: policy, MaxDelay: f.maxDelay, BatchSize: f.batch, Parallelism: par, MemoryLimit: limit,
 		Stream: nh.Stream, Sink: nh.Sink, Lateral: lateral(nil)}
 	if f.replay {
 		eo.Pace = deploy.Replay

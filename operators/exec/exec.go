@@ -83,9 +83,11 @@ type Options struct {
 	// Parallelism runs each GROUP BY over plain columns as this many
 	// instances, rows exchanged by a hash of the group keys (data-parallel),
 	// and any other GROUP BY it can split in two phases (twophase.go) on
-	// this many cores; 1 runs one instance. 0, the default, splits a GROUP
+	// this many cores; 0 or 1 runs one instance. AllCores splits a GROUP
 	// BY of few groups (no key, or string keys) in two phases on every core
-	// and runs the others as one instance.
+	// and runs the others as one instance: what a local run does by
+	// default. (A cluster's graph must have the same shape on every
+	// machine, so it never depends on the cores of one.)
 	Parallelism int
 	// MemoryLimit bounds the state of each GROUP BY without a window, in
 	// bytes (estimated): past it the groups' partial states go to disk,
@@ -94,6 +96,10 @@ type Options struct {
 	// split (DISTINCT, other functions), windows and joins are not bounded.
 	MemoryLimit int64
 }
+
+// AllCores is the Parallelism of a local run that uses every core where it
+// pays (see Options.Parallelism).
+const AllCores = -1
 
 // Stats report a run.
 type Stats struct {
@@ -287,7 +293,7 @@ func (b *builder) node(n logical.Node) (int, *arrow.Schema, error) {
 		split := 0
 		if keys, plain := plainColumns(n.Group); splittable(n) && b.opts.MemoryLimit <= 0 {
 			switch p := b.opts.Parallelism; {
-			case p == 0 && fewGroups(n.Group):
+			case p == AllCores && fewGroups(n.Group):
 				split = defaultParallelism()
 			case p > 1 && !(plain && len(keys) > 0):
 				split = p

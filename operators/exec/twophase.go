@@ -158,7 +158,7 @@ func fewGroups(group []expr.Expr) bool {
 }
 
 // defaultParallelism is the instances of a two-phase aggregation when
-// Options.Parallelism is 0: every core.
+// Options.Parallelism is AllCores: every core.
 func defaultParallelism() int { return runtime.GOMAXPROCS(0) }
 
 func sameColumns(a, b *arrow.Schema) bool {

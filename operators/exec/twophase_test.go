@@ -52,7 +52,7 @@ func TestTwoPhaseAggregationMatchesOnePhase(t *testing.T) {
 		"SELECT k, g, sum(i) AS si, avg(i) + 1 AS a1 FROM t GROUP BY k, g HAVING count(*) > 10",
 	} {
 		var want [][]any
-		for _, par := range []int{1, 0} {
+		for _, par := range []int{1, AllCores} {
 			mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
 			out := &collect{}
 			split, morsels := false, false
@@ -76,7 +76,7 @@ func TestTwoPhaseAggregationMatchesOnePhase(t *testing.T) {
 				t.Fatalf("%s: %v", q, err)
 			}
 			mem.AssertSize(t, 0)
-			if split != (par == 0) || morsels != (par == 0 && strings.Contains(q, "WHERE")) {
+			if split != (par == AllCores) || morsels != (par == AllCores && strings.Contains(q, "WHERE")) {
 				t.Fatalf("%s at parallelism %d: two phases %v, filter on every core %v", q, par, split, morsels)
 			}
 			rows := out.rows
