@@ -3,7 +3,6 @@ package rel
 import (
 	"encoding/binary"
 	"math"
-	"strings"
 
 	"github.com/apache/arrow/go/v17/arrow"
 	"github.com/apache/arrow/go/v17/arrow/array"
@@ -21,7 +20,7 @@ import (
 type keyTable struct {
 	types []arrow.DataType
 	ints  *intTable // single integer-like key
-	strs  map[string]uint32
+	strs  *strTable
 	nullG int64 // id of the NULL key for ints and strs (-1 none)
 	enc   map[string]uint32
 	multi *multiKeys // GROUP BY tuples of strings and integers (newGroupKeyTable)
@@ -39,7 +38,7 @@ func newKeyTable(mem memory.Allocator, types []arrow.DataType) *keyTable {
 	case len(types) == 1 && intLike(types[0]):
 		t.ints = newIntTable()
 	case len(types) == 1 && types[0].ID() == arrow.STRING:
-		t.strs = map[string]uint32{}
+		t.strs = newStrTable()
 	default:
 		t.enc = map[string]uint32{}
 	}
@@ -171,10 +170,10 @@ func (t *keyTable) lookupStrings(col *array.String, from, to int, out []uint32) 
 			continue
 		}
 		v := col.Value(i)
-		g, ok := t.strs[v]
+		g, ok := t.strs.get(v)
 		if !ok {
 			g = t.add(col, i)
-			t.strs[strings.Clone(v)] = g
+			t.strs.put(v, g)
 		}
 		out[i-from] = g
 	}
@@ -230,7 +229,7 @@ func (t *keyTable) find(cols []arrow.Array, from, to int, out []int32) {
 			if anyNull && col.IsNull(i) {
 				continue
 			}
-			if g, ok := t.strs[col.Value(i)]; ok {
+			if g, ok := t.strs.get(col.Value(i)); ok {
 				out[i-from] = int32(g)
 			}
 		}

@@ -299,3 +299,59 @@ func BenchmarkGroupKeyTuples(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkShortStringKeys compares strings of at most 7 bytes probed
+// packed into an int64 (strTable) with the Go map of strings they had, for
+// GROUP BY l_shipmode (7 modes) and a key of 20k values.
+func BenchmarkShortStringKeys(b *testing.B) {
+	mem := memory.NewGoAllocator()
+	rng := rand.New(rand.NewSource(1))
+	modes := []string{"AIR", "FOB", "MAIL", "RAIL", "REG AIR", "SHIP", "TRUCK"}
+	for _, distinct := range []int{7, 20000} {
+		sb := array.NewStringBuilder(mem)
+		for range 1 << 16 {
+			if distinct == 7 {
+				sb.Append(modes[rng.Intn(7)])
+			} else {
+				sb.Append(fmt.Sprintf("k%05d", rng.Intn(distinct)))
+			}
+		}
+		col := sb.NewArray()
+		sb.Release()
+		for _, name := range []string{"map", "packed"} {
+			b.Run(fmt.Sprintf("%d/%s", distinct, name), func(b *testing.B) {
+				ids := make([]uint32, col.Len())
+				for i := 0; i < b.N; i++ {
+					kt := newKeyTable(mem, []arrow.DataType{arrow.BinaryTypes.String})
+					kt.strs.noPack = name == "map"
+					for r := 0; r < 4; r++ {
+						kt.lookupBatch([]arrow.Array{col}, 0, col.Len(), ids)
+					}
+					kt.release()
+				}
+			})
+		}
+		col.Release()
+	}
+}
+
+// strTable tells apart strings that differ only in length or in a byte
+// past the seventh, and finds short and long ones alike.
+func TestStrTableShortAndLong(t *testing.T) {
+	keys := []string{"", "a", "a\x00", "\x00", "abcdefg", "abcdefgh", "abcdefgi", "AIR", "REG AIR", "ünï", "a longer key than seven bytes"}
+	st := newStrTable()
+	for i, k := range keys {
+		if _, ok := st.get(k); ok {
+			t.Fatalf("%q found before it was put", k)
+		}
+		st.put(k, uint32(i))
+	}
+	for i, k := range keys {
+		if id, ok := st.get(k); !ok || id != uint32(i) {
+			t.Fatalf("%q: id %d %v, want %d", k, id, ok, i)
+		}
+	}
+	if st.short.n != 8 || len(st.long) != 3 {
+		t.Fatalf("%d packed, %d in the map", st.short.n, len(st.long))
+	}
+}

@@ -1,8 +1,6 @@
 package rel
 
 import (
-	"strings"
-
 	"github.com/apache/arrow/go/v17/arrow"
 	"github.com/apache/arrow/go/v17/arrow/array"
 	"github.com/apache/arrow/go/v17/arrow/memory"
@@ -22,7 +20,7 @@ type multiKeys struct {
 }
 
 type columnIDs struct {
-	strs map[string]uint32
+	strs *strTable
 	ints *intTable
 	null int64 // id of NULL, -1 none yet
 	n    uint32
@@ -46,7 +44,7 @@ func newMultiKeys(types []arrow.DataType) *multiKeys {
 	for i, t := range types {
 		m.cols[i].null = -1
 		if t.ID() == arrow.STRING {
-			m.cols[i].strs = map[string]uint32{}
+			m.cols[i].strs = newStrTable()
 		} else {
 			m.cols[i].ints = newIntTable()
 		}
@@ -98,14 +96,14 @@ func (m *multiKeys) columnIDs(c int, col arrow.Array, from, to int, add bool) []
 				continue
 			}
 			v := s.Value(i)
-			id, ok := k.strs[v]
+			id, ok := k.strs.get(v)
 			if !ok {
 				if !add {
 					id = ^uint32(0)
 				} else {
 					id = k.n
 					k.n++
-					k.strs[strings.Clone(v)] = id
+					k.strs.put(v, id)
 				}
 			}
 			ids[i-from] = id
