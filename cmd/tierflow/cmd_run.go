@@ -78,8 +78,9 @@ By default the queries run on an embedded cluster: an in-process NATS server
 one each on an edge, a hub and a cloud tier), each worker with its own NATS
 connection, so a plan's data really crosses NATS between tiers. --processes
 starts the workers as child processes instead. --local runs each query in this
-process on one executor, without NATS between operators; --parallelism applies
-only there. Stderr names the mode and the workers.
+process on one executor, without NATS between operators, on every core where it
+pays; --parallelism and --memory-limit apply only there. Stderr names the mode and
+the workers.
 
 Streams FROM FILE are read in event-time order with epochs advanced by a
 watermark: the largest event time seen minus --max-delay. Rows arriving after
