@@ -13,6 +13,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/tierflow/tierflow/planner/catalog"
+	"github.com/tierflow/tierflow/runtime/dataaware"
 	"github.com/tierflow/tierflow/runtime/inference"
 	"github.com/tierflow/tierflow/runtime/onnx"
 )
@@ -69,7 +70,9 @@ models' input columns and true labels) and measures, per variant:
     calls after --warmup) and the throughput it gives (batch / P50);
   - the output size per row (what crosses a link);
   - the accuracy of its labels against the truth column (--truth MODEL=COL,
-    default true_label), in percent.
+    default true_label), in percent, and its recall on every true class with
+    the class's support (classes: in the catalog; EXPLAIN prints them, and a
+    DATA AWARE accuracy target weighs them by the live class mix).
 
 A model with several inputs (VQA(image, question)) is fed one column per
 input, in the model's input order, named as the catalog's inputs: declares
@@ -243,6 +246,9 @@ func runProfile(a *app, f profileFlags) error {
 				x, _ := inference.Accuracy(vp.Predicted, truth, nil)
 				acc = fmt.Sprintf("%.2f", x)
 				v.Accuracy = float64(int64(x*100+0.5)) / 100
+				// Per-class recall: what a data-aware plan weighs by the
+				// live stream's class mix (SneakPeek).
+				v.Classes = dataaware.ClassRecalls(vp.Predicted, truth)
 			}
 			v.OutputKB = float64(int64(vp.OutputKB*1000+0.5)) / 1000
 			for _, l := range vp.Latency {

@@ -127,7 +127,7 @@ func decodeModel(d *yamlx.Decoder, n *yaml.Node) *Model {
 }
 
 func decodeVariant(d *yamlx.Decoder, n *yaml.Node) *Variant {
-	fs := d.Map(n, "variant", "name", "file", "accuracy", "profile", "output_kb", "proxy_cost", "latency_ms", "provenance")
+	fs := d.Map(n, "variant", "name", "file", "accuracy", "profile", "output_kb", "proxy_cost", "latency_ms", "classes", "provenance")
 	v := &Variant{
 		Name:       d.Str(d.Required(n, fs, "name", "variant"), "variant.name"),
 		File:       d.Str(fs["file"], "variant.file"),
@@ -144,6 +144,26 @@ func decodeVariant(d *yamlx.Decoder, n *yaml.Node) *Variant {
 			Inputs: d.Floats(rfs["inputs"], "profile.inputs"),
 			Output: d.Float(d.Required(rn, rfs, "output", "profile row"), "profile.output", 0),
 		})
+	}
+	seen := map[string]bool{}
+	for _, cn := range d.Seq(fs["classes"].Value, "variant.classes") {
+		cfs := d.Map(cn, "classes row", "class", "recall", "support")
+		c := ClassRecall{
+			Class:   d.Str(d.Required(cn, cfs, "class", "classes row"), "classes.class"),
+			Recall:  d.NonNegFloat(d.Required(cn, cfs, "recall", "classes row"), "classes.recall", 0),
+			Support: d.Int(cfs["support"], "classes.support", 0),
+		}
+		if c.Recall > 100 {
+			d.Errorf(cfs["recall"].Value, "classes.recall: %v is not a percentage (0..100)", c.Recall)
+		}
+		if c.Support < 0 {
+			d.Errorf(cfs["support"].Value, "classes.support: %d must not be negative", c.Support)
+		}
+		if seen[c.Class] {
+			d.Errorf(cn, "variant %s: class %q profiled twice", v.Name, c.Class)
+		}
+		seen[c.Class] = true
+		v.Classes = append(v.Classes, c)
 	}
 	lat := d.Required(n, fs, "latency_ms", "variant "+v.Name)
 	for _, p := range d.Pairs(lat.Value, "latency_ms") {

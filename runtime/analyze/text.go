@@ -57,7 +57,11 @@ func (r *Report) Write(w io.Writer) error {
 	if len(r.Replans) > 0 || len(r.Recoveries) > 0 {
 		var rows [][]string
 		for _, p := range r.Replans {
-			rows = append(rows, []string{"re-plan", strconv.FormatUint(p.Epoch, 10), p.Reason, p.Old, p.New, ""})
+			again := ""
+			if p.Seconds > 0 {
+				again = fmt.Sprintf("%.2f", p.Seconds)
+			}
+			rows = append(rows, []string{"re-plan", strconv.FormatUint(p.Epoch, 10), p.Reason, p.Old, p.New, again})
 		}
 		for _, x := range r.Recoveries {
 			rows = append(rows, []string{"recovery", strconv.FormatUint(x.Epoch, 10), "lost worker " + x.LostWorker, "", "", fmt.Sprintf("%.2f", x.Seconds)})
@@ -66,7 +70,7 @@ func (r *Report) Write(w io.Writer) error {
 			title  string
 			header []string
 			rows   [][]string
-		}{"plan history", []string{"change", "from epoch", "why", "old workers", "new workers", "rows again after s"}, rows})
+		}{"plan history", []string{"change", "from epoch", "why", "old plan (variants; operator@workers)", "new plan", "rows again after s"}, rows})
 	}
 	for _, s := range sections {
 		if s.rows == nil && s.title == "model batching" {

@@ -124,6 +124,8 @@ func CPUShare(m infra.Machine, n int) int {
 type Cluster struct {
 	server      *natsserver.Server
 	storeDir    string
+	serverCfg   string // the in-process server's config file (StartServer)
+	coCfg       coordinator.Config
 	url         string
 	auth        natsserver.Auth
 	conns       []*nats.Conn
@@ -177,16 +179,17 @@ func startCore(o *Options) (*Cluster, error) {
 			os.RemoveAll(dir)
 			return nil, err
 		}
-		c.server, c.url, c.storeDir = srv, srv.ClientURL(), dir
+		c.server, c.url, c.storeDir, c.serverCfg = srv, srv.ClientURL(), dir, o.ServerConfig
 	}
 	nc, err := c.connect("tierflow-coordinator")
 	if err != nil {
 		c.Close()
 		return nil, err
 	}
-	co, err := coordinator.Start(coordinator.Config{Conn: nc, Infra: o.Infra, Catalog: o.Catalog, Heartbeat: o.Heartbeat, Metrics: o.Metrics, Log: o.Log,
+	c.coCfg = coordinator.Config{Conn: nc, Infra: o.Infra, Catalog: o.Catalog, Heartbeat: o.Heartbeat, Metrics: o.Metrics, Log: o.Log,
 		Exec: ExecHooks(nc, o.OrtLib, nil, 1), Placement: o.Placement, Policy: o.Policy,
-		CheckModelArgs: ModelArgChecks(o.OrtLib), Namespace: o.Namespace})
+		CheckModelArgs: ModelArgChecks(o.OrtLib), Namespace: o.Namespace}
+	co, err := coordinator.Start(c.coCfg)
 	if err != nil {
 		c.Close()
 		return nil, err

@@ -309,6 +309,9 @@ func Summary(q deploy.QueryInfo) string {
 	}
 	for _, r := range q.Replans {
 		fmt.Fprintf(&b, "; re-planned at epoch %d (%s): %s -> %s", r.Epoch, r.Reason, r.Old, r.New)
+		if r.Seconds > 0 {
+			fmt.Fprintf(&b, ", rows again after %.2fs", r.Seconds)
+		}
 	}
 	if q.NetworkCost > 0 || q.ComputeCost > 0 {
 		fmt.Fprintf(&b, "; measured cost: network %.3g, compute %.3g", q.NetworkCost, q.ComputeCost)

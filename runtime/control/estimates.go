@@ -76,6 +76,11 @@ type Live struct {
 	est  Estimates
 	ops  map[int]*OperatorEstimate
 	lnk  map[relay.LinkID]*LinkEstimate
+	// carry is the stalled time (seconds) a link's meter reported beyond
+	// the last sample's interval: a sender counts a wait when it ends, so
+	// a 3 s wait for a slow link arrives at once; the share of each later
+	// interval takes the rest, so the time is neither lost nor over 1.
+	carry map[relay.LinkID]float64
 }
 
 type snapshot struct {
@@ -97,7 +102,7 @@ type opTotals struct {
 
 // NewLive starts a query's estimates.
 func NewLive() *Live {
-	return &Live{ops: map[int]*OperatorEstimate{}, lnk: map[relay.LinkID]*LinkEstimate{}}
+	return &Live{ops: map[int]*OperatorEstimate{}, lnk: map[relay.LinkID]*LinkEstimate{}, carry: map[relay.LinkID]float64{}}
 }
 
 // Observe takes the query's statistics as of now: every instance's counters
@@ -179,7 +184,9 @@ func (l *Live) Observe(now time.Time, ops []dataflow.InstanceStats, links []rela
 			l.lnk[id] = e
 		}
 		smooth(&e.BandwidthBps, float64(b-prev.links[id])/dt, first)
-		smooth(&e.Stalled, min(1, (cur.stalled[id]-prev.stalled[id]).Seconds()/dt), first)
+		stalled := l.carry[id] + (cur.stalled[id] - prev.stalled[id]).Seconds()
+		l.carry[id] = max(0, stalled-dt)
+		smooth(&e.Stalled, min(1, stalled/dt), first)
 		if r1, ok1 := rtt[e.From]; ok1 {
 			if r2, ok2 := rtt[e.To]; ok2 {
 				smooth(&e.RTTMs, float64(r1+r2)/float64(time.Millisecond), first || e.RTTMs == 0)

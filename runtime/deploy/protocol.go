@@ -185,6 +185,9 @@ type RegisterReply struct {
 type Heartbeat struct {
 	Name    string   `json:"name"`
 	Queries []string `json:"queries,omitempty"`
+	// Parts describe the queries the coordinator asked about (Ack.Describe):
+	// a restarted coordinator learns its running queries back from them.
+	Parts []Part `json:"parts,omitempty"`
 }
 
 // SubmitRequest asks the coordinator to plan and deploy a script's query.
@@ -220,6 +223,10 @@ type DeployRequest struct {
 	Results string `json:"results"`
 	// Limits the worker enforces on its part (memory, rows in flight).
 	Limits Limits `json:"limits,omitzero"`
+	// Owner submitted the query at Submitted: the worker keeps both for a
+	// restarted coordinator (Part).
+	Owner     string    `json:"owner,omitempty"`
+	Submitted time.Time `json:"submitted,omitzero"`
 }
 
 // Enough is a worker's request to stop a query gracefully because what it
@@ -244,6 +251,10 @@ type StopRequest struct {
 type Ack struct {
 	Error     string `json:"error,omitempty"`
 	ErrorKind string `json:"error_kind,omitempty"`
+	// Describe, in the answer to a heartbeat, names queries the worker
+	// runs that the coordinator does not know (it was restarted): the
+	// next heartbeat describes them (Heartbeat.Parts).
+	Describe []string `json:"describe,omitempty"`
 }
 
 // Query and worker states.

@@ -121,6 +121,9 @@ type query struct {
 	// limitErr is why the query was stopped for passing one (limits.go).
 	mem      *meter
 	limitErr atomic.Pointer[error]
+	// req is the deployment as the coordinator sent it: a restarted
+	// coordinator learns the query back from it (relearn.go).
+	req deploy.DeployRequest
 }
 
 // Start registers the worker and starts serving deployments.
@@ -231,13 +234,15 @@ func (w *Worker) heartbeats() {
 	defer w.wg.Done()
 	t := time.NewTicker(w.heartbeat)
 	defer t.Stop()
+	var describe []string // asked about by a restarted coordinator
 	for {
 		select {
 		case <-w.ctx.Done():
 			return
 		case <-t.C:
 		}
-		body, _ := json.Marshal(deploy.Heartbeat{Name: w.cfg.Name, Queries: w.Running()})
+		body, _ := json.Marshal(deploy.Heartbeat{Name: w.cfg.Name, Queries: w.Running(), Parts: w.parts(describe)})
+		describe = nil
 		ctx, cancel := context.WithTimeout(w.ctx, w.heartbeat)
 		msg, err := w.cfg.Conn.RequestWithContext(ctx, deploy.InNamespace(w.cfg.Namespace, deploy.HeartbeatSubject(w.cfg.Name)), body)
 		cancel()
@@ -249,6 +254,8 @@ func (w *Worker) heartbeats() {
 			if err := w.register(w.ctx); err != nil {
 				w.cfg.Log.Warn("re-register failed", "err", err)
 			}
+		} else {
+			describe = ack.Describe
 		}
 	}
 }
@@ -310,6 +317,7 @@ func (w *Worker) onDeploy(m *nats.Msg) {
 
 // build makes the worker's part of a query, ready to start.
 func (w *Worker) build(req deploy.DeployRequest) error {
+	orig := req // before the limits and the confinement edit its script
 	idx := req.Placement.WorkerIndex(w.cfg.Name)
 	if idx < 0 {
 		return fmt.Errorf("worker %s has no part in query %s", w.cfg.Name, req.Query)
@@ -427,7 +435,7 @@ func (w *Worker) build(req deploy.DeployRequest) error {
 	tr := natsrelay.New(w.cfg.Conn, ro)
 	dt := relay.NewDataflowTransport(tr)
 	q := &query{id: req.Query, gen: req.Generation, sinkInstances: sinkInstances, eq: eq, dt: dt, tr: tr, res: res, sinkHere: sinkHere, sinks: opened, stop: make(chan struct{}), done: make(chan struct{}),
-		mem: qmem}
+		mem: qmem, req: orig}
 	// An operator that has all it needs (a full final LIMIT) stops the
 	// whole query: the coordinator tells every worker, gracefully.
 	requestStop := func() {
