@@ -66,10 +66,19 @@ func tierflowScript(q query, dir string) string {
 func (e tierflowEngine) run(ctx context.Context, q query, dir string) (result, error) {
 	c := &collector{}
 	err := exec.RunScript(ctx, "bench.sql", tierflowScript(q, dir), exec.ScriptOptions{
-		Options:   exec.Options{BaseDir: dir, Parallelism: e.parallelism},
+		Options:   exec.Options{BaseDir: dir, Parallelism: parallelism(e.parallelism)},
 		NewOutput: func() (sinks.Writer, error) { return c, nil },
 	})
 	return c.rows, err
+}
+
+// parallelism is --parallelism as `tierflow run --local` reads it: 0, the
+// default, uses every core where it pays.
+func parallelism(p int) int {
+	if p == 0 {
+		return exec.AllCores
+	}
+	return p
 }
 
 // collector is the sink of a tierflow query: it normalises rows as they come.

@@ -42,7 +42,7 @@ func replEngine(a *app) repl.Engine {
 	nh := link.hooks(sources.Fail, 4096, 0)
 	return closingEngine{
 		Engine: repl.Local(exec.Options{Stdout: a.out, OnError: sources.Fail, MaxDelay: 2 * time.Second,
-			BatchSize: 4096, Lateral: models.Lateral, Stream: nh.Stream, Sink: nh.Sink}),
+			BatchSize: 4096, Parallelism: exec.AllCores, Lateral: models.Lateral, Stream: nh.Stream, Sink: nh.Sink}),
 		close: link.close,
 		a:     a,
 	}

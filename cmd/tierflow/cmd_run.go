@@ -46,6 +46,7 @@ type runFlags struct {
 	maxDelay  time.Duration
 	batch     int
 	parallel  int
+	memLimit  string
 	local     bool
 	processes bool
 	// sourceMaxDelay bounds a message source's wait for a partial batch;
@@ -81,8 +82,9 @@ By default the queries run on an embedded cluster: an in-process NATS server
 one each on an edge, a hub and a cloud tier), each worker with its own NATS
 connection, so a plan's data really crosses NATS between tiers. --processes
 starts the workers as child processes instead. --local runs each query in this
-process on one executor, without NATS between operators; --parallelism applies
-only there. Stderr names the mode and the workers.
+process on one executor, without NATS between operators, on every core where it
+pays; --parallelism and --memory-limit apply only there. Stderr names the mode and
+the workers.
 
 Streams FROM FILE are read in event-time order with epochs advanced by a
 watermark: the largest event time seen minus --max-delay. Rows arriving after
@@ -138,7 +140,8 @@ include the transfer time.`,
 	fl.StringVar(&f.onError, "on-error", "fail", "what to do with a row that does not fit its schema: skip or fail")
 	fl.DurationVar(&f.maxDelay, "max-delay", 2*time.Second, "allowed out-of-orderness of event time (watermark delay)")
 	fl.IntVar(&f.batch, "batch-size", 4096, "rows per source batch")
-	fl.IntVar(&f.parallel, "parallelism", 1, "with --local: instances of each GROUP BY, rows exchanged by a hash of the group keys")
+	fl.IntVar(&f.parallel, "parallelism", 0, "with --local: instances of each GROUP BY, rows exchanged by a hash of the group keys (0: a GROUP BY of few groups on every core, in two phases; 1: one instance)")
+	fl.StringVar(&f.memLimit, "memory-limit", "", "with --local: most memory the state of a GROUP BY may take (e.g. 512MB or 2GiB); past it the state spills to disk (default: no limit)")
 	fl.BoolVar(&f.local, "local", false, "run in this process on one executor instead of an embedded cluster")
 	fl.BoolVar(&f.processes, "processes", false, "start the cluster's workers as child processes instead of goroutines")
 	fl.DurationVar(&f.sourceMaxDelay, "source-max-delay", connectors.DefaultSourceMaxDelay, "longest a NATS or JetStream source waits to fill a partial batch")
@@ -154,6 +157,9 @@ func runRun(ctx context.Context, a *app, f runFlags, path string) error {
 	policy, err := sources.ParseOnError(f.onError)
 	if err != nil {
 		return badInput(err)
+	}
+	if _, err := parseBytes(f.memLimit); err != nil {
+		return badInput(fmt.Errorf("--memory-limit: %w", err))
 	}
 	format := a.g.format
 	if format == "" && f.output != "" {
@@ -286,7 +292,12 @@ func runLocalScript(ctx context.Context, a *app, f runFlags, policy sources.OnEr
 	lateral := func(variants map[string]string) func(*logical.LateralModel, *arrow.Schema) (func() (dataflow.Operator, error), *arrow.Schema, error) {
 		return inference.New(inference.Config{OrtLib: a.g.ortLib, BaseDir: base, Log: a.err, Variants: variants}).Lateral
 	}
-	eo := exec.Options{BaseDir: base, Stdout: a.out, OnError: policy, MaxDelay: f.maxDelay, BatchSize: f.batch, Parallelism: f.parallel,
+	limit, _ := parseBytes(f.memLimit) // checked by runRun
+	par := f.parallel
+	if par == 0 {
+		par = exec.AllCores
+	}
+	eo := exec.Options{BaseDir: base, Stdout: a.out, OnError: policy, MaxDelay: f.maxDelay, BatchSize: f.batch, Parallelism: par, MemoryLimit: limit,
 		Stream: nh.Stream, Sink: nh.Sink, Lateral: lateral(nil)}
 	if f.replay {
 		eo.Pace = deploy.Replay

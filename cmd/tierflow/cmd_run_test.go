@@ -386,3 +386,25 @@ SELECT k, v FROM d;
 		t.Errorf("--local --stats: exit %d, want %d", code, exitBadInput)
 	}
 }
+
+// --memory-limit bounds a GROUP BY's state: past it the state spills to
+// disk (said on stderr) and the answer is the one computed in memory; a
+// size that does not parse is bad input.
+func TestRunMemoryLimitSpills(t *testing.T) {
+	dir := t.TempDir()
+	var b strings.Builder
+	b.WriteString("k,v\n")
+	for i := range 3000 {
+		fmt.Fprintf(&b, "%d,%d\n", i%1000, i)
+	}
+	os.WriteFile(filepath.Join(dir, "t.csv"), []byte(b.String()), 0o644)
+	query := filepath.Join(dir, "q.sql")
+	os.WriteFile(query, []byte("CREATE TABLE t (k BIGINT, v BIGINT) FROM FILE 't.csv' FORMAT CSV;\nSELECT count(*) AS groups, sum(s) AS total FROM (SELECT k, sum(v) AS s FROM t GROUP BY k) AS g;\n"), 0o644)
+	code, out, errs := runCLI(t, "", "run", "--local", "--batch-size", "100", "--memory-limit", "4KiB", query)
+	if code != exitOK || !strings.Contains(errs, "spilled to disk") || !strings.Contains(out, "1000 | 4498500") {
+		t.Fatalf("exit %d\n%s\n%s", code, out, errs)
+	}
+	if code, _, errs := runCLI(t, "", "run", "--local", "--memory-limit", "lots", query); code != exitBadInput || !strings.Contains(errs, "--memory-limit") {
+		t.Fatalf("bad size: exit %d: %s", code, errs)
+	}
+}

@@ -82,10 +82,25 @@ type Options struct {
 	// confines a submitted query to its data roots; a local run sets none.
 	Confine func(path string) (string, error)
 	// Parallelism runs each GROUP BY over plain columns as this many
-	// instances, rows exchanged by a hash of the group keys (data-parallel);
-	// 0 or 1 runs one instance.
+	// instances, rows exchanged by a hash of the group keys (data-parallel),
+	// and any other GROUP BY it can split in two phases (twophase.go) on
+	// this many cores; 0 or 1 runs one instance. AllCores splits a GROUP
+	// BY of few groups (no key, or string keys) in two phases on every core
+	// and runs the others as one instance: what a local run does by
+	// default. (A cluster's graph must have the same shape on every
+	// machine, so it never depends on the cores of one.)
 	Parallelism int
+	// MemoryLimit bounds the state of each GROUP BY without a window, in
+	// bytes (estimated): past it the groups' partial states go to disk,
+	// partitioned by key, and are combined a partition at a time when the
+	// input ends (rel.SpillAggregate). 0: no limit. Aggregations it cannot
+	// split (DISTINCT, other functions), windows and joins are not bounded.
+	MemoryLimit int64
 }
+
+// AllCores is the Parallelism of a local run that uses every core where it
+// pays (see Options.Parallelism).
+const AllCores = -1
 
 // Stats report a run.
 type Stats struct {
@@ -99,6 +114,9 @@ type Stats struct {
 	// sources (slow consumers, oversized messages).
 	Dropped  dataflow.DropCounts
 	Problems []string // first bad-row messages (file:row: why)
+	// Spills counts the times an aggregation wrote its state to disk
+	// (Options.MemoryLimit), SpilledRows the partial rows it wrote.
+	Spills, SpilledRows int64
 }
 
 // Query is a built dataflow ready to run.
@@ -107,6 +125,7 @@ type Query struct {
 	opts    Options
 	report  *sources.Report
 	stats   []*rel.Stats
+	spills  *rel.SpillStats
 	written atomic.Int64
 	closers []io.Closer
 	writers []sinks.Writer
@@ -141,7 +160,7 @@ func Build(plan *logical.Plan, opts Options) (*Query, error) {
 		return nil, err
 	}
 	plan = &logical.Plan{Root: root, Objectives: plan.Objectives}
-	q := &Query{graph: &dataflow.Graph{Query: "local"}, opts: opts, report: &sources.Report{}}
+	q := &Query{graph: &dataflow.Graph{Query: "local"}, opts: opts, report: &sources.Report{}, spills: &rel.SpillStats{}}
 	b := &builder{q: q, g: q.graph, opts: opts, finalLimit: finalLimit(plan.Root)}
 	if _, _, err := b.node(plan.Root); err != nil {
 		q.closeFiles()
@@ -212,7 +231,8 @@ func (q *Query) Run(ctx context.Context) (Stats, error) {
 // dropped, bad rows skipped. A cluster worker, which runs its part of the
 // graph without Run, reports them from here.
 func (q *Query) Stats() Stats {
-	st := Stats{RowsRead: q.report.Rows.Load(), RowsWritten: q.written.Load(), BadRows: q.report.BadRows.Load(), Problems: q.report.Messages()}
+	st := Stats{RowsRead: q.report.Rows.Load(), RowsWritten: q.written.Load(), BadRows: q.report.BadRows.Load(), Problems: q.report.Messages(),
+		Spills: q.spills.Spills.Load(), SpilledRows: q.spills.Rows.Load()}
 	var nulls int64
 	for _, s := range q.stats {
 		st.LateRows += s.Late.Load()
@@ -281,7 +301,26 @@ func (b *builder) node(n logical.Node) (int, *arrow.Schema, error) {
 		b.g.Connect(in, 0, op, 0)
 		return op, proj.Schema(), nil
 	case *logical.Aggregate:
-		in, schema, err := b.node(n.Input)
+		// split: the cores of a two-phase aggregation (twophase.go), whose
+		// filters and projections below run on as many.
+		split := 0
+		if keys, plain := plainColumns(n.Group); splittable(n) && b.opts.MemoryLimit <= 0 {
+			switch p := b.opts.Parallelism; {
+			case p == AllCores && fewGroups(n.Group):
+				split = defaultParallelism()
+			case p > 1 && !(plain && len(keys) > 0):
+				split = p
+			}
+		}
+		var in int
+		var schema *arrow.Schema
+		var parallelIn bool
+		var err error
+		if split > 1 {
+			in, schema, parallelIn, err = b.morsels(n.Input, split)
+		} else {
+			in, schema, err = b.node(n.Input)
+		}
 		if err != nil {
 			return 0, nil, err
 		}
@@ -309,6 +348,17 @@ func (b *builder) node(n logical.Node) (int, *arrow.Schema, error) {
 		b.q.stats = append(b.q.stats, st)
 		mk := func(dataflow.Instance) (dataflow.Operator, error) {
 			return rel.NewAggregate(spec, schema, fns, st), nil
+		}
+		if b.opts.MemoryLimit > 0 {
+			if op, ok := b.spilling(n, in, schema, out); ok {
+				return op, out, nil
+			}
+		}
+		if split > 1 {
+			if op, ok := b.twoPhase(n, in, parallelIn, schema, out, split, st); ok {
+				return op, out, nil
+			}
+			// Not split after all: one aggregation takes every instance's rows.
 		}
 		keys, plain := plainColumns(n.Group)
 		if p := b.opts.Parallelism; p > 1 && plain && len(keys) > 0 {
@@ -531,10 +581,16 @@ func declaredSchema(cols []catalog.Column) (*arrow.Schema, error) {
 func (b *builder) openReader(path, format string, schema *arrow.Schema, table bool, bounds ...sources.Bound) (sources.Reader, error) {
 	switch sources.FormatOf(format, path) {
 	case "csv":
+		if table {
+			return sources.OpenCSVTable(path, schema, b.opts.BatchSize, b.opts.OnError, b.q.report)
+		}
 		return sources.OpenCSV(path, schema, b.opts.BatchSize, b.opts.OnError, b.q.report)
 	case "json":
 		return sources.OpenJSONL(path, schema, b.opts.BatchSize, b.opts.OnError, b.q.report)
 	case "parquet":
+		if table {
+			return sources.OpenParquetTable(path, schema, b.parquetBatch(table), b.opts.Allocator, b.opts.OnError, b.q.report, bounds...)
+		}
 		return sources.OpenParquet(path, schema, b.parquetBatch(table), b.opts.Allocator, b.opts.OnError, b.q.report, bounds...)
 	case "arrow":
 		return sources.OpenIPC(path, schema, b.opts.Allocator, b.opts.OnError, b.q.report)
@@ -583,8 +639,10 @@ func (b *builder) scan(n *logical.Scan) (int, *arrow.Schema, error) {
 		// rows come late.
 		bounds = b.bounds[n]
 	}
-	if sources.FormatOf(format, path) == "parquet" {
-		// Parquet is columnar: read only the columns the query uses.
+	if f := sources.FormatOf(format, path); f == "parquet" || f == "csv" {
+		// Read only the columns the query uses: Parquet decodes only
+		// those, and CSV converts only their fields (the others are
+		// skipped unread, as DuckDB's reader does).
 		schema, n, et = projectScan(n, schema, et)
 	}
 	report := b.q.report

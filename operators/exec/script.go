@@ -148,6 +148,9 @@ func RunScript(ctx context.Context, filename, src string, so ScriptOptions) erro
 			st, err := q.Run(ctx)
 			if so.Log != nil {
 				fmt.Fprintf(so.Log, "-- %d rows read, %d rows written", st.RowsRead, st.RowsWritten)
+				if st.Spills > 0 {
+					fmt.Fprintf(so.Log, ", aggregation state spilled to disk %d times (%d partial rows)", st.Spills, st.SpilledRows)
+				}
 				if len(st.Dropped) > 0 {
 					fmt.Fprintf(so.Log, ", dropped: %s", st.Dropped)
 				}

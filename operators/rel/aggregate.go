@@ -165,7 +165,7 @@ func NewHashAggregate(mem memory.Allocator, spec AggregateSpec, in *arrow.Schema
 		if err != nil {
 			return nil, err
 		}
-		h.sess = &sessionState{keys: &keyChunks{t: newKeyTable(mem, groupTypes(spec.Group))}, accs: accs, byKey: map[uint32][]*session{}}
+		h.sess = &sessionState{keys: &keyChunks{t: newGroupKeyTable(mem, groupTypes(spec.Group))}, accs: accs, byKey: map[uint32][]*session{}}
 	}
 	return h, nil
 }
@@ -340,7 +340,7 @@ func (h *HashAggregate) addTo(start, end int64, keys, args []arrow.Array, _ []ui
 			if err != nil {
 				return err
 			}
-			w = &aggWindow{start: start, end: end, keys: newKeyTable(h.mem, groupTypes(h.spec.Group)), accs: accs}
+			w = &aggWindow{start: start, end: end, keys: newGroupKeyTable(h.mem, groupTypes(h.spec.Group)), accs: accs}
 			h.windows[start] = w
 		}
 		h.cur = w

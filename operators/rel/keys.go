@@ -3,7 +3,6 @@ package rel
 import (
 	"encoding/binary"
 	"math"
-	"strings"
 
 	"github.com/apache/arrow/go/v17/arrow"
 	"github.com/apache/arrow/go/v17/arrow/array"
@@ -21,9 +20,10 @@ import (
 type keyTable struct {
 	types []arrow.DataType
 	ints  *intTable // single integer-like key
-	strs  map[string]uint32
+	strs  *strTable
 	nullG int64 // id of the NULL key for ints and strs (-1 none)
 	enc   map[string]uint32
+	multi *multiKeys // GROUP BY tuples of strings and integers (newGroupKeyTable)
 	keys  []array.Builder
 	n     uint32
 	buf   []byte
@@ -38,7 +38,7 @@ func newKeyTable(mem memory.Allocator, types []arrow.DataType) *keyTable {
 	case len(types) == 1 && intLike(types[0]):
 		t.ints = newIntTable()
 	case len(types) == 1 && types[0].ID() == arrow.STRING:
-		t.strs = map[string]uint32{}
+		t.strs = newStrTable()
 	default:
 		t.enc = map[string]uint32{}
 	}
@@ -133,6 +133,8 @@ func (t *keyTable) lookupBatch(cols []arrow.Array, from, to int, out []uint32) {
 		}
 	case t.strs != nil:
 		t.lookupStrings(cols[0].(*array.String), from, to, out)
+	case t.multi != nil:
+		t.multi.lookupBatch(t, cols, from, to, out)
 	default:
 		for i := from; i < to; i++ {
 			out[i-from] = t.lookup(cols, i)
@@ -168,10 +170,10 @@ func (t *keyTable) lookupStrings(col *array.String, from, to int, out []uint32) 
 			continue
 		}
 		v := col.Value(i)
-		g, ok := t.strs[v]
+		g, ok := t.strs.get(v)
 		if !ok {
 			g = t.add(col, i)
-			t.strs[strings.Clone(v)] = g
+			t.strs.put(v, g)
 		}
 		out[i-from] = g
 	}
@@ -227,10 +229,12 @@ func (t *keyTable) find(cols []arrow.Array, from, to int, out []int32) {
 			if anyNull && col.IsNull(i) {
 				continue
 			}
-			if g, ok := t.strs[col.Value(i)]; ok {
+			if g, ok := t.strs.get(col.Value(i)); ok {
 				out[i-from] = int32(g)
 			}
 		}
+	case t.multi != nil:
+		t.multi.find(cols, from, to, out)
 	default:
 		for i := from; i < to; i++ {
 			out[i-from] = -1
@@ -269,7 +273,7 @@ func (t *keyTable) add(col arrow.Array, i int) uint32 {
 
 // lookup returns the id of row i's key tuple, adding it when new.
 func (t *keyTable) lookup(cols []arrow.Array, i int) uint32 {
-	if len(cols) == 0 || t.ints != nil || t.strs != nil {
+	if len(cols) == 0 || t.ints != nil || t.strs != nil || t.multi != nil {
 		var one [1]uint32
 		t.lookupBatch(cols, i, i+1, one[:])
 		return one[0]

@@ -3,6 +3,7 @@ package rel
 import (
 	"fmt"
 	"math/rand"
+	"strings"
 	"testing"
 
 	"github.com/apache/arrow/go/v17/arrow"
@@ -183,5 +184,174 @@ func BenchmarkKeyTable(b *testing.B) {
 			})
 		}
 		col.Release()
+	}
+}
+
+// TestGroupKeyTableTuples: tuples of strings and integers grouped column by
+// column (multiKeys) get the ids of their first appearance, keep their
+// values in id order, and find gives the same ids, -1 for a tuple not in
+// the table or one with a NULL; across batches, for two and three columns.
+func TestGroupKeyTableTuples(t *testing.T) {
+	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
+	defer mem.AssertSize(t, 0)
+	rng := rand.New(rand.NewSource(3))
+	gen := func(n, k int) [][]any {
+		cols := make([][]any, 3)
+		for c := range cols {
+			cols[c] = make([]any, n)
+			for i := range cols[c] {
+				if rng.Intn(15) > 0 {
+					cols[c][i] = rng.Intn(k)
+				}
+			}
+		}
+		return cols
+	}
+	vals, probe := gen(4000, 6), gen(600, 8)
+	types := []arrow.DataType{arrow.BinaryTypes.String, arrow.PrimitiveTypes.Int32, arrow.PrimitiveTypes.Int64}
+	for _, width := range []int{2, 3} {
+		var cols, pcols []arrow.Array
+		for c := range width {
+			cols = append(cols, keyArray(t, mem, types[c], vals[c]))
+			pcols = append(pcols, keyArray(t, mem, types[c], probe[c]))
+		}
+		kt := newGroupKeyTable(mem, types[:width])
+		if kt.multi == nil {
+			t.Fatalf("%d columns: not grouped column by column", width)
+		}
+		tuple := func(src [][]any, i int) string {
+			var s string
+			for c := range width {
+				s += fmt.Sprint(src[c][i], "|")
+			}
+			return s
+		}
+		ids := make([]uint32, 4000)
+		// Batches growing and shrinking: ids hold across them.
+		kt.lookupBatch(cols, 0, 1500, ids[:1500])
+		kt.lookupBatch(cols, 1500, 3500, ids[1500:3500])
+		kt.lookupBatch(cols, 3500, 4000, ids[3500:])
+		first := map[string]uint32{}
+		row := map[uint32]int{}
+		for i := range ids {
+			k := tuple(vals, i)
+			id, seen := first[k]
+			if !seen {
+				id = uint32(len(first))
+				first[k], row[id] = id, i
+			}
+			if ids[i] != id {
+				t.Fatalf("%d columns: row %d %s has id %d, want %d", width, i, k, ids[i], id)
+			}
+		}
+		keys := kt.finishKeys()
+		for id, i := range row {
+			for c := range width {
+				if got, want := keys[c].ValueStr(int(id)), cols[c].ValueStr(i); got != want {
+					t.Fatalf("%d columns: key %d column %d is %s, want %s", width, id, c, got, want)
+				}
+			}
+		}
+		found := make([]int32, 600)
+		kt.find(pcols, 0, 600, found)
+		for i := range found {
+			want := int32(-1)
+			if id, ok := first[tuple(probe, i)]; ok && !strings.Contains(tuple(probe, i), "<nil>") {
+				want = int32(id)
+			}
+			if found[i] != want {
+				t.Fatalf("%d columns: find of %s gave %d, want %d", width, tuple(probe, i), found[i], want)
+			}
+		}
+		releaseArrays(keys)
+		releaseArrays(cols)
+		releaseArrays(pcols)
+		kt.release()
+	}
+}
+
+// BenchmarkGroupKeyTuples compares two string keys grouped column by column
+// with the byte-encoded tuple map (TPC-H Q1's GROUP BY l_returnflag,
+// l_linestatus), on 64k rows over 6 tuples.
+func BenchmarkGroupKeyTuples(b *testing.B) {
+	mem := memory.NewGoAllocator()
+	rng := rand.New(rand.NewSource(1))
+	a, c := make([]any, 1<<16), make([]any, 1<<16)
+	for i := range a {
+		a[i], c[i] = rng.Intn(3), rng.Intn(2)
+	}
+	types := []arrow.DataType{arrow.BinaryTypes.String, arrow.BinaryTypes.String}
+	cols := []arrow.Array{keyArray(b, mem, types[0], a), keyArray(b, mem, types[1], c)}
+	defer releaseArrays(cols)
+	for _, name := range []string{"encoded", "columns"} {
+		b.Run(name, func(b *testing.B) {
+			ids := make([]uint32, len(a))
+			for i := 0; i < b.N; i++ {
+				kt := newKeyTable(mem, types)
+				if name == "columns" {
+					kt = newGroupKeyTable(mem, types)
+				}
+				for r := 0; r < 4; r++ {
+					kt.lookupBatch(cols, 0, len(a), ids)
+				}
+				kt.release()
+			}
+		})
+	}
+}
+
+// BenchmarkShortStringKeys compares strings of at most 7 bytes probed
+// packed into an int64 (strTable) with the Go map of strings they had, for
+// GROUP BY l_shipmode (7 modes) and a key of 20k values.
+func BenchmarkShortStringKeys(b *testing.B) {
+	mem := memory.NewGoAllocator()
+	rng := rand.New(rand.NewSource(1))
+	modes := []string{"AIR", "FOB", "MAIL", "RAIL", "REG AIR", "SHIP", "TRUCK"}
+	for _, distinct := range []int{7, 20000} {
+		sb := array.NewStringBuilder(mem)
+		for range 1 << 16 {
+			if distinct == 7 {
+				sb.Append(modes[rng.Intn(7)])
+			} else {
+				sb.Append(fmt.Sprintf("k%05d", rng.Intn(distinct)))
+			}
+		}
+		col := sb.NewArray()
+		sb.Release()
+		for _, name := range []string{"map", "packed"} {
+			b.Run(fmt.Sprintf("%d/%s", distinct, name), func(b *testing.B) {
+				ids := make([]uint32, col.Len())
+				for i := 0; i < b.N; i++ {
+					kt := newKeyTable(mem, []arrow.DataType{arrow.BinaryTypes.String})
+					kt.strs.noPack = name == "map"
+					for r := 0; r < 4; r++ {
+						kt.lookupBatch([]arrow.Array{col}, 0, col.Len(), ids)
+					}
+					kt.release()
+				}
+			})
+		}
+		col.Release()
+	}
+}
+
+// strTable tells apart strings that differ only in length or in a byte
+// past the seventh, and finds short and long ones alike.
+func TestStrTableShortAndLong(t *testing.T) {
+	keys := []string{"", "a", "a\x00", "\x00", "abcdefg", "abcdefgh", "abcdefgi", "AIR", "REG AIR", "ünï", "a longer key than seven bytes"}
+	st := newStrTable()
+	for i, k := range keys {
+		if _, ok := st.get(k); ok {
+			t.Fatalf("%q found before it was put", k)
+		}
+		st.put(k, uint32(i))
+	}
+	for i, k := range keys {
+		if id, ok := st.get(k); !ok || id != uint32(i) {
+			t.Fatalf("%q: id %d %v, want %d", k, id, ok, i)
+		}
+	}
+	if st.short.n != 8 || len(st.long) != 3 {
+		t.Fatalf("%d packed, %d in the map", st.short.n, len(st.long))
 	}
 }

@@ -38,6 +38,20 @@ type recordReader struct {
 	closer func() error
 	errs   rowErrors
 	rows   int64 // rows read so far, for the row number in errors
+	pq     *parquetPlan
+}
+
+// parquetPlan is what a Parquet reader reads, for reading it again by row
+// group on other goroutines (parquetparallel.go).
+type parquetPlan struct {
+	leaves []int   // nil: every column
+	groups []int   // the row groups read, in order
+	rows   []int64 // the rows of each
+	props  pqarrow.ArrowReadProperties
+	// dictProps reads string columns stored as dictionaries as such, for a
+	// reader of one row group (stringDictColumns)
+	dictProps pqarrow.ArrowReadProperties
+	mem       memory.Allocator
 }
 
 func (r *recordReader) Schema() *arrow.Schema {
@@ -80,6 +94,7 @@ func (r *recordReader) convert(mem memory.Allocator, rec arrow.Record) (arrow.Re
 	r.rows += rec.NumRows()
 	schema := rec.Schema()
 	var cols []arrow.Array
+	var checked []int // columns known to be UTF-8
 	defer func() {
 		for _, c := range cols {
 			c.Release()
@@ -97,14 +112,25 @@ func (r *recordReader) convert(mem memory.Allocator, rec arrow.Record) (arrow.Re
 			if len(idx) == 0 {
 				return nil, fmt.Errorf("%w: %s: no column %q", ErrBadFile, r.path, f.Name)
 			}
-			c, err := coerce(mem, rec.Column(idx[0]), f.Type)
+			in := rec.Column(idx[0])
+			if d, ok := in.(*array.Dictionary); ok && f.Type.ID() == arrow.STRING {
+				// A string column read as its dictionary (stringDictColumns):
+				// unpacked here in one pass, its values checked once each.
+				c, valid := unpackStrings(mem, d)
+				cols = append(cols, c)
+				if valid {
+					checked = append(checked, len(cols)-1)
+				}
+				continue
+			}
+			c, err := coerce(mem, in, f.Type)
 			if err != nil {
 				return nil, fmt.Errorf("%w: %s: column %q: %v", ErrBadFile, r.path, f.Name, err)
 			}
 			cols = append(cols, c)
 		}
 	}
-	bad, err := r.badUTF8(schema, cols, first)
+	bad, err := r.badUTF8(schema, cols, first, checked)
 	if err != nil {
 		return nil, err
 	}
@@ -129,12 +155,12 @@ func (r *recordReader) convert(mem memory.Allocator, rec arrow.Record) (arrow.Re
 
 // badUTF8 lists the rows (ascending) whose strings are not UTF-8 and that
 // the row policy skips; under Fail the first one is the error.
-func (r *recordReader) badUTF8(schema *arrow.Schema, cols []arrow.Array, first int64) ([]int32, error) {
+func (r *recordReader) badUTF8(schema *arrow.Schema, cols []arrow.Array, first int64, checked []int) ([]int32, error) {
 	var bad []int32
 	seen := map[int32]bool{}
 	for j, c := range cols {
 		s, ok := c.(*array.String)
-		if !ok {
+		if !ok || slices.Contains(checked, j) {
 			continue
 		}
 		for i := 0; i < s.Len(); i++ {
@@ -294,15 +320,30 @@ func OpenParquet(path string, schema *arrow.Schema, batch int, mem memory.Alloca
 	if err := checkStoredSchema(pf.MetaData().KeyValueMetadata()); err != nil {
 		return nil, fmt.Errorf("%w: %s: %v", ErrBadFile, path, err)
 	}
-	fr, err := pqarrow.NewFileReader(pf, pqarrow.ArrowReadProperties{BatchSize: int64(max(batch, 1))}, mem)
+	props := pqarrow.ArrowReadProperties{BatchSize: int64(max(batch, 1))}
+	fr, err := pqarrow.NewFileReader(pf, props, mem)
 	if err != nil {
 		return nil, fmt.Errorf("%w: %s: %v", ErrBadFile, path, err)
 	}
-	rr, err := fr.GetRecordReader(context.Background(), parquetLeaves(fr.Manifest, schema), keepRowGroups(pf.MetaData(), fr.Manifest, bounds))
+	leaves, groups := parquetLeaves(fr.Manifest, schema), keepRowGroups(pf.MetaData(), fr.Manifest, bounds)
+	rr, err := fr.GetRecordReader(context.Background(), leaves, groups)
 	if err != nil {
 		return nil, fmt.Errorf("%w: %s: %v", ErrBadFile, path, err)
 	}
-	return &recordReader{path: path, rr: rr, want: schema, closer: f.Close, errs: rowErrors{policy, report}}, nil
+	pq := &parquetPlan{leaves: leaves, groups: groups, props: props, mem: mem}
+	if pq.groups == nil {
+		for g := range pf.NumRowGroups() {
+			pq.groups = append(pq.groups, g)
+		}
+	}
+	for _, g := range pq.groups {
+		pq.rows = append(pq.rows, pf.MetaData().RowGroup(g).NumRows())
+	}
+	pq.dictProps = props
+	for _, c := range stringDictColumns(pf.MetaData(), pq.groups, schema) {
+		pq.dictProps.SetReadDict(c, true)
+	}
+	return &recordReader{path: path, rr: rr, want: schema, closer: f.Close, errs: rowErrors{policy, report}, pq: pq}, nil
 }
 
 // checkStoredSchema checks the Arrow schema pqarrow keeps in a Parquet

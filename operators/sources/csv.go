@@ -1,6 +1,7 @@
 package sources
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 	"io"
@@ -26,13 +27,39 @@ type CSVReader struct {
 	errs    rowErrors
 	pending [][]CSVField // rows read ahead for inference
 	lines   []int
+
+	// The parallel typed read (csvparallel.go), from the first record after
+	// the header and the rows read for inference; nil plan: the scanner
+	// reads every row (a column type csvTyped does not parse).
+	plan       *csvTyped
+	par        *csvParallel
+	cur        []arrow.Record // a chunk's records not handed out yet
+	sequential bool           // a quote was seen: the scanner reads the rest
+	chunkBytes int
 }
 
 // inferRows is how many rows type inference looks at.
 const inferRows = 1000
 
 // OpenCSV opens path. schema nil infers one; batch is the rows per record.
+// Rows are read in order, batch by batch, as a stream's watermark needs.
 func OpenCSV(path string, schema *arrow.Schema, batch int, policy OnError, report *Report) (*CSVReader, error) {
+	c, err := openCSV(path, schema, batch, policy, report)
+	if err == nil {
+		c.plan = nil
+	}
+	return c, err
+}
+
+// OpenCSVTable opens path as OpenCSV does, for a table: the rows come in
+// file order, in records of at most batch rows, parsed on every core by
+// csvTyped where it can (csvparallel.go). Records may be shorter than batch,
+// which only a stream's watermark would notice.
+func OpenCSVTable(path string, schema *arrow.Schema, batch int, policy OnError, report *Report) (*CSVReader, error) {
+	return openCSV(path, schema, batch, policy, report)
+}
+
+func openCSV(path string, schema *arrow.Schema, batch int, policy OnError, report *Report) (*CSVReader, error) {
 	f, err := os.Open(path)
 	if err != nil {
 		return nil, fmt.Errorf("%w: %v", ErrBadFile, err)
@@ -81,6 +108,7 @@ func OpenCSV(path string, schema *arrow.Schema, batch int, policy OnError, repor
 		}
 		c.cols = append(c.cols, pos)
 	}
+	c.plan, c.chunkBytes = newCSVTyped(schema, c.cols), csvChunkBytes
 	return c, nil
 }
 
@@ -142,21 +170,76 @@ func (c *CSVReader) infer(header []string) (*arrow.Schema, error) {
 // Schema is the rows' schema.
 func (c *CSVReader) Schema() *arrow.Schema { return c.schema }
 
-func (c *CSVReader) next() ([]CSVField, int, error) {
-	if len(c.pending) > 0 {
-		r, l := c.pending[0], c.lines[0]
-		c.pending, c.lines = c.pending[1:], c.lines[1:]
-		return r, l, nil
+// Next reads up to one batch of rows: the rows read ahead for inference
+// through the scanner, then the rest in parallel, typed (csvparallel.go),
+// falling back to the scanner where the typed parse declines.
+func (c *CSVReader) Next(mem memory.Allocator) (arrow.Record, error) {
+	if c.plan == nil || c.sequential {
+		return c.scan(mem, c.r, false)
 	}
-	return c.r.Read()
+	if len(c.pending) > 0 {
+		if rec, err := c.scan(mem, c.r, true); rec != nil || err != nil {
+			return rec, err
+		}
+	}
+	for {
+		if len(c.cur) > 0 {
+			r := c.cur[0]
+			c.cur[0], c.cur = nil, c.cur[1:]
+			return r, nil
+		}
+		if c.par == nil {
+			c.par = startCSVParallel(c.f, c.plan, mem, c.batch, c.r.off, c.r.line+1, c.chunkBytes)
+		}
+		ch := c.par.next()
+		if ch == nil {
+			return nil, nil
+		}
+		switch ch.status {
+		case chunkOK:
+			c.cur = ch.recs
+		case chunkRows:
+			// No quotes, so its lines are its records: the scanner reads
+			// them under the row policy with the lines they have in the file.
+			s := NewCSVScanner(bytes.NewReader(ch.data))
+			s.line = ch.line - 1
+			for {
+				rec, err := c.scan(mem, s, false)
+				if err != nil {
+					return nil, err
+				}
+				if rec == nil {
+					break
+				}
+				c.cur = append(c.cur, rec)
+			}
+		case chunkQuoted:
+			c.par.stop()
+			c.sequential = true
+			c.r = NewCSVScanner(io.NewSectionReader(c.f, ch.off, 1<<62))
+			c.r.line = ch.line - 1
+			return c.scan(mem, c.r, false)
+		case chunkFailed:
+			return nil, fmt.Errorf("%w: %s:%d: %v", ErrBadFile, c.path, ch.line, ch.err)
+		}
+	}
 }
 
-// Next reads up to one batch of rows.
-func (c *CSVReader) Next(mem memory.Allocator) (arrow.Record, error) {
+// scan reads up to one batch of rows through scanner s; pendingOnly stops
+// at the end of the rows read ahead for inference.
+func (c *CSVReader) scan(mem memory.Allocator, s *CSVScanner, pendingOnly bool) (arrow.Record, error) {
 	b := newBatcher(mem, c.schema)
 	row := make([]any, len(c.cols))
-	for b.n < c.batch {
-		rec, line, err := c.next()
+	for b.n < c.batch && !(pendingOnly && len(c.pending) == 0) {
+		var rec []CSVField
+		var line int
+		var err error
+		if len(c.pending) > 0 {
+			rec, line = c.pending[0], c.lines[0]
+			c.pending, c.lines = c.pending[1:], c.lines[1:]
+		} else {
+			rec, line, err = s.Read()
+		}
 		if errors.Is(err, io.EOF) {
 			break
 		}
@@ -193,5 +276,15 @@ func (c *CSVReader) convertRow(rec []CSVField, line int, row []any) error {
 	return nil
 }
 
-// Close closes the file.
-func (c *CSVReader) Close() error { return c.f.Close() }
+// Close stops the parallel read, releases the records it parsed ahead and
+// closes the file.
+func (c *CSVReader) Close() error {
+	if c.par != nil {
+		c.par.stop()
+	}
+	for _, r := range c.cur {
+		r.Release()
+	}
+	c.cur = nil
+	return c.f.Close()
+}

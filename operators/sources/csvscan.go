@@ -24,8 +24,17 @@ type CSVField struct {
 // one rule for empty fields (see TextValue).
 type CSVScanner struct {
 	r    *bufio.Reader
-	line int // lines consumed so far
+	line int   // lines consumed so far
+	off  int64 // bytes consumed so far: where the next record starts, once one was read
 	buf  strings.Builder
+}
+
+func (s *CSVScanner) readByte() (byte, error) {
+	c, err := s.r.ReadByte()
+	if err == nil {
+		s.off++
+	}
+	return c, err
 }
 
 // ErrCSVSyntax: a record that is not CSV (a quote left open, a bare quote in
@@ -98,7 +107,7 @@ func (s *CSVScanner) record() ([]CSVField, error) {
 // it is (a rune reader would turn it into U+FFFD); end says it closed its record (a line break).
 func (s *CSVScanner) field() (CSVField, bool, error) {
 	s.buf.Reset()
-	c, err := s.r.ReadByte()
+	c, err := s.readByte()
 	if err != nil {
 		return CSVField{}, false, err
 	}
@@ -114,14 +123,14 @@ func (s *CSVScanner) field() (CSVField, bool, error) {
 				return CSVField{}, false, &CSVSyntaxError{Line: s.line, Msg: `bare " in an unquoted field (quote the field and double the quote)`}
 			}
 			s.buf.WriteByte(c)
-			if c, err = s.r.ReadByte(); err != nil {
+			if c, err = s.readByte(); err != nil {
 				return CSVField{Text: strings.TrimSuffix(s.buf.String(), "\r")}, true, err
 			}
 		}
 	}
 	startLine := s.line + 1
 	for {
-		c, err := s.r.ReadByte()
+		c, err := s.readByte()
 		if err != nil {
 			s.line++
 			return CSVField{}, false, &CSVSyntaxError{Line: startLine, Msg: "quoted field not closed before the end of the input"}
@@ -133,7 +142,7 @@ func (s *CSVScanner) field() (CSVField, bool, error) {
 			s.buf.WriteByte(c)
 			continue
 		}
-		next, err := s.r.ReadByte()
+		next, err := s.readByte()
 		switch {
 		case err != nil:
 			return CSVField{Text: s.buf.String(), Quoted: true}, true, err
@@ -144,7 +153,7 @@ func (s *CSVScanner) field() (CSVField, bool, error) {
 		case next == '\n':
 			return CSVField{Text: s.buf.String(), Quoted: true}, true, nil
 		case next == '\r':
-			if n2, err := s.r.ReadByte(); err != nil || n2 == '\n' {
+			if n2, err := s.readByte(); err != nil || n2 == '\n' {
 				return CSVField{Text: s.buf.String(), Quoted: true}, true, err
 			}
 			fallthrough
@@ -159,7 +168,7 @@ func (s *CSVScanner) field() (CSVField, bool, error) {
 func (s *CSVScanner) skipLine(bool) {
 	s.line++
 	for {
-		c, err := s.r.ReadByte()
+		c, err := s.readByte()
 		if err != nil || c == '\n' {
 			return
 		}

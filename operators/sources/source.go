@@ -92,6 +92,20 @@ func (r *Report) bad(err error) {
 	}
 }
 
+// absorb adds what o saw after what r saw (a part of a file read on another
+// goroutine, merged in file order).
+func (r *Report) absorb(o *Report) {
+	n := o.BadRows.Load()
+	if n == 0 {
+		return
+	}
+	r.BadRows.Add(n)
+	msgs := o.Messages()
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.msgs = append(r.msgs, msgs[:min(len(msgs), max(0, maxMessages-len(r.msgs)))]...)
+}
+
 // Bad counts a bad row or message that was skipped and keeps its message if
 // there is room (sources outside this package report here too).
 func (r *Report) Bad(err error) { r.bad(err) }

@@ -1,0 +1,95 @@
+package exec
+
+import (
+	"context"
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"testing"
+
+	"github.com/apache/arrow/go/v17/arrow/memory"
+
+	"github.com/tierflow/tierflow/operators/sinks"
+	"github.com/tierflow/tierflow/planner"
+	"github.com/tierflow/tierflow/planner/catalog"
+	"github.com/tierflow/tierflow/planner/logical"
+)
+
+// A GROUP BY whose groups take more than Options.MemoryLimit spills its
+// partial states to disk and still gives the answer it gives in memory.
+func TestGroupByLargerThanTheMemoryLimitSpills(t *testing.T) {
+	dir := t.TempDir()
+	r := rand.New(rand.NewPCG(3, 4))
+	var b strings.Builder
+	b.WriteString("k,name,i,f\n")
+	for range 8000 {
+		name := fmt.Sprint("n", r.IntN(300))
+		if r.IntN(50) == 0 {
+			name = ""
+		}
+		fmt.Fprintf(&b, "%d,%s,%d,%.2f\n", r.IntN(3000), name, r.Int64N(1000)-500, r.Float64()*10)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "t.csv"), []byte(b.String()), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	const create = "CREATE TABLE t (k BIGINT, name VARCHAR, i BIGINT, f DOUBLE) FROM FILE 't.csv' FORMAT CSV;\n"
+	run := func(q string, limit int64) ([][]any, Stats) {
+		mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
+		defer mem.AssertSize(t, 0)
+		out := &collect{}
+		var st Stats
+		err := RunScript(context.Background(), filepath.Join(dir, "q.sql"), create+q+";", ScriptOptions{
+			Options:   Options{Allocator: mem, BatchSize: 512, MemoryLimit: limit},
+			NewOutput: func() (sinks.Writer, error) { return &collect{}, nil },
+			Plan: func(ctx context.Context, bound *logical.Plan, _ *catalog.Catalog, _ planner.Options, o *Options) error {
+				opts := *o
+				opts.Output = out
+				q, err := Build(bound, opts)
+				if err != nil {
+					return err
+				}
+				st, err = q.Run(ctx)
+				return err
+			},
+		})
+		if err != nil {
+			t.Fatalf("%s: %v", q, err)
+		}
+		sort.Slice(out.rows, func(i, j int) bool { return fmt.Sprint(out.rows[i]) < fmt.Sprint(out.rows[j]) })
+		return out.rows, st
+	}
+	for _, q := range []string{
+		"SELECT k, name, count(*) AS n, sum(i) AS s, avg(f) AS a, min(name) AS lo, max(i) AS hi FROM t GROUP BY k, name",
+		"SELECT name, count(*) AS n, avg(i) AS a FROM t GROUP BY name",
+		"SELECT count(*) AS n, sum(f) AS s FROM t",
+	} {
+		want, st := run(q, 0)
+		if st.Spills != 0 || len(want) == 0 {
+			t.Fatalf("%s without a limit: %d rows, %d spills", q, len(want), st.Spills)
+		}
+		got, st := run(q, 64<<10)
+		if keyed := strings.Contains(q, "GROUP BY k"); keyed != (st.Spills > 0) {
+			t.Fatalf("%s under 64 KiB: %d spills, %d partial rows", q, st.Spills, st.SpilledRows)
+		}
+		if len(got) != len(want) {
+			t.Fatalf("%s: %d rows spilling, %d in memory", q, len(got), len(want))
+		}
+		for i := range got {
+			for j := range got[i] {
+				g, w := got[i][j], want[i][j]
+				if gf, ok := g.(float64); ok {
+					if wf, ok := w.(float64); ok && math.Abs(gf-wf) <= 1e-9*math.Max(1, math.Abs(wf)) {
+						continue
+					}
+				}
+				if g != w {
+					t.Fatalf("%s: row %d column %d: %v spilling, %v in memory", q, i, j, g, w)
+				}
+			}
+		}
+	}
+}

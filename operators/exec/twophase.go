@@ -1,0 +1,252 @@
+package exec
+
+import (
+	"fmt"
+	"runtime"
+
+	"github.com/apache/arrow/go/v17/arrow"
+
+	"github.com/tierflow/tierflow/dataflow"
+	"github.com/tierflow/tierflow/operators/eval"
+	"github.com/tierflow/tierflow/operators/rel"
+	"github.com/tierflow/tierflow/planner/expr"
+	"github.com/tierflow/tierflow/planner/logical"
+)
+
+// phases is a GROUP BY split in two (twoPhase, spilling): partial
+// aggregates per group (count, sum, min, max; avg as a sum and a count),
+// the final aggregates combining partial rows, and the projection that
+// finishes avg and restores the output columns.
+type phases struct {
+	partial, final rel.AggregateSpec
+	mid            *arrow.Schema // partial rows
+	proj           *eval.Projection
+}
+
+// split splits n over input rows of schema; ok false for an aggregation it
+// does not split (DISTINCT, FILTER, other functions, a window), or one whose
+// phases would not give out, the one-phase aggregation's columns.
+func (b *builder) split(n *logical.Aggregate, schema, out *arrow.Schema) (*phases, bool) {
+	if !splittable(n) {
+		return nil, false
+	}
+	k := len(n.Group)
+	partial := rel.AggregateSpec{Group: n.Group, GroupNames: n.GroupNames}
+	final := rel.AggregateSpec{}
+	for i, g := range n.Group {
+		final.Group = append(final.Group, &expr.Column{Index: i, Name: n.GroupNames[i], DataType: g.Type()})
+		final.GroupNames = append(final.GroupNames, n.GroupNames[i])
+	}
+	// addPartial adds a partial aggregate and its final combination; it
+	// returns the final's column in the final aggregation's output.
+	addPartial := func(fn string, args []expr.Expr, t arrow.DataType, combine string) expr.Expr {
+		j := len(partial.Aggs)
+		partial.Aggs = append(partial.Aggs, &expr.Aggregate{Func: fn, Args: args, DataType: t})
+		partial.AggNames = append(partial.AggNames, "partial")
+		col := &expr.Column{Index: k + j, Name: "partial", DataType: t}
+		final.Aggs = append(final.Aggs, &expr.Aggregate{Func: combine, Args: []expr.Expr{col}, DataType: t})
+		final.AggNames = append(final.AggNames, "final")
+		return &expr.Column{Index: k + j, Name: "final", DataType: t}
+	}
+	exprs := make([]expr.Expr, 0, k+len(n.Aggs))
+	for i := range n.Group {
+		exprs = append(exprs, final.Group[i])
+	}
+	for _, a := range n.Aggs {
+		switch a.Func {
+		case "count":
+			exprs = append(exprs, addPartial("count", a.Args, a.DataType, "sum"))
+		case "sum", "min", "max":
+			exprs = append(exprs, addPartial(a.Func, a.Args, a.DataType, a.Func))
+		case "avg":
+			x := a.Args[0]
+			if !arrow.TypeEqual(x.Type(), expr.Float64) {
+				x = &expr.Cast{Expr: x, To: expr.Float64}
+			}
+			sum := addPartial("sum", []expr.Expr{x}, expr.Float64, "sum")
+			cnt := addPartial("count", a.Args, expr.Int64, "sum")
+			exprs = append(exprs, &expr.Call{Func: "divide", DataType: expr.Float64,
+				Args: []expr.Expr{sum, &expr.Cast{Expr: cnt, To: expr.Float64}}})
+		}
+	}
+	names := append(append([]string(nil), n.GroupNames...), n.AggNames...)
+	fns := b.opts.Functions
+	// Compile every phase now: anything that does not compile, or a result
+	// that would not be the one-phase aggregation's, keeps one phase.
+	ph, err := rel.NewHashAggregate(b.opts.Allocator, partial, schema, fns)
+	if err != nil {
+		return nil, false
+	}
+	mid := ph.Schema()
+	ph.Release()
+	fh, err := rel.NewHashAggregate(b.opts.Allocator, final, mid, fns)
+	if err != nil {
+		return nil, false
+	}
+	fin := fh.Schema()
+	fh.Release()
+	proj, err := eval.NewProjection(exprs, names, fin, fns)
+	if err != nil || !sameColumns(proj.Schema(), out) {
+		return nil, false
+	}
+	return &phases{partial: partial, final: final, mid: mid, proj: proj}, true
+}
+
+// twoPhase builds a GROUP BY without a window as a two-phase aggregation on
+// p cores: whole input batches go to p partial aggregations (a Balance edge,
+// so no row is copied; a Pipeline when in runs as p instances already, see
+// morsels), each folds its share of the rows into partial states per group,
+// one final aggregation combines the partial rows, and a projection
+// finishes. This is how a query uses every core by default when its groups
+// are few; a key with many groups gains nothing from partials (every one
+// holds nearly every group) and is left to the exchange of
+// Options.Parallelism.
+func (b *builder) twoPhase(n *logical.Aggregate, in int, parallelIn bool, schema, out *arrow.Schema, p int, st *rel.Stats) (int, bool) {
+	ph, ok := b.split(n, schema, out)
+	if !ok || p < 2 {
+		return 0, false
+	}
+	fns := b.opts.Functions
+	pop := b.g.AddOperator(dataflow.OperatorSpec{Name: "partial aggregate", Inputs: 1, Outputs: 1, Workers: make([]int, p),
+		New: func(dataflow.Instance) (dataflow.Operator, error) {
+			return rel.NewAggregate(ph.partial, schema, fns, st), nil
+		}})
+	if parallelIn {
+		b.g.Connect(in, 0, pop, 0)
+	} else {
+		b.g.AddEdge(dataflow.Edge{From: dataflow.Port{Op: in}, To: dataflow.Port{Op: pop}, Kind: dataflow.Balance})
+	}
+	fop := b.add("final aggregate", 1, func() (dataflow.Operator, error) { return rel.NewAggregate(ph.final, ph.mid, fns, st), nil })
+	b.g.Connect(pop, 0, fop, 0)
+	return b.finish(fop, ph), true
+}
+
+// spilling builds a GROUP BY without a window that keeps its state under
+// Options.MemoryLimit (rel.SpillAggregate).
+func (b *builder) spilling(n *logical.Aggregate, in int, schema, out *arrow.Schema) (int, bool) {
+	ph, ok := b.split(n, schema, out)
+	if !ok {
+		return 0, false
+	}
+	fns, limit, st := b.opts.Functions, b.opts.MemoryLimit, b.q.spills
+	op := b.add("aggregate (spills past the memory limit)", 1, func() (dataflow.Operator, error) {
+		return rel.NewSpillAggregate(ph.partial, ph.final, schema, fns, limit, st), nil
+	})
+	b.g.Connect(in, 0, op, 0)
+	return b.finish(op, ph), true
+}
+
+func (b *builder) finish(in int, ph *phases) int {
+	op := b.add("project", 1, func() (dataflow.Operator, error) { return rel.NewProject(ph.proj), nil })
+	b.g.Connect(in, 0, op, 0)
+	return op
+}
+
+// fewGroups guesses that a GROUP BY has few groups, where partial
+// aggregation pays: no key, or only strings and booleans (flags, modes,
+// categories). Integer and time keys (ids, timestamps) are often near
+// unique.
+func fewGroups(group []expr.Expr) bool {
+	for _, g := range group {
+		switch g.Type().ID() {
+		case arrow.STRING, arrow.BOOL:
+		default:
+			return false
+		}
+	}
+	return true
+}
+
+// defaultParallelism is the instances of a two-phase aggregation when
+// Options.Parallelism is AllCores: every core.
+func defaultParallelism() int { return runtime.GOMAXPROCS(0) }
+
+func sameColumns(a, b *arrow.Schema) bool {
+	if a.NumFields() != b.NumFields() {
+		return false
+	}
+	for i := range a.NumFields() {
+		if a.Field(i).Name != b.Field(i).Name || !arrow.TypeEqual(a.Field(i).Type, b.Field(i).Type) {
+			return false
+		}
+	}
+	return true
+}
+
+// splittable: an aggregation twoPhase can split, by its form.
+func splittable(n *logical.Aggregate) bool {
+	if n.Window != nil {
+		return false
+	}
+	for _, a := range n.Aggs {
+		if a.Distinct || a.Filter != nil || len(a.Args) > 1 {
+			return false
+		}
+		switch a.Func {
+		case "count", "sum", "min", "max":
+		case "avg":
+			if len(a.Args) != 1 || !arrow.TypeEqual(a.DataType, expr.Float64) {
+				return false
+			}
+		default:
+			return false
+		}
+	}
+	return true
+}
+
+// morsels builds the filters and projections under a split aggregation as
+// p instances each, fed whole batches by a Balance edge from what they
+// read (a scan, a join): the rows of a batch are filtered, computed and
+// folded on one core, with no copy between. It says whether n runs as p
+// instances (false: n is not a filter or projection).
+func (b *builder) morsels(n logical.Node, p int) (int, *arrow.Schema, bool, error) {
+	at := func(err error) error {
+		if pos := n.Position(); pos.Line > 0 {
+			return fmt.Errorf("%s: %w", pos, err)
+		}
+		return err
+	}
+	var input logical.Node
+	switch x := n.(type) {
+	case *logical.Filter:
+		if s, ok := x.Input.(*logical.Scan); ok {
+			b.noteBounds(s, x.Pred)
+		}
+		input = x.Input
+	case *logical.Project:
+		input = x.Input
+	default:
+		op, schema, err := b.node(n)
+		return op, schema, false, err
+	}
+	in, schema, parallel, err := b.morsels(input, p)
+	if err != nil {
+		return 0, nil, false, err
+	}
+	fns := b.opts.Functions
+	var op int
+	switch x := n.(type) {
+	case *logical.Filter:
+		pred, err := eval.NewPredicate(x.Pred, schema, fns)
+		if err != nil {
+			return 0, nil, false, at(err)
+		}
+		op = b.g.AddOperator(dataflow.OperatorSpec{Name: "filter", Inputs: 1, Outputs: 1, Workers: make([]int, p),
+			New: func(dataflow.Instance) (dataflow.Operator, error) { return rel.NewFilter(pred, nil), nil }})
+	case *logical.Project:
+		proj, err := eval.NewProjection(x.Exprs, x.Names, schema, fns)
+		if err != nil {
+			return 0, nil, false, at(err)
+		}
+		op = b.g.AddOperator(dataflow.OperatorSpec{Name: "project", Inputs: 1, Outputs: 1, Workers: make([]int, p),
+			New: func(dataflow.Instance) (dataflow.Operator, error) { return rel.NewProject(proj), nil }})
+		schema = proj.Schema()
+	}
+	if parallel {
+		b.g.Connect(in, 0, op, 0)
+	} else {
+		b.g.AddEdge(dataflow.Edge{From: dataflow.Port{Op: in}, To: dataflow.Port{Op: op}, Kind: dataflow.Balance})
+	}
+	return op, schema, true, nil
+}

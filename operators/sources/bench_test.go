@@ -1,0 +1,128 @@
+package sources
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/apache/arrow/go/v17/arrow"
+	"github.com/apache/arrow/go/v17/arrow/array"
+	"github.com/apache/arrow/go/v17/arrow/memory"
+	"github.com/apache/arrow/go/v17/parquet"
+	"github.com/apache/arrow/go/v17/parquet/pqarrow"
+)
+
+var lineitemLike = arrow.NewSchema([]arrow.Field{
+	{Name: "orderkey", Type: arrow.PrimitiveTypes.Int64, Nullable: true},
+	{Name: "quantity", Type: arrow.PrimitiveTypes.Float64, Nullable: true},
+	{Name: "price", Type: arrow.PrimitiveTypes.Float64, Nullable: true},
+	{Name: "flag", Type: arrow.BinaryTypes.String, Nullable: true},
+	{Name: "mode", Type: arrow.BinaryTypes.String, Nullable: true},
+	{Name: "shipdate", Type: arrow.FixedWidthTypes.Timestamp_us, Nullable: true},
+}, nil)
+
+func drainBench(b *testing.B, r Reader) int64 {
+	var n int64
+	for {
+		rec, err := r.Next(memory.DefaultAllocator)
+		if err != nil {
+			b.Fatal(err)
+		}
+		if rec == nil {
+			break
+		}
+		n += rec.NumRows()
+		rec.Release()
+	}
+	r.Close()
+	return n
+}
+
+// BenchmarkCSVTable reads 200k lineitem-like rows (12 MB) with the scanner
+// (OpenCSV, what every CSV file went through) and with the typed parallel
+// read of a table (OpenCSVTable).
+func BenchmarkCSVTable(b *testing.B) {
+	r := rand.New(rand.NewPCG(1, 1))
+	var sb strings.Builder
+	sb.WriteString("orderkey,quantity,price,flag,mode,shipdate\n")
+	modes := []string{"AIR", "FOB", "MAIL", "RAIL", "REG AIR", "SHIP", "TRUCK"}
+	for i := range 200000 {
+		fmt.Fprintf(&sb, "%d,%d,%.2f,%s,%s,199%d-%02d-%02d 00:00:00.000\n", i/4, 1+r.IntN(50), r.Float64()*1e5,
+			[]string{"A", "N", "R"}[r.IntN(3)], modes[r.IntN(7)], 2+r.IntN(7), 1+r.IntN(12), 1+r.IntN(28))
+	}
+	path := filepath.Join(b.TempDir(), "l.csv")
+	if err := os.WriteFile(path, []byte(sb.String()), 0o644); err != nil {
+		b.Fatal(err)
+	}
+	for _, name := range []string{"scanner", "typed-parallel"} {
+		b.Run(name, func(b *testing.B) {
+			for range b.N {
+				open := OpenCSV
+				if name == "typed-parallel" {
+					open = OpenCSVTable
+				}
+				rd, err := open(path, lineitemLike, 4096, Fail, nil)
+				if err != nil {
+					b.Fatal(err)
+				}
+				if n := drainBench(b, rd); n != 200000 {
+					b.Fatal(n)
+				}
+			}
+		})
+	}
+}
+
+// BenchmarkParquetTable reads 500k lineitem-like rows in row groups of 50k
+// sequentially (OpenParquet: one reader, strings built row by row) and by
+// row group on every core with dictionary strings (OpenParquetTable).
+func BenchmarkParquetTable(b *testing.B) {
+	r := rand.New(rand.NewPCG(2, 2))
+	mem := memory.NewGoAllocator()
+	bld := array.NewRecordBuilder(mem, lineitemLike)
+	modes := []string{"AIR", "FOB", "MAIL", "RAIL", "REG AIR", "SHIP", "TRUCK"}
+	for i := range 500000 {
+		bld.Field(0).(*array.Int64Builder).Append(int64(i / 4))
+		bld.Field(1).(*array.Float64Builder).Append(float64(1 + r.IntN(50)))
+		bld.Field(2).(*array.Float64Builder).Append(float64(r.IntN(10000000)) / 100)
+		bld.Field(3).(*array.StringBuilder).Append([]string{"A", "N", "R"}[r.IntN(3)])
+		bld.Field(4).(*array.StringBuilder).Append(modes[r.IntN(7)])
+		bld.Field(5).(*array.TimestampBuilder).Append(arrow.Timestamp(r.Int64N(1e15)))
+	}
+	rec := bld.NewRecord()
+	bld.Release()
+	path := filepath.Join(b.TempDir(), "l.parquet")
+	f, err := os.Create(path)
+	if err != nil {
+		b.Fatal(err)
+	}
+	w, err := pqarrow.NewFileWriter(lineitemLike, f, parquet.NewWriterProperties(parquet.WithMaxRowGroupLength(50000)), pqarrow.NewArrowWriterProperties(pqarrow.WithStoreSchema()))
+	if err != nil {
+		b.Fatal(err)
+	}
+	if err := w.Write(rec); err != nil {
+		b.Fatal(err)
+	}
+	w.Close()
+	rec.Release()
+	for _, name := range []string{"sequential", "row-groups-parallel"} {
+		b.Run(name, func(b *testing.B) {
+			for range b.N {
+				open := OpenParquet
+				if name == "row-groups-parallel" {
+					open = OpenParquetTable
+				}
+				rd, err := open(path, lineitemLike, 16384, memory.DefaultAllocator, Fail, nil)
+				if err != nil {
+					b.Fatal(err)
+				}
+				if n := drainBench(b, rd); n != 500000 {
+					b.Fatal(n)
+				}
+			}
+		})
+	}
+}

@@ -1,0 +1,380 @@
+package sources
+
+import (
+	"bytes"
+	"strconv"
+	"unicode/utf8"
+	"unsafe"
+
+	"github.com/apache/arrow/go/v17/arrow"
+	"github.com/apache/arrow/go/v17/arrow/array"
+	"github.com/apache/arrow/go/v17/arrow/memory"
+)
+
+// csvTyped parses unquoted CSV straight into typed Arrow builders: no
+// per-field strings, no []any row, no interface conversions. It reads the
+// common shape of a file (digits, decimals, plain timestamps, UTF-8 text)
+// and refuses anything else, so that the scanner and TextValue, which hold
+// the rules, decide every unusual field: a refused chunk is read again by
+// them, which gives the same rows, or the same error at the same line.
+type csvTyped struct {
+	at     []int // per header position up to the last one read: the schema field it fills, or -1
+	kinds  []csvKind
+	schema *arrow.Schema
+}
+
+type csvKind uint8
+
+const (
+	csvInt csvKind = iota
+	csvFloat
+	csvString
+	csvBool
+	csvTime
+)
+
+// newCSVTyped plans the typed parse of rows whose header position cols[i]
+// fills schema field i; nil when a field's type is one it does not parse
+// (the scanner reads those files).
+func newCSVTyped(schema *arrow.Schema, cols []int) *csvTyped {
+	last := -1
+	for _, c := range cols {
+		last = max(last, c)
+	}
+	p := &csvTyped{at: make([]int, last+1), kinds: make([]csvKind, len(cols)), schema: schema}
+	for i := range p.at {
+		p.at[i] = -1
+	}
+	for i, c := range cols {
+		if p.at[c] >= 0 {
+			return nil // one header column read twice: leave it to the scanner
+		}
+		p.at[c] = i
+		switch schema.Field(i).Type.ID() {
+		case arrow.INT8, arrow.INT16, arrow.INT32, arrow.INT64:
+			p.kinds[i] = csvInt
+		case arrow.FLOAT32, arrow.FLOAT64:
+			p.kinds[i] = csvFloat
+		case arrow.STRING:
+			p.kinds[i] = csvString
+		case arrow.BOOL:
+			p.kinds[i] = csvBool
+		case arrow.TIMESTAMP:
+			p.kinds[i] = csvTime
+		default:
+			return nil
+		}
+	}
+	return p
+}
+
+// chunkStatus is what the typed parse made of a chunk.
+type chunkStatus uint8
+
+const (
+	chunkOK      chunkStatus = iota
+	chunkRows                // a field it does not read: the scanner reads the chunk again
+	chunkQuoted              // a quote: record boundaries are the scanner's to find from here on
+	chunkFailed              // reading the file failed (chunk.err)
+	chunkDropped             // the reader closed before the chunk was parsed
+)
+
+// parse reads data (whole lines) into records of at most batch rows.
+func (p *csvTyped) parse(data []byte, mem memory.Allocator, batch int) ([]arrow.Record, chunkStatus) {
+	if bytes.IndexByte(data, '"') >= 0 {
+		return nil, chunkQuoted
+	}
+	var recs []arrow.Record
+	fail := func() ([]arrow.Record, chunkStatus) {
+		for _, r := range recs {
+			r.Release()
+		}
+		return nil, chunkRows
+	}
+	b := p.newBuilders(mem, min(batch, bytes.Count(data, []byte{'\n'})+1))
+	defer b.release()
+	last := len(p.at) - 1
+	for len(data) > 0 {
+		var line []byte
+		if nl := bytes.IndexByte(data, '\n'); nl >= 0 {
+			line, data = data[:nl], data[nl+1:]
+		} else {
+			line, data = data, nil
+		}
+		if n := len(line); n > 0 && line[n-1] == '\r' {
+			line = line[:n-1]
+		}
+		if len(line) == 0 {
+			continue // a blank line, which the scanner skips too
+		}
+		for f := 0; f <= last; f++ {
+			if line == nil {
+				return fail() // fewer fields than the columns read
+			}
+			var fld []byte
+			if i := bytes.IndexByte(line, ','); i >= 0 {
+				fld, line = line[:i], line[i+1:]
+			} else {
+				fld, line = line, nil
+			}
+			if c := p.at[f]; c >= 0 && !b.append(c, p.kinds[c], fld) {
+				return fail()
+			}
+		}
+		if b.n++; b.n == batch {
+			recs = append(recs, b.finish(p.schema))
+		}
+	}
+	if b.n > 0 {
+		recs = append(recs, b.finish(p.schema))
+	}
+	return recs, chunkOK
+}
+
+// typedBuilders are one batch's builders, kept typed so appending does not
+// go through an interface per value.
+type typedBuilders struct {
+	bs    []array.Builder
+	ints  []func(int64) bool // append an integer if it fits the column's width
+	f64   []*array.Float64Builder
+	f32   []*array.Float32Builder
+	strs  []*array.StringBuilder
+	bools []*array.BooleanBuilder
+	times []*array.TimestampBuilder
+	units []arrow.TimeUnit
+	n     int
+	mem   memory.Allocator
+	cap   int
+}
+
+func (p *csvTyped) newBuilders(mem memory.Allocator, capacity int) *typedBuilders {
+	k := len(p.kinds)
+	b := &typedBuilders{bs: make([]array.Builder, k), ints: make([]func(int64) bool, k), f64: make([]*array.Float64Builder, k),
+		f32: make([]*array.Float32Builder, k), strs: make([]*array.StringBuilder, k), bools: make([]*array.BooleanBuilder, k),
+		times: make([]*array.TimestampBuilder, k), units: make([]arrow.TimeUnit, k), mem: mem, cap: capacity}
+	b.reset(p.schema)
+	return b
+}
+
+func (b *typedBuilders) reset(schema *arrow.Schema) {
+	b.n = 0
+	for i, f := range schema.Fields() {
+		x := array.NewBuilder(b.mem, f.Type)
+		x.Reserve(b.cap)
+		b.bs[i] = x
+		switch x := x.(type) {
+		case *array.Int8Builder:
+			b.ints[i] = func(v int64) bool { x.Append(int8(v)); return v == int64(int8(v)) }
+		case *array.Int16Builder:
+			b.ints[i] = func(v int64) bool { x.Append(int16(v)); return v == int64(int16(v)) }
+		case *array.Int32Builder:
+			b.ints[i] = func(v int64) bool { x.Append(int32(v)); return v == int64(int32(v)) }
+		case *array.Int64Builder:
+			b.ints[i] = func(v int64) bool { x.Append(v); return true }
+		case *array.Float64Builder:
+			b.f64[i] = x
+		case *array.Float32Builder:
+			b.f32[i] = x
+		case *array.StringBuilder:
+			b.strs[i] = x
+		case *array.BooleanBuilder:
+			b.bools[i] = x
+		case *array.TimestampBuilder:
+			b.times[i] = x
+			b.units[i] = f.Type.(*arrow.TimestampType).Unit
+		}
+	}
+}
+
+// append reads fld into column c; false: a field the typed parse leaves to
+// TextValue (the chunk is then read again, so a half-appended row is never
+// seen).
+func (b *typedBuilders) append(c int, k csvKind, fld []byte) bool {
+	if len(fld) == 0 {
+		b.bs[c].AppendNull() // an unquoted empty field is NULL in every type
+		return true
+	}
+	switch k {
+	case csvInt:
+		v, ok := parseCSVInt(fld)
+		return ok && b.ints[c](v)
+	case csvFloat:
+		// The same parse as TextValue's, on the bytes in place.
+		v, err := strconv.ParseFloat(unsafe.String(&fld[0], len(fld)), 64)
+		if err != nil {
+			return false
+		}
+		if x := b.f64[c]; x != nil {
+			x.Append(v)
+		} else {
+			b.f32[c].Append(float32(v))
+		}
+	case csvString:
+		if !utf8.Valid(fld) {
+			return false
+		}
+		b.strs[c].BinaryBuilder.Append(fld)
+	case csvBool:
+		switch string(fld) {
+		case "1", "t", "T", "true", "TRUE", "True":
+			b.bools[c].Append(true)
+		case "0", "f", "F", "false", "FALSE", "False":
+			b.bools[c].Append(false)
+		default:
+			return false
+		}
+	case csvTime:
+		ts, ok := parseCSVTime(fld, b.units[c])
+		if !ok {
+			return false
+		}
+		b.times[c].Append(ts)
+	}
+	return true
+}
+
+func (b *typedBuilders) finish(schema *arrow.Schema) arrow.Record {
+	cols := make([]arrow.Array, len(b.bs))
+	for i, x := range b.bs {
+		cols[i] = x.NewArray()
+	}
+	rec := array.NewRecord(schema, cols, int64(b.n))
+	for _, c := range cols {
+		c.Release()
+	}
+	b.release()
+	b.reset(schema)
+	return rec
+}
+
+func (b *typedBuilders) release() {
+	for _, x := range b.bs {
+		x.Release()
+	}
+}
+
+// parseCSVInt reads [+-]digits of at most 18 digits (no overflow); anything
+// else (spaces, longer numbers) is TextValue's.
+func parseCSVInt(s []byte) (int64, bool) {
+	neg := false
+	switch s[0] {
+	case '-':
+		neg, s = true, s[1:]
+	case '+':
+		s = s[1:]
+	}
+	if len(s) == 0 || len(s) > 18 {
+		return 0, false
+	}
+	var v int64
+	for _, c := range s {
+		if c < '0' || c > '9' {
+			return 0, false
+		}
+		v = v*10 + int64(c-'0')
+	}
+	if neg {
+		v = -v
+	}
+	return v, true
+}
+
+// parseCSVTime reads YYYY-MM-DD, optionally followed by a space or T and
+// hh:mm:ss[.fraction of 1 to 9 digits], as UTC: the forms ParseTime accepts
+// that files hold most. Out-of-range parts are refused (ParseTime's error
+// then names them).
+func parseCSVTime(s []byte, unit arrow.TimeUnit) (arrow.Timestamp, bool) {
+	num := func(b []byte) (int, bool) {
+		v := 0
+		for _, c := range b {
+			if c < '0' || c > '9' {
+				return 0, false
+			}
+			v = v*10 + int(c-'0')
+		}
+		return v, true
+	}
+	if len(s) != 10 && len(s) < 19 {
+		return 0, false
+	}
+	if s[4] != '-' || s[7] != '-' {
+		return 0, false
+	}
+	y, ok1 := num(s[0:4])
+	mo, ok2 := num(s[5:7])
+	d, ok3 := num(s[8:10])
+	if !ok1 || !ok2 || !ok3 || mo < 1 || mo > 12 || d < 1 || d > daysIn(mo, y) {
+		return 0, false
+	}
+	var h, mi, sec, ns int
+	if len(s) > 10 {
+		if s[10] != ' ' && s[10] != 'T' || s[13] != ':' || s[16] != ':' {
+			return 0, false
+		}
+		var ok4, ok5, ok6 bool
+		h, ok4 = num(s[11:13])
+		mi, ok5 = num(s[14:16])
+		sec, ok6 = num(s[17:19])
+		if !ok4 || !ok5 || !ok6 || h > 23 || mi > 59 || sec > 59 {
+			return 0, false
+		}
+		if frac := s[19:]; len(frac) > 0 {
+			if frac[0] != '.' || len(frac) < 2 || len(frac) > 10 {
+				return 0, false
+			}
+			f, ok := num(frac[1:])
+			if !ok {
+				return 0, false
+			}
+			for i := len(frac) - 1; i < 9; i++ {
+				f *= 10
+			}
+			ns = f
+		}
+	}
+	secs := daysFromCivil(y, mo, d)*86400 + int64(h*3600+mi*60+sec)
+	switch unit {
+	case arrow.Second:
+		return arrow.Timestamp(secs), true
+	case arrow.Millisecond:
+		return arrow.Timestamp(secs*1e3 + int64(ns)/1e6), true
+	case arrow.Microsecond:
+		return arrow.Timestamp(secs*1e6 + int64(ns)/1e3), true
+	case arrow.Nanosecond:
+		if y < 1678 || y > 2261 { // past int64 nanoseconds: ParseTime's path decides
+			return 0, false
+		}
+		return arrow.Timestamp(secs*1e9 + int64(ns)), true
+	}
+	return 0, false
+}
+
+func daysIn(m, y int) int {
+	switch m {
+	case 2:
+		if y%4 == 0 && (y%100 != 0 || y%400 == 0) {
+			return 29
+		}
+		return 28
+	case 4, 6, 9, 11:
+		return 30
+	}
+	return 31
+}
+
+// daysFromCivil is the days from 1970-01-01 to y-m-d in the proleptic
+// Gregorian calendar (H. Hinnant's algorithm).
+func daysFromCivil(y, m, d int) int64 {
+	if m <= 2 {
+		y--
+	}
+	era := y / 400
+	if y < 0 && y%400 != 0 {
+		era = (y - 399) / 400
+	}
+	yoe := y - era*400
+	mp := (m + 9) % 12
+	doy := (153*mp+2)/5 + d - 1
+	doe := yoe*365 + yoe/4 - yoe/100 + doy
+	return int64(era)*146097 + int64(doe) - 719468
+}

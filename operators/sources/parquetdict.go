@@ -1,0 +1,122 @@
+package sources
+
+import (
+	"unicode/utf8"
+
+	"github.com/apache/arrow/go/v17/arrow"
+	"github.com/apache/arrow/go/v17/arrow/array"
+	"github.com/apache/arrow/go/v17/arrow/bitutil"
+	"github.com/apache/arrow/go/v17/arrow/memory"
+	"github.com/apache/arrow/go/v17/parquet"
+	"github.com/apache/arrow/go/v17/parquet/metadata"
+	"github.com/apache/arrow/go/v17/parquet/schema"
+)
+
+// stringDictColumns are the leaf columns of a Parquet file that hold a
+// declared STRING column (top-level UTF-8 byte arrays) and are stored as a
+// dictionary in every row group read (no page fell back to plain values).
+// A reader of one row group reads them as their dictionary instead of
+// building each row's string through a builder; convert unpacks them in one
+// pass (unpackStrings), and checks each distinct value once for UTF-8. Only
+// for one row group at a time: pqarrow cannot read a batch that spans two
+// dictionaries. Only for a declared schema, which says STRING.
+func stringDictColumns(md *metadata.FileMetaData, groups []int, want *arrow.Schema) []int {
+	if want == nil || md == nil {
+		return nil
+	}
+	sc := md.Schema
+	var out []int
+	for i := range sc.NumColumns() {
+		c := sc.Column(i)
+		if c.PhysicalType() != parquet.Types.ByteArray || len(c.ColumnPath()) != 1 || c.MaxRepetitionLevel() != 0 {
+			continue
+		}
+		if _, ok := c.LogicalType().(schema.StringLogicalType); !ok {
+			continue
+		}
+		declared := false
+		for _, f := range want.Fields() {
+			declared = declared || f.Name == c.Name() && f.Type.ID() == arrow.STRING
+		}
+		if declared && dictionaryOnly(md, groups, i) {
+			out = append(out, i)
+		}
+	}
+	return out
+}
+
+// dictionaryOnly: column col's data pages are dictionary indices in every
+// row group of groups, by the pages' encoding statistics.
+func dictionaryOnly(md *metadata.FileMetaData, groups []int, col int) bool {
+	const dictionaryPage = 2 // parquet's PageType DICTIONARY_PAGE
+	for _, g := range groups {
+		cc, err := md.RowGroup(g).ColumnChunk(col)
+		if err != nil || !cc.HasDictionaryPage() || len(cc.EncodingStats()) == 0 {
+			return false
+		}
+		for _, st := range cc.EncodingStats() {
+			if int(st.PageType) != dictionaryPage && st.Encoding != parquet.Encodings.RLEDict && st.Encoding != parquet.Encodings.PlainDict {
+				return false
+			}
+		}
+	}
+	return true
+}
+
+// unpackStrings turns a dictionary of strings into a plain string array
+// (exact-size buffers, one copy per value) and says whether every
+// dictionary value is UTF-8, so the rows need no check of their own.
+func unpackStrings(mem memory.Allocator, d *array.Dictionary) (arrow.Array, bool) {
+	dict := d.Dictionary().(*array.String)
+	valid := true
+	for i := range dict.Len() {
+		if dict.IsValid(i) && !utf8.ValidString(dict.Value(i)) {
+			valid = false
+			break
+		}
+	}
+	n := d.Len()
+	idx := d.Indices().(*array.Int32).Int32Values()
+	hasNull := d.NullN() > 0
+	total := 0
+	for i := range n {
+		if !hasNull || d.IsValid(i) {
+			total += len(dict.Value(int(idx[i])))
+		}
+	}
+	offBuf := memory.NewResizableBuffer(mem)
+	offBuf.Resize(arrow.Int32Traits.BytesRequired(n + 1))
+	offs := arrow.Int32Traits.CastFromBytes(offBuf.Bytes())
+	dataBuf := memory.NewResizableBuffer(mem)
+	dataBuf.Resize(total)
+	data := dataBuf.Bytes()
+	var nullBuf *memory.Buffer
+	var nulls []byte
+	if hasNull {
+		nullBuf = memory.NewResizableBuffer(mem)
+		nullBuf.Resize(int(bitutil.BytesForBits(int64(n))))
+		nulls = nullBuf.Bytes()
+		clear(nulls)
+	}
+	pos := 0
+	for i := range n {
+		offs[i] = int32(pos)
+		if hasNull {
+			if d.IsNull(i) {
+				continue
+			}
+			bitutil.SetBit(nulls, i)
+		}
+		pos += copy(data[pos:], dict.Value(int(idx[i])))
+	}
+	offs[n] = int32(pos)
+	ad := array.NewData(arrow.BinaryTypes.String, n, []*memory.Buffer{nullBuf, offBuf, dataBuf}, nil, d.NullN(), 0)
+	out := array.NewStringData(ad)
+	ad.Release()
+	offBuf.Release()
+	dataBuf.Release()
+	if nullBuf != nil {
+		nullBuf.Release()
+	}
+	return out, valid
+}

@@ -1,0 +1,200 @@
+package sources
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"runtime"
+	"sync"
+
+	"github.com/apache/arrow/go/v17/arrow"
+	"github.com/apache/arrow/go/v17/arrow/memory"
+	"github.com/apache/arrow/go/v17/parquet/file"
+	"github.com/apache/arrow/go/v17/parquet/pqarrow"
+)
+
+// OpenParquetTable opens path as OpenParquet does, for a table: its row
+// groups are decoded on every core, each by a reader of its own (arrow/go's
+// readers are not shared between goroutines), and handed out in file order,
+// with the rows, errors and row numbers of a sequential read. A file of one
+// row group, or a process with one core, is read sequentially.
+func OpenParquetTable(path string, schema *arrow.Schema, batch int, mem memory.Allocator, policy OnError, report *Report, bounds ...Bound) (Reader, error) {
+	r, err := OpenParquet(path, schema, batch, mem, policy, report, bounds...)
+	if err != nil {
+		return nil, err
+	}
+	seq := r.(*recordReader)
+	workers := min(runtime.GOMAXPROCS(0), len(seq.pq.groups))
+	if workers < 2 {
+		return r, nil
+	}
+	return &parquetParallel{seq: seq, workers: workers, policy: policy, report: report}, nil
+}
+
+// parquetParallel reads row groups on workers goroutines; Next takes their
+// records in row-group order.
+type parquetParallel struct {
+	seq     *recordReader // the sequential reader: schema, plan, file
+	workers int
+	policy  OnError
+	report  *Report
+
+	queue   chan *rowGroupTask
+	work    chan *rowGroupTask
+	quit    chan struct{}
+	wg      sync.WaitGroup
+	started bool
+
+	cur []arrow.Record
+	err error // after cur: the error that ended the read
+}
+
+type rowGroupTask struct {
+	group int
+	first int64 // rows of the groups before it, for row numbers in errors
+	recs  []arrow.Record
+	rep   *Report // bad rows skipped, merged into the query's in order
+	err   error
+	done  chan struct{}
+}
+
+func (p *parquetParallel) Schema() *arrow.Schema { return p.seq.Schema() }
+
+func (p *parquetParallel) start() {
+	p.started = true
+	p.queue = make(chan *rowGroupTask, p.workers+1)
+	p.work = make(chan *rowGroupTask, p.workers)
+	p.quit = make(chan struct{})
+	p.wg.Add(1 + p.workers)
+	go p.dispatch()
+	for range p.workers {
+		go p.read()
+	}
+}
+
+func (p *parquetParallel) dispatch() {
+	defer p.wg.Done()
+	defer close(p.work)
+	defer close(p.queue)
+	var first int64
+	for i, g := range p.seq.pq.groups {
+		t := &rowGroupTask{group: g, first: first, rep: &Report{}, done: make(chan struct{})}
+		first += p.seq.pq.rows[i]
+		select {
+		case p.queue <- t:
+		case <-p.quit:
+			return
+		}
+		select {
+		case p.work <- t:
+		case <-p.quit:
+			close(t.done)
+			return
+		}
+	}
+}
+
+// read decodes row groups with a file reader of its own.
+func (p *parquetParallel) read() {
+	defer p.wg.Done()
+	var fr *pqarrow.FileReader
+	var f *os.File
+	defer func() {
+		if f != nil {
+			f.Close()
+		}
+	}()
+	for t := range p.work {
+		select {
+		case <-p.quit:
+		default:
+			if fr == nil {
+				f, fr, t.err = p.open()
+			}
+			if fr != nil {
+				t.err = p.readGroup(fr, t)
+			}
+		}
+		close(t.done)
+	}
+}
+
+func (p *parquetParallel) open() (f *os.File, fr *pqarrow.FileReader, err error) {
+	path := p.seq.path
+	defer guard(path, &err)
+	if f, err = os.Open(path); err != nil {
+		return nil, nil, fmt.Errorf("%w: %v", ErrBadFile, err)
+	}
+	pf, err := file.NewParquetReader(f)
+	if err == nil {
+		fr, err = pqarrow.NewFileReader(pf, p.seq.pq.dictProps, p.seq.pq.mem)
+	}
+	if err != nil {
+		f.Close()
+		return nil, nil, fmt.Errorf("%w: %s: %v", ErrBadFile, path, err)
+	}
+	return f, fr, nil
+}
+
+func (p *parquetParallel) readGroup(fr *pqarrow.FileReader, t *rowGroupTask) (err error) {
+	defer guard(p.seq.path, &err)
+	rr, err := fr.GetRecordReader(context.Background(), p.seq.pq.leaves, []int{t.group})
+	if err != nil {
+		return fmt.Errorf("%w: %s: %v", ErrBadFile, p.seq.path, err)
+	}
+	r := &recordReader{path: p.seq.path, rr: rr, want: p.seq.want, errs: rowErrors{p.policy, t.rep}, rows: t.first}
+	defer r.Close()
+	for {
+		rec, err := r.Next(p.seq.pq.mem)
+		if err != nil || rec == nil {
+			return err
+		}
+		t.recs = append(t.recs, rec)
+	}
+}
+
+func (p *parquetParallel) Next(memory.Allocator) (arrow.Record, error) {
+	if !p.started {
+		p.start()
+	}
+	for {
+		if len(p.cur) > 0 {
+			r := p.cur[0]
+			p.cur[0], p.cur = nil, p.cur[1:]
+			return r, nil
+		}
+		if p.err != nil {
+			return nil, p.err
+		}
+		t, ok := <-p.queue
+		if !ok {
+			return nil, nil
+		}
+		<-t.done
+		if p.report != nil {
+			p.report.absorb(t.rep)
+		}
+		p.cur, p.err = t.recs, t.err
+	}
+}
+
+// Close stops the workers, releases the records they decoded ahead and
+// closes the file.
+func (p *parquetParallel) Close() error {
+	if p.started {
+		close(p.quit)
+		for t := range p.queue {
+			<-t.done
+			for _, r := range t.recs {
+				r.Release()
+			}
+		}
+		p.wg.Wait()
+		p.started = false
+	}
+	for _, r := range p.cur {
+		r.Release()
+	}
+	p.cur = nil
+	return p.seq.Close()
+}
