@@ -492,6 +492,7 @@ func (c *Coordinator) Submit(ctx context.Context, req deploy.SubmitRequest) (*de
 	p, script := pl.placement, pl.script
 	c.mu.Lock()
 	qs.info.Placement, qs.info.Workers, qs.info.Planner, qs.info.Estimate, qs.info.LatencySLOMs = p, p.Workers, pl.note, pl.estimate, pl.sloMs
+	qs.info.Priority = script.Priority
 	qs.plan = pl.plan
 	c.mu.Unlock()
 
@@ -616,6 +617,7 @@ func (c *Coordinator) place(ctx context.Context, req deploy.SubmitRequest, ws []
 		}
 	}
 	slo := bound.Objectives.LatencyMs
+	script.Priority, script.LatencyMs = bound.Objectives.Priority, slo
 	if perr == nil {
 		planned := script
 		planned.Rewrite, planned.Variants, planned.Batches = true, res.Physical.Variants(), batches(res.Physical)

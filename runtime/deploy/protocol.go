@@ -331,6 +331,9 @@ type QueryInfo struct {
 	// LatencySLOMs is the query's LATENCY bound (0: none): the sinks count
 	// the rows over it.
 	LatencySLOMs float64 `json:"latency_slo_ms,omitempty"`
+	// Priority is the query's WITH (PRIORITY ...): REALTIME, BEST_EFFORT
+	// or "" (scheduled as any other).
+	Priority string `json:"priority,omitempty"`
 	// Estimates are the coordinator's live, smoothed measurements
 	// (runtime/control), updated as workers report.
 	Estimates *control.Estimates `json:"estimates,omitempty"`
