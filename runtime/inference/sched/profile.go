@@ -1,0 +1,176 @@
+package sched
+
+import (
+	"sort"
+	"sync"
+	"time"
+
+	"github.com/tierflow/tierflow/operators/ml"
+)
+
+// ProfileAlpha weighs the old estimate of a batch time against a new
+// measurement (DeepQuery 5.1: D <- a*D + (1-a)*sample): runs on a shared CPU
+// vary, and one slow run should not make every later prediction slow.
+const ProfileAlpha = 0.8
+
+// Profiles are the predicted run times of a batch, per session key and batch
+// size: measured when a session opens (Measure), corrected by every run
+// (Observe, an EWMA), interpolated between measured sizes. Safe for
+// concurrent use.
+type Profiles struct {
+	mu   sync.Mutex
+	byKy map[string]map[int]float64 // key -> rows -> seconds
+}
+
+// NewProfiles returns empty profiles.
+func NewProfiles() *Profiles { return &Profiles{byKy: map[string]map[int]float64{}} }
+
+// Observe folds a measured run of rows rows into the profile.
+func (p *Profiles) Observe(key string, rows int, d time.Duration) {
+	if rows <= 0 {
+		return
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	m := p.byKy[key]
+	if m == nil {
+		m = map[int]float64{}
+		p.byKy[key] = m
+	}
+	s := d.Seconds()
+	if old, ok := m[rows]; ok {
+		s = ProfileAlpha*old + (1-ProfileAlpha)*s
+	}
+	m[rows] = s
+}
+
+// Predict is the expected run time of rows rows on key: the measured value,
+// else a line between the two nearest measured sizes, else (beyond them)
+// the nearest size scaled by rows. ok is false when the key has no
+// measurement.
+func (p *Profiles) Predict(key string, rows int) (time.Duration, bool) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	m := p.byKy[key]
+	if len(m) == 0 || rows <= 0 {
+		return 0, false
+	}
+	if s, ok := m[rows]; ok {
+		return secs(s), true
+	}
+	sizes := make([]int, 0, len(m))
+	for b := range m {
+		sizes = append(sizes, b)
+	}
+	sort.Ints(sizes)
+	i := sort.SearchInts(sizes, rows)
+	switch {
+	case i == 0:
+		// Below the smallest: no faster than a linear share of it, no
+		// slower than it (a batch costs at least its fixed part).
+		b := sizes[0]
+		return secs(m[b] * max(float64(rows)/float64(b), 0.5)), true
+	case i == len(sizes):
+		b := sizes[len(sizes)-1]
+		return secs(m[b] * float64(rows) / float64(b)), true
+	}
+	lo, hi := sizes[i-1], sizes[i]
+	f := float64(rows-lo) / float64(hi-lo)
+	return secs(m[lo] + f*(m[hi]-m[lo])), true
+}
+
+// Largest is the most rows (1..limit) of key predicted to run within
+// budget, 0 when not even one row fits, limit when the key has no profile
+// (nothing to judge by: the first run measures it).
+func (p *Profiles) Largest(key string, limit int, budget time.Duration) int {
+	if _, ok := p.Predict(key, 1); !ok {
+		return limit
+	}
+	// Batch time grows with rows: binary search the largest that fits.
+	lo, hi := 0, limit
+	for lo < hi {
+		mid := (lo + hi + 1) / 2
+		if d, _ := p.Predict(key, mid); d <= budget {
+			lo = mid
+		} else {
+			hi = mid - 1
+		}
+	}
+	return lo
+}
+
+// Sizes lists the batch sizes measured for key, ascending.
+func (p *Profiles) Sizes(key string) []int {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	var out []int
+	for b := range p.byKy[key] {
+		out = append(out, b)
+	}
+	sort.Ints(out)
+	return out
+}
+
+func secs(s float64) time.Duration { return time.Duration(s * float64(time.Second)) }
+
+// Measure runs sess on zero inputs at each batch size (after one warm-up
+// run) and records the times: the profile a policy starts from. A session
+// whose inputs are not all float32 tensors with a leading batch dimension
+// and fixed others is left to be profiled by its runs.
+func (p *Profiles) Measure(key string, sess ml.Session, sizes []int) error {
+	ins := sess.Inputs()
+	for _, in := range ins {
+		if in.DType != ml.Float32 || len(in.Shape) == 0 {
+			return nil
+		}
+		for _, d := range in.Shape[1:] {
+			if d < 0 {
+				return nil
+			}
+		}
+		if in.Shape[0] > 0 {
+			return nil // a fixed batch: nothing to vary
+		}
+	}
+	run := func(b int) (time.Duration, error) {
+		inputs := make([]ml.Tensor, len(ins))
+		for i, in := range ins {
+			shape := append([]int64{int64(b)}, in.Shape[1:]...)
+			n := 1
+			for _, d := range shape {
+				n *= int(d)
+			}
+			inputs[i] = ml.Tensor{DType: ml.Float32, Shape: shape, F32: make([]float32, n)}
+		}
+		outs := make([]ml.Tensor, len(sess.Outputs()))
+		for i, o := range sess.Outputs() {
+			outs[i] = ml.Tensor{DType: o.DType}
+		}
+		start := time.Now()
+		err := sess.Run(inputs, outs)
+		return time.Since(start), err
+	}
+	for _, b := range sizes {
+		if _, err := run(b); err != nil { // warm-up: the first run of a shape allocates
+			return err
+		}
+		// The median of three: on a shared machine one run may catch
+		// whatever else ran; Observe corrects the rest later.
+		var ds []time.Duration
+		for range 3 {
+			d, err := run(b)
+			if err != nil {
+				return err
+			}
+			ds = append(ds, d)
+		}
+		sort.Slice(ds, func(i, j int) bool { return ds[i] < ds[j] })
+		p.mu.Lock()
+		if p.byKy[key] == nil {
+			p.byKy[key] = map[int]float64{}
+		}
+		p.byKy[key][b] = ds[1].Seconds()
+		p.mu.Unlock()
+	}
+	return nil
+}
