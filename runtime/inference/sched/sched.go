@@ -26,8 +26,12 @@ import (
 	"github.com/tierflow/tierflow/operators/ml"
 )
 
-// ErrClosed: the scheduler was closed while a batch waited.
-var ErrClosed = errors.New("sched: scheduler closed")
+var (
+	// ErrClosed: the scheduler was closed while a batch waited.
+	ErrClosed = errors.New("sched: scheduler closed")
+	// ErrPolicy: an unknown policy name.
+	ErrPolicy = errors.New("sched: bad policy")
+)
 
 // Scheduler is one worker's inference scheduler. Safe for concurrent use.
 type Scheduler struct {
