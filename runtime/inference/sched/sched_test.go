@@ -58,9 +58,9 @@ func outputs(sess ml.Session, n int) []ml.Tensor {
 // with gate set, each run first waits for a token.
 type recorder struct {
 	ml.Session
-	mu    sync.Mutex
-	runs  []string
-	rows  []int
+	mu     sync.Mutex
+	runs   []string
+	rows   []int
 	gate   chan struct{}
 	query  string
 	parent *recorder
