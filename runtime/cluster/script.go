@@ -412,7 +412,7 @@ func WriteEstimates(w io.Writer, query string, e control.Estimates) {
 // runtime and the NATS connectors on the cluster's server.
 func (c *Cluster) runLocal(ctx context.Context, sc deploy.Script, so ScriptOptions) error {
 	eo := exec.Options{Stdout: so.Stdout}
-	ExecHooks(c.conns[0], c.ortLib, c.modelLog, 0)(&eo, nil)
+	ExecHooks(c.conns[0], c.ortLib, c.modelLog, 0)(&eo, deploy.Part{})
 	policy := sources.Fail
 	if so.OnError != "" {
 		policy, _ = sources.ParseOnError(so.OnError) // checked by RunScript

@@ -49,6 +49,7 @@ import (
 	"github.com/tierflow/tierflow/relay/natsserver"
 	"github.com/tierflow/tierflow/runtime/control"
 	"github.com/tierflow/tierflow/runtime/deploy"
+	"github.com/tierflow/tierflow/runtime/inference/sched"
 	"github.com/tierflow/tierflow/runtime/metrics"
 	"github.com/tierflow/tierflow/runtime/security"
 )
@@ -86,7 +87,7 @@ type Config struct {
 	// Exec completes the executor options the coordinator compiles queries
 	// with (as the workers' Exec does), so it can place model calls and NATS
 	// streams.
-	Exec func(o *exec.Options, variants map[string]string)
+	Exec func(o *exec.Options, part deploy.Part)
 	// CheckModelArgs, when set, gives the checker of model calls against
 	// their files for a script whose relative paths are from baseDir, so a
 	// declared tensor shape no model file takes fails the query at bind
@@ -699,7 +700,7 @@ func batches(p *physical.Plan) map[string]deploy.Batch {
 func (c *Coordinator) execOptions(variants map[string]string) exec.Options {
 	eo := exec.Options{Output: discardWriter{}, Stdout: io.Discard}
 	if c.cfg.Exec != nil {
-		c.cfg.Exec(&eo, variants)
+		c.cfg.Exec(&eo, deploy.Part{Variants: variants})
 	}
 	// The catalog was checked by place; Catalog is empty here.
 	_ = c.cfg.DataRoots.ConfineScript(&deploy.Script{}, &eo)
@@ -819,6 +820,12 @@ func (c *Coordinator) onStatus(m *nats.Msg) {
 			continue
 		}
 		info.WorkerStates[name] = s.State
+		if s.Sched != nil {
+			if info.Sched == nil {
+				info.Sched = map[string]sched.QueryStats{}
+			}
+			info.Sched[name] = *s.Sched
+		}
 		info.Operators = append(info.Operators, s.Operators...)
 		info.Links = append(info.Links, s.Links...)
 		info.ResultRows += s.ResultRows

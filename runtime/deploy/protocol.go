@@ -9,6 +9,7 @@ import (
 	"github.com/tierflow/tierflow/dataflow"
 	"github.com/tierflow/tierflow/relay"
 	"github.com/tierflow/tierflow/runtime/control"
+	"github.com/tierflow/tierflow/runtime/inference/sched"
 )
 
 // The control protocol between workers, the coordinator and clients: JSON
@@ -222,6 +223,18 @@ type DeployRequest struct {
 	Limits Limits `json:"limits,omitzero"`
 }
 
+// Part is what a worker's executor hooks (the model runtime) know of the
+// query part they complete: the query, the plan's variants, its scheduling
+// class and latency bound, and the worker's inference scheduler, which
+// every query on the worker shares (nil: each model call runs as it comes).
+type Part struct {
+	Query     string
+	Variants  map[string]string
+	Priority  string
+	LatencyMs float64
+	Scheduler *sched.Scheduler
+}
+
 // Enough is a worker's request to stop a query gracefully because what it
 // runs has all it needs (a full final LIMIT).
 type Enough struct {
@@ -285,6 +298,10 @@ type Status struct {
 	// been sent (HasSinkFrontier says it is known).
 	SinkFrontier    uint64 `json:"sink_frontier,omitempty"`
 	HasSinkFrontier bool   `json:"has_sink_frontier,omitempty"`
+	// Sched is what the worker's inference scheduler gave the query: its
+	// model batches' busy share of the worker, rows, waits (nil: no model
+	// call ran here).
+	Sched *sched.QueryStats `json:"sched,omitempty"`
 }
 
 // QueryInfo is the coordinator's view of a query: SHOW QUERIES and the done
@@ -334,6 +351,9 @@ type QueryInfo struct {
 	// Priority is the query's WITH (PRIORITY ...): REALTIME, BEST_EFFORT
 	// or "" (scheduled as any other).
 	Priority string `json:"priority,omitempty"`
+	// Sched is, per worker, what its inference scheduler gave the query
+	// (busy share of the worker, rows, waits, best-effort progress).
+	Sched map[string]sched.QueryStats `json:"sched,omitempty"`
 	// Estimates are the coordinator's live, smoothed measurements
 	// (runtime/control), updated as workers report.
 	Estimates *control.Estimates `json:"estimates,omitempty"`
