@@ -90,6 +90,9 @@ type Options struct {
 	// Sched names the policy of every worker's inference scheduler
 	// (sched.ByName: "naive", the default, or "deepquery").
 	Sched string
+	// OnLatency, when set, is told each end-to-end latency the embedded
+	// workers' sinks measure, by query (benchmarks; not with processes).
+	OnLatency func(query string, d time.Duration, rows int64)
 }
 
 // ExecHooks completes executor options for a process on connection nc: the
@@ -239,7 +242,7 @@ func StartEmbedded(ctx context.Context, o Options) (*Cluster, error) {
 		w, err := worker.Start(ctx, worker.Config{Conn: nc, Name: name, Tier: m.Tier, Location: m.Location, Type: typ,
 			Inventory: &inv, Allocator: o.Allocator, Metrics: o.Metrics, Stdout: o.Stdout, Log: o.Log,
 			Exec: ExecHooks(nc, o.OrtLib, o.ModelLog, CPUShare(m, len(o.Infra.Machines()))), Namespace: o.Namespace,
-			Shape: shapeFrom(o.Shape, name), Sched: policy})
+			Shape: shapeFrom(o.Shape, name), Sched: policy, OnLatency: o.OnLatency})
 		if err != nil {
 			c.Close()
 			return nil, fmt.Errorf("worker %s: %w", name, err)

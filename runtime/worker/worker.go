@@ -73,7 +73,10 @@ type Config struct {
 	// query on the worker shares (nil: sched.Naive, each batch runs as it
 	// comes, as without a scheduler).
 	Sched sched.Policy
-	Log   *slog.Logger
+	// OnLatency, when set, is told each end-to-end latency the worker's
+	// sinks measure, by query (dataflow.Config.OnLatency): benchmarks.
+	OnLatency func(query string, d time.Duration, rows int64)
+	Log       *slog.Logger
 	// Shape, when set, caps the bytes per second this worker's relay
 	// sends to worker to (0: no cap): failure drills and tests slow one
 	// link down with it (natsrelay.Options.Shape).
@@ -449,8 +452,12 @@ func (w *Worker) build(req deploy.DeployRequest) error {
 	// Every callback is timed: the coordinator's live estimates (busy
 	// share, model time per batch) are made of it. Against a batch's trip
 	// over NATS its two monotonic clock reads are noise.
+	var onLatency func(time.Duration, int64)
+	if f := w.cfg.OnLatency; f != nil {
+		onLatency = func(d time.Duration, rows int64) { f(req.Query, d, rows) }
+	}
 	dw, err := dataflow.NewWorker(g, idx, dataflow.Config{Allocator: mem, Transport: dt, Stop: q.stop, RequestStop: requestStop,
-		Timing: true, Latency: true, LatencySLO: slo})
+		Timing: true, Latency: true, LatencySLO: slo, OnLatency: onLatency})
 	if err != nil {
 		_ = dt.Close()
 		_ = tr.Close()

@@ -24,11 +24,16 @@ type DeepQuery struct {
 	MarginShare float64
 	// StalePeriods: a real-time query this many periods late has paused.
 	StalePeriods float64
+	// ColdShare: before a real-time query's period is known (two
+	// batches), best-effort parts are kept within this share of its
+	// LATENCY, so its first frames do not wait out a whole best-effort
+	// batch.
+	ColdShare float64
 }
 
 // NewDeepQuery returns the policy with its defaults.
 func NewDeepQuery() *DeepQuery {
-	return &DeepQuery{Sizes: []int{1, 2, 4, 8, 16, 32, 64}, Margin: time.Millisecond, MarginShare: 0.1, StalePeriods: 3}
+	return &DeepQuery{Sizes: []int{1, 2, 4, 8, 16, 32, 64}, Margin: time.Millisecond, MarginShare: 0.1, StalePeriods: 3, ColdShare: 0.25}
 }
 
 func (p *DeepQuery) Name() string        { return DeepQueryName }
@@ -51,6 +56,9 @@ func (p *DeepQuery) Budget(v *View) (time.Duration, string, time.Time) {
 		}
 		pr, ok := v.Arrivals.Predict(t.Query)
 		if !ok {
+			if b := time.Duration(p.ColdShare * float64(t.Latency)); b > 0 && b < budget {
+				budget, who, wake = b, t.Query, time.Time{}
+			}
 			continue
 		}
 		stale := pr.Last.Add(time.Duration(p.stale() * float64(pr.Period)))
@@ -92,6 +100,14 @@ func (p *DeepQuery) Next(v *View) Decision {
 	}
 	if rows < be.Rows && !be.Splittable {
 		rows = 0 // it runs whole or not at all (DeepQuery's non-batching jobs)
+	}
+	if rows == 0 && wake.IsZero() {
+		// Cold (no period known yet, so no moment to wait for): the
+		// smallest part goes rather than none.
+		rows = 1
+		if !be.Splittable {
+			rows = be.Rows
+		}
 	}
 	if rows == 0 {
 		return Decision{Recheck: wake, Why: fmt.Sprintf("best-effort %s waits: real-time %s is due in %s", be.Query, who, max(budget, 0).Round(time.Microsecond))}
