@@ -33,7 +33,7 @@ type DeepQuery struct {
 
 // NewDeepQuery returns the policy with its defaults.
 func NewDeepQuery() *DeepQuery {
-	return &DeepQuery{Sizes: []int{1, 2, 4, 8, 16, 32, 64}, Margin: time.Millisecond, MarginShare: 0.1, StalePeriods: 3, ColdShare: 0.25}
+	return &DeepQuery{Sizes: []int{1, 2, 4, 8, 16, 32, 64}, Margin: time.Millisecond, MarginShare: 0.2, StalePeriods: 3, ColdShare: 0.25}
 }
 
 func (p *DeepQuery) Name() string        { return DeepQueryName }

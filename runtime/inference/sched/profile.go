@@ -14,16 +14,36 @@ import (
 const ProfileAlpha = 0.8
 
 // Profiles are the predicted run times of a batch, per session key and batch
-// size: measured when a session opens (Measure), corrected by every run
-// (Observe, an EWMA), interpolated between measured sizes. Safe for
-// concurrent use.
+// size: measured when a session opens (Measure), interpolated between the
+// measured sizes, and corrected by every run (Observe). Safe for concurrent
+// use.
+//
+// A key with a measured profile keeps its shape and is corrected by one
+// factor, an EWMA of measured over predicted time: a run at any size tells
+// how loaded the device is now, which holds for every size (most sizes a
+// policy picks are run once, so a per-size EWMA would never learn). A key
+// without one learns each size it runs (DeepQuery's per-size EWMA).
 type Profiles struct {
-	mu   sync.Mutex
-	byKy map[string]map[int]float64 // key -> rows -> seconds
+	mu    sync.Mutex
+	byKy  map[string]map[int]float64 // key -> rows -> seconds
+	base  map[string]bool            // keys measured by Measure
+	scale map[string]float64
 }
 
 // NewProfiles returns empty profiles.
-func NewProfiles() *Profiles { return &Profiles{byKy: map[string]map[int]float64{}} }
+func NewProfiles() *Profiles {
+	return &Profiles{byKy: map[string]map[int]float64{}, base: map[string]bool{}, scale: map[string]float64{}}
+}
+
+// Scale is the correction factor of key's measured profile (1: none yet).
+func (p *Profiles) Scale(key string) float64 {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if s, ok := p.scale[key]; ok {
+		return s
+	}
+	return 1
+}
 
 // Observe folds a measured run of rows rows into the profile.
 func (p *Profiles) Observe(key string, rows int, d time.Duration) {
@@ -32,6 +52,16 @@ func (p *Profiles) Observe(key string, rows int, d time.Duration) {
 	}
 	p.mu.Lock()
 	defer p.mu.Unlock()
+	if p.base[key] {
+		if pred := p.raw(key, rows); pred > 0 {
+			s, ok := p.scale[key]
+			if !ok {
+				s = 1
+			}
+			p.scale[key] = ProfileAlpha*s + (1-ProfileAlpha)*d.Seconds()/pred
+		}
+		return
+	}
 	m := p.byKy[key]
 	if m == nil {
 		m = map[int]float64{}
@@ -51,12 +81,25 @@ func (p *Profiles) Observe(key string, rows int, d time.Duration) {
 func (p *Profiles) Predict(key string, rows int) (time.Duration, bool) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	m := p.byKy[key]
-	if len(m) == 0 || rows <= 0 {
+	s := p.raw(key, rows)
+	if s <= 0 {
 		return 0, false
 	}
+	if f, ok := p.scale[key]; ok {
+		s *= f
+	}
+	return secs(s), true
+}
+
+// raw is the profile's seconds for rows, before the correction; 0 when
+// key has no measurement. Called with mu held.
+func (p *Profiles) raw(key string, rows int) float64 {
+	m := p.byKy[key]
+	if len(m) == 0 || rows <= 0 {
+		return 0
+	}
 	if s, ok := m[rows]; ok {
-		return secs(s), true
+		return s
 	}
 	sizes := make([]int, 0, len(m))
 	for b := range m {
@@ -69,14 +112,14 @@ func (p *Profiles) Predict(key string, rows int) (time.Duration, bool) {
 		// Below the smallest: no faster than a linear share of it, no
 		// slower than it (a batch costs at least its fixed part).
 		b := sizes[0]
-		return secs(m[b] * max(float64(rows)/float64(b), 0.5)), true
+		return m[b] * max(float64(rows)/float64(b), 0.5)
 	case i == len(sizes):
 		b := sizes[len(sizes)-1]
-		return secs(m[b] * float64(rows) / float64(b)), true
+		return m[b] * float64(rows) / float64(b)
 	}
 	lo, hi := sizes[i-1], sizes[i]
 	f := float64(rows-lo) / float64(hi-lo)
-	return secs(m[lo] + f*(m[hi]-m[lo])), true
+	return m[lo] + f*(m[hi]-m[lo])
 }
 
 // Largest is the most rows (1..limit) of key predicted to run within
@@ -170,7 +213,22 @@ func (p *Profiles) Measure(key string, sess ml.Session, sizes []int) error {
 			p.byKy[key] = map[int]float64{}
 		}
 		p.byKy[key][b] = ds[1].Seconds()
+		p.base[key] = true
 		p.mu.Unlock()
+	}
+	// A larger batch never takes less time: a noisy measurement of a small
+	// one is lifted to the larger one below it, so the profile stays
+	// monotone (Largest searches it).
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	ordered := make([]int, 0, len(p.byKy[key]))
+	for b := range p.byKy[key] {
+		ordered = append(ordered, b)
+	}
+	sort.Ints(ordered)
+	for i := 1; i < len(ordered); i++ {
+		m := p.byKy[key]
+		m[ordered[i]] = max(m[ordered[i]], m[ordered[i-1]])
 	}
 	return nil
 }
