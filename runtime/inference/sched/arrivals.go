@@ -22,6 +22,7 @@ type Arrivals struct {
 type arrival struct {
 	last   time.Time
 	period float64 // seconds; 0 until two arrivals
+	jitter float64 // EWMA of |gap - period|, seconds
 	rows   float64
 	n      int
 }
@@ -43,6 +44,7 @@ func (a *Arrivals) Observe(query string, t time.Time, rows int) {
 		if x.period == 0 {
 			x.period = gap
 		} else {
+			x.jitter = ArrivalAlpha*x.jitter + (1-ArrivalAlpha)*abs(gap-x.period)
 			x.period = ArrivalAlpha*x.period + (1-ArrivalAlpha)*gap
 		}
 		x.rows = ArrivalAlpha*x.rows + (1-ArrivalAlpha)*float64(rows)
@@ -60,8 +62,10 @@ type Prediction struct {
 	Next   time.Time
 	Period time.Duration
 	Rows   int
-	// Last is when the latest one arrived.
-	Last time.Time
+	// Last is when the latest one arrived; Jitter how far a gap strays
+	// from Period (smoothed).
+	Last   time.Time
+	Jitter time.Duration
 }
 
 // Predict returns query's next batch; ok is false before two arrivals.
@@ -73,7 +77,7 @@ func (a *Arrivals) Predict(query string) (Prediction, bool) {
 		return Prediction{}, false
 	}
 	p := secs(x.period)
-	return Prediction{Next: x.last.Add(p), Period: p, Rows: max(1, int(x.rows+0.5)), Last: x.last}, true
+	return Prediction{Next: x.last.Add(p), Period: p, Rows: max(1, int(x.rows+0.5)), Last: x.last, Jitter: secs(x.jitter)}, true
 }
 
 // Forget drops a query's history (it ended).

@@ -18,10 +18,12 @@ import (
 type DeepQuery struct {
 	// Sizes are the batch sizes each session is measured at when it opens.
 	Sizes []int
-	// Margin, plus MarginShare of the real-time period, is kept free before
-	// a predicted real-time batch: the prediction's error on a shared CPU.
+	// Margin, plus MarginShare of the real-time period, plus Jitters times
+	// the arrivals' jitter, is kept free before a predicted real-time batch:
+	// the prediction's error on a shared CPU.
 	Margin      time.Duration
 	MarginShare float64
+	Jitters     float64
 	// StalePeriods: a real-time query this many periods late has paused.
 	StalePeriods float64
 	// ColdShare: before a real-time query's period is known (two
@@ -33,7 +35,7 @@ type DeepQuery struct {
 
 // NewDeepQuery returns the policy with its defaults.
 func NewDeepQuery() *DeepQuery {
-	return &DeepQuery{Sizes: []int{1, 2, 4, 8, 16, 32, 64}, Margin: time.Millisecond, MarginShare: 0.2, StalePeriods: 3, ColdShare: 0.25}
+	return &DeepQuery{Sizes: []int{1, 2, 4, 8, 16, 32, 64}, Margin: time.Millisecond, MarginShare: 0.1, Jitters: 2, StalePeriods: 3, ColdShare: 0.25}
 }
 
 func (p *DeepQuery) Name() string        { return DeepQueryName }
@@ -65,7 +67,7 @@ func (p *DeepQuery) Budget(v *View) (time.Duration, string, time.Time) {
 		if !v.Now.Before(stale) {
 			continue
 		}
-		if b := pr.Next.Sub(v.Now) - p.margin(pr.Period); b < budget {
+		if b := pr.Next.Sub(v.Now) - p.margin(pr.Period) - time.Duration(p.Jitters*float64(pr.Jitter)); b < budget {
 			budget, who, wake = b, t.Query, stale
 		}
 	}

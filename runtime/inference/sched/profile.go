@@ -28,11 +28,20 @@ type Profiles struct {
 	byKy  map[string]map[int]float64 // key -> rows -> seconds
 	base  map[string]bool            // keys measured by Measure
 	scale map[string]float64
+	// dev is the EWMA of |ratio - scale|: how far one run strays from
+	// the correction, what a fit within a budget must allow for.
+	dev map[string]float64
 }
+
+// Spread is how many deviations of the measured/predicted ratio a fit
+// within a budget (Largest) allows for: on a CPU other work shares, one
+// run of a size can take several times another, and the cost of a
+// best-effort part that overruns is a real-time batch that waits.
+const Spread = 2
 
 // NewProfiles returns empty profiles.
 func NewProfiles() *Profiles {
-	return &Profiles{byKy: map[string]map[int]float64{}, base: map[string]bool{}, scale: map[string]float64{}}
+	return &Profiles{byKy: map[string]map[int]float64{}, base: map[string]bool{}, scale: map[string]float64{}, dev: map[string]float64{}}
 }
 
 // Scale is the correction factor of key's measured profile (1: none yet).
@@ -58,7 +67,9 @@ func (p *Profiles) Observe(key string, rows int, d time.Duration) {
 			if !ok {
 				s = 1
 			}
-			p.scale[key] = ProfileAlpha*s + (1-ProfileAlpha)*d.Seconds()/pred
+			r := d.Seconds() / pred
+			p.dev[key] = ProfileAlpha*p.dev[key] + (1-ProfileAlpha)*abs(r-s)
+			p.scale[key] = ProfileAlpha*s + (1-ProfileAlpha)*r
 		}
 		return
 	}
@@ -123,12 +134,20 @@ func (p *Profiles) raw(key string, rows int) float64 {
 }
 
 // Largest is the most rows (1..limit) of key predicted to run within
-// budget, 0 when not even one row fits, limit when the key has no profile
-// (nothing to judge by: the first run measures it).
+// budget even when the run is Spread deviations slower than the corrected
+// profile says, 0 when not even one row fits, limit when the key has no
+// profile (nothing to judge by: the first run measures it).
 func (p *Profiles) Largest(key string, limit int, budget time.Duration) int {
 	if _, ok := p.Predict(key, 1); !ok {
 		return limit
 	}
+	p.mu.Lock()
+	pess := 1.0
+	if s, ok := p.scale[key]; ok {
+		pess = (s + Spread*p.dev[key]) / s
+	}
+	p.mu.Unlock()
+	budget = time.Duration(float64(budget) / pess)
 	// Batch time grows with rows: binary search the largest that fits.
 	lo, hi := 0, limit
 	for lo < hi {
@@ -231,4 +250,11 @@ func (p *Profiles) Measure(key string, sess ml.Session, sizes []int) error {
 		m[ordered[i]] = max(m[ordered[i]], m[ordered[i-1]])
 	}
 	return nil
+}
+
+func abs(x float64) float64 {
+	if x < 0 {
+		return -x
+	}
+	return x
 }
