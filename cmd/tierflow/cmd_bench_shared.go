@@ -7,6 +7,8 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -73,6 +75,7 @@ type sharedOptions struct {
 	beRows, rounds  int
 	filters, hidden int
 	images          string
+	policies        []string
 }
 
 // The bench's policies: the two alone runs are the baselines.
@@ -107,6 +110,11 @@ throughput against the alone runs of the same round.`,
 			if a.g.format != "" && a.g.format != "table" && a.g.format != "json" {
 				return badInput(fmt.Errorf("unknown --format %q: want table or json", a.g.format))
 			}
+			for _, p := range o.policies {
+				if !slices.Contains(sharedPolicies, p) {
+					return badInput(fmt.Errorf("--policies: unknown policy %q (want %s)", p, strings.Join(sharedPolicies, ", ")))
+				}
+			}
 			if _, err := os.Stat(o.images); err != nil {
 				return badInput(fmt.Errorf("--images: %w", err))
 			}
@@ -127,6 +135,7 @@ throughput against the alone runs of the same round.`,
 	f.IntVar(&o.rounds, "rounds", 1, "rounds of the four policies (the machine may be shared: repeat)")
 	f.IntVar(&o.filters, "filters", 64, "convolution filters of the bench's CNN")
 	f.IntVar(&o.hidden, "hidden", 1024, "hidden units of its head")
+	f.StringSliceVar(&o.policies, "policies", sharedPolicies, "policies to run, in order (the ratios need rt-alone and be-alone before the others)")
 	f.StringVar(&o.images, "images", filepath.Join("examples", "fashion", "data", "shelf.arrow"), "Arrow IPC file of labelled Fashion-MNIST frames")
 	return c
 }
@@ -157,7 +166,7 @@ func benchShared(ctx context.Context, a *app, o sharedOptions) ([]sharedRow, err
 	for round := 1; round <= o.rounds; round++ {
 		var alone sharedRow
 		var aloneBE float64
-		for _, pol := range sharedPolicies {
+		for _, pol := range o.policies {
 			row, err := sharedRun(ctx, a, o, inf, pol, rt, be)
 			if err != nil {
 				return out, fmt.Errorf("round %d, %s: %w", round, pol, err)

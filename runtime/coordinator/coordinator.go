@@ -493,7 +493,7 @@ func (c *Coordinator) Submit(ctx context.Context, req deploy.SubmitRequest) (*de
 	p, script := pl.placement, pl.script
 	c.mu.Lock()
 	qs.info.Placement, qs.info.Workers, qs.info.Planner, qs.info.Estimate, qs.info.LatencySLOMs = p, p.Workers, pl.note, pl.estimate, pl.sloMs
-	qs.info.Priority = script.Priority
+	qs.info.Priority, qs.info.InputRows = script.Priority, pl.inputRows
 	qs.plan = pl.plan
 	c.mu.Unlock()
 
@@ -574,6 +574,8 @@ type placed struct {
 	estimate  *deploy.Estimate
 	plan      *physical.Plan
 	sloMs     float64
+	// inputRows: a best-effort query's rows to read (inputRows).
+	inputRows int64
 }
 
 // place compiles the script as every worker will and places it: where the
@@ -619,6 +621,10 @@ func (c *Coordinator) place(ctx context.Context, req deploy.SubmitRequest, ws []
 	}
 	slo := bound.Objectives.LatencyMs
 	script.Priority, script.LatencyMs = bound.Objectives.Priority, slo
+	var in int64
+	if script.Priority == "BEST_EFFORT" {
+		in = inputRows(bound, script.BaseDir)
+	}
 	if perr == nil {
 		planned := script
 		planned.Rewrite, planned.Variants, planned.Batches = true, res.Physical.Variants(), batches(res.Physical)
@@ -634,7 +640,7 @@ func (c *Coordinator) place(ctx context.Context, req deploy.SubmitRequest, ws []
 					note += "; around running queries (" + reservedText(r) + ")"
 				}
 				return placed{placement: p, script: planned, note: note, estimate: deploy.EstimateOf(res.Physical, bound.Objectives.Throughput),
-					plan: res.Physical, sloMs: slo}, nil
+					plan: res.Physical, sloMs: slo, inputRows: in}, nil
 			}
 			perr = err
 		} else {
@@ -649,7 +655,7 @@ func (c *Coordinator) place(ctx context.Context, req deploy.SubmitRequest, ws []
 	if err != nil {
 		return placed{}, err
 	}
-	return placed{placement: p, script: script, note: "default placement (" + perr.Error() + ")", sloMs: slo}, nil
+	return placed{placement: p, script: script, note: "default placement (" + perr.Error() + ")", sloMs: slo, inputRows: in}, nil
 }
 
 // reserved is the live view of the capacity that the other queries still
@@ -869,6 +875,7 @@ func (c *Coordinator) onStatus(m *nats.Msg) {
 	}
 	c.commit(qs)
 	c.costs(info)
+	progress(info, time.Now())
 	if st.RTTNs > 0 {
 		qs.rtt[st.Worker] = time.Duration(st.RTTNs)
 	}

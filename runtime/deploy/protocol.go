@@ -354,6 +354,13 @@ type QueryInfo struct {
 	// Sched is, per worker, what its inference scheduler gave the query
 	// (busy share of the worker, rows, waits, best-effort progress).
 	Sched map[string]sched.QueryStats `json:"sched,omitempty"`
+	// InputRows, for a BEST_EFFORT query over files, is the rows its scans
+	// will read; Progress the share read so far and ETASeconds the time
+	// left at the rate so far (best-effort work yields to real-time work,
+	// so it is the one to ask "when").
+	InputRows  int64   `json:"input_rows,omitempty"`
+	Progress   float64 `json:"progress,omitempty"`
+	ETASeconds float64 `json:"eta_s,omitempty"`
 	// Estimates are the coordinator's live, smoothed measurements
 	// (runtime/control), updated as workers report.
 	Estimates *control.Estimates `json:"estimates,omitempty"`

@@ -6,15 +6,21 @@ import (
 	"time"
 )
 
-// DeepQuery is the co-location policy of DeepQuery (MMSys '19, 5.2): one
-// batch at a time on the device (a job runner that cannot be preempted);
+// DeepQuery is the co-location policy of DeepQuery (MMSys '19, 5.2):
 // real-time batches first, earliest deadline first; a best-effort batch
-// runs only in the gap before the next real-time batch is due, with as many
-// of its rows as the profile says end before then (the largest that fits),
-// and waits when not even one row fits. The next real-time batch is
-// predicted from the query's arrivals so far (periodic frames); a query
-// whose batch is StalePeriods periods late has paused and no longer holds
-// best-effort work back.
+// runs only on an idle device, in the gap before the next real-time batch is
+// due, with as many of its rows as the profile says end before then (the
+// largest that fits), and waits when not even one row fits. The next
+// real-time batch is predicted from the query's arrivals so far (periodic
+// frames); a query whose batch is StalePeriods periods late has paused and
+// no longer holds best-effort work back.
+//
+// One departure from the paper, for CPUs: a GPU job cannot be preempted, so
+// there a real-time job waits for the best-effort one running; ONNX
+// Runtime's CPU thread pool takes a second run at once, so here a real-time
+// batch never waits: when a best-effort part overruns its prediction, the
+// real-time batch shares the cores with its rest instead of queueing
+// behind all of it.
 type DeepQuery struct {
 	// Sizes are the batch sizes each session is measured at when it opens.
 	Sizes []int
@@ -35,11 +41,11 @@ type DeepQuery struct {
 
 // NewDeepQuery returns the policy with its defaults.
 func NewDeepQuery() *DeepQuery {
-	return &DeepQuery{Sizes: []int{1, 2, 4, 8, 16, 32, 64}, Margin: time.Millisecond, MarginShare: 0.1, Jitters: 2, StalePeriods: 3, ColdShare: 0.25}
+	return &DeepQuery{Sizes: []int{1, 2, 4, 8, 16, 32, 64}, Margin: time.Millisecond, MarginShare: 0.1, Jitters: 1, StalePeriods: 3, ColdShare: 0.25}
 }
 
 func (p *DeepQuery) Name() string        { return DeepQueryName }
-func (p *DeepQuery) Slots() int          { return 1 }
+func (p *DeepQuery) Slots() int          { return 0 }
 func (p *DeepQuery) ProfileSizes() []int { return p.Sizes }
 func (p *DeepQuery) stale() float64      { return max(p.StalePeriods, 1) }
 func (p *DeepQuery) margin(per time.Duration) time.Duration {
@@ -91,6 +97,11 @@ func (p *DeepQuery) Next(v *View) Decision {
 	}
 	if be == nil {
 		return Decision{}
+	}
+	if len(v.Running) > 0 {
+		// One batch at a time otherwise: the next decision comes when
+		// the running one ends.
+		return Decision{Why: fmt.Sprintf("best-effort %s waits: %s runs", be.Query, v.Running[0].Query)}
 	}
 	budget, who, wake := p.Budget(v)
 	if budget == time.Duration(math.MaxInt64) {

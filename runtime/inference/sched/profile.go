@@ -1,6 +1,7 @@
 package sched
 
 import (
+	"math"
 	"sort"
 	"sync"
 	"time"
@@ -21,23 +22,28 @@ const ProfileAlpha = 0.8
 // A key with a measured profile keeps its shape and is corrected by one
 // factor, an EWMA of measured over predicted time: a run at any size tells
 // how loaded the device is now, which holds for every size (most sizes a
-// policy picks are run once, so a per-size EWMA would never learn). A key
-// without one learns each size it runs (DeepQuery's per-size EWMA).
+// policy picks are run once, so a per-size EWMA would never learn). The
+// EWMA is of the ratio's logarithm: on a CPU other processes share, one run
+// in twenty takes ten times the others, and a plain mean would let each
+// such run shrink every prediction's budget for the next dozen runs. A key
+// without a measured profile learns each size it runs (DeepQuery's
+// per-size EWMA).
 type Profiles struct {
 	mu    sync.Mutex
 	byKy  map[string]map[int]float64 // key -> rows -> seconds
 	base  map[string]bool            // keys measured by Measure
-	scale map[string]float64
-	// dev is the EWMA of |ratio - scale|: how far one run strays from
-	// the correction, what a fit within a budget must allow for.
+	scale map[string]float64         // EWMA of log(measured/predicted)
+	// dev is the EWMA of |log ratio - scale|: how far one run strays
+	// from the correction, what a fit within a budget must allow for.
 	dev map[string]float64
 }
 
 // Spread is how many deviations of the measured/predicted ratio a fit
 // within a budget (Largest) allows for: on a CPU other work shares, one
 // run of a size can take several times another, and the cost of a
-// best-effort part that overruns is a real-time batch that waits.
-const Spread = 2
+// best-effort part that overruns is a real-time batch that shares the
+// cores with its rest.
+const Spread = 1
 
 // NewProfiles returns empty profiles.
 func NewProfiles() *Profiles {
@@ -48,10 +54,7 @@ func NewProfiles() *Profiles {
 func (p *Profiles) Scale(key string) float64 {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	if s, ok := p.scale[key]; ok {
-		return s
-	}
-	return 1
+	return math.Exp(p.scale[key])
 }
 
 // Observe folds a measured run of rows rows into the profile.
@@ -62,12 +65,9 @@ func (p *Profiles) Observe(key string, rows int, d time.Duration) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if p.base[key] {
-		if pred := p.raw(key, rows); pred > 0 {
-			s, ok := p.scale[key]
-			if !ok {
-				s = 1
-			}
-			r := d.Seconds() / pred
+		if pred := p.raw(key, rows); pred > 0 && d > 0 {
+			s := p.scale[key]
+			r := math.Log(d.Seconds() / pred)
 			p.dev[key] = ProfileAlpha*p.dev[key] + (1-ProfileAlpha)*abs(r-s)
 			p.scale[key] = ProfileAlpha*s + (1-ProfileAlpha)*r
 		}
@@ -97,7 +97,7 @@ func (p *Profiles) Predict(key string, rows int) (time.Duration, bool) {
 		return 0, false
 	}
 	if f, ok := p.scale[key]; ok {
-		s *= f
+		s *= math.Exp(f)
 	}
 	return secs(s), true
 }
@@ -142,10 +142,7 @@ func (p *Profiles) Largest(key string, limit int, budget time.Duration) int {
 		return limit
 	}
 	p.mu.Lock()
-	pess := 1.0
-	if s, ok := p.scale[key]; ok {
-		pess = (s + Spread*p.dev[key]) / s
-	}
+	pess := math.Exp(Spread * p.dev[key])
 	p.mu.Unlock()
 	budget = time.Duration(float64(budget) / pess)
 	// Batch time grows with rows: binary search the largest that fits.
