@@ -611,7 +611,7 @@ func (c *Coordinator) place(ctx context.Context, req deploy.SubmitRequest, ws []
 	var res *planner.Result
 	perr := errors.New("placement by rules")
 	if c.cfg.Placement != PlaceRules {
-		res, perr = c.optimize(ctx, bound, cat, ws, o.Tiers, c.reserved(req.Query, ws), script.Planner)
+		res, perr = c.optimize(ctx, bound, cat, ws, o.Tiers, c.reserved(req.Query, bound.Objectives.Priority == "REALTIME", ws), script.Planner)
 		if errors.Is(perr, planner.ErrInfeasible) {
 			// The planner did plan the query, and no plan meets what it
 			// asks (with what running queries leave): running another one
@@ -633,11 +633,20 @@ func (c *Coordinator) place(ctx context.Context, req deploy.SubmitRequest, ws []
 			po := o
 			po.Physical, po.Lowered = res.Physical, res.Lowered
 			p, err := deploy.Place(req.Query, q.Graph(), res.Rewritten, ws, po)
+			var slowed string
+			if err == nil {
+				if slowed, err = c.admitRealtime(req.Query, bound.Objectives, p); err != nil {
+					return placed{}, err
+				}
+			}
 			if err == nil {
 				note := fmt.Sprintf("optimizer (%s): compute %.4g + network %.4g per hour, accuracy %.4g, throughput %.4g",
 					res.Physical.Strategy, res.Physical.ComputeCost, res.Physical.NetworkCost, res.Physical.Accuracy, res.Physical.Throughput)
 				if r := res.Physical.Targets.Reserved; len(r) > 0 {
 					note += "; around running queries (" + reservedText(r) + ")"
+				}
+				if slowed != "" {
+					note += "; " + slowed
 				}
 				return placed{placement: p, script: planned, note: note, estimate: deploy.EstimateOf(res.Physical, bound.Objectives.Throughput),
 					plan: res.Physical, sloMs: slo, inputRows: in}, nil
@@ -655,32 +664,15 @@ func (c *Coordinator) place(ctx context.Context, req deploy.SubmitRequest, ws []
 	if err != nil {
 		return placed{}, err
 	}
-	return placed{placement: p, script: script, note: "default placement (" + perr.Error() + ")", sloMs: slo, inputRows: in}, nil
-}
-
-// reserved is the live view of the capacity that the other queries still
-// deploying or running hold on the registered workers ws, from their plans:
-// the planner gives the new query only the rest of each worker.
-func (c *Coordinator) reserved(self string, ws []deploy.Worker) []optimize.Reservation {
-	present := map[string]bool{}
-	for _, w := range ws {
-		present[w.Name] = true
+	slowed, err := c.admitRealtime(req.Query, bound.Objectives, p)
+	if err != nil {
+		return placed{}, err
 	}
-	running := map[string]*physical.Plan{}
-	c.mu.Lock()
-	for id, qs := range c.queries {
-		if id != self && qs.plan != nil && qs.info.Ended.IsZero() {
-			running[id] = qs.plan
-		}
+	note := "default placement (" + perr.Error() + ")"
+	if slowed != "" {
+		note += "; " + slowed
 	}
-	c.mu.Unlock()
-	var out []optimize.Reservation
-	for _, r := range physical.Reservations(running) {
-		if present[r.Worker] { // a worker gone since holds nothing
-			out = append(out, r)
-		}
-	}
-	return out
+	return placed{placement: p, script: script, note: note, sloMs: slo, inputRows: in}, nil
 }
 
 // reservedText is a reservation list for the planner note.

@@ -170,6 +170,9 @@ type WorkerInfo struct {
 	MemoryBytes uint64   `json:"memory_bytes,omitempty"`
 	// Metrics is the worker's Prometheus endpoint, if it serves one.
 	Metrics string `json:"metrics,omitempty"`
+	// Sched is the policy of the worker's inference scheduler (naive,
+	// deepquery): whether its best-effort work yields to real-time work.
+	Sched string `json:"sched,omitempty"`
 	// Set by the coordinator.
 	Registered time.Time `json:"registered"`
 	LastSeen   time.Time `json:"last_seen"`

@@ -164,11 +164,13 @@ func Start(ctx context.Context, cfg Config) (*Worker, error) {
 	}
 	info := deploy.WorkerInfo{Name: cfg.Name, Tier: cfg.Tier, Location: cfg.Location, Type: cfg.Type,
 		CPUs: inv.CPUs, MemoryBytes: inv.MemoryTotal, Metrics: cfg.MetricsURL}
+	sc := sched.New(cfg.Sched)
+	info.Sched = sc.Policy().Name()
 	for _, g := range inv.GPUs {
 		info.GPUs = append(info.GPUs, fmt.Sprint(g.Name))
 	}
 	wctx, cancel := context.WithCancel(context.Background())
-	w := &Worker{cfg: cfg, info: info, ctx: wctx, cancel: cancel, queries: map[string]*query{}, sched: sched.New(cfg.Sched)}
+	w := &Worker{cfg: cfg, info: info, ctx: wctx, cancel: cancel, queries: map[string]*query{}, sched: sc}
 	nc := cfg.Conn
 	for subj, h := range map[string]nats.MsgHandler{
 		deploy.DeploySubject(w.cfg.Namespace, "*", cfg.Name): w.onDeploy,
