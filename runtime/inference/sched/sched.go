@@ -124,6 +124,18 @@ func (s *Scheduler) Sessions() int {
 	return len(s.sessions)
 }
 
+// Keys lists the sessions' keys.
+func (s *Scheduler) Keys() []string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	out := make([]string, 0, len(s.sessions))
+	for k := range s.sessions {
+		out = append(out, k)
+	}
+	sort.Strings(out)
+	return out
+}
+
 // Users lists the queries that use key's session.
 func (s *Scheduler) Users(key string) []string {
 	s.mu.Lock()
