@@ -38,13 +38,6 @@ type Profiles struct {
 	dev map[string]float64
 }
 
-// Spread is how many deviations of the measured/predicted ratio a fit
-// within a budget (Largest) allows for: on a CPU other work shares, one
-// run of a size can take several times another, and the cost of a
-// best-effort part that overruns is a real-time batch that shares the
-// cores with its rest.
-const Spread = 1
-
 // NewProfiles returns empty profiles.
 func NewProfiles() *Profiles {
 	return &Profiles{byKy: map[string]map[int]float64{}, base: map[string]bool{}, scale: map[string]float64{}, dev: map[string]float64{}}
@@ -134,15 +127,16 @@ func (p *Profiles) raw(key string, rows int) float64 {
 }
 
 // Largest is the most rows (1..limit) of key predicted to run within
-// budget even when the run is Spread deviations slower than the corrected
-// profile says, 0 when not even one row fits, limit when the key has no
-// profile (nothing to judge by: the first run measures it).
-func (p *Profiles) Largest(key string, limit int, budget time.Duration) int {
+// budget even when the run is spread deviations (of the log ratio) slower
+// than the corrected profile says, 0 when not even one row fits, limit
+// when the key has no profile (nothing to judge by: the first run measures
+// it).
+func (p *Profiles) Largest(key string, limit int, budget time.Duration, spread float64) int {
 	if _, ok := p.Predict(key, 1); !ok {
 		return limit
 	}
 	p.mu.Lock()
-	pess := math.Exp(Spread * p.dev[key])
+	pess := math.Exp(spread * p.dev[key])
 	p.mu.Unlock()
 	budget = time.Duration(float64(budget) / pess)
 	// Batch time grows with rows: binary search the largest that fits.

@@ -320,7 +320,7 @@ func TestProfiles(t *testing.T) {
 	if d, _ := p.Predict("k", 2); d != 3*time.Millisecond {
 		t.Errorf("after a slow run: %s, want 3ms", d)
 	}
-	if n := p.Largest("k", 100, 6*time.Millisecond); n != 10 {
+	if n := p.Largest("k", 100, 6*time.Millisecond, 0); n != 10 {
 		t.Errorf("largest within 6ms: %d, want 10", n)
 	}
 	if err := p.Measure("cnn", cnn(t), []int{1, 16}); err != nil {
@@ -344,5 +344,34 @@ func TestArrivalsPredictPeriod(t *testing.T) {
 	p, ok := a.Predict("q")
 	if !ok || p.Period != 25*time.Millisecond || !p.Next.Equal(t0.Add(250*time.Millisecond)) || p.Rows != 2 {
 		t.Fatalf("prediction %+v %v", p, ok)
+	}
+}
+
+// A measured profile keeps its shape and is corrected by one factor, the
+// EWMA of the log of measured over predicted time, learnt from a run at any
+// size; a fit with spread allows for how far runs stray from it.
+func TestMeasuredProfileCorrectedByLogRatio(t *testing.T) {
+	p := sched.NewProfiles()
+	if err := p.Measure("cnn", cnn(t), []int{1, 8, 64}); err != nil {
+		t.Fatal(err)
+	}
+	d8, _ := p.Predict("cnn", 8)
+	d64, _ := p.Predict("cnn", 64)
+	if d64 < d8 {
+		t.Fatalf("measured profile not monotone: 8 rows %s, 64 rows %s", d8, d64)
+	}
+	p.Observe("cnn", 8, 2*d8) // twice as slow as predicted
+	want := math.Exp(0.2 * math.Log(2))
+	if got := p.Scale("cnn"); math.Abs(got-want) > 1e-9 {
+		t.Fatalf("scale %v, want %v", got, want)
+	}
+	// The correction learnt at 8 rows holds at 64.
+	if got, _ := p.Predict("cnn", 64); math.Abs(float64(got)/float64(d64)-want) > 1e-3 {
+		t.Fatalf("64 rows: %s, want %s x %v", got, d64, want)
+	}
+	p.Observe("cnn", 8, d8/4) // and then far faster: the runs stray
+	budget, _ := p.Predict("cnn", 32)
+	if mean, wide := p.Largest("cnn", 64, budget, 0), p.Largest("cnn", 64, budget, 2); mean < 31 || wide >= mean {
+		t.Fatalf("within the prediction for 32 rows: %d rows by the mean, %d with two deviations to spare", mean, wide)
 	}
 }
