@@ -76,6 +76,7 @@ type sharedOptions struct {
 	filters, hidden int
 	images          string
 	policies        []string
+	spread, jitters float64
 }
 
 // The bench's policies: the two alone runs are the baselines.
@@ -93,7 +94,8 @@ archive table of --be-rows frames, both calling one model: a CNN of the project'
 Fashion-MNIST architecture made by runtime/modelzoo, --filters wide with a
 --hidden head, so a batch costs milliseconds. Policies: rt-alone and be-alone
 (each query by itself), naive (both, every batch runs as it comes: no
-coordination) and deepquery (the worker's scheduler runs real-time batches first
+coordination, and the real-time query is placed whatever the load, as before
+priorities) and deepquery (the worker's scheduler runs real-time batches first
 and sizes best-effort ones to end before the next real-time batch is due).
 
 Per policy: the real-time query's end-to-end latency p50 and p99 (exact, from
@@ -104,6 +106,9 @@ throughput against the alone runs of the same round.`,
   tierflow bench shared --rounds 3 --format json`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			if o.spread < 0 || o.jitters < 0 {
+				return badInput(errors.New("--spread and --jitters must be 0 or more"))
+			}
 			if o.rate <= 0 || o.latencyMs <= 0 || o.duration < time.Second || o.beRows < 100 || o.rounds < 1 || o.filters < 1 || o.hidden < 1 {
 				return badInput(errors.New("--rate and --latency-ms must be positive, --duration at least 1s, --be-rows at least 100, --rounds, --filters and --hidden at least 1"))
 			}
@@ -131,10 +136,12 @@ throughput against the alone runs of the same round.`,
 	f.Float64Var(&o.rate, "rate", 20, "frames per second of the real-time stream")
 	f.Float64Var(&o.latencyMs, "latency-ms", 50, "LATENCY bound of the real-time query, ms")
 	f.DurationVar(&o.duration, "duration", 15*time.Second, "how long the real-time stream plays")
-	f.IntVar(&o.beRows, "be-rows", 20000, "rows of the best-effort archive (enough to outlast the real-time stream)")
+	f.IntVar(&o.beRows, "be-rows", 200000, "rows of the best-effort archive (enough to outlast the real-time stream)")
 	f.IntVar(&o.rounds, "rounds", 1, "rounds of the four policies (the machine may be shared: repeat)")
 	f.IntVar(&o.filters, "filters", 64, "convolution filters of the bench's CNN")
 	f.IntVar(&o.hidden, "hidden", 1024, "hidden units of its head")
+	f.Float64Var(&o.spread, "spread", 0, "deepquery: deviations of the run-time correction a best-effort part must fit with (sched.DeepQuery.Spread)")
+	f.Float64Var(&o.jitters, "jitters", 0, "deepquery: arrival jitters kept free before a real-time batch (sched.DeepQuery.Jitters)")
 	f.StringSliceVar(&o.policies, "policies", sharedPolicies, "policies to run, in order (the ratios need rt-alone and be-alone before the others)")
 	f.StringVar(&o.images, "images", filepath.Join("examples", "fashion", "data", "shelf.arrow"), "Arrow IPC file of labelled Fashion-MNIST frames")
 	return c
@@ -253,6 +260,12 @@ func sharedRun(ctx context.Context, a *app, o sharedOptions, inf *infra.Infra, p
 		policy = pol
 	}
 	row := sharedRow{Policy: pol}
+	var dq sched.Policy
+	if pol == sched.DeepQueryName {
+		p := sched.NewDeepQuery()
+		p.Spread, p.Jitters = o.spread, o.jitters
+		dq = p
+	}
 	rtName, beName := coordinator.NewQueryName(), coordinator.NewQueryName()
 	var mu sync.Mutex
 	var lat []float64
@@ -287,7 +300,7 @@ func sharedRun(ctx context.Context, a *app, o sharedOptions, inf *infra.Infra, p
 	}
 	var err error
 	c, err = cluster.StartEmbedded(ctx, cluster.Options{Infra: inf, NATS: a.g.nats, OrtLib: a.g.ortLib, Placement: coordinator.PlaceRules,
-		Sched: policy, OnLatency: onLatency})
+		Sched: policy, SchedPolicy: dq, OnLatency: onLatency, AdmitAll: pol == sched.NaiveName})
 	if err != nil {
 		return row, err
 	}

@@ -90,6 +90,12 @@ type Options struct {
 	// Sched names the policy of every worker's inference scheduler
 	// (sched.ByName: "naive", the default, or "deepquery").
 	Sched string
+	// SchedPolicy, when set, is the embedded workers' policy itself (a
+	// tuned sched.DeepQuery), over Sched.
+	SchedPolicy sched.Policy
+	// AdmitAll has the coordinator place a REALTIME query even where
+	// work that does not yield keeps the workers busy (coordinator.Config).
+	AdmitAll bool
 	// OnLatency, when set, is told each end-to-end latency the embedded
 	// workers' sinks measure, by query (benchmarks; not with processes).
 	OnLatency func(query string, d time.Duration, rows int64)
@@ -196,7 +202,7 @@ func startCore(o *Options) (*Cluster, error) {
 		return nil, err
 	}
 	co, err := coordinator.Start(coordinator.Config{Conn: nc, Infra: o.Infra, Catalog: o.Catalog, Heartbeat: o.Heartbeat, Metrics: o.Metrics, Log: o.Log,
-		Exec: ExecHooks(nc, o.OrtLib, nil, 1), Placement: o.Placement, Policy: o.Policy,
+		Exec: ExecHooks(nc, o.OrtLib, nil, 1), Placement: o.Placement, Policy: o.Policy, AdmitAll: o.AdmitAll,
 		CheckModelArgs: ModelArgChecks(o.OrtLib), Namespace: o.Namespace})
 	if err != nil {
 		c.Close()
@@ -227,6 +233,9 @@ func StartEmbedded(ctx context.Context, o Options) (*Cluster, error) {
 	if err != nil {
 		c.Close()
 		return nil, err
+	}
+	if o.SchedPolicy != nil {
+		policy = o.SchedPolicy
 	}
 	for _, m := range o.Infra.Machines() {
 		name := WorkerName(m.Name)

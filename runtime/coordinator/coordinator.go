@@ -99,6 +99,10 @@ type Config struct {
 	// default rules only: sources at their tier, aggregates a tier up, the
 	// sink on top, so data crosses every tier).
 	Placement string
+	// AdmitAll turns off the refusal of a REALTIME query on a loaded
+	// worker (admitRealtime): `bench shared`'s naive baseline runs as
+	// before priorities existed.
+	AdmitAll bool
 	// Policy, when set, is asked about every running query once a second
 	// and may have it re-planned and cut over (runtime/control).
 	Policy control.Policy

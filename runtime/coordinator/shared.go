@@ -98,7 +98,7 @@ func (c *Coordinator) reserved(self string, rt bool, ws []deploy.Worker) []optim
 // share and the queries; best-effort queries that will yield to it are
 // said in the note of a query it admits.
 func (c *Coordinator) admitRealtime(self string, obj logical.Objectives, p *deploy.Placement) (string, error) {
-	if obj.Priority != "REALTIME" {
+	if obj.Priority != "REALTIME" || c.cfg.AdmitAll {
 		return "", nil
 	}
 	ls, slowed := c.loads(self, true)

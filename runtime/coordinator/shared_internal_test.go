@@ -37,6 +37,11 @@ func TestRealtimeAdmissionWeighsLoad(t *testing.T) {
 	if _, err := c.admitRealtime("new", logical.Objectives{Priority: "BEST_EFFORT"}, &deploy.Placement{Workers: []string{"hub"}}); err != nil {
 		t.Fatalf("a best-effort query refused: %v", err)
 	}
+	c.cfg.AdmitAll = true // bench shared's naive baseline
+	if _, err := c.admitRealtime("new", obj, &deploy.Placement{Workers: []string{"hub"}}); err != nil {
+		t.Fatalf("refused with AdmitAll: %v", err)
+	}
+	c.cfg.AdmitAll = false
 	ws := []deploy.Worker{{Name: "edge"}, {Name: "hub"}}
 	be := c.reserved("new", false, ws)
 	rt := c.reserved("new", true, ws)
