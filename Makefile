@@ -15,6 +15,9 @@ FILE_FUZZ = FuzzCSV FuzzJSONL FuzzIPCFile FuzzIPCStream FuzzParquet
 
 test: setup
 	go test -count=1 ./...
+	@# The DuckDB peer (its own module): benchmark answers and SQL feature
+	@# comparisons against DuckDB. The first build compiles DuckDB's bindings.
+	cd bench/sqlpeer && go test -count=1 ./...
 	@# The statement path's fuzzers, briefly (seeds: every example script).
 	go test ./lang -run '^$$' -fuzz '^FuzzParse$$' -fuzztime 5s
 	go test ./planner/bind -run '^$$' -fuzz '^FuzzBind$$' -fuzztime 5s

@@ -16,16 +16,21 @@ const (
 	DropSlowConsumer  = "slow_consumer"   // core NATS: the subscription's buffer was full
 	DropOversized     = "oversized"       // larger than a message may be
 	DropNullEventTime = "null_event_time" // no event time, so no window
+	// DropDisconnected counts core NATS messages published while no part
+	// of the query was subscribed to its stream: during a NATS server
+	// outage, or while a recovery re-deployed the query. Core NATS keeps
+	// nothing for an absent subscriber; the coordinator counts them.
+	DropDisconnected = "disconnected"
 )
 
 // DropReasons are the reasons in report order.
-var DropReasons = []string{DropLate, DropMalformed, DropSlowConsumer, DropOversized, DropNullEventTime}
+var DropReasons = []string{DropLate, DropMalformed, DropSlowConsumer, DropOversized, DropNullEventTime, DropDisconnected}
 
 // Drops counts what a query dropped, by reason. The zero value is ready;
 // safe for concurrent use, so every operator and source of a query adds to
 // one.
 type Drops struct {
-	n [5]atomic.Int64 // by index in DropReasons
+	n [6]atomic.Int64 // by index in DropReasons
 }
 
 // Add counts n drops for reason (one of DropReasons; anything else is a

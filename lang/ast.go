@@ -190,14 +190,26 @@ type StopQuery struct {
 }
 
 // Query is a SELECT, or several joined by UNION ALL, with the clauses that apply
-// to the whole result: ORDER BY, LIMIT and the objectives of WITH (...).
+// to the whole result: ORDER BY, LIMIT, OFFSET and the objectives of WITH (...).
 type Query struct {
 	Pos        lexer.Position
+	With       []*CTE       `parser:"( 'WITH' @@ ( ',' @@ )* )?"`
 	Select     *Select      `parser:"@@"`
 	UnionAll   []*Select    `parser:"( 'UNION' 'ALL' @@ )*"`
 	OrderBy    []*OrderItem `parser:"( 'ORDER' 'BY' @@ ( ',' @@ )* )?"`
 	Limit      *NumberLit   `parser:"( 'LIMIT' @@ )?"`
+	Offset     *NumberLit   `parser:"( 'OFFSET' @@ )?"`
 	Objectives []Objective  `parser:"( 'WITH' '(' @@ ( ',' @@ )* ')' )?"`
+}
+
+// CTE is one common table expression, WITH name [(columns)] AS (query):
+// a named subquery the query's FROM clauses can read. A query starts with
+// them, so they never meet the objectives' WITH (...) at its end.
+type CTE struct {
+	Pos     lexer.Position
+	Name    string   `parser:"@( Ident | QIdent )"`
+	Columns []string `parser:"( '(' @( Ident | QIdent ) ( ',' @( Ident | QIdent ) )* ')' )?"`
+	Query   *Query   `parser:"'AS' '(' @@ ')'"`
 }
 
 // Selects returns the SELECT and the UNION ALL branches in order.
@@ -213,6 +225,7 @@ type Select struct {
 	Where    Expr          `parser:"( 'WHERE' @@ )?"`
 	GroupBy  []Expr        `parser:"( 'GROUP' 'BY' @@ ( ',' @@ )* )?"`
 	Having   Expr          `parser:"( 'HAVING' @@ )?"`
+	Windows  []*WindowDef  `parser:"( 'WINDOW' @@ ( ',' @@ )* )?"`
 }
 
 // SelectItem is `*`, `t.*` (Star with Qualifier t) or `expr [AS alias]`.
@@ -237,14 +250,14 @@ type TableRef struct {
 	Pos      lexer.Position
 	Name     string `parser:"( @( Ident | QIdent )"`
 	Subquery *Query `parser:"| '(' @@ ')' )"`
-	Alias    string `parser:"( 'AS' @( Ident | QIdent ) | @( Ident | QIdent ) )?"`
+	Alias    string `parser:"( 'AS' @( Ident | QIdent ) | (?! 'WINDOW' ( Ident | QIdent ) 'AS' ) @( Ident | QIdent ) )?"`
 }
 
 // Join is one join. Lateral is set for CROSS JOIN LATERAL f(args), whose
 // output columns become part of the row; otherwise Table is set.
 type Join struct {
 	Pos     lexer.Position
-	Kind    JoinKind  `parser:"@( 'INNER'? 'JOIN' | 'LEFT' 'OUTER'? 'JOIN' | 'CROSS' 'JOIN' )"`
+	Kind    JoinKind  `parser:"@( 'INNER'? 'JOIN' | ( 'LEFT' | 'RIGHT' | 'FULL' ) 'OUTER'? 'JOIN' | 'CROSS' 'JOIN' )"`
 	Lateral *Lateral  `parser:"( @@"`
 	Table   *TableRef `parser:"| @@ )"`
 	On      Expr      `parser:"( 'ON' @@ )?"`
@@ -272,11 +285,13 @@ type CallOption struct {
 	Value Literal `parser:"'=' @@"`
 }
 
-// OrderItem is one ORDER BY key.
+// OrderItem is one ORDER BY key. Nulls is "FIRST", "LAST" or "" (DuckDB's
+// default: last, in either direction).
 type OrderItem struct {
-	Pos  lexer.Position
-	Expr Expr `parser:"@@"`
-	Desc bool `parser:"( @'DESC' | 'ASC' )?"`
+	Pos   lexer.Position
+	Expr  Expr       `parser:"@@"`
+	Desc  bool       `parser:"( @'DESC' | 'ASC' )?"`
+	Nulls NullsOrder `parser:"( 'NULLS' @( 'FIRST' | 'LAST' ) )?"`
 }
 
 // Objective is one clause of a query's WITH (...): *AccuracyObjective,
@@ -287,10 +302,14 @@ type Objective interface {
 	objectiveNode()
 }
 
-// AccuracyObjective is ACCURACY >= Min (in the unit of the accuracy profiles).
+// AccuracyObjective is ACCURACY >= Min (in the unit of the accuracy profiles),
+// optionally DATA AWARE: the accuracy of a variant is then its per-class
+// recall weighed by the live stream's estimated class mix (SneakPeek), and
+// the query is re-planned when the mix shifts.
 type AccuracyObjective struct {
-	Pos lexer.Position
-	Min *NumberLit `parser:"'ACCURACY' '>=' @@"`
+	Pos       lexer.Position
+	Min       *NumberLit `parser:"'ACCURACY' '>=' @@"`
+	DataAware bool       `parser:"@( 'DATA' 'AWARE' )?"`
 }
 
 // ThroughputObjective is THROUGHPUT >= Min PER unit.
@@ -361,6 +380,7 @@ func (n *Describe) Position() lexer.Position            { return n.Pos }
 func (n *Set) Position() lexer.Position                 { return n.Pos }
 func (n *StopQuery) Position() lexer.Position           { return n.Pos }
 func (n *Query) Position() lexer.Position               { return n.Pos }
+func (n *CTE) Position() lexer.Position                 { return n.Pos }
 func (n *Select) Position() lexer.Position              { return n.Pos }
 func (n *SelectItem) Position() lexer.Position          { return n.Pos }
 func (n *FromItem) Position() lexer.Position            { return n.Pos }

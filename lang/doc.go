@@ -24,7 +24,9 @@
 // *BetweenExpr, *InExpr, *LikeExpr, *CaseExpr, *CastExpr, *FuncCall,
 // *ColumnRef, *FieldAccess, *IndexExpr and literals. Windows (TUMBLE, HOP,
 // SESSION) and model calls (CROSS JOIN LATERAL m(...)) are FuncCalls: names
-// mean nothing until the binder looks them up. Enumerated words (types, units,
+// mean nothing until the binder looks them up. A window function call is a
+// FuncCall with Over set (OVER (PARTITION BY ... ORDER BY ... frame), or OVER
+// a name of the SELECT's WINDOW clause). Enumerated words (types, units,
 // formats, join kinds) are normalised named string types with constants.
 //
 // Identifiers are kept as written (case-sensitive); double quotes ("Weird Name")

@@ -7,7 +7,7 @@ import (
 )
 
 // Expr is an expression. The concrete types are *BinaryExpr, *UnaryExpr,
-// *IsNullExpr, *BetweenExpr, *InExpr, *LikeExpr, *CaseExpr, *CastExpr,
+// *IsNullExpr, *DistinctFromExpr, *BetweenExpr, *InExpr, *LikeExpr, *CaseExpr, *CastExpr,
 // *FuncCall, *ColumnRef, *FieldAccess, *IndexExpr and the literals *NumberLit,
 // *StringLit, *BoolLit, *NullLit, *IntervalLit, *TimestampLit. Parentheses
 // leave no node: the tree's shape is the grouping.
@@ -46,6 +46,15 @@ type IsNullExpr struct {
 	Not bool
 }
 
+// DistinctFromExpr is X IS [NOT] DISTINCT FROM Y: <> (=) where NULL is a
+// value like any other, so never NULL itself.
+type DistinctFromExpr struct {
+	Pos lexer.Position
+	X   Expr
+	Not bool
+	Y   Expr
+}
+
 // BetweenExpr is X [NOT] BETWEEN Low AND High.
 type BetweenExpr struct {
 	Pos       lexer.Position
@@ -54,19 +63,33 @@ type BetweenExpr struct {
 	Low, High Expr
 }
 
-// InExpr is X [NOT] IN (List...).
+// InExpr is X [NOT] IN (List...) or X [NOT] IN (Subquery).
 type InExpr struct {
-	Pos  lexer.Position
-	X    Expr
-	Not  bool
-	List []Expr
+	Pos      lexer.Position
+	X        Expr
+	Not      bool
+	List     []Expr
+	Subquery *Query
 }
 
-// LikeExpr is X [NOT] LIKE Pattern.
+// SubqueryExpr is (SELECT ...) used as a value: one column, at most one row.
+type SubqueryExpr struct {
+	Pos   lexer.Position
+	Query *Query `parser:"'(' @@ ')'"`
+}
+
+// ExistsExpr is EXISTS (SELECT ...): whether the query has a row.
+type ExistsExpr struct {
+	Pos   lexer.Position
+	Query *Query `parser:"'EXISTS' '(' @@ ')'"`
+}
+
+// LikeExpr is X [NOT] LIKE Pattern, or ILIKE (ILike: case-insensitive).
 type LikeExpr struct {
 	Pos     lexer.Position
 	X       Expr
 	Not     bool
+	ILike   bool
 	Pattern Expr
 }
 
@@ -100,22 +123,26 @@ type WhenClause struct {
 	Result Expr `parser:"'THEN' @@"`
 }
 
-// CastExpr is CAST(X AS Type).
+// CastExpr is CAST(X AS Type), X::Type, or TRY_CAST(X AS Type) (Try: a
+// value that does not convert is NULL instead of an error).
 type CastExpr struct {
 	Pos  lexer.Position
-	X    Expr  `parser:"'CAST' '(' @@"`
+	Try  bool  `parser:"( @'TRY_CAST' | 'CAST' ) '('"`
+	X    Expr  `parser:"@@"`
 	Type *Type `parser:"'AS' @@ ')'"`
 }
 
-// FuncCall is Name(Args...), Name(*) (Star) or Name(DISTINCT Args...). Window
-// functions of GROUP BY (TUMBLE, HOP, SESSION) and model calls of LATERAL are
-// FuncCalls too: the binder decides what a name means.
+// FuncCall is Name(Args...), Name(*) (Star) or Name(DISTINCT Args...), with
+// Over set for a window function call (rank() OVER (...)). Window functions
+// of GROUP BY (TUMBLE, HOP, SESSION) and model calls of LATERAL are FuncCalls
+// too: the binder decides what a name means.
 type FuncCall struct {
 	Pos      lexer.Position
 	Name     string `parser:"@( Ident | QIdent ) '('"`
 	Star     bool   `parser:"( @'*'"`
 	Distinct bool   `parser:"| @'DISTINCT'"`
 	Args     []Expr `parser:"  @@ ( ',' @@ )* | @@ ( ',' @@ )* )? ')'"`
+	Over     *Over  `parser:"( (?= 'OVER' ( '(' | Ident | QIdent ) ) @@ )?"`
 }
 
 // ColumnRef is a possibly dotted name: col, t.col, t.col.field. The binder
@@ -174,24 +201,27 @@ type TimestampLit struct {
 	Value string `parser:"'TIMESTAMP' @String"`
 }
 
-func (*BinaryExpr) exprNode()   {}
-func (*UnaryExpr) exprNode()    {}
-func (*IsNullExpr) exprNode()   {}
-func (*BetweenExpr) exprNode()  {}
-func (*InExpr) exprNode()       {}
-func (*LikeExpr) exprNode()     {}
-func (*FieldAccess) exprNode()  {}
-func (*IndexExpr) exprNode()    {}
-func (*CaseExpr) exprNode()     {}
-func (*CastExpr) exprNode()     {}
-func (*FuncCall) exprNode()     {}
-func (*ColumnRef) exprNode()    {}
-func (*NumberLit) exprNode()    {}
-func (*StringLit) exprNode()    {}
-func (*BoolLit) exprNode()      {}
-func (*NullLit) exprNode()      {}
-func (*IntervalLit) exprNode()  {}
-func (*TimestampLit) exprNode() {}
+func (*BinaryExpr) exprNode()       {}
+func (*UnaryExpr) exprNode()        {}
+func (*IsNullExpr) exprNode()       {}
+func (*SubqueryExpr) exprNode()     {}
+func (*ExistsExpr) exprNode()       {}
+func (*DistinctFromExpr) exprNode() {}
+func (*BetweenExpr) exprNode()      {}
+func (*InExpr) exprNode()           {}
+func (*LikeExpr) exprNode()         {}
+func (*FieldAccess) exprNode()      {}
+func (*IndexExpr) exprNode()        {}
+func (*CaseExpr) exprNode()         {}
+func (*CastExpr) exprNode()         {}
+func (*FuncCall) exprNode()         {}
+func (*ColumnRef) exprNode()        {}
+func (*NumberLit) exprNode()        {}
+func (*StringLit) exprNode()        {}
+func (*BoolLit) exprNode()          {}
+func (*NullLit) exprNode()          {}
+func (*IntervalLit) exprNode()      {}
+func (*TimestampLit) exprNode()     {}
 
 func (*NumberLit) literalNode() {}
 func (*StringLit) literalNode() {}
@@ -199,22 +229,25 @@ func (*BoolLit) literalNode()   {}
 func (*NullLit) literalNode()   {}
 
 // Position implementations.
-func (n *BinaryExpr) Position() lexer.Position   { return n.Pos }
-func (n *UnaryExpr) Position() lexer.Position    { return n.Pos }
-func (n *IsNullExpr) Position() lexer.Position   { return n.Pos }
-func (n *BetweenExpr) Position() lexer.Position  { return n.Pos }
-func (n *InExpr) Position() lexer.Position       { return n.Pos }
-func (n *LikeExpr) Position() lexer.Position     { return n.Pos }
-func (n *FieldAccess) Position() lexer.Position  { return n.Pos }
-func (n *IndexExpr) Position() lexer.Position    { return n.Pos }
-func (n *CaseExpr) Position() lexer.Position     { return n.Pos }
-func (n *WhenClause) Position() lexer.Position   { return n.Pos }
-func (n *CastExpr) Position() lexer.Position     { return n.Pos }
-func (n *FuncCall) Position() lexer.Position     { return n.Pos }
-func (n *ColumnRef) Position() lexer.Position    { return n.Pos }
-func (n *NumberLit) Position() lexer.Position    { return n.Pos }
-func (n *StringLit) Position() lexer.Position    { return n.Pos }
-func (n *BoolLit) Position() lexer.Position      { return n.Pos }
-func (n *NullLit) Position() lexer.Position      { return n.Pos }
-func (n *IntervalLit) Position() lexer.Position  { return n.Pos }
-func (n *TimestampLit) Position() lexer.Position { return n.Pos }
+func (n *BinaryExpr) Position() lexer.Position       { return n.Pos }
+func (n *UnaryExpr) Position() lexer.Position        { return n.Pos }
+func (n *IsNullExpr) Position() lexer.Position       { return n.Pos }
+func (n *SubqueryExpr) Position() lexer.Position     { return n.Pos }
+func (n *ExistsExpr) Position() lexer.Position       { return n.Pos }
+func (n *DistinctFromExpr) Position() lexer.Position { return n.Pos }
+func (n *BetweenExpr) Position() lexer.Position      { return n.Pos }
+func (n *InExpr) Position() lexer.Position           { return n.Pos }
+func (n *LikeExpr) Position() lexer.Position         { return n.Pos }
+func (n *FieldAccess) Position() lexer.Position      { return n.Pos }
+func (n *IndexExpr) Position() lexer.Position        { return n.Pos }
+func (n *CaseExpr) Position() lexer.Position         { return n.Pos }
+func (n *WhenClause) Position() lexer.Position       { return n.Pos }
+func (n *CastExpr) Position() lexer.Position         { return n.Pos }
+func (n *FuncCall) Position() lexer.Position         { return n.Pos }
+func (n *ColumnRef) Position() lexer.Position        { return n.Pos }
+func (n *NumberLit) Position() lexer.Position        { return n.Pos }
+func (n *StringLit) Position() lexer.Position        { return n.Pos }
+func (n *BoolLit) Position() lexer.Position          { return n.Pos }
+func (n *NullLit) Position() lexer.Position          { return n.Pos }
+func (n *IntervalLit) Position() lexer.Position      { return n.Pos }
+func (n *TimestampLit) Position() lexer.Position     { return n.Pos }

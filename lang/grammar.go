@@ -1,6 +1,8 @@
 package lang
 
 import (
+	"strings"
+
 	"github.com/alecthomas/participle/v2/lexer"
 )
 
@@ -9,7 +11,7 @@ import (
 // only: right after parsing, lower() folds each of them into the public nodes
 // (BinaryExpr, UnaryExpr, ...), so the AST has no trace of the levels.
 //
-//	OR < AND < NOT < comparison, IS, BETWEEN, IN, LIKE < + - || < * / % < unary - < . []
+//	OR < AND < NOT < comparison, IS, BETWEEN, IN, LIKE < + - || < * / % < unary - < . [] ::
 
 // grammarExpr is a level struct; it sits in an Expr field until lowered.
 type grammarExpr interface {
@@ -66,9 +68,13 @@ type cmpTail struct {
 	Right *additive `parser:"@@"`
 }
 
+// isNullTail is IS [NOT] NULL or IS [NOT] DISTINCT FROM y: one production,
+// since the two part only at their third token.
 type isNullTail struct {
-	Pos lexer.Position
-	Not bool `parser:"'IS' @'NOT'? 'NULL'"`
+	Pos      lexer.Position
+	Not      bool      `parser:"'IS' @'NOT'?"`
+	Null     bool      `parser:"( @'NULL'"`
+	Distinct *additive `parser:"| 'DISTINCT' 'FROM' @@ )"`
 }
 
 type betweenTail struct {
@@ -79,14 +85,16 @@ type betweenTail struct {
 }
 
 type inTail struct {
-	Pos  lexer.Position
-	Not  bool      `parser:"( @'NOT' 'IN' | 'IN' )"`
-	List []*orExpr `parser:"'(' @@ ( ',' @@ )* ')'"`
+	Pos      lexer.Position
+	Not      bool      `parser:"( @'NOT' 'IN' | 'IN' ) '('"`
+	Subquery *Query    `parser:"( @@"`
+	List     []*orExpr `parser:"| @@ ( ',' @@ )* ) ')'"`
 }
 
+// likeTail's Op holds the keywords as written, run together ("NOTILIKE").
 type likeTail struct {
 	Pos     lexer.Position
-	Not     bool      `parser:"( @'NOT' 'LIKE' | 'LIKE' )"`
+	Op      string    `parser:"@( 'NOT' 'LIKE' | 'NOT' 'ILIKE' | 'LIKE' | 'ILIKE' )"`
 	Pattern *additive `parser:"@@"`
 }
 
@@ -126,10 +134,13 @@ type postfix struct {
 	Ops []*postfixOp `parser:"@@*"`
 }
 
+// postfixOp is .field, [index], or ::type (PostgreSQL's and DuckDB's cast,
+// tighter than unary minus: -x::INT is -(CAST(x AS INT))).
 type postfixOp struct {
 	Pos   lexer.Position
 	Field string  `parser:"  '.' @( Ident | QIdent )"`
 	Index *orExpr `parser:"| '[' @@ ']'"`
+	Cast  *Type   `parser:"| '::' @@"`
 }
 
 // primary tries the forms that start with a keyword before names, and a call
@@ -138,15 +149,30 @@ type primary struct {
 	Pos       lexer.Position
 	Case      *CaseExpr     `parser:"  @@"`
 	Cast      *CastExpr     `parser:"| @@"`
+	Extract   *extract      `parser:"| @@"`
 	Interval  *IntervalLit  `parser:"| @@"`
 	Timestamp *TimestampLit `parser:"| @@"`
 	Bool      *BoolLit      `parser:"| @@"`
 	Null      *NullLit      `parser:"| @@"`
 	Number    *NumberLit    `parser:"| @@"`
 	String    *StringLit    `parser:"| @@"`
+	Exists    *ExistsExpr   `parser:"| @@"`
 	Call      *FuncCall     `parser:"| @@"`
 	Column    *ColumnRef    `parser:"| @@"`
 	Paren     *orExpr       `parser:"| '(' @@ ')'"`
+	Subquery  *SubqueryExpr `parser:"| @@"`
+}
+
+// extract is EXTRACT(field FROM x), which is date_part('field', x): the
+// grammar keeps the SQL standard's spelling, the AST the call.
+type extract struct {
+	Pos   lexer.Position
+	Field string  `parser:"'EXTRACT' '(' @( Ident | QIdent )"`
+	X     *orExpr `parser:"'FROM' @@ ')'"`
+}
+
+func (e *extract) lower() Expr {
+	return &FuncCall{Pos: e.Pos, Name: "date_part", Args: []Expr{&StringLit{Pos: e.Pos, Value: strings.ToLower(e.Field)}, e.X.lower()}}
 }
 
 func (*orExpr) exprNode() {}
@@ -182,18 +208,21 @@ func (e *predicate) lower() Expr {
 		switch {
 		case t.Cmp != nil:
 			x = &BinaryExpr{Pos: x.Position(), OpPos: t.Pos, Op: t.Cmp.Op, Left: x, Right: t.Cmp.Right.lower()}
+		case t.IsNull != nil && t.IsNull.Distinct != nil:
+			x = &DistinctFromExpr{Pos: x.Position(), X: x, Not: t.IsNull.Not, Y: t.IsNull.Distinct.lower()}
 		case t.IsNull != nil:
 			x = &IsNullExpr{Pos: x.Position(), X: x, Not: t.IsNull.Not}
 		case t.Between != nil:
 			x = &BetweenExpr{Pos: x.Position(), X: x, Not: t.Between.Not, Low: t.Between.Low.lower(), High: t.Between.High.lower()}
 		case t.In != nil:
-			in := &InExpr{Pos: x.Position(), X: x, Not: t.In.Not}
+			in := &InExpr{Pos: x.Position(), X: x, Not: t.In.Not, Subquery: t.In.Subquery}
 			for _, e := range t.In.List {
 				in.List = append(in.List, e.lower())
 			}
 			x = in
 		case t.Like != nil:
-			x = &LikeExpr{Pos: x.Position(), X: x, Not: t.Like.Not, Pattern: t.Like.Pattern.lower()}
+			op := strings.ToUpper(t.Like.Op)
+			x = &LikeExpr{Pos: x.Position(), X: x, Not: strings.HasPrefix(op, "NOT"), ILike: strings.HasSuffix(op, "ILIKE"), Pattern: t.Like.Pattern.lower()}
 		}
 	}
 	return x
@@ -225,7 +254,9 @@ func (e *unary) lower() Expr {
 func (e *postfix) lower() Expr {
 	x := e.X.lower()
 	for _, op := range e.Ops {
-		if op.Index != nil {
+		if op.Cast != nil {
+			x = &CastExpr{Pos: x.Position(), X: x, Type: op.Cast}
+		} else if op.Index != nil {
 			x = &IndexExpr{Pos: x.Position(), X: x, Index: op.Index.lower()}
 		} else {
 			x = &FieldAccess{Pos: x.Position(), X: x, Field: op.Field}
@@ -240,6 +271,8 @@ func (e *primary) lower() Expr {
 		return e.Case
 	case e.Cast != nil:
 		return e.Cast
+	case e.Extract != nil:
+		return e.Extract.lower()
 	case e.Interval != nil:
 		return e.Interval
 	case e.Timestamp != nil:
@@ -252,10 +285,14 @@ func (e *primary) lower() Expr {
 		return e.Number
 	case e.String != nil:
 		return e.String
+	case e.Exists != nil:
+		return e.Exists
 	case e.Call != nil:
 		return e.Call
 	case e.Column != nil:
 		return e.Column
+	case e.Subquery != nil:
+		return e.Subquery
 	default:
 		return e.Paren.lower()
 	}

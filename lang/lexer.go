@@ -13,24 +13,26 @@ import (
 var reservedWords = []string{
 	"ALL", "AND", "AS", "ASC", "BETWEEN", "BY", "CASE", "CAST", "CREATE", "CROSS",
 	"DESC", "DESCRIBE", "DISTINCT", "DROP", "ELSE", "END", "EXPLAIN", "FALSE",
-	"FROM", "GROUP", "HAVING", "IN", "INNER", "INSERT", "INTERVAL", "INTO", "IS",
-	"JOIN", "LATERAL", "LEFT", "LIKE", "LIMIT", "NOT", "NULL", "ON", "OR", "ORDER",
-	"OUTER", "SELECT", "SET", "SHOW", "THEN", "TRUE", "UNION", "WHEN", "WHERE", "WITH",
+	"FROM", "FULL", "GROUP", "HAVING", "ILIKE", "IN", "INNER", "INSERT", "INTERVAL", "INTO", "IS",
+	"JOIN", "LATERAL", "LEFT", "LIKE", "LIMIT", "NOT", "NULL", "OFFSET", "ON", "OR", "ORDER",
+	"OUTER", "RIGHT", "SELECT", "SET", "SHOW", "THEN", "TRUE", "UNION", "WHEN", "WHERE", "WITH",
 }
 
 // contextualWords are keywords only where the grammar asks for them; elsewhere
 // they are ordinary identifiers (a column may be called "text" or "rate").
 var contextualWords = []string{
-	"ACCURACY", "ANALYZE", "ARROW", "AT", "BEST_EFFORT", "BIGINT", "BLOB", "BOOL",
-	"BOOLEAN", "BUDGET", "BYTES", "CSV", "DAY", "DAYS", "DOUBLE", "EXISTS", "FILE",
-	"FLOAT", "FORMAT", "FUNCTIONS", "HOP", "HOUR", "HOURS", "IF", "INPUTS", "INT",
-	"INTEGER", "JETSTREAM", "JSON", "LATENCY", "LOCATIONS", "MILLISECOND",
-	"MILLISECONDS", "MINUTE", "MINUTES", "MODEL", "MODELS", "MS", "NATS", "OUTPUTS",
+	"ACCURACY", "ANALYZE", "ARROW", "AT", "AWARE", "BEST_EFFORT", "BIGINT", "BLOB", "BOOL",
+	"BOOLEAN", "BUDGET", "BYTES", "CSV", "DATA", "DAY", "DAYS", "DOUBLE", "EXISTS", "EXTRACT", "FILE",
+	"FIRST", "FLOAT", "FORMAT", "FUNCTIONS", "HOP", "HOUR", "HOURS", "IF", "INPUTS", "INT",
+	"INTEGER", "JETSTREAM", "JSON", "LAST", "LATENCY", "LOCATIONS", "MILLISECOND",
+	"MILLISECONDS", "MINUTE", "MINUTES", "MODEL", "MODELS", "MS", "NATS", "NULLS", "OUTPUTS",
 	"PARQUET", "PER", "PERCENTILE", "PRIORITY", "QUERIES", "QUERY", "RATE", "REAL",
 	"REALTIME", "SECOND", "SECONDS", "SESSION", "SINK", "SINKS", "STDOUT", "STOP",
 	"STREAM", "STREAMS", "STRING", "STRATEGY", "TABLE", "TABLES", "TASK", "TENSOR",
-	"TEXT", "THROUGHPUT", "TIER", "TIERS", "TIMESTAMP", "TO", "TUMBLE", "VARCHAR",
+	"TEXT", "THROUGHPUT", "TIER", "TIERS", "TIMESTAMP", "TO", "TRY_CAST", "TUMBLE", "VARCHAR",
 	"VARIANTS", "WORKERS",
+	// window functions: OVER (PARTITION BY ... ORDER BY ... frame)
+	"CURRENT", "FOLLOWING", "OVER", "PARTITION", "PRECEDING", "RANGE", "ROW", "ROWS", "UNBOUNDED", "WINDOW",
 }
 
 var reservedSet = func() map[string]bool {
@@ -65,7 +67,7 @@ var sqlLexer = lexer.MustSimple([]lexer.SimpleRule{
 	{Name: TokFloat, Pattern: `(?:[0-9]+\.[0-9]*|\.[0-9]+)(?:[eE][+-]?[0-9]+)?|[0-9]+[eE][+-]?[0-9]+`},
 	{Name: TokInt, Pattern: `[0-9]+`},
 	{Name: TokString, Pattern: `'(?:[^']|'')*'`},
-	{Name: TokOperator, Pattern: `<>|!=|<=|>=|\|\||[-+*/%=<>(),.;\[\]]`},
+	{Name: TokOperator, Pattern: `::|<>|!=|<=|>=|\|\||[-+*/%=<>(),.;\[\]]`},
 })
 
 // Keyword describes one keyword of the language.

@@ -225,6 +225,9 @@ func (p *printer) node(n Node) {
 		if n.Desc {
 			p.w(" DESC")
 		}
+		if n.Nulls != "" {
+			p.w(" NULLS ", string(n.Nulls))
+		}
 	case Objective:
 		p.objective(n)
 	case *WhenClause:
@@ -284,6 +287,30 @@ func (p *printer) optionList(opts []*Option) {
 }
 
 func (p *printer) query(q *Query) {
+	for i, c := range q.With {
+		if i == 0 {
+			p.w("WITH ")
+		}
+		p.w(quoteIdent(c.Name))
+		if len(c.Columns) > 0 {
+			cols := make([]string, len(c.Columns))
+			for j, col := range c.Columns {
+				cols[j] = quoteIdent(col)
+			}
+			p.w("(", strings.Join(cols, ", "), ")")
+		}
+		p.w(" AS (")
+		saved := p.indent
+		p.indent += "  "
+		p.nl("")
+		p.query(c.Query)
+		p.indent = saved
+		p.nl(")")
+		if i+1 < len(q.With) {
+			p.w(",")
+		}
+		p.nl("")
+	}
 	p.selectBlock(q.Select)
 	for _, s := range q.UnionAll {
 		p.nl("UNION ALL")
@@ -302,6 +329,10 @@ func (p *printer) query(q *Query) {
 	if q.Limit != nil {
 		p.nl("LIMIT ")
 		p.w(q.Limit.Value)
+	}
+	if q.Offset != nil {
+		p.nl("OFFSET ")
+		p.w(q.Offset.Value)
 	}
 	if q.Objectives != nil {
 		p.nl("WITH (")
@@ -358,6 +389,7 @@ func (p *printer) selectBlock(s *Select) {
 		p.nl("HAVING ")
 		p.expr(s.Having, 0)
 	}
+	p.windowDefs(s.Windows)
 }
 
 // lineWidth is where a list stops fitting on its clause's line and goes one
@@ -429,6 +461,10 @@ func (p *printer) join(j *Join) {
 	switch j.Kind {
 	case JoinLeft:
 		p.w("LEFT JOIN ")
+	case JoinRight:
+		p.w("RIGHT JOIN ")
+	case JoinFull:
+		p.w("FULL JOIN ")
 	case JoinCross:
 		p.w("CROSS JOIN ")
 	default:
@@ -479,6 +515,9 @@ func (p *printer) objective(o Objective) {
 	switch o := o.(type) {
 	case *AccuracyObjective:
 		p.w("ACCURACY >= ", o.Min.Value)
+		if o.DataAware {
+			p.w(" DATA AWARE")
+		}
 	case *ThroughputObjective:
 		p.w("THROUGHPUT >= ", o.Min.Value, " PER ", string(o.Per))
 	case *LatencyObjective:
@@ -531,7 +570,7 @@ func precedence(e Expr) int {
 			return precNot
 		}
 		return precUnary
-	case *IsNullExpr, *BetweenExpr, *InExpr, *LikeExpr:
+	case *IsNullExpr, *DistinctFromExpr, *BetweenExpr, *InExpr, *LikeExpr:
 		return precPredicate
 	case *FieldAccess, *IndexExpr:
 		return precPostfix
@@ -574,6 +613,10 @@ func (p *printer) expr(e Expr, min int) {
 	case *IsNullExpr:
 		p.expr(e.X, precPredicate)
 		p.w(" IS ", not(e.Not), "NULL")
+	case *DistinctFromExpr:
+		p.expr(e.X, precPredicate)
+		p.w(" IS ", not(e.Not), "DISTINCT FROM ")
+		p.expr(e.Y, precAdditive)
 	case *BetweenExpr:
 		p.expr(e.X, precPredicate)
 		p.w(" ", not(e.Not), "BETWEEN ")
@@ -582,7 +625,12 @@ func (p *printer) expr(e Expr, min int) {
 		p.expr(e.High, precAdditive)
 	case *InExpr:
 		p.expr(e.X, precPredicate)
-		p.w(" ", not(e.Not), "IN (")
+		p.w(" ", not(e.Not), "IN ")
+		if e.Subquery != nil {
+			p.subquery(e.Subquery)
+			return
+		}
+		p.w("(")
 		for i, x := range e.List {
 			if i > 0 {
 				p.w(", ")
@@ -592,7 +640,11 @@ func (p *printer) expr(e Expr, min int) {
 		p.w(")")
 	case *LikeExpr:
 		p.expr(e.X, precPredicate)
-		p.w(" ", not(e.Not), "LIKE ")
+		kw := "LIKE "
+		if e.ILike {
+			kw = "ILIKE "
+		}
+		p.w(" ", not(e.Not), kw)
 		p.expr(e.Pattern, precAdditive)
 	case *FieldAccess:
 		// a.b.c would read back as one dotted name, 1.x as a number.
@@ -625,7 +677,15 @@ func (p *printer) expr(e Expr, min int) {
 			p.expr(e.Else, 0)
 		}
 		p.w(" END")
+	case *SubqueryExpr:
+		p.subquery(e.Query)
+	case *ExistsExpr:
+		p.w("EXISTS ")
+		p.subquery(e.Query)
 	case *CastExpr:
+		if e.Try {
+			p.w("TRY_")
+		}
 		p.w("CAST(")
 		p.expr(e.X, 0)
 		p.w(" AS ")
@@ -646,6 +706,9 @@ func (p *printer) expr(e Expr, min int) {
 			p.expr(a, 0)
 		}
 		p.w(")")
+		if e.Over != nil {
+			p.over(e.Over)
+		}
 	case *ColumnRef:
 		for i, n := range e.Names {
 			if i > 0 {
@@ -704,3 +767,14 @@ func quoteValue(s string) string {
 }
 
 func quoteString(s string) string { return "'" + strings.ReplaceAll(s, "'", "''") + "'" }
+
+// subquery prints a query in parentheses on lines of its own, indented.
+func (p *printer) subquery(q *Query) {
+	p.w("(")
+	saved := p.indent
+	p.indent += "  "
+	p.nl("")
+	p.query(q)
+	p.indent = saved
+	p.nl(")")
+}

@@ -153,6 +153,8 @@ type JoinKind string
 const (
 	JoinInner JoinKind = "INNER"
 	JoinLeft  JoinKind = "LEFT"
+	JoinRight JoinKind = "RIGHT"
+	JoinFull  JoinKind = "FULL"
 	JoinCross JoinKind = "CROSS"
 )
 
@@ -164,6 +166,10 @@ func (k *JoinKind) Capture(v []string) error {
 	switch strings.ToUpper(v[0]) {
 	case "LEFT":
 		*k = JoinLeft
+	case "RIGHT":
+		*k = JoinRight
+	case "FULL":
+		*k = JoinFull
 	case "CROSS":
 		*k = JoinCross
 	default:
@@ -229,3 +235,10 @@ const (
 	OpNot UnaryOp = "NOT"
 	OpNeg UnaryOp = "-"
 )
+
+// NullsOrder is where an ORDER BY key puts NULLs: "FIRST", "LAST", or ""
+// (not said: DuckDB's default, last).
+type NullsOrder string
+
+// Capture implements participle.Capture.
+func (n *NullsOrder) Capture(v []string) error { *n = NullsOrder(capWord(v)); return nil }

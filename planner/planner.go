@@ -53,6 +53,13 @@ type Options struct {
 	// Reserved is the capacity running queries hold on the workers (the
 	// coordinator's live view); the plan uses only what is left.
 	Reserved []optimize.Reservation
+	// InputRatio replaces estimated selectivities with measured ones
+	// (lower.Options.InputRatio).
+	InputRatio map[string]float64
+	// ClassMix is the live estimate of the class mix reaching each model
+	// (by model name): a DATA AWARE query weighs its variants' per-class
+	// recall by it (runtime/dataaware estimates it).
+	ClassMix map[string]map[string]float64
 }
 
 // Result is every stage of planning one query.
@@ -81,7 +88,7 @@ func PlanLogical(ctx context.Context, bound *logical.Plan, cat *catalog.Catalog,
 		return nil, fmt.Errorf("%w: pass --infra FILE (for example examples/vqa/infra.yaml)", ErrNoInfra)
 	}
 	res := &Result{Bound: bound, Rewritten: rewrite.Apply(bound)}
-	lo, err := lower.Lower(res.Rewritten, cat, inf, lower.Options{Percentile: o.Percentile, Accuracy: o.Accuracy, Throughput: o.Throughput})
+	lo, err := lower.Lower(res.Rewritten, cat, inf, lower.Options{Percentile: o.Percentile, Accuracy: o.Accuracy, Throughput: o.Throughput, InputRatio: o.InputRatio, ClassMix: o.ClassMix})
 	if err != nil {
 		return nil, err
 	}

@@ -1,6 +1,7 @@
 package relay
 
 import (
+	"math"
 	"sync/atomic"
 	"time"
 )
@@ -23,6 +24,8 @@ type Meter struct {
 	maxBuf    atomic.Int64
 	maxBufB   atomic.Int64
 	closed    atomic.Bool
+	bw        bandwidth     // sender: acknowledged messages (bandwidth.go)
+	shapedBps atomic.Uint64 // sender: a shaped link's current cap (float64 bits)
 }
 
 // NewMeter returns a zeroed meter for one end of link.
@@ -80,7 +83,13 @@ func raiseTo(a *atomic.Int64, v int64) {
 
 // Snapshot returns the current counts.
 func (m *Meter) Snapshot() LinkStats {
+	bps, latest, srtt, acks := m.bw.estimate(time.Now())
 	return LinkStats{
+		AckBandwidthBps:  bps,
+		LastAckBps:       latest,
+		ShapedBps:        math.Float64frombits(m.shapedBps.Load()),
+		SRTT:             srtt,
+		Acks:             acks,
 		Link:             m.link,
 		Direction:        m.dir,
 		Batches:          m.batches.Load(),

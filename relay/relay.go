@@ -198,4 +198,17 @@ type LinkStats struct {
 	MaxBuffered      int64         `json:"max_buffered"`       // receiver: high-water mark of Buffered
 	MaxBufferedBytes int64         `json:"max_buffered_bytes"` // receiver: high-water mark of buffered bytes
 	Closed           bool          `json:"closed"`
+	// Sender ends of links whose receiver acknowledges each data message
+	// (NATS): the bandwidth estimated from the acks (bytes per second,
+	// harmonic mean over the last BandwidthWindow), the messages' smoothed
+	// round trip, and how many acks came back.
+	AckBandwidthBps float64 `json:"ack_bandwidth_bps,omitempty"`
+	// LastAckBps is the latest message's sample alone: a drop shows in
+	// it at the next ack, in the mean only as slow samples pile up.
+	LastAckBps float64       `json:"last_ack_bps,omitempty"`
+	SRTT       time.Duration `json:"srtt_ns,omitempty"`
+	Acks       uint64        `json:"acks,omitempty"`
+	// ShapedBps is a shaped link's cap at its last send (bytes per second;
+	// 0: not shaped), what the trace gave it.
+	ShapedBps float64 `json:"shaped_bps,omitempty"`
 }

@@ -5,8 +5,10 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"time"
 
@@ -26,6 +28,8 @@ import (
 
 // explainFlags are the options of `tierflow explain`.
 type explainFlags struct {
+	// classMix: --class-mix MODEL=CLASS:WEIGHT,... (DATA AWARE accuracy).
+	classMix   []string
 	strategy   string
 	profile    string
 	accuracy   float64
@@ -91,6 +95,7 @@ same as one object per query.`,
 	fl.StringVar(&f.profile, "profile", "p75", "latency profile percentile: p50, p75 or p90")
 	fl.Float64Var(&f.accuracy, "accuracy", 0, "minimum accuracy (overrides the query's WITH)")
 	fl.Float64Var(&f.throughput, "throughput", 0, "required throughput in items per second (overrides the query's WITH)")
+	fl.StringArrayVar(&f.classMix, "class-mix", nil, "the class mix a DATA AWARE accuracy is weighed by, MODEL=CLASS:WEIGHT,CLASS:WEIGHT,... (repeatable; what the runtime estimates live)")
 	fl.Int64Var(&f.seed, "seed", 0, "seed of the randomised strategies")
 	fl.BoolVar(&f.frontier, "frontier", false, "print the accuracy/cost Pareto frontier (as EXPLAIN (FRONTIER) does) instead of one plan")
 	fl.DurationVar(&f.budget, "time-budget", 0, "time budget of exact searches (default: the optimizer's)")
@@ -202,6 +207,9 @@ func runExplain(cmd *cobra.Command, a *app, f explainFlags, path string) error {
 		Optimize: optimizeOptions(f), Frontier: f.frontier}
 	if cmd.Flags().Changed("accuracy") {
 		settings.Planner.Accuracy = &f.accuracy
+	}
+	if settings.Planner.ClassMix, err = parseClassMix(f.classMix); err != nil {
+		return badInput(err)
 	}
 	planned, failed := 0, false
 	for _, st := range script.Statements {
@@ -374,4 +382,32 @@ func printCaret(w io.Writer, src, msg string, line, col int) {
 		}
 	}
 	fmt.Fprintln(w, b.String()+"^")
+}
+
+// parseClassMix reads --class-mix MODEL=CLASS:WEIGHT,... flags.
+func parseClassMix(flags []string) (map[string]map[string]float64, error) {
+	if len(flags) == 0 {
+		return nil, nil
+	}
+	out := map[string]map[string]float64{}
+	for _, f := range flags {
+		model, list, ok := strings.Cut(f, "=")
+		if !ok || model == "" || list == "" {
+			return nil, fmt.Errorf("--class-mix %q: want MODEL=CLASS:WEIGHT,CLASS:WEIGHT,...", f)
+		}
+		mix := map[string]float64{}
+		for _, part := range strings.Split(list, ",") {
+			i := strings.LastIndex(part, ":")
+			if i <= 0 {
+				return nil, fmt.Errorf("--class-mix %q: %q is not CLASS:WEIGHT", f, part)
+			}
+			w, err := strconv.ParseFloat(strings.TrimSpace(part[i+1:]), 64)
+			if err != nil || w < 0 || math.IsInf(w, 0) || math.IsNaN(w) {
+				return nil, fmt.Errorf("--class-mix %q: weight %q of %s is not a non-negative number", f, part[i+1:], part[:i])
+			}
+			mix[strings.TrimSpace(part[:i])] += w
+		}
+		out[model] = mix
+	}
+	return out, nil
 }

@@ -13,6 +13,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/tierflow/tierflow/planner/catalog"
+	"github.com/tierflow/tierflow/runtime/dataaware"
 	"github.com/tierflow/tierflow/runtime/inference"
 	"github.com/tierflow/tierflow/runtime/onnx"
 )
@@ -69,7 +70,9 @@ models' input columns and true labels) and measures, per variant:
     calls after --warmup) and the throughput it gives (batch / P50);
   - the output size per row (what crosses a link);
   - the accuracy of its labels against the truth column (--truth MODEL=COL,
-    default true_label), in percent.
+    default true_label), in percent, and its recall on every true class with
+    the class's support (classes: in the catalog; EXPLAIN prints them, and a
+    DATA AWARE accuracy target weighs them by the live class mix).
 
 A model with several inputs (VQA(image, question)) is fed one column per
 input, in the model's input order, named as the catalog's inputs: declares
@@ -86,7 +89,10 @@ rows and the variants' accuracy profile rows (JellyBean 4.1).
 
 With --write the catalog file is rewritten (comments are not kept), with
 --out FILE the updated catalog goes there; either way the measured latency at
---at-batch becomes latency_ms.<--worker-type> per item.`,
+--at-batch becomes latency_ms.<--worker-type> per item, and the latency of a
+whole call at every --batch size (by default 1 to 64, powers of two) becomes
+latency_ms.<--worker-type>.by_batch, from which a query WITH (LATENCY <= x)
+picks its batch size.`,
 		Example: `  tierflow profile --catalog examples/fashion/catalog.yaml --data examples/fashion/data/shelf.arrow \
       --truth garment=true_group --keep garment=tops --batch 1,8,32 --out /tmp/profiled.yaml
   tierflow profile --catalog examples/fashion/catalog.yaml --data examples/fashion/data/shelf.arrow \
@@ -99,7 +105,7 @@ With --write the catalog file is rewritten (comments are not kept), with
 	}
 	fl := c.Flags()
 	fl.StringSliceVar(&f.models, "model", nil, "profile only these models (default: all of the catalog's models)")
-	fl.StringVar(&f.batches, "batch", "1,8,32", "batch sizes, comma-separated")
+	fl.StringVar(&f.batches, "batch", "1,2,4,8,16,32,64", "batch sizes, comma-separated (each becomes latency_ms.<type>.by_batch)")
 	fl.StringVar(&f.data, "data", "", "labelled validation set: an Arrow IPC file with the models' input columns and true labels (none: random inputs of the declared shapes, no accuracy)")
 	fl.StringToStringVar(&f.truth, "truth", nil, "true-label column per model, MODEL=COLUMN (default true_label)")
 	fl.StringSliceVar(&f.keep, "keep", nil, "labels of an upstream model that pass on to the next model, MODEL=LABEL[|LABEL...]")
@@ -243,9 +249,14 @@ func runProfile(a *app, f profileFlags) error {
 				x, _ := inference.Accuracy(vp.Predicted, truth, nil)
 				acc = fmt.Sprintf("%.2f", x)
 				v.Accuracy = float64(int64(x*100+0.5)) / 100
+				// Per-class recall: what a data-aware plan weighs by the
+				// live stream's class mix (SneakPeek).
+				v.Classes = dataaware.ClassRecalls(vp.Predicted, truth)
 			}
 			v.OutputKB = float64(int64(vp.OutputKB*1000+0.5)) / 1000
+			byBatch := map[int]catalog.Latency{}
 			for _, l := range vp.Latency {
+				byBatch[l.Batch] = catalog.Latency{P50: round6(l.P50.Seconds() * 1000), P75: round6(l.P75.Seconds() * 1000), P90: round6(l.P90.Seconds() * 1000)}
 				if l.Batch == at {
 					if v.Latency == nil {
 						v.Latency = map[string]catalog.Latency{}
@@ -256,6 +267,12 @@ func runProfile(a *app, f profileFlags) error {
 				rows = append(rows, profileRow{Model: m.Name, Variant: v.Name, Batch: l.Batch,
 					P50ms: ms(l.P50.Seconds()), P75ms: ms(l.P75.Seconds()), P90ms: ms(l.P90.Seconds()),
 					PerSec: float64(int64(l.ItemsPerSecond)), OutputKB: fmt.Sprintf("%.3f", vp.OutputKB), Accuracy: acc, Provider: vp.Provider})
+			}
+			// Every measured batch size is kept: a latency SLO picks the
+			// batch size from them (catalog.Latency.PickBatch).
+			if lat, ok := v.Latency[f.workerType]; ok {
+				lat.ByBatch = byBatch
+				v.Latency[f.workerType] = lat
 			}
 		}
 	}

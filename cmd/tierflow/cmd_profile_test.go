@@ -6,6 +6,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -21,6 +22,14 @@ import (
 // combination against fashion.EvaluateCascade (the Go graph interpreter).
 func TestProfileFashion(t *testing.T) {
 	dir := filepath.Join("..", "..", "examples", "fashion")
+	subset, err := fashion.LoadSubset(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	subsetCounts := make([]int, len(fashion.Labels))
+	for _, y := range subset.Labels {
+		subsetCounts[y]++
+	}
 	out := filepath.Join(t.TempDir(), "profiled.yaml")
 	var stdout, errb bytes.Buffer
 	code := run([]string{"profile", "--catalog", filepath.Join(dir, "catalog.yaml"), "--data", filepath.Join(dir, "data", "shelf.arrow"),
@@ -59,11 +68,50 @@ func TestProfileFashion(t *testing.T) {
 		if !ok || l.P50 <= 0 || l.P75 < l.P50 || l.P90 < l.P75 {
 			t.Errorf("%s: latency %+v", v.Name, cv.Latency)
 		}
+		// Every --batch size is kept, per call: batch 4's call is the
+		// per-item latency (recorded at --at-batch 4) times 4.
+		if b1, b4 := l.ByBatch[1], l.ByBatch[4]; len(l.ByBatch) != 2 || b1.P50 <= 0 || math.Abs(b4.P50-4*l.P50) > 1e-5 {
+			t.Errorf("%s: by_batch %+v (per item %v)", v.Name, l.ByBatch, l.P50)
+		}
 		if cv.OutputKB <= 0 || cv.OutputKB > 0.1 {
 			t.Errorf("%s: output %.3f KB for a label and a score", v.Name, cv.OutputKB)
 		}
 		if len(cv.Profile) != 3 {
 			t.Errorf("%s: profile rows %+v, want one per garment variant", v.Name, cv.Profile)
+		}
+		// Per-class recall: one row per Fashion-MNIST class, supports as the
+		// subset's label counts, and weighted by those supports they give
+		// back the variant's accuracy (SneakPeek eq. 8).
+		if len(cv.Classes) != len(fashion.Labels) {
+			t.Fatalf("%s: %d classes profiled, want %d: %+v", v.Name, len(cv.Classes), len(fashion.Labels), cv.Classes)
+		}
+		var sum float64
+		for _, c := range cv.Classes {
+			idx := slices.Index(fashion.Labels, c.Class)
+			if idx < 0 || c.Support != subsetCounts[idx] {
+				t.Errorf("%s: class %q support %d, subset has %v", v.Name, c.Class, c.Support, subsetCounts)
+			}
+			sum += float64(c.Support) * c.Recall
+		}
+		if math.Abs(sum/2000-cv.Accuracy) > 0.02 {
+			t.Errorf("%s: support-weighted recall %.3f, accuracy %.2f", v.Name, sum/2000, cv.Accuracy)
+		}
+		freq := map[string]float64{}
+		for _, c := range cv.Classes {
+			freq[c.Class] = float64(c.Support)
+		}
+		if math.Abs(cv.ExpectedAccuracy(freq)-cv.Accuracy) > 0.02 {
+			t.Errorf("%s: expected accuracy at the subset's own mix %.3f, accuracy %.2f", v.Name, cv.ExpectedAccuracy(freq), cv.Accuracy)
+		}
+	}
+	if rs := classify.Variant("cnn").Classes; len(rs) > 0 {
+		lo, hi := 100.0, 0.0
+		for _, c := range rs {
+			lo, hi = min(lo, c.Recall), max(hi, c.Recall)
+		}
+		// Fashion-MNIST's shirts are far harder than its trousers.
+		if hi-lo < 20 {
+			t.Errorf("cnn recall spans %.1f..%.1f: not per class", lo, hi)
 		}
 	}
 	e2e := classify.EndToEnd

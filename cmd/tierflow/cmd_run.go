@@ -55,8 +55,12 @@ type runFlags struct {
 	replay         bool
 	stats          string
 	// replan has the coordinator re-plan running queries whose links do
-	// not keep up (control.DefaultSlowLink).
-	replan bool
+	// not keep up or whose live numbers drift from the plan's by more than
+	// replanDrift times (control.DefaultPolicies; 0 turns drift off).
+	replan      bool
+	replanDrift float64
+	// linkTraces shape tier links to bandwidth traces (--link-trace).
+	linkTraces []string
 	// analyze runs every query as EXPLAIN ANALYZE (`tierflow explain --analyze`).
 	analyze *cluster.AnalyzeOptions
 }
@@ -102,7 +106,22 @@ file and JetStream streams replay (state is rebuilt by the replay) and the
 results of each epoch are written once, so a killed worker changes no output
 row; what core NATS streams published meanwhile is lost and counted. --replan
 also cuts a query over to a new plan, at an epoch boundary, when one of its
-relay links stalls its sender more than half the time. --stats lists both.`,
+relay links stalls its sender more than half the time (the link's receiver is
+left out), or when a live number drifts from what the plan assumed: a stream
+over --replan-drift (2) times its planned rate, a model call's time per item
+or the rows into it per stream row past 2x either way, a tier link carrying
+under half of what the plan needs while its senders stall. The planner then
+runs again with the live numbers in place of the catalog's and the
+infrastructure's, and the query is cut over only if the variant or worker
+choice changes. --stats and EXPLAIN ANALYZE list the plan
+history and the recoveries.
+
+--link-trace TIER_A:TIER_B=FILE (repeatable) throttles the real relay traffic
+from the workers of one tier to those of another to a bandwidth trace: a CSV
+with the header t_s,kbit_s, each row the bandwidth from t_s on, looping at its
+end (examples/traces). The i-th of n sending workers plays it i/n of a period
+ahead. A message arrives once its own bytes have crossed, so the latencies
+include the transfer time.`,
 		Example: `  tierflow run examples/streaming/query.sql
   tierflow run --output results.csv examples/streaming/query.sql
   tierflow run --on-error skip --max-delay 5s --format json examples/streaming/query.sql
@@ -124,7 +143,9 @@ relay links stalls its sender more than half the time. --stats lists both.`,
 	fl.BoolVar(&f.processes, "processes", false, "start the cluster's workers as child processes instead of goroutines")
 	fl.DurationVar(&f.sourceMaxDelay, "source-max-delay", connectors.DefaultSourceMaxDelay, "longest a NATS or JetStream source waits to fill a partial batch")
 	fl.BoolVar(&f.replay, "replay", false, "feed FROM FILE streams at their declared RATE, as live streams")
-	fl.BoolVar(&f.replan, "replan", false, "re-plan running queries off relay links that stall (cluster only)")
+	fl.BoolVar(&f.replan, "replan", false, "re-plan running queries off relay links that stall and when live numbers drift from the plan's (cluster only)")
+	fl.Float64Var(&f.replanDrift, "replan-drift", control.DefaultDrift.Factor, "with --replan: re-plan when a rate or model time drifts past this factor of the plan's (0: only stalled links)")
+	fl.StringArrayVar(&f.linkTraces, "link-trace", nil, "TIER_A:TIER_B=FILE: shape the relay links from tier A to tier B to a bandwidth trace (CSV t_s,kbit_s, looping; repeatable; embedded cluster only)")
 	fl.StringVar(&f.stats, "stats", "", "write a JSON summary of each query (rows, drops, latency, SLO misses) to this file when it ends")
 	return c
 }
@@ -171,6 +192,9 @@ func runRun(ctx context.Context, a *app, f runFlags, path string) error {
 	}
 	if f.local && f.stats != "" {
 		return badInput(fmt.Errorf("--stats summarises a run on the cluster (its sinks measure the latency); drop --local"))
+	}
+	if f.replanDrift != 0 && f.replanDrift <= 1 {
+		return badInput(fmt.Errorf("--replan-drift %g: want a factor above 1 (2: twice or half the plan's number), or 0 for stalled links only", f.replanDrift))
 	}
 	if f.local && f.replan {
 		return badInput(fmt.Errorf("--replan re-plans queries on the cluster; drop --local"))
@@ -248,6 +272,9 @@ func runRun(ctx context.Context, a *app, f runFlags, path string) error {
 // streams and sinks connect (to --nats or a server started when first
 // needed) through runtime/connectors.
 func runLocalScript(ctx context.Context, a *app, f runFlags, policy sources.OnError, path, src, base string, cat *catalog.Catalog, format string, newOutput func() (sinks.Writer, error)) error {
+	if len(f.linkTraces) > 0 {
+		return badInput(fmt.Errorf("--link-trace shapes relay links between workers: not with --local"))
+	}
 	link := newNATSLink(a)
 	defer link.close()
 	nh := link.hooks(policy, f.batch, f.sourceMaxDelay)
@@ -321,8 +348,16 @@ func runClusterScript(ctx context.Context, a *app, f runFlags, path, src, base, 
 	opts := cluster.Options{Infra: inf, Catalog: catPath, NATS: a.g.nats, Auth: a.natsAuth(), ServerConfig: a.g.natsConfig, OrtLib: a.g.ortLib, ModelLog: log, Namespace: runNamespace(),
 		Log: slog.New(slog.NewTextHandler(log, &slog.HandlerOptions{Level: slog.LevelWarn}))}
 	if f.replan {
-		opts.Policy = control.DefaultSlowLink
+		opts.Policy = replanPolicy(f.replanDrift)
 	}
+	traces, err := parseLinkTraces(f.linkTraces, inf)
+	if err != nil {
+		return err
+	}
+	if len(traces) > 0 && f.processes {
+		return badInput(fmt.Errorf("--link-trace shapes the embedded workers' relays: not with --processes"))
+	}
+	opts.Shaper = linkShaper(traces, inf, time.Now())
 	mode := "embedded cluster"
 	var c *cluster.Cluster
 	if f.processes {
@@ -420,4 +455,15 @@ func runNamespace() string {
 	var b [4]byte
 	_, _ = rand.Read(b[:])
 	return "run-" + hex.EncodeToString(b[:])
+}
+
+// replanPolicy is `--replan`'s: stalled links always, drift past factor
+// unless factor is 0.
+func replanPolicy(factor float64) control.Policy {
+	if factor == 0 {
+		return control.DefaultSlowLink
+	}
+	d := control.DefaultDrift
+	d.Factor = factor
+	return control.Policies{control.DefaultSlowLink, d}
 }

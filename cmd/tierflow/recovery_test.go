@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -152,6 +153,22 @@ GROUP BY s.site, TUMBLE(r.ts, INTERVAL '10' SECOND);
 // worker kill (if any) once results flow, and returns the printed table.
 func runJetStream(t *testing.T, f clustertest.Fixture, kill string) (string, control.Summary) {
 	t.Helper()
+	if kill == "" {
+		return runJetStreamDrill(t, f, nil)
+	}
+	return runJetStreamDrill(t, f, func(c *cluster.Cluster) {
+		if err := c.Kill(kill); err != nil {
+			t.Fatal(err)
+		}
+	})
+}
+
+// runJetStreamDrill is runJetStream with drill (if any) run on the cluster
+// once results flow. The publisher retries a message until the server has
+// it, with a message id the stream dedupes, so a drill that takes the
+// server away loses none.
+func runJetStreamDrill(t *testing.T, f clustertest.Fixture, drill func(c *cluster.Cluster)) (string, control.Summary) {
+	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
 	logs := &syncBuffer{}
@@ -188,22 +205,23 @@ func runJetStream(t *testing.T, f clustertest.Fixture, kill string) (string, con
 				continue // header
 			}
 			<-tick.C
-			if _, err := js.Publish(ctx, "in.readings", []byte(line)); err != nil {
+			msg := nats.NewMsg("in.readings")
+			msg.Data = []byte(line)
+			if err := publishOnce(ctx, js, msg, strconv.Itoa(i)); err != nil {
 				pubErr <- err
 				return
 			}
 		}
 		end := nats.NewMsg("in.readings")
 		end.Header.Set(connectors.EndHeader, "1")
-		_, err := js.PublishMsg(ctx, end)
-		pubErr <- err
+		pubErr <- publishOnce(ctx, js, end, "end")
 	}()
 	var out, stats bytes.Buffer
 	done := make(chan error, 1)
 	go func() {
 		done <- c.RunScript(ctx, f.Dir+"/js.sql", jsQuery, cluster.ScriptOptions{Stdout: &out, Stats: &stats})
 	}()
-	if kill != "" {
+	if drill != nil {
 		clustertest.CheckFor(t, 20*time.Second, 20*time.Millisecond, func() error {
 			for _, q := range c.Coordinator.Queries() {
 				if q.State == deploy.StateRunning && q.Committed > 0 && q.ResultRows >= 3 {
@@ -212,12 +230,10 @@ func runJetStream(t *testing.T, f clustertest.Fixture, kill string) (string, con
 			}
 			return errors.New("the query has not committed results yet")
 		})
-		if err := c.Kill(kill); err != nil {
-			t.Fatal(err)
-		}
+		drill(c)
 	}
 	if err := <-done; err != nil {
-		t.Fatalf("run (kill %q): %v\n%s", kill, err, logs.String())
+		t.Fatalf("run (drill %v): %v\n%s", drill != nil, err, logs.String())
 	}
 	if err := <-pubErr; err != nil {
 		t.Fatal(err)
@@ -245,6 +261,20 @@ func TestKillWorkerJetStream(t *testing.T) {
 	}
 	if len(s.Recoveries) != 1 || s.Recoveries[0].LostWorker != "e1" || s.Recoveries[0].LostMessages != 0 {
 		t.Fatalf("recoveries %+v, want one of e1 with nothing lost", s.Recoveries)
+	}
+}
+
+// publishOnce publishes msg into JetStream until the server acknowledges
+// it: a message sent as the server went away gets no acknowledgement, and
+// is sent again under the same id, which the stream dedupes.
+func publishOnce(ctx context.Context, js jetstream.JetStream, msg *nats.Msg, id string) error {
+	for {
+		pctx, cancel := context.WithTimeout(ctx, time.Second)
+		_, err := js.PublishMsg(pctx, msg, jetstream.WithMsgID(id))
+		cancel()
+		if err == nil || ctx.Err() != nil {
+			return err
+		}
 	}
 }
 

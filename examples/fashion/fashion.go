@@ -53,11 +53,13 @@ var ImageShape = []int64{1, 28, 28}
 
 // Variant is one line of models/variants.json, written by the generator.
 type Variant struct {
-	Name           string  `json:"name"`
-	File           string  `json:"file"`
-	Layers         []int   `json:"layers"`
-	Params         int     `json:"params"`
-	Epochs         int     `json:"epochs"`
+	Name   string `json:"name"`
+	File   string `json:"file"`
+	Layers []int  `json:"layers"`
+	Params int    `json:"params"`
+	Epochs int    `json:"epochs"`
+	// Side is the input side in pixels of a size-adaptation variant (0: 28).
+	Side           int     `json:"side,omitempty"`
 	TestAccuracy   float64 `json:"test_accuracy"`
 	SubsetAccuracy float64 `json:"subset_accuracy"`
 	TrainSeconds   float64 `json:"train_seconds"`

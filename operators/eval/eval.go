@@ -244,6 +244,42 @@ func (n *castNode) eval(c *functions.Ctx, rec arrow.Record) (compute.Datum, erro
 }
 
 func (n *castNode) cast(c *functions.Ctx, d compute.Datum) (compute.Datum, error) {
+	out, err := n.castStrict(c, d)
+	if err == nil || !n.src.Try {
+		return out, err
+	}
+	// TRY_CAST: the batch holds a value that does not convert. Cast row by
+	// row (only on this path) and make those rows NULL.
+	a := d.(*compute.ArrayDatum).MakeArray()
+	defer a.Release()
+	var parts []arrow.Array
+	defer func() {
+		for _, p := range parts {
+			p.Release()
+		}
+	}()
+	for i := 0; i < a.Len(); i++ {
+		one := array.NewSlice(a, int64(i), int64(i+1))
+		od := compute.NewDatum(one)
+		one.Release()
+		r, err := n.castStrict(c, od)
+		od.Release()
+		if err != nil {
+			parts = append(parts, array.MakeArrayOfNull(c.Mem, n.to, 1))
+			continue
+		}
+		parts = append(parts, r.(*compute.ArrayDatum).MakeArray())
+		r.Release()
+	}
+	res, err := array.Concatenate(parts, c.Mem)
+	if err != nil {
+		return nil, err
+	}
+	defer res.Release()
+	return compute.NewDatum(res), nil
+}
+
+func (n *castNode) castStrict(c *functions.Ctx, d compute.Datum) (compute.Datum, error) {
 	if isFloatType(n.from) && arrow.IsInteger(n.to.ID()) {
 		a := d.(*compute.ArrayDatum).MakeArray()
 		defer a.Release()

@@ -180,3 +180,31 @@ func TestNullPredicateKeepsNoRow(t *testing.T) {
 		t.Fatalf("WHERE NULL kept %v, %v", got, err)
 	}
 }
+
+// TRY_CAST makes the values that do not convert NULL, where CAST fails the
+// query; the rows that convert keep their values.
+func TestTryCastNullsWhatDoesNotConvert(t *testing.T) {
+	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
+	defer mem.AssertSize(t, 0)
+	rec := semanticsBatch(t, mem, []any{2.5, 3e12, -1.0, nil}, []any{int64(1), int64(2), int64(3), nil})
+	defer rec.Release()
+	d := &expr.Column{Index: 0, Name: "d", DataType: expr.Float64}
+	if _, err := evalValues(t, mem, &expr.Cast{Expr: d, To: arrow.PrimitiveTypes.Int32}, rec); !errors.Is(err, ErrOutOfRange) {
+		t.Fatalf("CAST: %v", err)
+	}
+	got, err := evalValues(t, mem, &expr.Cast{Expr: d, To: arrow.PrimitiveTypes.Int32, Try: true}, rec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []any{int64(3), nil, int64(-1), nil}
+	for k := range want {
+		if got[k] != want[k] {
+			t.Fatalf("TRY_CAST row %d: %v, want %v (all: %v)", k, got[k], want[k], got)
+		}
+	}
+	s, _ := expr.NewLiteral("12x")
+	got, err = evalValues(t, mem, &expr.Cast{Expr: s, To: expr.Int64, Try: true}, rec)
+	if err != nil || got[0] != nil {
+		t.Fatalf("TRY_CAST('12x' AS BIGINT): %v %v", got, err)
+	}
+}

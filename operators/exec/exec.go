@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/apache/arrow/go/v17/arrow"
+	"github.com/apache/arrow/go/v17/arrow/array"
 	"github.com/apache/arrow/go/v17/arrow/memory"
 
 	"github.com/tierflow/tierflow/dataflow"
@@ -135,6 +136,11 @@ func Build(plan *logical.Plan, opts Options) (*Query, error) {
 	if opts.Stdout == nil {
 		opts.Stdout = os.Stdout
 	}
+	root, err := resolveSubqueries(plan.Root, opts)
+	if err != nil {
+		return nil, err
+	}
+	plan = &logical.Plan{Root: root, Objectives: plan.Objectives}
 	q := &Query{graph: &dataflow.Graph{Query: "local"}, opts: opts, report: &sources.Report{}}
 	b := &builder{q: q, g: q.graph, opts: opts, finalLimit: finalLimit(plan.Root)}
 	if _, _, err := b.node(plan.Root); err != nil {
@@ -177,6 +183,8 @@ func windowed(n logical.Node) bool {
 		case *logical.Sort:
 			n = x.Input
 		case *logical.Limit:
+			n = x.Input
+		case *logical.WindowFuncs:
 			n = x.Input
 		default:
 			return false
@@ -240,6 +248,11 @@ func (b *builder) node(n logical.Node) (int, *arrow.Schema, error) {
 	switch n := n.(type) {
 	case *logical.Scan:
 		return b.scan(n)
+	case *logical.Values:
+		op := b.g.AddOperator(dataflow.OperatorSpec{Name: "values", Outputs: 1, New: func(dataflow.Instance) (dataflow.Operator, error) {
+			return sources.NewSource(&oneRow{}, sources.EventTime{Column: -1}, nil), nil
+		}})
+		return op, n.Schema(), nil
 	case *logical.Filter:
 		if s, ok := n.Input.(*logical.Scan); ok {
 			b.noteBounds(s, n.Pred)
@@ -340,12 +353,12 @@ func (b *builder) node(n logical.Node) (int, *arrow.Schema, error) {
 		if err != nil {
 			return 0, nil, err
 		}
-		mk := func() (dataflow.Operator, error) { return rel.NewLimit(n.N), nil }
+		mk := func() (dataflow.Operator, error) { return rel.NewLimit(n.N).Skip(n.Offset), nil }
 		switch {
 		case windowed(n.Input):
-			mk = func() (dataflow.Operator, error) { return rel.NewLimitPerWindow(n.N), nil }
+			mk = func() (dataflow.Operator, error) { return rel.NewLimitPerWindow(n.N).Skip(n.Offset), nil }
 		case n == b.finalLimit:
-			mk = func() (dataflow.Operator, error) { return rel.NewFinalLimit(n.N), nil }
+			mk = func() (dataflow.Operator, error) { return rel.NewFinalLimit(n.N).Skip(n.Offset), nil }
 		}
 		op := b.add("limit", 1, mk)
 		b.g.Connect(in, 0, op, 0)
@@ -371,6 +384,8 @@ func (b *builder) node(n logical.Node) (int, *arrow.Schema, error) {
 		return op, schema, nil
 	case *logical.Sink:
 		return b.sink(n, at)
+	case *logical.WindowFuncs:
+		return b.windowFuncs(n, at)
 	case *logical.LateralModel:
 		if b.opts.Lateral == nil {
 			return 0, nil, at(fmt.Errorf("%w: model %s (no model runtime was given to the executor)", ErrUnsupported, n.Name))
@@ -744,4 +759,17 @@ func plainColumns(es []expr.Expr) ([]int, bool) {
 		out = append(out, c.Index)
 	}
 	return out, true
+}
+
+// oneRow reads the single row, of no columns, of a SELECT without FROM.
+type oneRow struct{ done bool }
+
+func (r *oneRow) Schema() *arrow.Schema { return arrow.NewSchema(nil, nil) }
+func (r *oneRow) Close() error          { return nil }
+func (r *oneRow) Next(memory.Allocator) (arrow.Record, error) {
+	if r.done {
+		return nil, nil
+	}
+	r.done = true
+	return array.NewRecord(r.Schema(), nil, 1), nil
 }

@@ -28,10 +28,28 @@ func (b *builder) topN(n *logical.Limit, s *logical.Sort, at func(error) error) 
 		newTopN = rel.NewTopN
 	}
 	fns := b.opts.Functions
-	if _, err := newTopN(n.N, keys, schema, fns); err != nil {
+	// With OFFSET the Limit above skips the first rows of the top N+OFFSET;
+	// without LIMIT every row is wanted, which is the sort.
+	top := n.N
+	if n.Offset > 0 && top != logical.NoLimit {
+		top += n.Offset
+	}
+	if top == logical.NoLimit {
+		newSort := rel.NewSortAtEnd
+		if windowed(s.Input) {
+			newSort = rel.NewSort
+		}
+		if _, err := newSort(keys, schema, fns); err != nil {
+			return 0, nil, at(err)
+		}
+		op := b.add("sort", 1, func() (dataflow.Operator, error) { return newSort(keys, schema, fns) })
+		b.g.Connect(in, 0, op, 0)
+		return op, schema, nil
+	}
+	if _, err := newTopN(top, keys, schema, fns); err != nil {
 		return 0, nil, at(err)
 	}
-	op := b.add("sort (top n)", 1, func() (dataflow.Operator, error) { return newTopN(n.N, keys, schema, fns) })
+	op := b.add("sort (top n)", 1, func() (dataflow.Operator, error) { return newTopN(top, keys, schema, fns) })
 	b.g.Connect(in, 0, op, 0)
 	return op, schema, nil
 }

@@ -121,7 +121,13 @@ func runAggExample(t *testing.T, mem memory.Allocator, impl *Registry, f *expr.F
 			argType = literalType(v)
 		}
 	}
-	res, err := f.Resolve([]arrow.DataType{argType})
+	// Arguments after the column are the call's constants (a quantile's
+	// fraction, string_agg's separator).
+	types := []arrow.DataType{argType}
+	for _, c := range ex.Args[1:] {
+		types = append(types, literalType(c))
+	}
+	res, err := f.Resolve(types)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -130,7 +136,7 @@ func runAggExample(t *testing.T, mem memory.Allocator, impl *Registry, f *expr.F
 		t.Fatal(err)
 	}
 	defer arr.Release()
-	acc, err := impl.NewAccumulator(f.Name, false, res.Args[0], res.Return)
+	acc, err := impl.NewAccumulator(f.Name, false, res.Args[0], res.Return, ex.Args[1:]...)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -14,6 +14,10 @@ import (
 // ErrNoImplementation is returned for a function name with no implementation.
 var ErrNoImplementation = errors.New("no implementation")
 
+// ErrBadArgument is a constant argument a function cannot take (a quantile
+// fraction outside [0, 1]).
+var ErrBadArgument = errors.New("bad argument")
+
 // Ctx is what a function needs at run time: the allocator for its results and a
 // context carrying it for arrow compute.
 type Ctx struct {
@@ -38,10 +42,16 @@ type ScalarFunc func(c *Ctx, ret arrow.DataType, args []compute.Datum, n int) (a
 // type is arg (nil for count(*)) and whose result type is ret.
 type AggFunc func(arg, ret arrow.DataType) (Accumulator, error)
 
+// ParamAggFunc is an AggFunc whose call has constant arguments after the
+// aggregated one (quantile_cont(x, 0.9), string_agg(s, ', ')): params holds
+// their values (int64, float64, string, ...).
+type ParamAggFunc func(arg, ret arrow.DataType, params ...any) (Accumulator, error)
+
 // Registry maps function names to implementations.
 type Registry struct {
 	scalars map[string]ScalarFunc
 	aggs    map[string]AggFunc
+	paggs   map[string]ParamAggFunc
 }
 
 // Scalar finds a scalar implementation.
@@ -57,12 +67,22 @@ func (r *Registry) Aggregate(name string) (AggFunc, error) {
 	if f, ok := r.aggs[name]; ok {
 		return f, nil
 	}
+	if f, ok := r.paggs[name]; ok {
+		return func(arg, ret arrow.DataType) (Accumulator, error) { return f(arg, ret) }, nil
+	}
 	return nil, fmt.Errorf("%w for aggregate function %s", ErrNoImplementation, name)
 }
 
 // NewAccumulator makes the accumulator for an aggregate call; distinct wraps it
 // so that each group sees each distinct non-NULL value once.
-func (r *Registry) NewAccumulator(name string, distinct bool, arg, ret arrow.DataType) (Accumulator, error) {
+// params are the values of the call's constant arguments after the first.
+func (r *Registry) NewAccumulator(name string, distinct bool, arg, ret arrow.DataType, params ...any) (Accumulator, error) {
+	if f, ok := r.paggs[name]; ok && !distinct {
+		return f(arg, ret, params...)
+	}
+	if len(params) > 0 {
+		return nil, fmt.Errorf("%w: %s takes no constant arguments", ErrBadArgument, name)
+	}
 	if distinct {
 		if arg == nil {
 			return nil, fmt.Errorf("%s(DISTINCT) needs an argument", name)
@@ -78,7 +98,7 @@ func (r *Registry) NewAccumulator(name string, distinct bool, arg, ret arrow.Dat
 
 // Builtins returns the implementations of every function of expr.Builtins().
 func Builtins() *Registry {
-	r := &Registry{scalars: map[string]ScalarFunc{}, aggs: map[string]AggFunc{}}
+	r := &Registry{scalars: map[string]ScalarFunc{}, aggs: map[string]AggFunc{}, paggs: map[string]ParamAggFunc{}}
 	for name, f := range map[string]ScalarFunc{
 		"add": nullPropagating(addFunc), "subtract": nullPropagating(subtractFunc), "multiply": nullPropagating(computeArith("multiply")),
 		"divide": nullPropagating(divideFunc), "modulo": nullPropagating(moduloFunc), "negate": nullPropagating(negateFunc),
@@ -89,8 +109,8 @@ func Builtins() *Registry {
 		"greatest": extremumFunc(true), "least": extremumFunc(false), "coalesce": coalesceFunc, "nullif": nullifFunc,
 		"concat": concatFunc, "lower": strMap(lowerOp), "upper": strMap(upperOp), "trim": strMap(trimOp),
 		"ltrim": strMap(ltrimOp), "rtrim": strMap(rtrimOp), "length": lengthFunc, "char_length": lengthFunc,
-		"substr": substrFunc, "replace": replaceFunc, "strpos": strposFunc, "starts_with": strPred(startsOp), "ends_with": strPred(endsOp),
-		"date_trunc": dateTruncFunc, "date_part": datePartFunc, "to_timestamp": toTimestampFunc, "epoch": epochFunc, "epoch_ms": epochMsFunc,
+		"substr": substrFunc, "replace": replaceFunc, "strpos": strposFunc, "starts_with": strPred(startsOp), "regexp_matches": regexpMatchesFunc, "regexp_replace": regexpReplaceFunc, "ends_with": strPred(endsOp),
+		"date_trunc": dateTruncFunc, "date_part": datePartFunc, "to_timestamp": toTimestampFunc, "now": nowFunc, "epoch": epochFunc, "epoch_ms": epochMsFunc,
 	} {
 		r.scalars[name] = f
 	}
@@ -99,6 +119,17 @@ func Builtins() *Registry {
 	r.aggs["avg"] = newAvg
 	r.aggs["min"] = func(arg, ret arrow.DataType) (Accumulator, error) { return newMinMax(arg, false) }
 	r.aggs["max"] = func(arg, ret arrow.DataType) (Accumulator, error) { return newMinMax(arg, true) }
+	r.aggs["stddev_samp"] = newMoments(false, true)
+	r.aggs["stddev"] = newMoments(false, true)
+	r.aggs["variance"] = newMoments(false, false)
+	r.aggs["stddev_pop"] = newMoments(true, true)
+	r.aggs["var_samp"] = newMoments(false, false)
+	r.aggs["var_pop"] = newMoments(true, false)
+	r.paggs["median"] = newQuantile(true, 0.5)
+	r.paggs["quantile_cont"] = newQuantile(true, -1)
+	r.paggs["quantile_disc"] = newQuantile(false, -1)
+	r.paggs["quantile"] = newQuantile(false, -1)
+	r.paggs["string_agg"] = newStringAgg
 	return r
 }
 
@@ -106,7 +137,7 @@ func Builtins() *Registry {
 // for a program that swaps one implementation (or a test that injects a
 // faulty one) without touching the builtins.
 func (r *Registry) WithScalar(name string, f ScalarFunc) *Registry {
-	c := &Registry{scalars: maps.Clone(r.scalars), aggs: r.aggs}
+	c := &Registry{scalars: maps.Clone(r.scalars), aggs: r.aggs, paggs: r.paggs}
 	c.scalars[name] = f
 	return c
 }

@@ -38,8 +38,14 @@ func dateTruncFunc(c *Ctx, ret arrow.DataType, args []compute.Datum, n int) (arr
 		}
 		t := fromMicros(us)
 		switch unit {
+		case "week":
+			// ISO weeks start on Monday.
+			d := time.Date(t.Year(), t.Month(), t.Day(), 0, 0, 0, 0, time.UTC)
+			o.i64(micros(d.AddDate(0, 0, -((int(d.Weekday()) + 6) % 7))))
 		case "month":
 			o.i64(micros(time.Date(t.Year(), t.Month(), 1, 0, 0, 0, 0, time.UTC)))
+		case "quarter":
+			o.i64(micros(time.Date(t.Year(), t.Month()-(t.Month()-1)%3, 1, 0, 0, 0, 0, time.UTC)))
 		case "year":
 			o.i64(micros(time.Date(t.Year(), 1, 1, 0, 0, 0, 0, time.UTC)))
 		default:
@@ -60,24 +66,38 @@ func datePartFunc(c *Ctx, ret arrow.DataType, args []compute.Datum, n int) (arro
 		us := v[1].int64(i)
 		t := fromMicros(us)
 		switch strings.ToLower(v[0].string(i)) {
-		case "year":
+		case "year", "years":
 			o.i64(int64(t.Year()))
-		case "month":
+		case "month", "months":
 			o.i64(int64(t.Month()))
-		case "day":
+		case "day", "days":
 			o.i64(int64(t.Day()))
-		case "hour":
+		case "hour", "hours":
 			o.i64(int64(t.Hour()))
-		case "minute":
+		case "minute", "minutes":
 			o.i64(int64(t.Minute()))
-		case "second":
+		case "second", "seconds":
 			o.i64(int64(t.Second()))
-		case "millisecond":
-			o.i64(int64(t.Nanosecond() / 1e6))
-		case "dow":
+		case "millisecond", "milliseconds":
+			// As DuckDB: the milliseconds of the minute, seconds included.
+			o.i64(int64(t.Second())*1000 + int64(t.Nanosecond()/1e6))
+		case "microsecond", "microseconds":
+			o.i64(int64(t.Second())*1e6 + int64(t.Nanosecond()/1e3))
+		case "dow", "dayofweek":
 			o.i64(int64(t.Weekday()))
-		case "doy":
+		case "isodow":
+			o.i64(int64((int(t.Weekday())+6)%7 + 1))
+		case "doy", "dayofyear":
 			o.i64(int64(t.YearDay()))
+		case "week", "weekofyear":
+			_, w := t.ISOWeek()
+			o.i64(int64(w))
+		case "quarter":
+			o.i64(int64((t.Month()-1)/3 + 1))
+		case "decade":
+			o.i64(int64(t.Year() / 10))
+		case "century":
+			o.i64(int64((t.Year()-1)/100 + 1))
 		case "epoch":
 			o.i64(floorDiv(us, 1e6))
 		default:
@@ -109,4 +129,12 @@ func epochFunc(c *Ctx, ret arrow.DataType, args []compute.Datum, n int) (arrow.A
 
 func epochMsFunc(c *Ctx, ret arrow.DataType, args []compute.Datum, n int) (arrow.Array, error) {
 	return rowwise(c, ret, args, n, func(o *out, v []*vec, i int) { o.i64(floorDiv(v[0].int64(i), 1000)) })
+}
+
+// nowFunc is now(): the time of the call. The binder folds now() to one
+// constant per query (DuckDB's: the statement's start), so every row and
+// every batch agree; this is the value when a plan keeps the call.
+func nowFunc(c *Ctx, ret arrow.DataType, args []compute.Datum, n int) (arrow.Array, error) {
+	us := micros(time.Now())
+	return rowwise(c, ret, args, n, func(o *out, v []*vec, i int) { o.i64(us) })
 }

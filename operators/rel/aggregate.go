@@ -119,6 +119,7 @@ func NewHashAggregate(mem memory.Allocator, spec AggregateSpec, in *arrow.Schema
 		name     string
 		distinct bool
 		arg, ret arrow.DataType
+		params   []any // constant arguments after the first (quantile's q)
 	}
 	var makers []accMaker
 	for _, a := range spec.Aggs {
@@ -133,10 +134,17 @@ func NewHashAggregate(mem memory.Allocator, spec AggregateSpec, in *arrow.Schema
 			}
 			h.argEv = append(h.argEv, ev)
 			m.arg = a.Args[0].Type()
+			for _, p := range a.Args[1:] {
+				v, ok := constValue(p)
+				if !ok {
+					return nil, fmt.Errorf("%w: %s: argument %s must be a constant", ErrPlan, a, p)
+				}
+				m.params = append(m.params, v)
+			}
 		} else {
 			h.argEv = append(h.argEv, nil)
 		}
-		if _, err := fns.NewAccumulator(m.name, m.distinct, m.arg, m.ret); err != nil {
+		if _, err := fns.NewAccumulator(m.name, m.distinct, m.arg, m.ret, m.params...); err != nil {
 			return nil, fmt.Errorf("%w: %s: %v", ErrPlan, a, err)
 		}
 		makers = append(makers, m)
@@ -144,7 +152,7 @@ func NewHashAggregate(mem memory.Allocator, spec AggregateSpec, in *arrow.Schema
 	h.newAccs = func() ([]functions.Accumulator, error) {
 		out := make([]functions.Accumulator, len(makers))
 		for i, m := range makers {
-			acc, err := fns.NewAccumulator(m.name, m.distinct, m.arg, m.ret)
+			acc, err := fns.NewAccumulator(m.name, m.distinct, m.arg, m.ret, m.params...)
 			if err != nil {
 				return nil, err
 			}
@@ -454,4 +462,23 @@ func (h *HashAggregate) Release() {
 		h.sess.keys.release()
 		h.sess = nil
 	}
+}
+
+// constValue is the value of a constant argument: a literal, or a cast of
+// one (the binder coerces 1 to 1.0 with a Cast).
+func constValue(e expr.Expr) (any, bool) {
+	switch x := e.(type) {
+	case *expr.Literal:
+		return x.Value, x.Value != nil
+	case *expr.Cast:
+		v, ok := constValue(x.Expr)
+		if !ok {
+			return nil, false
+		}
+		if i, isInt := v.(int64); isInt && x.To.ID() == arrow.FLOAT64 {
+			return float64(i), true
+		}
+		return v, true
+	}
+	return nil, false
 }

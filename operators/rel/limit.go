@@ -1,6 +1,8 @@
 package rel
 
 import (
+	"github.com/apache/arrow/go/v17/arrow"
+
 	"github.com/tierflow/tierflow/dataflow"
 )
 
@@ -18,6 +20,37 @@ type Limit struct {
 	// is a window (it is emitted at the epoch of its end), so a query's
 	// ORDER BY ... LIMIT n is the top n of every window.
 	perEpoch map[dataflow.Epoch]int64
+	// skip: OFFSET, the rows dropped before the first one passed (per
+	// epoch with perEpoch); skipLeft counts them down.
+	skip, skipLeft int64
+	skipEpoch      map[dataflow.Epoch]int64
+}
+
+// Skip makes l drop the first k rows (of each epoch, per window) before it
+// passes any: OFFSET k.
+func (l *Limit) Skip(k int64) *Limit {
+	l.skip, l.skipLeft = k, k
+	if l.perEpoch != nil {
+		l.skipEpoch = map[dataflow.Epoch]int64{}
+	}
+	return l
+}
+
+// skipRows drops the OFFSET's rows from the front of rec; nil when none are
+// left.
+func (l *Limit) skipRows(rec arrow.Record, left *int64) arrow.Record {
+	if *left <= 0 {
+		return rec
+	}
+	if rec.NumRows() <= *left {
+		*left -= rec.NumRows()
+		rec.Release()
+		return nil
+	}
+	out := rec.NewSlice(*left, rec.NumRows())
+	rec.Release()
+	*left = 0
+	return out
 }
 
 // NewLimit makes a limit instance; run it with parallelism 1.
@@ -42,6 +75,9 @@ func (l *Limit) OnBatch(ctx *dataflow.Context, _ int, b dataflow.Batch, cap *dat
 	if l.left <= 0 {
 		rec.Release()
 		l.full(ctx)
+		return nil
+	}
+	if rec = l.skipRows(rec, &l.skipLeft); rec == nil {
 		return nil
 	}
 	if rec.NumRows() > l.left {
@@ -75,6 +111,23 @@ func (l *Limit) onEpochBatch(ctx *dataflow.Context, b dataflow.Batch, cap *dataf
 	if left <= 0 {
 		rec.Release()
 		return nil
+	}
+	if l.skip > 0 {
+		sk, seen := l.skipEpoch[b.Epoch]
+		if !seen {
+			sk = l.skip
+			f := ctx.Frontier()
+			for e := range l.skipEpoch {
+				if e < f {
+					delete(l.skipEpoch, e)
+				}
+			}
+		}
+		rec = l.skipRows(rec, &sk)
+		l.skipEpoch[b.Epoch] = sk
+		if rec == nil {
+			return nil
+		}
 	}
 	if rec.NumRows() > left {
 		out := rec.NewSlice(0, left)

@@ -91,3 +91,65 @@ func TestLimitAfterFilterStopsAtN(t *testing.T) {
 		t.Fatalf("filter saw %d rows", stats.RowsIn.Load())
 	}
 }
+
+// OFFSET: Skip drops the first k rows across batch boundaries, then the limit
+// passes n; per window it skips k rows of each epoch.
+func TestLimitSkipsOffsetRows(t *testing.T) {
+	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
+	defer mem.AssertSize(t, 0)
+	rng := rand.New(rand.NewSource(5))
+	rows, batches, epochs := streamRows(rng, 300, 16, 0)
+	for _, c := range []struct {
+		name      string
+		mk        func() *Limit
+		perWindow bool
+		n, k      int
+	}{
+		{"limit 20 offset 37", func() *Limit { return NewLimit(20).Skip(37) }, false, 20, 37},
+		{"offset 250 alone", func() *Limit { return NewLimit(1 << 62).Skip(250) }, false, 1 << 62, 250},
+		{"offset past the end", func() *Limit { return NewLimit(5).Skip(400) }, false, 5, 400},
+		{"per window: limit 3 offset 2", func() *Limit { return NewLimitPerWindow(3).Skip(2) }, true, 3, 2},
+	} {
+		var in []dataflow.Batch
+		for i, b := range batches {
+			in = append(in, dataflow.Batch{Epoch: EpochOf(epochs[i]), Record: makeRecord(t, mem, streamSchema, b)})
+		}
+		g := &dataflow.Graph{Query: "l"}
+		src := g.AddOperator(dataflow.OperatorSpec{Name: "src", Outputs: 1, New: func(dataflow.Instance) (dataflow.Operator, error) { return sliceSource(in), nil }})
+		lim := g.AddOperator(dataflow.OperatorSpec{Name: "limit", Inputs: 1, Outputs: 1, New: func(dataflow.Instance) (dataflow.Operator, error) { return c.mk(), nil }})
+		capt := newCaptured()
+		sink := g.AddOperator(dataflow.OperatorSpec{Name: "sink", Inputs: 1, New: func(in dataflow.Instance) (dataflow.Operator, error) { return capture(capt, in.Index), nil }})
+		g.Connect(src, 0, lim, 0)
+		g.Connect(lim, 0, sink, 0)
+		ws, err := dataflow.BuildLocal(g, dataflow.Config{Allocator: mem})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := dataflow.StepUntilDone(ws, 100000); err != nil {
+			t.Fatal(err)
+		}
+		var want [][]any
+		if c.perWindow {
+			seen := map[int64]int{}
+			for i, r := range rows {
+				e := epochs[i/16]
+				if k := seen[e]; k >= c.k && k < c.k+c.n {
+					want = append(want, r)
+				}
+				seen[e]++
+			}
+		} else {
+			for i, r := range rows {
+				if i >= c.k && i < c.k+c.n {
+					want = append(want, r)
+				}
+			}
+		}
+		got := recordRows(capturedRecords(capt))
+		capt.Release()
+		if len(got) != len(want) {
+			t.Fatalf("%s: %d rows, want %d", c.name, len(got), len(want))
+		}
+		sameRows(t, c.name, got, want)
+	}
+}

@@ -162,6 +162,18 @@ type Pacing struct {
 	// operators' state from the epochs already committed without waiting
 	// for them again.
 	FastUntil dataflow.Epoch
+	// SkipUntil reads past, without sending, what the stream would send
+	// while its watermark is below this epoch: a re-deployed stateless
+	// query resumes at the epoch its sinks committed instead of replaying
+	// from the start. The skipped rows still move the watermark, and a
+	// file is cut into the same slices as before, so every row sent goes
+	// out at the epoch it did the first time.
+	SkipUntil dataflow.Epoch
+	// SkipBelow (event time, µs; 0: off) reads past, without sending, a
+	// slice whose rows' event times are all below it: a re-deployed query
+	// whose state is TUMBLE windows skips the rows of the windows it had
+	// committed. Their rows still move the watermark.
+	SkipBelow int64
 }
 
 func (p Pacing) active() bool { return p.Rate > 0 || p.For > 0 || p.MaxRows > 0 }
@@ -199,9 +211,6 @@ func (s *Source) Produce(ctx *dataflow.Context) (bool, error) {
 		s.cap.Drop()
 		return true, nil
 	}
-	if s.report != nil {
-		s.report.Rows.Add(rec.NumRows())
-	}
 	var next int64 = math.MinInt64
 	if s.et.Column >= 0 && rec.NumRows() > 0 {
 		if s.fctx == nil {
@@ -212,6 +221,11 @@ func (s *Source) Produce(ctx *dataflow.Context) (bool, error) {
 			return false, err
 		}
 	}
+	skip := s.pace.SkipUntil > 0 && s.cap.Epoch() < s.pace.SkipUntil ||
+		s.pace.SkipBelow > 0 && s.et.Column >= 0 && next < s.pace.SkipBelow
+	if s.report != nil && !skip {
+		s.report.Rows.Add(rec.NumRows())
+	}
 	// The batch goes out at the current watermark; its own rows then move it.
 	ingest := ctx.Ingest()
 	if ir, ok := s.r.(IngestReader); ok && !s.pace.active() {
@@ -219,7 +233,9 @@ func (s *Source) Produce(ctx *dataflow.Context) (bool, error) {
 			ingest = t
 		}
 	}
-	if err := ctx.EmitIngest(0, s.cap, rec, ingest); err != nil {
+	if skip {
+		rec.Release()
+	} else if err := ctx.EmitIngest(0, s.cap, rec, ingest); err != nil {
 		return false, err
 	}
 	if next > s.maxTS {

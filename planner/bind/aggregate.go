@@ -77,6 +77,10 @@ func (b *Binder) groupRef(e lang.Expr, sc *scope, ac *aggScope) expr.Expr {
 	case *lang.NumberLit, *lang.StringLit, *lang.BoolLit, *lang.NullLit, *lang.IntervalLit, *lang.TimestampLit:
 		return nil
 	}
+	if hasWindowCall(e) {
+		// Never a group key, and binding it here would collect the call.
+		return nil
+	}
 	// Bind e over the FROM row, quietly: failing here only means e is not a
 	// group key, and binding it in ac reports what is wrong.
 	n, clause := len(b.errs), b.clause
@@ -138,6 +142,10 @@ func (b *Binder) aggregate(s *lang.Select, order []*lang.OrderItem, node logical
 	}
 	b.clause = "GROUP BY"
 	for _, g := range s.GroupBy {
+		if g = b.groupItem(g, s, sc); g == nil {
+			ac.incomplete = true
+			continue
+		}
 		if fc, ok := g.(*lang.FuncCall); ok && isWindow(fc.Name) {
 			if ac.win != nil {
 				b.errorf(fc.Pos, ErrBind, "only one window per GROUP BY")
@@ -160,6 +168,8 @@ func (b *Binder) aggregate(s *lang.Select, order []*lang.OrderItem, node logical
 	// SELECT DISTINCT without GROUP BY or aggregates groups by its items; with
 	// them, the distinct rows are taken after the projection.
 	distinctGroups := s.Distinct && len(s.GroupBy) == 0 && s.Having == nil && !itemsAggregate(s, b)
+	ws := b.newWinScope(s)
+	b.wins = ws // selectBlock restores the enclosing block's
 	b.clause = "SELECT"
 	if distinctGroups {
 		for _, it := range s.Items {
@@ -201,7 +211,9 @@ func (b *Binder) aggregate(s *lang.Select, order []*lang.OrderItem, node logical
 	var having expr.Expr
 	if s.Having != nil {
 		b.clause = "HAVING"
+		b.wins = nil
 		having = b.predicate2(s.Having, sc, ac, "HAVING")
+		b.wins = ws
 	}
 	b.clause = "ORDER BY"
 	bindOrder := func(e lang.Expr) expr.Expr { return b.expr(e, sc, ac) }
@@ -230,10 +242,20 @@ func (b *Binder) aggregate(s *lang.Select, order []*lang.OrderItem, node logical
 	if having != nil {
 		n = &logical.Filter{Input: n, Pred: having, Pos: Pos(s.Having.Position())}
 	}
+	n = b.placeWindows(ws, n, p.exprs, Pos(s.Pos))
 	if len(p.exprs) == 0 {
 		return nil, nil
 	}
 	return p.build(n, keys, order, s.Distinct && !distinctGroups, Pos(s.Pos))
+}
+
+func itemsWindow(s *lang.Select) bool {
+	for _, it := range s.Items {
+		if it.Expr != nil && hasWindowCall(it.Expr) {
+			return true
+		}
+	}
+	return false
 }
 
 func itemsAggregate(s *lang.Select, b *Binder) bool {
@@ -290,4 +312,42 @@ func (b *Binder) window(fc *lang.FuncCall, sc *scope) *logical.Window {
 		w.Slide = durs[1]
 	}
 	return w
+}
+
+// groupItem resolves a GROUP BY item that names a SELECT item, as DuckDB
+// does: an ordinal (GROUP BY 1) is that item's expression, and so is a bare
+// name that is no column of the FROM row but an item's alias. nil when the
+// item is wrong (reported).
+func (b *Binder) groupItem(g lang.Expr, s *lang.Select, sc *scope) lang.Expr {
+	switch x := g.(type) {
+	case *lang.NumberLit:
+		v, err := x.Int64()
+		if err != nil {
+			return g // a constant; binding it says what is wrong
+		}
+		if v < 1 || v > int64(len(s.Items)) {
+			b.errorf(x.Pos, ErrBind, "GROUP BY position %d is not in the select list (1 to %d)", v, len(s.Items))
+			return nil
+		}
+		it := s.Items[v-1]
+		switch {
+		case it.Star:
+			b.errorf(x.Pos, ErrBind, "GROUP BY position %d is a *, not one expression", v)
+			return nil
+		case hasAggregateCall(it.Expr, b.Funcs):
+			b.errorf(x.Pos, ErrBind, "GROUP BY position %d is an aggregate (%s): it cannot be grouped by", v, lang.Print(it.Expr))
+			return nil
+		}
+		return it.Expr
+	case *lang.ColumnRef:
+		if len(x.Names) != 1 || sc.has("", x.Names[0]) {
+			return g
+		}
+		for _, it := range s.Items {
+			if it.Alias != "" && strings.EqualFold(it.Alias, x.Names[0]) && !hasAggregateCall(it.Expr, b.Funcs) {
+				return it.Expr
+			}
+		}
+	}
+	return g
 }

@@ -12,6 +12,7 @@ import (
 	"fmt"
 	"sort"
 	"strings"
+	"time"
 
 	"github.com/alecthomas/participle/v2/lexer"
 	"github.com/apache/arrow/go/v17/arrow"
@@ -88,10 +89,33 @@ type Binder struct {
 	// models counts model calls, so that a model called twice gets distinct
 	// operator names.
 	models map[string]int
+	// wins collects the window functions of the SELECT list and ORDER BY
+	// being bound; nil in every other clause, where they are errors.
+	wins *winScope
 	// CheckModelArgs, when set, checks each model call's arguments against
 	// the inputs the model's files declare; nil: the catalog's declared
 	// input types are all that is checked.
 	CheckModelArgs ModelArgChecker
+	// Now is the instant now() means (nil: the clock, read once per
+	// binder); tests pin it.
+	Now   func() time.Time
+	nowAt time.Time
+	// ctes are the WITH names in scope, innermost last.
+	ctes []*lang.CTE
+}
+
+// now is the query's instant, read once so that every now() agrees.
+func (b *Binder) now() time.Time {
+	if b.nowAt.IsZero() {
+		if b.Now != nil {
+			b.nowAt = b.Now()
+		} else {
+			b.nowAt = time.Now()
+		}
+		// Timestamps are microseconds.
+		b.nowAt = b.nowAt.UTC().Truncate(time.Microsecond)
+	}
+	return b.nowAt
 }
 
 // ModelArgChecker checks the bound types of a call's arguments against what
@@ -150,6 +174,9 @@ func (b *Binder) Bind(stmt lang.Statement) (*logical.Plan, error) {
 	b.countModels(q)
 	root, _ := b.query(q, nil)
 	obj := b.objectives(q.Objectives)
+	if obj.DataAware {
+		b.checkDataAware(root, obj.DataAwarePos)
+	}
 	if err := b.err(); err != nil {
 		return nil, err
 	}

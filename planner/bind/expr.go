@@ -10,12 +10,18 @@ import (
 	"github.com/tierflow/tierflow/lang"
 	"github.com/tierflow/tierflow/planner/catalog"
 	"github.com/tierflow/tierflow/planner/expr"
+	"github.com/tierflow/tierflow/planner/logical"
 )
 
 func hasAggregateCall(e lang.Node, reg *expr.Registry) bool {
 	found := false
 	lang.Inspect(e, func(n lang.Node) bool {
-		if x, ok := n.(*lang.FuncCall); ok {
+		if _, ok := n.(*lang.Query); ok {
+			return false // a subquery's aggregates are its own
+		}
+		if x, ok := n.(*lang.FuncCall); ok && x.Over == nil {
+			// sum(x) OVER (...) is a window function; only an aggregate in
+			// its arguments (sum(sum(x)) OVER ()) makes the block group.
 			if f, ok := reg.Lookup(x.Name); ok && f.Kind == expr.AggregateKind {
 				found = true
 			}
@@ -122,6 +128,8 @@ func (b *Binder) expr(e lang.Expr, sc *scope, ac *aggScope) expr.Expr {
 			return nil
 		}
 		return &expr.IsNull{Expr: v, Negated: x.Not}
+	case *lang.DistinctFromExpr:
+		return b.distinctFrom(x, sc, ac)
 	case *lang.BetweenExpr:
 		v, lo, hi := b.expr(x.X, sc, ac), b.expr(x.Low, sc, ac), b.expr(x.High, sc, ac)
 		if v == nil || lo == nil || hi == nil {
@@ -129,7 +137,21 @@ func (b *Binder) expr(e lang.Expr, sc *scope, ac *aggScope) expr.Expr {
 		}
 		out, err := expr.NewBetween(v, lo, hi, x.Not)
 		return b.check(x.Pos, out, err)
+	case *lang.SubqueryExpr:
+		return b.subquery(x.Query, x.Pos, expr.ScalarSubquery, nil, false, sc)
+	case *lang.ExistsExpr:
+		if in := b.decorrelateExists(x, sc); in != nil {
+			return b.expr(in, sc, ac)
+		}
+		return b.subquery(x.Query, x.Pos, expr.ExistsSubquery, nil, false, sc)
 	case *lang.InExpr:
+		if x.Subquery != nil {
+			v := b.expr(x.X, sc, ac)
+			if v == nil {
+				return nil
+			}
+			return b.subquery(x.Subquery, x.Pos, expr.InSubquery, v, x.Not, sc)
+		}
 		v := b.expr(x.X, sc, ac)
 		var list []expr.Expr
 		ok := v != nil
@@ -150,7 +172,7 @@ func (b *Binder) expr(e lang.Expr, sc *scope, ac *aggScope) expr.Expr {
 		if v == nil || p == nil {
 			return nil
 		}
-		out, err := expr.NewLike(v, p, x.Not, false)
+		out, err := expr.NewLike(v, p, x.Not, x.ILike)
 		return b.check(x.Pos, out, err)
 	case *lang.CaseExpr:
 		var op expr.Expr
@@ -198,7 +220,7 @@ func (b *Binder) expr(e lang.Expr, sc *scope, ac *aggScope) expr.Expr {
 			b.errorf(x.Type.Pos, ErrBind, "%v", err)
 			return nil
 		}
-		return &expr.Cast{Expr: v, To: t}
+		return &expr.Cast{Expr: v, To: t, Try: x.Try}
 	case *lang.FuncCall:
 		return b.call(x, sc, ac)
 	case *lang.FieldAccess:
@@ -223,6 +245,13 @@ func (b *Binder) check(p lexer.Position, e expr.Expr, err error) expr.Expr {
 }
 
 func (b *Binder) call(x *lang.FuncCall, sc *scope, ac *aggScope) expr.Expr {
+	if x.Over != nil {
+		return b.windowCall(x, sc, ac)
+	}
+	if isWindowOnly(x.Name) {
+		b.errorf(x.Pos, ErrBind, "%s is a window function: it needs OVER (...)", strings.ToLower(x.Name))
+		return nil
+	}
 	if isWindow(x.Name) {
 		b.errorf(x.Pos, ErrBind, "%s is a window: it belongs in GROUP BY, or in a join's ON as %s(l.ts, size) = %s(r.ts, size)", strings.ToUpper(x.Name), strings.ToUpper(x.Name), strings.ToUpper(x.Name))
 		return nil
@@ -266,6 +295,20 @@ func (b *Binder) call(x *lang.FuncCall, sc *scope, ac *aggScope) expr.Expr {
 		return nil
 	}
 	if f.Kind == expr.AggregateKind {
+		for i, a := range args[min(1, len(args)):] {
+			// Only the first argument is per row (quantile_cont(x, 0.9),
+			// string_agg(s, ', ')): the others are constants of the call.
+			if !isConstant(a) {
+				b.errorf(x.Args[i+1].Position(), ErrBind, "argument %d of %s must be a constant (a literal)", i+2, f.Name)
+				return nil
+			}
+			if strings.HasPrefix(f.Name, "quantile") {
+				if q, ok := literalFloat(a); !ok || q < 0 || q > 1 {
+					b.errorf(x.Args[i+1].Position(), ErrBind, "the fraction of %s must be from 0 to 1, got %s", f.Name, lang.Print(x.Args[i+1]))
+					return nil
+				}
+			}
+		}
 		a, err := b.Funcs.NewAggregate(f.Name, x.Distinct, args...)
 		if err != nil {
 			b.errorf(x.Pos, ErrBind, "%v", err)
@@ -276,6 +319,12 @@ func (b *Binder) call(x *lang.FuncCall, sc *scope, ac *aggScope) expr.Expr {
 	if x.Star || x.Distinct {
 		b.errorf(x.Pos, ErrBind, "%s is not an aggregate: * and DISTINCT do not apply", f.Name)
 		return nil
+	}
+	if f.Name == "now" && len(args) == 0 {
+		// One instant for the whole query, as DuckDB's now() is the
+		// statement's start: every row and every batch see the same.
+		l, _ := expr.NewLiteral(b.now())
+		return l
 	}
 	out, err := b.Funcs.NewCall(f.Name, args...)
 	return b.check(x.Pos, out, err)
@@ -344,4 +393,202 @@ func TypeString(t *lang.Type) string {
 		parts = append(parts, strconv.FormatInt(d, 10))
 	}
 	return "TENSOR(" + strings.Join(parts, ", ") + ")"
+}
+
+// distinctFrom binds x IS [NOT] DISTINCT FROM y as the CASE it means: NULL
+// equals NULL and differs from every value, and the answer is never NULL.
+func (b *Binder) distinctFrom(x *lang.DistinctFromExpr, sc *scope, ac *aggScope) expr.Expr {
+	l, r := b.expr(x.X, sc, ac), b.expr(x.Y, sc, ac)
+	if l == nil || r == nil {
+		return nil
+	}
+	cmp := "not_equal"
+	if x.Not {
+		cmp = "equal"
+	}
+	c, err := b.Funcs.NewCall(cmp, l, r)
+	if b.check(x.Pos, c, err) == nil {
+		return nil
+	}
+	lit := func(v bool) expr.Expr { e, _ := expr.NewLiteral(v); return e }
+	out, err := expr.NewCase([]expr.When{
+		{Cond: &expr.IsNull{Expr: l}, Then: &expr.IsNull{Expr: r, Negated: !x.Not}},
+		{Cond: &expr.IsNull{Expr: r}, Then: lit(!x.Not)},
+	}, c)
+	return b.check(x.Pos, out, err)
+}
+
+// isConstant reports whether e is a literal (or the cast the binder put on
+// one to coerce it): the constant arguments aggregates take.
+func isConstant(e expr.Expr) bool {
+	if c, ok := e.(*expr.Cast); ok {
+		e = c.Expr
+	}
+	l, ok := e.(*expr.Literal)
+	return ok && l.Value != nil
+}
+
+func literalFloat(e expr.Expr) (float64, bool) {
+	if c, ok := e.(*expr.Cast); ok {
+		e = c.Expr
+	}
+	switch v := e.(*expr.Literal).Value.(type) {
+	case int64:
+		return float64(v), true
+	case float64:
+		return v, true
+	}
+	return 0, false
+}
+
+// subquery binds an uncorrelated subquery used as a value, in EXISTS or in
+// IN: it is bound on its own (it sees the WITH names, not the outer row),
+// must read tables only (it is run once, before the query), and a value or
+// IN subquery must return one column.
+func (b *Binder) subquery(q *lang.Query, pos lexer.Position, kind expr.SubqueryKind, x expr.Expr, not bool, outer *scope) expr.Expr {
+	clause := b.clause
+	n0 := len(b.errs)
+	node, sc := b.query(q, nil)
+	b.clause = clause
+	for _, e := range b.errs[n0:] {
+		// A name of the outer row: say why it is not seen.
+		if _, name, ok := strings.Cut(e.Msg, `unknown column "`); ok {
+			name, _, _ = strings.Cut(name, `"`)
+			qual, col, dotted := strings.Cut(name, ".")
+			if !dotted {
+				qual, col = "", name
+			}
+			if outer != nil && outer.has(qual, col) {
+				e.Msg += " (it is a column of the outer query: of correlated subqueries only EXISTS with one equality to the outer row is supported yet)"
+			}
+		}
+		if _, name, ok := strings.Cut(e.Msg, `unknown relation "`); ok {
+			name, _, _ = strings.Cut(name, `"`)
+			if outer != nil && outer.hasQualifier(name) {
+				e.Msg += " (it is a relation of the outer query: of correlated subqueries only EXISTS with one equality to the outer row is supported yet)"
+			}
+		}
+	}
+	if node == nil {
+		return nil
+	}
+	var stream string
+	logical.Walk(node, func(n logical.Node) bool {
+		if s, ok := n.(*logical.Scan); ok && s.Stream != nil && stream == "" {
+			stream = s.Stream.Name
+		}
+		return stream == ""
+	})
+	if stream != "" {
+		b.errorf(pos, ErrBind, "a subquery in an expression reads tables only (it runs once, before the query), not stream %s", stream)
+		return nil
+	}
+	sq := &expr.Subquery{Kind: kind, Negated: not, Plan: node, Elem: expr.Bool}
+	if kind == expr.ExistsSubquery {
+		return sq
+	}
+	if len(sc.cols) != 1 {
+		b.errorf(pos, ErrBind, "a subquery used as a value returns one column, this one returns %d", len(sc.cols))
+		return nil
+	}
+	// A value in canonical type (INT is BIGINT): the executor puts a
+	// literal in its place.
+	sq.Elem = expr.Canonical(sc.cols[0].typ)
+	if kind == expr.InSubquery {
+		t, ok := expr.CommonType(x.Type(), sq.Elem)
+		if !ok {
+			b.errorf(pos, ErrBind, "IN compares %s with a subquery of %s", expr.TypeName(x.Type()), expr.TypeName(sq.Elem))
+			return nil
+		}
+		// Canonical: the IN list is then plain literals, a hash set.
+		t = expr.Canonical(t)
+		sq.Expr, sq.Elem = expr.CastTo(x, t), t
+	}
+	return sq
+}
+
+// decorrelateExists rewrites EXISTS (SELECT ... FROM f WHERE f.k = outer.k
+// AND rest) - one equality between a column of the subquery and one of the
+// outer row, the rest uncorrelated - as coalesce(outer.k IN (SELECT f.k FROM
+// f WHERE rest), FALSE), which is the same answer for every row, NULLs
+// included (no match, and a NULL key, is FALSE), and runs once. nil when the
+// subquery has another shape: it is then bound as written.
+func (b *Binder) decorrelateExists(x *lang.ExistsExpr, outer *scope) lang.Expr {
+	q := x.Query
+	s := q.Select
+	if outer == nil || len(q.UnionAll) > 0 || len(q.With) > 0 || q.Limit != nil || q.Offset != nil ||
+		s.Where == nil || len(s.From) == 0 || len(s.GroupBy) > 0 || s.Having != nil {
+		return nil
+	}
+	// The subquery's own columns, bound quietly: this only decides the
+	// rewrite; binding the result reports what is wrong.
+	n, clause := len(b.errs), b.clause
+	var inner *scope
+	for _, f := range s.From {
+		_, fsc := b.fromItem(f)
+		if fsc == nil {
+			b.errs, b.clause = b.errs[:n], clause
+			return nil
+		}
+		if inner == nil {
+			inner = fsc
+		} else {
+			inner = inner.concat(fsc)
+		}
+	}
+	b.errs, b.clause = b.errs[:n], clause
+	side := func(e lang.Expr) int { // 1: the subquery's, 2: the outer row's
+		c, ok := e.(*lang.ColumnRef)
+		if !ok || len(c.Names) > 2 {
+			return 0
+		}
+		qual, name := "", c.Names[len(c.Names)-1]
+		if len(c.Names) == 2 {
+			qual = c.Names[0]
+		}
+		if _, k := inner.resolve(qual, name); k > 0 {
+			return 1
+		}
+		if _, k := outer.resolve(qual, name); k == 1 {
+			return 2
+		}
+		return 0
+	}
+	var conj []lang.Expr
+	var split func(e lang.Expr)
+	split = func(e lang.Expr) {
+		if a, ok := e.(*lang.BinaryExpr); ok && a.Op == lang.OpAnd {
+			split(a.Left)
+			split(a.Right)
+			return
+		}
+		conj = append(conj, e)
+	}
+	split(s.Where)
+	var innerKey, outerKey lang.Expr
+	var rest lang.Expr
+	for _, c := range conj {
+		if eq, ok := c.(*lang.BinaryExpr); ok && eq.Op == lang.OpEq && innerKey == nil {
+			l, r := side(eq.Left), side(eq.Right)
+			if l == 1 && r == 2 {
+				innerKey, outerKey = eq.Left, eq.Right
+				continue
+			}
+			if l == 2 && r == 1 {
+				innerKey, outerKey = eq.Right, eq.Left
+				continue
+			}
+		}
+		if rest == nil {
+			rest = c
+		} else {
+			rest = &lang.BinaryExpr{Pos: rest.Position(), OpPos: c.Position(), Op: lang.OpAnd, Left: rest, Right: c}
+		}
+	}
+	if innerKey == nil {
+		return nil
+	}
+	sub := &lang.Query{Pos: q.Pos, Select: &lang.Select{Pos: s.Pos, Items: []*lang.SelectItem{{Pos: innerKey.Position(), Expr: innerKey}}, From: s.From, Where: rest}}
+	in := &lang.InExpr{Pos: x.Pos, X: outerKey, Subquery: sub}
+	return &lang.FuncCall{Pos: x.Pos, Name: "coalesce", Args: []lang.Expr{in, &lang.BoolLit{Pos: x.Pos, Value: false}}}
 }

@@ -70,7 +70,7 @@ func (b *Binder) orderKeys(order []*lang.OrderItem, p *projection, bind func(lan
 	for _, o := range order {
 		if i, ok := b.outputColumn(o.Expr, p.names[:p.visible]); ok {
 			if i >= 0 {
-				keys = append(keys, logical.SortKey{Expr: p.column(i), Desc: o.Desc})
+				keys = append(keys, nullOrder(o, p.column(i))...)
 			}
 			continue
 		}
@@ -93,7 +93,7 @@ func (b *Binder) orderKeys(order []*lang.OrderItem, p *projection, bind func(lan
 			p.quals = append(p.quals, "")
 			p.hidden++
 		}
-		keys = append(keys, logical.SortKey{Expr: p.column(i), Desc: o.Desc})
+		keys = append(keys, nullOrder(o, p.column(i))...)
 	}
 	return keys
 }
@@ -169,12 +169,12 @@ func (b *Binder) sortOutput(n logical.Node, sc *scope, order []*lang.OrderItem) 
 	for _, o := range order {
 		if i, ok := b.outputColumn(o.Expr, sc.names()); ok {
 			if i >= 0 {
-				keys = append(keys, logical.SortKey{Expr: &expr.Column{Index: i, Name: sc.cols[i].name, DataType: sc.cols[i].typ}, Desc: o.Desc})
+				keys = append(keys, nullOrder(o, &expr.Column{Index: i, Name: sc.cols[i].name, DataType: sc.cols[i].typ})...)
 			}
 			continue
 		}
 		if e := b.expr(o.Expr, sc, nil); e != nil {
-			keys = append(keys, logical.SortKey{Expr: e, Desc: o.Desc})
+			keys = append(keys, nullOrder(o, e)...)
 		}
 	}
 	if len(keys) == 0 {
@@ -202,4 +202,20 @@ func (b *Binder) star(it *lang.SelectItem, sc *scope) []starColumn {
 		b.unknown(it.Pos, "relation", it.Qualifier, nil)
 	}
 	return out
+}
+
+// nullOrder is the sort keys of one ORDER BY item. The sort operators put
+// NULL after every value, so last ascending and first descending; where the
+// item wants otherwise (NULLS FIRST ascending, and DESC, whose default is
+// NULLS LAST as in DuckDB) a key "e IS NULL" goes first to place them.
+func nullOrder(o *lang.OrderItem, e expr.Expr) []logical.SortKey {
+	key := logical.SortKey{Expr: e, Desc: o.Desc}
+	nullsFirst := o.Nulls == "FIRST"
+	if nullsFirst == o.Desc {
+		return []logical.SortKey{key}
+	}
+	if l, ok := e.(*expr.Literal); ok && l.Value != nil {
+		return []logical.SortKey{key}
+	}
+	return []logical.SortKey{{Expr: &expr.IsNull{Expr: e}, Desc: nullsFirst}, key}
 }

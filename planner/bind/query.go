@@ -17,6 +17,18 @@ import (
 // query binds a query (with its UNION ALL branches, ORDER BY and LIMIT); nil
 // node when a branch failed (errors are recorded).
 func (b *Binder) query(q *lang.Query, _ *scope) (logical.Node, *scope) {
+	if len(q.With) > 0 {
+		outer := len(b.ctes)
+		seen := map[string]bool{}
+		for _, c := range q.With {
+			if seen[strings.ToLower(c.Name)] {
+				b.errorf(c.Pos, ErrBind, "WITH names %s twice", c.Name)
+			}
+			seen[strings.ToLower(c.Name)] = true
+			b.ctes = append(b.ctes, c)
+		}
+		defer func() { b.ctes = b.ctes[:outer] }()
+	}
 	var nodes []logical.Node
 	var first *scope
 	selects := q.Selects()
@@ -59,12 +71,30 @@ func (b *Binder) query(q *lang.Query, _ *scope) (logical.Node, *scope) {
 	if len(q.OrderBy) > 0 && len(selects) > 1 {
 		n = b.sortOutput(n, first, q.OrderBy)
 	}
-	if q.Limit != nil {
-		v, err := q.Limit.Int64()
-		if err != nil || v < 0 {
-			b.errorf(q.Limit.Pos, ErrBind, "LIMIT wants a non-negative integer, got %s", q.Limit.Value)
-		} else {
-			n = &logical.Limit{Input: n, N: v, Pos: Pos(q.Limit.Pos)}
+	if q.Limit != nil || q.Offset != nil {
+		lim := &logical.Limit{Input: n, N: logical.NoLimit}
+		ok := true
+		if q.Limit != nil {
+			v, err := q.Limit.Int64()
+			if err != nil || v < 0 {
+				b.errorf(q.Limit.Pos, ErrBind, "LIMIT wants a non-negative integer, got %s", q.Limit.Value)
+				ok = false
+			}
+			lim.N, lim.Pos = v, Pos(q.Limit.Pos)
+		}
+		if q.Offset != nil {
+			v, err := q.Offset.Int64()
+			if err != nil || v < 0 {
+				b.errorf(q.Offset.Pos, ErrBind, "OFFSET wants a non-negative integer, got %s", q.Offset.Value)
+				ok = false
+			}
+			lim.Offset = v
+			if q.Limit == nil {
+				lim.Pos = Pos(q.Offset.Pos)
+			}
+		}
+		if ok {
+			n = lim
 		}
 	}
 	return n, first
@@ -72,12 +102,17 @@ func (b *Binder) query(q *lang.Query, _ *scope) (logical.Node, *scope) {
 
 // selectBlock binds one SELECT, and the query's ORDER BY when order is set.
 func (b *Binder) selectBlock(s *lang.Select, order []*lang.OrderItem) (logical.Node, *scope) {
-	if len(s.From) == 0 {
-		b.errorf(s.Pos, ErrBind, "a query needs a FROM clause: tierflow queries read streams or tables")
-		return nil, nil
-	}
+	// A block nested in an expression (a subquery) has window functions of
+	// its own, and none in its WHERE.
+	prev := b.wins
+	b.wins = nil
+	defer func() { b.wins = prev }()
 	var node logical.Node
 	var sc *scope
+	if len(s.From) == 0 {
+		// SELECT without FROM reads one row of no columns, as DuckDB.
+		node, sc = &logical.Values{Pos: Pos(s.Pos)}, &scope{}
+	}
 	for _, f := range s.From {
 		n, fsc := b.fromItem(f)
 		if n == nil {
@@ -97,7 +132,10 @@ func (b *Binder) selectBlock(s *lang.Select, order []*lang.OrderItem) (logical.N
 		}
 		b.clause = ""
 	}
-	aggregating := len(s.GroupBy) > 0 || s.Having != nil || s.Distinct || itemsAggregate(s, b)
+	// SELECT DISTINCT over window functions takes the distinct rows of the
+	// projection (project does), not groups of the FROM rows.
+	distinct := s.Distinct && !itemsWindow(s)
+	aggregating := len(s.GroupBy) > 0 || s.Having != nil || distinct || itemsAggregate(s, b)
 	for _, o := range order {
 		aggregating = aggregating || hasAggregateCall(o.Expr, b.Funcs)
 	}
@@ -110,6 +148,8 @@ func (b *Binder) selectBlock(s *lang.Select, order []*lang.OrderItem) (logical.N
 // project binds the SELECT list of a non-aggregating block.
 func (b *Binder) project(s *lang.Select, order []*lang.OrderItem, node logical.Node, sc *scope) (logical.Node, *scope) {
 	p := &projection{}
+	ws := b.newWinScope(s)
+	b.wins = ws // selectBlock restores the enclosing block's
 	b.clause = "SELECT"
 	for _, it := range s.Items {
 		if it.Star {
@@ -123,19 +163,20 @@ func (b *Binder) project(s *lang.Select, order []*lang.OrderItem, node logical.N
 			continue
 		}
 		qual := ""
-		if c, ok := e.(*expr.Column); ok && it.Alias == "" {
+		if c, ok := e.(*expr.Column); ok && it.Alias == "" && c.Index < len(sc.cols) {
 			// A later reference to s.camera still finds the column s.camera became.
 			qual = sc.cols[c.Index].qual
 		}
 		p.item(it, e, false, qual)
 	}
 	b.clause = "ORDER BY"
-	keys := b.orderKeys(order, p, func(e lang.Expr) expr.Expr { return b.expr(e, sc, nil) }, false)
+	keys := b.orderKeys(order, p, func(e lang.Expr) expr.Expr { return b.expr(e, sc, nil) }, s.Distinct)
 	b.clause = ""
 	if p.visible == 0 {
 		return nil, nil
 	}
-	return p.build(node, keys, order, false, Pos(s.Pos))
+	node = b.placeWindows(ws, node, p.exprs, Pos(s.Pos))
+	return p.build(node, keys, order, s.Distinct, Pos(s.Pos))
 }
 
 func itemName(it *lang.SelectItem, e expr.Expr, grouped bool) string {
@@ -150,6 +191,10 @@ func itemName(it *lang.SelectItem, e expr.Expr, grouped bool) string {
 	}
 	if c, ok := e.(*expr.Column); ok {
 		return c.Name
+	}
+	if _, ok := it.Expr.(*lang.DistinctFromExpr); ok {
+		// Bound as a CASE, which would make a long name.
+		return lang.Print(it.Expr)
 	}
 	if expr.HasAggregate(e) || grouped {
 		// Over an Aggregate's output the bound form reads agg0, agg1...:
@@ -187,6 +232,17 @@ func (b *Binder) fromItem(f *lang.FromItem) (logical.Node, *scope) {
 			return nil, nil
 		}
 		both := sc.concat(rsc)
+		switch j.Kind {
+		case lang.JoinRight:
+			if node = b.rightJoin(j, node, right, sc, rsc); node == nil {
+				return nil, nil
+			}
+			sc = both
+			continue
+		case lang.JoinFull:
+			b.errorf(j.Pos, ErrNotSupported, "FULL JOIN is not supported yet (LEFT and RIGHT JOIN are)")
+			return nil, nil
+		}
 		kind := logical.InnerJoin
 		switch j.Kind {
 		case lang.JoinLeft:
@@ -232,6 +288,9 @@ func (b *Binder) tableRef(t *lang.TableRef) (logical.Node, *scope) {
 	alias := t.Alias
 	if alias == "" {
 		alias = t.Name
+	}
+	if n, sc, ok := b.cteRef(t, alias); ok {
+		return n, sc
 	}
 	st := b.Catalog.Stream(t.Name)
 	tb := b.Catalog.Table(t.Name)
@@ -458,6 +517,9 @@ func (b *Binder) objectives(os []lang.Objective) logical.Objectives {
 		case *lang.AccuracyObjective:
 			v := num(x.Min)
 			o.Accuracy, o.AccuracyPos = &v, Pos(x.Pos)
+			if x.DataAware {
+				o.DataAware, o.DataAwarePos = true, Pos(x.Pos)
+			}
 		case *lang.ThroughputObjective:
 			o.Throughput, o.ThroughputPos = num(x.Min)/x.Per.Seconds(), Pos(x.Pos)
 		case *lang.LatencyObjective:
@@ -528,4 +590,78 @@ func (b *Binder) callBatch(opts []*lang.CallOption) logical.CallBatch {
 		}
 	}
 	return cb
+}
+
+// cteRef binds a FROM name that a WITH defines (the innermost of that name;
+// a CTE's own name and later ones are not in scope in its body, so it cannot
+// refer to itself). Each reference binds the CTE's query anew: a CTE is
+// inlined, as DuckDB does unless it is materialized. ok is false when no CTE
+// has the name.
+func (b *Binder) cteRef(t *lang.TableRef, alias string) (logical.Node, *scope, bool) {
+	i := len(b.ctes) - 1
+	for i >= 0 && !strings.EqualFold(b.ctes[i].Name, t.Name) {
+		i--
+	}
+	if i < 0 {
+		return nil, nil, false
+	}
+	c := b.ctes[i]
+	saved := b.ctes
+	b.ctes = b.ctes[:i:i]
+	n, sc := b.query(c.Query, nil)
+	b.ctes = saved
+	if n == nil {
+		return nil, nil, true
+	}
+	if len(c.Columns) > len(sc.cols) {
+		b.errorf(c.Pos, ErrBind, "WITH %s names %d columns, its query has %d", c.Name, len(c.Columns), len(sc.cols))
+		return nil, nil, true
+	}
+	out := &scope{}
+	for j, col := range sc.cols {
+		name := col.name
+		if j < len(c.Columns) {
+			name = c.Columns[j]
+		}
+		out.cols = append(out.cols, column{qual: alias, name: name, typ: col.typ})
+	}
+	return n, out, true
+}
+
+// rightJoin binds l RIGHT JOIN r ON c as r LEFT JOIN l ON c, with a
+// projection that puts the columns back in the written order (l's, then
+// r's), so that the rest of the query sees the join as written.
+func (b *Binder) rightJoin(j *lang.Join, left, right logical.Node, lsc, rsc *scope) logical.Node {
+	if j.On == nil {
+		b.errorf(j.Pos, ErrBind, "RIGHT JOIN needs an ON condition")
+		return nil
+	}
+	if _, wc := splitWindow(j.On); wc != nil {
+		b.errorf(j.Pos, ErrNotSupported, "a windowed RIGHT JOIN is not supported yet: swap the inputs and use LEFT JOIN")
+		return nil
+	}
+	b.clause = "ON"
+	on := b.predicate(j.On, rsc.concat(lsc), "ON")
+	b.clause = ""
+	if on == nil {
+		return nil
+	}
+	jn := logical.NewJoin(logical.LeftJoin, right, left, on, Pos(j.Pos))
+	nl, nr := len(lsc.cols), len(rsc.cols)
+	exprs := make([]expr.Expr, 0, nl+nr)
+	names := make([]string, 0, nl+nr)
+	for _, i := range append(seq(nr, nr+nl), seq(0, nr)...) {
+		f := jn.Schema().Field(i)
+		exprs = append(exprs, &expr.Column{Index: i, Name: f.Name, DataType: f.Type})
+		names = append(names, f.Name)
+	}
+	return logical.NewProject(jn, exprs, names, Pos(j.Pos))
+}
+
+func seq(from, to int) []int {
+	out := make([]int, 0, to-from)
+	for i := from; i < to; i++ {
+		out = append(out, i)
+	}
+	return out
 }

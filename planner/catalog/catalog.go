@@ -108,9 +108,59 @@ type Variant struct {
 	// ProxyCost ranks variants before workers are known (model selection).
 	ProxyCost float64 `yaml:"proxy_cost,omitempty"`
 	// Latency per item in milliseconds, by worker type (or worker) name.
-	Latency    map[string]Latency `yaml:"latency_ms"`
-	Provenance string             `yaml:"provenance,omitempty"`
-	Pos        Pos                `yaml:"-"`
+	Latency map[string]Latency `yaml:"latency_ms"`
+	// Classes is the variant's recall on each true class of a labelled
+	// validation set, with the class's support there (`tierflow profile`
+	// measures it). Its accuracy is sum_c freq_c * recall_c for the set's
+	// class frequencies; a data-aware plan puts the live stream's estimated
+	// frequencies in their place (SneakPeek, eq. 9).
+	Classes    []ClassRecall `yaml:"classes,omitempty"`
+	Provenance string        `yaml:"provenance,omitempty"`
+	// InputSize, when set, is the [height, width] the variant takes its
+	// images at: a sender resizes frames to it before they cross a link
+	// (data adaptation, Jellyfish 7.3), so a smaller size is fewer bytes.
+	InputSize []int `yaml:"input_size,flow,omitempty"`
+	Pos       Pos   `yaml:"-"`
+}
+
+// ClassRecall is a variant's recall (percent) on one true class, measured
+// on Support rows of that class.
+type ClassRecall struct {
+	Class   string  `yaml:"class"`
+	Recall  float64 `yaml:"recall"`
+	Support int     `yaml:"support"`
+}
+
+// Recall returns the variant's recall on class c and whether it was
+// profiled.
+func (v *Variant) Recall(c string) (float64, bool) {
+	for _, r := range v.Classes {
+		if r.Class == c {
+			return r.Recall, true
+		}
+	}
+	return 0, false
+}
+
+// ExpectedAccuracy is the variant's accuracy (percent) on data with the
+// given class frequencies (any non-negative weights; they are normalised):
+// sum_c freq_c * recall_c over the profiled classes (SneakPeek, eq. 9).
+// Without a per-class profile, or with no weight on a profiled class, it is
+// the profiled accuracy.
+func (v *Variant) ExpectedAccuracy(freq map[string]float64) float64 {
+	if len(v.Classes) == 0 {
+		return v.Accuracy
+	}
+	var sum, w float64
+	for _, r := range v.Classes {
+		f := freq[r.Class]
+		sum += f * r.Recall
+		w += f
+	}
+	if w <= 0 {
+		return v.Accuracy
+	}
+	return sum / w
 }
 
 // Latency is a latency distribution in milliseconds per item.
@@ -118,6 +168,11 @@ type Latency struct {
 	P50 float64 `yaml:"p50"`
 	P75 float64 `yaml:"p75"`
 	P90 float64 `yaml:"p90"`
+	// ByBatch, when measured (`tierflow profile`), is the latency of one
+	// whole call at each batch size, in milliseconds: model latency grows
+	// with the batch, sub-linearly, and a latency SLO has to pick the batch
+	// size from it (Jellyfish 4.1: l_j(b)). Batch.go reads it.
+	ByBatch map[int]Latency `yaml:"by_batch,omitempty"`
 }
 
 // At returns the latency at percentile p (50, 75 or 90).

@@ -2,6 +2,7 @@ package catalog
 
 import (
 	"errors"
+	"math"
 	"strings"
 	"testing"
 )
@@ -126,5 +127,50 @@ models:
 		if err == nil || !strings.Contains(err.Error(), bad.want) {
 			t.Errorf("values %s: error %v, want %q", bad.values, err, bad.want)
 		}
+	}
+}
+
+// TestClassRecalls reads per-class profiles, weighs them by a class mix, and
+// reports a bad row where it is.
+func TestClassRecalls(t *testing.T) {
+	src := `models:
+  - name: m
+    variants:
+      - name: a
+        accuracy: 80
+        output_kb: 1
+        latency_ms: {x: 1}
+        classes:
+          - {class: cat, recall: 90, support: 10}
+          - {class: dog, recall: 70, support: 10}
+`
+	c, err := Parse("c.yaml", []byte(src))
+	if err != nil {
+		t.Fatal(err)
+	}
+	v := c.Model("m").Variant("a")
+	if r, ok := v.Recall("dog"); !ok || r != 70 {
+		t.Fatalf("recall dog = %v %v", r, ok)
+	}
+	for _, tc := range []struct {
+		freq map[string]float64
+		want float64
+	}{
+		{map[string]float64{"cat": 1, "dog": 1}, 80},
+		{map[string]float64{"cat": 0.9, "dog": 0.1}, 88},
+		{map[string]float64{"dog": 3}, 70},
+		{map[string]float64{"bird": 1}, 80}, // nothing known: the profiled accuracy
+		{nil, 80},
+	} {
+		if got := v.ExpectedAccuracy(tc.freq); math.Abs(got-tc.want) > 1e-9 {
+			t.Errorf("ExpectedAccuracy(%v) = %v, want %v", tc.freq, got, tc.want)
+		}
+	}
+	bad := strings.Replace(src, "recall: 70", "recall: 170", 1)
+	bad = strings.Replace(bad, "class: dog", "class: cat", 1)
+	_, err = Parse("c.yaml", []byte(bad))
+	if err == nil || !errors.Is(err, ErrInvalid) || !strings.Contains(err.Error(), "c.yaml:10:") ||
+		!strings.Contains(err.Error(), "not a percentage") || !strings.Contains(err.Error(), `class "cat" profiled twice`) {
+		t.Fatalf("bad classes: %v", err)
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"fmt"
 	"os"
+	"strconv"
 
 	"gopkg.in/yaml.v3"
 
@@ -127,7 +128,7 @@ func decodeModel(d *yamlx.Decoder, n *yaml.Node) *Model {
 }
 
 func decodeVariant(d *yamlx.Decoder, n *yaml.Node) *Variant {
-	fs := d.Map(n, "variant", "name", "file", "accuracy", "profile", "output_kb", "proxy_cost", "latency_ms", "provenance")
+	fs := d.Map(n, "variant", "name", "file", "accuracy", "profile", "output_kb", "proxy_cost", "latency_ms", "classes", "provenance", "input_size")
 	v := &Variant{
 		Name:       d.Str(d.Required(n, fs, "name", "variant"), "variant.name"),
 		File:       d.Str(fs["file"], "variant.file"),
@@ -138,12 +139,44 @@ func decodeVariant(d *yamlx.Decoder, n *yaml.Node) *Variant {
 		Latency:    map[string]Latency{},
 		Pos:        d.Pos(n),
 	}
+	if f := fs["input_size"]; f.Value != nil {
+		for _, x := range d.Floats(f, "variant.input_size") {
+			if x < 1 || x != float64(int(x)) {
+				d.Errorf(f.Value, "variant.input_size: %v is not a size in pixels", x)
+				continue
+			}
+			v.InputSize = append(v.InputSize, int(x))
+		}
+		if len(v.InputSize) != 2 {
+			d.Errorf(f.Value, "variant.input_size: want [height, width]")
+		}
+	}
 	for _, rn := range d.Seq(fs["profile"].Value, "variant.profile") {
 		rfs := d.Map(rn, "profile row", "inputs", "output")
 		v.Profile = append(v.Profile, ProfileRow{
 			Inputs: d.Floats(rfs["inputs"], "profile.inputs"),
 			Output: d.Float(d.Required(rn, rfs, "output", "profile row"), "profile.output", 0),
 		})
+	}
+	seen := map[string]bool{}
+	for _, cn := range d.Seq(fs["classes"].Value, "variant.classes") {
+		cfs := d.Map(cn, "classes row", "class", "recall", "support")
+		c := ClassRecall{
+			Class:   d.Str(d.Required(cn, cfs, "class", "classes row"), "classes.class"),
+			Recall:  d.NonNegFloat(d.Required(cn, cfs, "recall", "classes row"), "classes.recall", 0),
+			Support: d.Int(cfs["support"], "classes.support", 0),
+		}
+		if c.Recall > 100 {
+			d.Errorf(cfs["recall"].Value, "classes.recall: %v is not a percentage (0..100)", c.Recall)
+		}
+		if c.Support < 0 {
+			d.Errorf(cfs["support"].Value, "classes.support: %d must not be negative", c.Support)
+		}
+		if seen[c.Class] {
+			d.Errorf(cn, "variant %s: class %q profiled twice", v.Name, c.Class)
+		}
+		seen[c.Class] = true
+		v.Classes = append(v.Classes, c)
 	}
 	lat := d.Required(n, fs, "latency_ms", "variant "+v.Name)
 	for _, p := range d.Pairs(lat.Value, "latency_ms") {
@@ -152,16 +185,12 @@ func decodeVariant(d *yamlx.Decoder, n *yaml.Node) *Variant {
 		if p.Value != nil && p.Value.Kind == yaml.ScalarNode {
 			// One number: the same latency at every percentile.
 			x := d.NonNegFloat(yamlx.Field{Value: p.Value}, what, 0)
-			l = Latency{x, x, x}
+			l = Latency{P50: x, P75: x, P90: x}
 		} else {
-			lfs := d.Map(p.Value, what, "p50", "p75", "p90")
-			l = Latency{
-				P50: d.NonNegFloat(d.Required(p.Value, lfs, "p50", what), what+".p50", 0),
-				P75: d.NonNegFloat(d.Required(p.Value, lfs, "p75", what), what+".p75", 0),
-				P90: d.NonNegFloat(d.Required(p.Value, lfs, "p90", what), what+".p90", 0),
-			}
-			if l.P50 > l.P75 || l.P75 > l.P90 {
-				d.Errorf(p.Value, "%s: percentiles must not decrease (p50 %v, p75 %v, p90 %v)", what, l.P50, l.P75, l.P90)
+			lfs := d.Map(p.Value, what, "p50", "p75", "p90", "by_batch")
+			l = decodePercentiles(d, p.Value, lfs, what)
+			if bb := lfs["by_batch"]; bb.Value != nil {
+				l.ByBatch = decodeByBatch(d, bb, what+".by_batch")
 			}
 		}
 		if l.P50 == 0 {
@@ -170,6 +199,39 @@ func decodeVariant(d *yamlx.Decoder, n *yaml.Node) *Variant {
 		v.Latency[p.Key.Value] = l
 	}
 	return v
+}
+
+// decodePercentiles reads p50/p75/p90, which must not decrease.
+func decodePercentiles(d *yamlx.Decoder, n *yaml.Node, fs map[string]yamlx.Field, what string) Latency {
+	l := Latency{
+		P50: d.NonNegFloat(d.Required(n, fs, "p50", what), what+".p50", 0),
+		P75: d.NonNegFloat(d.Required(n, fs, "p75", what), what+".p75", 0),
+		P90: d.NonNegFloat(d.Required(n, fs, "p90", what), what+".p90", 0),
+	}
+	if l.P50 > l.P75 || l.P75 > l.P90 {
+		d.Errorf(n, "%s: percentiles must not decrease (p50 %v, p75 %v, p90 %v)", what, l.P50, l.P75, l.P90)
+	}
+	return l
+}
+
+// decodeByBatch reads latency_ms.<type>.by_batch: batch size -> the
+// percentiles of one call of that many rows (ms).
+func decodeByBatch(d *yamlx.Decoder, f yamlx.Field, what string) map[int]Latency {
+	out := map[int]Latency{}
+	for _, p := range d.Pairs(f.Value, what) {
+		b, err := strconv.Atoi(p.Key.Value)
+		if err != nil || b < 1 || b > 4096 {
+			d.Errorf(p.Key, "%s: %q is not a batch size (1..4096)", what, p.Key.Value)
+			continue
+		}
+		w := what + "." + p.Key.Value
+		l := decodePercentiles(d, p.Value, d.Map(p.Value, w, "p50", "p75", "p90"), w)
+		if l.P50 == 0 {
+			d.Errorf(p.Key, "%s: latency must be positive", w)
+		}
+		out[b] = l
+	}
+	return out
 }
 
 func decodeStream(d *yamlx.Decoder, n *yaml.Node) *Stream {

@@ -132,6 +132,9 @@ func Tree(p *physical.Plan) *treeprint.Node {
 			if bt := op.Batch; bt != nil && len(op.Workers) > 0 {
 				n.Details = append(n.Details, "batching: "+BatchText(bt))
 			}
+			if len(op.Classes) > 0 {
+				n.Details = append(n.Details, ClassText(op))
+			}
 			n.Details = append(n.Details, fmt.Sprintf("cost: compute %.4f, network %.4f per hour", op.ComputeCost, op.NetworkCost))
 			for _, f := range op.Fused {
 				n.Details = append(n.Details, "runs with: "+f)
@@ -164,6 +167,29 @@ func opHead(op *physical.Operator) string {
 		return fmt.Sprintf("%s [variant %s] %.4g items/s", op.Name, op.Variant, op.Demand)
 	}
 	return fmt.Sprintf("%s [variant %s] %.4g items/s, accuracy %.4g", op.Name, op.Variant, op.Demand, op.Accuracy)
+}
+
+// ClassText is the chosen variant's recall per true class in one line
+// ("recall by class: Bag 96.5, Coat 80.1, ..."), each with the class's share
+// of the data when the plan's accuracy is data-aware.
+func ClassText(op *physical.Operator) string {
+	parts := make([]string, 0, len(op.Classes))
+	var sum float64
+	for _, f := range op.ClassFreq {
+		sum += f
+	}
+	for _, c := range op.Classes {
+		if op.ClassFreq != nil && sum > 0 {
+			parts = append(parts, fmt.Sprintf("%s %.4g (%.0f%%)", c.Class, c.Recall, 100*op.ClassFreq[c.Class]/sum))
+			continue
+		}
+		parts = append(parts, fmt.Sprintf("%s %.4g", c.Class, c.Recall))
+	}
+	head := "recall by class: "
+	if op.ClassFreq != nil {
+		head = "recall by class (estimated share of the stream): "
+	}
+	return head + strings.Join(parts, ", ")
 }
 
 // BatchText describes an operator's batching in one phrase.

@@ -1,6 +1,7 @@
 package expr
 
 import (
+	"math"
 	"time"
 
 	"github.com/apache/arrow/go/v17/arrow"
@@ -54,6 +55,11 @@ func unaryDouble(name, doc string, examples ...Example) *Function {
 func unaryString(name, doc string, examples ...Example) *Function {
 	return &Function{Name: name, Kind: Scalar, Doc: doc, Examples: examples,
 		Signatures: []Signature{sig(ret(String), "VARCHAR", p("s", StringClass))}}
+}
+
+func stat(name, doc string, examples ...Example) *Function {
+	return &Function{Name: name, Kind: AggregateKind, Doc: doc, Examples: examples,
+		Signatures: []Signature{sig(ret(Float64), "DOUBLE", p("x", num))}}
 }
 
 func builtinFunctions() []*Function {
@@ -157,13 +163,26 @@ func builtinFunctions() []*Function {
 			Signatures: []Signature{sig(ret(Bool), "BOOLEAN", p("s", StringClass), p("suffix", StringClass))},
 			Examples:   []Example{ex(true, "tierflow", "flow")}},
 
-		{Name: "date_trunc", Kind: Scalar, Doc: "Truncates t to the unit: 'millisecond', 'second', 'minute', 'hour', 'day'.",
+		{Name: "regexp_matches", Kind: Scalar, Doc: "TRUE when the regular expression (RE2, as DuckDB's) matches anywhere in s; options: 'i' ignores case, 's' lets . match a newline.",
+			Signatures: []Signature{sig(ret(Bool), "BOOLEAN", p("s", StringClass), p("pattern", StringClass)),
+				sig(ret(Bool), "BOOLEAN", p("s", StringClass), p("pattern", StringClass), p("options", StringClass))},
+			Examples: []Example{ex(true, "tierflow", "fl.w"), ex(false, "tierflow", "^flow"), ex(true, "TierFlow", "flow$", "i")}},
+		{Name: "regexp_replace", Kind: Scalar, Doc: "s with the first match of the regular expression replaced (every match with option 'g'); \\1 in the replacement is the first group.",
+			Signatures: []Signature{sig(ret(String), "VARCHAR", p("s", StringClass), p("pattern", StringClass), p("replacement", StringClass)),
+				sig(ret(String), "VARCHAR", p("s", StringClass), p("pattern", StringClass), p("replacement", StringClass), p("options", StringClass))},
+			Examples: []Example{ex("a-b c", "a b c", " ", "-"), ex("a-b-c", "a b c", " ", "-", "g"), ex("2024/03", "03-2024", `(\d+)-(\d+)`, `\2/\1`)}},
+		{Name: "date_trunc", Kind: Scalar, Doc: "Truncates t to the unit: 'microsecond', 'millisecond', 'second', 'minute', 'hour', 'day', 'week' (ISO, from Monday), 'month', 'quarter', 'year'.",
 			Signatures: []Signature{sig(ret(Timestamp), "TIMESTAMP", p("unit", StringClass), p("t", TimestampClass))},
 			Examples: []Example{ex(time.Date(2024, 3, 1, 12, 34, 0, 0, time.UTC), "minute", ts0),
-				ex(time.Date(2024, 3, 1, 0, 0, 0, 0, time.UTC), "day", ts0)}},
-		{Name: "date_part", Kind: Scalar, Doc: "A field of t: 'year', 'month', 'day', 'hour', 'minute', 'second', 'millisecond', 'dow' (0 = Sunday), 'epoch' (seconds); also EXTRACT(unit FROM t).",
+				ex(time.Date(2024, 3, 1, 0, 0, 0, 0, time.UTC), "day", ts0),
+				ex(time.Date(2024, 2, 26, 0, 0, 0, 0, time.UTC), "week", ts0),
+				ex(time.Date(2024, 1, 1, 0, 0, 0, 0, time.UTC), "quarter", ts0)}},
+		{Name: "date_part", Kind: Scalar, Doc: "A field of t, as DuckDB: 'year', 'quarter', 'month', 'week' (ISO), 'day', 'hour', 'minute', 'second', 'millisecond' and 'microsecond' (of the minute, seconds included), 'dow' (0 = Sunday), 'isodow' (1 = Monday), 'doy', 'decade', 'century', 'epoch' (seconds); also EXTRACT(unit FROM t).",
 			Signatures: []Signature{sig(ret(Int64), "BIGINT", p("unit", StringClass), p("t", TimestampClass))},
-			Examples:   []Example{ex(int64(2024), "year", ts0), ex(int64(34), "minute", ts0), ex(int64(5), "dow", ts0)}},
+			Examples: []Example{ex(int64(2024), "year", ts0), ex(int64(34), "minute", ts0), ex(int64(5), "dow", ts0),
+				ex(int64(56789), "millisecond", ts0), ex(int64(1), "quarter", ts0), ex(int64(9), "week", ts0)}},
+		{Name: "now", Kind: Scalar, Doc: "The current time; one value for the whole query (its start), as in DuckDB.",
+			Signatures: []Signature{sig(ret(Timestamp), "TIMESTAMP")}, Volatile: true},
 		{Name: "to_timestamp", Kind: Scalar, Doc: "Timestamp from seconds since the Unix epoch (fractions kept to the microsecond).",
 			Signatures: []Signature{sig(ret(Timestamp), "TIMESTAMP", p("seconds", num))},
 			Examples:   []Example{ex(time.Unix(1700000000, 0).UTC(), int64(1700000000)), ex(time.Unix(1, 500000000).UTC(), 1.5)}},
@@ -187,6 +206,27 @@ func builtinFunctions() []*Function {
 		{Name: "max", Kind: AggregateKind, Doc: "Largest non-NULL value.",
 			Signatures: []Signature{sig(retArg(0), "same as x", p("x", AnyClass))},
 			Examples:   []Example{ex(2.5, []any{1.0, 2.5, nil})}},
+
+		stat("stddev_samp", "Sample standard deviation of the non-NULL values (n - 1); NULL for fewer than two.", ex(1.0, []any{int64(1), int64(2), nil, int64(3)})),
+		stat("stddev", "Same as stddev_samp.", ex(math.Sqrt(2), []any{1.0, 3.0})),
+		stat("stddev_pop", "Population standard deviation of the non-NULL values (n).", ex(1.0, []any{1.0, 3.0}), ex(nil, []any{nil})),
+		stat("var_samp", "Sample variance of the non-NULL values (n - 1); NULL for fewer than two.", ex(2.0, []any{1.0, 3.0}), ex(nil, []any{4.0})),
+		stat("variance", "Same as var_samp.", ex(1.0, []any{int64(1), int64(2), int64(3)})),
+		stat("var_pop", "Population variance of the non-NULL values (n).", ex(1.0, []any{1.0, 3.0})),
+		stat("median", "The middle of the non-NULL values; the mean of the two middle ones for an even count (quantile_cont(x, 0.5)).",
+			ex(2.0, []any{int64(3), int64(1), nil, int64(2)}), ex(2.5, []any{4.0, 1.0, 2.0, 3.0})),
+		{Name: "quantile_cont", Kind: AggregateKind, Doc: "The q-quantile (q from 0 to 1, a constant) of the non-NULL values, interpolated between the two nearest.",
+			Signatures: []Signature{sig(ret(Float64), "DOUBLE", p("x", num), p("q", num))},
+			Examples:   []Example{ex(1.75, []any{1.0, 2.0, 3.0, 4.0}, 0.25), ex(4.0, []any{int64(4), int64(1)}, int64(1))}},
+		{Name: "quantile_disc", Kind: AggregateKind, Doc: "The q-quantile (q from 0 to 1, a constant) of the non-NULL values: the value at position ceil(n * q) - 1 in order (the lower middle for 0.5).",
+			Signatures: []Signature{sig(retArg(0), "same as x", p("x", num), p("q", num))},
+			Examples:   []Example{ex(2.0, []any{1.0, 2.0, 3.0, 4.0}, 0.5), ex(int64(1), []any{int64(3), int64(1), int64(2)}, 0.0), ex(int64(3), []any{int64(3), int64(1), int64(2)}, 0.7)}},
+		{Name: "quantile", Kind: AggregateKind, Doc: "Same as quantile_disc (as in DuckDB).",
+			Signatures: []Signature{sig(retArg(0), "same as x", p("x", num), p("q", num))},
+			Examples:   []Example{ex(int64(2), []any{int64(1), int64(2), int64(3)}, 0.5)}},
+		{Name: "string_agg", Kind: AggregateKind, Doc: "The non-NULL strings joined by sep (a constant, ',' when not given), in the order the rows arrive; NULL when there are none.",
+			Signatures: []Signature{sig(ret(String), "VARCHAR", p("s", StringClass)), sig(ret(String), "VARCHAR", p("s", StringClass), p("sep", StringClass))},
+			Examples:   []Example{ex("a-c", []any{"a", nil, "c"}, "-"), ex("x,y", []any{"x", "y"}), ex(nil, []any{nil}, "-")}},
 
 		{Name: "tumble", Kind: WindowKind, Doc: "GROUP BY TUMBLE(t, size): fixed, non-overlapping windows [k*size, (k+1)*size) on event time t.",
 			Signatures: []Signature{sig(ret(Timestamp), "window", p("t", TimestampClass), p("size", IntervalClass))}},

@@ -55,10 +55,12 @@ type Case struct {
 	DataType arrow.DataType
 }
 
-// Cast converts Expr to To; a value that does not convert is an error (not NULL).
+// Cast converts Expr to To; a value that does not convert is an error (not
+// NULL), unless Try (TRY_CAST), which makes it NULL.
 type Cast struct {
 	Expr Expr
 	To   arrow.DataType
+	Try  bool
 }
 
 // In is x [NOT] IN (list...), with SQL NULL semantics: NULL when x is NULL, or
@@ -198,7 +200,7 @@ func (c *Case) WithChildren(ch ...Expr) Expr {
 }
 func (c *Cast) WithChildren(ch ...Expr) Expr {
 	mustCount("Cast", len(ch), 1)
-	return &Cast{Expr: ch[0], To: c.To}
+	return &Cast{Expr: ch[0], To: c.To, Try: c.Try}
 }
 func (i *In) WithChildren(ch ...Expr) Expr {
 	mustCount("In", len(ch), 1+len(i.List))
@@ -310,7 +312,13 @@ func (c *Case) String() string {
 	return b.String()
 }
 
-func (c *Cast) String() string { return "CAST(" + c.Expr.String() + " AS " + TypeName(c.To) + ")" }
+func (c *Cast) String() string {
+	kw := "CAST("
+	if c.Try {
+		kw = "TRY_CAST("
+	}
+	return kw + c.Expr.String() + " AS " + TypeName(c.To) + ")"
+}
 
 func (i *In) String() string {
 	return "(" + i.Expr.String() + not(i.Negated) + " IN (" + joinExprs(i.List) + "))"

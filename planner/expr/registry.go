@@ -136,6 +136,9 @@ type Function struct {
 	Signatures []Signature
 	Doc        string
 	Examples   []Example
+	// Volatile: the value depends on when the call runs (now()), so no
+	// example can state it.
+	Volatile bool
 }
 
 // ExampleString renders an example as SQL: upper('abc') = 'ABC'.

@@ -1,12 +1,13 @@
 // Package logical owns the logical plan: an immutable DAG of relational and ML
 // operators (Scan, Filter, Project, Join (windowed for two streams),
-// LateralModel, Aggregate with windows, Union, Limit, Sort, Sink), each with its output schema as an arrow schema and
+// LateralModel, Aggregate with windows, WindowFuncs (OVER), Union, Limit, Sort, Sink), each with its output schema as an arrow schema and
 // Children()/WithChildren() for rewrites, plus the query's objectives. It imports
 // the catalog and planner/expr only; never the optimizer, operators or dataflow.
 package logical
 
 import (
 	"fmt"
+	"math"
 	"strings"
 	"time"
 
@@ -57,6 +58,12 @@ type Objectives struct {
 	// model calls. REALTIME comes with LatencyMs.
 	Priority    string `json:"priority,omitempty"`
 	PriorityPos Pos    `json:"-"`
+	// DataAware: ACCURACY ... DATA AWARE. A variant's accuracy is its
+	// per-class recall weighed by the stream's estimated class mix when the
+	// planner is given one (SneakPeek), and the runtime re-plans as the mix
+	// shifts.
+	DataAware    bool `json:"data_aware,omitempty"`
+	DataAwarePos Pos  `json:"-"`
 	// Pos is where the WITH (...) clause states them (zero when it does
 	// not), AccuracyPos and ThroughputPos where it states those, so that an
 	// objective no plan meets is reported at itself.
@@ -143,6 +150,25 @@ func (s *Scan) Describe() string {
 	}
 	return head + " [" + fieldNames(s.schema) + "]"
 }
+
+// ---- Values ----
+
+// Values is the one row, of no columns, that a SELECT without FROM reads
+// (SELECT 1 + 1): its items are computed once.
+type Values struct {
+	Pos Pos
+}
+
+var emptySchema = arrow.NewSchema(nil, nil)
+
+func (v *Values) Schema() *arrow.Schema { return emptySchema }
+func (v *Values) Children() []Node      { return nil }
+func (v *Values) WithChildren(ch ...Node) Node {
+	mustLen("Values", len(ch), 0)
+	return v
+}
+func (v *Values) Position() Pos    { return v.Pos }
+func (v *Values) Describe() string { return "Values (one row)" }
 
 // ---- Filter ----
 
@@ -469,12 +495,17 @@ func (u *Union) Describe() string { return "Union All" }
 
 // ---- Limit ----
 
-// Limit passes the first N rows.
+// Limit passes the first N rows after skipping Offset (OFFSET). N is
+// NoLimit for an OFFSET without LIMIT.
 type Limit struct {
-	Input Node
-	N     int64
-	Pos   Pos
+	Input  Node
+	N      int64
+	Offset int64
+	Pos    Pos
 }
+
+// NoLimit is Limit.N for OFFSET k alone: every row after the first k.
+const NoLimit = math.MaxInt64
 
 func (l *Limit) Schema() *arrow.Schema { return l.Input.Schema() }
 func (l *Limit) Children() []Node      { return []Node{l.Input} }
@@ -484,8 +515,17 @@ func (l *Limit) WithChildren(ch ...Node) Node {
 	c.Input = ch[0]
 	return &c
 }
-func (l *Limit) Position() Pos    { return l.Pos }
-func (l *Limit) Describe() string { return fmt.Sprintf("Limit %d", l.N) }
+func (l *Limit) Position() Pos { return l.Pos }
+func (l *Limit) Describe() string {
+	s := "Limit"
+	if l.N != NoLimit {
+		s += fmt.Sprintf(" %d", l.N)
+	}
+	if l.Offset > 0 {
+		s += fmt.Sprintf(" OFFSET %d", l.Offset)
+	}
+	return s
+}
 
 // ---- Sort ----
 

@@ -32,6 +32,16 @@ type Options struct {
 	// Accuracy and Throughput, when set, replace the query's objectives.
 	Accuracy   *float64
 	Throughput float64
+	// InputRatio, by stage name (a model call), is the measured items into
+	// the stage per item entering the workflow: it replaces the ratio the
+	// estimated selectivities of the filters and joins before the stage
+	// give (the runtime's re-plan with live numbers), and scales what
+	// follows the stage with it.
+	InputRatio map[string]float64
+	// ClassMix is the estimated class mix of the data reaching each model
+	// (by model name): for a DATA AWARE query a variant's accuracy is then
+	// its per-class recall weighed by the mix (SneakPeek eq. 9).
+	ClassMix map[string]map[string]float64
 }
 
 // RelationalLatencyMs is the per-item latency assumed for a relational
@@ -47,6 +57,9 @@ type Stage struct {
 	Kind string
 	// Model is set for ML stages.
 	Model *catalog.Model
+	// ClassFreq is the class mix its variants' accuracy was weighed by
+	// (data-aware planning); nil: profiled accuracy.
+	ClassFreq map[string]float64
 	// Node is the scan, model or standalone relational node.
 	Node logical.Node
 	// Fused are the relational nodes running with it, bottom-up.
@@ -119,6 +132,8 @@ type lowerer struct {
 	names  map[string]int
 	sizes  map[logical.Node][]colSize
 	errs   []error
+	// dataAware: the query's ACCURACY is DATA AWARE (ClassMix applies).
+	dataAware bool
 }
 
 // Lower builds the optimizer problem of a plan.
@@ -129,7 +144,7 @@ func Lower(plan *logical.Plan, cat *catalog.Catalog, inf *infra.Infra, opt Optio
 	if opt.Percentile != 50 && opt.Percentile != 75 && opt.Percentile != 90 {
 		return nil, fmt.Errorf("%w: profile percentile %d: want 50, 75 or 90", ErrLower, opt.Percentile)
 	}
-	l := &lowerer{cat: cat, inf: inf, opt: opt, names: map[string]int{}, sizes: map[logical.Node][]colSize{}}
+	l := &lowerer{cat: cat, inf: inf, opt: opt, names: map[string]int{}, sizes: map[logical.Node][]colSize{}, dataAware: plan.Objectives.DataAware}
 	l.p = &optimize.Problem{CommCostScaling: 1}
 	for _, t := range inf.Tiers {
 		l.p.Tiers = append(l.p.Tiers, optimize.Tier{Name: t.Name, Locations: max(t.Locations, 1)})
@@ -177,6 +192,7 @@ func Lower(plan *logical.Plan, cat *catalog.Catalog, inf *infra.Infra, opt Optio
 	}
 	// BUDGET turns the objective around: the most accurate plan within it.
 	l.p.Objectives.Budget = obj.Budget
+	l.p.Objectives.LatencyMs = obj.LatencyMs
 	l.endToEnd(sink)
 	if len(l.errs) > 0 {
 		return nil, errors.Join(l.errs...)
@@ -471,9 +487,14 @@ func (l *lowerer) model(x *logical.LateralModel, in []pending) *Stage {
 			}
 		}
 	}
+	mix := l.classMix(x.Model)
+	s.ClassFreq = mix
 	for _, v := range x.Model.Variants {
 		ov := optimize.Variant{Name: v.Name, ProxyCost: v.ProxyCost, LatencyMs: map[string]float64{}}
 		acc := v.Accuracy
+		if mix != nil {
+			acc = v.ExpectedAccuracy(mix)
+		}
 		ov.Accuracy = &acc
 		if len(op.AccuracyInputs) > 0 {
 			for _, r := range v.Profile {
@@ -559,6 +580,18 @@ func (l *lowerer) relational(n logical.Node, in []pending) *Stage {
 // edges adds the in-edges of stage s, whose input rows have the schema of
 // node below.
 func (l *lowerer) edges(s *Stage, below logical.Node, in []pending) {
+	first := len(l.p.Edges)
+	defer func() {
+		r := l.opt.InputRatio[s.Name]
+		if r <= 0 || s.demand <= 0 || s.units <= 0 {
+			return
+		}
+		k := r * s.units / s.demand
+		s.demand *= k
+		for i := first; i < len(l.p.Edges); i++ {
+			l.p.Edges[i].Ratio *= k
+		}
+	}()
 	sizes := l.colSizes(below)
 	for i, p := range in {
 		d := p.stage.outRate() * p.ratio
@@ -730,6 +763,12 @@ func (l *lowerer) colSizes(n logical.Node) []colSize {
 		}
 	case *logical.Join:
 		out = append(append(out, l.colSizes(x.Left)...), l.colSizes(x.Right)...)
+	case *logical.WindowFuncs:
+		// The input's columns, then one estimated column per function.
+		out = append(out, l.colSizes(x.Input)...)
+		for i := len(out); i < len(x.Schema().Fields()); i++ {
+			out = append(out, est(i))
+		}
 	case *logical.Aggregate:
 		in := l.colSizes(x.Input)
 		for i := range x.Schema().Fields() {

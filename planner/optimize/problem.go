@@ -207,6 +207,10 @@ type Objectives struct {
 	// turns the objective around (the dual objective): the most accurate plan
 	// within it, the cheapest of that accuracy (WithinBudget).
 	Budget float64 `json:"budget,omitempty"`
+	// LatencyMs, when > 0, is the query's end-to-end LATENCY bound: the
+	// optimizer's cost model does not use it; the physical plan turns it
+	// into each ML operator's compute budget and batch size.
+	LatencyMs float64 `json:"latency_ms,omitempty"`
 }
 
 // Float returns a pointer to v, for optional fields such as MinAccuracy.

@@ -21,6 +21,11 @@ type Batching struct {
 	Adaptive  bool
 	BatchFrom string
 	DelayFrom string
+	// ComputeBudgetMs, for a query WITH (LATENCY <= x) whose variant has
+	// latency by batch size, is what the bound leaves the operator after
+	// the network (latency.go); BatchFrom and DelayFrom are then
+	// "latency".
+	ComputeBudgetMs float64
 }
 
 // Planner defaults, the runtime's own (runtime/inference): 5 ms of delay, at

@@ -7,6 +7,7 @@
 package physical
 
 import (
+	"github.com/tierflow/tierflow/planner/catalog"
 	"github.com/tierflow/tierflow/planner/logical"
 	"github.com/tierflow/tierflow/planner/lower"
 	"github.com/tierflow/tierflow/planner/optimize"
@@ -78,6 +79,12 @@ type Operator struct {
 	Fused []string
 	// Batch is an ML operator's dynamic batching (nil for others).
 	Batch *Batching
+	// Classes is the chosen variant's per-class recall as profiled (nil
+	// when the catalog has none): what a data-aware accuracy weighs.
+	Classes []catalog.ClassRecall
+	// ClassFreq is the class mix Accuracy was computed for, when the plan
+	// is data-aware (nil: the profiled accuracy).
+	ClassFreq map[string]float64
 }
 
 // Worker is one worker's part of an operator.
@@ -155,8 +162,15 @@ func New(res *lower.Result, p *optimize.Plan) *Plan {
 				busiest = max(busiest, w.ItemsPerSec)
 			}
 			if st.Model != nil {
+				if v := st.Model.Variant(pl.Variant); v != nil {
+					op.Classes = v.Classes
+				}
+				op.ClassFreq = st.ClassFreq
 				call, _ := st.Node.(*logical.LateralModel)
 				op.Batch = batching(nodeModel{model: st.Model, call: call}, busiest)
+				if lat := res.Problem.Objectives.LatencyMs; lat > 0 {
+					latencyBatching(op.Batch, res.Problem, out.Sources, st, &op, lat, busiest)
+				}
 			}
 		}
 		out.Operators = append(out.Operators, op)

@@ -202,7 +202,7 @@ func prune(n logical.Node, req []bool) (logical.Node, []int) {
 		return &logical.Sort{Input: child, Keys: keys, Pos: x.Pos}, m
 	case *logical.Limit:
 		child, m := prune(x.Input, req)
-		return &logical.Limit{Input: child, N: x.N, Pos: x.Pos}, m
+		return &logical.Limit{Input: child, N: x.N, Offset: x.Offset, Pos: x.Pos}, m
 	case *logical.Sink:
 		// The result keeps every column it was asked for.
 		all := make([]bool, len(x.Input.Schema().Fields()))

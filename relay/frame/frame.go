@@ -29,8 +29,8 @@ const Version uint8 = 2
 type Kind uint8
 
 // Frame kinds. Data, Progress and End travel sender -> receiver on the data
-// path and carry sequence numbers; Hello too but without a sequence; Credit and
-// Close travel receiver -> sender.
+// path and carry sequence numbers; Hello too but without a sequence; Credit,
+// Close and Ack travel receiver -> sender.
 const (
 	KindData     Kind = 1 // body: Arrow IPC stream of one record
 	KindProgress Kind = 2 // no body: Epoch is the sender's new frontier
@@ -38,7 +38,8 @@ const (
 	KindHello    Kind = 4 // no body: a sender asks for its current credit
 	KindCredit   Kind = 5 // body: cumulative credit grant (EncodeCredit)
 	KindClose    Kind = 6 // no body: the receiver closed the link
-	kindMax           = KindClose
+	KindAck      Kind = 7 // no body: Seq is the data message the receiver has taken in whole
+	kindMax           = KindAck
 )
 
 func (k Kind) String() string {
@@ -55,6 +56,8 @@ func (k Kind) String() string {
 		return "credit"
 	case KindClose:
 		return "close"
+	case KindAck:
+		return "ack"
 	}
 	return fmt.Sprintf("kind(%d)", uint8(k))
 }
@@ -216,7 +219,7 @@ func DecodeQuery(b []byte, query string) (Header, []byte, error) {
 		return h, nil, fmt.Errorf("%w: %s frame in %d chunks (only data is chunked)", ErrMalformed, h.Kind, h.Chunks)
 	}
 	switch h.Kind {
-	case KindProgress, KindEnd, KindHello, KindClose:
+	case KindProgress, KindEnd, KindHello, KindClose, KindAck:
 		if h.Total != 0 {
 			return h, nil, fmt.Errorf("%w: %s frame with a %d-byte body", ErrMalformed, h.Kind, h.Total)
 		}

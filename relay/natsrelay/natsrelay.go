@@ -51,6 +51,12 @@ type Options struct {
 	// (0: no cap), as a token bucket that delays sends: failure drills
 	// and tests slow one link down this way. The wait counts as a stall.
 	Shape func(link relay.LinkID) float64
+	// Shaper, when set and not nil for a link, shapes it to a bandwidth
+	// that changes over time (a trace, `--link-trace`). Unlike Shape, a
+	// message waits until its own bytes have crossed the shaped link, not
+	// only the ones before it: a latency measured across the link then
+	// includes its transfer time, as on a real slow link.
+	Shaper func(link relay.LinkID) relay.Shaper
 }
 
 // Transport is the NATS backend of relay.Transport.
@@ -62,13 +68,14 @@ type Transport struct {
 	retry  time.Duration
 	ends   relay.Ends
 	shape  func(link relay.LinkID) float64
+	shaper func(link relay.LinkID) relay.Shaper
 }
 
 var _ relay.Transport = (*Transport)(nil)
 
 // New makes a transport over nc. Closing the transport leaves nc open.
 func New(nc *nats.Conn, o Options) *Transport {
-	t := &Transport{nc: nc, cfg: o.Config.WithDefaults(), prefix: o.Prefix, chunk: o.MaxChunk, retry: o.Retry, shape: o.Shape}
+	t := &Transport{nc: nc, cfg: o.Config.WithDefaults(), prefix: o.Prefix, chunk: o.MaxChunk, retry: o.Retry, shape: o.Shape, shaper: o.Shaper}
 	if t.prefix == "" {
 		t.prefix = "tierflow.relay"
 	}
@@ -195,8 +202,21 @@ type sender struct {
 	// nextSend is when the bucket lets the next message go.
 	rate     float64
 	nextSend time.Time
+	// shaper shapes the link to a trace (Options.Shaper; nil: none).
+	shaper relay.Shaper
+	// unacked are the data messages sent whose acks have not come back,
+	// oldest first (guarded by mu): an ack makes one bandwidth sample.
+	unacked []sentMsg
 
 	closeOnce sync.Once
+}
+
+// sentMsg is a data message waiting for its ack: when it got the link
+// (after the messages before it had crossed a shaped link) and its bytes.
+type sentMsg struct {
+	seq   uint64
+	start time.Time
+	bytes int
 }
 
 // OpenSender implements relay.Transport. It returns once the credit
@@ -209,6 +229,9 @@ func (t *Transport) OpenSender(ctx context.Context, link relay.LinkID) (relay.Se
 	s.dataSubj, s.creditSubj = t.Subjects(link)
 	if t.shape != nil {
 		s.rate = t.shape(link)
+	}
+	if t.shaper != nil {
+		s.shaper = t.shaper(link)
 	}
 	s.maxChunk = int(t.nc.MaxPayload())
 	if t.chunk > 0 && t.chunk < s.maxChunk {
@@ -247,11 +270,27 @@ func (s *sender) onCredit(msg *nats.Msg) {
 		s.granted = g
 	case frame.KindClose:
 		s.peerClosed = true
+	case frame.KindAck:
+		s.acked(h.Seq)
+		return
 	default:
 		return
 	}
 	close(s.notify)
 	s.notify = make(chan struct{})
+}
+
+// acked takes the receiver's ack of message seq; s.mu is held. Acks come
+// in order, so older messages still waiting lost theirs.
+func (s *sender) acked(seq uint64) {
+	now := time.Now()
+	for len(s.unacked) > 0 && s.unacked[0].seq <= seq {
+		m := s.unacked[0]
+		s.unacked = s.unacked[1:]
+		if m.seq == seq {
+			s.m.Ack(m.bytes, m.start, now)
+		}
+	}
 }
 
 // acquire takes one credit, waiting for a grant if there is none.
@@ -332,7 +371,8 @@ func (s *sender) SendDataAt(ctx context.Context, epoch uint64, ingest int64, rec
 		h.Flags = frame.FlagSchema
 	}
 	payload := s.buf.Bytes()
-	if err := s.shaped(ctx, len(payload)); err != nil {
+	start, err := s.shaped(ctx, len(payload))
+	if err != nil {
 		s.release()
 		return err
 	}
@@ -353,6 +393,14 @@ func (s *sender) SendDataAt(ctx context.Context, epoch uint64, ingest int64, rec
 		s.m.Wire(end - start + hl)
 	}
 	s.seq++
+	s.mu.Lock()
+	// A receiver that never acks (an older one) must not grow this
+	// without bound: the window caps what can be unacknowledged anyway.
+	if len(s.unacked) >= 4*s.t.cfg.Window {
+		s.unacked = s.unacked[1:]
+	}
+	s.unacked = append(s.unacked, sentMsg{seq: s.seq, start: start, bytes: len(payload)})
+	s.mu.Unlock()
 	s.m.Batch(rec.NumRows())
 	if s.buf.Cap() > 4*s.maxChunk && total < s.buf.Cap()/4 {
 		s.buf = bytes.Buffer{} // don't pin a huge buffer after one huge batch
@@ -360,28 +408,37 @@ func (s *sender) SendDataAt(ctx context.Context, epoch uint64, ingest int64, rec
 	return nil
 }
 
-// shaped waits until a shaped link may carry n more bytes.
-func (s *sender) shaped(ctx context.Context, n int) error {
-	if s.rate <= 0 {
-		return nil
-	}
+// shaped waits until a shaped link has carried n more bytes and returns
+// when they got the link (now, on a link that is not shaped).
+func (s *sender) shaped(ctx context.Context, n int) (time.Time, error) {
 	now := time.Now()
+	if s.rate <= 0 && s.shaper == nil {
+		return now, nil
+	}
 	if s.nextSend.Before(now) {
 		s.nextSend = now
 	}
-	wait := s.nextSend.Sub(now)
-	s.nextSend = s.nextSend.Add(time.Duration(float64(n) / s.rate * float64(time.Second)))
+	start := s.nextSend
+	var wait time.Duration
+	if s.shaper != nil {
+		s.m.Shaped(s.shaper.BytesPerSecond(now))
+		s.nextSend = relay.TransferEnd(s.shaper, s.nextSend, n)
+		wait = s.nextSend.Sub(now)
+	} else {
+		wait = s.nextSend.Sub(now)
+		s.nextSend = s.nextSend.Add(time.Duration(float64(n) / s.rate * float64(time.Second)))
+	}
 	if wait <= 0 {
-		return nil
+		return start, nil
 	}
 	t := time.NewTimer(wait)
 	defer t.Stop()
 	select {
 	case <-t.C:
 		s.m.Stall(wait)
-		return nil
+		return start, nil
 	case <-ctx.Done():
-		return ctx.Err()
+		return start, ctx.Err()
 	}
 }
 
@@ -594,6 +651,12 @@ func (r *receiver) onData(msg *nats.Msg) {
 			return
 		}
 		it.rec = rec
+		// The ack is the sender's bandwidth sample (Jellyfish 6): sent as
+		// the message is whole here, before it waits for the consumer, so
+		// a slow consumer does not read as a slow link.
+		ack := header(r.link, frame.KindAck)
+		ack.Seq = h.Seq
+		_ = r.control(r.creditSubj, frame.Append(nil, ack, nil))
 	}
 	r.push(it)
 }

@@ -169,15 +169,22 @@ func (s *Server) Shutdown() {
 
 // Connect opens a client connection to url (an external server or cluster:
 // comma-separated URLs are tried in turn). Connections reconnect forever,
-// since a relay outlives a server restart.
+// since a relay outlives a server restart, and try every ReconnectWait
+// instead of nats.go's 2s: a running query stalls for as long as the
+// server is away, so the sooner every process is back the better, and a
+// try is one TCP connect. What is published meanwhile waits in nats.go's
+// reconnect buffer (8 MiB).
 func Connect(url string, opts ...nats.Option) (*nats.Conn, error) {
-	all := append([]nats.Option{nats.MaxReconnects(-1), nats.Name("tierflow"), nats.ErrorHandler(asyncError)}, opts...)
+	all := append([]nats.Option{nats.MaxReconnects(-1), nats.ReconnectWait(ReconnectWait), nats.Name("tierflow"), nats.ErrorHandler(asyncError)}, opts...)
 	nc, err := nats.Connect(url, all...)
 	if err != nil {
 		return nil, fmt.Errorf("nats: connect to %s: %w", Redact(url), err)
 	}
 	return nc, nil
 }
+
+// ReconnectWait is how long a connection waits between tries to reconnect.
+const ReconnectWait = 250 * time.Millisecond
 
 // asyncErrOut is where asynchronous errors print (a test reads them).
 var asyncErrOut io.Writer = os.Stderr

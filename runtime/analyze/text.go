@@ -51,13 +51,17 @@ func (r *Report) Write(w io.Writer) error {
 				title  string
 				header []string
 				rows   [][]string
-			}{"live link estimates", []string{"link", "from", "to", "MiB/s", "rtt ms"}, linkEstimateRows(*e)})
+			}{"live link estimates", []string{"link", "from", "to", "MiB/s", "rtt ms", "ack est kbit/s", "shaped kbit/s", "srtt ms"}, linkEstimateRows(*e)})
 		}
 	}
 	if len(r.Replans) > 0 || len(r.Recoveries) > 0 {
 		var rows [][]string
 		for _, p := range r.Replans {
-			rows = append(rows, []string{"re-plan", strconv.FormatUint(p.Epoch, 10), p.Reason, p.Old, p.New, ""})
+			again := ""
+			if p.Seconds > 0 {
+				again = fmt.Sprintf("%.2f", p.Seconds)
+			}
+			rows = append(rows, []string{"re-plan", strconv.FormatUint(p.Epoch, 10), p.Reason, p.Old, p.New, again})
 		}
 		for _, x := range r.Recoveries {
 			rows = append(rows, []string{"recovery", strconv.FormatUint(x.Epoch, 10), "lost worker " + x.LostWorker, "", "", fmt.Sprintf("%.2f", x.Seconds)})
@@ -66,7 +70,7 @@ func (r *Report) Write(w io.Writer) error {
 			title  string
 			header []string
 			rows   [][]string
-		}{"plan history", []string{"change", "from epoch", "why", "old workers", "new workers", "rows again after s"}, rows})
+		}{"plan history", []string{"change", "from epoch", "why", "old plan (variants; operator@workers)", "new plan", "rows again after s"}, rows})
 	}
 	for _, s := range sections {
 		if s.rows == nil && s.title == "model batching" {
@@ -101,9 +105,18 @@ func linkEstimateRows(e control.Estimates) [][]string {
 	var out [][]string
 	for _, l := range e.Links {
 		out = append(out, []string{fmt.Sprintf("e%d %d->%d", l.Link.Edge, l.Link.Sender, l.Link.Receiver), l.From, l.To,
-			fmt.Sprintf("%.4g", l.BandwidthBps/(1<<20)), fmt.Sprintf("%.3g", l.RTTMs)})
+			fmt.Sprintf("%.4g", l.BandwidthBps/(1<<20)), fmt.Sprintf("%.3g", l.RTTMs),
+			kbitOrDash(l.AckBandwidthBps), kbitOrDash(l.ShapedBps), fmt.Sprintf("%.3g", l.SRTTMs)})
 	}
 	return out
+}
+
+// kbitOrDash prints bytes per second as kbit/s, "-" for none.
+func kbitOrDash(bps float64) string {
+	if bps <= 0 {
+		return "-"
+	}
+	return fmt.Sprintf("%.4g", bps*8/1000)
 }
 
 func (r *Report) checkRows() [][]string {

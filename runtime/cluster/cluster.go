@@ -28,6 +28,7 @@ import (
 	"github.com/tierflow/tierflow/operators/sinks"
 	"github.com/tierflow/tierflow/planner/bind"
 	"github.com/tierflow/tierflow/planner/infra"
+	"github.com/tierflow/tierflow/relay"
 	"github.com/tierflow/tierflow/relay/natsserver"
 	"github.com/tierflow/tierflow/runtime/connectors"
 	"github.com/tierflow/tierflow/runtime/control"
@@ -83,6 +84,9 @@ type Options struct {
 	// sends to worker to over the relay (0: no cap): tests and drills slow
 	// one link down with it.
 	Shape func(from, to string) float64
+	// Shaper, when set, shapes the relay link from embedded worker from to
+	// worker to to a bandwidth trace (nil: not shaped; `--link-trace`).
+	Shaper func(from, to string) relay.Shaper
 	// Namespace is the deployment's subject namespace (deploy.InNamespace):
 	// two clusters on one NATS server (two `tierflow run --nats URL`) each
 	// take their own and never see the other's workers or queries.
@@ -109,10 +113,10 @@ type Options struct {
 //
 // threads is the intra-op thread count of the process's model sessions: its
 // share of the machine's CPUs (0: ONNX Runtime's default, the whole machine).
-func ExecHooks(nc *nats.Conn, ortLib string, modelLog io.Writer, threads int) func(*exec.Options, deploy.Part) {
+func ExecHooks(nc *nats.Conn, ortLib string, modelLog io.Writer, threads int) func(*exec.Options, deploy.ExecPart) {
 	rt := inference.New(inference.Config{OrtLib: ortLib, Log: modelLog, IntraOpThreads: threads})
 	nh := connectors.Hooks{Conn: func() (*nats.Conn, error) { return nc, nil }}
-	return func(o *exec.Options, p deploy.Part) {
+	return func(o *exec.Options, p deploy.ExecPart) {
 		r := rt
 		if len(p.Variants) > 0 || p.Scheduler != nil {
 			// A worker's part: its model calls run on the worker's
@@ -141,6 +145,8 @@ func CPUShare(m infra.Machine, n int) int {
 type Cluster struct {
 	server      *natsserver.Server
 	storeDir    string
+	serverCfg   string // the in-process server's config file (StartServer)
+	coCfg       coordinator.Config
 	url         string
 	auth        natsserver.Auth
 	conns       []*nats.Conn
@@ -194,16 +200,17 @@ func startCore(o *Options) (*Cluster, error) {
 			os.RemoveAll(dir)
 			return nil, err
 		}
-		c.server, c.url, c.storeDir = srv, srv.ClientURL(), dir
+		c.server, c.url, c.storeDir, c.serverCfg = srv, srv.ClientURL(), dir, o.ServerConfig
 	}
 	nc, err := c.connect("tierflow-coordinator")
 	if err != nil {
 		c.Close()
 		return nil, err
 	}
-	co, err := coordinator.Start(coordinator.Config{Conn: nc, Infra: o.Infra, Catalog: o.Catalog, Heartbeat: o.Heartbeat, Metrics: o.Metrics, Log: o.Log,
+	c.coCfg = coordinator.Config{Conn: nc, Infra: o.Infra, Catalog: o.Catalog, Heartbeat: o.Heartbeat, Metrics: o.Metrics, Log: o.Log,
 		Exec: ExecHooks(nc, o.OrtLib, nil, 1), Placement: o.Placement, Policy: o.Policy, AdmitAll: o.AdmitAll,
-		CheckModelArgs: ModelArgChecks(o.OrtLib), Namespace: o.Namespace})
+		CheckModelArgs: ModelArgChecks(o.OrtLib), Namespace: o.Namespace}
+	co, err := coordinator.Start(c.coCfg)
 	if err != nil {
 		c.Close()
 		return nil, err
@@ -251,7 +258,8 @@ func StartEmbedded(ctx context.Context, o Options) (*Cluster, error) {
 		w, err := worker.Start(ctx, worker.Config{Conn: nc, Name: name, Tier: m.Tier, Location: m.Location, Type: typ,
 			Inventory: &inv, Allocator: o.Allocator, Metrics: o.Metrics, Stdout: o.Stdout, Log: o.Log,
 			Exec: ExecHooks(nc, o.OrtLib, o.ModelLog, CPUShare(m, len(o.Infra.Machines()))), Namespace: o.Namespace,
-			Shape: shapeFrom(o.Shape, name), Sched: policy, OnLatency: o.OnLatency})
+			Shape: shapeFrom(o.Shape, name), Shaper: shaperFrom(o.Shaper, name),
+			Sched: policy, OnLatency: o.OnLatency})
 		if err != nil {
 			c.Close()
 			return nil, fmt.Errorf("worker %s: %w", name, err)
@@ -267,6 +275,14 @@ func shapeFrom(shape func(from, to string) float64, from string) func(to string)
 		return nil
 	}
 	return func(to string) float64 { return shape(from, to) }
+}
+
+// shaperFrom is worker from's side of Options.Shaper.
+func shaperFrom(shaper func(from, to string) relay.Shaper, from string) func(to string) relay.Shaper {
+	if shaper == nil {
+		return nil
+	}
+	return func(to string) relay.Shaper { return shaper(from, to) }
 }
 
 func (c *Cluster) connect(name string) (*nats.Conn, error) {

@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/tierflow/tierflow/relay"
 	"github.com/tierflow/tierflow/runtime/cluster"
 	"github.com/tierflow/tierflow/runtime/cluster/clustertest"
 	"github.com/tierflow/tierflow/runtime/control"
@@ -19,10 +20,19 @@ import (
 // c1), with the given link shaping and re-planning policy; it returns the
 // printed table and the --stats summary.
 func runShaped(t *testing.T, f clustertest.Fixture, script string, shape func(from, to string) float64, policy control.Policy) (string, control.Summary) {
+	return runWith(t, f, script, cluster.Options{Infra: f.Infra, Placement: coordinator.PlaceRules, Shape: shape, Policy: policy})
+}
+
+// runTraced is runShaped with links shaped to bandwidth traces.
+func runTraced(t *testing.T, f clustertest.Fixture, script string, shaper func(from, to string) relay.Shaper) (string, control.Summary) {
+	return runWith(t, f, script, cluster.Options{Infra: f.Infra, Placement: coordinator.PlaceRules, Shaper: shaper})
+}
+
+func runWith(t *testing.T, f clustertest.Fixture, script string, o cluster.Options) (string, control.Summary) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
-	c := clustertest.StartEmbedded(t, ctx, cluster.Options{Infra: f.Infra, Placement: coordinator.PlaceRules, Shape: shape, Policy: policy})
+	c := clustertest.StartEmbedded(t, ctx, o)
 	defer c.Close()
 	var out, stats bytes.Buffer
 	if err := c.RunScript(ctx, f.Dir+"/query.sql", script, cluster.ScriptOptions{Stdout: &out, Replay: true, Stats: &stats}); err != nil {

@@ -309,6 +309,9 @@ func Summary(q deploy.QueryInfo) string {
 	}
 	for _, r := range q.Replans {
 		fmt.Fprintf(&b, "; re-planned at epoch %d (%s): %s -> %s", r.Epoch, r.Reason, r.Old, r.New)
+		if r.Seconds > 0 {
+			fmt.Fprintf(&b, ", rows again after %.2fs", r.Seconds)
+		}
 	}
 	if q.NetworkCost > 0 || q.ComputeCost > 0 {
 		fmt.Fprintf(&b, "; measured cost: network %.3g, compute %.3g", q.NetworkCost, q.ComputeCost)
@@ -433,7 +436,7 @@ func WriteEstimates(w io.Writer, query string, e control.Estimates) {
 // runtime and the NATS connectors on the cluster's server.
 func (c *Cluster) runLocal(ctx context.Context, sc deploy.Script, so ScriptOptions) error {
 	eo := exec.Options{Stdout: so.Stdout}
-	ExecHooks(c.conns[0], c.ortLib, c.modelLog, 0)(&eo, deploy.Part{})
+	ExecHooks(c.conns[0], c.ortLib, c.modelLog, 0)(&eo, deploy.ExecPart{})
 	policy := sources.Fail
 	if so.OnError != "" {
 		policy, _ = sources.ParseOnError(so.OnError) // checked by RunScript

@@ -63,6 +63,16 @@ type LinkEstimate struct {
 	// credit, or for a shaped link's bucket): near 1, the link does not
 	// keep up with what the plan puts on it.
 	Stalled float64 `json:"stalled"`
+	// AckBandwidthBps is the link's bandwidth as its receiver's acks
+	// measure it (bytes per second: each data message's bytes over its
+	// round trip, harmonic mean over the last second, Jellyfish 6): what
+	// it can carry now, not what it was given. SRTTMs is the messages'
+	// smoothed round trip. Both 0 before the first ack.
+	AckBandwidthBps float64 `json:"ack_bandwidth_bps,omitempty"`
+	SRTTMs          float64 `json:"srtt_ms,omitempty"`
+	// ShapedBps is a shaped link's cap (`--link-trace`) at its last send:
+	// the bandwidth the acks estimate, as the experiment set it.
+	ShapedBps float64 `json:"shaped_bps,omitempty"`
 }
 
 // Endpoints names the workers at a link's ends; nil leaves them unnamed.
@@ -76,6 +86,11 @@ type Live struct {
 	est  Estimates
 	ops  map[int]*OperatorEstimate
 	lnk  map[relay.LinkID]*LinkEstimate
+	// carry is the stalled time (seconds) a link's meter reported beyond
+	// the last sample's interval: a sender counts a wait when it ends, so
+	// a 3 s wait for a slow link arrives at once; the share of each later
+	// interval takes the rest, so the time is neither lost nor over 1.
+	carry map[relay.LinkID]float64
 }
 
 type snapshot struct {
@@ -83,6 +98,7 @@ type snapshot struct {
 	ops     map[int]opTotals
 	links   map[relay.LinkID]uint64
 	stalled map[relay.LinkID]time.Duration
+	acked   map[relay.LinkID]relay.LinkStats
 }
 
 type opTotals struct {
@@ -97,7 +113,7 @@ type opTotals struct {
 
 // NewLive starts a query's estimates.
 func NewLive() *Live {
-	return &Live{ops: map[int]*OperatorEstimate{}, lnk: map[relay.LinkID]*LinkEstimate{}}
+	return &Live{ops: map[int]*OperatorEstimate{}, lnk: map[relay.LinkID]*LinkEstimate{}, carry: map[relay.LinkID]float64{}}
 }
 
 // Observe takes the query's statistics as of now: every instance's counters
@@ -110,7 +126,7 @@ func (l *Live) Observe(now time.Time, ops []dataflow.InstanceStats, links []rela
 	if !l.prev.at.IsZero() && now.Sub(l.prev.at) < MinInterval {
 		return
 	}
-	cur := snapshot{at: now, ops: map[int]opTotals{}, links: map[relay.LinkID]uint64{}, stalled: map[relay.LinkID]time.Duration{}}
+	cur := snapshot{at: now, ops: map[int]opTotals{}, links: map[relay.LinkID]uint64{}, stalled: map[relay.LinkID]time.Duration{}, acked: map[relay.LinkID]relay.LinkStats{}}
 	for _, s := range ops {
 		t := cur.ops[s.OperatorID]
 		t.name = s.Operator
@@ -129,6 +145,9 @@ func (l *Live) Observe(now time.Time, ops []dataflow.InstanceStats, links []rela
 		if s.Direction == relay.Send {
 			cur.links[s.Link] += s.Bytes
 			cur.stalled[s.Link] += s.Stalled
+			if s.Acks > 0 || s.ShapedBps > 0 {
+				cur.acked[s.Link] = s
+			}
 		}
 	}
 	prev := l.prev
@@ -179,7 +198,15 @@ func (l *Live) Observe(now time.Time, ops []dataflow.InstanceStats, links []rela
 			l.lnk[id] = e
 		}
 		smooth(&e.BandwidthBps, float64(b-prev.links[id])/dt, first)
-		smooth(&e.Stalled, min(1, (cur.stalled[id]-prev.stalled[id]).Seconds()/dt), first)
+		stalled := l.carry[id] + (cur.stalled[id] - prev.stalled[id]).Seconds()
+		l.carry[id] = max(0, stalled-dt)
+		smooth(&e.Stalled, min(1, stalled/dt), first)
+		if a, ok := cur.acked[id]; ok {
+			// Already a mean over the last second: taken as it is.
+			e.AckBandwidthBps = a.AckBandwidthBps
+			e.SRTTMs = float64(a.SRTT) / float64(time.Millisecond)
+			e.ShapedBps = a.ShapedBps
+		}
 		if r1, ok1 := rtt[e.From]; ok1 {
 			if r2, ok2 := rtt[e.To]; ok2 {
 				smooth(&e.RTTMs, float64(r1+r2)/float64(time.Millisecond), first || e.RTTMs == 0)

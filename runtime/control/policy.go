@@ -8,7 +8,8 @@ import (
 // Policy decides, from a running query's live estimates, whether it should
 // be re-planned. The coordinator asks it about every running query at most
 // once a second (never while a re-deployment is under way); a Decision
-// re-runs placement without the workers it excludes and cuts the query over
+// re-runs the planner without the workers it excludes and with the live
+// numbers it carries, and cuts the query over
 // to the new plan at an epoch boundary (the committed epoch: the new parts
 // rebuild their state by replaying the streams to it, and the client
 // writes each epoch once, so no row is lost or duplicated). Later policies
@@ -26,13 +27,25 @@ type PolicyInput struct {
 	// Age is how long the current plan has run.
 	Age       time.Duration
 	Estimates Estimates
+	// Assumed is what the current plan assumed of the numbers Estimates
+	// measure (nil: the query was placed by rules, not planned).
+	Assumed *Assumed
 }
 
-// Decision asks for a new plan: placed without the Exclude workers, for
-// Reason (it goes into the plan history).
+// Decision asks for a new plan, for Reason (it goes into the plan
+// history): placed without the Exclude workers, and planned with the Live
+// numbers in place of the catalog's and the infrastructure's (and with
+// ClassMix's accuracy, when set). The coordinator cuts over only when the
+// new plan differs from the running one.
 type Decision struct {
 	Reason  string
 	Exclude []string
+	Live    *Overrides
+	// ClassMix, from a data-aware policy, is the estimated class mix of
+	// the data reaching each model (by model name): the new plan weighs the
+	// variants' per-class recall by it for a DATA AWARE accuracy target and
+	// keeps using it in later re-plans and recoveries.
+	ClassMix map[string]map[string]float64
 }
 
 // SlowLink re-plans a query off a relay link that does not keep up: when a

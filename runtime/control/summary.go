@@ -33,16 +33,24 @@ type LatencyMs struct {
 }
 
 // Replan is one change of plan while the query ran: from epoch on, the new
-// variant or worker choice replaced the old one.
+// variant or worker choice replaced the old one. Seconds is the cut-over's
+// time, from the policy's decision until result rows flowed past epoch
+// (0 while they do not yet).
 type Replan struct {
-	Epoch  uint64 `json:"epoch"`
-	Reason string `json:"reason"`
-	Old    string `json:"old"`
-	New    string `json:"new"`
+	Epoch   uint64  `json:"epoch"`
+	Reason  string  `json:"reason"`
+	Old     string  `json:"old"`
+	New     string  `json:"new"`
+	Seconds float64 `json:"seconds"`
 }
 
-// Recovery is one lost worker the query survived: it resumed from epoch,
-// and rows flowed again Seconds after the loss was noticed.
+// LostServer is the LostWorker of a recovery from a NATS server outage:
+// the query was re-deployed once the connections came back.
+const LostServer = "nats-server"
+
+// Recovery is one lost worker (or NATS server: LostServer) the query
+// survived: it resumed from epoch, and rows flowed again Seconds after the
+// loss was noticed.
 type Recovery struct {
 	Epoch      uint64  `json:"epoch"`
 	LostWorker string  `json:"lost_worker"`

@@ -216,12 +216,56 @@ func (c *Client) Submit(ctx context.Context, script deploy.Script, name string, 
 	defer beat.Stop()
 	checks := make(chan error, 1)
 	checking, misses := false, 0
-	for !(done && (ep.ended() || info.State != deploy.StateFinished)) {
+	// A NATS outage: once the connection is back, ask for the query to
+	// be resumed as a new generation (outage.go).
+	rs := &resumer{reconnects: c.nc.Stats().Reconnects, answers: make(chan resumed, 1)}
+	lookBack := func() {
+		if rs.reconnected(c.nc) && !done {
+			rs.wanted, rs.stale = true, max(rs.stale, ep.gen)
+		}
+		if rs.wanted && !rs.asking && connected(c.nc) {
+			rs.asking, rs.wanted = true, false
+			written, gen := ep.written, rs.stale
+			go func() {
+				g, err := c.resume(name, written, gen, c.Timeout)
+				rs.answers <- resumed{g, err}
+			}()
+		}
+	}
+	for !(done && (ep.ended() || info.State != deploy.StateFinished) && !rs.asking && !rs.wanted) {
 		select {
 		case <-beat.C:
-			if !checking && !done {
+			lookBack()
+			if !checking && !done && !rs.asking && connected(c.nc) {
 				checking = true
 				go func() { checks <- c.alive(name, hb) }()
+			}
+		case a := <-rs.answers:
+			rs.asking = false
+			switch {
+			case a.err == nil:
+				misses = 0
+				ep.expect(a.gen)
+				held := rs.held
+				rs.held = nil
+				if rs.wanted {
+					break // lost again meanwhile: those are stale too
+				}
+				for _, m := range held {
+					if err := ep.receive(m); err != nil {
+						return info, fmt.Errorf("results of %s: %w", name, err)
+					}
+				}
+			case errors.Is(a.err, ErrCoordinatorLost):
+				return info, fmt.Errorf("%w: resuming %s after the NATS connection came back: %w", ErrQuery, name, a.err)
+			default:
+				rs.wanted = true // ask again at the next beat
+				if !connected(c.nc) {
+					break
+				}
+				if misses++; misses >= lostAfter {
+					return info, fmt.Errorf("%w: %w: query %s: no coordinator answered a resume after the NATS connection came back (%v)", ErrQuery, ErrCoordinatorLost, name, a.err)
+				}
 			}
 		case err := <-checks:
 			checking = false
@@ -230,6 +274,10 @@ func (c *Client) Submit(ctx context.Context, script deploy.Script, name string, 
 				misses = 0
 			case errors.Is(err, ErrCoordinatorLost):
 				return info, fmt.Errorf("%w: %w (was it restarted?)", ErrQuery, err)
+			case !connected(c.nc) || rs.asking || rs.wanted:
+				// The server is away (or just back): no coordinator can
+				// answer now; the connection reconnects and the query is
+				// resumed once it is back.
 			default:
 				if misses++; misses >= lostAfter {
 					return info, fmt.Errorf("%w: %w: query %s: no answer from a coordinator on %s for %d heartbeats of %s (%v); the query's state is unknown",
@@ -237,6 +285,7 @@ func (c *Client) Submit(ctx context.Context, script deploy.Script, name string, 
 				}
 			}
 		case m := <-ch:
+			lookBack()
 			switch {
 			case m.Subject == doneSubj:
 				if err := json.Unmarshal(m.Data, &info); err != nil {
@@ -254,6 +303,12 @@ func (c *Client) Submit(ctx context.Context, script deploy.Script, name string, 
 					// slow writer drains the buffer): the grace runs from
 					// the last of them.
 					grace = time.After(5 * time.Second)
+				}
+				if rs.asking || rs.wanted {
+					if g, _ := headerInt(m, deploy.HeaderGen); int(g) > rs.stale {
+						rs.held = append(rs.held, m)
+					}
+					break
 				}
 				if err := ep.receive(m); err != nil {
 					return info, fmt.Errorf("results of %s: %w", name, err)

@@ -87,7 +87,7 @@ type Config struct {
 	// Exec completes the executor options the coordinator compiles queries
 	// with (as the workers' Exec does), so it can place model calls and NATS
 	// streams.
-	Exec func(o *exec.Options, part deploy.Part)
+	Exec func(o *exec.Options, part deploy.ExecPart)
 	// CheckModelArgs, when set, gives the checker of model calls against
 	// their files for a script whose relative paths are from baseDir, so a
 	// declared tensor shape no model file takes fails the query at bind
@@ -106,6 +106,9 @@ type Config struct {
 	// Policy, when set, is asked about every running query once a second
 	// and may have it re-planned and cut over (runtime/control).
 	Policy control.Policy
+	// ReplanBudget bounds the optimizer's exact search when it plans with
+	// a policy's live numbers (default DefaultReplanBudget).
+	ReplanBudget time.Duration
 	// Admins are the identities (deploy.SubmitSubject's <user>) that may
 	// stop any query; everyone else stops only their own.
 	Admins []string
@@ -141,6 +144,11 @@ type Coordinator struct {
 	workers map[string]*deploy.WorkerInfo
 	queries map[string]*queryState
 	order   []string // query ids in submission order
+	// out is the coordinator's own connection's outages (outage.go).
+	out outage
+	// startedAt: for a while after it, the coordinator learns running
+	// queries back from their workers (relearn.go).
+	startedAt time.Time
 }
 
 type queryState struct {
@@ -173,6 +181,26 @@ type queryState struct {
 	// plan is the optimizer's plan while the query deploys or runs: the
 	// capacity it holds on its workers, which later queries plan around.
 	plan *physical.Plan
+	// assumed is what plan assumed of the live estimates (the drift
+	// policy's other side; nil when placed by rules); variants are the
+	// variants the current generation runs.
+	assumed  *control.Assumed
+	variants map[string]string
+	// learned are the live numbers the policies measured so far, merged:
+	// every re-plan plans with all of them. cutting is the re-plan whose
+	// rows do not flow yet (its cut-over time is not known).
+	learned *control.Overrides
+	cutting *pendingReplan
+	// outageCount counts the core NATS messages published since the
+	// server came back, until a recovery from the outage re-deploys the
+	// query (outage.go).
+	outageCount func() int64
+	// resumeFrom is the epoch a client that lost its connection has
+	// written (a recovery from an outage resumes no later; outage.go).
+	resumeFrom *uint64
+	// classMix is the class mix a DATA AWARE plan was made for (the last
+	// data-aware Decision's); nil: profiled accuracy.
+	classMix map[string]map[string]float64
 }
 
 // pendingRecovery is a recovery whose rows do not flow yet.
@@ -208,7 +236,9 @@ func Start(cfg Config) (*Coordinator, error) {
 	default:
 		return nil, fmt.Errorf("coordinator: unknown placement %q: want %s or %s", cfg.Placement, PlaceOptimizer, PlaceRules)
 	}
-	c := &Coordinator{cfg: cfg, nc: cfg.Conn, stop: make(chan struct{}), workers: map[string]*deploy.WorkerInfo{}, queries: map[string]*queryState{}}
+	c := &Coordinator{cfg: cfg, nc: cfg.Conn, stop: make(chan struct{}), workers: map[string]*deploy.WorkerInfo{}, queries: map[string]*queryState{},
+		startedAt: time.Now()}
+	c.out.reconnects = c.nc.Stats().Reconnects
 	handlers := []struct {
 		subject string
 		h       nats.MsgHandler
@@ -219,6 +249,7 @@ func Start(cfg Config) (*Coordinator, error) {
 		{deploy.InNamespace(c.cfg.Namespace, deploy.SubjectWorkers), func(m *nats.Msg) { reply(m, c.Workers()) }},
 		{deploy.InNamespace(c.cfg.Namespace, deploy.QueriesSubject("*")), func(m *nats.Msg) { reply(m, c.QueriesOf(lastToken(m.Subject))) }},
 		{deploy.InNamespace(c.cfg.Namespace, deploy.StopSubject("*")), c.onStop},
+		{deploy.InNamespace(c.cfg.Namespace, deploy.ResumeSubject("*")), c.onResume},
 		{deploy.InNamespace(c.cfg.Namespace, deploy.SubjectQuery), c.onQuery},
 		{deploy.QuerySubject(c.cfg.Namespace, "*", "status.*"), c.onStatus},
 		{deploy.QuerySubject(c.cfg.Namespace, "*", "enough.*"), c.onEnough},
@@ -308,7 +339,7 @@ func (c *Coordinator) onHeartbeat(m *nats.Msg) {
 		reply(m, deploy.Ack{Error: "unknown worker " + hb.Name + ": register again"})
 		return
 	}
-	reply(m, deploy.Ack{})
+	reply(m, deploy.Ack{Describe: c.relearn(hb)})
 }
 
 // expire drops workers that stopped heartbeating and fails their queries.
@@ -323,6 +354,9 @@ func (c *Coordinator) expire() {
 		case <-c.stop:
 			return
 		case <-t.C:
+		}
+		if c.serverDown() {
+			continue // no heartbeat can come: the server is away
 		}
 		cutoff := time.Now().Add(-c.cfg.Expiry)
 		dead := map[string]time.Time{}
@@ -489,7 +523,7 @@ func (c *Coordinator) Submit(ctx context.Context, req deploy.SubmitRequest) (*de
 	c.order = append(c.order, req.Query)
 	c.mu.Unlock()
 
-	pl, err := c.place(ctx, req, ws)
+	pl, err := c.place(ctx, req, ws, nil, nil)
 	if err != nil {
 		c.fail(req.Query, err)
 		return nil, err
@@ -498,7 +532,7 @@ func (c *Coordinator) Submit(ctx context.Context, req deploy.SubmitRequest) (*de
 	c.mu.Lock()
 	qs.info.Placement, qs.info.Workers, qs.info.Planner, qs.info.Estimate, qs.info.LatencySLOMs = p, p.Workers, pl.note, pl.estimate, pl.sloMs
 	qs.info.Priority, qs.info.InputRows = script.Priority, pl.inputRows
-	qs.plan = pl.plan
+	qs.plan, qs.assumed, qs.variants = pl.plan, pl.assumed, script.Variants
 	c.mu.Unlock()
 
 	if _, err := c.deployAll(ctx, req.Query, req.Owner, script, p, 0); err != nil {
@@ -533,8 +567,15 @@ func (c *Coordinator) Submit(ctx context.Context, req deploy.SubmitRequest) (*de
 func (c *Coordinator) deployAll(ctx context.Context, id, owner string, script deploy.Script, p *deploy.Placement, gen int) (gone []string, err error) {
 	errs := make([]error, len(p.Workers))
 	var wg sync.WaitGroup
+	var submitted time.Time
+	c.mu.Lock()
+	if qs := c.queries[id]; qs != nil {
+		submitted = qs.info.Submitted
+	}
+	c.mu.Unlock()
 	body, _ := json.Marshal(deploy.DeployRequest{Query: id, Script: script, Placement: *p, Generation: gen,
-		Results: deploy.InNamespace(c.cfg.Namespace, deploy.UserSubject(owner, id, "results")), Limits: c.cfg.Limits})
+		Results: deploy.InNamespace(c.cfg.Namespace, deploy.UserSubject(owner, id, "results")), Limits: c.cfg.Limits,
+		Owner: owner, Submitted: submitted})
 	for i, name := range p.Workers {
 		wg.Add(1)
 		go func() {
@@ -580,13 +621,18 @@ type placed struct {
 	sloMs     float64
 	// inputRows: a best-effort query's rows to read (inputRows).
 	inputRows int64
+	// assumed is what plan assumed of the live estimates (nil by rules).
+	assumed *control.Assumed
 }
 
 // place compiles the script as every worker will and places it: where the
 // optimizer puts it when it can plan the query against the registered
 // workers (a model call, a catalog with profiles) around the capacity the
-// running queries hold, by runtime/deploy's default rules otherwise.
-func (c *Coordinator) place(ctx context.Context, req deploy.SubmitRequest, ws []deploy.Worker) (placed, error) {
+// running queries hold, by runtime/deploy's default rules otherwise. live
+// (a re-plan's measured numbers, nil at submission) replaces the catalog's
+// and the infrastructure's numbers in the optimizer's inputs; mix is a DATA
+// AWARE query's live class mix (nil: profiled accuracy).
+func (c *Coordinator) place(ctx context.Context, req deploy.SubmitRequest, ws []deploy.Worker, live *control.Overrides, mix map[string]map[string]float64) (placed, error) {
 	script := req.Script
 	// The catalog is checked here; the files the compile opens, in
 	// execOptions.
@@ -615,7 +661,7 @@ func (c *Coordinator) place(ctx context.Context, req deploy.SubmitRequest, ws []
 	var res *planner.Result
 	perr := errors.New("placement by rules")
 	if c.cfg.Placement != PlaceRules {
-		res, perr = c.optimize(ctx, bound, cat, ws, o.Tiers, c.reserved(req.Query, bound.Objectives.Priority == "REALTIME", ws), script.Planner)
+		res, perr = c.optimize(ctx, bound, cat, ws, o.Tiers, c.reserved(req.Query, bound.Objectives.Priority == "REALTIME", ws), script.Planner, live, mix)
 		if errors.Is(perr, planner.ErrInfeasible) {
 			// The planner did plan the query, and no plan meets what it
 			// asks (with what running queries leave): running another one
@@ -653,7 +699,7 @@ func (c *Coordinator) place(ctx context.Context, req deploy.SubmitRequest, ws []
 					note += "; " + slowed
 				}
 				return placed{placement: p, script: planned, note: note, estimate: deploy.EstimateOf(res.Physical, bound.Objectives.Throughput),
-					plan: res.Physical, sloMs: slo, inputRows: in}, nil
+					plan: res.Physical, sloMs: slo, assumed: assumedOf(res.Physical, ws), inputRows: in}, nil
 			}
 			perr = err
 		} else {
@@ -702,7 +748,7 @@ func batches(p *physical.Plan) map[string]deploy.Batch {
 func (c *Coordinator) execOptions(variants map[string]string) exec.Options {
 	eo := exec.Options{Output: discardWriter{}, Stdout: io.Discard}
 	if c.cfg.Exec != nil {
-		c.cfg.Exec(&eo, deploy.Part{Variants: variants})
+		c.cfg.Exec(&eo, deploy.ExecPart{Variants: variants})
 	}
 	// The catalog was checked by place; Catalog is empty here.
 	_ = c.cfg.DataRoots.ConfineScript(&deploy.Script{}, &eo)
@@ -712,7 +758,10 @@ func (c *Coordinator) execOptions(variants map[string]string) exec.Options {
 // optimize plans a bound query against the registered workers: their
 // tiers, types and locations, with prices, links and tier fan-outs from the
 // coordinator's infrastructure file.
-func (c *Coordinator) optimize(ctx context.Context, bound *logical.Plan, cat *catalog.Catalog, ws []deploy.Worker, tiers []string, reserved []optimize.Reservation, settings map[string]string) (*planner.Result, error) {
+//
+// live, when set, replaces the catalog's and the infrastructure's numbers
+// with measured ones (applyLive): the re-plan of the control loop.
+func (c *Coordinator) optimize(ctx context.Context, bound *logical.Plan, cat *catalog.Catalog, ws []deploy.Worker, tiers []string, reserved []optimize.Reservation, settings map[string]string, live *control.Overrides, mix map[string]map[string]float64) (*planner.Result, error) {
 	// The script's SET planner.* before the query (checked where it ran).
 	set, err := session.FromValues(settings)
 	if err != nil {
@@ -721,7 +770,7 @@ func (c *Coordinator) optimize(ctx context.Context, bound *logical.Plan, cat *ca
 	file := c.cfg.Infra
 	inf := &infra.Infra{}
 	if file != nil {
-		inf.Links, inf.DefaultLink, inf.SourceTier = file.Links, file.DefaultLink, file.SourceTier
+		inf.Links, inf.DefaultLink, inf.SourceTier = slices.Clone(file.Links), file.DefaultLink, file.SourceTier
 	}
 	for _, t := range tiers {
 		tier := &infra.Tier{Name: t}
@@ -757,6 +806,15 @@ func (c *Coordinator) optimize(ctx context.Context, bound *logical.Plan, cat *ca
 		opts.Strategy = set.Planner.Strategy
 	}
 	opts.Reserved = reserved
+	applyLive(bound, inf, live)
+	opts.Throughput = liveThroughput(bound, opts.Throughput, live)
+	if live != nil {
+		opts.InputRatio = live.InputRatios
+	}
+	if b := c.replanBudget(); live != nil && (opts.Optimize.TimeBudget <= 0 || opts.Optimize.TimeBudget > b) {
+		opts.Optimize.TimeBudget = b
+	}
+	opts.ClassMix = mix // a DATA AWARE query's live class mix (SneakPeek)
 	res, err := planner.PlanLogical(ctx, bound, cat, inf, opts)
 	if err != nil {
 		return nil, err
@@ -787,6 +845,7 @@ func (c *Coordinator) fail(id string, err error) {
 }
 
 func (c *Coordinator) done(info deploy.QueryInfo) {
+	c.dropOutageCount(info.Query)
 	b, _ := json.Marshal(info)
 	_ = c.nc.Publish(deploy.InNamespace(c.cfg.Namespace, deploy.UserSubject(info.Owner, info.Query, "done")), b)
 	_ = c.nc.Flush()
@@ -870,6 +929,7 @@ func (c *Coordinator) onStatus(m *nats.Msg) {
 		}
 	}
 	c.commit(qs)
+	info.Dropped = info.Dropped.Merge(disconnected(info.Recoveries))
 	c.costs(info)
 	progress(info, time.Now())
 	if st.RTTNs > 0 {
@@ -924,6 +984,7 @@ func (c *Coordinator) commit(qs *queryState) {
 	if known && low > info.Committed {
 		info.Committed = low
 	}
+	qs.cutOver(known, low)
 	if r := qs.pending; r != nil && (known && low > r.rec.Epoch || !info.Ended.IsZero() && info.State == deploy.StateFinished) {
 		r.rec.Seconds = time.Since(r.lostAt).Seconds()
 		info.Recoveries = append(info.Recoveries, r.rec)
@@ -937,8 +998,22 @@ func (c *Coordinator) failGeneration(id string, gen int, msg, kind string) {
 	c.mu.Lock()
 	qs := c.queries[id]
 	stale := qs == nil || qs.info.Generation != gen || !qs.info.Ended.IsZero()
+	var planned time.Time
+	if !stale {
+		planned = qs.planned
+	}
 	c.mu.Unlock()
 	if stale {
+		return
+	}
+	if c.outageSince(planned) {
+		// The NATS server went away under this generation: its relay
+		// links lost what was in flight. Run it again instead.
+		down, _ := c.lastOutage()
+		c.mu.Lock()
+		qs.redeploying = true
+		c.mu.Unlock()
+		go c.redeploy(id, control.LostServer, down, nil, 0)
 		return
 	}
 	err := errors.New(msg)
@@ -952,7 +1027,9 @@ func (c *Coordinator) failGeneration(id string, gen int, msg, kind string) {
 // old generation's parts are aborted, the query is placed again and every
 // part of the new generation replays its file streams from the start, as
 // fast as they read up to the committed epoch (the operators' state is
-// rebuilt by the replay) and at their rate after it. The client writes
+// rebuilt by the replay) and at their rate after it; a row-wise query, or
+// one whose state is TUMBLE windows, reads past the rows whose results are
+// committed without sending them (deploy's resumeAt). The client writes
 // only epochs it has not written (Client.Submit), so the result is that of
 // a run without the loss.
 func (c *Coordinator) recover(id, lost string, lostAt time.Time) {
@@ -964,7 +1041,7 @@ func (c *Coordinator) recover(id, lost string, lostAt time.Time) {
 // the next generation exactly as a recovery is, so the cut-over is at the
 // committed epoch and loses or duplicates no row.
 func (c *Coordinator) replan(id string, d *control.Decision, gen int) {
-	c.redeploy(id, "", time.Time{}, d, gen)
+	c.redeploy(id, "", time.Now(), d, gen)
 }
 
 // redeploy places a running query again and deploys it as a new
@@ -989,7 +1066,7 @@ func (c *Coordinator) redeploy(id, lost string, lostAt time.Time, d *control.Dec
 	case !qs.info.Ended.IsZero():
 		c.mu.Unlock()
 		return
-	case d == nil && !slices.Contains(qs.info.Workers, lost):
+	case d == nil && lost != control.LostServer && !slices.Contains(qs.info.Workers, lost):
 		c.mu.Unlock()
 		return
 	case d == nil && !qs.started:
@@ -1001,8 +1078,21 @@ func (c *Coordinator) redeploy(id, lost string, lostAt time.Time, d *control.Dec
 		return // something else re-deployed it since
 	}
 	old, oldWorkers := qs.info.Generation, qs.info.Workers
+	oldPlacement, oldVariants := qs.info.Placement, qs.variants
 	epoch, req := qs.info.Committed, qs.req
+	if lost == control.LostServer {
+		epoch = outageEpoch(qs, epoch)
+	}
+	oldPlan, mix := qs.plan, qs.classMix
+	if d != nil && d.ClassMix != nil {
+		mix = d.ClassMix
+	}
 	c.mu.Unlock()
+	if lost == control.LostServer {
+		// After an outage the query's own workers come back: wait for
+		// them rather than place it on the first to reconnect.
+		c.outageWait(oldWorkers)
+	}
 
 	// A loaded machine can delay every worker's heartbeats past the
 	// expiry at once; a live worker registers again at its next one, so
@@ -1033,10 +1123,35 @@ func (c *Coordinator) redeploy(id, lost string, lostAt time.Time, d *control.Dec
 	}
 	req.Script.ResumeEpoch = epoch
 	ctx := context.Background()
-	pl, err := c.place(ctx, req, ws)
+	var live *control.Overrides
+	c.mu.Lock()
+	if d != nil && d.Live != nil {
+		if qs.learned == nil {
+			qs.learned = &control.Overrides{}
+		}
+		qs.learned.Merge(d.Live)
+	}
+	if qs.learned != nil {
+		// A recovery plans with what was measured too.
+		cp := control.Overrides{}
+		cp.Merge(qs.learned)
+		live = &cp
+	}
+	c.mu.Unlock()
+	pl, err := c.place(ctx, req, ws, live, mix)
+	moved := variantsMoved(oldPlan, pl.plan)
 	p, script := pl.placement, pl.script
-	if d != nil && (err != nil || slices.Equal(p.Workers, oldWorkers)) {
-		// No other plan: the query keeps running as it is.
+	if d != nil && (err != nil || samePlan(oldPlacement, p, oldVariants, script.Variants)) {
+		// No other plan: the query keeps running as it is. A plan made
+		// with live numbers becomes what the drift policy compares with,
+		// so numbers that stay where they drifted to ask once.
+		if err == nil && live != nil {
+			c.mu.Lock()
+			if qs.info.Generation == old {
+				qs.assumed, qs.info.Estimate = pl.assumed, pl.estimate
+			}
+			c.mu.Unlock()
+		}
 		c.cfg.Log.Info("re-plan kept the plan", "query", id, "reason", d.Reason, "err", err)
 		return
 	}
@@ -1060,7 +1175,7 @@ func (c *Coordinator) redeploy(id, lost string, lostAt time.Time, d *control.Dec
 	}
 	if err == nil {
 		qs.info.Placement, qs.info.Workers, qs.info.Planner, qs.info.Estimate = p, p.Workers, pl.note, pl.estimate
-		qs.plan = pl.plan
+		qs.plan, qs.assumed, qs.variants, qs.classMix = pl.plan, pl.assumed, script.Variants, mix
 	}
 	c.mu.Unlock()
 	if d == nil {
@@ -1070,7 +1185,10 @@ func (c *Coordinator) redeploy(id, lost string, lostAt time.Time, d *control.Dec
 	}
 	// Core NATS streams keep nothing while no part of the query listens:
 	// count what is published from now until the new parts subscribe.
-	countLost := c.countCoreNATS(req.Script)
+	countLost := c.takeOutageCount(qs, lost)
+	if countLost == nil {
+		countLost = c.countCoreNATS(req.Script, true)
+	}
 	defer func() {
 		n := countLost()
 		if n == 0 {
@@ -1114,8 +1232,13 @@ func (c *Coordinator) redeploy(id, lost string, lostAt time.Time, d *control.Dec
 	}
 	if d != nil {
 		c.mu.Lock()
-		qs.info.Replans = append(qs.info.Replans, control.Replan{Epoch: epoch, Reason: d.Reason,
-			Old: strings.Join(oldWorkers, ","), New: strings.Join(p.Workers, ",")})
+		reason := d.Reason
+		if moved != "" {
+			reason += "; " + moved
+		}
+		qs.info.Replans = append(qs.info.Replans, control.Replan{Epoch: epoch, Reason: reason,
+			Old: choiceOf(oldPlacement, oldVariants), New: choiceOf(p, script.Variants)})
+		qs.cutting = &pendingReplan{index: len(qs.info.Replans) - 1, decided: lostAt}
 		c.mu.Unlock()
 	}
 	c.cfg.Log.Info("query re-deployed", "query", id, "workers", p.Workers, "generation", gen)
@@ -1129,7 +1252,7 @@ func (c *Coordinator) decide(qs *queryState, now time.Time) {
 		return
 	}
 	qs.decided = now
-	in := control.PolicyInput{Query: qs.info.Query, Workers: qs.info.Workers, Age: now.Sub(qs.planned), Estimates: *qs.info.Estimates}
+	in := control.PolicyInput{Query: qs.info.Query, Workers: qs.info.Workers, Age: now.Sub(qs.planned), Estimates: *qs.info.Estimates, Assumed: qs.assumed}
 	for name := range c.workers {
 		in.Registered = append(in.Registered, name)
 	}
@@ -1145,8 +1268,10 @@ func (c *Coordinator) decide(qs *queryState, now time.Time) {
 // countCoreNATS subscribes to the core NATS subjects a script's query
 // reads; the function it returns unsubscribes and says how many messages
 // came (end markers aside). The subscription is plain, not in the query's
-// queue group: it takes nothing from the query's own sources.
-func (c *Coordinator) countCoreNATS(script deploy.Script) func() int64 {
+// queue group: it takes nothing from the query's own sources. With flush
+// it returns once the server has the subscriptions; without (the server
+// is away) they count from when it is back.
+func (c *Coordinator) countCoreNATS(script deploy.Script, flush bool) func() int64 {
 	var subs []*nats.Subscription
 	for _, subj := range c.coreNATSSubjects(script) {
 		if sub, err := c.nc.SubscribeSync(subj); err == nil {
@@ -1154,7 +1279,7 @@ func (c *Coordinator) countCoreNATS(script deploy.Script) func() int64 {
 			subs = append(subs, sub)
 		}
 	}
-	if len(subs) > 0 {
+	if len(subs) > 0 && flush {
 		_ = c.nc.Flush()
 	}
 	var n int64
@@ -1210,7 +1335,7 @@ func (c *Coordinator) onQuery(m *nats.Msg) {
 		reply(m, deploy.Ack{Error: "bad query request"})
 		return
 	}
-	if _, ok := c.Query(req.Query); !ok {
+	if _, ok := c.Query(req.Query); !ok && !c.learning() {
 		reply(m, deploy.Ack{Error: fmt.Sprintf("%v: %s", ErrUnknownQuery, req.Query)})
 		return
 	}

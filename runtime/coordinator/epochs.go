@@ -34,6 +34,9 @@ type epochs struct {
 	ends               int               // end markers of generation gen
 	pending            map[uint64][]arrow.Record
 	written            uint64 // every epoch below it is written
+	// minGen: results of older generations are stale (the client lost
+	// its connection while they ran; expect).
+	minGen int
 }
 
 func newEpochs(out sinks.Writer, mem memory.Allocator) *epochs {
@@ -53,8 +56,8 @@ func headerInt(m *nats.Msg, key string) (uint64, bool) {
 func (e *epochs) receive(m *nats.Msg) error {
 	gen64, _ := headerInt(m, deploy.HeaderGen)
 	gen := int(gen64)
-	if gen < e.gen {
-		return nil // an aborted generation's leftovers
+	if gen < e.gen || gen < e.minGen {
+		return nil // an aborted (or stale) generation's leftovers
 	}
 	if gen > e.gen {
 		e.switchTo(gen, m)
@@ -108,6 +111,25 @@ func (e *epochs) switchTo(gen int, m *nats.Msg) {
 	}
 	if n, ok := headerInt(m, deploy.HeaderSinkWorkers); ok {
 		e.sinkWorkers = int(n)
+	}
+}
+
+// expect makes every generation before gen stale: after an outage the
+// client may have missed some of their results, so it writes nothing more
+// of them and waits for gen, which replays what it has not written.
+func (e *epochs) expect(gen int) {
+	if gen <= e.minGen {
+		return
+	}
+	e.minGen = gen
+	if gen > e.gen {
+		for k, recs := range e.pending {
+			for _, r := range recs {
+				r.Release()
+			}
+			delete(e.pending, k)
+		}
+		e.frontier, e.ends = map[string]uint64{}, 0
 	}
 }
 

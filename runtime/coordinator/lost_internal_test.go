@@ -25,7 +25,7 @@ func TestCountCoreNATSWhileRecovering(t *testing.T) {
 	defer nc.Close()
 	c := &Coordinator{nc: nc}
 	script := deploy.Script{Filename: "q.sql", Source: "CREATE STREAM s (a INT) FROM NATS 'lost.in' FORMAT JSON;\nSELECT a FROM s;\n"}
-	done := c.countCoreNATS(script)
+	done := c.countCoreNATS(script, true)
 	for i := range 5 {
 		if err := nc.Publish("lost.in", []byte(`{"a":1}`)); err != nil {
 			t.Fatal(i, err)

@@ -241,9 +241,17 @@ func (s Script) BuildPlan(plan *logical.Plan, opts exec.Options) (*exec.Query, e
 		opts.Pace = Replay
 		if s.ResumeEpoch > 0 {
 			resume := dataflow.Epoch(s.ResumeEpoch)
+			// Where it is sound the query resumes at the committed
+			// epoch: its file streams read past what it need not send
+			// again (resumeAt), and since their slices and watermarks
+			// are those of the first run, every row sent goes out at the
+			// epoch it did then. Otherwise they replay from the start to
+			// rebuild the operators' state.
+			skip, below := resumeAt(plan.Root, s.ResumeEpoch)
 			opts.Pace = func(st *catalog.Stream) sources.Pacing {
 				p := Replay(st)
 				p.FastUntil = resume
+				p.SkipUntil, p.SkipBelow = dataflow.Epoch(skip), int64(below)
 				return p
 			}
 		}

@@ -67,6 +67,8 @@ func opName(n logical.Node) string {
 		return "limit"
 	case *logical.Sort:
 		return "sort"
+	case *logical.WindowFuncs:
+		return "window"
 	case *logical.Sink:
 		return "sink"
 	case *logical.LateralModel:

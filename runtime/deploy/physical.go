@@ -38,6 +38,18 @@ func (pl *placer) fromPlan(i int, in []int) (bool, error) {
 		up := pl.p.Operators[pl.g.Edges[in[0]].From.Op]
 		pl.p.Operators[i] = OperatorPlan{Name: name, Workers: up.Workers, Tier: up.Tier}
 		pl.p.Edges[in[0]] = EdgePlan{Kind: "pipeline"}
+		if _, agg := pl.nodes[i].(*logical.Aggregate); agg && len(up.Workers) > 1 {
+			// A stage the plan spreads over several workers balances its
+			// rows among them: an aggregate fused into it must see every
+			// row of its groups, so its instances exchange by the group
+			// columns (or it runs once), or each would emit a partial
+			// count of the same group.
+			if keys := groupColumns(pl.nodes[i]); keys != nil {
+				pl.p.Edges[in[0]] = EdgePlan{Kind: "exchange", Keys: keys}
+			} else {
+				pl.p.Operators[i].Workers = up.Workers[:1]
+			}
+		}
 		return true, nil
 	}
 	if st.Kind == "source" {

@@ -189,6 +189,9 @@ type RegisterReply struct {
 type Heartbeat struct {
 	Name    string   `json:"name"`
 	Queries []string `json:"queries,omitempty"`
+	// Parts describe the queries the coordinator asked about (Ack.Describe):
+	// a restarted coordinator learns its running queries back from them.
+	Parts []Part `json:"parts,omitempty"`
 }
 
 // SubmitRequest asks the coordinator to plan and deploy a script's query.
@@ -224,13 +227,17 @@ type DeployRequest struct {
 	Results string `json:"results"`
 	// Limits the worker enforces on its part (memory, rows in flight).
 	Limits Limits `json:"limits,omitzero"`
+	// Owner submitted the query at Submitted: the worker keeps both for a
+	// restarted coordinator (Part).
+	Owner     string    `json:"owner,omitempty"`
+	Submitted time.Time `json:"submitted,omitzero"`
 }
 
-// Part is what a worker's executor hooks (the model runtime) know of the
+// ExecPart is what a worker's executor hooks (the model runtime) know of the
 // query part they complete: the query, the plan's variants, its scheduling
 // class and latency bound, and the worker's inference scheduler, which
 // every query on the worker shares (nil: each model call runs as it comes).
-type Part struct {
+type ExecPart struct {
 	Query     string
 	Variants  map[string]string
 	Priority  string
@@ -260,6 +267,10 @@ type StopRequest struct {
 type Ack struct {
 	Error     string `json:"error,omitempty"`
 	ErrorKind string `json:"error_kind,omitempty"`
+	// Describe, in the answer to a heartbeat, names queries the worker
+	// runs that the coordinator does not know (it was restarted): the
+	// next heartbeat describes them (Heartbeat.Parts).
+	Describe []string `json:"describe,omitempty"`
 }
 
 // Query and worker states.

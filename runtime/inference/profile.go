@@ -207,6 +207,11 @@ func (p *Profiler) synthesize(m *catalog.Model, v *catalog.Variant, sess *onnx.S
 			for _, d := range catalog.TensorShape(m.Inputs[i].Type) {
 				shape = append(shape, int64(d))
 			}
+			// A variant that takes its images at a size of its own
+			// (input_size) gets them at that size.
+			if n := len(shape); n >= 2 && len(v.InputSize) == 2 {
+				shape[n-2], shape[n-1] = int64(v.InputSize[0]), int64(v.InputSize[1])
+			}
 		}
 		if shape == nil {
 			if in.DType != ml.Float32 || len(in.Shape) < 2 {

@@ -55,12 +55,15 @@ func anyNS(subjects ...string) []string {
 
 // Coordinator may read the control requests, the workers' statuses and
 // its own replies; publish deployments, starts and stops to workers, and
-// done messages to clients; and answer requests. In any namespace.
-func Coordinator() Perms {
+// done messages to clients; and answer requests. In any namespace. It may
+// read (never write) the data subjects data (the workers'): while a
+// recovery re-deploys a query that reads a core NATS stream, or after a
+// NATS outage, it counts what the stream lost (dropped "disconnected").
+func Coordinator(data []string) Perms {
 	return Perms{
 		PubAllow: anyNS(deploy.QuerySubject("", "*", ">"), "tierflow.u.>"),
-		SubAllow: append(anyNS("tierflow.ctl.>", deploy.QuerySubject("", "*", "status.*"), deploy.QuerySubject("", "*", "enough.*")),
-			natsserver.InboxPrefix(RoleCoordinator)+".>"),
+		SubAllow: append(append(anyNS("tierflow.ctl.>", deploy.QuerySubject("", "*", "status.*"), deploy.QuerySubject("", "*", "enough.*")),
+			natsserver.InboxPrefix(RoleCoordinator)+".>"), data...),
 		Respond: true,
 	}
 }
@@ -86,7 +89,7 @@ func Worker(name, identity string, data []string) Perms {
 	return Perms{
 		PubAllow: append(anyNS(deploy.RegisterSubject(bound), deploy.HeartbeatSubject(bound), deploy.QuerySubject("", "*", "status."+bound),
 			deploy.QuerySubject("", "*", "enough."+bound), deploy.UserSubject("*", "*", "results"), "tierflow.relay.>"), data...),
-		PubDeny: anyNS(deploy.SubmitSubject(">"), deploy.StopSubject(">"), deploy.SubjectWorkers, deploy.QueriesSubject(">"), deploy.SubjectQuery,
+		PubDeny: anyNS(deploy.SubmitSubject(">"), deploy.StopSubject(">"), deploy.ResumeSubject(">"), deploy.SubjectWorkers, deploy.QueriesSubject(">"), deploy.SubjectQuery,
 			deploy.QuerySubject("", "*", "deploy.>"), deploy.QuerySubject("", "*", "start"), deploy.QuerySubject("", "*", "stop"),
 			deploy.UserSubject("*", "*", "done"), "$SYS.>"),
 		SubAllow: append(append(anyNS(deploy.DeploySubject("", "*", bound), deploy.QuerySubject("", "*", "start"), deploy.QuerySubject("", "*", "stop"),
@@ -108,7 +111,7 @@ func Client(user string, data []string) (Perms, error) {
 		return Perms{}, err
 	}
 	return Perms{
-		PubAllow: append(anyNS(deploy.SubmitSubject(user), deploy.StopSubject(user), deploy.SubjectWorkers, deploy.QueriesSubject(user), deploy.SubjectQuery), data...),
+		PubAllow: append(anyNS(deploy.SubmitSubject(user), deploy.StopSubject(user), deploy.ResumeSubject(user), deploy.SubjectWorkers, deploy.QueriesSubject(user), deploy.SubjectQuery), data...),
 		SubAllow: append(append([]string{natsserver.InboxPrefix(user) + ".>"}, anyNS("tierflow.u."+user+".>")...), data...),
 	}, nil
 }

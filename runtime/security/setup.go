@@ -159,7 +159,7 @@ func Generate(dir string, o SetupOptions) (*Setup, error) {
 	users := []struct {
 		name string
 		p    Perms
-	}{{userCoordinator, Coordinator()}, {userWorker, Worker("", userWorker, o.WorkerData)}, {userLeaf, Leaf()}}
+	}{{userCoordinator, Coordinator(o.WorkerData)}, {userWorker, Worker("", userWorker, o.WorkerData)}, {userLeaf, Leaf()}}
 	for _, w := range o.Workers {
 		if err := deploy.ValidName("worker", w); err != nil {
 			return nil, fmt.Errorf("%w: %w", ErrSetup, err)

@@ -68,7 +68,7 @@ type Config struct {
 	// (Stream, Sink), which live in runtime packages operators cannot import.
 	// The part says which query, with the model variants its plan chose,
 	// its priority, and the worker's inference scheduler.
-	Exec func(o *exec.Options, part deploy.Part)
+	Exec func(o *exec.Options, part deploy.ExecPart)
 	// Sched is the policy of the worker's inference scheduler, which every
 	// query on the worker shares (nil: sched.Naive, each batch runs as it
 	// comes, as without a scheduler).
@@ -81,6 +81,10 @@ type Config struct {
 	// sends to worker to (0: no cap): failure drills and tests slow one
 	// link down with it (natsrelay.Options.Shape).
 	Shape func(to string) float64
+	// Shaper, when set, shapes this worker's relay sends to worker to to
+	// a bandwidth that changes over time (nil: none; `--link-trace`,
+	// natsrelay.Options.Shaper).
+	Shaper func(to string) relay.Shaper
 	// DataRoots, when set, confine the files a deployed query may use
 	// (its catalog, models, file streams, tables and sinks) to these
 	// directories (--data-root). nil: no confinement.
@@ -132,6 +136,9 @@ type query struct {
 	// limitErr is why the query was stopped for passing one (limits.go).
 	mem      *meter
 	limitErr atomic.Pointer[error]
+	// req is the deployment as the coordinator sent it: a restarted
+	// coordinator learns the query back from it (relearn.go).
+	req deploy.DeployRequest
 }
 
 // Start registers the worker and starts serving deployments.
@@ -244,13 +251,15 @@ func (w *Worker) heartbeats() {
 	defer w.wg.Done()
 	t := time.NewTicker(w.heartbeat)
 	defer t.Stop()
+	var describe []string // asked about by a restarted coordinator
 	for {
 		select {
 		case <-w.ctx.Done():
 			return
 		case <-t.C:
 		}
-		body, _ := json.Marshal(deploy.Heartbeat{Name: w.cfg.Name, Queries: w.Running()})
+		body, _ := json.Marshal(deploy.Heartbeat{Name: w.cfg.Name, Queries: w.Running(), Parts: w.parts(describe)})
+		describe = nil
 		ctx, cancel := context.WithTimeout(w.ctx, w.heartbeat)
 		msg, err := w.cfg.Conn.RequestWithContext(ctx, deploy.InNamespace(w.cfg.Namespace, deploy.HeartbeatSubject(w.cfg.Name)), body)
 		cancel()
@@ -262,6 +271,8 @@ func (w *Worker) heartbeats() {
 			if err := w.register(w.ctx); err != nil {
 				w.cfg.Log.Warn("re-register failed", "err", err)
 			}
+		} else {
+			describe = ack.Describe
 		}
 	}
 }
@@ -326,6 +337,7 @@ func (w *Worker) onDeploy(m *nats.Msg) {
 
 // build makes the worker's part of a query, ready to start.
 func (w *Worker) build(req deploy.DeployRequest) error {
+	orig := req // before the limits and the confinement edit its script
 	idx := req.Placement.WorkerIndex(w.cfg.Name)
 	if idx < 0 {
 		return fmt.Errorf("worker %s has no part in query %s", w.cfg.Name, req.Query)
@@ -369,7 +381,7 @@ func (w *Worker) build(req deploy.DeployRequest) error {
 	}
 	eo := exec.Options{Allocator: mem, Output: res, Stdout: w.cfg.Stdout}
 	if w.cfg.Exec != nil {
-		w.cfg.Exec(&eo, deploy.Part{Query: req.Query, Variants: req.Script.Variants, Priority: req.Script.Priority,
+		w.cfg.Exec(&eo, deploy.ExecPart{Query: req.Query, Variants: req.Script.Variants, Priority: req.Script.Priority,
 			LatencyMs: req.Script.LatencyMs, Scheduler: w.sched})
 	}
 	if err := w.confine(&req.Script, &eo); err != nil {
@@ -425,26 +437,42 @@ func (w *Worker) build(req deploy.DeployRequest) error {
 		w.cfg.Metrics.Instrument(g, w.cfg.Name)
 	}
 	ro := natsrelay.Options{Config: relay.Config{Allocator: mem, Window: window}, Prefix: deploy.InNamespace(w.cfg.Namespace, "tierflow.relay")}
+	// receiverWorker names the worker at a link's receiving end when it is
+	// another worker ("" for a local link or one the placement cannot name).
+	p := req.Placement
+	receiverWorker := func(l relay.LinkID) string {
+		if int(l.Edge) >= len(p.Edges) {
+			return ""
+		}
+		to := p.Edges[l.Edge].To
+		if to < 0 || to >= len(p.Operators) || int(l.Receiver) >= len(p.Operators[to].Workers) {
+			return ""
+		}
+		if wi := p.Operators[to].Workers[l.Receiver]; wi >= 0 && wi < len(p.Workers) && p.Workers[wi] != w.cfg.Name {
+			return p.Workers[wi]
+		}
+		return ""
+	}
 	if w.cfg.Shape != nil {
-		p := req.Placement
 		ro.Shape = func(l relay.LinkID) float64 {
-			if int(l.Edge) >= len(p.Edges) {
-				return 0
-			}
-			to := p.Edges[l.Edge].To
-			if to < 0 || to >= len(p.Operators) || int(l.Receiver) >= len(p.Operators[to].Workers) {
-				return 0
-			}
-			if wi := p.Operators[to].Workers[l.Receiver]; wi >= 0 && wi < len(p.Workers) && p.Workers[wi] != w.cfg.Name {
-				return w.cfg.Shape(p.Workers[wi])
+			if to := receiverWorker(l); to != "" {
+				return w.cfg.Shape(to)
 			}
 			return 0
+		}
+	}
+	if w.cfg.Shaper != nil {
+		ro.Shaper = func(l relay.LinkID) relay.Shaper {
+			if to := receiverWorker(l); to != "" {
+				return w.cfg.Shaper(to)
+			}
+			return nil
 		}
 	}
 	tr := natsrelay.New(w.cfg.Conn, ro)
 	dt := relay.NewDataflowTransport(tr)
 	q := &query{id: req.Query, gen: req.Generation, sinkInstances: sinkInstances, eq: eq, dt: dt, tr: tr, res: res, sinkHere: sinkHere, sinks: opened, stop: make(chan struct{}), done: make(chan struct{}),
-		mem: qmem}
+		mem: qmem, req: orig}
 	// An operator that has all it needs (a full final LIMIT) stops the
 	// whole query: the coordinator tells every worker, gracefully.
 	requestStop := func() {

@@ -19,6 +19,7 @@ import (
 	"time"
 
 	"github.com/tierflow/tierflow/examples/fashion"
+	"github.com/tierflow/tierflow/operators/ml"
 	"github.com/tierflow/tierflow/runtime/modelzoo"
 )
 
@@ -29,6 +30,7 @@ type variant struct {
 	LR     float64
 	Decay  float64
 	Conv   int // CNN filters (5x5, then 2x2 max pooling); 0 for an MLP
+	Side   int // input side in pixels (0: 28): the images are resized to it (ml.ResizeArea)
 }
 
 // model is what the generator needs of an MLP or a CNN.
@@ -39,9 +41,12 @@ type model interface {
 	graph(name string) *modelzoo.Graph
 }
 
-type mlp struct{ *modelzoo.MLP }
+type mlp struct {
+	*modelzoo.MLP
+	side int
+}
 
-func (m mlp) graph(name string) *modelzoo.Graph { return m.Graph(name, 28) }
+func (m mlp) graph(name string) *modelzoo.Graph { return m.Graph(name, m.side) }
 
 type cnn struct{ *modelzoo.CNN }
 
@@ -50,19 +55,29 @@ func (c cnn) graph(name string) *modelzoo.Graph { return c.Graph(name) }
 // The variants, smallest first. Each is trained from its own seed so adding one
 // does not change the others.
 var variants = []variant{
-	{"logreg", []int{784, 10}, 5, 2e-3, 0.8, 0},
-	{"mlp-small", []int{784, 64, 10}, 8, 1e-3, 0.8, 0},
-	{"mlp-large", []int{784, 256, 128, 10}, 10, 1e-3, 0.75, 0},
-	{"cnn", []int{64, 10}, 8, 1e-3, 0.8, 8},
+	{"logreg", []int{784, 10}, 5, 2e-3, 0.8, 0, 0},
+	{"mlp-small", []int{784, 64, 10}, 8, 1e-3, 0.8, 0, 0},
+	{"mlp-large", []int{784, 256, 128, 10}, 10, 1e-3, 0.75, 0, 0},
+	{"cnn", []int{64, 10}, 8, 1e-3, 0.8, 8, 0},
 }
 
 // garmentVariants are the coarse classifier of the cascade example (four garment
 // groups, fashion.Groups), smallest first. Fewer epochs: four classes that are
 // far apart converge fast.
 var garmentVariants = []variant{
-	{"garment-logreg", []int{784, 4}, 3, 2e-3, 0.8, 0},
-	{"garment-mlp-small", []int{784, 16, 4}, 3, 1e-3, 0.8, 0},
-	{"garment-mlp", []int{784, 96, 4}, 3, 1e-3, 0.8, 0},
+	{"garment-logreg", []int{784, 4}, 3, 2e-3, 0.8, 0, 0},
+	{"garment-mlp-small", []int{784, 16, 4}, 3, 1e-3, 0.8, 0, 0},
+	{"garment-mlp", []int{784, 96, 4}, 3, 1e-3, 0.8, 0, 0},
+}
+
+// sizeVariants are the data-adaptation family (Jellyfish 7.3): one MLP per
+// input size, trained on the images as a sender resizes them before a slow
+// link (ml.ResizeArea), so a frame sent at 14x14 is classified by a model
+// that learnt from 14x14 frames.
+var sizeVariants = []variant{
+	{"fit-14", []int{196, 64, 10}, 5, 1e-3, 0.8, 0, 14},
+	{"fit-20", []int{400, 64, 10}, 5, 1e-3, 0.8, 0, 20},
+	{"fit-28", []int{784, 64, 10}, 5, 1e-3, 0.8, 0, 28},
 }
 
 func main() {
@@ -97,8 +112,10 @@ func run(src, out string, subset int, only, family string, seed uint64) error {
 	case "classify":
 	case "garment":
 		vars, labels, resFile, seedBase = garmentVariants, fashion.Groups, "garment-variants.json", seed+100000
+	case "sizes":
+		vars, resFile, seedBase = sizeVariants, "size-variants.json", seed+200000
 	default:
-		return fmt.Errorf("unknown -family %q: want classify or garment", family)
+		return fmt.Errorf("unknown -family %q: want classify, garment or sizes", family)
 	}
 	load := func(name string) (*modelzoo.IDX, error) {
 		x, err := modelzoo.ReadIDXFile(filepath.Join(src, name))
@@ -151,7 +168,12 @@ func run(src, out string, subset int, only, family string, seed uint64) error {
 		if only != "" && v.Name != only {
 			continue
 		}
-		var m model = mlp{modelzoo.NewMLP(v.Sizes, labels, seedBase+uint64(i)*1000)}
+		side := 28
+		if v.Side > 0 {
+			side = v.Side
+		}
+		xs, xt, xsub := resized(xs, side), resized(xt, side), resized(xsub, side)
+		var m model = mlp{modelzoo.NewMLP(v.Sizes, labels, seedBase+uint64(i)*1000), side}
 		if v.Conv > 0 {
 			m = cnn{modelzoo.NewCNN(28, v.Conv, 5, v.Sizes, labels, seedBase+uint64(i)*1000)}
 		}
@@ -166,7 +188,7 @@ func run(src, out string, subset int, only, family string, seed uint64) error {
 			return err
 		}
 		r := fashion.Variant{
-			Name: v.Name, File: v.Name + ".onnx", Layers: v.Sizes, Params: m.Params(), Epochs: v.Epochs,
+			Name: v.Name, File: v.Name + ".onnx", Layers: v.Sizes, Params: m.Params(), Epochs: v.Epochs, Side: v.Side,
 			TestAccuracy:   m.Accuracy(xt, ytest),
 			SubsetAccuracy: m.Accuracy(xsub, ysub),
 			TrainSeconds:   time.Since(start).Seconds(),
@@ -190,4 +212,19 @@ func run(src, out string, subset int, only, family string, seed uint64) error {
 		return err
 	}
 	return os.WriteFile(resPath, append(b, '\n'), 0o644)
+}
+
+// resized is every 28x28 image of x at side x side (x itself at 28).
+func resized(x []float32, side int) []float32 {
+	if side == 28 {
+		return x
+	}
+	n := len(x) / 784
+	out := make([]float32, 0, n*side*side)
+	var buf []float32
+	for i := 0; i < n; i++ {
+		buf = ml.ResizeArea(buf, x[i*784:(i+1)*784], 28, side)
+		out = append(out, buf...)
+	}
+	return out
 }

@@ -1,0 +1,309 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"path/filepath"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/tierflow/tierflow/planner/catalog"
+	"github.com/tierflow/tierflow/relay"
+	"github.com/tierflow/tierflow/runtime/inference"
+	"github.com/tierflow/tierflow/runtime/modelzoo"
+	"github.com/tierflow/tierflow/runtime/onnx"
+	"github.com/tierflow/tierflow/runtime/slo"
+)
+
+// builtinTrace is Jellyfish's synthetic trace scaled to 28x28 frames at 15
+// a second (examples/traces/synthetic.csv): a full-size float32 frame is
+// about 3.6 KB on the wire, 15 of them 430 kbit/s, more than the 400 and
+// 300 kbit/s steps carry, so the network binds.
+const builtinTrace = `t_s,kbit_s
+0,800
+5,600
+10,400
+15,300
+20,400
+25,600
+`
+
+type sloOptions struct {
+	trace      string
+	clients    int
+	workers    int
+	slo        time.Duration
+	rate       float64
+	duration   time.Duration
+	policies   []string
+	catalog    string
+	model      string
+	data       string
+	workerType string
+	analyze    bool
+	encode     string
+}
+
+// sloSourceRow is one client (source) of a policy's run: EXPLAIN ANALYZE
+// per source.
+type sloSourceRow struct {
+	Policy      string  `json:"policy"`
+	Source      string  `json:"source"`
+	Requests    int     `json:"requests"`
+	SLOMissRate float64 `json:"slo_miss_rate"`
+	Late        int     `json:"late"`
+	Dropped     int     `json:"dropped"`
+	Lost        int     `json:"lost"`
+	P50ms       float64 `json:"p50_ms"`
+	P90ms       float64 `json:"p90_ms"`
+	P99ms       float64 `json:"p99_ms"`
+}
+
+// sloSpanRow is a stretch of a source's run with one shaped bandwidth and
+// one variant: the bandwidth the trace gave, the mean the acks estimated,
+// and the variant and input size its frames were sent at.
+type sloSpanRow struct {
+	Policy        string  `json:"policy"`
+	Source        string  `json:"source"`
+	FromS         float64 `json:"from_s"`
+	ToS           float64 `json:"to_s"`
+	ShapedKbitS   float64 `json:"shaped_kbit_s"`
+	EstimateKbitS float64 `json:"estimated_kbit_s"`
+	Variant       string  `json:"variant"`
+	Input         string  `json:"input"`
+}
+
+func newBenchSLOCmd(a *app) *cobra.Command {
+	o := sloOptions{}
+	c := &cobra.Command{
+		Use:   "slo",
+		Short: "Latency SLOs over shaped links: adaptive (Jellyfish) against static variants; miss rate, accuracy, p50/p99",
+		Long: `Runs N edge clients sending labelled Fashion-MNIST frames at --rate each, over
+relay links on an embedded NATS server, each link throttled to the bandwidth trace
+(--trace, CSV t_s,kbit_s, looping; client i starts i/N of a period into it), to an
+edge server that runs the catalog's size family (examples/fashion/sizes.yaml:
+fit-14, fit-20, fit-28) with ONNX Runtime on --workers workers, for the trace's
+length (at least 30 s) or --duration. Each frame must be answered within --slo
+of its capture, network time included. Policies:
+
+  adaptive         the Jellyfish scheduler every 0.5 s from each link's bandwidth
+                   as the relay's acks measure it: which variant serves which
+                   client, at which batch size; the client sends at its variant's
+                   input size, from the next epoch (100 ms) on
+  static-smallest  one variant on every worker, frames at its input size, earliest
+  static-middle    deadline first, a frame that cannot make its deadline dropped
+  static-largest   before compute (the paper's B_L, B_M, B_H)
+
+Rows: requests sent, slo_miss_rate (late or dropped, 0..1), accuracy (percent
+correct among the requests answered in time), p50_ms and p99_ms of the answered
+ones. Without --trace a built-in one steps through 800, 600, 400 and 300 kbit/s.`,
+		Example: `  tierflow bench slo
+  tierflow bench slo --clients 8 --slo 150ms --trace examples/traces/synthetic.csv --format json`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			return runBenchSLO(cmd, a, o)
+		},
+	}
+	fl := c.Flags()
+	fl.StringVar(&o.trace, "trace", "", "bandwidth trace of every client link (CSV t_s,kbit_s; default: the built-in 800/600/400/300 kbit/s steps)")
+	fl.IntVar(&o.clients, "clients", 4, "edge clients, each with its own shaped link")
+	fl.IntVar(&o.workers, "workers", 2, "server workers (one variant each)")
+	fl.DurationVar(&o.slo, "slo", 100*time.Millisecond, "end-to-end latency SLO of every frame")
+	fl.Float64Var(&o.rate, "rate", 15, "frames per second per client")
+	fl.DurationVar(&o.duration, "duration", 0, "how long the clients send (default: the trace's length, at least 30s)")
+	fl.StringSliceVar(&o.policies, "policy", slo.Policies, "policies to run")
+	fl.StringVar(&o.catalog, "zoo", filepath.Join("examples", "fashion", "sizes.yaml"), "catalog of the size family (variants with input_size and latency by batch)")
+	fl.StringVar(&o.model, "model", "classify_sized", "the catalog's model")
+	fl.StringVar(&o.data, "data", filepath.Join("examples", "fashion", "data"), "directory with the labelled test-{images,labels}-idx*-ubyte.gz frames")
+	fl.StringVar(&o.encode, "encode", "float32", "how clients put pixels on the link: float32 or uint8 (a quarter of the bytes)")
+	fl.BoolVar(&o.analyze, "analyze", false, "EXPLAIN ANALYZE per source: bandwidth shaped vs estimated, variant and input size over time, latency percentiles, miss rate")
+	fl.StringVar(&o.workerType, "worker-type", "x2", "the latency profile (latency_ms.<type>.by_batch) to schedule with")
+	return c
+}
+
+func runBenchSLO(cmd *cobra.Command, a *app, o sloOptions) error {
+	if o.clients < 1 || o.workers < 1 || o.rate <= 0 || o.slo <= 0 || o.duration < 0 {
+		return badInput(errors.New("--clients and --workers must be at least 1, --rate and --slo positive"))
+	}
+	if a.g.format != "" && a.g.format != "table" && a.g.format != "json" {
+		return badInput(fmt.Errorf("unknown --format %q: want table or json", a.g.format))
+	}
+	if o.encode != "float32" && o.encode != "uint8" {
+		return badInput(fmt.Errorf("unknown --encode %q: want float32 or uint8", o.encode))
+	}
+	for _, p := range o.policies {
+		if !containsStr(slo.Policies, p) {
+			return badInput(fmt.Errorf("unknown --policy %q: want %s", p, strings.Join(slo.Policies, ", ")))
+		}
+	}
+	var tr *relay.Trace
+	var err error
+	if o.trace == "" {
+		tr, err = relay.ParseTrace("built-in trace", strings.NewReader(builtinTrace))
+	} else {
+		tr, err = relay.ReadTrace(o.trace)
+	}
+	if err != nil {
+		return badInput(err)
+	}
+	variants, err := sloVariants(o)
+	if err != nil {
+		return badInput(err)
+	}
+	imgs, err := modelzoo.ReadIDXFile(filepath.Join(o.data, "test-images-idx3-ubyte.gz"))
+	if err != nil {
+		return badInput(err)
+	}
+	labels, err := modelzoo.ReadIDXFile(filepath.Join(o.data, "test-labels-idx1-ubyte.gz"))
+	if err != nil {
+		return badInput(err)
+	}
+	env, err := onnx.Open(a.g.ortLib)
+	if err != nil {
+		return err
+	}
+	var rows []*slo.Result
+	var sources []sloSourceRow
+	var spans []sloSpanRow
+	for _, p := range o.policies {
+		fmt.Fprintf(a.err, "-- %s: %d clients, %s, %.0f frames/s, %s\n", p, o.clients, o.slo, o.rate, tr.Name)
+		var timeline []slo.TimelineRow
+		var record func(slo.TimelineRow)
+		if o.analyze {
+			var mu sync.Mutex
+			record = func(r slo.TimelineRow) { mu.Lock(); timeline = append(timeline, r); mu.Unlock() }
+		}
+		res, err := slo.Run(cmd.Context(), slo.Config{Policy: p, Clients: o.clients, Workers: o.workers, SLO: o.slo, Rate: o.rate,
+			Trace: tr, Duration: o.duration, Variants: variants, Images: imgs.Floats(), Labels: labels.Data, Env: env, Timeline: record, Uint8: o.encode == "uint8"})
+		if err != nil {
+			if errors.Is(err, slo.ErrConfig) {
+				return badInput(err)
+			}
+			return err
+		}
+		rows = append(rows, res)
+		if o.analyze {
+			sources = append(sources, sourceRows(res)...)
+			spans = append(spans, spanRows(p, timeline)...)
+		}
+	}
+	if !o.analyze {
+		return printRows(a.out, a.g.format, rows)
+	}
+	if a.g.format == "json" {
+		return printRows(a.out, "json", map[string]any{"policies": rows, "sources": sources, "timeline": spans})
+	}
+	for _, part := range []struct {
+		title string
+		rows  any
+	}{{"", rows}, {"\nEXPLAIN ANALYZE per source:", sources}, {"\nBandwidth and variant over time, per source:", spans}} {
+		if part.title != "" {
+			fmt.Fprintln(a.out, part.title)
+		}
+		if err := printRows(a.out, a.g.format, part.rows); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func sourceRows(res *slo.Result) []sloSourceRow {
+	var out []sloSourceRow
+	for i, c := range res.PerClient {
+		lats := append([]float64(nil), c.Latencies...)
+		sort.Float64s(lats)
+		late := c.Missed - c.Dropped - c.Lost
+		r := sloSourceRow{Policy: res.Policy, Source: fmt.Sprintf("client-%d", i), Requests: c.Requests, Late: late, Dropped: c.Dropped, Lost: c.Lost,
+			P50ms: round2(slo.Percentile(lats, 0.5)), P90ms: round2(slo.Percentile(lats, 0.9)), P99ms: round2(slo.Percentile(lats, 0.99))}
+		if c.Requests > 0 {
+			r.SLOMissRate = float64(int64(10000*float64(c.Missed)/float64(c.Requests)+0.5)) / 10000
+		}
+		out = append(out, r)
+	}
+	return out
+}
+
+// spanRows folds a timeline into stretches of one shaped bandwidth and one
+// variant per source.
+func spanRows(policy string, tl []slo.TimelineRow) []sloSpanRow {
+	sort.SliceStable(tl, func(i, j int) bool { return tl[i].Client < tl[j].Client })
+	var out []sloSpanRow
+	var n int
+	var sum float64
+	for k, r := range tl {
+		src := fmt.Sprintf("client-%d", r.Client)
+		if len(out) > 0 {
+			last := &out[len(out)-1]
+			if last.Source == src && last.ShapedKbitS == r.ShapedKbit && last.Variant == r.Variant {
+				last.ToS = round2(r.AtS)
+				n++
+				sum += r.EstimateKbit
+				last.EstimateKbitS = round2(sum / float64(n))
+				continue
+			}
+		}
+		from := 0.0
+		if k > 0 && tl[k-1].Client == r.Client {
+			from = round2(tl[k-1].AtS)
+		}
+		n, sum = 1, r.EstimateKbit
+		out = append(out, sloSpanRow{Policy: policy, Source: src, FromS: from, ToS: round2(r.AtS), ShapedKbitS: r.ShapedKbit,
+			EstimateKbitS: round2(r.EstimateKbit), Variant: r.Variant, Input: fmt.Sprintf("%dx%d", r.Side, r.Side)})
+	}
+	return out
+}
+
+func round2(x float64) float64 { return float64(int64(x*100+0.5)) / 100 }
+
+// sloVariants reads the size family from the catalog, smallest input
+// first, with each variant's latency by batch 1..64 at P90 (interpolated
+// between the profiled sizes, made non-decreasing: the scheduler assumes a
+// bigger batch never runs faster, as Jellyfish's estimator does).
+func sloVariants(o sloOptions) ([]slo.Variant, error) {
+	cat, err := catalog.LoadFile(o.catalog)
+	if err != nil {
+		return nil, err
+	}
+	m := cat.Model(o.model)
+	if m == nil {
+		return nil, fmt.Errorf("%s: no model %q", o.catalog, o.model)
+	}
+	var out []slo.Variant
+	for _, v := range m.Variants {
+		if len(v.InputSize) != 2 || v.InputSize[0] != v.InputSize[1] {
+			return nil, fmt.Errorf("%s: variant %s has no square input_size", o.catalog, v.Name)
+		}
+		l, ok := v.Latency[o.workerType]
+		if !ok || len(l.ByBatch) == 0 {
+			return nil, fmt.Errorf("%s: variant %s has no latency_ms.%s.by_batch (tierflow profile measures it)", o.catalog, v.Name, o.workerType)
+		}
+		path, err := inference.ModelFile(v, filepath.Dir(o.catalog))
+		if err != nil {
+			return nil, err
+		}
+		sv := slo.Variant{Name: v.Name, Path: path, Side: v.InputSize[0], Accuracy: v.Accuracy / 100}
+		for b := 1; b <= 64; b++ {
+			x := l.BatchMs(b, 90)
+			if b > 1 {
+				x = max(x, sv.BatchMs[b-2])
+			}
+			sv.BatchMs = append(sv.BatchMs, x)
+		}
+		out = append(out, sv)
+	}
+	sort.SliceStable(out, func(i, j int) bool { return out[i].Side < out[j].Side })
+	return out, nil
+}
+
+func containsStr(xs []string, x string) bool {
+	for _, y := range xs {
+		if y == x {
+			return true
+		}
+	}
+	return false
+}

@@ -1,0 +1,199 @@
+package exec
+
+import (
+	"context"
+	"fmt"
+	"sync"
+
+	"github.com/apache/arrow/go/v17/arrow"
+
+	"github.com/tierflow/tierflow/operators/functions"
+	"github.com/tierflow/tierflow/planner/expr"
+	"github.com/tierflow/tierflow/planner/logical"
+)
+
+// ErrSubquery is a subquery whose answer does not fit its use (a value
+// subquery with more than one row).
+var ErrSubquery = fmt.Errorf("subquery")
+
+// resolveSubqueries runs each uncorrelated subquery of the plan's
+// expressions once, before the query (they read tables only, so they end),
+// and puts its answer in place: a scalar subquery becomes its value (NULL for
+// no row), EXISTS a boolean, IN an IN list of literals, which keeps IN's NULL
+// semantics and is one hash lookup per row. at names the failing subquery.
+func resolveSubqueries(root logical.Node, opts Options) (logical.Node, error) {
+	var err error
+	fix := func(e expr.Expr) expr.Expr {
+		if err != nil || e == nil {
+			return e
+		}
+		return expr.Transform(e, func(x expr.Expr) expr.Expr {
+			sq, ok := x.(*expr.Subquery)
+			if !ok || err != nil {
+				return x
+			}
+			var out expr.Expr
+			out, err = answer(sq, opts)
+			if err != nil {
+				return x
+			}
+			return out
+		})
+	}
+	out := logical.Transform(root, func(n logical.Node) logical.Node {
+		if !hasSubquery(n) {
+			return n
+		}
+		switch x := n.(type) {
+		case *logical.Filter:
+			c := *x
+			c.Pred = fix(x.Pred)
+			return &c
+		case *logical.Project:
+			exprs := make([]expr.Expr, len(x.Exprs))
+			for i, e := range x.Exprs {
+				exprs[i] = fix(e)
+			}
+			return logical.NewProject(x.Input, exprs, x.Names, x.Pos)
+		case *logical.Join:
+			return logical.NewWindowJoin(x.Kind, x.Left, x.Right, fix(x.On), x.Window, x.Pos)
+		case *logical.Sort:
+			c := *x
+			c.Keys = append([]logical.SortKey(nil), x.Keys...)
+			for i := range c.Keys {
+				c.Keys[i].Expr = fix(c.Keys[i].Expr)
+			}
+			return &c
+		case *logical.Aggregate:
+			group := make([]expr.Expr, len(x.Group))
+			for i, g := range x.Group {
+				group[i] = fix(g)
+			}
+			aggs := make([]*expr.Aggregate, len(x.Aggs))
+			for i, a := range x.Aggs {
+				if fa, ok := fix(a).(*expr.Aggregate); ok {
+					aggs[i] = fa
+				} else {
+					aggs[i] = a
+				}
+			}
+			return logical.NewAggregate(x.Input, group, x.GroupNames, x.Window, aggs, x.AggNames, x.Pos)
+		}
+		return n
+	})
+	return out, err
+}
+
+// hasSubquery reports whether n's own expressions hold a subquery.
+func hasSubquery(n logical.Node) bool {
+	var es []expr.Expr
+	switch x := n.(type) {
+	case *logical.Filter:
+		es = []expr.Expr{x.Pred}
+	case *logical.Project:
+		es = x.Exprs
+	case *logical.Join:
+		es = []expr.Expr{x.On}
+	case *logical.Sort:
+		for _, k := range x.Keys {
+			es = append(es, k.Expr)
+		}
+	case *logical.Aggregate:
+		es = append(es, x.Group...)
+		for _, a := range x.Aggs {
+			es = append(es, a)
+		}
+	}
+	found := false
+	for _, e := range es {
+		if e == nil {
+			continue
+		}
+		expr.Transform(e, func(x expr.Expr) expr.Expr {
+			if _, ok := x.(*expr.Subquery); ok {
+				found = true
+			}
+			return x
+		})
+	}
+	return found
+}
+
+// answer runs one subquery and returns the expression that replaces it.
+func answer(sq *expr.Subquery, opts Options) (expr.Expr, error) {
+	node, ok := sq.Plan.(logical.Node)
+	if !ok {
+		return nil, fmt.Errorf("%w: a subquery without a plan", ErrUnsupported)
+	}
+	c := &rowCollector{}
+	o := opts
+	o.Output = c
+	q, err := Build(&logical.Plan{Root: &logical.Sink{Input: node, Pos: node.Position()}}, o)
+	if err != nil {
+		return nil, err
+	}
+	if _, err := q.Run(context.Background()); err != nil {
+		return nil, err
+	}
+	switch sq.Kind {
+	case expr.ExistsSubquery:
+		return &expr.Literal{Value: len(c.vals) > 0, DataType: expr.Bool}, nil
+	case expr.ScalarSubquery:
+		switch len(c.vals) {
+		case 0:
+			return &expr.Literal{Value: nil, DataType: expr.Canonical(sq.Elem)}, nil
+		case 1:
+			return literalOf(c.vals[0], sq.Elem), nil
+		}
+		return nil, fmt.Errorf("%w: a subquery used as a value returned %d rows; it may return one at most", ErrSubquery, len(c.vals))
+	}
+	if len(c.vals) == 0 {
+		// IN of no rows is FALSE, even for NULL (NOT IN: TRUE), as in DuckDB.
+		return &expr.Literal{Value: sq.Negated, DataType: expr.Bool}, nil
+	}
+	list := make([]expr.Expr, len(c.vals))
+	for i, v := range c.vals {
+		list[i] = literalOf(v, sq.Elem)
+	}
+	return &expr.In{Expr: sq.Expr, List: list, Negated: sq.Negated}, nil
+}
+
+// literalOf makes a constant of type t from a value of the subquery's
+// column (ValueAt's Go value: int64 for every integer), widening an integer
+// where t is DOUBLE; a literal holds a canonical type, so a narrower t is a
+// cast of one.
+func literalOf(v any, t arrow.DataType) expr.Expr {
+	if i, ok := v.(int64); ok && t.ID() == arrow.FLOAT64 {
+		v = float64(i)
+	}
+	c := expr.Canonical(t)
+	lit := &expr.Literal{Value: v, DataType: c}
+	if arrow.TypeEqual(c, t) {
+		return lit
+	}
+	return &expr.Cast{Expr: lit, To: t}
+}
+
+// rowCollector keeps the first column's values of a subquery's rows.
+type rowCollector struct {
+	mu   sync.Mutex
+	vals []any
+}
+
+func (r *rowCollector) Write(rec arrow.Record) error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if rec.NumCols() == 0 {
+		for i := int64(0); i < rec.NumRows(); i++ {
+			r.vals = append(r.vals, nil)
+		}
+		return nil
+	}
+	col := rec.Column(0)
+	for i := 0; i < col.Len(); i++ {
+		r.vals = append(r.vals, functions.ValueAt(col, i))
+	}
+	return nil
+}
+
+func (r *rowCollector) Close() error { return nil }

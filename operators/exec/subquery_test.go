@@ -1,0 +1,49 @@
+package exec
+
+import (
+	"context"
+	"errors"
+	"os"
+	"path/filepath"
+	"reflect"
+	"testing"
+
+	"github.com/apache/arrow/go/v17/arrow/memory"
+
+	"github.com/tierflow/tierflow/operators/sinks"
+)
+
+// Subqueries run once before the query and their answers take their place:
+// IN keeps SQL's NULLs, a value subquery is NULL without rows and fails the
+// query (at its statement) with more than one.
+func TestSubqueriesRunFirst(t *testing.T) {
+	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
+	defer mem.AssertSize(t, 0)
+	dir := t.TempDir()
+	os.WriteFile(filepath.Join(dir, "t.csv"), []byte("id,n\n1,1\n2,2\n3,\n4,9\n"), 0o644)
+	os.WriteFile(filepath.Join(dir, "u.csv"), []byte("k,v\n1,a\n,b\n5,c\n"), 0o644)
+	const create = "CREATE TABLE t (id BIGINT, n BIGINT) FROM FILE 't.csv' FORMAT CSV;\nCREATE TABLE u (k BIGINT, v VARCHAR) FROM FILE 'u.csv' FORMAT CSV;\n"
+	run := func(sql string) ([][]any, error) {
+		out := &collect{}
+		err := RunScript(context.Background(), filepath.Join(dir, "q.sql"), create+sql, ScriptOptions{
+			Options:   Options{Allocator: mem},
+			NewOutput: func() (sinks.Writer, error) { return out, nil },
+		})
+		return out.rows, err
+	}
+	got, err := run("SELECT id, n IN (SELECT k FROM u), EXISTS (SELECT k FROM u WHERE k > 4), (SELECT max(k) FROM u WHERE k > 100) FROM t ORDER BY id;")
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := [][]any{{int64(1), true, true, nil}, {int64(2), nil, true, nil}, {int64(3), nil, true, nil}, {int64(4), nil, true, nil}}
+	if !reflect.DeepEqual(got, want) {
+		t.Fatalf("got %v\nwant %v", got, want)
+	}
+	got, err = run("SELECT id FROM t WHERE n NOT IN (SELECT k FROM u WHERE k > 100) AND n > (SELECT min(k) FROM u) ORDER BY id;")
+	if err != nil || !reflect.DeepEqual(got, [][]any{{int64(2)}, {int64(4)}}) {
+		t.Fatalf("NOT IN of no rows, value subquery: %v %v", got, err)
+	}
+	if _, err := run("SELECT id FROM t WHERE n = (SELECT k FROM u);"); !errors.Is(err, ErrSubquery) {
+		t.Fatalf("a value subquery of 3 rows: %v", err)
+	}
+}

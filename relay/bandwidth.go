@@ -1,0 +1,90 @@
+package relay
+
+import (
+	"math"
+	"sync"
+	"time"
+)
+
+// BandwidthWindow is how far back a link's bandwidth estimate looks:
+// Jellyfish (section 6) takes the harmonic mean of a client's per-request
+// bandwidth over the past second.
+const BandwidthWindow = time.Second
+
+// bandwidth estimates a link's bandwidth from its receiver's
+// acknowledgements: each data message gives one sample, its bytes over the
+// time from when it got the link to when its ack came back (its round
+// trip: transfer, propagation and the receiver's decode). The estimate is
+// the harmonic mean of the samples of the last BandwidthWindow (the
+// harmonic mean follows the slow samples, which is what a deadline has to
+// plan for); with none that recent, the last estimate stands. SRTT is the
+// messages' round trip smoothed as TCP does (1/8 per sample).
+type bandwidth struct {
+	mu      sync.Mutex
+	samples []bwSample
+	last    float64
+	srtt    time.Duration
+	acks    uint64
+	latest  float64
+}
+
+type bwSample struct {
+	at  time.Time
+	bps float64
+}
+
+// add takes one acknowledged message: n bytes, on the link from sent,
+// acknowledged at acked.
+func (b *bandwidth) add(n int, sent, acked time.Time) {
+	rt := acked.Sub(sent)
+	if rt <= 0 || n <= 0 {
+		return
+	}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.acks++
+	if b.srtt == 0 {
+		b.srtt = rt
+	} else {
+		b.srtt += (rt - b.srtt) / 8
+	}
+	b.latest = float64(n) / rt.Seconds()
+	b.samples = append(b.samples, bwSample{at: acked, bps: b.latest})
+	b.trim(acked)
+}
+
+// trim drops the samples older than the window; b.mu is held.
+func (b *bandwidth) trim(now time.Time) {
+	i := 0
+	for i < len(b.samples) && now.Sub(b.samples[i].at) > BandwidthWindow {
+		i++
+	}
+	if i > 0 {
+		b.samples = append(b.samples[:0], b.samples[i:]...)
+	}
+}
+
+// estimate is the harmonic mean over the window ending now (bytes per
+// second; 0 before the first ack) and the smoothed round trip.
+func (b *bandwidth) estimate(now time.Time) (bps, latest float64, srtt time.Duration, acks uint64) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.trim(now)
+	if len(b.samples) > 0 {
+		var inv float64
+		for _, s := range b.samples {
+			inv += 1 / s.bps
+		}
+		b.last = float64(len(b.samples)) / inv
+	}
+	return b.last, b.latest, b.srtt, b.acks
+}
+
+// Ack records the receiver's acknowledgement of a data message of n bytes
+// that went onto the link at sent and was acknowledged at acked (sender
+// ends of backends whose receivers acknowledge).
+func (m *Meter) Ack(n int, sent, acked time.Time) { m.bw.add(n, sent, acked) }
+
+// Shaped records a shaped link's bandwidth cap as of its last send (bytes
+// per second): EXPLAIN ANALYZE sets the ack estimate beside it.
+func (m *Meter) Shaped(bps float64) { m.shapedBps.Store(math.Float64bits(bps)) }

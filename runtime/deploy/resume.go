@@ -1,0 +1,152 @@
+package deploy
+
+import (
+	"strings"
+	"time"
+
+	"github.com/tierflow/tierflow/planner/expr"
+	"github.com/tierflow/tierflow/planner/logical"
+)
+
+// SubjectResume is where client <user> asks the coordinator to resume one
+// of its queries after the client's own connection to NATS was lost and
+// came back (a server outage): what the query's sinks sent while the client
+// was away is gone, so the query must run again from an epoch the client
+// has written, as a new generation that starts after the client listens
+// again.
+const SubjectResume = "tierflow.ctl.resume" // .<user>
+
+// ResumeSubject is where client user asks to resume its queries.
+func ResumeSubject(user string) string { return SubjectResume + "." + user }
+
+// ResumeRequest asks for query to be re-deployed as a new generation:
+// Written is the epoch below which the client has written every result
+// (the new generation need not hurry past it), Generation the newest
+// generation the client had seen.
+type ResumeRequest struct {
+	Query      string `json:"query"`
+	Written    uint64 `json:"written"`
+	Generation int    `json:"generation"`
+}
+
+// ResumeReply names the generation the client must read from now on:
+// results of an older one are stale.
+type ResumeReply struct {
+	Generation int    `json:"generation"`
+	Error      string `json:"error,omitempty"`
+}
+
+// rowwise: every row of n comes from one row of its streams alone (and
+// rows of static tables), at the epoch that row went out at: scans of
+// streams, filters, projections, model calls, unions, the sink, and joins
+// of a row-wise side with a side that reads no stream (an inner join, or a
+// left join whose left side is the streaming one).
+func rowwise(n logical.Node) bool {
+	switch x := n.(type) {
+	case *logical.Scan:
+		return x.Stream != nil
+	case *logical.Filter, *logical.Project, *logical.LateralModel, *logical.Union, *logical.Sink:
+	case *logical.Join:
+		if x.Window != nil || x.Kind == logical.CrossJoin {
+			return false
+		}
+		switch {
+		case staticOnly(x.Right):
+			return rowwise(x.Left)
+		case staticOnly(x.Left) && x.Kind == logical.InnerJoin:
+			return rowwise(x.Right)
+		}
+		return false
+	default:
+		return false // aggregates, windows, sorts, limits keep state
+	}
+	for _, ch := range n.Children() {
+		if !rowwise(ch) {
+			return false
+		}
+	}
+	return true
+}
+
+// staticOnly: n reads no stream (tables only).
+func staticOnly(n logical.Node) bool {
+	if s, ok := n.(*logical.Scan); ok {
+		return s.Stream == nil
+	}
+	for _, ch := range n.Children() {
+		if !staticOnly(ch) {
+			return false
+		}
+	}
+	return true
+}
+
+// eventTime: column col of n is, unchanged, the event time of the stream
+// it comes from (the stream's first TIMESTAMP column, which its source's
+// watermark follows).
+func eventTime(n logical.Node, col int) bool {
+	switch x := n.(type) {
+	case *logical.Scan:
+		if x.Stream == nil || col < 0 || col >= len(x.Columns) {
+			return false
+		}
+		for i, c := range x.Stream.Columns {
+			if strings.HasPrefix(strings.ToUpper(strings.TrimSpace(c.Type)), "TIMESTAMP") {
+				return x.Columns[col] == i
+			}
+		}
+		return false
+	case *logical.Filter:
+		return eventTime(x.Input, col)
+	case *logical.Project:
+		c, ok := x.Exprs[col].(*expr.Column)
+		return ok && eventTime(x.Input, c.Index)
+	case *logical.Join:
+		nl := len(x.Left.Schema().Fields())
+		if col < nl {
+			return staticOnly(x.Right) && eventTime(x.Left, col)
+		}
+		return staticOnly(x.Left) && eventTime(x.Right, col-nl)
+	}
+	return false
+}
+
+// resumeAt says how a re-deployed query resumes at epoch e, the epoch
+// below which its sinks committed every result. A row-wise query skips
+// what its file streams sent below e (every result of those rows is
+// committed). A query whose only state is TUMBLE windows over its
+// streams' event time, under row-wise operators, skips the rows of the
+// windows that closed below e: a window goes out at the epoch of its end,
+// so those below the first window ending at or after e are committed, and
+// the rows it skips belong to them alone. Anything else (other windows,
+// joins of streams, sorts, limits) replays from the start to rebuild its
+// state: skip and below are 0.
+func resumeAt(n logical.Node, e uint64) (skip, below uint64) {
+	switch x := n.(type) {
+	case *logical.Sink, *logical.Filter, *logical.Project, *logical.LateralModel:
+		if rowwise(n) {
+			return e, 0
+		}
+		return resumeAt(n.Children()[0], e)
+	case *logical.Aggregate:
+		w := x.Window
+		if w == nil || w.Kind != logical.Tumble || w.Size <= 0 || !rowwise(x.Input) {
+			return 0, 0
+		}
+		c, ok := w.Time.(*expr.Column)
+		if !ok || !eventTime(x.Input, c.Index) {
+			return 0, 0
+		}
+		size := uint64(w.Size / time.Microsecond)
+		if e < size {
+			return 0, 0
+		}
+		// The first window to replay starts at the smallest multiple of
+		// size that is at least e - size (its end is at least e).
+		return 0, (e - size + size - 1) / size * size
+	}
+	if rowwise(n) {
+		return e, 0
+	}
+	return 0, 0
+}
