@@ -45,6 +45,10 @@ type Config struct {
 	// LatencySLO, when set, is the query's LATENCY bound: sinks count the
 	// rows whose end-to-end latency exceeds it (InstanceStats.SLOMissRows).
 	LatencySLO time.Duration
+	// OnLatency, when set, is told every end-to-end latency a sink
+	// measures, exactly (the histogram's buckets are 19% wide): what a
+	// benchmark compares percentiles by.
+	OnLatency func(d time.Duration, rows int64)
 	// Transport carries channels between workers. BuildLocal and Run
 	// default it to a fresh LocalTransport; NewWorker requires it when the
 	// worker exchanges data with others.
@@ -621,6 +625,9 @@ func (in *instance) endToEnd(ingest int64, rows int64) {
 	in.stats.e2e.observeN(d, uint64(rows))
 	if slo := in.w.cfg.LatencySLO; slo > 0 && d > slo {
 		in.stats.sloMiss.Add(rows)
+	}
+	if f := in.w.cfg.OnLatency; f != nil {
+		f(d, rows)
 	}
 }
 

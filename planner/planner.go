@@ -110,6 +110,7 @@ func PlanLogical(ctx context.Context, bound *logical.Plan, cat *catalog.Catalog,
 		return nil, err
 	}
 	res.Physical = physical.New(lo, p)
+	res.Physical.Targets.Priority, res.Physical.Targets.LatencyMs = bound.Objectives.Priority, bound.Objectives.LatencyMs
 	if o.Frontier {
 		pts, err := optimize.Frontier(ctx, lo.Problem, o.Optimize)
 		if err != nil {

@@ -11,6 +11,7 @@ import (
 
 	"github.com/tierflow/tierflow/runtime/cluster"
 	"github.com/tierflow/tierflow/runtime/deploy"
+	"github.com/tierflow/tierflow/runtime/inference/sched"
 	"github.com/tierflow/tierflow/runtime/security"
 	"github.com/tierflow/tierflow/runtime/worker"
 )
@@ -18,6 +19,7 @@ import (
 func newWorkerCmd(a *app) *cobra.Command {
 	var name, tier, location, typ, metricsAddr string
 	var threads int
+	var schedName string
 	var dataRoots []string
 	var namespace string
 	c := &cobra.Command{
@@ -43,6 +45,10 @@ other workers over NATS. Ctrl-C (or SIGTERM) aborts what runs and leaves.
 			}
 			if err := checkNamespace(namespace); err != nil {
 				return err
+			}
+			policy, err := sched.ByName(schedName)
+			if err != nil {
+				return badInput(fmt.Errorf("--sched: %w", err))
 			}
 			if name == "" {
 				host, _ := os.Hostname()
@@ -70,7 +76,7 @@ other workers over NATS. Ctrl-C (or SIGTERM) aborts what runs and leaves.
 			}
 			w, err := worker.Start(ctx, worker.Config{Conn: nc, Name: name, Tier: tier, Location: location, Type: typ,
 				Metrics: reg, MetricsURL: murl, Stdout: a.out, Log: slog.New(slog.NewTextHandler(a.err, nil)),
-				Exec: cluster.ExecHooks(nc, a.g.ortLib, a.err, threads), DataRoots: roots, Namespace: namespace})
+				Exec: cluster.ExecHooks(nc, a.g.ortLib, a.err, threads), DataRoots: roots, Namespace: namespace, Sched: policy})
 			if err != nil {
 				return err
 			}
@@ -91,6 +97,7 @@ other workers over NATS. Ctrl-C (or SIGTERM) aborts what runs and leaves.
 	f.StringArrayVar(&dataRoots, "data-root", nil, "serve the files of submitted queries (catalogs, models, file streams, tables, sinks) only under this directory (repeatable); without it any file the worker's user can read")
 	f.StringVar(&metricsAddr, "metrics", "", "serve Prometheus metrics on this address (e.g. :9101)")
 	f.IntVar(&threads, "threads", 0, "intra-op threads of each model session: this worker's share of the machine's CPUs (0: ONNX Runtime's default, all of them)")
+	f.StringVar(&schedName, "sched", sched.NaiveName, "policy of the worker's inference scheduler, shared by its queries: naive (each batch runs as it comes) or deepquery (REALTIME batches first, BEST_EFFORT ones sized to the gaps)")
 	// Accepted for symmetry with the coordinator; the coordinator decides.
 	f.Duration("heartbeat", 0, "ignored: the coordinator sets the heartbeat interval")
 	return c

@@ -4,9 +4,8 @@
 --
 --   tierflow run --infra examples/fashion/infra.yaml examples/lang/objectives.sql
 --
--- PRIORITY parses but the planner refuses it ("not supported yet") until it
--- acts on it (issue 15); it will read WITH (..., PRIORITY REALTIME) or
--- WITH (..., PRIORITY BEST_EFFORT).
+-- PRIORITY REALTIME (with a LATENCY bound) or PRIORITY BEST_EFFORT tells the
+-- worker's inference scheduler how to share its models with other queries.
 -- STOP QUERY q3 (or STOP QUERY 17) stops a query running beside the session
 -- (tierflow submit to a cluster; SHOW QUERIES names them). A script's queries
 -- run one after another in the foreground, so this one has none to stop.
@@ -36,13 +35,14 @@ WITH (
   ACCURACY >= 85,
   THROUGHPUT >= 40 PER SECOND,
   LATENCY <= 200 MS PERCENTILE 99,
-  BUDGET <= 12.5 PER HOUR
+  BUDGET <= 12.5 PER HOUR,
+  PRIORITY REALTIME
 );
 
 SELECT true_group, count(*) AS n
 FROM frames
 GROUP BY true_group, TUMBLE(ts, INTERVAL '1' MINUTE)
-WITH (THROUGHPUT >= 600 PER MINUTE, LATENCY <= 2 SECOND);
+WITH (THROUGHPUT >= 600 PER MINUTE, LATENCY <= 2 SECOND, PRIORITY BEST_EFFORT);
 
 EXPLAIN
 SELECT *

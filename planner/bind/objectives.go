@@ -30,7 +30,10 @@ func honoured(o lang.Objective) (name string, ok bool) {
 		// (optimize.WithinBudget).
 		return "BUDGET", true
 	case *lang.PriorityObjective:
-		return "PRIORITY", false
+		// Issue 15: the worker's inference scheduler runs a REALTIME
+		// query's batches first and sizes BEST_EFFORT ones around them
+		// (runtime/inference/sched), and placement weighs the load.
+		return "PRIORITY", true
 	}
 	return "an objective of this kind", false
 }

@@ -534,7 +534,16 @@ func (b *Binder) objectives(os []lang.Objective) logical.Objectives {
 				b.errorf(x.Max.Pos, ErrBind, "BUDGET wants a positive cost per hour, got %s", x.Max.Value)
 			}
 		case *lang.PriorityObjective:
-			o.Priority = string(x.Class)
+			o.Priority, o.PriorityPos = string(x.Class), Pos(x.Pos)
+		}
+	}
+	// A real-time query is scheduled against its latency bound: without
+	// one the scheduler has nothing to protect.
+	if o.Priority == string(lang.PriorityRealtime) && o.LatencyMs == 0 {
+		for _, x := range os {
+			if p, ok := x.(*lang.PriorityObjective); ok {
+				b.errorf(p.Pos, ErrBind, "PRIORITY REALTIME needs a latency bound: add LATENCY <= n MS to WITH (...)")
+			}
 		}
 	}
 	return o

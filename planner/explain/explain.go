@@ -61,6 +61,13 @@ func Text(p *physical.Plan) string {
 			fmt.Fprintf(&b, "Budget: %.4g per hour\n", bu)
 		}
 	}
+	if pr := p.Targets.Priority; pr != "" {
+		lat := ""
+		if p.Targets.LatencyMs > 0 {
+			lat = fmt.Sprintf(", latency <= %.4g ms", p.Targets.LatencyMs)
+		}
+		fmt.Fprintf(&b, "Priority: %s%s\n", pr, lat)
+	}
 	if r := p.Targets.Reserved; len(r) > 0 {
 		var parts []string
 		for _, x := range r {

@@ -52,8 +52,12 @@ type Objectives struct {
 	LatencyMs  float64 `json:"latency_ms,omitempty"`
 	Percentile float64 `json:"percentile,omitempty"`
 	// Budget is the highest acceptable cost per hour; 0 when not set.
-	Budget   float64 `json:"budget,omitempty"`
-	Priority string  `json:"priority,omitempty"`
+	Budget float64 `json:"budget,omitempty"`
+	// Priority is REALTIME or BEST_EFFORT ("": neither, scheduled as
+	// before): how the worker's inference scheduler treats the query's
+	// model calls. REALTIME comes with LatencyMs.
+	Priority    string `json:"priority,omitempty"`
+	PriorityPos Pos    `json:"-"`
 	// DataAware: ACCURACY ... DATA AWARE. A variant's accuracy is its
 	// per-class recall weighed by the stream's estimated class mix when the
 	// planner is given one (SneakPeek), and the runtime re-plans as the mix

@@ -53,6 +53,11 @@ type Targets struct {
 	Budget float64
 	// Reserved is the capacity running queries held when the plan was made.
 	Reserved []optimize.Reservation
+	// Priority (REALTIME, BEST_EFFORT, "") and LatencyMs are the query's
+	// scheduling class and latency bound, which the workers' inference
+	// schedulers act on.
+	Priority  string
+	LatencyMs float64
 }
 
 // Operator is one placed operator.

@@ -36,6 +36,7 @@ import (
 	"github.com/tierflow/tierflow/runtime/deploy"
 	"github.com/tierflow/tierflow/runtime/devices"
 	"github.com/tierflow/tierflow/runtime/inference"
+	"github.com/tierflow/tierflow/runtime/inference/sched"
 	"github.com/tierflow/tierflow/runtime/metrics"
 	"github.com/tierflow/tierflow/runtime/worker"
 )
@@ -90,6 +91,18 @@ type Options struct {
 	// two clusters on one NATS server (two `tierflow run --nats URL`) each
 	// take their own and never see the other's workers or queries.
 	Namespace string
+	// Sched names the policy of every worker's inference scheduler
+	// (sched.ByName: "naive", the default, or "deepquery").
+	Sched string
+	// SchedPolicy, when set, is the embedded workers' policy itself (a
+	// tuned sched.DeepQuery), over Sched.
+	SchedPolicy sched.Policy
+	// AdmitAll has the coordinator place a REALTIME query even where
+	// work that does not yield keeps the workers busy (coordinator.Config).
+	AdmitAll bool
+	// OnLatency, when set, is told each end-to-end latency the embedded
+	// workers' sinks measure, by query (benchmarks; not with processes).
+	OnLatency func(query string, d time.Duration, rows int64)
 }
 
 // ExecHooks completes executor options for a process on connection nc: the
@@ -100,13 +113,17 @@ type Options struct {
 //
 // threads is the intra-op thread count of the process's model sessions: its
 // share of the machine's CPUs (0: ONNX Runtime's default, the whole machine).
-func ExecHooks(nc *nats.Conn, ortLib string, modelLog io.Writer, threads int) func(*exec.Options, map[string]string) {
+func ExecHooks(nc *nats.Conn, ortLib string, modelLog io.Writer, threads int) func(*exec.Options, deploy.ExecPart) {
 	rt := inference.New(inference.Config{OrtLib: ortLib, Log: modelLog, IntraOpThreads: threads})
 	nh := connectors.Hooks{Conn: func() (*nats.Conn, error) { return nc, nil }}
-	return func(o *exec.Options, variants map[string]string) {
+	return func(o *exec.Options, p deploy.ExecPart) {
 		r := rt
-		if len(variants) > 0 {
-			r = inference.New(inference.Config{OrtLib: ortLib, Log: modelLog, Variants: variants, IntraOpThreads: threads})
+		if len(p.Variants) > 0 || p.Scheduler != nil {
+			// A worker's part: its model calls run on the worker's
+			// scheduler, as the query's tenant.
+			r = inference.New(inference.Config{OrtLib: ortLib, Log: modelLog, Variants: p.Variants, IntraOpThreads: threads,
+				Scheduler: p.Scheduler, Tenant: sched.Tenant{Query: p.Query, Priority: sched.ParsePriority(p.Priority),
+					Latency: time.Duration(p.LatencyMs * float64(time.Millisecond))}})
 		}
 		o.Lateral, o.Stream, o.Sink = r.Lateral, nh.Stream, nh.Sink
 	}
@@ -191,7 +208,7 @@ func startCore(o *Options) (*Cluster, error) {
 		return nil, err
 	}
 	c.coCfg = coordinator.Config{Conn: nc, Infra: o.Infra, Catalog: o.Catalog, Heartbeat: o.Heartbeat, Metrics: o.Metrics, Log: o.Log,
-		Exec: ExecHooks(nc, o.OrtLib, nil, 1), Placement: o.Placement, Policy: o.Policy,
+		Exec: ExecHooks(nc, o.OrtLib, nil, 1), Placement: o.Placement, Policy: o.Policy, AdmitAll: o.AdmitAll,
 		CheckModelArgs: ModelArgChecks(o.OrtLib), Namespace: o.Namespace}
 	co, err := coordinator.Start(c.coCfg)
 	if err != nil {
@@ -219,6 +236,14 @@ func StartEmbedded(ctx context.Context, o Options) (*Cluster, error) {
 		return nil, err
 	}
 	inv := devices.Take()
+	policy, err := sched.ByName(o.Sched)
+	if err != nil {
+		c.Close()
+		return nil, err
+	}
+	if o.SchedPolicy != nil {
+		policy = o.SchedPolicy
+	}
 	for _, m := range o.Infra.Machines() {
 		name := WorkerName(m.Name)
 		nc, err := c.connect("tierflow-worker-" + name)
@@ -233,7 +258,8 @@ func StartEmbedded(ctx context.Context, o Options) (*Cluster, error) {
 		w, err := worker.Start(ctx, worker.Config{Conn: nc, Name: name, Tier: m.Tier, Location: m.Location, Type: typ,
 			Inventory: &inv, Allocator: o.Allocator, Metrics: o.Metrics, Stdout: o.Stdout, Log: o.Log,
 			Exec: ExecHooks(nc, o.OrtLib, o.ModelLog, CPUShare(m, len(o.Infra.Machines()))), Namespace: o.Namespace,
-			Shape: shapeFrom(o.Shape, name), Shaper: shaperFrom(o.Shaper, name)})
+			Shape: shapeFrom(o.Shape, name), Shaper: shaperFrom(o.Shaper, name),
+			Sched: policy, OnLatency: o.OnLatency})
 		if err != nil {
 			c.Close()
 			return nil, fmt.Errorf("worker %s: %w", name, err)

@@ -79,6 +79,9 @@ func StartProcesses(ctx context.Context, o ProcessOptions) (*Cluster, error) {
 			args = append(args, "--heartbeat", o.Heartbeat.String())
 		}
 		args = append(args, "--threads", strconv.Itoa(CPUShare(m, len(ms))))
+		if o.Sched != "" {
+			args = append(args, "--sched", o.Sched)
+		}
 		args = append(args, authFlags...)
 		cmd := exec.Command(bin, args...)
 		cmd.Stdout, cmd.Stderr = stderr, stderr

@@ -364,9 +364,30 @@ func WriteWorkers(w io.Writer, ws []deploy.WorkerInfo) {
 // operator and per link (runtime/control).
 func WriteQueries(w io.Writer, qs []deploy.QueryInfo) {
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "query\towner\tstate\tworkers\trows\tdropped\tp50 ms\tp99 ms\tslo miss\tstarted\terror")
+	fmt.Fprintln(tw, "query\towner\tstate\tpriority\tworkers\tbusy\trows\tprogress\tdropped\tp50 ms\tp99 ms\tslo miss\tstarted\terror")
 	for _, q := range qs {
 		p50, p99, miss, dropped := "-", "-", "-", "-"
+		prio, busy, prog := "-", "-", "-"
+		if q.Priority != "" {
+			prio = q.Priority
+		}
+		// Per worker, the share of its time the query's model batches
+		// took (its inference scheduler's count).
+		var shares []string
+		for _, w := range q.Workers {
+			if s, ok := q.Sched[w]; ok {
+				shares = append(shares, fmt.Sprintf("%s %.0f%%", w, 100*s.Share))
+			}
+		}
+		if len(shares) > 0 {
+			busy = strings.Join(shares, ", ")
+		}
+		if q.InputRows > 0 {
+			prog = fmt.Sprintf("%.0f%%", 100*q.Progress)
+			if q.Ended.IsZero() && q.ETASeconds > 0 {
+				prog += fmt.Sprintf(" eta %.0fs", q.ETASeconds)
+			}
+		}
 		if len(q.Dropped) > 0 {
 			dropped = q.Dropped.String()
 		}
@@ -377,8 +398,8 @@ func WriteQueries(w io.Writer, qs []deploy.QueryInfo) {
 				miss = fmt.Sprintf("%.2f%%", 100*float64(missed)/float64(h.Count))
 			}
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d\t%s\t%s\t%s\t%s\t%s\t%s\n", q.Query, q.Owner, q.State, strings.Join(q.Workers, ","), q.ResultRows,
-			dropped, p50, p99, miss, q.Submitted.Format(time.TimeOnly), q.Error)
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%d\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", q.Query, q.Owner, q.State, prio, strings.Join(q.Workers, ","), busy,
+			q.ResultRows, prog, dropped, p50, p99, miss, q.Submitted.Format(time.TimeOnly), q.Error)
 	}
 	tw.Flush()
 	for _, q := range qs {
@@ -415,7 +436,7 @@ func WriteEstimates(w io.Writer, query string, e control.Estimates) {
 // runtime and the NATS connectors on the cluster's server.
 func (c *Cluster) runLocal(ctx context.Context, sc deploy.Script, so ScriptOptions) error {
 	eo := exec.Options{Stdout: so.Stdout}
-	ExecHooks(c.conns[0], c.ortLib, c.modelLog, 0)(&eo, nil)
+	ExecHooks(c.conns[0], c.ortLib, c.modelLog, 0)(&eo, deploy.ExecPart{})
 	policy := sources.Fail
 	if so.OnError != "" {
 		policy, _ = sources.ParseOnError(so.OnError) // checked by RunScript

@@ -49,6 +49,7 @@ import (
 	"github.com/tierflow/tierflow/relay/natsserver"
 	"github.com/tierflow/tierflow/runtime/control"
 	"github.com/tierflow/tierflow/runtime/deploy"
+	"github.com/tierflow/tierflow/runtime/inference/sched"
 	"github.com/tierflow/tierflow/runtime/metrics"
 	"github.com/tierflow/tierflow/runtime/security"
 )
@@ -86,7 +87,7 @@ type Config struct {
 	// Exec completes the executor options the coordinator compiles queries
 	// with (as the workers' Exec does), so it can place model calls and NATS
 	// streams.
-	Exec func(o *exec.Options, variants map[string]string)
+	Exec func(o *exec.Options, part deploy.ExecPart)
 	// CheckModelArgs, when set, gives the checker of model calls against
 	// their files for a script whose relative paths are from baseDir, so a
 	// declared tensor shape no model file takes fails the query at bind
@@ -98,6 +99,10 @@ type Config struct {
 	// default rules only: sources at their tier, aggregates a tier up, the
 	// sink on top, so data crosses every tier).
 	Placement string
+	// AdmitAll turns off the refusal of a REALTIME query on a loaded
+	// worker (admitRealtime): `bench shared`'s naive baseline runs as
+	// before priorities existed.
+	AdmitAll bool
 	// Policy, when set, is asked about every running query once a second
 	// and may have it re-planned and cut over (runtime/control).
 	Policy control.Policy
@@ -526,6 +531,7 @@ func (c *Coordinator) Submit(ctx context.Context, req deploy.SubmitRequest) (*de
 	p, script := pl.placement, pl.script
 	c.mu.Lock()
 	qs.info.Placement, qs.info.Workers, qs.info.Planner, qs.info.Estimate, qs.info.LatencySLOMs = p, p.Workers, pl.note, pl.estimate, pl.sloMs
+	qs.info.Priority, qs.info.InputRows = script.Priority, pl.inputRows
 	qs.plan, qs.assumed, qs.variants = pl.plan, pl.assumed, script.Variants
 	c.mu.Unlock()
 
@@ -613,6 +619,8 @@ type placed struct {
 	estimate  *deploy.Estimate
 	plan      *physical.Plan
 	sloMs     float64
+	// inputRows: a best-effort query's rows to read (inputRows).
+	inputRows int64
 	// assumed is what plan assumed of the live estimates (nil by rules).
 	assumed *control.Assumed
 }
@@ -653,7 +661,7 @@ func (c *Coordinator) place(ctx context.Context, req deploy.SubmitRequest, ws []
 	var res *planner.Result
 	perr := errors.New("placement by rules")
 	if c.cfg.Placement != PlaceRules {
-		res, perr = c.optimize(ctx, bound, cat, ws, o.Tiers, c.reserved(req.Query, ws), script.Planner, live, mix)
+		res, perr = c.optimize(ctx, bound, cat, ws, o.Tiers, c.reserved(req.Query, bound.Objectives.Priority == "REALTIME", ws), script.Planner, live, mix)
 		if errors.Is(perr, planner.ErrInfeasible) {
 			// The planner did plan the query, and no plan meets what it
 			// asks (with what running queries leave): running another one
@@ -662,6 +670,11 @@ func (c *Coordinator) place(ctx context.Context, req deploy.SubmitRequest, ws []
 		}
 	}
 	slo := bound.Objectives.LatencyMs
+	script.Priority, script.LatencyMs = bound.Objectives.Priority, slo
+	var in int64
+	if script.Priority == "BEST_EFFORT" {
+		in = inputRows(bound, script.BaseDir)
+	}
 	if perr == nil {
 		planned := script
 		planned.Rewrite, planned.Variants, planned.Batches = true, res.Physical.Variants(), batches(res.Physical)
@@ -670,14 +683,23 @@ func (c *Coordinator) place(ctx context.Context, req deploy.SubmitRequest, ws []
 			po := o
 			po.Physical, po.Lowered = res.Physical, res.Lowered
 			p, err := deploy.Place(req.Query, q.Graph(), res.Rewritten, ws, po)
+			var slowed string
+			if err == nil {
+				if slowed, err = c.admitRealtime(req.Query, bound.Objectives, p); err != nil {
+					return placed{}, err
+				}
+			}
 			if err == nil {
 				note := fmt.Sprintf("optimizer (%s): compute %.4g + network %.4g per hour, accuracy %.4g, throughput %.4g",
 					res.Physical.Strategy, res.Physical.ComputeCost, res.Physical.NetworkCost, res.Physical.Accuracy, res.Physical.Throughput)
 				if r := res.Physical.Targets.Reserved; len(r) > 0 {
 					note += "; around running queries (" + reservedText(r) + ")"
 				}
+				if slowed != "" {
+					note += "; " + slowed
+				}
 				return placed{placement: p, script: planned, note: note, estimate: deploy.EstimateOf(res.Physical, bound.Objectives.Throughput),
-					plan: res.Physical, sloMs: slo, assumed: assumedOf(res.Physical, ws)}, nil
+					plan: res.Physical, sloMs: slo, assumed: assumedOf(res.Physical, ws), inputRows: in}, nil
 			}
 			perr = err
 		} else {
@@ -692,32 +714,15 @@ func (c *Coordinator) place(ctx context.Context, req deploy.SubmitRequest, ws []
 	if err != nil {
 		return placed{}, err
 	}
-	return placed{placement: p, script: script, note: "default placement (" + perr.Error() + ")", sloMs: slo}, nil
-}
-
-// reserved is the live view of the capacity that the other queries still
-// deploying or running hold on the registered workers ws, from their plans:
-// the planner gives the new query only the rest of each worker.
-func (c *Coordinator) reserved(self string, ws []deploy.Worker) []optimize.Reservation {
-	present := map[string]bool{}
-	for _, w := range ws {
-		present[w.Name] = true
+	slowed, err := c.admitRealtime(req.Query, bound.Objectives, p)
+	if err != nil {
+		return placed{}, err
 	}
-	running := map[string]*physical.Plan{}
-	c.mu.Lock()
-	for id, qs := range c.queries {
-		if id != self && qs.plan != nil && qs.info.Ended.IsZero() {
-			running[id] = qs.plan
-		}
+	note := "default placement (" + perr.Error() + ")"
+	if slowed != "" {
+		note += "; " + slowed
 	}
-	c.mu.Unlock()
-	var out []optimize.Reservation
-	for _, r := range physical.Reservations(running) {
-		if present[r.Worker] { // a worker gone since holds nothing
-			out = append(out, r)
-		}
-	}
-	return out
+	return placed{placement: p, script: script, note: note, sloMs: slo, inputRows: in}, nil
 }
 
 // reservedText is a reservation list for the planner note.
@@ -743,7 +748,7 @@ func batches(p *physical.Plan) map[string]deploy.Batch {
 func (c *Coordinator) execOptions(variants map[string]string) exec.Options {
 	eo := exec.Options{Output: discardWriter{}, Stdout: io.Discard}
 	if c.cfg.Exec != nil {
-		c.cfg.Exec(&eo, variants)
+		c.cfg.Exec(&eo, deploy.ExecPart{Variants: variants})
 	}
 	// The catalog was checked by place; Catalog is empty here.
 	_ = c.cfg.DataRoots.ConfineScript(&deploy.Script{}, &eo)
@@ -876,6 +881,12 @@ func (c *Coordinator) onStatus(m *nats.Msg) {
 			continue
 		}
 		info.WorkerStates[name] = s.State
+		if s.Sched != nil {
+			if info.Sched == nil {
+				info.Sched = map[string]sched.QueryStats{}
+			}
+			info.Sched[name] = *s.Sched
+		}
 		info.Operators = append(info.Operators, s.Operators...)
 		info.Links = append(info.Links, s.Links...)
 		info.ResultRows += s.ResultRows
@@ -920,6 +931,7 @@ func (c *Coordinator) onStatus(m *nats.Msg) {
 	c.commit(qs)
 	info.Dropped = info.Dropped.Merge(disconnected(info.Recoveries))
 	c.costs(info)
+	progress(info, time.Now())
 	if st.RTTNs > 0 {
 		qs.rtt[st.Worker] = time.Duration(st.RTTNs)
 	}

@@ -42,6 +42,12 @@ type Script struct {
 	// operator name): what the planner chose over the call's WITH and the
 	// catalog's values. Every worker builds its model calls with them.
 	Batches map[string]Batch `json:"batches,omitempty"`
+	// Priority (REALTIME, BEST_EFFORT or "") and LatencyMs are the query's
+	// WITH (PRIORITY ..., LATENCY ...), set by the coordinator: a worker
+	// builds the query's model calls on its inference scheduler with them
+	// (runtime/inference/sched), before it has bound the query itself.
+	Priority  string  `json:"priority,omitempty"`
+	LatencyMs float64 `json:"latency_ms,omitempty"`
 	// Source settings every worker builds with (as `tierflow run` flags).
 	OnError   string        `json:"on_error,omitempty"` // fail (default) or skip
 	MaxDelay  time.Duration `json:"max_delay,omitempty"`

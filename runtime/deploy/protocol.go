@@ -9,6 +9,7 @@ import (
 	"github.com/tierflow/tierflow/dataflow"
 	"github.com/tierflow/tierflow/relay"
 	"github.com/tierflow/tierflow/runtime/control"
+	"github.com/tierflow/tierflow/runtime/inference/sched"
 )
 
 // The control protocol between workers, the coordinator and clients: JSON
@@ -169,6 +170,9 @@ type WorkerInfo struct {
 	MemoryBytes uint64   `json:"memory_bytes,omitempty"`
 	// Metrics is the worker's Prometheus endpoint, if it serves one.
 	Metrics string `json:"metrics,omitempty"`
+	// Sched is the policy of the worker's inference scheduler (naive,
+	// deepquery): whether its best-effort work yields to real-time work.
+	Sched string `json:"sched,omitempty"`
 	// Set by the coordinator.
 	Registered time.Time `json:"registered"`
 	LastSeen   time.Time `json:"last_seen"`
@@ -227,6 +231,18 @@ type DeployRequest struct {
 	// restarted coordinator (Part).
 	Owner     string    `json:"owner,omitempty"`
 	Submitted time.Time `json:"submitted,omitzero"`
+}
+
+// ExecPart is what a worker's executor hooks (the model runtime) know of the
+// query part they complete: the query, the plan's variants, its scheduling
+// class and latency bound, and the worker's inference scheduler, which
+// every query on the worker shares (nil: each model call runs as it comes).
+type ExecPart struct {
+	Query     string
+	Variants  map[string]string
+	Priority  string
+	LatencyMs float64
+	Scheduler *sched.Scheduler
 }
 
 // Enough is a worker's request to stop a query gracefully because what it
@@ -296,6 +312,10 @@ type Status struct {
 	// been sent (HasSinkFrontier says it is known).
 	SinkFrontier    uint64 `json:"sink_frontier,omitempty"`
 	HasSinkFrontier bool   `json:"has_sink_frontier,omitempty"`
+	// Sched is what the worker's inference scheduler gave the query: its
+	// model batches' busy share of the worker, rows, waits (nil: no model
+	// call ran here).
+	Sched *sched.QueryStats `json:"sched,omitempty"`
 }
 
 // QueryInfo is the coordinator's view of a query: SHOW QUERIES and the done
@@ -342,6 +362,19 @@ type QueryInfo struct {
 	// LatencySLOMs is the query's LATENCY bound (0: none): the sinks count
 	// the rows over it.
 	LatencySLOMs float64 `json:"latency_slo_ms,omitempty"`
+	// Priority is the query's WITH (PRIORITY ...): REALTIME, BEST_EFFORT
+	// or "" (scheduled as any other).
+	Priority string `json:"priority,omitempty"`
+	// Sched is, per worker, what its inference scheduler gave the query
+	// (busy share of the worker, rows, waits, best-effort progress).
+	Sched map[string]sched.QueryStats `json:"sched,omitempty"`
+	// InputRows, for a BEST_EFFORT query over files, is the rows its scans
+	// will read; Progress the share read so far and ETASeconds the time
+	// left at the rate so far (best-effort work yields to real-time work,
+	// so it is the one to ask "when").
+	InputRows  int64   `json:"input_rows,omitempty"`
+	Progress   float64 `json:"progress,omitempty"`
+	ETASeconds float64 `json:"eta_s,omitempty"`
 	// Estimates are the coordinator's live, smoothed measurements
 	// (runtime/control), updated as workers report.
 	Estimates *control.Estimates `json:"estimates,omitempty"`

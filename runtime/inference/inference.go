@@ -32,6 +32,7 @@ import (
 	"github.com/tierflow/tierflow/planner/catalog"
 	"github.com/tierflow/tierflow/planner/expr"
 	"github.com/tierflow/tierflow/planner/logical"
+	"github.com/tierflow/tierflow/runtime/inference/sched"
 	"github.com/tierflow/tierflow/runtime/onnx"
 )
 
@@ -80,6 +81,11 @@ type Config struct {
 	BaseDir string
 	// Log receives one line per model operator: variant, file, provider.
 	Log io.Writer
+	// Scheduler, when set, is the worker's inference scheduler: the
+	// session of each (variant, device) is the scheduler's, and every
+	// batch runs when its policy grants it, as Tenant's.
+	Scheduler *sched.Scheduler
+	Tenant    sched.Tenant
 }
 
 // Choice is what the runtime decided for one model operator.
@@ -291,7 +297,16 @@ func (r *Runtime) Lateral(n *logical.LateralModel, in *arrow.Schema) (func() (da
 	}
 	env := r.env
 	r.mu.Unlock()
-	sess, err := env.Session(path, onnx.Options{Device: r.cfg.Device, IntraOpThreads: r.cfg.IntraOpThreads})
+	opts := onnx.Options{Device: r.cfg.Device, IntraOpThreads: r.cfg.IntraOpThreads}
+	key := sched.Key(path, fmt.Sprintf("%s/%d", opts.Device, opts.IntraOpThreads))
+	var sess *onnx.Session
+	if s := r.cfg.Scheduler; s != nil {
+		var shared ml.Session
+		shared, err = s.Session(key, r.cfg.Tenant.Query, func() (ml.Session, error) { return env.Session(path, opts) })
+		sess, _ = shared.(*onnx.Session)
+	} else {
+		sess, err = env.Session(path, opts)
+	}
 	if err != nil {
 		return nil, nil, fmt.Errorf("model %s variant %s: %w", n.Name, v.Name, err)
 	}
@@ -342,7 +357,13 @@ func (r *Runtime) Lateral(n *logical.LateralModel, in *arrow.Schema) (func() (da
 	}
 	// By index: a join may give two columns one name.
 	cfg := ml.Config{Inputs: cols, InputIndexes: colIdx, Heads: heads, NoErrorColumn: true, MaxBatch: batch.MaxBatch}
-	bind := func() (*ml.Model, error) { return ml.Bind(freshSession(ms), in, cfg) }
+	bind := func() (*ml.Model, error) {
+		fs := freshSession(ms)
+		if s := r.cfg.Scheduler; s != nil {
+			fs = s.Bind(fs, key, r.cfg.Tenant)
+		}
+		return ml.Bind(fs, in, cfg)
+	}
 	m, err := bind()
 	if err != nil {
 		return nil, nil, fmt.Errorf("model %s variant %s (%s): %w", n.Name, v.Name, path, err)

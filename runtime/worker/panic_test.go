@@ -63,8 +63,8 @@ func TestOperatorPanicFailsQueryNotWorker(t *testing.T) {
 	hooks := cluster.ExecHooks(wnc, "", nil, 1)
 	w, err := worker.Start(context.Background(), worker.Config{Conn: wnc, Name: "w1", Tier: "edge", Inventory: &devices.Inventory{CPUs: 1},
 		Log: slog.New(slog.NewTextHandler(&log, nil)),
-		Exec: func(o *exec.Options, v map[string]string) {
-			hooks(o, v)
+		Exec: func(o *exec.Options, p deploy.ExecPart) {
+			hooks(o, p)
 			o.Functions = functions.Builtins().WithScalar("abs", buggyAbs)
 		}})
 	if err != nil {

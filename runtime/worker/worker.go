@@ -38,6 +38,7 @@ import (
 	"github.com/tierflow/tierflow/runtime/connectors"
 	"github.com/tierflow/tierflow/runtime/deploy"
 	"github.com/tierflow/tierflow/runtime/devices"
+	"github.com/tierflow/tierflow/runtime/inference/sched"
 	"github.com/tierflow/tierflow/runtime/metrics"
 	"github.com/tierflow/tierflow/runtime/security"
 )
@@ -65,9 +66,17 @@ type Config struct {
 	// Exec, when set, completes the executor options of every part the
 	// worker builds: the model runtime (Lateral) and the NATS connectors
 	// (Stream, Sink), which live in runtime packages operators cannot import.
-	// variants are the model variants the query's plan chose.
-	Exec func(o *exec.Options, variants map[string]string)
-	Log  *slog.Logger
+	// The part says which query, with the model variants its plan chose,
+	// its priority, and the worker's inference scheduler.
+	Exec func(o *exec.Options, part deploy.ExecPart)
+	// Sched is the policy of the worker's inference scheduler, which every
+	// query on the worker shares (nil: sched.Naive, each batch runs as it
+	// comes, as without a scheduler).
+	Sched sched.Policy
+	// OnLatency, when set, is told each end-to-end latency the worker's
+	// sinks measure, by query (dataflow.Config.OnLatency): benchmarks.
+	OnLatency func(query string, d time.Duration, rows int64)
+	Log       *slog.Logger
 	// Shape, when set, caps the bytes per second this worker's relay
 	// sends to worker to (0: no cap): failure drills and tests slow one
 	// link down with it (natsrelay.Options.Shape).
@@ -98,6 +107,8 @@ type Worker struct {
 
 	mu      sync.Mutex
 	queries map[string]*query
+	// sched is the one inference scheduler of the worker.
+	sched *sched.Scheduler
 }
 
 // query is one query's part on this worker.
@@ -160,11 +171,13 @@ func Start(ctx context.Context, cfg Config) (*Worker, error) {
 	}
 	info := deploy.WorkerInfo{Name: cfg.Name, Tier: cfg.Tier, Location: cfg.Location, Type: cfg.Type,
 		CPUs: inv.CPUs, MemoryBytes: inv.MemoryTotal, Metrics: cfg.MetricsURL}
+	sc := sched.New(cfg.Sched)
+	info.Sched = sc.Policy().Name()
 	for _, g := range inv.GPUs {
 		info.GPUs = append(info.GPUs, fmt.Sprint(g.Name))
 	}
 	wctx, cancel := context.WithCancel(context.Background())
-	w := &Worker{cfg: cfg, info: info, ctx: wctx, cancel: cancel, queries: map[string]*query{}}
+	w := &Worker{cfg: cfg, info: info, ctx: wctx, cancel: cancel, queries: map[string]*query{}, sched: sc}
 	nc := cfg.Conn
 	for subj, h := range map[string]nats.MsgHandler{
 		deploy.DeploySubject(w.cfg.Namespace, "*", cfg.Name): w.onDeploy,
@@ -267,6 +280,9 @@ func (w *Worker) heartbeats() {
 // Name is the worker's name.
 func (w *Worker) Name() string { return w.cfg.Name }
 
+// Scheduler is the worker's inference scheduler.
+func (w *Worker) Scheduler() *sched.Scheduler { return w.sched }
+
 // Info is what the worker registered with.
 func (w *Worker) Info() deploy.WorkerInfo { return w.info }
 
@@ -365,7 +381,8 @@ func (w *Worker) build(req deploy.DeployRequest) error {
 	}
 	eo := exec.Options{Allocator: mem, Output: res, Stdout: w.cfg.Stdout}
 	if w.cfg.Exec != nil {
-		w.cfg.Exec(&eo, req.Script.Variants)
+		w.cfg.Exec(&eo, deploy.ExecPart{Query: req.Query, Variants: req.Script.Variants, Priority: req.Script.Priority,
+			LatencyMs: req.Script.LatencyMs, Scheduler: w.sched})
 	}
 	if err := w.confine(&req.Script, &eo); err != nil {
 		return err
@@ -465,8 +482,12 @@ func (w *Worker) build(req deploy.DeployRequest) error {
 	// Every callback is timed: the coordinator's live estimates (busy
 	// share, model time per batch) are made of it. Against a batch's trip
 	// over NATS its two monotonic clock reads are noise.
+	var onLatency func(time.Duration, int64)
+	if f := w.cfg.OnLatency; f != nil {
+		onLatency = func(d time.Duration, rows int64) { f(req.Query, d, rows) }
+	}
 	dw, err := dataflow.NewWorker(g, idx, dataflow.Config{Allocator: mem, Transport: dt, Stop: q.stop, RequestStop: requestStop,
-		Timing: true, Latency: true, LatencySLO: slo})
+		Timing: true, Latency: true, LatencySLO: slo, OnLatency: onLatency})
 	if err != nil {
 		_ = dt.Close()
 		_ = tr.Close()
@@ -627,6 +648,7 @@ func (w *Worker) run(ctx context.Context, q *query) {
 		state = deploy.StateFailed
 	}
 	w.statusErr(q, state, err, stats, links)
+	w.sched.Forget(q.id)
 	q.cancel()
 }
 
@@ -655,6 +677,11 @@ func (w *Worker) statusErr(q *query, state string, err error, stats []dataflow.I
 	}
 	if q.sinkHere {
 		st.ResultRows = q.res.rows.Load()
+	}
+	for _, s := range w.sched.Stats() {
+		if s.Query == q.id {
+			st.Sched = &s
+		}
 	}
 	if q.eq != nil {
 		c := q.eq.Stats()

@@ -1,0 +1,381 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/apache/arrow/go/v17/arrow"
+	"github.com/apache/arrow/go/v17/arrow/ipc"
+	"github.com/apache/arrow/go/v17/arrow/memory"
+	"github.com/spf13/cobra"
+
+	"github.com/tierflow/tierflow/planner/infra"
+	"github.com/tierflow/tierflow/runtime/cluster"
+	"github.com/tierflow/tierflow/runtime/coordinator"
+	"github.com/tierflow/tierflow/runtime/deploy"
+	"github.com/tierflow/tierflow/runtime/inference"
+	"github.com/tierflow/tierflow/runtime/inference/sched"
+	"github.com/tierflow/tierflow/runtime/modelzoo"
+)
+
+// sharedModel, sharedStream and sharedTable declare the bench's model (one
+// file, so both queries share its session), the real-time stream of
+// Fashion-MNIST frames replayed at a rate, and the best-effort archive.
+const sharedDecls = `CREATE MODEL wide TASK 'image-classification'
+  INPUTS (image TENSOR(FLOAT, 1, 28, 28))
+  OUTPUTS (label VARCHAR, score FLOAT)
+  VARIANTS (wide FROM 'wide.onnx');
+CREATE STREAM frames (id BIGINT, ts TIMESTAMP, image TENSOR(FLOAT, 1, 28, 28), true_label VARCHAR, true_group VARCHAR)
+  FROM FILE 'frames.arrow' FORMAT ARROW RATE %g PER SECOND;
+CREATE TABLE archive (id BIGINT, ts TIMESTAMP, image TENSOR(FLOAT, 1, 28, 28), true_label VARCHAR, true_group VARCHAR)
+  FROM FILE 'archive.arrow' FORMAT ARROW;
+`
+
+const sharedRT = `SELECT f.id, c.label FROM frames AS f CROSS JOIN LATERAL wide(f.image) AS c(label, score)
+WITH (PRIORITY REALTIME, LATENCY <= %g MS);
+`
+
+const sharedBE = `SELECT count(*) AS n FROM archive AS a CROSS JOIN LATERAL wide(a.image) AS c(label, score)
+WITH (PRIORITY BEST_EFFORT);
+`
+
+// sharedInfra is one 2-vCPU edge box: both queries land on it.
+const sharedInfra = `tiers:
+  - {name: edge}
+worker_types:
+  - {name: x2, vcpus: 2, memory_gb: 4, price: 1}
+workers:
+  - {name: edge, type: x2, tier: edge, count: 1}
+`
+
+// sharedRow is one policy's run of `tierflow bench shared`.
+type sharedRow struct {
+	Round      int     `json:"round"`
+	Policy     string  `json:"policy"`
+	RTP50      float64 `json:"rt_p50_ms"`
+	RTP99      float64 `json:"rt_p99_ms"`
+	RTMiss     float64 `json:"rt_miss_rate"`
+	RTRows     int     `json:"rt_rows"`
+	BEItems    float64 `json:"be_items_per_s"`
+	RTP99Ratio float64 `json:"rt_p99_vs_alone"`
+	BERatio    float64 `json:"be_vs_alone"`
+}
+
+type sharedOptions struct {
+	rate, latencyMs float64
+	duration        time.Duration
+	beRows, rounds  int
+	filters, hidden int
+	images          string
+	policies        []string
+	spread, jitters float64
+}
+
+// The bench's policies: the two alone runs are the baselines.
+var sharedPolicies = []string{"rt-alone", "be-alone", sched.NaiveName, sched.DeepQueryName}
+
+func newBenchSharedCmd(a *app) *cobra.Command {
+	o := sharedOptions{}
+	c := &cobra.Command{
+		Use:   "shared",
+		Short: "A real-time and a best-effort query on one worker: real-time latency and best-effort throughput per scheduling policy",
+		Long: `Runs, on an embedded cluster of one 2-vCPU worker with ONNX Runtime, a
+real-time query (PRIORITY REALTIME, LATENCY <= --latency-ms) over Fashion-MNIST
+frames replayed at --rate, and a best-effort query (PRIORITY BEST_EFFORT) over an
+archive table of --be-rows frames, both calling one model: a CNN of the project's
+Fashion-MNIST architecture made by runtime/modelzoo, --filters wide with a
+--hidden head, so a batch costs milliseconds. Policies: rt-alone and be-alone
+(each query by itself), naive (both, every batch runs as it comes: no
+coordination, and the real-time query is placed whatever the load, as before
+priorities) and deepquery (the worker's scheduler runs real-time batches first
+and sizes best-effort ones to end before the next real-time batch is due).
+
+Per policy: the real-time query's end-to-end latency p50 and p99 (exact, from
+every row its sink wrote), the share of rows over LATENCY, and the best-effort
+query's model rows per second while the real-time query ran; then p99 and
+throughput against the alone runs of the same round.`,
+		Example: `  tierflow bench shared
+  tierflow bench shared --rounds 3 --format json`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if o.spread < 0 || o.jitters < 0 {
+				return badInput(errors.New("--spread and --jitters must be 0 or more"))
+			}
+			if o.rate <= 0 || o.latencyMs <= 0 || o.duration < time.Second || o.beRows < 100 || o.rounds < 1 || o.filters < 1 || o.hidden < 1 {
+				return badInput(errors.New("--rate and --latency-ms must be positive, --duration at least 1s, --be-rows at least 100, --rounds, --filters and --hidden at least 1"))
+			}
+			if a.g.format != "" && a.g.format != "table" && a.g.format != "json" {
+				return badInput(fmt.Errorf("unknown --format %q: want table or json", a.g.format))
+			}
+			for _, p := range o.policies {
+				if !slices.Contains(sharedPolicies, p) {
+					return badInput(fmt.Errorf("--policies: unknown policy %q (want %s)", p, strings.Join(sharedPolicies, ", ")))
+				}
+			}
+			if _, err := os.Stat(o.images); err != nil {
+				return badInput(fmt.Errorf("--images: %w", err))
+			}
+			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt)
+			defer stop()
+			rows, err := benchShared(ctx, a, o)
+			if err != nil {
+				return err
+			}
+			return printRows(a.out, a.g.format, rows)
+		},
+	}
+	f := c.Flags()
+	f.Float64Var(&o.rate, "rate", 20, "frames per second of the real-time stream")
+	f.Float64Var(&o.latencyMs, "latency-ms", 50, "LATENCY bound of the real-time query, ms")
+	f.DurationVar(&o.duration, "duration", 15*time.Second, "how long the real-time stream plays")
+	f.IntVar(&o.beRows, "be-rows", 200000, "rows of the best-effort archive (enough to outlast the real-time stream)")
+	f.IntVar(&o.rounds, "rounds", 1, "rounds of the four policies (the machine may be shared: repeat)")
+	f.IntVar(&o.filters, "filters", 64, "convolution filters of the bench's CNN")
+	f.IntVar(&o.hidden, "hidden", 1024, "hidden units of its head")
+	f.Float64Var(&o.spread, "spread", 0, "deepquery: deviations of the run-time correction a best-effort part must fit with (sched.DeepQuery.Spread)")
+	f.Float64Var(&o.jitters, "jitters", 0, "deepquery: arrival jitters kept free before a real-time batch (sched.DeepQuery.Jitters)")
+	f.StringSliceVar(&o.policies, "policies", sharedPolicies, "policies to run, in order (the ratios need rt-alone and be-alone before the others)")
+	f.StringVar(&o.images, "images", filepath.Join("examples", "fashion", "data", "shelf.arrow"), "Arrow IPC file of labelled Fashion-MNIST frames")
+	return c
+}
+
+func benchShared(ctx context.Context, a *app, o sharedOptions) ([]sharedRow, error) {
+	dir, err := os.MkdirTemp("", "tierflow-bench-shared-")
+	if err != nil {
+		return nil, err
+	}
+	defer os.RemoveAll(dir)
+	frames := int(o.rate * o.duration.Seconds())
+	if err := writeSharedData(dir, o, frames); err != nil {
+		return nil, err
+	}
+	inf, err := infra.Parse("bench-shared.yaml", []byte(sharedInfra))
+	if err != nil {
+		return nil, err
+	}
+	decls := fmt.Sprintf(sharedDecls, o.rate)
+	script := func(q string) deploy.Script {
+		src := decls + q
+		return deploy.Script{Filename: filepath.Join(dir, "query.sql"), Source: src, BaseDir: dir, Replay: true}
+	}
+	rt, be := script(fmt.Sprintf(sharedRT, o.latencyMs)), script(sharedBE)
+	fmt.Fprintf(a.err, "bench shared: %d frames at %g/s, LATENCY <= %g ms; archive of %d rows; CNN %d filters, %d hidden\n",
+		frames, o.rate, o.latencyMs, o.beRows, o.filters, o.hidden)
+	var out []sharedRow
+	for round := 1; round <= o.rounds; round++ {
+		var alone sharedRow
+		var aloneBE float64
+		for _, pol := range o.policies {
+			row, err := sharedRun(ctx, a, o, inf, pol, rt, be)
+			if err != nil {
+				return out, fmt.Errorf("round %d, %s: %w", round, pol, err)
+			}
+			row.Round = round
+			switch pol {
+			case "rt-alone":
+				alone = row
+			case "be-alone":
+				aloneBE = row.BEItems
+			}
+			if alone.RTP99 > 0 && row.RTRows > 0 {
+				row.RTP99Ratio = row.RTP99 / alone.RTP99
+			}
+			if aloneBE > 0 && row.BEItems > 0 {
+				row.BERatio = row.BEItems / aloneBE
+			}
+			fmt.Fprintf(a.err, "bench shared: round %d %-9s rt p50 %.2f p99 %.2f ms, miss %.3f, be %.1f items/s\n",
+				round, pol, row.RTP50, row.RTP99, row.RTMiss, row.BEItems)
+			out = append(out, row)
+		}
+	}
+	return out, nil
+}
+
+// writeSharedData writes the model, the real-time frames (the images file's
+// rows, repeated to fill the run) and the archive.
+func writeSharedData(dir string, o sharedOptions, frames int) error {
+	labels := []string{"T-shirt/top", "Trouser", "Pullover", "Dress", "Coat", "Sandal", "Shirt", "Sneaker", "Bag", "Ankle boot"}
+	if err := modelzoo.NewCNN(28, o.filters, 5, []int{o.hidden, len(labels)}, labels, 1).Graph("wide").WriteFile(filepath.Join(dir, "wide.onnx")); err != nil {
+		return err
+	}
+	mem := memory.NewGoAllocator()
+	d, err := inference.LoadData(o.images, mem)
+	if err != nil {
+		return badInput(fmt.Errorf("--images: %w", err))
+	}
+	defer d.Record.Release()
+	for name, n := range map[string]int{"frames.arrow": frames, "archive.arrow": o.beRows} {
+		if err := writeRepeated(filepath.Join(dir, name), d.Record, n, mem); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// writeRepeated writes n rows of rec, from the top again as often as needed,
+// in batches of at most 1024 rows.
+func writeRepeated(path string, rec arrow.Record, n int, mem memory.Allocator) error {
+	f, err := os.Create(path)
+	if err != nil {
+		return err
+	}
+	w, err := ipc.NewFileWriter(f, ipc.WithSchema(rec.Schema()), ipc.WithAllocator(mem))
+	if err != nil {
+		f.Close()
+		return err
+	}
+	for off := 0; off < n; {
+		start := off % int(rec.NumRows())
+		k := min(n-off, 1024, int(rec.NumRows())-start)
+		s := rec.NewSlice(int64(start), int64(start+k))
+		err := w.Write(s)
+		s.Release()
+		if err != nil {
+			w.Close()
+			f.Close()
+			return err
+		}
+		off += k
+	}
+	if err := w.Close(); err != nil {
+		f.Close()
+		return err
+	}
+	return f.Close()
+}
+
+// sharedRun runs one policy on a fresh cluster: the best-effort query
+// first (when the policy runs it), the real-time one once it is under way.
+func sharedRun(ctx context.Context, a *app, o sharedOptions, inf *infra.Infra, pol string, rt, be deploy.Script) (sharedRow, error) {
+	policy := sched.NaiveName
+	if pol == sched.DeepQueryName {
+		policy = pol
+	}
+	row := sharedRow{Policy: pol}
+	var dq sched.Policy
+	if pol == sched.DeepQueryName {
+		p := sched.NewDeepQuery()
+		p.Spread, p.Jitters = o.spread, o.jitters
+		dq = p
+	}
+	rtName, beName := coordinator.NewQueryName(), coordinator.NewQueryName()
+	var mu sync.Mutex
+	var lat []float64
+	type mark struct {
+		at   time.Time
+		rows int64
+	}
+	var first, last mark
+	var c *cluster.Cluster
+	beRows := func() int64 {
+		for _, s := range c.Workers[0].Scheduler().Stats() {
+			if s.Query == beName {
+				return s.Rows
+			}
+		}
+		return 0
+	}
+	onLatency := func(q string, d time.Duration, rows int64) {
+		if q != rtName {
+			return
+		}
+		m := mark{time.Now(), beRows()}
+		mu.Lock()
+		defer mu.Unlock()
+		for range rows {
+			lat = append(lat, float64(d)/float64(time.Millisecond))
+		}
+		if first.at.IsZero() {
+			first = m
+		}
+		last = m
+	}
+	var err error
+	c, err = cluster.StartEmbedded(ctx, cluster.Options{Infra: inf, NATS: a.g.nats, OrtLib: a.g.ortLib, Placement: coordinator.PlaceRules,
+		Sched: policy, SchedPolicy: dq, OnLatency: onLatency, AdmitAll: pol == sched.NaiveName})
+	if err != nil {
+		return row, err
+	}
+	defer c.Close()
+	runCtx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	beDone := make(chan error, 1)
+	if pol != "rt-alone" {
+		go func() {
+			_, err := c.Client().Submit(runCtx, be, beName, discard{})
+			beDone <- err
+		}()
+		// Under way: the best-effort query has run model batches for a
+		// second.
+		deadline := time.Now().Add(2 * time.Minute)
+		for beRows() == 0 {
+			if time.Now().After(deadline) {
+				return row, errors.New("the best-effort query ran no model batch in 2 minutes")
+			}
+			select {
+			case err := <-beDone:
+				return row, fmt.Errorf("best-effort query ended before the run: %v", err)
+			case <-time.After(20 * time.Millisecond):
+			}
+		}
+		time.Sleep(time.Second) // warm-up: the measurement starts after it
+	}
+	if pol == "be-alone" {
+		first = mark{time.Now(), beRows()}
+		time.Sleep(o.duration)
+		last = mark{time.Now(), beRows()}
+	} else {
+		info, err := c.Client().Submit(runCtx, rt, rtName, discard{})
+		if err != nil {
+			return row, fmt.Errorf("real-time query: %w", err)
+		}
+		if info.State != deploy.StateFinished {
+			return row, fmt.Errorf("real-time query %s: %s", info.State, info.Error)
+		}
+	}
+	if pol != "rt-alone" {
+		select {
+		case err := <-beDone:
+			return row, fmt.Errorf("best-effort query ended during the run (raise --be-rows): %v", err)
+		default:
+		}
+		_ = c.Client().Stop(ctx, beName, true)
+	}
+	for _, s := range c.Workers[0].Scheduler().Stats() {
+		if s.Batches > 0 {
+			fmt.Fprintf(a.err, "bench shared: %s %s: %d batches, %d rows, mean wait %.2f ms, busy %.0f%%\n", pol, s.Priority, s.Batches, s.Rows,
+				float64(s.Wait)/float64(s.Batches)/1e6, 100*s.Share)
+		}
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if el := last.at.Sub(first.at).Seconds(); el > 0 && pol != "rt-alone" {
+		row.BEItems = float64(last.rows-first.rows) / el
+	}
+	if len(lat) > 0 {
+		row.RTRows = len(lat)
+		row.RTP50, row.RTP99 = percentile(lat, 0.5), percentile(lat, 0.99)
+		over := 0
+		for _, l := range lat {
+			if l > o.latencyMs {
+				over++
+			}
+		}
+		row.RTMiss = float64(over) / float64(len(lat))
+	}
+	return row, nil
+}
+
+// discard is the bench's result writer: the rows are not its measure.
+type discard struct{}
+
+func (discard) Write(arrow.Record) error { return nil }
+func (discard) Close() error             { return nil }

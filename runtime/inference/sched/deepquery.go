@@ -1,0 +1,158 @@
+package sched
+
+import (
+	"fmt"
+	"math"
+	"time"
+)
+
+// DeepQuery is the co-location policy of DeepQuery (MMSys '19, 5.2):
+// real-time batches first, earliest deadline first; a best-effort batch
+// runs only on an idle device, in the gap before the next real-time batch is
+// due, with as many of its rows as the profile says end before then (the
+// largest that fits), and waits when not even one row fits. The next
+// real-time batch is predicted from the query's arrivals so far (periodic
+// frames); a query whose batch is StalePeriods periods late has paused and
+// no longer holds best-effort work back.
+//
+// One departure from the paper, for CPUs: a GPU job cannot be preempted, so
+// there a real-time job waits for the best-effort one running; ONNX
+// Runtime's CPU thread pool takes a second run at once, so here a real-time
+// batch never waits: when a best-effort part overruns its prediction, the
+// real-time batch shares the cores with its rest instead of queueing
+// behind all of it.
+type DeepQuery struct {
+	// Sizes are the batch sizes each session is measured at when it opens.
+	Sizes []int
+	// Margin, plus MarginShare of the real-time period, plus Jitters times
+	// the arrivals' jitter, is kept free before a predicted real-time batch:
+	// the prediction's error on a shared CPU.
+	Margin      time.Duration
+	MarginShare float64
+	Jitters     float64
+	// Spread: a best-effort part must fit its budget even when it runs
+	// this many deviations slower than the corrected profile says. 0 and
+	// Jitters 0 are the paper's rule (mean estimates); on a CPU other
+	// processes load heavily, raising them trades best-effort throughput
+	// for fewer overruns into real-time batches (bench shared measured
+	// both on this machine: README).
+	Spread float64
+	// StalePeriods: a real-time query this many periods late has paused.
+	StalePeriods float64
+	// ColdShare: before a real-time query's period is known (two
+	// batches), best-effort parts are kept within this share of its
+	// LATENCY, so its first frames do not wait out a whole best-effort
+	// batch.
+	ColdShare float64
+}
+
+// NewDeepQuery returns the policy with its defaults.
+func NewDeepQuery() *DeepQuery {
+	return &DeepQuery{Sizes: []int{1, 2, 4, 8, 16, 32, 64}, Margin: time.Millisecond, MarginShare: 0.1, Jitters: 0, Spread: 0, StalePeriods: 3, ColdShare: 0.25}
+}
+
+func (p *DeepQuery) Name() string        { return DeepQueryName }
+func (p *DeepQuery) Slots() int          { return 0 }
+func (p *DeepQuery) ProfileSizes() []int { return p.Sizes }
+func (p *DeepQuery) stale() float64      { return max(p.StalePeriods, 1) }
+func (p *DeepQuery) margin(per time.Duration) time.Duration {
+	return p.Margin + time.Duration(p.MarginShare*float64(per))
+}
+
+// Budget is the time best-effort work may take from now before a real-time
+// batch is due (math.MaxInt64 when none is), the query it is due for, and
+// when that query counts as paused.
+func (p *DeepQuery) Budget(v *View) (time.Duration, string, time.Time) {
+	budget, who := time.Duration(math.MaxInt64), ""
+	var wake time.Time
+	for _, t := range v.Tenants {
+		if t.Priority != RealTime {
+			continue
+		}
+		pr, ok := v.Arrivals.Predict(t.Query)
+		if !ok {
+			if b := time.Duration(p.ColdShare * float64(t.Latency)); b > 0 && b < budget {
+				budget, who, wake = b, t.Query, time.Time{}
+			}
+			continue
+		}
+		stale := pr.Last.Add(time.Duration(p.stale() * float64(pr.Period)))
+		if !v.Now.Before(stale) {
+			continue
+		}
+		if b := pr.Next.Sub(v.Now) - p.margin(pr.Period) - time.Duration(p.Jitters*float64(pr.Jitter)); b < budget {
+			budget, who, wake = b, t.Query, stale
+		}
+	}
+	return budget, who, wake
+}
+
+func (p *DeepQuery) Next(v *View) Decision {
+	var rt, be *Request
+	for _, q := range v.Queues {
+		r := q.Pending[0]
+		if q.Priority == RealTime {
+			if rt == nil || earlier(r, rt) {
+				rt = r
+			}
+		} else if be == nil || r.seq < be.seq {
+			be = r
+		}
+	}
+	if rt != nil {
+		return Decision{Run: rt}
+	}
+	if be == nil {
+		return Decision{}
+	}
+	if len(v.Running) > 0 {
+		// One batch at a time otherwise: the next decision comes when
+		// the running one ends.
+		return Decision{Why: fmt.Sprintf("best-effort %s waits: %s runs", be.Query, v.Running[0].Query)}
+	}
+	budget, who, wake := p.Budget(v)
+	if budget == time.Duration(math.MaxInt64) {
+		return Decision{Run: be}
+	}
+	rows := 0
+	if budget > 0 {
+		rows = v.Profiles.Largest(be.Key, be.Rows, budget, p.Spread)
+	}
+	if rows < be.Rows && !be.Splittable {
+		rows = 0 // it runs whole or not at all (DeepQuery's non-batching jobs)
+	}
+	if rows == 0 && wake.IsZero() {
+		// Cold (no period known yet, so no moment to wait for): the
+		// smallest part goes rather than none.
+		rows = 1
+		if !be.Splittable {
+			rows = be.Rows
+		}
+	}
+	if rows == 0 {
+		return Decision{Recheck: wake, Why: fmt.Sprintf("best-effort %s waits: real-time %s is due in %s", be.Query, who, max(budget, 0).Round(time.Microsecond))}
+	}
+	return Decision{Run: be, Rows: rows}
+}
+
+// earlier orders real-time requests: earliest deadline, then arrival.
+func earlier(a, b *Request) bool {
+	switch {
+	case a.Deadline.IsZero() != b.Deadline.IsZero():
+		return !a.Deadline.IsZero()
+	case !a.Deadline.Equal(b.Deadline):
+		return a.Deadline.Before(b.Deadline)
+	}
+	return a.seq < b.seq
+}
+
+// ByName returns the policy named name (NaiveName, DeepQueryName).
+func ByName(name string) (Policy, error) {
+	switch name {
+	case "", NaiveName:
+		return Naive{}, nil
+	case DeepQueryName:
+		return NewDeepQuery(), nil
+	}
+	return nil, fmt.Errorf("%w: unknown scheduling policy %q (want %s or %s)", ErrPolicy, name, NaiveName, DeepQueryName)
+}

@@ -1,0 +1,251 @@
+package sched
+
+import (
+	"math"
+	"sort"
+	"sync"
+	"time"
+
+	"github.com/tierflow/tierflow/operators/ml"
+)
+
+// ProfileAlpha weighs the old estimate of a batch time against a new
+// measurement (DeepQuery 5.1: D <- a*D + (1-a)*sample): runs on a shared CPU
+// vary, and one slow run should not make every later prediction slow.
+const ProfileAlpha = 0.8
+
+// Profiles are the predicted run times of a batch, per session key and batch
+// size: measured when a session opens (Measure), interpolated between the
+// measured sizes, and corrected by every run (Observe). Safe for concurrent
+// use.
+//
+// A key with a measured profile keeps its shape and is corrected by one
+// factor, an EWMA of measured over predicted time: a run at any size tells
+// how loaded the device is now, which holds for every size (most sizes a
+// policy picks are run once, so a per-size EWMA would never learn). The
+// EWMA is of the ratio's logarithm: on a CPU other processes share, one run
+// in twenty takes ten times the others, and a plain mean would let each
+// such run shrink every prediction's budget for the next dozen runs. A key
+// without a measured profile learns each size it runs (DeepQuery's
+// per-size EWMA).
+type Profiles struct {
+	mu    sync.Mutex
+	byKy  map[string]map[int]float64 // key -> rows -> seconds
+	base  map[string]bool            // keys measured by Measure
+	scale map[string]float64         // EWMA of log(measured/predicted)
+	// dev is the EWMA of |log ratio - scale|: how far one run strays
+	// from the correction, what a fit within a budget must allow for.
+	dev map[string]float64
+}
+
+// NewProfiles returns empty profiles.
+func NewProfiles() *Profiles {
+	return &Profiles{byKy: map[string]map[int]float64{}, base: map[string]bool{}, scale: map[string]float64{}, dev: map[string]float64{}}
+}
+
+// Scale is the correction factor of key's measured profile (1: none yet).
+func (p *Profiles) Scale(key string) float64 {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return math.Exp(p.scale[key])
+}
+
+// Observe folds a measured run of rows rows into the profile.
+func (p *Profiles) Observe(key string, rows int, d time.Duration) {
+	if rows <= 0 {
+		return
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.base[key] {
+		if pred := p.raw(key, rows); pred > 0 && d > 0 {
+			s := p.scale[key]
+			r := math.Log(d.Seconds() / pred)
+			p.dev[key] = ProfileAlpha*p.dev[key] + (1-ProfileAlpha)*abs(r-s)
+			p.scale[key] = ProfileAlpha*s + (1-ProfileAlpha)*r
+		}
+		return
+	}
+	m := p.byKy[key]
+	if m == nil {
+		m = map[int]float64{}
+		p.byKy[key] = m
+	}
+	s := d.Seconds()
+	if old, ok := m[rows]; ok {
+		s = ProfileAlpha*old + (1-ProfileAlpha)*s
+	}
+	m[rows] = s
+}
+
+// Predict is the expected run time of rows rows on key: the measured value,
+// else a line between the two nearest measured sizes, else (beyond them)
+// the nearest size scaled by rows. ok is false when the key has no
+// measurement.
+func (p *Profiles) Predict(key string, rows int) (time.Duration, bool) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	s := p.raw(key, rows)
+	if s <= 0 {
+		return 0, false
+	}
+	if f, ok := p.scale[key]; ok {
+		s *= math.Exp(f)
+	}
+	return secs(s), true
+}
+
+// raw is the profile's seconds for rows, before the correction; 0 when
+// key has no measurement. Called with mu held.
+func (p *Profiles) raw(key string, rows int) float64 {
+	m := p.byKy[key]
+	if len(m) == 0 || rows <= 0 {
+		return 0
+	}
+	if s, ok := m[rows]; ok {
+		return s
+	}
+	sizes := make([]int, 0, len(m))
+	for b := range m {
+		sizes = append(sizes, b)
+	}
+	sort.Ints(sizes)
+	i := sort.SearchInts(sizes, rows)
+	switch {
+	case i == 0:
+		// Below the smallest: no faster than a linear share of it, no
+		// slower than it (a batch costs at least its fixed part).
+		b := sizes[0]
+		return m[b] * max(float64(rows)/float64(b), 0.5)
+	case i == len(sizes):
+		b := sizes[len(sizes)-1]
+		return m[b] * float64(rows) / float64(b)
+	}
+	lo, hi := sizes[i-1], sizes[i]
+	f := float64(rows-lo) / float64(hi-lo)
+	return m[lo] + f*(m[hi]-m[lo])
+}
+
+// Largest is the most rows (1..limit) of key predicted to run within
+// budget even when the run is spread deviations (of the log ratio) slower
+// than the corrected profile says, 0 when not even one row fits, limit
+// when the key has no profile (nothing to judge by: the first run measures
+// it).
+func (p *Profiles) Largest(key string, limit int, budget time.Duration, spread float64) int {
+	if _, ok := p.Predict(key, 1); !ok {
+		return limit
+	}
+	p.mu.Lock()
+	pess := math.Exp(spread * p.dev[key])
+	p.mu.Unlock()
+	budget = time.Duration(float64(budget) / pess)
+	// Batch time grows with rows: binary search the largest that fits.
+	lo, hi := 0, limit
+	for lo < hi {
+		mid := (lo + hi + 1) / 2
+		if d, _ := p.Predict(key, mid); d <= budget {
+			lo = mid
+		} else {
+			hi = mid - 1
+		}
+	}
+	return lo
+}
+
+// Sizes lists the batch sizes measured for key, ascending.
+func (p *Profiles) Sizes(key string) []int {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	var out []int
+	for b := range p.byKy[key] {
+		out = append(out, b)
+	}
+	sort.Ints(out)
+	return out
+}
+
+func secs(s float64) time.Duration { return time.Duration(s * float64(time.Second)) }
+
+// Measure runs sess on zero inputs at each batch size (after one warm-up
+// run) and records the times: the profile a policy starts from. A session
+// whose inputs are not all float32 tensors with a leading batch dimension
+// and fixed others is left to be profiled by its runs.
+func (p *Profiles) Measure(key string, sess ml.Session, sizes []int) error {
+	ins := sess.Inputs()
+	for _, in := range ins {
+		if in.DType != ml.Float32 || len(in.Shape) == 0 {
+			return nil
+		}
+		for _, d := range in.Shape[1:] {
+			if d < 0 {
+				return nil
+			}
+		}
+		if in.Shape[0] > 0 {
+			return nil // a fixed batch: nothing to vary
+		}
+	}
+	run := func(b int) (time.Duration, error) {
+		inputs := make([]ml.Tensor, len(ins))
+		for i, in := range ins {
+			shape := append([]int64{int64(b)}, in.Shape[1:]...)
+			n := 1
+			for _, d := range shape {
+				n *= int(d)
+			}
+			inputs[i] = ml.Tensor{DType: ml.Float32, Shape: shape, F32: make([]float32, n)}
+		}
+		outs := make([]ml.Tensor, len(sess.Outputs()))
+		for i, o := range sess.Outputs() {
+			outs[i] = ml.Tensor{DType: o.DType}
+		}
+		start := time.Now()
+		err := sess.Run(inputs, outs)
+		return time.Since(start), err
+	}
+	for _, b := range sizes {
+		if _, err := run(b); err != nil { // warm-up: the first run of a shape allocates
+			return err
+		}
+		// The median of three: on a shared machine one run may catch
+		// whatever else ran; Observe corrects the rest later.
+		var ds []time.Duration
+		for range 3 {
+			d, err := run(b)
+			if err != nil {
+				return err
+			}
+			ds = append(ds, d)
+		}
+		sort.Slice(ds, func(i, j int) bool { return ds[i] < ds[j] })
+		p.mu.Lock()
+		if p.byKy[key] == nil {
+			p.byKy[key] = map[int]float64{}
+		}
+		p.byKy[key][b] = ds[1].Seconds()
+		p.base[key] = true
+		p.mu.Unlock()
+	}
+	// A larger batch never takes less time: a noisy measurement of a small
+	// one is lifted to the larger one below it, so the profile stays
+	// monotone (Largest searches it).
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	ordered := make([]int, 0, len(p.byKy[key]))
+	for b := range p.byKy[key] {
+		ordered = append(ordered, b)
+	}
+	sort.Ints(ordered)
+	for i := 1; i < len(ordered); i++ {
+		m := p.byKy[key]
+		m[ordered[i]] = max(m[ordered[i]], m[ordered[i-1]])
+	}
+	return nil
+}
+
+func abs(x float64) float64 {
+	if x < 0 {
+		return -x
+	}
+	return x
+}

@@ -1,0 +1,377 @@
+// Package sched is a worker's inference scheduler, shared by every query on
+// the worker: one model session per (variant, device) however many queries
+// call it, a queue of batches per query, and a Policy that decides which
+// queue's batch runs next and how many of its rows (DeepQuery, MMSys '19:
+// real-time batches first, best-effort ones sized to end before the next
+// real-time batch is due).
+//
+// A query's model operator runs through a session bound to its Tenant
+// (Bind): each Run is a request the scheduler grants, in parts when the
+// policy says so; the caller's goroutine then runs the granted rows itself,
+// so the scheduler adds a hand-off, not a copy. Every run feeds the
+// profiles (batch time by size) and every request the arrival predictor.
+//
+// sched imports operators/ml (the Session it wraps) and nothing of runtime:
+// runtime/inference opens sessions and hands them here; runtime/worker owns
+// one Scheduler per worker.
+package sched
+
+import (
+	"errors"
+	"fmt"
+	"sort"
+	"sync"
+	"time"
+
+	"github.com/tierflow/tierflow/operators/ml"
+)
+
+var (
+	// ErrClosed: the scheduler was closed while a batch waited.
+	ErrClosed = errors.New("sched: scheduler closed")
+	// ErrPolicy: an unknown policy name.
+	ErrPolicy = errors.New("sched: bad policy")
+)
+
+// Scheduler is one worker's inference scheduler. Safe for concurrent use.
+type Scheduler struct {
+	policy   Policy
+	profiles *Profiles
+	arrivals *Arrivals
+	now      func() time.Time
+
+	mu       sync.Mutex
+	sessions map[string]*shared
+	queues   map[string]*Queue
+	tenants  map[string]Tenant
+	stats    map[string]*QueryStats
+	running  []*runningBatch
+	seq      uint64
+	timer    *time.Timer
+	timerAt  time.Time
+	closed   bool
+	started  time.Time
+	lastWhy  string
+}
+
+type shared struct {
+	sess  ml.Session
+	users map[string]bool
+}
+
+type runningBatch struct {
+	Running
+	req *Request
+}
+
+// New returns a scheduler running p (nil: Naive).
+func New(p Policy) *Scheduler {
+	if p == nil {
+		p = Naive{}
+	}
+	return &Scheduler{policy: p, profiles: NewProfiles(), arrivals: NewArrivals(), now: time.Now,
+		sessions: map[string]*shared{}, queues: map[string]*Queue{}, tenants: map[string]Tenant{},
+		stats: map[string]*QueryStats{}, started: time.Now()}
+}
+
+// Policy is the scheduler's policy.
+func (s *Scheduler) Policy() Policy { return s.policy }
+
+// Profiles are the scheduler's batch-time profiles.
+func (s *Scheduler) Profiles() *Profiles { return s.profiles }
+
+// Arrivals is the scheduler's arrival predictor.
+func (s *Scheduler) Arrivals() *Arrivals { return s.arrivals }
+
+// Key names a session by what makes it distinct: the model file and the
+// device (ONNX Runtime provider options included).
+func Key(file, device string) string { return file + "@" + device }
+
+// Session returns the one session for key, opening it with open the first
+// time; query is counted as one of its users. When the policy profiles,
+// a new session is measured at its batch sizes before it is handed out.
+func (s *Scheduler) Session(key, query string, open func() (ml.Session, error)) (ml.Session, error) {
+	s.mu.Lock()
+	sh := s.sessions[key]
+	s.mu.Unlock()
+	if sh == nil {
+		sess, err := open()
+		if err != nil {
+			return nil, err
+		}
+		if p, ok := s.policy.(Profiling); ok {
+			if err := s.profiles.Measure(key, sess, p.ProfileSizes()); err != nil {
+				return nil, fmt.Errorf("profiling %s: %w", key, err)
+			}
+		}
+		s.mu.Lock()
+		if sh = s.sessions[key]; sh == nil { // another query may have opened it meanwhile
+			sh = &shared{sess: sess, users: map[string]bool{}}
+			s.sessions[key] = sh
+		}
+		s.mu.Unlock()
+	}
+	s.mu.Lock()
+	sh.users[query] = true
+	s.mu.Unlock()
+	return sh.sess, nil
+}
+
+// Sessions is the number of sessions the scheduler holds.
+func (s *Scheduler) Sessions() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return len(s.sessions)
+}
+
+// Keys lists the sessions' keys.
+func (s *Scheduler) Keys() []string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	out := make([]string, 0, len(s.sessions))
+	for k := range s.sessions {
+		out = append(out, k)
+	}
+	sort.Strings(out)
+	return out
+}
+
+// Users lists the queries that use key's session.
+func (s *Scheduler) Users(key string) []string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var out []string
+	if sh := s.sessions[key]; sh != nil {
+		for q := range sh.users {
+			out = append(out, q)
+		}
+	}
+	sort.Strings(out)
+	return out
+}
+
+// Bind returns sess as seen by t's model operator: every Run goes through
+// the scheduler under t. key is the session's Key.
+func (s *Scheduler) Bind(sess ml.Session, key string, t Tenant) ml.Session {
+	s.mu.Lock()
+	s.tenants[t.Query] = t
+	if s.stats[t.Query] == nil {
+		s.stats[t.Query] = &QueryStats{Query: t.Query, Priority: t.Priority.String(), since: s.now()}
+	}
+	s.mu.Unlock()
+	return &bound{s: s, inner: sess, key: key, t: t}
+}
+
+// Forget drops a query that ended: its stats, its arrival history, its use
+// of the sessions. Requests it still has waiting are not affected.
+func (s *Scheduler) Forget(query string) {
+	s.mu.Lock()
+	delete(s.tenants, query)
+	delete(s.stats, query)
+	for _, sh := range s.sessions {
+		delete(sh.users, query)
+	}
+	s.mu.Unlock()
+	s.arrivals.Forget(query)
+}
+
+// Close grants every waiting batch an error and refuses new ones.
+func (s *Scheduler) Close() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.closed = true
+	for _, q := range s.queues {
+		for _, r := range q.Pending {
+			if !r.running {
+				r.grant <- -1
+			}
+		}
+	}
+	if s.timer != nil {
+		s.timer.Stop()
+	}
+}
+
+// QueryStats is what one query's batches took of the worker.
+type QueryStats struct {
+	Query    string `json:"query"`
+	Priority string `json:"priority,omitempty"`
+	// Batches and Rows run; Busy the time they ran; Wait the time batches
+	// waited for a grant (summed).
+	Batches int64         `json:"batches"`
+	Rows    int64         `json:"rows"`
+	Busy    time.Duration `json:"busy_ns"`
+	Wait    time.Duration `json:"wait_ns"`
+	// Share is Busy over the time since the query's first model call here:
+	// its predicted load on the worker, what placement weighs.
+	Share float64 `json:"share"`
+	since time.Time
+}
+
+// Stats lists every query's stats, by query.
+func (s *Scheduler) Stats() []QueryStats {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	now := s.now()
+	var out []QueryStats
+	for _, st := range s.stats {
+		x := *st
+		if el := now.Sub(st.since); el > 0 {
+			x.Share = float64(st.Busy) / float64(el)
+		}
+		out = append(out, x)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Query < out[j].Query })
+	return out
+}
+
+// Why is the policy's latest reason for leaving work waiting ("" none).
+func (s *Scheduler) Why() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.lastWhy
+}
+
+// submit queues r and dispatches.
+func (s *Scheduler) submit(r *Request) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed {
+		return ErrClosed
+	}
+	s.seq++
+	r.seq = s.seq
+	q := s.queues[r.Query]
+	if q == nil {
+		q = &Queue{Tenant: s.tenants[r.Query]}
+		q.Query = r.Query
+		s.queues[r.Query] = q
+	}
+	q.Pending = append(q.Pending, r)
+	s.arrivals.Observe(r.Query, r.Arrival, r.Total)
+	s.dispatch()
+	return nil
+}
+
+// finish records a granted part of r that ran rows rows in d, and
+// dispatches what it freed.
+func (s *Scheduler) finish(r *Request, rows int, d time.Duration, failed bool) {
+	s.profiles.Observe(r.Key, rows, d)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for i, rb := range s.running {
+		if rb.req == r {
+			s.running = append(s.running[:i], s.running[i+1:]...)
+			break
+		}
+	}
+	r.running = false
+	r.Rows -= rows
+	if st := s.stats[r.Query]; st != nil {
+		st.Batches++
+		st.Rows += int64(rows)
+		st.Busy += d
+	}
+	if r.Rows <= 0 || failed {
+		s.drop(r)
+	}
+	s.dispatch()
+}
+
+func (s *Scheduler) drop(r *Request) {
+	q := s.queues[r.Query]
+	if q == nil {
+		return
+	}
+	for i, x := range q.Pending {
+		if x == r {
+			q.Pending = append(q.Pending[:i], q.Pending[i+1:]...)
+			break
+		}
+	}
+	if len(q.Pending) == 0 {
+		delete(s.queues, r.Query)
+	}
+}
+
+// dispatch grants batches while slots are free and the policy picks one.
+// Called with mu held.
+func (s *Scheduler) dispatch() {
+	for !s.closed {
+		if n := s.policy.Slots(); n > 0 && len(s.running) >= n {
+			return
+		}
+		v := s.view()
+		if len(v.Queues) == 0 {
+			return
+		}
+		d := s.policy.Next(v)
+		if d.Run == nil || d.Run.running || d.Run.Rows <= 0 {
+			s.lastWhy = d.Why
+			s.recheck(d.Recheck)
+			return
+		}
+		s.lastWhy = ""
+		r := d.Run
+		rows := d.Rows
+		if rows <= 0 || rows > r.Rows || !r.Splittable {
+			rows = r.Rows
+		}
+		now := v.Now
+		end := now
+		if p, ok := s.profiles.Predict(r.Key, rows); ok {
+			end = now.Add(p)
+		}
+		r.running = true
+		s.running = append(s.running, &runningBatch{Running: Running{Query: r.Query, Key: r.Key, Rows: rows, Started: now, End: end}, req: r})
+		if st := s.stats[r.Query]; st != nil && r.Rows == r.Total {
+			st.Wait += now.Sub(r.Arrival)
+		}
+		r.grant <- rows
+	}
+}
+
+// recheck arms the timer that asks the policy again at t.
+func (s *Scheduler) recheck(t time.Time) {
+	if t.IsZero() {
+		return
+	}
+	if s.timer != nil && !s.timerAt.IsZero() && !t.Before(s.timerAt) && s.timerAt.After(s.now()) {
+		return // an earlier recheck is armed
+	}
+	if s.timer != nil {
+		s.timer.Stop()
+	}
+	s.timerAt = t
+	s.timer = time.AfterFunc(max(t.Sub(s.now()), 0), func() {
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		s.timerAt = time.Time{}
+		s.dispatch()
+	})
+}
+
+// view is the policy's input. Called with mu held.
+func (s *Scheduler) view() *View {
+	v := &View{Now: s.now(), Profiles: s.profiles, Arrivals: s.arrivals}
+	for _, q := range s.queues {
+		var pend []*Request
+		for _, r := range q.Pending {
+			if !r.running {
+				pend = append(pend, r)
+			}
+		}
+		if len(pend) > 0 {
+			v.Queues = append(v.Queues, &Queue{Tenant: q.Tenant, Pending: pend})
+		}
+	}
+	sort.Slice(v.Queues, func(i, j int) bool { return v.Queues[i].Pending[0].seq < v.Queues[j].Pending[0].seq })
+	for _, rb := range s.running {
+		v.Running = append(v.Running, rb.Running)
+	}
+	for _, t := range s.tenants {
+		v.Tenants = append(v.Tenants, t)
+	}
+	sort.Slice(v.Tenants, func(i, j int) bool { return v.Tenants[i].Query < v.Tenants[j].Query })
+	return v
+}

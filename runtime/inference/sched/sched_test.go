@@ -1,0 +1,377 @@
+package sched_test
+
+import (
+	"fmt"
+	"math"
+	"slices"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/tierflow/tierflow/operators/ml"
+	"github.com/tierflow/tierflow/runtime/inference/sched"
+	"github.com/tierflow/tierflow/runtime/onnx"
+)
+
+const cnnFile = "../../../examples/fashion/models/cnn.onnx"
+
+// cnn opens the project's Fashion-MNIST CNN ([N,1,28,28] -> 10 classes) in
+// ONNX Runtime.
+func cnn(t testing.TB) ml.Session {
+	t.Helper()
+	env, err := onnx.Open("")
+	if err != nil {
+		t.Fatalf("ONNX Runtime: %v", err)
+	}
+	s, err := env.Session(cnnFile, onnx.Options{Device: onnx.CPU, IntraOpThreads: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
+// images is n deterministic 28x28 inputs.
+func images(n int) ml.Tensor {
+	x := make([]float32, n*28*28)
+	for i := range x {
+		x[i] = float32(math.Abs(math.Sin(float64(i) * 0.37)))
+	}
+	return ml.Tensor{DType: ml.Float32, Shape: []int64{int64(n), 1, 28, 28}, F32: x}
+}
+
+// outputs are caller buffers for n rows of sess's outputs.
+func outputs(sess ml.Session, n int) []ml.Tensor {
+	var out []ml.Tensor
+	for _, o := range sess.Outputs() {
+		shape := slices.Clone(o.Shape)
+		shape[0] = int64(n)
+		per := 1
+		for _, d := range shape[1:] {
+			per *= int(d)
+		}
+		out = append(out, ml.Tensor{DType: ml.Float32, Shape: shape, F32: make([]float32, n*per)})
+	}
+	return out
+}
+
+// recorder runs the real session and records each run's rows and query;
+// with gate set, each run first waits for a token.
+type recorder struct {
+	ml.Session
+	mu     sync.Mutex
+	runs   []string
+	rows   []int
+	gate   chan struct{}
+	query  string
+	parent *recorder
+}
+
+func (r *recorder) as(q string) *recorder {
+	return &recorder{Session: r.Session, gate: r.gate, query: q, parent: r}
+}
+
+func (r *recorder) Run(in, out []ml.Tensor) error {
+	p := r
+	if r.parent != nil {
+		p = r.parent
+	}
+	if p.gate != nil {
+		<-p.gate
+	}
+	p.mu.Lock()
+	p.runs = append(p.runs, r.query)
+	p.rows = append(p.rows, int(in[0].Shape[0]))
+	p.mu.Unlock()
+	return r.Session.Run(in, out)
+}
+
+func (r *recorder) log() ([]string, []int) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return slices.Clone(r.runs), slices.Clone(r.rows)
+}
+
+// waitFor polls cond until it holds or the deadline passes.
+func waitFor(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s", what)
+		}
+		time.Sleep(time.Millisecond)
+	}
+}
+
+// Two queries calling one variant share one session: it opens once, both
+// are its users, and each query's runs through the scheduler give what the
+// session gives alone.
+func TestOneSessionPerVariantAcrossQueries(t *testing.T) {
+	for _, p := range []sched.Policy{sched.Naive{}, sched.NewDeepQuery()} {
+		s := sched.New(p)
+		var opened atomic.Int32
+		open := func() (ml.Session, error) { opened.Add(1); return cnn(t), nil }
+		key := sched.Key(cnnFile, "cpu")
+		a, err := s.Session(key, "rt", open)
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, err := s.Session(key, "be", open)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if a != b || opened.Load() != 1 || s.Sessions() != 1 || !slices.Equal(s.Users(key), []string{"be", "rt"}) {
+			t.Fatalf("%s: opened %d, sessions %d, users %v, same %v", p.Name(), opened.Load(), s.Sessions(), s.Users(key), a == b)
+		}
+		raw := cnn(t)
+		want := outputs(raw, 8)
+		if err := raw.Run([]ml.Tensor{images(8)}, want); err != nil {
+			t.Fatal(err)
+		}
+		rt := s.Bind(a, key, sched.Tenant{Query: "rt", Priority: sched.RealTime, Latency: 50 * time.Millisecond})
+		be := s.Bind(a, key, sched.Tenant{Query: "be", Priority: sched.BestEffort})
+		var wg sync.WaitGroup
+		errs := make([]error, 2)
+		got := [][]ml.Tensor{outputs(raw, 8), outputs(raw, 8)}
+		for i, bs := range []ml.Session{rt, be} {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				for range 5 {
+					if err := bs.Run([]ml.Tensor{images(8)}, got[i]); err != nil {
+						errs[i] = err
+						return
+					}
+				}
+			}()
+		}
+		wg.Wait()
+		for i := range got {
+			if errs[i] != nil {
+				t.Fatal(errs[i])
+			}
+			if !slices.Equal(got[i][0].F32, want[0].F32) {
+				t.Fatalf("%s: query %d's outputs differ from the session's", p.Name(), i)
+			}
+		}
+		st := s.Stats()
+		if len(st) != 2 || st[0].Rows != 40 || st[1].Rows != 40 || st[0].Busy <= 0 {
+			t.Fatalf("%s: stats %+v", p.Name(), st)
+		}
+	}
+}
+
+// While a best-effort batch runs, a second best-effort batch and then a
+// real-time one arrive: DeepQuery starts the real-time one at once (it never
+// waits for best-effort work) and holds the second best-effort one until the
+// device is idle; the naive policy starts everything as it comes.
+func TestRealTimeRunsBeforeWaitingBestEffort(t *testing.T) {
+	for _, p := range []sched.Policy{sched.NewDeepQuery(), sched.Naive{}} {
+		s := sched.New(p)
+		rec := &recorder{Session: cnn(t), gate: make(chan struct{})}
+		key := sched.Key(cnnFile, "cpu")
+		be := s.Bind(rec.as("be"), key, sched.Tenant{Query: "be", Priority: sched.BestEffort})
+		rt := s.Bind(rec.as("rt"), key, sched.Tenant{Query: "rt", Priority: sched.RealTime, Latency: time.Second})
+		var wg sync.WaitGroup
+		run := func(x ml.Session, n int) {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				if err := x.Run([]ml.Tensor{images(n)}, outputs(x, n)); err != nil {
+					t.Error(err)
+				}
+			}()
+		}
+		run(be, 4) // granted at once: the device is idle
+		waitFor(t, "the first batch to start", func() bool { return busy(s) })
+		run(be, 4)
+		waitFor(t, "the second best-effort batch to queue", func() bool { return queued(s) == 2 })
+		run(rt, 1)
+		waitFor(t, "the real-time batch to queue", func() bool { return queued(s) == 3 })
+		want := 2 // the first best-effort batch and the real-time one
+		if p.Name() == sched.NaiveName {
+			want = 3
+		}
+		waitFor(t, fmt.Sprintf("%s to start %d batches", p.Name(), want), func() bool { return sched.RunningBatches(s) == want })
+		if p.Name() == sched.DeepQueryName && !strings.Contains(s.Why(), "best-effort be waits") {
+			t.Fatalf("the second best-effort batch waits for no reason: %q", s.Why())
+		}
+		for range 3 {
+			rec.gate <- struct{}{}
+		}
+		wg.Wait()
+		if got, _ := rec.log(); p.Name() == sched.DeepQueryName && got[2] != "be" {
+			t.Fatalf("deepquery ran %v, want the second best-effort batch last", got)
+		}
+	}
+}
+
+// busy: a batch holds the slot.
+func busy(s *sched.Scheduler) bool { return sched.RunningBatches(s) > 0 }
+
+// queued: requests waiting or running.
+func queued(s *sched.Scheduler) int { return sched.Requests(s) }
+
+// A best-effort batch is cut to the rows the profile says end before the
+// next real-time batch is due, waits when none fit, and runs whole when no
+// real-time query is active; the parts give the whole batch's outputs.
+func TestBestEffortSizedToPredictedRealTime(t *testing.T) {
+	p := sched.NewDeepQuery()
+	p.Sizes = nil // the profile is set below
+	p.Margin, p.MarginShare = 0, 0.1
+	s := sched.New(p)
+	now := time.Unix(1000, 0)
+	var clock sync.Mutex
+	sched.SetClock(s, func() time.Time { clock.Lock(); defer clock.Unlock(); return now })
+	key := sched.Key(cnnFile, "cpu")
+	rec := &recorder{Session: cnn(t)}
+	// 1 ms a row.
+	for _, b := range []int{1, 8, 64} {
+		s.Profiles().Observe(key, b, time.Duration(b)*time.Millisecond)
+	}
+	if d, _ := s.Profiles().Predict(key, 12); d != 12*time.Millisecond {
+		t.Fatalf("interpolated 12 rows: %s, want 12ms", d)
+	}
+	// A real-time query whose frames came at 20 ms intervals, the last 3
+	// ms ago: the next is due in 17 ms, less the 2 ms margin: 15 ms.
+	s.Bind(rec.as("rt"), key, sched.Tenant{Query: "rt", Priority: sched.RealTime, Latency: 50 * time.Millisecond})
+	s.Arrivals().Observe("rt", now.Add(-23*time.Millisecond), 1)
+	s.Arrivals().Observe("rt", now.Add(-3*time.Millisecond), 1)
+	be := s.Bind(rec.as("be"), key, sched.Tenant{Query: "be", Priority: sched.BestEffort})
+	want := outputs(rec, 64)
+	if err := rec.Session.Run([]ml.Tensor{images(64)}, want); err != nil {
+		t.Fatal(err)
+	}
+	got := outputs(rec, 64)
+	// The first part is 15 rows; the real runs then refine the profile (a
+	// real row is far faster than 1 ms), so later parts grow, and all the
+	// parts run before the real-time query counts as paused (the clock
+	// stands still).
+	if err := be.Run([]ml.Tensor{images(64)}, got); err != nil {
+		t.Fatal(err)
+	}
+	_, rows := rec.log()
+	if len(rows) < 2 || rows[0] != 15 || sum(rows) != 64 {
+		t.Fatalf("best-effort parts %v, want the first of 15 rows and 64 in all", rows)
+	}
+	for i := range want[0].F32 {
+		if math.Abs(float64(want[0].F32[i]-got[0].F32[i])) > 1e-5 {
+			t.Fatalf("output %d: %v in parts, %v whole", i, got[0].F32[i], want[0].F32[i])
+		}
+	}
+	// Due in 1 ms: not one row fits, the batch waits until the real-time
+	// batch arrives (which runs first), then fits in the new gap.
+	clock.Lock()
+	now = now.Add(16 * time.Millisecond)
+	clock.Unlock()
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		if err := be.Run([]ml.Tensor{images(4)}, outputs(rec, 4)); err != nil {
+			t.Error(err)
+		}
+	}()
+	waitFor(t, "the best-effort batch to wait", func() bool { return s.Why() != "" })
+	if n := len(first(rec.log())); n != len(rows) {
+		t.Fatalf("a best-effort part ran with 1 ms left")
+	}
+	if err := s.Bind(rec.as("rt"), key, sched.Tenant{Query: "rt", Priority: sched.RealTime, Latency: 50 * time.Millisecond}).
+		Run([]ml.Tensor{images(1)}, outputs(rec, 1)); err != nil {
+		t.Fatal(err)
+	}
+	wg.Wait()
+	runs, _ := rec.log()
+	if tail := runs[len(rows):]; !slices.Equal(tail, []string{"rt", "be"}) {
+		t.Fatalf("after the wait ran %v, want [rt be]", tail)
+	}
+}
+
+func first(a []string, _ []int) []string { return a }
+
+func sum(xs []int) int {
+	n := 0
+	for _, x := range xs {
+		n += x
+	}
+	return n
+}
+
+// Profiles interpolate between measured sizes, extrapolate by rows, and
+// follow new measurements by an EWMA; Measure times a real session.
+func TestProfiles(t *testing.T) {
+	p := sched.NewProfiles()
+	if _, ok := p.Predict("k", 4); ok {
+		t.Fatal("a prediction without measurements")
+	}
+	p.Observe("k", 2, 2*time.Millisecond)
+	p.Observe("k", 10, 6*time.Millisecond)
+	for _, c := range []struct {
+		rows int
+		want time.Duration
+	}{{2, 2 * time.Millisecond}, {6, 4 * time.Millisecond}, {20, 12 * time.Millisecond}, {1, time.Millisecond}} {
+		if d, _ := p.Predict("k", c.rows); d != c.want {
+			t.Errorf("predict %d rows: %s, want %s", c.rows, d, c.want)
+		}
+	}
+	p.Observe("k", 2, 7*time.Millisecond) // 0.8*2 + 0.2*7 = 3
+	if d, _ := p.Predict("k", 2); d != 3*time.Millisecond {
+		t.Errorf("after a slow run: %s, want 3ms", d)
+	}
+	if n := p.Largest("k", 100, 6*time.Millisecond, 0); n != 10 {
+		t.Errorf("largest within 6ms: %d, want 10", n)
+	}
+	if err := p.Measure("cnn", cnn(t), []int{1, 16}); err != nil {
+		t.Fatal(err)
+	}
+	if got := p.Sizes("cnn"); !slices.Equal(got, []int{1, 16}) {
+		t.Fatalf("measured sizes %v", got)
+	}
+	if d, ok := p.Predict("cnn", 8); !ok || d <= 0 {
+		t.Fatalf("predict 8 rows of cnn: %s %v", d, ok)
+	}
+}
+
+// The arrival predictor follows a periodic stream.
+func TestArrivalsPredictPeriod(t *testing.T) {
+	a := sched.NewArrivals()
+	t0 := time.Unix(0, 0)
+	for i := range 10 {
+		a.Observe("q", t0.Add(time.Duration(i)*25*time.Millisecond), 2)
+	}
+	p, ok := a.Predict("q")
+	if !ok || p.Period != 25*time.Millisecond || !p.Next.Equal(t0.Add(250*time.Millisecond)) || p.Rows != 2 {
+		t.Fatalf("prediction %+v %v", p, ok)
+	}
+}
+
+// A measured profile keeps its shape and is corrected by one factor, the
+// EWMA of the log of measured over predicted time, learnt from a run at any
+// size; a fit with spread allows for how far runs stray from it.
+func TestMeasuredProfileCorrectedByLogRatio(t *testing.T) {
+	p := sched.NewProfiles()
+	if err := p.Measure("cnn", cnn(t), []int{1, 8, 64}); err != nil {
+		t.Fatal(err)
+	}
+	d8, _ := p.Predict("cnn", 8)
+	d64, _ := p.Predict("cnn", 64)
+	if d64 < d8 {
+		t.Fatalf("measured profile not monotone: 8 rows %s, 64 rows %s", d8, d64)
+	}
+	p.Observe("cnn", 8, 2*d8) // twice as slow as predicted
+	want := math.Exp(0.2 * math.Log(2))
+	if got := p.Scale("cnn"); math.Abs(got-want) > 1e-9 {
+		t.Fatalf("scale %v, want %v", got, want)
+	}
+	// The correction learnt at 8 rows holds at 64.
+	if got, _ := p.Predict("cnn", 64); math.Abs(float64(got)/float64(d64)-want) > 1e-3 {
+		t.Fatalf("64 rows: %s, want %s x %v", got, d64, want)
+	}
+	p.Observe("cnn", 8, d8/4) // and then far faster: the runs stray
+	budget, _ := p.Predict("cnn", 32)
+	if mean, wide := p.Largest("cnn", 64, budget, 0), p.Largest("cnn", 64, budget, 2); mean < 31 || wide >= mean {
+		t.Fatalf("within the prediction for 32 rows: %d rows by the mean, %d with two deviations to spare", mean, wide)
+	}
+}
