@@ -260,7 +260,7 @@ func (c *Client) Submit(ctx context.Context, script deploy.Script, name string, 
 				return info, fmt.Errorf("%w: resuming %s after the NATS connection came back: %w", ErrQuery, name, a.err)
 			default:
 				rs.wanted = true // ask again at the next beat
-				if !connected(c.nc) {
+				if !connected(c.nc) || time.Since(rs.back) < resumeGrace(hb) {
 					break
 				}
 				if misses++; misses >= lostAfter {

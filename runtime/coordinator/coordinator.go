@@ -195,6 +195,13 @@ type queryState struct {
 	// server came back, until a recovery from the outage re-deploys the
 	// query (outage.go).
 	outageCount func() int64
+	// counting: a recovery is counting the core NATS messages it lost;
+	// endHeld: the query ended meanwhile, and its done message waits for
+	// the count (its dropped counts must include it).
+	counting, endHeld bool
+	// stopAsked: a stop was asked for (true: abort); a generation
+	// deploying meanwhile is told again once it starts.
+	stopAsked *bool
 	// resumeFrom is the epoch a client that lost its connection has
 	// written (a recovery from an outage resumes no later; outage.go).
 	resumeFrom *uint64
@@ -943,8 +950,19 @@ func (c *Coordinator) onStatus(m *nats.Msg) {
 		cp := *info
 		ended = &cp
 	}
+	held := ended != nil && qs.counting
+	qs.endHeld = qs.endHeld || held
 	c.mu.Unlock()
 	if ended != nil {
+		if held {
+			// A recovery is still counting what it lost: it sends the
+			// done message with the count.
+			if ended.State == deploy.StateFailed {
+				b, _ := json.Marshal(deploy.StopRequest{Query: ended.Query, Abort: true})
+				_ = c.nc.Publish(deploy.QuerySubject(c.cfg.Namespace, ended.Query, "stop"), b)
+			}
+			return
+		}
 		if ended.State == deploy.StateFailed {
 			b, _ := json.Marshal(deploy.StopRequest{Query: ended.Query, Abort: true})
 			_ = c.nc.Publish(deploy.QuerySubject(c.cfg.Namespace, ended.Query, "stop"), b)
@@ -985,7 +1003,10 @@ func (c *Coordinator) commit(qs *queryState) {
 		info.Committed = low
 	}
 	qs.cutOver(known, low)
-	if r := qs.pending; r != nil && (known && low > r.rec.Epoch || !info.Ended.IsZero() && info.State == deploy.StateFinished) {
+	// Rows flow again once the new generation's sinks pass the epoch it
+	// resumed from or write anything; a query stopped or finished before
+	// keeps the recovery in its record too.
+	if r := qs.pending; r != nil && (known && low > r.rec.Epoch || info.ResultRows > 0 || !info.Ended.IsZero() && info.State != deploy.StateFailed) {
 		r.rec.Seconds = time.Since(r.lostAt).Seconds()
 		info.Recoveries = append(info.Recoveries, r.rec)
 		qs.pending = nil
@@ -1163,6 +1184,7 @@ func (c *Coordinator) redeploy(id, lost string, lostAt time.Time, d *control.Dec
 	}
 	qs.info.Generation, qs.failing = gen, false
 	qs.status, qs.front = map[string]deploy.Status{}, map[string]uint64{}
+	qs.info.ResultRows = 0 // the new generation's, from its first status
 	qs.live, qs.planned = control.NewLive(), time.Now()
 	if d == nil {
 		if qs.pending == nil {
@@ -1189,19 +1211,34 @@ func (c *Coordinator) redeploy(id, lost string, lostAt time.Time, d *control.Dec
 	if countLost == nil {
 		countLost = c.countCoreNATS(req.Script, true)
 	}
+	c.mu.Lock()
+	qs.counting = true
+	c.mu.Unlock()
 	defer func() {
 		n := countLost()
-		if n == 0 {
-			return
-		}
 		c.mu.Lock()
-		if qs.pending != nil && qs.pending.rec.LostWorker == lost {
-			qs.pending.rec.LostMessages += n
-		} else if k := len(qs.info.Recoveries); k > 0 && qs.info.Recoveries[k-1].LostWorker == lost {
-			qs.info.Recoveries[k-1].LostMessages += n
+		qs.counting = false
+		if n > 0 {
+			if qs.pending != nil && qs.pending.rec.LostWorker == lost {
+				qs.pending.rec.LostMessages += n
+			} else if k := len(qs.info.Recoveries); k > 0 && qs.info.Recoveries[k-1].LostWorker == lost {
+				qs.info.Recoveries[k-1].LostMessages += n
+			}
+		}
+		var ended *deploy.QueryInfo
+		if qs.endHeld {
+			qs.endHeld = false
+			qs.info.Dropped = qs.info.Dropped.Merge(dataflow.DropCounts{dataflow.DropDisconnected: n})
+			cp := qs.info
+			ended = &cp
 		}
 		c.mu.Unlock()
-		c.cfg.Log.Warn("core NATS messages lost while re-deploying", "query", id, "messages", n)
+		if n > 0 {
+			c.cfg.Log.Warn("core NATS messages lost while re-deploying", "query", id, "messages", n)
+		}
+		if ended != nil {
+			c.done(*ended)
+		}
 	}()
 	b, _ := json.Marshal(deploy.StopRequest{Query: id, Abort: true, Generation: old, OnlyGeneration: true})
 	_ = c.nc.Publish(deploy.QuerySubject(c.cfg.Namespace, id, "stop"), b)
@@ -1229,6 +1266,15 @@ func (c *Coordinator) redeploy(id, lost string, lostAt time.Time, d *control.Dec
 	if err := c.nc.Publish(deploy.QuerySubject(c.cfg.Namespace, id, "start"), nil); err != nil {
 		c.fail(id, err)
 		return
+	}
+	c.mu.Lock()
+	stop := qs.stopAsked
+	c.mu.Unlock()
+	if stop != nil {
+		// Stopped while this generation was deploying: its workers did
+		// not know it yet, so say it again now that it runs.
+		b, _ := json.Marshal(deploy.StopRequest{Query: id, Abort: *stop})
+		_ = c.nc.Publish(deploy.QuerySubject(c.cfg.Namespace, id, "stop"), b)
 	}
 	if d != nil {
 		c.mu.Lock()
@@ -1418,6 +1464,9 @@ func (c *Coordinator) Stop(id string, abort bool) error {
 	if qs == nil {
 		return fmt.Errorf("%w: %s", ErrUnknownQuery, id)
 	}
+	c.mu.Lock()
+	qs.stopAsked = &abort
+	c.mu.Unlock()
 	b, _ := json.Marshal(deploy.StopRequest{Query: id, Abort: abort})
 	return c.nc.Publish(deploy.QuerySubject(c.cfg.Namespace, id, "stop"), b)
 }

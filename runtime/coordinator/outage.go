@@ -278,6 +278,7 @@ func (c *Client) resume(query string, written uint64, gen int, timeout time.Dura
 // holds what arrives of newer generations (older ones are stale).
 type resumer struct {
 	reconnects uint64
+	back       time.Time    // when the connection was last seen back
 	asking     bool         // a resume request is out
 	wanted     bool         // one must be asked for
 	stale      int          // generations up to it are stale
@@ -296,8 +297,16 @@ func (r *resumer) reconnected(nc *nats.Conn) bool {
 	if n == r.reconnects {
 		return false
 	}
-	r.reconnects = n
+	r.reconnects, r.back = n, time.Now()
 	return true
+}
+
+// resumeGrace is how long after its connection came back a client keeps
+// asking for a resume without counting unanswered requests: the
+// coordinator reconnects at its own pace, and until it has, the server
+// answers "no responders".
+func resumeGrace(heartbeat time.Duration) time.Duration {
+	return max(10*heartbeat, 10*time.Second)
 }
 
 // connected: the client's connection is up, so an unanswered request means

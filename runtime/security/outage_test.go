@@ -94,19 +94,24 @@ func TestOutageUnderRoles(t *testing.T) {
 	client := coordinator.NewClient(anc)
 	client.User = "alice"
 
-	// A feed ticking every 5 ms throughout, the outage included (what is
-	// published while the server is away waits in the reconnect buffer).
-	pub := connect("alice")
+	// A feed ticking every 5 ms. Its publisher goes down with the server
+	// and a new one publishes from the moment the server is back: what
+	// it sends before the query is re-deployed reaches no part of the
+	// query, so the loss is certain (a publisher that reconnected after
+	// the query's workers would lose nothing, and the test would prove
+	// nothing about counting).
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
-	go func() {
+	feed := func(ctx context.Context, pub *nats.Conn) {
 		tick := time.NewTicker(5 * time.Millisecond)
 		defer tick.Stop()
 		for i := 0; ctx.Err() == nil; i++ {
 			<-tick.C
 			_ = pub.Publish("feed.ticks", fmt.Appendf(nil, `{"n":%d}`, i))
 		}
-	}()
+	}
+	before, stopBefore := context.WithCancel(ctx)
+	go feed(before, connect("alice"))
 	out := &lockedBuffer{}
 	type result struct {
 		info deploy.QueryInfo
@@ -127,12 +132,14 @@ func TestOutageUnderRoles(t *testing.T) {
 		}
 	}
 	clustertest.CheckFor(t, 20*time.Second, 20*time.Millisecond, rowsFlow(0))
+	stopBefore()
 	srv.Shutdown()
 	time.Sleep(2 * time.Second) // the outage itself, not a wait for anything
 	srv, err = natsserver.Start(natsserver.Options{ConfigFile: s.ServerConf, Port: port})
 	if err != nil {
 		t.Fatal(err)
 	}
+	go feed(ctx, connect("alice"))
 	clustertest.CheckFor(t, 20*time.Second, 20*time.Millisecond, rowsFlow(1))
 	if err := client.Stop(ctx, "q-outage", false); err != nil {
 		t.Fatal(err)
