@@ -205,8 +205,9 @@ func New(q deploy.QueryInfo, o Options) (*Report, error) {
 	h, missed := q.EndToEnd()
 	r.Latency, r.SLOMs, r.Estimates = control.Percentiles(h), q.LatencySLOMs, q.Estimates
 	r.Replans, r.Recoveries = q.Replans, q.Recoveries
-	if q.LatencySLOMs > 0 && h.Count > 0 {
-		rate := float64(missed) / float64(h.Count)
+	// Rows dropped lazily before compute (past their deadline) missed too.
+	if late := q.Dropped[dataflow.DropDeadline]; q.LatencySLOMs > 0 && int64(h.Count)+late > 0 {
+		rate := float64(missed+late) / float64(int64(h.Count)+late)
 		r.SLOMissRate = &rate
 	}
 	if h.Count > 0 {

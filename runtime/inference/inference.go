@@ -405,8 +405,25 @@ func (r *Runtime) Lateral(n *logical.LateralModel, in *arrow.Schema) (func() (da
 			return nil, err
 		}
 		op.Attrs = map[string]string{"variant": v.Name, "device": ch.Provider}
+		op.Deadline, op.SoloMs = r.cfg.Tenant.Latency, soloMs(v)
 		return op, nil
 	}, out, nil
+}
+
+// soloMs is the profiled latency of a one-row call of v (P50; the fastest
+// worker type that has a profile, so a lazy drop never blames a row on a
+// slow machine's numbers), 0 without one.
+func soloMs(v *catalog.Variant) float64 {
+	best := 0.0
+	for _, l := range v.Latency {
+		if len(l.ByBatch) == 0 {
+			continue
+		}
+		if x := l.BatchMs(1, 50); best == 0 || x < best {
+			best = x
+		}
+	}
+	return best
 }
 
 // multiColumn reports whether a call passes more than one column: the
