@@ -320,6 +320,12 @@ func (r *Runtime) Lateral(n *logical.LateralModel, in *arrow.Schema) (func() (da
 		}
 	} else if ms, err = withSideInputs(sess, input, consts); err != nil {
 		return nil, nil, fmt.Errorf("model %s variant %s (%s): %w", n.Name, v.Name, path, err)
+	} else if shape, serr := ml.FieldShape(in.Field(colIdx[0])); serr == nil {
+		// A variant of a smaller input size than the column's images
+		// (Jellyfish's data adaptation) gets them resized.
+		if ms, err = withResize(ms, v, shape); err != nil {
+			return nil, nil, fmt.Errorf("model %s variant %s (%s): %w", n.Name, v.Name, path, err)
+		}
 	}
 	heads, err := ml.PlanHeads(ms, n.Out)
 	if err != nil {
