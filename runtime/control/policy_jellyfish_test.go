@@ -21,7 +21,7 @@ func sizedZoo() []JFVariant {
 
 func jfInput(running string, kbits ...float64) PolicyInput {
 	in := PolicyInput{Query: "q", Age: 5 * time.Second,
-		Latency: &LatencyInput{SLOMs: 100, Calls: []LatencyCall{{Call: "classify", Variant: running, Variants: sizedZoo()}}},
+		Latency:   &LatencyInput{SLOMs: 100, Calls: []LatencyCall{{Call: "classify", Variant: running, Variants: sizedZoo()}}},
 		Estimates: Estimates{Samples: 3, Operators: []OperatorEstimate{{Operator: "model classify", InputRate: 15 * float64(len(kbits))}}}}
 	for i, k := range kbits {
 		from := []string{"e1", "e2", "e3"}[i]

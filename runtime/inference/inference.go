@@ -207,6 +207,9 @@ func (r *Runtime) CheckModelArgs(m *catalog.Model, args []arrow.DataType) (int, 
 		return -1, nil
 	}
 	for _, v := range m.Variants {
+		if len(v.InputSize) == 2 && len(tensors) == 1 {
+			continue // resized to its input size at run time (withResize)
+		}
 		path, err := ModelFile(v, r.cfg.BaseDir)
 		if err != nil {
 			continue
