@@ -17,8 +17,8 @@ import (
 const jfMaxBatch = 32
 
 // latencyInput is what the Jellyfish policy needs of a query WITH
-// (LATENCY <= sloMs): each model call that has a choice (two variants or
-// more with a file), its zoo smallest input first, with the bytes one row
+// (LATENCY <= sloMs): each model call whose zoo adapts data (variants with
+// a file of two input sizes or more), its zoo smallest input first, with the bytes one row
 // takes at each variant's input size and the profiled latency by batch
 // size on the workers' type, and the variant it runs under variants. nil
 // when there is no bound or no call to adapt.
@@ -42,7 +42,15 @@ func latencyInput(root logical.Node, sloMs float64, ws []deploy.Worker, variants
 				vs = append(vs, v)
 			}
 		}
-		if len(vs) < 2 {
+		sides := map[int]bool{}
+		for _, v := range vs {
+			if len(v.InputSize) == 2 {
+				sides[v.InputSize[0]] = true
+			}
+		}
+		if len(sides) < 2 {
+			// Not a size-adaptive zoo: the planner's choice stands (the
+			// drift and data-aware policies judge it).
 			return
 		}
 		full := rowBytes(n)
