@@ -130,4 +130,14 @@ func TestJellyfishStepsDownWithTheLink(t *testing.T) {
 		t.Fatalf("replans %+v: want a cut-over from fit-28 to a smaller input size", s.Replans)
 	}
 	t.Logf("stepped down at epoch %d in %.2fs: %s", down.Epoch, down.Seconds, down.Reason)
+	// The stats carry the policy's view over time: the shaped cap beside
+	// the acks' estimate, and the variant (input size) before and after.
+	var before, after bool
+	for _, x := range s.SLOTimeline {
+		before = before || x.Source == "e1" && x.ShapedKbit == 20000 && strings.Contains(x.Variants, "fit-28 (28x28)")
+		after = after || x.Source == "e1" && x.ShapedKbit == 6400 && !strings.Contains(x.Variants, "fit-28")
+	}
+	if !before || !after {
+		t.Errorf("SLO timeline %+v: want e1 at 20000 kbit/s on fit-28 (28x28), then at 6400 on a smaller size", s.SLOTimeline)
+	}
 }

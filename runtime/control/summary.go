@@ -24,6 +24,9 @@ type Summary struct {
 	Replans     []Replan   `json:"replans"`
 	Recoveries  []Recovery `json:"recoveries"`
 	ElapsedS    float64    `json:"elapsed_s"`
+	// SLOTimeline is the latency-SLO policy's view over time (per source:
+	// bandwidth estimated and shaped, variants run), when it ran.
+	SLOTimeline []SLOSample `json:"slo_timeline,omitempty"`
 }
 
 // LatencyMs are end-to-end latency percentiles in milliseconds, over every

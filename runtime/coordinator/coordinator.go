@@ -1337,6 +1337,9 @@ func (c *Coordinator) decide(qs *queryState, now time.Time) {
 		return
 	}
 	qs.decided = now
+	if qs.latency != nil && len(qs.info.SLOTimeline) < control.MaxSLOSamples {
+		qs.info.SLOTimeline = append(qs.info.SLOTimeline, control.SLOSamples(now.Sub(qs.info.Started).Seconds(), *qs.info.Estimates, qs.latency)...)
+	}
 	in := control.PolicyInput{Query: qs.info.Query, Workers: qs.info.Workers, Age: now.Sub(qs.planned), Estimates: *qs.info.Estimates, Assumed: qs.assumed,
 		Latency: qs.latency}
 	for name := range c.workers {
