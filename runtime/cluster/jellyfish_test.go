@@ -141,3 +141,63 @@ func TestJellyfishStepsDownWithTheLink(t *testing.T) {
 		t.Errorf("SLO timeline %+v: want e1 at 20000 kbit/s on fit-28 (28x28), then at 6400 on a smaller size", s.SLOTimeline)
 	}
 }
+
+// TestLazyDropOnTheEngine: under a tight LATENCY bound on a link that
+// cannot carry the stream (3.2 Mbit/s for about 5 Mbit/s of images), rows
+// reach the model call past their deadline; it drops them before compute,
+// and the summary counts them as "deadline" drops and as SLO misses. Every
+// row is either classified or counted: none vanishes.
+func TestLazyDropOnTheEngine(t *testing.T) {
+	fashion := fashionDir(t)
+	dir := t.TempDir()
+	query := strings.Replace(sizedQuery, "GROUP BY", "WHERE s.id < 600\nGROUP BY", 1)
+	query = strings.Replace(query, "WITH (ACCURACY >= 89, LATENCY <= 2000 MS)", "WITH (ACCURACY >= 89, LATENCY <= 300 MS)", 1)
+	for name, body := range map[string]string{"infra.yaml": driftInfra, "catalog.yaml": sizedCatalog(fashion), "query.sql": query} {
+		if err := os.WriteFile(filepath.Join(dir, name), []byte(body), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	cat := filepath.Join(dir, "catalog.yaml")
+	tr, err := relay.ParseTrace("slow.csv", strings.NewReader("t_s,kbit_s\n0,3200\n600,3200\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+	defer cancel()
+	start := time.Now()
+	c := clustertest.StartEmbedded(t, ctx, cluster.Options{Infra: clustertest.LoadInfra(t, dir), Catalog: cat, NoSLOPolicy: true,
+		Shaper: func(from, to string) relay.Shaper {
+			if from == "e1" && from != to {
+				return relay.TraceShaper{Trace: tr, Start: start}
+			}
+			return nil
+		}})
+	defer c.Close()
+	var out, stats bytes.Buffer
+	if err := c.RunScript(ctx, filepath.Join(dir, "query.sql"), query, cluster.ScriptOptions{Catalog: cat, Stdout: &out, Replay: true, Stats: &stats}); err != nil {
+		t.Fatal(err)
+	}
+	var s control.Summary
+	if err := json.Unmarshal(stats.Bytes(), &s); err != nil {
+		t.Fatalf("stats %q: %v", stats.String(), err)
+	}
+	// The printed table: n, first_id, last_id per second.
+	classified := 0
+	for _, line := range strings.Split(out.String(), "\n") {
+		var n, first, last int
+		if k, _ := fmt.Sscanf(strings.ReplaceAll(line, "|", " "), "%d %d %d", &n, &first, &last); k == 3 {
+			classified += n
+		}
+	}
+	dropped := s.Dropped["deadline"]
+	t.Logf("classified %d, dropped %d (deadline), slo miss rate %v, replans %d", classified, dropped, *s.SLOMissRate, len(s.Replans))
+	if dropped == 0 || s.SLOMissRate == nil || *s.SLOMissRate <= 0 {
+		t.Fatalf("no deadline drops (%v) or no misses on an overloaded link:\n%s", s.Dropped, out.String())
+	}
+	if int64(classified)+dropped != 600 {
+		t.Fatalf("classified %d + dropped %d, want the 600 rows in", classified, dropped)
+	}
+	if len(s.Replans) != 0 {
+		t.Errorf("re-planned with --no-slo-policy: %+v", s.Replans)
+	}
+}
