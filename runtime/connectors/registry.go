@@ -56,6 +56,9 @@ type SourceConfig struct {
 	// Schema of the rows (the stream's declared columns). Arrow messages are
 	// matched to it by column name.
 	Schema *arrow.Schema
+	// Name is the catalog stream's name: a replayable (JetStream) source
+	// records its positions under it in Report (sources.Report.Position).
+	Name string
 	// Queue is a core NATS queue group: instances sharing it split messages.
 	Queue string
 	// Stream names the JetStream stream (default: the one whose subjects

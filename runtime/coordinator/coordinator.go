@@ -38,6 +38,7 @@ import (
 	"github.com/tierflow/tierflow/dataflow"
 	"github.com/tierflow/tierflow/operators/exec"
 	"github.com/tierflow/tierflow/operators/session"
+	"github.com/tierflow/tierflow/operators/sources"
 	"github.com/tierflow/tierflow/planner"
 	"github.com/tierflow/tierflow/planner/bind"
 	"github.com/tierflow/tierflow/planner/catalog"
@@ -166,6 +167,10 @@ type queryState struct {
 	req     deploy.SubmitRequest
 	front   map[string]uint64
 	pending *pendingRecovery
+	// positions are where the query's JetStream sources stood, by stream,
+	// over every generation: a recovery resumes them from there
+	// (deploy.Script.Positions).
+	positions map[string]sources.Positions
 	// failing is set while a worker's failure waits to see whether a
 	// lost worker caused it (a relay link to a dead peer breaks first).
 	failing bool
@@ -877,6 +882,14 @@ func (c *Coordinator) onStatus(m *nats.Msg) {
 	if st.HasSinkFrontier {
 		qs.front[st.Worker] = st.SinkFrontier
 	}
+	for name, ps := range st.Positions {
+		if qs.positions == nil {
+			qs.positions = map[string]sources.Positions{}
+		}
+		for _, p := range ps {
+			qs.positions[name] = qs.positions[name].Add(p)
+		}
+	}
 	info := &qs.info
 	info.Operators, info.Links, info.ResultRows = nil, nil, 0
 	info.LateRows, info.BadRows, info.Problems, info.Dropped = 0, 0, nil, nil
@@ -969,6 +982,20 @@ func (c *Coordinator) onStatus(m *nats.Msg) {
 		}
 		c.done(*ended)
 	}
+}
+
+// positionsCopy is a copy of qs.positions, taken under mu.
+func (qs *queryState) positionsCopy(mu *sync.Mutex) map[string]sources.Positions {
+	mu.Lock()
+	defer mu.Unlock()
+	if len(qs.positions) == 0 {
+		return nil
+	}
+	out := make(map[string]sources.Positions, len(qs.positions))
+	for k, v := range qs.positions {
+		out[k] = slices.Clone(v)
+	}
+	return out
 }
 
 // commit (with c.mu held) moves the query's committed epoch to the
@@ -1143,6 +1170,7 @@ func (c *Coordinator) redeploy(id, lost string, lostAt time.Time, d *control.Dec
 		return
 	}
 	req.Script.ResumeEpoch = epoch
+	req.Script.Positions = qs.positionsCopy(&c.mu)
 	ctx := context.Background()
 	var live *control.Overrides
 	c.mu.Lock()
@@ -1244,6 +1272,7 @@ func (c *Coordinator) redeploy(id, lost string, lostAt time.Time, d *control.Dec
 	_ = c.nc.Publish(deploy.QuerySubject(c.cfg.Namespace, id, "stop"), b)
 	if err == nil {
 		script.ResumeEpoch = epoch
+		script.Positions = qs.positionsCopy(&c.mu)
 		var gone []string
 		gone, err = c.deployAll(ctx, id, req.Owner, script, p, gen)
 		if err != nil && len(gone) > 0 && d == nil {

@@ -686,6 +686,7 @@ func (w *Worker) statusErr(q *query, state string, err error, stats []dataflow.I
 	if q.eq != nil {
 		c := q.eq.Stats()
 		st.LateRows, st.BadRows, st.Problems, st.Dropped = c.LateRows, c.BadRows, c.Problems, c.Dropped
+		st.Positions = q.eq.TakePositions()
 	}
 	b, _ := json.Marshal(st)
 	_ = w.cfg.Conn.Publish(deploy.QuerySubject(w.cfg.Namespace, q.id, "status."+w.cfg.Name), b)
