@@ -183,6 +183,8 @@ type queryState struct {
 	// was deployed and decided when the policy last ran.
 	replayable       bool
 	planned, decided time.Time
+	// kept backs the policy off after a re-plan that kept the plan.
+	kept keptBackoff
 	// plan is the optimizer's plan while the query deploys or runs: the
 	// capacity it holds on its workers, which later queries plan around.
 	plan *physical.Plan
@@ -1090,7 +1092,36 @@ func (c *Coordinator) recover(id, lost string, lostAt time.Time) {
 // committed epoch and loses or duplicates no row.
 func (c *Coordinator) replan(id string, d *control.Decision, gen int) {
 	c.redeploy(id, "", time.Now(), d, gen)
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	qs := c.queries[id]
+	if qs == nil || qs.info.Generation != gen {
+		return
+	}
+	// The plan was kept (no other plan is feasible, or it is the same): a
+	// policy that sees the same numbers asks the same again, so it is not
+	// asked again for a while, longer each time, until the query moves
+	// to another generation.
+	if qs.kept.gen != gen {
+		qs.kept = keptBackoff{gen: gen}
+	}
+	qs.kept.wait = min(max(2*qs.kept.wait, minKeptBackoff), maxKeptBackoff)
+	qs.kept.until = time.Now().Add(qs.kept.wait)
 }
+
+// keptBackoff holds the policy off a query whose re-plan kept its plan:
+// until is when the policy may run again for generation gen, wait the
+// back-off that led there (doubling from minKeptBackoff to maxKeptBackoff).
+type keptBackoff struct {
+	gen   int
+	wait  time.Duration
+	until time.Time
+}
+
+const (
+	minKeptBackoff = 2 * time.Second
+	maxKeptBackoff = 30 * time.Second
+)
 
 // redeploy places a running query again and deploys it as a new
 // generation: after the loss of worker lost (a recovery) or for a policy's
@@ -1320,10 +1351,12 @@ func (c *Coordinator) redeploy(id, lost string, lostAt time.Time, d *control.Dec
 }
 
 // decide (with c.mu held) asks the policy about a running query, at most
-// once a second, and starts the re-plan it asks for.
+// once a second (less often after a re-plan kept the plan: keptBackoff),
+// and starts the re-plan it asks for.
 func (c *Coordinator) decide(qs *queryState, now time.Time) {
 	if c.cfg.Policy == nil || !qs.started || qs.redeploying || !qs.replayable || !qs.info.Ended.IsZero() ||
-		now.Sub(qs.decided) < time.Second || qs.info.Estimates == nil {
+		now.Sub(qs.decided) < time.Second || qs.info.Estimates == nil ||
+		qs.kept.gen == qs.info.Generation && now.Before(qs.kept.until) {
 		return
 	}
 	qs.decided = now
