@@ -1145,7 +1145,7 @@ func (c *Coordinator) redeploy(id, lost string, lostAt time.Time, d *control.Dec
 	case !qs.info.Ended.IsZero():
 		c.mu.Unlock()
 		return
-	case d == nil && lost != control.LostServer && !slices.Contains(qs.info.Workers, lost):
+	case d == nil && lost != control.LostServer && lost != control.LostCoordinator && !slices.Contains(qs.info.Workers, lost):
 		c.mu.Unlock()
 		return
 	case d == nil && !qs.started:
@@ -1167,9 +1167,10 @@ func (c *Coordinator) redeploy(id, lost string, lostAt time.Time, d *control.Dec
 		mix = d.ClassMix
 	}
 	c.mu.Unlock()
-	if lost == control.LostServer {
-		// After an outage the query's own workers come back: wait for
-		// them rather than place it on the first to reconnect.
+	if lost == control.LostServer || lost == control.LostCoordinator {
+		// After an outage (or a restart, which the workers notice at
+		// their next heartbeat) the query's own workers come back: wait
+		// for them rather than place it on the first to reconnect.
 		c.outageWait(oldWorkers)
 	}
 
