@@ -409,6 +409,9 @@ func (w *Worker) build(req deploy.DeployRequest) error {
 	eo.Stream = nh.Stream
 	eo.Sink = func(s *catalog.Sink, schema *arrow.Schema) (sinks.Writer, error) {
 		l := &lazySink{open: func() (sinks.Writer, error) { return nh.Sink(s, schema) }}
+		if req.Generation > 0 {
+			l.below = dataflow.Epoch(req.Script.ResumeEpoch)
+		}
 		opened = append(opened, l)
 		return l, nil
 	}
@@ -720,7 +723,25 @@ func (w *Worker) Close() error {
 type lazySink struct {
 	open func() (sinks.Writer, error)
 	w    sinks.Writer
+	// below is the epoch a re-deployed generation resumes at: every result
+	// of an earlier epoch was sent by the generation before, and what this
+	// one computes for them again (a replay from the start, or windows it
+	// sees only part of after resuming its streams past their rows) must
+	// not reach the sink a second time.
+	below dataflow.Epoch
 }
+
+// WriteEpoch implements sinks.EpochWriter: results of an epoch below the
+// resume epoch are dropped.
+func (l *lazySink) WriteEpoch(_ int, epoch dataflow.Epoch, rec arrow.Record) error {
+	if epoch < l.below {
+		return nil
+	}
+	return l.Write(rec)
+}
+
+// Commit implements sinks.EpochWriter; a catalog sink writes as it goes.
+func (l *lazySink) Commit(int, dataflow.Epoch) error { return nil }
 
 func (l *lazySink) Write(rec arrow.Record) error {
 	if l.w == nil {
