@@ -103,6 +103,12 @@ type SinkConfig struct {
 	Stream string
 	// Window bounds JetStream publishes awaiting their ack (default 256).
 	Window int
+	// IDPrefix, when set, gives every JetStream message written through
+	// WriteEpoch a message id from it, the epoch and the message's bytes
+	// (sinks.EpochWriter), which the stream dedupes within its duplicates
+	// window: a re-deployed generation of the same query (IDPrefix, its
+	// id) that writes a result again does not add it twice.
+	IDPrefix string
 	// End publishes an EndHeader message when the sink closes.
 	End   bool
 	Stats *Stats

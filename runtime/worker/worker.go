@@ -400,7 +400,7 @@ func (w *Worker) build(req deploy.DeployRequest) error {
 	}
 	nh := connectors.Hooks{Conn: func() (*nats.Conn, error) { return w.cfg.Conn, nil },
 		Sources: connectors.SourceConfig{Queue: "tierflow-" + req.Query, MaxRows: req.Script.BatchSize, MaxDelay: req.Script.SourceMaxDelay, OnError: policy},
-		Sinks:   connectors.SinkConfig{End: true}}
+		Sinks:   connectors.SinkConfig{End: true, IDPrefix: req.Query}}
 	// operators/exec closes a catalog sink only in its own Run, which a
 	// worker does not call: the sink is opened lazily (only the worker that
 	// runs it writes) and closed when the part ends on the worker that holds
@@ -733,15 +733,38 @@ type lazySink struct {
 
 // WriteEpoch implements sinks.EpochWriter: results of an epoch below the
 // resume epoch are dropped.
-func (l *lazySink) WriteEpoch(_ int, epoch dataflow.Epoch, rec arrow.Record) error {
+func (l *lazySink) WriteEpoch(instance int, epoch dataflow.Epoch, rec arrow.Record) error {
 	if epoch < l.below {
 		return nil
 	}
-	return l.Write(rec)
+	if err := l.ensure(); err != nil {
+		return err
+	}
+	if ew, ok := l.w.(sinks.EpochWriter); ok {
+		// A JetStream sink gives its messages ids the server dedupes.
+		return ew.WriteEpoch(instance, epoch, rec)
+	}
+	return l.w.Write(rec)
 }
 
-// Commit implements sinks.EpochWriter; a catalog sink writes as it goes.
-func (l *lazySink) Commit(int, dataflow.Epoch) error { return nil }
+// Commit implements sinks.EpochWriter.
+func (l *lazySink) Commit(instance int, frontier dataflow.Epoch) error {
+	if ew, ok := l.w.(sinks.EpochWriter); ok {
+		return ew.Commit(instance, frontier)
+	}
+	return nil
+}
+
+func (l *lazySink) ensure() error {
+	if l.w == nil {
+		w, err := l.open()
+		if err != nil {
+			return err
+		}
+		l.w = w
+	}
+	return nil
+}
 
 func (l *lazySink) Write(rec arrow.Record) error {
 	if l.w == nil {
