@@ -227,6 +227,10 @@ func (q *Query) Run(ctx context.Context) (Stats, error) {
 	return q.Stats(), err
 }
 
+// TakePositions returns where the query's replayable streams stood as their
+// sources took batches since it last ran (sources.Report.Position).
+func (q *Query) TakePositions() map[string]sources.Positions { return q.report.TakePositions() }
+
 // Stats are the query's counts so far: rows read and written, late rows
 // dropped, bad rows skipped. A cluster worker, which runs its part of the
 // graph without Run, reports them from here.
