@@ -319,9 +319,10 @@ func (b *builder) node(n logical.Node) (int, *arrow.Schema, error) {
 		var in int
 		var schema *arrow.Schema
 		var parallelIn bool
+		var where *eval.Predicate // a filter the partial aggregations apply
 		var err error
 		if split > 1 {
-			in, schema, parallelIn, err = b.morsels(n.Input, split)
+			in, schema, parallelIn, where, err = b.fusedMorsels(n.Input, split)
 		} else {
 			in, schema, err = b.node(n.Input)
 		}
@@ -359,8 +360,11 @@ func (b *builder) node(n logical.Node) (int, *arrow.Schema, error) {
 			}
 		}
 		if split > 1 {
-			if op, ok := b.twoPhase(n, in, parallelIn, schema, out, split, st); ok {
+			if op, ok := b.twoPhase(n, in, parallelIn, schema, out, split, where, st); ok {
 				return op, out, nil
+			}
+			if where != nil {
+				in, parallelIn = b.filterMorsels(where, in, parallelIn, split), true
 			}
 			// Not split after all: one aggregation takes every instance's rows.
 		}
