@@ -3,6 +3,7 @@ package sched
 import (
 	"fmt"
 	"math"
+	"sync"
 	"time"
 )
 
@@ -44,11 +45,50 @@ type DeepQuery struct {
 	// LATENCY, so its first frames do not wait out a whole best-effort
 	// batch.
 	ColdShare float64
+	// Quantile: a best-effort part is sized by this quantile of its
+	// session's recent runs (Profiles.Conservative) rather than by the
+	// mean correction, so that it ends before the real-time batch in that
+	// share of runs (0: the mean, the paper's rule).
+	Quantile float64
+	// Learn turns on the learned margin: when a real-time batch arrives
+	// while a best-effort part still runs, the time they shared the device
+	// (the overrun into the real-time batch, whether the part ran long or
+	// the batch came early) becomes the least margin kept free before the
+	// next real-time batch; each part that ends in time shrinks it by
+	// LearnDecay. It is at most half the real-time period.
+	Learn      bool
+	LearnDecay float64
+
+	mu      sync.Mutex
+	learned time.Duration
+}
+
+// Observe learns the margin from a best-effort part that a real-time batch
+// arrived into (Learn).
+func (p *DeepQuery) Observe(o Outcome) {
+	if !p.Learn || o.Priority == RealTime {
+		return
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if over := o.Ended.Sub(o.RealTimeArrived); !o.RealTimeArrived.IsZero() && over > 0 {
+		p.learned = max(p.learned, over)
+		return
+	}
+	p.learned = time.Duration(float64(p.learned) * p.LearnDecay)
+}
+
+// Learned is the margin learned from overruns so far.
+func (p *DeepQuery) Learned() time.Duration {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.learned
 }
 
 // NewDeepQuery returns the policy with its defaults.
 func NewDeepQuery() *DeepQuery {
-	return &DeepQuery{Sizes: []int{1, 2, 4, 8, 16, 32, 64}, Margin: time.Millisecond, MarginShare: 0.1, Jitters: 0, Spread: 0, StalePeriods: 3, ColdShare: 0.25}
+	return &DeepQuery{Sizes: []int{1, 2, 4, 8, 16, 32, 64}, Margin: time.Millisecond, MarginShare: 0.1, Jitters: 0, Spread: 0, StalePeriods: 3, ColdShare: 0.25,
+		Quantile: 0.9, Learn: true, LearnDecay: 0.9}
 }
 
 func (p *DeepQuery) Name() string        { return DeepQueryName }
@@ -56,7 +96,7 @@ func (p *DeepQuery) Slots() int          { return 0 }
 func (p *DeepQuery) ProfileSizes() []int { return p.Sizes }
 func (p *DeepQuery) stale() float64      { return max(p.StalePeriods, 1) }
 func (p *DeepQuery) margin(per time.Duration) time.Duration {
-	return p.Margin + time.Duration(p.MarginShare*float64(per))
+	return p.Margin + time.Duration(p.MarginShare*float64(per)) + min(p.Learned(), per/2)
 }
 
 // Budget is the time best-effort work may take from now before a real-time
@@ -116,6 +156,7 @@ func (p *DeepQuery) Next(v *View) Decision {
 	}
 	rows := 0
 	if budget > 0 {
+		budget = time.Duration(float64(budget) / v.Profiles.Conservative(be.Key, p.Quantile))
 		rows = v.Profiles.Largest(be.Key, be.Rows, budget, p.Spread)
 	}
 	if rows < be.Rows && !be.Splittable {
