@@ -363,6 +363,11 @@ func sharedRun(ctx context.Context, a *app, o sharedOptions, inf *infra.Infra, p
 				float64(s.Wait)/float64(s.Batches)/1e6, 100*s.Share)
 		}
 	}
+	if p, ok := dq.(*sched.DeepQuery); ok {
+		ov := p.Overruns()
+		fmt.Fprintf(a.err, "bench shared: deepquery: %d best-effort parts, %d ran into a real-time batch (longest overlap %.1f ms), learned margin %.1f ms\n",
+			ov.Parts, ov.Overran, float64(ov.Worst)/1e6, float64(p.Learned())/1e6)
+	}
 	mu.Lock()
 	defer mu.Unlock()
 	if el := last.at.Sub(first.at).Seconds(); el > 0 && pol != "rt-alone" {

@@ -53,26 +53,51 @@ type DeepQuery struct {
 	// Learn turns on the learned margin: when a real-time batch arrives
 	// while a best-effort part still runs, the time they shared the device
 	// (the overrun into the real-time batch, whether the part ran long or
-	// the batch came early) becomes the least margin kept free before the
-	// next real-time batch; each part that ends in time shrinks it by
-	// LearnDecay. It is at most half the real-time period.
+	// the batch came early) moves the margin kept free before the next
+	// real-time batch halfway up to it; each part that ends in time
+	// shrinks it by LearnDecay. It is at most LearnShare of the real-time
+	// period: on a machine others load, overlaps of whole periods happen
+	// that no margin would prevent, and one must not stop best-effort
+	// work for good.
 	Learn      bool
 	LearnDecay float64
+	LearnShare float64
 
 	mu      sync.Mutex
 	learned time.Duration
+	overrun Overruns
 }
 
-// Observe learns the margin from a best-effort part that a real-time batch
-// arrived into (Learn).
+// Overruns count the best-effort parts that ran and those a real-time batch
+// arrived into, with the longest time the two shared the device: where a
+// real-time batch's tail comes from when the parts are mis-sized.
+type Overruns struct {
+	Parts, Overran int
+	Worst          time.Duration
+}
+
+// Overruns so far.
+func (p *DeepQuery) Overruns() Overruns {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.overrun
+}
+
+// Observe counts a best-effort part, and learns the margin from one that a
+// real-time batch arrived into (Learn).
 func (p *DeepQuery) Observe(o Outcome) {
-	if !p.Learn || o.Priority == RealTime {
+	if o.Priority == RealTime {
 		return
 	}
 	p.mu.Lock()
 	defer p.mu.Unlock()
+	p.overrun.Parts++
 	if over := o.Ended.Sub(o.RealTimeArrived); !o.RealTimeArrived.IsZero() && over > 0 {
-		p.learned = max(p.learned, over)
+		p.overrun.Overran++
+		p.overrun.Worst = max(p.overrun.Worst, over)
+		if p.Learn && over > p.learned {
+			p.learned += (over - p.learned) / 2
+		}
 		return
 	}
 	p.learned = time.Duration(float64(p.learned) * p.LearnDecay)
@@ -88,7 +113,7 @@ func (p *DeepQuery) Learned() time.Duration {
 // NewDeepQuery returns the policy with its defaults.
 func NewDeepQuery() *DeepQuery {
 	return &DeepQuery{Sizes: []int{1, 2, 4, 8, 16, 32, 64}, Margin: time.Millisecond, MarginShare: 0.1, Jitters: 0, Spread: 0, StalePeriods: 3, ColdShare: 0.25,
-		Quantile: 0.9, Learn: true, LearnDecay: 0.9}
+		Quantile: 0.75, Learn: true, LearnDecay: 0.9, LearnShare: 0.25}
 }
 
 func (p *DeepQuery) Name() string        { return DeepQueryName }
@@ -96,7 +121,7 @@ func (p *DeepQuery) Slots() int          { return 0 }
 func (p *DeepQuery) ProfileSizes() []int { return p.Sizes }
 func (p *DeepQuery) stale() float64      { return max(p.StalePeriods, 1) }
 func (p *DeepQuery) margin(per time.Duration) time.Duration {
-	return p.Margin + time.Duration(p.MarginShare*float64(per)) + min(p.Learned(), per/2)
+	return p.Margin + time.Duration(p.MarginShare*float64(per)) + min(p.Learned(), time.Duration(p.LearnShare*float64(per)))
 }
 
 // Budget is the time best-effort work may take from now before a real-time

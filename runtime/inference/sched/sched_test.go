@@ -461,15 +461,25 @@ func TestDeepQueryLearnsMarginFromOverrun(t *testing.T) {
 		rec.gate <- struct{}{}
 	}
 	wg.Wait()
-	if got := p.Learned(); got != 4*time.Millisecond {
-		t.Fatalf("learned margin %s, want 4ms (the part ended 4 ms after the real-time batch came)", got)
+	if got := p.Learned(); got != 2*time.Millisecond {
+		t.Fatalf("learned margin %s, want 2ms (halfway to the 4 ms the part ended after the real-time batch came)", got)
+	}
+	if ov := p.Overruns(); ov.Parts != 1 || ov.Overran != 1 || ov.Worst != 4*time.Millisecond {
+		t.Fatalf("overruns %+v, want 1 part, 1 overran by 4ms", ov)
 	}
 	fresh, _, _ := sched.NewDeepQuery().Budget(view())
-	if got, _, _ := p.Budget(view()); got != fresh-4*time.Millisecond {
-		t.Fatalf("budget %s after the overrun, %s without it: want 4 ms less", got, fresh)
+	if got, _, _ := p.Budget(view()); got != fresh-2*time.Millisecond {
+		t.Fatalf("budget %s after the overrun, %s without it: want 2 ms less", got, fresh)
 	}
 	p.Observe(sched.Outcome{Query: "be", Priority: sched.BestEffort, Ended: now}) // a part in time
-	if got := p.Learned(); got != time.Duration(0.9*float64(4*time.Millisecond)) {
-		t.Fatalf("after a part in time: %s, want 3.6ms", got)
+	if got := p.Learned(); got != time.Duration(0.9*float64(2*time.Millisecond)) {
+		t.Fatalf("after a part in time: %s, want 1.8ms", got)
+	}
+	// A whole period's overlap is capped at LearnShare of the period.
+	for range 20 {
+		p.Observe(sched.Outcome{Query: "be", Priority: sched.BestEffort, RealTimeArrived: now, Ended: now.Add(time.Second)})
+	}
+	if got, _, _ := p.Budget(view()); got < fresh-time.Duration(p.LearnShare*float64(20*time.Millisecond)) {
+		t.Fatalf("budget %s after overlaps of a second, %s without: want at most a quarter period less", got, fresh)
 	}
 }
