@@ -365,7 +365,7 @@ func sharedRun(ctx context.Context, a *app, o sharedOptions, inf *infra.Infra, p
 	}
 	if p, ok := dq.(*sched.DeepQuery); ok {
 		ov := p.Overruns()
-		fmt.Fprintf(a.err, "bench shared: deepquery: %d best-effort parts, %d ran into a real-time batch (longest overlap %.1f ms), learned margin %.1f ms\n",
+		fmt.Fprintf(a.err, "bench shared: deepquery: %d best-effort parts, %d ran into a real-time batch (longest overlap %.1f ms), learned margin %.1f ms (at most a quarter period of it is kept free)\n",
 			ov.Parts, ov.Overran, float64(ov.Worst)/1e6, float64(p.Learned())/1e6)
 	}
 	mu.Lock()
