@@ -77,6 +77,8 @@ type sharedOptions struct {
 	images          string
 	policies        []string
 	spread, jitters float64
+	quantile        float64
+	noLearn         bool
 }
 
 // The bench's policies: the two alone runs are the baselines.
@@ -108,6 +110,9 @@ throughput against the alone runs of the same round.`,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if o.spread < 0 || o.jitters < 0 {
 				return badInput(errors.New("--spread and --jitters must be 0 or more"))
+			}
+			if o.quantile < 0 || o.quantile > 1 {
+				return badInput(fmt.Errorf("--quantile %g: want 0 to 1", o.quantile))
 			}
 			if o.rate <= 0 || o.latencyMs <= 0 || o.duration < time.Second || o.beRows < 100 || o.rounds < 1 || o.filters < 1 || o.hidden < 1 {
 				return badInput(errors.New("--rate and --latency-ms must be positive, --duration at least 1s, --be-rows at least 100, --rounds, --filters and --hidden at least 1"))
@@ -142,6 +147,8 @@ throughput against the alone runs of the same round.`,
 	f.IntVar(&o.hidden, "hidden", 1024, "hidden units of its head")
 	f.Float64Var(&o.spread, "spread", 0, "deepquery: deviations of the run-time correction a best-effort part must fit with (sched.DeepQuery.Spread)")
 	f.Float64Var(&o.jitters, "jitters", 0, "deepquery: arrival jitters kept free before a real-time batch (sched.DeepQuery.Jitters)")
+	f.Float64Var(&o.quantile, "quantile", sched.NewDeepQuery().Quantile, "deepquery: quantile of recent runs a best-effort part is sized by, 0 for the mean (sched.DeepQuery.Quantile)")
+	f.BoolVar(&o.noLearn, "no-learn", false, "deepquery: no margin learned from best-effort parts that overran into real-time batches (sched.DeepQuery.Learn)")
 	f.StringSliceVar(&o.policies, "policies", sharedPolicies, "policies to run, in order (the ratios need rt-alone and be-alone before the others)")
 	f.StringVar(&o.images, "images", filepath.Join("examples", "fashion", "data", "shelf.arrow"), "Arrow IPC file of labelled Fashion-MNIST frames")
 	return c
@@ -264,6 +271,7 @@ func sharedRun(ctx context.Context, a *app, o sharedOptions, inf *infra.Infra, p
 	if pol == sched.DeepQueryName {
 		p := sched.NewDeepQuery()
 		p.Spread, p.Jitters = o.spread, o.jitters
+		p.Quantile, p.Learn = o.quantile, !o.noLearn
 		dq = p
 	}
 	rtName, beName := coordinator.NewQueryName(), coordinator.NewQueryName()
@@ -354,6 +362,11 @@ func sharedRun(ctx context.Context, a *app, o sharedOptions, inf *infra.Infra, p
 			fmt.Fprintf(a.err, "bench shared: %s %s: %d batches, %d rows, mean wait %.2f ms, busy %.0f%%\n", pol, s.Priority, s.Batches, s.Rows,
 				float64(s.Wait)/float64(s.Batches)/1e6, 100*s.Share)
 		}
+	}
+	if p, ok := dq.(*sched.DeepQuery); ok {
+		ov := p.Overruns()
+		fmt.Fprintf(a.err, "bench shared: deepquery: %d best-effort parts, %d ran into a real-time batch (longest overlap %.1f ms), learned margin %.1f ms (at most a quarter period of it is kept free)\n",
+			ov.Parts, ov.Overran, float64(ov.Worst)/1e6, float64(p.Learned())/1e6)
 	}
 	mu.Lock()
 	defer mu.Unlock()

@@ -36,7 +36,7 @@ func TestBenchSharedJSON(t *testing.T) {
 }
 
 func TestBenchSharedBadFlags(t *testing.T) {
-	for _, args := range [][]string{{"--rate", "0"}, {"--duration", "10ms"}, {"--policies", "fifo"}, {"--images", "no-such.arrow"}, {"--rounds", "0"}} {
+	for _, args := range [][]string{{"--rate", "0"}, {"--duration", "10ms"}, {"--policies", "fifo"}, {"--images", "no-such.arrow"}, {"--rounds", "0"}, {"--quantile", "2"}} {
 		code, _, errs := runCLI(t, "", append([]string{"bench", "shared"}, args...)...)
 		if code != exitBadInput {
 			t.Errorf("%v: exit %d (%s), want %d", args, code, errs, exitBadInput)

@@ -716,7 +716,7 @@ func (c *Coordinator) place(ctx context.Context, req deploy.SubmitRequest, ws []
 			p, err := deploy.Place(req.Query, q.Graph(), res.Rewritten, ws, po)
 			var slowed string
 			if err == nil {
-				if slowed, err = c.admitRealtime(req.Query, bound.Objectives, p); err != nil {
+				if slowed, err = c.admitRealtime(req.Query, bound.Objectives, p, res.Physical); err != nil {
 					return placed{}, err
 				}
 			}
@@ -749,7 +749,7 @@ func (c *Coordinator) place(ctx context.Context, req deploy.SubmitRequest, ws []
 	if err != nil {
 		return placed{}, err
 	}
-	slowed, err := c.admitRealtime(req.Query, bound.Objectives, p)
+	slowed, err := c.admitRealtime(req.Query, bound.Objectives, p, nil)
 	if err != nil {
 		return placed{}, err
 	}

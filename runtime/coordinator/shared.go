@@ -3,6 +3,7 @@ package coordinator
 import (
 	"fmt"
 	"maps"
+	"math"
 	"slices"
 	"sort"
 	"strings"
@@ -16,16 +17,19 @@ import (
 )
 
 // AdmitBusy is the most of a worker's time that work a real-time query
-// cannot push aside (other real-time queries; best-effort ones on a worker
-// whose scheduler does not yield) may take for the query to be placed on
-// it: past it, the query's batches queue behind that work and its LATENCY
-// is not met (a queue at 90% load waits nine service times on average).
+// cannot push aside may take for a real-time query without a LATENCY to be
+// placed on it (one with a LATENCY is held to it: predictLatency).
 const AdmitBusy = 0.9
 
-// load is one worker's busy share and who holds it.
+// load is one worker's busy share, who holds it, and how long their model
+// batches take there.
 type load struct {
 	busy float64
 	by   []string
+	// batchMs is the mean model batch time of the queries measured on the
+	// worker, weighted by their busy share (0: none measured yet).
+	batchMs  float64
+	measured float64 // the busy share batchMs is the mean over
 }
 
 // loads is, per worker, the busy share the queries still deploying or
@@ -68,6 +72,11 @@ func (c *Coordinator) loads(self string, rt bool) (map[string]*load, []string) {
 			}
 			l.busy += b
 			l.by = append(l.by, id)
+			if st, ok := qs.info.Sched[w]; ok && st.Batches > 0 && st.Share > 0 {
+				ms := float64(st.Busy) / float64(st.Batches) / 1e6
+				l.batchMs = (l.batchMs*l.measured + ms*st.Share) / (l.measured + st.Share)
+				l.measured += st.Share
+			}
 		}
 	}
 	for _, l := range out {
@@ -93,29 +102,104 @@ func (c *Coordinator) reserved(self string, rt bool, ws []deploy.Worker) []optim
 	return out
 }
 
-// admitRealtime refuses a real-time query placed on a worker that the work it
-// cannot push aside keeps AdmitBusy or more busy, naming the worker, the
-// share and the queries; best-effort queries that will yield to it are
-// said in the note of a query it admits.
-func (c *Coordinator) admitRealtime(self string, obj logical.Objectives, p *deploy.Placement) (string, error) {
+// predictLatency is a real-time query's predicted latency on a worker with
+// load l (what does not yield to it), ms: its own model batch (ownMs) plus
+// the time it queues behind the others' batches. The worker is a queue
+// whose server is busy l.busy of the time with batches of l.batchMs; a
+// batch arriving at random waits busy/(1-busy) of those on average (M/M/1),
+// so a worker 50% busy delays it one batch and one 90% busy nine; at 100%
+// the queue grows without bound. Batches not measured yet are taken as
+// long as the query's own.
+func predictLatency(l *load, ownMs float64) float64 {
+	if l == nil || l.busy <= 0 {
+		return ownMs
+	}
+	if l.busy >= 1 {
+		return math.Inf(1)
+	}
+	batch := l.batchMs
+	if batch <= 0 {
+		batch = ownMs
+	}
+	return ownMs + batch*l.busy/(1-l.busy)
+}
+
+// ownBatchMs is what one model batch of the plan's ML operators takes on
+// worker w, ms, the longest of them: the rows one batch collects (the
+// operator's rate there over its batching delay, at least 1, at most its
+// batch size) at the worker's capacity for the chosen variant. 0 without
+// a plan or an ML operator on w.
+func ownBatchMs(plan *physical.Plan, w string) float64 {
+	if plan == nil {
+		return 0
+	}
+	worst := 0.0
+	for _, op := range plan.Operators {
+		if op.Kind != "ml" {
+			continue
+		}
+		for _, x := range op.Workers {
+			if x.Name != w || x.Capacity <= 0 {
+				continue
+			}
+			rows := 1.0
+			if op.Batch != nil {
+				rows = max(1, math.Ceil(x.ItemsPerSec*op.Batch.MaxDelay.Seconds()))
+				if op.Batch.MaxBatch > 0 {
+					rows = min(rows, float64(op.Batch.MaxBatch))
+				}
+			}
+			worst = max(worst, rows/x.Capacity*1000)
+		}
+	}
+	return worst
+}
+
+// admitRealtime refuses a real-time query placed on a worker where, on the
+// load of the work it cannot push aside (other real-time queries;
+// best-effort ones on a worker whose scheduler does not yield), its
+// predicted latency (predictLatency, its own batches from plan, nil in a
+// default placement) exceeds its LATENCY, naming the worker, the
+// prediction, the share and the queries. Best-effort queries on a worker
+// that yields to real-time work do not count: they are slowed, which the
+// note of a query it admits says.
+func (c *Coordinator) admitRealtime(self string, obj logical.Objectives, p *deploy.Placement, plan *physical.Plan) (string, error) {
 	if obj.Priority != "REALTIME" || c.cfg.AdmitAll {
 		return "", nil
 	}
 	ls, slowed := c.loads(self, true)
+	at := ""
+	if obj.PriorityPos.Line > 0 {
+		at = obj.PriorityPos.String() + ": "
+	}
 	for _, w := range p.Workers {
 		l := ls[w]
-		if l == nil || l.busy < AdmitBusy {
+		if l == nil {
 			continue
 		}
-		at := ""
-		if obj.PriorityPos.Line > 0 {
-			at = obj.PriorityPos.String() + ": "
+		if obj.LatencyMs <= 0 {
+			if l.busy >= AdmitBusy {
+				return "", fmt.Errorf("%s%w: PRIORITY REALTIME cannot be met on the present load: worker %s is %.0f%% busy with %s, which does not yield to real-time work (at most %.0f%%)",
+					at, planner.ErrInfeasible, w, 100*l.busy, strings.Join(l.by, ", "), 100*AdmitBusy)
+			}
+			continue
 		}
-		return "", fmt.Errorf("%s%w: PRIORITY REALTIME with LATENCY <= %g ms cannot be met on the present load: worker %s is %.0f%% busy with %s, which does not yield to real-time work (at most %.0f%%)",
-			at, planner.ErrInfeasible, obj.LatencyMs, w, 100*l.busy, strings.Join(l.by, ", "), 100*AdmitBusy)
+		own := ownBatchMs(plan, w)
+		if pred := predictLatency(l, own); pred > obj.LatencyMs {
+			return "", fmt.Errorf("%s%w: PRIORITY REALTIME cannot be met on the present load: predicted latency %s on worker %s > LATENCY %g ms (its batches %.3g ms, queued behind %s, %.0f%% busy in batches of %.3g ms, which does not yield to real-time work)",
+				at, planner.ErrInfeasible, msText(pred), w, obj.LatencyMs, own, strings.Join(l.by, ", "), 100*l.busy, l.batchMs)
+		}
 	}
 	if len(slowed) == 0 {
 		return "", nil
 	}
 	return "best-effort work slowed for it: " + strings.Join(slowed, ", "), nil
+}
+
+// msText is a predicted latency for a message.
+func msText(ms float64) string {
+	if math.IsInf(ms, 1) {
+		return "unbounded (the worker is saturated)"
+	}
+	return fmt.Sprintf("%.3g ms", ms)
 }

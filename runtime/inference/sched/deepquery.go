@@ -3,6 +3,7 @@ package sched
 import (
 	"fmt"
 	"math"
+	"sync"
 	"time"
 )
 
@@ -20,7 +21,11 @@ import (
 // Runtime's CPU thread pool takes a second run at once, so here a real-time
 // batch never waits: when a best-effort part overruns its prediction, the
 // real-time batch shares the cores with its rest instead of queueing
-// behind all of it.
+// behind all of it. One more, for a CPU other processes load: the margin
+// before a real-time batch grows with the overlaps observed (Learn; on this
+// machine it halved the share of parts that ran into a real-time batch).
+// A part may also be sized by a quantile of the recent runs rather than
+// their mean (Quantile, off by default).
 type DeepQuery struct {
 	// Sizes are the batch sizes each session is measured at when it opens.
 	Sizes []int
@@ -44,11 +49,77 @@ type DeepQuery struct {
 	// LATENCY, so its first frames do not wait out a whole best-effort
 	// batch.
 	ColdShare float64
+	// Quantile: a best-effort part is sized by this quantile of its
+	// session's recent runs (Profiles.Conservative) rather than by the
+	// mean correction, so that it ends before the real-time batch in that
+	// share of runs (0: the mean, the paper's rule, the default: on this
+	// machine the 75th percentile cut best-effort throughput to a fifth of
+	// running alone without a steadier real-time tail; README).
+	Quantile float64
+	// Learn turns on the learned margin: when a real-time batch arrives
+	// while a best-effort part still runs, the time they shared the device
+	// (the overrun into the real-time batch, whether the part ran long or
+	// the batch came early) moves the margin kept free before the next
+	// real-time batch halfway up to it; each part that ends in time
+	// shrinks it by LearnDecay. It is at most LearnShare of the real-time
+	// period: on a machine others load, overlaps of whole periods happen
+	// that no margin would prevent, and one must not stop best-effort
+	// work for good.
+	Learn      bool
+	LearnDecay float64
+	LearnShare float64
+
+	mu      sync.Mutex
+	learned time.Duration
+	overrun Overruns
+}
+
+// Overruns count the best-effort parts that ran and those a real-time batch
+// arrived into, with the longest time the two shared the device: where a
+// real-time batch's tail comes from when the parts are mis-sized.
+type Overruns struct {
+	Parts, Overran int
+	Worst          time.Duration
+}
+
+// Overruns so far.
+func (p *DeepQuery) Overruns() Overruns {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.overrun
+}
+
+// Observe counts a best-effort part, and learns the margin from one that a
+// real-time batch arrived into (Learn).
+func (p *DeepQuery) Observe(o Outcome) {
+	if o.Priority == RealTime {
+		return
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.overrun.Parts++
+	if over := o.Ended.Sub(o.RealTimeArrived); !o.RealTimeArrived.IsZero() && over > 0 {
+		p.overrun.Overran++
+		p.overrun.Worst = max(p.overrun.Worst, over)
+		if p.Learn && over > p.learned {
+			p.learned += (over - p.learned) / 2
+		}
+		return
+	}
+	p.learned = time.Duration(float64(p.learned) * p.LearnDecay)
+}
+
+// Learned is the margin learned from overruns so far.
+func (p *DeepQuery) Learned() time.Duration {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.learned
 }
 
 // NewDeepQuery returns the policy with its defaults.
 func NewDeepQuery() *DeepQuery {
-	return &DeepQuery{Sizes: []int{1, 2, 4, 8, 16, 32, 64}, Margin: time.Millisecond, MarginShare: 0.1, Jitters: 0, Spread: 0, StalePeriods: 3, ColdShare: 0.25}
+	return &DeepQuery{Sizes: []int{1, 2, 4, 8, 16, 32, 64}, Margin: time.Millisecond, MarginShare: 0.1, Jitters: 0, Spread: 0, StalePeriods: 3, ColdShare: 0.25,
+		Quantile: 0, Learn: true, LearnDecay: 0.9, LearnShare: 0.25}
 }
 
 func (p *DeepQuery) Name() string        { return DeepQueryName }
@@ -56,7 +127,7 @@ func (p *DeepQuery) Slots() int          { return 0 }
 func (p *DeepQuery) ProfileSizes() []int { return p.Sizes }
 func (p *DeepQuery) stale() float64      { return max(p.StalePeriods, 1) }
 func (p *DeepQuery) margin(per time.Duration) time.Duration {
-	return p.Margin + time.Duration(p.MarginShare*float64(per))
+	return p.Margin + time.Duration(p.MarginShare*float64(per)) + min(p.Learned(), time.Duration(p.LearnShare*float64(per)))
 }
 
 // Budget is the time best-effort work may take from now before a real-time
@@ -116,6 +187,7 @@ func (p *DeepQuery) Next(v *View) Decision {
 	}
 	rows := 0
 	if budget > 0 {
+		budget = time.Duration(float64(budget) / v.Profiles.Conservative(be.Key, p.Quantile))
 		rows = v.Profiles.Largest(be.Key, be.Rows, budget, p.Spread)
 	}
 	if rows < be.Rows && !be.Splittable {

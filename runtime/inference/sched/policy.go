@@ -159,3 +159,25 @@ func (Naive) Next(v *View) Decision {
 	}
 	return Decision{Run: best}
 }
+
+// Outcome is one granted part as it ran: what the policy predicted and
+// what happened, for a policy that learns from its mistakes.
+type Outcome struct {
+	Query    string
+	Priority Priority
+	Key      string
+	Rows     int
+	// Started is when the part was granted; PredictedEnd when the profile
+	// said it would end (Started without an estimate); Ended when it did.
+	Started, PredictedEnd, Ended time.Time
+	// RealTimeArrived is the earliest arrival of a real-time batch while
+	// the part ran (zero: none did): from then on, the two shared the
+	// device.
+	RealTimeArrived time.Time
+}
+
+// Observer is implemented by policies that are told every part's Outcome
+// (with the scheduler's lock held: it must not block).
+type Observer interface {
+	Observe(o Outcome)
+}

@@ -2,6 +2,7 @@ package sched
 
 import (
 	"math"
+	"slices"
 	"sort"
 	"sync"
 	"time"
@@ -36,11 +37,22 @@ type Profiles struct {
 	// dev is the EWMA of |log ratio - scale|: how far one run strays
 	// from the correction, what a fit within a budget must allow for.
 	dev map[string]float64
+	// recent are the latest RecentRuns log ratios (measured over the
+	// uncorrected profile), oldest first: their quantile is the
+	// conservative correction (Conservative).
+	recent map[string][]float64
 }
+
+// RecentRuns is how many runs of a key the conservative correction looks
+// back on; MinRecent how many it needs before it speaks.
+const (
+	RecentRuns = 64
+	MinRecent  = 8
+)
 
 // NewProfiles returns empty profiles.
 func NewProfiles() *Profiles {
-	return &Profiles{byKy: map[string]map[int]float64{}, base: map[string]bool{}, scale: map[string]float64{}, dev: map[string]float64{}}
+	return &Profiles{byKy: map[string]map[int]float64{}, base: map[string]bool{}, scale: map[string]float64{}, dev: map[string]float64{}, recent: map[string][]float64{}}
 }
 
 // Scale is the correction factor of key's measured profile (1: none yet).
@@ -63,6 +75,11 @@ func (p *Profiles) Observe(key string, rows int, d time.Duration) {
 			r := math.Log(d.Seconds() / pred)
 			p.dev[key] = ProfileAlpha*p.dev[key] + (1-ProfileAlpha)*abs(r-s)
 			p.scale[key] = ProfileAlpha*s + (1-ProfileAlpha)*r
+			h := append(p.recent[key], r)
+			if len(h) > RecentRuns {
+				h = h[len(h)-RecentRuns:]
+			}
+			p.recent[key] = h
 		}
 		return
 	}
@@ -150,6 +167,26 @@ func (p *Profiles) Largest(key string, limit int, budget time.Duration, spread f
 		}
 	}
 	return lo
+}
+
+// Conservative is how much slower than Predict a run of key is at the
+// q-quantile (0..1) of its recent runs: the q-quantile of the recent log
+// ratios over the EWMA correction, at least 1. A budget divided by it
+// holds for a share q of runs where the mean holds for about half: on a
+// CPU other processes share, the runs that overrun are the ones that
+// delay a real-time batch. 1 before MinRecent runs, or for a key without
+// a measured profile.
+func (p *Profiles) Conservative(key string, q float64) float64 {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	h := p.recent[key]
+	if len(h) < MinRecent || q <= 0 {
+		return 1
+	}
+	xs := slices.Clone(h)
+	sort.Float64s(xs)
+	i := min(int(math.Ceil(min(q, 1)*float64(len(xs))))-1, len(xs)-1)
+	return math.Exp(max(xs[max(i, 0)]-p.scale[key], 0))
 }
 
 // Sizes lists the batch sizes measured for key, ascending.

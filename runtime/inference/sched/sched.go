@@ -62,6 +62,9 @@ type shared struct {
 type runningBatch struct {
 	Running
 	req *Request
+	// rtArrived: the first real-time batch that arrived while this
+	// (non-real-time) part ran (Outcome.RealTimeArrived).
+	rtArrived time.Time
 }
 
 // New returns a scheduler running p (nil: Naive).
@@ -248,6 +251,13 @@ func (s *Scheduler) submit(r *Request) error {
 		s.queues[r.Query] = q
 	}
 	q.Pending = append(q.Pending, r)
+	if r.Priority == RealTime {
+		for _, rb := range s.running {
+			if rb.req.Priority != RealTime && rb.rtArrived.IsZero() {
+				rb.rtArrived = r.Arrival
+			}
+		}
+	}
 	s.arrivals.Observe(r.Query, r.Arrival, r.Total)
 	s.dispatch()
 	return nil
@@ -262,6 +272,10 @@ func (s *Scheduler) finish(r *Request, rows int, d time.Duration, failed bool) {
 	for i, rb := range s.running {
 		if rb.req == r {
 			s.running = append(s.running[:i], s.running[i+1:]...)
+			if o, ok := s.policy.(Observer); ok {
+				o.Observe(Outcome{Query: r.Query, Priority: r.Priority, Key: r.Key, Rows: rows,
+					Started: rb.Started, PredictedEnd: rb.End, Ended: s.now(), RealTimeArrived: rb.rtArrived})
+			}
 			break
 		}
 	}

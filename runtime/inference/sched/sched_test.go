@@ -375,3 +375,111 @@ func TestMeasuredProfileCorrectedByLogRatio(t *testing.T) {
 		t.Fatalf("within the prediction for 32 rows: %d rows by the mean, %d with two deviations to spare", mean, wide)
 	}
 }
+
+// The conservative correction is the quantile of the recent runs over the
+// mean one: 1 until MinRecent runs, then how much slower the slow runs are.
+func TestConservativeQuantileOfRecentRuns(t *testing.T) {
+	p := sched.NewProfiles()
+	if err := p.Measure("cnn", cnn(t), []int{1, 8}); err != nil {
+		t.Fatal(err)
+	}
+	raw, _ := p.Predict("cnn", 8) // before any correction
+	for i := range sched.MinRecent - 1 {
+		_ = i
+		p.Observe("cnn", 8, raw)
+	}
+	if c := p.Conservative("cnn", 0.9); c != 1 {
+		t.Fatalf("with %d runs: %v, want 1", sched.MinRecent-1, c)
+	}
+	for range 16 - (sched.MinRecent - 1) {
+		p.Observe("cnn", 8, raw)
+	}
+	for range 4 {
+		p.Observe("cnn", 8, 3*raw) // one run in five is three times slower
+	}
+	want := 3 / p.Scale("cnn")
+	if got := p.Conservative("cnn", 0.9); math.Abs(got-want) > 1e-6 {
+		t.Fatalf("p90 of 16 on time and 4 three times slower: %v, want %v", got, want)
+	}
+	if got := p.Conservative("cnn", 0.5); got != 1 {
+		t.Fatalf("median: %v, want 1 (no slower than the mean correction)", got)
+	}
+	// Sized by p90, a part fits fewer rows in one budget than by the mean.
+	budget, _ := p.Predict("cnn", 32)
+	mean := p.Largest("cnn", 64, budget, 0)
+	cons := p.Largest("cnn", 64, time.Duration(float64(budget)/p.Conservative("cnn", 0.9)), 0)
+	if cons >= mean {
+		t.Fatalf("rows within the budget: %d by p90, %d by the mean", cons, mean)
+	}
+}
+
+// A real-time batch that arrives while a best-effort part runs teaches
+// DeepQuery a margin: the time the two shared the device is kept free
+// before the next predicted real-time batch, and shrinks as parts end in
+// time.
+func TestDeepQueryLearnsMarginFromOverrun(t *testing.T) {
+	p := sched.NewDeepQuery()
+	p.Sizes = nil
+	s := sched.New(p)
+	now := time.Unix(1000, 0)
+	var clock sync.Mutex
+	at := func(d time.Duration) { clock.Lock(); now = time.Unix(1000, 0).Add(d); clock.Unlock() }
+	sched.SetClock(s, func() time.Time { clock.Lock(); defer clock.Unlock(); return now })
+	key := sched.Key(cnnFile, "cpu")
+	rec := &recorder{Session: cnn(t), gate: make(chan struct{}, 16)}
+	for _, b := range []int{1, 8, 64} {
+		s.Profiles().Observe(key, b, time.Duration(b)*time.Millisecond)
+	}
+	rtT := sched.Tenant{Query: "rt", Priority: sched.RealTime, Latency: 50 * time.Millisecond}
+	rt := s.Bind(rec.as("rt"), key, rtT)
+	s.Arrivals().Observe("rt", now.Add(-23*time.Millisecond), 1)
+	s.Arrivals().Observe("rt", now.Add(-3*time.Millisecond), 1)
+	be := s.Bind(rec.as("be"), key, sched.Tenant{Query: "be", Priority: sched.BestEffort})
+	view := func() *sched.View {
+		clock.Lock()
+		defer clock.Unlock()
+		return &sched.View{Now: now, Arrivals: s.Arrivals(), Profiles: s.Profiles(), Tenants: []sched.Tenant{rtT}}
+	}
+
+	var wg sync.WaitGroup
+	run := func(sess ml.Session, n int) {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if err := sess.Run([]ml.Tensor{images(n)}, outputs(rec, n)); err != nil {
+				t.Error(err)
+			}
+		}()
+	}
+	run(be, 4) // 4 ms predicted, 15 ms free: granted whole, held at the gate
+	waitFor(t, "the best-effort part to start", func() bool { return sched.RunningBatches(s) == 1 })
+	at(10 * time.Millisecond)
+	run(rt, 1) // arrives 10 ms in, while the part still runs
+	waitFor(t, "the real-time batch to start beside it", func() bool { return sched.RunningBatches(s) == 2 })
+	at(14 * time.Millisecond)
+	for range 16 {
+		rec.gate <- struct{}{}
+	}
+	wg.Wait()
+	if got := p.Learned(); got != 2*time.Millisecond {
+		t.Fatalf("learned margin %s, want 2ms (halfway to the 4 ms the part ended after the real-time batch came)", got)
+	}
+	if ov := p.Overruns(); ov.Parts != 1 || ov.Overran != 1 || ov.Worst != 4*time.Millisecond {
+		t.Fatalf("overruns %+v, want 1 part, 1 overran by 4ms", ov)
+	}
+	fresh, _, _ := sched.NewDeepQuery().Budget(view())
+	if got, _, _ := p.Budget(view()); got != fresh-2*time.Millisecond {
+		t.Fatalf("budget %s after the overrun, %s without it: want 2 ms less", got, fresh)
+	}
+	p.Observe(sched.Outcome{Query: "be", Priority: sched.BestEffort, Ended: now}) // a part in time
+	if got := p.Learned(); got != time.Duration(0.9*float64(2*time.Millisecond)) {
+		t.Fatalf("after a part in time: %s, want 1.8ms", got)
+	}
+	// A whole period's overlap is capped at LearnShare of the period.
+	for range 20 {
+		p.Observe(sched.Outcome{Query: "be", Priority: sched.BestEffort, RealTimeArrived: now, Ended: now.Add(time.Second)})
+	}
+	if got, _, _ := p.Budget(view()); got < fresh-time.Duration(p.LearnShare*float64(20*time.Millisecond)) {
+		t.Fatalf("budget %s after overlaps of a second, %s without: want at most a quarter period less", got, fresh)
+	}
+}
