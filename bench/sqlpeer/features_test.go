@@ -148,6 +148,24 @@ var features = []feature{
 	// SELECT without FROM: one row.
 	{kind: "no from", sql: `SELECT 1 + 2, 'a' || 'b', greatest(2, NULL, 5), NULL IS NULL, 7 % 2, TRY_CAST('x' AS INT), date_part('year', TIMESTAMP '2024-05-06 07:08:09')`},
 	{kind: "no from", sql: `SELECT count(*), sum(3), max('z')`},
+	// Division as DuckDB: / is a DOUBLE quotient of integers too, IEEE at
+	// zero (Infinity; NaN for 0/0); // truncates integers toward zero and
+	// is NULL by zero; % has the sign of the dividend, NULL by an integer
+	// zero, NaN by a DOUBLE one.
+	{kind: "division", sql: `SELECT id, n / 2, n // 2, n % 3, -n % 3, n // -2, x / 2, x // 2, x % 2, -x % 3 FROM t`},
+	{kind: "division", sql: `SELECT id, n / 0, n // 0, n % 0, x / 0, x // 0, x % 0, id / (n - n), (n - n) / 0 FROM t`},
+	{kind: "division", sql: `SELECT g, sum(n) / count(n), sum(n) // count(n), count(*) / 3, count(*) // 3, count(*) % 3, sum(x) // 2 FROM t GROUP BY g`},
+	{kind: "division", sql: `SELECT 7 / 2, 7 // 2, -7 // 2, -7 % 3, 7 % -3, 7.5 // 2, -7.5 % 2, 1 / 0, -1 / 0, 0 / 0, 1 // 0, 1 % 0, 5 // -2 * 3`},
+	{kind: "division", sql: `SELECT id FROM t WHERE n / 4 > 1 AND id // 10 = 1`},
+
+	// FULL JOIN of tables: matches, then both sides' unmatched rows with
+	// the other side's columns NULL (NULL keys match nothing).
+	{kind: "full join", sql: `SELECT t.id, t.n, u.k, u.label FROM t FULL JOIN u ON t.n = u.k`},
+	{kind: "full join", sql: `SELECT coalesce(t.n, u.k) AS key, count(t.id), count(u.label), count(*) FROM t FULL OUTER JOIN u ON t.n = u.k GROUP BY 1`},
+	{kind: "full join", sql: `SELECT a.k, a.label, b.k2 FROM u a FULL JOIN (SELECT k + 3 AS k2 FROM u WHERE k > 0) b ON a.k = b.k2 ORDER BY a.k NULLS FIRST, b.k2 NULLS FIRST`, ordered: true},
+	{kind: "full join", sql: `SELECT * FROM u FULL JOIN t ON u.k = t.n AND u.label = t.g WHERE t.id IS NULL OR u.k IS NULL`},
+	{kind: "full join", sql: `WITH a AS (SELECT g, count(*) AS c FROM t WHERE x > 0 GROUP BY g), b AS (SELECT g, sum(n) AS s FROM t WHERE n > 2 GROUP BY g) SELECT coalesce(a.g, b.g), a.c, b.s FROM a FULL JOIN b ON a.g = b.g`},
+
 	{kind: "no from", sql: `SELECT (SELECT count(*) FROM t), (SELECT max(x) FROM t) > 10, EXISTS (SELECT 1 FROM u WHERE k = 99), 2 IN (SELECT k FROM u)`},
 }
 

@@ -240,8 +240,11 @@ func (b *Binder) fromItem(f *lang.FromItem) (logical.Node, *scope) {
 			sc = both
 			continue
 		case lang.JoinFull:
-			b.errorf(j.Pos, ErrNotSupported, "FULL JOIN is not supported yet (LEFT and RIGHT JOIN are)")
-			return nil, nil
+			if node = b.fullJoin(j, node, right, sc, rsc); node == nil {
+				return nil, nil
+			}
+			sc = both
+			continue
 		}
 		kind := logical.InnerJoin
 		switch j.Kind {

@@ -91,10 +91,15 @@ func builtinFunctions() []*Function {
 	fns := []*Function{
 		add, sub, neg,
 		arith("multiply", "*", "Product of x and y.", ex(int64(6), int64(2), int64(3)), ex(7.5, 2.5, int64(3))),
-		arith("divide", "/", "Quotient x / y. Integer division truncates toward zero; division by zero gives NULL.",
-			ex(int64(3), int64(7), int64(2)), ex(3.5, 7.0, int64(2)), ex(nil, int64(1), int64(0))),
-		arith("modulo", "%", "Remainder of x / y with the sign of x; modulo by zero gives NULL.",
-			ex(int64(1), int64(7), int64(3)), ex(int64(-1), int64(-7), int64(3)), ex(nil, int64(7), int64(0))),
+		// As DuckDB: / is a DOUBLE quotient even of integers, IEEE at zero
+		// (1/0 is Infinity, 0/0 NaN); // is the integer quotient.
+		{Name: "divide", Kind: Scalar, Operator: "/", Doc: "Quotient x / y as a DOUBLE, integers too (as DuckDB); division by zero gives Infinity, or NaN for 0 / 0.",
+			Signatures: []Signature{sig(ret(Float64), "DOUBLE", pu("x", num), pu("y", num))},
+			Examples:   []Example{ex(3.5, int64(7), int64(2)), ex(3.5, 7.0, int64(2)), ex(math.Inf(1), int64(1), int64(0)), ex(nil, nil, int64(2))}},
+		arith("integer_divide", "//", "Integer quotient x // y, truncated toward zero; of DOUBLEs the plain quotient (as DuckDB). Division by zero gives NULL.",
+			ex(int64(3), int64(7), int64(2)), ex(int64(-3), int64(-7), int64(2)), ex(3.5, 7.0, int64(2)), ex(nil, int64(1), int64(0))),
+		arith("modulo", "%", "Remainder of x / y with the sign of x; modulo by zero gives NULL for integers, NaN for DOUBLEs (as DuckDB).",
+			ex(int64(1), int64(7), int64(3)), ex(int64(-1), int64(-7), int64(3)), ex(int64(1), int64(7), int64(-3)), ex(-1.5, -7.5, int64(2)), ex(nil, int64(7), int64(0))),
 
 		compare("equal", "=", "TRUE when x equals y; NULL if either is NULL.", ex(true, int64(1), 1.0), ex(nil, nil, int64(1)), ex(false, "a", "b")),
 		compare("not_equal", "<>", "TRUE when x differs from y (also spelled !=).", ex(true, int64(1), int64(2)), ex(false, "a", "a")),
@@ -273,7 +278,7 @@ func (w *Window) String() string {
 
 // operatorSymbols spells calls of operator functions infix in String().
 var operatorSymbols = map[string]string{
-	"add": "+", "subtract": "-", "negate": "-", "multiply": "*", "divide": "/", "modulo": "%",
+	"add": "+", "subtract": "-", "negate": "-", "multiply": "*", "divide": "/", "integer_divide": "//", "modulo": "%",
 	"equal": "=", "not_equal": "<>", "less": "<", "less_equal": "<=", "greater": ">", "greater_equal": ">=",
 	"concat": "||",
 }
