@@ -134,6 +134,19 @@ var features = []feature{
 	{kind: "exists, correlated", sql: `SELECT id, n FROM t WHERE EXISTS (SELECT 1 FROM u WHERE u.k = t.n)`},
 	{kind: "exists, correlated", sql: `SELECT id, EXISTS (SELECT * FROM u WHERE t.n = k AND label <> 'k1'), NOT EXISTS (SELECT 1 FROM u WHERE u.k = t.n) FROM t`},
 	{kind: "exists, correlated", sql: `SELECT g, count(*) FROM t WHERE NOT EXISTS (SELECT 1 FROM u WHERE k = n AND k > 0) GROUP BY g`},
+	// Correlated subqueries, decorrelated into LEFT JOINs of grouped
+	// tables: scalar (count of nothing is 0, other aggregates NULL), IN and
+	// NOT IN (NULLs in the set or the value), NOT EXISTS, several equalities.
+	{kind: "correlated scalar", sql: `SELECT id, g, x FROM t t1 WHERE x > (SELECT avg(x) FROM t t2 WHERE t2.g = t1.g)`},
+	{kind: "correlated scalar", sql: `SELECT id, (SELECT count(*) FROM u WHERE u.k = t.n), (SELECT max(label) FROM u WHERE k = n), (SELECT sum(k) * 2 FROM u WHERE u.k = t.n AND label <> 'k3') FROM t`},
+	{kind: "correlated scalar", sql: `SELECT g, count(*) FROM t a WHERE a.n >= (SELECT median(b.n) FROM t b WHERE b.g = a.g AND b.x > 0) GROUP BY g`},
+	{kind: "correlated scalar", sql: `SELECT id, x - (SELECT avg(x) FROM t b WHERE b.g = a.g AND date_trunc('month', b.ts) = date_trunc('month', a.ts)) AS dev FROM t a WHERE ts IS NOT NULL`},
+	{kind: "correlated in", sql: `SELECT id, n IN (SELECT k FROM u WHERE u.label = t.g || '1'), n NOT IN (SELECT k FROM u WHERE upper(u.label) = upper(t.s)) FROM t`},
+	{kind: "correlated in", sql: `SELECT id FROM t WHERE n IN (SELECT k FROM u WHERE u.k + 3 = t.id AND u.k = t.n - 0) OR id IN (SELECT b.id + 1 FROM t b WHERE b.g = t.g)`},
+	{kind: "correlated in", sql: `SELECT id, g, n NOT IN (SELECT b.n FROM t b WHERE b.g = t.g AND b.id <> 3) FROM t`},
+	{kind: "correlated not exists", sql: `SELECT id, g FROM t WHERE NOT EXISTS (SELECT 1 FROM t b WHERE b.g = t.g AND b.n = t.n AND b.id = t.id - 1)`},
+	{kind: "correlated not exists", sql: `SELECT id FROM t a WHERE NOT EXISTS (SELECT * FROM t b WHERE b.g = a.g AND b.n = a.n AND b.x > 1)`},
+	{kind: "correlated exists", sql: `SELECT id, EXISTS (SELECT 1 FROM t b WHERE b.g = t.g AND b.n = t.n AND b.x > 5) AS e FROM t`},
 	{kind: "scalar subquery", sql: `SELECT id, x, x - (SELECT avg(x) FROM t) FROM t WHERE x > (SELECT avg(x) FROM t)`},
 	{kind: "scalar subquery", sql: `SELECT id, (SELECT max(label) FROM u), (SELECT k FROM u WHERE k > 100) FROM t WHERE id <= 3`},
 	{kind: "scalar subquery", sql: `SELECT g, sum(x) / (SELECT sum(x) FROM t) FROM t GROUP BY g HAVING count(*) > (SELECT count(*) / 10 FROM t)`},

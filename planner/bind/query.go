@@ -125,6 +125,9 @@ func (b *Binder) selectBlock(s *lang.Select, order []*lang.OrderItem) (logical.N
 		node = logical.NewJoin(logical.CrossJoin, node, n, nil, Pos(f.Pos))
 		sc = sc.concat(fsc)
 	}
+	if node != nil && len(s.From) > 0 {
+		node, sc = b.decorrelate(s, node, sc)
+	}
 	if s.Where != nil {
 		b.clause = "WHERE"
 		if pred := b.predicate(s.Where, sc, "WHERE"); pred != nil {
