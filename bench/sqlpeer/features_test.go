@@ -179,6 +179,23 @@ var features = []feature{
 	{kind: "full join", sql: `SELECT * FROM u FULL JOIN t ON u.k = t.n AND u.label = t.g WHERE t.id IS NULL OR u.k IS NULL`},
 	{kind: "full join", sql: `WITH a AS (SELECT g, count(*) AS c FROM t WHERE x > 0 GROUP BY g), b AS (SELECT g, sum(n) AS s FROM t WHERE n > 2 GROUP BY g) SELECT coalesce(a.g, b.g), a.c, b.s FROM a FULL JOIN b ON a.g = b.g`},
 
+	// Analyst-style queries mixing CTEs, window functions, subqueries,
+	// date and string functions.
+	{kind: "analyst", sql: `WITH m AS (SELECT date_trunc('month', ts) AS month, g, sum(x) AS total FROM t WHERE ts IS NOT NULL AND g IS NOT NULL GROUP BY 1, 2) SELECT month, g, total, rank() OVER (PARTITION BY month ORDER BY total DESC NULLS LAST) AS r FROM m ORDER BY month, r, g`, ordered: true},
+	{kind: "analyst", sql: `WITH r AS (SELECT id, g, x, row_number() OVER (PARTITION BY g ORDER BY x DESC, id) AS rn FROM t WHERE x IS NOT NULL) SELECT g, id, x FROM r WHERE rn <= 2 ORDER BY g NULLS FIRST, rn`, ordered: true},
+	{kind: "analyst", sql: `SELECT upper(coalesce(g, 'none')) AS grp, count(*) AS n, round(avg(x), 3) AS ax, count(DISTINCT lower(s)) AS ds FROM t WHERE id NOT IN (SELECT id FROM t WHERE x < -3) GROUP BY 1 HAVING count(*) > 2 ORDER BY n DESC, grp`, ordered: true},
+	{kind: "analyst", sql: `SELECT id, g, x, x - avg(x) OVER (PARTITION BY g) AS dev, sum(n) OVER (PARTITION BY g ORDER BY id ROWS BETWEEN 2 PRECEDING AND CURRENT ROW) AS run3 FROM t WHERE x > (SELECT avg(x) FROM t t2 WHERE t2.g = t.g) ORDER BY id`, ordered: true},
+	{kind: "analyst", sql: `WITH d AS (SELECT EXTRACT(dow FROM ts) AS dow, EXTRACT(hour FROM ts) AS h, x FROM t WHERE ts IS NOT NULL) SELECT dow, count(*), sum(CASE WHEN h < 12 THEN 1 ELSE 0 END) AS am, max(x) FROM d GROUP BY dow ORDER BY dow`, ordered: true},
+	{kind: "analyst", sql: `SELECT regexp_replace(lower(s), '[^a-z]', '', 'g') AS w, count(*) AS c, min(id) FROM t WHERE s IS NOT NULL AND length(s) > 0 GROUP BY 1 ORDER BY c DESC, w LIMIT 4`, ordered: true},
+	{kind: "analyst", sql: `WITH first_seen AS (SELECT g, min(ts) AS f FROM t GROUP BY g) SELECT t.g, t.id, t.ts - fs.f < INTERVAL '10' DAY AS early, date_part('day', t.ts) FROM t JOIN first_seen fs ON t.g = fs.g WHERE t.ts < fs.f + INTERVAL '30' DAY ORDER BY t.g, t.id`, ordered: true},
+	{kind: "analyst", sql: `SELECT id, lag(x) OVER (ORDER BY id) AS prev, x - lag(x) OVER (ORDER BY id) AS delta, lead(s, 2) OVER (ORDER BY id) AS s2 FROM t WHERE id <= 15 ORDER BY id`, ordered: true},
+	{kind: "analyst", sql: `WITH top AS (SELECT g FROM t GROUP BY g ORDER BY sum(x) DESC NULLS LAST LIMIT 2) SELECT t.g, count(*), percentile_cont(0.5) WITHIN GROUP (ORDER BY x) FROM t WHERE t.g IN (SELECT g FROM top) GROUP BY t.g`},
+	{kind: "analyst", sql: `SELECT g, n, count(*) AS c, sum(count(*)) OVER (PARTITION BY g) AS gc, count(*) / sum(count(*)) OVER (PARTITION BY g) AS share FROM t WHERE g IS NOT NULL AND n IS NOT NULL GROUP BY g, n ORDER BY g, n`, ordered: true},
+	{kind: "analyst", sql: `SELECT id, s, CASE WHEN s ILIKE 'apple%' THEN 'apple' WHEN regexp_matches(s, '[0-9]') THEN 'digit' ELSE 'other' END AS kind, greatest(n, 0) // 2 AS half FROM t WHERE EXISTS (SELECT 1 FROM u WHERE u.k = t.n AND u.label IS NOT NULL) ORDER BY id`, ordered: true},
+	{kind: "analyst", sql: `WITH daily AS (SELECT date_trunc('day', ts) AS d, count(*) AS c FROM t WHERE ts IS NOT NULL GROUP BY 1) SELECT d, c, avg(c) OVER (ORDER BY d ROWS BETWEEN 6 PRECEDING AND CURRENT ROW) AS ma7, c - (SELECT avg(c) FROM daily) AS vs_mean FROM daily ORDER BY d`, ordered: true},
+	{kind: "analyst, stream", sql: `SELECT window_start, count(*), avg(value) FROM ev WHERE value > (SELECT max(x) * 5 FROM t WHERE t.n = ev.sensor) GROUP BY TUMBLE(ts, INTERVAL '20' SECOND)`,
+		duckdb: `SELECT time_bucket(INTERVAL 20 SECOND, ts) AS window_start, count(*), avg(value) FROM ev WHERE value > (SELECT max(x) * 5 FROM t WHERE t.n = ev.sensor) GROUP BY ALL`},
+
 	{kind: "no from", sql: `SELECT (SELECT count(*) FROM t), (SELECT max(x) FROM t) > 10, EXISTS (SELECT 1 FROM u WHERE k = 99), 2 IN (SELECT k FROM u)`},
 }
 

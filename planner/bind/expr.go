@@ -307,6 +307,15 @@ func (b *Binder) call(x *lang.FuncCall, sc *scope, ac *aggScope) expr.Expr {
 		return nil
 	}
 	if f.Kind == expr.AggregateKind {
+		switch f.Name {
+		case "count", "sum", "avg", "min", "max":
+		default:
+			if x.Distinct {
+				// The executor keeps distinct sets for these five only.
+				b.errorf(x.Pos, ErrNotSupported, "%s(DISTINCT ...) is not supported (DISTINCT is for count, sum, avg, min and max)", f.Name)
+				return nil
+			}
+		}
 		for i, a := range args[min(1, len(args)):] {
 			// Only the first argument is per row (quantile_cont(x, 0.9),
 			// string_agg(s, ', ')): the others are constants of the call.
