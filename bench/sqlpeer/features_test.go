@@ -196,6 +196,11 @@ var features = []feature{
 	{kind: "analyst, stream", sql: `SELECT window_start, count(*), avg(value) FROM ev WHERE value > (SELECT max(x) * 5 FROM t WHERE t.n = ev.sensor) GROUP BY TUMBLE(ts, INTERVAL '20' SECOND)`,
 		duckdb: `SELECT time_bucket(INTERVAL 20 SECOND, ts) AS window_start, count(*), avg(value) FROM ev WHERE value > (SELECT max(x) * 5 FROM t WHERE t.n = ev.sensor) GROUP BY ALL`},
 
+	// String functions as DuckDB: concat() skips NULLs (|| does not);
+	// substr counts a negative start from the end, a negative length back.
+	{kind: "strings", sql: `SELECT id, concat(g, s), g || s, concat(s, NULL, '!', g), substr(s, 2, 3), substr(s, -3), substr(s, 0, 2), substr(s, 0), substr(s, -2, 5), substr(s, 2, -1), substr(s, 3, -5), substr(s, -20, 3), substr(s, 100), substr(s, 0, -1), substr(s, 1, 0) FROM t`},
+	{kind: "strings", sql: `SELECT g, concat(min(s), '/', max(s)), count(*) FROM t GROUP BY g HAVING concat(g, 'x') <> 'x'`},
+
 	{kind: "no from", sql: `SELECT (SELECT count(*) FROM t), (SELECT max(x) FROM t) > 10, EXISTS (SELECT 1 FROM u WHERE k = 99), 2 IN (SELECT k FROM u)`},
 }
 

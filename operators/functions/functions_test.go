@@ -257,7 +257,7 @@ func TestScalarBroadcastAndNulls(t *testing.T) {
 	impl := Builtins()
 	arr, _ := ArrayOf(mem, expr.String, []any{"ab", nil, "xyz"})
 	defer arr.Release()
-	upper, _ := impl.Scalar("concat")
+	upper, _ := impl.Scalar("string_concat") // ||: NULL in, NULL out
 	d := compute.NewDatum(arr)
 	defer d.Release()
 	got, err := upper(c, expr.String, []compute.Datum{d, compute.NewDatum(scalar.NewStringScalar("!"))}, 3)
