@@ -27,19 +27,28 @@ import (
 // subquery or the condition. The rewrite is recorded in b.replaced: binding
 // the subquery expression binds its replacement instead.
 func (b *Binder) decorrelate(s *lang.Select, node logical.Node, sc *scope) (logical.Node, *scope) {
-	var roots []lang.Expr
+	var roots, groupedRoots []lang.Expr
 	if s.Where != nil {
 		roots = append(roots, s.Where)
 	}
-	if !(len(s.GroupBy) > 0 || s.Having != nil || s.Distinct || itemsAggregate(s, b)) {
-		for _, it := range s.Items {
-			if it.Expr != nil {
-				roots = append(roots, it.Expr)
-			}
+	aggregating := len(s.GroupBy) > 0 || s.Having != nil || s.Distinct || itemsAggregate(s, b)
+	for _, it := range s.Items {
+		if it.Expr == nil {
+			continue
+		}
+		if aggregating {
+			groupedRoots = append(groupedRoots, it.Expr)
+		} else {
+			roots = append(roots, it.Expr)
 		}
 	}
+	if s.Having != nil {
+		groupedRoots = append(groupedRoots, s.Having)
+	}
 	var subs []lang.Expr
-	for _, r := range roots {
+	grouped := map[lang.Expr]bool{}
+	for i, r := range append(roots, groupedRoots...) {
+		n0 := len(subs)
 		lang.Inspect(r, func(n lang.Node) bool {
 			switch x := n.(type) {
 			case *lang.SubqueryExpr:
@@ -58,9 +67,16 @@ func (b *Binder) decorrelate(s *lang.Select, node logical.Node, sc *scope) (logi
 			}
 			return true
 		})
+		for _, e := range subs[n0:] {
+			grouped[e] = i >= len(roots)
+		}
 	}
 	for _, e := range subs {
-		if n2, sc2 := b.decorrelateOne(e, node, sc); n2 != nil {
+		var groups []lang.Expr
+		if grouped[e] {
+			groups = s.GroupBy
+		}
+		if n2, sc2 := b.decorrelateOne(e, node, sc, grouped[e], groups); n2 != nil {
 			node, sc = n2, sc2
 		}
 	}
@@ -76,7 +92,11 @@ type correlation struct {
 // decorrelateOne rewrites one subquery expression; nil when it is not
 // correlated or not rewritable (then it binds as written, and reports what
 // is wrong there), or when it was refused here (reported).
-func (b *Binder) decorrelateOne(e lang.Expr, node logical.Node, sc *scope) (logical.Node, *scope) {
+//
+// In the SELECT list or HAVING of an aggregating block (grouped), the
+// correlation must be on GROUP BY expressions: the derived values are then
+// the same for every row of a group, and the subquery reads min() of them.
+func (b *Binder) decorrelateOne(e lang.Expr, node logical.Node, sc *scope, grouped bool, groups []lang.Expr) (logical.Node, *scope) {
 	var q *lang.Query
 	var pos lexer.Position
 	switch x := e.(type) {
@@ -198,11 +218,43 @@ func (b *Binder) decorrelateOne(e lang.Expr, node logical.Node, sc *scope) (logi
 		// serves, on streams too.
 		return nil, nil
 	}
+	if grouped {
+		isGroup := func(x lang.Expr) bool {
+			for _, g := range groups {
+				if sameRef(x, g) {
+					return true
+				}
+			}
+			return false
+		}
+		for _, o := range corr.outer {
+			// A GROUP BY expression, or one of GROUP BY columns only.
+			found := isGroup(o)
+			if !found {
+				found = true
+				lang.Inspect(o, func(n lang.Node) bool {
+					if c, ok := n.(*lang.ColumnRef); ok && !isGroup(c) {
+						found = false
+					}
+					_, sub := n.(*lang.Query)
+					return !sub
+				})
+			}
+			if !found {
+				return unsupported(o.Position(), fmt.Sprintf("in an aggregating query, correlation on %s, which is not a GROUP BY expression nor one of GROUP BY columns", lang.Print(o)))
+			}
+		}
+	}
 	b.sqN++
 	alias := fmt.Sprintf("$sq%d", b.sqN)
-	col := func(a, name string) *lang.ColumnRef {
-		return &lang.ColumnRef{Pos: pos, Names: []string{a, name}}
+	col := func(a, name string) lang.Expr {
+		c := &lang.ColumnRef{Pos: pos, Names: []string{a, name}}
+		if grouped {
+			return &lang.FuncCall{Pos: pos, Name: "min", Args: []lang.Expr{c}}
+		}
+		return c
 	}
+	ref := func(a, name string) lang.Expr { return &lang.ColumnRef{Pos: pos, Names: []string{a, name}} }
 	var repl lang.Expr
 	var joins []derived
 	switch x := e.(type) {
@@ -263,7 +315,7 @@ func (b *Binder) decorrelateOne(e lang.Expr, node logical.Node, sc *scope) (logi
 			name := fmt.Sprintf("$k%d", i+1)
 			sel.Items = append(sel.Items, &lang.SelectItem{Pos: k.Position(), Expr: k, Alias: name})
 			sel.GroupBy = append(sel.GroupBy, k)
-			on = and(on, &lang.BinaryExpr{Pos: pos, OpPos: pos, Op: lang.OpEq, Left: outer[i], Right: col(d.alias, name)})
+			on = and(on, &lang.BinaryExpr{Pos: pos, OpPos: pos, Op: lang.OpEq, Left: outer[i], Right: ref(d.alias, name)})
 		}
 		sel.Items = append(sel.Items, d.items...)
 		right, rsc := b.tableRef(&lang.TableRef{Pos: pos, Subquery: &lang.Query{Pos: q.Pos, Select: sel}, Alias: d.alias})
@@ -311,6 +363,21 @@ type derived struct {
 	alias         string
 	items         []*lang.SelectItem
 	key, outerKey lang.Expr
+}
+
+// sameRef: a and g are the same expression as written, up to a column's
+// qualifier on one side only (s.g and g).
+func sameRef(a, g lang.Expr) bool {
+	ca, ok1 := a.(*lang.ColumnRef)
+	cg, ok2 := g.(*lang.ColumnRef)
+	if ok1 && ok2 {
+		na, ng := ca.Names, cg.Names
+		if !strings.EqualFold(na[len(na)-1], ng[len(ng)-1]) {
+			return false
+		}
+		return len(na) == 1 || len(ng) == 1 || strings.EqualFold(na[0], ng[0])
+	}
+	return strings.EqualFold(lang.Print(a), lang.Print(g))
 }
 
 func countStar(pos lexer.Position) lang.Expr {
