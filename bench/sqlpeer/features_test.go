@@ -144,6 +144,8 @@ var features = []feature{
 	{kind: "correlated, grouped", sql: `WITH s AS (SELECT g, n, x FROM t WHERE x IS NOT NULL) SELECT g, max(x) - min(x) AS spread, (SELECT count(*) FROM s s2 WHERE s2.g = s.g AND s2.n > 2) AS big FROM s GROUP BY g`},
 	{kind: "correlated, grouped", sql: `SELECT g, count(*) FROM t GROUP BY g HAVING count(*) > (SELECT count(*) FROM t b WHERE b.g = t.g AND b.n > 3) + 2`},
 	{kind: "correlated, grouped", sql: `SELECT n, sum(x), (SELECT max(label) FROM u WHERE u.k = t.n), n NOT IN (SELECT k + 1 FROM u WHERE u.k = t.n - 1 AND label <> 'k0') FROM t GROUP BY n`},
+	{kind: "correlated, outer condition", sql: `SELECT id, EXISTS (SELECT 1 FROM u WHERE u.k = t.n AND u.label <> 'k2' AND t.x > 0), (SELECT count(*) FROM u WHERE u.k = t.n AND t.g = 'a'), (SELECT max(k) FROM u WHERE t.x > 1) FROM t`},
+	{kind: "correlated, outer condition", sql: `SELECT id FROM t WHERE n NOT IN (SELECT k FROM u WHERE u.label = 'k' || CAST(t.n AS VARCHAR) AND t.g <> 'b') AND NOT EXISTS (SELECT 1 FROM u WHERE t.x < -2)`},
 	{kind: "correlated in", sql: `SELECT id, n IN (SELECT k FROM u WHERE u.label = t.g || '1'), n NOT IN (SELECT k FROM u WHERE upper(u.label) = upper(t.s)) FROM t`},
 	{kind: "correlated in", sql: `SELECT id FROM t WHERE n IN (SELECT k FROM u WHERE u.k + 3 = t.id AND u.k = t.n - 0) OR id IN (SELECT b.id + 1 FROM t b WHERE b.g = t.g)`},
 	{kind: "correlated in", sql: `SELECT id, g, n NOT IN (SELECT b.n FROM t b WHERE b.g = t.g AND b.id <> 3) FROM t`},

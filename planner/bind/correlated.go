@@ -87,6 +87,7 @@ func (b *Binder) decorrelate(s *lang.Select, node logical.Node, sc *scope) (logi
 type correlation struct {
 	inner, outer []lang.Expr // the equalities' sides, aligned
 	rest         lang.Expr   // the subquery's own conditions
+	outerOnly    lang.Expr   // conditions on the outer row alone
 }
 
 // decorrelateOne rewrites one subquery expression; nil when it is not
@@ -209,11 +210,12 @@ func (b *Binder) decorrelateOne(e lang.Expr, node logical.Node, sc *scope, group
 			}
 		}
 		if in == 0 {
-			return unsupported(c.Position(), fmt.Sprintf("a condition on the outer row alone (%s)", lang.Print(c)))
+			corr.outerOnly = and(corr.outerOnly, c)
+			continue
 		}
 		return unsupported(c.Position(), fmt.Sprintf("the condition %s (the outer row may be compared with = only: inner = outer)", lang.Print(c)))
 	}
-	if _, ok := e.(*lang.ExistsExpr); ok && len(corr.inner) == 1 {
+	if _, ok := e.(*lang.ExistsExpr); ok && len(corr.inner) == 1 && corr.outerOnly == nil {
 		// One equality: decorrelateExists's IN over a set built once
 		// serves, on streams too.
 		return nil, nil
@@ -255,8 +257,49 @@ func (b *Binder) decorrelateOne(e lang.Expr, node logical.Node, sc *scope, group
 		return c
 	}
 	ref := func(a, name string) lang.Expr { return &lang.ColumnRef{Pos: pos, Names: []string{a, name}} }
+	// Where a condition on the outer row alone fails (or is NULL), the
+	// subquery has no rows: EXISTS and IN are FALSE, a value NULL (count 0).
+	var empty lang.Expr = &lang.BoolLit{Pos: pos, Value: false}
+	if _, ok := e.(*lang.SubqueryExpr); ok {
+		empty = &lang.NullLit{Pos: pos}
+		if f, ok := s.Items[0].Expr.(*lang.FuncCall); ok && !s.Items[0].Star && strings.EqualFold(f.Name, "count") {
+			empty = &lang.NumberLit{Pos: pos, Value: "0"}
+		}
+	}
+	guard := func(r lang.Expr) lang.Expr {
+		if corr.outerOnly == nil {
+			return r
+		}
+		return &lang.CaseExpr{Pos: pos, Whens: []*lang.WhenClause{{Pos: pos, Cond: corr.outerOnly, Result: r}}, Else: empty}
+	}
+	if len(corr.inner) == 0 {
+		// Only conditions on the outer row: the rest is an uncorrelated
+		// subquery, run once, chosen per row.
+		q2, s2 := *q, *s
+		s2.Where, q2.Select = corr.rest, &s2
+		var sub lang.Expr
+		negate := false
+		switch x := e.(type) {
+		case *lang.SubqueryExpr:
+			sub = &lang.SubqueryExpr{Pos: pos, Query: &q2}
+		case *lang.ExistsExpr:
+			sub = &lang.ExistsExpr{Pos: pos, Query: &q2}
+		case *lang.InExpr:
+			sub, negate = &lang.InExpr{Pos: pos, X: x.X, Subquery: &q2}, x.Not
+		}
+		repl := guard(sub)
+		if negate {
+			repl = &lang.UnaryExpr{Pos: pos, Op: lang.OpNot, X: repl}
+		}
+		if b.replaced == nil {
+			b.replaced = map[lang.Expr]lang.Expr{}
+		}
+		b.replaced[e] = repl
+		return node, sc
+	}
 	var repl lang.Expr
 	var joins []derived
+	negate := false
 	switch x := e.(type) {
 	case *lang.SubqueryExpr:
 		if len(s.Items) != 1 || s.Items[0].Star || !hasAggregateCall(s.Items[0].Expr, b.Funcs) {
@@ -299,9 +342,11 @@ func (b *Binder) decorrelateOne(e lang.Expr, node logical.Node, sc *scope, group
 				Right: &lang.BinaryExpr{Pos: pos, OpPos: pos, Op: lang.OpGt, Left: col(st, "$n"), Right: col(st, "$nn")}},
 				Result: &lang.NullLit{Pos: pos}},
 		}, Else: &lang.BoolLit{Pos: pos, Value: false}}
-		if x.Not {
-			repl = &lang.UnaryExpr{Pos: pos, Op: lang.OpNot, X: repl}
-		}
+		negate = x.Not
+	}
+	repl = guard(repl)
+	if negate {
+		repl = &lang.UnaryExpr{Pos: pos, Op: lang.OpNot, X: repl}
 	}
 	for _, d := range joins {
 		sel := &lang.Select{Pos: s.Pos, From: s.From, Where: corr.rest}
