@@ -17,7 +17,7 @@ var (
 	genNames   = []string{"a", "b", "t", "text", "rate", "select", "Weird Name", `q"uote`, "_x1", "from", ""}
 	genNumbers = []string{"0", "1", "42", "1.5", ".5", "7.", "1e3", "2.5E-3"}
 	genStrings = []string{"", "x", "it's", "--not a comment", "/*", "a''b"}
-	genBinOps  = []BinaryOp{OpOr, OpAnd, OpEq, OpNe, OpLt, OpLe, OpGt, OpGe, OpAdd, OpSub, OpConcat, OpMul, OpDiv, OpMod}
+	genBinOps  = []BinaryOp{OpOr, OpAnd, OpEq, OpNe, OpLt, OpLe, OpGt, OpGe, OpAdd, OpSub, OpConcat, OpMul, OpDiv, OpIntDiv, OpMod}
 	genUnits   = []TimeUnit{Millisecond, Second, Minute, Hour, Day}
 	genTypes   = []TypeName{TypeBoolean, TypeInt, TypeBigint, TypeFloat, TypeDouble, TypeVarchar, TypeBlob, TypeTimestamp}
 )

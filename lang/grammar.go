@@ -118,7 +118,7 @@ type multiplicative struct {
 
 type mulTail struct {
 	Pos   lexer.Position
-	Op    BinaryOp `parser:"@( '*' | '/' | '%' )"`
+	Op    BinaryOp `parser:"@( '*' | '//' | '/' | '%' )"`
 	Right *unary   `parser:"@@"`
 }
 

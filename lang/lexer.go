@@ -67,7 +67,7 @@ var sqlLexer = lexer.MustSimple([]lexer.SimpleRule{
 	{Name: TokFloat, Pattern: `(?:[0-9]+\.[0-9]*|\.[0-9]+)(?:[eE][+-]?[0-9]+)?|[0-9]+[eE][+-]?[0-9]+`},
 	{Name: TokInt, Pattern: `[0-9]+`},
 	{Name: TokString, Pattern: `'(?:[^']|'')*'`},
-	{Name: TokOperator, Pattern: `::|<>|!=|<=|>=|\|\||[-+*/%=<>(),.;\[\]]`},
+	{Name: TokOperator, Pattern: `::|//|<>|!=|<=|>=|\|\||[-+*/%=<>(),.;\[\]]`},
 })
 
 // Keyword describes one keyword of the language.

@@ -560,7 +560,7 @@ func precedence(e Expr) int {
 			return precAnd
 		case OpAdd, OpSub, OpConcat:
 			return precAdditive
-		case OpMul, OpDiv, OpMod:
+		case OpMul, OpDiv, OpIntDiv, OpMod:
 			return precMultiplicative
 		default:
 			return precPredicate

@@ -214,6 +214,7 @@ const (
 	OpConcat BinaryOp = "||"
 	OpMul    BinaryOp = "*"
 	OpDiv    BinaryOp = "/"
+	OpIntDiv BinaryOp = "//"
 	OpMod    BinaryOp = "%"
 )
 

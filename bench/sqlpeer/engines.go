@@ -273,6 +273,9 @@ func sameValue(a, b any) bool {
 	fa, oka := a.(float64)
 	fb, okb := b.(float64)
 	if oka && okb {
+		if math.IsNaN(fa) || math.IsNaN(fb) { // 0/0 is NaN on both engines
+			return math.IsNaN(fa) && math.IsNaN(fb)
+		}
 		return fa == fb || math.Abs(fa-fb) <= 1e-9*math.Max(math.Abs(fa), math.Abs(fb))
 	}
 	ta, oka := a.(time.Time)

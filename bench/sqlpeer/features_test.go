@@ -134,6 +134,24 @@ var features = []feature{
 	{kind: "exists, correlated", sql: `SELECT id, n FROM t WHERE EXISTS (SELECT 1 FROM u WHERE u.k = t.n)`},
 	{kind: "exists, correlated", sql: `SELECT id, EXISTS (SELECT * FROM u WHERE t.n = k AND label <> 'k1'), NOT EXISTS (SELECT 1 FROM u WHERE u.k = t.n) FROM t`},
 	{kind: "exists, correlated", sql: `SELECT g, count(*) FROM t WHERE NOT EXISTS (SELECT 1 FROM u WHERE k = n AND k > 0) GROUP BY g`},
+	// Correlated subqueries, decorrelated into LEFT JOINs of grouped
+	// tables: scalar (count of nothing is 0, other aggregates NULL), IN and
+	// NOT IN (NULLs in the set or the value), NOT EXISTS, several equalities.
+	{kind: "correlated scalar", sql: `SELECT id, g, x FROM t t1 WHERE x > (SELECT avg(x) FROM t t2 WHERE t2.g = t1.g)`},
+	{kind: "correlated scalar", sql: `SELECT id, (SELECT count(*) FROM u WHERE u.k = t.n), (SELECT max(label) FROM u WHERE k = n), (SELECT sum(k) * 2 FROM u WHERE u.k = t.n AND label <> 'k3') FROM t`},
+	{kind: "correlated scalar", sql: `SELECT g, count(*) FROM t a WHERE a.n >= (SELECT median(b.n) FROM t b WHERE b.g = a.g AND b.x > 0) GROUP BY g`},
+	{kind: "correlated scalar", sql: `SELECT id, x - (SELECT avg(x) FROM t b WHERE b.g = a.g AND date_trunc('month', b.ts) = date_trunc('month', a.ts)) AS dev FROM t a WHERE ts IS NOT NULL`},
+	{kind: "correlated, grouped", sql: `WITH s AS (SELECT g, n, x FROM t WHERE x IS NOT NULL) SELECT g, max(x) - min(x) AS spread, (SELECT count(*) FROM s s2 WHERE s2.g = s.g AND s2.n > 2) AS big FROM s GROUP BY g`},
+	{kind: "correlated, grouped", sql: `SELECT g, count(*) FROM t GROUP BY g HAVING count(*) > (SELECT count(*) FROM t b WHERE b.g = t.g AND b.n > 3) + 2`},
+	{kind: "correlated, grouped", sql: `SELECT n, sum(x), (SELECT max(label) FROM u WHERE u.k = t.n), n NOT IN (SELECT k + 1 FROM u WHERE u.k = t.n - 1 AND label <> 'k0') FROM t GROUP BY n`},
+	{kind: "correlated, outer condition", sql: `SELECT id, EXISTS (SELECT 1 FROM u WHERE u.k = t.n AND u.label <> 'k2' AND t.x > 0), (SELECT count(*) FROM u WHERE u.k = t.n AND t.g = 'a'), (SELECT max(k) FROM u WHERE t.x > 1) FROM t`},
+	{kind: "correlated, outer condition", sql: `SELECT id FROM t WHERE n NOT IN (SELECT k FROM u WHERE u.label = 'k' || CAST(t.n AS VARCHAR) AND t.g <> 'b') AND NOT EXISTS (SELECT 1 FROM u WHERE t.x < -2)`},
+	{kind: "correlated in", sql: `SELECT id, n IN (SELECT k FROM u WHERE u.label = t.g || '1'), n NOT IN (SELECT k FROM u WHERE upper(u.label) = upper(t.s)) FROM t`},
+	{kind: "correlated in", sql: `SELECT id FROM t WHERE n IN (SELECT k FROM u WHERE u.k + 3 = t.id AND u.k = t.n - 0) OR id IN (SELECT b.id + 1 FROM t b WHERE b.g = t.g)`},
+	{kind: "correlated in", sql: `SELECT id, g, n NOT IN (SELECT b.n FROM t b WHERE b.g = t.g AND b.id <> 3) FROM t`},
+	{kind: "correlated not exists", sql: `SELECT id, g FROM t WHERE NOT EXISTS (SELECT 1 FROM t b WHERE b.g = t.g AND b.n = t.n AND b.id = t.id - 1)`},
+	{kind: "correlated not exists", sql: `SELECT id FROM t a WHERE NOT EXISTS (SELECT * FROM t b WHERE b.g = a.g AND b.n = a.n AND b.x > 1)`},
+	{kind: "correlated exists", sql: `SELECT id, EXISTS (SELECT 1 FROM t b WHERE b.g = t.g AND b.n = t.n AND b.x > 5) AS e FROM t`},
 	{kind: "scalar subquery", sql: `SELECT id, x, x - (SELECT avg(x) FROM t) FROM t WHERE x > (SELECT avg(x) FROM t)`},
 	{kind: "scalar subquery", sql: `SELECT id, (SELECT max(label) FROM u), (SELECT k FROM u WHERE k > 100) FROM t WHERE id <= 3`},
 	{kind: "scalar subquery", sql: `SELECT g, sum(x) / (SELECT sum(x) FROM t) FROM t GROUP BY g HAVING count(*) > (SELECT count(*) / 10 FROM t)`},
@@ -148,6 +166,46 @@ var features = []feature{
 	// SELECT without FROM: one row.
 	{kind: "no from", sql: `SELECT 1 + 2, 'a' || 'b', greatest(2, NULL, 5), NULL IS NULL, 7 % 2, TRY_CAST('x' AS INT), date_part('year', TIMESTAMP '2024-05-06 07:08:09')`},
 	{kind: "no from", sql: `SELECT count(*), sum(3), max('z')`},
+	// Division as DuckDB: / is a DOUBLE quotient of integers too, IEEE at
+	// zero (Infinity; NaN for 0/0); // truncates integers toward zero and
+	// is NULL by zero; % has the sign of the dividend, NULL by an integer
+	// zero, NaN by a DOUBLE one.
+	{kind: "division", sql: `SELECT id, n / 2, n // 2, n % 3, -n % 3, n // -2, x / 2, x // 2, x % 2, -x % 3 FROM t`},
+	{kind: "division", sql: `SELECT id, n / 0, n // 0, n % 0, x / 0, x // 0, x % 0, id / (n - n), (n - n) / 0 FROM t`},
+	{kind: "division", sql: `SELECT g, sum(n) / count(n), sum(n) // count(n), count(*) / 3, count(*) // 3, count(*) % 3, sum(x) // 2 FROM t GROUP BY g`},
+	{kind: "division", sql: `SELECT 7 / 2, 7 // 2, -7 // 2, -7 % 3, 7 % -3, 7.5 // 2, -7.5 % 2, 1 / 0, -1 / 0, 0 / 0, 1 // 0, 1 % 0, 5 // -2 * 3`},
+	{kind: "division", sql: `SELECT id FROM t WHERE n / 4 > 1 AND id // 10 = 1`},
+
+	// FULL JOIN of tables: matches, then both sides' unmatched rows with
+	// the other side's columns NULL (NULL keys match nothing).
+	{kind: "full join", sql: `SELECT t.id, t.n, u.k, u.label FROM t FULL JOIN u ON t.n = u.k`},
+	{kind: "full join", sql: `SELECT coalesce(t.n, u.k) AS key, count(t.id), count(u.label), count(*) FROM t FULL OUTER JOIN u ON t.n = u.k GROUP BY 1`},
+	{kind: "full join", sql: `SELECT a.k, a.label, b.k2 FROM u a FULL JOIN (SELECT k + 3 AS k2 FROM u WHERE k > 0) b ON a.k = b.k2 ORDER BY a.k NULLS FIRST, b.k2 NULLS FIRST`, ordered: true},
+	{kind: "full join", sql: `SELECT * FROM u FULL JOIN t ON u.k = t.n AND u.label = t.g WHERE t.id IS NULL OR u.k IS NULL`},
+	{kind: "full join", sql: `WITH a AS (SELECT g, count(*) AS c FROM t WHERE x > 0 GROUP BY g), b AS (SELECT g, sum(n) AS s FROM t WHERE n > 2 GROUP BY g) SELECT coalesce(a.g, b.g), a.c, b.s FROM a FULL JOIN b ON a.g = b.g`},
+
+	// Analyst-style queries mixing CTEs, window functions, subqueries,
+	// date and string functions.
+	{kind: "analyst", sql: `WITH m AS (SELECT date_trunc('month', ts) AS month, g, sum(x) AS total FROM t WHERE ts IS NOT NULL AND g IS NOT NULL GROUP BY 1, 2) SELECT month, g, total, rank() OVER (PARTITION BY month ORDER BY total DESC NULLS LAST) AS r FROM m ORDER BY month, r, g`, ordered: true},
+	{kind: "analyst", sql: `WITH r AS (SELECT id, g, x, row_number() OVER (PARTITION BY g ORDER BY x DESC, id) AS rn FROM t WHERE x IS NOT NULL) SELECT g, id, x FROM r WHERE rn <= 2 ORDER BY g NULLS FIRST, rn`, ordered: true},
+	{kind: "analyst", sql: `SELECT upper(coalesce(g, 'none')) AS grp, count(*) AS n, round(avg(x), 3) AS ax, count(DISTINCT lower(s)) AS ds FROM t WHERE id NOT IN (SELECT id FROM t WHERE x < -3) GROUP BY 1 HAVING count(*) > 2 ORDER BY n DESC, grp`, ordered: true},
+	{kind: "analyst", sql: `SELECT id, g, x, x - avg(x) OVER (PARTITION BY g) AS dev, sum(n) OVER (PARTITION BY g ORDER BY id ROWS BETWEEN 2 PRECEDING AND CURRENT ROW) AS run3 FROM t WHERE x > (SELECT avg(x) FROM t t2 WHERE t2.g = t.g) ORDER BY id`, ordered: true},
+	{kind: "analyst", sql: `WITH d AS (SELECT EXTRACT(dow FROM ts) AS dow, EXTRACT(hour FROM ts) AS h, x FROM t WHERE ts IS NOT NULL) SELECT dow, count(*), sum(CASE WHEN h < 12 THEN 1 ELSE 0 END) AS am, max(x) FROM d GROUP BY dow ORDER BY dow`, ordered: true},
+	{kind: "analyst", sql: `SELECT regexp_replace(lower(s), '[^a-z]', '', 'g') AS w, count(*) AS c, min(id) FROM t WHERE s IS NOT NULL AND length(s) > 0 GROUP BY 1 ORDER BY c DESC, w LIMIT 4`, ordered: true},
+	{kind: "analyst", sql: `WITH first_seen AS (SELECT g, min(ts) AS f FROM t GROUP BY g) SELECT t.g, t.id, t.ts - fs.f < INTERVAL '10' DAY AS early, date_part('day', t.ts) FROM t JOIN first_seen fs ON t.g = fs.g WHERE t.ts < fs.f + INTERVAL '30' DAY ORDER BY t.g, t.id`, ordered: true},
+	{kind: "analyst", sql: `SELECT id, lag(x) OVER (ORDER BY id) AS prev, x - lag(x) OVER (ORDER BY id) AS delta, lead(s, 2) OVER (ORDER BY id) AS s2 FROM t WHERE id <= 15 ORDER BY id`, ordered: true},
+	{kind: "analyst", sql: `WITH top AS (SELECT g FROM t GROUP BY g ORDER BY sum(x) DESC NULLS LAST LIMIT 2) SELECT t.g, count(*), percentile_cont(0.5) WITHIN GROUP (ORDER BY x) FROM t WHERE t.g IN (SELECT g FROM top) GROUP BY t.g`},
+	{kind: "analyst", sql: `SELECT g, n, count(*) AS c, sum(count(*)) OVER (PARTITION BY g) AS gc, count(*) / sum(count(*)) OVER (PARTITION BY g) AS share FROM t WHERE g IS NOT NULL AND n IS NOT NULL GROUP BY g, n ORDER BY g, n`, ordered: true},
+	{kind: "analyst", sql: `SELECT id, s, CASE WHEN s ILIKE 'apple%' THEN 'apple' WHEN regexp_matches(s, '[0-9]') THEN 'digit' ELSE 'other' END AS kind, greatest(n, 0) // 2 AS half FROM t WHERE EXISTS (SELECT 1 FROM u WHERE u.k = t.n AND u.label IS NOT NULL) ORDER BY id`, ordered: true},
+	{kind: "analyst", sql: `WITH daily AS (SELECT date_trunc('day', ts) AS d, count(*) AS c FROM t WHERE ts IS NOT NULL GROUP BY 1) SELECT d, c, avg(c) OVER (ORDER BY d ROWS BETWEEN 6 PRECEDING AND CURRENT ROW) AS ma7, c - (SELECT avg(c) FROM daily) AS vs_mean FROM daily ORDER BY d`, ordered: true},
+	{kind: "analyst, stream", sql: `SELECT window_start, count(*), avg(value) FROM ev WHERE value > (SELECT max(x) * 5 FROM t WHERE t.n = ev.sensor) GROUP BY TUMBLE(ts, INTERVAL '20' SECOND)`,
+		duckdb: `SELECT time_bucket(INTERVAL 20 SECOND, ts) AS window_start, count(*), avg(value) FROM ev WHERE value > (SELECT max(x) * 5 FROM t WHERE t.n = ev.sensor) GROUP BY ALL`},
+
+	// String functions as DuckDB: concat() skips NULLs (|| does not);
+	// substr counts a negative start from the end, a negative length back.
+	{kind: "strings", sql: `SELECT id, concat(g, s), g || s, concat(s, NULL, '!', g), substr(s, 2, 3), substr(s, -3), substr(s, 0, 2), substr(s, 0), substr(s, -2, 5), substr(s, 2, -1), substr(s, 3, -5), substr(s, -20, 3), substr(s, 100), substr(s, 0, -1), substr(s, 1, 0) FROM t`},
+	{kind: "strings", sql: `SELECT g, concat(min(s), '/', max(s)), count(*) FROM t GROUP BY g HAVING concat(g, 'x') <> 'x'`},
+
 	{kind: "no from", sql: `SELECT (SELECT count(*) FROM t), (SELECT max(x) FROM t) > 10, EXISTS (SELECT 1 FROM u WHERE k = 99), 2 IN (SELECT k FROM u)`},
 }
 

@@ -236,7 +236,7 @@ func refCall(name string, a []any) any {
 		return compare(a[0], a[1]) > 0
 	case "greater_equal":
 		return compare(a[0], a[1]) >= 0
-	case "add", "subtract", "multiply", "divide", "modulo":
+	case "add", "subtract", "multiply", "divide", "integer_divide", "modulo":
 		if t, ok := a[0].(time.Time); ok {
 			if name == "add" {
 				return t.Add(a[1].(time.Duration))
@@ -252,7 +252,9 @@ func refCall(name string, a []any) any {
 				return x - y
 			case "multiply":
 				return x * y
-			case "divide":
+			case "divide": // a DOUBLE, IEEE at zero, as DuckDB
+				return float64(x) / float64(y)
+			case "integer_divide":
 				if y == 0 {
 					return nil
 				}
@@ -273,15 +275,14 @@ func refCall(name string, a []any) any {
 		case "multiply":
 			return x * y
 		case "divide":
+			return x / y
+		case "integer_divide":
 			if y == 0 {
 				return nil
 			}
 			return x / y
 		default:
-			if y == 0 {
-				return nil
-			}
-			return math.Mod(x, y)
+			return math.Mod(x, y) // NaN by zero, as DuckDB
 		}
 	case "negate":
 		if x, ok := a[0].(int64); ok {
@@ -312,7 +313,7 @@ func refCall(name string, a []any) any {
 		return string(r[start:end])
 	case "length":
 		return int64(len([]rune(a[0].(string))))
-	case "concat":
+	case "string_concat":
 		s := ""
 		for _, v := range a {
 			s += v.(string)
@@ -375,12 +376,13 @@ func TestEvalMatchesRowByRowReference(t *testing.T) {
 		must(expr.NewLike(s, lit("ap%"), false, false)),
 		must(expr.NewLike(s, lit("%an%"), true, false)),
 		must(expr.NewLike(s, lit("_a%e"), false, false)),
-		must(expr.NewLike(s, call("concat", lit("%"), call("substr", s, lit(int64(3)))), false, false)),
-		must(expr.NewLike(lit("banana"), call("concat", call("substr", s, lit(int64(1)), lit(int64(2))), lit("%")), true, false)),
+		must(expr.NewLike(s, call("string_concat", lit("%"), call("substr", s, lit(int64(3)))), false, false)),
+		must(expr.NewLike(lit("banana"), call("string_concat", call("substr", s, lit(int64(1)), lit(int64(2))), lit("%")), true, false)),
 		must(expr.NewCase([]expr.When{{Cond: gt, Then: lit("big")}, {Cond: flag, Then: s}}, lit("other"))),
 		must(expr.NewCase([]expr.When{{Cond: call("less", a, lit(int64(0))), Then: b}}, nil)),
 		call("coalesce", a, i32, lit(int64(-1))),
-		call("concat", s, lit("-"), call("upper", s)),
+		call("string_concat", s, call("string_concat", lit("-"), call("upper", s))),
+		call("integer_divide", a, call("subtract", a, lit(int64(3)))),
 		call("length", s),
 		call("greater", call("add", ts, lit(90*time.Minute)), lit(time.Date(2024, 1, 1, 2, 0, 0, 0, time.UTC))),
 		call("date_part", lit("minute"), ts),

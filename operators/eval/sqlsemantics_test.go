@@ -116,7 +116,7 @@ func TestIntegerOverflowIsAnError(t *testing.T) {
 		{"multiply", []expr.Expr{i, lit(int64(2))}},
 		{"negate", []expr.Expr{min}},
 		{"add", []expr.Expr{lit(int64(math.MaxInt64)), lit(int64(1))}},
-		{"divide", []expr.Expr{min, lit(int64(-1))}},
+		{"integer_divide", []expr.Expr{min, lit(int64(-1))}},
 	} {
 		call, err := r.NewCall(c.fn, c.args...)
 		if err != nil {

@@ -97,7 +97,22 @@ func absFunc(c *Ctx, ret arrow.DataType, args []compute.Datum, n int) (arrow.Arr
 
 // divideFunc is a loop, not the compute kernel: SQL here wants NULL on a zero
 // divisor where the kernel fails the whole batch (ints) or gives Inf (floats).
+// divideFunc is /: a DOUBLE quotient of integers too, and IEEE at zero
+// (+-Inf, NaN for 0/0), as DuckDB.
 func divideFunc(c *Ctx, ret arrow.DataType, args []compute.Datum, n int) (arrow.Array, error) {
+	if isFloat(args[0]) {
+		return rowwise(c, ret, args, n, func(o *out, v []*vec, i int) {
+			o.f64(v[0].float64(i) / v[1].float64(i))
+		})
+	}
+	return rowwise(c, ret, args, n, func(o *out, v []*vec, i int) {
+		o.f64(float64(v[0].int64(i)) / float64(v[1].int64(i)))
+	})
+}
+
+// intDivideFunc is //: integers truncate toward zero; DOUBLEs divide plainly
+// (DuckDB's 7.5 // 2 is 3.75); either by zero is NULL.
+func intDivideFunc(c *Ctx, ret arrow.DataType, args []compute.Datum, n int) (arrow.Array, error) {
 	if isFloat(args[0]) {
 		return rowwise(c, ret, args, n, func(o *out, v []*vec, i int) {
 			y := v[1].float64(i)
@@ -138,12 +153,8 @@ func divideFunc(c *Ctx, ret arrow.DataType, args []compute.Datum, n int) (arrow.
 func moduloFunc(c *Ctx, ret arrow.DataType, args []compute.Datum, n int) (arrow.Array, error) {
 	if isFloat(args[0]) {
 		return rowwise(c, ret, args, n, func(o *out, v []*vec, i int) {
-			y := v[1].float64(i)
-			if y == 0 {
-				o.null()
-				return
-			}
-			o.f64(math.Mod(v[0].float64(i), y))
+			// By zero: NaN, as DuckDB (math.Mod's answer too).
+			o.f64(math.Mod(v[0].float64(i), v[1].float64(i)))
 		})
 	}
 	return rowwise(c, ret, args, n, func(o *out, v []*vec, i int) {

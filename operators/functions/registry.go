@@ -101,13 +101,13 @@ func Builtins() *Registry {
 	r := &Registry{scalars: map[string]ScalarFunc{}, aggs: map[string]AggFunc{}, paggs: map[string]ParamAggFunc{}}
 	for name, f := range map[string]ScalarFunc{
 		"add": nullPropagating(addFunc), "subtract": nullPropagating(subtractFunc), "multiply": nullPropagating(computeArith("multiply")),
-		"divide": nullPropagating(divideFunc), "modulo": nullPropagating(moduloFunc), "negate": nullPropagating(negateFunc),
+		"divide": nullPropagating(divideFunc), "integer_divide": nullPropagating(intDivideFunc), "modulo": nullPropagating(moduloFunc), "negate": nullPropagating(negateFunc),
 		"equal": nullPropagating(compareFunc("equal")), "not_equal": nullPropagating(compareFunc("not_equal")), "less": nullPropagating(compareFunc("less")),
 		"less_equal": nullPropagating(compareFunc("less_equal")), "greater": nullPropagating(compareFunc("greater")), "greater_equal": nullPropagating(compareFunc("greater_equal")),
 		"abs": absFunc, "round": roundFunc, "floor": floorCeil(false), "ceil": floorCeil(true),
 		"sqrt": f64Func(sqrtOp), "ln": f64Func(lnOp), "log10": f64Func(log10Op), "exp": f64Func(expOp), "power": powerFunc,
 		"greatest": extremumFunc(true), "least": extremumFunc(false), "coalesce": coalesceFunc, "nullif": nullifFunc,
-		"concat": concatFunc, "lower": strMap(lowerOp), "upper": strMap(upperOp), "trim": strMap(trimOp),
+		"concat": concatFunc, "string_concat": concatOpFunc, "lower": strMap(lowerOp), "upper": strMap(upperOp), "trim": strMap(trimOp),
 		"ltrim": strMap(ltrimOp), "rtrim": strMap(rtrimOp), "length": lengthFunc, "char_length": lengthFunc,
 		"substr": substrFunc, "replace": replaceFunc, "strpos": strposFunc, "starts_with": strPred(startsOp), "regexp_matches": regexpMatchesFunc, "regexp_replace": regexpReplaceFunc, "ends_with": strPred(endsOp),
 		"date_trunc": dateTruncFunc, "date_part": datePartFunc, "to_timestamp": toTimestampFunc, "now": nowFunc, "epoch": epochFunc, "epoch_ms": epochMsFunc,

@@ -1,6 +1,7 @@
 package functions
 
 import (
+	"math"
 	"strings"
 	"unicode/utf8"
 
@@ -29,7 +30,7 @@ func strPred(op func(string, string) bool) ScalarFunc {
 	}
 }
 
-func concatFunc(c *Ctx, ret arrow.DataType, args []compute.Datum, n int) (arrow.Array, error) {
+func concatOpFunc(c *Ctx, ret arrow.DataType, args []compute.Datum, n int) (arrow.Array, error) {
 	var sb strings.Builder
 	return rowwise(c, ret, args, n, func(o *out, v []*vec, i int) {
 		sb.Reset()
@@ -40,24 +41,53 @@ func concatFunc(c *Ctx, ret arrow.DataType, args []compute.Datum, n int) (arrow.
 	})
 }
 
+// concatFunc is the function concat(...): NULL arguments are skipped, as
+// DuckDB's (|| is concatOpFunc, NULL if either side is).
+func concatFunc(c *Ctx, ret arrow.DataType, args []compute.Datum, n int) (arrow.Array, error) {
+	vs, err := vecs(args)
+	if err != nil {
+		return nil, err
+	}
+	defer releaseVecs(vs)
+	o := newOut(c.Mem, ret, n)
+	var sb strings.Builder
+	for i := 0; i < n; i++ {
+		sb.Reset()
+		for _, x := range vs {
+			if !x.isNull(i) {
+				sb.WriteString(x.string(i))
+			}
+		}
+		o.str(sb.String())
+	}
+	return o.finish(), nil
+}
+
 func lengthFunc(c *Ctx, ret arrow.DataType, args []compute.Datum, n int) (arrow.Array, error) {
 	return rowwise(c, ret, args, n, func(o *out, v []*vec, i int) { o.i64(int64(utf8.RuneCountInString(v[0].string(i)))) })
 }
 
-// substrFunc follows SQL: 1-based start; a start before 1 eats into the length.
+// substrFunc follows DuckDB: start is 1-based, counts from the end when
+// negative, and 0 is the place before the first character; a negative n
+// takes the characters before start.
 func substrFunc(c *Ctx, ret arrow.DataType, args []compute.Datum, n int) (arrow.Array, error) {
 	return rowwise(c, ret, args, n, func(o *out, v []*vec, i int) {
 		r := []rune(v[0].string(i))
-		start := v[1].int64(i) - 1
-		end := int64(len(r))
+		size, off, length := int64(len(r)), v[1].int64(i), int64(math.MaxUint32)
 		if len(v) > 2 {
-			if l := v[2].int64(i); l < 0 {
-				end = start
-			} else {
-				end = min(end, start+l)
-			}
+			length = v[2].int64(i)
 		}
-		start = max(start, 0)
+		// Positions unclamped first (0 is the place before the first
+		// character, a negative start counts from the end), clamped last.
+		start := off - 1
+		if off < 0 {
+			start = size + off
+		}
+		end := start + length
+		if length < 0 {
+			start, end = start+length, start
+		}
+		start, end = max(start, 0), min(end, size)
 		if start >= end {
 			o.str("")
 			return

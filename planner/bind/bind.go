@@ -102,6 +102,11 @@ type Binder struct {
 	nowAt time.Time
 	// ctes are the WITH names in scope, innermost last.
 	ctes []*lang.CTE
+	// replaced maps a correlated subquery to the expression over the
+	// joined derived tables that stands for it (decorrelate); sqN numbers
+	// those tables.
+	replaced map[lang.Expr]lang.Expr
+	sqN      int
 }
 
 // now is the query's instant, read once so that every now() agrees.
@@ -234,6 +239,8 @@ type column struct {
 	qual string
 	name string
 	typ  arrow.DataType
+	// hidden: a derived table's column that * does not list (decorrelate's).
+	hidden bool
 }
 
 // scope is the row a FROM clause produces, aligned with a node's schema.

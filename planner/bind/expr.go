@@ -42,6 +42,9 @@ func hasAggregateCall(e lang.Node, reg *expr.Registry) bool {
 // ORDER BY of a grouping query, whose expressions are then bound over the
 // aggregate's output; an aggregate's arguments scope inside an aggregate call.
 func (b *Binder) expr(e lang.Expr, sc *scope, ac *aggScope) expr.Expr {
+	if r, ok := b.replaced[e]; ok {
+		return b.expr(r, sc, ac)
+	}
 	if ac.grouped() {
 		if g := b.groupRef(e, sc, ac); g != nil {
 			return g
@@ -304,6 +307,15 @@ func (b *Binder) call(x *lang.FuncCall, sc *scope, ac *aggScope) expr.Expr {
 		return nil
 	}
 	if f.Kind == expr.AggregateKind {
+		switch f.Name {
+		case "count", "sum", "avg", "min", "max":
+		default:
+			if x.Distinct {
+				// The executor keeps distinct sets for these five only.
+				b.errorf(x.Pos, ErrNotSupported, "%s(DISTINCT ...) is not supported (DISTINCT is for count, sum, avg, min and max)", f.Name)
+				return nil
+			}
+		}
 		for i, a := range args[min(1, len(args)):] {
 			// Only the first argument is per row (quantile_cont(x, 0.9),
 			// string_agg(s, ', ')): the others are constants of the call.
@@ -468,13 +480,13 @@ func (b *Binder) subquery(q *lang.Query, pos lexer.Position, kind expr.SubqueryK
 				qual, col = "", name
 			}
 			if outer != nil && outer.has(qual, col) {
-				e.Msg += " (it is a column of the outer query: of correlated subqueries only EXISTS with one equality to the outer row is supported yet)"
+				e.Msg += " (it is a column of the outer query: a correlated subquery is supported in WHERE, and in the SELECT list of a query that does not aggregate)"
 			}
 		}
 		if _, name, ok := strings.Cut(e.Msg, `unknown relation "`); ok {
 			name, _, _ = strings.Cut(name, `"`)
 			if outer != nil && outer.hasQualifier(name) {
-				e.Msg += " (it is a relation of the outer query: of correlated subqueries only EXISTS with one equality to the outer row is supported yet)"
+				e.Msg += " (it is a relation of the outer query: a correlated subquery is supported in WHERE, and in the SELECT list of a query that does not aggregate)"
 			}
 		}
 	}

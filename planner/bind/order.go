@@ -193,7 +193,7 @@ type starColumn struct {
 func (b *Binder) star(it *lang.SelectItem, sc *scope) []starColumn {
 	var out []starColumn
 	for i, c := range sc.cols {
-		if it.Qualifier != "" && !strings.EqualFold(c.qual, it.Qualifier) {
+		if c.hidden || it.Qualifier != "" && !strings.EqualFold(c.qual, it.Qualifier) {
 			continue
 		}
 		out = append(out, starColumn{e: &expr.Column{Index: i, Name: c.name, DataType: c.typ}, name: c.name, qual: c.qual})

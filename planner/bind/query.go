@@ -125,6 +125,9 @@ func (b *Binder) selectBlock(s *lang.Select, order []*lang.OrderItem) (logical.N
 		node = logical.NewJoin(logical.CrossJoin, node, n, nil, Pos(f.Pos))
 		sc = sc.concat(fsc)
 	}
+	if node != nil && len(s.From) > 0 {
+		node, sc = b.decorrelate(s, node, sc)
+	}
 	if s.Where != nil {
 		b.clause = "WHERE"
 		if pred := b.predicate(s.Where, sc, "WHERE"); pred != nil {
@@ -240,8 +243,11 @@ func (b *Binder) fromItem(f *lang.FromItem) (logical.Node, *scope) {
 			sc = both
 			continue
 		case lang.JoinFull:
-			b.errorf(j.Pos, ErrNotSupported, "FULL JOIN is not supported yet (LEFT and RIGHT JOIN are)")
-			return nil, nil
+			if node = b.fullJoin(j, node, right, sc, rsc); node == nil {
+				return nil, nil
+			}
+			sc = both
+			continue
 		}
 		kind := logical.InnerJoin
 		switch j.Kind {

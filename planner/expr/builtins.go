@@ -91,10 +91,15 @@ func builtinFunctions() []*Function {
 	fns := []*Function{
 		add, sub, neg,
 		arith("multiply", "*", "Product of x and y.", ex(int64(6), int64(2), int64(3)), ex(7.5, 2.5, int64(3))),
-		arith("divide", "/", "Quotient x / y. Integer division truncates toward zero; division by zero gives NULL.",
-			ex(int64(3), int64(7), int64(2)), ex(3.5, 7.0, int64(2)), ex(nil, int64(1), int64(0))),
-		arith("modulo", "%", "Remainder of x / y with the sign of x; modulo by zero gives NULL.",
-			ex(int64(1), int64(7), int64(3)), ex(int64(-1), int64(-7), int64(3)), ex(nil, int64(7), int64(0))),
+		// As DuckDB: / is a DOUBLE quotient even of integers, IEEE at zero
+		// (1/0 is Infinity, 0/0 NaN); // is the integer quotient.
+		{Name: "divide", Kind: Scalar, Operator: "/", Doc: "Quotient x / y as a DOUBLE, integers too (as DuckDB); division by zero gives Infinity, or NaN for 0 / 0.",
+			Signatures: []Signature{sig(ret(Float64), "DOUBLE", pu("x", num), pu("y", num))},
+			Examples:   []Example{ex(3.5, int64(7), int64(2)), ex(3.5, 7.0, int64(2)), ex(math.Inf(1), int64(1), int64(0)), ex(nil, nil, int64(2))}},
+		arith("integer_divide", "//", "Integer quotient x // y, truncated toward zero; of DOUBLEs the plain quotient (as DuckDB). Division by zero gives NULL.",
+			ex(int64(3), int64(7), int64(2)), ex(int64(-3), int64(-7), int64(2)), ex(3.5, 7.0, int64(2)), ex(nil, int64(1), int64(0))),
+		arith("modulo", "%", "Remainder of x / y with the sign of x; modulo by zero gives NULL for integers, NaN for DOUBLEs (as DuckDB).",
+			ex(int64(1), int64(7), int64(3)), ex(int64(-1), int64(-7), int64(3)), ex(int64(1), int64(7), int64(-3)), ex(-1.5, -7.5, int64(2)), ex(nil, int64(7), int64(0))),
 
 		compare("equal", "=", "TRUE when x equals y; NULL if either is NULL.", ex(true, int64(1), 1.0), ex(nil, nil, int64(1)), ex(false, "a", "b")),
 		compare("not_equal", "<>", "TRUE when x differs from y (also spelled !=).", ex(true, int64(1), int64(2)), ex(false, "a", "a")),
@@ -132,9 +137,12 @@ func builtinFunctions() []*Function {
 			Signatures: []Signature{sig(retArg(0), "common type", pu("x", AnyClass), pu("y", AnyClass))},
 			Examples:   []Example{ex(nil, int64(1), int64(1)), ex(int64(1), int64(1), int64(2))}},
 
-		{Name: "concat", Kind: Scalar, Operator: "||", Doc: "Concatenates strings; NULL if any argument is NULL (as in Flink SQL).",
+		{Name: "string_concat", Kind: Scalar, Operator: "||", Doc: "a || b concatenates strings; NULL if either is NULL.",
+			Signatures: []Signature{sig(ret(String), "VARCHAR", p("a", StringClass), p("b", StringClass))},
+			Examples:   []Example{ex("ab", "a", "b"), ex(nil, "a", nil)}},
+		{Name: "concat", Kind: Scalar, Doc: "Concatenates strings, skipping NULLs (as DuckDB); a || b is NULL if either is.",
 			Signatures: []Signature{variadic(sig(ret(String), "VARCHAR", p("s", StringClass)))},
-			Examples:   []Example{ex("ab", "a", "b"), ex("abc", "a", "b", "c"), ex(nil, "a", nil)}},
+			Examples:   []Example{ex("ab", "a", "b"), ex("abc", "a", "b", "c"), ex("a", "a", nil), ex("", nil, nil)}},
 		unaryString("lower", "Lower-case.", ex("abc", "AbC")),
 		unaryString("upper", "Upper-case.", ex("ABC", "aBc"), ex(nil, nil)),
 		unaryString("trim", "Removes leading and trailing spaces.", ex("a b", "  a b ")),
@@ -146,10 +154,10 @@ func builtinFunctions() []*Function {
 		{Name: "char_length", Kind: Scalar, Doc: "Number of characters; same as length.",
 			Signatures: []Signature{sig(ret(Int64), "BIGINT", p("s", StringClass))},
 			Examples:   []Example{ex(int64(0), "")}},
-		{Name: "substr", Kind: Scalar, Doc: "Substring of s from character start (1-based), of at most n characters when n is given.",
+		{Name: "substr", Kind: Scalar, Doc: "Substring of s from character start (1-based; from the end when negative), of at most n characters when n is given (before start when n is negative), as DuckDB.",
 			Signatures: []Signature{sig(ret(String), "VARCHAR", p("s", StringClass), p("start", IntegerClass)),
 				sig(ret(String), "VARCHAR", p("s", StringClass), p("start", IntegerClass), p("n", IntegerClass))},
-			Examples: []Example{ex("cde", "abcde", int64(3)), ex("bc", "abcde", int64(2), int64(2)), ex("", "abc", int64(9))}},
+			Examples: []Example{ex("cde", "abcde", int64(3)), ex("bc", "abcde", int64(2), int64(2)), ex("", "abc", int64(9)), ex("de", "abcde", int64(-2)), ex("a", "abcde", int64(0), int64(2)), ex("ab", "abcde", int64(3), int64(-2))}},
 		{Name: "replace", Kind: Scalar, Doc: "Replaces every occurrence of from in s by to.",
 			Signatures: []Signature{sig(ret(String), "VARCHAR", p("s", StringClass), p("from", StringClass), p("to", StringClass))},
 			Examples:   []Example{ex("a-b-c", "a b c", " ", "-")}},
@@ -273,7 +281,7 @@ func (w *Window) String() string {
 
 // operatorSymbols spells calls of operator functions infix in String().
 var operatorSymbols = map[string]string{
-	"add": "+", "subtract": "-", "negate": "-", "multiply": "*", "divide": "/", "modulo": "%",
+	"add": "+", "subtract": "-", "negate": "-", "multiply": "*", "divide": "/", "integer_divide": "//", "modulo": "%",
 	"equal": "=", "not_equal": "<>", "less": "<", "less_equal": "<=", "greater": ">", "greater_equal": ">=",
-	"concat": "||",
+	"string_concat": "||",
 }

@@ -114,7 +114,7 @@ func TestOperatorsAndSpecialForms(t *testing.T) {
 		sym   string
 		arity int
 		name  string
-	}{{"+", 2, "add"}, {"-", 1, "negate"}, {"-", 2, "subtract"}, {"!=", 2, "not_equal"}, {"||", 2, "concat"}, {">=", 2, "greater_equal"}} {
+	}{{"+", 2, "add"}, {"-", 1, "negate"}, {"-", 2, "subtract"}, {"!=", 2, "not_equal"}, {"||", 2, "string_concat"}, {"//", 2, "integer_divide"}, {">=", 2, "greater_equal"}} {
 		f, ok := r.Operator(tc.sym, tc.arity)
 		if !ok || f.Name != tc.name {
 			t.Errorf("Operator(%q, %d) = %v", tc.sym, tc.arity, f)
