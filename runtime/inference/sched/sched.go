@@ -153,6 +153,15 @@ func (s *Scheduler) Users(key string) []string {
 // Bind returns sess as seen by t's model operator: every Run goes through
 // the scheduler under t. key is the session's Key.
 func (s *Scheduler) Bind(sess ml.Session, key string, t Tenant) ml.Session {
+	// A variant that cannot fill the bound session's outputs is not one
+	// the policy may choose.
+	var vs []Variant
+	for _, v := range t.Variants {
+		if v.Key == key || (v.Session != nil && Compatible(sess.Outputs(), v.Session)) {
+			vs = append(vs, v)
+		}
+	}
+	t.Variants = vs
 	s.mu.Lock()
 	s.tenants[t.Query] = t
 	if s.stats[t.Query] == nil {
@@ -313,6 +322,15 @@ func (s *Scheduler) dispatch() {
 		}
 		s.lastWhy = ""
 		r := d.Run
+		if d.Variant != "" && r.Rows == r.Total {
+			// A variant is chosen for a whole batch, before any part of it
+			// ran: its rows then all come from one model.
+			for i, vr := range s.tenants[r.Query].Variants {
+				if vr.Name == d.Variant && vr.Session != nil {
+					r.Variant, r.Key = i, vr.Key
+				}
+			}
+		}
 		rows := d.Rows
 		if rows <= 0 || rows > r.Rows || !r.Splittable {
 			rows = r.Rows
