@@ -52,6 +52,15 @@ type Scheduler struct {
 	closed   bool
 	started  time.Time
 	lastWhy  string
+	served   map[string]*Served
+}
+
+// Served is what ran on one session since the scheduler started, however
+// many queries came and went: the rows, and those that ended after their
+// deadline.
+type Served struct {
+	Key        string `json:"key"`
+	Rows, Late int64
 }
 
 type shared struct {
@@ -71,7 +80,7 @@ func New(p Policy) *Scheduler {
 	}
 	return &Scheduler{policy: p, profiles: NewProfiles(), arrivals: NewArrivals(), now: time.Now,
 		sessions: map[string]*shared{}, queues: map[string]*Queue{}, tenants: map[string]Tenant{},
-		stats: map[string]*QueryStats{}, started: time.Now()}
+		stats: map[string]*QueryStats{}, started: time.Now(), served: map[string]*Served{}}
 }
 
 // Policy is the scheduler's policy.
@@ -234,6 +243,18 @@ func (s *Scheduler) Stats() []QueryStats {
 	return out
 }
 
+// Served lists the rows run per session, by key.
+func (s *Scheduler) Served() []Served {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var out []Served
+	for _, sv := range s.served {
+		out = append(out, *sv)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Key < out[j].Key })
+	return out
+}
+
 // Why is the policy's latest reason for leaving work waiting ("" none).
 func (s *Scheduler) Why() string {
 	s.mu.Lock()
@@ -276,6 +297,15 @@ func (s *Scheduler) finish(r *Request, rows int, d time.Duration, failed bool) {
 	}
 	r.running = false
 	r.Rows -= rows
+	sv := s.served[r.Key]
+	if sv == nil {
+		sv = &Served{Key: r.Key}
+		s.served[r.Key] = sv
+	}
+	sv.Rows += int64(rows)
+	if !r.Deadline.IsZero() && s.now().After(r.Deadline) {
+		sv.Late += int64(rows)
+	}
 	if st := s.stats[r.Query]; st != nil {
 		st.Batches++
 		st.Rows += int64(rows)
