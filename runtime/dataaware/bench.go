@@ -347,11 +347,6 @@ func MeanSchedules(rows []ScheduleRow) []ScheduleRow {
 	return out
 }
 
-// Policies are the four schedulers the benchmark compares.
-func Policies(threshold int) []Scheduler {
-	return []Scheduler{MaxAccEDF{}, LOEDF{}, Grouped{Threshold: threshold}, Grouped{Threshold: threshold, Aware: true}}
-}
-
 // FitLatency fits Fixed + n*PerItem (milliseconds) to the median times of
 // two batch sizes.
 func FitLatency(n1 int, t1 time.Duration, n2 int, t2 time.Duration) [2]float64 {
