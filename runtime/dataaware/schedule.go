@@ -380,18 +380,23 @@ func (g Grouped) Schedule(p *Problem) []Batch {
 	// optimal schedules group by application and almost all others by
 	// class within one (5.3.2), so both groupings are planned and the one
 	// of the higher expected utility runs.
-	best, bestU := s, ExpectedUtility(p, s, true)
-	if split := g.schedule(p, g.groups(p, true)); ExpectedUtility(p, split, true) > bestU {
-		best, bestU = split, ExpectedUtility(p, split, true)
-	}
 	// The profiled plan is a candidate too, judged on the same data-aware
-	// estimate: where the mix gives no variant an edge, SneakPeek is
-	// Grouped plus what the short-circuit saves.
-	if prof := (Grouped{Threshold: g.Threshold}).Schedule(p); ExpectedUtility(p, prof, true) > bestU {
-		best = prof
+	// estimate, and kept unless another is better by Margin: recalls a
+	// few points apart are within what their profile can tell apart, and
+	// a choice between estimates that close follows their noise.
+	best := (Grouped{Threshold: g.Threshold}).Schedule(p)
+	bestU := ExpectedUtility(p, best, true) + Margin
+	for _, c := range [][]Batch{s, g.schedule(p, g.groups(p, true))} {
+		if u := ExpectedUtility(p, c, true); u > bestU {
+			best, bestU = c, u
+		}
 	}
 	return best
 }
+
+// Margin is the mean expected utility per request by which a data-aware
+// schedule must beat the profiled one to replace it.
+const Margin = 0.005
 
 func (g Grouped) schedule(p *Problem, gs []*group) []Batch {
 	if len(gs) <= g.Threshold {
