@@ -21,16 +21,21 @@ const (
 	// outage, or while a recovery re-deployed the query. Core NATS keeps
 	// nothing for an absent subscriber; the coordinator counts them.
 	DropDisconnected = "disconnected"
+	// DropDeadline counts rows an ML operator dropped before compute: a
+	// query WITH (LATENCY <= x) whose row could no longer meet its
+	// deadline (ingest + x) even in a batch of its own (Jellyfish's lazy
+	// drop). Each is an SLO miss too.
+	DropDeadline = "deadline"
 )
 
 // DropReasons are the reasons in report order.
-var DropReasons = []string{DropLate, DropMalformed, DropSlowConsumer, DropOversized, DropNullEventTime, DropDisconnected}
+var DropReasons = []string{DropLate, DropMalformed, DropSlowConsumer, DropOversized, DropNullEventTime, DropDisconnected, DropDeadline}
 
 // Drops counts what a query dropped, by reason. The zero value is ready;
 // safe for concurrent use, so every operator and source of a query adds to
 // one.
 type Drops struct {
-	n [6]atomic.Int64 // by index in DropReasons
+	n [7]atomic.Int64 // by index in DropReasons
 }
 
 // Add counts n drops for reason (one of DropReasons; anything else is a
@@ -62,6 +67,13 @@ func (d *Drops) Snapshot() DropCounts {
 		}
 	}
 	return c
+}
+
+// Dropping is an operator that drops rows on purpose and counts them in
+// the query's Drops: the executor hands it the query's counter when it
+// builds the instance.
+type Dropping interface {
+	CountDropsIn(*Drops)
 }
 
 // DropCounts are drops by reason (only reasons with drops), as they travel

@@ -60,6 +60,7 @@ type runFlags struct {
 	// not keep up or whose live numbers drift from the plan's by more than
 	// replanDrift times (control.DefaultPolicies; 0 turns drift off).
 	replan      bool
+	noSLOPolicy bool
 	replanDrift float64
 	// linkTraces shape tier links to bandwidth traces (--link-trace).
 	linkTraces []string
@@ -150,6 +151,7 @@ include the transfer time.`,
 	fl.BoolVar(&f.processes, "processes", false, "start the cluster's workers as child processes instead of goroutines")
 	fl.DurationVar(&f.sourceMaxDelay, "source-max-delay", connectors.DefaultSourceMaxDelay, "longest a NATS or JetStream source waits to fill a partial batch")
 	fl.BoolVar(&f.replay, "replay", false, "feed FROM FILE streams at their declared RATE, as live streams")
+	fl.BoolVar(&f.noSLOPolicy, "no-slo-policy", false, "do not adapt LATENCY queries over a size-adaptive model zoo to the links' bandwidth (the Jellyfish policy; cluster only)")
 	fl.BoolVar(&f.replan, "replan", false, "re-plan running queries off relay links that stall and when live numbers drift from the plan's (cluster only)")
 	fl.Float64Var(&f.replanDrift, "replan-drift", control.DefaultDrift.Factor, "with --replan: re-plan when a rate or model time drifts past this factor of the plan's (0: only stalled links)")
 	fl.StringArrayVar(&f.linkTraces, "link-trace", nil, "TIER_A:TIER_B=FILE: shape the relay links from tier A to tier B to a bandwidth trace (CSV t_s,kbit_s, looping; repeatable; embedded cluster only)")
@@ -377,6 +379,7 @@ func runClusterScript(ctx context.Context, a *app, f runFlags, path, src, base, 
 	if opts.Evidence, err = loadEvidence(f.evidence); err != nil {
 		return badInput(err)
 	}
+	opts.NoSLOPolicy = f.noSLOPolicy
 	traces, err := parseLinkTraces(f.linkTraces, inf)
 	if err != nil {
 		return err

@@ -448,7 +448,14 @@ func (b *builder) node(n logical.Node) (int, *arrow.Schema, error) {
 		if err != nil {
 			return 0, nil, at(err)
 		}
-		op := b.add("model "+n.Name, 1, mk)
+		drops := &b.q.report.Drops
+		op := b.add("model "+n.Name, 1, func() (dataflow.Operator, error) {
+			o, err := mk()
+			if d, ok := o.(dataflow.Dropping); ok && err == nil {
+				d.CountDropsIn(drops) // lazy drops past the LATENCY bound
+			}
+			return o, err
+		})
 		b.g.Connect(in, 0, op, 0)
 		if truth := labelColumn(n, schema); b.opts.MeasureLabels && truth >= 0 && len(n.Out) > 0 {
 			pred := len(schema.Fields()) // the model's first output

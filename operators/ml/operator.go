@@ -26,6 +26,19 @@ type Operator struct {
 	// counts are the batches as the batcher cut them, for InstanceStats
 	// (read from other goroutines while the operator runs).
 	counts batchCounts
+
+	// Deadline, when > 0, is the query's LATENCY bound: an input batch
+	// whose deadline (its ingest time + Deadline) can no longer be met by
+	// a call of one row is dropped before compute (Jellyfish 5: lazy
+	// drop), counted in drops as dataflow.DropDeadline. A batch's ingest
+	// time is its oldest row's, so the drop is by input batch; sources of
+	// latency-bound streams send small batches.
+	Deadline time.Duration
+	// SoloMs, when set, is the profiled latency of a one-row call of the
+	// running variant (the catalog's by-batch profile); without it the
+	// batcher's measured latency of the smallest batch is used.
+	SoloMs float64
+	drops  *dataflow.Drops
 }
 
 // batchCounts say how the batcher cut: on reaching its target size (rows
@@ -34,17 +47,19 @@ type Operator struct {
 type batchCounts struct {
 	batches, rows, maxBatch, target  atomic.Int64
 	bySize, byDelay, byFlush, waitUs atomic.Int64
+	deadline                         atomic.Int64
 }
 
 // Counters report the batching (dataflow.Counting): model_batches,
 // model_rows, model_batch_max, batch_target, cut_size, cut_delay, cut_flush
-// and queue_wait_us (the total wait of each batch's oldest row).
+// queue_wait_us (the total wait of each batch's oldest row) and
+// deadline_dropped (rows dropped lazily past the LATENCY bound).
 func (o *Operator) Counters() map[string]int64 {
 	c := &o.counts
 	return map[string]int64{
 		"model_batches": c.batches.Load(), "model_rows": c.rows.Load(), "model_batch_max": c.maxBatch.Load(),
 		"batch_target": c.target.Load(), "cut_size": c.bySize.Load(), "cut_delay": c.byDelay.Load(),
-		"cut_flush": c.byFlush.Load(), "queue_wait_us": c.waitUs.Load(),
+		"cut_flush": c.byFlush.Load(), "queue_wait_us": c.waitUs.Load(), "deadline_dropped": c.deadline.Load(),
 	}
 }
 
@@ -52,10 +67,11 @@ func (o *Operator) Counters() map[string]int64 {
 func (o *Operator) Attributes() map[string]string { return o.Attrs }
 
 type pendingBatch struct {
-	j      *job
-	cap    *dataflow.Capability
-	taken  int
-	ingest int64 // the input batch's ingest time, which its output keeps
+	j       *job
+	cap     *dataflow.Capability
+	taken   int
+	ingest  int64 // the input batch's ingest time, which its output keeps
+	dropped bool  // past its deadline: released, never emitted
 }
 
 var (
@@ -63,7 +79,11 @@ var (
 	_ dataflow.Waker            = (*Operator)(nil)
 	_ dataflow.FrontierObserver = (*Operator)(nil)
 	_ dataflow.Counting         = (*Operator)(nil)
+	_ dataflow.Dropping         = (*Operator)(nil)
 )
+
+// CountDropsIn counts the operator's lazy drops in the query's d.
+func (o *Operator) CountDropsIn(d *dataflow.Drops) { o.drops = d }
 
 // NewOperator makes one operator instance over m (each instance needs its own
 // Model; they may share the Session).
@@ -120,6 +140,7 @@ func (o *Operator) Close(*dataflow.Context) error {
 func (o *Operator) pump(ctx *dataflow.Context, flush bool) error {
 	for {
 		now := ctx.Now()
+		o.dropLate(now)
 		oldest, _ := o.b.Oldest()
 		dl, _ := o.b.Deadline()
 		due := !now.Before(dl)
@@ -170,12 +191,47 @@ func (o *Operator) run(ctx *dataflow.Context, n int, waited time.Duration) {
 	c.waitUs.Add(waited.Microseconds())
 }
 
-// emit sends the finished batches at the head, in arrival order.
+// dropLate drops, before compute, the input batches at the head of the
+// queue whose deadline a one-row call started now would miss. They are the
+// oldest waiting rows (batches queue in arrival order), so the first batch
+// that can still make it ends the scan; a batch already partly in a model
+// batch runs to the end.
+func (o *Operator) dropLate(now time.Time) {
+	if o.Deadline <= 0 {
+		return
+	}
+	solo := time.Duration(o.SoloMs * float64(time.Millisecond))
+	if o.SoloMs <= 0 {
+		solo, _ = o.b.Estimate(1)
+	}
+	for _, p := range o.pending {
+		if p.taken == p.j.n {
+			continue // in a model batch already, or dropped
+		}
+		if p.taken > 0 || p.ingest == 0 || !now.Add(solo).After(time.Unix(0, p.ingest).Add(o.Deadline)) {
+			return
+		}
+		// Every earlier batch's rows have left the batcher's queue, so
+		// its head holds exactly this batch's rows.
+		o.b.take(p.j.n)
+		p.taken, p.dropped = p.j.n, true
+		o.counts.deadline.Add(int64(p.j.n))
+		o.drops.Add(dataflow.DropDeadline, int64(p.j.n))
+	}
+}
+
+// emit sends the finished batches at the head, in arrival order (a dropped
+// one is released, and its capability with it).
 func (o *Operator) emit(ctx *dataflow.Context) error {
-	for len(o.pending) > 0 && o.pending[0].j.done == o.pending[0].j.n {
+	for len(o.pending) > 0 && (o.pending[0].dropped || o.pending[0].j.done == o.pending[0].j.n) {
 		p := o.pending[0]
 		o.pending[0] = nil
 		o.pending = o.pending[1:]
+		if p.dropped {
+			p.j.release()
+			p.cap.Drop()
+			continue
+		}
 		// Emitted from a later callback (a wake-up, another batch), the
 		// output keeps its own input's ingest time, not the latest one.
 		err := ctx.EmitIngest(0, p.cap, p.j.finish(ctx.Allocator()), p.ingest)

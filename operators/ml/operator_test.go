@@ -243,3 +243,77 @@ func TestOperatorKeepsEachBatchsIngestTime(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// Lazy drop (Jellyfish 5): with a LATENCY bound, an input batch whose
+// deadline a one-row call can no longer make is dropped before compute and
+// counted as a "deadline" drop; the batch behind it, still in time, runs.
+// Nothing it held leaks.
+func TestOperatorDropsPastDeadlineBeforeCompute(t *testing.T) {
+	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
+	defer mem.AssertSize(t, 0)
+	var got builtin.Captured
+	defer got.Release()
+	now := time.Unix(1000, 0)
+	src := &holdSource{batches: []dataflow.Batch{
+		// 95 ms old: 5 ms left of a 100 ms bound, a one-row call takes 10.
+		{Record: inputRecord(t, mem, 0, 3, nil, nil), Ingest: now.Add(-95 * time.Millisecond).UnixNano()},
+		{Record: inputRecord(t, mem, 3, 2, nil, nil), Ingest: now.Add(-20 * time.Millisecond).UnixNano()},
+	}}
+	f := &fakeSession{}
+	var drops dataflow.Drops
+	var op *Operator
+	g := &dataflow.Graph{Query: "ml"}
+	s := g.AddOperator(dataflow.OperatorSpec{Name: "src", Outputs: 1, Workers: []int{0},
+		New: func(dataflow.Instance) (dataflow.Operator, error) { return src, nil }})
+	mlop := g.AddOperator(dataflow.OperatorSpec{Name: "classify", Inputs: 1, Outputs: 1, Workers: []int{0},
+		New: func(dataflow.Instance) (dataflow.Operator, error) {
+			m, err := Bind(f, inputSchema(), Config{Input: "x", Heads: testHeads, MaxBatch: 8})
+			if err != nil {
+				return nil, err
+			}
+			op, err = NewOperator(m, BatchConfig{MaxBatch: 8, MaxDelay: 10 * time.Millisecond})
+			if err != nil {
+				return nil, err
+			}
+			op.Deadline, op.SoloMs = 100*time.Millisecond, 10
+			op.CountDropsIn(&drops)
+			return op, nil
+		}})
+	sink := g.AddOperator(dataflow.OperatorSpec{Name: "sink", Inputs: 1, Workers: []int{0},
+		New: func(dataflow.Instance) (dataflow.Operator, error) { return builtin.NewCapture(&got, 0), nil }})
+	g.Connect(s, 0, mlop, 0)
+	g.Connect(mlop, 0, sink, 0)
+	ws, err := dataflow.BuildLocal(g, dataflow.Config{Allocator: mem, Now: func() time.Time { return now }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := 0; i < 3; i++ {
+		if _, err := ws[0].Step(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	now = now.Add(10 * time.Millisecond)
+	src.finish = true
+	if err := dataflow.StepUntilDone(ws, 100); err != nil {
+		t.Fatal(err)
+	}
+	if len(f.calls) != 1 || f.calls[0] != 2 {
+		t.Fatalf("model calls %v, want one call of the 2 rows still in time", f.calls)
+	}
+	var ids []int64
+	for _, b := range got.Batches() {
+		c := b.Record.Column(0).(*array.Int64)
+		for r := 0; r < c.Len(); r++ {
+			ids = append(ids, c.Value(r))
+		}
+	}
+	if len(ids) != 2 || ids[0] != 3 || ids[1] != 4 {
+		t.Fatalf("rows out %v, want [3 4]", ids)
+	}
+	if d := drops.Snapshot()[dataflow.DropDeadline]; d != 3 {
+		t.Errorf("deadline drops %d, want 3 (%v)", d, drops.Snapshot())
+	}
+	if c := op.Counters()["deadline_dropped"]; c != 3 {
+		t.Errorf("deadline_dropped counter %d, want 3", c)
+	}
+}

@@ -66,8 +66,11 @@ type Report struct {
 	Estimates *control.Estimates `json:"estimates,omitempty"`
 	// Replans is the plan history (each cut-over to a new plan, at an
 	// epoch) and Recoveries the workers lost while the query ran.
-	Replans    []control.Replan   `json:"replans,omitempty"`
-	Recoveries []control.Recovery `json:"recoveries,omitempty"`
+	Replans []control.Replan `json:"replans,omitempty"`
+	// SLOTimeline is the latency-SLO policy's per-source bandwidth and
+	// variants over time (deploy.QueryInfo.SLOTimeline).
+	SLOTimeline []control.SLOSample `json:"slo_timeline,omitempty"`
+	Recoveries  []control.Recovery  `json:"recoveries,omitempty"`
 }
 
 // Check is one headline figure: estimated, measured, and whether the
@@ -204,9 +207,10 @@ func New(q deploy.QueryInfo, o Options) (*Report, error) {
 	r.checks(q, est, o, secs)
 	h, missed := q.EndToEnd()
 	r.Latency, r.SLOMs, r.Estimates = control.Percentiles(h), q.LatencySLOMs, q.Estimates
-	r.Replans, r.Recoveries = q.Replans, q.Recoveries
-	if q.LatencySLOMs > 0 && h.Count > 0 {
-		rate := float64(missed) / float64(h.Count)
+	r.Replans, r.Recoveries, r.SLOTimeline = q.Replans, q.Recoveries, q.SLOTimeline
+	// Rows dropped lazily before compute (past their deadline) missed too.
+	if late := q.Dropped[dataflow.DropDeadline]; q.LatencySLOMs > 0 && int64(h.Count)+late > 0 {
+		rate := float64(missed+late) / float64(int64(h.Count)+late)
 		r.SLOMissRate = &rate
 	}
 	if h.Count > 0 {

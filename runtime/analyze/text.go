@@ -54,6 +54,13 @@ func (r *Report) Write(w io.Writer) error {
 			}{"live link estimates", []string{"link", "from", "to", "MiB/s", "rtt ms", "ack est kbit/s", "shaped kbit/s", "srtt ms"}, linkEstimateRows(*e)})
 		}
 	}
+	if len(r.SLOTimeline) > 0 {
+		sections = append(sections, struct {
+			title  string
+			header []string
+			rows   [][]string
+		}{"latency SLO by source (a row when the bandwidth or the variant changed)", []string{"t s", "source", "ack est kbit/s", "shaped kbit/s", "variants (input size)"}, sloTimelineRows(r.SLOTimeline)})
+	}
 	if len(r.Replans) > 0 || len(r.Recoveries) > 0 {
 		var rows [][]string
 		for _, p := range r.Replans {
@@ -107,6 +114,27 @@ func linkEstimateRows(e control.Estimates) [][]string {
 		out = append(out, []string{fmt.Sprintf("e%d %d->%d", l.Link.Edge, l.Link.Sender, l.Link.Receiver), l.From, l.To,
 			fmt.Sprintf("%.4g", l.BandwidthBps/(1<<20)), fmt.Sprintf("%.3g", l.RTTMs),
 			kbitOrDash(l.AckBandwidthBps), kbitOrDash(l.ShapedBps), fmt.Sprintf("%.3g", l.SRTTMs)})
+	}
+	return out
+}
+
+// sloTimelineRows are the samples worth reading: a source's first, and
+// then each where its variants changed or a bandwidth moved by more than
+// 15% since the last row shown.
+func sloTimelineRows(ss []control.SLOSample) [][]string {
+	last := map[string]control.SLOSample{}
+	moved := func(a, b float64) bool { return math.Abs(a-b) > 0.15*math.Max(math.Abs(b), 1) }
+	var out [][]string
+	for _, s := range ss {
+		if p, ok := last[s.Source]; ok && p.Variants == s.Variants && !moved(s.EstimatedKbit, p.EstimatedKbit) && !moved(s.ShapedKbit, p.ShapedKbit) {
+			continue
+		}
+		last[s.Source] = s
+		shaped := "-"
+		if s.ShapedKbit > 0 {
+			shaped = fmt.Sprintf("%.4g", s.ShapedKbit)
+		}
+		out = append(out, []string{fmt.Sprintf("%.1f", s.AtS), s.Source, fmt.Sprintf("%.4g", s.EstimatedKbit), shaped, s.Variants})
 	}
 	return out
 }

@@ -88,6 +88,9 @@ type Options struct {
 	// Shaper, when set, shapes the relay link from embedded worker from to
 	// worker to to a bandwidth trace (nil: not shaped; `--link-trace`).
 	Shaper func(from, to string) relay.Shaper
+	// NoSLOPolicy turns off the Jellyfish policy of LATENCY queries over
+	// size-adaptive zoos (coordinator.Config.NoSLOPolicy).
+	NoSLOPolicy bool
 	// Namespace is the deployment's subject namespace (deploy.InNamespace):
 	// two clusters on one NATS server (two `tierflow run --nats URL`) each
 	// take their own and never see the other's workers or queries.
@@ -220,7 +223,7 @@ func startCore(o *Options) (*Cluster, error) {
 		return nil, err
 	}
 	c.coCfg = coordinator.Config{Conn: nc, Infra: o.Infra, Catalog: o.Catalog, Heartbeat: o.Heartbeat, Metrics: o.Metrics, Log: o.Log,
-		Exec: ExecHooks(nc, o.OrtLib, nil, 1), Placement: o.Placement, Policy: o.Policy, AdmitAll: o.AdmitAll,
+		Exec: ExecHooks(nc, o.OrtLib, nil, 1), Placement: o.Placement, Policy: o.Policy, NoSLOPolicy: o.NoSLOPolicy, AdmitAll: o.AdmitAll,
 		CheckModelArgs: ModelArgChecks(o.OrtLib), Namespace: o.Namespace}
 	co, err := coordinator.Start(c.coCfg)
 	if err != nil {

@@ -118,6 +118,12 @@ func TestSummaryFields(t *testing.T) {
 			t.Errorf("summary JSON %s lacks %s", b, f)
 		}
 	}
+	// Rows dropped lazily past their deadline are SLO misses: 1 late of 10
+	// written, and 10 dropped, is 11 misses of 20.
+	s = Summarize(Run{Operators: ops, ResultRows: 10, Dropped: map[string]int64{dataflow.DropDeadline: 10}, LatencySLO: 50 * time.Millisecond})
+	if s.SLOMissRate == nil || *s.SLOMissRate != 0.55 || s.Dropped[dataflow.DropDeadline] != 10 {
+		t.Errorf("with deadline drops: slo miss rate %v, dropped %v; want 0.55 and 10", s.SLOMissRate, s.Dropped)
+	}
 	s = Summarize(Run{Operators: ops})
 	if b, _ := json.Marshal(s); !strings.Contains(string(b), `"slo_miss_rate":null`) {
 		t.Errorf("without LATENCY: %s, want slo_miss_rate null", b)

@@ -306,6 +306,17 @@ func (ps Policies) Decide(in PolicyInput) *Decision {
 			}
 			out.Live.Merge(d.Live)
 		}
+		if d.ClassMix != nil && out.ClassMix == nil {
+			out.ClassMix = d.ClassMix
+		}
+		for call, v := range d.Variants {
+			if out.Variants == nil {
+				out.Variants = map[string]string{}
+			}
+			if _, ok := out.Variants[call]; !ok { // the first policy's pin wins
+				out.Variants[call] = v
+			}
+		}
 	}
 	return out
 }

@@ -30,6 +30,10 @@ type PolicyInput struct {
 	// Assumed is what the current plan assumed of the numbers Estimates
 	// measure (nil: the query was placed by rules, not planned).
 	Assumed *Assumed
+	// Latency, for a query WITH (LATENCY <= x) with model calls, is its
+	// bound and each call's zoo (the Jellyfish policy's inputs); nil
+	// otherwise.
+	Latency *LatencyInput
 }
 
 // Decision asks for a new plan, for Reason (it goes into the plan
@@ -46,6 +50,11 @@ type Decision struct {
 	// variants' per-class recall by it for a DATA AWARE accuracy target and
 	// keeps using it in later re-plans and recoveries.
 	ClassMix map[string]map[string]float64
+	// Variants, from the Jellyfish policy, pin model calls' variants (by
+	// call name) in the new plan and in later re-plans and recoveries,
+	// whatever the planner would choose: the variant (and with it the
+	// input size its rows are resized to) that the links allow.
+	Variants map[string]string
 }
 
 // SlowLink re-plans a query off a relay link that does not keep up: when a

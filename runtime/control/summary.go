@@ -17,11 +17,16 @@ type Summary struct {
 	Dropped   map[string]int64 `json:"dropped"`
 	LatencyMs LatencyMs        `json:"latency_ms"`
 	// SLOMissRate is the share of result rows whose end-to-end latency was
-	// over the query's LATENCY bound; nil (null) without one.
+	// over the query's LATENCY bound, the rows dropped lazily before
+	// compute (Dropped["deadline"]) counted among both; nil (null)
+	// without one.
 	SLOMissRate *float64   `json:"slo_miss_rate"`
 	Replans     []Replan   `json:"replans"`
 	Recoveries  []Recovery `json:"recoveries"`
 	ElapsedS    float64    `json:"elapsed_s"`
+	// SLOTimeline is the latency-SLO policy's view over time (per source:
+	// bandwidth estimated and shaped, variants run), when it ran.
+	SLOTimeline []SLOSample `json:"slo_timeline,omitempty"`
 }
 
 // LatencyMs are end-to-end latency percentiles in milliseconds, over every
@@ -109,9 +114,11 @@ func Summarize(r Run) Summary {
 	h, missed := EndToEnd(r.Operators)
 	s.LatencyMs = Percentiles(h)
 	if r.LatencySLO > 0 {
+		// A row dropped lazily before compute missed its deadline too.
+		late := r.Dropped[dataflow.DropDeadline]
 		rate := 0.0
-		if h.Count > 0 {
-			rate = float64(missed) / float64(h.Count)
+		if n := int64(h.Count) + late; n > 0 {
+			rate = float64(missed+late) / float64(n)
 		}
 		s.SLOMissRate = &rate
 	}

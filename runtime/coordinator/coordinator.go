@@ -24,6 +24,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"maps"
 	"slices"
 	"sort"
 	"strconv"
@@ -106,6 +107,12 @@ type Config struct {
 	// Policy, when set, is asked about every running query once a second
 	// and may have it re-planned and cut over (runtime/control).
 	Policy control.Policy
+	// SLOPolicy is asked first about a query WITH (LATENCY <= x) whose
+	// model calls have variants to choose from (default
+	// control.DefaultJellyfish: variant and input size from the links'
+	// bandwidth); NoSLOPolicy turns it off.
+	SLOPolicy   control.Policy
+	NoSLOPolicy bool
 	// ReplanBudget bounds the optimizer's exact search when it plans with
 	// a policy's live numbers (default DefaultReplanBudget).
 	ReplanBudget time.Duration
@@ -208,6 +215,11 @@ type queryState struct {
 	// classMix is the class mix a DATA AWARE plan was made for (the last
 	// data-aware Decision's); nil: profiled accuracy.
 	classMix map[string]map[string]float64
+	// latency is what the SLO policy knows of a LATENCY query's model
+	// calls (nil: none to adapt); pins the variants it chose, which every
+	// later placement keeps.
+	latency *control.LatencyInput
+	pins    map[string]string
 }
 
 // pendingRecovery is a recovery whose rows do not flow yet.
@@ -530,7 +542,7 @@ func (c *Coordinator) Submit(ctx context.Context, req deploy.SubmitRequest) (*de
 	c.order = append(c.order, req.Query)
 	c.mu.Unlock()
 
-	pl, err := c.place(ctx, req, ws, nil, nil)
+	pl, err := c.place(ctx, req, ws, nil, nil, nil)
 	if err != nil {
 		c.fail(req.Query, err)
 		return nil, err
@@ -539,7 +551,7 @@ func (c *Coordinator) Submit(ctx context.Context, req deploy.SubmitRequest) (*de
 	c.mu.Lock()
 	qs.info.Placement, qs.info.Workers, qs.info.Planner, qs.info.Estimate, qs.info.LatencySLOMs = p, p.Workers, pl.note, pl.estimate, pl.sloMs
 	qs.info.Priority, qs.info.InputRows = script.Priority, pl.inputRows
-	qs.plan, qs.assumed, qs.variants = pl.plan, pl.assumed, script.Variants
+	qs.plan, qs.assumed, qs.variants, qs.latency = pl.plan, pl.assumed, script.Variants, pl.latency
 	c.mu.Unlock()
 
 	if _, err := c.deployAll(ctx, req.Query, req.Owner, script, p, 0); err != nil {
@@ -630,6 +642,8 @@ type placed struct {
 	inputRows int64
 	// assumed is what plan assumed of the live estimates (nil by rules).
 	assumed *control.Assumed
+	// latency: the SLO policy's view of the query (latencyInput).
+	latency *control.LatencyInput
 }
 
 // place compiles the script as every worker will and places it: where the
@@ -639,7 +653,7 @@ type placed struct {
 // (a re-plan's measured numbers, nil at submission) replaces the catalog's
 // and the infrastructure's numbers in the optimizer's inputs; mix is a DATA
 // AWARE query's live class mix (nil: profiled accuracy).
-func (c *Coordinator) place(ctx context.Context, req deploy.SubmitRequest, ws []deploy.Worker, live *control.Overrides, mix map[string]map[string]float64) (placed, error) {
+func (c *Coordinator) place(ctx context.Context, req deploy.SubmitRequest, ws []deploy.Worker, live *control.Overrides, mix map[string]map[string]float64, pins map[string]string) (placed, error) {
 	script := req.Script
 	// The catalog is checked here; the files the compile opens, in
 	// execOptions.
@@ -685,6 +699,9 @@ func (c *Coordinator) place(ctx context.Context, req deploy.SubmitRequest, ws []
 	if perr == nil {
 		planned := script
 		planned.Rewrite, planned.Variants, planned.Batches = true, res.Physical.Variants(), batches(res.Physical)
+		for call, v := range pins { // the SLO policy's choice over the planner's
+			planned.Variants[call] = v
+		}
 		q, err := planned.BuildPlan(res.Rewritten, c.execOptions(planned.Variants))
 		if err == nil {
 			po := o
@@ -706,14 +723,18 @@ func (c *Coordinator) place(ctx context.Context, req deploy.SubmitRequest, ws []
 					note += "; " + slowed
 				}
 				return placed{placement: p, script: planned, note: note, estimate: deploy.EstimateOf(res.Physical, bound.Objectives.Throughput),
-					plan: res.Physical, sloMs: slo, assumed: assumedOf(res.Physical, ws), inputRows: in}, nil
+					plan: res.Physical, sloMs: slo, assumed: assumedOf(res.Physical, ws), inputRows: in,
+					latency: latencyInput(bound.Root, slo, ws, planned.Variants)}, nil
 			}
 			perr = err
 		} else {
 			perr = err
 		}
 	}
-	q, plan, err := script.Build(nil, c.execOptions(nil))
+	if len(pins) > 0 {
+		script.Variants = maps.Clone(pins)
+	}
+	q, plan, err := script.Build(nil, c.execOptions(script.Variants))
 	if err != nil {
 		return placed{}, err
 	}
@@ -729,7 +750,7 @@ func (c *Coordinator) place(ctx context.Context, req deploy.SubmitRequest, ws []
 	if slowed != "" {
 		note += "; " + slowed
 	}
-	return placed{placement: p, script: script, note: note, sloMs: slo, inputRows: in}, nil
+	return placed{placement: p, script: script, note: note, sloMs: slo, inputRows: in, latency: latencyInput(bound.Root, slo, ws, script.Variants)}, nil
 }
 
 // reservedText is a reservation list for the planner note.
@@ -1104,9 +1125,15 @@ func (c *Coordinator) redeploy(id, lost string, lostAt time.Time, d *control.Dec
 	if lost == control.LostServer {
 		epoch = outageEpoch(qs, epoch)
 	}
-	oldPlan, mix := qs.plan, qs.classMix
+	oldPlan, mix, pins := qs.plan, qs.classMix, maps.Clone(qs.pins)
 	if d != nil && d.ClassMix != nil {
 		mix = d.ClassMix
+	}
+	if d != nil && len(d.Variants) > 0 {
+		if pins == nil {
+			pins = map[string]string{}
+		}
+		maps.Copy(pins, d.Variants)
 	}
 	c.mu.Unlock()
 	if lost == control.LostServer {
@@ -1159,7 +1186,7 @@ func (c *Coordinator) redeploy(id, lost string, lostAt time.Time, d *control.Dec
 		live = &cp
 	}
 	c.mu.Unlock()
-	pl, err := c.place(ctx, req, ws, live, mix)
+	pl, err := c.place(ctx, req, ws, live, mix, pins)
 	moved := variantsMoved(oldPlan, pl.plan)
 	p, script := pl.placement, pl.script
 	if d != nil && (err != nil || samePlan(oldPlacement, p, oldVariants, script.Variants)) {
@@ -1198,6 +1225,7 @@ func (c *Coordinator) redeploy(id, lost string, lostAt time.Time, d *control.Dec
 	if err == nil {
 		qs.info.Placement, qs.info.Workers, qs.info.Planner, qs.info.Estimate = p, p.Workers, pl.note, pl.estimate
 		qs.plan, qs.assumed, qs.variants, qs.classMix = pl.plan, pl.assumed, script.Variants, mix
+		qs.latency, qs.pins = pl.latency, pins
 	}
 	c.mu.Unlock()
 	if d == nil {
@@ -1293,17 +1321,32 @@ func (c *Coordinator) redeploy(id, lost string, lostAt time.Time, d *control.Dec
 // decide (with c.mu held) asks the policy about a running query, at most
 // once a second, and starts the re-plan it asks for.
 func (c *Coordinator) decide(qs *queryState, now time.Time) {
-	if c.cfg.Policy == nil || !qs.started || qs.redeploying || !qs.replayable || !qs.info.Ended.IsZero() ||
+	var policies control.Policies
+	if qs.latency != nil && !c.cfg.NoSLOPolicy {
+		sp := c.cfg.SLOPolicy
+		if sp == nil {
+			sp = control.DefaultJellyfish
+		}
+		policies = append(policies, sp)
+	}
+	if c.cfg.Policy != nil {
+		policies = append(policies, c.cfg.Policy)
+	}
+	if len(policies) == 0 || !qs.started || qs.redeploying || !qs.replayable || !qs.info.Ended.IsZero() ||
 		now.Sub(qs.decided) < time.Second || qs.info.Estimates == nil {
 		return
 	}
 	qs.decided = now
-	in := control.PolicyInput{Query: qs.info.Query, Workers: qs.info.Workers, Age: now.Sub(qs.planned), Estimates: *qs.info.Estimates, Assumed: qs.assumed}
+	if qs.latency != nil && len(qs.info.SLOTimeline) < control.MaxSLOSamples {
+		qs.info.SLOTimeline = append(qs.info.SLOTimeline, control.SLOSamples(now.Sub(qs.info.Started).Seconds(), *qs.info.Estimates, qs.latency)...)
+	}
+	in := control.PolicyInput{Query: qs.info.Query, Workers: qs.info.Workers, Age: now.Sub(qs.planned), Estimates: *qs.info.Estimates, Assumed: qs.assumed,
+		Latency: qs.latency}
 	for name := range c.workers {
 		in.Registered = append(in.Registered, name)
 	}
 	sort.Strings(in.Registered)
-	d := c.cfg.Policy.Decide(in)
+	d := policies.Decide(in)
 	if d == nil {
 		return
 	}

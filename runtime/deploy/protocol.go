@@ -387,6 +387,10 @@ type QueryInfo struct {
 	// Replans is the plan history: each cut-over to a new plan a policy
 	// asked for (runtime/control).
 	Replans []control.Replan `json:"replans,omitempty"`
+	// SLOTimeline, for a query the latency-SLO policy adapts, is each
+	// source's bandwidth (estimated and shaped) and the variants run, a
+	// sample a second.
+	SLOTimeline []control.SLOSample `json:"slo_timeline,omitempty"`
 }
 
 // EndToEnd is the query's end-to-end latency over every row its sinks
@@ -403,6 +407,7 @@ func (q *QueryInfo) Summary() control.Summary {
 		LatencySLO: time.Duration(q.LatencySLOMs * float64(time.Millisecond)), Elapsed: elapsed})
 	s.Recoveries = append(s.Recoveries, q.Recoveries...)
 	s.Replans = append(s.Replans, q.Replans...)
+	s.SLOTimeline = q.SLOTimeline
 	return s
 }
 

@@ -214,6 +214,9 @@ func (r *Runtime) CheckModelArgs(m *catalog.Model, args []arrow.DataType) (int, 
 		return -1, nil
 	}
 	for _, v := range m.Variants {
+		if len(v.InputSize) == 2 && len(tensors) == 1 {
+			continue // resized to its input size at run time (withResize)
+		}
 		path, err := ModelFile(v, r.cfg.BaseDir)
 		if err != nil {
 			continue
@@ -327,6 +330,12 @@ func (r *Runtime) Lateral(n *logical.LateralModel, in *arrow.Schema) (func() (da
 		}
 	} else if ms, err = withSideInputs(sess, input, consts); err != nil {
 		return nil, nil, fmt.Errorf("model %s variant %s (%s): %w", n.Name, v.Name, path, err)
+	} else if shape, serr := ml.FieldShape(in.Field(colIdx[0])); serr == nil {
+		// A variant of a smaller input size than the column's images
+		// (Jellyfish's data adaptation) gets them resized.
+		if ms, err = withResize(ms, v, shape); err != nil {
+			return nil, nil, fmt.Errorf("model %s variant %s (%s): %w", n.Name, v.Name, path, err)
+		}
 	}
 	heads, err := ml.PlanHeads(ms, n.Out)
 	if err != nil {
@@ -420,8 +429,25 @@ func (r *Runtime) Lateral(n *logical.LateralModel, in *arrow.Schema) (func() (da
 			return nil, err
 		}
 		op.Attrs = map[string]string{"variant": v.Name, "device": ch.Provider}
+		op.Deadline, op.SoloMs = r.cfg.Tenant.Latency, soloMs(v)
 		return op, nil
 	}, out, nil
+}
+
+// soloMs is the profiled latency of a one-row call of v (P50; the fastest
+// worker type that has a profile, so a lazy drop never blames a row on a
+// slow machine's numbers), 0 without one.
+func soloMs(v *catalog.Variant) float64 {
+	best := 0.0
+	for _, l := range v.Latency {
+		if len(l.ByBatch) == 0 {
+			continue
+		}
+		if x := l.BatchMs(1, 50); best == 0 || x < best {
+			best = x
+		}
+	}
+	return best
 }
 
 // multiColumn reports whether a call passes more than one column: the

@@ -2,6 +2,7 @@ package inference
 
 import (
 	"fmt"
+	"slices"
 
 	"github.com/tierflow/tierflow/operators/ml"
 	"github.com/tierflow/tierflow/planner/catalog"
@@ -41,8 +42,8 @@ func (r *Runtime) variantTenant(s *sched.Scheduler, env *onnx.Env, m *catalog.Mo
 		if err != nil {
 			return t, fmt.Errorf("model %s variant %s: %w", m.Name, v.Name, err)
 		}
-		if len(vs.Inputs()) != len(sess.Inputs()) {
-			continue // not a drop-in for this call
+		if !sameInputs(vs.Inputs(), sess.Inputs()) {
+			continue // not a drop-in for this call (another input size runs resized, by its own plan)
 		}
 		vr.Session = vs
 		t.Variants = append(t.Variants, vr)
@@ -74,4 +75,17 @@ func recalls(v *catalog.Variant, classes []string) []float64 {
 		out[i] = x / 100
 	}
 	return out
+}
+
+// sameInputs: the variant takes the same tensors, row for row.
+func sameInputs(a, b []ml.TensorInfo) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := range a {
+		if a[i].DType != b[i].DType || !slices.Equal(a[i].Shape[1:], b[i].Shape[1:]) {
+			return false
+		}
+	}
+	return true
 }

@@ -1,0 +1,116 @@
+package control
+
+import (
+	"fmt"
+	"sort"
+	"strings"
+	"time"
+)
+
+// LatencyInput is what the Jellyfish policy knows of a latency-bound query
+// beyond its live estimates: its LATENCY bound and each model call's zoo.
+type LatencyInput struct {
+	SLOMs float64       `json:"slo_ms"`
+	Calls []LatencyCall `json:"calls"`
+}
+
+// LatencyCall is one model call: the variant it runs now and its zoo,
+// smallest first (each variant's Bytes are what one row takes on a link
+// at its input size; BatchMs its profiled latency by batch size).
+type LatencyCall struct {
+	Call     string      `json:"call"`
+	Variant  string      `json:"variant"`
+	Variants []JFVariant `json:"variants"`
+}
+
+// Jellyfish is the latency-SLO policy (Jellyfish 5) on the engine: every
+// time the coordinator asks (about once a second), it takes each source
+// worker's uplink bandwidth as the relay's acks estimate it (the slowest
+// of its links: a camera has one uplink), maps the sources to the model
+// call's variants with the scheduler (JFProblem.Schedule: DP for the
+// mapping, annealing for the variant; one variant per call, as the engine
+// runs one per call) and asks for a re-plan that pins the chosen variant
+// when it is not the one running. The new plan cuts over at the committed
+// epoch (the coordinator's re-plan path), so the change of variant and of
+// input size happens between epochs and no row is lost.
+type Jellyfish struct {
+	// MinAge lets a new plan settle (its first seconds replay) and its
+	// links show acks before it is judged.
+	MinAge time.Duration
+	// MaxUtilization caps the share of a link's estimated bandwidth a
+	// source's rows may take (JFClient.MaxUtilization).
+	MaxUtilization float64
+	Anneal         JFAnneal
+}
+
+// DefaultJellyfish is the policy the coordinator runs for LATENCY queries.
+var DefaultJellyfish = Jellyfish{MinAge: time.Second, MaxUtilization: 0.7, Anneal: DefaultJFAnneal}
+
+func (p Jellyfish) Decide(in PolicyInput) *Decision {
+	if in.Latency == nil || in.Latency.SLOMs <= 0 || in.Age < p.MinAge || in.Estimates.Samples < 1 {
+		return nil
+	}
+	// One client per source worker: the slowest of its links with acks.
+	bw := map[string]float64{}
+	for _, l := range in.Estimates.Links {
+		if l.AckBandwidthBps <= 0 || l.From == "" || l.From == l.To {
+			continue
+		}
+		if b, ok := bw[l.From]; !ok || l.AckBandwidthBps < b {
+			bw[l.From] = l.AckBandwidthBps
+		}
+	}
+	if len(bw) == 0 {
+		return nil
+	}
+	var srcs []string
+	for s := range bw {
+		srcs = append(srcs, s)
+	}
+	sort.Strings(srcs)
+	pins := map[string]string{}
+	var why []string
+	for _, call := range in.Latency.Calls {
+		if len(call.Variants) == 0 {
+			continue
+		}
+		rate := 1.0
+		for _, o := range in.Estimates.Operators {
+			if o.Operator == "model "+call.Call && o.InputRate > 0 {
+				rate = o.InputRate / float64(len(srcs))
+			}
+		}
+		pr := &JFProblem{Variants: call.Variants, Workers: 1}
+		for _, s := range srcs {
+			pr.Clients = append(pr.Clients, JFClient{Name: s, Rate: rate, SLOMs: in.Latency.SLOMs, BandwidthBps: bw[s], MaxUtilization: p.MaxUtilization})
+		}
+		cur := 0
+		for j, v := range call.Variants {
+			if v.Name == call.Variant {
+				cur = j
+			}
+		}
+		a := p.Anneal
+		a.Seed = 1 // deterministic for given estimates
+		s := pr.Schedule([]int{cur}, a)
+		pick := 0 // nobody served: the smallest rows have the best chance
+		if s.Served > 0 {
+			pick = s.Workers[0].Variant
+		}
+		if pick == cur && call.Variant != "" {
+			continue
+		}
+		v := call.Variants[pick]
+		pins[call.Call] = v.Name
+		var links []string
+		for _, c := range pr.Clients {
+			links = append(links, fmt.Sprintf("%s %.0f kbit/s", c.Name, c.BandwidthBps*8/1000))
+		}
+		why = append(why, fmt.Sprintf("%s: %s -> %s (%dx%d) for LATENCY %g ms over %s", call.Call, call.Variant, v.Name, v.Side, v.Side,
+			in.Latency.SLOMs, strings.Join(links, ", ")))
+	}
+	if len(pins) == 0 {
+		return nil
+	}
+	return &Decision{Variants: pins, Reason: "jellyfish: " + strings.Join(why, "; ")}
+}

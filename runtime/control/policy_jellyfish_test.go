@@ -1,0 +1,66 @@
+package control
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/tierflow/tierflow/relay"
+)
+
+// sizedZoo is a 14/20/28 zoo like examples/fashion/sizes.yaml's: float32
+// frames plus a little framing per row.
+func sizedZoo() []JFVariant {
+	var zoo []JFVariant
+	for i, side := range []int{14, 20, 28} {
+		zoo = append(zoo, JFVariant{Name: []string{"fit-14", "fit-20", "fit-28"}[i], Side: side, Bytes: float64(side*side*4 + 64),
+			Accuracy: []float64{0.84, 0.87, 0.89}[i], BatchMs: []float64{1, 1.2, 1.4, 1.6}})
+	}
+	return zoo
+}
+
+func jfInput(running string, kbits ...float64) PolicyInput {
+	in := PolicyInput{Query: "q", Age: 5 * time.Second,
+		Latency:   &LatencyInput{SLOMs: 100, Calls: []LatencyCall{{Call: "classify", Variant: running, Variants: sizedZoo()}}},
+		Estimates: Estimates{Samples: 3, Operators: []OperatorEstimate{{Operator: "model classify", InputRate: 15 * float64(len(kbits))}}}}
+	for i, k := range kbits {
+		from := []string{"e1", "e2", "e3"}[i]
+		in.Estimates.Links = append(in.Estimates.Links, LinkEstimate{Link: relay.LinkID{Query: "q", Edge: 1, Sender: uint32(i)},
+			From: from, To: "h1", AckBandwidthBps: k * 1000 / 8})
+	}
+	return in
+}
+
+// The policy follows the slowest source's link: the largest variant while
+// every link carries its frames in the budget, a smaller input size when
+// one steps down, and back up when it recovers; nothing while the plan is
+// young or the variant is already right.
+func TestJellyfishPolicyFollowsTheLinks(t *testing.T) {
+	p := DefaultJellyfish
+	if d := p.Decide(jfInput("fit-28", 800, 800)); d != nil {
+		t.Fatalf("800 kbit/s links, running fit-28: %+v, want no change", d)
+	}
+	d := p.Decide(jfInput("fit-28", 800, 150))
+	if d == nil || d.Variants["classify"] != "fit-14" {
+		t.Fatalf("one link at 150 kbit/s: %+v, want classify pinned to fit-14", d)
+	}
+	if !strings.Contains(d.Reason, "fit-28 -> fit-14 (14x14)") || !strings.Contains(d.Reason, "e2 150 kbit/s") {
+		t.Errorf("reason %q", d.Reason)
+	}
+	if d := p.Decide(jfInput("fit-28", 300, 800)); d == nil || d.Variants["classify"] != "fit-20" {
+		t.Fatalf("one link at 300 kbit/s: %+v, want fit-20", d)
+	}
+	if d := p.Decide(jfInput("fit-14", 800, 800)); d == nil || d.Variants["classify"] != "fit-28" {
+		t.Fatalf("links back at 800 kbit/s, running fit-14: %+v, want fit-28", d)
+	}
+	young := jfInput("fit-28", 150)
+	young.Age = 100 * time.Millisecond
+	if d := p.Decide(young); d != nil {
+		t.Fatalf("a plan 100 ms old was judged: %+v", d)
+	}
+	noSLO := jfInput("fit-28", 150)
+	noSLO.Latency = nil
+	if d := p.Decide(noSLO); d != nil {
+		t.Fatalf("a query without LATENCY: %+v", d)
+	}
+}
