@@ -83,6 +83,40 @@ func (p *Predicate) Filter(c *functions.Ctx, rec arrow.Record) (arrow.Record, er
 	return p.take(c, rec, p.buf)
 }
 
+// Select computes which rows of rec pass without copying any: all true when
+// every row does, else the passing rows' indices in order (empty when none
+// do). The indices live in p's scratch buffer until the next call. An
+// aggregation under the filter folds those rows in place (a selection
+// vector), where Filter would gather every column.
+func (p *Predicate) Select(c *functions.Ctx, rec arrow.Record) (sel []int32, all bool, err error) {
+	n := int(rec.NumRows())
+	if p.fast != nil {
+		p.buf = p.fast(rec, p.buf)
+		return p.buf, len(p.buf) == n, nil
+	}
+	d, err := p.ev.EvalDatum(c, rec)
+	if err != nil {
+		return nil, false, err
+	}
+	defer d.Release()
+	if sd, ok := d.(*compute.ScalarDatum); ok {
+		b, ok := sd.Value.(*scalar.Boolean)
+		return nil, ok && b.Valid && b.Value, nil
+	}
+	mask := d.(*compute.ArrayDatum).MakeArray().(*array.Boolean)
+	defer mask.Release()
+	if mask.NullN() == 0 {
+		switch bitutil.CountSetBits(mask.Data().Buffers()[1].Bytes(), mask.Data().Offset(), mask.Len()) {
+		case mask.Len():
+			return nil, true, nil
+		case 0:
+			return p.buf[:0], false, nil
+		}
+	}
+	p.buf = SelectionIndices(mask, p.buf)
+	return p.buf, len(p.buf) == n, nil
+}
+
 func (p *Predicate) take(c *functions.Ctx, rec arrow.Record, idx []int32) (arrow.Record, error) {
 	if len(idx) == 0 {
 		return nil, nil

@@ -227,6 +227,10 @@ func (q *Query) Run(ctx context.Context) (Stats, error) {
 	return q.Stats(), err
 }
 
+// TakePositions returns where the query's replayable streams stood as their
+// sources took batches since it last ran (sources.Report.Position).
+func (q *Query) TakePositions() map[string]sources.Positions { return q.report.TakePositions() }
+
 // Stats are the query's counts so far: rows read and written, late rows
 // dropped, bad rows skipped. A cluster worker, which runs its part of the
 // graph without Run, reports them from here.
@@ -315,9 +319,10 @@ func (b *builder) node(n logical.Node) (int, *arrow.Schema, error) {
 		var in int
 		var schema *arrow.Schema
 		var parallelIn bool
+		var where *eval.Predicate // a filter the partial aggregations apply
 		var err error
 		if split > 1 {
-			in, schema, parallelIn, err = b.morsels(n.Input, split)
+			in, schema, parallelIn, where, err = b.fusedMorsels(n.Input, split)
 		} else {
 			in, schema, err = b.node(n.Input)
 		}
@@ -355,8 +360,11 @@ func (b *builder) node(n logical.Node) (int, *arrow.Schema, error) {
 			}
 		}
 		if split > 1 {
-			if op, ok := b.twoPhase(n, in, parallelIn, schema, out, split, st); ok {
+			if op, ok := b.twoPhase(n, in, parallelIn, schema, out, split, where, st); ok {
 				return op, out, nil
+			}
+			if where != nil {
+				in, parallelIn = b.filterMorsels(where, in, parallelIn, split), true
 			}
 			// Not split after all: one aggregation takes every instance's rows.
 		}

@@ -101,14 +101,21 @@ func (b *builder) split(n *logical.Aggregate, schema, out *arrow.Schema) (*phase
 // are few; a key with many groups gains nothing from partials (every one
 // holds nearly every group) and is left to the exchange of
 // Options.Parallelism.
-func (b *builder) twoPhase(n *logical.Aggregate, in int, parallelIn bool, schema, out *arrow.Schema, p int, st *rel.Stats) (int, bool) {
+func (b *builder) twoPhase(n *logical.Aggregate, in int, parallelIn bool, schema, out *arrow.Schema, p int, where *eval.Predicate, st *rel.Stats) (int, bool) {
 	ph, ok := b.split(n, schema, out)
 	if !ok || p < 2 {
 		return 0, false
 	}
 	fns := b.opts.Functions
-	pop := b.g.AddOperator(dataflow.OperatorSpec{Name: "partial aggregate", Inputs: 1, Outputs: 1, Workers: make([]int, p),
+	name := "partial aggregate"
+	if where != nil {
+		name = "filter + partial aggregate"
+	}
+	pop := b.g.AddOperator(dataflow.OperatorSpec{Name: name, Inputs: 1, Outputs: 1, Workers: make([]int, p),
 		New: func(dataflow.Instance) (dataflow.Operator, error) {
+			if where != nil {
+				return rel.NewFilteredAggregate(ph.partial, schema, fns, where, st), nil
+			}
 			return rel.NewAggregate(ph.partial, schema, fns, st), nil
 		}})
 	if parallelIn {
@@ -195,6 +202,45 @@ func splittable(n *logical.Aggregate) bool {
 	return true
 }
 
+// filterMorsels adds pred as p filter instances after in.
+func (b *builder) filterMorsels(pred *eval.Predicate, in int, parallel bool, p int) int {
+	op := b.g.AddOperator(dataflow.OperatorSpec{Name: "filter", Inputs: 1, Outputs: 1, Workers: make([]int, p),
+		New: func(dataflow.Instance) (dataflow.Operator, error) { return rel.NewFilter(pred, nil), nil }})
+	if parallel {
+		b.g.Connect(in, 0, op, 0)
+	} else {
+		b.g.AddEdge(dataflow.Edge{From: dataflow.Port{Op: in}, To: dataflow.Port{Op: op}, Kind: dataflow.Balance})
+	}
+	return op
+}
+
+// fusedMorsels is morsels for the input of a split aggregation, except that
+// a filter directly under it comes back as a predicate for the partial
+// aggregations to apply (rel.NewFilteredAggregate: kept rows are folded where
+// they lie, not copied); pred is nil when there is none.
+func (b *builder) fusedMorsels(input logical.Node, p int) (int, *arrow.Schema, bool, *eval.Predicate, error) {
+	f, ok := input.(*logical.Filter)
+	if !ok {
+		in, schema, parallel, err := b.morsels(input, p)
+		return in, schema, parallel, nil, err
+	}
+	if s, ok := f.Input.(*logical.Scan); ok {
+		b.noteBounds(s, f.Pred)
+	}
+	in, schema, parallel, err := b.morsels(f.Input, p)
+	if err != nil {
+		return 0, nil, false, nil, err
+	}
+	pred, err := eval.NewPredicate(f.Pred, schema, b.opts.Functions)
+	if err != nil {
+		if pos := f.Position(); pos.Line > 0 {
+			err = fmt.Errorf("%s: %w", pos, err)
+		}
+		return 0, nil, false, nil, err
+	}
+	return in, schema, parallel, pred, nil
+}
+
 // morsels builds the filters and projections under a split aggregation as
 // p instances each, fed whole batches by a Balance edge from what they
 // read (a scan, a join): the rows of a batch are filtered, computed and
@@ -232,8 +278,7 @@ func (b *builder) morsels(n logical.Node, p int) (int, *arrow.Schema, bool, erro
 		if err != nil {
 			return 0, nil, false, at(err)
 		}
-		op = b.g.AddOperator(dataflow.OperatorSpec{Name: "filter", Inputs: 1, Outputs: 1, Workers: make([]int, p),
-			New: func(dataflow.Instance) (dataflow.Operator, error) { return rel.NewFilter(pred, nil), nil }})
+		return b.filterMorsels(pred, in, parallel, p), schema, true, nil
 	case *logical.Project:
 		proj, err := eval.NewProjection(x.Exprs, x.Names, schema, fns)
 		if err != nil {

@@ -135,6 +135,16 @@ func (a *sumAcc[T]) Update(gids []uint32, arg arrow.Array, from int) {
 	vals := valuesOf[T](arg)[from : from+len(gids)]
 	seen := a.seen
 	if arg.NullN() == 0 {
+		if fs, ok := any(a.sums).([]float64); ok {
+			// A float sum cannot overflow (it goes to ±Inf): no check per
+			// row, and the slices stay in registers.
+			fv := any(vals).([]float64)
+			for k, g := range gids {
+				fs[g] += fv[k]
+				seen[g] = true
+			}
+			return
+		}
 		for k, g := range gids {
 			a.add(g, vals[k])
 			seen[g] = true

@@ -80,6 +80,8 @@ type HashAggregate struct {
 
 	gids []uint32
 	ws   []int64
+
+	inPlace int8 // foldsInPlace's answer: 0 not yet asked, 1 yes, -1 no
 }
 
 type aggWindow struct {
@@ -332,18 +334,9 @@ func (h *HashAggregate) addWindows(keys, args []arrow.Array, ts arrow.Array, siz
 
 // addTo folds rows [from, to) into the window [start, end).
 func (h *HashAggregate) addTo(start, end int64, keys, args []arrow.Array, _ []uint32, from, to int) error {
-	w := h.cur
-	if w == nil || w.start != start {
-		w = h.windows[start]
-		if w == nil {
-			accs, err := h.newAccs()
-			if err != nil {
-				return err
-			}
-			w = &aggWindow{start: start, end: end, keys: newGroupKeyTable(h.mem, groupTypes(h.spec.Group)), accs: accs}
-			h.windows[start] = w
-		}
-		h.cur = w
+	w, err := h.window(start, end)
+	if err != nil {
+		return err
 	}
 	gids := h.gids[:to-from]
 	w.keys.lookupBatch(keys, from, to, gids)
@@ -355,6 +348,24 @@ func (h *HashAggregate) addTo(start, end int64, keys, args []arrow.Array, _ []ui
 		}
 	}
 	return nil
+}
+
+// window is the open window [start, end), made when new.
+func (h *HashAggregate) window(start, end int64) (*aggWindow, error) {
+	w := h.cur
+	if w == nil || w.start != start {
+		w = h.windows[start]
+		if w == nil {
+			accs, err := h.newAccs()
+			if err != nil {
+				return nil, err
+			}
+			w = &aggWindow{start: start, end: end, keys: newGroupKeyTable(h.mem, groupTypes(h.spec.Group)), accs: accs}
+			h.windows[start] = w
+		}
+		h.cur = w
+	}
+	return w, nil
 }
 
 // accErr is the failure of an accumulator that can fail (an integer sum

@@ -4,6 +4,7 @@ import (
 	"github.com/apache/arrow/go/v17/arrow"
 
 	"github.com/tierflow/tierflow/dataflow"
+	"github.com/tierflow/tierflow/operators/eval"
 	"github.com/tierflow/tierflow/operators/functions"
 )
 
@@ -18,11 +19,19 @@ type Aggregate struct {
 	h     *HashAggregate
 	held  *dataflow.Capability
 	stats *Stats
+	where *eval.Predicate // a filter fused in (NewFilteredAggregate), or nil
 }
 
 // NewAggregate makes an aggregation instance; stats may be nil.
 func NewAggregate(spec AggregateSpec, in *arrow.Schema, fns *functions.Registry, stats *Stats) *Aggregate {
 	return &Aggregate{spec: spec, in: in, fns: fns, stats: stats}
+}
+
+// NewFilteredAggregate makes an aggregation instance that folds only the
+// rows for which where is TRUE (HashAggregate.AddWhere): a filter and the
+// aggregation above it as one operator, so the rows kept are not copied.
+func NewFilteredAggregate(spec AggregateSpec, in *arrow.Schema, fns *functions.Registry, where *eval.Predicate, stats *Stats) *Aggregate {
+	return &Aggregate{spec: spec, in: in, fns: fns, stats: stats, where: where.Clone()}
 }
 
 func (a *Aggregate) Open(ctx *dataflow.Context, cap *dataflow.Capability) error {
@@ -40,7 +49,12 @@ func (a *Aggregate) OnBatch(ctx *dataflow.Context, _ int, b dataflow.Batch, _ *d
 		a.stats.RowsIn.Add(b.Record.NumRows())
 	}
 	late, nulls := a.h.Late(), a.h.NullTimes()
-	err := a.h.Add(b.Record)
+	var err error
+	if a.where != nil {
+		err = a.h.AddWhere(b.Record, a.where)
+	} else {
+		err = a.h.Add(b.Record)
+	}
 	b.Record.Release()
 	if a.stats != nil {
 		a.stats.Late.Add(a.h.Late() - late)

@@ -78,6 +78,29 @@ type Report struct {
 	// (a full subscription, an oversized message); bad rows are BadRows.
 	Drops dataflow.Drops
 	msgs  []string
+	// positions are the replayable streams' positions (by stream name)
+	// since TakePositions last ran.
+	positions map[string]Positions
+}
+
+// Position records where stream stood as its source took a batch.
+func (r *Report) Position(stream string, p Position) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.positions == nil {
+		r.positions = map[string]Positions{}
+	}
+	r.positions[stream] = r.positions[stream].Add(p)
+}
+
+// TakePositions returns the positions recorded since it last ran (nil:
+// none) and forgets them.
+func (r *Report) TakePositions() map[string]Positions {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	ps := r.positions
+	r.positions = nil
+	return ps
 }
 
 // keep at most this many messages; the count keeps going.
@@ -160,6 +183,21 @@ type Source struct {
 	// the rate's schedule starts after them.
 	fastRows int64
 	caughtUp bool
+	// onPosition is told each batch's Position (PositionReader).
+	onPosition func(Position)
+}
+
+// TrackPositions has the source tell f where its stream stood as it took
+// each batch, when its Reader is a PositionReader.
+func (s *Source) TrackPositions(f func(Position)) { s.onPosition = f }
+
+// ResumeAfter restores the source's watermark to where it stood at a
+// recorded Position (maxTS): a source resumed at that position sends its
+// first batch at the epoch the stream had reached there.
+func (s *Source) ResumeAfter(maxTS int64) {
+	if maxTS > s.maxTS {
+		s.maxTS = maxTS
+	}
 }
 
 // Pacing replays a stream at a fixed rate and for a bounded time or input:
@@ -206,8 +244,17 @@ func NewPacedSource(r Reader, et EventTime, report *Report, p Pacing) *Source {
 
 func (s *Source) Open(_ *dataflow.Context, cap *dataflow.Capability) error {
 	var err error
-	s.cap, err = cap.Retain()
-	return err
+	if s.cap, err = cap.Retain(); err != nil {
+		return err
+	}
+	if s.maxTS != math.MinInt64 {
+		// Resumed (ResumeAfter): the watermark where it was.
+		wm := s.maxTS - int64(s.et.MaxDelay/time.Microsecond)
+		if e := epochOf(wm); e > s.cap.Epoch() {
+			return s.cap.Downgrade(e)
+		}
+	}
+	return nil
 }
 
 func (s *Source) Produce(ctx *dataflow.Context) (bool, error) {
@@ -224,6 +271,13 @@ func (s *Source) Produce(ctx *dataflow.Context) (bool, error) {
 	if rec == nil {
 		s.cap.Drop()
 		return true, nil
+	}
+	if s.onPosition != nil {
+		if pr, ok := s.r.(PositionReader); ok {
+			if seq := pr.LastPosition(); seq > 0 {
+				s.onPosition(Position{Seq: seq, MaxTS: s.maxTS})
+			}
+		}
 	}
 	var next int64 = math.MinInt64
 	if s.et.Column >= 0 && rec.NumRows() > 0 {

@@ -57,6 +57,9 @@ func (h Hooks) Stream(s *catalog.Stream, schema *arrow.Schema, et sources.EventT
 	}
 	cfg := h.Sources
 	cfg.Conn, cfg.Subject, cfg.Format, cfg.Schema, cfg.EventTime, cfg.Report = nc, s.Subject, c.Format, schema, et, report
+	if strings.EqualFold(s.Source, JetStream) {
+		cfg.Name = s.Name
+	}
 	if s.SourceMaxDelayMs > 0 {
 		cfg.MaxDelay = time.Duration(s.SourceMaxDelayMs * float64(time.Millisecond))
 	}

@@ -115,7 +115,11 @@ func (j *jetstreamInput) next(ctx context.Context) (message, error) {
 				}
 				continue
 			}
-			return message{data: m.Data(), header: m.Headers(), ack: m.Ack, term: m.Term}, nil
+			var seq uint64
+			if md, err := m.Metadata(); err == nil {
+				seq = md.Sequence.Stream
+			}
+			return message{data: m.Data(), header: m.Headers(), ack: m.Ack, term: m.Term, seq: seq}, nil
 		case <-ctx.Done():
 			return message{}, ctx.Err()
 		}

@@ -56,6 +56,9 @@ type SourceConfig struct {
 	// Schema of the rows (the stream's declared columns). Arrow messages are
 	// matched to it by column name.
 	Schema *arrow.Schema
+	// Name is the catalog stream's name: a replayable (JetStream) source
+	// records its positions under it in Report (sources.Report.Position).
+	Name string
 	// Queue is a core NATS queue group: instances sharing it split messages.
 	Queue string
 	// Stream names the JetStream stream (default: the one whose subjects
@@ -100,6 +103,12 @@ type SinkConfig struct {
 	Stream string
 	// Window bounds JetStream publishes awaiting their ack (default 256).
 	Window int
+	// IDPrefix, when set, gives every JetStream message written through
+	// WriteEpoch a message id from it, the epoch and the message's bytes
+	// (sinks.EpochWriter), which the stream dedupes within its duplicates
+	// window: a re-deployed generation of the same query (IDPrefix, its
+	// id) that writes a result again does not add it twice.
+	IDPrefix string
 	// End publishes an EndHeader message when the sink closes.
 	End   bool
 	Stats *Stats

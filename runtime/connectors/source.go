@@ -37,7 +37,9 @@ type message struct {
 	data   []byte
 	header nats.Header
 	ack    func() error // nil: nothing to acknowledge (core NATS)
-	term   func() error // marks a message that will never decode
+	// seq is the message's stream sequence (JetStream; 0: core NATS).
+	seq  uint64
+	term func() error // marks a message that will never decode
 }
 
 // input is a transport's receiving end.
@@ -91,8 +93,20 @@ func newSource(c SourceConfig, f format, in inputFactory) (func() (dataflow.Oper
 	}
 	return func() (dataflow.Operator, error) {
 		r := &reader{c: c, f: f, newInput: in}
-		return &sourceOp{Source: sources.NewSource(r, c.EventTime, c.Report), r: r}, nil
+		op := &sourceOp{Source: sources.NewSource(r, c.EventTime, c.Report), r: r}
+		if c.Name != "" && c.Report != nil {
+			op.TrackPositions(func(p sources.Position) { c.Report.Position(c.Name, p) })
+		}
+		return op, nil
 	}, nil
+}
+
+// ResumeAt has the source start at p, a Position it recorded in an earlier
+// generation of its query: its consumer starts at p.Seq and its watermark
+// where it stood there.
+func (s *sourceOp) ResumeAt(p sources.Position) {
+	s.r.c.StartSeq, s.r.c.DeliverNew = p.Seq, false
+	s.ResumeAfter(p.MaxTS)
 }
 
 // sourceOp is operators/sources' event-time source over a message reader; it
@@ -127,8 +141,15 @@ type reader struct {
 	ready    []arrow.Record
 	// readyAt is when the first message of each ready record's batch
 	// arrived (Unix ns); last is that of the record Next returned.
-	readyAt  []int64
-	last     int64
+	readyAt []int64
+	last    int64
+	// readySeq is the stream sequence of each ready record's batch's first
+	// message; lastSeq that of the record Next returned.
+	readySeq []uint64
+	lastSeq  uint64
+	// chunkSeq is the sequence of the first chunk of the message being put
+	// together (0: none).
+	chunkSeq uint64
 	unacked  []message
 	received int64
 	ended    bool
@@ -156,8 +177,12 @@ func (r *reader) Next(mem memory.Allocator) (arrow.Record, error) {
 	rec := r.ready[0]
 	r.ready = r.ready[1:]
 	r.last, r.readyAt = r.readyAt[0], r.readyAt[1:]
+	r.lastSeq, r.readySeq = r.readySeq[0], r.readySeq[1:]
 	return rec, nil
 }
+
+// LastPosition implements sources.PositionReader.
+func (r *reader) LastPosition() uint64 { return r.lastSeq }
 
 // LastIngest implements sources.IngestReader: a batch's rows entered the
 // query when its first message arrived, so its MaxDelay wait is latency.
@@ -192,9 +217,13 @@ func (r *reader) fill(mem memory.Allocator) error {
 	defer batch.stop()
 	started := false
 	var first int64
+	var firstSeq uint64
 	defer func() {
 		for len(r.readyAt) < len(r.ready) {
 			r.readyAt = append(r.readyAt, first)
+		}
+		for len(r.readySeq) < len(r.ready) {
+			r.readySeq = append(r.readySeq, firstSeq)
 		}
 	}()
 	for r.rows() < r.c.MaxRows {
@@ -208,6 +237,14 @@ func (r *reader) fill(mem memory.Allocator) error {
 				break // MaxDelay passed
 			}
 			return fmt.Errorf("%q: %w", r.c.Subject, err)
+		}
+		if firstSeq == 0 {
+			// The first message taken, or the first chunk of a message
+			// still being put together.
+			firstSeq = m.seq
+			if r.chunkSeq != 0 {
+				firstSeq = r.chunkSeq
+			}
 		}
 		if reason := m.header.Get(FailedHeader); reason != "" {
 			r.unacked = append(r.unacked, m)
@@ -229,8 +266,12 @@ func (r *reader) fill(mem memory.Allocator) error {
 			}
 			r.unacked = append(r.unacked, m)
 			if !done {
+				if r.chunkSeq == 0 {
+					r.chunkSeq = m.seq
+				}
 				continue
 			}
+			r.chunkSeq = 0
 			m = message{data: data, header: m.header}
 		}
 		if !started {
@@ -300,7 +341,7 @@ func (r *reader) Close() error {
 	for _, x := range r.ready {
 		x.Release()
 	}
-	r.ready, r.readyAt = nil, nil
+	r.ready, r.readyAt, r.readySeq = nil, nil, nil
 	if r.rb != nil {
 		r.rb.Release()
 	}

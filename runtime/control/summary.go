@@ -53,6 +53,11 @@ type Replan struct {
 // the query was re-deployed once the connections came back.
 const LostServer = "nats-server"
 
+// LostCoordinator is the LostWorker of a recovery by a restarted
+// coordinator of a query whose re-deployment its predecessor had not
+// started when it went away: the new one deploys the query again.
+const LostCoordinator = "coordinator"
+
 // Recovery is one lost worker (or NATS server: LostServer) the query
 // survived: it resumed from epoch, and rows flowed again Seconds after the
 // loss was noticed.

@@ -39,6 +39,7 @@ import (
 	"github.com/tierflow/tierflow/dataflow"
 	"github.com/tierflow/tierflow/operators/exec"
 	"github.com/tierflow/tierflow/operators/session"
+	"github.com/tierflow/tierflow/operators/sources"
 	"github.com/tierflow/tierflow/planner"
 	"github.com/tierflow/tierflow/planner/bind"
 	"github.com/tierflow/tierflow/planner/catalog"
@@ -173,6 +174,10 @@ type queryState struct {
 	req     deploy.SubmitRequest
 	front   map[string]uint64
 	pending *pendingRecovery
+	// positions are where the query's JetStream sources stood, by stream,
+	// over every generation: a recovery resumes them from there
+	// (deploy.Script.Positions).
+	positions map[string]sources.Positions
 	// failing is set while a worker's failure waits to see whether a
 	// lost worker caused it (a relay link to a dead peer breaks first).
 	failing bool
@@ -185,6 +190,8 @@ type queryState struct {
 	// was deployed and decided when the policy last ran.
 	replayable       bool
 	planned, decided time.Time
+	// kept backs the policy off after a re-plan that kept the plan.
+	kept keptBackoff
 	// plan is the optimizer's plan while the query deploys or runs: the
 	// capacity it holds on its workers, which later queries plan around.
 	plan *physical.Plan
@@ -898,6 +905,14 @@ func (c *Coordinator) onStatus(m *nats.Msg) {
 	if st.HasSinkFrontier {
 		qs.front[st.Worker] = st.SinkFrontier
 	}
+	for name, ps := range st.Positions {
+		if qs.positions == nil {
+			qs.positions = map[string]sources.Positions{}
+		}
+		for _, p := range ps {
+			qs.positions[name] = qs.positions[name].Add(p)
+		}
+	}
 	info := &qs.info
 	info.Operators, info.Links, info.ResultRows = nil, nil, 0
 	info.LateRows, info.BadRows, info.Problems, info.Dropped = 0, 0, nil, nil
@@ -992,6 +1007,20 @@ func (c *Coordinator) onStatus(m *nats.Msg) {
 	}
 }
 
+// positionsCopy is a copy of qs.positions, taken under mu.
+func (qs *queryState) positionsCopy(mu *sync.Mutex) map[string]sources.Positions {
+	mu.Lock()
+	defer mu.Unlock()
+	if len(qs.positions) == 0 {
+		return nil
+	}
+	out := make(map[string]sources.Positions, len(qs.positions))
+	for k, v := range qs.positions {
+		out[k] = slices.Clone(v)
+	}
+	return out
+}
+
 // commit (with c.mu held) moves the query's committed epoch to the
 // smallest sink frontier of its generation, and closes a pending recovery
 // once rows flow past the epoch it resumed from (or the query ended).
@@ -1084,7 +1113,36 @@ func (c *Coordinator) recover(id, lost string, lostAt time.Time) {
 // committed epoch and loses or duplicates no row.
 func (c *Coordinator) replan(id string, d *control.Decision, gen int) {
 	c.redeploy(id, "", time.Now(), d, gen)
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	qs := c.queries[id]
+	if qs == nil || qs.info.Generation != gen {
+		return
+	}
+	// The plan was kept (no other plan is feasible, or it is the same): a
+	// policy that sees the same numbers asks the same again, so it is not
+	// asked again for a while, longer each time, until the query moves
+	// to another generation.
+	if qs.kept.gen != gen {
+		qs.kept = keptBackoff{gen: gen}
+	}
+	qs.kept.wait = min(max(2*qs.kept.wait, minKeptBackoff), maxKeptBackoff)
+	qs.kept.until = time.Now().Add(qs.kept.wait)
 }
+
+// keptBackoff holds the policy off a query whose re-plan kept its plan:
+// until is when the policy may run again for generation gen, wait the
+// back-off that led there (doubling from minKeptBackoff to maxKeptBackoff).
+type keptBackoff struct {
+	gen   int
+	wait  time.Duration
+	until time.Time
+}
+
+const (
+	minKeptBackoff = 2 * time.Second
+	maxKeptBackoff = 30 * time.Second
+)
 
 // redeploy places a running query again and deploys it as a new
 // generation: after the loss of worker lost (a recovery) or for a policy's
@@ -1108,7 +1166,7 @@ func (c *Coordinator) redeploy(id, lost string, lostAt time.Time, d *control.Dec
 	case !qs.info.Ended.IsZero():
 		c.mu.Unlock()
 		return
-	case d == nil && lost != control.LostServer && !slices.Contains(qs.info.Workers, lost):
+	case d == nil && lost != control.LostServer && lost != control.LostCoordinator && !slices.Contains(qs.info.Workers, lost):
 		c.mu.Unlock()
 		return
 	case d == nil && !qs.started:
@@ -1136,9 +1194,10 @@ func (c *Coordinator) redeploy(id, lost string, lostAt time.Time, d *control.Dec
 		maps.Copy(pins, d.Variants)
 	}
 	c.mu.Unlock()
-	if lost == control.LostServer {
-		// After an outage the query's own workers come back: wait for
-		// them rather than place it on the first to reconnect.
+	if lost == control.LostServer || lost == control.LostCoordinator {
+		// After an outage (or a restart, which the workers notice at
+		// their next heartbeat) the query's own workers come back: wait
+		// for them rather than place it on the first to reconnect.
 		c.outageWait(oldWorkers)
 	}
 
@@ -1170,6 +1229,7 @@ func (c *Coordinator) redeploy(id, lost string, lostAt time.Time, d *control.Dec
 		return
 	}
 	req.Script.ResumeEpoch = epoch
+	req.Script.Positions = qs.positionsCopy(&c.mu)
 	ctx := context.Background()
 	var live *control.Overrides
 	c.mu.Lock()
@@ -1272,6 +1332,7 @@ func (c *Coordinator) redeploy(id, lost string, lostAt time.Time, d *control.Dec
 	_ = c.nc.Publish(deploy.QuerySubject(c.cfg.Namespace, id, "stop"), b)
 	if err == nil {
 		script.ResumeEpoch = epoch
+		script.Positions = qs.positionsCopy(&c.mu)
 		var gone []string
 		gone, err = c.deployAll(ctx, id, req.Owner, script, p, gen)
 		if err != nil && len(gone) > 0 && d == nil {
@@ -1319,7 +1380,8 @@ func (c *Coordinator) redeploy(id, lost string, lostAt time.Time, d *control.Dec
 }
 
 // decide (with c.mu held) asks the policy about a running query, at most
-// once a second, and starts the re-plan it asks for.
+// once a second (less often after a re-plan kept the plan: keptBackoff),
+// and starts the re-plan it asks for.
 func (c *Coordinator) decide(qs *queryState, now time.Time) {
 	var policies control.Policies
 	if qs.latency != nil && !c.cfg.NoSLOPolicy {
@@ -1339,6 +1401,9 @@ func (c *Coordinator) decide(qs *queryState, now time.Time) {
 	qs.decided = now
 	if qs.latency != nil && len(qs.info.SLOTimeline) < control.MaxSLOSamples {
 		qs.info.SLOTimeline = append(qs.info.SLOTimeline, control.SLOSamples(now.Sub(qs.info.Started).Seconds(), *qs.info.Estimates, qs.latency)...)
+	}
+	if qs.kept.gen == qs.info.Generation && now.Before(qs.kept.until) {
+		return // a re-plan kept this plan lately: back off (keptBackoff)
 	}
 	in := control.PolicyInput{Query: qs.info.Query, Workers: qs.info.Workers, Age: now.Sub(qs.planned), Estimates: *qs.info.Estimates, Assumed: qs.assumed,
 		Latency: qs.latency}

@@ -50,11 +50,15 @@ func (c *Coordinator) relearn(hb deploy.Heartbeat) []string {
 	return ask
 }
 
-// adopt makes a query a worker runs a part of the coordinator's own again.
-// Only a started part counts (one still deploying was its old
-// coordinator's to start, and it is gone), and only one of the worker's own.
+// adopt makes a query a worker runs a part of the coordinator's own again
+// (only one of the worker's own). A part not started was deployed by a
+// coordinator that went away before it started the generation: in a
+// re-deployment (a recovery, a re-plan, a client's resume after an
+// outage), whose old generation it had already stopped. Nothing runs the
+// query then, and nobody would start it: the new coordinator deploys it
+// again, from the epoch that generation was to resume at.
 func (c *Coordinator) adopt(worker string, p deploy.Part) {
-	if !p.Started || p.Placement.WorkerIndex(worker) < 0 || deploy.ValidName("query", p.Query) != nil || deploy.ValidName("user", p.Owner) != nil {
+	if p.Placement.WorkerIndex(worker) < 0 || deploy.ValidName("query", p.Query) != nil || deploy.ValidName("user", p.Owner) != nil {
 		return
 	}
 	replayable := len(c.coreNATSSubjects(p.Script)) == 0
@@ -76,8 +80,15 @@ func (c *Coordinator) adopt(worker string, p deploy.Part) {
 		req:   deploy.SubmitRequest{Query: p.Query, Script: p.Script, Owner: p.Owner},
 		front: map[string]uint64{}, started: true, planned: now, replayable: replayable,
 	}
+	if !p.Started {
+		c.queries[p.Query].info.Committed = p.Script.ResumeEpoch
+	}
 	c.order = append(c.order, p.Query)
 	c.mu.Unlock()
 	c.limitRunTime(p.Query)
+	if !p.Started {
+		c.cfg.Log.Warn("query learned back before its generation started: deploying it again", "query", p.Query, "generation", p.Generation)
+		go c.redeploy(p.Query, control.LostCoordinator, now, nil, 0)
+	}
 	c.cfg.Log.Warn("query learned back from its workers", "query", p.Query, "owner", p.Owner, "worker", worker, "generation", p.Generation)
 }

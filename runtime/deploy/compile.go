@@ -74,6 +74,12 @@ type Script struct {
 	// until its watermark reaches it, rebuilding the operators' state, and
 	// at its RATE from there.
 	ResumeEpoch uint64 `json:"resume_epoch,omitempty"`
+	// Positions are where each JetStream stream (by name) stood as the
+	// query's sources took their batches, recorded by earlier generations
+	// (sources.Report.Position): a re-deployed query whose state is TUMBLE
+	// windows starts its JetStream sources at the last position before the
+	// first window it must replay instead of at the stream's start.
+	Positions map[string]sources.Positions `json:"positions,omitempty"`
 }
 
 // Replay is the pacing of `run --replay`: every file stream at its declared
@@ -255,6 +261,9 @@ func (s Script) BuildPlan(plan *logical.Plan, opts exec.Options) (*exec.Query, e
 				return p
 			}
 		}
+	}
+	if s.ResumeEpoch > 0 && len(s.Positions) > 0 && opts.Stream != nil {
+		opts.Stream = resumeStreams(opts.Stream, plan, s.ResumeEpoch, s.Positions)
 	}
 	return exec.Build(withBatches(plan, s.Batches), opts)
 }

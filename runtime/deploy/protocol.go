@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/tierflow/tierflow/dataflow"
+	"github.com/tierflow/tierflow/operators/sources"
 	"github.com/tierflow/tierflow/relay"
 	"github.com/tierflow/tierflow/runtime/control"
 	"github.com/tierflow/tierflow/runtime/inference/sched"
@@ -312,6 +313,10 @@ type Status struct {
 	// been sent (HasSinkFrontier says it is known).
 	SinkFrontier    uint64 `json:"sink_frontier,omitempty"`
 	HasSinkFrontier bool   `json:"has_sink_frontier,omitempty"`
+	// Positions are where this worker's JetStream sources stood (by
+	// stream) as they took batches since its last report: the
+	// coordinator keeps them for a recovery (Script.Positions).
+	Positions map[string]sources.Positions `json:"positions,omitempty"`
 	// Sched is what the worker's inference scheduler gave the query: its
 	// model batches' busy share of the worker, rows, waits (nil: no model
 	// call ran here).

@@ -4,6 +4,11 @@ import (
 	"strings"
 	"time"
 
+	"github.com/apache/arrow/go/v17/arrow"
+
+	"github.com/tierflow/tierflow/dataflow"
+	"github.com/tierflow/tierflow/operators/sources"
+	"github.com/tierflow/tierflow/planner/catalog"
 	"github.com/tierflow/tierflow/planner/expr"
 	"github.com/tierflow/tierflow/planner/logical"
 )
@@ -150,3 +155,41 @@ func resumeAt(n logical.Node, e uint64) (skip, below uint64) {
 	}
 	return 0, 0
 }
+
+// streamResumer is a source that can start at a recorded stream position
+// (runtime/connectors' JetStream sources).
+type streamResumer interface {
+	ResumeAt(sources.Position)
+}
+
+// resumeStreams wraps an exec.Options.Stream hook so that a query resumed
+// at epoch e starts each replayable stream at the last recorded position
+// before the first TUMBLE window it replays (resumeAt's below): every
+// message before it belongs to windows committed below e. A query of
+// another shape (row-wise, whose rows' epochs depend on how its batches
+// fell, or other state) replays its streams from the start.
+func resumeStreams(hook streamHook, plan *logical.Plan, e uint64, pos map[string]sources.Positions) streamHook {
+	_, below := resumeAt(plan.Root, e)
+	if below == 0 {
+		return hook
+	}
+	return func(st *catalog.Stream, schema *arrow.Schema, et sources.EventTime, report *sources.Report) (func() (dataflow.Operator, error), error) {
+		mk, err := hook(st, schema, et, report)
+		if err != nil {
+			return nil, err
+		}
+		p, ok := pos[st.Name].Before(int64(below))
+		if !ok {
+			return mk, nil
+		}
+		return func() (dataflow.Operator, error) {
+			op, err := mk()
+			if r, isR := op.(streamResumer); err == nil && isR {
+				r.ResumeAt(p)
+			}
+			return op, err
+		}, nil
+	}
+}
+
+type streamHook = func(*catalog.Stream, *arrow.Schema, sources.EventTime, *sources.Report) (func() (dataflow.Operator, error), error)

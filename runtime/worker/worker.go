@@ -400,7 +400,7 @@ func (w *Worker) build(req deploy.DeployRequest) error {
 	}
 	nh := connectors.Hooks{Conn: func() (*nats.Conn, error) { return w.cfg.Conn, nil },
 		Sources: connectors.SourceConfig{Queue: "tierflow-" + req.Query, MaxRows: req.Script.BatchSize, MaxDelay: req.Script.SourceMaxDelay, OnError: policy},
-		Sinks:   connectors.SinkConfig{End: true}}
+		Sinks:   connectors.SinkConfig{End: true, IDPrefix: req.Query}}
 	// operators/exec closes a catalog sink only in its own Run, which a
 	// worker does not call: the sink is opened lazily (only the worker that
 	// runs it writes) and closed when the part ends on the worker that holds
@@ -409,6 +409,9 @@ func (w *Worker) build(req deploy.DeployRequest) error {
 	eo.Stream = nh.Stream
 	eo.Sink = func(s *catalog.Sink, schema *arrow.Schema) (sinks.Writer, error) {
 		l := &lazySink{open: func() (sinks.Writer, error) { return nh.Sink(s, schema) }}
+		if req.Generation > 0 {
+			l.below = dataflow.Epoch(req.Script.ResumeEpoch)
+		}
 		opened = append(opened, l)
 		return l, nil
 	}
@@ -686,6 +689,7 @@ func (w *Worker) statusErr(q *query, state string, err error, stats []dataflow.I
 	if q.eq != nil {
 		c := q.eq.Stats()
 		st.LateRows, st.BadRows, st.Problems, st.Dropped = c.LateRows, c.BadRows, c.Problems, c.Dropped
+		st.Positions = q.eq.TakePositions()
 	}
 	b, _ := json.Marshal(st)
 	_ = w.cfg.Conn.Publish(deploy.QuerySubject(w.cfg.Namespace, q.id, "status."+w.cfg.Name), b)
@@ -719,6 +723,47 @@ func (w *Worker) Close() error {
 type lazySink struct {
 	open func() (sinks.Writer, error)
 	w    sinks.Writer
+	// below is the epoch a re-deployed generation resumes at: every result
+	// of an earlier epoch was sent by the generation before, and what this
+	// one computes for them again (a replay from the start, or windows it
+	// sees only part of after resuming its streams past their rows) must
+	// not reach the sink a second time.
+	below dataflow.Epoch
+}
+
+// WriteEpoch implements sinks.EpochWriter: results of an epoch below the
+// resume epoch are dropped.
+func (l *lazySink) WriteEpoch(instance int, epoch dataflow.Epoch, rec arrow.Record) error {
+	if epoch < l.below {
+		return nil
+	}
+	if err := l.ensure(); err != nil {
+		return err
+	}
+	if ew, ok := l.w.(sinks.EpochWriter); ok {
+		// A JetStream sink gives its messages ids the server dedupes.
+		return ew.WriteEpoch(instance, epoch, rec)
+	}
+	return l.w.Write(rec)
+}
+
+// Commit implements sinks.EpochWriter.
+func (l *lazySink) Commit(instance int, frontier dataflow.Epoch) error {
+	if ew, ok := l.w.(sinks.EpochWriter); ok {
+		return ew.Commit(instance, frontier)
+	}
+	return nil
+}
+
+func (l *lazySink) ensure() error {
+	if l.w == nil {
+		w, err := l.open()
+		if err != nil {
+			return err
+		}
+		l.w = w
+	}
+	return nil
 }
 
 func (l *lazySink) Write(rec arrow.Record) error {

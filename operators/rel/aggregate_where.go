@@ -1,0 +1,127 @@
+package rel
+
+import (
+	"github.com/apache/arrow/go/v17/arrow"
+
+	"github.com/tierflow/tierflow/operators/eval"
+	"github.com/tierflow/tierflow/planner/expr"
+)
+
+// AddWhere folds the rows of rec for which pred is TRUE: a filter fused into
+// the aggregation under it. When most rows pass, they are folded where they
+// lie (a selection vector): keys are looked up for the runs of passing rows
+// only, the other rows' group ids point at a scratch group one past the last,
+// and the accumulators fold the whole batch and then empty the scratch group.
+// No column is copied, where a Filter would gather every one (TPC-H Q1 keeps
+// 98% of its rows). When few pass, gathering them first is cheaper. rec is
+// not released.
+func (h *HashAggregate) AddWhere(rec arrow.Record, pred *eval.Predicate) error {
+	sel, all, err := pred.Select(h.fctx, rec)
+	switch {
+	case err != nil:
+		return err
+	case all:
+		return h.Add(rec)
+	case len(sel) == 0:
+		return nil
+	}
+	if h.spec.Window == nil && h.foldsInPlace() && 2*len(sel) >= int(rec.NumRows()) {
+		if ok, err := h.addSelected(rec, sel); ok || err != nil {
+			return err
+		}
+	}
+	sub, err := eval.GatherRecord(h.fctx.Context(), h.mem, rec, sel)
+	if err != nil {
+		return err
+	}
+	defer sub.Release()
+	return h.Add(sub)
+}
+
+// foldsInPlace: every aggregate folds rows that a filter drops into the
+// scratch group without effect on the others: count, min, max, and sums and
+// averages of floats. An integer sum could overflow on a dropped row and
+// fail the query; it takes the gathering path.
+func (h *HashAggregate) foldsInPlace() bool {
+	if h.inPlace != 0 {
+		return h.inPlace > 0
+	}
+	h.inPlace = 1
+	for _, a := range h.spec.Aggs {
+		ok := !a.Distinct && a.Filter == nil
+		switch a.Func {
+		case "count", "min", "max":
+		case "sum", "avg":
+			ok = ok && len(a.Args) == 1 && arrow.TypeEqual(a.Args[0].Type(), expr.Float64)
+		default:
+			ok = false
+		}
+		if !ok {
+			h.inPlace = -1
+			break
+		}
+	}
+	return h.inPlace > 0
+}
+
+// addSelected is AddWhere's fold in place. It evaluates keys and arguments on
+// every row, dropped ones too; when that fails (a dropped row the expression
+// cannot take, such as a division by zero that the filter guards) it says
+// false having changed nothing, and the caller gathers the passing rows.
+func (h *HashAggregate) addSelected(rec arrow.Record, sel []int32) (bool, error) {
+	keys, args, _, err := h.evalInputs(rec)
+	if err != nil {
+		return false, nil
+	}
+	defer func() {
+		for _, a := range append(keys, args...) {
+			if a != nil {
+				a.Release()
+			}
+		}
+	}()
+	n := int(rec.NumRows())
+	if cap(h.gids) < n {
+		h.gids = make([]uint32, n)
+		h.ws = make([]int64, n)
+	}
+	w, err := h.window(0, 0)
+	if err != nil {
+		return true, err
+	}
+	gids := h.gids[:n]
+	// Look up each run of consecutive passing rows; mark the rest.
+	const dropped = ^uint32(0)
+	next := 0
+	for i := 0; i < len(sel); {
+		from := int(sel[i])
+		k := i + 1
+		for k < len(sel) && sel[k] == sel[k-1]+1 {
+			k++
+		}
+		to := int(sel[k-1]) + 1
+		for j := next; j < from; j++ {
+			gids[j] = dropped
+		}
+		w.keys.lookupBatch(keys, from, to, gids[from:to])
+		next, i = to, k
+	}
+	for j := next; j < n; j++ {
+		gids[j] = dropped
+	}
+	scratch := w.keys.n
+	for j, g := range gids {
+		if g == dropped {
+			gids[j] = scratch
+		}
+	}
+	for k, acc := range w.accs {
+		acc.Grow(int(scratch) + 1)
+		acc.Update(gids, args[k], 0)
+		acc.Reset(scratch)
+		if err := accErr(acc, h.spec.Aggs[k]); err != nil {
+			return true, err
+		}
+	}
+	return true, nil
+}
