@@ -10,6 +10,7 @@ import (
 	"github.com/tierflow/tierflow/examples/fashion"
 	"github.com/tierflow/tierflow/operators/ml"
 	"github.com/tierflow/tierflow/runtime/dataaware"
+	"github.com/tierflow/tierflow/runtime/inference/sched"
 	"github.com/tierflow/tierflow/runtime/modelzoo"
 	"github.com/tierflow/tierflow/runtime/onnx"
 )
@@ -97,13 +98,24 @@ Shirt, Sneaker, Bag, Ankle boot); without it, built-in skewed mixes.`,
 					cfg.Pool = append(cfg.Pool, i)
 				}
 			}
+			// The workers' policies (tierflow worker --sched), so the
+			// table measures the code that schedules the engine.
+			var policies []dataaware.Scheduler
+			for _, name := range []string{sched.MaxAccEDFName, sched.LOEDFName, sched.GroupedName, sched.SneakPeekName} {
+				p, _ := sched.NewDataAware(name)
+				if g, ok := p.Scheduler.(dataaware.Grouped); ok {
+					g.Threshold = threshold
+					p.Scheduler = g
+				}
+				policies = append(policies, p.Scheduler)
+			}
 			var est []dataaware.EstimateRow
 			var sch []dataaware.ScheduleRow
 			prog := newProgress(a.err, int64(len(ms)), "bench sneakpeek")
 			for _, m := range ms {
 				prog.Describe("mix " + m.Name)
 				est = append(est, d.Estimates(m, cfg)...)
-				rs, err := d.Schedules(m, cfg, dataaware.Policies(threshold))
+				rs, err := d.Schedules(m, cfg, policies)
 				if err != nil {
 					prog.Done()
 					return err

@@ -37,6 +37,7 @@ import (
 	"github.com/tierflow/tierflow/runtime/control"
 	"github.com/tierflow/tierflow/runtime/deploy"
 	"github.com/tierflow/tierflow/runtime/inference"
+	"github.com/tierflow/tierflow/runtime/inference/sched"
 )
 
 // runFlags are the options of `tierflow run`.
@@ -63,6 +64,9 @@ type runFlags struct {
 	replanDrift float64
 	// linkTraces shape tier links to bandwidth traces (--link-trace).
 	linkTraces []string
+	// sched is the embedded workers' scheduling policy; evidence the
+	// directory of the SneakPeek estimator's training sample.
+	sched, evidence string
 	// analyze runs every query as EXPLAIN ANALYZE (`tierflow explain --analyze`).
 	analyze *cluster.AnalyzeOptions
 }
@@ -151,6 +155,8 @@ include the transfer time.`,
 	fl.BoolVar(&f.replan, "replan", false, "re-plan running queries off relay links that stall and when live numbers drift from the plan's (cluster only)")
 	fl.Float64Var(&f.replanDrift, "replan-drift", control.DefaultDrift.Factor, "with --replan: re-plan when a rate or model time drifts past this factor of the plan's (0: only stalled links)")
 	fl.StringArrayVar(&f.linkTraces, "link-trace", nil, "TIER_A:TIER_B=FILE: shape the relay links from tier A to tier B to a bandwidth trace (CSV t_s,kbit_s, looping; repeatable; embedded cluster only)")
+	fl.StringVar(&f.sched, "sched", "", "the embedded workers' inference scheduling policy: naive (default), deepquery, maxacc-edf, lo-edf, grouped or sneakpeek (as tierflow worker --sched)")
+	fl.StringVar(&f.evidence, "evidence", "", "with --sched sneakpeek: the Fashion-MNIST example directory whose training sample's nearest neighbours estimate each row's class")
 	fl.StringVar(&f.stats, "stats", "", "write a JSON summary of each query (rows, drops, latency, SLO misses) to this file when it ends")
 	return c
 }
@@ -206,6 +212,12 @@ func runRun(ctx context.Context, a *app, f runFlags, path string) error {
 	}
 	if f.local && f.replan {
 		return badInput(fmt.Errorf("--replan re-plans queries on the cluster; drop --local"))
+	}
+	if _, err := sched.ByName(f.sched); err != nil {
+		return badInput(fmt.Errorf("--sched: %w", err))
+	}
+	if f.local && (f.sched != "" || f.evidence != "") {
+		return badInput(fmt.Errorf("--sched and --evidence set the cluster's workers' inference scheduler; drop --local"))
 	}
 	if f.sourceMaxDelay < 0 {
 		return badInput(fmt.Errorf("--source-max-delay %s: want a duration >= 0", f.sourceMaxDelay))
@@ -362,6 +374,10 @@ func runClusterScript(ctx context.Context, a *app, f runFlags, path, src, base, 
 		Log: slog.New(slog.NewTextHandler(log, &slog.HandlerOptions{Level: slog.LevelWarn}))}
 	if f.replan {
 		opts.Policy = replanPolicy(f.replanDrift)
+	}
+	opts.Sched = f.sched
+	if opts.Evidence, err = loadEvidence(f.evidence); err != nil {
+		return badInput(err)
 	}
 	opts.NoSLOPolicy = f.noSLOPolicy
 	traces, err := parseLinkTraces(f.linkTraces, inf)

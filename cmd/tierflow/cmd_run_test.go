@@ -163,6 +163,14 @@ func TestRunDefaultMatchesLocal(t *testing.T) {
 	if code != exitBadInput || !strings.Contains(errs, "exclude each other") {
 		t.Fatalf("--local --processes: exit %d: %s", code, errs)
 	}
+	code, _, errs = runCLI(t, "", "run", "--sched", "fastest", query)
+	if code != exitBadInput || !strings.Contains(errs, "--sched") || !strings.Contains(errs, "sneakpeek") {
+		t.Fatalf("--sched fastest: exit %d: %s", code, errs)
+	}
+	code, _, errs = runCLI(t, "", "run", "--sched", "sneakpeek", "--evidence", t.TempDir(), query)
+	if code != exitBadInput || !strings.Contains(errs, "--evidence") {
+		t.Fatalf("--evidence without a sample: exit %d: %s", code, errs)
+	}
 }
 
 // TestRunProcesses: --processes starts each worker of --infra as a child

@@ -19,7 +19,7 @@ import (
 func newWorkerCmd(a *app) *cobra.Command {
 	var name, tier, location, typ, metricsAddr string
 	var threads int
-	var schedName string
+	var schedName, evidence string
 	var dataRoots []string
 	var namespace string
 	c := &cobra.Command{
@@ -50,6 +50,10 @@ other workers over NATS. Ctrl-C (or SIGTERM) aborts what runs and leaves.
 			if err != nil {
 				return badInput(fmt.Errorf("--sched: %w", err))
 			}
+			ev, err := loadEvidence(evidence)
+			if err != nil {
+				return badInput(err)
+			}
 			if name == "" {
 				host, _ := os.Hostname()
 				name = cluster.WorkerName(fmt.Sprintf("%s-%d", host, os.Getpid()))
@@ -76,7 +80,7 @@ other workers over NATS. Ctrl-C (or SIGTERM) aborts what runs and leaves.
 			}
 			w, err := worker.Start(ctx, worker.Config{Conn: nc, Name: name, Tier: tier, Location: location, Type: typ,
 				Metrics: reg, MetricsURL: murl, Stdout: a.out, Log: slog.New(slog.NewTextHandler(a.err, nil)),
-				Exec: cluster.ExecHooks(nc, a.g.ortLib, a.err, threads), DataRoots: roots, Namespace: namespace, Sched: policy})
+				Exec: cluster.ExecHooksWith(nc, a.g.ortLib, a.err, threads, ev), DataRoots: roots, Namespace: namespace, Sched: policy})
 			if err != nil {
 				return err
 			}
@@ -97,7 +101,8 @@ other workers over NATS. Ctrl-C (or SIGTERM) aborts what runs and leaves.
 	f.StringArrayVar(&dataRoots, "data-root", nil, "serve the files of submitted queries (catalogs, models, file streams, tables, sinks) only under this directory (repeatable); without it any file the worker's user can read")
 	f.StringVar(&metricsAddr, "metrics", "", "serve Prometheus metrics on this address (e.g. :9101)")
 	f.IntVar(&threads, "threads", 0, "intra-op threads of each model session: this worker's share of the machine's CPUs (0: ONNX Runtime's default, all of them)")
-	f.StringVar(&schedName, "sched", sched.NaiveName, "policy of the worker's inference scheduler, shared by its queries: naive (each batch runs as it comes) or deepquery (REALTIME batches first, BEST_EFFORT ones sized to the gaps)")
+	f.StringVar(&schedName, "sched", sched.NaiveName, "policy of the worker's inference scheduler, shared by its queries: naive (each batch runs as it comes), deepquery (REALTIME batches first, BEST_EFFORT ones sized to the gaps), or a SneakPeek scheduler choosing each batch's variant by utility: maxacc-edf, lo-edf, grouped or sneakpeek (data-aware with --evidence)")
+	f.StringVar(&evidence, "evidence", "", "with --sched sneakpeek: the Fashion-MNIST example directory whose training sample's nearest neighbours estimate each row's class")
 	// Accepted for symmetry with the coordinator; the coordinator decides.
 	f.Duration("heartbeat", 0, "ignored: the coordinator sets the heartbeat interval")
 	return c

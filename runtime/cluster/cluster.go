@@ -33,6 +33,7 @@ import (
 	"github.com/tierflow/tierflow/runtime/connectors"
 	"github.com/tierflow/tierflow/runtime/control"
 	"github.com/tierflow/tierflow/runtime/coordinator"
+	"github.com/tierflow/tierflow/runtime/dataaware"
 	"github.com/tierflow/tierflow/runtime/deploy"
 	"github.com/tierflow/tierflow/runtime/devices"
 	"github.com/tierflow/tierflow/runtime/inference"
@@ -95,8 +96,12 @@ type Options struct {
 	// take their own and never see the other's workers or queries.
 	Namespace string
 	// Sched names the policy of every worker's inference scheduler
-	// (sched.ByName: "naive", the default, or "deepquery").
+	// (sched.ByName: "naive", the default, "deepquery", or a SneakPeek
+	// scheduler: "maxacc-edf", "lo-edf", "grouped", "sneakpeek").
 	Sched string
+	// Evidence is the SneakPeek estimator the data-aware policies weigh
+	// each row's variants by (nil: profiled accuracy).
+	Evidence dataaware.Evidence
 	// SchedPolicy, when set, is the embedded workers' policy itself (a
 	// tuned sched.DeepQuery), over Sched.
 	SchedPolicy sched.Policy
@@ -117,6 +122,13 @@ type Options struct {
 // threads is the intra-op thread count of the process's model sessions: its
 // share of the machine's CPUs (0: ONNX Runtime's default, the whole machine).
 func ExecHooks(nc *nats.Conn, ortLib string, modelLog io.Writer, threads int) func(*exec.Options, deploy.ExecPart) {
+	return ExecHooksWith(nc, ortLib, modelLog, threads, nil)
+}
+
+// ExecHooksWith is ExecHooks whose workers' model calls carry each row's
+// SneakPeek evidence (ev: kNN over a training sample) to a data-aware
+// scheduling policy.
+func ExecHooksWith(nc *nats.Conn, ortLib string, modelLog io.Writer, threads int, ev dataaware.Evidence) func(*exec.Options, deploy.ExecPart) {
 	rt := inference.New(inference.Config{OrtLib: ortLib, Log: modelLog, IntraOpThreads: threads})
 	nh := connectors.Hooks{Conn: func() (*nats.Conn, error) { return nc, nil }}
 	return func(o *exec.Options, p deploy.ExecPart) {
@@ -125,7 +137,7 @@ func ExecHooks(nc *nats.Conn, ortLib string, modelLog io.Writer, threads int) fu
 			// A worker's part: its model calls run on the worker's
 			// scheduler, as the query's tenant.
 			r = inference.New(inference.Config{OrtLib: ortLib, Log: modelLog, Variants: p.Variants, IntraOpThreads: threads,
-				Scheduler: p.Scheduler, Tenant: sched.Tenant{Query: p.Query, Priority: sched.ParsePriority(p.Priority),
+				Scheduler: p.Scheduler, Evidence: ev, Tenant: sched.Tenant{Query: p.Query, Priority: sched.ParsePriority(p.Priority),
 					Latency: time.Duration(p.LatencyMs * float64(time.Millisecond))}})
 		}
 		o.Lateral, o.Stream, o.Sink = r.Lateral, nh.Stream, nh.Sink
@@ -260,7 +272,7 @@ func StartEmbedded(ctx context.Context, o Options) (*Cluster, error) {
 		}
 		w, err := worker.Start(ctx, worker.Config{Conn: nc, Name: name, Tier: m.Tier, Location: m.Location, Type: typ,
 			Inventory: &inv, Allocator: o.Allocator, Metrics: o.Metrics, Stdout: o.Stdout, Log: o.Log,
-			Exec: ExecHooks(nc, o.OrtLib, o.ModelLog, CPUShare(m, len(o.Infra.Machines()))), Namespace: o.Namespace,
+			Exec: ExecHooksWith(nc, o.OrtLib, o.ModelLog, CPUShare(m, len(o.Infra.Machines())), o.Evidence), Namespace: o.Namespace,
 			Shape: shapeFrom(o.Shape, name), Shaper: shaperFrom(o.Shaper, name),
 			Sched: policy, OnLatency: o.OnLatency})
 		if err != nil {

@@ -221,6 +221,16 @@ func (d *BenchData) Schedules(m Mix, cfg BenchConfig, policies []Scheduler) ([]S
 		scAcc[a] = float64(ok) / float64(max(len(cfg.Profile), 1))
 		apps[a].Models = append(apps[a].Models, &Model{Name: "sneakpeek", Accuracy: scAcc[a], ShortCircuit: true})
 	}
+	cal := make([]*Calibration, len(d.Apps))
+	for a, app := range d.Apps {
+		var votes [][]float64
+		var truth []int
+		for _, r := range cfg.Profile {
+			votes = append(votes, appTheta(app, ix.Votes(d.Rows[r*d.Dim:(r+1)*d.Dim])))
+			truth = append(truth, app.ClassOf[d.Labels[r]])
+		}
+		cal[a] = NewCalibration(votes, truth, len(app.Classes))
+	}
 	type total struct{ u, acc, miss float64 }
 	tot := make([]total, len(policies))
 	n := 0
@@ -236,7 +246,7 @@ func (d *BenchData) Schedules(m Mix, cfg BenchConfig, policies []Scheduler) ([]S
 			votes := appTheta(d.Apps[a], ix.Votes(d.Rows[row*d.Dim:(row+1)*d.Dim]))
 			arr := r.Float64() * window
 			dl := window + cfg.Deadline*unit*(0.5+r.Float64())
-			p.Requests = append(p.Requests, &Request{App: a, Arrival: arr, Deadline: dl, Votes: votes})
+			p.Requests = append(p.Requests, &Request{App: a, Arrival: arr, Deadline: dl, Votes: cal[a].Votes(votes)})
 			reqs = append(reqs, benchRequest{row: row, votes: votes})
 		}
 		for k, pol := range policies {
@@ -335,11 +345,6 @@ func MeanSchedules(rows []ScheduleRow) []ScheduleRow {
 		out = append(out, ScheduleRow{Kind: "schedule", Mix: "mean", Policy: p, Utility: round3(s.u / k), Accuracy: round3(s.a / k), DeadlineMissRate: round3(s.m / k)})
 	}
 	return out
-}
-
-// Policies are the four schedulers the benchmark compares.
-func Policies(threshold int) []Scheduler {
-	return []Scheduler{MaxAccEDF{}, LOEDF{}, Grouped{Threshold: threshold}, Grouped{Threshold: threshold, Aware: true}}
 }
 
 // FitLatency fits Fixed + n*PerItem (milliseconds) to the median times of

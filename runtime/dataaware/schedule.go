@@ -279,6 +279,9 @@ func (g Grouped) groups(p *Problem, split bool) []*group {
 		}
 		gr.reqs = append(gr.reqs, i)
 	}
+	if split {
+		out = g.merge(p, out)
+	}
 	// Priority (eq. 12): (1 + Var[accuracy of the app's models]) e^-d, d
 	// the time left in units of the window's mean deadline (the paper's
 	// seconds would make e^-d flat at millisecond deadlines).
@@ -297,6 +300,38 @@ func (g Grouped) groups(p *Problem, split bool) []*group {
 			gr.theta = p.Theta(gr.reqs)
 		}
 		sort.SliceStable(gr.reqs, func(a, b int) bool { return p.Requests[gr.reqs[a]].Deadline < p.Requests[gr.reqs[b]].Deadline })
+	}
+	return out
+}
+
+// merge joins an application's class subgroups that would run on the same
+// variant anyway (the one of the highest data-aware accuracy on each, the
+// short-circuit aside): a split only pays where classes want different
+// variants, and every extra batch costs a variant's fixed latency. It
+// also keeps the group count within the exact search's threshold more
+// often.
+func (g Grouped) merge(p *Problem, gs []*group) []*group {
+	type key struct{ app, model int }
+	by := map[key]*group{}
+	var out []*group
+	for _, gr := range gs {
+		th := p.Theta(gr.reqs)
+		best, bestA := -1, math.Inf(-1)
+		for m, mod := range p.Apps[gr.app].Models {
+			if mod.ShortCircuit {
+				continue
+			}
+			if a := accuracy(th, mod, g.Aware); a > bestA {
+				best, bestA = m, a
+			}
+		}
+		k := key{gr.app, best}
+		if m := by[k]; m != nil {
+			m.reqs = append(m.reqs, gr.reqs...)
+			continue
+		}
+		by[k] = gr
+		out = append(out, gr)
 	}
 	return out
 }
@@ -345,11 +380,23 @@ func (g Grouped) Schedule(p *Problem) []Batch {
 	// optimal schedules group by application and almost all others by
 	// class within one (5.3.2), so both groupings are planned and the one
 	// of the higher expected utility runs.
-	if split := g.schedule(p, g.groups(p, true)); ExpectedUtility(p, split, true) > ExpectedUtility(p, s, true) {
-		return split
+	// The profiled plan is a candidate too, judged on the same data-aware
+	// estimate, and kept unless another is better by Margin: recalls a
+	// few points apart are within what their profile can tell apart, and
+	// a choice between estimates that close follows their noise.
+	best := (Grouped{Threshold: g.Threshold}).Schedule(p)
+	bestU := ExpectedUtility(p, best, true) + Margin
+	for _, c := range [][]Batch{s, g.schedule(p, g.groups(p, true))} {
+		if u := ExpectedUtility(p, c, true); u > bestU {
+			best, bestU = c, u
+		}
 	}
-	return s
+	return best
 }
+
+// Margin is the mean expected utility per request by which a data-aware
+// schedule must beat the profiled one to replace it.
+const Margin = 0.005
 
 func (g Grouped) schedule(p *Problem, gs []*group) []Batch {
 	if len(gs) <= g.Threshold {

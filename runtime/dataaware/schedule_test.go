@@ -1,6 +1,7 @@
 package dataaware
 
 import (
+	"fmt"
 	"math"
 	"testing"
 )
@@ -113,5 +114,50 @@ func TestShortCircuitSavesHopelessDeadlines(t *testing.T) {
 	}
 	if u := ExpectedUtility(p, Grouped{Threshold: 5}.Schedule(p), false); u != 0 {
 		t.Fatalf("grouped without short-circuit: utility %v, want 0", u)
+	}
+}
+
+// TestSneakPeekKeepsTheProfiledPlanWithinMargin: with time for the slow
+// model everywhere, a class split that the recalls favour by a hair
+// (0.801 against 0.80) is noise and SneakPeek runs Grouped's plan; by 18
+// points it is not, and SneakPeek splits.
+func TestSneakPeekKeepsTheProfiledPlanWithinMargin(t *testing.T) {
+	for _, tc := range []struct {
+		fast0 float64
+		same  bool
+	}{{0.801, true}, {0.98, false}} {
+		p := window()
+		for _, r := range p.Requests {
+			r.Deadline = 100
+		}
+		for _, a := range p.Apps {
+			a.Models[0].Recall = []float64{tc.fast0, 0.42}
+		}
+		g := Grouped{Threshold: 5}.Schedule(p)
+		sp := Grouped{Threshold: 5, Aware: true}.Schedule(p)
+		if same := fmt.Sprint(g) == fmt.Sprint(sp); same != tc.same {
+			t.Errorf("fast recall %v on class 0: grouped %v, sneakpeek %v: same plan %v, want %v", tc.fast0, g, sp, same, tc.same)
+		}
+	}
+}
+
+// TestCalibrationSpreadsVotes: votes for a class the estimator confuses
+// spread over the classes found behind it; the total stays.
+func TestCalibrationSpreadsVotes(t *testing.T) {
+	var votes [][]float64
+	var truth []int
+	for i := 0; i < 100; i++ {
+		votes = append(votes, []float64{5, 0}) // called 0: 60 are, 40 are 1
+		truth = append(truth, map[bool]int{true: 0, false: 1}[i < 60])
+		votes = append(votes, []float64{0, 5}) // called 1: all are
+		truth = append(truth, 1)
+	}
+	cb := NewCalibration(votes, truth, 2)
+	got := cb.Votes([]float64{5, 0})
+	if math.Abs(got[0]+got[1]-5) > 1e-9 || math.Abs(got[0]/5-0.6) > 0.02 {
+		t.Fatalf("calibrated %v: want about 3 and 2", got)
+	}
+	if got := cb.Votes([]float64{0, 5}); got[1] < 4.9 {
+		t.Fatalf("calibrated %v: class 1 is never confused", got)
 	}
 }

@@ -32,6 +32,7 @@ import (
 	"github.com/tierflow/tierflow/planner/catalog"
 	"github.com/tierflow/tierflow/planner/expr"
 	"github.com/tierflow/tierflow/planner/logical"
+	"github.com/tierflow/tierflow/runtime/dataaware"
 	"github.com/tierflow/tierflow/runtime/inference/sched"
 	"github.com/tierflow/tierflow/runtime/onnx"
 )
@@ -86,6 +87,12 @@ type Config struct {
 	// batch runs when its policy grants it, as Tenant's.
 	Scheduler *sched.Scheduler
 	Tenant    sched.Tenant
+	// Evidence is the SneakPeek estimator of the rows' classes (kNN over
+	// a training sample): with a data-aware scheduling policy, each row's
+	// votes go with its batch, so the policy weighs every variant's
+	// per-class recall by them. nil: variants are weighed by their
+	// profiled accuracy.
+	Evidence dataaware.Evidence
 }
 
 // Choice is what the runtime decided for one model operator.
@@ -366,10 +373,18 @@ func (r *Runtime) Lateral(n *logical.LateralModel, in *arrow.Schema) (func() (da
 	}
 	// By index: a join may give two columns one name.
 	cfg := ml.Config{Inputs: cols, InputIndexes: colIdx, Heads: heads, NoErrorColumn: true, MaxBatch: batch.MaxBatch}
+	tenant := r.cfg.Tenant
+	if s := r.cfg.Scheduler; s != nil && ms == ml.Session(sess) {
+		if _, ok := s.Policy().(*sched.DataAware); ok {
+			if tenant, err = r.variantTenant(s, env, n.Model, v, key, sess, opts); err != nil {
+				return nil, nil, err
+			}
+		}
+	}
 	bind := func() (*ml.Model, error) {
 		fs := freshSession(ms)
 		if s := r.cfg.Scheduler; s != nil {
-			fs = s.Bind(fs, key, r.cfg.Tenant)
+			fs = s.Bind(fs, key, tenant)
 		}
 		return ml.Bind(fs, in, cfg)
 	}

@@ -218,7 +218,9 @@ func earlier(a, b *Request) bool {
 	return a.seq < b.seq
 }
 
-// ByName returns the policy named name (NaiveName, DeepQueryName).
+// ByName returns the policy named name (NaiveName, DeepQueryName, or a
+// SneakPeek scheduler: MaxAccEDFName, LOEDFName, GroupedName,
+// SneakPeekName).
 func ByName(name string) (Policy, error) {
 	switch name {
 	case "", NaiveName:
@@ -226,5 +228,9 @@ func ByName(name string) (Policy, error) {
 	case DeepQueryName:
 		return NewDeepQuery(), nil
 	}
-	return nil, fmt.Errorf("%w: unknown scheduling policy %q (want %s or %s)", ErrPolicy, name, NaiveName, DeepQueryName)
+	if p, ok := NewDataAware(name); ok {
+		return p, nil
+	}
+	return nil, fmt.Errorf("%w: unknown scheduling policy %q (want %s, %s, %s, %s, %s or %s)", ErrPolicy, name,
+		NaiveName, DeepQueryName, MaxAccEDFName, LOEDFName, GroupedName, SneakPeekName)
 }

@@ -3,6 +3,8 @@ package sched
 import (
 	"strings"
 	"time"
+
+	"github.com/tierflow/tierflow/operators/ml"
 )
 
 // Priority is a query's scheduling class (WITH (PRIORITY ...)).
@@ -45,6 +47,26 @@ type Tenant struct {
 	// Latency is the query's LATENCY bound (0: none): a request's deadline
 	// is its arrival plus it.
 	Latency time.Duration
+	// Variants, when set, are the variants of the query's model a
+	// data-aware policy may run a batch on instead of the bound one (the
+	// bound session's key among them), each with its profiled accuracy
+	// and per-class recall (SneakPeek 3.1).
+	Variants []Variant
+	// Evidence, when set, is a row's votes over the recall's classes (the
+	// stream's SneakPeek estimator: kNN labels), read from the batch's
+	// inputs before it queues.
+	Evidence func(inputs []ml.Tensor, row int) []float64
+}
+
+// Variant is a model variant a data-aware tenant may run on.
+type Variant struct {
+	Name    string
+	Key     string
+	Session ml.Session
+	// Accuracy (0..1) as profiled; Recall per class (0..1), nil when not
+	// profiled (the policy then uses Accuracy).
+	Accuracy float64
+	Recall   []float64
 }
 
 // Request is one batch a query's model operator asked the scheduler to run:
@@ -67,6 +89,11 @@ type Request struct {
 	// Splittable batches may run in parts (Decision.Rows < Rows); a batch
 	// whose tensors do not all lead with its rows runs whole.
 	Splittable bool
+	// Votes are each row's evidence (Tenant.Evidence; nil without).
+	Votes [][]float64
+	// Variant is the variant of Tenant.Variants the policy chose (-1: the
+	// bound session); set when the request is granted.
+	Variant int
 
 	seq     uint64
 	running bool
@@ -109,8 +136,11 @@ type View struct {
 // set, is the latest time to ask again (the scheduler asks anyway at every
 // arrival and every completion).
 type Decision struct {
-	Run     *Request
-	Rows    int
+	Run  *Request
+	Rows int
+	// Variant, when set, runs the batch on that variant of the query's
+	// Tenant.Variants (by name) instead of the bound session's.
+	Variant string
 	Recheck time.Time
 	// Why says why nothing runs (for tests and SHOW QUERIES).
 	Why string

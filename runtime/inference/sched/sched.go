@@ -52,6 +52,15 @@ type Scheduler struct {
 	closed   bool
 	started  time.Time
 	lastWhy  string
+	served   map[string]*Served
+}
+
+// Served is what ran on one session since the scheduler started, however
+// many queries came and went: the rows, and those that ended after their
+// deadline.
+type Served struct {
+	Key        string `json:"key"`
+	Rows, Late int64
 }
 
 type shared struct {
@@ -74,7 +83,7 @@ func New(p Policy) *Scheduler {
 	}
 	return &Scheduler{policy: p, profiles: NewProfiles(), arrivals: NewArrivals(), now: time.Now,
 		sessions: map[string]*shared{}, queues: map[string]*Queue{}, tenants: map[string]Tenant{},
-		stats: map[string]*QueryStats{}, started: time.Now()}
+		stats: map[string]*QueryStats{}, started: time.Now(), served: map[string]*Served{}}
 }
 
 // Policy is the scheduler's policy.
@@ -156,6 +165,15 @@ func (s *Scheduler) Users(key string) []string {
 // Bind returns sess as seen by t's model operator: every Run goes through
 // the scheduler under t. key is the session's Key.
 func (s *Scheduler) Bind(sess ml.Session, key string, t Tenant) ml.Session {
+	// A variant that cannot fill the bound session's outputs is not one
+	// the policy may choose.
+	var vs []Variant
+	for _, v := range t.Variants {
+		if v.Key == key || (v.Session != nil && Compatible(sess.Outputs(), v.Session)) {
+			vs = append(vs, v)
+		}
+	}
+	t.Variants = vs
 	s.mu.Lock()
 	s.tenants[t.Query] = t
 	if s.stats[t.Query] == nil {
@@ -228,6 +246,18 @@ func (s *Scheduler) Stats() []QueryStats {
 	return out
 }
 
+// Served lists the rows run per session, by key.
+func (s *Scheduler) Served() []Served {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var out []Served
+	for _, sv := range s.served {
+		out = append(out, *sv)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Key < out[j].Key })
+	return out
+}
+
 // Why is the policy's latest reason for leaving work waiting ("" none).
 func (s *Scheduler) Why() string {
 	s.mu.Lock()
@@ -281,6 +311,15 @@ func (s *Scheduler) finish(r *Request, rows int, d time.Duration, failed bool) {
 	}
 	r.running = false
 	r.Rows -= rows
+	sv := s.served[r.Key]
+	if sv == nil {
+		sv = &Served{Key: r.Key}
+		s.served[r.Key] = sv
+	}
+	sv.Rows += int64(rows)
+	if !r.Deadline.IsZero() && s.now().After(r.Deadline) {
+		sv.Late += int64(rows)
+	}
 	if st := s.stats[r.Query]; st != nil {
 		st.Batches++
 		st.Rows += int64(rows)
@@ -327,6 +366,15 @@ func (s *Scheduler) dispatch() {
 		}
 		s.lastWhy = ""
 		r := d.Run
+		if d.Variant != "" && r.Rows == r.Total {
+			// A variant is chosen for a whole batch, before any part of it
+			// ran: its rows then all come from one model.
+			for i, vr := range s.tenants[r.Query].Variants {
+				if vr.Name == d.Variant && vr.Session != nil {
+					r.Variant, r.Key = i, vr.Key
+				}
+			}
+		}
 		rows := d.Rows
 		if rows <= 0 || rows > r.Rows || !r.Splittable {
 			rows = r.Rows
