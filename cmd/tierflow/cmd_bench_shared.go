@@ -17,6 +17,7 @@ import (
 	"github.com/apache/arrow/go/v17/arrow/memory"
 	"github.com/spf13/cobra"
 
+	"github.com/tierflow/tierflow/dataflow"
 	"github.com/tierflow/tierflow/planner/infra"
 	"github.com/tierflow/tierflow/runtime/cluster"
 	"github.com/tierflow/tierflow/runtime/coordinator"
@@ -58,12 +59,15 @@ workers:
 
 // sharedRow is one policy's run of `tierflow bench shared`.
 type sharedRow struct {
-	Round      int     `json:"round"`
-	Policy     string  `json:"policy"`
-	RTP50      float64 `json:"rt_p50_ms"`
-	RTP99      float64 `json:"rt_p99_ms"`
-	RTMiss     float64 `json:"rt_miss_rate"`
-	RTRows     int     `json:"rt_rows"`
+	Round  int     `json:"round"`
+	Policy string  `json:"policy"`
+	RTP50  float64 `json:"rt_p50_ms"`
+	RTP99  float64 `json:"rt_p99_ms"`
+	RTMiss float64 `json:"rt_miss_rate"`
+	RTRows int     `json:"rt_rows"`
+	// RTDropped: real-time rows dropped before compute because they could
+	// no longer meet the LATENCY (lazy drop); they count as misses.
+	RTDropped  int64   `json:"rt_dropped"`
 	BEItems    float64 `json:"be_items_per_s"`
 	RTP99Ratio float64 `json:"rt_p99_vs_alone"`
 	BERatio    float64 `json:"be_vs_alone"`
@@ -348,6 +352,7 @@ func sharedRun(ctx context.Context, a *app, o sharedOptions, inf *infra.Infra, p
 		if info.State != deploy.StateFinished {
 			return row, fmt.Errorf("real-time query %s: %s", info.State, info.Error)
 		}
+		row.RTDropped = info.Dropped[dataflow.DropDeadline]
 	}
 	if pol != "rt-alone" {
 		select {
@@ -376,13 +381,15 @@ func sharedRun(ctx context.Context, a *app, o sharedOptions, inf *infra.Infra, p
 	if len(lat) > 0 {
 		row.RTRows = len(lat)
 		row.RTP50, row.RTP99 = percentile(lat, 0.5), percentile(lat, 0.99)
-		over := 0
+	}
+	if n := int64(len(lat)) + row.RTDropped; n > 0 {
+		over := row.RTDropped
 		for _, l := range lat {
 			if l > o.latencyMs {
 				over++
 			}
 		}
-		row.RTMiss = float64(over) / float64(len(lat))
+		row.RTMiss = float64(over) / float64(n)
 	}
 	return row, nil
 }
