@@ -1,0 +1,347 @@
+package rel
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"os"
+
+	"github.com/apache/arrow/go/v17/arrow"
+	"github.com/apache/arrow/go/v17/arrow/array"
+	"github.com/apache/arrow/go/v17/arrow/ipc"
+	"github.com/apache/arrow/go/v17/arrow/memory"
+
+	"github.com/tierflow/tierflow/dataflow"
+	"github.com/tierflow/tierflow/operators/functions"
+)
+
+// SpillJoin is a join of two bounded inputs (left: input 0, probed; right:
+// input 1, built) whose build side stays under a memory limit. While the
+// right rows it holds take at most Limit bytes it is a StreamTableJoin. Past
+// that it becomes a grace hash join: right rows, and then left rows, go to
+// SpillPartitions pairs of Arrow IPC files by a hash of their join keys
+// (cast to the common key type, so equal keys land in the same pair), and
+// when both inputs end each pair is joined on its own, holding about
+// 1/SpillPartitions of the right side. Rows with a NULL key are partitioned
+// like any other and never match, as in memory.
+type SpillJoin struct {
+	dataflow.Base
+	spec        JoinSpec
+	left, right *arrow.Schema
+	fns         *functions.Registry
+	limit       int64
+	stats       *SpillStats
+
+	mem         memory.Allocator
+	j           *HashJoin // partitions rows, and joins while nothing spilled
+	table       []arrow.Record
+	tableBytes  int64
+	waiting     []arrow.Record // left rows that came before the right side ended
+	built       bool           // in memory: the table is indexed
+	rightDone   bool
+	leftDone    bool
+	held        *dataflow.Capability
+	dir         string
+	build, prob []*spillFile // nil until the right side spills
+}
+
+// NewSpillJoin makes an instance that keeps the right side under limit
+// bytes; stats may be nil.
+func NewSpillJoin(spec JoinSpec, left, right *arrow.Schema, fns *functions.Registry, limit int64, stats *SpillStats) *SpillJoin {
+	return &SpillJoin{spec: spec, left: left, right: right, fns: fns, limit: limit, stats: stats}
+}
+
+func (s *SpillJoin) Open(ctx *dataflow.Context, cap *dataflow.Capability) error {
+	s.mem = ctx.Allocator()
+	j, err := NewHashJoin(s.mem, s.spec, s.left, s.right, s.fns)
+	if err != nil {
+		return err
+	}
+	s.j = j
+	s.held, err = cap.Retain()
+	return err
+}
+
+func (s *SpillJoin) spilled() bool { return s.build != nil }
+
+func (s *SpillJoin) OnBatch(ctx *dataflow.Context, input int, b dataflow.Batch, _ *dataflow.Capability) error {
+	rec := b.Record
+	if input == 1 {
+		if s.spilled() {
+			defer rec.Release()
+			return s.write(s.build, rec, true)
+		}
+		s.table = append(s.table, rec)
+		s.tableBytes += recordBytes(rec)
+		if s.tableBytes > s.limit {
+			return s.spill()
+		}
+		return nil
+	}
+	switch {
+	case s.spilled():
+		defer rec.Release()
+		return s.write(s.prob, rec, false)
+	case s.built:
+		defer rec.Release()
+		return s.probe(ctx, s.j, rec)
+	}
+	s.waiting = append(s.waiting, rec)
+	return nil
+}
+
+// spill moves the right rows held, and the left rows waiting, to the
+// partition files; rows of both sides go there from now on.
+func (s *SpillJoin) spill() error {
+	var err error
+	if s.dir, err = os.MkdirTemp("", "tierflow-join-spill-*"); err != nil {
+		return fmt.Errorf("spill: %w", err)
+	}
+	open := func(side string, schema *arrow.Schema) ([]*spillFile, error) {
+		var fs []*spillFile
+		for i := range SpillPartitions {
+			f, err := os.Create(fmt.Sprintf("%s/%s%d.arrow", s.dir, side, i))
+			if err != nil {
+				return fs, fmt.Errorf("spill: %w", err)
+			}
+			fs = append(fs, &spillFile{f: f, w: ipc.NewWriter(f, ipc.WithSchema(schema), ipc.WithAllocator(s.mem))})
+		}
+		return fs, nil
+	}
+	if s.build, err = open("build", s.right); err != nil {
+		return err
+	}
+	if s.prob, err = open("probe", s.left); err != nil {
+		return err
+	}
+	if s.stats != nil {
+		s.stats.Spills.Add(1)
+	}
+	table, waiting := s.table, s.waiting
+	s.table, s.waiting, s.tableBytes = nil, nil, 0
+	defer releaseAll(table)
+	defer releaseAll(waiting)
+	for _, r := range table {
+		if err := s.write(s.build, r, true); err != nil {
+			return err
+		}
+	}
+	for _, r := range waiting {
+		if err := s.write(s.prob, r, false); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// write appends rec's rows to the files of their keys' partitions.
+func (s *SpillJoin) write(files []*spillFile, rec arrow.Record, right bool) error {
+	n := int(rec.NumRows())
+	if n == 0 {
+		return nil
+	}
+	dst := make([]uint32, n)
+	if err := s.j.partition(rec, right, SpillPartitions, dst); err != nil {
+		return err
+	}
+	split, err := dataflow.Split(s.mem, rec, dst, SpillPartitions)
+	if err != nil {
+		return err
+	}
+	for i, r := range split {
+		if r == nil {
+			continue
+		}
+		if err == nil {
+			err = files[i].w.Write(r)
+		}
+		r.Release()
+	}
+	if err != nil {
+		return fmt.Errorf("spill: %w", err)
+	}
+	if s.stats != nil {
+		s.stats.Rows.Add(int64(n))
+	}
+	return nil
+}
+
+func (s *SpillJoin) probe(ctx *dataflow.Context, j *HashJoin, rec arrow.Record) error {
+	out, err := j.Probe(rec)
+	if err != nil || out == nil {
+		return err
+	}
+	return ctx.Emit(0, s.held, out)
+}
+
+// OnFrontier builds the table in memory when the right side ends without
+// having spilled, and joins the partitions when both sides have ended after
+// it did.
+func (s *SpillJoin) OnFrontier(ctx *dataflow.Context, input int, f dataflow.Epoch) error {
+	if f != dataflow.Closed {
+		if input == 0 && f > s.held.Epoch() {
+			return s.held.Downgrade(f)
+		}
+		return nil
+	}
+	if input == 1 {
+		s.rightDone = true
+	} else {
+		s.leftDone = true
+	}
+	if input == 1 && !s.spilled() {
+		err := s.j.Build(s.table, s.right)
+		releaseAll(s.table)
+		s.table, s.built = nil, true
+		if err != nil {
+			return err
+		}
+		waiting := s.waiting
+		s.waiting = nil
+		for i, r := range waiting {
+			err := s.probe(ctx, s.j, r)
+			r.Release()
+			if err != nil {
+				releaseAll(waiting[i+1:])
+				return err
+			}
+		}
+	}
+	if !s.rightDone || !s.leftDone {
+		return nil
+	}
+	if s.spilled() {
+		if err := s.joinPartitions(ctx); err != nil {
+			return err
+		}
+	}
+	s.held.Drop()
+	return nil
+}
+
+// joinPartitions joins each pair of files in turn.
+func (s *SpillJoin) joinPartitions(ctx *dataflow.Context) error {
+	for _, fs := range [][]*spillFile{s.build, s.prob} {
+		for _, p := range fs {
+			if err := p.w.Close(); err != nil {
+				return fmt.Errorf("spill: %w", err)
+			}
+		}
+	}
+	for i := range SpillPartitions {
+		j, err := NewHashJoin(s.mem, s.spec, s.left, s.right, s.fns)
+		if err != nil {
+			return err
+		}
+		err = s.joinPartition(ctx, j, s.build[i].f, s.prob[i].f)
+		j.Release()
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (s *SpillJoin) joinPartition(ctx *dataflow.Context, j *HashJoin, build, probe *os.File) error {
+	var table []arrow.Record
+	err := readSpill(s.mem, build, func(r arrow.Record) error {
+		r.Retain()
+		table = append(table, r)
+		return nil
+	})
+	if err == nil {
+		err = j.Build(table, s.right)
+	}
+	releaseAll(table)
+	if err != nil {
+		return err
+	}
+	return readSpill(s.mem, probe, func(r arrow.Record) error { return s.probe(ctx, j, r) })
+}
+
+// readSpill calls each with every record of a spill file, from its start.
+func readSpill(mem memory.Allocator, f *os.File, each func(arrow.Record) error) error {
+	if _, err := f.Seek(0, io.SeekStart); err != nil {
+		return fmt.Errorf("spill: %w", err)
+	}
+	r, err := ipc.NewReader(f, ipc.WithAllocator(mem))
+	if err != nil {
+		return fmt.Errorf("spill: %w", err)
+	}
+	defer r.Release()
+	for r.Next() {
+		if err := each(r.Record()); err != nil {
+			return err
+		}
+	}
+	if err := r.Err(); err != nil && !errors.Is(err, io.EOF) {
+		return fmt.Errorf("spill: %w", err)
+	}
+	return nil
+}
+
+func (s *SpillJoin) Close(*dataflow.Context) error {
+	if s.held != nil {
+		s.held.Drop()
+	}
+	releaseAll(s.table)
+	releaseAll(s.waiting)
+	s.table, s.waiting = nil, nil
+	if s.j != nil {
+		s.j.Release()
+	}
+	for _, fs := range [][]*spillFile{s.build, s.prob} {
+		for _, p := range fs {
+			p.f.Close()
+		}
+	}
+	if s.dir != "" {
+		os.RemoveAll(s.dir)
+	}
+	return nil
+}
+
+// partition sets dst to each row's partition of parts by a hash of its join
+// keys (right: rec is a right side row), after the casts to the common key
+// type, so that a left and a right row with equal keys share a partition.
+func (j *HashJoin) partition(rec arrow.Record, right bool, parts int, dst []uint32) error {
+	evs := j.leftEv
+	if right {
+		evs = j.rightEv
+	}
+	keys, err := evalKeys(j.fctx, evs, rec)
+	if err != nil {
+		return err
+	}
+	defer releaseArrays(keys)
+	fs := make([]arrow.Field, len(keys))
+	cols := make([]int, len(keys))
+	for i, k := range keys {
+		fs[i], cols[i] = arrow.Field{Name: fmt.Sprint("k", i), Type: k.DataType(), Nullable: true}, i
+	}
+	kr := array.NewRecord(arrow.NewSchema(fs, nil), keys, rec.NumRows())
+	defer kr.Release()
+	return dataflow.HashColumns(cols...)(kr, parts, dst)
+}
+
+// recordBytes is the size of rec's buffers.
+func recordBytes(rec arrow.Record) int64 {
+	var n int64
+	for _, c := range rec.Columns() {
+		n += arrayDataBytes(c.Data())
+	}
+	return n
+}
+
+func arrayDataBytes(d arrow.ArrayData) int64 {
+	var n int64
+	for _, b := range d.Buffers() {
+		if b != nil {
+			n += int64(b.Len())
+		}
+	}
+	for _, c := range d.Children() {
+		n += arrayDataBytes(c)
+	}
+	return n
+}

@@ -1,0 +1,99 @@
+package rel
+
+import (
+	"fmt"
+	"math/rand"
+	"os"
+	"testing"
+
+	"github.com/apache/arrow/go/v17/arrow"
+	"github.com/apache/arrow/go/v17/arrow/memory"
+
+	"github.com/tierflow/tierflow/dataflow"
+	"github.com/tierflow/tierflow/operators/functions"
+	"github.com/tierflow/tierflow/planner/expr"
+)
+
+// TestSpillJoinMatchesInMemoryJoin joins a table far larger than a tiny
+// memory limit and checks the grace hash join gives the in-memory join's
+// rows, NULL keys included, and leaves no files behind.
+func TestSpillJoinMatchesInMemoryJoin(t *testing.T) {
+	tmp := t.TempDir()
+	t.Setenv("TMPDIR", tmp)
+	rng := rand.New(rand.NewSource(7))
+	// The table: 3000 rows over ids 0..999 (some twice), a few NULL ids.
+	var table [][]any
+	for i := range 3000 {
+		var id any = int64(rng.Intn(1000))
+		if i%97 == 0 {
+			id = nil
+		}
+		table = append(table, []any{id, fmt.Sprint("n", i)})
+	}
+	// The stream: keys 0..1199 (some without a match), some NULL.
+	rows, batches, epochs := streamRows(rng, 2000, 64, 50_000)
+	for _, r := range rows {
+		if r[0] != nil {
+			r[0] = int64(rng.Intn(1200))
+		}
+	}
+	id := &expr.Column{Index: 5, Name: "id", DataType: arrow.PrimitiveTypes.Int32}
+	gt, err := expr.Builtins().NewCall("greater", colV, &expr.Literal{Value: int64(10), DataType: expr.Int64})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		name     string
+		kind     JoinKind
+		residual expr.Expr
+	}{{"inner", InnerJoin, nil}, {"left", LeftJoin, nil}, {"inner with residual", InnerJoin, gt}} {
+		t.Run(tc.name, func(t *testing.T) {
+			spec := joinOn(t, 5, colK, id)
+			spec.Kind, spec.Residual = tc.kind, tc.residual
+			run := func(mk func() dataflow.Operator) [][]any {
+				mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
+				var left, right []dataflow.Batch
+				for i, b := range batches {
+					left = append(left, dataflow.Batch{Epoch: EpochOf(epochs[i]), Record: makeRecord(t, mem, streamSchema, b)})
+				}
+				for i := 0; i < len(table); i += 250 {
+					right = append(right, dataflow.Batch{Record: makeRecord(t, mem, tableSchema, table[i:i+250])})
+				}
+				capt, err := runJoinGraph(t, mem, left, right, func(dataflow.Instance) (dataflow.Operator, error) { return mk(), nil })
+				if err != nil {
+					t.Fatal(err)
+				}
+				got := recordRows(capturedRecords(capt))
+				capt.Release()
+				mem.AssertSize(t, 0)
+				return got
+			}
+			want := run(func() dataflow.Operator {
+				return NewStreamTableJoin(spec, streamSchema, tableSchema, functions.Builtins(), nil)
+			})
+			if len(want) == 0 {
+				t.Fatal("the in-memory join gave no rows")
+			}
+			for _, limit := range []int64{1 << 10, 1 << 30} {
+				st := &SpillStats{}
+				got := run(func() dataflow.Operator {
+					return NewSpillJoin(spec, streamSchema, tableSchema, functions.Builtins(), limit, st)
+				})
+				sameRows(t, fmt.Sprintf("join under a %d byte limit", limit), got, want)
+				wantSpills := int64(0)
+				if limit == 1<<10 {
+					wantSpills = 1
+				}
+				if st.Spills.Load() != wantSpills {
+					t.Errorf("limit %d: %d spills, want %d", limit, st.Spills.Load(), wantSpills)
+				}
+				if wantSpills > 0 && st.Rows.Load() != int64(len(table)+len(rows)) {
+					t.Errorf("limit %d: %d rows spilled, want %d", limit, st.Rows.Load(), len(table)+len(rows))
+				}
+			}
+			if left, err := os.ReadDir(tmp); err != nil || len(left) != 0 {
+				t.Errorf("temporary files left: %v %v", left, err)
+			}
+		})
+	}
+}
