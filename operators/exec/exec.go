@@ -93,8 +93,11 @@ type Options struct {
 	// MemoryLimit bounds the state of each GROUP BY without a window, in
 	// bytes (estimated): past it the groups' partial states go to disk,
 	// partitioned by key, and are combined a partition at a time when the
-	// input ends (rel.SpillAggregate). 0: no limit. Aggregations it cannot
-	// split (DISTINCT, other functions), windows and joins are not bounded.
+	// input ends (rel.SpillAggregate). It bounds the table of a join of two
+	// tables the same way: past it both sides go to disk by a hash of the
+	// join keys and are joined a partition at a time (rel.SpillJoin). 0: no
+	// limit. Aggregations it cannot split (DISTINCT, other functions),
+	// windows and joins of a stream are not bounded.
 	MemoryLimit int64
 }
 
@@ -117,6 +120,9 @@ type Stats struct {
 	// Spills counts the times an aggregation wrote its state to disk
 	// (Options.MemoryLimit), SpilledRows the partial rows it wrote.
 	Spills, SpilledRows int64
+	// JoinSpills counts the joins whose table went to disk
+	// (Options.MemoryLimit), JoinSpilledRows the rows of both sides written.
+	JoinSpills, JoinSpilledRows int64
 }
 
 // Query is a built dataflow ready to run.
@@ -126,6 +132,7 @@ type Query struct {
 	report  *sources.Report
 	stats   []*rel.Stats
 	spills  *rel.SpillStats
+	joins   *rel.SpillStats // spilling joins
 	written atomic.Int64
 	closers []io.Closer
 	writers []sinks.Writer
@@ -160,7 +167,7 @@ func Build(plan *logical.Plan, opts Options) (*Query, error) {
 		return nil, err
 	}
 	plan = &logical.Plan{Root: root, Objectives: plan.Objectives}
-	q := &Query{graph: &dataflow.Graph{Query: "local"}, opts: opts, report: &sources.Report{}, spills: &rel.SpillStats{}}
+	q := &Query{graph: &dataflow.Graph{Query: "local"}, opts: opts, report: &sources.Report{}, spills: &rel.SpillStats{}, joins: &rel.SpillStats{}}
 	b := &builder{q: q, g: q.graph, opts: opts, finalLimit: finalLimit(plan.Root)}
 	if _, _, err := b.node(plan.Root); err != nil {
 		q.closeFiles()
@@ -236,7 +243,8 @@ func (q *Query) TakePositions() map[string]sources.Positions { return q.report.T
 // graph without Run, reports them from here.
 func (q *Query) Stats() Stats {
 	st := Stats{RowsRead: q.report.Rows.Load(), RowsWritten: q.written.Load(), BadRows: q.report.BadRows.Load(), Problems: q.report.Messages(),
-		Spills: q.spills.Spills.Load(), SpilledRows: q.spills.Rows.Load()}
+		Spills: q.spills.Spills.Load(), SpilledRows: q.spills.Rows.Load(),
+		JoinSpills: q.joins.Spills.Load(), JoinSpilledRows: q.joins.Rows.Load()}
 	var nulls int64
 	for _, s := range q.stats {
 		st.LateRows += s.Late.Load()
@@ -530,6 +538,11 @@ func (b *builder) join(n *logical.Join, at func(error) error) (int, *arrow.Schem
 	j.Release()
 	fns := b.opts.Functions
 	mk := func() (dataflow.Operator, error) { return rel.NewStreamTableJoin(spec, ls, rs, fns, nil), nil }
+	if limit, st := b.opts.MemoryLimit, b.q.joins; limit > 0 && n.Window == nil && bounded(n.Left) {
+		// Both sides end, so a table past the limit can wait on disk with
+		// the left rows until they do.
+		mk = func() (dataflow.Operator, error) { return rel.NewSpillJoin(spec, ls, rs, fns, limit, st), nil }
+	}
 	if w := n.Window; w != nil {
 		if w.Kind != logical.Tumble {
 			return 0, nil, at(fmt.Errorf("%w: %s window joins", ErrUnsupported, w.Kind))

@@ -151,6 +151,9 @@ func RunScript(ctx context.Context, filename, src string, so ScriptOptions) erro
 				if st.Spills > 0 {
 					fmt.Fprintf(so.Log, ", aggregation state spilled to disk %d times (%d partial rows)", st.Spills, st.SpilledRows)
 				}
+				if st.JoinSpills > 0 {
+					fmt.Fprintf(so.Log, ", join tables spilled to disk %d times (%d rows)", st.JoinSpills, st.JoinSpilledRows)
+				}
 				if len(st.Dropped) > 0 {
 					fmt.Fprintf(so.Log, ", dropped: %s", st.Dropped)
 				}

@@ -93,3 +93,83 @@ func TestGroupByLargerThanTheMemoryLimitSpills(t *testing.T) {
 		}
 	}
 }
+
+// A join of two tables whose right side takes more than Options.MemoryLimit
+// goes to disk partitioned by key and gives the rows it gives in memory.
+func TestJoinLargerThanTheMemoryLimitSpills(t *testing.T) {
+	dir := t.TempDir()
+	r := rand.New(rand.NewPCG(5, 6))
+	var a, b strings.Builder
+	a.WriteString("k,x\n")
+	for i := range 3000 {
+		k := fmt.Sprint(r.IntN(1500))
+		if i%50 == 0 {
+			k = "" // a NULL key never matches
+		}
+		fmt.Fprintf(&a, "%s,%d\n", k, i)
+	}
+	b.WriteString("k,name\n")
+	for i := range 4000 {
+		k := fmt.Sprint(r.IntN(1200))
+		if i%70 == 0 {
+			k = ""
+		}
+		fmt.Fprintf(&b, "%s,n%d\n", k, i)
+	}
+	for name, s := range map[string]string{"a.csv": a.String(), "b.csv": b.String()} {
+		if err := os.WriteFile(filepath.Join(dir, name), []byte(s), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	t.Setenv("TMPDIR", t.TempDir())
+	const create = "CREATE TABLE a (k INT, x BIGINT) FROM FILE 'a.csv' FORMAT CSV;\nCREATE TABLE b (k BIGINT, name VARCHAR) FROM FILE 'b.csv' FORMAT CSV;\n"
+	run := func(q string, limit int64) ([]string, Stats) {
+		mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
+		defer mem.AssertSize(t, 0)
+		out := &collect{}
+		var st Stats
+		err := RunScript(context.Background(), filepath.Join(dir, "q.sql"), create+q+";", ScriptOptions{
+			Options:   Options{Allocator: mem, BatchSize: 256, MemoryLimit: limit},
+			NewOutput: func() (sinks.Writer, error) { return &collect{}, nil },
+			Plan: func(ctx context.Context, bound *logical.Plan, _ *catalog.Catalog, _ planner.Options, o *Options) error {
+				opts := *o
+				opts.Output = out
+				q, err := Build(bound, opts)
+				if err != nil {
+					return err
+				}
+				st, err = q.Run(ctx)
+				return err
+			},
+		})
+		if err != nil {
+			t.Fatalf("%s: %v", q, err)
+		}
+		rows := make([]string, len(out.rows))
+		for i, r := range out.rows {
+			rows[i] = fmt.Sprint(r)
+		}
+		sort.Strings(rows)
+		return rows, st
+	}
+	for _, q := range []string{
+		"SELECT a.k, a.x, b.name FROM a JOIN b ON a.k = b.k",
+		"SELECT a.k, a.x, b.name FROM a LEFT JOIN b ON a.k = b.k",
+		"SELECT a.x, b.name FROM a JOIN b ON a.k = b.k AND a.x > 1000",
+	} {
+		want, st := run(q, 0)
+		if st.JoinSpills != 0 || len(want) == 0 {
+			t.Fatalf("%s without a limit: %d rows, %d spills", q, len(want), st.JoinSpills)
+		}
+		got, st := run(q, 16<<10)
+		if st.JoinSpills != 1 || st.JoinSpilledRows != 7000 {
+			t.Fatalf("%s under 16 KiB: %d spills, %d rows spilled", q, st.JoinSpills, st.JoinSpilledRows)
+		}
+		if strings.Join(got, "\n") != strings.Join(want, "\n") {
+			t.Fatalf("%s: %d rows spilling, %d in memory", q, len(got), len(want))
+		}
+	}
+	if left, err := os.ReadDir(os.Getenv("TMPDIR")); err != nil || len(left) != 0 {
+		t.Fatalf("temporary files left: %v %v", left, err)
+	}
+}
