@@ -1,9 +1,7 @@
 package rel
 
 import (
-	"errors"
 	"fmt"
-	"io"
 	"math"
 	"os"
 	"sync/atomic"
@@ -190,25 +188,7 @@ func (a *SpillAggregate) OnFrontier(ctx *dataflow.Context, _ int, f dataflow.Epo
 		}
 	}
 	for _, p := range a.parts {
-		if _, err := p.f.Seek(0, io.SeekStart); err != nil {
-			return fmt.Errorf("spill: %w", err)
-		}
-		err := a.combine(ctx, func(add func(arrow.Record) error) error {
-			r, err := ipc.NewReader(p.f, ipc.WithAllocator(a.mem))
-			if err != nil {
-				return fmt.Errorf("spill: %w", err)
-			}
-			defer r.Release()
-			for r.Next() {
-				if err := add(r.Record()); err != nil {
-					return err
-				}
-			}
-			if err := r.Err(); err != nil && !errors.Is(err, io.EOF) {
-				return fmt.Errorf("spill: %w", err)
-			}
-			return nil
-		})
+		err := a.combine(ctx, func(add func(arrow.Record) error) error { return readSpill(a.mem, p.f, add) })
 		if err != nil {
 			return err
 		}
