@@ -650,6 +650,9 @@ func (w *Worker) run(ctx context.Context, q *query) {
 	case err != nil:
 		state = deploy.StateFailed
 	}
+	if state == deploy.StateFailed {
+		w.cfg.Log.Warn("query part failed", "query", q.id, "generation", q.gen, "err", err)
+	}
 	w.statusErr(q, state, err, stats, links)
 	w.sched.Forget(q.id)
 	q.cancel()
