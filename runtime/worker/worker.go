@@ -651,7 +651,7 @@ func (w *Worker) run(ctx context.Context, q *query) {
 		state = deploy.StateFailed
 	}
 	if state == deploy.StateFailed {
-		w.cfg.Log.Warn("query part failed", "query", q.id, "generation", q.gen, "err", err)
+		w.cfg.Log.Info("query part failed", "query", q.id, "generation", q.gen, "err", err)
 	}
 	w.statusErr(q, state, err, stats, links)
 	w.sched.Forget(q.id)
