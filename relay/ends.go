@@ -7,7 +7,7 @@ import (
 	"sync"
 
 	"github.com/apache/arrow/go/v17/arrow"
-	"github.com/apache/arrow/go/v17/arrow/array"
+	"github.com/tierflow/tierflow/internal/arrowx"
 )
 
 type endKey struct {
@@ -94,27 +94,4 @@ func (e *Ends) CloseAll() error {
 
 // RecordBytes is the size of rec's buffers: what the in-process backend meters
 // as bytes, since nothing is serialised there.
-func RecordBytes(rec arrow.Record) int64 {
-	var n int64
-	for _, c := range rec.Columns() {
-		n += dataBytes(c.Data())
-	}
-	return n
-}
-
-func dataBytes(d arrow.ArrayData) int64 {
-	var n int64
-	for _, b := range d.Buffers() {
-		if b != nil {
-			n += int64(b.Len())
-		}
-	}
-	for _, c := range d.Children() {
-		n += dataBytes(c)
-	}
-	// Dictionary returns a typed nil when there is none.
-	if dict, ok := d.Dictionary().(*array.Data); ok && dict != nil {
-		n += dataBytes(dict)
-	}
-	return n
-}
+func RecordBytes(rec arrow.Record) int64 { return arrowx.RecordBytes(rec) }

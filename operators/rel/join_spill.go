@@ -12,6 +12,7 @@ import (
 	"github.com/apache/arrow/go/v17/arrow/memory"
 
 	"github.com/tierflow/tierflow/dataflow"
+	"github.com/tierflow/tierflow/internal/arrowx"
 	"github.com/tierflow/tierflow/operators/functions"
 )
 
@@ -72,7 +73,7 @@ func (s *SpillJoin) OnBatch(ctx *dataflow.Context, input int, b dataflow.Batch, 
 			return s.write(s.build, rec, true)
 		}
 		s.table = append(s.table, rec)
-		s.tableBytes += recordBytes(rec)
+		s.tableBytes += arrowx.RecordBytes(rec)
 		if s.tableBytes > s.limit {
 			return s.spill()
 		}
@@ -322,26 +323,4 @@ func (j *HashJoin) partition(rec arrow.Record, right bool, parts int, dst []uint
 	kr := array.NewRecord(arrow.NewSchema(fs, nil), keys, rec.NumRows())
 	defer kr.Release()
 	return dataflow.HashColumns(cols...)(kr, parts, dst)
-}
-
-// recordBytes is the size of rec's buffers.
-func recordBytes(rec arrow.Record) int64 {
-	var n int64
-	for _, c := range rec.Columns() {
-		n += arrayDataBytes(c.Data())
-	}
-	return n
-}
-
-func arrayDataBytes(d arrow.ArrayData) int64 {
-	var n int64
-	for _, b := range d.Buffers() {
-		if b != nil {
-			n += int64(b.Len())
-		}
-	}
-	for _, c := range d.Children() {
-		n += arrayDataBytes(c)
-	}
-	return n
 }

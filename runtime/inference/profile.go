@@ -15,6 +15,7 @@ import (
 	"github.com/apache/arrow/go/v17/arrow/ipc"
 	"github.com/apache/arrow/go/v17/arrow/memory"
 
+	"github.com/tierflow/tierflow/internal/arrowx"
 	"github.com/tierflow/tierflow/operators/ml"
 	"github.com/tierflow/tierflow/planner/catalog"
 	"github.com/tierflow/tierflow/runtime/onnx"
@@ -470,15 +471,4 @@ func round(x float64, digits int) float64 {
 
 // dataBytes counts the buffers of d and of its children (a tensor column's
 // values sit in its child).
-func dataBytes(d arrow.ArrayData) int {
-	n := 0
-	for _, b := range d.Buffers() {
-		if b != nil {
-			n += b.Len()
-		}
-	}
-	for _, c := range d.Children() {
-		n += dataBytes(c)
-	}
-	return n
-}
+func dataBytes(d arrow.ArrayData) int { return int(arrowx.DataBytes(d)) }
