@@ -281,6 +281,8 @@ func sharedRun(ctx context.Context, a *app, o sharedOptions, inf *infra.Infra, p
 	rtName, beName := coordinator.NewQueryName(), coordinator.NewQueryName()
 	var mu sync.Mutex
 	var lat []float64
+	var sinks []sinkEvent
+	var parts []sched.Part
 	type mark struct {
 		at   time.Time
 		rows int64
@@ -302,6 +304,7 @@ func sharedRun(ctx context.Context, a *app, o sharedOptions, inf *infra.Infra, p
 		m := mark{time.Now(), beRows()}
 		mu.Lock()
 		defer mu.Unlock()
+		sinks = append(sinks, sinkEvent{at: m.at, d: d, rows: rows})
 		for range rows {
 			lat = append(lat, float64(d)/float64(time.Millisecond))
 		}
@@ -317,6 +320,11 @@ func sharedRun(ctx context.Context, a *app, o sharedOptions, inf *infra.Infra, p
 		return row, err
 	}
 	defer c.Close()
+	c.Workers[0].Scheduler().Trace(func(p sched.Part) {
+		mu.Lock()
+		parts = append(parts, p)
+		mu.Unlock()
+	})
 	runCtx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	beDone := make(chan error, 1)
@@ -375,6 +383,9 @@ func sharedRun(ctx context.Context, a *app, o sharedOptions, inf *infra.Infra, p
 	}
 	mu.Lock()
 	defer mu.Unlock()
+	if len(sinks) > 0 {
+		breakdown(parts, sinks, rtName).print(a.err, pol)
+	}
 	if el := last.at.Sub(first.at).Seconds(); el > 0 && pol != "rt-alone" {
 		row.BEItems = float64(last.rows-first.rows) / el
 	}

@@ -134,8 +134,15 @@ func (p *DeepQuery) margin(per time.Duration) time.Duration {
 // batch is due (math.MaxInt64 when none is), the query it is due for, and
 // when that query counts as paused.
 func (p *DeepQuery) Budget(v *View) (time.Duration, string, time.Time) {
+	b, who, wake, _ := p.budget(v)
+	return b, who, wake
+}
+
+// budget is Budget and the predicted arrival it keeps the margin before
+// (zero: none predicted).
+func (p *DeepQuery) budget(v *View) (time.Duration, string, time.Time, time.Time) {
 	budget, who := time.Duration(math.MaxInt64), ""
-	var wake time.Time
+	var wake, due time.Time
 	for _, t := range v.Tenants {
 		if t.Priority != RealTime {
 			continue
@@ -143,7 +150,7 @@ func (p *DeepQuery) Budget(v *View) (time.Duration, string, time.Time) {
 		pr, ok := v.Arrivals.Predict(t.Query)
 		if !ok {
 			if b := time.Duration(p.ColdShare * float64(t.Latency)); b > 0 && b < budget {
-				budget, who, wake = b, t.Query, time.Time{}
+				budget, who, wake, due = b, t.Query, time.Time{}, time.Time{}
 			}
 			continue
 		}
@@ -152,10 +159,10 @@ func (p *DeepQuery) Budget(v *View) (time.Duration, string, time.Time) {
 			continue
 		}
 		if b := pr.Next.Sub(v.Now) - p.margin(pr.Period) - time.Duration(p.Jitters*float64(pr.Jitter)); b < budget {
-			budget, who, wake = b, t.Query, stale
+			budget, who, wake, due = b, t.Query, stale, pr.Next
 		}
 	}
-	return budget, who, wake
+	return budget, who, wake, due
 }
 
 func (p *DeepQuery) Next(v *View) Decision {
@@ -181,7 +188,7 @@ func (p *DeepQuery) Next(v *View) Decision {
 		// the running one ends.
 		return Decision{Why: fmt.Sprintf("best-effort %s waits: %s runs", be.Query, v.Running[0].Query)}
 	}
-	budget, who, wake := p.Budget(v)
+	budget, who, wake, due := p.budget(v)
 	if budget == time.Duration(math.MaxInt64) {
 		return Decision{Run: be}
 	}
@@ -204,7 +211,7 @@ func (p *DeepQuery) Next(v *View) Decision {
 	if rows == 0 {
 		return Decision{Recheck: wake, Why: fmt.Sprintf("best-effort %s waits: real-time %s is due in %s", be.Query, who, max(budget, 0).Round(time.Microsecond))}
 	}
-	return Decision{Run: be, Rows: rows}
+	return Decision{Run: be, Rows: rows, Due: due}
 }
 
 // earlier orders real-time requests: earliest deadline, then arrival.

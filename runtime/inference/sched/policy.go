@@ -142,6 +142,9 @@ type Decision struct {
 	// Tenant.Variants (by name) instead of the bound session's.
 	Variant string
 	Recheck time.Time
+	// Due, for a part sized to end before a real-time batch, is when that
+	// batch is predicted to arrive (for Trace).
+	Due time.Time
 	// Why says why nothing runs (for tests and SHOW QUERIES).
 	Why string
 }

@@ -53,6 +53,37 @@ type Scheduler struct {
 	started  time.Time
 	lastWhy  string
 	served   map[string]*Served
+	tracer   func(Part)
+}
+
+// Part is one granted part of a batch as it ran, for a tracer (Trace):
+// where a batch's time went between reaching the scheduler and its model
+// run's end.
+type Part struct {
+	Query    string
+	Priority Priority
+	Rows     int
+	// Arrival is when the part's batch reached the scheduler; Granted
+	// when the policy granted the part; Started and Ended its model run,
+	// on the caller's goroutine (Started - Granted is the caller's wake-up).
+	Arrival, Granted, Started, Ended time.Time
+	// PredictedEnd is when the profile said the run would end (Granted
+	// without an estimate); Due the real-time arrival the policy sized the
+	// part to end before (zero: none).
+	PredictedEnd, Due time.Time
+	// RealTimeArrived is the first real-time batch's arrival while this
+	// (non-real-time) part ran (zero: none).
+	RealTimeArrived time.Time
+}
+
+// Trace has f told every part that ran from now on, after the scheduler
+// accounted it (outside its lock; f must not call back into the
+// scheduler's Run path). Benchmarks use it to take a real-time batch's
+// latency apart.
+func (s *Scheduler) Trace(f func(Part)) {
+	s.mu.Lock()
+	s.tracer = f
+	s.mu.Unlock()
 }
 
 // Served is what ran on one session since the scheduler started, however
@@ -71,6 +102,7 @@ type shared struct {
 type runningBatch struct {
 	Running
 	req *Request
+	due time.Time
 	// rtArrived: the first real-time batch that arrived while this
 	// (non-real-time) part ran (Outcome.RealTimeArrived).
 	rtArrived time.Time
@@ -293,15 +325,17 @@ func (s *Scheduler) submit(r *Request) error {
 	return nil
 }
 
-// finish records a granted part of r that ran rows rows in d, and
-// dispatches what it freed.
-func (s *Scheduler) finish(r *Request, rows int, d time.Duration, failed bool) {
+// finish records a granted part of r that ran rows rows from start for d,
+// and dispatches what it freed.
+func (s *Scheduler) finish(r *Request, rows int, start time.Time, d time.Duration, failed bool) {
 	s.profiles.Observe(r.Key, rows, d)
 	s.mu.Lock()
-	defer s.mu.Unlock()
+	tracer := s.tracer
+	part := Part{Query: r.Query, Priority: r.Priority, Rows: rows, Arrival: r.Arrival, Started: start, Ended: start.Add(d)}
 	for i, rb := range s.running {
 		if rb.req == r {
 			s.running = append(s.running[:i], s.running[i+1:]...)
+			part.Granted, part.PredictedEnd, part.Due, part.RealTimeArrived = rb.Started, rb.End, rb.due, rb.rtArrived
 			if o, ok := s.policy.(Observer); ok {
 				o.Observe(Outcome{Query: r.Query, Priority: r.Priority, Key: r.Key, Rows: rows,
 					Started: rb.Started, PredictedEnd: rb.End, Ended: s.now(), RealTimeArrived: rb.rtArrived})
@@ -309,6 +343,16 @@ func (s *Scheduler) finish(r *Request, rows int, d time.Duration, failed bool) {
 			break
 		}
 	}
+	s.account(r, rows, d, failed)
+	s.mu.Unlock()
+	if tracer != nil {
+		tracer(part)
+	}
+}
+
+// account counts a finished part and dispatches what it freed. Called
+// with mu held.
+func (s *Scheduler) account(r *Request, rows int, d time.Duration, failed bool) {
 	r.running = false
 	r.Rows -= rows
 	sv := s.served[r.Key]
@@ -385,7 +429,7 @@ func (s *Scheduler) dispatch() {
 			end = now.Add(p)
 		}
 		r.running = true
-		s.running = append(s.running, &runningBatch{Running: Running{Query: r.Query, Key: r.Key, Rows: rows, Started: now, End: end}, req: r})
+		s.running = append(s.running, &runningBatch{Running: Running{Query: r.Query, Key: r.Key, Rows: rows, Started: now, End: end}, req: r, due: d.Due})
 		if st := s.stats[r.Query]; st != nil && r.Rows == r.Total {
 			st.Wait += now.Sub(r.Arrival)
 		}

@@ -483,3 +483,99 @@ func TestDeepQueryLearnsMarginFromOverrun(t *testing.T) {
 		t.Fatalf("budget %s after overlaps of a second, %s without: want at most a quarter period less", got, fresh)
 	}
 }
+
+// Runs of one session at sizes far apart stray from its measured profile
+// differently (a real-time query's one-row runs, a best-effort query's
+// parts): each band of sizes with MinBandRuns runs is corrected by its own
+// EWMA, a size never run by the nearest band's, a key without band runs by
+// the key's one factor.
+func TestMeasuredProfileCorrectedPerBand(t *testing.T) {
+	p := sched.NewProfiles()
+	if err := p.Measure("cnn", cnn(t), []int{1, 8, 16, 64}); err != nil {
+		t.Fatal(err)
+	}
+	raw := map[int]time.Duration{}
+	for _, n := range []int{1, 12, 40, 64} {
+		raw[n], _ = p.Predict("cnn", n)
+	}
+	for range 20 {
+		p.Observe("cnn", 1, raw[1]/4)  // one-row runs four times faster
+		p.Observe("cnn", 12, 2*raw[12]) // 12-row parts twice as slow
+	}
+	near := func(what string, got, want time.Duration) {
+		t.Helper()
+		if r := float64(got) / float64(want); r < 0.95 || r > 1.05 {
+			t.Errorf("%s: %s, want %s", what, got, want)
+		}
+	}
+	got1, _ := p.Predict("cnn", 1)
+	near("one row", got1, raw[1]/4)
+	got12, _ := p.Predict("cnn", 12)
+	near("12 rows", got12, 2*raw[12])
+	// 40 rows (band 32-63) never ran: the nearest band run, 8-15's.
+	got40, _ := p.Predict("cnn", 40)
+	near("40 rows", got40, 2*raw[40])
+	// The key's one factor is between the two, what the parts were sized
+	// by before: a fifth and more too fast.
+	if s := p.Scale("cnn"); s > 0.8 || s < 0.5 {
+		t.Errorf("key's factor %v, want between 1/4 and 2 (the mix)", s)
+	}
+	if sched.Band(1) != 0 || sched.Band(12) != 3 || sched.Band(16) != 4 || sched.Band(63) != 5 {
+		t.Errorf("bands 1, 12, 16, 63: %d %d %d %d", sched.Band(1), sched.Band(12), sched.Band(16), sched.Band(63))
+	}
+}
+
+// A best-effort part ends, by its band's corrected profile, before the
+// predicted real-time arrival less the guard (Margin), and the trace says
+// so: the part's predicted end, the arrival it was sized to (Due), and its
+// run on the caller's goroutine.
+func TestBestEffortPartEndsBeforeGuard(t *testing.T) {
+	p := sched.NewDeepQuery()
+	p.Sizes = []int{1, 8, 16, 64}
+	p.Learn = false
+	p.Margin, p.MarginShare = 10*time.Millisecond, 0
+	s := sched.New(p)
+	t0 := time.Unix(1000, 0)
+	now := t0
+	var clock sync.Mutex
+	sched.SetClock(s, func() time.Time { clock.Lock(); defer clock.Unlock(); return now })
+	var parts []sched.Part
+	var pmu sync.Mutex
+	s.Trace(func(x sched.Part) { pmu.Lock(); parts = append(parts, x); pmu.Unlock() })
+	key := sched.Key(cnnFile, "cpu")
+	rec := &recorder{Session: cnn(t)}
+	if _, err := s.Session(key, "be", func() (ml.Session, error) { return rec, nil }); err != nil {
+		t.Fatal(err)
+	}
+	raw12, _ := s.Profiles().Predict(key, 12)
+	for range 20 {
+		s.Profiles().Observe(key, 1, raw12/40)  // real-time rows run fast
+		s.Profiles().Observe(key, 12, 2*raw12) // parts of 8-15 rows slow
+	}
+	budget := 2 * raw12 // what 12 rows take now (the key's one factor says far less)
+	rtT := sched.Tenant{Query: "rt", Priority: sched.RealTime, Latency: 50 * time.Millisecond}
+	s.Bind(rec.as("rt"), key, rtT)
+	// Frames a second apart; the next is due in budget plus the guard.
+	period := time.Second
+	last := now.Add(budget + p.Margin - period)
+	s.Arrivals().Observe("rt", last.Add(-period), 1)
+	s.Arrivals().Observe("rt", last, 1)
+	be := s.Bind(rec.as("be"), key, sched.Tenant{Query: "be", Priority: sched.BestEffort})
+	if err := be.Run([]ml.Tensor{images(64)}, outputs(rec, 64)); err != nil {
+		t.Fatal(err)
+	}
+	pmu.Lock()
+	defer pmu.Unlock()
+	if len(parts) < 2 {
+		t.Fatalf("parts %+v: want the batch in parts", parts)
+	}
+	first := parts[0]
+	due := last.Add(period)
+	if first.Rows != 12 || !first.Due.Equal(due) || first.PredictedEnd.After(due.Add(-p.Margin)) {
+		t.Fatalf("first part: %d rows, predicted end %s, due %s: want 12 rows ending by %s (the guard before the arrival)",
+			first.Rows, first.PredictedEnd.Sub(t0), first.Due.Sub(t0), due.Add(-p.Margin).Sub(t0))
+	}
+	if first.Query != "be" || first.Started.Before(first.Granted) || first.Ended.Before(first.Started) || !first.Arrival.Equal(t0) {
+		t.Fatalf("first part's trace %+v", first)
+	}
+}
