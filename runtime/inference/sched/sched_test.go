@@ -499,7 +499,7 @@ func TestMeasuredProfileCorrectedPerBand(t *testing.T) {
 		raw[n], _ = p.Predict("cnn", n)
 	}
 	for range 20 {
-		p.Observe("cnn", 1, raw[1]/4)  // one-row runs four times faster
+		p.Observe("cnn", 1, raw[1]/4)   // one-row runs four times faster
 		p.Observe("cnn", 12, 2*raw[12]) // 12-row parts twice as slow
 	}
 	near := func(what string, got, want time.Duration) {
@@ -549,7 +549,7 @@ func TestBestEffortPartEndsBeforeGuard(t *testing.T) {
 	}
 	raw12, _ := s.Profiles().Predict(key, 12)
 	for range 20 {
-		s.Profiles().Observe(key, 1, raw12/40)  // real-time rows run fast
+		s.Profiles().Observe(key, 1, raw12/40) // real-time rows run fast
 		s.Profiles().Observe(key, 12, 2*raw12) // parts of 8-15 rows slow
 	}
 	budget := 2 * raw12 // what 12 rows take now (the key's one factor says far less)
