@@ -1,9 +1,11 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"os/signal"
 	"path/filepath"
@@ -70,7 +72,23 @@ type sharedRow struct {
 	RTDropped  int64   `json:"rt_dropped"`
 	BEItems    float64 `json:"be_items_per_s"`
 	RTP99Ratio float64 `json:"rt_p99_vs_alone"`
-	BERatio    float64 `json:"be_vs_alone"`
+	// RTMissDelta is the miss rate less rt-alone's of the same round (0.01:
+	// one point).
+	RTMissDelta float64 `json:"rt_miss_vs_alone"`
+	BERatio     float64 `json:"be_vs_alone"`
+	// RTOrtP99 and RTPostP99 are the p99 of the real-time rows' model run
+	// and of the time from its end to the sink (the scheduler's trace);
+	// RTBeside the real-time batches a best-effort part was in ONNX
+	// Runtime beside, while they waited or ran.
+	RTOrtP99  float64 `json:"rt_ort_p99_ms"`
+	RTPostP99 float64 `json:"rt_post_p99_ms"`
+	RTBeside  int     `json:"rt_beside_be"`
+	// LoadAvg is the machine's 1-minute load average when the run ended.
+	LoadAvg string `json:"load_avg"`
+	// Stat is "" for one round's run, "median of N" for the medians over
+	// the rounds (Round 0); Met, on those, says which goals they hold to.
+	Stat string `json:"stat,omitempty"`
+	Met  string `json:"met,omitempty"`
 }
 
 type sharedOptions struct {
@@ -138,7 +156,10 @@ throughput against the alone runs of the same round.`,
 			if err != nil {
 				return err
 			}
-			return printRows(a.out, a.g.format, rows)
+			if a.g.format == "json" {
+				return printRows(a.out, a.g.format, rows)
+			}
+			return printSharedTables(a.out, rows)
 		},
 	}
 	f := c.Flags()
@@ -146,7 +167,7 @@ throughput against the alone runs of the same round.`,
 	f.Float64Var(&o.latencyMs, "latency-ms", 50, "LATENCY bound of the real-time query, ms")
 	f.DurationVar(&o.duration, "duration", 15*time.Second, "how long the real-time stream plays")
 	f.IntVar(&o.beRows, "be-rows", 200000, "rows of the best-effort archive (enough to outlast the real-time stream)")
-	f.IntVar(&o.rounds, "rounds", 1, "rounds of the four policies (the machine may be shared: repeat)")
+	f.IntVar(&o.rounds, "rounds", 3, "rounds of the policies, each policy once a round; the verdict is the median over rounds")
 	f.IntVar(&o.filters, "filters", 64, "convolution filters of the bench's CNN")
 	f.IntVar(&o.hidden, "hidden", 1024, "hidden units of its head")
 	f.Float64Var(&o.spread, "spread", 0, "deepquery: deviations of the run-time correction a best-effort part must fit with (sched.DeepQuery.Spread)")
@@ -182,32 +203,180 @@ func benchShared(ctx context.Context, a *app, o sharedOptions) ([]sharedRow, err
 		frames, o.rate, o.latencyMs, o.beRows, o.filters, o.hidden)
 	var out []sharedRow
 	for round := 1; round <= o.rounds; round++ {
-		var alone sharedRow
-		var aloneBE float64
-		for _, pol := range o.policies {
+		// Each round runs every policy once, starting one further down the
+		// list than the round before: on a machine others load, no policy
+		// always runs first (or last) when the load comes and goes.
+		var rows []sharedRow
+		for i := range o.policies {
+			pol := o.policies[(i+round-1)%len(o.policies)]
 			row, err := sharedRun(ctx, a, o, inf, pol, rt, be)
 			if err != nil {
 				return out, fmt.Errorf("round %d, %s: %w", round, pol, err)
 			}
 			row.Round = round
-			switch pol {
-			case "rt-alone":
-				alone = row
-			case "be-alone":
-				aloneBE = row.BEItems
+			fmt.Fprintf(a.err, "bench shared: round %d %-9s rt p50 %.2f p99 %.2f ms, miss %.3f, be %.1f items/s (load average %s)\n",
+				round, pol, row.RTP50, row.RTP99, row.RTMiss, row.BEItems, loadAverage())
+			rows = append(rows, row)
+		}
+		out = append(out, againstAlone(rows, o.policies)...)
+	}
+	return append(out, sharedMedians(out, o.policies)...), nil
+}
+
+// sharedRoundCell and sharedVerdictCell are the table format's columns: a
+// run of each round, then the medians.
+type sharedRoundCell struct {
+	Round     int     `json:"round"`
+	Policy    string  `json:"policy"`
+	RTP50     float64 `json:"rt_p50_ms"`
+	RTP99     float64 `json:"rt_p99_ms"`
+	RTMiss    float64 `json:"rt_miss"`
+	BEItems   float64 `json:"be_items_per_s"`
+	P99Ratio  string  `json:"p99_vs_rt_alone"`
+	MissDelta string  `json:"miss_vs_rt_alone_points"`
+	BERatio   string  `json:"be_vs_be_alone"`
+	OrtP99    float64 `json:"rt_ort_p99_ms"`
+	PostP99   float64 `json:"rt_post_p99_ms"`
+	Beside    int     `json:"rt_batches_beside_be"`
+	Load      string  `json:"load_avg"`
+}
+
+type sharedVerdictCell struct {
+	Policy    string `json:"policy"`
+	Over      string `json:"over"`
+	P99Ratio  string `json:"p99_vs_rt_alone"`
+	MissDelta string `json:"miss_vs_rt_alone_points"`
+	BERatio   string `json:"be_vs_be_alone"`
+	Met       string `json:"goals_met"`
+}
+
+// printSharedTables writes every round's runs, then the verdict: the
+// medians over the rounds.
+func printSharedTables(w io.Writer, rows []sharedRow) error {
+	ratio := func(x float64, ok bool) string {
+		if !ok {
+			return "-"
+		}
+		return fmt.Sprintf("%.2f", x)
+	}
+	points := func(r sharedRow) string { return ratio(100*r.RTMissDelta, r.RTP99Ratio > 0) }
+	var rounds []sharedRoundCell
+	var verdict []sharedVerdictCell
+	for _, r := range rows {
+		if r.Round == 0 {
+			verdict = append(verdict, sharedVerdictCell{Policy: r.Policy, Over: r.Stat, P99Ratio: ratio(r.RTP99Ratio, r.RTP99Ratio > 0),
+				MissDelta: points(r), BERatio: ratio(r.BERatio, r.BERatio > 0), Met: cmp.Or(r.Met, "-")})
+			continue
+		}
+		rounds = append(rounds, sharedRoundCell{Round: r.Round, Policy: r.Policy, RTP50: r.RTP50, RTP99: r.RTP99, RTMiss: r.RTMiss, BEItems: r.BEItems,
+			P99Ratio: ratio(r.RTP99Ratio, r.RTP99Ratio > 0), MissDelta: points(r), BERatio: ratio(r.BERatio, r.BERatio > 0),
+			OrtP99: r.RTOrtP99, PostP99: r.RTPostP99, Beside: r.RTBeside, Load: r.LoadAvg})
+	}
+	if err := printRows(w, "table", rounds); err != nil {
+		return err
+	}
+	return printRows(w, "table", verdict)
+}
+
+// againstAlone sets one round's ratios against its alone runs and puts the
+// rows in the policies' order.
+func againstAlone(rows []sharedRow, policies []string) []sharedRow {
+	var alone sharedRow
+	var aloneBE float64
+	for _, r := range rows {
+		switch r.Policy {
+		case "rt-alone":
+			alone = r
+		case "be-alone":
+			aloneBE = r.BEItems
+		}
+	}
+	var out []sharedRow
+	for _, pol := range policies {
+		for _, row := range rows {
+			if row.Policy != pol {
+				continue
 			}
 			if alone.RTP99 > 0 && row.RTRows > 0 {
 				row.RTP99Ratio = row.RTP99 / alone.RTP99
+				row.RTMissDelta = row.RTMiss - alone.RTMiss
 			}
 			if aloneBE > 0 && row.BEItems > 0 {
 				row.BERatio = row.BEItems / aloneBE
 			}
-			fmt.Fprintf(a.err, "bench shared: round %d %-9s rt p50 %.2f p99 %.2f ms, miss %.3f, be %.1f items/s\n",
-				round, pol, row.RTP50, row.RTP99, row.RTMiss, row.BEItems)
 			out = append(out, row)
 		}
 	}
-	return out, nil
+	return out
+}
+
+// sharedMedians are one row per policy (round 0) of the medians over the
+// rounds of each measure and each ratio to the same round's alone runs:
+// the verdict, robust to a round the machine stalled in. Met says which of
+// the issue's goals the medians hold to (the real-time p99 within 10% of
+// rt-alone, its miss rate within 1 point of it, best-effort throughput at
+// half of be-alone or more).
+func sharedMedians(rows []sharedRow, policies []string) []sharedRow {
+	var out []sharedRow
+	for _, pol := range policies {
+		var by []sharedRow
+		for _, r := range rows {
+			if r.Policy == pol && r.Round > 0 {
+				by = append(by, r)
+			}
+		}
+		if len(by) == 0 {
+			continue
+		}
+		med := func(f func(sharedRow) float64) float64 {
+			xs := make([]float64, len(by))
+			for i, r := range by {
+				xs[i] = f(r)
+			}
+			return median(xs)
+		}
+		m := sharedRow{Policy: pol, Stat: fmt.Sprintf("median of %d", len(by)),
+			RTP50: med(func(r sharedRow) float64 { return r.RTP50 }), RTP99: med(func(r sharedRow) float64 { return r.RTP99 }),
+			RTMiss: med(func(r sharedRow) float64 { return r.RTMiss }), BEItems: med(func(r sharedRow) float64 { return r.BEItems }),
+			RTP99Ratio: med(func(r sharedRow) float64 { return r.RTP99Ratio }), RTMissDelta: med(func(r sharedRow) float64 { return r.RTMissDelta }),
+			BERatio: med(func(r sharedRow) float64 { return r.BERatio }), RTOrtP99: med(func(r sharedRow) float64 { return r.RTOrtP99 }),
+			RTPostP99: med(func(r sharedRow) float64 { return r.RTPostP99 })}
+		if pol != "rt-alone" && pol != "be-alone" && m.RTP99Ratio > 0 && m.BERatio > 0 {
+			m.Met = fmt.Sprintf("p99 %s, miss %s, be %s", yesNo(m.RTP99Ratio <= 1.1), yesNo(m.RTMissDelta <= 0.01+1e-9), yesNo(m.BERatio >= 0.5))
+		}
+		out = append(out, m)
+	}
+	return out
+}
+
+func yesNo(ok bool) string {
+	if ok {
+		return "yes"
+	}
+	return "no"
+}
+
+// median of xs (the mean of the middle two for an even count).
+func median(xs []float64) float64 {
+	if len(xs) == 0 {
+		return 0
+	}
+	s := slices.Clone(xs)
+	slices.Sort(s)
+	if n := len(s); n%2 == 0 {
+		return (s[n/2-1] + s[n/2]) / 2
+	}
+	return s[len(s)/2]
+}
+
+// loadAverage is the machine's 1-minute load average ("?" where /proc has
+// none): a shared machine's rounds are read beside it.
+func loadAverage() string {
+	b, err := os.ReadFile("/proc/loadavg")
+	if f := strings.Fields(string(b)); err == nil && len(f) > 0 {
+		return f[0]
+	}
+	return "?"
 }
 
 // writeSharedData writes the model, the real-time frames (the images file's
@@ -384,8 +553,11 @@ func sharedRun(ctx context.Context, a *app, o sharedOptions, inf *infra.Infra, p
 	mu.Lock()
 	defer mu.Unlock()
 	if len(sinks) > 0 {
-		breakdown(parts, sinks, rtName).print(a.err, pol)
+		b := breakdown(parts, sinks, rtName)
+		b.print(a.err, pol)
+		row.RTOrtP99, row.RTPostP99, row.RTBeside = b.p99(func(p rtPath) time.Duration { return p.ort }), b.p99(func(p rtPath) time.Duration { return p.post }), b.beside()
 	}
+	row.LoadAvg = loadAverage()
 	if el := last.at.Sub(first.at).Seconds(); el > 0 && pol != "rt-alone" {
 		row.BEItems = float64(last.rows-first.rows) / el
 	}

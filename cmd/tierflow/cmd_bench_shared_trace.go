@@ -144,6 +144,30 @@ func earlier(a, b time.Time) time.Time {
 
 func msOf(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
 
+// p99 is the 99th percentile over real-time rows of one part of the path,
+// ms.
+func (b rtBreakdown) p99(f func(rtPath) time.Duration) float64 {
+	var xs []float64
+	for _, p := range b.paths {
+		for range p.rows {
+			xs = append(xs, msOf(f(p)))
+		}
+	}
+	return percentile(xs, 0.99)
+}
+
+// beside is how many real-time batches a best-effort part was in ONNX
+// Runtime beside.
+func (b rtBreakdown) beside() int {
+	n := 0
+	for _, p := range b.paths {
+		if p.beOverlap > 0 {
+			n++
+		}
+	}
+	return n
+}
+
 // print writes the breakdown: each part of the path at p50 and p99 over
 // real-time rows, the slowest rows in full, and the best-effort parts.
 func (b rtBreakdown) print(w io.Writer, label string) {
@@ -159,12 +183,7 @@ func (b rtBreakdown) print(w io.Writer, label string) {
 		}
 		return fmt.Sprintf("%.1f/%.1f", percentile(xs, 0.5), percentile(xs, 0.99))
 	}
-	withBE := 0
-	for _, p := range b.paths {
-		if p.beOverlap > 0 {
-			withBE++
-		}
-	}
+	withBE := b.beside()
 	fmt.Fprintf(w, "bench shared: %s rt path ms p50/p99: pre %s, wait %s, wake %s, ort %s, post %s, best effort in ORT %s (%d of %d batches; %d rows unmatched)\n",
 		label, comp(func(p rtPath) time.Duration { return p.pre }), comp(func(p rtPath) time.Duration { return p.wait }),
 		comp(func(p rtPath) time.Duration { return p.wake }), comp(func(p rtPath) time.Duration { return p.ort }),
