@@ -70,6 +70,7 @@ type arrival struct {
 type latencyEst struct {
 	d    float64 // seconds
 	seen bool
+	fast float64 // the fastest run seen, seconds
 }
 
 const latencySmoothing = 0.7 // weight of the old estimate
@@ -193,8 +194,9 @@ func (b *Batcher) Observe(n int, d time.Duration) {
 	e := &b.lat[n]
 	if e.seen {
 		e.d = latencySmoothing*e.d + (1-latencySmoothing)*d.Seconds()
+		e.fast = min(e.fast, d.Seconds())
 	} else {
-		e.d, e.seen = d.Seconds(), true
+		e.d, e.seen, e.fast = d.Seconds(), true, d.Seconds()
 	}
 	b.retarget()
 }
@@ -213,6 +215,14 @@ func (b *Batcher) Rate() float64 { return b.rate }
 func (b *Batcher) Estimate(n int) (time.Duration, bool) {
 	s, ok := b.estimate(n)
 	return time.Duration(s * float64(time.Second)), ok
+}
+
+// Fastest is the fastest run of n rows seen, else Estimate(n).
+func (b *Batcher) Fastest(n int) (time.Duration, bool) {
+	if n >= 1 && n < len(b.lat) && b.lat[n].seen {
+		return time.Duration(b.lat[n].fast * float64(time.Second)), true
+	}
+	return b.Estimate(n)
 }
 
 func (b *Batcher) estimate(n int) (float64, bool) {

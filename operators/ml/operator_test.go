@@ -317,3 +317,63 @@ func TestOperatorDropsPastDeadlineBeforeCompute(t *testing.T) {
 		t.Errorf("deadline_dropped counter %d, want 3", c)
 	}
 }
+
+// Without a profiled one-row time, the lazy drop judges by the fastest
+// one-row call measured: one call a stall stretched past the bound does
+// not drop the fresh batches behind it (by the smoothed time it would drop
+// them all, and none would run to bring the estimate down).
+func TestOperatorLazyDropSurvivesOneStalledCall(t *testing.T) {
+	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
+	defer mem.AssertSize(t, 0)
+	var got builtin.Captured
+	defer got.Release()
+	now := time.Unix(1000, 0)
+	src := &holdSource{batches: []dataflow.Batch{
+		{Record: inputRecord(t, mem, 0, 1, nil, nil), Ingest: now.Add(-5 * time.Millisecond).UnixNano()},
+	}}
+	f := &fakeSession{}
+	var drops dataflow.Drops
+	var op *Operator
+	g := &dataflow.Graph{Query: "ml"}
+	s := g.AddOperator(dataflow.OperatorSpec{Name: "src", Outputs: 1, Workers: []int{0},
+		New: func(dataflow.Instance) (dataflow.Operator, error) { return src, nil }})
+	mlop := g.AddOperator(dataflow.OperatorSpec{Name: "classify", Inputs: 1, Outputs: 1, Workers: []int{0},
+		New: func(dataflow.Instance) (dataflow.Operator, error) {
+			m, err := Bind(f, inputSchema(), Config{Input: "x", Heads: testHeads, MaxBatch: 8})
+			if err != nil {
+				return nil, err
+			}
+			op, err = NewOperator(m, BatchConfig{MaxBatch: 8, MaxDelay: 10 * time.Millisecond})
+			if err != nil {
+				return nil, err
+			}
+			op.Deadline = 50 * time.Millisecond
+			op.CountDropsIn(&drops)
+			// One-row calls of 2 ms, then one the machine stalled for
+			// 300 ms: smoothed, 91 ms, past the 50 ms bound.
+			op.b.Observe(1, 2*time.Millisecond)
+			op.b.Observe(1, 300*time.Millisecond)
+			return op, nil
+		}})
+	sink := g.AddOperator(dataflow.OperatorSpec{Name: "sink", Inputs: 1, Workers: []int{0},
+		New: func(dataflow.Instance) (dataflow.Operator, error) { return builtin.NewCapture(&got, 0), nil }})
+	g.Connect(s, 0, mlop, 0)
+	g.Connect(mlop, 0, sink, 0)
+	ws, err := dataflow.BuildLocal(g, dataflow.Config{Allocator: mem, Now: func() time.Time { return now }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if est, _ := op.b.Estimate(1); est < 50*time.Millisecond {
+		t.Fatalf("smoothed one-row time %s: the test wants it past the bound", est)
+	}
+	src.finish = true
+	if err := dataflow.StepUntilDone(ws, 100); err != nil {
+		t.Fatal(err)
+	}
+	if len(f.calls) != 1 || f.calls[0] != 1 {
+		t.Fatalf("model calls %v, want the fresh row run", f.calls)
+	}
+	if d := drops.Snapshot()[dataflow.DropDeadline]; d != 0 {
+		t.Errorf("deadline drops %d, want none", d)
+	}
+}

@@ -485,9 +485,19 @@ func (w *Worker) build(req deploy.DeployRequest) error {
 	// Every callback is timed: the coordinator's live estimates (busy
 	// share, model time per batch) are made of it. Against a batch's trip
 	// over NATS its two monotonic clock reads are noise.
+	// A sink here writing the query's rows tells the scheduler that its
+	// real-time batch is out (a DeepQuery worker holds best-effort work
+	// until then).
 	var onLatency func(time.Duration, int64)
-	if f := w.cfg.OnLatency; f != nil {
-		onLatency = func(d time.Duration, rows int64) { f(req.Query, d, rows) }
+	if f, sc := w.cfg.OnLatency, w.sched; f != nil || sc != nil {
+		onLatency = func(d time.Duration, rows int64) {
+			if sc != nil {
+				sc.Delivered(req.Query)
+			}
+			if f != nil {
+				f(req.Query, d, rows)
+			}
+		}
 	}
 	dw, err := dataflow.NewWorker(g, idx, dataflow.Config{Allocator: mem, Transport: dt, Stop: q.stop, RequestStop: requestStop,
 		Timing: true, Latency: true, LatencySLO: slo, OnLatency: onLatency})

@@ -129,6 +129,10 @@ type View struct {
 	// Tenants are every query the scheduler has seen requests from,
 	// waiting or not (a real-time query between two frames has no queue).
 	Tenants []Tenant
+	// InFlight are the real-time queries whose latest batch's model run
+	// ended (when) and whose rows have not reached their sink on this
+	// worker yet (Scheduler.Delivered).
+	InFlight map[string]time.Time
 }
 
 // Decision is a policy's answer: run Rows rows of Run (0, or more than

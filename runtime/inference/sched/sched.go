@@ -54,6 +54,10 @@ type Scheduler struct {
 	lastWhy  string
 	served   map[string]*Served
 	tracer   func(Part)
+	// inFlight: real-time queries whose last batch's model run ended (at
+	// the time held) and whose rows have not reached the worker's sink
+	// yet (Delivered).
+	inFlight map[string]time.Time
 }
 
 // Part is one granted part of a batch as it ran, for a tracer (Trace):
@@ -115,7 +119,7 @@ func New(p Policy) *Scheduler {
 	}
 	return &Scheduler{policy: p, profiles: NewProfiles(), arrivals: NewArrivals(), now: time.Now,
 		sessions: map[string]*shared{}, queues: map[string]*Queue{}, tenants: map[string]Tenant{},
-		stats: map[string]*QueryStats{}, started: time.Now(), served: map[string]*Served{}}
+		stats: map[string]*QueryStats{}, started: time.Now(), served: map[string]*Served{}, inFlight: map[string]time.Time{}}
 }
 
 // Policy is the scheduler's policy.
@@ -221,6 +225,7 @@ func (s *Scheduler) Forget(query string) {
 	s.mu.Lock()
 	delete(s.tenants, query)
 	delete(s.stats, query)
+	delete(s.inFlight, query)
 	for _, sh := range s.sessions {
 		delete(sh.users, query)
 	}
@@ -371,7 +376,23 @@ func (s *Scheduler) account(r *Request, rows int, d time.Duration, failed bool) 
 	}
 	if r.Rows <= 0 || failed {
 		s.drop(r)
+		if r.Priority == RealTime && !failed {
+			s.inFlight[r.Query] = s.now()
+		}
 	}
+	s.dispatch()
+}
+
+// Delivered tells the scheduler that query's rows reached a sink on this
+// worker (the worker's end-to-end latency hook): its batch no longer needs
+// the cores between the model and the sink.
+func (s *Scheduler) Delivered(query string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if _, ok := s.inFlight[query]; !ok {
+		return
+	}
+	delete(s.inFlight, query)
 	s.dispatch()
 }
 
@@ -477,6 +498,12 @@ func (s *Scheduler) view() *View {
 	}
 	for _, t := range s.tenants {
 		v.Tenants = append(v.Tenants, t)
+	}
+	if len(s.inFlight) > 0 {
+		v.InFlight = make(map[string]time.Time, len(s.inFlight))
+		for q, t := range s.inFlight {
+			v.InFlight[q] = t
+		}
 	}
 	sort.Slice(v.Tenants, func(i, j int) bool { return v.Tenants[i].Query < v.Tenants[j].Query })
 	return v

@@ -282,6 +282,7 @@ func TestBestEffortSizedToPredictedRealTime(t *testing.T) {
 		Run([]ml.Tensor{images(1)}, outputs(rec, 1)); err != nil {
 		t.Fatal(err)
 	}
+	s.Delivered("rt") // its rows reached the sink (the worker's latency hook)
 	wg.Wait()
 	runs, _ := rec.log()
 	if tail := runs[len(rows):]; !slices.Equal(tail, []string{"rt", "be"}) {
@@ -577,5 +578,57 @@ func TestBestEffortPartEndsBeforeGuard(t *testing.T) {
 	}
 	if first.Query != "be" || first.Started.Before(first.Granted) || first.Ended.Before(first.Started) || !first.Arrival.Equal(t0) {
 		t.Fatalf("first part's trace %+v", first)
+	}
+}
+
+// After a real-time batch's model run, best-effort work waits for its rows
+// to reach the sink (Delivered), or at most PostHold of the period.
+func TestBestEffortWaitsForRealTimeRowsToReachSink(t *testing.T) {
+	p := sched.NewDeepQuery()
+	p.Sizes = nil
+	p.Learn = false
+	s := sched.New(p)
+	t0 := time.Unix(1000, 0)
+	now := t0
+	var clock sync.Mutex
+	at := func(d time.Duration) { clock.Lock(); now = t0.Add(d); clock.Unlock() }
+	sched.SetClock(s, func() time.Time { clock.Lock(); defer clock.Unlock(); return now })
+	key := sched.Key(cnnFile, "cpu")
+	rec := &recorder{Session: cnn(t)}
+	for _, b := range []int{1, 8, 64} {
+		s.Profiles().Observe(key, b, time.Duration(b)*time.Microsecond)
+	}
+	rt := s.Bind(rec.as("rt"), key, sched.Tenant{Query: "rt", Priority: sched.RealTime, Latency: 50 * time.Millisecond})
+	be := s.Bind(rec.as("be"), key, sched.Tenant{Query: "be", Priority: sched.BestEffort})
+	// Frames a second apart: the next is far off, nothing else holds
+	// best effort back.
+	s.Arrivals().Observe("rt", t0.Add(-2*time.Second), 1)
+	s.Arrivals().Observe("rt", t0.Add(-time.Second), 1)
+	for i, deliver := range []bool{true, false} {
+		at(time.Duration(i) * time.Second)
+		if err := rt.Run([]ml.Tensor{images(1)}, outputs(rec, 1)); err != nil {
+			t.Fatal(err)
+		}
+		var wg sync.WaitGroup
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if err := be.Run([]ml.Tensor{images(4)}, outputs(rec, 4)); err != nil {
+				t.Error(err)
+			}
+		}()
+		waitFor(t, "best effort to wait for the real-time rows", func() bool { return strings.Contains(s.Why(), "on their way to its sink") })
+		if runs, _ := rec.log(); runs[len(runs)-1] != "rt" {
+			t.Fatalf("round %d: %v: best effort ran before the real-time rows reached the sink", i, runs)
+		}
+		if deliver {
+			s.Delivered("rt")
+		} else {
+			at(time.Duration(i)*time.Second + 200*time.Millisecond) // past a tenth of the period
+		}
+		wg.Wait()
+		if runs, _ := rec.log(); runs[len(runs)-1] != "be" {
+			t.Fatalf("round %d: runs %v, want best effort to run once the hold ended", i, runs)
+		}
 	}
 }
