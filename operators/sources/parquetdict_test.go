@@ -1,6 +1,9 @@
 package sources
 
 import (
+	"fmt"
+	"reflect"
+	"runtime"
 	"testing"
 
 	"github.com/apache/arrow/go/v17/arrow"
@@ -67,5 +70,85 @@ func TestUnpackStringsGivesEachRowItsValue(t *testing.T) {
 		}
 		out.Release()
 		d.Release()
+	}
+}
+
+// A column named in ParquetScan.Codes comes out as its dictionary codes
+// from a file of many row groups whose dictionaries differ (values first
+// seen in another order, one with a value that is not UTF-8): each batch
+// holds one row group's rows with that group's dictionary, the rows are
+// the values a plain read gives, a batch whose dictionary has a value that
+// is not UTF-8 is unpacked so that the row is skipped as before, and the
+// batch's schema says which. With one core too (one row group at a time);
+// nothing leaks.
+func TestParquetCodesKeepEachRowGroupsDictionary(t *testing.T) {
+	path, schema := manyGroups(t, 2000)
+	plainMem := memory.NewCheckedAllocator(memory.NewGoAllocator())
+	defer plainMem.AssertSize(t, 0)
+	plain, err := OpenParquet(path, schema, 30, plainMem, Skip, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := readAll(t, plainMem, plain)
+	plain.Close()
+	for _, procs := range []int{4, 1} {
+		func() {
+			defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(procs))
+			mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
+			defer mem.AssertSize(t, 0)
+			r, err := OpenParquetScan(path, schema, 30, mem, Skip, nil, ParquetScan{Codes: []string{"s"}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer r.Close()
+			if r.Schema().Field(1).Type.ID() != arrow.STRING {
+				t.Fatalf("reader's schema says %s", r.Schema().Field(1).Type)
+			}
+			var got [][]any
+			coded, unpacked := 0, 0
+			dicts := map[string]bool{}
+			for {
+				rec, err := r.Next(mem)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if rec == nil {
+					break
+				}
+				if !arrow.TypeEqual(rec.Schema().Field(1).Type, rec.Column(1).DataType()) {
+					t.Fatalf("batch schema %s, column %s", rec.Schema().Field(1).Type, rec.Column(1).DataType())
+				}
+				first := rec.Column(0).(*array.Int64).Value(0)
+				last := rec.Column(0).(*array.Int64).Value(int(rec.NumRows()) - 1)
+				if first/100 != last/100 {
+					t.Fatalf("a batch spans row groups: ids %d to %d", first, last)
+				}
+				d, isDict := rec.Column(1).(*array.Dictionary)
+				if isDict {
+					coded++
+					dicts[fmt.Sprint(d.Dictionary())] = true
+				} else {
+					unpacked++
+				}
+				for i := range int(rec.NumRows()) {
+					var s any
+					switch {
+					case rec.Column(1).IsNull(i):
+					case isDict:
+						s = d.Dictionary().(*array.String).Value(d.GetValueIndex(i))
+					default:
+						s = rec.Column(1).(*array.String).Value(i)
+					}
+					got = append(got, []any{rec.Column(0).(*array.Int64).Value(i), s, rec.Column(2).(*array.Float64).Value(i)})
+				}
+				rec.Release()
+			}
+			if coded == 0 || unpacked == 0 || len(dicts) < 2 {
+				t.Fatalf("%d cores: %d batches of codes (%d dictionaries), %d unpacked", procs, coded, len(dicts), unpacked)
+			}
+			if !reflect.DeepEqual(got, want) {
+				t.Fatalf("%d cores: %d rows, want %d", procs, len(got), len(want))
+			}
+		}()
 	}
 }
