@@ -1,8 +1,11 @@
 package rel
 
 import (
+	"fmt"
+
 	"github.com/apache/arrow/go/v17/arrow"
 	"github.com/apache/arrow/go/v17/arrow/array"
+	"github.com/apache/arrow/go/v17/arrow/memory"
 )
 
 // codeIDs maps the codes of a dictionary-encoded string key (a Parquet
@@ -156,4 +159,107 @@ func (m *multiKeys) columnDictIDs(c int, col *array.Dictionary, from int, ids []
 		ids[j] = id
 	}
 	return true
+}
+
+// concatColumn is one column of a join's table, its batches concatenated.
+// A column of codes (every batch a dictionary of its own) stays codes over
+// one dictionary of the values of all (concatCodes); one whose batches are
+// not all dictionaries (a row group's dictionary with a value that is not
+// UTF-8 comes unpacked) has its dictionary batches decoded to strings.
+func concatColumn(mem memory.Allocator, parts []arrow.Array) (arrow.Array, error) {
+	dicts := 0
+	for _, p := range parts {
+		if _, ok := p.(*array.Dictionary); ok {
+			dicts++
+		}
+	}
+	if dicts == 0 {
+		return array.Concatenate(parts, mem)
+	}
+	if dicts == len(parts) {
+		if a, ok := concatCodes(mem, parts); ok {
+			return a, nil
+		}
+	}
+	plain := make([]arrow.Array, len(parts))
+	defer func() { releaseArrays(plain) }()
+	for i, p := range parts {
+		d, isDict := p.(*array.Dictionary)
+		if !isDict {
+			p.Retain()
+			plain[i] = p
+			continue
+		}
+		dict, ok := d.Dictionary().(*array.String)
+		if !ok {
+			return nil, fmt.Errorf("%w: a join's column mixes %s and %s batches", ErrPlan, p.DataType(), parts[0].DataType())
+		}
+		b := array.NewStringBuilder(mem)
+		b.Reserve(d.Len())
+		for r := range d.Len() {
+			if d.IsNull(r) || dict.IsNull(d.GetValueIndex(r)) {
+				b.AppendNull()
+			} else {
+				b.Append(dict.Value(d.GetValueIndex(r)))
+			}
+		}
+		plain[i] = b.NewArray()
+		b.Release()
+	}
+	return array.Concatenate(plain, mem)
+}
+
+// concatCodes concatenates dictionary arrays of strings into one over the
+// union of their dictionaries, each batch's codes translated. (arrow/go's
+// Concatenate unifies dictionaries too, but v17 puts wrong codes after a
+// NULL row.) ok is false for dictionaries other than int32 codes into
+// strings.
+func concatCodes(mem memory.Allocator, parts []arrow.Array) (arrow.Array, bool) {
+	at := map[string]int32{}
+	vals := array.NewStringBuilder(mem)
+	defer vals.Release()
+	idx := array.NewInt32Builder(mem)
+	defer idx.Release()
+	n := 0
+	for _, p := range parts {
+		n += p.Len()
+	}
+	idx.Reserve(n)
+	var trans []int32
+	for _, p := range parts {
+		d := p.(*array.Dictionary)
+		dict, ok := d.Dictionary().(*array.String)
+		codes := dictCodes(d)
+		if !ok || codes == nil {
+			return nil, false
+		}
+		trans = trans[:0]
+		for j := range dict.Len() {
+			if dict.IsNull(j) {
+				trans = append(trans, -1)
+				continue
+			}
+			v := dict.Value(j)
+			c, seen := at[v]
+			if !seen {
+				c = int32(len(at))
+				at[v] = c
+				vals.Append(v)
+			}
+			trans = append(trans, c)
+		}
+		hasNull := d.NullN() > 0
+		for r, c := range codes[:d.Len()] {
+			if hasNull && d.IsNull(r) || trans[c] < 0 {
+				idx.UnsafeAppendBoolToBitmap(false)
+				continue
+			}
+			idx.UnsafeAppend(trans[c])
+		}
+	}
+	dict := vals.NewArray()
+	defer dict.Release()
+	ia := idx.NewArray()
+	defer ia.Release()
+	return array.NewDictionaryArray(&arrow.DictionaryType{IndexType: arrow.PrimitiveTypes.Int32, ValueType: arrow.BinaryTypes.String}, ia, dict), true
 }

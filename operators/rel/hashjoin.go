@@ -251,7 +251,7 @@ func (j *HashJoin) Build(recs []arrow.Record, rightSchema *arrow.Schema) error {
 			j.right = append(j.right, array.MakeArrayOfNull(j.mem, rightSchema.Field(c).Type, 0))
 			continue
 		}
-		a, err := array.Concatenate(parts, j.mem)
+		a, err := concatColumn(j.mem, parts)
 		if err != nil {
 			return err
 		}
@@ -435,7 +435,27 @@ func gatherJoin(c *functions.Ctx, schema *arrow.Schema, left, right []arrow.Arra
 		}
 		cols = append(cols, out)
 	}
-	return array.NewRecord(schema, cols, int64(len(lidx))), nil
+	return array.NewRecord(columnTypes(schema, cols), cols, int64(len(lidx))), nil
+}
+
+// columnTypes is schema with each field typed as its column is: a string
+// column that a Parquet scan passed on as dictionary codes stays so
+// (dictkeys.go).
+func columnTypes(schema *arrow.Schema, cols []arrow.Array) *arrow.Schema {
+	var fs []arrow.Field
+	for i, c := range cols {
+		if arrow.TypeEqual(c.DataType(), schema.Field(i).Type) {
+			continue
+		}
+		if fs == nil {
+			fs = append([]arrow.Field(nil), schema.Fields()...)
+		}
+		fs[i].Type = c.DataType()
+	}
+	if fs == nil {
+		return schema
+	}
+	return arrow.NewSchema(fs, nil)
 }
 
 // Release frees the build side.
