@@ -731,7 +731,7 @@ func (c *Coordinator) place(ctx context.Context, req deploy.SubmitRequest, ws []
 				}
 				return placed{placement: p, script: planned, note: note, estimate: deploy.EstimateOf(res.Physical, bound.Objectives.Throughput),
 					plan: res.Physical, sloMs: slo, assumed: assumedOf(res.Physical, ws), inputRows: in,
-					latency: latencyInput(bound.Root, slo, ws, planned.Variants)}, nil
+					latency: latencyInput(bound.Root, slo, ws, planned.Variants, script.Planner[deploy.AdaptSetting])}, nil
 			}
 			perr = err
 		} else {
@@ -757,7 +757,7 @@ func (c *Coordinator) place(ctx context.Context, req deploy.SubmitRequest, ws []
 	if slowed != "" {
 		note += "; " + slowed
 	}
-	return placed{placement: p, script: script, note: note, sloMs: slo, inputRows: in, latency: latencyInput(bound.Root, slo, ws, script.Variants)}, nil
+	return placed{placement: p, script: script, note: note, sloMs: slo, inputRows: in, latency: latencyInput(bound.Root, slo, ws, script.Variants, "")}, nil
 }
 
 // reservedText is a reservation list for the planner note.

@@ -8,6 +8,7 @@ import (
 	"github.com/tierflow/tierflow/planner/catalog"
 	"github.com/tierflow/tierflow/planner/expr"
 	"github.com/tierflow/tierflow/planner/logical"
+	"github.com/tierflow/tierflow/planner/rewrite"
 	"github.com/tierflow/tierflow/runtime/control"
 	"github.com/tierflow/tierflow/runtime/deploy"
 )
@@ -22,7 +23,14 @@ const jfMaxBatch = 32
 // takes at each variant's input size and the profiled latency by batch
 // size on the workers' type, and the variant it runs under variants. nil
 // when there is no bound or no call to adapt.
-func latencyInput(root logical.Node, sloMs float64, ws []deploy.Worker, variants map[string]string) *control.LatencyInput {
+//
+// adapt is the script's SET planner.adapt_inputs: with uint8 a row's image
+// takes a byte a pixel on the link (rewrite.AdaptInputs).
+func latencyInput(root logical.Node, sloMs float64, ws []deploy.Worker, variants map[string]string, adapt string) *control.LatencyInput {
+	pixel := 4.0 // float32
+	if adapt == rewrite.AdaptUint8 {
+		pixel = 1
+	}
 	if sloMs <= 0 {
 		return nil
 	}
@@ -59,9 +67,9 @@ func latencyInput(root logical.Node, sloMs float64, ws []deploy.Worker, variants
 			jv := control.JFVariant{Name: v.Name, Accuracy: v.Accuracy / 100, Bytes: full, BatchMs: batchMs(v, ws)}
 			if len(v.InputSize) == 2 && full > 0 {
 				// A square image resized to the variant's size: its
-				// float32 pixels, plus the row's framing.
+				// pixels, plus the row's framing.
 				jv.Side = v.InputSize[0]
-				jv.Bytes = float64(4*v.InputSize[0]*v.InputSize[1]) + rowOverhead
+				jv.Bytes = pixel*float64(v.InputSize[0]*v.InputSize[1]) + rowOverhead
 			}
 			call.Variants = append(call.Variants, jv)
 		}
