@@ -31,5 +31,8 @@ func Apply(p *logical.Plan) *logical.Plan {
 	for _, r := range Rules() {
 		root = r.Apply(root)
 	}
+	if p.Objectives.LatencyMs > 0 {
+		root = SplitCallsBySource(root)
+	}
 	return &logical.Plan{Root: root, Objectives: p.Objectives}
 }

@@ -1,6 +1,7 @@
 package coordinator
 
 import (
+	"slices"
 	"sort"
 
 	"github.com/apache/arrow/go/v17/arrow"
@@ -165,4 +166,48 @@ func batchMs(v *catalog.Variant, ws []deploy.Worker) []float64 {
 		out[b-1] = ms
 	}
 	return out
+}
+
+// callSources sets each call's Sources: the workers placement p runs the
+// scans of the streams under the call on (a query with a call per source,
+// rewrite.SplitCallsBySource). A call over every source keeps none (all).
+func callSources(in *control.LatencyInput, root logical.Node, p *deploy.Placement) {
+	if in == nil || p == nil {
+		return
+	}
+	scans := map[string][]string{} // call -> "scan <stream>" operators
+	all := 0
+	logical.Walk(root, func(nd logical.Node) bool {
+		if s, ok := nd.(*logical.Scan); ok && s.Stream != nil {
+			all++
+		}
+		if lm, ok := nd.(*logical.LateralModel); ok {
+			logical.Walk(lm.Input, func(x logical.Node) bool {
+				if s, ok := x.(*logical.Scan); ok && s.Stream != nil {
+					scans[lm.Name] = append(scans[lm.Name], "scan "+s.Stream.Name)
+				}
+				return true
+			})
+		}
+		return true
+	})
+	for i := range in.Calls {
+		c := &in.Calls[i]
+		if len(scans[c.Call]) == 0 || len(scans[c.Call]) == all {
+			continue
+		}
+		seen := map[string]bool{}
+		for _, op := range p.Operators {
+			if !slices.Contains(scans[c.Call], op.Name) {
+				continue
+			}
+			for _, w := range op.Workers {
+				if name := p.Workers[w]; !seen[name] {
+					seen[name] = true
+					c.Sources = append(c.Sources, name)
+				}
+			}
+		}
+		sort.Strings(c.Sources)
+	}
 }
