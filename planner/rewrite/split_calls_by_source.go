@@ -20,39 +20,49 @@ const SplitCallsBySourceID RuleID = "split_calls_by_source"
 // to variants) and pinned per source by the latency policy. Apply runs it
 // for a query WITH (LATENCY <= x) only: the others keep one call.
 func SplitCallsBySource(n logical.Node) logical.Node {
-	if ch := n.Children(); len(ch) > 0 {
-		nc := make([]logical.Node, len(ch))
-		changed := false
-		for i, c := range ch {
-			nc[i] = SplitCallsBySource(c)
-			changed = changed || nc[i] != c
-		}
-		if changed {
-			n = n.WithChildren(nc...)
-		}
-	}
+	// Top down: a projection over the call goes into every branch with
+	// it (so that AdaptInputs finds each call under the projection that
+	// says nothing above reads its image).
 	p, _ := n.(*logical.Project)
 	lm, ok := n.(*logical.LateralModel)
 	if p != nil {
 		lm, ok = p.Input.(*logical.LateralModel)
 	}
-	if !ok || !adaptiveZoo(lm) {
+	if u, isUnion := unionUnder(lm, ok); isUnion {
+		branches := make([]logical.Node, len(u.Inputs))
+		for i, in := range u.Inputs {
+			call := logical.NewLateralModel(SplitCallsBySource(in), lm.Model, fmt.Sprintf("%s#%d", lm.Name, i+1), lm.Args, lm.Alias, lm.Out, lm.Pos)
+			call.Batch = lm.Batch
+			branches[i] = call
+			if p != nil {
+				branches[i] = p.WithChildren(call)
+			}
+		}
+		return &logical.Union{Inputs: branches, Pos: u.Pos}
+	}
+	ch := n.Children()
+	if len(ch) == 0 {
 		return n
+	}
+	nc := make([]logical.Node, len(ch))
+	changed := false
+	for i, c := range ch {
+		nc[i] = SplitCallsBySource(c)
+		changed = changed || nc[i] != c
+	}
+	if !changed {
+		return n
+	}
+	return n.WithChildren(nc...)
+}
+
+// unionUnder is the UNION ALL a size-adaptive call lm reads, if it reads one.
+func unionUnder(lm *logical.LateralModel, ok bool) (*logical.Union, bool) {
+	if !ok || !adaptiveZoo(lm) {
+		return nil, false
 	}
 	u, ok := lm.Input.(*logical.Union)
-	if !ok || len(u.Inputs) < 2 {
-		return n
-	}
-	branches := make([]logical.Node, len(u.Inputs))
-	for i, in := range u.Inputs {
-		call := logical.NewLateralModel(in, lm.Model, fmt.Sprintf("%s#%d", lm.Name, i+1), lm.Args, lm.Alias, lm.Out, lm.Pos)
-		call.Batch = lm.Batch
-		branches[i] = call
-		if p != nil {
-			branches[i] = p.WithChildren(call)
-		}
-	}
-	return &logical.Union{Inputs: branches, Pos: u.Pos}
+	return u, ok && len(u.Inputs) >= 2
 }
 
 // adaptiveZoo: lm's model has variants of two input sizes or more.
