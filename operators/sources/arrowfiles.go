@@ -355,8 +355,11 @@ func openParquet(path string, schema *arrow.Schema, batch int, mem memory.Alloca
 	}
 	pq.codes = scan.Codes
 	if len(scan.Codes) > 0 && len(pq.groups) == 1 {
-		// One dictionary per column: this reader can keep it (codes).
-		fr.Props = pq.dictProps
+		// One dictionary per column: this reader can keep it (codes). (The
+		// properties shape the reader's schema, so it is made anew.)
+		if fr, err = pqarrow.NewFileReader(pf, pq.dictProps, mem); err != nil {
+			return nil, fmt.Errorf("%w: %s: %v", ErrBadFile, path, err)
+		}
 	}
 	rr, err := fr.GetRecordReader(context.Background(), leaves, groups)
 	if err != nil {

@@ -2,6 +2,8 @@ package sources
 
 import (
 	"fmt"
+	"os"
+	"path/filepath"
 	"reflect"
 	"runtime"
 	"testing"
@@ -9,6 +11,8 @@ import (
 	"github.com/apache/arrow/go/v17/arrow"
 	"github.com/apache/arrow/go/v17/arrow/array"
 	"github.com/apache/arrow/go/v17/arrow/memory"
+	"github.com/apache/arrow/go/v17/parquet"
+	"github.com/apache/arrow/go/v17/parquet/pqarrow"
 )
 
 // unpackStrings gives every row its dictionary value, whether the values all
@@ -150,5 +154,68 @@ func TestParquetCodesKeepEachRowGroupsDictionary(t *testing.T) {
 				t.Fatalf("%d cores: %d rows, want %d", procs, len(got), len(want))
 			}
 		}()
+	}
+}
+
+// A file of one row group is read by one reader, which keeps the codes too,
+// batch after batch of the group's one dictionary.
+func TestParquetCodesOfOneRowGroup(t *testing.T) {
+	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
+	defer mem.AssertSize(t, 0)
+	schema := arrow.NewSchema([]arrow.Field{{Name: "id", Type: arrow.PrimitiveTypes.Int64, Nullable: true}, {Name: "s", Type: arrow.BinaryTypes.String, Nullable: true}}, nil)
+	b := array.NewRecordBuilder(memory.NewGoAllocator(), schema)
+	for i := range 300 {
+		b.Field(0).(*array.Int64Builder).Append(int64(i))
+		b.Field(1).(*array.StringBuilder).Append(fmt.Sprint("k", i%5))
+	}
+	rec := b.NewRecord()
+	b.Release()
+	path := filepath.Join(t.TempDir(), "one.parquet")
+	f, err := os.Create(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	w, err := pqarrow.NewFileWriter(schema, f, parquet.NewWriterProperties(parquet.WithMaxRowGroupLength(1000)), pqarrow.NewArrowWriterProperties(pqarrow.WithStoreSchema()))
+	if err == nil {
+		err = w.Write(rec)
+	}
+	if err == nil {
+		err = w.Close()
+	}
+	rec.Release()
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, err := OpenParquetScan(path, schema, 64, mem, Fail, nil, ParquetScan{Codes: []string{"s"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	if _, seq := r.(*recordReader); !seq {
+		t.Fatalf("one row group read by %T", r)
+	}
+	rows := 0
+	for {
+		rec, err := r.Next(mem)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if rec == nil {
+			break
+		}
+		d, ok := rec.Column(1).(*array.Dictionary)
+		if !ok {
+			t.Fatalf("batch at row %d: %s", rows, rec.Column(1).DataType())
+		}
+		for i := range int(rec.NumRows()) {
+			if got := d.Dictionary().(*array.String).Value(d.GetValueIndex(i)); got != fmt.Sprint("k", (rows+i)%5) {
+				t.Fatalf("row %d: %q", rows+i, got)
+			}
+		}
+		rows += int(rec.NumRows())
+		rec.Release()
+	}
+	if rows != 300 {
+		t.Fatalf("%d rows", rows)
 	}
 }
