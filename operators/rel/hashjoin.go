@@ -341,6 +341,7 @@ func (j *HashJoin) Probe(rec arrow.Record) (arrow.Record, error) {
 	} else {
 		j.found = slices.Grow(j.found[:0], n)[:n]
 		j.table.find(keys, 0, n, j.found)
+		once = true
 		for i, g := range j.found {
 			m := int32(-1)
 			if g >= 0 && int(g) < len(j.first) {
@@ -349,14 +350,17 @@ func (j *HashJoin) Probe(rec arrow.Record) (arrow.Record, error) {
 			if m < 0 {
 				if j.spec.Kind == LeftJoin {
 					li, ri = append(li, int32(i)), append(ri, -1)
+				} else {
+					once = false
 				}
 				continue
 			}
-			for ; m >= 0; m = j.next[m] {
+			li, ri = append(li, int32(i)), append(ri, m)
+			for m = j.next[m]; m >= 0; m = j.next[m] {
+				once = false
 				li, ri = append(li, int32(i)), append(ri, m)
 			}
 		}
-		once = len(li) == n && (n == 0 || li[n-1] == int32(n-1))
 	}
 	once = once && !j.gatherAll
 	j.li, j.ri = li, ri

@@ -154,8 +154,36 @@ func TestHashJoinDirectMatchesHashedAndReference(t *testing.T) {
 		}
 	}
 
+	// As many matches as probe rows, but not one each (a key twice, a key
+	// missing): the probe rows are gathered, not passed on.
+	left := arrow.NewSchema([]arrow.Field{{Name: "k", Type: expr.Int64, Nullable: true}, {Name: "f", Type: expr.Float64, Nullable: true}, {Name: "s", Type: expr.String, Nullable: true}}, nil)
+	right := arrow.NewSchema([]arrow.Field{{Name: "id", Type: expr.Int64, Nullable: true}, {Name: "q", Type: expr.Float64, Nullable: true}, {Name: "name", Type: expr.String, Nullable: true}}, nil)
+	for _, noDirect := range []bool{false, true} {
+		l := makeRecord(t, mem, left, [][]any{{int64(1), 1.0, "a"}, {int64(99), 2.0, "b"}, {int64(2), 3.0, "c"}})
+		r := makeRecord(t, mem, right, [][]any{{int64(1), 1.0, "x"}, {int64(1), 2.0, "y"}, {int64(2), 3.0, "z"}})
+		spec := joinOn(t, 3, &expr.Column{Index: 0, Name: "k", DataType: expr.Int64}, &expr.Column{Index: 3, Name: "id", DataType: expr.Int64})
+		j, err := NewHashJoin(mem, spec, left, right, functions.Builtins())
+		if err != nil {
+			t.Fatal(err)
+		}
+		j.noDirect = noDirect
+		if err := j.Build([]arrow.Record{r}, right); err != nil {
+			t.Fatal(err)
+		}
+		out, err := j.Probe(l)
+		if err != nil {
+			t.Fatal(err)
+		}
+		sameRows(t, fmt.Sprintf("a key twice, one missing (noDirect %v)", noDirect), recordRows([]arrow.Record{out}),
+			[][]any{{int64(1), 1.0, "a", int64(1), 1.0, "x"}, {int64(1), 1.0, "a", int64(1), 2.0, "y"}, {int64(2), 3.0, "c", int64(2), 3.0, "z"}})
+		out.Release()
+		j.Release()
+		l.Release()
+		r.Release()
+	}
+
 	// Every probe row matches once: its columns are passed on as they are.
-	left, right, probe, build := joinSides(t, mem, rng, expr.Int64, func() any { return int64(rng.Intn(100)) }, nil, 1000, 0, 1)
+	_, _, probe, build := joinSides(t, mem, rng, expr.Int64, func() any { return int64(rng.Intn(100)) }, nil, 1000, 0, 1)
 	build[0].Release()
 	bb := array.NewRecordBuilder(mem, right)
 	for i := range 100 {
