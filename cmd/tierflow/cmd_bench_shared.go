@@ -124,8 +124,12 @@ and sizes best-effort ones to end before the next real-time batch is due).
 
 Per policy: the real-time query's end-to-end latency p50 and p99 (exact, from
 every row its sink wrote), the share of rows over LATENCY, and the best-effort
-query's model rows per second while the real-time query ran; then p99 and
-throughput against the alone runs of the same round.`,
+query's model rows per second while the real-time query ran; then p99, miss rate
+and throughput against the alone runs of the same round. Each round runs every
+policy once, starting one further down the list than the round before; the
+verdict is the median over the rounds, with the goals it meets. On stderr, the
+scheduler's trace takes the real-time latency apart (before the scheduler, the
+wait for a grant, the model run, after it) per policy.`,
 		Example: `  tierflow bench shared
   tierflow bench shared --rounds 3 --format json`,
 		Args: cobra.NoArgs,
@@ -174,7 +178,7 @@ throughput against the alone runs of the same round.`,
 	f.Float64Var(&o.jitters, "jitters", 0, "deepquery: arrival jitters kept free before a real-time batch (sched.DeepQuery.Jitters)")
 	f.Float64Var(&o.quantile, "quantile", sched.NewDeepQuery().Quantile, "deepquery: quantile of recent runs a best-effort part is sized by, 0 for the mean (sched.DeepQuery.Quantile)")
 	f.BoolVar(&o.noLearn, "no-learn", false, "deepquery: no margin learned from best-effort parts that overran into real-time batches (sched.DeepQuery.Learn)")
-	f.StringSliceVar(&o.policies, "policies", sharedPolicies, "policies to run, in order (the ratios need rt-alone and be-alone before the others)")
+	f.StringSliceVar(&o.policies, "policies", sharedPolicies, "policies to run each round (the ratios need rt-alone and be-alone among them)")
 	f.StringVar(&o.images, "images", filepath.Join("examples", "fashion", "data", "shelf.arrow"), "Arrow IPC file of labelled Fashion-MNIST frames")
 	return c
 }
