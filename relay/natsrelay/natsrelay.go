@@ -244,6 +244,10 @@ type sender struct {
 	enc    *frame.Encoder
 	hspace []byte // zeros the size of this link's header
 	broken error
+	// buf encodes the next data message; lastLen is the last one's
+	// length, a new buffer's size.
+	buf     bytes.Buffer
+	lastLen int
 
 	mu         sync.Mutex // guards the credit state below
 	sent       uint64
@@ -264,7 +268,7 @@ type sender struct {
 	// between the chunks of another.
 	wireMu  sync.Mutex
 	unacked []*outMsg     // oldest first
-	acks    chan struct{} // closed and replaced whenever unacked shrinks
+	acks    chan struct{} // Close's wait: closed (and dropped) when unacked shrinks
 	free    [][]byte      // buffers of acknowledged data messages, for the next
 	hsave   []byte        // a chunk's bytes under the next chunk's header
 	// evicted is the newest message dropped unacknowledged (a receiver
@@ -296,7 +300,7 @@ func (t *Transport) OpenSender(ctx context.Context, link relay.LinkID) (relay.Se
 	if err := link.Validate(); err != nil {
 		return nil, err
 	}
-	s := &sender{end: end{t: t, link: link}, notify: make(chan struct{}), acks: make(chan struct{}), enc: frame.NewEncoder(t.cfg.Allocator), rto: t.ackTO}
+	s := &sender{end: end{t: t, link: link}, notify: make(chan struct{}), enc: frame.NewEncoder(t.cfg.Allocator), rto: t.ackTO}
 	s.dataSubj, s.creditSubj = t.Subjects(link)
 	if t.shape != nil {
 		s.rate = t.shape(link)
@@ -383,14 +387,17 @@ func (s *sender) acked(seq uint64, sample bool) {
 		if sample && m.h.Seq == seq && !m.resent {
 			s.m.Ack(len(m.b), m.start, now)
 		}
-		// Keep a few buffers for the next messages; not a huge one.
-		if len(s.free) < min(s.t.cfg.Window, 16) && cap(m.b) <= 4*s.maxChunk {
+		// Keep the buffers for the next messages (as many as the window
+		// lets be in flight anyway), but not a huge one.
+		if len(s.free) <= s.t.cfg.Window && cap(m.b) <= 4*s.maxChunk {
 			s.free = append(s.free, m.b[:0])
 		}
 	}
 	s.rto = s.t.ackTO
-	close(s.acks)
-	s.acks = make(chan struct{})
+	if s.acks != nil {
+		close(s.acks)
+		s.acks = nil
+	}
 }
 
 // resend puts every unacknowledged message from seq on (0: all) on the
@@ -512,16 +519,19 @@ func (s *sender) fatal(err error) bool {
 	return s.t.nc.IsClosed() || errors.Is(err, nats.ErrMaxPayload) || errors.Is(err, nats.ErrBadSubject) || errors.Is(err, nats.ErrInvalidConnection)
 }
 
-// buffer returns an empty buffer for the next data message.
+// buffer returns an empty buffer for the next data message: one an
+// acknowledged message left, or a new one the size of the last message, so
+// encoding into it does not grow it step by step.
 func (s *sender) buffer() []byte {
 	s.wireMu.Lock()
 	defer s.wireMu.Unlock()
 	if n := len(s.free); n > 0 {
 		b := s.free[n-1]
+		s.free[n-1] = nil
 		s.free = s.free[:n-1]
 		return b
 	}
-	return nil
+	return make([]byte, 0, s.lastLen)
 }
 
 // acquire takes one credit, waiting for a grant if there is none.
@@ -590,7 +600,8 @@ func (s *sender) SendDataAt(ctx context.Context, epoch uint64, ingest int64, rec
 	hl := h.Len()
 	// Encode behind room for the first header, so the first chunk needs no
 	// copy. The buffer is the message's until its ack: it may go again.
-	buf := bytes.NewBuffer(s.buffer())
+	s.buf = *bytes.NewBuffer(s.buffer())
+	buf := &s.buf
 	buf.Write(s.hspace)
 	withSchema, err := s.enc.Encode(buf, rec)
 	if err != nil {
@@ -601,6 +612,8 @@ func (s *sender) SendDataAt(ctx context.Context, epoch uint64, ingest int64, rec
 		h.Flags = frame.FlagSchema
 	}
 	payload := buf.Bytes()
+	s.buf = bytes.Buffer{} // the message owns payload now
+	s.lastLen = len(payload)
 	start, err := s.shaped(ctx, len(payload))
 	if err != nil {
 		s.release()
@@ -724,6 +737,9 @@ func (s *sender) linger(ctx context.Context) error {
 		peerClosed, notify := s.peerClosed, s.notify
 		s.mu.Unlock()
 		s.wireMu.Lock()
+		if s.acks == nil {
+			s.acks = make(chan struct{})
+		}
 		waiting, acks := len(s.unacked), s.acks
 		s.wireMu.Unlock()
 		if peerClosed || waiting == 0 {
