@@ -102,6 +102,39 @@ type Transport struct {
 	// drop, set by tests, makes a publish it returns true for vanish as
 	// if the server had lost it.
 	drop func(b []byte) bool
+	// spare are buffers closed links' senders no longer need, for the next
+	// links of this transport (a query's links come and go together).
+	spareMu    sync.Mutex
+	spare      [][]byte
+	spareBytes int
+}
+
+// maxSpareBytes bounds the buffers a transport keeps for its next links.
+const maxSpareBytes = 64 << 20
+
+// putSpare keeps b for another link, within maxSpareBytes.
+func (t *Transport) putSpare(b []byte) {
+	t.spareMu.Lock()
+	defer t.spareMu.Unlock()
+	if t.spareBytes+cap(b) <= maxSpareBytes {
+		t.spare = append(t.spare, b[:0])
+		t.spareBytes += cap(b)
+	}
+}
+
+// getSpare returns a kept buffer, or nil.
+func (t *Transport) getSpare() []byte {
+	t.spareMu.Lock()
+	defer t.spareMu.Unlock()
+	n := len(t.spare)
+	if n == 0 {
+		return nil
+	}
+	b := t.spare[n-1]
+	t.spare[n-1] = nil
+	t.spare = t.spare[:n-1]
+	t.spareBytes -= cap(b)
+	return b
 }
 
 var _ relay.Transport = (*Transport)(nil)
@@ -389,8 +422,12 @@ func (s *sender) acked(seq uint64, sample bool) {
 		}
 		// Keep the buffers for the next messages (as many as the window
 		// lets be in flight anyway), but not a huge one.
-		if len(s.free) <= s.t.cfg.Window && cap(m.b) <= 4*s.maxChunk {
-			s.free = append(s.free, m.b[:0])
+		if cap(m.b) <= 4*s.maxChunk {
+			if len(s.free) <= s.t.cfg.Window {
+				s.free = append(s.free, m.b[:0])
+			} else {
+				s.t.putSpare(m.b)
+			}
 		}
 	}
 	s.rto = s.t.ackTO
@@ -529,6 +566,9 @@ func (s *sender) buffer() []byte {
 		b := s.free[n-1]
 		s.free[n-1] = nil
 		s.free = s.free[:n-1]
+		return b
+	}
+	if b := s.t.getSpare(); b != nil {
 		return b
 	}
 	return make([]byte, 0, s.lastLen)
@@ -775,6 +815,9 @@ func (s *sender) teardown() {
 	s.down = true
 	if s.timer != nil {
 		s.timer.Stop()
+	}
+	for _, b := range s.free {
+		s.t.putSpare(b)
 	}
 	s.unacked, s.free = nil, nil
 	s.wireMu.Unlock()
