@@ -802,7 +802,7 @@ func (s *sender) linger(ctx context.Context) error {
 				// close frame got lost.
 				return nil
 			}
-			return fmt.Errorf("%w: the receiver acknowledged none of the last %d messages within %v", relay.ErrLost, waiting, s.t.linger)
+			return fmt.Errorf("%w: %d messages still unacknowledged by the receiver after %v", relay.ErrLost, waiting, s.t.linger)
 		}
 	}
 }
