@@ -139,7 +139,7 @@ func checked(a arrow.Array, err, bad error) (arrow.Array, error) {
 }
 
 // regexpExtractFunc is regexp_extract(s, pattern [, group [, options]]): the
-// first match's group (0: the whole match), '' when nothing matches, as
+// first match's group (0: the whole match), ” when nothing matches, as
 // DuckDB's.
 func regexpExtractFunc(c *Ctx, ret arrow.DataType, args []compute.Datum, n int) (arrow.Array, error) {
 	rs := &regexps{fn: "regexp_extract"}

@@ -152,7 +152,7 @@ func leftRight(fromRight bool) ScalarFunc {
 }
 
 // splitPartFunc is split_part(s, sep, k): the k-th field (1-based; from the
-// end when negative) of s split at sep, '' past either end; an empty sep
+// end when negative) of s split at sep, ” past either end; an empty sep
 // splits s into characters, as DuckDB's string_split.
 func splitPartFunc(c *Ctx, ret arrow.DataType, args []compute.Datum, n int) (arrow.Array, error) {
 	return rowwise(c, ret, args, n, func(o *out, v []*vec, i int) {
