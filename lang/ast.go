@@ -229,12 +229,13 @@ type Select struct {
 }
 
 // SelectItem is `*`, `t.*` (Star with Qualifier t) or `expr [AS alias]`.
+// After AS any keyword is a name (AS offset), as in DuckDB.
 type SelectItem struct {
 	Pos       lexer.Position
 	Qualifier string `parser:"( @( Ident | QIdent ) '.'"`
 	Star      bool   `parser:"  @'*' | @'*'"`
 	Expr      Expr   `parser:"| @@"`
-	Alias     string `parser:"  ( 'AS' @( Ident | QIdent ) | @( Ident | QIdent ) )? )"`
+	Alias     string `parser:"  ( 'AS' @( Ident | QIdent | Keyword ) | @( Ident | QIdent ) )? )"`
 }
 
 // FromItem is a table reference and the joins that follow it.

@@ -692,7 +692,11 @@ func (p *printer) expr(e Expr, min int) {
 		p.node(e.Type)
 		p.w(")")
 	case *FuncCall:
-		p.w(quoteIdent(e.Name), "(")
+		if n := strings.ToUpper(e.Name); n == "LEFT" || n == "RIGHT" {
+			p.w(e.Name, "(")
+		} else {
+			p.w(quoteIdent(e.Name), "(")
+		}
 		switch {
 		case e.Star:
 			p.w("*")
@@ -705,10 +709,23 @@ func (p *printer) expr(e Expr, min int) {
 			}
 			p.expr(a, 0)
 		}
+		for i, o := range e.OrderBy {
+			if i == 0 {
+				p.w(" ORDER BY ")
+			} else {
+				p.w(", ")
+			}
+			p.node(o)
+		}
 		p.w(")")
 		if e.WithinGroup != nil {
 			p.w(" WITHIN GROUP (ORDER BY ")
 			p.node(e.WithinGroup)
+			p.w(")")
+		}
+		if e.Filter != nil {
+			p.w(" FILTER (WHERE ")
+			p.expr(e.Filter, 0)
 			p.w(")")
 		}
 		if e.Over != nil {
@@ -734,7 +751,11 @@ func (p *printer) expr(e Expr, min int) {
 	case *NullLit:
 		p.w("NULL")
 	case *IntervalLit:
-		p.w("INTERVAL ", quoteString(e.Value), " ", string(e.Unit))
+		if e.Unit == "" {
+			p.w("INTERVAL ", quoteString(e.Value))
+		} else {
+			p.w("INTERVAL ", quoteString(e.Value), " ", string(e.Unit))
+		}
 	case *TimestampLit:
 		p.w("TIMESTAMP ", quoteString(e.Value))
 	default:

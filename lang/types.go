@@ -55,6 +55,7 @@ const (
 	Minute      TimeUnit = "MINUTE"
 	Hour        TimeUnit = "HOUR"
 	Day         TimeUnit = "DAY"
+	Week        TimeUnit = "WEEK"
 )
 
 // Capture implements participle.Capture.
@@ -81,6 +82,8 @@ func (u TimeUnit) Seconds() float64 {
 		return 3600
 	case Day:
 		return 86400
+	case Week:
+		return 7 * 86400
 	}
 	return 0
 }

@@ -3,6 +3,9 @@ package eval
 import (
 	"fmt"
 	"math"
+	"strconv"
+	"strings"
+	"time"
 
 	"github.com/apache/arrow/go/v17/arrow"
 	"github.com/apache/arrow/go/v17/arrow/array"
@@ -74,4 +77,65 @@ func roundToInteger(mem memory.Allocator, a arrow.Array, to arrow.DataType) (arr
 		}
 	}
 	return b.NewArray(), nil
+}
+
+// formatsAsDuckDB reports whether a cast from t to VARCHAR is written here
+// rather than by arrow: DOUBLE and TIMESTAMP, whose text DuckDB spells its
+// own way (17.0, not 17; 2026-02-12 18:09:01.25, not ...01.250000Z).
+func formatsAsDuckDB(from, to arrow.DataType) bool {
+	return to.ID() == arrow.STRING && (from.ID() == arrow.FLOAT64 || from.ID() == arrow.TIMESTAMP)
+}
+
+// castToString writes each value of a (DOUBLE or TIMESTAMP) as DuckDB does.
+func castToString(mem memory.Allocator, a arrow.Array) arrow.Array {
+	b := array.NewStringBuilder(mem)
+	defer b.Release()
+	b.Reserve(a.Len())
+	for i := 0; i < a.Len(); i++ {
+		if a.IsNull(i) {
+			b.AppendNull()
+			continue
+		}
+		switch a := a.(type) {
+		case *array.Float64:
+			b.Append(FormatDouble(a.Value(i)))
+		case *array.Timestamp:
+			unit := a.DataType().(*arrow.TimestampType).Unit
+			b.Append(FormatTimestamp(a.Value(i).ToTime(unit)))
+		}
+	}
+	return b.NewArray()
+}
+
+// FormatDouble is DuckDB's text of a DOUBLE: the shortest digits that read
+// back the same, with ".0" on integral values, exponent form from 1e16 (as
+// Python's repr), inf, -inf and nan.
+func FormatDouble(f float64) string {
+	switch {
+	case math.IsNaN(f):
+		return "nan"
+	case math.IsInf(f, 1):
+		return "inf"
+	case math.IsInf(f, -1):
+		return "-inf"
+	}
+	if a := math.Abs(f); a != 0 && (a >= 1e16 || a < 1e-4) {
+		return strconv.FormatFloat(f, 'e', -1, 64)
+	}
+	s := strconv.FormatFloat(f, 'f', -1, 64)
+	if !strings.ContainsRune(s, '.') {
+		s += ".0"
+	}
+	return s
+}
+
+// FormatTimestamp is DuckDB's text of a TIMESTAMP: the fraction of the
+// second without trailing zeros, none when whole.
+func FormatTimestamp(t time.Time) string {
+	t = t.UTC()
+	s := t.Format("2006-01-02 15:04:05")
+	if us := t.Nanosecond() / 1000; us != 0 {
+		s += strings.TrimRight(fmt.Sprintf(".%06d", us), "0")
+	}
+	return s
 }

@@ -280,6 +280,13 @@ func (n *castNode) cast(c *functions.Ctx, d compute.Datum) (compute.Datum, error
 }
 
 func (n *castNode) castStrict(c *functions.Ctx, d compute.Datum) (compute.Datum, error) {
+	if formatsAsDuckDB(n.from, n.to) {
+		a := d.(*compute.ArrayDatum).MakeArray()
+		defer a.Release()
+		out := castToString(c.Mem, a)
+		defer out.Release()
+		return compute.NewDatum(out), nil
+	}
 	if isFloatType(n.from) && arrow.IsInteger(n.to.ID()) {
 		a := d.(*compute.ArrayDatum).MakeArray()
 		defer a.Release()

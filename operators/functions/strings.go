@@ -225,3 +225,35 @@ func containsOp(s, sub string) bool { return strings.Contains(s, sub) }
 func strlenFunc(c *Ctx, ret arrow.DataType, args []compute.Datum, n int) (arrow.Array, error) {
 	return rowwise(c, ret, args, n, func(o *out, v []*vec, i int) { o.i64(int64(len(v[0].string(i)))) })
 }
+
+// concatWsFunc is concat_ws(sep, s...): the non-NULL strings joined by sep;
+// NULL only when sep is.
+func concatWsFunc(c *Ctx, ret arrow.DataType, args []compute.Datum, n int) (arrow.Array, error) {
+	vs, err := vecs(args)
+	if err != nil {
+		return nil, err
+	}
+	defer releaseVecs(vs)
+	o := newOut(c.Mem, ret, n)
+	var sb strings.Builder
+	for i := 0; i < n; i++ {
+		if vs[0].isNull(i) {
+			o.null()
+			continue
+		}
+		sb.Reset()
+		first := true
+		for _, x := range vs[1:] {
+			if x.isNull(i) {
+				continue
+			}
+			if !first {
+				sb.WriteString(vs[0].string(i))
+			}
+			first = false
+			sb.WriteString(x.string(i))
+		}
+		o.str(sb.String())
+	}
+	return o.finish(), nil
+}

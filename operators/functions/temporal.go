@@ -211,9 +211,8 @@ func dateDiff(unit string, a, b int64) (int64, bool) {
 	case "millennium", "millennia":
 		return (yb-1)/1000 - (ya-1)/1000, true
 	case "week", "weeks", "w":
-		// Weeks start on Monday; 1970-01-05 was one.
-		monday := int64(4 * 86400e6)
-		return floorDiv(b-monday, 7*86400e6) - floorDiv(a-monday, 7*86400e6), true
+		// As DuckDB: whole weeks of the days between (not Mondays crossed).
+		return (floorDiv(b, 86400e6) - floorDiv(a, 86400e6)) / 7, true
 	case "day", "days", "d", "dayofmonth", "dow", "isodow", "doy", "dayofyear":
 		return floorDiv(b, 86400e6) - floorDiv(a, 86400e6), true
 	case "hour", "hours", "h", "hr", "hrs":
@@ -321,12 +320,6 @@ func strftime(b *strings.Builder, t time.Time, format string) string {
 			num(int(t.Month()), 2, pad)
 		case 'd':
 			num(t.Day(), 2, pad)
-		case 'e':
-			s := fmt.Sprint(t.Day())
-			if len(s) == 1 && pad {
-				b.WriteByte(' ')
-			}
-			b.WriteString(s)
 		case 'H':
 			num(t.Hour(), 2, pad)
 		case 'I':

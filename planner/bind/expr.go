@@ -77,7 +77,7 @@ func (b *Binder) expr(e lang.Expr, sc *scope, ac *aggScope) expr.Expr {
 	case *lang.IntervalLit:
 		sec, err := x.Seconds()
 		if err != nil {
-			b.errorf(x.Pos, ErrBind, "bad interval '%s'", x.Value)
+			b.errorf(x.Pos, ErrBind, "bad interval '%s': %v", x.Value, lang.ErrInterval)
 			return nil
 		}
 		l, _ := expr.NewLiteral(time.Duration(sec * float64(time.Second)))
@@ -256,6 +256,11 @@ func (b *Binder) call(x *lang.FuncCall, sc *scope, ac *aggScope) expr.Expr {
 			return nil
 		}
 		x = y
+	}
+	if x.Filter != nil || len(x.OrderBy) > 0 {
+		if x = b.aggClauses(x); x == nil {
+			return nil
+		}
 	}
 	if x.Over != nil {
 		return b.windowCall(x, sc, ac)
@@ -660,5 +665,64 @@ func (b *Binder) orderedSet(x *lang.FuncCall) (y *lang.FuncCall, ok bool) {
 	if name == "percentile_disc" {
 		fn = "quantile_disc"
 	}
-	return &lang.FuncCall{Pos: x.Pos, Name: fn, Args: []lang.Expr{x.WithinGroup.Expr, q}}, true
+	return &lang.FuncCall{Pos: x.Pos, Name: fn, Args: []lang.Expr{x.WithinGroup.Expr, q}, Filter: x.Filter, Over: x.Over}, true
+}
+
+// aggClauses binds an aggregate's FILTER (WHERE c) and ORDER BY as the
+// plain call they amount to. Every aggregate skips NULLs, so FILTER is
+// agg(CASE WHEN c THEN x END) (count(*): count(CASE WHEN c THEN 1 END)).
+// ORDER BY changes only string_agg's answer, which becomes
+// string_agg_sorted(sort_key(s, order, keys...), sep); the other aggregates
+// are the same in any order, so it is dropped there. nil when the call is
+// wrong (reported).
+func (b *Binder) aggClauses(x *lang.FuncCall) *lang.FuncCall {
+	name := strings.ToLower(x.Name)
+	if f, ok := b.Funcs.Lookup(name); !ok || f.Kind != expr.AggregateKind {
+		if !ok {
+			return x // reported as an unknown function
+		}
+		if x.Filter != nil {
+			b.errorf(x.Filter.Position(), ErrBind, "FILTER (WHERE ...) applies to aggregates, not %s", name)
+		} else {
+			b.errorf(x.OrderBy[0].Pos, ErrBind, "ORDER BY inside a call applies to aggregates, not %s", name)
+		}
+		return nil
+	}
+	y := *x
+	y.Filter, y.OrderBy = nil, nil
+	y.Args = append([]lang.Expr(nil), x.Args...)
+	if x.Filter != nil {
+		if x.Star {
+			y.Star = false
+			y.Args = []lang.Expr{&lang.NumberLit{Pos: x.Pos, Value: "1"}}
+		}
+		if len(y.Args) == 0 {
+			b.errorf(x.Pos, ErrBind, "%s takes no argument for FILTER to apply to", name)
+			return nil
+		}
+		y.Args[0] = &lang.CaseExpr{Pos: x.Filter.Position(), Whens: []*lang.WhenClause{{Pos: x.Filter.Position(), Cond: x.Filter, Result: y.Args[0]}}}
+	}
+	if len(x.OrderBy) > 0 && name == "string_agg" {
+		if x.Distinct || x.Star || len(y.Args) == 0 {
+			b.errorf(x.OrderBy[0].Pos, ErrNotSupported, "string_agg(DISTINCT ... ORDER BY ...) is not supported")
+			return nil
+		}
+		order := ""
+		keys := []lang.Expr{y.Args[0], nil}
+		for _, o := range x.OrderBy {
+			dir, nulls := "A", "L"
+			if o.Desc {
+				dir = "D"
+			}
+			if o.Nulls == "FIRST" {
+				nulls = "F"
+			}
+			order += dir + nulls
+			keys = append(keys, o.Expr)
+		}
+		keys[1] = &lang.StringLit{Pos: x.OrderBy[0].Pos, Value: order}
+		y.Name = "string_agg_sorted"
+		y.Args[0] = &lang.FuncCall{Pos: x.Pos, Name: "sort_key", Args: keys}
+	}
+	return &y
 }
