@@ -285,3 +285,16 @@ func (n *BoolLit) Position() lexer.Position          { return n.Pos }
 func (n *NullLit) Position() lexer.Position          { return n.Pos }
 func (n *IntervalLit) Position() lexer.Position      { return n.Pos }
 func (n *TimestampLit) Position() lexer.Position     { return n.Pos }
+
+// Args0String is the call's first argument when it is a string literal
+// (date_part('year', t)).
+func (n *FuncCall) Args0String() (string, bool) {
+	if len(n.Args) == 0 {
+		return "", false
+	}
+	s, ok := n.Args[0].(*StringLit)
+	if !ok {
+		return "", false
+	}
+	return s.Value, true
+}

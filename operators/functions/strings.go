@@ -10,7 +10,9 @@ import (
 )
 
 func lowerOp(s string) string { return strings.ToLower(s) }
-func upperOp(s string) string { return strings.ToUpper(s) }
+
+// upperOp maps ß to ẞ, as DuckDB's utf8proc does (Go keeps ß).
+func upperOp(s string) string { return strings.ToUpper(strings.ReplaceAll(s, "ß", "ẞ")) }
 
 func strMap(op func(string) string) ScalarFunc {
 	return func(c *Ctx, ret arrow.DataType, args []compute.Datum, n int) (arrow.Array, error) {

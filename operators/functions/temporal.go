@@ -207,9 +207,10 @@ func dateDiff(unit string, a, b int64) (int64, bool) {
 	case "decade", "decades":
 		return yb/10 - ya/10, true
 	case "century", "centuries":
-		return (yb-1)/100 - (ya-1)/100, true
+		// As DuckDB: years / 100, so 2000 and 2025 are one century.
+		return yb/100 - ya/100, true
 	case "millennium", "millennia":
-		return (yb-1)/1000 - (ya-1)/1000, true
+		return yb/1000 - ya/1000, true
 	case "week", "weeks", "w":
 		// As DuckDB: whole weeks of the days between (not Mondays crossed).
 		return (floorDiv(b, 86400e6) - floorDiv(a, 86400e6)) / 7, true

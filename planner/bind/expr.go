@@ -262,6 +262,11 @@ func (b *Binder) call(x *lang.FuncCall, sc *scope, ac *aggScope) expr.Expr {
 			return nil
 		}
 	}
+	if unit, ok := x.Args0String(); ok && strings.EqualFold(x.Name, "date_part") && strings.EqualFold(unit, "epoch") && len(x.Args) == 2 {
+		// DuckDB's epoch part keeps the fraction of the second (a DOUBLE),
+		// where every other part is a whole number.
+		x = &lang.FuncCall{Pos: x.Pos, Name: "epoch", Args: x.Args[1:], Over: x.Over}
+	}
 	if x.Over != nil {
 		return b.windowCall(x, sc, ac)
 	}

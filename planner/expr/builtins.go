@@ -68,7 +68,9 @@ func builtinFunctions() []*Function {
 		ex(ts0.Add(10*time.Second), ts0, 10*time.Second))
 	add.Signatures = append(add.Signatures,
 		sig(ret(Timestamp), "TIMESTAMP", p("t", TimestampClass), p("i", IntervalClass)),
+		sig(ret(Timestamp), "TIMESTAMP", p("i", IntervalClass), p("t", TimestampClass)),
 		sig(ret(Interval), "INTERVAL", p("a", IntervalClass), p("b", IntervalClass)))
+	add.Examples = append(add.Examples, ex(ts0.Add(time.Hour), time.Hour, ts0))
 	sub := arith("subtract", "-", "Difference x - y; TIMESTAMP - INTERVAL and TIMESTAMP - TIMESTAMP (an INTERVAL) work too.",
 		ex(int64(-1), int64(1), int64(2)), ex(0.5, 2.5, int64(2)),
 		ex(ts0.Add(-time.Minute), ts0, time.Minute), ex(time.Hour, ts0.Add(time.Hour), ts0))
@@ -165,7 +167,7 @@ func builtinFunctions() []*Function {
 			Signatures: []Signature{variadic(sig(ret(String), "VARCHAR", p("s", StringClass)))},
 			Examples:   []Example{ex("ab", "a", "b"), ex("abc", "a", "b", "c"), ex("a", "a", nil), ex("", nil, nil)}},
 		unaryString("lower", "Lower-case.", ex("abc", "AbC")),
-		unaryString("upper", "Upper-case.", ex("ABC", "aBc"), ex(nil, nil)),
+		unaryString("upper", "Upper-case (ß is ẞ, as DuckDB).", ex("ABC", "aBc"), ex(nil, nil), ex("STRAẞE", "straße")),
 		trimFn("trim", "Removes leading and trailing spaces, or with chars any of its characters.", ex("a b", "  a b "), ex("b", "xaxbyy", "xya")),
 		trimFn("ltrim", "Removes leading spaces, or with chars any of its characters.", ex("a ", "  a "), ex("a--", "--a--", "-")),
 		trimFn("rtrim", "Removes trailing spaces, or with chars any of its characters.", ex("  a", "  a "), ex("--a", "--a--", "-")),
@@ -255,7 +257,7 @@ func builtinFunctions() []*Function {
 				ex(int64(56789), "millisecond", ts0), ex(int64(1), "quarter", ts0), ex(int64(9), "week", ts0)}},
 		{Name: "date_diff", Kind: Scalar, Doc: "The number of unit boundaries from start to end (as DuckDB: date_diff('month', Jan 31, Feb 1) is 1); units as date_trunc's; 'week' is whole weeks of the days between.",
 			Signatures: []Signature{sig(ret(Int64), "BIGINT", p("unit", StringClass), p("start", TimestampClass), p("end", TimestampClass))},
-			Examples:   []Example{ex(int64(1), "month", time.Date(2024, 1, 31, 23, 0, 0, 0, time.UTC), time.Date(2024, 2, 1, 0, 0, 0, 0, time.UTC)), ex(int64(-1), "day", ts0, ts0.Add(-13*time.Hour))}},
+			Examples:   []Example{ex(int64(1), "month", time.Date(2024, 1, 31, 23, 0, 0, 0, time.UTC), time.Date(2024, 2, 1, 0, 0, 0, 0, time.UTC)), ex(int64(0), "century", time.Date(2000, 1, 1, 0, 0, 0, 0, time.UTC), ts0), ex(int64(-1), "day", ts0, ts0.Add(-13*time.Hour))}},
 		{Name: "datediff", Kind: Scalar, Doc: "Same as date_diff.",
 			Signatures: []Signature{sig(ret(Int64), "BIGINT", p("unit", StringClass), p("start", TimestampClass), p("end", TimestampClass))},
 			Examples:   []Example{ex(int64(60), "minute", ts0, ts0.Add(time.Hour))}},
@@ -288,7 +290,7 @@ func builtinFunctions() []*Function {
 		count,
 		{Name: "count_if", Kind: AggregateKind, Doc: "The number of rows where the condition is TRUE.",
 			Signatures: []Signature{sig(ret(Int64), "BIGINT", p("cond", BoolClass))},
-			Examples:   []Example{ex(int64(2), []any{true, false, nil, true}), ex(int64(0), []any{nil})}},
+			Examples:   []Example{ex(int64(2), []any{true, false, nil, true}), ex(int64(0), []any{nil}), ex(nil, []any{})}},
 		{Name: "bool_and", Kind: AggregateKind, Doc: "TRUE when every non-NULL value is TRUE; NULL when there are none.",
 			Signatures: []Signature{sig(ret(Bool), "BOOLEAN", p("x", BoolClass))},
 			Examples:   []Example{ex(false, []any{true, false, nil}), ex(true, []any{true, nil}), ex(nil, []any{nil})}},
