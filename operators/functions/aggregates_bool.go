@@ -13,8 +13,7 @@ import (
 type boolAcc struct {
 	op    boolOp
 	trues []int64
-	seen  []int64 // non-NULL values
-	rows  []int64 // rows, NULLs included: count_if of none is NULL, as DuckDB's
+	seen  []int64 // non-NULL values: count_if of none is NULL, as DuckDB's
 }
 
 type boolOp uint8
@@ -34,14 +33,9 @@ func newBoolAgg(op boolOp) AggFunc {
 	}
 }
 
-func (a *boolAcc) Grow(n int) {
-	a.trues, a.seen, a.rows = grow(a.trues, n), grow(a.seen, n), grow(a.rows, n)
-}
+func (a *boolAcc) Grow(n int) { a.trues, a.seen = grow(a.trues, n), grow(a.seen, n) }
 
 func (a *boolAcc) Update(gids []uint32, arg arrow.Array, from int) {
-	for _, g := range gids {
-		a.rows[g]++
-	}
 	b, ok := arg.(*array.Boolean)
 	if !ok {
 		return // all NULL
@@ -61,17 +55,16 @@ func (a *boolAcc) Update(gids []uint32, arg arrow.Array, from int) {
 func (a *boolAcc) Merge(dst, src uint32) {
 	a.trues[dst] += a.trues[src]
 	a.seen[dst] += a.seen[src]
-	a.rows[dst] += a.rows[src]
 }
 
-func (a *boolAcc) Reset(g uint32) { a.trues[g], a.seen[g], a.rows[g] = 0, 0, 0 }
+func (a *boolAcc) Reset(g uint32) { a.trues[g], a.seen[g] = 0, 0 }
 
 func (a *boolAcc) Finish(mem memory.Allocator, gids []uint32) arrow.Array {
 	if a.op == countIf {
 		b := array.NewInt64Builder(mem)
 		defer b.Release()
 		for _, g := range gids {
-			if a.rows[g] == 0 {
+			if a.seen[g] == 0 {
 				b.AppendNull()
 				continue
 			}

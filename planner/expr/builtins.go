@@ -288,9 +288,9 @@ func builtinFunctions() []*Function {
 			Examples:   []Example{ex(int64(1500), time.Unix(1, 500000000).UTC())}},
 
 		count,
-		{Name: "count_if", Kind: AggregateKind, Doc: "The number of rows where the condition is TRUE.",
+		{Name: "count_if", Kind: AggregateKind, Doc: "The number of rows where the condition is TRUE; NULL when it is NULL on every row (as DuckDB).",
 			Signatures: []Signature{sig(ret(Int64), "BIGINT", p("cond", BoolClass))},
-			Examples:   []Example{ex(int64(2), []any{true, false, nil, true}), ex(int64(0), []any{nil}), ex(nil, []any{})}},
+			Examples:   []Example{ex(int64(2), []any{true, false, nil, true}), ex(int64(0), []any{false}), ex(nil, []any{nil})}},
 		{Name: "bool_and", Kind: AggregateKind, Doc: "TRUE when every non-NULL value is TRUE; NULL when there are none.",
 			Signatures: []Signature{sig(ret(Bool), "BOOLEAN", p("x", BoolClass))},
 			Examples:   []Example{ex(false, []any{true, false, nil}), ex(true, []any{true, nil}), ex(nil, []any{nil})}},
