@@ -192,11 +192,14 @@ type StopQuery struct {
 // Query is a SELECT, or several joined by UNION ALL, with the clauses that apply
 // to the whole result: ORDER BY, LIMIT, OFFSET and the objectives of WITH (...).
 type Query struct {
-	Pos        lexer.Position
-	With       []*CTE       `parser:"( 'WITH' @@ ( ',' @@ )* )?"`
-	Select     *Select      `parser:"@@"`
-	UnionAll   []*Select    `parser:"( 'UNION' 'ALL' @@ )*"`
-	OrderBy    []*OrderItem `parser:"( 'ORDER' 'BY' @@ ( ',' @@ )* )?"`
+	Pos      lexer.Position
+	With     []*CTE    `parser:"( 'WITH' @@ ( ',' @@ )* )?"`
+	Select   *Select   `parser:"@@"`
+	UnionAll []*Select `parser:"( 'UNION' 'ALL' @@ )*"`
+	// OrderByAll is DuckDB's ORDER BY ALL: by every output column, left
+	// to right.
+	OrderByAll bool         `parser:"( 'ORDER' 'BY' ( @'ALL'"`
+	OrderBy    []*OrderItem `parser:"  | @@ ( ',' @@ )* ) )?"`
 	Limit      *NumberLit   `parser:"( 'LIMIT' @@ )?"`
 	Offset     *NumberLit   `parser:"( 'OFFSET' @@ )?"`
 	Objectives []Objective  `parser:"( 'WITH' '(' @@ ( ',' @@ )* ')' )?"`
@@ -223,9 +226,12 @@ type Select struct {
 	Items    []*SelectItem `parser:"@@ ( ',' @@ )*"`
 	From     []*FromItem   `parser:"( 'FROM' @@ ( ',' @@ )* )?"`
 	Where    Expr          `parser:"( 'WHERE' @@ )?"`
-	GroupBy  []Expr        `parser:"( 'GROUP' 'BY' @@ ( ',' @@ )* )?"`
-	Having   Expr          `parser:"( 'HAVING' @@ )?"`
-	Windows  []*WindowDef  `parser:"( 'WINDOW' @@ ( ',' @@ )* )?"`
+	// GroupByAll is DuckDB's GROUP BY ALL: by every SELECT item that has
+	// no aggregate.
+	GroupByAll bool         `parser:"( 'GROUP' 'BY' ( @'ALL'"`
+	GroupBy    []Expr       `parser:"  | @@ ( ',' @@ )* ) )?"`
+	Having     Expr         `parser:"( 'HAVING' @@ )?"`
+	Windows    []*WindowDef `parser:"( 'WINDOW' @@ ( ',' @@ )* )?"`
 }
 
 // SelectItem is `*`, `t.*` (Star with Qualifier t) or `expr [AS alias]`.

@@ -317,6 +317,9 @@ func (p *printer) query(q *Query) {
 		p.nl("")
 		p.selectBlock(s)
 	}
+	if q.OrderByAll {
+		p.nl("ORDER BY ALL")
+	}
 	if q.OrderBy != nil {
 		p.nl("ORDER BY ")
 		for i, o := range q.OrderBy {
@@ -375,6 +378,9 @@ func (p *printer) selectBlock(s *Select) {
 	if s.Where != nil {
 		p.nl("WHERE ")
 		p.expr(s.Where, 0)
+	}
+	if s.GroupByAll {
+		p.nl("GROUP BY ALL")
 	}
 	if s.GroupBy != nil {
 		p.nl("GROUP BY ")

@@ -111,6 +111,8 @@ func arrowValue(a arrow.Array, r int) (any, error) {
 		return nil, nil
 	}
 	switch a := a.(type) {
+	case *array.Null:
+		return nil, nil
 	case *array.Int8:
 		return float64(a.Value(r)), nil
 	case *array.Int16:

@@ -124,6 +124,36 @@ var funcFeatures = []feature{
 	{kind: "union all", sql: `SELECT n, x FROM t WHERE id < 4 UNION ALL SELECT k, v FROM w WHERE id < 4 UNION ALL SELECT NULL, 1`},
 	{kind: "union all", sql: `SELECT id, NULL AS z FROM u, w WHERE u.k = w.k UNION ALL SELECT id, 'x' FROM w WHERE id > 10`},
 
+	// DuckDB's GROUP BY ALL and ORDER BY ALL.
+	{kind: "group by all", sql: `SELECT g, n % 2 AS odd, count(*), sum(x) FROM t GROUP BY ALL ORDER BY ALL`, ordered: true},
+	{kind: "group by all", sql: `SELECT upper(g), date_trunc('month', ts), count(*) FILTER (WHERE x > 0), 1 + 1 FROM t GROUP BY ALL`},
+	{kind: "group by all", sql: `SELECT count(*), max(v) FROM w GROUP BY ALL`},
+	{kind: "order by all", sql: `SELECT k, s FROM w ORDER BY ALL`, ordered: true},
+	{kind: "order by all", sql: `SELECT g, n FROM t WHERE id < 20 UNION ALL SELECT label, k FROM u ORDER BY ALL LIMIT 12`, ordered: true},
+
+	// More of each kind, as an analyst writes them.
+	{kind: "cte", sql: `WITH s AS (SELECT g, sum(x) AS total FROM t GROUP BY g), r AS (SELECT g, total, rank() OVER (ORDER BY total DESC) AS rk FROM s) SELECT * FROM r WHERE rk <= 3 ORDER BY rk, g`, ordered: true},
+	{kind: "cte", sql: `WITH a AS (SELECT * FROM t WHERE x > 0) SELECT a1.id, a2.id FROM a a1 JOIN a a2 ON a1.n = a2.n AND a1.id < a2.id ORDER BY 1, 2`, ordered: true},
+	{kind: "cte", sql: `WITH c AS (SELECT n, count(*) AS cnt FROM t GROUP BY n) SELECT n, cnt, cnt * 100.0 / (SELECT sum(cnt) FROM c) AS pct FROM c ORDER BY n NULLS LAST`, ordered: true},
+	{kind: "in list", sql: `SELECT id, n IN (1, 2, NULL), n NOT IN (1, 2, NULL), g IN ('a', 'B') FROM t`},
+	{kind: "subquery", sql: `SELECT * FROM t WHERE x = (SELECT max(x) FROM t)`},
+	{kind: "subquery", sql: `SELECT id FROM t WHERE g IS NOT DISTINCT FROM (SELECT g FROM t WHERE id = 4)`},
+	{kind: "window", sql: `SELECT id, sum(x) OVER (PARTITION BY g ORDER BY id ROWS UNBOUNDED PRECEDING), avg(x) OVER (ORDER BY id ROWS BETWEEN CURRENT ROW AND UNBOUNDED FOLLOWING) FROM t`},
+	{kind: "window", sql: `SELECT id, lag(x, 1, 0.0) OVER (PARTITION BY g ORDER BY ts NULLS FIRST, id), lead(g) OVER (ORDER BY ts DESC NULLS LAST, id), ntile(4) OVER (PARTITION BY g ORDER BY x DESC NULLS LAST, id) FROM t`},
+	{kind: "window", sql: `SELECT g, n, sum(x), sum(sum(x)) OVER (PARTITION BY g ORDER BY n) FROM t GROUP BY g, n`},
+	{kind: "window", sql: `SELECT id, count(*) OVER (ORDER BY ts RANGE BETWEEN INTERVAL '7 days' PRECEDING AND CURRENT ROW), count(*) OVER (ORDER BY ts RANGE BETWEEN INTERVAL 7 DAY PRECEDING AND INTERVAL 1 DAY FOLLOWING) FROM t`},
+	{kind: "joins", sql: `SELECT u.label, t.id FROM u RIGHT OUTER JOIN t ON u.k = t.n WHERE t.x > 0`},
+	{kind: "joins", sql: `SELECT t.id, u.label FROM t FULL OUTER JOIN u ON t.n = u.k WHERE u.label IS NULL OR t.id IS NULL`},
+	{kind: "joins", sql: `SELECT count(*) FROM t LEFT JOIN u ON t.n = u.k WHERE u.k IS NULL`},
+	{kind: "offset", sql: `SELECT id FROM t ORDER BY g DESC NULLS LAST, id LIMIT 5 OFFSET 5`, ordered: true},
+	{kind: "group by ordinal", sql: `SELECT g, n % 2, count(*) FROM t GROUP BY 1, 2 HAVING count(*) > 1 ORDER BY 1, 2`, ordered: true},
+	{kind: "extract", sql: `SELECT EXTRACT(month FROM ts) AS m, EXTRACT(dow FROM ts) AS d, count(*) FROM t GROUP BY 1, 2 ORDER BY 1, 2`, ordered: true},
+	{kind: "cast", sql: `SELECT id, x::INTEGER, n::VARCHAR || 'x', CAST(n AS DOUBLE) / 3, TRY_CAST(g AS INTEGER), s::TEXT, CAST(ts AS VARCHAR), CAST('1' AS INT) + n FROM t`},
+	{kind: "stats", sql: `SELECT g, median(n), quantile_cont(n, 0.3), quantile_disc(x, 0.3), percentile_disc(0.5) WITHIN GROUP (ORDER BY n), stddev_pop(x), var_samp(n) FROM t GROUP BY g`},
+	{kind: "regexp", sql: `SELECT id, regexp_matches(s, '^[A-Z]'), regexp_replace(s, '(\w+)', '<>'), regexp_replace(s, '\s+', ' ', 'g') FROM t`},
+	{kind: "no from", sql: `SELECT 1, 'a', NULL, TRUE, 2.5, -3, 10 // 3, 10 % 3, 10 / 4, (2 + 3) * 4, -(-5)`},
+	{kind: "case", sql: `SELECT id, CASE g WHEN 'a' THEN 1 WHEN 'b' THEN 2 ELSE 0 END, CASE WHEN x IS NULL THEN 'none' END, COUNT(*) OVER (), Count(X) OVER () FROM T`},
+
 	// SELECT without FROM.
 	{kind: "no from", sql: `SELECT left('hello', -2), right('hello', -2), split_part('a-b-c', '-', -1), strftime(TIMESTAMP '2024-07-04 09:05:03', '%A %B %-d %Y %I:%M %p'), trunc(-1.99), sign(-0.0), greatest('a', 'B', 'c'), least(1, 2.5)`},
 	{kind: "no from", sql: `SELECT INTERVAL '1 day' + TIMESTAMP '2024-02-28 12:00:00', TIMESTAMP '2024-03-01 00:00:00' - INTERVAL '1' DAY, TIMESTAMP '2024-12-31 23:00:00' + INTERVAL 2 HOURS`},

@@ -98,6 +98,9 @@ func (b *Binder) query(q *lang.Query, _ *scope) (logical.Node, *scope) {
 	if len(q.OrderBy) > 0 && len(selects) > 1 {
 		n = b.sortOutput(n, first, q.OrderBy)
 	}
+	if q.OrderByAll {
+		n = orderByAll(n, q)
+	}
 	if q.Limit != nil || q.Offset != nil {
 		lim := &logical.Limit{Input: n, N: logical.NoLimit}
 		ok := true
@@ -134,6 +137,9 @@ func (b *Binder) selectBlock(s *lang.Select, order []*lang.OrderItem) (logical.N
 	prev := b.wins
 	b.wins = nil
 	defer func() { b.wins = prev }()
+	if s.GroupByAll {
+		s = b.groupByAll(s)
+	}
 	var node logical.Node
 	var sc *scope
 	if len(s.From) == 0 {
