@@ -111,13 +111,20 @@ var funcFeatures = []feature{
 	{kind: "edges order", sql: `SELECT DISTINCT k FROM w ORDER BY k DESC NULLS FIRST`, ordered: true},
 
 	// FROM a, b WHERE a.k = b.k: an inner join (several tables, extra
-	// conditions). Without an equality it stays a CROSS JOIN, which the
-	// local executor does not run.
+	// conditions); without an equality, a cross product (a one-row
+	// aggregate beside every row, most often).
 	{kind: "comma join", sql: `SELECT w.id, u.k, u.label FROM w, u WHERE w.k = u.k`},
 	{kind: "comma join", sql: `SELECT t.id, u.label, w.s FROM t, u, w WHERE t.n = u.k AND u.k = w.k AND t.x > 0 AND w.id <> 3`},
 	{kind: "comma join", sql: `SELECT u.label, count(*), sum(t.x) FROM u, t WHERE t.n = u.k AND (t.x > 0 OR t.g IS NULL) GROUP BY u.label`},
 	{kind: "comma join", sql: `SELECT a.id, b.id FROM w a, w b WHERE a.k = b.k AND a.id < b.id`},
 	{kind: "comma join", sql: `SELECT t.id, w.id FROM t, w WHERE w.k = t.n AND t.id IN (SELECT id FROM t WHERE x > 0) AND w.s IS NOT NULL`},
+
+	{kind: "cross join", sql: `SELECT t.id, s.a FROM t, (SELECT avg(x) AS a FROM t) s WHERE t.x > s.a`},
+	{kind: "cross join", sql: `SELECT * FROM w CROSS JOIN u WHERE w.id < 3`},
+	{kind: "cross join", sql: `SELECT u.label, count(*), sum(t.x) FROM u, t WHERE t.n = u.k OR t.n IS NULL GROUP BY u.label`},
+	{kind: "cross join", sql: `SELECT a.id, b.id FROM w a CROSS JOIN w b WHERE a.v < b.v AND a.k = 7`},
+	{kind: "cross join", sql: `SELECT count(*), count(u.label) FROM t, u`},
+	{kind: "cross join", sql: `SELECT ts, sensor, value / m.mx FROM ev, (SELECT max(k) AS mx FROM u) m WHERE value > 90`},
 
 	// UNION ALL unifies the branches' types (NULL, INT and BIGINT, DOUBLE).
 	{kind: "union all", sql: `WITH a AS (SELECT k, count(*) AS c FROM w GROUP BY k), b AS (SELECT k, c FROM a WHERE c > 1), c AS (SELECT * FROM a WHERE k IS NULL) SELECT a.k, a.c, b.c FROM a LEFT JOIN b ON a.k = b.k UNION ALL SELECT k, c, NULL FROM c`},
