@@ -126,6 +126,14 @@ var funcFeatures = []feature{
 	{kind: "cross join", sql: `SELECT count(*), count(u.label) FROM t, u`},
 	{kind: "cross join", sql: `SELECT ts, sensor, value / m.mx FROM ev, (SELECT max(k) AS mx FROM u) m WHERE value > 90`},
 
+	// Outer joins whose ON has conditions on one side besides the keys.
+	{kind: "outer join on", sql: `SELECT t.id, u.label FROM t LEFT JOIN u ON t.n = u.k AND u.label <> 'k1'`},
+	{kind: "outer join on", sql: `SELECT t.id, u.label FROM t LEFT JOIN u ON u.k = t.n AND t.x > 0 AND u.label IS NOT NULL AND t.g <> 'a'`},
+	{kind: "outer join on", sql: `SELECT t.id, u.label FROM t RIGHT JOIN u ON t.n = u.k AND t.x > 0`},
+	{kind: "outer join on", sql: `SELECT t.id, u.k, u.label FROM t FULL JOIN u ON t.n = u.k AND t.id < 10 AND u.k > 0`},
+	{kind: "outer join on", sql: `SELECT w.id, t.id FROM w FULL JOIN t ON w.k = t.n AND t.id < 5`},
+	{kind: "outer join on", sql: `SELECT g, count(u.k), count(*) FROM t LEFT JOIN u ON t.n = u.k AND u.k % 2 = 0 AND 1 = 1 GROUP BY g`},
+
 	// UNION ALL unifies the branches' types (NULL, INT and BIGINT, DOUBLE).
 	{kind: "union all", sql: `WITH a AS (SELECT k, count(*) AS c FROM w GROUP BY k), b AS (SELECT k, c FROM a WHERE c > 1), c AS (SELECT * FROM a WHERE k IS NULL) SELECT a.k, a.c, b.c FROM a LEFT JOIN b ON a.k = b.k UNION ALL SELECT k, c, NULL FROM c`},
 	{kind: "union all", sql: `SELECT n, x FROM t WHERE id < 4 UNION ALL SELECT k, v FROM w WHERE id < 4 UNION ALL SELECT NULL, 1`},

@@ -289,6 +289,15 @@ func (b *Binder) fromItem(f *lang.FromItem) (logical.Node, *scope) {
 			return nil, nil
 		}
 		both := sc.concat(rsc)
+		if j.Kind == lang.JoinLeft || j.Kind == lang.JoinRight || j.Kind == lang.JoinFull {
+			if j.On != nil {
+				if _, wc := splitWindow(j.On); wc == nil {
+					folded := *j
+					folded.On = foldOuterOn(j.On, sc, rsc)
+					j = &folded
+				}
+			}
+		}
 		switch j.Kind {
 		case lang.JoinRight:
 			if node = b.rightJoin(j, node, right, sc, rsc); node == nil {
