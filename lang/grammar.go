@@ -150,6 +150,7 @@ type primary struct {
 	Case      *CaseExpr     `parser:"  @@"`
 	Cast      *CastExpr     `parser:"| @@"`
 	Extract   *extract      `parser:"| @@"`
+	Position  *position     `parser:"| @@"`
 	Interval  *IntervalLit  `parser:"| @@"`
 	Timestamp *TimestampLit `parser:"| @@"`
 	Bool      *BoolLit      `parser:"| @@"`
@@ -169,6 +170,17 @@ type extract struct {
 	Pos   lexer.Position
 	Field string  `parser:"'EXTRACT' '(' @( Ident | QIdent )"`
 	X     *orExpr `parser:"'FROM' @@ ')'"`
+}
+
+// position is POSITION(sub IN s), which is strpos(s, sub).
+type position struct {
+	Pos lexer.Position
+	Sub *additive `parser:"'POSITION' '(' @@"`
+	S   *additive `parser:"'IN' @@ ')'"`
+}
+
+func (e *position) lower() Expr {
+	return &FuncCall{Pos: e.Pos, Name: "strpos", Args: []Expr{e.S.lower(), e.Sub.lower()}}
 }
 
 func (e *extract) lower() Expr {
@@ -273,6 +285,8 @@ func (e *primary) lower() Expr {
 		return e.Cast
 	case e.Extract != nil:
 		return e.Extract.lower()
+	case e.Position != nil:
+		return e.Position.lower()
 	case e.Interval != nil:
 		return e.Interval
 	case e.Timestamp != nil:

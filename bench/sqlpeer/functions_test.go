@@ -169,6 +169,14 @@ var funcFeatures = []feature{
 	{kind: "no from", sql: `SELECT 1, 'a', NULL, TRUE, 2.5, -3, 10 // 3, 10 % 3, 10 / 4, (2 + 3) * 4, -(-5)`},
 	{kind: "case", sql: `SELECT id, CASE g WHEN 'a' THEN 1 WHEN 'b' THEN 2 ELSE 0 END, CASE WHEN x IS NULL THEN 'none' END, COUNT(*) OVER (), Count(X) OVER () FROM T`},
 
+	// A string compared with a TIMESTAMP is read as one, as DuckDB casts it.
+	{kind: "text as time", sql: `SELECT id FROM t WHERE ts >= '2026-01-01' AND ts < '2026-02-01 12:30'`},
+	{kind: "text as time", sql: `SELECT id, ts BETWEEN '2026-03-01' AND '2026-04-01 00:00:00', ts IN ('2026-02-12 18:09:01.25', '2000-01-01'), '2026-05-01' > ts FROM t`},
+	{kind: "text as time", sql: `SELECT id FROM w WHERE ts < '1970-01-01T00:00:00' OR ts = '2000-02-29 12:00'`},
+	// HAVING names a SELECT item by its alias; POSITION(sub IN s).
+	{kind: "having alias", sql: `SELECT g, sum(x) AS total, count(*) AS c FROM t GROUP BY g HAVING total > 10 AND c >= 4`},
+	{kind: "position", sql: `SELECT id, position('p' IN s), position(upper(g) IN upper(s)), position('' IN s) FROM t`},
+
 	// SELECT without FROM.
 	{kind: "no from", sql: `SELECT left('hello', -2), right('hello', -2), split_part('a-b-c', '-', -1), strftime(TIMESTAMP '2024-07-04 09:05:03', '%A %B %-d %Y %I:%M %p'), trunc(-1.99), sign(-0.0), greatest('a', 'B', 'c'), least(1, 2.5)`},
 	{kind: "no from", sql: `SELECT INTERVAL '1 day' + TIMESTAMP '2024-02-28 12:00:00', TIMESTAMP '2024-03-01 00:00:00' - INTERVAL '1' DAY, TIMESTAMP '2024-12-31 23:00:00' + INTERVAL 2 HOURS`},

@@ -83,11 +83,9 @@ func (b *Binder) expr(e lang.Expr, sc *scope, ac *aggScope) expr.Expr {
 		l, _ := expr.NewLiteral(time.Duration(sec * float64(time.Second)))
 		return l
 	case *lang.TimestampLit:
-		for _, layout := range []string{time.RFC3339Nano, "2006-01-02 15:04:05.999999999", "2006-01-02 15:04:05", "2006-01-02"} {
-			if t, err := time.Parse(layout, x.Value); err == nil {
-				l, _ := expr.NewLiteral(t)
-				return l
-			}
+		if t, ok := parseTimestampText(x.Value); ok {
+			l, _ := expr.NewLiteral(t)
+			return l
 		}
 		b.errorf(x.Pos, ErrBind, "bad timestamp '%s': want 'YYYY-MM-DD[ HH:MM:SS]'", x.Value)
 		return nil
@@ -104,6 +102,12 @@ func (b *Binder) expr(e lang.Expr, sc *scope, ac *aggScope) expr.Expr {
 			}
 			out, err := expr.NewLogic(op, l, r)
 			return b.check(x.OpPos, out, err)
+		}
+		if isComparison(x.Op) {
+			l, r = b.textAsTime(l, r, x.Left.Position()), b.textAsTime(r, l, x.Right.Position())
+			if l == nil || r == nil {
+				return nil
+			}
 		}
 		f, ok := b.Funcs.Operator(string(x.Op), 2)
 		if !ok {
@@ -141,6 +145,10 @@ func (b *Binder) expr(e lang.Expr, sc *scope, ac *aggScope) expr.Expr {
 		if v == nil || lo == nil || hi == nil {
 			return nil
 		}
+		lo, hi = b.textAsTime(lo, v, x.Low.Position()), b.textAsTime(hi, v, x.High.Position())
+		if lo == nil || hi == nil {
+			return nil
+		}
 		out, err := expr.NewBetween(v, lo, hi, x.Not)
 		return b.check(x.Pos, out, err)
 	case *lang.SubqueryExpr:
@@ -162,7 +170,7 @@ func (b *Binder) expr(e lang.Expr, sc *scope, ac *aggScope) expr.Expr {
 		var list []expr.Expr
 		ok := v != nil
 		for _, it := range x.List {
-			if y := b.expr(it, sc, ac); y != nil {
+			if y := b.textAsTime(b.expr(it, sc, ac), v, it.Position()); y != nil {
 				list = append(list, y)
 			} else {
 				ok = false
