@@ -74,6 +74,13 @@ var funcFeatures = []feature{
 	{kind: "agg order by", sql: `SELECT id, string_agg(s, ',' ORDER BY id DESC) OVER (PARTITION BY g) FROM t`},
 	{kind: "agg order by", sql: `SELECT string_agg(s, ';' ORDER BY n DESC, x, id), string_agg(CAST(id AS VARCHAR), ',' ORDER BY ts NULLS FIRST, id DESC) FROM t WHERE s IS NOT NULL`},
 
+	// string_agg(DISTINCT s): each value once (in s's order; DuckDB's
+	// order is its own without ORDER BY, so those cases compare lengths or
+	// single values).
+	{kind: "string_agg distinct", sql: `SELECT g, string_agg(DISTINCT s, ',' ORDER BY s), string_agg(DISTINCT s, '|' ORDER BY s DESC NULLS FIRST) FROM t GROUP BY g`},
+	{kind: "string_agg distinct", sql: `SELECT g, length(string_agg(DISTINCT s, ';')), string_agg(DISTINCT g) FROM t GROUP BY g`},
+	{kind: "string_agg distinct", sql: `SELECT string_agg(DISTINCT s ORDER BY s) FILTER (WHERE n > 2), string_agg(DISTINCT upper(g), '' ORDER BY upper(g)) FROM t`},
+
 	// count_if, bool_and, bool_or.
 	{kind: "bool aggregates", sql: `SELECT g, count_if(x > 0), bool_and(n >= 0), bool_or(s LIKE '%e%'), count_if(NULL) FROM t GROUP BY g`},
 	{kind: "bool aggregates", sql: `SELECT id, count_if(v > 0) OVER (ORDER BY id), bool_or(k > 5) OVER (PARTITION BY k IS NULL), bool_and(k < 50) OVER (ORDER BY id ROWS BETWEEN 1 PRECEDING AND 1 FOLLOWING) FROM w`},

@@ -114,15 +114,28 @@ func sortKeyValue(k string) string {
 }
 
 // sortedStringAggAcc is string_agg(s, sep ORDER BY ...) over sort_key
-// values: each group's keys in order, their values joined by sep.
-type sortedStringAggAcc struct{ stringAggAcc }
+// values: each group's keys in order, their values joined by sep; with
+// distinct (string_agg(DISTINCT s), whose keys are the values) each value
+// once.
+type sortedStringAggAcc struct {
+	stringAggAcc
+	distinct bool
+}
 
 func newSortedStringAgg(arg, ret arrow.DataType, params ...any) (Accumulator, error) {
+	distinct := false
+	if len(params) == 2 {
+		d, ok := params[1].(bool)
+		if !ok {
+			return nil, fmt.Errorf("%w: string_agg_sorted's third argument says DISTINCT, a BOOLEAN constant, got %v", ErrBadArgument, params[1])
+		}
+		distinct, params = d, params[:1]
+	}
 	a, err := newStringAgg(arg, ret, params...)
 	if err != nil {
 		return nil, err
 	}
-	return &sortedStringAggAcc{*a.(*stringAggAcc)}, nil
+	return &sortedStringAggAcc{stringAggAcc: *a.(*stringAggAcc), distinct: distinct}, nil
 }
 
 func (a *sortedStringAggAcc) Finish(mem memory.Allocator, gids []uint32) arrow.Array {
@@ -138,6 +151,9 @@ func (a *sortedStringAggAcc) Finish(mem memory.Allocator, gids []uint32) arrow.A
 		sort.Strings(sorted)
 		b.Reset()
 		for j, k := range sorted {
+			if a.distinct && j > 0 && k == sorted[j-1] {
+				continue
+			}
 			if j > 0 {
 				b.WriteString(a.sep)
 			}

@@ -265,7 +265,7 @@ func (b *Binder) call(x *lang.FuncCall, sc *scope, ac *aggScope) expr.Expr {
 		}
 		x = y
 	}
-	if x.Filter != nil || len(x.OrderBy) > 0 {
+	if x.Filter != nil || len(x.OrderBy) > 0 || (x.Distinct && strings.EqualFold(x.Name, "string_agg")) {
 		if x = b.aggClauses(x); x == nil {
 			return nil
 		}
@@ -715,14 +715,34 @@ func (b *Binder) aggClauses(x *lang.FuncCall) *lang.FuncCall {
 		}
 		y.Args[0] = &lang.CaseExpr{Pos: x.Filter.Position(), Whens: []*lang.WhenClause{{Pos: x.Filter.Position(), Cond: x.Filter, Result: y.Args[0]}}}
 	}
-	if len(x.OrderBy) > 0 && name == "string_agg" {
-		if x.Distinct || x.Star || len(y.Args) == 0 {
-			b.errorf(x.OrderBy[0].Pos, ErrNotSupported, "string_agg(DISTINCT ... ORDER BY ...) is not supported")
+	if (len(x.OrderBy) > 0 || x.Distinct) && name == "string_agg" {
+		if x.Star || len(y.Args) == 0 {
+			b.errorf(x.Pos, ErrBind, "string_agg takes a string to join")
 			return nil
+		}
+		orderBy := x.OrderBy
+		if x.Distinct {
+			// As in PostgreSQL, DISTINCT orders by the value itself (the
+			// order is DuckDB's own otherwise): equal values are adjacent,
+			// and the aggregate keeps one of each.
+			for _, o := range orderBy {
+				if lang.Print(o.Expr) != lang.Print(x.Args[0]) {
+					b.errorf(o.Pos, ErrBind, "in string_agg(DISTINCT ...), ORDER BY must be the aggregated value %s", lang.Print(x.Args[0]))
+					return nil
+				}
+			}
+			if len(orderBy) == 0 {
+				orderBy = []*lang.OrderItem{{Pos: x.Pos, Expr: x.Args[0]}}
+			}
+			y.Distinct = false
+			if len(y.Args) == 1 {
+				y.Args = append(y.Args, &lang.StringLit{Pos: x.Pos, Value: ","})
+			}
+			y.Args = append(y.Args, &lang.BoolLit{Pos: x.Pos, Value: true})
 		}
 		order := ""
 		keys := []lang.Expr{y.Args[0], nil}
-		for _, o := range x.OrderBy {
+		for _, o := range orderBy {
 			dir, nulls := "A", "L"
 			if o.Desc {
 				dir = "D"
@@ -733,7 +753,7 @@ func (b *Binder) aggClauses(x *lang.FuncCall) *lang.FuncCall {
 			order += dir + nulls
 			keys = append(keys, o.Expr)
 		}
-		keys[1] = &lang.StringLit{Pos: x.OrderBy[0].Pos, Value: order}
+		keys[1] = &lang.StringLit{Pos: orderBy[0].Pos, Value: order}
 		y.Name = "string_agg_sorted"
 		y.Args[0] = &lang.FuncCall{Pos: x.Pos, Name: "sort_key", Args: keys}
 	}
