@@ -119,7 +119,7 @@ type ColumnDef struct {
 // shape (TENSOR(FLOAT, 3, 224, 224)).
 type Type struct {
 	Pos  lexer.Position
-	Name TypeName `parser:"( @( 'BOOLEAN' | 'BOOL' | 'INTEGER' | 'INT' | 'BIGINT' | 'FLOAT' | 'REAL' | 'DOUBLE' | 'VARCHAR' | 'STRING' | 'TEXT' | 'BLOB' | 'BYTES' | 'TIMESTAMP' ) | @'TENSOR' '('"`
+	Name TypeName `parser:"( @( 'BOOLEAN' | 'BOOL' | 'INTEGER' | 'INT' | 'BIGINT' | 'FLOAT' | 'REAL' | 'DOUBLE' | 'VARCHAR' | 'STRING' | 'TEXT' | 'BLOB' | 'BYTES' | 'TIMESTAMP' | 'DATE' ) | @'TENSOR' '('"`
 	Elem TypeName `parser:"  @( 'BOOLEAN' | 'BOOL' | 'INTEGER' | 'INT' | 'BIGINT' | 'FLOAT' | 'REAL' | 'DOUBLE' )"`
 	Dims []int64  `parser:"  ( ',' @Int )* ')' )"`
 }

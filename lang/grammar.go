@@ -151,6 +151,7 @@ type primary struct {
 	Cast      *CastExpr     `parser:"| @@"`
 	Extract   *extract      `parser:"| @@"`
 	Position  *position     `parser:"| @@"`
+	Date      *dateLit      `parser:"| @@"`
 	Interval  *IntervalLit  `parser:"| @@"`
 	Timestamp *TimestampLit `parser:"| @@"`
 	Bool      *BoolLit      `parser:"| @@"`
@@ -170,6 +171,16 @@ type extract struct {
 	Pos   lexer.Position
 	Field string  `parser:"'EXTRACT' '(' @( Ident | QIdent )"`
 	X     *orExpr `parser:"'FROM' @@ ')'"`
+}
+
+// dateLit is DATE 'YYYY-MM-DD', which is CAST('YYYY-MM-DD' AS DATE).
+type dateLit struct {
+	Pos   lexer.Position
+	Value string `parser:"'DATE' @String"`
+}
+
+func (e *dateLit) lower() Expr {
+	return &CastExpr{Pos: e.Pos, X: &StringLit{Pos: e.Pos, Value: e.Value}, Type: &Type{Pos: e.Pos, Name: TypeDate}}
 }
 
 // position is POSITION(sub IN s), which is strpos(s, sub).
@@ -287,6 +298,8 @@ func (e *primary) lower() Expr {
 		return e.Extract.lower()
 	case e.Position != nil:
 		return e.Position.lower()
+	case e.Date != nil:
+		return e.Date.lower()
 	case e.Interval != nil:
 		return e.Interval
 	case e.Timestamp != nil:

@@ -22,7 +22,7 @@ var reservedWords = []string{
 // they are ordinary identifiers (a column may be called "text" or "rate").
 var contextualWords = []string{
 	"ACCURACY", "ANALYZE", "ARROW", "AT", "AWARE", "BEST_EFFORT", "BIGINT", "BLOB", "BOOL",
-	"BOOLEAN", "BUDGET", "BYTES", "CSV", "DATA", "DAY", "DAYS", "DOUBLE", "EXISTS", "EXTRACT", "FILE",
+	"BOOLEAN", "BUDGET", "BYTES", "CSV", "DATA", "DATE", "DAY", "DAYS", "DOUBLE", "EXISTS", "EXTRACT", "FILE",
 	"FILTER", "FIRST", "FLOAT", "FORMAT", "FUNCTIONS", "HOP", "HOUR", "HOURS", "IF", "INPUTS", "INT",
 	"INTEGER", "JETSTREAM", "JSON", "LAST", "LATENCY", "LOCATIONS", "MILLISECOND",
 	"MILLISECONDS", "MINUTE", "MINUTES", "MODEL", "MODELS", "MS", "NATS", "NULLS", "OUTPUTS",

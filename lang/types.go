@@ -22,7 +22,10 @@ const (
 	TypeVarchar   TypeName = "VARCHAR"
 	TypeBlob      TypeName = "BLOB"
 	TypeTimestamp TypeName = "TIMESTAMP"
-	TypeTensor    TypeName = "TENSOR"
+	// TypeDate is a cast's target only: x::DATE is x's day (a TIMESTAMP
+	// at midnight), DATE 'YYYY-MM-DD' that day.
+	TypeDate   TypeName = "DATE"
+	TypeTensor TypeName = "TENSOR"
 )
 
 // Capture implements participle.Capture.

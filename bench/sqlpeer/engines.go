@@ -135,6 +135,8 @@ func arrowValue(a arrow.Array, r int) (any, error) {
 		return a.Value(r), nil
 	case *array.Boolean:
 		return a.Value(r), nil
+	case *array.Date32:
+		return a.Value(r).ToTime().UTC(), nil
 	case *array.Timestamp:
 		unit := a.DataType().(*arrow.TimestampType).Unit
 		return a.Value(r).ToTime(unit).UTC(), nil

@@ -180,6 +180,14 @@ var funcFeatures = []feature{
 	{kind: "text as time", sql: `SELECT id FROM t WHERE ts >= '2026-01-01' AND ts < '2026-02-01 12:30'`},
 	{kind: "text as time", sql: `SELECT id, ts BETWEEN '2026-03-01' AND '2026-04-01 00:00:00', ts IN ('2026-02-12 18:09:01.25', '2000-01-01'), '2026-05-01' > ts FROM t`},
 	{kind: "text as time", sql: `SELECT id FROM w WHERE ts < '1970-01-01T00:00:00' OR ts = '2000-02-29 12:00'`},
+	// x::DATE, CAST(x AS DATE), DATE '...': the day, as a TIMESTAMP at
+	// midnight (DuckDB's DATE values, compared and grouped).
+	{kind: "date", sql: `SELECT id, ts::DATE, CAST(ts AS DATE), TRY_CAST(s AS DATE) FROM t`},
+	{kind: "date", sql: `SELECT DATE '2024-01-01', '2024-02-29'::DATE, CAST('2024-03-01' AS DATE), TRY_CAST('2024-13-01' AS DATE)`},
+	{kind: "date", sql: `SELECT ts::DATE AS d, count(*) FROM t GROUP BY 1 ORDER BY 1 NULLS FIRST`, ordered: true},
+	{kind: "date", sql: `SELECT id FROM t WHERE ts::DATE = DATE '2026-02-12' OR ts::DATE >= '2026-05-20'`},
+	{kind: "date", sql: `SELECT id, ts::DATE < ts, date_trunc('month', ts::DATE), year(ts::DATE), ts::DATE + INTERVAL 1 DAY, date_diff('day', ts::DATE, DATE '2026-06-01'), strftime(ts::DATE, '%Y/%m/%d') FROM t`},
+	{kind: "date", sql: `SELECT id, ts::DATE, max(ts::DATE) OVER (), count(DISTINCT ts::DATE) OVER () FROM w`},
 	// HAVING names a SELECT item by its alias; POSITION(sub IN s).
 	{kind: "having alias", sql: `SELECT g, sum(x) AS total, count(*) AS c FROM t GROUP BY g HAVING total > 10 AND c >= 4`},
 	{kind: "position", sql: `SELECT id, position('p' IN s), position(upper(g) IN upper(s)), position('' IN s) FROM t`},

@@ -229,6 +229,9 @@ func (b *Binder) expr(e lang.Expr, sc *scope, ac *aggScope) expr.Expr {
 		if v == nil {
 			return nil
 		}
+		if x.Type.Name == lang.TypeDate {
+			return b.castDate(x, v)
+		}
 		t, err := catalog.ParseType(TypeString(x.Type))
 		if err != nil {
 			b.errorf(x.Type.Pos, ErrBind, "%v", err)

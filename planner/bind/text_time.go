@@ -51,3 +51,31 @@ func isComparison(op lang.BinaryOp) bool {
 	}
 	return false
 }
+
+// castDate binds x::DATE (CAST, TRY_CAST, DATE 'YYYY-MM-DD'): the day of a
+// TIMESTAMP, or of a text, as a TIMESTAMP at midnight. DuckDB's DATE is a
+// type of its own; its values, compared, grouped or truncated, are these.
+func (b *Binder) castDate(x *lang.CastExpr, v expr.Expr) expr.Expr {
+	if l, ok := v.(*expr.Literal); ok && expr.IsString(l.DataType) {
+		s, _ := l.Value.(string)
+		t, ok := parseTimestampText(s)
+		if !ok {
+			if x.Try {
+				return expr.CastTo(&expr.Literal{Value: nil, DataType: expr.Null}, expr.Timestamp)
+			}
+			b.errorf(x.Pos, ErrBind, "'%s' is not a date: want 'YYYY-MM-DD'", s)
+			return nil
+		}
+		v, _ = expr.NewLiteral(t)
+	}
+	if expr.IsString(v.Type()) {
+		v = &expr.Cast{Expr: v, To: expr.Timestamp, Try: x.Try}
+	}
+	if !expr.IsTemporal(v.Type()) && !expr.IsNullType(v.Type()) {
+		b.errorf(x.Pos, ErrBind, "cannot cast %s to DATE", expr.TypeName(v.Type()))
+		return nil
+	}
+	unit, _ := expr.NewLiteral("day")
+	out, err := b.Funcs.NewCall("date_trunc", unit, v)
+	return b.check(x.Pos, out, err)
+}
