@@ -538,8 +538,9 @@ func bounded(n logical.Node) bool {
 }
 
 func (b *builder) join(n *logical.Join, at func(error) error) (int, *arrow.Schema, error) {
-	if n.Kind == logical.CrossJoin || n.On == nil {
-		return 0, nil, at(fmt.Errorf("%w: CROSS JOIN", ErrUnsupported))
+	cross := n.Kind == logical.CrossJoin || n.On == nil
+	if cross && (n.Window != nil || !bounded(n.Right)) {
+		return 0, nil, at(fmt.Errorf("%w: CROSS JOIN of a stream on its right", ErrUnsupported))
 	}
 	if n.Window == nil && !bounded(n.Right) {
 		return 0, nil, at(fmt.Errorf("%w: the right side of a join must be a table (stream-table join); stream-stream joins need a window", ErrUnsupported))
@@ -553,6 +554,12 @@ func (b *builder) join(n *logical.Join, at func(error) error) (int, *arrow.Schem
 		return 0, nil, err
 	}
 	lk, rk, residual := rel.SplitJoinCondition(n.On, ls.NumFields())
+	if cross {
+		// A cross product is the hash join of one key every row shares:
+		// the right table is one bucket, and each left row meets all of it.
+		one, _ := expr.NewLiteral(int64(0))
+		lk, rk, residual = []expr.Expr{one}, []expr.Expr{one}, nil
+	}
 	spec := rel.JoinSpec{Kind: rel.InnerJoin, LeftKeys: lk, RightKeys: rk, Residual: residual}
 	if n.Kind == logical.LeftJoin {
 		spec.Kind = rel.LeftJoin
