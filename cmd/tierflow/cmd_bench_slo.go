@@ -13,6 +13,7 @@ import (
 
 	"github.com/tierflow/tierflow/planner/catalog"
 	"github.com/tierflow/tierflow/relay"
+	"github.com/tierflow/tierflow/runtime/control"
 	"github.com/tierflow/tierflow/runtime/inference"
 	"github.com/tierflow/tierflow/runtime/modelzoo"
 	"github.com/tierflow/tierflow/runtime/onnx"
@@ -46,6 +47,7 @@ type sloOptions struct {
 	workerType string
 	analyze    bool
 	encode     string
+	harness    bool
 }
 
 // sloSourceRow is one client (source) of a policy's run: EXPLAIN ANALYZE
@@ -74,7 +76,7 @@ type sloSpanRow struct {
 	ShapedKbitS   float64 `json:"shaped_kbit_s"`
 	EstimateKbitS float64 `json:"estimated_kbit_s"`
 	Variant       string  `json:"variant"`
-	Input         string  `json:"input"`
+	Input         string  `json:"input,omitempty"`
 }
 
 func newBenchSLOCmd(a *app) *cobra.Command {
@@ -111,7 +113,7 @@ ones. Without --trace a built-in one steps through 800, 600, 400 and 300 kbit/s.
 	fl := c.Flags()
 	fl.StringVar(&o.trace, "trace", "", "bandwidth trace of every client link (CSV t_s,kbit_s; default: the built-in 800/600/400/300 kbit/s steps)")
 	fl.IntVar(&o.clients, "clients", 4, "edge clients, each with its own shaped link")
-	fl.IntVar(&o.workers, "workers", 2, "server workers (one variant each)")
+	fl.IntVar(&o.workers, "workers", 0, "server workers (default: 1 on the engine, where the plan puts the model call on one; 2 in the harness, one variant each)")
 	fl.DurationVar(&o.slo, "slo", 100*time.Millisecond, "end-to-end latency SLO of every frame")
 	fl.Float64Var(&o.rate, "rate", 15, "frames per second per client")
 	fl.DurationVar(&o.duration, "duration", 0, "how long the clients send (default: the trace's length, at least 30s)")
@@ -122,10 +124,17 @@ ones. Without --trace a built-in one steps through 800, 600, 400 and 300 kbit/s.
 	fl.StringVar(&o.encode, "encode", "float32", "how clients put pixels on the link: float32 or uint8 (a quarter of the bytes)")
 	fl.BoolVar(&o.analyze, "analyze", false, "EXPLAIN ANALYZE per source: bandwidth shaped vs estimated, variant and input size over time, latency percentiles, miss rate")
 	fl.StringVar(&o.workerType, "worker-type", "x2", "the latency profile (latency_ms.<type>.by_batch) to schedule with")
+	fl.BoolVar(&o.harness, "harness", false, "run the bench's own client/server harness (runtime/slo: per-client variants, source-side resize, an EDF queue) instead of the engine")
 	return c
 }
 
 func runBenchSLO(cmd *cobra.Command, a *app, o sloOptions) error {
+	if o.workers == 0 {
+		o.workers = 1
+		if o.harness {
+			o.workers = 2
+		}
+	}
 	if o.clients < 1 || o.workers < 1 || o.rate <= 0 || o.slo <= 0 || o.duration < 0 {
 		return badInput(errors.New("--clients and --workers must be at least 1, --rate and --slo positive"))
 	}
@@ -149,6 +158,9 @@ func runBenchSLO(cmd *cobra.Command, a *app, o sloOptions) error {
 	}
 	if err != nil {
 		return badInput(err)
+	}
+	if !o.harness {
+		return runBenchSLOEngine(cmd, a, o, tr)
 	}
 	variants, err := sloVariants(o)
 	if err != nil {
@@ -191,6 +203,12 @@ func runBenchSLO(cmd *cobra.Command, a *app, o sloOptions) error {
 			spans = append(spans, spanRows(p, timeline)...)
 		}
 	}
+	return printSLO(a, o, rows, sources, spans)
+}
+
+// printSLO prints the policies' rows, and with --analyze the per-source
+// EXPLAIN ANALYZE and the bandwidth and variant over time.
+func printSLO(a *app, o sloOptions, rows []*slo.Result, sources []sloSourceRow, spans []sloSpanRow) error {
 	if !o.analyze {
 		return printRows(a.out, a.g.format, rows)
 	}
@@ -209,6 +227,72 @@ func runBenchSLO(cmd *cobra.Command, a *app, o sloOptions) error {
 		}
 	}
 	return nil
+}
+
+// runBenchSLOEngine runs every policy as a query on a fresh embedded
+// cluster (cmd_bench_slo_engine.go).
+func runBenchSLOEngine(cmd *cobra.Command, a *app, o sloOptions, tr *relay.Trace) error {
+	if o.encode != "float32" {
+		return badInput(errors.New("--encode uint8 is the harness's (--harness): the engine's streams carry float32 tensors"))
+	}
+	if _, err := sloVariants(o); err != nil {
+		return badInput(err)
+	}
+	var rows []*slo.Result
+	var sources []sloSourceRow
+	var spans []sloSpanRow
+	for _, p := range o.policies {
+		fmt.Fprintf(a.err, "-- %s: %d clients, %s, %.0f frames/s, %s (engine)\n", p, o.clients, o.slo, o.rate, tr.Name)
+		run, err := benchSLOEngine(cmd.Context(), a, o, tr, p)
+		if err != nil {
+			if errors.Is(err, slo.ErrConfig) {
+				return badInput(err)
+			}
+			return fmt.Errorf("%s: %w", p, err)
+		}
+		fmt.Fprintf(a.err, "-- %s: dropped %v, replans %d, engine's own slo_miss_rate %s, p50/p99 %.1f/%.1f ms\n", p, run.summary.Dropped,
+			len(run.summary.Replans), fmtRate(run.summary.SLOMissRate), run.summary.LatencyMs.P50, run.summary.LatencyMs.P99)
+		rows = append(rows, run.row)
+		sources = append(sources, run.sources...)
+		spans = append(spans, timelineSpans(p, run.summary.SLOTimeline)...)
+	}
+	return printSLO(a, o, rows, sources, spans)
+}
+
+func fmtRate(r *float64) string {
+	if r == nil {
+		return "-"
+	}
+	return fmt.Sprintf("%.4f", *r)
+}
+
+// timelineSpans folds the engine's SLO timeline into stretches of one
+// shaped bandwidth and one variant per source.
+func timelineSpans(policy string, tl []control.SLOSample) []sloSpanRow {
+	sort.SliceStable(tl, func(i, j int) bool { return tl[i].Source < tl[j].Source })
+	var out []sloSpanRow
+	var n int
+	var sum float64
+	for k, r := range tl {
+		if len(out) > 0 {
+			last := &out[len(out)-1]
+			if last.Source == r.Source && last.ShapedKbitS == r.ShapedKbit && last.Variant == r.Variants {
+				last.ToS = round2(r.AtS)
+				n++
+				sum += r.EstimatedKbit
+				last.EstimateKbitS = round2(sum / float64(n))
+				continue
+			}
+		}
+		from := 0.0
+		if k > 0 && tl[k-1].Source == r.Source {
+			from = round2(tl[k-1].AtS)
+		}
+		n, sum = 1, r.EstimatedKbit
+		out = append(out, sloSpanRow{Policy: policy, Source: r.Source, FromS: from, ToS: round2(r.AtS), ShapedKbitS: r.ShapedKbit,
+			EstimateKbitS: round2(r.EstimatedKbit), Variant: r.Variants})
+	}
+	return out
 }
 
 func sourceRows(res *slo.Result) []sloSourceRow {

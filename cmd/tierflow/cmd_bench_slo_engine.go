@@ -1,0 +1,326 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/apache/arrow/go/v17/arrow"
+	"github.com/apache/arrow/go/v17/arrow/array"
+
+	"github.com/tierflow/tierflow/examples/fashion"
+	"github.com/tierflow/tierflow/operators/sinks"
+	"github.com/tierflow/tierflow/planner/catalog"
+	"github.com/tierflow/tierflow/planner/infra"
+	"github.com/tierflow/tierflow/relay"
+	"github.com/tierflow/tierflow/runtime/cluster"
+	"github.com/tierflow/tierflow/runtime/control"
+	"github.com/tierflow/tierflow/runtime/slo"
+)
+
+// The engine's bench: every policy is one query on a fresh embedded
+// cluster (NATS, coordinator, dataflow workers, ONNX Runtime). Client i
+// is a worker of its own tier cam<i> whose only uplink, to the server
+// tier, the relay throttles to the trace i/N of a period ahead (the same
+// relay.TraceShaper that `run --link-trace` installs); its frames are a
+// FROM FILE stream replayed at --rate. The query classifies every
+// client's stream (one UNION ALL branch each) WITH (LATENCY <= slo).
+// adaptive runs the catalog's whole size family under the coordinator's
+// Jellyfish policy; a static policy's catalog holds its one variant and
+// the policy is off, so the frames cross at full size and that variant
+// answers them.
+
+// sloEngineRun is what one policy's run measured.
+type sloEngineRun struct {
+	row     *slo.Result
+	summary control.Summary
+	sources []sloSourceRow
+}
+
+// sloScore tallies the answers of one source as the sinks wrote them: a
+// sink batch has one ingest stamp, so one latency for all its rows.
+type sloScore struct {
+	requests    int
+	answered    int
+	inTime      int
+	correct     int // among inTime
+	latenciesMs []float64
+}
+
+func benchSLOEngine(ctx context.Context, a *app, o sloOptions, tr *relay.Trace, policy string) (*sloEngineRun, error) {
+	cat, err := catalog.LoadFile(o.catalog)
+	if err != nil {
+		return nil, err
+	}
+	m := cat.Model(o.model)
+	if m == nil {
+		return nil, fmt.Errorf("%s: no model %q: %w", o.catalog, o.model, slo.ErrConfig)
+	}
+	variants := append([]*catalog.Variant(nil), m.Variants...)
+	sort.SliceStable(variants, func(i, j int) bool { return side(variants[i]) < side(variants[j]) })
+	switch policy {
+	case "static-smallest":
+		variants = variants[:1]
+	case "static-middle":
+		variants = variants[len(variants)/2 : len(variants)/2+1]
+	case "static-largest":
+		variants = variants[len(variants)-1:]
+	}
+	dir, err := os.MkdirTemp("", "tierflow-bench-slo-")
+	if err != nil {
+		return nil, err
+	}
+	defer os.RemoveAll(dir)
+
+	dur := o.duration
+	if dur == 0 {
+		dur = tr.Period
+		for dur < 30*time.Second {
+			dur += tr.Period
+		}
+	}
+	frames := int(o.rate * dur.Seconds())
+	sub, err := fashion.LoadSubset(filepath.Dir(o.data))
+	if err != nil {
+		return nil, fmt.Errorf("--data: %w: %w", err, slo.ErrConfig)
+	}
+	n := len(sub.Labels)
+	for i := 0; i < o.clients; i++ {
+		// Client i shows the test set from its own offset on, so the
+		// clients' frames differ.
+		s := &fashion.Subset{}
+		for k := 0; k < frames; k++ {
+			j := (i*n/o.clients + k) % n
+			s.Images = append(s.Images, sub.Images[j*784:(j+1)*784]...)
+			s.Labels = append(s.Labels, sub.Labels[j])
+		}
+		if err := s.WriteStream(filepath.Join(dir, fmt.Sprintf("cam%d.arrow", i)), 256); err != nil {
+			return nil, err
+		}
+	}
+	catPath := filepath.Join(dir, "catalog.yaml")
+	if err := os.WriteFile(catPath, []byte(sloEngineCatalog(o, m, variants, filepath.Dir(o.catalog), dir)), 0o644); err != nil {
+		return nil, err
+	}
+	// The plan sees each link at the trace's peak (its nominal capacity):
+	// the shaping, not the planner, is what makes the network bind.
+	peak := 0.0
+	for k := 0; k < 1000; k++ {
+		peak = max(peak, tr.KbitAt(time.Duration(k)*tr.Period/1000))
+	}
+	inf, err := infra.Parse("bench-slo-infra.yaml", []byte(sloEngineInfra(o, peak/1000)))
+	if err != nil {
+		return nil, err
+	}
+	query := sloEngineQuery(o)
+
+	scores := make([]sloScore, o.clients)
+	for i := range scores {
+		scores[i].requests = frames
+	}
+	var mu sync.Mutex
+	onResult := func(_ string, d time.Duration, rec arrow.Record) {
+		cam, truth, label := columnStrings(rec, "cam"), columnStrings(rec, "truth"), columnStrings(rec, "label")
+		ms := float64(d) / float64(time.Millisecond)
+		in := d <= o.slo
+		mu.Lock()
+		defer mu.Unlock()
+		for r := range cam {
+			var i int
+			if _, err := fmt.Sscanf(cam[r], "cam%d", &i); err != nil || i < 0 || i >= len(scores) {
+				continue
+			}
+			sc := &scores[i]
+			sc.answered++
+			sc.latenciesMs = append(sc.latenciesMs, ms)
+			if in {
+				sc.inTime++
+				if label[r] == truth[r] {
+					sc.correct++
+				}
+			}
+		}
+	}
+	start := time.Now()
+	offset := func(name string) (time.Duration, bool) {
+		var i int
+		if _, err := fmt.Sscanf(name, "cam%d", &i); err != nil || i < 0 || i >= o.clients {
+			return 0, false
+		}
+		return time.Duration(i) * tr.Period / time.Duration(o.clients), true
+	}
+	c, err := cluster.StartEmbedded(ctx, cluster.Options{Infra: inf, Catalog: catPath, NATS: a.g.nats, OrtLib: a.g.ortLib,
+		NoSLOPolicy: policy != "adaptive", OnResult: onResult,
+		Shaper: func(from, to string) relay.Shaper {
+			if off, ok := offset(from); ok && from != to {
+				return relay.TraceShaper{Trace: tr, Start: start, Offset: off}
+			}
+			return nil
+		}})
+	if err != nil {
+		return nil, err
+	}
+	defer c.Close()
+	var stats bytes.Buffer
+	qpath := filepath.Join(dir, "query.sql")
+	if err := c.RunScript(ctx, qpath, query, cluster.ScriptOptions{Catalog: catPath, BaseDir: dir, NewOutput: func() (sinks.Writer, error) { return discard{}, nil },
+		Replay: true, Stats: &stats}); err != nil {
+		return nil, err
+	}
+	run := &sloEngineRun{}
+	if err := json.Unmarshal(bytes.TrimSpace(stats.Bytes()), &run.summary); err != nil {
+		return nil, fmt.Errorf("the query's stats %q: %w", stats.String(), err)
+	}
+	var all sloScore
+	for i, sc := range scores {
+		all.requests += sc.requests
+		all.answered += sc.answered
+		all.inTime += sc.inTime
+		all.correct += sc.correct
+		all.latenciesMs = append(all.latenciesMs, sc.latenciesMs...)
+		sort.Float64s(sc.latenciesMs)
+		r := sloSourceRow{Policy: policy, Source: fmt.Sprintf("cam%d", i), Requests: sc.requests, Late: sc.answered - sc.inTime,
+			Dropped: sc.requests - sc.answered, P50ms: round2(slo.Percentile(sc.latenciesMs, 0.5)),
+			P90ms: round2(slo.Percentile(sc.latenciesMs, 0.9)), P99ms: round2(slo.Percentile(sc.latenciesMs, 0.99))}
+		if sc.requests > 0 {
+			r.SLOMissRate = round4(float64(sc.requests-sc.inTime) / float64(sc.requests))
+		}
+		run.sources = append(run.sources, r)
+	}
+	sort.Float64s(all.latenciesMs)
+	run.row = &slo.Result{Policy: policy, Clients: o.clients, SLOMs: float64(o.slo) / float64(time.Millisecond), Requests: all.requests,
+		P50Ms: round2(slo.Percentile(all.latenciesMs, 0.5)), P99Ms: round2(slo.Percentile(all.latenciesMs, 0.99))}
+	if all.requests > 0 {
+		run.row.SLOMissRate = round4(float64(all.requests-all.inTime) / float64(all.requests))
+	}
+	if all.inTime > 0 {
+		run.row.Accuracy = round2(100 * float64(all.correct) / float64(all.inTime))
+	}
+	return run, nil
+}
+
+func side(v *catalog.Variant) int {
+	if len(v.InputSize) > 0 {
+		return v.InputSize[0]
+	}
+	return 1 << 30 // no input size: full size, after the sized ones
+}
+
+func round4(x float64) float64 { return float64(int64(x*10000+0.5)) / 10000 }
+
+// columnStrings reads a result column as text (nil when absent).
+func columnStrings(rec arrow.Record, name string) []string {
+	idx := rec.Schema().FieldIndices(name)
+	if len(idx) == 0 {
+		return make([]string, rec.NumRows())
+	}
+	col := rec.Column(idx[0])
+	out := make([]string, col.Len())
+	for i := range out {
+		if s, ok := col.(*array.String); ok {
+			out[i] = s.Value(i)
+		} else {
+			out[i] = col.ValueStr(i)
+		}
+	}
+	return out
+}
+
+// sloEngineInfra: a tier per client (its one worker cannot run the model,
+// so its frames cross its link) and the server tier's --workers workers.
+func sloEngineInfra(o sloOptions, mbps float64) string {
+	var b strings.Builder
+	b.WriteString("tiers:\n")
+	for i := 0; i < o.clients; i++ {
+		fmt.Fprintf(&b, "  - {name: cam%d}\n", i)
+	}
+	b.WriteString("  - {name: server}\nworker_types:\n  - {name: camera, vcpus: 1, memory_gb: 1, price: 1}\n")
+	fmt.Fprintf(&b, "  - {name: %s, vcpus: 2, memory_gb: 4, price: 1}\nworkers:\n", o.workerType)
+	for i := 0; i < o.clients; i++ {
+		fmt.Fprintf(&b, "  - {name: cam%d, type: camera, tier: cam%d}\n", i, i)
+	}
+	fmt.Fprintf(&b, "  - {name: server, type: %s, tier: server, count: %d}\nlinks:\n", o.workerType, o.workers)
+	for i := 0; i < o.clients; i++ {
+		fmt.Fprintf(&b, "  - {from: cam%d, to: server, cost_per_gb: 0.1, bandwidth_mbps: %g}\n", i, mbps)
+	}
+	// Cameras do not talk to each other: a price high enough that no plan
+	// routes rows between them.
+	fmt.Fprintf(&b, "default_link: {cost_per_gb: 100, bandwidth_mbps: %g}\n", mbps)
+	return b.String()
+}
+
+// sloEngineCatalog is the model with the policy's variants (files by
+// absolute path, latency profiles as measured) and a stream per client.
+func sloEngineCatalog(o sloOptions, m *catalog.Model, variants []*catalog.Variant, zooDir, dataDir string) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "models:\n  - name: %s\n    task: %s\n    inputs: [{name: image, type: \"TENSOR(FLOAT, 1, 28, 28)\"}]\n", m.Name, m.Task)
+	b.WriteString("    outputs: [{name: label, type: VARCHAR}, {name: score, type: FLOAT}]\n    variants:\n")
+	lat := func(l catalog.Latency) string {
+		return fmt.Sprintf("{p50: %g, p75: %g, p90: %g}", l.P50, l.P75, l.P90)
+	}
+	for _, v := range variants {
+		file := v.File
+		if !filepath.IsAbs(file) {
+			file, _ = filepath.Abs(filepath.Join(zooDir, file))
+		}
+		fmt.Fprintf(&b, "      - name: %s\n        file: %q\n        accuracy: %g\n        output_kb: %g\n", v.Name, file, v.Accuracy, v.OutputKB)
+		if len(v.InputSize) == 2 {
+			fmt.Fprintf(&b, "        input_size: [%d, %d]\n", v.InputSize[0], v.InputSize[1])
+		}
+		b.WriteString("        latency_ms:\n")
+		types := make([]string, 0, len(v.Latency))
+		for t := range v.Latency {
+			types = append(types, t)
+		}
+		sort.Strings(types)
+		for _, t := range types {
+			l := v.Latency[t]
+			fmt.Fprintf(&b, "          %s:\n            p50: %g\n            p75: %g\n            p90: %g\n", t, l.P50, l.P75, l.P90)
+			if len(l.ByBatch) > 0 {
+				b.WriteString("            by_batch:\n")
+				sizes := make([]int, 0, len(l.ByBatch))
+				for s := range l.ByBatch {
+					sizes = append(sizes, s)
+				}
+				sort.Ints(sizes)
+				for _, s := range sizes {
+					fmt.Fprintf(&b, "              %d: %s\n", s, lat(l.ByBatch[s]))
+				}
+			}
+		}
+	}
+	b.WriteString("streams:\n")
+	for i := 0; i < o.clients; i++ {
+		fmt.Fprintf(&b, `  - {name: cam%d, source: file, subject: %q, format: arrow, tier: cam%d,
+     locations: 1, rate: %g, item_kb: 3.1,
+     columns: [{name: id, type: BIGINT}, {name: ts, type: TIMESTAMP},
+               {name: image, type: "TENSOR(FLOAT, 1, 28, 28)"},
+               {name: true_label, type: VARCHAR}, {name: true_group, type: VARCHAR}]}
+`, i, filepath.Join(dataDir, fmt.Sprintf("cam%d.arrow", i)), i, o.rate)
+	}
+	return b.String()
+}
+
+// sloEngineQuery classifies every client's frames with one model call
+// over the union of the client streams, each row naming its client, under
+// the SLO: one call with a source per client, so a policy that picks a
+// variant per source (and resizes at the source) sees every client.
+func sloEngineQuery(o sloOptions) string {
+	var b strings.Builder
+	b.WriteString("SELECT s.cam, s.id, s.truth, c.label\nFROM (")
+	for i := 0; i < o.clients; i++ {
+		if i > 0 {
+			b.WriteString("      UNION ALL ")
+		}
+		fmt.Fprintf(&b, "SELECT 'cam%d' AS cam, id, true_label AS truth, image FROM cam%d\n", i, i)
+	}
+	fmt.Fprintf(&b, ") AS s\nCROSS JOIN LATERAL %s(s.image) AS c(label, score)\nWITH (LATENCY <= %d MS);\n", o.model, o.slo.Milliseconds())
+	return b.String()
+}
