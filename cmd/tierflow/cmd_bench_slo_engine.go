@@ -1,9 +1,8 @@
 package main
 
 import (
-	"bytes"
 	"context"
-	"encoding/json"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -16,12 +15,12 @@ import (
 	"github.com/apache/arrow/go/v17/arrow/array"
 
 	"github.com/tierflow/tierflow/examples/fashion"
-	"github.com/tierflow/tierflow/operators/sinks"
 	"github.com/tierflow/tierflow/planner/catalog"
 	"github.com/tierflow/tierflow/planner/infra"
 	"github.com/tierflow/tierflow/relay"
 	"github.com/tierflow/tierflow/runtime/cluster"
 	"github.com/tierflow/tierflow/runtime/control"
+	"github.com/tierflow/tierflow/runtime/deploy"
 	"github.com/tierflow/tierflow/runtime/slo"
 )
 
@@ -30,8 +29,8 @@ import (
 // is a worker of its own tier cam<i> whose only uplink, to the server
 // tier, the relay throttles to the trace i/N of a period ahead (the same
 // relay.TraceShaper that `run --link-trace` installs); its frames are a
-// FROM FILE stream replayed at --rate. The query classifies every
-// client's stream (one UNION ALL branch each) WITH (LATENCY <= slo).
+// FROM FILE stream replayed at --rate, and a query per client classifies
+// them WITH (LATENCY <= slo), all the clients' queries at once.
 // adaptive runs the catalog's whole size family under the coordinator's
 // Jellyfish policy; a static policy's catalog holds its one variant and
 // the policy is off, so the frames cross at full size and that variant
@@ -39,19 +38,101 @@ import (
 
 // sloEngineRun is what one policy's run measured.
 type sloEngineRun struct {
-	row     *slo.Result
-	summary control.Summary
-	sources []sloSourceRow
+	row       *slo.Result
+	summaries []control.Summary // per client's query
+	paused    time.Duration     // the cut-overs' pauses of the streams, summed
+	sources   []sloSourceRow
 }
 
-// sloScore tallies the answers of one source as the sinks wrote them: a
-// sink batch has one ingest stamp, so one latency for all its rows.
+// sloAnswer is a frame's answer as a sink wrote it: when its batch
+// entered the query (ingest), when the sink wrote it, and whether the
+// model was right.
+type sloAnswer struct {
+	ingest, written time.Time
+	correct         bool
+}
+
+// sloScore tallies the answers of one source: a sink batch has one ingest
+// stamp, so one latency for all its rows.
 type sloScore struct {
 	requests    int
 	answered    int
 	inTime      int
 	correct     int // among inTime
 	latenciesMs []float64
+}
+
+// score judges a client's answers by frame id. A frame's latency counts
+// from its capture on the client's schedule, not from its batch's ingest
+// stamp: a source held back by its slow link (the relay's credit flow
+// control) stamps a frame when it gets to send it, after the frame has
+// waited. The schedule is the replayed stream's: frame id is captured at
+// start + id/rate, start anchored by the frame that was least behind it.
+//
+// A re-plan cuts the query over at an epoch: the new plan's source
+// replays the file from that epoch at its RATE from the cut-over on, and
+// a frame the old plan had answered may be answered again. So frames
+// from each cut-over's first id (cuts, ascending) on run on a schedule
+// of their own, and a frame's last answer is the one that counts (the
+// one the committed result holds). The pause a cut-over puts in the
+// stream is in no frame's latency; paused returns it.
+func score(answers map[int64]sloAnswer, frames int, rate float64, slo time.Duration, cuts []int64) (sc sloScore, paused time.Duration) {
+	sc.requests = frames
+	at := func(id int64) time.Duration { return time.Duration(float64(id) / rate * float64(time.Second)) }
+	gen := func(id int64) int {
+		g := 0
+		for g < len(cuts) && id >= cuts[g] {
+			g++
+		}
+		return g
+	}
+	first := func(g int) int64 {
+		if g == 0 {
+			return 0
+		}
+		return cuts[g-1]
+	}
+	starts := make([]time.Time, len(cuts)+1)
+	for id, a := range answers {
+		g := gen(id)
+		if c := a.ingest.Add(-at(id - first(g))); starts[g].IsZero() || c.Before(starts[g]) {
+			starts[g] = c
+		}
+	}
+	for g := 1; g < len(starts); g++ {
+		if !starts[g].IsZero() && !starts[g-1].IsZero() {
+			paused += max(0, starts[g].Sub(starts[g-1].Add(at(first(g)-first(g-1)))))
+		}
+	}
+	for id, a := range answers {
+		if id < 0 || id >= int64(frames) {
+			continue
+		}
+		g := gen(id)
+		d := a.written.Sub(starts[g].Add(at(id - first(g))))
+		sc.answered++
+		sc.latenciesMs = append(sc.latenciesMs, float64(d)/float64(time.Millisecond))
+		if d <= slo {
+			sc.inTime++
+			if a.correct {
+				sc.correct++
+			}
+		}
+	}
+	return sc, paused
+}
+
+// cutIDs are the first frame ids of a query's re-plans: a re-plan's epoch
+// is its first frame's event time (fashion.WriteStream's ts).
+func cutIDs(s control.Summary) []int64 {
+	var ids []int64
+	step := fashion.StreamInterval.Microseconds()
+	for _, r := range s.Replans {
+		us := int64(r.Epoch) - fashion.StreamEpoch.UnixMicro()
+		ids = append(ids, (us+step-1)/step)
+	}
+	sort.Slice(ids, func(i, j int) bool { return ids[i] < ids[j] })
+	return ids
 }
 
 func benchSLOEngine(ctx context.Context, a *app, o sloOptions, tr *relay.Trace, policy string) (*sloEngineRun, error) {
@@ -119,33 +200,27 @@ func benchSLOEngine(ctx context.Context, a *app, o sloOptions, tr *relay.Trace, 
 	if err != nil {
 		return nil, err
 	}
-	query := sloEngineQuery(o)
 
-	scores := make([]sloScore, o.clients)
-	for i := range scores {
-		scores[i].requests = frames
+	answers := make([]map[int64]sloAnswer, o.clients)
+	for i := range answers {
+		answers[i] = map[int64]sloAnswer{}
 	}
 	var mu sync.Mutex
 	onResult := func(_ string, d time.Duration, rec arrow.Record) {
-		cam, truth, label := columnStrings(rec, "cam"), columnStrings(rec, "truth"), columnStrings(rec, "label")
-		ms := float64(d) / float64(time.Millisecond)
-		in := d <= o.slo
+		now := time.Now()
+		cam, id, truth, label := columnStrings(rec, "cam"), columnStrings(rec, "id"), columnStrings(rec, "truth"), columnStrings(rec, "label")
 		mu.Lock()
 		defer mu.Unlock()
 		for r := range cam {
 			var i int
-			if _, err := fmt.Sscanf(cam[r], "cam%d", &i); err != nil || i < 0 || i >= len(scores) {
+			var k int64
+			if _, err := fmt.Sscanf(cam[r], "cam%d", &i); err != nil || i < 0 || i >= len(answers) {
 				continue
 			}
-			sc := &scores[i]
-			sc.answered++
-			sc.latenciesMs = append(sc.latenciesMs, ms)
-			if in {
-				sc.inTime++
-				if label[r] == truth[r] {
-					sc.correct++
-				}
+			if _, err := fmt.Sscanf(id[r], "%d", &k); err != nil {
+				continue
 			}
+			answers[i][k] = sloAnswer{ingest: now.Add(-d), written: now, correct: label[r] == truth[r] || classOf(label[r]) == truth[r]}
 		}
 	}
 	start := time.Now()
@@ -168,18 +243,37 @@ func benchSLOEngine(ctx context.Context, a *app, o sloOptions, tr *relay.Trace, 
 		return nil, err
 	}
 	defer c.Close()
-	var stats bytes.Buffer
-	qpath := filepath.Join(dir, "query.sql")
-	if err := c.RunScript(ctx, qpath, query, cluster.ScriptOptions{Catalog: catPath, BaseDir: dir, NewOutput: func() (sinks.Writer, error) { return discard{}, nil },
-		Replay: true, Stats: &stats}); err != nil {
+	// One query per client, all at once: each is its stream's model call
+	// under the SLO, so the Jellyfish policy chooses each client's variant
+	// from its own link.
+	runs := make([]deploy.QueryInfo, o.clients)
+	errs := make([]error, o.clients)
+	var wg sync.WaitGroup
+	for i := 0; i < o.clients; i++ {
+		wg.Add(1)
+		go func(i int) {
+			defer wg.Done()
+			src := sloEngineQuery(o, i)
+			runs[i], errs[i] = c.Client().Submit(ctx, deploy.Script{Filename: filepath.Join(dir, fmt.Sprintf("cam%d.sql", i)), Source: src,
+				BaseDir: dir, Catalog: catPath, Replay: true}, "", discard{})
+		}(i)
+	}
+	wg.Wait()
+	if err := errors.Join(errs...); err != nil {
 		return nil, err
 	}
 	run := &sloEngineRun{}
-	if err := json.Unmarshal(bytes.TrimSpace(stats.Bytes()), &run.summary); err != nil {
-		return nil, fmt.Errorf("the query's stats %q: %w", stats.String(), err)
+	for i, info := range runs {
+		if info.State == deploy.StateFailed {
+			return nil, fmt.Errorf("cam%d's query failed: %s", i, info.Error)
+		}
+		s := info.Summary()
+		run.summaries = append(run.summaries, s)
 	}
 	var all sloScore
-	for i, sc := range scores {
+	for i := range answers {
+		sc, paused := score(answers[i], frames, o.rate, o.slo, cutIDs(run.summaries[i]))
+		run.paused += paused
 		all.requests += sc.requests
 		all.answered += sc.answered
 		all.inTime += sc.inTime
@@ -211,6 +305,16 @@ func side(v *catalog.Variant) int {
 		return v.InputSize[0]
 	}
 	return 1 << 30 // no input size: full size, after the sized ones
+}
+
+// classOf names a class index the way the frames' true_label does (the
+// size family's models answer indexes).
+func classOf(s string) string {
+	var k int
+	if _, err := fmt.Sscanf(s, "%d", &k); err != nil || k < 0 || k >= len(fashion.Labels) {
+		return ""
+	}
+	return fashion.Labels[k]
 }
 
 func round4(x float64) float64 { return float64(int64(x*10000+0.5)) / 10000 }
@@ -257,11 +361,12 @@ func sloEngineInfra(o sloOptions, mbps float64) string {
 }
 
 // sloEngineCatalog is the model with the policy's variants (files by
-// absolute path, latency profiles as measured) and a stream per client.
+// absolute path, latency profiles as measured; its label a class index,
+// as the size family answers) and a stream per client.
 func sloEngineCatalog(o sloOptions, m *catalog.Model, variants []*catalog.Variant, zooDir, dataDir string) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "models:\n  - name: %s\n    task: %s\n    inputs: [{name: image, type: \"TENSOR(FLOAT, 1, 28, 28)\"}]\n", m.Name, m.Task)
-	b.WriteString("    outputs: [{name: label, type: VARCHAR}, {name: score, type: FLOAT}]\n    variants:\n")
+	b.WriteString("    outputs: [{name: label, type: BIGINT}, {name: score, type: FLOAT}]\n    variants:\n")
 	lat := func(l catalog.Latency) string {
 		return fmt.Sprintf("{p50: %g, p75: %g, p90: %g}", l.P50, l.P75, l.P90)
 	}
@@ -308,19 +413,9 @@ func sloEngineCatalog(o sloOptions, m *catalog.Model, variants []*catalog.Varian
 	return b.String()
 }
 
-// sloEngineQuery classifies every client's frames with one model call
-// over the union of the client streams, each row naming its client, under
-// the SLO: one call with a source per client, so a policy that picks a
-// variant per source (and resizes at the source) sees every client.
-func sloEngineQuery(o sloOptions) string {
-	var b strings.Builder
-	b.WriteString("SELECT s.cam, s.id, s.truth, c.label\nFROM (")
-	for i := 0; i < o.clients; i++ {
-		if i > 0 {
-			b.WriteString("      UNION ALL ")
-		}
-		fmt.Fprintf(&b, "SELECT 'cam%d' AS cam, id, true_label AS truth, image FROM cam%d\n", i, i)
-	}
-	fmt.Fprintf(&b, ") AS s\nCROSS JOIN LATERAL %s(s.image) AS c(label, score)\nWITH (LATENCY <= %d MS);\n", o.model, o.slo.Milliseconds())
-	return b.String()
+// sloEngineQuery classifies client i's frames under the SLO, each row
+// naming its client.
+func sloEngineQuery(o sloOptions, i int) string {
+	return fmt.Sprintf("SELECT 'cam%d' AS cam, s.id AS id, s.true_label AS truth, c.label AS label\nFROM cam%d AS s CROSS JOIN LATERAL %s(s.image) AS c(label, score)\nWITH (LATENCY <= %d MS);\n",
+		i, i, o.model, o.slo.Milliseconds())
 }

@@ -21,6 +21,7 @@ func TestBenchSLORejectsBadInput(t *testing.T) {
 		{[]string{"--policy", "fastest"}, `unknown --policy "fastest"`},
 		{[]string{"--clients", "0"}, "--clients and --workers must be at least 1"},
 		{[]string{"--encode", "png"}, `unknown --encode "png"`},
+		{[]string{"--encode", "uint8"}, "--encode uint8 is the harness's"},
 		{[]string{"--zoo", filepath.Join(dir, "none.yaml")}, "none.yaml"},
 	} {
 		code, _, errs := runCLI(t, "", append([]string{"bench", "slo"}, c.args...)...)
@@ -30,19 +31,28 @@ func TestBenchSLORejectsBadInput(t *testing.T) {
 	}
 }
 
-// TestBenchSLORuns runs the bench briefly on the real engine pieces and
-// checks its JSON rows (the numbers are the README's, from a full run).
+// TestBenchSLORuns runs the bench briefly on the engine (an embedded
+// cluster: a shaped tier link per client, one LATENCY query over the
+// clients' replayed streams) and checks its JSON: the rows' shape, every
+// frame accounted for, and the engine's own SLO timeline per client link
+// (the shaped bandwidth of the built-in trace, client 1 half a period
+// ahead, and the variant the query ran).
 func TestBenchSLORuns(t *testing.T) {
 	dir := filepath.Join("..", "..")
-	code, out, errs := runCLI(t, "", "bench", "slo", "--duration", "3s", "--clients", "2", "--policy", "adaptive,static-largest",
+	code, out, errs := runCLI(t, "", "bench", "slo", "--duration", "3s", "--clients", "2", "--policy", "adaptive,static-largest", "--analyze",
 		"--zoo", filepath.Join(dir, "examples", "fashion", "sizes.yaml"), "--data", filepath.Join(dir, "examples", "fashion", "data"), "--format", "json")
 	if code != exitOK {
 		t.Fatalf("exit %d: %s", code, errs)
 	}
-	var rows []map[string]any
-	if err := json.Unmarshal([]byte(out), &rows); err != nil {
+	var res struct {
+		Policies []map[string]any `json:"policies"`
+		Sources  []sloSourceRow   `json:"sources"`
+		Timeline []sloSpanRow     `json:"timeline"`
+	}
+	if err := json.Unmarshal([]byte(out), &res); err != nil {
 		t.Fatalf("%v: %s", err, out)
 	}
+	rows := res.Policies
 	if len(rows) != 2 || rows[0]["policy"] != "adaptive" || rows[1]["policy"] != "static-largest" {
 		t.Fatalf("rows %v", rows)
 	}
@@ -55,8 +65,49 @@ func TestBenchSLORuns(t *testing.T) {
 		t.Fatalf("fields %s", got)
 	}
 	for _, r := range rows {
-		if r["requests"].(float64) < 80 || r["slo_ms"].(float64) != 100 || r["clients"].(float64) != 2 {
+		// 2 clients x 15 frames/s x 3 s, each either in time or a miss.
+		miss := r["slo_miss_rate"].(float64)
+		if r["requests"].(float64) != 90 || r["slo_ms"].(float64) != 100 || r["clients"].(float64) != 2 || miss < 0 || miss > 1 {
 			t.Errorf("row %v", r)
 		}
+		if acc := r["accuracy"].(float64); miss < 1 && (acc < 50 || acc > 100 || r["p50_ms"].(float64) <= 0 || r["p99_ms"].(float64) < r["p50_ms"].(float64)) {
+			t.Errorf("row %v: want an accuracy and latencies of the answers in time", r)
+		}
+	}
+	if len(res.Sources) != 4 {
+		t.Fatalf("sources %+v, want 2 per policy", res.Sources)
+	}
+	for _, s := range res.Sources {
+		if s.Requests != 45 || s.Late+s.Dropped > s.Requests {
+			t.Errorf("source %+v", s)
+		}
+	}
+	// The built-in trace starts at 800 kbit/s; client 1 starts half its
+	// 30 s period ahead, at 300.
+	shaped := map[string]float64{}
+	for _, x := range res.Timeline {
+		if x.Policy == "adaptive" && x.FromS == 0 && strings.Contains(x.Variant, "classify_sized=fit-") {
+			shaped[x.Source] = x.ShapedKbitS
+		}
+	}
+	if shaped["cam0"] != 800 || shaped["cam1"] != 300 {
+		t.Errorf("timeline %+v: want cam0 shaped at 800 and cam1 at 300 kbit/s from the start", res.Timeline)
+	}
+}
+
+// TestBenchSLOHarness runs the bench's own harness (--harness) briefly.
+func TestBenchSLOHarness(t *testing.T) {
+	dir := filepath.Join("..", "..")
+	code, out, errs := runCLI(t, "", "bench", "slo", "--harness", "--duration", "2s", "--clients", "2", "--policy", "adaptive",
+		"--zoo", filepath.Join(dir, "examples", "fashion", "sizes.yaml"), "--data", filepath.Join(dir, "examples", "fashion", "data"), "--format", "json")
+	if code != exitOK {
+		t.Fatalf("exit %d: %s", code, errs)
+	}
+	var rows []map[string]any
+	if err := json.Unmarshal([]byte(out), &rows); err != nil {
+		t.Fatalf("%v: %s", err, out)
+	}
+	if len(rows) != 1 || rows[0]["policy"] != "adaptive" || rows[0]["requests"].(float64) < 50 {
+		t.Fatalf("rows %v", rows)
 	}
 }
