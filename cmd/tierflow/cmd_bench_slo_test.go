@@ -7,6 +7,7 @@ import (
 	"sort"
 	"strings"
 	"testing"
+	"time"
 )
 
 func TestBenchSLORejectsBadInput(t *testing.T) {
@@ -109,5 +110,47 @@ func TestBenchSLOHarness(t *testing.T) {
 	}
 	if len(rows) != 1 || rows[0]["policy"] != "adaptive" || rows[0]["requests"].(float64) < 50 {
 		t.Fatalf("rows %v", rows)
+	}
+}
+
+// TestSLOScore: a frame's latency counts from its capture on the client's
+// schedule (a frame its source sent late, held back by the link, is late
+// even when its own trip was quick); after a cut-over the stream runs on
+// a schedule of its own, and the pause is reported, not counted in any
+// frame; a frame never answered is a miss.
+func TestSLOScore(t *testing.T) {
+	t0 := time.Unix(1000, 0)
+	frame := func(id int64) time.Time { return t0.Add(time.Duration(id) * 100 * time.Millisecond) }
+	answer := func(ingest time.Time, trip time.Duration) sloAnswer {
+		return sloAnswer{ingest: ingest, written: ingest.Add(trip), correct: true}
+	}
+	// 10 frames a second, SLO 100 ms: frames 0-4 sent on time, 5-7 held
+	// 300 ms at the source, 8 and 9 never answered.
+	held := map[int64]sloAnswer{}
+	for id := int64(0); id < 8; id++ {
+		at := frame(id)
+		if id >= 5 {
+			at = at.Add(300 * time.Millisecond)
+		}
+		held[id] = answer(at, 50*time.Millisecond)
+	}
+	sc, paused := score(held, 10, 10, 100*time.Millisecond, nil)
+	if sc.requests != 10 || sc.answered != 8 || sc.inTime != 5 || sc.correct != 5 || paused != 0 {
+		t.Errorf("held frames: %+v, paused %v; want 10 requests, 8 answered, 5 in time", sc, paused)
+	}
+	// A cut-over at frame 5: the new plan replays from it 2 s late, on its
+	// own schedule, and answers frame 5 again (the old plan's answer, a
+	// wrong one, does not count).
+	cut := map[int64]sloAnswer{}
+	for id := int64(0); id < 10; id++ {
+		cut[id] = answer(frame(id), 50*time.Millisecond)
+	}
+	cut[5] = sloAnswer{ingest: frame(5), written: frame(5).Add(50 * time.Millisecond)}
+	for id := int64(5); id < 10; id++ {
+		cut[id] = answer(frame(id).Add(2*time.Second), 60*time.Millisecond)
+	}
+	sc, paused = score(cut, 10, 10, 100*time.Millisecond, []int64{5})
+	if sc.answered != 10 || sc.inTime != 10 || sc.correct != 10 || paused != 2*time.Second {
+		t.Errorf("cut-over: %+v, paused %v; want all 10 in time and right, a 2s pause", sc, paused)
 	}
 }
