@@ -64,3 +64,32 @@ func TestJellyfishPolicyFollowsTheLinks(t *testing.T) {
 		t.Fatalf("a query without LATENCY: %+v", d)
 	}
 }
+
+// A step up to a larger input size waits for the plan to be StepUpAge old
+// and for the larger rows to fit with the step-up headroom: a cut-over
+// pauses the stream, so the policy does not flap on an estimate near the
+// edge. Stepping down is immediate.
+func TestJellyfishStepsUpWithHeadroom(t *testing.T) {
+	p := DefaultJellyfish
+	young := jfInput("fit-14", 800)
+	young.Age = 2 * time.Second
+	if d := p.Decide(young); d != nil {
+		t.Fatalf("running fit-14 for 2 s on 800 kbit/s: %+v, want no step up yet", d)
+	}
+	if d := p.Decide(jfInput("fit-14", 800)); d == nil || d.Variants["classify"] != "fit-28" {
+		t.Fatalf("running fit-14 for 5 s on 800 kbit/s: %+v, want fit-28", d)
+	}
+	// 600 kbit/s carries fit-28's 15 frames a second (384 kbit/s) at 64%:
+	// enough to stay on it (0.7), not to step up to it (0.6).
+	if d := p.Decide(jfInput("fit-20", 600)); d != nil {
+		t.Fatalf("running fit-20 on 600 kbit/s: %+v, want no step up to fit-28", d)
+	}
+	if d := p.Decide(jfInput("fit-28", 600)); d != nil {
+		t.Fatalf("running fit-28 on 600 kbit/s: %+v, want it kept", d)
+	}
+	down := jfInput("fit-28", 300)
+	down.Age = 1500 * time.Millisecond
+	if d := p.Decide(down); d == nil || d.Variants["classify"] != "fit-20" {
+		t.Fatalf("running fit-28 for 1.5 s on 300 kbit/s: %+v, want fit-20 at once", d)
+	}
+}
