@@ -122,14 +122,16 @@ func score(answers map[int64]sloAnswer, frames int, rate float64, slo time.Durat
 	return sc, paused
 }
 
-// cutIDs are the first frame ids of a query's re-plans: a re-plan's epoch
-// is its first frame's event time (fashion.WriteStream's ts).
+// cutIDs are the first frame ids of a query's re-plans. A re-plan's epoch
+// is the committed one, the old plan's last: the new plan's source sends
+// the frames after it (an epoch is a frame's event time,
+// fashion.WriteStream's ts).
 func cutIDs(s control.Summary) []int64 {
 	var ids []int64
 	step := fashion.StreamInterval.Microseconds()
 	for _, r := range s.Replans {
 		us := int64(r.Epoch) - fashion.StreamEpoch.UnixMicro()
-		ids = append(ids, (us+step-1)/step)
+		ids = append(ids, us/step+1)
 	}
 	sort.Slice(ids, func(i, j int) bool { return ids[i] < ids[j] })
 	return ids
