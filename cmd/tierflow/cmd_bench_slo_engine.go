@@ -92,8 +92,36 @@ func score(answers map[int64]sloAnswer, frames int, rate float64, slo time.Durat
 		}
 		return cuts[g-1]
 	}
+	// A frame of a later plan the new plan did not answer (it dropped it)
+	// may keep the old plan's answer, which the client never wrote (it
+	// keeps the committed epochs' rows, and that epoch was the new
+	// plan's): an answer sent StaleGap or more ahead of its plan's usual
+	// place on the schedule (the median; a cut-over pauses the stream for
+	// longer) is the old plan's, and the frame is unanswered.
+	offs := make([][]time.Duration, len(cuts)+1)
+	base := time.Time{}
+	for _, a := range answers {
+		if base.IsZero() || a.ingest.Before(base) {
+			base = a.ingest
+		}
+	}
+	off := func(id int64, a sloAnswer) time.Duration { return a.ingest.Sub(base) - at(id-first(gen(id))) }
+	for id, a := range answers {
+		offs[gen(id)] = append(offs[gen(id)], off(id, a))
+	}
+	med := make([]time.Duration, len(offs))
+	for g, o := range offs {
+		if len(o) > 0 {
+			sort.Slice(o, func(i, j int) bool { return o[i] < o[j] })
+			med[g] = o[len(o)/2]
+		}
+	}
+	stale := func(id int64, a sloAnswer) bool { g := gen(id); return g > 0 && off(id, a) < med[g]-staleGap }
 	starts := make([]time.Time, len(cuts)+1)
 	for id, a := range answers {
+		if stale(id, a) {
+			continue
+		}
 		g := gen(id)
 		if c := a.ingest.Add(-at(id - first(g))); starts[g].IsZero() || c.Before(starts[g]) {
 			starts[g] = c
@@ -105,7 +133,7 @@ func score(answers map[int64]sloAnswer, frames int, rate float64, slo time.Durat
 		}
 	}
 	for id, a := range answers {
-		if id < 0 || id >= int64(frames) {
+		if id < 0 || id >= int64(frames) || stale(id, a) {
 			continue
 		}
 		g := gen(id)
@@ -121,6 +149,10 @@ func score(answers map[int64]sloAnswer, frames int, rate float64, slo time.Durat
 	}
 	return sc, paused
 }
+
+// staleGap is how far ahead of its plan's schedule an answer must have
+// been sent to be an older plan's (score).
+const staleGap = 200 * time.Millisecond
 
 // cutIDs are the first frame ids of a query's re-plans. A re-plan's epoch
 // is the committed one, the old plan's last: the new plan's source sends

@@ -153,4 +153,13 @@ func TestSLOScore(t *testing.T) {
 	if sc.answered != 10 || sc.inTime != 10 || sc.correct != 10 || paused != 2*time.Second {
 		t.Errorf("cut-over: %+v, paused %v; want all 10 in time and right, a 2s pause", sc, paused)
 	}
+	// The new plan dropped frame 7: the old plan's answer is not the
+	// committed one, so frame 7 is a miss, and it does not pull the new
+	// schedule 2 s earlier (which would make every frame after the cut
+	// look late).
+	cut[7] = answer(frame(7), 50*time.Millisecond)
+	sc, _ = score(cut, 10, 10, 100*time.Millisecond, []int64{5})
+	if sc.answered != 9 || sc.inTime != 9 {
+		t.Errorf("cut-over with a dropped frame: %+v; want 9 answered, all in time", sc)
+	}
 }
