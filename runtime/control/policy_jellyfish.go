@@ -45,8 +45,8 @@ type Jellyfish struct {
 	// link (0: MaxUtilization): a cut-over pauses the stream (a second or
 	// so here), and a policy that stepped up as soon as the estimate
 	// allowed it flapped on every wobble of the estimate (bench slo: 29
-	// re-plans in 30 s for 4 clients, most between fit-20 and fit-28 on a
-	// 600 kbit/s link that carries fit-28's 384 kbit/s only at 64%).
+	// re-plans in 30 s for 4 clients, most between fit-20 and fit-28 at
+	// the edge of what a link carried).
 	// Stepping down is never held back.
 	StepUpAge         time.Duration
 	StepUpUtilization float64
@@ -54,7 +54,12 @@ type Jellyfish struct {
 }
 
 // DefaultJellyfish is the policy the coordinator runs for LATENCY queries.
-var DefaultJellyfish = Jellyfish{MinAge: time.Second, MaxUtilization: 0.7, StepUpAge: 5 * time.Second, StepUpUtilization: 0.6, Anneal: DefaultJFAnneal}
+// A source may use 60% of its link (the headroom must absorb a drop of
+// the link until the policy has seen it and the cut-over is done, two to
+// three seconds: at 70%, fit-28 rode bench slo's 600 kbit/s step and its
+// frames queued for those seconds when the link fell to 400, 8% of them
+// late), and steps up to a larger input size at 50%.
+var DefaultJellyfish = Jellyfish{MinAge: time.Second, MaxUtilization: 0.6, StepUpAge: 5 * time.Second, StepUpUtilization: 0.5, Anneal: DefaultJFAnneal}
 
 func (p Jellyfish) Decide(in PolicyInput) *Decision {
 	if in.Latency == nil || in.Latency.SLOMs <= 0 || in.Age < p.MinAge || in.Estimates.Samples < 1 {

@@ -40,15 +40,15 @@ func TestJellyfishPolicyFollowsTheLinks(t *testing.T) {
 	if d := p.Decide(jfInput("fit-28", 800, 800)); d != nil {
 		t.Fatalf("800 kbit/s links, running fit-28: %+v, want no change", d)
 	}
-	d := p.Decide(jfInput("fit-28", 800, 150))
+	d := p.Decide(jfInput("fit-28", 800, 200))
 	if d == nil || d.Variants["classify"] != "fit-14" {
-		t.Fatalf("one link at 150 kbit/s: %+v, want classify pinned to fit-14", d)
+		t.Fatalf("one link at 200 kbit/s: %+v, want classify pinned to fit-14", d)
 	}
-	if !strings.Contains(d.Reason, "fit-28 -> fit-14 (14x14)") || !strings.Contains(d.Reason, "e2 150 kbit/s") {
+	if !strings.Contains(d.Reason, "fit-28 -> fit-14 (14x14)") || !strings.Contains(d.Reason, "e2 200 kbit/s") {
 		t.Errorf("reason %q", d.Reason)
 	}
-	if d := p.Decide(jfInput("fit-28", 300, 800)); d == nil || d.Variants["classify"] != "fit-20" {
-		t.Fatalf("one link at 300 kbit/s: %+v, want fit-20", d)
+	if d := p.Decide(jfInput("fit-28", 350, 800)); d == nil || d.Variants["classify"] != "fit-20" {
+		t.Fatalf("one link at 350 kbit/s: %+v, want fit-20", d)
 	}
 	if d := p.Decide(jfInput("fit-14", 800, 800)); d == nil || d.Variants["classify"] != "fit-28" {
 		t.Fatalf("links back at 800 kbit/s, running fit-14: %+v, want fit-28", d)
@@ -79,17 +79,17 @@ func TestJellyfishStepsUpWithHeadroom(t *testing.T) {
 	if d := p.Decide(jfInput("fit-14", 800)); d == nil || d.Variants["classify"] != "fit-28" {
 		t.Fatalf("running fit-14 for 5 s on 800 kbit/s: %+v, want fit-28", d)
 	}
-	// 600 kbit/s carries fit-28's 15 frames a second (384 kbit/s) at 64%:
-	// enough to stay on it (0.7), not to step up to it (0.6).
-	if d := p.Decide(jfInput("fit-20", 600)); d != nil {
-		t.Fatalf("running fit-20 on 600 kbit/s: %+v, want no step up to fit-28", d)
+	// 700 kbit/s carries fit-28's 15 frames a second (384 kbit/s) at 55%:
+	// enough to stay on it (0.6), not to step up to it (0.5).
+	if d := p.Decide(jfInput("fit-20", 700)); d != nil {
+		t.Fatalf("running fit-20 on 700 kbit/s: %+v, want no step up to fit-28", d)
 	}
-	if d := p.Decide(jfInput("fit-28", 600)); d != nil {
-		t.Fatalf("running fit-28 on 600 kbit/s: %+v, want it kept", d)
+	if d := p.Decide(jfInput("fit-28", 700)); d != nil {
+		t.Fatalf("running fit-28 on 700 kbit/s: %+v, want it kept", d)
 	}
-	down := jfInput("fit-28", 300)
+	down := jfInput("fit-28", 400)
 	down.Age = 1500 * time.Millisecond
 	if d := p.Decide(down); d == nil || d.Variants["classify"] != "fit-20" {
-		t.Fatalf("running fit-28 for 1.5 s on 300 kbit/s: %+v, want fit-20 at once", d)
+		t.Fatalf("running fit-28 for 1.5 s on 400 kbit/s: %+v, want fit-20 at once", d)
 	}
 }
