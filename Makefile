@@ -1,7 +1,7 @@
 # The two commands a newcomer needs (see README.md):
 #   make demo   set up, then run the main example on the embedded default
 #   make test   set up, then run the whole test suite
-.PHONY: setup demo test fuzz bench bench-sqlpeer
+.PHONY: setup setup-gpu gpu-check demo test fuzz bench bench-sqlpeer
 
 setup:
 	@scripts/setup.sh
@@ -39,3 +39,13 @@ bench: setup
 # tierflow's build). The first build takes minutes (DuckDB's static library).
 bench-sqlpeer:
 	cd bench/sqlpeer && go build -o ../../bin/tierflow-sqlpeer .
+
+# The GPU path on a machine with an NVIDIA GPU: ONNX Runtime with CUDA (setup-gpu),
+# then the tests that skip without a GPU, made to fail instead of skipping.
+ORT_GPU_LIB = $(CURDIR)/.cache/onnxruntime/1.29.0-cuda/libonnxruntime.so.1
+setup-gpu:
+	@scripts/setup-gpu.sh
+
+gpu-check: setup setup-gpu
+	TIERFLOW_ORT_LIB=$(ORT_GPU_LIB) TIERFLOW_REQUIRE_GPU=1 go test -count=1 -v -run 'CUDA|RealMachine' ./runtime/onnx ./runtime/devices
+	TIERFLOW_ORT_LIB=$(ORT_GPU_LIB) bin/tierflow devices

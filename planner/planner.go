@@ -60,6 +60,10 @@ type Options struct {
 	// (by model name): a DATA AWARE query weighs its variants' per-class
 	// recall by it (runtime/dataaware estimates it).
 	ClassMix map[string]map[string]float64
+	// AdaptInputs is SET planner.adapt_inputs (rewrite.AdaptInputs' mode:
+	// "" or resize, uint8, off): how a model call's images cross a link
+	// when its variant takes a smaller size than the stream's.
+	AdaptInputs string
 }
 
 // Result is every stage of planning one query.
@@ -111,6 +115,7 @@ func PlanLogical(ctx context.Context, bound *logical.Plan, cat *catalog.Catalog,
 	}
 	res.Physical = physical.New(lo, p)
 	res.Physical.Targets.Priority, res.Physical.Targets.LatencyMs = bound.Objectives.Priority, bound.Objectives.LatencyMs
+	adaptedSources(res, o.AdaptInputs)
 	if o.Frontier {
 		pts, err := optimize.Frontier(ctx, lo.Problem, o.Optimize)
 		if err != nil {
@@ -166,4 +171,42 @@ func ParsePercentile(s string) (int, error) {
 		return 90, nil
 	}
 	return 0, fmt.Errorf("unknown profile %q: want p50, p75 or p90", s)
+}
+
+// adaptedSources notes on the physical plan where the chosen variants have
+// the images resized before a link (rewrite.AdaptInputs, which the runtime
+// applies as it builds the plan): with the stage that produces the model
+// call's input, the source's when nothing runs between them.
+func adaptedSources(res *Result, mode string) {
+	root := rewrite.AdaptInputs(res.Rewritten.Root, res.Physical.Variants(), mode)
+	if root == res.Rewritten.Root {
+		return
+	}
+	stageOf := map[logical.Node]*lower.Stage{}
+	for _, s := range res.Lowered.Stages {
+		if s.Node != nil {
+			stageOf[s.Node] = s
+		}
+		for _, f := range s.Fused {
+			stageOf[f] = s
+		}
+	}
+	logical.Walk(root, func(n logical.Node) bool {
+		a, ok := n.(*logical.Adapt)
+		if !ok {
+			return true
+		}
+		// Subtrees below an adaptation are the rewritten plan's nodes.
+		st := stageOf[a.Input]
+		if st == nil {
+			return true
+		}
+		line := a.Describe() + " (before the link)"
+		if src := res.Physical.Source(st.Name); src != nil {
+			src.Fused = append(src.Fused, line)
+		} else if op := res.Physical.Operator(st.Name); op != nil {
+			op.Fused = append(op.Fused, line)
+		}
+		return true
+	})
 }

@@ -38,3 +38,12 @@ fetch_npm_file() {
   mv "$tmp/$inner" "$dest"
   echo "installed: $dest" >&2
 }
+
+# ONNX Runtime with the CUDA 13 execution provider (scripts/setup-gpu.sh only; about
+# 275 MB): the core library from onnxruntime-node and the provider libraries from a
+# Unity package built for the same release. Checked on an NVIDIA H200 (driver 580).
+ORT_GPU_VERSION=1.29.0
+ORT_GPU_SHA256=89688f5cf51c7e31befbb7b9101bc027799009b18d1baa9a5b1146a72e69538d
+ORT_CUDA_PKG=com.github.asus4.onnxruntime.linux-x64-gpu@0.4.9
+ORT_CUDA_SHA256=56cf3254b118ad837ccc4ed8f6d1b23504bbf7ef91b34cbc0b289cb7f10b3037
+ORT_SHARED_SHA256=c6a12593396095f5670160e284c35d1700b7708cf3037b7042e2a5200ccae772

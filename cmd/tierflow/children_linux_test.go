@@ -110,3 +110,43 @@ func TestRunProcessesLeaveNoChildren(t *testing.T) {
 		})
 	}
 }
+
+// TestRunProcessesPassTheScheduler: --sched and --evidence reach the worker
+// processes, which load the evidence themselves (from an absolute path, since
+// they may not share the parent's working directory).
+func TestRunProcessesPassTheScheduler(t *testing.T) {
+	dir := t.TempDir()
+	q := filepath.Join(dir, "q.sql")
+	os.WriteFile(q, []byte("CREATE STREAM s (k BIGINT) FROM NATS 'nobody.publishes' FORMAT JSON;\nSELECT k FROM s;\n"), 0o644)
+	evidence, err := filepath.Abs("../../examples/fashion")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var stdout, stderr syncBuffer
+	cmd := osexec.Command(os.Args[0], "run", "--processes", "--sched", "sneakpeek", "--evidence", "../../examples/fashion", q)
+	cmd.Env = append(os.Environ(), childEnv+"=real")
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = cmd.Process.Signal(syscall.SIGTERM); _ = cmd.Wait() }()
+	deadline := time.Now().Add(30 * time.Second)
+	var kids []int
+	for !strings.Contains(stderr.String(), "msg=deployed") || len(kids) < 3 {
+		if time.Now().After(deadline) {
+			t.Fatalf("the query did not start on the workers (children %v):\n%s", kids, stderr.String())
+		}
+		time.Sleep(20 * time.Millisecond)
+		kids = childrenOf(cmd.Process.Pid)
+	}
+	for _, k := range kids {
+		b, err := os.ReadFile(filepath.Join("/proc", strconv.Itoa(k), "cmdline"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		args := strings.Join(strings.Split(strings.TrimRight(string(b), "\x00"), "\x00"), " ")
+		if !strings.Contains(args, " --sched sneakpeek") || !strings.Contains(args, " --evidence "+evidence) {
+			t.Errorf("worker %d runs %q: want --sched sneakpeek --evidence %s", k, args, evidence)
+		}
+	}
+}

@@ -379,6 +379,12 @@ func runClusterScript(ctx context.Context, a *app, f runFlags, path, src, base, 
 	if opts.Evidence, err = loadEvidence(f.evidence); err != nil {
 		return badInput(err)
 	}
+	if f.evidence != "" {
+		// Worker processes load the evidence themselves, from an absolute path.
+		if opts.EvidenceDir, err = filepath.Abs(f.evidence); err != nil {
+			return badInput(err)
+		}
+	}
 	opts.NoSLOPolicy = f.noSLOPolicy
 	traces, err := parseLinkTraces(f.linkTraces, inf)
 	if err != nil {

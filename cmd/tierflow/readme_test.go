@@ -18,8 +18,9 @@ import (
 // readmeSkips are the README's commands this test does not run, and why.
 // Each must still be in the README (a stale entry fails the test).
 var readmeSkips = map[string]string{
-	"make test": "runs the whole test suite, this test included",
-	"make fuzz": "fuzzes the parser for five minutes",
+	"make test":      "runs the whole test suite, this test included",
+	"make fuzz":      "fuzzes the parser for five minutes",
+	"make gpu-check": "needs an NVIDIA GPU with CUDA 13 and fetches 275 MB (TestCUDAMatchesCPU skips here and says why)",
 	"bin/tierflow coordinator --infra examples/vqa/infra.yaml":                                                                                                                           "a long-running server (TestCoordinatorWorkerSubmit drives one)",
 	"bin/tierflow worker --nats nats://127.0.0.1:PORT --tier edge --location l1 --type x4 --name e1":                                                                                     "a long-running server, PORT stands for the coordinator's",
 	"bin/tierflow worker --nats nats://127.0.0.1:PORT --tier cloud --name c1":                                                                                                            "a long-running server, PORT stands for the coordinator's",

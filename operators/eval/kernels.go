@@ -155,6 +155,12 @@ func NewProjection(exprs []expr.Expr, names []string, in *arrow.Schema, fns *fun
 		}
 		p.cols = append(p.cols, col)
 		fields[i] = arrow.Field{Name: names[i], Type: e.Type(), Nullable: true}
+		if col >= 0 && col < in.NumFields() && arrow.TypeEqual(in.Field(col).Type, e.Type()) {
+			// A column passed through keeps its metadata (a tensor's
+			// shape), as logical.NewProject's schema does: a model call
+			// above a pruning projection needs the image's shape.
+			fields[i].Metadata = in.Field(col).Metadata
+		}
 	}
 	p.schema = arrow.NewSchema(fields, nil)
 	return p, nil

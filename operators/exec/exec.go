@@ -19,6 +19,7 @@ import (
 	"github.com/tierflow/tierflow/dataflow"
 	"github.com/tierflow/tierflow/operators/eval"
 	"github.com/tierflow/tierflow/operators/functions"
+	"github.com/tierflow/tierflow/operators/ml"
 	"github.com/tierflow/tierflow/operators/rel"
 	"github.com/tierflow/tierflow/operators/sinks"
 	"github.com/tierflow/tierflow/operators/sources"
@@ -452,6 +453,23 @@ func (b *builder) node(n logical.Node) (int, *arrow.Schema, error) {
 		return b.sink(n, at)
 	case *logical.WindowFuncs:
 		return b.windowFuncs(n, at)
+	case *logical.Adapt:
+		in, schema, err := b.node(n.Input)
+		if err != nil {
+			return 0, nil, err
+		}
+		// Checked (and its schema computed) once here; each instance
+		// gets its own operator (scratch buffers).
+		probe, err := ml.NewAdapt(schema, n.Column, n.From, n.To, n.Encoding)
+		if err != nil {
+			return 0, nil, at(err)
+		}
+		name := fmt.Sprintf("adapt %s %dx%d %s", schema.Field(n.Column).Name, n.To, n.To, n.Encoding)
+		op := b.add(name, 1, func() (dataflow.Operator, error) {
+			return ml.NewAdapt(schema, n.Column, n.From, n.To, n.Encoding)
+		})
+		b.g.Connect(in, 0, op, 0)
+		return op, probe.Schema(), nil
 	case *logical.LateralModel:
 		if b.opts.Lateral == nil {
 			return 0, nil, at(fmt.Errorf("%w: model %s (no model runtime was given to the executor)", ErrUnsupported, n.Name))

@@ -184,6 +184,7 @@ type boundInput struct {
 	rowShape []int64
 	rowSize  int
 	scratch  []float32 // gathers a batch made of several records' rows
+	uint8    bool      // the column is uint8-encoded: decoded per record
 	shape    []int64   // [batch, rowShape...], the batch set per call
 }
 
@@ -236,9 +237,13 @@ func (m *Model) bindInputs(in *arrow.Schema) error {
 		if col < 0 {
 			return fmt.Errorf("%w: input %s not found (have %s)", ErrSchema, what, fieldNames(in))
 		}
-		colShape, err := FieldShape(in.Field(col))
-		if err != nil {
-			return fmt.Errorf("%s for model input %s: %w", what, mi, err)
+		// A column the source side encoded (Adapt, uint8) is decoded here.
+		colShape, encoded := EncodedShape(in.Field(col))
+		if !encoded {
+			var err error
+			if colShape, err = FieldShape(in.Field(col)); err != nil {
+				return fmt.Errorf("%s for model input %s: %w", what, mi, err)
+			}
 		}
 		rowShape, err := FitInput(*mi, colShape, what)
 		if err != nil {
@@ -247,7 +252,7 @@ func (m *Model) bindInputs(in *arrow.Schema) error {
 		if mi.Shape[0] == 1 {
 			m.cfg.MaxBatch = 1 // a model exported with batch 1 takes one row a call
 		}
-		m.inputs[k] = boundInput{col: col, name: name, rowShape: rowShape, rowSize: int(product(rowShape)),
+		m.inputs[k] = boundInput{col: col, name: name, rowShape: rowShape, rowSize: int(product(rowShape)), uint8: encoded,
 			shape: append([]int64{-1}, rowShape...)}
 	}
 	return nil
@@ -374,7 +379,13 @@ func (m *Model) initJob(j *job, mem memory.Allocator, rec arrow.Record) error {
 	}
 	vals := j.vals[:0]
 	for _, bi := range m.inputs {
-		v, _, err := TensorValues(rec.Column(bi.col))
+		var v []float32
+		var err error
+		if bi.uint8 {
+			v, err = decodedValues(rec.Column(bi.col))
+		} else {
+			v, _, err = TensorValues(rec.Column(bi.col))
+		}
 		if err != nil {
 			return err
 		}

@@ -26,12 +26,13 @@ func statements(t *testing.T, src string) []lang.Statement {
 // position.
 func TestSetChangesWhatFollows(t *testing.T) {
 	s := New()
-	for _, st := range statements(t, "SET planner.strategy = 'exhaustive'; SET planner.beam_width = 4; SET exec.on_error = 'skip'; SET exec.max_delay = '5s'; SET exec.replay = true;") {
+	for _, st := range statements(t, "SET planner.strategy = 'exhaustive'; SET planner.beam_width = 4; SET exec.on_error = 'skip'; SET exec.max_delay = '5s'; SET exec.replay = true; SET planner.adapt_inputs = 'UINT8';") {
 		if err := s.Set(st.(*lang.Set)); err != nil {
 			t.Fatal(err)
 		}
 	}
-	if s.Planner.Strategy != "exhaustive" || s.Planner.Optimize.BeamModelSelection != 4 || s.Planner.Optimize.BeamWorkerAssignment != 4 {
+	if s.Planner.Strategy != "exhaustive" || s.Planner.Optimize.BeamModelSelection != 4 || s.Planner.Optimize.BeamWorkerAssignment != 4 ||
+		s.Planner.AdaptInputs != "uint8" || PlannerValues(s.Values())["planner.adapt_inputs"] != "uint8" {
 		t.Fatalf("planner options: %+v", s.Planner)
 	}
 	x := Exec{MaxDelay: time.Second, OnError: sources.Fail, BatchSize: 10}
@@ -43,13 +44,14 @@ func TestSetChangesWhatFollows(t *testing.T) {
 		{"SET planner.strategy = 'fastest';", `s.sql:1:1: SET planner.strategy: unknown strategy "fastest"`},
 		{"SET exec.replay = 'sometimes';", `s.sql:1:1: SET exec.replay: want true or false, got "sometimes"`},
 		{"SET nope = 1;", "s.sql:1:1: SET nope: unknown setting (want one of exec.batch_size"},
+		{"SET planner.adapt_inputs = 'jpeg';", `s.sql:1:1: SET planner.adapt_inputs: want resize, uint8 or off, got "jpeg"`},
 	} {
 		err := s.Set(statements(t, c.src)[0].(*lang.Set))
 		if !errors.Is(err, ErrInvalid) || !strings.HasPrefix(err.Error(), c.want) {
 			t.Errorf("%s: %v", c.src, err)
 		}
 	}
-	if s.Planner.Strategy != "exhaustive" || len(s.Values()) != 5 {
+	if s.Planner.Strategy != "exhaustive" || len(s.Values()) != 6 {
 		t.Fatalf("a bad SET changed the settings: %+v %v", s.Planner, s.Values())
 	}
 }

@@ -13,6 +13,7 @@ import (
 	"github.com/tierflow/tierflow/planner"
 	"github.com/tierflow/tierflow/planner/bind"
 	"github.com/tierflow/tierflow/planner/optimize"
+	"github.com/tierflow/tierflow/planner/rewrite"
 )
 
 // ErrInvalid marks a SET, SHOW or DESCRIBE the session cannot answer: the
@@ -45,7 +46,7 @@ func New() *Settings {
 
 // Names lists what SET changes, for help and completion.
 func Names() []string {
-	return []string{"exec.batch_size", "exec.max_delay", "exec.on_error", "exec.replay", "planner.accuracy", "planner.beam_ms", "planner.beam_wa", "planner.beam_width",
+	return []string{"exec.batch_size", "exec.max_delay", "exec.on_error", "exec.replay", "planner.accuracy", "planner.adapt_inputs", "planner.beam_ms", "planner.beam_wa", "planner.beam_width",
 		"planner.profile", "planner.seed", "planner.strategy", "planner.throughput",
 		"planner.time_budget", "planner.topo_orders"}
 }
@@ -129,6 +130,13 @@ func (s *Settings) set(key, val, at string) error {
 			return bad("unknown strategy %q (want one of %s)", val, strings.Join(reg.Names(), ", "))
 		}
 		o.Strategy = strings.ToLower(val)
+	case "planner.adapt_inputs":
+		switch m := strings.ToLower(val); m {
+		case rewrite.AdaptResize, rewrite.AdaptUint8, rewrite.AdaptOff:
+			o.AdaptInputs, val = m, m
+		default:
+			return bad("want resize, uint8 or off, got %q", val)
+		}
 	case "planner.profile":
 		p, err := planner.ParsePercentile(val)
 		if err != nil {

@@ -12,6 +12,11 @@ import (
 // ("3,224,224"), since fixed_size_list only knows the flat length.
 const ShapeKey = "tierflow.shape"
 
+// EncodingKey marks a tensor column whose values travel encoded: "uint8",
+// a value in [0, 1] as one byte (planner/logical.Adapt); the model call
+// that reads it decodes.
+const EncodingKey = "tierflow.encoding"
+
 // ParseType turns a column type as written in a query or catalog into an arrow
 // type. Tensors are fixed_size_list<float32> of the product of their dims.
 func ParseType(s string) (arrow.DataType, error) {

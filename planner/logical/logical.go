@@ -1,6 +1,6 @@
 // Package logical owns the logical plan: an immutable DAG of relational and ML
 // operators (Scan, Filter, Project, Join (windowed for two streams),
-// LateralModel, Aggregate with windows, WindowFuncs (OVER), Union, Limit, Sort, Sink), each with its output schema as an arrow schema and
+// LateralModel, Adapt (a model call's images resized before a link), Aggregate with windows, WindowFuncs (OVER), Union, Limit, Sort, Sink), each with its output schema as an arrow schema and
 // Children()/WithChildren() for rewrites, plus the query's objectives. It imports
 // the catalog and planner/expr only; never the optimizer, operators or dataflow.
 package logical

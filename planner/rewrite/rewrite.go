@@ -1,9 +1,12 @@
 // Package rewrite holds the logical rewrite rules, one per file, each with a
 // typed id, run in a fixed order by Apply: filters move below ML operators (a
-// model should not score rows a filter on its input drops), and columns no
-// later operator reads are dropped before anything crosses a link. Rules take
-// and return immutable logical plans. It imports the planner's logical and expr
-// packages only.
+// model should not score rows a filter on its input drops), columns no later
+// operator reads are dropped before anything crosses a link, and a
+// latency-bound query's size-adaptive model call over a UNION ALL becomes a
+// call per source. AdaptInputs runs after model selection, since it depends
+// on the chosen variants: it resizes images before their link. Rules take and
+// return immutable logical plans. It imports the planner's catalog, logical
+// and expr packages only.
 package rewrite
 
 import "github.com/tierflow/tierflow/planner/logical"
@@ -30,6 +33,9 @@ func Apply(p *logical.Plan) *logical.Plan {
 	root := p.Root
 	for _, r := range Rules() {
 		root = r.Apply(root)
+	}
+	if p.Objectives.LatencyMs > 0 {
+		root = SplitCallsBySource(root)
 	}
 	return &logical.Plan{Root: root, Objectives: p.Objectives}
 }

@@ -103,6 +103,9 @@ type Options struct {
 	// Evidence is the SneakPeek estimator the data-aware policies weigh
 	// each row's variants by (nil: profiled accuracy).
 	Evidence dataaware.Evidence
+	// EvidenceDir is where Evidence came from (tierflow worker --evidence):
+	// worker processes load it themselves.
+	EvidenceDir string
 	// SchedPolicy, when set, is the embedded workers' policy itself (a
 	// tuned sched.DeepQuery), over Sched.
 	SchedPolicy sched.Policy

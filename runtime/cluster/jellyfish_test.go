@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -23,7 +24,11 @@ import (
 // real fit-14/20/28 ONNX files; by-batch profiles on the hub and cloud
 // workers, so the edge worker cannot run them and the images cross the
 // shaped edge->hub link) and the labelled stream at 200 images a second.
-func sizedCatalog(fashion string) string {
+func sizedCatalog(fashion string) string { return sizedCatalogOf(fashion) }
+
+// sizedCatalogOf is sizedCatalog with only the named variants (all when
+// none is named).
+func sizedCatalogOf(fashion string, only ...string) string {
 	prof := "{p50: 0.05, p75: 0.05, p90: 0.05, by_batch: {1: {p50: 0.2, p75: 0.2, p90: 0.3}, 8: {p50: 0.5, p75: 0.5, p90: 0.6}, 32: {p50: 1.5, p75: 1.5, p90: 2}}}"
 	var vs strings.Builder
 	for _, v := range []struct {
@@ -31,6 +36,9 @@ func sizedCatalog(fashion string) string {
 		side int
 		acc  float64
 	}{{"fit-14", 14, 84.31}, {"fit-20", 20, 87.5}, {"fit-28", 28, 89.2}} {
+		if len(only) > 0 && !slices.Contains(only, v.name) {
+			continue
+		}
 		fmt.Fprintf(&vs, `      - name: %s
         file: %s/models/%s.onnx
         accuracy: %g

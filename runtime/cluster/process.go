@@ -82,6 +82,9 @@ func StartProcesses(ctx context.Context, o ProcessOptions) (*Cluster, error) {
 		if o.Sched != "" {
 			args = append(args, "--sched", o.Sched)
 		}
+		if o.EvidenceDir != "" {
+			args = append(args, "--evidence", o.EvidenceDir)
+		}
 		args = append(args, authFlags...)
 		cmd := exec.Command(bin, args...)
 		cmd.Stdout, cmd.Stderr = stderr, stderr

@@ -21,16 +21,35 @@ type LatencyCall struct {
 	Call     string      `json:"call"`
 	Variant  string      `json:"variant"`
 	Variants []JFVariant `json:"variants"`
+	// Sources are the workers whose streams feed the call (their scans
+	// run there); empty: every source worker of the query. A query over
+	// several sources has a call per source (rewrite.SplitCallsBySource),
+	// so each gets the variant its own link allows.
+	Sources []string `json:"sources,omitempty"`
+}
+
+// feeds reports whether source worker s feeds c.
+func (c LatencyCall) feeds(s string) bool {
+	if len(c.Sources) == 0 {
+		return true
+	}
+	for _, x := range c.Sources {
+		if x == s {
+			return true
+		}
+	}
+	return false
 }
 
 // Jellyfish is the latency-SLO policy (Jellyfish 5) on the engine: every
 // time the coordinator asks (about once a second), it takes each source
 // worker's uplink bandwidth as the relay's acks estimate it (the slowest
-// of its links: a camera has one uplink), maps the sources to the model
-// call's variants with the scheduler (JFProblem.Schedule: DP for the
-// mapping, annealing for the variant; one variant per call, as the engine
-// runs one per call) and asks for a re-plan that pins the chosen variant
-// when it is not the one running. The new plan cuts over at the committed
+// of its links: a camera has one uplink), maps the sources that feed each
+// model call to the call's variants with the scheduler (JFProblem.Schedule:
+// DP for the mapping, annealing for the variant; one variant per call, as
+// the engine runs one per call, and a call per source when a query reads
+// several: LatencyCall.Sources) and asks for a re-plan that pins the
+// chosen variant when it is not the one running. The new plan cuts over at the committed
 // epoch (the coordinator's re-plan path), so the change of variant and of
 // input size happens between epochs and no row is lost.
 type Jellyfish struct {
@@ -86,17 +105,23 @@ func (p Jellyfish) Decide(in PolicyInput) *Decision {
 	pins := map[string]string{}
 	var why []string
 	for _, call := range in.Latency.Calls {
-		if len(call.Variants) == 0 {
+		var mine []string
+		for _, s := range srcs {
+			if call.feeds(s) {
+				mine = append(mine, s)
+			}
+		}
+		if len(call.Variants) == 0 || len(mine) == 0 {
 			continue
 		}
 		rate := 1.0
 		for _, o := range in.Estimates.Operators {
 			if o.Operator == "model "+call.Call && o.InputRate > 0 {
-				rate = o.InputRate / float64(len(srcs))
+				rate = o.InputRate / float64(len(mine))
 			}
 		}
 		pr := &JFProblem{Variants: call.Variants, Workers: 1}
-		for _, s := range srcs {
+		for _, s := range mine {
 			pr.Clients = append(pr.Clients, JFClient{Name: s, Rate: rate, SLOMs: in.Latency.SLOMs, BandwidthBps: bw[s], MaxUtilization: p.MaxUtilization})
 		}
 		cur := 0

@@ -93,3 +93,31 @@ func TestJellyfishStepsUpWithHeadroom(t *testing.T) {
 		t.Fatalf("running fit-28 for 1.5 s on 400 kbit/s: %+v, want fit-20 at once", d)
 	}
 }
+
+// With a call per source (a query over two cameras), each call follows its
+// own source's link: the camera behind 150 kbit/s steps down to 14x14, the
+// one at 800 kbit/s keeps 28x28, and the timeline shows each source its
+// own call.
+func TestJellyfishPolicyPerSource(t *testing.T) {
+	in := jfInput("fit-28", 800, 150)
+	in.Latency.Calls = []LatencyCall{
+		{Call: "classify#1", Variant: "fit-28", Variants: sizedZoo(), Sources: []string{"e1"}},
+		{Call: "classify#2", Variant: "fit-28", Variants: sizedZoo(), Sources: []string{"e2"}},
+	}
+	in.Estimates.Operators = []OperatorEstimate{{Operator: "model classify#1", InputRate: 15}, {Operator: "model classify#2", InputRate: 15}}
+	d := DefaultJellyfish.Decide(in)
+	if d == nil || len(d.Variants) != 1 || d.Variants["classify#2"] != "fit-14" {
+		t.Fatalf("e2 at 150 kbit/s, e1 at 800: %+v, want classify#2 alone pinned to fit-14", d)
+	}
+	if strings.Contains(d.Reason, "e1") {
+		t.Errorf("reason %q: e1 does not feed classify#2", d.Reason)
+	}
+	in.Latency.Calls[1].Variant = "fit-14"
+	samples := SLOSamples(1, in.Estimates, in.Latency)
+	if len(samples) != 2 || samples[0].Variants != "classify#1=fit-28 (28x28)" || samples[1].Variants != "classify#2=fit-14 (14x14)" {
+		t.Errorf("timeline %+v: want each source with its own call", samples)
+	}
+	if d := DefaultJellyfish.Decide(in); d != nil {
+		t.Errorf("each call on its link's variant: %+v, want no change", d)
+	}
+}

@@ -30,19 +30,27 @@ func SLOSamples(atS float64, e Estimates, l *LatencyInput) []SLOSample {
 	if l == nil {
 		return nil
 	}
-	var vs []string
-	for _, c := range l.Calls {
-		side := 0
-		for _, v := range c.Variants {
-			if v.Name == c.Variant {
-				side = v.Side
+	// The calls each source feeds (all of them, unless the query has a
+	// call per source).
+	variants := func(src string) string {
+		var vs []string
+		for _, c := range l.Calls {
+			if !c.feeds(src) {
+				continue
+			}
+			side := 0
+			for _, v := range c.Variants {
+				if v.Name == c.Variant {
+					side = v.Side
+				}
+			}
+			if side > 0 {
+				vs = append(vs, fmt.Sprintf("%s=%s (%dx%d)", c.Call, c.Variant, side, side))
+			} else {
+				vs = append(vs, c.Call+"="+c.Variant)
 			}
 		}
-		if side > 0 {
-			vs = append(vs, fmt.Sprintf("%s=%s (%dx%d)", c.Call, c.Variant, side, side))
-		} else {
-			vs = append(vs, c.Call+"="+c.Variant)
-		}
+		return strings.Join(vs, ", ")
 	}
 	by := map[string]SLOSample{}
 	for _, k := range e.Links {
@@ -54,7 +62,7 @@ func SLOSamples(atS float64, e Estimates, l *LatencyInput) []SLOSample {
 			continue
 		}
 		by[k.From] = SLOSample{AtS: atS, Source: k.From, EstimatedKbit: k.AckBandwidthBps * 8 / 1000, ShapedKbit: k.ShapedBps * 8 / 1000,
-			Variants: strings.Join(vs, ", ")}
+			Variants: variants(k.From)}
 	}
 	out := make([]SLOSample, 0, len(by))
 	for _, s := range by {

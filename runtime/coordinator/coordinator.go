@@ -721,6 +721,10 @@ func (c *Coordinator) place(ctx context.Context, req deploy.SubmitRequest, ws []
 				}
 			}
 			if err == nil {
+				// The rewritten plan has the calls the workers run (a
+				// call per source of a latency-bound query over several).
+				lat := latencyInput(res.Rewritten.Root, slo, ws, planned.Variants, script.Planner[deploy.AdaptSetting])
+				callSources(lat, res.Rewritten.Root, p)
 				note := fmt.Sprintf("optimizer (%s): compute %.4g + network %.4g per hour, accuracy %.4g, throughput %.4g",
 					res.Physical.Strategy, res.Physical.ComputeCost, res.Physical.NetworkCost, res.Physical.Accuracy, res.Physical.Throughput)
 				if r := res.Physical.Targets.Reserved; len(r) > 0 {
@@ -731,7 +735,7 @@ func (c *Coordinator) place(ctx context.Context, req deploy.SubmitRequest, ws []
 				}
 				return placed{placement: p, script: planned, note: note, estimate: deploy.EstimateOf(res.Physical, bound.Objectives.Throughput),
 					plan: res.Physical, sloMs: slo, assumed: assumedOf(res.Physical, ws), inputRows: in,
-					latency: latencyInput(bound.Root, slo, ws, planned.Variants)}, nil
+					latency: lat}, nil
 			}
 			perr = err
 		} else {
@@ -757,7 +761,7 @@ func (c *Coordinator) place(ctx context.Context, req deploy.SubmitRequest, ws []
 	if slowed != "" {
 		note += "; " + slowed
 	}
-	return placed{placement: p, script: script, note: note, sloMs: slo, inputRows: in, latency: latencyInput(bound.Root, slo, ws, script.Variants)}, nil
+	return placed{placement: p, script: script, note: note, sloMs: slo, inputRows: in, latency: latencyInput(bound.Root, slo, ws, script.Variants, "")}, nil
 }
 
 // reservedText is a reservation list for the planner note.

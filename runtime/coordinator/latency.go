@@ -1,6 +1,7 @@
 package coordinator
 
 import (
+	"slices"
 	"sort"
 
 	"github.com/apache/arrow/go/v17/arrow"
@@ -8,6 +9,7 @@ import (
 	"github.com/tierflow/tierflow/planner/catalog"
 	"github.com/tierflow/tierflow/planner/expr"
 	"github.com/tierflow/tierflow/planner/logical"
+	"github.com/tierflow/tierflow/planner/rewrite"
 	"github.com/tierflow/tierflow/runtime/control"
 	"github.com/tierflow/tierflow/runtime/deploy"
 )
@@ -22,7 +24,14 @@ const jfMaxBatch = 32
 // takes at each variant's input size and the profiled latency by batch
 // size on the workers' type, and the variant it runs under variants. nil
 // when there is no bound or no call to adapt.
-func latencyInput(root logical.Node, sloMs float64, ws []deploy.Worker, variants map[string]string) *control.LatencyInput {
+//
+// adapt is the script's SET planner.adapt_inputs: with uint8 a row's image
+// takes a byte a pixel on the link (rewrite.AdaptInputs).
+func latencyInput(root logical.Node, sloMs float64, ws []deploy.Worker, variants map[string]string, adapt string) *control.LatencyInput {
+	pixel := 4.0 // float32
+	if adapt == rewrite.AdaptUint8 {
+		pixel = 1
+	}
 	if sloMs <= 0 {
 		return nil
 	}
@@ -59,9 +68,9 @@ func latencyInput(root logical.Node, sloMs float64, ws []deploy.Worker, variants
 			jv := control.JFVariant{Name: v.Name, Accuracy: v.Accuracy / 100, Bytes: full, BatchMs: batchMs(v, ws)}
 			if len(v.InputSize) == 2 && full > 0 {
 				// A square image resized to the variant's size: its
-				// float32 pixels, plus the row's framing.
+				// pixels, plus the row's framing.
 				jv.Side = v.InputSize[0]
-				jv.Bytes = float64(4*v.InputSize[0]*v.InputSize[1]) + rowOverhead
+				jv.Bytes = pixel*float64(v.InputSize[0]*v.InputSize[1]) + rowOverhead
 			}
 			call.Variants = append(call.Variants, jv)
 		}
@@ -157,4 +166,48 @@ func batchMs(v *catalog.Variant, ws []deploy.Worker) []float64 {
 		out[b-1] = ms
 	}
 	return out
+}
+
+// callSources sets each call's Sources: the workers placement p runs the
+// scans of the streams under the call on (a query with a call per source,
+// rewrite.SplitCallsBySource). A call over every source keeps none (all).
+func callSources(in *control.LatencyInput, root logical.Node, p *deploy.Placement) {
+	if in == nil || p == nil {
+		return
+	}
+	scans := map[string][]string{} // call -> "scan <stream>" operators
+	all := 0
+	logical.Walk(root, func(nd logical.Node) bool {
+		if s, ok := nd.(*logical.Scan); ok && s.Stream != nil {
+			all++
+		}
+		if lm, ok := nd.(*logical.LateralModel); ok {
+			logical.Walk(lm.Input, func(x logical.Node) bool {
+				if s, ok := x.(*logical.Scan); ok && s.Stream != nil {
+					scans[lm.Name] = append(scans[lm.Name], "scan "+s.Stream.Name)
+				}
+				return true
+			})
+		}
+		return true
+	})
+	for i := range in.Calls {
+		c := &in.Calls[i]
+		if len(scans[c.Call]) == 0 || len(scans[c.Call]) == all {
+			continue
+		}
+		seen := map[string]bool{}
+		for _, op := range p.Operators {
+			if !slices.Contains(scans[c.Call], op.Name) {
+				continue
+			}
+			for _, w := range op.Workers {
+				if name := p.Workers[w]; !seen[name] {
+					seen[name] = true
+					c.Sources = append(c.Sources, name)
+				}
+			}
+		}
+		sort.Strings(c.Sources)
+	}
 }

@@ -265,7 +265,29 @@ func (s Script) BuildPlan(plan *logical.Plan, opts exec.Options) (*exec.Query, e
 	if s.ResumeEpoch > 0 && len(s.Positions) > 0 && opts.Stream != nil {
 		opts.Stream = resumeStreams(opts.Stream, plan, s.ResumeEpoch, s.Positions)
 	}
-	return exec.Build(withBatches(plan, s.Batches), opts)
+	return exec.Build(withBatches(s.adaptInputs(plan), s.Batches), opts)
+}
+
+// AdaptSetting is the SET that chooses how images cross links
+// (rewrite.AdaptInputs' mode: resize, the default; uint8; off).
+const AdaptSetting = "planner.adapt_inputs"
+
+// adaptInputs resizes (and with SET planner.adapt_inputs = 'uint8'
+// encodes) a model call's images on the source's side of the link when its
+// variant under s.Variants takes a smaller size than the stream's
+// (rewrite.AdaptInputs). A rewritten plan only: its model calls carry the
+// projection that says nothing above reads the image. The coordinator and
+// every worker apply it alike, so they build the same graph; deploy.Place
+// pairs the adaptation with the call's input (Nodes).
+func (s Script) adaptInputs(plan *logical.Plan) *logical.Plan {
+	if !s.Rewrite {
+		return plan
+	}
+	root := rewrite.AdaptInputs(plan.Root, s.Variants, s.Planner[AdaptSetting])
+	if root == plan.Root {
+		return plan
+	}
+	return &logical.Plan{Root: root, Objectives: plan.Objectives}
 }
 
 // LoadCatalog loads s.Catalog, or returns an empty catalog when none is named.

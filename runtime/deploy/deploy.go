@@ -224,7 +224,7 @@ func (pl *placer) operator(i int, in []int) error {
 		// A file is read once: several instances would each read all of it.
 		pl.place(i, t, pl.onTier(t)[:1])
 		return nil
-	case spec.Name == "columns" || spec.Name == "filter" || spec.Name == "project" || strings.HasPrefix(spec.Name, "labels "):
+	case spec.Name == "columns" || spec.Name == "filter" || spec.Name == "project" || strings.HasPrefix(spec.Name, "labels ") || strings.HasPrefix(spec.Name, "adapt "):
 		up := first()
 		pl.p.Operators[i] = OperatorPlan{Name: spec.Name, Workers: up.Workers, Tier: up.Tier}
 		pl.p.Edges[in[0]] = EdgePlan{Kind: "pipeline"}

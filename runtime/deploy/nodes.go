@@ -11,7 +11,8 @@ import (
 // Nodes pairs every operator of g with the logical node it implements.
 // operators/exec builds a plan bottom-up, children in order, a scan as its
 // source plus an optional "columns" projection; walking the plan the same way
-// recovers the pairing (a model call may be followed by its label meter).
+// recovers the pairing (a model call may be followed by its label meter, and
+// preceded by the adaptation of its input, which pairs with that input).
 // A graph of another shape is an ErrMismatch.
 func Nodes(g *dataflow.Graph, plan *logical.Plan) ([]logical.Node, error) {
 	out := make([]logical.Node, 0, len(g.Operators))
@@ -21,6 +22,12 @@ func Nodes(g *dataflow.Graph, plan *logical.Plan) ([]logical.Node, error) {
 			if err := walk(c); err != nil {
 				return err
 			}
+		}
+		if lm, ok := n.(*logical.LateralModel); ok && len(out) < len(g.Operators) && strings.HasPrefix(g.Operators[len(out)].Name, "adapt ") {
+			// The source side's data adaptation for the call (Script's
+			// rewrite.AdaptInputs, after model selection): it runs with
+			// the call's input, before the link.
+			out = append(out, lm.Input)
 		}
 		i := len(out)
 		if i >= len(g.Operators) {

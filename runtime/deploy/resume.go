@@ -50,7 +50,7 @@ func rowwise(n logical.Node) bool {
 	switch x := n.(type) {
 	case *logical.Scan:
 		return x.Stream != nil
-	case *logical.Filter, *logical.Project, *logical.LateralModel, *logical.Union, *logical.Sink:
+	case *logical.Filter, *logical.Project, *logical.LateralModel, *logical.Union, *logical.Sink, *logical.Adapt:
 	case *logical.Join:
 		if x.Window != nil || x.Kind == logical.CrossJoin {
 			return false

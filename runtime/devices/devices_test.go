@@ -2,6 +2,7 @@ package devices
 
 import (
 	"bufio"
+	"os"
 	"strings"
 	"testing"
 
@@ -85,6 +86,10 @@ func TestTakeRealMachine(t *testing.T) {
 	}
 	if inv.NoGPUReason == "" {
 		t.Fatal("no GPU and no reason given")
+	}
+	// On a GPU machine TIERFLOW_REQUIRE_GPU=1 turns a missed GPU into a failure.
+	if os.Getenv("TIERFLOW_REQUIRE_GPU") == "1" {
+		t.Fatalf("TIERFLOW_REQUIRE_GPU=1 but no GPU: %s", inv.NoGPUReason)
 	}
 	t.Logf("no GPU: %s", inv.NoGPUReason)
 }

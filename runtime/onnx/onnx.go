@@ -12,7 +12,9 @@ import (
 	"errors"
 	"fmt"
 	"path/filepath"
+	"regexp"
 	"strconv"
+	"strings"
 	"sync"
 
 	ort "github.com/yalue/onnxruntime_go"
@@ -51,6 +53,10 @@ type Env struct {
 
 	mu       sync.Mutex
 	sessions map[sessionKey]*Session
+	// cudaFailed remembers, per GPU index, why the CUDA provider could not be
+	// used, so later sessions fall back at once: ONNX Runtime logs each failed
+	// attempt to stderr, and a missing device or library does not come back.
+	cudaFailed map[int]string
 }
 
 // Open initialises ONNX Runtime once per process from the library ortlib.Find
@@ -233,18 +239,50 @@ func (e *Env) chooseProvider(opts *ort.SessionOptions, o Options) string {
 	if o.GPU < 0 || o.GPU >= len(inv.GPUs) {
 		return fmt.Sprintf("cpu (no GPU %d; %d present)", o.GPU, len(inv.GPUs))
 	}
-	cuda, err := ort.NewCUDAProviderOptions()
-	if err != nil {
-		return "cpu (CUDA unavailable: " + err.Error() + ")"
+	if why, ok := e.cudaFailed[o.GPU]; ok {
+		return "cpu (CUDA unavailable: " + why + ")"
 	}
-	defer cuda.Destroy()
-	if err := cuda.Update(map[string]string{"device_id": strconv.Itoa(o.GPU)}); err != nil {
-		return "cpu (CUDA unavailable: " + err.Error() + ")"
-	}
-	if err := opts.AppendExecutionProviderCUDA(cuda); err != nil {
-		return "cpu (CUDA unavailable: " + err.Error() + ")"
+	if err := appendCUDA(opts, o.GPU); err != nil {
+		if e.cudaFailed == nil {
+			e.cudaFailed = map[int]string{}
+		}
+		e.cudaFailed[o.GPU] = cudaReason(err)
+		return "cpu (CUDA unavailable: " + e.cudaFailed[o.GPU] + ")"
 	}
 	return "cuda:" + strconv.Itoa(o.GPU)
+}
+
+func appendCUDA(opts *ort.SessionOptions, gpu int) error {
+	cuda, err := ort.NewCUDAProviderOptions()
+	if err != nil {
+		return err
+	}
+	defer cuda.Destroy()
+	if err := cuda.Update(map[string]string{"device_id": strconv.Itoa(gpu)}); err != nil {
+		return err
+	}
+	return opts.AppendExecutionProviderCUDA(cuda)
+}
+
+// ortLocation is the "file.cc:62 " source position ONNX Runtime puts before a message.
+var ortLocation = regexp.MustCompile(`^[\w./+-]+:\d+ `)
+
+// cudaReason shortens ONNX Runtime's error to what a person acts on: "CUDA
+// failure 100: no CUDA-capable device is detected", or the library that failed to
+// load and why, without the C++ signatures and source paths around it.
+func cudaReason(err error) string {
+	s := err.Error()
+	if i := strings.LastIndex(s, "FAIL : "); i >= 0 {
+		s = s[i+len("FAIL : "):]
+	}
+	s = ortLocation.ReplaceAllString(s, "")
+	if i := strings.Index(s, "CUDA failure"); i >= 0 {
+		s = s[i:]
+	}
+	if i := strings.Index(s, " ; "); i >= 0 {
+		s = s[:i]
+	}
+	return strings.TrimSpace(s)
 }
 
 func readMetadata(s *ort.DynamicAdvancedSession) map[string]string {

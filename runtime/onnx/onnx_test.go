@@ -191,6 +191,18 @@ func TestCUDAFallsBackToCPU(t *testing.T) {
 	if p := s2.Provider(); p != "cuda:0" && !strings.HasPrefix(p, "cpu (CUDA unavailable") {
 		t.Errorf("provider = %q", p)
 	}
+	if p := s2.Provider(); strings.Contains(p, "onnxruntime_src") {
+		t.Errorf("the reason keeps ONNX Runtime's source paths: %q", p)
+	}
+	// A second session does not try CUDA again: same provider, same reason.
+	_, path3 := tinyModel(t)
+	s3, err := e.Session(path3, Options{Device: Auto, Inventory: gpu})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s3.Provider() != s2.Provider() {
+		t.Errorf("second session on %q, first on %q", s3.Provider(), s2.Provider())
+	}
 	t.Logf("with a GPU listed: %s", s2.Provider())
 	probs := make([]float32, 3)
 	if err := s2.Run([]ml.Tensor{{DType: ml.Float32, Shape: []int64{1, 6}, F32: make([]float32, 6)}},

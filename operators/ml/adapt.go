@@ -1,0 +1,190 @@
+package ml
+
+import (
+	"fmt"
+	"strconv"
+	"strings"
+
+	"github.com/apache/arrow/go/v17/arrow"
+	"github.com/apache/arrow/go/v17/arrow/array"
+	"github.com/apache/arrow/go/v17/arrow/memory"
+
+	"github.com/tierflow/tierflow/dataflow"
+)
+
+// EncodingKey marks a tensor column sent encoded (planner/catalog's key of
+// the same name): "uint8", a value in [0, 1] as one byte, which the model
+// call decodes (EncodeUint8 / DecodeUint8).
+const EncodingKey = "tierflow.encoding"
+
+// Adapt is the source side of Jellyfish's data adaptation (planner/logical
+// Adapt): it area-resizes the square images of one tensor column to the
+// side the model call's variant takes (ResizeArea, what the variant was
+// trained on) and, with uint8, packs each value in a byte, so that what
+// crosses the link is the size the model takes. Other columns pass as
+// they are; a null image stays null.
+type Adapt struct {
+	dataflow.Base
+	col, from, to int
+	uint8         bool
+	in, out       *arrow.Schema
+	shape         []int64 // the adapted per-row shape
+	scratch       []float32
+}
+
+// NewAdapt adapts column col of schema in (float32 tensors whose last two
+// dimensions are from x from) to to x to, encoded as "float32" or "uint8".
+func NewAdapt(in *arrow.Schema, col, from, to int, encoding string) (*Adapt, error) {
+	if col < 0 || col >= in.NumFields() {
+		return nil, fmt.Errorf("%w: adapt: no column %d in %s", ErrSchema, col, fieldNames(in))
+	}
+	shape, err := FieldShape(in.Field(col))
+	if err != nil {
+		return nil, fmt.Errorf("adapt: %w", err)
+	}
+	n := len(shape)
+	if n < 2 || shape[n-2] != int64(from) || shape[n-1] != int64(from) || to <= 0 || to > from {
+		return nil, fmt.Errorf("%w: adapt: column %q of shape [%s] is not %dx%d images to resize to %dx%d", ErrSchema, in.Field(col).Name, FormatDims(shape), from, from, to, to)
+	}
+	if encoding != "float32" && encoding != "uint8" {
+		return nil, fmt.Errorf("%w: adapt: unknown encoding %q (want float32 or uint8)", ErrSchema, encoding)
+	}
+	out := append([]int64(nil), shape...)
+	out[n-2], out[n-1] = int64(to), int64(to)
+	a := &Adapt{col: col, from: from, to: to, uint8: encoding == "uint8", in: in, shape: out}
+	fs := append([]arrow.Field(nil), in.Fields()...)
+	fs[col] = a.field(in.Field(col).Name)
+	md := in.Metadata()
+	a.out = arrow.NewSchema(fs, &md)
+	return a, nil
+}
+
+// Schema is the adapted batches' schema.
+func (a *Adapt) Schema() *arrow.Schema { return a.out }
+
+func (a *Adapt) field(name string) arrow.Field {
+	f := TensorField(name, a.shape)
+	if a.uint8 {
+		f.Type = arrow.FixedSizeListOf(int32(product(a.shape)), arrow.PrimitiveTypes.Uint8)
+		f.Metadata = arrow.NewMetadata([]string{ShapeKey, EncodingKey}, []string{FormatDims(a.shape), "uint8"})
+	}
+	return f
+}
+
+func (a *Adapt) OnBatch(ctx *dataflow.Context, _ int, b dataflow.Batch, cap *dataflow.Capability) error {
+	rec := b.Record
+	defer rec.Release()
+	col, err := a.adapt(ctx.Allocator(), rec.Column(a.col))
+	if err != nil {
+		return err
+	}
+	defer col.Release()
+	cols := make([]arrow.Array, rec.NumCols())
+	for i := range cols {
+		cols[i] = rec.Column(i)
+	}
+	cols[a.col] = col
+	return ctx.Emit(0, cap, array.NewRecord(a.out, cols, rec.NumRows()))
+}
+
+// adapt resizes (and encodes) every row of a tensor column.
+func (a *Adapt) adapt(mem memory.Allocator, c arrow.Array) (arrow.Array, error) {
+	vals, size, err := TensorValues(c)
+	if err != nil {
+		return nil, err
+	}
+	rows := c.Len()
+	px := a.from * a.from
+	planes := size / px // channels: each is resized on its own
+	if planes*px != size {
+		return nil, fmt.Errorf("%w: adapt: rows of %d values are not %dx%d planes", ErrSchema, size, a.from, a.from)
+	}
+	outSize := planes * a.to * a.to
+	var nulls *memory.Buffer
+	nNull := c.NullN()
+	if nNull > 0 {
+		failed := make([]bool, rows)
+		for i := range failed {
+			failed[i] = c.IsNull(i)
+		}
+		nulls = validity(mem, rows, failed, nNull)
+		defer nulls.Release()
+	}
+	var elem arrow.DataType = arrow.PrimitiveTypes.Float32
+	width := arrow.Float32SizeBytes
+	if a.uint8 {
+		elem, width = arrow.PrimitiveTypes.Uint8, 1
+	}
+	buf := memory.NewResizableBuffer(mem)
+	defer buf.Release()
+	buf.Resize(rows * outSize * width)
+	var f32 []float32
+	var u8 []byte
+	if a.uint8 {
+		u8 = buf.Bytes()[:rows*outSize]
+	} else {
+		f32 = arrow.Float32Traits.CastFromBytes(buf.Bytes())[:rows*outSize]
+	}
+	for r := 0; r < rows; r++ {
+		for p := 0; p < planes; p++ {
+			src := vals[r*size+p*px : r*size+(p+1)*px]
+			at := r*outSize + p*a.to*a.to
+			if a.uint8 {
+				a.scratch = ResizeArea(a.scratch, src, a.from, a.to)
+				EncodeUint8(u8[at:at], a.scratch)
+			} else {
+				ResizeArea(f32[at:at+a.to*a.to], src, a.from, a.to)
+			}
+		}
+	}
+	child := array.NewData(elem, rows*outSize, []*memory.Buffer{nil, buf}, nil, 0, 0)
+	defer child.Release()
+	data := array.NewData(a.field("").Type, rows, []*memory.Buffer{nulls}, []arrow.ArrayData{child}, nNull, 0)
+	defer data.Release()
+	return array.MakeFromData(data), nil
+}
+
+// EncodedShape is the per-row shape of a uint8-encoded tensor field
+// (EncodingKey "uint8", fixed_size_list<uint8>), and false for any other.
+func EncodedShape(f arrow.Field) ([]int64, bool) {
+	lt, ok := f.Type.(*arrow.FixedSizeListType)
+	if enc, _ := f.Metadata.GetValue(EncodingKey); !ok || enc != "uint8" || lt.Elem().ID() != arrow.UINT8 {
+		return nil, false
+	}
+	v, ok := f.Metadata.GetValue(ShapeKey)
+	if !ok {
+		return []int64{int64(lt.Len())}, true
+	}
+	var shape []int64
+	for _, p := range strings.Split(v, ",") {
+		d, err := strconv.ParseInt(strings.TrimSpace(p), 10, 64)
+		if err != nil || d <= 0 {
+			return nil, false
+		}
+		shape = append(shape, d)
+	}
+	if product(shape) != int64(lt.Len()) {
+		return nil, false
+	}
+	return shape, true
+}
+
+// decodedValues decodes a uint8-encoded tensor column's rows to float32
+// (a copy: the model reads float32).
+func decodedValues(col arrow.Array) ([]float32, error) {
+	fsl, ok := col.(*array.FixedSizeList)
+	if !ok {
+		return nil, fmt.Errorf("%w: %s is not a tensor column", ErrSchema, col.DataType())
+	}
+	size := int(fsl.DataType().(*arrow.FixedSizeListType).Len())
+	child, ok := fsl.ListValues().(*array.Uint8)
+	if !ok {
+		return nil, fmt.Errorf("%w: encoded tensor elements are %s, want uint8", ErrSchema, fsl.ListValues().DataType())
+	}
+	raw := child.Uint8Values()
+	start, end := fsl.Offset()*size, (fsl.Offset()+fsl.Len())*size
+	if end > len(raw) {
+		return nil, fmt.Errorf("%w: encoded tensor column has %d values for %d rows of %d", ErrSchema, len(raw), fsl.Len(), size)
+	}
+	return DecodeUint8(make([]float32, 0, end-start), raw[start:end]), nil
+}
