@@ -84,25 +84,28 @@ func newBenchSLOCmd(a *app) *cobra.Command {
 	c := &cobra.Command{
 		Use:   "slo",
 		Short: "Latency SLOs over shaped links: adaptive (Jellyfish) against static variants; miss rate, accuracy, p50/p99",
-		Long: `Runs N edge clients sending labelled Fashion-MNIST frames at --rate each, over
-relay links on an embedded NATS server, each link throttled to the bandwidth trace
-(--trace, CSV t_s,kbit_s, looping; client i starts i/N of a period into it), to an
-edge server that runs the catalog's size family (examples/fashion/sizes.yaml:
-fit-14, fit-20, fit-28) with ONNX Runtime on --workers workers, for the trace's
-length (at least 30 s) or --duration. Each frame must be answered within --slo
-of its capture, network time included. Policies:
+		Long: `Runs the engine on an embedded cluster (NATS, coordinator, dataflow workers,
+ONNX Runtime) per policy: N edge clients, each a worker in a tier of its own whose
+link to the server worker(s) the relay throttles to the bandwidth trace (--trace,
+CSV t_s,kbit_s, looping; client i starts i/N of a period into it, as --link-trace
+shapes a link), each replaying labelled Fashion-MNIST frames at --rate from a file,
+and a query per client classifying them with the catalog's size family
+(examples/fashion/sizes.yaml: fit-14, fit-20, fit-28) WITH (LATENCY <= --slo),
+for the trace's length (at least 30 s) or --duration. Policies:
 
-  adaptive         the Jellyfish scheduler every 0.5 s from each link's bandwidth
-                   as the relay's acks measure it: which variant serves which
-                   client, at which batch size; the client sends at its variant's
-                   input size, from the next epoch (100 ms) on
-  static-smallest  one variant on every worker, frames at its input size, earliest
-  static-middle    deadline first, a frame that cannot make its deadline dropped
-  static-largest   before compute (the paper's B_L, B_M, B_H)
+  adaptive         the coordinator's Jellyfish policy: each client's variant and
+                   input size from its link's bandwidth as the relay's acks
+                   measure it, a cut-over at an epoch per change, lazy drop
+  static-smallest  the query's catalog holds that one variant, no policy
+  static-middle    (the paper's B_L, B_M, B_H)
+  static-largest
 
 Rows: requests sent, slo_miss_rate (late or dropped, 0..1), accuracy (percent
 correct among the requests answered in time), p50_ms and p99_ms of the answered
-ones. Without --trace a built-in one steps through 800, 600, 400 and 300 kbit/s.`,
+ones, a frame's latency counted from its capture on the client's schedule to its
+result at the sink. Without --trace a built-in one steps through 800, 600, 400 and
+300 kbit/s. --harness runs the bench's own client/server harness instead
+(runtime/slo: not the engine).`,
 		Example: `  tierflow bench slo
   tierflow bench slo --clients 8 --slo 150ms --trace examples/traces/synthetic.csv --format json`,
 		Args: cobra.NoArgs,

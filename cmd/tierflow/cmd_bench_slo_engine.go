@@ -24,17 +24,21 @@ import (
 	"github.com/tierflow/tierflow/runtime/slo"
 )
 
-// The engine's bench: every policy is one query on a fresh embedded
-// cluster (NATS, coordinator, dataflow workers, ONNX Runtime). Client i
-// is a worker of its own tier cam<i> whose only uplink, to the server
-// tier, the relay throttles to the trace i/N of a period ahead (the same
+// The engine's bench: every policy runs on a fresh embedded cluster
+// (NATS, coordinator, dataflow workers, ONNX Runtime). Client i is a
+// worker of its own tier cam<i> whose only uplink, to the server tier,
+// the relay throttles to the trace i/N of a period ahead (the same
 // relay.TraceShaper that `run --link-trace` installs); its frames are a
 // FROM FILE stream replayed at --rate, and a query per client classifies
-// them WITH (LATENCY <= slo), all the clients' queries at once.
-// adaptive runs the catalog's whole size family under the coordinator's
-// Jellyfish policy; a static policy's catalog holds its one variant and
-// the policy is off, so the frames cross at full size and that variant
-// answers them.
+// them WITH (LATENCY <= slo), all the clients' queries at once. A query
+// per client gives each client its own model call, so the policy picks
+// each one's variant from its own link (a UNION ALL of the clients'
+// streams gets the same from rewrite.SplitCallsBySource, but a re-plan
+// cuts over the whole query; here it cuts over its own client's). adaptive
+// runs the catalog's whole size family under the coordinator's Jellyfish
+// policy; a static policy's catalog holds its one variant and the policy
+// is off (the adapt step still sends the frames at that variant's input
+// size, planner.adapt_inputs).
 
 // sloEngineRun is what one policy's run measured.
 type sloEngineRun struct {
