@@ -124,7 +124,7 @@ result at the sink. Without --trace a built-in one steps through 800, 600, 400 a
 	fl.StringVar(&o.catalog, "zoo", filepath.Join("examples", "fashion", "sizes.yaml"), "catalog of the size family (variants with input_size and latency by batch)")
 	fl.StringVar(&o.model, "model", "classify_sized", "the catalog's model")
 	fl.StringVar(&o.data, "data", filepath.Join("examples", "fashion", "data"), "directory with the labelled test-{images,labels}-idx*-ubyte.gz frames")
-	fl.StringVar(&o.encode, "encode", "float32", "how clients put pixels on the link: float32 or uint8 (a quarter of the bytes)")
+	fl.StringVar(&o.encode, "encode", "float32", "--harness: how clients put pixels on the link, float32 or uint8 (a quarter of the bytes; on the engine: SET planner.adapt_inputs)")
 	fl.BoolVar(&o.analyze, "analyze", false, "EXPLAIN ANALYZE per source: bandwidth shaped vs estimated, variant and input size over time, latency percentiles, miss rate")
 	fl.StringVar(&o.workerType, "worker-type", "x2", "the latency profile (latency_ms.<type>.by_batch) to schedule with")
 	fl.BoolVar(&o.harness, "harness", false, "run the bench's own client/server harness (runtime/slo: per-client variants, source-side resize, an EDF queue) instead of the engine")
