@@ -119,7 +119,7 @@ type ColumnDef struct {
 // shape (TENSOR(FLOAT, 3, 224, 224)).
 type Type struct {
 	Pos  lexer.Position
-	Name TypeName `parser:"( @( 'BOOLEAN' | 'BOOL' | 'INTEGER' | 'INT' | 'BIGINT' | 'FLOAT' | 'REAL' | 'DOUBLE' | 'VARCHAR' | 'STRING' | 'TEXT' | 'BLOB' | 'BYTES' | 'TIMESTAMP' ) | @'TENSOR' '('"`
+	Name TypeName `parser:"( @( 'BOOLEAN' | 'BOOL' | 'INTEGER' | 'INT' | 'BIGINT' | 'FLOAT' | 'REAL' | 'DOUBLE' | 'VARCHAR' | 'STRING' | 'TEXT' | 'BLOB' | 'BYTES' | 'TIMESTAMP' | 'DATE' ) | @'TENSOR' '('"`
 	Elem TypeName `parser:"  @( 'BOOLEAN' | 'BOOL' | 'INTEGER' | 'INT' | 'BIGINT' | 'FLOAT' | 'REAL' | 'DOUBLE' )"`
 	Dims []int64  `parser:"  ( ',' @Int )* ')' )"`
 }
@@ -192,11 +192,14 @@ type StopQuery struct {
 // Query is a SELECT, or several joined by UNION ALL, with the clauses that apply
 // to the whole result: ORDER BY, LIMIT, OFFSET and the objectives of WITH (...).
 type Query struct {
-	Pos        lexer.Position
-	With       []*CTE       `parser:"( 'WITH' @@ ( ',' @@ )* )?"`
-	Select     *Select      `parser:"@@"`
-	UnionAll   []*Select    `parser:"( 'UNION' 'ALL' @@ )*"`
-	OrderBy    []*OrderItem `parser:"( 'ORDER' 'BY' @@ ( ',' @@ )* )?"`
+	Pos      lexer.Position
+	With     []*CTE    `parser:"( 'WITH' @@ ( ',' @@ )* )?"`
+	Select   *Select   `parser:"@@"`
+	UnionAll []*Select `parser:"( 'UNION' 'ALL' @@ )*"`
+	// OrderByAll is DuckDB's ORDER BY ALL: by every output column, left
+	// to right.
+	OrderByAll bool         `parser:"( 'ORDER' 'BY' ( @'ALL'"`
+	OrderBy    []*OrderItem `parser:"  | @@ ( ',' @@ )* ) )?"`
 	Limit      *NumberLit   `parser:"( 'LIMIT' @@ )?"`
 	Offset     *NumberLit   `parser:"( 'OFFSET' @@ )?"`
 	Objectives []Objective  `parser:"( 'WITH' '(' @@ ( ',' @@ )* ')' )?"`
@@ -223,18 +226,22 @@ type Select struct {
 	Items    []*SelectItem `parser:"@@ ( ',' @@ )*"`
 	From     []*FromItem   `parser:"( 'FROM' @@ ( ',' @@ )* )?"`
 	Where    Expr          `parser:"( 'WHERE' @@ )?"`
-	GroupBy  []Expr        `parser:"( 'GROUP' 'BY' @@ ( ',' @@ )* )?"`
-	Having   Expr          `parser:"( 'HAVING' @@ )?"`
-	Windows  []*WindowDef  `parser:"( 'WINDOW' @@ ( ',' @@ )* )?"`
+	// GroupByAll is DuckDB's GROUP BY ALL: by every SELECT item that has
+	// no aggregate.
+	GroupByAll bool         `parser:"( 'GROUP' 'BY' ( @'ALL'"`
+	GroupBy    []Expr       `parser:"  | @@ ( ',' @@ )* ) )?"`
+	Having     Expr         `parser:"( 'HAVING' @@ )?"`
+	Windows    []*WindowDef `parser:"( 'WINDOW' @@ ( ',' @@ )* )?"`
 }
 
 // SelectItem is `*`, `t.*` (Star with Qualifier t) or `expr [AS alias]`.
+// After AS any keyword is a name (AS offset), as in DuckDB.
 type SelectItem struct {
 	Pos       lexer.Position
 	Qualifier string `parser:"( @( Ident | QIdent ) '.'"`
 	Star      bool   `parser:"  @'*' | @'*'"`
 	Expr      Expr   `parser:"| @@"`
-	Alias     string `parser:"  ( 'AS' @( Ident | QIdent ) | @( Ident | QIdent ) )? )"`
+	Alias     string `parser:"  ( 'AS' @( Ident | QIdent | Keyword ) | @( Ident | QIdent ) )? )"`
 }
 
 // FromItem is a table reference and the joins that follow it.

@@ -1,7 +1,9 @@
 package lang
 
 import (
+	"errors"
 	"strconv"
+	"strings"
 
 	"github.com/alecthomas/participle/v2/lexer"
 )
@@ -135,24 +137,32 @@ type CastExpr struct {
 // FuncCall is Name(Args...), Name(*) (Star) or Name(DISTINCT Args...), with
 // Over set for a window function call (rank() OVER (...)). Window functions
 // of GROUP BY (TUMBLE, HOP, SESSION) and model calls of LATERAL are FuncCalls
-// too: the binder decides what a name means.
+// too: the binder decides what a name means. LEFT and RIGHT, reserved for
+// joins, are function names too (left(s, 2)), as in DuckDB: a join keyword
+// is never followed by "(".
 type FuncCall struct {
 	Pos      lexer.Position
-	Name     string `parser:"@( Ident | QIdent ) '('"`
+	Name     string `parser:"@( Ident | QIdent | 'LEFT' | 'RIGHT' ) '('"`
 	Star     bool   `parser:"( @'*'"`
 	Distinct bool   `parser:"| @'DISTINCT'"`
-	Args     []Expr `parser:"  @@ ( ',' @@ )* | @@ ( ',' @@ )* )? ')'"`
+	Args     []Expr `parser:"  @@ ( ',' @@ )* | @@ ( ',' @@ )* )?"`
+	// OrderBy is an aggregate's own order: string_agg(s, ',' ORDER BY t).
+	OrderBy []*OrderItem `parser:"( 'ORDER' 'BY' @@ ( ',' @@ )* )? ')'"`
 	// WithinGroup is the ordered-set aggregate's WITHIN GROUP (ORDER BY x):
 	// percentile_cont(0.5) WITHIN GROUP (ORDER BY x).
 	WithinGroup *OrderItem `parser:"( 'WITHIN' 'GROUP' '(' 'ORDER' 'BY' @@ ')' )?"`
-	Over        *Over      `parser:"( (?= 'OVER' ( '(' | Ident | QIdent ) ) @@ )?"`
+	// Filter is an aggregate's FILTER (WHERE cond): only rows where cond is
+	// TRUE are aggregated.
+	Filter Expr  `parser:"( (?= 'FILTER' '(' ) 'FILTER' '(' 'WHERE' @@ ')' )?"`
+	Over   *Over `parser:"( (?= 'OVER' ( '(' | Ident | QIdent ) ) @@ )?"`
 }
 
 // ColumnRef is a possibly dotted name: col, t.col, t.col.field. The binder
-// decides which prefix names a relation.
+// decides which prefix names a relation. After a dot any keyword is a name
+// (t.offset), as in DuckDB.
 type ColumnRef struct {
 	Pos   lexer.Position
-	Names []string `parser:"@( Ident | QIdent ) ( '.' @( Ident | QIdent ) )*"`
+	Names []string `parser:"@( Ident | QIdent ) ( '.' @( Ident | QIdent | Keyword ) )*"`
 }
 
 // NumberLit is a numeric literal, kept as written.
@@ -185,17 +195,38 @@ type NullLit struct {
 	Null bool `parser:"@'NULL'"`
 }
 
-// IntervalLit is INTERVAL 'n' unit.
+// IntervalLit is INTERVAL 'n' unit, INTERVAL n unit, or INTERVAL 'n unit
+// [n unit ...]' (Unit empty), as DuckDB writes them.
 type IntervalLit struct {
 	Pos   lexer.Position
-	Value string   `parser:"'INTERVAL' @String"`
-	Unit  TimeUnit `parser:"@( 'MS' | 'MILLISECOND' | 'MILLISECONDS' | 'SECOND' | 'SECONDS' | 'MINUTE' | 'MINUTES' | 'HOUR' | 'HOURS' | 'DAY' | 'DAYS' )"`
+	Value string   `parser:"'INTERVAL' @( String | Int | Float )"`
+	Unit  TimeUnit `parser:"@( 'MS' | 'MILLISECOND' | 'MILLISECONDS' | 'SECOND' | 'SECONDS' | 'MINUTE' | 'MINUTES' | 'HOUR' | 'HOURS' | 'DAY' | 'DAYS' | 'WEEK' | 'WEEKS' )?"`
 }
+
+// ErrInterval is an interval whose text is not n unit pairs of fixed units.
+var ErrInterval = errors.New("want INTERVAL 'n unit' with unit ms, second, minute, hour, day or week")
 
 // Seconds is the interval's length in seconds.
 func (n *IntervalLit) Seconds() (float64, error) {
-	v, err := strconv.ParseFloat(n.Value, 64)
-	return v * n.Unit.Seconds(), err
+	if n.Unit != "" {
+		v, err := strconv.ParseFloat(n.Value, 64)
+		return v * n.Unit.Seconds(), err
+	}
+	f := strings.Fields(n.Value)
+	if len(f) == 0 || len(f)%2 != 0 {
+		return 0, ErrInterval
+	}
+	total := 0.0
+	for i := 0; i < len(f); i += 2 {
+		v, err := strconv.ParseFloat(f[i], 64)
+		var u TimeUnit
+		_ = u.Capture([]string{f[i+1]})
+		if err != nil || u.Seconds() == 0 {
+			return 0, ErrInterval
+		}
+		total += v * u.Seconds()
+	}
+	return total, nil
 }
 
 // TimestampLit is TIMESTAMP '...'; Value is the unquoted text.
@@ -254,3 +285,16 @@ func (n *BoolLit) Position() lexer.Position          { return n.Pos }
 func (n *NullLit) Position() lexer.Position          { return n.Pos }
 func (n *IntervalLit) Position() lexer.Position      { return n.Pos }
 func (n *TimestampLit) Position() lexer.Position     { return n.Pos }
+
+// Args0String is the call's first argument when it is a string literal
+// (date_part('year', t)).
+func (n *FuncCall) Args0String() (string, bool) {
+	if len(n.Args) == 0 {
+		return "", false
+	}
+	s, ok := n.Args[0].(*StringLit)
+	if !ok {
+		return "", false
+	}
+	return s.Value, true
+}

@@ -150,6 +150,8 @@ type primary struct {
 	Case      *CaseExpr     `parser:"  @@"`
 	Cast      *CastExpr     `parser:"| @@"`
 	Extract   *extract      `parser:"| @@"`
+	Position  *position     `parser:"| @@"`
+	Date      *dateLit      `parser:"| @@"`
 	Interval  *IntervalLit  `parser:"| @@"`
 	Timestamp *TimestampLit `parser:"| @@"`
 	Bool      *BoolLit      `parser:"| @@"`
@@ -169,6 +171,27 @@ type extract struct {
 	Pos   lexer.Position
 	Field string  `parser:"'EXTRACT' '(' @( Ident | QIdent )"`
 	X     *orExpr `parser:"'FROM' @@ ')'"`
+}
+
+// dateLit is DATE 'YYYY-MM-DD', which is CAST('YYYY-MM-DD' AS DATE).
+type dateLit struct {
+	Pos   lexer.Position
+	Value string `parser:"'DATE' @String"`
+}
+
+func (e *dateLit) lower() Expr {
+	return &CastExpr{Pos: e.Pos, X: &StringLit{Pos: e.Pos, Value: e.Value}, Type: &Type{Pos: e.Pos, Name: TypeDate}}
+}
+
+// position is POSITION(sub IN s), which is strpos(s, sub).
+type position struct {
+	Pos lexer.Position
+	Sub *additive `parser:"'POSITION' '(' @@"`
+	S   *additive `parser:"'IN' @@ ')'"`
+}
+
+func (e *position) lower() Expr {
+	return &FuncCall{Pos: e.Pos, Name: "strpos", Args: []Expr{e.S.lower(), e.Sub.lower()}}
 }
 
 func (e *extract) lower() Expr {
@@ -273,6 +296,10 @@ func (e *primary) lower() Expr {
 		return e.Cast
 	case e.Extract != nil:
 		return e.Extract.lower()
+	case e.Position != nil:
+		return e.Position.lower()
+	case e.Date != nil:
+		return e.Date.lower()
 	case e.Interval != nil:
 		return e.Interval
 	case e.Timestamp != nil:

@@ -317,6 +317,9 @@ func (p *printer) query(q *Query) {
 		p.nl("")
 		p.selectBlock(s)
 	}
+	if q.OrderByAll {
+		p.nl("ORDER BY ALL")
+	}
 	if q.OrderBy != nil {
 		p.nl("ORDER BY ")
 		for i, o := range q.OrderBy {
@@ -375,6 +378,9 @@ func (p *printer) selectBlock(s *Select) {
 	if s.Where != nil {
 		p.nl("WHERE ")
 		p.expr(s.Where, 0)
+	}
+	if s.GroupByAll {
+		p.nl("GROUP BY ALL")
 	}
 	if s.GroupBy != nil {
 		p.nl("GROUP BY ")
@@ -692,7 +698,11 @@ func (p *printer) expr(e Expr, min int) {
 		p.node(e.Type)
 		p.w(")")
 	case *FuncCall:
-		p.w(quoteIdent(e.Name), "(")
+		if n := strings.ToUpper(e.Name); n == "LEFT" || n == "RIGHT" {
+			p.w(e.Name, "(")
+		} else {
+			p.w(quoteIdent(e.Name), "(")
+		}
 		switch {
 		case e.Star:
 			p.w("*")
@@ -705,10 +715,23 @@ func (p *printer) expr(e Expr, min int) {
 			}
 			p.expr(a, 0)
 		}
+		for i, o := range e.OrderBy {
+			if i == 0 {
+				p.w(" ORDER BY ")
+			} else {
+				p.w(", ")
+			}
+			p.node(o)
+		}
 		p.w(")")
 		if e.WithinGroup != nil {
 			p.w(" WITHIN GROUP (ORDER BY ")
 			p.node(e.WithinGroup)
+			p.w(")")
+		}
+		if e.Filter != nil {
+			p.w(" FILTER (WHERE ")
+			p.expr(e.Filter, 0)
 			p.w(")")
 		}
 		if e.Over != nil {
@@ -734,7 +757,11 @@ func (p *printer) expr(e Expr, min int) {
 	case *NullLit:
 		p.w("NULL")
 	case *IntervalLit:
-		p.w("INTERVAL ", quoteString(e.Value), " ", string(e.Unit))
+		if e.Unit == "" {
+			p.w("INTERVAL ", quoteString(e.Value))
+		} else {
+			p.w("INTERVAL ", quoteString(e.Value), " ", string(e.Unit))
+		}
 	case *TimestampLit:
 		p.w("TIMESTAMP ", quoteString(e.Value))
 	default:

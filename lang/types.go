@@ -22,7 +22,10 @@ const (
 	TypeVarchar   TypeName = "VARCHAR"
 	TypeBlob      TypeName = "BLOB"
 	TypeTimestamp TypeName = "TIMESTAMP"
-	TypeTensor    TypeName = "TENSOR"
+	// TypeDate is a cast's target only: x::DATE is x's day (a TIMESTAMP
+	// at midnight), DATE 'YYYY-MM-DD' that day.
+	TypeDate   TypeName = "DATE"
+	TypeTensor TypeName = "TENSOR"
 )
 
 // Capture implements participle.Capture.
@@ -55,6 +58,7 @@ const (
 	Minute      TimeUnit = "MINUTE"
 	Hour        TimeUnit = "HOUR"
 	Day         TimeUnit = "DAY"
+	Week        TimeUnit = "WEEK"
 )
 
 // Capture implements participle.Capture.
@@ -81,6 +85,8 @@ func (u TimeUnit) Seconds() float64 {
 		return 3600
 	case Day:
 		return 86400
+	case Week:
+		return 7 * 86400
 	}
 	return 0
 }

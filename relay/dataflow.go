@@ -137,7 +137,7 @@ func (d *DataflowTransport) Dial(ch dataflow.ChannelID) (dataflow.Sender, error)
 	if err != nil {
 		return nil, err
 	}
-	return dataflowSender{s}, nil
+	return &dataflowSender{s: s, ctx: d.ctx}, nil
 }
 
 // Close stops every pump, closes their receivers (releasing what they
@@ -157,9 +157,19 @@ func (d *DataflowTransport) Close() error {
 	return nil
 }
 
-type dataflowSender struct{ s Sender }
+// dataflowSender keeps the context of the run's sends: the engine closes a
+// channel after its last progress, or when the run is cancelled, and only
+// in the first case should Close wait for the receiver to have everything.
+type dataflowSender struct {
+	s   Sender
+	mu  sync.Mutex
+	ctx context.Context
+}
 
-func (ds dataflowSender) Send(ctx context.Context, m dataflow.Message) error {
+func (ds *dataflowSender) Send(ctx context.Context, m dataflow.Message) error {
+	ds.mu.Lock()
+	ds.ctx = ctx
+	ds.mu.Unlock()
 	switch m.Kind {
 	case dataflow.Data:
 		err := ds.s.SendDataAt(ctx, uint64(m.Epoch), m.Ingest, m.Record)
@@ -178,4 +188,9 @@ func (ds dataflowSender) Send(ctx context.Context, m dataflow.Message) error {
 	}
 }
 
-func (ds dataflowSender) Close() error { return ds.s.Close() }
+func (ds *dataflowSender) Close() error {
+	ds.mu.Lock()
+	ctx := ds.ctx
+	ds.mu.Unlock()
+	return CloseSender(ctx, ds.s)
+}

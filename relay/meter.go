@@ -26,7 +26,19 @@ type Meter struct {
 	closed    atomic.Bool
 	bw        bandwidth     // sender: acknowledged messages (bandwidth.go)
 	shapedBps atomic.Uint64 // sender: a shaped link's current cap (float64 bits)
+	resent    atomic.Uint64 // sender: messages sent again
+	dups      atomic.Uint64 // receiver: messages that arrived again, dropped
+	gaps      atomic.Uint64 // receiver: messages found missing, asked for again
 }
+
+// Resent counts one message sent again (a gap, a reconnect, an ack timeout).
+func (m *Meter) Resent() { m.resent.Add(1) }
+
+// Duplicate counts one message that arrived again and was dropped.
+func (m *Meter) Duplicate() { m.dups.Add(1) }
+
+// Gap counts one missing message the receiver asked for again.
+func (m *Meter) Gap() { m.gaps.Add(1) }
 
 // NewMeter returns a zeroed meter for one end of link.
 func NewMeter(link LinkID, dir Direction) *Meter { return &Meter{link: link, dir: dir} }
@@ -104,5 +116,8 @@ func (m *Meter) Snapshot() LinkStats {
 		MaxBuffered:      m.maxBuf.Load(),
 		MaxBufferedBytes: m.maxBufB.Load(),
 		Closed:           m.closed.Load(),
+		Resent:           m.resent.Load(),
+		Duplicates:       m.dups.Load(),
+		Gaps:             m.gaps.Load(),
 	}
 }

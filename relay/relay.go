@@ -9,7 +9,8 @@
 // benchmark behind `tierflow bench relay`.
 //
 // Every backend keeps the same promises: messages of one link arrive in the
-// order they were sent, exactly once; progress travels on the same path as
+// order they were sent, exactly once, also when the network loses some of
+// them (the NATS backend sends them again); progress travels on the same path as
 // data, so a frontier never overtakes its batches; a receiver grants credit for
 // at most Config.Window messages, so a slow receiver stalls its sender and
 // memory stays bounded.
@@ -38,6 +39,9 @@ var (
 	ErrLinkInUse  = errors.New("relay link already open")
 	ErrBadLink    = errors.New("invalid relay link")
 	ErrProtocol   = errors.New("relay protocol violation")
+	// ErrLost: a message went missing and its sender did not send it again
+	// (it is gone, or no longer holds it).
+	ErrLost = errors.New("relay message lost")
 )
 
 // LinkID names one directed link: the batches of one dataflow edge of one
@@ -117,6 +121,22 @@ type Sender interface {
 	// Close ends the stream: the receiver sees io.EOF after the last message.
 	Close() error
 	Stats() LinkStats
+}
+
+// ContextCloser is a Sender whose Close waits for its receiver to
+// acknowledge everything sent, so it can send again what went missing
+// (natsrelay). CloseContext stops waiting when ctx is done: a run that was
+// cancelled does not wait for receivers that may be gone.
+type ContextCloser interface {
+	CloseContext(ctx context.Context) error
+}
+
+// CloseSender closes s, waiting no longer than ctx allows where s waits.
+func CloseSender(ctx context.Context, s Sender) error {
+	if c, ok := s.(ContextCloser); ok {
+		return c.CloseContext(ctx)
+	}
+	return s.Close()
 }
 
 // Receiver is the receiving end of one link.
@@ -211,4 +231,11 @@ type LinkStats struct {
 	// ShapedBps is a shaped link's cap at its last send (bytes per second;
 	// 0: not shaped), what the trace gave it.
 	ShapedBps float64 `json:"shaped_bps,omitempty"`
+	// Links that can lose messages in flight (NATS, across a server
+	// restart) repair it: Resent counts a sender's messages sent again,
+	// Gaps a receiver's requests for a missing message, Duplicates the
+	// messages it got twice and dropped.
+	Resent     uint64 `json:"resent,omitempty"`
+	Gaps       uint64 `json:"gaps,omitempty"`
+	Duplicates uint64 `json:"duplicates,omitempty"`
 }

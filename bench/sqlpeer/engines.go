@@ -111,6 +111,8 @@ func arrowValue(a arrow.Array, r int) (any, error) {
 		return nil, nil
 	}
 	switch a := a.(type) {
+	case *array.Null:
+		return nil, nil
 	case *array.Int8:
 		return float64(a.Value(r)), nil
 	case *array.Int16:
@@ -133,6 +135,8 @@ func arrowValue(a arrow.Array, r int) (any, error) {
 		return a.Value(r), nil
 	case *array.Boolean:
 		return a.Value(r), nil
+	case *array.Date32:
+		return a.Value(r).ToTime().UTC(), nil
 	case *array.Timestamp:
 		unit := a.DataType().(*arrow.TimestampType).Unit
 		return a.Value(r).ToTime(unit).UTC(), nil

@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"math"
 	"os"
 	"path/filepath"
 	"strings"
@@ -246,6 +247,21 @@ var featureTables = []struct {
 		},
 	},
 	{
+		// w: edges: unicode text, timestamps at day, year, epoch and ISO
+		// week boundaries (before 1970 too), -0.0, tiny and huge numbers.
+		name: "w",
+		cols: []column{{"id", "BIGINT", "BIGINT"}, {"s", "VARCHAR", "VARCHAR"}, {"ts", "TIMESTAMP", "TIMESTAMP"},
+			{"v", "DOUBLE", "DOUBLE"}, {"k", "BIGINT", "BIGINT"}},
+		rows: len(edgeStrings),
+		row: func(i int, b []array.Builder) {
+			b[0].(*array.Int64Builder).Append(int64(i + 1))
+			appendOrNull(b[1], i == 7, func() { b[1].(*array.StringBuilder).Append(edgeStrings[i]) })
+			appendOrNull(b[2], i == 10, func() { b[2].(*array.TimestampBuilder).Append(arrow.Timestamp(edgeTimes[i].UnixMicro())) })
+			appendOrNull(b[3], i == 6, func() { b[3].(*array.Float64Builder).Append(edgeDoubles[i]) })
+			appendOrNull(b[4], i == 4, func() { b[4].(*array.Int64Builder).Append(edgeInts[i]) })
+		},
+	},
+	{
 		name:   "ev",
 		stream: true,
 		cols:   []column{{"ts", "TIMESTAMP", "TIMESTAMP"}, {"sensor", "INT", "INTEGER"}, {"value", "DOUBLE", "DOUBLE"}},
@@ -257,6 +273,21 @@ var featureTables = []struct {
 		},
 	},
 }
+
+// The rows of w, by column.
+var (
+	edgeStrings = []string{"Żółw", "straße", "naïve café", "日本語テキスト", "😀 smile", "ÅNGSTRÖM", "", "", "a b  c", "Ωmega", "x,y,,z", "mixed ÄöÜ"}
+	edgeTimes   = []time.Time{
+		time.Date(1970, 1, 1, 0, 0, 0, 0, time.UTC), time.Date(1969, 12, 31, 23, 59, 59, 999999000, time.UTC),
+		time.Date(2000, 2, 29, 12, 0, 0, 0, time.UTC), time.Date(2024, 12, 31, 23, 59, 59, 999999000, time.UTC),
+		time.Date(2025, 1, 1, 0, 0, 0, 0, time.UTC), time.Date(2023, 1, 1, 8, 0, 0, 0, time.UTC),
+		time.Date(2020, 12, 31, 18, 30, 0, 0, time.UTC), time.Date(2021, 1, 3, 23, 59, 59, 0, time.UTC),
+		time.Date(1900, 3, 1, 0, 0, 0, 0, time.UTC), time.Date(2099, 12, 31, 23, 0, 0, 500000000, time.UTC),
+		{}, time.Date(2024, 2, 29, 0, 0, 0, 1000, time.UTC),
+	}
+	edgeDoubles = []float64{-0.5, 2.5, -2.5, math.Copysign(0, -1), 1e20, -1e-7, 0, 3, -3, 123.456, 0.125, -7.75}
+	edgeInts    = []int64{-5, 3, -5, 0, 0, 7, 7, -1, 2, -100, 100, 0}
+)
 
 func appendOrNull(b array.Builder, null bool, add func()) {
 	if null {
@@ -349,8 +380,8 @@ func TestFeaturesMatchDuckDB(t *testing.T) {
 	if err := featureViews(ctx, duck, dir); err != nil {
 		t.Fatal(err)
 	}
-	for i, f := range features {
-		name := fmt.Sprintf("%02d %s", i, f.kind)
+	for i, f := range append(append([]feature(nil), features...), funcFeatures...) {
+		name := fmt.Sprintf("%03d %s", i, f.kind)
 		t.Run(name, func(t *testing.T) {
 			d := f.duckdb
 			if d == "" {

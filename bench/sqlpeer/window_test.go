@@ -88,6 +88,20 @@ var windowFeatures = []feature{
 	// From the partition's start (the default frame, and ROWS UNBOUNDED
 	// PRECEDING): a running aggregate per partition across watermarks.
 	{kind: "stream over", sql: `SELECT ts, sensor, count(*) OVER (PARTITION BY sensor ORDER BY ts), sum(value) OVER (PARTITION BY sensor ORDER BY ts), avg(value) OVER (ORDER BY ts ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW), min(value) OVER (PARTITION BY sensor ORDER BY ts), max(value) OVER (ORDER BY ts) FROM ev`},
+	// DuckDB's interval spellings, FILTER, and an expression over the
+	// window's value, per reading.
+	{kind: "stream over", sql: `SELECT ts, sensor, sum(value) OVER (PARTITION BY sensor ORDER BY ts RANGE BETWEEN INTERVAL '5 seconds' PRECEDING AND CURRENT ROW), count(*) FILTER (WHERE value > 50) OVER (PARTITION BY sensor ORDER BY ts RANGE BETWEEN INTERVAL 3 SECONDS PRECEDING AND CURRENT ROW) FROM ev`},
+	{kind: "stream over", sql: `SELECT ts, sensor, value - avg(value) OVER (PARTITION BY sensor ORDER BY ts ROWS BETWEEN 3 PRECEDING AND CURRENT ROW), max(value) FILTER (WHERE sensor <> 2) OVER (ORDER BY ts ROWS BETWEEN 7 PRECEDING AND CURRENT ROW) FROM ev WHERE value IS NOT NULL`},
+	// Per window: row_number Top-N, string_agg in event-time order, FILTER
+	// and the boolean aggregates.
+	{kind: "stream per window", sql: `SELECT window_start, sensor, count(*) AS c, row_number() OVER (ORDER BY count(*) DESC, sensor) AS rn FROM ev GROUP BY sensor, TUMBLE(ts, INTERVAL '10' SECOND)`,
+		duckdb: `SELECT time_bucket(INTERVAL '10 seconds', ts) AS ws, sensor, count(*) AS c, row_number() OVER (PARTITION BY time_bucket(INTERVAL '10 seconds', ts) ORDER BY count(*) DESC, sensor) FROM ev GROUP BY sensor, ws`},
+	{kind: "stream per window", sql: `SELECT window_start, sensor, string_agg(CAST(value AS VARCHAR), ',' ORDER BY ts DESC) FROM ev GROUP BY sensor, TUMBLE(ts, INTERVAL '5' SECOND)`,
+		duckdb: `SELECT time_bucket(INTERVAL '5 seconds', ts) AS ws, sensor, string_agg(CAST(value AS VARCHAR), ',' ORDER BY ts DESC) FROM ev GROUP BY ALL`},
+	{kind: "stream per window", sql: `SELECT window_start, count_if(value > 50), bool_or(value > 99), max(value) FILTER (WHERE sensor = 1) FROM ev GROUP BY TUMBLE(ts, INTERVAL '15 seconds')`,
+		duckdb: `SELECT time_bucket(INTERVAL '15 seconds', ts) AS ws, count_if(value > 50), bool_or(value > 99), max(value) FILTER (WHERE sensor = 1) FROM ev GROUP BY ALL`},
+	// A stream joined to a table in FROM ... WHERE.
+	{kind: "stream comma join", sql: `SELECT ts, sensor, value, label FROM ev, u WHERE ev.sensor = u.k AND value > 40`},
 	// Per window of a windowed aggregation (Flink's window Top-N).
 	{kind: "stream per window", sql: `SELECT window_start, sensor, count(*) AS c, rank() OVER (ORDER BY count(*) DESC) AS r, sum(count(*)) OVER () AS total FROM ev GROUP BY sensor, TUMBLE(ts, INTERVAL '10' SECOND)`,
 		duckdb: `SELECT time_bucket(INTERVAL '10 seconds', ts) AS ws, sensor, count(*) AS c, rank() OVER (PARTITION BY time_bucket(INTERVAL '10 seconds', ts) ORDER BY count(*) DESC), sum(count(*)) OVER (PARTITION BY time_bucket(INTERVAL '10 seconds', ts)) FROM ev GROUP BY sensor, ws`},

@@ -233,13 +233,18 @@ func runJetStreamQuery(t *testing.T, f clustertest.Fixture, query string, drill 
 	if drill != nil {
 		clustertest.CheckFor(t, 20*time.Second, 20*time.Millisecond, func() error {
 			if read != "" {
-				// A catalog sink's results go to its stream.
-				if n, err := js.StreamNameBySubject(ctx, read); err == nil {
+				// A catalog sink's results go to its stream, and its
+				// frontier commits epochs as the results' do.
+				committed := false
+				for _, q := range c.Coordinator.Queries() {
+					committed = committed || q.State == deploy.StateRunning && q.Committed > 0
+				}
+				if n, err := js.StreamNameBySubject(ctx, read); err == nil && committed {
 					if st, err := js.Stream(ctx, n); err == nil && st.CachedInfo().State.Msgs >= 3 {
 						return nil
 					}
 				}
-				return errors.New("the query has not written results yet")
+				return errors.New("the query has not written and committed results yet")
 			}
 			for _, q := range c.Coordinator.Queries() {
 				if q.State == deploy.StateRunning && q.Committed > 0 && q.ResultRows >= 3 {
@@ -285,8 +290,9 @@ func runJetStreamQuery(t *testing.T, f clustertest.Fixture, query string, drill 
 
 // TestKillWorkerJetStreamSink: INSERT INTO a JetStream sink of the windowed
 // query over a JetStream stream holds each result once when a worker is
-// killed -9 mid-run: the new generation drops what its sink had committed
-// and the stream dedupes what it writes again (message ids).
+// killed -9 mid-run: the new generation resumes at the epoch its sink had
+// committed and drops results below it, and the stream dedupes what it
+// writes again (message ids).
 func TestKillWorkerJetStreamSink(t *testing.T) {
 	f := clustertest.NewFixture(t, 1000)
 	query := strings.Replace(jsQuery, "SELECT s.site", "CREATE SINK counts TO JETSTREAM 'out.counts' FORMAT JSON;\nINSERT INTO counts\nSELECT s.site", 1)
@@ -299,8 +305,8 @@ func TestKillWorkerJetStreamSink(t *testing.T) {
 			t.Fatal(err)
 		}
 	}, "out.counts")
-	if len(s.Recoveries) != 1 {
-		t.Fatalf("recoveries %+v, want one", s.Recoveries)
+	if len(s.Recoveries) != 1 || s.Recoveries[0].Epoch == 0 {
+		t.Fatalf("recoveries %+v, want one, from the epoch the sink had committed", s.Recoveries)
 	}
 	if strings.Join(got, "\n") != strings.Join(want, "\n") {
 		t.Fatalf("killing e1 changed the sink's stream (%d rows, want %d):\n%s\nwant:\n%s", len(got), len(want), strings.Join(got, "\n"), strings.Join(want, "\n"))

@@ -24,6 +24,9 @@ var ErrCompile = errors.New("cannot compile expression")
 // DuckDB the query fails, naming the expression; it never wraps or clamps.
 var ErrOutOfRange = errors.New("value out of range")
 
+// ErrConversion is a text a cast cannot read ('abc'::TIMESTAMP).
+var ErrConversion = errors.New("cannot convert")
+
 // ExprError is the failure of one sub-expression on a batch, named as bound
 // (CAST(a AS INT), (i + 1)), so that a wrong value points at what made it.
 type ExprError struct {
@@ -280,10 +283,28 @@ func (n *castNode) cast(c *functions.Ctx, d compute.Datum) (compute.Datum, error
 }
 
 func (n *castNode) castStrict(c *functions.Ctx, d compute.Datum) (compute.Datum, error) {
+	if n.from.ID() == arrow.STRING && n.to.ID() == arrow.TIMESTAMP {
+		a := d.(*compute.ArrayDatum).MakeArray()
+		defer a.Release()
+		out, err := castStringToTimestamp(c.Mem, a, n.to)
+		if err != nil {
+			return nil, &ExprError{Expr: n.src.String(), Err: err}
+		}
+		defer out.Release()
+		return compute.NewDatum(out), nil
+	}
+	if formatsAsDuckDB(n.from, n.to) {
+		a := d.(*compute.ArrayDatum).MakeArray()
+		defer a.Release()
+		out := castToString(c.Mem, a)
+		defer out.Release()
+		return compute.NewDatum(out), nil
+	}
 	if isFloatType(n.from) && arrow.IsInteger(n.to.ID()) {
 		a := d.(*compute.ArrayDatum).MakeArray()
 		defer a.Release()
-		out, err := roundToInteger(c.Mem, a, n.to)
+		_, literal := n.src.Expr.(*expr.Literal)
+		out, err := roundToInteger(c.Mem, a, n.to, !literal)
 		if err != nil {
 			return nil, &ExprError{Expr: n.src.String(), Err: err}
 		}

@@ -194,5 +194,25 @@ func (p *Projection) Apply(c *functions.Ctx, rec arrow.Record) (arrow.Record, er
 		}
 		cols[i] = a
 	}
-	return array.NewRecord(p.schema, cols, rec.NumRows()), nil
+	return array.NewRecord(p.outSchema(cols), cols, rec.NumRows()), nil
+}
+
+// outSchema is the output schema, except that a column passed through as
+// its input has it carries that input's type: a string column a Parquet
+// scan passes on as dictionary codes (sources.ParquetScan.Codes) stays so.
+func (p *Projection) outSchema(cols []arrow.Array) *arrow.Schema {
+	var fs []arrow.Field
+	for i, c := range p.cols {
+		if c < 0 || arrow.TypeEqual(cols[i].DataType(), p.schema.Field(i).Type) {
+			continue
+		}
+		if fs == nil {
+			fs = append([]arrow.Field(nil), p.schema.Fields()...)
+		}
+		fs[i].Type = cols[i].DataType()
+	}
+	if fs == nil {
+		return p.schema
+	}
+	return arrow.NewSchema(fs, nil)
 }

@@ -2,6 +2,7 @@ package eval
 
 import (
 	"errors"
+	"fmt"
 	"math"
 	"testing"
 
@@ -48,9 +49,10 @@ func evalValues(t *testing.T, mem memory.Allocator, e expr.Expr, rec arrow.Recor
 	return out, nil
 }
 
-// CAST of a double to an integer rounds half away from zero, as DuckDB does;
-// a value the type cannot hold fails naming the CAST, on columns and on
-// constants alike (arrow's scalar cast would have wrapped).
+// CAST of a DOUBLE column to an integer rounds half to even, as DuckDB's
+// does (a literal such as 2.5, a DECIMAL to DuckDB, rounds half away from
+// zero); a value the type cannot hold fails naming the CAST, on columns and
+// on constants alike (arrow's scalar cast would have wrapped).
 func TestCastDoubleToIntegerRoundsAndChecksRange(t *testing.T) {
 	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
 	defer mem.AssertSize(t, 0)
@@ -61,7 +63,7 @@ func TestCastDoubleToIntegerRoundsAndChecksRange(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := []any{int64(3), int64(-3), int64(1), int64(-2), int64(math.MaxInt32), int64(math.MinInt32), nil}
+	want := []any{int64(2), int64(-2), int64(1), int64(-2), int64(math.MaxInt32), int64(math.MinInt32), nil}
 	for k := range want {
 		if got[k] != want[k] {
 			t.Fatalf("CAST(d AS INT) = %v, want %v", got, want)
@@ -90,7 +92,7 @@ func TestCastDoubleToIntegerRoundsAndChecksRange(t *testing.T) {
 			t.Errorf("%s: got %v, want ErrOutOfRange naming it", cast, err)
 		}
 	}
-	// A constant rounds as a column does.
+	// A literal (DuckDB's DECIMAL) rounds half away from zero.
 	if got, err := evalValues(t, mem, &expr.Cast{Expr: lit(-2.5), To: expr.Int64}, rec); err != nil || got[0] != int64(-3) {
 		t.Fatalf("CAST(-2.5 AS BIGINT) = %v, %v", got, err)
 	}
@@ -196,7 +198,7 @@ func TestTryCastNullsWhatDoesNotConvert(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := []any{int64(3), nil, int64(-1), nil}
+	want := []any{int64(2), nil, int64(-1), nil}
 	for k := range want {
 		if got[k] != want[k] {
 			t.Fatalf("TRY_CAST row %d: %v, want %v (all: %v)", k, got[k], want[k], got)
@@ -206,5 +208,42 @@ func TestTryCastNullsWhatDoesNotConvert(t *testing.T) {
 	got, err = evalValues(t, mem, &expr.Cast{Expr: s, To: expr.Int64, Try: true}, rec)
 	if err != nil || got[0] != nil {
 		t.Fatalf("TRY_CAST('12x' AS BIGINT): %v %v", got, err)
+	}
+}
+
+// Casts between text and DOUBLE or TIMESTAMP read and write DuckDB's
+// spellings: 17.0 and 2024-01-02 03:04:05.5 out, 'YYYY-MM-DD[ HH:MM:SS]' in.
+func TestCastTextAsDuckDB(t *testing.T) {
+	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
+	defer mem.AssertSize(t, 0)
+	rec := semanticsBatch(t, mem, []any{17.0, -0.5, 1e20, nil}, []any{int64(1), int64(2), int64(3), nil})
+	defer rec.Release()
+	d := &expr.Column{Index: 0, Name: "d", DataType: expr.Float64}
+	got, err := evalValues(t, mem, &expr.Cast{Expr: d, To: expr.String}, rec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := []any{"17.0", "-0.5", "1e+20", nil}; fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Fatalf("DOUBLE to VARCHAR: %v, want %v", got, want)
+	}
+	for text, want := range map[string]string{
+		"2024-01-02":                 "2024-01-02 00:00:00",
+		"2024-01-02 03:04:05.5":      "2024-01-02 03:04:05.5",
+		"2024-01-02T03:04:05.000001": "2024-01-02 03:04:05.000001",
+		"2024-01-02 03:04":           "2024-01-02 03:04:00",
+	} {
+		ts := &expr.Cast{Expr: lit(text), To: expr.Timestamp}
+		got, err := evalValues(t, mem, &expr.Cast{Expr: ts, To: expr.String}, rec)
+		if err != nil || got[0] != want {
+			t.Errorf("%q::TIMESTAMP::VARCHAR = %v, %v; want %s", text, got[0], err, want)
+		}
+	}
+	bad := &expr.Cast{Expr: lit("2024-13-45"), To: expr.Timestamp}
+	if _, err := evalValues(t, mem, bad, rec); !errors.Is(err, ErrConversion) {
+		t.Fatalf("bad timestamp text: %v, want ErrConversion", err)
+	}
+	bad.Try = true
+	if got, err := evalValues(t, mem, bad, rec); err != nil || got[0] != nil {
+		t.Fatalf("TRY_CAST of bad timestamp text: %v, %v", got, err)
 	}
 }

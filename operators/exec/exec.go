@@ -100,6 +100,11 @@ type Options struct {
 	// limit. Aggregations it cannot split (DISTINCT, other functions),
 	// windows and joins of a stream are not bounded.
 	MemoryLimit int64
+	// Relayed says that the graph's edges may cross a relay (a cluster's
+	// workers over NATS), which carries plain columns: no scan then passes
+	// a string column on as its dictionary codes (codes.go), which only
+	// operators in the same process read.
+	Relayed bool
 }
 
 // AllCores is the Parallelism of a local run that uses every core where it
@@ -142,7 +147,10 @@ type Query struct {
 type builder struct {
 	// bounds of the filter right over a scan, which a Parquet scan uses to
 	// skip row groups (see prune.go)
-	bounds     map[*logical.Scan][]sources.Bound
+	bounds map[*logical.Scan][]sources.Bound
+	// codes: the string columns of a scan (its output's indexes) that a
+	// GROUP BY over it reads only as keys (see codes.go)
+	codes      map[*logical.Scan][]int
 	q          *Query
 	g          *dataflow.Graph
 	opts       Options
@@ -330,6 +338,8 @@ func (b *builder) node(n logical.Node) (int, *arrow.Schema, error) {
 		var parallelIn bool
 		var where *eval.Predicate // a filter the partial aggregations apply
 		var err error
+		keys, plain := plainColumns(n.Group)
+		b.noteCodes(n, b.opts.Parallelism > 1 && plain && len(keys) > 0)
 		if split > 1 {
 			in, schema, parallelIn, where, err = b.fusedMorsels(n.Input, split)
 		} else {
@@ -377,7 +387,6 @@ func (b *builder) node(n logical.Node) (int, *arrow.Schema, error) {
 			}
 			// Not split after all: one aggregation takes every instance's rows.
 		}
-		keys, plain := plainColumns(n.Group)
 		if p := b.opts.Parallelism; p > 1 && plain && len(keys) > 0 {
 			// Equal keys meet in one instance; every instance sees the same
 			// frontier, so each closes its share of a window at the same time.
@@ -529,8 +538,9 @@ func bounded(n logical.Node) bool {
 }
 
 func (b *builder) join(n *logical.Join, at func(error) error) (int, *arrow.Schema, error) {
-	if n.Kind == logical.CrossJoin || n.On == nil {
-		return 0, nil, at(fmt.Errorf("%w: CROSS JOIN", ErrUnsupported))
+	cross := n.Kind == logical.CrossJoin || n.On == nil
+	if cross && (n.Window != nil || !bounded(n.Right)) {
+		return 0, nil, at(fmt.Errorf("%w: CROSS JOIN of a stream on its right", ErrUnsupported))
 	}
 	if n.Window == nil && !bounded(n.Right) {
 		return 0, nil, at(fmt.Errorf("%w: the right side of a join must be a table (stream-table join); stream-stream joins need a window", ErrUnsupported))
@@ -544,6 +554,12 @@ func (b *builder) join(n *logical.Join, at func(error) error) (int, *arrow.Schem
 		return 0, nil, err
 	}
 	lk, rk, residual := rel.SplitJoinCondition(n.On, ls.NumFields())
+	if cross {
+		// A cross product is the hash join of one key every row shares:
+		// the right table is one bucket, and each left row meets all of it.
+		one, _ := expr.NewLiteral(int64(0))
+		lk, rk, residual = []expr.Expr{one}, []expr.Expr{one}, nil
+	}
 	spec := rel.JoinSpec{Kind: rel.InnerJoin, LeftKeys: lk, RightKeys: rk, Residual: residual}
 	if n.Kind == logical.LeftJoin {
 		spec.Kind = rel.LeftJoin
@@ -624,7 +640,7 @@ func declaredSchema(cols []catalog.Column) (*arrow.Schema, error) {
 
 // openReader opens a file source. It is called once at build time to learn the
 // schema and once per run of the source instance.
-func (b *builder) openReader(path, format string, schema *arrow.Schema, table bool, bounds ...sources.Bound) (sources.Reader, error) {
+func (b *builder) openReader(path, format string, schema *arrow.Schema, table bool, scan sources.ParquetScan) (sources.Reader, error) {
 	switch sources.FormatOf(format, path) {
 	case "csv":
 		if table {
@@ -635,9 +651,9 @@ func (b *builder) openReader(path, format string, schema *arrow.Schema, table bo
 		return sources.OpenJSONL(path, schema, b.opts.BatchSize, b.opts.OnError, b.q.report)
 	case "parquet":
 		if table {
-			return sources.OpenParquetTable(path, schema, b.parquetBatch(table), b.opts.Allocator, b.opts.OnError, b.q.report, bounds...)
+			return sources.OpenParquetScan(path, schema, b.parquetBatch(table), b.opts.Allocator, b.opts.OnError, b.q.report, scan)
 		}
-		return sources.OpenParquet(path, schema, b.parquetBatch(table), b.opts.Allocator, b.opts.OnError, b.q.report, bounds...)
+		return sources.OpenParquet(path, schema, b.parquetBatch(table), b.opts.Allocator, b.opts.OnError, b.q.report, scan.Bounds...)
 	case "arrow":
 		return sources.OpenIPC(path, schema, b.opts.Allocator, b.opts.OnError, b.q.report)
 	}
@@ -668,7 +684,7 @@ func (b *builder) scan(n *logical.Scan) (int, *arrow.Schema, error) {
 	if err != nil {
 		return 0, nil, fmt.Errorf("%s: %w", n.Position(), err)
 	}
-	probe, err := b.openReader(path, format, declared, !isStream)
+	probe, err := b.openReader(path, format, declared, !isStream, sources.ParquetScan{})
 	if err != nil {
 		return 0, nil, fmt.Errorf("%s: %s %s: %w", n.Position(), map[bool]string{true: "stream", false: "table"}[isStream], n.Name(), err)
 	}
@@ -678,26 +694,35 @@ func (b *builder) scan(n *logical.Scan) (int, *arrow.Schema, error) {
 	if isStream {
 		et = b.eventTime(schema)
 	}
-	var bounds []sources.Bound
+	var scan sources.ParquetScan
 	if !isStream {
 		// A stream reads every row: those a skipped row group held would
 		// have moved its watermark, so skipping them could change which
 		// rows come late.
-		bounds = b.bounds[n]
+		scan.Bounds = b.bounds[n]
 	}
+	codes := b.codes[n]
 	if f := sources.FormatOf(format, path); f == "parquet" || f == "csv" {
 		// Read only the columns the query uses: Parquet decodes only
 		// those, and CSV converts only their fields (the others are
 		// skipped unread, as DuckDB's reader does).
 		schema, n, et = projectScan(n, schema, et)
 	}
+	if !isStream && sources.FormatOf(format, path) == "parquet" {
+		scan.Codes = codeNames(codes, n, schema)
+	}
 	report := b.q.report
 	var pace sources.Pacing
 	if isStream && b.opts.Pace != nil {
 		pace = b.opts.Pace(n.Stream)
 	}
-	src := b.g.AddOperator(dataflow.OperatorSpec{Name: "scan " + n.Name(), Outputs: 1, New: func(dataflow.Instance) (dataflow.Operator, error) {
-		r, err := b.openReader(path, format, schema, !isStream, bounds...)
+	name := "scan " + n.Name()
+	if len(scan.Codes) > 0 {
+		// Said in EXPLAIN ANALYZE's operators: these keys are grouped on codes.
+		name += " (codes: " + strings.Join(scan.Codes, ", ") + ")"
+	}
+	src := b.g.AddOperator(dataflow.OperatorSpec{Name: name, Outputs: 1, New: func(dataflow.Instance) (dataflow.Operator, error) {
+		r, err := b.openReader(path, format, schema, !isStream, scan)
 		if err != nil {
 			return nil, err
 		}

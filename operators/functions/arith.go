@@ -268,3 +268,98 @@ func powerFunc(c *Ctx, ret arrow.DataType, args []compute.Datum, n int) (arrow.A
 		o.f64(r)
 	})
 }
+
+// signFunc is sign(x): -1, 0 or 1 (0 for -0.0 and NaN).
+func signFunc(c *Ctx, ret arrow.DataType, args []compute.Datum, n int) (arrow.Array, error) {
+	fl := isFloat(args[0])
+	return rowwise(c, ret, args, n, func(o *out, v []*vec, i int) {
+		var x float64
+		if fl {
+			x = v[0].float64(i)
+		} else {
+			x = float64(v[0].int64(i))
+		}
+		switch {
+		case x > 0:
+			o.i64(1)
+		case x < 0:
+			o.i64(-1)
+		default:
+			o.i64(0)
+		}
+	})
+}
+
+// truncFunc is trunc(x [, d]): x rounded toward zero (to d decimal places).
+func truncFunc(c *Ctx, ret arrow.DataType, args []compute.Datum, n int) (arrow.Array, error) {
+	if !isFloat(args[0]) && len(args) == 1 {
+		return computeArith("add_unchecked")(c, ret, []compute.Datum{args[0], compute.NewDatum(int64(0))}, n)
+	}
+	fl := isFloat(args[0])
+	return rowwise(c, ret, args, n, func(o *out, v []*vec, i int) {
+		var x float64
+		if fl {
+			x = v[0].float64(i)
+		} else {
+			x = float64(v[0].int64(i))
+		}
+		d := int64(0)
+		if len(v) > 1 {
+			d = v[1].int64(i)
+		}
+		if d == 0 {
+			x = math.Trunc(x)
+		} else {
+			p := math.Pow(10, float64(d))
+			x = math.Trunc(x*p) / p
+		}
+		if o.i64 != nil {
+			o.i64(int64(x))
+			return
+		}
+		o.f64(x)
+	})
+}
+
+// logFunc is log(x), base 10 as DuckDB's, or log(b, x), base b.
+func logFunc(c *Ctx, ret arrow.DataType, args []compute.Datum, n int) (arrow.Array, error) {
+	fl := make([]bool, len(args))
+	for k := range args {
+		fl[k] = isFloat(args[k])
+	}
+	return rowwise(c, ret, args, n, func(o *out, v []*vec, i int) {
+		xs := make([]float64, len(v))
+		for k := range v {
+			if fl[k] {
+				xs[k] = v[k].float64(i)
+			} else {
+				xs[k] = float64(v[k].int64(i))
+			}
+		}
+		if len(xs) == 1 {
+			if xs[0] <= 0 {
+				o.null()
+				return
+			}
+			o.f64(math.Log10(xs[0]))
+			return
+		}
+		b, x := xs[0], xs[1]
+		if b <= 0 || b == 1 || x <= 0 {
+			o.null()
+			return
+		}
+		o.f64(math.Log(x) / math.Log(b))
+	})
+}
+
+func log2Op(x float64) (float64, bool) { return math.Log2(x), x > 0 }
+func cbrtOp(x float64) (float64, bool) { return math.Cbrt(x), true }
+
+func piFunc(c *Ctx, ret arrow.DataType, args []compute.Datum, n int) (arrow.Array, error) {
+	o := newOut(c.Mem, ret, n)
+	for i := 0; i < n; i++ {
+		o.f64(math.Pi)
+	}
+	return o.finish(), nil
+}

@@ -137,3 +137,58 @@ func checked(a arrow.Array, err, bad error) (arrow.Array, error) {
 	}
 	return a, err
 }
+
+// regexpExtractFunc is regexp_extract(s, pattern [, group [, options]]): the
+// first match's group (0: the whole match), ” when nothing matches, as
+// DuckDB's.
+func regexpExtractFunc(c *Ctx, ret arrow.DataType, args []compute.Datum, n int) (arrow.Array, error) {
+	rs := &regexps{fn: "regexp_extract"}
+	a, err := rowwise(c, ret, args, n, func(o *out, v []*vec, i int) {
+		opts, group := "", int64(0)
+		if len(v) > 2 {
+			group = v[2].int64(i)
+		}
+		if len(v) > 3 {
+			opts = v[3].string(i)
+		}
+		re := rs.get(v[1].string(i), opts)
+		if re == nil {
+			o.null()
+			return
+		}
+		if group < 0 || group > int64(re.NumSubexp()) {
+			if rs.err == nil {
+				rs.err = fmt.Errorf("%w: regexp_extract: group %d out of range (the pattern has %d)", ErrBadArgument, group, re.NumSubexp())
+			}
+			o.null()
+			return
+		}
+		s := v[0].string(i)
+		m := re.FindStringSubmatchIndex(s)
+		if m == nil || m[2*group] < 0 {
+			o.str("")
+			return
+		}
+		o.str(s[m[2*group]:m[2*group+1]])
+	})
+	return checked(a, err, rs.err)
+}
+
+// regexpFullMatchFunc is regexp_full_match(s, pattern [, options]): TRUE
+// when the pattern matches the whole of s.
+func regexpFullMatchFunc(c *Ctx, ret arrow.DataType, args []compute.Datum, n int) (arrow.Array, error) {
+	rs := &regexps{fn: "regexp_full_match"}
+	a, err := rowwise(c, ret, args, n, func(o *out, v []*vec, i int) {
+		opts := ""
+		if len(v) > 2 {
+			opts = v[2].string(i)
+		}
+		re := rs.get(`\A(?:`+v[1].string(i)+`)\z`, opts)
+		if re == nil {
+			o.null()
+			return
+		}
+		o.bl(re.MatchString(v[0].string(i)))
+	})
+	return checked(a, err, rs.err)
+}

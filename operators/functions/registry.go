@@ -106,15 +106,29 @@ func Builtins() *Registry {
 		"less_equal": nullPropagating(compareFunc("less_equal")), "greater": nullPropagating(compareFunc("greater")), "greater_equal": nullPropagating(compareFunc("greater_equal")),
 		"abs": absFunc, "round": roundFunc, "floor": floorCeil(false), "ceil": floorCeil(true),
 		"sqrt": f64Func(sqrtOp), "ln": f64Func(lnOp), "log10": f64Func(log10Op), "exp": f64Func(expOp), "power": powerFunc,
-		"greatest": extremumFunc(true), "least": extremumFunc(false), "coalesce": coalesceFunc, "nullif": nullifFunc,
-		"concat": concatFunc, "string_concat": concatOpFunc, "lower": strMap(lowerOp), "upper": strMap(upperOp), "trim": strMap(trimOp),
-		"ltrim": strMap(ltrimOp), "rtrim": strMap(rtrimOp), "length": lengthFunc, "char_length": lengthFunc,
+		"greatest": extremumFunc(true), "least": extremumFunc(false), "coalesce": coalesceFunc, "ifnull": coalesceFunc, "concat_ws": concatWsFunc, "nullif": nullifFunc,
+		"concat": concatFunc, "string_concat": concatOpFunc, "lower": strMap(lowerOp), "upper": strMap(upperOp), "trim": trimSet(true, true),
+		"ltrim": trimSet(true, false), "rtrim": trimSet(false, true), "length": lengthFunc, "char_length": lengthFunc,
 		"substr": substrFunc, "replace": replaceFunc, "strpos": strposFunc, "starts_with": strPred(startsOp), "regexp_matches": regexpMatchesFunc, "regexp_replace": regexpReplaceFunc, "ends_with": strPred(endsOp),
-		"date_trunc": dateTruncFunc, "date_part": datePartFunc, "to_timestamp": toTimestampFunc, "now": nowFunc, "epoch": epochFunc, "epoch_ms": epochMsFunc,
+		"left": leftRight(false), "right": leftRight(true), "split_part": splitPartFunc, "lpad": padFunc(false), "rpad": padFunc(true),
+		"reverse": strMap(reverseOp), "repeat": repeatFunc, "contains": strPred(containsOp), "strlen": strlenFunc, "instr": strposFunc,
+		"substring": substrFunc, "lcase": strMap(lowerOp), "ucase": strMap(upperOp),
+		"regexp_extract": regexpExtractFunc, "regexp_full_match": regexpFullMatchFunc,
+		"sign": signFunc, "trunc": truncFunc, "log": logFunc, "log2": f64Func(log2Op), "cbrt": f64Func(cbrtOp), "pi": piFunc,
+		"ceiling": floorCeil(true), "pow": powerFunc,
+		"date_diff": dateDiffFunc, "datediff": dateDiffFunc, "time_bucket": timeBucketFunc, "strftime": strftimeFunc,
+		"dayname": dayNameFunc, "monthname": monthNameFunc, "date_add": nullPropagating(addFunc),
+		"sort_key": sortKeyFunc, "date_trunc": dateTruncFunc, "date_part": datePartFunc, "to_timestamp": toTimestampFunc, "now": nowFunc, "epoch": epochFunc, "epoch_ms": epochMsFunc,
 	} {
 		r.scalars[name] = f
 	}
+	for _, u := range datePartShorthands {
+		r.scalars[u] = partFunc(u)
+	}
 	r.aggs["count"] = newCount
+	r.aggs["count_if"] = newBoolAgg(countIf)
+	r.aggs["bool_and"] = newBoolAgg(boolAnd)
+	r.aggs["bool_or"] = newBoolAgg(boolOr)
 	r.aggs["sum"] = newSum
 	r.aggs["avg"] = newAvg
 	r.aggs["min"] = func(arg, ret arrow.DataType) (Accumulator, error) { return newMinMax(arg, false) }
@@ -130,6 +144,7 @@ func Builtins() *Registry {
 	r.paggs["quantile_disc"] = newQuantile(false, -1)
 	r.paggs["quantile"] = newQuantile(false, -1)
 	r.paggs["string_agg"] = newStringAgg
+	r.paggs["string_agg_sorted"] = newSortedStringAgg
 	return r
 }
 

@@ -10,10 +10,9 @@ import (
 )
 
 func lowerOp(s string) string { return strings.ToLower(s) }
-func upperOp(s string) string { return strings.ToUpper(s) }
-func trimOp(s string) string  { return strings.Trim(s, " ") }
-func ltrimOp(s string) string { return strings.TrimLeft(s, " ") }
-func rtrimOp(s string) string { return strings.TrimRight(s, " ") }
+
+// upperOp maps ß to ẞ, as DuckDB's utf8proc does (Go keeps ß).
+func upperOp(s string) string { return strings.ToUpper(strings.ReplaceAll(s, "ß", "ẞ")) }
 
 func strMap(op func(string) string) ScalarFunc {
 	return func(c *Ctx, ret arrow.DataType, args []compute.Datum, n int) (arrow.Array, error) {
@@ -112,4 +111,151 @@ func strposFunc(c *Ctx, ret arrow.DataType, args []compute.Datum, n int) (arrow.
 		}
 		o.i64(int64(utf8.RuneCountInString(s[:k])) + 1)
 	})
+}
+
+// trimSet is trim/ltrim/rtrim: spaces, or with a second argument any of its
+// characters (DuckDB's trim(s, chars)).
+func trimSet(left, right bool) ScalarFunc {
+	return func(c *Ctx, ret arrow.DataType, args []compute.Datum, n int) (arrow.Array, error) {
+		return rowwise(c, ret, args, n, func(o *out, v []*vec, i int) {
+			s, set := v[0].string(i), " "
+			if len(v) > 1 {
+				set = v[1].string(i)
+			}
+			if left {
+				s = strings.TrimLeft(s, set)
+			}
+			if right {
+				s = strings.TrimRight(s, set)
+			}
+			o.str(s)
+		})
+	}
+}
+
+// leftRight is left(s, n) and right(s, n) as DuckDB's: the first (last) n
+// characters; a negative n drops that many from the other end instead.
+func leftRight(fromRight bool) ScalarFunc {
+	return func(c *Ctx, ret arrow.DataType, args []compute.Datum, n int) (arrow.Array, error) {
+		return rowwise(c, ret, args, n, func(o *out, v []*vec, i int) {
+			r := []rune(v[0].string(i))
+			k, size := v[1].int64(i), int64(len(r))
+			if k < 0 {
+				k = max(size+k, 0)
+			}
+			k = min(k, size)
+			if fromRight {
+				o.str(string(r[size-k:]))
+			} else {
+				o.str(string(r[:k]))
+			}
+		})
+	}
+}
+
+// splitPartFunc is split_part(s, sep, k): the k-th field (1-based; from the
+// end when negative) of s split at sep, ” past either end; an empty sep
+// splits s into characters, as DuckDB's string_split.
+func splitPartFunc(c *Ctx, ret arrow.DataType, args []compute.Datum, n int) (arrow.Array, error) {
+	return rowwise(c, ret, args, n, func(o *out, v []*vec, i int) {
+		s, sep, k := v[0].string(i), v[1].string(i), v[2].int64(i)
+		var parts []string
+		if sep == "" {
+			for _, r := range s {
+				parts = append(parts, string(r))
+			}
+			if s == "" {
+				parts = []string{""}
+			}
+		} else {
+			parts = strings.Split(s, sep)
+		}
+		if k < 0 {
+			k = int64(len(parts)) + k + 1
+		}
+		if k < 1 || k > int64(len(parts)) {
+			o.str("")
+			return
+		}
+		o.str(parts[k-1])
+	})
+}
+
+// padFunc is lpad(s, n, fill) and rpad: s cut or padded with repeats of
+// fill to n characters.
+func padFunc(right bool) ScalarFunc {
+	return func(c *Ctx, ret arrow.DataType, args []compute.Datum, n int) (arrow.Array, error) {
+		return rowwise(c, ret, args, n, func(o *out, v []*vec, i int) {
+			r, size, fill := []rune(v[0].string(i)), int(max(v[1].int64(i), 0)), []rune(v[2].string(i))
+			if len(r) >= size {
+				o.str(string(r[:size]))
+				return
+			}
+			if len(fill) == 0 {
+				o.str(string(r))
+				return
+			}
+			pad := make([]rune, 0, size-len(r))
+			for len(pad) < size-len(r) {
+				pad = append(pad, fill[len(pad)%len(fill)])
+			}
+			if right {
+				o.str(string(r) + string(pad))
+			} else {
+				o.str(string(pad) + string(r))
+			}
+		})
+	}
+}
+
+func reverseOp(s string) string {
+	r := []rune(s)
+	for i, j := 0, len(r)-1; i < j; i, j = i+1, j-1 {
+		r[i], r[j] = r[j], r[i]
+	}
+	return string(r)
+}
+
+func repeatFunc(c *Ctx, ret arrow.DataType, args []compute.Datum, n int) (arrow.Array, error) {
+	return rowwise(c, ret, args, n, func(o *out, v []*vec, i int) {
+		o.str(strings.Repeat(v[0].string(i), int(max(v[1].int64(i), 0))))
+	})
+}
+
+func containsOp(s, sub string) bool { return strings.Contains(s, sub) }
+
+func strlenFunc(c *Ctx, ret arrow.DataType, args []compute.Datum, n int) (arrow.Array, error) {
+	return rowwise(c, ret, args, n, func(o *out, v []*vec, i int) { o.i64(int64(len(v[0].string(i)))) })
+}
+
+// concatWsFunc is concat_ws(sep, s...): the non-NULL strings joined by sep;
+// NULL only when sep is.
+func concatWsFunc(c *Ctx, ret arrow.DataType, args []compute.Datum, n int) (arrow.Array, error) {
+	vs, err := vecs(args)
+	if err != nil {
+		return nil, err
+	}
+	defer releaseVecs(vs)
+	o := newOut(c.Mem, ret, n)
+	var sb strings.Builder
+	for i := 0; i < n; i++ {
+		if vs[0].isNull(i) {
+			o.null()
+			continue
+		}
+		sb.Reset()
+		first := true
+		for _, x := range vs[1:] {
+			if x.isNull(i) {
+				continue
+			}
+			if !first {
+				sb.WriteString(vs[0].string(i))
+			}
+			first = false
+			sb.WriteString(x.string(i))
+		}
+		o.str(sb.String())
+	}
+	return o.finish(), nil
 }

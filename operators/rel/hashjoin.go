@@ -107,15 +107,25 @@ type HashJoin struct {
 	leftEv   []*eval.Evaluator
 	rightEv  []*eval.Evaluator
 	residual *eval.Predicate
-	right    []arrow.Array // build side, concatenated, one per column
+	// resCols are the output columns the residual reads; it is compiled
+	// over those alone, so that a match's other columns are gathered only
+	// when it passes (late materialisation).
+	resCols []int
+	right   []arrow.Array // build side, concatenated, one per column
 	// The build side's keys get dense ids in a typed key table; the rows
 	// of id g are first[g], next[first[g]], ... in build order (-1 ends).
 	table       *keyTable
 	first, last []int32
 	next        []int32
-	built       bool
-	li, ri      []int32 // probe index buffers, reused
-	found       []int32
+	// direct replaces table, first and last for one dense integer key
+	// (join_direct.go).
+	direct *directIndex
+	// noDirect keeps the hash table, gatherAll copies every probe column
+	// (the benchmark's baseline).
+	noDirect, gatherAll bool
+	built               bool
+	li, ri              []int32 // probe index buffers, reused
+	found               []int32
 }
 
 // JoinSchema is the output schema: left columns then right columns (right ones
@@ -160,7 +170,22 @@ func NewHashJoin(mem memory.Allocator, spec JoinSpec, left, right *arrow.Schema,
 		j.leftEv, j.rightEv = append(j.leftEv, le), append(j.rightEv, re)
 	}
 	if spec.Residual != nil {
-		p, err := eval.NewPredicate(spec.Residual, j.schema, fns)
+		j.resCols = expr.Columns(spec.Residual)
+		at := map[int]int{}
+		fs := make([]arrow.Field, len(j.resCols))
+		for i, c := range j.resCols {
+			if c >= j.schema.NumFields() {
+				return nil, fmt.Errorf("%w: join condition %s reads column %d of %d", ErrPlan, spec.Residual, c, j.schema.NumFields())
+			}
+			at[c], fs[i] = i, j.schema.Field(c)
+		}
+		res := expr.Transform(spec.Residual, func(x expr.Expr) expr.Expr {
+			if c, ok := x.(*expr.Column); ok {
+				return &expr.Column{Index: at[c.Index], Name: c.Name, DataType: c.DataType}
+			}
+			return x
+		})
+		p, err := eval.NewPredicate(res, arrow.NewSchema(fs, nil), fns)
 		if err != nil {
 			return nil, err
 		}
@@ -226,11 +251,14 @@ func (j *HashJoin) Build(recs []arrow.Record, rightSchema *arrow.Schema) error {
 			j.right = append(j.right, array.MakeArrayOfNull(j.mem, rightSchema.Field(c).Type, 0))
 			continue
 		}
-		a, err := array.Concatenate(parts, j.mem)
+		a, err := concatColumn(j.mem, parts)
 		if err != nil {
 			return err
 		}
 		j.right = append(j.right, a)
+	}
+	if j.buildDirect(nonEmpty) {
+		return nil
 	}
 	var gids []uint32
 	for _, r := range nonEmpty {
@@ -262,6 +290,39 @@ func (j *HashJoin) Build(recs []arrow.Record, rightSchema *arrow.Schema) error {
 	return nil
 }
 
+// buildDirect indexes the build rows by an array when the join has one
+// integer key whose values are dense (join_direct.go); false, having
+// changed nothing, otherwise.
+func (j *HashJoin) buildDirect(recs []arrow.Record) bool {
+	if j.table.ints == nil || j.noDirect || len(recs) == 0 {
+		return false
+	}
+	var cols []arrow.Array
+	defer func() { releaseArrays(cols) }()
+	rows := 0
+	for _, r := range recs {
+		keys, err := evalKeys(j.fctx, j.rightEv, r)
+		if err != nil {
+			releaseArrays(keys)
+			return false // the hash path reports it
+		}
+		cols = append(cols, keys[0])
+		rows += int(r.NumRows())
+	}
+	lo, hi, n := keyRange(cols)
+	d := newDirectIndex(lo, hi, n)
+	if d == nil {
+		return false
+	}
+	j.next = make([]int32, rows)
+	for i := range j.next {
+		j.next[i] = -1
+	}
+	d.build(cols, j.next)
+	j.direct = d
+	return true
+}
+
 // Probe joins rec (left side) against the built table; nil when nothing matches
 // (inner). rec is not released.
 func (j *HashJoin) Probe(rec arrow.Record) (arrow.Record, error) {
@@ -272,41 +333,102 @@ func (j *HashJoin) Probe(rec arrow.Record) (arrow.Record, error) {
 	defer releaseArrays(keys)
 	li, ri := j.li[:0], j.ri[:0]
 	n := int(rec.NumRows())
-	j.found = slices.Grow(j.found[:0], n)[:n]
-	j.table.find(keys, 0, n, j.found)
-	for i, g := range j.found {
-		m := int32(-1)
-		if g >= 0 && int(g) < len(j.first) {
-			m = j.first[g]
-		}
-		if m < 0 {
-			if j.spec.Kind == LeftJoin {
-				li, ri = append(li, int32(i)), append(ri, -1)
+	// once: every probe row is in li once, in order (li is 0, ..., n-1),
+	// so the probe side's columns go on as they are, not gathered.
+	once := false
+	if j.direct != nil && arrow.TypeEqual(keys[0].DataType(), j.table.types[0]) {
+		li, ri, once = j.direct.probe(keys[0], j.next, j.spec.Kind == LeftJoin, li, ri)
+	} else {
+		j.found = slices.Grow(j.found[:0], n)[:n]
+		j.table.find(keys, 0, n, j.found)
+		once = true
+		for i, g := range j.found {
+			m := int32(-1)
+			if g >= 0 && int(g) < len(j.first) {
+				m = j.first[g]
 			}
-			continue
-		}
-		for ; m >= 0; m = j.next[m] {
+			if m < 0 {
+				if j.spec.Kind == LeftJoin {
+					li, ri = append(li, int32(i)), append(ri, -1)
+				} else {
+					once = false
+				}
+				continue
+			}
 			li, ri = append(li, int32(i)), append(ri, m)
+			for m = j.next[m]; m >= 0; m = j.next[m] {
+				once = false
+				li, ri = append(li, int32(i)), append(ri, m)
+			}
 		}
 	}
+	once = once && !j.gatherAll
 	j.li, j.ri = li, ri
 	if len(li) == 0 {
 		return nil, nil
 	}
-	out, err := gatherJoin(j.fctx, j.schema, rec.Columns(), j.right, li, ri)
-	if err != nil || j.residual == nil {
-		return out, err
+	if j.residual != nil {
+		return j.probeResidual(rec, li, ri, once)
 	}
-	defer out.Release()
-	return j.residual.Filter(j.fctx, out)
+	return gatherJoin(j.fctx, j.schema, rec.Columns(), j.right, li, ri, once)
+}
+
+// probeResidual keeps the matches (li, ri) that pass the residual: it
+// gathers the columns the residual reads, and the others only for the
+// matches that pass.
+func (j *HashJoin) probeResidual(rec arrow.Record, li, ri []int32, once bool) (arrow.Record, error) {
+	nLeft := int(rec.NumCols())
+	cols := make([]arrow.Array, 0, len(j.resCols))
+	defer func() { releaseArrays(cols) }()
+	fs := make([]arrow.Field, 0, len(j.resCols))
+	for _, c := range j.resCols {
+		var a arrow.Array
+		var err error
+		switch {
+		case c < nLeft && once:
+			a = rec.Column(c)
+			a.Retain()
+		case c < nLeft:
+			a, err = eval.Gather(j.fctx.Context(), j.mem, rec.Column(c), li)
+		default:
+			a, err = eval.Gather(j.fctx.Context(), j.mem, j.right[c-nLeft], ri)
+		}
+		if err != nil {
+			return nil, err
+		}
+		cols = append(cols, a)
+		fs = append(fs, arrow.Field{Name: j.schema.Field(c).Name, Type: a.DataType(), Nullable: true})
+	}
+	sub := array.NewRecord(arrow.NewSchema(fs, nil), cols, int64(len(li)))
+	defer sub.Release()
+	sel, all, err := j.residual.Select(j.fctx, sub)
+	switch {
+	case err != nil:
+		return nil, err
+	case all:
+		return gatherJoin(j.fctx, j.schema, rec.Columns(), j.right, li, ri, once)
+	case len(sel) == 0:
+		return nil, nil
+	}
+	kl, kr := make([]int32, len(sel)), make([]int32, len(sel))
+	for k, s := range sel {
+		kl[k], kr[k] = li[s], ri[s]
+	}
+	return gatherJoin(j.fctx, j.schema, rec.Columns(), j.right, kl, kr, false)
 }
 
 // gatherJoin takes the left rows lidx and right rows ridx (-1: a NULL row)
-// into one record.
-func gatherJoin(c *functions.Ctx, schema *arrow.Schema, left, right []arrow.Array, lidx, ridx []int32) (arrow.Record, error) {
+// into one record; leftAsIs: lidx is every left row in order, whose columns
+// are taken as they are.
+func gatherJoin(c *functions.Ctx, schema *arrow.Schema, left, right []arrow.Array, lidx, ridx []int32, leftAsIs bool) (arrow.Record, error) {
 	cols := make([]arrow.Array, 0, len(left)+len(right))
 	defer func() { releaseArrays(cols) }()
 	for k, a := range append(append([]arrow.Array{}, left...), right...) {
+		if k < len(left) && leftAsIs {
+			a.Retain()
+			cols = append(cols, a)
+			continue
+		}
 		idx := lidx
 		if k >= len(left) {
 			idx = ridx
@@ -317,7 +439,27 @@ func gatherJoin(c *functions.Ctx, schema *arrow.Schema, left, right []arrow.Arra
 		}
 		cols = append(cols, out)
 	}
-	return array.NewRecord(schema, cols, int64(len(lidx))), nil
+	return array.NewRecord(columnTypes(schema, cols), cols, int64(len(lidx))), nil
+}
+
+// columnTypes is schema with each field typed as its column is: a string
+// column that a Parquet scan passed on as dictionary codes stays so
+// (dictkeys.go).
+func columnTypes(schema *arrow.Schema, cols []arrow.Array) *arrow.Schema {
+	var fs []arrow.Field
+	for i, c := range cols {
+		if arrow.TypeEqual(c.DataType(), schema.Field(i).Type) {
+			continue
+		}
+		if fs == nil {
+			fs = append([]arrow.Field(nil), schema.Fields()...)
+		}
+		fs[i].Type = c.DataType()
+	}
+	if fs == nil {
+		return schema
+	}
+	return arrow.NewSchema(fs, nil)
 }
 
 // Release frees the build side.
@@ -329,4 +471,5 @@ func (j *HashJoin) Release() {
 		j.table = nil
 	}
 	j.first, j.last, j.next = nil, nil, nil
+	j.direct = nil
 }

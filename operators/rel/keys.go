@@ -21,7 +21,8 @@ type keyTable struct {
 	types []arrow.DataType
 	ints  *intTable // single integer-like key
 	strs  *strTable
-	nullG int64 // id of the NULL key for ints and strs (-1 none)
+	codes *codeIDs // a dictionary-encoded strs key's codes (dictkeys.go)
+	nullG int64    // id of the NULL key for ints and strs (-1 none)
 	enc   map[string]uint32
 	multi *multiKeys // GROUP BY tuples of strings and integers (newGroupKeyTable)
 	keys  []array.Builder
@@ -132,6 +133,10 @@ func (t *keyTable) lookupBatch(cols []arrow.Array, from, to int, out []uint32) {
 			lookupInts(t, col, u64, from, to, out)
 		}
 	case t.strs != nil:
+		if d, ok := cols[0].(*array.Dictionary); ok {
+			t.lookupDict(d, from, to, out)
+			return
+		}
 		t.lookupStrings(cols[0].(*array.String), from, to, out)
 	case t.multi != nil:
 		t.multi.lookupBatch(t, cols, from, to, out)
@@ -353,6 +358,9 @@ func appendValue(b array.Builder, a arrow.Array, i int) {
 		return
 	}
 	switch a := a.(type) {
+	case *array.Dictionary:
+		// A dictionary-encoded key (dictkeys.go): its value.
+		appendValue(b, a.Dictionary(), a.GetValueIndex(i))
 	case *array.Int64:
 		b.(*array.Int64Builder).Append(a.Value(i))
 	case *array.Int32:

@@ -17,6 +17,7 @@ type multiKeys struct {
 	pairs []*intTable // pairs[k-1]: (tuple id of columns < k, id in column k) -> tuple id of columns <= k
 	pairN []uint32    // ids handed out by pairs[k-1] (the last one's are the group ids)
 	ids   [][]uint32  // per column: the batch's ids
+	codes []codeIDs   // per column: a dictionary-encoded one's codes (dictkeys.go)
 }
 
 type columnIDs struct {
@@ -87,6 +88,9 @@ func (m *multiKeys) columnIDs(c int, col arrow.Array, from, to int, add bool) []
 			k.n++
 		}
 		return uint32(k.null)
+	}
+	if d, ok := col.(*array.Dictionary); ok && k.strs != nil && m.columnDictIDs(c, d, from, ids, null, add) {
+		return ids
 	}
 	if k.strs != nil {
 		s := col.(*array.String)

@@ -39,6 +39,7 @@ type recordReader struct {
 	errs   rowErrors
 	rows   int64 // rows read so far, for the row number in errors
 	pq     *parquetPlan
+	codes  codeColumns // columns passed on as dictionary codes (ParquetScan.Codes)
 }
 
 // parquetPlan is what a Parquet reader reads, for reading it again by row
@@ -51,6 +52,7 @@ type parquetPlan struct {
 	// dictProps reads string columns stored as dictionaries as such, for a
 	// reader of one row group (stringDictColumns)
 	dictProps pqarrow.ArrowReadProperties
+	codes     []string // ParquetScan.Codes
 	mem       memory.Allocator
 }
 
@@ -113,6 +115,13 @@ func (r *recordReader) convert(mem memory.Allocator, rec arrow.Record) (arrow.Re
 				return nil, fmt.Errorf("%w: %s: no column %q", ErrBadFile, r.path, f.Name)
 			}
 			in := rec.Column(idx[0])
+			if d, ok := in.(*array.Dictionary); ok && f.Type.ID() == arrow.STRING && r.codes.keep(f.Name, d) {
+				// Only grouped by: the codes go on, as read.
+				d.Retain()
+				cols = append(cols, d)
+				checked = append(checked, len(cols)-1)
+				continue
+			}
 			if d, ok := in.(*array.Dictionary); ok && f.Type.ID() == arrow.STRING {
 				// A string column read as its dictionary (stringDictColumns):
 				// unpacked here in one pass, its values checked once each.
@@ -134,6 +143,7 @@ func (r *recordReader) convert(mem memory.Allocator, rec arrow.Record) (arrow.Re
 	if err != nil {
 		return nil, err
 	}
+	schema = withColumnTypes(schema, cols)
 	out := array.NewRecord(schema, cols, rec.NumRows())
 	if len(bad) == 0 {
 		return out, nil
@@ -298,6 +308,10 @@ func (r *recordReader) Close() error {
 // Columns are decoded on the calling goroutine, not pqarrow's parallel ones:
 // guard must be able to turn a panic on a corrupt file into an error.
 func OpenParquet(path string, schema *arrow.Schema, batch int, mem memory.Allocator, policy OnError, report *Report, bounds ...Bound) (_ Reader, err error) {
+	return openParquet(path, schema, batch, mem, policy, report, ParquetScan{Bounds: bounds})
+}
+
+func openParquet(path string, schema *arrow.Schema, batch int, mem memory.Allocator, policy OnError, report *Report, scan ParquetScan) (_ Reader, err error) {
 	f, err := os.Open(path)
 	if err != nil {
 		return nil, fmt.Errorf("%w: %v", ErrBadFile, err)
@@ -325,11 +339,7 @@ func OpenParquet(path string, schema *arrow.Schema, batch int, mem memory.Alloca
 	if err != nil {
 		return nil, fmt.Errorf("%w: %s: %v", ErrBadFile, path, err)
 	}
-	leaves, groups := parquetLeaves(fr.Manifest, schema), keepRowGroups(pf.MetaData(), fr.Manifest, bounds)
-	rr, err := fr.GetRecordReader(context.Background(), leaves, groups)
-	if err != nil {
-		return nil, fmt.Errorf("%w: %s: %v", ErrBadFile, path, err)
-	}
+	leaves, groups := parquetLeaves(fr.Manifest, schema), keepRowGroups(pf.MetaData(), fr.Manifest, scan.Bounds)
 	pq := &parquetPlan{leaves: leaves, groups: groups, props: props, mem: mem}
 	if pq.groups == nil {
 		for g := range pf.NumRowGroups() {
@@ -343,7 +353,19 @@ func OpenParquet(path string, schema *arrow.Schema, batch int, mem memory.Alloca
 	for _, c := range stringDictColumns(pf.MetaData(), pq.groups, schema) {
 		pq.dictProps.SetReadDict(c, true)
 	}
-	return &recordReader{path: path, rr: rr, want: schema, closer: f.Close, errs: rowErrors{policy, report}, pq: pq}, nil
+	pq.codes = scan.Codes
+	if len(scan.Codes) > 0 && len(pq.groups) == 1 {
+		// One dictionary per column: this reader can keep it (codes). (The
+		// properties shape the reader's schema, so it is made anew.)
+		if fr, err = pqarrow.NewFileReader(pf, pq.dictProps, mem); err != nil {
+			return nil, fmt.Errorf("%w: %s: %v", ErrBadFile, path, err)
+		}
+	}
+	rr, err := fr.GetRecordReader(context.Background(), leaves, groups)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %s: %v", ErrBadFile, path, err)
+	}
+	return &recordReader{path: path, rr: rr, want: schema, closer: f.Close, errs: rowErrors{policy, report}, pq: pq, codes: newCodeColumns(scan.Codes)}, nil
 }
 
 // checkStoredSchema checks the Arrow schema pqarrow keeps in a Parquet

@@ -2,6 +2,7 @@ package sources
 
 import (
 	"encoding/binary"
+	"slices"
 	"unicode/utf8"
 
 	"github.com/apache/arrow/go/v17/arrow"
@@ -150,4 +151,67 @@ func unpackStrings(mem memory.Allocator, d *array.Dictionary) (arrow.Array, bool
 		nullBuf.Release()
 	}
 	return out, valid
+}
+
+// codeColumns are the STRING columns a reader passes on as dictionary arrays
+// (ParquetScan.Codes) when it reads them as their dictionary: a GROUP BY of
+// the column then groups on the codes (operators/rel's dictkeys.go) and no
+// row's string is built. A dictionary with a value that is not UTF-8 is
+// unpacked as before, so that its rows are checked one by one.
+type codeColumns struct {
+	names map[string]bool
+	dict  arrow.ArrayData // the dictionary last checked, and its answer
+	valid bool
+}
+
+func newCodeColumns(names []string) codeColumns {
+	if len(names) == 0 {
+		return codeColumns{}
+	}
+	c := codeColumns{names: map[string]bool{}}
+	for _, n := range names {
+		c.names[n] = true
+	}
+	return c
+}
+
+// keep: column name's dictionary array d goes on as it is.
+func (c *codeColumns) keep(name string, d *array.Dictionary) bool {
+	if !c.names[name] || d.Indices().DataType().ID() != arrow.INT32 {
+		return false
+	}
+	dict, ok := d.Dictionary().(*array.String)
+	if !ok {
+		return false
+	}
+	if dd := d.Data().Dictionary(); dd != c.dict {
+		c.dict, c.valid = dd, true
+		for i := range dict.Len() {
+			if dict.IsValid(i) && !utf8.ValidString(dict.Value(i)) {
+				c.valid = false
+				break
+			}
+		}
+	}
+	return c.valid
+}
+
+// withColumnTypes is schema with each field typed as its column is: a
+// string column kept as codes is a dictionary in its batch's schema.
+func withColumnTypes(schema *arrow.Schema, cols []arrow.Array) *arrow.Schema {
+	var fs []arrow.Field
+	for i, c := range cols {
+		if arrow.TypeEqual(c.DataType(), schema.Field(i).Type) {
+			continue
+		}
+		if fs == nil {
+			fs = slices.Clone(schema.Fields())
+		}
+		fs[i].Type = c.DataType()
+	}
+	if fs == nil {
+		return schema
+	}
+	md := schema.Metadata()
+	return arrow.NewSchema(fs, &md)
 }

@@ -19,16 +19,38 @@ import (
 // with the rows, errors and row numbers of a sequential read. A file of one
 // row group, or a process with one core, is read sequentially.
 func OpenParquetTable(path string, schema *arrow.Schema, batch int, mem memory.Allocator, policy OnError, report *Report, bounds ...Bound) (Reader, error) {
-	r, err := OpenParquet(path, schema, batch, mem, policy, report, bounds...)
+	return OpenParquetScan(path, schema, batch, mem, policy, report, ParquetScan{Bounds: bounds})
+}
+
+// ParquetScan is what a query tells the reader of a table's Parquet file
+// beyond the columns it reads.
+type ParquetScan struct {
+	// Bounds skip the row groups whose statistics show that no row passes
+	// the query's filter.
+	Bounds []Bound
+	// Codes names STRING columns that the query only groups by. Where the
+	// file stores one as a dictionary, its batches carry it as an Arrow
+	// dictionary array (int32 codes into the row group's values; the
+	// batch's schema says so, Schema stays STRING), and its strings are
+	// never built per row. Every batch then holds the rows of one row
+	// group, as each has its own dictionary.
+	Codes []string
+}
+
+// OpenParquetScan is OpenParquetTable with everything the scan says.
+func OpenParquetScan(path string, schema *arrow.Schema, batch int, mem memory.Allocator, policy OnError, report *Report, scan ParquetScan) (Reader, error) {
+	r, err := openParquet(path, schema, batch, mem, policy, report, scan)
 	if err != nil {
 		return nil, err
 	}
 	seq := r.(*recordReader)
 	workers := min(runtime.GOMAXPROCS(0), len(seq.pq.groups))
-	if workers < 2 {
+	if workers < 2 && (len(scan.Codes) == 0 || len(seq.pq.groups) < 2) {
 		return r, nil
 	}
-	return &parquetParallel{seq: seq, workers: workers, policy: policy, report: report}, nil
+	// (One core and codes over several row groups: one worker reads a row
+	// group at a time, each batch with its own group's dictionary.)
+	return &parquetParallel{seq: seq, workers: max(workers, 1), policy: policy, report: report}, nil
 }
 
 // parquetParallel reads row groups on workers goroutines; Next takes their
@@ -142,7 +164,7 @@ func (p *parquetParallel) readGroup(fr *pqarrow.FileReader, t *rowGroupTask) (er
 	if err != nil {
 		return fmt.Errorf("%w: %s: %v", ErrBadFile, p.seq.path, err)
 	}
-	r := &recordReader{path: p.seq.path, rr: rr, want: p.seq.want, errs: rowErrors{p.policy, t.rep}, rows: t.first}
+	r := &recordReader{path: p.seq.path, rr: rr, want: p.seq.want, errs: rowErrors{p.policy, t.rep}, rows: t.first, codes: newCodeColumns(p.seq.pq.codes)}
 	defer r.Close()
 	for {
 		rec, err := r.Next(p.seq.pq.mem)

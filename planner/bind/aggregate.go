@@ -212,6 +212,7 @@ func (b *Binder) aggregate(s *lang.Select, order []*lang.OrderItem, node logical
 	if s.Having != nil {
 		b.clause = "HAVING"
 		b.wins = nil
+		b.havingAliases(s, sc)
 		having = b.predicate2(s.Having, sc, ac, "HAVING")
 		b.wins = ws
 	}
@@ -350,4 +351,30 @@ func (b *Binder) groupItem(g lang.Expr, s *lang.Select, sc *scope) lang.Expr {
 		}
 	}
 	return g
+}
+
+// havingAliases lets HAVING name a SELECT item by its alias, as DuckDB does
+// (SELECT g, sum(x) AS s ... HAVING s > 10); a FROM column of that name
+// wins.
+func (b *Binder) havingAliases(s *lang.Select, sc *scope) {
+	lang.Inspect(s.Having, func(n lang.Node) bool {
+		switch x := n.(type) {
+		case *lang.Query:
+			return false
+		case *lang.ColumnRef:
+			if len(x.Names) != 1 || sc.has("", x.Names[0]) {
+				return true
+			}
+			for _, it := range s.Items {
+				if it.Expr != nil && it.Alias != "" && strings.EqualFold(it.Alias, x.Names[0]) && !hasWindowCall(it.Expr) {
+					if b.replaced == nil {
+						b.replaced = map[lang.Expr]lang.Expr{}
+					}
+					b.replaced[x] = it.Expr
+					break
+				}
+			}
+		}
+		return true
+	})
 }

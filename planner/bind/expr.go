@@ -77,17 +77,15 @@ func (b *Binder) expr(e lang.Expr, sc *scope, ac *aggScope) expr.Expr {
 	case *lang.IntervalLit:
 		sec, err := x.Seconds()
 		if err != nil {
-			b.errorf(x.Pos, ErrBind, "bad interval '%s'", x.Value)
+			b.errorf(x.Pos, ErrBind, "bad interval '%s': %v", x.Value, lang.ErrInterval)
 			return nil
 		}
 		l, _ := expr.NewLiteral(time.Duration(sec * float64(time.Second)))
 		return l
 	case *lang.TimestampLit:
-		for _, layout := range []string{time.RFC3339Nano, "2006-01-02 15:04:05.999999999", "2006-01-02 15:04:05", "2006-01-02"} {
-			if t, err := time.Parse(layout, x.Value); err == nil {
-				l, _ := expr.NewLiteral(t)
-				return l
-			}
+		if t, ok := parseTimestampText(x.Value); ok {
+			l, _ := expr.NewLiteral(t)
+			return l
 		}
 		b.errorf(x.Pos, ErrBind, "bad timestamp '%s': want 'YYYY-MM-DD[ HH:MM:SS]'", x.Value)
 		return nil
@@ -104,6 +102,12 @@ func (b *Binder) expr(e lang.Expr, sc *scope, ac *aggScope) expr.Expr {
 			}
 			out, err := expr.NewLogic(op, l, r)
 			return b.check(x.OpPos, out, err)
+		}
+		if isComparison(x.Op) {
+			l, r = b.textAsTime(l, r, x.Left.Position()), b.textAsTime(r, l, x.Right.Position())
+			if l == nil || r == nil {
+				return nil
+			}
 		}
 		f, ok := b.Funcs.Operator(string(x.Op), 2)
 		if !ok {
@@ -141,6 +145,10 @@ func (b *Binder) expr(e lang.Expr, sc *scope, ac *aggScope) expr.Expr {
 		if v == nil || lo == nil || hi == nil {
 			return nil
 		}
+		lo, hi = b.textAsTime(lo, v, x.Low.Position()), b.textAsTime(hi, v, x.High.Position())
+		if lo == nil || hi == nil {
+			return nil
+		}
 		out, err := expr.NewBetween(v, lo, hi, x.Not)
 		return b.check(x.Pos, out, err)
 	case *lang.SubqueryExpr:
@@ -162,7 +170,7 @@ func (b *Binder) expr(e lang.Expr, sc *scope, ac *aggScope) expr.Expr {
 		var list []expr.Expr
 		ok := v != nil
 		for _, it := range x.List {
-			if y := b.expr(it, sc, ac); y != nil {
+			if y := b.textAsTime(b.expr(it, sc, ac), v, it.Position()); y != nil {
 				list = append(list, y)
 			} else {
 				ok = false
@@ -221,6 +229,9 @@ func (b *Binder) expr(e lang.Expr, sc *scope, ac *aggScope) expr.Expr {
 		if v == nil {
 			return nil
 		}
+		if x.Type.Name == lang.TypeDate {
+			return b.castDate(x, v)
+		}
 		t, err := catalog.ParseType(TypeString(x.Type))
 		if err != nil {
 			b.errorf(x.Type.Pos, ErrBind, "%v", err)
@@ -256,6 +267,16 @@ func (b *Binder) call(x *lang.FuncCall, sc *scope, ac *aggScope) expr.Expr {
 			return nil
 		}
 		x = y
+	}
+	if x.Filter != nil || len(x.OrderBy) > 0 || (x.Distinct && strings.EqualFold(x.Name, "string_agg")) {
+		if x = b.aggClauses(x); x == nil {
+			return nil
+		}
+	}
+	if unit, ok := x.Args0String(); ok && strings.EqualFold(x.Name, "date_part") && strings.EqualFold(unit, "epoch") && len(x.Args) == 2 {
+		// DuckDB's epoch part keeps the fraction of the second (a DOUBLE),
+		// where every other part is a whole number.
+		x = &lang.FuncCall{Pos: x.Pos, Name: "epoch", Args: x.Args[1:], Over: x.Over}
 	}
 	if x.Over != nil {
 		return b.windowCall(x, sc, ac)
@@ -660,5 +681,84 @@ func (b *Binder) orderedSet(x *lang.FuncCall) (y *lang.FuncCall, ok bool) {
 	if name == "percentile_disc" {
 		fn = "quantile_disc"
 	}
-	return &lang.FuncCall{Pos: x.Pos, Name: fn, Args: []lang.Expr{x.WithinGroup.Expr, q}}, true
+	return &lang.FuncCall{Pos: x.Pos, Name: fn, Args: []lang.Expr{x.WithinGroup.Expr, q}, Filter: x.Filter, Over: x.Over}, true
+}
+
+// aggClauses binds an aggregate's FILTER (WHERE c) and ORDER BY as the
+// plain call they amount to. Every aggregate skips NULLs, so FILTER is
+// agg(CASE WHEN c THEN x END) (count(*): count(CASE WHEN c THEN 1 END)).
+// ORDER BY changes only string_agg's answer, which becomes
+// string_agg_sorted(sort_key(s, order, keys...), sep); the other aggregates
+// are the same in any order, so it is dropped there. nil when the call is
+// wrong (reported).
+func (b *Binder) aggClauses(x *lang.FuncCall) *lang.FuncCall {
+	name := strings.ToLower(x.Name)
+	if f, ok := b.Funcs.Lookup(name); !ok || f.Kind != expr.AggregateKind {
+		if !ok {
+			return x // reported as an unknown function
+		}
+		if x.Filter != nil {
+			b.errorf(x.Filter.Position(), ErrBind, "FILTER (WHERE ...) applies to aggregates, not %s", name)
+		} else {
+			b.errorf(x.OrderBy[0].Pos, ErrBind, "ORDER BY inside a call applies to aggregates, not %s", name)
+		}
+		return nil
+	}
+	y := *x
+	y.Filter, y.OrderBy = nil, nil
+	y.Args = append([]lang.Expr(nil), x.Args...)
+	if x.Filter != nil {
+		if x.Star {
+			y.Star = false
+			y.Args = []lang.Expr{&lang.NumberLit{Pos: x.Pos, Value: "1"}}
+		}
+		if len(y.Args) == 0 {
+			b.errorf(x.Pos, ErrBind, "%s takes no argument for FILTER to apply to", name)
+			return nil
+		}
+		y.Args[0] = &lang.CaseExpr{Pos: x.Filter.Position(), Whens: []*lang.WhenClause{{Pos: x.Filter.Position(), Cond: x.Filter, Result: y.Args[0]}}}
+	}
+	if (len(x.OrderBy) > 0 || x.Distinct) && name == "string_agg" {
+		if x.Star || len(y.Args) == 0 {
+			b.errorf(x.Pos, ErrBind, "string_agg takes a string to join")
+			return nil
+		}
+		orderBy := x.OrderBy
+		if x.Distinct {
+			// As in PostgreSQL, DISTINCT orders by the value itself (the
+			// order is DuckDB's own otherwise): equal values are adjacent,
+			// and the aggregate keeps one of each.
+			for _, o := range orderBy {
+				if lang.Print(o.Expr) != lang.Print(x.Args[0]) {
+					b.errorf(o.Pos, ErrBind, "in string_agg(DISTINCT ...), ORDER BY must be the aggregated value %s", lang.Print(x.Args[0]))
+					return nil
+				}
+			}
+			if len(orderBy) == 0 {
+				orderBy = []*lang.OrderItem{{Pos: x.Pos, Expr: x.Args[0]}}
+			}
+			y.Distinct = false
+			if len(y.Args) == 1 {
+				y.Args = append(y.Args, &lang.StringLit{Pos: x.Pos, Value: ","})
+			}
+			y.Args = append(y.Args, &lang.BoolLit{Pos: x.Pos, Value: true})
+		}
+		order := ""
+		keys := []lang.Expr{y.Args[0], nil}
+		for _, o := range orderBy {
+			dir, nulls := "A", "L"
+			if o.Desc {
+				dir = "D"
+			}
+			if o.Nulls == "FIRST" {
+				nulls = "F"
+			}
+			order += dir + nulls
+			keys = append(keys, o.Expr)
+		}
+		keys[1] = &lang.StringLit{Pos: orderBy[0].Pos, Value: order}
+		y.Name = "string_agg_sorted"
+		y.Args[0] = &lang.FuncCall{Pos: x.Pos, Name: "sort_key", Args: keys}
+	}
+	return &y
 }

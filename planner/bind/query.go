@@ -2,6 +2,7 @@ package bind
 
 import (
 	"math"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -31,6 +32,7 @@ func (b *Binder) query(q *lang.Query, _ *scope) (logical.Node, *scope) {
 	}
 	var nodes []logical.Node
 	var first *scope
+	var common []arrow.DataType // each column's type across the branches
 	selects := q.Selects()
 	for i, s := range selects {
 		var order []*lang.OrderItem
@@ -44,22 +46,47 @@ func (b *Binder) query(q *lang.Query, _ *scope) (logical.Node, *scope) {
 		}
 		if i == 0 {
 			first = sc
-		} else if len(nodes) > 0 {
+		}
+		if len(nodes) > 0 {
 			prev := nodes[0].Schema()
 			if len(prev.Fields()) != len(n.Schema().Fields()) {
 				b.errorf(s.Pos, ErrBind, "UNION ALL branch has %d columns, the first has %d", len(n.Schema().Fields()), len(prev.Fields()))
 				continue
 			}
+			// As DuckDB: the branches' types unify (NULL, INT and
+			// BIGINT, BIGINT and DOUBLE), and each branch is cast to them.
 			for j, f := range n.Schema().Fields() {
-				if !arrow.TypeEqual(f.Type, prev.Field(j).Type) {
-					b.errorf(s.Pos, ErrBind, "UNION ALL column %d is %s here but %s in the first branch", j+1, expr.TypeName(f.Type), expr.TypeName(prev.Field(j).Type))
+				if arrow.TypeEqual(common[j], f.Type) {
+					continue
 				}
+				t, ok := expr.CommonType(common[j], f.Type)
+				if !ok {
+					b.errorf(s.Pos, ErrBind, "UNION ALL column %d is %s here but %s in the first branch", j+1, expr.TypeName(f.Type), expr.TypeName(prev.Field(j).Type))
+					continue
+				}
+				common[j] = t
+			}
+		} else {
+			for _, f := range n.Schema().Fields() {
+				common = append(common, f.Type)
 			}
 		}
 		nodes = append(nodes, n)
 	}
 	if len(nodes) == 0 {
 		return nil, nil
+	}
+	if len(nodes) > 1 {
+		for i, n := range nodes {
+			nodes[i] = castColumns(n, common)
+		}
+		if first != nil {
+			for j := range first.cols {
+				if j < len(common) {
+					first.cols[j].typ = common[j]
+				}
+			}
+		}
 	}
 	var n logical.Node = nodes[0]
 	if len(nodes) > 1 {
@@ -70,6 +97,9 @@ func (b *Binder) query(q *lang.Query, _ *scope) (logical.Node, *scope) {
 	}
 	if len(q.OrderBy) > 0 && len(selects) > 1 {
 		n = b.sortOutput(n, first, q.OrderBy)
+	}
+	if q.OrderByAll {
+		n = orderByAll(n, q)
 	}
 	if q.Limit != nil || q.Offset != nil {
 		lim := &logical.Limit{Input: n, N: logical.NoLimit}
@@ -107,12 +137,18 @@ func (b *Binder) selectBlock(s *lang.Select, order []*lang.OrderItem) (logical.N
 	prev := b.wins
 	b.wins = nil
 	defer func() { b.wins = prev }()
+	if s.GroupByAll {
+		s = b.groupByAll(s)
+	}
 	var node logical.Node
 	var sc *scope
 	if len(s.From) == 0 {
 		// SELECT without FROM reads one row of no columns, as DuckDB.
 		node, sc = &logical.Values{Pos: Pos(s.Pos)}, &scope{}
 	}
+	where := s.Where
+	conj := splitAnd(s.Where)
+	used := make([]bool, len(conj))
 	for _, f := range s.From {
 		n, fsc := b.fromItem(f)
 		if n == nil {
@@ -122,16 +158,34 @@ func (b *Binder) selectBlock(s *lang.Select, order []*lang.OrderItem) (logical.N
 			node, sc = n, fsc
 			continue
 		}
+		if keys := commaJoinKeys(conj, used, sc, fsc); len(keys) > 0 {
+			both := sc.concat(fsc)
+			b.clause = "WHERE"
+			on := b.conjunction(keys, both)
+			b.clause = ""
+			node = logical.NewJoin(logical.InnerJoin, node, n, on, Pos(f.Pos))
+			sc = both
+			continue
+		}
 		node = logical.NewJoin(logical.CrossJoin, node, n, nil, Pos(f.Pos))
 		sc = sc.concat(fsc)
+	}
+	if slices.Contains(used, true) {
+		var rest []lang.Expr
+		for i, c := range conj {
+			if !used[i] {
+				rest = append(rest, c)
+			}
+		}
+		where = joinAnd(rest)
 	}
 	if node != nil && len(s.From) > 0 {
 		node, sc = b.decorrelate(s, node, sc)
 	}
-	if s.Where != nil {
+	if where != nil {
 		b.clause = "WHERE"
-		if pred := b.predicate(s.Where, sc, "WHERE"); pred != nil {
-			node = &logical.Filter{Input: node, Pred: pred, Pos: Pos(s.Where.Position())}
+		if pred := b.predicate(where, sc, "WHERE"); pred != nil {
+			node = &logical.Filter{Input: node, Pred: pred, Pos: Pos(where.Position())}
 		}
 		b.clause = ""
 	}
@@ -235,6 +289,15 @@ func (b *Binder) fromItem(f *lang.FromItem) (logical.Node, *scope) {
 			return nil, nil
 		}
 		both := sc.concat(rsc)
+		if j.Kind == lang.JoinLeft || j.Kind == lang.JoinRight || j.Kind == lang.JoinFull {
+			if j.On != nil {
+				if _, wc := splitWindow(j.On); wc == nil {
+					folded := *j
+					folded.On = foldOuterOn(j.On, sc, rsc)
+					j = &folded
+				}
+			}
+		}
 		switch j.Kind {
 		case lang.JoinRight:
 			if node = b.rightJoin(j, node, right, sc, rsc); node == nil {
@@ -670,4 +733,28 @@ func seq(from, to int) []int {
 		out = append(out, i)
 	}
 	return out
+}
+
+// castColumns is n with each column cast to types[i] where its type differs
+// (a UNION ALL branch brought to the types of all branches).
+func castColumns(n logical.Node, types []arrow.DataType) logical.Node {
+	fs := n.Schema().Fields()
+	if len(fs) != len(types) {
+		return n
+	}
+	same := true
+	exprs := make([]expr.Expr, len(fs))
+	names := make([]string, len(fs))
+	for i, f := range fs {
+		names[i] = f.Name
+		exprs[i] = &expr.Column{Index: i, Name: f.Name, DataType: f.Type}
+		if !arrow.TypeEqual(f.Type, types[i]) && !expr.IsNullType(types[i]) {
+			exprs[i] = &expr.Cast{Expr: exprs[i], To: types[i]}
+			same = false
+		}
+	}
+	if same {
+		return n
+	}
+	return logical.NewProject(n, exprs, names, logical.Pos{})
 }

@@ -23,14 +23,16 @@ var ErrMalformed = errors.New("malformed relay frame")
 const Magic uint16 = 0x5446
 
 // Version is the header layout version; a peer with another layout is refused.
-const Version uint8 = 2
+// Version 3 added the resend frame: a version-2 receiver fails a link on a
+// lost message where a version-3 one asks for it again, so the two do not mix.
+const Version uint8 = 3
 
 // Kind says what a frame carries.
 type Kind uint8
 
 // Frame kinds. Data, Progress and End travel sender -> receiver on the data
 // path and carry sequence numbers; Hello too but without a sequence; Credit,
-// Close and Ack travel receiver -> sender.
+// Close, Ack and Resend travel receiver -> sender.
 const (
 	KindData     Kind = 1 // body: Arrow IPC stream of one record
 	KindProgress Kind = 2 // no body: Epoch is the sender's new frontier
@@ -38,8 +40,9 @@ const (
 	KindHello    Kind = 4 // no body: a sender asks for its current credit
 	KindCredit   Kind = 5 // body: cumulative credit grant (EncodeCredit)
 	KindClose    Kind = 6 // no body: the receiver closed the link
-	KindAck      Kind = 7 // no body: Seq is the data message the receiver has taken in whole
-	kindMax           = KindAck
+	KindAck      Kind = 7 // no body: the receiver has every message up to Seq in whole
+	KindResend   Kind = 8 // no body: Seq is the first message the receiver lacks; send again from it
+	kindMax           = KindResend
 )
 
 func (k Kind) String() string {
@@ -58,6 +61,8 @@ func (k Kind) String() string {
 		return "close"
 	case KindAck:
 		return "ack"
+	case KindResend:
+		return "resend"
 	}
 	return fmt.Sprintf("kind(%d)", uint8(k))
 }
@@ -219,7 +224,7 @@ func DecodeQuery(b []byte, query string) (Header, []byte, error) {
 		return h, nil, fmt.Errorf("%w: %s frame in %d chunks (only data is chunked)", ErrMalformed, h.Kind, h.Chunks)
 	}
 	switch h.Kind {
-	case KindProgress, KindEnd, KindHello, KindClose, KindAck:
+	case KindProgress, KindEnd, KindHello, KindClose, KindAck, KindResend:
 		if h.Total != 0 {
 			return h, nil, fmt.Errorf("%w: %s frame with a %d-byte body", ErrMalformed, h.Kind, h.Total)
 		}

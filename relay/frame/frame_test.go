@@ -19,6 +19,7 @@ func TestHeaderRoundTrip(t *testing.T) {
 		{Kind: KindData, Query: "", Edge: 1<<32 - 1, Sender: 9, Receiver: 0, Epoch: 1<<64 - 1, Seq: 1, Chunk: 2, Chunks: 3, Total: 100},
 		{Kind: KindProgress, Query: "q", Epoch: 1<<64 - 1, Seq: 9, Chunks: 1},
 		{Kind: KindEnd, Query: string(bytes.Repeat([]byte("x"), MaxQueryLen)), Chunks: 1},
+		{Kind: KindResend, Query: "q", Seq: 12, Chunks: 1},
 	}
 	for _, h := range cases {
 		body := bytes.Repeat([]byte{0xAB}, int(min(h.Total, 5)))
@@ -60,6 +61,7 @@ func TestDecodeRejects(t *testing.T) {
 		"chunk past end": Append(nil, Header{Kind: KindData, Chunk: 3, Chunks: 3, Total: 10}, nil),
 		"end with body":  Append(nil, Header{Kind: KindEnd, Chunks: 1, Total: 2}, []byte{1, 2}),
 		"progress body":  Append(nil, Header{Kind: KindProgress, Chunks: 1, Total: 1}, []byte{1}),
+		"resend body":    Append(nil, Header{Kind: KindResend, Chunks: 1, Total: 1}, []byte{1}),
 		"credit short":   Append(nil, Header{Kind: KindCredit, Chunks: 1, Total: 2}, []byte{1, 2}),
 		"credit chunked": Append(nil, Header{Kind: KindCredit, Chunks: 2, Total: 8}, nil),
 		"chunk over all": Append(nil, Header{Kind: KindData, Chunks: 2, Total: 1}, []byte{1, 2}),

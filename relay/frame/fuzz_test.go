@@ -32,6 +32,7 @@ func seedFrames(t testing.TB) [][]byte {
 		Append(nil, Header{Kind: KindCredit, Query: "q1", Chunks: 1, Total: 8}, EncodeCredit(nil, 64)),
 		Append(nil, Header{Kind: KindClose, Chunks: 1}, nil),
 		Append(nil, Header{Kind: KindAck, Seq: 3, Chunks: 1}, nil),
+		Append(nil, Header{Kind: KindResend, Seq: 4, Chunks: 1}, nil),
 	}
 }
 

@@ -14,6 +14,20 @@
 // repeated grant is repaired by the next one; a sender that waits too long
 // asks again with a hello frame.
 //
+// Core NATS may lose messages: those in flight at a server when it stops
+// never arrive, while the clients reconnect and carry on. A link repairs
+// that. The receiver acknowledges every message it has in whole (acks are
+// cumulative: an ack of n covers everything up to n), and the sender keeps
+// every message until its ack comes back; credit bounds those to the
+// window, so memory stays bounded. It sends them all again, oldest first,
+// when the receiver reports a gap (a resend frame naming the message it
+// lacks, sent instead of failing the link), when its connection has
+// reconnected, and when the oldest has waited AckTimeout for its ack. The
+// receiver drops (and counts) a message it already has. Only a gap that
+// nobody fills within GapTimeout fails the link, with relay.ErrLost: its
+// sender is gone. Close waits, up to Linger, for the receiver to
+// acknowledge everything, the end frame included.
+//
 // It must not import runtime or cmd; the NATS connection is the caller's.
 package natsrelay
 
@@ -57,6 +71,16 @@ type Options struct {
 	// only the ones before it: a latency measured across the link then
 	// includes its transfer time, as on a real slow link.
 	Shaper func(link relay.LinkID) relay.Shaper
+	// AckTimeout is how long a sender waits for the ack of its oldest
+	// unacknowledged message before sending everything unacknowledged
+	// again (default 1s; it doubles while nothing comes back, to 8 times).
+	AckTimeout time.Duration
+	// GapTimeout is how long a receiver asks for a missing message before
+	// it fails the link with relay.ErrLost (default 10s).
+	GapTimeout time.Duration
+	// Linger bounds how long Close waits for the receiver to acknowledge
+	// what was sent (default 30s, a server outage's length).
+	Linger time.Duration
 }
 
 // Transport is the NATS backend of relay.Transport.
@@ -69,18 +93,70 @@ type Transport struct {
 	ends   relay.Ends
 	shape  func(link relay.LinkID) float64
 	shaper func(link relay.LinkID) relay.Shaper
+	ackTO  time.Duration
+	gapTO  time.Duration
+	linger time.Duration
+	// done is closed by Close: a sender waiting for acks stops waiting.
+	done      chan struct{}
+	closeOnce sync.Once
+	// drop, set by tests, makes a publish it returns true for vanish as
+	// if the server had lost it.
+	drop func(b []byte) bool
+	// spare are buffers closed links' senders no longer need, for the next
+	// links of this transport (a query's links come and go together).
+	spareMu    sync.Mutex
+	spare      [][]byte
+	spareBytes int
+}
+
+// maxSpareBytes bounds the buffers a transport keeps for its next links.
+const maxSpareBytes = 64 << 20
+
+// putSpare keeps b for another link, within maxSpareBytes.
+func (t *Transport) putSpare(b []byte) {
+	t.spareMu.Lock()
+	defer t.spareMu.Unlock()
+	if t.spareBytes+cap(b) <= maxSpareBytes {
+		t.spare = append(t.spare, b[:0])
+		t.spareBytes += cap(b)
+	}
+}
+
+// getSpare returns a kept buffer, or nil.
+func (t *Transport) getSpare() []byte {
+	t.spareMu.Lock()
+	defer t.spareMu.Unlock()
+	n := len(t.spare)
+	if n == 0 {
+		return nil
+	}
+	b := t.spare[n-1]
+	t.spare[n-1] = nil
+	t.spare = t.spare[:n-1]
+	t.spareBytes -= cap(b)
+	return b
 }
 
 var _ relay.Transport = (*Transport)(nil)
 
 // New makes a transport over nc. Closing the transport leaves nc open.
 func New(nc *nats.Conn, o Options) *Transport {
-	t := &Transport{nc: nc, cfg: o.Config.WithDefaults(), prefix: o.Prefix, chunk: o.MaxChunk, retry: o.Retry, shape: o.Shape, shaper: o.Shaper}
+	t := &Transport{nc: nc, cfg: o.Config.WithDefaults(), prefix: o.Prefix, chunk: o.MaxChunk, retry: o.Retry, shape: o.Shape, shaper: o.Shaper,
+		ackTO: o.AckTimeout, gapTO: o.GapTimeout, linger: o.Linger, done: make(chan struct{})}
 	if t.prefix == "" {
 		t.prefix = "tierflow.relay"
 	}
 	if t.retry <= 0 {
 		t.retry = 200 * time.Millisecond
+	}
+	if t.ackTO <= 0 {
+		t.ackTO = time.Second
+	}
+	if t.gapTO <= 0 {
+		t.gapTO = 10 * time.Second
+	}
+	if t.linger <= 0 {
+		t.linger = 30 * time.Second
 	}
 	return t
 }
@@ -95,8 +171,20 @@ func (t *Transport) Subjects(link relay.LinkID) (data, credit string) {
 // Stats implements relay.Transport.
 func (t *Transport) Stats() []relay.LinkStats { return t.ends.Stats() }
 
-// Close implements relay.Transport.
-func (t *Transport) Close() error { return t.ends.CloseAll() }
+// Close implements relay.Transport. Senders stop waiting for acks: closing
+// the transport is giving up on the links.
+func (t *Transport) Close() error {
+	t.closeOnce.Do(func() { close(t.done) })
+	return t.ends.CloseAll()
+}
+
+// publish puts b on subj, unless a test's drop hook loses it.
+func (t *Transport) publish(subj string, b []byte) error {
+	if t.drop != nil && t.drop(b) {
+		return nil
+	}
+	return t.nc.Publish(subj, b)
+}
 
 // flush waits until the server has processed everything sent so far (a new
 // subscription included). nats.go insists on a deadline.
@@ -171,7 +259,7 @@ func (e *end) open(ctx context.Context, dir relay.Direction, self endpoint, subj
 
 // control publishes a control frame on subj and meters it if it went out.
 func (e *end) control(subj string, b []byte) error {
-	err := e.t.nc.Publish(subj, b)
+	err := e.t.publish(subj, b)
 	if err == nil {
 		e.m.ControlBytes(len(b))
 	}
@@ -184,12 +272,15 @@ type sender struct {
 	end
 	maxChunk int
 
-	sendMu sync.Mutex // orders messages; guards seq, buf, enc, broken
+	sendMu sync.Mutex // orders messages; guards seq, enc, broken
 	seq    uint64
-	buf    bytes.Buffer
 	enc    *frame.Encoder
 	hspace []byte // zeros the size of this link's header
 	broken error
+	// buf encodes the next data message; lastLen is the last one's
+	// length, a new buffer's size.
+	buf     bytes.Buffer
+	lastLen int
 
 	mu         sync.Mutex // guards the credit state below
 	sent       uint64
@@ -204,19 +295,36 @@ type sender struct {
 	nextSend time.Time
 	// shaper shapes the link to a trace (Options.Shaper; nil: none).
 	shaper relay.Shaper
-	// unacked are the data messages sent whose acks have not come back,
-	// oldest first (guarded by mu): an ack makes one bandwidth sample.
-	unacked []sentMsg
+
+	// wireMu guards what went on the wire and is not acknowledged yet, and
+	// the publishing itself, so that a message sent again never lands
+	// between the chunks of another.
+	wireMu  sync.Mutex
+	unacked []*outMsg     // oldest first
+	acks    chan struct{} // Close's wait: closed (and dropped) when unacked shrinks
+	free    [][]byte      // buffers of acknowledged data messages, for the next
+	hsave   []byte        // a chunk's bytes under the next chunk's header
+	// evicted is the newest message dropped unacknowledged (a receiver
+	// that does not ack): a gap at or below it cannot be filled.
+	evicted    uint64
+	rto        time.Duration // the ack timeout now (doubles while no ack comes)
+	timer      *time.Timer   // checks acks while unacked is not empty
+	timerOn    bool
+	reconnects uint64 // the connection's reconnects when last checked
+	down       bool   // torn down: no more sending again
 
 	closeOnce sync.Once
+	closeErr  error
 }
 
-// sentMsg is a data message waiting for its ack: when it got the link
-// (after the messages before it had crossed a shaped link) and its bytes.
-type sentMsg struct {
-	seq   uint64
-	start time.Time
-	bytes int
+// outMsg is a message sent and not yet acknowledged: what it takes to put
+// it on the wire again, and what its ack tells the bandwidth estimate.
+type outMsg struct {
+	h      frame.Header // the first chunk's header (Chunks and Total set)
+	b      []byte       // data: header room + body; other kinds: the frame
+	start  time.Time    // when it got the link (after the shaper let it go)
+	sentAt time.Time    // when it went out last
+	resent bool         // its ack is no bandwidth sample (Karn's rule)
 }
 
 // OpenSender implements relay.Transport. It returns once the credit
@@ -225,7 +333,7 @@ func (t *Transport) OpenSender(ctx context.Context, link relay.LinkID) (relay.Se
 	if err := link.Validate(); err != nil {
 		return nil, err
 	}
-	s := &sender{end: end{t: t, link: link}, notify: make(chan struct{}), enc: frame.NewEncoder(t.cfg.Allocator)}
+	s := &sender{end: end{t: t, link: link}, notify: make(chan struct{}), enc: frame.NewEncoder(t.cfg.Allocator), rto: t.ackTO}
 	s.dataSubj, s.creditSubj = t.Subjects(link)
 	if t.shape != nil {
 		s.rate = t.shape(link)
@@ -239,9 +347,11 @@ func (t *Transport) OpenSender(ctx context.Context, link relay.LinkID) (relay.Se
 	}
 	hl := header(link, frame.KindData)
 	s.hspace = make([]byte, hl.Len())
+	s.hsave = make([]byte, hl.Len())
 	if s.maxChunk < hl.Len()+64 {
 		return nil, fmt.Errorf("relay: max payload %d leaves no room for data on %s", s.maxChunk, link)
 	}
+	s.reconnects = t.nc.Stats().Reconnects
 	if err := s.open(ctx, relay.Send, s, s.creditSubj, s.onCredit, nil); err != nil {
 		return nil, err
 	}
@@ -249,7 +359,7 @@ func (t *Transport) OpenSender(ctx context.Context, link relay.LinkID) (relay.Se
 	return s, nil
 }
 
-// hello asks the receiver for its current grant.
+// hello asks the receiver for its current grant (and how far it got).
 func (s *sender) hello() {
 	_ = s.control(s.dataSubj, frame.Append(nil, header(s.link, frame.KindHello), nil))
 }
@@ -258,6 +368,21 @@ func (s *sender) onCredit(msg *nats.Msg) {
 	h, body, err := frame.DecodeQuery(msg.Data, s.link.Query)
 	if err != nil || !sameLink(&h, s.link) {
 		return // not ours to act on; a receiver never sends garbage
+	}
+	switch h.Kind {
+	case frame.KindAck:
+		s.wireMu.Lock()
+		s.acked(h.Seq, true)
+		s.wireMu.Unlock()
+		return
+	case frame.KindResend:
+		s.wireMu.Lock()
+		s.acked(h.Seq-1, false)
+		if h.Seq > s.evicted {
+			s.resend(h.Seq)
+		}
+		s.wireMu.Unlock()
+		return
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -270,9 +395,6 @@ func (s *sender) onCredit(msg *nats.Msg) {
 		s.granted = g
 	case frame.KindClose:
 		s.peerClosed = true
-	case frame.KindAck:
-		s.acked(h.Seq)
-		return
 	default:
 		return
 	}
@@ -280,17 +402,176 @@ func (s *sender) onCredit(msg *nats.Msg) {
 	s.notify = make(chan struct{})
 }
 
-// acked takes the receiver's ack of message seq; s.mu is held. Acks come
-// in order, so older messages still waiting lost theirs.
-func (s *sender) acked(seq uint64) {
+// acked takes the receiver's word that it has every message up to seq;
+// s.wireMu is held. The ack of a data message sent once is a bandwidth
+// sample (sample is false when the word came with a resend request).
+func (s *sender) acked(seq uint64, sample bool) {
+	if len(s.unacked) == 0 || s.unacked[0].h.Seq > seq {
+		return
+	}
 	now := time.Now()
-	for len(s.unacked) > 0 && s.unacked[0].seq <= seq {
+	for len(s.unacked) > 0 && s.unacked[0].h.Seq <= seq {
 		m := s.unacked[0]
+		s.unacked[0] = nil
 		s.unacked = s.unacked[1:]
-		if m.seq == seq {
-			s.m.Ack(m.bytes, m.start, now)
+		if m.h.Kind != frame.KindData {
+			continue
+		}
+		if sample && m.h.Seq == seq && !m.resent {
+			s.m.Ack(len(m.b), m.start, now)
+		}
+		// Keep the buffers for the next messages (as many as the window
+		// lets be in flight anyway), but not a huge one.
+		if cap(m.b) <= 4*s.maxChunk {
+			if len(s.free) <= s.t.cfg.Window {
+				s.free = append(s.free, m.b[:0])
+			} else {
+				s.t.putSpare(m.b)
+			}
 		}
 	}
+	s.rto = s.t.ackTO
+	if s.acks != nil {
+		close(s.acks)
+		s.acks = nil
+	}
+}
+
+// resend puts every unacknowledged message from seq on (0: all) on the
+// wire again, oldest first; s.wireMu is held. A failure is left to the
+// next try.
+func (s *sender) resend(seq uint64) {
+	if s.down {
+		return
+	}
+	now := time.Now()
+	for _, m := range s.unacked {
+		if m.h.Seq < seq {
+			continue
+		}
+		if err := s.put(m); err != nil {
+			return
+		}
+		m.resent, m.sentAt = true, now
+		s.m.Resent()
+	}
+}
+
+// tick runs every Retry while messages wait for their acks: after a
+// reconnect, or once the oldest has waited the ack timeout, everything
+// unacknowledged goes out again.
+func (s *sender) tick() {
+	s.wireMu.Lock()
+	defer s.wireMu.Unlock()
+	s.mu.Lock()
+	peerClosed := s.peerClosed
+	s.mu.Unlock()
+	if s.down || len(s.unacked) == 0 || peerClosed {
+		s.timerOn = false
+		return
+	}
+	if rc := s.t.nc.Stats().Reconnects; rc != s.reconnects {
+		s.reconnects = rc
+		s.resend(0)
+	} else if time.Since(s.unacked[0].sentAt) >= s.rto {
+		s.resend(0)
+		s.rto = min(2*s.rto, 8*s.t.ackTO)
+	}
+	s.timer.Reset(s.t.retry)
+}
+
+// put publishes m, chunk by chunk; s.wireMu is held. A chunk's header
+// goes over the tail of the chunk before (which NATS has already copied
+// out), and those bytes are put back, so m can be sent again.
+func (s *sender) put(m *outMsg) error {
+	if m.h.Kind != frame.KindData {
+		if err := s.t.publish(s.dataSubj, m.b); err != nil {
+			return err
+		}
+		if m.h.Kind == frame.KindEnd {
+			s.m.ControlBytes(len(m.b))
+		} else {
+			s.m.Wire(len(m.b))
+		}
+		return nil
+	}
+	h := m.h
+	hl := h.Len()
+	per := s.maxChunk - hl
+	for i := 0; i < int(h.Chunks); i++ {
+		start := hl + i*per
+		end := min(start+per, len(m.b))
+		head := m.b[start-hl : start]
+		if i > 0 {
+			copy(s.hsave, head)
+		}
+		h.Chunk = uint32(i)
+		h.Put(head)
+		err := s.t.publish(s.dataSubj, m.b[start-hl:end])
+		if i > 0 {
+			copy(head, s.hsave)
+		}
+		if err != nil {
+			return err
+		}
+		s.m.Wire(end - start + hl)
+	}
+	return nil
+}
+
+// send keeps m until its ack and publishes it. A publish that failed while
+// the connection is down (a broken pipe, a full reconnect buffer) is not a
+// failure: m goes out again after the reconnect. A closed connection or a
+// refused message breaks the link.
+func (s *sender) send(m *outMsg) error {
+	s.wireMu.Lock()
+	defer s.wireMu.Unlock()
+	// A receiver that never acks must not grow this without bound; credit
+	// keeps an acking one within the window.
+	if len(s.unacked) >= 4*s.t.cfg.Window+1 {
+		s.evicted = s.unacked[0].h.Seq
+		s.unacked[0] = nil
+		s.unacked = s.unacked[1:]
+	}
+	m.sentAt = time.Now()
+	s.unacked = append(s.unacked, m)
+	if !s.timerOn && !s.down {
+		s.timerOn = true
+		if s.timer == nil {
+			s.timer = time.AfterFunc(s.t.retry, s.tick)
+		} else {
+			s.timer.Reset(s.t.retry)
+		}
+	}
+	if err := s.put(m); err != nil && s.fatal(err) {
+		s.unacked = s.unacked[:len(s.unacked)-1]
+		return err
+	}
+	return nil
+}
+
+// fatal says whether a publish error ends the link, rather than a message
+// that will go out again once the connection is back.
+func (s *sender) fatal(err error) bool {
+	return s.t.nc.IsClosed() || errors.Is(err, nats.ErrMaxPayload) || errors.Is(err, nats.ErrBadSubject) || errors.Is(err, nats.ErrInvalidConnection)
+}
+
+// buffer returns an empty buffer for the next data message: one an
+// acknowledged message left, or a new one the size of the last message, so
+// encoding into it does not grow it step by step.
+func (s *sender) buffer() []byte {
+	s.wireMu.Lock()
+	defer s.wireMu.Unlock()
+	if n := len(s.free); n > 0 {
+		b := s.free[n-1]
+		s.free[n-1] = nil
+		s.free = s.free[:n-1]
+		return b
+	}
+	if b := s.t.getSpare(); b != nil {
+		return b
+	}
+	return make([]byte, 0, s.lastLen)
 }
 
 // acquire takes one credit, waiting for a grant if there is none.
@@ -358,11 +639,11 @@ func (s *sender) SendDataAt(ctx context.Context, epoch uint64, ingest int64, rec
 	h.Epoch, h.Seq, h.Ingest = epoch, s.seq+1, ingest
 	hl := h.Len()
 	// Encode behind room for the first header, so the first chunk needs no
-	// copy; later chunks write their header over the tail of the chunk before,
-	// which NATS has already copied out.
-	s.buf.Reset()
-	s.buf.Write(s.hspace)
-	withSchema, err := s.enc.Encode(&s.buf, rec)
+	// copy. The buffer is the message's until its ack: it may go again.
+	s.buf = *bytes.NewBuffer(s.buffer())
+	buf := &s.buf
+	buf.Write(s.hspace)
+	withSchema, err := s.enc.Encode(buf, rec)
 	if err != nil {
 		s.release()
 		return err
@@ -370,7 +651,9 @@ func (s *sender) SendDataAt(ctx context.Context, epoch uint64, ingest int64, rec
 	if withSchema {
 		h.Flags = frame.FlagSchema
 	}
-	payload := s.buf.Bytes()
+	payload := buf.Bytes()
+	s.buf = bytes.Buffer{} // the message owns payload now
+	s.lastLen = len(payload)
 	start, err := s.shaped(ctx, len(payload))
 	if err != nil {
 		s.release()
@@ -378,33 +661,14 @@ func (s *sender) SendDataAt(ctx context.Context, epoch uint64, ingest int64, rec
 	}
 	total := len(payload) - hl
 	per := s.maxChunk - hl
-	chunks := max(1, (total+per-1)/per)
-	h.Total, h.Chunks = uint64(total), uint32(chunks)
-	for i := 0; i < chunks; i++ {
-		start := hl + i*per
-		end := min(start+per, len(payload))
-		h.Chunk = uint32(i)
-		h.Put(payload[start-hl : start])
-		if err := s.t.nc.Publish(s.dataSubj, payload[start-hl:end]); err != nil {
-			// A message cut short cannot be taken back: the link is broken.
-			s.broken = fmt.Errorf("send on %s: %w", s.link, err)
-			return s.broken
-		}
-		s.m.Wire(end - start + hl)
+	h.Total, h.Chunks = uint64(total), uint32(max(1, (total+per-1)/per))
+	if err := s.send(&outMsg{h: h, b: payload, start: start}); err != nil {
+		// A message cut short cannot be taken back: the link is broken.
+		s.broken = fmt.Errorf("send on %s: %w", s.link, err)
+		return s.broken
 	}
 	s.seq++
-	s.mu.Lock()
-	// A receiver that never acks (an older one) must not grow this
-	// without bound: the window caps what can be unacknowledged anyway.
-	if len(s.unacked) >= 4*s.t.cfg.Window {
-		s.unacked = s.unacked[1:]
-	}
-	s.unacked = append(s.unacked, sentMsg{seq: s.seq, start: start, bytes: len(payload)})
-	s.mu.Unlock()
 	s.m.Batch(rec.NumRows())
-	if s.buf.Cap() > 4*s.maxChunk && total < s.buf.Cap()/4 {
-		s.buf = bytes.Buffer{} // don't pin a huge buffer after one huge batch
-	}
 	return nil
 }
 
@@ -453,20 +717,22 @@ func (s *sender) SendProgress(ctx context.Context, frontier uint64) error {
 	}
 	h := header(s.link, frame.KindProgress)
 	h.Epoch, h.Seq = frontier, s.seq+1
-	b := frame.Append(nil, h, nil)
-	if err := s.t.nc.Publish(s.dataSubj, b); err != nil {
+	if err := s.send(&outMsg{h: h, b: frame.Append(nil, h, nil), start: time.Now()}); err != nil {
 		s.release()
 		return fmt.Errorf("send on %s: %w", s.link, err)
 	}
 	s.seq++
 	s.m.ProgressMsg()
-	s.m.Wire(len(b))
 	return nil
 }
 
-// Close sends the end frame behind everything sent and flushes it out.
-func (s *sender) Close() error {
-	var err error
+// Close sends the end frame behind everything sent and waits, up to
+// Linger, for the receiver to acknowledge it all.
+func (s *sender) Close() error { return s.CloseContext(context.Background()) }
+
+// CloseContext implements relay.ContextCloser: it is Close that stops
+// waiting for acks when ctx is done.
+func (s *sender) CloseContext(ctx context.Context) error {
 	s.closeOnce.Do(func() {
 		s.mu.Lock()
 		s.closed = true
@@ -477,25 +743,84 @@ func (s *sender) Close() error {
 		if s.broken == nil {
 			h := header(s.link, frame.KindEnd)
 			h.Seq = s.seq + 1
-			if err = s.control(s.dataSubj, frame.Append(nil, h, nil)); err == nil {
-				ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-				err = s.t.nc.FlushWithContext(ctx)
-				cancel()
+			err := s.send(&outMsg{h: h, b: frame.Append(nil, h, nil), start: time.Now()})
+			if err == nil {
+				err = s.linger(ctx)
 			}
 			if err != nil {
-				err = fmt.Errorf("close %s: %w", s.link, err)
+				s.closeErr = fmt.Errorf("close %s: %w", s.link, err)
 			}
 		}
 		s.sendMu.Unlock()
 		s.teardown()
 	})
-	return err
+	return s.closeErr
+}
+
+// linger waits until the receiver has acknowledged everything, closed its
+// end, or cannot be waited for (ctx, the transport closed, Linger). A
+// receiver never heard from may not exist yet: the end frame is only
+// flushed to the server, as it always was.
+func (s *sender) linger(ctx context.Context) error {
+	s.mu.Lock()
+	heard := s.granted > 0
+	s.mu.Unlock()
+	if !heard {
+		fctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		return s.t.nc.FlushWithContext(fctx)
+	}
+	deadline := time.NewTimer(s.t.linger)
+	defer deadline.Stop()
+	for {
+		s.mu.Lock()
+		peerClosed, notify := s.peerClosed, s.notify
+		s.mu.Unlock()
+		s.wireMu.Lock()
+		if s.acks == nil {
+			s.acks = make(chan struct{})
+		}
+		waiting, acks := len(s.unacked), s.acks
+		s.wireMu.Unlock()
+		if peerClosed || waiting == 0 {
+			return nil
+		}
+		select {
+		case <-notify:
+		case <-acks:
+		case <-ctx.Done():
+			return nil
+		case <-s.t.done:
+			return nil
+		case <-deadline.C:
+			s.wireMu.Lock()
+			endOnly := len(s.unacked) == 1 && s.unacked[0].h.Kind == frame.KindEnd
+			s.wireMu.Unlock()
+			if endOnly {
+				// The receiver has every message that carries anything; it
+				// may have closed its end as the end frame went out, and its
+				// close frame got lost.
+				return nil
+			}
+			return fmt.Errorf("%w: %d messages still unacknowledged by the receiver after %v", relay.ErrLost, waiting, s.t.linger)
+		}
+	}
 }
 
 func (s *sender) teardown() {
 	if s.sub != nil {
 		_ = s.sub.Unsubscribe()
 	}
+	s.wireMu.Lock()
+	s.down = true
+	if s.timer != nil {
+		s.timer.Stop()
+	}
+	for _, b := range s.free {
+		s.t.putSpare(b)
+	}
+	s.unacked, s.free = nil, nil
+	s.wireMu.Unlock()
 	s.sendMu.Lock()
 	s.enc.Reset()
 	s.sendMu.Unlock()
@@ -534,6 +859,13 @@ type receiver struct {
 	err    error
 	errCh  chan struct{}
 	closed bool
+	// A gap: message expect went missing (a later one came first). The
+	// receiver asks for it again every Retry until it comes, or fails the
+	// link after GapTimeout.
+	gapOn    bool
+	gapSince time.Time
+	lastAsk  time.Time
+	gapTimer *time.Timer
 
 	consumed uint64 // Recv's goroutine only
 	eof      bool
@@ -623,6 +955,10 @@ func (r *receiver) onData(msg *nats.Msg) {
 	case frame.KindHello:
 		r.m.ControlBytes(len(msg.Data))
 		r.publishGrant()
+		r.ack(r.expect - 1)
+		if r.gapOn {
+			r.askAgain(time.Now())
+		}
 		return
 	case frame.KindEnd:
 		r.m.ControlBytes(len(msg.Data))
@@ -632,17 +968,30 @@ func (r *receiver) onData(msg *nats.Msg) {
 		r.fail(protocolError(r.link, "%s frame on the data subject", h.Kind))
 		return
 	}
-	if h.Chunk == 0 && h.Seq != r.expect {
-		r.fail(protocolError(r.link, "message %d where %d was due (lost, duplicated or reordered)", h.Seq, r.expect))
+	switch {
+	case h.Seq < r.expect:
+		// Sent again, and here already (its ack was lost or late): drop
+		// it, and say again how far this end got.
+		if h.Chunk == 0 {
+			r.m.Duplicate()
+			r.ack(r.expect - 1)
+		}
+		return
+	case h.Seq > r.expect:
+		r.lost()
 		return
 	}
 	if h.Chunks > 1 {
 		if body = r.assemble(h, body, size); body == nil {
-			return // more chunks to come, or failed
+			return // more chunks to come, lost, or failed
 		}
 		h, size = r.asmH, r.asmSz
+	} else if r.asmOn {
+		r.fail(protocolError(r.link, "message %d in one frame while its chunks were arriving", h.Seq))
+		return
 	}
 	r.expect++
+	r.gapOn = false
 	it := item{h: h, size: size}
 	if h.Kind == frame.KindData {
 		rec, err := r.dec.Decode(body, h.Flags&frame.FlagSchema != 0)
@@ -651,14 +1000,68 @@ func (r *receiver) onData(msg *nats.Msg) {
 			return
 		}
 		it.rec = rec
-		// The ack is the sender's bandwidth sample (Jellyfish 6): sent as
-		// the message is whole here, before it waits for the consumer, so
-		// a slow consumer does not read as a slow link.
-		ack := header(r.link, frame.KindAck)
-		ack.Seq = h.Seq
-		_ = r.control(r.creditSubj, frame.Append(nil, ack, nil))
 	}
+	// The ack is sent as the message is whole here, before it waits for
+	// the consumer: the sender may drop its copy, and its bandwidth
+	// sample (Jellyfish 6) does not read a slow consumer as a slow link.
+	r.ack(h.Seq)
 	r.push(it)
+}
+
+// ack tells the sender this end has every message up to seq; r.mu is held.
+func (r *receiver) ack(seq uint64) {
+	if seq == 0 {
+		return
+	}
+	h := header(r.link, frame.KindAck)
+	h.Seq = seq
+	_ = r.control(r.creditSubj, frame.Append(nil, h, nil))
+}
+
+// lost notes that message r.expect went missing (a later frame came, or a
+// chunk of it was skipped): it drops what it had of it and asks the sender
+// for it again, at most once per Retry; r.mu is held.
+func (r *receiver) lost() {
+	r.asmOn, r.asm = false, nil
+	now := time.Now()
+	if !r.gapOn {
+		r.gapOn, r.gapSince = true, now
+		r.m.Gap()
+		r.askAgain(now)
+		if r.gapTimer == nil {
+			r.gapTimer = time.AfterFunc(r.t.retry, r.gapTick)
+		} else {
+			r.gapTimer.Reset(r.t.retry)
+		}
+		return
+	}
+	if now.Sub(r.lastAsk) >= r.t.retry {
+		r.askAgain(now)
+	}
+}
+
+func (r *receiver) askAgain(now time.Time) {
+	h := header(r.link, frame.KindResend)
+	h.Seq = r.expect
+	_ = r.control(r.creditSubj, frame.Append(nil, h, nil))
+	r.lastAsk = now
+}
+
+// gapTick asks again for a missing message (the request may be lost too)
+// until it comes, and fails the link once GapTimeout has passed.
+func (r *receiver) gapTick() {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.closed || r.err != nil || !r.gapOn {
+		return
+	}
+	if time.Since(r.gapSince) >= r.t.gapTO {
+		r.fail(fmt.Errorf("%w on %s: message %d is missing and its sender did not send it again within %v (it is gone, or no longer holds it)",
+			relay.ErrLost, r.link, r.expect, r.t.gapTO))
+		return
+	}
+	r.askAgain(time.Now())
+	r.gapTimer.Reset(r.t.retry)
 }
 
 // assemble adds a chunk to the message being reassembled and returns the
@@ -675,7 +1078,11 @@ func (r *receiver) assemble(h frame.Header, body []byte, size int64) []byte {
 		r.asm, r.asmH, r.asmOn, r.asmN, r.asmSz = make([]byte, 0, h.Total), h, true, 0, 0
 	}
 	a := &r.asmH
-	if !r.asmOn || h.Seq != a.Seq || h.Chunk != r.asmN || h.Chunks != a.Chunks || h.Total != a.Total ||
+	if !r.asmOn || h.Chunk != r.asmN {
+		r.lost() // a chunk went missing: the whole message comes again
+		return nil
+	}
+	if h.Seq != a.Seq || h.Chunks != a.Chunks || h.Total != a.Total ||
 		h.Kind != a.Kind || h.Flags != a.Flags || h.Epoch != a.Epoch || h.Ingest != a.Ingest {
 		r.fail(protocolError(r.link, "chunk %d/%d of message %d out of place", h.Chunk, h.Chunks, h.Seq))
 		return nil
@@ -781,6 +1188,9 @@ func (r *receiver) Close() error {
 		r.mu.Lock()
 		r.closed = true
 		r.asmOn, r.asm = false, nil
+		if r.gapTimer != nil {
+			r.gapTimer.Stop()
+		}
 		r.dec.Close()
 		if e := r.control(r.creditSubj, frame.Append(nil, header(r.link, frame.KindClose), nil)); e != nil && !errors.Is(e, nats.ErrConnectionClosed) {
 			err = fmt.Errorf("close %s: %w", r.link, e)

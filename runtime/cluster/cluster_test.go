@@ -363,3 +363,29 @@ func TestOptimizerPlacement(t *testing.T) {
 	}
 	t.Logf("%s on %v", info.Planner, info.Workers)
 }
+
+// TestInsertIntoCommits: the sink of an INSERT INTO a NATS subject reports
+// its frontier as a SELECT's results do, so the coordinator's committed
+// epoch moves and a recovery resumes the query there, not at 0.
+func TestInsertIntoCommits(t *testing.T) {
+	f := clustertest.NewFixture(t, 3000)
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	c := clustertest.StartEmbedded(t, ctx, cluster.Options{Infra: f.Infra, Heartbeat: 100 * time.Millisecond, Placement: coordinator.PlaceRules})
+	defer c.Close()
+	src := f.Script.Source + "\nCREATE SINK hot TO NATS 'out.hot' FORMAT JSON;\nINSERT INTO hot SELECT sensor FROM readings WHERE temperature > 39.8;\n"
+	var log bytes.Buffer
+	if err := c.RunScript(ctx, f.Script.Filename, src, cluster.ScriptOptions{Stdout: io.Discard, Log: &log}); err != nil {
+		t.Fatalf("%v\n%s", err, log.String())
+	}
+	// The fixture's own SELECT, then the INSERT INTO.
+	qs := c.Coordinator.Queries()
+	if len(qs) != 2 {
+		t.Fatalf("%d queries ran, want 2", len(qs))
+	}
+	for _, q := range qs {
+		if q.State != deploy.StateFinished || q.Committed == 0 {
+			t.Errorf("query %s (%d result rows to the client): %s with committed epoch %d", q.Query, q.ResultRows, q.State, q.Committed)
+		}
+	}
+}

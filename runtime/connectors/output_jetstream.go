@@ -56,7 +56,9 @@ func (j *jetstreamOutput) WriteEpoch(instance int, epoch dataflow.Epoch, rec arr
 }
 
 // Commit implements sinks.EpochWriter: the counts of epochs below every
-// instance's frontier are done with (no instance writes there again).
+// instance's frontier are done with (no instance writes there again). It
+// returns once the stream has acknowledged everything written so far, so
+// a frontier reported as committed is in the stream.
 func (j *jetstreamOutput) Commit(instance int, frontier dataflow.Epoch) error {
 	if j.fronts == nil {
 		j.fronts = map[int]dataflow.Epoch{}
@@ -71,7 +73,7 @@ func (j *jetstreamOutput) Commit(instance int, frontier dataflow.Epoch) error {
 			delete(j.seen, k)
 		}
 	}
-	return nil
+	return j.wait(0)
 }
 
 // msgID is the id of a message of content b at the current epoch.

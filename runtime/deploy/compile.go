@@ -226,6 +226,7 @@ func (s Script) Build(cat *catalog.Catalog, opts exec.Options) (*exec.Query, *lo
 // the script's source settings.
 func (s Script) BuildPlan(plan *logical.Plan, opts exec.Options) (*exec.Query, error) {
 	var err error
+	opts.Relayed = true // a worker's part sends its rows over NATS
 	if opts.BaseDir == "" {
 		opts.BaseDir = s.BaseDir
 	}

@@ -41,3 +41,35 @@ func TestLazySinkDropsCommittedEpochs(t *testing.T) {
 		t.Fatalf("wrote %d rows, want the 6 of epochs 100 and 250", out.rows)
 	}
 }
+
+// TestLazySinkReportsItsFrontier: a catalog sink's commits are the part's
+// committed epoch, as the results' are (the smallest over every sink
+// instance here): without them an INSERT INTO query's committed epoch
+// stayed 0 and a recovery replayed it from the start.
+func TestLazySinkReportsItsFrontier(t *testing.T) {
+	res := &results{}
+	out := &countWriter{}
+	a := &lazySink{open: func() (sinks.Writer, error) { return out, nil }, id: 1, res: res}
+	b := &lazySink{open: func() (sinks.Writer, error) { return out, nil }, id: 2, res: res}
+	if _, ok := res.frontier(3); ok {
+		t.Fatal("a frontier before any sink committed")
+	}
+	for _, c := range []struct {
+		l        *lazySink
+		instance int
+		frontier dataflow.Epoch
+	}{{a, 0, 40}, {a, 1, 30}, {b, 0, 50}} {
+		if err := c.l.Commit(c.instance, c.frontier); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if f, ok := res.frontier(3); !ok || f != 30 {
+		t.Fatalf("frontier %d (%v), want 30 from sink 1's instance 1", f, ok)
+	}
+	if err := a.Commit(1, 60); err != nil {
+		t.Fatal(err)
+	}
+	if f, ok := res.frontier(3); !ok || f != 40 {
+		t.Fatalf("frontier %d (%v), want 40", f, ok)
+	}
+}

@@ -35,8 +35,12 @@ type results struct {
 	sinks, sinkWorkers int
 
 	mu        sync.Mutex
-	frontiers map[int]dataflow.Epoch // by sink instance
+	frontiers map[sinkKey]dataflow.Epoch
 }
+
+// sinkKey names a sink instance of the part: sink 0 is the results to the
+// client, 1, 2, ... the catalog sinks (INSERT INTO), in the order built.
+type sinkKey struct{ sink, instance int }
 
 var _ sinks.EpochWriter = (*results)(nil)
 
@@ -91,12 +95,7 @@ func (r *results) WriteEpoch(instance int, epoch dataflow.Epoch, rec arrow.Recor
 
 // Commit tells the client that instance has sent every row below frontier.
 func (r *results) Commit(instance int, frontier dataflow.Epoch) error {
-	r.mu.Lock()
-	if r.frontiers == nil {
-		r.frontiers = map[int]dataflow.Epoch{}
-	}
-	r.frontiers[instance] = frontier
-	r.mu.Unlock()
+	r.record(0, instance, frontier)
 	m := nats.NewMsg(r.subject)
 	r.header(m, instance)
 	m.Header.Set(deploy.HeaderFrontier, strconv.FormatUint(uint64(frontier), 10))
@@ -106,8 +105,19 @@ func (r *results) Commit(instance int, frontier dataflow.Epoch) error {
 	return nil
 }
 
+// record notes that an instance of sink has written every row below
+// frontier: the worker reports the smallest as its committed epoch.
+func (r *results) record(sink, instance int, frontier dataflow.Epoch) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.frontiers == nil {
+		r.frontiers = map[sinkKey]dataflow.Epoch{}
+	}
+	r.frontiers[sinkKey{sink, instance}] = frontier
+}
+
 // frontier is the smallest input frontier of the sink instances here
-// (false until each of them has reported one).
+// (false until each of them has reported one), catalog sinks included.
 func (r *results) frontier(instances int) (dataflow.Epoch, bool) {
 	r.mu.Lock()
 	defer r.mu.Unlock()

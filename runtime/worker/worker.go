@@ -412,7 +412,7 @@ func (w *Worker) build(req deploy.DeployRequest) error {
 	var opened []*lazySink
 	eo.Stream = nh.Stream
 	eo.Sink = func(s *catalog.Sink, schema *arrow.Schema) (sinks.Writer, error) {
-		l := &lazySink{open: func() (sinks.Writer, error) { return nh.Sink(s, schema) }}
+		l := &lazySink{open: func() (sinks.Writer, error) { return nh.Sink(s, schema) }, id: len(opened) + 1, res: res}
 		if req.Generation > 0 {
 			l.below = dataflow.Epoch(req.Script.ResumeEpoch)
 		}
@@ -740,6 +740,11 @@ type lazySink struct {
 	// sees only part of after resuming its streams past their rows) must
 	// not reach the sink a second time.
 	below dataflow.Epoch
+	// res records the sink's committed frontiers (as sink id), which the
+	// worker reports like those of the results to the client: a recovery
+	// then resumes an INSERT INTO at its committed epoch, not at 0.
+	id  int
+	res *results
 }
 
 // WriteEpoch implements sinks.EpochWriter: results of an epoch below the
@@ -758,10 +763,18 @@ func (l *lazySink) WriteEpoch(instance int, epoch dataflow.Epoch, rec arrow.Reco
 	return l.w.Write(rec)
 }
 
-// Commit implements sinks.EpochWriter.
+// Commit implements sinks.EpochWriter. The writer has every row below
+// frontier by then (a JetStream sink waits for the stream's acks; a core
+// NATS one published them on the connection that reports the frontier,
+// ahead of the report).
 func (l *lazySink) Commit(instance int, frontier dataflow.Epoch) error {
 	if ew, ok := l.w.(sinks.EpochWriter); ok {
-		return ew.Commit(instance, frontier)
+		if err := ew.Commit(instance, frontier); err != nil {
+			return err
+		}
+	}
+	if l.res != nil {
+		l.res.record(l.id, instance, frontier)
 	}
 	return nil
 }
