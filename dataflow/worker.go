@@ -49,6 +49,11 @@ type Config struct {
 	// measures, exactly (the histogram's buckets are 19% wide): what a
 	// benchmark compares percentiles by.
 	OnLatency func(d time.Duration, rows int64)
+	// OnResult, when set, is told every batch a sink has written with its
+	// end-to-end latency (one ingest stamp per batch, so one latency for
+	// all its rows): what a benchmark that scores each answer by whether
+	// it came in time reads. The record is valid only during the call.
+	OnResult func(d time.Duration, rec arrow.Record)
 	// Transport carries channels between workers. BuildLocal and Run
 	// default it to a fresh LocalTransport; NewWorker requires it when the
 	// worker exchanges data with others.
@@ -556,6 +561,11 @@ func (in *instance) handle(m *Message) error {
 		rows := rec.NumRows()
 		in.ingest = m.Ingest
 		in.maxIngest = max(in.maxIngest, m.Ingest)
+		var written arrow.Record // the sink's batch, for OnResult
+		if len(in.outs) == 0 && m.Ingest != 0 && in.w.cfg.OnResult != nil {
+			rec.Retain()
+			written = rec
+		}
 		start, out := in.begin()
 		if in.w.cfg.Timing {
 			in.stats.touch(in.w.epochNs + int64(start))
@@ -564,7 +574,10 @@ func (in *instance) handle(m *Message) error {
 		in.timed(start, out)
 		in.ingest = 0
 		if len(in.outs) == 0 && m.Ingest != 0 && err == nil {
-			in.endToEnd(m.Ingest, rows)
+			in.endToEnd(m.Ingest, rows, written)
+		}
+		if written != nil {
+			written.Release()
 		}
 		in.unborrow(cap)
 		if err != nil {
@@ -620,7 +633,7 @@ func (in *instance) timed(start time.Duration, out int64) {
 // endToEnd accounts rows a sink has just written that entered the query at
 // ingest: their end-to-end latency, from the wall clock because ingest was
 // stamped on another worker, maybe in another process.
-func (in *instance) endToEnd(ingest int64, rows int64) {
+func (in *instance) endToEnd(ingest int64, rows int64, rec arrow.Record) {
 	d := time.Duration(time.Now().UnixNano() - ingest)
 	in.stats.e2e.observeN(d, uint64(rows))
 	if slo := in.w.cfg.LatencySLO; slo > 0 && d > slo {
@@ -628,6 +641,9 @@ func (in *instance) endToEnd(ingest int64, rows int64) {
 	}
 	if f := in.w.cfg.OnLatency; f != nil {
 		f(d, rows)
+	}
+	if f := in.w.cfg.OnResult; f != nil && rec != nil {
+		f(d, rec)
 	}
 }
 

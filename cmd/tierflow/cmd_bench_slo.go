@@ -13,6 +13,7 @@ import (
 
 	"github.com/tierflow/tierflow/planner/catalog"
 	"github.com/tierflow/tierflow/relay"
+	"github.com/tierflow/tierflow/runtime/control"
 	"github.com/tierflow/tierflow/runtime/inference"
 	"github.com/tierflow/tierflow/runtime/modelzoo"
 	"github.com/tierflow/tierflow/runtime/onnx"
@@ -46,6 +47,7 @@ type sloOptions struct {
 	workerType string
 	analyze    bool
 	encode     string
+	harness    bool
 }
 
 // sloSourceRow is one client (source) of a policy's run: EXPLAIN ANALYZE
@@ -74,7 +76,7 @@ type sloSpanRow struct {
 	ShapedKbitS   float64 `json:"shaped_kbit_s"`
 	EstimateKbitS float64 `json:"estimated_kbit_s"`
 	Variant       string  `json:"variant"`
-	Input         string  `json:"input"`
+	Input         string  `json:"input,omitempty"`
 }
 
 func newBenchSLOCmd(a *app) *cobra.Command {
@@ -82,25 +84,28 @@ func newBenchSLOCmd(a *app) *cobra.Command {
 	c := &cobra.Command{
 		Use:   "slo",
 		Short: "Latency SLOs over shaped links: adaptive (Jellyfish) against static variants; miss rate, accuracy, p50/p99",
-		Long: `Runs N edge clients sending labelled Fashion-MNIST frames at --rate each, over
-relay links on an embedded NATS server, each link throttled to the bandwidth trace
-(--trace, CSV t_s,kbit_s, looping; client i starts i/N of a period into it), to an
-edge server that runs the catalog's size family (examples/fashion/sizes.yaml:
-fit-14, fit-20, fit-28) with ONNX Runtime on --workers workers, for the trace's
-length (at least 30 s) or --duration. Each frame must be answered within --slo
-of its capture, network time included. Policies:
+		Long: `Runs the engine on an embedded cluster (NATS, coordinator, dataflow workers,
+ONNX Runtime) per policy: N edge clients, each a worker in a tier of its own whose
+link to the server worker(s) the relay throttles to the bandwidth trace (--trace,
+CSV t_s,kbit_s, looping; client i starts i/N of a period into it, as --link-trace
+shapes a link), each replaying labelled Fashion-MNIST frames at --rate from a file,
+and a query per client classifying them with the catalog's size family
+(examples/fashion/sizes.yaml: fit-14, fit-20, fit-28) WITH (LATENCY <= --slo),
+for the trace's length (at least 30 s) or --duration. Policies:
 
-  adaptive         the Jellyfish scheduler every 0.5 s from each link's bandwidth
-                   as the relay's acks measure it: which variant serves which
-                   client, at which batch size; the client sends at its variant's
-                   input size, from the next epoch (100 ms) on
-  static-smallest  one variant on every worker, frames at its input size, earliest
-  static-middle    deadline first, a frame that cannot make its deadline dropped
-  static-largest   before compute (the paper's B_L, B_M, B_H)
+  adaptive         the coordinator's Jellyfish policy: each client's variant and
+                   input size from its link's bandwidth as the relay's acks
+                   measure it, a cut-over at an epoch per change, lazy drop
+  static-smallest  the query's catalog holds that one variant, no policy
+  static-middle    (the paper's B_L, B_M, B_H)
+  static-largest
 
 Rows: requests sent, slo_miss_rate (late or dropped, 0..1), accuracy (percent
 correct among the requests answered in time), p50_ms and p99_ms of the answered
-ones. Without --trace a built-in one steps through 800, 600, 400 and 300 kbit/s.`,
+ones, a frame's latency counted from its capture on the client's schedule to its
+result at the sink. Without --trace a built-in one steps through 800, 600, 400 and
+300 kbit/s. --harness runs the bench's own client/server harness instead
+(runtime/slo: not the engine).`,
 		Example: `  tierflow bench slo
   tierflow bench slo --clients 8 --slo 150ms --trace examples/traces/synthetic.csv --format json`,
 		Args: cobra.NoArgs,
@@ -111,7 +116,7 @@ ones. Without --trace a built-in one steps through 800, 600, 400 and 300 kbit/s.
 	fl := c.Flags()
 	fl.StringVar(&o.trace, "trace", "", "bandwidth trace of every client link (CSV t_s,kbit_s; default: the built-in 800/600/400/300 kbit/s steps)")
 	fl.IntVar(&o.clients, "clients", 4, "edge clients, each with its own shaped link")
-	fl.IntVar(&o.workers, "workers", 2, "server workers (one variant each)")
+	fl.IntVar(&o.workers, "workers", 0, "server workers (default: 1 on the engine, where the plan puts the model call on one; 2 in the harness, one variant each)")
 	fl.DurationVar(&o.slo, "slo", 100*time.Millisecond, "end-to-end latency SLO of every frame")
 	fl.Float64Var(&o.rate, "rate", 15, "frames per second per client")
 	fl.DurationVar(&o.duration, "duration", 0, "how long the clients send (default: the trace's length, at least 30s)")
@@ -119,13 +124,20 @@ ones. Without --trace a built-in one steps through 800, 600, 400 and 300 kbit/s.
 	fl.StringVar(&o.catalog, "zoo", filepath.Join("examples", "fashion", "sizes.yaml"), "catalog of the size family (variants with input_size and latency by batch)")
 	fl.StringVar(&o.model, "model", "classify_sized", "the catalog's model")
 	fl.StringVar(&o.data, "data", filepath.Join("examples", "fashion", "data"), "directory with the labelled test-{images,labels}-idx*-ubyte.gz frames")
-	fl.StringVar(&o.encode, "encode", "float32", "how clients put pixels on the link: float32 or uint8 (a quarter of the bytes)")
+	fl.StringVar(&o.encode, "encode", "float32", "--harness: how clients put pixels on the link, float32 or uint8 (a quarter of the bytes; on the engine: SET planner.adapt_inputs)")
 	fl.BoolVar(&o.analyze, "analyze", false, "EXPLAIN ANALYZE per source: bandwidth shaped vs estimated, variant and input size over time, latency percentiles, miss rate")
 	fl.StringVar(&o.workerType, "worker-type", "x2", "the latency profile (latency_ms.<type>.by_batch) to schedule with")
+	fl.BoolVar(&o.harness, "harness", false, "run the bench's own client/server harness (runtime/slo: per-client variants, source-side resize, an EDF queue) instead of the engine")
 	return c
 }
 
 func runBenchSLO(cmd *cobra.Command, a *app, o sloOptions) error {
+	if o.workers == 0 {
+		o.workers = 1
+		if o.harness {
+			o.workers = 2
+		}
+	}
 	if o.clients < 1 || o.workers < 1 || o.rate <= 0 || o.slo <= 0 || o.duration < 0 {
 		return badInput(errors.New("--clients and --workers must be at least 1, --rate and --slo positive"))
 	}
@@ -149,6 +161,9 @@ func runBenchSLO(cmd *cobra.Command, a *app, o sloOptions) error {
 	}
 	if err != nil {
 		return badInput(err)
+	}
+	if !o.harness {
+		return runBenchSLOEngine(cmd, a, o, tr)
 	}
 	variants, err := sloVariants(o)
 	if err != nil {
@@ -191,6 +206,12 @@ func runBenchSLO(cmd *cobra.Command, a *app, o sloOptions) error {
 			spans = append(spans, spanRows(p, timeline)...)
 		}
 	}
+	return printSLO(a, o, rows, sources, spans)
+}
+
+// printSLO prints the policies' rows, and with --analyze the per-source
+// EXPLAIN ANALYZE and the bandwidth and variant over time.
+func printSLO(a *app, o sloOptions, rows []*slo.Result, sources []sloSourceRow, spans []sloSpanRow) error {
 	if !o.analyze {
 		return printRows(a.out, a.g.format, rows)
 	}
@@ -209,6 +230,86 @@ func runBenchSLO(cmd *cobra.Command, a *app, o sloOptions) error {
 		}
 	}
 	return nil
+}
+
+// runBenchSLOEngine runs every policy as a query on a fresh embedded
+// cluster (cmd_bench_slo_engine.go).
+func runBenchSLOEngine(cmd *cobra.Command, a *app, o sloOptions, tr *relay.Trace) error {
+	if o.encode != "float32" {
+		return badInput(errors.New("--encode uint8 is the harness's (--harness): the engine's streams carry float32 tensors"))
+	}
+	if _, err := sloVariants(o); err != nil {
+		return badInput(err)
+	}
+	var rows []*slo.Result
+	var sources []sloSourceRow
+	var spans []sloSpanRow
+	for _, p := range o.policies {
+		fmt.Fprintf(a.err, "-- %s: %d clients, %s, %.0f frames/s, %s (engine)\n", p, o.clients, o.slo, o.rate, tr.Name)
+		run, err := benchSLOEngine(cmd.Context(), a, o, tr, p)
+		if err != nil {
+			if errors.Is(err, slo.ErrConfig) {
+				return badInput(err)
+			}
+			return fmt.Errorf("%s: %w", p, err)
+		}
+		dropped, replans := map[string]int64{}, 0
+		var seen, late int64
+		for _, q := range run.summaries {
+			if q.SLOMissRate != nil {
+				seen += q.RowsOut + q.Dropped["deadline"]
+				late += int64(*q.SLOMissRate*float64(q.RowsOut+q.Dropped["deadline"]) + 0.5)
+			}
+			for k, v := range q.Dropped {
+				if v > 0 {
+					dropped[k] += v
+				}
+			}
+			replans += len(q.Replans)
+			spans = append(spans, timelineSpans(p, q.SLOTimeline)...)
+		}
+		own := "-"
+		if seen > 0 {
+			own = fmt.Sprintf("%.4f", float64(late)/float64(seen))
+		}
+		// The engine's own miss rate counts from the ingest stamps (a frame
+		// that waited at its source for the link is stamped late); the row
+		// counts from each frame's capture.
+		fmt.Fprintf(a.err, "-- %s: dropped %v, replans %d (streams paused %.1fs by cut-overs), the engine's own slo_miss_rate %s\n",
+			p, dropped, replans, run.paused.Seconds(), own)
+		rows = append(rows, run.row)
+		sources = append(sources, run.sources...)
+	}
+	return printSLO(a, o, rows, sources, spans)
+}
+
+// timelineSpans folds the engine's SLO timeline into stretches of one
+// shaped bandwidth and one variant per source.
+func timelineSpans(policy string, tl []control.SLOSample) []sloSpanRow {
+	sort.SliceStable(tl, func(i, j int) bool { return tl[i].Source < tl[j].Source })
+	var out []sloSpanRow
+	var n int
+	var sum float64
+	for k, r := range tl {
+		if len(out) > 0 {
+			last := &out[len(out)-1]
+			if last.Source == r.Source && last.ShapedKbitS == r.ShapedKbit && last.Variant == r.Variants {
+				last.ToS = round2(r.AtS)
+				n++
+				sum += r.EstimatedKbit
+				last.EstimateKbitS = round2(sum / float64(n))
+				continue
+			}
+		}
+		from := 0.0
+		if k > 0 && tl[k-1].Source == r.Source {
+			from = round2(tl[k-1].AtS)
+		}
+		n, sum = 1, r.EstimatedKbit
+		out = append(out, sloSpanRow{Policy: policy, Source: r.Source, FromS: from, ToS: round2(r.AtS), ShapedKbitS: r.ShapedKbit,
+			EstimateKbitS: round2(r.EstimatedKbit), Variant: r.Variants})
+	}
+	return out
 }
 
 func sourceRows(res *slo.Result) []sloSourceRow {

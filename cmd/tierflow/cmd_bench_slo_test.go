@@ -7,6 +7,7 @@ import (
 	"sort"
 	"strings"
 	"testing"
+	"time"
 )
 
 func TestBenchSLORejectsBadInput(t *testing.T) {
@@ -21,6 +22,7 @@ func TestBenchSLORejectsBadInput(t *testing.T) {
 		{[]string{"--policy", "fastest"}, `unknown --policy "fastest"`},
 		{[]string{"--clients", "0"}, "--clients and --workers must be at least 1"},
 		{[]string{"--encode", "png"}, `unknown --encode "png"`},
+		{[]string{"--encode", "uint8"}, "--encode uint8 is the harness's"},
 		{[]string{"--zoo", filepath.Join(dir, "none.yaml")}, "none.yaml"},
 	} {
 		code, _, errs := runCLI(t, "", append([]string{"bench", "slo"}, c.args...)...)
@@ -30,19 +32,28 @@ func TestBenchSLORejectsBadInput(t *testing.T) {
 	}
 }
 
-// TestBenchSLORuns runs the bench briefly on the real engine pieces and
-// checks its JSON rows (the numbers are the README's, from a full run).
+// TestBenchSLORuns runs the bench briefly on the engine (an embedded
+// cluster: a shaped tier link per client, one LATENCY query over the
+// clients' replayed streams) and checks its JSON: the rows' shape, every
+// frame accounted for, and the engine's own SLO timeline per client link
+// (the shaped bandwidth of the built-in trace, client 1 half a period
+// ahead, and the variant the query ran).
 func TestBenchSLORuns(t *testing.T) {
 	dir := filepath.Join("..", "..")
-	code, out, errs := runCLI(t, "", "bench", "slo", "--duration", "3s", "--clients", "2", "--policy", "adaptive,static-largest",
+	code, out, errs := runCLI(t, "", "bench", "slo", "--duration", "3s", "--clients", "2", "--policy", "adaptive,static-largest", "--analyze",
 		"--zoo", filepath.Join(dir, "examples", "fashion", "sizes.yaml"), "--data", filepath.Join(dir, "examples", "fashion", "data"), "--format", "json")
 	if code != exitOK {
 		t.Fatalf("exit %d: %s", code, errs)
 	}
-	var rows []map[string]any
-	if err := json.Unmarshal([]byte(out), &rows); err != nil {
+	var res struct {
+		Policies []map[string]any `json:"policies"`
+		Sources  []sloSourceRow   `json:"sources"`
+		Timeline []sloSpanRow     `json:"timeline"`
+	}
+	if err := json.Unmarshal([]byte(out), &res); err != nil {
 		t.Fatalf("%v: %s", err, out)
 	}
+	rows := res.Policies
 	if len(rows) != 2 || rows[0]["policy"] != "adaptive" || rows[1]["policy"] != "static-largest" {
 		t.Fatalf("rows %v", rows)
 	}
@@ -55,8 +66,100 @@ func TestBenchSLORuns(t *testing.T) {
 		t.Fatalf("fields %s", got)
 	}
 	for _, r := range rows {
-		if r["requests"].(float64) < 80 || r["slo_ms"].(float64) != 100 || r["clients"].(float64) != 2 {
+		// 2 clients x 15 frames/s x 3 s, each either in time or a miss.
+		miss := r["slo_miss_rate"].(float64)
+		if r["requests"].(float64) != 90 || r["slo_ms"].(float64) != 100 || r["clients"].(float64) != 2 || miss < 0 || miss > 1 {
 			t.Errorf("row %v", r)
 		}
+		if acc := r["accuracy"].(float64); miss < 1 && (acc < 50 || acc > 100 || r["p50_ms"].(float64) <= 0 || r["p99_ms"].(float64) < r["p50_ms"].(float64)) {
+			t.Errorf("row %v: want an accuracy and latencies of the answers in time", r)
+		}
+	}
+	if len(res.Sources) != 4 {
+		t.Fatalf("sources %+v, want 2 per policy", res.Sources)
+	}
+	for _, s := range res.Sources {
+		if s.Requests != 45 || s.Late+s.Dropped > s.Requests {
+			t.Errorf("source %+v", s)
+		}
+	}
+	// The built-in trace starts at 800 kbit/s; client 1 starts half its
+	// 30 s period ahead, at 300.
+	shaped := map[string]float64{}
+	for _, x := range res.Timeline {
+		if x.Policy == "adaptive" && x.FromS == 0 && strings.Contains(x.Variant, "classify_sized=fit-") {
+			shaped[x.Source] = x.ShapedKbitS
+		}
+	}
+	if shaped["cam0"] != 800 || shaped["cam1"] != 300 {
+		t.Errorf("timeline %+v: want cam0 shaped at 800 and cam1 at 300 kbit/s from the start", res.Timeline)
+	}
+}
+
+// TestBenchSLOHarness runs the bench's own harness (--harness) briefly.
+func TestBenchSLOHarness(t *testing.T) {
+	dir := filepath.Join("..", "..")
+	code, out, errs := runCLI(t, "", "bench", "slo", "--harness", "--duration", "2s", "--clients", "2", "--policy", "adaptive",
+		"--zoo", filepath.Join(dir, "examples", "fashion", "sizes.yaml"), "--data", filepath.Join(dir, "examples", "fashion", "data"), "--format", "json")
+	if code != exitOK {
+		t.Fatalf("exit %d: %s", code, errs)
+	}
+	var rows []map[string]any
+	if err := json.Unmarshal([]byte(out), &rows); err != nil {
+		t.Fatalf("%v: %s", err, out)
+	}
+	if len(rows) != 1 || rows[0]["policy"] != "adaptive" || rows[0]["requests"].(float64) < 50 {
+		t.Fatalf("rows %v", rows)
+	}
+}
+
+// TestSLOScore: a frame's latency counts from its capture on the client's
+// schedule (a frame its source sent late, held back by the link, is late
+// even when its own trip was quick); after a cut-over the stream runs on
+// a schedule of its own, and the pause is reported, not counted in any
+// frame; a frame never answered is a miss.
+func TestSLOScore(t *testing.T) {
+	t0 := time.Unix(1000, 0)
+	frame := func(id int64) time.Time { return t0.Add(time.Duration(id) * 100 * time.Millisecond) }
+	answer := func(ingest time.Time, trip time.Duration) sloAnswer {
+		return sloAnswer{ingest: ingest, written: ingest.Add(trip), correct: true}
+	}
+	// 10 frames a second, SLO 100 ms: frames 0-4 sent on time, 5-7 held
+	// 300 ms at the source, 8 and 9 never answered.
+	held := map[int64]sloAnswer{}
+	for id := int64(0); id < 8; id++ {
+		at := frame(id)
+		if id >= 5 {
+			at = at.Add(300 * time.Millisecond)
+		}
+		held[id] = answer(at, 50*time.Millisecond)
+	}
+	sc, paused := score(held, 10, 10, 100*time.Millisecond, nil)
+	if sc.requests != 10 || sc.answered != 8 || sc.inTime != 5 || sc.correct != 5 || paused != 0 {
+		t.Errorf("held frames: %+v, paused %v; want 10 requests, 8 answered, 5 in time", sc, paused)
+	}
+	// A cut-over at frame 5: the new plan replays from it 2 s late, on its
+	// own schedule, and answers frame 5 again (the old plan's answer, a
+	// wrong one, does not count).
+	cut := map[int64]sloAnswer{}
+	for id := int64(0); id < 10; id++ {
+		cut[id] = answer(frame(id), 50*time.Millisecond)
+	}
+	cut[5] = sloAnswer{ingest: frame(5), written: frame(5).Add(50 * time.Millisecond)}
+	for id := int64(5); id < 10; id++ {
+		cut[id] = answer(frame(id).Add(2*time.Second), 60*time.Millisecond)
+	}
+	sc, paused = score(cut, 10, 10, 100*time.Millisecond, []int64{5})
+	if sc.answered != 10 || sc.inTime != 10 || sc.correct != 10 || paused != 2*time.Second {
+		t.Errorf("cut-over: %+v, paused %v; want all 10 in time and right, a 2s pause", sc, paused)
+	}
+	// The new plan dropped frame 7: the old plan's answer is not the
+	// committed one, so frame 7 is a miss, and it does not pull the new
+	// schedule 2 s earlier (which would make every frame after the cut
+	// look late).
+	cut[7] = answer(frame(7), 50*time.Millisecond)
+	sc, _ = score(cut, 10, 10, 100*time.Millisecond, []int64{5})
+	if sc.answered != 9 || sc.inTime != 9 {
+		t.Errorf("cut-over with a dropped frame: %+v; want 9 answered, all in time", sc)
 	}
 }

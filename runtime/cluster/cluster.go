@@ -21,6 +21,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/apache/arrow/go/v17/arrow"
 	"github.com/apache/arrow/go/v17/arrow/memory"
 	"github.com/nats-io/nats.go"
 
@@ -114,6 +115,10 @@ type Options struct {
 	// OnLatency, when set, is told each end-to-end latency the embedded
 	// workers' sinks measure, by query (benchmarks; not with processes).
 	OnLatency func(query string, d time.Duration, rows int64)
+	// OnResult, when set, is told each batch the embedded workers' sinks
+	// write, with its end-to-end latency, by query (`bench slo` scores
+	// each answer by it; not with processes).
+	OnResult func(query string, d time.Duration, rec arrow.Record)
 }
 
 // ExecHooks completes executor options for a process on connection nc: the
@@ -277,7 +282,7 @@ func StartEmbedded(ctx context.Context, o Options) (*Cluster, error) {
 			Inventory: &inv, Allocator: o.Allocator, Metrics: o.Metrics, Stdout: o.Stdout, Log: o.Log,
 			Exec: ExecHooksWith(nc, o.OrtLib, o.ModelLog, CPUShare(m, len(o.Infra.Machines())), o.Evidence), Namespace: o.Namespace,
 			Shape: shapeFrom(o.Shape, name), Shaper: shaperFrom(o.Shaper, name),
-			Sched: policy, OnLatency: o.OnLatency})
+			Sched: policy, OnLatency: o.OnLatency, OnResult: o.OnResult})
 		if err != nil {
 			c.Close()
 			return nil, fmt.Errorf("worker %s: %w", name, err)

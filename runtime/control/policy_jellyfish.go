@@ -59,11 +59,26 @@ type Jellyfish struct {
 	// MaxUtilization caps the share of a link's estimated bandwidth a
 	// source's rows may take (JFClient.MaxUtilization).
 	MaxUtilization float64
-	Anneal         JFAnneal
+	// A step up to a larger input size waits until the plan is StepUpAge
+	// old and needs the larger rows to fit in StepUpUtilization of the
+	// link (0: MaxUtilization): a cut-over pauses the stream (a second or
+	// so here), and a policy that stepped up as soon as the estimate
+	// allowed it flapped on every wobble of the estimate (bench slo: 29
+	// re-plans in 30 s for 4 clients, most between fit-20 and fit-28 at
+	// the edge of what a link carried).
+	// Stepping down is never held back.
+	StepUpAge         time.Duration
+	StepUpUtilization float64
+	Anneal            JFAnneal
 }
 
 // DefaultJellyfish is the policy the coordinator runs for LATENCY queries.
-var DefaultJellyfish = Jellyfish{MinAge: time.Second, MaxUtilization: 0.7, Anneal: DefaultJFAnneal}
+// A source may use 60% of its link (the headroom must absorb a drop of
+// the link until the policy has seen it and the cut-over is done, two to
+// three seconds: at 70%, fit-28 rode bench slo's 600 kbit/s step and its
+// frames queued for those seconds when the link fell to 400, 8% of them
+// late), and steps up to a larger input size at 50%.
+var DefaultJellyfish = Jellyfish{MinAge: time.Second, MaxUtilization: 0.6, StepUpAge: 5 * time.Second, StepUpUtilization: 0.5, Anneal: DefaultJFAnneal}
 
 func (p Jellyfish) Decide(in PolicyInput) *Decision {
 	if in.Latency == nil || in.Latency.SLOMs <= 0 || in.Age < p.MinAge || in.Estimates.Samples < 1 {
@@ -125,6 +140,11 @@ func (p Jellyfish) Decide(in PolicyInput) *Decision {
 		if pick == cur && call.Variant != "" {
 			continue
 		}
+		if call.Variant != "" && call.Variants[pick].Bytes > call.Variants[cur].Bytes {
+			if pick = p.stepUp(pr, cur, pick, in.Age, a); pick == cur {
+				continue
+			}
+		}
 		v := call.Variants[pick]
 		pins[call.Call] = v.Name
 		var links []string
@@ -138,4 +158,26 @@ func (p Jellyfish) Decide(in PolicyInput) *Decision {
 		return nil
 	}
 	return &Decision{Variants: pins, Reason: "jellyfish: " + strings.Join(why, "; ")}
+}
+
+// stepUp is the variant a step up from cur to pick may take: cur while
+// the plan is younger than StepUpAge, else the largest the schedule
+// allows with StepUpUtilization of every link (never below cur).
+func (p Jellyfish) stepUp(pr *JFProblem, cur, pick int, age time.Duration, a JFAnneal) int {
+	if age < p.StepUpAge {
+		return cur
+	}
+	if p.StepUpUtilization <= 0 {
+		return pick
+	}
+	strict := *pr
+	strict.Clients = append([]JFClient(nil), pr.Clients...)
+	for i := range strict.Clients {
+		strict.Clients[i].MaxUtilization = p.StepUpUtilization
+	}
+	s := strict.Schedule([]int{cur}, a)
+	if s.Served == 0 || pr.Variants[s.Workers[0].Variant].Bytes <= pr.Variants[cur].Bytes {
+		return cur
+	}
+	return s.Workers[0].Variant
 }

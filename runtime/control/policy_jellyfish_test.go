@@ -40,15 +40,15 @@ func TestJellyfishPolicyFollowsTheLinks(t *testing.T) {
 	if d := p.Decide(jfInput("fit-28", 800, 800)); d != nil {
 		t.Fatalf("800 kbit/s links, running fit-28: %+v, want no change", d)
 	}
-	d := p.Decide(jfInput("fit-28", 800, 150))
+	d := p.Decide(jfInput("fit-28", 800, 200))
 	if d == nil || d.Variants["classify"] != "fit-14" {
-		t.Fatalf("one link at 150 kbit/s: %+v, want classify pinned to fit-14", d)
+		t.Fatalf("one link at 200 kbit/s: %+v, want classify pinned to fit-14", d)
 	}
-	if !strings.Contains(d.Reason, "fit-28 -> fit-14 (14x14)") || !strings.Contains(d.Reason, "e2 150 kbit/s") {
+	if !strings.Contains(d.Reason, "fit-28 -> fit-14 (14x14)") || !strings.Contains(d.Reason, "e2 200 kbit/s") {
 		t.Errorf("reason %q", d.Reason)
 	}
-	if d := p.Decide(jfInput("fit-28", 300, 800)); d == nil || d.Variants["classify"] != "fit-20" {
-		t.Fatalf("one link at 300 kbit/s: %+v, want fit-20", d)
+	if d := p.Decide(jfInput("fit-28", 350, 800)); d == nil || d.Variants["classify"] != "fit-20" {
+		t.Fatalf("one link at 350 kbit/s: %+v, want fit-20", d)
 	}
 	if d := p.Decide(jfInput("fit-14", 800, 800)); d == nil || d.Variants["classify"] != "fit-28" {
 		t.Fatalf("links back at 800 kbit/s, running fit-14: %+v, want fit-28", d)
@@ -62,6 +62,35 @@ func TestJellyfishPolicyFollowsTheLinks(t *testing.T) {
 	noSLO.Latency = nil
 	if d := p.Decide(noSLO); d != nil {
 		t.Fatalf("a query without LATENCY: %+v", d)
+	}
+}
+
+// A step up to a larger input size waits for the plan to be StepUpAge old
+// and for the larger rows to fit with the step-up headroom: a cut-over
+// pauses the stream, so the policy does not flap on an estimate near the
+// edge. Stepping down is immediate.
+func TestJellyfishStepsUpWithHeadroom(t *testing.T) {
+	p := DefaultJellyfish
+	young := jfInput("fit-14", 800)
+	young.Age = 2 * time.Second
+	if d := p.Decide(young); d != nil {
+		t.Fatalf("running fit-14 for 2 s on 800 kbit/s: %+v, want no step up yet", d)
+	}
+	if d := p.Decide(jfInput("fit-14", 800)); d == nil || d.Variants["classify"] != "fit-28" {
+		t.Fatalf("running fit-14 for 5 s on 800 kbit/s: %+v, want fit-28", d)
+	}
+	// 700 kbit/s carries fit-28's 15 frames a second (384 kbit/s) at 55%:
+	// enough to stay on it (0.6), not to step up to it (0.5).
+	if d := p.Decide(jfInput("fit-20", 700)); d != nil {
+		t.Fatalf("running fit-20 on 700 kbit/s: %+v, want no step up to fit-28", d)
+	}
+	if d := p.Decide(jfInput("fit-28", 700)); d != nil {
+		t.Fatalf("running fit-28 on 700 kbit/s: %+v, want it kept", d)
+	}
+	down := jfInput("fit-28", 400)
+	down.Age = 1500 * time.Millisecond
+	if d := p.Decide(down); d == nil || d.Variants["classify"] != "fit-20" {
+		t.Fatalf("running fit-28 for 1.5 s on 400 kbit/s: %+v, want fit-20 at once", d)
 	}
 }
 

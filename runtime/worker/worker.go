@@ -76,7 +76,11 @@ type Config struct {
 	// OnLatency, when set, is told each end-to-end latency the worker's
 	// sinks measure, by query (dataflow.Config.OnLatency): benchmarks.
 	OnLatency func(query string, d time.Duration, rows int64)
-	Log       *slog.Logger
+	// OnResult, when set, is told each batch the worker's sinks write,
+	// with its end-to-end latency, by query (dataflow.Config.OnResult):
+	// benchmarks that score answers.
+	OnResult func(query string, d time.Duration, rec arrow.Record)
+	Log      *slog.Logger
 	// Shape, when set, caps the bytes per second this worker's relay
 	// sends to worker to (0: no cap): failure drills and tests slow one
 	// link down with it (natsrelay.Options.Shape).
@@ -499,8 +503,12 @@ func (w *Worker) build(req deploy.DeployRequest) error {
 			}
 		}
 	}
+	var onResult func(time.Duration, arrow.Record)
+	if f := w.cfg.OnResult; f != nil {
+		onResult = func(d time.Duration, rec arrow.Record) { f(req.Query, d, rec) }
+	}
 	dw, err := dataflow.NewWorker(g, idx, dataflow.Config{Allocator: mem, Transport: dt, Stop: q.stop, RequestStop: requestStop,
-		Timing: true, Latency: true, LatencySLO: slo, OnLatency: onLatency})
+		Timing: true, Latency: true, LatencySLO: slo, OnLatency: onLatency, OnResult: onResult})
 	if err != nil {
 		_ = dt.Close()
 		_ = tr.Close()
