@@ -24,10 +24,8 @@ type PolicyInput struct {
 	// Workers run the current plan; Registered are all the workers the
 	// coordinator knows (a new plan can only use those).
 	Workers, Registered []string
-	// Age is how long the current plan has run; Replans how many re-plans
-	// the query has had (0: it runs its first plan).
+	// Age is how long the current plan has run.
 	Age       time.Duration
-	Replans   int
 	Estimates Estimates
 	// Assumed is what the current plan assumed of the numbers Estimates
 	// measure (nil: the query was placed by rules, not planned).

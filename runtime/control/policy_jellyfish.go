@@ -66,23 +66,10 @@ type Jellyfish struct {
 	// allowed it flapped on every wobble of the estimate (bench slo: 29
 	// re-plans in 30 s for 4 clients, most between fit-20 and fit-28 at
 	// the edge of what a link carried).
-	// The first plan (no re-plan yet: nothing was cut over) is not held
-	// by StepUpAge: it starts on the planner's pick, often the smallest,
-	// and waits only MinAge for the estimate the larger rows need.
+	// Stepping down is never held back.
 	StepUpAge         time.Duration
 	StepUpUtilization float64
-	// KeepUtilization (> MaxUtilization; 0: MaxUtilization) is how much
-	// of its link the running variant may take before a step down: a
-	// cut-over costs the stream a pause and the frames of the plan's
-	// first batches, and a step down at MaxUtilization cut over on every
-	// short dip of a link that still carried the running variant (bench
-	// slo on the lte-like trace: fit-20 at 300 kbit/s takes 67% of the
-	// link and was answered in time, but adaptive cut over to fit-14 and
-	// back on every such step, 26-29 re-plans in 40 s for 4 clients,
-	// each one costing a few frames). A variant that does not fit in
-	// KeepUtilization is left at once.
-	KeepUtilization float64
-	Anneal          JFAnneal
+	Anneal            JFAnneal
 }
 
 // DefaultJellyfish is the policy the coordinator runs for LATENCY queries.
@@ -91,8 +78,7 @@ type Jellyfish struct {
 // three seconds: at 70%, fit-28 rode bench slo's 600 kbit/s step and its
 // frames queued for those seconds when the link fell to 400, 8% of them
 // late), and steps up to a larger input size at 50%.
-var DefaultJellyfish = Jellyfish{MinAge: time.Second, MaxUtilization: 0.6, StepUpAge: 5 * time.Second, StepUpUtilization: 0.5,
-	KeepUtilization: 0.85, Anneal: DefaultJFAnneal}
+var DefaultJellyfish = Jellyfish{MinAge: time.Second, MaxUtilization: 0.6, StepUpAge: 5 * time.Second, StepUpUtilization: 0.5, Anneal: DefaultJFAnneal}
 
 func (p Jellyfish) Decide(in PolicyInput) *Decision {
 	if in.Latency == nil || in.Latency.SLOMs <= 0 || in.Age < p.MinAge || in.Estimates.Samples < 1 {
@@ -155,12 +141,9 @@ func (p Jellyfish) Decide(in PolicyInput) *Decision {
 			continue
 		}
 		if call.Variant != "" && call.Variants[pick].Bytes > call.Variants[cur].Bytes {
-			if pick = p.stepUp(pr, cur, pick, in.Age, in.Replans, a); pick == cur {
+			if pick = p.stepUp(pr, cur, pick, in.Age, a); pick == cur {
 				continue
 			}
-		}
-		if call.Variant != "" && call.Variants[pick].Bytes < call.Variants[cur].Bytes && p.keeps(pr, cur) {
-			continue
 		}
 		v := call.Variants[pick]
 		pins[call.Call] = v.Name
@@ -177,27 +160,11 @@ func (p Jellyfish) Decide(in PolicyInput) *Decision {
 	return &Decision{Variants: pins, Reason: "jellyfish: " + strings.Join(why, "; ")}
 }
 
-// keeps reports whether variant cur still serves every client with
-// KeepUtilization of its link (then a step down is not worth its
-// cut-over).
-func (p Jellyfish) keeps(pr *JFProblem, cur int) bool {
-	if p.KeepUtilization <= p.MaxUtilization {
-		return false
-	}
-	loose := *pr
-	loose.Clients = append([]JFClient(nil), pr.Clients...)
-	for i := range loose.Clients {
-		loose.Clients[i].MaxUtilization = p.KeepUtilization
-	}
-	s := loose.MapClients([]int{cur})
-	return s != nil && s.Served >= 1
-}
-
 // stepUp is the variant a step up from cur to pick may take: cur while
-// a re-planned plan is younger than StepUpAge, else the largest the
-// schedule allows with StepUpUtilization of every link (never below cur).
-func (p Jellyfish) stepUp(pr *JFProblem, cur, pick int, age time.Duration, replans int, a JFAnneal) int {
-	if replans > 0 && age < p.StepUpAge {
+// the plan is younger than StepUpAge, else the largest the schedule
+// allows with StepUpUtilization of every link (never below cur).
+func (p Jellyfish) stepUp(pr *JFProblem, cur, pick int, age time.Duration, a JFAnneal) int {
+	if age < p.StepUpAge {
 		return cur
 	}
 	if p.StepUpUtilization <= 0 {

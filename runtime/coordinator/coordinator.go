@@ -1409,8 +1409,8 @@ func (c *Coordinator) decide(qs *queryState, now time.Time) {
 	if qs.kept.gen == qs.info.Generation && now.Before(qs.kept.until) {
 		return // a re-plan kept this plan lately: back off (keptBackoff)
 	}
-	in := control.PolicyInput{Query: qs.info.Query, Workers: qs.info.Workers, Age: now.Sub(qs.planned), Replans: len(qs.info.Replans), Estimates: *qs.info.Estimates,
-		Assumed: qs.assumed, Latency: qs.latency}
+	in := control.PolicyInput{Query: qs.info.Query, Workers: qs.info.Workers, Age: now.Sub(qs.planned), Estimates: *qs.info.Estimates, Assumed: qs.assumed,
+		Latency: qs.latency}
 	for name := range c.workers {
 		in.Registered = append(in.Registered, name)
 	}
