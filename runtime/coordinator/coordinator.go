@@ -178,6 +178,9 @@ type queryState struct {
 	// over every generation: a recovery resumes them from there
 	// (deploy.Script.Positions).
 	positions map[string]sources.Positions
+	// bound is the query as written, bound to its catalog: the shape that
+	// says where a recovery resumes its streams (info.ResumeSeq).
+	bound *logical.Plan
 	// failing is set while a worker's failure waits to see whether a
 	// lost worker caused it (a relay link to a dead peer breaks first).
 	failing bool
@@ -559,6 +562,7 @@ func (c *Coordinator) Submit(ctx context.Context, req deploy.SubmitRequest) (*de
 	qs.info.Placement, qs.info.Workers, qs.info.Planner, qs.info.Estimate, qs.info.LatencySLOMs = p, p.Workers, pl.note, pl.estimate, pl.sloMs
 	qs.info.Priority, qs.info.InputRows = script.Priority, pl.inputRows
 	qs.plan, qs.assumed, qs.variants, qs.latency = pl.plan, pl.assumed, script.Variants, pl.latency
+	qs.bound = pl.bound
 	c.mu.Unlock()
 
 	if _, err := c.deployAll(ctx, req.Query, req.Owner, script, p, 0); err != nil {
@@ -651,6 +655,8 @@ type placed struct {
 	assumed *control.Assumed
 	// latency: the SLO policy's view of the query (latencyInput).
 	latency *control.LatencyInput
+	// bound: the query as written (queryState.bound).
+	bound *logical.Plan
 }
 
 // place compiles the script as every worker will and places it: where the
@@ -735,7 +741,7 @@ func (c *Coordinator) place(ctx context.Context, req deploy.SubmitRequest, ws []
 				}
 				return placed{placement: p, script: planned, note: note, estimate: deploy.EstimateOf(res.Physical, bound.Objectives.Throughput),
 					plan: res.Physical, sloMs: slo, assumed: assumedOf(res.Physical, ws), inputRows: in,
-					latency: lat}, nil
+					latency: lat, bound: bound}, nil
 			}
 			perr = err
 		} else {
@@ -761,7 +767,7 @@ func (c *Coordinator) place(ctx context.Context, req deploy.SubmitRequest, ws []
 	if slowed != "" {
 		note += "; " + slowed
 	}
-	return placed{placement: p, script: script, note: note, sloMs: slo, inputRows: in, latency: latencyInput(bound.Root, slo, ws, script.Variants, "")}, nil
+	return placed{placement: p, script: script, note: note, sloMs: slo, inputRows: in, latency: latencyInput(bound.Root, slo, ws, script.Variants, ""), bound: bound}, nil
 }
 
 // reservedText is a reservation list for the planner note.
@@ -1056,6 +1062,7 @@ func (c *Coordinator) commit(qs *queryState) {
 	if known && low > info.Committed {
 		info.Committed = low
 	}
+	info.ResumeSeq = deploy.ResumeSeqs(qs.bound, info.Committed, qs.positions)
 	qs.cutOver(known, low)
 	// Rows flow again once the new generation's sinks pass the epoch it
 	// resumed from or write anything; a query stopped or finished before
@@ -1289,6 +1296,7 @@ func (c *Coordinator) redeploy(id, lost string, lostAt time.Time, d *control.Dec
 	if err == nil {
 		qs.info.Placement, qs.info.Workers, qs.info.Planner, qs.info.Estimate = p, p.Workers, pl.note, pl.estimate
 		qs.plan, qs.assumed, qs.variants, qs.classMix = pl.plan, pl.assumed, script.Variants, mix
+		qs.bound = pl.bound
 		qs.latency, qs.pins = pl.latency, pins
 	}
 	c.mu.Unlock()
