@@ -145,8 +145,10 @@ type Coordinator struct {
 	cfg  Config
 	nc   *nats.Conn
 	subs []*nats.Subscription
-	stop chan struct{}
-	wg   sync.WaitGroup
+	// hbSub is the heartbeats' subscription (settle waits for its queue).
+	hbSub *nats.Subscription
+	stop  chan struct{}
+	wg    sync.WaitGroup
 
 	mu      sync.Mutex
 	workers map[string]*deploy.WorkerInfo
@@ -290,6 +292,9 @@ func Start(cfg Config) (*Coordinator, error) {
 			return nil, err
 		}
 		c.subs = append(c.subs, sub)
+		if h.subject == deploy.InNamespace(c.cfg.Namespace, deploy.HeartbeatSubject("*")) {
+			c.hbSub = sub
+		}
 	}
 	if err := c.nc.Flush(); err != nil {
 		c.Close()
@@ -371,6 +376,35 @@ func (c *Coordinator) onHeartbeat(m *nats.Msg) {
 	reply(m, deploy.Ack{Describe: c.relearn(hb)})
 }
 
+// anyExpired reports whether some worker's last heartbeat is older than Expiry.
+func (c *Coordinator) anyExpired() bool {
+	cutoff := time.Now().Add(-c.cfg.Expiry)
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for _, w := range c.workers {
+		if w.LastSeen.Before(cutoff) {
+			return true
+		}
+	}
+	return false
+}
+
+// settle lets the heartbeat handler catch up before expire judges a worker by
+// its last heartbeat: a round trip to the server puts every heartbeat it
+// already routed here in the subscription's queue (messages arrive before the
+// PONG), and the queue drains within max. On a loaded machine the handler lags
+// behind the heartbeats, and two live workers were once declared lost at once.
+func (c *Coordinator) settle(max time.Duration) {
+	deadline := time.Now().Add(max)
+	_ = c.nc.FlushTimeout(max)
+	for c.hbSub != nil && time.Now().Before(deadline) {
+		if n, _, err := c.hbSub.Pending(); err != nil || n == 0 {
+			return
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
 // expire drops workers that stopped heartbeating and fails their queries.
 func (c *Coordinator) expire() {
 	defer c.wg.Done()
@@ -386,6 +420,9 @@ func (c *Coordinator) expire() {
 		}
 		if c.serverDown() {
 			continue // no heartbeat can come: the server is away
+		}
+		if c.anyExpired() {
+			c.settle(c.cfg.Expiry / 4)
 		}
 		cutoff := time.Now().Add(-c.cfg.Expiry)
 		dead := map[string]time.Time{}
