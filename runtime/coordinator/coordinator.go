@@ -145,8 +145,10 @@ type Coordinator struct {
 	cfg  Config
 	nc   *nats.Conn
 	subs []*nats.Subscription
-	stop chan struct{}
-	wg   sync.WaitGroup
+	// hbSub is the heartbeats' subscription (settle waits for its queue).
+	hbSub *nats.Subscription
+	stop  chan struct{}
+	wg    sync.WaitGroup
 
 	mu      sync.Mutex
 	workers map[string]*deploy.WorkerInfo
@@ -178,6 +180,9 @@ type queryState struct {
 	// over every generation: a recovery resumes them from there
 	// (deploy.Script.Positions).
 	positions map[string]sources.Positions
+	// bound is the query as written, bound to its catalog: the shape that
+	// says where a recovery resumes its streams (info.ResumeSeq).
+	bound *logical.Plan
 	// failing is set while a worker's failure waits to see whether a
 	// lost worker caused it (a relay link to a dead peer breaks first).
 	failing bool
@@ -287,6 +292,9 @@ func Start(cfg Config) (*Coordinator, error) {
 			return nil, err
 		}
 		c.subs = append(c.subs, sub)
+		if h.subject == deploy.InNamespace(c.cfg.Namespace, deploy.HeartbeatSubject("*")) {
+			c.hbSub = sub
+		}
 	}
 	if err := c.nc.Flush(); err != nil {
 		c.Close()
@@ -368,6 +376,35 @@ func (c *Coordinator) onHeartbeat(m *nats.Msg) {
 	reply(m, deploy.Ack{Describe: c.relearn(hb)})
 }
 
+// anyExpired reports whether some worker's last heartbeat is older than Expiry.
+func (c *Coordinator) anyExpired() bool {
+	cutoff := time.Now().Add(-c.cfg.Expiry)
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for _, w := range c.workers {
+		if w.LastSeen.Before(cutoff) {
+			return true
+		}
+	}
+	return false
+}
+
+// settle lets the heartbeat handler catch up before expire judges a worker by
+// its last heartbeat: a round trip to the server puts every heartbeat it
+// already routed here in the subscription's queue (messages arrive before the
+// PONG), and the queue drains within max. On a loaded machine the handler lags
+// behind the heartbeats, and two live workers were once declared lost at once.
+func (c *Coordinator) settle(max time.Duration) {
+	deadline := time.Now().Add(max)
+	_ = c.nc.FlushTimeout(max)
+	for c.hbSub != nil && time.Now().Before(deadline) {
+		if n, _, err := c.hbSub.Pending(); err != nil || n == 0 {
+			return
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
 // expire drops workers that stopped heartbeating and fails their queries.
 func (c *Coordinator) expire() {
 	defer c.wg.Done()
@@ -383,6 +420,9 @@ func (c *Coordinator) expire() {
 		}
 		if c.serverDown() {
 			continue // no heartbeat can come: the server is away
+		}
+		if c.anyExpired() {
+			c.settle(c.cfg.Expiry / 4)
 		}
 		cutoff := time.Now().Add(-c.cfg.Expiry)
 		dead := map[string]time.Time{}
@@ -559,6 +599,7 @@ func (c *Coordinator) Submit(ctx context.Context, req deploy.SubmitRequest) (*de
 	qs.info.Placement, qs.info.Workers, qs.info.Planner, qs.info.Estimate, qs.info.LatencySLOMs = p, p.Workers, pl.note, pl.estimate, pl.sloMs
 	qs.info.Priority, qs.info.InputRows = script.Priority, pl.inputRows
 	qs.plan, qs.assumed, qs.variants, qs.latency = pl.plan, pl.assumed, script.Variants, pl.latency
+	qs.bound = pl.bound
 	c.mu.Unlock()
 
 	if _, err := c.deployAll(ctx, req.Query, req.Owner, script, p, 0); err != nil {
@@ -651,6 +692,8 @@ type placed struct {
 	assumed *control.Assumed
 	// latency: the SLO policy's view of the query (latencyInput).
 	latency *control.LatencyInput
+	// bound: the query as written (queryState.bound).
+	bound *logical.Plan
 }
 
 // place compiles the script as every worker will and places it: where the
@@ -735,7 +778,7 @@ func (c *Coordinator) place(ctx context.Context, req deploy.SubmitRequest, ws []
 				}
 				return placed{placement: p, script: planned, note: note, estimate: deploy.EstimateOf(res.Physical, bound.Objectives.Throughput),
 					plan: res.Physical, sloMs: slo, assumed: assumedOf(res.Physical, ws), inputRows: in,
-					latency: lat}, nil
+					latency: lat, bound: bound}, nil
 			}
 			perr = err
 		} else {
@@ -761,7 +804,7 @@ func (c *Coordinator) place(ctx context.Context, req deploy.SubmitRequest, ws []
 	if slowed != "" {
 		note += "; " + slowed
 	}
-	return placed{placement: p, script: script, note: note, sloMs: slo, inputRows: in, latency: latencyInput(bound.Root, slo, ws, script.Variants, "")}, nil
+	return placed{placement: p, script: script, note: note, sloMs: slo, inputRows: in, latency: latencyInput(bound.Root, slo, ws, script.Variants, ""), bound: bound}, nil
 }
 
 // reservedText is a reservation list for the planner note.
@@ -1056,6 +1099,7 @@ func (c *Coordinator) commit(qs *queryState) {
 	if known && low > info.Committed {
 		info.Committed = low
 	}
+	info.ResumeSeq = deploy.ResumeSeqs(qs.bound, info.Committed, qs.positions)
 	qs.cutOver(known, low)
 	// Rows flow again once the new generation's sinks pass the epoch it
 	// resumed from or write anything; a query stopped or finished before
@@ -1289,6 +1333,7 @@ func (c *Coordinator) redeploy(id, lost string, lostAt time.Time, d *control.Dec
 	if err == nil {
 		qs.info.Placement, qs.info.Workers, qs.info.Planner, qs.info.Estimate = p, p.Workers, pl.note, pl.estimate
 		qs.plan, qs.assumed, qs.variants, qs.classMix = pl.plan, pl.assumed, script.Variants, mix
+		qs.bound = pl.bound
 		qs.latency, qs.pins = pl.latency, pins
 	}
 	c.mu.Unlock()

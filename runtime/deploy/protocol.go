@@ -389,6 +389,12 @@ type QueryInfo struct {
 	Generation int                `json:"generation,omitempty"`
 	Committed  uint64             `json:"committed_epoch,omitempty"`
 	Recoveries []control.Recovery `json:"recoveries,omitempty"`
+	// ResumeSeq is, by JetStream stream, the stream sequence a recovery
+	// from Committed would start at (ResumeSeqs): it trails Committed by
+	// up to a status interval, as sources report their positions with
+	// their workers' status; a stream not in it would replay from its
+	// start.
+	ResumeSeq map[string]uint64 `json:"resume_seq,omitempty"`
 	// Replans is the plan history: each cut-over to a new plan a policy
 	// asked for (runtime/control).
 	Replans []control.Replan `json:"replans,omitempty"`

@@ -192,4 +192,32 @@ func resumeStreams(hook streamHook, plan *logical.Plan, e uint64, pos map[string
 	}
 }
 
+// ResumeSeqs is, by stream, the stream sequence a recovery of plan at
+// epoch e would start its JetStream streams at, given the positions the
+// coordinator knows (as resumeStreams does on the workers); a stream not
+// in it replays from its start, as does every stream of a query whose
+// shape resumes no stream at a position (resumeAt). A source reports its positions with its
+// worker's status, so those it took since its last report are lost with
+// a killed worker: until they arrive, a query that has committed e still
+// replays the stream from further back, or from its start.
+func ResumeSeqs(plan *logical.Plan, e uint64, pos map[string]sources.Positions) map[string]uint64 {
+	if plan == nil || e == 0 || len(pos) == 0 {
+		return nil
+	}
+	_, below := resumeAt(plan.Root, e)
+	if below == 0 {
+		return nil
+	}
+	var out map[string]uint64
+	for name, ps := range pos {
+		if p, ok := ps.Before(int64(below)); ok {
+			if out == nil {
+				out = map[string]uint64{}
+			}
+			out[name] = p.Seq
+		}
+	}
+	return out
+}
+
 type streamHook = func(*catalog.Stream, *arrow.Schema, sources.EventTime, *sources.Report) (func() (dataflow.Operator, error), error)

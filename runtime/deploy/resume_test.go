@@ -1,7 +1,12 @@
 package deploy
 
 import (
+	"maps"
+	"math"
 	"testing"
+
+	"github.com/tierflow/tierflow/operators/sources"
+	"github.com/tierflow/tierflow/planner/logical"
 )
 
 // TestResumeAt: which re-deployed queries may skip what their sinks
@@ -41,5 +46,46 @@ AND TUMBLE(r.ts, INTERVAL '10' SECOND) = TUMBLE(o.ts, INTERVAL '10' SECOND);`, 0
 				t.Fatalf("resumeAt = (%d, %d), want (%d, %d)\n%s", skip, below, c.skip, c.below, c.query)
 			}
 		})
+	}
+}
+
+// TestResumeSeqs: where a recovery would start a JetStream stream is the
+// last known position before the first window it replays, and nothing
+// (the stream's start) until such a position is known or for a query that
+// must replay everything.
+func TestResumeSeqs(t *testing.T) {
+	const streams = `
+CREATE STREAM readings (sensor INT, ts TIMESTAMP, temperature DOUBLE) FROM JETSTREAM 'in.readings' FORMAT CSV;
+`
+	bind := func(q string) *logical.Plan {
+		t.Helper()
+		plan, _, err := Script{Filename: "q.sql", Source: streams + q}.Bind(nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return plan
+	}
+	windows := bind("SELECT sensor, count(*) AS n FROM readings GROUP BY sensor, TUMBLE(ts, INTERVAL '10' SECOND);")
+	const e = 25_000_000 // replays the window from 20 s
+	pos := map[string]sources.Positions{"readings": {{Seq: 1, MaxTS: math.MinInt64}, {Seq: 40, MaxTS: 9_750_000},
+		{Seq: 80, MaxTS: 19_750_000}, {Seq: 84, MaxTS: 20_750_000}}}
+	if got := ResumeSeqs(windows, e, pos); !maps.Equal(got, map[string]uint64{"readings": 80}) {
+		t.Fatalf("ResumeSeqs = %v, want readings at 80", got)
+	}
+	// Only the positions a worker reported before its first batch past the
+	// window's start: resume at the last of them.
+	early := map[string]sources.Positions{"readings": pos["readings"][:2]}
+	if got := ResumeSeqs(windows, e, early); !maps.Equal(got, map[string]uint64{"readings": 40}) {
+		t.Fatalf("ResumeSeqs = %v, want readings at 40", got)
+	}
+	if got := ResumeSeqs(windows, e, nil); got != nil {
+		t.Fatalf("ResumeSeqs with no positions = %v, want none (the stream's start)", got)
+	}
+	if got := ResumeSeqs(windows, 0, pos); got != nil {
+		t.Fatalf("ResumeSeqs with nothing committed = %v, want none", got)
+	}
+	sorted := bind("SELECT sensor FROM readings ORDER BY sensor LIMIT 5;")
+	if got := ResumeSeqs(sorted, e, pos); got != nil {
+		t.Fatalf("ResumeSeqs of a query that replays everything = %v, want none", got)
 	}
 }
