@@ -82,6 +82,11 @@ type Run struct {
 	Dropped    map[string]int64
 	LatencySLO time.Duration
 	Elapsed    time.Duration
+	// EarlierEndToEnd and EarlierSLOMissRows are the sinks' measures of
+	// generations that ended before a re-plan or recovery (Dropped counts
+	// them already): latency and the miss rate cover the whole query.
+	EarlierEndToEnd    dataflow.Histogram
+	EarlierSLOMissRows int64
 }
 
 // EndToEnd merges the end-to-end latency of every sink instance, and counts
@@ -117,6 +122,8 @@ func Summarize(r Run) Summary {
 		s.Dropped[k] = v
 	}
 	h, missed := EndToEnd(r.Operators)
+	h.Add(r.EarlierEndToEnd)
+	missed += r.EarlierSLOMissRows
 	s.LatencyMs = Percentiles(h)
 	if r.LatencySLO > 0 {
 		// A row dropped lazily before compute missed its deadline too.

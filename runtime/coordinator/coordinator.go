@@ -176,6 +176,11 @@ type queryState struct {
 	req     deploy.SubmitRequest
 	front   map[string]uint64
 	pending *pendingRecovery
+	// droppedBefore are the rows earlier generations dropped, by reason:
+	// their statuses go with them, and the query's count must not. Rows a
+	// resumed generation sends again above the committed epoch may count
+	// twice if both generations drop them.
+	droppedBefore dataflow.DropCounts
 	// positions are where the query's JetStream sources stood, by stream,
 	// over every generation: a recovery resumes them from there
 	// (deploy.Script.Positions).
@@ -962,7 +967,8 @@ func (c *Coordinator) onStatus(m *nats.Msg) {
 	}
 	info := &qs.info
 	info.Operators, info.Links, info.ResultRows = nil, nil, 0
-	info.LateRows, info.BadRows, info.Problems, info.Dropped = 0, 0, nil, nil
+	info.LateRows, info.BadRows, info.Problems = 0, 0, nil
+	info.Dropped = dataflow.DropCounts(nil).Merge(qs.droppedBefore) // a copy: Merge adds in place
 	info.WorkerStates = map[string]string{}
 	terminal, failed, failedKind, stopped := 0, "", "", false
 	for _, name := range info.Workers {
@@ -1052,6 +1058,30 @@ func (c *Coordinator) onStatus(m *nats.Msg) {
 		}
 		c.done(*ended)
 	}
+}
+
+// endGeneration forgets the ending generation's statuses and sink
+// frontiers, keeping in the query's record the rows it dropped and what
+// its sinks measured (QueryInfo.Earlier).
+func (qs *queryState) endGeneration() {
+	// A new Earlier, not the old one changed: copies of the query's info
+	// handed out before share its pointer.
+	e := &deploy.Earlier{}
+	if old := qs.info.Earlier; old != nil {
+		e.EndToEnd.Add(old.EndToEnd)
+		e.SLOMissRows = old.SLOMissRows
+	}
+	for _, st := range qs.status {
+		qs.droppedBefore = qs.droppedBefore.Merge(st.Dropped)
+		for _, op := range st.Operators {
+			e.EndToEnd.Add(op.EndToEnd)
+			e.SLOMissRows += op.SLOMissRows
+		}
+	}
+	if e.EndToEnd.Count > 0 || e.SLOMissRows > 0 {
+		qs.info.Earlier = e
+	}
+	qs.status, qs.front = map[string]deploy.Status{}, map[string]uint64{}
 }
 
 // positionsCopy is a copy of qs.positions, taken under mu.
@@ -1318,7 +1348,7 @@ func (c *Coordinator) redeploy(id, lost string, lostAt time.Time, d *control.Dec
 		return
 	}
 	qs.info.Generation, qs.failing = gen, false
-	qs.status, qs.front = map[string]deploy.Status{}, map[string]uint64{}
+	qs.endGeneration()
 	qs.info.ResultRows = 0 // the new generation's, from its first status
 	qs.live, qs.planned = control.NewLive(), time.Now()
 	if d == nil {

@@ -357,6 +357,10 @@ type QueryInfo struct {
 	BadRows  int64               `json:"bad_rows,omitempty"`
 	Problems []string            `json:"problems,omitempty"`
 	Dropped  dataflow.DropCounts `json:"dropped,omitempty"`
+	// Earlier holds what the query's ended generations (before a re-plan
+	// or recovery) measured at their sinks; Operators are the running
+	// generation's. Dropped already counts every generation.
+	Earlier *Earlier `json:"earlier,omitempty"`
 	// NetworkCost is the metered bytes between tiers times the link prices
 	// of the infrastructure (per GB of 2^30 bytes, as the planner's KB x
 	// 3600 / 1024^2 prices an estimate); ComputeCost the hours the query held
@@ -414,12 +418,23 @@ func (q *QueryInfo) Summary() control.Summary {
 	if !q.Ended.IsZero() {
 		elapsed = q.Ended.Sub(q.Submitted)
 	}
-	s := control.Summarize(control.Run{Operators: q.Operators, ResultRows: q.ResultRows, Dropped: q.Dropped,
-		LatencySLO: time.Duration(q.LatencySLOMs * float64(time.Millisecond)), Elapsed: elapsed})
+	run := control.Run{Operators: q.Operators, ResultRows: q.ResultRows, Dropped: q.Dropped,
+		LatencySLO: time.Duration(q.LatencySLOMs * float64(time.Millisecond)), Elapsed: elapsed}
+	if q.Earlier != nil {
+		run.EarlierEndToEnd, run.EarlierSLOMissRows = q.Earlier.EndToEnd, q.Earlier.SLOMissRows
+	}
+	s := control.Summarize(run)
 	s.Recoveries = append(s.Recoveries, q.Recoveries...)
 	s.Replans = append(s.Replans, q.Replans...)
 	s.SLOTimeline = q.SLOTimeline
 	return s
+}
+
+// Earlier is the end-to-end latency and the rows over the LATENCY bound
+// that a query's ended generations' sinks measured.
+type Earlier struct {
+	EndToEnd    dataflow.Histogram `json:"end_to_end"`
+	SLOMissRows int64              `json:"slo_miss_rows"`
 }
 
 // TierBytes sums the bytes the query's links carried between tiers, keyed

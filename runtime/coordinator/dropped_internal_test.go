@@ -1,0 +1,60 @@
+package coordinator
+
+import (
+	"encoding/json"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats.go"
+
+	"github.com/tierflow/tierflow/dataflow"
+	"github.com/tierflow/tierflow/runtime/control"
+	"github.com/tierflow/tierflow/runtime/deploy"
+)
+
+// TestDroppedCountsEveryGeneration: rows a generation dropped (lazily, past
+// their deadline) stay in the query's count after a re-plan or recovery
+// starts the next one; before, only the running generation's drops showed.
+func TestDroppedCountsEveryGeneration(t *testing.T) {
+	c := &Coordinator{queries: map[string]*queryState{}, workers: map[string]*deploy.WorkerInfo{}}
+	qs := &queryState{info: deploy.QueryInfo{Query: "q1", Generation: 1, Workers: []string{"w1"}, State: deploy.StateRunning},
+		status: map[string]deploy.Status{}, front: map[string]uint64{}, live: control.NewLive()}
+	c.queries["q1"] = qs
+	status := func(gen int, drops dataflow.DropCounts, latencies ...time.Duration) {
+		sink := dataflow.InstanceStats{Operator: "sink"}
+		for _, d := range latencies {
+			sink.EndToEnd.AddSample(d)
+			if d > 100*time.Millisecond {
+				sink.SLOMissRows++
+			}
+		}
+		b, _ := json.Marshal(deploy.Status{Query: "q1", Worker: "w1", Generation: gen, State: deploy.StateRunning, Dropped: drops,
+			Operators: []dataflow.InstanceStats{sink}})
+		c.onStatus(&nats.Msg{Subject: deploy.QuerySubject("", "q1", "status.w1"), Data: b})
+	}
+	status(1, dataflow.DropCounts{dataflow.DropDeadline: 5})
+	status(1, dataflow.DropCounts{dataflow.DropDeadline: 7}, 20*time.Millisecond, 300*time.Millisecond) // the part's totals
+	if got := qs.info.Dropped[dataflow.DropDeadline]; got != 7 {
+		t.Fatalf("generation 1: %d dropped, want 7", got)
+	}
+	qs.endGeneration()
+	qs.info.Generation = 2
+	status(2, dataflow.DropCounts{dataflow.DropDeadline: 3})
+	if got := qs.info.Dropped[dataflow.DropDeadline]; got != 10 {
+		t.Fatalf("after generation 2's status: %d dropped, want 7 + 3", got)
+	}
+	status(2, dataflow.DropCounts{dataflow.DropDeadline: 4}, 30*time.Millisecond)
+	if got := qs.info.Dropped[dataflow.DropDeadline]; got != 11 {
+		t.Fatalf("a second status must not add generation 1's drops again: %d, want 11", got)
+	}
+	// The summary's latency and miss rate cover both generations' rows:
+	// 3 written (one over 100 ms) and 11 dropped past their deadline.
+	qs.info.LatencySLOMs = 100
+	s := qs.info.Summary()
+	if s.SLOMissRate == nil || *s.SLOMissRate != 12.0/14.0 {
+		t.Fatalf("slo_miss_rate %v, want 12/14", s.SLOMissRate)
+	}
+	if s.LatencyMs.P99 < 250 {
+		t.Fatalf("p99 %.1f ms: generation 1's 300 ms row is missing", s.LatencyMs.P99)
+	}
+}
