@@ -101,25 +101,7 @@ func TestOperatorSteppedDelayCut(t *testing.T) {
 	now := time.Unix(1000, 0)
 	src := &holdSource{batches: []dataflow.Batch{{Epoch: 0, Record: inputRecord(t, mem, 0, 3, nil, nil)}}}
 	f := &fakeSession{}
-	g := &dataflow.Graph{Query: "ml"}
-	s := g.AddOperator(dataflow.OperatorSpec{Name: "src", Outputs: 1, Workers: []int{0},
-		New: func(dataflow.Instance) (dataflow.Operator, error) { return src, nil }})
-	mlop := g.AddOperator(dataflow.OperatorSpec{Name: "classify", Inputs: 1, Outputs: 1, Workers: []int{0},
-		New: func(dataflow.Instance) (dataflow.Operator, error) {
-			m, err := Bind(f, inputSchema(), Config{Input: "x", Heads: testHeads, MaxBatch: 8})
-			if err != nil {
-				return nil, err
-			}
-			return NewOperator(m, BatchConfig{MaxBatch: 8, MaxDelay: 10 * time.Millisecond})
-		}})
-	sink := g.AddOperator(dataflow.OperatorSpec{Name: "sink", Inputs: 1, Workers: []int{0},
-		New: func(dataflow.Instance) (dataflow.Operator, error) { return builtin.NewCapture(&got, 0), nil }})
-	g.Connect(s, 0, mlop, 0)
-	g.Connect(mlop, 0, sink, 0)
-	ws, err := dataflow.BuildLocal(g, dataflow.Config{Allocator: mem, Now: func() time.Time { return now }})
-	if err != nil {
-		t.Fatal(err)
-	}
+	ws, _ := steppedPipeline(t, mem, src, f, &got, &now, func(*Operator) {})
 	for i := 0; i < 3; i++ {
 		if _, err := ws[0].Step(); err != nil {
 			t.Fatal(err)
@@ -197,25 +179,7 @@ func TestOperatorKeepsEachBatchsIngestTime(t *testing.T) {
 		{Record: inputRecord(t, mem, 3, 3, nil, nil), Ingest: 222},
 	}}
 	f := &fakeSession{}
-	g := &dataflow.Graph{Query: "ml"}
-	s := g.AddOperator(dataflow.OperatorSpec{Name: "src", Outputs: 1, Workers: []int{0},
-		New: func(dataflow.Instance) (dataflow.Operator, error) { return src, nil }})
-	mlop := g.AddOperator(dataflow.OperatorSpec{Name: "classify", Inputs: 1, Outputs: 1, Workers: []int{0},
-		New: func(dataflow.Instance) (dataflow.Operator, error) {
-			m, err := Bind(f, inputSchema(), Config{Input: "x", Heads: testHeads, MaxBatch: 8})
-			if err != nil {
-				return nil, err
-			}
-			return NewOperator(m, BatchConfig{MaxBatch: 8, MaxDelay: 10 * time.Millisecond})
-		}})
-	sink := g.AddOperator(dataflow.OperatorSpec{Name: "sink", Inputs: 1, Workers: []int{0},
-		New: func(dataflow.Instance) (dataflow.Operator, error) { return builtin.NewCapture(&got, 0), nil }})
-	g.Connect(s, 0, mlop, 0)
-	g.Connect(mlop, 0, sink, 0)
-	ws, err := dataflow.BuildLocal(g, dataflow.Config{Allocator: mem, Now: func() time.Time { return now }})
-	if err != nil {
-		t.Fatal(err)
-	}
+	ws, _ := steppedPipeline(t, mem, src, f, &got, &now, func(*Operator) {})
 	for i := 0; i < 3; i++ {
 		if _, err := ws[0].Step(); err != nil {
 			t.Fatal(err)
@@ -244,6 +208,40 @@ func TestOperatorKeepsEachBatchsIngestTime(t *testing.T) {
 	}
 }
 
+// steppedPipeline builds src -> classify (on f, MaxBatch 8, MaxDelay 10 ms,
+// then configure) -> capture into got on one local worker whose clock reads
+// *now, for tests that step it by hand.
+func steppedPipeline(t *testing.T, mem memory.Allocator, src *holdSource, f *fakeSession, got *builtin.Captured,
+	now *time.Time, configure func(*Operator)) ([]*dataflow.Worker, *Operator) {
+	t.Helper()
+	var op *Operator
+	g := &dataflow.Graph{Query: "ml"}
+	s := g.AddOperator(dataflow.OperatorSpec{Name: "src", Outputs: 1, Workers: []int{0},
+		New: func(dataflow.Instance) (dataflow.Operator, error) { return src, nil }})
+	mlop := g.AddOperator(dataflow.OperatorSpec{Name: "classify", Inputs: 1, Outputs: 1, Workers: []int{0},
+		New: func(dataflow.Instance) (dataflow.Operator, error) {
+			m, err := Bind(f, inputSchema(), Config{Input: "x", Heads: testHeads, MaxBatch: 8})
+			if err != nil {
+				return nil, err
+			}
+			op, err = NewOperator(m, BatchConfig{MaxBatch: 8, MaxDelay: 10 * time.Millisecond})
+			if err != nil {
+				return nil, err
+			}
+			configure(op)
+			return op, nil
+		}})
+	sink := g.AddOperator(dataflow.OperatorSpec{Name: "sink", Inputs: 1, Workers: []int{0},
+		New: func(dataflow.Instance) (dataflow.Operator, error) { return builtin.NewCapture(got, 0), nil }})
+	g.Connect(s, 0, mlop, 0)
+	g.Connect(mlop, 0, sink, 0)
+	ws, err := dataflow.BuildLocal(g, dataflow.Config{Allocator: mem, Now: func() time.Time { return *now }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return ws, op
+}
+
 // Lazy drop (Jellyfish 5): with a LATENCY bound, an input batch whose
 // deadline a one-row call can no longer make is dropped before compute and
 // counted as a "deadline" drop; the batch behind it, still in time, runs.
@@ -261,32 +259,10 @@ func TestOperatorDropsPastDeadlineBeforeCompute(t *testing.T) {
 	}}
 	f := &fakeSession{}
 	var drops dataflow.Drops
-	var op *Operator
-	g := &dataflow.Graph{Query: "ml"}
-	s := g.AddOperator(dataflow.OperatorSpec{Name: "src", Outputs: 1, Workers: []int{0},
-		New: func(dataflow.Instance) (dataflow.Operator, error) { return src, nil }})
-	mlop := g.AddOperator(dataflow.OperatorSpec{Name: "classify", Inputs: 1, Outputs: 1, Workers: []int{0},
-		New: func(dataflow.Instance) (dataflow.Operator, error) {
-			m, err := Bind(f, inputSchema(), Config{Input: "x", Heads: testHeads, MaxBatch: 8})
-			if err != nil {
-				return nil, err
-			}
-			op, err = NewOperator(m, BatchConfig{MaxBatch: 8, MaxDelay: 10 * time.Millisecond})
-			if err != nil {
-				return nil, err
-			}
-			op.Deadline, op.SoloMs = 100*time.Millisecond, 10
-			op.CountDropsIn(&drops)
-			return op, nil
-		}})
-	sink := g.AddOperator(dataflow.OperatorSpec{Name: "sink", Inputs: 1, Workers: []int{0},
-		New: func(dataflow.Instance) (dataflow.Operator, error) { return builtin.NewCapture(&got, 0), nil }})
-	g.Connect(s, 0, mlop, 0)
-	g.Connect(mlop, 0, sink, 0)
-	ws, err := dataflow.BuildLocal(g, dataflow.Config{Allocator: mem, Now: func() time.Time { return now }})
-	if err != nil {
-		t.Fatal(err)
-	}
+	ws, op := steppedPipeline(t, mem, src, f, &got, &now, func(op *Operator) {
+		op.Deadline, op.SoloMs = 100*time.Millisecond, 10
+		op.CountDropsIn(&drops)
+	})
 	for i := 0; i < 3; i++ {
 		if _, err := ws[0].Step(); err != nil {
 			t.Fatal(err)
@@ -333,36 +309,14 @@ func TestOperatorLazyDropSurvivesOneStalledCall(t *testing.T) {
 	}}
 	f := &fakeSession{}
 	var drops dataflow.Drops
-	var op *Operator
-	g := &dataflow.Graph{Query: "ml"}
-	s := g.AddOperator(dataflow.OperatorSpec{Name: "src", Outputs: 1, Workers: []int{0},
-		New: func(dataflow.Instance) (dataflow.Operator, error) { return src, nil }})
-	mlop := g.AddOperator(dataflow.OperatorSpec{Name: "classify", Inputs: 1, Outputs: 1, Workers: []int{0},
-		New: func(dataflow.Instance) (dataflow.Operator, error) {
-			m, err := Bind(f, inputSchema(), Config{Input: "x", Heads: testHeads, MaxBatch: 8})
-			if err != nil {
-				return nil, err
-			}
-			op, err = NewOperator(m, BatchConfig{MaxBatch: 8, MaxDelay: 10 * time.Millisecond})
-			if err != nil {
-				return nil, err
-			}
-			op.Deadline = 50 * time.Millisecond
-			op.CountDropsIn(&drops)
-			// One-row calls of 2 ms, then one the machine stalled for
-			// 300 ms: smoothed, 91 ms, past the 50 ms bound.
-			op.b.Observe(1, 2*time.Millisecond)
-			op.b.Observe(1, 300*time.Millisecond)
-			return op, nil
-		}})
-	sink := g.AddOperator(dataflow.OperatorSpec{Name: "sink", Inputs: 1, Workers: []int{0},
-		New: func(dataflow.Instance) (dataflow.Operator, error) { return builtin.NewCapture(&got, 0), nil }})
-	g.Connect(s, 0, mlop, 0)
-	g.Connect(mlop, 0, sink, 0)
-	ws, err := dataflow.BuildLocal(g, dataflow.Config{Allocator: mem, Now: func() time.Time { return now }})
-	if err != nil {
-		t.Fatal(err)
-	}
+	ws, op := steppedPipeline(t, mem, src, f, &got, &now, func(op *Operator) {
+		op.Deadline = 50 * time.Millisecond
+		op.CountDropsIn(&drops)
+		// One-row calls of 2 ms, then one the machine stalled for
+		// 300 ms: smoothed, 91 ms, past the 50 ms bound.
+		op.b.Observe(1, 2*time.Millisecond)
+		op.b.Observe(1, 300*time.Millisecond)
+	})
 	if est, _ := op.b.Estimate(1); est < 50*time.Millisecond {
 		t.Fatalf("smoothed one-row time %s: the test wants it past the bound", est)
 	}
