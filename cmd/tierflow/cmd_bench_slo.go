@@ -277,10 +277,39 @@ func runBenchSLOEngine(cmd *cobra.Command, a *app, o sloOptions, tr *relay.Trace
 		// counts from each frame's capture.
 		fmt.Fprintf(a.err, "-- %s: dropped %v, replans %d (streams paused %.1fs by cut-overs), the engine's own slo_miss_rate %s\n",
 			p, dropped, replans, run.paused.Seconds(), own)
+		if line := cutLine(run.cuts); line != "" {
+			fmt.Fprintf(a.err, "-- %s: %s\n", p, line)
+		}
 		rows = append(rows, run.row)
 		sources = append(sources, run.sources...)
 	}
 	return printSLO(a, o, rows, sources, spans)
+}
+
+// cutLine says where the cut-overs' pauses went, on average: the frames
+// sent again from the committed epoch, the coordinator's steps and the new
+// plan's first frame (sloCut).
+func cutLine(cuts []sloCut) string {
+	if len(cuts) == 0 {
+		return ""
+	}
+	var lag, pause, first time.Duration
+	var c control.CutOver
+	for _, x := range cuts {
+		lag += x.commitLag
+		pause += x.pause
+		first += x.firstFrame
+		c.PlanMs += x.cut.PlanMs
+		c.DeployMs += x.cut.DeployMs
+		c.StopMs += x.cut.StopMs
+		c.BuildMs += x.cut.BuildMs
+		c.StartMs += x.cut.StartMs
+	}
+	n := float64(len(cuts))
+	msOf := func(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) / n }
+	return fmt.Sprintf("a cut-over's pause, mean of %d: %.0f ms = committed epoch behind the decision %.0f ms + decision to start %.0f ms "+
+		"(plan %.0f, older parts stopped %.0f, new parts deployed %.0f, of it built %.0f) + start to first frame %.0f ms",
+		len(cuts), msOf(pause), msOf(lag), c.StartMs/n, c.PlanMs/n, c.StopMs/n, c.DeployMs/n, c.BuildMs/n, msOf(first))
 }
 
 // timelineSpans folds the engine's SLO timeline into stretches of one

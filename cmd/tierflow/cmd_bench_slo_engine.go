@@ -46,6 +46,45 @@ type sloEngineRun struct {
 	summaries []control.Summary // per client's query
 	paused    time.Duration     // the cut-overs' pauses of the streams, summed
 	sources   []sloSourceRow
+	cuts      []sloCut
+}
+
+// sloCut is where one cut-over's pause of its stream went: the frames
+// the new plan sends again (from the committed epoch up to where the old
+// plan's schedule was at the decision: commitLag), the coordinator's
+// steps (control.CutOver), and the new plan's start until its source sent
+// its first frame (firstFrame). pause is the score's.
+type sloCut struct {
+	commitLag, firstFrame, pause time.Duration
+	cut                          control.CutOver
+}
+
+// cutsOf lines a client's re-plans up with the schedules score found
+// (sc.starts: the first generation's, then one per cut, in cutIDs order).
+func cutsOf(s control.Summary, sc sloScore, rate float64) []sloCut {
+	at := func(id int64) time.Duration { return time.Duration(float64(id) / rate * float64(time.Second)) }
+	ids := cutIDs(s)
+	var out []sloCut
+	for _, r := range s.Replans {
+		if r.Cut == nil {
+			continue
+		}
+		id := int64(r.Epoch) - fashion.StreamEpoch.UnixMicro()
+		id = id/fashion.StreamInterval.Microseconds() + 1
+		g := sort.Search(len(ids), func(i int) bool { return ids[i] >= id }) + 1
+		if g >= len(sc.starts) || sc.starts[g].IsZero() || sc.starts[g-1].IsZero() {
+			continue
+		}
+		prev := int64(0)
+		if g >= 2 {
+			prev = ids[g-2]
+		}
+		due := sc.starts[g-1].Add(at(id - prev)) // the cut's first frame on the old schedule
+		out = append(out, sloCut{commitLag: r.Cut.Decided.Sub(due), cut: *r.Cut,
+			firstFrame: sc.starts[g].Sub(r.Cut.Decided.Add(time.Duration(r.Cut.StartMs * float64(time.Millisecond)))),
+			pause:      max(0, sc.starts[g].Sub(due))})
+	}
+	return out
 }
 
 // sloAnswer is a frame's answer as a sink wrote it: when its batch
@@ -64,6 +103,8 @@ type sloScore struct {
 	inTime      int
 	correct     int // among inTime
 	latenciesMs []float64
+	// starts are the schedules' starts: the first plan's, then one per cut.
+	starts []time.Time
 }
 
 // score judges a client's answers by frame id. A frame's latency counts
@@ -131,6 +172,7 @@ func score(answers map[int64]sloAnswer, frames int, rate float64, slo time.Durat
 			starts[g] = c
 		}
 	}
+	sc.starts = starts
 	for g := 1; g < len(starts); g++ {
 		if !starts[g].IsZero() && !starts[g-1].IsZero() {
 			paused += max(0, starts[g].Sub(starts[g-1].Add(at(first(g)-first(g-1)))))
@@ -312,6 +354,7 @@ func benchSLOEngine(ctx context.Context, a *app, o sloOptions, tr *relay.Trace, 
 	for i := range answers {
 		sc, paused := score(answers[i], frames, o.rate, o.slo, cutIDs(run.summaries[i]))
 		run.paused += paused
+		run.cuts = append(run.cuts, cutsOf(run.summaries[i], sc, o.rate)...)
 		all.requests += sc.requests
 		all.answered += sc.answered
 		all.inTime += sc.inTime

@@ -138,6 +138,16 @@ func TestJellyfishStepsDownWithTheLink(t *testing.T) {
 		t.Fatalf("replans %+v: want a cut-over from fit-28 to a smaller input size", s.Replans)
 	}
 	t.Logf("stepped down at epoch %d in %.2fs: %s", down.Epoch, down.Seconds, down.Reason)
+	// The plan history says where the cut-over's time went, step by step
+	// from the decision: the old parts answered the stop (with the epoch
+	// their sinks committed, the one the new plan resumed from) before the
+	// new parts were built and started.
+	if cut := down.Cut; cut == nil || cut.Decided.IsZero() || cut.StopMs <= 0 || cut.DeployMs <= 0 || cut.BuildMs <= 0 || cut.BuildMs > cut.DeployMs ||
+		cut.StartMs < cut.PlanMs+cut.StopMs+cut.DeployMs {
+		t.Errorf("cut-over breakdown %+v: want the plan, stop, deploy (build within it) and start steps, in order", cut)
+	} else {
+		t.Logf("cut-over: %+v", *cut)
+	}
 	// The stats carry the policy's view over time: the shaped cap beside
 	// the acks' estimate, and the variant (input size) before and after.
 	var before, after bool

@@ -47,6 +47,25 @@ type Replan struct {
 	Old     string  `json:"old"`
 	New     string  `json:"new"`
 	Seconds float64 `json:"seconds"`
+	// Cut is where the cut-over's time went (nil for a plan history that a
+	// restarted coordinator learned back).
+	Cut *CutOver `json:"cut,omitempty"`
+}
+
+// CutOver breaks a re-plan's cut-over down, in milliseconds from the
+// policy's decision (Decided): the new plan placed (PlanMs), the older
+// generation's parts stopped (StopMs, each worker's answer, with how far
+// its sinks committed, in), every worker's new part built (DeployMs, the
+// round trip; of it, BuildMs building on the slowest worker, compile and
+// model sessions included) and the new generation told to start
+// (StartMs, from the decision). From there its sources replay from Epoch.
+type CutOver struct {
+	Decided  time.Time `json:"decided"`
+	PlanMs   float64   `json:"plan_ms"`
+	StopMs   float64   `json:"stop_ms"`
+	DeployMs float64   `json:"deploy_ms"`
+	BuildMs  float64   `json:"build_ms"`
+	StartMs  float64   `json:"start_ms"`
 }
 
 // LostServer is the LostWorker of a recovery from a NATS server outage:

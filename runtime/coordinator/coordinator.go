@@ -607,7 +607,7 @@ func (c *Coordinator) Submit(ctx context.Context, req deploy.SubmitRequest) (*de
 	qs.bound = pl.bound
 	c.mu.Unlock()
 
-	if _, err := c.deployAll(ctx, req.Query, req.Owner, script, p, 0); err != nil {
+	if _, _, err := c.deployAll(ctx, req.Query, req.Owner, script, p, 0); err != nil {
 		c.fail(req.Query, err)
 		return nil, err
 	}
@@ -635,9 +635,11 @@ func (c *Coordinator) Submit(ctx context.Context, req deploy.SubmitRequest) (*de
 // that could still fail to build.
 //
 // gone lists the workers nobody answered for (no responders): lost since
-// the placement.
-func (c *Coordinator) deployAll(ctx context.Context, id, owner string, script deploy.Script, p *deploy.Placement, gen int) (gone []string, err error) {
+// the placement. slowest has the longest stop wait and build the workers
+// answered with.
+func (c *Coordinator) deployAll(ctx context.Context, id, owner string, script deploy.Script, p *deploy.Placement, gen int) (gone []string, slowest deploy.Ack, err error) {
 	errs := make([]error, len(p.Workers))
+	acks := make([]deploy.Ack, len(p.Workers))
 	var wg sync.WaitGroup
 	var submitted time.Time
 	c.mu.Lock()
@@ -665,6 +667,7 @@ func (c *Coordinator) deployAll(ctx context.Context, id, owner string, script de
 			} else if ack.Error != "" {
 				errs[i] = fmt.Errorf("worker %s: %w", name, deploy.RemoteError(ack.Error, ack.ErrorKind))
 			}
+			acks[i] = ack
 		}()
 	}
 	wg.Wait()
@@ -672,11 +675,13 @@ func (c *Coordinator) deployAll(ctx context.Context, id, owner string, script de
 		if errors.Is(e, nats.ErrNoResponders) {
 			gone = append(gone, p.Workers[i])
 		}
+		slowest.StopWaitMs = max(slowest.StopWaitMs, acks[i].StopWaitMs)
+		slowest.BuildMs = max(slowest.BuildMs, acks[i].BuildMs)
 	}
 	if err := errors.Join(errs...); err != nil {
-		return gone, fmt.Errorf("%w: %w", ErrDeploy, err)
+		return gone, slowest, fmt.Errorf("%w: %w", ErrDeploy, err)
 	}
-	return nil, nil
+	return nil, slowest, nil
 }
 
 // placed is how place placed a query: the placement, the script the
@@ -1208,6 +1213,72 @@ func (c *Coordinator) replan(id string, d *control.Decision, gen int) {
 	qs.kept.until = time.Now().Add(qs.kept.wait)
 }
 
+// stopGeneration aborts generation gen of query id, placed as p, and waits
+// (up to stopWait) for each of p's workers to say its part stopped. ok
+// when every sink worker answered with its sinks' frontier: low is the
+// smallest, the epoch every sink of the generation committed (fresher than
+// the last status reports', up to half a second old, so a cut-over sends
+// fewer frames again), and pos the positions its sources reached.
+func (c *Coordinator) stopGeneration(id string, gen int, p *deploy.Placement) (low uint64, pos map[string]sources.Positions, ok bool) {
+	b, _ := json.Marshal(deploy.StopRequest{Query: id, Abort: true, Generation: gen, OnlyGeneration: true})
+	subj := deploy.QuerySubject(c.cfg.Namespace, id, "stop")
+	inbox := c.nc.NewInbox()
+	sub, err := c.nc.SubscribeSync(inbox)
+	if err != nil || p == nil {
+		_ = c.nc.Publish(subj, b)
+		return 0, nil, false
+	}
+	defer func() { _ = sub.Unsubscribe() }()
+	if err := c.nc.PublishRequest(subj, inbox, b); err != nil {
+		_ = c.nc.Publish(subj, b)
+		return 0, nil, false
+	}
+	got := map[string]deploy.Status{}
+	deadline := time.Now().Add(stopWait)
+	for len(got) < len(p.Workers) {
+		m, err := sub.NextMsg(time.Until(deadline))
+		if err != nil {
+			break
+		}
+		var st deploy.Status
+		if json.Unmarshal(m.Data, &st) == nil && st.Generation == gen && slices.Contains(p.Workers, st.Worker) {
+			got[st.Worker] = st
+		}
+	}
+	first := true
+	for _, op := range p.Operators {
+		if op.Name != "sink" {
+			continue
+		}
+		for _, wi := range op.Workers {
+			st, answered := got[p.Workers[wi]]
+			if !answered || !st.HasSinkFrontier {
+				return 0, nil, false
+			}
+			if first || st.SinkFrontier < low {
+				low, first = st.SinkFrontier, false
+			}
+		}
+	}
+	for _, st := range got {
+		for name, ps := range st.Positions {
+			if pos == nil {
+				pos = map[string]sources.Positions{}
+			}
+			pos[name] = append(pos[name], ps...)
+		}
+	}
+	return low, pos, !first
+}
+
+// stopWait bounds how long a re-plan waits for the old generation's parts
+// to say they stopped before it resumes from the committed epoch it knows.
+const stopWait = 2 * time.Second
+
+func ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
+
+func msSince(t time.Time) float64 { return ms(time.Since(t)) }
+
 // keptBackoff holds the policy off a query whose re-plan kept its plan:
 // until is when the policy may run again for generation gen, wait the
 // back-off that led there (doubling from minKeptBackoff to maxKeptBackoff).
@@ -1325,6 +1396,7 @@ func (c *Coordinator) redeploy(id, lost string, lostAt time.Time, d *control.Dec
 	}
 	c.mu.Unlock()
 	pl, err := c.place(ctx, req, ws, live, mix, pins)
+	cut := &control.CutOver{Decided: lostAt, PlanMs: msSince(lostAt)}
 	moved := variantsMoved(oldPlan, pl.plan)
 	p, script := pl.placement, pl.script
 	if d != nil && (err != nil || samePlan(oldPlacement, p, oldVariants, script.Variants)) {
@@ -1370,7 +1442,7 @@ func (c *Coordinator) redeploy(id, lost string, lostAt time.Time, d *control.Dec
 	if d == nil {
 		c.cfg.Log.Warn("recovering query", "query", id, "lost", lost, "generation", gen, "epoch", epoch)
 	} else {
-		c.cfg.Log.Info("re-planning query", "query", id, "reason", d.Reason, "generation", gen, "epoch", epoch)
+		c.cfg.Log.Info("re-planning query", "query", id, "reason", d.Reason, "generation", gen, "epoch", epoch, "plan_ms", cut.PlanMs)
 	}
 	// Core NATS streams keep nothing while no part of the query listens:
 	// count what is published from now until the new parts subscribe.
@@ -1407,13 +1479,38 @@ func (c *Coordinator) redeploy(id, lost string, lostAt time.Time, d *control.Dec
 			c.done(*ended)
 		}
 	}()
-	b, _ := json.Marshal(deploy.StopRequest{Query: id, Abort: true, Generation: old, OnlyGeneration: true})
-	_ = c.nc.Publish(deploy.QuerySubject(c.cfg.Namespace, id, "stop"), b)
+	if d != nil && err == nil {
+		// A re-plan: every worker of the old generation is alive, so wait
+		// for its parts to stop and resume where their sinks committed.
+		stopping := time.Now()
+		e, pos, ok := c.stopGeneration(id, old, oldPlacement)
+		cut.StopMs = msSince(stopping)
+		if ok && e > epoch {
+			epoch = e
+			c.mu.Lock()
+			qs.info.Committed = max(qs.info.Committed, e)
+			for name, ps := range pos {
+				if qs.positions == nil {
+					qs.positions = map[string]sources.Positions{}
+				}
+				for _, x := range ps {
+					qs.positions[name] = qs.positions[name].Add(x)
+				}
+			}
+			c.mu.Unlock()
+		}
+	} else {
+		b, _ := json.Marshal(deploy.StopRequest{Query: id, Abort: true, Generation: old, OnlyGeneration: true})
+		_ = c.nc.Publish(deploy.QuerySubject(c.cfg.Namespace, id, "stop"), b)
+	}
 	if err == nil {
 		script.ResumeEpoch = epoch
 		script.Positions = qs.positionsCopy(&c.mu)
 		var gone []string
-		gone, err = c.deployAll(ctx, id, req.Owner, script, p, gen)
+		var slowest deploy.Ack
+		deploying := time.Now()
+		gone, slowest, err = c.deployAll(ctx, id, req.Owner, script, p, gen)
+		cut.DeployMs, cut.BuildMs = msSince(deploying), slowest.BuildMs
 		if err != nil && len(gone) > 0 && d == nil {
 			// Another worker died while this recovery placed the query on
 			// it: recover again, from the same epoch, without it.
@@ -1435,6 +1532,7 @@ func (c *Coordinator) redeploy(id, lost string, lostAt time.Time, d *control.Dec
 		c.fail(id, err)
 		return
 	}
+	cut.StartMs = msSince(lostAt)
 	c.mu.Lock()
 	stop := qs.stopAsked
 	c.mu.Unlock()
@@ -1451,7 +1549,7 @@ func (c *Coordinator) redeploy(id, lost string, lostAt time.Time, d *control.Dec
 			reason += "; " + moved
 		}
 		qs.info.Replans = append(qs.info.Replans, control.Replan{Epoch: epoch, Reason: reason,
-			Old: choiceOf(oldPlacement, oldVariants), New: choiceOf(p, script.Variants)})
+			Old: choiceOf(oldPlacement, oldVariants), New: choiceOf(p, script.Variants), Cut: cut})
 		qs.cutting = &pendingReplan{index: len(qs.info.Replans) - 1, decided: lostAt}
 		c.mu.Unlock()
 	}

@@ -272,6 +272,12 @@ type Ack struct {
 	// runs that the coordinator does not know (it was restarted): the
 	// next heartbeat describes them (Heartbeat.Parts).
 	Describe []string `json:"describe,omitempty"`
+	// StopWaitMs and BuildMs, in the answer to a deployment, are how long
+	// the worker waited for the query's older generation to stop and then
+	// built its part (compile, model sessions, relay, dataflow): the
+	// coordinator's breakdown of a cut-over (control.CutOver).
+	StopWaitMs float64 `json:"stop_wait_ms,omitempty"`
+	BuildMs    float64 `json:"build_ms,omitempty"`
 }
 
 // Query and worker states.

@@ -143,6 +143,9 @@ type query struct {
 	// req is the deployment as the coordinator sent it: a restarted
 	// coordinator learns the query back from it (relearn.go).
 	req deploy.DeployRequest
+	// final is the part's last status, once it ended: the answer to a stop
+	// that asks for one (onStop).
+	final atomic.Pointer[deploy.Status]
 }
 
 // Start registers the worker and starts serving deployments.
@@ -332,15 +335,18 @@ func (w *Worker) onDeploy(m *nats.Msg) {
 		reply(m, deploy.Ack{Error: "bad deploy request: " + err.Error()})
 		return
 	}
-	if err := w.build(req); err != nil {
+	var ack deploy.Ack
+	if err := w.build(req, &ack); err != nil {
 		reply(m, deploy.Ack{Error: err.Error(), ErrorKind: deploy.KindOf(err)})
 		return
 	}
-	reply(m, deploy.Ack{})
+	reply(m, ack)
 }
 
-// build makes the worker's part of a query, ready to start.
-func (w *Worker) build(req deploy.DeployRequest) error {
+// build makes the worker's part of a query, ready to start, and puts in
+// ack how long it waited for an older generation and built.
+func (w *Worker) build(req deploy.DeployRequest, ack *deploy.Ack) error {
+	began := time.Now()
 	orig := req // before the limits and the confinement edit its script
 	idx := req.Placement.WorkerIndex(w.cfg.Name)
 	if idx < 0 {
@@ -363,6 +369,9 @@ func (w *Worker) build(req deploy.DeployRequest) error {
 			return fmt.Errorf("worker %s: generation %d of query %s did not stop", w.cfg.Name, old.gen, req.Query)
 		}
 	}
+	built := time.Now()
+	ack.StopWaitMs = ms(built.Sub(began))
+	defer func() { ack.BuildMs = ms(time.Since(built)) }()
 	qmem := newMeter(w.cfg.Allocator, req.Limits.MemoryBytes)
 	var mem memory.Allocator = qmem
 	window := applyLimits(req.Limits, &req.Script)
@@ -547,11 +556,39 @@ func (w *Worker) onStop(m *nats.Msg) {
 		q := w.queries[id]
 		w.mu.Unlock()
 		if q == nil || q.gen != req.Generation {
+			if m.Reply != "" {
+				// Nothing of that generation runs here (any more): say so,
+				// so the coordinator need not wait.
+				reply(m, deploy.Status{Query: id, Worker: w.cfg.Name, Generation: req.Generation})
+			}
+			return
+		}
+		if m.Reply != "" && req.Abort {
+			// A re-plan's cut-over: answer once the part has stopped, with
+			// how far its sinks committed, so the next generation resumes
+			// there and not at the older epoch of the last status report.
+			w.stopQuery(id, true)
+			go func() {
+				select {
+				case <-q.done:
+				case <-time.After(stopReplyWait):
+					return // the coordinator resumes from what it knows
+				}
+				st := deploy.Status{Query: id, Worker: w.cfg.Name, Generation: q.gen, State: deploy.StateStopped}
+				if f := q.final.Load(); f != nil {
+					st = *f
+				}
+				reply(m, st)
+			}()
 			return
 		}
 	}
 	w.stopQuery(id, req.Abort)
 }
+
+// stopReplyWait bounds how long a stop that asks for an answer waits for
+// the part to stop (a build waits as long for an older generation).
+const stopReplyWait = 10 * time.Second
 
 // stopQuery stops a query: a running one gracefully (sources end, the rest
 // drains) or at once, one that never started by dropping what was built.
@@ -676,6 +713,8 @@ func (w *Worker) run(ctx context.Context, q *query) {
 	q.cancel()
 }
 
+func ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
+
 func errString(err error) string {
 	if err == nil {
 		return ""
@@ -711,6 +750,9 @@ func (w *Worker) statusErr(q *query, state string, err error, stats []dataflow.I
 		c := q.eq.Stats()
 		st.LateRows, st.BadRows, st.Problems, st.Dropped = c.LateRows, c.BadRows, c.Problems, c.Dropped
 		st.Positions = q.eq.TakePositions()
+	}
+	if state != deploy.StateRunning {
+		q.final.Store(&st)
 	}
 	b, _ := json.Marshal(st)
 	_ = w.cfg.Conn.Publish(deploy.QuerySubject(w.cfg.Namespace, q.id, "status."+w.cfg.Name), b)
