@@ -21,6 +21,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"sort"
 	"strings"
 	"sync"
 	"time"
@@ -258,6 +259,60 @@ func (r *Runtime) CheckModelArgs(m *catalog.Model, args []arrow.DataType) (int, 
 	return -1, nil
 }
 
+// preloadNeighbours opens, in the background, the sessions of the
+// variants next to v in m's zoo (by input size, then accuracy): under a
+// LATENCY bound the SLO policy steps a call's variant up or down one at a
+// time as the link changes, and a session already in the process's cache
+// (onnx.Env) takes nothing off the cut-over (Jellyfish 3.2, the worker
+// manager keeps the neighbours of the chosen DNN loaded). A variant that
+// fails to open is reported when a plan chooses it.
+func (r *Runtime) preloadNeighbours(env *onnx.Env, m *catalog.Model, v *catalog.Variant, opts onnx.Options) {
+	for _, x := range Neighbours(m, v) {
+		path, err := ModelFile(x, r.cfg.BaseDir)
+		if err != nil {
+			continue
+		}
+		go func() { _, _ = env.Session(path, opts) }()
+	}
+}
+
+// Neighbours are the variants of m with a file next to v when they are
+// ordered by input size (pixels), then accuracy: the ones a step down or
+// up from v.
+func Neighbours(m *catalog.Model, v *catalog.Variant) []*catalog.Variant {
+	var zoo []*catalog.Variant
+	for _, x := range m.Variants {
+		if x.File != "" {
+			zoo = append(zoo, x)
+		}
+	}
+	area := func(x *catalog.Variant) int {
+		a := 1
+		for _, d := range x.InputSize {
+			a *= d
+		}
+		return a
+	}
+	sort.SliceStable(zoo, func(i, j int) bool {
+		if a, b := area(zoo[i]), area(zoo[j]); a != b {
+			return a < b
+		}
+		return zoo[i].Accuracy < zoo[j].Accuracy
+	})
+	i := slices.Index(zoo, v)
+	if i < 0 {
+		return nil
+	}
+	var out []*catalog.Variant
+	if i > 0 {
+		out = append(out, zoo[i-1])
+	}
+	if i+1 < len(zoo) {
+		out = append(out, zoo[i+1])
+	}
+	return out
+}
+
 // Lateral is the exec.Options.Lateral hook.
 func (r *Runtime) Lateral(n *logical.LateralModel, in *arrow.Schema) (func() (dataflow.Operator, error), *arrow.Schema, error) {
 	if len(n.Args) == 0 {
@@ -319,6 +374,9 @@ func (r *Runtime) Lateral(n *logical.LateralModel, in *arrow.Schema) (func() (da
 	}
 	if err != nil {
 		return nil, nil, fmt.Errorf("model %s variant %s: %w", n.Name, v.Name, err)
+	}
+	if r.cfg.Tenant.Latency > 0 {
+		r.preloadNeighbours(env, n.Model, v, opts)
 	}
 	// A model with side inputs (a recurrent state, a sample rate) is fed
 	// constants for them; sess itself still says which provider runs.
