@@ -1556,31 +1556,45 @@ func (c *Coordinator) redeploy(id, lost string, lostAt time.Time, d *control.Dec
 	c.cfg.Log.Info("query re-deployed", "query", id, "workers", p.Workers, "generation", gen)
 }
 
-// decide (with c.mu held) asks the policy about a running query, at most
-// once a second (less often after a re-plan kept the plan: keptBackoff),
-// and starts the re-plan it asks for.
+// decide (with c.mu held) asks the policies about a running query and
+// starts the re-plan one asks for: the SLO policy of a LATENCY query at
+// every status report (a link that steps down must be met within the
+// report's half second, not the next second: its frames queue and miss
+// their deadline meanwhile; the policy holds its own step ups back), the
+// others at most once a second (less often after a re-plan kept the plan:
+// keptBackoff).
 func (c *Coordinator) decide(qs *queryState, now time.Time) {
-	var policies control.Policies
+	var sp control.Policy
 	if qs.latency != nil && !c.cfg.NoSLOPolicy {
-		sp := c.cfg.SLOPolicy
-		if sp == nil {
+		if sp = c.cfg.SLOPolicy; sp == nil {
 			sp = control.DefaultJellyfish
 		}
-		policies = append(policies, sp)
 	}
-	if c.cfg.Policy != nil {
-		policies = append(policies, c.cfg.Policy)
-	}
-	if len(policies) == 0 || !qs.started || qs.redeploying || !qs.replayable || !qs.info.Ended.IsZero() ||
-		now.Sub(qs.decided) < time.Second || qs.info.Estimates == nil {
+	if sp == nil && c.cfg.Policy == nil || !qs.started || qs.redeploying || !qs.replayable || !qs.info.Ended.IsZero() || qs.info.Estimates == nil {
 		return
 	}
-	qs.decided = now
-	if qs.latency != nil && len(qs.info.SLOTimeline) < control.MaxSLOSamples {
-		qs.info.SLOTimeline = append(qs.info.SLOTimeline, control.SLOSamples(now.Sub(qs.info.Started).Seconds(), *qs.info.Estimates, qs.latency)...)
+	second := now.Sub(qs.decided) >= time.Second
+	if !second && sp == nil {
+		return
+	}
+	if second {
+		qs.decided = now
+		if qs.latency != nil && len(qs.info.SLOTimeline) < control.MaxSLOSamples {
+			qs.info.SLOTimeline = append(qs.info.SLOTimeline, control.SLOSamples(now.Sub(qs.info.Started).Seconds(), *qs.info.Estimates, qs.latency)...)
+		}
 	}
 	if qs.kept.gen == qs.info.Generation && now.Before(qs.kept.until) {
 		return // a re-plan kept this plan lately: back off (keptBackoff)
+	}
+	var policies control.Policies
+	if sp != nil {
+		policies = append(policies, sp)
+	}
+	if second && c.cfg.Policy != nil {
+		policies = append(policies, c.cfg.Policy)
+	}
+	if len(policies) == 0 {
+		return
 	}
 	in := control.PolicyInput{Query: qs.info.Query, Workers: qs.info.Workers, Age: now.Sub(qs.planned), Estimates: *qs.info.Estimates, Assumed: qs.assumed,
 		Latency: qs.latency}
