@@ -43,8 +43,9 @@ func (c LatencyCall) feeds(s string) bool {
 
 // Jellyfish is the latency-SLO policy (Jellyfish 5) on the engine: every
 // time the coordinator asks (at every status report of the query, about
-// twice a second per worker), it takes each source worker's uplink bandwidth as the relay's acks estimate it (the slowest
-// of its links: a camera has one uplink), maps the sources that feed each
+// twice a second per worker), it takes each source worker's uplink
+// bandwidth as the relay's acks estimate it (the slowest of its links: a
+// camera has one uplink), maps the sources that feed each
 // model call to the call's variants with the scheduler (JFProblem.Schedule:
 // DP for the mapping, annealing for the variant; one variant per call, as
 // the engine runs one per call, and a call per source when a query reads
