@@ -124,6 +124,16 @@ func (l *Live) Observe(now time.Time, ops []dataflow.InstanceStats, links []rela
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if !l.prev.at.IsZero() && now.Sub(l.prev.at) < MinInterval {
+		// No new sample of the rates, but the acks' bandwidth is already a
+		// mean over the last second: a link's sender that reports just
+		// after another worker brings it fresh, and a link that stepped
+		// down must show at once (the latency-SLO policy reads it at every
+		// report), not up to MinInterval later.
+		for _, s := range links {
+			if e := l.lnk[s.Link]; e != nil && s.Direction == relay.Send && (s.Acks > 0 || s.ShapedBps > 0) {
+				e.AckBandwidthBps, e.SRTTMs, e.ShapedBps = s.AckBandwidthBps, float64(s.SRTT)/float64(time.Millisecond), s.ShapedBps
+			}
+		}
 		return
 	}
 	cur := snapshot{at: now, ops: map[int]opTotals{}, links: map[relay.LinkID]uint64{}, stalled: map[relay.LinkID]time.Duration{}, acked: map[relay.LinkID]relay.LinkStats{}}

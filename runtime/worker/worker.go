@@ -146,6 +146,38 @@ type query struct {
 	// final is the part's last status, once it ended: the answer to a stop
 	// that asks for one (onStop).
 	final atomic.Pointer[deploy.Status]
+	// slo is the query's LATENCY bound (0: none).
+	slo time.Duration
+}
+
+// linkProbe is how often a LATENCY query's part looks at its links' acks
+// between status reports; linkDrop is the share of the reported bandwidth
+// below which a link's estimate is reported at once.
+const (
+	linkProbe = 100 * time.Millisecond
+	linkDrop  = 0.8
+)
+
+// ackBandwidths are the sending links' ack bandwidths.
+func ackBandwidths(links []relay.LinkStats) map[relay.LinkID]float64 {
+	out := map[relay.LinkID]float64{}
+	for _, l := range links {
+		if l.Direction == relay.Send && l.AckBandwidthBps > 0 {
+			out[l.Link] = l.AckBandwidthBps
+		}
+	}
+	return out
+}
+
+// linkDropped reports whether a sending link's ack bandwidth fell below
+// linkDrop of what the last status report said.
+func linkDropped(links []relay.LinkStats, reported map[relay.LinkID]float64) bool {
+	for _, l := range links {
+		if was := reported[l.Link]; l.Direction == relay.Send && was > 0 && l.AckBandwidthBps > 0 && l.AckBandwidthBps < linkDrop*was {
+			return true
+		}
+	}
+	return false
 }
 
 // Start registers the worker and starts serving deployments.
@@ -488,7 +520,7 @@ func (w *Worker) build(req deploy.DeployRequest, ack *deploy.Ack) error {
 	tr := natsrelay.New(w.cfg.Conn, ro)
 	dt := relay.NewDataflowTransport(tr)
 	q := &query{id: req.Query, gen: req.Generation, sinkInstances: sinkInstances, eq: eq, dt: dt, tr: tr, res: res, sinkHere: sinkHere, sinks: opened, stop: make(chan struct{}), done: make(chan struct{}),
-		mem: qmem, req: orig}
+		mem: qmem, req: orig, slo: slo}
 	// An operator that has all it needs (a full final LIMIT) stops the
 	// whole query: the coordinator tells every worker, gracefully.
 	requestStop := func() {
@@ -646,16 +678,36 @@ func (w *Worker) run(ctx context.Context, q *query) {
 		defer wwg.Done()
 		t := time.NewTicker(min(w.heartbeat, 500*time.Millisecond))
 		defer t.Stop()
+		// A LATENCY query's links are also looked at between reports: a
+		// link whose acks say it slowed down is reported at once, since
+		// the coordinator's SLO policy moves the query to smaller frames
+		// only once it knows, and its frames queue until then.
+		var probe <-chan time.Time
+		if q.slo > 0 {
+			p := time.NewTicker(linkProbe)
+			defer p.Stop()
+			probe = p.C
+		}
+		var reported map[relay.LinkID]float64
 		for {
+			links := []relay.LinkStats(nil)
 			select {
 			case <-watch:
 				return
 			case <-t.C:
+			case <-probe:
+				if links = q.tr.Stats(); !linkDropped(links, reported) {
+					continue
+				}
 			}
 			if err := q.dt.Err(); err != nil {
 				q.cancel()
 			}
-			w.status(q, deploy.StateRunning, q.dw.Stats(), q.tr.Stats())
+			if links == nil {
+				links = q.tr.Stats()
+			}
+			reported = ackBandwidths(links)
+			w.status(q, deploy.StateRunning, q.dw.Stats(), links)
 		}
 	}()
 	wwg.Add(1)
