@@ -24,8 +24,11 @@ type PolicyInput struct {
 	// Workers run the current plan; Registered are all the workers the
 	// coordinator knows (a new plan can only use those).
 	Workers, Registered []string
-	// Age is how long the current plan has run.
+	// Age is how long the current plan has run; Replans how many times a
+	// policy re-planned the query before (0: the plan is the submitted
+	// one, made without live numbers).
 	Age       time.Duration
+	Replans   int
 	Estimates Estimates
 	// Assumed is what the current plan assumed of the numbers Estimates
 	// measure (nil: the query was placed by rules, not planned).

@@ -65,16 +65,27 @@ func TestJellyfishPolicyFollowsTheLinks(t *testing.T) {
 	}
 }
 
-// A step up to a larger input size waits for the plan to be StepUpAge old
-// and for the larger rows to fit with the step-up headroom: a cut-over
-// pauses the stream, so the policy does not flap on an estimate near the
-// edge. Stepping down is immediate.
+// A step up to a larger input size from a plan the policy chose waits for
+// the plan to be StepUpAge old and for the larger rows to fit with the
+// step-up headroom: a cut-over pauses the stream, so the policy does not
+// flap on an estimate near the edge. Stepping down is immediate. The
+// submitted plan (no re-plan yet: the planner's smallest variant, chosen
+// without live numbers) steps up as soon as the first acks allow.
 func TestJellyfishStepsUpWithHeadroom(t *testing.T) {
 	p := DefaultJellyfish
 	young := jfInput("fit-14", 800)
-	young.Age = 2 * time.Second
+	young.Age, young.Replans = 2*time.Second, 1
 	if d := p.Decide(young); d != nil {
 		t.Fatalf("running fit-14 for 2 s on 800 kbit/s: %+v, want no step up yet", d)
+	}
+	young.Replans = 0
+	if d := p.Decide(young); d == nil || d.Variants["classify"] != "fit-28" {
+		t.Fatalf("the submitted plan on fit-14 for 2 s on 800 kbit/s: %+v, want fit-28 at once", d)
+	}
+	first := jfInput("fit-14", 500)
+	first.Age = p.MinAge
+	if d := p.Decide(first); d == nil || d.Variants["classify"] != "fit-20" {
+		t.Fatalf("the submitted plan on fit-14 at its first estimate, 500 kbit/s: %+v, want fit-20 (fit-28 does not fit in half the link)", d)
 	}
 	if d := p.Decide(jfInput("fit-14", 800)); d == nil || d.Variants["classify"] != "fit-28" {
 		t.Fatalf("running fit-14 for 5 s on 800 kbit/s: %+v, want fit-28", d)

@@ -1596,8 +1596,8 @@ func (c *Coordinator) decide(qs *queryState, now time.Time) {
 	if len(policies) == 0 {
 		return
 	}
-	in := control.PolicyInput{Query: qs.info.Query, Workers: qs.info.Workers, Age: now.Sub(qs.planned), Estimates: *qs.info.Estimates, Assumed: qs.assumed,
-		Latency: qs.latency}
+	in := control.PolicyInput{Query: qs.info.Query, Workers: qs.info.Workers, Age: now.Sub(qs.planned), Replans: len(qs.info.Replans),
+		Estimates: *qs.info.Estimates, Assumed: qs.assumed, Latency: qs.latency}
 	for name := range c.workers {
 		in.Registered = append(in.Registered, name)
 	}
