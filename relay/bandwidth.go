@@ -26,6 +26,7 @@ type bandwidth struct {
 	srtt    time.Duration
 	acks    uint64
 	latest  float64
+	prev    float64 // the sample before latest
 }
 
 type bwSample struct {
@@ -48,7 +49,7 @@ func (b *bandwidth) add(n int, sent, acked time.Time) {
 	} else {
 		b.srtt += (rt - b.srtt) / 8
 	}
-	b.latest = float64(n) / rt.Seconds()
+	b.prev, b.latest = b.latest, float64(n)/rt.Seconds()
 	b.samples = append(b.samples, bwSample{at: acked, bps: b.latest})
 	b.trim(acked)
 }
@@ -65,8 +66,9 @@ func (b *bandwidth) trim(now time.Time) {
 }
 
 // estimate is the harmonic mean over the window ending now (bytes per
-// second; 0 before the first ack) and the smoothed round trip.
-func (b *bandwidth) estimate(now time.Time) (bps, latest float64, srtt time.Duration, acks uint64) {
+// second; 0 before the first ack), the latest sample, the larger of the
+// last two (a drop that held for two acks) and the smoothed round trip.
+func (b *bandwidth) estimate(now time.Time) (bps, latest, recent float64, srtt time.Duration, acks uint64) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	b.trim(now)
@@ -77,7 +79,11 @@ func (b *bandwidth) estimate(now time.Time) (bps, latest float64, srtt time.Dura
 		}
 		b.last = float64(len(b.samples)) / inv
 	}
-	return b.last, b.latest, b.srtt, b.acks
+	recent = b.latest
+	if b.prev > 0 {
+		recent = max(b.prev, b.latest)
+	}
+	return b.last, b.latest, recent, b.srtt, b.acks
 }
 
 // Ack records the receiver's acknowledgement of a data message of n bytes

@@ -95,10 +95,11 @@ func raiseTo(a *atomic.Int64, v int64) {
 
 // Snapshot returns the current counts.
 func (m *Meter) Snapshot() LinkStats {
-	bps, latest, srtt, acks := m.bw.estimate(time.Now())
+	bps, latest, recent, srtt, acks := m.bw.estimate(time.Now())
 	return LinkStats{
 		AckBandwidthBps:  bps,
 		LastAckBps:       latest,
+		RecentAckBps:     recent,
 		ShapedBps:        math.Float64frombits(m.shapedBps.Load()),
 		SRTT:             srtt,
 		Acks:             acks,

@@ -225,9 +225,12 @@ type LinkStats struct {
 	AckBandwidthBps float64 `json:"ack_bandwidth_bps,omitempty"`
 	// LastAckBps is the latest message's sample alone: a drop shows in
 	// it at the next ack, in the mean only as slow samples pile up.
-	LastAckBps float64       `json:"last_ack_bps,omitempty"`
-	SRTT       time.Duration `json:"srtt_ns,omitempty"`
-	Acks       uint64        `json:"acks,omitempty"`
+	LastAckBps float64 `json:"last_ack_bps,omitempty"`
+	// RecentAckBps is the larger of the last two samples: a drop that
+	// held for two acks, not one slow ack.
+	RecentAckBps float64       `json:"recent_ack_bps,omitempty"`
+	SRTT         time.Duration `json:"srtt_ns,omitempty"`
+	Acks         uint64        `json:"acks,omitempty"`
 	// ShapedBps is a shaped link's cap at its last send (bytes per second;
 	// 0: not shaped), what the trace gave it.
 	ShapedBps float64 `json:"shaped_bps,omitempty"`

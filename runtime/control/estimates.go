@@ -70,6 +70,10 @@ type LinkEstimate struct {
 	// smoothed round trip. Both 0 before the first ack.
 	AckBandwidthBps float64 `json:"ack_bandwidth_bps,omitempty"`
 	SRTTMs          float64 `json:"srtt_ms,omitempty"`
+	// RecentAckBps is the larger of the latest two messages' samples
+	// (relay.LinkStats.RecentAckBps): a drop of the link shows in it at
+	// its second slow ack, in the mean only as slow samples pile up.
+	RecentAckBps float64 `json:"recent_ack_bps,omitempty"`
 	// ShapedBps is a shaped link's cap (`--link-trace`) at its last send:
 	// the bandwidth the acks estimate, as the experiment set it.
 	ShapedBps float64 `json:"shaped_bps,omitempty"`
@@ -131,7 +135,7 @@ func (l *Live) Observe(now time.Time, ops []dataflow.InstanceStats, links []rela
 		// report), not up to MinInterval later.
 		for _, s := range links {
 			if e := l.lnk[s.Link]; e != nil && s.Direction == relay.Send && (s.Acks > 0 || s.ShapedBps > 0) {
-				e.AckBandwidthBps, e.SRTTMs, e.ShapedBps = s.AckBandwidthBps, float64(s.SRTT)/float64(time.Millisecond), s.ShapedBps
+				e.AckBandwidthBps, e.RecentAckBps, e.SRTTMs, e.ShapedBps = s.AckBandwidthBps, s.RecentAckBps, float64(s.SRTT)/float64(time.Millisecond), s.ShapedBps
 			}
 		}
 		return
@@ -213,7 +217,7 @@ func (l *Live) Observe(now time.Time, ops []dataflow.InstanceStats, links []rela
 		smooth(&e.Stalled, min(1, stalled/dt), first)
 		if a, ok := cur.acked[id]; ok {
 			// Already a mean over the last second: taken as it is.
-			e.AckBandwidthBps = a.AckBandwidthBps
+			e.AckBandwidthBps, e.RecentAckBps = a.AckBandwidthBps, a.RecentAckBps
 			e.SRTTMs = float64(a.SRTT) / float64(time.Millisecond)
 			e.ShapedBps = a.ShapedBps
 		}
@@ -258,4 +262,18 @@ func (l *Live) Estimates() Estimates {
 		return a.Receiver < b.Receiver
 	})
 	return out
+}
+
+// DecisionBps is the link's bandwidth for a decision that must hold up
+// when it drops: the acks' harmonic mean over the last second, or the
+// latest two acks' samples when both are lower, so a drop counts at its
+// second slow ack and a rise only once it held. (The latest sample alone,
+// as the bench harness takes it, made the engine step down on single slow
+// acks of a loaded machine and hold the smaller frames for StepUpAge.)
+// 0 before the first ack.
+func (l LinkEstimate) DecisionBps() float64 {
+	if l.RecentAckBps > 0 && l.RecentAckBps < l.AckBandwidthBps {
+		return l.RecentAckBps
+	}
+	return l.AckBandwidthBps
 }

@@ -95,8 +95,8 @@ func (p Jellyfish) Decide(in PolicyInput) *Decision {
 		if l.AckBandwidthBps <= 0 || l.From == "" || l.From == l.To {
 			continue
 		}
-		if b, ok := bw[l.From]; !ok || l.AckBandwidthBps < b {
-			bw[l.From] = l.AckBandwidthBps
+		if b, ok := bw[l.From]; !ok || l.DecisionBps() < b {
+			bw[l.From] = l.DecisionBps()
 		}
 	}
 	if len(bw) == 0 {

@@ -132,3 +132,25 @@ func TestJellyfishPolicyPerSource(t *testing.T) {
 		t.Errorf("each call on its link's variant: %+v, want no change", d)
 	}
 }
+
+// A link that steps down shows in its last two acks before the one-second
+// mean follows: the policy takes the lower, so it steps down at the
+// second slow ack; one slow ack alone, or a recent rise, changes nothing.
+func TestJellyfishStepsDownAtTheSecondSlowAck(t *testing.T) {
+	p := DefaultJellyfish
+	in := jfInput("fit-28", 900) // the mean still carries fit-28
+	in.Estimates.Links[0].RecentAckBps = 300 * 1000 / 8
+	if d := p.Decide(in); d == nil || d.Variants["classify"] != "fit-14" {
+		t.Fatalf("mean 900 kbit/s, last two acks at 300: %+v, want fit-14 at once", d)
+	}
+	in.Estimates.Links[0].RecentAckBps = 2000 * 1000 / 8 // a rise: wait for the mean
+	if d := p.Decide(in); d != nil {
+		t.Fatalf("mean 900 kbit/s, last two acks at 2000: %+v, want fit-28 kept", d)
+	}
+	in = jfInput("fit-14", 900)
+	in.Replans = 1
+	in.Estimates.Links[0].RecentAckBps = 300 * 1000 / 8
+	if d := p.Decide(in); d != nil {
+		t.Fatalf("fit-14, mean 900 kbit/s, last two acks at 300: %+v, want no step up", d)
+	}
+}

@@ -36,6 +36,7 @@ import (
 	"github.com/tierflow/tierflow/relay/natsrelay"
 	"github.com/tierflow/tierflow/relay/natsserver"
 	"github.com/tierflow/tierflow/runtime/connectors"
+	"github.com/tierflow/tierflow/runtime/control"
 	"github.com/tierflow/tierflow/runtime/deploy"
 	"github.com/tierflow/tierflow/runtime/devices"
 	"github.com/tierflow/tierflow/runtime/inference/sched"
@@ -158,22 +159,28 @@ const (
 	linkDrop  = 0.8
 )
 
-// ackBandwidths are the sending links' ack bandwidths.
+// ackBandwidths are the sending links' ack bandwidths as the SLO policy
+// takes them: the mean over the last second, or the latest two acks'
+// samples when lower (control.LinkEstimate.DecisionBps).
 func ackBandwidths(links []relay.LinkStats) map[relay.LinkID]float64 {
 	out := map[relay.LinkID]float64{}
 	for _, l := range links {
-		if l.Direction == relay.Send && l.AckBandwidthBps > 0 {
-			out[l.Link] = l.AckBandwidthBps
+		if bw := decisionBps(l); l.Direction == relay.Send && bw > 0 {
+			out[l.Link] = bw
 		}
 	}
 	return out
+}
+
+func decisionBps(l relay.LinkStats) float64 {
+	return control.LinkEstimate{AckBandwidthBps: l.AckBandwidthBps, RecentAckBps: l.RecentAckBps}.DecisionBps()
 }
 
 // linkDropped reports whether a sending link's ack bandwidth fell below
 // linkDrop of what the last status report said.
 func linkDropped(links []relay.LinkStats, reported map[relay.LinkID]float64) bool {
 	for _, l := range links {
-		if was := reported[l.Link]; l.Direction == relay.Send && was > 0 && l.AckBandwidthBps > 0 && l.AckBandwidthBps < linkDrop*was {
+		if was, bw := reported[l.Link], decisionBps(l); l.Direction == relay.Send && was > 0 && bw > 0 && bw < linkDrop*was {
 			return true
 		}
 	}

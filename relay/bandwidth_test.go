@@ -1,0 +1,39 @@
+package relay
+
+import (
+	"testing"
+	"time"
+)
+
+// TestAckBandwidthSamples: a link's meter folds each acknowledged message
+// into the one-second harmonic mean, the latest sample, and the larger of
+// the last two (RecentAckBps: a drop counts once two acks in a row were
+// slow, not at one slow ack).
+func TestAckBandwidthSamples(t *testing.T) {
+	m := NewMeter(LinkID{Query: "q"}, Send)
+	t0 := time.Now().Add(-600 * time.Millisecond)
+	ack := func(k int, rt time.Duration) {
+		sent := t0.Add(time.Duration(k) * 50 * time.Millisecond)
+		m.Ack(10_000, sent, sent.Add(rt))
+	}
+	for k := range 8 {
+		ack(k, 10*time.Millisecond) // 1 MB/s
+	}
+	st := m.Snapshot()
+	if st.AckBandwidthBps != 1e6 || st.LastAckBps != 1e6 || st.RecentAckBps != 1e6 {
+		t.Fatalf("steady link: mean %v, last %v, recent %v, want 1e6 each", st.AckBandwidthBps, st.LastAckBps, st.RecentAckBps)
+	}
+	ack(8, 100*time.Millisecond) // one slow ack: 100 kB/s
+	st = m.Snapshot()
+	if st.LastAckBps != 1e5 || st.RecentAckBps != 1e6 {
+		t.Fatalf("one slow ack: last %v, recent %v, want 1e5 and still 1e6", st.LastAckBps, st.RecentAckBps)
+	}
+	ack(9, 50*time.Millisecond) // a second one: 200 kB/s
+	st = m.Snapshot()
+	if st.RecentAckBps != 2e5 {
+		t.Fatalf("two slow acks: recent %v, want the larger of them, 2e5", st.RecentAckBps)
+	}
+	if st.AckBandwidthBps < 4e5 {
+		t.Fatalf("two slow acks among ten: mean %v, want it still above 4e5 (it lags the drop)", st.AckBandwidthBps)
+	}
+}
