@@ -8,6 +8,9 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/tierflow/tierflow/examples/fashion"
+	"github.com/tierflow/tierflow/runtime/control"
 )
 
 func TestBenchSLORejectsBadInput(t *testing.T) {
@@ -161,5 +164,47 @@ func TestSLOScore(t *testing.T) {
 	sc, _ = score(cut, 10, 10, 100*time.Millisecond, []int64{5})
 	if sc.answered != 9 || sc.inTime != 9 {
 		t.Errorf("cut-over with a dropped frame: %+v; want 9 answered, all in time", sc)
+	}
+}
+
+// TestSLOCutOverBreakdown: a cut-over's pause splits into the frames the
+// new plan sends again (its first frame was due on the old schedule before
+// the decision), the coordinator's steps up to the start, and the new
+// source's wait for its first frame; the line adds them up.
+func TestSLOCutOverBreakdown(t *testing.T) {
+	t0 := time.Unix(1000, 0)
+	frame := func(id int64) time.Time { return t0.Add(time.Duration(id) * 100 * time.Millisecond) }
+	// 10 frames a second; the re-plan resumes at frame 5 (due at 0.5 s),
+	// decided at 0.6 s, started 20 ms later; the new source sends frame 5
+	// 30 ms after that.
+	decided := frame(6)
+	newStart := decided.Add(50 * time.Millisecond)
+	answers := map[int64]sloAnswer{}
+	for id := int64(0); id < 10; id++ {
+		at := frame(id)
+		if id >= 5 {
+			at = newStart.Add(time.Duration(id-5) * 100 * time.Millisecond)
+		}
+		answers[id] = sloAnswer{ingest: at, written: at.Add(20 * time.Millisecond), correct: true}
+	}
+	epoch := uint64(fashion.StreamEpoch.UnixMicro() + 4*fashion.StreamInterval.Microseconds()) // frame 4 committed: the cut's first id is 5
+	s := control.Summary{Replans: []control.Replan{{Epoch: epoch, Cut: &control.CutOver{Decided: decided, PlanMs: 5, StopMs: 3, DeployMs: 7, BuildMs: 4, StartMs: 20}}}}
+	if ids := cutIDs(s); len(ids) != 1 || ids[0] != 5 {
+		t.Fatalf("cut ids %v, want [5]", ids)
+	}
+	sc, paused := score(answers, 10, 10, 100*time.Millisecond, cutIDs(s))
+	cuts := cutsOf(s, sc, 10)
+	if len(cuts) != 1 {
+		t.Fatalf("cuts %+v, want one", cuts)
+	}
+	c := cuts[0]
+	if c.commitLag != 100*time.Millisecond || c.firstFrame != 30*time.Millisecond || c.pause != 150*time.Millisecond || paused != c.pause {
+		t.Fatalf("cut %+v (score paused %v): want 100 ms sent again, 30 ms to the first frame, 150 ms paused", c, paused)
+	}
+	line := cutLine(cuts)
+	for _, want := range []string{"mean of 1: 150 ms", "behind the decision 100 ms", "decision to start 20 ms", "plan 5", "stopped 3", "deployed 7", "built 4", "first frame 30 ms"} {
+		if !strings.Contains(line, want) {
+			t.Errorf("line %q lacks %q", line, want)
+		}
 	}
 }
