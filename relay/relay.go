@@ -228,6 +228,9 @@ type LinkStats struct {
 	LastAckBps float64       `json:"last_ack_bps,omitempty"`
 	SRTT       time.Duration `json:"srtt_ns,omitempty"`
 	Acks       uint64        `json:"acks,omitempty"`
+	// UnackedBytes are a sender's data bytes on the wire whose ack has
+	// not come back yet (NATS): what the next batch queues behind.
+	UnackedBytes int64 `json:"unacked_bytes,omitempty"`
 	// ShapedBps is a shaped link's cap at its last send (bytes per second;
 	// 0: not shaped), what the trace gave it.
 	ShapedBps float64 `json:"shaped_bps,omitempty"`

@@ -30,6 +30,9 @@ type Adapt struct {
 	in, out       *arrow.Schema
 	shape         []int64 // the adapted per-row shape
 	scratch       []float32
+	// sides, when set (WithSides), are the sides a batch may go at, to
+	// first; each batch's is chosen from the link (adapt_sides.go).
+	sides *sideChooser
 }
 
 // NewAdapt adapts column col of schema in (float32 tensors whose last two
@@ -74,7 +77,14 @@ func (a *Adapt) field(name string) arrow.Field {
 func (a *Adapt) OnBatch(ctx *dataflow.Context, _ int, b dataflow.Batch, cap *dataflow.Capability) error {
 	rec := b.Record
 	defer rec.Release()
-	col, err := a.adapt(ctx.Allocator(), rec.Column(a.col))
+	var col arrow.Array
+	var err error
+	if a.sides != nil {
+		side := a.sides.choose(ctx, rec.NumRows())
+		col, err = a.adaptVariable(ctx.Allocator(), rec.Column(a.col), side)
+	} else {
+		col, err = a.adapt(ctx.Allocator(), rec.Column(a.col))
+	}
 	if err != nil {
 		return err
 	}
