@@ -189,7 +189,7 @@ type boundInput struct {
 	// (a list, VariableField), resized to it per record.
 	variable bool
 	colShape []int64
-	shape    []int64   // [batch, rowShape...], the batch set per call
+	shape    []int64 // [batch, rowShape...], the batch set per call
 }
 
 // bindInputs checks each input column against the model input it feeds:

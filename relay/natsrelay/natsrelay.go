@@ -300,12 +300,12 @@ type sender struct {
 	// the publishing itself, so that a message sent again never lands
 	// between the chunks of another.
 	wireMu  sync.Mutex
-	unacked []*outMsg     // oldest first
+	unacked []*outMsg // oldest first
 	// unackedB are the data bytes in unacked (the meter's UnackedBytes).
 	unackedB int64
-	acks    chan struct{} // Close's wait: closed (and dropped) when unacked shrinks
-	free    [][]byte      // buffers of acknowledged data messages, for the next
-	hsave   []byte        // a chunk's bytes under the next chunk's header
+	acks     chan struct{} // Close's wait: closed (and dropped) when unacked shrinks
+	free     [][]byte      // buffers of acknowledged data messages, for the next
+	hsave    []byte        // a chunk's bytes under the next chunk's header
 	// evicted is the newest message dropped unacknowledged (a receiver
 	// that does not ack): a gap at or below it cannot be filled.
 	evicted    uint64
