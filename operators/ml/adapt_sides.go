@@ -352,7 +352,10 @@ func (p sidePlan) pick(sides []int, planes, width int) int {
 }
 
 // variableValues decodes a variable-side column's rows to float32 at
-// shape's side, resizing each smaller row up (ResizeBilinear): one slice
+// shape's side, resizing each smaller row up by area (ResizeArea: on the
+// Fashion-MNIST test frames fit-28 is 0.3 points more accurate on 20x20
+// frames so resized than bilinearly, 1.9 on 14x14; TestVariableSidesOnTheZoo
+// in runtime/inference prints the table): one slice
 // of rows*product(shape) values. Rows whose length is no square of planes
 // at most the side are zero and listed in bad, as null rows are.
 func variableValues(col arrow.Array, shape []int64, dst []float32) (vals []float32, bad []int, err error) {
@@ -401,7 +404,7 @@ func variableValues(col arrow.Array, shape []int64, dst []float32) (vals []float
 			} else {
 				plane = append(plane[:0], f32[lo:hi]...)
 			}
-			ResizeBilinear(out[p*to*to:(p+1)*to*to], plane, side, to)
+			ResizeArea(out[p*to*to:(p+1)*to*to], plane, side, to)
 		}
 	}
 	return vals, bad, nil

@@ -44,7 +44,7 @@ func embSums(t *testing.T, mem memory.Allocator, rec arrow.Record) ([]float32, [
 
 // A latency-bound adaptation sends each batch at a side of its own as a
 // variable-length list that keeps the variant's shape and lists the sides;
-// the model call resizes each row back up to the shape (ResizeBilinear)
+// the model call resizes each row back up to the shape (ResizeArea)
 // and sees, for full-side rows, exactly what the fixed-size path gives it.
 // Without a link after it (the model on the same worker) it keeps the
 // variant's side, and it counts the rows sent at each side.

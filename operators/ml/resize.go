@@ -39,8 +39,9 @@ func ResizeArea(dst, src []float32, from, to int) []float32 {
 
 // ResizeBilinear scales a square single-channel image of side from to
 // side to by bilinear interpolation between pixel centres (edges
-// clamped): how the model call brings a row the source sent smaller back
-// to the side its variant takes (variable-side columns). dst must hold
+// clamped). It is the alternative to ResizeArea's upscaling that the
+// model call's resizing of variable-side rows was measured against (and
+// lost to; runtime/inference's TestVariableSidesOnTheZoo). dst must hold
 // to*to values.
 func ResizeBilinear(dst, src []float32, from, to int) {
 	if to == from {
