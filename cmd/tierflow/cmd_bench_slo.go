@@ -63,6 +63,9 @@ type sloSourceRow struct {
 	P50ms       float64 `json:"p50_ms"`
 	P90ms       float64 `json:"p90_ms"`
 	P99ms       float64 `json:"p99_ms"`
+	// Sides are the frames the client's adaptation sent at each side as
+	// its link allowed (the engine's adaptive policy; "28:1200 20:310").
+	Sides string `json:"sides,omitempty"`
 }
 
 // sloSpanRow is a stretch of a source's run with one shaped bandwidth and

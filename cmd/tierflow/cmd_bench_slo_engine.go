@@ -17,6 +17,7 @@ import (
 	"github.com/tierflow/tierflow/examples/fashion"
 	"github.com/tierflow/tierflow/planner/catalog"
 	"github.com/tierflow/tierflow/planner/infra"
+	"github.com/tierflow/tierflow/operators/ml"
 	"github.com/tierflow/tierflow/relay"
 	"github.com/tierflow/tierflow/runtime/cluster"
 	"github.com/tierflow/tierflow/runtime/control"
@@ -324,6 +325,15 @@ func benchSLOEngine(ctx context.Context, a *app, o sloOptions, tr *relay.Trace, 
 		if sc.requests > 0 {
 			r.SLOMissRate = round4(float64(sc.requests-sc.inTime) / float64(sc.requests))
 		}
+		sides := map[string]int64{}
+		for _, op := range runs[i].Operators {
+			for k, v := range op.Counters {
+				if strings.HasPrefix(k, "side_") {
+					sides[k] += v
+				}
+			}
+		}
+		r.Sides = ml.FormatSides(sides)
 		run.sources = append(run.sources, r)
 	}
 	sort.Float64s(all.latenciesMs)

@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"github.com/tierflow/tierflow/dataflow"
+	"github.com/tierflow/tierflow/operators/ml"
 	"github.com/tierflow/tierflow/planner/infra"
 	"github.com/tierflow/tierflow/relay"
 	"github.com/tierflow/tierflow/runtime/control"
@@ -125,6 +126,10 @@ type OperatorRow struct {
 	// Batching is how a model call's batcher cut its model batches (nil
 	// for other operators).
 	Batching *Batching `json:"batching,omitempty"`
+	// Sides, on a LATENCY query's source-side adaptation, are the rows it
+	// sent at each side as its link allowed ("28:1200 20:310 14:95",
+	// largest first; ml.FormatSides).
+	Sides string `json:"sides,omitempty"`
 }
 
 // Batching is a model call's measured batching over its instances: model
@@ -269,6 +274,7 @@ type opStats struct {
 	instances                      int
 	workers                        map[string]bool
 	variants, devices              []string
+	sides                          map[string]int64 // an adaptation's side_<n> counters
 }
 
 func (r *Report) operators(q deploy.QueryInfo, est *deploy.Estimate, secs float64) {
@@ -286,6 +292,14 @@ func (r *Report) operators(q deploy.QueryInfo, est *deploy.Estimate, secs float6
 		m.busy += s.BusyNs
 		m.hist.Add(s.BatchLatency)
 		m.instances++
+		for k, v := range s.Counters {
+			if strings.HasPrefix(k, "side_") {
+				if m.sides == nil {
+					m.sides = map[string]int64{}
+				}
+				m.sides[k] += v
+			}
+		}
 		m.labelled += s.Counters["labelled"]
 		m.correct += s.Counters["correct"]
 		if n, ok := s.Counters["model_batches"]; ok {
@@ -318,7 +332,7 @@ func (r *Report) operators(q deploy.QueryInfo, est *deploy.Estimate, secs float6
 			m = &opStats{workers: map[string]bool{}}
 		}
 		row := OperatorRow{ID: id, Name: op.Name, Stage: op.Stage, Tier: op.Tier, RowsIn: m.rowsIn, RowsOut: m.rowsOut, Batches: m.batches,
-			Labelled: m.labelled, Correct: m.correct, Batching: m.batching,
+			Labelled: m.labelled, Correct: m.correct, Batching: m.batching, Sides: ml.FormatSides(m.sides),
 			Measured: float64(m.rowsIn) / secs,
 			P50:      ms(m.hist.Quantile(0.5)), P90: ms(m.hist.Quantile(0.9)), P99: ms(m.hist.Quantile(0.99))}
 		if m.instances > 0 {

@@ -39,6 +39,13 @@ func (r *Report) Write(w io.Writer) error {
 		{"workers", []string{"worker", "tier", "type", "price/h", "est items/s", "items/s", "busy", "operators"}, r.workerRows()},
 		{"links (sender side)", []string{"from", "to", "bytes", "batches", "est MiB/s", "MiB/s", "price/GB", "est cost/h", "cost/h"}, r.linkRows()},
 	}
+	if rows := r.sidesRows(); len(rows) > 0 {
+		sections = append(sections, struct {
+			title  string
+			header []string
+			rows   [][]string
+		}{"data adaptation by link (rows sent at each side)", []string{"id", "operator", "tier", "workers", "sides"}, rows})
+	}
 	if e := r.Estimates; e != nil && e.Samples > 0 {
 		sections = append(sections, struct {
 			title  string
@@ -189,6 +196,17 @@ func (r *Report) operatorRows() [][]string {
 		}
 		out = append(out, append([]string{strconv.Itoa(o.ID), o.Name, o.Stage, o.Variant, o.Device, o.Tier, strings.Join(o.Workers, ","),
 			strconv.FormatInt(o.RowsIn, 10), strconv.FormatInt(o.RowsOut, 10), est, num(o.Measured)}, append(lat, pct(o.Busy))...))
+	}
+	return out
+}
+
+// sidesRows are the adaptations that picked their side per batch.
+func (r *Report) sidesRows() [][]string {
+	var out [][]string
+	for _, o := range r.Operators {
+		if o.Sides != "" {
+			out = append(out, []string{strconv.Itoa(o.ID), o.Name, o.Tier, strings.Join(o.Workers, " "), o.Sides})
+		}
 	}
 	return out
 }

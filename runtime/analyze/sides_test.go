@@ -1,0 +1,41 @@
+package analyze
+
+import (
+	"bytes"
+	"strings"
+	"testing"
+
+	"github.com/tierflow/tierflow/dataflow"
+	"github.com/tierflow/tierflow/runtime/deploy"
+)
+
+// TestReportShowsSides: a LATENCY query's source-side adaptation reports
+// the rows it sent at each side (its side_<n> counters, over its
+// instances); EXPLAIN ANALYZE shows them, largest side first.
+func TestReportShowsSides(t *testing.T) {
+	q := run()
+	q.Placement.Operators = append(q.Placement.Operators, deploy.OperatorPlan{Name: "adapt image 28x28 float32 by link", Workers: []int{0}, Tier: "edge", Stage: "s"})
+	id := len(q.Placement.Operators) - 1
+	for i, c := range []map[string]int64{{"side_28": 1000, "side_20": 300, "side_14": 90}, {"side_28": 200, "side_20": 10, "side_14": 5}} {
+		q.Operators = append(q.Operators, dataflow.InstanceStats{Operator: "adapt image 28x28 float32 by link", OperatorID: id, Index: i, Worker: 0, Counters: c})
+	}
+	r, err := New(q, Options{Infra: testInfra()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := r.Operators[id].Sides; got != "28:1200 20:310 14:95" {
+		t.Fatalf("sides %q, want 28:1200 20:310 14:95", got)
+	}
+	var b bytes.Buffer
+	if err := r.Write(&b); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(b.String(), "data adaptation by link") || !strings.Contains(b.String(), "28:1200 20:310 14:95") {
+		t.Fatalf("EXPLAIN ANALYZE does not show the sides:\n%s", b.String())
+	}
+	for _, o := range r.Operators[:id] {
+		if o.Sides != "" {
+			t.Errorf("operator %s has sides %q", o.Name, o.Sides)
+		}
+	}
+}
