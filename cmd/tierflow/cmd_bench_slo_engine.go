@@ -15,9 +15,9 @@ import (
 	"github.com/apache/arrow/go/v17/arrow/array"
 
 	"github.com/tierflow/tierflow/examples/fashion"
+	"github.com/tierflow/tierflow/operators/ml"
 	"github.com/tierflow/tierflow/planner/catalog"
 	"github.com/tierflow/tierflow/planner/infra"
-	"github.com/tierflow/tierflow/operators/ml"
 	"github.com/tierflow/tierflow/relay"
 	"github.com/tierflow/tierflow/runtime/cluster"
 	"github.com/tierflow/tierflow/runtime/control"
