@@ -325,15 +325,7 @@ func benchSLOEngine(ctx context.Context, a *app, o sloOptions, tr *relay.Trace, 
 		if sc.requests > 0 {
 			r.SLOMissRate = round4(float64(sc.requests-sc.inTime) / float64(sc.requests))
 		}
-		sides := map[string]int64{}
-		for _, op := range runs[i].Operators {
-			for k, v := range op.Counters {
-				if strings.HasPrefix(k, "side_") {
-					sides[k] += v
-				}
-			}
-		}
-		r.Sides = ml.FormatSides(sides)
+		r.Sides = ml.FormatSides(runs[i].Sides()) // every generation's
 		run.sources = append(run.sources, r)
 	}
 	sort.Float64s(all.latenciesMs)

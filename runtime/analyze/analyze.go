@@ -63,6 +63,10 @@ type Report struct {
 	Latency     control.LatencyMs `json:"latency_ms"`
 	SLOMs       float64           `json:"latency_slo_ms,omitempty"`
 	SLOMissRate *float64          `json:"slo_miss_rate,omitempty"`
+	// Sides are the rows the source-side adaptations sent at each side
+	// over all the query's generations ("28:1200 20:310 14:95"; the
+	// operators' Sides are the running generation's).
+	Sides string `json:"sides,omitempty"`
 	// Estimates are the coordinator's live estimates as the run ended.
 	Estimates *control.Estimates `json:"estimates,omitempty"`
 	// Replans is the plan history (each cut-over to a new plan, at an
@@ -192,7 +196,8 @@ func New(q deploy.QueryInfo, o Options) (*Report, error) {
 	if q.Ended.IsZero() {
 		return nil, fmt.Errorf("analyze: query %s has not ended", q.Query)
 	}
-	r := &Report{Query: q.Query, State: q.State, Planner: q.Planner, Window: q.Ended.Sub(start), Span: dataSpan(q), Dropped: q.Dropped}
+	r := &Report{Query: q.Query, State: q.State, Planner: q.Planner, Window: q.Ended.Sub(start), Span: dataSpan(q), Dropped: q.Dropped,
+		Sides: ml.FormatSides(q.Sides())}
 	if r.Span <= 0 {
 		r.Span = r.Window
 	}

@@ -11,7 +11,8 @@ import (
 
 // TestReportShowsSides: a LATENCY query's source-side adaptation reports
 // the rows it sent at each side (its side_<n> counters, over its
-// instances); EXPLAIN ANALYZE shows them, largest side first.
+// instances), and the query's ended generations theirs; EXPLAIN ANALYZE
+// shows them, largest side first.
 func TestReportShowsSides(t *testing.T) {
 	q := run()
 	q.Placement.Operators = append(q.Placement.Operators, deploy.OperatorPlan{Name: "adapt image 28x28 float32 by link", Workers: []int{0}, Tier: "edge", Stage: "s"})
@@ -19,6 +20,7 @@ func TestReportShowsSides(t *testing.T) {
 	for i, c := range []map[string]int64{{"side_28": 1000, "side_20": 300, "side_14": 90}, {"side_28": 200, "side_20": 10, "side_14": 5}} {
 		q.Operators = append(q.Operators, dataflow.InstanceStats{Operator: "adapt image 28x28 float32 by link", OperatorID: id, Index: i, Worker: 0, Counters: c})
 	}
+	q.Earlier = &deploy.Earlier{Sides: map[string]int64{"side_28": 5, "side_14": 1}} // a generation before a re-plan
 	r, err := New(q, Options{Infra: testInfra()})
 	if err != nil {
 		t.Fatal(err)
@@ -30,7 +32,11 @@ func TestReportShowsSides(t *testing.T) {
 	if err := r.Write(&b); err != nil {
 		t.Fatal(err)
 	}
-	if !strings.Contains(b.String(), "data adaptation by link") || !strings.Contains(b.String(), "28:1200 20:310 14:95") {
+	if r.Sides != "28:1205 20:310 14:96" {
+		t.Errorf("every generation's sides %q, want 28:1205 20:310 14:96", r.Sides)
+	}
+	if !strings.Contains(b.String(), "data adaptation by link") || !strings.Contains(b.String(), "28:1200 20:310 14:95") ||
+		!strings.Contains(b.String(), "(every generation): 28:1205 20:310 14:96") {
 		t.Fatalf("EXPLAIN ANALYZE does not show the sides:\n%s", b.String())
 	}
 	for _, o := range r.Operators[:id] {

@@ -27,6 +27,9 @@ func (r *Report) Write(w io.Writer) error {
 		dropped = r.Dropped.String()
 	}
 	fmt.Fprintf(w, "dropped: %s\n", dropped)
+	if r.Sides != "" {
+		fmt.Fprintf(w, "frames sent at each side by the link (every generation): %s\n", r.Sides)
+	}
 	sections := []struct {
 		title  string
 		header []string
