@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+	"sync/atomic"
 
 	"github.com/apache/arrow/go/v17/arrow"
 	"github.com/apache/arrow/go/v17/arrow/array"
@@ -33,6 +34,8 @@ type Adapt struct {
 	// sides, when set (WithSides), are the sides a batch may go at, to
 	// first; each batch's is chosen from the link (adapt_sides.go).
 	sides *sideChooser
+	// rows counts the rows sent at to without sides (Counters).
+	rows atomic.Int64
 }
 
 // NewAdapt adapts column col of schema in (float32 tensors whose last two
@@ -147,6 +150,7 @@ func (a *Adapt) adapt(mem memory.Allocator, c arrow.Array) (arrow.Array, error) 
 			}
 		}
 	}
+	a.rows.Add(int64(rows - nNull))
 	child := array.NewData(elem, rows*outSize, []*memory.Buffer{nil, buf}, nil, 0, 0)
 	defer child.Release()
 	data := array.NewData(a.field("").Type, rows, []*memory.Buffer{nulls}, []arrow.ArrayData{child}, nNull, 0)

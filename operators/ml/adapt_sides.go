@@ -49,8 +49,7 @@ func (a *Adapt) WithSides(sides []int, slo, compute time.Duration) (*Adapt, erro
 	if slo <= 0 {
 		return nil, fmt.Errorf("%w: adapt: sides %v without a latency SLO", ErrSchema, sides)
 	}
-	b := *a
-	b.scratch = nil
+	b := Adapt{Base: a.Base, col: a.col, from: a.from, to: a.to, uint8: a.uint8, in: a.in, shape: a.shape}
 	b.sides = newSideChooser(sides, int(product(a.shape[:len(a.shape)-2])), map[bool]int{true: 1, false: 4}[a.uint8], slo, compute)
 	fs := append([]arrow.Field(nil), a.out.Fields()...)
 	fs[a.col] = VariableField(a.field(a.in.Field(a.col).Name), sides)
@@ -178,10 +177,10 @@ func (a *Adapt) adaptVariable(mem memory.Allocator, c arrow.Array, side int) (ar
 }
 
 // Counters are the rows sent at each side ("side_28", ...;
-// dataflow.Counting), for EXPLAIN ANALYZE; none without sides.
+// dataflow.Counting), for EXPLAIN ANALYZE; one side without sides.
 func (a *Adapt) Counters() map[string]int64 {
 	if a.sides == nil {
-		return nil
+		return map[string]int64{"side_" + strconv.Itoa(a.to): a.rows.Load()}
 	}
 	out := make(map[string]int64, len(a.sides.sides))
 	for i, s := range a.sides.sides {

@@ -115,6 +115,9 @@ func TestAdaptVariableSides(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
+			if c := fixed.Counters(); len(c) != 1 || c["side_2"] != 2 {
+				t.Errorf("the fixed adaptation's counters %v, want its 2 non-null rows at side 2", c)
+			}
 			fixedRec := array.NewRecord(fixed.Schema(), []arrow.Array{rec.Column(0), fixedCol}, rec.NumRows())
 			fixedCol.Release()
 			defer fixedRec.Release()

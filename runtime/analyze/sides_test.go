@@ -35,7 +35,7 @@ func TestReportShowsSides(t *testing.T) {
 	if r.Sides != "28:1205 20:310 14:96" {
 		t.Errorf("every generation's sides %q, want 28:1205 20:310 14:96", r.Sides)
 	}
-	if !strings.Contains(b.String(), "data adaptation by link") || !strings.Contains(b.String(), "28:1200 20:310 14:95") ||
+	if !strings.Contains(b.String(), "data adaptation (rows sent at each side") || !strings.Contains(b.String(), "28:1200 20:310 14:95") ||
 		!strings.Contains(b.String(), "(every generation): 28:1205 20:310 14:96") {
 		t.Fatalf("EXPLAIN ANALYZE does not show the sides:\n%s", b.String())
 	}

@@ -47,7 +47,7 @@ func (r *Report) Write(w io.Writer) error {
 			title  string
 			header []string
 			rows   [][]string
-		}{"data adaptation by link (rows sent at each side)", []string{"id", "operator", "tier", "workers", "sides"}, rows})
+		}{"data adaptation (rows sent at each side; by the link under LATENCY)", []string{"id", "operator", "tier", "workers", "sides"}, rows})
 	}
 	if e := r.Estimates; e != nil && e.Samples > 0 {
 		sections = append(sections, struct {
