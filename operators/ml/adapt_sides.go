@@ -24,9 +24,18 @@ import (
 const SidesKey = "tierflow.sides"
 
 // MaxLinkUtilization is the share of a link's bandwidth a stream may fill
-// at the side the adaptation picks, so that its queue stays short (the
-// Jellyfish policy's runtime/control.DefaultJellyfish.MaxUtilization).
-const MaxLinkUtilization = 0.6
+// at a side larger than its last batch's, so that its queue stays short
+// (the Jellyfish policy's runtime/control.DefaultJellyfish.MaxUtilization);
+// KeepLinkUtilization the share at which it keeps the last batch's side (or
+// goes smaller). Every frame sent smaller than its variant's side costs
+// accuracy (fit-28 on 20x20 frames: 2.8 points), and the acks' estimate is
+// already below the link's rate (each sample's time includes the round
+// trip), so a side the link still carries is kept up to near its capacity:
+// the deadline check catches a queue that builds.
+const (
+	MaxLinkUtilization  = 0.6
+	KeepLinkUtilization = 0.9
+)
 
 // WithSides makes a pick each batch's side among sides (a's own side
 // first, then smaller ones, descending) from the link its output crosses,
@@ -224,6 +233,7 @@ type sideChooser struct {
 	// payload is the image bytes sent, so that the link's other bytes per
 	// batch (framing, the other columns, progress) are its overhead.
 	payload int64
+	last    int // the side of the last batch
 	// recent are the batches of the last second, for the stream's rate.
 	recent []sideArrival
 }
@@ -234,7 +244,7 @@ type sideArrival struct {
 }
 
 func newSideChooser(sides []int, planes, width int, slo, compute time.Duration) *sideChooser {
-	return &sideChooser{sides: slices.Clone(sides), planes: max(1, planes), width: width, slo: slo, compute: compute,
+	return &sideChooser{sides: slices.Clone(sides), last: sides[0], planes: max(1, planes), width: width, slo: slo, compute: compute,
 		rows: make([]atomic.Int64, len(sides))}
 }
 
@@ -296,19 +306,30 @@ func (c *sideChooser) choose(ctx *dataflow.Context, rows int64) int {
 			p.BatchesPerSec, p.RowsPerSec = float64(n-1)/span, float64(r)/span
 		}
 	}
-	return p.pick(c.sides, c.planes, c.width)
+	p.Last = c.last
+	c.last = p.pick(c.sides, c.planes, c.width)
+	return c.last
 }
 
 // linkBps is the bandwidth a decision takes: the acks' harmonic mean over
-// the last second, or the latest sample when lower, so that a drop counts
-// at the next ack and a rise once it has held (runtime/slo's linkBps).
+// the last second, or the latest sample when it is under DropRatio of it,
+// so that a drop counts at the next ack and a rise once it has held
+// (runtime/slo's linkBps takes the lower of the two). One slow ack on a
+// busy host (a scheduling delay is in its round trip) is no drop: taken
+// as one, it sent frames of a link that carried them small, each a few
+// points less accurate.
 func linkBps(s dataflow.LinkState) float64 {
 	bw := s.BandwidthBps
-	if s.LastBps > 0 && (bw <= 0 || s.LastBps < bw) {
+	if s.LastBps > 0 && (bw <= 0 || s.LastBps < DropRatio*bw) {
 		bw = s.LastBps
 	}
 	return bw
 }
+
+// DropRatio is how far under the acks' mean the latest sample must fall to
+// be taken as the link's bandwidth (linkBps): the steps of a changing link
+// are 2x and more, a busy host's jitter less.
+const DropRatio = 0.6
 
 // sidePlan is what a batch's side is chosen from.
 type sidePlan struct {
@@ -321,12 +342,15 @@ type sidePlan struct {
 	Age                       time.Duration
 	SLO, Compute              time.Duration
 	BatchesPerSec, RowsPerSec float64 // the stream's; 0: not known yet
+	// Last is the side of the batch before (0: none).
+	Last int
 }
 
 // pick is the largest of sides (descending) at which the batch reaches
 // the model in time, what is on the wire ahead of it and half a round trip
 // included, with the model's compute and a margin left of the SLO, and at
-// which the stream fills at most MaxLinkUtilization of the link (so the
+// which the stream fills at most MaxLinkUtilization of the link (to step
+// up from the last batch's side; KeepLinkUtilization to stay) (so the
 // queue stays short); the smallest when none does, the first before the
 // link has acknowledged anything.
 func (p sidePlan) pick(sides []int, planes, width int) int {
@@ -342,7 +366,11 @@ func (p sidePlan) pick(sides []int, planes, width int) int {
 		if (float64(p.State.UnackedBytes)+batch)/bw > budget {
 			continue
 		}
-		if p.BatchesPerSec > 0 && p.BatchesPerSec*p.Overhead+p.RowsPerSec*rowBytes > MaxLinkUtilization*bw {
+		limit := MaxLinkUtilization
+		if s <= p.Last {
+			limit = KeepLinkUtilization
+		}
+		if p.BatchesPerSec > 0 && p.BatchesPerSec*p.Overhead+p.RowsPerSec*rowBytes > limit*bw {
 			continue
 		}
 		return s

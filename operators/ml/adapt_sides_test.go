@@ -224,11 +224,18 @@ func TestSidePlanPick(t *testing.T) {
 		{"no ack yet", func(p sidePlan) sidePlan { p.State = dataflow.LinkState{}; return p }, 28},
 		{"1500 kbit/s", func(p sidePlan) sidePlan { p.State = link(1500e3 / 8); return p }, 28},
 		{"600 kbit/s: 28 fills 75%", func(p sidePlan) sidePlan { p.State = link(600e3 / 8); return p }, 20},
+		{"600 kbit/s, the last batch at 28: kept", func(p sidePlan) sidePlan { p.State, p.Last = link(600e3/8), 28; return p }, 28},
+		{"450 kbit/s: 28 would fill it", func(p sidePlan) sidePlan { p.State, p.Last = link(450e3/8), 28; return p }, 20},
 		{"the latest sample dropped to 250 kbit/s", func(p sidePlan) sidePlan {
 			p.State = link(1500e3 / 8)
 			p.State.LastBps = 250e3 / 8
 			return p
 		}, 14},
+		{"the latest sample 20% under the mean: jitter", func(p sidePlan) sidePlan {
+			p.State = link(900e3 / 8)
+			p.State.LastBps = 720e3 / 8
+			return p
+		}, 28},
 		{"100 kbit/s: nothing fits", func(p sidePlan) sidePlan { p.State = link(100e3 / 8); return p }, 14},
 		{"a batch that waited 60 ms", func(p sidePlan) sidePlan {
 			p.State, p.Age = link(900e3/8), 60*time.Millisecond
