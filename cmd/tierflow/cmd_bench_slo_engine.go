@@ -39,7 +39,9 @@ import (
 // runs the catalog's whole size family under the coordinator's Jellyfish
 // policy; a static policy's catalog holds its one variant and the policy
 // is off (the adapt step still sends the frames at that variant's input
-// size, planner.adapt_inputs).
+// size, planner.adapt_inputs). Under adaptive the adapt step also picks
+// each frame's size, up to the running variant's, from its link between
+// re-plans (operators/ml Adapt.WithSides).
 
 // sloEngineRun is what one policy's run measured.
 type sloEngineRun struct {
