@@ -13,6 +13,12 @@ type LinkState struct {
 	BandwidthBps, LastBps float64
 	// SRTT is the messages' smoothed round trip (transfer included).
 	SRTT time.Duration
+	// TransferBps and LastTransferBps are the same bandwidth with the
+	// link's base round trip (BaseRTT, that of a message without payload)
+	// taken out of each sample: the link's rate, whatever the messages'
+	// size; 0 where the sender does not measure it.
+	TransferBps, LastTransferBps float64
+	BaseRTT                      time.Duration
 	// Acks counts the acknowledged data messages.
 	Acks uint64
 	// UnackedBytes are data bytes on the wire whose ack has not come

@@ -100,8 +100,13 @@ func raiseTo(a *atomic.Int64, v int64) {
 
 // Snapshot returns the current counts.
 func (m *Meter) Snapshot() LinkStats {
-	bps, latest, srtt, acks := m.bw.estimate(time.Now())
+	now := time.Now()
+	bps, latest, srtt, acks := m.bw.estimate(now)
+	xfer, xferLatest, base := m.bw.transfer(now)
 	return LinkStats{
+		TransferBps:      xfer,
+		LastTransferBps:  xferLatest,
+		BaseRTT:          base,
 		AckBandwidthBps:  bps,
 		LastAckBps:       latest,
 		ShapedBps:        math.Float64frombits(m.shapedBps.Load()),

@@ -318,10 +318,19 @@ func (c *sideChooser) choose(ctx *dataflow.Context, rows int64) int {
 // busy host (a scheduling delay is in its round trip) is no drop: taken
 // as one, it sent frames of a link that carried them small, each a few
 // points less accurate.
+//
+// Where the sender measures it, the rate is the link's own (TransferBps:
+// each sample's round trip less the base one): the acks' plain estimate
+// falls with the messages' size (a 14x14 frame's round trip is mostly the
+// base), which kept a link that had carried small frames on small ones.
 func linkBps(s dataflow.LinkState) float64 {
-	bw := s.BandwidthBps
-	if s.LastBps > 0 && (bw <= 0 || s.LastBps < DropRatio*bw) {
-		bw = s.LastBps
+	mean, latest := s.BandwidthBps, s.LastBps
+	if s.TransferBps > 0 {
+		mean, latest = s.TransferBps, s.LastTransferBps
+	}
+	bw := mean
+	if latest > 0 && (bw <= 0 || latest < DropRatio*bw) {
+		bw = latest
 	}
 	return bw
 }
@@ -359,7 +368,13 @@ func (p sidePlan) pick(sides []int, planes, width int) int {
 		return sides[0]
 	}
 	margin := max(5*time.Millisecond, p.SLO/10)
-	budget := (p.SLO - p.Compute - margin - p.Age - p.State.SRTT/2).Seconds()
+	// Half a round trip: the base one where the rate excludes it, else
+	// the messages' (their transfer counted twice, the safe side).
+	rtt := p.State.SRTT
+	if p.State.TransferBps > 0 && p.State.BaseRTT > 0 {
+		rtt = p.State.BaseRTT
+	}
+	budget := (p.SLO - p.Compute - margin - p.Age - rtt/2).Seconds()
 	for _, s := range sides {
 		rowBytes := float64(planes * s * s * width)
 		batch := float64(p.Rows)*rowBytes + p.Overhead

@@ -236,6 +236,11 @@ func TestSidePlanPick(t *testing.T) {
 			p.State.LastBps = 720e3 / 8
 			return p
 		}, 28},
+		{"small frames' acks: 300 kbit/s, the link's own rate 1200", func(p sidePlan) sidePlan {
+			p.State = link(300e3 / 8)
+			p.State.TransferBps, p.State.LastTransferBps, p.State.BaseRTT = 1200e3/8, 1200e3/8, 15*time.Millisecond
+			return p
+		}, 28},
 		{"100 kbit/s: nothing fits", func(p sidePlan) sidePlan { p.State = link(100e3 / 8); return p }, 14},
 		{"a batch that waited 60 ms", func(p sidePlan) sidePlan {
 			p.State, p.Age = link(900e3/8), 60*time.Millisecond

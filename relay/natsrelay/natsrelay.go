@@ -417,6 +417,9 @@ func (s *sender) acked(seq uint64, sample bool) {
 		s.unacked[0] = nil
 		s.unacked = s.unacked[1:]
 		if m.h.Kind != frame.KindData {
+			if sample && m.h.Seq == seq && !m.resent && m.h.Kind == frame.KindProgress {
+				s.m.AckEmpty(m.sentAt, now)
+			}
 			continue
 		}
 		s.unackedBytes(-len(m.b))
