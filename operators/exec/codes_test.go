@@ -3,10 +3,7 @@ package exec
 import (
 	"context"
 	"fmt"
-	"math"
 	"math/rand/v2"
-	"os"
-	"path/filepath"
 	"runtime"
 	"sort"
 	"strings"
@@ -16,7 +13,6 @@ import (
 	"github.com/apache/arrow/go/v17/arrow/array"
 	"github.com/apache/arrow/go/v17/arrow/memory"
 	"github.com/apache/arrow/go/v17/parquet"
-	"github.com/apache/arrow/go/v17/parquet/pqarrow"
 
 	"github.com/tierflow/tierflow/operators/sinks"
 	"github.com/tierflow/tierflow/planner"
@@ -53,22 +49,7 @@ func writeModes(t testing.TB, rows, group int, nulls bool) string {
 	}
 	rec := b.NewRecord()
 	defer rec.Release()
-	p := filepath.Join(t.TempDir(), "modes.parquet")
-	f, err := os.Create(p)
-	if err != nil {
-		t.Fatal(err)
-	}
-	w, err := pqarrow.NewFileWriter(schema, f, parquet.NewWriterProperties(parquet.WithMaxRowGroupLength(int64(group))), pqarrow.NewArrowWriterProperties(pqarrow.WithStoreSchema()))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := w.Write(rec); err != nil {
-		t.Fatal(err)
-	}
-	if err := w.Close(); err != nil {
-		t.Fatal(err)
-	}
-	return p
+	return writeParquet(t, "modes.parquet", rec, parquet.NewWriterProperties(parquet.WithMaxRowGroupLength(int64(group))))
 }
 
 // writeDim writes rows of (id BIGINT, prio VARCHAR) in row groups of
@@ -89,22 +70,7 @@ func writeDim(t testing.TB, rows, group, ids int) string {
 	}
 	rec := b.NewRecord()
 	defer rec.Release()
-	p := filepath.Join(t.TempDir(), "dim.parquet")
-	f, err := os.Create(p)
-	if err != nil {
-		t.Fatal(err)
-	}
-	w, err := pqarrow.NewFileWriter(schema, f, parquet.NewWriterProperties(parquet.WithMaxRowGroupLength(int64(group))), pqarrow.NewArrowWriterProperties(pqarrow.WithStoreSchema()))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := w.Write(rec); err != nil {
-		t.Fatal(err)
-	}
-	if err := w.Close(); err != nil {
-		t.Fatal(err)
-	}
-	return p
+	return writeParquet(t, "dim.parquet", rec, parquet.NewWriterProperties(parquet.WithMaxRowGroupLength(int64(group))))
 }
 
 // A GROUP BY on a string column of a Parquet table that the query only
@@ -150,47 +116,17 @@ func TestGroupByOnParquetCodesMatchesStrings(t *testing.T) {
 		} {
 			func() {
 				defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(r.procs))
-				mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
-				defer mem.AssertSize(t, 0)
-				out := &collect{}
-				var scans []string
-				r.opts.Allocator = mem
-				err := RunScript(context.Background(), "q.sql", create+tc.q+";", ScriptOptions{
-					Options:   r.opts,
-					NewOutput: func() (sinks.Writer, error) { return out, nil },
-					Plan: func(_ context.Context, bound *logical.Plan, _ *catalog.Catalog, _ planner.Options, o *Options) error {
-						built, err := Build(rewrite.Apply(bound), *o)
-						if err != nil {
-							return err
-						}
-						for _, op := range built.Graph().Operators {
-							if strings.HasPrefix(op.Name, "scan ") {
-								scans = append(scans, op.Name)
-							}
-						}
-						built.closeFiles()
-						return nil
-					},
-				})
+				rows, scans, err := runScans(t, create+tc.q+";", r.opts)
 				if err != nil {
 					t.Fatalf("%s (%s): %v", tc.q, r.name, err)
 				}
-				var codes []string
-				for _, s := range scans {
-					if name, c, ok := strings.Cut(strings.TrimSuffix(strings.TrimPrefix(s, "scan "), ")"), " (codes: "); ok {
-						codes = append(codes, name+": "+c)
-					}
-				}
-				sort.Strings(codes)
 				wantCodes := tc.codes
 				if r.opts.Relayed || tc.join && r.opts.MemoryLimit > 0 {
 					wantCodes = ""
 				}
-				if got := strings.Join(codes, "; "); got != wantCodes {
+				if got := scanCodes(scans); got != wantCodes {
 					t.Fatalf("%s (%s): codes %q, want %q (scans %q)", tc.q, r.name, got, wantCodes, scans)
 				}
-				rows := out.rows
-				sort.Slice(rows, func(i, j int) bool { return fmt.Sprint(rows[i]) < fmt.Sprint(rows[j]) })
 				if want == nil {
 					if len(rows) < 3 {
 						t.Fatalf("%s: %d rows", tc.q, len(rows))
@@ -198,25 +134,56 @@ func TestGroupByOnParquetCodesMatchesStrings(t *testing.T) {
 					want = rows
 					return
 				}
-				if len(rows) != len(want) {
-					t.Fatalf("%s (%s): %d rows, want %d", tc.q, r.name, len(rows), len(want))
-				}
-				for i := range rows {
-					for j := range rows[i] {
-						g, w := rows[i][j], want[i][j]
-						if gf, ok := g.(float64); ok {
-							if wf, ok := w.(float64); ok && math.Abs(gf-wf) <= 1e-9*math.Max(1, math.Abs(wf)) {
-								continue
-							}
-						}
-						if g != w {
-							t.Fatalf("%s (%s): row %d: %v, want %v", tc.q, r.name, i, rows[i], want[i])
-						}
-					}
+				if err := rowsMatch(rows, want); err != nil {
+					t.Fatalf("%s (%s): %v", tc.q, r.name, err)
 				}
 			}()
 		}
 	}
+}
+
+// runScans runs script under o over a checked allocator (checked once the
+// run is over) and returns its rows, sorted, and the names of the scans
+// its plan builds ("scan t (codes: mode, flag)").
+func runScans(t *testing.T, script string, o Options) ([][]any, []string, error) {
+	t.Helper()
+	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
+	defer mem.AssertSize(t, 0)
+	o.Allocator = mem
+	out := &collect{}
+	var scans []string
+	err := RunScript(context.Background(), "q.sql", script, ScriptOptions{
+		Options:   o,
+		NewOutput: func() (sinks.Writer, error) { return out, nil },
+		Plan: func(_ context.Context, bound *logical.Plan, _ *catalog.Catalog, _ planner.Options, o *Options) error {
+			built, err := Build(rewrite.Apply(bound), *o)
+			if err != nil {
+				return err
+			}
+			for _, op := range built.Graph().Operators {
+				if strings.HasPrefix(op.Name, "scan ") {
+					scans = append(scans, op.Name)
+				}
+			}
+			built.closeFiles()
+			return nil
+		},
+	})
+	sortRows(out.rows)
+	return out.rows, scans, err
+}
+
+// scanCodes is what the scans say they group on: "t: mode, flag; u: prio"
+// (by table), "" when none runs on codes.
+func scanCodes(scans []string) string {
+	var codes []string
+	for _, s := range scans {
+		if name, c, ok := strings.Cut(strings.TrimSuffix(strings.TrimPrefix(s, "scan "), ")"), " (codes: "); ok {
+			codes = append(codes, name+": "+c)
+		}
+	}
+	sort.Strings(codes)
+	return strings.Join(codes, "; ")
 }
 
 // BenchmarkGroupByOnParquetCodes runs the benchmark's groupby-few shape

@@ -2,8 +2,6 @@ package exec
 
 import (
 	"context"
-	"os"
-	"path/filepath"
 	"strconv"
 	"strings"
 	"sync/atomic"
@@ -13,7 +11,6 @@ import (
 	"github.com/apache/arrow/go/v17/arrow"
 	"github.com/apache/arrow/go/v17/arrow/array"
 	"github.com/apache/arrow/go/v17/arrow/memory"
-	"github.com/apache/arrow/go/v17/parquet/pqarrow"
 
 	"github.com/tierflow/tierflow/operators/sinks"
 	"github.com/tierflow/tierflow/operators/sources"
@@ -54,22 +51,7 @@ func writeWideParquet(t testing.TB, rows, pad int) string {
 	}
 	rec := b.NewRecord()
 	defer rec.Release()
-	p := filepath.Join(t.TempDir(), "wide.parquet")
-	f, err := os.Create(p)
-	if err != nil {
-		t.Fatal(err)
-	}
-	w, err := pqarrow.NewFileWriter(schema, f, nil, pqarrow.NewArrowWriterProperties(pqarrow.WithStoreSchema()))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := w.Write(rec); err != nil {
-		t.Fatal(err)
-	}
-	if err := w.Close(); err != nil {
-		t.Fatal(err)
-	}
-	return p
+	return writeParquet(t, "wide.parquet", rec, nil)
 }
 
 // TestParquetScanDecodesOnlyTheColumnsUsed: a query over one narrow column

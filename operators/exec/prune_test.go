@@ -4,8 +4,6 @@ import (
 	"bytes"
 	"context"
 	"fmt"
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -14,7 +12,6 @@ import (
 	"github.com/apache/arrow/go/v17/arrow/array"
 	"github.com/apache/arrow/go/v17/arrow/memory"
 	"github.com/apache/arrow/go/v17/parquet"
-	"github.com/apache/arrow/go/v17/parquet/pqarrow"
 
 	"github.com/tierflow/tierflow/operators/sinks"
 )
@@ -41,22 +38,7 @@ func writeSortedParquet(t *testing.T, rows int) string {
 	}
 	rec := b.NewRecord()
 	defer rec.Release()
-	p := filepath.Join(t.TempDir(), "sorted.parquet")
-	f, err := os.Create(p)
-	if err != nil {
-		t.Fatal(err)
-	}
-	w, err := pqarrow.NewFileWriter(schema, f, parquet.NewWriterProperties(parquet.WithMaxRowGroupLength(100), parquet.WithStats(true)), pqarrow.NewArrowWriterProperties(pqarrow.WithStoreSchema()))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := w.Write(rec); err != nil {
-		t.Fatal(err)
-	}
-	if err := w.Close(); err != nil {
-		t.Fatal(err)
-	}
-	return p
+	return writeParquet(t, "sorted.parquet", rec, parquet.NewWriterProperties(parquet.WithMaxRowGroupLength(100), parquet.WithStats(true)))
 }
 
 // TestParquetTableSkipsRowGroupsTheFilterRefutes: a filter over a Parquet

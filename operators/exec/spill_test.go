@@ -3,11 +3,9 @@ package exec
 import (
 	"context"
 	"fmt"
-	"math"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
-	"sort"
 	"strings"
 	"testing"
 
@@ -38,29 +36,7 @@ func TestGroupByLargerThanTheMemoryLimitSpills(t *testing.T) {
 	}
 	const create = "CREATE TABLE t (k BIGINT, name VARCHAR, i BIGINT, f DOUBLE) FROM FILE 't.csv' FORMAT CSV;\n"
 	run := func(q string, limit int64) ([][]any, Stats) {
-		mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
-		defer mem.AssertSize(t, 0)
-		out := &collect{}
-		var st Stats
-		err := RunScript(context.Background(), filepath.Join(dir, "q.sql"), create+q+";", ScriptOptions{
-			Options:   Options{Allocator: mem, BatchSize: 512, MemoryLimit: limit},
-			NewOutput: func() (sinks.Writer, error) { return &collect{}, nil },
-			Plan: func(ctx context.Context, bound *logical.Plan, _ *catalog.Catalog, _ planner.Options, o *Options) error {
-				opts := *o
-				opts.Output = out
-				q, err := Build(bound, opts)
-				if err != nil {
-					return err
-				}
-				st, err = q.Run(ctx)
-				return err
-			},
-		})
-		if err != nil {
-			t.Fatalf("%s: %v", q, err)
-		}
-		sort.Slice(out.rows, func(i, j int) bool { return fmt.Sprint(out.rows[i]) < fmt.Sprint(out.rows[j]) })
-		return out.rows, st
+		return runStats(t, filepath.Join(dir, "q.sql"), create+q+";", Options{BatchSize: 512, MemoryLimit: limit})
 	}
 	for _, q := range []string{
 		"SELECT k, name, count(*) AS n, sum(i) AS s, avg(f) AS a, min(name) AS lo, max(i) AS hi FROM t GROUP BY k, name",
@@ -75,23 +51,41 @@ func TestGroupByLargerThanTheMemoryLimitSpills(t *testing.T) {
 		if keyed := strings.Contains(q, "GROUP BY k"); keyed != (st.Spills > 0) {
 			t.Fatalf("%s under 64 KiB: %d spills, %d partial rows", q, st.Spills, st.SpilledRows)
 		}
-		if len(got) != len(want) {
-			t.Fatalf("%s: %d rows spilling, %d in memory", q, len(got), len(want))
-		}
-		for i := range got {
-			for j := range got[i] {
-				g, w := got[i][j], want[i][j]
-				if gf, ok := g.(float64); ok {
-					if wf, ok := w.(float64); ok && math.Abs(gf-wf) <= 1e-9*math.Max(1, math.Abs(wf)) {
-						continue
-					}
-				}
-				if g != w {
-					t.Fatalf("%s: row %d column %d: %v spilling, %v in memory", q, i, j, g, w)
-				}
-			}
+		if err := rowsMatch(got, want); err != nil {
+			t.Fatalf("%s spilling (want: in memory): %v", q, err)
 		}
 	}
+}
+
+// runStats runs script (at path) under o over a checked allocator (checked
+// once the run is over), building and running its query itself so as to
+// return its Stats with its rows, sorted.
+func runStats(t *testing.T, path, script string, o Options) ([][]any, Stats) {
+	t.Helper()
+	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
+	defer mem.AssertSize(t, 0)
+	o.Allocator = mem
+	out := &collect{}
+	var st Stats
+	err := RunScript(context.Background(), path, script, ScriptOptions{
+		Options:   o,
+		NewOutput: func() (sinks.Writer, error) { return &collect{}, nil },
+		Plan: func(ctx context.Context, bound *logical.Plan, _ *catalog.Catalog, _ planner.Options, o *Options) error {
+			opts := *o
+			opts.Output = out
+			q, err := Build(bound, opts)
+			if err != nil {
+				return err
+			}
+			st, err = q.Run(ctx)
+			return err
+		},
+	})
+	if err != nil {
+		t.Fatalf("%s: %v", script, err)
+	}
+	sortRows(out.rows)
+	return out.rows, st
 }
 
 // A join of two tables whose right side takes more than Options.MemoryLimit
@@ -124,32 +118,11 @@ func TestJoinLargerThanTheMemoryLimitSpills(t *testing.T) {
 	t.Setenv("TMPDIR", t.TempDir())
 	const create = "CREATE TABLE a (k INT, x BIGINT) FROM FILE 'a.csv' FORMAT CSV;\nCREATE TABLE b (k BIGINT, name VARCHAR) FROM FILE 'b.csv' FORMAT CSV;\n"
 	run := func(q string, limit int64) ([]string, Stats) {
-		mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
-		defer mem.AssertSize(t, 0)
-		out := &collect{}
-		var st Stats
-		err := RunScript(context.Background(), filepath.Join(dir, "q.sql"), create+q+";", ScriptOptions{
-			Options:   Options{Allocator: mem, BatchSize: 256, MemoryLimit: limit},
-			NewOutput: func() (sinks.Writer, error) { return &collect{}, nil },
-			Plan: func(ctx context.Context, bound *logical.Plan, _ *catalog.Catalog, _ planner.Options, o *Options) error {
-				opts := *o
-				opts.Output = out
-				q, err := Build(bound, opts)
-				if err != nil {
-					return err
-				}
-				st, err = q.Run(ctx)
-				return err
-			},
-		})
-		if err != nil {
-			t.Fatalf("%s: %v", q, err)
-		}
-		rows := make([]string, len(out.rows))
-		for i, r := range out.rows {
+		out, st := runStats(t, filepath.Join(dir, "q.sql"), create+q+";", Options{BatchSize: 256, MemoryLimit: limit})
+		rows := make([]string, len(out))
+		for i, r := range out {
 			rows[i] = fmt.Sprint(r)
 		}
-		sort.Strings(rows)
 		return rows, st
 	}
 	for _, q := range []string{

@@ -87,15 +87,16 @@ func Show(st *lang.Show, cat *catalog.Catalog, inf *infra.Infra, funcs *expr.Reg
 	return Listing{}, invalidf("%s: SHOW %s is not supported here", bind.Pos(st.Pos), st.What)
 }
 
-// Functions lists the registry's functions (not operators) whose name starts
-// with prefix, sorted by name; nil means the built-ins.
+// Functions lists the registry's functions (not operators, not the
+// internal ones the binder calls) whose name starts with prefix, sorted by
+// name; nil means the built-ins.
 func Functions(funcs *expr.Registry, prefix string) Listing {
 	if funcs == nil {
 		funcs = expr.Builtins()
 	}
 	t := listing("", "name", "kind", "signatures", "description")
 	for _, f := range funcs.Functions() {
-		if f.Operator != "" || !strings.HasPrefix(strings.ToLower(f.Name), strings.ToLower(prefix)) {
+		if !f.Listed() || !strings.HasPrefix(strings.ToLower(f.Name), strings.ToLower(prefix)) {
 			continue
 		}
 		var sigs []string

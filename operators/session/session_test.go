@@ -10,6 +10,7 @@ import (
 	"github.com/tierflow/tierflow/operators/sources"
 	"github.com/tierflow/tierflow/planner/bind"
 	"github.com/tierflow/tierflow/planner/catalog"
+	"github.com/tierflow/tierflow/planner/expr"
 )
 
 func statements(t *testing.T, src string) []lang.Statement {
@@ -89,5 +90,31 @@ func TestListings(t *testing.T) {
 	}
 	if f := Functions(nil, "tum"); len(f.Rows) != 1 || f.Rows[0][0] != "tumble" {
 		t.Fatalf("functions: %+v", f.Rows)
+	}
+}
+
+// SHOW FUNCTIONS leaves out the functions only the binder calls
+// (string_agg ... ORDER BY binds to string_agg_sorted over sort_key), which
+// stay in the registry for it.
+func TestFunctionsHideInternalOnes(t *testing.T) {
+	listed := map[string]bool{}
+	for _, r := range Functions(nil, "").Rows {
+		listed[r[0]] = true
+	}
+	for _, name := range []string{"sort_key", "string_agg_sorted"} {
+		if listed[name] {
+			t.Errorf("SHOW FUNCTIONS lists internal %s", name)
+		}
+		if f, ok := expr.Builtins().Lookup(name); !ok || !f.Internal {
+			t.Errorf("%s is no longer an internal function of the registry", name)
+		}
+	}
+	for _, name := range []string{"string_agg", "upper", "tumble"} {
+		if !listed[name] {
+			t.Errorf("SHOW FUNCTIONS lacks %s", name)
+		}
+	}
+	if f := Functions(nil, "string_agg"); len(f.Rows) != 1 || f.Rows[0][0] != "string_agg" {
+		t.Errorf("functions string_agg*: %+v", f.Rows)
 	}
 }

@@ -297,7 +297,9 @@ func (b *Binder) call(x *lang.FuncCall, sc *scope, ac *aggScope) expr.Expr {
 		}
 		var names []string
 		for _, fn := range b.Funcs.Functions() {
-			names = append(names, fn.Name)
+			if !fn.Internal {
+				names = append(names, fn.Name)
+			}
 		}
 		b.unknown(x.Pos, "function", x.Name, names)
 		return nil

@@ -330,11 +330,11 @@ func builtinFunctions() []*Function {
 		{Name: "string_agg", Kind: AggregateKind, Doc: "The non-NULL strings joined by sep (a constant, ',' when not given), in the order the rows arrive; NULL when there are none.",
 			Signatures: []Signature{sig(ret(String), "VARCHAR", p("s", StringClass)), sig(ret(String), "VARCHAR", p("s", StringClass), p("sep", StringClass))},
 			Examples:   []Example{ex("a-c", []any{"a", nil, "c"}, "-"), ex("x,y", []any{"x", "y"}), ex(nil, []any{nil}, "-")}},
-		{Name: "string_agg_sorted", Kind: AggregateKind, Doc: "string_agg(s, sep ORDER BY k) binds to string_agg_sorted(sort_key(s, order, k), sep): the strings joined in the keys' order; string_agg(DISTINCT s, sep) to string_agg_sorted(sort_key(s, 'AL', s), sep, TRUE): each value once, in order.",
+		{Name: "string_agg_sorted", Kind: AggregateKind, Internal: true, Doc: "string_agg(s, sep ORDER BY k) binds to string_agg_sorted(sort_key(s, order, k), sep): the strings joined in the keys' order; string_agg(DISTINCT s, sep) to string_agg_sorted(sort_key(s, 'AL', s), sep, TRUE): each value once, in order.",
 			Signatures: []Signature{sig(ret(String), "VARCHAR", p("key", StringClass)), sig(ret(String), "VARCHAR", p("key", StringClass), p("sep", StringClass)),
 				sig(ret(String), "VARCHAR", p("key", StringClass), p("sep", StringClass), p("distinct", BoolClass))},
 			Examples: []Example{ex(nil, []any{nil}, "-")}},
-		{Name: "sort_key", Kind: Scalar, Doc: "What string_agg(s ORDER BY k...) sorts: the keys k (order: two letters per key, A or D, then F or L for NULLS FIRST or LAST) encoded to sort bytewise, then s; NULL when s is.",
+		{Name: "sort_key", Kind: Scalar, Internal: true, Doc: "What string_agg(s ORDER BY k...) sorts: the keys k (order: two letters per key, A or D, then F or L for NULLS FIRST or LAST) encoded to sort bytewise, then s; NULL when s is.",
 			Signatures: []Signature{variadic(sig(ret(String), "VARCHAR", p("s", StringClass), p("order", StringClass), p("k", AnyClass)))},
 			Examples:   []Example{ex(nil, nil, "AL", int64(1))}},
 

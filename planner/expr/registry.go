@@ -139,7 +139,15 @@ type Function struct {
 	// Volatile: the value depends on when the call runs (now()), so no
 	// example can state it.
 	Volatile bool
+	// Internal: the binder writes calls to it (string_agg ... ORDER BY
+	// binds to string_agg_sorted over sort_key); a user never needs to
+	// name it, so listings, completion and suggestions leave it out.
+	Internal bool
 }
+
+// Listed reports whether f is a function a user calls by name (not an
+// operator, not internal): what SHOW FUNCTIONS, \df and completion offer.
+func (f *Function) Listed() bool { return f.Operator == "" && !f.Internal }
 
 // ExampleString renders an example as SQL: upper('abc') = 'ABC'.
 func (f *Function) ExampleString(ex Example) string {

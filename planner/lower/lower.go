@@ -42,6 +42,11 @@ type Options struct {
 	// (by model name): for a DATA AWARE query a variant's accuracy is then
 	// its per-class recall weighed by the mix (SneakPeek eq. 9).
 	ClassMix map[string]map[string]float64
+	// AdaptInputs is SET planner.adapt_inputs (rewrite.AdaptInputs' mode):
+	// an edge into a model call whose variant has its images resized before
+	// the link carries the resized bytes for that variant, so the network
+	// cost and the LATENCY budget count what crosses the link.
+	AdaptInputs string
 }
 
 // RelationalLatencyMs is the per-item latency assumed for a relational
@@ -132,6 +137,8 @@ type lowerer struct {
 	names  map[string]int
 	sizes  map[logical.Node][]colSize
 	errs   []error
+	// root is the plan lowered, which rewrite.AdaptInputs rewrites.
+	root logical.Node
 	// dataAware: the query's ACCURACY is DATA AWARE (ClassMix applies).
 	dataAware bool
 }
@@ -144,7 +151,7 @@ func Lower(plan *logical.Plan, cat *catalog.Catalog, inf *infra.Infra, opt Optio
 	if opt.Percentile != 50 && opt.Percentile != 75 && opt.Percentile != 90 {
 		return nil, fmt.Errorf("%w: profile percentile %d: want 50, 75 or 90", ErrLower, opt.Percentile)
 	}
-	l := &lowerer{cat: cat, inf: inf, opt: opt, names: map[string]int{}, sizes: map[logical.Node][]colSize{}, dataAware: plan.Objectives.DataAware}
+	l := &lowerer{cat: cat, inf: inf, opt: opt, names: map[string]int{}, sizes: map[logical.Node][]colSize{}, root: plan.Root, dataAware: plan.Objectives.DataAware}
 	l.p = &optimize.Problem{CommCostScaling: 1}
 	for _, t := range inf.Tiers {
 		l.p.Tiers = append(l.p.Tiers, optimize.Tier{Name: t.Name, Locations: max(t.Locations, 1)})
@@ -517,7 +524,7 @@ func (l *lowerer) model(x *logical.LateralModel, in []pending) *Stage {
 	}
 	l.checkRunnable(x)
 	l.p.Operators = append(l.p.Operators, op)
-	l.edges(s, x.Input, in)
+	l.edges(s, x.Input, in, l.adaptedInputs(x))
 	l.stages = append(l.stages, s)
 	return s
 }
@@ -572,14 +579,16 @@ func (l *lowerer) relational(n logical.Node, in []pending) *Stage {
 	if len(n.Children()) == 1 {
 		below = n.Children()[0]
 	}
-	l.edges(s, below, in)
+	l.edges(s, below, in, nil)
 	l.stages = append(l.stages, s)
 	return s
 }
 
 // edges adds the in-edges of stage s, whose input rows have the schema of
-// node below.
-func (l *lowerer) edges(s *Stage, below logical.Node, in []pending) {
+// node below. adapted (by variant of s's model) are the columns resized
+// before the link when that variant runs: such an edge carries their
+// resized bytes for it.
+func (l *lowerer) edges(s *Stage, below logical.Node, in []pending, adapted map[string]adaptedInput) {
 	first := len(l.p.Edges)
 	defer func() {
 		r := l.opt.InputRatio[s.Name]
@@ -635,6 +644,7 @@ func (l *lowerer) edges(s *Stage, below logical.Node, in []pending) {
 			}
 			e.KB = fixed + shares*own.Model.Variants[0].OutputKB
 		}
+		l.adaptedSizes(&e, s, p.stage, own, shares, fixed, sizes, below, adapted)
 		l.p.Edges = append(l.p.Edges, e)
 	}
 }

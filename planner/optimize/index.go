@@ -301,7 +301,11 @@ func (ix *index) computeDemand(k float64) {
 	}
 }
 
-// kb is the message size on e for the variant pair (fromVar is "" for a source).
+// SizeKB is the message size on e for the variant pair (fromVar is "" for a
+// source): the most specific of Sizes that matches, else KB.
+func (e *Edge) SizeKB(fromVar, toVar string) float64 { return edgeKB(e, fromVar, toVar) }
+
+// edgeKB is Edge.SizeKB.
 func edgeKB(e *Edge, fromVar, toVar string) float64 {
 	best, rank := e.KB, -1
 	for _, s := range e.Sizes {

@@ -56,10 +56,12 @@ func latencyBatching(b *Batching, pr *optimize.Problem, sources []Source, st *lo
 
 // networkMs is the time one item takes from the operator's source inputs
 // to tier: its KB over the tier link's bandwidth (0 on one tier, or when
-// the link has no bandwidth cap).
+// the link has no bandwidth cap). The KB is the edge's for the chosen
+// variant: resized before the link when that variant takes smaller images.
 func networkMs(pr *optimize.Problem, sources []Source, op *Operator, tier string) float64 {
 	worst := 0.0
-	for _, e := range pr.Edges {
+	for i := range pr.Edges {
+		e := &pr.Edges[i]
 		if e.To != op.Name {
 			continue
 		}
@@ -69,7 +71,7 @@ func networkMs(pr *optimize.Problem, sources []Source, op *Operator, tier string
 			}
 			for _, tl := range pr.TierLinks {
 				if tl.From == s.Tier && tl.To == tier && tl.BandwidthMBps > 0 {
-					worst = max(worst, e.KB/1024/tl.BandwidthMBps*1000)
+					worst = max(worst, e.SizeKB("", op.Variant)/1024/tl.BandwidthMBps*1000)
 				}
 			}
 		}

@@ -41,6 +41,20 @@ func connect(t testing.TB, s *natsserver.Server) *nats.Conn {
 	return nc
 }
 
+// openLink opens link l: its receiver on b, then its sender on a.
+func openLink(ctx context.Context, t *testing.T, a, b *Transport, l relay.LinkID) (relay.Sender, relay.Receiver) {
+	t.Helper()
+	r, err := b.OpenReceiver(ctx, l)
+	if err != nil {
+		t.Fatal(err)
+	}
+	snd, err := a.OpenSender(ctx, l)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return snd, r
+}
+
 func TestConformance(t *testing.T) {
 	s := startServer(t, 64<<10)
 	relaytest.Run(t, func(t *testing.T, cfg relay.Config) (relay.Transport, relay.Transport) {
@@ -63,16 +77,8 @@ func TestChunking(t *testing.T) {
 	b := New(connect(t, s), Options{Config: relay.Config{Allocator: mem}})
 	defer a.Close()
 	defer b.Close()
-	l := relay.LinkID{Query: "q", Edge: 1}
 	// Opening needs no deadline of the caller's (nats.go's flush does).
-	r, err := b.OpenReceiver(context.Background(), l)
-	if err != nil {
-		t.Fatal(err)
-	}
-	snd, err := a.OpenSender(context.Background(), l)
-	if err != nil {
-		t.Fatal(err)
-	}
+	snd, r := openLink(context.Background(), t, a, b, relay.LinkID{Query: "q", Edge: 1})
 	bld := array.NewInt64Builder(mem)
 	for i := 0; i < 100_000; i++ {
 		bld.Append(int64(i) * 3)

@@ -139,6 +139,28 @@ func (d *dropper) drop(b []byte) bool {
 	return true
 }
 
+// linkPair is two transports on their own connections to one server, as on
+// two workers, over a checked allocator, with a deadline for the test.
+// Everything is closed, and the allocator checked, when the test ends.
+type linkPair struct {
+	ctx  context.Context
+	mem  *memory.CheckedAllocator
+	a, b *Transport
+}
+
+func newLinkPair(t *testing.T, s *natsserver.Server, timeout time.Duration, o Options) *linkPair {
+	t.Helper()
+	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
+	t.Cleanup(func() { mem.AssertSize(t, 0) })
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
+	t.Cleanup(cancel)
+	o.Config.Allocator = mem
+	a, b := New(connect(t, s), o), New(connect(t, s), o)
+	t.Cleanup(func() { _ = a.Close() })
+	t.Cleanup(func() { _ = b.Close() })
+	return &linkPair{ctx: ctx, mem: mem, a: a, b: b}
+}
+
 // TestLostMessagesAreSentAgain loses frames on their way, once each: the
 // receiver still gets every batch exactly once and in order, with every
 // frontier and the end. A gap (a later message arrives) is asked for at
@@ -181,32 +203,18 @@ func TestLostMessagesAreSentAgain(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
-			defer mem.AssertSize(t, 0)
-			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-			defer cancel()
-			o := Options{Config: relay.Config{Allocator: mem, Window: 8}, MaxChunk: 4096, AckTimeout: 200 * time.Millisecond, Retry: 50 * time.Millisecond}
-			a, b := New(connect(t, s), o), New(connect(t, s), o)
-			defer a.Close()
-			defer b.Close()
+			lp := newLinkPair(t, s, 30*time.Second, Options{Config: relay.Config{Window: 8}, MaxChunk: 4096, AckTimeout: 200 * time.Millisecond, Retry: 50 * time.Millisecond})
+			ctx := lp.ctx
 			d := &dropper{pick: c.pick}
 			if c.senderSide {
-				a.drop = d.drop
+				lp.a.drop = d.drop
 			} else {
-				b.drop = d.drop
+				lp.b.drop = d.drop
 			}
-			l := relay.LinkID{Query: "q", Edge: 1, Sender: 0, Receiver: 1}
-			r, err := b.OpenReceiver(ctx, l)
-			if err != nil {
-				t.Fatal(err)
-			}
+			snd, r := openLink(ctx, t, lp.a, lp.b, relay.LinkID{Query: "q", Edge: 1, Sender: 0, Receiver: 1})
 			defer r.Close()
-			snd, err := a.OpenSender(ctx, l)
-			if err != nil {
-				t.Fatal(err)
-			}
 			errc := make(chan error, 1)
-			go func() { errc <- stream(ctx, mem, snd, count) }()
+			go func() { errc <- stream(ctx, lp.mem, snd, count) }()
 			if err := expectStream(ctx, r, count); err != nil {
 				t.Fatal(err)
 			}
@@ -232,32 +240,17 @@ func TestLostMessagesAreSentAgain(t *testing.T) {
 // that window again after its ack timeout; the receiver counts the copies,
 // drops them, and hands out each batch once.
 func TestDuplicatesAreDropped(t *testing.T) {
-	s := startServer(t, 0)
-	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
-	defer mem.AssertSize(t, 0)
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
 	const window = 4
-	o := Options{Config: relay.Config{Allocator: mem, Window: window}, AckTimeout: 100 * time.Millisecond, Retry: 50 * time.Millisecond}
-	a, b := New(connect(t, s), o), New(connect(t, s), o)
-	defer a.Close()
-	defer b.Close()
-	b.drop = func(p []byte) bool {
+	lp := newLinkPair(t, startServer(t, 0), 30*time.Second, Options{Config: relay.Config{Window: window}, AckTimeout: 100 * time.Millisecond, Retry: 50 * time.Millisecond})
+	ctx := lp.ctx
+	lp.b.drop = func(p []byte) bool {
 		h, _, err := frame.Decode(p)
 		return err == nil && h.Kind == frame.KindAck && h.Seq <= window
 	}
-	l := relay.LinkID{Query: "q", Edge: 2}
-	r, err := b.OpenReceiver(ctx, l)
-	if err != nil {
-		t.Fatal(err)
-	}
+	snd, r := openLink(ctx, t, lp.a, lp.b, relay.LinkID{Query: "q", Edge: 2})
 	defer r.Close()
-	snd, err := a.OpenSender(ctx, l)
-	if err != nil {
-		t.Fatal(err)
-	}
 	errc := make(chan error, 1)
-	go func() { errc <- stream(ctx, mem, snd, 30) }()
+	go func() { errc <- stream(ctx, lp.mem, snd, 30) }()
 	// Nothing is received yet, so no grant frees the sender: it can only
 	// wait for acks, and send the window again.
 	waitFor(t, 10*time.Second, func() bool { return r.Stats().Duplicates >= window })
@@ -294,16 +287,8 @@ func TestServerRestartMidStream(t *testing.T) {
 	a, b := New(ncA, o), New(ncB, o)
 	defer a.Close()
 	defer b.Close()
-	l := relay.LinkID{Query: "q", Edge: 3}
-	r, err := b.OpenReceiver(ctx, l)
-	if err != nil {
-		t.Fatal(err)
-	}
+	snd, r := openLink(ctx, t, a, b, relay.LinkID{Query: "q", Edge: 3})
 	defer r.Close()
-	snd, err := a.OpenSender(ctx, l)
-	if err != nil {
-		t.Fatal(err)
-	}
 	const count = 3000
 	errc := make(chan error, 1)
 	go func() { errc <- stream(ctx, mem, snd, count) }()
@@ -354,15 +339,8 @@ func TestServerRestartMidStream(t *testing.T) {
 // does not wait for a receiver that never answers; and a gap its sender
 // never fills fails the receiver with ErrLost.
 func TestCloseWaitsForAcks(t *testing.T) {
-	s := startServer(t, 0)
-	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
-	defer mem.AssertSize(t, 0)
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	o := Options{Config: relay.Config{Allocator: mem, Window: 4}, AckTimeout: 100 * time.Millisecond, Retry: 50 * time.Millisecond, GapTimeout: 500 * time.Millisecond}
-	a, b := New(connect(t, s), o), New(connect(t, s), o)
-	defer a.Close()
-	defer b.Close()
+	lp := newLinkPair(t, startServer(t, 0), 30*time.Second, Options{Config: relay.Config{Window: 4}, AckTimeout: 100 * time.Millisecond, Retry: 50 * time.Millisecond, GapTimeout: 500 * time.Millisecond})
+	ctx, mem, a, b := lp.ctx, lp.mem, lp.a, lp.b
 	var silent atomic.Bool // the receiver's acks and resend requests vanish
 	b.drop = func(p []byte) bool {
 		h, _, err := frame.Decode(p)
@@ -376,15 +354,7 @@ func TestCloseWaitsForAcks(t *testing.T) {
 
 	// The receiver never acks: a cancelled close returns at once.
 	silent.Store(true)
-	l := relay.LinkID{Query: "q", Edge: 4}
-	r, err := b.OpenReceiver(ctx, l)
-	if err != nil {
-		t.Fatal(err)
-	}
-	snd, err := a.OpenSender(ctx, l)
-	if err != nil {
-		t.Fatal(err)
-	}
+	snd, r := openLink(ctx, t, a, b, relay.LinkID{Query: "q", Edge: 4})
 	rec := numbered(mem, 1, rowsOf(1))
 	if err := snd.SendData(ctx, 0, rec); err != nil {
 		t.Fatal(err)
@@ -406,16 +376,8 @@ func TestCloseWaitsForAcks(t *testing.T) {
 	// A data message lost for good (its sender gone): the receiver asks
 	// for it again, then fails.
 	silent.Store(false)
-	l2 := relay.LinkID{Query: "q", Edge: 5}
-	r2, err := b.OpenReceiver(ctx, l2)
-	if err != nil {
-		t.Fatal(err)
-	}
+	snd2, r2 := openLink(ctx, t, a, b, relay.LinkID{Query: "q", Edge: 5})
 	defer r2.Close()
-	snd2, err := a.OpenSender(ctx, l2)
-	if err != nil {
-		t.Fatal(err)
-	}
 	loseData.Store(true)
 	if err := snd2.SendData(ctx, 0, rec); err != nil {
 		t.Fatal(err)
@@ -424,7 +386,7 @@ func TestCloseWaitsForAcks(t *testing.T) {
 		t.Fatal(err)
 	}
 	rec.Release()
-	_, err = r2.Recv(ctx)
+	_, err := r2.Recv(ctx)
 	if !errors.Is(err, relay.ErrLost) || !strings.Contains(err.Error(), "message 1 is missing") {
 		t.Fatalf("receive after an unfilled gap: %v, want ErrLost naming message 1", err)
 	}

@@ -37,15 +37,7 @@ func shapedPair(t *testing.T, mem memory.Allocator, src string) (relay.Sender, r
 	}})
 	b := New(connect(t, s), Options{Config: relay.Config{Allocator: mem}})
 	t.Cleanup(func() { _ = a.Close(); _ = b.Close() })
-	l := relay.LinkID{Query: "q", Edge: 1}
-	r, err := b.OpenReceiver(context.Background(), l)
-	if err != nil {
-		t.Fatal(err)
-	}
-	snd, err := a.OpenSender(context.Background(), l)
-	if err != nil {
-		t.Fatal(err)
-	}
+	snd, r := openLink(context.Background(), t, a, b, relay.LinkID{Query: "q", Edge: 1})
 	return snd, r, start
 }
 

@@ -5,9 +5,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/apache/arrow/go/v17/arrow/memory"
 	"github.com/nats-io/nats.go"
-	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/tierflow/tierflow/operators/sources"
 	"github.com/tierflow/tierflow/runtime/connectors"
@@ -17,19 +15,9 @@ import (
 // acknowledges what it emitted, so a second run with the same name goes on
 // after it; an ephemeral consumer replays from a given sequence.
 func TestJetStreamDurableResumesAndReplaysFromSequence(t *testing.T) {
-	s := startServer(t)
-	nc := connect(t, s)
-	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
-	defer mem.AssertSize(t, 0)
-	c, err := connectors.Builtins().Lookup(connectors.JetStream, "csv")
-	if err != nil {
-		t.Fatal(err)
-	}
-	js, _ := jetstream.New(nc)
+	nc, mem, c := jetStreamTest(t, "csv")
+	js := newJetStream(t, nc, "DUR", "dur.>")
 	ctx := context.Background()
-	if _, err := js.CreateStream(ctx, jetstream.StreamConfig{Name: "DUR", Subjects: []string{"dur.>"}}); err != nil {
-		t.Fatal(err)
-	}
 	pub := func(body string, end bool) {
 		m := nats.NewMsg("dur.in")
 		m.Data = []byte(body)
@@ -59,15 +47,7 @@ func TestJetStreamDurableResumesAndReplaysFromSequence(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		out := newTextWriter()
-		if err := runSource(t, mem, mk, out, nil)(); err != nil {
-			t.Fatal(err)
-		}
-		var sensors []string
-		for _, l := range strings.Split(strings.TrimSpace(out.String()), "\n")[1:] {
-			sensors = append(sensors, strings.Split(l, ",")[0])
-		}
-		return strings.Join(sensors, " ")
+		return sensorsRead(t, mem, mk)
 	}
 	if got := read(connectors.SourceConfig{Durable: "d1"}); got != "1 2 3" {
 		t.Fatalf("durable, first run: %q", got)

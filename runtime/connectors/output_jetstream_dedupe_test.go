@@ -8,7 +8,6 @@ import (
 
 	"github.com/apache/arrow/go/v17/arrow"
 	"github.com/apache/arrow/go/v17/arrow/array"
-	"github.com/apache/arrow/go/v17/arrow/memory"
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/tierflow/tierflow/dataflow"
@@ -21,14 +20,7 @@ import (
 // query's id prefix; the stream holds it once, while equal rows of one
 // epoch and rows of a query with another id all stay.
 func TestJetStreamSinkDedupesAReplayedEpoch(t *testing.T) {
-	s := startServer(t)
-	nc := connect(t, s)
-	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
-	defer mem.AssertSize(t, 0)
-	c, err := connectors.Builtins().Lookup(connectors.JetStream, "json")
-	if err != nil {
-		t.Fatal(err)
-	}
+	nc, mem, c := jetStreamTest(t, "json")
 	schema := arrow.NewSchema([]arrow.Field{{Name: "site", Type: arrow.BinaryTypes.String}}, nil)
 	row := func(v string) arrow.Record {
 		b := array.NewStringBuilder(mem)
@@ -58,7 +50,7 @@ func TestJetStreamSinkDedupesAReplayedEpoch(t *testing.T) {
 	write("q1", 10, "a", 10, "b", 20, "c") // generation 0, stopped after epoch 20
 	write("q1", 20, "c", 30, "d", 30, "d") // generation 1 resumes at 20: "c" again
 	write("q2", 10, "a")                   // another query
-	js, _ := jetstream.New(nc)
+	js := newJetStream(t, nc, "")
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	name, err := js.StreamNameBySubject(ctx, "dd.out")

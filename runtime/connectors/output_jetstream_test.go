@@ -4,9 +4,6 @@ import (
 	"context"
 	"testing"
 
-	"github.com/apache/arrow/go/v17/arrow/memory"
-	"github.com/nats-io/nats.go/jetstream"
-
 	"github.com/tierflow/tierflow/runtime/connectors"
 )
 
@@ -14,14 +11,7 @@ import (
 // publishes awaiting their ack, every row is still stored once, in a stream
 // the sink created over its subject.
 func TestJetStreamSinkStoresEveryRowThroughASmallWindow(t *testing.T) {
-	s := startServer(t)
-	nc := connect(t, s)
-	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
-	defer mem.AssertSize(t, 0)
-	c, err := connectors.Builtins().Lookup(connectors.JetStream, "json")
-	if err != nil {
-		t.Fatal(err)
-	}
+	nc, mem, c := jetStreamTest(t, "json")
 	stats := &connectors.Stats{}
 	w, err := c.NewSink(connectors.SinkConfig{Conn: nc, Subject: "win.out", Window: 2, Stats: stats})
 	if err != nil {
@@ -39,7 +29,7 @@ func TestJetStreamSinkStoresEveryRowThroughASmallWindow(t *testing.T) {
 	if err := w.Close(); err != nil {
 		t.Fatal(err)
 	}
-	js, _ := jetstream.New(nc)
+	js := newJetStream(t, nc, "")
 	st, err := js.Stream(context.Background(), "WIN_OUT")
 	if err != nil {
 		t.Fatal(err)

@@ -4,13 +4,10 @@ import (
 	"context"
 	"fmt"
 	"math"
-	"strings"
 	"testing"
 	"time"
 
-	"github.com/apache/arrow/go/v17/arrow/memory"
 	"github.com/nats-io/nats.go"
-	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/tierflow/tierflow/dataflow"
 	"github.com/tierflow/tierflow/operators/sources"
@@ -22,19 +19,9 @@ import (
 // it; a source told to resume at one of those positions reads the stream
 // from that sequence on, not from its start.
 func TestJetStreamResumesAtRecordedPosition(t *testing.T) {
-	s := startServer(t)
-	nc := connect(t, s)
-	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
-	defer mem.AssertSize(t, 0)
-	c, err := connectors.Builtins().Lookup(connectors.JetStream, "csv")
-	if err != nil {
-		t.Fatal(err)
-	}
-	js, _ := jetstream.New(nc)
+	nc, mem, c := jetStreamTest(t, "csv")
+	js := newJetStream(t, nc, "POS", "pos.in")
 	ctx := context.Background()
-	if _, err := js.CreateStream(ctx, jetstream.StreamConfig{Name: "POS", Subjects: []string{"pos.in"}}); err != nil {
-		t.Fatal(err)
-	}
 	base := time.Date(2024, 5, 1, 8, 0, 0, 0, time.UTC)
 	ts := func(i int) int64 { return base.Add(time.Duration(i) * time.Second).UnixMicro() }
 	// Message i (stream sequence i) holds sensor i at base + i s.
@@ -67,15 +54,7 @@ func TestJetStreamResumesAtRecordedPosition(t *testing.T) {
 				return op, err
 			}
 		}
-		out := newTextWriter()
-		if err := runSource(t, mem, mk, out, nil)(); err != nil {
-			t.Fatal(err)
-		}
-		var sensors []string
-		for _, l := range strings.Split(strings.TrimSpace(out.String()), "\n")[1:] {
-			sensors = append(sensors, strings.Split(l, ",")[0])
-		}
-		return strings.Join(sensors, " ")
+		return sensorsRead(t, mem, mk)
 	}
 	report := &sources.Report{}
 	if got := read(report, nil); got != "1 2 3 4 5 6 7 8 9 10" {

@@ -166,7 +166,7 @@ func (c *completer) columnNames() []string {
 func (c *completer) functionNames() []string {
 	var names []string
 	for _, f := range c.s.funcs.Functions() {
-		if f.Operator == "" {
+		if f.Listed() {
 			names = append(names, strings.ToLower(f.Name))
 		}
 	}

@@ -270,6 +270,8 @@ func TestCompletion(t *testing.T) {
 		{"\\format js", []string{"json", "jsonl"}},
 		{"SET planner.be", []string{"planner.beam_ms", "planner.beam_wa", "planner.beam_width"}},
 		{"SELECT upp", []string{"upper"}},
+		{"SELECT string_ag", []string{"string_agg"}}, // not the internal string_agg_sorted
+		{"SELECT sort_", nil},
 		{"SELECT x FROM zzz", nil},
 		{"SELECT * FROM s", []string{"shelves"}},                             // not score
 		{"SELECT * FROM shelves CROSS JOIN LATERAL c", []string{"classify"}}, // not camera
