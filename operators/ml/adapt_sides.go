@@ -37,7 +37,7 @@ const (
 	KeepLinkUtilization = 0.9
 )
 
-// WithSides makes a pick each batch's side among sides (a's own side
+// WithSides is a copy of a that picks each batch's side among sides (a's own side
 // first, then smaller ones, descending) from the link its output crosses,
 // for a latency SLO of slo of which the model takes compute: Jellyfish's
 // client-side data adaptation (7.3), which follows the link within a
