@@ -27,6 +27,20 @@ type bandwidth struct {
 	acks    uint64
 	latest  float64
 	prev    float64 // the sample before latest
+	// The link's own rate, the round trip taken out: base is the least
+	// round trip of the window's progress messages (a header, no payload
+	// to carry; BBR's min RTT), and each data sample also gives n over
+	// its round trip less base (at least a quarter of it).
+	bases      []rttSample
+	base       time.Duration
+	xfer       []bwSample
+	xferLast   float64
+	xferLatest float64
+}
+
+type rttSample struct {
+	at time.Time
+	rt time.Duration
 }
 
 type bwSample struct {
@@ -51,6 +65,22 @@ func (b *bandwidth) add(n int, sent, acked time.Time) {
 	}
 	b.prev, b.latest = b.latest, float64(n)/rt.Seconds()
 	b.samples = append(b.samples, bwSample{at: acked, bps: b.latest})
+	if b.base > 0 {
+		b.xferLatest = float64(n) / max(rt-b.base, rt/4).Seconds()
+		b.xfer = append(b.xfer, bwSample{at: acked, bps: b.xferLatest})
+	}
+	b.trim(acked)
+}
+
+// addBase takes the round trip of a message without payload (progress).
+func (b *bandwidth) addBase(sent, acked time.Time) {
+	rt := acked.Sub(sent)
+	if rt <= 0 {
+		return
+	}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.bases = append(b.bases, rttSample{at: acked, rt: rt})
 	b.trim(acked)
 }
 
@@ -63,6 +93,42 @@ func (b *bandwidth) trim(now time.Time) {
 	if i > 0 {
 		b.samples = append(b.samples[:0], b.samples[i:]...)
 	}
+	i = 0
+	for i < len(b.xfer) && now.Sub(b.xfer[i].at) > BandwidthWindow {
+		i++
+	}
+	if i > 0 {
+		b.xfer = append(b.xfer[:0], b.xfer[i:]...)
+	}
+	i = 0
+	for i < len(b.bases) && now.Sub(b.bases[i].at) > BandwidthWindow {
+		i++
+	}
+	if i > 0 {
+		b.bases = append(b.bases[:0], b.bases[i:]...)
+	}
+	for k, x := range b.bases {
+		if k == 0 || x.rt < b.base {
+			b.base = x.rt
+		}
+	}
+}
+
+// transfer is the link's rate with the round trip taken out (harmonic
+// mean over the window, and the latest sample; 0 before a progress
+// message's ack gave a base) and that base round trip.
+func (b *bandwidth) transfer(now time.Time) (bps, latest float64, base time.Duration) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.trim(now)
+	if len(b.xfer) > 0 {
+		var inv float64
+		for _, s := range b.xfer {
+			inv += 1 / s.bps
+		}
+		b.xferLast = float64(len(b.xfer)) / inv
+	}
+	return b.xferLast, b.xferLatest, b.base
 }
 
 // estimate is the harmonic mean over the window ending now (bytes per
@@ -90,6 +156,11 @@ func (b *bandwidth) estimate(now time.Time) (bps, latest, recent float64, srtt t
 // that went onto the link at sent and was acknowledged at acked (sender
 // ends of backends whose receivers acknowledge).
 func (m *Meter) Ack(n int, sent, acked time.Time) { m.bw.add(n, sent, acked) }
+
+// AckEmpty records the acknowledgement of a message without payload (a
+// progress message) sent at sent: its round trip is the link's base, what
+// a data message's takes beyond carrying its bytes.
+func (m *Meter) AckEmpty(sent, acked time.Time) { m.bw.addBase(sent, acked) }
 
 // Shaped records a shaped link's bandwidth cap as of its last send (bytes
 // per second): EXPLAIN ANALYZE sets the ack estimate beside it.

@@ -28,7 +28,10 @@ type DataflowTransport struct {
 	err  error
 }
 
-var _ dataflow.Transport = (*DataflowTransport)(nil)
+var (
+	_ dataflow.Transport  = (*DataflowTransport)(nil)
+	_ dataflow.LinkStater = (*dataflowSender)(nil)
+)
 
 // NewDataflowTransport adapts tr. Close the adapter before tr.
 func NewDataflowTransport(tr Transport) *DataflowTransport {
@@ -186,6 +189,16 @@ func (ds *dataflowSender) Send(ctx context.Context, m dataflow.Message) error {
 		}
 		return fmt.Errorf("%w: %s message on %v", ErrProtocol, m.Kind, m.Channel)
 	}
+}
+
+// LinkState is the link's meter as dataflow.LinkState: an operator that
+// emits to this link (a source-side data adaptation) sizes its batches by
+// it.
+func (ds *dataflowSender) LinkState() dataflow.LinkState {
+	st := ds.s.Stats()
+	return dataflow.LinkState{BandwidthBps: st.AckBandwidthBps, LastBps: st.LastAckBps, SRTT: st.SRTT, Acks: st.Acks,
+		UnackedBytes: st.UnackedBytes, Bytes: st.Bytes, Batches: st.Batches,
+		TransferBps: st.TransferBps, LastTransferBps: st.LastTransferBps, BaseRTT: st.BaseRTT}
 }
 
 func (ds *dataflowSender) Close() error {

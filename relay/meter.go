@@ -26,10 +26,15 @@ type Meter struct {
 	closed    atomic.Bool
 	bw        bandwidth     // sender: acknowledged messages (bandwidth.go)
 	shapedBps atomic.Uint64 // sender: a shaped link's current cap (float64 bits)
+	unacked   atomic.Int64  // sender: data bytes on the wire, not acknowledged
 	resent    atomic.Uint64 // sender: messages sent again
 	dups      atomic.Uint64 // receiver: messages that arrived again, dropped
 	gaps      atomic.Uint64 // receiver: messages found missing, asked for again
 }
+
+// Unacked sets the sender's data bytes on the wire whose ack has not come
+// back.
+func (m *Meter) Unacked(n int64) { m.unacked.Store(n) }
 
 // Resent counts one message sent again (a gap, a reconnect, an ack timeout).
 func (m *Meter) Resent() { m.resent.Add(1) }
@@ -95,12 +100,18 @@ func raiseTo(a *atomic.Int64, v int64) {
 
 // Snapshot returns the current counts.
 func (m *Meter) Snapshot() LinkStats {
-	bps, latest, recent, srtt, acks := m.bw.estimate(time.Now())
+	now := time.Now()
+	bps, latest, recent, srtt, acks := m.bw.estimate(now)
+	xfer, xferLatest, base := m.bw.transfer(now)
 	return LinkStats{
+		TransferBps:      xfer,
+		LastTransferBps:  xferLatest,
+		BaseRTT:          base,
 		AckBandwidthBps:  bps,
 		LastAckBps:       latest,
 		RecentAckBps:     recent,
 		ShapedBps:        math.Float64frombits(m.shapedBps.Load()),
+		UnackedBytes:     m.unacked.Load(),
 		SRTT:             srtt,
 		Acks:             acks,
 		Link:             m.link,

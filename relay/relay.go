@@ -231,6 +231,18 @@ type LinkStats struct {
 	RecentAckBps float64       `json:"recent_ack_bps,omitempty"`
 	SRTT         time.Duration `json:"srtt_ns,omitempty"`
 	Acks         uint64        `json:"acks,omitempty"`
+	// UnackedBytes are a sender's data bytes on the wire whose ack has
+	// not come back yet (NATS): what the next batch queues behind.
+	UnackedBytes int64 `json:"unacked_bytes,omitempty"`
+	// TransferBps and LastTransferBps are the same with each message's
+	// time on the link alone: its round trip less BaseRTT, the least
+	// round trip of the last second's progress messages (no payload).
+	// A small message's round trip is mostly BaseRTT, so the ack estimate
+	// falls as messages shrink; this one does not (0 before a progress
+	// message was acknowledged).
+	TransferBps     float64       `json:"transfer_bps,omitempty"`
+	LastTransferBps float64       `json:"last_transfer_bps,omitempty"`
+	BaseRTT         time.Duration `json:"base_rtt_ns,omitempty"`
 	// ShapedBps is a shaped link's cap at its last send (bytes per second;
 	// 0: not shaped), what the trace gave it.
 	ShapedBps float64 `json:"shaped_bps,omitempty"`

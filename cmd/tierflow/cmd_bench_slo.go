@@ -63,6 +63,9 @@ type sloSourceRow struct {
 	P50ms       float64 `json:"p50_ms"`
 	P90ms       float64 `json:"p90_ms"`
 	P99ms       float64 `json:"p99_ms"`
+	// Sides are the frames the client's adaptation sent at each side as
+	// its link allowed (the engine's adaptive policy; "28:1200 20:310").
+	Sides string `json:"sides,omitempty"`
 }
 
 // sloSpanRow is a stretch of a source's run with one shaped bandwidth and
@@ -95,7 +98,9 @@ for the trace's length (at least 30 s) or --duration. Policies:
 
   adaptive         the coordinator's Jellyfish policy: each client's variant and
                    input size from its link's bandwidth as the relay's acks
-                   measure it, a cut-over at an epoch per change, lazy drop
+                   measure it, a cut-over at an epoch per change, lazy drop;
+                   between re-plans each frame goes at the largest of the
+                   variant's and smaller input sizes its link carries in time
   static-smallest  the query's catalog holds that one variant, no policy
   static-middle    (the paper's B_L, B_M, B_H)
   static-largest
@@ -125,7 +130,7 @@ result at the sink. Without --trace a built-in one steps through 800, 600, 400 a
 	fl.StringVar(&o.model, "model", "classify_sized", "the catalog's model")
 	fl.StringVar(&o.data, "data", filepath.Join("examples", "fashion", "data"), "directory with the labelled test-{images,labels}-idx*-ubyte.gz frames")
 	fl.StringVar(&o.encode, "encode", "float32", "--harness: how clients put pixels on the link, float32 or uint8 (a quarter of the bytes; on the engine: SET planner.adapt_inputs)")
-	fl.BoolVar(&o.analyze, "analyze", false, "EXPLAIN ANALYZE per source: bandwidth shaped vs estimated, variant and input size over time, latency percentiles, miss rate")
+	fl.BoolVar(&o.analyze, "analyze", false, "EXPLAIN ANALYZE per source: bandwidth shaped vs estimated, variant and input size over time, frames sent at each size, latency percentiles, miss rate")
 	fl.StringVar(&o.workerType, "worker-type", "x2", "the latency profile (latency_ms.<type>.by_batch) to schedule with")
 	fl.BoolVar(&o.harness, "harness", false, "run the bench's own client/server harness (runtime/slo: per-client variants, source-side resize, an EDF queue) instead of the engine")
 	return c

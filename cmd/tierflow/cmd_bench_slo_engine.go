@@ -15,6 +15,7 @@ import (
 	"github.com/apache/arrow/go/v17/arrow/array"
 
 	"github.com/tierflow/tierflow/examples/fashion"
+	"github.com/tierflow/tierflow/operators/ml"
 	"github.com/tierflow/tierflow/planner/catalog"
 	"github.com/tierflow/tierflow/planner/infra"
 	"github.com/tierflow/tierflow/relay"
@@ -38,7 +39,9 @@ import (
 // runs the catalog's whole size family under the coordinator's Jellyfish
 // policy; a static policy's catalog holds its one variant and the policy
 // is off (the adapt step still sends the frames at that variant's input
-// size, planner.adapt_inputs).
+// size, planner.adapt_inputs). Under adaptive the adapt step also picks
+// each frame's size, up to the running variant's, from its link between
+// re-plans (operators/ml Adapt.WithSides).
 
 // sloEngineRun is what one policy's run measured.
 type sloEngineRun struct {
@@ -367,6 +370,7 @@ func benchSLOEngine(ctx context.Context, a *app, o sloOptions, tr *relay.Trace, 
 		if sc.requests > 0 {
 			r.SLOMissRate = round4(float64(sc.requests-sc.inTime) / float64(sc.requests))
 		}
+		r.Sides = ml.FormatSides(runs[i].Sides()) // every generation's
 		run.sources = append(run.sources, r)
 	}
 	sort.Float64s(all.latenciesMs)

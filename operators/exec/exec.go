@@ -469,13 +469,29 @@ func (b *builder) node(n logical.Node) (int, *arrow.Schema, error) {
 		}
 		// Checked (and its schema computed) once here; each instance
 		// gets its own operator (scratch buffers).
-		probe, err := ml.NewAdapt(schema, n.Column, n.From, n.To, n.Encoding)
+		slo := time.Duration(n.SLOMs * float64(time.Millisecond))
+		compute := time.Duration(n.ComputeMs * float64(time.Millisecond))
+		newAdapt := func() (*ml.Adapt, error) {
+			a, err := ml.NewAdapt(schema, n.Column, n.From, n.To, n.Encoding)
+			if err != nil {
+				return nil, err
+			}
+			return a.WithSides(n.Sides, slo, compute)
+		}
+		probe, err := newAdapt()
 		if err != nil {
 			return 0, nil, at(err)
 		}
 		name := fmt.Sprintf("adapt %s %dx%d %s", schema.Field(n.Column).Name, n.To, n.To, n.Encoding)
+		if len(n.Sides) > 1 {
+			name += " by link"
+		}
 		op := b.add(name, 1, func() (dataflow.Operator, error) {
-			return ml.NewAdapt(schema, n.Column, n.From, n.To, n.Encoding)
+			a, err := newAdapt()
+			if err != nil {
+				return nil, err
+			}
+			return a, nil
 		})
 		b.g.Connect(in, 0, op, 0)
 		return op, probe.Schema(), nil

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+	"sync/atomic"
 
 	"github.com/apache/arrow/go/v17/arrow"
 	"github.com/apache/arrow/go/v17/arrow/array"
@@ -30,6 +31,11 @@ type Adapt struct {
 	in, out       *arrow.Schema
 	shape         []int64 // the adapted per-row shape
 	scratch       []float32
+	// sides, when set (WithSides), are the sides a batch may go at, to
+	// first; each batch's is chosen from the link (adapt_sides.go).
+	sides *sideChooser
+	// rows counts the rows sent at to without sides (Counters).
+	rows atomic.Int64
 }
 
 // NewAdapt adapts column col of schema in (float32 tensors whose last two
@@ -74,7 +80,14 @@ func (a *Adapt) field(name string) arrow.Field {
 func (a *Adapt) OnBatch(ctx *dataflow.Context, _ int, b dataflow.Batch, cap *dataflow.Capability) error {
 	rec := b.Record
 	defer rec.Release()
-	col, err := a.adapt(ctx.Allocator(), rec.Column(a.col))
+	var col arrow.Array
+	var err error
+	if a.sides != nil {
+		side := a.sides.choose(ctx, rec.NumRows())
+		col, err = a.adaptVariable(ctx.Allocator(), rec.Column(a.col), side)
+	} else {
+		col, err = a.adapt(ctx.Allocator(), rec.Column(a.col))
+	}
 	if err != nil {
 		return err
 	}
@@ -137,6 +150,7 @@ func (a *Adapt) adapt(mem memory.Allocator, c arrow.Array) (arrow.Array, error) 
 			}
 		}
 	}
+	a.rows.Add(int64(rows - nNull))
 	child := array.NewData(elem, rows*outSize, []*memory.Buffer{nil, buf}, nil, 0, 0)
 	defer child.Release()
 	data := array.NewData(a.field("").Type, rows, []*memory.Buffer{nulls}, []arrow.ArrayData{child}, nNull, 0)

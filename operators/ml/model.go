@@ -185,7 +185,11 @@ type boundInput struct {
 	rowSize  int
 	scratch  []float32 // gathers a batch made of several records' rows
 	uint8    bool      // the column is uint8-encoded: decoded per record
-	shape    []int64   // [batch, rowShape...], the batch set per call
+	// variable: the column's rows are images of any side up to colShape's
+	// (a list, VariableField), resized to it per record.
+	variable bool
+	colShape []int64
+	shape    []int64 // [batch, rowShape...], the batch set per call
 }
 
 // bindInputs checks each input column against the model input it feeds:
@@ -239,7 +243,10 @@ func (m *Model) bindInputs(in *arrow.Schema) error {
 		}
 		// A column the source side encoded (Adapt, uint8) is decoded here.
 		colShape, encoded := EncodedShape(in.Field(col))
-		if !encoded {
+		variable := false
+		if vs, enc, ok := VariableShape(in.Field(col)); ok {
+			colShape, encoded, variable = vs, enc, true
+		} else if !encoded {
 			var err error
 			if colShape, err = FieldShape(in.Field(col)); err != nil {
 				return fmt.Errorf("%s for model input %s: %w", what, mi, err)
@@ -253,7 +260,7 @@ func (m *Model) bindInputs(in *arrow.Schema) error {
 			m.cfg.MaxBatch = 1 // a model exported with batch 1 takes one row a call
 		}
 		m.inputs[k] = boundInput{col: col, name: name, rowShape: rowShape, rowSize: int(product(rowShape)), uint8: encoded,
-			shape: append([]int64{-1}, rowShape...)}
+			variable: variable, colShape: colShape, shape: append([]int64{-1}, rowShape...)}
 	}
 	return nil
 }
@@ -378,10 +385,20 @@ func (m *Model) initJob(j *job, mem memory.Allocator, rec arrow.Record) error {
 		m.lastSchema = sc
 	}
 	vals := j.vals[:0]
-	for _, bi := range m.inputs {
+	var bad [][]int // by input: rows of a variable-side column that fit no side
+	for k, bi := range m.inputs {
 		var v []float32
 		var err error
-		if bi.uint8 {
+		if bi.variable {
+			var b []int
+			v, b, err = variableValues(rec.Column(bi.col), bi.colShape, nil)
+			if len(b) > 0 {
+				if bad == nil {
+					bad = make([][]int, len(m.inputs))
+				}
+				bad[k] = b
+			}
+		} else if bi.uint8 {
 			v, err = decodedValues(rec.Column(bi.col))
 		} else {
 			v, _, err = TensorValues(rec.Column(bi.col))
@@ -427,7 +444,12 @@ func (m *Model) initJob(j *job, mem memory.Allocator, rec arrow.Record) error {
 			hb.f32 = arrow.Float32Traits.CastFromBytes(b)
 		}
 	}
-	for _, bi := range m.inputs {
+	for k, bi := range m.inputs {
+		if bad != nil {
+			for _, r := range bad[k] {
+				j.fail(r, fmt.Errorf("%w: input %q: row %d is no %s image of a side up to %d", ErrRow, bi.name, r, FormatDims(bi.colShape[:len(bi.colShape)-2]), bi.colShape[len(bi.colShape)-1]))
+			}
+		}
 		col := rec.Column(bi.col)
 		if col.NullN() > 0 {
 			for r := 0; r < n; r++ {

@@ -37,6 +37,36 @@ func ResizeArea(dst, src []float32, from, to int) []float32 {
 	return dst
 }
 
+// ResizeBilinear scales a square single-channel image of side from to
+// side to by bilinear interpolation between pixel centres (edges
+// clamped). It is the alternative to ResizeArea's upscaling that the
+// model call's resizing of variable-side rows was measured against (and
+// lost to; runtime/inference's TestVariableSidesOnTheZoo). dst must hold
+// to*to values.
+func ResizeBilinear(dst, src []float32, from, to int) {
+	if to == from {
+		copy(dst[:to*to], src[:from*from])
+		return
+	}
+	scale := float64(from) / float64(to)
+	coord := func(o int) (int, int, float64) {
+		x := (float64(o)+0.5)*scale - 0.5
+		x = math.Max(0, math.Min(float64(from-1), x))
+		i := int(x)
+		j := min(i+1, from-1)
+		return i, j, x - float64(i)
+	}
+	for oy := 0; oy < to; oy++ {
+		y0, y1, fy := coord(oy)
+		for ox := 0; ox < to; ox++ {
+			x0, x1, fx := coord(ox)
+			top := float64(src[y0*from+x0])*(1-fx) + float64(src[y0*from+x1])*fx
+			bot := float64(src[y1*from+x0])*(1-fx) + float64(src[y1*from+x1])*fx
+			dst[oy*to+ox] = float32(top*(1-fy) + bot*fy)
+		}
+	}
+}
+
 // EncodeUint8 packs pixels in [0, 1] as one byte each (a quarter of
 // float32's bytes on the wire); DecodeUint8 undoes it to within 1/510.
 func EncodeUint8(dst []byte, src []float32) []byte {

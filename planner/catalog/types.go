@@ -17,6 +17,14 @@ const ShapeKey = "tierflow.shape"
 // that reads it decodes.
 const EncodingKey = "tierflow.encoding"
 
+// SidesKey marks a tensor column of square images whose rows may each
+// travel at a smaller side than its shape's (a variable-length list; the
+// value lists the sides, largest first): a latency-bound query's
+// source-side adaptation picks one per batch from its link
+// (planner/logical.Adapt's Sides), and the model call resizes each row
+// to the shape.
+const SidesKey = "tierflow.sides"
+
 // ParseType turns a column type as written in a query or catalog into an arrow
 // type. Tensors are fixed_size_list<float32> of the product of their dims.
 func ParseType(s string) (arrow.DataType, error) {

@@ -35,9 +35,20 @@ type Adapt struct {
 	// Encoding is EncodeFloat32 or EncodeUint8.
 	Encoding string
 	// For names the model call and variant it adapts for (EXPLAIN).
-	For    string
-	schema *arrow.Schema
-	Pos    Pos
+	For string
+	// Sides, for a query WITH (LATENCY <= SLOMs), are the sides a batch
+	// may cross the link at, largest (To) first: the input sizes of the
+	// call's variants up to To. The adapt step picks one per batch from
+	// its link's live bandwidth so that the batch reaches the model in
+	// time (Jellyfish 7.3's client-side adaptation), and the column
+	// becomes a variable-length list (AdaptedField); the model call
+	// resizes each row back to To. ComputeMs is the variant's profiled
+	// time of a call, taken off the SLO. Nil Sides: every batch at To.
+	Sides     []int
+	SLOMs     float64
+	ComputeMs float64
+	schema    *arrow.Schema
+	Pos       Pos
 }
 
 // NewAdapt adapts column col of in (square images of side from, in the last
@@ -46,6 +57,36 @@ func NewAdapt(in Node, col, from, to int, encoding, forCall string, pos Pos) *Ad
 	fs := append([]arrow.Field(nil), in.Schema().Fields()...)
 	fs[col] = AdaptedField(fs[col], to, encoding)
 	return &Adapt{Input: in, Column: col, From: from, To: to, Encoding: encoding, For: forCall, schema: arrow.NewSchema(fs, nil), Pos: pos}
+}
+
+// WithSides is a copy of a that picks each batch's side from sides (To
+// first, descending) to meet a latency SLO of sloMs, the model taking
+// computeMs a call; with one side or none it is a.
+func (a *Adapt) WithSides(sides []int, sloMs, computeMs float64) *Adapt {
+	if len(sides) < 2 {
+		return a
+	}
+	b := *a
+	b.Sides, b.SLOMs, b.ComputeMs = append([]int(nil), sides...), sloMs, computeMs
+	fs := append([]arrow.Field(nil), a.Input.Schema().Fields()...)
+	fs[a.Column] = VariableField(fs[a.Column], a.To, a.Encoding, sides)
+	b.schema = arrow.NewSchema(fs, nil)
+	return &b
+}
+
+// VariableField is AdaptedField for rows that travel at any of sides: a
+// variable-length list of the encoding's elements whose metadata keeps the
+// shape at side (what the model takes) and lists the sides (SidesKey).
+func VariableField(f arrow.Field, side int, encoding string, sides []int) arrow.Field {
+	fixed := AdaptedField(f, side, encoding)
+	lt := fixed.Type.(*arrow.FixedSizeListType)
+	ss := make([]string, len(sides))
+	for i, s := range sides {
+		ss[i] = strconv.Itoa(s)
+	}
+	keys := append(fixed.Metadata.Keys(), catalog.SidesKey)
+	vals := append(fixed.Metadata.Values(), strings.Join(ss, ","))
+	return arrow.Field{Name: f.Name, Type: arrow.ListOf(lt.Elem()), Nullable: f.Nullable, Metadata: arrow.NewMetadata(keys, vals)}
 }
 
 // AdaptedField is tensor field f with its last two dimensions resized to
@@ -100,9 +141,17 @@ func (a *Adapt) Schema() *arrow.Schema { return a.schema }
 func (a *Adapt) Children() []Node      { return []Node{a.Input} }
 func (a *Adapt) WithChildren(ch ...Node) Node {
 	mustLen("Adapt", len(ch), 1)
-	return NewAdapt(ch[0], a.Column, a.From, a.To, a.Encoding, a.For, a.Pos)
+	return NewAdapt(ch[0], a.Column, a.From, a.To, a.Encoding, a.For, a.Pos).WithSides(a.Sides, a.SLOMs, a.ComputeMs)
 }
 func (a *Adapt) Position() Pos { return a.Pos }
 func (a *Adapt) Describe() string {
-	return fmt.Sprintf("Adapt %s %dx%d -> %dx%d %s for %s", a.Input.Schema().Field(a.Column).Name, a.From, a.From, a.To, a.To, a.Encoding, a.For)
+	d := fmt.Sprintf("Adapt %s %dx%d -> %dx%d %s for %s", a.Input.Schema().Field(a.Column).Name, a.From, a.From, a.To, a.To, a.Encoding, a.For)
+	if len(a.Sides) > 1 {
+		ss := make([]string, len(a.Sides))
+		for i, s := range a.Sides {
+			ss[i] = strconv.Itoa(s)
+		}
+		d += fmt.Sprintf(", per batch %s by the link (LATENCY <= %g ms)", strings.Join(ss, "/"), a.SLOMs)
+	}
+	return d
 }

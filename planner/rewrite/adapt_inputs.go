@@ -38,6 +38,16 @@ const (
 // puts over every model call drops it): the query's result is unchanged.
 // mode is AdaptResize (or ""), AdaptUint8 or AdaptOff.
 func AdaptInputs(n logical.Node, variants map[string]string, mode string) logical.Node {
+	return AdaptInputsSLO(n, variants, mode, 0)
+}
+
+// AdaptInputsSLO is AdaptInputs for a query WITH (LATENCY <= sloMs) (0:
+// none): a call whose model has variants of smaller square input sizes
+// than the running one's gets an adaptation that picks each batch's side
+// among them from the link (logical.Adapt.WithSides), a full-size variant
+// included, as Jellyfish's client daemon does (7.3): the link's bandwidth
+// changes faster than a re-plan can follow.
+func AdaptInputsSLO(n logical.Node, variants map[string]string, mode string, sloMs float64) logical.Node {
 	if mode == AdaptOff {
 		return n
 	}
@@ -45,15 +55,15 @@ func AdaptInputs(n logical.Node, variants map[string]string, mode string) logica
 	if mode == AdaptUint8 {
 		enc = logical.EncodeUint8
 	}
-	return adaptInputs(n, variants, enc)
+	return adaptInputs(n, variants, enc, sloMs)
 }
 
-func adaptInputs(n logical.Node, variants map[string]string, enc string) logical.Node {
+func adaptInputs(n logical.Node, variants map[string]string, enc string, sloMs float64) logical.Node {
 	if ch := n.Children(); len(ch) > 0 {
 		nc := make([]logical.Node, len(ch))
 		changed := false
 		for i, c := range ch {
-			nc[i] = adaptInputs(c, variants, enc)
+			nc[i] = adaptInputs(c, variants, enc, sloMs)
 			changed = changed || nc[i] != c
 		}
 		if changed {
@@ -90,13 +100,17 @@ func adaptInputs(n logical.Node, variants map[string]string, enc string) logical
 	if k < 2 || dims[k-1] != dims[k-2] || v.InputSize[0] > dims[k-1] || v.InputSize[0] <= 0 {
 		return n
 	}
-	if v.InputSize[0] == dims[k-1] && enc == logical.EncodeFloat32 {
+	var sides []int
+	if sloMs > 0 {
+		sides = smallerSides(lm.Model, v.InputSize[0])
+	}
+	if v.InputSize[0] == dims[k-1] && enc == logical.EncodeFloat32 && len(sides) < 2 {
 		return n // already the size the variant takes, and as it takes it
 	}
 	if lt, ok := f.Type.(*arrow.FixedSizeListType); !ok || lt.Elem().ID() != arrow.FLOAT32 {
 		return n
 	}
-	in := logical.NewAdapt(lm.Input, c.Index, dims[k-1], v.InputSize[0], enc, lm.Name+" "+v.Name, lm.Pos)
+	in := logical.NewAdapt(lm.Input, c.Index, dims[k-1], v.InputSize[0], enc, lm.Name+" "+v.Name, lm.Pos).WithSides(sides, sloMs, computeMs(v))
 	arg := *c
 	arg.DataType = in.Schema().Field(c.Index).Type
 	call := logical.NewLateralModel(in, lm.Model, lm.Name, []expr.Expr{&arg}, lm.Alias, lm.Out, lm.Pos)
@@ -122,4 +136,33 @@ func variantOf(lm *logical.LateralModel, variants map[string]string) *catalog.Va
 		}
 	}
 	return best
+}
+
+// smallerSides are the square input sizes of m's variants up to side,
+// largest (side) first.
+func smallerSides(m *catalog.Model, side int) []int {
+	sides := []int{side}
+	for _, w := range m.Variants {
+		if len(w.InputSize) == 2 && w.InputSize[0] == w.InputSize[1] && w.InputSize[0] > 0 && w.InputSize[0] < side && !slices.Contains(sides, w.InputSize[0]) {
+			sides = append(sides, w.InputSize[0])
+		}
+	}
+	slices.Sort(sides[1:])
+	slices.Reverse(sides[1:])
+	return sides
+}
+
+// computeMs is v's profiled time of a call of one row (p90, the slowest
+// worker type's; per item where no batch-1 call was measured): what the
+// adaptation leaves the model of the SLO.
+func computeMs(v *catalog.Variant) float64 {
+	var ms float64
+	for _, l := range v.Latency {
+		x := l.P90
+		if b, ok := l.ByBatch[1]; ok && b.P90 > 0 {
+			x = b.P90
+		}
+		ms = max(ms, x)
+	}
+	return ms
 }

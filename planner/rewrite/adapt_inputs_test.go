@@ -4,6 +4,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/apache/arrow/go/v17/arrow"
+
 	"github.com/tierflow/tierflow/lang"
 	"github.com/tierflow/tierflow/planner/bind"
 	"github.com/tierflow/tierflow/planner/catalog"
@@ -100,5 +102,42 @@ func TestAdaptInputsLeavesAlone(t *testing.T) {
 	reads := boundSized(t, `SELECT s.id, s.image, c.label FROM s CROSS JOIN LATERAL m(s.image) AS c(label, score);`)
 	if a, _ := adaptOf(rewrite.AdaptInputs(reads.Root, map[string]string{"m": "small"}, "")); a != nil {
 		t.Errorf("the result holds the image, yet: %s", a.Describe())
+	}
+}
+
+// Under a LATENCY bound the call's input may travel at any of the model's
+// input sizes up to its variant's, chosen per batch by the link: the
+// full-size variant gets an adaptation too, whose column is a
+// variable-length list that keeps the variant's shape and lists the
+// sides; the small variant has no smaller size below it and keeps its
+// fixed one. Without a bound nothing changes.
+func TestAdaptInputsSidesUnderLatency(t *testing.T) {
+	plan := boundSized(t, `SELECT s.id, c.label FROM s CROSS JOIN LATERAL m(s.image) AS c(label, score);`)
+	root := rewrite.AdaptInputsSLO(plan.Root, map[string]string{"m": "large"}, "", 100)
+	a, lm := adaptOf(root)
+	if a == nil || lm.Input != a || a.To != 28 || len(a.Sides) != 2 || a.Sides[0] != 28 || a.Sides[1] != 14 || a.SLOMs != 100 {
+		t.Fatalf("adaptation %v under %s", a, logical.Format(root, nil))
+	}
+	f := lm.Input.Schema().Field(a.Column)
+	if _, ok := f.Type.(*arrow.ListType); !ok {
+		t.Errorf("the call's input is %s, want a list", f.Type)
+	}
+	if s, _ := f.Metadata.GetValue(catalog.ShapeKey); s != "1,28,28" {
+		t.Errorf("shape %q", s)
+	}
+	if s, _ := f.Metadata.GetValue(catalog.SidesKey); s != "28,14" {
+		t.Errorf("sides %q", s)
+	}
+	if !strings.Contains(a.Describe(), "per batch 28/14 by the link") {
+		t.Errorf("describe %q", a.Describe())
+	}
+	if w := a.WithChildren(a.Input).(*logical.Adapt); len(w.Sides) != 2 || !w.Schema().Equal(a.Schema()) {
+		t.Errorf("WithChildren lost the sides: %s", w.Describe())
+	}
+	if a, _ := adaptOf(rewrite.AdaptInputsSLO(plan.Root, map[string]string{"m": "small"}, "", 100)); a == nil || len(a.Sides) != 0 || a.To != 14 {
+		t.Errorf("small variant: %v", a)
+	}
+	if a, _ := adaptOf(rewrite.AdaptInputsSLO(plan.Root, map[string]string{"m": "large"}, "", 0)); a != nil {
+		t.Errorf("no bound: %s", a.Describe())
 	}
 }

@@ -300,10 +300,12 @@ type sender struct {
 	// the publishing itself, so that a message sent again never lands
 	// between the chunks of another.
 	wireMu  sync.Mutex
-	unacked []*outMsg     // oldest first
-	acks    chan struct{} // Close's wait: closed (and dropped) when unacked shrinks
-	free    [][]byte      // buffers of acknowledged data messages, for the next
-	hsave   []byte        // a chunk's bytes under the next chunk's header
+	unacked []*outMsg // oldest first
+	// unackedB are the data bytes in unacked (the meter's UnackedBytes).
+	unackedB int64
+	acks     chan struct{} // Close's wait: closed (and dropped) when unacked shrinks
+	free     [][]byte      // buffers of acknowledged data messages, for the next
+	hsave    []byte        // a chunk's bytes under the next chunk's header
 	// evicted is the newest message dropped unacknowledged (a receiver
 	// that does not ack): a gap at or below it cannot be filled.
 	evicted    uint64
@@ -415,8 +417,12 @@ func (s *sender) acked(seq uint64, sample bool) {
 		s.unacked[0] = nil
 		s.unacked = s.unacked[1:]
 		if m.h.Kind != frame.KindData {
+			if sample && m.h.Seq == seq && !m.resent && m.h.Kind == frame.KindProgress {
+				s.m.AckEmpty(m.sentAt, now)
+			}
 			continue
 		}
+		s.unackedBytes(-len(m.b))
 		if sample && m.h.Seq == seq && !m.resent {
 			s.m.Ack(len(m.b), m.start, now)
 		}
@@ -530,11 +536,17 @@ func (s *sender) send(m *outMsg) error {
 	// keeps an acking one within the window.
 	if len(s.unacked) >= 4*s.t.cfg.Window+1 {
 		s.evicted = s.unacked[0].h.Seq
+		if s.unacked[0].h.Kind == frame.KindData {
+			s.unackedBytes(-len(s.unacked[0].b))
+		}
 		s.unacked[0] = nil
 		s.unacked = s.unacked[1:]
 	}
 	m.sentAt = time.Now()
 	s.unacked = append(s.unacked, m)
+	if m.h.Kind == frame.KindData {
+		s.unackedBytes(len(m.b))
+	}
 	if !s.timerOn && !s.down {
 		s.timerOn = true
 		if s.timer == nil {
@@ -545,9 +557,19 @@ func (s *sender) send(m *outMsg) error {
 	}
 	if err := s.put(m); err != nil && s.fatal(err) {
 		s.unacked = s.unacked[:len(s.unacked)-1]
+		if m.h.Kind == frame.KindData {
+			s.unackedBytes(-len(m.b))
+		}
 		return err
 	}
 	return nil
+}
+
+// unackedBytes adds n to the data bytes awaiting their ack and tells the
+// meter; s.wireMu is held.
+func (s *sender) unackedBytes(n int) {
+	s.unackedB += int64(n)
+	s.m.Unacked(s.unackedB)
 }
 
 // fatal says whether a publish error ends the link, rather than a message
@@ -820,6 +842,8 @@ func (s *sender) teardown() {
 		s.t.putSpare(b)
 	}
 	s.unacked, s.free = nil, nil
+	s.unackedB = 0
+	s.m.Unacked(0)
 	s.wireMu.Unlock()
 	s.sendMu.Lock()
 	s.enc.Reset()

@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"github.com/tierflow/tierflow/dataflow"
+	"github.com/tierflow/tierflow/operators/ml"
 	"github.com/tierflow/tierflow/planner/infra"
 	"github.com/tierflow/tierflow/relay"
 	"github.com/tierflow/tierflow/runtime/control"
@@ -62,6 +63,10 @@ type Report struct {
 	Latency     control.LatencyMs `json:"latency_ms"`
 	SLOMs       float64           `json:"latency_slo_ms,omitempty"`
 	SLOMissRate *float64          `json:"slo_miss_rate,omitempty"`
+	// Sides are the rows the source-side adaptations sent at each side
+	// over all the query's generations ("28:1200 20:310 14:95"; the
+	// operators' Sides are the running generation's).
+	Sides string `json:"sides,omitempty"`
 	// Estimates are the coordinator's live estimates as the run ended.
 	Estimates *control.Estimates `json:"estimates,omitempty"`
 	// Replans is the plan history (each cut-over to a new plan, at an
@@ -125,6 +130,10 @@ type OperatorRow struct {
 	// Batching is how a model call's batcher cut its model batches (nil
 	// for other operators).
 	Batching *Batching `json:"batching,omitempty"`
+	// Sides, on a LATENCY query's source-side adaptation, are the rows it
+	// sent at each side as its link allowed ("28:1200 20:310 14:95",
+	// largest first; ml.FormatSides).
+	Sides string `json:"sides,omitempty"`
 }
 
 // Batching is a model call's measured batching over its instances: model
@@ -187,7 +196,8 @@ func New(q deploy.QueryInfo, o Options) (*Report, error) {
 	if q.Ended.IsZero() {
 		return nil, fmt.Errorf("analyze: query %s has not ended", q.Query)
 	}
-	r := &Report{Query: q.Query, State: q.State, Planner: q.Planner, Window: q.Ended.Sub(start), Span: dataSpan(q), Dropped: q.Dropped}
+	r := &Report{Query: q.Query, State: q.State, Planner: q.Planner, Window: q.Ended.Sub(start), Span: dataSpan(q), Dropped: q.Dropped,
+		Sides: ml.FormatSides(q.Sides())}
 	if r.Span <= 0 {
 		r.Span = r.Window
 	}
@@ -269,6 +279,7 @@ type opStats struct {
 	instances                      int
 	workers                        map[string]bool
 	variants, devices              []string
+	sides                          map[string]int64 // an adaptation's side_<n> counters
 }
 
 func (r *Report) operators(q deploy.QueryInfo, est *deploy.Estimate, secs float64) {
@@ -286,6 +297,14 @@ func (r *Report) operators(q deploy.QueryInfo, est *deploy.Estimate, secs float6
 		m.busy += s.BusyNs
 		m.hist.Add(s.BatchLatency)
 		m.instances++
+		for k, v := range s.Counters {
+			if strings.HasPrefix(k, "side_") {
+				if m.sides == nil {
+					m.sides = map[string]int64{}
+				}
+				m.sides[k] += v
+			}
+		}
 		m.labelled += s.Counters["labelled"]
 		m.correct += s.Counters["correct"]
 		if n, ok := s.Counters["model_batches"]; ok {
@@ -318,7 +337,7 @@ func (r *Report) operators(q deploy.QueryInfo, est *deploy.Estimate, secs float6
 			m = &opStats{workers: map[string]bool{}}
 		}
 		row := OperatorRow{ID: id, Name: op.Name, Stage: op.Stage, Tier: op.Tier, RowsIn: m.rowsIn, RowsOut: m.rowsOut, Batches: m.batches,
-			Labelled: m.labelled, Correct: m.correct, Batching: m.batching,
+			Labelled: m.labelled, Correct: m.correct, Batching: m.batching, Sides: ml.FormatSides(m.sides),
 			Measured: float64(m.rowsIn) / secs,
 			P50:      ms(m.hist.Quantile(0.5)), P90: ms(m.hist.Quantile(0.9)), P99: ms(m.hist.Quantile(0.99))}
 		if m.instances > 0 {

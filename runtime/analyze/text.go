@@ -27,6 +27,9 @@ func (r *Report) Write(w io.Writer) error {
 		dropped = r.Dropped.String()
 	}
 	fmt.Fprintf(w, "dropped: %s\n", dropped)
+	if r.Sides != "" {
+		fmt.Fprintf(w, "frames sent at each side by the link (every generation): %s\n", r.Sides)
+	}
 	sections := []struct {
 		title  string
 		header []string
@@ -38,6 +41,13 @@ func (r *Report) Write(w io.Writer) error {
 		{"model batching", []string{"id", "operator", "batches", "rows", "mean rows", "max rows", "target", "cut on size", "on delay", "at end"}, r.batchingRows()},
 		{"workers", []string{"worker", "tier", "type", "price/h", "est items/s", "items/s", "busy", "operators"}, r.workerRows()},
 		{"links (sender side)", []string{"from", "to", "bytes", "batches", "est MiB/s", "MiB/s", "price/GB", "est cost/h", "cost/h"}, r.linkRows()},
+	}
+	if rows := r.sidesRows(); len(rows) > 0 {
+		sections = append(sections, struct {
+			title  string
+			header []string
+			rows   [][]string
+		}{"data adaptation (rows sent at each side; by the link under LATENCY)", []string{"id", "operator", "tier", "workers", "sides"}, rows})
 	}
 	if e := r.Estimates; e != nil && e.Samples > 0 {
 		sections = append(sections, struct {
@@ -189,6 +199,17 @@ func (r *Report) operatorRows() [][]string {
 		}
 		out = append(out, append([]string{strconv.Itoa(o.ID), o.Name, o.Stage, o.Variant, o.Device, o.Tier, strings.Join(o.Workers, ","),
 			strconv.FormatInt(o.RowsIn, 10), strconv.FormatInt(o.RowsOut, 10), est, num(o.Measured)}, append(lat, pct(o.Busy))...))
+	}
+	return out
+}
+
+// sidesRows are the adaptations that picked their side per batch.
+func (r *Report) sidesRows() [][]string {
+	var out [][]string
+	for _, o := range r.Operators {
+		if o.Sides != "" {
+			out = append(out, []string{strconv.Itoa(o.ID), o.Name, o.Tier, strings.Join(o.Workers, " "), o.Sides})
+		}
 	}
 	return out
 }

@@ -1075,6 +1075,7 @@ func (qs *queryState) endGeneration() {
 	if old := qs.info.Earlier; old != nil {
 		e.EndToEnd.Add(old.EndToEnd)
 		e.SLOMissRows = old.SLOMissRows
+		e.AddSides([]dataflow.InstanceStats{{Counters: old.Sides}})
 	}
 	for _, st := range qs.status {
 		qs.droppedBefore = qs.droppedBefore.Merge(st.Dropped)
@@ -1082,8 +1083,9 @@ func (qs *queryState) endGeneration() {
 			e.EndToEnd.Add(op.EndToEnd)
 			e.SLOMissRows += op.SLOMissRows
 		}
+		e.AddSides(st.Operators)
 	}
-	if e.EndToEnd.Count > 0 || e.SLOMissRows > 0 {
+	if e.EndToEnd.Count > 0 || e.SLOMissRows > 0 || len(e.Sides) > 0 {
 		qs.info.Earlier = e
 	}
 	qs.status, qs.front = map[string]deploy.Status{}, map[string]uint64{}

@@ -284,7 +284,7 @@ func (s Script) adaptInputs(plan *logical.Plan) *logical.Plan {
 	if !s.Rewrite {
 		return plan
 	}
-	root := rewrite.AdaptInputs(plan.Root, s.Variants, s.Planner[AdaptSetting])
+	root := rewrite.AdaptInputsSLO(plan.Root, s.Variants, s.Planner[AdaptSetting], plan.Objectives.LatencyMs)
 	if root == plan.Root {
 		return plan
 	}

@@ -441,6 +441,35 @@ func (q *QueryInfo) Summary() control.Summary {
 type Earlier struct {
 	EndToEnd    dataflow.Histogram `json:"end_to_end"`
 	SLOMissRows int64              `json:"slo_miss_rows"`
+	// Sides are the rows their source-side adaptations sent at each side
+	// (the side_<n> counters of operators/ml's Adapt), as last reported.
+	Sides map[string]int64 `json:"sides,omitempty"`
+}
+
+// AddSides adds the side_<n> counters of ops to e.Sides.
+func (e *Earlier) AddSides(ops []dataflow.InstanceStats) {
+	for _, op := range ops {
+		for k, v := range op.Counters {
+			if strings.HasPrefix(k, "side_") {
+				if e.Sides == nil {
+					e.Sides = map[string]int64{}
+				}
+				e.Sides[k] += v
+			}
+		}
+	}
+}
+
+// Sides are the rows the query's source-side adaptations sent at each
+// side over all its generations (keys side_<n>; empty for a query
+// without a LATENCY bound or smaller input sizes).
+func (q *QueryInfo) Sides() map[string]int64 {
+	e := &Earlier{}
+	if q.Earlier != nil {
+		e.AddSides([]dataflow.InstanceStats{{Counters: q.Earlier.Sides}})
+	}
+	e.AddSides(q.Operators)
+	return e.Sides
 }
 
 // TierBytes sums the bytes the query's links carried between tiers, keyed

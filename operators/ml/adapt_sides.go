@@ -1,0 +1,453 @@
+package ml
+
+import (
+	"fmt"
+	"math"
+	"slices"
+	"strconv"
+	"strings"
+	"sync/atomic"
+	"time"
+
+	"github.com/apache/arrow/go/v17/arrow"
+	"github.com/apache/arrow/go/v17/arrow/array"
+	"github.com/apache/arrow/go/v17/arrow/memory"
+
+	"github.com/tierflow/tierflow/dataflow"
+)
+
+// SidesKey marks a tensor column of square images whose rows each travel
+// at a side of their own, no larger than the shape's (planner/catalog's
+// key of the same name): a list<float32> or list<uint8> column whose
+// metadata keeps ShapeKey (the side the model takes) and lists the sides
+// a row may have. The model call resizes each row to the shape.
+const SidesKey = "tierflow.sides"
+
+// MaxLinkUtilization is the share of a link's bandwidth a stream may fill
+// at a side larger than its last batch's, so that its queue stays short
+// (the Jellyfish policy's runtime/control.DefaultJellyfish.MaxUtilization);
+// KeepLinkUtilization the share at which it keeps the last batch's side (or
+// goes smaller). Every frame sent smaller than its variant's side costs
+// accuracy (fit-28 on 20x20 frames: 2.8 points), and the acks' estimate is
+// already below the link's rate (each sample's time includes the round
+// trip), so a side the link still carries is kept up to near its capacity:
+// the deadline check catches a queue that builds.
+const (
+	MaxLinkUtilization  = 0.6
+	KeepLinkUtilization = 0.9
+)
+
+// WithSides is a copy of a that picks each batch's side among sides (a's own side
+// first, then smaller ones, descending) from the link its output crosses,
+// for a latency SLO of slo of which the model takes compute: Jellyfish's
+// client-side data adaptation (7.3), which follows the link within a
+// batch where a re-plan takes a second. The column becomes a
+// variable-length list (VariableField). A stays as it is with one side.
+func (a *Adapt) WithSides(sides []int, slo, compute time.Duration) (*Adapt, error) {
+	if len(sides) < 2 {
+		return a, nil
+	}
+	if sides[0] != a.to {
+		return nil, fmt.Errorf("%w: adapt: sides %v must start at the variant's %d", ErrSchema, sides, a.to)
+	}
+	for i := 1; i < len(sides); i++ {
+		if sides[i] <= 0 || sides[i] >= sides[i-1] {
+			return nil, fmt.Errorf("%w: adapt: sides %v are not positive and descending", ErrSchema, sides)
+		}
+	}
+	if slo <= 0 {
+		return nil, fmt.Errorf("%w: adapt: sides %v without a latency SLO", ErrSchema, sides)
+	}
+	b := Adapt{Base: a.Base, col: a.col, from: a.from, to: a.to, uint8: a.uint8, in: a.in, shape: a.shape}
+	b.sides = newSideChooser(sides, int(product(a.shape[:len(a.shape)-2])), map[bool]int{true: 1, false: 4}[a.uint8], slo, compute)
+	fs := append([]arrow.Field(nil), a.out.Fields()...)
+	fs[a.col] = VariableField(a.field(a.in.Field(a.col).Name), sides)
+	md := a.in.Metadata()
+	b.out = arrow.NewSchema(fs, &md)
+	return &b, nil
+}
+
+// VariableField is fixed, a tensor field (float32, or uint8-encoded), as
+// the variable-length list that carries rows of any of sides (SidesKey).
+func VariableField(fixed arrow.Field, sides []int) arrow.Field {
+	lt := fixed.Type.(*arrow.FixedSizeListType)
+	ss := make([]string, len(sides))
+	for i, s := range sides {
+		ss[i] = strconv.Itoa(s)
+	}
+	keys := append(slices.Clone(fixed.Metadata.Keys()), SidesKey)
+	vals := append(slices.Clone(fixed.Metadata.Values()), strings.Join(ss, ","))
+	return arrow.Field{Name: fixed.Name, Type: arrow.ListOf(lt.Elem()), Nullable: fixed.Nullable, Metadata: arrow.NewMetadata(keys, vals)}
+}
+
+// VariableShape is the per-row shape a variable-side field's rows are
+// resized to (VariableField) and whether its values are uint8-encoded;
+// ok is false for any other field.
+func VariableShape(f arrow.Field) (shape []int64, uint8 bool, ok bool) {
+	lt, isList := f.Type.(*arrow.ListType)
+	if !isList || f.Metadata.FindKey(SidesKey) < 0 {
+		return nil, false, false
+	}
+	switch lt.Elem().ID() {
+	case arrow.FLOAT32:
+	case arrow.UINT8:
+		if enc, _ := f.Metadata.GetValue(EncodingKey); enc != "uint8" {
+			return nil, false, false
+		}
+		uint8 = true
+	default:
+		return nil, false, false
+	}
+	v, has := f.Metadata.GetValue(ShapeKey)
+	if !has {
+		return nil, false, false
+	}
+	for _, p := range strings.Split(v, ",") {
+		d, err := strconv.ParseInt(strings.TrimSpace(p), 10, 64)
+		if err != nil || d <= 0 {
+			return nil, false, false
+		}
+		shape = append(shape, d)
+	}
+	if n := len(shape); n < 2 || shape[n-1] != shape[n-2] {
+		return nil, false, false
+	}
+	return shape, uint8, true
+}
+
+// adaptVariable resizes (and encodes) every row of a tensor column to
+// side, as a list column (rows of a null image are empty and null).
+func (a *Adapt) adaptVariable(mem memory.Allocator, c arrow.Array, side int) (arrow.Array, error) {
+	vals, size, err := TensorValues(c)
+	if err != nil {
+		return nil, err
+	}
+	rows := c.Len()
+	px := a.from * a.from
+	planes := size / px
+	if planes*px != size {
+		return nil, fmt.Errorf("%w: adapt: rows of %d values are not %dx%d planes", ErrSchema, size, a.from, a.from)
+	}
+	outSize := planes * side * side
+	width := 4
+	var elem arrow.DataType = arrow.PrimitiveTypes.Float32
+	if a.uint8 {
+		width, elem = 1, arrow.PrimitiveTypes.Uint8
+	}
+	offs := memory.NewResizableBuffer(mem)
+	defer offs.Release()
+	offs.Resize((rows + 1) * arrow.Int32SizeBytes)
+	off := arrow.Int32Traits.CastFromBytes(offs.Bytes())[:rows+1]
+	buf := memory.NewResizableBuffer(mem)
+	defer buf.Release()
+	buf.Resize(rows * outSize * width)
+	var f32 []float32
+	var u8 []byte
+	if a.uint8 {
+		u8 = buf.Bytes()[:rows*outSize]
+	} else {
+		f32 = arrow.Float32Traits.CastFromBytes(buf.Bytes())[:rows*outSize]
+	}
+	var nulls *memory.Buffer
+	nNull := c.NullN()
+	if nNull > 0 {
+		failed := make([]bool, rows)
+		for i := range failed {
+			failed[i] = c.IsNull(i)
+		}
+		nulls = validity(mem, rows, failed, nNull)
+		defer nulls.Release()
+	}
+	at := 0
+	for r := 0; r < rows; r++ {
+		off[r] = int32(at)
+		if nNull > 0 && c.IsNull(r) {
+			continue
+		}
+		for p := 0; p < planes; p++ {
+			src := vals[r*size+p*px : r*size+(p+1)*px]
+			if a.uint8 {
+				a.scratch = ResizeArea(a.scratch, src, a.from, side)
+				EncodeUint8(u8[at:at], a.scratch)
+			} else {
+				ResizeArea(f32[at:at+side*side], src, a.from, side)
+			}
+			at += side * side
+		}
+	}
+	off[rows] = int32(at)
+	a.sides.sent(side, int64(rows-nNull), int64(at*width))
+	buf.Resize(at * width) // null rows took none of their room
+	child := array.NewData(elem, at, []*memory.Buffer{nil, buf}, nil, 0, 0)
+	defer child.Release()
+	data := array.NewData(a.out.Field(a.col).Type, rows, []*memory.Buffer{nulls, offs}, []arrow.ArrayData{child}, nNull, 0)
+	defer data.Release()
+	return array.MakeFromData(data), nil
+}
+
+// Counters are the rows sent at each side ("side_28", ...;
+// dataflow.Counting), for EXPLAIN ANALYZE; one side without sides.
+func (a *Adapt) Counters() map[string]int64 {
+	if a.sides == nil {
+		return map[string]int64{"side_" + strconv.Itoa(a.to): a.rows.Load()}
+	}
+	out := make(map[string]int64, len(a.sides.sides))
+	for i, s := range a.sides.sides {
+		out["side_"+strconv.Itoa(s)] = a.sides.rows[i].Load()
+	}
+	return out
+}
+
+var _ dataflow.Counting = (*Adapt)(nil)
+
+// FormatSides writes side counters (Counters' keys) as "28:1200 20:310
+// 14:95", largest side first; "" when there are none.
+func FormatSides(counters map[string]int64) string {
+	type kv struct {
+		side int
+		n    int64
+	}
+	var xs []kv
+	for k, n := range counters {
+		if s, ok := strings.CutPrefix(k, "side_"); ok {
+			if side, err := strconv.Atoi(s); err == nil {
+				xs = append(xs, kv{side, n})
+			}
+		}
+	}
+	slices.SortFunc(xs, func(a, b kv) int { return b.side - a.side })
+	parts := make([]string, len(xs))
+	for i, x := range xs {
+		parts[i] = fmt.Sprintf("%d:%d", x.side, x.n)
+	}
+	return strings.Join(parts, " ")
+}
+
+// sideChooser picks a batch's side from the link its adaptation feeds.
+type sideChooser struct {
+	sides        []int
+	planes       int // values per pixel of a row (channels)
+	width        int // bytes per value on the wire
+	slo, compute time.Duration
+	rows         []atomic.Int64 // rows sent at sides[i]
+	// payload is the image bytes sent, so that the link's other bytes per
+	// batch (framing, the other columns, progress) are its overhead.
+	payload int64
+	last    int // the side of the last batch
+	// recent are the batches of the last second, for the stream's rate.
+	recent []sideArrival
+}
+
+type sideArrival struct {
+	at   int64 // Unix ns
+	rows int64
+}
+
+func newSideChooser(sides []int, planes, width int, slo, compute time.Duration) *sideChooser {
+	return &sideChooser{sides: slices.Clone(sides), last: sides[0], planes: max(1, planes), width: width, slo: slo, compute: compute,
+		rows: make([]atomic.Int64, len(sides))}
+}
+
+func (c *sideChooser) sent(side int, rows, payload int64) {
+	c.payload += payload
+	if i := slices.Index(c.sides, side); i >= 0 {
+		c.rows[i].Add(rows)
+	}
+}
+
+// defaultOverhead is a batch's bytes beyond its images before the link
+// has carried any (a relay header and an Arrow IPC message of one row).
+const defaultOverhead = 600
+
+// choose is the side of the next batch of rows, from the link's state
+// as its output's sender reports it (dataflow.Context.OutputLinks).
+func (c *sideChooser) choose(ctx *dataflow.Context, rows int64) int {
+	now := time.Now().UnixNano()
+	ingest := ctx.Ingest()
+	at := ingest
+	if at <= 0 || at > now {
+		at = now
+	}
+	c.recent = append(c.recent, sideArrival{at: at, rows: rows})
+	i := 0
+	for i < len(c.recent)-1 && at-c.recent[i].at > int64(time.Second) {
+		i++
+	}
+	c.recent = c.recent[i:]
+	links := ctx.OutputLinks(0)
+	if len(links) == 0 {
+		return c.sides[0] // the model runs here: nothing to save
+	}
+	// The slowest link (one, unless the call is spread over workers).
+	var st dataflow.LinkState
+	var bytes, batches uint64
+	for k, l := range links {
+		s := l.LinkState()
+		bytes += s.Bytes
+		batches += s.Batches
+		if k == 0 || linkBps(s) < linkBps(st) {
+			st = s
+		}
+	}
+	p := sidePlan{State: st, Rows: rows, Overhead: defaultOverhead, SLO: c.slo, Compute: c.compute}
+	if batches > 0 {
+		p.Overhead = math.Max(64, (float64(bytes)-float64(c.payload))/float64(batches))
+	}
+	if ingest > 0 && ingest < now {
+		p.Age = time.Duration(now - ingest)
+	}
+	if n := len(c.recent); n > 1 {
+		span := float64(c.recent[n-1].at-c.recent[0].at) / 1e9
+		if span > 0 {
+			var r int64
+			for _, a := range c.recent[1:] {
+				r += a.rows
+			}
+			p.BatchesPerSec, p.RowsPerSec = float64(n-1)/span, float64(r)/span
+		}
+	}
+	p.Last = c.last
+	c.last = p.pick(c.sides, c.planes, c.width)
+	return c.last
+}
+
+// linkBps is the bandwidth a decision takes: the acks' harmonic mean over
+// the last second, or the latest sample when it is under DropRatio of it,
+// so that a drop counts at the next ack and a rise once it has held
+// (runtime/slo's linkBps takes the lower of the two). One slow ack on a
+// busy host (a scheduling delay is in its round trip) is no drop: taken
+// as one, it sent frames of a link that carried them small, each a few
+// points less accurate.
+//
+// Where the sender measures it, the rate is the link's own (TransferBps:
+// each sample's round trip less the base one): the acks' plain estimate
+// falls with the messages' size (a 14x14 frame's round trip is mostly the
+// base), which kept a link that had carried small frames on small ones.
+func linkBps(s dataflow.LinkState) float64 {
+	mean, latest := s.BandwidthBps, s.LastBps
+	if s.TransferBps > 0 {
+		mean, latest = s.TransferBps, s.LastTransferBps
+	}
+	bw := mean
+	if latest > 0 && (bw <= 0 || latest < DropRatio*bw) {
+		bw = latest
+	}
+	return bw
+}
+
+// DropRatio is how far under the acks' mean the latest sample must fall to
+// be taken as the link's bandwidth (linkBps): the steps of a changing link
+// are 2x and more, a busy host's jitter less.
+const DropRatio = 0.6
+
+// sidePlan is what a batch's side is chosen from.
+type sidePlan struct {
+	State dataflow.LinkState
+	Rows  int64
+	// Overhead is a batch's bytes on the wire beyond its images.
+	Overhead float64
+	// Age is how long the batch has been in the query already (queued
+	// behind the link, say).
+	Age                       time.Duration
+	SLO, Compute              time.Duration
+	BatchesPerSec, RowsPerSec float64 // the stream's; 0: not known yet
+	// Last is the side of the batch before (0: none).
+	Last int
+}
+
+// pick is the largest of sides (descending) at which the batch reaches
+// the model in time, what is on the wire ahead of it and half a round trip
+// included, with the model's compute and a margin left of the SLO, and at
+// which the stream fills at most MaxLinkUtilization of the link (to step
+// up from the last batch's side; KeepLinkUtilization to stay) (so the
+// queue stays short); the smallest when none does, the first before the
+// link has acknowledged anything.
+func (p sidePlan) pick(sides []int, planes, width int) int {
+	bw := linkBps(p.State)
+	if p.State.Acks == 0 || bw <= 0 {
+		return sides[0]
+	}
+	margin := max(5*time.Millisecond, p.SLO/10)
+	// Half a round trip: the base one where the rate excludes it, else
+	// the messages' (their transfer counted twice, the safe side).
+	rtt := p.State.SRTT
+	if p.State.TransferBps > 0 && p.State.BaseRTT > 0 {
+		rtt = p.State.BaseRTT
+	}
+	budget := (p.SLO - p.Compute - margin - p.Age - rtt/2).Seconds()
+	for _, s := range sides {
+		rowBytes := float64(planes * s * s * width)
+		batch := float64(p.Rows)*rowBytes + p.Overhead
+		if (float64(p.State.UnackedBytes)+batch)/bw > budget {
+			continue
+		}
+		limit := MaxLinkUtilization
+		if s <= p.Last {
+			limit = KeepLinkUtilization
+		}
+		if p.BatchesPerSec > 0 && p.BatchesPerSec*p.Overhead+p.RowsPerSec*rowBytes > limit*bw {
+			continue
+		}
+		return s
+	}
+	return sides[len(sides)-1]
+}
+
+// variableValues decodes a variable-side column's rows to float32 at
+// shape's side, resizing each smaller row up by area (ResizeArea: on the
+// Fashion-MNIST test frames fit-28 is 0.3 points more accurate on 20x20
+// frames so resized than bilinearly, 1.9 on 14x14; TestVariableSidesOnTheZoo
+// in runtime/inference prints the table): one slice
+// of rows*product(shape) values. Rows whose length is no square of planes
+// at most the side are zero and listed in bad, as null rows are.
+func variableValues(col arrow.Array, shape []int64, dst []float32) (vals []float32, bad []int, err error) {
+	l, ok := col.(*array.List)
+	if !ok {
+		return nil, nil, fmt.Errorf("%w: %s is not a variable-side tensor column", ErrSchema, col.DataType())
+	}
+	n := len(shape)
+	to := int(shape[n-1])
+	planes := int(product(shape[:n-2]))
+	size := planes * to * to
+	rows := l.Len()
+	if cap(dst) < rows*size {
+		dst = make([]float32, rows*size)
+	}
+	vals = dst[:rows*size]
+	var f32 []float32
+	var u8 []byte
+	switch v := l.ListValues().(type) {
+	case *array.Float32:
+		f32 = v.Float32Values()
+	case *array.Uint8:
+		u8 = v.Uint8Values()
+	default:
+		return nil, nil, fmt.Errorf("%w: variable-side tensor elements are %s, want float32 or uint8", ErrSchema, l.ListValues().DataType())
+	}
+	offs := l.Offsets()
+	var plane []float32
+	for r := 0; r < rows; r++ {
+		out := vals[r*size : (r+1)*size]
+		if l.IsNull(r) {
+			clear(out)
+			continue
+		}
+		start, end := int(offs[r]), int(offs[r+1])
+		side := int(math.Round(math.Sqrt(float64(end-start) / float64(planes))))
+		if side <= 0 || side > to || planes*side*side != end-start || end > max(len(f32), len(u8)) {
+			clear(out)
+			bad = append(bad, r)
+			continue
+		}
+		for p := 0; p < planes; p++ {
+			lo, hi := start+p*side*side, start+(p+1)*side*side
+			if u8 != nil {
+				plane = DecodeUint8(plane[:0], u8[lo:hi])
+			} else {
+				plane = append(plane[:0], f32[lo:hi]...)
+			}
+			ResizeArea(out[p*to*to:(p+1)*to*to], plane, side, to)
+		}
+	}
+	return vals, bad, nil
+}

@@ -1,0 +1,264 @@
+package ml
+
+import (
+	"context"
+	"math"
+	"testing"
+	"time"
+
+	"github.com/apache/arrow/go/v17/arrow"
+	"github.com/apache/arrow/go/v17/arrow/array"
+	"github.com/apache/arrow/go/v17/arrow/memory"
+
+	"github.com/tierflow/tierflow/dataflow"
+	"github.com/tierflow/tierflow/dataflow/builtin"
+)
+
+// embSums runs rec through the fake session (its embedding is the sum of
+// a row's four values) and returns each row's sum and error.
+func embSums(t *testing.T, mem memory.Allocator, rec arrow.Record) ([]float32, []string) {
+	t.Helper()
+	m, err := Bind(&fakeSession{}, rec.Schema(), Config{Input: "image", Heads: testHeads, MaxBatch: 4})
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, err := m.Infer(mem, rec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer out.Release()
+	emb, _, err := TensorValues(out.Column(4))
+	if err != nil {
+		t.Fatal(err)
+	}
+	errs := out.Column(5).(*array.String)
+	sums, msgs := make([]float32, rec.NumRows()), make([]string, rec.NumRows())
+	for r := range sums {
+		sums[r] = emb[2*r]
+		if errs.IsValid(r) {
+			msgs[r] = errs.Value(r)
+		}
+	}
+	return sums, msgs
+}
+
+// A latency-bound adaptation sends each batch at a side of its own as a
+// variable-length list that keeps the variant's shape and lists the sides;
+// the model call resizes each row back up to the shape (ResizeArea)
+// and sees, for full-side rows, exactly what the fixed-size path gives it.
+// Without a link after it (the model on the same worker) it keeps the
+// variant's side, and it counts the rows sent at each side.
+func TestAdaptVariableSides(t *testing.T) {
+	for _, enc := range []string{"float32", "uint8"} {
+		t.Run(enc, func(t *testing.T) {
+			mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
+			defer mem.AssertSize(t, 0)
+			rec := imageRecord(t, mem, 3, 1)
+			defer rec.Release()
+			src, _, err := TensorValues(rec.Column(1))
+			if err != nil {
+				t.Fatal(err)
+			}
+			fixed, err := NewAdapt(rec.Schema(), 1, 4, 2, enc)
+			if err != nil {
+				t.Fatal(err)
+			}
+			a, err := fixed.WithSides([]int{2, 1}, 100*time.Millisecond, time.Millisecond)
+			if err != nil {
+				t.Fatal(err)
+			}
+			f := a.Schema().Field(1)
+			if _, ok := f.Type.(*arrow.ListType); !ok {
+				t.Fatalf("adapted column is %s, want a list", f.Type)
+			}
+			if shape, u8, ok := VariableShape(f); !ok || FormatDims(shape) != "1,2,2" || u8 != (enc == "uint8") {
+				t.Fatalf("variable shape %v uint8 %v ok %v, want 1,2,2", shape, u8, ok)
+			}
+
+			// Through a dataflow with nothing but a local sink after it:
+			// every row at the variant's side.
+			var got builtin.Captured
+			defer got.Release()
+			g := &dataflow.Graph{Query: "sides"}
+			rec.Retain()
+			s := g.AddOperator(dataflow.OperatorSpec{Name: "src", Outputs: 1, Workers: []int{0},
+				New: func(dataflow.Instance) (dataflow.Operator, error) {
+					return builtin.NewSliceSource([]dataflow.Batch{{Epoch: 1, Record: rec}}), nil
+				}})
+			op := g.AddOperator(dataflow.OperatorSpec{Name: "adapt", Inputs: 1, Outputs: 1, Workers: []int{0},
+				New: func(dataflow.Instance) (dataflow.Operator, error) { return a, nil }})
+			sink := g.AddOperator(dataflow.OperatorSpec{Name: "sink", Inputs: 1, Workers: []int{0},
+				New: func(dataflow.Instance) (dataflow.Operator, error) { return builtin.NewCapture(&got, 0), nil }})
+			g.Connect(s, 0, op, 0)
+			g.Connect(op, 0, sink, 0)
+			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+			defer cancel()
+			if err := dataflow.Run(ctx, g, dataflow.Config{Allocator: mem}); err != nil {
+				t.Fatal(err)
+			}
+			bs := got.Batches()
+			if len(bs) != 1 || !bs[0].Record.Schema().Equal(a.Schema()) {
+				t.Fatalf("batches %v, want one of the adapted schema", bs)
+			}
+			if c := a.Counters(); c["side_2"] != 2 || c["side_1"] != 0 {
+				t.Errorf("counters %v, want the 2 non-null rows at side 2", c)
+			}
+			if s := FormatSides(a.Counters()); s != "2:2 1:0" {
+				t.Errorf("FormatSides %q", s)
+			}
+			full := bs[0].Record.Column(1).(*array.List)
+			if full.NullN() != 1 || !full.IsNull(1) || listLen(full, 0) != 4 || listLen(full, 2) != 4 {
+				t.Errorf("full-side rows: lengths %d %d, nulls %d", listLen(full, 0), listLen(full, 2), full.NullN())
+			}
+			// The fixed-size path's record, for the same rows.
+			fixedCol, err := fixed.adapt(mem, rec.Column(1))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if c := fixed.Counters(); len(c) != 1 || c["side_2"] != 2 {
+				t.Errorf("the fixed adaptation's counters %v, want its 2 non-null rows at side 2", c)
+			}
+			fixedRec := array.NewRecord(fixed.Schema(), []arrow.Array{rec.Column(0), fixedCol}, rec.NumRows())
+			fixedCol.Release()
+			defer fixedRec.Release()
+			want, _ := embSums(t, mem, fixedRec)
+			sums, msgs := embSums(t, mem, bs[0].Record)
+			for _, r := range []int{0, 2} {
+				if sums[r] != want[r] || msgs[r] != "" {
+					t.Errorf("full side, row %d: the model saw %v (%q), the fixed path %v", r, sums[r], msgs[r], want[r])
+				}
+			}
+			if msgs[1] == "" {
+				t.Errorf("the null row was not marked failed")
+			}
+
+			// At side 1 each row is one pixel (the area mean of its 16),
+			// which the model call spreads back over its 2x2.
+			small, err := a.adaptVariable(mem, rec.Column(1), 1)
+			if err != nil {
+				t.Fatal(err)
+			}
+			smallRec := array.NewRecord(a.Schema(), []arrow.Array{rec.Column(0), small}, rec.NumRows())
+			small.Release()
+			defer smallRec.Release()
+			if l := small.(*array.List); listLen(l, 0) != 1 || listLen(l, 1) != 0 || listLen(l, 2) != 1 {
+				t.Errorf("side-1 lengths %d %d %d, want 1 0 1", listLen(l, 0), listLen(l, 1), listLen(l, 2))
+			}
+			sums, msgs = embSums(t, mem, smallRec)
+			tol := 1e-5
+			if enc == "uint8" {
+				tol = 4.0 / 510
+			}
+			for _, r := range []int{0, 2} {
+				var mean float64
+				for _, v := range src[r*16 : (r+1)*16] {
+					mean += float64(v) / 16
+				}
+				if d := math.Abs(float64(sums[r]) - 4*mean); d > tol || msgs[r] != "" {
+					t.Errorf("side 1, row %d: the model saw pixels summing to %v (%q), want %v", r, sums[r], msgs[r], 4*mean)
+				}
+			}
+			if c := a.Counters(); c["side_1"] != 2 {
+				t.Errorf("counters %v, want 2 rows at side 1", c)
+			}
+		})
+	}
+}
+
+// A row of a variable-side column that is no square image up to the
+// shape's side fails alone; the others are answered.
+func TestModelMarksBadVariableRows(t *testing.T) {
+	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
+	defer mem.AssertSize(t, 0)
+	f := VariableField(TensorField("image", []int64{1, 2, 2}), []int{2, 1})
+	schema := arrow.NewSchema([]arrow.Field{{Name: "id", Type: arrow.PrimitiveTypes.Int64}, f}, nil)
+	b := array.NewRecordBuilder(mem, schema)
+	defer b.Release()
+	ids := b.Field(0).(*array.Int64Builder)
+	lb := b.Field(1).(*array.ListBuilder)
+	vb := lb.ValueBuilder().(*array.Float32Builder)
+	for r, row := range [][]float32{{1, 2, 3, 4}, {1, 2, 3}, {0.5}, {1, 1, 1, 1, 1, 1, 1, 1, 1}} {
+		ids.Append(int64(r))
+		lb.Append(true)
+		vb.AppendValues(row, nil)
+	}
+	rec := b.NewRecord()
+	defer rec.Release()
+	sums, msgs := embSums(t, mem, rec)
+	if sums[0] != 10 || msgs[0] != "" || sums[2] != 2 || msgs[2] != "" {
+		t.Errorf("good rows: sums %v errors %q", sums, msgs)
+	}
+	if msgs[1] == "" || msgs[3] == "" {
+		t.Errorf("rows of 3 and 9 values were answered: %q", msgs)
+	}
+}
+
+// Bilinear upscaling samples between pixel centres, edges clamped: a
+// horizontal ramp 0..1 over two pixels becomes 0, .25, .75, 1.
+func TestResizeBilinear(t *testing.T) {
+	dst := make([]float32, 16)
+	ResizeBilinear(dst, []float32{0, 1, 0, 1}, 2, 4)
+	for y := 0; y < 4; y++ {
+		for x, want := range []float32{0, 0.25, 0.75, 1} {
+			if got := dst[y*4+x]; math.Abs(float64(got-want)) > 1e-6 {
+				t.Errorf("(%d,%d) = %v, want %v", x, y, got, want)
+			}
+		}
+	}
+}
+
+// The side of a batch follows the link: the variant's before any ack, the
+// largest that arrives in time and fits under the utilization cap, the
+// smallest when none does.
+func TestSidePlanPick(t *testing.T) {
+	sides := []int{28, 20, 14}
+	link := func(bps float64) dataflow.LinkState {
+		return dataflow.LinkState{BandwidthBps: bps, LastBps: bps, Acks: 10, SRTT: 2 * time.Millisecond}
+	}
+	base := sidePlan{Rows: 1, Overhead: 600, SLO: 100 * time.Millisecond, BatchesPerSec: 15, RowsPerSec: 15}
+	for _, c := range []struct {
+		name string
+		p    func(sidePlan) sidePlan
+		want int
+	}{
+		{"no ack yet", func(p sidePlan) sidePlan { p.State = dataflow.LinkState{}; return p }, 28},
+		{"1500 kbit/s", func(p sidePlan) sidePlan { p.State = link(1500e3 / 8); return p }, 28},
+		{"600 kbit/s: 28 fills 75%", func(p sidePlan) sidePlan { p.State = link(600e3 / 8); return p }, 20},
+		{"600 kbit/s, the last batch at 28: kept", func(p sidePlan) sidePlan { p.State, p.Last = link(600e3/8), 28; return p }, 28},
+		{"450 kbit/s: 28 would fill it", func(p sidePlan) sidePlan { p.State, p.Last = link(450e3/8), 28; return p }, 20},
+		{"the latest sample dropped to 250 kbit/s", func(p sidePlan) sidePlan {
+			p.State = link(1500e3 / 8)
+			p.State.LastBps = 250e3 / 8
+			return p
+		}, 14},
+		{"the latest sample 20% under the mean: jitter", func(p sidePlan) sidePlan {
+			p.State = link(900e3 / 8)
+			p.State.LastBps = 720e3 / 8
+			return p
+		}, 28},
+		{"small frames' acks: 300 kbit/s, the link's own rate 1200", func(p sidePlan) sidePlan {
+			p.State = link(300e3 / 8)
+			p.State.TransferBps, p.State.LastTransferBps, p.State.BaseRTT = 1200e3/8, 1200e3/8, 15*time.Millisecond
+			return p
+		}, 28},
+		{"100 kbit/s: nothing fits", func(p sidePlan) sidePlan { p.State = link(100e3 / 8); return p }, 14},
+		{"a batch that waited 60 ms", func(p sidePlan) sidePlan {
+			p.State, p.Age = link(900e3/8), 60*time.Millisecond
+			return p
+		}, 20},
+		{"bytes on the wire ahead", func(p sidePlan) sidePlan {
+			p.State = link(900e3 / 8)
+			p.State.UnackedBytes = 8000
+			return p
+		}, 14},
+	} {
+		if got := c.p(base).pick(sides, 1, 4); got != c.want {
+			t.Errorf("%s: side %d, want %d", c.name, got, c.want)
+		}
+	}
+}
+
+func listLen(l *array.List, i int) int {
+	start, end := l.ValueOffsets(i)
+	return int(end - start)
+}
