@@ -36,6 +36,7 @@ type bandwidth struct {
 	xfer       []bwSample
 	xferLast   float64
 	xferLatest float64
+	xferPrev   float64 // the transfer sample before xferLatest
 }
 
 type rttSample struct {
@@ -66,7 +67,7 @@ func (b *bandwidth) add(n int, sent, acked time.Time) {
 	b.prev, b.latest = b.latest, float64(n)/rt.Seconds()
 	b.samples = append(b.samples, bwSample{at: acked, bps: b.latest})
 	if b.base > 0 {
-		b.xferLatest = float64(n) / max(rt-b.base, rt/4).Seconds()
+		b.xferPrev, b.xferLatest = b.xferLatest, float64(n)/max(rt-b.base, rt/4).Seconds()
 		b.xfer = append(b.xfer, bwSample{at: acked, bps: b.xferLatest})
 	}
 	b.trim(acked)
@@ -115,9 +116,9 @@ func (b *bandwidth) trim(now time.Time) {
 }
 
 // transfer is the link's rate with the round trip taken out (harmonic
-// mean over the window, and the latest sample; 0 before a progress
-// message's ack gave a base) and that base round trip.
-func (b *bandwidth) transfer(now time.Time) (bps, latest float64, base time.Duration) {
+// mean over the window, the latest sample and the larger of the last two;
+// 0 before a progress message's ack gave a base) and that base round trip.
+func (b *bandwidth) transfer(now time.Time) (bps, latest, recent float64, base time.Duration) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	b.trim(now)
@@ -128,7 +129,11 @@ func (b *bandwidth) transfer(now time.Time) (bps, latest float64, base time.Dura
 		}
 		b.xferLast = float64(len(b.xfer)) / inv
 	}
-	return b.xferLast, b.xferLatest, b.base
+	recent = b.xferLatest
+	if b.xferPrev > 0 {
+		recent = max(b.xferPrev, b.xferLatest)
+	}
+	return b.xferLast, b.xferLatest, recent, b.base
 }
 
 // estimate is the harmonic mean over the window ending now (bytes per

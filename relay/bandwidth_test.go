@@ -37,3 +37,24 @@ func TestAckBandwidthSamples(t *testing.T) {
 		t.Fatalf("two slow acks among ten: mean %v, want it still above 4e5 (it lags the drop)", st.AckBandwidthBps)
 	}
 }
+
+// The transfer rate (round trip less the base, the least of the progress
+// messages') keeps the larger of its last two samples too.
+func TestTransferRecentSamples(t *testing.T) {
+	m := NewMeter(LinkID{Query: "q"}, Send)
+	t0 := time.Now().Add(-600 * time.Millisecond)
+	m.AckEmpty(t0, t0.Add(5*time.Millisecond)) // base round trip 5 ms
+	ack := func(k int, rt time.Duration) {
+		sent := t0.Add(time.Duration(k) * 50 * time.Millisecond)
+		m.Ack(10_000, sent, sent.Add(rt))
+	}
+	ack(1, 15*time.Millisecond) // 10 ms on the link: 1 MB/s
+	ack(2, 105*time.Millisecond)
+	if st := m.Snapshot(); st.LastTransferBps != 1e5 || st.RecentTransferBps != 1e6 {
+		t.Fatalf("one slow transfer: last %v, recent %v, want 1e5 and 1e6", st.LastTransferBps, st.RecentTransferBps)
+	}
+	ack(3, 55*time.Millisecond)
+	if st := m.Snapshot(); st.RecentTransferBps != 2e5 {
+		t.Fatalf("two slow transfers: recent %v, want 2e5", st.RecentTransferBps)
+	}
+}

@@ -240,9 +240,12 @@ type LinkStats struct {
 	// A small message's round trip is mostly BaseRTT, so the ack estimate
 	// falls as messages shrink; this one does not (0 before a progress
 	// message was acknowledged).
-	TransferBps     float64       `json:"transfer_bps,omitempty"`
-	LastTransferBps float64       `json:"last_transfer_bps,omitempty"`
-	BaseRTT         time.Duration `json:"base_rtt_ns,omitempty"`
+	TransferBps     float64 `json:"transfer_bps,omitempty"`
+	LastTransferBps float64 `json:"last_transfer_bps,omitempty"`
+	// RecentTransferBps is the larger of the last two transfer samples
+	// (as RecentAckBps is of the acks').
+	RecentTransferBps float64       `json:"recent_transfer_bps,omitempty"`
+	BaseRTT           time.Duration `json:"base_rtt_ns,omitempty"`
 	// ShapedBps is a shaped link's cap at its last send (bytes per second;
 	// 0: not shaped), what the trace gave it.
 	ShapedBps float64 `json:"shaped_bps,omitempty"`

@@ -74,6 +74,13 @@ type LinkEstimate struct {
 	// (relay.LinkStats.RecentAckBps): a drop of the link shows in it at
 	// its second slow ack, in the mean only as slow samples pile up.
 	RecentAckBps float64 `json:"recent_ack_bps,omitempty"`
+	// TransferBps and RecentTransferBps are the same with each message's
+	// round trip less the link's base one (relay.LinkStats.TransferBps): a
+	// link that carries small frames (the adapt step's per-batch sides)
+	// is not read as slow for their round trips. 0 before the relay knew
+	// the base.
+	TransferBps       float64 `json:"transfer_bps,omitempty"`
+	RecentTransferBps float64 `json:"recent_transfer_bps,omitempty"`
 	// ShapedBps is a shaped link's cap (`--link-trace`) at its last send:
 	// the bandwidth the acks estimate, as the experiment set it.
 	ShapedBps float64 `json:"shaped_bps,omitempty"`
@@ -136,6 +143,7 @@ func (l *Live) Observe(now time.Time, ops []dataflow.InstanceStats, links []rela
 		for _, s := range links {
 			if e := l.lnk[s.Link]; e != nil && s.Direction == relay.Send && (s.Acks > 0 || s.ShapedBps > 0) {
 				e.AckBandwidthBps, e.RecentAckBps, e.SRTTMs, e.ShapedBps = s.AckBandwidthBps, s.RecentAckBps, float64(s.SRTT)/float64(time.Millisecond), s.ShapedBps
+				e.TransferBps, e.RecentTransferBps = s.TransferBps, s.RecentTransferBps
 			}
 		}
 		return
@@ -218,6 +226,7 @@ func (l *Live) Observe(now time.Time, ops []dataflow.InstanceStats, links []rela
 		if a, ok := cur.acked[id]; ok {
 			// Already a mean over the last second: taken as it is.
 			e.AckBandwidthBps, e.RecentAckBps = a.AckBandwidthBps, a.RecentAckBps
+			e.TransferBps, e.RecentTransferBps = a.TransferBps, a.RecentTransferBps
 			e.SRTTMs = float64(a.SRTT) / float64(time.Millisecond)
 			e.ShapedBps = a.ShapedBps
 		}
@@ -271,9 +280,14 @@ func (l *Live) Estimates() Estimates {
 // as the bench harness takes it, made the engine step down on single slow
 // acks of a loaded machine and hold the smaller frames for StepUpAge.)
 // 0 before the first ack.
+// The transfer rate stands for the acks' where the relay measured it.
 func (l LinkEstimate) DecisionBps() float64 {
-	if l.RecentAckBps > 0 && l.RecentAckBps < l.AckBandwidthBps {
-		return l.RecentAckBps
+	mean, recent := l.AckBandwidthBps, l.RecentAckBps
+	if l.TransferBps > 0 {
+		mean, recent = l.TransferBps, l.RecentTransferBps
 	}
-	return l.AckBandwidthBps
+	if recent > 0 && recent < mean {
+		return recent
+	}
+	return mean
 }

@@ -154,3 +154,20 @@ func TestJellyfishStepsDownAtTheSecondSlowAck(t *testing.T) {
 		t.Fatalf("fit-14, mean 900 kbit/s, last two acks at 300: %+v, want no step up", d)
 	}
 }
+
+// Where the relay knows the link's base round trip, the policy reads its
+// transfer rate: small frames' acks (mostly base round trip) read a fast
+// link as slow, and the policy would keep the stream small.
+func TestJellyfishReadsTheTransferRate(t *testing.T) {
+	in := jfInput("fit-14", 300) // the acks of 14x14 frames: 300 kbit/s
+	in.Replans = 1
+	in.Estimates.Links[0].TransferBps = 900 * 1000 / 8
+	in.Estimates.Links[0].RecentTransferBps = 950 * 1000 / 8
+	if d := DefaultJellyfish.Decide(in); d == nil || d.Variants["classify"] != "fit-28" {
+		t.Fatalf("acks 300 kbit/s, transfer 900: %+v, want fit-28", d)
+	}
+	in.Estimates.Links[0].RecentTransferBps = 300 * 1000 / 8 // the last two transfers slow
+	if d := DefaultJellyfish.Decide(in); d != nil {
+		t.Fatalf("transfer mean 900 kbit/s, last two at 300: %+v, want fit-14 kept", d)
+	}
+}

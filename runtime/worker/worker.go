@@ -173,7 +173,8 @@ func ackBandwidths(links []relay.LinkStats) map[relay.LinkID]float64 {
 }
 
 func decisionBps(l relay.LinkStats) float64 {
-	return control.LinkEstimate{AckBandwidthBps: l.AckBandwidthBps, RecentAckBps: l.RecentAckBps}.DecisionBps()
+	return control.LinkEstimate{AckBandwidthBps: l.AckBandwidthBps, RecentAckBps: l.RecentAckBps,
+		TransferBps: l.TransferBps, RecentTransferBps: l.RecentTransferBps}.DecisionBps()
 }
 
 // linkDropped reports whether a sending link's ack bandwidth fell below
