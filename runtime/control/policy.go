@@ -7,7 +7,8 @@ import (
 
 // Policy decides, from a running query's live estimates, whether it should
 // be re-planned. The coordinator asks it about every running query at most
-// once a second (never while a re-deployment is under way); a Decision
+// once a second (a LATENCY query's SLO policy at every status report; never
+// while a re-deployment is under way); a Decision
 // re-runs the planner without the workers it excludes and with the live
 // numbers it carries, and cuts the query over
 // to the new plan at an epoch boundary (the committed epoch: the new parts
