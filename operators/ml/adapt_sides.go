@@ -399,8 +399,11 @@ func (p sidePlan) pick(sides []int, planes, width int) int {
 // frames so resized than bilinearly, 1.9 on 14x14; TestVariableSidesOnTheZoo
 // in runtime/inference prints the table): one slice
 // of rows*product(shape) values. Rows whose length is no square of planes
-// at most the side are zero and listed in bad, as null rows are.
-func variableValues(col arrow.Array, shape []int64, dst []float32) (vals []float32, bad []int, err error) {
+// at most the side are zero and listed in bad, as null rows are. native,
+// when set, is asked for each good row of a smaller side where its values
+// go at that side, unresized (a variant that takes the side: the Model's
+// side variants); the row is then zero in vals. A nil answer resizes.
+func variableValues(col arrow.Array, shape []int64, dst []float32, native func(r, side int) []float32) (vals []float32, bad []int, err error) {
 	l, ok := col.(*array.List)
 	if !ok {
 		return nil, nil, fmt.Errorf("%w: %s is not a variable-side tensor column", ErrSchema, col.DataType())
@@ -438,6 +441,21 @@ func variableValues(col arrow.Array, shape []int64, dst []float32) (vals []float
 			clear(out)
 			bad = append(bad, r)
 			continue
+		}
+		if native != nil && side < to {
+			if d := native(r, side); d != nil {
+				clear(out)
+				ss := side * side
+				for p := 0; p < planes; p++ {
+					lo, hi := start+p*ss, start+(p+1)*ss
+					if u8 != nil {
+						DecodeUint8(d[p*ss:p*ss], u8[lo:hi])
+					} else {
+						copy(d[p*ss:(p+1)*ss], f32[lo:hi])
+					}
+				}
+				continue
+			}
 		}
 		for p := 0; p < planes; p++ {
 			lo, hi := start+p*side*side, start+(p+1)*side*side

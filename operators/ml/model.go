@@ -37,6 +37,10 @@ type Config struct {
 	NoErrorColumn bool
 	// MaxBatch caps the rows per session call (default 32).
 	MaxBatch int
+	// SideVariants, for a variable-side input (VariableField), are the
+	// model's variants that take rows of a smaller side natively: such
+	// rows run on them instead of being resized up (see SideVariant).
+	SideVariants []SideVariant
 }
 
 // ErrRow is wrapped by the per-row errors written to the error column.
@@ -47,7 +51,6 @@ var ErrRow = errors.New("ml: row failed")
 // one goroutine at a time (one operator instance); its Session may be shared.
 type Model struct {
 	sess     Session
-	run      Session // sess, or the fork of it that this Model runs
 	cfg      Config
 	inSchema *arrow.Schema
 	out      *arrow.Schema
@@ -55,11 +58,13 @@ type Model struct {
 	heads    []boundHead
 	outInfo  []TensorInfo
 
+	// main runs the bound session (sess, or its fork); alts are the
+	// SideVariants, by side in altBySide (side -> index into alts).
+	main      *variantRun
+	alts      []*variantRun
+	altBySide map[int]int
+
 	// scratch, reused across batches
-	scratchOut [][]float32
-	ins        []Tensor
-	outs       []Tensor
-	outShapes  [][]int64
 	lastSchema *arrow.Schema       // the last record schema found equal to inSchema
 	nullErrs   map[int]arrow.Array // shared all-null error columns by length
 	lastNulls  arrow.Array         // the last one used (held by nullErrs)
@@ -88,7 +93,7 @@ func Bind(sess Session, in *arrow.Schema, cfg Config) (*Model, error) {
 	if len(cfg.Heads) == 0 {
 		return nil, fmt.Errorf("%w: no output head", ErrConfig)
 	}
-	m := &Model{sess: sess, run: sess, cfg: cfg, inSchema: in, outInfo: sess.Outputs()}
+	m := &Model{sess: sess, cfg: cfg, inSchema: in, outInfo: sess.Outputs()}
 
 	if err := m.bindInputs(in); err != nil {
 		return nil, err
@@ -165,14 +170,9 @@ func Bind(sess Session, in *arrow.Schema, cfg Config) (*Model, error) {
 	md := in.Metadata()
 	m.out = arrow.NewSchema(fields, &md)
 
-	m.scratchOut = make([][]float32, len(m.outInfo))
-	if f, ok := sess.(Forker); ok {
-		m.run = f.Fork()
-	}
-	m.ins = make([]Tensor, len(m.inputs))
-	m.outs = make([]Tensor, len(m.outInfo))
-	for _, o := range m.outInfo {
-		m.outShapes = append(m.outShapes, slices.Clone(o.Shape))
+	m.main = newVariantRun(sess, m.inputs, m.outInfo, -1)
+	if err := m.bindSideVariants(cfg.SideVariants); err != nil {
+		return nil, err
 	}
 	return m, nil
 }
@@ -344,6 +344,12 @@ type job struct {
 	n    int
 	done int
 
+	// group is, per row, the variant it runs on: 0 the bound one, a+1 the
+	// Model's alts[a] (nil: every row the bound one's); alt[a] holds the
+	// values of alts[a]'s rows at their row positions, at its side.
+	group []uint8
+	alt   [][]float32
+
 	heads   []headBuffers
 	arena   *memory.Buffer // backs the output buffers; released in finish
 	off     int            // bytes of arena carved so far
@@ -386,12 +392,18 @@ func (m *Model) initJob(j *job, mem memory.Allocator, rec arrow.Record) error {
 	}
 	vals := j.vals[:0]
 	var bad [][]int // by input: rows of a variable-side column that fit no side
+	var group []uint8
+	var alt [][]float32
 	for k, bi := range m.inputs {
 		var v []float32
 		var err error
 		if bi.variable {
 			var b []int
-			v, b, err = variableValues(rec.Column(bi.col), bi.colShape, nil)
+			var native func(r, side int) []float32
+			if len(m.alts) > 0 {
+				native = m.nativeRows(int(rec.NumRows()), &group, &alt)
+			}
+			v, b, err = variableValues(rec.Column(bi.col), bi.colShape, nil, native)
 			if len(b) > 0 {
 				if bad == nil {
 					bad = make([][]int, len(m.inputs))
@@ -413,7 +425,7 @@ func (m *Model) initJob(j *job, mem memory.Allocator, rec arrow.Record) error {
 	if cap(heads) < len(m.heads) {
 		heads = make([]headBuffers, len(m.heads))
 	}
-	*j = job{m: m, rec: rec, vals: vals, n: n, heads: heads[:len(m.heads)]}
+	*j = job{m: m, rec: rec, vals: vals, n: n, heads: heads[:len(m.heads)], group: group, alt: alt}
 	rec.Retain()
 	// One allocation holds every output buffer of the record; the columns hold
 	// slices of it.
@@ -490,10 +502,26 @@ func (j *job) fail(r int, err error) {
 	j.nFailed++
 }
 
-// runBatch runs one batch made of segs and scatters the outputs into the jobs. A
-// failing call is split in halves until the failing rows are alone, so one bad row
-// costs its neighbours a few extra calls, not their results.
+// runBatch runs one batch made of segs and scatters the outputs into the jobs.
+// Rows that a side variant takes natively (Config.SideVariants) run on it,
+// in a call of their own; each output row goes to its own row's place, so
+// the records keep their order.
 func (m *Model) runBatch(segs []segment) {
+	if groups := m.groupBySide(segs); groups != nil {
+		for g, gs := range groups {
+			if len(gs) > 0 {
+				m.runOn(m.variant(g), gs)
+			}
+		}
+		return
+	}
+	m.runOn(m.main, segs)
+}
+
+// runOn runs segs as one call of variant v. A failing call is split in
+// halves until the failing rows are alone, so one bad row costs its
+// neighbours a few extra calls, not their results.
+func (m *Model) runOn(v *variantRun, segs []segment) {
 	total := 0
 	for _, s := range segs {
 		total += s.n
@@ -501,22 +529,22 @@ func (m *Model) runBatch(segs []segment) {
 	if total == 0 {
 		return
 	}
-	for k := range m.inputs {
-		bi := &m.inputs[k]
+	for k := range v.inputs {
+		bi := &v.inputs[k]
 		rs := bi.rowSize
 		var in []float32
 		if len(segs) == 1 { // the common case: a slice of one record, no copy
 			s := segs[0]
-			in = s.j.vals[k][s.start*rs : (s.start+s.n)*rs]
+			in = s.j.values(v, k)[s.start*rs : (s.start+s.n)*rs]
 		} else {
 			in = grow(&bi.scratch, total*rs)
 			off := 0
 			for _, s := range segs {
-				off += copy(in[off:], s.j.vals[k][s.start*rs:(s.start+s.n)*rs])
+				off += copy(in[off:], s.j.values(v, k)[s.start*rs:(s.start+s.n)*rs])
 			}
 		}
 		bi.shape[0] = int64(total)
-		m.ins[k] = Tensor{DType: Float32, Shape: bi.shape, F32: in}
+		v.ins[k] = Tensor{DType: Float32, Shape: bi.shape, F32: in}
 	}
 	// Outputs go to scratch buffers that live as long as the Model, then are
 	// copied into the records' Arrow buffers: a session can keep its runtime
@@ -524,14 +552,14 @@ func (m *Model) runBatch(segs []segment) {
 	for i, o := range m.outInfo {
 		rs := product(o.Shape[1:])
 		if rs < 0 || o.DType != Float32 { // an output this operator does not map
-			m.outs[i] = Tensor{DType: o.DType}
+			v.outs[i] = Tensor{DType: o.DType}
 			continue
 		}
-		oshape := m.outShapes[i]
+		oshape := v.outShapes[i]
 		oshape[0] = int64(total)
-		m.outs[i] = Tensor{DType: Float32, Shape: oshape, F32: grow(&m.scratchOut[i], total*int(rs))}
+		v.outs[i] = Tensor{DType: Float32, Shape: oshape, F32: grow(&v.scratchOut[i], total*int(rs))}
 	}
-	if err := m.run.Run(m.ins, m.outs); err != nil {
+	if err := v.run.Run(v.ins, v.outs); err != nil {
 		if total == 1 {
 			s := segs[0]
 			s.j.fail(s.start, fmt.Errorf("%w: %w", ErrRow, err))
@@ -539,19 +567,20 @@ func (m *Model) runBatch(segs []segment) {
 			return
 		}
 		left, right := splitSegments(segs, total/2)
-		m.runBatch(left)
-		m.runBatch(right)
+		m.runOn(v, left)
+		m.runOn(v, right)
 		return
 	}
-	m.scatter(segs)
+	m.scatter(v, segs, total)
 }
 
-// scatter writes a successful batch's outputs into the jobs' buffers.
-func (m *Model) scatter(segs []segment) {
+// scatter writes a successful call's outputs into the jobs' buffers.
+func (m *Model) scatter(v *variantRun, segs []segment, total int) {
+	v.rows.Add(int64(total))
 	row := 0
 	for _, s := range segs {
 		for hi, h := range m.heads {
-			out := m.outs[h.out].F32
+			out := v.outs[h.out].F32
 			hb := &s.j.heads[hi]
 			switch h.Kind {
 			case Classify:

@@ -36,7 +36,8 @@ type Operator struct {
 	Deadline time.Duration
 	// SoloMs, when set, is the profiled latency of a one-row call of the
 	// running variant (the catalog's by-batch profile); without it the
-	// fastest one-row call the batcher measured is used.
+	// fastest one-row call the batcher measured is used. A batch whose
+	// rows all run on a side variant takes that variant's (SideVariant).
 	SoloMs float64
 	drops  *dataflow.Drops
 }
@@ -52,15 +53,25 @@ type batchCounts struct {
 
 // Counters report the batching (dataflow.Counting): model_batches,
 // model_rows, model_batch_max, batch_target, cut_size, cut_delay, cut_flush
-// queue_wait_us (the total wait of each batch's oldest row) and
-// deadline_dropped (rows dropped lazily past the LATENCY bound).
+// queue_wait_us (the total wait of each batch's oldest row),
+// deadline_dropped (rows dropped lazily past the LATENCY bound) and, with
+// side variants, ran_<variant>: the rows each variant ran (the bound one
+// named by Attrs["variant"]).
 func (o *Operator) Counters() map[string]int64 {
 	c := &o.counts
-	return map[string]int64{
+	out := map[string]int64{
 		"model_batches": c.batches.Load(), "model_rows": c.rows.Load(), "model_batch_max": c.maxBatch.Load(),
 		"batch_target": c.target.Load(), "cut_size": c.bySize.Load(), "cut_delay": c.byDelay.Load(),
 		"cut_flush": c.byFlush.Load(), "queue_wait_us": c.waitUs.Load(), "deadline_dropped": c.deadline.Load(),
 	}
+	bound := o.Attrs["variant"]
+	if bound == "" {
+		bound = "bound"
+	}
+	for name, n := range o.m.VariantRows(bound) {
+		out[RanPrefix+name] = n
+	}
+	return out
 }
 
 // Attributes are Attrs.
@@ -214,7 +225,11 @@ func (o *Operator) dropLate(now time.Time) {
 		if p.taken == p.j.n {
 			continue // in a model batch already, or dropped
 		}
-		if p.taken > 0 || p.ingest == 0 || !now.Add(solo).After(time.Unix(0, p.ingest).Add(o.Deadline)) {
+		d := solo
+		if ms, ok := o.m.soloMs(p.j); ok {
+			d = time.Duration(ms * float64(time.Millisecond))
+		}
+		if p.taken > 0 || p.ingest == 0 || !now.Add(d).After(time.Unix(0, p.ingest).Add(o.Deadline)) {
 			return
 		}
 		// Every earlier batch's rows have left the batcher's queue, so
