@@ -427,7 +427,6 @@ func variableValues(col arrow.Array, shape []int64, dst []float32, native func(r
 	default:
 		return nil, nil, fmt.Errorf("%w: variable-side tensor elements are %s, want float32 or uint8", ErrSchema, l.ListValues().DataType())
 	}
-	offs := l.Offsets()
 	var plane []float32
 	for r := 0; r < rows; r++ {
 		out := vals[r*size : (r+1)*size]
@@ -435,7 +434,8 @@ func variableValues(col arrow.Array, shape []int64, dst []float32, native func(r
 			clear(out)
 			continue
 		}
-		start, end := int(offs[r]), int(offs[r+1])
+		s64, e64 := l.ValueOffsets(r) // Offsets() ignores a slice's offset
+		start, end := int(s64), int(e64)
 		side := int(math.Round(math.Sqrt(float64(end-start) / float64(planes))))
 		if side <= 0 || side > to || planes*side*side != end-start || end > max(len(f32), len(u8)) {
 			clear(out)

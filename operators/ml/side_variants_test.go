@@ -175,6 +175,17 @@ func TestSideVariantsInfer(t *testing.T) {
 	if !slices.Equal(full.calls, []int{1, 1}) || !slices.Equal(one.calls, []int{2, 1}) {
 		t.Errorf("calls: bound %v, side variant %v", full.calls, one.calls)
 	}
+	// A slice of the record (a list's offsets then start past its own).
+	part := rec.NewSlice(1, 4)
+	defer part.Release()
+	out2, err := m.Infer(mem, part)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer out2.Release()
+	if _, emb, _ := embOf(t, out2); !slices.Equal(emb, []float32{10, 1004, 1005}) {
+		t.Errorf("sliced: emb %v, want [10 1004 1005]", emb)
+	}
 }
 
 // A side variant must take a side under the column's, rows of it, and

@@ -439,12 +439,31 @@ func (r *Runtime) Lateral(n *logical.LateralModel, in *arrow.Schema) (func() (da
 			}
 		}
 	}
+	// Under a LATENCY bound, rows the source sent at a smaller side run on
+	// the variant of that input size, where the zoo has one.
+	var sides []sideVariant
+	if r.cfg.Tenant.Latency > 0 && len(cols) == 1 && ms == ml.Session(sess) {
+		sides = r.sideVariants(env, n.Model, v, in.Field(colIdx[0]), sess, opts)
+	}
 	bind := func() (*ml.Model, error) {
+		c := cfg
+		for _, sv := range sides {
+			x := sv.SideVariant
+			if s := r.cfg.Scheduler; s != nil {
+				// Before the call's own session: the scheduler keeps
+				// the query's last bound tenant, the one with the
+				// policy's variants.
+				t := tenant
+				t.Variants = nil
+				x.Session = s.Bind(x.Session, sv.key, t)
+			}
+			c.SideVariants = append(c.SideVariants, x)
+		}
 		fs := freshSession(ms)
 		if s := r.cfg.Scheduler; s != nil {
 			fs = s.Bind(fs, key, tenant)
 		}
-		return ml.Bind(fs, in, cfg)
+		return ml.Bind(fs, in, c)
 	}
 	m, err := bind()
 	if err != nil {
@@ -472,8 +491,12 @@ func (r *Runtime) Lateral(n *logical.LateralModel, in *arrow.Schema) (func() (da
 		if batch.Adaptive {
 			adaptive = ", adaptive"
 		}
-		fmt.Fprintf(r.cfg.Log, "-- model %s: variant %s (%s) on %s, %s, max batch %d, max delay %s%s\n",
-			n.Name, v.Name, path, ch.Provider, threads, batch.MaxBatch, batch.MaxDelay, adaptive)
+		aligned := ""
+		for _, sv := range sides {
+			aligned += fmt.Sprintf(", rows sent at %d on %s", sv.Side, sv.Name)
+		}
+		fmt.Fprintf(r.cfg.Log, "-- model %s: variant %s (%s) on %s, %s, max batch %d, max delay %s%s%s\n",
+			n.Name, v.Name, path, ch.Provider, threads, batch.MaxBatch, batch.MaxDelay, adaptive, aligned)
 	}
 	return func() (dataflow.Operator, error) {
 		// Each instance needs its own Model (scratch buffers); the session is
