@@ -66,6 +66,10 @@ type sloSourceRow struct {
 	// Sides are the frames the client's adaptation sent at each side as
 	// its link allowed (the engine's adaptive policy; "28:1200 20:310").
 	Sides string `json:"sides,omitempty"`
+	// Ran are the frames the model call ran on each variant: a frame
+	// sent at a smaller side on the variant of that side ("fit-28:900
+	// fit-14:300").
+	Ran string `json:"ran,omitempty"`
 }
 
 // sloSpanRow is a stretch of a source's run with one shaped bandwidth and

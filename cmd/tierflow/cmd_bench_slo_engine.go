@@ -371,6 +371,7 @@ func benchSLOEngine(ctx context.Context, a *app, o sloOptions, tr *relay.Trace, 
 			r.SLOMissRate = round4(float64(sc.requests-sc.inTime) / float64(sc.requests))
 		}
 		r.Sides = ml.FormatSides(runs[i].Sides()) // every generation's
+		r.Ran = ml.FormatRan(runs[i].Sides())
 		run.sources = append(run.sources, r)
 	}
 	sort.Float64s(all.latenciesMs)

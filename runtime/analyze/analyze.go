@@ -67,6 +67,10 @@ type Report struct {
 	// over all the query's generations ("28:1200 20:310 14:95"; the
 	// operators' Sides are the running generation's).
 	Sides string `json:"sides,omitempty"`
+	// Ran are the rows the model calls ran on each variant over all the
+	// generations, where rows sent at a smaller side ran on the variant
+	// of that side ("fit-28:1200 fit-14:95"; ml.FormatRan).
+	Ran string `json:"ran,omitempty"`
 	// Estimates are the coordinator's live estimates as the run ended.
 	Estimates *control.Estimates `json:"estimates,omitempty"`
 	// Replans is the plan history (each cut-over to a new plan, at an
@@ -132,8 +136,11 @@ type OperatorRow struct {
 	Batching *Batching `json:"batching,omitempty"`
 	// Sides, on a LATENCY query's source-side adaptation, are the rows it
 	// sent at each side as its link allowed ("28:1200 20:310 14:95",
-	// largest first; ml.FormatSides).
+	// largest first; ml.FormatSides); Ran, on a model call, the rows each
+	// variant ran when rows of a smaller side ran on the variant of that
+	// side ("fit-28:1200 fit-14:95"; ml.FormatRan).
 	Sides string `json:"sides,omitempty"`
+	Ran   string `json:"ran,omitempty"`
 }
 
 // Batching is a model call's measured batching over its instances: model
@@ -197,7 +204,7 @@ func New(q deploy.QueryInfo, o Options) (*Report, error) {
 		return nil, fmt.Errorf("analyze: query %s has not ended", q.Query)
 	}
 	r := &Report{Query: q.Query, State: q.State, Planner: q.Planner, Window: q.Ended.Sub(start), Span: dataSpan(q), Dropped: q.Dropped,
-		Sides: ml.FormatSides(q.Sides())}
+		Sides: ml.FormatSides(q.Sides()), Ran: ml.FormatRan(q.Sides())}
 	if r.Span <= 0 {
 		r.Span = r.Window
 	}
@@ -279,7 +286,7 @@ type opStats struct {
 	instances                      int
 	workers                        map[string]bool
 	variants, devices              []string
-	sides                          map[string]int64 // an adaptation's side_<n> counters
+	sides                          map[string]int64 // an adaptation's side_<n>, a model call's ran_<variant> counters
 }
 
 func (r *Report) operators(q deploy.QueryInfo, est *deploy.Estimate, secs float64) {
@@ -298,7 +305,7 @@ func (r *Report) operators(q deploy.QueryInfo, est *deploy.Estimate, secs float6
 		m.hist.Add(s.BatchLatency)
 		m.instances++
 		for k, v := range s.Counters {
-			if strings.HasPrefix(k, "side_") {
+			if strings.HasPrefix(k, "side_") || strings.HasPrefix(k, ml.RanPrefix) {
 				if m.sides == nil {
 					m.sides = map[string]int64{}
 				}
@@ -337,7 +344,7 @@ func (r *Report) operators(q deploy.QueryInfo, est *deploy.Estimate, secs float6
 			m = &opStats{workers: map[string]bool{}}
 		}
 		row := OperatorRow{ID: id, Name: op.Name, Stage: op.Stage, Tier: op.Tier, RowsIn: m.rowsIn, RowsOut: m.rowsOut, Batches: m.batches,
-			Labelled: m.labelled, Correct: m.correct, Batching: m.batching, Sides: ml.FormatSides(m.sides),
+			Labelled: m.labelled, Correct: m.correct, Batching: m.batching, Sides: ml.FormatSides(m.sides), Ran: ml.FormatRan(m.sides),
 			Measured: float64(m.rowsIn) / secs,
 			P50:      ms(m.hist.Quantile(0.5)), P90: ms(m.hist.Quantile(0.9)), P99: ms(m.hist.Quantile(0.99))}
 		if m.instances > 0 {

@@ -45,3 +45,35 @@ func TestReportShowsSides(t *testing.T) {
 		}
 	}
 }
+
+// TestReportShowsVariantsRan: a LATENCY model call that ran rows sent at a
+// smaller side on the variant of that side reports the rows each variant
+// ran (ran_<variant>), over its instances and the ended generations;
+// EXPLAIN ANALYZE shows them beside the sides.
+func TestReportShowsVariantsRan(t *testing.T) {
+	q := run()
+	q.Placement.Operators = append(q.Placement.Operators, deploy.OperatorPlan{Name: "classify", Workers: []int{0}, Tier: "cloud", Stage: "s"})
+	id := len(q.Placement.Operators) - 1
+	for i, c := range []map[string]int64{{"ran_fit-28": 900, "ran_fit-14": 250, "model_rows": 1150}, {"ran_fit-28": 100, "ran_fit-14": 50}} {
+		q.Operators = append(q.Operators, dataflow.InstanceStats{Operator: "classify", OperatorID: id, Index: i, Worker: 0, Counters: c})
+	}
+	q.Earlier = &deploy.Earlier{Sides: map[string]int64{"ran_fit-14": 7}}
+	r, err := New(q, Options{Infra: testInfra()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := r.Operators[id]; got.Ran != "fit-28:1000 fit-14:300" || got.Sides != "" {
+		t.Fatalf("operator ran %q sides %q, want fit-28:1000 fit-14:300 and none", got.Ran, got.Sides)
+	}
+	if r.Ran != "fit-28:1000 fit-14:307" {
+		t.Errorf("every generation's rows by variant %q, want fit-28:1000 fit-14:307", r.Ran)
+	}
+	var b bytes.Buffer
+	if err := r.Write(&b); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(b.String(), "variants ran") || !strings.Contains(b.String(), "fit-28:1000 fit-14:300") ||
+		!strings.Contains(b.String(), "(every generation): fit-28:1000 fit-14:307") {
+		t.Fatalf("EXPLAIN ANALYZE does not show the variants ran:\n%s", b.String())
+	}
+}

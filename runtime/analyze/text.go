@@ -30,6 +30,9 @@ func (r *Report) Write(w io.Writer) error {
 	if r.Sides != "" {
 		fmt.Fprintf(w, "frames sent at each side by the link (every generation): %s\n", r.Sides)
 	}
+	if r.Ran != "" {
+		fmt.Fprintf(w, "rows run on each variant, a smaller side's on its own (every generation): %s\n", r.Ran)
+	}
 	sections := []struct {
 		title  string
 		header []string
@@ -47,7 +50,7 @@ func (r *Report) Write(w io.Writer) error {
 			title  string
 			header []string
 			rows   [][]string
-		}{"data adaptation (rows sent at each side; by the link under LATENCY)", []string{"id", "operator", "tier", "workers", "sides"}, rows})
+		}{"data adaptation (rows sent at each side; by the link under LATENCY; rows each variant ran)", []string{"id", "operator", "tier", "workers", "sides", "variants ran"}, rows})
 	}
 	if e := r.Estimates; e != nil && e.Samples > 0 {
 		sections = append(sections, struct {
@@ -203,15 +206,23 @@ func (r *Report) operatorRows() [][]string {
 	return out
 }
 
-// sidesRows are the adaptations that picked their side per batch.
+// sidesRows are the adaptations that picked their side per batch and the
+// model calls that ran rows of a smaller side on its variant.
 func (r *Report) sidesRows() [][]string {
 	var out [][]string
 	for _, o := range r.Operators {
-		if o.Sides != "" {
-			out = append(out, []string{strconv.Itoa(o.ID), o.Name, o.Tier, strings.Join(o.Workers, " "), o.Sides})
+		if o.Sides != "" || o.Ran != "" {
+			out = append(out, []string{strconv.Itoa(o.ID), o.Name, o.Tier, strings.Join(o.Workers, " "), dash(o.Sides), dash(o.Ran)})
 		}
 	}
 	return out
+}
+
+func dash(s string) string {
+	if s == "" {
+		return "-"
+	}
+	return s
 }
 
 func (r *Report) batchingRows() [][]string {

@@ -442,15 +442,17 @@ type Earlier struct {
 	EndToEnd    dataflow.Histogram `json:"end_to_end"`
 	SLOMissRows int64              `json:"slo_miss_rows"`
 	// Sides are the rows their source-side adaptations sent at each side
-	// (the side_<n> counters of operators/ml's Adapt), as last reported.
+	// (the side_<n> counters of operators/ml's Adapt) and the rows their
+	// model calls ran on each variant (ran_<variant>, when rows of a
+	// smaller side ran on the variant of that side), as last reported.
 	Sides map[string]int64 `json:"sides,omitempty"`
 }
 
-// AddSides adds the side_<n> counters of ops to e.Sides.
+// AddSides adds the side_<n> and ran_<variant> counters of ops to e.Sides.
 func (e *Earlier) AddSides(ops []dataflow.InstanceStats) {
 	for _, op := range ops {
 		for k, v := range op.Counters {
-			if strings.HasPrefix(k, "side_") {
+			if strings.HasPrefix(k, "side_") || strings.HasPrefix(k, "ran_") {
 				if e.Sides == nil {
 					e.Sides = map[string]int64{}
 				}
@@ -462,7 +464,9 @@ func (e *Earlier) AddSides(ops []dataflow.InstanceStats) {
 
 // Sides are the rows the query's source-side adaptations sent at each
 // side over all its generations (keys side_<n>; empty for a query
-// without a LATENCY bound or smaller input sizes).
+// without a LATENCY bound or smaller input sizes), and the rows its model
+// calls ran on each variant where rows ran on the variant of their side
+// (keys ran_<variant>).
 func (q *QueryInfo) Sides() map[string]int64 {
 	e := &Earlier{}
 	if q.Earlier != nil {
