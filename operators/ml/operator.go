@@ -54,15 +54,19 @@ type batchCounts struct {
 // Counters report the batching (dataflow.Counting): model_batches,
 // model_rows, model_batch_max, batch_target, cut_size, cut_delay, cut_flush
 // queue_wait_us (the total wait of each batch's oldest row),
-// deadline_dropped (rows dropped lazily past the LATENCY bound) and, with
-// side variants, ran_<variant>: the rows each variant ran (the bound one
-// named by Attrs["variant"]).
+// deadline_dropped (rows dropped lazily past the LATENCY bound) and, under
+// a LATENCY bound or with side variants, ran_<variant>: the rows each
+// variant ran (the bound one named by Attrs["variant"]), so that a query's
+// generations, each on its own variant, add up.
 func (o *Operator) Counters() map[string]int64 {
 	c := &o.counts
 	out := map[string]int64{
 		"model_batches": c.batches.Load(), "model_rows": c.rows.Load(), "model_batch_max": c.maxBatch.Load(),
 		"batch_target": c.target.Load(), "cut_size": c.bySize.Load(), "cut_delay": c.byDelay.Load(),
 		"cut_flush": c.byFlush.Load(), "queue_wait_us": c.waitUs.Load(), "deadline_dropped": c.deadline.Load(),
+	}
+	if o.Deadline <= 0 && len(o.m.alts) == 0 {
+		return out
 	}
 	bound := o.Attrs["variant"]
 	if bound == "" {

@@ -198,11 +198,8 @@ func (m *Model) soloMs(j *job) (float64, bool) {
 }
 
 // VariantRows are the rows each variant ran, by name (bound names the bound
-// variant); nil for a Model without side variants.
+// variant).
 func (m *Model) VariantRows(bound string) map[string]int64 {
-	if len(m.alts) == 0 {
-		return nil
-	}
 	out := map[string]int64{bound: m.main.rows.Load()}
 	for _, v := range m.alts {
 		out[v.sv.Name] += v.rows.Load()

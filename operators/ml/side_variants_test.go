@@ -259,3 +259,23 @@ func TestSideVariantLazyDropUsesItsProfile(t *testing.T) {
 		j.release()
 	}
 }
+
+// A LATENCY-bound call counts the rows its variant ran (ran_<variant>),
+// side variants or not, so that a query's generations on different
+// variants add up; a call without a bound or side variants does not.
+func TestOperatorCountsRowsByVariantUnderLatency(t *testing.T) {
+	m := bindFake(t, &fakeSession{}, testHeads, 8)
+	for _, c := range []struct {
+		deadline time.Duration
+		want     bool
+	}{{0, false}, {100 * time.Millisecond, true}} {
+		op, err := NewOperator(m, BatchConfig{MaxBatch: 8, MaxDelay: time.Millisecond})
+		if err != nil {
+			t.Fatal(err)
+		}
+		op.Deadline, op.Attrs = c.deadline, map[string]string{"variant": "fit-14"}
+		if _, got := op.Counters()["ran_fit-14"]; got != c.want {
+			t.Errorf("deadline %v: ran_fit-14 counted %v, want %v (%v)", c.deadline, got, c.want, op.Counters())
+		}
+	}
+}
