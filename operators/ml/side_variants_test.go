@@ -279,3 +279,37 @@ func TestOperatorCountsRowsByVariantUnderLatency(t *testing.T) {
 		}
 	}
 }
+
+// Rows of a uint8-encoded variable-side column reach a side variant
+// decoded (value/255), natively.
+func TestSideVariantsDecodeUint8(t *testing.T) {
+	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
+	defer mem.AssertSize(t, 0)
+	fixed := arrow.Field{Name: "image", Type: arrow.FixedSizeListOf(4, arrow.PrimitiveTypes.Uint8),
+		Metadata: arrow.NewMetadata([]string{ShapeKey, EncodingKey}, []string{"1,2,2", "uint8"})}
+	schema := arrow.NewSchema([]arrow.Field{{Name: "id", Type: arrow.PrimitiveTypes.Int64}, VariableField(fixed, []int{2, 1})}, nil)
+	b := array.NewRecordBuilder(mem, schema)
+	defer b.Release()
+	lb := b.Field(1).(*array.ListBuilder)
+	vb := lb.ValueBuilder().(*array.Uint8Builder)
+	for i, row := range [][]byte{{51}, {255, 0, 0, 0}, {102}} {
+		b.Field(0).(*array.Int64Builder).Append(int64(i))
+		lb.Append(true)
+		vb.AppendValues(row, nil)
+	}
+	rec := b.NewRecord()
+	defer rec.Release()
+	m, err := Bind(&fakeSession{}, schema, Config{Input: "image", Heads: testHeads,
+		SideVariants: []SideVariant{{Name: "one", Side: 1, Session: &oneSession{}}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, err := m.Infer(mem, rec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer out.Release()
+	if _, emb, _ := embOf(t, out); !slices.Equal(emb, []float32{1000.2, 1, 1000.4}) {
+		t.Errorf("emb %v, want [1000.2 1 1000.4]", emb)
+	}
+}
