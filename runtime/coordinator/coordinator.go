@@ -200,6 +200,8 @@ type queryState struct {
 	// was deployed and decided when the policy last ran.
 	replayable       bool
 	planned, decided time.Time
+	// sampled is when the SLO timeline last took a sample (sampleSLO).
+	sampled time.Time
 	// kept backs the policy off after a re-plan that kept the plan.
 	kept keptBackoff
 	// plan is the optimizer's plan while the query deploys or runs: the
@@ -1558,6 +1560,22 @@ func (c *Coordinator) redeploy(id, lost string, lostAt time.Time, d *control.Dec
 	c.cfg.Log.Info("query re-deployed", "query", id, "workers", p.Workers, "generation", gen)
 }
 
+// sampleSLO (with c.mu held) adds the live estimates of a LATENCY query's
+// links to its SLO timeline, about once a second: also while a re-plan
+// is under way (the links keep their bandwidth), and again at the next
+// report when the estimates had no acks yet, so that a short run or a
+// query re-planned at its first estimate still shows its links.
+func (qs *queryState) sampleSLO(now time.Time) {
+	if qs.latency == nil || !qs.started || qs.info.Estimates == nil || !qs.info.Ended.IsZero() ||
+		len(qs.info.SLOTimeline) >= control.MaxSLOSamples || now.Sub(qs.sampled) < time.Second {
+		return
+	}
+	if s := control.SLOSamples(now.Sub(qs.info.Started).Seconds(), *qs.info.Estimates, qs.latency); len(s) > 0 {
+		qs.info.SLOTimeline = append(qs.info.SLOTimeline, s...)
+		qs.sampled = now
+	}
+}
+
 // decide (with c.mu held) asks the policies about a running query and
 // starts the re-plan one asks for: the SLO policy of a LATENCY query at
 // every status report (a link that steps down must be met within the
@@ -1572,6 +1590,9 @@ func (c *Coordinator) decide(qs *queryState, now time.Time) {
 			sp = control.DefaultJellyfish
 		}
 	}
+	if sp != nil {
+		qs.sampleSLO(now)
+	}
 	if sp == nil && c.cfg.Policy == nil || !qs.started || qs.redeploying || !qs.replayable || !qs.info.Ended.IsZero() || qs.info.Estimates == nil {
 		return
 	}
@@ -1581,9 +1602,6 @@ func (c *Coordinator) decide(qs *queryState, now time.Time) {
 	}
 	if second {
 		qs.decided = now
-		if qs.latency != nil && len(qs.info.SLOTimeline) < control.MaxSLOSamples {
-			qs.info.SLOTimeline = append(qs.info.SLOTimeline, control.SLOSamples(now.Sub(qs.info.Started).Seconds(), *qs.info.Estimates, qs.latency)...)
-		}
 	}
 	if qs.kept.gen == qs.info.Generation && now.Before(qs.kept.until) {
 		return // a re-plan kept this plan lately: back off (keptBackoff)
