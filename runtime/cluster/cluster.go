@@ -92,6 +92,9 @@ type Options struct {
 	// NoSLOPolicy turns off the Jellyfish policy of LATENCY queries over
 	// size-adaptive zoos (coordinator.Config.NoSLOPolicy).
 	NoSLOPolicy bool
+	// SLOPolicy replaces control.DefaultJellyfish for those queries
+	// (coordinator.Config.SLOPolicy).
+	SLOPolicy control.Policy
 	// Namespace is the deployment's subject namespace (deploy.InNamespace):
 	// two clusters on one NATS server (two `tierflow run --nats URL`) each
 	// take their own and never see the other's workers or queries.
@@ -231,7 +234,7 @@ func startCore(o *Options) (*Cluster, error) {
 		return nil, err
 	}
 	c.coCfg = coordinator.Config{Conn: nc, Infra: o.Infra, Catalog: o.Catalog, Heartbeat: o.Heartbeat, Metrics: o.Metrics, Log: o.Log,
-		Exec: ExecHooks(nc, o.OrtLib, nil, 1), Placement: o.Placement, Policy: o.Policy, NoSLOPolicy: o.NoSLOPolicy, AdmitAll: o.AdmitAll,
+		Exec: ExecHooks(nc, o.OrtLib, nil, 1), Placement: o.Placement, Policy: o.Policy, NoSLOPolicy: o.NoSLOPolicy, SLOPolicy: o.SLOPolicy, AdmitAll: o.AdmitAll,
 		CheckModelArgs: ModelArgChecks(o.OrtLib), Namespace: o.Namespace}
 	co, err := coordinator.Start(c.coCfg)
 	if err != nil {

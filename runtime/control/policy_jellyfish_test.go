@@ -171,3 +171,28 @@ func TestJellyfishReadsTheTransferRate(t *testing.T) {
 		t.Fatalf("transfer mean 900 kbit/s, last two at 300: %+v, want fit-14 kept", d)
 	}
 }
+
+// With the adapt step picking each batch's side, the pinned variant is a
+// ceiling: a 500 kbit/s link keeps fit-28 (its frames fit the budget one
+// by one, and a dip is met by the next batch's side), where a call whose
+// frames all go at the variant's size steps down to fit-20 (fit-28's 384
+// kbit/s stream is over 60% of the link).
+func TestJellyfishSidesPerBatchKeepAHighCeiling(t *testing.T) {
+	p := DefaultJellyfish
+	whole := jfInput("fit-28", 500)
+	if d := p.Decide(whole); d == nil || d.Variants["classify"] != "fit-20" {
+		t.Fatalf("frames at the variant's size over a 500 kbit/s link: %+v, want fit-20", d)
+	}
+	sides := jfInput("fit-28", 500)
+	sides.Latency.Calls[0].SidesPerBatch = true
+	if d := p.Decide(sides); d != nil {
+		t.Fatalf("sides per batch over a 500 kbit/s link: %+v, want fit-28 kept", d)
+	}
+	// Still bounded by the budget: at 150 kbit/s one 28x28 frame takes
+	// 170 ms, past the 100 ms bound.
+	slow := jfInput("fit-28", 150)
+	slow.Latency.Calls[0].SidesPerBatch = true
+	if d := p.Decide(slow); d == nil || d.Variants["classify"] == "fit-28" {
+		t.Fatalf("sides per batch over a 150 kbit/s link: %+v, want a smaller ceiling", d)
+	}
+}

@@ -63,7 +63,9 @@ func latencyInput(root logical.Node, sloMs float64, ws []deploy.Worker, variants
 			return
 		}
 		full := rowBytes(n)
-		call := control.LatencyCall{Call: n.Name, Variant: runningVariant(n, vs, variants)}
+		// Under a LATENCY bound the adapt step picks each batch's side
+		// (rewrite.AdaptInputs), unless adaptation is off.
+		call := control.LatencyCall{Call: n.Name, Variant: runningVariant(n, vs, variants), SidesPerBatch: adapt != rewrite.AdaptOff}
 		for _, v := range vs {
 			jv := control.JFVariant{Name: v.Name, Accuracy: v.Accuracy / 100, Bytes: full, BatchMs: batchMs(v, ws)}
 			if len(v.InputSize) == 2 && full > 0 {
