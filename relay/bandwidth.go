@@ -123,17 +123,9 @@ func (b *bandwidth) transfer(now time.Time) (bps, latest, recent float64, base t
 	defer b.mu.Unlock()
 	b.trim(now)
 	if len(b.xfer) > 0 {
-		var inv float64
-		for _, s := range b.xfer {
-			inv += 1 / s.bps
-		}
-		b.xferLast = float64(len(b.xfer)) / inv
+		b.xferLast = harmonicMean(b.xfer)
 	}
-	recent = b.xferLatest
-	if b.xferPrev > 0 {
-		recent = max(b.xferPrev, b.xferLatest)
-	}
-	return b.xferLast, b.xferLatest, recent, b.base
+	return b.xferLast, b.xferLatest, lastTwo(b.xferPrev, b.xferLatest), b.base
 }
 
 // estimate is the harmonic mean over the window ending now (bytes per
@@ -144,17 +136,27 @@ func (b *bandwidth) estimate(now time.Time) (bps, latest, recent float64, srtt t
 	defer b.mu.Unlock()
 	b.trim(now)
 	if len(b.samples) > 0 {
-		var inv float64
-		for _, s := range b.samples {
-			inv += 1 / s.bps
-		}
-		b.last = float64(len(b.samples)) / inv
+		b.last = harmonicMean(b.samples)
 	}
-	recent = b.latest
-	if b.prev > 0 {
-		recent = max(b.prev, b.latest)
+	return b.last, b.latest, lastTwo(b.prev, b.latest), b.srtt, b.acks
+}
+
+// harmonicMean is the samples' harmonic mean rate (there is at least one).
+func harmonicMean(ss []bwSample) float64 {
+	var inv float64
+	for _, s := range ss {
+		inv += 1 / s.bps
 	}
-	return b.last, b.latest, recent, b.srtt, b.acks
+	return float64(len(ss)) / inv
+}
+
+// lastTwo is the larger of the last two samples (prev 0: only latest):
+// a rate that held for two acks, not one slow ack's.
+func lastTwo(prev, latest float64) float64 {
+	if prev > 0 {
+		return max(prev, latest)
+	}
+	return latest
 }
 
 // Ack records the receiver's acknowledgement of a data message of n bytes

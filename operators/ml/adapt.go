@@ -113,31 +113,12 @@ func (a *Adapt) adapt(mem memory.Allocator, c arrow.Array) (arrow.Array, error) 
 		return nil, fmt.Errorf("%w: adapt: rows of %d values are not %dx%d planes", ErrSchema, size, a.from, a.from)
 	}
 	outSize := planes * a.to * a.to
-	var nulls *memory.Buffer
-	nNull := c.NullN()
-	if nNull > 0 {
-		failed := make([]bool, rows)
-		for i := range failed {
-			failed[i] = c.IsNull(i)
-		}
-		nulls = validity(mem, rows, failed, nNull)
+	nulls, nNull := nullsOf(mem, c)
+	if nulls != nil {
 		defer nulls.Release()
 	}
-	var elem arrow.DataType = arrow.PrimitiveTypes.Float32
-	width := arrow.Float32SizeBytes
-	if a.uint8 {
-		elem, width = arrow.PrimitiveTypes.Uint8, 1
-	}
-	buf := memory.NewResizableBuffer(mem)
+	buf, elem, f32, u8 := pixelBuffer(mem, rows*outSize, a.uint8)
 	defer buf.Release()
-	buf.Resize(rows * outSize * width)
-	var f32 []float32
-	var u8 []byte
-	if a.uint8 {
-		u8 = buf.Bytes()[:rows*outSize]
-	} else {
-		f32 = arrow.Float32Traits.CastFromBytes(buf.Bytes())[:rows*outSize]
-	}
 	for r := 0; r < rows; r++ {
 		for p := 0; p < planes; p++ {
 			src := vals[r*size+p*px : r*size+(p+1)*px]
@@ -156,6 +137,33 @@ func (a *Adapt) adapt(mem memory.Allocator, c arrow.Array) (arrow.Array, error) 
 	data := array.NewData(a.field("").Type, rows, []*memory.Buffer{nulls}, []arrow.ArrayData{child}, nNull, 0)
 	defer data.Release()
 	return array.MakeFromData(data), nil
+}
+
+// nullsOf is c's validity as a buffer of its own and its null count (nil
+// and 0 when no row is null); the caller releases it.
+func nullsOf(mem memory.Allocator, c arrow.Array) (*memory.Buffer, int) {
+	n := c.NullN()
+	if n == 0 {
+		return nil, 0
+	}
+	failed := make([]bool, c.Len())
+	for i := range failed {
+		failed[i] = c.IsNull(i)
+	}
+	return validity(mem, c.Len(), failed, n), n
+}
+
+// pixelBuffer holds n adapted values as float32, or a byte each with
+// uint8 (u8 set, f32 nil, and the other way round); the caller releases
+// buf.
+func pixelBuffer(mem memory.Allocator, n int, uint8 bool) (buf *memory.Buffer, elem arrow.DataType, f32 []float32, u8 []byte) {
+	buf = memory.NewResizableBuffer(mem)
+	if uint8 {
+		buf.Resize(n)
+		return buf, arrow.PrimitiveTypes.Uint8, nil, buf.Bytes()[:n]
+	}
+	buf.Resize(n * arrow.Float32SizeBytes)
+	return buf, arrow.PrimitiveTypes.Float32, arrow.Float32Traits.CastFromBytes(buf.Bytes())[:n], nil
 }
 
 // EncodedShape is the per-row shape of a uint8-encoded tensor field

@@ -129,33 +129,14 @@ func (a *Adapt) adaptVariable(mem memory.Allocator, c arrow.Array, side int) (ar
 		return nil, fmt.Errorf("%w: adapt: rows of %d values are not %dx%d planes", ErrSchema, size, a.from, a.from)
 	}
 	outSize := planes * side * side
-	width := 4
-	var elem arrow.DataType = arrow.PrimitiveTypes.Float32
-	if a.uint8 {
-		width, elem = 1, arrow.PrimitiveTypes.Uint8
-	}
 	offs := memory.NewResizableBuffer(mem)
 	defer offs.Release()
 	offs.Resize((rows + 1) * arrow.Int32SizeBytes)
 	off := arrow.Int32Traits.CastFromBytes(offs.Bytes())[:rows+1]
-	buf := memory.NewResizableBuffer(mem)
+	buf, elem, f32, u8 := pixelBuffer(mem, rows*outSize, a.uint8)
 	defer buf.Release()
-	buf.Resize(rows * outSize * width)
-	var f32 []float32
-	var u8 []byte
-	if a.uint8 {
-		u8 = buf.Bytes()[:rows*outSize]
-	} else {
-		f32 = arrow.Float32Traits.CastFromBytes(buf.Bytes())[:rows*outSize]
-	}
-	var nulls *memory.Buffer
-	nNull := c.NullN()
-	if nNull > 0 {
-		failed := make([]bool, rows)
-		for i := range failed {
-			failed[i] = c.IsNull(i)
-		}
-		nulls = validity(mem, rows, failed, nNull)
+	nulls, nNull := nullsOf(mem, c)
+	if nulls != nil {
 		defer nulls.Release()
 	}
 	at := 0
@@ -176,6 +157,7 @@ func (a *Adapt) adaptVariable(mem memory.Allocator, c arrow.Array, side int) (ar
 		}
 	}
 	off[rows] = int32(at)
+	width := elem.(arrow.FixedWidthDataType).Bytes()
 	a.sides.sent(side, int64(rows-nNull), int64(at*width))
 	buf.Resize(at * width) // null rows took none of their room
 	child := array.NewData(elem, at, []*memory.Buffer{nil, buf}, nil, 0, 0)
