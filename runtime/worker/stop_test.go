@@ -1,7 +1,6 @@
 package worker_test
 
 import (
-	"context"
 	"encoding/json"
 	"fmt"
 	"os"
@@ -11,11 +10,7 @@ import (
 	"time"
 
 	"github.com/tierflow/tierflow/operators/exec"
-	"github.com/tierflow/tierflow/runtime/cluster/clustertest"
-	"github.com/tierflow/tierflow/runtime/coordinator"
 	"github.com/tierflow/tierflow/runtime/deploy"
-	"github.com/tierflow/tierflow/runtime/devices"
-	"github.com/tierflow/tierflow/runtime/worker"
 )
 
 // TestStopAnswersWithItsSinkFrontier: a re-plan's stop asks for an answer
@@ -25,19 +20,7 @@ import (
 // next generation there, not at the status reports' older epoch); a worker
 // without a part of the generation answers at once, with no frontier.
 func TestStopAnswersWithItsSinkFrontier(t *testing.T) {
-	srv := clustertest.NATSServer(t)
-	nc := clustertest.Connect(t, srv)
-	co, err := coordinator.Start(coordinator.Config{Conn: nc})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer co.Close()
-	wnc := clustertest.Connect(t, srv)
-	w, err := worker.Start(context.Background(), worker.Config{Conn: wnc, Name: "w1", Tier: "edge", Inventory: &devices.Inventory{CPUs: 1}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer w.Close()
+	nc, w := coordinatorAndWorker(t)
 
 	dir := t.TempDir()
 	var rows strings.Builder

@@ -32,24 +32,32 @@ func deployTo(t *testing.T, nc *nats.Conn, query, name string, req deploy.Deploy
 	return ack
 }
 
-// TestDeployProtocol drives one worker through the deploy subjects: a
-// placement without it and a broken script are refused with a reason; a
-// good part is built, listed as running, and dropped by a stop before start,
-// which the worker reports as stopped.
-func TestDeployProtocol(t *testing.T) {
+// coordinatorAndWorker starts a NATS server, a coordinator on connection
+// nc and one edge worker w1 (one CPU) on a connection of its own, all
+// closed at the end of the test.
+func coordinatorAndWorker(t *testing.T) (*nats.Conn, *worker.Worker) {
+	t.Helper()
 	srv := clustertest.NATSServer(t)
 	nc := clustertest.Connect(t, srv)
 	co, err := coordinator.Start(coordinator.Config{Conn: nc})
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer co.Close()
-	wnc := clustertest.Connect(t, srv)
-	w, err := worker.Start(context.Background(), worker.Config{Conn: wnc, Name: "w1", Tier: "edge", Inventory: &devices.Inventory{CPUs: 1}})
+	t.Cleanup(func() { co.Close() })
+	w, err := worker.Start(context.Background(), worker.Config{Conn: clustertest.Connect(t, srv), Name: "w1", Tier: "edge", Inventory: &devices.Inventory{CPUs: 1}})
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer w.Close()
+	t.Cleanup(func() { w.Close() })
+	return nc, w
+}
+
+// TestDeployProtocol drives one worker through the deploy subjects: a
+// placement without it and a broken script are refused with a reason; a
+// good part is built, listed as running, and dropped by a stop before start,
+// which the worker reports as stopped.
+func TestDeployProtocol(t *testing.T) {
+	nc, w := coordinatorAndWorker(t)
 
 	script := clustertest.WriteData(t, t.TempDir(), 100)
 	q, plan, err := script.Build(nil, exec.Options{})
