@@ -188,6 +188,19 @@ func TestJellyfishSidesPerBatchKeepAHighCeiling(t *testing.T) {
 	if d := p.Decide(sides); d != nil {
 		t.Fatalf("sides per batch over a 500 kbit/s link: %+v, want fit-28 kept", d)
 	}
+	// Between the step-up threshold (1.25x) and the cap (1.5x) the
+	// ceiling stays where it is, either way: no flapping at 290 kbit/s
+	// (fit-28's stream is 1.32x the link).
+	keep := jfInput("fit-28", 290)
+	keep.Latency.Calls[0].SidesPerBatch = true
+	if d := p.Decide(keep); d != nil {
+		t.Fatalf("fit-28 with sides per batch at 290 kbit/s: %+v, want it kept", d)
+	}
+	hold := jfInput("fit-20", 290)
+	hold.Latency.Calls[0].SidesPerBatch = true
+	if d := p.Decide(hold); d != nil {
+		t.Fatalf("fit-20 with sides per batch at 290 kbit/s: %+v, want no step up", d)
+	}
 	// Still bounded by the budget: at 150 kbit/s one 28x28 frame takes
 	// 170 ms, past the 100 ms bound.
 	slow := jfInput("fit-28", 150)
