@@ -20,17 +20,7 @@ func TestTransferRateOfSmallMessages(t *testing.T) {
 	defer cancel()
 	rec := bytesRecord(mem, 400)
 	defer rec.Release()
-	go func() {
-		for {
-			m, err := r.Recv(ctx)
-			if err != nil {
-				return
-			}
-			if m.Record != nil {
-				m.Record.Release()
-			}
-		}
-	}()
+	go drainReceiver(ctx, r)
 	for e := uint64(1); time.Since(start) < 1500*time.Millisecond; e++ {
 		if err := snd.SendData(ctx, e, rec); err != nil {
 			t.Fatal(err)
