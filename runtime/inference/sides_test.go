@@ -72,6 +72,45 @@ func classify(t *testing.T, env *onnx.Env, mem memory.Allocator, file string, re
 	return got
 }
 
+// zooRun is what the size zoo's tests share: a checked allocator, ONNX
+// Runtime and the first n Fashion-MNIST test frames with their labels.
+type zooRun struct {
+	mem    *memory.CheckedAllocator
+	env    *onnx.Env
+	images []float32
+	labels []uint8
+}
+
+// openZoo skips the test without ONNX Runtime; n 0 takes every frame.
+func openZoo(t *testing.T, n int) *zooRun {
+	t.Helper()
+	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
+	t.Cleanup(func() { mem.AssertSize(t, 0) })
+	env, err := onnx.Open("")
+	if err != nil {
+		t.Skipf("no ONNX Runtime: %v", err)
+	}
+	sub, err := fashion.LoadSubset(fashionDir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n <= 0 || n > len(sub.Labels) {
+		n = len(sub.Labels)
+	}
+	return &zooRun{mem: mem, env: env, images: sub.Images[:n*784], labels: sub.Labels[:n]}
+}
+
+// accuracy is the percentage of got that are the frames' labels.
+func (z *zooRun) accuracy(got []int64) float64 {
+	ok := 0
+	for i, c := range got {
+		if c == int64(z.labels[i]) {
+			ok++
+		}
+	}
+	return 100 * float64(ok) / float64(len(got))
+}
+
 // TestVariableSidesOnTheZoo runs the fashion size zoo's real ONNX models
 // on the Fashion-MNIST test set. Full-side rows of a variable-side column
 // (what a LATENCY query's adaptation sends while its link is fast) get
@@ -81,30 +120,12 @@ func classify(t *testing.T, env *onnx.Env, mem memory.Allocator, file string, re
 // comparison) next to fit-20's and fit-14's on the frames they were
 // trained for.
 func TestVariableSidesOnTheZoo(t *testing.T) {
-	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
-	defer mem.AssertSize(t, 0)
-	env, err := onnx.Open("")
-	if err != nil {
-		t.Skipf("no ONNX Runtime: %v", err)
-	}
-	sub, err := fashion.LoadSubset(fashionDir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	n := len(sub.Labels)
+	n := 0 // all of them
 	if testing.Short() {
 		n = 2000
 	}
-	images := sub.Images[:n*784]
-	acc := func(got []int64) float64 {
-		ok := 0
-		for i, c := range got {
-			if c == int64(sub.Labels[i]) {
-				ok++
-			}
-		}
-		return 100 * float64(ok) / float64(len(got))
-	}
+	z := openZoo(t, n)
+	mem, env, images, acc := z.mem, z.env, z.images, z.accuracy
 	full := ml.TensorField("image", []int64{1, 28, 28})
 	variable := ml.VariableField(full, []int{28, 20, 14})
 

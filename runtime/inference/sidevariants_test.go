@@ -11,7 +11,6 @@ import (
 
 	"github.com/tierflow/tierflow/dataflow"
 	"github.com/tierflow/tierflow/dataflow/builtin"
-	"github.com/tierflow/tierflow/examples/fashion"
 	"github.com/tierflow/tierflow/operators/ml"
 	"github.com/tierflow/tierflow/planner/expr"
 	"github.com/tierflow/tierflow/planner/logical"
@@ -88,27 +87,9 @@ func slicesOf(rec arrow.Record, n int64) []arrow.Record {
 // upscaled; full-side rows in the same batches still get fit-28's. The
 // operator counts the rows each variant ran.
 func TestLatencyCallRunsRowsOnTheVariantOfTheirSide(t *testing.T) {
-	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
-	defer mem.AssertSize(t, 0)
-	env, err := onnx.Open("")
-	if err != nil {
-		t.Skipf("no ONNX Runtime: %v", err)
-	}
-	sub, err := fashion.LoadSubset(fashionDir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	n := min(2000, len(sub.Labels))
-	images := sub.Images[:n*784]
-	acc := func(got []int64) float64 {
-		ok := 0
-		for i, c := range got {
-			if c == int64(sub.Labels[i]) {
-				ok++
-			}
-		}
-		return 100 * float64(ok) / float64(len(got))
-	}
+	z := openZoo(t, 2000)
+	mem, env, images, acc := z.mem, z.env, z.images, z.accuracy
+	n := len(z.labels)
 	full := ml.TensorField("image", []int64{1, 28, 28})
 	variable := ml.VariableField(full, []int{28, 20, 14})
 
