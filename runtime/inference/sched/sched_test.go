@@ -548,6 +548,10 @@ func TestBestEffortPartEndsBeforeGuard(t *testing.T) {
 	if _, err := s.Session(key, "be", func() (ml.Session, error) { return rec, nil }); err != nil {
 		t.Fatal(err)
 	}
+	// A profile that grows with rows (a measured one may be flat from 8 to
+	// 16 rows on a loaded machine, and then 16 rows fit as well as 12).
+	sched.SetMeasured(s.Profiles(), key, map[int]time.Duration{1: 100 * time.Microsecond, 8: 400 * time.Microsecond,
+		16: 800 * time.Microsecond, 64: 3 * time.Millisecond})
 	raw12, _ := s.Profiles().Predict(key, 12)
 	for range 20 {
 		s.Profiles().Observe(key, 1, raw12/40) // real-time rows run fast
