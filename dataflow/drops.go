@@ -24,7 +24,9 @@ const (
 	// DropDeadline counts rows an ML operator dropped before compute: a
 	// query WITH (LATENCY <= x) whose row could no longer meet its
 	// deadline (ingest + x) even in a batch of its own (Jellyfish's lazy
-	// drop). Each is an SLO miss too.
+	// drop), or that the source's adaptation dropped before the link, where
+	// not even its smallest input size would cross in time. Each is an SLO
+	// miss too.
 	DropDeadline = "deadline"
 )
 

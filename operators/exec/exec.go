@@ -486,11 +486,13 @@ func (b *builder) node(n logical.Node) (int, *arrow.Schema, error) {
 		if len(n.Sides) > 1 {
 			name += " by link"
 		}
+		drops := &b.q.report.Drops
 		op := b.add(name, 1, func() (dataflow.Operator, error) {
 			a, err := newAdapt()
 			if err != nil {
 				return nil, err
 			}
+			a.CountDropsIn(drops) // frames too late for the link, dropped before it
 			return a, nil
 		})
 		b.g.Connect(in, 0, op, 0)

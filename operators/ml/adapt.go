@@ -36,7 +36,14 @@ type Adapt struct {
 	sides *sideChooser
 	// rows counts the rows sent at to without sides (Counters).
 	rows atomic.Int64
+	// drops counts the batches dropped before the link because they could
+	// no longer make their deadline (sides only; the query's counter).
+	drops *dataflow.Drops
 }
+
+// CountDropsIn counts the rows dropped before the link (a batch that can
+// no longer reach the model in time) in the query's d, as DropDeadline.
+func (a *Adapt) CountDropsIn(d *dataflow.Drops) { a.drops = d }
 
 // NewAdapt adapts column col of schema in (float32 tensors whose last two
 // dimensions are from x from) to to x to, encoded as "float32" or "uint8".
@@ -84,6 +91,11 @@ func (a *Adapt) OnBatch(ctx *dataflow.Context, _ int, b dataflow.Batch, cap *dat
 	var err error
 	if a.sides != nil {
 		side := a.sides.choose(ctx, rec.NumRows())
+		if side == 0 {
+			a.drops.Add(dataflow.DropDeadline, rec.NumRows())
+			a.sides.dropped.Add(rec.NumRows())
+			return nil
+		}
 		col, err = a.adaptVariable(ctx.Allocator(), rec.Column(a.col), side)
 	} else {
 		col, err = a.adapt(ctx.Allocator(), rec.Column(a.col))

@@ -173,17 +173,25 @@ func (a *Adapt) Counters() map[string]int64 {
 	if a.sides == nil {
 		return map[string]int64{"side_" + strconv.Itoa(a.to): a.rows.Load()}
 	}
-	out := make(map[string]int64, len(a.sides.sides))
+	out := make(map[string]int64, len(a.sides.sides)+1)
 	for i, s := range a.sides.sides {
 		out["side_"+strconv.Itoa(s)] = a.sides.rows[i].Load()
+	}
+	if n := a.sides.dropped.Load(); n > 0 {
+		out[SideDropped] = n
 	}
 	return out
 }
 
+// SideDropped is the counter of rows an adaptation dropped before the link
+// (among the side_<n> counters, so that it travels with them).
+const SideDropped = "side_dropped"
+
 var _ dataflow.Counting = (*Adapt)(nil)
 
 // FormatSides writes side counters (Counters' keys) as "28:1200 20:310
-// 14:95", largest side first; "" when there are none.
+// 14:95", largest side first, then "dropped:4" for rows dropped before
+// the link; "" when there are none.
 func FormatSides(counters map[string]int64) string {
 	type kv struct {
 		side int
@@ -202,6 +210,9 @@ func FormatSides(counters map[string]int64) string {
 	for i, x := range xs {
 		parts[i] = fmt.Sprintf("%d:%d", x.side, x.n)
 	}
+	if n := counters[SideDropped]; n > 0 {
+		parts = append(parts, fmt.Sprintf("dropped:%d", n))
+	}
 	return strings.Join(parts, " ")
 }
 
@@ -212,6 +223,7 @@ type sideChooser struct {
 	width        int // bytes per value on the wire
 	slo, compute time.Duration
 	rows         []atomic.Int64 // rows sent at sides[i]
+	dropped      atomic.Int64   // rows dropped before the link (pick's 0)
 	// payload is the image bytes sent, so that the link's other bytes per
 	// batch (framing, the other columns, progress) are its overhead.
 	payload int64
@@ -343,7 +355,17 @@ type sidePlan struct {
 // which the stream fills at most MaxLinkUtilization of the link (to step
 // up from the last batch's side; KeepLinkUtilization to stay) (so the
 // queue stays short); the smallest when none does, the first before the
-// link has acknowledged anything.
+// link has acknowledged anything. It is 0, drop the batch, when it waited
+// so long (behind a link that fell while a large frame crossed it) that
+// even the smallest side, alone on the link at its best recent rate, would
+// reach the model after its deadline: Jellyfish's lazy drop, before the
+// link rather than after it. Sent, the batch misses all the same and holds
+// up the frames behind it, which then miss too.
+//
+// The rule leaves the link's estimate and the bytes ahead out on purpose:
+// with them it fed on itself (a dropped batch brings no ack, so an
+// estimate left low by a slow step dropped every batch after the link came
+// back: 59% of a trace's frames, where sending them missed 5%).
 func (p sidePlan) pick(sides []int, planes, width int) int {
 	bw := linkBps(p.State)
 	if p.State.Acks == 0 || bw <= 0 {
@@ -357,22 +379,29 @@ func (p sidePlan) pick(sides []int, planes, width int) int {
 		rtt = p.State.BaseRTT
 	}
 	budget := (p.SLO - p.Compute - margin - p.Age - rtt/2).Seconds()
+	arrival := func(s int) float64 { // seconds until the batch at side s is across
+		return (float64(p.State.UnackedBytes) + float64(p.Rows*int64(planes*s*s*width)) + p.Overhead) / bw
+	}
 	for _, s := range sides {
-		rowBytes := float64(planes * s * s * width)
-		batch := float64(p.Rows)*rowBytes + p.Overhead
-		if (float64(p.State.UnackedBytes)+batch)/bw > budget {
+		if arrival(s) > budget {
 			continue
 		}
 		limit := MaxLinkUtilization
 		if s <= p.Last {
 			limit = KeepLinkUtilization
 		}
-		if p.BatchesPerSec > 0 && p.BatchesPerSec*p.Overhead+p.RowsPerSec*rowBytes > limit*bw {
+		if p.BatchesPerSec > 0 && p.BatchesPerSec*p.Overhead+p.RowsPerSec*float64(planes*s*s*width) > limit*bw {
 			continue
 		}
 		return s
 	}
-	return sides[len(sides)-1]
+	smallest := sides[len(sides)-1]
+	best := max(p.State.BandwidthBps, p.State.LastBps, p.State.TransferBps, p.State.LastTransferBps)
+	alone := float64(p.Rows*int64(planes*smallest*smallest*width)) / best
+	if p.Rows > 0 && (p.Age+p.Compute+rtt/2).Seconds()+alone > p.SLO.Seconds() {
+		return 0
+	}
+	return smallest
 }
 
 // variableValues decodes a variable-side column's rows to float32 at

@@ -209,7 +209,8 @@ func TestResizeBilinear(t *testing.T) {
 
 // The side of a batch follows the link: the variant's before any ack, the
 // largest that arrives in time and fits under the utilization cap, the
-// smallest when none does.
+// smallest when none does, and none (0: dropped before the link) when even
+// the smallest would arrive after its deadline.
 func TestSidePlanPick(t *testing.T) {
 	sides := []int{28, 20, 14}
 	link := func(bps float64) dataflow.LinkState {
@@ -241,7 +242,25 @@ func TestSidePlanPick(t *testing.T) {
 			p.State.TransferBps, p.State.LastTransferBps, p.State.BaseRTT = 1200e3/8, 1200e3/8, 15*time.Millisecond
 			return p
 		}, 28},
-		{"100 kbit/s: nothing fits", func(p sidePlan) sidePlan { p.State = link(100e3 / 8); return p }, 14},
+		{"130 kbit/s: over the cap at every side, in time at 14", func(p sidePlan) sidePlan { p.State = link(130e3 / 8); return p }, 14},
+		{"100 kbit/s: late at 14, sent (the estimate may be stale)", func(p sidePlan) sidePlan { p.State = link(100e3 / 8); return p }, 14},
+		{"a batch that waited 95 ms: dropped", func(p sidePlan) sidePlan {
+			p.State, p.Age = link(900e3/8), 95*time.Millisecond
+			return p
+		}, 0},
+		{"a batch that waited 80 ms, 250 kbit/s: dropped", func(p sidePlan) sidePlan {
+			p.State, p.Age = link(250e3/8), 80*time.Millisecond
+			return p
+		}, 0},
+		{"a batch that waited 80 ms, 900 kbit/s, 8 KB ahead: sent", func(p sidePlan) sidePlan {
+			p.State, p.Age = link(900e3/8), 80*time.Millisecond
+			p.State.UnackedBytes = 8000
+			return p
+		}, 14},
+		{"no rows: nothing to drop", func(p sidePlan) sidePlan {
+			p.State, p.Age, p.Rows = link(900e3/8), 95*time.Millisecond, 0
+			return p
+		}, 14},
 		{"a batch that waited 60 ms", func(p sidePlan) sidePlan {
 			p.State, p.Age = link(900e3/8), 60*time.Millisecond
 			return p

@@ -13,6 +13,7 @@ import (
 	"github.com/apache/arrow/go/v17/arrow/array"
 
 	fashionexample "github.com/tierflow/tierflow/examples/fashion"
+	"github.com/tierflow/tierflow/dataflow"
 	"github.com/tierflow/tierflow/operators/ml"
 	"github.com/tierflow/tierflow/relay"
 	"github.com/tierflow/tierflow/runtime/cluster"
@@ -26,14 +27,18 @@ const sidesQuery = `SELECT s.id, c.label FROM labelled AS s CROSS JOIN LATERAL c
 WITH (ACCURACY >= 89, LATENCY <= 150 MS);
 `
 
+// stepTo400 is 4 Mbit/s for 3 s, then 400 kbit/s: too slow for 28x28
+// float32 frames at 20 a second.
+const stepTo400 = "t_s,kbit_s\n0,4000\n3,400\n600,400\n"
+
 // sidesRun runs sidesQuery over the fashion zoo of variants only (all
-// when none) with the edge->hub link shaped to 4 Mbit/s for 3 s, then 400
-// kbit/s, the Jellyfish policy off (no re-plan). It returns the frames
-// that missed the bound, judged from each frame's place on the stream's
-// 20-a-second schedule (the engine's ingest stamp is late for a frame
-// that waited at its source), the frames answered, and the rows the
-// adaptation sent at each side.
-func sidesRun(t *testing.T, fashion string, only ...string) (missed, answered int, sides map[string]int64) {
+// when none) with the edge->hub link shaped to trace, the Jellyfish policy
+// off (no re-plan). It returns the frames that missed the bound, judged
+// from each frame's place on the stream's 20-a-second schedule (the
+// engine's ingest stamp is late for a frame that waited at its source),
+// the frames answered, the rows the adaptation sent at each side (and
+// dropped before the link), and the query's deadline drops.
+func sidesRun(t *testing.T, fashion, trace string, only ...string) (missed, answered int, sides map[string]int64, deadline int64) {
 	t.Helper()
 	dir := t.TempDir()
 	// A stream of the test set's first 140 frames, so that the query ends
@@ -54,7 +59,7 @@ func sidesRun(t *testing.T, fashion string, only ...string) (missed, answered in
 			t.Fatal(err)
 		}
 	}
-	tr, err := relay.ParseTrace("step.csv", strings.NewReader("t_s,kbit_s\n0,4000\n3,400\n600,400\n"))
+	tr, err := relay.ParseTrace("step.csv", strings.NewReader(trace))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -122,7 +127,7 @@ func sidesRun(t *testing.T, fashion string, only ...string) (missed, answered in
 	}
 	answered = len(answers)
 	missed += 140 - answered // dropped past their deadline, or lost
-	return missed, answered, sides
+	return missed, answered, sides, info.Summary().Dropped[dataflow.DropDeadline]
 }
 
 // TestAdaptSidesFollowTheLink is Jellyfish's per-request data adaptation
@@ -136,7 +141,7 @@ func sidesRun(t *testing.T, fashion string, only ...string) (missed, answered in
 // step miss.
 func TestAdaptSidesFollowTheLink(t *testing.T) {
 	fashion := fashionDir(t)
-	missed, answered, sides := sidesRun(t, fashion)
+	missed, answered, sides, _ := sidesRun(t, fashion, stepTo400)
 	t.Logf("adaptive sides: %d of 140 frames missed 150 ms, %d answered; sides %s", missed, answered, ml.FormatSides(sides))
 	if sides["side_28"] == 0 || sides["side_14"]+sides["side_20"] == 0 {
 		t.Errorf("sides %v: want frames at 28 before the step and smaller after", sides)
@@ -147,10 +152,10 @@ func TestAdaptSidesFollowTheLink(t *testing.T) {
 	if sides["side_28"] > 65 {
 		t.Errorf("%d frames went at 28x28: the adaptation followed the step late", sides["side_28"])
 	}
-	if sides["side_28"]+sides["side_20"]+sides["side_14"] != 140 {
-		t.Errorf("sides %v: want the 140 frames counted", sides)
+	if sides["side_28"]+sides["side_20"]+sides["side_14"]+sides[ml.SideDropped] != 140 {
+		t.Errorf("sides %v: want the 140 frames counted (sent or dropped before the link)", sides)
 	}
-	fixedMissed, fixedAnswered, fixedSides := sidesRun(t, fashion, "fit-28")
+	fixedMissed, fixedAnswered, fixedSides, _ := sidesRun(t, fashion, stepTo400, "fit-28")
 	t.Logf("fit-28 alone: %d of 140 frames missed, %d answered; sides %v", fixedMissed, fixedAnswered, fixedSides)
 	if len(fixedSides) != 0 {
 		t.Errorf("fit-28 alone has an adaptation by the link: %v", fixedSides)
@@ -163,5 +168,31 @@ func TestAdaptSidesFollowTheLink(t *testing.T) {
 	}
 	if fixedMissed < 40 || fixedMissed < 4*missed {
 		t.Errorf("fit-28 alone missed %d frames, the adaptation %d: the link did not bind", fixedMissed, missed)
+	}
+}
+
+// A frame that waited behind a link too long to make its deadline even at
+// the smallest side is dropped at the source, before the link, and counted
+// as a deadline drop: sent, it would miss all the same and hold up the
+// frames behind it. For a second the link falls to 60 kbit/s, slower than
+// even 14x14 frames at 20 a second need, so frames queue at the source
+// until they are too old; then it is back at 4 Mbit/s.
+func TestAdaptDropsFramesTooLateForTheLink(t *testing.T) {
+	fashion := fashionDir(t)
+	missed, answered, sides, deadline := sidesRun(t, fashion, "t_s,kbit_s\n0,4000\n3,60\n4,4000\n600,4000\n")
+	t.Logf("%d of 140 frames missed 150 ms, %d answered; sides %s; deadline drops %d", missed, answered, ml.FormatSides(sides), deadline)
+	if sides[ml.SideDropped] == 0 {
+		t.Fatalf("sides %v: no frame dropped before the link", sides)
+	}
+	if deadline < sides[ml.SideDropped] {
+		t.Errorf("the query counts %d deadline drops, the adaptation dropped %d", deadline, sides[ml.SideDropped])
+	}
+	if sides["side_28"]+sides["side_20"]+sides["side_14"]+sides[ml.SideDropped] != 140 {
+		t.Errorf("sides %v: want the 140 frames counted (sent or dropped before the link)", sides)
+	}
+	// The second at 60 kbit/s is 20 frames; the frames after it make the
+	// bound again.
+	if missed > 30 {
+		t.Errorf("%d of 140 frames missed: the stream did not recover after the dip", missed)
 	}
 }
