@@ -208,7 +208,8 @@ func TestResizeBilinear(t *testing.T) {
 }
 
 // The side of a batch follows the link: the variant's before any ack, the
-// largest that arrives in time and fits under the utilization cap, the
+// largest that arrives in time (even if the link halved while it crossed)
+// and fits under the utilization cap, the
 // smallest when none does, and none (0: dropped before the link) when even
 // the smallest would arrive after its deadline.
 func TestSidePlanPick(t *testing.T) {
@@ -225,7 +226,8 @@ func TestSidePlanPick(t *testing.T) {
 		{"no ack yet", func(p sidePlan) sidePlan { p.State = dataflow.LinkState{}; return p }, 28},
 		{"1500 kbit/s", func(p sidePlan) sidePlan { p.State = link(1500e3 / 8); return p }, 28},
 		{"600 kbit/s: 28 fills 75%", func(p sidePlan) sidePlan { p.State = link(600e3 / 8); return p }, 20},
-		{"600 kbit/s, the last batch at 28: kept", func(p sidePlan) sidePlan { p.State, p.Last = link(600e3/8), 28; return p }, 28},
+		{"700 kbit/s, the last batch at 28: kept (64% of the link)", func(p sidePlan) sidePlan { p.State, p.Last = link(700e3/8), 28; return p }, 28},
+		{"600 kbit/s, the last batch at 28: late if the link halved", func(p sidePlan) sidePlan { p.State, p.Last = link(600e3/8), 28; return p }, 20},
 		{"450 kbit/s: 28 would fill it", func(p sidePlan) sidePlan { p.State, p.Last = link(450e3/8), 28; return p }, 20},
 		{"the latest sample dropped to 250 kbit/s", func(p sidePlan) sidePlan {
 			p.State = link(1500e3 / 8)
@@ -261,10 +263,14 @@ func TestSidePlanPick(t *testing.T) {
 			p.State, p.Age, p.Rows = link(900e3/8), 95*time.Millisecond, 0
 			return p
 		}, 14},
+		{"a batch that waited 45 ms", func(p sidePlan) sidePlan {
+			p.State, p.Age = link(900e3/8), 45*time.Millisecond
+			return p
+		}, 20},
 		{"a batch that waited 60 ms", func(p sidePlan) sidePlan {
 			p.State, p.Age = link(900e3/8), 60*time.Millisecond
 			return p
-		}, 20},
+		}, 14},
 		{"bytes on the wire ahead", func(p sidePlan) sidePlan {
 			p.State = link(900e3 / 8)
 			p.State.UnackedBytes = 8000
