@@ -291,3 +291,14 @@ func (l LinkEstimate) DecisionBps() float64 {
 	}
 	return mean
 }
+
+// MeanBps is the link's bandwidth over the last second: the acks' harmonic
+// mean (the transfer rate's, where the relay measured it), without
+// DecisionBps's turn to the latest acks. What a ceiling over per-batch
+// sides follows: the batches follow the latest acks themselves.
+func (l LinkEstimate) MeanBps() float64 {
+	if l.TransferBps > 0 {
+		return l.TransferBps
+	}
+	return l.AckBandwidthBps
+}

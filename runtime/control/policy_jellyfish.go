@@ -106,14 +106,18 @@ func (p Jellyfish) Decide(in PolicyInput) *Decision {
 	if in.Latency == nil || in.Latency.SLOMs <= 0 || in.Age < p.MinAge || in.Estimates.Samples < 1 {
 		return nil
 	}
-	// One client per source worker: the slowest of its links with acks.
-	bw := map[string]float64{}
+	// One client per source worker: the slowest of its links with acks,
+	// by DecisionBps, and by MeanBps for a ceiling over per-batch sides.
+	bw, mean := map[string]float64{}, map[string]float64{}
 	for _, l := range in.Estimates.Links {
 		if l.AckBandwidthBps <= 0 || l.From == "" || l.From == l.To {
 			continue
 		}
 		if b, ok := bw[l.From]; !ok || l.DecisionBps() < b {
 			bw[l.From] = l.DecisionBps()
+		}
+		if b, ok := mean[l.From]; !ok || l.MeanBps() < b {
+			mean[l.From] = l.MeanBps()
 		}
 	}
 	if len(bw) == 0 {
@@ -142,8 +146,14 @@ func (p Jellyfish) Decide(in PolicyInput) *Decision {
 				rate = o.InputRate / float64(len(mine))
 			}
 		}
-		pp := p
+		pp, linkBps := p, bw
 		if call.SidesPerBatch && p.SidesUtilization > 0 {
+			// The ceiling follows the link's one-second mean, not its
+			// latest acks: the adapt step meets a fall at the next batch,
+			// and a ceiling that followed the acks re-planned at every
+			// fall of a link that flapped (42 cut-overs in 32 s of 0.4 s
+			// steps, each costing about a frame).
+			linkBps = mean
 			// The step up keeps its margin under the cap (0.5 to 0.6 by
 			// default): at one threshold a link's wobble flapped the
 			// ceiling at every report.
@@ -154,7 +164,7 @@ func (p Jellyfish) Decide(in PolicyInput) *Decision {
 		}
 		pr := &JFProblem{Variants: call.Variants, Workers: 1}
 		for _, s := range mine {
-			pr.Clients = append(pr.Clients, JFClient{Name: s, Rate: rate, SLOMs: in.Latency.SLOMs, BandwidthBps: bw[s], MaxUtilization: pp.MaxUtilization})
+			pr.Clients = append(pr.Clients, JFClient{Name: s, Rate: rate, SLOMs: in.Latency.SLOMs, BandwidthBps: linkBps[s], MaxUtilization: pp.MaxUtilization})
 		}
 		cur := 0
 		for j, v := range call.Variants {

@@ -209,3 +209,26 @@ func TestJellyfishSidesPerBatchKeepAHighCeiling(t *testing.T) {
 		t.Fatalf("sides per batch over a 150 kbit/s link: %+v, want a smaller ceiling", d)
 	}
 }
+
+// A link whose latest two acks fell (to 150 kbit/s) under a one-second
+// mean of 600 kbit/s: frames at the variant's size step down at once (the
+// second slow ack), a ceiling over per-batch sides stays (the adapt step
+// sends the next frames small by itself), until the mean falls too.
+func TestJellyfishCeilingFollowsTheMean(t *testing.T) {
+	p := DefaultJellyfish
+	fell := func(sides bool, meanKbit float64) PolicyInput {
+		in := jfInput("fit-28", meanKbit)
+		in.Estimates.Links[0].RecentAckBps = 150 * 1000 / 8
+		in.Latency.Calls[0].SidesPerBatch = sides
+		return in
+	}
+	if d := p.Decide(fell(false, 600)); d == nil || d.Variants["classify"] == "fit-28" {
+		t.Fatalf("frames at the variant's size, latest acks at 150 kbit/s: %+v, want a step down", d)
+	}
+	if d := p.Decide(fell(true, 600)); d != nil {
+		t.Fatalf("sides per batch, latest acks at 150 kbit/s, mean 600: %+v, want the ceiling kept", d)
+	}
+	if d := p.Decide(fell(true, 150)); d == nil || d.Variants["classify"] == "fit-28" {
+		t.Fatalf("sides per batch, mean at 150 kbit/s: %+v, want a smaller ceiling", d)
+	}
+}
