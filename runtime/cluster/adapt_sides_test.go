@@ -12,8 +12,8 @@ import (
 	"github.com/apache/arrow/go/v17/arrow"
 	"github.com/apache/arrow/go/v17/arrow/array"
 
-	fashionexample "github.com/tierflow/tierflow/examples/fashion"
 	"github.com/tierflow/tierflow/dataflow"
+	fashionexample "github.com/tierflow/tierflow/examples/fashion"
 	"github.com/tierflow/tierflow/operators/ml"
 	"github.com/tierflow/tierflow/relay"
 	"github.com/tierflow/tierflow/runtime/cluster"
