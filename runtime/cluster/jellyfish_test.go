@@ -76,11 +76,13 @@ WITH (ACCURACY >= 89, LATENCY <= 2000 MS);
 // the query runs on an embedded cluster (real NATS, ONNX Runtime) with its
 // edge->hub link shaped by a bandwidth trace that steps from 20 Mbit/s to
 // 2.4 Mbit/s after 3 s. At 200 full-size images a second (about 5 Mbit/s)
-// the link no longer carries 28x28 frames, even as a ceiling the adapt
-// step shrinks batches under (SidesUtilization 1.5), and the policy,
-// reading the relay's ack estimate, has the coordinator cut the query
-// over, at an epoch, to a variant of a smaller input size; the result is
-// the one-process run's, row for row: nothing lost or duplicated.
+// the link no longer carries 28x28 frames, and the policy, reading the
+// relay's ack estimate, has the coordinator cut the query over, at an
+// epoch, to a variant of a smaller input size; the result is the
+// one-process run's, row for row: nothing lost or duplicated. The policy
+// weighs every frame at its variant's size (SidesUtilization 0): by
+// default a fall of the link is the adapt step's, per batch, and the
+// pinned variant, a ceiling over the batches' sides, stays.
 func TestJellyfishStepsDownWithTheLink(t *testing.T) {
 	fashion := fashionDir(t)
 	dir := t.TempDir()
@@ -103,7 +105,9 @@ func TestJellyfishStepsDownWithTheLink(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
 	defer cancel()
 	start := time.Now()
-	c := clustertest.StartEmbedded(t, ctx, cluster.Options{Infra: clustertest.LoadInfra(t, dir), Catalog: cat,
+	whole := control.DefaultJellyfish
+	whole.SidesUtilization = 0
+	c := clustertest.StartEmbedded(t, ctx, cluster.Options{Infra: clustertest.LoadInfra(t, dir), Catalog: cat, SLOPolicy: whole,
 		Shaper: func(from, to string) relay.Shaper {
 			if from == "e1" && from != to {
 				return relay.TraceShaper{Trace: tr, Start: start}

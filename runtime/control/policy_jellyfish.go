@@ -2,6 +2,7 @@ package control
 
 import (
 	"fmt"
+	"math"
 	"sort"
 	"strings"
 	"time"
@@ -88,7 +89,9 @@ type Jellyfish struct {
 	// on step-heavy.csv: 0.6/0.5 held the ceiling low after every dip
 	// (accuracy 86.5-87.0%, static-smallest's 86.5%); at 1.5, 87.4-87.9%
 	// with 20 re-plans instead of 30 and misses under 1.3%. A step up
-	// then needs SidesUtilization x StepUpUtilization / MaxUtilization.
+	// then needs SidesUtilization x StepUpUtilization / MaxUtilization,
+	// by the link's one-second mean; a step down only where compute holds
+	// the ceiling up (Decide). 0 weighs every frame at its variant's size.
 	SidesUtilization float64
 	Anneal           JFAnneal
 }
@@ -181,6 +184,21 @@ func (p Jellyfish) Decide(in PolicyInput) *Decision {
 		}
 		if pick == cur && call.Variant != "" {
 			continue
+		}
+		if call.Variant != "" && call.SidesPerBatch && p.SidesUtilization > 0 && call.Variants[pick].Bytes < call.Variants[cur].Bytes {
+			// A fall of the link is the adapt step's: it sends the next
+			// batches small and they run on the variants of their size.
+			// The ceiling steps down only where the links are not what
+			// holds it up (the workers' compute): every cut-over costs
+			// its stream about a frame.
+			free := *pr
+			free.Clients = append([]JFClient(nil), pr.Clients...)
+			for i := range free.Clients {
+				free.Clients[i].BandwidthBps = math.Inf(1)
+			}
+			if fs := free.Schedule([]int{cur}, a); fs.Served > 0 && call.Variants[fs.Workers[0].Variant].Bytes >= call.Variants[cur].Bytes {
+				continue
+			}
 		}
 		if call.Variant != "" && call.Variants[pick].Bytes > call.Variants[cur].Bytes {
 			if pick = pp.stepUp(pr, cur, pick, in, a); pick == cur {

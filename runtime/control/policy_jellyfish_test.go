@@ -201,19 +201,30 @@ func TestJellyfishSidesPerBatchKeepAHighCeiling(t *testing.T) {
 	if d := p.Decide(hold); d != nil {
 		t.Fatalf("fit-20 with sides per batch at 290 kbit/s: %+v, want no step up", d)
 	}
-	// Still bounded by the budget: at 150 kbit/s one 28x28 frame takes
-	// 170 ms, past the 100 ms bound.
+	// At 150 kbit/s one 28x28 frame takes 170 ms, past the 100 ms bound:
+	// frames at the variant's size step down, a ceiling over per-batch
+	// sides stays (the adapt step sends the frames small).
 	slow := jfInput("fit-28", 150)
-	slow.Latency.Calls[0].SidesPerBatch = true
 	if d := p.Decide(slow); d == nil || d.Variants["classify"] == "fit-28" {
-		t.Fatalf("sides per batch over a 150 kbit/s link: %+v, want a smaller ceiling", d)
+		t.Fatalf("frames at the variant's size over a 150 kbit/s link: %+v, want a step down", d)
+	}
+	slow.Latency.Calls[0].SidesPerBatch = true
+	if d := p.Decide(slow); d != nil {
+		t.Fatalf("sides per batch over a 150 kbit/s link: %+v, want the ceiling kept", d)
+	}
+	// Where compute holds it up (fit-28 takes 150 ms a call), the ceiling
+	// steps down all the same.
+	slow.Latency.Calls[0].Variants[2].BatchMs = []float64{150, 160, 170, 180}
+	if d := p.Decide(slow); d == nil || d.Variants["classify"] == "fit-28" {
+		t.Fatalf("sides per batch, fit-28 at 150 ms a call: %+v, want a smaller ceiling", d)
 	}
 }
 
 // A link whose latest two acks fell (to 150 kbit/s) under a one-second
 // mean of 600 kbit/s: frames at the variant's size step down at once (the
-// second slow ack), a ceiling over per-batch sides stays (the adapt step
-// sends the next frames small by itself), until the mean falls too.
+// second slow ack); a ceiling over per-batch sides stays (the adapt step
+// sends the next frames small by itself), also when the mean falls, and
+// steps up by the mean: at 150 kbit/s never, at 600 to fit-28.
 func TestJellyfishCeilingFollowsTheMean(t *testing.T) {
 	p := DefaultJellyfish
 	fell := func(sides bool, meanKbit float64) PolicyInput {
@@ -228,7 +239,19 @@ func TestJellyfishCeilingFollowsTheMean(t *testing.T) {
 	if d := p.Decide(fell(true, 600)); d != nil {
 		t.Fatalf("sides per batch, latest acks at 150 kbit/s, mean 600: %+v, want the ceiling kept", d)
 	}
-	if d := p.Decide(fell(true, 150)); d == nil || d.Variants["classify"] == "fit-28" {
-		t.Fatalf("sides per batch, mean at 150 kbit/s: %+v, want a smaller ceiling", d)
+	if d := p.Decide(fell(true, 150)); d != nil {
+		t.Fatalf("sides per batch, mean at 150 kbit/s: %+v, want the ceiling kept", d)
+	}
+	up := func(meanKbit float64) PolicyInput {
+		in := fell(true, meanKbit)
+		in.Latency.Calls[0].Variant = "fit-14"
+		in.Estimates.Links[0].RecentAckBps = 2 * meanKbit * 1000 / 8
+		return in
+	}
+	if d := p.Decide(up(150)); d != nil {
+		t.Fatalf("from fit-14, mean at 150 kbit/s: %+v, want no step up", d)
+	}
+	if d := p.Decide(up(600)); d == nil || d.Variants["classify"] != "fit-28" {
+		t.Fatalf("from fit-14, mean at 600 kbit/s: %+v, want fit-28", d)
 	}
 }
