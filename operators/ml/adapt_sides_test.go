@@ -218,6 +218,13 @@ func TestSidePlanPick(t *testing.T) {
 		return dataflow.LinkState{BandwidthBps: bps, LastBps: bps, Acks: 10, SRTT: 2 * time.Millisecond}
 	}
 	base := sidePlan{Rows: 1, Overhead: 600, SLO: 100 * time.Millisecond, BatchesPerSec: 15, RowsPerSec: 15}
+	// waited is a link at kbit kbit/s and a batch that waited age for it.
+	waited := func(kbit float64, age time.Duration) func(sidePlan) sidePlan {
+		return func(p sidePlan) sidePlan {
+			p.State, p.Age = link(kbit*1e3/8), age
+			return p
+		}
+	}
 	for _, c := range []struct {
 		name string
 		p    func(sidePlan) sidePlan
@@ -246,14 +253,8 @@ func TestSidePlanPick(t *testing.T) {
 		}, 28},
 		{"130 kbit/s: over the cap at every side, in time at 14", func(p sidePlan) sidePlan { p.State = link(130e3 / 8); return p }, 14},
 		{"100 kbit/s: late at 14, sent (the estimate may be stale)", func(p sidePlan) sidePlan { p.State = link(100e3 / 8); return p }, 14},
-		{"a batch that waited 95 ms: dropped", func(p sidePlan) sidePlan {
-			p.State, p.Age = link(900e3/8), 95*time.Millisecond
-			return p
-		}, 0},
-		{"a batch that waited 80 ms, 250 kbit/s: dropped", func(p sidePlan) sidePlan {
-			p.State, p.Age = link(250e3/8), 80*time.Millisecond
-			return p
-		}, 0},
+		{"a batch that waited 95 ms: dropped", waited(900, 95*time.Millisecond), 0},
+		{"a batch that waited 80 ms, 250 kbit/s: dropped", waited(250, 80*time.Millisecond), 0},
 		{"a batch that waited 80 ms, 900 kbit/s, 8 KB ahead: sent", func(p sidePlan) sidePlan {
 			p.State, p.Age = link(900e3/8), 80*time.Millisecond
 			p.State.UnackedBytes = 8000
@@ -263,14 +264,8 @@ func TestSidePlanPick(t *testing.T) {
 			p.State, p.Age, p.Rows = link(900e3/8), 95*time.Millisecond, 0
 			return p
 		}, 14},
-		{"a batch that waited 45 ms", func(p sidePlan) sidePlan {
-			p.State, p.Age = link(900e3/8), 45*time.Millisecond
-			return p
-		}, 20},
-		{"a batch that waited 60 ms", func(p sidePlan) sidePlan {
-			p.State, p.Age = link(900e3/8), 60*time.Millisecond
-			return p
-		}, 14},
+		{"a batch that waited 45 ms", waited(900, 45*time.Millisecond), 20},
+		{"a batch that waited 60 ms", waited(900, 60*time.Millisecond), 14},
 		{"bytes on the wire ahead", func(p sidePlan) sidePlan {
 			p.State = link(900e3 / 8)
 			p.State.UnackedBytes = 8000
