@@ -191,11 +191,7 @@ func (p Jellyfish) Decide(in PolicyInput) *Decision {
 			// The ceiling steps down only where the links are not what
 			// holds it up (the workers' compute): every cut-over costs
 			// its stream about a frame.
-			free := *pr
-			free.Clients = append([]JFClient(nil), pr.Clients...)
-			for i := range free.Clients {
-				free.Clients[i].BandwidthBps = math.Inf(1)
-			}
+			free := pr.withClients(func(c *JFClient) { c.BandwidthBps = math.Inf(1) })
 			if fs := free.Schedule([]int{cur}, a); fs.Served > 0 && call.Variants[fs.Workers[0].Variant].Bytes >= call.Variants[cur].Bytes {
 				continue
 			}
@@ -234,14 +230,21 @@ func (p Jellyfish) stepUp(pr *JFProblem, cur, pick int, in PolicyInput, a JFAnne
 	if p.StepUpUtilization <= 0 {
 		return pick
 	}
-	strict := *pr
-	strict.Clients = append([]JFClient(nil), pr.Clients...)
-	for i := range strict.Clients {
-		strict.Clients[i].MaxUtilization = p.StepUpUtilization
-	}
+	strict := pr.withClients(func(c *JFClient) { c.MaxUtilization = p.StepUpUtilization })
 	s := strict.Schedule([]int{cur}, a)
 	if s.Served == 0 || pr.Variants[s.Workers[0].Variant].Bytes <= pr.Variants[cur].Bytes {
 		return cur
 	}
 	return s.Workers[0].Variant
+}
+
+// withClients is a copy of pr whose clients (copies too) f has changed:
+// the same problem asked with a stricter cap, or with unbounded links.
+func (pr *JFProblem) withClients(f func(*JFClient)) *JFProblem {
+	q := *pr
+	q.Clients = append([]JFClient(nil), pr.Clients...)
+	for i := range q.Clients {
+		f(&q.Clients[i])
+	}
+	return &q
 }

@@ -179,26 +179,24 @@ func TestJellyfishReadsTheTransferRate(t *testing.T) {
 // kbit/s stream is over 60% of the link).
 func TestJellyfishSidesPerBatchKeepAHighCeiling(t *testing.T) {
 	p := DefaultJellyfish
-	whole := jfInput("fit-28", 500)
-	if d := p.Decide(whole); d == nil || d.Variants["classify"] != "fit-20" {
+	sided := func(running string, kbit float64) PolicyInput {
+		in := jfInput(running, kbit)
+		in.Latency.Calls[0].SidesPerBatch = true
+		return in
+	}
+	if d := p.Decide(jfInput("fit-28", 500)); d == nil || d.Variants["classify"] != "fit-20" {
 		t.Fatalf("frames at the variant's size over a 500 kbit/s link: %+v, want fit-20", d)
 	}
-	sides := jfInput("fit-28", 500)
-	sides.Latency.Calls[0].SidesPerBatch = true
-	if d := p.Decide(sides); d != nil {
+	if d := p.Decide(sided("fit-28", 500)); d != nil {
 		t.Fatalf("sides per batch over a 500 kbit/s link: %+v, want fit-28 kept", d)
 	}
 	// Between the step-up threshold (1.25x) and the cap (1.5x) the
 	// ceiling stays where it is, either way: no flapping at 290 kbit/s
 	// (fit-28's stream is 1.32x the link).
-	keep := jfInput("fit-28", 290)
-	keep.Latency.Calls[0].SidesPerBatch = true
-	if d := p.Decide(keep); d != nil {
+	if d := p.Decide(sided("fit-28", 290)); d != nil {
 		t.Fatalf("fit-28 with sides per batch at 290 kbit/s: %+v, want it kept", d)
 	}
-	hold := jfInput("fit-20", 290)
-	hold.Latency.Calls[0].SidesPerBatch = true
-	if d := p.Decide(hold); d != nil {
+	if d := p.Decide(sided("fit-20", 290)); d != nil {
 		t.Fatalf("fit-20 with sides per batch at 290 kbit/s: %+v, want no step up", d)
 	}
 	// At 150 kbit/s one 28x28 frame takes 170 ms, past the 100 ms bound:
