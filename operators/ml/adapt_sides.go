@@ -390,8 +390,9 @@ func (p sidePlan) pick(sides []int, planes, width int) int {
 		rtt = p.State.BaseRTT
 	}
 	budget := (p.SLO - p.Compute - margin - p.Age - rtt/2).Seconds()
+	rowBytes := func(s int) float64 { return float64(planes * s * s * width) }
 	arrival := func(s int) float64 { // seconds until the batch at side s is across
-		return (float64(p.State.UnackedBytes) + float64(p.Rows*int64(planes*s*s*width)) + p.Overhead) / bw
+		return (float64(p.State.UnackedBytes) + float64(p.Rows)*rowBytes(s) + p.Overhead) / bw
 	}
 	for _, s := range sides {
 		if LinkFallHeadroom*arrival(s) > budget {
@@ -401,14 +402,14 @@ func (p sidePlan) pick(sides []int, planes, width int) int {
 		if s <= p.Last {
 			limit = KeepLinkUtilization
 		}
-		if p.BatchesPerSec > 0 && p.BatchesPerSec*p.Overhead+p.RowsPerSec*float64(planes*s*s*width) > limit*bw {
+		if p.BatchesPerSec > 0 && p.BatchesPerSec*p.Overhead+p.RowsPerSec*rowBytes(s) > limit*bw {
 			continue
 		}
 		return s
 	}
 	smallest := sides[len(sides)-1]
 	best := max(p.State.BandwidthBps, p.State.LastBps, p.State.TransferBps, p.State.LastTransferBps)
-	alone := float64(p.Rows*int64(planes*smallest*smallest*width)) / best
+	alone := float64(p.Rows) * rowBytes(smallest) / best
 	if p.Rows > 0 && (p.Age+p.Compute+rtt/2).Seconds()+alone > p.SLO.Seconds() {
 		return 0
 	}
