@@ -1,7 +1,7 @@
 # The two commands a newcomer needs (see README.md):
 #   make demo   set up, then run the main example on the embedded default
 #   make test   set up, then run the whole test suite
-.PHONY: setup setup-gpu gpu-check demo test fuzz bench bench-sqlpeer
+.PHONY: setup setup-gpu gpu-check demo test test-long fuzz bench bench-sqlpeer
 
 setup:
 	@scripts/setup.sh
@@ -37,6 +37,11 @@ test: setup
 		echo "go test $$pkg -run '^$$' -fuzz '^$$target\$$' -fuzztime $${n}x"; \
 		go test $$pkg -run '^$$' -fuzz "^$$target\$$" -fuzztime $${n}x -fuzzminimizetime 100x || exit 1; \
 	done
+
+# The long tests (soak runs, sweeps, full-size checks; internal/testenv.Long):
+# CI runs them after `make test` when its time allows.
+test-long: setup
+	TIERFLOW_TEST_LONG=1 go test -count=1 -run "$${RUN:-.}" ./...
 
 # Fuzz the parser for a while (seed corpus: every example query).
 fuzz:

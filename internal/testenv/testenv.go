@@ -1,0 +1,28 @@
+// Package testenv holds the switches tests share: which tests are long (soak
+// runs, sweeps, full-size benchmarks answered as tests) and run only under
+// `make test-long`, which CI also runs after `make test` when time allows.
+//
+// A long test is not a skipped failure: it runs in `make test-long`, and its
+// short form (a smaller input, fewer repetitions) should stay in `make test`
+// wherever one exists, so coverage does not depend on the long run.
+package testenv
+
+import (
+	"os"
+	"testing"
+)
+
+// LongEnv is the variable `make test-long` sets.
+const LongEnv = "TIERFLOW_TEST_LONG"
+
+// IsLong reports whether long tests run in this process.
+func IsLong() bool { return os.Getenv(LongEnv) == "1" }
+
+// Long skips t unless long tests run (`make test-long`), naming why the test
+// is long so that a reader of `go test -v` sees what was left for later.
+func Long(t testing.TB, why string) {
+	t.Helper()
+	if !IsLong() {
+		t.Skipf("long test (%s): runs under `make test-long` (%s=1)", why, LongEnv)
+	}
+}
