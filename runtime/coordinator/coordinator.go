@@ -651,7 +651,7 @@ func (c *Coordinator) deployAll(ctx context.Context, id, owner string, script de
 	c.mu.Unlock()
 	body, _ := json.Marshal(deploy.DeployRequest{Query: id, Script: script, Placement: *p, Generation: gen,
 		Results: deploy.InNamespace(c.cfg.Namespace, deploy.UserSubject(owner, id, "results")), Limits: c.cfg.Limits,
-		Owner: owner, Submitted: submitted})
+		Owner: owner, Submitted: submitted, Access: c.access(owner)})
 	for i, name := range p.Workers {
 		wg.Add(1)
 		go func() {
@@ -727,6 +727,12 @@ func (c *Coordinator) place(ctx context.Context, req deploy.SubmitRequest, ws []
 	}
 	bound, cat, err := script.Bind(nil)
 	if err != nil {
+		return placed{}, err
+	}
+	// The query's sources and sinks act with its owner's authority: a
+	// subject of the engine's, or one the owner was not granted, is
+	// refused before anything is placed (and again by every worker).
+	if err := security.CheckCatalog(cat, c.access(req.Owner)); err != nil {
 		return placed{}, err
 	}
 	if sk, ok := bound.Root.(*logical.Sink); ok && sk.Sink != nil && !strings.EqualFold(sk.Sink.Kind, "nats") && !strings.EqualFold(sk.Sink.Kind, "jetstream") {

@@ -232,6 +232,9 @@ type DeployRequest struct {
 	// restarted coordinator (Part).
 	Owner     string    `json:"owner,omitempty"`
 	Submitted time.Time `json:"submitted,omitzero"`
+	// Access is the owner's authority over data subjects: the worker
+	// builds the part's NATS streams and sinks with it, never with its own.
+	Access Access `json:"access,omitzero"`
 }
 
 // ExecPart is what a worker's executor hooks (the model runtime) know of the

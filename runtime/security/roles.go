@@ -117,15 +117,17 @@ func Client(user string, data []string) (Perms, error) {
 }
 
 // CheckDataSubjects refuses data subjects that would reach tierflow's own
-// subjects or other users' inboxes (">", "*.>", "tierflow.>", "_INBOX..."):
-// the data subjects of a client, or of a worker bound to its name, must be
-// the streams' own (NATS permissions cannot allow ">" but another worker's
-// name).
+// subjects, the server's or other users' inboxes (">", "*.>", "tierflow.>",
+// "_INBOX...", "$JS.>": EngineSubject): the data subjects of a client, or
+// of a worker bound to its name, must be the streams' own (NATS
+// permissions cannot allow ">" but another worker's name).
 func CheckDataSubjects(data []string) error {
 	for _, d := range data {
-		first, _, _ := strings.Cut(d, ".")
-		if first == ">" || first == "*" || first == "tierflow" || strings.HasPrefix(first, "_INBOX") || first == "$SYS" {
-			return fmt.Errorf("data subject %q would reach tierflow's control subjects or other users' inboxes: name the streams' subjects (e.g. sensors.>)", d)
+		if err := validSubject(d, false); err != nil {
+			return fmt.Errorf("data subject %q: %w", d, err)
+		}
+		if why := EngineSubject(d); why != "" {
+			return fmt.Errorf("data subject %q %s: name the streams' subjects (e.g. sensors.>)", d, why)
 		}
 	}
 	return nil

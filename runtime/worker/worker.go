@@ -19,6 +19,7 @@ import (
 	"log/slog"
 	"slices"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -451,7 +452,17 @@ func (w *Worker) build(req deploy.DeployRequest, ack *deploy.Ack) error {
 			return err
 		}
 	}
-	nh := connectors.Hooks{Conn: func() (*nats.Conn, error) { return w.cfg.Conn, nil },
+	// The part's streams and sinks act with its owner's authority: every
+	// subject is checked here, whatever the coordinator checked, and
+	// nothing under the engine's own namespaces is ever a source or sink.
+	access := req.Access
+	check := func(subject string, publish bool) error {
+		if err := security.CheckSubject(access, subject, publish); err != nil {
+			return fmt.Errorf("%w: %w", deploy.ErrInput, err)
+		}
+		return nil
+	}
+	nh := connectors.Hooks{Conn: func() (*nats.Conn, error) { return w.cfg.Conn, nil }, Check: check,
 		Sources: connectors.SourceConfig{Queue: "tierflow-" + req.Query, MaxRows: req.Script.BatchSize, MaxDelay: req.Script.SourceMaxDelay, OnError: policy},
 		Sinks:   connectors.SinkConfig{End: true, IDPrefix: req.Query}}
 	// operators/exec closes a catalog sink only in its own Run, which a
@@ -461,6 +472,12 @@ func (w *Worker) build(req deploy.DeployRequest, ack *deploy.Ack) error {
 	var opened []*lazySink
 	eo.Stream = nh.Stream
 	eo.Sink = func(s *catalog.Sink, schema *arrow.Schema) (sinks.Writer, error) {
+		if isNATSKind(s.Kind) {
+			// Refused when the part builds, not at its first row.
+			if err := check(s.Target, true); err != nil {
+				return nil, fmt.Errorf("sink %s: %w", s.Name, err)
+			}
+		}
 		l := &lazySink{open: func() (sinks.Writer, error) { return nh.Sink(s, schema) }, id: len(opened) + 1, res: res}
 		if req.Generation > 0 {
 			l.below = dataflow.Epoch(req.Script.ResumeEpoch)
@@ -569,6 +586,11 @@ func (w *Worker) build(req deploy.DeployRequest, ack *deploy.Ack) error {
 	w.mu.Unlock()
 	w.cfg.Log.Info("deployed", "query", req.Query, "index", idx)
 	return nil
+}
+
+// isNATSKind: a stream's source or a sink's kind that is a NATS subject.
+func isNATSKind(kind string) bool {
+	return strings.EqualFold(kind, connectors.NATS) || strings.EqualFold(kind, connectors.JetStream)
 }
 
 func (w *Worker) onStart(m *nats.Msg) {
