@@ -174,6 +174,11 @@ type WorkerInfo struct {
 	// Sched is the policy of the worker's inference scheduler (naive,
 	// deepquery): whether its best-effort work yields to real-time work.
 	Sched string `json:"sched,omitempty"`
+	// DataKey is the public half of an nkey user key the worker made at
+	// start and keeps in memory: the coordinator mints each of the
+	// worker's query parts a data user on it (Access.JWT), which only this
+	// worker can then connect as.
+	DataKey string `json:"data_key,omitempty"`
 	// Set by the coordinator.
 	Registered time.Time `json:"registered"`
 	LastSeen   time.Time `json:"last_seen"`

@@ -11,7 +11,10 @@ package security
 
 import (
 	"fmt"
+	"os"
 	"strings"
+
+	"github.com/nats-io/jwt/v2"
 
 	"github.com/tierflow/tierflow/relay/natsserver"
 	"github.com/tierflow/tierflow/runtime/deploy"
@@ -138,4 +141,26 @@ func CheckDataSubjects(data []string) error {
 // each user of either side may do is still its own permissions').
 func Leaf() Perms {
 	return Perms{PubAllow: []string{">"}, SubAllow: []string{">"}}
+}
+
+// BoundWorker is the worker name a creds file's user is bound to (its
+// permissions let it register as that name only), or "" for any other
+// creds: `tierflow worker --nats-creds e1.creds` is worker e1 by default.
+func BoundWorker(creds string) string {
+	b, err := os.ReadFile(creds)
+	if err != nil {
+		return ""
+	}
+	tok, err := jwt.ParseDecoratedJWT(b)
+	if err != nil {
+		return ""
+	}
+	uc, err := jwt.DecodeUserClaims(tok)
+	if err != nil || deploy.ValidName("worker", uc.Name) != nil {
+		return ""
+	}
+	if uc.Pub.Allow.Contains(deploy.RegisterSubject(uc.Name)) && !uc.Pub.Allow.Contains(deploy.RegisterSubject("*")) {
+		return uc.Name
+	}
+	return ""
 }

@@ -27,6 +27,7 @@ import (
 	"github.com/apache/arrow/go/v17/arrow"
 	"github.com/apache/arrow/go/v17/arrow/memory"
 	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nkeys"
 
 	"github.com/tierflow/tierflow/dataflow"
 	"github.com/tierflow/tierflow/operators/exec"
@@ -115,6 +116,9 @@ type Worker struct {
 	queries map[string]*query
 	// sched is the one inference scheduler of the worker.
 	sched *sched.Scheduler
+	// dataKey is the worker's data key (WorkerInfo.DataKey): the seed of
+	// every query part's data user, which never leaves the process.
+	dataKey nkeys.KeyPair
 }
 
 // query is one query's part on this worker.
@@ -150,6 +154,9 @@ type query struct {
 	final atomic.Pointer[deploy.Status]
 	// slo is the query's LATENCY bound (0: none).
 	slo time.Duration
+	// data is the part's own connection for its streams and sinks (nil:
+	// the worker's, on a cluster without an authority).
+	data *dataConn
 }
 
 // linkProbe is how often a LATENCY query's part looks at its links' acks
@@ -224,8 +231,15 @@ func Start(ctx context.Context, cfg Config) (*Worker, error) {
 	for _, g := range inv.GPUs {
 		info.GPUs = append(info.GPUs, fmt.Sprint(g.Name))
 	}
+	dataKey, err := nkeys.CreateUser()
+	if err != nil {
+		return nil, fmt.Errorf("%w: data key: %w", ErrRegister, err)
+	}
+	if info.DataKey, err = dataKey.PublicKey(); err != nil {
+		return nil, fmt.Errorf("%w: data key: %w", ErrRegister, err)
+	}
 	wctx, cancel := context.WithCancel(context.Background())
-	w := &Worker{cfg: cfg, info: info, ctx: wctx, cancel: cancel, queries: map[string]*query{}, sched: sc}
+	w := &Worker{cfg: cfg, info: info, ctx: wctx, cancel: cancel, queries: map[string]*query{}, sched: sc, dataKey: dataKey}
 	nc := cfg.Conn
 	for subj, h := range map[string]nats.MsgHandler{
 		deploy.DeploySubject(w.cfg.Namespace, "*", cfg.Name): w.onDeploy,
@@ -462,7 +476,21 @@ func (w *Worker) build(req deploy.DeployRequest, ack *deploy.Ack) error {
 		}
 		return nil
 	}
-	nh := connectors.Hooks{Conn: func() (*nats.Conn, error) { return w.cfg.Conn, nil }, Check: check,
+	// With a data user minted for the part, its streams and sinks connect
+	// as that user: the server then refuses what a missed check would not.
+	conn := func() (*nats.Conn, error) { return w.cfg.Conn, nil }
+	var data *dataConn
+	if req.Access.JWT != "" {
+		data = newDataConn(w.cfg.Conn, req.Access.JWT, w.dataKey, req.Query, w.cfg.Name)
+		conn = data.conn
+	}
+	kept := false
+	defer func() {
+		if !kept {
+			data.close()
+		}
+	}()
+	nh := connectors.Hooks{Conn: conn, Check: check,
 		Sources: connectors.SourceConfig{Queue: "tierflow-" + req.Query, MaxRows: req.Script.BatchSize, MaxDelay: req.Script.SourceMaxDelay, OnError: policy},
 		Sinks:   connectors.SinkConfig{End: true, IDPrefix: req.Query}}
 	// operators/exec closes a catalog sink only in its own Run, which a
@@ -581,6 +609,7 @@ func (w *Worker) build(req deploy.DeployRequest, ack *deploy.Ack) error {
 		return err
 	}
 	q.dw = dw
+	q.data, kept = data, true
 	w.mu.Lock()
 	w.queries[req.Query] = q
 	w.mu.Unlock()
@@ -668,6 +697,7 @@ func (w *Worker) stopQuery(id string, abort bool) {
 		q.dw.Close()
 		_ = q.dt.Close()
 		_ = q.tr.Close()
+		defer q.data.close() // after the sinks' end markers
 		if q.sinkHere {
 			// Readers of the sink's subject wait for its end: tell them
 			// this query will not write it (another worker failed before
@@ -769,6 +799,7 @@ func (w *Worker) run(ctx context.Context, q *query) {
 		}
 	}
 	_ = q.dt.Close()
+	q.data.close()
 	stats, links := q.dw.Stats(), q.tr.Stats()
 	_ = q.tr.Close()
 	if freeze != nil {
