@@ -42,6 +42,7 @@ test: setup
 # CI runs them after `make test` when its time allows.
 test-long: setup
 	TIERFLOW_TEST_LONG=1 go test -count=1 -run "$${RUN:-.}" ./...
+	cd bench/sqlpeer && TIERFLOW_TEST_LONG=1 go test -count=1 -run "$${RUN:-.}" ./...
 
 # Fuzz the parser for a while (seed corpus: every example query).
 fuzz:

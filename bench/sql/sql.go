@@ -3,7 +3,6 @@ package sql
 import (
 	"errors"
 	"fmt"
-	"os"
 	"os/exec"
 	"path/filepath"
 	"strconv"
@@ -13,11 +12,6 @@ import (
 	"github.com/tierflow/tierflow/bench"
 	"github.com/tierflow/tierflow/internal/cli"
 )
-
-// peerBinary is the DuckDB peer benchmark's executable. It is built from its
-// own Go module (bench/sqlpeer) so that DuckDB, a large cgo library, never
-// enters tierflow's own build.
-const peerBinary = "tierflow-sqlpeer"
 
 // newBenchSQLCmd runs tierflow's relational engine side by side with DuckDB
 // by executing the peer benchmark with the same flags.
@@ -47,7 +41,7 @@ this binary from the source tree when it is missing (make bench-sqlpeer).`,
 			if peer != "duckdb" {
 				return cli.BadInput(fmt.Errorf("--peer %q: the only peer is duckdb", peer))
 			}
-			bin, err := findSQLPeer(benv)
+			bin, err := bench.FindSQLPeer(benv)
 			if err != nil {
 				return err
 			}
@@ -80,36 +74,4 @@ this binary from the source tree when it is missing (make bench-sqlpeer).`,
 	fl.StringVar(&only, "queries", "", "comma-separated names of the queries to run (default all)")
 	fl.IntVar(&parallelism, "parallelism", 0, "tierflow's --parallelism (0: its default)")
 	return c
-}
-
-// findSQLPeer locates the peer benchmark, building it from the source tree
-// beside this binary (bin/../bench/sqlpeer) when that is where it would be.
-func findSQLPeer(benv *bench.Env) (string, error) {
-	if p := os.Getenv("TIERFLOW_SQLPEER"); p != "" {
-		return p, nil
-	}
-	self, err := os.Executable()
-	if err == nil {
-		dir := filepath.Dir(self)
-		beside := filepath.Join(dir, peerBinary)
-		if _, err := os.Stat(beside); err == nil {
-			return beside, nil
-		}
-		if p, err := exec.LookPath(peerBinary); err == nil {
-			return p, nil
-		}
-		src := filepath.Join(dir, "..", "bench", "sqlpeer")
-		if _, err := os.Stat(filepath.Join(src, "go.mod")); err == nil {
-			fmt.Fprintf(benv.Err, "-- building %s from %s (once; DuckDB's library makes this take minutes)\n", peerBinary, src)
-			b := exec.Command("go", "build", "-o", beside, ".")
-			b.Dir, b.Stdout, b.Stderr = src, benv.Err, benv.Err
-			if err := b.Run(); err != nil {
-				return "", fmt.Errorf("build %s: %w", peerBinary, err)
-			}
-			return beside, nil
-		}
-	} else if p, err := exec.LookPath(peerBinary); err == nil {
-		return p, nil
-	}
-	return "", fmt.Errorf("no %s next to this binary, on PATH or in $TIERFLOW_SQLPEER: build it from the source tree with `make bench-sqlpeer`", peerBinary)
 }

@@ -13,6 +13,7 @@ import (
 	benchslo "github.com/tierflow/tierflow/bench/slo"
 	benchsneakpeek "github.com/tierflow/tierflow/bench/sneakpeek"
 	benchsql "github.com/tierflow/tierflow/bench/sql"
+	benchtpch "github.com/tierflow/tierflow/bench/tpch/tpchcmd"
 )
 
 // benches are the `tierflow bench` commands, one line each: a benchmark is
@@ -29,6 +30,7 @@ var benches = []bench.Command{
 	benchslo.Command,
 	benchsneakpeek.Command,
 	benchsql.Command,
+	benchtpch.Command,
 }
 
 // newBenchCmd is the parent of every `tierflow bench ...` command. Each
