@@ -23,6 +23,7 @@ var readmeSkips = map[string]string{
 	"make test":      "runs the whole test suite, this test included",
 	"make test-long": "runs the whole test suite with the long tests, this test included",
 	"make fuzz":      "fuzzes the parser for five minutes",
+	"make ocr":       "runs PaddleOCR's networks over the 24 scenes twice, minutes on 2 cores (examples/ocr's tests run the same queries and check their rows against bare ONNX Runtime)",
 	"make gpu-check": "needs an NVIDIA GPU with CUDA 13 and fetches 275 MB (TestCUDAMatchesCPU skips here and says why)",
 	"bin/tierflow coordinator --infra examples/vqa/infra.yaml":                                                                                                                           "a long-running server (TestCoordinatorWorkerSubmit drives one)",
 	"bin/tierflow worker --nats nats://127.0.0.1:PORT --tier edge --location l1 --type x4 --name e1":                                                                                     "a long-running server, PORT stands for the coordinator's",
