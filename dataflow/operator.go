@@ -174,6 +174,18 @@ func (c *Context) Instance() Instance { return c.in.info }
 // Allocator is the allocator operators must allocate records from.
 func (c *Context) Allocator() memory.Allocator { return c.in.w.cfg.Allocator }
 
+// Memory is the instance's account of the query's memory budget
+// (Config.Memory): what the operator keeps beside its records (hash
+// tables, window, session and sort state) it Grows and Shrinks there, and
+// a refused Grow (ErrMemory) is its cue to spill, or its error. Without a
+// budget the account counts nothing and never refuses.
+func (c *Context) Memory() *Account {
+	if c.in.acct == nil {
+		c.in.acct = c.in.w.cfg.Memory.Account(c.in.name())
+	}
+	return c.in.acct
+}
+
 // Context carries cancellation for long-running work inside a callback.
 // For a source it also ends on a graceful stop (Worker.StopSources): a
 // Produce blocked waiting for input should select on it and return.

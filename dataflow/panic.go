@@ -38,6 +38,12 @@ func Recovered(where string, p any) error {
 	if p == nil {
 		return nil
 	}
+	// A refused allocation is no bug: the query asked for more memory
+	// than its limit, and says so (no stack).
+	var le *LimitError
+	if err, ok := p.(error); ok && errors.As(err, &le) {
+		return fmt.Errorf("%s: %w", where, le)
+	}
 	return &PanicError{Where: where, Value: p, Stack: debug.Stack()}
 }
 

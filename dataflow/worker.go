@@ -58,6 +58,10 @@ type Config struct {
 	// default it to a fresh LocalTransport; NewWorker requires it when the
 	// worker exchanges data with others.
 	Transport Transport
+	// Memory, when set, is the query's memory budget on this worker: each
+	// operator instance's state is an Account of it (Context.Memory), and
+	// Allocator should be its Allocator. Nil: state is not counted.
+	Memory *Memory
 }
 
 func (c Config) withDefaults() Config {
@@ -126,6 +130,9 @@ type instance struct {
 	// ingest is the ingest time of the batch OnBatch is handling (0
 	// outside it); maxIngest the latest the instance has received.
 	ingest, maxIngest int64
+	// acct is the instance's share of Config.Memory (Context.Memory),
+	// made on first use and given back when it closes.
+	acct *Account
 }
 
 // inEdge maps one incoming edge's senders onto tracker slots.
@@ -728,6 +735,7 @@ func (in *instance) closeOp() (err error) {
 			err = Recovered(in.name()+" close", p)
 		}
 	}()
+	defer in.acct.Close()
 	return in.op.Close(&in.opctx)
 }
 

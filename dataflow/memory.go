@@ -1,0 +1,321 @@
+package dataflow
+
+import (
+	"errors"
+	"fmt"
+	"sort"
+	"sync"
+	"sync/atomic"
+
+	"github.com/apache/arrow/go/v17/arrow/memory"
+)
+
+// ErrMemory: a query would hold more memory than its limit on a worker (or
+// than the worker's process-wide guard).
+var ErrMemory = errors.New("over the memory limit")
+
+// LimitError is ErrMemory with who asked and how far it was: the operator
+// (or "arrow buffers", "relay") whose growth was refused, what it and the
+// whole query held, and the limit.
+type LimitError struct {
+	Holder string
+	// Held is what Holder held, Used what the whole budget held, Want the
+	// growth refused, Limit the budget's limit. Budget names the budget
+	// ("query q1 on worker w1", "worker w1's memory guard").
+	Held, Used, Want, Limit int64
+	Budget                  string
+}
+
+func (e *LimitError) Error() string {
+	return fmt.Sprintf("%s holds %s and asked for %s more: %s holds %s, over its memory limit of %s",
+		e.Holder, Bytes(e.Held), Bytes(e.Want), e.Budget, Bytes(e.Used), Bytes(e.Limit))
+}
+
+func (e *LimitError) Unwrap() error { return ErrMemory }
+
+// Bytes prints a byte count the way a person reads it.
+func Bytes(n int64) string {
+	switch {
+	case n >= 1<<30:
+		return fmt.Sprintf("%.1f GiB", float64(n)/(1<<30))
+	case n >= 1<<20:
+		return fmt.Sprintf("%.1f MiB", float64(n)/(1<<20))
+	case n >= 1<<10:
+		return fmt.Sprintf("%.1f KiB", float64(n)/(1<<10))
+	}
+	return fmt.Sprintf("%d B", n)
+}
+
+// Memory is one budget of memory: a query's on one worker, or a worker's
+// process-wide guard (the parent of every query's). Everything a query
+// holds is charged to it, by holder:
+//
+//   - the Arrow buffers its operators allocate (Memory.Allocator: charged
+//     at Allocate, refused past the limit);
+//   - what it holds that no allocator made (Charge: a record the relay
+//     decoded in place of its message, the relay's unacknowledged frames);
+//   - what its operators keep in Go structures beside their records (each
+//     instance's Account: hash tables, window and session state, sort
+//     indexes), which they Grow and Shrink as they change.
+//
+// Growth past the limit is refused: Account.Grow returns a *LimitError,
+// which the operator either answers by spilling (the aggregation and the
+// table join write their state to disk) or returns, failing the query with
+// its name; the allocator panics with it, which the operator's recovery
+// turns into the query's failure. The zero budget (limit 0) counts and
+// never refuses. A child budget charges its parent too (a query's charges
+// count against the worker's guard), and is refused when either is full.
+type Memory struct {
+	name   string
+	limit  int64
+	parent atomic.Pointer[Memory] // nil once closed
+	used   atomic.Int64
+	peak   atomic.Int64
+	// over closes the first time used passes the limit (OverLimit).
+	over     chan struct{}
+	overOnce sync.Once
+
+	mu       sync.Mutex
+	accounts []*Account
+	arrow    *Account // the allocator's holder
+	relay    *Account // Charge's holder
+}
+
+// NewMemory is a budget named name (what a refusal calls it) of limit
+// bytes (0: no limit), charging parent too when it is not nil.
+func NewMemory(name string, limit int64, parent *Memory) *Memory {
+	m := &Memory{name: name, limit: limit, over: make(chan struct{})}
+	m.parent.Store(parent)
+	m.arrow = m.Account("arrow buffers")
+	m.relay = m.Account("relay and decoded messages")
+	return m
+}
+
+// Limit is the budget's limit (0: none).
+func (m *Memory) Limit() int64 {
+	if m == nil {
+		return 0
+	}
+	return m.limit
+}
+
+// Used is what the budget holds now.
+func (m *Memory) Used() int64 {
+	if m == nil {
+		return 0
+	}
+	return m.used.Load()
+}
+
+// Name is what the budget is called.
+func (m *Memory) Name() string { return m.name }
+
+// OverLimit closes once the budget has passed its limit (a charge that
+// could not be refused: an allocation's, the relay's).
+func (m *Memory) OverLimit() <-chan struct{} { return m.over }
+
+// Account is a new holder of the budget, named name (an operator instance:
+// "join#0"). A nil budget's accounts count nothing and never refuse.
+func (m *Memory) Account(name string) *Account {
+	a := &Account{m: m, name: name}
+	if m == nil {
+		return a
+	}
+	m.mu.Lock()
+	m.accounts = append(m.accounts, a)
+	m.mu.Unlock()
+	return a
+}
+
+// Holder is what one account holds.
+type Holder struct {
+	Name string
+	Held int64
+}
+
+// Holders are the budget's accounts that hold something, largest first.
+func (m *Memory) Holders() []Holder {
+	if m == nil {
+		return nil
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	var out []Holder
+	for _, a := range m.accounts {
+		if h := a.held.Load(); h > 0 {
+			out = append(out, Holder{a.name, h})
+		}
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Held > out[j].Held })
+	return out
+}
+
+// charge adds n to m and its parents; with refuse, growth past a limit is
+// undone and refused.
+func (m *Memory) charge(a *Account, n int64, refuse bool) error {
+	for b := m; b != nil; b = b.parent.Load() {
+		used := b.used.Add(n)
+		if n > 0 && b.limit > 0 && used > b.limit {
+			if refuse {
+				for u := m; ; u = u.parent.Load() {
+					u.used.Add(-n)
+					if u == b {
+						break
+					}
+				}
+				return &LimitError{Holder: a.name, Held: a.held.Load(), Used: used - n, Want: n, Limit: b.limit, Budget: b.name}
+			}
+			b.overOnce.Do(func() { close(b.over) })
+		}
+		if n > 0 {
+			for p := b.peak.Load(); used > p && !b.peak.CompareAndSwap(p, used); p = b.peak.Load() {
+			}
+		}
+	}
+	return nil
+}
+
+// Close gives back to the parent budgets whatever this one still holds
+// (what a failed query's operators never released) and detaches it: its
+// later charges count here only. A worker closes a query's budget when the
+// query ends, so its guard never keeps what a dead query leaked.
+func (m *Memory) Close() {
+	if m == nil {
+		return
+	}
+	p := m.parent.Swap(nil)
+	if u := m.used.Load(); u != 0 {
+		for b := p; b != nil; b = b.parent.Load() {
+			b.used.Add(-u)
+		}
+	}
+}
+
+// Peak is the most the budget held at once.
+func (m *Memory) Peak() int64 {
+	if m == nil {
+		return 0
+	}
+	return m.peak.Load()
+}
+
+// Allocator is an allocator over mem that charges every buffer to the
+// budget ("arrow buffers") and refuses, by panicking with a *LimitError,
+// an allocation that would take the budget past its limit: the operator
+// that asked fails with it (its recovery turns the panic into its error)
+// instead of the worker running out of memory.
+func (m *Memory) Allocator(mem memory.Allocator) memory.Allocator {
+	if m == nil {
+		return mem
+	}
+	return &budgetAllocator{Allocator: mem, m: m}
+}
+
+type budgetAllocator struct {
+	memory.Allocator
+	m *Memory
+}
+
+func (b *budgetAllocator) Allocate(n int) []byte {
+	if err := b.m.arrow.grow(int64(n), true); err != nil {
+		panic(err)
+	}
+	return b.Allocator.Allocate(n)
+}
+
+func (b *budgetAllocator) Reallocate(n int, old []byte) []byte {
+	if d := n - len(old); d > 0 {
+		if err := b.m.arrow.grow(int64(d), true); err != nil {
+			panic(err)
+		}
+	} else {
+		b.m.arrow.Shrink(int64(-d))
+	}
+	return b.Allocator.Reallocate(n, old)
+}
+
+func (b *budgetAllocator) Free(buf []byte) {
+	b.m.arrow.Shrink(int64(len(buf)))
+	b.Allocator.Free(buf)
+}
+
+// Charge counts n bytes the budget's query holds that no allocator of its
+// made (a record decoded in place of its message, a frame kept until its
+// ack), until Uncharge. It refuses, with a *LimitError, growth past the
+// limit.
+func (b *budgetAllocator) Charge(n int64) error { return b.m.relay.grow(n, true) }
+
+// Uncharge gives back what Charge counted.
+func (b *budgetAllocator) Uncharge(n int64) { b.m.relay.Shrink(n) }
+
+// Charger is an allocator that also counts memory it did not allocate
+// (Memory.Allocator's): the relay charges decoded messages and frames
+// awaiting their ack to the query whose allocator it was given.
+type Charger interface {
+	Charge(n int64) error
+	Uncharge(n int64)
+}
+
+// Account is one holder of a budget: an operator instance's state beside
+// the records it keeps (which its allocator or the relay already count).
+// Safe for concurrent use.
+type Account struct {
+	m    *Memory
+	name string
+	held atomic.Int64
+}
+
+// Name is the holder's name.
+func (a *Account) Name() string { return a.name }
+
+// Held is what the account holds.
+func (a *Account) Held() int64 { return a.held.Load() }
+
+// Grow charges n more bytes, or refuses them with a *LimitError (wrapping
+// ErrMemory) when the budget, or its parent's, would pass its limit.
+func (a *Account) Grow(n int64) error { return a.grow(n, true) }
+
+func (a *Account) grow(n int64, refuse bool) error {
+	if n <= 0 || a == nil {
+		return nil
+	}
+	if a.m != nil {
+		if err := a.m.charge(a, n, refuse); err != nil {
+			return err
+		}
+	}
+	a.held.Add(n)
+	return nil
+}
+
+// Shrink gives back n bytes.
+func (a *Account) Shrink(n int64) {
+	if n <= 0 || a == nil {
+		return
+	}
+	a.held.Add(-n)
+	if a.m != nil {
+		_ = a.m.charge(a, -n, false)
+	}
+}
+
+// Resize sets what the account holds to n: a Grow or a Shrink of the
+// difference.
+func (a *Account) Resize(n int64) error {
+	if a == nil {
+		return nil
+	}
+	if d := n - a.held.Load(); d > 0 {
+		return a.Grow(d)
+	} else if d < 0 {
+		a.Shrink(-d)
+	}
+	return nil
+}
+
+// Close gives back everything the account holds.
+func (a *Account) Close() {
+	if a != nil {
+		a.Shrink(a.held.Load())
+	}
+}

@@ -1,0 +1,90 @@
+package dataflow
+
+import (
+	"errors"
+	"strings"
+	"testing"
+
+	"github.com/apache/arrow/go/v17/arrow/memory"
+)
+
+func TestMemoryRefusesPastItsLimit(t *testing.T) {
+	guard := NewMemory("worker w1's memory guard", 1000, nil)
+	q := NewMemory("query q1 on worker w1", 600, guard)
+	a, b := q.Account("window[0]"), q.Account("join[0]")
+	if err := a.Grow(400); err != nil {
+		t.Fatal(err)
+	}
+	err := b.Grow(300)
+	var le *LimitError
+	if !errors.Is(err, ErrMemory) || !errors.As(err, &le) || le.Holder != "join[0]" || le.Limit != 600 {
+		t.Fatalf("join past the query's limit: %v", err)
+	}
+	if q.Used() != 400 || guard.Used() != 400 || b.Held() != 0 {
+		t.Fatalf("after a refusal: query %d, guard %d, join %d; want 400, 400, 0", q.Used(), guard.Used(), b.Held())
+	}
+	// The guard refuses what another query's budget would allow.
+	other := NewMemory("query q2", 0, guard)
+	if err := other.Account("sort[0]").Grow(700); !errors.As(err, &le) || !strings.Contains(le.Budget, "guard") {
+		t.Fatalf("past the guard: %v", err)
+	}
+	a.Shrink(400)
+	if q.Used() != 0 || guard.Used() != 0 {
+		t.Fatalf("after shrinking: %d %d", q.Used(), guard.Used())
+	}
+	if err := a.Resize(500); err != nil || q.Used() != 500 {
+		t.Fatalf("resize: %v %d", err, q.Used())
+	}
+	a.Close()
+	if q.Used() != 0 || len(q.Holders()) != 0 {
+		t.Fatalf("after close: %d %v", q.Used(), q.Holders())
+	}
+}
+
+func TestMemoryAllocatorRefusesByPanicking(t *testing.T) {
+	checked := memory.NewCheckedAllocator(memory.NewGoAllocator())
+	q := NewMemory("query q1", 1<<20, nil)
+	mem := q.Allocator(checked)
+	b := mem.Allocate(1000)
+	if q.Used() < 1000 {
+		t.Fatalf("used %d after allocating 1000", q.Used())
+	}
+	func() {
+		defer func() {
+			err := Recovered("join[0] batch", recover())
+			if !errors.Is(err, ErrMemory) || errors.Is(err, ErrPanic) {
+				t.Fatalf("a refused allocation: %v, want ErrMemory and no panic", err)
+			}
+		}()
+		mem.Allocate(2 << 20)
+	}()
+	mem.Free(b)
+	if q.Used() != 0 {
+		t.Fatalf("used %d after freeing", q.Used())
+	}
+	checked.AssertSize(t, 0)
+	c := mem.(Charger)
+	if err := c.Charge(1 << 19); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Charge(1 << 20); !errors.Is(err, ErrMemory) {
+		t.Fatalf("charge past the limit: %v", err)
+	}
+	c.Uncharge(1 << 19)
+	if q.Used() != 0 {
+		t.Fatalf("used %d after uncharging", q.Used())
+	}
+}
+
+// A nil budget counts nothing and refuses nothing.
+func TestNilMemory(t *testing.T) {
+	var m *Memory
+	a := m.Account("x[0]")
+	if err := a.Grow(1 << 40); err != nil {
+		t.Fatal(err)
+	}
+	a.Close()
+	if m.Allocator(memory.DefaultAllocator) != memory.DefaultAllocator {
+		t.Fatal("a nil budget wrapped the allocator")
+	}
+}
