@@ -100,6 +100,10 @@ type Options struct {
 	// limit. Aggregations it cannot split (DISTINCT, other functions),
 	// windows and joins of a stream are not bounded.
 	MemoryLimit int64
+	// Memory, when set, is the run's memory budget: every operator's state
+	// counts against it (dataflow.Config.Memory), and Allocator should be
+	// its allocator (Memory.Allocator). Nil: nothing is counted.
+	Memory *dataflow.Memory
 	// Relayed says that the graph's edges may cross a relay (a cluster's
 	// workers over NATS), which carries plain columns: no scan then passes
 	// a string column on as its dictionary codes (codes.go), which only
@@ -233,7 +237,7 @@ func (q *Query) Graph() *dataflow.Graph { return q.graph }
 // Run executes the query until its sources end or ctx is cancelled; windows
 // that closed before a cancellation have been written.
 func (q *Query) Run(ctx context.Context) (Stats, error) {
-	err := dataflow.Run(ctx, q.graph, dataflow.Config{Allocator: q.opts.Allocator})
+	err := dataflow.Run(ctx, q.graph, dataflow.Config{Allocator: q.opts.Allocator, Memory: q.opts.Memory})
 	for _, w := range q.writers {
 		if cerr := sinks.Finish(w, err); cerr != nil && err == nil {
 			err = cerr

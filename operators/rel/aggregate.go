@@ -12,6 +12,7 @@ import (
 	"github.com/apache/arrow/go/v17/arrow/compute"
 	"github.com/apache/arrow/go/v17/arrow/memory"
 
+	"github.com/tierflow/tierflow/dataflow"
 	"github.com/tierflow/tierflow/operators/eval"
 	"github.com/tierflow/tierflow/operators/functions"
 	"github.com/tierflow/tierflow/planner/expr"
@@ -82,12 +83,107 @@ type HashAggregate struct {
 	ws   []int64
 
 	inPlace int8 // foldsInPlace's answer: 0 not yet asked, 1 yes, -1 no
+
+	// goBytes estimates what the open windows keep beside their Arrow
+	// key builders (which the allocator counts): each window's tables and
+	// accumulators, each group's hash entry and aggregate values, string
+	// keys' copies (GoStateBytes).
+	goBytes   int64
+	sessBytes int64
+	acct      *dataflow.Account
 }
 
 type aggWindow struct {
 	start, end int64
 	keys       *keyTable
 	accs       []functions.Accumulator
+	// goBytes is this window's share of HashAggregate.goBytes.
+	goBytes int64
+}
+
+// Per-window and per-group costs of GoStateBytes: a window's key table,
+// builders and accumulator objects; a group's hash table entry and
+// 16 bytes of each aggregate's state.
+const (
+	windowOverheadBytes = 512
+	accOverheadBytes    = 128
+	groupEntryBytes     = 32
+	groupAccBytes       = 16
+)
+
+// windowGoBytes is what w keeps beside its builders' buffers.
+func (h *HashAggregate) windowGoBytes(w *aggWindow) int64 {
+	n := int64(windowOverheadBytes + accOverheadBytes*len(w.accs))
+	n += int64(w.keys.n) * int64(groupEntryBytes+groupAccBytes*len(w.accs))
+	for _, b := range w.keys.keys {
+		if sb, ok := b.(*array.StringBuilder); ok {
+			n += int64(sb.DataLen()) // the hash table's copy of the key
+		}
+	}
+	return n
+}
+
+// GoStateBytes estimates the memory the aggregation's open windows (or
+// sessions) hold outside Arrow buffers: what its operator charges to the
+// query's budget (dataflow.Context.Memory). Kept as rows arrive, so it
+// costs nothing to read, however many windows are open.
+func (h *HashAggregate) GoStateBytes() int64 { return h.goBytes + h.sessBytes }
+
+// sessionGoBytes estimates what the open sessions keep: per session id its
+// aggregate values and session record, per key its hash entry and list.
+func (h *HashAggregate) sessionGoBytes() int64 {
+	st := h.sess
+	if st == nil {
+		return 0
+	}
+	return int64(st.next)*int64(48+groupAccBytes*len(st.accs)) + int64(st.keys.t.n)*(groupEntryBytes+48)
+}
+
+// trackSessions charges the sessions' change since the last call.
+func (h *HashAggregate) trackSessions() error {
+	b := h.sessionGoBytes()
+	if err := h.charge(b - h.sessBytes); err != nil {
+		return err
+	}
+	h.sessBytes = b
+	return nil
+}
+
+// track updates goBytes after w changed, and charges the difference to
+// the account (Charge): a refusal is the aggregation's error.
+func (h *HashAggregate) track(w *aggWindow) error {
+	b := h.windowGoBytes(w)
+	d := b - w.goBytes
+	if err := h.charge(d); err != nil {
+		return err // what was refused is not counted as charged
+	}
+	h.goBytes += d
+	w.goBytes = b
+	return nil
+}
+
+// charge grows (or shrinks) the account by d.
+func (h *HashAggregate) charge(d int64) error {
+	if h.acct == nil {
+		return nil
+	}
+	if d < 0 {
+		h.acct.Shrink(-d)
+		return nil
+	}
+	if err := h.acct.Grow(d); err != nil {
+		return fmt.Errorf("%d open windows: %w", len(h.windows), err)
+	}
+	return nil
+}
+
+// Charge has the aggregation charge its state (GoStateBytes) to a, as it
+// grows, window by window: past the budget, the batch that grows it fails
+// with a dataflow.ErrMemory naming the operator (or, for a spilling
+// aggregation, spills).
+func (h *HashAggregate) Charge(a *dataflow.Account) error {
+	h.acct = a
+	return a.Resize(h.GoStateBytes())
 }
 
 // NewHashAggregate compiles spec against the input schema.
@@ -271,7 +367,10 @@ func (h *HashAggregate) Add(rec arrow.Record) error {
 		}
 		return nil
 	default:
-		return h.addSessions(keys, args, ts, int64(w.Gap/time.Microsecond))
+		if err := h.addSessions(keys, args, ts, int64(w.Gap/time.Microsecond)); err != nil {
+			return err
+		}
+		return h.trackSessions()
 	}
 }
 
@@ -347,7 +446,7 @@ func (h *HashAggregate) addTo(start, end int64, keys, args []arrow.Array, _ []ui
 			return err
 		}
 	}
-	return nil
+	return h.track(w)
 }
 
 // window is the open window [start, end), made when new.
@@ -362,6 +461,9 @@ func (h *HashAggregate) window(start, end int64) (*aggWindow, error) {
 			}
 			w = &aggWindow{start: start, end: end, keys: newGroupKeyTable(h.mem, groupTypes(h.spec.Group)), accs: accs}
 			h.windows[start] = w
+			if err := h.track(w); err != nil {
+				return nil, err
+			}
 		}
 		h.cur = w
 	}
@@ -389,7 +491,9 @@ func (h *HashAggregate) Advance(watermark int64) ([]arrow.Record, error) {
 	}
 	h.closed = watermark
 	if h.sess != nil {
-		return h.closeSessions(watermark)
+		out, err := h.closeSessions(watermark)
+		_ = h.trackSessions()
+		return out, err
 	}
 	if watermark == math.MaxInt64 && h.spec.Window == nil && len(h.spec.Group) == 0 && len(h.windows) == 0 {
 		// An aggregate without GROUP BY has one row even over no rows
@@ -417,6 +521,8 @@ func (h *HashAggregate) Advance(watermark int64) ([]arrow.Record, error) {
 	var out []arrow.Record
 	for _, w := range due {
 		delete(h.windows, w.start)
+		h.goBytes -= w.goBytes
+		_ = h.charge(-w.goBytes)
 		if h.cur == w {
 			h.cur = nil
 		}
@@ -469,9 +575,12 @@ func (h *HashAggregate) Release() {
 	}
 	h.windows = map[int64]*aggWindow{}
 	h.cur = nil
+	_ = h.charge(-h.goBytes)
+	h.goBytes = 0
 	if h.sess != nil {
 		h.sess.keys.release()
 		h.sess = nil
+		_ = h.trackSessions()
 	}
 }
 

@@ -40,6 +40,10 @@ func (a *Aggregate) Open(ctx *dataflow.Context, cap *dataflow.Capability) error 
 		return err
 	}
 	a.h = h
+	// Its windows' and groups' state counts against the query's memory.
+	if err := h.Charge(ctx.Memory()); err != nil {
+		return err
+	}
 	a.held, err = cap.Retain()
 	return err
 }

@@ -1,6 +1,7 @@
 package rel
 
 import (
+	"errors"
 	"fmt"
 	"math"
 	"os"
@@ -37,6 +38,7 @@ type SpillAggregate struct {
 	stats          *SpillStats
 
 	mem   memory.Allocator
+	acct  *dataflow.Account // the query's budget's share of this instance
 	h     *HashAggregate
 	mid   *arrow.Schema // the partial states' schema
 	dir   string
@@ -65,9 +67,12 @@ func (a *SpillAggregate) Open(ctx *dataflow.Context, cap *dataflow.Capability) e
 	if a.partial.Window != nil || a.final.Window != nil {
 		return fmt.Errorf("%w: a spilling aggregation has no window", ErrPlan)
 	}
-	a.mem = ctx.Allocator()
+	a.mem, a.acct = ctx.Allocator(), ctx.Memory()
 	h, err := NewHashAggregate(a.mem, a.partial, a.in, a.fns)
 	if err != nil {
+		return err
+	}
+	if err := h.Charge(a.acct); err != nil {
 		return err
 	}
 	a.h, a.mid = h, h.Schema()
@@ -78,6 +83,11 @@ func (a *SpillAggregate) Open(ctx *dataflow.Context, cap *dataflow.Capability) e
 func (a *SpillAggregate) OnBatch(_ *dataflow.Context, _ int, b dataflow.Batch, _ *dataflow.Capability) error {
 	err := a.h.Add(b.Record)
 	b.Record.Release()
+	if errors.Is(err, dataflow.ErrMemory) {
+		// The query's budget refused the state after the batch was
+		// folded in (HashAggregate.track): to disk with it.
+		return a.spill()
+	}
 	if err != nil || a.h.StateBytes() <= a.limit {
 		return err
 	}
@@ -91,6 +101,9 @@ func (a *SpillAggregate) spill() error {
 	a.h.Release()
 	if err == nil {
 		a.h, err = NewHashAggregate(a.mem, a.partial, a.in, a.fns)
+	}
+	if err == nil {
+		err = a.h.Charge(a.acct)
 	}
 	defer func() {
 		for _, r := range recs {
@@ -208,6 +221,9 @@ func (a *SpillAggregate) combine(ctx *dataflow.Context, feed func(add func(arrow
 		return err
 	}
 	defer fh.Release()
+	if err := fh.Charge(a.acct); err != nil {
+		return err
+	}
 	if err := feed(fh.Add); err != nil {
 		return err
 	}

@@ -126,6 +126,8 @@ type HashJoin struct {
 	built               bool
 	li, ri              []int32 // probe index buffers, reused
 	found               []int32
+	// maxMatches caches MaxMatches (join_chunks.go).
+	maxMatches int
 }
 
 // JoinSchema is the output schema: left columns then right columns (right ones

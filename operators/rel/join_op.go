@@ -56,16 +56,14 @@ func (s *StreamTableJoin) probe(ctx *dataflow.Context, rec arrow.Record, ingest 
 	if s.stats != nil {
 		s.stats.RowsIn.Add(rec.NumRows())
 	}
-	out, err := s.j.Probe(rec)
-	rec.Release()
-	if err != nil || out == nil {
-		return err
-	}
-	if s.stats != nil {
-		s.stats.RowsOut.Add(out.NumRows())
-	}
+	defer rec.Release()
 	// A batch that waited for the table keeps its own ingest time.
-	return ctx.EmitIngest(0, cap, out, ingest)
+	return s.j.ProbeEach(rec, func(out arrow.Record) error {
+		if s.stats != nil {
+			s.stats.RowsOut.Add(out.NumRows())
+		}
+		return ctx.EmitIngest(0, cap, out, ingest)
+	})
 }
 
 // OnFrontier builds the table once its input is complete and drains the stream
@@ -79,6 +77,10 @@ func (s *StreamTableJoin) OnFrontier(ctx *dataflow.Context, input int, f dataflo
 		r.Release()
 	}
 	s.table = nil
+	if err == nil {
+		// The index beside the table's columns is the query's memory too.
+		err = ctx.Memory().Resize(s.j.GoBytes())
+	}
 	if err != nil {
 		return err
 	}

@@ -162,6 +162,15 @@ type runAcc struct {
 	ext     any // min or max so far
 }
 
+// partitions counts the running aggregates' partitions.
+func (o *StreamOver) partitions() int {
+	n := 0
+	for _, g := range o.grow {
+		n += len(g.acc)
+	}
+	return n
+}
+
 // Schema is the output: the input's columns, then the functions'.
 func (o *StreamOver) Schema() *arrow.Schema { return o.w.out }
 
@@ -208,17 +217,32 @@ func (o *StreamOver) OnBatch(ctx *dataflow.Context, _ int, b dataflow.Batch, _ *
 	if len(keep) == 0 {
 		return nil
 	}
+	r := b.Record
 	if len(keep) == len(tv) {
-		b.Record.Retain()
-		o.pending = append(o.pending, b.Record)
-		return nil
-	}
-	r, err := eval.GatherRecord(c.Context(), c.Mem, b.Record, keep)
-	if err != nil {
+		r.Retain()
+	} else if r, err = eval.GatherRecord(c.Context(), c.Mem, b.Record, keep); err != nil {
 		return err
 	}
 	o.pending = append(o.pending, r)
-	return nil
+	return ctx.Memory().Grow(recordGoBytes(r))
+}
+
+// partitionGoBytes is a running aggregate's partition: its map entry, key
+// and accumulator.
+const partitionGoBytes = 160
+
+// goBytes is what the operator keeps beside its records' buffers: the
+// pending and history records' headers and the running aggregates'
+// partitions.
+func (o *StreamOver) goBytes() int64 {
+	n := recordsGoBytes(o.pending)
+	if o.hist != nil {
+		n += recordGoBytes(o.hist)
+	}
+	for _, g := range o.grow {
+		n += int64(len(g.acc)) * partitionGoBytes
+	}
+	return n
 }
 
 // OnFrontier emits the rows the watermark has passed.
@@ -232,6 +256,9 @@ func (o *StreamOver) OnFrontier(ctx *dataflow.Context, _ int, f dataflow.Epoch) 
 			return err
 		}
 		o.closed = wm
+		if err := ctx.Memory().Resize(o.goBytes()); err != nil {
+			return fmt.Errorf("%d partitions: %w", o.partitions(), err)
+		}
 	}
 	if f == dataflow.Closed {
 		o.held.Drop()

@@ -1,6 +1,7 @@
 package rel
 
 import (
+	"fmt"
 	"sort"
 
 	"github.com/apache/arrow/go/v17/arrow"
@@ -75,7 +76,7 @@ func (s *Sort) Open(_ *dataflow.Context, cap *dataflow.Capability) error {
 func (s *Sort) OnBatch(ctx *dataflow.Context, _ int, b dataflow.Batch, cap *dataflow.Capability) error {
 	if s.atEnd {
 		s.pending[0] = append(s.pending[0], b.Record)
-		return nil
+		return ctx.Memory().Grow(recordGoBytes(b.Record))
 	}
 	if _, ok := s.pending[b.Epoch]; !ok {
 		if err := ctx.NotifyAt(cap, b.Epoch); err != nil {
@@ -84,7 +85,26 @@ func (s *Sort) OnBatch(ctx *dataflow.Context, _ int, b dataflow.Batch, cap *data
 		}
 	}
 	s.pending[b.Epoch] = append(s.pending[b.Epoch], b.Record)
-	return nil
+	return ctx.Memory().Grow(recordGoBytes(b.Record))
+}
+
+// sortIndexBytes is what sorting rows costs beside the rows: their
+// indexes and the key comparisons' scratch.
+const sortIndexBytes = 16
+
+// sortCharged is SortRecords with the index it builds charged to the
+// operator's account while it sorts.
+func sortCharged(ctx *dataflow.Context, c *functions.Ctx, in *arrow.Schema, recs []arrow.Record, evs []*eval.Evaluator, keys []SortKey) (arrow.Record, error) {
+	acct := ctx.Memory()
+	var rows int64
+	for _, r := range recs {
+		rows += r.NumRows()
+	}
+	if err := acct.Grow(sortIndexBytes * rows); err != nil {
+		return nil, fmt.Errorf("sorting %d rows: %w", rows, err)
+	}
+	defer acct.Shrink(sortIndexBytes * rows)
+	return SortRecords(c, in, recs, evs, keys)
 }
 
 func (s *Sort) OnNotify(ctx *dataflow.Context, cap *dataflow.Capability) error {
@@ -110,10 +130,12 @@ func (s *Sort) emit(ctx *dataflow.Context, cap *dataflow.Capability, recs []arro
 	if len(recs) == 0 {
 		return nil
 	}
-	out, err := SortRecords(s.c.get(ctx), s.in, recs, s.evs, s.keys)
+	held := recordsGoBytes(recs) // charged as they came
+	out, err := sortCharged(ctx, s.c.get(ctx), s.in, recs, s.evs, s.keys)
 	for _, r := range recs {
 		r.Release()
 	}
+	ctx.Memory().Shrink(held)
 	if err != nil || out == nil {
 		return err
 	}

@@ -43,6 +43,24 @@ type topState struct {
 	bar     []arrow.Array // key arrays of the compacted record
 	barRow  int
 	compact arrow.Record // owns bar's rows
+	// acct and charged: the pool's record headers, charged to the
+	// operator's account.
+	acct    *dataflow.Account
+	charged int64
+}
+
+// recharge sets what st charges to its pool's headers now.
+func (st *topState) recharge() error {
+	n := recordsGoBytes(st.pool)
+	if d := n - st.charged; d > 0 {
+		if err := st.acct.Grow(d); err != nil {
+			return err
+		}
+	} else {
+		st.acct.Shrink(-d)
+	}
+	st.charged = n
+	return nil
 }
 
 // NewTopN keeps each epoch's first n rows in key order.
@@ -91,15 +109,15 @@ func (t *TopN) OnBatch(ctx *dataflow.Context, _ int, b dataflow.Batch, cap *data
 				return err
 			}
 		}
-		st = &topState{}
+		st = &topState{acct: ctx.Memory()}
 		t.states[e] = st
 	}
-	return t.add(t.c.get(ctx), st, b.Record)
+	return t.add(ctx, t.c.get(ctx), st, b.Record)
 }
 
 // add takes rec's rows that beat the bar into the pool (rec is consumed),
 // compacting the pool to the best n once it holds twice that.
-func (t *TopN) add(c *functions.Ctx, st *topState, rec arrow.Record) error {
+func (t *TopN) add(ctx *dataflow.Context, c *functions.Ctx, st *topState, rec arrow.Record) error {
 	if t.n <= 0 || rec.NumRows() == 0 {
 		rec.Release()
 		return nil
@@ -127,8 +145,12 @@ func (t *TopN) add(c *functions.Ctx, st *topState, rec arrow.Record) error {
 	}
 	st.pool = append(st.pool, rec)
 	st.rows += rec.NumRows()
+	if err := ctx.Memory().Grow(recordGoBytes(rec)); err != nil {
+		return err
+	}
+	st.charged += recordGoBytes(rec)
 	if st.rows >= max(2*t.n, 1024) || (st.bar == nil && st.rows >= t.n) {
-		return t.compact(c, st)
+		return t.compact(ctx, c, st)
 	}
 	return nil
 }
@@ -160,12 +182,13 @@ func (t *TopN) beating(karr []arrow.Array, st *topState, n int) []int32 {
 
 // compact sorts the pool stably and keeps its first n rows; with n rows
 // kept, the last one is the new bar.
-func (t *TopN) compact(c *functions.Ctx, st *topState) error {
-	sorted, err := SortRecords(c, t.in, st.pool, t.evs, t.keys)
+func (t *TopN) compact(ctx *dataflow.Context, c *functions.Ctx, st *topState) error {
+	sorted, err := sortCharged(ctx, c, t.in, st.pool, t.evs, t.keys)
 	for _, r := range st.pool {
 		r.Release()
 	}
 	st.pool, st.rows = nil, 0
+	_ = st.recharge() // the old pool's headers go
 	st.dropBar()
 	if err != nil || sorted == nil {
 		return err
@@ -176,6 +199,9 @@ func (t *TopN) compact(c *functions.Ctx, st *topState) error {
 		sorted = s
 	}
 	st.pool, st.rows = []arrow.Record{sorted}, sorted.NumRows()
+	if err := st.recharge(); err != nil {
+		return err
+	}
 	if sorted.NumRows() == t.n {
 		karr, err := evalKeys(c, t.evs, sorted)
 		if err != nil {
@@ -202,6 +228,7 @@ func (st *topState) release() {
 		r.Release()
 	}
 	st.pool = nil
+	_ = st.recharge()
 }
 
 func (t *TopN) OnNotify(ctx *dataflow.Context, cap *dataflow.Capability) error {
@@ -232,7 +259,7 @@ func (t *TopN) emit(ctx *dataflow.Context, cap *dataflow.Capability, st *topStat
 	if len(st.pool) == 0 {
 		return nil
 	}
-	if err := t.compact(t.c.get(ctx), st); err != nil || len(st.pool) == 0 {
+	if err := t.compact(ctx, t.c.get(ctx), st); err != nil || len(st.pool) == 0 {
 		return err
 	}
 	out := st.pool[0]

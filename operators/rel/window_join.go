@@ -134,13 +134,25 @@ func (w *WindowJoin) OnBatch(ctx *dataflow.Context, input int, b dataflow.Batch,
 			return err
 		}
 		st := w.windows[starts[p]]
+		grow := recordGoBytes(rec)
 		if st == nil {
 			st = &[2][]arrow.Record{}
 			w.windows[starts[p]] = st
+			grow += windowOverheadBytes
 		}
 		st[input] = append(st[input], rec)
+		// Held until both inputs pass the window: its records' and the
+		// window's headers count (their buffers are counted where made).
+		if err := ctx.Memory().Grow(grow); err != nil {
+			return fmt.Errorf("%d open windows: %w", len(w.windows), err)
+		}
 	}
 	return nil
+}
+
+// windowGoBytes is what Grow charged for a window's records.
+func windowGoBytes(st *[2][]arrow.Record) int64 {
+	return windowOverheadBytes + recordsGoBytes(st[0]) + recordsGoBytes(st[1])
 }
 
 // OnFrontier joins every window both inputs have completed.
@@ -162,7 +174,10 @@ func (w *WindowJoin) OnFrontier(ctx *dataflow.Context, _ int, _ dataflow.Epoch) 
 	for _, s := range due {
 		st := w.windows[s]
 		delete(w.windows, s)
-		if err := w.joinWindow(ctx, st); err != nil {
+		held := windowGoBytes(st) // before joinWindow releases the records
+		err := w.joinWindow(ctx, st)
+		ctx.Memory().Shrink(held)
+		if err != nil {
 			return err
 		}
 	}
@@ -195,18 +210,19 @@ func (w *WindowJoin) joinWindow(ctx *dataflow.Context, st *[2][]arrow.Record) er
 	if err := j.Build(st[1], w.right); err != nil {
 		return err
 	}
+	acct := ctx.Memory()
+	if err := acct.Grow(j.GoBytes()); err != nil {
+		return err
+	}
+	defer acct.Shrink(j.GoBytes())
 	for _, r := range st[0] {
-		out, err := j.Probe(r)
+		err := j.ProbeEach(r, func(out arrow.Record) error {
+			if w.stats != nil {
+				w.stats.RowsOut.Add(out.NumRows())
+			}
+			return ctx.Emit(0, w.held, out)
+		})
 		if err != nil {
-			return err
-		}
-		if out == nil {
-			continue
-		}
-		if w.stats != nil {
-			w.stats.RowsOut.Add(out.NumRows())
-		}
-		if err := ctx.Emit(0, w.held, out); err != nil {
 			return err
 		}
 	}

@@ -11,6 +11,8 @@ import (
 
 	"github.com/apache/arrow/go/v17/arrow"
 	"github.com/apache/arrow/go/v17/arrow/memory"
+
+	"github.com/tierflow/tierflow/dataflow"
 )
 
 // CSVReader reads a CSV file with a header row. With a schema, columns are
@@ -220,6 +222,9 @@ func (c *CSVReader) Next(mem memory.Allocator) (arrow.Record, error) {
 			c.r.line = ch.line - 1
 			return c.scan(mem, c.r, false)
 		case chunkFailed:
+			if errors.Is(ch.err, dataflow.ErrMemory) {
+				return nil, fmt.Errorf("%s:%d: %w", c.path, ch.line, ch.err)
+			}
 			return nil, fmt.Errorf("%w: %s:%d: %v", ErrBadFile, c.path, ch.line, ch.err)
 		}
 	}

@@ -9,6 +9,8 @@ import (
 
 	"github.com/apache/arrow/go/v17/arrow"
 	"github.com/apache/arrow/go/v17/arrow/memory"
+
+	"github.com/tierflow/tierflow/dataflow"
 )
 
 // csvParallel reads a CSV file on every core: one goroutine cuts the file
@@ -129,10 +131,22 @@ func (p *csvParallel) parse() {
 		case <-p.quit:
 			ch.status = chunkDropped
 		default:
-			ch.recs, ch.status = p.plan.parse(ch.data, p.mem, p.batch)
+			p.parseChunk(ch)
 		}
 		close(ch.done)
 	}
+}
+
+// parseChunk parses ch; a panic (the query's memory budget refusing an
+// allocation, or a bug) fails the chunk, and so the read, not the process:
+// this goroutine is outside the dataflow's recovery.
+func (p *csvParallel) parseChunk(ch *csvChunk) {
+	defer func() {
+		if r := recover(); r != nil {
+			ch.recs, ch.status, ch.err = nil, chunkFailed, dataflow.Recovered("csv parser", r)
+		}
+	}()
+	ch.recs, ch.status = p.plan.parse(ch.data, p.mem, p.batch)
 }
 
 // next is the next chunk in file order, parsed; nil at the end.

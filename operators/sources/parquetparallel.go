@@ -11,6 +11,8 @@ import (
 	"github.com/apache/arrow/go/v17/arrow/memory"
 	"github.com/apache/arrow/go/v17/parquet/file"
 	"github.com/apache/arrow/go/v17/parquet/pqarrow"
+
+	"github.com/tierflow/tierflow/dataflow"
 )
 
 // OpenParquetTable opens path as OpenParquet does, for a table: its row
@@ -134,7 +136,7 @@ func (p *parquetParallel) read() {
 				f, fr, t.err = p.open()
 			}
 			if fr != nil {
-				t.err = p.readGroup(fr, t)
+				t.err = p.readGroupRecovered(fr, t)
 			}
 		}
 		close(t.done)
@@ -219,4 +221,16 @@ func (p *parquetParallel) Close() error {
 	}
 	p.cur = nil
 	return p.seq.Close()
+}
+
+// readGroupRecovered is readGroup with a panic (the query's memory budget
+// refusing an allocation, or a bug) as the task's error: this goroutine
+// is outside the dataflow's recovery.
+func (p *parquetParallel) readGroupRecovered(fr *pqarrow.FileReader, t *rowGroupTask) (err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			err = dataflow.Recovered("parquet reader", r)
+		}
+	}()
+	return p.readGroup(fr, t)
 }

@@ -1,0 +1,110 @@
+package exec
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/apache/arrow/go/v17/arrow/memory"
+
+	"github.com/tierflow/tierflow/dataflow"
+	"github.com/tierflow/tierflow/operators/sinks"
+)
+
+// writeEvents writes n rows (id, k, ts) with ts one millisecond apart and k
+// cycling over keys, as a CSV file.
+func writeEvents(t *testing.T, dir string, n, keys int) string {
+	t.Helper()
+	var b strings.Builder
+	b.WriteString("id,k,ts\n")
+	for i := range n {
+		fmt.Fprintf(&b, "%d,%d,2026-01-01 00:%02d:%02d.%03d\n", i, i%keys, i/60000%60, i/1000%60, i%1000)
+	}
+	path := filepath.Join(dir, "events.csv")
+	if err := os.WriteFile(path, []byte(b.String()), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
+// runBudget runs script under a budget of limit bytes and returns its error
+// and the most the budget held.
+func runBudget(t *testing.T, dir, script string, limit int64) (error, int64) {
+	t.Helper()
+	checked := memory.NewCheckedAllocator(memory.NewGoAllocator())
+	budget := dataflow.NewMemory("query q on this machine", limit, nil)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	err := RunScript(ctx, filepath.Join(dir, "q.sql"), script, ScriptOptions{
+		Options:   Options{Allocator: budget.Allocator(checked), Memory: budget, BatchSize: 1024},
+		NewOutput: func() (sinks.Writer, error) { return &collect{}, nil },
+	})
+	cancel()
+	if err == nil {
+		checked.AssertSize(t, 0)
+		if u := budget.Used(); u != 0 {
+			t.Errorf("the budget holds %d bytes after the run", u)
+		}
+	}
+	return err, budget.Peak()
+}
+
+// Every stateful operator counts what it keeps against the query's budget
+// and fails the query, naming itself, rather than grow past it (#25): a
+// table's windows (all open until it ends), a long HOP (every row in
+// thousands of windows), sessions of many keys, a sort, an OVER's
+// partitions. The same queries run under a roomy budget.
+func TestStatefulOperatorsStayInTheirBudget(t *testing.T) {
+	dir := t.TempDir()
+	path := writeEvents(t, dir, 200000, 100000)
+	table := "CREATE TABLE e (id BIGINT, k BIGINT, ts TIMESTAMP) FROM FILE '" + path + "' FORMAT CSV;\n"
+	stream := "CREATE STREAM s (id BIGINT, k BIGINT, ts TIMESTAMP) FROM FILE '" + path + "' FORMAT CSV;\n"
+	const limit = 4 << 20
+	for _, c := range []struct {
+		name, sql, op string
+	}{
+		{"a table's many windows", table + "SELECT k, count(*) FROM e GROUP BY k, TUMBLE(ts, INTERVAL '1' MILLISECOND)", "aggregate"},
+		{"a long HOP", stream + "SELECT k, count(*) FROM s GROUP BY k, HOP(ts, INTERVAL '1' HOUR, INTERVAL '1' MILLISECOND)", "aggregate"},
+		{"sessions of many keys", table + "SELECT k, count(*) FROM e GROUP BY k, SESSION(ts, INTERVAL '1' HOUR)", ""},
+		{"a sort", table + "SELECT id, k FROM e ORDER BY k, id", ""},
+		{"many groups", table + "SELECT id, k, count(*) FROM e GROUP BY id, k", ""},
+	} {
+		err, peak := runBudget(t, dir, c.sql+";", limit)
+		if !errors.Is(err, dataflow.ErrMemory) {
+			t.Errorf("%s under %s: %v, want refused for its memory", c.name, dataflow.Bytes(limit), err)
+			continue
+		}
+		if c.op != "" && !strings.Contains(err.Error(), c.op) {
+			t.Errorf("%s: %v does not name %s", c.name, err, c.op)
+		}
+		if peak > limit {
+			t.Errorf("%s: the budget held %s, past its limit of %s", c.name, dataflow.Bytes(peak), dataflow.Bytes(limit))
+		}
+		if strings.Contains(c.name, "HOP") || strings.Contains(c.name, "windows") {
+			continue // the abusive shapes: no budget here holds them
+		}
+		if err, _ := runBudget(t, dir, c.sql+" LIMIT 3;", 512<<20); err != nil {
+			t.Errorf("%s under a roomy budget: %v", c.name, err)
+		}
+	}
+}
+
+// A cross join's product is made a slice of probe rows at a time
+// (HashJoin.ProbeEach): the budget holds a few batches, not the product.
+func TestCrossJoinOutputIsBounded(t *testing.T) {
+	dir := t.TempDir()
+	path := writeEvents(t, dir, 3000, 10)
+	table := "CREATE TABLE e (id BIGINT, k BIGINT, ts TIMESTAMP) FROM FILE '" + path + "' FORMAT CSV;\n"
+	const limit = 32 << 20
+	err, peak := runBudget(t, dir, table+"SELECT count(*) FROM e a CROSS JOIN e b;", limit)
+	// The product is 9 million rows of 48 bytes (432 MB); one batch of
+	// 1024 probe rows against 3000 made 3 million at once (147 MB).
+	if err != nil {
+		t.Fatalf("a cross join of 3000 x 3000 rows under %s: %v", dataflow.Bytes(limit), err)
+	}
+	t.Logf("the cross join held at most %s", dataflow.Bytes(peak))
+}
