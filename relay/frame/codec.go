@@ -2,12 +2,15 @@ package frame
 
 import (
 	"bytes"
+	"errors"
 	"fmt"
 	"io"
 
 	"github.com/apache/arrow/go/v17/arrow"
 	"github.com/apache/arrow/go/v17/arrow/ipc"
 	"github.com/apache/arrow/go/v17/arrow/memory"
+
+	"github.com/tierflow/tierflow/dataflow"
 )
 
 // Encoder is the sending side of one link's Arrow IPC stream. The schema goes
@@ -94,6 +97,9 @@ func (d *Decoder) Decode(body []byte, withSchema bool) (rec arrow.Record, err er
 				rec = nil
 			}
 			err = fmt.Errorf("%w: arrow ipc: %v", ErrMalformed, p)
+			if perr, ok := p.(error); ok && errors.Is(perr, dataflow.ErrMemory) {
+				err = perr // the query's memory, not the frame
+			}
 		}
 		if err != nil {
 			d.Close()
@@ -122,7 +128,8 @@ func (d *Decoder) Decode(body []byte, withSchema bool) (rec arrow.Record, err er
 	}
 	if d.zc != nil && d.ZeroCopy {
 		rest := d.feed.buf[d.feed.off:]
-		rec, used, ok, err := loadZeroCopy(d.zc, rest)
+		ch, _ := d.mem.(Charger)
+		rec, used, ok, err := loadZeroCopy(d.zc, rest, ch)
 		if err != nil {
 			return nil, err
 		}

@@ -11,6 +11,7 @@ import (
 	"github.com/apache/arrow/go/v17/arrow/endian"
 	"github.com/apache/arrow/go/v17/arrow/memory"
 
+	"github.com/tierflow/tierflow/dataflow"
 	"github.com/tierflow/tierflow/internal/arrowx"
 )
 
@@ -92,7 +93,7 @@ func newZCSchema(s *arrow.Schema) *zcSchema { return &zcSchema{schema: s, fields
 // loadZeroCopy decodes the record batch message at the start of rest. ok is
 // false (with no error) when the message needs the Arrow reader instead.
 // used is how many bytes of rest the message took.
-func loadZeroCopy(zs *zcSchema, rest []byte) (rec arrow.Record, used int, ok bool, err error) {
+func loadZeroCopy(zs *zcSchema, rest []byte, ch Charger) (rec arrow.Record, used int, ok bool, err error) {
 	if len(rest) < 8 || binary.LittleEndian.Uint32(rest) != ipcContinuation {
 		return nil, 0, false, nil
 	}
@@ -148,6 +149,20 @@ func loadZeroCopy(zs *zcSchema, rest []byte) (rec arrow.Record, used int, ok boo
 	// nb is bounded by the verified metadata's length (16 bytes each).
 	l.pool = make([]memory.Buffer, l.nb)
 	l.ptrs = make([]*memory.Buffer, 0, l.nb)
+	if ch != nil && len(body) > 0 {
+		// The record holds the body as long as any of its buffers lives:
+		// the query is charged for it until the last one is released.
+		if err := ch.Charge(int64(len(body))); err != nil {
+			return nil, 0, false, err
+		}
+		l.parent = memory.NewBufferWithAllocator(body, uncharger{ch})
+		defer func() {
+			for _, c := range l.children {
+				c.Release() // the arrays hold their own references
+			}
+			l.parent.Release()
+		}()
+	}
 	cols := make([]arrow.Array, 0, len(zs.fields))
 	release := func() {
 		for _, c := range cols {
@@ -187,7 +202,24 @@ type zcLoader struct {
 	bufs, nb     int              // start and count of the Buffer vector
 	ni, bi       int              // next node and buffer
 	depth, total int
+	// parent, when set, is the body as a buffer that uncharges the query
+	// when released; every buffer is then a slice of it (children), so
+	// the body stays charged while any array of the record lives.
+	parent   *memory.Buffer
+	children []*memory.Buffer
 }
+
+// Charger counts memory a query holds that its allocator did not make (a
+// worker's query budget): a record decoded in place holds its message's
+// body.
+type Charger = dataflow.Charger
+
+// uncharger is the allocator of a charged body: freeing it uncharges.
+type uncharger struct{ ch Charger }
+
+func (u uncharger) Allocate(int) []byte           { panic("frame: a charged body allocates nothing") }
+func (u uncharger) Reallocate(int, []byte) []byte { panic("frame: a charged body allocates nothing") }
+func (u uncharger) Free(b []byte)                 { u.ch.Uncharge(int64(len(b))) }
 
 func (l *zcLoader) node() (length, nulls int, err error) {
 	if l.ni >= l.nn {
@@ -226,6 +258,11 @@ func (l *zcLoader) buffer(need int) (*memory.Buffer, []byte, error) {
 		return nil, nil, fmt.Errorf("buffer at unaligned offset %d", off)
 	}
 	b := l.body[off : off+n : off+n]
+	if l.parent != nil {
+		buf := memory.SliceBuffer(l.parent, int(off), int(n))
+		l.children = append(l.children, buf)
+		return buf, buf.Bytes(), nil
+	}
 	buf := &l.pool[l.bi-1] // one allocation for all of them, not one each
 	buf.Reset(b)
 	return buf, b, nil

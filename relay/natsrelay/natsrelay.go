@@ -542,6 +542,15 @@ func (s *sender) send(m *outMsg) error {
 		s.unacked[0] = nil
 		s.unacked = s.unacked[1:]
 	}
+	if m.h.Kind == frame.KindData {
+		// A frame kept for its ack is the query's memory until then: a
+		// budget that has no room for it fails the link (and the query).
+		if ch, ok := s.t.cfg.Allocator.(dataflow.Charger); ok {
+			if err := ch.Charge(int64(len(m.b))); err != nil {
+				return err
+			}
+		}
+	}
 	m.sentAt = time.Now()
 	s.unacked = append(s.unacked, m)
 	if m.h.Kind == frame.KindData {
@@ -570,6 +579,9 @@ func (s *sender) send(m *outMsg) error {
 func (s *sender) unackedBytes(n int) {
 	s.unackedB += int64(n)
 	s.m.Unacked(s.unackedB)
+	if ch, ok := s.t.cfg.Allocator.(dataflow.Charger); ok && n < 0 {
+		ch.Uncharge(int64(-n))
+	}
 }
 
 // fatal says whether a publish error ends the link, rather than a message
@@ -842,8 +854,7 @@ func (s *sender) teardown() {
 		s.t.putSpare(b)
 	}
 	s.unacked, s.free = nil, nil
-	s.unackedB = 0
-	s.m.Unacked(0)
+	s.unackedBytes(-int(s.unackedB))
 	s.wireMu.Unlock()
 	s.sendMu.Lock()
 	s.enc.Reset()
