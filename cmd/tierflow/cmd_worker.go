@@ -5,12 +5,14 @@ import (
 	"log/slog"
 	"os"
 	"os/signal"
+	"runtime/debug"
 	"syscall"
 
 	"github.com/spf13/cobra"
 
 	"github.com/tierflow/tierflow/runtime/cluster"
 	"github.com/tierflow/tierflow/runtime/deploy"
+	"github.com/tierflow/tierflow/runtime/devices"
 	"github.com/tierflow/tierflow/runtime/inference/sched"
 	"github.com/tierflow/tierflow/runtime/security"
 	"github.com/tierflow/tierflow/runtime/worker"
@@ -21,7 +23,7 @@ func newWorkerCmd(a *app) *cobra.Command {
 	var threads int
 	var schedName, evidence string
 	var dataRoots []string
-	var namespace string
+	var namespace, maxMemory string
 	c := &cobra.Command{
 		Use:   "worker",
 		Short: "Run a tierflow worker: register with the coordinator and run the operators it is given",
@@ -66,6 +68,10 @@ other workers over NATS. Ctrl-C (or SIGTERM) aborts what runs and leaves.
 			if err != nil {
 				return badInput(err)
 			}
+			guard, err := memoryGuard(a, maxMemory)
+			if err != nil {
+				return err
+			}
 			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
 			defer stop()
 			nc, err := a.connectNATS(a.g.nats, "tierflow-worker-"+name)
@@ -84,7 +90,8 @@ other workers over NATS. Ctrl-C (or SIGTERM) aborts what runs and leaves.
 			}
 			w, err := worker.Start(ctx, worker.Config{Conn: nc, Name: name, Tier: tier, Location: location, Type: typ,
 				Metrics: reg, MetricsURL: murl, Stdout: a.out, Log: slog.New(slog.NewTextHandler(a.err, nil)),
-				Exec: cluster.ExecHooksWith(nc, a.g.ortLib, a.err, threads, ev), DataRoots: roots, Namespace: namespace, Sched: policy})
+				Exec: cluster.ExecHooksWith(nc, a.g.ortLib, a.err, threads, ev), DataRoots: roots, Namespace: namespace, Sched: policy,
+				MemoryGuard: guard})
 			if err != nil {
 				return err
 			}
@@ -104,12 +111,44 @@ other workers over NATS. Ctrl-C (or SIGTERM) aborts what runs and leaves.
 	f.StringVar(&typ, "type", "", "worker type (as the catalog's profiles and the infrastructure name it)")
 	f.StringArrayVar(&dataRoots, "data-root", nil, "serve the files of submitted queries (catalogs, models, file streams, tables, sinks) only under this directory (repeatable); without it any file the worker's user can read")
 	f.StringVar(&metricsAddr, "metrics", "", "serve Prometheus metrics on this address (e.g. :9101)")
+	f.StringVar(&maxMemory, "max-memory", "", "what all the worker's queries may hold together, e.g. 12GiB: a query part is refused near it and the largest query fails past it (default: 80% of the machine's memory; 0: no guard)")
 	f.IntVar(&threads, "threads", 0, "intra-op threads of each model session: this worker's share of the machine's CPUs (0: ONNX Runtime's default, all of them)")
 	f.StringVar(&schedName, "sched", sched.NaiveName, "policy of the worker's inference scheduler, shared by its queries: naive (each batch runs as it comes), deepquery (REALTIME batches first, BEST_EFFORT ones sized to the gaps), or a SneakPeek scheduler choosing each batch's variant by utility: maxacc-edf, lo-edf, grouped or sneakpeek (data-aware with --evidence)")
 	f.StringVar(&evidence, "evidence", "", "with --sched sneakpeek: the Fashion-MNIST example directory whose training sample's nearest neighbours estimate each row's class")
 	// Accepted for symmetry with the coordinator; the coordinator decides.
 	f.Duration("heartbeat", 0, "ignored: the coordinator sets the heartbeat interval")
 	return c
+}
+
+// Shares of the machine's memory a worker keeps by default: its queries
+// guard, and the Go runtime's soft limit (GOMEMLIMIT) above it, so the
+// collector reclaims garbage before the kernel runs out, and a query fails
+// before the collector has to run all the time.
+const (
+	guardShare   = 0.8
+	gcLimitShare = 0.9
+)
+
+// memoryGuard is the worker's guard in bytes (--max-memory, else a share
+// of the machine's memory), and sets the Go runtime's memory limit above
+// it unless GOMEMLIMIT says otherwise.
+func memoryGuard(a *app, flag string) (int64, error) {
+	total := int64(devices.Take().MemoryTotal)
+	guard := int64(guardShare * float64(total))
+	if flag != "" {
+		var err error
+		if guard, err = parseBytes(flag); err != nil {
+			return 0, badInput(fmt.Errorf("--max-memory: %w", err))
+		}
+	}
+	if guard > 0 && os.Getenv("GOMEMLIMIT") == "" {
+		limit := int64(gcLimitShare * float64(total))
+		if limit < guard {
+			limit = guard + guard/8
+		}
+		debug.SetMemoryLimit(limit)
+	}
+	return guard, nil
 }
 
 // checkNamespace refuses a --namespace that is not one subject token.

@@ -104,7 +104,7 @@ func TestLimitMemory(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
 	info, err := client.Submit(ctx, f.Script, "", sinks.NewCSV(&strings.Builder{}))
-	if err == nil || !strings.Contains(err.Error(), "over its memory limit of 16384") || info.State != deploy.StateFailed {
+	if err == nil || !strings.Contains(err.Error(), "over its memory limit of 16.0 KiB") || info.State != deploy.StateFailed {
 		t.Fatalf("%s %v: want failed over its memory limit", info.State, err)
 	}
 	// The same query with room runs.

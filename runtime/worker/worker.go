@@ -99,6 +99,15 @@ type Config struct {
 	// Namespace is the deployment's subject namespace (deploy.InNamespace;
 	// "" the default): the worker serves only its coordinator's.
 	Namespace string
+	// MemoryGuard bounds what all the worker's queries hold together, in
+	// bytes (0: no bound): every query's budget is its child, a query
+	// part is refused while the guard is nearly full, and when the
+	// process's live heap passes it the query holding the most fails
+	// (`tierflow worker --max-memory`, by default below the machine's
+	// memory). Guard, when set, is a guard shared with other workers of
+	// the process (an embedded cluster) and wins.
+	MemoryGuard int64
+	Guard       *dataflow.Memory
 }
 
 // Worker is a running worker.
@@ -119,6 +128,8 @@ type Worker struct {
 	// dataKey is the worker's data key (WorkerInfo.DataKey): the seed of
 	// every query part's data user, which never leaves the process.
 	dataKey nkeys.KeyPair
+	// guard is the budget every query's is a child of (limits.go).
+	memGuard *dataflow.Memory
 }
 
 // query is one query's part on this worker.
@@ -142,9 +153,9 @@ type query struct {
 	// sinkInstances counts the sink instances on this worker.
 	gen           int
 	sinkInstances int
-	// mem meters the query's allocations against its memory limit;
-	// limitErr is why the query was stopped for passing one (limits.go).
-	mem      *meter
+	// mem is the query's memory budget on this worker; limitErr is why
+	// the query was stopped for passing a limit (limits.go).
+	mem      *dataflow.Memory
 	limitErr atomic.Pointer[error]
 	// req is the deployment as the coordinator sent it: a restarted
 	// coordinator learns the query back from it (relearn.go).
@@ -239,7 +250,11 @@ func Start(ctx context.Context, cfg Config) (*Worker, error) {
 		return nil, fmt.Errorf("%w: data key: %w", ErrRegister, err)
 	}
 	wctx, cancel := context.WithCancel(context.Background())
-	w := &Worker{cfg: cfg, info: info, ctx: wctx, cancel: cancel, queries: map[string]*query{}, sched: sc, dataKey: dataKey}
+	guard := cfg.Guard
+	if guard == nil {
+		guard = dataflow.NewMemory("worker "+cfg.Name+"'s memory guard", cfg.MemoryGuard, nil)
+	}
+	w := &Worker{cfg: cfg, info: info, ctx: wctx, cancel: cancel, queries: map[string]*query{}, sched: sc, dataKey: dataKey, memGuard: guard}
 	nc := cfg.Conn
 	for subj, h := range map[string]nats.MsgHandler{
 		deploy.DeploySubject(w.cfg.Namespace, "*", cfg.Name): w.onDeploy,
@@ -263,6 +278,10 @@ func Start(ctx context.Context, cfg Config) (*Worker, error) {
 	}
 	w.wg.Add(1)
 	go w.heartbeats()
+	if guard.Limit() > 0 {
+		w.wg.Add(1)
+		go w.watchHeap()
+	}
 	return w, nil
 }
 
@@ -427,8 +446,11 @@ func (w *Worker) build(req deploy.DeployRequest, ack *deploy.Ack) error {
 	built := time.Now()
 	ack.StopWaitMs = ms(built.Sub(began))
 	defer func() { ack.BuildMs = ms(time.Since(built)) }()
-	qmem := newMeter(w.cfg.Allocator, req.Limits.MemoryBytes)
-	var mem memory.Allocator = qmem
+	if err := w.admit(req.Query); err != nil {
+		return err
+	}
+	qmem := dataflow.NewMemory(fmt.Sprintf("query %s on worker %s", req.Query, w.cfg.Name), req.Limits.MemoryBytes, w.memGuard)
+	mem := qmem.Allocator(w.cfg.Allocator)
 	window := applyLimits(req.Limits, &req.Script)
 	sinkInstances, sinkWorkers, nSinks := 0, map[int]bool{}, 0
 	for _, op := range req.Placement.Operators {
@@ -447,7 +469,7 @@ func (w *Worker) build(req deploy.DeployRequest, ack *deploy.Ack) error {
 	if res.subject == "" {
 		res.subject = deploy.InNamespace(w.cfg.Namespace, deploy.UserSubject(natsserver.Anonymous, req.Query, "results"))
 	}
-	eo := exec.Options{Allocator: mem, Output: res, Stdout: w.cfg.Stdout}
+	eo := exec.Options{Allocator: mem, Output: res, Stdout: w.cfg.Stdout, MemoryLimit: req.Limits.SpillBytes()}
 	if w.cfg.Exec != nil {
 		w.cfg.Exec(&eo, deploy.ExecPart{Query: req.Query, Variants: req.Script.Variants, Priority: req.Script.Priority,
 			LatencyMs: req.Script.LatencyMs, Scheduler: w.sched})
@@ -488,6 +510,7 @@ func (w *Worker) build(req deploy.DeployRequest, ack *deploy.Ack) error {
 	defer func() {
 		if !kept {
 			data.close()
+			qmem.Close()
 		}
 	}()
 	nh := connectors.Hooks{Conn: conn, Check: check,
@@ -601,7 +624,7 @@ func (w *Worker) build(req deploy.DeployRequest, ack *deploy.Ack) error {
 	if f := w.cfg.OnResult; f != nil {
 		onResult = func(d time.Duration, rec arrow.Record) { f(req.Query, d, rec) }
 	}
-	dw, err := dataflow.NewWorker(g, idx, dataflow.Config{Allocator: mem, Transport: dt, Stop: q.stop, RequestStop: requestStop,
+	dw, err := dataflow.NewWorker(g, idx, dataflow.Config{Allocator: mem, Memory: qmem, Transport: dt, Stop: q.stop, RequestStop: requestStop,
 		Timing: true, Latency: true, LatencySLO: slo, OnLatency: onLatency, OnResult: onResult})
 	if err != nil {
 		_ = dt.Close()
@@ -709,6 +732,7 @@ func (w *Worker) stopQuery(id string, abort bool) {
 		}
 		close(q.done)
 		w.status(q, deploy.StateStopped, nil, nil)
+		q.mem.Close()
 		return
 	}
 	cancel := q.cancel
@@ -781,6 +805,7 @@ func (w *Worker) run(ctx context.Context, q *query) {
 	if lerr := q.limitErr.Load(); lerr != nil {
 		err = *lerr // stopped for it: the reason, not a cancellation
 	}
+	err = limitErrorOf(err)
 	if derr := q.dt.Err(); err != nil && derr != nil {
 		err = fmt.Errorf("%w (relay: %v)", err, derr)
 	}
@@ -824,6 +849,8 @@ func (w *Worker) run(ctx context.Context, q *query) {
 	w.statusErr(q, state, err, stats, links)
 	w.sched.Forget(q.id)
 	q.cancel()
+	// Whatever the part still held (a failure's leftovers) leaves the guard.
+	q.mem.Close()
 }
 
 func ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
