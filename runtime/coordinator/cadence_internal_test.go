@@ -38,15 +38,15 @@ func TestSLOPolicyDecidesAtTheNextStatus(t *testing.T) {
 	var now time.Time
 	slo := &asked{p: control.DefaultJellyfish, now: &now, made: map[time.Time]*control.Decision{}}
 	other := &asked{now: &now, made: map[time.Time]*control.Decision{}}
-	c := &Coordinator{cfg: Config{SLOPolicy: slo, Policy: other}, queries: map[string]*queryState{}}
+	c := &Coordinator{cfg: Config{SLOPolicy: slo, Policy: other}, queries: map[string]*supervisor{}}
 	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 	zoo := []control.JFVariant{}
 	for i, side := range []int{14, 20, 28} {
 		zoo = append(zoo, control.JFVariant{Name: []string{"fit-14", "fit-20", "fit-28"}[i], Side: side, Bytes: float64(side*side*4 + 64),
 			Accuracy: []float64{0.84, 0.87, 0.89}[i], BatchMs: []float64{1, 1.2, 1.4, 1.6}})
 	}
-	qs := &queryState{info: deploy.QueryInfo{Query: "q", Generation: 1, Workers: []string{"e1", "h1"}, State: deploy.StateRunning, Started: t0},
-		started: true, replayable: true, planned: t0,
+	qs := &supervisor{info: deploy.QueryInfo{Query: "q", Generation: 1, Workers: []string{"e1", "h1"}, State: deploy.StateRunning, Started: t0},
+		c: c, state: genRunning, replayable: true, planned: t0,
 		latency: &control.LatencyInput{SLOMs: 100, Calls: []control.LatencyCall{{Call: "classify", Variant: "fit-28", Variants: zoo}}}}
 	link := func(kbit float64) *control.Estimates {
 		return &control.Estimates{Samples: 3, Operators: []control.OperatorEstimate{{Operator: "model classify", InputRate: 15}},
@@ -61,7 +61,7 @@ func TestSLOPolicyDecidesAtTheNextStatus(t *testing.T) {
 		if k >= 7 {
 			qs.info.Estimates = link(400)
 		}
-		c.decide(qs, now)
+		qs.decide(now, nil)
 		if d := slo.made[now]; d != nil && down.IsZero() {
 			down = now
 			if d.Variants["classify"] != "fit-20" {

@@ -43,25 +43,31 @@ func (c *Coordinator) loads(self string, rt bool) (map[string]*load, []string) {
 	defer c.mu.Unlock()
 	out := map[string]*load{}
 	slowedSet := map[string]bool{}
-	for id, qs := range c.queries {
-		if id == self || !qs.info.Ended.IsZero() {
+	for id, s := range c.queries {
+		if id == self {
+			continue
+		}
+		s.mu.Lock()
+		ended, plan, priority, measured := s.ended(), s.plan, s.info.Priority, s.info.Sched
+		s.mu.Unlock()
+		if ended {
 			continue
 		}
 		share := map[string]float64{}
-		if qs.plan != nil {
-			for _, r := range physical.Reservations(map[string]*physical.Plan{id: qs.plan}) {
+		if plan != nil {
+			for _, r := range physical.Reservations(map[string]*physical.Plan{id: plan}) {
 				share[r.Worker] = r.Busy
 			}
 		}
-		for w, s := range qs.info.Sched {
-			share[w] = max(share[w], s.Share)
+		for w, st := range measured {
+			share[w] = max(share[w], st.Share)
 		}
 		for w, b := range share {
 			wi := c.workers[w]
 			if wi == nil || b <= 0 {
 				continue // a worker gone since holds nothing
 			}
-			if rt && qs.info.Priority == string(logicalBestEffort) && wi.Sched == sched.DeepQueryName {
+			if rt && priority == string(logicalBestEffort) && wi.Sched == sched.DeepQueryName {
 				slowedSet[fmt.Sprintf("%s on %s", id, w)] = true
 				continue
 			}
@@ -72,7 +78,7 @@ func (c *Coordinator) loads(self string, rt bool) (map[string]*load, []string) {
 			}
 			l.busy += b
 			l.by = append(l.by, id)
-			if st, ok := qs.info.Sched[w]; ok && st.Batches > 0 && st.Share > 0 {
+			if st, ok := measured[w]; ok && st.Batches > 0 && st.Share > 0 {
 				ms := float64(st.Busy) / float64(st.Batches) / 1e6
 				l.batchMs = (l.batchMs*l.measured + ms*st.Share) / (l.measured + st.Share)
 				l.measured += st.Share

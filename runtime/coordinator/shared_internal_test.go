@@ -24,12 +24,12 @@ func TestRealtimeAdmissionPredictsLatency(t *testing.T) {
 	tenMs := func(share float64) sched.QueryStats { // 1000 batches of 10 ms
 		return sched.QueryStats{Share: share, Batches: 1000, Busy: 10 * time.Second}
 	}
-	c := &Coordinator{queries: map[string]*queryState{}, workers: map[string]*deploy.WorkerInfo{
+	c := &Coordinator{queries: map[string]*supervisor{}, workers: map[string]*deploy.WorkerInfo{
 		"edge": {Name: "edge", Sched: sched.DeepQueryName}, "hub": {Name: "hub", Sched: sched.NaiveName},
 		"mid": {Name: "mid", Sched: sched.NaiveName}}}
-	c.queries["q-rt"] = &queryState{info: deploy.QueryInfo{Query: "q-rt", Priority: "REALTIME",
+	c.queries["q-rt"] = &supervisor{info: deploy.QueryInfo{Query: "q-rt", Priority: "REALTIME",
 		Sched: map[string]sched.QueryStats{"hub": tenMs(0.5), "mid": tenMs(0.5)}}}
-	c.queries["q-be"] = &queryState{info: deploy.QueryInfo{Query: "q-be", Priority: "BEST_EFFORT",
+	c.queries["q-be"] = &supervisor{info: deploy.QueryInfo{Query: "q-be", Priority: "BEST_EFFORT",
 		Sched: map[string]sched.QueryStats{"edge": tenMs(0.95), "hub": tenMs(0.45)}}}
 	obj := logical.Objectives{Priority: "REALTIME", LatencyMs: 50, PriorityPos: logical.Pos{File: "q.sql", Line: 2, Col: 10}}
 

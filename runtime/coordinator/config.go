@@ -1,0 +1,89 @@
+package coordinator
+
+import (
+	"log/slog"
+	"time"
+
+	"github.com/nats-io/nats.go"
+
+	"github.com/tierflow/tierflow/operators/exec"
+	"github.com/tierflow/tierflow/planner/bind"
+	"github.com/tierflow/tierflow/planner/infra"
+	"github.com/tierflow/tierflow/runtime/control"
+	"github.com/tierflow/tierflow/runtime/deploy"
+	"github.com/tierflow/tierflow/runtime/metrics"
+	"github.com/tierflow/tierflow/runtime/security"
+)
+
+// Config configures a coordinator.
+type Config struct {
+	// Conn is the coordinator's NATS connection.
+	Conn *nats.Conn
+	// Infra, when set, orders the tiers (and later prices plans); tiers of
+	// registered workers it does not name come after its own.
+	Infra *infra.Infra
+	// Catalog is a catalog YAML file for scripts that name none.
+	Catalog string
+	// Heartbeat is the interval workers are told to heartbeat at (default
+	// 500ms); a worker silent for Expiry (default 3 heartbeats, at least
+	// 1.5s) is dropped and the queries it ran are recovered on the others,
+	// so a lost worker is noticed within 2s.
+	Heartbeat time.Duration
+	Expiry    time.Duration
+	// DeployTimeout bounds each worker's build of its part (default 20s).
+	DeployTimeout time.Duration
+	Metrics       *metrics.Registry
+	Log           *slog.Logger
+	// Exec completes the executor options the coordinator compiles queries
+	// with (as the workers' Exec does), so it can place model calls and NATS
+	// streams.
+	Exec func(o *exec.Options, part deploy.ExecPart)
+	// CheckModelArgs, when set, gives the checker of model calls against
+	// their files for a script whose relative paths are from baseDir, so a
+	// declared tensor shape no model file takes fails the query at bind
+	// time (bind.ModelArgChecker); nil: the workers find out when they build.
+	CheckModelArgs func(baseDir string) bind.ModelArgChecker
+	// Placement chooses how queries are placed: "optimizer" (the default:
+	// the planner's physical plan against the registered workers, the
+	// default rules when it cannot plan) or "rules" (runtime/deploy's
+	// default rules only: sources at their tier, aggregates a tier up, the
+	// sink on top, so data crosses every tier).
+	Placement string
+	// AdmitAll turns off the refusal of a REALTIME query on a loaded
+	// worker (admitRealtime): `bench shared`'s naive baseline runs as
+	// before priorities existed.
+	AdmitAll bool
+	// Policy, when set, is asked about every running query once a second
+	// and may have it re-planned and cut over (runtime/control).
+	Policy control.Policy
+	// SLOPolicy is asked first about a query WITH (LATENCY <= x) whose
+	// model calls have variants to choose from (default
+	// control.DefaultJellyfish: variant and input size from the links'
+	// bandwidth); NoSLOPolicy turns it off.
+	SLOPolicy   control.Policy
+	NoSLOPolicy bool
+	// ReplanBudget bounds the optimizer's exact search when it plans with
+	// a policy's live numbers (default DefaultReplanBudget).
+	ReplanBudget time.Duration
+	// Admins are the identities (deploy.SubmitSubject's <user>) that may
+	// stop any query; everyone else stops only their own.
+	Admins []string
+	// DataRoots confine the files the coordinator reads to plan a query
+	// (catalog, file streams and tables, whose schemas it probes), as a
+	// worker's do; nil: none.
+	DataRoots *security.Roots
+	// Limits bound every query (deploy.Limits): the coordinator refuses a
+	// user's submission past QueriesPerUser and fails a query past its
+	// RunTime; workers enforce MemoryBytes and RowsInFlight.
+	Limits deploy.Limits
+	// Namespace is the deployment's subject namespace (deploy.InNamespace;
+	// "" the default): workers and clients of another namespace on the same
+	// server never reach this coordinator.
+	Namespace string
+}
+
+// Placement modes (Config.Placement).
+const (
+	PlaceOptimizer = "optimizer"
+	PlaceRules     = "rules"
+)
