@@ -14,6 +14,8 @@ import (
 	"sync"
 	"time"
 
+	rtpolicy "github.com/tierflow/tierflow/runtime/policy"
+
 	"github.com/apache/arrow/go/v17/arrow"
 	"github.com/apache/arrow/go/v17/arrow/ipc"
 	"github.com/apache/arrow/go/v17/arrow/memory"
@@ -487,8 +489,14 @@ func sharedRun(ctx context.Context, a *app, o sharedOptions, inf *infra.Infra, p
 		last = m
 	}
 	var err error
+	pols := rtpolicy.Defaults()
+	if pol == sched.NaiveName {
+		// The naive baseline runs as before priorities existed: no
+		// real-time admission.
+		pols = rtpolicy.Without(pols, rtpolicy.RealtimeAdmissionName)
+	}
 	c, err = cluster.StartEmbedded(ctx, cluster.Options{Infra: inf, NATS: a.g.nats, OrtLib: a.g.ortLib, Placement: coordinator.PlaceRules,
-		Sched: policy, SchedPolicy: dq, OnLatency: onLatency, AdmitAll: pol == sched.NaiveName})
+		Sched: policy, SchedPolicy: dq, OnLatency: onLatency, Policies: pols})
 	if err != nil {
 		return row, err
 	}

@@ -86,7 +86,7 @@ func sidesRun(t *testing.T, fashion, trace string, only ...string) (missed, answ
 	defer cancel()
 	start := time.Now()
 	c := clustertest.StartEmbedded(t, ctx, cluster.Options{Infra: clustertest.LoadInfra(t, dir), Catalog: filepath.Join(dir, "catalog.yaml"),
-		Heartbeat: 200 * time.Millisecond, NoSLOPolicy: true, OnResult: onResult,
+		Heartbeat: 200 * time.Millisecond, Policies: clustertest.SLO(nil), OnResult: onResult,
 		Shaper: func(from, to string) relay.Shaper {
 			if from == "e1" && from != to {
 				return relay.TraceShaper{Trace: tr, Start: start}

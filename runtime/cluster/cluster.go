@@ -32,7 +32,6 @@ import (
 	"github.com/tierflow/tierflow/relay"
 	"github.com/tierflow/tierflow/relay/natsserver"
 	"github.com/tierflow/tierflow/runtime/connectors"
-	"github.com/tierflow/tierflow/runtime/control"
 	"github.com/tierflow/tierflow/runtime/coordinator"
 	"github.com/tierflow/tierflow/runtime/dataaware"
 	"github.com/tierflow/tierflow/runtime/deploy"
@@ -40,6 +39,7 @@ import (
 	"github.com/tierflow/tierflow/runtime/inference"
 	"github.com/tierflow/tierflow/runtime/inference/sched"
 	"github.com/tierflow/tierflow/runtime/metrics"
+	"github.com/tierflow/tierflow/runtime/policy"
 	"github.com/tierflow/tierflow/runtime/worker"
 )
 
@@ -79,9 +79,9 @@ type Options struct {
 	// Placement is the coordinator's placement mode (coordinator.PlaceOptimizer,
 	// the default, or coordinator.PlaceRules).
 	Placement string
-	// Policy, when set, has the coordinator re-plan running queries
-	// (runtime/control; `run --replan`).
-	Policy control.Policy
+	// Policies are the coordinator's policies (coordinator.Config.Policies:
+	// runtime/policy; nil: policy.Defaults()).
+	Policies []policy.Policy
 	// Shape, when set, caps the bytes per second embedded worker from
 	// sends to worker to over the relay (0: no cap): tests and drills slow
 	// one link down with it.
@@ -89,12 +89,6 @@ type Options struct {
 	// Shaper, when set, shapes the relay link from embedded worker from to
 	// worker to to a bandwidth trace (nil: not shaped; `--link-trace`).
 	Shaper func(from, to string) relay.Shaper
-	// NoSLOPolicy turns off the Jellyfish policy of LATENCY queries over
-	// size-adaptive zoos (coordinator.Config.NoSLOPolicy).
-	NoSLOPolicy bool
-	// SLOPolicy replaces control.DefaultJellyfish for those queries
-	// (coordinator.Config.SLOPolicy).
-	SLOPolicy control.Policy
 	// Namespace is the deployment's subject namespace (deploy.InNamespace):
 	// two clusters on one NATS server (two `tierflow run --nats URL`) each
 	// take their own and never see the other's workers or queries.
@@ -112,9 +106,6 @@ type Options struct {
 	// SchedPolicy, when set, is the embedded workers' policy itself (a
 	// tuned sched.DeepQuery), over Sched.
 	SchedPolicy sched.Policy
-	// AdmitAll has the coordinator place a REALTIME query even where
-	// work that does not yield keeps the workers busy (coordinator.Config).
-	AdmitAll bool
 	// OnLatency, when set, is told each end-to-end latency the embedded
 	// workers' sinks measure, by query (benchmarks; not with processes).
 	OnLatency func(query string, d time.Duration, rows int64)
@@ -234,7 +225,7 @@ func startCore(o *Options) (*Cluster, error) {
 		return nil, err
 	}
 	c.coCfg = coordinator.Config{Conn: nc, Infra: o.Infra, Catalog: o.Catalog, Heartbeat: o.Heartbeat, Metrics: o.Metrics, Log: o.Log,
-		Exec: ExecHooks(nc, o.OrtLib, nil, 1), Placement: o.Placement, Policy: o.Policy, NoSLOPolicy: o.NoSLOPolicy, SLOPolicy: o.SLOPolicy, AdmitAll: o.AdmitAll,
+		Exec: ExecHooks(nc, o.OrtLib, nil, 1), Placement: o.Placement, Policies: o.Policies,
 		CheckModelArgs: ModelArgChecks(o.OrtLib), Namespace: o.Namespace}
 	co, err := coordinator.Start(c.coCfg)
 	if err != nil {

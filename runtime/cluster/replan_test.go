@@ -20,7 +20,7 @@ import (
 // c1), with the given link shaping and re-planning policy; it returns the
 // printed table and the --stats summary.
 func runShaped(t *testing.T, f clustertest.Fixture, script string, shape func(from, to string) float64, policy control.Policy) (string, control.Summary) {
-	return runWith(t, f, script, cluster.Options{Infra: f.Infra, Placement: coordinator.PlaceRules, Shape: shape, Policy: policy})
+	return runWith(t, f, script, cluster.Options{Infra: f.Infra, Placement: coordinator.PlaceRules, Shape: shape, Policies: clustertest.Replan(policy)})
 }
 
 // runTraced is runShaped with links shaped to bandwidth traces.

@@ -213,7 +213,7 @@ func (p Jellyfish) Decide(in PolicyInput) *Decision {
 	if len(pins) == 0 {
 		return nil
 	}
-	return &Decision{Variants: pins, Reason: "jellyfish: " + strings.Join(why, "; ")}
+	return &Decision{Constraints: Constraints{Variants: pins}, Reason: "jellyfish: " + strings.Join(why, "; ")}
 }
 
 // stepUp is the variant a step up from cur to pick may take: cur while

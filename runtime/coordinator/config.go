@@ -9,9 +9,9 @@ import (
 	"github.com/tierflow/tierflow/operators/exec"
 	"github.com/tierflow/tierflow/planner/bind"
 	"github.com/tierflow/tierflow/planner/infra"
-	"github.com/tierflow/tierflow/runtime/control"
 	"github.com/tierflow/tierflow/runtime/deploy"
 	"github.com/tierflow/tierflow/runtime/metrics"
+	"github.com/tierflow/tierflow/runtime/policy"
 	"github.com/tierflow/tierflow/runtime/security"
 )
 
@@ -49,19 +49,11 @@ type Config struct {
 	// default rules only: sources at their tier, aggregates a tier up, the
 	// sink on top, so data crosses every tier).
 	Placement string
-	// AdmitAll turns off the refusal of a REALTIME query on a loaded
-	// worker (admitRealtime): `bench shared`'s naive baseline runs as
-	// before priorities existed.
-	AdmitAll bool
-	// Policy, when set, is asked about every running query once a second
-	// and may have it re-planned and cut over (runtime/control).
-	Policy control.Policy
-	// SLOPolicy is asked first about a query WITH (LATENCY <= x) whose
-	// model calls have variants to choose from (default
-	// control.DefaultJellyfish: variant and input size from the links'
-	// bandwidth); NoSLOPolicy turns it off.
-	SLOPolicy   control.Policy
-	NoSLOPolicy bool
+	// Policies are the policies the coordinator asks (runtime/policy): the
+	// per-cluster ones at every placement of a query, the per-query ones
+	// about every running query at their cadence, in this order. nil:
+	// policy.Defaults(); an empty list: none.
+	Policies []policy.Policy
 	// ReplanBudget bounds the optimizer's exact search when it plans with
 	// a policy's live numbers (default DefaultReplanBudget).
 	ReplanBudget time.Duration

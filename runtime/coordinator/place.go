@@ -11,6 +11,7 @@ import (
 	"strings"
 
 	"github.com/apache/arrow/go/v17/arrow"
+	"github.com/nats-io/nats.go"
 
 	"github.com/tierflow/tierflow/operators/exec"
 	"github.com/tierflow/tierflow/operators/session"
@@ -22,6 +23,7 @@ import (
 	"github.com/tierflow/tierflow/planner/physical"
 	"github.com/tierflow/tierflow/runtime/control"
 	"github.com/tierflow/tierflow/runtime/deploy"
+	"github.com/tierflow/tierflow/runtime/policy"
 )
 
 // tiers orders the tiers: the infrastructure file's first, then the usual
@@ -73,20 +75,32 @@ type placed struct {
 	inputRows int64
 	// assumed is what plan assumed of the live estimates (nil by rules).
 	assumed *control.Assumed
-	// latency: the SLO policy's view of the query (latencyInput).
-	latency *control.LatencyInput
-	// bound: the query as written (queryState.bound).
-	bound *logical.Plan
+	// bound: the query as written (supervisor.bound); root the plan the
+	// workers run; workers those it was placed among; settings the
+	// script's planner settings the optimizer planned with (nil by
+	// rules).
+	bound    *logical.Plan
+	root     logical.Node
+	workers  []deploy.Worker
+	settings map[string]string
+}
+
+// forPolicies is the placement as the per-query policies see it.
+func (pl placed) forPolicies(query string, nc *nats.Conn, kept bool) *policy.Placed {
+	return &policy.Placed{Query: query, Bound: pl.bound, Root: pl.root, Workers: pl.workers, Placement: pl.placement, Plan: pl.plan,
+		Variants: pl.script.Variants, Settings: pl.settings, Kept: kept, Conn: nc}
 }
 
 // place compiles the script as every worker will and places it: where the
 // optimizer puts it when it can plan the query against the registered
-// workers (a model call, a catalog with profiles) around the capacity the
-// running queries hold, by runtime/deploy's default rules otherwise. live
-// (a re-plan's measured numbers, nil at submission) replaces the catalog's
-// and the infrastructure's numbers in the optimizer's inputs; mix is a DATA
-// AWARE query's live class mix (nil: profiled accuracy).
-func (c *Coordinator) place(ctx context.Context, req deploy.SubmitRequest, ws []deploy.Worker, live *control.Overrides, mix map[string]map[string]float64, pins map[string]string) (placed, error) {
+// workers ws (a model call, a catalog with profiles), by runtime/deploy's
+// default rules otherwise, under cons (what the policies asked of the
+// plan: runtime/control.Constraints) and around the capacity the
+// per-cluster policies reserve for the running queries; they also admit
+// the placement or refuse it.
+func (c *Coordinator) place(ctx context.Context, req deploy.SubmitRequest, ws []deploy.Worker, cons control.Constraints) (placed, error) {
+	ws = slices.DeleteFunc(slices.Clone(ws), func(w deploy.Worker) bool { return slices.Contains(cons.Exclude, w.Name) })
+	pins := cons.Variants
 	script := req.Script
 	// The catalog is checked here; the files the compile opens, in
 	// execOptions.
@@ -112,10 +126,13 @@ func (c *Coordinator) place(ctx context.Context, req deploy.SubmitRequest, ws []
 	if c.cfg.Infra != nil {
 		o.SourceTier = c.cfg.Infra.DefaultSourceTier()
 	}
+	cand := policy.Candidate{Query: req.Query, Objectives: bound.Objectives}
+	clusters := policy.Clusters(c.policies())
 	var res *planner.Result
 	perr := errors.New("placement by rules")
 	if c.cfg.Placement != PlaceRules {
-		res, perr = c.optimize(ctx, bound, cat, ws, o.Tiers, c.reserved(req.Query, bound.Objectives.Priority == "REALTIME", ws), script.Planner, live, mix)
+		reserved := append(slices.Clone(cons.Reserved), policy.Reserve(clusters, cand, c.view(req.Query), ws)...)
+		res, perr = c.optimize(ctx, bound, cat, ws, o.Tiers, reserved, script.Planner, cons.Live, cons.ClassMix)
 		if errors.Is(perr, planner.ErrInfeasible) {
 			// The planner did plan the query, and no plan meets what it
 			// asks (with what running queries leave): running another one
@@ -132,7 +149,7 @@ func (c *Coordinator) place(ctx context.Context, req deploy.SubmitRequest, ws []
 	if perr == nil {
 		planned := script
 		planned.Rewrite, planned.Variants, planned.Batches = true, res.Physical.Variants(), batches(res.Physical)
-		for call, v := range pins { // the SLO policy's choice over the planner's
+		for call, v := range pins { // a policy's choice over the planner's
 			planned.Variants[call] = v
 		}
 		q, err := planned.BuildPlan(res.Rewritten, c.execOptions(planned.Variants))
@@ -142,15 +159,11 @@ func (c *Coordinator) place(ctx context.Context, req deploy.SubmitRequest, ws []
 			p, err := deploy.Place(req.Query, q.Graph(), res.Rewritten, ws, po)
 			var slowed string
 			if err == nil {
-				if slowed, err = c.admitRealtime(req.Query, bound.Objectives, p, res.Physical); err != nil {
+				if slowed, err = policy.Admit(clusters, cand, c.view(req.Query), p, res.Physical); err != nil {
 					return placed{}, err
 				}
 			}
 			if err == nil {
-				// The rewritten plan has the calls the workers run (a
-				// call per source of a latency-bound query over several).
-				lat := latencyInput(res.Rewritten.Root, slo, ws, planned.Variants, script.Planner[deploy.AdaptSetting])
-				callSources(lat, res.Rewritten.Root, p)
 				note := fmt.Sprintf("optimizer (%s): compute %.4g + network %.4g per hour, accuracy %.4g, throughput %.4g",
 					res.Physical.Strategy, res.Physical.ComputeCost, res.Physical.NetworkCost, res.Physical.Accuracy, res.Physical.Throughput)
 				if r := res.Physical.Targets.Reserved; len(r) > 0 {
@@ -161,7 +174,7 @@ func (c *Coordinator) place(ctx context.Context, req deploy.SubmitRequest, ws []
 				}
 				return placed{placement: p, script: planned, note: note, estimate: deploy.EstimateOf(res.Physical, bound.Objectives.Throughput),
 					plan: res.Physical, sloMs: slo, assumed: assumedOf(res.Physical, ws), inputRows: in,
-					latency: lat, bound: bound}, nil
+					bound: bound, root: res.Rewritten.Root, workers: ws, settings: script.Planner}, nil
 			}
 			perr = err
 		} else {
@@ -179,7 +192,7 @@ func (c *Coordinator) place(ctx context.Context, req deploy.SubmitRequest, ws []
 	if err != nil {
 		return placed{}, err
 	}
-	slowed, err := c.admitRealtime(req.Query, bound.Objectives, p, nil)
+	slowed, err := policy.Admit(clusters, cand, c.view(req.Query), p, nil)
 	if err != nil {
 		return placed{}, err
 	}
@@ -187,7 +200,7 @@ func (c *Coordinator) place(ctx context.Context, req deploy.SubmitRequest, ws []
 	if slowed != "" {
 		note += "; " + slowed
 	}
-	return placed{placement: p, script: script, note: note, sloMs: slo, inputRows: in, latency: latencyInput(bound.Root, slo, ws, script.Variants, ""), bound: bound}, nil
+	return placed{placement: p, script: script, note: note, sloMs: slo, inputRows: in, bound: bound, root: bound.Root, workers: ws}, nil
 }
 
 // reservedText is a reservation list for the planner note.
@@ -279,7 +292,7 @@ func (c *Coordinator) optimize(ctx context.Context, bound *logical.Plan, cat *ca
 	if b := c.replanBudget(); live != nil && (opts.Optimize.TimeBudget <= 0 || opts.Optimize.TimeBudget > b) {
 		opts.Optimize.TimeBudget = b
 	}
-	opts.ClassMix = mix // a DATA AWARE query's live class mix (SneakPeek)
+	opts.ClassMix = mix // a DATA AWARE query's live class mix (a data-aware policy's)
 	res, err := planner.PlanLogical(ctx, bound, cat, inf, opts)
 	if err != nil {
 		return nil, err
@@ -295,3 +308,35 @@ type discardWriter struct{}
 
 func (discardWriter) Write(arrow.Record) error { return nil }
 func (discardWriter) Close() error             { return nil }
+
+// policies are the coordinator's policies (Config.Policies).
+func (c *Coordinator) policies() []policy.Policy {
+	if c.cfg.Policies == nil {
+		return policy.Defaults()
+	}
+	return c.cfg.Policies
+}
+
+// view is the cluster as the per-cluster policies see it at a placement of
+// query self: the registered workers and the other queries that deploy or
+// run.
+func (c *Coordinator) view(self string) policy.View {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	v := policy.View{Workers: make(map[string]deploy.WorkerInfo, len(c.workers))}
+	for name, w := range c.workers {
+		v.Workers[name] = *w
+	}
+	for _, id := range c.order {
+		s := c.queries[id]
+		if id == self {
+			continue
+		}
+		s.mu.Lock()
+		if !s.ended() {
+			v.Running = append(v.Running, policy.Running{Query: id, Priority: s.info.Priority, Plan: s.plan, Sched: s.info.Sched})
+		}
+		s.mu.Unlock()
+	}
+	return v
+}

@@ -5,6 +5,7 @@ import (
 
 	"github.com/tierflow/tierflow/runtime/control"
 	"github.com/tierflow/tierflow/runtime/deploy"
+	"github.com/tierflow/tierflow/runtime/policy"
 )
 
 // A coordinator restart does not stop the queries: workers run them and
@@ -84,6 +85,7 @@ func (c *Coordinator) adopt(worker string, p deploy.Part) {
 	c.order = append(c.order, p.Query)
 	c.mu.Unlock()
 	c.limitRunTime(s)
+	s.attach(&policy.Placed{Query: p.Query, Placement: &pl, Conn: c.nc})
 	if !p.Started {
 		c.cfg.Log.Warn("query learned back before its generation started: deploying it again", "query", p.Query, "generation", p.Generation)
 		go s.recover(control.LostCoordinator, now)

@@ -88,12 +88,13 @@ type supervisor struct {
 	// replayable: every stream of the query replays (files, JetStream),
 	// so a re-plan loses nothing; planned is when the current generation
 	// was deployed and decided when the policy last ran.
-	replayable       bool
-	planned, decided time.Time
-	// sampled is when the SLO timeline last took a sample (sampleSLO).
-	sampled time.Time
-	// kept backs the policy off after a re-plan that kept the plan.
-	kept keptBackoff
+	replayable bool
+	planned    time.Time
+	// policies are the per-query policies attached to the query, each
+	// with its own state (supervisor_decide.go); kept backs them off
+	// after a re-plan that kept the plan.
+	policies []attachment
+	kept     keptBackoff
 	// plan is the optimizer's plan while the query deploys or runs: the
 	// capacity it holds on its workers, which later queries plan around.
 	plan *physical.Plan
@@ -102,10 +103,11 @@ type supervisor struct {
 	// variants the current generation runs.
 	assumed  *control.Assumed
 	variants map[string]string
-	// learned are the live numbers the policies measured so far, merged:
-	// every re-plan plans with all of them. cutting is the re-plan whose
-	// rows do not flow yet (its cut-over time is not known).
-	learned *control.Overrides
+	// holds is what the policies' decisions asked of every later plan:
+	// the live numbers measured so far (merged: every re-plan plans with
+	// all of them), class mixes and pinned variants. cutting is the
+	// re-plan whose rows do not flow yet (its cut-over time is not known).
+	holds   control.Constraints
 	cutting *pendingReplan
 	// outageCount counts the core NATS messages published since the
 	// server came back, until a recovery from the outage re-deploys the
@@ -121,14 +123,6 @@ type supervisor struct {
 	// resumeFrom is the epoch a client that lost its connection has
 	// written (a recovery from an outage resumes no later; outage.go).
 	resumeFrom *uint64
-	// classMix is the class mix a DATA AWARE plan was made for (the last
-	// data-aware Decision's); nil: profiled accuracy.
-	classMix map[string]map[string]float64
-	// latency is what the SLO policy knows of a LATENCY query's model
-	// calls (nil: none to adapt); pins the variants it chose, which every
-	// later placement keeps.
-	latency *control.LatencyInput
-	pins    map[string]string
 }
 
 // pendingRecovery is a recovery whose rows do not flow yet.
@@ -193,6 +187,7 @@ func (s *supervisor) fail(err error) {
 // done tells the client the query ended.
 func (s *supervisor) done(info deploy.QueryInfo) {
 	s.dropOutageCount()
+	s.detach()
 	c := s.c
 	b, _ := json.Marshal(info)
 	_ = c.nc.Publish(deploy.InNamespace(c.cfg.Namespace, deploy.UserSubject(info.Owner, info.Query, "done")), b)

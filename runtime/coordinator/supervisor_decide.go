@@ -1,55 +1,129 @@
 package coordinator
 
 import (
+	"io"
+	"slices"
 	"time"
 
 	"github.com/tierflow/tierflow/runtime/control"
+	"github.com/tierflow/tierflow/runtime/policy"
 )
 
-// decide (with s.mu held) asks the policies about a running query and
-// starts the re-plan one asks for: the SLO policy of a LATENCY query at
-// every status report (a link that steps down must be met within the
-// report's half second, not the next second: its frames queue and miss
-// their deadline meanwhile; the policy holds its own step ups back), the
-// others at most once a second (less often after a re-plan kept the plan:
-// keptBackoff). registered are the workers the coordinator knows, by name.
-func (s *supervisor) decide(now time.Time, registered []string) {
-	cfg := &s.c.cfg
-	var sp control.Policy
-	if s.latency != nil && !cfg.NoSLOPolicy {
-		if sp = cfg.SLOPolicy; sp == nil {
-			sp = control.DefaultJellyfish
+// attachment is a per-query policy attached to a query: the state it
+// built for it (nil until it has something to do for the query) and when
+// it was last asked.
+type attachment struct {
+	policy policy.Query
+	state  control.Policy
+	asked  time.Time
+}
+
+// attach gives the per-query policies a placement of the query: a policy
+// without state for it builds one (policy.Query.Attach, outside the lock:
+// it may subscribe to the query's streams), one with state is told
+// (policy.Replaced). A kept plan attaches no new policy.
+func (s *supervisor) attach(p *policy.Placed) {
+	s.mu.Lock()
+	if s.policies == nil {
+		for _, q := range policy.Queries(s.c.policies()) {
+			s.policies = append(s.policies, attachment{policy: q})
 		}
 	}
-	if sp != nil {
-		s.sampleSLO(now)
+	var todo []int
+	for i, a := range s.policies {
+		if a.state == nil && !p.Kept {
+			todo = append(todo, i)
+		}
 	}
-	if sp == nil && cfg.Policy == nil || s.state != genRunning || !s.replayable || s.info.Estimates == nil {
+	s.mu.Unlock()
+	built := map[int]control.Policy{}
+	for _, i := range todo {
+		if st := s.policies[i].policy.Attach(p); st != nil {
+			built[i] = st
+		}
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for i := range s.policies {
+		a := &s.policies[i]
+		if st, ok := built[i]; ok {
+			a.state = st
+		} else if r, ok := a.state.(policy.Replaced); ok {
+			r.Placed(p)
+		}
+	}
+}
+
+// detach releases what the policies' states hold (a tap on a stream) once
+// the query ended.
+func (s *supervisor) detach() {
+	s.mu.Lock()
+	var closers []io.Closer
+	for i := range s.policies {
+		if c, ok := s.policies[i].state.(io.Closer); ok {
+			closers = append(closers, c)
+		}
+		s.policies[i].state = nil
+	}
+	s.mu.Unlock()
+	for _, c := range closers {
+		_ = c.Close()
+	}
+}
+
+// decide (with s.mu held) lets the attached policies observe the query's
+// report, asks those due by their cadence (policy.Cadence) about a running
+// query, and starts the re-plan they ask for together: a policy of every
+// report at each, the others at most once a period (less often after a
+// re-plan kept the plan: keptBackoff). registered are the workers the
+// coordinator knows, by name.
+func (s *supervisor) decide(now time.Time, registered []string) {
+	if !s.started() {
 		return
 	}
-	second := now.Sub(s.decided) >= time.Second
-	if !second && sp == nil {
+	for _, a := range s.policies {
+		if o, ok := a.state.(policy.Observer); ok {
+			o.Observe(now, &s.info)
+		}
+	}
+	if s.state != genRunning || !s.replayable || s.info.Estimates == nil {
 		return
 	}
-	if second {
-		s.decided = now
+	var every, due []int
+	periodic := false
+	for i, a := range s.policies {
+		if a.state == nil {
+			continue
+		}
+		c := a.policy.Cadence()
+		switch {
+		case c.EveryReport:
+			every = append(every, i)
+		default:
+			periodic = true
+			if now.Sub(a.asked) >= c.Period {
+				due = append(due, i)
+			}
+		}
+	}
+	if len(every) == 0 && (!periodic || len(due) == 0) {
+		return
+	}
+	for _, i := range due {
+		s.policies[i].asked = now
 	}
 	if s.kept.gen == s.info.Generation && now.Before(s.kept.until) {
 		return // a re-plan kept this plan lately: back off (keptBackoff)
 	}
-	var policies control.Policies
-	if sp != nil {
-		policies = append(policies, sp)
-	}
-	if second && cfg.Policy != nil {
-		policies = append(policies, cfg.Policy)
-	}
-	if len(policies) == 0 {
-		return
+	var asked control.Policies
+	for i, a := range s.policies {
+		if a.state != nil && (a.policy.Cadence().EveryReport || slices.Contains(due, i)) {
+			asked = append(asked, a.state)
+		}
 	}
 	in := control.PolicyInput{Query: s.info.Query, Workers: s.info.Workers, Age: now.Sub(s.planned), Replans: len(s.info.Replans),
-		Estimates: *s.info.Estimates, Assumed: s.assumed, Latency: s.latency, Registered: registered}
-	d := policies.Decide(in)
+		Estimates: *s.info.Estimates, Assumed: s.assumed, Registered: registered}
+	d := asked.Decide(in)
 	if d == nil {
 		return
 	}

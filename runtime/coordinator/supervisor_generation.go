@@ -3,7 +3,6 @@ package coordinator
 import (
 	"context"
 	"fmt"
-	"maps"
 	"slices"
 	"time"
 
@@ -45,10 +44,9 @@ type current struct {
 	epoch     uint64
 	req       deploy.SubmitRequest
 	submitted time.Time
-	// mix and pins are what the next plan keeps of the policies' choices
-	// (with the decision's own).
-	mix  map[string]map[string]float64
-	pins map[string]string
+	// cons is what the next plan is placed under: what earlier decisions
+	// asked of every later plan, then the change's decision.
+	cons control.Constraints
 }
 
 // deployFirst places the query on ws, has every worker build its part of
@@ -56,7 +54,7 @@ type current struct {
 func (s *supervisor) deployFirst(ctx context.Context, ws []deploy.Worker) (*deploy.Placement, error) {
 	c := s.c
 	req := s.req
-	pl, err := c.place(ctx, req, ws, nil, nil, nil)
+	pl, err := c.place(ctx, req, ws, control.Constraints{})
 	if err != nil {
 		s.fail(err)
 		return nil, err
@@ -65,10 +63,11 @@ func (s *supervisor) deployFirst(ctx context.Context, ws []deploy.Worker) (*depl
 	s.mu.Lock()
 	s.info.Placement, s.info.Workers, s.info.Planner, s.info.Estimate, s.info.LatencySLOMs = p, p.Workers, pl.note, pl.estimate, pl.sloMs
 	s.info.Priority, s.info.InputRows = script.Priority, pl.inputRows
-	s.plan, s.assumed, s.variants, s.latency = pl.plan, pl.assumed, script.Variants, pl.latency
+	s.plan, s.assumed, s.variants = pl.plan, pl.assumed, script.Variants
 	s.bound = pl.bound
 	submitted := s.info.Submitted
 	s.mu.Unlock()
+	s.attach(pl.forPolicies(s.id, c.nc, false))
 
 	if _, _, err := c.deployAll(ctx, s.id, req.Owner, submitted, script, p, 0); err != nil {
 		s.fail(err)
@@ -158,15 +157,18 @@ func (s *supervisor) redeploy(ch change) {
 	if !ok {
 		return
 	}
-	next, live, err := s.planNext(ch, old, ws)
+	next, live, err := s.planNext(old, ws)
 	cut := &control.CutOver{Decided: ch.at, PlanMs: msSince(ch.at)}
 	if ch.replan() && (err != nil || samePlan(old.placement, next.placement, old.variants, next.script.Variants)) {
-		s.keep(ch, old, next, live != nil, err)
+		s.keep(ch, old, next, live, err)
 		return
 	}
 	gen, lost, ok := s.openGeneration(ch, old, next, err)
 	if !ok {
 		return
+	}
+	if err == nil {
+		s.attach(next.forPolicies(s.id, s.c.nc, false))
 	}
 	if ch.replan() {
 		s.c.cfg.Log.Info("re-planning query", "query", s.id, "reason", ch.d.Reason, "generation", gen, "epoch", old.epoch, "plan_ms", cut.PlanMs)
@@ -218,21 +220,15 @@ func (s *supervisor) begin(ch change) (current, bool) {
 		return current{}, false // something else re-deployed it since
 	}
 	old := current{gen: s.info.Generation, workers: s.info.Workers, placement: s.info.Placement, variants: s.variants,
-		plan: s.plan, epoch: s.info.Committed, req: s.req, submitted: s.info.Submitted, mix: s.classMix, pins: maps.Clone(s.pins)}
+		plan: s.plan, epoch: s.info.Committed, req: s.req, submitted: s.info.Submitted}
 	if ch.lost == control.LostServer {
 		old.epoch = outageEpoch(s, old.epoch)
 	}
-	if d := ch.d; d != nil {
-		if d.ClassMix != nil {
-			old.mix = d.ClassMix
-		}
-		if len(d.Variants) > 0 {
-			if old.pins == nil {
-				old.pins = map[string]string{}
-			}
-			maps.Copy(old.pins, d.Variants)
-		}
+	var asked control.Constraints
+	if ch.d != nil {
+		asked = ch.d.Constraints
 	}
+	old.cons = s.holds.Then(asked)
 	s.mu.Unlock()
 	return old, true
 }
@@ -257,7 +253,7 @@ func (s *supervisor) workersFor(ch change, old current) ([]deploy.Worker, bool) 
 	for wait := time.Now().Add(2 * c.cfg.Expiry); ; {
 		ws = ws[:0]
 		for _, w := range c.Workers() {
-			if ch.d != nil && slices.Contains(ch.d.Exclude, w.Name) || w.Name == ch.lost {
+			if slices.Contains(old.cons.Exclude, w.Name) || w.Name == ch.lost {
 				continue
 			}
 			ws = append(ws, deploy.Worker{Name: w.Name, Tier: w.Tier, Location: w.Location, Type: w.Type})
@@ -280,29 +276,28 @@ func (s *supervisor) workersFor(ch change, old current) ([]deploy.Worker, bool) 
 	return ws, true
 }
 
-// planNext places the query again on ws, from the committed epoch, with
-// every live number the policies measured so far (the decision's too);
-// live is what it planned with (nil: the catalog's numbers).
-func (s *supervisor) planNext(ch change, old current, ws []deploy.Worker) (next placed, live *control.Overrides, err error) {
+// planNext places the query again on ws, from the committed epoch, under
+// old.cons: every live number the policies measured so far (the
+// decision's too; a recovery plans with them as well), and the class mixes
+// and pinned variants they asked for. live: it planned with measured
+// numbers.
+func (s *supervisor) planNext(old current, ws []deploy.Worker) (next placed, live bool, err error) {
 	req := old.req
 	req.Script.ResumeEpoch = old.epoch
 	req.Script.Positions = s.positionsCopy()
 	s.mu.Lock()
-	if ch.d != nil && ch.d.Live != nil {
-		if s.learned == nil {
-			s.learned = &control.Overrides{}
-		}
-		s.learned.Merge(ch.d.Live)
-	}
-	if s.learned != nil {
-		// A recovery plans with what was measured too.
-		cp := control.Overrides{}
-		cp.Merge(s.learned)
-		live = &cp
-	}
+	// Live numbers stay the query's once measured, whatever comes of
+	// this plan.
+	s.holds.Live = old.cons.Live
 	s.mu.Unlock()
-	next, err = s.c.place(context.Background(), req, ws, live, old.mix, old.pins)
-	return next, live, err
+	// The planner gets its own copy of the numbers.
+	cons := old.cons
+	if cons.Live != nil {
+		cons.Live = &control.Overrides{}
+		cons.Live.Merge(old.cons.Live)
+	}
+	next, err = s.c.place(context.Background(), req, ws, cons)
+	return next, old.cons.Live != nil, err
 }
 
 // keep ends a re-plan that found no other plan: the query keeps running
@@ -311,10 +306,14 @@ func (s *supervisor) planNext(ch change, old current, ws []deploy.Worker) (next 
 func (s *supervisor) keep(ch change, old current, next placed, withLive bool, err error) {
 	if err == nil && withLive {
 		s.mu.Lock()
-		if s.info.Generation == old.gen {
+		same := s.info.Generation == old.gen
+		if same {
 			s.assumed, s.info.Estimate = next.assumed, next.estimate
 		}
 		s.mu.Unlock()
+		if same {
+			s.attach(next.forPolicies(s.id, s.c.nc, true))
+		}
 	}
 	s.c.cfg.Log.Info("re-plan kept the plan", "query", s.id, "reason", ch.d.Reason, "err", err)
 }
@@ -348,9 +347,9 @@ func (s *supervisor) openGeneration(ch change, old current, next placed, placeEr
 	if placeErr == nil {
 		p := next.placement
 		s.info.Placement, s.info.Workers, s.info.Planner, s.info.Estimate = p, p.Workers, next.note, next.estimate
-		s.plan, s.assumed, s.variants, s.classMix = next.plan, next.assumed, next.script.Variants, old.mix
+		s.plan, s.assumed, s.variants = next.plan, next.assumed, next.script.Variants
 		s.bound = next.bound
-		s.latency, s.pins = next.latency, old.pins
+		s.holds.ClassMix, s.holds.Variants = old.cons.ClassMix, old.cons.Variants
 	}
 	return gen, lost, true
 }

@@ -219,22 +219,6 @@ func (s *supervisor) failGeneration(gen int, msg, kind string) {
 	s.fail(err)
 }
 
-// sampleSLO (with s.mu held) adds the live estimates of a LATENCY query's
-// links to its SLO timeline, about once a second: also while a re-plan
-// is under way (the links keep their bandwidth), and again at the next
-// report when the estimates had no acks yet, so that a short run or a
-// query re-planned at its first estimate still shows its links.
-func (s *supervisor) sampleSLO(now time.Time) {
-	if s.latency == nil || !s.started() || s.info.Estimates == nil ||
-		len(s.info.SLOTimeline) >= control.MaxSLOSamples || now.Sub(s.sampled) < time.Second {
-		return
-	}
-	if smp := control.SLOSamples(now.Sub(s.info.Started).Seconds(), *s.info.Estimates, s.latency); len(smp) > 0 {
-		s.info.SLOTimeline = append(s.info.SLOTimeline, smp...)
-		s.sampled = now
-	}
-}
-
 // linkEnds names the workers at a link's ends from the query's placement.
 func linkEnds(p *deploy.Placement) control.Endpoints {
 	return func(l relay.LinkID) (string, string) {
