@@ -495,8 +495,8 @@ func sharedRun(ctx context.Context, a *app, o sharedOptions, inf *infra.Infra, p
 		// real-time admission.
 		pols = rtpolicy.Without(pols, rtpolicy.RealtimeAdmissionName)
 	}
-	c, err = cluster.StartEmbedded(ctx, cluster.Options{Infra: inf, NATS: a.g.nats, OrtLib: a.g.ortLib, Placement: coordinator.PlaceRules,
-		Sched: policy, SchedPolicy: dq, OnLatency: onLatency, Policies: pols})
+	c, err = cluster.StartEmbeddedHooked(ctx, cluster.Options{Infra: inf, NATS: a.g.nats, OrtLib: a.g.ortLib, Placement: coordinator.PlaceRules,
+		Sched: policy, Policies: pols}, cluster.Hooks{SchedPolicy: dq, OnLatency: onLatency})
 	if err != nil {
 		return row, err
 	}

@@ -316,8 +316,8 @@ func benchSLOEngine(ctx context.Context, a *app, o sloOptions, tr *relay.Trace, 
 		}
 		return time.Duration(i) * tr.Period / time.Duration(o.clients), true
 	}
-	c, err := cluster.StartEmbedded(ctx, cluster.Options{Infra: inf, Catalog: catPath, NATS: a.g.nats, OrtLib: a.g.ortLib,
-		Policies: sloEnginePolicies(policy == "adaptive"), OnResult: onResult,
+	c, err := cluster.StartEmbeddedHooked(ctx, cluster.Options{Infra: inf, Catalog: catPath, NATS: a.g.nats, OrtLib: a.g.ortLib,
+		Policies: sloEnginePolicies(policy == "adaptive")}, cluster.Hooks{OnResult: onResult,
 		Shaper: func(from, to string) relay.Shaper {
 			if off, ok := offset(from); ok && from != to {
 				return relay.TraceShaper{Trace: tr, Start: start, Offset: off}

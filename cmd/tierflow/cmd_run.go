@@ -400,14 +400,16 @@ func runClusterScript(ctx context.Context, a *app, f runFlags, path, src, base, 
 	if len(traces) > 0 && f.processes {
 		return badInput(fmt.Errorf("--link-trace shapes the embedded workers' relays: not with --processes"))
 	}
-	opts.Shaper = linkShaper(traces, inf, time.Now())
+	// --link-trace is a drill: it shapes the embedded workers' links
+	// through the cluster's hooks.
+	drill := cluster.Hooks{Shaper: linkShaper(traces, inf, time.Now())}
 	mode := "embedded cluster"
 	var c *cluster.Cluster
 	if f.processes {
 		mode = "cluster of worker processes"
 		c, err = cluster.StartProcesses(ctx, cluster.ProcessOptions{Options: opts, Stderr: log})
 	} else {
-		c, err = cluster.StartEmbedded(ctx, opts)
+		c, err = cluster.StartEmbeddedHooked(ctx, opts, drill)
 	}
 	if err != nil {
 		if errors.Is(err, cluster.ErrInfra) {

@@ -132,7 +132,13 @@ func LoadInfra(t testing.TB, dir string) *infra.Infra {
 // is closed before a deferred allocator check runs.
 func StartEmbedded(t testing.TB, ctx context.Context, o cluster.Options) *cluster.Cluster {
 	t.Helper()
-	c, err := cluster.StartEmbedded(ctx, o)
+	return StartHooked(t, ctx, o, cluster.Hooks{})
+}
+
+// StartHooked is StartEmbedded with hooks h on the workers.
+func StartHooked(t testing.TB, ctx context.Context, o cluster.Options, h cluster.Hooks) *cluster.Cluster {
+	t.Helper()
+	c, err := cluster.StartEmbeddedHooked(ctx, o, h)
 	if err != nil {
 		t.Fatal(err)
 	}
