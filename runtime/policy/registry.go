@@ -51,7 +51,7 @@ func Registry() []Entry {
 		{Name: "adapt-sides", Scale: PerBatch, Doc: "each batch's input size from the link it crosses, within the LATENCY bound (operators/ml Adapt.WithSides; off with SET planner.adapt_inputs = 'off')"},
 		{Name: "lazy-drop", Scale: PerBatch, Doc: "rows past their deadline are dropped before they cross a link or reach compute (operators/ml adapt step, runtime/inference)"},
 		// Per worker: the worker's inference scheduler (sched.Policy).
-		{Name: sched.NaiveName, Scale: PerWorker, Doc: "batches in arrival order (the default --sched)"},
+		{Name: sched.NaiveName, Scale: PerWorker, Default: true, Doc: "batches in arrival order (the default --sched)"},
 		{Name: sched.DeepQueryName, Scale: PerWorker, Doc: "real-time batches first, best-effort ones in the predicted gaps (DeepQuery)"},
 		{Name: sched.MaxAccEDFName, Scale: PerWorker, Doc: "earliest deadline first on the most accurate variant (SneakPeek baseline)"},
 		{Name: sched.LOEDFName, Scale: PerWorker, Doc: "earliest deadline first on the least-overhead variant (SneakPeek baseline)"},
@@ -131,11 +131,12 @@ func Buildable() []string {
 	return out
 }
 
-// DefaultNames are the policies a run has unless it leaves them out.
+// DefaultNames are the policies a run builds unless it leaves them out
+// (the per-worker default is the worker's own: --sched).
 func DefaultNames() []string {
 	var out []string
 	for _, e := range Registry() {
-		if e.Default {
+		if e.Default && e.New != nil {
 			out = append(out, e.Name)
 		}
 	}
