@@ -36,7 +36,6 @@ import (
 	"github.com/tierflow/tierflow/relay/natsrelay"
 	"github.com/tierflow/tierflow/relay/natsserver"
 	"github.com/tierflow/tierflow/runtime/connectors"
-	"github.com/tierflow/tierflow/runtime/control"
 	"github.com/tierflow/tierflow/runtime/deploy"
 	"github.com/tierflow/tierflow/runtime/devices"
 	"github.com/tierflow/tierflow/runtime/inference/sched"
@@ -147,7 +146,7 @@ const (
 
 // ackBandwidths are the sending links' ack bandwidths as the SLO policy
 // takes them: the mean over the last second, or the latest two acks'
-// samples when lower (control.LinkEstimate.DecisionBps).
+// samples when lower (dataflow.LinkBandwidth.PlanBps).
 func ackBandwidths(links []relay.LinkStats) map[relay.LinkID]float64 {
 	out := map[relay.LinkID]float64{}
 	for _, l := range links {
@@ -158,10 +157,7 @@ func ackBandwidths(links []relay.LinkStats) map[relay.LinkID]float64 {
 	return out
 }
 
-func decisionBps(l relay.LinkStats) float64 {
-	return control.LinkEstimate{AckBandwidthBps: l.AckBandwidthBps, RecentAckBps: l.RecentAckBps,
-		TransferBps: l.TransferBps, RecentTransferBps: l.RecentTransferBps}.DecisionBps()
-}
+func decisionBps(l relay.LinkStats) float64 { return l.Bandwidth().PlanBps() }
 
 // linkDropped reports whether a sending link's ack bandwidth fell below
 // linkDrop of what the last status report said.
