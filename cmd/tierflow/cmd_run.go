@@ -126,7 +126,11 @@ or the rows into it per stream row past 2x either way, a tier link carrying
 under half of what the plan needs while its senders stall. The planner then
 runs again with the live numbers in place of the catalog's and the
 infrastructure's, and the query is cut over only if the variant or worker
-choice changes. --stats and EXPLAIN ANALYZE list the plan
+choice changes. --replan-data-aware (with --evidence) re-plans a
+query WITH (ACCURACY >= x DATA AWARE) over a NATS or JetStream stream when
+the stream's estimated class mix moves, to the variant that meets the target
+on the new mix (SneakPeek); --policy NAME adds any registered policy
+(docs/architecture.md). --stats and EXPLAIN ANALYZE list the plan
 history and the recoveries.
 
 --link-trace TIER_A:TIER_B=FILE (repeatable) throttles the real relay traffic
