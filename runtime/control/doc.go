@@ -12,7 +12,8 @@
 // Drift (re-plan with the live numbers, Overrides, when one drifts past a
 // threshold from the plan's, Assumed) and Jellyfish (policy_jellyfish.go
 // and jellyfish.go: which variant serves which latency-bound source from
-// the links' bandwidths). A Decision carries one Constraints value, what
+// the links' bandwidths; bench slo's harness, bench/slo/harness, runs the
+// scheduler every half second). A Decision carries one Constraints value, what
 // the next plan must respect whichever rule asked; Policies composes rules.
 // runtime/policy plugs the rules into the mechanism with their cadence and
 // their per-query state; the mechanism is runtime/coordinator's supervisor,
