@@ -60,6 +60,12 @@ type Config struct {
 	// Admins are the identities (deploy.SubmitSubject's <user>) that may
 	// stop any query; everyone else stops only their own.
 	Admins []string
+	// Authority, when set, is the cluster's authority file (nats-setup's
+	// authority.json): each user's data subjects, which bound what its
+	// queries read and write, its admin role (as Admins), and the signing
+	// key the coordinator mints each part's data user with
+	// (deploy.Access.JWT). SetAuthority replaces it while running.
+	Authority *security.Authority
 	// DataRoots confine the files the coordinator reads to plan a query
 	// (catalog, file streams and tables, whose schemas it probes), as a
 	// worker's do; nil: none.

@@ -26,10 +26,10 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"slices"
 	"sort"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/nats-io/nats.go"
@@ -37,6 +37,7 @@ import (
 	"github.com/tierflow/tierflow/dataflow"
 	"github.com/tierflow/tierflow/relay/natsserver"
 	"github.com/tierflow/tierflow/runtime/deploy"
+	"github.com/tierflow/tierflow/runtime/security"
 )
 
 // Error kinds.
@@ -69,6 +70,8 @@ type Coordinator struct {
 	// startedAt: for a while after it, the coordinator learns running
 	// queries back from their workers (relearn.go).
 	startedAt time.Time
+	// authority is Config.Authority, replaced by SetAuthority.
+	authority atomic.Pointer[security.Authority]
 }
 
 // Start subscribes the coordinator to the control subjects.
@@ -101,6 +104,7 @@ func Start(cfg Config) (*Coordinator, error) {
 	c := &Coordinator{cfg: cfg, nc: cfg.Conn, stop: make(chan struct{}), workers: map[string]*deploy.WorkerInfo{}, queries: map[string]*supervisor{},
 		startedAt: time.Now()}
 	c.out.reconnects = c.nc.Stats().Reconnects
+	c.authority.Store(cfg.Authority)
 	handlers := []struct {
 		subject string
 		h       nats.MsgHandler
@@ -177,6 +181,10 @@ func (c *Coordinator) onRegister(m *nats.Msg) {
 	// name only: the subject, not the message, says who registers.
 	if tok := lastToken(m.Subject); tok != wi.Name {
 		reply(m, deploy.RegisterReply{Error: fmt.Sprintf("worker %s registering on %s: the names differ", wi.Name, m.Subject)})
+		return
+	}
+	if err := c.checkDataKey(wi); err != nil {
+		reply(m, deploy.RegisterReply{Error: err.Error()})
 		return
 	}
 	now := time.Now()
@@ -351,7 +359,7 @@ func (c *Coordinator) forget(names []string) {
 // admin.
 func (c *Coordinator) QueriesOf(user string) []deploy.QueryInfo {
 	all := c.Queries()
-	if slices.Contains(c.cfg.Admins, user) {
+	if c.isAdmin(user) {
 		return all
 	}
 	own := all[:0]
@@ -403,6 +411,9 @@ func (c *Coordinator) Submit(ctx context.Context, req deploy.SubmitRequest) (*de
 		req.Owner = natsserver.Anonymous
 	}
 	if err := deploy.ValidName("user", req.Owner); err != nil {
+		return nil, err
+	}
+	if err := c.known(req.Owner); err != nil {
 		return nil, err
 	}
 	if req.Script.Catalog == "" {
@@ -483,7 +494,7 @@ func (c *Coordinator) StopAs(user, id string, abort bool) error {
 	if s != nil {
 		owner = s.req.Owner
 	}
-	if s != nil && owner != user && !slices.Contains(c.cfg.Admins, user) {
+	if s != nil && owner != user && !c.isAdmin(user) {
 		c.cfg.Log.Warn("stop refused", "query", id, "user", user, "owner", owner)
 		return fmt.Errorf("%w: %s may not stop query %s (submitted by %s)", ErrDenied, user, id, owner)
 	}

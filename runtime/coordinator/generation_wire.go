@@ -32,10 +32,19 @@ func (c *Coordinator) deployAll(ctx context.Context, id, owner string, submitted
 	errs := make([]error, len(p.Workers))
 	acks := make([]deploy.Ack, len(p.Workers))
 	var wg sync.WaitGroup
-	body, _ := json.Marshal(deploy.DeployRequest{Query: id, Script: script, Placement: *p, Generation: gen,
+	req := deploy.DeployRequest{Query: id, Script: script, Placement: *p, Generation: gen,
 		Results: deploy.InNamespace(c.cfg.Namespace, deploy.UserSubject(owner, id, "results")), Limits: c.cfg.Limits,
-		Owner: owner, Submitted: submitted})
+		Owner: owner, Submitted: submitted, Access: c.access(owner)}
 	for i, name := range p.Workers {
+		// Each part's data user is its own: minted on its worker's key.
+		r := req
+		jwt, err := c.mint(id, owner, name)
+		if err != nil {
+			errs[i] = fmt.Errorf("worker %s: %w", name, err)
+			continue
+		}
+		r.Access.JWT = jwt
+		body, _ := json.Marshal(r)
 		wg.Add(1)
 		go func() {
 			defer wg.Done()

@@ -3,7 +3,6 @@ package coordinator
 import (
 	"encoding/json"
 	"fmt"
-	"slices"
 	"sync"
 	"time"
 
@@ -188,7 +187,7 @@ func (c *Coordinator) onResume(m *nats.Msg) {
 	s := c.supervisor(req.Query)
 	err := fmt.Errorf("%w: %s", ErrUnknownQuery, req.Query)
 	if s != nil {
-		err = s.resumeAsked(user, c.cfg.Admins, req.Written)
+		err = s.resumeAsked(user, c.isAdmin(user), req.Written)
 	}
 	if err != nil {
 		reply(m, deploy.ResumeReply{Error: err.Error()})
@@ -216,11 +215,11 @@ func (c *Coordinator) onResume(m *nats.Msg) {
 // resumeAsked checks that user may resume the query after its client lost
 // its connection (its owner or an admin) and that it runs, and holds the
 // epoch the client has written for the recovery (outageEpoch).
-func (s *supervisor) resumeAsked(user string, admins []string, written uint64) error {
+func (s *supervisor) resumeAsked(user string, admin bool, written uint64) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	switch {
-	case s.info.Owner != user && !slices.Contains(admins, user):
+	case s.info.Owner != user && !admin:
 		return fmt.Errorf("%w: %s may not resume query %s (submitted by %s)", ErrDenied, user, s.id, s.info.Owner)
 	case s.ended():
 		return fmt.Errorf("query %s ended (%s) while its client was disconnected: its last results may be missing", s.id, s.info.State)

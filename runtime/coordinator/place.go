@@ -15,6 +15,7 @@ import (
 
 	"github.com/tierflow/tierflow/operators/exec"
 	"github.com/tierflow/tierflow/operators/session"
+	"github.com/tierflow/tierflow/operators/sinks"
 	"github.com/tierflow/tierflow/planner"
 	"github.com/tierflow/tierflow/planner/catalog"
 	"github.com/tierflow/tierflow/planner/infra"
@@ -24,6 +25,7 @@ import (
 	"github.com/tierflow/tierflow/runtime/control"
 	"github.com/tierflow/tierflow/runtime/deploy"
 	"github.com/tierflow/tierflow/runtime/policy"
+	"github.com/tierflow/tierflow/runtime/security"
 )
 
 // tiers orders the tiers: the infrastructure file's first, then the usual
@@ -113,6 +115,17 @@ func (c *Coordinator) place(ctx context.Context, req deploy.SubmitRequest, ws []
 	bound, cat, err := script.Bind(nil)
 	if err != nil {
 		return placed{}, err
+	}
+	// The query's sources and sinks act with its owner's authority: a
+	// subject of the engine's, or one the owner was not granted, is
+	// refused before anything is placed (and again by every worker).
+	if err := security.CheckCatalog(cat, c.access(req.Owner)); err != nil {
+		return placed{}, err
+	}
+	if s := c.supervisor(req.Query); s != nil {
+		s.mu.Lock()
+		s.jetstream = jetStreamSubjects(cat)
+		s.mu.Unlock()
 	}
 	if sk, ok := bound.Root.(*logical.Sink); ok && sk.Sink != nil && !strings.EqualFold(sk.Sink.Kind, "nats") && !strings.EqualFold(sk.Sink.Kind, "jetstream") {
 		// operators/exec opens a sink's file when it builds and closes it
@@ -227,6 +240,12 @@ func (c *Coordinator) execOptions(variants map[string]string) exec.Options {
 	eo := exec.Options{Output: discardWriter{}, Stdout: io.Discard}
 	if c.cfg.Exec != nil {
 		c.cfg.Exec(&eo, deploy.ExecPart{Variants: variants})
+	}
+	if eo.Sink != nil {
+		// The compile only shapes the graph: the coordinator never opens
+		// a query's sink (creating a JetStream stream is its owner's
+		// data user's business, on the worker that writes it).
+		eo.Sink = func(*catalog.Sink, *arrow.Schema) (sinks.Writer, error) { return discardWriter{}, nil }
 	}
 	// The catalog was checked by place; Catalog is empty here.
 	_ = c.cfg.DataRoots.ConfineScript(&deploy.Script{}, &eo)

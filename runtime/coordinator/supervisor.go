@@ -123,6 +123,9 @@ type supervisor struct {
 	// resumeFrom is the epoch a client that lost its connection has
 	// written (a recovery from an outage resumes no later; outage.go).
 	resumeFrom *uint64
+	// jetstream are the subjects of the query's JetStream streams and
+	// sinks: its parts' data users may create streams over them (mint).
+	jetstream []string
 }
 
 // pendingRecovery is a recovery whose rows do not flow yet.

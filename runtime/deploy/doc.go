@@ -5,8 +5,9 @@
 //   - wire (wire_*.go): the control protocol's subjects and messages
 //     (registration, heartbeats, submission, deployment, status, stop,
 //     resume, SHOW QUERIES' QueryInfo), the error kinds that cross it,
-//     per-query limits, the plan estimate and a part described to a
-//     restarted coordinator;
+//     per-query limits, the authority a query's sources and sinks act
+//     with (Access), the plan estimate and a part described to a restarted
+//     coordinator;
 //   - compiler front end (compile_*.go): a script (Script) bound to its
 //     catalog and built into the dataflow every worker builds for itself
 //     from the same text (operators/exec), with the plan's variants,
