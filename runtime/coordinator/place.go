@@ -13,6 +13,7 @@ import (
 	"github.com/apache/arrow/go/v17/arrow"
 	"github.com/nats-io/nats.go"
 
+	"github.com/tierflow/tierflow/lang"
 	"github.com/tierflow/tierflow/operators/exec"
 	"github.com/tierflow/tierflow/operators/session"
 	"github.com/tierflow/tierflow/operators/sinks"
@@ -156,7 +157,7 @@ func (c *Coordinator) place(ctx context.Context, req deploy.SubmitRequest, ws []
 	slo := bound.Objectives.LatencyMs
 	script.Priority, script.LatencyMs = bound.Objectives.Priority, slo
 	var in int64
-	if script.Priority == "BEST_EFFORT" {
+	if script.Priority == string(lang.PriorityBestEffort) {
 		in = inputRows(bound, script.BaseDir)
 	}
 	if perr == nil {
