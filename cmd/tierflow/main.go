@@ -127,7 +127,7 @@ and streams Arrow batches through the plan.`,
 	root.AddCommand(
 		newVersionCmd(a),
 		newFmtCmd(a),
-		newBenchCmd(a, newBenchInferenceCmd(a), newBenchPlannerCmd(a), newBenchRelayCmd(a), newBenchOperatorsCmd(a), newBenchRecoveryCmd(a), newBenchSQLCmd(a), newBenchSneakPeekCmd(a), newBenchSLOCmd(a), newBenchSharedCmd(a)),
+		newBenchCmd(a, newBenchInferenceCmd(a), newBenchPlannerCmd(a), newBenchRelayCmd(a), newBenchOperatorsCmd(a), newBenchRecoveryCmd(a), newBenchSQLCmd(a), newBenchTPCHCmd(a), newBenchSneakPeekCmd(a), newBenchSLOCmd(a), newBenchSharedCmd(a)),
 		newExplainCmd(a),
 		newRunCmd(a),
 		newImportCmd(a),
