@@ -107,6 +107,11 @@ func TestLimitMemory(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), "over its memory limit of 16.0 KiB") || info.State != deploy.StateFailed {
 		t.Fatalf("%s %v: want failed over its memory limit", info.State, err)
 	}
+	// A query past its limit is to blame (a poison query): it fails at
+	// once with the reason, and is not recovered onto another worker.
+	if info.ErrorKind != deploy.KindLimit || !errors.Is(err, deploy.ErrLimit) || len(info.Recoveries) != 0 {
+		t.Fatalf("kind %q, %d recoveries, %v: want failed for its limit, not recovered", info.ErrorKind, len(info.Recoveries), err)
+	}
 	// The same query with room runs.
 	_, roomy := limited(t, deploy.Limits{MemoryBytes: 256 << 20, RowsInFlight: 500})
 	out := &strings.Builder{}

@@ -205,7 +205,7 @@ func (c *Coordinator) onHeartbeat(m *nats.Msg) {
 	c.mu.Lock()
 	w := c.workers[hb.Name]
 	if w != nil {
-		w.LastSeen, w.Queries = time.Now(), hb.Queries
+		w.LastSeen, w.Queries, w.Memory = time.Now(), hb.Queries, hb.Memory
 	}
 	c.mu.Unlock()
 	if w == nil {
@@ -264,22 +264,30 @@ func (c *Coordinator) expire() {
 			c.settle(c.cfg.Expiry / 4)
 		}
 		cutoff := time.Now().Add(-c.cfg.Expiry)
-		dead := map[string]time.Time{}
+		dead := map[string]deploy.WorkerInfo{}
 		c.mu.Lock()
 		for name, w := range c.workers {
 			if w.LastSeen.Before(cutoff) {
-				dead[name] = w.LastSeen
+				dead[name] = *w
 				delete(c.workers, name)
 			}
 		}
 		c.mu.Unlock()
-		for name, last := range dead {
+		for name, w := range dead {
 			c.cfg.Log.Warn("worker expired", "name", name)
+			culprit := w.Memory.Culprit(w.MemoryBytes)
 			for _, s := range c.supervisors() {
-				if s.runsOn(name) {
-					s.ask(genRecovering)
-					go s.recover(name, last)
+				if !s.runsOn(name) {
+					continue
 				}
+				if s.id == culprit {
+					// A poison query: failed once, with the reason, not
+					// placed on the next worker to kill it too.
+					s.fail(poisonError(w))
+					continue
+				}
+				s.ask(genRecovering)
+				go s.recover(name, w.LastSeen)
 			}
 		}
 	}

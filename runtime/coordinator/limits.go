@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/tierflow/tierflow/dataflow"
 	"github.com/tierflow/tierflow/runtime/deploy"
 )
 
@@ -43,4 +44,16 @@ func (c *Coordinator) limitRunTime(s *supervisor) {
 			s.fail(fmt.Errorf("%w: query %s ran past its run time limit of %s", deploy.ErrLimit, s.id, d))
 		}
 	})
+}
+
+// poisonError is why the query the lost worker w's last heartbeat blamed
+// (deploy.WorkerMemory.Culprit) fails instead of being recovered.
+func poisonError(w deploy.WorkerInfo) error {
+	m := w.Memory
+	limit, of := m.GuardBytes, "memory guard"
+	if limit <= 0 {
+		limit, of = int64(w.MemoryBytes), "memory"
+	}
+	return fmt.Errorf("%w: worker %s was lost while query %s held %s of the %s its queries held (live heap %s, %s %s): not placed on another worker",
+		deploy.ErrLimit, w.Name, m.Top, dataflow.Bytes(m.TopBytes), dataflow.Bytes(m.HeldBytes), dataflow.Bytes(m.HeapBytes), of, dataflow.Bytes(limit))
 }

@@ -73,7 +73,10 @@ func (s *supervisor) onStatus(st deploy.Status, reg registry) {
 		}
 	}
 	switch {
-	case failed != "" && failedKind == deploy.KindInput:
+	case failed != "" && (failedKind == deploy.KindInput || failedKind == deploy.KindLimit):
+		// The query is to blame (its input, or a limit it went past: a
+		// poison query): it fails once, with the reason, and is not
+		// recovered onto other workers.
 		s.end(deploy.StateFailed, failed, failedKind)
 	case failed != "":
 		// A part that fails because a peer died (its relay link broke)
@@ -213,7 +216,7 @@ func (s *supervisor) failGeneration(gen int, msg, kind string) {
 		return
 	}
 	err := errors.New(msg)
-	if kind == deploy.KindInput {
+	if kind == deploy.KindInput || kind == deploy.KindLimit {
 		err = deploy.RemoteError(msg, kind)
 	}
 	s.fail(err)

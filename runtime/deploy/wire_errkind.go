@@ -15,6 +15,12 @@ import (
 // an error wrapping ErrInput (the CLI's exit 2).
 const KindInput = "input"
 
+// KindLimit is the error kind of a query that went past a resource limit
+// (ErrLimit: its memory on a worker, its run time): the query itself is to
+// blame, so it fails at once with the reason, and is never placed again on
+// another worker, which it would exhaust the same way.
+const KindLimit = "limit"
+
 // ErrInput marks an error that came back from a worker or the coordinator
 // with kind KindInput.
 var ErrInput = errors.New("bad input")
@@ -28,7 +34,8 @@ type InputError interface {
 
 // KindOf classifies err for the wire: KindInput for a parse or bind error,
 // an unsupported construct, a file the query names that does not exist, or
-// an InputError; "" for everything else.
+// an InputError; KindLimit for a resource limit (ErrLimit); "" for
+// everything else.
 func KindOf(err error) string {
 	if err == nil {
 		return ""
@@ -41,6 +48,9 @@ func KindOf(err error) string {
 		errors.Is(err, ErrInput) || errors.As(err, &ie) && ie.InputError() {
 		return KindInput
 	}
+	if errors.Is(err, ErrLimit) {
+		return KindLimit
+	}
 	return ""
 }
 
@@ -52,7 +62,9 @@ type remoteError struct {
 
 func (e *remoteError) Error() string { return e.msg }
 
-func (e *remoteError) Is(target error) bool { return target == ErrInput && e.kind == KindInput }
+func (e *remoteError) Is(target error) bool {
+	return target == ErrInput && e.kind == KindInput || target == ErrLimit && e.kind == KindLimit
+}
 
 // RemoteError rebuilds an error that crossed NATS as text and kind.
 func RemoteError(msg, kind string) error { return &remoteError{msg: msg, kind: kind} }

@@ -24,6 +24,7 @@ func TestErrorKindsCrossTheWire(t *testing.T) {
 		{parseErr, KindInput},
 		{fmt.Errorf("q.sql:1:8: %w: HOP join", exec.ErrUnsupported), KindInput},
 		{fmt.Errorf("build: %w", blamed{}), KindInput},
+		{fmt.Errorf("%w: query q holds 2 GiB", ErrLimit), KindLimit},
 		{errors.New("connection reset"), ""},
 		{nil, ""},
 	} {
@@ -36,7 +37,7 @@ func TestErrorKindsCrossTheWire(t *testing.T) {
 			continue
 		}
 		back := fmt.Errorf("worker w1: %w", RemoteError(c.err.Error(), kind))
-		if errors.Is(back, ErrInput) != (c.want == KindInput) || back.Error() != "worker w1: "+c.err.Error() {
+		if errors.Is(back, ErrInput) != (c.want == KindInput) || errors.Is(back, ErrLimit) != (c.want == KindLimit) || back.Error() != "worker w1: "+c.err.Error() {
 			t.Errorf("%v came back as %v (input %v)", c.err, back, errors.Is(back, ErrInput))
 		}
 		if KindOf(back) != c.want {

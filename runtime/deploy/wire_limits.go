@@ -34,3 +34,39 @@ type Limits struct {
 // the relay, other operators) has the other half. The coordinator and the
 // workers compile with the same value, so their graphs have the same shape.
 func (l Limits) SpillBytes() int64 { return l.MemoryBytes / 2 }
+
+// WorkerMemory is a worker's memory as its heartbeat reports it: its guard
+// (tierflow worker --max-memory; 0: none), what its queries' budgets hold
+// together, the process's live Go heap, and the query holding the most.
+// The coordinator keeps the last one, to tell what a lost worker died of.
+type WorkerMemory struct {
+	GuardBytes int64  `json:"guard_bytes,omitempty"`
+	HeldBytes  int64  `json:"held_bytes"`
+	HeapBytes  int64  `json:"heap_bytes"`
+	Top        string `json:"top,omitempty"`
+	TopBytes   int64  `json:"top_bytes,omitempty"`
+}
+
+// Culprit is the query to blame for the worker's death when this was its
+// last report: one that held most of what the queries held, while the
+// worker used at least half of its memory (its guard, else machine, the
+// machine's memory). A query that grows past the guard within one
+// heartbeat interval is what kills a worker the guard's watchdog did not
+// catch; with the worker that full and one query holding most of it, that
+// query is the likeliest cause, and placing it on the next worker would
+// kill that one too. "" when nothing points at a query: the worker died
+// of something else, and its queries are recovered.
+func (m *WorkerMemory) Culprit(machine uint64) string {
+	if m == nil || m.Top == "" {
+		return ""
+	}
+	limit := m.GuardBytes
+	if limit <= 0 {
+		limit = int64(machine)
+	}
+	used := max(m.HeldBytes, m.HeapBytes)
+	if limit <= 0 || 2*used < limit || 2*m.TopBytes < m.HeldBytes {
+		return ""
+	}
+	return m.Top
+}

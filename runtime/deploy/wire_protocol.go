@@ -183,6 +183,8 @@ type WorkerInfo struct {
 	Registered time.Time `json:"registered"`
 	LastSeen   time.Time `json:"last_seen"`
 	Queries    []string  `json:"queries,omitempty"`
+	// Memory is the worker's memory as of its last heartbeat.
+	Memory *WorkerMemory `json:"memory,omitempty"`
 }
 
 // RegisterReply accepts a worker and says how often to heartbeat.
@@ -198,6 +200,8 @@ type Heartbeat struct {
 	// Parts describe the queries the coordinator asked about (Ack.Describe):
 	// a restarted coordinator learns its running queries back from them.
 	Parts []Part `json:"parts,omitempty"`
+	// Memory is what the worker and its queries hold now.
+	Memory *WorkerMemory `json:"memory,omitempty"`
 }
 
 // SubmitRequest asks the coordinator to plan and deploy a script's query.
@@ -216,7 +220,7 @@ type SubmitReply struct {
 	Query     string     `json:"query"`
 	Placement *Placement `json:"placement,omitempty"`
 	Error     string     `json:"error,omitempty"`
-	ErrorKind string     `json:"error_kind,omitempty"` // KindInput or ""
+	ErrorKind string     `json:"error_kind,omitempty"` // KindInput, KindLimit or ""
 }
 
 // DeployRequest gives one worker its part of a query.
@@ -345,7 +349,7 @@ type QueryInfo struct {
 	Owner     string    `json:"owner,omitempty"`
 	State     string    `json:"state"`
 	Error     string    `json:"error,omitempty"`
-	ErrorKind string    `json:"error_kind,omitempty"` // KindInput: the query's input is to blame
+	ErrorKind string    `json:"error_kind,omitempty"` // KindInput: the query's input is to blame; KindLimit: it went past a limit
 	Submitted time.Time `json:"submitted"`
 	// Started is when every worker had built its part and the sources were
 	// let go; Ended when the last worker finished (the run's window is

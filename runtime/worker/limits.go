@@ -158,3 +158,20 @@ func heapLive() int64 {
 	}
 	return int64(s[0].Value.Uint64())
 }
+
+// memoryReport is the worker's memory for its heartbeat: the coordinator
+// blames the query holding the most if the worker dies with its memory
+// this full (deploy.WorkerMemory.Culprit).
+func (w *Worker) memoryReport() *deploy.WorkerMemory {
+	m := &deploy.WorkerMemory{GuardBytes: w.memGuard.Limit(), HeapBytes: heapLive()}
+	w.mu.Lock()
+	for _, q := range w.queries {
+		u := q.mem.Used()
+		m.HeldBytes += u
+		if u > m.TopBytes {
+			m.Top, m.TopBytes = q.id, u
+		}
+	}
+	w.mu.Unlock()
+	return m
+}

@@ -326,7 +326,7 @@ func (w *Worker) heartbeats() {
 			return
 		case <-t.C:
 		}
-		body, _ := json.Marshal(deploy.Heartbeat{Name: w.cfg.Name, Queries: w.Running(), Parts: w.parts(describe)})
+		body, _ := json.Marshal(deploy.Heartbeat{Name: w.cfg.Name, Queries: w.Running(), Parts: w.parts(describe), Memory: w.memoryReport()})
 		describe = nil
 		ctx, cancel := context.WithTimeout(w.ctx, w.heartbeat)
 		msg, err := w.cfg.Conn.RequestWithContext(ctx, deploy.InNamespace(w.cfg.Namespace, deploy.HeartbeatSubject(w.cfg.Name)), body)
