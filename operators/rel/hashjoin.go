@@ -326,9 +326,55 @@ func (j *HashJoin) buildDirect(recs []arrow.Record) bool {
 // Probe joins rec (left side) against the built table; nil when nothing matches
 // (inner). rec is not released.
 func (j *HashJoin) Probe(rec arrow.Record) (arrow.Record, error) {
+	var outs []arrow.Record
+	err := j.ProbeEach(rec, func(r arrow.Record) error { outs = append(outs, r); return nil })
+	defer func() {
+		for _, r := range outs {
+			r.Release()
+		}
+	}()
+	switch {
+	case err != nil || len(outs) == 0:
+		return nil, err
+	case len(outs) == 1:
+		outs[0].Retain()
+		return outs[0], nil
+	}
+	cols := make([]arrow.Array, outs[0].NumCols())
+	defer func() { releaseArrays(cols) }()
+	rows := int64(0)
+	for c := range cols {
+		parts := make([]arrow.Array, len(outs))
+		for k, r := range outs {
+			parts[k] = r.Column(c)
+		}
+		a, err := array.Concatenate(parts, j.mem)
+		if err != nil {
+			return nil, fmt.Errorf("join: %w", err)
+		}
+		cols[c] = a
+	}
+	for _, r := range outs {
+		rows += r.NumRows()
+	}
+	return array.NewRecord(outs[0].Schema(), cols, rows), nil
+}
+
+// maxJoinOut bounds the rows of one record a probe emits. A batch whose
+// rows each match many (a cross product, a key many rows share) comes out
+// in pieces of this many rows: no record's string columns then outgrow the
+// 2 GiB their 32-bit offsets address (a q2 at scale factor 1, joined in
+// FROM order, made 41 million rows of one batch and overflowed them), and
+// the operator after the join sees batches of a size it can work in.
+const maxJoinOut = 1 << 16
+
+// ProbeEach joins one batch of the left side with the built table and hands
+// the joined rows to emit (which takes them) in records of at most
+// maxJoinOut rows.
+func (j *HashJoin) ProbeEach(rec arrow.Record, emit func(arrow.Record) error) error {
 	keys, err := evalKeys(j.fctx, j.leftEv, rec)
 	if err != nil {
-		return nil, err
+		return err
 	}
 	defer releaseArrays(keys)
 	li, ri := j.li[:0], j.ri[:0]
@@ -364,13 +410,28 @@ func (j *HashJoin) Probe(rec arrow.Record) (arrow.Record, error) {
 	}
 	once = once && !j.gatherAll
 	j.li, j.ri = li, ri
-	if len(li) == 0 {
-		return nil, nil
+	for from := 0; from < len(li); from += maxJoinOut {
+		to := min(from+maxJoinOut, len(li))
+		// The probe side's columns go on as they are only when this
+		// piece is the whole batch, row for row.
+		whole := once && from == 0 && to == len(li)
+		var out arrow.Record
+		if j.residual != nil {
+			out, err = j.probeResidual(rec, li[from:to], ri[from:to], whole)
+		} else {
+			out, err = gatherJoin(j.fctx, j.schema, rec.Columns(), j.right, li[from:to], ri[from:to], whole)
+		}
+		if err != nil {
+			return err
+		}
+		if out == nil {
+			continue
+		}
+		if err := emit(out); err != nil {
+			return err
+		}
 	}
-	if j.residual != nil {
-		return j.probeResidual(rec, li, ri, once)
-	}
-	return gatherJoin(j.fctx, j.schema, rec.Columns(), j.right, li, ri, once)
+	return nil
 }
 
 // probeResidual keeps the matches (li, ri) that pass the residual: it

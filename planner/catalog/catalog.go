@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"sort"
 
+	"github.com/tierflow/tierflow/lang"
 	"github.com/tierflow/tierflow/planner/internal/yamlx"
 )
 
@@ -37,6 +38,7 @@ type Catalog struct {
 	Streams []*Stream `yaml:"streams,omitempty"`
 	Tables  []*Table  `yaml:"tables,omitempty"`
 	Sinks   []*Sink   `yaml:"sinks,omitempty"`
+	Views   []*View   `yaml:"views,omitempty"`
 	// Files reads the columns of a file that a table or file stream names
 	// without a column list. The planner runs nothing, so whoever builds the
 	// catalog next to the files supplies it (operators/exec does, for the
@@ -267,6 +269,26 @@ func (m *Model) Variant(name string) *Variant {
 	return nil
 }
 
+// View is a named query (CREATE VIEW name [(columns)] AS query): a FROM
+// that names it reads its query as a subquery, bound anew at each use, so
+// a view over a stream is a stream and one over tables a table.
+type View struct {
+	Name string `yaml:"name"`
+	// Columns rename the query's columns, in order (those not named keep
+	// their names).
+	Columns []string `yaml:"columns,omitempty"`
+	// SQL is the query's text; Query, when set, is it parsed (a view
+	// created by a script keeps the positions of its text there).
+	SQL   string      `yaml:"sql"`
+	Query *lang.Query `yaml:"-" json:"-"`
+	Pos   Pos         `yaml:"-"`
+}
+
+// View returns the view called name, or nil.
+func (c *Catalog) View(name string) *View {
+	return find(c.Views, name, func(v *View) string { return v.Name })
+}
+
 // Model returns the model called name (case-insensitively), or nil.
 func (c *Catalog) Model(name string) *Model {
 	return find(c.Models, name, func(m *Model) string { return m.Name })
@@ -302,6 +324,9 @@ func (c *Catalog) Names() []string {
 	for _, s := range c.Sinks {
 		out = append(out, s.Name)
 	}
+	for _, v := range c.Views {
+		out = append(out, v.Name)
+	}
 	sort.Strings(out)
 	return out
 }
@@ -321,6 +346,7 @@ func (c *Catalog) Clone() *Catalog {
 		Streams: append([]*Stream(nil), c.Streams...),
 		Tables:  append([]*Table(nil), c.Tables...),
 		Sinks:   append([]*Sink(nil), c.Sinks...),
+		Views:   append([]*View(nil), c.Views...),
 		Files:   c.Files,
 	}
 }
