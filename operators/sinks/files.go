@@ -12,7 +12,6 @@ import (
 	"github.com/apache/arrow/go/v17/arrow"
 	"github.com/apache/arrow/go/v17/parquet"
 	"github.com/apache/arrow/go/v17/parquet/pqarrow"
-
 )
 
 // CSV writes a header and then rows under the rule the CSV sources read
