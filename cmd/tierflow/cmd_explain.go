@@ -190,7 +190,7 @@ func runExplain(cmd *cobra.Command, a *app, f explainFlags, path string) error {
 		var pe *lang.Error
 		if errors.As(err, &pe) {
 			fmt.Fprintln(a.err, pe.Pretty())
-			return silentExit{exitBadInput}
+			return silentExit{Code: exitBadInput}
 		}
 		return badInput(err)
 	}
@@ -242,7 +242,7 @@ func runExplain(cmd *cobra.Command, a *app, f explainFlags, path string) error {
 			}
 			if err := planner.ExplainOptions(s, &opts, &stFormat, changed); err != nil {
 				fmt.Fprintln(a.err, err)
-				return silentExit{exitBadInput}
+				return silentExit{Code: exitBadInput}
 			}
 		default:
 			continue
@@ -272,7 +272,7 @@ func runExplain(cmd *cobra.Command, a *app, f explainFlags, path string) error {
 		}
 	}
 	if failed {
-		return silentExit{exitBadInput}
+		return silentExit{Code: exitBadInput}
 	}
 	if planned == 0 {
 		return badInput(fmt.Errorf("%s: no query to explain (want SELECT, INSERT or EXPLAIN)", name))

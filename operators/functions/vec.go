@@ -26,6 +26,8 @@ type vec struct {
 	bools  *array.Boolean
 	bval   bool
 	dec    []decimal128.Num // DECIMAL: unscaled values of one scale
+	blob   *array.Binary
+	blobv  []byte
 }
 
 // kind is the physical family of a canonical type.
@@ -39,6 +41,7 @@ const (
 	kBool
 	kDecimal
 	kDate // DATE: int32 days (two dates compare as such)
+	kBlob
 )
 
 func kindOf(t arrow.DataType) kind {
@@ -55,6 +58,8 @@ func kindOf(t arrow.DataType) kind {
 		return kDecimal
 	case arrow.DATE32:
 		return kDate
+	case arrow.BINARY:
+		return kBlob
 	}
 	return kNull
 }
@@ -91,6 +96,8 @@ func arrayVec(a arrow.Array) (*vec, error) {
 		for _, d := range a.(*array.Date32).Date32Values() {
 			v.i64 = append(v.i64, int64(d))
 		}
+	case arrow.BINARY:
+		v.blob = a.(*array.Binary)
 	case arrow.NULL:
 	default:
 		return nil, fmt.Errorf("functions: non-canonical argument type %s", a.DataType())
@@ -120,6 +127,8 @@ func scalarVec(s scalar.Scalar) (*vec, error) {
 		v.dec = []decimal128.Num{s.Value}
 	case *scalar.Date32:
 		v.i64 = []int64{int64(s.Value)}
+	case *scalar.Binary:
+		v.blobv = s.Value.Bytes()
 	default:
 		return nil, fmt.Errorf("functions: non-canonical scalar type %s", s.DataType())
 	}
@@ -142,7 +151,9 @@ func (v *vec) isNull(i int) bool {
 	if v.const_ {
 		return v.null
 	}
-	return v.arr.IsNull(i)
+	// A NULL-typed array has no validity bitmap (IsNull says false), but
+	// every row of it is NULL.
+	return v.kind == kNull || v.arr.IsNull(i)
 }
 
 func (v *vec) int64(i int) int64 {
@@ -173,6 +184,22 @@ func (v *vec) decimal(i int) decimal128.Num {
 	return v.dec[i]
 }
 
+// bytes is row i of a BLOB argument; it aliases the Arrow buffer.
+func (v *vec) bytes(i int) []byte {
+	if v.const_ {
+		return v.blobv
+	}
+	return v.blob.Value(i)
+}
+
+// number is row i of a numeric argument (BIGINT or DOUBLE) as a float64.
+func (v *vec) number(i int) float64 {
+	if v.kind == kInt {
+		return float64(v.int64(i))
+	}
+	return v.float64(i)
+}
+
 func (v *vec) bool(i int) bool {
 	if v.const_ {
 		return v.bval
@@ -188,6 +215,7 @@ type out struct {
 	str func(string)
 	bl  func(bool)
 	dec func(decimal128.Num)
+	bin func([]byte)
 }
 
 func newOut(mem memory.Allocator, t arrow.DataType, n int) *out {
@@ -210,6 +238,8 @@ func newOut(mem memory.Allocator, t arrow.DataType, n int) *out {
 		o.dec = b.UnsafeAppend
 	case *array.Date32Builder:
 		o.i64 = func(x int64) { b.UnsafeAppend(arrow.Date32(x)) }
+	case *array.BinaryBuilder:
+		o.bin = b.Append
 	}
 	return o
 }
@@ -231,6 +261,8 @@ func (o *out) copyFrom(v *vec, i int) {
 		o.bl(v.bool(i))
 	case o.dec != nil:
 		o.dec(v.decimal(i))
+	case o.bin != nil:
+		o.bin(v.bytes(i))
 	default:
 		o.b.AppendNull()
 	}

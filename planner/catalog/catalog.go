@@ -39,11 +39,18 @@ type Catalog struct {
 	Tables  []*Table  `yaml:"tables,omitempty"`
 	Sinks   []*Sink   `yaml:"sinks,omitempty"`
 	Views   []*View   `yaml:"views,omitempty"`
+	// Functions are measured sizes of what SQL functions make, for the
+	// planner's bytes on a link (a crop of a frame: what it costs to send
+	// depends on the frames and the boxes, not on the type BLOB).
+	Functions []*Function `yaml:"functions,omitempty"`
 	// Files reads the columns of a file that a table or file stream names
 	// without a column list. The planner runs nothing, so whoever builds the
 	// catalog next to the files supplies it (operators/exec does, for the
 	// CLI, the REPL and the cluster); nil means a column list is required.
 	Files FileSchemas `yaml:"-"`
+	// Stats gives tables' statistics to the planner's cost-based rules
+	// (the join order); nil: the textbook defaults. Supplied like Files.
+	Stats StatsSource `yaml:"-"`
 }
 
 // FileSchemas infers a file's columns, as DuckDB's read_csv does: names from
@@ -91,8 +98,45 @@ type Model struct {
 	// (0: the runtime's); a call's WITH (max_batch, max_delay_ms) wins.
 	MaxBatch   int     `yaml:"max_batch,omitempty"`
 	MaxDelayMs float64 `yaml:"max_delay_ms,omitempty"`
+	// Image, for a model called on encoded images (a BLOB of PNG or JPEG
+	// bytes), is how the call makes its input tensor: each variant's
+	// input_size is the tensor's [height, width].
+	Image *ImageInput `yaml:"image,omitempty"`
+	// Decode, when set, names the model's post-processing: the step that
+	// turns its raw output into the query's rows (a detector's boxes, a
+	// recogniser's text).
+	Decode     *Decode `yaml:"decode,omitempty"`
 	Provenance string  `yaml:"provenance,omitempty"`
 	Pos        Pos     `yaml:"-"`
+}
+
+// ImageInput is how encoded images become a vision model's input tensor
+// [3, height, width]: resized by Fit (long_side: the whole image inside,
+// aspect kept; height: scaled to the height, aspect kept, up to the width),
+// scaled to [0, 1], normalised by Mean and Std per channel, BGR or RGB.
+type ImageInput struct {
+	Fit  string    `yaml:"fit"`
+	Mean []float64 `yaml:"mean,flow,omitempty"`
+	Std  []float64 `yaml:"std,flow,omitempty"`
+	BGR  bool      `yaml:"bgr,omitempty"`
+	Pos  Pos       `yaml:"-"`
+}
+
+// Decode is a model's post-processing step: Kind "db" turns a
+// differentiable-binarisation text detector's probability map into one
+// row per text box (Threshold binarises the map, BoxThreshold is the least
+// mean probability of a kept box, UnclipRatio grows a box back to the text
+// around its shrunk kernel); Kind "ctc" turns a recogniser's per-step
+// class probabilities into text by greedy CTC decoding over Dictionary (a
+// file of one symbol a line; class 0 is the blank).
+type Decode struct {
+	Kind         string  `yaml:"kind"`
+	Dictionary   string  `yaml:"dictionary,omitempty"`
+	Threshold    float64 `yaml:"threshold,omitempty"`
+	BoxThreshold float64 `yaml:"box_threshold,omitempty"`
+	UnclipRatio  float64 `yaml:"unclip_ratio,omitempty"`
+	MinSize      float64 `yaml:"min_size,omitempty"`
+	Pos          Pos     `yaml:"-"`
 }
 
 // Variant is one interchangeable implementation of a model.
@@ -289,6 +333,22 @@ func (c *Catalog) View(name string) *View {
 	return find(c.Views, name, func(v *View) string { return v.Name })
 }
 
+// Function is what the catalog knows of a SQL function's results: their
+// mean size, measured on the data the query reads (a stream's item_kb and a
+// variant's output_kb are the same kind of number).
+type Function struct {
+	Name string `yaml:"name"`
+	// OutputKB is the mean size of one result in KiB.
+	OutputKB   float64 `yaml:"output_kb"`
+	Provenance string  `yaml:"provenance,omitempty"`
+	Pos        Pos     `yaml:"-"`
+}
+
+// Function returns the measured function called name, or nil.
+func (c *Catalog) Function(name string) *Function {
+	return find(c.Functions, name, func(f *Function) string { return f.Name })
+}
+
 // Model returns the model called name (case-insensitively), or nil.
 func (c *Catalog) Model(name string) *Model {
 	return find(c.Models, name, func(m *Model) string { return m.Name })
@@ -341,13 +401,15 @@ func (c *Catalog) Clone() *Catalog {
 		return &Catalog{}
 	}
 	return &Catalog{
-		Notes:   c.Notes,
-		Models:  append([]*Model(nil), c.Models...),
-		Streams: append([]*Stream(nil), c.Streams...),
-		Tables:  append([]*Table(nil), c.Tables...),
-		Sinks:   append([]*Sink(nil), c.Sinks...),
-		Views:   append([]*View(nil), c.Views...),
-		Files:   c.Files,
+		Views:     append([]*View(nil), c.Views...),
+		Notes:     c.Notes,
+		Models:    append([]*Model(nil), c.Models...),
+		Streams:   append([]*Stream(nil), c.Streams...),
+		Tables:    append([]*Table(nil), c.Tables...),
+		Sinks:     append([]*Sink(nil), c.Sinks...),
+		Functions: append([]*Function(nil), c.Functions...),
+		Files:     c.Files,
+		Stats:     c.Stats,
 	}
 }
 

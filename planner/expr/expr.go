@@ -1,7 +1,9 @@
 package expr
 
 import (
+	"bytes"
 	"fmt"
+	"image"
 	"strconv"
 	"strings"
 	"time"
@@ -282,6 +284,8 @@ func FormatValue(v any, t arrow.DataType) string {
 		}
 	case arrow.MonthDayNanoInterval:
 		return "INTERVAL '" + FormatCalendar(x) + "'"
+	case []byte:
+		return formatBlob(x)
 	}
 	return fmt.Sprint(v)
 }
@@ -321,6 +325,19 @@ func FormatCalendar(x arrow.MonthDayNanoInterval) string {
 		return "00:00:00"
 	}
 	return strings.Join(parts, " ")
+}
+
+// formatBlob writes a short BLOB as a hex literal (X'0a1b') and a longer one
+// as what it is: an image's format and size, else its length, since a
+// hundred bytes of hex say nothing to a reader.
+func formatBlob(b []byte) string {
+	if len(b) <= 16 {
+		return fmt.Sprintf("X'%x'", b)
+	}
+	if c, format, err := image.DecodeConfig(bytes.NewReader(b)); err == nil {
+		return fmt.Sprintf("<%s %dx%d, %d bytes>", strings.ToUpper(format), c.Width, c.Height, len(b))
+	}
+	return fmt.Sprintf("<BLOB, %d bytes>", len(b))
 }
 
 func formatInterval(d time.Duration) string {

@@ -54,12 +54,13 @@ const (
 	BoolClass
 	TimestampClass // TIMESTAMP or DATE
 	IntervalClass
+	BlobClass
 	// CalendarClass is an interval of months and days (INTERVAL '1' YEAR).
 	CalendarClass
 )
 
 func (c Class) String() string {
-	return [...]string{"any", "numeric", "integer", "varchar", "boolean", "timestamp", "interval", "calendar interval"}[c]
+	return [...]string{"any", "numeric", "integer", "varchar", "boolean", "timestamp", "interval", "blob", "calendar interval"}[c]
 }
 
 // Accepts reports whether a value of type t can be passed for this class.
@@ -84,6 +85,8 @@ func (c Class) Accepts(t arrow.DataType) bool {
 		return t.ID() == arrow.DURATION
 	case CalendarClass:
 		return t.ID() == arrow.INTERVAL_MONTH_DAY_NANO
+	case BlobClass:
+		return IsBlob(t)
 	}
 	return false
 }
@@ -132,7 +135,7 @@ func (s Signature) String(name string) string {
 // Example is a documented call and its result; operators/functions runs every
 // example as a test. For scalar functions Args holds one value per argument; for
 // aggregates each element of Args is a []any column of input values. Values are
-// nil, bool, int64, float64, string, time.Time or time.Duration.
+// nil, bool, int64, float64, string, time.Time, time.Duration or []byte (BLOB).
 type Example struct {
 	Args   []any
 	Result any
@@ -377,6 +380,8 @@ func NewLiteral(v any) (*Literal, error) {
 		return &Literal{Value: x.UTC(), DataType: Timestamp}, nil
 	case time.Duration:
 		return &Literal{Value: x, DataType: Interval}, nil
+	case []byte:
+		return &Literal{Value: x, DataType: Blob}, nil
 	}
 	return nil, fmt.Errorf("expr: no literal for Go value of type %T", v)
 }
