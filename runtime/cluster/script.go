@@ -9,9 +9,11 @@ import (
 	"path/filepath"
 	"sort"
 	"strings"
+	"sync"
 	"text/tabwriter"
 	"time"
 
+	"github.com/apache/arrow/go/v17/arrow"
 	"github.com/nats-io/nats.go"
 
 	"github.com/tierflow/tierflow/lang"
@@ -19,9 +21,6 @@ import (
 	"github.com/tierflow/tierflow/operators/session"
 	"github.com/tierflow/tierflow/operators/sinks"
 	"github.com/tierflow/tierflow/operators/sources"
-	"github.com/tierflow/tierflow/planner"
-	"github.com/tierflow/tierflow/planner/bind"
-	"github.com/tierflow/tierflow/planner/catalog"
 	"github.com/tierflow/tierflow/planner/logical"
 	"github.com/tierflow/tierflow/runtime/connectors"
 	"github.com/tierflow/tierflow/runtime/control"
@@ -54,9 +53,6 @@ type ScriptOptions struct {
 	// Stats, when set, receives each query's summary (control.Summary) as
 	// one line of JSON when it ends (`--stats FILE`).
 	Stats io.Writer
-	// Explain prints the plan of an EXPLAIN statement against the catalog
-	// as the script has made it so far; nil: EXPLAIN is an error.
-	Explain func(e *lang.Explain, cat *catalog.Catalog, o planner.Options) error
 	// Print prints the listing of a SHOW or DESCRIBE (nil: as text on
 	// Stdout).
 	Print func(session.Listing) error
@@ -67,20 +63,19 @@ type ScriptOptions struct {
 }
 
 // RunScript runs a script's statements in order on the cluster, as
-// `tierflow run` does locally: definitions apply to the queries after them,
-// each query is submitted to the coordinator and its rows stream to
-// NewOutput's writer, SET, SHOW and DESCRIBE act as in the REPL
-// (operators/session; SHOW WORKERS and SHOW QUERIES answer from the
-// coordinator). The first failing statement stops the script.
+// `tierflow run` does locally: a session (operators/session, the
+// interpreter `tierflow run --local` and the REPL share) on the cluster's
+// engine. Definitions apply to the queries after them, each query is
+// submitted to the coordinator (which places it against the workers
+// present) and its rows stream to NewOutput's writer, SET, SHOW and
+// DESCRIBE act as in the REPL (SHOW WORKERS and SHOW QUERIES answer from
+// the coordinator), STOP QUERY stops one of its queries. The first failing
+// statement stops the script.
 func (c *Cluster) RunScript(ctx context.Context, filename, src string, so ScriptOptions) error {
 	if so.OnError != "" {
 		if _, err := sources.ParseOnError(so.OnError); err != nil {
 			return err
 		}
-	}
-	script, err := lang.Parse(filename, src)
-	if err != nil {
-		return err
 	}
 	if so.Stdout == nil {
 		so.Stdout = os.Stdout
@@ -88,183 +83,212 @@ func (c *Cluster) RunScript(ctx context.Context, filename, src string, so Script
 	if so.BaseDir == "" {
 		so.BaseDir = filepath.Dir(filename)
 	}
-	// The catalog as the script makes it, for EXPLAIN; the workers bind
-	// each query from the script text themselves.
+	// The catalog as the script makes it, for EXPLAIN and for binding each
+	// query here; the coordinator and the workers compile the script's
+	// text themselves, in their processes.
 	cat, err := deploy.Script{Catalog: so.Catalog}.LoadCatalog()
 	if err != nil {
 		return err
 	}
-	cat.Files = exec.FileSchemas{BaseDir: so.BaseDir}
-	settings := session.New()
-	printListing := so.Print
-	if printListing == nil {
-		printListing = func(l session.Listing) error { return l.WriteText(so.Stdout) }
+	out := &session.ScriptOutput{Stdout: so.Stdout, NewOutput: so.NewOutput, Print: so.Print, Log: so.Log}
+	s := session.NewSession(session.Config{Catalog: cat, Infra: c.infra, Engine: &scriptEngine{c: c, so: so}, Output: out,
+		BaseDir: so.BaseDir, Files: exec.Files, AnalyzeQueries: so.Analyze != nil})
+	return s.Run(ctx, filename, src)
+}
+
+// scriptEngine runs a session's queries on the cluster (session.Engine),
+// EXPLAIN ANALYZE (session.Analyzer), and SHOW WORKERS, SHOW QUERIES and
+// STOP QUERY on its coordinator (session.Monitor).
+type scriptEngine struct {
+	c  *Cluster
+	so ScriptOptions
+}
+
+// script is q as a submission: the session's script up to its query, with
+// the source settings of the run, then of the script's SET exec.* so far.
+func (e *scriptEngine) script(q session.Query) (deploy.Script, error) {
+	so := e.so
+	sc := deploy.Script{Filename: q.Filename, Source: q.Script, BaseDir: so.BaseDir, Catalog: so.Catalog, Nth: q.Nth}
+	x := session.Exec{MaxDelay: so.MaxDelay, BatchSize: so.BatchSize, Replay: so.Replay}
+	if so.OnError != "" {
+		x.OnError, _ = sources.ParseOnError(so.OnError) // checked by RunScript
 	}
-	// Each query's source settings: the caller's, then the script's SET
-	// exec.* so far.
-	sourceSettings := func(sc *deploy.Script) error {
-		x := session.Exec{MaxDelay: so.MaxDelay, BatchSize: so.BatchSize, Replay: so.Replay}
-		if so.OnError != "" {
-			x.OnError, _ = sources.ParseOnError(so.OnError) // checked above
-		}
-		if err := x.Apply(settings.Values()); err != nil {
-			return err
-		}
-		sc.MaxDelay, sc.BatchSize, sc.Replay, sc.SourceMaxDelay = x.MaxDelay, x.BatchSize, x.Replay, so.SourceMaxDelay
-		sc.Planner = session.PlannerValues(settings.Values())
-		if so.OnError != "" || x.OnError != sources.Fail {
-			sc.OnError = session.OnErrorName(x.OnError)
-		}
-		return nil
+	if err := x.Apply(q.Settings); err != nil {
+		return sc, err
 	}
-	nth := 0
-	for _, stmt := range script.Statements {
-		if err := ctx.Err(); err != nil {
-			return err
-		}
-		if ok, err := bind.Apply(cat, stmt); ok {
-			if err != nil {
-				return err
-			}
-			continue
-		}
-		if e, ok := stmt.(*lang.Explain); ok && e.Analyze || so.Analyze != nil && isQuery(stmt) {
-			nth++
-			def := AnalyzeOptions{}
-			if so.Analyze != nil {
-				def = *so.Analyze
-			}
-			ao := def
-			if ok {
-				if ao, err = ParseAnalyze(e, AnalyzeOptions{}); err != nil {
-					return err
-				}
-				// Bounds the caller set (command-line flags) win.
-				if def.For > 0 || def.MaxRows > 0 {
-					ao.For, ao.MaxRows = def.For, def.MaxRows
-				}
-				if def.Format != "" {
-					ao.Format = def.Format
-				}
-			} else if ao.For <= 0 && ao.MaxRows <= 0 {
-				ao.For = DefaultAnalyzeFor
-			}
-			sc := deploy.Script{Filename: filename, Source: src, BaseDir: so.BaseDir, Catalog: so.Catalog, Nth: nth}
-			if err := sourceSettings(&sc); err != nil {
-				return err
-			}
-			sc.Replay = false // EXPLAIN ANALYZE paces the streams itself
-			rep, err := c.ExplainAnalyze(ctx, sc, ao)
-			if err != nil {
-				return err
-			}
-			if err := WriteAnalysis(so.Stdout, rep, ao.Format); err != nil {
-				return err
-			}
-			continue
-		}
-		switch s := stmt.(type) {
-		case *lang.Explain: // EXPLAIN ANALYZE ran above
-			if so.Explain == nil {
-				return fmt.Errorf("%s: %w: EXPLAIN in a script run here", s.Position(), exec.ErrUnsupported)
-			}
-			if err := so.Explain(s, cat, settings.Planner); err != nil {
-				return err
-			}
-		case *lang.Query, *lang.Insert:
-			nth++
-			sc := deploy.Script{Filename: filename, Source: src, BaseDir: so.BaseDir, Catalog: so.Catalog, Nth: nth}
-			if err := sourceSettings(&sc); err != nil {
-				return err
-			}
-			plan, _, err := sc.Bind(nil)
-			if err != nil {
-				return err
-			}
-			if sk, ok := plan.Root.(*logical.Sink); ok && sk.Sink != nil && localSink(sk.Sink.Kind) {
-				// INSERT INTO a file or stdout: operators/exec opens the
-				// target at build time and closes it only in its own Run,
-				// so every worker would truncate the file and none would
-				// flush it. Such a query runs here until exec can finish a
-				// sink on the worker that ran it.
-				if err := c.runLocal(ctx, sc, so); err != nil {
-					return err
-				}
-				continue
-			}
-			var w sinks.Writer = sinks.NewTable(so.Stdout)
-			if so.NewOutput != nil {
-				if w, err = so.NewOutput(); err != nil {
-					return err
-				}
-			}
-			info, err := c.Run(ctx, sc, w)
-			// A query that failed before a row gets no "(0 rows)" table
-			// footer: as with --local, the error is all there is to say.
-			// Other writers close either way (a file's end).
-			if _, table := w.(*sinks.Table); !table || info.State != deploy.StateFailed || info.ResultRows > 0 {
-				if cerr := w.Close(); err == nil {
-					err = cerr
-				}
-			}
-			if so.Log != nil && info.Query != "" {
-				fmt.Fprintln(so.Log, Summary(info))
-				for _, p := range info.Problems {
-					fmt.Fprintf(so.Log, "--   %s\n", p)
-				}
-			}
-			if so.Stats != nil && info.Query != "" {
-				if serr := WriteStats(so.Stats, info); err == nil {
-					err = serr
-				}
-			}
-			if err != nil {
-				return err
-			}
-		case *lang.StopQuery:
-			if err := c.Coordinator.Stop(s.ID, false); err != nil {
-				return fmt.Errorf("%s: %w", s.Pos, err)
-			}
-		case *lang.Set:
-			if err := settings.Set(s); err != nil {
-				return err
-			}
-		case *lang.Show:
-			switch s.What {
-			case lang.ShowWorkers:
-				WriteWorkers(so.Stdout, c.Coordinator.Workers())
-			case lang.ShowQueries:
-				WriteQueries(so.Stdout, c.Coordinator.Queries())
-			default:
-				l, err := session.Show(s, cat, c.infra, nil)
-				if err != nil {
-					return err
-				}
-				if err := printListing(l); err != nil {
-					return err
-				}
-			}
-		case *lang.Describe:
-			l, err := session.Describe(s.Name, bind.Pos(s.Pos).String(), cat, nil)
-			if err != nil {
-				return err
-			}
-			if err := printListing(l); err != nil {
-				return err
-			}
-		default:
-			return fmt.Errorf("%s: %w: %T statements in a script run here", stmt.Position(), exec.ErrUnsupported, stmt)
-		}
+	sc.MaxDelay, sc.BatchSize, sc.Replay, sc.SourceMaxDelay = x.MaxDelay, x.BatchSize, x.Replay, so.SourceMaxDelay
+	sc.Planner = session.PlannerValues(q.Settings)
+	if so.OnError != "" || x.OnError != sources.Fail {
+		sc.OnError = session.OnErrorName(x.OnError)
+	}
+	return sc, nil
+}
+
+// Exec submits q; its rows arrive on the stream as the client writes them.
+// An INSERT INTO a file or stdout runs in this process: operators/exec
+// opens the target at build time and closes it only in its own Run, so
+// every worker would truncate the file and none would flush it.
+func (e *scriptEngine) Exec(ctx context.Context, q session.Query) (session.Stream, error) {
+	sc, err := e.script(q)
+	if err != nil {
+		return nil, err
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	st := &clusterStream{schema: q.Bound.Root.Schema(), recs: make(chan arrow.Record), stop: make(chan struct{}),
+		done: make(chan struct{}), cancel: cancel, stats: e.so.Stats}
+	if sk, ok := q.Bound.Root.(*logical.Sink); ok && sk.Sink != nil && localSink(sk.Sink.Kind) {
+		go func() {
+			defer close(st.done)
+			st.local, st.err = e.c.runLocal(ctx, sc, e.so)
+		}()
+		return st, nil
+	}
+	go func() {
+		defer close(st.done)
+		st.info, st.err = e.c.Run(ctx, sc, streamWriter{recs: st.recs, stop: st.stop})
+	}()
+	return st, nil
+}
+
+// Analyze runs EXPLAIN ANALYZE of q's query; bounds and a format the run
+// was given (`explain --analyze` flags) win over the statement's own.
+func (e *scriptEngine) Analyze(ctx context.Context, q session.Query, st *lang.Explain, w io.Writer) error {
+	def := AnalyzeOptions{}
+	if e.so.Analyze != nil {
+		def = *e.so.Analyze
+	}
+	ao, err := ParseAnalyze(st, AnalyzeOptions{})
+	if err != nil {
+		return err
+	}
+	if def.For > 0 || def.MaxRows > 0 {
+		ao.For, ao.MaxRows = def.For, def.MaxRows
+	}
+	if def.Format != "" {
+		ao.Format = def.Format
+	}
+	sc, err := e.script(q)
+	if err != nil {
+		return err
+	}
+	sc.Replay = false // EXPLAIN ANALYZE paces the streams itself
+	rep, err := e.c.ExplainAnalyze(ctx, sc, ao)
+	if err != nil {
+		return err
+	}
+	return WriteAnalysis(w, rep, ao.Format)
+}
+
+// Show answers SHOW WORKERS and SHOW QUERIES from the coordinator.
+func (e *scriptEngine) Show(st *lang.Show, w io.Writer) (bool, error) {
+	switch st.What {
+	case lang.ShowWorkers:
+		WriteWorkers(w, e.c.Coordinator.Workers())
+		return true, nil
+	case lang.ShowQueries:
+		WriteQueries(w, e.c.Coordinator.Queries())
+		return true, nil
+	}
+	return false, nil
+}
+
+// Stop stops one of the coordinator's queries.
+func (e *scriptEngine) Stop(st *lang.StopQuery) error {
+	if err := e.c.Coordinator.Stop(st.ID, false); err != nil {
+		return fmt.Errorf("%s: %w", st.Pos, err)
 	}
 	return nil
 }
 
-func isQuery(s lang.Statement) bool {
-	switch s.(type) {
-	case *lang.Query, *lang.Insert:
-		return true
+// streamWriter hands the client's result batches to the stream's reader,
+// blocking until it takes them or closes the stream.
+type streamWriter struct {
+	recs chan<- arrow.Record
+	stop <-chan struct{}
+}
+
+func (w streamWriter) Write(rec arrow.Record) error {
+	rec.Retain()
+	select {
+	case w.recs <- rec:
+		return nil
+	case <-w.stop:
+		rec.Release()
+		return context.Canceled
 	}
-	return false
+}
+
+func (w streamWriter) Close() error { return nil }
+
+// clusterStream is a submitted query's results (session.Stream) and, once
+// it ended, its report: the summary line and --stats.
+type clusterStream struct {
+	schema *arrow.Schema
+	recs   chan arrow.Record
+	stop   chan struct{}
+	done   chan struct{}
+	cancel context.CancelFunc
+	once   sync.Once
+	stats  io.Writer // --stats
+	// Set before done closes: the query's info, or the counts of an
+	// INSERT run in this process.
+	info  deploy.QueryInfo
+	local *exec.Stats
+	err   error
+}
+
+func (s *clusterStream) Schema() *arrow.Schema { return s.schema }
+
+func (s *clusterStream) Next(ctx context.Context) (arrow.Record, error) {
+	select {
+	case rec := <-s.recs:
+		return rec, nil
+	case <-s.done:
+		if s.err != nil {
+			return nil, s.err
+		}
+		return nil, io.EOF
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+}
+
+func (s *clusterStream) Close() error {
+	s.once.Do(func() {
+		close(s.stop)
+		s.cancel()
+		<-s.done
+	})
+	return nil
+}
+
+// Report writes the ended query's summary line on log and its --stats.
+func (s *clusterStream) Report(log io.Writer) error {
+	<-s.done
+	if st := s.local; st != nil {
+		if log != nil {
+			fmt.Fprintf(log, "-- %d rows read, %d rows written (INSERT INTO runs in this process)", st.RowsRead, st.RowsWritten)
+			if len(st.Dropped) > 0 {
+				fmt.Fprintf(log, ", dropped: %s", st.Dropped)
+			}
+			fmt.Fprintln(log)
+		}
+		return nil
+	}
+	info := s.info
+	if info.Query == "" {
+		return nil
+	}
+	if log != nil {
+		fmt.Fprintln(log, Summary(info))
+		for _, p := range info.Problems {
+			fmt.Fprintf(log, "--   %s\n", p)
+		}
+	}
+	if s.stats != nil {
+		return WriteStats(s.stats, info)
+	}
+	return nil
 }
 
 // Summary is one line about a finished query: state, rows, time, workers
@@ -434,7 +458,7 @@ func WriteEstimates(w io.Writer, query string, e control.Estimates) {
 
 // runLocal runs one query in this process (operators/exec), with the model
 // runtime and the NATS connectors on the cluster's server.
-func (c *Cluster) runLocal(ctx context.Context, sc deploy.Script, so ScriptOptions) error {
+func (c *Cluster) runLocal(ctx context.Context, sc deploy.Script, so ScriptOptions) (*exec.Stats, error) {
 	eo := exec.Options{Stdout: so.Stdout}
 	ExecHooks(c.conns[0], c.ortLib, c.modelLog, 0)(&eo, deploy.ExecPart{})
 	policy := sources.Fail
@@ -447,17 +471,10 @@ func (c *Cluster) runLocal(ctx context.Context, sc deploy.Script, so ScriptOptio
 	eo.Stream, eo.Sink = nh.Stream, nh.Sink
 	q, _, err := sc.Build(nil, eo)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	st, err := q.Run(ctx)
-	if so.Log != nil {
-		fmt.Fprintf(so.Log, "-- %d rows read, %d rows written (INSERT INTO runs in this process)", st.RowsRead, st.RowsWritten)
-		if len(st.Dropped) > 0 {
-			fmt.Fprintf(so.Log, ", dropped: %s", st.Dropped)
-		}
-		fmt.Fprintln(so.Log)
-	}
-	return err
+	return &st, err
 }
 
 // localSink: sinks to a file, stdout or JetStream run in this process (see

@@ -1,0 +1,175 @@
+package exec
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"sync"
+
+	"github.com/apache/arrow/go/v17/arrow"
+
+	"github.com/tierflow/tierflow/dataflow"
+	"github.com/tierflow/tierflow/operators/session"
+	"github.com/tierflow/tierflow/planner/logical"
+	"github.com/tierflow/tierflow/planner/rewrite"
+)
+
+// Engine runs a session's queries in this process (session.Engine): `tierflow
+// run --local` and the REPL.
+type Engine struct {
+	// Options are every query's; a session's SET exec.* override them per
+	// query (ApplySettings).
+	Options Options
+	// Models builds the model calls of a query that runs the variants
+	// its plan chose (session.Query.Variants; nil when it was not planned):
+	// it replaces Options.Lateral when set.
+	Models func(variants map[string]string) func(*logical.LateralModel, *arrow.Schema) (func() (dataflow.Operator, error), *arrow.Schema, error)
+	// Prepare, when set, sees each query and the options it will run with
+	// before it is built, and may change them.
+	Prepare func(ctx context.Context, q session.Query, o *Options) error
+}
+
+// Exec builds q (the rewrites the cluster applies too: scans narrowed to
+// the columns the query reads, filters before models) and starts it; its
+// rows arrive on the stream as its sink writes them, in the same order.
+func (e Engine) Exec(ctx context.Context, q session.Query) (session.Stream, error) {
+	opts := e.Options
+	if err := opts.ApplySettings(q.Settings); err != nil {
+		return nil, err
+	}
+	if e.Models != nil {
+		opts.Lateral = e.Models(q.Variants())
+	}
+	if e.Prepare != nil {
+		if err := e.Prepare(ctx, q, &opts); err != nil {
+			return nil, err
+		}
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	st := &localStream{schema: q.Bound.Root.Schema(), recs: make(chan arrow.Record), stop: make(chan struct{}),
+		done: make(chan struct{}), cancel: cancel}
+	opts.Output = chanWriter{recs: st.recs, stop: st.stop}
+	built, err := Build(rewrite.Apply(q.Bound), opts)
+	if err != nil {
+		cancel()
+		return nil, err
+	}
+	go func() {
+		defer close(st.done)
+		st.stats, st.err = built.Run(ctx)
+	}()
+	return st, nil
+}
+
+// chanWriter hands the executor's result batches to the stream's reader; a
+// slow reader slows the query (backpressure) rather than buffering rows.
+// It blocks until the reader takes a batch or closes the stream.
+type chanWriter struct {
+	recs chan<- arrow.Record
+	stop <-chan struct{}
+}
+
+func (w chanWriter) Write(rec arrow.Record) error {
+	rec.Retain()
+	select {
+	case w.recs <- rec:
+		return nil
+	case <-w.stop:
+		rec.Release()
+		return context.Canceled
+	}
+}
+
+func (w chanWriter) Close() error { return nil }
+
+type localStream struct {
+	schema *arrow.Schema
+	recs   chan arrow.Record
+	stop   chan struct{} // closed by Close: nobody reads any more
+	done   chan struct{}
+	cancel context.CancelFunc
+	once   sync.Once
+	stats  Stats // set before done closes
+	err    error
+}
+
+func (s *localStream) Schema() *arrow.Schema { return s.schema }
+
+func (s *localStream) Next(ctx context.Context) (arrow.Record, error) {
+	select {
+	case rec := <-s.recs:
+		return rec, nil
+	case <-s.done:
+		// The run ended: a batch still offered came before the end.
+		select {
+		case rec := <-s.recs:
+			return rec, nil
+		default:
+		}
+		if s.err != nil {
+			return nil, s.err
+		}
+		return nil, io.EOF
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+}
+
+func (s *localStream) Close() error {
+	s.once.Do(func() {
+		close(s.stop)
+		s.cancel()
+		<-s.done
+	})
+	return nil
+}
+
+// Stats are the run's counts; final once the stream ended.
+func (s *localStream) Stats() Stats {
+	select {
+	case <-s.done:
+		return s.stats
+	default:
+		return Stats{}
+	}
+}
+
+// RowsWritten is how many rows the query's sink received, once it ended.
+func (s *localStream) RowsWritten() int64 { return s.Stats().RowsWritten }
+
+// Summary reports what the run dropped; empty when nothing was.
+func (s *localStream) Summary() string {
+	st := s.Stats()
+	msg := ""
+	if len(st.Dropped) > 0 {
+		msg = "dropped: " + st.Dropped.String()
+	}
+	for _, p := range st.Problems {
+		msg += "\n  " + p
+	}
+	return msg
+}
+
+// Report writes a script's line about the ended run on log: rows read and
+// written, spills, drops, the first bad rows.
+func (s *localStream) Report(log io.Writer) error {
+	if log == nil {
+		return nil
+	}
+	st := s.Stats()
+	fmt.Fprintf(log, "-- %d rows read, %d rows written", st.RowsRead, st.RowsWritten)
+	if st.Spills > 0 {
+		fmt.Fprintf(log, ", aggregation state spilled to disk %d times (%d partial rows)", st.Spills, st.SpilledRows)
+	}
+	if st.JoinSpills > 0 {
+		fmt.Fprintf(log, ", join tables spilled to disk %d times (%d rows)", st.JoinSpills, st.JoinSpilledRows)
+	}
+	if len(st.Dropped) > 0 {
+		fmt.Fprintf(log, ", dropped: %s", st.Dropped)
+	}
+	fmt.Fprintln(log)
+	for _, p := range st.Problems {
+		fmt.Fprintf(log, "--   %s\n", p)
+	}
+	return nil
+}
