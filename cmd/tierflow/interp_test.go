@@ -16,15 +16,14 @@ import (
 // REPL's psql-style tables and command tags), and what an engine can run
 // (EXPLAIN ANALYZE and STOP QUERY need a cluster).
 
-// fashionScript writes src next to the fashion example's catalog, so its
-// relative paths resolve as the example's own scripts' do.
+// fashionScript writes a script over the fashion example's catalog (whose
+// files resolve next to it).
 func fashionScript(t *testing.T, name, src string) string {
 	t.Helper()
-	p := filepath.Join("..", "..", "examples", "fashion", name)
+	p := filepath.Join(t.TempDir(), name)
 	if err := os.WriteFile(p, []byte(src), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { os.Remove(p) })
 	return p
 }
 

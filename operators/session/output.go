@@ -23,7 +23,8 @@ type ScriptOutput struct {
 
 // Rows writes a SELECT's rows as they come, then ends the writer: closed
 // (a table prints its row count) unless the query failed before a row,
-// when the error is all there is to say. An INSERT's rows went to its
+// when the error is all there is to say (a query the user stopped did not
+// fail: what was complete is its table). An INSERT's rows went to its
 // sink; it prints none.
 func (o *ScriptOutput) Rows(ctx context.Context, q Query, st Stream) error {
 	var w sinks.Writer
@@ -63,7 +64,10 @@ func (o *ScriptOutput) Rows(ctx context.Context, q Query, st Stream) error {
 	if cerr := st.Close(); err == nil {
 		err = cerr
 	}
-	if _, table := w.(*sinks.Table); w != nil && (!table || err == nil || rows > 0) {
+	// A query stopped by the user (Ctrl-C) wrote what was complete: its
+	// table ends as usual.
+	failed := err != nil && !errors.Is(err, context.Canceled)
+	if _, table := w.(*sinks.Table); w != nil && (!table || !failed || rows > 0) {
 		if ferr := sinks.Finish(w, err); err == nil {
 			err = ferr
 		}
