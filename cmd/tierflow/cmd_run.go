@@ -320,7 +320,7 @@ func runLocalScript(ctx context.Context, a *app, f runFlags, policy sources.OnEr
 	// The session plans each query with the script's SET planner.* and
 	// runs the variants its plan chose; declared tensor shapes meet the
 	// model files when the query binds.
-	s := session.NewSession(session.Config{Catalog: cat, Infra: inf, Engine: eng, Output: out, BaseDir: base, Files: exec.Files,
+	s := session.NewSession(session.Config{Catalog: cat, Infra: inf, Engine: eng, Output: out, BaseDir: base, Files: exec.FilesIn, Stats: exec.StatsIn,
 		CheckModelArgs: inference.New(inference.Config{OrtLib: a.g.ortLib, BaseDir: base}).CheckModelArgs, Plan: true})
 	return s.Run(ctx, path, src)
 }

@@ -29,9 +29,10 @@ type Engine struct {
 	Prepare func(ctx context.Context, q session.Query, o *Options) error
 }
 
-// Exec builds q (the rewrites the cluster applies too: scans narrowed to
-// the columns the query reads, filters before models) and starts it; its
-// rows arrive on the stream as its sink writes them, in the same order.
+// Exec builds q (the rewrites the cluster applies too: joins in the order
+// of least cost by the tables' statistics, scans narrowed to the columns
+// the query reads, filters before models) and starts it; its rows arrive on
+// the stream as its sink writes them, in the same order.
 func (e Engine) Exec(ctx context.Context, q session.Query) (session.Stream, error) {
 	opts := e.Options
 	if err := opts.ApplySettings(q.Settings); err != nil {
@@ -49,7 +50,11 @@ func (e Engine) Exec(ctx context.Context, q session.Query) (session.Stream, erro
 	st := &localStream{schema: q.Bound.Root.Schema(), recs: make(chan arrow.Record), stop: make(chan struct{}),
 		done: make(chan struct{}), cancel: cancel}
 	opts.Output = chanWriter{recs: st.recs, stop: st.stop}
-	built, err := Build(rewrite.Apply(q.Bound), opts)
+	var stats rewrite.Options
+	if q.Catalog != nil {
+		stats.Stats = q.Catalog.StatsOf
+	}
+	built, err := Build(rewrite.ApplyWith(q.Bound, stats), opts)
 	if err != nil {
 		cancel()
 		return nil, err

@@ -60,13 +60,17 @@ func RunScript(ctx context.Context, filename, src string, so ScriptOptions) erro
 	}
 	out := &session.ScriptOutput{Stdout: so.Stdout, NewOutput: so.NewOutput, Print: so.Print, Log: so.Log}
 	s := session.NewSession(session.Config{Catalog: so.Catalog, Infra: so.Infra, Engine: eng, Output: out,
-		BaseDir: so.BaseDir, Files: Files, CheckModelArgs: so.CheckModelArgs})
+		BaseDir: so.BaseDir, Files: FilesIn, Stats: StatsIn, CheckModelArgs: so.CheckModelArgs})
 	return s.Run(ctx, filename, src)
 }
 
-// Files reads the columns of a table or file stream declared without them
+// FilesIn reads the columns of a table or file stream declared without them
 // (FileSchemas), relative to dir: a session's Config.Files.
-func Files(dir string) catalog.FileSchemas { return FileSchemas{BaseDir: dir} }
+func FilesIn(dir string) catalog.FileSchemas { return FileSchemas{BaseDir: dir} }
+
+// StatsIn reads the statistics of tables' files (FileStats), relative to
+// dir: a session's Config.Stats.
+func StatsIn(dir string) catalog.StatsSource { return FileStats{BaseDir: dir} }
 
 // ApplySettings overrides o with a session's SET exec.* values
 // (session.Settings.Values): max_delay, on_error, batch_size, and replay,

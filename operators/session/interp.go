@@ -48,6 +48,10 @@ type Config struct {
 	// without them, relative to a base directory (operators/exec's
 	// FileSchemas); nil: such a CREATE is an error.
 	Files func(baseDir string) catalog.FileSchemas
+	// Stats reads the statistics of tables' files, relative to a base
+	// directory (operators/exec's FileStats), for the rewrites' cost-based
+	// join order; nil: the catalog's own, or the defaults.
+	Stats func(baseDir string) catalog.StatsSource
 	// Funcs are the functions queries may call (nil: the built-ins).
 	Funcs *expr.Registry
 	// CheckModelArgs checks model calls against their files as queries bind
@@ -140,6 +144,9 @@ func (s *Session) Exec(ctx context.Context, st lang.Statement, src string) error
 		// A CREATE without columns reads its file from where the
 		// running script is.
 		s.cat.Files = s.cfg.Files(s.baseDir)
+	}
+	if s.cfg.Stats != nil {
+		s.cat.Stats = s.cfg.Stats(s.baseDir)
 	}
 	if ok, err := bind.Apply(s.cat, st); ok {
 		return err

@@ -42,6 +42,9 @@ type Catalog struct {
 	// catalog next to the files supplies it (operators/exec does, for the
 	// CLI, the REPL and the cluster); nil means a column list is required.
 	Files FileSchemas `yaml:"-"`
+	// Stats gives tables' statistics to the planner's cost-based rules
+	// (the join order); nil: the textbook defaults. Supplied like Files.
+	Stats StatsSource `yaml:"-"`
 }
 
 // FileSchemas infers a file's columns, as DuckDB's read_csv does: names from
@@ -359,6 +362,7 @@ func (c *Catalog) Clone() *Catalog {
 		Tables:  append([]*Table(nil), c.Tables...),
 		Sinks:   append([]*Sink(nil), c.Sinks...),
 		Files:   c.Files,
+		Stats:   c.Stats,
 	}
 }
 

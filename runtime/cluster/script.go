@@ -92,7 +92,7 @@ func (c *Cluster) RunScript(ctx context.Context, filename, src string, so Script
 	}
 	out := &session.ScriptOutput{Stdout: so.Stdout, NewOutput: so.NewOutput, Print: so.Print, Log: so.Log}
 	s := session.NewSession(session.Config{Catalog: cat, Infra: c.infra, Engine: &scriptEngine{c: c, so: so}, Output: out,
-		BaseDir: so.BaseDir, Files: exec.Files, AnalyzeQueries: so.Analyze != nil})
+		BaseDir: so.BaseDir, Files: exec.FilesIn, AnalyzeQueries: so.Analyze != nil})
 	return s.Run(ctx, filename, src)
 }
 

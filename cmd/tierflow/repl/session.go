@@ -83,7 +83,7 @@ func New(cfg Config) (*Session, error) {
 	// runs the variants the plan chose, and objectives no plan meets fail
 	// the statement.
 	s.sess = session.NewSession(session.Config{Catalog: cat, Infra: cfg.Infra, Engine: engine, Output: replOutput{s},
-		Files: exec.Files, CheckModelArgs: cfg.CheckModelArgs, Plan: true})
+		Files: exec.FilesIn, Stats: exec.StatsIn, CheckModelArgs: cfg.CheckModelArgs, Plan: true})
 	s.cat, s.funcs, s.settings = s.sess.Catalog(), s.sess.Funcs(), s.sess.Settings()
 	if err := s.setFormat(cfg.Format); err != nil {
 		return nil, err
