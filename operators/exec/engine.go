@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"sync"
 
 	"github.com/apache/arrow/go/v17/arrow"
 
@@ -47,9 +46,8 @@ func (e Engine) Exec(ctx context.Context, q session.Query) (session.Stream, erro
 		}
 	}
 	ctx, cancel := context.WithCancel(ctx)
-	st := &localStream{schema: q.Bound.Root.Schema(), recs: make(chan arrow.Record), stop: make(chan struct{}),
-		done: make(chan struct{}), cancel: cancel}
-	opts.Output = chanWriter{recs: st.recs, stop: st.stop}
+	st := &localStream{Pipe: session.NewPipe(q.Bound.Root.Schema(), cancel)}
+	opts.Output = st.Writer()
 	var stats rewrite.Options
 	if q.Catalog != nil {
 		stats.Stats = q.Catalog.StatsOf
@@ -60,79 +58,23 @@ func (e Engine) Exec(ctx context.Context, q session.Query) (session.Stream, erro
 		return nil, err
 	}
 	go func() {
-		defer close(st.done)
-		st.stats, st.err = built.Run(ctx)
+		stats, err := built.Run(ctx)
+		st.stats = stats
+		st.Finish(err)
 	}()
 	return st, nil
 }
 
-// chanWriter hands the executor's result batches to the stream's reader; a
-// slow reader slows the query (backpressure) rather than buffering rows.
-// It blocks until the reader takes a batch or closes the stream.
-type chanWriter struct {
-	recs chan<- arrow.Record
-	stop <-chan struct{}
-}
-
-func (w chanWriter) Write(rec arrow.Record) error {
-	rec.Retain()
-	select {
-	case w.recs <- rec:
-		return nil
-	case <-w.stop:
-		rec.Release()
-		return context.Canceled
-	}
-}
-
-func (w chanWriter) Close() error { return nil }
-
+// localStream is a local run's results, and once it ended its counts.
 type localStream struct {
-	schema *arrow.Schema
-	recs   chan arrow.Record
-	stop   chan struct{} // closed by Close: nobody reads any more
-	done   chan struct{}
-	cancel context.CancelFunc
-	once   sync.Once
-	stats  Stats // set before done closes
-	err    error
-}
-
-func (s *localStream) Schema() *arrow.Schema { return s.schema }
-
-func (s *localStream) Next(ctx context.Context) (arrow.Record, error) {
-	select {
-	case rec := <-s.recs:
-		return rec, nil
-	case <-s.done:
-		// The run ended: a batch still offered came before the end.
-		select {
-		case rec := <-s.recs:
-			return rec, nil
-		default:
-		}
-		if s.err != nil {
-			return nil, s.err
-		}
-		return nil, io.EOF
-	case <-ctx.Done():
-		return nil, ctx.Err()
-	}
-}
-
-func (s *localStream) Close() error {
-	s.once.Do(func() {
-		close(s.stop)
-		s.cancel()
-		<-s.done
-	})
-	return nil
+	*session.Pipe
+	stats Stats // set before the pipe finishes
 }
 
 // Stats are the run's counts; final once the stream ended.
 func (s *localStream) Stats() Stats {
 	select {
-	case <-s.done:
+	case <-s.Done():
 		return s.stats
 	default:
 		return Stats{}
