@@ -1,7 +1,8 @@
 // Package rewrite holds the logical rewrite rules, one per file, each with a
 // typed id, run in a fixed order by Apply: filters move below ML operators (a
 // model should not score rows a filter on its input drops), columns no later
-// operator reads are dropped before anything crosses a link, and a
+// operator reads are dropped before anything crosses a link (after a model
+// call's expression arguments became a projection below it), and a
 // latency-bound query's size-adaptive model call over a UNION ALL becomes a
 // call per source. AdaptInputs runs after model selection, since it depends
 // on the chosen variants: it resizes images before their link. Rules take and
@@ -41,6 +42,7 @@ func RulesWith(o Options) []Rule {
 	return []Rule{
 		{ID: ReorderJoinsID, Apply: ReorderJoins(cardinality.New(o.Stats))},
 		{ID: PushFilterBelowModelID, Apply: PushFilterBelowModel},
+		{ID: LiftModelArgsID, Apply: LiftModelArgs},
 		{ID: PruneColumnsID, Apply: PruneColumns},
 	}
 }
