@@ -199,6 +199,14 @@ func (m *Memory) Peak() int64 {
 	return m.peak.Load()
 }
 
+// ResetPeak starts Peak again from what the budget holds now (a
+// measurement of one query's peak on a guard several ran under).
+func (m *Memory) ResetPeak() {
+	if m != nil {
+		m.peak.Store(m.used.Load())
+	}
+}
+
 // Allocator is an allocator over mem that charges every buffer to the
 // budget ("arrow buffers") and refuses, by panicking with a *LimitError,
 // an allocation that would take the budget past its limit: the operator

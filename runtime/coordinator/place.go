@@ -238,8 +238,7 @@ func batches(p *physical.Plan) map[string]deploy.Batch {
 }
 
 func (c *Coordinator) execOptions(variants map[string]string) exec.Options {
-	// The workers spill at the same bound (their graphs have this shape).
-	eo := exec.Options{Output: discardWriter{}, Stdout: io.Discard, MemoryLimit: c.cfg.Limits.SpillBytes()}
+	eo := exec.Options{Output: discardWriter{}, Stdout: io.Discard}
 	if c.cfg.Exec != nil {
 		c.cfg.Exec(&eo, deploy.ExecPart{Variants: variants})
 	}

@@ -28,13 +28,6 @@ type Limits struct {
 	QueriesPerUser int `json:"queries_per_user,omitempty"`
 }
 
-// SpillBytes is the state an aggregation or a join of two tables keeps in
-// memory before it spills to disk (operators/exec's MemoryLimit), under a
-// query memory limit: half of it, so the rest of the query (its records,
-// the relay, other operators) has the other half. The coordinator and the
-// workers compile with the same value, so their graphs have the same shape.
-func (l Limits) SpillBytes() int64 { return l.MemoryBytes / 2 }
-
 // WorkerMemory is a worker's memory as its heartbeat reports it: its guard
 // (tierflow worker --max-memory; 0: none), what its queries' budgets hold
 // together, the process's live Go heap, and the query holding the most.

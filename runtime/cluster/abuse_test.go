@@ -1,0 +1,212 @@
+package cluster_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"runtime/metrics"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/tierflow/tierflow/dataflow"
+	"github.com/tierflow/tierflow/internal/testenv"
+	"github.com/tierflow/tierflow/operators/sinks"
+	"github.com/tierflow/tierflow/runtime/cluster"
+	"github.com/tierflow/tierflow/runtime/cluster/clustertest"
+	"github.com/tierflow/tierflow/runtime/coordinator"
+	"github.com/tierflow/tierflow/runtime/deploy"
+	"github.com/tierflow/tierflow/runtime/devices"
+	"github.com/tierflow/tierflow/runtime/worker"
+)
+
+// guarded starts a coordinator with limits and two workers over real NATS,
+// each with its guard (the guard's Peak is the most its queries held).
+func guarded(t *testing.T, l deploy.Limits, guards [2]*dataflow.Memory) (*coordinator.Coordinator, *coordinator.Client) {
+	t.Helper()
+	srv := clustertest.NATSServer(t)
+	cnc := clustertest.Connect(t, srv)
+	co, err := coordinator.Start(coordinator.Config{Conn: cnc, Heartbeat: 200 * time.Millisecond, Limits: l,
+		Exec: cluster.ExecHooks(cnc, "", nil, 1), Placement: coordinator.PlaceRules})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { co.Close() })
+	for i, name := range []string{"w1", "w2"} {
+		wnc := clustertest.Connect(t, srv)
+		inv := devices.Inventory{CPUs: 1}
+		w, err := worker.Start(context.Background(), worker.Config{Conn: wnc, Name: name, Tier: "edge", Inventory: &inv,
+			Exec: cluster.ExecHooks(wnc, "", nil, 1), Guard: guards[i]})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { w.Close() })
+	}
+	return co, coordinator.NewClient(clustertest.Connect(t, srv))
+}
+
+// writeAbuse writes n rows (id, k, ts), ts a millisecond apart, k cycling
+// over n/2 keys, and the scripts of the three abusive queries of #25 over
+// them: a cross join of the table with itself, a table grouped into a
+// window per millisecond (all open until the table ends), and a stream
+// in a one-hour HOP every millisecond (each row in 3.6 million windows).
+func writeAbuse(t *testing.T, n int) (dir string, scripts map[string]string) {
+	t.Helper()
+	dir = t.TempDir()
+	var b strings.Builder
+	b.WriteString("id,k,ts\n")
+	start := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	for i := range n {
+		fmt.Fprintf(&b, "%d,%d,%s\n", i, i%max(1, n/2), start.Add(time.Duration(i)*time.Millisecond).Format("2006-01-02 15:04:05.000"))
+	}
+	path := filepath.Join(dir, "events.csv")
+	if err := os.WriteFile(path, []byte(b.String()), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	table := "CREATE TABLE e (id BIGINT, k BIGINT, ts TIMESTAMP) FROM FILE '" + path + "' FORMAT CSV;\n"
+	stream := "CREATE STREAM s (id BIGINT, k BIGINT, ts TIMESTAMP) FROM FILE '" + path + "' FORMAT CSV;\n"
+	return dir, map[string]string{
+		"cross join":      table + "SELECT a.id, b.id AS id2 FROM e a CROSS JOIN e b;\n",
+		"a window per ms": table + "SELECT k, count(*) AS n FROM e GROUP BY k, TUMBLE(ts, INTERVAL '1' MILLISECOND);\n",
+		"a long HOP":      stream + "SELECT k, count(*) AS n FROM s GROUP BY k, HOP(ts, INTERVAL '1' HOUR, INTERVAL '1' MILLISECOND);\n",
+		"small":           table + "SELECT count(*) AS n FROM e WHERE id < 100;\n",
+	}
+}
+
+func script(dir, name, src string) deploy.Script {
+	f := filepath.Join(dir, strings.ReplaceAll(name, " ", "_")+".sql")
+	_ = os.WriteFile(f, []byte(src), 0o644)
+	return deploy.Script{Filename: f, Source: src, BaseDir: dir}
+}
+
+// abuseCase is one abusive query's outcome.
+type abuseCase struct {
+	name     string
+	err      error
+	info     deploy.QueryInfo
+	peak     int64         // the most a worker's queries held (its guard's peak): the abusive one's and the small ones beside it
+	heapOver int64         // the most the process's live heap grew past its level before the query
+	small    time.Duration // the small query's median latency while it ran
+}
+
+// runAbuse runs each abusive query alone under limits on two workers, with
+// a small query of another user submitted over and over meanwhile.
+func runAbuse(t *testing.T, rows int, l deploy.Limits) (cases []abuseCase, baseline time.Duration) {
+	dir, scripts := writeAbuse(t, rows)
+	guards := [2]*dataflow.Memory{dataflow.NewMemory("w1's guard", 0, nil), dataflow.NewMemory("w2's guard", 0, nil)}
+	_, client := guarded(t, l, guards)
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	small := func(n int) time.Duration {
+		var took []time.Duration
+		for range n {
+			start := time.Now()
+			if _, err := client.Submit(ctx, script(dir, "small", scripts["small"]), "", sinks.NewCSV(&strings.Builder{})); err != nil {
+				t.Fatalf("the small query: %v", err)
+			}
+			took = append(took, time.Since(start))
+		}
+		slices.Sort(took)
+		return took[len(took)/2]
+	}
+	baseline = small(5)
+	for _, name := range []string{"cross join", "a window per ms", "a long HOP"} {
+		c := abuseCase{name: name}
+		before := liveHeap()
+		done := make(chan struct{})
+		var smallTook time.Duration
+		go func() {
+			defer close(done)
+			smallTook = small(5)
+		}()
+		watch, stop := context.WithCancel(ctx)
+		var heapMax int64
+		watched := make(chan struct{})
+		go func() {
+			defer close(watched)
+			for watch.Err() == nil {
+				heapMax = max(heapMax, liveHeap())
+				time.Sleep(20 * time.Millisecond) // a sampling period
+			}
+		}()
+		c.info, c.err = client.Submit(ctx, script(dir, name, scripts[name]), "", sinks.NewCSV(&strings.Builder{}))
+		<-done
+		stop()
+		<-watched
+		c.peak, c.heapOver, c.small = max(guards[0].Peak(), guards[1].Peak()), max(0, heapMax-before), smallTook
+		cases = append(cases, c)
+		guards[0].ResetPeak()
+		guards[1].ResetPeak()
+	}
+	return cases, baseline
+}
+
+// liveHeap is the process's live heap as the last collection marked it.
+func liveHeap() int64 {
+	s := []metrics.Sample{{Name: "/gc/heap/live:bytes"}}
+	metrics.Read(s)
+	return int64(s[0].Value.Uint64())
+}
+
+// checkAbuse: each abusive query failed for its limit, naming what held
+// the memory (the operator) or its run time, was not recovered onto the
+// other worker, and no query held more than its limit.
+func checkAbuse(t *testing.T, cases []abuseCase, l deploy.Limits) {
+	t.Helper()
+	for _, c := range cases {
+		if c.err == nil || !errors.Is(c.err, deploy.ErrLimit) || c.info.State != deploy.StateFailed || c.info.ErrorKind != deploy.KindLimit {
+			t.Errorf("%s: %s %v: want failed for a limit", c.name, c.info.State, c.err)
+			continue
+		}
+		if len(c.info.Recoveries) != 0 || c.info.Generation != 0 {
+			t.Errorf("%s: recovered %d times (generation %d): a query past its limit is not placed again", c.name, len(c.info.Recoveries), c.info.Generation)
+		}
+		want := []string{"aggregate"}
+		if c.name == "cross join" {
+			// Its product streams in bounded slices: its output queue
+			// fills the limit, or it costs time and the run-time limit
+			// ends it.
+			want = []string{"join", "run time limit"}
+		}
+		if !slices.ContainsFunc(want, func(w string) bool { return strings.Contains(c.err.Error(), w) }) {
+			t.Errorf("%s: %v does not name %s", c.name, c.err, strings.Join(want, " or "))
+		}
+		// The guard also holds the small queries running beside it: an
+		// eighth of the limit is their margin.
+		if c.peak > l.MemoryBytes+l.MemoryBytes/8 {
+			t.Errorf("%s: the query held %s on a worker, past its limit of %s", c.name, dataflow.Bytes(c.peak), dataflow.Bytes(l.MemoryBytes))
+		}
+	}
+}
+
+// The three abusive queries of #25 on real workers over real NATS: each
+// fails with a reason naming what it went past, once, on the worker it
+// ran on, without holding more than its memory limit.
+func TestAbusiveQueriesFailWithinTheirLimit(t *testing.T) {
+	l := deploy.Limits{MemoryBytes: 8 << 20, RunTime: 20 * time.Second}
+	cases, _ := runAbuse(t, 40000, l)
+	checkAbuse(t, cases, l)
+}
+
+// The full sizes: tables of a million rows, a 64 MiB query limit, and the
+// small query's latency beside each (docs/benchmarks.md's table).
+func TestAbusiveQueriesFullSize(t *testing.T) {
+	testenv.Long(t, "the three abusive queries over a million rows each")
+	l := deploy.Limits{MemoryBytes: 64 << 20, RunTime: 20 * time.Second}
+	cases, baseline := runAbuse(t, 1_000_000, l)
+	t.Logf("| query | outcome | query's peak held | live heap growth | small query p50 (alone: %s) |", baseline.Round(time.Millisecond))
+	for _, c := range cases {
+		reason := "ran"
+		if c.err != nil {
+			reason = c.err.Error()
+			if len(reason) > 120 {
+				reason = reason[:120] + "..."
+			}
+		}
+		t.Logf("| %s | %s | %s | %s | %s |", c.name, reason, dataflow.Bytes(c.peak), dataflow.Bytes(c.heapOver), c.small.Round(time.Millisecond))
+	}
+	checkAbuse(t, cases, l)
+}
