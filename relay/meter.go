@@ -109,6 +109,7 @@ func (m *Meter) Snapshot() LinkStats {
 		RecentTransferBps: xferRecent,
 		BaseRTT:           base,
 		AckBandwidthBps:   bps,
+		Samples:           m.bw.tailSamples(nil),
 		LastAckBps:        latest,
 		RecentAckBps:      recent,
 		ShapedBps:         math.Float64frombits(m.shapedBps.Load()),
