@@ -198,6 +198,11 @@ func lastTwo(prev, latest float64) float64 {
 // ends of backends whose receivers acknowledge).
 func (m *Meter) Ack(n int, sent, acked time.Time) { m.bw.add(n, sent, acked) }
 
+// AckedMessages counts n data messages that one cumulative ack covered
+// (its last one's sample goes to Ack): LinkStats.Acks counts the messages
+// acknowledged, not the samples.
+func (m *Meter) AckedMessages(n int) { m.ackedMsgs.Add(uint64(n)) }
+
 // AckEmpty records the acknowledgement of a message without payload (a
 // progress message) sent at sent: its round trip is the link's base, what
 // a data message's takes beyond carrying its bytes.
