@@ -97,7 +97,9 @@ func (p Jellyfish) Decide(in PolicyInput) *Decision {
 	attain := dataflow.Attainment(in.Latency.Percentile)
 	// One client per source worker: the slowest of its links with acks,
 	// at the bandwidth it gives with probability attain.
-	bw := map[string]float64{}
+	// stalled is the share of the time a source's sender waited for its
+	// link: the rate measured behind it is the link's, not the stream's.
+	bw, stalled := map[string]float64{}, map[string]float64{}
 	for _, l := range in.Estimates.Links {
 		if l.AckBandwidthBps <= 0 || l.From == "" || l.From == l.To {
 			continue
@@ -106,6 +108,7 @@ func (p Jellyfish) Decide(in PolicyInput) *Decision {
 		if b, ok := bw[l.From]; !ok || tail < b {
 			bw[l.From] = tail
 		}
+		stalled[l.From] = max(stalled[l.From], l.Stalled)
 	}
 	if len(bw) == 0 {
 		return nil
@@ -127,17 +130,28 @@ func (p Jellyfish) Decide(in PolicyInput) *Decision {
 		if len(call.Variants) == 0 || len(mine) == 0 {
 			continue
 		}
-		rate := 1.0
+		// A call with no operator running (a call's name before the plan
+		// split it per source) has nothing to judge.
+		rate, running := 1.0, false
 		for _, o := range in.Estimates.Operators {
-			if o.Operator == "model "+call.Call && o.InputRate > 0 {
-				rate = o.InputRate / float64(len(mine))
+			if o.Operator == "model "+call.Call {
+				running = true
+				if o.InputRate > 0 {
+					rate = o.InputRate / float64(len(mine))
+				}
 			}
+		}
+		if !running {
+			continue
 		}
 		pr := &JFProblem{Variants: call.Variants, Workers: 1}
 		for _, s := range mine {
 			// A stream may fill the link's tail bandwidth: at it, the
 			// link carries the stream with probability attain.
-			c := JFClient{Name: s, Rate: rate, SLOMs: in.Latency.SLOMs, BandwidthBps: bw[s], MaxUtilization: 1}
+			// Behind a sender that waited a share of the time for its
+			// link, the stream would run 1/(1-share) as fast unhindered:
+			// the rate measured there is no evidence that more fits.
+			c := JFClient{Name: s, Rate: rate / max(1e-3, 1-stalled[s]), SLOMs: in.Latency.SLOMs, BandwidthBps: bw[s], MaxUtilization: 1}
 			if call.SidesPerBatch && !p.WholeFrames {
 				// The batches follow the link: the ceiling is compute's.
 				c.BandwidthBps, c.MaxUtilization = math.Inf(1), 0
@@ -166,11 +180,11 @@ func (p Jellyfish) Decide(in PolicyInput) *Decision {
 		for _, s := range mine {
 			links = append(links, fmt.Sprintf("%s %.0f kbit/s", s, bw[s]*8/1000))
 		}
-		by := "at P" + fmt.Sprint(math.Round(attain*1000)/10) + " of " + strings.Join(links, ", ")
+		by := fmt.Sprintf("over %s (the bandwidth each gives at P%g)", strings.Join(links, ", "), math.Round(attain*1000)/10)
 		if call.SidesPerBatch && !p.WholeFrames {
-			by = "the workers' compute (sides per batch follow " + strings.Join(links, ", ") + ")"
+			by = fmt.Sprintf("over %s, a ceiling by the workers' compute (each batch's side follows its link)", strings.Join(links, ", "))
 		}
-		why = append(why, fmt.Sprintf("%s: %s -> %s (%dx%d) for LATENCY %g ms by %s", call.Call, call.Variant, v.Name, v.Side, v.Side,
+		why = append(why, fmt.Sprintf("%s: %s -> %s (%dx%d) for LATENCY %g ms %s", call.Call, call.Variant, v.Name, v.Side, v.Side,
 			in.Latency.SLOMs, by))
 	}
 	if len(pins) == 0 {

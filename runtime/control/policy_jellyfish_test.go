@@ -175,3 +175,25 @@ func TestJellyfishSidesPerBatchCeilingIsCompute(t *testing.T) {
 		t.Fatalf("sides per batch, fit-28 at 150 ms a call: %+v, want a smaller ceiling", d)
 	}
 }
+
+// The stream's rate is evidence only where its sender did not wait for the
+// link: behind a sender stalled 90% of the time the measured rate is the
+// link's, and the larger variant that rate would fit is not taken. A call
+// no operator runs (its name before the plan split it per source) is left
+// alone.
+func TestJellyfishRateBehindAStalledLink(t *testing.T) {
+	in := jfInput("fit-14", 500)
+	in.Replans = 1
+	if d := DefaultJellyfish.Decide(in); d == nil || d.Variants["classify"] != "fit-28" {
+		t.Fatalf("fit-14 at 500 kbit/s, the sender never waiting: %+v, want fit-28", d)
+	}
+	in.Estimates.Links[0].Stalled = 0.9
+	if d := DefaultJellyfish.Decide(in); d != nil {
+		t.Fatalf("fit-14 at 500 kbit/s, the sender waiting 90%% of the time: %+v, want no step up", d)
+	}
+	gone := jfInput("fit-28", 150)
+	gone.Estimates.Operators = nil
+	if d := DefaultJellyfish.Decide(gone); d != nil {
+		t.Fatalf("a call no operator runs: %+v", d)
+	}
+}
