@@ -6,18 +6,13 @@ import (
 	"sort"
 	"strings"
 	"time"
-
-	"github.com/tierflow/tierflow/dataflow"
 )
 
 // LatencyInput is what the Jellyfish policy knows of a latency-bound query
 // beyond its live estimates: its LATENCY bound and each model call's zoo.
 type LatencyInput struct {
-	SLOMs float64 `json:"slo_ms"`
-	// Percentile is the bound's PERCENTILE (0: none named): the share of
-	// rows that must meet it (dataflow.Attainment).
-	Percentile float64       `json:"percentile,omitempty"`
-	Calls      []LatencyCall `json:"calls"`
+	SLOMs float64       `json:"slo_ms"`
+	Calls []LatencyCall `json:"calls"`
 }
 
 // LatencyCall is one model call: the variant it runs now and its zoo,
@@ -63,19 +58,16 @@ func (c LatencyCall) feeds(s string) bool {
 // epoch (the coordinator's re-plan path), so the change of variant and of
 // input size happens between epochs and no row is lost.
 //
-// One rule decides, with nothing to tune per trace: a variant fits a source
-// when its frames reach the model in time, and the link carries its stream,
-// at the bandwidth the link gives with the probability the query asks for
-// (its PERCENTILE, dataflow.Attainment), read from the link's measured
-// distribution (dataflow.LinkBandwidth.TailBps), not from its mean with a
-// headroom. It steps up as soon as that evidence says the larger variant
-// fits and down as soon as it says the running one does not. A call whose
-// adapt step picks each batch's side (LatencyCall.SidesPerBatch) applies
-// the same rule per batch (operators/ml's sidePlan), at the next batch
-// where a re-plan takes a cut-over: its pinned variant is a ceiling on
-// those sides, and only the workers' compute holds it down (the scheduler
-// with the links left out), so a change of the link costs no cut-over and
-// no frame.
+// A call whose adapt step picks each batch's side (LatencyCall.SidesPerBatch,
+// the default for a LATENCY query over a size family) follows its link per
+// batch, by one rule with nothing to tune per trace (operators/ml's
+// sidePlan: a side fits when its frames arrive in time, and its stream
+// fits, at the bandwidth the link gives with the query's probability, read
+// from the link's measured distribution). Its pinned variant is only a
+// ceiling over those sides, and only the workers' compute holds it down
+// (the scheduler with the links left out): a change of the link costs no
+// cut-over and no frame. A call whose frames all go at its variant's size
+// is re-planned by the link (MaxUtilization, StepUpAge, StepUpUtilization).
 type Jellyfish struct {
 	// MinAge lets a new plan settle (its first seconds replay) and its
 	// links show acks before it is judged.
@@ -84,31 +76,37 @@ type Jellyfish struct {
 	// where the adapt step picks sides per batch: the ceiling then follows
 	// the link by re-plans (the cut-over path, which tests exercise).
 	WholeFrames bool
-	Anneal      JFAnneal
+	// A call whose frames all go at its variant's size (no per-batch
+	// sides, or WholeFrames) is still re-planned by the link's PlanBps
+	// with the margins of before: a source's rows may take MaxUtilization
+	// of it, and a step up from a plan the policy chose waits until the
+	// plan is StepUpAge old and needs StepUpUtilization. (The tail rule
+	// of the batches, tried here too, read host jitter on an unshaped
+	// link and a stream's rate just after a cut-over, which its link
+	// held back, as evidence: TestJellyfishPerSource flapped and dropped.)
+	MaxUtilization    float64
+	StepUpAge         time.Duration
+	StepUpUtilization float64
+	Anneal            JFAnneal
 }
 
 // DefaultJellyfish is the policy the coordinator runs for LATENCY queries.
-var DefaultJellyfish = Jellyfish{MinAge: time.Second, Anneal: DefaultJFAnneal}
+var DefaultJellyfish = Jellyfish{MinAge: time.Second, MaxUtilization: 0.6, StepUpAge: 5 * time.Second, StepUpUtilization: 0.5, Anneal: DefaultJFAnneal}
 
 func (p Jellyfish) Decide(in PolicyInput) *Decision {
 	if in.Latency == nil || in.Latency.SLOMs <= 0 || in.Age < p.MinAge || in.Estimates.Samples < 1 {
 		return nil
 	}
-	attain := dataflow.Attainment(in.Latency.Percentile)
-	// One client per source worker: the slowest of its links with acks,
-	// at the bandwidth it gives with probability attain.
-	// stalled is the share of the time a source's sender waited for its
-	// link: the rate measured behind it is the link's, not the stream's.
-	bw, stalled := map[string]float64{}, map[string]float64{}
+	// One client per source worker: the slowest of its links with acks.
+	bw := map[string]float64{}
 	for _, l := range in.Estimates.Links {
 		if l.AckBandwidthBps <= 0 || l.From == "" || l.From == l.To {
 			continue
 		}
-		tail := l.Bandwidth().TailBps(attain)
-		if b, ok := bw[l.From]; !ok || tail < b {
-			bw[l.From] = tail
+		v := l.Bandwidth().PlanBps()
+		if b, ok := bw[l.From]; !ok || v < b {
+			bw[l.From] = v
 		}
-		stalled[l.From] = max(stalled[l.From], l.Stalled)
 	}
 	if len(bw) == 0 {
 		return nil
@@ -145,14 +143,10 @@ func (p Jellyfish) Decide(in PolicyInput) *Decision {
 			continue
 		}
 		pr := &JFProblem{Variants: call.Variants, Workers: 1}
+		sided := call.SidesPerBatch && !p.WholeFrames
 		for _, s := range mine {
-			// A stream may fill the link's tail bandwidth: at it, the
-			// link carries the stream with probability attain.
-			// Behind a sender that waited a share of the time for its
-			// link, the stream would run 1/(1-share) as fast unhindered:
-			// the rate measured there is no evidence that more fits.
-			c := JFClient{Name: s, Rate: rate / max(1e-3, 1-stalled[s]), SLOMs: in.Latency.SLOMs, BandwidthBps: bw[s], MaxUtilization: 1}
-			if call.SidesPerBatch && !p.WholeFrames {
+			c := JFClient{Name: s, Rate: rate, SLOMs: in.Latency.SLOMs, BandwidthBps: bw[s], MaxUtilization: p.MaxUtilization}
+			if sided {
 				// The batches follow the link: the ceiling is compute's.
 				c.BandwidthBps, c.MaxUtilization = math.Inf(1), 0
 			}
@@ -174,14 +168,19 @@ func (p Jellyfish) Decide(in PolicyInput) *Decision {
 		if pick == cur && call.Variant != "" {
 			continue
 		}
+		if !sided && call.Variant != "" && call.Variants[pick].Bytes > call.Variants[cur].Bytes {
+			if pick = p.stepUp(pr, cur, pick, in, a); pick == cur {
+				continue
+			}
+		}
 		v := call.Variants[pick]
 		pins[call.Call] = v.Name
 		var links []string
 		for _, s := range mine {
 			links = append(links, fmt.Sprintf("%s %.0f kbit/s", s, bw[s]*8/1000))
 		}
-		by := fmt.Sprintf("over %s (the bandwidth each gives at P%g)", strings.Join(links, ", "), math.Round(attain*1000)/10)
-		if call.SidesPerBatch && !p.WholeFrames {
+		by := "over " + strings.Join(links, ", ")
+		if sided {
 			by = fmt.Sprintf("over %s, a ceiling by the workers' compute (each batch's side follows its link)", strings.Join(links, ", "))
 		}
 		why = append(why, fmt.Sprintf("%s: %s -> %s (%dx%d) for LATENCY %g ms %s", call.Call, call.Variant, v.Name, v.Side, v.Side,
@@ -191,4 +190,34 @@ func (p Jellyfish) Decide(in PolicyInput) *Decision {
 		return nil
 	}
 	return &Decision{Constraints: Constraints{Variants: pins}, Reason: "jellyfish: " + strings.Join(why, "; ")}
+}
+
+// stepUp is the variant a step up from cur to pick may take: cur while
+// a plan the policy chose is younger than StepUpAge, else the largest the
+// schedule allows with StepUpUtilization of every link (never below cur).
+// The submitted plan is not held: the planner chose it without live
+// numbers.
+func (p Jellyfish) stepUp(pr *JFProblem, cur, pick int, in PolicyInput, a JFAnneal) int {
+	if in.Replans > 0 && in.Age < p.StepUpAge {
+		return cur
+	}
+	if p.StepUpUtilization <= 0 {
+		return pick
+	}
+	strict := pr.withClients(func(c *JFClient) { c.MaxUtilization = p.StepUpUtilization })
+	s := strict.Schedule([]int{cur}, a)
+	if s.Served == 0 || pr.Variants[s.Workers[0].Variant].Bytes <= pr.Variants[cur].Bytes {
+		return cur
+	}
+	return s.Workers[0].Variant
+}
+
+// withClients is a copy of pr whose clients (copies too) f has changed.
+func (pr *JFProblem) withClients(f func(*JFClient)) *JFProblem {
+	q := *pr
+	q.Clients = append([]JFClient(nil), pr.Clients...)
+	for i := range q.Clients {
+		f(&q.Clients[i])
+	}
+	return &q
 }

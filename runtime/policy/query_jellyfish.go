@@ -48,9 +48,6 @@ func zooOf(p *Placed) *control.LatencyInput {
 		return nil
 	}
 	in := latencyInput(p.Root, p.Bound.Objectives.LatencyMs, p.Workers, p.Variants, p.Settings[deploy.AdaptSetting])
-	if in != nil {
-		in.Percentile = p.Bound.Objectives.Percentile
-	}
 	if p.Plan != nil {
 		callSources(in, p.Root, p.Placement)
 	}
