@@ -281,9 +281,10 @@ func StartEmbedded(ctx context.Context, o Options) (*Cluster, error) {
 		if m.Type != nil {
 			typ = m.Type.Name
 		}
+		threads := CPUShare(m, len(o.Infra.Machines()))
 		w, err := worker.Start(ctx, worker.Config{Conn: nc, Name: name, Tier: m.Tier, Location: m.Location, Type: typ,
 			Inventory: &inv, Allocator: o.Allocator, Metrics: o.Metrics, Stdout: o.Stdout, Log: o.Log,
-			Exec: ExecHooksWith(nc, o.OrtLib, o.ModelLog, CPUShare(m, len(o.Infra.Machines())), o.Evidence), Namespace: o.Namespace,
+			Exec: ExecHooksWith(nc, o.OrtLib, o.ModelLog, threads, o.Evidence), ModelThreads: threads, Namespace: o.Namespace,
 			Shape: shapeFrom(o.Shape, name), Shaper: shaperFrom(o.Shaper, name),
 			Sched: policy, OnLatency: o.OnLatency, OnResult: o.OnResult})
 		if err != nil {

@@ -599,7 +599,7 @@ func (c *Coordinator) Submit(ctx context.Context, req deploy.SubmitRequest) (*de
 	}
 	var ws []deploy.Worker
 	for _, w := range c.Workers() {
-		ws = append(ws, deploy.Worker{Name: w.Name, Tier: w.Tier, Location: w.Location, Type: w.Type})
+		ws = append(ws, deploy.Worker{Name: w.Name, Tier: w.Tier, Location: w.Location, Type: w.Type, Threads: w.ModelThreads})
 	}
 	c.mu.Lock()
 	if _, dup := c.queries[req.Query]; dup {
@@ -939,7 +939,7 @@ func (c *Coordinator) optimize(ctx context.Context, bound *logical.Plan, cat *ca
 			}
 			inf.WorkerTypes = append(inf.WorkerTypes, wt)
 		}
-		inf.Workers = append(inf.Workers, &infra.Worker{Name: w.Name, Type: typ, Tier: w.Tier, Location: w.Location})
+		inf.Workers = append(inf.Workers, &infra.Worker{Name: w.Name, Type: typ, Tier: w.Tier, Location: w.Location, Threads: w.Threads})
 	}
 	opts := set.Planner
 	opts.Strategy = "" // the optimizer's default unless the script set one
@@ -1411,7 +1411,7 @@ func (c *Coordinator) redeploy(id, lost string, lostAt time.Time, d *control.Dec
 			if d != nil && slices.Contains(d.Exclude, w.Name) || w.Name == lost {
 				continue
 			}
-			ws = append(ws, deploy.Worker{Name: w.Name, Tier: w.Tier, Location: w.Location, Type: w.Type})
+			ws = append(ws, deploy.Worker{Name: w.Name, Tier: w.Tier, Location: w.Location, Type: w.Type, Threads: w.ModelThreads})
 		}
 		if len(ws) > 0 || d != nil || time.Now().After(wait) {
 			break
