@@ -100,6 +100,7 @@ const (
 	SourceJetStream SourceKind = "JETSTREAM"
 	SourceFile      SourceKind = "FILE"
 	SourceStdout    SourceKind = "STDOUT"
+	SourceDiscard   SourceKind = "DISCARD"
 )
 
 // Capture implements participle.Capture.

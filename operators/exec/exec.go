@@ -986,6 +986,8 @@ func (b *builder) sink(n *logical.Sink, at func(error) error) (int, *arrow.Schem
 		if w, err = sinks.New(format, b.opts.Stdout); err != nil {
 			return 0, nil, at(err)
 		}
+	case n.Sink.Kind == "discard":
+		w = sinks.Discard{}
 	case n.Sink.Kind == "file":
 		path := b.outPath(n.Sink.Target)
 		if b.opts.Confine != nil {
