@@ -362,6 +362,7 @@ func (b *builder) node(n logical.Node) (int, *arrow.Schema, error) {
 			case logical.Session:
 				ws.Type, ws.Gap = expr.Session, w.Size
 			}
+			ws.Lag = timeLag(n.Input, w.Time)
 			spec.Window = ws
 		}
 		// Compile once here so plan errors surface before anything runs.
