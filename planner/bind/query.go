@@ -253,6 +253,13 @@ func itemName(it *lang.SelectItem, e expr.Expr, grouped bool) string {
 		// Bound as a CASE, which would make a long name.
 		return lang.Print(it.Expr)
 	}
+	if n := strings.ToLower(e.String()); strings.Contains(n, "$") && hasSubquery(it.Expr) {
+		// A decorrelated subquery binds to the rewrite's own columns
+		// ($v, $n), which are no name for a user: name it as written,
+		// on one line.
+		one := strings.Join(strings.Fields(lang.Print(it.Expr)), " ")
+		return strings.ReplaceAll(strings.ReplaceAll(one, "( ", "("), " )", ")")
+	}
 	if expr.HasAggregate(e) || grouped {
 		// Over an Aggregate's output the bound form reads agg0, agg1...:
 		// name the item as written instead.
@@ -368,9 +375,10 @@ func (b *Binder) relation(t *lang.TableRef) (logical.Node, *scope) {
 		if n == nil {
 			return nil, nil
 		}
-		if t.Alias == "" {
-			b.errorf(t.Pos, ErrBind, "a subquery in FROM needs an alias")
-		}
+		// Without an alias (Flink, DuckDB and Postgres 16 take one) the
+		// subquery's columns are reached by their names alone: no qualifier
+		// names them, so two such subqueries joined keep SQL's ambiguity
+		// rule for a name both have.
 		out := &scope{}
 		for _, c := range sc.cols {
 			out.cols = append(out.cols, column{qual: t.Alias, name: c.name, typ: c.typ})
