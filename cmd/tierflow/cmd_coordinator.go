@@ -144,7 +144,7 @@ metrics at /metrics.`,
 	c.Flags().IntVar(&limits.QueriesPerUser, "max-queries-per-user", 0, "refuse a user's submission while they run this many queries (0: no limit)")
 	c.Flags().StringVar(&maxScript, "max-script-size", "1MiB", "refuse a submission larger than this")
 	c.Flags().Float64Var(&bounds.SubmitsPerMinute, "max-submits-per-minute", 60, "refuse a user's submissions past this rate, after a burst of --submit-burst (0: no limit)")
-	c.Flags().IntVar(&bounds.SubmitBurst, "submit-burst", 10, "submissions a user may make at once before --max-submits-per-minute applies")
+	c.Flags().IntVar(&bounds.SubmitBurst, "submit-burst", 30, "submissions a user may make at once before --max-submits-per-minute applies")
 	c.Flags().DurationVar(&bounds.KeepEndedFor, "keep-ended", time.Hour, "forget an ended query (SHOW QUERIES; its name is free again) this long after it ended; at most 100 are kept per user")
 	c.Flags().StringArrayVar(&admins, "admin", nil, "a client identity (NATS user) that may stop any query; others stop only their own (repeatable)")
 	c.Flags().DurationVar(&heartbeat, "heartbeat", time.Second, "interval workers heartbeat at; silent for 5 intervals, a worker is dropped")

@@ -26,7 +26,6 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -429,15 +428,10 @@ func (c *Coordinator) Submit(ctx context.Context, req deploy.SubmitRequest) (*de
 	}
 	c.prune()
 	c.mu.Lock()
-	if old, dup := c.queries[req.Query]; dup {
-		// An ended query of the same user's gives its name back: the
-		// new one replaces it. Anyone else's keeps it until pruned.
-		if old.req.Owner != req.Owner || !old.isEnded() {
-			c.mu.Unlock()
-			return nil, fmt.Errorf("%w: %s", ErrDuplicate, req.Query)
-		}
-		delete(c.queries, req.Query)
-		c.order = slices.DeleteFunc(c.order, func(id string) bool { return id == req.Query })
+	if _, dup := c.queries[req.Query]; dup {
+		// An ended query keeps its name until it is forgotten (prune).
+		c.mu.Unlock()
+		return nil, fmt.Errorf("%w: %s", ErrDuplicate, req.Query)
 	}
 	if err := c.admit(req.Owner); err != nil {
 		c.mu.Unlock()
