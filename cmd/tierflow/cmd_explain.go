@@ -280,26 +280,6 @@ func runExplain(cmd *cobra.Command, a *app, f explainFlags, path string) error {
 	return nil
 }
 
-// explainInScript is how `tierflow run` answers an EXPLAIN statement: the
-// plan of its query on inf against the catalog as the script has made it,
-// with the script's SET planner.* options.
-func explainInScript(w io.Writer, inf *infra.Infra) func(e *lang.Explain, cat *catalog.Catalog, opts planner.Options) error {
-	return func(e *lang.Explain, cat *catalog.Catalog, opts planner.Options) error {
-		format := "text"
-		if err := planner.ExplainOptions(e, &opts, &format, nil); err != nil {
-			return badInput(err)
-		}
-		res, err := planner.PlanStatement(context.Background(), e.Target(), cat, inf, opts)
-		if err != nil {
-			return err
-		}
-		if res.Frontier != nil {
-			return explain.WriteFrontier(w, format, res.Frontier)
-		}
-		return explain.Write(w, format, res.Physical)
-	}
-}
-
 // runExplainAnalyze runs the script's queries as EXPLAIN ANALYZE on an
 // embedded cluster of the infrastructure (--infra, or infra.yaml next to the
 // query), with the catalog found the same way.

@@ -17,7 +17,6 @@ import (
 	"github.com/apache/arrow/go/v17/arrow/compute"
 	"github.com/apache/arrow/go/v17/arrow/ipc"
 	"github.com/apache/arrow/go/v17/arrow/memory"
-	"github.com/apache/arrow/go/v17/parquet/file"
 	"github.com/apache/arrow/go/v17/parquet/metadata"
 	"github.com/apache/arrow/go/v17/parquet/pqarrow"
 
@@ -236,6 +235,15 @@ func coerce(mem memory.Allocator, c arrow.Array, t arrow.DataType) (arrow.Array,
 // kernel panics on some of these (a column with NULLs), and the conversion
 // is a multiply or divide. ok false: c is neither.
 func toTimestamp(mem memory.Allocator, c arrow.Array, t *arrow.TimestampType) (arrow.Array, bool, error) {
+	if have, ok := c.DataType().(*arrow.TimestampType); ok && have.Unit == t.Unit {
+		// The same numbers: a naive or zoned timestamp of t's unit is
+		// relabelled, not copied (TPC-H's dates, written as naive
+		// microseconds, are every row of several columns).
+		d := c.Data()
+		nd := array.NewData(t, d.Len(), d.Buffers(), d.Children(), d.NullN(), d.Offset())
+		defer nd.Release()
+		return array.MakeFromData(nd), true, nil
+	}
 	var at func(i int) int64
 	var from int64 // units per second of the input
 	switch a := c.(type) {
@@ -327,7 +335,7 @@ func openParquet(path string, schema *arrow.Schema, batch int, mem memory.Alloca
 		return nil, fmt.Errorf("%w: %s: %v", ErrBadFile, path, err)
 	}
 	mem = fileAllocator(mem, size)
-	pf, err := file.NewParquetReader(f)
+	pf, err := newParquetReader(f)
 	if err != nil {
 		return nil, fmt.Errorf("%w: %s: not a Parquet file: %v", ErrBadFile, path, err)
 	}
