@@ -197,8 +197,11 @@ func runRun(ctx context.Context, a *app, f runFlags, path string) error {
 		if f.output == "" {
 			return badInput(fmt.Errorf("--format parquet needs --output FILE"))
 		}
+	case "discard":
+		// Rows are counted and dropped (Flink's blackhole): what a query
+		// costs without its output's encoding.
 	default:
-		return badInput(fmt.Errorf("unknown --format %q: want table, csv, json or parquet", format))
+		return badInput(fmt.Errorf("unknown --format %q: want table, csv, json, parquet or discard", format))
 	}
 	var src []byte
 	if path == "-" {
