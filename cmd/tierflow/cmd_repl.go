@@ -8,6 +8,7 @@ import (
 	"os/signal"
 	"path/filepath"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -17,6 +18,7 @@ import (
 	"github.com/tierflow/tierflow/lang"
 	"github.com/tierflow/tierflow/operators/exec"
 	"github.com/tierflow/tierflow/operators/sources"
+	"github.com/tierflow/tierflow/planner"
 	"github.com/tierflow/tierflow/planner/catalog"
 	"github.com/tierflow/tierflow/runtime/cluster"
 	"github.com/tierflow/tierflow/runtime/deploy"
@@ -41,10 +43,49 @@ func replEngine(a *app) repl.Engine {
 	link := newNATSLink(a)
 	nh := link.hooks(sources.Fail, 4096, 0)
 	return closingEngine{
-		Engine: repl.Local(exec.Options{Stdout: a.out, OnError: sources.Fail, MaxDelay: 2 * time.Second,
-			BatchSize: 4096, Parallelism: exec.AllCores, Lateral: models.Lateral, Stream: nh.Stream, Sink: nh.Sink}),
+		Engine: repl.LocalPlanned(exec.Options{Stdout: a.out, OnError: sources.Fail, MaxDelay: 2 * time.Second,
+			BatchSize: 4096, Parallelism: exec.AllCores, Lateral: models.Lateral, Stream: nh.Stream, Sink: nh.Sink}, replPlan(a, models)),
 		close: link.close,
 		a:     a,
+	}
+}
+
+// replPlan plans each REPL query as `run --local` plans a script's, on the
+// session's infrastructure (run's built-in one without --infra): an
+// objective no plan meets refuses it, at the objective; the model calls
+// run the variants the plan chose. The session's model runtime (its
+// sessions opened once) serves plans of the default variants.
+func replPlan(a *app, models *inference.Runtime) repl.PlanFunc {
+	var mu sync.Mutex
+	runtimes := map[string]*inference.Runtime{}
+	return func(ctx context.Context, q repl.Query, o *exec.Options) error {
+		inf := q.Infra
+		if inf == nil {
+			inf = cluster.DefaultInfra()
+		}
+		res, err := planner.PlanLogical(ctx, q.Bound, q.Catalog, inf, q.Options)
+		if err != nil {
+			// Not placeable (a stream's tier the infrastructure lacks):
+			// it runs as the runtime's rules would run it.
+			return nil
+		}
+		if err := res.Runnable(); err != nil {
+			return err
+		}
+		variants := res.Physical.Variants()
+		if len(variants) == 0 {
+			return nil
+		}
+		key := fmt.Sprint(variants)
+		mu.Lock()
+		rt := runtimes[key]
+		if rt == nil {
+			rt = inference.New(inference.Config{OrtLib: a.g.ortLib, Log: a.err, Variants: variants})
+			runtimes[key] = rt
+		}
+		mu.Unlock()
+		o.Lateral = rt.Lateral
+		return nil
 	}
 }
 

@@ -42,6 +42,13 @@ type Catalog struct {
 	// catalog next to the files supplies it (operators/exec does, for the
 	// CLI, the REPL and the cluster); nil means a column list is required.
 	Files FileSchemas `yaml:"-"`
+	// BaseFile, when set, names the catalog file the entries were loaded
+	// from because it lies beside the script (not named by --catalog): a
+	// script's CREATE of a name one of those entries has replaces it, as
+	// the script's own definition is the more specific one. An entry of a
+	// catalog the user named, or one the script made, is kept and the
+	// CREATE fails.
+	BaseFile string `yaml:"-"`
 }
 
 // FileSchemas infers a file's columns, as DuckDB's read_csv does: names from
@@ -316,12 +323,13 @@ func (c *Catalog) Clone() *Catalog {
 		return &Catalog{}
 	}
 	return &Catalog{
-		Notes:   c.Notes,
-		Models:  append([]*Model(nil), c.Models...),
-		Streams: append([]*Stream(nil), c.Streams...),
-		Tables:  append([]*Table(nil), c.Tables...),
-		Sinks:   append([]*Sink(nil), c.Sinks...),
-		Files:   c.Files,
+		Notes:    c.Notes,
+		Models:   append([]*Model(nil), c.Models...),
+		Streams:  append([]*Stream(nil), c.Streams...),
+		Tables:   append([]*Table(nil), c.Tables...),
+		Sinks:    append([]*Sink(nil), c.Sinks...),
+		Files:    c.Files,
+		BaseFile: c.BaseFile,
 	}
 }
 

@@ -32,9 +32,12 @@ import (
 type ScriptOptions struct {
 	// BaseDir resolves relative paths (default: the script's directory).
 	BaseDir string
-	// Catalog is a catalog YAML file the script starts from (optional).
-	Catalog string
-	// NewOutput makes the writer for each query's rows (nil: a table on
+	// Catalog is a catalog YAML file the script starts from (optional);
+	// CatalogBeside says it was found beside the script, not named, so the
+	// script's CREATEs replace its entries (deploy.Script.CatalogBeside).
+	Catalog       string
+	CatalogBeside bool
+	// NewOutput makes the writer for each SELECT's rows (nil: a table on
 	// Stdout).
 	NewOutput func() (sinks.Writer, error)
 	// Stdout receives SHOW output and default tables (default os.Stdout).
@@ -90,7 +93,7 @@ func (c *Cluster) RunScript(ctx context.Context, filename, src string, so Script
 	}
 	// The catalog as the script makes it, for EXPLAIN; the workers bind
 	// each query from the script text themselves.
-	cat, err := deploy.Script{Catalog: so.Catalog}.LoadCatalog()
+	cat, err := deploy.Script{Catalog: so.Catalog, CatalogBeside: so.CatalogBeside}.LoadCatalog()
 	if err != nil {
 		return err
 	}
@@ -149,7 +152,7 @@ func (c *Cluster) RunScript(ctx context.Context, filename, src string, so Script
 			} else if ao.For <= 0 && ao.MaxRows <= 0 {
 				ao.For = DefaultAnalyzeFor
 			}
-			sc := deploy.Script{Filename: filename, Source: src, BaseDir: so.BaseDir, Catalog: so.Catalog, Nth: nth}
+			sc := deploy.Script{Filename: filename, Source: src, BaseDir: so.BaseDir, Catalog: so.Catalog, CatalogBeside: so.CatalogBeside, Nth: nth}
 			if err := sourceSettings(&sc); err != nil {
 				return err
 			}
@@ -173,11 +176,11 @@ func (c *Cluster) RunScript(ctx context.Context, filename, src string, so Script
 			}
 		case *lang.Query, *lang.Insert:
 			nth++
-			sc := deploy.Script{Filename: filename, Source: src, BaseDir: so.BaseDir, Catalog: so.Catalog, Nth: nth}
+			sc := deploy.Script{Filename: filename, Source: src, BaseDir: so.BaseDir, Catalog: so.Catalog, CatalogBeside: so.CatalogBeside, Nth: nth}
 			if err := sourceSettings(&sc); err != nil {
 				return err
 			}
-			plan, _, err := sc.Bind(nil)
+			plan, bcat, err := sc.Bind(nil)
 			if err != nil {
 				return err
 			}
@@ -186,16 +189,26 @@ func (c *Cluster) RunScript(ctx context.Context, filename, src string, so Script
 				// target at build time and closes it only in its own Run,
 				// so every worker would truncate the file and none would
 				// flush it. Such a query runs here until exec can finish a
-				// sink on the worker that ran it.
+				// sink on the worker that ran it, planned as the
+				// coordinator plans the others: its objectives hold, and
+				// it runs the variants the plan chose.
+				if err := c.planHere(ctx, &sc, plan, bcat, settings.Planner); err != nil {
+					return err
+				}
 				if err := c.runLocal(ctx, sc, so); err != nil {
 					return err
 				}
 				continue
 			}
-			var w sinks.Writer = sinks.NewTable(so.Stdout)
-			if so.NewOutput != nil {
-				if w, err = so.NewOutput(); err != nil {
-					return err
+			// A SELECT's rows come back to the client; an INSERT's go to
+			// its sink, so it asks for no output of its own.
+			var w sinks.Writer = sinks.Discard{}
+			if _, insert := s.(*lang.Insert); !insert {
+				w = sinks.NewTable(so.Stdout)
+				if so.NewOutput != nil {
+					if w, err = so.NewOutput(); err != nil {
+						return err
+					}
 				}
 			}
 			info, err := c.Run(ctx, sc, w)
@@ -208,7 +221,12 @@ func (c *Cluster) RunScript(ctx context.Context, filename, src string, so Script
 				}
 			}
 			if so.Log != nil && info.Query != "" {
-				fmt.Fprintln(so.Log, Summary(info))
+				sum := info
+				if err != nil {
+					// The error is the command's to print, once.
+					sum.Error = ""
+				}
+				fmt.Fprintln(so.Log, Summary(sum))
 				for _, p := range info.Problems {
 					fmt.Fprintf(so.Log, "--   %s\n", p)
 				}
@@ -432,11 +450,28 @@ func WriteEstimates(w io.Writer, query string, e control.Estimates) {
 	tw.Flush()
 }
 
+// planHere plans a query that runs in this process (runLocal) on the
+// cluster's infrastructure: an objective no plan meets fails it, at the
+// objective, as the coordinator fails the others; a plan sets the variants
+// it runs. A query the planner cannot place runs as planned by the
+// runtime's rules, as on the cluster.
+func (c *Cluster) planHere(ctx context.Context, sc *deploy.Script, plan *logical.Plan, cat *catalog.Catalog, po planner.Options) error {
+	res, err := planner.PlanLogical(ctx, plan, cat, c.infra, po)
+	if err != nil {
+		return nil
+	}
+	if err := res.Runnable(); err != nil {
+		return err
+	}
+	sc.Variants = res.Physical.Variants()
+	return nil
+}
+
 // runLocal runs one query in this process (operators/exec), with the model
 // runtime and the NATS connectors on the cluster's server.
 func (c *Cluster) runLocal(ctx context.Context, sc deploy.Script, so ScriptOptions) error {
 	eo := exec.Options{Stdout: so.Stdout}
-	ExecHooks(c.conns[0], c.ortLib, c.modelLog, 0)(&eo, deploy.ExecPart{})
+	ExecHooks(c.conns[0], c.ortLib, c.modelLog, 0)(&eo, deploy.ExecPart{Variants: sc.Variants})
 	policy := sources.Fail
 	if so.OnError != "" {
 		policy, _ = sources.ParseOnError(so.OnError) // checked by RunScript

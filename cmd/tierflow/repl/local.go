@@ -16,12 +16,31 @@ import (
 // per query.
 func Local(base exec.Options) Engine { return localEngine{base: base} }
 
-type localEngine struct{ base exec.Options }
+// PlanFunc plans a query before the local engine runs it: an error (an
+// objective no plan meets) refuses it; it may set what the plan chose (the
+// model variants) on o.
+type PlanFunc func(ctx context.Context, q Query, o *exec.Options) error
+
+// LocalPlanned is Local with each query planned first, as `tierflow run
+// --local` plans it.
+func LocalPlanned(base exec.Options, plan PlanFunc) Engine {
+	return localEngine{base: base, plan: plan}
+}
+
+type localEngine struct {
+	base exec.Options
+	plan PlanFunc
+}
 
 func (e localEngine) Exec(ctx context.Context, q Query) (Stream, error) {
 	opts := e.base
 	if err := applyExecSettings(&opts, q.Settings); err != nil {
 		return nil, err
+	}
+	if e.plan != nil {
+		if err := e.plan(ctx, q, &opts); err != nil {
+			return nil, err
+		}
 	}
 	ctx, cancel := context.WithCancel(ctx)
 	st := &localStream{schema: q.Bound.Root.Schema(), recs: make(chan arrow.Record), done: make(chan struct{}), cancel: cancel}

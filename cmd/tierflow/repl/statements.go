@@ -159,7 +159,8 @@ func (s *Session) runExplain(ctx context.Context, e *lang.Explain) error {
 	if err := explain.Write(s.out, format, res.Physical); err != nil {
 		return badf("%v", err)
 	}
-	return nil
+	// As tierflow explain: the plan, then the objective no plan meets.
+	return res.Runnable()
 }
 
 // set changes a setting for the rest of the session (operators/session,
