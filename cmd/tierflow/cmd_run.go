@@ -77,10 +77,14 @@ func newRunCmd(a *app) *cobra.Command {
 		Use:   "run [flags] QUERY.sql|-",
 		Short: "Run a script's statements locally: CREATE ... then queries, printing results as they stream",
 		Long: `run executes the statements of a script in order: CREATE and DROP change the
-catalog (--catalog loads one first), SHOW WORKERS / QUERIES / FUNCTIONS print,
+catalog (--catalog loads one first; without it NAME.catalog.yaml or
+catalog.yaml beside NAME.sql, and --infra the same way: explain's rule), SHOW WORKERS / QUERIES / FUNCTIONS print,
 and each query runs until its sources end. Results print as a table that grows
-as windows close; --output FILE writes them instead, as --format csv, json
-(JSON lines) or parquet (default: from the file's extension).
+as windows close, or as --format csv, json (one array), jsonl (an object a
+line) or parquet, as DuckDB's CLI prints them; --output FILE writes them
+there instead (the format from its extension by default). A script of
+several SELECTs writes one file per query, numbered before the extension
+(out-1.csv, out-2.csv), as stderr says before anything runs.
 
 By default the queries run on an embedded cluster: an in-process NATS server
 (or --nats URL), a coordinator and one worker per worker of --infra (default:
@@ -169,25 +173,9 @@ func runRun(ctx context.Context, a *app, f runFlags, path string) error {
 	if _, err := parseBytes(f.memLimit); err != nil {
 		return badInput(fmt.Errorf("--memory-limit: %w", err))
 	}
-	format := a.g.format
-	if format == "" && f.output != "" {
-		switch strings.ToLower(filepath.Ext(f.output)) {
-		case ".csv":
-			format = "csv"
-		case ".json", ".jsonl":
-			format = "json"
-		case ".parquet":
-			format = "parquet"
-		}
-	}
-	switch format {
-	case "", "table", "csv", "json":
-	case "parquet":
-		if f.output == "" {
-			return badInput(fmt.Errorf("--format parquet needs --output FILE"))
-		}
-	default:
-		return badInput(fmt.Errorf("unknown --format %q: want table, csv, json or parquet", format))
+	format, err := resultFormat(a.g.format, f.output)
+	if err != nil {
+		return badInput(err)
 	}
 	var src []byte
 	if path == "-" {
@@ -222,12 +210,7 @@ func runRun(ctx context.Context, a *app, f runFlags, path string) error {
 	if f.sourceMaxDelay < 0 {
 		return badInput(fmt.Errorf("--source-max-delay %s: want a duration >= 0", f.sourceMaxDelay))
 	}
-	var cat *catalog.Catalog
-	if a.g.catalog != "" {
-		if cat, err = catalog.LoadFile(a.g.catalog); err != nil {
-			return badInput(err)
-		}
-	}
+	inputs := inputsFor(a.g, path)
 	if ctx == nil {
 		ctx = context.Background()
 	}
@@ -236,23 +219,12 @@ func runRun(ctx context.Context, a *app, f runFlags, path string) error {
 	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
 	defer stop()
 
-	out := a.out
-	if f.output != "" {
-		file, err := os.Create(f.output)
-		if err != nil {
-			return badInput(err) // --output names a file that cannot be made
-		}
-		defer file.Close()
-		out = file
+	outputs, err := openOutputs(format, f.output, resultQueries(path, string(src)), a.out, a.err)
+	if err != nil {
+		return err
 	}
-	used := false
-	newOutput := func() (sinks.Writer, error) {
-		if used && f.output != "" && format == "parquet" {
-			return nil, badInput(fmt.Errorf("--output %s holds one Parquet result; the script has several queries", f.output))
-		}
-		used = true
-		return sinks.New(format, out)
-	}
+	defer outputs.close()
+	newOutput := outputs.newOutput
 	base := filepath.Dir(path)
 	if path == "<stdin>" {
 		base = "."
@@ -261,9 +233,9 @@ func runRun(ctx context.Context, a *app, f runFlags, path string) error {
 		if pos, ok := analyzeStatement(path, string(src)); ok {
 			return badInput(fmt.Errorf("%s: EXPLAIN ANALYZE holds a run on the cluster against its plan; run it without --local", pos))
 		}
-		err = runLocalScript(ctx, a, f, policy, path, string(src), base, cat, format, newOutput)
+		err = runLocalScript(ctx, a, f, policy, path, string(src), base, inputs, format, newOutput)
 	} else {
-		err = runClusterScript(ctx, a, f, path, string(src), base, format, newOutput)
+		err = runClusterScript(ctx, a, f, path, string(src), base, inputs, format, newOutput)
 	}
 	if ctx.Err() != nil {
 		// Ctrl-C: the executor (or the cluster's stopped query) has written
@@ -271,6 +243,11 @@ func runRun(ctx context.Context, a *app, f runFlags, path string) error {
 		// the user's.
 		fmt.Fprintln(a.err, "-- interrupted: results of closed windows were written")
 		return nil
+	}
+	if errors.Is(err, planner.ErrInfeasible) {
+		// Objectives no plan meets: the query is well formed, the
+		// infrastructure cannot serve it (exit 1, at the objective).
+		return err
 	}
 	var le *lang.Error
 	var be bind.Errors
@@ -291,18 +268,23 @@ func runRun(ctx context.Context, a *app, f runFlags, path string) error {
 // runLocalScript runs the script in this process with operators/exec; NATS
 // streams and sinks connect (to --nats or a server started when first
 // needed) through runtime/connectors.
-func runLocalScript(ctx context.Context, a *app, f runFlags, policy sources.OnError, path, src, base string, cat *catalog.Catalog, format string, newOutput func() (sinks.Writer, error)) error {
+func runLocalScript(ctx context.Context, a *app, f runFlags, policy sources.OnError, path, src, base string, inputs scriptInputs, format string, newOutput func() (sinks.Writer, error)) error {
 	if len(f.linkTraces) > 0 {
 		return badInput(fmt.Errorf("--link-trace shapes relay links between workers: not with --local"))
+	}
+	cat, err := inputs.loadCatalog()
+	if err != nil {
+		return err
+	}
+	inf, err := inputs.loadInfra()
+	if err != nil {
+		return err
 	}
 	link := newNATSLink(a)
 	defer link.close()
 	nh := link.hooks(policy, f.batch, f.sourceMaxDelay)
+	inputs.describe(a.err, builtinInfra)
 	fmt.Fprintln(a.err, "-- local: one executor in this process")
-	inf, err := loadInfra(a.g.infra)
-	if err != nil {
-		return err
-	}
 	lateral := func(variants map[string]string) func(*logical.LateralModel, *arrow.Schema) (func() (dataflow.Operator, error), *arrow.Schema, error) {
 		return inference.New(inference.Config{OrtLib: a.g.ortLib, BaseDir: base, Log: a.err, Variants: variants}).Lateral
 	}
@@ -346,18 +328,22 @@ func runLocalScript(ctx context.Context, a *app, f runFlags, policy sources.OnEr
 // runClusterScript starts a local cluster (embedded, or with --processes
 // child-process workers) on --infra or the default three tiers, and runs
 // the script on it.
-func runClusterScript(ctx context.Context, a *app, f runFlags, path, src, base, format string, newOutput func() (sinks.Writer, error)) error {
-	inf, err := loadInfra(a.g.infra)
+func runClusterScript(ctx context.Context, a *app, f runFlags, path, src, base string, inputs scriptInputs, format string, newOutput func() (sinks.Writer, error)) error {
+	inf, err := inputs.loadInfra()
 	if err != nil {
 		return err
 	}
+	if _, err := inputs.loadCatalog(); err != nil {
+		return err // its problems here, before a cluster starts
+	}
 	catPath := ""
-	if a.g.catalog != "" {
+	if inputs.catalog != "" {
 		var err error
-		if catPath, err = filepath.Abs(a.g.catalog); err != nil {
+		if catPath, err = filepath.Abs(inputs.catalog); err != nil {
 			return badInput(err)
 		}
 	}
+	inputs.describe(a.err, builtinInfra)
 	absBase, err := filepath.Abs(base)
 	if err != nil {
 		return err
@@ -414,7 +400,7 @@ func runClusterScript(ctx context.Context, a *app, f runFlags, path, src, base, 
 		names = append(names, cluster.WorkerName(m.Name)+" "+m.Tier)
 	}
 	fmt.Fprintf(log, "-- %s: %d workers (%s) on %s\n", mode, len(names), strings.Join(names, ", "), redact(c.URL()))
-	so := cluster.ScriptOptions{BaseDir: absBase, Catalog: catPath, NewOutput: newOutput,
+	so := cluster.ScriptOptions{BaseDir: absBase, Catalog: catPath, CatalogBeside: inputs.catalogBeside, NewOutput: newOutput,
 		Stdout: a.out, Log: log, OnError: f.onError, MaxDelay: f.maxDelay, BatchSize: f.batch, Analyze: f.analyze,
 		SourceMaxDelay: f.sourceMaxDelay, Replay: f.replay, Explain: explainInScript(a.out, inf), Print: printListing(a.out, format)}
 	if f.stats != "" {
@@ -429,13 +415,10 @@ func runClusterScript(ctx context.Context, a *app, f runFlags, path, src, base, 
 }
 
 // printListing prints a script's SHOW and DESCRIBE as the REPL does, in the
-// run's --format (JSON lines for json; a table for parquet, which is for
-// results only).
+// run's --format (a table for parquet, which is for results only).
 func printListing(w io.Writer, format string) func(session.Listing) error {
 	switch format {
-	case "json":
-		format = "jsonl"
-	case "csv":
+	case "json", "jsonl", "csv":
 	default:
 		format = "table"
 	}

@@ -134,7 +134,8 @@ func RunScript(ctx context.Context, filename, src string, so ScriptOptions) erro
 			// columns the query reads (a columnar file then decodes only
 			// those), filters run before models.
 			plan = rewrite.Apply(plan)
-			if so.NewOutput != nil {
+			if _, insert := stmt.(*lang.Insert); !insert && so.NewOutput != nil {
+				// A SELECT's rows; an INSERT's go to its sink.
 				w, err := so.NewOutput()
 				if err != nil {
 					return err

@@ -22,6 +22,13 @@ type Writer interface {
 	Close() error
 }
 
+// Discard is the Writer of a query whose rows go elsewhere (an INSERT's go
+// to its sink): it drops what it is given.
+type Discard struct{}
+
+func (Discard) Write(arrow.Record) error { return nil }
+func (Discard) Close() error             { return nil }
+
 // EpochWriter is a Writer that commits per epoch: it hears each batch's
 // epoch and sink instance, and when an instance's input frontier advances
 // (every row of an earlier epoch has been written). A cluster's result
@@ -150,7 +157,7 @@ func FormatValue(v any, null string) string {
 	case time.Time:
 		return x.UTC().Format("2006-01-02 15:04:05.999999")
 	case time.Duration:
-		return x.String()
+		return functions.IntervalText(x)
 	case float64:
 		return strconv.FormatFloat(x, 'g', -1, 64)
 	case string:
