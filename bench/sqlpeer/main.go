@@ -24,6 +24,8 @@ import (
 	"strings"
 	"text/tabwriter"
 	"time"
+
+	"github.com/tierflow/tierflow/bench/tpch"
 )
 
 // errBadInput marks a bad flag; it exits 2, a failure 1.
@@ -53,10 +55,17 @@ type row struct {
 }
 
 func main() {
-	err := run(context.Background(), os.Args[1:], os.Stdout, os.Stderr)
+	what, run := "tierflow bench sql", run
+	args := os.Args[1:]
+	if len(args) > 0 && args[0] == "tpch" {
+		// `tierflow bench tpch --peer duckdb` runs this program as
+		// tierflow-sqlpeer tpch <its flags>.
+		what, run, args = "tierflow bench tpch", runTPCH, args[1:]
+	}
+	err := run(context.Background(), args, os.Stdout, os.Stderr)
 	if err != nil {
-		fmt.Fprintln(os.Stderr, "tierflow bench sql:", err)
-		if errors.Is(err, errBadInput) || errors.Is(err, flag.ErrHelp) {
+		fmt.Fprintln(os.Stderr, what+":", err)
+		if errors.Is(err, errBadInput) || errors.Is(err, tpch.ErrBadInput) || errors.Is(err, flag.ErrHelp) {
 			os.Exit(2)
 		}
 		os.Exit(1)

@@ -2,13 +2,42 @@ package main
 
 import (
 	"github.com/spf13/cobra"
+
+	"github.com/tierflow/tierflow/bench"
+	benchinference "github.com/tierflow/tierflow/bench/inference"
+	benchoperators "github.com/tierflow/tierflow/bench/operators"
+	benchplanner "github.com/tierflow/tierflow/bench/planner"
+	benchrecovery "github.com/tierflow/tierflow/bench/recovery"
+	benchrelay "github.com/tierflow/tierflow/bench/relay"
+	benchshared "github.com/tierflow/tierflow/bench/shared"
+	benchslo "github.com/tierflow/tierflow/bench/slo"
+	benchsneakpeek "github.com/tierflow/tierflow/bench/sneakpeek"
+	benchsql "github.com/tierflow/tierflow/bench/sql"
+	benchtpch "github.com/tierflow/tierflow/bench/tpch/tpchcmd"
 )
 
-// newBenchCmd is the parent of every `tierflow bench ...` command. Each benchmark
-// lives in cmd_bench_<name>.go, returns its rows as a slice of structs with json
-// tags, and prints them with printRows, so every bench prints a table on a terminal
+// benches are the `tierflow bench` commands, one line each: a benchmark is
+// a package under bench/ whose Command builds its command (bench's package
+// doc and docs/benchmarks.md, "Adding a benchmark").
+var benches = []bench.Command{
+	benchinference.Command,
+	benchoperators.Command,
+	benchplanner.Command,
+	benchrecovery.Command,
+	benchrelay.Command,
+	benchrelay.PeerCommand, // hidden: bench relay's receiving end across processes
+	benchshared.Command,
+	benchslo.Command,
+	benchsneakpeek.Command,
+	benchsql.Command,
+	benchtpch.Command,
+}
+
+// newBenchCmd is the parent of every `tierflow bench ...` command. Each
+// benchmark returns its rows as a slice of structs with json tags and prints
+// them with bench.Env.PrintRows, so every bench prints a table on a terminal
 // and the same rows as JSON with --format json.
-func newBenchCmd(a *app, subs ...*cobra.Command) *cobra.Command {
+func newBenchCmd(a *app) *cobra.Command {
 	c := &cobra.Command{
 		Use:   "bench",
 		Short: "Run a benchmark and print its rows as a table (or JSON with --format json)",
@@ -17,7 +46,12 @@ report ratios, so numbers from different machines stay comparable.`,
 		Example: "  tierflow bench planner --format json",
 		// Without a benchmark: exit 2 naming them (usageIsBadInput).
 	}
-	c.AddCommand(subs...)
-	c.AddCommand(newBenchRelayPeerCmd(a))
+	env := &bench.Env{In: a.in, Out: a.out, Err: a.err, Globals: func() bench.Globals {
+		return bench.Globals{Format: a.g.format, Infra: a.g.infra, NATS: a.g.nats, NATSConfig: a.g.natsConfig,
+			ORTLib: a.g.ortLib, NATSAuth: a.natsAuth()}
+	}}
+	for _, b := range benches {
+		c.AddCommand(b(env))
+	}
 	return c
 }

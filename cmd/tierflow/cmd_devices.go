@@ -6,6 +6,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/tierflow/tierflow/internal/cli"
 	"github.com/tierflow/tierflow/runtime/devices"
 )
 
@@ -59,7 +60,7 @@ NVIDIA GPU with its memory and utilisation. Without an NVIDIA driver it says
 					Util:   fmt.Sprintf("%d%% (mem %d%%)", g.UtilGPU, g.UtilMemory),
 				})
 			}
-			if err := printRows(a.out, "table", rows); err != nil {
+			if err := cli.PrintRows(a.out, "table", rows); err != nil {
 				return err
 			}
 			if !inv.HasGPU() {

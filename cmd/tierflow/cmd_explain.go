@@ -157,7 +157,7 @@ func runExplain(cmd *cobra.Command, a *app, f explainFlags, path string) error {
 		var pe *lang.Error
 		if errors.As(err, &pe) {
 			fmt.Fprintln(a.err, pe.Pretty())
-			return silentExit{exitBadInput}
+			return silentExit{Code: exitBadInput}
 		}
 		return badInput(err)
 	}
@@ -209,7 +209,7 @@ func runExplain(cmd *cobra.Command, a *app, f explainFlags, path string) error {
 			}
 			if err := planner.ExplainOptions(s, &opts, &stFormat, changed); err != nil {
 				fmt.Fprintln(a.err, err)
-				return silentExit{exitBadInput}
+				return silentExit{Code: exitBadInput}
 			}
 		default:
 			continue
@@ -248,7 +248,7 @@ func runExplain(cmd *cobra.Command, a *app, f explainFlags, path string) error {
 		}
 	}
 	if failed {
-		return silentExit{exitBadInput}
+		return silentExit{Code: exitBadInput}
 	}
 	if infeasible {
 		return silentExit{exitFailure}

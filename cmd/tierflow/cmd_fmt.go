@@ -98,10 +98,10 @@ func runFmt(a *app, f fmtFlags, files []string) error {
 		}
 	}
 	if bad {
-		return silentExit{exitBadInput}
+		return silentExit{Code: exitBadInput}
 	}
 	if unformatted {
-		return silentExit{exitFailure}
+		return silentExit{Code: exitFailure}
 	}
 	return nil
 }

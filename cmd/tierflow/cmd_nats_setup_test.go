@@ -11,7 +11,7 @@ import (
 	"github.com/tierflow/tierflow/runtime/cluster/clustertest"
 )
 
-// TestNATSSetupSecureCluster walks the README's secure setup: nats-setup,
+// TestNATSSetupSecureCluster walks the secure setup of docs/operations.md: nats-setup,
 // a coordinator serving the generated config on its embedded server,
 // a worker and clients on their creds over TLS. The owner's query runs; a
 // client without credentials, or with a worker's, is refused.

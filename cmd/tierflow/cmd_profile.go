@@ -12,6 +12,7 @@ import (
 	"github.com/apache/arrow/go/v17/arrow/memory"
 	"github.com/spf13/cobra"
 
+	"github.com/tierflow/tierflow/internal/cli"
 	"github.com/tierflow/tierflow/planner/catalog"
 	"github.com/tierflow/tierflow/runtime/dataaware"
 	"github.com/tierflow/tierflow/runtime/inference"
@@ -127,7 +128,7 @@ func runProfile(a *app, f profileFlags) error {
 	if f.iters < 1 || f.warmup < 0 {
 		return badInput(fmt.Errorf("--iterations must be at least 1 and --warmup at least 0"))
 	}
-	batches, err := parseBatches(f.batches)
+	batches, err := cli.ParseBatches(f.batches)
 	if err != nil {
 		return badInput(err)
 	}
@@ -220,7 +221,7 @@ func runProfile(a *app, f profileFlags) error {
 	for _, m := range run {
 		total += len(m.Variants) * len(batches) * f.iters
 	}
-	prog := newProgress(a.err, int64(total), "profiling")
+	prog := cli.NewProgress(a.err, int64(total), "profiling")
 	measured := map[string][]*inference.VariantProfile{}
 	var rows []profileRow
 	at := f.atBatch
@@ -304,14 +305,14 @@ func runProfile(a *app, f profileFlags) error {
 		}
 	}
 
-	if err := printRows(a.out, a.g.format, rows); err != nil {
+	if err := cli.PrintRows(a.out, a.g.format, rows); err != nil {
 		return err
 	}
 	if len(combos) > 0 {
 		if a.g.format == "" || a.g.format == "table" {
 			fmt.Fprintln(a.out, "\nWorkflow accuracy by variants (end_to_end):")
 		}
-		if err := printRows(a.out, a.g.format, combos); err != nil {
+		if err := cli.PrintRows(a.out, a.g.format, combos); err != nil {
 			return err
 		}
 	}

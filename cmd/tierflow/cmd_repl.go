@@ -12,9 +12,9 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
-	"golang.org/x/term"
 
 	"github.com/tierflow/tierflow/cmd/tierflow/repl"
+	"github.com/tierflow/tierflow/internal/cli"
 	"github.com/tierflow/tierflow/lang"
 	"github.com/tierflow/tierflow/operators/exec"
 	"github.com/tierflow/tierflow/operators/sources"
@@ -230,10 +230,10 @@ func runRepl(ctx context.Context, a *app, f replFlags, engine repl.Engine) error
 	}
 	cfg.Infra = inf
 	script := len(f.files) > 0 || len(f.commands) > 0
-	cfg.Interactive = !script && isTerminal(a.in) && isTerminal(a.out)
+	cfg.Interactive = !script && cli.IsTerminal(a.in) && cli.IsTerminal(a.out)
 	// Colour only when both ends are a terminal: a pipe in either direction
 	// means a script, and scripts get plain text.
-	cfg.Color = isTerminal(a.in) && isTerminal(a.out) && os.Getenv("NO_COLOR") == "" && os.Getenv("TERM") != "dumb"
+	cfg.Color = cli.IsTerminal(a.in) && cli.IsTerminal(a.out) && os.Getenv("NO_COLOR") == "" && os.Getenv("TERM") != "dumb"
 	if cfg.Interactive {
 		cfg.HistoryFile = repl.HistoryFile()
 	}
@@ -279,14 +279,8 @@ func exitFor(err error) error {
 	case err == nil:
 		return nil
 	case repl.IsBadInput(err):
-		return silentExit{exitBadInput}
+		return silentExit{Code: exitBadInput}
 	default:
-		return silentExit{exitFailure}
+		return silentExit{Code: exitFailure}
 	}
-}
-
-// isTerminal reports whether v is a file on a terminal.
-func isTerminal(v any) bool {
-	f, ok := v.(interface{ Fd() uintptr })
-	return ok && term.IsTerminal(int(f.Fd()))
 }

@@ -15,14 +15,15 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/tierflow/tierflow/dataflow"
+	"github.com/tierflow/tierflow/internal/cli"
 	"github.com/tierflow/tierflow/relay/natsserver"
 )
 
 // Exit codes shared by every subcommand.
 const (
-	exitOK         = 0
-	exitFailure    = 1
-	exitBadInput   = 2
+	exitOK         = cli.ExitOK
+	exitFailure    = cli.ExitFailure
+	exitBadInput   = cli.ExitBadInput
 	programVersion = "0.1.0-dev"
 )
 
@@ -47,24 +48,16 @@ type app struct {
 	g        globals
 }
 
-// badInputError marks an error as the user's input being wrong (exit 2).
-type badInputError struct{ err error }
-
-func (e badInputError) Error() string { return e.err.Error() }
-func (e badInputError) Unwrap() error { return e.err }
+// badInputError marks an error as the user's input being wrong (exit 2);
+// silentExit carries the code of a command that printed its own errors.
+// Both are internal/cli's, which the benchmarks under bench/ share.
+type (
+	badInputError = cli.BadInputError
+	silentExit    = cli.SilentExit
+)
 
 // badInput wraps err so that the CLI exits with code 2.
-func badInput(err error) error {
-	if err == nil {
-		return nil
-	}
-	return badInputError{err}
-}
-
-// silentExit carries an exit code for a command that already printed its errors.
-type silentExit struct{ code int }
-
-func (e silentExit) Error() string { return fmt.Sprintf("exit %d", e.code) }
+func badInput(err error) error { return cli.BadInput(err) }
 
 func main() {
 	os.Exit(run(os.Args[1:], os.Stdin, os.Stdout, os.Stderr))
@@ -84,7 +77,7 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	}
 	var se silentExit
 	if errors.As(err, &se) {
-		return se.code
+		return se.Code
 	}
 	if st := dataflow.PanicStack(err); st != nil {
 		// A bug in an operator failed the query (not the process): its
@@ -127,7 +120,7 @@ and streams Arrow batches through the plan.`,
 	root.AddCommand(
 		newVersionCmd(a),
 		newFmtCmd(a),
-		newBenchCmd(a, newBenchInferenceCmd(a), newBenchPlannerCmd(a), newBenchRelayCmd(a), newBenchOperatorsCmd(a), newBenchRecoveryCmd(a), newBenchSQLCmd(a), newBenchSneakPeekCmd(a), newBenchSLOCmd(a), newBenchSharedCmd(a)),
+		newBenchCmd(a),
 		newExplainCmd(a),
 		newRunCmd(a),
 		newImportCmd(a),

@@ -7,6 +7,7 @@ import (
 	osexec "os/exec"
 	"path/filepath"
 	"regexp"
+	"sort"
 	"strconv"
 	"strings"
 	"testing"
@@ -15,11 +16,14 @@ import (
 	"github.com/tierflow/tierflow/operators/session"
 )
 
-// readmeSkips are the README's commands this test does not run, and why.
-// Each must still be in the README (a stale entry fails the test).
+// readmeSkips are the documents' commands this test does not run, and why.
+// Each must still be shown in README.md or docs/*.md (a stale entry fails
+// the test).
 var readmeSkips = map[string]string{
 	"make test":      "runs the whole test suite, this test included",
+	"make test-long": "runs the whole test suite with the long tests, this test included",
 	"make fuzz":      "fuzzes the parser for five minutes",
+	"make ocr":       "runs PaddleOCR's networks over the 24 scenes twice, minutes on 2 cores (examples/ocr's tests run the same queries and check their rows against bare ONNX Runtime)",
 	"make gpu-check": "needs an NVIDIA GPU with CUDA 13 and fetches 275 MB (TestCUDAMatchesCPU skips here and says why)",
 	"bin/tierflow coordinator --infra examples/vqa/infra.yaml":                                                                                                                           "a long-running server (TestCoordinatorWorkerSubmit drives one)",
 	"bin/tierflow worker --nats nats://127.0.0.1:PORT --tier edge --location l1 --type x4 --name e1":                                                                                     "a long-running server, PORT stands for the coordinator's",
@@ -31,20 +35,59 @@ var readmeSkips = map[string]string{
 	"bin/tierflow worker --nats tls://nats.example.com:4222 --nats-creds secrets/worker.creds --tls-ca secrets/ca.pem --tier edge --location l1 --type x4 --data-root /srv/tierflow":     "a long-running server on the reader's own host (TestNATSSetupSecureCluster drives the walkthrough)",
 	"bin/tierflow submit --nats tls://nats.example.com:4222 --nats-creds secrets/alice.creds --tls-ca secrets/ca.pem query.sql":                                                          "needs the walkthrough's coordinator on the reader's own host (TestNATSSetupSecureCluster drives it)",
 	"tierflow completion bash > /etc/bash_completion.d/tierflow":                                                                                                                         "installs into /etc (TestExitCodes runs completion bash)",
-	"make bench-sqlpeer":                                  "builds DuckDB's peer, minutes (bench/sqlpeer's own tests run it)",
-	"bin/tierflow bench sql --peer duckdb":                "needs the DuckDB peer and 1M rows of data (TestBenchSQL* drive the command with a stand-in peer; bench/sqlpeer's tests compare every answer with DuckDB's)",
-	"bin/tierflow bench sql --rows 1M,10M --format json":  "needs the DuckDB peer and 10M rows of data (as above)",
-	"bin/tierflow bench sql --queries topn,join --reps 5": "needs the DuckDB peer and 1M rows of data (as above)",
+	"make bench-sqlpeer":                                                 "builds DuckDB's peer, minutes (bench/sqlpeer's own tests run it)",
+	"bin/tierflow bench sql --peer duckdb":                               "needs the DuckDB peer and 1M rows of data (TestBenchSQL* drive the command with a stand-in peer; bench/sqlpeer's tests compare every answer with DuckDB's)",
+	"bin/tierflow bench sql --rows 1M,10M --format json":                 "needs the DuckDB peer and 10M rows of data (as above)",
+	"bin/tierflow bench sql --queries topn,join --reps 5":                "needs the DuckDB peer and 1M rows of data (as above)",
+	"bin/tierflow bench tpch --sf 1 --peer duckdb":                       "needs the DuckDB peer and scale factor 1 (TestBenchTPCH* drive the command, with a stand-in peer and with --peer none; bench/sqlpeer's TestTPCHMatchesDuckDB compares all 22 answers with DuckDB's)",
+	"bin/tierflow bench tpch --sf 0.01,0.1 --queries q1,q6,q13 --reps 1": "needs the DuckDB peer (as above)",
+	"bin/tierflow bench tpch --sf 0.1 --peer none":                       "22 queries at scale factor 0.1 (TestBenchTPCHWithoutAPeer runs the command at a small scale)",
+	// docs/deploy.md: the three-tier deployment on the reader's own hosts.
+	"tierflow coordinator --nats tls://cloud-1:4222,tls://cloud-2:4222 --nats-creds $S/coordinator.creds --tls-ca $S/ca.pem --infra infra.yaml --catalog /srv/tierflow/catalog.yaml --data-root /srv/tierflow --admin ops --metrics :9100": deployDocSkip,
+	"tierflow worker --nats tls://cloud-1:4222 --nats-creds $S/worker.creds --tls-ca $S/ca.pem --tier cloud --type gpu-1 --name cloud-gpu-1 --data-root /srv/tierflow --metrics :9101":                                                     deployDocSkip,
+	"tierflow worker --nats tls://hub-l1:4222 --nats-creds $S/worker.creds --tls-ca $S/ca.pem --tier hub --location l1 --type x8 --name hub-l1 --data-root /srv/tierflow":                                                                  deployDocSkip,
+	"tierflow worker --nats nats://127.0.0.1:4222 --tier edge --location l1 --type x4 --name edge-l1-a --data-root /srv/tierflow":                                                                                                          deployDocSkip,
+	"tierflow submit --nats tls://cloud-2:4222 --nats-creds alice.creds --tls-ca ca.pem query.sql":                                                                                                                                         deployDocSkip,
 }
 
-// readmeExit are the README's commands that show a failure, with its code.
+// deployDocSkip is why docs/deploy.md's commands are not run here.
+const deployDocSkip = "a long-running process on the reader's own hosts and NATS servers (TestDeployDocConfigs parses the servers' configs; TestClusterNodeFailure runs the deployment's shape)"
+
+// readmeExit are the documents' commands that show a failure, with its code.
 var readmeExit = map[string]int{
 	"echo 'SELECT a FORM t;' | tierflow fmt": exitBadInput, // shows the syntax error
 }
 
-// readmeCommands are the shell commands shown in README.md's code blocks that
-// call tierflow or make (after a "$ " prompt or alone on their line), without
-// their trailing comments, in order and without repeats.
+// docFiles are the documents whose commands TestReadmeCommands runs:
+// README.md and every docs/*.md, relative to this package.
+func docFiles(t *testing.T) []string {
+	t.Helper()
+	docs, err := filepath.Glob("../../docs/*.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	sort.Strings(docs)
+	return append([]string{"../../README.md"}, docs...)
+}
+
+// docText is the text of every document of docFiles, one after another.
+func docText(t *testing.T) string {
+	t.Helper()
+	var all strings.Builder
+	for _, f := range docFiles(t) {
+		b, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		all.Write(b)
+		all.WriteString("\n")
+	}
+	return all.String()
+}
+
+// readmeCommands are the shell commands shown in a document's code blocks
+// that call tierflow or make (after a "$ " prompt or alone on their line),
+// without their trailing comments, in order and without repeats.
 func readmeCommands(t *testing.T, readme string) []string {
 	t.Helper()
 	subs := map[string]bool{}
@@ -86,28 +129,33 @@ func readmeCommands(t *testing.T, readme string) []string {
 	return cmds
 }
 
-// TestReadmeCommands runs every command README.md shows (those calling
-// bin/tierflow, tierflow or make) as written and wants each to exit 0 (or
-// the code the README shows it failing with). `make demo` runs first, in the
-// repository (its setup step builds bin/tierflow); the others run in a
+// TestReadmeCommands runs every command README.md and docs/*.md show (those
+// calling bin/tierflow, tierflow or make) as written and wants each to exit 0
+// (or the code the document shows it failing with). `make demo` runs first,
+// in the repository (its setup step builds bin/tierflow); the others run in a
 // directory that links to the repository's files, so what they write lands
 // there, with a bin/tierflow that is this CLI.
 func TestReadmeCommands(t *testing.T) {
-	readme, err := os.ReadFile("../../README.md")
-	if err != nil {
-		t.Fatal(err)
-	}
-	cmds := readmeCommands(t, string(readme))
-	if len(cmds) < 15 {
-		t.Fatalf("found only %d commands in README.md: %q", len(cmds), cmds)
-	}
+	var cmds []string
 	listed := map[string]bool{}
-	for _, c := range cmds {
-		listed[c] = true
+	for _, f := range docFiles(t) {
+		text, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, c := range readmeCommands(t, string(text)) {
+			if !listed[c] {
+				listed[c] = true
+				cmds = append(cmds, c)
+			}
+		}
+	}
+	if len(cmds) < 15 {
+		t.Fatalf("found only %d commands in README.md and docs/*.md: %q", len(cmds), cmds)
 	}
 	for c := range readmeSkips {
 		if !listed[c] {
-			t.Errorf("readmeSkips names %q, which README.md no longer shows", c)
+			t.Errorf("readmeSkips names %q, which neither README.md nor docs/*.md shows any more", c)
 		}
 	}
 	work := readmeWorkdir(t)
@@ -189,19 +237,15 @@ func tail(b []byte, n int) string {
 	return string(b)
 }
 
-// TestReadmeFunctionCount: the number of built-in functions the README
-// states is the number SHOW FUNCTIONS lists.
+// TestReadmeFunctionCount: the number of built-in functions the documents
+// state (docs/language.md) is the number SHOW FUNCTIONS lists.
 func TestReadmeFunctionCount(t *testing.T) {
-	readme, err := os.ReadFile("../../README.md")
-	if err != nil {
-		t.Fatal(err)
-	}
-	m := regexp.MustCompile(`lists the (\d+) built-in\s+functions`).FindSubmatch(readme)
+	m := regexp.MustCompile(`lists the (\d+) built-in\s+functions`).FindStringSubmatch(docText(t))
 	if m == nil {
-		t.Fatal("README.md no longer states how many built-in functions SHOW FUNCTIONS lists")
+		t.Fatal("neither README.md nor docs/*.md states how many built-in functions SHOW FUNCTIONS lists any more")
 	}
-	stated, _ := strconv.Atoi(string(m[1]))
+	stated, _ := strconv.Atoi(m[1])
 	if n := len(session.Functions(nil, "").Rows); stated != n {
-		t.Errorf("README.md says SHOW FUNCTIONS lists %d built-in functions; it lists %d", stated, n)
+		t.Errorf("the docs say SHOW FUNCTIONS lists %d built-in functions; it lists %d", stated, n)
 	}
 }

@@ -68,7 +68,7 @@ func runWithGenerator(args []string) int {
 	case err == nil:
 		return exitOK
 	case errors.As(err, &se):
-		return se.code
+		return se.Code
 	default:
 		os.Stderr.WriteString("tierflow: " + err.Error() + "\n")
 		return exitFailure

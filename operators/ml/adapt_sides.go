@@ -308,7 +308,7 @@ func (c *sideChooser) choose(ctx *dataflow.Context, rows int64) int {
 // linkBps is the bandwidth a decision takes: the acks' harmonic mean over
 // the last second, or the latest sample when it is under DropRatio of it,
 // so that a drop counts at the next ack and a rise once it has held
-// (runtime/slo's linkBps takes the lower of the two). One slow ack on a
+// (bench/slo/harness's linkBps takes the lower of the two). One slow ack on a
 // busy host (a scheduling delay is in its round trip) is no drop: taken
 // as one, it sent frames of a link that carried them small, each a few
 // points less accurate.

@@ -40,6 +40,13 @@ type Operator struct {
 	// rows all run on a side variant takes that variant's (SideVariant).
 	SoloMs float64
 	drops  *dataflow.Drops
+
+	// Pre, when set, makes each input record into the one the Model is
+	// bound to (encoded images into tensors); Post turns each output
+	// record into the query's rows (a detector's boxes, a recogniser's
+	// text). Both run on this worker: their hidden columns never cross a
+	// link.
+	Pre, Post Step
 }
 
 // batchCounts say how the batcher cut: on reaching its target size (rows
@@ -118,8 +125,17 @@ func NewOperator(m *Model, cfg BatchConfig) (*Operator, error) {
 func (o *Operator) Stats() RunnerStats { return o.stats }
 
 func (o *Operator) OnBatch(ctx *dataflow.Context, _ int, in dataflow.Batch, cap *dataflow.Capability) error {
-	j, err := o.m.newJob(ctx.Allocator(), in.Record)
-	in.Record.Release() // the job holds its own reference
+	rec := in.Record
+	if o.Pre != nil {
+		pre, err := o.Pre.Apply(ctx.Allocator(), rec)
+		rec.Release()
+		if err != nil {
+			return err
+		}
+		rec = pre
+	}
+	j, err := o.m.newJob(ctx.Allocator(), rec)
+	rec.Release() // the job holds its own reference
 	if err != nil {
 		return err
 	}
@@ -259,7 +275,17 @@ func (o *Operator) emit(ctx *dataflow.Context) error {
 		}
 		// Emitted from a later callback (a wake-up, another batch), the
 		// output keeps its own input's ingest time, not the latest one.
-		err := ctx.EmitIngest(0, p.cap, p.j.finish(ctx.Allocator()), p.ingest)
+		out := p.j.finish(ctx.Allocator())
+		if o.Post != nil {
+			post, err := o.Post.Apply(ctx.Allocator(), out)
+			out.Release()
+			if err != nil {
+				p.cap.Drop()
+				return err
+			}
+			out = post
+		}
+		err := ctx.EmitIngest(0, p.cap, out, p.ingest)
 		p.cap.Drop()
 		if err != nil {
 			return err

@@ -96,8 +96,45 @@ type Model struct {
 	// (0: the runtime's); a call's WITH (max_batch, max_delay_ms) wins.
 	MaxBatch   int     `yaml:"max_batch,omitempty"`
 	MaxDelayMs float64 `yaml:"max_delay_ms,omitempty"`
+	// Image, for a model called on encoded images (a BLOB of PNG or JPEG
+	// bytes), is how the call makes its input tensor: each variant's
+	// input_size is the tensor's [height, width].
+	Image *ImageInput `yaml:"image,omitempty"`
+	// Decode, when set, names the model's post-processing: the step that
+	// turns its raw output into the query's rows (a detector's boxes, a
+	// recogniser's text).
+	Decode     *Decode `yaml:"decode,omitempty"`
 	Provenance string  `yaml:"provenance,omitempty"`
 	Pos        Pos     `yaml:"-"`
+}
+
+// ImageInput is how encoded images become a vision model's input tensor
+// [3, height, width]: resized by Fit (long_side: the whole image inside,
+// aspect kept; height: scaled to the height, aspect kept, up to the width),
+// scaled to [0, 1], normalised by Mean and Std per channel, BGR or RGB.
+type ImageInput struct {
+	Fit  string    `yaml:"fit"`
+	Mean []float64 `yaml:"mean,flow,omitempty"`
+	Std  []float64 `yaml:"std,flow,omitempty"`
+	BGR  bool      `yaml:"bgr,omitempty"`
+	Pos  Pos       `yaml:"-"`
+}
+
+// Decode is a model's post-processing step: Kind "db" turns a
+// differentiable-binarisation text detector's probability map into one
+// row per text box (Threshold binarises the map, BoxThreshold is the least
+// mean probability of a kept box, UnclipRatio grows a box back to the text
+// around its shrunk kernel); Kind "ctc" turns a recogniser's per-step
+// class probabilities into text by greedy CTC decoding over Dictionary (a
+// file of one symbol a line; class 0 is the blank).
+type Decode struct {
+	Kind         string  `yaml:"kind"`
+	Dictionary   string  `yaml:"dictionary,omitempty"`
+	Threshold    float64 `yaml:"threshold,omitempty"`
+	BoxThreshold float64 `yaml:"box_threshold,omitempty"`
+	UnclipRatio  float64 `yaml:"unclip_ratio,omitempty"`
+	MinSize      float64 `yaml:"min_size,omitempty"`
+	Pos          Pos     `yaml:"-"`
 }
 
 // Variant is one interchangeable implementation of a model.

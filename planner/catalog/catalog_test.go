@@ -174,3 +174,39 @@ func TestClassRecalls(t *testing.T) {
 		t.Fatalf("bad classes: %v", err)
 	}
 }
+
+// TestImageAndDecodeProblems: a vision model's image recipe and decode step
+// are checked at load, each problem at its line.
+func TestImageAndDecodeProblems(t *testing.T) {
+	src := `models:
+  - name: detect
+    outputs: [{name: x0, type: INT}]
+    image: {fit: stretch, mean: [0.5, 0.5], std: [0.5, 0, 0.5]}
+    decode: {kind: ctc, threshold: 2}
+    variants: [{name: d, output_kb: 1, latency_ms: {x2: 1}}]
+`
+	_, err := Parse("c.yaml", []byte(src))
+	if !errors.Is(err, ErrInvalid) {
+		t.Fatalf("err = %v, want ErrInvalid", err)
+	}
+	for _, want := range []string{"c.yaml:4:", "want long_side or height", "mean: want one value per channel", "std: 0 must be positive",
+		"c.yaml:5:", "kind ctc needs a dictionary", "threshold: 2 is not a probability"} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("error %q does not say %q", err, want)
+		}
+	}
+	ok := `models:
+  - name: detect
+    outputs: [{name: x0, type: INT}]
+    image: {fit: long_side, mean: [0.485, 0.456, 0.406], std: [0.229, 0.224, 0.225], bgr: true}
+    decode: {kind: db, box_threshold: 0.6}
+    variants: [{name: d, output_kb: 1, input_size: [320, 320], latency_ms: {x2: 1}}]
+`
+	c, err := Parse("c.yaml", []byte(ok))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if m := c.Models[0]; m.Image == nil || !m.Image.BGR || m.Image.Fit != "long_side" || m.Decode.Kind != "db" || m.Decode.BoxThreshold != 0.6 {
+		t.Errorf("parsed %+v %+v", m.Image, m.Decode)
+	}
+}

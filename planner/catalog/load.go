@@ -88,7 +88,7 @@ func decodeColumns(d *yamlx.Decoder, f yamlx.Field, what string) []Column {
 }
 
 func decodeModel(d *yamlx.Decoder, n *yaml.Node) *Model {
-	fs := d.Map(n, "model", "name", "task", "inputs", "outputs", "output_ratio", "variants", "end_to_end", "labels", "max_batch", "max_delay_ms", "provenance")
+	fs := d.Map(n, "model", "name", "task", "inputs", "outputs", "output_ratio", "variants", "end_to_end", "labels", "max_batch", "max_delay_ms", "image", "decode", "provenance")
 	m := &Model{
 		Name:        d.Str(d.Required(n, fs, "name", "model"), "model.name"),
 		Task:        d.Str(fs["task"], "model.task"),
@@ -100,6 +100,12 @@ func decodeModel(d *yamlx.Decoder, n *yaml.Node) *Model {
 		MaxDelayMs:  d.NonNegFloat(fs["max_delay_ms"], "model.max_delay_ms", 0),
 		Provenance:  d.Str(fs["provenance"], "model.provenance"),
 		Pos:         d.Pos(n),
+	}
+	if f := fs["image"]; f.Value != nil {
+		m.Image = decodeImageInput(d, f)
+	}
+	if f := fs["decode"]; f.Value != nil {
+		m.Decode = decodeDecode(d, f)
 	}
 	if f := fs["max_batch"]; f.Value != nil && (m.MaxBatch < 1 || m.MaxBatch > 4096) {
 		d.Errorf(f.Value, "model.max_batch: %d rows is not a batch size (1..4096)", m.MaxBatch)
@@ -125,6 +131,70 @@ func decodeModel(d *yamlx.Decoder, n *yaml.Node) *Model {
 		m.EndToEnd = ee
 	}
 	return m
+}
+
+func decodeImageInput(d *yamlx.Decoder, f yamlx.Field) *ImageInput {
+	fs := d.Map(f.Value, "model.image", "fit", "mean", "std", "bgr")
+	im := &ImageInput{
+		Fit:  d.Str(d.Required(f.Value, fs, "fit", "model.image"), "model.image.fit"),
+		Mean: d.Floats(fs["mean"], "model.image.mean"),
+		Std:  d.Floats(fs["std"], "model.image.std"),
+		Pos:  d.Pos(f.Value),
+	}
+	im.BGR = d.Bool(fs["bgr"], "model.image.bgr", false)
+	if fv := fs["fit"]; fv.Value != nil && !oneOf(im.Fit, "long_side", "height") {
+		d.Errorf(fv.Value, "model.image.fit: want long_side or height, got %q", im.Fit)
+	}
+	for _, k := range []string{"mean", "std"} {
+		v := fs[k]
+		xs := im.Mean
+		if k == "std" {
+			xs = im.Std
+		}
+		if v.Value != nil && len(xs) != 3 {
+			d.Errorf(v.Value, "model.image.%s: want one value per channel [r, g, b], got %d", k, len(xs))
+		}
+		if k == "std" {
+			for _, x := range xs {
+				if x <= 0 {
+					d.Errorf(v.Value, "model.image.std: %v must be positive", x)
+				}
+			}
+		}
+	}
+	return im
+}
+
+func decodeDecode(d *yamlx.Decoder, f yamlx.Field) *Decode {
+	fs := d.Map(f.Value, "model.decode", "kind", "dictionary", "threshold", "box_threshold", "unclip_ratio", "min_size")
+	dc := &Decode{
+		Kind:         d.Str(d.Required(f.Value, fs, "kind", "model.decode"), "model.decode.kind"),
+		Dictionary:   d.Str(fs["dictionary"], "model.decode.dictionary"),
+		Threshold:    d.NonNegFloat(fs["threshold"], "model.decode.threshold", 0),
+		BoxThreshold: d.NonNegFloat(fs["box_threshold"], "model.decode.box_threshold", 0),
+		UnclipRatio:  d.NonNegFloat(fs["unclip_ratio"], "model.decode.unclip_ratio", 0),
+		MinSize:      d.NonNegFloat(fs["min_size"], "model.decode.min_size", 0),
+		Pos:          d.Pos(f.Value),
+	}
+	switch k := fs["kind"]; {
+	case k.Value == nil:
+	case dc.Kind == "ctc" && dc.Dictionary == "":
+		d.Errorf(f.Value, "model.decode: kind ctc needs a dictionary file")
+	case !oneOf(dc.Kind, "db", "ctc"):
+		d.Errorf(k.Value, "model.decode.kind: want db (text boxes) or ctc (text), got %q", dc.Kind)
+	}
+	for _, k := range []string{"threshold", "box_threshold"} {
+		if v := fs[k]; v.Value != nil {
+			x := dc.Threshold
+			if k == "box_threshold" {
+				x = dc.BoxThreshold
+			}
+			if x > 1 {
+				d.Errorf(v.Value, "model.decode.%s: %v is not a probability (0..1)", k, x)
+			}
+		}
+	}
+	return dc
 }
 
 func decodeVariant(d *yamlx.Decoder, n *yaml.Node) *Variant {

@@ -11,8 +11,8 @@
 // (Summary: rows, drops, end-to-end latency, SLO misses, and the re-plans
 // and recoveries the coordinator recorded); and the Jellyfish scheduler
 // (jellyfish.go: which variant serves which latency-bound client at which
-// batch size, from the clients' link bandwidths), which runtime/slo's
-// adaptive policy runs every half second.
+// batch size, from the clients' link bandwidths), which bench slo's
+// harness (bench/slo/harness) adaptive policy runs every half second.
 //
 // The mechanism is the coordinator's (runtime/coordinator): it asks the
 // policy once a second per query, and both a re-plan and a recovery from a

@@ -395,7 +395,28 @@ func (r *Runtime) Lateral(n *logical.LateralModel, in *arrow.Schema) (func() (da
 			return nil, nil, fmt.Errorf("model %s variant %s (%s): %w", n.Name, v.Name, path, err)
 		}
 	}
-	heads, err := ml.PlanHeads(ms, n.Out)
+	// A model called on encoded images decodes them on this worker and
+	// decodes its output into the query's rows (image.go).
+	var img *imageCall
+	bindIn := in
+	if len(cols) == 1 && isBinary(in.Field(colIdx[0]).Type) {
+		if img, err = newImageCall(n.Model, v, ms, n.Out, colIdx[0]); err != nil {
+			return nil, nil, err
+		}
+		ms = img.session
+		pre, err := ml.NewImageStep(in, colIdx[0], img.prep)
+		if err != nil {
+			return nil, nil, fmt.Errorf("model %s variant %s (%s): %w", n.Name, v.Name, path, err)
+		}
+		bindIn = pre.Schema()
+		cols, colIdx = []string{ml.ImageTensorColumn}, []int{bindIn.NumFields() - 2}
+	}
+	var heads []ml.Head
+	if img != nil {
+		heads, err = img.heads(n.Model, n.Out)
+	} else {
+		heads, err = ml.PlanHeads(ms, n.Out)
+	}
 	if err != nil {
 		return nil, nil, fmt.Errorf("model %s variant %s (%s): %w", n.Name, v.Name, path, err)
 	}
@@ -403,7 +424,7 @@ func (r *Runtime) Lateral(n *logical.LateralModel, in *arrow.Schema) (func() (da
 	// a second model's label next to the first one's is qualified by its
 	// alias (c.label).
 	taken := map[string]bool{}
-	for _, f := range in.Fields() {
+	for _, f := range bindIn.Fields() {
 		taken[f.Name] = true
 	}
 	for i := range heads {
@@ -463,13 +484,30 @@ func (r *Runtime) Lateral(n *logical.LateralModel, in *arrow.Schema) (func() (da
 		if s := r.cfg.Scheduler; s != nil {
 			fs = s.Bind(fs, key, tenant)
 		}
-		return ml.Bind(fs, in, c)
+		return ml.Bind(fs, bindIn, c)
 	}
 	m, err := bind()
 	if err != nil {
 		return nil, nil, fmt.Errorf("model %s variant %s (%s): %w", n.Name, v.Name, path, err)
 	}
 	out := m.OutputSchema()
+	// steps makes an instance's own Pre and Post steps (they keep scratch).
+	steps := func(*ml.Model) (pre, post ml.Step, err error) { return nil, nil, nil }
+	if img != nil {
+		steps = func(m *ml.Model) (ml.Step, ml.Step, error) {
+			pre, err := ml.NewImageStep(in, colIdxArg(n, in), img.prep)
+			if err != nil {
+				return nil, nil, err
+			}
+			post, err := img.post(m.OutputSchema())
+			return pre, post, err
+		}
+		_, post, err := steps(m)
+		if err != nil {
+			return nil, nil, fmt.Errorf("model %s variant %s (%s): %w", n.Name, v.Name, path, err)
+		}
+		out = post.Schema()
+	}
 	if want := n.Schema(); out.NumFields() != want.NumFields() {
 		return nil, nil, fmt.Errorf("%w: model %s variant %s gives %d columns, the plan wants %d", ErrModel, n.Name, v.Name, out.NumFields(), want.NumFields())
 	}
@@ -509,6 +547,9 @@ func (r *Runtime) Lateral(n *logical.LateralModel, in *arrow.Schema) (func() (da
 		if err != nil {
 			return nil, err
 		}
+		if op.Pre, op.Post, err = steps(mm); err != nil {
+			return nil, err
+		}
 		op.Attrs = map[string]string{"variant": v.Name, "device": ch.Provider}
 		op.Deadline, op.SoloMs = r.cfg.Tenant.Latency, soloMs(v)
 		return op, nil
@@ -529,6 +570,19 @@ func soloMs(v *catalog.Variant) float64 {
 		}
 	}
 	return best
+}
+
+// isBinary reports an encoded-bytes column (a BLOB of PNG or JPEG).
+func isBinary(t arrow.DataType) bool {
+	return t.ID() == arrow.BINARY || t.ID() == arrow.LARGE_BINARY
+}
+
+// colIdxArg is the input column of a one-column call.
+func colIdxArg(n *logical.LateralModel, in *arrow.Schema) int {
+	if col, ok := n.Args[0].(*expr.Column); ok && col.Index >= 0 && col.Index < in.NumFields() {
+		return col.Index
+	}
+	return -1
 }
 
 // multiColumn reports whether a call passes more than one column: the

@@ -40,7 +40,7 @@ type DeepQuery struct {
 	// Jitters 0 are the paper's rule (mean estimates); on a CPU other
 	// processes load heavily, raising them trades best-effort throughput
 	// for fewer overruns into real-time batches (bench shared measured
-	// both on this machine: README).
+	// both on this machine: docs/benchmarks.md).
 	Spread float64
 	// StalePeriods: a real-time query this many periods late has paused.
 	StalePeriods float64
@@ -54,7 +54,7 @@ type DeepQuery struct {
 	// mean correction, so that it ends before the real-time batch in that
 	// share of runs (0: the mean, the paper's rule, the default: on this
 	// machine the 75th percentile cut best-effort throughput to a fifth of
-	// running alone without a steadier real-time tail; README).
+	// running alone without a steadier real-time tail; docs/benchmarks.md).
 	Quantile float64
 	// Learn turns on the learned margin: when a real-time batch arrives
 	// while a best-effort part still runs, the time they shared the device

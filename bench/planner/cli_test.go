@@ -1,0 +1,30 @@
+package planner
+
+import (
+	"bytes"
+	"io"
+	"strings"
+	"testing"
+
+	"github.com/tierflow/tierflow/bench/benchtest"
+)
+
+// run runs args ("bench", "planner", flags...) as the CLI would.
+func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
+	return benchtest.Run(args, stdin, stdout, stderr, Command)
+}
+
+// runCLI runs args with stdin and returns the exit code and both streams.
+func runCLI(t *testing.T, stdin string, args ...string) (code int, stdout, stderr string) {
+	t.Helper()
+	var out, errb bytes.Buffer
+	code = run(args, strings.NewReader(stdin), &out, &errb)
+	return code, out.String(), errb.String()
+}
+
+// runTierflow runs args and returns both streams and the exit code.
+func runTierflow(t *testing.T, args ...string) (string, string, int) {
+	t.Helper()
+	code, out, errs := runCLI(t, "", args...)
+	return out, errs, code
+}

@@ -1,0 +1,222 @@
+package relay
+
+import (
+	"context"
+	"errors"
+	"os"
+	"os/exec"
+	"strconv"
+	"testing"
+	"time"
+
+	"github.com/apache/arrow/go/v17/arrow"
+	"github.com/apache/arrow/go/v17/arrow/memory"
+
+	"github.com/tierflow/tierflow/relay"
+	"github.com/tierflow/tierflow/relay/inproc"
+	"github.com/tierflow/tierflow/relay/natsrelay"
+)
+
+// The test binary doubles as the peer process: run with these variables
+// set it serves as ServePeer and exits.
+const (
+	envPeerURL     = "RELAYBENCH_TEST_PEER_URL"
+	envPeerControl = "RELAYBENCH_TEST_PEER_CONTROL"
+)
+
+func TestMain(m *testing.M) {
+	if url := os.Getenv(envPeerURL); url != "" {
+		if err := ServePeer(context.Background(), url, os.Getenv(envPeerControl), os.Stdin); err != nil {
+			os.Stderr.WriteString(err.Error() + "\n")
+			os.Exit(1)
+		}
+		os.Exit(0)
+	}
+	os.Exit(m.Run())
+}
+
+func testPeer(url, control string) *exec.Cmd {
+	c := exec.Command(os.Args[0], "-test.run=^$")
+	c.Env = append(os.Environ(), envPeerURL+"="+url, envPeerControl+"="+control)
+	return c
+}
+
+// TestRunAcrossProcesses runs the receiving ends in a real second process:
+// the peer saw every batch, row and byte (Run checks and fails otherwise),
+// and the across-process rows carry ratios and latencies of their own.
+func TestRunAcrossProcesses(t *testing.T) {
+	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
+	defer mem.AssertSize(t, 0)
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	var ticks []string
+	o := Options{Rows: []int{16, 5000}, MB: 1, Rounds: 2, Latency: 5, Allocator: mem, MaxPayload: 1 << 20,
+		Peer: testPeer, Tick: func(what string) { ticks = append(ticks, what) }}
+	rows, err := Run(ctx, o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(rows) != 6 {
+		t.Fatalf("%d rows, want 6 (nats and inproc in process, nats across, per size)", len(rows))
+	}
+	if len(ticks) != o.Steps() || o.Steps() != 2*2*3 {
+		t.Errorf("%d ticks, Steps says %d: %q", len(ticks), o.Steps(), ticks)
+	}
+	for i, want := range []string{ModeInProcess, ModeInProcess, ModeProcesses} {
+		for _, r := range []Row{rows[i], rows[3+i]} {
+			if r.Mode != want {
+				t.Errorf("row %s: mode %q, want %q", r.Case, r.Mode, want)
+			}
+		}
+	}
+	for _, r := range []Row{rows[2], rows[5]} {
+		if r.Backend != "nats" || r.Batches < 20 || r.RelayMBs <= 0 || r.RawMBs <= 0 || r.CPUusMB <= 0 || r.RawCPUusMB <= 0 {
+			t.Fatalf("across-process row not filled: %+v", r)
+		}
+		if d := r.Ratio - r.RelayMBs/r.RawMBs; d > 1e-9 || d < -1e-9 {
+			t.Errorf("ratio %v is not relay/raw %v/%v", r.Ratio, r.RelayMBs, r.RawMBs)
+		}
+		if r.P50us <= 0 || r.P99us < r.P50us || r.RawP50us <= 0 || r.RawP99us < r.RawP50us {
+			t.Errorf("latencies not filled: %+v", r)
+		}
+		if d := r.AddedP99s - (r.P99us - r.RawP99us); d > 1e-9 || d < -1e-9 {
+			t.Errorf("added p99 %v is not relay - raw", r.AddedP99s)
+		}
+	}
+	if rows[5].BatchKB != rows[3].BatchKB || rows[5].BatchKB < 1300 {
+		t.Errorf("across processes moved %.0f KB batches, in process %.0f", rows[5].BatchKB, rows[3].BatchKB)
+	}
+}
+
+// TestPeerFailure: a peer that dies is an error naming it, not a hang.
+func TestPeerFailure(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	dead := func(url, control string) *exec.Cmd { return exec.Command(os.Args[0], "-test.run=^$", "-no-such-flag") }
+	_, err := Run(ctx, Options{Rows: []int{16}, MB: 1, Rounds: 1, Latency: 2, Peer: dead, Modes: []string{"processes"}})
+	if !errors.Is(err, ErrPeer) {
+		t.Fatalf("got %v, want ErrPeer", err)
+	}
+	if _, err := Run(ctx, Options{Rows: []int{16}, Modes: []string{"processes"}}); !errors.Is(err, ErrBadOptions) {
+		t.Fatalf("processes without a peer: %v", err)
+	}
+	if _, err := Run(ctx, Options{Rows: []int{16}, Modes: []string{"sideways"}}); !errors.Is(err, ErrBadOptions) {
+		t.Fatalf("unknown mode: %v", err)
+	}
+}
+
+// TestRunSmall runs the whole bench at a tiny size: every row is filled and
+// the relay moved the bytes it says.
+func TestRunSmall(t *testing.T) {
+	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
+	defer mem.AssertSize(t, 0)
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	// A 1 MiB max payload makes the 5000-row batch (1.3 MB) travel in chunks.
+	rows, err := Run(ctx, Options{Rows: []int{16, 5000}, MB: 1, Rounds: 1, Latency: 5, Allocator: mem, MaxPayload: 1 << 20})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(rows) != 4 {
+		t.Fatalf("%d rows, want 4", len(rows))
+	}
+	for _, r := range rows {
+		if r.Mode != ModeInProcess {
+			t.Fatalf("mode %q without a peer", r.Mode)
+		}
+		if r.BatchesS <= 0 || r.RelayMBs <= 0 || r.RawMBs <= 0 || r.Ratio <= 0 || r.P50us <= 0 || r.P99us < r.P50us || r.Batches < 20 {
+			t.Fatalf("row not filled: %+v", r)
+		}
+	}
+	// 5000 rows of ~270 bytes is more than one max payload: chunked.
+	if rows[2].BatchKB < 1300 {
+		t.Fatalf("5000-row batch is %.0f KB on the wire", rows[2].BatchKB)
+	}
+	if _, err := Run(ctx, Options{Rows: []int{0}}); err == nil {
+		t.Fatalf("zero rows accepted")
+	}
+}
+
+func benchEnv(b *testing.B) *Env {
+	env, err := NewEnv("", 0)
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(env.Close)
+	return env
+}
+
+// The Go benchmarks report MB/s over the same wire bytes; compare
+// BenchmarkRelayNATS with BenchmarkRawNATS of the same size from one run
+// (the ratio is what matters, not the absolute numbers).
+var benchRows = []int{64, 1024, 4096}
+
+func BenchmarkRelayNATS(b *testing.B) {
+	benchNATS(b, func(ctx context.Context, env *Env, a, c relay.Transport, rec arrow.Record, _ int, n int) (Throughput, error) {
+		return RelayThroughput(ctx, a, c, rec, n)
+	})
+}
+
+func BenchmarkRawNATS(b *testing.B) {
+	benchNATS(b, func(ctx context.Context, env *Env, _, _ relay.Transport, _ arrow.Record, bytes int, n int) (Throughput, error) {
+		return RawThroughput(ctx, env.pub, env.sub, bytes, n, 32)
+	})
+}
+
+// benchNATS runs move over a relay pair on the embedded server for every
+// batch size, with the wire bytes of one relayed batch as the byte count, so
+// that the relay and raw benchmarks report MB/s over the same bytes.
+func benchNATS(b *testing.B, move func(ctx context.Context, env *Env, a, c relay.Transport, rec arrow.Record, bytes, n int) (Throughput, error)) {
+	env := benchEnv(b)
+	for _, rows := range benchRows {
+		b.Run(rowsName(rows), func(b *testing.B) {
+			rec := Record(memory.DefaultAllocator, rows)
+			defer rec.Release()
+			a, c := natsPair(env)
+			defer a.Close()
+			defer c.Close()
+			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+			defer cancel()
+			probe, err := RelayThroughput(ctx, a, c, rec, 1)
+			if err != nil {
+				b.Fatal(err)
+			}
+			b.SetBytes(int64(probe.Bytes))
+			b.ResetTimer()
+			t, err := move(ctx, env, a, c, rec, int(probe.Bytes), b.N)
+			if err != nil {
+				b.Fatal(err)
+			}
+			reportCPU(b, t)
+		})
+	}
+}
+
+func BenchmarkRelayInproc(b *testing.B) {
+	for _, rows := range benchRows {
+		b.Run(rowsName(rows), func(b *testing.B) {
+			rec := Record(memory.DefaultAllocator, rows)
+			defer rec.Release()
+			tr := inproc.New(relay.Config{})
+			defer tr.Close()
+			b.ResetTimer()
+			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+			defer cancel()
+			if _, err := RelayThroughput(ctx, tr, tr, rec, b.N); err != nil {
+				b.Fatal(err)
+			}
+		})
+	}
+}
+
+// reportCPU adds the process CPU time per batch, which a busy machine
+// disturbs less than the wall clock.
+func reportCPU(b *testing.B, t Throughput) {
+	b.ReportMetric(float64(t.CPU.Nanoseconds())/float64(t.Batches), "cpu-ns/op")
+}
+
+func natsPair(env *Env) (*natsrelay.Transport, *natsrelay.Transport) {
+	return natsrelay.New(env.pub, natsrelay.Options{}), natsrelay.New(env.sub, natsrelay.Options{})
+}
+
+func rowsName(rows int) string { return "rows=" + strconv.Itoa(rows) }
