@@ -251,7 +251,7 @@ func runExplain(cmd *cobra.Command, a *app, f explainFlags, path string) error {
 		return silentExit{Code: exitBadInput}
 	}
 	if infeasible {
-		return silentExit{exitFailure}
+		return silentExit{Code: exitFailure}
 	}
 	if planned == 0 {
 		return badInput(fmt.Errorf("%s: no query to explain (want SELECT, INSERT or EXPLAIN)", name))
