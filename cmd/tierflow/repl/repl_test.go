@@ -3,6 +3,7 @@ package repl
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"flag"
 	"io"
@@ -420,5 +421,75 @@ func TestDescribeInferredSchema(t *testing.T) {
 	err := s.RunScript(context.Background(), script, strings.NewReader("CREATE TABLE u FROM FILE 'missing.csv';\n"))
 	if err == nil || !IsBadInput(err) || !strings.Contains(err.Error(), "missing.csv") {
 		t.Errorf("missing file: %v", err)
+	}
+}
+
+// screen is what a terminal shows of the bytes written to it: "\r" moves
+// to the line's start, ESC[2K erases the line, "\n" starts the next one,
+// other escapes (colour) are dropped.
+type screen struct {
+	lines []string
+	cur   []rune
+	col   int
+}
+
+func (s *screen) Write(p []byte) (int, error) {
+	text := string(p)
+	for len(text) > 0 {
+		switch {
+		case strings.HasPrefix(text, "\x1b[2K"):
+			s.cur, text = s.cur[:0], text[4:]
+			continue
+		case strings.HasPrefix(text, "\x1b["):
+			end := strings.IndexFunc(text[2:], func(r rune) bool { return r >= '@' && r <= '~' })
+			text = text[2+end+1:]
+			continue
+		}
+		r := []rune(text)[0]
+		text = text[len(string(r)):]
+		switch r {
+		case '\r':
+			s.col = 0
+		case '\n':
+			s.lines = append(s.lines, string(s.cur))
+			s.cur, s.col = nil, 0
+		default:
+			if s.col < len(s.cur) {
+				s.cur[s.col] = r
+			} else {
+				s.cur = append(s.cur, r)
+			}
+			s.col++
+		}
+	}
+	return len(p), nil
+}
+
+func (s *screen) String() string { return strings.Join(append(s.lines, string(s.cur)), "\n") }
+
+// TestJSONOnATerminal: on a terminal, where the status line is drawn under
+// the rows and erased before the next ones, \format json still shows the
+// whole array: the opening bracket and the last row used to be erased with
+// the status line (their line was still open).
+func TestJSONOnATerminal(t *testing.T) {
+	mem := checkedAlloc(t)
+	var term screen
+	s, err := New(Config{Out: &term, Err: &term, Engine: fixture(t, mem), Format: "json", Interactive: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	if err := s.RunScript(context.Background(), "t.sql", strings.NewReader(ddl+"SELECT camera, label, score FROM shelves;\n")); err != nil {
+		t.Fatal(err)
+	}
+	shown := term.String()
+	start := strings.Index(shown, "[{")
+	end := strings.Index(shown, "}]")
+	if start < 0 || end < start {
+		t.Fatalf("no whole JSON array on the screen:\n%s", shown)
+	}
+	var rows []map[string]any
+	if err := json.Unmarshal([]byte(shown[start:end+2]), &rows); err != nil || len(rows) != 4 {
+		t.Fatalf("the screen's array has %d rows (%v), want 4:\n%s", len(rows), err, shown)
 	}
 }
