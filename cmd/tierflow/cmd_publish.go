@@ -152,10 +152,11 @@ func runPublish(ctx context.Context, a *app, f publishFlags, path, subject strin
 			rec.Release()
 		}
 	}()
+	interrupted := false
 	if err != nil {
 		if ctx.Err() != nil {
 			fmt.Fprintln(a.err, "-- interrupted")
-			err = nil
+			err, interrupted = nil, true
 		} else {
 			return err
 		}
@@ -164,6 +165,9 @@ func runPublish(ctx context.Context, a *app, f publishFlags, path, subject strin
 		return cerr
 	}
 	logLine(true)
+	if interrupted {
+		return silentExit{Code: exitInterrupted}
+	}
 	return nil
 }
 

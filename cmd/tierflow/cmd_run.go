@@ -100,7 +100,9 @@ watermark: the largest event time seen minus --max-delay. Rows arriving after
 their window closed are counted and dropped, never merged (the summary on
 stderr counts them). Rows that do not fit the declared schema are reported with file and
 row number; --on-error skip goes on without them, fail (the default) stops.
-Ctrl-C stops the query cleanly: what was complete has been written.
+Ctrl-C stops the query cleanly: what was complete has been written, and run
+exits 130. A source that has received nothing 3 seconds after it started
+says on stderr what it waits on (a NATS subject, a file).
 
 Every source batch is stamped with its ingest time and the sinks measure each
 row's end-to-end latency (ingest to written): the summary on stderr gives
@@ -242,7 +244,7 @@ func runRun(ctx context.Context, a *app, f runFlags, path string) error {
 		// every window that closed; whatever error the stop caused is not
 		// the user's.
 		fmt.Fprintln(a.err, "-- interrupted: results of closed windows were written")
-		return nil
+		return silentExit{Code: exitInterrupted}
 	}
 	if errors.Is(err, planner.ErrInfeasible) {
 		// Objectives no plan meets: the query is well formed, the
@@ -293,7 +295,7 @@ func runLocalScript(ctx context.Context, a *app, f runFlags, policy sources.OnEr
 	if par == 0 {
 		par = exec.AllCores
 	}
-	eo := exec.Options{BaseDir: base, Stdout: a.out, OnError: policy, MaxDelay: f.maxDelay, BatchSize: f.batch, Parallelism: par, MemoryLimit: limit,
+	eo := exec.Options{BaseDir: base, Stdout: a.out, Notices: a.err, OnError: policy, MaxDelay: f.maxDelay, BatchSize: f.batch, Parallelism: par, MemoryLimit: limit,
 		Stream: nh.Stream, Sink: nh.Sink, Lateral: lateral(nil)}
 	if f.replay {
 		eo.Pace = deploy.Replay

@@ -196,47 +196,52 @@ func TestRunProcesses(t *testing.T) {
 	}
 }
 
-// TestRunInterruptStopsCleanly: Ctrl-C stops an embedded-cluster query that
-// would never end (its NATS subject gets no end marker): the stopped query's
-// complete windows print, the run says it was interrupted, and exits 0.
+// TestRunInterruptStopsCleanly: a query on a NATS subject nothing publishes
+// to says, once, what it waits on (it used to wait in silence); Ctrl-C then
+// stops it cleanly: the stopped query's complete windows print, the run
+// says it was interrupted, and exits 130 as shells expect of an interrupted
+// command (it exited 0) — on the embedded cluster and with --local.
 func TestRunInterruptStopsCleanly(t *testing.T) {
 	dir := t.TempDir()
 	q := filepath.Join(dir, "q.sql")
 	os.WriteFile(q, []byte(`CREATE STREAM s (k BIGINT, ts TIMESTAMP) FROM NATS 'nobody.publishes' FORMAT JSON;
 SELECT k, count(*) AS n FROM s GROUP BY k, TUMBLE(ts, INTERVAL '1' SECOND);
 `), 0o644)
-	var stdout, stderr syncBuffer
-	cmd := osexec.Command(os.Args[0], "run", q)
-	cmd.Env = append(os.Environ(), childEnv+"=real")
-	cmd.Stdout, cmd.Stderr = &stdout, &stderr
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	done := make(chan error, 1)
-	go func() { done <- cmd.Wait() }()
-	deadline := time.Now().Add(15 * time.Second)
-	for !strings.Contains(stderr.String(), "-- embedded cluster: 3 workers") {
-		if time.Now().After(deadline) {
-			_ = cmd.Process.Kill()
-			t.Fatalf("the cluster did not start:\n%s", stderr.String())
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
-	_ = cmd.Process.Signal(os.Interrupt)
-	select {
-	case err := <-done:
-		if err != nil {
-			t.Fatalf("exit: %v\n%s", err, stderr.String())
-		}
-	case <-time.After(10 * time.Second):
-		_ = cmd.Process.Kill()
-		t.Fatalf("run did not stop on SIGINT:\n%s", stderr.String())
-	}
-	// The signal may come before the query was submitted; once it ran, its
-	// (empty) table is complete.
-	ran := strings.Contains(stderr.String(), "-- query ")
-	if !strings.Contains(stderr.String(), "-- interrupted") || ran && !strings.Contains(stdout.String(), "(0 rows)") {
-		t.Fatalf("stdout:\n%s\nstderr:\n%s", stdout.String(), stderr.String())
+	const waiting = `-- waiting 3s on stream s, NATS subject "nobody.publishes": nothing has arrived yet (Ctrl-C stops)`
+	for _, args := range [][]string{{"run", q}, {"run", "--local", q}} {
+		t.Run(args[1], func(t *testing.T) {
+			t.Parallel()
+			var stdout, stderr syncBuffer
+			cmd := osexec.Command(os.Args[0], args...)
+			cmd.Env = append(os.Environ(), childEnv+"=real")
+			cmd.Stdout, cmd.Stderr = &stdout, &stderr
+			if err := cmd.Start(); err != nil {
+				t.Fatal(err)
+			}
+			done := make(chan error, 1)
+			go func() { done <- cmd.Wait() }()
+			deadline := time.Now().Add(20 * time.Second)
+			for !strings.Contains(stderr.String(), waiting) {
+				if time.Now().After(deadline) {
+					_ = cmd.Process.Kill()
+					t.Fatalf("no notice of what the query waits on:\n%s", stderr.String())
+				}
+				time.Sleep(10 * time.Millisecond)
+			}
+			_ = cmd.Process.Signal(os.Interrupt)
+			select {
+			case <-done:
+				if code := cmd.ProcessState.ExitCode(); code != exitInterrupted {
+					t.Fatalf("exit %d, want %d\n%s", code, exitInterrupted, stderr.String())
+				}
+			case <-time.After(10 * time.Second):
+				_ = cmd.Process.Kill()
+				t.Fatalf("run did not stop on SIGINT:\n%s", stderr.String())
+			}
+			if !strings.Contains(stderr.String(), "-- interrupted") || strings.Count(stderr.String(), "-- waiting") != 1 || !strings.Contains(stdout.String(), "(0 rows)") {
+				t.Fatalf("stdout:\n%s\nstderr:\n%s", stdout.String(), stderr.String())
+			}
+		})
 	}
 }
 

@@ -183,7 +183,13 @@ without it the coordinator's totals are used).`,
 					return badInput(err)
 				}
 				defer sf.Close()
-				return cluster.WriteStats(sf, info)
+				if err := cluster.WriteStats(sf, info); err != nil {
+					return err
+				}
+			}
+			if ctx.Err() != nil {
+				// Ctrl-C stopped the query; what it had written is out.
+				return silentExit{Code: exitInterrupted}
 			}
 			return nil
 		},

@@ -100,6 +100,11 @@ type Options struct {
 	// limit. Aggregations it cannot split (DISTINCT, other functions),
 	// windows and joins of a stream are not bounded.
 	MemoryLimit int64
+	// Notices, when set, hears about sources that have received nothing
+	// yet sources.WaitNotice after they opened, a line each ("-- waiting
+	// 3s on stream shelf, NATS subject ..."): a run on a subject nothing
+	// publishes to says what it waits on instead of hanging in silence.
+	Notices io.Writer
 	// Relayed says that the graph's edges may cross a relay (a cluster's
 	// workers over NATS), which carries plain columns: no scan then passes
 	// a string column on as its dictionary codes (codes.go), which only
@@ -233,6 +238,15 @@ func (q *Query) Graph() *dataflow.Graph { return q.graph }
 // Run executes the query until its sources end or ctx is cancelled; windows
 // that closed before a cancellation have been written.
 func (q *Query) Run(ctx context.Context) (Stats, error) {
+	if q.opts.Notices != nil {
+		stop := make(chan struct{})
+		done := make(chan struct{})
+		go func() {
+			defer close(done)
+			WatchSources(stop, q.report, q.opts.Notices)
+		}()
+		defer func() { close(stop); <-done }()
+	}
 	err := dataflow.Run(ctx, q.graph, dataflow.Config{Allocator: q.opts.Allocator})
 	for _, w := range q.writers {
 		if cerr := sinks.Finish(w, err); cerr != nil && err == nil {
@@ -241,6 +255,36 @@ func (q *Query) Run(ctx context.Context) (Stats, error) {
 	}
 	q.closeFiles()
 	return q.Stats(), err
+}
+
+// Silent lists what the query's sources are waiting on: those that have
+// received nothing for at least after (sources.Report.Silent).
+func (q *Query) Silent(after time.Duration) []sources.Silence {
+	return q.report.Silent(time.Now(), after)
+}
+
+// WatchSources says on w, once per source, when a source of report has
+// received nothing yet sources.WaitNotice after it opened, until stop
+// closes. A source that did receive rows and then fell quiet is not news
+// (a window's worth of silence is normal); the REPL's status line shows
+// any silence as it lasts.
+func WatchSources(stop <-chan struct{}, report *sources.Report, w io.Writer) {
+	said := map[string]bool{}
+	tick := time.NewTicker(sources.WaitNotice / 6)
+	defer tick.Stop()
+	for {
+		select {
+		case <-stop:
+			return
+		case now := <-tick.C:
+			for _, s := range report.Silent(now, sources.WaitNotice) {
+				if !s.Ever && !said[s.What] {
+					said[s.What] = true
+					fmt.Fprintf(w, "-- %s\n", s.Text())
+				}
+			}
+		}
+	}
 }
 
 // TakePositions returns where the query's replayable streams stood as their
@@ -744,9 +788,18 @@ func (b *builder) scan(n *logical.Scan) (int, *arrow.Schema, error) {
 		if err != nil {
 			return nil, err
 		}
-		return sources.NewPacedSource(r, et, report, pace), nil
+		src := sources.NewPacedSource(r, et, report, pace)
+		src.Watch(fmt.Sprintf("%s %s, file %q", kindOf(isStream), n.Name(), path))
+		return src, nil
 	}})
 	return b.columns(n, src, schema)
+}
+
+func kindOf(isStream bool) string {
+	if isStream {
+		return "stream"
+	}
+	return "table"
 }
 
 // eventTime is a stream's event time: its first TIMESTAMP column.

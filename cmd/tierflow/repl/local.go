@@ -4,10 +4,12 @@ import (
 	"context"
 	"io"
 	"sync"
+	"time"
 
 	"github.com/apache/arrow/go/v17/arrow"
 
 	"github.com/tierflow/tierflow/operators/exec"
+	"github.com/tierflow/tierflow/operators/sources"
 )
 
 // Local is the Engine that runs queries in this process with the operators'
@@ -45,11 +47,15 @@ func (e localEngine) Exec(ctx context.Context, q Query) (Stream, error) {
 	ctx, cancel := context.WithCancel(ctx)
 	st := &localStream{schema: q.Bound.Root.Schema(), recs: make(chan arrow.Record), done: make(chan struct{}), cancel: cancel}
 	opts.Output = chanWriter{recs: st.recs, ctx: ctx}
+	// The session says what a quiet source waits on (Silent), in its
+	// status line or on stderr.
+	opts.Notices = nil
 	query, err := exec.Build(q.Bound, opts)
 	if err != nil {
 		cancel()
 		return nil, err
 	}
+	st.query = query
 	go func() {
 		defer close(st.done)
 		st.stats, st.err = query.Run(ctx)
@@ -93,7 +99,11 @@ type localStream struct {
 	once   sync.Once
 	stats  exec.Stats // set before done closes
 	err    error
+	query  *exec.Query
 }
+
+// Silent lists what the query's sources wait on (exec.Query.Silent).
+func (s *localStream) Silent(after time.Duration) []sources.Silence { return s.query.Silent(after) }
 
 func (s *localStream) Schema() *arrow.Schema { return s.schema }
 

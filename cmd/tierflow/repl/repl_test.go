@@ -12,12 +12,14 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/apache/arrow/go/v17/arrow"
 	"github.com/apache/arrow/go/v17/arrow/array"
 	"github.com/apache/arrow/go/v17/arrow/memory"
 
 	"github.com/tierflow/tierflow/lang"
+	"github.com/tierflow/tierflow/operators/sources"
 	"github.com/tierflow/tierflow/planner/catalog"
 )
 
@@ -491,5 +493,57 @@ func TestJSONOnATerminal(t *testing.T) {
 	var rows []map[string]any
 	if err := json.Unmarshal([]byte(shown[start:end+2]), &rows); err != nil || len(rows) != 4 {
 		t.Fatalf("the screen's array has %d rows (%v), want 4:\n%s", len(rows), err, shown)
+	}
+}
+
+// quietEngine runs a query whose source has received nothing: its stream
+// ends after a while, and says it is waiting on a subject meanwhile.
+type quietEngine struct{ schema *arrow.Schema }
+
+func (e quietEngine) Exec(context.Context, Query) (Stream, error) {
+	return &quietStream{schema: e.schema, end: time.After(3 * statusEvery)}, nil
+}
+
+type quietStream struct {
+	schema *arrow.Schema
+	end    <-chan time.Time
+}
+
+func (q *quietStream) Schema() *arrow.Schema { return q.schema }
+func (q *quietStream) Close() error          { return nil }
+func (q *quietStream) Next(ctx context.Context) (arrow.Record, error) {
+	select {
+	case <-q.end:
+		return nil, io.EOF
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+}
+func (q *quietStream) Silent(time.Duration) []sources.Silence {
+	return []sources.Silence{{What: `stream shelves, NATS subject "store.frames"`, For: 4 * time.Second}}
+}
+
+// TestQuietSourceIsShown: a query whose source receives nothing says what
+// it waits on: in the status line on a terminal, once on stderr otherwise
+// (it said nothing, and looked hung).
+func TestQuietSourceIsShown(t *testing.T) {
+	schema := arrow.NewSchema([]arrow.Field{{Name: "camera", Type: arrow.PrimitiveTypes.Int64}}, nil)
+	for _, interactive := range []bool{true, false} {
+		var out, errw bytes.Buffer
+		s, err := New(Config{Out: &out, Err: &errw, Engine: quietEngine{schema}, Interactive: interactive})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := s.RunScript(context.Background(), "t.sql", strings.NewReader(ddl+"SELECT camera FROM shelves;\n")); err != nil {
+			t.Fatal(err)
+		}
+		s.Close()
+		want := `-- waiting 4s on stream shelves, NATS subject "store.frames": nothing has arrived yet (Ctrl-C stops)` + "\n"
+		if interactive {
+			want = `; waiting on stream shelves, NATS subject "store.frames" (Ctrl-C cancels)`
+		}
+		if n := strings.Count(errw.String(), want); n == 0 || !interactive && n != 1 {
+			t.Errorf("interactive %v: stderr says %d times %q:\n%q", interactive, n, want, errw.String())
+		}
 	}
 }
