@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"regexp"
 	"sort"
 	"strings"
 	"testing"
@@ -70,10 +71,13 @@ func waitFor(t *testing.T, total time.Duration, what string, ok func() bool) {
 // and the 6 rows of the sensors table).
 func TestPublishRunOverNATSMatchesFileRun(t *testing.T) {
 	dir := t.TempDir()
-	code, want, errs := runCLI(t, "", "--format", "json", "run", natsScript(t, dir, "readings.csv", ""))
+	code, want, errs := runCLI(t, "", "--format", "jsonl", "run", natsScript(t, dir, "readings.csv", ""))
 	if code != exitOK {
 		t.Fatalf("file run: exit %d: %s", code, errs)
 	}
+	// The CLI prints timestamps as DuckDB does; a JSON message on NATS
+	// carries them as RFC 3339 (the wire format other programs parse).
+	want = regexp.MustCompile(`"(\d{4}-\d\d-\d\d) (\d\d:\d\d:\d\d(\.\d+)?)"`).ReplaceAllString(want, `"${1}T${2}Z"`)
 	wantLines := sortedLines(want)
 	if len(wantLines) < 5 {
 		t.Fatalf("file run printed %d rows", len(wantLines))
