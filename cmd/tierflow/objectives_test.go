@@ -73,3 +73,38 @@ CREATE SINK out TO FILE '` + out + `' FORMAT CSV;
 		}
 	}
 }
+
+// TestMissingModelFileBlamesItsDeclaration: a model file that is not there
+// is reported once, at the variant that names it (the CREATE MODEL, or the
+// catalog entry), not at the call that uses it; it printed twice on the
+// cluster (the query's summary line and the error) at the call.
+func TestMissingModelFileBlamesItsDeclaration(t *testing.T) {
+	data, err := filepath.Abs("../../examples/fashion/data/shelf.arrow")
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	script := filepath.Join(dir, "q.sql")
+	src := `CREATE MODEL classify TASK 'image-classification'
+  INPUTS (image TENSOR(FLOAT, 1, 28, 28))
+  OUTPUTS (label VARCHAR, score FLOAT)
+  VARIANTS (small FROM 'missing.onnx' WITH (accuracy = 80));
+CREATE STREAM shelf (id BIGINT, ts TIMESTAMP, image TENSOR(FLOAT, 1, 28, 28)) FROM FILE '` + data + `' FORMAT ARROW;
+SELECT id, c.label FROM shelf CROSS JOIN LATERAL classify(image) AS c(label, score);
+`
+	if err := os.WriteFile(script, []byte(src), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, args := range [][]string{{"run", "--local", script}, {"run", script}} {
+		code, _, errs := runCLI(t, "", args...)
+		if code != exitBadInput {
+			t.Errorf("%v: exit %d, want 2\n%s", args, code, errs)
+		}
+		if n := strings.Count(errs, "file missing.onnx not found"); n != 1 {
+			t.Errorf("%v: the missing file is reported %d times, want once:\n%s", args, n, errs)
+		}
+		if !strings.Contains(errs, "q.sql:4:13: inference: cannot run model: variant small: file missing.onnx not found") {
+			t.Errorf("%v: not blamed on the variant that names the file (q.sql:4:13):\n%s", args, errs)
+		}
+	}
+}

@@ -7,6 +7,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -111,6 +112,9 @@ type Options struct {
 	// operators in the same process read.
 	Relayed bool
 }
+
+// positioned matches a message that starts with FILE:LINE:COL:.
+var positioned = regexp.MustCompile(`^\S+:\d+:\d+: `)
 
 // AllCores is the Parallelism of a local run that uses every core where it
 // pays (see Options.Parallelism).
@@ -324,9 +328,11 @@ func (b *builder) add(name string, inputs int, mk func() (dataflow.Operator, err
 func (b *builder) node(n logical.Node) (int, *arrow.Schema, error) {
 	at := func(err error) error {
 		p := n.Position()
-		if p.Line > 0 {
+		if p.Line > 0 && !positioned.MatchString(err.Error()) {
 			return fmt.Errorf("%s: %w", p, err)
 		}
+		// An error that names its own cause's position (a model file's
+		// catalog entry) is printed there, once.
 		return err
 	}
 	fns := b.opts.Functions

@@ -793,6 +793,11 @@ func (c *Coordinator) place(ctx context.Context, req deploy.SubmitRequest, ws []
 					latency: lat, bound: bound}, nil
 			}
 			perr = err
+		} else if deploy.KindOf(err) == deploy.KindInput {
+			// The plan's query cannot be built for a reason of its own (a
+			// model file that is not there): building it by the default
+			// rules would fail the same way and blame another variant.
+			return placed{}, err
 		} else {
 			perr = err
 		}
