@@ -91,7 +91,7 @@ func PlanLogical(ctx context.Context, bound *logical.Plan, cat *catalog.Catalog,
 	if inf == nil {
 		return nil, fmt.Errorf("%w: pass --infra FILE (for example examples/vqa/infra.yaml)", ErrNoInfra)
 	}
-	res := &Result{Bound: bound, Rewritten: rewrite.Apply(bound)}
+	res := &Result{Bound: bound, Rewritten: rewrite.ApplyWith(bound, rewrite.Options{Stats: cat.StatsOf})}
 	lo, err := lower.Lower(res.Rewritten, cat, inf, lower.Options{Percentile: o.Percentile, Accuracy: o.Accuracy, Throughput: o.Throughput, InputRatio: o.InputRatio, ClassMix: o.ClassMix, AdaptInputs: o.AdaptInputs})
 	if err != nil {
 		return nil, err

@@ -159,6 +159,18 @@ var features = []feature{
 	{kind: "subquery on a stream", sql: `SELECT window_start, count(*) FROM ev WHERE sensor IN (SELECT k FROM u) AND value > (SELECT avg(k) FROM u) GROUP BY TUMBLE(ts, INTERVAL '30' SECOND)`,
 		duckdb: `SELECT time_bucket(INTERVAL 30 SECOND, ts) AS window_start, count(*) FROM ev WHERE sensor IN (SELECT k FROM u) AND value > (SELECT avg(k) FROM u) GROUP BY ALL`},
 
+	// Inner joins in the order of least cost (planner/rewrite's
+	// reorder_joins): chains of equalities (one class), an OR sharing its
+	// join condition, a relation no predicate connects, a LEFT JOIN among
+	// inner joins, conditions of three relations, NULL keys.
+	{kind: "join order", sql: `SELECT a.id, b.id, u.label FROM t a, t b, u WHERE a.n = u.k AND b.n = u.k AND a.g = b.g AND a.id < b.id`},
+	{kind: "join order", sql: `SELECT count(*), sum(a.x) FROM u, t a, t b, w WHERE a.n = u.k AND u.k = b.n AND b.id = w.id AND (a.x > 1 OR w.v < 0)`},
+	{kind: "join order", sql: `SELECT a.id, b.id FROM t a, t b WHERE (a.n = b.n AND a.g = 'a' AND b.x > 0) OR (a.n = b.n AND a.g = 'b' AND b.x < 0)`},
+	{kind: "join order", sql: `SELECT u.k, w.id FROM u, w, t WHERE u.k = t.n AND t.id = 3`},
+	{kind: "join order", sql: `SELECT a.id, c.label, w.id FROM t a JOIN u c ON a.n = c.k LEFT JOIN w ON w.k = a.n, u d WHERE d.k = c.k AND d.label IS NOT NULL`},
+	{kind: "join order", sql: `SELECT a.id, b.id, w.id FROM t a, t b, w WHERE a.n = b.n AND b.n = w.k AND a.x + b.x > w.v`},
+	{kind: "join order", sql: `SELECT w.id, t.id FROM w, t WHERE w.k = t.id OR (w.k = t.n AND t.g = 'c')`},
+
 	// RIGHT JOIN: every right row, the left's columns NULL where none match.
 	{kind: "right join", sql: `SELECT t.id, u.k, u.label FROM t RIGHT JOIN u ON t.n = u.k`},
 	{kind: "right join", sql: `SELECT u.label, count(t.id), sum(t.x) FROM t RIGHT OUTER JOIN u ON t.n = u.k GROUP BY u.label`},

@@ -14,6 +14,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/tierflow/tierflow/planner/infra"
+	"github.com/tierflow/tierflow/relay/natsserver"
 	"github.com/tierflow/tierflow/runtime/cluster"
 	"github.com/tierflow/tierflow/runtime/coordinator"
 	"github.com/tierflow/tierflow/runtime/deploy"
@@ -22,7 +23,7 @@ import (
 )
 
 func newCoordinatorCmd(a *app) *cobra.Command {
-	var metricsAddr, placement, namespace string
+	var metricsAddr, placement, namespace, authorityPath string
 	var admins, dataRoots []string
 	var limits deploy.Limits
 	var maxMemory string
@@ -61,10 +62,16 @@ metrics at /metrics.`,
 			if limits.MemoryBytes, err = parseBytes(maxMemory); err != nil {
 				return badInput(fmt.Errorf("--max-query-memory: %w", err))
 			}
+			var authority *security.Authority
+			if authorityPath != "" {
+				if authority, err = security.LoadAuthority(authorityPath); err != nil {
+					return badInput(fmt.Errorf("--authority: %w", err))
+				}
+			}
 			url := a.g.nats
+			var srv *natsserver.Server
 			if url == "" {
-				srv, err := a.startEmbeddedNATS("")
-				if err != nil {
+				if srv, err = a.startEmbeddedNATS(""); err != nil {
 					return err
 				}
 				defer srv.Shutdown()
@@ -84,7 +91,8 @@ metrics at /metrics.`,
 			}
 			co, err := coordinator.Start(coordinator.Config{Conn: nc, Infra: inf, Catalog: a.g.catalog, Heartbeat: heartbeat, Metrics: reg,
 				Log: slog.New(slog.NewTextHandler(a.err, nil)), Exec: cluster.ExecHooks(nc, a.g.ortLib, nil, 1), Placement: placement,
-				CheckModelArgs: cluster.ModelArgChecks(a.g.ortLib), Namespace: namespace, Admins: admins, DataRoots: roots, Limits: limits})
+				CheckModelArgs: cluster.ModelArgChecks(a.g.ortLib), Namespace: namespace, Admins: admins, DataRoots: roots, Limits: limits,
+				Authority: authority})
 			if err != nil {
 				return err
 			}
@@ -93,10 +101,23 @@ metrics at /metrics.`,
 			if msrv != nil {
 				fmt.Fprintf(a.out, "metrics at %s\n", msrv.URL())
 			}
-			<-ctx.Done()
-			return nil
+			// SIGHUP reloads what nats-setup revoke changes: the embedded
+			// server's configuration (the account's revocations) and the
+			// authority file (the revoked user's queries stop).
+			hup := make(chan os.Signal, 1)
+			signal.Notify(hup, syscall.SIGHUP)
+			defer signal.Stop(hup)
+			for {
+				select {
+				case <-ctx.Done():
+					return nil
+				case <-hup:
+					reload(a, srv, co, authorityPath)
+				}
+			}
 		},
 	}
+	c.Flags().StringVar(&authorityPath, "authority", "", "the cluster's authority file (nats-setup's authority.json): each user's data subjects bound what its queries read and write, and every query part gets a NATS user of its owner's")
 	c.Flags().StringVar(&namespace, "namespace", "", "subject namespace of this deployment (default: the shared one)")
 	c.Flags().StringVar(&metricsAddr, "metrics", "", "serve Prometheus metrics on this address (e.g. :9100)")
 	c.Flags().StringVar(&placement, "placement", coordinator.PlaceOptimizer, "how queries are placed: optimizer (the planner's physical plan; default rules when it cannot plan) or rules (sources at their tier, aggregates a tier up, the sink on top)")
@@ -108,6 +129,27 @@ metrics at /metrics.`,
 	c.Flags().StringArrayVar(&admins, "admin", nil, "a client identity (NATS user) that may stop any query; others stop only their own (repeatable)")
 	c.Flags().DurationVar(&heartbeat, "heartbeat", time.Second, "interval workers heartbeat at; silent for 5 intervals, a worker is dropped")
 	return c
+}
+
+// reload applies a SIGHUP: the embedded server's configuration file and
+// the authority file, read again. What fails is said and the old stays.
+func reload(a *app, srv *natsserver.Server, co *coordinator.Coordinator, authorityPath string) {
+	if srv != nil && a.g.natsConfig != "" {
+		if err := srv.Reload(); err != nil {
+			fmt.Fprintf(a.err, "tierflow: reload: %v\n", err)
+		} else {
+			fmt.Fprintf(a.out, "reloaded %s\n", a.g.natsConfig)
+		}
+	}
+	if authorityPath != "" {
+		au, err := security.LoadAuthority(authorityPath)
+		if err != nil {
+			fmt.Fprintf(a.err, "tierflow: reload --authority: %v\n", err)
+			return
+		}
+		co.SetAuthority(au)
+		fmt.Fprintf(a.out, "reloaded %s\n", authorityPath)
+	}
 }
 
 // startMetrics serves a fresh registry on addr; an empty addr serves none.

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/tierflow/tierflow/runtime/cluster/clustertest"
+	"github.com/tierflow/tierflow/runtime/security"
 )
 
 // TestNATSSetupSecureCluster walks the secure setup of docs/operations.md: nats-setup,
@@ -18,8 +19,8 @@ import (
 func TestNATSSetupSecureCluster(t *testing.T) {
 	dir := t.TempDir()
 	sec := filepath.Join(dir, "secrets")
-	code, out, errs := runCLI(t, "", "nats-setup", "--out", sec, "--client", "alice", "--client", "bob", "--admin", "ops",
-		"--listen", "127.0.0.1:-1", "--tls-host", "127.0.0.1")
+	code, out, errs := runCLI(t, "", "nats-setup", "--out", sec, "--client", "alice", "--data", "sensors.>", "--client", "bob", "--admin", "ops",
+		"--worker", "e1", "--listen", "127.0.0.1:-1", "--tls-host", "127.0.0.1")
 	if code != exitOK || !strings.Contains(out, "alice.creds") {
 		t.Fatalf("nats-setup: exit %d\n%s\n%s", code, out, errs)
 	}
@@ -28,7 +29,7 @@ func TestNATSSetupSecureCluster(t *testing.T) {
 	}
 	ca, creds := filepath.Join(sec, "ca.pem"), func(u string) string { return filepath.Join(sec, u+".creds") }
 	coordOut := startTierflow(t, "coordinator", "--nats-config", filepath.Join(sec, "server.conf"), "--nats-creds", creds("coordinator"),
-		"--tls-ca", ca, "--admin", "ops", "--heartbeat", "200ms", "--placement", "rules")
+		"--tls-ca", ca, "--authority", filepath.Join(sec, "authority.json"), "--heartbeat", "200ms", "--placement", "rules")
 	var url string
 	clustertest.CheckFor(t, 15*time.Second, 20*time.Millisecond, func() error {
 		for _, line := range strings.Split(coordOut.String(), "\n") {
@@ -42,7 +43,8 @@ func TestNATSSetupSecureCluster(t *testing.T) {
 	data := filepath.Join(dir, "data")
 	os.Mkdir(data, 0o755)
 	clustertest.WriteData(t, data, 2000)
-	startTierflow(t, "worker", "--nats", url, "--nats-creds", creds("worker"), "--tls-ca", ca, "--tier", "edge", "--name", "e1", "--data-root", data)
+	// e1's creds name it: no --name needed.
+	startTierflow(t, "worker", "--nats", url, "--nats-creds", creds("e1"), "--tls-ca", ca, "--tier", "edge", "--data-root", data)
 
 	show := filepath.Join(dir, "show.sql")
 	os.WriteFile(show, []byte("SHOW WORKERS;\n"), 0o644)
@@ -62,7 +64,7 @@ func TestNATSSetupSecureCluster(t *testing.T) {
 		args []string
 	}{
 		{"no credentials", []string{"--tls-ca", ca}},
-		{"a worker's", []string{"--nats-creds", creds("worker"), "--tls-ca", ca}},
+		{"a worker's", []string{"--nats-creds", creds("e1"), "--tls-ca", ca}},
 	} {
 		args := append(append([]string{"submit", "--nats", url}, tc.args...), filepath.Join(data, "query.sql"))
 		code, out, errs := runCLI(t, "", args...)
@@ -85,5 +87,38 @@ func TestParseBytes(t *testing.T) {
 		if _, err := parseBytes(bad); err == nil {
 			t.Errorf("parseBytes(%q) accepted", bad)
 		}
+	}
+}
+
+// TestNATSSetupUsersAndRevoke: --data grants the --client named before it
+// (and is refused before any), and revoke takes one user out.
+func TestNATSSetupUsersAndRevoke(t *testing.T) {
+	sec := filepath.Join(t.TempDir(), "secrets")
+	if code, _, errs := runCLI(t, "", "nats-setup", "--out", sec, "--data", "sensors.>", "--client", "alice"); code != exitBadInput || !strings.Contains(errs, "--client NAME --data") {
+		t.Fatalf("--data before any --client: exit %d %s", code, errs)
+	}
+	code, out, errs := runCLI(t, "", "nats-setup", "--out", sec, "--client", "alice", "--data", "sensors.>", "--data", "alerts.out", "--client", "bob", "--expires", "720h")
+	if code != exitOK {
+		t.Fatalf("nats-setup: exit %d %s %s", code, out, errs)
+	}
+	au, err := security.LoadAuthority(filepath.Join(sec, "authority.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if a := au.Access("alice"); len(a.Data) != 2 || a.Data[0] != "sensors.>" || a.Data[1] != "alerts.out" {
+		t.Errorf("alice's data %v", a.Data)
+	}
+	if a := au.Access("bob"); len(a.Data) != 0 {
+		t.Errorf("bob's data %v, want none", a.Data)
+	}
+	code, out, errs = runCLI(t, "", "nats-setup", "revoke", "--out", sec, "bob")
+	if code != exitOK || !strings.Contains(out, "revoked bob") {
+		t.Fatalf("revoke bob: exit %d %s %s", code, out, errs)
+	}
+	if _, err := os.Stat(filepath.Join(sec, "bob.creds")); err == nil {
+		t.Error("bob.creds is still there")
+	}
+	if code, _, errs := runCLI(t, "", "nats-setup", "revoke", "--out", sec, "bob"); code != exitBadInput || !strings.Contains(errs, "already") {
+		t.Errorf("revoke bob again: exit %d %s", code, errs)
 	}
 }

@@ -54,6 +54,10 @@ other workers over NATS. Ctrl-C (or SIGTERM) aborts what runs and leaves.
 			if err != nil {
 				return badInput(err)
 			}
+			if name == "" && a.g.auth.Creds != "" {
+				// Creds bound to one worker name are that worker.
+				name = security.BoundWorker(a.g.auth.Creds)
+			}
 			if name == "" {
 				host, _ := os.Hostname()
 				name = cluster.WorkerName(fmt.Sprintf("%s-%d", host, os.Getpid()))
@@ -93,7 +97,7 @@ other workers over NATS. Ctrl-C (or SIGTERM) aborts what runs and leaves.
 		},
 	}
 	f := c.Flags()
-	f.StringVar(&name, "name", "", "worker name (default: host name and process id)")
+	f.StringVar(&name, "name", "", "worker name (default: the name --nats-creds is bound to, else host name and process id)")
 	f.StringVar(&namespace, "namespace", "", "subject namespace of the coordinator to serve (default: the shared one)")
 	f.StringVar(&tier, "tier", "", "tier this worker sits in (edge, hub, cloud, ...)")
 	f.StringVar(&location, "location", "", "location within the tier")

@@ -43,11 +43,11 @@ var readmeSkips = map[string]string{
 	"bin/tierflow bench tpch --sf 0.01,0.1 --queries q1,q6,q13 --reps 1": "needs the DuckDB peer (as above)",
 	"bin/tierflow bench tpch --sf 0.1 --peer none":                       "22 queries at scale factor 0.1 (TestBenchTPCHWithoutAPeer runs the command at a small scale)",
 	// docs/deploy.md: the three-tier deployment on the reader's own hosts.
-	"tierflow coordinator --nats tls://cloud-1:4222,tls://cloud-2:4222 --nats-creds $S/coordinator.creds --tls-ca $S/ca.pem --infra infra.yaml --catalog /srv/tierflow/catalog.yaml --data-root /srv/tierflow --admin ops --metrics :9100": deployDocSkip,
-	"tierflow worker --nats tls://cloud-1:4222 --nats-creds $S/worker.creds --tls-ca $S/ca.pem --tier cloud --type gpu-1 --name cloud-gpu-1 --data-root /srv/tierflow --metrics :9101":                                                     deployDocSkip,
-	"tierflow worker --nats tls://hub-l1:4222 --nats-creds $S/worker.creds --tls-ca $S/ca.pem --tier hub --location l1 --type x8 --name hub-l1 --data-root /srv/tierflow":                                                                  deployDocSkip,
-	"tierflow worker --nats nats://127.0.0.1:4222 --tier edge --location l1 --type x4 --name edge-l1-a --data-root /srv/tierflow":                                                                                                          deployDocSkip,
-	"tierflow submit --nats tls://cloud-2:4222 --nats-creds alice.creds --tls-ca ca.pem query.sql":                                                                                                                                         deployDocSkip,
+	"tierflow coordinator --nats tls://cloud-1:4222,tls://cloud-2:4222 --nats-creds $S/coordinator.creds --tls-ca $S/ca.pem --infra infra.yaml --catalog /srv/tierflow/catalog.yaml --data-root /srv/tierflow --authority $S/authority.json --metrics :9100": deployDocSkip,
+	"tierflow worker --nats tls://cloud-1:4222 --nats-creds $S/cloud-gpu-1.creds --tls-ca $S/ca.pem --tier cloud --type gpu-1 --data-root /srv/tierflow --metrics :9101":                                                                                     deployDocSkip,
+	"tierflow worker --nats tls://hub-l1:4222 --nats-creds $S/hub-l1.creds --tls-ca $S/ca.pem --tier hub --location l1 --type x8 --data-root /srv/tierflow":                                                                                                  deployDocSkip,
+	"tierflow worker --nats nats://127.0.0.1:4222 --tier edge --location l1 --type x4 --name edge-l1-a --data-root /srv/tierflow":                                                                                                                            deployDocSkip,
+	"tierflow submit --nats tls://cloud-2:4222 --nats-creds alice.creds --tls-ca ca.pem query.sql":                                                                                                                                                           deployDocSkip,
 }
 
 // deployDocSkip is why docs/deploy.md's commands are not run here.

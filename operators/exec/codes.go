@@ -45,9 +45,31 @@ func (b *builder) noteCodes(n *logical.Aggregate, exchange bool) {
 		}
 	}
 	input := n.Input
-	if f, ok := input.(*logical.Filter); ok {
-		input = f.Input
-		note(f.Pred)
+	for {
+		if f, ok := input.(*logical.Filter); ok {
+			input = f.Input
+			note(f.Pred)
+			continue
+		}
+		// A projection of plain columns (the join order's, which restores
+		// the columns' order over reordered joins) renumbers them.
+		if p, ok := input.(*logical.Project); ok {
+			cols, plain := plainColumns(p.Exprs)
+			if !plain {
+				break
+			}
+			for i, k := range keys {
+				keys[i] = cols[k]
+			}
+			moved := map[int]bool{}
+			for c := range other {
+				moved[cols[c]] = true
+			}
+			other = moved
+			input = p.Input
+			continue
+		}
+		break
 	}
 	// sides: the scans whose columns the input's are, from column at on.
 	type side struct {

@@ -67,6 +67,9 @@ func RunScript(ctx context.Context, filename, src string, so ScriptOptions) erro
 	if cat.Files == nil {
 		cat.Files = FileSchemas{BaseDir: so.BaseDir}
 	}
+	if cat.Stats == nil {
+		cat.Stats = FileStats{BaseDir: so.BaseDir}
+	}
 	binder := bind.New(cat)
 	settings := session.New()
 	printListing := so.Print
@@ -130,10 +133,11 @@ func RunScript(ctx context.Context, filename, src string, so ScriptOptions) erro
 					return err
 				}
 			}
-			// The rewrites the cluster applies too: scans narrow to the
-			// columns the query reads (a columnar file then decodes only
-			// those), filters run before models.
-			plan = rewrite.Apply(plan)
+			// The rewrites the cluster applies too: joins in the order of
+			// least cost (by the tables' statistics), scans narrowed to
+			// the columns the query reads (a columnar file then decodes
+			// only those), filters before models.
+			plan = rewrite.ApplyWith(plan, rewrite.Options{Stats: cat.StatsOf})
 			if _, insert := stmt.(*lang.Insert); !insert && so.NewOutput != nil {
 				// A SELECT's rows; an INSERT's go to its sink.
 				w, err := so.NewOutput()

@@ -119,6 +119,7 @@ func Builtins() *Registry {
 		"date_diff": dateDiffFunc, "datediff": dateDiffFunc, "time_bucket": timeBucketFunc, "strftime": strftimeFunc,
 		"dayname": dayNameFunc, "monthname": monthNameFunc, "date_add": nullPropagating(addFunc),
 		"sort_key": sortKeyFunc, "date_trunc": dateTruncFunc, "date_part": datePartFunc, "to_timestamp": toTimestampFunc, "now": nowFunc, "epoch": epochFunc, "epoch_ms": epochMsFunc,
+		"crop_image": cropImageFunc,
 	} {
 		r.scalars[name] = f
 	}

@@ -11,7 +11,7 @@ import (
 )
 
 // ScalarOf converts a Go value (nil, bool, int64, float64, string, time.Time,
-// time.Duration, as in expr.Literal) to an Arrow scalar of type t. Integers
+// time.Duration, []byte, as in expr.Literal) to an Arrow scalar of type t. Integers
 // convert to DOUBLE when t asks for it.
 func ScalarOf(v any, t arrow.DataType) (scalar.Scalar, error) {
 	if v == nil {
@@ -56,6 +56,10 @@ func ScalarOf(v any, t arrow.DataType) (scalar.Scalar, error) {
 		if d, ok := v.(time.Duration); ok {
 			return scalar.NewDurationScalar(arrow.Duration(d/time.Microsecond), t), nil
 		}
+	case arrow.BINARY:
+		if b, ok := v.([]byte); ok {
+			return scalar.NewBinaryScalar(memory.NewBufferBytes(b), t), nil
+		}
 	}
 	return nil, fmt.Errorf("functions: no %s scalar for %T %v", t, v, v)
 }
@@ -90,6 +94,8 @@ func ArrayOf(mem memory.Allocator, t arrow.DataType, vals []any) (arrow.Array, e
 			b.(*array.TimestampBuilder).Append(s.Value)
 		case *scalar.Duration:
 			b.(*array.DurationBuilder).Append(s.Value)
+		case *scalar.Binary:
+			b.(*array.BinaryBuilder).Append(s.Value.Bytes())
 		}
 		if r, ok := s.(scalar.Releasable); ok {
 			r.Release()

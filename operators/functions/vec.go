@@ -24,6 +24,8 @@ type vec struct {
 	sval   string
 	bools  *array.Boolean
 	bval   bool
+	blob   *array.Binary
+	blobv  []byte
 }
 
 // kind is the physical family of a canonical type.
@@ -35,6 +37,7 @@ const (
 	kFloat
 	kString
 	kBool
+	kBlob
 )
 
 func kindOf(t arrow.DataType) kind {
@@ -47,6 +50,8 @@ func kindOf(t arrow.DataType) kind {
 		return kString
 	case arrow.BOOL:
 		return kBool
+	case arrow.BINARY:
+		return kBlob
 	}
 	return kNull
 }
@@ -77,6 +82,8 @@ func arrayVec(a arrow.Array) (*vec, error) {
 		v.str = a.(*array.String)
 	case arrow.BOOL:
 		v.bools = a.(*array.Boolean)
+	case arrow.BINARY:
+		v.blob = a.(*array.Binary)
 	case arrow.NULL:
 	default:
 		return nil, fmt.Errorf("functions: non-canonical argument type %s", a.DataType())
@@ -102,6 +109,8 @@ func scalarVec(s scalar.Scalar) (*vec, error) {
 		v.sval = string(s.Value.Bytes())
 	case *scalar.Boolean:
 		v.bval = s.Value
+	case *scalar.Binary:
+		v.blobv = s.Value.Bytes()
 	default:
 		return nil, fmt.Errorf("functions: non-canonical scalar type %s", s.DataType())
 	}
@@ -124,7 +133,9 @@ func (v *vec) isNull(i int) bool {
 	if v.const_ {
 		return v.null
 	}
-	return v.arr.IsNull(i)
+	// A NULL-typed array has no validity bitmap (IsNull says false), but
+	// every row of it is NULL.
+	return v.kind == kNull || v.arr.IsNull(i)
 }
 
 func (v *vec) int64(i int) int64 {
@@ -148,6 +159,22 @@ func (v *vec) string(i int) string {
 	return v.str.Value(i)
 }
 
+// bytes is row i of a BLOB argument; it aliases the Arrow buffer.
+func (v *vec) bytes(i int) []byte {
+	if v.const_ {
+		return v.blobv
+	}
+	return v.blob.Value(i)
+}
+
+// number is row i of a numeric argument (BIGINT or DOUBLE) as a float64.
+func (v *vec) number(i int) float64 {
+	if v.kind == kInt {
+		return float64(v.int64(i))
+	}
+	return v.float64(i)
+}
+
 func (v *vec) bool(i int) bool {
 	if v.const_ {
 		return v.bval
@@ -162,6 +189,7 @@ type out struct {
 	f64 func(float64)
 	str func(string)
 	bl  func(bool)
+	bin func([]byte)
 }
 
 func newOut(mem memory.Allocator, t arrow.DataType, n int) *out {
@@ -180,6 +208,8 @@ func newOut(mem memory.Allocator, t arrow.DataType, n int) *out {
 		o.str = b.Append
 	case *array.BooleanBuilder:
 		o.bl = b.UnsafeAppend
+	case *array.BinaryBuilder:
+		o.bin = b.Append
 	}
 	return o
 }
@@ -199,6 +229,8 @@ func (o *out) copyFrom(v *vec, i int) {
 		o.str(v.string(i))
 	case o.bl != nil:
 		o.bl(v.bool(i))
+	case o.bin != nil:
+		o.bin(v.bytes(i))
 	default:
 		o.b.AppendNull()
 	}

@@ -1,11 +1,8 @@
 package ml
 
 import (
-	"bytes"
 	"context"
 	"fmt"
-	"image"
-	"image/png"
 	"slices"
 	"sort"
 
@@ -13,7 +10,6 @@ import (
 	"github.com/apache/arrow/go/v17/arrow/array"
 	"github.com/apache/arrow/go/v17/arrow/compute"
 	"github.com/apache/arrow/go/v17/arrow/memory"
-	"golang.org/x/image/draw"
 )
 
 // DBConfig is the post-processing of a differentiable-binarisation (DB)
@@ -148,29 +144,24 @@ func clampInt(v, lo, hi int) int { return max(lo, min(hi, v)) }
 // per text box its probability map holds (none for an image without text,
 // or whose image did not decode), its own columns repeated beside the
 // box's: four coordinates (integer or floating point, in source pixels:
-// x0, y0, x1, y1), the box's score and, when the query asks for a sixth
-// column of type BLOB, the box's crop of the image as PNG bytes. The crop
-// is cut here, on the worker that holds the frame, so that what goes on to
-// a recogniser is the text's pixels, not the frame.
+// x0, y0, x1, y1) and the box's score. Cutting a box out of its frame is
+// the query's (crop_image, a relational step between the detector and
+// the next model, on the worker that holds the frame).
 type DBStep struct {
 	keep   int // the query's columns before the hidden ones
 	prob   int // the raw output column
 	place  int // ImagePlaceColumn
-	image  int // the encoded image column, for crops (-1: none asked)
 	w, h   int
 	cfg    DBConfig
 	out    *arrow.Schema
 	labels []int32
-	png    png.Encoder
-	buf    bytes.Buffer
 }
 
 // NewDBStep decodes the raw output column of in (a probability map
-// [1, h, w] or [h, w] per row) into out's five or six columns after in's
-// first keep columns; image is the column of the encoded images, which a
-// sixth (crop) column cuts.
-func NewDBStep(in *arrow.Schema, keep int, out []arrow.Field, cfg DBConfig, image int) (*DBStep, error) {
-	s := &DBStep{keep: keep, prob: -1, place: -1, image: -1, cfg: cfg.Defaults(), png: png.Encoder{CompressionLevel: png.BestSpeed}}
+// [1, h, w] or [h, w] per row) into out's five columns after in's first
+// keep columns.
+func NewDBStep(in *arrow.Schema, keep int, out []arrow.Field, cfg DBConfig) (*DBStep, error) {
+	s := &DBStep{keep: keep, prob: -1, place: -1, cfg: cfg.Defaults()}
 	for i, f := range in.Fields() {
 		switch f.Name {
 		case RawOutputColumn:
@@ -190,17 +181,8 @@ func NewDBStep(in *arrow.Schema, keep int, out []arrow.Field, cfg DBConfig, imag
 		return nil, fmt.Errorf("%w: db decode: the detector's output rows are [%s], want a probability map [1, h, w]", ErrSchema, FormatDims(shape))
 	}
 	s.h, s.w = int(shape[len(shape)-2]), int(shape[len(shape)-1])
-	if len(out) != 5 && len(out) != 6 {
-		return nil, fmt.Errorf("%w: db decode: %d output columns, want x0, y0, x1, y1, a score and optionally the crop (BLOB)", ErrSchema, len(out))
-	}
-	if len(out) == 6 {
-		if id := out[5].Type.ID(); id != arrow.BINARY {
-			return nil, fmt.Errorf("%w: db decode: the crop column %s is %s, want BLOB", ErrSchema, out[5].Name, out[5].Type)
-		}
-		if image < 0 || image >= keep || !isBytes(in.Field(image).Type) {
-			return nil, fmt.Errorf("%w: db decode: a crop needs the encoded image column", ErrSchema)
-		}
-		s.image = image
+	if len(out) != 5 {
+		return nil, fmt.Errorf("%w: db decode: %d output columns, want five: x0, y0, x1, y1 and a score (a crop of the box is crop_image(image, x0, y0, x1, y1))", ErrSchema, len(out))
 	}
 	for i, f := range out {
 		switch id := f.Type.ID(); {
@@ -246,27 +228,10 @@ func (s *DBStep) Apply(mem memory.Allocator, rec arrow.Record) (arrow.Record, er
 		pl.W, pl.H = int(float64(pl.SrcW)*pl.ScaleX+0.5), int(float64(pl.SrcH)*pl.ScaleY+0.5)
 		var boxes []Box
 		boxes, s.labels = DBBoxes(prob[r*size:(r+1)*size], s.w, s.h, pl, s.cfg, s.labels)
-		var img image.Image
-		if s.image >= 0 && len(boxes) > 0 {
-			// Decoded again here rather than kept from the Pre step: a
-			// batch's frames would be held in memory across the model call,
-			// and a frame without text needs no second decode.
-			var err error
-			if img, err = DecodeImage(rec.Column(s.image).(*array.Binary).Value(r)); err != nil {
-				return nil, fmt.Errorf("db decode: crop: %w", err)
-			}
-		}
 		for _, b := range boxes {
 			idx.Append(int32(r))
 			for i, v := range []float64{float64(b.X0), float64(b.Y0), float64(b.X1), float64(b.Y1), float64(b.Score)} {
 				appendNumber(bs[i], v)
-			}
-			if img != nil {
-				crop, err := s.crop(img, b)
-				if err != nil {
-					return nil, err
-				}
-				bs[5].(*array.BinaryBuilder).Append(crop)
 			}
 		}
 	}
@@ -291,22 +256,6 @@ func (s *DBStep) Apply(mem memory.Allocator, rec arrow.Record) (arrow.Record, er
 	}
 	return array.NewRecord(s.out, cols, int64(take.Len())), nil
 }
-
-// crop encodes box b of img as PNG (fastest compression: the bytes cross a
-// link once and are decoded once).
-func (s *DBStep) crop(img image.Image, b Box) ([]byte, error) {
-	o := img.Bounds().Min
-	r := image.Rect(o.X+b.X0, o.Y+b.Y0, o.X+b.X1, o.Y+b.Y1)
-	dst := image.NewRGBA(image.Rect(0, 0, r.Dx(), r.Dy()))
-	draw.Draw(dst, dst.Bounds(), img, r.Min, draw.Src)
-	s.buf.Reset()
-	if err := s.png.Encode(&s.buf, dst); err != nil {
-		return nil, fmt.Errorf("db decode: crop: %w", err)
-	}
-	return bytes.Clone(s.buf.Bytes()), nil
-}
-
-func isBytes(t arrow.DataType) bool { return t.ID() == arrow.BINARY }
 
 func appendNumber(b array.Builder, v float64) {
 	switch b := b.(type) {

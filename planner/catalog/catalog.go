@@ -37,11 +37,18 @@ type Catalog struct {
 	Streams []*Stream `yaml:"streams,omitempty"`
 	Tables  []*Table  `yaml:"tables,omitempty"`
 	Sinks   []*Sink   `yaml:"sinks,omitempty"`
+	// Functions are measured sizes of what SQL functions make, for the
+	// planner's bytes on a link (a crop of a frame: what it costs to send
+	// depends on the frames and the boxes, not on the type BLOB).
+	Functions []*Function `yaml:"functions,omitempty"`
 	// Files reads the columns of a file that a table or file stream names
 	// without a column list. The planner runs nothing, so whoever builds the
 	// catalog next to the files supplies it (operators/exec does, for the
 	// CLI, the REPL and the cluster); nil means a column list is required.
 	Files FileSchemas `yaml:"-"`
+	// Stats gives tables' statistics to the planner's cost-based rules
+	// (the join order); nil: the textbook defaults. Supplied like Files.
+	Stats StatsSource `yaml:"-"`
 	// BaseFile, when set, names the catalog file the entries were loaded
 	// from because it lies beside the script (not named by --catalog): a
 	// script's CREATE of a name one of those entries has replaces it, as
@@ -311,6 +318,22 @@ func (m *Model) Variant(name string) *Variant {
 	return nil
 }
 
+// Function is what the catalog knows of a SQL function's results: their
+// mean size, measured on the data the query reads (a stream's item_kb and a
+// variant's output_kb are the same kind of number).
+type Function struct {
+	Name string `yaml:"name"`
+	// OutputKB is the mean size of one result in KiB.
+	OutputKB   float64 `yaml:"output_kb"`
+	Provenance string  `yaml:"provenance,omitempty"`
+	Pos        Pos     `yaml:"-"`
+}
+
+// Function returns the measured function called name, or nil.
+func (c *Catalog) Function(name string) *Function {
+	return find(c.Functions, name, func(f *Function) string { return f.Name })
+}
+
 // Model returns the model called name (case-insensitively), or nil.
 func (c *Catalog) Model(name string) *Model {
 	return find(c.Models, name, func(m *Model) string { return m.Name })
@@ -360,13 +383,15 @@ func (c *Catalog) Clone() *Catalog {
 		return &Catalog{}
 	}
 	return &Catalog{
-		Notes:    c.Notes,
-		Models:   append([]*Model(nil), c.Models...),
-		Streams:  append([]*Stream(nil), c.Streams...),
-		Tables:   append([]*Table(nil), c.Tables...),
-		Sinks:    append([]*Sink(nil), c.Sinks...),
-		Files:    c.Files,
-		BaseFile: c.BaseFile,
+		Notes:     c.Notes,
+		Models:    append([]*Model(nil), c.Models...),
+		Streams:   append([]*Stream(nil), c.Streams...),
+		Tables:    append([]*Table(nil), c.Tables...),
+		Sinks:     append([]*Sink(nil), c.Sinks...),
+		Functions: append([]*Function(nil), c.Functions...),
+		Files:     c.Files,
+		Stats:     c.Stats,
+		BaseFile:  c.BaseFile,
 	}
 }
 

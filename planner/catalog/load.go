@@ -27,7 +27,7 @@ func Parse(file string, src []byte) (*Catalog, error) {
 	c := &Catalog{}
 	root := d.Parse(src)
 	if root != nil {
-		fs := d.Map(root, "catalog", "notes", "models", "streams", "tables", "sinks")
+		fs := d.Map(root, "catalog", "notes", "models", "streams", "tables", "sinks", "functions")
 		c.Notes = d.Str(fs["notes"], "notes")
 		for _, n := range d.Seq(fs["models"].Value, "models") {
 			if m := decodeModel(d, n); m != nil {
@@ -42,6 +42,15 @@ func Parse(file string, src []byte) (*Catalog, error) {
 		}
 		for _, n := range d.Seq(fs["sinks"].Value, "sinks") {
 			c.Sinks = append(c.Sinks, decodeSink(d, n))
+		}
+		for _, n := range d.Seq(fs["functions"].Value, "functions") {
+			ff := d.Map(n, "function", "name", "output_kb", "provenance")
+			c.Functions = append(c.Functions, &Function{
+				Name:       d.Str(d.Required(n, ff, "name", "function"), "function.name"),
+				OutputKB:   d.NonNegFloat(d.Required(n, ff, "output_kb", "function"), "function.output_kb", 0),
+				Provenance: d.Str(ff["provenance"], "function.provenance"),
+				Pos:        d.Pos(n),
+			})
 		}
 	}
 	for _, p := range c.Validate() {
@@ -403,6 +412,13 @@ func (c *Catalog) Validate() yamlx.Problems {
 	}
 	for _, s := range c.Sinks {
 		name("sink", s.Name, s.Pos)
+	}
+	fseen := map[string]Pos{}
+	for _, f := range c.Functions {
+		if q, ok := fseen[lower(f.Name)]; ok && f.Name != "" {
+			bad(f.Pos, "function %q: already measured at %s", f.Name, q)
+		}
+		fseen[lower(f.Name)] = f.Pos
 	}
 	for _, m := range c.Models {
 		if m.EndToEnd == nil {

@@ -345,6 +345,7 @@ func builtinFunctions() []*Function {
 		{Name: "session", Kind: WindowKind, Doc: "GROUP BY SESSION(t, gap): per group, a window closes after gap without rows.",
 			Signatures: []Signature{sig(ret(Timestamp), "window", p("t", TimestampClass), p("gap", IntervalClass))}},
 	}
+	fns = append(fns, imageFunctions()...)
 	for _, u := range datePartShorthands {
 		fns = append(fns, &Function{Name: u.name, Kind: Scalar, Doc: "date_part('" + u.name + "', t).",
 			Signatures: []Signature{sig(ret(Int64), "BIGINT", p("t", TimestampClass))}, Examples: []Example{ex(u.ofTs0, ts0)}})

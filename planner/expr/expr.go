@@ -1,7 +1,9 @@
 package expr
 
 import (
+	"bytes"
 	"fmt"
+	"image"
 	"strconv"
 	"strings"
 	"time"
@@ -270,8 +272,23 @@ func FormatValue(v any, t arrow.DataType) string {
 		return "TIMESTAMP '" + x.UTC().Format("2006-01-02 15:04:05.999999") + "'"
 	case time.Duration:
 		return formatInterval(x)
+	case []byte:
+		return formatBlob(x)
 	}
 	return fmt.Sprint(v)
+}
+
+// formatBlob writes a short BLOB as a hex literal (X'0a1b') and a longer one
+// as what it is: an image's format and size, else its length, since a
+// hundred bytes of hex say nothing to a reader.
+func formatBlob(b []byte) string {
+	if len(b) <= 16 {
+		return fmt.Sprintf("X'%x'", b)
+	}
+	if c, format, err := image.DecodeConfig(bytes.NewReader(b)); err == nil {
+		return fmt.Sprintf("<%s %dx%d, %d bytes>", strings.ToUpper(format), c.Width, c.Height, len(b))
+	}
+	return fmt.Sprintf("<BLOB, %d bytes>", len(b))
 }
 
 func formatInterval(d time.Duration) string {

@@ -53,10 +53,11 @@ const (
 	BoolClass
 	TimestampClass // TIMESTAMP or DATE
 	IntervalClass
+	BlobClass
 )
 
 func (c Class) String() string {
-	return [...]string{"any", "numeric", "integer", "varchar", "boolean", "timestamp", "interval"}[c]
+	return [...]string{"any", "numeric", "integer", "varchar", "boolean", "timestamp", "interval", "blob"}[c]
 }
 
 // Accepts reports whether a value of type t can be passed for this class.
@@ -79,6 +80,8 @@ func (c Class) Accepts(t arrow.DataType) bool {
 		return IsTemporal(t)
 	case IntervalClass:
 		return t.ID() == arrow.DURATION
+	case BlobClass:
+		return IsBlob(t)
 	}
 	return false
 }
@@ -120,7 +123,7 @@ func (s Signature) String(name string) string {
 // Example is a documented call and its result; operators/functions runs every
 // example as a test. For scalar functions Args holds one value per argument; for
 // aggregates each element of Args is a []any column of input values. Values are
-// nil, bool, int64, float64, string, time.Time or time.Duration.
+// nil, bool, int64, float64, string, time.Time, time.Duration or []byte (BLOB).
 type Example struct {
 	Args   []any
 	Result any
@@ -354,6 +357,8 @@ func NewLiteral(v any) (*Literal, error) {
 		return &Literal{Value: x.UTC(), DataType: Timestamp}, nil
 	case time.Duration:
 		return &Literal{Value: x, DataType: Interval}, nil
+	case []byte:
+		return &Literal{Value: x, DataType: Blob}, nil
 	}
 	return nil, fmt.Errorf("expr: no literal for Go value of type %T", v)
 }

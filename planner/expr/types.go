@@ -19,6 +19,9 @@ var (
 	Interval  arrow.DataType = arrow.FixedWidthTypes.Duration_us
 	Date      arrow.DataType = arrow.FixedWidthTypes.Date32
 	Null      arrow.DataType = arrow.Null
+	// Blob is bytes with no text encoding: an encoded image (PNG, JPEG), a
+	// crop of one.
+	Blob arrow.DataType = arrow.BinaryTypes.Binary
 )
 
 // ErrUnknownType is returned for a SQL type name tierflow does not know.
@@ -77,6 +80,8 @@ func TypeName(t arrow.DataType) string {
 		return "DOUBLE"
 	case arrow.STRING, arrow.LARGE_STRING:
 		return "VARCHAR"
+	case arrow.BINARY, arrow.LARGE_BINARY:
+		return "BLOB"
 	case arrow.TIMESTAMP:
 		return "TIMESTAMP"
 	case arrow.DATE32, arrow.DATE64:
@@ -114,6 +119,11 @@ func IsNumeric(t arrow.DataType) bool { return IsInteger(t) || IsFloat(t) }
 // IsString reports whether t is a UTF-8 string type.
 func IsString(t arrow.DataType) bool {
 	return t.ID() == arrow.STRING || t.ID() == arrow.LARGE_STRING
+}
+
+// IsBlob reports whether t is a bytes type (BLOB).
+func IsBlob(t arrow.DataType) bool {
+	return t.ID() == arrow.BINARY || t.ID() == arrow.LARGE_BINARY
 }
 
 // IsTemporal reports whether t is a timestamp or date.

@@ -747,6 +747,26 @@ func contains(n, target logical.Node) bool {
 	return found
 }
 
+// measuredKB is the catalog's measured size of what a function call makes
+// (a crop of a frame), where the catalog has one.
+func (l *lowerer) measuredKB(e expr.Expr) (float64, bool) {
+	for {
+		c, ok := e.(*expr.Cast)
+		if !ok {
+			break
+		}
+		e = c.Expr
+	}
+	call, ok := e.(*expr.Call)
+	if !ok || l.cat == nil {
+		return 0, false
+	}
+	if f := l.cat.Function(call.Func); f != nil {
+		return f.OutputKB, true
+	}
+	return 0, false
+}
+
 // colSizes tells where each output column's bytes come from.
 func (l *lowerer) colSizes(n logical.Node) []colSize {
 	if s, ok := l.sizes[n]; ok {
@@ -793,6 +813,8 @@ func (l *lowerer) colSizes(n logical.Node) []colSize {
 		for i, e := range x.Exprs {
 			if c, ok := e.(*expr.Column); ok && c.Index < len(in) {
 				out = append(out, in[c.Index])
+			} else if kb, ok := l.measuredKB(e); ok {
+				out = append(out, colSize{kb: kb, payload: true})
 			} else {
 				out = append(out, est(i))
 			}

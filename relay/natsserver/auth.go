@@ -152,13 +152,3 @@ var tokenRE = regexp.MustCompile(`^[A-Za-z0-9_-]{1,64}$`)
 
 // token reports whether s can be one subject token of a control subject.
 func token(s string) bool { return tokenRE.MatchString(s) }
-
-// userinfoRE finds the user:password@ (or token@) part of URLs in text.
-var userinfoRE = regexp.MustCompile(`([A-Za-z][A-Za-z0-9+.-]*://)[^/@\s,]*@`)
-
-// Redact removes credentials from every URL in s: nats://user:pw@host
-// prints as nats://REDACTED@host. Whatever prints a NATS URL (logs,
-// errors, SHOW output) prints it through Redact.
-func Redact(s string) string {
-	return userinfoRE.ReplaceAllString(s, "${1}REDACTED@")
-}

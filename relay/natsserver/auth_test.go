@@ -22,9 +22,47 @@ func TestRedact(t *testing.T) {
 		"nats://a:x@h1:4222,nats://b:y@h2:4222":            "nats://REDACTED@h1:4222,nats://REDACTED@h2:4222",
 		"nats://127.0.0.1:4222":                            "nats://127.0.0.1:4222",
 		"server nats://u:p%40ss@h:4222 and http://x:y@z/a": "server nats://REDACTED@h:4222 and http://REDACTED@z/a",
+		// Passwords holding what a regex would stop at (#25).
+		"nats://bob:b0b,comma@host":             "nats://REDACTED@host",
+		"nats://bob:p@ss@host:4222":             "nats://REDACTED@host:4222",
+		"nats://bob:a/b/c@host:4222":            "nats://REDACTED@host:4222",
+		"dial nats://bob:x,nats://y@h: refused": "dial nats://REDACTED@h: refused",
+		"nats://h1:4222,nats://bob:s,e@h2:4222": "nats://h1:4222,nats://REDACTED@h2:4222",
+		"connect to \"tls://u:p:w@h\" failed":   "connect to \"tls://REDACTED@h\" failed",
+		"1nats://u:p@h":                         "1nats://REDACTED@h",
+		"no url ://here, user@host":             "no url ://here, user@host",
 	} {
 		if got := Redact(in); got != want {
 			t.Errorf("Redact(%q) = %q, want %q", in, got, want)
+		}
+	}
+}
+
+// TestRedactNeverShowsAPassword: whatever characters a password holds
+// (every printable ASCII one but white space), no part of it prints, in a
+// URL alone, in a list of URLs, or inside a message.
+func TestRedactNeverShowsAPassword(t *testing.T) {
+	var special []byte
+	for c := byte('!'); c <= '~'; c++ {
+		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9') {
+			special = append(special, c)
+		}
+	}
+	for _, c := range special {
+		pw := "Zq" + string(c) + "Xw" + string(c) + "Vk"
+		for _, in := range []string{
+			"nats://bob:" + pw + "@host:4222",
+			"nats://h0:1,nats://bob:" + pw + "@host:4222,nats://h2:3",
+			"error: connect nats://" + pw + "@host: refused",
+			"url=nats://bob:" + pw + "@host,x",
+		} {
+			out := Redact(in)
+			for _, part := range []string{"Zq", "Xw", "Vk"} {
+				if strings.Contains(out, part) {
+					t.Errorf("Redact(%q) = %q: shows part of the password", in, out)
+					break
+				}
+			}
 		}
 	}
 }

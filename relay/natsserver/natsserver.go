@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"os"
 	"regexp"
 	"strings"
@@ -54,6 +55,8 @@ const DefaultMaxPayload = 8 << 20
 // Server is a running embedded server.
 type Server struct {
 	srv *server.Server
+	// config: started from a configuration file (what Reload reads again).
+	config *Options
 }
 
 // Start starts an embedded server and waits until it accepts clients.
@@ -84,6 +87,46 @@ func Start(o Options) (*Server, error) {
 
 // startConfig starts a server from o.ConfigFile.
 func startConfig(o Options) (*Server, error) {
+	so, err := configOptions(o)
+	if err != nil {
+		return nil, err
+	}
+	s, err := start(Options{Configure: o.Configure, ReadyTimeout: o.ReadyTimeout}, so)
+	if err != nil {
+		return nil, err
+	}
+	s.config = &o
+	return s, nil
+}
+
+// Reload reads the server's configuration file again and applies what
+// changed (nats-server's own reload): an account JWT re-signed with a
+// revocation (tierflow nats-setup revoke) disconnects the revoked user and
+// refuses it from then on. A server started without a file has nothing
+// to reload.
+func (s *Server) Reload() error {
+	if s.config == nil {
+		return errors.New("nats: the embedded server was not started from a configuration file")
+	}
+	so, err := configOptions(*s.config)
+	if err != nil {
+		return err
+	}
+	if s.config.Configure != nil {
+		s.config.Configure(so)
+	}
+	// A random port (-1) stays the one the server took.
+	if so.Port == server.RANDOM_PORT || so.Port == 0 {
+		so.Port = s.srv.Addr().(*net.TCPAddr).Port
+	}
+	if err := s.srv.ReloadOptions(so); err != nil {
+		return fmt.Errorf("nats: reload %s: %w", s.config.ConfigFile, err)
+	}
+	return nil
+}
+
+// configOptions are the server options of o.ConfigFile with o's overrides.
+func configOptions(o Options) (*server.Options, error) {
 	so, err := server.ProcessConfigFile(o.ConfigFile)
 	if err != nil {
 		// nats-server reports config errors as file:line:col.
@@ -112,7 +155,7 @@ func startConfig(o Options) (*Server, error) {
 	if so.JetStream && so.StoreDir == "" {
 		return nil, fmt.Errorf("%w: %s enables JetStream without a store_dir", ErrStart, o.ConfigFile)
 	}
-	return start(Options{Configure: o.Configure, ReadyTimeout: o.ReadyTimeout}, so)
+	return so, nil
 }
 
 func start(o Options, so *server.Options) (*Server, error) {
@@ -229,3 +272,7 @@ func errorHandler(id string) nats.ErrHandler {
 		fmt.Fprintf(asyncErrOut, "nats: %s\n", Redact(err.Error()))
 	}
 }
+
+// ReportErrors is the error handler of a connection acting as id: its
+// asynchronous errors print on one line each, a refusal naming id.
+func ReportErrors(id string) nats.Option { return nats.ErrorHandler(errorHandler(id)) }

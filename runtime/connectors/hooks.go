@@ -28,6 +28,11 @@ type Hooks struct {
 	// subject, format, schema, event time and report come from the plan.
 	Sources SourceConfig
 	Sinks   SinkConfig
+	// Check, when set, vets a stream's subject (publish false) or a
+	// sink's (publish true) before anything connects: a worker checks
+	// every subject of a submitted query against its owner's authority
+	// (runtime/security.CheckSubject), whichever path built the source.
+	Check func(subject string, publish bool) error
 }
 
 func (h Hooks) registry() *Registry {
@@ -50,6 +55,11 @@ func (h Hooks) Stream(s *catalog.Stream, schema *arrow.Schema, et sources.EventT
 	c, err := h.registry().Lookup(strings.ToLower(s.Source), s.Format)
 	if err != nil {
 		return nil, err
+	}
+	if h.Check != nil {
+		if err := h.Check(s.Subject, false); err != nil {
+			return nil, fmt.Errorf("stream %s: %w", s.Name, err)
+		}
 	}
 	nc, err := h.conn()
 	if err != nil {
@@ -91,6 +101,11 @@ func (h Hooks) Sink(s *catalog.Sink, _ *arrow.Schema) (sinks.Writer, error) {
 	c, err := h.registry().Lookup(strings.ToLower(s.Kind), s.Format)
 	if err != nil {
 		return nil, err
+	}
+	if h.Check != nil {
+		if err := h.Check(s.Target, true); err != nil {
+			return nil, fmt.Errorf("sink %s: %w", s.Name, err)
+		}
 	}
 	nc, err := h.conn()
 	if err != nil {

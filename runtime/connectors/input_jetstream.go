@@ -44,7 +44,7 @@ func streamFor(ctx context.Context, js jetstream.JetStream, name, subject string
 		if !errors.Is(err, jetstream.ErrStreamNotFound) {
 			return "", err
 		}
-		name = streamName(subject)
+		name = StreamName(subject)
 	}
 	if _, err := js.CreateStream(ctx, jetstream.StreamConfig{Name: name, Subjects: []string{subject}}); err != nil {
 		return "", fmt.Errorf("create stream %s over %q: %w", name, subject, err)
@@ -52,8 +52,9 @@ func streamFor(ctx context.Context, js jetstream.JetStream, name, subject string
 	return name, nil
 }
 
-// streamName derives a stream name from a subject (names may not hold . * >).
-func streamName(subject string) string {
+// StreamName is the name of the stream a JetStream source or sink creates
+// over subject when no stream holds it (names may not hold . * >).
+func StreamName(subject string) string {
 	return strings.NewReplacer(".", "_", "*", "ANY", ">", "ALL", " ", "_").Replace(strings.ToUpper(subject))
 }
 

@@ -30,6 +30,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/apache/arrow/go/v17/arrow"
@@ -39,6 +40,7 @@ import (
 	"github.com/tierflow/tierflow/dataflow"
 	"github.com/tierflow/tierflow/operators/exec"
 	"github.com/tierflow/tierflow/operators/session"
+	"github.com/tierflow/tierflow/operators/sinks"
 	"github.com/tierflow/tierflow/operators/sources"
 	"github.com/tierflow/tierflow/planner"
 	"github.com/tierflow/tierflow/planner/bind"
@@ -120,6 +122,12 @@ type Config struct {
 	// Admins are the identities (deploy.SubmitSubject's <user>) that may
 	// stop any query; everyone else stops only their own.
 	Admins []string
+	// Authority, when set, is the cluster's authority file (nats-setup's
+	// authority.json): each user's data subjects, which bound what its
+	// queries read and write, its admin role (as Admins), and the signing
+	// key the coordinator mints each part's data user with
+	// (deploy.Access.JWT). SetAuthority replaces it while running.
+	Authority *security.Authority
 	// DataRoots confine the files the coordinator reads to plan a query
 	// (catalog, file streams and tables, whose schemas it probes), as a
 	// worker's do; nil: none.
@@ -159,6 +167,8 @@ type Coordinator struct {
 	// startedAt: for a while after it, the coordinator learns running
 	// queries back from their workers (relearn.go).
 	startedAt time.Time
+	// authority is Config.Authority, replaced by SetAuthority.
+	authority atomic.Pointer[security.Authority]
 }
 
 type queryState struct {
@@ -239,6 +249,9 @@ type queryState struct {
 	// later placement keeps.
 	latency *control.LatencyInput
 	pins    map[string]string
+	// jetstream are the subjects of the query's JetStream streams and
+	// sinks: its parts' data users may create streams over them (mint).
+	jetstream []string
 }
 
 // pendingRecovery is a recovery whose rows do not flow yet.
@@ -277,6 +290,7 @@ func Start(cfg Config) (*Coordinator, error) {
 	c := &Coordinator{cfg: cfg, nc: cfg.Conn, stop: make(chan struct{}), workers: map[string]*deploy.WorkerInfo{}, queries: map[string]*queryState{},
 		startedAt: time.Now()}
 	c.out.reconnects = c.nc.Stats().Reconnects
+	c.authority.Store(cfg.Authority)
 	handlers := []struct {
 		subject string
 		h       nats.MsgHandler
@@ -353,6 +367,10 @@ func (c *Coordinator) onRegister(m *nats.Msg) {
 	// name only: the subject, not the message, says who registers.
 	if tok := lastToken(m.Subject); tok != wi.Name {
 		reply(m, deploy.RegisterReply{Error: fmt.Sprintf("worker %s registering on %s: the names differ", wi.Name, m.Subject)})
+		return
+	}
+	if err := c.checkDataKey(wi); err != nil {
+		reply(m, deploy.RegisterReply{Error: err.Error()})
 		return
 	}
 	now := time.Now()
@@ -484,7 +502,7 @@ func (c *Coordinator) Queries() []deploy.QueryInfo {
 // admin.
 func (c *Coordinator) QueriesOf(user string) []deploy.QueryInfo {
 	all := c.Queries()
-	if slices.Contains(c.cfg.Admins, user) {
+	if c.isAdmin(user) {
 		return all
 	}
 	own := all[:0]
@@ -573,6 +591,9 @@ func (c *Coordinator) Submit(ctx context.Context, req deploy.SubmitRequest) (*de
 	if err := deploy.ValidName("user", req.Owner); err != nil {
 		return nil, err
 	}
+	if err := c.known(req.Owner); err != nil {
+		return nil, err
+	}
 	if req.Script.Catalog == "" {
 		req.Script.Catalog = c.cfg.Catalog
 	}
@@ -649,10 +670,19 @@ func (c *Coordinator) deployAll(ctx context.Context, id, owner string, script de
 		submitted = qs.info.Submitted
 	}
 	c.mu.Unlock()
-	body, _ := json.Marshal(deploy.DeployRequest{Query: id, Script: script, Placement: *p, Generation: gen,
+	req := deploy.DeployRequest{Query: id, Script: script, Placement: *p, Generation: gen,
 		Results: deploy.InNamespace(c.cfg.Namespace, deploy.UserSubject(owner, id, "results")), Limits: c.cfg.Limits,
-		Owner: owner, Submitted: submitted})
+		Owner: owner, Submitted: submitted, Access: c.access(owner)}
 	for i, name := range p.Workers {
+		// Each part's data user is its own: minted on its worker's key.
+		r := req
+		jwt, err := c.mint(id, owner, name)
+		if err != nil {
+			errs[i] = fmt.Errorf("worker %s: %w", name, err)
+			continue
+		}
+		r.Access.JWT = jwt
+		body, _ := json.Marshal(r)
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
@@ -729,6 +759,17 @@ func (c *Coordinator) place(ctx context.Context, req deploy.SubmitRequest, ws []
 	if err != nil {
 		return placed{}, err
 	}
+	// The query's sources and sinks act with its owner's authority: a
+	// subject of the engine's, or one the owner was not granted, is
+	// refused before anything is placed (and again by every worker).
+	if err := security.CheckCatalog(cat, c.access(req.Owner)); err != nil {
+		return placed{}, err
+	}
+	c.mu.Lock()
+	if qs := c.queries[req.Query]; qs != nil {
+		qs.jetstream = jetStreamSubjects(cat)
+	}
+	c.mu.Unlock()
 	if sk, ok := bound.Root.(*logical.Sink); ok && sk.Sink != nil && !strings.EqualFold(sk.Sink.Kind, "nats") && !strings.EqualFold(sk.Sink.Kind, "jetstream") {
 		// operators/exec opens a sink's file when it builds and closes it
 		// only in its own Run: every worker would truncate the file and
@@ -848,6 +889,12 @@ func (c *Coordinator) execOptions(variants map[string]string) exec.Options {
 	eo := exec.Options{Output: discardWriter{}, Stdout: io.Discard}
 	if c.cfg.Exec != nil {
 		c.cfg.Exec(&eo, deploy.ExecPart{Variants: variants})
+	}
+	if eo.Sink != nil {
+		// The compile only shapes the graph: the coordinator never opens
+		// a query's sink (creating a JetStream stream is its owner's
+		// data user's business, on the worker that writes it).
+		eo.Sink = func(*catalog.Sink, *arrow.Schema) (sinks.Writer, error) { return discardWriter{}, nil }
 	}
 	// The catalog was checked by place; Catalog is empty here.
 	_ = c.cfg.DataRoots.ConfineScript(&deploy.Script{}, &eo)
@@ -1734,7 +1781,7 @@ func (c *Coordinator) StopAs(user, id string, abort bool) error {
 		owner = qs.info.Owner
 	}
 	c.mu.Unlock()
-	if qs != nil && owner != user && !slices.Contains(c.cfg.Admins, user) {
+	if qs != nil && owner != user && !c.isAdmin(user) {
 		c.cfg.Log.Warn("stop refused", "query", id, "user", user, "owner", owner)
 		return fmt.Errorf("%w: %s may not stop query %s (submitted by %s)", ErrDenied, user, id, owner)
 	}

@@ -3,7 +3,6 @@ package coordinator
 import (
 	"encoding/json"
 	"fmt"
-	"slices"
 	"sync"
 	"time"
 
@@ -193,7 +192,7 @@ func (c *Coordinator) onResume(m *nats.Msg) {
 	switch {
 	case qs == nil:
 		err = fmt.Errorf("%w: %s", ErrUnknownQuery, req.Query)
-	case qs.info.Owner != user && !slices.Contains(c.cfg.Admins, user):
+	case qs.info.Owner != user && !c.isAdmin(user):
 		err = fmt.Errorf("%w: %s may not resume query %s (submitted by %s)", ErrDenied, user, req.Query, qs.info.Owner)
 	case !qs.info.Ended.IsZero():
 		err = fmt.Errorf("query %s ended (%s) while its client was disconnected: its last results may be missing", req.Query, qs.info.State)

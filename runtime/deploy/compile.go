@@ -218,6 +218,10 @@ func (s Script) Build(cat *catalog.Catalog, opts exec.Options) (*exec.Query, *lo
 	}
 	if s.Rewrite {
 		plan = rewrite.Apply(plan)
+	} else {
+		// Not an optimisation: a model call takes columns, so one called on
+		// an expression (a crop) needs it computed below it in every plan.
+		plan = &logical.Plan{Root: rewrite.LiftModelArgs(plan.Root), Objectives: plan.Objectives}
 	}
 	q, err := s.BuildPlan(plan, opts)
 	if err != nil {

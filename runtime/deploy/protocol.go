@@ -174,6 +174,11 @@ type WorkerInfo struct {
 	// Sched is the policy of the worker's inference scheduler (naive,
 	// deepquery): whether its best-effort work yields to real-time work.
 	Sched string `json:"sched,omitempty"`
+	// DataKey is the public half of an nkey user key the worker made at
+	// start and keeps in memory: the coordinator mints each of the
+	// worker's query parts a data user on it (Access.JWT), which only this
+	// worker can then connect as.
+	DataKey string `json:"data_key,omitempty"`
 	// Set by the coordinator.
 	Registered time.Time `json:"registered"`
 	LastSeen   time.Time `json:"last_seen"`
@@ -232,6 +237,9 @@ type DeployRequest struct {
 	// restarted coordinator (Part).
 	Owner     string    `json:"owner,omitempty"`
 	Submitted time.Time `json:"submitted,omitzero"`
+	// Access is the owner's authority over data subjects: the worker
+	// builds the part's NATS streams and sinks with it, never with its own.
+	Access Access `json:"access,omitzero"`
 }
 
 // ExecPart is what a worker's executor hooks (the model runtime) know of the

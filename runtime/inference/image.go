@@ -56,8 +56,8 @@ func imagePrep(m *catalog.Model, v *catalog.Variant) (ml.ImagePrep, error) {
 }
 
 // newImageCall prepares the call of variant v of m (session sess) whose
-// query columns are out, on the encoded images of input column imageCol.
-func newImageCall(m *catalog.Model, v *catalog.Variant, sess ml.Session, out []arrow.Field, imageCol int) (*imageCall, error) {
+// query columns are out.
+func newImageCall(m *catalog.Model, v *catalog.Variant, sess ml.Session, out []arrow.Field) (*imageCall, error) {
 	prep, err := imagePrep(m, v)
 	if err != nil {
 		return nil, err
@@ -76,7 +76,7 @@ func newImageCall(m *catalog.Model, v *catalog.Variant, sess ml.Session, out []a
 	case d.Kind == "db":
 		cfg := ml.DBConfig{Threshold: float32(d.Threshold), BoxThreshold: float32(d.BoxThreshold), UnclipRatio: d.UnclipRatio, MinSize: d.MinSize}
 		c.post = func(bound *arrow.Schema) (ml.Step, error) {
-			return ml.NewDBStep(bound, bound.NumFields()-3, out, cfg, imageCol)
+			return ml.NewDBStep(bound, bound.NumFields()-3, out, cfg)
 		}
 	case d.Kind == "ctc":
 		dict, err := loadDictionary(d)

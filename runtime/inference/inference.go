@@ -406,7 +406,7 @@ func (r *Runtime) Lateral(n *logical.LateralModel, in *arrow.Schema) (func() (da
 	var img *imageCall
 	bindIn := in
 	if len(cols) == 1 && isBinary(in.Field(colIdx[0]).Type) {
-		if img, err = newImageCall(n.Model, v, ms, n.Out, colIdx[0]); err != nil {
+		if img, err = newImageCall(n.Model, v, ms, n.Out); err != nil {
 			return nil, nil, err
 		}
 		ms = img.session

@@ -48,7 +48,7 @@ func (l *lockedBuffer) Write(p []byte) (int, error) {
 func TestOutageUnderRoles(t *testing.T) {
 	dir := t.TempDir()
 	s, err := security.Generate(filepath.Join(dir, "nats"), security.SetupOptions{
-		Clients: []string{"alice"}, ClientData: []string{"feed.>"}, WorkerData: []string{"feed.>"},
+		Clients: []string{"alice"}, ClientData: []string{"feed.>"}, WorkerData: []string{"feed.>"}, SharedWorker: true,
 		Listen: "127.0.0.1:4222", TLSHosts: []string{"127.0.0.1", "localhost"}})
 	if err != nil {
 		t.Fatal(err)

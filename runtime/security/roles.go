@@ -11,7 +11,10 @@ package security
 
 import (
 	"fmt"
+	"os"
 	"strings"
+
+	"github.com/nats-io/jwt/v2"
 
 	"github.com/tierflow/tierflow/relay/natsserver"
 	"github.com/tierflow/tierflow/runtime/deploy"
@@ -117,15 +120,17 @@ func Client(user string, data []string) (Perms, error) {
 }
 
 // CheckDataSubjects refuses data subjects that would reach tierflow's own
-// subjects or other users' inboxes (">", "*.>", "tierflow.>", "_INBOX..."):
-// the data subjects of a client, or of a worker bound to its name, must be
-// the streams' own (NATS permissions cannot allow ">" but another worker's
-// name).
+// subjects, the server's or other users' inboxes (">", "*.>", "tierflow.>",
+// "_INBOX...", "$JS.>": EngineSubject): the data subjects of a client, or
+// of a worker bound to its name, must be the streams' own (NATS
+// permissions cannot allow ">" but another worker's name).
 func CheckDataSubjects(data []string) error {
 	for _, d := range data {
-		first, _, _ := strings.Cut(d, ".")
-		if first == ">" || first == "*" || first == "tierflow" || strings.HasPrefix(first, "_INBOX") || first == "$SYS" {
-			return fmt.Errorf("data subject %q would reach tierflow's control subjects or other users' inboxes: name the streams' subjects (e.g. sensors.>)", d)
+		if err := validSubject(d, false); err != nil {
+			return fmt.Errorf("data subject %q: %w", d, err)
+		}
+		if why := EngineSubject(d); why != "" {
+			return fmt.Errorf("data subject %q %s: name the streams' subjects (e.g. sensors.>)", d, why)
 		}
 	}
 	return nil
@@ -136,4 +141,26 @@ func CheckDataSubjects(data []string) error {
 // each user of either side may do is still its own permissions').
 func Leaf() Perms {
 	return Perms{PubAllow: []string{">"}, SubAllow: []string{">"}}
+}
+
+// BoundWorker is the worker name a creds file's user is bound to (its
+// permissions let it register as that name only), or "" for any other
+// creds: `tierflow worker --nats-creds e1.creds` is worker e1 by default.
+func BoundWorker(creds string) string {
+	b, err := os.ReadFile(creds)
+	if err != nil {
+		return ""
+	}
+	tok, err := jwt.ParseDecoratedJWT(b)
+	if err != nil {
+		return ""
+	}
+	uc, err := jwt.DecodeUserClaims(tok)
+	if err != nil || deploy.ValidName("worker", uc.Name) != nil {
+		return ""
+	}
+	if uc.Pub.Allow.Contains(deploy.RegisterSubject(uc.Name)) && !uc.Pub.Allow.Contains(deploy.RegisterSubject("*")) {
+		return uc.Name
+	}
+	return ""
 }

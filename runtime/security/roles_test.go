@@ -64,7 +64,7 @@ func startSecure(t *testing.T) *secureCluster {
 	t.Helper()
 	dir := t.TempDir()
 	s, err := security.Generate(filepath.Join(dir, "nats"), security.SetupOptions{
-		Clients: []string{"alice", "bob"}, Admins: []string{"root"}, ClientData: []string{"feed.>"}, Workers: []string{"w2"}, WorkerData: []string{"feed.>"},
+		Clients: []string{"alice", "bob"}, Admins: []string{"root"}, ClientData: []string{"feed.>"}, Workers: []string{"w2"}, WorkerData: []string{"feed.>"}, SharedWorker: true,
 		Listen: "127.0.0.1:4222", TLSHosts: []string{"127.0.0.1", "localhost"}})
 	if err != nil {
 		t.Fatal(err)

@@ -19,6 +19,7 @@ import (
 	"log/slog"
 	"slices"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -26,6 +27,7 @@ import (
 	"github.com/apache/arrow/go/v17/arrow"
 	"github.com/apache/arrow/go/v17/arrow/memory"
 	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nkeys"
 
 	"github.com/tierflow/tierflow/dataflow"
 	"github.com/tierflow/tierflow/operators/exec"
@@ -114,6 +116,9 @@ type Worker struct {
 	queries map[string]*query
 	// sched is the one inference scheduler of the worker.
 	sched *sched.Scheduler
+	// dataKey is the worker's data key (WorkerInfo.DataKey): the seed of
+	// every query part's data user, which never leaves the process.
+	dataKey nkeys.KeyPair
 }
 
 // query is one query's part on this worker.
@@ -149,6 +154,9 @@ type query struct {
 	final atomic.Pointer[deploy.Status]
 	// slo is the query's LATENCY bound (0: none).
 	slo time.Duration
+	// data is the part's own connection for its streams and sinks (nil:
+	// the worker's, on a cluster without an authority).
+	data *dataConn
 }
 
 // linkProbe is how often a LATENCY query's part looks at its links' acks
@@ -223,8 +231,15 @@ func Start(ctx context.Context, cfg Config) (*Worker, error) {
 	for _, g := range inv.GPUs {
 		info.GPUs = append(info.GPUs, fmt.Sprint(g.Name))
 	}
+	dataKey, err := nkeys.CreateUser()
+	if err != nil {
+		return nil, fmt.Errorf("%w: data key: %w", ErrRegister, err)
+	}
+	if info.DataKey, err = dataKey.PublicKey(); err != nil {
+		return nil, fmt.Errorf("%w: data key: %w", ErrRegister, err)
+	}
 	wctx, cancel := context.WithCancel(context.Background())
-	w := &Worker{cfg: cfg, info: info, ctx: wctx, cancel: cancel, queries: map[string]*query{}, sched: sc}
+	w := &Worker{cfg: cfg, info: info, ctx: wctx, cancel: cancel, queries: map[string]*query{}, sched: sc, dataKey: dataKey}
 	nc := cfg.Conn
 	for subj, h := range map[string]nats.MsgHandler{
 		deploy.DeploySubject(w.cfg.Namespace, "*", cfg.Name): w.onDeploy,
@@ -451,7 +466,31 @@ func (w *Worker) build(req deploy.DeployRequest, ack *deploy.Ack) error {
 			return err
 		}
 	}
-	nh := connectors.Hooks{Conn: func() (*nats.Conn, error) { return w.cfg.Conn, nil },
+	// The part's streams and sinks act with its owner's authority: every
+	// subject is checked here, whatever the coordinator checked, and
+	// nothing under the engine's own namespaces is ever a source or sink.
+	access := req.Access
+	check := func(subject string, publish bool) error {
+		if err := security.CheckSubject(access, subject, publish); err != nil {
+			return fmt.Errorf("%w: %w", deploy.ErrInput, err)
+		}
+		return nil
+	}
+	// With a data user minted for the part, its streams and sinks connect
+	// as that user: the server then refuses what a missed check would not.
+	conn := func() (*nats.Conn, error) { return w.cfg.Conn, nil }
+	var data *dataConn
+	if req.Access.JWT != "" {
+		data = newDataConn(w.cfg.Conn, req.Access.JWT, w.dataKey, req.Query, w.cfg.Name)
+		conn = data.conn
+	}
+	kept := false
+	defer func() {
+		if !kept {
+			data.close()
+		}
+	}()
+	nh := connectors.Hooks{Conn: conn, Check: check,
 		Sources: connectors.SourceConfig{Queue: "tierflow-" + req.Query, MaxRows: req.Script.BatchSize, MaxDelay: req.Script.SourceMaxDelay, OnError: policy},
 		Sinks:   connectors.SinkConfig{End: true, IDPrefix: req.Query}}
 	// operators/exec closes a catalog sink only in its own Run, which a
@@ -461,6 +500,12 @@ func (w *Worker) build(req deploy.DeployRequest, ack *deploy.Ack) error {
 	var opened []*lazySink
 	eo.Stream = nh.Stream
 	eo.Sink = func(s *catalog.Sink, schema *arrow.Schema) (sinks.Writer, error) {
+		if isNATSKind(s.Kind) {
+			// Refused when the part builds, not at its first row.
+			if err := check(s.Target, true); err != nil {
+				return nil, fmt.Errorf("sink %s: %w", s.Name, err)
+			}
+		}
 		l := &lazySink{open: func() (sinks.Writer, error) { return nh.Sink(s, schema) }, id: len(opened) + 1, res: res}
 		if req.Generation > 0 {
 			l.below = dataflow.Epoch(req.Script.ResumeEpoch)
@@ -564,11 +609,17 @@ func (w *Worker) build(req deploy.DeployRequest, ack *deploy.Ack) error {
 		return err
 	}
 	q.dw = dw
+	q.data, kept = data, true
 	w.mu.Lock()
 	w.queries[req.Query] = q
 	w.mu.Unlock()
 	w.cfg.Log.Info("deployed", "query", req.Query, "index", idx)
 	return nil
+}
+
+// isNATSKind: a stream's source or a sink's kind that is a NATS subject.
+func isNATSKind(kind string) bool {
+	return strings.EqualFold(kind, connectors.NATS) || strings.EqualFold(kind, connectors.JetStream)
 }
 
 func (w *Worker) onStart(m *nats.Msg) {
@@ -646,6 +697,7 @@ func (w *Worker) stopQuery(id string, abort bool) {
 		q.dw.Close()
 		_ = q.dt.Close()
 		_ = q.tr.Close()
+		defer q.data.close() // after the sinks' end markers
 		if q.sinkHere {
 			// Readers of the sink's subject wait for its end: tell them
 			// this query will not write it (another worker failed before
@@ -747,6 +799,7 @@ func (w *Worker) run(ctx context.Context, q *query) {
 		}
 	}
 	_ = q.dt.Close()
+	q.data.close()
 	stats, links := q.dw.Stats(), q.tr.Stats()
 	_ = q.tr.Close()
 	if freeze != nil {

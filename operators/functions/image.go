@@ -1,0 +1,71 @@
+package functions
+
+import (
+	"bytes"
+	"image"
+	_ "image/gif" // the formats crop_image reads
+	_ "image/jpeg"
+	"image/png"
+	"math"
+
+	"github.com/apache/arrow/go/v17/arrow"
+	"github.com/apache/arrow/go/v17/arrow/compute"
+	"golang.org/x/image/draw"
+)
+
+// cropImageFunc is crop_image(image, x0, y0, x1, y1): the box's pixels of
+// an encoded image, as PNG. A row that cannot be cut (bytes that are not
+// an image, a box outside it) is NULL, not a failed batch: one bad frame
+// costs its own rows, and a model call counts a NULL input as a failed row.
+func cropImageFunc(c *Ctx, ret arrow.DataType, args []compute.Datum, n int) (arrow.Array, error) {
+	var cr cropper
+	return rowwise(c, ret, args, n, func(o *out, v []*vec, i int) {
+		b, ok := cr.crop(v[0].bytes(i), v[1].number(i), v[2].number(i), v[3].number(i), v[4].number(i))
+		if !ok {
+			o.null()
+			return
+		}
+		o.bin(b)
+	})
+}
+
+// cropper keeps the last decoded image: a detector's rows repeat their
+// frame once per box, and decoding a frame costs far more than comparing
+// its bytes with the last one's.
+type cropper struct {
+	src []byte
+	img image.Image
+	bad bool
+	enc png.Encoder
+	buf bytes.Buffer
+}
+
+func (c *cropper) crop(b []byte, x0, y0, x1, y1 float64) ([]byte, bool) {
+	if c.src == nil || !bytes.Equal(b, c.src) {
+		c.src = bytes.Clone(b)
+		img, _, err := image.Decode(bytes.NewReader(b))
+		c.img, c.bad = img, err != nil
+	}
+	if c.bad {
+		return nil, false
+	}
+	bd := c.img.Bounds()
+	px := func(v float64, lo, hi int) int {
+		if math.IsNaN(v) {
+			return lo
+		}
+		return max(lo, min(hi, lo+int(math.Round(math.Max(-1e9, math.Min(1e9, v))))))
+	}
+	r := image.Rect(px(x0, bd.Min.X, bd.Max.X), px(y0, bd.Min.Y, bd.Max.Y), px(x1, bd.Min.X, bd.Max.X), px(y1, bd.Min.Y, bd.Max.Y))
+	if r.Empty() || r.Min.X >= r.Max.X || r.Min.Y >= r.Max.Y {
+		return nil, false
+	}
+	dst := image.NewRGBA(image.Rect(0, 0, r.Dx(), r.Dy()))
+	draw.Draw(dst, dst.Bounds(), c.img, r.Min, draw.Src)
+	c.enc.CompressionLevel = png.BestSpeed
+	c.buf.Reset()
+	if err := c.enc.Encode(&c.buf, dst); err != nil {
+		return nil, false
+	}
+	return c.buf.Bytes(), true
+}

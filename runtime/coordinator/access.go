@@ -1,0 +1,107 @@
+package coordinator
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+
+	"github.com/nats-io/nkeys"
+
+	"github.com/tierflow/tierflow/planner/catalog"
+	"github.com/tierflow/tierflow/runtime/deploy"
+	"github.com/tierflow/tierflow/runtime/security"
+)
+
+// access is the authority user's queries act with on data subjects: its
+// grants when the coordinator has an authority file, any data subject (none
+// of the engine's) otherwise.
+func (c *Coordinator) access(user string) deploy.Access {
+	if a := c.authority.Load(); a != nil {
+		return a.Access(user)
+	}
+	return deploy.Access{}
+}
+
+// isAdmin reports whether user may stop, resume and list anyone's query.
+func (c *Coordinator) isAdmin(user string) bool {
+	return slices.Contains(c.cfg.Admins, user) || slices.Contains(c.authority.Load().Admins(), user)
+}
+
+// known refuses a submission from a user the authority file does not name
+// (revoked, until the servers reload).
+func (c *Coordinator) known(user string) error {
+	if a := c.authority.Load(); a != nil && !a.Knows(user) {
+		return fmt.Errorf("%w: user %s is not in the coordinator's authority file", ErrDenied, user)
+	}
+	return nil
+}
+
+// SetAuthority replaces the authority file the coordinator acts on (a
+// reload after nats-setup revoke): the queries of users it no longer names
+// are stopped at once.
+func (c *Coordinator) SetAuthority(a *security.Authority) {
+	c.authority.Store(a)
+	if a == nil {
+		return
+	}
+	var gone []string
+	c.mu.Lock()
+	for id, qs := range c.queries {
+		if qs.info.Ended.IsZero() && !a.Knows(qs.info.Owner) {
+			gone = append(gone, id)
+		}
+	}
+	c.mu.Unlock()
+	for _, id := range gone {
+		c.cfg.Log.Warn("stopping the query of a revoked user", "query", id)
+		_ = c.Stop(id, true)
+	}
+}
+
+// mint is the JWT of the data user of worker's part of query: the owner's
+// data subjects and nothing else (security.Authority.Mint). "" without an
+// authority file: the worker then uses its own connection, still checking
+// every subject.
+func (c *Coordinator) mint(query, owner, worker string) (string, error) {
+	a := c.authority.Load()
+	if a == nil {
+		return "", nil
+	}
+	c.mu.Lock()
+	key := ""
+	if w := c.workers[worker]; w != nil {
+		key = w.DataKey
+	}
+	var js []string
+	if qs := c.queries[query]; qs != nil {
+		js = qs.jetstream
+	}
+	c.mu.Unlock()
+	return a.Mint(security.MintRequest{Query: query, Worker: worker, Owner: owner, Key: key,
+		JetStream: js, Expires: c.cfg.Limits.RunTime})
+}
+
+// jetStreamSubjects are the subjects of cat's JetStream streams and sinks.
+func jetStreamSubjects(cat *catalog.Catalog) []string {
+	var out []string
+	for _, s := range cat.Streams {
+		if strings.EqualFold(s.Source, "jetstream") {
+			out = append(out, s.Subject)
+		}
+	}
+	for _, s := range cat.Sinks {
+		if strings.EqualFold(s.Kind, "jetstream") {
+			out = append(out, s.Target)
+		}
+	}
+	return out
+}
+
+// checkDataKey refuses a worker that cannot hold a query's data user when
+// the coordinator mints them.
+func (c *Coordinator) checkDataKey(wi deploy.WorkerInfo) error {
+	if c.authority.Load() != nil && !nkeys.IsValidPublicUserKey(wi.DataKey) {
+		return fmt.Errorf("worker %s has no data key: this coordinator gives every query part a data user of its owner's (--authority), and only a worker with a key can hold one", wi.Name)
+	}
+	return nil
+}

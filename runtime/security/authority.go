@@ -1,0 +1,197 @@
+package security
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"slices"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/nats-io/jwt/v2"
+	"github.com/nats-io/nkeys"
+
+	"github.com/tierflow/tierflow/runtime/connectors"
+	"github.com/tierflow/tierflow/runtime/deploy"
+)
+
+// ErrAuthority: an authority file that cannot be used (missing, readable by
+// others, malformed), or a user it does not know.
+var ErrAuthority = errors.New("authority")
+
+// Authority is what the coordinator knows of a secure cluster's users
+// beyond what NATS enforces (nats-setup writes it as authority.json): each
+// client's data subjects and whether it is an admin, and a signing key of
+// the cluster's account with which it mints, for each part of a query, a
+// NATS user that may use exactly its owner's data subjects (Mint). The
+// file holds a secret (the signing key): it must be readable by its owner
+// only.
+type Authority struct {
+	Account string           `json:"account"`
+	Signer  string           `json:"signer"`
+	Users   map[string]Grant `json:"users"`
+}
+
+// Grant is one client's standing: the data subjects it (and so its
+// queries) may read and write, and whether it may stop anyone's query.
+type Grant struct {
+	Data  []string `json:"data,omitempty"`
+	Admin bool     `json:"admin,omitempty"`
+}
+
+// Save writes a to path (0600), replacing it atomically.
+func (a *Authority) Save(path string) error {
+	b, err := json.MarshalIndent(a, "", "  ")
+	if err != nil {
+		return err
+	}
+	tmp := path + ".new"
+	if err := os.WriteFile(tmp, append(b, '\n'), 0o600); err != nil {
+		return err
+	}
+	return os.Rename(tmp, path)
+}
+
+// LoadAuthority reads an authority file. It refuses a file that anyone but
+// its owner may read (it holds a signing key), and one whose key is not an
+// account signing key or whose grants reach the engine's subjects.
+func LoadAuthority(path string) (*Authority, error) {
+	st, err := os.Stat(path)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrAuthority, err)
+	}
+	if st.Mode().Perm()&0o077 != 0 {
+		return nil, fmt.Errorf("%w: %s is readable by others (mode %04o): it holds a signing key; chmod 600 it", ErrAuthority, path, st.Mode().Perm())
+	}
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrAuthority, err)
+	}
+	var a Authority
+	if err := json.Unmarshal(b, &a); err != nil {
+		// The decoder's message never quotes the file: it holds a key.
+		var se *json.SyntaxError
+		if errors.As(err, &se) {
+			return nil, fmt.Errorf("%w: %s: not JSON (at byte %d)", ErrAuthority, path, se.Offset)
+		}
+		return nil, fmt.Errorf("%w: %s: not an authority file written by tierflow nats-setup", ErrAuthority, path)
+	}
+	if !nkeys.IsValidPublicAccountKey(a.Account) {
+		return nil, fmt.Errorf("%w: %s: no account public key", ErrAuthority, path)
+	}
+	kp, err := nkeys.FromSeed([]byte(a.Signer))
+	if err != nil {
+		return nil, fmt.Errorf("%w: %s: the signing key is not an nkey seed", ErrAuthority, path)
+	}
+	if pub, _ := kp.PublicKey(); !nkeys.IsValidPublicAccountKey(pub) {
+		return nil, fmt.Errorf("%w: %s: the signing key is not an account signing key", ErrAuthority, path)
+	}
+	for u, g := range a.Users {
+		if err := deploy.ValidName("user", u); err != nil {
+			return nil, fmt.Errorf("%w: %s: %w", ErrAuthority, path, err)
+		}
+		if err := CheckDataSubjects(g.Data); err != nil {
+			return nil, fmt.Errorf("%w: %s: user %s: %w", ErrAuthority, path, u, err)
+		}
+	}
+	return &a, nil
+}
+
+// Access is user's authority over data subjects: its grants, bounding it.
+// A user the file does not name may use no data subject.
+func (a *Authority) Access(user string) deploy.Access {
+	if a == nil {
+		return deploy.Access{}
+	}
+	return deploy.Access{Data: slices.Clone(a.Users[user].Data), Restricted: true}
+}
+
+// Knows reports whether user is one of the file's clients.
+func (a *Authority) Knows(user string) bool {
+	_, ok := a.Users[user]
+	return ok
+}
+
+// Admins are the users that may stop anyone's query.
+func (a *Authority) Admins() []string {
+	if a == nil {
+		return nil
+	}
+	var out []string
+	for u, g := range a.Users {
+		if g.Admin {
+			out = append(out, u)
+		}
+	}
+	sort.Strings(out)
+	return out
+}
+
+// MintRequest is one part of a query that needs a data user.
+type MintRequest struct {
+	// Query, Worker and Owner name the part; Key is the worker's data key
+	// (an nkey user public key whose seed only that worker holds).
+	Query, Worker, Owner, Key string
+	// JetStream are the subjects of the query's JetStream streams and
+	// sinks: the data user may create a stream over each (by the name the
+	// connectors derive from it) when none holds it yet.
+	JetStream []string
+	// Expires, when set, bounds the JWT (a query with a --max-query-time).
+	Expires time.Duration
+}
+
+// Mint signs a NATS user JWT for r.Key that may use exactly r.Owner's data
+// subjects: publish and subscribe on them; create consumers only with a
+// filter inside them (the filter is part of the API subject); read stream
+// names and information, pull, ack and delete consumers; create a stream
+// only under the names of the query's own JetStream subjects; and read
+// replies on its own inbox (DataInbox). Nothing of the engine's, the
+// server's or another user's inbox. The worker opens the part's streams and
+// sinks on a connection of this user, so the server refuses whatever a
+// missed check would have let through.
+func (a *Authority) Mint(r MintRequest) (string, error) {
+	if !nkeys.IsValidPublicUserKey(r.Key) {
+		return "", fmt.Errorf("%w: worker %s has no data key", ErrAuthority, r.Worker)
+	}
+	g, ok := a.Users[r.Owner]
+	if !ok {
+		return "", fmt.Errorf("%w: user %s is not in the authority file", ErrAuthority, r.Owner)
+	}
+	kp, err := nkeys.FromSeed([]byte(a.Signer))
+	if err != nil {
+		return "", fmt.Errorf("%w: %w", ErrAuthority, err)
+	}
+	uc := jwt.NewUserClaims(r.Key)
+	uc.Name = "data-" + r.Owner + "-" + r.Query + "-" + r.Worker
+	uc.IssuerAccount = a.Account
+	inbox := DataInbox(r.Query, r.Worker)
+	uc.Pub.Allow.Add(g.Data...)
+	uc.Sub.Allow.Add(g.Data...)
+	uc.Sub.Allow.Add(inbox + ".>")
+	uc.Pub.Allow.Add("$JS.API.INFO", "$JS.API.STREAM.NAMES", "$JS.API.STREAM.INFO.*",
+		"$JS.API.CONSUMER.MSG.NEXT.*.*", "$JS.API.CONSUMER.INFO.*.*", "$JS.API.CONSUMER.DELETE.*.*", "$JS.ACK.>")
+	for _, d := range g.Data {
+		uc.Pub.Allow.Add("$JS.API.CONSUMER.CREATE.*.*." + d)
+	}
+	for _, s := range r.JetStream {
+		if name := connectors.StreamName(s); name != "" && !strings.ContainsAny(name, ".*> ") {
+			uc.Pub.Allow.Add("$JS.API.STREAM.CREATE." + name)
+		}
+	}
+	// Whatever the grants say, never the engine's nor the system's.
+	uc.Pub.Deny.Add("tierflow.>", "$SYS.>", "$KV.>", "$O.>", "_INBOX.>")
+	uc.Sub.Deny.Add("tierflow.>", "$SYS.>", "$KV.>", "$O.>", "_INBOX.>")
+	if r.Expires > 0 {
+		uc.Expires = time.Now().Add(r.Expires).Unix()
+	}
+	return uc.Encode(kp)
+}
+
+// DataInbox is the inbox prefix of a query part's data connection. It is
+// not of the _INBOX_<user> form, which a user of any name could read: no
+// role's permissions reach _TFDATA, and no data grant may begin with '_'.
+func DataInbox(query, worker string) string {
+	return "_TFDATA." + query + "." + worker
+}

@@ -1,0 +1,228 @@
+package security_test
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+	"github.com/nats-io/nkeys"
+
+	"github.com/tierflow/tierflow/operators/sinks"
+	"github.com/tierflow/tierflow/relay/natsserver"
+	"github.com/tierflow/tierflow/runtime/cluster"
+	"github.com/tierflow/tierflow/runtime/cluster/clustertest"
+	"github.com/tierflow/tierflow/runtime/coordinator"
+	"github.com/tierflow/tierflow/runtime/deploy"
+	"github.com/tierflow/tierflow/runtime/devices"
+	"github.com/tierflow/tierflow/runtime/security"
+	"github.com/tierflow/tierflow/runtime/worker"
+)
+
+// authorityCluster is a cluster on a generated setup whose coordinator has
+// the authority file: alice may use sensors.>, bob nothing, root is an
+// admin; one worker, w1, on its own creds.
+type authorityCluster struct {
+	*setupServer
+	co *coordinator.Coordinator
+	au *security.Authority
+}
+
+func startAuthority(t *testing.T) *authorityCluster {
+	t.Helper()
+	ss := startSetup(t, security.SetupOptions{Workers: []string{"w1"}, Clients: []string{"alice", "bob"}, Admins: []string{"root"},
+		Data: map[string][]string{"alice": {"sensors.>"}}, JetStream: true})
+	au, err := security.LoadAuthority(ss.s.Authority)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cnc, err := ss.connect(t, "coordinator")
+	if err != nil {
+		t.Fatal(err)
+	}
+	co, err := coordinator.Start(coordinator.Config{Conn: cnc, Heartbeat: 200 * time.Millisecond, Authority: au,
+		Exec: cluster.ExecHooks(cnc, "", nil, 1), Placement: coordinator.PlaceRules})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { co.Close() })
+	wnc, err := ss.connect(t, "w1", nats.MaxReconnects(-1))
+	if err != nil {
+		t.Fatal(err)
+	}
+	inv := devices.Inventory{CPUs: 1}
+	w, err := worker.Start(context.Background(), worker.Config{Conn: wnc, Name: "w1", Tier: "edge", Inventory: &inv,
+		Exec: cluster.ExecHooks(wnc, "", nil, 1)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { w.Close() })
+	return &authorityCluster{setupServer: ss, co: co, au: au}
+}
+
+func (ac *authorityCluster) client(t *testing.T, user string) *coordinator.Client {
+	t.Helper()
+	nc, err := ac.connect(t, user)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := coordinator.NewClient(nc)
+	c.User, c.Timeout = user, 10*time.Second
+	return c
+}
+
+type lockedBuf struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (l *lockedBuf) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *lockedBuf) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
+}
+
+// TestQueriesActAsTheirOwner: with the coordinator's authority file, a
+// query reads and writes its owner's data subjects only, through a NATS
+// user minted for its part (core NATS and JetStream both work), and a
+// user's query outside their grants is refused with the reason.
+func TestQueriesActAsTheirOwner(t *testing.T) {
+	ac := startAuthority(t)
+	ctx := context.Background()
+	alice := ac.client(t, "alice")
+	feed, err := ac.connect(t, "alice")
+	if err != nil {
+		t.Fatal(err)
+	}
+	src := "CREATE STREAM s (n INT) FROM NATS 'sensors.a' FORMAT JSON;\n" +
+		"CREATE SINK out TO JETSTREAM 'sensors.js' FORMAT JSON;\n" +
+		"INSERT INTO out SELECT n * 10 AS n FROM s;\n"
+	done := make(chan error, 1)
+	go func() {
+		_, err := alice.Submit(ctx, script(t, src), "qa", sinks.NewCSV(&lockedDiscard{}))
+		done <- err
+	}()
+	clustertest.CheckFor(t, 15*time.Second, 20*time.Millisecond, func() error {
+		if q, ok := ac.co.Query("qa"); !ok || q.State != deploy.StateRunning {
+			select {
+			case err := <-done:
+				t.Fatalf("qa ended: %v", err)
+			default:
+			}
+			return errors.New("qa not running")
+		}
+		return nil
+	})
+	for i := range 5 {
+		_ = feed.Publish("sensors.a", fmt.Appendf(nil, `{"n":%d}`, i))
+	}
+	end := nats.NewMsg("sensors.a")
+	end.Header.Set("Tierflow-End", "5")
+	_ = feed.PublishMsg(end)
+	if err := <-done; err != nil {
+		t.Fatalf("alice's query over her own subjects: %v", err)
+	}
+	// What the sink wrote is in the stream, read back as alice's data user.
+	out := &lockedBuf{}
+	read := "CREATE STREAM r (n INT) FROM JETSTREAM 'sensors.js' FORMAT JSON;\nSELECT n FROM r LIMIT 5;\n"
+	if _, err := alice.Submit(ctx, script(t, read), "qr", sinks.NewCSV(out)); err != nil {
+		t.Fatalf("alice reads her JetStream subject: %v", err)
+	}
+	for _, want := range []string{"0", "10", "40"} {
+		if !strings.Contains(out.String(), want+"\n") {
+			t.Errorf("read back %q, want %s in it", out.String(), want)
+		}
+	}
+
+	// bob was granted nothing: his query over sensors.a is refused.
+	bob := ac.client(t, "bob")
+	_, err = bob.Submit(ctx, script(t, "CREATE STREAM s (n INT) FROM NATS 'sensors.a' FORMAT JSON;\nSELECT n FROM s;\n"), "qb", sinks.NewCSV(&lockedDiscard{}))
+	if err == nil || !strings.Contains(err.Error(), "granted no data subjects") {
+		t.Errorf("bob's query over sensors.a: %v, want refused", err)
+	}
+	// alice outside her grants: refused too.
+	_, err = alice.Submit(ctx, script(t, "CREATE STREAM s (n INT) FROM NATS 'other.a' FORMAT JSON;\nSELECT n FROM s;\n"), "qo", sinks.NewCSV(&lockedDiscard{}))
+	if err == nil || !strings.Contains(err.Error(), "outside the data subjects") {
+		t.Errorf("alice's query over other.a: %v, want refused", err)
+	}
+}
+
+// mustMintConn connects as a data user minted for owner (as the
+// coordinator mints a part's), on a fresh key.
+func mustMintConn(t *testing.T, ac *authorityCluster, owner string, jsSubjects ...string) *nats.Conn {
+	t.Helper()
+	kp, _ := nkeys.CreateUser()
+	pub, _ := kp.PublicKey()
+	tok, err := ac.au.Mint(security.MintRequest{Query: "qt", Worker: "wt", Owner: owner, Key: pub, JetStream: jsSubjects})
+	if err != nil {
+		t.Fatal(err)
+	}
+	opts, _ := natsserver.Auth{TLSCA: ac.s.CA}.Options(ac.url)
+	nc, err := nats.Connect(ac.url, append(opts, nats.UserJWT(func() (string, error) { return tok, nil }, kp.Sign),
+		nats.CustomInboxPrefix(security.DataInbox("qt", "wt")), nats.MaxReconnects(0))...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(nc.Close)
+	return nc
+}
+
+// TestDataUserCannotReachTheEngine: a minted data user, whatever code
+// drives it (a check missed), is refused by the server everything outside
+// its owner's data: the engine's subjects, other subjects, consumers that
+// filter outside the grants, and other streams' creation.
+func TestDataUserCannotReachTheEngine(t *testing.T) {
+	ac := startAuthority(t)
+	nc := mustMintConn(t, ac, "alice", "sensors.js")
+	refused := func(what string, f func() error) {
+		t.Helper()
+		err := f()
+		if err == nil {
+			_ = nc.Flush()
+			err = nc.LastError()
+		}
+		if !errors.Is(err, nats.ErrPermissionViolation) && !strings.Contains(strings.ToLower(fmt.Sprint(err)), "permission") {
+			t.Errorf("%s: %v, want a permissions violation", what, err)
+		}
+	}
+	for _, subj := range []string{deploy.QuerySubject("", "q1", "enough.w1"), deploy.RegisterSubject("evil"), deploy.UserSubject("bob", "q1", "results"),
+		"other.a", "$JS.API.STREAM.DELETE.X", "$KV.b.k", "$SYS.REQ.SERVER.PING", "_INBOX_bob.x"} {
+		refused("publish "+subj, func() error { return nc.Publish(subj, []byte("{}")) })
+	}
+	for _, subj := range []string{"tierflow.relay.>", deploy.QuerySubject("", "*", "deploy.*"), "_INBOX_bob.>", ">", "other.>"} {
+		refused("subscribe "+subj, func() error { _, err := nc.SubscribeSync(subj); return err })
+	}
+	js, err := jetstream.New(nc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := func() context.Context {
+		ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
+		t.Cleanup(cancel)
+		return ctx
+	}
+	if _, err := js.CreateStream(ctx(), jetstream.StreamConfig{Name: "SPY", Subjects: []string{"tierflow.relay.>"}}); err == nil {
+		t.Error("a data user created a stream over the relay")
+	}
+	if _, err := js.CreateStream(ctx(), jetstream.StreamConfig{Name: "SENSORS_JS", Subjects: []string{"sensors.js"}}); err != nil {
+		t.Errorf("the data user's own stream: %v", err)
+	}
+	if _, err := js.CreateOrUpdateConsumer(ctx(), "SENSORS_JS", jetstream.ConsumerConfig{FilterSubject: "sensors.js"}); err != nil {
+		t.Errorf("a consumer inside the grants: %v", err)
+	}
+	if _, err := js.CreateOrUpdateConsumer(ctx(), "SENSORS_JS", jetstream.ConsumerConfig{FilterSubject: "other.x"}); err == nil {
+		t.Error("a consumer filtering outside the grants was created")
+	}
+}
