@@ -471,7 +471,8 @@ func (b *builder) node(n logical.Node) (int, *arrow.Schema, error) {
 		var in int
 		var schema *arrow.Schema
 		var err error
-		if s, ok := n.Input.(*logical.Sort); ok {
+		s, sorted := n.Input.(*logical.Sort)
+		if sorted {
 			in, schema, err = b.topN(n, s, at)
 		} else {
 			in, schema, err = b.node(n.Input)
@@ -481,7 +482,10 @@ func (b *builder) node(n logical.Node) (int, *arrow.Schema, error) {
 		}
 		mk := func() (dataflow.Operator, error) { return rel.NewLimit(n.N).Skip(n.Offset), nil }
 		switch {
-		case windowed(n.Input):
+		case sorted && windowed(n.Input):
+			// ORDER BY ... LIMIT over windows: each window's top rows. A
+			// LIMIT without ORDER BY is the first n rows of the whole
+			// stream, as DuckDB's: the query ends once it has them.
 			mk = func() (dataflow.Operator, error) { return rel.NewLimitPerWindow(n.N).Skip(n.Offset), nil }
 		case n == b.finalLimit:
 			mk = func() (dataflow.Operator, error) { return rel.NewFinalLimit(n.N).Skip(n.Offset), nil }
