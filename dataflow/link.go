@@ -55,3 +55,75 @@ func (c *Context) OutputLinks(output int) []LinkStater {
 	}
 	return out
 }
+
+// LinkBandwidth is the one view every decision takes of a link's measured
+// bandwidth, in bytes per second (0 before the first ack): Mean is the
+// acks' harmonic mean over the last second, Latest the latest message's
+// sample alone and Recent the larger of the latest two; each is the
+// link's transfer rate (its base round trip taken out of every sample)
+// where the sender measures it, else the acks' plain one. The relay's
+// meter (relay.LinkStats), the live estimates (control.LinkEstimate) and
+// an operator's link (LinkState) all give it (their Bandwidth method), and
+// the rules of which number a decision takes are its methods: PlanBps for a
+// plan, BatchBps for a batch.
+type LinkBandwidth struct {
+	Mean, Latest, Recent float64
+}
+
+// NewLinkBandwidth is the view of a link whose acks measured ack and, when
+// the sender knows its base round trip (xfer.Mean > 0), whose transfers
+// measured xfer: the transfer rate stands for the acks' where it is
+// measured, as the acks' plain estimate falls with the messages' size (a
+// small frame's round trip is mostly the base one).
+func NewLinkBandwidth(ack, xfer LinkBandwidth) LinkBandwidth {
+	if xfer.Mean > 0 {
+		return xfer
+	}
+	return ack
+}
+
+// MaxLinkUtilization is the share of a link's bandwidth a stream may fill:
+// its queue stays short, and the headroom absorbs a drop of the link until
+// the stream follows it. The per-batch adapt step steps a batch up to a
+// larger side within it, the per-query Jellyfish policy caps a source's
+// rows at it (control.DefaultJellyfish: at 70%, bench slo's fit-28 rode a
+// 600 kbit/s step and its frames queued for seconds when the link fell to
+// 400, 8% of them late).
+const MaxLinkUtilization = 0.6
+
+// LinkDropRatio is how far under the mean the latest sample must fall for
+// a batch to take it as the link's bandwidth (BatchBps): the steps of a
+// changing link are 2x and more, a busy host's jitter less.
+const LinkDropRatio = 0.6
+
+// PlanBps is the bandwidth a plan takes, which must hold up when the link
+// drops: the mean, or the latest two samples when both are lower, so a
+// drop counts at its second slow ack and a rise only once it held. (The
+// latest sample alone made the engine re-plan on single slow acks of a
+// loaded machine, and hold the smaller frames for the policy's step-up
+// wait.)
+func (b LinkBandwidth) PlanBps() float64 {
+	if b.Recent > 0 && b.Recent < b.Mean {
+		return b.Recent
+	}
+	return b.Mean
+}
+
+// BatchBps is the bandwidth one batch takes: the mean, or the latest
+// sample when it is under LinkDropRatio of it, so that a drop counts at
+// the next ack (the next batch meets it; a plan costs a cut-over) and a
+// rise once it has held. One slow ack on a busy host (a scheduling delay
+// is in its round trip) is no drop: taken as one, it sent frames of a link
+// that carried them small, each a few points less accurate.
+func (b LinkBandwidth) BatchBps() float64 {
+	if b.Latest > 0 && (b.Mean <= 0 || b.Latest < LinkDropRatio*b.Mean) {
+		return b.Latest
+	}
+	return b.Mean
+}
+
+// Bandwidth is the link's bandwidth view.
+func (s LinkState) Bandwidth() LinkBandwidth {
+	return NewLinkBandwidth(LinkBandwidth{Mean: s.BandwidthBps, Latest: s.LastBps},
+		LinkBandwidth{Mean: s.TransferBps, Latest: s.LastTransferBps})
+}

@@ -29,6 +29,7 @@ import (
 	"github.com/apache/arrow/go/v17/arrow"
 	"github.com/apache/arrow/go/v17/arrow/memory"
 
+	"github.com/tierflow/tierflow/dataflow"
 	"github.com/tierflow/tierflow/relay/frame"
 )
 
@@ -256,4 +257,11 @@ type LinkStats struct {
 	Resent     uint64 `json:"resent,omitempty"`
 	Gaps       uint64 `json:"gaps,omitempty"`
 	Duplicates uint64 `json:"duplicates,omitempty"`
+}
+
+// Bandwidth is the link's bandwidth view, which every decision reads by
+// its rules (dataflow.LinkBandwidth).
+func (s LinkStats) Bandwidth() dataflow.LinkBandwidth {
+	return dataflow.NewLinkBandwidth(dataflow.LinkBandwidth{Mean: s.AckBandwidthBps, Latest: s.LastAckBps, Recent: s.RecentAckBps},
+		dataflow.LinkBandwidth{Mean: s.TransferBps, Latest: s.LastTransferBps, Recent: s.RecentTransferBps})
 }

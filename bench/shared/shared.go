@@ -14,6 +14,8 @@ import (
 	"sync"
 	"time"
 
+	rtpolicy "github.com/tierflow/tierflow/runtime/policy"
+
 	"github.com/apache/arrow/go/v17/arrow"
 	"github.com/apache/arrow/go/v17/arrow/ipc"
 	"github.com/apache/arrow/go/v17/arrow/memory"
@@ -489,8 +491,14 @@ func sharedRun(ctx context.Context, benv *bench.Env, o sharedOptions, inf *infra
 		last = m
 	}
 	var err error
-	c, err = cluster.StartEmbedded(ctx, cluster.Options{Infra: inf, NATS: benv.G().NATS, OrtLib: benv.G().ORTLib, Placement: coordinator.PlaceRules,
-		Sched: policy, SchedPolicy: dq, OnLatency: onLatency, AdmitAll: pol == sched.NaiveName})
+	pols := rtpolicy.Defaults()
+	if pol == sched.NaiveName {
+		// The naive baseline runs as before priorities existed: no
+		// real-time admission.
+		pols = rtpolicy.Without(pols, rtpolicy.RealtimeAdmissionName)
+	}
+	c, err = cluster.StartEmbeddedHooked(ctx, cluster.Options{Infra: inf, NATS: benv.G().NATS, OrtLib: benv.G().ORTLib, Placement: coordinator.PlaceRules,
+		Sched: policy, Policies: pols}, cluster.Hooks{SchedPolicy: dq, OnLatency: onLatency})
 	if err != nil {
 		return row, err
 	}

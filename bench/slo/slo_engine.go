@@ -11,6 +11,8 @@ import (
 	"sync"
 	"time"
 
+	rtpolicy "github.com/tierflow/tierflow/runtime/policy"
+
 	"github.com/apache/arrow/go/v17/arrow"
 	"github.com/apache/arrow/go/v17/arrow/array"
 
@@ -315,8 +317,8 @@ func benchSLOEngine(ctx context.Context, benv *bench.Env, o sloOptions, tr *rela
 		}
 		return time.Duration(i) * tr.Period / time.Duration(o.clients), true
 	}
-	c, err := cluster.StartEmbedded(ctx, cluster.Options{Infra: inf, Catalog: catPath, NATS: benv.G().NATS, OrtLib: benv.G().ORTLib,
-		NoSLOPolicy: policy != "adaptive", OnResult: onResult,
+	c, err := cluster.StartEmbeddedHooked(ctx, cluster.Options{Infra: inf, Catalog: catPath, NATS: benv.G().NATS, OrtLib: benv.G().ORTLib,
+		Policies: sloEnginePolicies(policy == "adaptive")}, cluster.Hooks{OnResult: onResult,
 		Shaper: func(from, to string) relay.Shaper {
 			if off, ok := offset(from); ok && from != to {
 				return relay.TraceShaper{Trace: tr, Start: start, Offset: off}
@@ -505,4 +507,13 @@ func sloEngineCatalog(o sloOptions, m *catalog.Model, variants []*catalog.Varian
 func sloEngineQuery(o sloOptions, i int) string {
 	return fmt.Sprintf("SELECT 'cam%d' AS cam, s.id AS id, s.true_label AS truth, c.label AS label\nFROM cam%d AS s CROSS JOIN LATERAL %s(s.image) AS c(label, score)\nWITH (LATENCY <= %d MS);\n",
 		i, i, o.model, o.slo.Milliseconds())
+}
+
+// sloEnginePolicies are the engine's policies for a bench slo run: the
+// defaults, with the Jellyfish policy only when it is the one measured.
+func sloEnginePolicies(adaptive bool) []rtpolicy.Policy {
+	if adaptive {
+		return rtpolicy.Defaults()
+	}
+	return rtpolicy.Without(rtpolicy.Defaults(), rtpolicy.JellyfishName)
 }

@@ -35,9 +35,11 @@ import (
 	"github.com/tierflow/tierflow/runtime/cluster"
 	"github.com/tierflow/tierflow/runtime/connectors"
 	"github.com/tierflow/tierflow/runtime/control"
+	"github.com/tierflow/tierflow/runtime/dataaware"
 	"github.com/tierflow/tierflow/runtime/deploy"
 	"github.com/tierflow/tierflow/runtime/inference"
 	"github.com/tierflow/tierflow/runtime/inference/sched"
+	"github.com/tierflow/tierflow/runtime/policy"
 )
 
 // runFlags are the options of `tierflow run`.
@@ -62,6 +64,10 @@ type runFlags struct {
 	replan      bool
 	noSLOPolicy bool
 	replanDrift float64
+	// replanDataAware adds the SneakPeek policy (needs evidence);
+	// policies adds registered policies by name (runtime/policy).
+	replanDataAware bool
+	policies        []string
 	// linkTraces shape tier links to bandwidth traces (--link-trace).
 	linkTraces []string
 	// sched is the embedded workers' scheduling policy; evidence the
@@ -126,7 +132,11 @@ or the rows into it per stream row past 2x either way, a tier link carrying
 under half of what the plan needs while its senders stall. The planner then
 runs again with the live numbers in place of the catalog's and the
 infrastructure's, and the query is cut over only if the variant or worker
-choice changes. --stats and EXPLAIN ANALYZE list the plan
+choice changes. --replan-data-aware (with --evidence) re-plans a
+query WITH (ACCURACY >= x DATA AWARE) over a NATS or JetStream stream when
+the stream's estimated class mix moves, to the variant that meets the target
+on the new mix (SneakPeek); --policy NAME adds any registered policy
+(docs/architecture.md). --stats and EXPLAIN ANALYZE list the plan
 history and the recoveries.
 
 --link-trace TIER_A:TIER_B=FILE (repeatable) throttles the real relay traffic
@@ -161,6 +171,8 @@ include the transfer time.`,
 	fl.BoolVar(&f.replan, "replan", false, "re-plan running queries off relay links that stall and when live numbers drift from the plan's (cluster only)")
 	fl.Float64Var(&f.replanDrift, "replan-drift", control.DefaultDrift.Factor, "with --replan: re-plan when a rate or model time drifts past this factor of the plan's (0: only stalled links)")
 	fl.StringArrayVar(&f.linkTraces, "link-trace", nil, "TIER_A:TIER_B=FILE: shape the relay links from tier A to tier B to a bandwidth trace (CSV t_s,kbit_s, looping; repeatable; embedded cluster only)")
+	fl.BoolVar(&f.replanDataAware, "replan-data-aware", false, "with --evidence: re-plan DATA AWARE queries over NATS or JetStream streams when their estimated class mix moves (the SneakPeek policy; cluster only)")
+	fl.StringArrayVar(&f.policies, "policy", nil, "add a registered policy by name (repeatable; runtime/policy: "+strings.Join(policy.Buildable(), ", ")+"; cluster only)")
 	fl.StringVar(&f.sched, "sched", "", "the embedded workers' inference scheduling policy: naive (default), deepquery, maxacc-edf, lo-edf, grouped or sneakpeek (as tierflow worker --sched)")
 	fl.StringVar(&f.evidence, "evidence", "", "with --sched sneakpeek: the Fashion-MNIST example directory whose training sample's nearest neighbours estimate each row's class")
 	fl.StringVar(&f.stats, "stats", "", "write a JSON summary of each query (rows, drops, latency, SLO misses) to this file when it ends")
@@ -360,11 +372,11 @@ func runClusterScript(ctx context.Context, a *app, f runFlags, path, src, base s
 	// two runs never take each other's workers or results.
 	opts := cluster.Options{Infra: inf, Catalog: catPath, NATS: a.g.nats, Auth: a.natsAuth(), ServerConfig: a.g.natsConfig, OrtLib: a.g.ortLib, ModelLog: log, Namespace: runNamespace(),
 		Log: slog.New(slog.NewTextHandler(log, &slog.HandlerOptions{Level: slog.LevelWarn}))}
-	if f.replan {
-		opts.Policy = replanPolicy(f.replanDrift)
-	}
 	opts.Sched = f.sched
 	if opts.Evidence, err = loadEvidence(f.evidence); err != nil {
+		return badInput(err)
+	}
+	if opts.Policies, err = runPolicies(f, opts.Evidence); err != nil {
 		return badInput(err)
 	}
 	if f.evidence != "" {
@@ -373,7 +385,6 @@ func runClusterScript(ctx context.Context, a *app, f runFlags, path, src, base s
 			return badInput(err)
 		}
 	}
-	opts.NoSLOPolicy = f.noSLOPolicy
 	traces, err := parseLinkTraces(f.linkTraces, inf)
 	if err != nil {
 		return err
@@ -381,14 +392,16 @@ func runClusterScript(ctx context.Context, a *app, f runFlags, path, src, base s
 	if len(traces) > 0 && f.processes {
 		return badInput(fmt.Errorf("--link-trace shapes the embedded workers' relays: not with --processes"))
 	}
-	opts.Shaper = linkShaper(traces, inf, time.Now())
+	// --link-trace is a drill: it shapes the embedded workers' links
+	// through the cluster's hooks.
+	drill := cluster.Hooks{Shaper: linkShaper(traces, inf, time.Now())}
 	mode := "embedded cluster"
 	var c *cluster.Cluster
 	if f.processes {
 		mode = "cluster of worker processes"
 		c, err = cluster.StartProcesses(ctx, cluster.ProcessOptions{Options: opts, Stderr: log})
 	} else {
-		c, err = cluster.StartEmbedded(ctx, opts)
+		c, err = cluster.StartEmbeddedHooked(ctx, opts, drill)
 	}
 	if err != nil {
 		if errors.Is(err, cluster.ErrInfra) {
@@ -478,13 +491,26 @@ func runNamespace() string {
 	return "run-" + hex.EncodeToString(b[:])
 }
 
-// replanPolicy is `--replan`'s: stalled links always, drift past factor
-// unless factor is 0.
-func replanPolicy(factor float64) control.Policy {
-	if factor == 0 {
-		return control.DefaultSlowLink
+// runPolicies are the coordinator's policies for a run's flags: the
+// defaults (less the Jellyfish policy with --no-slo-policy), --replan's
+// (stalled links always, drift past --replan-drift unless 0),
+// --replan-data-aware's and those --policy names.
+func runPolicies(f runFlags, ev dataaware.Evidence) ([]policy.Policy, error) {
+	var names []string
+	for _, n := range policy.DefaultNames() {
+		if n != policy.JellyfishName || !f.noSLOPolicy {
+			names = append(names, n)
+		}
 	}
-	d := control.DefaultDrift
-	d.Factor = factor
-	return control.Policies{control.DefaultSlowLink, d}
+	if f.replan {
+		names = append(names, policy.SlowLinkName)
+		if f.replanDrift != 0 {
+			names = append(names, policy.DriftName)
+		}
+	}
+	if f.replanDataAware {
+		names = append(names, policy.SneakPeekName)
+	}
+	names = append(names, f.policies...)
+	return policy.Build(names, policy.Settings{DriftFactor: f.replanDrift, Evidence: ev})
 }

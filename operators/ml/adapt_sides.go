@@ -25,15 +25,16 @@ const SidesKey = "tierflow.sides"
 
 // MaxLinkUtilization is the share of a link's bandwidth a stream may fill
 // at a side larger than its last batch's, so that its queue stays short
-// (the Jellyfish policy's runtime/control.DefaultJellyfish.MaxUtilization);
-// KeepLinkUtilization the share at which it keeps the last batch's side (or
+// (dataflow.MaxLinkUtilization, which the Jellyfish policy caps a source
+// at too); KeepLinkUtilization the share at which it keeps the last
+// batch's side (or
 // goes smaller). Every frame sent smaller than its variant's side costs
 // accuracy (fit-28 on 20x20 frames: 2.8 points), and the acks' estimate is
 // already below the link's rate (each sample's time includes the round
 // trip), so a side the link still carries is kept up to near its capacity:
 // the deadline check catches a queue that builds.
 const (
-	MaxLinkUtilization  = 0.6
+	MaxLinkUtilization  = dataflow.MaxLinkUtilization
 	KeepLinkUtilization = 0.9
 )
 
@@ -305,29 +306,9 @@ func (c *sideChooser) choose(ctx *dataflow.Context, rows int64) int {
 	return c.last
 }
 
-// linkBps is the bandwidth a decision takes: the acks' harmonic mean over
-// the last second, or the latest sample when it is under DropRatio of it,
-// so that a drop counts at the next ack and a rise once it has held
-// (bench/slo/harness's linkBps takes the lower of the two). One slow ack on a
-// busy host (a scheduling delay is in its round trip) is no drop: taken
-// as one, it sent frames of a link that carried them small, each a few
-// points less accurate.
-//
-// Where the sender measures it, the rate is the link's own (TransferBps:
-// each sample's round trip less the base one): the acks' plain estimate
-// falls with the messages' size (a 14x14 frame's round trip is mostly the
-// base), which kept a link that had carried small frames on small ones.
-func linkBps(s dataflow.LinkState) float64 {
-	mean, latest := s.BandwidthBps, s.LastBps
-	if s.TransferBps > 0 {
-		mean, latest = s.TransferBps, s.LastTransferBps
-	}
-	bw := mean
-	if latest > 0 && (bw <= 0 || latest < DropRatio*bw) {
-		bw = latest
-	}
-	return bw
-}
+// linkBps is the bandwidth a batch's side is chosen by
+// (dataflow.LinkBandwidth.BatchBps).
+func linkBps(s dataflow.LinkState) float64 { return s.Bandwidth().BatchBps() }
 
 // LinkFallHeadroom is how many times its time on the link a batch's side
 // must leave in its budget: a side that crosses in time even if the link
@@ -338,11 +319,6 @@ func linkBps(s dataflow.LinkState) float64 {
 // kbit/s: 2.6% to 1.9%) for at most 0.7 points of accuracy (a frame at
 // 20x20 on fit-20 rather than at 28x28 on fit-28).
 const LinkFallHeadroom = 2.0
-
-// DropRatio is how far under the acks' mean the latest sample must fall to
-// be taken as the link's bandwidth (linkBps): the steps of a changing link
-// are 2x and more, a busy host's jitter less.
-const DropRatio = 0.6
 
 // sidePlan is what a batch's side is chosen from.
 type sidePlan struct {

@@ -85,8 +85,8 @@ func sidesRun(t *testing.T, fashion, trace string, only ...string) (missed, answ
 	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
 	defer cancel()
 	start := time.Now()
-	c := clustertest.StartEmbedded(t, ctx, cluster.Options{Infra: clustertest.LoadInfra(t, dir), Catalog: filepath.Join(dir, "catalog.yaml"),
-		Heartbeat: 200 * time.Millisecond, NoSLOPolicy: true, OnResult: onResult,
+	c := clustertest.StartHooked(t, ctx, cluster.Options{Infra: clustertest.LoadInfra(t, dir), Catalog: filepath.Join(dir, "catalog.yaml"),
+		Heartbeat: 200 * time.Millisecond, Policies: clustertest.SLO(nil)}, cluster.Hooks{OnResult: onResult,
 		Shaper: func(from, to string) relay.Shaper {
 			if from == "e1" && from != to {
 				return relay.TraceShaper{Trace: tr, Start: start}

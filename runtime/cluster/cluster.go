@@ -21,7 +21,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/apache/arrow/go/v17/arrow"
 	"github.com/apache/arrow/go/v17/arrow/memory"
 	"github.com/nats-io/nats.go"
 
@@ -29,10 +28,8 @@ import (
 	"github.com/tierflow/tierflow/operators/sinks"
 	"github.com/tierflow/tierflow/planner/bind"
 	"github.com/tierflow/tierflow/planner/infra"
-	"github.com/tierflow/tierflow/relay"
 	"github.com/tierflow/tierflow/relay/natsserver"
 	"github.com/tierflow/tierflow/runtime/connectors"
-	"github.com/tierflow/tierflow/runtime/control"
 	"github.com/tierflow/tierflow/runtime/coordinator"
 	"github.com/tierflow/tierflow/runtime/dataaware"
 	"github.com/tierflow/tierflow/runtime/deploy"
@@ -40,6 +37,7 @@ import (
 	"github.com/tierflow/tierflow/runtime/inference"
 	"github.com/tierflow/tierflow/runtime/inference/sched"
 	"github.com/tierflow/tierflow/runtime/metrics"
+	"github.com/tierflow/tierflow/runtime/policy"
 	"github.com/tierflow/tierflow/runtime/worker"
 )
 
@@ -79,22 +77,9 @@ type Options struct {
 	// Placement is the coordinator's placement mode (coordinator.PlaceOptimizer,
 	// the default, or coordinator.PlaceRules).
 	Placement string
-	// Policy, when set, has the coordinator re-plan running queries
-	// (runtime/control; `run --replan`).
-	Policy control.Policy
-	// Shape, when set, caps the bytes per second embedded worker from
-	// sends to worker to over the relay (0: no cap): tests and drills slow
-	// one link down with it.
-	Shape func(from, to string) float64
-	// Shaper, when set, shapes the relay link from embedded worker from to
-	// worker to to a bandwidth trace (nil: not shaped; `--link-trace`).
-	Shaper func(from, to string) relay.Shaper
-	// NoSLOPolicy turns off the Jellyfish policy of LATENCY queries over
-	// size-adaptive zoos (coordinator.Config.NoSLOPolicy).
-	NoSLOPolicy bool
-	// SLOPolicy replaces control.DefaultJellyfish for those queries
-	// (coordinator.Config.SLOPolicy).
-	SLOPolicy control.Policy
+	// Policies are the coordinator's policies (coordinator.Config.Policies:
+	// runtime/policy; nil: policy.Defaults()).
+	Policies []policy.Policy
 	// Namespace is the deployment's subject namespace (deploy.InNamespace):
 	// two clusters on one NATS server (two `tierflow run --nats URL`) each
 	// take their own and never see the other's workers or queries.
@@ -109,19 +94,6 @@ type Options struct {
 	// EvidenceDir is where Evidence came from (tierflow worker --evidence):
 	// worker processes load it themselves.
 	EvidenceDir string
-	// SchedPolicy, when set, is the embedded workers' policy itself (a
-	// tuned sched.DeepQuery), over Sched.
-	SchedPolicy sched.Policy
-	// AdmitAll has the coordinator place a REALTIME query even where
-	// work that does not yield keeps the workers busy (coordinator.Config).
-	AdmitAll bool
-	// OnLatency, when set, is told each end-to-end latency the embedded
-	// workers' sinks measure, by query (benchmarks; not with processes).
-	OnLatency func(query string, d time.Duration, rows int64)
-	// OnResult, when set, is told each batch the embedded workers' sinks
-	// write, with its end-to-end latency, by query (`bench slo` scores
-	// each answer by it; not with processes).
-	OnResult func(query string, d time.Duration, rec arrow.Record)
 }
 
 // ExecHooks completes executor options for a process on connection nc: the
@@ -234,7 +206,7 @@ func startCore(o *Options) (*Cluster, error) {
 		return nil, err
 	}
 	c.coCfg = coordinator.Config{Conn: nc, Infra: o.Infra, Catalog: o.Catalog, Heartbeat: o.Heartbeat, Metrics: o.Metrics, Log: o.Log,
-		Exec: ExecHooks(nc, o.OrtLib, nil, 1), Placement: o.Placement, Policy: o.Policy, NoSLOPolicy: o.NoSLOPolicy, SLOPolicy: o.SLOPolicy, AdmitAll: o.AdmitAll,
+		Exec: ExecHooks(nc, o.OrtLib, nil, 1), Placement: o.Placement, Policies: o.Policies,
 		CheckModelArgs: ModelArgChecks(o.OrtLib), Namespace: o.Namespace}
 	co, err := coordinator.Start(c.coCfg)
 	if err != nil {
@@ -257,6 +229,12 @@ func startCore(o *Options) (*Cluster, error) {
 // StartEmbedded starts a server, a coordinator and one in-process worker per
 // machine of o.Infra, and returns once every worker has registered.
 func StartEmbedded(ctx context.Context, o Options) (*Cluster, error) {
+	return StartEmbeddedHooked(ctx, o, Hooks{})
+}
+
+// StartEmbeddedHooked is StartEmbedded with hooks h on the embedded
+// workers (tests, drills and benchmarks).
+func StartEmbeddedHooked(ctx context.Context, o Options, h Hooks) (*Cluster, error) {
 	c, err := startCore(&o)
 	if err != nil {
 		return nil, err
@@ -267,8 +245,8 @@ func StartEmbedded(ctx context.Context, o Options) (*Cluster, error) {
 		c.Close()
 		return nil, err
 	}
-	if o.SchedPolicy != nil {
-		policy = o.SchedPolicy
+	if h.SchedPolicy != nil {
+		policy = h.SchedPolicy
 	}
 	for _, m := range o.Infra.Machines() {
 		name := WorkerName(m.Name)
@@ -281,11 +259,10 @@ func StartEmbedded(ctx context.Context, o Options) (*Cluster, error) {
 		if m.Type != nil {
 			typ = m.Type.Name
 		}
-		w, err := worker.Start(ctx, worker.Config{Conn: nc, Name: name, Tier: m.Tier, Location: m.Location, Type: typ,
+		w, err := worker.StartHooked(ctx, worker.Config{Conn: nc, Name: name, Tier: m.Tier, Location: m.Location, Type: typ,
 			Inventory: &inv, Allocator: o.Allocator, Metrics: o.Metrics, Stdout: o.Stdout, Log: o.Log,
 			Exec: ExecHooksWith(nc, o.OrtLib, o.ModelLog, CPUShare(m, len(o.Infra.Machines())), o.Evidence), Namespace: o.Namespace,
-			Shape: shapeFrom(o.Shape, name), Shaper: shaperFrom(o.Shaper, name),
-			Sched: policy, OnLatency: o.OnLatency, OnResult: o.OnResult})
+			Sched: policy}, h.of(name))
 		if err != nil {
 			c.Close()
 			return nil, fmt.Errorf("worker %s: %w", name, err)
@@ -293,22 +270,6 @@ func StartEmbedded(ctx context.Context, o Options) (*Cluster, error) {
 		c.Workers = append(c.Workers, w)
 	}
 	return c, nil
-}
-
-// shapeFrom is worker from's side of Options.Shape.
-func shapeFrom(shape func(from, to string) float64, from string) func(to string) float64 {
-	if shape == nil {
-		return nil
-	}
-	return func(to string) float64 { return shape(from, to) }
-}
-
-// shaperFrom is worker from's side of Options.Shaper.
-func shaperFrom(shaper func(from, to string) relay.Shaper, from string) func(to string) relay.Shaper {
-	if shaper == nil {
-		return nil
-	}
-	return func(to string) relay.Shaper { return shaper(from, to) }
 }
 
 func (c *Cluster) connect(name string) (*nats.Conn, error) {

@@ -107,7 +107,7 @@ func TestJellyfishStepsDownWithTheLink(t *testing.T) {
 	start := time.Now()
 	whole := control.DefaultJellyfish
 	whole.SidesUtilization = 0
-	c := clustertest.StartEmbedded(t, ctx, cluster.Options{Infra: clustertest.LoadInfra(t, dir), Catalog: cat, SLOPolicy: whole,
+	c := clustertest.StartHooked(t, ctx, cluster.Options{Infra: clustertest.LoadInfra(t, dir), Catalog: cat, Policies: clustertest.SLO(whole)}, cluster.Hooks{
 		Shaper: func(from, to string) relay.Shaper {
 			if from == "e1" && from != to {
 				return relay.TraceShaper{Trace: tr, Start: start}
@@ -191,7 +191,7 @@ func TestLazyDropOnTheEngine(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
 	defer cancel()
 	start := time.Now()
-	c := clustertest.StartEmbedded(t, ctx, cluster.Options{Infra: clustertest.LoadInfra(t, dir), Catalog: cat, NoSLOPolicy: true,
+	c := clustertest.StartHooked(t, ctx, cluster.Options{Infra: clustertest.LoadInfra(t, dir), Catalog: cat, Policies: clustertest.SLO(nil)}, cluster.Hooks{
 		Shaper: func(from, to string) relay.Shaper {
 			if from == "e1" && from != to {
 				return relay.TraceShaper{Trace: tr, Start: start}

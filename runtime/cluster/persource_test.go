@@ -83,7 +83,7 @@ func TestJellyfishPerSource(t *testing.T) {
 	// would keep fit-28 over 6.4 Mbit/s): what is tested is the per-source pin.
 	whole := control.DefaultJellyfish
 	whole.SidesUtilization = 0
-	c := clustertest.StartEmbedded(t, ctx, cluster.Options{Infra: clustertest.LoadInfra(t, dir), Catalog: catFile, SLOPolicy: whole,
+	c := clustertest.StartHooked(t, ctx, cluster.Options{Infra: clustertest.LoadInfra(t, dir), Catalog: catFile, Policies: clustertest.SLO(whole)}, cluster.Hooks{
 		Shaper: func(from, to string) relay.Shaper {
 			if from == "e1" && from != to {
 				return relay.TraceShaper{Trace: tr, Start: start}

@@ -89,7 +89,7 @@ func runDrift(t *testing.T, ms float64, shape func(from, to string) float64, pol
 	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
 	defer cancel()
 	cat := filepath.Join(dir, "catalog.yaml")
-	c := clustertest.StartEmbedded(t, ctx, cluster.Options{Infra: clustertest.LoadInfra(t, dir), Catalog: cat, Shape: shape, Policy: policy})
+	c := clustertest.StartHooked(t, ctx, cluster.Options{Infra: clustertest.LoadInfra(t, dir), Catalog: cat, Policies: clustertest.Replan(policy)}, cluster.Hooks{Shape: shape})
 	defer c.Close()
 	var out, stats bytes.Buffer
 	if err := c.RunScript(ctx, filepath.Join(dir, "query.sql"), driftQuery, cluster.ScriptOptions{Catalog: cat, Stdout: &out, Replay: true, Stats: &stats}); err != nil {

@@ -23,7 +23,7 @@ func (p *askEveryTime) Decide(in control.PolicyInput) *control.Decision {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	p.asked = append(p.asked, time.Now())
-	return &control.Decision{Reason: "test: off every worker", Exclude: in.Registered}
+	return &control.Decision{Reason: "test: off every worker", Constraints: control.Constraints{Exclude: in.Registered}}
 }
 
 // TestKeptReplanBacksOff: when no other plan is feasible the query keeps
@@ -36,7 +36,7 @@ func TestKeptReplanBacksOff(t *testing.T) {
 	script := strings.Replace(clustertest.Query, "FORMAT CSV;", "FORMAT CSV RATE 100 PER SECOND;", 1)
 	want, _ := runShaped(t, f, script, nil, nil)
 	p := &askEveryTime{}
-	got, s := runWith(t, f, script, cluster.Options{Infra: f.Infra, Placement: coordinator.PlaceRules, Policy: p})
+	got, s := runWith(t, f, script, cluster.Options{Infra: f.Infra, Placement: coordinator.PlaceRules, Policies: clustertest.Replan(p)})
 	if got != want {
 		t.Fatalf("the result differs:\n%s\nwant:\n%s", got, want)
 	}

@@ -234,7 +234,7 @@ func (p Drift) Decide(in PolicyInput) *Decision {
 	if o.empty() {
 		return nil
 	}
-	return &Decision{Reason: "drift: " + strings.Join(reasons, "; "), Live: o}
+	return &Decision{Reason: "drift: " + strings.Join(reasons, "; "), Constraints: Constraints{Live: o}}
 }
 
 type tierLoad struct {
@@ -295,28 +295,7 @@ func (ps Policies) Decide(in PolicyInput) *Decision {
 			out.Reason += "; "
 		}
 		out.Reason += d.Reason
-		for _, w := range d.Exclude {
-			if !slices.Contains(out.Exclude, w) {
-				out.Exclude = append(out.Exclude, w)
-			}
-		}
-		if !d.Live.empty() {
-			if out.Live == nil {
-				out.Live = &Overrides{}
-			}
-			out.Live.Merge(d.Live)
-		}
-		if d.ClassMix != nil && out.ClassMix == nil {
-			out.ClassMix = d.ClassMix
-		}
-		for call, v := range d.Variants {
-			if out.Variants == nil {
-				out.Variants = map[string]string{}
-			}
-			if _, ok := out.Variants[call]; !ok { // the first policy's pin wins
-				out.Variants[call] = v
-			}
-		}
+		out.Constraints.Add(d.Constraints)
 	}
 	return out
 }

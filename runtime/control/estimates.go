@@ -273,32 +273,10 @@ func (l *Live) Estimates() Estimates {
 	return out
 }
 
-// DecisionBps is the link's bandwidth for a decision that must hold up
-// when it drops: the acks' harmonic mean over the last second, or the
-// latest two acks' samples when both are lower, so a drop counts at its
-// second slow ack and a rise only once it held. (The latest sample alone,
-// as the bench harness takes it, made the engine step down on single slow
-// acks of a loaded machine and hold the smaller frames for StepUpAge.)
-// 0 before the first ack.
-// The transfer rate stands for the acks' where the relay measured it.
-func (l LinkEstimate) DecisionBps() float64 {
-	mean, recent := l.AckBandwidthBps, l.RecentAckBps
-	if l.TransferBps > 0 {
-		mean, recent = l.TransferBps, l.RecentTransferBps
-	}
-	if recent > 0 && recent < mean {
-		return recent
-	}
-	return mean
-}
-
-// MeanBps is the link's bandwidth over the last second: the acks' harmonic
-// mean (the transfer rate's, where the relay measured it), without
-// DecisionBps's turn to the latest acks. What a ceiling over per-batch
-// sides follows: the batches follow the latest acks themselves.
-func (l LinkEstimate) MeanBps() float64 {
-	if l.TransferBps > 0 {
-		return l.TransferBps
-	}
-	return l.AckBandwidthBps
+// Bandwidth is the link's bandwidth view (its acks' and transfers' mean
+// and latest two samples), which every decision reads by its rules
+// (dataflow.LinkBandwidth).
+func (l LinkEstimate) Bandwidth() dataflow.LinkBandwidth {
+	return dataflow.NewLinkBandwidth(dataflow.LinkBandwidth{Mean: l.AckBandwidthBps, Recent: l.RecentAckBps},
+		dataflow.LinkBandwidth{Mean: l.TransferBps, Recent: l.RecentTransferBps})
 }

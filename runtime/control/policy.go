@@ -41,24 +41,12 @@ type PolicyInput struct {
 }
 
 // Decision asks for a new plan, for Reason (it goes into the plan
-// history): placed without the Exclude workers, and planned with the Live
-// numbers in place of the catalog's and the infrastructure's (and with
-// ClassMix's accuracy, when set). The coordinator cuts over only when the
-// new plan differs from the running one.
+// history), under its Constraints, whichever policy decided. The
+// coordinator cuts over only when the new plan differs from the running
+// one.
 type Decision struct {
-	Reason  string
-	Exclude []string
-	Live    *Overrides
-	// ClassMix, from a data-aware policy, is the estimated class mix of
-	// the data reaching each model (by model name): the new plan weighs the
-	// variants' per-class recall by it for a DATA AWARE accuracy target and
-	// keeps using it in later re-plans and recoveries.
-	ClassMix map[string]map[string]float64
-	// Variants, from the Jellyfish policy, pin model calls' variants (by
-	// call name) in the new plan and in later re-plans and recoveries,
-	// whatever the planner would choose: the variant (and with it the
-	// input size its rows are resized to) that the links allow.
-	Variants map[string]string
+	Reason string
+	Constraints
 }
 
 // SlowLink re-plans a query off a relay link that does not keep up: when a
@@ -87,7 +75,7 @@ func (p SlowLink) Decide(in PolicyInput) *Decision {
 		if len(in.Registered) < 2 {
 			return nil
 		}
-		return &Decision{Exclude: []string{l.To},
+		return &Decision{Constraints: Constraints{Exclude: []string{l.To}},
 			Reason: fmt.Sprintf("link %s->%s stalled %.0f%% of the time (threshold %.0f%%)", l.From, l.To, 100*l.Stalled, 100*p.MaxStalled)}
 	}
 	return nil

@@ -6,6 +6,8 @@ import (
 	"sort"
 	"strings"
 	"time"
+
+	"github.com/tierflow/tierflow/dataflow"
 )
 
 // LatencyInput is what the Jellyfish policy knows of a latency-bound query
@@ -97,12 +99,11 @@ type Jellyfish struct {
 }
 
 // DefaultJellyfish is the policy the coordinator runs for LATENCY queries.
-// A source may use 60% of its link (the headroom must absorb a drop of
-// the link until the policy has seen it and the cut-over is done, two to
-// three seconds: at 70%, fit-28 rode bench slo's 600 kbit/s step and its
-// frames queued for those seconds when the link fell to 400, 8% of them
-// late), and steps up to a larger input size at 50%.
-var DefaultJellyfish = Jellyfish{MinAge: time.Second, MaxUtilization: 0.6, StepUpAge: 5 * time.Second, StepUpUtilization: 0.5,
+// A source may use dataflow.MaxLinkUtilization of its link (the headroom
+// must absorb a drop of the link until the policy has seen it and the
+// cut-over is done, two to three seconds), and steps up to a larger input
+// size at 50%.
+var DefaultJellyfish = Jellyfish{MinAge: time.Second, MaxUtilization: dataflow.MaxLinkUtilization, StepUpAge: 5 * time.Second, StepUpUtilization: 0.5,
 	SidesUtilization: 1.5, Anneal: DefaultJFAnneal}
 
 func (p Jellyfish) Decide(in PolicyInput) *Decision {
@@ -110,17 +111,20 @@ func (p Jellyfish) Decide(in PolicyInput) *Decision {
 		return nil
 	}
 	// One client per source worker: the slowest of its links with acks,
-	// by DecisionBps, and by MeanBps for a ceiling over per-batch sides.
+	// by the bandwidth a plan takes (dataflow.LinkBandwidth.PlanBps), and
+	// by the one-second mean for a ceiling over per-batch sides (the
+	// batches follow the latest acks themselves).
 	bw, mean := map[string]float64{}, map[string]float64{}
 	for _, l := range in.Estimates.Links {
 		if l.AckBandwidthBps <= 0 || l.From == "" || l.From == l.To {
 			continue
 		}
-		if b, ok := bw[l.From]; !ok || l.DecisionBps() < b {
-			bw[l.From] = l.DecisionBps()
+		v := l.Bandwidth()
+		if b, ok := bw[l.From]; !ok || v.PlanBps() < b {
+			bw[l.From] = v.PlanBps()
 		}
-		if b, ok := mean[l.From]; !ok || l.MeanBps() < b {
-			mean[l.From] = l.MeanBps()
+		if b, ok := mean[l.From]; !ok || v.Mean < b {
+			mean[l.From] = v.Mean
 		}
 	}
 	if len(bw) == 0 {
@@ -213,7 +217,7 @@ func (p Jellyfish) Decide(in PolicyInput) *Decision {
 	if len(pins) == 0 {
 		return nil
 	}
-	return &Decision{Variants: pins, Reason: "jellyfish: " + strings.Join(why, "; ")}
+	return &Decision{Constraints: Constraints{Variants: pins}, Reason: "jellyfish: " + strings.Join(why, "; ")}
 }
 
 // stepUp is the variant a step up from cur to pick may take: cur while

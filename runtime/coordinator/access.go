@@ -45,13 +45,11 @@ func (c *Coordinator) SetAuthority(a *security.Authority) {
 		return
 	}
 	var gone []string
-	c.mu.Lock()
-	for id, qs := range c.queries {
-		if qs.info.Ended.IsZero() && !a.Knows(qs.info.Owner) {
-			gone = append(gone, id)
+	for _, s := range c.supervisors() {
+		if !s.isEnded() && !a.Knows(s.req.Owner) {
+			gone = append(gone, s.id)
 		}
 	}
-	c.mu.Unlock()
 	for _, id := range gone {
 		c.cfg.Log.Warn("stopping the query of a revoked user", "query", id)
 		_ = c.Stop(id, true)
@@ -72,11 +70,14 @@ func (c *Coordinator) mint(query, owner, worker string) (string, error) {
 	if w := c.workers[worker]; w != nil {
 		key = w.DataKey
 	}
-	var js []string
-	if qs := c.queries[query]; qs != nil {
-		js = qs.jetstream
-	}
+	s := c.queries[query]
 	c.mu.Unlock()
+	var js []string
+	if s != nil {
+		s.mu.Lock()
+		js = s.jetstream
+		s.mu.Unlock()
+	}
 	return a.Mint(security.MintRequest{Query: query, Worker: worker, Owner: owner, Key: key,
 		JetStream: js, Expires: c.cfg.Limits.RunTime})
 }

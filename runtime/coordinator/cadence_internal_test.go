@@ -7,6 +7,7 @@ import (
 	"github.com/tierflow/tierflow/relay"
 	"github.com/tierflow/tierflow/runtime/control"
 	"github.com/tierflow/tierflow/runtime/deploy"
+	"github.com/tierflow/tierflow/runtime/policy"
 )
 
 // asked records the decisions its policy would take, at what time the
@@ -28,6 +29,21 @@ func (a *asked) Decide(in control.PolicyInput) *control.Decision {
 	return nil
 }
 
+// withZoo is the Jellyfish policy's cadence (every report) for a query
+// whose zoo is given, as policy.Jellyfish builds it from a placement.
+type withZoo struct {
+	rule control.Policy
+	in   *control.LatencyInput
+}
+
+func (withZoo) Name() string                           { return "slo" }
+func (withZoo) Cadence() policy.Cadence                { return policy.Jellyfish{}.Cadence() }
+func (w withZoo) Attach(*policy.Placed) control.Policy { return w }
+func (w withZoo) Decide(in control.PolicyInput) *control.Decision {
+	in.Latency = w.in
+	return w.rule.Decide(in)
+}
+
 // TestSLOPolicyDecidesAtTheNextStatus: the Jellyfish policy is asked at
 // every status report of a LATENCY query, so when a link's ack estimate
 // drops half a second after the last decision, the step down is decided
@@ -38,16 +54,18 @@ func TestSLOPolicyDecidesAtTheNextStatus(t *testing.T) {
 	var now time.Time
 	slo := &asked{p: control.DefaultJellyfish, now: &now, made: map[time.Time]*control.Decision{}}
 	other := &asked{now: &now, made: map[time.Time]*control.Decision{}}
-	c := &Coordinator{cfg: Config{SLOPolicy: slo, Policy: other}, queries: map[string]*queryState{}}
 	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 	zoo := []control.JFVariant{}
 	for i, side := range []int{14, 20, 28} {
 		zoo = append(zoo, control.JFVariant{Name: []string{"fit-14", "fit-20", "fit-28"}[i], Side: side, Bytes: float64(side*side*4 + 64),
 			Accuracy: []float64{0.84, 0.87, 0.89}[i], BatchMs: []float64{1, 1.2, 1.4, 1.6}})
 	}
-	qs := &queryState{info: deploy.QueryInfo{Query: "q", Generation: 1, Workers: []string{"e1", "h1"}, State: deploy.StateRunning, Started: t0},
-		started: true, replayable: true, planned: t0,
-		latency: &control.LatencyInput{SLOMs: 100, Calls: []control.LatencyCall{{Call: "classify", Variant: "fit-28", Variants: zoo}}}}
+	zooIn := &control.LatencyInput{SLOMs: 100, Calls: []control.LatencyCall{{Call: "classify", Variant: "fit-28", Variants: zoo}}}
+	c := &Coordinator{cfg: Config{Policies: []policy.Policy{withZoo{rule: slo, in: zooIn}, policy.Rule("other", policy.EverySecond, other)}},
+		queries: map[string]*supervisor{}}
+	qs := &supervisor{info: deploy.QueryInfo{Query: "q", Generation: 1, Workers: []string{"e1", "h1"}, State: deploy.StateRunning, Started: t0},
+		c: c, state: genRunning, replayable: true, planned: t0}
+	qs.attach(&policy.Placed{Query: "q"})
 	link := func(kbit float64) *control.Estimates {
 		return &control.Estimates{Samples: 3, Operators: []control.OperatorEstimate{{Operator: "model classify", InputRate: 15}},
 			Links: []control.LinkEstimate{{Link: relay.LinkID{Query: "q", Edge: 1}, From: "e1", To: "h1", AckBandwidthBps: kbit * 1000 / 8}}}
@@ -61,7 +79,7 @@ func TestSLOPolicyDecidesAtTheNextStatus(t *testing.T) {
 		if k >= 7 {
 			qs.info.Estimates = link(400)
 		}
-		c.decide(qs, now)
+		qs.decide(now, nil)
 		if d := slo.made[now]; d != nil && down.IsZero() {
 			down = now
 			if d.Variants["classify"] != "fit-20" {

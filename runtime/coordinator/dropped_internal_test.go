@@ -16,8 +16,8 @@ import (
 // their deadline) stay in the query's count after a re-plan or recovery
 // starts the next one; before, only the running generation's drops showed.
 func TestDroppedCountsEveryGeneration(t *testing.T) {
-	c := &Coordinator{queries: map[string]*queryState{}, workers: map[string]*deploy.WorkerInfo{}}
-	qs := &queryState{info: deploy.QueryInfo{Query: "q1", Generation: 1, Workers: []string{"w1"}, State: deploy.StateRunning},
+	c := &Coordinator{queries: map[string]*supervisor{}, workers: map[string]*deploy.WorkerInfo{}}
+	qs := &supervisor{c: c, info: deploy.QueryInfo{Query: "q1", Generation: 1, Workers: []string{"w1"}, State: deploy.StateRunning},
 		status: map[string]deploy.Status{}, front: map[string]uint64{}, live: control.NewLive()}
 	c.queries["q1"] = qs
 	status := func(gen int, drops dataflow.DropCounts, latencies ...time.Duration) {

@@ -15,8 +15,8 @@ func (c *Coordinator) admit(user string) error {
 		return nil
 	}
 	n := 0
-	for _, q := range c.queries {
-		if q.info.Owner == user && q.info.Ended.IsZero() {
+	for _, s := range c.queries {
+		if s.req.Owner == user && !s.isEnded() {
 			n++
 		}
 	}
@@ -26,8 +26,8 @@ func (c *Coordinator) admit(user string) error {
 	return nil
 }
 
-// limitRunTime fails query id if it still runs after Limits.RunTime.
-func (c *Coordinator) limitRunTime(id string) {
+// limitRunTime fails query s if it still runs after Limits.RunTime.
+func (c *Coordinator) limitRunTime(s *supervisor) {
 	d := c.cfg.Limits.RunTime
 	if d <= 0 {
 		return
@@ -38,9 +38,9 @@ func (c *Coordinator) limitRunTime(id string) {
 			return
 		default:
 		}
-		if q, ok := c.Query(id); ok && q.Ended.IsZero() {
-			c.cfg.Log.Warn("query past its run time limit", "query", id, "limit", d)
-			c.fail(id, fmt.Errorf("%w: query %s ran past its run time limit of %s", deploy.ErrLimit, id, d))
+		if !s.isEnded() {
+			c.cfg.Log.Warn("query past its run time limit", "query", s.id, "limit", d)
+			s.fail(fmt.Errorf("%w: query %s ran past its run time limit of %s", deploy.ErrLimit, s.id, d))
 		}
 	})
 }

@@ -67,37 +67,35 @@ func (c *Coordinator) serverDown() bool {
 // subscriptions are made while the server is away and reach it first
 // thing on the reconnect.
 func (c *Coordinator) countOutage() {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	for _, qs := range c.queries {
-		if qs.started && !qs.replayable && qs.info.Ended.IsZero() && qs.outageCount == nil {
-			qs.outageCount = c.countCoreNATS(qs.req.Script, false)
+	for _, s := range c.supervisors() {
+		s.mu.Lock()
+		if s.started() && !s.replayable && s.outageCount == nil {
+			s.outageCount = c.countCoreNATS(s.req.Script, false)
 		}
+		s.mu.Unlock()
 	}
 }
 
-// takeOutageCount is the outage's count of query qs's core NATS messages
+// takeOutageCount is the outage's count of the query's core NATS messages
 // for a recovery from it (nil: none, or another kind of recovery).
-func (c *Coordinator) takeOutageCount(qs *queryState, lost string) func() int64 {
-	c.mu.Lock()
-	defer c.mu.Unlock()
+func (s *supervisor) takeOutageCount(lost string) func() int64 {
+	s.mu.Lock()
+	defer s.mu.Unlock()
 	if lost != control.LostServer {
 		return nil
 	}
-	f := qs.outageCount
-	qs.outageCount = nil
+	f := s.outageCount
+	s.outageCount = nil
 	return f
 }
 
 // dropOutageCount ends the outage's count of a query that ended before a
 // recovery took it.
-func (c *Coordinator) dropOutageCount(id string) {
-	c.mu.Lock()
-	var f func() int64
-	if qs := c.queries[id]; qs != nil {
-		f, qs.outageCount = qs.outageCount, nil
-	}
-	c.mu.Unlock()
+func (s *supervisor) dropOutageCount() {
+	s.mu.Lock()
+	f := s.outageCount
+	s.outageCount = nil
+	s.mu.Unlock()
 	if f != nil {
 		f()
 	}
@@ -186,24 +184,11 @@ func (c *Coordinator) onResume(m *nats.Msg) {
 		case <-time.After(c.cfg.Heartbeat / 4):
 		}
 	}
-	c.mu.Lock()
-	qs := c.queries[req.Query]
-	var err error
-	switch {
-	case qs == nil:
-		err = fmt.Errorf("%w: %s", ErrUnknownQuery, req.Query)
-	case qs.info.Owner != user && !c.isAdmin(user):
-		err = fmt.Errorf("%w: %s may not resume query %s (submitted by %s)", ErrDenied, user, req.Query, qs.info.Owner)
-	case !qs.info.Ended.IsZero():
-		err = fmt.Errorf("query %s ended (%s) while its client was disconnected: its last results may be missing", req.Query, qs.info.State)
-	case !qs.started:
-		err = fmt.Errorf("query %s was still deploying when its client lost its connection", req.Query)
+	s := c.supervisor(req.Query)
+	err := fmt.Errorf("%w: %s", ErrUnknownQuery, req.Query)
+	if s != nil {
+		err = s.resumeAsked(user, c.isAdmin(user), req.Written)
 	}
-	if err == nil {
-		qs.resumeFrom = &req.Written
-		qs.redeploying = true
-	}
-	c.mu.Unlock()
 	if err != nil {
 		reply(m, deploy.ResumeReply{Error: err.Error()})
 		return
@@ -213,10 +198,9 @@ func (c *Coordinator) onResume(m *nats.Msg) {
 	if down.IsZero() {
 		down = time.Now()
 	}
-	c.redeploy(req.Query, control.LostServer, down, nil, 0)
-	c.mu.Lock()
-	gen, ended, state := qs.info.Generation, !qs.info.Ended.IsZero(), qs.info.State
-	c.mu.Unlock()
+	s.recover(control.LostServer, down)
+	info := s.snapshot()
+	gen, ended, state := info.Generation, !info.Ended.IsZero(), info.State
 	if gen <= req.Generation {
 		msg := fmt.Sprintf("query %s could not be re-deployed after the outage", req.Query)
 		if ended {
@@ -228,13 +212,32 @@ func (c *Coordinator) onResume(m *nats.Msg) {
 	reply(m, deploy.ResumeReply{Generation: gen})
 }
 
-// outageEpoch (with c.mu held) is the epoch a recovery from an outage
+// resumeAsked checks that user may resume the query after its client lost
+// its connection (its owner or an admin) and that it runs, and holds the
+// epoch the client has written for the recovery (outageEpoch).
+func (s *supervisor) resumeAsked(user string, admin bool, written uint64) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	switch {
+	case s.info.Owner != user && !admin:
+		return fmt.Errorf("%w: %s may not resume query %s (submitted by %s)", ErrDenied, user, s.id, s.info.Owner)
+	case s.ended():
+		return fmt.Errorf("query %s ended (%s) while its client was disconnected: its last results may be missing", s.id, s.info.State)
+	case s.state == genDeploying:
+		return fmt.Errorf("query %s was still deploying when its client lost its connection", s.id)
+	}
+	s.resumeFrom = &written
+	s.state = genRecovering
+	return nil
+}
+
+// outageEpoch (with s.mu held) is the epoch a recovery from an outage
 // resumes from: the committed epoch, or the client's written one when it
 // asked and is behind (it lost results in flight).
-func outageEpoch(qs *queryState, committed uint64) uint64 {
-	if qs.resumeFrom != nil {
-		committed = min(committed, *qs.resumeFrom)
-		qs.resumeFrom = nil
+func outageEpoch(s *supervisor, committed uint64) uint64 {
+	if s.resumeFrom != nil {
+		committed = min(committed, *s.resumeFrom)
+		s.resumeFrom = nil
 	}
 	return committed
 }

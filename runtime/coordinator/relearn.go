@@ -5,6 +5,7 @@ import (
 
 	"github.com/tierflow/tierflow/runtime/control"
 	"github.com/tierflow/tierflow/runtime/deploy"
+	"github.com/tierflow/tierflow/runtime/policy"
 )
 
 // A coordinator restart does not stop the queries: workers run them and
@@ -73,22 +74,21 @@ func (c *Coordinator) adopt(worker string, p deploy.Part) {
 		c.mu.Unlock()
 		return
 	}
-	c.queries[p.Query] = &queryState{
-		info: deploy.QueryInfo{Query: p.Query, Owner: p.Owner, State: deploy.StateRunning, Submitted: submitted, Started: submitted,
-			Generation: p.Generation, Placement: &pl, Workers: pl.Workers, Planner: "learned back from worker " + worker + " after a coordinator restart"},
-		status: map[string]deploy.Status{}, live: control.NewLive(), rtt: map[string]time.Duration{},
-		req:   deploy.SubmitRequest{Query: p.Query, Script: p.Script, Owner: p.Owner},
-		front: map[string]uint64{}, started: true, planned: now, replayable: replayable,
-	}
+	s := newSupervisor(c, deploy.SubmitRequest{Query: p.Query, Script: p.Script, Owner: p.Owner},
+		deploy.QueryInfo{Query: p.Query, Owner: p.Owner, State: deploy.StateRunning, Submitted: submitted, Started: submitted,
+			Generation: p.Generation, Placement: &pl, Workers: pl.Workers, Planner: "learned back from worker " + worker + " after a coordinator restart"})
+	s.state, s.planned, s.replayable = genRunning, now, replayable
 	if !p.Started {
-		c.queries[p.Query].info.Committed = p.Script.ResumeEpoch
+		s.info.Committed = p.Script.ResumeEpoch
 	}
+	c.queries[p.Query] = s
 	c.order = append(c.order, p.Query)
 	c.mu.Unlock()
-	c.limitRunTime(p.Query)
+	c.limitRunTime(s)
+	s.attach(&policy.Placed{Query: p.Query, Placement: &pl, Conn: c.nc})
 	if !p.Started {
 		c.cfg.Log.Warn("query learned back before its generation started: deploying it again", "query", p.Query, "generation", p.Generation)
-		go c.redeploy(p.Query, control.LostCoordinator, now, nil, 0)
+		go s.recover(control.LostCoordinator, now)
 	}
 	c.cfg.Log.Warn("query learned back from its workers", "query", p.Query, "owner", p.Owner, "worker", worker, "generation", p.Generation)
 }

@@ -31,28 +31,6 @@ func (c *Coordinator) replanBudget() time.Duration {
 	return DefaultReplanBudget
 }
 
-// pendingReplan is a cut-over whose result rows do not flow yet: the
-// index of its Replan, and when the policy decided it.
-type pendingReplan struct {
-	index   int
-	decided time.Time
-}
-
-// cutOver (with c.mu held, from commit) closes the pending cut-over once
-// every sink passed the epoch it started at (low, when known), or the
-// query ended: its Replan gets the seconds since the decision.
-func (qs *queryState) cutOver(known bool, low uint64) {
-	r := qs.cutting
-	if r == nil || r.index >= len(qs.info.Replans) {
-		return
-	}
-	rp := &qs.info.Replans[r.index]
-	if known && low > rp.Epoch || !qs.info.Ended.IsZero() {
-		rp.Seconds = time.Since(r.decided).Seconds()
-		qs.cutting = nil
-	}
-}
-
 // applyLive puts a policy's live numbers in place of the catalog's and the
 // infrastructure's for one planning of a bound query: stream rates and
 // model latencies on the bound plan's own copies of its streams and models

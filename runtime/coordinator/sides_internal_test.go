@@ -15,8 +15,8 @@ import (
 // sent at each side stay in the query's record after a re-plan starts the
 // next generation (QueryInfo.Sides), as its drops do.
 func TestSidesCountEveryGeneration(t *testing.T) {
-	c := &Coordinator{queries: map[string]*queryState{}, workers: map[string]*deploy.WorkerInfo{}}
-	qs := &queryState{info: deploy.QueryInfo{Query: "q1", Generation: 1, Workers: []string{"w1"}, State: deploy.StateRunning},
+	c := &Coordinator{queries: map[string]*supervisor{}, workers: map[string]*deploy.WorkerInfo{}}
+	qs := &supervisor{c: c, info: deploy.QueryInfo{Query: "q1", Generation: 1, Workers: []string{"w1"}, State: deploy.StateRunning},
 		status: map[string]deploy.Status{}, front: map[string]uint64{}, live: control.NewLive()}
 	c.queries["q1"] = qs
 	status := func(gen int, sides map[string]int64) {

@@ -25,9 +25,11 @@ import (
 	"github.com/tierflow/tierflow/planner/infra"
 	"github.com/tierflow/tierflow/relay/frame"
 	"github.com/tierflow/tierflow/runtime/cluster"
+	"github.com/tierflow/tierflow/runtime/cluster/clustertest"
 	"github.com/tierflow/tierflow/runtime/dataaware"
 	"github.com/tierflow/tierflow/runtime/deploy"
 	"github.com/tierflow/tierflow/runtime/modelzoo"
+	"github.com/tierflow/tierflow/runtime/policy"
 )
 
 var fashionLabels = []string{"T-shirt/top", "Trouser", "Pullover", "Dress", "Coat", "Sandal", "Shirt", "Sneaker", "Bag", "Ankle boot"}
@@ -56,6 +58,13 @@ type liveRun struct {
 // of the given ids are published to its JetStream subject at about 200 rows
 // a second, with the data-aware policy fed by a tap on that subject.
 func runLive(t *testing.T, dataAware bool, x []float32, y []uint8, ids []int) liveRun {
+	return runLiveWith(t, dataAware, x, y, ids, false)
+}
+
+// runLiveWith is runLive; with engine, the coordinator runs the SneakPeek
+// policy itself (runtime/policy: its own estimator and tap on the query's
+// stream, from the evidence), as `run --replan-data-aware` does.
+func runLiveWith(t *testing.T, dataAware bool, x []float32, y []uint8, ids []int, engine bool) liveRun {
 	t.Helper()
 	dir := t.TempDir()
 	infPath := filepath.Join(dir, "infra.yaml")
@@ -93,7 +102,11 @@ func runLive(t *testing.T, dataAware bool, x []float32, y []uint8, ids []int) li
 
 	ctx, cancel := context.WithTimeout(context.Background(), 120*time.Second)
 	defer cancel()
-	c, err := cluster.StartEmbedded(ctx, cluster.Options{Infra: inf, Catalog: catPath, Policy: pol})
+	policies := clustertest.Replan(pol)
+	if engine {
+		policies = policy.With(policy.Defaults(), policy.SneakPeek{Evidence: ix})
+	}
+	c, err := cluster.StartEmbedded(ctx, cluster.Options{Infra: inf, Catalog: catPath, Policies: policies})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -110,11 +123,13 @@ func runLive(t *testing.T, dataAware bool, x []float32, y []uint8, ids []int) li
 	if _, err := js.CreateStream(ctx, jetstream.StreamConfig{Name: "SHELF", Subjects: []string{"shelf.live"}}); err != nil {
 		t.Fatal(err)
 	}
-	tap, err := dataaware.TapNATS(nc, "shelf.live", "image", est, "")
-	if err != nil {
-		t.Fatal(err)
+	if !engine {
+		tap, err := dataaware.TapNATS(nc, "shelf.live", "image", est, "")
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer tap.Close()
 	}
-	defer tap.Close()
 
 	var out bytes.Buffer
 	var runErr error

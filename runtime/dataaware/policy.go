@@ -80,8 +80,8 @@ func (p *Policy) Decide(in control.PolicyInput) *control.Decision {
 	}
 	p.asked[in.Query] = mix
 	return &control.Decision{
-		Reason:   fmt.Sprintf("class mix of %s moved %.0f%% (now %s)", p.Model, 100*d, Top(mix, 3)),
-		ClassMix: map[string]map[string]float64{p.Model: mix},
+		Reason:      fmt.Sprintf("class mix of %s moved %.0f%% (now %s)", p.Model, 100*d, Top(mix, 3)),
+		Constraints: control.Constraints{ClassMix: map[string]map[string]float64{p.Model: mix}},
 	}
 }
 

@@ -38,7 +38,6 @@ import (
 	"github.com/tierflow/tierflow/relay/natsrelay"
 	"github.com/tierflow/tierflow/relay/natsserver"
 	"github.com/tierflow/tierflow/runtime/connectors"
-	"github.com/tierflow/tierflow/runtime/control"
 	"github.com/tierflow/tierflow/runtime/deploy"
 	"github.com/tierflow/tierflow/runtime/devices"
 	"github.com/tierflow/tierflow/runtime/inference/sched"
@@ -76,22 +75,7 @@ type Config struct {
 	// query on the worker shares (nil: sched.Naive, each batch runs as it
 	// comes, as without a scheduler).
 	Sched sched.Policy
-	// OnLatency, when set, is told each end-to-end latency the worker's
-	// sinks measure, by query (dataflow.Config.OnLatency): benchmarks.
-	OnLatency func(query string, d time.Duration, rows int64)
-	// OnResult, when set, is told each batch the worker's sinks write,
-	// with its end-to-end latency, by query (dataflow.Config.OnResult):
-	// benchmarks that score answers.
-	OnResult func(query string, d time.Duration, rec arrow.Record)
-	Log      *slog.Logger
-	// Shape, when set, caps the bytes per second this worker's relay
-	// sends to worker to (0: no cap): failure drills and tests slow one
-	// link down with it (natsrelay.Options.Shape).
-	Shape func(to string) float64
-	// Shaper, when set, shapes this worker's relay sends to worker to to
-	// a bandwidth that changes over time (nil: none; `--link-trace`,
-	// natsrelay.Options.Shaper).
-	Shaper func(to string) relay.Shaper
+	Log   *slog.Logger
 	// DataRoots, when set, confine the files a deployed query may use
 	// (its catalog, models, file streams, tables and sinks) to these
 	// directories (--data-root). nil: no confinement.
@@ -104,6 +88,7 @@ type Config struct {
 // Worker is a running worker.
 type Worker struct {
 	cfg       Config
+	hooks     Hooks
 	info      deploy.WorkerInfo
 	heartbeat time.Duration
 	subs      []*nats.Subscription
@@ -169,7 +154,7 @@ const (
 
 // ackBandwidths are the sending links' ack bandwidths as the SLO policy
 // takes them: the mean over the last second, or the latest two acks'
-// samples when lower (control.LinkEstimate.DecisionBps).
+// samples when lower (dataflow.LinkBandwidth.PlanBps).
 func ackBandwidths(links []relay.LinkStats) map[relay.LinkID]float64 {
 	out := map[relay.LinkID]float64{}
 	for _, l := range links {
@@ -180,10 +165,7 @@ func ackBandwidths(links []relay.LinkStats) map[relay.LinkID]float64 {
 	return out
 }
 
-func decisionBps(l relay.LinkStats) float64 {
-	return control.LinkEstimate{AckBandwidthBps: l.AckBandwidthBps, RecentAckBps: l.RecentAckBps,
-		TransferBps: l.TransferBps, RecentTransferBps: l.RecentTransferBps}.DecisionBps()
-}
+func decisionBps(l relay.LinkStats) float64 { return l.Bandwidth().PlanBps() }
 
 // linkDropped reports whether a sending link's ack bandwidth fell below
 // linkDrop of what the last status report said.
@@ -198,6 +180,11 @@ func linkDropped(links []relay.LinkStats, reported map[relay.LinkID]float64) boo
 
 // Start registers the worker and starts serving deployments.
 func Start(ctx context.Context, cfg Config) (*Worker, error) {
+	return StartHooked(ctx, cfg, Hooks{})
+}
+
+// StartHooked is Start with hooks h (tests, drills and benchmarks).
+func StartHooked(ctx context.Context, cfg Config, h Hooks) (*Worker, error) {
 	if cfg.Conn == nil {
 		return nil, fmt.Errorf("%w: no NATS connection", ErrRegister)
 	}
@@ -239,7 +226,7 @@ func Start(ctx context.Context, cfg Config) (*Worker, error) {
 		return nil, fmt.Errorf("%w: data key: %w", ErrRegister, err)
 	}
 	wctx, cancel := context.WithCancel(context.Background())
-	w := &Worker{cfg: cfg, info: info, ctx: wctx, cancel: cancel, queries: map[string]*query{}, sched: sc, dataKey: dataKey}
+	w := &Worker{cfg: cfg, hooks: h, info: info, ctx: wctx, cancel: cancel, queries: map[string]*query{}, sched: sc, dataKey: dataKey}
 	nc := cfg.Conn
 	for subj, h := range map[string]nats.MsgHandler{
 		deploy.DeploySubject(w.cfg.Namespace, "*", cfg.Name): w.onDeploy,
@@ -554,18 +541,18 @@ func (w *Worker) build(req deploy.DeployRequest, ack *deploy.Ack) error {
 		}
 		return ""
 	}
-	if w.cfg.Shape != nil {
+	if w.hooks.Shape != nil {
 		ro.Shape = func(l relay.LinkID) float64 {
 			if to := receiverWorker(l); to != "" {
-				return w.cfg.Shape(to)
+				return w.hooks.Shape(to)
 			}
 			return 0
 		}
 	}
-	if w.cfg.Shaper != nil {
+	if w.hooks.Shaper != nil {
 		ro.Shaper = func(l relay.LinkID) relay.Shaper {
 			if to := receiverWorker(l); to != "" {
-				return w.cfg.Shaper(to)
+				return w.hooks.Shaper(to)
 			}
 			return nil
 		}
@@ -587,7 +574,7 @@ func (w *Worker) build(req deploy.DeployRequest, ack *deploy.Ack) error {
 	// real-time batch is out (a DeepQuery worker holds best-effort work
 	// until then).
 	var onLatency func(time.Duration, int64)
-	if f, sc := w.cfg.OnLatency, w.sched; f != nil || sc != nil {
+	if f, sc := w.hooks.OnLatency, w.sched; f != nil || sc != nil {
 		onLatency = func(d time.Duration, rows int64) {
 			if sc != nil {
 				sc.Delivered(req.Query)
@@ -598,7 +585,7 @@ func (w *Worker) build(req deploy.DeployRequest, ack *deploy.Ack) error {
 		}
 	}
 	var onResult func(time.Duration, arrow.Record)
-	if f := w.cfg.OnResult; f != nil {
+	if f := w.hooks.OnResult; f != nil {
 		onResult = func(d time.Duration, rec arrow.Record) { f(req.Query, d, rec) }
 	}
 	dw, err := dataflow.NewWorker(g, idx, dataflow.Config{Allocator: mem, Transport: dt, Stop: q.stop, RequestStop: requestStop,

@@ -24,7 +24,9 @@ import (
 	"github.com/tierflow/tierflow/planner/infra"
 	"github.com/tierflow/tierflow/relay/natsserver"
 	"github.com/tierflow/tierflow/runtime/cluster"
+	"github.com/tierflow/tierflow/runtime/control"
 	"github.com/tierflow/tierflow/runtime/deploy"
+	"github.com/tierflow/tierflow/runtime/policy"
 )
 
 // Query filters a stream, joins it with a table and counts rows per site in
@@ -130,7 +132,13 @@ func LoadInfra(t testing.TB, dir string) *infra.Infra {
 // is closed before a deferred allocator check runs.
 func StartEmbedded(t testing.TB, ctx context.Context, o cluster.Options) *cluster.Cluster {
 	t.Helper()
-	c, err := cluster.StartEmbedded(ctx, o)
+	return StartHooked(t, ctx, o, cluster.Hooks{})
+}
+
+// StartHooked is StartEmbedded with hooks h on the workers.
+func StartHooked(t testing.TB, ctx context.Context, o cluster.Options, h cluster.Hooks) *cluster.Cluster {
+	t.Helper()
+	c, err := cluster.StartEmbeddedHooked(ctx, o, h)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -257,4 +265,22 @@ func CheckFor(t testing.TB, total, sleep time.Duration, fn func() error) {
 		time.Sleep(sleep)
 	}
 	t.Fatalf("condition not met within %s: %v", total, err)
+}
+
+// Replan is the default policies (runtime/policy) and rule, a re-plan
+// rule asked about every running query once a second (nil: none).
+func Replan(rule control.Policy) []policy.Policy {
+	if rule == nil {
+		return policy.Defaults()
+	}
+	return policy.With(policy.Defaults(), policy.Rule("test", policy.EverySecond, rule))
+}
+
+// SLO is the default policies with rule in place of the Jellyfish
+// policy's (control.DefaultJellyfish), or without it (rule nil).
+func SLO(rule control.Policy) []policy.Policy {
+	if rule == nil {
+		return policy.Without(policy.Defaults(), policy.JellyfishName)
+	}
+	return policy.With(policy.Defaults(), policy.Jellyfish{Rule: rule})
 }

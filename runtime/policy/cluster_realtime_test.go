@@ -1,4 +1,4 @@
-package coordinator
+package policy
 
 import (
 	"errors"
@@ -24,23 +24,26 @@ func TestRealtimeAdmissionPredictsLatency(t *testing.T) {
 	tenMs := func(share float64) sched.QueryStats { // 1000 batches of 10 ms
 		return sched.QueryStats{Share: share, Batches: 1000, Busy: 10 * time.Second}
 	}
-	c := &Coordinator{queries: map[string]*queryState{}, workers: map[string]*deploy.WorkerInfo{
+	v := View{Workers: map[string]deploy.WorkerInfo{
 		"edge": {Name: "edge", Sched: sched.DeepQueryName}, "hub": {Name: "hub", Sched: sched.NaiveName},
-		"mid": {Name: "mid", Sched: sched.NaiveName}}}
-	c.queries["q-rt"] = &queryState{info: deploy.QueryInfo{Query: "q-rt", Priority: "REALTIME",
-		Sched: map[string]sched.QueryStats{"hub": tenMs(0.5), "mid": tenMs(0.5)}}}
-	c.queries["q-be"] = &queryState{info: deploy.QueryInfo{Query: "q-be", Priority: "BEST_EFFORT",
-		Sched: map[string]sched.QueryStats{"edge": tenMs(0.95), "hub": tenMs(0.45)}}}
+		"mid": {Name: "mid", Sched: sched.NaiveName}},
+		Running: []Running{{Query: "q-rt", Priority: "REALTIME",
+			Sched: map[string]sched.QueryStats{"hub": tenMs(0.5), "mid": tenMs(0.5)}},
+			{Query: "q-be", Priority: "BEST_EFFORT",
+				Sched: map[string]sched.QueryStats{"edge": tenMs(0.95), "hub": tenMs(0.45)}}}}
 	obj := logical.Objectives{Priority: "REALTIME", LatencyMs: 50, PriorityPos: logical.Pos{File: "q.sql", Line: 2, Col: 10}}
+	admitRealtime := func(obj logical.Objectives, p *deploy.Placement, plan *physical.Plan) (string, error) {
+		return RealtimeAdmission{}.Admit(Candidate{Query: "new", Objectives: obj}, v, p, plan)
+	}
 
 	// edge: 95% busy, but with best-effort work that yields: admitted.
-	note, err := c.admitRealtime("new", obj, &deploy.Placement{Workers: []string{"edge"}}, nil)
+	note, err := admitRealtime(obj, &deploy.Placement{Workers: []string{"edge"}}, nil)
 	if err != nil || !strings.Contains(note, "q-be on edge") {
 		t.Fatalf("on edge: note %q, err %v; want q-be slowed", note, err)
 	}
 	// hub: 95% busy with work that does not yield, batches of 10 ms:
 	// 10 x 0.95/0.05 = 190 ms of queueing.
-	_, err = c.admitRealtime("new", obj, &deploy.Placement{Workers: []string{"hub"}}, nil)
+	_, err = admitRealtime(obj, &deploy.Placement{Workers: []string{"hub"}}, nil)
 	if !errors.Is(err, planner.ErrInfeasible) || !strings.HasPrefix(err.Error(), "q.sql:2:10: ") ||
 		!strings.Contains(err.Error(), "predicted latency 190 ms on worker hub > LATENCY 50 ms") ||
 		!strings.Contains(err.Error(), "q-be, q-rt, 95% busy") {
@@ -55,26 +58,30 @@ func TestRealtimeAdmissionPredictsLatency(t *testing.T) {
 	if got := ownBatchMs(plan, "mid"); math.Abs(got-5) > 1e-9 {
 		t.Fatalf("own batch on mid: %v ms, want 5", got)
 	}
-	if _, err := c.admitRealtime("new", obj, &deploy.Placement{Workers: []string{"mid"}}, plan); err != nil {
+	if _, err := admitRealtime(obj, &deploy.Placement{Workers: []string{"mid"}}, plan); err != nil {
 		t.Fatalf("on mid within 50 ms: %v", err)
 	}
 	tight := obj
 	tight.LatencyMs = 12
-	if _, err := c.admitRealtime("new", tight, &deploy.Placement{Workers: []string{"mid"}}, plan); err == nil ||
+	if _, err := admitRealtime(tight, &deploy.Placement{Workers: []string{"mid"}}, plan); err == nil ||
 		!strings.Contains(err.Error(), "predicted latency 15 ms on worker mid > LATENCY 12 ms") {
 		t.Fatalf("on mid within 12 ms: %v; want refused with 15 ms predicted", err)
 	}
-	if _, err := c.admitRealtime("new", logical.Objectives{Priority: "BEST_EFFORT"}, &deploy.Placement{Workers: []string{"hub"}}, nil); err != nil {
+	if _, err := admitRealtime(logical.Objectives{Priority: "BEST_EFFORT"}, &deploy.Placement{Workers: []string{"hub"}}, nil); err != nil {
 		t.Fatalf("a best-effort query refused: %v", err)
 	}
-	c.cfg.AdmitAll = true // bench shared's naive baseline
-	if _, err := c.admitRealtime("new", obj, &deploy.Placement{Workers: []string{"hub"}}, nil); err != nil {
-		t.Fatalf("refused with AdmitAll: %v", err)
+	// bench shared's naive baseline: the cluster's policies without the
+	// real-time admission.
+	naive := Without(Defaults(), RealtimeAdmissionName)
+	if _, err := Admit(Clusters(naive), Candidate{Query: "new", Objectives: obj}, v, &deploy.Placement{Workers: []string{"hub"}}, nil); err != nil {
+		t.Fatalf("refused without the real-time admission: %v", err)
 	}
-	c.cfg.AdmitAll = false
+	if _, err := Admit(Clusters(Defaults()), Candidate{Query: "new", Objectives: obj}, v, &deploy.Placement{Workers: []string{"hub"}}, nil); err == nil {
+		t.Fatalf("admitted on hub by the default policies")
+	}
 	ws := []deploy.Worker{{Name: "edge"}, {Name: "hub"}, {Name: "mid"}}
-	be := c.reserved("new", false, ws)
-	rt := c.reserved("new", true, ws)
+	be := Reservations{}.Reserve(Candidate{Query: "new"}, v, ws)
+	rt := Reservations{}.Reserve(Candidate{Query: "new", Objectives: obj}, v, ws)
 	if len(be) != 3 || be[0].Busy != 0.95 || len(rt) != 2 || rt[0].Worker != "hub" {
 		t.Fatalf("reserved for best effort %+v, for real time %+v", be, rt)
 	}

@@ -1,4 +1,4 @@
-package coordinator
+package policy
 
 import (
 	"fmt"
@@ -8,8 +8,8 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/tierflow/tierflow/lang"
 	"github.com/tierflow/tierflow/planner"
-	"github.com/tierflow/tierflow/planner/logical"
 	"github.com/tierflow/tierflow/planner/optimize"
 	"github.com/tierflow/tierflow/planner/physical"
 	"github.com/tierflow/tierflow/runtime/deploy"
@@ -32,37 +32,32 @@ type load struct {
 	measured float64 // the busy share batchMs is the mean over
 }
 
-// loads is, per worker, the busy share the queries still deploying or
-// running hold: per query the larger of what its plan reserved
-// (physical.Reservations) and what the worker's inference scheduler
-// measured (QueryInfo.Sched). For a real-time query (rt), best-effort
-// queries on a worker whose scheduler yields to real-time work are left
-// out: they are slowed, not in the way; slowed lists them.
-func (c *Coordinator) loads(self string, rt bool) (map[string]*load, []string) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
+// loadsOf is, per worker, the busy share the queries still deploying or
+// running hold (v.Running): per query the larger of what its plan
+// reserved (physical.Reservations) and what the worker's inference
+// scheduler measured (Running.Sched). For a real-time query (rt),
+// best-effort queries on a worker whose scheduler yields to real-time work
+// are left out: they are slowed, not in the way; slowed lists them.
+func loadsOf(v View, rt bool) (map[string]*load, []string) {
 	out := map[string]*load{}
 	slowedSet := map[string]bool{}
-	for id, qs := range c.queries {
-		if id == self || !qs.info.Ended.IsZero() {
-			continue
-		}
+	for _, q := range v.Running {
 		share := map[string]float64{}
-		if qs.plan != nil {
-			for _, r := range physical.Reservations(map[string]*physical.Plan{id: qs.plan}) {
+		if q.Plan != nil {
+			for _, r := range physical.Reservations(map[string]*physical.Plan{q.Query: q.Plan}) {
 				share[r.Worker] = r.Busy
 			}
 		}
-		for w, s := range qs.info.Sched {
-			share[w] = max(share[w], s.Share)
+		for w, st := range q.Sched {
+			share[w] = max(share[w], st.Share)
 		}
 		for w, b := range share {
-			wi := c.workers[w]
-			if wi == nil || b <= 0 {
+			wi, ok := v.Workers[w]
+			if !ok || b <= 0 {
 				continue // a worker gone since holds nothing
 			}
-			if rt && qs.info.Priority == string(logicalBestEffort) && wi.Sched == sched.DeepQueryName {
-				slowedSet[fmt.Sprintf("%s on %s", id, w)] = true
+			if rt && q.Priority == string(lang.PriorityBestEffort) && wi.Sched == sched.DeepQueryName {
+				slowedSet[fmt.Sprintf("%s on %s", q.Query, w)] = true
 				continue
 			}
 			l := out[w]
@@ -71,8 +66,8 @@ func (c *Coordinator) loads(self string, rt bool) (map[string]*load, []string) {
 				out[w] = l
 			}
 			l.busy += b
-			l.by = append(l.by, id)
-			if st, ok := qs.info.Sched[w]; ok && st.Batches > 0 && st.Share > 0 {
+			l.by = append(l.by, q.Query)
+			if st, ok := q.Sched[w]; ok && st.Batches > 0 && st.Share > 0 {
 				ms := float64(st.Busy) / float64(st.Batches) / 1e6
 				l.batchMs = (l.batchMs*l.measured + ms*st.Share) / (l.measured + st.Share)
 				l.measured += st.Share
@@ -83,23 +78,6 @@ func (c *Coordinator) loads(self string, rt bool) (map[string]*load, []string) {
 		sort.Strings(l.by)
 	}
 	return out, slices.Sorted(maps.Keys(slowedSet))
-}
-
-// logicalBestEffort is the binder's class name (lang.PriorityBestEffort).
-const logicalBestEffort = "BEST_EFFORT"
-
-// reserved is the live view of the capacity that the other queries still
-// deploying or running hold on the registered workers ws (loads), as the
-// optimizer takes it: the planner gives the new query only the rest.
-func (c *Coordinator) reserved(self string, rt bool, ws []deploy.Worker) []optimize.Reservation {
-	ls, _ := c.loads(self, rt)
-	var out []optimize.Reservation
-	for _, w := range ws {
-		if l := ls[w.Name]; l != nil {
-			out = append(out, optimize.Reservation{Worker: w.Name, Busy: l.busy, By: l.by})
-		}
-	}
-	return out
 }
 
 // predictLatency is a real-time query's predicted latency on a worker with
@@ -155,6 +133,21 @@ func ownBatchMs(plan *physical.Plan, w string) float64 {
 	return worst
 }
 
+// RealtimeAdmission is DeepQuery's admission of real-time queries: a
+// query WITH (PRIORITY REALTIME) is refused where the work it cannot push
+// aside would make it miss its LATENCY (Admit). Without it every query is
+// placed wherever the planner puts it (`bench shared`'s naive baseline).
+type RealtimeAdmission struct{}
+
+// RealtimeAdmissionName is its name.
+const RealtimeAdmissionName = "realtime-admission"
+
+func (RealtimeAdmission) Name() string     { return RealtimeAdmissionName }
+func (RealtimeAdmission) Cadence() Cadence { return Cadence{Scale: PerCluster} }
+
+// Reserve leaves the reservations to Reservations.
+func (RealtimeAdmission) Reserve(Candidate, View, []deploy.Worker) []optimize.Reservation { return nil }
+
 // admitRealtime refuses a real-time query placed on a worker where, on the
 // load of the work it cannot push aside (other real-time queries;
 // best-effort ones on a worker whose scheduler does not yield), its
@@ -163,11 +156,12 @@ func ownBatchMs(plan *physical.Plan, w string) float64 {
 // prediction, the share and the queries. Best-effort queries on a worker
 // that yields to real-time work do not count: they are slowed, which the
 // note of a query it admits says.
-func (c *Coordinator) admitRealtime(self string, obj logical.Objectives, p *deploy.Placement, plan *physical.Plan) (string, error) {
-	if obj.Priority != "REALTIME" || c.cfg.AdmitAll {
+func (RealtimeAdmission) Admit(q Candidate, v View, p *deploy.Placement, plan *physical.Plan) (string, error) {
+	obj := q.Objectives
+	if obj.Priority != string(lang.PriorityRealtime) {
 		return "", nil
 	}
-	ls, slowed := c.loads(self, true)
+	ls, slowed := loadsOf(v, true)
 	at := ""
 	if obj.PriorityPos.Line > 0 {
 		at = obj.PriorityPos.String() + ": "

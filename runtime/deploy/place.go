@@ -1,16 +1,3 @@
-// Package deploy turns a query's dataflow and the workers present into a
-// placement: which worker runs each operator instance and how every edge
-// routes batches between them (Pipeline, Exchange by key, Broadcast, Balance
-// by the plan's traffic shares). A Placement is a plain JSON value, so the
-// coordinator computes it once and every worker applies it to the graph it
-// builds itself from the same query text (operators/exec), which keeps
-// operator closures out of the wire format.
-//
-// It also owns the control protocol's subjects and messages (protocol.go),
-// which the worker, the coordinator and clients share.
-//
-// deploy imports planner, dataflow, operators/exec and relay (for its stats
-// type); never the other runtime packages or cmd.
 package deploy
 
 import (

@@ -1,4 +1,4 @@
-package coordinator
+package policy
 
 import (
 	"slices"
