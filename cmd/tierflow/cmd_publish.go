@@ -36,9 +36,10 @@ extension) and publishes its rows on SUBJECT of the server at --nats, in the
 format of the file's extension (.csv as csv, .json/.jsonl as json, .arrow and
 .parquet as arrow) or as --format says: json (one object per message), csv
 (one row per message, no header, columns in the file's order) or arrow (an
-Arrow IPC stream of --batch rows per message). --rate paces the rows per second (0: as fast as
-possible). --jetstream STREAM publishes into a JetStream stream with
-acknowledgements (the stream is created over SUBJECT if it does not exist).
+Arrow IPC stream of --batch rows per message). --rate paces the rows per
+second (0: as fast as possible). --jetstream STREAM publishes into a
+JetStream stream with acknowledgements (the stream is created over SUBJECT
+if it does not exist).
 After the last row an end-of-stream marker (header Tierflow-End) is published,
 which ends a 'tierflow run' reading the subject; --no-end leaves it out.
 Progress prints as plain lines on stderr.`,

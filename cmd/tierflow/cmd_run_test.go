@@ -261,8 +261,9 @@ func TestRunLogDropsRepeatedModelLines(t *testing.T) {
 	}
 }
 
-// A model whose file does not exist is bad input (exit 2) naming the call's
-// position, not a runtime failure.
+// A model whose file does not exist is bad input (exit 2) naming the
+// position of the variant that names the file (its cause), not the call's,
+// and said once: not a runtime failure.
 func TestRunMissingModelFileIsBadInput(t *testing.T) {
 	shelf, err := filepath.Abs("../../examples/fashion/data/shelf.arrow")
 	if err != nil {
@@ -278,7 +279,7 @@ SELECT id, c.label FROM s CROSS JOIN LATERAL m(image) AS c(label, score);
 	// text and its kind travels with it.
 	for _, mode := range [][]string{{"--local"}, nil} {
 		code, out, errs := runCLI(t, "", append(append([]string{"run"}, mode...), q)...)
-		if code != exitBadInput || !strings.Contains(errs, "q.sql:4:") || !strings.Contains(errs, "nope.onnx not found") {
+		if code != exitBadInput || !strings.Contains(errs, "q.sql:2:13:") || strings.Count(errs, "nope.onnx not found") != 1 {
 			t.Fatalf("missing model file %v: exit %d: %s", mode, code, errs)
 		}
 		if out != "" {

@@ -56,6 +56,8 @@ const deployDocSkip = "a long-running process on the reader's own hosts and NATS
 // readmeExit are the documents' commands that show a failure, with its code.
 var readmeExit = map[string]int{
 	"echo 'SELECT a FORM t;' | tierflow fmt": exitBadInput, // shows the syntax error
+	// Objectives no plan meets: the plan, why, what is reachable, exit 1.
+	"bin/tierflow explain --throughput 400 examples/vqa/query.sql": exitFailure,
 }
 
 // docFiles are the documents whose commands TestReadmeCommands runs:
