@@ -164,6 +164,9 @@ type builder struct {
 	g          *dataflow.Graph
 	opts       Options
 	finalLimit *logical.Limit
+	// par: the instances of the operators built with several (a join's
+	// probes), so that what reads them knows their parallelism.
+	par map[int]int
 }
 
 // Build translates plan into a dataflow.
@@ -186,7 +189,7 @@ func Build(plan *logical.Plan, opts Options) (*Query, error) {
 	}
 	plan = &logical.Plan{Root: root, Objectives: plan.Objectives}
 	q := &Query{graph: &dataflow.Graph{Query: "local"}, opts: opts, report: &sources.Report{}, spills: &rel.SpillStats{}, joins: &rel.SpillStats{}}
-	b := &builder{q: q, g: q.graph, opts: opts, finalLimit: finalLimit(plan.Root)}
+	b := &builder{q: q, g: q.graph, opts: opts, finalLimit: finalLimit(plan.Root), par: map[int]int{}}
 	if _, _, err := b.node(plan.Root); err != nil {
 		q.closeFiles()
 		return nil, err
@@ -617,24 +620,57 @@ func (b *builder) join(n *logical.Join, at func(error) error) (int, *arrow.Schem
 	if n.Window == nil && !bounded(n.Right) {
 		return 0, nil, at(fmt.Errorf("%w: the right side of a join must be a table (stream-table join); stream-stream joins need a window", ErrUnsupported))
 	}
-	l, ls, err := b.node(n.Left)
+	if n.Window != nil {
+		return b.windowJoin(n, at)
+	}
+	spec, probeN, _, err := kernelSpec(n)
 	if err != nil {
+		return 0, nil, at(err)
+	}
+	probeBounded := bounded(probeN)
+	if n.BuildLeft && !probeBounded {
+		return 0, nil, at(fmt.Errorf("%w: a join that builds its left side probes a table", ErrUnsupported))
+	}
+	// p: the probe instances. A stream probes on one core (its batches
+	// keep their order); a table on every core.
+	p := 1
+	switch par := b.opts.Parallelism; {
+	case !probeBounded:
+	case par == AllCores:
+		p = defaultParallelism()
+	case par > 1:
+		p = par
+	}
+	spilling := b.opts.MemoryLimit > 0 && probeBounded
+	if spilling || b.opts.Relayed {
+		// rel.SpillJoin is one instance; on a cluster a join is one
+		// operator (StreamTableJoin) that the placement puts where its
+		// probe side runs, with its table broadcast to it.
+		p = 1
+	}
+	// The sides are built in the plan's order, left then right, whichever
+	// is probed: a cluster pairs the graph's operators with the plan's
+	// nodes in that order (runtime/deploy).
+	var l, r int
+	var ls, rs *arrow.Schema
+	var parallel bool
+	side := func(n logical.Node, probe bool) error {
+		var err error
+		switch {
+		case probe && p > 1:
+			l, ls, parallel, err = b.morsels(n, p)
+		case probe:
+			l, ls, err = b.node(n)
+		default:
+			r, rs, err = b.node(n)
+		}
+		return err
+	}
+	if err := side(n.Left, !n.BuildLeft); err != nil {
 		return 0, nil, err
 	}
-	r, rs, err := b.node(n.Right)
-	if err != nil {
+	if err := side(n.Right, n.BuildLeft); err != nil {
 		return 0, nil, err
-	}
-	lk, rk, residual := rel.SplitJoinCondition(n.On, ls.NumFields())
-	if cross {
-		// A cross product is the hash join of one key every row shares:
-		// the right table is one bucket, and each left row meets all of it.
-		one, _ := expr.NewLiteral(int64(0))
-		lk, rk, residual = []expr.Expr{one}, []expr.Expr{one}, nil
-	}
-	spec := rel.JoinSpec{Kind: rel.InnerJoin, LeftKeys: lk, RightKeys: rk, Residual: residual}
-	if n.Kind == logical.LeftJoin {
-		spec.Kind = rel.LeftJoin
 	}
 	j, err := rel.NewHashJoin(b.opts.Allocator, spec, ls, rs, b.opts.Functions)
 	if err != nil {
@@ -643,28 +679,147 @@ func (b *builder) join(n *logical.Join, at func(error) error) (int, *arrow.Schem
 	out := j.Schema()
 	j.Release()
 	fns := b.opts.Functions
-	mk := func() (dataflow.Operator, error) { return rel.NewStreamTableJoin(spec, ls, rs, fns, nil), nil }
-	if limit, st := b.opts.MemoryLimit, b.q.joins; limit > 0 && n.Window == nil && bounded(n.Left) {
+	if b.opts.Relayed && !spilling {
+		batch := b.opts.BatchSize
+		op := b.add("join", 2, func() (dataflow.Operator, error) {
+			return rel.NewStreamTableJoin(spec, ls, rs, fns, nil).WithBatch(batch), nil
+		})
+		b.g.Connect(l, 0, op, 0)
+		b.g.Connect(r, 0, op, 1)
+		return op, out, nil
+	}
+	if spilling {
 		// Both sides end, so a table past the limit can wait on disk with
-		// the left rows until they do.
-		mk = func() (dataflow.Operator, error) { return rel.NewSpillJoin(spec, ls, rs, fns, limit, st), nil }
+		// the probe rows until they do.
+		limit, st := b.opts.MemoryLimit, b.q.joins
+		op := b.add("join (spills past the memory limit)", 2, func() (dataflow.Operator, error) {
+			return rel.NewSpillJoin(spec, ls, rs, fns, limit, st), nil
+		})
+		b.g.Connect(l, 0, op, 0)
+		b.g.Connect(r, 0, op, 1)
+		return op, out, nil
 	}
-	if w := n.Window; w != nil {
-		if w.Kind != logical.Tumble {
-			return 0, nil, at(fmt.Errorf("%w: %s window joins", ErrUnsupported, w.Kind))
-		}
-		// The window's times are over the joined row; the operator wants the
-		// right one over the right input.
-		ws := rel.WindowJoinSpec{Join: spec, LeftTime: w.LeftTime, RightTime: shiftColumns(w.RightTime, -ls.NumFields()), Size: w.Size}
-		if _, err := rel.NewWindowJoin(ws, ls, rs, fns, nil); err != nil {
-			return 0, nil, at(err)
-		}
-		st := &rel.Stats{}
-		b.q.stats = append(b.q.stats, st)
-		mk = func() (dataflow.Operator, error) { return rel.NewWindowJoin(ws, ls, rs, fns, st) }
+	users := 1 + p
+	if spec.Kind == rel.BuildSemi || spec.Kind == rel.BuildAnti {
+		users++
 	}
+	shared := rel.NewSharedBuild(users, nil)
+	build := b.add("join build", 1, func() (dataflow.Operator, error) { return rel.NewJoinBuild(spec, ls, rs, fns, shared), nil })
+	b.g.Connect(r, 0, build, 0)
+	probe := b.g.AddOperator(dataflow.OperatorSpec{Name: "join probe", Inputs: 2, Outputs: 1, Workers: make([]int, p),
+		New: func(dataflow.Instance) (dataflow.Operator, error) {
+			return rel.NewJoinProbe(spec, ls, rs, fns, shared), nil
+		}})
+	switch {
+	case p == 1 || parallel:
+		b.g.Connect(l, 0, probe, 0)
+	default:
+		b.g.AddEdge(dataflow.Edge{From: dataflow.Port{Op: l}, To: dataflow.Port{Op: probe}, Kind: dataflow.Balance})
+	}
+	b.g.AddEdge(dataflow.Edge{From: dataflow.Port{Op: build}, To: dataflow.Port{Op: probe, Port: 1}, Kind: dataflow.Broadcast})
+	b.par[probe] = p
+	if users == p+1 {
+		return probe, out, nil
+	}
+	batch := b.opts.BatchSize
+	emit := b.add("join emit", 1, func() (dataflow.Operator, error) { return rel.NewJoinEmit(shared, batch), nil })
+	b.g.Connect(probe, 0, emit, 0)
+	return emit, out, nil
+}
+
+// kernelSpec is the hash join that runs n: its kind, keys and residual over
+// the side it probes with (rel's left) and the side it builds (rel's
+// right). A join that builds its left side (BuildLeft) swaps them.
+func kernelSpec(n *logical.Join) (rel.JoinSpec, logical.Node, logical.Node, error) {
+	nl := n.Left.Schema().NumFields()
+	lk, rk, residual := rel.SplitJoinCondition(n.On, nl)
+	if n.Kind == logical.CrossJoin || n.On == nil {
+		// A cross product is the hash join of one key every row shares:
+		// the right table is one bucket, and each left row meets all of it.
+		one, _ := expr.NewLiteral(int64(0))
+		lk, rk = []expr.Expr{one}, []expr.Expr{one}
+		if n.Kind == logical.CrossJoin {
+			residual = nil
+		}
+	}
+	spec := rel.JoinSpec{Kind: rel.InnerJoin, LeftKeys: lk, RightKeys: rk, Residual: residual, NullAware: n.NullAware, Mark: n.Mark}
+	switch n.Kind {
+	case logical.LeftJoin:
+		spec.Kind = rel.LeftJoin
+	case logical.SemiJoin:
+		spec.Kind = rel.SemiJoin
+	case logical.AntiJoin:
+		spec.Kind = rel.AntiJoin
+	case logical.MarkJoin:
+		spec.Kind = rel.MarkJoin
+	}
+	if !n.BuildLeft {
+		return spec, n.Left, n.Right, nil
+	}
+	switch spec.Kind {
+	case rel.SemiJoin:
+		spec.Kind = rel.BuildSemi
+	case rel.AntiJoin:
+		spec.Kind = rel.BuildAnti
+	default:
+		return spec, nil, nil, fmt.Errorf("%w: building the left side of a %s join", ErrUnsupported, n.Kind)
+	}
+	if n.NullAware {
+		return spec, nil, nil, fmt.Errorf("%w: building the left side of a NOT IN (null-aware) join", ErrUnsupported)
+	}
+	// The residual reads left ++ right; the kernel's pairs are right ++ left.
+	nr := n.Right.Schema().NumFields()
+	if residual != nil {
+		spec.Residual = expr.Transform(residual, func(x expr.Expr) expr.Expr {
+			if c, ok := x.(*expr.Column); ok {
+				i := c.Index + nr
+				if c.Index >= nl {
+					i = c.Index - nl
+				}
+				return &expr.Column{Index: i, Name: c.Name, DataType: c.DataType}
+			}
+			return x
+		})
+	}
+	spec.LeftKeys, spec.RightKeys = rk, lk
+	return spec, n.Right, n.Left, nil
+}
+
+// windowJoin builds a windowed join of two streams.
+func (b *builder) windowJoin(n *logical.Join, at func(error) error) (int, *arrow.Schema, error) {
+	w := n.Window
+	if w.Kind != logical.Tumble {
+		return 0, nil, at(fmt.Errorf("%w: %s window joins", ErrUnsupported, w.Kind))
+	}
+	l, ls, err := b.node(n.Left)
+	if err != nil {
+		return 0, nil, err
+	}
+	r, rs, err := b.node(n.Right)
+	if err != nil {
+		return 0, nil, err
+	}
+	spec, _, _, err := kernelSpec(n)
+	if err != nil {
+		return 0, nil, at(err)
+	}
+	j, err := rel.NewHashJoin(b.opts.Allocator, spec, ls, rs, b.opts.Functions)
+	if err != nil {
+		return 0, nil, at(err)
+	}
+	out := j.Schema()
+	j.Release()
+	fns := b.opts.Functions
+	// The window's times are over the joined row; the operator wants the
+	// right one over the right input.
+	ws := rel.WindowJoinSpec{Join: spec, LeftTime: w.LeftTime, RightTime: shiftColumns(w.RightTime, -ls.NumFields()), Size: w.Size}
+	if _, err := rel.NewWindowJoin(ws, ls, rs, fns, nil); err != nil {
+		return 0, nil, at(err)
+	}
+	st := &rel.Stats{}
+	b.q.stats = append(b.q.stats, st)
 	op := b.g.AddOperator(dataflow.OperatorSpec{Name: "join", Inputs: 2, Outputs: 1, New: func(dataflow.Instance) (dataflow.Operator, error) {
-		return mk()
+		return rel.NewWindowJoin(ws, ls, rs, fns, st)
 	}})
 	b.g.Connect(l, 0, op, 0)
 	b.g.Connect(r, 0, op, 1)

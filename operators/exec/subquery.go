@@ -56,7 +56,7 @@ func resolveSubqueries(root logical.Node, opts Options) (logical.Node, error) {
 			}
 			return logical.NewProject(x.Input, exprs, x.Names, x.Pos)
 		case *logical.Join:
-			return logical.NewWindowJoin(x.Kind, x.Left, x.Right, fix(x.On), x.Window, x.Pos)
+			return x.WithOn(fix(x.On))
 		case *logical.Sort:
 			c := *x
 			c.Keys = append([]logical.SortKey(nil), x.Keys...)

@@ -264,7 +264,7 @@ func (b *builder) morsels(n logical.Node, p int) (int, *arrow.Schema, bool, erro
 		input = x.Input
 	default:
 		op, schema, err := b.node(n)
-		return op, schema, false, err
+		return op, schema, b.par[op] == p, err
 	}
 	in, schema, parallel, err := b.morsels(input, p)
 	if err != nil {

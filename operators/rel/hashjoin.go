@@ -3,6 +3,7 @@ package rel
 import (
 	"fmt"
 	"slices"
+	"sync/atomic"
 
 	"github.com/apache/arrow/go/v17/arrow"
 	"github.com/apache/arrow/go/v17/arrow/array"
@@ -13,23 +14,49 @@ import (
 	"github.com/tierflow/tierflow/planner/expr"
 )
 
-// JoinKind is inner or left outer.
+// JoinKind is what a join outputs. Inner and left joins output probe (left)
+// rows with their build (right) matches; semi, anti and mark joins the probe
+// rows alone (those with a match, those without, all with a BOOLEAN mark);
+// BuildSemi and BuildAnti the build rows that some probe row matched, or
+// none did, once every probe row has been seen (EmitBuild).
 type JoinKind int
 
 // Join kinds.
 const (
 	InnerJoin JoinKind = iota
 	LeftJoin
+	SemiJoin
+	AntiJoin
+	MarkJoin
+	BuildSemi
+	BuildAnti
 )
+
+func (k JoinKind) String() string {
+	return [...]string{"inner", "left", "semi", "anti", "mark", "build-side semi", "build-side anti"}[k]
+}
+
+// buildOutput: the join outputs build rows, after the probe side ends.
+func (k JoinKind) buildOutput() bool { return k == BuildSemi || k == BuildAnti }
+
+// probeOnly: the output is the probe rows (and a mark), no build columns.
+func (k JoinKind) probeOnly() bool { return k == SemiJoin || k == AntiJoin || k == MarkJoin }
 
 // JoinSpec is an equi-join: LeftKeys over the left (probe, stream) schema equal
 // RightKeys over the right (build) schema; Residual, over the output schema
 // (left columns then right), further filters matches (inner joins only).
+// For semi, anti and mark joins Residual reads the left columns then the
+// right ones as well: a probe row matches when some build row has equal keys
+// and passes it. NullAware gives an anti or mark join NOT IN's (IN's) NULL
+// semantics over its one key (see logical.Join).
 type JoinSpec struct {
 	Kind      JoinKind
 	LeftKeys  []expr.Expr
 	RightKeys []expr.Expr
 	Residual  expr.Expr
+	NullAware bool
+	// Mark names a mark join's column.
+	Mark string
 }
 
 // SplitJoinCondition splits a bound ON condition over (left ++ right) columns
@@ -98,7 +125,10 @@ func SplitJoinCondition(on expr.Expr, nLeft int) (lk, rk []expr.Expr, residual e
 }
 
 // HashJoin is the join kernel: Build indexes the right side once, Probe joins
-// batches of the left side against it.
+// batches of the left side against it. A built table can be shared with
+// other HashJoins of the same spec (Share), which probe it concurrently:
+// the table is read-only once built, and each HashJoin keeps its own
+// scratch buffers.
 type HashJoin struct {
 	mem      memory.Allocator
 	fctx     *functions.Ctx
@@ -111,21 +141,56 @@ type HashJoin struct {
 	// over those alone, so that a match's other columns are gathered only
 	// when it passes (late materialisation).
 	resCols []int
-	right   []arrow.Array // build side, concatenated, one per column
-	// The build side's keys get dense ids in a typed key table; the rows
-	// of id g are first[g], next[first[g]], ... in build order (-1 ends).
-	table       *keyTable
-	first, last []int32
-	next        []int32
-	// direct replaces table, first and last for one dense integer key
-	// (join_direct.go).
-	direct *directIndex
+	nLeft   int
+	tab     *joinTable
+	// view is the table's key index with this HashJoin's own scratch (a
+	// keyTable's lookups of a byte-encoded key write into its buffer).
+	view   keyTable
+	direct *directIndex // tab.direct, for tests
 	// noDirect keeps the hash table, gatherAll copies every probe column
 	// (the benchmark's baseline).
 	noDirect, gatherAll bool
 	built               bool
 	li, ri              []int32 // probe index buffers, reused
 	found               []int32
+	hit                 []bool
+	// whole, when set, is what the whole build side was, of which this
+	// join built a part (a spilled partition): whether it had rows, and a
+	// NULL key (NOT IN's semantics depend on both).
+	whole *buildSide
+}
+
+type buildSide struct{ empty, hasNull bool }
+
+// joinTable is a built side: its rows, concatenated, one array per column,
+// and their index by key. The build rows of key id g are first[g],
+// next[first[g]], ... in build order (-1 ends); direct replaces table and
+// first for one dense integer key (join_direct.go).
+type joinTable struct {
+	right    []arrow.Array
+	table    *keyTable
+	first    []int32
+	next     []int32
+	direct   *directIndex
+	rows     int
+	nullKeys bool // some build row has a NULL key
+	// marks: build rows some probe row matched, one bit each (BuildSemi,
+	// BuildAnti), set atomically by concurrent probes.
+	marks []uint32
+	refs  atomic.Int32
+}
+
+func (t *joinTable) release() {
+	if t.refs.Add(-1) > 0 {
+		return
+	}
+	releaseArrays(t.right)
+	t.right = nil
+	if t.table != nil {
+		t.table.release()
+		t.table = nil
+	}
+	t.first, t.next, t.direct, t.marks = nil, nil, nil, nil
 }
 
 // JoinSchema is the output schema: left columns then right columns (right ones
@@ -139,6 +204,23 @@ func JoinSchema(left, right *arrow.Schema) *arrow.Schema {
 	return arrow.NewSchema(fs, nil)
 }
 
+// joinOutput is the schema a join of kind k outputs.
+func joinOutput(spec JoinSpec, left, right *arrow.Schema) *arrow.Schema {
+	switch spec.Kind {
+	case SemiJoin, AntiJoin:
+		return left
+	case BuildSemi, BuildAnti:
+		return right
+	case MarkJoin:
+		name := spec.Mark
+		if name == "" {
+			name = "mark"
+		}
+		return arrow.NewSchema(append(append([]arrow.Field{}, left.Fields()...), arrow.Field{Name: name, Type: arrow.FixedWidthTypes.Boolean, Nullable: true}), nil)
+	}
+	return JoinSchema(left, right)
+}
+
 // NewHashJoin compiles spec against the two input schemas.
 func NewHashJoin(mem memory.Allocator, spec JoinSpec, left, right *arrow.Schema, fns *functions.Registry) (*HashJoin, error) {
 	if len(spec.LeftKeys) == 0 || len(spec.LeftKeys) != len(spec.RightKeys) {
@@ -147,10 +229,13 @@ func NewHashJoin(mem memory.Allocator, spec JoinSpec, left, right *arrow.Schema,
 	if spec.Residual != nil && spec.Kind == LeftJoin {
 		return nil, fmt.Errorf("%w: LEFT JOIN with non-equality conditions (%s) is not supported", ErrPlan, spec.Residual)
 	}
+	if spec.NullAware && (len(spec.LeftKeys) != 1 || spec.Residual != nil || (spec.Kind != AntiJoin && spec.Kind != MarkJoin)) {
+		return nil, fmt.Errorf("%w: NOT IN and IN semantics (a null-aware %s join) over %d keys and %v other conditions: one key and none are supported", ErrPlan, spec.Kind, len(spec.LeftKeys), spec.Residual)
+	}
 	// Own copies: the casts below must not write into the caller's slices.
 	spec.LeftKeys = append([]expr.Expr(nil), spec.LeftKeys...)
 	spec.RightKeys = append([]expr.Expr(nil), spec.RightKeys...)
-	j := &HashJoin{mem: mem, fctx: functions.NewCtx(mem), spec: spec, schema: JoinSchema(left, right)}
+	j := &HashJoin{mem: mem, fctx: functions.NewCtx(mem), spec: spec, schema: joinOutput(spec, left, right), nLeft: left.NumFields()}
 	for i := range spec.LeftKeys {
 		lt, rt := spec.LeftKeys[i].Type(), spec.RightKeys[i].Type()
 		if ct, ok := expr.CommonType(lt, rt); ok {
@@ -170,14 +255,16 @@ func NewHashJoin(mem memory.Allocator, spec JoinSpec, left, right *arrow.Schema,
 		j.leftEv, j.rightEv = append(j.leftEv, le), append(j.rightEv, re)
 	}
 	if spec.Residual != nil {
+		// The residual reads left ++ right whatever the output is.
+		pairs := JoinSchema(left, right)
 		j.resCols = expr.Columns(spec.Residual)
 		at := map[int]int{}
 		fs := make([]arrow.Field, len(j.resCols))
 		for i, c := range j.resCols {
-			if c >= j.schema.NumFields() {
-				return nil, fmt.Errorf("%w: join condition %s reads column %d of %d", ErrPlan, spec.Residual, c, j.schema.NumFields())
+			if c >= pairs.NumFields() {
+				return nil, fmt.Errorf("%w: join condition %s reads column %d of %d", ErrPlan, spec.Residual, c, pairs.NumFields())
 			}
-			at[c], fs[i] = i, j.schema.Field(c)
+			at[c], fs[i] = i, pairs.Field(c)
 		}
 		res := expr.Transform(spec.Residual, func(x expr.Expr) expr.Expr {
 			if c, ok := x.(*expr.Column); ok {
@@ -191,12 +278,6 @@ func NewHashJoin(mem memory.Allocator, spec JoinSpec, left, right *arrow.Schema,
 		}
 		j.residual = p
 	}
-	types := make([]arrow.DataType, len(spec.RightKeys))
-	for i, k := range spec.RightKeys {
-		types[i] = k.Type()
-	}
-	j.table = newKeyTable(mem, types)
-	j.table.noValues = true
 	return j, nil
 }
 
@@ -236,11 +317,23 @@ func anyNullAt(cols []arrow.Array, i int) bool {
 // Build indexes the right side (the records are not released). Call once.
 func (j *HashJoin) Build(recs []arrow.Record, rightSchema *arrow.Schema) error {
 	j.built = true
+	types := make([]arrow.DataType, len(j.spec.RightKeys))
+	for i, k := range j.spec.RightKeys {
+		types[i] = k.Type()
+	}
+	tab := &joinTable{table: newKeyTable(j.mem, types)}
+	tab.table.noValues = true
+	tab.refs.Store(1)
+	j.tab = tab
 	var nonEmpty []arrow.Record
 	for _, r := range recs {
 		if r.NumRows() > 0 {
 			nonEmpty = append(nonEmpty, r)
+			tab.rows += int(r.NumRows())
 		}
+	}
+	if j.spec.Kind.buildOutput() {
+		tab.marks = make([]uint32, (tab.rows+31)/32)
 	}
 	for c := 0; c < rightSchema.NumFields(); c++ {
 		var parts []arrow.Array
@@ -248,19 +341,21 @@ func (j *HashJoin) Build(recs []arrow.Record, rightSchema *arrow.Schema) error {
 			parts = append(parts, r.Column(c))
 		}
 		if len(parts) == 0 {
-			j.right = append(j.right, array.MakeArrayOfNull(j.mem, rightSchema.Field(c).Type, 0))
+			tab.right = append(tab.right, array.MakeArrayOfNull(j.mem, rightSchema.Field(c).Type, 0))
 			continue
 		}
 		a, err := concatColumn(j.mem, parts)
 		if err != nil {
 			return err
 		}
-		j.right = append(j.right, a)
+		tab.right = append(tab.right, a)
 	}
+	defer j.setView()
 	if j.buildDirect(nonEmpty) {
 		return nil
 	}
 	var gids []uint32
+	var last []int32
 	for _, r := range nonEmpty {
 		keys, err := evalKeys(j.fctx, j.rightEv, r)
 		if err != nil {
@@ -268,38 +363,66 @@ func (j *HashJoin) Build(recs []arrow.Record, rightSchema *arrow.Schema) error {
 		}
 		n := int(r.NumRows())
 		gids = slices.Grow(gids[:0], n)[:n]
-		j.table.lookupBatch(keys, 0, n, gids)
+		tab.table.lookupBatch(keys, 0, n, gids)
 		for i, g := range gids {
-			row := int32(len(j.next))
-			j.next = append(j.next, -1)
+			row := int32(len(tab.next))
+			tab.next = append(tab.next, -1)
 			if anyNullAt(keys, i) {
+				tab.nullKeys = true
 				continue // NULL never equals anything
 			}
-			for int(g) >= len(j.first) {
-				j.first, j.last = append(j.first, -1), append(j.last, -1)
+			for int(g) >= len(tab.first) {
+				tab.first, last = append(tab.first, -1), append(last, -1)
 			}
-			if j.last[g] < 0 {
-				j.first[g] = row
+			if last[g] < 0 {
+				tab.first[g] = row
 			} else {
-				j.next[j.last[g]] = row
+				tab.next[last[g]] = row
 			}
-			j.last[g] = row
+			last[g] = row
 		}
 		releaseArrays(keys)
 	}
 	return nil
 }
 
+// setView points this HashJoin's key index at the table, with its own
+// scratch.
+func (j *HashJoin) setView() {
+	j.view = *j.tab.table
+	j.view.buf = nil
+	j.direct = j.tab.direct
+}
+
+// Share makes j probe the table other built (other and j compiled from the
+// same spec and schemas). The table lives until every sharer is Released.
+func (j *HashJoin) Share(other *HashJoin) {
+	j.tab = other.tab
+	j.tab.refs.Add(1)
+	j.built = true
+	j.setView()
+}
+
+// Rows is the number of build rows.
+func (j *HashJoin) Rows() int {
+	if j.tab == nil {
+		return 0
+	}
+	return j.tab.rows
+}
+
 // buildDirect indexes the build rows by an array when the join has one
 // integer key whose values are dense (join_direct.go); false, having
 // changed nothing, otherwise.
 func (j *HashJoin) buildDirect(recs []arrow.Record) bool {
-	if j.table.ints == nil || j.noDirect || len(recs) == 0 {
+	tab := j.tab
+	if tab.table.ints == nil || j.noDirect || len(recs) == 0 {
 		return false
 	}
 	var cols []arrow.Array
 	defer func() { releaseArrays(cols) }()
 	rows := 0
+	nulls := false
 	for _, r := range recs {
 		keys, err := evalKeys(j.fctx, j.rightEv, r)
 		if err != nil {
@@ -307,6 +430,7 @@ func (j *HashJoin) buildDirect(recs []arrow.Record) bool {
 			return false // the hash path reports it
 		}
 		cols = append(cols, keys[0])
+		nulls = nulls || keys[0].NullN() > 0
 		rows += int(r.NumRows())
 	}
 	lo, hi, n := keyRange(cols)
@@ -314,69 +438,270 @@ func (j *HashJoin) buildDirect(recs []arrow.Record) bool {
 	if d == nil {
 		return false
 	}
-	j.next = make([]int32, rows)
-	for i := range j.next {
-		j.next[i] = -1
+	tab.next = make([]int32, rows)
+	for i := range tab.next {
+		tab.next[i] = -1
 	}
-	d.build(cols, j.next)
-	j.direct = d
+	d.build(cols, tab.next)
+	tab.direct = d
+	tab.nullKeys = nulls
 	return true
 }
 
-// Probe joins rec (left side) against the built table; nil when nothing matches
-// (inner). rec is not released.
+// SetWholeBuild tells a null-aware join, which built only a part of its
+// build side (a spilled partition), whether the whole side was empty and
+// whether it had a NULL key.
+func (j *HashJoin) SetWholeBuild(empty, hasNull bool) {
+	j.whole = &buildSide{empty: empty, hasNull: hasNull}
+}
+
+func (j *HashJoin) buildEmpty() bool {
+	if j.whole != nil {
+		return j.whole.empty
+	}
+	return j.tab.rows == 0
+}
+
+func (j *HashJoin) buildHasNull() bool {
+	if j.whole != nil {
+		return j.whole.hasNull
+	}
+	return j.tab.nullKeys
+}
+
+// matches appends the (probe, build) row pairs of equal keys to li and ri,
+// a left join's unmatched probe rows with build row -1; it says whether
+// every probe row is in li exactly once, in order.
+func (j *HashJoin) matches(keys []arrow.Array, n int, li, ri []int32) ([]int32, []int32, bool) {
+	left := j.spec.Kind == LeftJoin
+	if j.tab.direct != nil && arrow.TypeEqual(keys[0].DataType(), j.view.types[0]) {
+		return j.tab.direct.probe(keys[0], j.tab.next, left, li, ri)
+	}
+	j.found = slices.Grow(j.found[:0], n)[:n]
+	j.view.find(keys, 0, n, j.found)
+	once := true
+	first, next := j.tab.first, j.tab.next
+	for i, g := range j.found {
+		m := int32(-1)
+		if g >= 0 && int(g) < len(first) {
+			m = first[g]
+		}
+		if m < 0 {
+			if left {
+				li, ri = append(li, int32(i)), append(ri, -1)
+			} else {
+				once = false
+			}
+			continue
+		}
+		li, ri = append(li, int32(i)), append(ri, m)
+		for m = next[m]; m >= 0; m = next[m] {
+			once = false
+			li, ri = append(li, int32(i)), append(ri, m)
+		}
+	}
+	return li, ri, once
+}
+
+// Probe joins rec (left side) against the built table; nil when nothing
+// matches (inner). rec is not released. A BuildSemi or BuildAnti join only
+// marks the build rows rec matches, and outputs nothing (EmitBuild).
 func (j *HashJoin) Probe(rec arrow.Record) (arrow.Record, error) {
 	keys, err := evalKeys(j.fctx, j.leftEv, rec)
 	if err != nil {
 		return nil, err
 	}
 	defer releaseArrays(keys)
-	li, ri := j.li[:0], j.ri[:0]
 	n := int(rec.NumRows())
-	// once: every probe row is in li once, in order (li is 0, ..., n-1),
-	// so the probe side's columns go on as they are, not gathered.
-	once := false
-	if j.direct != nil && arrow.TypeEqual(keys[0].DataType(), j.table.types[0]) {
-		li, ri, once = j.direct.probe(keys[0], j.next, j.spec.Kind == LeftJoin, li, ri)
-	} else {
-		j.found = slices.Grow(j.found[:0], n)[:n]
-		j.table.find(keys, 0, n, j.found)
-		once = true
-		for i, g := range j.found {
-			m := int32(-1)
-			if g >= 0 && int(g) < len(j.first) {
-				m = j.first[g]
-			}
-			if m < 0 {
-				if j.spec.Kind == LeftJoin {
-					li, ri = append(li, int32(i)), append(ri, -1)
-				} else {
-					once = false
-				}
-				continue
-			}
-			li, ri = append(li, int32(i)), append(ri, m)
-			for m = j.next[m]; m >= 0; m = j.next[m] {
-				once = false
-				li, ri = append(li, int32(i)), append(ri, m)
-			}
-		}
+	li, ri, once := j.matches(keys, n, j.li[:0], j.ri[:0])
+	j.li, j.ri = li, ri
+	switch {
+	case j.spec.Kind.probeOnly():
+		return j.probeOnly(rec, keys, li, ri)
+	case j.spec.Kind.buildOutput():
+		return nil, j.markBuild(rec, li, ri)
 	}
 	once = once && !j.gatherAll
-	j.li, j.ri = li, ri
 	if len(li) == 0 {
 		return nil, nil
 	}
 	if j.residual != nil {
 		return j.probeResidual(rec, li, ri, once)
 	}
-	return gatherJoin(j.fctx, j.schema, rec.Columns(), j.right, li, ri, once)
+	return gatherJoin(j.fctx, j.schema, rec.Columns(), j.tab.right, li, ri, once)
 }
 
-// probeResidual keeps the matches (li, ri) that pass the residual: it
-// gathers the columns the residual reads, and the others only for the
-// matches that pass.
-func (j *HashJoin) probeResidual(rec arrow.Record, li, ri []int32, once bool) (arrow.Record, error) {
+// passing narrows the pairs (li, ri) to those that pass the residual; sel
+// is nil when all of them do.
+func (j *HashJoin) passing(rec arrow.Record, li, ri []int32) ([]int32, bool, error) {
+	if j.residual == nil {
+		return nil, true, nil
+	}
+	sub, err := j.residualInput(rec, li, ri, false)
+	if err != nil {
+		return nil, false, err
+	}
+	defer sub.Release()
+	sel, all, err := j.residual.Select(j.fctx, sub)
+	return sel, all, err
+}
+
+// probeOnly is a semi, anti or mark join's probe: which probe rows have a
+// match (one passing the residual), and the rows or marks that follow.
+func (j *HashJoin) probeOnly(rec arrow.Record, keys []arrow.Array, li, ri []int32) (arrow.Record, error) {
+	n := int(rec.NumRows())
+	hit := slices.Grow(j.hit[:0], n)[:n]
+	clear(hit)
+	j.hit = hit
+	if len(li) > 0 {
+		sel, all, err := j.passing(rec, li, ri)
+		if err != nil {
+			return nil, err
+		}
+		if all {
+			for _, l := range li {
+				hit[l] = true
+			}
+		} else {
+			for _, s := range sel {
+				hit[li[s]] = true
+			}
+		}
+	}
+	// unknown: NOT IN / IN of a row not found is NULL, not FALSE, when its
+	// key is NULL or the set holds a NULL (and is not empty).
+	unknown := func(i int) bool {
+		if !j.spec.NullAware || j.buildEmpty() {
+			return false
+		}
+		return keys[0].IsNull(i) || j.buildHasNull()
+	}
+	if j.spec.Kind == MarkJoin {
+		b := array.NewBooleanBuilder(j.mem)
+		defer b.Release()
+		b.Reserve(n)
+		for i, h := range hit {
+			switch {
+			case h:
+				b.UnsafeAppend(true)
+			case unknown(i):
+				b.UnsafeAppendBoolToBitmap(false)
+			default:
+				b.UnsafeAppend(false)
+			}
+		}
+		mark := b.NewArray()
+		defer mark.Release()
+		cols := append(append([]arrow.Array{}, rec.Columns()...), mark)
+		return array.NewRecord(columnTypes(j.schema, cols), cols, int64(n)), nil
+	}
+	keep := j.li[:0] // reuse: li is consumed
+	want := j.spec.Kind == SemiJoin
+	for i, h := range hit {
+		if h == want && (want || !unknown(i)) {
+			keep = append(keep, int32(i))
+		}
+	}
+	j.li = keep
+	switch len(keep) {
+	case 0:
+		return nil, nil
+	case n:
+		rec.Retain()
+		return rec, nil
+	}
+	cols := make([]arrow.Array, 0, rec.NumCols())
+	defer func() { releaseArrays(cols) }()
+	for _, a := range rec.Columns() {
+		out, err := eval.Gather(j.fctx.Context(), j.mem, a, keep)
+		if err != nil {
+			return nil, err
+		}
+		cols = append(cols, out)
+	}
+	return array.NewRecord(columnTypes(j.schema, cols), cols, int64(len(keep))), nil
+}
+
+// markBuild sets the marks of the build rows that the probe rows of rec
+// match (passing the residual).
+func (j *HashJoin) markBuild(rec arrow.Record, li, ri []int32) error {
+	if len(li) == 0 {
+		return nil
+	}
+	sel, all, err := j.passing(rec, li, ri)
+	if err != nil {
+		return err
+	}
+	marks := j.tab.marks
+	mark := func(r int32) {
+		w, bit := r/32, uint32(1)<<(uint32(r)%32)
+		if atomic.LoadUint32(&marks[w])&bit == 0 {
+			atomic.OrUint32(&marks[w], bit)
+		}
+	}
+	if all {
+		for _, r := range ri {
+			mark(r)
+		}
+		return nil
+	}
+	for _, s := range sel {
+		mark(ri[s])
+	}
+	return nil
+}
+
+// EmitBuild is a BuildSemi or BuildAnti join's output once every probe row
+// has been seen: the build rows marked (semi) or not (anti), in records of
+// at most batch rows.
+func (j *HashJoin) EmitBuild(batch int) ([]arrow.Record, error) {
+	if !j.built || j.tab.rows == 0 {
+		return nil, nil
+	}
+	want := j.spec.Kind == BuildSemi
+	var out []arrow.Record
+	var sel []int32
+	flush := func() error {
+		if len(sel) == 0 {
+			return nil
+		}
+		cols := make([]arrow.Array, 0, len(j.tab.right))
+		for _, a := range j.tab.right {
+			g, err := eval.Gather(j.fctx.Context(), j.mem, a, sel)
+			if err != nil {
+				releaseArrays(cols)
+				return err
+			}
+			cols = append(cols, g)
+		}
+		out = append(out, array.NewRecord(columnTypes(j.schema, cols), cols, int64(len(sel))))
+		releaseArrays(cols)
+		sel = sel[:0]
+		return nil
+	}
+	for r := 0; r < j.tab.rows; r++ {
+		marked := j.tab.marks[r/32]&(1<<(uint32(r)%32)) != 0
+		if marked != want {
+			continue
+		}
+		sel = append(sel, int32(r))
+		if len(sel) >= batch {
+			if err := flush(); err != nil {
+				releaseAll(out)
+				return nil, err
+			}
+		}
+	}
+	if err := flush(); err != nil {
+		releaseAll(out)
+		return nil, err
+	}
+	return out, nil
+}
+
+// residualInput is the columns the residual reads, for the pairs (li, ri):
+// the left's as they are when once (every probe row once, in order).
+func (j *HashJoin) residualInput(rec arrow.Record, li, ri []int32, once bool) (arrow.Record, error) {
 	nLeft := int(rec.NumCols())
 	cols := make([]arrow.Array, 0, len(j.resCols))
 	defer func() { releaseArrays(cols) }()
@@ -391,22 +716,32 @@ func (j *HashJoin) probeResidual(rec arrow.Record, li, ri []int32, once bool) (a
 		case c < nLeft:
 			a, err = eval.Gather(j.fctx.Context(), j.mem, rec.Column(c), li)
 		default:
-			a, err = eval.Gather(j.fctx.Context(), j.mem, j.right[c-nLeft], ri)
+			a, err = eval.Gather(j.fctx.Context(), j.mem, j.tab.right[c-nLeft], ri)
 		}
 		if err != nil {
 			return nil, err
 		}
 		cols = append(cols, a)
-		fs = append(fs, arrow.Field{Name: j.schema.Field(c).Name, Type: a.DataType(), Nullable: true})
+		fs = append(fs, arrow.Field{Name: fmt.Sprint("c", c), Type: a.DataType(), Nullable: true})
 	}
-	sub := array.NewRecord(arrow.NewSchema(fs, nil), cols, int64(len(li)))
+	return array.NewRecord(arrow.NewSchema(fs, nil), cols, int64(len(li))), nil
+}
+
+// probeResidual keeps the matches (li, ri) that pass the residual: it
+// gathers the columns the residual reads, and the others only for the
+// matches that pass.
+func (j *HashJoin) probeResidual(rec arrow.Record, li, ri []int32, once bool) (arrow.Record, error) {
+	sub, err := j.residualInput(rec, li, ri, once)
+	if err != nil {
+		return nil, err
+	}
 	defer sub.Release()
 	sel, all, err := j.residual.Select(j.fctx, sub)
 	switch {
 	case err != nil:
 		return nil, err
 	case all:
-		return gatherJoin(j.fctx, j.schema, rec.Columns(), j.right, li, ri, once)
+		return gatherJoin(j.fctx, j.schema, rec.Columns(), j.tab.right, li, ri, once)
 	case len(sel) == 0:
 		return nil, nil
 	}
@@ -414,7 +749,7 @@ func (j *HashJoin) probeResidual(rec arrow.Record, li, ri []int32, once bool) (a
 	for k, s := range sel {
 		kl[k], kr[k] = li[s], ri[s]
 	}
-	return gatherJoin(j.fctx, j.schema, rec.Columns(), j.right, kl, kr, false)
+	return gatherJoin(j.fctx, j.schema, rec.Columns(), j.tab.right, kl, kr, false)
 }
 
 // gatherJoin takes the left rows lidx and right rows ridx (-1: a NULL row)
@@ -462,14 +797,12 @@ func columnTypes(schema *arrow.Schema, cols []arrow.Array) *arrow.Schema {
 	return arrow.NewSchema(fs, nil)
 }
 
-// Release frees the build side.
+// Release frees the build side (when no other HashJoin shares it).
 func (j *HashJoin) Release() {
-	releaseArrays(j.right)
-	j.right = nil
-	if j.table != nil {
-		j.table.release()
-		j.table = nil
+	if j.tab != nil {
+		j.tab.release()
+		j.tab = nil
 	}
-	j.first, j.last, j.next = nil, nil, nil
+	j.view = keyTable{}
 	j.direct = nil
 }

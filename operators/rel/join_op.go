@@ -21,6 +21,11 @@ type StreamTableJoin struct {
 	waiting     []dataflow.Batch
 	waitCaps    []*dataflow.Capability
 	stats       *Stats
+	// held, for a join that outputs build rows (BuildSemi, BuildAnti):
+	// where they go out once the probe side has ended.
+	held      *dataflow.Capability
+	probeDone bool
+	batch     int
 }
 
 // NewStreamTableJoin makes a join instance; stats may be nil.
@@ -28,10 +33,20 @@ func NewStreamTableJoin(spec JoinSpec, left, right *arrow.Schema, fns *functions
 	return &StreamTableJoin{spec: spec, left: left, right: right, fns: fns, stats: stats}
 }
 
-func (s *StreamTableJoin) Open(ctx *dataflow.Context, _ *dataflow.Capability) error {
+func (s *StreamTableJoin) Open(ctx *dataflow.Context, cap *dataflow.Capability) error {
 	j, err := NewHashJoin(ctx.Allocator(), s.spec, s.left, s.right, s.fns)
 	s.j = j
+	if err == nil && s.spec.Kind.buildOutput() {
+		s.held, err = cap.Retain()
+	}
 	return err
+}
+
+// WithBatch sets the rows of the records a build-side semi or anti join
+// emits at its end.
+func (s *StreamTableJoin) WithBatch(n int) *StreamTableJoin {
+	s.batch = n
+	return s
 }
 
 func (s *StreamTableJoin) OnBatch(ctx *dataflow.Context, input int, b dataflow.Batch, cap *dataflow.Capability) error {
@@ -69,8 +84,29 @@ func (s *StreamTableJoin) probe(ctx *dataflow.Context, rec arrow.Record, ingest 
 }
 
 // OnFrontier builds the table once its input is complete and drains the stream
-// batches that waited for it.
+// batches that waited for it. A join that outputs build rows emits them
+// when both inputs have ended.
 func (s *StreamTableJoin) OnFrontier(ctx *dataflow.Context, input int, f dataflow.Epoch) error {
+	if input == 0 && f == dataflow.Closed {
+		s.probeDone = true
+	}
+	if s.held != nil && s.probeDone && s.j.built {
+		defer func() {
+			s.held.Drop()
+			s.held = nil
+		}()
+		recs, err := s.j.EmitBuild(max(s.batch, 4096))
+		if err != nil {
+			return err
+		}
+		for i, r := range recs {
+			if err := ctx.Emit(0, s.held, r); err != nil {
+				releaseAll(recs[i+1:])
+				return err
+			}
+		}
+		return nil
+	}
 	if input != 1 || f != dataflow.Closed || s.j.built {
 		return nil
 	}
@@ -92,6 +128,9 @@ func (s *StreamTableJoin) OnFrontier(ctx *dataflow.Context, input int, f dataflo
 		}
 	}
 	s.waiting, s.waitCaps = nil, nil
+	if s.held != nil && s.probeDone {
+		return s.OnFrontier(ctx, 0, dataflow.Closed) // the probe side ended first
+	}
 	return nil
 }
 
@@ -110,6 +149,9 @@ func (s *StreamTableJoin) release() {
 }
 
 func (s *StreamTableJoin) Close(*dataflow.Context) error {
+	if s.held != nil {
+		s.held.Drop()
+	}
 	s.release()
 	if s.j != nil {
 		s.j.Release()

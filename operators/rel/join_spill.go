@@ -44,6 +44,11 @@ type SpillJoin struct {
 	held        *dataflow.Capability
 	dir         string
 	build, prob []*spillFile // nil until the right side spills
+	// buildRows and buildNull: the right rows written to the partitions,
+	// and whether one had a NULL key (a null-aware join's semantics).
+	buildRows int64
+	buildNull bool
+	batch     int
 }
 
 // NewSpillJoin makes an instance that keeps the right side under limit
@@ -142,8 +147,13 @@ func (s *SpillJoin) write(files []*spillFile, rec arrow.Record, right bool) erro
 		return nil
 	}
 	dst := make([]uint32, n)
-	if err := s.j.partition(rec, right, SpillPartitions, dst); err != nil {
+	nulls, err := s.j.partition(rec, right, SpillPartitions, dst)
+	if err != nil {
 		return err
+	}
+	if right {
+		s.buildRows += int64(n)
+		s.buildNull = s.buildNull || nulls
 	}
 	split, err := dataflow.Split(s.mem, rec, dst, SpillPartitions)
 	if err != nil {
@@ -215,8 +225,29 @@ func (s *SpillJoin) OnFrontier(ctx *dataflow.Context, input int, f dataflow.Epoc
 		if err := s.joinPartitions(ctx); err != nil {
 			return err
 		}
+	} else if err := s.emitBuild(ctx, s.j); err != nil {
+		return err
 	}
 	s.held.Drop()
+	return nil
+}
+
+// emitBuild outputs a BuildSemi or BuildAnti join's build rows (of one
+// partition, or all) once the probe side has been seen.
+func (s *SpillJoin) emitBuild(ctx *dataflow.Context, j *HashJoin) error {
+	if !s.spec.Kind.buildOutput() {
+		return nil
+	}
+	recs, err := j.EmitBuild(max(s.batch, 4096))
+	if err != nil {
+		return err
+	}
+	for i, r := range recs {
+		if err := ctx.Emit(0, s.held, r); err != nil {
+			releaseAll(recs[i+1:])
+			return err
+		}
+	}
 	return nil
 }
 
@@ -234,7 +265,11 @@ func (s *SpillJoin) joinPartitions(ctx *dataflow.Context) error {
 		if err != nil {
 			return err
 		}
+		j.SetWholeBuild(s.buildRows == 0, s.buildNull)
 		err = s.joinPartition(ctx, j, s.build[i].f, s.prob[i].f)
+		if err == nil {
+			err = s.emitBuild(ctx, j)
+		}
 		j.Release()
 		if err != nil {
 			return err
@@ -305,16 +340,21 @@ func (s *SpillJoin) Close(*dataflow.Context) error {
 // partition sets dst to each row's partition of parts by a hash of its join
 // keys (right: rec is a right side row), after the casts to the common key
 // type, so that a left and a right row with equal keys share a partition.
-func (j *HashJoin) partition(rec arrow.Record, right bool, parts int, dst []uint32) error {
+// It says whether some row's key had a NULL.
+func (j *HashJoin) partition(rec arrow.Record, right bool, parts int, dst []uint32) (bool, error) {
 	evs := j.leftEv
 	if right {
 		evs = j.rightEv
 	}
 	keys, err := evalKeys(j.fctx, evs, rec)
 	if err != nil {
-		return err
+		return false, err
 	}
 	defer releaseArrays(keys)
+	nulls := false
+	for _, k := range keys {
+		nulls = nulls || k.NullN() > 0
+	}
 	fs := make([]arrow.Field, len(keys))
 	cols := make([]int, len(keys))
 	for i, k := range keys {
@@ -322,5 +362,5 @@ func (j *HashJoin) partition(rec arrow.Record, right bool, parts int, dst []uint
 	}
 	kr := array.NewRecord(arrow.NewSchema(fs, nil), keys, rec.NumRows())
 	defer kr.Release()
-	return dataflow.HashColumns(cols...)(kr, parts, dst)
+	return nulls, dataflow.HashColumns(cols...)(kr, parts, dst)
 }

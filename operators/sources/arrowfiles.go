@@ -236,6 +236,15 @@ func coerce(mem memory.Allocator, c arrow.Array, t arrow.DataType) (arrow.Array,
 // kernel panics on some of these (a column with NULLs), and the conversion
 // is a multiply or divide. ok false: c is neither.
 func toTimestamp(mem memory.Allocator, c arrow.Array, t *arrow.TimestampType) (arrow.Array, bool, error) {
+	if have, ok := c.DataType().(*arrow.TimestampType); ok && have.Unit == t.Unit {
+		// The same numbers: a naive or zoned timestamp of t's unit is
+		// relabelled, not copied (TPC-H's dates, written as naive
+		// microseconds, are every row of several columns).
+		d := c.Data()
+		nd := array.NewData(t, d.Len(), d.Buffers(), d.Children(), d.NullN(), d.Offset())
+		defer nd.Release()
+		return array.MakeFromData(nd), true, nil
+	}
 	var at func(i int) int64
 	var from int64 // units per second of the input
 	switch a := c.(type) {

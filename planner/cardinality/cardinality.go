@@ -126,6 +126,9 @@ func (e *Estimator) estimate(n logical.Node) *Estimate {
 		return out
 	case *logical.Join:
 		l, r := e.Estimate(x.Left), e.Estimate(x.Right)
+		if x.Kind.LeftOnly() {
+			return leftOnly(x, l, r)
+		}
 		out := &Estimate{Rows: l.Rows * r.Rows, Cols: append(append([]Col(nil), l.Cols...), r.Cols...)}
 		if x.On != nil {
 			out.Rows *= joinSelectivity(x.On, l, r, out)
@@ -233,6 +236,31 @@ func (e *Estimator) scan(s *logical.Scan) *Estimate {
 		out.Cols[i] = col
 	}
 	return out
+}
+
+// leftOnly estimates a semi, anti or mark join: the share of the left rows
+// some right row matches is the share of the left's key values the right
+// has, min(1, Dr/Dl) (containment again), times the selectivity of what is
+// not a key equality.
+func leftOnly(x *logical.Join, l, r *Estimate) *Estimate {
+	both := &Estimate{Rows: l.Rows * r.Rows, Cols: append(append([]Col(nil), l.Cols...), r.Cols...)}
+	out := &Estimate{Rows: l.Rows, Cols: append([]Col(nil), l.Cols...)}
+	if x.Kind == logical.MarkJoin {
+		out.Cols = append(out.Cols, Col{Distinct: 2})
+		return out
+	}
+	matched := 0.5
+	if x.On != nil {
+		// joinSelectivity x rows is the matching pairs; a left row has at
+		// least one when the right has its key.
+		pairs := joinSelectivity(x.On, l, r, both) * l.Rows * r.Rows
+		perLeft := pairs / max(l.Rows, 1)
+		matched = min(perLeft, 1)
+	}
+	if x.Kind == logical.AntiJoin {
+		matched = 1 - matched
+	}
+	return Filtered(out, nil, matched)
 }
 
 // joinSelectivity is the fraction of the pairs of l and r that on keeps.

@@ -239,11 +239,18 @@ func (p *Project) Describe() string {
 // JoinKind is the kind of a join.
 type JoinKind int
 
-// Join kinds.
+// Join kinds. Semi, anti and mark joins (what decorrelated EXISTS, IN and
+// NOT IN become) output the left rows only: a semi join each left row that
+// some right row matches (On is TRUE), an anti join each that none
+// matches, a mark join every left row with a BOOLEAN column, Mark, saying
+// whether one does.
 const (
 	InnerJoin JoinKind = iota
 	LeftJoin
 	CrossJoin
+	SemiJoin
+	AntiJoin
+	MarkJoin
 )
 
 func (k JoinKind) String() string {
@@ -252,16 +259,41 @@ func (k JoinKind) String() string {
 		return "Left"
 	case CrossJoin:
 		return "Cross"
+	case SemiJoin:
+		return "Semi"
+	case AntiJoin:
+		return "Anti"
+	case MarkJoin:
+		return "Mark"
 	}
 	return "Inner"
 }
 
-// Join combines two inputs; the output is the left columns then the right.
+// LeftOnly reports whether the join outputs the left columns only (semi,
+// anti), or them and a mark (mark).
+func (k JoinKind) LeftOnly() bool { return k == SemiJoin || k == AntiJoin || k == MarkJoin }
+
+// Join combines two inputs; the output is the left columns then the right
+// (semi and anti: the left columns; mark: the left columns and Mark).
 type Join struct {
 	Kind        JoinKind
 	Left, Right Node
 	// On is nil for a cross join.
 	On expr.Expr
+	// NullAware gives an anti or mark join the NULL semantics of NOT IN
+	// and IN over its equalities (all of On's conjuncts, which must be
+	// equalities of a left and a right expression): a left row with a
+	// NULL key, or one no right row matches while some right key is NULL,
+	// is not known to be out of the set, so an anti join drops it and a
+	// mark join marks it NULL; over no right rows at all, NOT IN is TRUE.
+	NullAware bool
+	// Mark names a mark join's BOOLEAN column.
+	Mark string
+	// BuildLeft, for a semi or anti join of two tables, builds the hash
+	// table from the left input (the rows it outputs) and probes it with
+	// the right, marking the left rows that match: a planner's choice
+	// when the left side is the smaller.
+	BuildLeft bool
 	// Window, when set, makes a join of two streams windowed: rows join only
 	// when they also fall in the same window (Flink's window join). Nil for
 	// a stream-table join.
@@ -292,23 +324,66 @@ func NewWindowJoin(kind JoinKind, l, r Node, on expr.Expr, w *JoinWindow, pos Po
 	return j
 }
 
-// NewJoin builds a join.
+// NewJoin builds a join (a mark join's column is called "mark"; see
+// NewMarkJoin).
 func NewJoin(kind JoinKind, l, r Node, on expr.Expr, pos Pos) *Join {
-	fs := append(append([]arrow.Field(nil), l.Schema().Fields()...), r.Schema().Fields()...)
-	return &Join{Kind: kind, Left: l, Right: r, On: on, schema: arrow.NewSchema(fs, nil), Pos: pos}
+	j := &Join{Kind: kind, Left: l, Right: r, On: on, Pos: pos}
+	if kind == MarkJoin {
+		j.Mark = "mark"
+	}
+	j.schema = j.makeSchema()
+	return j
+}
+
+// NewMarkJoin builds a mark join whose BOOLEAN column is called mark.
+func NewMarkJoin(l, r Node, on expr.Expr, mark string, nullAware bool, pos Pos) *Join {
+	j := &Join{Kind: MarkJoin, Left: l, Right: r, On: on, Mark: mark, NullAware: nullAware, Pos: pos}
+	j.schema = j.makeSchema()
+	return j
+}
+
+func (j *Join) makeSchema() *arrow.Schema {
+	fs := append([]arrow.Field(nil), j.Left.Schema().Fields()...)
+	switch j.Kind {
+	case SemiJoin, AntiJoin:
+	case MarkJoin:
+		fs = append(fs, arrow.Field{Name: j.Mark, Type: expr.Bool, Nullable: true})
+	default:
+		fs = append(fs, j.Right.Schema().Fields()...)
+	}
+	return arrow.NewSchema(fs, nil)
+}
+
+// WithOn is j with another condition.
+func (j *Join) WithOn(on expr.Expr) *Join {
+	c := *j
+	c.On = on
+	return &c
 }
 
 func (j *Join) Schema() *arrow.Schema { return j.schema }
 func (j *Join) Children() []Node      { return []Node{j.Left, j.Right} }
 func (j *Join) WithChildren(ch ...Node) Node {
 	mustLen("Join", len(ch), 2)
-	return NewWindowJoin(j.Kind, ch[0], ch[1], j.On, j.Window, j.Pos)
+	c := *j
+	c.Left, c.Right = ch[0], ch[1]
+	c.schema = c.makeSchema()
+	return &c
 }
 func (j *Join) Position() Pos { return j.Pos }
 func (j *Join) Describe() string {
 	s := j.Kind.String() + " Join"
+	if j.NullAware {
+		s += " (null-aware)"
+	}
+	if j.BuildLeft {
+		s += " (build left)"
+	}
 	if j.On != nil {
 		s += " ON " + j.On.String()
+	}
+	if j.Kind == MarkJoin {
+		s += " MARK " + j.Mark
 	}
 	if j.Window != nil {
 		s += " WINDOW " + j.Window.String()

@@ -708,6 +708,9 @@ func (l *lowerer) columnFrom(n logical.Node, i int, st *Stage) bool {
 		if i < nl {
 			return l.columnFrom(x.Left, i, st)
 		}
+		if x.Kind.LeftOnly() {
+			return false // a mark
+		}
 		return l.columnFrom(x.Right, i-nl, st)
 	case *logical.Project:
 		cols := expr.Columns(x.Exprs[i])
@@ -820,7 +823,14 @@ func (l *lowerer) colSizes(n logical.Node) []colSize {
 			}
 		}
 	case *logical.Join:
-		out = append(append(out, l.colSizes(x.Left)...), l.colSizes(x.Right)...)
+		out = append(out, l.colSizes(x.Left)...)
+		switch x.Kind {
+		case logical.SemiJoin, logical.AntiJoin:
+		case logical.MarkJoin:
+			out = append(out, est(len(out)))
+		default:
+			out = append(out, l.colSizes(x.Right)...)
+		}
 	case *logical.WindowFuncs:
 		// The input's columns, then one estimated column per function.
 		out = append(out, l.colSizes(x.Input)...)

@@ -129,6 +129,9 @@ func prune(n logical.Node, req []bool) (logical.Node, []int) {
 		}
 		return logical.NewProject(lm, exprs, names, x.Pos), out
 	case *logical.Join:
+		if x.Kind.LeftOnly() {
+			return pruneLeftOnly(x, req)
+		}
 		nl := len(x.Left.Schema().Fields())
 		all := append([]bool(nil), req...)
 		if x.On != nil {
@@ -277,4 +280,39 @@ func substitute(e expr.Expr, by []expr.Expr) expr.Expr {
 		}
 		return x
 	})
+}
+
+// pruneLeftOnly prunes a semi, anti or mark join: its output is the left's
+// columns (and the mark), its condition reads both sides.
+func pruneLeftOnly(x *logical.Join, req []bool) (logical.Node, []int) {
+	nl := len(x.Left.Schema().Fields())
+	nr := len(x.Right.Schema().Fields())
+	all := make([]bool, nl+nr)
+	copy(all, req[:nl])
+	if x.On != nil {
+		all = union(all, expr.Columns(x.On))
+	}
+	left, ml := prune(x.Left, all[:nl])
+	right, mr := prune(x.Right, all[nl:])
+	nlNew := len(left.Schema().Fields())
+	m := make([]int, nl+nr) // over left ++ right, for the condition
+	for i := range m {
+		if i < nl {
+			m[i] = ml[i]
+		} else if mr[i-nl] >= 0 {
+			m[i] = nlNew + mr[i-nl]
+		} else {
+			m[i] = -1
+		}
+	}
+	c := *x
+	c.On = nil
+	if x.On != nil {
+		c.On = remap(x.On, m)
+	}
+	out := append([]int(nil), ml...)
+	if x.Kind == logical.MarkJoin {
+		out = append(out, nlNew)
+	}
+	return c.WithChildren(left, right), out
 }

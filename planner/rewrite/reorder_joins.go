@@ -6,6 +6,8 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/apache/arrow/go/v17/arrow"
+
 	"github.com/tierflow/tierflow/planner/cardinality"
 	"github.com/tierflow/tierflow/planner/expr"
 	"github.com/tierflow/tierflow/planner/joinorder"
@@ -303,6 +305,37 @@ func (r *reorderer) region(root logical.Node) (logical.Node, bool) {
 		}
 	}
 
+	// A filter of a column by constants holds for every column its class
+	// equates it with: o_orderkey IN (...) with o_orderkey = l_orderkey
+	// filters lineitem too, before the join.
+	for l := range local {
+		for _, c := range local[l] {
+			col, ok := constantFilterColumn(c)
+			if !ok {
+				continue
+			}
+			k, inCl := inClass[col]
+			if !inCl || colType[col] == nil {
+				continue
+			}
+			for _, m := range classes[k] {
+				ml := g.leafOf(m)
+				if ml == l || colType[m] == nil || !arrow.TypeEqual(colType[m].DataType, colType[col].DataType) {
+					continue
+				}
+				copied := expr.Transform(c, func(x expr.Expr) expr.Expr {
+					if cx, ok := x.(*expr.Column); ok && cx.Index == col {
+						return &expr.Column{Index: m, Name: colType[m].Name, DataType: cx.DataType}
+					}
+					return x
+				})
+				if !hasExpr(local[ml], copied) {
+					local[ml] = append(local[ml], copied)
+				}
+			}
+		}
+	}
+
 	// The distinct counts that matter: of the columns that filters and
 	// joins compare.
 	for i, l := range g.leaves {
@@ -501,6 +534,65 @@ func compositeKeys(g *region, classes [][]int, ests []*cardinality.Estimate, s j
 		}
 	}
 	return corr
+}
+
+// constantFilterColumn is the column c filters when c compares one column
+// (possibly under casts) with constants only: col op k, col BETWEEN k1 AND
+// k2, col [NOT] IN (k, ...), col [NOT] IN (an uncorrelated subquery).
+func constantFilterColumn(c expr.Expr) (int, bool) {
+	cols := expr.Columns(c)
+	if len(cols) != 1 {
+		return 0, false
+	}
+	col := cols[0]
+	isCol := func(e expr.Expr) bool {
+		x, ok := plainColumnExpr(e)
+		return ok && x.Index == col
+	}
+	isConst := func(e expr.Expr) bool {
+		_, ok := cardinality.Const(e)
+		return ok
+	}
+	switch x := c.(type) {
+	case *expr.Call:
+		switch x.Func {
+		case "equal", "not_equal", "less", "less_equal", "greater", "greater_equal":
+		default:
+			return 0, false
+		}
+		if len(x.Args) == 2 && ((isCol(x.Args[0]) && isConst(x.Args[1])) || (isCol(x.Args[1]) && isConst(x.Args[0]))) {
+			return col, true
+		}
+	case *expr.Between:
+		if isCol(x.Expr) && isConst(x.Lo) && isConst(x.Hi) {
+			return col, true
+		}
+	case *expr.In:
+		if !isCol(x.Expr) {
+			return 0, false
+		}
+		for _, e := range x.List {
+			if !isConst(e) {
+				return 0, false
+			}
+		}
+		return col, true
+	case *expr.Subquery:
+		if x.Kind == expr.InSubquery && x.Expr != nil && isCol(x.Expr) {
+			return col, true
+		}
+	}
+	return 0, false
+}
+
+func hasExpr(es []expr.Expr, e expr.Expr) bool {
+	k := exprKey(e)
+	for _, x := range es {
+		if exprKey(x) == k {
+			return true
+		}
+	}
+	return false
 }
 
 // distinct is a class's distinct values in one leaf: the fewest of its

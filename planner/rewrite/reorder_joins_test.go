@@ -211,3 +211,45 @@ func parseCases(t testing.TB, src string) []testCase {
 	}
 	return cases
 }
+
+// A semi or anti join builds its smaller side: the left (the rows it
+// outputs) when the statistics say it is the smaller, else the right; a
+// null-aware one (NOT IN) always the right.
+func TestBuildSideFollowsTheSizes(t *testing.T) {
+	for _, tc := range []struct {
+		orders, lineitem float64
+		kind             logical.JoinKind
+		nullAware        bool
+		want             bool
+	}{
+		{57000, 6e6, logical.SemiJoin, false, true},
+		{1.5e6, 1000, logical.SemiJoin, false, false},
+		{57000, 6e6, logical.AntiJoin, false, true},
+		{57000, 6e6, logical.AntiJoin, true, false},
+	} {
+		plan, err := bindQuery("SELECT o_orderkey FROM orders JOIN lineitem ON o_orderkey = l_orderkey")
+		if err != nil {
+			t.Fatal(err)
+		}
+		plan.Root = logical.Transform(plan.Root, func(n logical.Node) logical.Node {
+			if j, ok := n.(*logical.Join); ok {
+				c := *j
+				c.Kind, c.NullAware = tc.kind, tc.nullAware
+				return c.WithChildren(j.Left, j.Right)
+			}
+			return n
+		})
+		in := injected{"orders": {Rows: tc.orders}, "lineitem": {Rows: tc.lineitem}}
+		rw := rewrite.ApplyWith(plan, rewrite.Options{Stats: in.stats})
+		var got *logical.Join
+		logical.Walk(rw.Root, func(n logical.Node) bool {
+			if j, ok := n.(*logical.Join); ok {
+				got = j
+			}
+			return true
+		})
+		if got == nil || got.BuildLeft != tc.want {
+			t.Fatalf("%s join, null-aware %v, orders %v, lineitem %v: %s, want build left %v", tc.kind, tc.nullAware, tc.orders, tc.lineitem, logical.Format(rw.Root, nil), tc.want)
+		}
+	}
+}

@@ -39,8 +39,10 @@ func Rules() []Rule { return RulesWith(Options{}) }
 // joins are ordered (and filters pushed to the relations they read) before
 // filters move below models and columns are pruned.
 func RulesWith(o Options) []Rule {
+	est := cardinality.New(o.Stats)
 	return []Rule{
-		{ID: ReorderJoinsID, Apply: ReorderJoins(cardinality.New(o.Stats))},
+		{ID: ReorderJoinsID, Apply: ReorderJoins(est)},
+		{ID: BuildSideID, Apply: BuildSide(est)},
 		{ID: PushFilterBelowModelID, Apply: PushFilterBelowModel},
 		{ID: LiftModelArgsID, Apply: LiftModelArgs},
 		{ID: PruneColumnsID, Apply: PruneColumns},
