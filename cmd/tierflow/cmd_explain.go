@@ -19,9 +19,7 @@ import (
 	"github.com/tierflow/tierflow/operators/session"
 	"github.com/tierflow/tierflow/planner"
 	"github.com/tierflow/tierflow/planner/bind"
-	"github.com/tierflow/tierflow/planner/catalog"
 	"github.com/tierflow/tierflow/planner/explain"
-	"github.com/tierflow/tierflow/planner/infra"
 	"github.com/tierflow/tierflow/planner/optimize"
 	"github.com/tierflow/tierflow/runtime/cluster"
 )
@@ -257,30 +255,6 @@ func runExplain(cmd *cobra.Command, a *app, f explainFlags, path string) error {
 		return badInput(fmt.Errorf("%s: no query to explain (want SELECT, INSERT or EXPLAIN)", name))
 	}
 	return nil
-}
-
-// explainInScript is how `tierflow run` answers an EXPLAIN statement: the
-// plan of its query on inf against the catalog as the script has made it,
-// with the script's SET planner.* options.
-func explainInScript(w io.Writer, inf *infra.Infra) func(e *lang.Explain, cat *catalog.Catalog, opts planner.Options) error {
-	return func(e *lang.Explain, cat *catalog.Catalog, opts planner.Options) error {
-		format := "text"
-		if err := planner.ExplainOptions(e, &opts, &format, nil); err != nil {
-			return badInput(err)
-		}
-		res, err := planner.PlanStatement(context.Background(), e.Target(), cat, inf, opts)
-		if err != nil {
-			return err
-		}
-		if res.Frontier != nil {
-			return explain.WriteFrontier(w, format, res.Frontier)
-		}
-		if err := explain.Write(w, format, res.Physical); err != nil {
-			return err
-		}
-		// As tierflow explain: the plan, then the objective no plan meets.
-		return res.Runnable()
-	}
 }
 
 // runExplainAnalyze runs the script's queries as EXPLAIN ANALYZE on an

@@ -8,18 +8,19 @@ import (
 	"os/signal"
 	"path/filepath"
 	"strings"
-	"sync"
 	"time"
 
+	"github.com/apache/arrow/go/v17/arrow"
 	"github.com/spf13/cobra"
 
 	"github.com/tierflow/tierflow/cmd/tierflow/repl"
+	"github.com/tierflow/tierflow/dataflow"
 	"github.com/tierflow/tierflow/internal/cli"
 	"github.com/tierflow/tierflow/lang"
 	"github.com/tierflow/tierflow/operators/exec"
 	"github.com/tierflow/tierflow/operators/sources"
-	"github.com/tierflow/tierflow/planner"
 	"github.com/tierflow/tierflow/planner/catalog"
+	"github.com/tierflow/tierflow/planner/logical"
 	"github.com/tierflow/tierflow/runtime/cluster"
 	"github.com/tierflow/tierflow/runtime/deploy"
 	"github.com/tierflow/tierflow/runtime/inference"
@@ -33,59 +34,22 @@ type replFlags struct {
 
 // replEngine is the query engine the REPL runs SELECT and INSERT with: the
 // operators' local executor with the ONNX model runtime for CROSS JOIN
-// LATERAL, and `tierflow run`'s defaults (SET exec.* changes them per
-// session). One runtime per session, so model sessions are opened once.
+// LATERAL running the variants each query's plan chose, and `tierflow run`'s
+// defaults (SET exec.* changes them per session): `run --local`'s engine.
 // Choosing another engine (a cluster) is this one function.
 func replEngine(a *app) repl.Engine {
-	models := inference.New(inference.Config{OrtLib: a.g.ortLib, Log: a.err})
+	models := func(variants map[string]string) func(*logical.LateralModel, *arrow.Schema) (func() (dataflow.Operator, error), *arrow.Schema, error) {
+		return inference.New(inference.Config{OrtLib: a.g.ortLib, Log: a.err, Variants: variants}).Lateral
+	}
 	// Streams FROM NATS/JETSTREAM and sinks TO them reach --nats, or a server
 	// embedded in this process, opened only when a query first needs one.
 	link := newNATSLink(a)
 	nh := link.hooks(sources.Fail, 4096, 0)
 	return closingEngine{
-		Engine: repl.LocalPlanned(exec.Options{Stdout: a.out, OnError: sources.Fail, MaxDelay: 2 * time.Second,
-			BatchSize: 4096, Parallelism: exec.AllCores, Lateral: models.Lateral, Stream: nh.Stream, Sink: nh.Sink}, replPlan(a, models)),
+		Engine: exec.Engine{Options: exec.Options{Stdout: a.out, OnError: sources.Fail, MaxDelay: 2 * time.Second,
+			BatchSize: 4096, Parallelism: exec.AllCores, Stream: nh.Stream, Sink: nh.Sink}, Models: models},
 		close: link.close,
 		a:     a,
-	}
-}
-
-// replPlan plans each REPL query as `run --local` plans a script's, on the
-// session's infrastructure (run's built-in one without --infra): an
-// objective no plan meets refuses it, at the objective; the model calls
-// run the variants the plan chose. The session's model runtime (its
-// sessions opened once) serves plans of the default variants.
-func replPlan(a *app, models *inference.Runtime) repl.PlanFunc {
-	var mu sync.Mutex
-	runtimes := map[string]*inference.Runtime{}
-	return func(ctx context.Context, q repl.Query, o *exec.Options) error {
-		inf := q.Infra
-		if inf == nil {
-			inf = cluster.DefaultInfra()
-		}
-		res, err := planner.PlanLogical(ctx, q.Bound, q.Catalog, inf, q.Options)
-		if err != nil {
-			// Not placeable (a stream's tier the infrastructure lacks):
-			// it runs as the runtime's rules would run it.
-			return nil
-		}
-		if err := res.Runnable(); err != nil {
-			return err
-		}
-		variants := res.Physical.Variants()
-		if len(variants) == 0 {
-			return nil
-		}
-		key := fmt.Sprint(variants)
-		mu.Lock()
-		rt := runtimes[key]
-		if rt == nil {
-			rt = inference.New(inference.Config{OrtLib: a.g.ortLib, Log: a.err, Variants: variants})
-			runtimes[key] = rt
-		}
-		mu.Unlock()
-		o.Lateral = rt.Lateral
-		return nil
 	}
 }
 
@@ -214,7 +178,10 @@ func runRepl(ctx context.Context, a *app, f replFlags, engine repl.Engine) error
 	if c, ok := engine.(io.Closer); ok {
 		defer c.Close()
 	}
-	cfg := repl.Config{In: a.in, Out: a.out, Err: a.err, Engine: engine, Format: a.g.format}
+	cfg := repl.Config{In: a.in, Out: a.out, Err: a.err, Engine: engine, Format: a.g.format,
+		// Declared tensor shapes meet the model files as queries bind, as
+		// in `tierflow run`.
+		CheckModelArgs: inference.New(inference.Config{OrtLib: a.g.ortLib}).CheckModelArgs}
 	if a.g.catalog != "" {
 		c, err := catalog.LoadFile(a.g.catalog)
 		if err != nil {

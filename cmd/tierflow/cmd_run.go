@@ -30,7 +30,6 @@ import (
 	"github.com/tierflow/tierflow/operators/sources"
 	"github.com/tierflow/tierflow/planner"
 	"github.com/tierflow/tierflow/planner/bind"
-	"github.com/tierflow/tierflow/planner/catalog"
 	"github.com/tierflow/tierflow/planner/logical"
 	"github.com/tierflow/tierflow/runtime/cluster"
 	"github.com/tierflow/tierflow/runtime/connectors"
@@ -272,7 +271,7 @@ func runRun(ctx context.Context, a *app, f runFlags, path string) error {
 	// came back with it (deploy.ErrInput).
 	var ie deploy.InputError
 	if errors.Is(err, fs.ErrNotExist) || errors.As(err, &le) || errors.As(err, &be) || errors.As(err, &bi) ||
-		errors.Is(err, exec.ErrUnsupported) || errors.Is(err, session.ErrInvalid) || errors.Is(err, inference.ErrModel) || errors.Is(err, deploy.ErrInput) ||
+		errors.Is(err, exec.ErrUnsupported) || errors.Is(err, session.ErrUnsupported) || errors.Is(err, session.ErrInvalid) || errors.Is(err, inference.ErrModel) || errors.Is(err, deploy.ErrInput) ||
 		errors.As(err, &ie) && ie.InputError() {
 		return badInput(err)
 	}
@@ -299,44 +298,29 @@ func runLocalScript(ctx context.Context, a *app, f runFlags, policy sources.OnEr
 	nh := link.hooks(policy, f.batch, f.sourceMaxDelay)
 	inputs.describe(a.err, builtinInfra)
 	fmt.Fprintln(a.err, "-- local: one executor in this process")
-	lateral := func(variants map[string]string) func(*logical.LateralModel, *arrow.Schema) (func() (dataflow.Operator, error), *arrow.Schema, error) {
-		return inference.New(inference.Config{OrtLib: a.g.ortLib, BaseDir: base, Log: a.err, Variants: variants}).Lateral
-	}
 	limit, _ := parseBytes(f.memLimit) // checked by runRun
 	par := f.parallel
 	if par == 0 {
 		par = exec.AllCores
 	}
+	// Notices: a source that has received nothing for a while says what
+	// it waits on (a NATS subject, a file) on stderr.
 	eo := exec.Options{BaseDir: base, Stdout: a.out, Notices: a.err, OnError: policy, MaxDelay: f.maxDelay, BatchSize: f.batch, Parallelism: par, MemoryLimit: limit,
-		Stream: nh.Stream, Sink: nh.Sink, Lateral: lateral(nil)}
+		Stream: nh.Stream, Sink: nh.Sink}
 	if f.replay {
 		eo.Pace = deploy.Replay
 	}
-	return exec.RunScript(ctx, path, src, exec.ScriptOptions{
-		Options:   eo,
-		Catalog:   cat,
-		Log:       a.err,
-		NewOutput: newOutput,
-		Explain:   explainInScript(a.out, inf),
-		Infra:     inf,
-		Print:     printListing(a.out, format),
-		// Declared tensor shapes meet the model files when the query binds.
-		CheckModelArgs: inference.New(inference.Config{OrtLib: a.g.ortLib, BaseDir: base}).CheckModelArgs,
-		Plan: func(ctx context.Context, bound *logical.Plan, cat *catalog.Catalog, po planner.Options, o *exec.Options) error {
-			res, err := planner.PlanLogical(ctx, bound, cat, inf, po)
-			if err != nil {
-				// A query the planner cannot place (no model call, a model
-				// without profiles) runs as the coordinator's default
-				// placement would: each model's most accurate variant.
-				return nil
-			}
-			if err := res.Runnable(); err != nil {
-				return err
-			}
-			o.Lateral = lateral(res.Physical.Variants())
-			return nil
-		},
-	})
+	models := func(variants map[string]string) func(*logical.LateralModel, *arrow.Schema) (func() (dataflow.Operator, error), *arrow.Schema, error) {
+		return inference.New(inference.Config{OrtLib: a.g.ortLib, BaseDir: base, Log: a.err, Variants: variants}).Lateral
+	}
+	eng := exec.Engine{Options: eo, Models: models}
+	out := &session.ScriptOutput{Stdout: a.out, NewOutput: newOutput, Print: printListing(a.out, format), Log: a.err}
+	// The session plans each query with the script's SET planner.* and
+	// runs the variants its plan chose; declared tensor shapes meet the
+	// model files when the query binds.
+	s := session.NewSession(session.Config{Catalog: cat, Infra: inf, Engine: eng, Output: out, BaseDir: base, Files: exec.FilesIn, Stats: exec.StatsIn,
+		CheckModelArgs: inference.New(inference.Config{OrtLib: a.g.ortLib, BaseDir: base}).CheckModelArgs, Plan: true})
+	return s.Run(ctx, path, src)
 }
 
 // runClusterScript starts a local cluster (embedded, or with --processes
@@ -417,7 +401,7 @@ func runClusterScript(ctx context.Context, a *app, f runFlags, path, src, base s
 	fmt.Fprintf(log, "-- %s: %d workers (%s) on %s\n", mode, len(names), strings.Join(names, ", "), redact(c.URL()))
 	so := cluster.ScriptOptions{BaseDir: absBase, Catalog: catPath, CatalogBeside: inputs.catalogBeside, NewOutput: newOutput,
 		Stdout: a.out, Log: log, OnError: f.onError, MaxDelay: f.maxDelay, BatchSize: f.batch, Analyze: f.analyze,
-		SourceMaxDelay: f.sourceMaxDelay, Replay: f.replay, Explain: explainInScript(a.out, inf), Print: printListing(a.out, format)}
+		SourceMaxDelay: f.sourceMaxDelay, Replay: f.replay, Print: printListing(a.out, format)}
 	if f.stats != "" {
 		sf, err := os.Create(f.stats)
 		if err != nil {

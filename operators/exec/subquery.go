@@ -3,6 +3,7 @@ package exec
 import (
 	"context"
 	"fmt"
+	"reflect"
 	"sync"
 
 	"github.com/apache/arrow/go/v17/arrow"
@@ -21,8 +22,11 @@ var ErrSubquery = fmt.Errorf("subquery")
 // and puts its answer in place: a scalar subquery becomes its value (NULL for
 // no row), EXISTS a boolean, IN an IN list of literals, which keeps IN's NULL
 // semantics and is one hash lookup per row. at names the failing subquery.
+// A subquery the rewrites copied (a key's IN filter on each side of a join)
+// shares its plan with the original and runs once.
 func resolveSubqueries(root logical.Node, opts Options) (logical.Node, error) {
 	var err error
+	ran := map[logical.Node][]any{}
 	fix := func(e expr.Expr) expr.Expr {
 		if err != nil || e == nil {
 			return e
@@ -33,7 +37,7 @@ func resolveSubqueries(root logical.Node, opts Options) (logical.Node, error) {
 				return x
 			}
 			var out expr.Expr
-			out, err = answer(sq, opts)
+			out, err = answer(sq, opts, ran)
 			if err != nil {
 				return x
 			}
@@ -119,21 +123,31 @@ func hasSubquery(n logical.Node) bool {
 	return found
 }
 
-// answer runs one subquery and returns the expression that replaces it.
-func answer(sq *expr.Subquery, opts Options) (expr.Expr, error) {
+// answer runs one subquery, unless ran holds its plan's rows, and returns
+// the expression that replaces it.
+func answer(sq *expr.Subquery, opts Options, ran map[logical.Node][]any) (expr.Expr, error) {
 	node, ok := sq.Plan.(logical.Node)
 	if !ok {
 		return nil, fmt.Errorf("%w: a subquery without a plan", ErrUnsupported)
 	}
+	// Only a pointer is a plan's identity (and a map key that cannot panic).
+	byPointer := reflect.TypeOf(node).Kind() == reflect.Pointer
 	c := &rowCollector{}
-	o := opts
-	o.Output = c
-	q, err := Build(&logical.Plan{Root: &logical.Sink{Input: node, Pos: node.Position()}}, o)
-	if err != nil {
-		return nil, err
-	}
-	if _, err := q.Run(context.Background()); err != nil {
-		return nil, err
+	if vals, done := ran[node]; done && byPointer {
+		c.vals = vals
+	} else {
+		o := opts
+		o.Output = c
+		q, err := Build(&logical.Plan{Root: &logical.Sink{Input: node, Pos: node.Position()}}, o)
+		if err != nil {
+			return nil, err
+		}
+		if _, err := q.Run(context.Background()); err != nil {
+			return nil, err
+		}
+		if byPointer {
+			ran[node] = c.vals
+		}
 	}
 	switch sq.Kind {
 	case expr.ExistsSubquery:

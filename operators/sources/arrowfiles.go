@@ -17,7 +17,6 @@ import (
 	"github.com/apache/arrow/go/v17/arrow/compute"
 	"github.com/apache/arrow/go/v17/arrow/ipc"
 	"github.com/apache/arrow/go/v17/arrow/memory"
-	"github.com/apache/arrow/go/v17/parquet/file"
 	"github.com/apache/arrow/go/v17/parquet/metadata"
 	"github.com/apache/arrow/go/v17/parquet/pqarrow"
 
@@ -336,7 +335,7 @@ func openParquet(path string, schema *arrow.Schema, batch int, mem memory.Alloca
 		return nil, fmt.Errorf("%w: %s: %v", ErrBadFile, path, err)
 	}
 	mem = fileAllocator(mem, size)
-	pf, err := file.NewParquetReader(f)
+	pf, err := newParquetReader(f)
 	if err != nil {
 		return nil, fmt.Errorf("%w: %s: not a Parquet file: %v", ErrBadFile, path, err)
 	}

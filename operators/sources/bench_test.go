@@ -1,17 +1,20 @@
 package sources
 
 import (
+	"context"
 	"fmt"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/apache/arrow/go/v17/arrow"
 	"github.com/apache/arrow/go/v17/arrow/array"
 	"github.com/apache/arrow/go/v17/arrow/memory"
 	"github.com/apache/arrow/go/v17/parquet"
+	"github.com/apache/arrow/go/v17/parquet/file"
 	"github.com/apache/arrow/go/v17/parquet/pqarrow"
 )
 
@@ -79,12 +82,14 @@ func BenchmarkCSVTable(b *testing.B) {
 // BenchmarkParquetTable reads 500k lineitem-like rows in row groups of 50k
 // sequentially (OpenParquet: one reader, strings built row by row) and by
 // row group on every core with dictionary strings (OpenParquetTable).
-func BenchmarkParquetTable(b *testing.B) {
+// writeLineitemLike writes rows of lineitemLike to a Parquet file of
+// groupRows-row row groups and returns its path.
+func writeLineitemLike(b *testing.B, rows, groupRows int) string {
 	r := rand.New(rand.NewPCG(2, 2))
 	mem := memory.NewGoAllocator()
 	bld := array.NewRecordBuilder(mem, lineitemLike)
 	modes := []string{"AIR", "FOB", "MAIL", "RAIL", "REG AIR", "SHIP", "TRUCK"}
-	for i := range 500000 {
+	for i := range rows {
 		bld.Field(0).(*array.Int64Builder).Append(int64(i / 4))
 		bld.Field(1).(*array.Float64Builder).Append(float64(1 + r.IntN(50)))
 		bld.Field(2).(*array.Float64Builder).Append(float64(r.IntN(10000000)) / 100)
@@ -99,7 +104,7 @@ func BenchmarkParquetTable(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	w, err := pqarrow.NewFileWriter(lineitemLike, f, parquet.NewWriterProperties(parquet.WithMaxRowGroupLength(50000)), pqarrow.NewArrowWriterProperties(pqarrow.WithStoreSchema()))
+	w, err := pqarrow.NewFileWriter(lineitemLike, f, parquet.NewWriterProperties(parquet.WithMaxRowGroupLength(int64(groupRows))), pqarrow.NewArrowWriterProperties(pqarrow.WithStoreSchema()))
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -108,6 +113,58 @@ func BenchmarkParquetTable(b *testing.B) {
 	}
 	w.Close()
 	rec.Release()
+	return path
+}
+
+// BenchmarkParquetReadProps reads every column of every row group of one
+// file with arrow/go's default reader properties (the baseline: each column
+// chunk read whole, then copied) and with parquetReadProps (pages read
+// through a small buffer), alternately in one process; ratio is
+// tierflow's time over the baseline's.
+func BenchmarkParquetReadProps(b *testing.B) {
+	// Row groups of 122,880 rows, as DuckDB and bench/tpch write them.
+	path := writeLineitemLike(b, 500000, 122880)
+	read := func(props *parquet.ReaderProperties) time.Duration {
+		start := time.Now()
+		f, err := os.Open(path)
+		if err != nil {
+			b.Fatal(err)
+		}
+		defer f.Close()
+		pf, err := file.NewParquetReader(f, file.WithReadProps(props))
+		if err != nil {
+			b.Fatal(err)
+		}
+		fr, err := pqarrow.NewFileReader(pf, pqarrow.ArrowReadProperties{BatchSize: 16384}, memory.DefaultAllocator)
+		if err != nil {
+			b.Fatal(err)
+		}
+		rr, err := fr.GetRecordReader(context.Background(), nil, nil)
+		if err != nil {
+			b.Fatal(err)
+		}
+		defer rr.Release()
+		n := 0
+		for rr.Next() {
+			n += int(rr.Record().NumRows())
+		}
+		if n != 500000 {
+			b.Fatal(n)
+		}
+		return time.Since(start)
+	}
+	var base, ours time.Duration
+	for range b.N {
+		base += read(parquet.NewReaderProperties(memory.DefaultAllocator))
+		ours += read(parquetReadProps())
+	}
+	b.ReportMetric(float64(base.Nanoseconds())/float64(b.N), "baseline-ns/op")
+	b.ReportMetric(float64(ours.Nanoseconds())/float64(b.N), "tierflow-ns/op")
+	b.ReportMetric(ours.Seconds()/base.Seconds(), "ratio")
+}
+
+func BenchmarkParquetTable(b *testing.B) {
+	path := writeLineitemLike(b, 500000, 50000)
 	for _, name := range []string{"sequential", "row-groups-parallel"} {
 		b.Run(name, func(b *testing.B) {
 			for range b.N {

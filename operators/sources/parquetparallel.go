@@ -9,7 +9,6 @@ import (
 
 	"github.com/apache/arrow/go/v17/arrow"
 	"github.com/apache/arrow/go/v17/arrow/memory"
-	"github.com/apache/arrow/go/v17/parquet/file"
 	"github.com/apache/arrow/go/v17/parquet/pqarrow"
 )
 
@@ -147,7 +146,7 @@ func (p *parquetParallel) open() (f *os.File, fr *pqarrow.FileReader, err error)
 	if f, err = os.Open(path); err != nil {
 		return nil, nil, fmt.Errorf("%w: %v", ErrBadFile, err)
 	}
-	pf, err := file.NewParquetReader(f)
+	pf, err := newParquetReader(f)
 	if err == nil {
 		fr, err = pqarrow.NewFileReader(pf, p.seq.pq.dictProps, p.seq.pq.mem)
 	}

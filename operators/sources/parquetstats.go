@@ -46,7 +46,7 @@ func ParquetStats(path string, distinct []string) (st *catalog.TableStats, err e
 	}
 	defer f.Close()
 	defer guard(path, &err)
-	pf, err := file.NewParquetReader(f)
+	pf, err := newParquetReader(f)
 	if err != nil {
 		return nil, fmt.Errorf("%w: %s: not a Parquet file: %v", ErrBadFile, path, err)
 	}

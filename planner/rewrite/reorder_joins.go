@@ -308,8 +308,13 @@ func (r *reorderer) region(root logical.Node) (logical.Node, bool) {
 	// A filter of a column by constants holds for every column its class
 	// equates it with: o_orderkey IN (...) with o_orderkey = l_orderkey
 	// filters lineitem too, before the join.
+	// (From the filters as written only: a copy is never copied back.)
+	written := make([][]expr.Expr, len(local))
 	for l := range local {
-		for _, c := range local[l] {
+		written[l] = append([]expr.Expr(nil), local[l]...)
+	}
+	for l := range written {
+		for _, c := range written[l] {
 			col, ok := constantFilterColumn(c)
 			if !ok {
 				continue
@@ -947,6 +952,9 @@ func exprKey(e expr.Expr) string {
 			b.WriteString(x.Op.String())
 		case *expr.Not:
 			b.WriteString("not")
+		case *expr.Subquery:
+			// By its plan's identity: a copy (the same plan) is equal.
+			fmt.Fprintf(&b, "subquery:%d:%v:%p", x.Kind, x.Negated, x.Plan)
 		default:
 			// Anything else (subqueries, aggregates) by its rendering and
 			// identity: never equal to another node.

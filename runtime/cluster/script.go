@@ -14,18 +14,15 @@ import (
 
 	"github.com/nats-io/nats.go"
 
-	"github.com/tierflow/tierflow/lang"
 	"github.com/tierflow/tierflow/operators/exec"
 	"github.com/tierflow/tierflow/operators/session"
 	"github.com/tierflow/tierflow/operators/sinks"
 	"github.com/tierflow/tierflow/operators/sources"
 	"github.com/tierflow/tierflow/planner"
-	"github.com/tierflow/tierflow/planner/bind"
 	"github.com/tierflow/tierflow/planner/catalog"
 	"github.com/tierflow/tierflow/planner/logical"
 	"github.com/tierflow/tierflow/runtime/connectors"
 	"github.com/tierflow/tierflow/runtime/control"
-	"github.com/tierflow/tierflow/runtime/coordinator"
 	"github.com/tierflow/tierflow/runtime/deploy"
 )
 
@@ -58,9 +55,6 @@ type ScriptOptions struct {
 	// Stats, when set, receives each query's summary (control.Summary) as
 	// one line of JSON when it ends (`--stats FILE`).
 	Stats io.Writer
-	// Explain prints the plan of an EXPLAIN statement against the catalog
-	// as the script has made it so far; nil: EXPLAIN is an error.
-	Explain func(e *lang.Explain, cat *catalog.Catalog, o planner.Options) error
 	// Print prints the listing of a SHOW or DESCRIBE (nil: as text on
 	// Stdout).
 	Print func(session.Listing) error
@@ -71,20 +65,19 @@ type ScriptOptions struct {
 }
 
 // RunScript runs a script's statements in order on the cluster, as
-// `tierflow run` does locally: definitions apply to the queries after them,
-// each query is submitted to the coordinator and its rows stream to
-// NewOutput's writer, SET, SHOW and DESCRIBE act as in the REPL
-// (operators/session; SHOW WORKERS and SHOW QUERIES answer from the
-// coordinator). The first failing statement stops the script.
+// `tierflow run` does locally: a session (operators/session, the
+// interpreter `tierflow run --local` and the REPL share) on the cluster's
+// engine. Definitions apply to the queries after them, each query is
+// submitted to the coordinator (which places it against the workers
+// present) and its rows stream to NewOutput's writer, SET, SHOW and
+// DESCRIBE act as in the REPL (SHOW WORKERS and SHOW QUERIES answer from
+// the coordinator), STOP QUERY stops one of its queries. The first failing
+// statement stops the script.
 func (c *Cluster) RunScript(ctx context.Context, filename, src string, so ScriptOptions) error {
 	if so.OnError != "" {
 		if _, err := sources.ParseOnError(so.OnError); err != nil {
 			return err
 		}
-	}
-	script, err := lang.Parse(filename, src)
-	if err != nil {
-		return err
 	}
 	if so.Stdout == nil {
 		so.Stdout = os.Stdout
@@ -92,203 +85,17 @@ func (c *Cluster) RunScript(ctx context.Context, filename, src string, so Script
 	if so.BaseDir == "" {
 		so.BaseDir = filepath.Dir(filename)
 	}
-	// The catalog as the script makes it, for EXPLAIN; the workers bind
-	// each query from the script text themselves.
+	// The catalog as the script makes it, for EXPLAIN and for binding each
+	// query here; the coordinator and the workers compile the script's
+	// text themselves, in their processes.
 	cat, err := deploy.Script{Catalog: so.Catalog, CatalogBeside: so.CatalogBeside}.LoadCatalog()
 	if err != nil {
 		return err
 	}
-	cat.Files = exec.FileSchemas{BaseDir: so.BaseDir}
-	settings := session.New()
-	printListing := so.Print
-	if printListing == nil {
-		printListing = func(l session.Listing) error { return l.WriteText(so.Stdout) }
-	}
-	// Each query's source settings: the caller's, then the script's SET
-	// exec.* so far.
-	sourceSettings := func(sc *deploy.Script) error {
-		x := session.Exec{MaxDelay: so.MaxDelay, BatchSize: so.BatchSize, Replay: so.Replay}
-		if so.OnError != "" {
-			x.OnError, _ = sources.ParseOnError(so.OnError) // checked above
-		}
-		if err := x.Apply(settings.Values()); err != nil {
-			return err
-		}
-		sc.MaxDelay, sc.BatchSize, sc.Replay, sc.SourceMaxDelay = x.MaxDelay, x.BatchSize, x.Replay, so.SourceMaxDelay
-		sc.Planner = session.PlannerValues(settings.Values())
-		if so.OnError != "" || x.OnError != sources.Fail {
-			sc.OnError = session.OnErrorName(x.OnError)
-		}
-		return nil
-	}
-	nth := 0
-	for _, stmt := range script.Statements {
-		if err := ctx.Err(); err != nil {
-			return err
-		}
-		if ok, err := bind.Apply(cat, stmt); ok {
-			if err != nil {
-				return err
-			}
-			continue
-		}
-		if e, ok := stmt.(*lang.Explain); ok && e.Analyze || so.Analyze != nil && isQuery(stmt) {
-			nth++
-			def := AnalyzeOptions{}
-			if so.Analyze != nil {
-				def = *so.Analyze
-			}
-			ao := def
-			if ok {
-				if ao, err = ParseAnalyze(e, AnalyzeOptions{}); err != nil {
-					return err
-				}
-				// Bounds the caller set (command-line flags) win.
-				if def.For > 0 || def.MaxRows > 0 {
-					ao.For, ao.MaxRows = def.For, def.MaxRows
-				}
-				if def.Format != "" {
-					ao.Format = def.Format
-				}
-			} else if ao.For <= 0 && ao.MaxRows <= 0 {
-				ao.For = DefaultAnalyzeFor
-			}
-			sc := deploy.Script{Filename: filename, Source: src, BaseDir: so.BaseDir, Catalog: so.Catalog, CatalogBeside: so.CatalogBeside, Nth: nth}
-			if err := sourceSettings(&sc); err != nil {
-				return err
-			}
-			sc.Replay = false // EXPLAIN ANALYZE paces the streams itself
-			rep, err := c.ExplainAnalyze(ctx, sc, ao)
-			if err != nil {
-				return err
-			}
-			if err := WriteAnalysis(so.Stdout, rep, ao.Format); err != nil {
-				return err
-			}
-			continue
-		}
-		switch s := stmt.(type) {
-		case *lang.Explain: // EXPLAIN ANALYZE ran above
-			if so.Explain == nil {
-				return fmt.Errorf("%s: %w: EXPLAIN in a script run here", s.Position(), exec.ErrUnsupported)
-			}
-			if err := so.Explain(s, cat, settings.Planner); err != nil {
-				return err
-			}
-		case *lang.Query, *lang.Insert:
-			nth++
-			sc := deploy.Script{Filename: filename, Source: src, BaseDir: so.BaseDir, Catalog: so.Catalog, CatalogBeside: so.CatalogBeside, Nth: nth}
-			if err := sourceSettings(&sc); err != nil {
-				return err
-			}
-			plan, bcat, err := sc.Bind(nil)
-			if err != nil {
-				return err
-			}
-			if sk, ok := plan.Root.(*logical.Sink); ok && sk.Sink != nil && localSink(sk.Sink.Kind) {
-				// INSERT INTO a file or stdout: operators/exec opens the
-				// target at build time and closes it only in its own Run,
-				// so every worker would truncate the file and none would
-				// flush it. Such a query runs here until exec can finish a
-				// sink on the worker that ran it, planned as the
-				// coordinator plans the others: its objectives hold, and
-				// it runs the variants the plan chose.
-				if err := c.planHere(ctx, &sc, plan, bcat, settings.Planner); err != nil {
-					return err
-				}
-				if err := c.runLocal(ctx, sc, so); err != nil {
-					return err
-				}
-				continue
-			}
-			// A SELECT's rows come back to the client; an INSERT's go to
-			// its sink, so it asks for no output of its own.
-			var w sinks.Writer = sinks.Discard{}
-			if _, insert := s.(*lang.Insert); !insert {
-				w = sinks.NewTable(so.Stdout)
-				if so.NewOutput != nil {
-					if w, err = so.NewOutput(); err != nil {
-						return err
-					}
-				}
-			}
-			// The query's name is chosen here so that its sources can be
-			// watched while it runs (watchSources).
-			qname := coordinator.NewQueryName()
-			stopWatch := c.watchSources(qname, plan, so.Log)
-			info, err := c.client.Submit(ctx, sc, qname, w)
-			stopWatch()
-			// A query that failed before a row gets no "(0 rows)" table
-			// footer: as with --local, the error is all there is to say.
-			// Other writers close either way (a file's end).
-			if _, table := w.(*sinks.Table); !table || info.State != deploy.StateFailed || info.ResultRows > 0 {
-				if cerr := w.Close(); err == nil {
-					err = cerr
-				}
-			}
-			if so.Log != nil && info.Query != "" {
-				sum := info
-				if err != nil {
-					// The error is the command's to print, once.
-					sum.Error = ""
-				}
-				fmt.Fprintln(so.Log, Summary(sum))
-				for _, p := range info.Problems {
-					fmt.Fprintf(so.Log, "--   %s\n", p)
-				}
-			}
-			if so.Stats != nil && info.Query != "" {
-				if serr := WriteStats(so.Stats, info); err == nil {
-					err = serr
-				}
-			}
-			if err != nil {
-				return err
-			}
-		case *lang.StopQuery:
-			if err := c.Coordinator.Stop(s.ID, false); err != nil {
-				return fmt.Errorf("%s: %w", s.Pos, err)
-			}
-		case *lang.Set:
-			if err := settings.Set(s); err != nil {
-				return err
-			}
-		case *lang.Show:
-			switch s.What {
-			case lang.ShowWorkers:
-				WriteWorkers(so.Stdout, c.Coordinator.Workers())
-			case lang.ShowQueries:
-				WriteQueries(so.Stdout, c.Coordinator.Queries())
-			default:
-				l, err := session.Show(s, cat, c.infra, nil)
-				if err != nil {
-					return err
-				}
-				if err := printListing(l); err != nil {
-					return err
-				}
-			}
-		case *lang.Describe:
-			l, err := session.Describe(s.Name, bind.Pos(s.Pos).String(), cat, nil)
-			if err != nil {
-				return err
-			}
-			if err := printListing(l); err != nil {
-				return err
-			}
-		default:
-			return fmt.Errorf("%s: %w: %T statements in a script run here", stmt.Position(), exec.ErrUnsupported, stmt)
-		}
-	}
-	return nil
-}
-
-func isQuery(s lang.Statement) bool {
-	switch s.(type) {
-	case *lang.Query, *lang.Insert:
-		return true
-	}
-	return false
+	out := &session.ScriptOutput{Stdout: so.Stdout, NewOutput: so.NewOutput, Print: so.Print, Log: so.Log}
+	s := session.NewSession(session.Config{Catalog: cat, Infra: c.infra, Engine: &scriptEngine{c: c, so: so}, Output: out,
+		BaseDir: so.BaseDir, Files: exec.FilesIn, AnalyzeQueries: so.Analyze != nil})
+	return s.Run(ctx, filename, src)
 }
 
 // Summary is one line about a finished query: state, rows, time, workers
@@ -541,7 +348,7 @@ func (c *Cluster) planHere(ctx context.Context, sc *deploy.Script, plan *logical
 
 // runLocal runs one query in this process (operators/exec), with the model
 // runtime and the NATS connectors on the cluster's server.
-func (c *Cluster) runLocal(ctx context.Context, sc deploy.Script, so ScriptOptions) error {
+func (c *Cluster) runLocal(ctx context.Context, sc deploy.Script, so ScriptOptions) (*exec.Stats, error) {
 	eo := exec.Options{Stdout: so.Stdout, Notices: so.Log}
 	ExecHooks(c.conns[0], c.ortLib, c.modelLog, 0)(&eo, deploy.ExecPart{Variants: sc.Variants})
 	policy := sources.Fail
@@ -554,17 +361,10 @@ func (c *Cluster) runLocal(ctx context.Context, sc deploy.Script, so ScriptOptio
 	eo.Stream, eo.Sink = nh.Stream, nh.Sink
 	q, _, err := sc.Build(nil, eo)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	st, err := q.Run(ctx)
-	if so.Log != nil {
-		fmt.Fprintf(so.Log, "-- %d rows read, %d rows written (INSERT INTO runs in this process)", st.RowsRead, st.RowsWritten)
-		if len(st.Dropped) > 0 {
-			fmt.Fprintf(so.Log, ", dropped: %s", st.Dropped)
-		}
-		fmt.Fprintln(so.Log)
-	}
-	return err
+	return &st, err
 }
 
 // localSink: sinks to a file, stdout or JetStream run in this process (see

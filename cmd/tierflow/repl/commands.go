@@ -3,9 +3,10 @@ package repl
 import (
 	"context"
 	"fmt"
-	"github.com/tierflow/tierflow/operators/session"
 	"os"
 	"strings"
+
+	"github.com/tierflow/tierflow/operators/session"
 )
 
 // command is one backslash command.

@@ -41,16 +41,20 @@ type Config struct {
 	Infra       *infra.Infra     // nil: EXPLAIN says it needs one
 	Engine      Engine           // nil means NoExecutor()
 	Format      string           // initial result format; empty is table
+	// CheckModelArgs checks model calls against their files as queries
+	// bind, as `tierflow run` does; nil: no check.
+	CheckModelArgs bind.ModelArgChecker
 }
 
 // Session is one REPL session: its catalog, options and settings. A Session
 // runs one statement at a time; only Interrupt may be called concurrently.
 type Session struct {
-	cfg      Config
+	cfg Config
+	// sess is the statement interpreter the REPL shares with `tierflow
+	// run`; cat, settings and funcs are its, for completion and \d.
+	sess     *session.Session
 	cat      *catalog.Catalog
-	inf      *infra.Infra
 	funcs    *expr.Registry
-	engine   Engine
 	settings *session.Settings // what SET changed
 	format   string
 	timing   bool
@@ -66,16 +70,21 @@ type Session struct {
 
 // New starts a session.
 func New(cfg Config) (*Session, error) {
-	s := &Session{cfg: cfg, funcs: expr.Builtins(), engine: cfg.Engine, settings: session.New(), out: cfg.Out}
+	s := &Session{cfg: cfg, out: cfg.Out}
+	cat := &catalog.Catalog{}
 	if cfg.Catalog != nil {
-		s.cat = cfg.Catalog.Clone()
-	} else {
-		s.cat = &catalog.Catalog{}
+		cat = cfg.Catalog.Clone()
 	}
-	s.inf = cfg.Infra
-	if s.engine == nil {
-		s.engine = NoExecutor()
+	engine := cfg.Engine
+	if engine == nil {
+		engine = NoExecutor()
 	}
+	// Queries are planned as `tierflow run --local` plans them: the engine
+	// runs the variants the plan chose, and objectives no plan meets fail
+	// the statement.
+	s.sess = session.NewSession(session.Config{Catalog: cat, Infra: cfg.Infra, Engine: engine, Output: replOutput{s},
+		Files: exec.FilesIn, Stats: exec.StatsIn, CheckModelArgs: cfg.CheckModelArgs, Plan: true})
+	s.cat, s.funcs, s.settings = s.sess.Catalog(), s.sess.Funcs(), s.sess.Settings()
 	if err := s.setFormat(cfg.Format); err != nil {
 		return nil, err
 	}
@@ -254,7 +263,7 @@ func IsBadInput(err error) bool {
 		// formed: no plan of this infrastructure meets it.
 		return false
 	}
-	for _, kind := range []error{ErrBadInput, lang.ErrSyntax, bind.ErrBind, catalog.ErrUnknown, catalog.ErrExists, planner.ErrNoInfra, exec.ErrUnsupported, session.ErrInvalid} {
+	for _, kind := range []error{ErrBadInput, lang.ErrSyntax, bind.ErrBind, catalog.ErrUnknown, catalog.ErrExists, planner.ErrNoInfra, exec.ErrUnsupported, session.ErrUnsupported, session.ErrInvalid} {
 		if errors.Is(err, kind) {
 			return true
 		}

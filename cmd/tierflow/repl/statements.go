@@ -2,66 +2,55 @@ package repl
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"path/filepath"
 
 	"github.com/tierflow/tierflow/lang"
-	"github.com/tierflow/tierflow/operators/exec"
 	"github.com/tierflow/tierflow/operators/session"
-	"github.com/tierflow/tierflow/planner"
-	"github.com/tierflow/tierflow/planner/bind"
-	"github.com/tierflow/tierflow/planner/explain"
 )
 
-// runStatement runs one parsed statement against the session.
+// runStatement runs one parsed statement: the REPL's own \explain, then
+// the session's interpreter (operators/session, as `tierflow run`), then
+// the REPL's command tag.
 func (s *Session) runStatement(ctx context.Context, st lang.Statement, src string) error {
 	if s.explain {
 		s.explain = false
 		switch q := st.(type) {
 		case *lang.Query:
-			return s.runExplain(ctx, &lang.Explain{Pos: q.Pos, Query: q})
+			st = &lang.Explain{Pos: q.Pos, Query: q}
 		case *lang.Insert:
-			return s.runExplain(ctx, &lang.Explain{Pos: q.Pos, Insert: q})
+			st = &lang.Explain{Pos: q.Pos, Insert: q}
+		default:
+			fmt.Fprintln(s.cfg.Err, "(\\explain applies to SELECT and INSERT; running the statement)")
 		}
-		fmt.Fprintln(s.cfg.Err, "(\\explain applies to SELECT and INSERT; running the statement)")
 	}
-	// A CREATE without columns reads its file from where the running
-	// script is (rebase below makes its path relative to here after).
-	s.cat.Files = exec.FileSchemas{BaseDir: s.baseDir}
-	if ok, err := bind.Apply(s.cat, st); ok {
-		if err != nil {
-			return err
-		}
+	s.sess.SetBaseDir(s.baseDir)
+	if err := s.sess.Exec(ctx, st, src); err != nil {
+		return err
+	}
+	switch st.(type) {
+	case *lang.CreateModel, *lang.CreateStream, *lang.CreateTable, *lang.CreateSink, *lang.Drop:
 		s.rebase(st)
 		s.tag(commandTag(st))
-		return nil
-	}
-	switch st := st.(type) {
-	case *lang.Query, *lang.Insert:
-		return s.runQuery(ctx, st, src)
-	case *lang.Explain:
-		return s.runExplain(ctx, st)
-	case *lang.Show:
-		t, err := s.show(st)
-		if err != nil {
-			return err
-		}
-		return s.printTable(t)
-	case *lang.Describe:
-		return s.describe(st.Name, bind.Pos(st.Pos).String())
 	case *lang.Set:
-		if err := s.set(st); err != nil {
-			return err
-		}
 		s.tag("SET")
-		return nil
-	case *lang.StopQuery:
-		return badf("%s: the REPL runs one query at a time in the foreground: press Ctrl-C to stop it", bind.Pos(st.Pos))
 	}
-	return badf("%s: statement %T is not supported in the REPL", bind.Pos(st.Position()), st)
+	return nil
 }
+
+// replOutput is where the session's statements print in the REPL: results
+// rendered as they arrive, listings and plans in the session's format.
+type replOutput struct{ s *Session }
+
+func (o replOutput) Rows(ctx context.Context, q Query, st Stream) error {
+	_, insert := q.Stmt.(*lang.Insert)
+	return o.s.render(ctx, st, insert)
+}
+
+func (o replOutput) Listing(l session.Listing) error { return o.s.printTable(l) }
+
+func (o replOutput) Text() io.Writer { return o.s.out }
 
 // tag prints a psql-style command tag (CREATE MODEL, SET) on a terminal.
 func (s *Session) tag(t string) {
@@ -116,82 +105,8 @@ func commandTag(st lang.Statement) string {
 	return "OK"
 }
 
-// runExplain plans the statement with the session's options (overridden by
-// EXPLAIN's own) and prints the physical plan.
-func (s *Session) runExplain(ctx context.Context, e *lang.Explain) error {
-	if e.Analyze {
-		a, ok := s.engine.(Analyzer)
-		if !ok {
-			return badf("%s: EXPLAIN ANALYZE needs an engine that runs plans on a cluster; this session's runs queries locally", bind.Pos(e.Pos))
-		}
-		b := bind.New(s.cat)
-		b.Funcs = s.funcs
-		bound, err := b.Bind(e.Target())
-		if err != nil {
-			return err
-		}
-		return a.Analyze(ctx, Query{Stmt: e.Target(), Source: lang.Print(e), Bound: bound, Catalog: s.cat, Infra: s.inf,
-			Options: s.settings.Planner, Settings: s.settings.Values(), BaseDir: s.baseDir}, e, s.out)
-	}
-	opts := s.settings.Planner
-	format := "text"
-	if err := planner.ExplainOptions(e, &opts, &format, nil); err != nil {
-		return badf("%v", err)
-	}
-	res, err := planner.PlanStatement(ctx, e.Target(), s.cat, s.inf, opts)
-	if err != nil {
-		if errors.Is(err, planner.ErrNoInfra) {
-			return fmt.Errorf("EXPLAIN needs an infrastructure: start the REPL with --infra FILE: %w", err)
-		}
-		var es bind.Errors
-		var be *bind.Error
-		if errors.As(err, &es) || errors.As(err, &be) {
-			return err
-		}
-		return badf("%v", err)
-	}
-	if res.Frontier != nil {
-		if err := explain.WriteFrontier(s.out, format, res.Frontier); err != nil {
-			return badf("%v", err)
-		}
-		return nil
-	}
-	if err := explain.Write(s.out, format, res.Physical); err != nil {
-		return badf("%v", err)
-	}
-	// As tierflow explain: the plan, then the objective no plan meets.
-	return res.Runnable()
-}
-
-// set changes a setting for the rest of the session (operators/session,
-// shared with `tierflow run`).
-func (s *Session) set(st *lang.Set) error {
-	if err := s.settings.Set(st); err != nil {
-		return inputError{err}
-	}
-	return nil
-}
-
 // Settings lists what SET changes, for help and completion.
 func Settings() []string { return session.Names() }
-
-// runQuery binds a SELECT or INSERT, hands it to the engine and renders its
-// results as they arrive.
-func (s *Session) runQuery(ctx context.Context, st lang.Statement, src string) error {
-	b := bind.New(s.cat)
-	b.Funcs = s.funcs
-	bound, err := b.Bind(st)
-	if err != nil {
-		return err
-	}
-	stream, err := s.engine.Exec(ctx, Query{Stmt: st, Source: src, Bound: bound, Catalog: s.cat, Infra: s.inf, Options: s.settings.Planner, Settings: s.settings.Values(), BaseDir: s.baseDir})
-	if err != nil {
-		return err
-	}
-	defer stream.Close()
-	_, insert := st.(*lang.Insert)
-	return s.render(ctx, stream, insert)
-}
 
 // printTable renders one of the session's own listings.
 func (s *Session) printTable(t session.Listing) error {

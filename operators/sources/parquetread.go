@@ -1,0 +1,33 @@
+package sources
+
+import (
+	"os"
+
+	"github.com/apache/arrow/go/v17/arrow/memory"
+	"github.com/apache/arrow/go/v17/parquet"
+	"github.com/apache/arrow/go/v17/parquet/file"
+)
+
+// readBufferSize is the buffer a Parquet column chunk is read through: it
+// holds page headers and small pages; a page larger than it is read from
+// the file straight into the page's own buffer. 64 KiB keeps a few syscalls
+// per column chunk while every chunk's buffer stays small next to a page.
+const readBufferSize = 64 << 10
+
+// parquetReadProps are the reader properties of every Parquet file this
+// package opens. arrow/go's default (unbuffered) reads a whole column chunk
+// into one allocation and then copies it into a second of the same size
+// before decoding its first page: two zeroed chunk-sized buffers and a copy
+// per column and row group. Buffered, a chunk's pages are read as they are
+// decoded, through one small buffer.
+func parquetReadProps() *parquet.ReaderProperties {
+	p := parquet.NewReaderProperties(memory.DefaultAllocator)
+	p.BufferedStreamEnabled = true
+	p.BufferSize = readBufferSize
+	return p
+}
+
+// newParquetReader opens f's Parquet metadata with parquetReadProps.
+func newParquetReader(f *os.File) (*file.Reader, error) {
+	return file.NewParquetReader(f, file.WithReadProps(parquetReadProps()))
+}
