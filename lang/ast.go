@@ -29,7 +29,8 @@ type Script struct {
 }
 
 // Statement is one of *Query, *Insert, *Explain, *CreateModel, *CreateStream,
-// *CreateTable, *CreateSink, *Drop, *Show, *Describe, *Set, *StopQuery.
+// *CreateTable, *CreateView, *CreateSink, *Drop, *Show, *Describe, *Set,
+// *StopQuery.
 type Statement interface {
 	Node
 	statementNode()
@@ -88,6 +89,18 @@ type CreateTable struct {
 	Options     []*Option    `parser:"( 'WITH' '(' @@ ( ',' @@ )* ')' )?"`
 }
 
+// CreateView is CREATE [OR REPLACE] VIEW name [(columns)] AS query: a named
+// query that FROM clauses read as if it were a table (or a stream, when its
+// query reads one). Each use binds the query anew, as a subquery.
+type CreateView struct {
+	Pos         lexer.Position
+	OrReplace   bool     `parser:"'CREATE' @( 'OR' 'REPLACE' )? 'VIEW'"`
+	IfNotExists bool     `parser:"@( 'IF' 'NOT' 'EXISTS' )?"`
+	Name        string   `parser:"@( Ident | QIdent )"`
+	Columns     []string `parser:"( '(' @( Ident | QIdent ) ( ',' @( Ident | QIdent ) )* ')' )?"`
+	Query       *Query   `parser:"'AS' @@"`
+}
+
 // CreateSink is CREATE SINK: where INSERT INTO writes. Location is empty for
 // STDOUT.
 type CreateSink struct {
@@ -100,10 +113,10 @@ type CreateSink struct {
 	Options     []*Option  `parser:"( 'WITH' '(' @@ ( ',' @@ )* ')' )?"`
 }
 
-// Drop is DROP {MODEL|STREAM|TABLE|SINK} [IF EXISTS] name.
+// Drop is DROP {MODEL|STREAM|TABLE|SINK|VIEW} [IF EXISTS] name.
 type Drop struct {
 	Pos      lexer.Position
-	Kind     ObjectKind `parser:"'DROP' @( 'MODEL' | 'STREAM' | 'TABLE' | 'SINK' )"`
+	Kind     ObjectKind `parser:"'DROP' @( 'MODEL' | 'STREAM' | 'TABLE' | 'SINK' | 'VIEW' )"`
 	IfExists bool       `parser:"@( 'IF' 'EXISTS' )?"`
 	Name     string     `parser:"@( Ident | QIdent )"`
 }
@@ -116,12 +129,16 @@ type ColumnDef struct {
 }
 
 // Type is a column type. For TENSOR, Elem is the element type and Dims the
-// shape (TENSOR(FLOAT, 3, 224, 224)).
+// shape (TENSOR(FLOAT, 3, 224, 224)); for DECIMAL (or NUMERIC), Precision
+// and Scale when written (DECIMAL(15,2); DECIMAL alone is DuckDB's
+// DECIMAL(18,3), DECIMAL(p) is DECIMAL(p,0)).
 type Type struct {
-	Pos  lexer.Position
-	Name TypeName `parser:"( @( 'BOOLEAN' | 'BOOL' | 'INTEGER' | 'INT' | 'BIGINT' | 'FLOAT' | 'REAL' | 'DOUBLE' | 'VARCHAR' | 'STRING' | 'TEXT' | 'BLOB' | 'BYTES' | 'TIMESTAMP' | 'DATE' ) | @'TENSOR' '('"`
-	Elem TypeName `parser:"  @( 'BOOLEAN' | 'BOOL' | 'INTEGER' | 'INT' | 'BIGINT' | 'FLOAT' | 'REAL' | 'DOUBLE' )"`
-	Dims []int64  `parser:"  ( ',' @Int )* ')' )"`
+	Pos       lexer.Position
+	Name      TypeName `parser:"( @( 'BOOLEAN' | 'BOOL' | 'INTEGER' | 'INT' | 'BIGINT' | 'FLOAT' | 'REAL' | 'DOUBLE' | 'VARCHAR' | 'STRING' | 'TEXT' | 'BLOB' | 'BYTES' | 'TIMESTAMP' | 'DATE' | 'DECIMAL' | 'NUMERIC' ) | @'TENSOR' '('"`
+	Elem      TypeName `parser:"  @( 'BOOLEAN' | 'BOOL' | 'INTEGER' | 'INT' | 'BIGINT' | 'FLOAT' | 'REAL' | 'DOUBLE' )"`
+	Dims      []int64  `parser:"  ( ',' @Int )* ')' )"`
+	Precision *int64   `parser:"( '(' @Int"`
+	Scale     *int64   `parser:"  ( ',' @Int )? ')' )?"`
 }
 
 // Option is key = literal in a WITH (...) list. Key may be dotted (a.b).
@@ -251,13 +268,17 @@ type FromItem struct {
 	Joins []*Join   `parser:"@@*"`
 }
 
-// TableRef is a named stream or table, or a parenthesised subquery, with an
-// optional alias. Exactly one of Name and Subquery is set.
+// TableRef is a named stream, table or view, or a parenthesised subquery,
+// with an optional alias and column names. Exactly one of Name and Subquery
+// is set.
 type TableRef struct {
 	Pos      lexer.Position
 	Name     string `parser:"( @( Ident | QIdent )"`
 	Subquery *Query `parser:"| '(' @@ ')' )"`
 	Alias    string `parser:"( 'AS' @( Ident | QIdent ) | (?! 'WINDOW' ( Ident | QIdent ) 'AS' ) @( Ident | QIdent ) )?"`
+	// Columns renames the relation's columns, in order: AS c_orders
+	// (c_custkey, c_count). Those not named keep their names.
+	Columns []string `parser:"( '(' @( Ident | QIdent ) ( ',' @( Ident | QIdent ) )* ')' )?"`
 }
 
 // Join is one join. Lateral is set for CROSS JOIN LATERAL f(args), whose
@@ -353,6 +374,7 @@ func (*Explain) statementNode()      {}
 func (*CreateModel) statementNode()  {}
 func (*CreateStream) statementNode() {}
 func (*CreateTable) statementNode()  {}
+func (*CreateView) statementNode()   {}
 func (*CreateSink) statementNode()   {}
 func (*Drop) statementNode()         {}
 func (*Show) statementNode()         {}
@@ -373,6 +395,7 @@ func (n *Variant) Position() lexer.Position             { return n.Pos }
 func (n *CreateStream) Position() lexer.Position        { return n.Pos }
 func (n *Rate) Position() lexer.Position                { return n.Pos }
 func (n *CreateTable) Position() lexer.Position         { return n.Pos }
+func (n *CreateView) Position() lexer.Position          { return n.Pos }
 func (n *CreateSink) Position() lexer.Position          { return n.Pos }
 func (n *Drop) Position() lexer.Position                { return n.Pos }
 func (n *ColumnDef) Position() lexer.Position           { return n.Pos }

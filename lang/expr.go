@@ -2,6 +2,7 @@ package lang
 
 import (
 	"errors"
+	"fmt"
 	"strconv"
 	"strings"
 
@@ -196,37 +197,73 @@ type NullLit struct {
 }
 
 // IntervalLit is INTERVAL 'n' unit, INTERVAL n unit, or INTERVAL 'n unit
-// [n unit ...]' (Unit empty), as DuckDB writes them.
+// [n unit ...]' (Unit empty), as DuckDB writes them. Units are fixed (ms to
+// week) or calendar (month, year): INTERVAL '3' MONTH added to a date moves
+// it three months on the calendar.
 type IntervalLit struct {
 	Pos   lexer.Position
 	Value string   `parser:"'INTERVAL' @( String | Int | Float )"`
-	Unit  TimeUnit `parser:"@( 'MS' | 'MILLISECOND' | 'MILLISECONDS' | 'SECOND' | 'SECONDS' | 'MINUTE' | 'MINUTES' | 'HOUR' | 'HOURS' | 'DAY' | 'DAYS' | 'WEEK' | 'WEEKS' )?"`
+	Unit  TimeUnit `parser:"@( 'MS' | 'MILLISECOND' | 'MILLISECONDS' | 'SECOND' | 'SECONDS' | 'MINUTE' | 'MINUTES' | 'HOUR' | 'HOURS' | 'DAY' | 'DAYS' | 'WEEK' | 'WEEKS' | 'MONTH' | 'MONTHS' | 'YEAR' | 'YEARS' )?"`
 }
 
-// ErrInterval is an interval whose text is not n unit pairs of fixed units.
-var ErrInterval = errors.New("want INTERVAL 'n unit' with unit ms, second, minute, hour, day or week")
+// ErrInterval is an interval whose text is not n unit pairs.
+var ErrInterval = errors.New("want INTERVAL 'n unit' with unit ms, second, minute, hour, day, week, month or year")
 
-// Seconds is the interval's length in seconds.
-func (n *IntervalLit) Seconds() (float64, error) {
+// ErrCalendarInterval is a calendar interval where a fixed length is needed
+// (a window's size): a month has no one length.
+var ErrCalendarInterval = errors.New("an interval of months or years has no fixed length")
+
+// Parts is the interval as whole calendar months and a fixed length in
+// seconds: INTERVAL '1 year 2 days' is 12 months and 172800 seconds. A
+// month count must be whole.
+func (n *IntervalLit) Parts() (months int64, seconds float64, err error) {
+	add := func(v float64, u TimeUnit) error {
+		if m := u.Months(); m != 0 {
+			if v != float64(int64(v)) {
+				return fmt.Errorf("%w: %v %s is not a whole number of months", ErrInterval, v, strings.ToLower(string(u)))
+			}
+			months += int64(v) * m
+			return nil
+		}
+		if u.Seconds() == 0 {
+			return ErrInterval
+		}
+		seconds += v * u.Seconds()
+		return nil
+	}
 	if n.Unit != "" {
 		v, err := strconv.ParseFloat(n.Value, 64)
-		return v * n.Unit.Seconds(), err
+		if err != nil {
+			return 0, 0, ErrInterval
+		}
+		return months, seconds, add(v, n.Unit)
 	}
 	f := strings.Fields(n.Value)
 	if len(f) == 0 || len(f)%2 != 0 {
-		return 0, ErrInterval
+		return 0, 0, ErrInterval
 	}
-	total := 0.0
 	for i := 0; i < len(f); i += 2 {
 		v, err := strconv.ParseFloat(f[i], 64)
 		var u TimeUnit
 		_ = u.Capture([]string{f[i+1]})
-		if err != nil || u.Seconds() == 0 {
-			return 0, ErrInterval
+		if err != nil {
+			return 0, 0, ErrInterval
 		}
-		total += v * u.Seconds()
+		if err := add(v, u); err != nil {
+			return 0, 0, err
+		}
 	}
-	return total, nil
+	return months, seconds, nil
+}
+
+// Seconds is the interval's length in seconds; a calendar interval has
+// none (ErrCalendarInterval).
+func (n *IntervalLit) Seconds() (float64, error) {
+	months, secs, err := n.Parts()
+	if err == nil && months != 0 {
+		err = ErrCalendarInterval
+	}
+	return secs, err
 }
 
 // TimestampLit is TIMESTAMP '...'; Value is the unquoted text.

@@ -151,6 +151,7 @@ type primary struct {
 	Cast      *CastExpr     `parser:"| @@"`
 	Extract   *extract      `parser:"| @@"`
 	Position  *position     `parser:"| @@"`
+	Substring *substring    `parser:"| @@"`
 	Date      *dateLit      `parser:"| @@"`
 	Interval  *IntervalLit  `parser:"| @@"`
 	Timestamp *TimestampLit `parser:"| @@"`
@@ -192,6 +193,30 @@ type position struct {
 
 func (e *position) lower() Expr {
 	return &FuncCall{Pos: e.Pos, Name: "strpos", Args: []Expr{e.S.lower(), e.Sub.lower()}}
+}
+
+// substring is SUBSTRING(s FROM start [FOR length]), the SQL standard's
+// spelling of substring(s, start[, length]), which it also accepts.
+type substring struct {
+	Pos  lexer.Position
+	S    *orExpr   `parser:"'SUBSTRING' '(' @@"`
+	From *orExpr   `parser:"( 'FROM' @@"`
+	For  *orExpr   `parser:"  ( 'FOR' @@ )?"`
+	Args []*orExpr `parser:"| ( ',' @@ )* ) ')'"`
+}
+
+func (e *substring) lower() Expr {
+	args := []Expr{e.S.lower()}
+	if e.From != nil {
+		args = append(args, e.From.lower())
+		if e.For != nil {
+			args = append(args, e.For.lower())
+		}
+	}
+	for _, a := range e.Args {
+		args = append(args, a.lower())
+	}
+	return &FuncCall{Pos: e.Pos, Name: "substring", Args: args}
 }
 
 func (e *extract) lower() Expr {
@@ -298,6 +323,8 @@ func (e *primary) lower() Expr {
 		return e.Extract.lower()
 	case e.Position != nil:
 		return e.Position.lower()
+	case e.Substring != nil:
+		return e.Substring.lower()
 	case e.Date != nil:
 		return e.Date.lower()
 	case e.Interval != nil:

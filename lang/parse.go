@@ -29,7 +29,7 @@ func buildParser() *participle.Parser[Script] {
 		participle.UseLookahead(lookahead),
 		participle.Union[Statement](
 			&Query{}, &Insert{}, &Explain{},
-			&CreateModel{}, &CreateStream{}, &CreateTable{}, &CreateSink{},
+			&CreateModel{}, &CreateStream{}, &CreateTable{}, &CreateView{}, &CreateSink{},
 			&Drop{}, &Show{}, &Describe{}, &Set{}, &StopQuery{},
 		),
 		participle.Union[Expr](&orExpr{}),

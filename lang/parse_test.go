@@ -90,3 +90,50 @@ func TestParseErrorKind(t *testing.T) {
 		t.Fatalf("err = %#v, want a *Error at 1:10", err)
 	}
 }
+
+// The TPC-H constructs parse and print back to text that parses to the
+// same print: DECIMAL(p, s) and NUMERIC, calendar intervals, SUBSTRING
+// ... FROM ... FOR, a FROM item's column list, CREATE VIEW and DROP VIEW.
+func TestParseSQLForAnalysts(t *testing.T) {
+	for _, src := range []string{
+		`CREATE TABLE t (a DECIMAL(15, 2), b NUMERIC(4), c DECIMAL, d DATE) FROM FILE 't.parquet' FORMAT PARQUET`,
+		`SELECT CAST(x AS DECIMAL(5, 1)), d + INTERVAL '3' MONTH, d - INTERVAL 1 YEAR, INTERVAL '1 year 2 months 3 days' FROM t`,
+		`SELECT SUBSTRING(c_phone FROM 1 FOR 2), SUBSTRING(s FROM 3), substring(s, 1, 2) FROM t`,
+		`SELECT c_count, count(*) FROM (SELECT c_custkey, count(o_orderkey) FROM customer GROUP BY c_custkey) AS c_orders (c_custkey, c_count) GROUP BY c_count`,
+		`CREATE VIEW revenue0 (supplier_no, total_revenue) AS SELECT l_suppkey, sum(l_extendedprice) FROM lineitem GROUP BY l_suppkey`,
+		`CREATE OR REPLACE VIEW IF NOT EXISTS v AS SELECT 1`,
+		`DROP VIEW IF EXISTS revenue0`,
+	} {
+		s, err := Parse("q.sql", src)
+		if err != nil {
+			t.Errorf("%s: %v", src, err)
+			continue
+		}
+		once := Print(s)
+		s2, err := Parse("q.sql", once)
+		if err != nil {
+			t.Errorf("%s printed as\n%s\nwhich does not parse: %v", src, once, err)
+			continue
+		}
+		if twice := Print(s2); twice != once {
+			t.Errorf("print is not stable:\n%s\n---\n%s", once, twice)
+		}
+	}
+	s, _ := Parse("q.sql", `SELECT SUBSTRING(p FROM 1 FOR 2) FROM t`)
+	f := s.Statements[0].(*Query).Select.Items[0].Expr.(*FuncCall)
+	if f.Name != "substring" || len(f.Args) != 3 {
+		t.Fatalf("SUBSTRING ... FROM ... FOR is %#v", f)
+	}
+	iv := &IntervalLit{Value: "1 year 2 days"}
+	if m, sec, err := iv.Parts(); m != 12 || sec != 2*86400 || err != nil {
+		t.Fatalf("INTERVAL '1 year 2 days': %d months %v s %v", m, sec, err)
+	}
+	if _, err := (&IntervalLit{Value: "3", Unit: Month}).Seconds(); !errors.Is(err, ErrCalendarInterval) {
+		t.Fatalf("a month has a fixed length: %v", err)
+	}
+	for _, bad := range []string{`SELECT CAST(x AS DECIMAL(15,)) FROM t`, `CREATE VIEW v`, `SELECT SUBSTRING(s FROM) FROM t`} {
+		if _, err := Parse("q.sql", bad); !errors.Is(err, ErrSyntax) {
+			t.Errorf("%s: %v", bad, err)
+		}
+	}
+}

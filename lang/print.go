@@ -167,6 +167,22 @@ func (p *printer) node(n Node) {
 		p.w(quoteString(n.Path))
 		p.format(n.Format)
 		p.options("  ", n.Options)
+	case *CreateView:
+		p.w("CREATE ")
+		if n.OrReplace {
+			p.w("OR REPLACE ")
+		}
+		p.w("VIEW ", ifNotExists(n.IfNotExists), quoteIdent(n.Name))
+		if n.Columns != nil {
+			p.w(" ")
+			p.nameList(n.Columns)
+		}
+		p.w(" AS")
+		saved := p.indent
+		p.indent += "  "
+		p.nl("")
+		p.query(n.Query)
+		p.indent = saved
 	case *CreateSink:
 		p.w("CREATE SINK ", ifNotExists(n.IfNotExists), quoteIdent(n.Name))
 		p.nl("  TO ")
@@ -187,6 +203,13 @@ func (p *printer) node(n Node) {
 		p.node(n.Type)
 	case *Type:
 		p.w(string(n.Name))
+		if n.Precision != nil {
+			p.w(fmt.Sprintf("(%d", *n.Precision))
+			if n.Scale != nil {
+				p.w(fmt.Sprintf(", %d", *n.Scale))
+			}
+			p.w(")")
+		}
 		if n.Name == TypeTensor {
 			p.w("(", string(n.Elem))
 			for _, d := range n.Dims {
@@ -461,6 +484,22 @@ func (p *printer) tableRef(t *TableRef) {
 	if t.Alias != "" {
 		p.w(" AS ", quoteIdent(t.Alias))
 	}
+	if t.Columns != nil {
+		p.w(" ")
+		p.nameList(t.Columns)
+	}
+}
+
+// nameList prints (a, b, c).
+func (p *printer) nameList(names []string) {
+	p.w("(")
+	for i, n := range names {
+		if i > 0 {
+			p.w(", ")
+		}
+		p.w(quoteIdent(n))
+	}
+	p.w(")")
 }
 
 func (p *printer) join(j *Join) {

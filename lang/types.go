@@ -26,6 +26,8 @@ const (
 	// at midnight), DATE 'YYYY-MM-DD' that day.
 	TypeDate   TypeName = "DATE"
 	TypeTensor TypeName = "TENSOR"
+	// TypeDecimal is an exact number, DECIMAL(precision, scale).
+	TypeDecimal TypeName = "DECIMAL"
 )
 
 // Capture implements participle.Capture.
@@ -41,6 +43,8 @@ func (t *TypeName) Capture(v []string) error {
 		*t = TypeVarchar
 	case "BYTES":
 		*t = TypeBlob
+	case "NUMERIC":
+		*t = TypeDecimal
 	default:
 		*t = TypeName(w)
 	}
@@ -59,6 +63,10 @@ const (
 	Hour        TimeUnit = "HOUR"
 	Day         TimeUnit = "DAY"
 	Week        TimeUnit = "WEEK"
+	// Month and Year are calendar units: an interval of them has no fixed
+	// length (Seconds is 0); dates add them by the calendar.
+	Month TimeUnit = "MONTH"
+	Year  TimeUnit = "YEAR"
 )
 
 // Capture implements participle.Capture.
@@ -72,7 +80,18 @@ func (u *TimeUnit) Capture(v []string) error {
 	return nil
 }
 
-// Seconds is the length of the unit in seconds.
+// Months is the length of a calendar unit in months (0 for the others).
+func (u TimeUnit) Months() int64 {
+	switch u {
+	case Month:
+		return 1
+	case Year:
+		return 12
+	}
+	return 0
+}
+
+// Seconds is the length of the unit in seconds (0 for a calendar unit).
 func (u TimeUnit) Seconds() float64 {
 	switch u {
 	case Millisecond:
@@ -128,6 +147,7 @@ const (
 	ObjectStream ObjectKind = "STREAM"
 	ObjectTable  ObjectKind = "TABLE"
 	ObjectSink   ObjectKind = "SINK"
+	ObjectView   ObjectKind = "VIEW"
 )
 
 // Capture implements participle.Capture.

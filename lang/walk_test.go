@@ -37,3 +37,29 @@ func TestInspectVisitsInSourceOrder(t *testing.T) {
 		t.Errorf("pruned walk visited %d nodes, want 2 (Script, Query)", count)
 	}
 }
+
+func TestRewriteCopiesAndReplaces(t *testing.T) {
+	s, err := Parse("q", "SELECT a + 1 AS x FROM t WHERE b > (SELECT max(c) FROM u WHERE u.d = a)")
+	if err != nil {
+		t.Fatal(err)
+	}
+	q := s.Statements[0].(*Query)
+	before := Print(q)
+	out := Rewrite(q, func(n Node) (Node, bool) {
+		if c, ok := n.(*ColumnRef); ok && len(c.Names) == 1 && c.Names[0] == "a" {
+			return &ColumnRef{Pos: c.Pos, Names: []string{"o", "a"}}, true
+		}
+		return nil, false
+	})
+	if got := Print(q); got != before {
+		t.Fatalf("the original changed:\n%s", got)
+	}
+	want := strings.ReplaceAll(before, " a ", " o.a ")
+	want = strings.ReplaceAll(want, "= a\n", "= o.a\n")
+	if got := Print(out); got != want {
+		t.Fatalf("rewritten:\n%s\nwant\n%s", got, want)
+	}
+	if out == q || out.Select == q.Select {
+		t.Fatal("not a copy")
+	}
+}

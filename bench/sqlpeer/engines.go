@@ -135,6 +135,9 @@ func arrowValue(a arrow.Array, r int) (any, error) {
 		return a.Value(r), nil
 	case *array.Boolean:
 		return a.Value(r), nil
+	case *array.Decimal128:
+		// DuckDB's DECIMALs come back as float64 too (duckValue).
+		return a.Value(r).ToFloat64(a.DataType().(*arrow.Decimal128Type).Scale), nil
 	case *array.Date32:
 		return a.Value(r).ToTime().UTC(), nil
 	case *array.Timestamp:

@@ -12,6 +12,7 @@ import (
 
 	"github.com/apache/arrow/go/v17/arrow"
 	"github.com/apache/arrow/go/v17/arrow/array"
+	"github.com/apache/arrow/go/v17/arrow/decimal128"
 	"github.com/apache/arrow/go/v17/arrow/memory"
 	"github.com/apache/arrow/go/v17/parquet"
 	"github.com/apache/arrow/go/v17/parquet/pqarrow"
@@ -159,6 +160,42 @@ var features = []feature{
 	{kind: "subquery on a stream", sql: `SELECT window_start, count(*) FROM ev WHERE sensor IN (SELECT k FROM u) AND value > (SELECT avg(k) FROM u) GROUP BY TUMBLE(ts, INTERVAL '30' SECOND)`,
 		duckdb: `SELECT time_bucket(INTERVAL 30 SECOND, ts) AS window_start, count(*) FROM ev WHERE sensor IN (SELECT k FROM u) AND value > (SELECT avg(k) FROM u) GROUP BY ALL`},
 
+	// Correlation of any kind, unnested over the outer values' domain
+	// (Neumann & Kemper): comparisons other than =, the outer row in the
+	// subquery's SELECT list, NULL outer values, IN and NOT IN.
+	{kind: "correlated, any", sql: `SELECT id, (SELECT count(*) FROM t b WHERE b.x < a.x) AS below FROM t a`},
+	{kind: "correlated, any", sql: `SELECT id FROM t a WHERE EXISTS (SELECT 1 FROM t b WHERE b.g = a.g AND b.id <> a.id AND b.n = a.n)`},
+	{kind: "correlated, any", sql: `SELECT id, g FROM t a WHERE NOT EXISTS (SELECT 1 FROM t b WHERE b.g = a.g AND b.x > a.x) AND x IS NOT NULL`},
+	{kind: "correlated, any", sql: `SELECT id, (SELECT max(k) FROM u WHERE u.k < t.n), (SELECT sum(k) FROM u WHERE u.k <> t.n AND u.label IS NOT NULL) FROM t`},
+	{kind: "correlated, any", sql: `SELECT id, (SELECT max(k) + t.n FROM u) AS m FROM t`},
+	{kind: "correlated, any", sql: `SELECT id, (SELECT count(*) FROM u WHERE u.k > coalesce(t.n, 0)) AS c FROM t`},
+	{kind: "correlated, any", sql: `SELECT id, n IN (SELECT k FROM u WHERE u.k <= t.id - 3), n NOT IN (SELECT k FROM u WHERE k < t.id - 30) FROM t`},
+	{kind: "correlated, any", sql: `SELECT g, count(*) FROM t a WHERE x > (SELECT avg(x) FROM t b WHERE b.id < a.id) GROUP BY g`},
+
+	// DECIMAL: exact arithmetic on literals and columns, as DuckDB.
+	{kind: "decimal", sql: `SELECT id, amt, rate, amt * rate, amt + 1, amt - rate, -amt, abs(amt), amt * (1 - rate) * (1 + rate) FROM m`},
+	{kind: "decimal", sql: `SELECT sum(amt), avg(amt), min(amt), max(rate), count(amt), sum(amt * (1 - rate)), avg(rate) FROM m`},
+	{kind: "decimal", sql: `SELECT id, rate FROM m WHERE rate BETWEEN 0.06 - 0.01 AND 0.06 + 0.01`},
+	{kind: "decimal", sql: `SELECT id, amt > 10.5, amt = 12.50, CASE WHEN amt > 0 THEN amt ELSE 0 END, coalesce(amt, 0), greatest(amt, rate), least(amt, 0.5) FROM m`},
+	{kind: "decimal", sql: `SELECT rate, count(*), sum(amt), max(amt) FROM m GROUP BY rate`},
+	{kind: "decimal", sql: `SELECT id, amt FROM m ORDER BY amt DESC NULLS LAST, id LIMIT 7`, ordered: true},
+	{kind: "decimal", sql: `SELECT id, CAST(amt AS DOUBLE), CAST(amt AS BIGINT), CAST(amt AS DECIMAL(10,1)), CAST(rate AS VARCHAR), amt::INT FROM m`},
+	{kind: "decimal", sql: `SELECT a.id, b.id, a.rate FROM m a JOIN m b ON a.rate = b.rate WHERE a.id < b.id AND a.id < 6`},
+	{kind: "decimal", sql: `SELECT count(DISTINCT rate), sum(DISTINCT rate), avg(DISTINCT rate), min(amt) FILTER (WHERE rate > 0.05) FROM m`},
+	{kind: "decimal", sql: `SELECT 0.1 + 0.2, 0.1 + 0.2 = 0.3, 1.5 * 2, 10.0 / 4, 0.06 - 0.01, CAST(1.25 AS DECIMAL(3,1)), CAST(-1.25 AS DECIMAL(3,1)), 2.5::INT, sum(amt) / 7.0 FROM m`},
+	{kind: "decimal", sql: `SELECT m.id, amt / rate, amt * 1.5, x * 0.5, amt + x, amt * n FROM m JOIN t ON m.id = t.id`},
+
+	// DATE columns and calendar intervals (month ends clamp, as DuckDB).
+	{kind: "date", sql: `SELECT id, d, d + INTERVAL '1' MONTH, d - INTERVAL '1' YEAR, d + INTERVAL 3 DAY, EXTRACT(year FROM d), d + INTERVAL '1 month 2 days' FROM m`},
+	{kind: "date", sql: `SELECT count(*), min(d), max(d) FROM m WHERE d >= DATE '2024-01-31' AND d < DATE '2024-01-31' + INTERVAL '2' MONTH`},
+	{kind: "date", sql: `SELECT DATE '2024-01-31' + INTERVAL '1' MONTH, TIMESTAMP '2023-03-31 10:00:00' - INTERVAL '1' MONTH, DATE '2024-02-29' + INTERVAL '1' YEAR, DATE '2024-03-31' - INTERVAL '13' MONTH`},
+	{kind: "date", sql: `SELECT d, count(*) FROM m WHERE d BETWEEN DATE '2024-02-01' AND DATE '2024-12-31' GROUP BY d ORDER BY d`, ordered: true},
+	{kind: "date", sql: `SELECT a.id, b.id FROM m a JOIN m b ON a.d = b.d WHERE a.id < b.id`},
+
+	// SUBSTRING ... FROM ... FOR, and a FROM item's column list.
+	{kind: "substring", sql: `SELECT id, SUBSTRING(s FROM 2 FOR 3), SUBSTRING(s FROM 3), substring(s, 1, 2), SUBSTRING(s FROM -3 FOR 2) FROM t`},
+	{kind: "column list", sql: `SELECT k, c FROM (SELECT g, count(*) FROM t GROUP BY g) AS x (k, c) WHERE c > 1`},
+	{kind: "column list", sql: `SELECT a, b, label FROM u AS v (a) JOIN (SELECT k, k * 2 FROM u) AS w (c, b) ON v.a = w.c`},
 	// Inner joins in the order of least cost (planner/rewrite's
 	// reorder_joins): chains of equalities (one class), an OR sharing its
 	// join condition, a relation no predicate connects, a LEFT JOIN among
@@ -271,6 +308,25 @@ var featureTables = []struct {
 			appendOrNull(b[2], i == 10, func() { b[2].(*array.TimestampBuilder).Append(arrow.Timestamp(edgeTimes[i].UnixMicro())) })
 			appendOrNull(b[3], i == 6, func() { b[3].(*array.Float64Builder).Append(edgeDoubles[i]) })
 			appendOrNull(b[4], i == 4, func() { b[4].(*array.Int64Builder).Append(edgeInts[i]) })
+		},
+	},
+	{
+		// m: money and dates, as TPC-H stores them: DECIMALs (stored as
+		// integers, NULLs too) and DATEs around month ends and leap days.
+		name: "m",
+		cols: []column{{"id", "BIGINT", "BIGINT"}, {"amt", "DECIMAL(15,2)", "DECIMAL(15,2)"}, {"rate", "DECIMAL(4,3)", "DECIMAL(4,3)"},
+			{"d", "DATE", "DATE"}},
+		rows: 30,
+		row: func(i int, b []array.Builder) {
+			b[0].(*array.Int64Builder).Append(int64(i + 1))
+			appendOrNull(b[1], i%7 == 6, func() {
+				b[1].(*array.Decimal128Builder).Append(decimal128.FromI64(int64(h(i, 61)%200000) - 50000))
+			})
+			appendOrNull(b[2], i%9 == 8, func() { b[2].(*array.Decimal128Builder).Append(decimal128.FromI64(int64(h(i, 62)%11) * 10)) })
+			day0 := time.Date(2024, 1, 28, 0, 0, 0, 0, time.UTC)
+			appendOrNull(b[3], i%8 == 5, func() {
+				b[3].(*array.Date32Builder).Append(arrow.Date32FromTime(day0.AddDate(0, 0, int(h(i, 63)%400))))
+			})
 		},
 	},
 	{

@@ -65,6 +65,13 @@ func (t table) schema() *arrow.Schema {
 			dt = arrow.BinaryTypes.String
 		case "TIMESTAMP":
 			dt = arrow.FixedWidthTypes.Timestamp_us
+		case "DATE":
+			dt = arrow.FixedWidthTypes.Date32
+		default:
+			var p, s int32
+			if _, err := fmt.Sscanf(c.sqlType, "DECIMAL(%d,%d)", &p, &s); err == nil {
+				dt = &arrow.Decimal128Type{Precision: p, Scale: s}
+			}
 		}
 		fs[i] = arrow.Field{Name: c.name, Type: dt, Nullable: true}
 	}

@@ -105,12 +105,12 @@ func TestExitCodes(t *testing.T) {
 		{[]string{"explain", "--infra", hugeInf, ok}, 2, "huge.yaml:3:49: worker.count: 9223372036854775807 machines is more than 10000", 1},
 		// Queries that are wrong: file:line:col.
 		{[]string{"run", syntax}, 2, `syntax.sql:1:10: unexpected "FORM", expected "FROM"`, 1},
-		{[]string{"run", "--local", unbound}, 2, `unbound.sql:1:15: unknown stream or table "nowhere"`, 1},
+		{[]string{"run", "--local", unbound}, 2, `unbound.sql:1:15: unknown stream, table or view "nowhere"`, 1},
 		{[]string{"explain", syntax}, 2, `syntax.sql:1:10: unexpected "FORM"`, 3},
-		{[]string{"explain", unbound}, 2, `unbound.sql:1:15: unknown stream or table "nowhere"`, 3},
+		{[]string{"explain", unbound}, 2, `unbound.sql:1:15: unknown stream, table or view "nowhere"`, 3},
 		{[]string{"fmt", syntax}, 2, `syntax.sql:1:10: unexpected "FORM"`, 3},
-		{[]string{"repl", "-f", unbound}, 2, `unbound.sql:1:15: unknown stream or table "nowhere"`, 3},
-		{[]string{"repl", "-c", "SELECT k FROM s"}, 2, `-c:1:15: unknown stream or table "s"`, 3},
+		{[]string{"repl", "-f", unbound}, 2, `unbound.sql:1:15: unknown stream, table or view "nowhere"`, 3},
+		{[]string{"repl", "-c", "SELECT k FROM s"}, 2, `-c:1:15: unknown stream, table or view "s"`, 3},
 		{[]string{"explain", "--analyze", syntax}, 2, `syntax.sql:1:10: unexpected "FORM"`, 1},
 		// Failures while running: 1.
 		{[]string{"run", "--nats", dead, natsQuery}, 1, "connect to " + dead, 1},

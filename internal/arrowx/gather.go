@@ -2,6 +2,9 @@ package arrowx
 
 import (
 	"context"
+	"errors"
+	"fmt"
+	"math"
 	"unsafe"
 
 	"github.com/apache/arrow/go/v17/arrow"
@@ -108,7 +111,14 @@ func gather(ctx context.Context, mem memory.Allocator, a arrow.Array, idx []int3
 		w := dt.BitWidth() / 8
 		return build([]*memory.Buffer{gatherFixed(mem, d.Buffers()[1].Bytes()[d.Offset()*w:], w, idx)}, nil), nil
 	case *arrow.StringType, *arrow.BinaryType:
-		return build(gatherVarBinary(mem, d, idx), nil), nil
+		bufs, err := gatherVarBinary(mem, d, idx, math.MaxInt32)
+		if err != nil {
+			if validity != nil {
+				validity.Release()
+			}
+			return nil, err
+		}
+		return build(bufs, nil), nil
 	case *arrow.FixedSizeListType:
 		// A tensor: each row is size values of the child, gathered as one
 		// fixed-width block of size x width bytes.
@@ -200,24 +210,34 @@ func gatherT[T uint8 | uint16 | uint32 | uint64](dst, src []T, idx []int32) {
 	}
 }
 
-// gatherVarBinary gathers a string or binary column: offsets and data.
-func gatherVarBinary(mem memory.Allocator, d arrow.ArrayData, idx []int32) []*memory.Buffer {
+// ErrTooLarge: a gathered string or binary column would hold more bytes
+// than its 32-bit offsets address (2 GiB). Operators gather in pieces small
+// enough (a join's maxJoinOut rows), so this is a guard, not a limit users
+// meet: the sum is taken in 64 bits and checked, never wrapped.
+var ErrTooLarge = errors.New("column too large for 32-bit offsets")
+
+// gatherVarBinary gathers a string or binary column: offsets and data. The
+// data's size is summed in 64 bits; above limit it is ErrTooLarge.
+func gatherVarBinary(mem memory.Allocator, d arrow.ArrayData, idx []int32, limit int64) ([]*memory.Buffer, error) {
 	offs := arrow.Int32Traits.CastFromBytes(d.Buffers()[1].Bytes())[d.Offset():]
 	var data []byte
 	if b := d.Buffers()[2]; b != nil {
 		data = b.Bytes()
 	}
-	total := 0
+	total := int64(0)
 	for _, i := range idx {
 		if i >= 0 {
-			total += int(offs[i+1] - offs[i])
+			total += int64(offs[i+1] - offs[i])
 		}
+	}
+	if total > limit {
+		return nil, fmt.Errorf("%w: %d rows of %d bytes", ErrTooLarge, len(idx), total)
 	}
 	ob := memory.NewResizableBuffer(mem)
 	ob.Resize((len(idx) + 1) * 4)
 	oo := arrow.Int32Traits.CastFromBytes(ob.Bytes())
 	db := memory.NewResizableBuffer(mem)
-	db.Resize(total)
+	db.Resize(int(total))
 	dd := db.Bytes()
 	pos := int32(0)
 	for k, i := range idx {
@@ -227,5 +247,5 @@ func gatherVarBinary(mem memory.Allocator, d arrow.ArrayData, idx []int32) []*me
 		}
 	}
 	oo[len(idx)] = pos
-	return []*memory.Buffer{ob, db}
+	return []*memory.Buffer{ob, db}, nil
 }

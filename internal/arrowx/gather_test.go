@@ -2,7 +2,9 @@ package arrowx
 
 import (
 	"context"
+	"errors"
 	"math/rand/v2"
+	"strings"
 	"testing"
 
 	"github.com/apache/arrow/go/v17/arrow"
@@ -127,4 +129,26 @@ func BenchmarkGatherTensor(b *testing.B) {
 			out.Release()
 		}
 	})
+}
+
+// A gathered string column's size is summed in 64 bits: past the 2 GiB its
+// 32-bit offsets address it is ErrTooLarge, not a wrapped offset and a
+// panic (the limit is small here; the real one is math.MaxInt32).
+func TestGatherStringsPastTheOffsetLimitIsAnError(t *testing.T) {
+	b := array.NewStringBuilder(memory.DefaultAllocator)
+	defer b.Release()
+	b.Append(strings.Repeat("x", 1000))
+	a := b.NewArray()
+	defer a.Release()
+	idx := make([]int32, 3000)
+	if _, err := gatherVarBinary(memory.DefaultAllocator, a.Data(), idx, 2_999_999); !errors.Is(err, ErrTooLarge) {
+		t.Fatalf("3,000,000 bytes under a limit of 2,999,999: %v", err)
+	}
+	bufs, err := gatherVarBinary(memory.DefaultAllocator, a.Data(), idx, 3_000_000)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, buf := range bufs {
+		buf.Release()
+	}
 }

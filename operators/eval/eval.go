@@ -293,6 +293,18 @@ func (n *castNode) castStrict(c *functions.Ctx, d compute.Datum) (compute.Datum,
 		defer out.Release()
 		return compute.NewDatum(out), nil
 	}
+	if expr.IsDecimal(n.from) || expr.IsDecimal(n.to) || n.from.ID() == arrow.DATE32 || n.to.ID() == arrow.DATE32 {
+		a := d.(*compute.ArrayDatum).MakeArray()
+		defer a.Release()
+		out, ok, err := castTemporalOrDecimal(c.Mem, a, n.to)
+		if err != nil {
+			return nil, &ExprError{Expr: n.src.String(), Err: err}
+		}
+		if ok {
+			defer out.Release()
+			return compute.NewDatum(out), nil
+		}
+	}
 	if formatsAsDuckDB(n.from, n.to) {
 		a := d.(*compute.ArrayDatum).MakeArray()
 		defer a.Release()

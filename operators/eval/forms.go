@@ -398,7 +398,14 @@ func appendFrom(b array.Builder, a arrow.Array, i int) {
 		b.Append(a.(*array.Timestamp).Value(i))
 	case *array.DurationBuilder:
 		b.Append(a.(*array.Duration).Value(i))
+	case *array.Decimal128Builder:
+		b.Append(a.(*array.Decimal128).Value(i))
+	case *array.Date32Builder:
+		b.Append(a.(*array.Date32).Value(i))
+	case *array.MonthDayNanoIntervalBuilder:
+		b.Append(a.(*array.MonthDayNanoInterval).Value(i))
 	default:
-		b.AppendNull()
+		// A type without a case here would silently become NULL.
+		panic(fmt.Sprintf("eval: CASE over %s", b.Type()))
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"time"
 
 	"github.com/apache/arrow/go/v17/arrow"
+	"github.com/apache/arrow/go/v17/arrow/decimal128"
 
 	"github.com/tierflow/tierflow/operators/sources"
 	"github.com/tierflow/tierflow/planner/expr"
@@ -58,35 +59,49 @@ func (b *builder) noteBounds(s *logical.Scan, pred expr.Expr) {
 	b.bounds[s] = bounds
 }
 
-// boundColumn is the column a comparison reads, itself or widened by a
-// cast between numbers (which keeps its order); nil otherwise.
+// boundColumn is the column a comparison reads, itself or through a cast
+// that keeps its values exactly and in order (a widening: INT to BIGINT, to
+// DOUBLE or to a DECIMAL; a DECIMAL to one of more digits or a larger scale;
+// a DATE to a TIMESTAMP), so that the constant bounds the stored values;
+// nil otherwise.
 func boundColumn(e expr.Expr) *expr.Column {
 	switch x := e.(type) {
 	case *expr.Column:
 		return x
 	case *expr.Cast:
-		if c, ok := x.Expr.(*expr.Column); ok && numeric(c.DataType) && numeric(x.To) {
+		if c, ok := x.Expr.(*expr.Column); ok && widening(c.DataType, x.To) {
 			return c
 		}
 	}
 	return nil
 }
 
-func numeric(t arrow.DataType) bool {
-	switch t.ID() {
-	case arrow.INT8, arrow.INT16, arrow.INT32, arrow.INT64, arrow.FLOAT32, arrow.FLOAT64:
+func widening(from, to arrow.DataType) bool {
+	switch {
+	case from.ID() == arrow.DATE32 && to.ID() == arrow.TIMESTAMP:
 		return true
+	case expr.IsInteger(from) && (expr.IsInteger(to) || expr.IsFloat(to) || expr.IsDecimal(to)):
+		return true
+	case expr.IsFloat(from) && expr.IsFloat(to):
+		return true
+	case expr.IsDecimal(from) && expr.IsFloat(to):
+		return true
+	case expr.IsDecimal(from) && expr.IsDecimal(to):
+		return to.(*arrow.Decimal128Type).Scale >= from.(*arrow.Decimal128Type).Scale
 	}
 	return false
 }
 
-// constValue is a literal's value as a Bound takes it: int64, float64,
-// string or time.Time; nil for anything else. A cast of a literal is looked
-// through only between numbers (a rounding cast to an integer is not: its
-// float value then fits no integer column's statistics and bounds nothing).
+func numeric(t arrow.DataType) bool { return expr.IsNumeric(t) }
+
+// constValue is a literal's value as a Bound takes it: int64, float64, a
+// DECIMAL as its exact *big.Rat, string or time.Time; nil for anything else.
+// A cast of a literal is looked through only between numbers (a rounding
+// cast to an integer is not: its float value then fits no integer column's
+// statistics and bounds nothing).
 func constValue(e expr.Expr) any {
 	if c, ok := e.(*expr.Cast); ok {
-		if !numeric(c.To) {
+		if !numeric(c.To) || (expr.IsInteger(c.To) && !expr.IsInteger(c.Expr.Type())) {
 			return nil
 		}
 		e = c.Expr
@@ -102,6 +117,8 @@ func constValue(e expr.Expr) any {
 		return int64(v)
 	case time.Time:
 		return v
+	case decimal128.Num:
+		return expr.DecimalRat(v, l.DataType.(*arrow.Decimal128Type).Scale)
 	}
 	return nil
 }

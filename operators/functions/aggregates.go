@@ -2,12 +2,15 @@ package functions
 
 import (
 	"fmt"
-	"github.com/tierflow/tierflow/planner/expr"
 	"math"
+	"math/big"
 
 	"github.com/apache/arrow/go/v17/arrow"
 	"github.com/apache/arrow/go/v17/arrow/array"
+	"github.com/apache/arrow/go/v17/arrow/decimal128"
 	"github.com/apache/arrow/go/v17/arrow/memory"
+
+	"github.com/tierflow/tierflow/planner/expr"
 )
 
 // Accumulator holds the state of one aggregate for many groups, indexed by dense
@@ -122,6 +125,8 @@ func (a *sumAcc[T]) Err() error { return a.err }
 
 func newSum(arg, ret arrow.DataType) (Accumulator, error) {
 	switch kindOf(arg) {
+	case kDecimal:
+		return newDecimalSum(arg, ret, false), nil
 	case kInt:
 		return &sumAcc[int64]{ret: ret}, nil
 	case kFloat:
@@ -186,6 +191,9 @@ type avgAcc[T number] struct {
 
 func newAvg(arg, ret arrow.DataType) (Accumulator, error) {
 	switch kindOf(arg) {
+	case kDecimal:
+		// The sum keeps the argument's scale; the mean divides it once.
+		return newDecimalSum(arg, expr.Decimal(expr.MaxDecimalPrecision, arg.(*arrow.Decimal128Type).Scale), true), nil
 	case kInt:
 		return &avgAcc[int64]{}, nil
 	case kFloat:
@@ -231,6 +239,8 @@ type minMaxAcc[T int64 | float64 | string | bool] struct {
 
 func newMinMax(arg arrow.DataType, isMax bool) (Accumulator, error) {
 	switch kindOf(arg) {
+	case kDecimal:
+		return &decMinMaxAcc{ret: arg, max: isMax}, nil
 	case kInt:
 		return &minMaxAcc[int64]{ret: arg, max: isMax, less: func(a, b int64) bool { return a < b },
 			get: func(a arrow.Array, i int) int64 { return Int64Values(a)[i] }}, nil
@@ -322,16 +332,18 @@ func (a *minMaxAcc[T]) Finish(mem memory.Allocator, gids []uint32) arrow.Array {
 // distinctAcc keeps each group's set of distinct non-NULL values and computes the
 // aggregate from the set at Finish; sets merge by union, so SESSION merging works.
 type distinctAcc struct {
-	name string
-	arg  kind
-	ret  arrow.DataType
-	sets []map[dkey]struct{}
+	name    string
+	arg     kind
+	argType arrow.DataType
+	ret     arrow.DataType
+	sets    []map[dkey]struct{}
 }
 
 type dkey struct {
 	i int64
 	f float64
 	s string
+	d decimal128.Num
 }
 
 func newDistinct(name string, arg, ret arrow.DataType) (Accumulator, error) {
@@ -344,7 +356,7 @@ func newDistinct(name string, arg, ret arrow.DataType) (Accumulator, error) {
 	if k == kNull {
 		return nil, fmt.Errorf("%s(DISTINCT): unsupported argument type %s", name, arg)
 	}
-	return &distinctAcc{name: name, arg: k, ret: ret}, nil
+	return &distinctAcc{name: name, arg: k, argType: arg, ret: ret}, nil
 }
 
 func (a *distinctAcc) Grow(n int) { a.sets = grow(a.sets, n) }
@@ -363,6 +375,8 @@ func (a *distinctAcc) Update(gids []uint32, arg arrow.Array, from int) {
 			key.f = v.float64(i)
 		case kString:
 			key.s = v.string(i)
+		case kDecimal:
+			key.d = v.decimal(i)
 		case kBool:
 			if v.bool(i) {
 				key.i = 1
@@ -393,6 +407,10 @@ func (a *distinctAcc) Finish(mem memory.Allocator, gids []uint32) arrow.Array {
 		}
 		if len(set) == 0 {
 			o.null()
+			continue
+		}
+		if a.arg == kDecimal {
+			a.finishDecimal(o, set)
 			continue
 		}
 		var si int64
@@ -435,4 +453,33 @@ func (a *distinctAcc) Finish(mem memory.Allocator, gids []uint32) arrow.Array {
 		}
 	}
 	return o.finish()
+}
+
+// finishDecimal computes a DISTINCT aggregate of DECIMALs from its set.
+func (a *distinctAcc) finishDecimal(o *out, set map[dkey]struct{}) {
+	var sum int128
+	var best decimal128.Num
+	first := true
+	for k := range set {
+		sum.add(k.d)
+		c := CompareDecimal(k.d, best)
+		if first || (a.name == "max" && c > 0) || (a.name == "min" && c < 0) {
+			best, first = k.d, false
+		}
+	}
+	switch a.name {
+	case "sum":
+		o.dec(sum.num())
+	case "avg":
+		scale := int32(0)
+		if d, ok := a.argType.(*arrow.Decimal128Type); ok {
+			scale = d.Scale
+		}
+		r := expr.DecimalRat(sum.num(), scale)
+		r.Quo(r, new(big.Rat).SetInt64(int64(len(set))))
+		f, _ := r.Float64()
+		o.f64(f)
+	default:
+		o.dec(best)
+	}
 }

@@ -9,6 +9,7 @@ import (
 	"github.com/apache/arrow/go/v17/arrow"
 	"github.com/apache/arrow/go/v17/arrow/array"
 	"github.com/apache/arrow/go/v17/arrow/compute"
+	"github.com/apache/arrow/go/v17/arrow/scalar"
 
 	"github.com/tierflow/tierflow/planner/expr"
 )
@@ -71,6 +72,12 @@ func temporalArith(kernel string, c *Ctx, ret arrow.DataType, args []compute.Dat
 func isTemporal(id arrow.Type) bool { return id == arrow.TIMESTAMP || id == arrow.DURATION }
 
 func addFunc(c *Ctx, ret arrow.DataType, args []compute.Datum, n int) (arrow.Array, error) {
+	if isDecimal(args[0]) {
+		return decBinary(c, ret, args, n, decAdd(ret, false))
+	}
+	if typeID(args[0]) == arrow.INTERVAL_MONTH_DAY_NANO || typeID(args[1]) == arrow.INTERVAL_MONTH_DAY_NANO {
+		return calendarArith(c, ret, args, n, 1)
+	}
 	if isTemporal(typeID(args[0])) {
 		return temporalArith("add", c, ret, args, n)
 	}
@@ -78,6 +85,12 @@ func addFunc(c *Ctx, ret arrow.DataType, args []compute.Datum, n int) (arrow.Arr
 }
 
 func subtractFunc(c *Ctx, ret arrow.DataType, args []compute.Datum, n int) (arrow.Array, error) {
+	if isDecimal(args[0]) {
+		return decBinary(c, ret, args, n, decAdd(ret, true))
+	}
+	if typeID(args[1]) == arrow.INTERVAL_MONTH_DAY_NANO {
+		return calendarArith(c, ret, args, n, -1)
+	}
 	if isTemporal(typeID(args[0])) {
 		return temporalArith("subtract", c, ret, args, n)
 	}
@@ -85,6 +98,13 @@ func subtractFunc(c *Ctx, ret arrow.DataType, args []compute.Datum, n int) (arro
 }
 
 func negateFunc(c *Ctx, ret arrow.DataType, args []compute.Datum, n int) (arrow.Array, error) {
+	if isDecimal(args[0]) {
+		return decUnary(c, ret, args, n, false)
+	}
+	if typeID(args[0]) == arrow.INTERVAL_MONTH_DAY_NANO {
+		zero := compute.NewDatum(scalar.NewMonthDayNanoIntervalScalar(arrow.MonthDayNanoInterval{}))
+		return calendarArith(c, ret, []compute.Datum{zero, args[0]}, n, -1)
+	}
 	if isTemporal(typeID(args[0])) {
 		return temporalArith("negate", c, ret, args, n)
 	}
@@ -92,7 +112,17 @@ func negateFunc(c *Ctx, ret arrow.DataType, args []compute.Datum, n int) (arrow.
 }
 
 func absFunc(c *Ctx, ret arrow.DataType, args []compute.Datum, n int) (arrow.Array, error) {
+	if isDecimal(args[0]) {
+		return decUnary(c, ret, args, n, true)
+	}
 	return computeArith("abs")(c, ret, args, n)
+}
+
+func multiplyFunc(c *Ctx, ret arrow.DataType, args []compute.Datum, n int) (arrow.Array, error) {
+	if isDecimal(args[0]) {
+		return decBinary(c, ret, args, n, decMul(ret))
+	}
+	return computeArith("multiply")(c, ret, args, n)
 }
 
 // divideFunc is a loop, not the compute kernel: SQL here wants NULL on a zero
@@ -169,6 +199,9 @@ func moduloFunc(c *Ctx, ret arrow.DataType, args []compute.Datum, n int) (arrow.
 
 func compareFunc(kernel string) ScalarFunc {
 	return func(c *Ctx, ret arrow.DataType, args []compute.Datum, n int) (arrow.Array, error) {
+		if isDecimal(args[0]) {
+			return decCompare(c, kernel, args, n)
+		}
 		if typeID(args[0]) == arrow.DURATION {
 			ia := []compute.Datum{asInt64(args[0]), asInt64(args[1])}
 			defer ia[0].Release()

@@ -8,8 +8,10 @@ import (
 // less orders two non-NULL values of the same canonical type at rows i, j.
 func lessAt(a *vec, i int, b *vec, j int) bool {
 	switch a.kind {
-	case kInt:
+	case kInt, kDate:
 		return a.int64(i) < b.int64(j)
+	case kDecimal:
+		return CompareDecimal(a.decimal(i), b.decimal(j)) < 0
 	case kFloat:
 		return a.float64(i) < b.float64(j)
 	case kString:

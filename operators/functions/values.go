@@ -6,8 +6,11 @@ import (
 
 	"github.com/apache/arrow/go/v17/arrow"
 	"github.com/apache/arrow/go/v17/arrow/array"
+	"github.com/apache/arrow/go/v17/arrow/decimal128"
 	"github.com/apache/arrow/go/v17/arrow/memory"
 	"github.com/apache/arrow/go/v17/arrow/scalar"
+
+	"github.com/tierflow/tierflow/planner/expr"
 )
 
 // ScalarOf converts a Go value (nil, bool, int64, float64, string, time.Time,
@@ -56,6 +59,28 @@ func ScalarOf(v any, t arrow.DataType) (scalar.Scalar, error) {
 		if d, ok := v.(time.Duration); ok {
 			return scalar.NewDurationScalar(arrow.Duration(d/time.Microsecond), t), nil
 		}
+	case arrow.DECIMAL128:
+		switch x := v.(type) {
+		case decimal128.Num:
+			return scalar.NewDecimal128Scalar(x, t), nil
+		case int64:
+			n, ok := expr.RescaleDecimal(decimal128.FromI64(x), 0, t.(*arrow.Decimal128Type).Scale, t.(*arrow.Decimal128Type).Precision)
+			if ok {
+				return scalar.NewDecimal128Scalar(n, t), nil
+			}
+		case float64:
+			if n, ok := expr.DecimalFromFloat(x, t.(*arrow.Decimal128Type).Scale); ok {
+				return scalar.NewDecimal128Scalar(n, t), nil
+			}
+		}
+	case arrow.DATE32:
+		if ts, ok := v.(time.Time); ok {
+			return scalar.NewDate32Scalar(arrow.Date32FromTime(ts)), nil
+		}
+	case arrow.INTERVAL_MONTH_DAY_NANO:
+		if iv, ok := v.(arrow.MonthDayNanoInterval); ok {
+			return scalar.NewMonthDayNanoIntervalScalar(iv), nil
+		}
 	case arrow.BINARY:
 		if b, ok := v.([]byte); ok {
 			return scalar.NewBinaryScalar(memory.NewBufferBytes(b), t), nil
@@ -94,6 +119,12 @@ func ArrayOf(mem memory.Allocator, t arrow.DataType, vals []any) (arrow.Array, e
 			b.(*array.TimestampBuilder).Append(s.Value)
 		case *scalar.Duration:
 			b.(*array.DurationBuilder).Append(s.Value)
+		case *scalar.Decimal128:
+			b.(*array.Decimal128Builder).Append(s.Value)
+		case *scalar.Date32:
+			b.(*array.Date32Builder).Append(s.Value)
+		case *scalar.MonthDayNanoInterval:
+			b.(*array.MonthDayNanoIntervalBuilder).Append(s.Value)
 		case *scalar.Binary:
 			b.(*array.BinaryBuilder).Append(s.Value.Bytes())
 		}
@@ -148,6 +179,10 @@ func ValueAt(a arrow.Array, i int) any {
 	case *array.Duration:
 		unit := a.DataType().(*arrow.DurationType).Unit
 		return time.Duration(a.Value(i)) * unit.Multiplier()
+	case *array.Decimal128:
+		return a.Value(i)
+	case *array.MonthDayNanoInterval:
+		return a.Value(i)
 	}
 	return a.ValueStr(i)
 }

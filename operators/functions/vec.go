@@ -7,6 +7,7 @@ import (
 	"github.com/apache/arrow/go/v17/arrow"
 	"github.com/apache/arrow/go/v17/arrow/array"
 	"github.com/apache/arrow/go/v17/arrow/compute"
+	"github.com/apache/arrow/go/v17/arrow/decimal128"
 	"github.com/apache/arrow/go/v17/arrow/memory"
 	"github.com/apache/arrow/go/v17/arrow/scalar"
 )
@@ -24,6 +25,7 @@ type vec struct {
 	sval   string
 	bools  *array.Boolean
 	bval   bool
+	dec    []decimal128.Num // DECIMAL: unscaled values of one scale
 	blob   *array.Binary
 	blobv  []byte
 }
@@ -37,6 +39,8 @@ const (
 	kFloat
 	kString
 	kBool
+	kDecimal
+	kDate // DATE: int32 days (two dates compare as such)
 	kBlob
 )
 
@@ -50,6 +54,10 @@ func kindOf(t arrow.DataType) kind {
 		return kString
 	case arrow.BOOL:
 		return kBool
+	case arrow.DECIMAL128:
+		return kDecimal
+	case arrow.DATE32:
+		return kDate
 	case arrow.BINARY:
 		return kBlob
 	}
@@ -82,6 +90,12 @@ func arrayVec(a arrow.Array) (*vec, error) {
 		v.str = a.(*array.String)
 	case arrow.BOOL:
 		v.bools = a.(*array.Boolean)
+	case arrow.DECIMAL128:
+		v.dec = decVals(a)
+	case arrow.DATE32:
+		for _, d := range a.(*array.Date32).Date32Values() {
+			v.i64 = append(v.i64, int64(d))
+		}
 	case arrow.BINARY:
 		v.blob = a.(*array.Binary)
 	case arrow.NULL:
@@ -109,6 +123,10 @@ func scalarVec(s scalar.Scalar) (*vec, error) {
 		v.sval = string(s.Value.Bytes())
 	case *scalar.Boolean:
 		v.bval = s.Value
+	case *scalar.Decimal128:
+		v.dec = []decimal128.Num{s.Value}
+	case *scalar.Date32:
+		v.i64 = []int64{int64(s.Value)}
 	case *scalar.Binary:
 		v.blobv = s.Value.Bytes()
 	default:
@@ -159,6 +177,13 @@ func (v *vec) string(i int) string {
 	return v.str.Value(i)
 }
 
+func (v *vec) decimal(i int) decimal128.Num {
+	if v.const_ {
+		return v.dec[0]
+	}
+	return v.dec[i]
+}
+
 // bytes is row i of a BLOB argument; it aliases the Arrow buffer.
 func (v *vec) bytes(i int) []byte {
 	if v.const_ {
@@ -189,6 +214,7 @@ type out struct {
 	f64 func(float64)
 	str func(string)
 	bl  func(bool)
+	dec func(decimal128.Num)
 	bin func([]byte)
 }
 
@@ -208,6 +234,10 @@ func newOut(mem memory.Allocator, t arrow.DataType, n int) *out {
 		o.str = b.Append
 	case *array.BooleanBuilder:
 		o.bl = b.UnsafeAppend
+	case *array.Decimal128Builder:
+		o.dec = b.UnsafeAppend
+	case *array.Date32Builder:
+		o.i64 = func(x int64) { b.UnsafeAppend(arrow.Date32(x)) }
 	case *array.BinaryBuilder:
 		o.bin = b.Append
 	}
@@ -229,6 +259,8 @@ func (o *out) copyFrom(v *vec, i int) {
 		o.str(v.string(i))
 	case o.bl != nil:
 		o.bl(v.bool(i))
+	case o.dec != nil:
+		o.dec(v.decimal(i))
 	case o.bin != nil:
 		o.bin(v.bytes(i))
 	default:

@@ -10,6 +10,7 @@ import (
 	"github.com/apache/arrow/go/v17/arrow"
 	"github.com/apache/arrow/go/v17/arrow/array"
 	"github.com/apache/arrow/go/v17/arrow/compute"
+	"github.com/apache/arrow/go/v17/arrow/decimal128"
 	"github.com/apache/arrow/go/v17/arrow/memory"
 
 	"github.com/tierflow/tierflow/operators/eval"
@@ -480,6 +481,11 @@ func (h *HashAggregate) Release() {
 func constValue(e expr.Expr) (any, bool) {
 	switch x := e.(type) {
 	case *expr.Literal:
+		if d, ok := x.Value.(decimal128.Num); ok {
+			// A constant argument (quantile_cont(x, 0.9)) as the number
+			// the accumulator takes.
+			return expr.DecimalFloat64(d, x.DataType.(*arrow.Decimal128Type).Scale), true
+		}
 		return x.Value, x.Value != nil
 	case *expr.Cast:
 		v, ok := constValue(x.Expr)

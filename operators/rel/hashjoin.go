@@ -507,9 +507,55 @@ func (j *HashJoin) matches(keys []arrow.Array, n int, li, ri []int32) ([]int32, 
 // matches (inner). rec is not released. A BuildSemi or BuildAnti join only
 // marks the build rows rec matches, and outputs nothing (EmitBuild).
 func (j *HashJoin) Probe(rec arrow.Record) (arrow.Record, error) {
+	var outs []arrow.Record
+	err := j.ProbeEach(rec, func(r arrow.Record) error { outs = append(outs, r); return nil })
+	defer func() {
+		for _, r := range outs {
+			r.Release()
+		}
+	}()
+	switch {
+	case err != nil || len(outs) == 0:
+		return nil, err
+	case len(outs) == 1:
+		outs[0].Retain()
+		return outs[0], nil
+	}
+	cols := make([]arrow.Array, outs[0].NumCols())
+	defer func() { releaseArrays(cols) }()
+	rows := int64(0)
+	for c := range cols {
+		parts := make([]arrow.Array, len(outs))
+		for k, r := range outs {
+			parts[k] = r.Column(c)
+		}
+		a, err := array.Concatenate(parts, j.mem)
+		if err != nil {
+			return nil, fmt.Errorf("join: %w", err)
+		}
+		cols[c] = a
+	}
+	for _, r := range outs {
+		rows += r.NumRows()
+	}
+	return array.NewRecord(outs[0].Schema(), cols, rows), nil
+}
+
+// maxJoinOut bounds the rows of one record a probe emits. A batch whose
+// rows each match many (a cross product, a key many rows share) comes out
+// in pieces of this many rows: no record's string columns then outgrow the
+// 2 GiB their 32-bit offsets address (a q2 at scale factor 1, joined in
+// FROM order, made 41 million rows of one batch and overflowed them), and
+// the operator after the join sees batches of a size it can work in.
+const maxJoinOut = 1 << 16
+
+// ProbeEach joins one batch of the left side with the built table and hands
+// the joined rows to emit (which takes them) in records of at most
+// maxJoinOut rows.
+func (j *HashJoin) ProbeEach(rec arrow.Record, emit func(arrow.Record) error) error {
 	keys, err := evalKeys(j.fctx, j.leftEv, rec)
 	if err != nil {
-		return nil, err
+		return err
 	}
 	defer releaseArrays(keys)
 	n := int(rec.NumRows())
@@ -517,18 +563,38 @@ func (j *HashJoin) Probe(rec arrow.Record) (arrow.Record, error) {
 	j.li, j.ri = li, ri
 	switch {
 	case j.spec.Kind.probeOnly():
-		return j.probeOnly(rec, keys, li, ri)
+		// At most one row out per probe row: the batch's size bounds it.
+		out, err := j.probeOnly(rec, keys, li, ri)
+		if err != nil || out == nil {
+			return err
+		}
+		return emit(out)
 	case j.spec.Kind.buildOutput():
-		return nil, j.markBuild(rec, li, ri)
+		return j.markBuild(rec, li, ri)
 	}
 	once = once && !j.gatherAll
-	if len(li) == 0 {
-		return nil, nil
+	for from := 0; from < len(li); from += maxJoinOut {
+		to := min(from+maxJoinOut, len(li))
+		// The probe side's columns go on as they are only when this
+		// piece is the whole batch, row for row.
+		whole := once && from == 0 && to == len(li)
+		var out arrow.Record
+		if j.residual != nil {
+			out, err = j.probeResidual(rec, li[from:to], ri[from:to], whole)
+		} else {
+			out, err = gatherJoin(j.fctx, j.schema, rec.Columns(), j.tab.right, li[from:to], ri[from:to], whole)
+		}
+		if err != nil {
+			return err
+		}
+		if out == nil {
+			continue
+		}
+		if err := emit(out); err != nil {
+			return err
+		}
 	}
-	if j.residual != nil {
-		return j.probeResidual(rec, li, ri, once)
-	}
-	return gatherJoin(j.fctx, j.schema, rec.Columns(), j.tab.right, li, ri, once)
+	return nil
 }
 
 // passing narrows the pairs (li, ri) to those that pass the residual; sel

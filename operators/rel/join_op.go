@@ -71,16 +71,14 @@ func (s *StreamTableJoin) probe(ctx *dataflow.Context, rec arrow.Record, ingest 
 	if s.stats != nil {
 		s.stats.RowsIn.Add(rec.NumRows())
 	}
-	out, err := s.j.Probe(rec)
-	rec.Release()
-	if err != nil || out == nil {
-		return err
-	}
-	if s.stats != nil {
-		s.stats.RowsOut.Add(out.NumRows())
-	}
-	// A batch that waited for the table keeps its own ingest time.
-	return ctx.EmitIngest(0, cap, out, ingest)
+	defer rec.Release()
+	return s.j.ProbeEach(rec, func(out arrow.Record) error {
+		if s.stats != nil {
+			s.stats.RowsOut.Add(out.NumRows())
+		}
+		// A batch that waited for the table keeps its own ingest time.
+		return ctx.EmitIngest(0, cap, out, ingest)
+	})
 }
 
 // OnFrontier builds the table once its input is complete and drains the stream

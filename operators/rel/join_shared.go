@@ -164,15 +164,13 @@ func (p *JoinProbe) probe(ctx *dataflow.Context, rec arrow.Record, ingest int64,
 	if st != nil {
 		st.ProbeRows.Add(rec.NumRows())
 	}
-	out, err := p.j.Probe(rec)
-	rec.Release()
-	if err != nil || out == nil {
-		return err
-	}
-	if st != nil {
-		st.OutRows.Add(out.NumRows())
-	}
-	return ctx.EmitIngest(0, cap, out, ingest)
+	defer rec.Release()
+	return p.j.ProbeEach(rec, func(out arrow.Record) error {
+		if st != nil {
+			st.OutRows.Add(out.NumRows())
+		}
+		return ctx.EmitIngest(0, cap, out, ingest)
+	})
 }
 
 // OnFrontier takes the table once it is built and probes the batches that

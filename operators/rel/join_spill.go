@@ -178,11 +178,7 @@ func (s *SpillJoin) write(files []*spillFile, rec arrow.Record, right bool) erro
 }
 
 func (s *SpillJoin) probe(ctx *dataflow.Context, j *HashJoin, rec arrow.Record) error {
-	out, err := j.Probe(rec)
-	if err != nil || out == nil {
-		return err
-	}
-	return ctx.Emit(0, s.held, out)
+	return j.ProbeEach(rec, func(out arrow.Record) error { return ctx.Emit(0, s.held, out) })
 }
 
 // OnFrontier builds the table in memory when the right side ends without

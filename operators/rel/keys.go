@@ -329,6 +329,13 @@ func encodeKey(buf []byte, cols []arrow.Array, i int) []byte {
 			buf = binary.LittleEndian.AppendUint64(buf, math.Float64bits(a.Value(i)))
 		case *array.Timestamp:
 			buf = binary.LittleEndian.AppendUint64(buf, uint64(a.Value(i)))
+		case *array.Decimal128:
+			// One scale per key column: equal values, equal words.
+			v := a.Value(i)
+			buf = binary.LittleEndian.AppendUint64(buf, v.LowBits())
+			buf = binary.LittleEndian.AppendUint64(buf, uint64(v.HighBits()))
+		case *array.Date32:
+			buf = binary.LittleEndian.AppendUint32(buf, uint32(a.Value(i)))
 		case *array.Boolean:
 			if a.Value(i) {
 				buf = append(buf, 1)
@@ -389,6 +396,8 @@ func appendValue(b array.Builder, a arrow.Array, i int) {
 		b.(*array.Date32Builder).Append(a.Value(i))
 	case *array.Date64:
 		b.(*array.Date64Builder).Append(a.Value(i))
+	case *array.Decimal128:
+		b.(*array.Decimal128Builder).Append(a.Value(i))
 	default:
 		_ = b.AppendValueFromString(a.ValueStr(i))
 	}

@@ -197,6 +197,16 @@ func compareRows(a arrow.Array, i, j int) int {
 		return cmpOrdered(a.Value(i), a.Value(j))
 	case *array.Timestamp:
 		return cmpOrdered(a.Value(i), a.Value(j))
+	case *array.Decimal128:
+		return functions.CompareDecimal(a.Value(i), a.Value(j))
+	case *array.Date32:
+		return cmpOrdered(int32(a.Value(i)), int32(a.Value(j)))
+	case *array.Int16:
+		return cmpOrdered(int32(a.Value(i)), int32(a.Value(j)))
+	case *array.Int8:
+		return cmpOrdered(int32(a.Value(i)), int32(a.Value(j)))
+	case *array.Duration:
+		return cmpOrdered(int64(a.Value(i)), int64(a.Value(j)))
 	case *array.Boolean:
 		x, y := a.Value(i), a.Value(j)
 		if x == y {

@@ -295,6 +295,12 @@ func rowVsBar(a, bar arrow.Array, j int) func(i int) int {
 	case *array.Timestamp:
 		v := bar.(*array.Timestamp).Value(j)
 		return typed(func(i int) int { return cmp.Compare(x.Value(i), v) })
+	case *array.Decimal128:
+		v := bar.(*array.Decimal128).Value(j)
+		return typed(func(i int) int { return functions.CompareDecimal(x.Value(i), v) })
+	case *array.Date32:
+		v := bar.(*array.Date32).Value(j)
+		return typed(func(i int) int { return cmp.Compare(x.Value(i), v) })
 	}
 	// Other types: the sort's own comparison, across the two arrays.
 	return typed(func(i int) int {

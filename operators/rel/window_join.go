@@ -196,17 +196,13 @@ func (w *WindowJoin) joinWindow(ctx *dataflow.Context, st *[2][]arrow.Record) er
 		return err
 	}
 	for _, r := range st[0] {
-		out, err := j.Probe(r)
+		err := j.ProbeEach(r, func(out arrow.Record) error {
+			if w.stats != nil {
+				w.stats.RowsOut.Add(out.NumRows())
+			}
+			return ctx.Emit(0, w.held, out)
+		})
 		if err != nil {
-			return err
-		}
-		if out == nil {
-			continue
-		}
-		if w.stats != nil {
-			w.stats.RowsOut.Add(out.NumRows())
-		}
-		if err := ctx.Emit(0, w.held, out); err != nil {
 			return err
 		}
 	}

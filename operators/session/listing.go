@@ -169,6 +169,20 @@ func Describe(name, at string, cat *catalog.Catalog, funcs *expr.Registry) (List
 	if x := cat.Table(name); x != nil {
 		return columnListing("Table "+x.Name+" ("+strings.TrimSpace(x.Format+" "+quote(x.Path))+")", x.Columns), nil
 	}
+	if v := cat.View(name); v != nil {
+		// Its columns are those of its query, bound against the catalog.
+		st := &lang.Query{Select: &lang.Select{Items: []*lang.SelectItem{{Star: true}},
+			From: []*lang.FromItem{{Table: &lang.TableRef{Name: v.Name}}}}}
+		plan, err := bind.New(cat).Bind(st)
+		if err != nil {
+			return Listing{}, err
+		}
+		t := listing("View "+v.Name, "column", "type")
+		for _, f := range plan.Root.Schema().Fields() {
+			t.Rows = append(t.Rows, []string{f.Name, expr.TypeName(f.Type)})
+		}
+		return t, nil
+	}
 	if x := cat.Sink(name); x != nil {
 		t := listing("Sink "+x.Name, "kind", "target", "format")
 		t.Rows = [][]string{{x.Kind, x.Target, x.Format}}

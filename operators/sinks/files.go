@@ -12,8 +12,6 @@ import (
 	"github.com/apache/arrow/go/v17/arrow"
 	"github.com/apache/arrow/go/v17/parquet"
 	"github.com/apache/arrow/go/v17/parquet/pqarrow"
-
-	"github.com/tierflow/tierflow/operators/functions"
 )
 
 // CSV writes a header and then rows under the rule the CSV sources read
@@ -43,7 +41,7 @@ func (c *CSV) Write(rec arrow.Record) error {
 	for i := 0; i < int(rec.NumRows()); i++ {
 		c.vals = c.vals[:0]
 		for j := 0; j < int(rec.NumCols()); j++ {
-			c.vals = append(c.vals, functions.ValueAt(rec.Column(j), i))
+			c.vals = append(c.vals, Value(rec.Column(j), i))
 		}
 		c.line = AppendCSVRow(c.line[:0], c.vals)
 		if _, err := c.w.Write(c.line); err != nil {
@@ -171,7 +169,7 @@ func appendJSONRow(dst []byte, rec arrow.Record, names [][]byte, i int, text boo
 		}
 		dst = append(dst, names[c]...)
 		dst = append(dst, ':')
-		v := functions.ValueAt(rec.Column(c), i)
+		v := Value(rec.Column(c), i)
 		if t, ok := v.(time.Time); ok && !text {
 			v = t.UTC().Format(time.RFC3339Nano)
 		} else {

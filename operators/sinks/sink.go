@@ -1,6 +1,7 @@
 package sinks
 
 import (
+	"encoding/json"
 	"fmt"
 	"io"
 	"strconv"
@@ -10,9 +11,11 @@ import (
 	"time"
 
 	"github.com/apache/arrow/go/v17/arrow"
+	"github.com/apache/arrow/go/v17/arrow/array"
 
 	"github.com/tierflow/tierflow/dataflow"
 	"github.com/tierflow/tierflow/operators/functions"
+	"github.com/tierflow/tierflow/planner/expr"
 )
 
 // Writer consumes result batches. Write does not keep rec past the call.
@@ -150,6 +153,25 @@ func (s *Sink) write(instance int, epoch dataflow.Epoch, rec arrow.Record) error
 
 // FormatValue renders one cell for text outputs: timestamps as
 // "2006-01-02 15:04:05.999999", NULL as the given null text.
+// Value is row i of a as a sink writes it: functions.ValueAt's Go value,
+// except that a DECIMAL is its exact digits (a json.Number, so JSON writes
+// it as a number), a DATE its day (YYYY-MM-DD) and a calendar interval its
+// text (1 year 2 months), as DuckDB prints them.
+func Value(a arrow.Array, i int) any {
+	if a.IsNull(i) {
+		return nil
+	}
+	switch a := a.(type) {
+	case *array.Decimal128:
+		return json.Number(expr.DecimalString(a.Value(i), a.DataType().(*arrow.Decimal128Type).Scale))
+	case *array.Date32:
+		return a.Value(i).FormattedString()
+	case *array.MonthDayNanoInterval:
+		return expr.FormatCalendar(a.Value(i))
+	}
+	return functions.ValueAt(a, i)
+}
+
 func FormatValue(v any, null string) string {
 	switch x := v.(type) {
 	case nil:
@@ -162,6 +184,8 @@ func FormatValue(v any, null string) string {
 		return strconv.FormatFloat(x, 'g', -1, 64)
 	case string:
 		return x
+	case json.Number:
+		return string(x)
 	}
 	return fmt.Sprint(v)
 }
@@ -185,7 +209,7 @@ func (t *Table) Write(rec arrow.Record) error {
 	for i := 0; i < n; i++ {
 		cells[i] = make([]string, rec.NumCols())
 		for j := range cells[i] {
-			cells[i][j] = FormatValue(functions.ValueAt(rec.Column(j), i), "NULL")
+			cells[i][j] = FormatValue(Value(rec.Column(j), i), "NULL")
 		}
 	}
 	if t.widths == nil {

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"math"
+	"math/big"
 	"strconv"
 	"strings"
 	"time"
@@ -11,7 +12,10 @@ import (
 
 	"github.com/apache/arrow/go/v17/arrow"
 	"github.com/apache/arrow/go/v17/arrow/array"
+	"github.com/apache/arrow/go/v17/arrow/decimal128"
 	"github.com/apache/arrow/go/v17/arrow/memory"
+
+	"github.com/tierflow/tierflow/planner/expr"
 )
 
 var timeLayouts = []string{time.RFC3339Nano, "2006-01-02 15:04:05.999999999", "2006-01-02T15:04:05.999999999", "2006-01-02 15:04", "2006-01-02"}
@@ -87,6 +91,26 @@ func convert(v any, t arrow.DataType) (any, error) {
 			return nil, fmt.Errorf("want a number, got %q", s)
 		}
 		return f, nil
+	case arrow.DECIMAL128:
+		var s string
+		switch x := v.(type) {
+		case string:
+			s = strings.TrimSpace(x)
+		case json.Number:
+			s = x.String()
+		default:
+			return nil, fmt.Errorf("want a number, got %v", v)
+		}
+		r, ok := new(big.Rat).SetString(s)
+		if !ok || strings.Contains(s, "/") {
+			return nil, fmt.Errorf("want a number, got %q", s)
+		}
+		d := t.(*arrow.Decimal128Type)
+		n, ok := expr.DecimalFromRat(r, d.Scale)
+		if !ok || !expr.FitsDecimal(n.BigInt(), d.Precision) {
+			return nil, fmt.Errorf("%s does not fit %s", s, expr.TypeName(t))
+		}
+		return n, nil
 	case arrow.TIMESTAMP, arrow.DATE32, arrow.DATE64:
 		switch x := v.(type) {
 		case string:
@@ -143,6 +167,8 @@ func appendTo(b array.Builder, v any) {
 		b.Append(arrow.Date32FromTime(v.(time.Time)))
 	case *array.Date64Builder:
 		b.Append(arrow.Date64FromTime(v.(time.Time)))
+	case *array.Decimal128Builder:
+		b.Append(v.(decimal128.Num))
 	default:
 		_ = b.AppendValueFromString(fmt.Sprint(v))
 	}

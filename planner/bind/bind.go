@@ -102,6 +102,9 @@ type Binder struct {
 	nowAt time.Time
 	// ctes are the WITH names in scope, innermost last.
 	ctes []*lang.CTE
+	// inView holds the views being bound (lower-case names), to refuse one
+	// that reads itself.
+	inView map[string]bool
 	// replaced maps a correlated subquery to the expression over the
 	// joined derived tables that stands for it (decorrelate); sqN numbers
 	// those tables.

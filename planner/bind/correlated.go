@@ -76,7 +76,7 @@ func (b *Binder) decorrelate(s *lang.Select, node logical.Node, sc *scope) (logi
 		if grouped[e] {
 			groups = s.GroupBy
 		}
-		if n2, sc2 := b.decorrelateOne(e, node, sc, grouped[e], groups); n2 != nil {
+		if n2, sc2 := b.decorrelateOne(e, s, node, sc, grouped[e], groups); n2 != nil {
 			node, sc = n2, sc2
 		}
 	}
@@ -97,7 +97,7 @@ type correlation struct {
 // In the SELECT list or HAVING of an aggregating block (grouped), the
 // correlation must be on GROUP BY expressions: the derived values are then
 // the same for every row of a group, and the subquery reads min() of them.
-func (b *Binder) decorrelateOne(e lang.Expr, node logical.Node, sc *scope, grouped bool, groups []lang.Expr) (logical.Node, *scope) {
+func (b *Binder) decorrelateOne(e lang.Expr, outer *lang.Select, node logical.Node, sc *scope, grouped bool, groups []lang.Expr) (logical.Node, *scope) {
 	var q *lang.Query
 	var pos lexer.Position
 	switch x := e.(type) {
@@ -156,12 +156,12 @@ func (b *Binder) decorrelateOne(e lang.Expr, node logical.Node, sc *scope, group
 		})
 		return nIn, nOut
 	}
-	correlated := false
+	correlated, general := false, false
 	for _, it := range s.Items {
 		if _, o := refs(it.Expr); o > 0 {
-			b.errorf(it.Expr.Position(), ErrNotSupported, "a correlated subquery may read the outer row in its WHERE only (as inner = outer equalities), not in its SELECT list")
-			b.refuse(e)
-			return nil, nil
+			// The outer row in the SELECT list: only the general
+			// rewrite over the outer values' domain serves.
+			correlated, general = true, true
 		}
 	}
 	if _, o := refs(s.Where); o > 0 {
@@ -213,7 +213,15 @@ func (b *Binder) decorrelateOne(e lang.Expr, node logical.Node, sc *scope, group
 			corr.outerOnly = and(corr.outerOnly, c)
 			continue
 		}
-		return unsupported(c.Position(), fmt.Sprintf("the condition %s (the outer row may be compared with = only: inner = outer)", lang.Print(c)))
+		// Any other mix of the two rows (l2.k <> l1.k): the general
+		// rewrite.
+		general = true
+	}
+	if general {
+		if grouped {
+			return unsupported(pos, "in an aggregating query, correlation other than equalities on GROUP BY expressions")
+		}
+		return b.unnest(e, q, pos, outer, node, sc, inner)
 	}
 	if _, ok := e.(*lang.ExistsExpr); ok && len(corr.inner) == 1 && corr.outerOnly == nil {
 		// One equality: decorrelateExists's IN over a set built once

@@ -39,10 +39,32 @@ func Apply(cat *catalog.Catalog, stmt lang.Statement) (ok bool, err error) {
 		}
 		cat.Sinks = append(cat.Sinks, &catalog.Sink{Name: s.Name, Kind: strings.ToLower(string(s.Target)), Target: s.Location, Format: strings.ToLower(string(s.Format)), Pos: Pos(s.Pos)})
 		return true, nil
+	case *lang.CreateView:
+		return true, createView(cat, s)
 	case *lang.Drop:
 		return true, drop(cat, s)
 	}
 	return false, nil
+}
+
+// createView checks that the view's query binds against the catalog as it
+// is, so a mistake shows at the CREATE, and records it.
+func createView(cat *catalog.Catalog, s *lang.CreateView) error {
+	if old := cat.View(s.Name); old != nil && s.OrReplace {
+		cat.Views, _ = remove(cat.Views, s.Name, func(v *catalog.View) string { return v.Name })
+	} else if exists(cat, s.Name, s.IfNotExists, s.Pos) {
+		return existsErr(cat, s.Name, s.IfNotExists, s.Pos)
+	}
+	b := New(cat)
+	n, sc := b.query(s.Query, nil)
+	if err := b.err(); err != nil {
+		return err
+	}
+	if n != nil && len(s.Columns) > len(sc.cols) {
+		return &Error{Pos: Pos(s.Pos), Msg: fmt.Sprintf("view %s names %d columns, its query has %d", s.Name, len(s.Columns), len(sc.cols)), Kind: ErrBind}
+	}
+	cat.Views = append(cat.Views, &catalog.View{Name: s.Name, Columns: s.Columns, SQL: lang.Print(s.Query), Query: s.Query, Pos: Pos(s.Pos)})
+	return nil
 }
 
 // exists says whether name is taken. An entry of the catalog found beside
@@ -64,7 +86,7 @@ func exists(cat *catalog.Catalog, name string, ifNotExists bool, _ any) bool {
 			cat.Sinks, _ = remove(cat.Sinks, name, func(m *catalog.Sink) string { return m.Name })
 		}
 	}
-	return cat.Model(name) != nil || cat.Stream(name) != nil || cat.Table(name) != nil || cat.Sink(name) != nil
+	return cat.Model(name) != nil || cat.Stream(name) != nil || cat.Table(name) != nil || cat.Sink(name) != nil || cat.View(name) != nil
 }
 
 func existsErr(cat *catalog.Catalog, name string, ifNotExists bool, p lexer.Position) error {
@@ -232,6 +254,8 @@ func drop(cat *catalog.Catalog, s *lang.Drop) error {
 		cat.Tables, removed = remove(cat.Tables, s.Name, func(m *catalog.Table) string { return m.Name })
 	case "SINK":
 		cat.Sinks, removed = remove(cat.Sinks, s.Name, func(m *catalog.Sink) string { return m.Name })
+	case "VIEW":
+		cat.Views, removed = remove(cat.Views, s.Name, func(m *catalog.View) string { return m.Name })
 	}
 	if !removed && !s.IfExists {
 		return &Error{Pos: Pos(s.Pos), Msg: fmt.Sprintf("no %s %q to drop", strings.ToLower(string(s.Kind)), s.Name), Kind: ErrUnknown}

@@ -1,11 +1,14 @@
 package bind
 
 import (
+	"fmt"
 	"strconv"
 	"strings"
 	"time"
 
 	"github.com/alecthomas/participle/v2/lexer"
+	"github.com/apache/arrow/go/v17/arrow"
+	"github.com/apache/arrow/go/v17/arrow/decimal128"
 
 	"github.com/tierflow/tierflow/lang"
 	"github.com/tierflow/tierflow/planner/catalog"
@@ -58,6 +61,10 @@ func (b *Binder) expr(e lang.Expr, sc *scope, ac *aggScope) expr.Expr {
 			l, _ := expr.NewLiteral(i)
 			return l
 		}
+		if v, t, ok := expr.ParseDecimal(x.Value); ok {
+			// 0.06 is DECIMAL(3,2), exact, as in DuckDB.
+			return &expr.Literal{Value: v, DataType: t}
+		}
 		f, err := strconv.ParseFloat(x.Value, 64)
 		if err != nil {
 			b.errorf(x.Pos, ErrBind, "bad number %s", x.Value)
@@ -75,10 +82,17 @@ func (b *Binder) expr(e lang.Expr, sc *scope, ac *aggScope) expr.Expr {
 		l, _ := expr.NewLiteral(nil)
 		return l
 	case *lang.IntervalLit:
-		sec, err := x.Seconds()
+		months, sec, err := x.Parts()
 		if err != nil {
-			b.errorf(x.Pos, ErrBind, "bad interval '%s': %v", x.Value, lang.ErrInterval)
+			b.errorf(x.Pos, ErrBind, "bad interval '%s': %v", x.Value, err)
 			return nil
+		}
+		if months != 0 {
+			// A calendar interval: whole days apart from the rest, as
+			// DuckDB keeps them (1 month 2 days).
+			days := int64(sec / 86400)
+			nanos := int64((sec - float64(days)*86400) * 1e9)
+			return &expr.Literal{Value: arrow.MonthDayNanoInterval{Months: int32(months), Days: int32(days), Nanoseconds: nanos}, DataType: expr.Calendar}
 		}
 		l, _ := expr.NewLiteral(time.Duration(sec * float64(time.Second)))
 		return l
@@ -103,11 +117,15 @@ func (b *Binder) expr(e lang.Expr, sc *scope, ac *aggScope) expr.Expr {
 			out, err := expr.NewLogic(op, l, r)
 			return b.check(x.OpPos, out, err)
 		}
+		if f := foldTimeArith(x.Op, l, r); f != nil {
+			return f
+		}
 		if isComparison(x.Op) {
 			l, r = b.textAsTime(l, r, x.Left.Position()), b.textAsTime(r, l, x.Right.Position())
 			if l == nil || r == nil {
 				return nil
 			}
+			l, r = asDateLiteral(l, r), asDateLiteral(r, l)
 		}
 		f, ok := b.Funcs.Operator(string(x.Op), 2)
 		if !ok {
@@ -149,6 +167,7 @@ func (b *Binder) expr(e lang.Expr, sc *scope, ac *aggScope) expr.Expr {
 		if lo == nil || hi == nil {
 			return nil
 		}
+		lo, hi = asDateLiteral(lo, v), asDateLiteral(hi, v)
 		out, err := expr.NewBetween(v, lo, hi, x.Not)
 		return b.check(x.Pos, out, err)
 	case *lang.SubqueryExpr:
@@ -231,6 +250,9 @@ func (b *Binder) expr(e lang.Expr, sc *scope, ac *aggScope) expr.Expr {
 		}
 		if x.Type.Name == lang.TypeDate {
 			return b.castDate(x, v)
+		}
+		if !b.checkTypeArgs(x.Type) {
+			return nil
 		}
 		t, err := catalog.ParseType(TypeString(x.Type))
 		if err != nil {
@@ -432,12 +454,33 @@ func (b *Binder) columnRef(x *lang.ColumnRef, sc *scope, ac *aggScope) expr.Expr
 	return &expr.Column{Index: i, Name: c.name, DataType: c.typ}
 }
 
+// checkTypeArgs reports a precision given to a type that takes none
+// (INT(3)); only DECIMAL has one.
+func (b *Binder) checkTypeArgs(t *lang.Type) bool {
+	if t.Precision != nil && t.Name != lang.TypeDecimal {
+		b.errorf(t.Pos, ErrBind, "%s takes no precision (only DECIMAL(precision, scale) does)", t.Name)
+		return false
+	}
+	return true
+}
+
 // TypeString spells a parsed type the way the catalog stores it.
 func TypeString(t *lang.Type) string {
 	if t == nil {
 		return ""
 	}
+	if t.Name == lang.TypeDecimal && t.Precision != nil {
+		scale := int64(0)
+		if t.Scale != nil {
+			scale = *t.Scale
+		}
+		return fmt.Sprintf("DECIMAL(%d,%d)", *t.Precision, scale)
+	}
 	if t.Name != lang.TypeTensor {
+		if t.Precision != nil {
+			// INT(3): the catalog says what is wrong with it.
+			return fmt.Sprintf("%s(%d)", t.Name, *t.Precision)
+		}
 		return string(t.Name)
 	}
 	parts := []string{string(t.Elem)}
@@ -484,11 +527,14 @@ func literalFloat(e expr.Expr) (float64, bool) {
 	if c, ok := e.(*expr.Cast); ok {
 		e = c.Expr
 	}
-	switch v := e.(*expr.Literal).Value.(type) {
+	l := e.(*expr.Literal)
+	switch v := l.Value.(type) {
 	case int64:
 		return float64(v), true
 	case float64:
 		return v, true
+	case decimal128.Num:
+		return expr.DecimalFloat64(v, l.DataType.(*arrow.Decimal128Type).Scale), true
 	}
 	return 0, false
 }

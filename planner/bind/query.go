@@ -340,6 +340,29 @@ func (b *Binder) fromItem(f *lang.FromItem) (logical.Node, *scope) {
 }
 
 func (b *Binder) tableRef(t *lang.TableRef) (logical.Node, *scope) {
+	n, sc := b.relation(t)
+	if n == nil || len(t.Columns) == 0 {
+		return n, sc
+	}
+	// AS alias (c1, c2, ...): the first columns take these names.
+	if len(t.Columns) > len(sc.cols) {
+		b.errorf(t.Pos, ErrBind, "%s names %d columns, the relation has %d", t.Alias, len(t.Columns), len(sc.cols))
+		return nil, nil
+	}
+	if t.Alias == "" && t.Subquery == nil {
+		b.errorf(t.Pos, ErrBind, "a column list needs an alias: %s AS alias (%s)", t.Name, strings.Join(t.Columns, ", "))
+		return nil, nil
+	}
+	out := &scope{cols: append([]column(nil), sc.cols...)}
+	for i, name := range t.Columns {
+		out.cols[i].name = name
+	}
+	return n, out
+}
+
+// relation binds what a FROM item names: a subquery, a CTE, a view, a
+// stream or a table.
+func (b *Binder) relation(t *lang.TableRef) (logical.Node, *scope) {
 	if t.Subquery != nil {
 		n, sc := b.query(t.Subquery, nil)
 		if n == nil {
@@ -361,6 +384,9 @@ func (b *Binder) tableRef(t *lang.TableRef) (logical.Node, *scope) {
 	if n, sc, ok := b.cteRef(t, alias); ok {
 		return n, sc
 	}
+	if v := b.Catalog.View(t.Name); v != nil {
+		return b.viewRef(v, t, alias)
+	}
 	st := b.Catalog.Stream(t.Name)
 	tb := b.Catalog.Table(t.Name)
 	if st == nil && tb == nil {
@@ -375,7 +401,10 @@ func (b *Binder) tableRef(t *lang.TableRef) (logical.Node, *scope) {
 		for _, s := range b.Catalog.Tables {
 			have = append(have, s.Name)
 		}
-		b.unknown(t.Pos, "stream or table", t.Name, have)
+		for _, v := range b.Catalog.Views {
+			have = append(have, v.Name)
+		}
+		b.unknown(t.Pos, "stream, table or view", t.Name, have)
 		return nil, nil
 	}
 	// A table or file stream declared without columns (in a catalog YAML,
@@ -695,6 +724,54 @@ func (b *Binder) cteRef(t *lang.TableRef, alias string) (logical.Node, *scope, b
 		out.cols = append(out.cols, column{qual: alias, name: name, typ: col.typ})
 	}
 	return n, out, true
+}
+
+// viewRef binds a FROM name that is a view: its query, bound anew here, as
+// a subquery. The view sees the catalog, not the CTEs of the query that
+// reads it; a view that reads itself (through others) is an error.
+func (b *Binder) viewRef(v *catalog.View, t *lang.TableRef, alias string) (logical.Node, *scope) {
+	key := strings.ToLower(v.Name)
+	if b.inView[key] {
+		b.errorf(t.Pos, ErrBind, "view %s reads itself", v.Name)
+		return nil, nil
+	}
+	q := v.Query
+	if q == nil {
+		script, err := lang.Parse(v.Name+".sql", v.SQL)
+		if err != nil || len(script.Statements) != 1 {
+			b.errorf(t.Pos, ErrBind, "view %s: its query does not parse: %v", v.Name, err)
+			return nil, nil
+		}
+		if q, _ = script.Statements[0].(*lang.Query); q == nil {
+			b.errorf(t.Pos, ErrBind, "view %s: its text is not a query", v.Name)
+			return nil, nil
+		}
+	}
+	if b.inView == nil {
+		b.inView = map[string]bool{}
+	}
+	b.inView[key] = true
+	saved := b.ctes
+	b.ctes = nil
+	n, sc := b.query(q, nil)
+	b.ctes = saved
+	delete(b.inView, key)
+	if n == nil {
+		return nil, nil
+	}
+	if len(v.Columns) > len(sc.cols) {
+		b.errorf(t.Pos, ErrBind, "view %s names %d columns, its query has %d", v.Name, len(v.Columns), len(sc.cols))
+		return nil, nil
+	}
+	out := &scope{}
+	for j, col := range sc.cols {
+		name := col.name
+		if j < len(v.Columns) {
+			name = v.Columns[j]
+		}
+		out.cols = append(out.cols, column{qual: alias, name: name, typ: col.typ})
+	}
+	return n, out
 }
 
 // rightJoin binds l RIGHT JOIN r ON c as r LEFT JOIN l ON c, with a

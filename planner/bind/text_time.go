@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/alecthomas/participle/v2/lexer"
+	"github.com/apache/arrow/go/v17/arrow"
 
 	"github.com/tierflow/tierflow/lang"
 	"github.com/tierflow/tierflow/planner/expr"
@@ -78,4 +79,56 @@ func (b *Binder) castDate(x *lang.CastExpr, v expr.Expr) expr.Expr {
 	unit, _ := expr.NewLiteral("day")
 	out, err := b.Funcs.NewCall("date_trunc", unit, v)
 	return b.check(x.Pos, out, err)
+}
+
+// foldTimeArith computes a constant date or timestamp plus or minus a
+// constant interval here, as a TIMESTAMP literal (date '1994-01-01' +
+// interval '1' year is TIMESTAMP '1995-01-01'): the comparison it bounds
+// then reads a constant, which a scan's row-group pruning can use. nil
+// when the operands are not such constants.
+func foldTimeArith(op lang.BinaryOp, l, r expr.Expr) expr.Expr {
+	if op != lang.OpAdd && op != lang.OpSub {
+		return nil
+	}
+	ll, ok1 := l.(*expr.Literal)
+	rl, ok2 := r.(*expr.Literal)
+	if !ok1 || !ok2 {
+		return nil
+	}
+	if op == lang.OpAdd {
+		if _, ok := ll.Value.(time.Time); !ok {
+			ll, rl = rl, ll // interval + time
+		}
+	}
+	t, ok := ll.Value.(time.Time)
+	if !ok || !expr.IsTemporal(ll.DataType) {
+		return nil
+	}
+	sign := 1
+	if op == lang.OpSub {
+		sign = -1
+	}
+	switch iv := rl.Value.(type) {
+	case arrow.MonthDayNanoInterval:
+		return &expr.Literal{Value: expr.AddCalendar(t, iv, sign), DataType: expr.Timestamp}
+	case time.Duration:
+		return &expr.Literal{Value: t.UTC().Add(iv * time.Duration(sign)), DataType: expr.Timestamp}
+	}
+	return nil
+}
+
+// asDateLiteral is e as a DATE literal when other is a DATE and e is a
+// TIMESTAMP literal at midnight: the two then compare as days, and a DATE
+// column is not cast to TIMESTAMP row by row (o_orderdate < date
+// '1995-03-15').
+func asDateLiteral(e, other expr.Expr) expr.Expr {
+	l, ok := e.(*expr.Literal)
+	if !ok || other == nil || other.Type().ID() != arrow.DATE32 || l.DataType.ID() != arrow.TIMESTAMP {
+		return e
+	}
+	t, ok := l.Value.(time.Time)
+	if !ok || !t.Equal(t.Truncate(24*time.Hour)) {
+		return e
+	}
+	return &expr.Literal{Value: t.UTC(), DataType: expr.Date}
 }

@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"sort"
 
+	"github.com/tierflow/tierflow/lang"
 	"github.com/tierflow/tierflow/planner/internal/yamlx"
 )
 
@@ -37,6 +38,7 @@ type Catalog struct {
 	Streams []*Stream `yaml:"streams,omitempty"`
 	Tables  []*Table  `yaml:"tables,omitempty"`
 	Sinks   []*Sink   `yaml:"sinks,omitempty"`
+	Views   []*View   `yaml:"views,omitempty"`
 	// Functions are measured sizes of what SQL functions make, for the
 	// planner's bytes on a link (a crop of a frame: what it costs to send
 	// depends on the frames and the boxes, not on the type BLOB).
@@ -318,6 +320,26 @@ func (m *Model) Variant(name string) *Variant {
 	return nil
 }
 
+// View is a named query (CREATE VIEW name [(columns)] AS query): a FROM
+// that names it reads its query as a subquery, bound anew at each use, so
+// a view over a stream is a stream and one over tables a table.
+type View struct {
+	Name string `yaml:"name"`
+	// Columns rename the query's columns, in order (those not named keep
+	// their names).
+	Columns []string `yaml:"columns,omitempty"`
+	// SQL is the query's text; Query, when set, is it parsed (a view
+	// created by a script keeps the positions of its text there).
+	SQL   string      `yaml:"sql"`
+	Query *lang.Query `yaml:"-" json:"-"`
+	Pos   Pos         `yaml:"-"`
+}
+
+// View returns the view called name, or nil.
+func (c *Catalog) View(name string) *View {
+	return find(c.Views, name, func(v *View) string { return v.Name })
+}
+
 // Function is what the catalog knows of a SQL function's results: their
 // mean size, measured on the data the query reads (a stream's item_kb and a
 // variant's output_kb are the same kind of number).
@@ -369,6 +391,9 @@ func (c *Catalog) Names() []string {
 	for _, s := range c.Sinks {
 		out = append(out, s.Name)
 	}
+	for _, v := range c.Views {
+		out = append(out, v.Name)
+	}
 	sort.Strings(out)
 	return out
 }
@@ -383,6 +408,7 @@ func (c *Catalog) Clone() *Catalog {
 		return &Catalog{}
 	}
 	return &Catalog{
+		Views:     append([]*View(nil), c.Views...),
 		Notes:     c.Notes,
 		Models:    append([]*Model(nil), c.Models...),
 		Streams:   append([]*Stream(nil), c.Streams...),

@@ -6,6 +6,8 @@ import (
 	"strings"
 
 	"github.com/apache/arrow/go/v17/arrow"
+
+	"github.com/tierflow/tierflow/planner/expr"
 )
 
 // ShapeKey is the field metadata key that carries a tensor column's shape
@@ -46,6 +48,11 @@ func ParseType(s string) (arrow.DataType, error) {
 		return arrow.BinaryTypes.Binary, nil
 	case "TIMESTAMP":
 		return arrow.FixedWidthTypes.Timestamp_us, nil
+	case "DATE":
+		return arrow.FixedWidthTypes.Date32, nil
+	}
+	if strings.HasPrefix(t, "DECIMAL") || strings.HasPrefix(t, "NUMERIC") {
+		return expr.TypeByName(t)
 	}
 	if rest, ok := strings.CutPrefix(t, "TENSOR"); ok {
 		rest = strings.TrimSpace(rest)
@@ -70,7 +77,7 @@ func ParseType(s string) (arrow.DataType, error) {
 		}
 		return arrow.FixedSizeListOf(int32(n), elem), nil
 	}
-	return nil, fmt.Errorf("unknown type %q (want BOOLEAN, INT, BIGINT, FLOAT, DOUBLE, VARCHAR, BLOB, TIMESTAMP or TENSOR(FLOAT, d...))", s)
+	return nil, fmt.Errorf("unknown type %q (want BOOLEAN, INT, BIGINT, FLOAT, DOUBLE, DECIMAL(p, s), VARCHAR, BLOB, TIMESTAMP, DATE or TENSOR(FLOAT, d...))", s)
 }
 
 // TensorShape returns the dims of a TENSOR(...) type string, or nil.
@@ -130,8 +137,15 @@ func TypeName(f arrow.Field) (string, error) {
 		return "VARCHAR", nil
 	case *arrow.BinaryType, *arrow.LargeBinaryType:
 		return "BLOB", nil
-	case *arrow.TimestampType, *arrow.Date32Type, *arrow.Date64Type:
+	case *arrow.TimestampType:
 		return "TIMESTAMP", nil
+	case *arrow.Date32Type, *arrow.Date64Type:
+		return "DATE", nil
+	case *arrow.Decimal128Type:
+		return fmt.Sprintf("DECIMAL(%d,%d)", t.Precision, t.Scale), nil
+	case *arrow.Decimal256Type:
+		// More than 38 digits: read as the nearest DOUBLEs.
+		return "DOUBLE", nil
 	case *arrow.FixedSizeListType:
 		if t.Elem().ID() != arrow.FLOAT32 {
 			break
@@ -142,5 +156,5 @@ func TypeName(f arrow.Field) (string, error) {
 		}
 		return "TENSOR(FLOAT, " + dims + ")", nil
 	}
-	return "", fmt.Errorf("column %q has type %s, which has no column type here (want BOOLEAN, INT, BIGINT, FLOAT, DOUBLE, VARCHAR, BLOB, TIMESTAMP or a float tensor)", f.Name, f.Type)
+	return "", fmt.Errorf("column %q has type %s, which has no column type here (want BOOLEAN, INT, BIGINT, FLOAT, DOUBLE, DECIMAL, VARCHAR, BLOB, TIMESTAMP, DATE or a float tensor)", f.Name, f.Type)
 }

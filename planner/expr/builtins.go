@@ -21,6 +21,15 @@ func retArg(i int) func([]arrow.DataType) arrow.DataType {
 	return func(a []arrow.DataType) arrow.DataType { return a[i] }
 }
 
+// sumType is sum's result: DECIMAL(38, s) for DECIMAL(p, s), else the
+// argument's canonical type.
+func sumType(a []arrow.DataType) arrow.DataType {
+	if _, s, ok := DecimalOf(a[0]); ok && IsDecimal(a[0]) {
+		return Decimal(MaxDecimalPrecision, s)
+	}
+	return a[0]
+}
+
 func p(name string, c Class) Param  { return Param{Name: name, Class: c} }
 func pu(name string, c Class) Param { return Param{Name: name, Class: c, Unify: true} }
 
@@ -44,7 +53,45 @@ func arith(name, op, doc string, examples ...Example) *Function {
 
 func compare(name, op, doc string, examples ...Example) *Function {
 	return &Function{Name: name, Kind: Scalar, Operator: op, Doc: doc, Examples: examples,
-		Signatures: []Signature{sig(ret(Bool), "BOOLEAN", pu("x", AnyClass), pu("y", AnyClass))}}
+		Signatures: []Signature{decimals(sig(ret(Bool), "BOOLEAN", pu("x", AnyClass), pu("y", AnyClass)))}}
+}
+
+// decimals marks a signature whose implementation computes on DECIMALs.
+func decimals(s Signature) Signature { s.Decimal = true; return s }
+
+// decimalArith is the DECIMAL signature of x + y, x - y (mul false) and
+// x * y (mul true), for two exact numbers of which at least one is a
+// DECIMAL, as DuckDB types them: + and - align the scales and add a digit,
+// * adds the scales and the precisions (at most 38 digits).
+func decimalArith(mul bool) Signature {
+	doc := "exact DECIMAL"
+	return Signature{Params: []Param{p("x", num), p("y", num)}, ReturnDoc: doc, Decimal: true,
+		Resolve: func(args []arrow.DataType) ([]arrow.DataType, arrow.DataType, bool) {
+			if len(args) != 2 || !(IsDecimal(args[0]) || IsDecimal(args[1])) {
+				return nil, nil, false
+			}
+			a, b := args[0], args[1]
+			if IsNullType(a) {
+				a = b
+			}
+			if IsNullType(b) {
+				b = a
+			}
+			pa, sa, oka := DecimalOf(a)
+			pb, sb, okb := DecimalOf(b)
+			if !oka || !okb {
+				return nil, nil, false
+			}
+			if mul {
+				if sa+sb > MaxDecimalPrecision {
+					return nil, nil, false
+				}
+				return []arrow.DataType{Decimal(pa, sa), Decimal(pb, sb)}, Decimal(min(pa+pb, MaxDecimalPrecision), sa+sb), true
+			}
+			sc := max(sa, sb)
+			at := func(p, s int32) arrow.DataType { return Decimal(min(p-s+sc, MaxDecimalPrecision), sc) }
+			return []arrow.DataType{at(pa, sa), at(pb, sb)}, Decimal(min(max(pa-sa, pb-sb)+sc+1, MaxDecimalPrecision), sc), true
+		}}
 }
 
 func unaryDouble(name, doc string, examples ...Example) *Function {
@@ -66,7 +113,11 @@ func builtinFunctions() []*Function {
 	add := arith("add", "+", "Sum of x and y; TIMESTAMP + INTERVAL shifts a timestamp. NULL if either is NULL.",
 		ex(int64(3), int64(1), int64(2)), ex(3.5, 1.5, int64(2)), ex(nil, nil, int64(1)),
 		ex(ts0.Add(10*time.Second), ts0, 10*time.Second))
+	add.Signatures = append([]Signature{decimalArith(false)}, add.Signatures...)
 	add.Signatures = append(add.Signatures,
+		sig(ret(Timestamp), "TIMESTAMP", p("t", TimestampClass), p("i", CalendarClass)),
+		sig(ret(Timestamp), "TIMESTAMP", p("i", CalendarClass), p("t", TimestampClass)),
+		sig(ret(Calendar), "INTERVAL", p("a", CalendarClass), p("b", CalendarClass)),
 		sig(ret(Timestamp), "TIMESTAMP", p("t", TimestampClass), p("i", IntervalClass)),
 		sig(ret(Timestamp), "TIMESTAMP", p("i", IntervalClass), p("t", TimestampClass)),
 		sig(ret(Interval), "INTERVAL", p("a", IntervalClass), p("b", IntervalClass)))
@@ -74,25 +125,32 @@ func builtinFunctions() []*Function {
 	sub := arith("subtract", "-", "Difference x - y; TIMESTAMP - INTERVAL and TIMESTAMP - TIMESTAMP (an INTERVAL) work too.",
 		ex(int64(-1), int64(1), int64(2)), ex(0.5, 2.5, int64(2)),
 		ex(ts0.Add(-time.Minute), ts0, time.Minute), ex(time.Hour, ts0.Add(time.Hour), ts0))
+	sub.Signatures = append([]Signature{decimalArith(false)}, sub.Signatures...)
 	sub.Signatures = append(sub.Signatures,
+		sig(ret(Timestamp), "TIMESTAMP", p("t", TimestampClass), p("i", CalendarClass)),
+		sig(ret(Calendar), "INTERVAL", p("a", CalendarClass), p("b", CalendarClass)),
 		sig(ret(Timestamp), "TIMESTAMP", p("t", TimestampClass), p("i", IntervalClass)),
 		sig(ret(Interval), "INTERVAL", pu("a", TimestampClass), pu("b", TimestampClass)),
 		sig(ret(Interval), "INTERVAL", p("a", IntervalClass), p("b", IntervalClass)))
 	neg := &Function{Name: "negate", Kind: Scalar, Operator: "-", Doc: "Arithmetic negation.",
-		Signatures: []Signature{sig(retArg(0), "same as x", p("x", num)), sig(ret(Interval), "INTERVAL", p("x", IntervalClass))},
-		Examples:   []Example{ex(int64(-5), int64(5)), ex(2.5, -2.5), ex(nil, nil)}}
+		Signatures: []Signature{decimals(sig(retArg(0), "same as x", p("x", num))), sig(ret(Interval), "INTERVAL", p("x", IntervalClass)),
+			sig(ret(Calendar), "INTERVAL", p("x", CalendarClass))},
+		Examples: []Example{ex(int64(-5), int64(5)), ex(2.5, -2.5), ex(nil, nil)}}
+
+	multiply := arith("multiply", "*", "Product of x and y; of DECIMALs exact.", ex(int64(6), int64(2), int64(3)), ex(7.5, 2.5, int64(3)))
+	multiply.Signatures = append([]Signature{decimalArith(true)}, multiply.Signatures...)
 
 	count := &Function{Name: "count", Kind: AggregateKind,
 		Doc: "count(*) counts rows; count(x) counts rows where x is not NULL; count(DISTINCT x) counts distinct non-NULL values.",
 		Signatures: []Signature{
 			sig(ret(Int64), "BIGINT"),
-			sig(ret(Int64), "BIGINT", p("x", AnyClass)),
+			decimals(sig(ret(Int64), "BIGINT", p("x", AnyClass))),
 		},
 		Examples: []Example{ex(int64(2), []any{int64(1), nil, int64(3)}), ex(int64(0), []any{nil})}}
 
 	fns := []*Function{
 		add, sub, neg,
-		arith("multiply", "*", "Product of x and y.", ex(int64(6), int64(2), int64(3)), ex(7.5, 2.5, int64(3))),
+		multiply,
 		// As DuckDB: / is a DOUBLE quotient even of integers, IEEE at zero
 		// (1/0 is Infinity, 0/0 NaN); // is the integer quotient.
 		{Name: "divide", Kind: Scalar, Operator: "/", Doc: "Quotient x / y as a DOUBLE, integers too (as DuckDB); division by zero gives Infinity, or NaN for 0 / 0.",
@@ -110,7 +168,7 @@ func builtinFunctions() []*Function {
 		compare("greater", ">", "TRUE when x > y.", ex(true, 2.5, int64(2)), ex(false, ts0, ts0.Add(time.Second))),
 		compare("greater_equal", ">=", "TRUE when x >= y.", ex(true, "b", "a"), ex(false, int64(1), int64(2))),
 
-		{Name: "abs", Kind: Scalar, Doc: "Absolute value.", Signatures: []Signature{sig(retArg(0), "same as x", p("x", num))},
+		{Name: "abs", Kind: Scalar, Doc: "Absolute value.", Signatures: []Signature{decimals(sig(retArg(0), "same as x", p("x", num)))},
 			Examples: []Example{ex(int64(3), int64(-3)), ex(1.5, -1.5)}},
 		{Name: "round", Kind: Scalar, Doc: "Rounds half away from zero, to d decimal places when d is given.",
 			Signatures: []Signature{sig(retArg(0), "same as x", p("x", num)), sig(ret(Float64), "DOUBLE", p("x", num), p("d", IntegerClass))},
@@ -141,23 +199,23 @@ func builtinFunctions() []*Function {
 		{Name: "pow", Kind: Scalar, Doc: "Same as power.", Signatures: []Signature{sig(ret(Float64), "DOUBLE", p("x", num), p("y", num))},
 			Examples: []Example{ex(9.0, int64(3), int64(2))}},
 		{Name: "greatest", Kind: Scalar, Doc: "Largest non-NULL argument; NULL only if all are NULL.",
-			Signatures: []Signature{variadic(sig(retArg(0), "common type", pu("x", AnyClass)))},
+			Signatures: []Signature{decimals(variadic(sig(retArg(0), "common type", pu("x", AnyClass))))},
 			Examples:   []Example{ex(int64(3), int64(1), int64(3), int64(2)), ex(2.5, int64(1), nil, 2.5)}},
 		{Name: "least", Kind: Scalar, Doc: "Smallest non-NULL argument; NULL only if all are NULL.",
-			Signatures: []Signature{variadic(sig(retArg(0), "common type", pu("x", AnyClass)))},
+			Signatures: []Signature{decimals(variadic(sig(retArg(0), "common type", pu("x", AnyClass))))},
 			Examples:   []Example{ex(int64(1), int64(1), int64(3), int64(2)), ex("a", "b", "a")}},
 
 		{Name: "coalesce", Kind: Scalar, Doc: "First non-NULL argument.",
-			Signatures: []Signature{variadic(sig(retArg(0), "common type", pu("x", AnyClass)))},
+			Signatures: []Signature{decimals(variadic(sig(retArg(0), "common type", pu("x", AnyClass))))},
 			Examples:   []Example{ex(int64(2), nil, int64(2), int64(3)), ex("x", nil, "x"), ex(nil, nil, nil)}},
 		{Name: "ifnull", Kind: Scalar, Doc: "x, or y when x is NULL (coalesce(x, y)).",
-			Signatures: []Signature{sig(retArg(0), "common type", pu("x", AnyClass), pu("y", AnyClass))},
+			Signatures: []Signature{decimals(sig(retArg(0), "common type", pu("x", AnyClass), pu("y", AnyClass)))},
 			Examples:   []Example{ex(int64(2), nil, int64(2)), ex("a", "a", "b")}},
 		{Name: "concat_ws", Kind: Scalar, Doc: "The non-NULL strings joined by sep; NULL only when sep is.",
 			Signatures: []Signature{variadic(sig(ret(String), "VARCHAR", p("sep", StringClass), p("s", StringClass)))},
 			Examples:   []Example{ex("a-c", "-", "a", nil, "c"), ex("", ",", nil), ex(nil, nil, "a")}},
 		{Name: "nullif", Kind: Scalar, Doc: "NULL when x = y, else x.",
-			Signatures: []Signature{sig(retArg(0), "common type", pu("x", AnyClass), pu("y", AnyClass))},
+			Signatures: []Signature{decimals(sig(retArg(0), "common type", pu("x", AnyClass), pu("y", AnyClass)))},
 			Examples:   []Example{ex(nil, int64(1), int64(1)), ex(int64(1), int64(1), int64(2))}},
 
 		{Name: "string_concat", Kind: Scalar, Operator: "||", Doc: "a || b concatenates strings; NULL if either is NULL.",
@@ -297,17 +355,17 @@ func builtinFunctions() []*Function {
 		{Name: "bool_or", Kind: AggregateKind, Doc: "TRUE when any non-NULL value is TRUE; NULL when there are none.",
 			Signatures: []Signature{sig(ret(Bool), "BOOLEAN", p("x", BoolClass))},
 			Examples:   []Example{ex(true, []any{false, true, nil}), ex(false, []any{false, nil})}},
-		{Name: "sum", Kind: AggregateKind, Doc: "Sum of non-NULL values (BIGINT for integers, DOUBLE for floats); NULL when there are none.",
-			Signatures: []Signature{sig(retArg(0), "BIGINT or DOUBLE", p("x", num)), sig(ret(Interval), "INTERVAL", p("x", IntervalClass))},
+		{Name: "sum", Kind: AggregateKind, Doc: "Sum of non-NULL values (BIGINT for integers, DOUBLE for floats, DECIMAL(38, s) for DECIMAL(p, s), exact); NULL when there are none.",
+			Signatures: []Signature{decimals(sig(sumType, "BIGINT, DOUBLE or DECIMAL(38, s)", p("x", num))), sig(ret(Interval), "INTERVAL", p("x", IntervalClass))},
 			Examples:   []Example{ex(int64(4), []any{int64(1), nil, int64(3)}), ex(nil, []any{nil})}},
-		{Name: "avg", Kind: AggregateKind, Doc: "Mean of non-NULL values as DOUBLE; NULL when there are none.",
-			Signatures: []Signature{sig(ret(Float64), "DOUBLE", p("x", num))},
+		{Name: "avg", Kind: AggregateKind, Doc: "Mean of non-NULL values as DOUBLE (of DECIMALs, their exact sum divided); NULL when there are none.",
+			Signatures: []Signature{decimals(sig(ret(Float64), "DOUBLE", p("x", num)))},
 			Examples:   []Example{ex(2.0, []any{int64(1), nil, int64(3)})}},
 		{Name: "min", Kind: AggregateKind, Doc: "Smallest non-NULL value.",
-			Signatures: []Signature{sig(retArg(0), "same as x", p("x", AnyClass))},
+			Signatures: []Signature{decimals(sig(retArg(0), "same as x", p("x", AnyClass)))},
 			Examples:   []Example{ex(int64(1), []any{int64(3), nil, int64(1)}), ex("a", []any{"b", "a"})}},
 		{Name: "max", Kind: AggregateKind, Doc: "Largest non-NULL value.",
-			Signatures: []Signature{sig(retArg(0), "same as x", p("x", AnyClass))},
+			Signatures: []Signature{decimals(sig(retArg(0), "same as x", p("x", AnyClass)))},
 			Examples:   []Example{ex(2.5, []any{1.0, 2.5, nil})}},
 
 		stat("stddev_samp", "Sample standard deviation of the non-NULL values (n - 1); NULL for fewer than two.", ex(1.0, []any{int64(1), int64(2), nil, int64(3)})),

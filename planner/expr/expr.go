@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/apache/arrow/go/v17/arrow"
+	"github.com/apache/arrow/go/v17/arrow/decimal128"
 )
 
 // Expr is a bound, typed expression. Values are immutable: rewrites build new
@@ -32,7 +33,9 @@ type Column struct {
 }
 
 // Literal is a constant. Value is nil (NULL) or one of bool, int64, float64,
-// string, time.Time (TIMESTAMP), time.Duration (INTERVAL); DataType says which.
+// string, time.Time (TIMESTAMP), time.Duration (INTERVAL), decimal128.Num (a
+// DECIMAL's unscaled value, its scale in DataType) or
+// arrow.MonthDayNanoInterval (a calendar INTERVAL); DataType says which.
 type Literal struct {
 	Value    any
 	DataType arrow.DataType
@@ -269,13 +272,59 @@ func FormatValue(v any, t arrow.DataType) string {
 	case string:
 		return "'" + strings.ReplaceAll(x, "'", "''") + "'"
 	case time.Time:
+		if t != nil && t.ID() == arrow.DATE32 {
+			return "DATE '" + x.UTC().Format("2006-01-02") + "'"
+		}
 		return "TIMESTAMP '" + x.UTC().Format("2006-01-02 15:04:05.999999") + "'"
 	case time.Duration:
 		return formatInterval(x)
+	case decimal128.Num:
+		if d, ok := t.(*arrow.Decimal128Type); ok {
+			return DecimalString(x, d.Scale)
+		}
+	case arrow.MonthDayNanoInterval:
+		return "INTERVAL '" + FormatCalendar(x) + "'"
 	case []byte:
 		return formatBlob(x)
 	}
 	return fmt.Sprint(v)
+}
+
+// FormatCalendar spells a calendar interval as DuckDB prints one: years,
+// months and days, then the time of day (1 year 2 months 3 days 04:00:00).
+func FormatCalendar(x arrow.MonthDayNanoInterval) string {
+	var parts []string
+	plural := func(n int64, unit string) {
+		if n == 0 {
+			return
+		}
+		if n == 1 || n == -1 {
+			parts = append(parts, fmt.Sprintf("%d %s", n, unit))
+		} else {
+			parts = append(parts, fmt.Sprintf("%d %ss", n, unit))
+		}
+	}
+	plural(int64(x.Months/12), "year")
+	plural(int64(x.Months%12), "month")
+	plural(int64(x.Days), "day")
+	if x.Nanoseconds != 0 {
+		d := time.Duration(x.Nanoseconds)
+		sign := ""
+		if d < 0 {
+			sign, d = "-", -d
+		}
+		h, m := d/time.Hour, (d%time.Hour)/time.Minute
+		sec := float64(d%time.Minute) / float64(time.Second)
+		clock := fmt.Sprintf("%s%02d:%02d:%02d", sign, h, m, int(sec))
+		if frac := sec - float64(int(sec)); frac > 0 {
+			clock += strings.TrimRight(fmt.Sprintf("%.6f", frac)[1:], "0")
+		}
+		parts = append(parts, clock)
+	}
+	if len(parts) == 0 {
+		return "00:00:00"
+	}
+	return strings.Join(parts, " ")
 }
 
 // formatBlob writes a short BLOB as a hex literal (X'0a1b') and a longer one

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/apache/arrow/go/v17/arrow"
+	"github.com/apache/arrow/go/v17/arrow/decimal128"
 )
 
 // Error kinds of the registry; callers test them with errors.Is.
@@ -54,10 +55,12 @@ const (
 	TimestampClass // TIMESTAMP or DATE
 	IntervalClass
 	BlobClass
+	// CalendarClass is an interval of months and days (INTERVAL '1' YEAR).
+	CalendarClass
 )
 
 func (c Class) String() string {
-	return [...]string{"any", "numeric", "integer", "varchar", "boolean", "timestamp", "interval", "blob"}[c]
+	return [...]string{"any", "numeric", "integer", "varchar", "boolean", "timestamp", "interval", "blob", "calendar interval"}[c]
 }
 
 // Accepts reports whether a value of type t can be passed for this class.
@@ -80,6 +83,8 @@ func (c Class) Accepts(t arrow.DataType) bool {
 		return IsTemporal(t)
 	case IntervalClass:
 		return t.ID() == arrow.DURATION
+	case CalendarClass:
+		return t.ID() == arrow.INTERVAL_MONTH_DAY_NANO
 	case BlobClass:
 		return IsBlob(t)
 	}
@@ -106,6 +111,13 @@ type Signature struct {
 	Return func(args []arrow.DataType) arrow.DataType
 	// ReturnDoc spells the return rule for humans ("BIGINT", "same as x").
 	ReturnDoc string
+	// Decimal: the implementation computes on DECIMAL arguments exactly.
+	// Without it a DECIMAL argument is passed as a DOUBLE.
+	Decimal bool
+	// Resolve, when set, replaces the matching by classes: it says whether
+	// the signature takes args and, if so, their coerced types and the
+	// result's (DECIMAL arithmetic, whose result scale depends on both).
+	Resolve func(args []arrow.DataType) (coerced []arrow.DataType, ret arrow.DataType, ok bool)
 }
 
 // String renders e.g. "substr(s varchar, start integer) -> VARCHAR".
@@ -253,6 +265,12 @@ func (r *Registry) Resolve(name string, args []arrow.DataType) (Resolved, error)
 // Resolve matches args against f's signatures.
 func (f *Function) Resolve(args []arrow.DataType) (Resolved, error) {
 	for _, s := range f.Signatures {
+		if s.Resolve != nil {
+			if coerced, ret, ok := s.Resolve(args); ok {
+				return Resolved{Func: f, Signature: s, Args: coerced, Return: ret}, nil
+			}
+			continue
+		}
 		if coerced, ok := s.match(args); ok {
 			return Resolved{Func: f, Signature: s, Args: coerced, Return: s.Return(coerced)}, nil
 		}
@@ -312,6 +330,9 @@ func (s Signature) match(args []arrow.DataType) ([]arrow.DataType, bool) {
 		default:
 			out[i] = Canonical(a)
 		}
+		if IsDecimal(out[i]) && !s.Decimal {
+			out[i] = Float64
+		}
 	}
 	return out, true
 }
@@ -328,6 +349,8 @@ func classDefault(c Class) arrow.DataType {
 		return Timestamp
 	case IntervalClass:
 		return Interval
+	case CalendarClass:
+		return Calendar
 	}
 	return Null
 }
@@ -372,7 +395,46 @@ func CastTo(e Expr, t arrow.DataType) Expr {
 	if l, ok := e.(*Literal); ok && l.Value == nil {
 		return &Literal{Value: nil, DataType: t}
 	}
+	if l, ok := e.(*Literal); ok {
+		if f, ok := foldCast(l, t); ok {
+			return f
+		}
+	}
 	return &Cast{Expr: e, To: t}
+}
+
+// foldCast converts a literal to t where that is exact and simple: an
+// integer or a DECIMAL to a DECIMAL that holds it, a DECIMAL to a DOUBLE
+// (the nearest one), a DATE to a TIMESTAMP. The result is a literal, so a
+// scan's row-group pruning sees the constant and nothing is cast per row.
+func foldCast(l *Literal, t arrow.DataType) (*Literal, bool) {
+	switch {
+	case IsDecimal(t):
+		d := t.(*arrow.Decimal128Type)
+		var v decimal128.Num
+		var from int32
+		switch x := l.Value.(type) {
+		case int64:
+			v = decimal128.FromI64(x)
+		case decimal128.Num:
+			v, from = x, l.DataType.(*arrow.Decimal128Type).Scale
+		default:
+			return nil, false
+		}
+		if from > d.Scale {
+			return nil, false // rounds: left to the cast
+		}
+		out, ok := RescaleDecimal(v, from, d.Scale, d.Precision)
+		if !ok {
+			return nil, false
+		}
+		return &Literal{Value: out, DataType: t}, true
+	case t.ID() == arrow.FLOAT64 && IsDecimal(l.DataType):
+		return &Literal{Value: DecimalFloat64(l.Value.(decimal128.Num), l.DataType.(*arrow.Decimal128Type).Scale), DataType: t}, true
+	case t.ID() == arrow.TIMESTAMP && l.DataType.ID() == arrow.DATE32:
+		return &Literal{Value: l.Value, DataType: t}, true
+	}
+	return nil, false
 }
 
 // NewCall resolves a scalar function call and coerces its arguments.

@@ -17,8 +17,11 @@ var (
 	String    arrow.DataType = arrow.BinaryTypes.String
 	Timestamp arrow.DataType = arrow.FixedWidthTypes.Timestamp_us
 	Interval  arrow.DataType = arrow.FixedWidthTypes.Duration_us
-	Date      arrow.DataType = arrow.FixedWidthTypes.Date32
-	Null      arrow.DataType = arrow.Null
+	// Calendar is an interval of months, days and nanoseconds (INTERVAL '3'
+	// MONTH): its length in time depends on the date it is added to.
+	Calendar arrow.DataType = arrow.FixedWidthTypes.MonthDayNanoInterval
+	Date     arrow.DataType = arrow.FixedWidthTypes.Date32
+	Null     arrow.DataType = arrow.Null
 	// Blob is bytes with no text encoding: an encoded image (PNG, JPEG), a
 	// crop of one.
 	Blob arrow.DataType = arrow.BinaryTypes.Binary
@@ -29,6 +32,9 @@ var ErrUnknownType = errors.New("unknown type")
 
 // TypeByName maps a SQL type name (case-insensitive) to its Arrow type.
 func TypeByName(name string) (arrow.DataType, error) {
+	if t, ok, err := parseDecimalType(name); ok {
+		return t, err
+	}
 	switch strings.ToUpper(strings.TrimSpace(name)) {
 	case "BOOLEAN", "BOOL":
 		return Bool, nil
@@ -86,8 +92,10 @@ func TypeName(t arrow.DataType) string {
 		return "TIMESTAMP"
 	case arrow.DATE32, arrow.DATE64:
 		return "DATE"
-	case arrow.DURATION:
+	case arrow.DURATION, arrow.INTERVAL_MONTH_DAY_NANO:
 		return "INTERVAL"
+	case arrow.DECIMAL128:
+		return decimalTypeName(t.(*arrow.Decimal128Type))
 	case arrow.NULL:
 		return "NULL"
 	}
@@ -113,8 +121,8 @@ func IsFloat(t arrow.DataType) bool {
 	return false
 }
 
-// IsNumeric reports whether t is an integer or floating-point type.
-func IsNumeric(t arrow.DataType) bool { return IsInteger(t) || IsFloat(t) }
+// IsNumeric reports whether t is an integer, floating-point or DECIMAL type.
+func IsNumeric(t arrow.DataType) bool { return IsInteger(t) || IsFloat(t) || IsDecimal(t) }
 
 // IsString reports whether t is a UTF-8 string type.
 func IsString(t arrow.DataType) bool {
@@ -139,9 +147,10 @@ func IsTemporal(t arrow.DataType) bool {
 func IsNullType(t arrow.DataType) bool { return t != nil && t.ID() == arrow.NULL }
 
 // CommonType is the type two operands are coerced to before they are compared or
-// combined: integers widen to BIGINT, anything with a float to DOUBLE, timestamps
-// and dates to TIMESTAMP; NULL adopts the other side. ok is false when the two
-// have no common type.
+// combined: integers widen to BIGINT, anything with a float to DOUBLE, a
+// DECIMAL with an integer or a DECIMAL to the DECIMAL that holds both (the
+// larger scale, the more integer digits), timestamps and dates to TIMESTAMP;
+// NULL adopts the other side. ok is false when the two have no common type.
 func CommonType(a, b arrow.DataType) (t arrow.DataType, ok bool) {
 	switch {
 	case IsNullType(a) && IsNullType(b):
@@ -154,21 +163,30 @@ func CommonType(a, b arrow.DataType) (t arrow.DataType, ok bool) {
 		if IsFloat(a) || IsFloat(b) {
 			return Float64, true
 		}
+		if IsDecimal(a) || IsDecimal(b) {
+			return commonDecimal(a, b), true
+		}
 		return Int64, true
 	case IsString(a) && IsString(b):
 		return String, true
 	case a.ID() == arrow.BOOL && b.ID() == arrow.BOOL:
 		return Bool, true
+	case a.ID() == arrow.DATE32 && b.ID() == arrow.DATE32:
+		// Two dates compare as days, without becoming timestamps.
+		return Date, true
 	case IsTemporal(a) && IsTemporal(b):
 		return Timestamp, true
 	case a.ID() == arrow.DURATION && b.ID() == arrow.DURATION:
 		return Interval, true
+	case a.ID() == arrow.INTERVAL_MONTH_DAY_NANO && b.ID() == arrow.INTERVAL_MONTH_DAY_NANO:
+		return Calendar, true
 	}
 	return nil, false
 }
 
 // Canonical is the computation type of t: integers are BIGINT, floats DOUBLE,
-// strings VARCHAR, timestamps and dates TIMESTAMP(us), durations INTERVAL(us).
+// strings VARCHAR, timestamps and dates TIMESTAMP(us), durations INTERVAL(us);
+// a DECIMAL stays itself.
 func Canonical(t arrow.DataType) arrow.DataType {
 	switch {
 	case IsInteger(t):

@@ -35,12 +35,13 @@ type Options struct {
 // statistics.
 func Rules() []Rule { return RulesWith(Options{}) }
 
-// RulesWith are the default rules in the order ApplyWith runs them: the
-// joins are ordered (and filters pushed to the relations they read) before
+// RulesWith are the default rules in the order ApplyWith runs them: filters
+// move below outer joins and projections, the joins are ordered (and filters pushed to the relations they read) before
 // filters move below models and columns are pruned.
 func RulesWith(o Options) []Rule {
 	est := cardinality.New(o.Stats)
 	return []Rule{
+		{ID: PushFilterBelowJoinID, Apply: PushFilterBelowJoin},
 		{ID: ReorderJoinsID, Apply: ReorderJoins(est)},
 		{ID: BuildSideID, Apply: BuildSide(est)},
 		{ID: PushFilterBelowModelID, Apply: PushFilterBelowModel},
