@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"runtime"
 	"slices"
+	"strconv"
 	"strings"
 
 	"github.com/apache/arrow/go/v17/arrow/memory"
@@ -31,7 +32,7 @@ type profileFlags struct {
 	atBatch    int
 	workerType string
 	device     string
-	threads    int
+	threads    string
 	write      bool
 	out        string
 }
@@ -40,6 +41,7 @@ type profileFlags struct {
 type profileRow struct {
 	Model    string  `json:"model"`
 	Variant  string  `json:"variant"`
+	Threads  int     `json:"threads"`
 	Batch    int     `json:"batch"`
 	P50ms    string  `json:"p50_ms"`
 	P75ms    string  `json:"p75_ms"`
@@ -115,7 +117,7 @@ picks its batch size.`,
 	fl.IntVar(&f.atBatch, "at-batch", 8, "the batch size whose per-item latency goes into the catalog (must be in --batch; else the largest)")
 	fl.StringVar(&f.workerType, "worker-type", fmt.Sprintf("x%d", runtime.NumCPU()), "worker type the measured latency is recorded for")
 	fl.StringVar(&f.device, "device", "cpu", "where sessions run: cpu, cuda or auto")
-	fl.IntVar(&f.threads, "threads", 1, "intra-op threads per session (0: ONNX Runtime's default)")
+	fl.StringVar(&f.threads, "threads", "1", "intra-op threads per session, comma-separated: each count is profiled (the first becomes latency_ms.<type>, the others latency_ms.<type>.by_threads; 0: ONNX Runtime's default, every core)")
 	fl.BoolVar(&f.write, "write", false, "rewrite the --catalog file with the measured profiles")
 	fl.StringVar(&f.out, "out", "", "write the updated catalog to this file")
 	return c
@@ -129,6 +131,10 @@ func runProfile(a *app, f profileFlags) error {
 		return badInput(fmt.Errorf("--iterations must be at least 1 and --warmup at least 0"))
 	}
 	batches, err := cli.ParseBatches(f.batches)
+	if err != nil {
+		return badInput(err)
+	}
+	threads, err := parseThreads(f.threads)
 	if err != nil {
 		return badInput(err)
 	}
@@ -214,12 +220,16 @@ func runProfile(a *app, f profileFlags) error {
 		}
 		return data.Strings(col)
 	}
-	p := &inference.Profiler{Env: env, Options: onnx.Options{Device: dev, IntraOpThreads: f.threads}, Mem: mem, Data: data,
-		BaseDir: filepath.Dir(a.g.catalog), Iterations: f.iters, Warmup: f.warmup}
+	// A profiler per thread count: each has its own sessions.
+	profilers := make([]*inference.Profiler, len(threads))
+	for i, t := range threads {
+		profilers[i] = &inference.Profiler{Env: env, Options: onnx.Options{Device: dev, IntraOpThreads: t}, Mem: mem, Data: data,
+			BaseDir: filepath.Dir(a.g.catalog), Iterations: f.iters, Warmup: f.warmup}
+	}
 
 	total := 0
 	for _, m := range run {
-		total += len(m.Variants) * len(batches) * f.iters
+		total += len(m.Variants) * len(batches) * f.iters * len(threads)
 	}
 	prog := cli.NewProgress(a.err, int64(total), "profiling")
 	measured := map[string][]*inference.VariantProfile{}
@@ -235,46 +245,65 @@ func runProfile(a *app, f profileFlags) error {
 		}
 		truth, terr := truthOf(col)
 		for _, v := range m.Variants {
-			prog.Describe(fmt.Sprintf("profiling %s/%s", m.Name, v.Name))
-			vp, err := p.Variant(m, v, batches, func() { prog.Add(1) })
-			if err != nil {
-				prog.Done()
-				if isProfileInputErr(err) {
-					return badInput(err)
-				}
-				return err
-			}
-			measured[m.Name] = append(measured[m.Name], vp)
-			acc := "-"
-			if vp.Predicted != nil && terr == nil {
-				x, _ := inference.Accuracy(vp.Predicted, truth, nil)
-				acc = fmt.Sprintf("%.2f", x)
-				v.Accuracy = float64(int64(x*100+0.5)) / 100
-				// Per-class recall: what a data-aware plan weighs by the
-				// live stream's class mix (SneakPeek).
-				v.Classes = dataaware.ClassRecalls(vp.Predicted, truth)
-			}
-			v.OutputKB = float64(int64(vp.OutputKB*1000+0.5)) / 1000
-			byBatch := map[int]catalog.Latency{}
-			for _, l := range vp.Latency {
-				byBatch[l.Batch] = catalog.Latency{P50: round6(l.P50.Seconds() * 1000), P75: round6(l.P75.Seconds() * 1000), P90: round6(l.P90.Seconds() * 1000)}
-				if l.Batch == at {
-					if v.Latency == nil {
-						v.Latency = map[string]catalog.Latency{}
+			var lat catalog.Latency
+			for ti, t := range threads {
+				prog.Describe(fmt.Sprintf("profiling %s/%s, %s", m.Name, v.Name, threadsName(t)))
+				vp, err := profilers[ti].Variant(m, v, batches, func() { prog.Add(1) })
+				if err != nil {
+					prog.Done()
+					if isProfileInputErr(err) {
+						return badInput(err)
 					}
-					pl := l.PerItemMS()
-					v.Latency[f.workerType] = catalog.Latency{P50: round6(pl.P50), P75: round6(pl.P75), P90: round6(pl.P90)}
+					return err
 				}
-				rows = append(rows, profileRow{Model: m.Name, Variant: v.Name, Batch: l.Batch,
-					P50ms: ms(l.P50.Seconds()), P75ms: ms(l.P75.Seconds()), P90ms: ms(l.P90.Seconds()),
-					PerSec: float64(int64(l.ItemsPerSecond)), OutputKB: fmt.Sprintf("%.3f", vp.OutputKB), Accuracy: acc, Provider: vp.Provider})
+				acc := "-"
+				if ti == 0 {
+					// Accuracy and sizes do not depend on the threads.
+					measured[m.Name] = append(measured[m.Name], vp)
+					if vp.Predicted != nil && terr == nil {
+						x, _ := inference.Accuracy(vp.Predicted, truth, nil)
+						v.Accuracy = float64(int64(x*100+0.5)) / 100
+						// Per-class recall: what a data-aware plan weighs by the
+						// live stream's class mix (SneakPeek).
+						v.Classes = dataaware.ClassRecalls(vp.Predicted, truth)
+					}
+					v.OutputKB = float64(int64(vp.OutputKB*1000+0.5)) / 1000
+				}
+				if vp.Predicted != nil && terr == nil {
+					acc = fmt.Sprintf("%.2f", v.Accuracy)
+				}
+				l := catalog.Latency{Threads: recordedThreads(t), ByBatch: map[int]catalog.Latency{}}
+				for _, x := range vp.Latency {
+					l.ByBatch[x.Batch] = catalog.Latency{P50: round6(x.P50.Seconds() * 1000), P75: round6(x.P75.Seconds() * 1000), P90: round6(x.P90.Seconds() * 1000)}
+					if x.Batch == at {
+						pl := x.PerItemMS()
+						l.P50, l.P75, l.P90 = round6(pl.P50), round6(pl.P75), round6(pl.P90)
+					}
+					rows = append(rows, profileRow{Model: m.Name, Variant: v.Name, Threads: l.Threads, Batch: x.Batch,
+						P50ms: ms(x.P50.Seconds()), P75ms: ms(x.P75.Seconds()), P90ms: ms(x.P90.Seconds()),
+						PerSec: float64(int64(x.ItemsPerSecond)), OutputKB: fmt.Sprintf("%.3f", vp.OutputKB), Accuracy: acc, Provider: vp.Provider})
+				}
+				// Every measured batch size is kept: a latency SLO picks the
+				// batch size from them (catalog.Latency.PickBatch); the
+				// first thread count is the profile, the others by_threads
+				// (catalog.Latency.ForThreads).
+				if ti == 0 {
+					lat = l
+					continue
+				}
+				if lat.ByThreads == nil {
+					lat.ByThreads = map[int]catalog.Latency{}
+				}
+				lat.ByThreads[l.Threads] = l
 			}
-			// Every measured batch size is kept: a latency SLO picks the
-			// batch size from them (catalog.Latency.PickBatch).
-			if lat, ok := v.Latency[f.workerType]; ok {
-				lat.ByBatch = byBatch
-				v.Latency[f.workerType] = lat
+			if len(threads) == 1 && threads[0] == 1 && len(lat.ByThreads) == 0 {
+				// One thread, as the catalogs always were: no need to say.
+				lat.Threads = 0
 			}
+			if v.Latency == nil {
+				v.Latency = map[string]catalog.Latency{}
+			}
+			v.Latency[f.workerType] = lat
 		}
 	}
 	prog.Done()
@@ -331,6 +360,44 @@ func runProfile(a *app, f profileFlags) error {
 		fmt.Fprintf(a.err, "-- wrote %s (latency_ms.%s at batch %d)\n", dst, f.workerType, at)
 	}
 	return nil
+}
+
+// parseThreads reads --threads: thread counts, 0 for ONNX Runtime's
+// default, each once.
+func parseThreads(s string) ([]int, error) {
+	var out []int
+	seen := map[int]bool{}
+	for _, p := range strings.Split(s, ",") {
+		n, err := strconv.Atoi(strings.TrimSpace(p))
+		if err != nil || n < 0 || n > 1024 {
+			return nil, fmt.Errorf("--threads %q: %q is not a thread count (0..1024)", s, p)
+		}
+		if seen[recordedThreads(n)] {
+			return nil, fmt.Errorf("--threads %q: %d threads twice", s, recordedThreads(n))
+		}
+		seen[recordedThreads(n)] = true
+		out = append(out, n)
+	}
+	return out, nil
+}
+
+// recordedThreads is the thread count a profile records: ONNX Runtime's
+// default (0) uses every core.
+func recordedThreads(t int) int {
+	if t == 0 {
+		return runtime.NumCPU()
+	}
+	return t
+}
+
+func threadsName(t int) string {
+	if t == 0 {
+		return "ONNX Runtime's threads"
+	}
+	if t == 1 {
+		return "1 thread"
+	}
+	return fmt.Sprintf("%d threads", t)
 }
 
 func isProfileInputErr(err error) bool {

@@ -5,10 +5,8 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"math"
 	"os"
 	"path/filepath"
-	"sort"
 	"testing"
 	"time"
 
@@ -72,41 +70,24 @@ func reads(t testing.TB, rows []map[string]any) []Read {
 		out = append(out, Read{ID: int64(num(r, "id")), X0: int(num(r, "x0")), Y0: int(num(r, "y0")), X1: int(num(r, "x1")), Y1: int(num(r, "y1")),
 			Score: float32(num(r, "score")), Text: text, Confidence: float32(num(r, "confidence"))})
 	}
-	sort.SliceStable(out, func(i, j int) bool { return out[i].ID < out[j].ID })
+	SortReads(out)
 	return out
 }
 
-// sameReads checks the engine's reads against the reference's, row for row:
-// the same boxes and texts, scores within float noise.
+// sameReads checks the engine's reads against the reference's, row for row.
 func sameReads(t *testing.T, what string, got, want []Read) {
 	t.Helper()
-	if len(got) != len(want) {
-		t.Fatalf("%s: %d rows, the bare ONNX Runtime pipeline %d:\n%v\n%v", what, len(got), len(want), got, want)
-	}
-	for i := range got {
-		g, w := got[i], want[i]
-		if g.ID != w.ID || g.X0 != w.X0 || g.Y0 != w.Y0 || g.X1 != w.X1 || g.Y1 != w.Y1 || g.Text != w.Text ||
-			math.Abs(float64(g.Score-w.Score)) > 1e-4 || math.Abs(float64(g.Confidence-w.Confidence)) > 1e-4 {
-			t.Errorf("%s: row %d: engine %+v, bare %+v", what, i, g, w)
-		}
+	for _, d := range DiffReads(got, want) {
+		t.Errorf("%s: %s", what, d)
 	}
 }
 
 // referenceReads runs the reference pipeline over the scenes with id < n.
 func referenceReads(t *testing.T, sc []*Scene, n int, det, rec int) []Read {
 	t.Helper()
-	ref, err := NewReference(modelDir(t), det, rec, 1)
+	want, err := ReferenceReads(modelDir(t), sc[:n], det, rec)
 	if err != nil {
 		t.Fatal(err)
-	}
-	defer ref.Close()
-	var want []Read
-	for _, s := range sc[:n] {
-		rs, err := ref.Read(s.ID, s.Bytes)
-		if err != nil {
-			t.Fatal(err)
-		}
-		want = append(want, rs...)
 	}
 	return want
 }

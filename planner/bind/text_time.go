@@ -69,6 +69,16 @@ func (b *Binder) castDate(x *lang.CastExpr, v expr.Expr) expr.Expr {
 		}
 		v, _ = expr.NewLiteral(t)
 	}
+	if l, ok := v.(*expr.Literal); ok {
+		// A day already (DATE '1994-01-01'): the literal itself, so that
+		// date '...' + interval '...' folds to a constant and a scan's
+		// row-group pruning can read the comparison it bounds.
+		if t, ok := l.Value.(time.Time); ok {
+			if u := t.UTC(); u.Hour() == 0 && u.Minute() == 0 && u.Second() == 0 && u.Nanosecond() == 0 {
+				return v
+			}
+		}
+	}
 	if expr.IsString(v.Type()) {
 		v = &expr.Cast{Expr: v, To: expr.Timestamp, Try: x.Try}
 	}

@@ -226,6 +226,46 @@ type Latency struct {
 	// with the batch, sub-linearly, and a latency SLO has to pick the batch
 	// size from it (Jellyfish 4.1: l_j(b)). Batch.go reads it.
 	ByBatch map[int]Latency `yaml:"by_batch,omitempty"`
+	// Threads is the intra-op thread count of the session these numbers
+	// were measured with (0: not said); ByThreads the same measurements
+	// with other thread counts (`tierflow profile --threads 1,2`). A
+	// worker runs its model sessions with a thread count of its own (its
+	// share of the machine's cores), and a real-size network's time
+	// depends on it: the planner takes the profile of the worker's count
+	// (ForThreads).
+	Threads   int             `yaml:"threads,omitempty"`
+	ByThreads map[int]Latency `yaml:"by_threads,omitempty"`
+}
+
+// ForThreads is the latency of a session with n intra-op threads: the
+// profile measured with n, else with the most threads under n (more
+// threads are not slower), else l itself (n 0: unknown).
+func (l Latency) ForThreads(n int) Latency {
+	if n <= 0 || len(l.ByThreads) == 0 || n == l.Threads {
+		return l
+	}
+	best, bt := l, l.Threads
+	if bt > n {
+		bt = 0 // the top level was measured with more threads than n has
+	}
+	for t, x := range l.ByThreads {
+		if t <= n && t > bt {
+			best, bt = x, t
+		}
+	}
+	if bt == 0 {
+		// Every profile has more threads than n: the fewest is the closest.
+		for t, x := range l.ByThreads {
+			if bt == 0 || t < bt {
+				best, bt = x, t
+			}
+		}
+		if l.Threads > 0 && l.Threads < bt {
+			return l
+		}
+	}
+	best.Threads, best.ByThreads = bt, l.ByThreads
+	return best
 }
 
 // At returns the latency at percentile p (50, 75 or 90).

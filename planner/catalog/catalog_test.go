@@ -210,3 +210,69 @@ func TestImageAndDecodeProblems(t *testing.T) {
 		t.Errorf("parsed %+v %+v", m.Image, m.Decode)
 	}
 }
+
+// A latency profile by thread count: the planner takes the one of the
+// worker's count, or of the most threads under it.
+func TestLatencyForThreads(t *testing.T) {
+	c, err := Parse("c.yaml", []byte(`
+models:
+  - name: m
+    variants:
+      - name: v
+        output_kb: 1
+        latency_ms:
+          x4:
+            threads: 1
+            p50: 100
+            p75: 110
+            p90: 120
+            by_batch: {1: {p50: 100, p75: 110, p90: 120}}
+            by_threads:
+              2: {p50: 60, p75: 66, p90: 70, by_batch: {1: {p50: 60, p75: 66, p90: 70}}}
+              4: {p50: 40, p75: 44, p90: 50}
+`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	l := c.Model("m").Variant("v").Latency["x4"]
+	for _, tc := range []struct {
+		threads int
+		p50     float64
+	}{{0, 100}, {1, 100}, {2, 60}, {3, 60}, {4, 40}, {16, 40}} {
+		if got := l.ForThreads(tc.threads); got.P50 != tc.p50 {
+			t.Errorf("ForThreads(%d): p50 %g, want %g", tc.threads, got.P50, tc.p50)
+		}
+	}
+	if got := l.ForThreads(2).ByBatch[1].P50; got != 60 {
+		t.Errorf("ForThreads(2) by batch 1: %g, want the 2-thread call's 60", got)
+	}
+	for _, bad := range []string{
+		"latency_ms: {x4: {p50: 1, p75: 1, p90: 1, by_threads: {2: {p50: 1, p75: 1, p90: 1}}}}",
+		"latency_ms: {x4: {threads: 1, p50: 1, p75: 1, p90: 1, by_threads: {zero: {p50: 1, p75: 1, p90: 1}}}}",
+		"latency_ms: {x4: {threads: 0, p50: 1, p75: 1, p90: 1}}",
+	} {
+		src := "models:\n  - name: m\n    variants:\n      - name: v\n        output_kb: 1\n        " + bad + "\n"
+		if _, err := Parse("c.yaml", []byte(src)); err == nil {
+			t.Errorf("accepted %s", bad)
+		}
+	}
+}
+
+// A catalog with profiles by thread count reads back what it wrote
+// (tierflow profile --write).
+func TestLatencyByThreadsRoundTrips(t *testing.T) {
+	c := &Catalog{Models: []*Model{{Name: "m", Variants: []*Variant{{Name: "v", OutputKB: 1, Latency: map[string]Latency{
+		"x2": {P50: 10, P75: 11, P90: 12, Threads: 1, ByBatch: map[int]Latency{1: {P50: 10, P75: 11, P90: 12}},
+			ByThreads: map[int]Latency{2: {P50: 6, P75: 7, P90: 8, Threads: 2, ByBatch: map[int]Latency{1: {P50: 6, P75: 7, P90: 8}}}}}}}}}}}
+	b, err := c.Marshal()
+	if err != nil {
+		t.Fatal(err)
+	}
+	back, err := Parse("c.yaml", b)
+	if err != nil {
+		t.Fatalf("%v\n%s", err, b)
+	}
+	if got := back.Model("m").Variant("v").Latency["x2"].ForThreads(2); got.P50 != 6 || got.ByBatch[1].P90 != 8 {
+		t.Errorf("read back %+v from\n%s", got, b)
+	}
+}

@@ -266,10 +266,20 @@ func decodeVariant(d *yamlx.Decoder, n *yaml.Node) *Variant {
 			x := d.NonNegFloat(yamlx.Field{Value: p.Value}, what, 0)
 			l = Latency{P50: x, P75: x, P90: x}
 		} else {
-			lfs := d.Map(p.Value, what, "p50", "p75", "p90", "by_batch")
+			lfs := d.Map(p.Value, what, "p50", "p75", "p90", "by_batch", "threads", "by_threads")
 			l = decodePercentiles(d, p.Value, lfs, what)
 			if bb := lfs["by_batch"]; bb.Value != nil {
 				l.ByBatch = decodeByBatch(d, bb, what+".by_batch")
+			}
+			l.Threads = d.Int(lfs["threads"], what+".threads", 0)
+			if f := lfs["threads"]; f.Value != nil && (l.Threads < 1 || l.Threads > 1024) {
+				d.Errorf(f.Value, "%s.threads: %d is not a thread count (1..1024)", what, l.Threads)
+			}
+			if bt := lfs["by_threads"]; bt.Value != nil {
+				if l.Threads == 0 {
+					d.Errorf(bt.Value, "%s.by_threads: say which thread count the latency above was measured with (threads:)", what)
+				}
+				l.ByThreads = decodeByThreads(d, bt, what+".by_threads")
 			}
 		}
 		if l.P50 == 0 {
@@ -309,6 +319,35 @@ func decodeByBatch(d *yamlx.Decoder, f yamlx.Field, what string) map[int]Latency
 			d.Errorf(p.Key, "%s: latency must be positive", w)
 		}
 		out[b] = l
+	}
+	return out
+}
+
+// decodeByThreads reads latency_ms.<type>.by_threads: intra-op thread
+// count -> the latency per item (p50/p75/p90) and per call (by_batch) of a
+// session with that many threads.
+func decodeByThreads(d *yamlx.Decoder, f yamlx.Field, what string) map[int]Latency {
+	out := map[int]Latency{}
+	for _, p := range d.Pairs(f.Value, what) {
+		t, err := strconv.Atoi(p.Key.Value)
+		if err != nil || t < 1 || t > 1024 {
+			d.Errorf(p.Key, "%s: %q is not a thread count (1..1024)", what, p.Key.Value)
+			continue
+		}
+		w := what + "." + p.Key.Value
+		lfs := d.Map(p.Value, w, "p50", "p75", "p90", "by_batch", "threads")
+		l := decodePercentiles(d, p.Value, lfs, w)
+		if l.P50 == 0 {
+			d.Errorf(p.Key, "%s: latency must be positive", w)
+		}
+		if f := lfs["threads"]; f.Value != nil && d.Int(f, w+".threads", 0) != t {
+			d.Errorf(f.Value, "%s.threads: the profile of %d threads says %s", w, t, f.Value.Value)
+		}
+		if bb := lfs["by_batch"]; bb.Value != nil {
+			l.ByBatch = decodeByBatch(d, bb, w+".by_batch")
+		}
+		l.Threads = t
+		out[t] = l
 	}
 	return out
 }

@@ -69,7 +69,12 @@ type Worker struct {
 	Location string `yaml:"location,omitempty"`
 	// Count > 1 expands to workers Name-1 ... Name-Count.
 	Count int `yaml:"count,omitempty"`
-	Pos   Pos `yaml:"-"`
+	// Threads is the intra-op thread count the worker runs a model
+	// session with (0: its type's vcpus): what the planner takes a
+	// variant's latency profile at (catalog.Latency.ForThreads). A cluster
+	// fills it from what each worker reports.
+	Threads int `yaml:"threads,omitempty"`
+	Pos     Pos `yaml:"-"`
 }
 
 // Link prices traffic. From and To name two tiers (the common case), two
@@ -202,6 +207,20 @@ type Machine struct {
 	Type     *WorkerType
 	Tier     string
 	Location string
+	// Threads is the worker's model session threads (Worker.Threads).
+	Threads int
+}
+
+// ModelThreads is the intra-op threads the machine's model sessions run
+// with: as said, else its type's vcpus (0: not known).
+func (m Machine) ModelThreads() int {
+	if m.Threads > 0 {
+		return m.Threads
+	}
+	if m.Type != nil {
+		return m.Type.VCPUs
+	}
+	return 0
 }
 
 // Machines expands Count and resolves types, in file order.
@@ -213,11 +232,11 @@ func (in *Infra) Machines() []Machine {
 			t = &WorkerType{Name: w.Type}
 		}
 		if w.Count <= 1 {
-			out = append(out, Machine{w.Name, t, w.Tier, w.Location})
+			out = append(out, Machine{w.Name, t, w.Tier, w.Location, w.Threads})
 			continue
 		}
 		for i := 1; i <= w.Count; i++ {
-			out = append(out, Machine{fmt.Sprintf("%s-%d", w.Name, i), t, w.Tier, w.Location})
+			out = append(out, Machine{fmt.Sprintf("%s-%d", w.Name, i), t, w.Tier, w.Location, w.Threads})
 		}
 	}
 	return out
@@ -275,14 +294,18 @@ func Parse(file string, src []byte) (*Infra, error) {
 	}
 	wfields := map[*Worker]map[string]yamlx.Field{}
 	for _, n := range d.Seq(d.Required(root, fs, "workers", "infrastructure").Value, "workers") {
-		wf := d.Map(n, "worker", "name", "type", "tier", "location", "count")
+		wf := d.Map(n, "worker", "name", "type", "tier", "location", "count", "threads")
 		w := &Worker{
 			Name:     d.Str(d.Required(n, wf, "name", "worker"), "worker.name"),
 			Type:     d.Str(d.Required(n, wf, "type", "worker"), "worker.type"),
 			Tier:     d.Str(d.Required(n, wf, "tier", "worker"), "worker.tier"),
 			Location: d.Str(wf["location"], "worker.location"),
 			Count:    d.Int(wf["count"], "worker.count", 0),
+			Threads:  d.Int(wf["threads"], "worker.threads", 0),
 			Pos:      d.Pos(n),
+		}
+		if f := wf["threads"]; f.Value != nil && (w.Threads < 1 || w.Threads > 1024) {
+			d.Errorf(f.Value, "worker.threads: %d is not a thread count (1..1024)", w.Threads)
 		}
 		if w.Count < 0 {
 			d.Errorf(wf["count"].Value, "worker.count: must not be negative")

@@ -150,7 +150,8 @@ type lowerer struct {
 	dataAware bool
 	// bounded: the query reads no stream, only tables or constants
 	// (boundedSource).
-	bounded bool
+	bounded  bool
+	machines []infra.Machine
 }
 
 // Lower builds the optimizer problem of a plan.
@@ -166,7 +167,8 @@ func Lower(plan *logical.Plan, cat *catalog.Catalog, inf *infra.Infra, opt Optio
 	for _, t := range inf.Tiers {
 		l.p.Tiers = append(l.p.Tiers, optimize.Tier{Name: t.Name, Locations: max(t.Locations, 1)})
 	}
-	for _, m := range inf.Machines() {
+	l.machines = inf.Machines()
+	for _, m := range l.machines {
 		l.p.Workers = append(l.p.Workers, optimize.Worker{Name: m.Name, Tier: m.Tier, Location: m.Location, Type: m.Type.Name, Price: m.Type.Price, GPU: m.Type.GPU})
 	}
 	l.links()
@@ -561,6 +563,22 @@ func (l *lowerer) model(x *logical.LateralModel, in []pending) *Stage {
 			ms := lat.At(l.opt.Percentile)
 			ov.LatencyMs[k] = ms
 			best = math.Min(best, ms)
+		}
+		// A worker whose sessions run with another thread count than its
+		// type's profile was measured with gets the profile of its own
+		// count, where the catalog has one (measured by tierflow profile
+		// --threads): a real-size network's time per item is about half
+		// with two threads.
+		for _, m := range l.machines {
+			lat, ok := v.Latency[m.Name]
+			if !ok && m.Type != nil {
+				lat, ok = v.Latency[m.Type.Name]
+			}
+			if t := m.ModelThreads(); ok && len(lat.ByThreads) > 0 && t > 0 && t != lat.Threads {
+				ms := lat.ForThreads(t).At(l.opt.Percentile)
+				ov.LatencyMs[m.Name] = ms
+				best = math.Min(best, ms)
+			}
 		}
 		if ov.ProxyCost == 0 && !math.IsInf(best, 1) {
 			// The prototype ranks variants by latency on the strongest worker.

@@ -17,7 +17,7 @@ import (
 // Write prints the report as tables: the checks first (what a reader came
 // for), then sources, operators, workers and links.
 func (r *Report) Write(w io.Writer) error {
-	fmt.Fprintf(w, "EXPLAIN ANALYZE %s: %s; data in flight %s (first source batch to last batch anywhere), run %s; rates and costs over the former\n",
+	fmt.Fprintf(w, "EXPLAIN ANALYZE %s: %s; data through in %s (the sources' span and the backlog their last rows met), run %s; rates and costs over the former\n",
 		r.Query, r.State, r.Span.Round(time.Millisecond), r.Window.Round(time.Millisecond))
 	if r.Planner != "" {
 		fmt.Fprintf(w, "placed by %s\n", r.Planner)
@@ -244,12 +244,21 @@ func (r *Report) batchingRows() [][]string {
 
 func (r *Report) workerRows() [][]string {
 	var out [][]string
+	staged := false
+	for _, w := range r.Workers {
+		staged = staged || w.Staged
+	}
 	for _, w := range r.Workers {
 		est := "-"
 		if w.Estimated > 0 {
 			est = num(w.Estimated)
 		}
-		out = append(out, []string{w.Name, w.Tier, w.Type, num(w.Price), est, num(w.Measured), pct(w.Busy), strings.Join(w.Operators, ", ")})
+		price := num(w.Price)
+		if staged && !w.Staged {
+			// Not in the compute cost: it runs no stage of the plan.
+			price += " (source only)"
+		}
+		out = append(out, []string{w.Name, w.Tier, w.Type, price, est, num(w.Measured), pct(w.Busy), strings.Join(w.Operators, ", ")})
 	}
 	return out
 }

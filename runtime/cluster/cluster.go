@@ -259,9 +259,10 @@ func StartEmbeddedHooked(ctx context.Context, o Options, h Hooks) (*Cluster, err
 		if m.Type != nil {
 			typ = m.Type.Name
 		}
+		threads := CPUShare(m, len(o.Infra.Machines()))
 		w, err := worker.StartHooked(ctx, worker.Config{Conn: nc, Name: name, Tier: m.Tier, Location: m.Location, Type: typ,
 			Inventory: &inv, Allocator: o.Allocator, Metrics: o.Metrics, Stdout: o.Stdout, Log: o.Log,
-			Exec: ExecHooksWith(nc, o.OrtLib, o.ModelLog, CPUShare(m, len(o.Infra.Machines())), o.Evidence), Namespace: o.Namespace,
+			Exec: ExecHooksWith(nc, o.OrtLib, o.ModelLog, threads, o.Evidence), ModelThreads: threads, Namespace: o.Namespace,
 			Sched: policy}, h.of(name))
 		if err != nil {
 			c.Close()

@@ -421,7 +421,7 @@ func (c *Coordinator) Submit(ctx context.Context, req deploy.SubmitRequest) (*de
 	}
 	var ws []deploy.Worker
 	for _, w := range c.Workers() {
-		ws = append(ws, deploy.Worker{Name: w.Name, Tier: w.Tier, Location: w.Location, Type: w.Type})
+		ws = append(ws, deploy.Worker{Name: w.Name, Tier: w.Tier, Location: w.Location, Type: w.Type, Threads: w.ModelThreads})
 	}
 	c.mu.Lock()
 	if _, dup := c.queries[req.Query]; dup {

@@ -301,7 +301,7 @@ func (c *Coordinator) optimize(ctx context.Context, bound *logical.Plan, cat *ca
 			}
 			inf.WorkerTypes = append(inf.WorkerTypes, wt)
 		}
-		inf.Workers = append(inf.Workers, &infra.Worker{Name: w.Name, Type: typ, Tier: w.Tier, Location: w.Location})
+		inf.Workers = append(inf.Workers, &infra.Worker{Name: w.Name, Type: typ, Tier: w.Tier, Location: w.Location, Threads: w.Threads})
 	}
 	opts := set.Planner
 	opts.Strategy = "" // the optimizer's default unless the script set one

@@ -256,7 +256,7 @@ func (s *supervisor) workersFor(ch change, old current) ([]deploy.Worker, bool) 
 			if slices.Contains(old.cons.Exclude, w.Name) || w.Name == ch.lost {
 				continue
 			}
-			ws = append(ws, deploy.Worker{Name: w.Name, Tier: w.Tier, Location: w.Location, Type: w.Type})
+			ws = append(ws, deploy.Worker{Name: w.Name, Tier: w.Tier, Location: w.Location, Type: w.Type, Threads: w.ModelThreads})
 		}
 		if len(ws) > 0 || ch.replan() || time.Now().After(wait) {
 			break

@@ -27,6 +27,8 @@ type Worker struct {
 	Tier     string `json:"tier"`
 	Location string `json:"location,omitempty"`
 	Type     string `json:"type,omitempty"`
+	// Threads is the intra-op threads of its model sessions (0: unknown).
+	Threads int `json:"threads,omitempty"`
 }
 
 // Placement says where every operator instance of one query runs.

@@ -179,6 +179,10 @@ type WorkerInfo struct {
 	// worker's query parts a data user on it (Access.JWT), which only this
 	// worker can then connect as.
 	DataKey string `json:"data_key,omitempty"`
+	// ModelThreads is the intra-op threads its model sessions run with
+	// (its share of the machine's cores): the planner takes the variants'
+	// latency profiles of that thread count.
+	ModelThreads int `json:"model_threads,omitempty"`
 	// Set by the coordinator.
 	Registered time.Time `json:"registered"`
 	LastSeen   time.Time `json:"last_seen"`

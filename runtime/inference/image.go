@@ -7,6 +7,7 @@ import (
 	"slices"
 
 	"github.com/apache/arrow/go/v17/arrow"
+	"github.com/apache/arrow/go/v17/arrow/memory"
 
 	"github.com/tierflow/tierflow/operators/ml"
 	"github.com/tierflow/tierflow/planner/catalog"
@@ -177,4 +178,76 @@ func (s *shapedSession) Provider() string {
 		return p.Provider()
 	}
 	return ""
+}
+
+// imagePipeline is what a model operator runs on a batch of encoded images
+// (Lateral's Pre step, model and Post step), for the profiler: its time per
+// call is what the planner's profile must hold, decoding and resizing and
+// decoding the output included.
+type imagePipeline struct {
+	pre, post ml.Step
+	model     *ml.Model
+}
+
+// isImageModel reports a model called on encoded images: one BLOB input and
+// an image: recipe.
+func isImageModel(m *catalog.Model) bool {
+	if m.Image == nil || len(m.Inputs) != 1 {
+		return false
+	}
+	t, err := catalog.ParseType(m.Inputs[0].Type)
+	return err == nil && isBinary(t)
+}
+
+// bindImage binds variant v of image model m (session sess) to rows of
+// schema whose column col holds the images, as Lateral does, in batches of
+// at most maxBatch rows.
+func bindImage(m *catalog.Model, v *catalog.Variant, sess ml.Session, schema *arrow.Schema, col, maxBatch int) (*imagePipeline, error) {
+	outs := make([]arrow.Field, len(m.Outputs))
+	for i, c := range m.Outputs {
+		f, err := c.Field()
+		if err != nil {
+			return nil, fmt.Errorf("%w: model %s output %s: %v", ErrProfile, m.Name, c.Name, err)
+		}
+		outs[i] = f
+	}
+	ic, err := newImageCall(m, v, sess, outs)
+	if err != nil {
+		return nil, err
+	}
+	pre, err := ml.NewImageStep(schema, col, ic.prep)
+	if err != nil {
+		return nil, err
+	}
+	heads, err := ic.heads(m, outs)
+	if err != nil {
+		return nil, err
+	}
+	in := pre.Schema()
+	bm, err := ml.Bind(ic.session, in, ml.Config{Inputs: []string{ml.ImageTensorColumn}, InputIndexes: []int{in.NumFields() - 2},
+		Heads: heads, NoErrorColumn: true, MaxBatch: maxBatch})
+	if err != nil {
+		return nil, fmt.Errorf("model %s variant %s: %w", m.Name, v.Name, err)
+	}
+	post, err := ic.post(bm.OutputSchema())
+	if err != nil {
+		return nil, fmt.Errorf("model %s variant %s: %w", m.Name, v.Name, err)
+	}
+	return &imagePipeline{pre: pre, post: post, model: bm}, nil
+}
+
+// run decodes, infers and decodes the output of one batch; the caller
+// releases the result (rec's columns, then the model's).
+func (p *imagePipeline) run(mem memory.Allocator, rec arrow.Record) (arrow.Record, error) {
+	in, err := p.pre.Apply(mem, rec)
+	if err != nil {
+		return nil, err
+	}
+	raw, err := p.model.Infer(mem, in)
+	in.Release()
+	if err != nil {
+		return nil, err
+	}
+	defer raw.Release()
+	return p.post.Apply(mem, raw)
 }

@@ -301,6 +301,9 @@ func (p *Profiler) Variant(m *catalog.Model, v *catalog.Variant, batches []int, 
 	if err != nil {
 		return nil, err
 	}
+	if isImageModel(m) {
+		return p.imageVariant(m, v, sess, cols[0], batches, tick)
+	}
 	rec, source, err := p.input(m, v, sess, cols, batches)
 	if err != nil {
 		return nil, err
@@ -354,13 +357,91 @@ func (p *Profiler) Variant(m *catalog.Model, v *catalog.Variant, batches []int, 
 			}
 		}
 		slice.Release()
-		slices.Sort(times)
-		q := func(f float64) time.Duration { return times[min(len(times)-1, int(f*float64(len(times))))] }
-		l := Latency{Batch: b, P50: q(0.50), P75: q(0.75), P90: q(0.90)}
-		l.ItemsPerSecond = float64(b) / l.P50.Seconds()
-		vp.Latency = append(vp.Latency, l)
+		vp.Latency = append(vp.Latency, latencyOf(b, times))
 	}
 	return vp, nil
+}
+
+// imageVariant measures a variant of a model called on encoded images the
+// way the model operator runs it (decode and resize, the call, the
+// decoding of its output into the query's rows), on the images of column
+// col of the validation set, which it needs: made-up bytes are no image.
+// OutputKB is per output row (a detector's box), Predicted the first text
+// output of every output row (a recogniser's reading, one per input row).
+func (p *Profiler) imageVariant(m *catalog.Model, v *catalog.Variant, sess *onnx.Session, col string, batches []int, tick func()) (*VariantProfile, error) {
+	if p.Data == nil {
+		return nil, fmt.Errorf("%w: model %s takes encoded images (its input %s is a BLOB): give --data, an Arrow IPC file with a column %s of them", ErrProfile, m.Name, col, col)
+	}
+	rec := p.Data.Record
+	idx := rec.Schema().FieldIndices(col)
+	if len(idx) == 0 {
+		return nil, fmt.Errorf("%w: %s has no column %q (the images of model %s)", ErrProfile, p.Data.Path, col, m.Name)
+	}
+	pl, err := bindImage(m, v, sess, rec.Schema(), idx[0], max(64, int(rec.NumRows())))
+	if err != nil {
+		return nil, err
+	}
+	vp := &VariantProfile{Model: m.Name, Variant: v.Name, Provider: sess.Provider()}
+	out, err := pl.run(p.Mem, rec)
+	if err != nil {
+		return nil, err
+	}
+	var bytes int
+	first := int(out.NumCols()) - len(m.Outputs)
+	for c := first; c < int(out.NumCols()); c++ {
+		bytes += dataBytes(out.Column(c).Data())
+		if s, ok := out.Column(c).(*array.String); ok && vp.Predicted == nil && out.NumRows() == rec.NumRows() {
+			vp.Predicted = make([]string, s.Len())
+			for i := range vp.Predicted {
+				vp.Predicted[i] = s.Value(i)
+			}
+		}
+	}
+	if out.NumRows() > 0 {
+		vp.OutputKB = float64(bytes) / float64(out.NumRows()) / 1024
+	}
+	out.Release()
+	for _, b := range batches {
+		if b > int(rec.NumRows()) {
+			return nil, fmt.Errorf("%w: batch %d is larger than the %d rows of %s", ErrProfile, b, rec.NumRows(), p.Data.Path)
+		}
+		bp, err := bindImage(m, v, sess, rec.Schema(), idx[0], b)
+		if err != nil {
+			return nil, err
+		}
+		times := make([]time.Duration, 0, p.Iterations)
+		for i := 0; i < p.Warmup+p.Iterations; i++ {
+			// Each call on the next b images, round the set: a detector's
+			// time depends on what is in its frames.
+			off := int64(i*b) % (rec.NumRows() - int64(b) + 1)
+			slice := rec.NewSlice(off, off+int64(b))
+			start := time.Now()
+			r, err := bp.run(p.Mem, slice)
+			d := time.Since(start)
+			slice.Release()
+			if err != nil {
+				return nil, err
+			}
+			r.Release()
+			if i >= p.Warmup {
+				times = append(times, d)
+				if tick != nil {
+					tick()
+				}
+			}
+		}
+		vp.Latency = append(vp.Latency, latencyOf(b, times))
+	}
+	return vp, nil
+}
+
+// latencyOf is the percentiles of the times of calls of b rows.
+func latencyOf(b int, times []time.Duration) Latency {
+	slices.Sort(times)
+	q := func(f float64) time.Duration { return times[min(len(times)-1, int(f*float64(len(times))))] }
+	l := Latency{Batch: b, P50: q(0.50), P75: q(0.75), P90: q(0.90)}
+	l.ItemsPerSecond = float64(b) / l.P50.Seconds()
+	return l
 }
 
 // Combination is the measured accuracy of a workflow for one choice of

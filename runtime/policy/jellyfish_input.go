@@ -132,7 +132,8 @@ func runningVariant(n *logical.LateralModel, vs []*catalog.Variant, variants map
 }
 
 // batchMs is v's profiled latency (P90) of a call of 1..jfMaxBatch rows
-// on the first of the workers' types that has a by-batch profile (else
+// on the first of the workers' types that has a by-batch profile, at that
+// worker's thread count (else
 // any profile; else 1 ms a row, which only the network then decides).
 func batchMs(v *catalog.Variant, ws []deploy.Worker) []float64 {
 	var l catalog.Latency
@@ -140,7 +141,9 @@ func batchMs(v *catalog.Variant, ws []deploy.Worker) []float64 {
 	for _, w := range ws {
 		for _, k := range []string{w.Name, w.Type} {
 			if x, ok := v.Latency[k]; ok && len(x.ByBatch) > 0 && !found {
-				l, found = x, true
+				// The profile of the worker's own thread count, where
+				// the catalog has one.
+				l, found = x.ForThreads(w.Threads), true
 			}
 		}
 	}

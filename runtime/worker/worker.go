@@ -71,6 +71,9 @@ type Config struct {
 	// The part says which query, with the model variants its plan chose,
 	// its priority, and the worker's inference scheduler.
 	Exec func(o *exec.Options, part deploy.ExecPart)
+	// ModelThreads is the intra-op threads Exec's model sessions run with
+	// (0: ONNX Runtime's default, every core); the worker reports it.
+	ModelThreads int
 	// Sched is the policy of the worker's inference scheduler, which every
 	// query on the worker shares (nil: sched.Naive, each batch runs as it
 	// comes, as without a scheduler).
@@ -212,7 +215,10 @@ func StartHooked(ctx context.Context, cfg Config, h Hooks) (*Worker, error) {
 		inv = &i
 	}
 	info := deploy.WorkerInfo{Name: cfg.Name, Tier: cfg.Tier, Location: cfg.Location, Type: cfg.Type,
-		CPUs: inv.CPUs, MemoryBytes: inv.MemoryTotal, Metrics: cfg.MetricsURL}
+		CPUs: inv.CPUs, MemoryBytes: inv.MemoryTotal, Metrics: cfg.MetricsURL, ModelThreads: cfg.ModelThreads}
+	if info.ModelThreads <= 0 {
+		info.ModelThreads = inv.CPUs // ONNX Runtime's default: every core
+	}
 	sc := sched.New(cfg.Sched)
 	info.Sched = sc.Policy().Name()
 	for _, g := range inv.GPUs {
