@@ -1,6 +1,9 @@
 package dataflow
 
-import "time"
+import (
+	"math"
+	"time"
+)
 
 // LinkState is what the sending end of a channel to another worker knows of
 // its network link, from its receiver's acknowledgements (the NATS relay's
@@ -28,6 +31,10 @@ type LinkState struct {
 	// and progress included), so a reader can tell its payload from the
 	// framing.
 	Bytes, Batches uint64
+	// Samples are the link's latest bandwidth samples, oldest first (the
+	// transfer rate's where the sender measures it): the distribution
+	// LinkBandwidth.TailBps reads.
+	Samples []float64
 }
 
 // LinkStater is a Sender that knows its link's state (relay's senders).
@@ -68,6 +75,8 @@ func (c *Context) OutputLinks(output int) []LinkStater {
 // plan, BatchBps for a batch.
 type LinkBandwidth struct {
 	Mean, Latest, Recent float64
+	// Samples are the latest samples, oldest first (TailBps).
+	Samples []float64
 }
 
 // NewLinkBandwidth is the view of a link whose acks measured ack and, when
@@ -82,14 +91,54 @@ func NewLinkBandwidth(ack, xfer LinkBandwidth) LinkBandwidth {
 	return ack
 }
 
-// MaxLinkUtilization is the share of a link's bandwidth a stream may fill:
-// its queue stays short, and the headroom absorbs a drop of the link until
-// the stream follows it. The per-batch adapt step steps a batch up to a
-// larger side within it, the per-query Jellyfish policy caps a source's
-// rows at it (control.DefaultJellyfish: at 70%, bench slo's fit-28 rode a
-// 600 kbit/s step and its frames queued for seconds when the link fell to
-// 400, 8% of them late).
-const MaxLinkUtilization = 0.6
+// DefaultAttainment is the share of a LATENCY query's rows that must meet
+// the bound when the query names no PERCENTILE: the probability every
+// decision on a latency-bound stream holds its prediction with.
+const DefaultAttainment = 0.98
+
+// Attainment is the probability a query's LATENCY bound asks for: its
+// PERCENTILE (0-100; 0: none given) as a share, DefaultAttainment when it
+// names none or one outside (0, 100).
+func Attainment(percentile float64) float64 {
+	if percentile <= 0 || percentile >= 100 {
+		return DefaultAttainment
+	}
+	return percentile / 100
+}
+
+// EvidenceSamples is how many samples a tail held with probability p rests
+// on: of n exchangeable samples and the next one, each is the smallest with
+// probability 1/(n+1), so the next is at least the smallest of the n with
+// probability n/(n+1), which is p from n = p/(1-p) on (49 for 0.98).
+func EvidenceSamples(p float64) int {
+	if p <= 0 {
+		return 1
+	}
+	if p >= 1 {
+		return math.MaxInt32
+	}
+	return max(1, int(math.Ceil(p/(1-p)-1e-9)))
+}
+
+// TailBps is the bandwidth the link gives its next message with
+// probability p, read from its measured distribution rather than its mean
+// with a headroom: the smallest of its latest EvidenceSamples(p) samples.
+// A fall counts at its first slow ack; a rise once the evidence of the
+// slow samples has aged out, sooner for a lower p. With fewer samples than
+// that it is the smallest of those there are (the evidence so far); with
+// none, BatchBps.
+func (b LinkBandwidth) TailBps(p float64) float64 {
+	n := len(b.Samples)
+	if n == 0 {
+		return b.BatchBps()
+	}
+	tail := b.Samples[n-min(n, EvidenceSamples(p)):]
+	low := tail[0]
+	for _, x := range tail[1:] {
+		low = min(low, x)
+	}
+	return low
+}
 
 // LinkDropRatio is how far under the mean the latest sample must fall for
 // a batch to take it as the link's bandwidth (BatchBps): the steps of a
@@ -124,6 +173,6 @@ func (b LinkBandwidth) BatchBps() float64 {
 
 // Bandwidth is the link's bandwidth view.
 func (s LinkState) Bandwidth() LinkBandwidth {
-	return NewLinkBandwidth(LinkBandwidth{Mean: s.BandwidthBps, Latest: s.LastBps},
-		LinkBandwidth{Mean: s.TransferBps, Latest: s.LastTransferBps})
+	return NewLinkBandwidth(LinkBandwidth{Mean: s.BandwidthBps, Latest: s.LastBps, Samples: s.Samples},
+		LinkBandwidth{Mean: s.TransferBps, Latest: s.LastTransferBps, Samples: s.Samples})
 }

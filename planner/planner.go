@@ -184,7 +184,7 @@ func ParsePercentile(s string) (int, error) {
 // applies as it builds the plan): with the stage that produces the model
 // call's input, the source's when nothing runs between them.
 func adaptedSources(res *Result, mode string) {
-	root := rewrite.AdaptInputsSLO(res.Rewritten.Root, res.Physical.Variants(), mode, res.Rewritten.Objectives.LatencyMs)
+	root := rewrite.AdaptInputsLatency(res.Rewritten.Root, res.Physical.Variants(), mode, res.Rewritten.Objectives)
 	if root == res.Rewritten.Root {
 		return
 	}

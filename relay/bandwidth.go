@@ -37,7 +37,21 @@ type bandwidth struct {
 	xferLast   float64
 	xferLatest float64
 	xferPrev   float64 // the transfer sample before xferLatest
+	// tail are the last TailSamples samples of the link's view (the
+	// transfer rate once a base round trip is known, else the acks'
+	// plain one), oldest first from tailAt: the distribution a latency
+	// bound's tail is read from (dataflow.LinkBandwidth.TailBps), kept by
+	// count, not by time, as a tail at p needs p/(1-p) samples however
+	// fast they come.
+	tail   [TailSamples]float64
+	tailN  int // samples in tail (at most TailSamples)
+	tailAt int // the oldest's index once tail is full
 }
+
+// TailSamples is how many of a link's latest bandwidth samples it keeps
+// for the tail of its distribution: enough for a bound held with
+// probability 0.99 (dataflow.EvidenceSamples(0.99) is 99).
+const TailSamples = 128
 
 type rttSample struct {
 	at time.Time
@@ -66,11 +80,31 @@ func (b *bandwidth) add(n int, sent, acked time.Time) {
 	}
 	b.prev, b.latest = b.latest, float64(n)/rt.Seconds()
 	b.samples = append(b.samples, bwSample{at: acked, bps: b.latest})
+	view := b.latest
 	if b.base > 0 {
 		b.xferPrev, b.xferLatest = b.xferLatest, float64(n)/max(rt-b.base, rt/4).Seconds()
 		b.xfer = append(b.xfer, bwSample{at: acked, bps: b.xferLatest})
+		view = b.xferLatest
+	}
+	if b.tailN < TailSamples {
+		b.tail[b.tailN] = view
+		b.tailN++
+	} else {
+		b.tail[b.tailAt] = view
+		b.tailAt = (b.tailAt + 1) % TailSamples
 	}
 	b.trim(acked)
+}
+
+// tailSamples appends the kept samples, oldest first, to dst.
+func (b *bandwidth) tailSamples(dst []float64) []float64 {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.tailN < TailSamples {
+		return append(dst, b.tail[:b.tailN]...)
+	}
+	dst = append(dst, b.tail[b.tailAt:]...)
+	return append(dst, b.tail[:b.tailAt]...)
 }
 
 // addBase takes the round trip of a message without payload (progress).
@@ -163,6 +197,11 @@ func lastTwo(prev, latest float64) float64 {
 // that went onto the link at sent and was acknowledged at acked (sender
 // ends of backends whose receivers acknowledge).
 func (m *Meter) Ack(n int, sent, acked time.Time) { m.bw.add(n, sent, acked) }
+
+// AckedMessages counts n data messages that one cumulative ack covered
+// (its last one's sample goes to Ack): LinkStats.Acks counts the messages
+// acknowledged, not the samples.
+func (m *Meter) AckedMessages(n int) { m.ackedMsgs.Add(uint64(n)) }
 
 // AckEmpty records the acknowledgement of a message without payload (a
 // progress message) sent at sent: its round trip is the link's base, what

@@ -198,7 +198,7 @@ func (ds *dataflowSender) LinkState() dataflow.LinkState {
 	st := ds.s.Stats()
 	return dataflow.LinkState{BandwidthBps: st.AckBandwidthBps, LastBps: st.LastAckBps, SRTT: st.SRTT, Acks: st.Acks,
 		UnackedBytes: st.UnackedBytes, Bytes: st.Bytes, Batches: st.Batches,
-		TransferBps: st.TransferBps, LastTransferBps: st.LastTransferBps, BaseRTT: st.BaseRTT}
+		TransferBps: st.TransferBps, LastTransferBps: st.LastTransferBps, BaseRTT: st.BaseRTT, Samples: st.Samples}
 }
 
 func (ds *dataflowSender) Close() error {

@@ -27,6 +27,7 @@ type Meter struct {
 	bw        bandwidth     // sender: acknowledged messages (bandwidth.go)
 	shapedBps atomic.Uint64 // sender: a shaped link's current cap (float64 bits)
 	unacked   atomic.Int64  // sender: data bytes on the wire, not acknowledged
+	ackedMsgs atomic.Uint64 // sender: data messages acknowledged (cumulative acks)
 	resent    atomic.Uint64 // sender: messages sent again
 	dups      atomic.Uint64 // receiver: messages that arrived again, dropped
 	gaps      atomic.Uint64 // receiver: messages found missing, asked for again
@@ -109,12 +110,13 @@ func (m *Meter) Snapshot() LinkStats {
 		RecentTransferBps: xferRecent,
 		BaseRTT:           base,
 		AckBandwidthBps:   bps,
+		Samples:           m.bw.tailSamples(nil),
 		LastAckBps:        latest,
 		RecentAckBps:      recent,
 		ShapedBps:         math.Float64frombits(m.shapedBps.Load()),
 		UnackedBytes:      m.unacked.Load(),
 		SRTT:              srtt,
-		Acks:              acks,
+		Acks:              max(acks, m.ackedMsgs.Load()),
 		Link:              m.link,
 		Direction:         m.dir,
 		Batches:           m.batches.Load(),

@@ -247,6 +247,10 @@ type LinkStats struct {
 	// (as RecentAckBps is of the acks').
 	RecentTransferBps float64       `json:"recent_transfer_bps,omitempty"`
 	BaseRTT           time.Duration `json:"base_rtt_ns,omitempty"`
+	// Samples are the link's latest bandwidth samples, oldest first (up
+	// to TailSamples; the transfer rate's where it is measured): the
+	// distribution a latency bound's tail is read from.
+	Samples []float64 `json:"samples,omitempty"`
 	// ShapedBps is a shaped link's cap at its last send (bytes per second;
 	// 0: not shaped), what the trace gave it.
 	ShapedBps float64 `json:"shaped_bps,omitempty"`
@@ -262,6 +266,6 @@ type LinkStats struct {
 // Bandwidth is the link's bandwidth view, which every decision reads by
 // its rules (dataflow.LinkBandwidth).
 func (s LinkStats) Bandwidth() dataflow.LinkBandwidth {
-	return dataflow.NewLinkBandwidth(dataflow.LinkBandwidth{Mean: s.AckBandwidthBps, Latest: s.LastAckBps, Recent: s.RecentAckBps},
-		dataflow.LinkBandwidth{Mean: s.TransferBps, Latest: s.LastTransferBps, Recent: s.RecentTransferBps})
+	return dataflow.NewLinkBandwidth(dataflow.LinkBandwidth{Mean: s.AckBandwidthBps, Latest: s.LastAckBps, Recent: s.RecentAckBps, Samples: s.Samples},
+		dataflow.LinkBandwidth{Mean: s.TransferBps, Latest: s.LastTransferBps, Recent: s.RecentTransferBps, Samples: s.Samples})
 }

@@ -36,7 +36,10 @@ const builtinTrace = `t_s,kbit_s
 `
 
 type sloOptions struct {
-	trace      string
+	traces     []string
+	random     int
+	seed       uint64
+	kinds      []string
 	clients    int
 	workers    int
 	slo        time.Duration
@@ -55,6 +58,7 @@ type sloOptions struct {
 // sloSourceRow is one client (source) of a policy's run: EXPLAIN ANALYZE
 // per source.
 type sloSourceRow struct {
+	Trace       string  `json:"trace,omitempty"`
 	Policy      string  `json:"policy"`
 	Source      string  `json:"source"`
 	Requests    int     `json:"requests"`
@@ -78,6 +82,7 @@ type sloSourceRow struct {
 // one variant: the bandwidth the trace gave, the mean the acks estimated,
 // and the variant and input size its frames were sent at.
 type sloSpanRow struct {
+	Trace         string  `json:"trace,omitempty"`
 	Policy        string  `json:"policy"`
 	Source        string  `json:"source"`
 	FromS         float64 `json:"from_s"`
@@ -125,7 +130,10 @@ result at the sink. Without --trace a built-in one steps through 800, 600, 400 a
 		},
 	}
 	fl := c.Flags()
-	fl.StringVar(&o.trace, "trace", "", "bandwidth trace of every client link (CSV t_s,kbit_s; default: the built-in 800/600/400/300 kbit/s steps)")
+	fl.StringSliceVar(&o.traces, "trace", nil, "bandwidth traces of the client links, each run in turn (CSV t_s,kbit_s; comma-separated or repeated; default: the built-in 800/600/400/300 kbit/s steps unless --random)")
+	fl.IntVar(&o.random, "random", 0, "also run this many seeded random traces (--kinds in turn, seeds --seed, --seed+1, ...)")
+	fl.Uint64Var(&o.seed, "seed", 1, "first seed of the --random traces")
+	fl.StringSliceVar(&o.kinds, "kinds", TraceKinds, "kinds of --random traces: "+strings.Join(TraceKinds, ", "))
 	fl.IntVar(&o.clients, "clients", 4, "edge clients, each with its own shaped link")
 	fl.IntVar(&o.workers, "workers", 0, "server workers (default: 1 on the engine, where the plan puts the model call on one; 2 in the harness, one variant each)")
 	fl.DurationVar(&o.slo, "slo", 100*time.Millisecond, "end-to-end latency SLO of every frame")
@@ -163,19 +171,17 @@ func runBenchSLO(cmd *cobra.Command, benv *bench.Env, o sloOptions) error {
 			return cli.BadInput(fmt.Errorf("unknown --policy %q: want %s", p, strings.Join(harness.Policies, ", ")))
 		}
 	}
-	var tr *relay.Trace
-	var err error
-	if o.trace == "" {
-		tr, err = relay.ParseTrace("built-in trace", strings.NewReader(builtinTrace))
-	} else {
-		tr, err = relay.ReadTrace(o.trace)
-	}
+	trs, err := sloTraces(o)
 	if err != nil {
 		return cli.BadInput(err)
 	}
 	if !o.harness {
-		return runBenchSLOEngine(cmd, benv, o, tr)
+		return runBenchSLOEngine(cmd, benv, o, trs)
 	}
+	if len(trs) != 1 {
+		return cli.BadInput(errors.New("--harness runs one trace: give one --trace and no --random"))
+	}
+	tr := trs[0]
 	variants, err := sloVariants(o)
 	if err != nil {
 		return cli.BadInput(err)
@@ -243,15 +249,74 @@ func printSLO(benv *bench.Env, o sloOptions, rows []*harness.Result, sources []s
 	return nil
 }
 
+// sloTraces are the traces to run: the files given, then the --random
+// ones; the built-in one when there are none.
+func sloTraces(o sloOptions) ([]*relay.Trace, error) {
+	var out []*relay.Trace
+	for _, f := range o.traces {
+		tr, err := relay.ReadTrace(f)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, tr)
+	}
+	if o.random < 0 {
+		return nil, errors.New("--random must not be negative")
+	}
+	if o.random > 0 && len(o.kinds) == 0 {
+		return nil, errors.New("--random needs at least one of --kinds")
+	}
+	for i := 0; i < o.random; i++ {
+		tr, err := GenerateTrace(o.kinds[i%len(o.kinds)], o.seed+uint64(i), 30*time.Second)
+		if err != nil {
+			return nil, fmt.Errorf("--kinds: %w", err)
+		}
+		out = append(out, tr)
+	}
+	if len(out) == 0 {
+		tr, err := relay.ParseTrace("built-in trace", strings.NewReader(builtinTrace))
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, tr)
+	}
+	return out, nil
+}
+
 // runBenchSLOEngine runs every policy as a query on a fresh embedded
-// cluster (cmd_bench_slo_engine.go).
-func runBenchSLOEngine(cmd *cobra.Command, benv *bench.Env, o sloOptions, tr *relay.Trace) error {
+// cluster (cmd_bench_slo_engine.go), trace after trace, and judges each
+// trace's adaptive run against the static runs and the oracle's bounds.
+func runBenchSLOEngine(cmd *cobra.Command, benv *bench.Env, o sloOptions, trs []*relay.Trace) error {
 	if o.encode != "float32" {
 		return cli.BadInput(errors.New("--encode uint8 is the harness's (--harness): the engine's streams carry float32 tensors"))
 	}
-	if _, err := sloVariants(o); err != nil {
+	variants, err := sloVariants(o)
+	if err != nil {
 		return cli.BadInput(err)
 	}
+	var all []sloPolicyRow
+	var bounds []sloBoundRow
+	var verdicts []sloVerdictRow
+	var sources []sloSourceRow
+	var spans []sloSpanRow
+	for k, tr := range trs {
+		fmt.Fprintf(benv.Err, "-- trace %d of %d: %s\n", k+1, len(trs), tr.Name)
+		rows, src, sp, err := runSLOTrace(cmd, benv, o, tr)
+		if err != nil {
+			return err
+		}
+		b, v := judge(o, tr, variants, rows)
+		for _, r := range rows {
+			all = append(all, policyRow(tr.Name, r))
+		}
+		bounds, verdicts = append(bounds, b...), append(verdicts, v)
+		sources, spans = append(sources, src...), append(spans, sp...)
+	}
+	return printSLOEngine(benv, o, all, bounds, verdicts, sources, spans)
+}
+
+// runSLOTrace runs every policy on one trace.
+func runSLOTrace(cmd *cobra.Command, benv *bench.Env, o sloOptions, tr *relay.Trace) ([]*harness.Result, []sloSourceRow, []sloSpanRow, error) {
 	var rows []*harness.Result
 	var sources []sloSourceRow
 	var spans []sloSpanRow
@@ -260,9 +325,9 @@ func runBenchSLOEngine(cmd *cobra.Command, benv *bench.Env, o sloOptions, tr *re
 		run, err := benchSLOEngine(cmd.Context(), benv, o, tr, p)
 		if err != nil {
 			if errors.Is(err, harness.ErrConfig) {
-				return cli.BadInput(err)
+				return nil, nil, nil, cli.BadInput(err)
 			}
-			return fmt.Errorf("%s: %w", p, err)
+			return nil, nil, nil, fmt.Errorf("%s: %w", p, err)
 		}
 		dropped, replans := map[string]int64{}, 0
 		var seen, late int64
@@ -292,9 +357,15 @@ func runBenchSLOEngine(cmd *cobra.Command, benv *bench.Env, o sloOptions, tr *re
 			fmt.Fprintf(benv.Err, "-- %s: %s\n", p, line)
 		}
 		rows = append(rows, run.row)
-		sources = append(sources, run.sources...)
+		for _, r := range run.sources {
+			r.Trace = tr.Name
+			sources = append(sources, r)
+		}
 	}
-	return printSLO(benv, o, rows, sources, spans)
+	for i := range spans {
+		spans[i].Trace = tr.Name
+	}
+	return rows, sources, spans, nil
 }
 
 // cutLine says where the cut-overs' pauses went, on average: the frames

@@ -27,6 +27,9 @@ func TestBenchSLORejectsBadInput(t *testing.T) {
 		{[]string{"--encode", "png"}, `unknown --encode "png"`},
 		{[]string{"--encode", "uint8"}, "--encode uint8 is the harness's"},
 		{[]string{"--zoo", filepath.Join(dir, "none.yaml")}, "none.yaml"},
+		{[]string{"--random", "2", "--kinds", "bursts"}, `unknown trace kind "bursts"`},
+		{[]string{"--random", "-1"}, "--random must not be negative"},
+		{[]string{"--harness", "--random", "2"}, "--harness runs one trace"},
 	} {
 		code, _, errs := runCLI(t, "", append([]string{"bench", "slo"}, c.args...)...)
 		if code != exitBadInput || !strings.Contains(errs, c.want) {
@@ -65,7 +68,7 @@ func TestBenchSLORuns(t *testing.T) {
 		keys = append(keys, k)
 	}
 	sort.Strings(keys)
-	if got := strings.Join(keys, ","); got != "accuracy,clients,p50_ms,p99_ms,policy,requests,slo_miss_rate,slo_ms" {
+	if got := strings.Join(keys, ","); got != "accuracy,clients,p50_ms,p99_ms,policy,requests,slo_miss_rate,slo_ms,trace" {
 		t.Fatalf("fields %s", got)
 	}
 	for _, r := range rows {

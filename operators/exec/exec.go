@@ -533,7 +533,7 @@ func (b *builder) node(n logical.Node) (int, *arrow.Schema, error) {
 			if err != nil {
 				return nil, err
 			}
-			return a.WithSides(n.Sides, slo, compute)
+			return a.WithSides(n.Sides, slo, compute, dataflow.Attainment(n.Percentile))
 		}
 		probe, err := newAdapt()
 		if err != nil {

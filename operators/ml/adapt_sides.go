@@ -23,28 +23,14 @@ import (
 // a row may have. The model call resizes each row to the shape.
 const SidesKey = "tierflow.sides"
 
-// MaxLinkUtilization is the share of a link's bandwidth a stream may fill
-// at a side larger than its last batch's, so that its queue stays short
-// (dataflow.MaxLinkUtilization, which the Jellyfish policy caps a source
-// at too); KeepLinkUtilization the share at which it keeps the last
-// batch's side (or
-// goes smaller). Every frame sent smaller than its variant's side costs
-// accuracy (fit-28 on 20x20 frames: 2.8 points), and the acks' estimate is
-// already below the link's rate (each sample's time includes the round
-// trip), so a side the link still carries is kept up to near its capacity:
-// the deadline check catches a queue that builds.
-const (
-	MaxLinkUtilization  = dataflow.MaxLinkUtilization
-	KeepLinkUtilization = 0.9
-)
-
 // WithSides is a copy of a that picks each batch's side among sides (a's own side
 // first, then smaller ones, descending) from the link its output crosses,
-// for a latency SLO of slo of which the model takes compute: Jellyfish's
-// client-side data adaptation (7.3), which follows the link within a
-// batch where a re-plan takes a second. The column becomes a
+// for a latency SLO of slo, to be met with probability attain (0:
+// dataflow.DefaultAttainment), of which the model takes compute:
+// Jellyfish's client-side data adaptation (7.3), which follows the link
+// within a batch where a re-plan takes a second. The column becomes a
 // variable-length list (VariableField). A stays as it is with one side.
-func (a *Adapt) WithSides(sides []int, slo, compute time.Duration) (*Adapt, error) {
+func (a *Adapt) WithSides(sides []int, slo, compute time.Duration, attain float64) (*Adapt, error) {
 	if len(sides) < 2 {
 		return a, nil
 	}
@@ -60,7 +46,11 @@ func (a *Adapt) WithSides(sides []int, slo, compute time.Duration) (*Adapt, erro
 		return nil, fmt.Errorf("%w: adapt: sides %v without a latency SLO", ErrSchema, sides)
 	}
 	b := Adapt{Base: a.Base, col: a.col, from: a.from, to: a.to, uint8: a.uint8, in: a.in, shape: a.shape}
+	if attain <= 0 || attain >= 1 {
+		attain = dataflow.DefaultAttainment
+	}
 	b.sides = newSideChooser(sides, int(product(a.shape[:len(a.shape)-2])), map[bool]int{true: 1, false: 4}[a.uint8], slo, compute)
+	b.sides.attain = attain
 	fs := append([]arrow.Field(nil), a.out.Fields()...)
 	fs[a.col] = VariableField(a.field(a.in.Field(a.col).Name), sides)
 	md := a.in.Metadata()
@@ -223,12 +213,12 @@ type sideChooser struct {
 	planes       int // values per pixel of a row (channels)
 	width        int // bytes per value on the wire
 	slo, compute time.Duration
+	attain       float64        // the probability a batch must be in time with
 	rows         []atomic.Int64 // rows sent at sides[i]
 	dropped      atomic.Int64   // rows dropped before the link (pick's 0)
 	// payload is the image bytes sent, so that the link's other bytes per
 	// batch (framing, the other columns, progress) are its overhead.
 	payload int64
-	last    int // the side of the last batch
 	// recent are the batches of the last second, for the stream's rate.
 	recent []sideArrival
 }
@@ -239,8 +229,8 @@ type sideArrival struct {
 }
 
 func newSideChooser(sides []int, planes, width int, slo, compute time.Duration) *sideChooser {
-	return &sideChooser{sides: slices.Clone(sides), last: sides[0], planes: max(1, planes), width: width, slo: slo, compute: compute,
-		rows: make([]atomic.Int64, len(sides))}
+	return &sideChooser{sides: slices.Clone(sides), planes: max(1, planes), width: width, slo: slo, compute: compute,
+		attain: dataflow.DefaultAttainment, rows: make([]atomic.Int64, len(sides))}
 }
 
 func (c *sideChooser) sent(side int, rows, payload int64) {
@@ -284,7 +274,7 @@ func (c *sideChooser) choose(ctx *dataflow.Context, rows int64) int {
 			st = s
 		}
 	}
-	p := sidePlan{State: st, Rows: rows, Overhead: defaultOverhead, SLO: c.slo, Compute: c.compute}
+	p := sidePlan{State: st, Rows: rows, Overhead: defaultOverhead, SLO: c.slo, Compute: c.compute, Attain: c.attain}
 	if batches > 0 {
 		p.Overhead = math.Max(64, (float64(bytes)-float64(c.payload))/float64(batches))
 	}
@@ -301,24 +291,12 @@ func (c *sideChooser) choose(ctx *dataflow.Context, rows int64) int {
 			p.BatchesPerSec, p.RowsPerSec = float64(n-1)/span, float64(r)/span
 		}
 	}
-	p.Last = c.last
-	c.last = p.pick(c.sides, c.planes, c.width)
-	return c.last
+	return p.pick(c.sides, c.planes, c.width)
 }
 
 // linkBps is the bandwidth a batch's side is chosen by
 // (dataflow.LinkBandwidth.BatchBps).
 func linkBps(s dataflow.LinkState) float64 { return s.Bandwidth().BatchBps() }
-
-// LinkFallHeadroom is how many times its time on the link a batch's side
-// must leave in its budget: a side that crosses in time even if the link
-// halves while it is on it. A link's fall mostly catches a large frame on
-// it (28x28 frames fill 80% of a 600 kbit/s link), and that frame missed.
-// With the headroom, adaptive's misses on bench slo's traces fell (a trace
-// of 0.5-1.5 s steps: 1.17% to 0.44%; 0.4 s flaps between 1500 and 250
-// kbit/s: 2.6% to 1.9%) for at most 0.7 points of accuracy (a frame at
-// 20x20 on fit-20 rather than at 28x28 on fit-28).
-const LinkFallHeadroom = 2.0
 
 // sidePlan is what a batch's side is chosen from.
 type sidePlan struct {
@@ -328,35 +306,43 @@ type sidePlan struct {
 	Overhead float64
 	// Age is how long the batch has been in the query already (queued
 	// behind the link, say).
-	Age                       time.Duration
-	SLO, Compute              time.Duration
+	Age          time.Duration
+	SLO, Compute time.Duration
+	// Attain is the probability the batch must be in time with.
+	Attain                    float64
 	BatchesPerSec, RowsPerSec float64 // the stream's; 0: not known yet
-	// Last is the side of the batch before (0: none).
-	Last int
 }
 
-// pick is the largest of sides (descending) at which the batch reaches
-// the model in time, what is on the wire ahead of it and half a round trip
-// included, with the model's compute and a margin left of the SLO, even if
-// the link halved while it crossed (LinkFallHeadroom), and at
-// which the stream fills at most MaxLinkUtilization of the link (to step
-// up from the last batch's side; KeepLinkUtilization to stay) (so the
-// queue stays short); the smallest when none does, the first before the
-// link has acknowledged anything. It is 0, drop the batch, when it waited
-// so long (behind a link that fell while a large frame crossed it) that
-// even the smallest side, alone on the link at its best recent rate, would
+// pick is the largest of sides (descending) whose batch the link carries
+// in time with probability Attain, read from the link's measured
+// distribution (dataflow.LinkBandwidth.TailBps: the smallest of its latest
+// samples, as many as that probability needs): at that bandwidth the
+// batch, behind what is on the wire ahead of it and with half a round trip,
+// the model's compute and a margin, reaches the model within the SLO, and
+// the stream at that side is no more than the link carries at that
+// bandwidth, so that the queue the next batch meets does not grow. Nothing
+// else is held back: a fall of the link counts at its first slow ack (the
+// next batch goes smaller), a rise once the evidence of the slow samples
+// has aged out. The first side before the link has acknowledged anything;
+// the smallest when none fits. It is 0, drop the batch, when it waited so
+// long (behind a link that fell while a large frame crossed it) that even
+// the smallest side, alone on the link at its best recent rate, would
 // reach the model after its deadline: Jellyfish's lazy drop, before the
 // link rather than after it. Sent, the batch misses all the same and holds
 // up the frames behind it, which then miss too.
 //
-// The rule leaves the link's estimate and the bytes ahead out on purpose:
-// with them it fed on itself (a dropped batch brings no ack, so an
-// estimate left low by a slow step dropped every batch after the link came
-// back: 59% of a trace's frames, where sending them missed 5%).
+// The drop leaves the link's tail and the bytes ahead out on purpose: with
+// them it fed on itself (a dropped batch brings no ack, so an estimate left
+// low by a slow step dropped every batch after the link came back: 59% of
+// a trace's frames, where sending them missed 5%).
 func (p sidePlan) pick(sides []int, planes, width int) int {
-	bw := linkBps(p.State)
-	if p.State.Acks == 0 || bw <= 0 {
+	view := p.State.Bandwidth()
+	if p.State.Acks == 0 || view.BatchBps() <= 0 {
 		return sides[0]
+	}
+	bw := view.TailBps(p.Attain)
+	if bw <= 0 {
+		bw = view.BatchBps()
 	}
 	margin := max(5*time.Millisecond, p.SLO/10)
 	// Half a round trip: the base one where the rate excludes it, else
@@ -367,18 +353,11 @@ func (p sidePlan) pick(sides []int, planes, width int) int {
 	}
 	budget := (p.SLO - p.Compute - margin - p.Age - rtt/2).Seconds()
 	rowBytes := func(s int) float64 { return float64(planes * s * s * width) }
-	arrival := func(s int) float64 { // seconds until the batch at side s is across
-		return (float64(p.State.UnackedBytes) + float64(p.Rows)*rowBytes(s) + p.Overhead) / bw
-	}
 	for _, s := range sides {
-		if LinkFallHeadroom*arrival(s) > budget {
+		if (float64(p.State.UnackedBytes)+float64(p.Rows)*rowBytes(s)+p.Overhead)/bw > budget {
 			continue
 		}
-		limit := MaxLinkUtilization
-		if s <= p.Last {
-			limit = KeepLinkUtilization
-		}
-		if p.BatchesPerSec > 0 && p.BatchesPerSec*p.Overhead+p.RowsPerSec*rowBytes(s) > limit*bw {
+		if p.BatchesPerSec > 0 && p.BatchesPerSec*p.Overhead+p.RowsPerSec*rowBytes(s) > bw {
 			continue
 		}
 		return s

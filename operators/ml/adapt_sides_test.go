@@ -63,7 +63,7 @@ func TestAdaptVariableSides(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			a, err := fixed.WithSides([]int{2, 1}, 100*time.Millisecond, time.Millisecond)
+			a, err := fixed.WithSides([]int{2, 1}, 100*time.Millisecond, time.Millisecond, 0)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -207,17 +207,28 @@ func TestResizeBilinear(t *testing.T) {
 	}
 }
 
-// The side of a batch follows the link: the variant's before any ack, the
-// largest that arrives in time (even if the link halved while it crossed)
-// and fits under the utilization cap, the
-// smallest when none does, and none (0: dropped before the link) when even
-// the smallest would arrive after its deadline.
+// The side of a batch follows the link's measured distribution: the
+// variant's before any ack, the largest that arrives in time and whose
+// stream the link carries at the bandwidth it gives with the batch's
+// probability (the smallest of its latest samples, as many as that
+// probability needs), the smallest when none does, and none (0: dropped
+// before the link) when even the smallest would arrive after its deadline.
 func TestSidePlanPick(t *testing.T) {
 	sides := []int{28, 20, 14}
 	link := func(bps float64) dataflow.LinkState {
 		return dataflow.LinkState{BandwidthBps: bps, LastBps: bps, Acks: 10, SRTT: 2 * time.Millisecond}
 	}
-	base := sidePlan{Rows: 1, Overhead: 600, SLO: 100 * time.Millisecond, BatchesPerSec: 15, RowsPerSec: 15}
+	// sampled is a link whose latest samples are n at kbit kbit/s after
+	// one at slow kbit/s.
+	sampled := func(kbit, slow float64, n int) dataflow.LinkState {
+		st := link(kbit * 1e3 / 8)
+		st.Samples = append(st.Samples, slow*1e3/8)
+		for i := 0; i < n; i++ {
+			st.Samples = append(st.Samples, kbit*1e3/8)
+		}
+		return st
+	}
+	base := sidePlan{Rows: 1, Overhead: 600, SLO: 100 * time.Millisecond, BatchesPerSec: 15, RowsPerSec: 15, Attain: 0.98}
 	// waited is a link at kbit kbit/s and a batch that waited age for it.
 	waited := func(kbit float64, age time.Duration) func(sidePlan) sidePlan {
 		return func(p sidePlan) sidePlan {
@@ -225,34 +236,30 @@ func TestSidePlanPick(t *testing.T) {
 			return p
 		}
 	}
+	on := func(st dataflow.LinkState) func(sidePlan) sidePlan {
+		return func(p sidePlan) sidePlan { p.State = st; return p }
+	}
 	for _, c := range []struct {
 		name string
 		p    func(sidePlan) sidePlan
 		want int
 	}{
-		{"no ack yet", func(p sidePlan) sidePlan { p.State = dataflow.LinkState{}; return p }, 28},
-		{"1500 kbit/s", func(p sidePlan) sidePlan { p.State = link(1500e3 / 8); return p }, 28},
-		{"600 kbit/s: 28 fills 75%", func(p sidePlan) sidePlan { p.State = link(600e3 / 8); return p }, 20},
-		{"700 kbit/s, the last batch at 28: kept (64% of the link)", func(p sidePlan) sidePlan { p.State, p.Last = link(700e3/8), 28; return p }, 28},
-		{"600 kbit/s, the last batch at 28: late if the link halved", func(p sidePlan) sidePlan { p.State, p.Last = link(600e3/8), 28; return p }, 20},
-		{"450 kbit/s: 28 would fill it", func(p sidePlan) sidePlan { p.State, p.Last = link(450e3/8), 28; return p }, 20},
-		{"the latest sample dropped to 250 kbit/s", func(p sidePlan) sidePlan {
-			p.State = link(1500e3 / 8)
-			p.State.LastBps = 250e3 / 8
-			return p
-		}, 14},
-		{"the latest sample 20% under the mean: jitter", func(p sidePlan) sidePlan {
-			p.State = link(900e3 / 8)
-			p.State.LastBps = 720e3 / 8
-			return p
-		}, 28},
+		{"no ack yet", on(dataflow.LinkState{}), 28},
+		{"1500 kbit/s", on(link(1500e3 / 8)), 28},
+		{"600 kbit/s: 28 in time, its stream 75% of the link", on(link(600e3 / 8)), 28},
+		{"400 kbit/s: 28's stream more than the link", on(link(400e3 / 8)), 20},
+		{"1500 kbit/s, the latest sample 250: a fall counts at once", on(sampled(1500, 250, 0)), 14},
+		{"the 250 sample 48 back: still evidence at P98", on(sampled(1500, 250, 48)), 14},
+		{"the 250 sample 49 back: aged out at P98", on(sampled(1500, 250, 49)), 28},
+		{"the 250 sample 49 back, P99: still evidence", func(p sidePlan) sidePlan { p.State, p.Attain = sampled(1500, 250, 49), 0.99; return p }, 14},
+		{"a 700 kbit/s sample in 1500: 28 still fits", on(sampled(1500, 700, 10)), 28},
 		{"small frames' acks: 300 kbit/s, the link's own rate 1200", func(p sidePlan) sidePlan {
 			p.State = link(300e3 / 8)
 			p.State.TransferBps, p.State.LastTransferBps, p.State.BaseRTT = 1200e3/8, 1200e3/8, 15*time.Millisecond
 			return p
 		}, 28},
-		{"130 kbit/s: over the cap at every side, in time at 14", func(p sidePlan) sidePlan { p.State = link(130e3 / 8); return p }, 14},
-		{"100 kbit/s: late at 14, sent (the estimate may be stale)", func(p sidePlan) sidePlan { p.State = link(100e3 / 8); return p }, 14},
+		{"130 kbit/s: no stream fits, in time at 14", on(link(130e3 / 8)), 14},
+		{"100 kbit/s: late at 14, sent (the estimate may be stale)", on(link(100e3 / 8)), 14},
 		{"a batch that waited 95 ms: dropped", waited(900, 95*time.Millisecond), 0},
 		{"a batch that waited 80 ms, 250 kbit/s: dropped", waited(250, 80*time.Millisecond), 0},
 		{"a batch that waited 80 ms, 900 kbit/s, 8 KB ahead: sent", func(p sidePlan) sidePlan {
@@ -264,8 +271,8 @@ func TestSidePlanPick(t *testing.T) {
 			p.State, p.Age, p.Rows = link(900e3/8), 95*time.Millisecond, 0
 			return p
 		}, 14},
-		{"a batch that waited 45 ms", waited(900, 45*time.Millisecond), 20},
-		{"a batch that waited 60 ms", waited(900, 60*time.Millisecond), 14},
+		{"a batch that waited 45 ms", waited(900, 45*time.Millisecond), 28},
+		{"a batch that waited 60 ms", waited(900, 60*time.Millisecond), 20},
 		{"bytes on the wire ahead", func(p sidePlan) sidePlan {
 			p.State = link(900e3 / 8)
 			p.State.UnackedBytes = 8000

@@ -47,8 +47,11 @@ type Adapt struct {
 	Sides     []int
 	SLOMs     float64
 	ComputeMs float64
-	schema    *arrow.Schema
-	Pos       Pos
+	// Percentile is the query's LATENCY ... PERCENTILE (0: none named):
+	// the share of batches the side must be in time for.
+	Percentile float64
+	schema     *arrow.Schema
+	Pos        Pos
 }
 
 // NewAdapt adapts column col of in (square images of side from, in the last
@@ -62,12 +65,12 @@ func NewAdapt(in Node, col, from, to int, encoding, forCall string, pos Pos) *Ad
 // WithSides is a copy of a that picks each batch's side from sides (To
 // first, descending) to meet a latency SLO of sloMs, the model taking
 // computeMs a call; with one side or none it is a.
-func (a *Adapt) WithSides(sides []int, sloMs, computeMs float64) *Adapt {
+func (a *Adapt) WithSides(sides []int, sloMs, computeMs, percentile float64) *Adapt {
 	if len(sides) < 2 {
 		return a
 	}
 	b := *a
-	b.Sides, b.SLOMs, b.ComputeMs = append([]int(nil), sides...), sloMs, computeMs
+	b.Sides, b.SLOMs, b.ComputeMs, b.Percentile = append([]int(nil), sides...), sloMs, computeMs, percentile
 	fs := append([]arrow.Field(nil), a.Input.Schema().Fields()...)
 	fs[a.Column] = VariableField(fs[a.Column], a.To, a.Encoding, sides)
 	b.schema = arrow.NewSchema(fs, nil)
@@ -141,7 +144,7 @@ func (a *Adapt) Schema() *arrow.Schema { return a.schema }
 func (a *Adapt) Children() []Node      { return []Node{a.Input} }
 func (a *Adapt) WithChildren(ch ...Node) Node {
 	mustLen("Adapt", len(ch), 1)
-	return NewAdapt(ch[0], a.Column, a.From, a.To, a.Encoding, a.For, a.Pos).WithSides(a.Sides, a.SLOMs, a.ComputeMs)
+	return NewAdapt(ch[0], a.Column, a.From, a.To, a.Encoding, a.For, a.Pos).WithSides(a.Sides, a.SLOMs, a.ComputeMs, a.Percentile)
 }
 func (a *Adapt) Position() Pos { return a.Pos }
 func (a *Adapt) Describe() string {

@@ -48,6 +48,13 @@ func AdaptInputs(n logical.Node, variants map[string]string, mode string) logica
 // included, as Jellyfish's client daemon does (7.3): the link's bandwidth
 // changes faster than a re-plan can follow.
 func AdaptInputsSLO(n logical.Node, variants map[string]string, mode string, sloMs float64) logical.Node {
+	return AdaptInputsLatency(n, variants, mode, logical.Objectives{LatencyMs: sloMs})
+}
+
+// AdaptInputsLatency is AdaptInputsSLO for a query's latency objective:
+// its PERCENTILE is the share of batches the adaptation keeps in time.
+func AdaptInputsLatency(n logical.Node, variants map[string]string, mode string, obj logical.Objectives) logical.Node {
+	sloMs := obj.LatencyMs
 	if mode == AdaptOff {
 		return n
 	}
@@ -55,15 +62,15 @@ func AdaptInputsSLO(n logical.Node, variants map[string]string, mode string, slo
 	if mode == AdaptUint8 {
 		enc = logical.EncodeUint8
 	}
-	return adaptInputs(n, variants, enc, sloMs)
+	return adaptInputs(n, variants, enc, sloMs, obj.Percentile)
 }
 
-func adaptInputs(n logical.Node, variants map[string]string, enc string, sloMs float64) logical.Node {
+func adaptInputs(n logical.Node, variants map[string]string, enc string, sloMs, percentile float64) logical.Node {
 	if ch := n.Children(); len(ch) > 0 {
 		nc := make([]logical.Node, len(ch))
 		changed := false
 		for i, c := range ch {
-			nc[i] = adaptInputs(c, variants, enc, sloMs)
+			nc[i] = adaptInputs(c, variants, enc, sloMs, percentile)
 			changed = changed || nc[i] != c
 		}
 		if changed {
@@ -110,7 +117,7 @@ func adaptInputs(n logical.Node, variants map[string]string, enc string, sloMs f
 	if lt, ok := f.Type.(*arrow.FixedSizeListType); !ok || lt.Elem().ID() != arrow.FLOAT32 {
 		return n
 	}
-	in := logical.NewAdapt(lm.Input, c.Index, dims[k-1], v.InputSize[0], enc, lm.Name+" "+v.Name, lm.Pos).WithSides(sides, sloMs, computeMs(v))
+	in := logical.NewAdapt(lm.Input, c.Index, dims[k-1], v.InputSize[0], enc, lm.Name+" "+v.Name, lm.Pos).WithSides(sides, sloMs, computeMs(v), percentile)
 	arg := *c
 	arg.DataType = in.Schema().Field(c.Index).Type
 	call := logical.NewLateralModel(in, lm.Model, lm.Name, []expr.Expr{&arg}, lm.Alias, lm.Out, lm.Pos)

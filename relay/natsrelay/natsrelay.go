@@ -305,6 +305,7 @@ type sender struct {
 	unackedB int64
 	acks     chan struct{} // Close's wait: closed (and dropped) when unacked shrinks
 	free     [][]byte      // buffers of acknowledged data messages, for the next
+	msgs     []*outMsg     // acknowledged messages, for the next sends
 	hsave    []byte        // a chunk's bytes under the next chunk's header
 	// evicted is the newest message dropped unacknowledged (a receiver
 	// that does not ack): a gap at or below it cannot be filled.
@@ -412,35 +413,75 @@ func (s *sender) acked(seq uint64, sample bool) {
 		return
 	}
 	now := time.Now()
-	for len(s.unacked) > 0 && s.unacked[0].h.Seq <= seq {
-		m := s.unacked[0]
-		s.unacked[0] = nil
-		s.unacked = s.unacked[1:]
-		if m.h.Kind != frame.KindData {
-			if sample && m.h.Seq == seq && !m.resent && m.h.Kind == frame.KindProgress {
-				s.m.AckEmpty(m.sentAt, now)
-			}
-			continue
+	// One ack covers every message up to seq: they leave the front of
+	// unacked together, their bytes in one sum. The last data message
+	// among them is a bandwidth sample (the receiver acks once it has
+	// caught up, so the messages after it, progress behind a batch say,
+	// arrived right behind it), the last message a progress one's base
+	// round trip.
+	k, last := 0, -1
+	for ; k < len(s.unacked) && s.unacked[k].h.Seq <= seq; k++ {
+		if s.unacked[k].h.Kind == frame.KindData {
+			last = k
 		}
-		s.unackedBytes(-len(m.b))
-		if sample && m.h.Seq == seq && !m.resent {
-			s.m.Ack(len(m.b), m.start, now)
+	}
+	if m := s.unacked[k-1]; sample && m.h.Seq == seq && !m.resent && m.h.Kind == frame.KindProgress {
+		s.m.AckEmpty(m.sentAt, now)
+	}
+	if last >= 0 && sample && !s.unacked[last].resent {
+		s.m.Ack(len(s.unacked[last].b), s.unacked[last].start, now)
+	}
+	freed, data := 0, 0
+	for _, m := range s.unacked[:k] {
+		if m.h.Kind == frame.KindData {
+			freed += len(m.b)
+			data++
 		}
-		// Keep the buffers for the next messages (as many as the window
-		// lets be in flight anyway), but not a huge one.
-		if cap(m.b) <= 4*s.maxChunk {
-			if len(s.free) <= s.t.cfg.Window {
-				s.free = append(s.free, m.b[:0])
-			} else {
-				s.t.putSpare(m.b)
-			}
-		}
+		s.recycle(m, m.h.Kind == frame.KindData)
+	}
+	n := copy(s.unacked, s.unacked[k:])
+	clear(s.unacked[n:])
+	s.unacked = s.unacked[:n]
+	if freed > 0 {
+		s.unackedBytes(-freed)
+		s.m.AckedMessages(data)
 	}
 	s.rto = s.t.ackTO
 	if s.acks != nil {
 		close(s.acks)
 		s.acks = nil
 	}
+}
+
+// recycle keeps an acknowledged message for the next send, and a data
+// message's buffer for the next encoding (as many as the window lets be in
+// flight anyway, but not a huge one); s.wireMu is held.
+func (s *sender) recycle(m *outMsg, data bool) {
+	if data && cap(m.b) <= 4*s.maxChunk {
+		if len(s.free) <= s.t.cfg.Window {
+			s.free = append(s.free, m.b[:0])
+		} else {
+			s.t.putSpare(m.b)
+		}
+	}
+	if len(s.msgs) <= s.t.cfg.Window {
+		*m = outMsg{}
+		s.msgs = append(s.msgs, m)
+	}
+}
+
+// message is an outMsg for the next send: one an acknowledged message
+// left, or a new one.
+func (s *sender) message() *outMsg {
+	s.wireMu.Lock()
+	defer s.wireMu.Unlock()
+	if n := len(s.msgs); n > 0 {
+		m := s.msgs[n-1]
+		s.msgs[n-1] = nil
+		s.msgs = s.msgs[:n-1]
+		return m
+	}
+	return &outMsg{}
 }
 
 // resend puts every unacknowledged message from seq on (0: all) on the
@@ -684,7 +725,9 @@ func (s *sender) SendDataAt(ctx context.Context, epoch uint64, ingest int64, rec
 	total := len(payload) - hl
 	per := s.maxChunk - hl
 	h.Total, h.Chunks = uint64(total), uint32(max(1, (total+per-1)/per))
-	if err := s.send(&outMsg{h: h, b: payload, start: start}); err != nil {
+	m := s.message()
+	m.h, m.b, m.start = h, payload, start
+	if err := s.send(m); err != nil {
 		// A message cut short cannot be taken back: the link is broken.
 		s.broken = fmt.Errorf("send on %s: %w", s.link, err)
 		return s.broken
@@ -874,15 +917,19 @@ type receiver struct {
 
 	mu     sync.Mutex // serialises the callback with Close; guards below
 	expect uint64
-	dec    *frame.Decoder
-	asm    []byte // chunks of the message being reassembled
-	asmH   frame.Header
-	asmOn  bool
-	asmN   uint32 // chunks so far
-	asmSz  int64
-	err    error
-	errCh  chan struct{}
-	closed bool
+	// ackedTo is the last message acknowledged; ackBuf the ack frame's
+	// buffer.
+	ackedTo uint64
+	ackBuf  []byte
+	dec     *frame.Decoder
+	asm     []byte // chunks of the message being reassembled
+	asmH    frame.Header
+	asmOn   bool
+	asmN    uint32 // chunks so far
+	asmSz   int64
+	err     error
+	errCh   chan struct{}
+	closed  bool
 	// A gap: message expect went missing (a later one came first). The
 	// receiver asks for it again every Retry until it comes, or fails the
 	// link after GapTimeout.
@@ -1028,18 +1075,42 @@ func (r *receiver) onData(msg *nats.Msg) {
 	// The ack is sent as the message is whole here, before it waits for
 	// the consumer: the sender may drop its copy, and its bandwidth
 	// sample (Jellyfish 6) does not read a slow consumer as a slow link.
-	r.ack(h.Seq)
+	// Acks are cumulative, so one covers every message since the last
+	// (TCP's delayed ack, JetStream's AckAll): it goes once nothing more
+	// waits in the subscription (the receiver has caught up: a message
+	// that came alone is acked at once, and its sample is as fresh as
+	// ever) or once half the window is unacknowledged (the sender keeps
+	// its copies, and its buffers, until then). A stream of small
+	// batches then costs an ack per burst, not one per message.
+	if h.Seq-r.ackedTo >= max(1, r.window/2) || caughtUp(msg) {
+		r.ack(h.Seq)
+	}
 	r.push(it)
 }
 
+// caughtUp says whether msg's subscription has nothing more waiting
+// behind msg (nats.go counts the message its callback handles as pending
+// until the callback returns).
+func caughtUp(msg *nats.Msg) bool {
+	if msg.Sub == nil {
+		return true
+	}
+	n, _, err := msg.Sub.Pending()
+	return err != nil || n <= 1
+}
+
 // ack tells the sender this end has every message up to seq; r.mu is held.
+// The frame is built in a buffer the receiver keeps (NATS copies it out).
 func (r *receiver) ack(seq uint64) {
 	if seq == 0 {
 		return
 	}
 	h := header(r.link, frame.KindAck)
 	h.Seq = seq
-	_ = r.control(r.creditSubj, frame.Append(nil, h, nil))
+	r.ackBuf = frame.Append(r.ackBuf[:0], h, nil)
+	if r.control(r.creditSubj, r.ackBuf) == nil {
+		r.ackedTo = max(r.ackedTo, seq)
+	}
 }
 
 // lost notes that message r.expect went missing (a later frame came, or a

@@ -80,7 +80,7 @@ WITH (ACCURACY >= 89, LATENCY <= 2000 MS);
 // relay's ack estimate, has the coordinator cut the query over, at an
 // epoch, to a variant of a smaller input size; the result is the
 // one-process run's, row for row: nothing lost or duplicated. The policy
-// weighs every frame at its variant's size (SidesUtilization 0): by
+// weighs every frame at its variant's size (WholeFrames): by
 // default a fall of the link is the adapt step's, per batch, and the
 // pinned variant, a ceiling over the batches' sides, stays.
 func TestJellyfishStepsDownWithTheLink(t *testing.T) {
@@ -106,7 +106,7 @@ func TestJellyfishStepsDownWithTheLink(t *testing.T) {
 	defer cancel()
 	start := time.Now()
 	whole := control.DefaultJellyfish
-	whole.SidesUtilization = 0
+	whole.WholeFrames = true
 	c := clustertest.StartHooked(t, ctx, cluster.Options{Infra: clustertest.LoadInfra(t, dir), Catalog: cat, Policies: clustertest.SLO(whole)}, cluster.Hooks{
 		Shaper: func(from, to string) relay.Shaper {
 			if from == "e1" && from != to {

@@ -79,10 +79,10 @@ func TestJellyfishPerSource(t *testing.T) {
 	defer cancel()
 	start := time.Now()
 	// The policy re-plans on the stream's share of each link, as before
-	// the adapt step picked sides per batch (whose ceiling, SidesUtilization,
+	// the adapt step picked sides per batch (whose ceiling, compute's alone,
 	// would keep fit-28 over 6.4 Mbit/s): what is tested is the per-source pin.
 	whole := control.DefaultJellyfish
-	whole.SidesUtilization = 0
+	whole.WholeFrames = true
 	c := clustertest.StartHooked(t, ctx, cluster.Options{Infra: clustertest.LoadInfra(t, dir), Catalog: catFile, Policies: clustertest.SLO(whole)}, cluster.Hooks{
 		Shaper: func(from, to string) relay.Shaper {
 			if from == "e1" && from != to {

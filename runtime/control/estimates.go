@@ -81,6 +81,10 @@ type LinkEstimate struct {
 	// the base.
 	TransferBps       float64 `json:"transfer_bps,omitempty"`
 	RecentTransferBps float64 `json:"recent_transfer_bps,omitempty"`
+	// Samples are the link's latest bandwidth samples, oldest first
+	// (relay.LinkStats.Samples): the distribution the latency-SLO policy
+	// reads a link's tail from (dataflow.LinkBandwidth.TailBps).
+	Samples []float64 `json:"samples,omitempty"`
 	// ShapedBps is a shaped link's cap (`--link-trace`) at its last send:
 	// the bandwidth the acks estimate, as the experiment set it.
 	ShapedBps float64 `json:"shaped_bps,omitempty"`
@@ -143,7 +147,7 @@ func (l *Live) Observe(now time.Time, ops []dataflow.InstanceStats, links []rela
 		for _, s := range links {
 			if e := l.lnk[s.Link]; e != nil && s.Direction == relay.Send && (s.Acks > 0 || s.ShapedBps > 0) {
 				e.AckBandwidthBps, e.RecentAckBps, e.SRTTMs, e.ShapedBps = s.AckBandwidthBps, s.RecentAckBps, float64(s.SRTT)/float64(time.Millisecond), s.ShapedBps
-				e.TransferBps, e.RecentTransferBps = s.TransferBps, s.RecentTransferBps
+				e.TransferBps, e.RecentTransferBps, e.Samples = s.TransferBps, s.RecentTransferBps, s.Samples
 			}
 		}
 		return
@@ -226,7 +230,7 @@ func (l *Live) Observe(now time.Time, ops []dataflow.InstanceStats, links []rela
 		if a, ok := cur.acked[id]; ok {
 			// Already a mean over the last second: taken as it is.
 			e.AckBandwidthBps, e.RecentAckBps = a.AckBandwidthBps, a.RecentAckBps
-			e.TransferBps, e.RecentTransferBps = a.TransferBps, a.RecentTransferBps
+			e.TransferBps, e.RecentTransferBps, e.Samples = a.TransferBps, a.RecentTransferBps, a.Samples
 			e.SRTTMs = float64(a.SRTT) / float64(time.Millisecond)
 			e.ShapedBps = a.ShapedBps
 		}
@@ -277,6 +281,6 @@ func (l *Live) Estimates() Estimates {
 // and latest two samples), which every decision reads by its rules
 // (dataflow.LinkBandwidth).
 func (l LinkEstimate) Bandwidth() dataflow.LinkBandwidth {
-	return dataflow.NewLinkBandwidth(dataflow.LinkBandwidth{Mean: l.AckBandwidthBps, Recent: l.RecentAckBps},
-		dataflow.LinkBandwidth{Mean: l.TransferBps, Recent: l.RecentTransferBps})
+	return dataflow.NewLinkBandwidth(dataflow.LinkBandwidth{Mean: l.AckBandwidthBps, Recent: l.RecentAckBps, Samples: l.Samples},
+		dataflow.LinkBandwidth{Mean: l.TransferBps, Recent: l.RecentTransferBps, Samples: l.Samples})
 }

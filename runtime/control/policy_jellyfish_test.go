@@ -173,83 +173,41 @@ func TestJellyfishReadsTheTransferRate(t *testing.T) {
 }
 
 // With the adapt step picking each batch's side, the pinned variant is a
-// ceiling: a 500 kbit/s link keeps fit-28 (its frames fit the budget one
-// by one, and a dip is met by the next batch's side), where a call whose
-// frames all go at the variant's size steps down to fit-20 (fit-28's 384
-// kbit/s stream is over 60% of the link).
-func TestJellyfishSidesPerBatchKeepAHighCeiling(t *testing.T) {
+// ceiling that only compute holds down: a link that would not carry
+// fit-28's frames (350 kbit/s, 150 kbit/s) keeps it (the adapt step sends
+// the batches small), a ceiling below it steps up whatever the link, and
+// where compute holds it up (fit-28 at 150 ms a call) it steps down.
+func TestJellyfishSidesPerBatchCeilingIsCompute(t *testing.T) {
 	p := DefaultJellyfish
 	sided := func(running string, kbit float64) PolicyInput {
 		in := jfInput(running, kbit)
 		in.Latency.Calls[0].SidesPerBatch = true
 		return in
 	}
-	if d := p.Decide(jfInput("fit-28", 500)); d == nil || d.Variants["classify"] != "fit-20" {
-		t.Fatalf("frames at the variant's size over a 500 kbit/s link: %+v, want fit-20", d)
+	if d := p.Decide(jfInput("fit-28", 350)); d == nil || d.Variants["classify"] != "fit-20" {
+		t.Fatalf("frames at the variant's size over a 350 kbit/s link: %+v, want fit-20", d)
 	}
-	if d := p.Decide(sided("fit-28", 500)); d != nil {
-		t.Fatalf("sides per batch over a 500 kbit/s link: %+v, want fit-28 kept", d)
+	for _, kbit := range []float64{350, 150} {
+		if d := p.Decide(sided("fit-28", kbit)); d != nil {
+			t.Fatalf("sides per batch over a %v kbit/s link: %+v, want fit-28 kept", kbit, d)
+		}
 	}
-	// Between the step-up threshold (1.25x) and the cap (1.5x) the
-	// ceiling stays where it is, either way: no flapping at 290 kbit/s
-	// (fit-28's stream is 1.32x the link).
-	if d := p.Decide(sided("fit-28", 290)); d != nil {
-		t.Fatalf("fit-28 with sides per batch at 290 kbit/s: %+v, want it kept", d)
+	if d := p.Decide(sided("fit-14", 150)); d == nil || d.Variants["classify"] != "fit-28" {
+		t.Fatalf("sides per batch from fit-14 over a 150 kbit/s link: %+v, want the ceiling at fit-28", d)
 	}
-	if d := p.Decide(sided("fit-20", 290)); d != nil {
-		t.Fatalf("fit-20 with sides per batch at 290 kbit/s: %+v, want no step up", d)
-	}
-	// At 150 kbit/s one 28x28 frame takes 170 ms, past the 100 ms bound:
-	// frames at the variant's size step down, a ceiling over per-batch
-	// sides stays (the adapt step sends the frames small).
-	slow := jfInput("fit-28", 150)
-	if d := p.Decide(slow); d == nil || d.Variants["classify"] == "fit-28" {
-		t.Fatalf("frames at the variant's size over a 150 kbit/s link: %+v, want a step down", d)
-	}
-	slow.Latency.Calls[0].SidesPerBatch = true
-	if d := p.Decide(slow); d != nil {
-		t.Fatalf("sides per batch over a 150 kbit/s link: %+v, want the ceiling kept", d)
-	}
-	// Where compute holds it up (fit-28 takes 150 ms a call), the ceiling
-	// steps down all the same.
+	slow := sided("fit-28", 150)
 	slow.Latency.Calls[0].Variants[2].BatchMs = []float64{150, 160, 170, 180}
 	if d := p.Decide(slow); d == nil || d.Variants["classify"] == "fit-28" {
 		t.Fatalf("sides per batch, fit-28 at 150 ms a call: %+v, want a smaller ceiling", d)
 	}
 }
 
-// A link whose latest two acks fell (to 150 kbit/s) under a one-second
-// mean of 600 kbit/s: frames at the variant's size step down at once (the
-// second slow ack); a ceiling over per-batch sides stays (the adapt step
-// sends the next frames small by itself), also when the mean falls, and
-// steps up by the mean: at 150 kbit/s never, at 600 to fit-28.
-func TestJellyfishCeilingFollowsTheMean(t *testing.T) {
-	p := DefaultJellyfish
-	fell := func(sides bool, meanKbit float64) PolicyInput {
-		in := jfInput("fit-28", meanKbit)
-		in.Estimates.Links[0].RecentAckBps = 150 * 1000 / 8
-		in.Latency.Calls[0].SidesPerBatch = sides
-		return in
-	}
-	if d := p.Decide(fell(false, 600)); d == nil || d.Variants["classify"] == "fit-28" {
-		t.Fatalf("frames at the variant's size, latest acks at 150 kbit/s: %+v, want a step down", d)
-	}
-	if d := p.Decide(fell(true, 600)); d != nil {
-		t.Fatalf("sides per batch, latest acks at 150 kbit/s, mean 600: %+v, want the ceiling kept", d)
-	}
-	if d := p.Decide(fell(true, 150)); d != nil {
-		t.Fatalf("sides per batch, mean at 150 kbit/s: %+v, want the ceiling kept", d)
-	}
-	up := func(meanKbit float64) PolicyInput {
-		in := fell(true, meanKbit)
-		in.Latency.Calls[0].Variant = "fit-14"
-		in.Estimates.Links[0].RecentAckBps = 2 * meanKbit * 1000 / 8
-		return in
-	}
-	if d := p.Decide(up(150)); d != nil {
-		t.Fatalf("from fit-14, mean at 150 kbit/s: %+v, want no step up", d)
-	}
-	if d := p.Decide(up(600)); d == nil || d.Variants["classify"] != "fit-28" {
-		t.Fatalf("from fit-14, mean at 600 kbit/s: %+v, want fit-28", d)
+// A call no operator runs (its name before the plan split it per source)
+// is left alone.
+func TestJellyfishLeavesACallNotRunning(t *testing.T) {
+	gone := jfInput("fit-28", 150)
+	gone.Estimates.Operators = nil
+	if d := DefaultJellyfish.Decide(gone); d != nil {
+		t.Fatalf("a call no operator runs: %+v", d)
 	}
 }

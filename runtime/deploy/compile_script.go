@@ -292,7 +292,7 @@ func (s Script) adaptInputs(plan *logical.Plan) *logical.Plan {
 	if !s.Rewrite {
 		return plan
 	}
-	root := rewrite.AdaptInputsSLO(plan.Root, s.Variants, s.Planner[AdaptSetting], plan.Objectives.LatencyMs)
+	root := rewrite.AdaptInputsLatency(plan.Root, s.Variants, s.Planner[AdaptSetting], plan.Objectives)
 	if root == plan.Root {
 		return plan
 	}

@@ -1,0 +1,79 @@
+package slo
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/tierflow/tierflow/relay"
+)
+
+// oracleZoo is the size family as the oracle weighs it: float32 frames.
+func oracleZoo() []oracleVariant {
+	return []oracleVariant{
+		{Name: "fit-14", Bytes: 14*14*4 + frameOverhead, ComputeMs: 1, Accuracy: 86},
+		{Name: "fit-20", Bytes: 20*20*4 + frameOverhead, ComputeMs: 1, Accuracy: 87},
+		{Name: "fit-28", Bytes: 28*28*4 + frameOverhead, ComputeMs: 1, Accuracy: 88},
+	}
+}
+
+func trace(t *testing.T, csv string) *relay.Trace {
+	t.Helper()
+	tr, err := relay.ParseTrace("test", strings.NewReader("t_s,kbit_s\n"+csv))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return tr
+}
+
+// The oracle's bounds: on a fast link every variant keeps the SLO and the
+// largest is best; on a slow one the larger frames queue and only the
+// smallest keeps it; on a link that alternates, the per-second choice
+// beats every static one (it sends 28x28 in the fast seconds) and keeps
+// the SLO.
+func TestOracleBounds(t *testing.T) {
+	slo := 100 * time.Millisecond
+	static, best, perSec := oracleBounds(trace(t, "0,2000\n1,2000\n"), 2, 150, 15, slo, oracleZoo())
+	if len(static) != 3 || static[2].SLOMissRate != 0 || best.Accuracy != 88 || perSec.Accuracy != 88 || perSec.SLOMissRate != 0 {
+		t.Fatalf("2000 kbit/s: static %+v, best %+v, per second %+v", static, best, perSec)
+	}
+	static, best, _ = oracleBounds(trace(t, "0,200\n1,200\n"), 2, 150, 15, slo, oracleZoo())
+	if static[0].SLOMissRate != 0 || static[1].SLOMissRate < 0.5 || static[2].SLOMissRate < 0.9 || !strings.Contains(best.Name, "fit-14") {
+		t.Fatalf("200 kbit/s: static %+v, best %+v", static, best)
+	}
+	static, best, perSec = oracleBounds(trace(t, "0,2000\n5,200\n"), 2, 300, 15, slo, oracleZoo())
+	if !strings.Contains(best.Name, "fit-14") || perSec.Accuracy <= best.Accuracy || perSec.SLOMissRate > MaxMissRate {
+		t.Fatalf("2000/200 kbit/s: static %+v, best %+v, per second %+v: want the per-second choice above the best static one", static, best, perSec)
+	}
+}
+
+// The generator: the same kind and seed give the same trace, another seed
+// another; every kind gives a valid trace of about the length asked; an
+// unknown kind is an error that names the kinds.
+func TestGenerateTrace(t *testing.T) {
+	for _, kind := range TraceKinds {
+		a, err := GenerateTrace(kind, 7, 30*time.Second)
+		if err != nil {
+			t.Fatalf("%s: %v", kind, err)
+		}
+		b, _ := GenerateTrace(kind, 7, 30*time.Second)
+		c, _ := GenerateTrace(kind, 8, 30*time.Second)
+		if len(a.Steps) < 2 || a.Period < 25*time.Second || a.Period > 40*time.Second {
+			t.Errorf("%s: %d steps over %v", kind, len(a.Steps), a.Period)
+		}
+		if a.Name != kind+"-7" || len(a.Steps) != len(b.Steps) || a.Steps[1] != b.Steps[1] {
+			t.Errorf("%s: seed 7 twice gave %+v and %+v", kind, a.Steps[:2], b.Steps[:2])
+		}
+		if len(a.Steps) == len(c.Steps) && a.Steps[0] == c.Steps[0] && a.Steps[1] == c.Steps[1] {
+			t.Errorf("%s: seeds 7 and 8 gave the same trace", kind)
+		}
+		for _, s := range a.Steps {
+			if s.KbitS < 50 || s.KbitS > 3000 {
+				t.Errorf("%s: step %+v out of range", kind, s)
+			}
+		}
+	}
+	if _, err := GenerateTrace("bursts", 1, 30*time.Second); err == nil || !strings.Contains(err.Error(), "flapping") {
+		t.Errorf("unknown kind: %v", err)
+	}
+}
