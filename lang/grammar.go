@@ -202,7 +202,7 @@ type substring struct {
 	S    *orExpr   `parser:"'SUBSTRING' '(' @@"`
 	From *orExpr   `parser:"( 'FROM' @@"`
 	For  *orExpr   `parser:"  ( 'FOR' @@ )?"`
-	Args []*orExpr `parser:"| ( ',' @@ )* ) ')'"`
+	Args []*orExpr `parser:"| ( ',' @@ )+ )? ')'"`
 }
 
 func (e *substring) lower() Expr {

@@ -253,6 +253,13 @@ func itemName(it *lang.SelectItem, e expr.Expr, grouped bool) string {
 		// Bound as a CASE, which would make a long name.
 		return lang.Print(it.Expr)
 	}
+	if n := strings.ToLower(e.String()); strings.Contains(n, "$") && hasSubquery(it.Expr) {
+		// A decorrelated subquery binds to the rewrite's own columns
+		// ($v, $n), which are no name for a user: name it as written,
+		// on one line.
+		one := strings.Join(strings.Fields(lang.Print(it.Expr)), " ")
+		return strings.ReplaceAll(strings.ReplaceAll(one, "( ", "("), " )", ")")
+	}
 	if expr.HasAggregate(e) || grouped {
 		// Over an Aggregate's output the bound form reads agg0, agg1...:
 		// name the item as written instead.
