@@ -102,12 +102,13 @@ type CreateView struct {
 }
 
 // CreateSink is CREATE SINK: where INSERT INTO writes. Location is empty for
-// STDOUT.
+// STDOUT and DISCARD (rows are counted and dropped: Flink's blackhole, for
+// measuring a query without its output's cost).
 type CreateSink struct {
 	Pos         lexer.Position
 	IfNotExists bool       `parser:"'CREATE' 'SINK' @( 'IF' 'NOT' 'EXISTS' )?"`
 	Name        string     `parser:"@( Ident | QIdent )"`
-	Target      SourceKind `parser:"'TO' ( @'STDOUT' | @( 'NATS' | 'JETSTREAM' | 'FILE' )"`
+	Target      SourceKind `parser:"'TO' ( @( 'STDOUT' | 'DISCARD' ) | @( 'NATS' | 'JETSTREAM' | 'FILE' )"`
 	Location    string     `parser:"  @String )"`
 	Format      DataFormat `parser:"( 'FORMAT' @( 'ARROW' | 'JSON' | 'CSV' | 'PARQUET' ) )?"`
 	Options     []*Option  `parser:"( 'WITH' '(' @@ ( ',' @@ )* ')' )?"`

@@ -187,7 +187,7 @@ func (p *printer) node(n Node) {
 		p.w("CREATE SINK ", ifNotExists(n.IfNotExists), quoteIdent(n.Name))
 		p.nl("  TO ")
 		p.w(string(n.Target))
-		if n.Target != SourceStdout {
+		if n.Target != SourceStdout && n.Target != SourceDiscard {
 			p.w(" ", quoteString(n.Location))
 		}
 		p.format(n.Format)

@@ -119,6 +119,7 @@ const (
 	SourceJetStream SourceKind = "JETSTREAM"
 	SourceFile      SourceKind = "FILE"
 	SourceStdout    SourceKind = "STDOUT"
+	SourceDiscard   SourceKind = "DISCARD"
 )
 
 // Capture implements participle.Capture.

@@ -89,6 +89,21 @@ func TestRunReadsTheScriptFromStdin(t *testing.T) {
 	}
 }
 
+// --format discard runs the query whole and prints no rows (Flink's
+// blackhole): what a pass-through query costs without encoding its output.
+func TestRunFormatDiscardPrintsNoRows(t *testing.T) {
+	dir, _ := writeRunFiles(t)
+	script := "CREATE TABLE d (k BIGINT, v BIGINT, ts TIMESTAMP) FROM FILE '" + filepath.Join(dir, "d.csv") + "' FORMAT CSV;\nSELECT k, v FROM d;\n"
+	code, out, errs := runCLI(t, script, "run", "--local", "--on-error", "skip", "--format", "discard", "-")
+	if code != exitOK || out != "" {
+		t.Fatalf("exit %d, stdout %q, stderr %s", code, out, errs)
+	}
+	code, _, errs = runCLI(t, script, "run", "--local", "--format", "nowhere", "-")
+	if code != exitBadInput || !strings.Contains(errs, "discard") {
+		t.Fatalf("an unknown format: exit %d: %s", code, errs)
+	}
+}
+
 func TestRunReportsLateRows(t *testing.T) {
 	dir := t.TempDir()
 	// 00:00:03 arrives after the watermark passed 00:00:10 (max delay 1s):

@@ -13,7 +13,7 @@ import (
 
 // Result formats of run and submit, as DuckDB's CLI has them: table, csv,
 // json (one array), jsonl (a JSON object a line), and parquet (to a file).
-const resultFormats = "table, csv, json, jsonl or parquet"
+const resultFormats = "table, csv, json, jsonl, parquet or discard"
 
 // resultFormat checks --format, or takes it from --output's extension
 // (.csv, .json, .jsonl or .ndjson, .parquet; a table otherwise).
@@ -32,6 +32,9 @@ func resultFormat(format, output string) (string, error) {
 	}
 	switch format {
 	case "", "table", "csv", "json", "jsonl":
+	case "discard":
+		// Rows are counted and dropped (Flink's blackhole): what a query
+		// costs without its output's encoding.
 	case "parquet":
 		if output == "" {
 			return "", fmt.Errorf("--format parquet needs --output FILE")

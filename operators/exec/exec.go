@@ -412,6 +412,7 @@ func (b *builder) node(n logical.Node) (int, *arrow.Schema, error) {
 			case logical.Session:
 				ws.Type, ws.Gap = expr.Session, w.Size
 			}
+			ws.Lag = timeLag(n.Input, w.Time)
 			spec.Window = ws
 		}
 		// Compile once here so plan errors surface before anything runs.
@@ -1049,6 +1050,8 @@ func (b *builder) sink(n *logical.Sink, at func(error) error) (int, *arrow.Schem
 		if w, err = sinks.New(format, b.opts.Stdout); err != nil {
 			return 0, nil, at(err)
 		}
+	case n.Sink.Kind == "discard":
+		w = sinks.Discard{}
 	case n.Sink.Kind == "file":
 		path := b.outPath(n.Sink.Target)
 		if b.opts.Confine != nil {

@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"strings"
 	"testing"
 
 	"github.com/apache/arrow/go/v17/arrow/memory"
@@ -45,5 +46,38 @@ func TestSubqueriesRunFirst(t *testing.T) {
 	}
 	if _, err := run("SELECT id FROM t WHERE n = (SELECT k FROM u);"); !errors.Is(err, ErrSubquery) {
 		t.Fatalf("a value subquery of 3 rows: %v", err)
+	}
+}
+
+// A subquery in FROM needs no alias (Flink's and DuckDB's queries omit it,
+// Nexmark's q7 and q19 among them): its columns go by their names alone.
+func TestSubqueryInFromWithoutAlias(t *testing.T) {
+	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
+	defer mem.AssertSize(t, 0)
+	dir := t.TempDir()
+	os.WriteFile(filepath.Join(dir, "t.csv"), []byte("id,n\n1,1\n2,2\n3,\n4,9\n"), 0o644)
+	const create = "CREATE TABLE t (id BIGINT, n BIGINT) FROM FILE 't.csv' FORMAT CSV;\n"
+	run := func(sql string) ([][]any, error) {
+		out := &collect{}
+		err := RunScript(context.Background(), filepath.Join(dir, "q.sql"), create+sql, ScriptOptions{
+			Options:   Options{Allocator: mem},
+			NewOutput: func() (sinks.Writer, error) { return out, nil },
+		})
+		return out.rows, err
+	}
+	got, err := run("SELECT id, m FROM (SELECT id, n * 2 AS m FROM t WHERE n > 1) WHERE m < 100 ORDER BY id;")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := [][]any{{int64(2), int64(4)}, {int64(4), int64(18)}}; !reflect.DeepEqual(got, want) {
+		t.Fatalf("got %v\nwant %v", got, want)
+	}
+	got, err = run("SELECT count(*) FROM (SELECT id FROM t) JOIN (SELECT n FROM t WHERE n IS NOT NULL) ON id = n;")
+	if err != nil || !reflect.DeepEqual(got, [][]any{{int64(2)}}) {
+		t.Fatalf("two unnamed subqueries joined: %v %v", got, err)
+	}
+	_, err = run("SELECT id FROM (SELECT id FROM t) JOIN (SELECT id, n FROM t) ON n = 1;")
+	if err == nil || !strings.Contains(err.Error(), "ambiguous") {
+		t.Fatalf("a name both unnamed subqueries have is ambiguous, want an error naming it: %v", err)
 	}
 }

@@ -139,8 +139,10 @@ func checked(a arrow.Array, err, bad error) (arrow.Array, error) {
 }
 
 // regexpExtractFunc is regexp_extract(s, pattern [, group [, options]]): the
-// first match's group (0: the whole match), ” when nothing matches, as
-// DuckDB's.
+// first match's group (0: the whole match). NULL when nothing matches or the
+// group takes no part in the match, as Flink's REGEXP_EXTRACT: DuckDB gives an empty string
+// there, but then a ported `IS NOT NULL` filter keeps every row, and it cannot
+// be told from an empty match.
 func regexpExtractFunc(c *Ctx, ret arrow.DataType, args []compute.Datum, n int) (arrow.Array, error) {
 	rs := &regexps{fn: "regexp_extract"}
 	a, err := rowwise(c, ret, args, n, func(o *out, v []*vec, i int) {
@@ -166,7 +168,7 @@ func regexpExtractFunc(c *Ctx, ret arrow.DataType, args []compute.Datum, n int) 
 		s := v[0].string(i)
 		m := re.FindStringSubmatchIndex(s)
 		if m == nil || m[2*group] < 0 {
-			o.str("")
+			o.null()
 			return
 		}
 		o.str(s[m[2*group]:m[2*group+1]])

@@ -101,7 +101,7 @@ func Builtins() *Registry {
 	r := &Registry{scalars: map[string]ScalarFunc{}, aggs: map[string]AggFunc{}, paggs: map[string]ParamAggFunc{}}
 	for name, f := range map[string]ScalarFunc{
 		"add": nullPropagating(addFunc), "subtract": nullPropagating(subtractFunc), "multiply": nullPropagating(multiplyFunc),
-		"divide": nullPropagating(divideFunc), "integer_divide": nullPropagating(intDivideFunc), "modulo": nullPropagating(moduloFunc), "negate": nullPropagating(negateFunc),
+		"divide": nullPropagating(divideFunc), "integer_divide": nullPropagating(intDivideFunc), "modulo": nullPropagating(moduloFunc), "mod": nullPropagating(moduloFunc), "negate": nullPropagating(negateFunc),
 		"equal": nullPropagating(compareFunc("equal")), "not_equal": nullPropagating(compareFunc("not_equal")), "less": nullPropagating(compareFunc("less")),
 		"less_equal": nullPropagating(compareFunc("less_equal")), "greater": nullPropagating(compareFunc("greater")), "greater_equal": nullPropagating(compareFunc("greater_equal")),
 		"abs": absFunc, "round": roundFunc, "floor": floorCeil(false), "ceil": floorCeil(true),

@@ -30,6 +30,11 @@ type WindowSpec struct {
 	Size  time.Duration
 	Slide time.Duration
 	Gap   time.Duration
+	// Lag is how far the epochs of the rows run ahead of Time's value (0 for
+	// a source's event time; an upstream window's size for its
+	// window_start): windows close, and rows are judged late, that much
+	// later, and a window's rows go out at the epoch of its end plus Lag.
+	Lag time.Duration
 }
 
 // AggregateSpec describes a (windowed) hash aggregation. Output columns: the
@@ -76,8 +81,15 @@ type HashAggregate struct {
 	sess *sessionState
 
 	closed int64 // every window ending at or before closed has been emitted
-	late   int64
-	nulls  int64
+	// at is the watermark the rows being added are judged by (JudgeAt):
+	// their batch's epoch, the watermark of the rows before them in the
+	// stream. A row whose every window ends at or before it is late even
+	// while the window is still open here, so which rows are late follows
+	// from the data, not from how far the frontier had moved when the
+	// batch was processed.
+	at    int64
+	late  int64
+	nulls int64
 
 	gids []uint32
 	ws   []int64
@@ -94,7 +106,7 @@ type aggWindow struct {
 // NewHashAggregate compiles spec against the input schema.
 func NewHashAggregate(mem memory.Allocator, spec AggregateSpec, in *arrow.Schema, fns *functions.Registry) (*HashAggregate, error) {
 	h := &HashAggregate{mem: mem, fctx: functions.NewCtx(mem), spec: spec, schema: spec.OutputSchema(),
-		windows: map[int64]*aggWindow{}, closed: math.MinInt64}
+		windows: map[int64]*aggWindow{}, closed: math.MinInt64, at: math.MinInt64}
 	for _, g := range spec.Group {
 		ev, err := eval.Compile(g, in, fns)
 		if err != nil {
@@ -183,6 +195,13 @@ func groupTypes(g []expr.Expr) []arrow.DataType {
 
 // Schema is the output schema.
 func (h *HashAggregate) Schema() *arrow.Schema { return h.schema }
+
+// JudgeAt sets the watermark the rows of the next Add are judged late by:
+// the epoch of the batch they came in (see HashAggregate.at).
+func (h *HashAggregate) JudgeAt(watermark int64) { h.at = watermark }
+
+// lateBy is the watermark a row's windows must end after to be on time.
+func (h *HashAggregate) lateBy() int64 { return max(h.closed, h.at) }
 
 // Late is the number of rows dropped because their window had already closed.
 func (h *HashAggregate) Late() int64 { return h.late }
@@ -305,7 +324,7 @@ func (h *HashAggregate) addWindows(keys, args []arrow.Array, ts arrow.Array, siz
 			ws[i] = math.MinInt64 // this HOP offset has no window holding the row
 			continue
 		}
-		if start+size <= h.closed {
+		if start+size <= h.lateBy() {
 			// j == 0 is the row's latest window: when it is closed, all are,
 			// and the row is late (counted once).
 			if j == 0 {

@@ -1,6 +1,8 @@
 package rel
 
 import (
+	"math"
+
 	"github.com/apache/arrow/go/v17/arrow"
 
 	"github.com/tierflow/tierflow/dataflow"
@@ -49,6 +51,7 @@ func (a *Aggregate) OnBatch(ctx *dataflow.Context, _ int, b dataflow.Batch, _ *d
 		a.stats.RowsIn.Add(b.Record.NumRows())
 	}
 	late, nulls := a.h.Late(), a.h.NullTimes()
+	a.h.JudgeAt(a.behind(Watermark(b.Epoch)))
 	var err error
 	if a.where != nil {
 		err = a.h.AddWhere(b.Record, a.where)
@@ -65,7 +68,7 @@ func (a *Aggregate) OnBatch(ctx *dataflow.Context, _ int, b dataflow.Batch, _ *d
 
 // OnFrontier closes the windows the new frontier completes.
 func (a *Aggregate) OnFrontier(ctx *dataflow.Context, _ int, f dataflow.Epoch) error {
-	recs, err := a.h.Advance(Watermark(f))
+	recs, err := a.h.Advance(a.behind(Watermark(f)))
 	if err != nil {
 		return err
 	}
@@ -108,7 +111,17 @@ func (a *Aggregate) Close(*dataflow.Context) error {
 	return nil
 }
 
-// windowEnd is the latest window_end in rec (0 when not windowed).
+// behind is the watermark of the window's time column at watermark wm:
+// wm less the column's lag (WindowSpec.Lag).
+func (a *Aggregate) behind(wm int64) int64 {
+	if a.spec.Window == nil || wm == math.MaxInt64 || wm == math.MinInt64 {
+		return wm
+	}
+	return wm - a.spec.Window.Lag.Microseconds()
+}
+
+// windowEnd is the latest window_end in rec plus the time column's lag: the
+// epoch the window's rows go out at (0 when not windowed).
 func (a *Aggregate) windowEnd(rec arrow.Record) dataflow.Epoch {
 	if a.spec.Window == nil || rec.NumRows() == 0 {
 		return 0
@@ -118,5 +131,5 @@ func (a *Aggregate) windowEnd(rec arrow.Record) dataflow.Epoch {
 	for _, e := range ends {
 		m = max(m, e)
 	}
-	return EpochOf(m)
+	return EpochOf(m + a.spec.Window.Lag.Microseconds())
 }

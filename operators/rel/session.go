@@ -87,7 +87,7 @@ func (h *HashAggregate) addSessions(keys, args []arrow.Array, ts arrow.Array, ga
 			kept = append(kept, s)
 		}
 		if rep == nil {
-			if t+gap <= h.closed {
+			if t+gap <= h.lateBy() {
 				h.late++
 				gids[i] = noGroup
 				st.byKey[k] = kept

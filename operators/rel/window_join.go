@@ -94,6 +94,10 @@ func (w *WindowJoin) OnBatch(ctx *dataflow.Context, input int, b dataflow.Batch,
 	var starts []int64
 	dropped := uint32(math.MaxUint32)
 	var late, nulls int64
+	// A row is judged by its batch's epoch (the watermark of the rows
+	// before it), not by how far the frontier had moved: the same rows are
+	// late every run (docs/language.md, "Event time").
+	lateBy := max(w.closed, Watermark(b.Epoch))
 	for i := 0; i < n; i++ {
 		if ts.IsNull(i) {
 			nulls++ // no time, no window: dropped, and counted
@@ -101,7 +105,7 @@ func (w *WindowJoin) OnBatch(ctx *dataflow.Context, input int, b dataflow.Batch,
 			continue
 		}
 		s := floorDiv(tv[i], size) * size
-		if s+size <= w.closed {
+		if s+size <= lateBy {
 			late++
 			part[i] = dropped
 			continue

@@ -241,6 +241,8 @@ func New(format string, w io.Writer) (Writer, error) {
 		return NewJSONText(w), nil
 	case "parquet":
 		return NewParquet(w), nil
+	case "discard":
+		return Discard{}, nil
 	}
-	return nil, fmt.Errorf("unknown output format %q: want table, csv, json or parquet", format)
+	return nil, fmt.Errorf("unknown output format %q: want table, csv, json, parquet or discard", format)
 }

@@ -25,13 +25,6 @@ type Writer interface {
 	Close() error
 }
 
-// Discard is the Writer of a query whose rows go elsewhere (an INSERT's go
-// to its sink): it drops what it is given.
-type Discard struct{}
-
-func (Discard) Write(arrow.Record) error { return nil }
-func (Discard) Close() error             { return nil }
-
 // EpochWriter is a Writer that commits per epoch: it hears each batch's
 // epoch and sink instance, and when an instance's input frontier advances
 // (every row of an earlier epoch has been written). A cluster's result

@@ -8,7 +8,6 @@ import (
 	"time"
 
 	"github.com/apache/arrow/go/v17/arrow"
-	"github.com/apache/arrow/go/v17/arrow/compute"
 	"github.com/apache/arrow/go/v17/arrow/memory"
 
 	"github.com/tierflow/tierflow/dataflow"
@@ -293,13 +292,21 @@ func (s *Source) Produce(ctx *dataflow.Context) (bool, error) {
 		}
 	}
 	var next int64 = math.MinInt64
+	var times arrow.Array
 	if s.et.Column >= 0 && rec.NumRows() > 0 {
 		if s.fctx == nil {
 			s.fctx = functions.NewCtx(ctx.Allocator())
 		}
-		if next, err = s.maxTime(rec); err != nil {
+		if times, err = s.rowTimes(rec); err != nil {
 			rec.Release()
 			return false, err
+		}
+		defer times.Release()
+		next = s.maxTS
+		for i, v := range functions.Int64Values(times) {
+			if times.IsValid(i) && v > next {
+				next = v
+			}
 		}
 	}
 	skip := s.pace.SkipUntil > 0 && s.cap.Epoch() < s.pace.SkipUntil ||
@@ -316,7 +323,7 @@ func (s *Source) Produce(ctx *dataflow.Context) (bool, error) {
 	}
 	if skip {
 		rec.Release()
-	} else if err := ctx.EmitIngest(0, s.cap, rec, ingest); err != nil {
+	} else if err := s.emit(ctx, rec, times, ingest); err != nil {
 		return false, err
 	}
 	if next > s.maxTS {
@@ -329,6 +336,41 @@ func (s *Source) Produce(ctx *dataflow.Context) (bool, error) {
 		}
 	}
 	return false, nil
+}
+
+// emit sends rec at the source's epoch, and its rows behind the watermark
+// of the rows before them at that watermark's epoch (rowwatermark.go).
+func (s *Source) emit(ctx *dataflow.Context, rec arrow.Record, times arrow.Array, ingest int64) error {
+	if times == nil {
+		return ctx.EmitIngest(0, s.cap, rec, ingest)
+	}
+	late, rest, _ := s.splitByWatermark(times, s.cap.Epoch())
+	if late == nil {
+		return ctx.EmitIngest(0, s.cap, rec, ingest)
+	}
+	defer rec.Release()
+	if len(rest) > 0 {
+		part, err := s.takeRows(ctx.Allocator(), rec, rest)
+		if err != nil {
+			return err
+		}
+		if err := ctx.EmitIngest(0, s.cap, part, ingest); err != nil {
+			return err
+		}
+	}
+	for _, run := range late {
+		if err := s.cap.Downgrade(run.epoch); err != nil {
+			return err
+		}
+		part, err := s.takeRows(ctx.Allocator(), rec, run.rows)
+		if err != nil {
+			return err
+		}
+		if err := ctx.EmitIngest(0, s.cap, part, ingest); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // paced returns the next slice of input when it is due; wait says it is not
@@ -394,28 +436,6 @@ func epochOf(us int64) dataflow.Epoch {
 		return 0
 	}
 	return dataflow.Epoch(us)
-}
-
-func (s *Source) maxTime(rec arrow.Record) (int64, error) {
-	col := rec.Column(s.et.Column)
-	if col.DataType().ID() != arrow.TIMESTAMP {
-		return 0, fmt.Errorf("event-time column %q is %s, want TIMESTAMP", rec.ColumnName(s.et.Column), col.DataType())
-	}
-	if col.DataType().(*arrow.TimestampType).Unit != arrow.Microsecond {
-		c, err := compute.CastArray(s.fctx.Context(), col, compute.SafeCastOptions(arrow.FixedWidthTypes.Timestamp_us))
-		if err != nil {
-			return 0, err
-		}
-		defer c.Release()
-		col = c
-	}
-	m := int64(math.MinInt64)
-	for i, v := range functions.Int64Values(col) {
-		if col.IsValid(i) && v > m {
-			m = v
-		}
-	}
-	return m, nil
 }
 
 func (s *Source) Close(*dataflow.Context) error {

@@ -99,17 +99,28 @@ func (b *Binder) groupRef(e lang.Expr, sc *scope, ac *aggScope) expr.Expr {
 }
 
 func isWindowBound(name string) bool {
-	return strings.EqualFold(name, "window_start") || strings.EqualFold(name, "window_end")
+	return strings.EqualFold(name, "window_start") || strings.EqualFold(name, "window_end") || strings.EqualFold(name, "window_time")
 }
 
-// windowBound binds window_start or window_end, which only a windowed
-// grouping defines (a FROM column of that name wins: the binder only gets
-// here when there is none).
+// windowBound binds window_start, window_end or window_time, which only a
+// windowed grouping defines (a FROM column of that name wins: the binder
+// only gets here when there is none). window_time is Flink's: the last
+// instant inside the window (window_end less 1 µs, our precision), the
+// time attribute of the window's rows downstream.
 func (b *Binder) windowBound(x *lang.ColumnRef, name string, ac *aggScope) expr.Expr {
 	name = strings.ToLower(name)
 	switch {
 	case ac.grouped() && ac.win != nil:
 		i := len(ac.groups)
+		if name == "window_time" {
+			end := &expr.Column{Index: i + 1, Name: "window_end", DataType: expr.Timestamp}
+			c, err := b.Funcs.NewCall("subtract", end, &expr.Literal{Value: time.Microsecond, DataType: expr.Interval})
+			if err != nil {
+				b.errorf(x.Pos, ErrBind, "window_time: %v", err)
+				return nil
+			}
+			return c
+		}
 		if name == "window_end" {
 			i++
 		}

@@ -375,9 +375,10 @@ func (b *Binder) relation(t *lang.TableRef) (logical.Node, *scope) {
 		if n == nil {
 			return nil, nil
 		}
-		if t.Alias == "" {
-			b.errorf(t.Pos, ErrBind, "a subquery in FROM needs an alias")
-		}
+		// Without an alias (Flink, DuckDB and Postgres 16 take one) the
+		// subquery's columns are reached by their names alone: no qualifier
+		// names them, so two such subqueries joined keep SQL's ambiguity
+		// rule for a name both have.
 		out := &scope{}
 		for _, c := range sc.cols {
 			out.cols = append(out.cols, column{qual: t.Alias, name: c.name, typ: c.typ})

@@ -336,7 +336,7 @@ type Table struct {
 // Sink is where INSERT INTO writes.
 type Sink struct {
 	Name   string `yaml:"name"`
-	Kind   string `yaml:"kind"` // nats, jetstream, file, stdout
+	Kind   string `yaml:"kind"` // nats, jetstream, file, stdout, discard
 	Target string `yaml:"target,omitempty"`
 	Format string `yaml:"format,omitempty"`
 	Pos    Pos    `yaml:"-"`

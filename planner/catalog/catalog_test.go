@@ -91,7 +91,7 @@ sinks:
 		`bad.yaml:9:31: model.outputs.type: unknown type "FLOT"`,
 		`bad.yaml:8:5: model "a": needs at least one variant`,
 		`unknown model "B"`,
-		`bad.yaml:13:21: sink.kind: want nats, jetstream, file or stdout, got "kafka"`,
+		`bad.yaml:13:21: sink.kind: want nats, jetstream, file, stdout or discard, got "kafka"`,
 	}
 	for _, w := range want {
 		if !strings.Contains(err.Error(), w) {

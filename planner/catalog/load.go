@@ -394,8 +394,8 @@ func decodeSink(d *yamlx.Decoder, n *yaml.Node) *Sink {
 		Format: d.Str(fs["format"], "sink.format"),
 		Pos:    d.Pos(n),
 	}
-	if f := fs["kind"]; f.Value != nil && !oneOf(s.Kind, "nats", "jetstream", "file", "stdout") {
-		d.Errorf(f.Value, "sink.kind: want nats, jetstream, file or stdout, got %q", s.Kind)
+	if f := fs["kind"]; f.Value != nil && !oneOf(s.Kind, "nats", "jetstream", "file", "stdout", "discard") {
+		d.Errorf(f.Value, "sink.kind: want nats, jetstream, file, stdout or discard, got %q", s.Kind)
 	}
 	return s
 }

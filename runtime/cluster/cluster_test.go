@@ -149,6 +149,13 @@ func TestSubmitErrorsAndExpiry(t *testing.T) {
 	if _, err := os.Stat(filepath.Join(dir, "out.csv")); err == nil {
 		t.Error("a refused INSERT INTO still created its file")
 	}
+	// A sink TO DISCARD opens nothing: it runs on the workers, its query
+	// completes and its rows reach no client.
+	dis := deploy.Script{Filename: "dis.sql", BaseDir: dir, Source: clustertest.Query[:strings.Index(clustertest.Query, "SELECT")] +
+		"CREATE SINK nowhere TO DISCARD;\nINSERT INTO nowhere SELECT sensor FROM readings;"}
+	if info, err := c.Client().Submit(ctx, dis, "dis", discard{}); err != nil || info.State != deploy.StateFinished {
+		t.Fatalf("INSERT INTO a discard sink on a cluster: %v, state %q", err, info.State)
+	}
 	if _, err := c.Client().Submit(ctx, deploy.Script{Filename: "x.sql", Source: "SELECT 1;"}, "bad", discard{}); err == nil || !strings.Contains(err.Error(), "in use") {
 		t.Fatalf("duplicate query name: %v", err)
 	}

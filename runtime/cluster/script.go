@@ -367,9 +367,9 @@ func (c *Cluster) runLocal(ctx context.Context, sc deploy.Script, so ScriptOptio
 	return &st, err
 }
 
-// localSink: sinks to a file, stdout or JetStream run in this process (see
-// RunScript; the coordinator refuses all but core NATS sinks); core NATS
-// sinks run on the workers.
+// localSink: sinks to a file or stdout run in this process (see RunScript;
+// the coordinator refuses them); NATS, JetStream and discard sinks run on
+// the workers (a discard sink opens nothing, so any number may hold it).
 func localSink(kind string) bool {
-	return !strings.EqualFold(kind, "nats") && !strings.EqualFold(kind, "jetstream")
+	return !strings.EqualFold(kind, "nats") && !strings.EqualFold(kind, "jetstream") && !strings.EqualFold(kind, "discard")
 }
