@@ -26,6 +26,8 @@ func newCoordinatorCmd(a *app) *cobra.Command {
 	var metricsAddr, placement, namespace, authorityPath string
 	var admins, dataRoots []string
 	var limits deploy.Limits
+	var bounds coordinator.Bounds
+	var maxScript string
 	var maxMemory string
 	var heartbeat time.Duration
 	c := &cobra.Command{
@@ -62,11 +64,25 @@ metrics at /metrics.`,
 			if limits.MemoryBytes, err = parseBytes(maxMemory); err != nil {
 				return badInput(fmt.Errorf("--max-query-memory: %w", err))
 			}
+			script, err := parseBytes(maxScript)
+			if err != nil || script <= 0 || script > natsserver.DefaultMaxPayload {
+				return badInput(fmt.Errorf("--max-script-size %q: want a size from 1 byte to %d bytes (the server's largest message)", maxScript, natsserver.DefaultMaxPayload))
+			}
+			bounds.ScriptBytes = int(script)
+			if bounds.SubmitsPerMinute < 0 || bounds.SubmitBurst < 1 {
+				return badInput(fmt.Errorf("--max-submits-per-minute %g, --submit-burst %d: want 0 or more, 1 or more", bounds.SubmitsPerMinute, bounds.SubmitBurst))
+			}
 			var authority *security.Authority
 			if authorityPath != "" {
 				if authority, err = security.LoadAuthority(authorityPath); err != nil {
 					return badInput(fmt.Errorf("--authority: %w", err))
 				}
+			}
+			if roots == nil && a.secured(authorityPath) {
+				// A secured cluster's users do not share the coordinator's
+				// files: without --data-root it opens none a query names
+				// (the catalog field, file streams and tables).
+				roots = security.NoFiles()
 			}
 			url := a.g.nats
 			var srv *natsserver.Server
@@ -92,7 +108,7 @@ metrics at /metrics.`,
 			co, err := coordinator.Start(coordinator.Config{Conn: nc, Infra: inf, Catalog: a.g.catalog, Heartbeat: heartbeat, Metrics: reg,
 				Log: slog.New(slog.NewTextHandler(a.err, nil)), Exec: cluster.ExecHooks(nc, a.g.ortLib, nil, 1), Placement: placement,
 				CheckModelArgs: cluster.ModelArgChecks(a.g.ortLib), Namespace: namespace, Admins: admins, DataRoots: roots, Limits: limits,
-				Authority: authority})
+				Authority: authority, Bounds: bounds})
 			if err != nil {
 				return err
 			}
@@ -121,11 +137,15 @@ metrics at /metrics.`,
 	c.Flags().StringVar(&namespace, "namespace", "", "subject namespace of this deployment (default: the shared one)")
 	c.Flags().StringVar(&metricsAddr, "metrics", "", "serve Prometheus metrics on this address (e.g. :9100)")
 	c.Flags().StringVar(&placement, "placement", coordinator.PlaceOptimizer, "how queries are placed: optimizer (the planner's physical plan; default rules when it cannot plan) or rules (sources at their tier, aggregates a tier up, the sink on top)")
-	c.Flags().StringArrayVar(&dataRoots, "data-root", nil, "read the files submitted queries name (to plan them) only under this directory (repeatable), as workers do")
+	c.Flags().StringArrayVar(&dataRoots, "data-root", nil, "read the files submitted queries name (to plan them) only under this directory (repeatable), as workers do; on a secured cluster (credentials, --nats-config or --authority) without it, the coordinator reads none")
 	c.Flags().DurationVar(&limits.RunTime, "max-query-time", 0, "fail a query still running after this long (0: no limit)")
 	c.Flags().StringVar(&maxMemory, "max-query-memory", "", "fail a query that holds more Arrow memory than this on a worker, e.g. 512MiB (default: no limit)")
 	c.Flags().IntVar(&limits.RowsInFlight, "max-rows-in-flight", 0, "rows a query may have in flight per link between workers (0: the relay's default window)")
 	c.Flags().IntVar(&limits.QueriesPerUser, "max-queries-per-user", 0, "refuse a user's submission while they run this many queries (0: no limit)")
+	c.Flags().StringVar(&maxScript, "max-script-size", "1MiB", "refuse a submission larger than this")
+	c.Flags().Float64Var(&bounds.SubmitsPerMinute, "max-submits-per-minute", 60, "refuse a user's submissions past this rate, after a burst of --submit-burst (0: no limit)")
+	c.Flags().IntVar(&bounds.SubmitBurst, "submit-burst", 30, "submissions a user may make at once before --max-submits-per-minute applies")
+	c.Flags().DurationVar(&bounds.KeepEndedFor, "keep-ended", time.Hour, "forget an ended query (SHOW QUERIES; its name is free again) this long after it ended; at most 100 are kept per user")
 	c.Flags().StringArrayVar(&admins, "admin", nil, "a client identity (NATS user) that may stop any query; others stop only their own (repeatable)")
 	c.Flags().DurationVar(&heartbeat, "heartbeat", time.Second, "interval workers heartbeat at; silent for 5 intervals, a worker is dropped")
 	return c

@@ -28,8 +28,13 @@ func TestNATSSetupSecureCluster(t *testing.T) {
 		t.Fatalf("a second nats-setup into the same directory: exit %d %s", code, errs)
 	}
 	ca, creds := filepath.Join(sec, "ca.pem"), func(u string) string { return filepath.Join(sec, u+".creds") }
+	data := filepath.Join(dir, "data")
+	os.Mkdir(data, 0o755)
+	clustertest.WriteData(t, data, 2000)
+	// The coordinator of a secured cluster reads the query's files (to
+	// plan it) only under a data root of its own.
 	coordOut := startTierflow(t, "coordinator", "--nats-config", filepath.Join(sec, "server.conf"), "--nats-creds", creds("coordinator"),
-		"--tls-ca", ca, "--authority", filepath.Join(sec, "authority.json"), "--heartbeat", "200ms", "--placement", "rules")
+		"--tls-ca", ca, "--authority", filepath.Join(sec, "authority.json"), "--data-root", data, "--heartbeat", "200ms", "--placement", "rules")
 	var url string
 	clustertest.CheckFor(t, 15*time.Second, 20*time.Millisecond, func() error {
 		for _, line := range strings.Split(coordOut.String(), "\n") {
@@ -40,9 +45,6 @@ func TestNATSSetupSecureCluster(t *testing.T) {
 		}
 		return fmt.Errorf("coordinator not up:\n%s", coordOut.String())
 	})
-	data := filepath.Join(dir, "data")
-	os.Mkdir(data, 0o755)
-	clustertest.WriteData(t, data, 2000)
 	// e1's creds name it: no --name needed.
 	startTierflow(t, "worker", "--nats", url, "--nats-creds", creds("e1"), "--tls-ca", ca, "--tier", "edge", "--data-root", data)
 

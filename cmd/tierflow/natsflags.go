@@ -43,6 +43,13 @@ func (a *app) natsAuth() natsserver.Auth {
 	return au
 }
 
+// secured reports whether the command runs on a secured cluster: with
+// credentials, a server configuration (nats-setup's) or an authority file.
+func (a *app) secured(authority string) bool {
+	au := a.natsAuth()
+	return au.Creds != "" || au.NKey != "" || au.User != "" || a.g.natsConfig != "" || authority != ""
+}
+
 // connectNATS connects to url with the command's credentials. It is the one
 // place commands open a NATS connection; errors name the URL redacted.
 func (a *app) connectNATS(url, name string, extra ...nats.Option) (*nats.Conn, error) {

@@ -14,11 +14,21 @@ import (
 // the planner binds are those of the file that runs.
 type FileSchemas struct {
 	BaseDir string
+	// Confine, when set, vets the file before it is read, as
+	// Options.Confine does when the query runs: a submitted script's
+	// schema probe reads no file outside its reader's data roots.
+	Confine func(path string) (string, error)
 }
 
 // FileColumns reads path's schema (sources.InferSchema) as query columns.
 func (f FileSchemas) FileColumns(path, format, declaredIn string) ([]catalog.Column, error) {
 	p := ResolvePath(path, f.BaseDir, declaredIn)
+	if f.Confine != nil {
+		var err error
+		if p, err = f.Confine(unclean(path, p)); err != nil {
+			return nil, err
+		}
+	}
 	schema, err := sources.InferSchema(p, format)
 	if err != nil {
 		return nil, err

@@ -97,7 +97,7 @@ func (c *Client) request(ctx context.Context, subject string, req, rep any) erro
 // Workers lists the registered workers (SHOW WORKERS).
 func (c *Client) Workers(ctx context.Context) ([]deploy.WorkerInfo, error) {
 	var out []deploy.WorkerInfo
-	return out, c.request(ctx, deploy.InNamespace(c.Namespace, deploy.SubjectWorkers), struct{}{}, &out)
+	return out, c.request(ctx, deploy.InNamespace(c.Namespace, deploy.WorkersSubject(c.User)), struct{}{}, &out)
 }
 
 // Queries lists the client's queries (SHOW QUERIES), or every query when

@@ -74,6 +74,9 @@ type Config struct {
 	// user's submission past QueriesPerUser and fails a query past its
 	// RunTime; workers enforce MemoryBytes and RowsInFlight.
 	Limits deploy.Limits
+	// Bounds bound what one user's submissions take of the coordinator
+	// (size, rate, compiles at once) and how long ended queries are kept.
+	Bounds Bounds
 	// Namespace is the deployment's subject namespace (deploy.InNamespace;
 	// "" the default): workers and clients of another namespace on the same
 	// server never reach this coordinator.

@@ -49,6 +49,9 @@ var (
 	// ErrDenied: a client asked for something only a query's owner (or an
 	// admin) may do.
 	ErrDenied = errors.New("coordinator: permission denied")
+	// ErrNameAlive: a worker registered with the name of a worker still
+	// heartbeating.
+	ErrNameAlive = errors.New("coordinator: worker name in use")
 )
 
 // Coordinator is a running coordinator.
@@ -72,6 +75,8 @@ type Coordinator struct {
 	startedAt time.Time
 	// authority is Config.Authority, replaced by SetAuthority.
 	authority atomic.Pointer[security.Authority]
+	// in is the submissions under way (bounds.go).
+	in intake
 }
 
 // Start subscribes the coordinator to the control subjects.
@@ -101,8 +106,10 @@ func Start(cfg Config) (*Coordinator, error) {
 	default:
 		return nil, fmt.Errorf("coordinator: unknown placement %q: want %s or %s", cfg.Placement, PlaceOptimizer, PlaceRules)
 	}
+	cfg.Bounds.defaults()
 	c := &Coordinator{cfg: cfg, nc: cfg.Conn, stop: make(chan struct{}), workers: map[string]*deploy.WorkerInfo{}, queries: map[string]*supervisor{},
-		startedAt: time.Now()}
+		startedAt: time.Now(), in: intake{tokens: map[string]float64{}, refilled: map[string]time.Time{}, compiling: map[string]int{},
+			slots: make(chan struct{}, cfg.Bounds.Compilers)}}
 	c.out.reconnects = c.nc.Stats().Reconnects
 	c.authority.Store(cfg.Authority)
 	handlers := []struct {
@@ -112,7 +119,8 @@ func Start(cfg Config) (*Coordinator, error) {
 		{deploy.InNamespace(c.cfg.Namespace, deploy.RegisterSubject("*")), c.onRegister},
 		{deploy.InNamespace(c.cfg.Namespace, deploy.HeartbeatSubject("*")), c.onHeartbeat},
 		{deploy.InNamespace(c.cfg.Namespace, deploy.SubmitSubject("*")), c.onSubmit},
-		{deploy.InNamespace(c.cfg.Namespace, deploy.SubjectWorkers), func(m *nats.Msg) { reply(m, c.Workers()) }},
+		{deploy.InNamespace(c.cfg.Namespace, deploy.SubjectWorkers), func(m *nats.Msg) { reply(m, c.WorkersFor("")) }},
+		{deploy.InNamespace(c.cfg.Namespace, deploy.WorkersSubject("*")), func(m *nats.Msg) { reply(m, c.WorkersFor(lastToken(m.Subject))) }},
 		{deploy.InNamespace(c.cfg.Namespace, deploy.QueriesSubject("*")), func(m *nats.Msg) { reply(m, c.QueriesOf(lastToken(m.Subject))) }},
 		{deploy.InNamespace(c.cfg.Namespace, deploy.StopSubject("*")), c.onStop},
 		{deploy.InNamespace(c.cfg.Namespace, deploy.ResumeSubject("*")), c.onResume},
@@ -190,6 +198,17 @@ func (c *Coordinator) onRegister(m *nats.Msg) {
 	now := time.Now()
 	wi.Registered, wi.LastSeen = now, now
 	c.mu.Lock()
+	if old := c.workers[wi.Name]; old != nil && now.Sub(old.LastSeen) < c.cfg.Expiry && (wi.DataKey == "" || old.DataKey != wi.DataKey) {
+		// A name alive is its worker's: another process taking it would
+		// receive that worker's deployments and speak for its parts. The
+		// same process (its data key, made at start and kept in memory)
+		// may register again; a restarted one waits for the old to expire.
+		c.mu.Unlock()
+		c.cfg.Log.Warn("registration refused: name alive", "name", wi.Name)
+		reply(m, deploy.RegisterReply{Alive: true, Error: fmt.Sprintf("%v: worker %s is alive (last heard %s ago); a worker of that name may register once it has been silent for %s",
+			ErrNameAlive, wi.Name, now.Sub(old.LastSeen).Round(time.Millisecond), c.cfg.Expiry)})
+		return
+	}
 	c.workers[wi.Name] = &wi
 	c.mu.Unlock()
 	c.cfg.Log.Info("worker registered", "name", wi.Name, "tier", wi.Tier)
@@ -257,6 +276,7 @@ func (c *Coordinator) expire() {
 			return
 		case <-t.C:
 		}
+		c.prune()
 		if c.serverDown() {
 			continue // no heartbeat can come: the server is away
 		}
@@ -383,23 +403,6 @@ func (c *Coordinator) Query(id string) (deploy.QueryInfo, bool) {
 // lastToken is the <user> of tierflow.ctl.submit.<user> and the like.
 func lastToken(subject string) string { return subject[strings.LastIndexByte(subject, '.')+1:] }
 
-func (c *Coordinator) onSubmit(m *nats.Msg) {
-	var req deploy.SubmitRequest
-	if err := json.Unmarshal(m.Data, &req); err != nil {
-		reply(m, deploy.SubmitReply{Error: "bad submission: " + err.Error()})
-		return
-	}
-	// The server let this client publish on this subject only: its token
-	// is who submits, whatever the request says.
-	req.Owner = lastToken(m.Subject)
-	p, err := c.Submit(context.Background(), req)
-	if err != nil {
-		reply(m, deploy.SubmitReply{Query: req.Query, Error: err.Error(), ErrorKind: deploy.KindOf(err)})
-		return
-	}
-	reply(m, deploy.SubmitReply{Query: req.Query, Placement: p})
-}
-
 // Submit places a script's query on the registered workers, deploys every
 // worker its part and starts the query. It returns once all workers have
 // built their part; completion is announced on tierflow.q.<query>.done.
@@ -423,8 +426,10 @@ func (c *Coordinator) Submit(ctx context.Context, req deploy.SubmitRequest) (*de
 	for _, w := range c.Workers() {
 		ws = append(ws, deploy.Worker{Name: w.Name, Tier: w.Tier, Location: w.Location, Type: w.Type, Threads: w.ModelThreads})
 	}
+	c.prune()
 	c.mu.Lock()
 	if _, dup := c.queries[req.Query]; dup {
+		// An ended query keeps its name until it is forgotten (prune).
 		c.mu.Unlock()
 		return nil, fmt.Errorf("%w: %s", ErrDuplicate, req.Query)
 	}

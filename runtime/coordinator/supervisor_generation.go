@@ -56,6 +56,7 @@ func (s *supervisor) deployFirst(ctx context.Context, ws []deploy.Worker) (*depl
 	req := s.req
 	pl, err := c.place(ctx, req, ws, control.Constraints{})
 	if err != nil {
+		err = scrub(err, req.Script)
 		s.fail(err)
 		return nil, err
 	}
@@ -70,6 +71,7 @@ func (s *supervisor) deployFirst(ctx context.Context, ws []deploy.Worker) (*depl
 	s.attach(pl.forPolicies(s.id, c.nc, false))
 
 	if _, _, err := c.deployAll(ctx, s.id, req.Owner, submitted, script, p, 0); err != nil {
+		err = scrub(err, req.Script)
 		s.fail(err)
 		return nil, err
 	}

@@ -2,6 +2,7 @@ package coordinator
 
 import (
 	"errors"
+	"slices"
 	"time"
 
 	"github.com/tierflow/tierflow/dataflow"
@@ -22,8 +23,11 @@ const maxProblems = 10
 func (s *supervisor) onStatus(st deploy.Status, reg registry) {
 	c := s.c
 	s.mu.Lock()
-	if s.ended() || st.Generation != s.info.Generation {
-		// An aborted generation's last words are not the query's.
+	if s.ended() || st.Generation != s.info.Generation || !slices.Contains(s.info.Workers, st.Worker) {
+		// An aborted generation's last words are not the query's, nor is
+		// a worker's that the generation was not deployed to (its name is
+		// the subject's, which its creds bind it to: it cannot speak for
+		// another's part, and it has none of its own here).
 		s.mu.Unlock()
 		return
 	}

@@ -70,6 +70,10 @@ type Script struct {
 	// the query binds (the coordinator's, given the script's BaseDir); it
 	// does not travel.
 	CheckModelArgs bind.ModelArgChecker `json:"-"`
+	// Confine, when set, vets every file the bind probes for its columns
+	// (a table or file stream without a column list) before it is read
+	// (runtime/security's ConfineScript sets it); it does not travel.
+	Confine func(path string) (string, error) `json:"-"`
 	// Replay feeds the file streams at their declared RATE, unbounded, as
 	// live streams (`run --replay`); Pace, when set, wins.
 	Replay bool `json:"replay,omitempty"`
@@ -163,7 +167,7 @@ func (s Script) Bind(cat *catalog.Catalog) (*logical.Plan, *catalog.Catalog, err
 	if cat.Files == nil {
 		// Tables and file streams without columns take their file's, read
 		// where the script runs.
-		cat.Files = exec.FileSchemas{BaseDir: s.BaseDir}
+		cat.Files = exec.FileSchemas{BaseDir: s.BaseDir, Confine: s.Confine}
 	}
 	var query lang.Statement
 	n := 0

@@ -20,7 +20,9 @@ import (
 //	tierflow.ctl.register.<name>     R worker -> coordinator  WorkerInfo -> RegisterReply
 //	tierflow.ctl.heartbeat.<name>      worker -> coordinator  Heartbeat
 //	tierflow.ctl.submit.<user>       R client -> coordinator  SubmitRequest -> SubmitReply
-//	tierflow.ctl.workers             R client -> coordinator  {} -> []WorkerInfo      (SHOW WORKERS)
+//	tierflow.ctl.workers.<user>      R client -> coordinator  {} -> []WorkerInfo      (SHOW WORKERS: the user's
+//	                                                          own queries on each; an admin's: all. The bare
+//	                                                          tierflow.ctl.workers: no query names)
 //	tierflow.ctl.queries.<user>      R client -> coordinator  {} -> []QueryInfo       (SHOW QUERIES: the user's own; an admin's: all)
 //	tierflow.ctl.stop.<user>         R client -> coordinator  StopRequest -> Ack      (STOP QUERY)
 //	tierflow.ctl.query               R client -> coordinator  StopRequest -> Ack      (is the query known: a
@@ -117,6 +119,10 @@ func HeartbeatSubject(name string) string { return SubjectHeartbeat + "." + name
 // SubmitSubject is where client user submits queries.
 func SubmitSubject(user string) string { return SubjectSubmit + "." + user }
 
+// WorkersSubject is where client user lists the workers (SHOW WORKERS:
+// the queries each runs cut to the user's own; an admin's: all).
+func WorkersSubject(user string) string { return SubjectWorkers + "." + user }
+
 // QueriesSubject is where client user lists its queries.
 func QueriesSubject(user string) string { return SubjectQueries + "." + user }
 
@@ -193,6 +199,9 @@ type WorkerInfo struct {
 type RegisterReply struct {
 	HeartbeatMs int64  `json:"heartbeat_ms"`
 	Error       string `json:"error,omitempty"`
+	// Alive: refused because a worker of that name still heartbeats (a
+	// restarted worker registers once its old self has expired).
+	Alive bool `json:"alive,omitempty"`
 }
 
 // Heartbeat says a worker is alive and what it runs.

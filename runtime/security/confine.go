@@ -46,6 +46,14 @@ func NewRoots(dirs []string) (*Roots, error) {
 	return r, nil
 }
 
+// NoFiles are Roots under which no file lies: a coordinator of a secured
+// cluster without --data-root reads no file a query names (the workers,
+// which read them, have their own roots), and says so.
+func NoFiles() *Roots { return &Roots{} }
+
+// ErrNoDataRoot: a path refused by NoFiles.
+var ErrNoDataRoot = errors.New("this process reads no file a query names (it has no --data-root)")
+
 // Dirs are the resolved roots.
 func (r *Roots) Dirs() []string {
 	if r == nil {
@@ -63,6 +71,9 @@ func (r *Roots) Dirs() []string {
 func (r *Roots) Check(path string) (string, error) {
 	if r == nil {
 		return path, nil
+	}
+	if len(r.dirs) == 0 {
+		return "", fmt.Errorf("%w: %s: %w", ErrConfined, path, ErrNoDataRoot)
 	}
 	if slices.Contains(strings.Split(filepath.ToSlash(path), "/"), "..") {
 		return "", fmt.Errorf("%w: %s: paths with .. are refused", ErrConfined, path)

@@ -31,10 +31,10 @@ func (r *Roots) ConfineScript(sc *deploy.Script, eo *exec.Options) error {
 	// Relative names resolve against the script's directory, which the
 	// client chose: one outside the roots becomes the first root, so that
 	// resolving never looks at (and tells about) files outside.
-	if sc.BaseDir == "" || !r.named(abs(sc.BaseDir)) {
+	if len(r.dirs) > 0 && (sc.BaseDir == "" || !r.named(abs(sc.BaseDir))) {
 		sc.BaseDir = r.dirs[0]
 	}
-	if sc.Filename == "" || !r.named(abs(filepath.Dir(sc.Filename))) {
+	if len(r.dirs) > 0 && (sc.Filename == "" || !r.named(abs(filepath.Dir(sc.Filename)))) {
 		sc.Filename = filepath.Join(sc.BaseDir, filepath.Base(sc.Filename))
 	}
 	if sc.Catalog != "" {
@@ -51,6 +51,9 @@ func (r *Roots) ConfineScript(sc *deploy.Script, eo *exec.Options) error {
 		}
 		return real, nil
 	}
+	// The bind probes the columns of files declared without a list: the
+	// same check, before the file is opened.
+	sc.Confine = eo.Confine
 	if lateral := eo.Lateral; lateral != nil {
 		eo.Lateral = func(n *logical.LateralModel, in *arrow.Schema) (func() (dataflow.Operator, error), *arrow.Schema, error) {
 			if err := r.ConfineModel(n.Model, ""); err != nil {

@@ -92,7 +92,7 @@ func Worker(name, identity string, data []string) Perms {
 	return Perms{
 		PubAllow: append(anyNS(deploy.RegisterSubject(bound), deploy.HeartbeatSubject(bound), deploy.QuerySubject("", "*", "status."+bound),
 			deploy.QuerySubject("", "*", "enough."+bound), deploy.UserSubject("*", "*", "results"), "tierflow.relay.>"), data...),
-		PubDeny: anyNS(deploy.SubmitSubject(">"), deploy.StopSubject(">"), deploy.ResumeSubject(">"), deploy.SubjectWorkers, deploy.QueriesSubject(">"), deploy.SubjectQuery,
+		PubDeny: anyNS(deploy.SubmitSubject(">"), deploy.StopSubject(">"), deploy.ResumeSubject(">"), deploy.SubjectWorkers, deploy.WorkersSubject(">"), deploy.QueriesSubject(">"), deploy.SubjectQuery,
 			deploy.QuerySubject("", "*", "deploy.>"), deploy.QuerySubject("", "*", "start"), deploy.QuerySubject("", "*", "stop"),
 			deploy.UserSubject("*", "*", "done"), "$SYS.>"),
 		SubAllow: append(append(anyNS(deploy.DeploySubject("", "*", bound), deploy.QuerySubject("", "*", "start"), deploy.QuerySubject("", "*", "stop"),
@@ -114,7 +114,7 @@ func Client(user string, data []string) (Perms, error) {
 		return Perms{}, err
 	}
 	return Perms{
-		PubAllow: append(anyNS(deploy.SubmitSubject(user), deploy.StopSubject(user), deploy.ResumeSubject(user), deploy.SubjectWorkers, deploy.QueriesSubject(user), deploy.SubjectQuery), data...),
+		PubAllow: append(anyNS(deploy.SubmitSubject(user), deploy.StopSubject(user), deploy.ResumeSubject(user), deploy.SubjectWorkers, deploy.WorkersSubject(user), deploy.QueriesSubject(user), deploy.SubjectQuery), data...),
 		SubAllow: append(append([]string{natsserver.InboxPrefix(user) + ".>"}, anyNS("tierflow.u."+user+".>")...), data...),
 	}, nil
 }

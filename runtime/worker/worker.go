@@ -274,7 +274,18 @@ func (w *Worker) register(ctx context.Context) error {
 			if err := json.Unmarshal(msg.Data, &rep); err != nil {
 				return fmt.Errorf("%w: %v", ErrRegister, err)
 			}
-			if rep.Error != "" {
+			switch {
+			case rep.Alive:
+				// A name still alive (this worker's previous process, until
+				// it expires): try again while time remains.
+				last = errors.New(rep.Error)
+				select {
+				case <-ctx.Done():
+					return ctx.Err()
+				case <-time.After(250 * time.Millisecond):
+				}
+				continue
+			case rep.Error != "":
 				return fmt.Errorf("%w: %s", ErrRegister, rep.Error)
 			}
 			w.heartbeat = time.Duration(rep.HeartbeatMs) * time.Millisecond
