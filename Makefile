@@ -1,10 +1,21 @@
 # The two commands a newcomer needs (see README.md):
 #   make demo   set up, then run the main example on the embedded default
 #   make test   set up, then run the whole test suite
-.PHONY: setup setup-gpu gpu-check demo ocr test test-long fuzz bench bench-sqlpeer
+.PHONY: setup setup-gpu gpu-check demo ocr install test test-long fuzz bench bench-sqlpeer
 
 setup:
 	@scripts/setup.sh
+
+# Put tierflow on PATH: a link to this checkout's bin/tierflow in
+# $(PREFIX)/bin (default ~/.local/bin; PREFIX=/usr/local for every user). A
+# link, not a copy: the binary finds ONNX Runtime and the models in this
+# checkout's .cache, and `make setup` keeps it current.
+PREFIX ?= $(HOME)/.local
+install: setup
+	@mkdir -p "$(PREFIX)/bin"
+	@ln -sf "$(CURDIR)/bin/tierflow" "$(PREFIX)/bin/tierflow"
+	@echo "tierflow: $(PREFIX)/bin/tierflow -> $(CURDIR)/bin/tierflow"
+	@case ":$$PATH:" in *":$(PREFIX)/bin:"*) ;; *) echo "$(PREFIX)/bin is not on PATH: export PATH=\"$(PREFIX)/bin:\$$PATH\"";; esac
 
 demo: setup
 	@scripts/demo.sh

@@ -29,6 +29,13 @@ func ExplainOptions(e *lang.Explain, opts *Options, format *string, changed func
 			return fmt.Errorf("%s: EXPLAIN option %s wants a value", bind.Pos(o.Pos), o.Key)
 		}
 		switch key {
+		case "DURATION", "ROWS":
+			if e.Analyze {
+				// EXPLAIN ANALYZE's bounds of the run (cluster.ParseAnalyze):
+				// nothing to plan by.
+				continue
+			}
+			return fmt.Errorf("%s: EXPLAIN option %s bounds EXPLAIN ANALYZE's run: write EXPLAIN ANALYZE (%s ...)", bind.Pos(o.Pos), o.Key, o.Key)
 		case "FORMAT":
 			if !changed("format") {
 				*format = strings.ToLower(o.Value)

@@ -139,6 +139,10 @@ func (r *Result) Runnable() error {
 	if reason == "" {
 		reason = "the optimizer found no plan"
 	}
+	for _, e := range r.Physical.Estimates {
+		// The estimate may be what stands in the way: say so.
+		reason += "; " + e.Text()
+	}
 	// The throughput search ran only when the accuracy target is reachable:
 	// then it is the throughput that cannot be met.
 	obj := r.Bound.Objectives
@@ -153,11 +157,13 @@ func (r *Result) Runnable() error {
 	if p.Line == 0 {
 		p = obj.Pos
 	}
-	at := ""
-	if p.Line > 0 {
-		at = p.String() + ": "
+	if p.Line == 0 {
+		return fmt.Errorf("%w: %s", ErrInfeasible, reason)
 	}
-	return fmt.Errorf("%s%w: %s", at, ErrInfeasible, reason)
+	// Positioned as a binding problem is, so every front end prints it
+	// with its line and a caret; its kind stays ErrInfeasible (exit 1: the
+	// query is well formed, the infrastructure cannot serve it).
+	return &bind.Error{Pos: p, Msg: fmt.Sprintf("%v: %s", ErrInfeasible, reason), Kind: ErrInfeasible}
 }
 
 // ParsePercentile reads "p50", "p75", "p90" (or 50, 75, 90).

@@ -511,6 +511,20 @@ func sharedRun(ctx context.Context, benv *bench.Env, o sharedOptions, inf *infra
 	runCtx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	beDone := make(chan error, 1)
+	beStart := time.Now()
+	// beEnded is the error of a best-effort query that ended while the
+	// measurement still needed it: its own failure, or --be-rows too few
+	// to outlast the run, said with a count that would at the rate it ran
+	// (it printed "...: <nil>" and no table).
+	beEnded := func(err error, when string) error {
+		if err != nil {
+			return fmt.Errorf("the best-effort query failed %s: %w", when, err)
+		}
+		ran := time.Since(beStart)
+		need := float64(o.beRows) / ran.Seconds() * (2*time.Second + 2*o.duration).Seconds()
+		return cli.BadInput(fmt.Errorf("the best-effort query read all %d rows (--be-rows) in %s, %s: "+
+			"it must outlast the %s run: raise --be-rows to more than %.0f at that rate", o.beRows, ran.Round(time.Millisecond), when, o.duration, need))
+	}
 	if pol != "rt-alone" {
 		go func() {
 			_, err := c.Client().Submit(runCtx, be, beName, bench.Discard{})
@@ -525,7 +539,7 @@ func sharedRun(ctx context.Context, benv *bench.Env, o sharedOptions, inf *infra
 			}
 			select {
 			case err := <-beDone:
-				return row, fmt.Errorf("best-effort query ended before the run: %v", err)
+				return row, beEnded(err, "before the run began")
 			case <-time.After(20 * time.Millisecond):
 			}
 		}
@@ -548,7 +562,7 @@ func sharedRun(ctx context.Context, benv *bench.Env, o sharedOptions, inf *infra
 	if pol != "rt-alone" {
 		select {
 		case err := <-beDone:
-			return row, fmt.Errorf("best-effort query ended during the run (raise --be-rows): %v", err)
+			return row, beEnded(err, "before the run ended")
 		default:
 		}
 		_ = c.Client().Stop(ctx, beName, true)

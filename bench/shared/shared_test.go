@@ -52,6 +52,17 @@ func TestBenchSharedJSON(t *testing.T) {
 	}
 }
 
+// TestBenchSharedTooFewBestEffortRows: a --be-rows the best-effort query
+// reads before the run ends is bad input that says so and what would do
+// (it aborted with "...: <nil>").
+func TestBenchSharedTooFewBestEffortRows(t *testing.T) {
+	code, _, errs := runCLI(t, "", "bench", "shared", "--rounds", "1", "--duration", "1s", "--rate", "20", "--be-rows", "100",
+		"--policies", "be-alone", "--images", "../../examples/fashion/data/shelf.arrow")
+	if code != exitBadInput || strings.Contains(errs, "<nil>") || !strings.Contains(errs, "raise --be-rows to more than") {
+		t.Fatalf("exit %d, want %d and what --be-rows would do:\n%s", code, exitBadInput, errs)
+	}
+}
+
 func TestBenchSharedBadFlags(t *testing.T) {
 	for _, args := range [][]string{{"--rate", "0"}, {"--duration", "10ms"}, {"--policies", "fifo"}, {"--images", "no-such.arrow"}, {"--rounds", "0"}, {"--quantile", "2"}} {
 		code, _, errs := runCLI(t, "", append([]string{"bench", "shared"}, args...)...)

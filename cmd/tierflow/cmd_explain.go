@@ -19,9 +19,7 @@ import (
 	"github.com/tierflow/tierflow/operators/session"
 	"github.com/tierflow/tierflow/planner"
 	"github.com/tierflow/tierflow/planner/bind"
-	"github.com/tierflow/tierflow/planner/catalog"
 	"github.com/tierflow/tierflow/planner/explain"
-	"github.com/tierflow/tierflow/planner/infra"
 	"github.com/tierflow/tierflow/planner/optimize"
 	"github.com/tierflow/tierflow/runtime/cluster"
 )
@@ -57,10 +55,17 @@ Objectives come from the query's WITH (ACCURACY >= ..., THROUGHPUT >= ... PER SE
 --accuracy and --throughput override them. WITH (BUDGET <= x PER HOUR) asks for the
 most accurate plan that costs at most x per hour instead of the cheapest one.
 EXPLAIN (FRONTIER) or --frontier prints the accuracy/cost Pareto frontier instead
-of one plan: every plan no other beats on both, as a table and a plot (or JSON). Without --catalog and --infra, the files
-catalog.yaml and infra.yaml next to the query are used when they exist; without
-an infrastructure file, the plan is for run's default one (a worker on each of
-an edge, a hub and a cloud tier).
+of one plan: every plan no other beats on both, as a table and a plot (or JSON).
+
+The catalog and infrastructure come from where run takes them: --catalog and
+--infra, else NAME.catalog.yaml / NAME.infra.yaml beside NAME.sql, else
+catalog.yaml / infra.yaml beside it, else no catalog and run's built-in
+infrastructure (a free worker on each of an edge, a hub and a cloud tier);
+stderr says which. The script's CREATEs replace entries of a catalog found
+beside it. A model without a latency profile for the infrastructure is
+planned at an estimated latency, which the plan marks (tierflow profile
+measures one). A query whose objectives no plan meets prints the plan and
+why, and exits 1.
 Formats (--format): text (default), json (a stable contract), dot (Graphviz).
 
 --analyze runs each query instead, as EXPLAIN ANALYZE does in a script: on an
@@ -102,52 +107,6 @@ same as one object per query.`,
 	return c
 }
 
-// loadInputs reads the catalog and infrastructure named by the global flags,
-// falling back to catalog.yaml and infra.yaml next to the query, then to an
-// empty catalog and run's default infrastructure.
-func loadInputs(a *app, queryPath string) (*catalog.Catalog, *infra.Infra, error) {
-	catPath, infPath := a.g.catalog, a.g.infra
-	dir := filepath.Dir(queryPath)
-	if catPath == "" && queryPath != "-" {
-		if p := filepath.Join(dir, "catalog.yaml"); fileExists(p) {
-			catPath = p
-		}
-	}
-	if infPath == "" && queryPath != "-" {
-		if p := filepath.Join(dir, "infra.yaml"); fileExists(p) {
-			infPath = p
-		}
-	}
-	cat := &catalog.Catalog{}
-	if catPath != "" {
-		c, err := catalog.LoadFile(catPath)
-		if err != nil {
-			return nil, nil, badInput(err)
-		}
-		cat = c
-	}
-	inf, err := loadInfra(infPath)
-	if err != nil {
-		return nil, nil, err
-	}
-	return cat, inf, nil
-}
-
-// loadInfra reads the infrastructure file at path; without one, the
-// default that `tierflow run` starts its embedded cluster on (one worker on
-// each of an edge, a hub and a cloud tier), so that explain plans a query
-// on the workers run would run it on.
-func loadInfra(path string) (*infra.Infra, error) {
-	if path == "" {
-		return cluster.DefaultInfra(), nil
-	}
-	inf, err := infra.LoadFile(path)
-	if err != nil {
-		return nil, badInput(err)
-	}
-	return inf, nil
-}
-
 func fileExists(p string) bool {
 	st, err := os.Stat(p)
 	return err == nil && !st.IsDir()
@@ -181,10 +140,16 @@ func runExplain(cmd *cobra.Command, a *app, f explainFlags, path string) error {
 	if _, err := optimize.DefaultRegistry().Lookup(f.strategy); err != nil {
 		return badInput(fmt.Errorf("--strategy: %w", err))
 	}
-	cat, inf, err := loadInputs(a, path)
+	inputs := inputsFor(a.g, path)
+	cat, err := inputs.loadCatalog()
 	if err != nil {
 		return err
 	}
+	inf, err := inputs.loadInfra()
+	if err != nil {
+		return err
+	}
+	inputs.describe(a.err, builtinInfra)
 	script, err := lang.Parse(name, src)
 	if err != nil {
 		var pe *lang.Error
@@ -211,7 +176,7 @@ func runExplain(cmd *cobra.Command, a *app, f explainFlags, path string) error {
 	if settings.Planner.ClassMix, err = parseClassMix(f.classMix); err != nil {
 		return badInput(err)
 	}
-	planned, failed := 0, false
+	planned, failed, infeasible := 0, false, false
 	for _, st := range script.Statements {
 		if ok, err := bind.Apply(cat, st); ok {
 			if err != nil {
@@ -270,9 +235,21 @@ func runExplain(cmd *cobra.Command, a *app, f explainFlags, path string) error {
 		if err := explain.Write(a.out, stFormat, res.Physical); err != nil {
 			return badInput(err)
 		}
+		if err := res.Runnable(); err != nil {
+			// The plan shows the best it found; the objective no plan
+			// meets is the error, at its position, as run reports it.
+			printPositioned(a.err, src, err)
+			if over := objectiveFlags(cmd, f); over != "" {
+				fmt.Fprintf(a.err, "(given on the command line in place of the query's: %s)\n", over)
+			}
+			infeasible = true
+		}
 	}
 	if failed {
 		return silentExit{Code: exitBadInput}
+	}
+	if infeasible {
+		return silentExit{Code: exitFailure}
 	}
 	if planned == 0 {
 		return badInput(fmt.Errorf("%s: no query to explain (want SELECT, INSERT or EXPLAIN)", name))
@@ -281,8 +258,8 @@ func runExplain(cmd *cobra.Command, a *app, f explainFlags, path string) error {
 }
 
 // runExplainAnalyze runs the script's queries as EXPLAIN ANALYZE on an
-// embedded cluster of the infrastructure (--infra, or infra.yaml next to the
-// query), with the catalog found the same way.
+// embedded cluster of the infrastructure, with the catalog and
+// infrastructure run finds (inputsFor).
 func runExplainAnalyze(cmd *cobra.Command, a *app, f explainFlags, path string) error {
 	format := a.g.format
 	switch format {
@@ -298,14 +275,6 @@ func runExplainAnalyze(cmd *cobra.Command, a *app, f explainFlags, path string) 
 	if path == "-" {
 		return badInput(fmt.Errorf("explain --analyze reads a query file, not stdin"))
 	}
-	dir := filepath.Dir(path)
-	g := a.g
-	if g.catalog == "" && fileExists(filepath.Join(dir, "catalog.yaml")) {
-		g.catalog = filepath.Join(dir, "catalog.yaml")
-	}
-	if g.infra == "" && fileExists(filepath.Join(dir, "infra.yaml")) {
-		g.infra = filepath.Join(dir, "infra.yaml")
-	}
 	// Bounds given on the command line win over a statement's own; unset,
 	// the statement's (or the default 10 s) apply.
 	ao := &cluster.AnalyzeOptions{Format: format, MaxRows: f.rows}
@@ -313,9 +282,21 @@ func runExplainAnalyze(cmd *cobra.Command, a *app, f explainFlags, path string) 
 		ao.For = f.duration
 	}
 	b := *a
-	b.g = g
 	b.g.format = ""
 	return runRun(cmd.Context(), &b, runFlags{onError: "fail", maxDelay: 2 * time.Second, batch: 4096, processes: f.processes, analyze: ao}, path)
+}
+
+// objectiveFlags names the objective flags given, which replace the
+// query's own ("" when none).
+func objectiveFlags(cmd *cobra.Command, f explainFlags) string {
+	var parts []string
+	if cmd.Flags().Changed("accuracy") {
+		parts = append(parts, fmt.Sprintf("--accuracy %g", f.accuracy))
+	}
+	if cmd.Flags().Changed("throughput") {
+		parts = append(parts, fmt.Sprintf("--throughput %g", f.throughput))
+	}
+	return strings.Join(parts, " and ")
 }
 
 func optimizeOptions(f explainFlags) (o optimize.Options) {

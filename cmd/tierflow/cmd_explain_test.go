@@ -32,6 +32,7 @@ var masks = []struct {
 	// How far an infeasible target is from reachable comes from a search
 	// bounded by time inside the optimizer: the numbers vary under load.
 	{regexp.MustCompile(`(?m)^(Reason: \S+ [0-9.]+ items/s).*$`), "$1 ... (masked)"},
+	{regexp.MustCompile(`(?m)^(stderr: .*: no plan meets the objectives: \S+ [0-9.]+ items/s).*$`), "$1 ... (masked)"},
 }
 
 func mask(s string) string {
@@ -64,7 +65,7 @@ func TestExplainGolden(t *testing.T) {
 			got := mask(stdout)
 			for _, l := range strings.Split(strings.TrimRight(stderr, "\n"), "\n") {
 				if l != "" {
-					got += "stderr: " + l + "\n"
+					got += mask("stderr: "+l) + "\n"
 				}
 			}
 			if code != 0 {
@@ -108,6 +109,7 @@ type contract struct {
 			BatchFrom  string  `json:"max_batch_from"`
 			DelayFrom  string  `json:"max_delay_from"`
 		} `json:"batch"`
+		Estimated []string `json:"estimated_latency_on"`
 	} `json:"operators"`
 	Budget *float64 `json:"budget"`
 	Margin *float64 `json:"margin"`
@@ -159,10 +161,13 @@ func TestVQAEndToEnd(t *testing.T) {
 			t.Errorf("%s: batch %+v, want adaptive, up to 4 rows, 5 ms, from the planner", op.Name, b)
 		}
 	}
-	// An unreachable target is explained, not an error.
-	inf := explainJSON(t, "--accuracy", "99", q)
-	if inf.Feasible || inf.Reason == "" {
-		t.Fatalf("accuracy 99: want infeasible with a reason, got %+v", inf)
+	// An unreachable target is explained (the plan, with its reason), and
+	// is the command's failure: exit 1 at the objective.
+	stdout, stderr, code := runTierflow(t, "explain", "--format", "json", "--accuracy", "99", q)
+	var inf contract
+	if err := json.Unmarshal([]byte(stdout), &inf); err != nil || code != exitFailure || inf.Feasible || inf.Reason == "" ||
+		!strings.Contains(stderr, "query.sql:23:7: no plan meets the objectives") {
+		t.Fatalf("accuracy 99: exit %d, want 1 with an infeasible plan and its reason (%v): %+v\n%s", code, err, inf, stderr)
 	}
 }
 

@@ -32,12 +32,14 @@ func newPublishCmd(a *app) *cobra.Command {
 		Use:   "publish [flags] FILE SUBJECT",
 		Short: "Feed a file's rows into a NATS subject at a rate, for demos and tests",
 		Long: `publish reads FILE (CSV with a header, JSON lines, Parquet or Arrow IPC, by its
-extension) and publishes its rows on SUBJECT of the server at --nats, as
---format json (one object per message, the default), csv (one row per message,
-no header, columns in the file's order) or arrow (an Arrow IPC stream of
---batch rows per message). --rate paces the rows per second (0: as fast as
-possible). --jetstream STREAM publishes into a JetStream stream with
-acknowledgements (the stream is created over SUBJECT if it does not exist).
+extension) and publishes its rows on SUBJECT of the server at --nats, in the
+format of the file's extension (.csv as csv, .json/.jsonl as json, .arrow and
+.parquet as arrow) or as --format says: json (one object per message), csv
+(one row per message, no header, columns in the file's order) or arrow (an
+Arrow IPC stream of --batch rows per message). --rate paces the rows per
+second (0: as fast as possible). --jetstream STREAM publishes into a
+JetStream stream with acknowledgements (the stream is created over SUBJECT
+if it does not exist).
 After the last row an end-of-stream marker (header Tierflow-End) is published,
 which ends a 'tierflow run' reading the subject; --no-end leaves it out.
 Progress prints as plain lines on stderr.`,
@@ -70,6 +72,19 @@ func openFile(path string, batch int) (sources.Reader, error) {
 	return sources.OpenCSV(path, nil, batch, sources.Fail, nil)
 }
 
+// messageFormat is the message format publish takes from the file's
+// extension: CSV rows as CSV, JSON lines as JSON, Arrow IPC and Parquet
+// (columnar, typed) as Arrow IPC.
+func messageFormat(path string) string {
+	switch strings.ToLower(filepath.Ext(path)) {
+	case ".csv":
+		return "csv"
+	case ".arrow", ".ipc", ".feather", ".parquet":
+		return "arrow"
+	}
+	return "json"
+}
+
 func runPublish(ctx context.Context, a *app, f publishFlags, path, subject string) error {
 	if a.g.nats == "" {
 		return badInput(errors.New("publish needs --nats URL: an embedded server would have no subscribers"))
@@ -81,9 +96,9 @@ func runPublish(ctx context.Context, a *app, f publishFlags, path, subject strin
 	if f.jetstream != "" {
 		kind = connectors.JetStream
 	}
-	format := a.g.format
+	format, from := a.g.format, "--format"
 	if format == "" {
-		format = "json"
+		format, from = messageFormat(path), "the file's extension"
 	}
 	comp, err := connectors.Builtins().Lookup(kind, format)
 	if err != nil {
@@ -110,6 +125,7 @@ func runPublish(ctx context.Context, a *app, f publishFlags, path, subject strin
 	if err != nil {
 		return err
 	}
+	fmt.Fprintf(a.err, "-- publishing %s to %s as %s messages (%s)\n", path, subject, comp.Format, from)
 	p := &pacer{rate: f.rate, start: time.Now(), every: f.progress, lastLog: time.Now()}
 	// Rows go out one at a time when paced (a rate is rows per second),
 	// else a batch at a time; Arrow messages always hold a batch.
@@ -152,10 +168,11 @@ func runPublish(ctx context.Context, a *app, f publishFlags, path, subject strin
 			rec.Release()
 		}
 	}()
+	interrupted := false
 	if err != nil {
 		if ctx.Err() != nil {
 			fmt.Fprintln(a.err, "-- interrupted")
-			err = nil
+			err, interrupted = nil, true
 		} else {
 			return err
 		}
@@ -164,6 +181,9 @@ func runPublish(ctx context.Context, a *app, f publishFlags, path, subject strin
 		return cerr
 	}
 	logLine(true)
+	if interrupted {
+		return silentExit{Code: exitInterrupted}
+	}
 	return nil
 }
 

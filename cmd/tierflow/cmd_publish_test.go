@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"regexp"
 	"sort"
 	"strings"
 	"testing"
@@ -70,10 +71,13 @@ func waitFor(t *testing.T, total time.Duration, what string, ok func() bool) {
 // and the 6 rows of the sensors table).
 func TestPublishRunOverNATSMatchesFileRun(t *testing.T) {
 	dir := t.TempDir()
-	code, want, errs := runCLI(t, "", "--format", "json", "run", natsScript(t, dir, "readings.csv", ""))
+	code, want, errs := runCLI(t, "", "--format", "jsonl", "run", natsScript(t, dir, "readings.csv", ""))
 	if code != exitOK {
 		t.Fatalf("file run: exit %d: %s", code, errs)
 	}
+	// The CLI prints timestamps as DuckDB does; a JSON message on NATS
+	// carries them as RFC 3339 (the wire format other programs parse).
+	want = regexp.MustCompile(`"(\d{4}-\d\d-\d\d) (\d\d:\d\d:\d\d(\.\d+)?)"`).ReplaceAllString(want, `"${1}T${2}Z"`)
 	wantLines := sortedLines(want)
 	if len(wantLines) < 5 {
 		t.Fatalf("file run printed %d rows", len(wantLines))
@@ -213,5 +217,52 @@ func TestPublishPacesRows(t *testing.T) {
 	}
 	if !strings.Contains(errs, "-- publishing: ") || !strings.Contains(errs, "-- published 1200 rows as 1200 messages") {
 		t.Fatalf("progress lines:\n%s", errs)
+	}
+}
+
+// TestPublishTakesTheFormatFromTheExtension: without --format, a .csv file
+// goes out as CSV messages and a .jsonl file as JSON (every file went out
+// as JSON), and stderr says which; --format still chooses.
+func TestPublishTakesTheFormatFromTheExtension(t *testing.T) {
+	srv, err := natsserver.Start(natsserver.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer srv.Shutdown()
+	nc, err := srv.Connect()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer nc.Close()
+	dir := t.TempDir()
+	csvFile := filepath.Join(dir, "r.csv")
+	jsonFile := filepath.Join(dir, "r.jsonl")
+	os.WriteFile(csvFile, []byte("k,name\n1,a\n"), 0o644)
+	os.WriteFile(jsonFile, []byte(`{"k":1,"name":"a"}`+"\n"), 0o644)
+	for _, tc := range []struct {
+		file    string
+		args    []string
+		want    string
+		summary string
+	}{
+		{csvFile, nil, "1,a\n", "as csv messages (the file's extension)"},
+		{jsonFile, nil, `{"k":1,"name":"a"}`, "as json messages (the file's extension)"},
+		{csvFile, []string{"--format", "json"}, `{"k":1,"name":"a"}`, "as json messages (--format)"},
+	} {
+		sub, err := nc.SubscribeSync("fmt.test")
+		if err != nil {
+			t.Fatal(err)
+		}
+		nc.Flush()
+		args := append(append([]string{"--nats", srv.ClientURL()}, tc.args...), "publish", "--no-end", tc.file, "fmt.test")
+		code, _, errs := runCLI(t, "", args...)
+		if code != exitOK || !strings.Contains(errs, tc.summary) {
+			t.Errorf("%v: exit %d, want the summary %q:\n%s", args, code, tc.summary, errs)
+		}
+		m, err := sub.NextMsg(5 * time.Second)
+		if err != nil || strings.TrimSpace(string(m.Data)) != strings.TrimSpace(tc.want) {
+			t.Errorf("%v: message %q (%v), want %q", args, m.Data, err, tc.want)
+		}
+		sub.Unsubscribe()
 	}
 }

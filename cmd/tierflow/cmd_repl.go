@@ -215,11 +215,12 @@ func runRepl(ctx context.Context, a *app, f replFlags, engine repl.Engine) error
 		return s.RunInteractive(ctx, banner)
 	}
 	// Ctrl-C stops the running statement cleanly (what is complete has been
-	// printed) and ends the script with status 1.
+	// printed) and ends the script with status 130.
 	ctx, stop := signal.NotifyContext(ctx, os.Interrupt)
 	defer stop()
+	exit := func(err error) error { return exitFor(ctx, err) }
 	if !script {
-		return exitFor(s.RunScript(ctx, "<stdin>", a.in))
+		return exit(s.RunScript(ctx, "<stdin>", a.in))
 	}
 	for _, path := range f.files {
 		r, err := os.Open(path)
@@ -229,22 +230,25 @@ func runRepl(ctx context.Context, a *app, f replFlags, engine repl.Engine) error
 		err = s.RunScript(ctx, path, r)
 		r.Close()
 		if err != nil || s.Quit() {
-			return exitFor(err)
+			return exit(err)
 		}
 	}
 	for _, src := range f.commands {
 		if err := s.RunScript(ctx, "-c", strings.NewReader(src)); err != nil || s.Quit() {
-			return exitFor(err)
+			return exit(err)
 		}
 	}
 	return nil
 }
 
-// exitFor maps an error the session already printed to the CLI's exit code.
-func exitFor(err error) error {
+// exitFor maps an error the session already printed to the CLI's exit code
+// (130 when ctx was interrupted).
+func exitFor(ctx context.Context, err error) error {
 	switch {
 	case err == nil:
 		return nil
+	case ctx.Err() != nil:
+		return silentExit{Code: exitInterrupted}
 	case repl.IsBadInput(err):
 		return silentExit{Code: exitBadInput}
 	default:

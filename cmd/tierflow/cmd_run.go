@@ -28,8 +28,8 @@ import (
 	"github.com/tierflow/tierflow/operators/session"
 	"github.com/tierflow/tierflow/operators/sinks"
 	"github.com/tierflow/tierflow/operators/sources"
+	"github.com/tierflow/tierflow/planner"
 	"github.com/tierflow/tierflow/planner/bind"
-	"github.com/tierflow/tierflow/planner/catalog"
 	"github.com/tierflow/tierflow/planner/logical"
 	"github.com/tierflow/tierflow/runtime/cluster"
 	"github.com/tierflow/tierflow/runtime/connectors"
@@ -82,10 +82,14 @@ func newRunCmd(a *app) *cobra.Command {
 		Use:   "run [flags] QUERY.sql|-",
 		Short: "Run a script's statements locally: CREATE ... then queries, printing results as they stream",
 		Long: `run executes the statements of a script in order: CREATE and DROP change the
-catalog (--catalog loads one first), SHOW WORKERS / QUERIES / FUNCTIONS print,
+catalog (--catalog loads one first; without it NAME.catalog.yaml or
+catalog.yaml beside NAME.sql, and --infra the same way: explain's rule), SHOW WORKERS / QUERIES / FUNCTIONS print,
 and each query runs until its sources end. Results print as a table that grows
-as windows close; --output FILE writes them instead, as --format csv, json
-(JSON lines) or parquet (default: from the file's extension).
+as windows close, or as --format csv, json (one array), jsonl (an object a
+line) or parquet, as DuckDB's CLI prints them; --output FILE writes them
+there instead (the format from its extension by default). A script of
+several SELECTs writes one file per query, numbered before the extension
+(out-1.csv, out-2.csv), as stderr says before anything runs.
 
 By default the queries run on an embedded cluster: an in-process NATS server
 (or --nats URL), a coordinator and one worker per worker of --infra (default:
@@ -101,7 +105,9 @@ watermark: the largest event time seen minus --max-delay. Rows arriving after
 their window closed are counted and dropped, never merged (the summary on
 stderr counts them). Rows that do not fit the declared schema are reported with file and
 row number; --on-error skip goes on without them, fail (the default) stops.
-Ctrl-C stops the query cleanly: what was complete has been written.
+Ctrl-C stops the query cleanly: what was complete has been written, and run
+exits 130. A source that has received nothing 3 seconds after it started
+says on stderr what it waits on (a NATS subject, a file).
 
 Every source batch is stamped with its ingest time and the sinks measure each
 row's end-to-end latency (ingest to written): the summary on stderr gives
@@ -180,28 +186,9 @@ func runRun(ctx context.Context, a *app, f runFlags, path string) error {
 	if _, err := parseBytes(f.memLimit); err != nil {
 		return badInput(fmt.Errorf("--memory-limit: %w", err))
 	}
-	format := a.g.format
-	if format == "" && f.output != "" {
-		switch strings.ToLower(filepath.Ext(f.output)) {
-		case ".csv":
-			format = "csv"
-		case ".json", ".jsonl":
-			format = "json"
-		case ".parquet":
-			format = "parquet"
-		}
-	}
-	switch format {
-	case "", "table", "csv", "json":
-	case "parquet":
-		if f.output == "" {
-			return badInput(fmt.Errorf("--format parquet needs --output FILE"))
-		}
-	case "discard":
-		// Rows are counted and dropped (Flink's blackhole): what a query
-		// costs without its output's encoding.
-	default:
-		return badInput(fmt.Errorf("unknown --format %q: want table, csv, json, parquet or discard", format))
+	format, err := resultFormat(a.g.format, f.output)
+	if err != nil {
+		return badInput(err)
 	}
 	var src []byte
 	if path == "-" {
@@ -236,12 +223,7 @@ func runRun(ctx context.Context, a *app, f runFlags, path string) error {
 	if f.sourceMaxDelay < 0 {
 		return badInput(fmt.Errorf("--source-max-delay %s: want a duration >= 0", f.sourceMaxDelay))
 	}
-	var cat *catalog.Catalog
-	if a.g.catalog != "" {
-		if cat, err = catalog.LoadFile(a.g.catalog); err != nil {
-			return badInput(err)
-		}
-	}
+	inputs := inputsFor(a.g, path)
 	if ctx == nil {
 		ctx = context.Background()
 	}
@@ -250,23 +232,12 @@ func runRun(ctx context.Context, a *app, f runFlags, path string) error {
 	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
 	defer stop()
 
-	out := a.out
-	if f.output != "" {
-		file, err := os.Create(f.output)
-		if err != nil {
-			return badInput(err) // --output names a file that cannot be made
-		}
-		defer file.Close()
-		out = file
+	outputs, err := openOutputs(format, f.output, resultQueries(path, string(src)), a.out, a.err)
+	if err != nil {
+		return err
 	}
-	used := false
-	newOutput := func() (sinks.Writer, error) {
-		if used && f.output != "" && format == "parquet" {
-			return nil, badInput(fmt.Errorf("--output %s holds one Parquet result; the script has several queries", f.output))
-		}
-		used = true
-		return sinks.New(format, out)
-	}
+	defer outputs.close()
+	newOutput := outputs.newOutput
 	base := filepath.Dir(path)
 	if path == "<stdin>" {
 		base = "."
@@ -275,16 +246,21 @@ func runRun(ctx context.Context, a *app, f runFlags, path string) error {
 		if pos, ok := analyzeStatement(path, string(src)); ok {
 			return badInput(fmt.Errorf("%s: EXPLAIN ANALYZE holds a run on the cluster against its plan; run it without --local", pos))
 		}
-		err = runLocalScript(ctx, a, f, policy, path, string(src), base, cat, format, newOutput)
+		err = runLocalScript(ctx, a, f, policy, path, string(src), base, inputs, format, newOutput)
 	} else {
-		err = runClusterScript(ctx, a, f, path, string(src), base, format, newOutput)
+		err = runClusterScript(ctx, a, f, path, string(src), base, inputs, format, newOutput)
 	}
 	if ctx.Err() != nil {
 		// Ctrl-C: the executor (or the cluster's stopped query) has written
 		// every window that closed; whatever error the stop caused is not
 		// the user's.
 		fmt.Fprintln(a.err, "-- interrupted: results of closed windows were written")
-		return nil
+		return silentExit{Code: exitInterrupted}
+	}
+	if errors.Is(err, planner.ErrInfeasible) {
+		// Objectives no plan meets: the query is well formed, the
+		// infrastructure cannot serve it (exit 1, at the objective).
+		return err
 	}
 	var le *lang.Error
 	var be bind.Errors
@@ -305,24 +281,31 @@ func runRun(ctx context.Context, a *app, f runFlags, path string) error {
 // runLocalScript runs the script in this process with operators/exec; NATS
 // streams and sinks connect (to --nats or a server started when first
 // needed) through runtime/connectors.
-func runLocalScript(ctx context.Context, a *app, f runFlags, policy sources.OnError, path, src, base string, cat *catalog.Catalog, format string, newOutput func() (sinks.Writer, error)) error {
+func runLocalScript(ctx context.Context, a *app, f runFlags, policy sources.OnError, path, src, base string, inputs scriptInputs, format string, newOutput func() (sinks.Writer, error)) error {
 	if len(f.linkTraces) > 0 {
 		return badInput(fmt.Errorf("--link-trace shapes relay links between workers: not with --local"))
+	}
+	cat, err := inputs.loadCatalog()
+	if err != nil {
+		return err
+	}
+	inf, err := inputs.loadInfra()
+	if err != nil {
+		return err
 	}
 	link := newNATSLink(a)
 	defer link.close()
 	nh := link.hooks(policy, f.batch, f.sourceMaxDelay)
+	inputs.describe(a.err, builtinInfra)
 	fmt.Fprintln(a.err, "-- local: one executor in this process")
-	inf, err := loadInfra(a.g.infra)
-	if err != nil {
-		return err
-	}
 	limit, _ := parseBytes(f.memLimit) // checked by runRun
 	par := f.parallel
 	if par == 0 {
 		par = exec.AllCores
 	}
-	eo := exec.Options{BaseDir: base, Stdout: a.out, OnError: policy, MaxDelay: f.maxDelay, BatchSize: f.batch, Parallelism: par, MemoryLimit: limit,
+	// Notices: a source that has received nothing for a while says what
+	// it waits on (a NATS subject, a file) on stderr.
+	eo := exec.Options{BaseDir: base, Stdout: a.out, Notices: a.err, OnError: policy, MaxDelay: f.maxDelay, BatchSize: f.batch, Parallelism: par, MemoryLimit: limit,
 		Stream: nh.Stream, Sink: nh.Sink}
 	if f.replay {
 		eo.Pace = deploy.Replay
@@ -343,18 +326,22 @@ func runLocalScript(ctx context.Context, a *app, f runFlags, policy sources.OnEr
 // runClusterScript starts a local cluster (embedded, or with --processes
 // child-process workers) on --infra or the default three tiers, and runs
 // the script on it.
-func runClusterScript(ctx context.Context, a *app, f runFlags, path, src, base, format string, newOutput func() (sinks.Writer, error)) error {
-	inf, err := loadInfra(a.g.infra)
+func runClusterScript(ctx context.Context, a *app, f runFlags, path, src, base string, inputs scriptInputs, format string, newOutput func() (sinks.Writer, error)) error {
+	inf, err := inputs.loadInfra()
 	if err != nil {
 		return err
 	}
+	if _, err := inputs.loadCatalog(); err != nil {
+		return err // its problems here, before a cluster starts
+	}
 	catPath := ""
-	if a.g.catalog != "" {
+	if inputs.catalog != "" {
 		var err error
-		if catPath, err = filepath.Abs(a.g.catalog); err != nil {
+		if catPath, err = filepath.Abs(inputs.catalog); err != nil {
 			return badInput(err)
 		}
 	}
+	inputs.describe(a.err, builtinInfra)
 	absBase, err := filepath.Abs(base)
 	if err != nil {
 		return err
@@ -412,7 +399,7 @@ func runClusterScript(ctx context.Context, a *app, f runFlags, path, src, base, 
 		names = append(names, cluster.WorkerName(m.Name)+" "+m.Tier)
 	}
 	fmt.Fprintf(log, "-- %s: %d workers (%s) on %s\n", mode, len(names), strings.Join(names, ", "), redact(c.URL()))
-	so := cluster.ScriptOptions{BaseDir: absBase, Catalog: catPath, NewOutput: newOutput,
+	so := cluster.ScriptOptions{BaseDir: absBase, Catalog: catPath, CatalogBeside: inputs.catalogBeside, NewOutput: newOutput,
 		Stdout: a.out, Log: log, OnError: f.onError, MaxDelay: f.maxDelay, BatchSize: f.batch, Analyze: f.analyze,
 		SourceMaxDelay: f.sourceMaxDelay, Replay: f.replay, Print: printListing(a.out, format)}
 	if f.stats != "" {
@@ -427,13 +414,10 @@ func runClusterScript(ctx context.Context, a *app, f runFlags, path, src, base, 
 }
 
 // printListing prints a script's SHOW and DESCRIBE as the REPL does, in the
-// run's --format (JSON lines for json; a table for parquet, which is for
-// results only).
+// run's --format (a table for parquet, which is for results only).
 func printListing(w io.Writer, format string) func(session.Listing) error {
 	switch format {
-	case "json":
-		format = "jsonl"
-	case "csv":
+	case "json", "jsonl", "csv":
 	default:
 		format = "table"
 	}

@@ -14,7 +14,6 @@ import (
 
 	"github.com/tierflow/tierflow/lang"
 	"github.com/tierflow/tierflow/operators/session"
-	"github.com/tierflow/tierflow/operators/sinks"
 	"github.com/tierflow/tierflow/planner/bind"
 	"github.com/tierflow/tierflow/planner/infra"
 	"github.com/tierflow/tierflow/runtime/cluster"
@@ -62,10 +61,15 @@ without it the coordinator's totals are used).`,
 			if sourceMaxDelay < 0 {
 				return badInput(fmt.Errorf("--source-max-delay %s: want a duration >= 0", sourceMaxDelay))
 			}
-			if a.g.catalog != "" {
-				if script.Catalog, err = filepath.Abs(a.g.catalog); err != nil {
+			inputs := inputsFor(a.g, args[0])
+			if _, err := inputs.loadCatalog(); err != nil {
+				return err
+			}
+			if inputs.catalog != "" {
+				if script.Catalog, err = filepath.Abs(inputs.catalog); err != nil {
 					return badInput(err)
 				}
+				script.CatalogBeside = inputs.catalogBeside
 			}
 			plan, err := planSubmission(path, string(src))
 			if err != nil {
@@ -88,11 +92,12 @@ without it the coordinator's totals are used).`,
 				}
 			}
 			var inf *infra.Infra
-			if a.g.infra != "" {
-				if inf, err = infra.LoadFile(a.g.infra); err != nil {
+			if inputs.infra != "" {
+				if inf, err = infra.LoadFile(inputs.infra); err != nil {
 					return badInput(err)
 				}
 			}
+			inputs.describe(a.err, "the cluster's workers")
 			if err := checkNamespace(namespace); err != nil {
 				return err
 			}
@@ -153,7 +158,11 @@ without it the coordinator's totals are used).`,
 				defer f.Close()
 				dst = f
 			}
-			w, err := sinks.New(a.g.format, dst)
+			format, err := resultFormat(a.g.format, output)
+			if err != nil {
+				return badInput(err)
+			}
+			w, err := resultWriter(format, dst)
 			if err != nil {
 				return badInput(err)
 			}
@@ -174,7 +183,13 @@ without it the coordinator's totals are used).`,
 					return badInput(err)
 				}
 				defer sf.Close()
-				return cluster.WriteStats(sf, info)
+				if err := cluster.WriteStats(sf, info); err != nil {
+					return err
+				}
+			}
+			if ctx.Err() != nil {
+				// Ctrl-C stopped the query; what it had written is out.
+				return silentExit{Code: exitInterrupted}
 			}
 			return nil
 		},

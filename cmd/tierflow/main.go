@@ -21,10 +21,11 @@ import (
 
 // Exit codes shared by every subcommand.
 const (
-	exitOK         = cli.ExitOK
-	exitFailure    = cli.ExitFailure
-	exitBadInput   = cli.ExitBadInput
-	programVersion = "0.1.0-dev"
+	exitOK          = cli.ExitOK
+	exitFailure     = cli.ExitFailure
+	exitBadInput    = cli.ExitBadInput
+	exitInterrupted = cli.ExitInterrupted
+	programVersion  = "0.1.0-dev"
 )
 
 // globals are the flags every subcommand understands.

@@ -56,6 +56,8 @@ const deployDocSkip = "a long-running process on the reader's own hosts and NATS
 // readmeExit are the documents' commands that show a failure, with its code.
 var readmeExit = map[string]int{
 	"echo 'SELECT a FORM t;' | tierflow fmt": exitBadInput, // shows the syntax error
+	// Objectives no plan meets: the plan, why, what is reachable, exit 1.
+	"bin/tierflow explain --throughput 400 examples/vqa/query.sql": exitFailure,
 }
 
 // docFiles are the documents whose commands TestReadmeCommands runs:
@@ -159,26 +161,45 @@ func TestReadmeCommands(t *testing.T) {
 		}
 	}
 	work := readmeWorkdir(t)
-	env := append(os.Environ(), "PATH="+filepath.Join(work, "bin")+string(os.PathListSeparator)+os.Getenv("PATH"))
+	// make install links tierflow into PREFIX/bin: a directory of the test's.
+	prefix := t.TempDir()
+	env := append(os.Environ(), "PATH="+filepath.Join(work, "bin")+string(os.PathListSeparator)+os.Getenv("PATH"), "PREFIX="+prefix)
+	transcripts := docTranscripts(t)
 	runOne := func(t *testing.T, dir, c string) {
 		ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 		defer cancel()
 		cmd := osexec.CommandContext(ctx, "bash", "-o", "pipefail", "-c", c)
 		cmd.Dir, cmd.Env = dir, env
-		out, _ := cmd.CombinedOutput()
+		var stdout, stderr strings.Builder
+		cmd.Stdout, cmd.Stderr = &stdout, &stderr
+		_ = cmd.Run()
+		out := []byte(stdout.String() + stderr.String())
 		want := readmeExit[c]
 		if code := cmd.ProcessState.ExitCode(); code != want || regexp.MustCompile(`panic:|goroutine \d+ \[`).Match(out) {
 			t.Errorf("%s: exit %d, want %d\n%s", c, code, want, tail(out, 3000))
 		}
+		if tr, ok := transcripts[c]; ok {
+			if msg := checkTranscript(tr, stdout.String(), stderr.String()); msg != "" {
+				t.Errorf("%s: the document's transcript differs from the output: %s", c, msg)
+			}
+		}
+		if c == "make install" {
+			if b, err := osexec.Command(filepath.Join(prefix, "bin", "tierflow"), "version").CombinedOutput(); err != nil {
+				t.Errorf("make install: %s/bin/tierflow version: %v\n%s", prefix, err, b)
+			}
+		}
 	}
-	if listed["make demo"] {
-		// In the repository itself: its setup step builds bin/tierflow
-		// there, where the build cache knows the sources' paths.
-		t.Run("make demo", func(t *testing.T) { runOne(t, "../..", "make demo") })
+	// In the repository itself: their setup step builds bin/tierflow there,
+	// where the build cache knows the sources' paths.
+	inRepo := map[string]bool{"make demo": true, "make install": true}
+	for _, c := range []string{"make demo", "make install"} {
+		if listed[c] {
+			t.Run(c, func(t *testing.T) { runOne(t, "../..", c) })
+		}
 	}
 	t.Run("rest", func(t *testing.T) {
 		for _, c := range cmds {
-			if c == "make demo" {
+			if inRepo[c] {
 				continue
 			}
 			t.Run(c, func(t *testing.T) {

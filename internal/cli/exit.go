@@ -12,6 +12,9 @@ const (
 	ExitOK       = 0
 	ExitFailure  = 1 // the query or the system failed while running
 	ExitBadInput = 2 // the input was wrong: query, config, flags, arguments
+	// ExitInterrupted: stopped by Ctrl-C (or SIGTERM) after writing what
+	// was complete; 128 + SIGINT, as shells report an interrupted command.
+	ExitInterrupted = 130
 )
 
 // BadInputError marks an error as the user's input being wrong (exit 2).

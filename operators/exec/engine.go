@@ -4,11 +4,13 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"time"
 
 	"github.com/apache/arrow/go/v17/arrow"
 
 	"github.com/tierflow/tierflow/dataflow"
 	"github.com/tierflow/tierflow/operators/session"
+	"github.com/tierflow/tierflow/operators/sources"
 	"github.com/tierflow/tierflow/planner/logical"
 	"github.com/tierflow/tierflow/planner/rewrite"
 )
@@ -57,6 +59,7 @@ func (e Engine) Exec(ctx context.Context, q session.Query) (session.Stream, erro
 		cancel()
 		return nil, err
 	}
+	st.query = built
 	go func() {
 		stats, err := built.Run(ctx)
 		st.stats = stats
@@ -69,7 +72,12 @@ func (e Engine) Exec(ctx context.Context, q session.Query) (session.Stream, erro
 type localStream struct {
 	*session.Pipe
 	stats Stats // set before the pipe finishes
+	query *Query
 }
+
+// Silent lists what the query's sources wait on (Query.Silent): the REPL's
+// status line shows them.
+func (s *localStream) Silent(after time.Duration) []sources.Silence { return s.query.Silent(after) }
 
 // Stats are the run's counts; final once the stream ended.
 func (s *localStream) Stats() Stats {

@@ -7,6 +7,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -104,12 +105,20 @@ type Options struct {
 	// counts against it (dataflow.Config.Memory), and Allocator should be
 	// its allocator (Memory.Allocator). Nil: nothing is counted.
 	Memory *dataflow.Memory
+	// Notices, when set, hears about sources that have received nothing
+	// yet sources.WaitNotice after they opened, a line each ("-- waiting
+	// 3s on stream shelf, NATS subject ..."): a run on a subject nothing
+	// publishes to says what it waits on instead of hanging in silence.
+	Notices io.Writer
 	// Relayed says that the graph's edges may cross a relay (a cluster's
 	// workers over NATS), which carries plain columns: no scan then passes
 	// a string column on as its dictionary codes (codes.go), which only
 	// operators in the same process read.
 	Relayed bool
 }
+
+// positioned matches a message that starts with FILE:LINE:COL:.
+var positioned = regexp.MustCompile(`^\S+:\d+:\d+: `)
 
 // AllCores is the Parallelism of a local run that uses every core where it
 // pays (see Options.Parallelism).
@@ -240,6 +249,15 @@ func (q *Query) Graph() *dataflow.Graph { return q.graph }
 // Run executes the query until its sources end or ctx is cancelled; windows
 // that closed before a cancellation have been written.
 func (q *Query) Run(ctx context.Context) (Stats, error) {
+	if q.opts.Notices != nil {
+		stop := make(chan struct{})
+		done := make(chan struct{})
+		go func() {
+			defer close(done)
+			WatchSources(stop, q.report, q.opts.Notices)
+		}()
+		defer func() { close(stop); <-done }()
+	}
 	err := dataflow.Run(ctx, q.graph, dataflow.Config{Allocator: q.opts.Allocator, Memory: q.opts.Memory})
 	for _, w := range q.writers {
 		if cerr := sinks.Finish(w, err); cerr != nil && err == nil {
@@ -248,6 +266,36 @@ func (q *Query) Run(ctx context.Context) (Stats, error) {
 	}
 	q.closeFiles()
 	return q.Stats(), err
+}
+
+// Silent lists what the query's sources are waiting on: those that have
+// received nothing for at least after (sources.Report.Silent).
+func (q *Query) Silent(after time.Duration) []sources.Silence {
+	return q.report.Silent(time.Now(), after)
+}
+
+// WatchSources says on w, once per source, when a source of report has
+// received nothing yet sources.WaitNotice after it opened, until stop
+// closes. A source that did receive rows and then fell quiet is not news
+// (a window's worth of silence is normal); the REPL's status line shows
+// any silence as it lasts.
+func WatchSources(stop <-chan struct{}, report *sources.Report, w io.Writer) {
+	said := map[string]bool{}
+	tick := time.NewTicker(sources.WaitNotice / 6)
+	defer tick.Stop()
+	for {
+		select {
+		case <-stop:
+			return
+		case now := <-tick.C:
+			for _, s := range report.Silent(now, sources.WaitNotice) {
+				if !s.Ever && !said[s.What] {
+					said[s.What] = true
+					fmt.Fprintf(w, "-- %s\n", s.Text())
+				}
+			}
+		}
+	}
 }
 
 // TakePositions returns where the query's replayable streams stood as their
@@ -287,9 +335,11 @@ func (b *builder) add(name string, inputs int, mk func() (dataflow.Operator, err
 func (b *builder) node(n logical.Node) (int, *arrow.Schema, error) {
 	at := func(err error) error {
 		p := n.Position()
-		if p.Line > 0 {
+		if p.Line > 0 && !positioned.MatchString(err.Error()) {
 			return fmt.Errorf("%s: %w", p, err)
 		}
+		// An error that names its own cause's position (a model file's
+		// catalog entry) is printed there, once.
 		return err
 	}
 	fns := b.opts.Functions
@@ -429,7 +479,8 @@ func (b *builder) node(n logical.Node) (int, *arrow.Schema, error) {
 		var in int
 		var schema *arrow.Schema
 		var err error
-		if s, ok := n.Input.(*logical.Sort); ok {
+		s, sorted := n.Input.(*logical.Sort)
+		if sorted {
 			in, schema, err = b.topN(n, s, at)
 		} else {
 			in, schema, err = b.node(n.Input)
@@ -439,7 +490,10 @@ func (b *builder) node(n logical.Node) (int, *arrow.Schema, error) {
 		}
 		mk := func() (dataflow.Operator, error) { return rel.NewLimit(n.N).Skip(n.Offset), nil }
 		switch {
-		case windowed(n.Input):
+		case sorted && windowed(n.Input):
+			// ORDER BY ... LIMIT over windows: each window's top rows. A
+			// LIMIT without ORDER BY is the first n rows of the whole
+			// stream, as DuckDB's: the query ends once it has them.
 			mk = func() (dataflow.Operator, error) { return rel.NewLimitPerWindow(n.N).Skip(n.Offset), nil }
 		case n == b.finalLimit:
 			mk = func() (dataflow.Operator, error) { return rel.NewFinalLimit(n.N).Skip(n.Offset), nil }
@@ -904,9 +958,18 @@ func (b *builder) scan(n *logical.Scan) (int, *arrow.Schema, error) {
 		if err != nil {
 			return nil, err
 		}
-		return sources.NewPacedSource(r, et, report, pace), nil
+		src := sources.NewPacedSource(r, et, report, pace)
+		src.Watch(fmt.Sprintf("%s %s, file %q", kindOf(isStream), n.Name(), path))
+		return src, nil
 	}})
 	return b.columns(n, src, schema)
+}
+
+func kindOf(isStream bool) string {
+	if isStream {
+		return "stream"
+	}
+	return "table"
 }
 
 // eventTime is a stream's event time: its first TIMESTAMP column.

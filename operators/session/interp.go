@@ -275,5 +275,10 @@ func (s *Session) explain(ctx context.Context, e *lang.Explain) error {
 	if res.Frontier != nil {
 		return explain.WriteFrontier(w, format, res.Frontier)
 	}
-	return explain.Write(w, format, res.Physical)
+	if err := explain.Write(w, format, res.Physical); err != nil {
+		return err
+	}
+	// As tierflow explain: the plan, then the objective no plan meets
+	// (exit 1 at its position).
+	return res.Runnable()
 }

@@ -77,53 +77,127 @@ func AppendCSVRow(dst []byte, vals []any) []byte {
 	return append(dst, '\n')
 }
 
-// JSONLines writes one JSON object per row (field order as in the schema);
-// timestamps as RFC 3339 strings, NULL as null.
+// JSONLines writes one JSON object per row (field order as in the schema),
+// NULL as null. A writer for people and files (New) prints timestamps and
+// intervals as DuckDB does ("2024-05-01 08:00:00.5", "01:30:00"); the NATS
+// wire format (NewJSONLines) keeps RFC 3339 timestamps.
 type JSONLines struct {
-	w *bufio.Writer
+	w    *bufio.Writer
+	text bool
+	row  []byte
 }
 
 // NewJSONLines writes JSON lines to w, flushing after every batch so a
-// streaming consumer sees windows as they close.
+// streaming consumer sees windows as they close; timestamps are RFC 3339.
 func NewJSONLines(w io.Writer) *JSONLines { return &JSONLines{w: bufio.NewWriter(w)} }
 
+// NewJSONText writes JSON lines with timestamps and intervals as DuckDB
+// prints them (`--format jsonl`, a FORMAT JSON file sink).
+func NewJSONText(w io.Writer) *JSONLines { return &JSONLines{w: bufio.NewWriter(w), text: true} }
+
 func (j *JSONLines) Write(rec arrow.Record) error {
-	names := make([][]byte, rec.NumCols())
-	for i, f := range rec.Schema().Fields() {
-		names[i], _ = json.Marshal(f.Name)
-	}
+	names := jsonNames(rec)
 	for i := 0; i < int(rec.NumRows()); i++ {
-		j.w.WriteByte('{')
-		for c := range names {
-			if c > 0 {
-				j.w.WriteByte(',')
-			}
-			j.w.Write(names[c])
-			j.w.WriteByte(':')
-			v := Value(rec.Column(c), i)
-			switch x := v.(type) {
-			case time.Time:
-				v = x.UTC().Format(time.RFC3339Nano)
-			case time.Duration:
-				v = x.String()
-			case float64:
-				if math.IsNaN(x) || math.IsInf(x, 0) {
-					v = nil
-				}
-			}
-			b, err := json.Marshal(v)
-			if err != nil {
-				return fmt.Errorf("json: %w", err)
-			}
-			j.w.Write(b)
+		var err error
+		if j.row, err = appendJSONRow(j.row[:0], rec, names, i, j.text); err != nil {
+			return err
 		}
-		j.w.WriteString("}\n")
+		j.w.Write(j.row)
+		j.w.WriteByte('\n')
 	}
 	return j.w.Flush()
 }
 
 // Close flushes.
 func (j *JSONLines) Close() error { return j.w.Flush() }
+
+// JSONArray writes the rows as one JSON array, as DuckDB's CLI does in
+// .mode json: "[{...},\n{...}]", each row on a line of its own, "[]" for
+// none; timestamps and intervals as DuckDB prints them. Rows stream out as
+// they come; the array closes at Close.
+type JSONArray struct {
+	w   *bufio.Writer
+	n   int64
+	row []byte
+}
+
+// NewJSONArray writes one JSON array to w (`--format json`).
+func NewJSONArray(w io.Writer) *JSONArray { return &JSONArray{w: bufio.NewWriter(w)} }
+
+func (j *JSONArray) Write(rec arrow.Record) error {
+	names := jsonNames(rec)
+	for i := 0; i < int(rec.NumRows()); i++ {
+		if j.n == 0 {
+			j.w.WriteByte('[')
+		} else {
+			j.w.WriteString(",\n")
+		}
+		j.n++
+		var err error
+		if j.row, err = appendJSONRow(j.row[:0], rec, names, i, true); err != nil {
+			return err
+		}
+		j.w.Write(j.row)
+	}
+	return j.w.Flush()
+}
+
+// Close ends the array.
+func (j *JSONArray) Close() error {
+	if j.n == 0 {
+		j.w.WriteByte('[')
+	}
+	j.w.WriteString("]\n")
+	return j.w.Flush()
+}
+
+func jsonNames(rec arrow.Record) [][]byte {
+	names := make([][]byte, rec.NumCols())
+	for i, f := range rec.Schema().Fields() {
+		names[i], _ = json.Marshal(f.Name)
+	}
+	return names
+}
+
+// appendJSONRow appends row i of rec as a JSON object. text: timestamps and
+// intervals as DuckDB's text (JSONValue), else RFC 3339 timestamps.
+func appendJSONRow(dst []byte, rec arrow.Record, names [][]byte, i int, text bool) ([]byte, error) {
+	dst = append(dst, '{')
+	for c := range names {
+		if c > 0 {
+			dst = append(dst, ',')
+		}
+		dst = append(dst, names[c]...)
+		dst = append(dst, ':')
+		v := Value(rec.Column(c), i)
+		if t, ok := v.(time.Time); ok && !text {
+			v = t.UTC().Format(time.RFC3339Nano)
+		} else {
+			v = JSONValue(v)
+		}
+		b, err := json.Marshal(v)
+		if err != nil {
+			return dst, fmt.Errorf("json: %w", err)
+		}
+		dst = append(dst, b...)
+	}
+	return append(dst, '}'), nil
+}
+
+// JSONValue is a value as DuckDB's JSON output has it: timestamps and
+// intervals as their text (FormatValue), NaN and infinities as null,
+// everything else as itself.
+func JSONValue(v any) any {
+	switch x := v.(type) {
+	case time.Time, time.Duration:
+		return FormatValue(x, "")
+	case float64:
+		if math.IsNaN(x) || math.IsInf(x, 0) {
+			return nil
+		}
+	}
+	return v
+}
 
 // Parquet writes a Parquet file; the schema is taken from the first batch.
 type Parquet struct {
@@ -153,8 +227,10 @@ func (p *Parquet) Close() error {
 	return p.w.Close()
 }
 
-// New returns the writer for a format name: table, csv, json (JSON lines) or
-// parquet.
+// New returns the writer for a format name: table, csv, json or jsonl
+// (JSON lines: what a FORMAT JSON sink writes, as DuckDB's COPY ... (FORMAT
+// JSON) does), or parquet. The CLI's --format json is an array instead
+// (NewJSONArray), as DuckDB's CLI prints it.
 func New(format string, w io.Writer) (Writer, error) {
 	switch format {
 	case "", "table":
@@ -162,7 +238,7 @@ func New(format string, w io.Writer) (Writer, error) {
 	case "csv":
 		return NewCSV(w), nil
 	case "json", "jsonl":
-		return NewJSONLines(w), nil
+		return NewJSONText(w), nil
 	case "parquet":
 		return NewParquet(w), nil
 	case "discard":

@@ -172,7 +172,7 @@ func FormatValue(v any, null string) string {
 	case time.Time:
 		return x.UTC().Format("2006-01-02 15:04:05.999999")
 	case time.Duration:
-		return x.String()
+		return functions.IntervalText(x)
 	case float64:
 		return strconv.FormatFloat(x, 'g', -1, 64)
 	case string:

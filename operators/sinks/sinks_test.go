@@ -2,6 +2,7 @@ package sinks
 
 import (
 	"bytes"
+	"encoding/json"
 	"os"
 	"path/filepath"
 	"strings"
@@ -46,7 +47,9 @@ func TestTextSinks(t *testing.T) {
 	defer rec.Release()
 	for _, tc := range []struct{ format, want string }{
 		{"csv", "k,name,window_end,avg\n1,\"a,b\",2024-01-01 00:00:10,2.5\n,z,,\n"},
-		{"json", `{"k":1,"name":"a,b","window_end":"2024-01-01T00:00:10Z","avg":2.5}` + "\n" + `{"k":null,"name":"z","window_end":null,"avg":null}` + "\n"},
+		// A FORMAT JSON sink writes JSON lines, as DuckDB's COPY does, with
+		// timestamps as DuckDB prints them.
+		{"json", `{"k":1,"name":"a,b","window_end":"2024-01-01 00:00:10","avg":2.5}` + "\n" + `{"k":null,"name":"z","window_end":null,"avg":null}` + "\n"},
 		{"table", "|    k | name | window_end          |  avg |\n+------+------+---------------------+------+\n|    1 | a,b  | 2024-01-01 00:00:10 |  2.5 |\n| NULL | z    | NULL                | NULL |\n(2 rows)\n"},
 	} {
 		var buf bytes.Buffer
@@ -66,6 +69,38 @@ func TestTextSinks(t *testing.T) {
 	}
 	if _, err := New("xml", nil); err == nil {
 		t.Fatal("xml accepted")
+	}
+}
+
+// TestJSONArray: the CLI's --format json is one array, as DuckDB's CLI
+// prints .mode json (it was JSON lines): a row a line, "[]" for none.
+func TestJSONArray(t *testing.T) {
+	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
+	defer mem.AssertSize(t, 0)
+	rec := sample(t, mem)
+	defer rec.Release()
+	var buf bytes.Buffer
+	w := NewJSONArray(&buf)
+	for range 2 {
+		if err := w.Write(rec); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+	row1 := `{"k":1,"name":"a,b","window_end":"2024-01-01 00:00:10","avg":2.5}`
+	row2 := `{"k":null,"name":"z","window_end":null,"avg":null}`
+	if want := "[" + row1 + ",\n" + row2 + ",\n" + row1 + ",\n" + row2 + "]\n"; buf.String() != want {
+		t.Errorf("got\n%s\nwant\n%s", buf.String(), want)
+	}
+	var rows []map[string]any
+	if err := json.Unmarshal(buf.Bytes(), &rows); err != nil || len(rows) != 4 {
+		t.Errorf("not one JSON array of 4 rows: %v, %d", err, len(rows))
+	}
+	buf.Reset()
+	if err := NewJSONArray(&buf).Close(); err != nil || buf.String() != "[]\n" {
+		t.Errorf("an empty result: %q, %v; want []", buf.String(), err)
 	}
 }
 

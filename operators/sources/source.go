@@ -80,6 +80,8 @@ type Report struct {
 	// positions are the replayable streams' positions (by stream name)
 	// since TakePositions last ran.
 	positions map[string]Positions
+	// watches are the sources that said what they read (Source.Watch).
+	watches []*watch
 }
 
 // Position records where stream stood as its source took a batch.
@@ -184,6 +186,10 @@ type Source struct {
 	caughtUp bool
 	// onPosition is told each batch's Position (PositionReader).
 	onPosition func(Position)
+	// what the source reads, and its record of when rows last came
+	// (Watch, Report.Silent).
+	what  string
+	watch *watch
 }
 
 // TrackPositions has the source tell f where its stream stood as it took
@@ -242,6 +248,9 @@ func NewPacedSource(r Reader, et EventTime, report *Report, p Pacing) *Source {
 }
 
 func (s *Source) Open(_ *dataflow.Context, cap *dataflow.Capability) error {
+	if s.report != nil && s.what != "" {
+		s.watch = s.report.watchSource(s.what)
+	}
 	var err error
 	if s.cap, err = cap.Retain(); err != nil {
 		return err
@@ -268,8 +277,12 @@ func (s *Source) Produce(ctx *dataflow.Context) (bool, error) {
 		return false, err
 	}
 	if rec == nil {
+		s.watch.end()
 		s.cap.Drop()
 		return true, nil
+	}
+	if rec.NumRows() > 0 {
+		s.watch.received()
 	}
 	if s.onPosition != nil {
 		if pr, ok := s.r.(PositionReader); ok {
@@ -426,6 +439,7 @@ func epochOf(us int64) dataflow.Epoch {
 }
 
 func (s *Source) Close(*dataflow.Context) error {
+	s.watch.end()
 	s.dropPending()
 	if s.cap != nil {
 		s.cap.Drop()

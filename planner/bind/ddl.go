@@ -67,7 +67,25 @@ func createView(cat *catalog.Catalog, s *lang.CreateView) error {
 	return nil
 }
 
-func exists(cat *catalog.Catalog, name string, _ bool, _ any) bool {
+// exists says whether name is taken. An entry of the catalog found beside
+// the script (Catalog.BaseFile) is not, unless IF NOT EXISTS asks to keep
+// it: it is dropped here, so the CREATE replaces it.
+func exists(cat *catalog.Catalog, name string, ifNotExists bool, _ any) bool {
+	if cat.BaseFile != "" && !ifNotExists {
+		base := func(p catalog.Pos) bool { return p.File == cat.BaseFile }
+		if m := cat.Model(name); m != nil && base(m.Pos) {
+			cat.Models, _ = remove(cat.Models, name, func(m *catalog.Model) string { return m.Name })
+		}
+		if s := cat.Stream(name); s != nil && base(s.Pos) {
+			cat.Streams, _ = remove(cat.Streams, name, func(m *catalog.Stream) string { return m.Name })
+		}
+		if t := cat.Table(name); t != nil && base(t.Pos) {
+			cat.Tables, _ = remove(cat.Tables, name, func(m *catalog.Table) string { return m.Name })
+		}
+		if s := cat.Sink(name); s != nil && base(s.Pos) {
+			cat.Sinks, _ = remove(cat.Sinks, name, func(m *catalog.Sink) string { return m.Name })
+		}
+	}
 	return cat.Model(name) != nil || cat.Stream(name) != nil || cat.Table(name) != nil || cat.Sink(name) != nil || cat.View(name) != nil
 }
 

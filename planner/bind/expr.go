@@ -323,6 +323,14 @@ func (b *Binder) call(x *lang.FuncCall, sc *scope, ac *aggScope) expr.Expr {
 				names = append(names, fn.Name)
 			}
 		}
+		// A misspelt window function (rnk() OVER ...) or model is meant
+		// as much as a scalar function.
+		for _, n := range sortedKeys(rankingFuncs, valueFuncs) {
+			names = append(names, n)
+		}
+		for _, m := range b.Catalog.Models {
+			names = append(names, m.Name)
+		}
 		b.unknown(x.Pos, "function", x.Name, names)
 		return nil
 	}

@@ -10,6 +10,7 @@ import (
 
 	"github.com/tierflow/tierflow/lang"
 	"github.com/tierflow/tierflow/planner/expr"
+	"github.com/tierflow/tierflow/planner/internal/yamlx"
 	"github.com/tierflow/tierflow/planner/logical"
 )
 
@@ -33,6 +34,19 @@ type winScope struct {
 // rankingFuncs take no frame and no arguments (ntile takes its count).
 var rankingFuncs = map[string]bool{
 	"row_number": true, "rank": true, "dense_rank": true, "percent_rank": true, "cume_dist": true, "ntile": true,
+}
+
+// sortedKeys are the names of the sets, sorted (a suggestion's ties go the
+// same way every time).
+func sortedKeys(sets ...map[string]bool) []string {
+	var out []string
+	for _, set := range sets {
+		for n := range set {
+			out = append(out, n)
+		}
+	}
+	sort.Strings(out)
+	return out
 }
 
 // valueFuncs return a value of another row of the partition or frame.
@@ -234,7 +248,17 @@ func (b *Binder) windowSignature(x *lang.FuncCall, f *logical.WindowFunc) bool {
 		f.Args, f.DataType, f.Distinct = a.Args, a.Type(), x.Distinct
 		return true
 	}
-	b.errorf(x.Pos, ErrUnknown, "unknown window function %s (want row_number, rank, dense_rank, percent_rank, cume_dist, ntile, lag, lead, first_value, last_value, nth_value, or an aggregate)", name)
+	names := sortedKeys(rankingFuncs, valueFuncs)
+	for _, fn := range b.Funcs.Functions() {
+		if fn.Kind == expr.AggregateKind && !fn.Internal {
+			names = append(names, fn.Name)
+		}
+	}
+	hint := ""
+	if s := yamlx.Suggest(name, names); s != "" {
+		hint = fmt.Sprintf("did you mean %q? ", s)
+	}
+	b.errorf(x.Pos, ErrUnknown, "unknown window function %s (%swant row_number, rank, dense_rank, percent_rank, cume_dist, ntile, lag, lead, first_value, last_value, nth_value, or an aggregate)", name, hint)
 	return false
 }
 

@@ -51,6 +51,13 @@ type Catalog struct {
 	// Stats gives tables' statistics to the planner's cost-based rules
 	// (the join order); nil: the textbook defaults. Supplied like Files.
 	Stats StatsSource `yaml:"-"`
+	// BaseFile, when set, names the catalog file the entries were loaded
+	// from because it lies beside the script (not named by --catalog): a
+	// script's CREATE of a name one of those entries has replaces it, as
+	// the script's own definition is the more specific one. An entry of a
+	// catalog the user named, or one the script made, is kept and the
+	// CREATE fails.
+	BaseFile string `yaml:"-"`
 }
 
 // FileSchemas infers a file's columns, as DuckDB's read_csv does: names from
@@ -450,6 +457,7 @@ func (c *Catalog) Clone() *Catalog {
 		Functions: append([]*Function(nil), c.Functions...),
 		Files:     c.Files,
 		Stats:     c.Stats,
+		BaseFile:  c.BaseFile,
 	}
 }
 

@@ -44,22 +44,24 @@ var OptimizerTimeLine = regexp.MustCompile(`(?m)^Optimizer time: .*$`)
 func Text(p *physical.Plan) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "Plan (strategy %s): %s\n", p.Strategy, status(p))
-	if p.Sink != "" && (p.Feasible || len(p.Operators) > 0 && p.Operators[0].Variant != "") {
+	if p.Sink != "" && placed(p) {
 		b.WriteString(Tree(p).String())
 	}
-	fmt.Fprintf(&b, "Totals: compute %.4f + network %.4f = %.4f per hour\n", p.ComputeCost, p.NetworkCost, p.TotalCost)
-	fmt.Fprintf(&b, "Accuracy: %.4g%s\n", p.Accuracy, target(p.Targets.Accuracy, ">="))
-	thr := ""
-	if p.Targets.Throughput > 0 {
-		thr = fmt.Sprintf(" (target >= %.4g)", p.Targets.Throughput)
-	}
-	fmt.Fprintf(&b, "Throughput: %.4g items/s%s\n", p.Throughput, thr)
-	if bu := p.Targets.Budget; bu > 0 {
-		if p.Feasible {
-			fmt.Fprintf(&b, "Budget: %.4f of %.4g per hour (margin %.4f): the most accurate plan within it\n", p.TotalCost, bu, bu-p.TotalCost)
-		} else {
-			fmt.Fprintf(&b, "Budget: %.4g per hour\n", bu)
+	if placed(p) {
+		fmt.Fprintf(&b, "Totals: compute %.4f + network %.4f = %.4f per hour\n", p.ComputeCost, p.NetworkCost, p.TotalCost)
+		fmt.Fprintf(&b, "Accuracy: %.4g%s\n", p.Accuracy, target(p.Targets.Accuracy, ">="))
+		thr := ""
+		if p.Targets.Throughput > 0 {
+			thr = fmt.Sprintf(" (target >= %.4g)", p.Targets.Throughput)
 		}
+		fmt.Fprintf(&b, "Throughput: %.4g items/s%s\n", p.Throughput, thr)
+		if bu := p.Targets.Budget; bu > 0 && p.Feasible {
+			fmt.Fprintf(&b, "Budget: %.4f of %.4g per hour (margin %.4f): the most accurate plan within it\n", p.TotalCost, bu, bu-p.TotalCost)
+		}
+	} else {
+		// Nothing was placed: no totals to show (they would all be 0),
+		// only what was asked; Reason says why it cannot be had.
+		fmt.Fprintf(&b, "Targets: %s\n", targetsText(p.Targets))
 	}
 	if pr := p.Targets.Priority; pr != "" {
 		lat := ""
@@ -88,8 +90,38 @@ func Text(p *physical.Plan) string {
 	if !p.Feasible && p.Reason != "" {
 		fmt.Fprintf(&b, "Reason: %s\n", p.Reason)
 	}
+	if !placed(p) {
+		// The operators that would say so are not shown.
+		for _, e := range p.Estimates {
+			fmt.Fprintf(&b, "Estimate: %s\n", e.Text())
+		}
+	}
 	fmt.Fprintf(&b, "Optimizer time: %.3f ms\n", p.OptimizerMs)
 	return b.String()
+}
+
+// placed says whether the plan placed its operators: a feasible plan, or
+// an infeasible one shown with the best it found.
+func placed(p *physical.Plan) bool {
+	return p.Feasible || len(p.Operators) > 0 && p.Operators[0].Variant != ""
+}
+
+// targetsText lists a plan's objectives in one line.
+func targetsText(t physical.Targets) string {
+	var parts []string
+	if t.Accuracy != nil {
+		parts = append(parts, fmt.Sprintf("accuracy >= %.4g", *t.Accuracy))
+	}
+	if t.Throughput > 0 {
+		parts = append(parts, fmt.Sprintf("throughput >= %.4g items/s", t.Throughput))
+	}
+	if t.Budget > 0 {
+		parts = append(parts, fmt.Sprintf("budget <= %.4g per hour", t.Budget))
+	}
+	if len(parts) == 0 {
+		return "none"
+	}
+	return strings.Join(parts, ", ")
 }
 
 func status(p *physical.Plan) string {
@@ -135,6 +167,9 @@ func Tree(p *physical.Plan) *treeprint.Node {
 			if len(op.Classes) > 0 {
 				n.Details = append(n.Details, ClassText(op))
 			}
+			if len(op.Estimated) > 0 {
+				n.Details = append(n.Details, EstimateText(op))
+			}
 			n.Details = append(n.Details, fmt.Sprintf("cost: compute %.4f, network %.4f per hour", op.ComputeCost, op.NetworkCost))
 			for _, f := range op.Fused {
 				n.Details = append(n.Details, "runs with: "+f)
@@ -148,6 +183,12 @@ func Tree(p *physical.Plan) *treeprint.Node {
 		}
 		if s := p.Source(name); s != nil {
 			n := &treeprint.Node{Head: fmt.Sprintf("Source %s (tier %s, %.4g items/s)", s.Name, s.Tier, s.Rate)}
+			switch {
+			case s.Bounded && s.Stream == "":
+				n.Head = fmt.Sprintf("Values (one row, tier %s)", s.Tier)
+			case s.Bounded:
+				n.Head = fmt.Sprintf("Table %s (tier %s, read once)", s.Name, s.Tier)
+			}
 			for _, f := range s.Fused {
 				n.Details = append(n.Details, "runs with: "+f)
 			}
@@ -167,6 +208,13 @@ func opHead(op *physical.Operator) string {
 		return fmt.Sprintf("%s [variant %s] %.4g items/s", op.Name, op.Variant, op.Demand)
 	}
 	return fmt.Sprintf("%s [variant %s] %.4g items/s, accuracy %.4g", op.Name, op.Variant, op.Demand, op.Accuracy)
+}
+
+// EstimateText says that an operator's latency is an estimate and how to
+// measure it.
+func EstimateText(op *physical.Operator) string {
+	return fmt.Sprintf("latency estimated on %s: model %s has no latency profile for this infrastructure (tierflow profile measures one)",
+		strings.Join(op.Estimated, ", "), op.Model)
 }
 
 // ClassText is the chosen variant's recall per true class in one line
@@ -225,6 +273,9 @@ type ContractOperator struct {
 	Variant string           `json:"variant"`
 	Workers []ContractWorker `json:"workers"`
 	Batch   *ContractBatch   `json:"batch,omitempty"`
+	// Estimated are the worker types whose latency the plan estimated (no
+	// profile yet).
+	Estimated []string `json:"estimated_latency_on,omitempty"`
 }
 
 // ContractBatch is an ML operator's dynamic batching in the JSON contract.
@@ -265,7 +316,7 @@ func ToContract(p *physical.Plan) Contract {
 		if op.Variant == "" {
 			continue
 		}
-		co := ContractOperator{Name: op.Name, Variant: op.Variant, Workers: []ContractWorker{}}
+		co := ContractOperator{Name: op.Name, Variant: op.Variant, Workers: []ContractWorker{}, Estimated: op.Estimated}
 		if bt := op.Batch; bt != nil {
 			co.Batch = &ContractBatch{MaxBatch: bt.MaxBatch, MaxDelayMs: float64(bt.MaxDelay) / float64(time.Millisecond),
 				Adaptive: bt.Adaptive, BatchFrom: bt.BatchFrom, DelayFrom: bt.DelayFrom}

@@ -65,6 +65,13 @@ type Stage struct {
 	// ClassFreq is the class mix its variants' accuracy was weighed by
 	// (data-aware planning); nil: profiled accuracy.
 	ClassFreq map[string]float64
+	// Estimated, by variant, are the worker types whose latency is an
+	// estimate (estimate): the model has no profile for this
+	// infrastructure. nil: profiled.
+	Estimated map[string][]string
+	// Bounded marks a source that is a table or the row of a SELECT
+	// without FROM, read once (boundedSource).
+	Bounded bool
 	// Node is the scan, model or standalone relational node.
 	Node logical.Node
 	// Fused are the relational nodes running with it, bottom-up.
@@ -141,7 +148,10 @@ type lowerer struct {
 	root logical.Node
 	// dataAware: the query's ACCURACY is DATA AWARE (ClassMix applies).
 	dataAware bool
-	machines  []infra.Machine
+	// bounded: the query reads no stream, only tables or constants
+	// (boundedSource).
+	bounded  bool
+	machines []infra.Machine
 }
 
 // Lower builds the optimizer problem of a plan.
@@ -163,6 +173,7 @@ func Lower(plan *logical.Plan, cat *catalog.Catalog, inf *infra.Infra, opt Optio
 	}
 	l.links()
 
+	l.bounded = !readsStream(plan.Root)
 	top := l.walk(plan.Root)
 	var sink *Stage
 	switch {
@@ -291,10 +302,15 @@ func (l *lowerer) walk(n logical.Node) []pending {
 	switch x := n.(type) {
 	case *logical.Scan:
 		if x.Table != nil {
+			if l.bounded {
+				return []pending{{stage: l.boundedSource(x), ratio: 1}}
+			}
 			// A bounded table is shipped to whoever joins it: no stage.
 			return nil
 		}
 		return []pending{{stage: l.source(x), ratio: 1}}
+	case *logical.Values:
+		return []pending{{stage: l.boundedSource(x), ratio: 1}}
 	case *logical.LateralModel:
 		in := l.walk(x.Input)
 		return []pending{{stage: l.model(x, in), ratio: 1}}
@@ -478,6 +494,36 @@ func (l *lowerer) source(x *logical.Scan) *Stage {
 	return s
 }
 
+// readsStream says whether the plan scans a stream.
+func readsStream(n logical.Node) bool {
+	found := false
+	logical.Walk(n, func(n logical.Node) bool {
+		if s, ok := n.(*logical.Scan); ok && s.Stream != nil {
+			found = true
+		}
+		return !found
+	})
+	return found
+}
+
+// boundedSource is where a query that reads no stream starts: each of its
+// tables (or the one row of a SELECT without FROM) is read once, on a
+// worker of the default source tier, as the runtime places it. It has no
+// rate: the planner counts it as one item a second, which costs nothing
+// next to a model.
+func (l *lowerer) boundedSource(n logical.Node) *Stage {
+	name := "VALUES"
+	if sc, ok := n.(*logical.Scan); ok {
+		name = sc.Name()
+	}
+	s := &Stage{Name: l.unique(name), Kind: "source", Node: n, Bounded: true}
+	tier := l.inf.DefaultSourceTier()
+	s.demand, s.units = 1, 1
+	l.p.Sources = append(l.p.Sources, optimize.Source{Name: s.Name, Rate: 1, Tier: tier})
+	l.stages = append(l.stages, s)
+	return s
+}
+
 func (l *lowerer) model(x *logical.LateralModel, in []pending) *Stage {
 	s := &Stage{Name: l.unique(x.Name), Kind: "ml", Model: x.Model, Node: x, Fused: carried(in)}
 	op := optimize.Operator{Name: s.Name, Kind: optimize.KindML}
@@ -540,31 +586,11 @@ func (l *lowerer) model(x *logical.LateralModel, in []pending) *Stage {
 		}
 		op.Variants = append(op.Variants, ov)
 	}
-	l.checkRunnable(x)
+	op.Variants, s.Estimated = l.estimate(x.Model, op.Variants, len(op.AccuracyInputs) > 0)
 	l.p.Operators = append(l.p.Operators, op)
 	l.edges(s, x.Input, in, l.adaptedInputs(x))
 	l.stages = append(l.stages, s)
 	return s
-}
-
-// checkRunnable reports a model that no worker of the infrastructure can run:
-// its latency profiles name other worker types (a catalog for another setup).
-func (l *lowerer) checkRunnable(x *logical.LateralModel) {
-	for _, v := range x.Model.Variants {
-		for k := range v.Latency {
-			for _, w := range l.p.Workers {
-				if w.Name == k || w.Type == k {
-					return
-				}
-			}
-		}
-	}
-	var types []string
-	for _, t := range l.inf.WorkerTypes {
-		types = append(types, t.Name)
-	}
-	l.errorf(x, "no worker can run model %s: its latency profiles name %v, the infrastructure has worker types %v",
-		x.Model.Name, SortedWorkerTypes(x.Model), types)
 }
 
 func (l *lowerer) stageOfModel(m *logical.LateralModel) string {

@@ -7,6 +7,8 @@
 package physical
 
 import (
+	"fmt"
+
 	"github.com/tierflow/tierflow/planner/catalog"
 	"github.com/tierflow/tierflow/planner/logical"
 	"github.com/tierflow/tierflow/planner/lower"
@@ -43,6 +45,26 @@ type Plan struct {
 	Links     []optimize.LinkLoad
 	// Problem is what the optimizer solved (for tools and tests).
 	Problem *optimize.Problem
+	// Estimates are the models planned at an estimated latency (no
+	// profile for this infrastructure), in plan order.
+	Estimates []Estimate
+}
+
+// Estimate is a model planned at an estimated latency.
+type Estimate struct {
+	Model string
+	// On are the worker types estimated; Profiled those its profiles
+	// name (none: never profiled).
+	On, Profiled []string
+}
+
+// Text says what was estimated and what measures it.
+func (e Estimate) Text() string {
+	from := "it has no latency profile"
+	if len(e.Profiled) > 0 {
+		from = fmt.Sprintf("its profiles name %v, none of them here", e.Profiled)
+	}
+	return fmt.Sprintf("the latency of model %s is an estimate (%s; tierflow profile measures one)", e.Model, from)
 }
 
 // Targets are the objectives the plan was made for.
@@ -85,6 +107,10 @@ type Operator struct {
 	// ClassFreq is the class mix Accuracy was computed for, when the plan
 	// is data-aware (nil: the profiled accuracy).
 	ClassFreq map[string]float64
+	// Estimated are the worker types the chosen variant's latency is
+	// estimated on (lower.EstimatedLatencyMs): the model has no latency
+	// profile for this infrastructure yet. nil: profiled.
+	Estimated []string
 }
 
 // Worker is one worker's part of an operator.
@@ -109,6 +135,8 @@ type Source struct {
 	Rate   float64
 	Fused  []string
 	Stream string
+	// Bounded: a table (or a SELECT without FROM) read once, not a stream.
+	Bounded bool
 }
 
 // New builds the physical plan of an optimizer result.
@@ -136,7 +164,7 @@ func New(res *lower.Result, p *optimize.Plan) *Plan {
 	}
 	for _, st := range res.Stages {
 		if st.Kind == "source" {
-			src := Source{Name: st.Name, Rate: rates[st.Name], Fused: describe(st.Fused)}
+			src := Source{Name: st.Name, Rate: rates[st.Name], Fused: describe(st.Fused), Bounded: st.Bounded}
 			for _, s := range res.Problem.Sources {
 				if s.Name == st.Name {
 					src.Tier = s.Tier
@@ -147,6 +175,13 @@ func New(res *lower.Result, p *optimize.Plan) *Plan {
 			}
 			out.Sources = append(out.Sources, src)
 			continue
+		}
+		if st.Model != nil && len(st.Estimated) > 0 {
+			e := Estimate{Model: st.Model.Name, Profiled: lower.Profiled(st.Model)}
+			for _, types := range st.Estimated {
+				e.On = types // the same types for every variant
+			}
+			out.Estimates = append(out.Estimates, e)
 		}
 		op := Operator{Name: st.Name, Kind: st.Kind, Inputs: append([]string(nil), st.Inputs...), Fused: describe(st.Fused)}
 		if st.Model != nil {
@@ -166,6 +201,7 @@ func New(res *lower.Result, p *optimize.Plan) *Plan {
 					op.Classes = v.Classes
 				}
 				op.ClassFreq = st.ClassFreq
+				op.Estimated = st.Estimated[pl.Variant]
 				call, _ := st.Node.(*logical.LateralModel)
 				op.Batch = batching(nodeModel{model: st.Model, call: call}, busiest)
 				if lat := res.Problem.Objectives.LatencyMs; lat > 0 {

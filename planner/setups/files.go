@@ -74,6 +74,13 @@ func Files(vqaRef *catalog.Catalog) (map[string][]byte, error) {
 			return nil, err
 		}
 		out["setups/"+s.Infra] = append(append([]byte(nil), header...), b...)
+		if s.Name == s.Workload+"-medium" {
+			// The queries carry the medium setup's objectives: its
+			// infrastructure is the one `tierflow explain setups/W.sql`
+			// finds beside them (W.infra.yaml), so that they plan as they
+			// are without flags.
+			out["setups/"+s.Workload+".infra.yaml"] = out["setups/"+s.Infra]
+		}
 		if s.Name == "aicity-medium" {
 			out["aicity/infra.yaml"] = out["setups/"+s.Infra]
 		}

@@ -10,6 +10,7 @@ import (
 	"github.com/tierflow/tierflow/operators/session"
 	"github.com/tierflow/tierflow/operators/sources"
 	"github.com/tierflow/tierflow/planner/logical"
+	"github.com/tierflow/tierflow/runtime/coordinator"
 	"github.com/tierflow/tierflow/runtime/deploy"
 )
 
@@ -25,7 +26,7 @@ type scriptEngine struct {
 // the source settings of the run, then of the script's SET exec.* so far.
 func (e *scriptEngine) script(q session.Query) (deploy.Script, error) {
 	so := e.so
-	sc := deploy.Script{Filename: q.Filename, Source: q.Script, BaseDir: so.BaseDir, Catalog: so.Catalog, Nth: q.Nth}
+	sc := deploy.Script{Filename: q.Filename, Source: q.Script, BaseDir: so.BaseDir, Catalog: so.Catalog, CatalogBeside: so.CatalogBeside, Nth: q.Nth}
 	x := session.Exec{MaxDelay: so.MaxDelay, BatchSize: so.BatchSize, Replay: so.Replay}
 	if so.OnError != "" {
 		x.OnError, _ = sources.ParseOnError(so.OnError) // checked by RunScript
@@ -44,15 +45,24 @@ func (e *scriptEngine) script(q session.Query) (deploy.Script, error) {
 // Exec submits q; its rows arrive on the stream as the client writes them.
 // An INSERT INTO a file or stdout runs in this process: operators/exec
 // opens the target at build time and closes it only in its own Run, so
-// every worker would truncate the file and none would flush it.
+// every worker would truncate the file and none would flush it. It is
+// planned as the coordinator plans the others: its objectives hold, and it
+// runs the variants the plan chose.
 func (e *scriptEngine) Exec(ctx context.Context, q session.Query) (session.Stream, error) {
 	sc, err := e.script(q)
 	if err != nil {
 		return nil, err
 	}
+	local := false
+	if sk, ok := q.Bound.Root.(*logical.Sink); ok && sk.Sink != nil && localSink(sk.Sink.Kind) {
+		local = true
+		if err := e.c.planHere(ctx, &sc, q.Bound, q.Catalog, q.Options); err != nil {
+			return nil, err
+		}
+	}
 	ctx, cancel := context.WithCancel(ctx)
 	st := &clusterStream{Pipe: session.NewPipe(q.Bound.Root.Schema(), cancel), stats: e.so.Stats}
-	if sk, ok := q.Bound.Root.(*logical.Sink); ok && sk.Sink != nil && localSink(sk.Sink.Kind) {
+	if local {
 		go func() {
 			local, err := e.c.runLocal(ctx, sc, e.so)
 			st.local = local
@@ -60,9 +70,14 @@ func (e *scriptEngine) Exec(ctx context.Context, q session.Query) (session.Strea
 		}()
 		return st, nil
 	}
+	// The query's name is chosen here so that its sources can be watched
+	// while it runs (watchSources).
+	name := coordinator.NewQueryName()
+	stopWatch := e.c.watchSources(name, q.Bound, e.so.Log)
 	go func() {
-		info, err := e.c.Run(ctx, sc, st.Writer())
-		st.info = info
+		info, err := e.c.client.Submit(ctx, sc, name, st.Writer())
+		stopWatch()
+		st.info, st.failed = info, err != nil
 		st.Finish(err)
 	}()
 	return st, nil
@@ -127,6 +142,8 @@ type clusterStream struct {
 	// INSERT run in this process.
 	info  deploy.QueryInfo
 	local *exec.Stats
+	// failed: the query's error is the command's to print, once.
+	failed bool
 }
 
 // Report writes the ended query's summary line on log and its --stats.
@@ -147,7 +164,11 @@ func (s *clusterStream) Report(log io.Writer) error {
 		return nil
 	}
 	if log != nil {
-		fmt.Fprintln(log, Summary(info))
+		sum := info
+		if s.failed {
+			sum.Error = ""
+		}
+		fmt.Fprintln(log, Summary(sum))
 		for _, p := range info.Problems {
 			fmt.Fprintf(log, "--   %s\n", p)
 		}

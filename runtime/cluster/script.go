@@ -18,6 +18,9 @@ import (
 	"github.com/tierflow/tierflow/operators/session"
 	"github.com/tierflow/tierflow/operators/sinks"
 	"github.com/tierflow/tierflow/operators/sources"
+	"github.com/tierflow/tierflow/planner"
+	"github.com/tierflow/tierflow/planner/catalog"
+	"github.com/tierflow/tierflow/planner/logical"
 	"github.com/tierflow/tierflow/runtime/connectors"
 	"github.com/tierflow/tierflow/runtime/control"
 	"github.com/tierflow/tierflow/runtime/deploy"
@@ -27,9 +30,12 @@ import (
 type ScriptOptions struct {
 	// BaseDir resolves relative paths (default: the script's directory).
 	BaseDir string
-	// Catalog is a catalog YAML file the script starts from (optional).
-	Catalog string
-	// NewOutput makes the writer for each query's rows (nil: a table on
+	// Catalog is a catalog YAML file the script starts from (optional);
+	// CatalogBeside says it was found beside the script, not named, so the
+	// script's CREATEs replace its entries (deploy.Script.CatalogBeside).
+	Catalog       string
+	CatalogBeside bool
+	// NewOutput makes the writer for each SELECT's rows (nil: a table on
 	// Stdout).
 	NewOutput func() (sinks.Writer, error)
 	// Stdout receives SHOW output and default tables (default os.Stdout).
@@ -82,7 +88,7 @@ func (c *Cluster) RunScript(ctx context.Context, filename, src string, so Script
 	// The catalog as the script makes it, for EXPLAIN and for binding each
 	// query here; the coordinator and the workers compile the script's
 	// text themselves, in their processes.
-	cat, err := deploy.Script{Catalog: so.Catalog}.LoadCatalog()
+	cat, err := deploy.Script{Catalog: so.Catalog, CatalogBeside: so.CatalogBeside}.LoadCatalog()
 	if err != nil {
 		return err
 	}
@@ -257,11 +263,94 @@ func WriteEstimates(w io.Writer, query string, e control.Estimates) {
 	tw.Flush()
 }
 
+// watchSources says on log, once per stream, when a stream the query reads
+// has given its scan nothing yet sources.WaitNotice after the query began
+// to run (the coordinator's view of the workers' reports), as a local run
+// does (exec.WatchSources): a subject nothing publishes to then reads as a
+// wait, not a hang. It returns the function that stops it.
+func (c *Cluster) watchSources(query string, plan *logical.Plan, log io.Writer) func() {
+	streams := map[string]string{} // scan operator -> what it reads
+	logical.Walk(plan.Root, func(n logical.Node) bool {
+		if sc, ok := n.(*logical.Scan); ok && sc.Stream != nil {
+			streams["scan "+sc.Stream.Name] = streamWhat(sc.Stream)
+		}
+		return true
+	})
+	if log == nil || c.Coordinator == nil || len(streams) == 0 {
+		return func() {}
+	}
+	stop := make(chan struct{})
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		said := map[string]bool{}
+		var running time.Time
+		tick := time.NewTicker(sources.WaitNotice / 6)
+		defer tick.Stop()
+		for {
+			select {
+			case <-stop:
+				return
+			case now := <-tick.C:
+				info, ok := c.Coordinator.Query(query)
+				if !ok || info.State != deploy.StateRunning {
+					continue
+				}
+				if running.IsZero() {
+					running = now
+				}
+				if now.Sub(running) < sources.WaitNotice {
+					continue
+				}
+				rows := map[string]int64{}
+				for _, op := range info.Operators {
+					rows[op.Operator] += op.RowsOut
+				}
+				for op, what := range streams {
+					if rows[op] == 0 && !said[op] {
+						said[op] = true
+						fmt.Fprintf(log, "-- %s\n", sources.Silence{What: what, For: now.Sub(running)}.Text())
+					}
+				}
+			}
+		}
+	}()
+	return func() { close(stop); <-done }
+}
+
+// streamWhat is what a stream's source reads, as the waiting notices say.
+func streamWhat(st *catalog.Stream) string {
+	switch strings.ToLower(st.Source) {
+	case "nats":
+		return fmt.Sprintf("stream %s, NATS subject %q", st.Name, st.Subject)
+	case "jetstream":
+		return fmt.Sprintf("stream %s, JetStream subject %q", st.Name, st.Subject)
+	}
+	return fmt.Sprintf("stream %s, file %q", st.Name, st.Subject)
+}
+
+// planHere plans a query that runs in this process (runLocal) on the
+// cluster's infrastructure: an objective no plan meets fails it, at the
+// objective, as the coordinator fails the others; a plan sets the variants
+// it runs. A query the planner cannot place runs as planned by the
+// runtime's rules, as on the cluster.
+func (c *Cluster) planHere(ctx context.Context, sc *deploy.Script, plan *logical.Plan, cat *catalog.Catalog, po planner.Options) error {
+	res, err := planner.PlanLogical(ctx, plan, cat, c.infra, po)
+	if err != nil {
+		return nil
+	}
+	if err := res.Runnable(); err != nil {
+		return err
+	}
+	sc.Variants = res.Physical.Variants()
+	return nil
+}
+
 // runLocal runs one query in this process (operators/exec), with the model
 // runtime and the NATS connectors on the cluster's server.
 func (c *Cluster) runLocal(ctx context.Context, sc deploy.Script, so ScriptOptions) (*exec.Stats, error) {
-	eo := exec.Options{Stdout: so.Stdout}
-	ExecHooks(c.conns[0], c.ortLib, c.modelLog, 0)(&eo, deploy.ExecPart{})
+	eo := exec.Options{Stdout: so.Stdout, Notices: so.Log}
+	ExecHooks(c.conns[0], c.ortLib, c.modelLog, 0)(&eo, deploy.ExecPart{Variants: sc.Variants})
 	policy := sources.Fail
 	if so.OnError != "" {
 		policy, _ = sources.ParseOnError(so.OnError) // checked by RunScript

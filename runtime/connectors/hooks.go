@@ -73,7 +73,26 @@ func (h Hooks) Stream(s *catalog.Stream, schema *arrow.Schema, et sources.EventT
 	if s.SourceMaxDelayMs > 0 {
 		cfg.MaxDelay = time.Duration(s.SourceMaxDelayMs * float64(time.Millisecond))
 	}
-	return c.NewSource(cfg)
+	mk, err := c.NewSource(cfg)
+	if err != nil {
+		return nil, err
+	}
+	// What the source says it waits on when nothing arrives.
+	what := fmt.Sprintf("stream %s, %s subject %q", s.Name, sourceName(s.Source), s.Subject)
+	return func() (dataflow.Operator, error) {
+		op, err := mk()
+		if w, ok := op.(interface{ Watch(string) }); ok {
+			w.Watch(what)
+		}
+		return op, err
+	}, nil
+}
+
+func sourceName(kind string) string {
+	if strings.EqualFold(kind, JetStream) {
+		return "JetStream"
+	}
+	return "NATS"
 }
 
 // Sink opens the writer of a sink TO NATS or TO JETSTREAM (format default

@@ -201,6 +201,11 @@ func (c *Coordinator) place(ctx context.Context, req deploy.SubmitRequest, ws []
 					bound: bound, root: res.Rewritten.Root, workers: ws, settings: script.Planner}, nil
 			}
 			perr = err
+		} else if deploy.KindOf(err) == deploy.KindInput {
+			// The plan's query cannot be built for a reason of its own (a
+			// model file that is not there): building it by the default
+			// rules would fail the same way and blame another variant.
+			return placed{}, err
 		} else {
 			perr = err
 		}

@@ -28,6 +28,10 @@ type Script struct {
 	BaseDir string `json:"base_dir,omitempty"`
 	// Catalog is a catalog YAML file the script starts from (optional).
 	Catalog string `json:"catalog,omitempty"`
+	// CatalogBeside says Catalog was found beside the script rather than
+	// named (catalog.Catalog.BaseFile): the script's CREATEs replace its
+	// entries.
+	CatalogBeside bool `json:"catalog_beside,omitempty"`
 	// Nth picks the Nth query (1-based) of a script with several: the
 	// definitions before it apply, everything from it on is ignored. 0
 	// means the script holds exactly one query.
@@ -304,5 +308,9 @@ func (s Script) LoadCatalog() (*catalog.Catalog, error) {
 	if s.Catalog == "" {
 		return &catalog.Catalog{}, nil
 	}
-	return catalog.LoadFile(s.Catalog)
+	cat, err := catalog.LoadFile(s.Catalog)
+	if err == nil && s.CatalogBeside {
+		cat.BaseFile = s.Catalog
+	}
+	return cat, err
 }

@@ -6,6 +6,7 @@ import (
 
 	"github.com/tierflow/tierflow/lang"
 	"github.com/tierflow/tierflow/operators/exec"
+	"github.com/tierflow/tierflow/planner"
 	"github.com/tierflow/tierflow/planner/bind"
 )
 
@@ -37,7 +38,9 @@ type InputError interface {
 // an InputError; KindLimit for a resource limit (ErrLimit); "" for
 // everything else.
 func KindOf(err error) string {
-	if err == nil {
+	if err == nil || errors.Is(err, planner.ErrInfeasible) {
+		// Objectives no plan meets are positioned like a binding
+		// problem, but the query is well formed: a failure (exit 1).
 		return ""
 	}
 	var le *lang.Error

@@ -194,7 +194,13 @@ func ModelFile(v *catalog.Variant, base string) (string, error) {
 		}
 		tried = append(tried, p)
 	}
-	return "", fmt.Errorf("%w: variant %s: file %s not found (tried %v)", ErrModel, v.Name, v.File, tried)
+	err := fmt.Errorf("%w: variant %s: file %s not found (tried %v)", ErrModel, v.Name, v.File, tried)
+	if v.Pos.Line > 0 {
+		// Blame the catalog entry or CREATE MODEL that names the file,
+		// not the call that uses it.
+		err = fmt.Errorf("%s: %w", v.Pos, err)
+	}
+	return "", err
 }
 
 // CheckModelArgs is the binder's bind.ModelArgChecker over model files: each

@@ -9,6 +9,9 @@ import (
 	"unicode/utf8"
 
 	"github.com/apache/arrow/go/v17/arrow"
+
+	"github.com/tierflow/tierflow/operators/functions"
+	"github.com/tierflow/tierflow/operators/sinks"
 )
 
 // Formats lists the result formats \format and --format accept.
@@ -181,68 +184,81 @@ func trimLines(s string) string {
 	return strings.Join(lines, "\n")
 }
 
-// jsonRenderer writes one JSON array (written as rows arrive, so a stream is
-// valid JSON once it ends) or JSON lines.
+// jsonRenderer writes one JSON array as DuckDB's CLI does in .mode json
+// ("[{...},\n{...}]") or JSON lines. In an array each row's line ends
+// once the next row (its comma) or the end (the closing bracket) is
+// known, so the last row shown is held back until then: a line left open
+// would be erased by the status line drawn under it on a terminal (which
+// dropped the opening bracket and the last row).
 type jsonRenderer struct {
-	w     io.Writer
-	lines bool
-	cols  []column
-	n     int64
+	w       io.Writer
+	lines   bool
+	cols    []column
+	n       int64
+	pending []byte // the array's last row, not yet written
 }
 
 func (j *jsonRenderer) begin(cols []column) error {
 	j.cols = cols
-	if j.lines {
-		return nil
-	}
-	_, err := io.WriteString(j.w, "[")
-	return err
+	return nil
 }
 
 func (j *jsonRenderer) rows(rows [][]cell) error {
 	var b strings.Builder
 	for _, r := range rows {
-		switch {
-		case j.lines:
-		case j.n == 0:
-			b.WriteString("\n  ")
-		default:
-			b.WriteString(",\n  ")
+		row := j.object(r)
+		if j.lines {
+			b.Write(row)
+			b.WriteByte('\n')
+			continue
+		}
+		if j.pending != nil {
+			if j.n == 1 {
+				b.WriteByte('[')
+			}
+			b.Write(j.pending)
+			b.WriteString(",\n")
 		}
 		j.n++
-		b.WriteByte('{')
-		for i, c := range r {
-			if i > 0 {
-				b.WriteByte(',')
-			}
-			k, _ := json.Marshal(j.cols[i].name)
-			b.Write(k)
-			b.WriteByte(':')
-			v := []byte("null")
-			if !c.null {
-				var err error
-				if v, err = json.Marshal(c.value); err != nil {
-					v, _ = json.Marshal(c.text)
-				}
-			}
-			b.Write(v)
-		}
-		b.WriteByte('}')
-		if j.lines {
-			b.WriteByte('\n')
-		}
+		j.pending = row
 	}
 	_, err := io.WriteString(j.w, b.String())
 	return err
+}
+
+// object is one row as a JSON object.
+func (j *jsonRenderer) object(r []cell) []byte {
+	var b []byte
+	b = append(b, '{')
+	for i, c := range r {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		k, _ := json.Marshal(j.cols[i].name)
+		b = append(b, k...)
+		b = append(b, ':')
+		v := []byte("null")
+		if !c.null {
+			var err error
+			if v, err = json.Marshal(c.value); err != nil {
+				v, _ = json.Marshal(c.text)
+			}
+		}
+		b = append(b, v...)
+	}
+	return append(b, '}')
 }
 
 func (j *jsonRenderer) end(int64) error {
 	if j.lines {
 		return nil
 	}
-	end := "\n]\n"
-	if j.n == 0 {
-		end = "]\n"
+	end := "[]\n"
+	if j.pending != nil {
+		end = string(j.pending) + "]\n"
+		if j.n == 1 {
+			end = "[" + end
+		}
 	}
 	_, err := io.WriteString(j.w, end)
 	return err
@@ -310,9 +326,18 @@ func recordCells(rec arrow.Record) [][]cell {
 		rows[i] = make([]cell, rec.NumCols())
 	}
 	for c, arr := range rec.Columns() {
+		id := arr.DataType().ID()
+		temporal := id == arrow.TIMESTAMP || id == arrow.DURATION
 		for r := 0; r < n; r++ {
 			if arr.IsNull(r) {
 				rows[r][c] = cell{null: true}
+				continue
+			}
+			if temporal {
+				// As DuckDB prints them, in every format (arrow's own
+				// text is "3600000000us", "2024-05-01 08:00:00Z").
+				t := sinks.FormatValue(functions.ValueAt(arr, r), "")
+				rows[r][c] = cell{text: t, value: t}
 				continue
 			}
 			rows[r][c] = cell{text: arr.ValueStr(r), value: arr.GetOneForMarshal(r)}

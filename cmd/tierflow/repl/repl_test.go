@@ -3,6 +3,7 @@ package repl
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"flag"
 	"io"
@@ -11,12 +12,14 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/apache/arrow/go/v17/arrow"
 	"github.com/apache/arrow/go/v17/arrow/array"
 	"github.com/apache/arrow/go/v17/arrow/memory"
 
 	"github.com/tierflow/tierflow/lang"
+	"github.com/tierflow/tierflow/operators/sources"
 	"github.com/tierflow/tierflow/planner/catalog"
 )
 
@@ -420,5 +423,127 @@ func TestDescribeInferredSchema(t *testing.T) {
 	err := s.RunScript(context.Background(), script, strings.NewReader("CREATE TABLE u FROM FILE 'missing.csv';\n"))
 	if err == nil || !IsBadInput(err) || !strings.Contains(err.Error(), "missing.csv") {
 		t.Errorf("missing file: %v", err)
+	}
+}
+
+// screen is what a terminal shows of the bytes written to it: "\r" moves
+// to the line's start, ESC[2K erases the line, "\n" starts the next one,
+// other escapes (colour) are dropped.
+type screen struct {
+	lines []string
+	cur   []rune
+	col   int
+}
+
+func (s *screen) Write(p []byte) (int, error) {
+	text := string(p)
+	for len(text) > 0 {
+		switch {
+		case strings.HasPrefix(text, "\x1b[2K"):
+			s.cur, text = s.cur[:0], text[4:]
+			continue
+		case strings.HasPrefix(text, "\x1b["):
+			end := strings.IndexFunc(text[2:], func(r rune) bool { return r >= '@' && r <= '~' })
+			text = text[2+end+1:]
+			continue
+		}
+		r := []rune(text)[0]
+		text = text[len(string(r)):]
+		switch r {
+		case '\r':
+			s.col = 0
+		case '\n':
+			s.lines = append(s.lines, string(s.cur))
+			s.cur, s.col = nil, 0
+		default:
+			if s.col < len(s.cur) {
+				s.cur[s.col] = r
+			} else {
+				s.cur = append(s.cur, r)
+			}
+			s.col++
+		}
+	}
+	return len(p), nil
+}
+
+func (s *screen) String() string { return strings.Join(append(s.lines, string(s.cur)), "\n") }
+
+// TestJSONOnATerminal: on a terminal, where the status line is drawn under
+// the rows and erased before the next ones, \format json still shows the
+// whole array: the opening bracket and the last row used to be erased with
+// the status line (their line was still open).
+func TestJSONOnATerminal(t *testing.T) {
+	mem := checkedAlloc(t)
+	var term screen
+	s, err := New(Config{Out: &term, Err: &term, Engine: fixture(t, mem), Format: "json", Interactive: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	if err := s.RunScript(context.Background(), "t.sql", strings.NewReader(ddl+"SELECT camera, label, score FROM shelves;\n")); err != nil {
+		t.Fatal(err)
+	}
+	shown := term.String()
+	start := strings.Index(shown, "[{")
+	end := strings.Index(shown, "}]")
+	if start < 0 || end < start {
+		t.Fatalf("no whole JSON array on the screen:\n%s", shown)
+	}
+	var rows []map[string]any
+	if err := json.Unmarshal([]byte(shown[start:end+2]), &rows); err != nil || len(rows) != 4 {
+		t.Fatalf("the screen's array has %d rows (%v), want 4:\n%s", len(rows), err, shown)
+	}
+}
+
+// quietEngine runs a query whose source has received nothing: its stream
+// ends after a while, and says it is waiting on a subject meanwhile.
+type quietEngine struct{ schema *arrow.Schema }
+
+func (e quietEngine) Exec(context.Context, Query) (Stream, error) {
+	return &quietStream{schema: e.schema, end: time.After(3 * statusEvery)}, nil
+}
+
+type quietStream struct {
+	schema *arrow.Schema
+	end    <-chan time.Time
+}
+
+func (q *quietStream) Schema() *arrow.Schema { return q.schema }
+func (q *quietStream) Close() error          { return nil }
+func (q *quietStream) Next(ctx context.Context) (arrow.Record, error) {
+	select {
+	case <-q.end:
+		return nil, io.EOF
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+}
+func (q *quietStream) Silent(time.Duration) []sources.Silence {
+	return []sources.Silence{{What: `stream shelves, NATS subject "store.frames"`, For: 4 * time.Second}}
+}
+
+// TestQuietSourceIsShown: a query whose source receives nothing says what
+// it waits on: in the status line on a terminal, once on stderr otherwise
+// (it said nothing, and looked hung).
+func TestQuietSourceIsShown(t *testing.T) {
+	schema := arrow.NewSchema([]arrow.Field{{Name: "camera", Type: arrow.PrimitiveTypes.Int64}}, nil)
+	for _, interactive := range []bool{true, false} {
+		var out, errw bytes.Buffer
+		s, err := New(Config{Out: &out, Err: &errw, Engine: quietEngine{schema}, Interactive: interactive})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := s.RunScript(context.Background(), "t.sql", strings.NewReader(ddl+"SELECT camera FROM shelves;\n")); err != nil {
+			t.Fatal(err)
+		}
+		s.Close()
+		want := `-- waiting 4s on stream shelves, NATS subject "store.frames": nothing has arrived yet (Ctrl-C stops)` + "\n"
+		if interactive {
+			want = `; waiting on stream shelves, NATS subject "store.frames" (Ctrl-C cancels)`
+		}
+		if n := strings.Count(errw.String(), want); n == 0 || !interactive && n != 1 {
+			t.Errorf("interactive %v: stderr says %d times %q:\n%q", interactive, n, want, errw.String())
+		}
 	}
 }

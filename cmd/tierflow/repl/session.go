@@ -258,6 +258,11 @@ func caret(src, msg string, line, col int) string {
 // IsBadInput reports whether err is the user's input being wrong (exit 2)
 // rather than a failure while running (exit 1).
 func IsBadInput(err error) bool {
+	if errors.Is(err, planner.ErrInfeasible) {
+		// Positioned like a binding problem, but the query is well
+		// formed: no plan of this infrastructure meets it.
+		return false
+	}
 	for _, kind := range []error{ErrBadInput, lang.ErrSyntax, bind.ErrBind, catalog.ErrUnknown, catalog.ErrExists, planner.ErrNoInfra, exec.ErrUnsupported, session.ErrUnsupported, session.ErrInvalid} {
 		if errors.Is(err, kind) {
 			return true

@@ -5,9 +5,12 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"strings"
 	"time"
 
 	"github.com/apache/arrow/go/v17/arrow"
+
+	"github.com/tierflow/tierflow/operators/sources"
 )
 
 // statusEvery is how often the status line refreshes while nothing arrives.
@@ -58,6 +61,25 @@ func (s *Session) render(ctx context.Context, stream Stream, insert bool) error 
 	st := status{w: s.cfg.Err, on: s.cfg.Interactive, start: time.Now(), color: s.cfg.Color}
 	tick := time.NewTicker(statusEvery)
 	defer tick.Stop()
+	// What quiet sources wait on: in the status line on a terminal, else
+	// a notice on stderr once per source that has received nothing yet.
+	wt, _ := stream.(waiter)
+	said := map[string]bool{}
+	quiet := func() {
+		if wt == nil {
+			return
+		}
+		silent := wt.Silent(sources.WaitNotice)
+		st.waiting = st.waiting[:0]
+		for _, q := range silent {
+			if st.on {
+				st.waiting = append(st.waiting, q.What)
+			} else if !q.Ever && !said[q.What] {
+				said[q.What] = true
+				fmt.Fprintf(s.cfg.Err, "-- %s\n", q.Text())
+			}
+		}
+	}
 	cancelled := func() error {
 		st.clear()
 		if err := r.end(st.rows); err != nil {
@@ -70,6 +92,7 @@ func (s *Session) render(ctx context.Context, stream Stream, insert bool) error 
 	for {
 		select {
 		case <-tick.C:
+			quiet()
 			st.draw()
 		case <-ctx.Done():
 			return cancelled()
@@ -110,6 +133,11 @@ func (s *Session) render(ctx context.Context, stream Stream, insert bool) error 
 	}
 }
 
+// waiter is a Stream that can tell what its sources wait on.
+type waiter interface {
+	Silent(after time.Duration) []sources.Silence
+}
+
 // discard is the renderer of INSERT: its rows went to the sink.
 type discard struct{}
 
@@ -135,6 +163,8 @@ type status struct {
 	start time.Time
 	rows  int64
 	shown bool
+	// waiting are the sources that have received nothing for a while.
+	waiting []string
 }
 
 func (st *status) summary() string {
@@ -154,7 +184,11 @@ func (st *status) draw() {
 	if !st.on {
 		return
 	}
-	line := "… " + st.summary() + " (Ctrl-C cancels)"
+	line := "… " + st.summary()
+	if len(st.waiting) > 0 {
+		line += "; waiting on " + strings.Join(st.waiting, "; ")
+	}
+	line += " (Ctrl-C cancels)"
 	if st.color {
 		line = "\x1b[2m" + line + "\x1b[0m"
 	}

@@ -1,0 +1,187 @@
+package planner_test
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"testing"
+
+	"github.com/tierflow/tierflow/lang"
+	"github.com/tierflow/tierflow/planner"
+	"github.com/tierflow/tierflow/planner/bind"
+	"github.com/tierflow/tierflow/planner/catalog"
+	"github.com/tierflow/tierflow/planner/explain"
+	"github.com/tierflow/tierflow/planner/infra"
+	"github.com/tierflow/tierflow/planner/lower"
+)
+
+// oneTypeInfra is run's built-in infrastructure in shape: a free worker of
+// type "local" on each of three tiers.
+const oneTypeInfra = `tiers: [{name: edge}, {name: hub}, {name: cloud}]
+default_link: {cost_per_gb: 0}
+worker_types: [{name: local, price: 0}]
+workers:
+  - {name: edge-1, type: local, tier: edge}
+  - {name: hub-1, type: local, tier: hub}
+  - {name: cloud-1, type: local, tier: cloud}
+`
+
+// planScript applies a script's CREATEs and plans its last statement.
+func planScript(t *testing.T, src, infraYAML string, o planner.Options) (*planner.Result, error) {
+	t.Helper()
+	inf, err := infra.Parse("i.yaml", []byte(infraYAML))
+	if err != nil {
+		t.Fatal(err)
+	}
+	script, err := lang.Parse("q.sql", src)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cat := &catalog.Catalog{}
+	var last lang.Statement
+	for _, st := range script.Statements {
+		if ok, err := bind.Apply(cat, st); ok {
+			if err != nil {
+				t.Fatal(err)
+			}
+			continue
+		}
+		last = st
+	}
+	return planner.PlanStatement(context.Background(), last, cat, inf, o)
+}
+
+const unprofiledModel = `CREATE MODEL classify TASK 'image-classification'
+  INPUTS (image TENSOR(FLOAT, 1, 28, 28))
+  OUTPUTS (label VARCHAR, score FLOAT)
+  VARIANTS (small FROM 'small.onnx' WITH (accuracy = 84), large FROM 'large.onnx' WITH (accuracy = 90), mid FROM 'mid.onnx' WITH (accuracy = 87));
+CREATE STREAM frames (id BIGINT, image TENSOR(FLOAT, 1, 28, 28)) FROM NATS 'f' FORMAT ARROW RATE 40 PER SECOND;
+`
+
+// TestUnprofiledModelIsEstimated: a model declared in SQL without latency
+// profiles plans (it used to fail: "no worker can run model classify"),
+// its latency estimated on every worker type, the plan saying so and
+// naming `tierflow profile`; estimated alike, the most accurate variant
+// wins, as the runtime's default placement runs it.
+func TestUnprofiledModelIsEstimated(t *testing.T) {
+	res, err := planScript(t, unprofiledModel+"SELECT id, c.label FROM frames CROSS JOIN LATERAL classify(image) AS c(label, score);", oneTypeInfra, planner.Options{})
+	if err != nil {
+		t.Fatalf("an unprofiled model does not plan: %v", err)
+	}
+	op := res.Physical.Operator("classify")
+	if op == nil {
+		t.Fatalf("no classify operator: %+v", res.Physical.Operators)
+	}
+	if op.Variant != "large" {
+		t.Errorf("variant %s, want the most accurate (large)", op.Variant)
+	}
+	if strings.Join(op.Estimated, ",") != "local" {
+		t.Errorf("estimated on %v, want [local]", op.Estimated)
+	}
+	if cap := op.Workers[0].Capacity; cap != 1000/lower.EstimatedLatencyMs {
+		t.Errorf("capacity %g items/s, want %g (the estimated latency's)", cap, 1000/lower.EstimatedLatencyMs)
+	}
+	txt := explain.Text(res.Physical)
+	if !strings.Contains(txt, "latency estimated on local") || !strings.Contains(txt, "tierflow profile") {
+		t.Errorf("EXPLAIN does not say the latency is estimated and how to measure it:\n%s", txt)
+	}
+	var js strings.Builder
+	if err := explain.JSON(&js, res.Physical); err != nil || !strings.Contains(js.String(), `"estimated_latency_on"`) {
+		t.Errorf("EXPLAIN (FORMAT JSON) does not carry the estimate: %v\n%s", err, js.String())
+	}
+}
+
+// TestObjectiveOverAnEstimateIsInfeasible: the objective rule holds for an
+// unprofiled model too: ACCURACY no variant reaches is infeasible at its
+// position (the runtime used to run the most accurate variant anyway).
+func TestObjectiveOverAnEstimateIsInfeasible(t *testing.T) {
+	res, err := planScript(t, unprofiledModel+"SELECT id, c.label FROM frames CROSS JOIN LATERAL classify(image) AS c(label, score)\nWITH (ACCURACY >= 99);", oneTypeInfra, planner.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = res.Runnable()
+	if !errors.Is(err, planner.ErrInfeasible) || !strings.HasPrefix(err.Error(), "q.sql:7:7: ") || !strings.Contains(err.Error(), "90") {
+		t.Errorf("Runnable() = %v, want ErrInfeasible at q.sql:7:7 naming the best reachable accuracy (90)", err)
+	}
+}
+
+// TestProfilesForAnotherSetupAreEstimated: a catalog profiled for other
+// worker types plans on this infrastructure at its slowest profiled
+// latency; profiles that name one of the infrastructure's types keep the
+// others out (they cannot run the model).
+func TestProfilesForAnotherSetupAreEstimated(t *testing.T) {
+	src := `CREATE MODEL classify TASK 'c' INPUTS (image TENSOR(FLOAT, 1, 28, 28)) OUTPUTS (label VARCHAR, score FLOAT)
+  VARIANTS (small FROM 's.onnx' WITH (accuracy = 84, latency_ms.x2 = 2), large FROM 'l.onnx' WITH (accuracy = 90, latency_ms.x2 = 5));
+CREATE STREAM frames (id BIGINT, image TENSOR(FLOAT, 1, 28, 28)) FROM NATS 'f' FORMAT ARROW;
+SELECT id, c.label FROM frames CROSS JOIN LATERAL classify(image) AS c(label, score);`
+	res, err := planScript(t, src, oneTypeInfra, planner.Options{})
+	if err != nil {
+		t.Fatalf("a model profiled for another setup does not plan: %v", err)
+	}
+	op := res.Physical.Operator("classify")
+	if op.Variant != "large" || len(op.Estimated) == 0 || op.Workers[0].Capacity != 1000/5.0 {
+		t.Errorf("got %s estimated on %v at %g items/s, want large estimated at its slowest profile (200 items/s)", op.Variant, op.Estimated, op.Workers[0].Capacity)
+	}
+	// The same catalog on a setup with x2 workers: its profiles hold.
+	mixed := `tiers: [{name: edge}, {name: cloud}]
+default_link: {cost_per_gb: 0}
+worker_types: [{name: camera, price: 0}, {name: x2, price: 1}]
+workers:
+  - {name: e, type: camera, tier: edge}
+  - {name: c, type: x2, tier: cloud}
+`
+	res, err = planScript(t, src, mixed, planner.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	op = res.Physical.Operator("classify")
+	if len(op.Estimated) != 0 || len(op.Workers) != 1 || op.Workers[0].Name != "c" {
+		t.Errorf("on %+v estimated %v, want the profiled x2 worker c only", op.Workers, op.Estimated)
+	}
+}
+
+// TestQueriesWithoutAStreamPlan: a query over tables only, or without FROM,
+// plans as one relational stage where the runtime runs it (it failed with
+// "nothing to place" and no position).
+func TestQueriesWithoutAStreamPlan(t *testing.T) {
+	for _, src := range []string{
+		"CREATE TABLE sites (sensor BIGINT, site VARCHAR) FROM FILE 'sites.csv' FORMAT CSV;\nSELECT site, count(*) AS n FROM sites GROUP BY site;",
+		"SELECT 1 + 1 AS two;",
+	} {
+		res, err := planScript(t, src, oneTypeInfra, planner.Options{})
+		if err != nil {
+			t.Errorf("%s: %v", src, err)
+			continue
+		}
+		if !res.Physical.Feasible || len(res.Physical.Sources) != 1 || !res.Physical.Sources[0].Bounded {
+			t.Errorf("%s: plan %+v, want a feasible plan from one bounded source", src, res.Physical)
+		}
+		txt := explain.Text(res.Physical)
+		if !strings.Contains(txt, "Table sites (tier edge, read once)") && !strings.Contains(txt, "Values (one row, tier edge)") {
+			t.Errorf("%s: EXPLAIN does not show the table or values it reads:\n%s", src, txt)
+		}
+	}
+}
+
+// TestExplainPlansExplainAnalyze: EXPLAIN ANALYZE's run bounds (DURATION,
+// ROWS) are nothing to plan by: planning it accepts them; on a plain
+// EXPLAIN they are an error at the option.
+func TestExplainPlansExplainAnalyze(t *testing.T) {
+	for src, want := range map[string]string{
+		"EXPLAIN ANALYZE (DURATION 5, ROWS 500, FORMAT TEXT) SELECT 1 AS a;": "",
+		"EXPLAIN (DURATION 5) SELECT 1 AS a;":                                "q.sql:1:10: EXPLAIN option DURATION bounds EXPLAIN ANALYZE's run",
+	} {
+		script, err := lang.Parse("q.sql", src)
+		if err != nil {
+			t.Fatal(err)
+		}
+		format := "text"
+		err = planner.ExplainOptions(script.Statements[0].(*lang.Explain), &planner.Options{}, &format, nil)
+		switch {
+		case want == "" && err != nil:
+			t.Errorf("%s: %v", src, err)
+		case want != "" && (err == nil || !strings.HasPrefix(err.Error(), want)):
+			t.Errorf("%s: %v, want %q", src, err, want)
+		}
+	}
+}
