@@ -52,7 +52,7 @@ func TestRunOCRProcesses(t *testing.T) {
 	}
 	t.Setenv(childEnv, "real")
 	code, out, errs := runCLI(t, "", "--catalog", filepath.Join(dir, "catalog.yaml"), "--infra", filepath.Join(dir, "infra.yaml"),
-		"run", "--processes", "--format", "json", query)
+		"run", "--processes", "--format", "jsonl", query)
 	if code != exitOK {
 		t.Fatalf("exit %d\n%s\n%s", code, out, errs)
 	}

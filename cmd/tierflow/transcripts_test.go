@@ -103,6 +103,8 @@ var (
 		{regexp.MustCompile(`nats://127\.0\.0\.1:\d+`), "nats://127.0.0.1:PORT"},
 		{regexp.MustCompile(`\bq-[0-9a-f]{8}\b`), "q-ID"},
 		{regexp.MustCompile(`^(Optimizer time|Time): .*$`), "$1: (masked)"},
+		// A Go duration's unit follows its size (850ms, 2.634s, 1m2s).
+		{regexp.MustCompile(`\b(\d+h)?(\d+m)?\d+(\.\d+)?(ns|µs|ms|s)\b`), "DURATION"},
 		// Files named from where the checkout is (an absolute catalog).
 		{regexp.MustCompile(`/\S+/(examples|\.cache)/`), "$1/"},
 	}
