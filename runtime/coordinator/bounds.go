@@ -31,9 +31,11 @@ type Bounds struct {
 	SubmitsPerMinute float64
 	SubmitBurst      int
 	// CompilingPerUser is how many of one user's submissions are compiled
-	// and placed at once (default 2); one more is refused, so that a user
-	// submitting huge scripts holds at most that many of the coordinator's
-	// Compilers (default: GOMAXPROCS, at least 4).
+	// and placed at once (default 2), so that a user submitting huge
+	// scripts holds at most that many of the coordinator's Compilers
+	// (default: GOMAXPROCS, at least 4). More wait their turn, up to a
+	// SubmitBurst of them: a client submitting its queries together (one
+	// per edge source, say) is served in order, not refused.
 	CompilingPerUser int
 	Compilers        int
 	// KeepEnded is how many ended queries of each user the coordinator
@@ -71,16 +73,24 @@ func (b *Bounds) defaults() {
 // intake is the coordinator's state of the submissions under way: each
 // user's token bucket and compiles, and the compilers' slots.
 type intake struct {
-	mu        sync.Mutex
-	tokens    map[string]float64
-	refilled  map[string]time.Time
-	compiling map[string]int
-	slots     chan struct{}
+	mu       sync.Mutex
+	tokens   map[string]float64
+	refilled map[string]time.Time
+	users    map[string]*userIntake
+	slots    chan struct{}
 }
 
-// take admits one submission of user's past the rate and the per-user
-// compiles, or says why not; done must be called when it is compiled.
-func (c *Coordinator) take(user string) (done func(), err error) {
+// userIntake is one user's submissions admitted and not yet answered, and
+// the turns (CompilingPerUser of them) they take to be compiled.
+type userIntake struct {
+	pending int
+	turns   chan struct{}
+}
+
+// take admits one submission of user's past the rate and the bound on
+// what waits, or says why not; the submission then takes one of turns to
+// be compiled, and done must be called when it is answered.
+func (c *Coordinator) take(user string) (turns chan struct{}, done func(), err error) {
 	b, in := &c.cfg.Bounds, &c.in
 	in.mu.Lock()
 	defer in.mu.Unlock()
@@ -96,19 +106,24 @@ func (c *Coordinator) take(user string) (done func(), err error) {
 		if tok < 1 {
 			in.tokens[user] = tok
 			wait := time.Duration((1 - tok) / b.SubmitsPerMinute * float64(time.Minute))
-			return nil, fmt.Errorf("%w: %s submitted more than %d queries at once or %g a minute; try again in %s",
+			return nil, nil, fmt.Errorf("%w: %s submitted more than %d queries at once or %g a minute; try again in %s",
 				deploy.ErrLimit, user, b.SubmitBurst, b.SubmitsPerMinute, wait.Round(100*time.Millisecond))
 		}
 		in.tokens[user] = tok - 1
 	}
-	if in.compiling[user] >= b.CompilingPerUser {
-		return nil, fmt.Errorf("%w: %s already has %d submissions being compiled; wait for their replies", deploy.ErrLimit, user, in.compiling[user])
+	u := in.users[user]
+	if u == nil {
+		u = &userIntake{turns: make(chan struct{}, b.CompilingPerUser)}
+		in.users[user] = u
 	}
-	in.compiling[user]++
-	return func() {
+	if u.pending >= b.CompilingPerUser+b.SubmitBurst {
+		return nil, nil, fmt.Errorf("%w: %s already has %d submissions waiting to be compiled; wait for their replies", deploy.ErrLimit, user, u.pending)
+	}
+	u.pending++
+	return u.turns, func() {
 		in.mu.Lock()
-		if in.compiling[user]--; in.compiling[user] <= 0 {
-			delete(in.compiling, user)
+		if u.pending--; u.pending <= 0 {
+			delete(in.users, user)
 		}
 		in.mu.Unlock()
 	}, nil
@@ -133,7 +148,7 @@ func (c *Coordinator) onSubmit(m *nats.Msg) {
 	// The server let this client publish on this subject only: its token
 	// is who submits, whatever the request says.
 	req.Owner = user
-	done, err := c.take(user)
+	turns, done, err := c.take(user)
 	if err != nil {
 		c.cfg.Log.Warn("submission refused", "query", req.Query, "user", user, "err", err)
 		reply(m, deploy.SubmitReply{Query: req.Query, Error: err.Error()})
@@ -143,12 +158,14 @@ func (c *Coordinator) onSubmit(m *nats.Msg) {
 	go func() {
 		defer c.wg.Done()
 		defer done()
-		select {
-		case c.in.slots <- struct{}{}:
-		case <-c.stop:
-			return
+		for _, sem := range []chan struct{}{turns, c.in.slots} {
+			select {
+			case sem <- struct{}{}:
+				defer func() { <-sem }()
+			case <-c.stop:
+				return
+			}
 		}
-		defer func() { <-c.in.slots }()
 		defer c.recoverInto(m)
 		p, err := c.Submit(context.Background(), req)
 		if err != nil {

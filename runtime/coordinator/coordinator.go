@@ -108,7 +108,7 @@ func Start(cfg Config) (*Coordinator, error) {
 	}
 	cfg.Bounds.defaults()
 	c := &Coordinator{cfg: cfg, nc: cfg.Conn, stop: make(chan struct{}), workers: map[string]*deploy.WorkerInfo{}, queries: map[string]*supervisor{},
-		startedAt: time.Now(), in: intake{tokens: map[string]float64{}, refilled: map[string]time.Time{}, compiling: map[string]int{},
+		startedAt: time.Now(), in: intake{tokens: map[string]float64{}, refilled: map[string]time.Time{}, users: map[string]*userIntake{},
 			slots: make(chan struct{}, cfg.Bounds.Compilers)}}
 	c.out.reconnects = c.nc.Stats().Reconnects
 	c.authority.Store(cfg.Authority)
