@@ -30,10 +30,28 @@ var exampleRuns = map[string][]string{
 	"import jellybean ../shared/reference/jellybean-vqa-medium --out examples/vqa": {"explain", "examples/vqa/query.sql"},
 }
 
+// exampleNotRun are the examples no test runs, and why: each plans
+// (TestExamples explains it), but running needs what this repository
+// does not have yet.
+var exampleNotRun = map[string]string{
+	"examples/aicity/query.sql":  aicityNotRun,
+	"examples/setups/aicity.sql": aicityNotRun,
+	"examples/setups/vqa.sql":    vqaNotRun,
+	"examples/vqa/query.sql":     vqaNotRun,
+	"examples/vqa/budget.sql":    vqaNotRun,
+}
+
+const (
+	aicityNotRun = "the catalog's YOLOv5 and ReID variants are the JellyBean paper's profiles; their model files (models/yolov5s.onnx, ...) are not in the repository or any package setup fetches"
+	vqaNotRun    = "the JellyBean prototype's imported workflow: its models are profiles without files, and it joins two streams without a window, which the executors refuse (issue 29); examples/vqa-live runs the same workflow with real models"
+)
+
 // TestExamples: every query under examples/ is in canonical form (tierflow
 // fmt --check), plans with `tierflow explain FILE` alone, and runs as its
 // comments say, with exit 0; a long run is cut short by its own bound
-// (exampleRuns). A command the documents also show is left to
+// (exampleRuns). An example whose comments document no run runs with
+// `run FILE`, over a published stream (TestNATSExamplesRun), or is listed
+// in exampleNotRun with why not. A command the documents also show is left to
 // TestReadmeCommands, which runs it as written (once is enough: both
 // want exit 0). The OCR examples read the first two scenes
 // (smallOCRExamples); make test-long runs them on all 24.
@@ -106,6 +124,24 @@ func TestExamples(t *testing.T) {
 			// as run would use them. 13 of 22 did not: models declared in
 			// SQL had no profile, a catalog beside the script clashed with
 			// its CREATEs, table-only queries had nothing to place.
+			// Every example runs too: as documented, as the documents
+			// show, over a published stream (natsExamples), or else
+			// with `run FILE`, unless exampleNotRun says why it cannot.
+			ran := false
+			for _, m := range exampleCommand.FindAllStringSubmatch(string(src), -1) {
+				ran = ran || strings.HasPrefix(m[1], "run ")
+			}
+			for _, ex := range natsExamples {
+				ran = ran || ex.file == file
+			}
+			if why, ok := exampleNotRun[file]; ok {
+				if ran {
+					t.Errorf("exampleNotRun lists %s, which runs now", file)
+				}
+				t.Logf("not run: %s", why)
+			} else if !ran {
+				runs = append(runs, []string{"run", file})
+			}
 			plain := docsRun["tierflow explain "+file]
 			for _, args := range runs {
 				plain = plain || strings.Join(args, " ") == "explain "+file
