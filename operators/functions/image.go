@@ -30,7 +30,9 @@ func cropImageFunc(c *Ctx, ret arrow.DataType, args []compute.Datum, n int) (arr
 
 // cropper keeps the last decoded image: a detector's rows repeat their
 // frame once per box, and decoding a frame costs far more than comparing
-// its bytes with the last one's.
+// its bytes with the last one's. A frame it has not seen comes from the
+// worker's frame cache (pixels.Shared): the detector's image step, fused
+// with this projection on the same worker, decoded it moments ago.
 type cropper struct {
 	src []byte
 	img image.Image
@@ -44,7 +46,7 @@ type cropper struct {
 func (c *cropper) crop(b []byte, x0, y0, x1, y1 float64) ([]byte, bool) {
 	if c.src == nil || !bytes.Equal(b, c.src) {
 		c.src = bytes.Clone(b)
-		img, err := pixels.Decode(b)
+		img, err := pixels.Shared.Decode(b)
 		c.img, c.bad = img, err != nil
 	}
 	if c.bad {
