@@ -99,8 +99,8 @@ type abuseCase struct {
 	name     string
 	err      error
 	info     deploy.QueryInfo
-	peak     int64         // the most a worker's queries held (its guard's peak): the abusive one's and the small ones beside it
-	heapOver int64         // the most the process's live heap grew past its level before the query
+	peak     int64   // the most a worker's queries held (its guard's peak): the abusive one's and the small ones beside it
+	heapOver int64   // the most the process's live heap grew past its level before the query
 	small    latency // the other user's small query while it ran
 }
 
