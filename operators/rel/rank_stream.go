@@ -42,6 +42,7 @@ type StreamRank struct {
 	dataflow.Base
 	n          int64
 	part       []*eval.Evaluator
+	partSorted bool // the partition keys' encodings sort as their values
 	order      []*eval.Evaluator
 	desc       []bool
 	nullsFirst []bool
@@ -113,6 +114,10 @@ func NewStreamRank(f *logical.WindowFunc, name string, n int64, ttl int64, in *a
 			return nil, err
 		}
 		o.part = append(o.part, ev)
+	}
+	o.partSorted = true
+	for _, p := range f.Partition {
+		o.partSorted = o.partSorted && orderable(p.Type())
 	}
 	for _, k := range f.Order {
 		if !orderable(k.Expr.Type()) {
@@ -212,7 +217,9 @@ func (o *StreamRank) OnNotify(ctx *dataflow.Context, cap *dataflow.Capability) e
 				return err
 			}
 		}
-		kbuf = encodeKey(kbuf[:0], partCols, i)
+		if kbuf, err = o.partKey(kbuf[:0], partCols, i); err != nil {
+			return err
+		}
 		k := o.keys[string(kbuf)]
 		if k == nil {
 			k = &rankKey{key: string(kbuf)}
@@ -289,6 +296,21 @@ func (o *StreamRank) OnNotify(ctx *dataflow.Context, cap *dataflow.Capability) e
 		o.stats.RowsOut.Add(rec.NumRows())
 	}
 	return ctx.Emit(0, cap, rec)
+}
+
+// partKey encodes row i's partition, in the keys' order where they have one
+// (so an epoch's changelog lists its keys in order).
+func (o *StreamRank) partKey(buf []byte, cols []arrow.Array, i int) ([]byte, error) {
+	if !o.partSorted {
+		return encodeKey(buf, cols, i), nil
+	}
+	var err error
+	for _, c := range cols {
+		if buf, err = appendSortKey(buf, c, i, false, false); err != nil {
+			return nil, err
+		}
+	}
+	return buf, nil
 }
 
 func (o *StreamRank) keep(r *rankRow) {
