@@ -210,8 +210,10 @@ func TestStreamRankTTLForgetsIdleKeys(t *testing.T) {
 
 // TestStreamRankStateIsChargedAndBounded: the state counts against the
 // query's memory (a budget too small fails the query, naming the top-N),
-// and rows that fell out of every key's top are not kept: 50,000 rows
-// through a top 2 of 10 keys fit a budget that keeping every row overflows.
+// and the batches that rows fell out of every key's top from are not kept:
+// 50,000 rows through a top 2 of 25 keys peak under half of a budget that
+// keeping every row overflows (and that keeping each batch a kept row came
+// in overflows too: without compaction this fails).
 func TestStreamRankStateIsChargedAndBounded(t *testing.T) {
 	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
 	defer mem.AssertSize(t, 0)
