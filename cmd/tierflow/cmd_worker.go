@@ -91,7 +91,7 @@ other workers over NATS. Ctrl-C (or SIGTERM) aborts what runs and leaves.
 			w, err := worker.Start(ctx, worker.Config{Conn: nc, Name: name, Tier: tier, Location: location, Type: typ,
 				Metrics: reg, MetricsURL: murl, Stdout: a.out, Log: slog.New(slog.NewTextHandler(a.err, nil)),
 				Exec: cluster.ExecHooksWith(nc, a.g.ortLib, a.err, threads, ev), ModelThreads: threads, DataRoots: roots, Namespace: namespace, Sched: policy,
-				MemoryGuard: guard})
+				MemoryGuard: guard, NoResults: a.g.auth.Creds != "" && !security.MayPublishResults(a.g.auth.Creds)})
 			if err != nil {
 				return err
 			}

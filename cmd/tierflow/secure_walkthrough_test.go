@@ -239,6 +239,21 @@ func TestSecureWalkthroughAttacks(t *testing.T) {
 		}
 	})
 
+	t.Run("a worker's creds putting rows into alice's results", func(t *testing.T) {
+		// The worker's own NATS user carries no query's results: only the
+		// data user minted for the part holding the sink may (and alice's
+		// query above got its rows that way).
+		for _, s := range []string{deploy.UserSubject("alice", "along", "results"), deploy.UserSubject("alice", "along", "done"),
+			deploy.InNamespace("ns1", deploy.UserSubject("alice", "along", "results"))} {
+			if err := publishRefused(url, ca, creds("w1"), s); err != nil {
+				t.Errorf("w1's creds: %v", err)
+			}
+		}
+		if err := running(); err != nil {
+			t.Error(err)
+		}
+	})
+
 	t.Run("a second process with a live worker's name", func(t *testing.T) {
 		nc := connect("w1")
 		kp, _ := nkeys.CreateUser()
@@ -436,6 +451,38 @@ func TestSecureWalkthroughAttacks(t *testing.T) {
 	case <-longDone:
 	case <-time.After(15 * time.Second):
 		t.Error("alice's long query did not end once stopped")
+	}
+}
+
+// publishRefused publishes to subject as the user of creds and waits for
+// the server's permissions violation: nil if it came.
+func publishRefused(url, ca, creds, subject string) error {
+	violations := make(chan string, 16)
+	opts, err := natsserver.Auth{Creds: creds, TLSCA: ca}.Options(url)
+	if err != nil {
+		return err
+	}
+	nc, err := natsserver.Connect(url, append(opts, nats.ErrorHandler(func(_ *nats.Conn, _ *nats.Subscription, err error) {
+		violations <- err.Error()
+	}))...)
+	if err != nil {
+		return err
+	}
+	defer nc.Close()
+	if err := nc.Publish(subject, []byte("{}")); err != nil {
+		return nil // refused by the client library already
+	}
+	_ = nc.Flush()
+	deadline := time.After(5 * time.Second)
+	for {
+		select {
+		case v := <-violations:
+			if strings.Contains(v, "ermissions") && strings.Contains(v, subject) {
+				return nil
+			}
+		case <-deadline:
+			return fmt.Errorf("publishing to %s: no permissions violation", subject)
+		}
 	}
 }
 

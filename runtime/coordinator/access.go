@@ -59,8 +59,9 @@ func (c *Coordinator) SetAuthority(a *security.Authority) {
 // mint is the JWT of the data user of worker's part of query: the owner's
 // data subjects and nothing else (security.Authority.Mint). "" without an
 // authority file: the worker then uses its own connection, still checking
-// every subject.
-func (c *Coordinator) mint(query, owner, worker string) (string, error) {
+// every subject. results is the query's results subject when the part
+// holds a sink instance (its data user alone may publish there), else "".
+func (c *Coordinator) mint(query, owner, worker, results string) (string, error) {
 	a := c.authority.Load()
 	if a == nil {
 		return "", nil
@@ -79,7 +80,7 @@ func (c *Coordinator) mint(query, owner, worker string) (string, error) {
 		s.mu.Unlock()
 	}
 	return a.Mint(security.MintRequest{Query: query, Worker: worker, Owner: owner, Key: key,
-		JetStream: js, Expires: c.cfg.Limits.RunTime})
+		JetStream: js, Expires: c.cfg.Limits.RunTime, Results: results})
 }
 
 // jetStreamSubjects are the subjects of cat's JetStream streams and sinks.

@@ -35,10 +35,23 @@ func (c *Coordinator) deployAll(ctx context.Context, id, owner string, submitted
 	req := deploy.DeployRequest{Query: id, Script: script, Placement: *p, Generation: gen,
 		Results: deploy.InNamespace(c.cfg.Namespace, deploy.UserSubject(owner, id, "results")), Limits: c.cfg.Limits,
 		Owner: owner, Submitted: submitted, Access: c.access(owner)}
+	// Only the parts that hold a sink instance may publish the results.
+	sinkHere := map[int]bool{}
+	for _, op := range p.Operators {
+		if op.Name == "sink" {
+			for _, wi := range op.Workers {
+				sinkHere[wi] = true
+			}
+		}
+	}
 	for i, name := range p.Workers {
 		// Each part's data user is its own: minted on its worker's key.
 		r := req
-		jwt, err := c.mint(id, owner, name)
+		results := ""
+		if sinkHere[i] {
+			results = req.Results
+		}
+		jwt, err := c.mint(id, owner, name, results)
 		if err != nil {
 			errs[i] = fmt.Errorf("worker %s: %w", name, err)
 			continue

@@ -140,6 +140,11 @@ type MintRequest struct {
 	JetStream []string
 	// Expires, when set, bounds the JWT (a query with a --max-query-time).
 	Expires time.Duration
+	// Results is the query's results subject when this part holds a sink
+	// instance of the query's results ("" otherwise): only the data user
+	// of such a part may publish there (no worker's creds may), so no
+	// other query, worker or user can put rows into the owner's results.
+	Results string
 }
 
 // Mint signs a NATS user JWT for r.Key that may use exactly r.Owner's data
@@ -180,13 +185,39 @@ func (a *Authority) Mint(r MintRequest) (string, error) {
 			uc.Pub.Allow.Add("$JS.API.STREAM.CREATE." + name)
 		}
 	}
-	// Whatever the grants say, never the engine's nor the system's.
-	uc.Pub.Deny.Add("tierflow.>", "$SYS.>", "$KV.>", "$O.>", "_INBOX.>")
+	if r.Results != "" {
+		if !resultsSubject(r.Results, r.Owner, r.Query) {
+			return "", fmt.Errorf("%w: %q is not the results subject of query %s of %s", ErrAuthority, r.Results, r.Query, r.Owner)
+		}
+		uc.Pub.Allow.Add(r.Results)
+	}
+	// Whatever the grants say, never the engine's nor the system's. On
+	// publish the engine's namespaces are denied one by one (a deny wins
+	// over an allow, and the part's own results subject is allowed):
+	// control, queries, relay, and what a query tells its owner but its
+	// results.
+	uc.Pub.Deny.Add(anyNS("tierflow.ctl.>", "tierflow.q.>", "tierflow.relay.>", deploy.UserSubject("*", "*", "done"))...)
+	uc.Pub.Deny.Add("$SYS.>", "$KV.>", "$O.>", "_INBOX.>")
 	uc.Sub.Deny.Add("tierflow.>", "$SYS.>", "$KV.>", "$O.>", "_INBOX.>")
 	if r.Expires > 0 {
 		uc.Expires = time.Now().Add(r.Expires).Unix()
 	}
 	return uc.Encode(kp)
+}
+
+// resultsSubject reports whether s is the results subject of owner's
+// query (in any namespace): what a data user may be minted to publish.
+func resultsSubject(s, owner, query string) bool {
+	want := deploy.UserSubject(owner, query, "results")
+	if s == want {
+		return true
+	}
+	ns, ok := strings.CutPrefix(s, "tierflow.")
+	if !ok {
+		return false
+	}
+	ns, _, _ = strings.Cut(ns, ".")
+	return deploy.ValidName("namespace", ns) == nil && s == deploy.InNamespace(ns, want)
 }
 
 // DataInbox is the inbox prefix of a query part's data connection. It is

@@ -163,15 +163,21 @@ func TestQueriesActAsTheirOwner(t *testing.T) {
 // coordinator mints a part's), on a fresh key.
 func mustMintConn(t *testing.T, ac *authorityCluster, owner string, jsSubjects ...string) *nats.Conn {
 	t.Helper()
+	return mintConn(t, ac, security.MintRequest{Query: "qt", Worker: "wt", Owner: owner, JetStream: jsSubjects})
+}
+
+// mintConn connects as the data user minted for r (on a fresh key).
+func mintConn(t *testing.T, ac *authorityCluster, r security.MintRequest) *nats.Conn {
+	t.Helper()
 	kp, _ := nkeys.CreateUser()
-	pub, _ := kp.PublicKey()
-	tok, err := ac.au.Mint(security.MintRequest{Query: "qt", Worker: "wt", Owner: owner, Key: pub, JetStream: jsSubjects})
+	r.Key, _ = kp.PublicKey()
+	tok, err := ac.au.Mint(r)
 	if err != nil {
 		t.Fatal(err)
 	}
 	opts, _ := natsserver.Auth{TLSCA: ac.s.CA}.Options(ac.url)
 	nc, err := nats.Connect(ac.url, append(opts, nats.UserJWT(func() (string, error) { return tok, nil }, kp.Sign),
-		nats.CustomInboxPrefix(security.DataInbox("qt", "wt")), nats.MaxReconnects(0))...)
+		nats.CustomInboxPrefix(security.DataInbox(r.Query, r.Worker)), nats.MaxReconnects(0))...)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -224,5 +230,73 @@ func TestDataUserCannotReachTheEngine(t *testing.T) {
 	}
 	if _, err := js.CreateOrUpdateConsumer(ctx(), "SENSORS_JS", jetstream.ConsumerConfig{FilterSubject: "other.x"}); err == nil {
 		t.Error("a consumer filtering outside the grants was created")
+	}
+}
+
+// TestResultsOnlyFromTheSinkPart: only the data user minted for the part
+// holding a query's sink may publish the owner's results subject; the
+// query's other parts, another query's part and the worker's own creds
+// are refused by the server, and a results subject not the query's own is
+// never minted.
+func TestResultsOnlyFromTheSinkPart(t *testing.T) {
+	ac := startAuthority(t)
+	results := deploy.UserSubject("alice", "qt", "results")
+	alice, err := ac.connect(t, "alice")
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := alice.SubscribeSync(deploy.UserSubject("alice", "qt", ">"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	_ = alice.Flush()
+	refused := func(what string, nc *nats.Conn, subject string) {
+		t.Helper()
+		violations := make(chan error, 4)
+		nc.SetErrorHandler(func(_ *nats.Conn, _ *nats.Subscription, err error) { violations <- err })
+		if err := nc.Publish(subject, []byte("fake")); err != nil {
+			return
+		}
+		_ = nc.Flush()
+		select {
+		case err := <-violations:
+			if !strings.Contains(strings.ToLower(err.Error()), "permission") {
+				t.Errorf("%s publishing %s: %v, want a permissions violation", what, subject, err)
+			}
+		case <-time.After(5 * time.Second):
+			t.Errorf("%s published %s: no permissions violation", what, subject)
+		}
+	}
+	sink := mintConn(t, ac, security.MintRequest{Query: "qt", Worker: "w1", Owner: "alice", Results: results})
+	if err := sink.Publish(results, []byte("rows")); err != nil {
+		t.Fatal(err)
+	}
+	_ = sink.Flush()
+	if m, err := got.NextMsg(5 * time.Second); err != nil || string(m.Data) != "rows" {
+		t.Fatalf("the sink part's results did not reach alice: %v", err)
+	}
+	refused("the sink part", sink, deploy.UserSubject("alice", "qt", "done"))
+	refused("the sink part", sink, deploy.UserSubject("alice", "other", "results"))
+	refused("a part without the sink", mintConn(t, ac, security.MintRequest{Query: "qt", Worker: "w2", Owner: "alice"}), results)
+	refused("another query's sink part", mintConn(t, ac, security.MintRequest{Query: "qb", Worker: "w1", Owner: "bob",
+		Results: deploy.UserSubject("bob", "qb", "results")}), results)
+	w1, err := ac.connect(t, "w1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	refused("the worker's creds", w1, results)
+	if m, err := got.NextMsg(300 * time.Millisecond); err == nil {
+		t.Errorf("alice got a message she should not have: %q on %s", m.Data, m.Subject)
+	}
+	kp, _ := nkeys.CreateUser()
+	key, _ := kp.PublicKey()
+	for _, bad := range []string{results, deploy.UserSubject("bob", "qb", "done"), "sensors.x", deploy.InNamespace("ns", results), "tierflow.u.>"} {
+		if _, err := ac.au.Mint(security.MintRequest{Query: "qb", Worker: "w1", Owner: "bob", Key: key, Results: bad}); err == nil {
+			t.Errorf("minted bob's qb a data user publishing %s", bad)
+		}
+	}
+	if _, err := ac.au.Mint(security.MintRequest{Query: "qb", Worker: "w1", Owner: "bob", Key: key,
+		Results: deploy.InNamespace("ns", deploy.UserSubject("bob", "qb", "results"))}); err != nil {
+		t.Errorf("bob's qb in namespace ns: %v", err)
 	}
 }

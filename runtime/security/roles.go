@@ -71,14 +71,16 @@ func Coordinator(data []string) Perms {
 	}
 }
 
-// Worker may register and heartbeat, report status, send a query's
-// results and its relay data, receive deployments, starts and stops, and
-// read and write the data subjects of streams and sinks (data: subject
-// patterns; ">" for any). Whatever data says, it may never publish a
-// control request of a client or the coordinator (submit, stop, list,
-// deploy, start, done) nor read the control requests or a client's
-// results: a worker cannot stop queries nor pose as the coordinator. All
-// of it in any namespace.
+// Worker may register and heartbeat, report status, send its relay data,
+// receive deployments, starts and stops, and read and write the data
+// subjects of streams and sinks (data: subject patterns; ">" for any).
+// Whatever data says, it may never publish a control request of a client
+// or the coordinator (submit, stop, list, deploy, start, done), nor
+// anything under a user's subjects (tierflow.u.>: a query's results go on
+// the data user the coordinator mints for the part that holds the query's
+// sink, Authority.Mint, so no worker can put rows into a user's results),
+// nor read the control requests or a client's results: a worker cannot
+// stop queries nor pose as the coordinator. All of it in any namespace.
 //
 // name binds the permissions to one worker name (creds of its own): it
 // registers and heartbeats as that name only and receives only that name's
@@ -91,10 +93,10 @@ func Worker(name, identity string, data []string) Perms {
 	}
 	return Perms{
 		PubAllow: append(anyNS(deploy.RegisterSubject(bound), deploy.HeartbeatSubject(bound), deploy.QuerySubject("", "*", "status."+bound),
-			deploy.QuerySubject("", "*", "enough."+bound), deploy.UserSubject("*", "*", "results"), "tierflow.relay.>"), data...),
+			deploy.QuerySubject("", "*", "enough."+bound), "tierflow.relay.>"), data...),
 		PubDeny: anyNS(deploy.SubmitSubject(">"), deploy.StopSubject(">"), deploy.ResumeSubject(">"), deploy.SubjectWorkers, deploy.WorkersSubject(">"), deploy.QueriesSubject(">"), deploy.SubjectQuery,
 			deploy.QuerySubject("", "*", "deploy.>"), deploy.QuerySubject("", "*", "start"), deploy.QuerySubject("", "*", "stop"),
-			deploy.UserSubject("*", "*", "done"), "$SYS.>"),
+			"tierflow.u.>", "$SYS.>"),
 		SubAllow: append(append(anyNS(deploy.DeploySubject("", "*", bound), deploy.QuerySubject("", "*", "start"), deploy.QuerySubject("", "*", "stop"),
 			"tierflow.relay.>"), natsserver.InboxPrefix(identity)+".>"), data...),
 		SubDeny: anyNS("tierflow.ctl.>", "tierflow.u.>", deploy.QuerySubject("", "*", "status.*"), deploy.QuerySubject("", "*", "enough.*"), "$SYS.>"),
@@ -163,4 +165,25 @@ func BoundWorker(creds string) string {
 		return uc.Name
 	}
 	return ""
+}
+
+// MayPublishResults reports whether the user of a creds file may publish
+// a query's results itself: false for nats-setup's worker creds (only the
+// data user minted for a query's part may), true for any other file,
+// including one this cannot read (the server then decides).
+func MayPublishResults(creds string) bool {
+	b, err := os.ReadFile(creds)
+	if err != nil {
+		return true
+	}
+	tok, err := jwt.ParseDecoratedJWT(b)
+	if err != nil {
+		return true
+	}
+	uc, err := jwt.DecodeUserClaims(tok)
+	if err != nil || !uc.Pub.Allow.Contains(deploy.HeartbeatSubject(uc.Name)) && !uc.Pub.Allow.Contains(deploy.HeartbeatSubject("*")) {
+		return true // not a worker's creds
+	}
+	results := deploy.UserSubject("*", "*", "results")
+	return !uc.Pub.Deny.Contains("tierflow.u.>") && (uc.Pub.Allow.Contains(results) || uc.Pub.Allow.Contains(">"))
 }

@@ -3,6 +3,7 @@ package security_test
 import (
 	"context"
 	"errors"
+	"io"
 	"os"
 	"path/filepath"
 	"strings"
@@ -11,8 +12,11 @@ import (
 
 	"github.com/nats-io/nats.go"
 
+	"github.com/tierflow/tierflow/operators/sinks"
 	"github.com/tierflow/tierflow/relay/natsserver"
+	"github.com/tierflow/tierflow/runtime/cluster"
 	"github.com/tierflow/tierflow/runtime/cluster/clustertest"
+	"github.com/tierflow/tierflow/runtime/coordinator"
 	"github.com/tierflow/tierflow/runtime/deploy"
 	"github.com/tierflow/tierflow/runtime/devices"
 	"github.com/tierflow/tierflow/runtime/security"
@@ -212,5 +216,57 @@ func TestClientDataGrants(t *testing.T) {
 	}
 	if _, err := security.Generate(t.TempDir(), security.SetupOptions{Clients: []string{"a"}, Data: map[string][]string{"a": {"tierflow.>"}}}); err == nil {
 		t.Error("a grant of tierflow.> was accepted")
+	}
+}
+
+// TestWorkerCredsCarryNoResults: nats-setup's worker creds (bound or
+// shared) may not publish a query's results, any other's may; a worker on
+// such creds under a coordinator that mints no data user (no --authority)
+// refuses a part holding a sink with the reason instead of sending rows
+// the server drops.
+func TestWorkerCredsCarryNoResults(t *testing.T) {
+	ss := startSetup(t, security.SetupOptions{Workers: []string{"w1"}, SharedWorker: true, Clients: []string{"alice"}, ClientData: []string{"feed.>"}})
+	for user, want := range map[string]bool{"w1": false, "worker": false, "coordinator": true, "alice": true} {
+		if got := security.MayPublishResults(filepath.Join(ss.s.Dir, user+".creds")); got != want {
+			t.Errorf("MayPublishResults(%s.creds) = %v, want %v", user, got, want)
+		}
+	}
+	if !security.MayPublishResults(filepath.Join(t.TempDir(), "missing.creds")) {
+		t.Error("a creds file that cannot be read: want true (the server decides)")
+	}
+	cnc, err := ss.connect(t, "coordinator")
+	if err != nil {
+		t.Fatal(err)
+	}
+	co, err := coordinator.Start(coordinator.Config{Conn: cnc, Heartbeat: 200 * time.Millisecond,
+		Exec: cluster.ExecHooks(cnc, "", nil, 1), Placement: coordinator.PlaceRules})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { co.Close() })
+	wnc, err := ss.connect(t, "w1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	inv := devices.Inventory{CPUs: 1}
+	w, err := worker.Start(context.Background(), worker.Config{Conn: wnc, Name: "w1", Tier: "edge", Inventory: &inv,
+		Exec: cluster.ExecHooks(wnc, "", nil, 1), NoResults: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { w.Close() })
+	anc, err := ss.connect(t, "alice")
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := coordinator.NewClient(anc)
+	c.User, c.Timeout = "alice", 5*time.Second
+	dir := t.TempDir()
+	src := "CREATE STREAM feed (n INT) FROM NATS 'feed.ticks' FORMAT JSON;\nSELECT n FROM feed;\n"
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	_, err = c.Submit(ctx, deploy.Script{Filename: filepath.Join(dir, "q.sql"), Source: src, BaseDir: dir}, "q1", sinks.NewCSV(io.Discard))
+	if err == nil || !strings.Contains(err.Error(), "--authority") {
+		t.Errorf("a sink part on nats-setup worker creds without a data user: %v, want refused naming --authority", err)
 	}
 }

@@ -24,7 +24,10 @@ import (
 // marker, so that the client writes only complete epochs and none twice
 // (deploy.HeaderEpoch and its neighbours).
 type results struct {
-	nc      *nats.Conn
+	// conn is the connection the results go on: the part's data user when
+	// the coordinator minted one (only it may publish the owner's results
+	// subject on a secure cluster), the worker's own otherwise.
+	conn    func() (*nats.Conn, error)
 	subject string
 	mem     memory.Allocator
 	rows    atomic.Int64
@@ -60,12 +63,16 @@ func (r *results) header(m *nats.Msg, instance int) {
 func (r *results) Write(rec arrow.Record) error { return r.WriteEpoch(0, 0, rec) }
 
 func (r *results) WriteEpoch(instance int, epoch dataflow.Epoch, rec arrow.Record) error {
+	nc, err := r.conn()
+	if err != nil {
+		return fmt.Errorf("results of %s: %w", r.subject, err)
+	}
 	var buf bytes.Buffer
 	if err := frame.EncodeRecord(&buf, rec, r.mem); err != nil {
 		return err
 	}
 	// Stay well below the server's max payload; halve what does not fit.
-	if limit := r.nc.MaxPayload() - 4096; int64(buf.Len()) > limit && rec.NumRows() > 1 {
+	if limit := nc.MaxPayload() - 4096; int64(buf.Len()) > limit && rec.NumRows() > 1 {
 		half := rec.NumRows() / 2
 		for _, s := range [][2]int64{{0, half}, {half, rec.NumRows()}} {
 			part := rec.NewSlice(s[0], s[1])
@@ -79,13 +86,13 @@ func (r *results) WriteEpoch(instance int, epoch dataflow.Epoch, rec arrow.Recor
 	}
 	// A single row over the limit goes in chunks the client puts together;
 	// the epoch headers take room of their own.
-	for _, m := range connectors.Chunks(r.subject, buf.Bytes(), int(r.nc.MaxPayload())-epochHeaderRoom) {
+	for _, m := range connectors.Chunks(r.subject, buf.Bytes(), int(nc.MaxPayload())-epochHeaderRoom) {
 		if m.Header == nil {
 			m.Header = nats.Header{}
 		}
 		r.header(m, instance)
 		m.Header.Set(deploy.HeaderEpoch, strconv.FormatUint(uint64(epoch), 10))
-		if err := r.nc.PublishMsg(m); err != nil {
+		if err := nc.PublishMsg(m); err != nil {
 			return fmt.Errorf("results of %s: %w", r.subject, err)
 		}
 	}
@@ -96,10 +103,14 @@ func (r *results) WriteEpoch(instance int, epoch dataflow.Epoch, rec arrow.Recor
 // Commit tells the client that instance has sent every row below frontier.
 func (r *results) Commit(instance int, frontier dataflow.Epoch) error {
 	r.record(0, instance, frontier)
+	nc, err := r.conn()
+	if err != nil {
+		return fmt.Errorf("results of %s: %w", r.subject, err)
+	}
 	m := nats.NewMsg(r.subject)
 	r.header(m, instance)
 	m.Header.Set(deploy.HeaderFrontier, strconv.FormatUint(uint64(frontier), 10))
-	if err := r.nc.PublishMsg(m); err != nil {
+	if err := nc.PublishMsg(m); err != nil {
 		return fmt.Errorf("results of %s: %w", r.subject, err)
 	}
 	return nil
@@ -140,11 +151,15 @@ func (r *results) Close() error { return nil }
 
 // end publishes the end marker with the number of rows sent.
 func (r *results) end() error {
+	nc, err := r.conn()
+	if err != nil {
+		return fmt.Errorf("results of %s: %w", r.subject, err)
+	}
 	m := nats.NewMsg(r.subject)
 	r.header(m, -1)
 	m.Header.Set(deploy.HeaderEnd, strconv.FormatInt(r.rows.Load(), 10))
-	if err := r.nc.PublishMsg(m); err != nil {
+	if err := nc.PublishMsg(m); err != nil {
 		return err
 	}
-	return r.nc.Flush()
+	return nc.Flush()
 }

@@ -95,6 +95,12 @@ type Config struct {
 	// the process (an embedded cluster) and wins.
 	MemoryGuard int64
 	Guard       *dataflow.Memory
+	// NoResults says the worker's own NATS user may not publish a query's
+	// results (nats-setup's worker creds, security.MayPublishResults): a
+	// part holding a sink needs a data user minted by the coordinator, and
+	// is refused with the reason without one (instead of its rows being
+	// dropped by the server).
+	NoResults bool
 }
 
 // Worker is a running worker.
@@ -468,7 +474,7 @@ func (w *Worker) build(req deploy.DeployRequest, ack *deploy.Ack) error {
 			}
 		}
 	}
-	res := &results{nc: w.cfg.Conn, subject: req.Results, mem: mem,
+	res := &results{conn: func() (*nats.Conn, error) { return w.cfg.Conn, nil }, subject: req.Results, mem: mem,
 		worker: w.cfg.Name, gen: req.Generation, sinks: nSinks, sinkWorkers: len(sinkWorkers)}
 	if res.subject == "" {
 		res.subject = deploy.InNamespace(w.cfg.Namespace, deploy.UserSubject(natsserver.Anonymous, req.Query, "results"))
@@ -509,6 +515,11 @@ func (w *Worker) build(req deploy.DeployRequest, ack *deploy.Ack) error {
 	if req.Access.JWT != "" {
 		data = newDataConn(w.cfg.Conn, req.Access.JWT, w.dataKey, req.Query, w.cfg.Name)
 		conn = data.conn
+		// The results too: on a secure cluster only the data user of the
+		// part holding the sink may publish the owner's results subject.
+		res.conn = data.conn
+	} else if sinkInstances > 0 && w.cfg.NoResults {
+		return fmt.Errorf("%w: worker %s's NATS credentials may not publish a query's results (on a nats-setup cluster only the data user the coordinator mints for each query part may): start the coordinator with --authority authority.json", deploy.ErrInput, w.cfg.Name)
 	}
 	kept := false
 	defer func() {
