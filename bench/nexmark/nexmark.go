@@ -22,7 +22,7 @@ type Row struct {
 	// VsQ0 is the query's time over q0's (every bid passed through) in
 	// the same process: what the query costs beyond reading the bids, and
 	// a number a loaded machine moves less than events/s.
-	VsQ0 float64 `json:"vs_q0,omitempty"`
+	VsQ0 float64 `json:"vs_pass_through,omitempty"`
 	Form         string  `json:"form"`
 }
 

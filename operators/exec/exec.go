@@ -29,8 +29,10 @@ import (
 	"github.com/tierflow/tierflow/planner/logical"
 )
 
-// ErrUnsupported marks plans this local executor cannot run (yet).
-var ErrUnsupported = errors.New("not supported by the local executor")
+// ErrUnsupported marks plans the executor cannot run (yet). Its text names
+// no executor: a cluster's workers build their parts with this one too, and
+// the message reaches the user from there.
+var ErrUnsupported = errors.New("not supported")
 
 // Options configure a local run.
 type Options struct {
@@ -647,7 +649,7 @@ func (b *builder) join(n *logical.Join, at func(error) error) (int, *arrow.Schem
 		return 0, nil, at(fmt.Errorf("%w: CROSS JOIN of a stream on its right", ErrUnsupported))
 	}
 	if n.Window == nil && !bounded(n.Right) {
-		return 0, nil, at(fmt.Errorf("%w: the right side of a join must be a table (stream-table join); stream-stream joins need a window", ErrUnsupported))
+		return 0, nil, at(fmt.Errorf("%w: a join of two streams needs a window: equate the windows in ON (... AND TUMBLE(a.ts, INTERVAL '10' SECOND) = TUMBLE(b.ts, INTERVAL '10' SECOND)), or declare the right side a TABLE (a stream-table join)", ErrUnsupported))
 	}
 	if n.Window != nil {
 		return b.windowJoin(n, at)
