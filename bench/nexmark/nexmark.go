@@ -23,7 +23,7 @@ type Row struct {
 	// the same process: what the query costs beyond reading the bids, and
 	// a number a loaded machine moves less than events/s.
 	VsQ0 float64 `json:"vs_pass_through,omitempty"`
-	Form         string  `json:"form"`
+	Form string  `json:"form"`
 }
 
 // Command is `tierflow bench nexmark`.
