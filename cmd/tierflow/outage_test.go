@@ -89,9 +89,10 @@ func runOutage(t *testing.T, f clustertest.Fixture, script string) (string, cont
 // port. Every process reconnects; the client asks the coordinator to resume
 // the query from the last epoch it wrote, and --stats lists that recovery.
 func TestNATSOutageMidQuery(t *testing.T) {
+	t.Parallel() // a drill (see "Drills run in parallel", recovery_test.go)
 	f := clustertest.NewFixture(t, 1200)
 	script := strings.Replace(clustertest.Query, "FORMAT CSV;", "FORMAT CSV RATE 200 PER SECOND;", 1)
-	want := runRecovery(t, f, script, "")
+	want := undisturbedRecovery(t, f, script)
 	got, s := runOutage(t, f, script)
 	if got != want.out {
 		t.Fatalf("the outage changed the output:\n%s\nwant:\n%s", got, want.out)
@@ -110,6 +111,7 @@ func TestNATSOutageMidQuery(t *testing.T) {
 // server did not take, and the resumed generation's consumer starts at the
 // sequence its source recorded before the first window it replays.
 func TestNATSOutageJetStream(t *testing.T) {
+	t.Parallel() // a drill (see "Drills run in parallel", recovery_test.go)
 	f := clustertest.NewFixture(t, 1000)
 	want, _ := runJetStream(t, f, "")
 	if err := sameTableRows(want, f.Want); err != nil {
@@ -141,12 +143,13 @@ func TestNATSOutageJetStream(t *testing.T) {
 // goes with the coordinator: relay messages it held when it stopped are
 // sent again (no coordinator is there to recover the query).
 func TestCoordinatorRestartMidQuery(t *testing.T) {
+	t.Parallel() // a drill (see "Drills run in parallel", recovery_test.go)
 	f := clustertest.NewFixture(t, 1200)
 	// 12 s of stream: a query that ended while no coordinator ran would
 	// be nobody's to learn back, and a loaded machine (CI's two cores)
 	// spends several seconds on a restart with the NATS server.
 	script := strings.Replace(clustertest.Query, "FORMAT CSV;", "FORMAT CSV RATE 100 PER SECOND;", 1)
-	want := runRecovery(t, f, script, "")
+	want := undisturbedRecovery(t, f, script)
 	for _, c := range []struct {
 		name       string
 		kill       string
@@ -158,7 +161,10 @@ func TestCoordinatorRestartMidQuery(t *testing.T) {
 		// process: both go away and come back.
 		{"with the NATS server", "", true},
 	} {
-		t.Run(c.name, func(t *testing.T) { restartCoordinator(t, f, script, want.out, c.kill, c.withServer) })
+		t.Run(c.name, func(t *testing.T) {
+			t.Parallel()
+			restartCoordinator(t, f, script, want.out, c.kill, c.withServer)
+		})
 	}
 }
 
@@ -282,6 +288,7 @@ WHERE temperature > 20;
 // sources sent) is below the file's rows, and the table is byte for byte
 // the same.
 func TestKillWorkerResumes(t *testing.T) {
+	t.Parallel() // a drill (see "Drills run in parallel", recovery_test.go)
 	f := clustertest.NewFixture(t, 1200)
 	windowed := strings.Replace(clustertest.Query, "FORMAT CSV;", "FORMAT CSV RATE 200 PER SECOND;", 1)
 	for _, c := range []struct{ name, script, kill string }{
@@ -289,7 +296,8 @@ func TestKillWorkerResumes(t *testing.T) {
 		{"tumbling windows", windowed, "h1"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			want := runRecovery(t, f, c.script, "")
+			t.Parallel()
+			want := undisturbedRecovery(t, f, c.script)
 			// The stream's 1200 rows, and the sensors table's.
 			if want.stats.RowsIn < 1200 {
 				t.Fatalf("unkilled run read %d rows, want the stream's 1200 at least", want.stats.RowsIn)

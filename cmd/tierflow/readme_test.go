@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/tierflow/tierflow/internal/testenv"
 	"github.com/tierflow/tierflow/operators/session"
 )
 
@@ -50,6 +51,18 @@ var readmeSkips = map[string]string{
 	"tierflow submit --nats tls://cloud-2:4222 --nats-creds alice.creds --tls-ca ca.pem query.sql":                                                                                                                                                           deployDocSkip,
 }
 
+// readmeShort are the documents' benchmark commands this test runs in a
+// short form under make test (the same command and output shape, a
+// smaller measurement) and as written under make test-long; the
+// benchmarks' own packages test each in a small form as well.
+var readmeShort = map[string]string{
+	// Every strategy on every setup's sweep of targets (17 s on 2 busy
+	// cores): --quick plans each setup's own targets.
+	"bin/tierflow bench planner": "bin/tierflow bench planner --quick",
+	// 1,000 rows per mix and 60 scheduling windows (37 s on 2 busy cores).
+	"bin/tierflow bench sneakpeek": "bin/tierflow bench sneakpeek --rows 200 --windows 5",
+}
+
 // deployDocSkip is why docs/deploy.md's commands are not run here.
 const deployDocSkip = "a long-running process on the reader's own hosts and NATS servers (TestDeployDocConfigs parses the servers' configs; TestClusterNodeFailure runs the deployment's shape)"
 
@@ -85,6 +98,26 @@ func docText(t *testing.T) string {
 		all.WriteString("\n")
 	}
 	return all.String()
+}
+
+// docCommandsRun are the commands TestReadmeCommands runs (those the
+// documents show and readmeSkips does not name), each also keyed with a
+// leading bin/ dropped, as the examples' comments write them.
+func docCommandsRun(t *testing.T) map[string]bool {
+	t.Helper()
+	run := map[string]bool{}
+	for _, f := range docFiles(t) {
+		text, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, c := range readmeCommands(t, string(text)) {
+			if _, skip := readmeSkips[c]; !skip {
+				run[c], run[strings.TrimPrefix(c, "bin/")] = true, true
+			}
+		}
+	}
+	return run
 }
 
 // readmeCommands are the shell commands shown in a document's code blocks
@@ -160,6 +193,11 @@ func TestReadmeCommands(t *testing.T) {
 			t.Errorf("readmeSkips names %q, which neither README.md nor docs/*.md shows any more", c)
 		}
 	}
+	for c := range readmeShort {
+		if !listed[c] {
+			t.Errorf("readmeShort names %q, which neither README.md nor docs/*.md shows any more", c)
+		}
+	}
 	work := readmeWorkdir(t)
 	// make install links tierflow into PREFIX/bin: a directory of the test's.
 	prefix := t.TempDir()
@@ -168,7 +206,11 @@ func TestReadmeCommands(t *testing.T) {
 	runOne := func(t *testing.T, dir, c string) {
 		ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 		defer cancel()
-		cmd := osexec.CommandContext(ctx, "bash", "-o", "pipefail", "-c", c)
+		line := c
+		if short, ok := readmeShort[c]; ok && !testenv.IsLong() {
+			line = short
+		}
+		cmd := osexec.CommandContext(ctx, "bash", "-o", "pipefail", "-c", line)
 		cmd.Dir, cmd.Env = dir, env
 		var stdout, stderr strings.Builder
 		cmd.Stdout, cmd.Stderr = &stdout, &stderr

@@ -9,6 +9,7 @@ import (
 	"os"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -33,6 +34,64 @@ type recoveryRun struct {
 	out     string
 	stats   control.Summary
 	noticed time.Duration
+}
+
+// Drills run in parallel: a recovery or outage drill waits on a
+// rate-limited stream most of its time, so the drills (and their cases)
+// call t.Parallel and run beside each other, as many at once as go test's
+// -parallel (GOMAXPROCS by default), each on its own cluster of worker
+// processes, NATS server and JetStream store.
+
+// undisturbedRuns are the runs without a drill the drills compare with, by
+// what ran: several drills run the same script over the same generated
+// data (clustertest.NewFixture of the same size), and such a run is a
+// reference, the same whichever drill asks, so it runs once per package
+// instead of once per drill (about 6 s of rate-limited stream each).
+var undisturbedRuns sync.Map // key -> *undisturbedRun
+
+type undisturbedRun struct {
+	once sync.Once
+	ok   bool
+	out  string
+	s    control.Summary
+}
+
+// undisturbed is run(t) the first time key is asked for, and what that
+// run returned after.
+func undisturbed(t *testing.T, key string, run func() (string, control.Summary)) (string, control.Summary) {
+	t.Helper()
+	v, _ := undisturbedRuns.LoadOrStore(key, &undisturbedRun{})
+	u := v.(*undisturbedRun)
+	u.once.Do(func() {
+		u.out, u.s = run()
+		u.ok = true
+	})
+	if !u.ok {
+		t.Fatalf("the undisturbed run this drill compares with failed (in the test that ran it first): %.80q", key)
+	}
+	return u.out, u.s
+}
+
+// undisturbedRecovery is runRecovery without a kill, run once per package
+// for each script and number of rows.
+func undisturbedRecovery(t *testing.T, f clustertest.Fixture, script string) recoveryRun {
+	t.Helper()
+	out, s := undisturbed(t, fixtureKey(t, f, "recovery", script), func() (string, control.Summary) {
+		r := runRecovery(t, f, script, "")
+		return r.out, r.stats
+	})
+	return recoveryRun{out: out, stats: s}
+}
+
+// fixtureKey names a run of query (of kind) over f's data: the data is
+// generated, so its size tells fixtures apart.
+func fixtureKey(t *testing.T, f clustertest.Fixture, kind, query string) string {
+	t.Helper()
+	st, err := os.Stat(f.Dir + "/readings.csv")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return fmt.Sprintf("%s over %d bytes of readings\n%s", kind, st.Size(), query)
 }
 
 func runRecovery(t *testing.T, f clustertest.Fixture, script string, kill string) recoveryRun {
@@ -101,10 +160,11 @@ func runRecovery(t *testing.T, f clustertest.Fixture, script string, kill string
 // the query on the survivors, which replay the file to the committed epoch,
 // and the client writes each epoch once; --stats lists the recovery.
 func TestKillEachWorkerMidQuery(t *testing.T) {
+	t.Parallel() // a drill (see "Drills run in parallel", recovery_test.go)
 	f := clustertest.NewFixture(t, 1200)
 	// 300 s of event time (30 windows) replayed in 6 s.
 	script := strings.Replace(clustertest.Query, "FORMAT CSV;", "FORMAT CSV RATE 200 PER SECOND;", 1)
-	want := runRecovery(t, f, script, "")
+	want := undisturbedRecovery(t, f, script)
 	// The one-process run's rows (CSV with a header) are what the table counts.
 	rows := fmt.Sprintf("(%d rows)", strings.Count(f.Want, "\n")-1)
 	if !strings.Contains(want.out, rows) || len(want.stats.Recoveries) != 0 {
@@ -112,6 +172,7 @@ func TestKillEachWorkerMidQuery(t *testing.T) {
 	}
 	for _, w := range []string{"e1", "h1", "c1"} {
 		t.Run("kill "+w, func(t *testing.T) {
+			t.Parallel()
 			got := runRecovery(t, f, script, w)
 			if got.out != want.out {
 				t.Fatalf("killing %s changed the output:\n%s\nwant:\n%s", w, got.out, want.out)
@@ -154,7 +215,10 @@ GROUP BY s.site, TUMBLE(r.ts, INTERVAL '10' SECOND);
 func runJetStream(t *testing.T, f clustertest.Fixture, kill string) (string, control.Summary) {
 	t.Helper()
 	if kill == "" {
-		return runJetStreamDrill(t, f, nil)
+		// The undisturbed run, once per package (see undisturbed).
+		return undisturbed(t, fixtureKey(t, f, "jetstream", jsQuery), func() (string, control.Summary) {
+			return runJetStreamDrill(t, f, nil)
+		})
 	}
 	return runJetStreamDrill(t, f, func(c *cluster.Cluster) {
 		if err := c.Kill(kill); err != nil {
@@ -299,6 +363,7 @@ func runJetStreamQuery(t *testing.T, f clustertest.Fixture, query string, drill 
 // committed and drops results below it, and the stream dedupes what it
 // writes again (message ids).
 func TestKillWorkerJetStreamSink(t *testing.T) {
+	t.Parallel() // a drill (see "Drills run in parallel", recovery_test.go)
 	f := clustertest.NewFixture(t, 1000)
 	query := strings.Replace(jsQuery, "SELECT s.site", "CREATE SINK counts TO JETSTREAM 'out.counts' FORMAT JSON;\nINSERT INTO counts\nSELECT s.site", 1)
 	_, _, want := runJetStreamQuery(t, f, query, nil, "out.counts")
@@ -324,6 +389,7 @@ func TestKillWorkerJetStreamSink(t *testing.T) {
 // must replay (not at the stream's start), and the client writes each
 // epoch once.
 func TestKillWorkerJetStream(t *testing.T) {
+	t.Parallel() // a drill (see "Drills run in parallel", recovery_test.go)
 	f := clustertest.NewFixture(t, 1000)
 	want, ws := runJetStream(t, f, "")
 	if err := sameTableRows(want, f.Want); err != nil {

@@ -8,6 +8,7 @@ import (
 
 	"github.com/apache/arrow/go/v17/arrow"
 	"github.com/apache/arrow/go/v17/arrow/array"
+	"github.com/apache/arrow/go/v17/arrow/bitutil"
 	"github.com/apache/arrow/go/v17/arrow/decimal128"
 	"github.com/apache/arrow/go/v17/arrow/memory"
 
@@ -39,9 +40,7 @@ func castTemporalOrDecimal(mem memory.Allocator, a arrow.Array, to arrow.DataTyp
 		out, err = fromDecimal(mem, a.(*array.Decimal128), to)
 		return out, out != nil || err != nil, err
 	case from.ID() == arrow.DATE32 && to.ID() == arrow.TIMESTAMP:
-		return mapTimestamps(mem, a, to, func(i int) int64 {
-			return int64(a.(*array.Date32).Value(i)) * 86400 * unitsPerSecond(to.(*arrow.TimestampType).Unit)
-		}), true, nil
+		return datesToTimestamps(mem, a.(*array.Date32), to.(*arrow.TimestampType)), true, nil
 	case from.ID() == arrow.TIMESTAMP && to.ID() == arrow.DATE32:
 		per := 86400 * unitsPerSecond(from.(*arrow.TimestampType).Unit)
 		b := array.NewDate32Builder(mem)
@@ -73,7 +72,43 @@ func castTemporalOrDecimal(mem memory.Allocator, a arrow.Array, to arrow.DataTyp
 }
 
 func unitsPerSecond(u arrow.TimeUnit) int64 {
-	return map[arrow.TimeUnit]int64{arrow.Second: 1, arrow.Millisecond: 1e3, arrow.Microsecond: 1e6, arrow.Nanosecond: 1e9}[u]
+	switch u {
+	case arrow.Millisecond:
+		return 1e3
+	case arrow.Microsecond:
+		return 1e6
+	case arrow.Nanosecond:
+		return 1e9
+	}
+	return 1
+}
+
+// datesToTimestamps is a DATE column's midnights: one multiplication per
+// value over the column's values as a slice, the validity bitmap copied, as
+// a DATE column compared with a TIMESTAMP (the DATE-plus-INTERVAL constants
+// of TPC-H) is cast whole for every batch.
+func datesToTimestamps(mem memory.Allocator, a *array.Date32, to *arrow.TimestampType) arrow.Array {
+	n := a.Len()
+	per := 86400 * unitsPerSecond(to.Unit)
+	vals := memory.NewResizableBuffer(mem)
+	vals.Resize(arrow.TimestampTraits.BytesRequired(n))
+	out := arrow.TimestampTraits.CastFromBytes(vals.Bytes())
+	for i, d := range a.Date32Values() {
+		out[i] = arrow.Timestamp(int64(d) * per)
+	}
+	var valid *memory.Buffer
+	if a.NullN() > 0 {
+		valid = memory.NewResizableBuffer(mem)
+		valid.Resize(int(bitutil.BytesForBits(int64(n))))
+		bitutil.CopyBitmap(a.NullBitmapBytes(), a.Data().Offset(), n, valid.Bytes(), 0)
+	}
+	data := array.NewData(to, n, []*memory.Buffer{valid, vals}, nil, a.NullN(), 0)
+	defer data.Release()
+	if valid != nil {
+		valid.Release()
+	}
+	vals.Release()
+	return array.MakeFromData(data)
 }
 
 func floorDiv(a, b int64) int64 {
@@ -82,20 +117,6 @@ func floorDiv(a, b int64) int64 {
 		q--
 	}
 	return q
-}
-
-func mapTimestamps(mem memory.Allocator, a arrow.Array, to arrow.DataType, at func(int) int64) arrow.Array {
-	b := array.NewTimestampBuilder(mem, to.(*arrow.TimestampType))
-	defer b.Release()
-	b.Reserve(a.Len())
-	for i := 0; i < a.Len(); i++ {
-		if a.IsNull(i) {
-			b.AppendNull()
-			continue
-		}
-		b.UnsafeAppend(arrow.Timestamp(at(i)))
-	}
-	return b.NewArray()
 }
 
 // toDecimal casts integers, doubles, text and other DECIMALs to t; nil, nil

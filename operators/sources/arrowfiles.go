@@ -53,6 +53,9 @@ type parquetPlan struct {
 	dictProps pqarrow.ArrowReadProperties
 	codes     []string // ParquetScan.Codes
 	mem       memory.Allocator
+	// stored are the columns read as their stored integers (readAsStored)
+	// and the types they stand for.
+	stored map[string]arrow.DataType
 }
 
 func (r *recordReader) Schema() *arrow.Schema {
@@ -130,6 +133,12 @@ func (r *recordReader) convert(mem memory.Allocator, rec arrow.Record) (arrow.Re
 					checked = append(checked, len(cols)-1)
 				}
 				continue
+			}
+			if r.pq != nil && r.pq.stored[f.Name] != nil {
+				if c := fromStored(mem, in, r.pq.stored[f.Name]); c != nil {
+					defer c.Release()
+					in = c
+				}
 			}
 			c, err := coerce(mem, in, f.Type)
 			if err != nil {
@@ -368,6 +377,9 @@ func openParquet(path string, schema *arrow.Schema, batch int, mem memory.Alloca
 		if fr, err = pqarrow.NewFileReader(pf, pq.dictProps, mem); err != nil {
 			return nil, fmt.Errorf("%w: %s: %v", ErrBadFile, path, err)
 		}
+	}
+	if schema != nil {
+		pq.stored = readAsStored(fr)
 	}
 	rr, err := fr.GetRecordReader(context.Background(), leaves, groups)
 	if err != nil {

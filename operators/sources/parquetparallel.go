@@ -152,6 +152,9 @@ func (p *parquetParallel) open() (f *os.File, fr *pqarrow.FileReader, err error)
 	if err == nil {
 		fr, err = pqarrow.NewFileReader(pf, p.seq.pq.dictProps, p.seq.pq.mem)
 	}
+	if err == nil && p.seq.pq.stored != nil {
+		readAsStored(fr)
+	}
 	if err != nil {
 		f.Close()
 		return nil, nil, fmt.Errorf("%w: %s: %v", ErrBadFile, path, err)
@@ -165,7 +168,7 @@ func (p *parquetParallel) readGroup(fr *pqarrow.FileReader, t *rowGroupTask) (er
 	if err != nil {
 		return fmt.Errorf("%w: %s: %v", ErrBadFile, p.seq.path, err)
 	}
-	r := &recordReader{path: p.seq.path, rr: rr, want: p.seq.want, errs: rowErrors{p.policy, t.rep}, rows: t.first, codes: newCodeColumns(p.seq.pq.codes)}
+	r := &recordReader{path: p.seq.path, rr: rr, want: p.seq.want, errs: rowErrors{p.policy, t.rep}, rows: t.first, pq: p.seq.pq, codes: newCodeColumns(p.seq.pq.codes)}
 	defer r.Close()
 	for {
 		rec, err := r.Next(p.seq.pq.mem)

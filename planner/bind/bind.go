@@ -110,6 +110,9 @@ type Binder struct {
 	// those tables.
 	replaced map[lang.Expr]lang.Expr
 	sqN      int
+	// joined holds the EXISTS conjuncts of WHERE a semi or anti join
+	// answers (semiJoin): WHERE drops them.
+	joined map[lang.Expr]bool
 }
 
 // now is the query's instant, read once so that every now() agrees.

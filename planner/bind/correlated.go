@@ -71,7 +71,37 @@ func (b *Binder) decorrelate(s *lang.Select, node logical.Node, sc *scope) (logi
 			grouped[e] = i >= len(roots)
 		}
 	}
+	semi := map[lang.Expr]bool{} // the EXISTS conjuncts of WHERE -> negated
+	if s.Where != nil {
+		for _, c := range splitAnd(s.Where) {
+			if u, ok := c.(*lang.UnaryExpr); ok && u.Op == lang.OpNot {
+				if x, ok := u.X.(*lang.ExistsExpr); ok {
+					semi[x] = true
+				}
+			} else if x, ok := c.(*lang.ExistsExpr); ok {
+				semi[x] = false
+			}
+		}
+	}
 	for _, e := range subs {
+		if x, ok := e.(*lang.ExistsExpr); ok {
+			if anti, top := semi[x]; top {
+				if n2, ok := b.semiJoin(x, anti, node, sc); ok {
+					// The join keeps or drops the row; the conjunct holds
+					// (NOT EXISTS: NOT FALSE).
+					if b.replaced == nil {
+						b.replaced = map[lang.Expr]lang.Expr{}
+					}
+					b.replaced[e] = &lang.BoolLit{Pos: x.Pos, Value: !anti}
+					if b.joined == nil {
+						b.joined = map[lang.Expr]bool{}
+					}
+					b.joined[e] = true
+					node = n2
+					continue
+				}
+			}
+		}
 		var groups []lang.Expr
 		if grouped[e] {
 			groups = s.GroupBy

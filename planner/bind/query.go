@@ -181,6 +181,7 @@ func (b *Binder) selectBlock(s *lang.Select, order []*lang.OrderItem) (logical.N
 	}
 	if node != nil && len(s.From) > 0 {
 		node, sc = b.decorrelate(s, node, sc)
+		where = b.dropJoined(where)
 	}
 	if where != nil {
 		b.clause = "WHERE"

@@ -7,6 +7,7 @@ import (
 	"math/rand"
 	"testing"
 
+	"github.com/tierflow/tierflow/internal/testenv"
 	"github.com/tierflow/tierflow/planner/optimize"
 )
 
@@ -55,7 +56,14 @@ func crowdedProblem(rng *rand.Rand) *optimize.Problem {
 func TestPropertyCrowdedTiers(t *testing.T) {
 	ctx := context.Background()
 	feasibleCases := 0
-	for seed := int64(1); seed <= 400; seed++ {
+	// 400 seeds under make test-long; the first 100 in make test (each
+	// seed is a brute-force enumeration: the sweep was 26 s on 2 busy
+	// cores). The floor on feasible cases keeps its share, 30%.
+	seeds := int64(100)
+	if testenv.IsLong() {
+		seeds = 400
+	}
+	for seed := int64(1); seed <= seeds; seed++ {
 		p := crowdedProblem(rand.New(rand.NewSource(seed)))
 		want := bruteForce(t, p)
 		ex, err := optimize.Exhaustive{}.Optimize(ctx, p, optimize.Options{})
@@ -87,8 +95,8 @@ func TestPropertyCrowdedTiers(t *testing.T) {
 			t.Errorf("seed %d: auto %v worse than jellybean %v", seed, au.TotalCost, jb.TotalCost)
 		}
 	}
-	if feasibleCases < 120 {
-		t.Fatalf("only %d crowded problems are feasible: the generator no longer exercises the search", feasibleCases)
+	if feasibleCases < int(seeds)*3/10 {
+		t.Fatalf("only %d of %d crowded problems are feasible: the generator no longer exercises the search", feasibleCases, seeds)
 	}
-	t.Logf("%d feasible of 400", feasibleCases)
+	t.Logf("%d feasible of %d", feasibleCases, seeds)
 }

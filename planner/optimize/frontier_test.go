@@ -6,6 +6,7 @@ import (
 	"math"
 	"sort"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/tierflow/tierflow/planner/optimize"
@@ -43,6 +44,24 @@ func bestWithin(all []point, budget float64) (point, bool) {
 	return point{}, false
 }
 
+// refOpenFrontier is bruteFrontier of refOpen, enumerated once for the
+// tests that compare with it (the enumeration is most of their time).
+var refOpenFrontier struct {
+	once sync.Once
+	all  []point
+}
+
+// refOpenBrute is refOpen and its brute-force frontier.
+func refOpenBrute(t *testing.T) (*optimize.Problem, []point) {
+	t.Helper()
+	p := refOpen(t)
+	refOpenFrontier.once.Do(func() { refOpenFrontier.all = bruteFrontier(t, refOpen(t)) })
+	if refOpenFrontier.all == nil {
+		t.Fatal("the brute-force enumeration of the reference problem failed (in the test that ran it first)")
+	}
+	return p, refOpenFrontier.all
+}
+
 // refOpen is the reference problem without its accuracy floor, so every
 // variant combination is a candidate.
 func refOpen(t *testing.T) *optimize.Problem {
@@ -55,8 +74,7 @@ func TestReferenceBudgetMatchesBruteForce(t *testing.T) {
 	if testing.Short() {
 		t.Skip("enumerates every placement of the reference inputs")
 	}
-	p := refOpen(t)
-	all := bruteFrontier(t, p)
+	p, all := refOpenBrute(t)
 	if len(all) < 3 {
 		t.Fatalf("only %d accuracy levels: the test needs a trade-off", len(all))
 	}
@@ -100,8 +118,7 @@ func TestReferenceFrontierMatchesBruteForce(t *testing.T) {
 	if testing.Short() {
 		t.Skip("enumerates every placement of the reference inputs")
 	}
-	p := refOpen(t)
-	all := bruteFrontier(t, p)
+	p, all := refOpenBrute(t)
 	// The Pareto frontier of the enumeration: most accurate first, keep a
 	// level when it is cheaper than every more accurate one.
 	var want []point
