@@ -1,19 +1,10 @@
 package ocr
 
 import (
-	"bytes"
 	"fmt"
-	"image"
-	"image/png"
 	"sort"
 	"strings"
 )
-
-func pngSize(img image.Image) int {
-	var b bytes.Buffer
-	_ = (&png.Encoder{CompressionLevel: png.BestSpeed}).Encode(&b, img)
-	return b.Len()
-}
 
 // CatalogYAML writes the example's catalog with the measured numbers: each
 // variant's accuracy (the detector's: the share of labelled lines it finds;
@@ -72,7 +63,7 @@ models:
 		}
 	}
 	fmt.Fprintf(&b, `functions:
-  # A box cut from its frame as PNG (det-480's boxes): what crosses to the
+  # A box cut from its frame as raw pixels (det-480's boxes): what crosses to the
   # recogniser when the detector and the recogniser are on two sides of a link.
   - {name: crop_image, output_kb: %.3g}
 `, m.CropKB[480])

@@ -9,6 +9,8 @@ import (
 	"time"
 
 	"golang.org/x/image/draw"
+
+	"github.com/tierflow/tierflow/operators/pixels"
 )
 
 // The variants: the detector at three input sides, the recogniser at two
@@ -27,7 +29,7 @@ type Measured struct {
 	ImageKB    float64                    // mean encoded scene
 	Recall     map[int]float64            // detector side -> % of lines found
 	Boxes      map[int]float64            // detector side -> boxes per scene
-	CropKB     map[int]float64            // detector side -> mean crop PNG
+	CropKB     map[int]float64            // detector side -> mean crop_image result (raw pixels)
 	RecAcc     map[int]float64            // recogniser width -> % of found lines read right (det-480's boxes)
 	EndToEnd   map[[2]int]float64         // (side, width) -> % of lines read right
 	DetMs      map[int]map[int][3]float64 // side -> batch -> p50/p75/p90 ms per call
@@ -69,7 +71,7 @@ func Measure(dir string, scenes []*Scene, threads, iters int, progress io.Writer
 				}
 				for i, b := range bx {
 					reads = append(reads, Read{ID: s.ID, X0: b.X0, Y0: b.Y0, X1: b.X1, Y1: b.Y1, Score: b.Score, Text: texts[i], Confidence: confs[i]})
-					cropBytes += cropPNGSize(img, b.X0, b.Y0, b.X1, b.Y1)
+					cropBytes += pixels.RawSize(b.X1-b.X0, b.Y1-b.Y0)
 				}
 				boxes += len(bx)
 			}
@@ -103,14 +105,6 @@ func Measure(dir string, scenes []*Scene, threads, iters int, progress io.Writer
 		}
 	}
 	return m, nil
-}
-
-func cropPNGSize(img image.Image, x0, y0, x1, y1 int) int {
-	o := img.Bounds().Min
-	r := image.Rect(o.X+x0, o.Y+y0, o.X+x1, o.Y+y1)
-	dst := image.NewRGBA(image.Rect(0, 0, r.Dx(), r.Dy()))
-	draw.Draw(dst, dst.Bounds(), img, r.Min, draw.Src)
-	return pngSize(dst)
 }
 
 // percentiles returns p50, p75, p90 of xs (ms).

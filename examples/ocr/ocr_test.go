@@ -14,6 +14,7 @@ import (
 
 	"github.com/tierflow/tierflow/internal/testenv"
 	"github.com/tierflow/tierflow/operators/exec"
+	"github.com/tierflow/tierflow/operators/pixels"
 	"github.com/tierflow/tierflow/operators/sinks"
 	"github.com/tierflow/tierflow/planner/catalog"
 	"github.com/tierflow/tierflow/planner/infra"
@@ -154,9 +155,16 @@ func TestEngineMatchesBareOnnxRuntime(t *testing.T) {
 	}
 	for _, v := range pairs {
 		variants := map[string]string{"detect": fmt.Sprintf("det-%d", v.det), "recognize": fmt.Sprintf("rec-%d", v.rec)}
+		hits, misses := pixels.Shared.Stats()
 		got := reads(t, runLocal(t, "ci.sql", variants))
 		want := referenceReads(t, sc, 4, v.det, v.rec)
 		sameReads(t, fmt.Sprintf("det-%d rec-%d", v.det, v.rec), got, want)
+		// Each frame is decoded once: by the detector's step; crop_image
+		// finds it in the worker's frame cache.
+		h, m := pixels.Shared.Stats()
+		if h-hits < 4 || m-misses > 4 {
+			t.Errorf("det-%d rec-%d: the frame cache had %d hits and %d misses over 4 frames: want every frame decoded once (4 misses) and found again by crop_image", v.det, v.rec, h-hits, m-misses)
+		}
 		if v.det == 480 {
 			// det-480 with rec-320 reads all but one of the nine lines of the
 			// first four scenes (scene 1's "river" on a busy background is the

@@ -38,8 +38,8 @@ func cpuTime() time.Duration {
 // decode, crops cut from the decoded frame, the recogniser, CTC) and once
 // through the engine's executor running ci.sql over them (the Arrow
 // source, the filter, the model operators with their decode/resize and
-// post steps, crop_image as a SQL function that encodes each crop as PNG
-// and the recogniser's step that decodes it again, the JSON sink). Both
+// post steps, crop_image as a SQL function that cuts each crop as raw
+// pixels and the recogniser's step that reads them, the JSON sink). Both
 // make the same calls: the detector on one frame, the recogniser on one
 // crop (max batch 1, one intra-op thread), so what differs is the engine.
 //

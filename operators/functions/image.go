@@ -3,18 +3,17 @@ package functions
 import (
 	"bytes"
 	"image"
-	_ "image/gif" // the formats crop_image reads
-	_ "image/jpeg"
-	"image/png"
 	"math"
 
 	"github.com/apache/arrow/go/v17/arrow"
 	"github.com/apache/arrow/go/v17/arrow/compute"
-	"golang.org/x/image/draw"
+
+	"github.com/tierflow/tierflow/operators/pixels"
 )
 
 // cropImageFunc is crop_image(image, x0, y0, x1, y1): the box's pixels of
-// an encoded image, as PNG. A row that cannot be cut (bytes that are not
+// an image (encoded, or raw pixels), as raw pixels (package pixels: the
+// next model reads them without a PNG encode and decode per crop). A row that cannot be cut (bytes that are not
 // an image, a box outside it) is NULL, not a failed batch: one bad frame
 // costs its own rows, and a model call counts a NULL input as a failed row.
 func cropImageFunc(c *Ctx, ret arrow.DataType, args []compute.Datum, n int) (arrow.Array, error) {
@@ -31,19 +30,23 @@ func cropImageFunc(c *Ctx, ret arrow.DataType, args []compute.Datum, n int) (arr
 
 // cropper keeps the last decoded image: a detector's rows repeat their
 // frame once per box, and decoding a frame costs far more than comparing
-// its bytes with the last one's.
+// its bytes with the last one's. A frame it has not seen comes from the
+// worker's frame cache (pixels.Shared): the detector's image step, fused
+// with this projection on the same worker, decoded it moments ago.
 type cropper struct {
 	src []byte
 	img image.Image
 	bad bool
-	enc png.Encoder
-	buf bytes.Buffer
+	// scratch is the region's RGBA pixels (a decoded JPEG is YCbCr);
+	// buf the raw form, copied into the result by the caller.
+	scratch *image.RGBA
+	buf     []byte
 }
 
 func (c *cropper) crop(b []byte, x0, y0, x1, y1 float64) ([]byte, bool) {
 	if c.src == nil || !bytes.Equal(b, c.src) {
 		c.src = bytes.Clone(b)
-		img, _, err := image.Decode(bytes.NewReader(b))
+		img, err := pixels.Shared.Decode(b)
 		c.img, c.bad = img, err != nil
 	}
 	if c.bad {
@@ -60,12 +63,6 @@ func (c *cropper) crop(b []byte, x0, y0, x1, y1 float64) ([]byte, bool) {
 	if r.Empty() || r.Min.X >= r.Max.X || r.Min.Y >= r.Max.Y {
 		return nil, false
 	}
-	dst := image.NewRGBA(image.Rect(0, 0, r.Dx(), r.Dy()))
-	draw.Draw(dst, dst.Bounds(), c.img, r.Min, draw.Src)
-	c.enc.CompressionLevel = png.BestSpeed
-	c.buf.Reset()
-	if err := c.enc.Encode(&c.buf, dst); err != nil {
-		return nil, false
-	}
-	return c.buf.Bytes(), true
+	c.buf, c.scratch = pixels.AppendRaw(c.buf[:0], c.img, r, c.scratch)
+	return c.buf, true
 }

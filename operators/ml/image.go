@@ -1,17 +1,16 @@
 package ml
 
 import (
-	"bytes"
 	"fmt"
 	"image"
-	_ "image/gif" // image.Decode's formats: what a camera or a crop step sends
-	_ "image/jpeg"
-	_ "image/png"
 
 	"golang.org/x/image/draw"
+
+	"github.com/tierflow/tierflow/operators/pixels"
 )
 
-// ImagePrep says how an encoded image (PNG, JPEG or GIF bytes) becomes a
+// ImagePrep says how an encoded image (PNG, JPEG or GIF bytes, or raw
+// pixels) becomes a
 // model's input tensor [3, Height, Width]: decoded, resized, scaled,
 // normalised per channel, and padded. Vision networks are trained on one
 // such recipe; a variant at another resolution keeps the recipe and
@@ -58,9 +57,10 @@ func (p ImagePrep) Check() error {
 // Shape is the tensor's per-row shape [3, Height, Width].
 func (p ImagePrep) Shape() []int64 { return []int64{3, int64(p.Height), int64(p.Width)} }
 
-// DecodeImage decodes PNG, JPEG or GIF bytes.
+// DecodeImage decodes PNG, JPEG or GIF bytes, or raw pixels (a crop_image
+// result: package pixels).
 func DecodeImage(b []byte) (image.Image, error) {
-	img, _, err := image.Decode(bytes.NewReader(b))
+	img, err := pixels.Decode(b)
 	if err != nil {
 		return nil, fmt.Errorf("%w: image of %d bytes: %w", ErrRow, len(b), err)
 	}

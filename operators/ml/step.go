@@ -8,6 +8,8 @@ import (
 	"github.com/apache/arrow/go/v17/arrow"
 	"github.com/apache/arrow/go/v17/arrow/array"
 	"github.com/apache/arrow/go/v17/arrow/memory"
+
+	"github.com/tierflow/tierflow/operators/pixels"
 )
 
 // Step is a per-record transform that an Operator applies around its
@@ -93,7 +95,9 @@ func (s *ImageStep) Apply(mem memory.Allocator, rec arrow.Record) (arrow.Record,
 			nFailed++
 			continue
 		}
-		img, err := DecodeImage(col.Value(r))
+		// Through the worker's frame cache: crop_image, on this worker
+		// after the detector, cuts its boxes from the frame decoded here.
+		img, err := pixels.Shared.Decode(col.Value(r))
 		if err != nil {
 			failed[r] = true
 			nFailed++

@@ -2,6 +2,7 @@ package expr
 
 import (
 	"bytes"
+	"encoding/binary"
 	"image"
 	"image/color"
 	_ "image/gif" // the formats a BLOB image may be in (formatBlob, the examples)
@@ -16,7 +17,7 @@ func imageFunctions() []*Function {
 	img := exampleImage(4, 3)
 	return []*Function{
 		{Name: "crop_image", Kind: Scalar,
-			Doc: "The pixels [x0, x1) x [y0, y1) of an encoded image (PNG, JPEG or GIF bytes) as a PNG: a detector's box cut from its frame for the next model. " +
+			Doc: "The pixels [x0, x1) x [y0, y1) of an image (PNG, JPEG or GIF bytes, or another crop) as raw RGB pixels (an 8-byte tag, width and height as little-endian uint32, then 3 bytes a pixel, row by row): a detector's box cut from its frame for the next model, which reads it without a decode. " +
 				"Coordinates are rounded to whole pixels and the box is clamped to the image; NULL when nothing of it is left, when the bytes are not an image, or when an argument is NULL.",
 			Signatures: []Signature{sig(ret(Blob), "BLOB", p("image", BlobClass), p("x0", num), p("y0", num), p("x1", num), p("y1", num))},
 			Examples: []Example{
@@ -41,26 +42,27 @@ func exampleImage(w, h int) []byte {
 	return encodePNG(m)
 }
 
-// exampleCrop is the PNG of the pixels r of the image b, cut pixel by
-// pixel: what crop_image's examples must give (operators/functions runs
-// them against its implementation).
+// exampleCrop is the raw pixels r of the image b, cut pixel by pixel: what
+// crop_image's examples must give (operators/functions runs them against
+// its implementation, operators/pixels).
 func exampleCrop(b []byte, r image.Rectangle) []byte {
 	src, _, err := image.Decode(bytes.NewReader(b))
 	if err != nil {
 		panic(err)
 	}
-	dst := image.NewRGBA(image.Rect(0, 0, r.Dx(), r.Dy()))
+	out := []byte("\x00TFRGB1")
+	out = binary.LittleEndian.AppendUint32(out, uint32(r.Dx()))
+	out = binary.LittleEndian.AppendUint32(out, uint32(r.Dy()))
 	for y := r.Min.Y; y < r.Max.Y; y++ {
 		for x := r.Min.X; x < r.Max.X; x++ {
-			dst.Set(x-r.Min.X, y-r.Min.Y, src.At(x, y))
+			c := color.RGBAModel.Convert(src.At(x, y)).(color.RGBA)
+			out = append(out, c.R, c.G, c.B)
 		}
 	}
-	return encodePNG(dst)
+	return out
 }
 
-// encodePNG is how crop_image writes its result: PNG at the fastest
-// compression (lossless, so the next model sees the frame's own pixels; the
-// bytes cross a link once and are decoded once).
+// encodePNG is the example frame's encoding.
 func encodePNG(m image.Image) []byte {
 	var b bytes.Buffer
 	if err := (&png.Encoder{CompressionLevel: png.BestSpeed}).Encode(&b, m); err != nil {

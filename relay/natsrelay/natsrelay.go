@@ -938,6 +938,10 @@ type receiver struct {
 	asmOn   bool
 	asmN    uint32 // chunks so far
 	asmSz   int64
+	// asmHeld is what the reassembly buffer is charged to the query's
+	// memory (its allocator's Charger): a message larger than the
+	// server's max payload is held whole here before it is decoded.
+	asmHeld int64
 	err     error
 	errCh   chan struct{}
 	closed  bool
@@ -998,8 +1002,20 @@ func (r *receiver) fail(err error) {
 		r.err = err
 		close(r.errCh)
 	}
-	r.asmOn = false
+	r.dropAsm()
 	r.dec.Close()
+}
+
+// dropAsm lets go of the message being reassembled, and of its charge;
+// r.mu is held.
+func (r *receiver) dropAsm() {
+	r.asmOn, r.asm = false, nil
+	if r.asmHeld > 0 {
+		if ch, ok := r.t.cfg.Allocator.(dataflow.Charger); ok {
+			ch.Uncharge(r.asmHeld)
+		}
+		r.asmHeld = 0
+	}
 }
 
 // onDataSafe is onData for the client's delivery goroutine: a panic while
@@ -1128,7 +1144,7 @@ func (r *receiver) ack(seq uint64) {
 // chunk of it was skipped): it drops what it had of it and asks the sender
 // for it again, at most once per Retry; r.mu is held.
 func (r *receiver) lost() {
-	r.asmOn, r.asm = false, nil
+	r.dropAsm()
 	now := time.Now()
 	if !r.gapOn {
 		r.gapOn, r.gapSince = true, now
@@ -1178,6 +1194,18 @@ func (r *receiver) assemble(h frame.Header, body []byte, size int64) []byte {
 			r.fail(protocolError(r.link, "message of %d bytes, at most %d", h.Total, r.t.cfg.MaxMessageBytes))
 			return nil
 		}
+		r.dropAsm()
+		// The whole message is the query's memory from its first chunk
+		// on (a frame of a camera, a tensor: megabytes, where one chunk
+		// is the server's max payload): a budget without room for it
+		// fails the link, and the query, before the buffer is made.
+		if ch, ok := r.t.cfg.Allocator.(dataflow.Charger); ok {
+			if err := ch.Charge(int64(h.Total)); err != nil {
+				r.fail(fmt.Errorf("%s: message %d of %s in %d chunks: %w", r.link, h.Seq, dataflow.Bytes(int64(h.Total)), h.Chunks, err))
+				return nil
+			}
+			r.asmHeld = int64(h.Total)
+		}
 		// A fresh buffer per message: the decoded record may keep pointing
 		// into it (zero-copy), exactly as a single-chunk record points into
 		// its NATS message.
@@ -1203,12 +1231,15 @@ func (r *receiver) assemble(h frame.Header, body []byte, size int64) []byte {
 	if h.Chunk+1 < h.Chunks {
 		return nil
 	}
-	r.asmOn = false
 	if uint64(len(r.asm)) != a.Total {
 		r.fail(protocolError(r.link, "message %d has %d of %d bytes", h.Seq, len(r.asm), a.Total))
 		return nil
 	}
-	body, r.asm = r.asm, nil
+	// The decoder charges the record it makes (zero-copy: this body, for
+	// as long as the record lives; else its copies), so the buffer's own
+	// charge ends here.
+	body = r.asm
+	r.dropAsm()
 	return body
 }
 
@@ -1293,7 +1324,7 @@ func (r *receiver) Close() error {
 	r.closeOnce.Do(func() {
 		r.mu.Lock()
 		r.closed = true
-		r.asmOn, r.asm = false, nil
+		r.dropAsm()
 		if r.gapTimer != nil {
 			r.gapTimer.Stop()
 		}
