@@ -29,6 +29,7 @@ type Meter struct {
 	unacked   atomic.Int64  // sender: data bytes on the wire, not acknowledged
 	ackedMsgs atomic.Uint64 // sender: data messages acknowledged (cumulative acks)
 	resent    atomic.Uint64 // sender: messages sent again
+	resentB   atomic.Uint64 // sender: their wire bytes (in bytes too)
 	dups      atomic.Uint64 // receiver: messages that arrived again, dropped
 	gaps      atomic.Uint64 // receiver: messages found missing, asked for again
 }
@@ -37,8 +38,15 @@ type Meter struct {
 // back.
 func (m *Meter) Unacked(n int64) { m.unacked.Store(n) }
 
-// Resent counts one message sent again (a gap, a reconnect, an ack timeout).
-func (m *Meter) Resent() { m.resent.Add(1) }
+// Resent counts one message sent again (a gap, a reconnect, an ack
+// timeout) and the n wire bytes it took again, which Wire counted too.
+func (m *Meter) Resent(n uint64) {
+	m.resent.Add(1)
+	m.resentB.Add(n)
+}
+
+// WireBytes is the wire bytes counted so far (Wire).
+func (m *Meter) WireBytes() uint64 { return m.bytes.Load() }
 
 // Duplicate counts one message that arrived again and was dropped.
 func (m *Meter) Duplicate() { m.dups.Add(1) }
@@ -132,6 +140,7 @@ func (m *Meter) Snapshot() LinkStats {
 		MaxBufferedBytes:  m.maxBufB.Load(),
 		Closed:            m.closed.Load(),
 		Resent:            m.resent.Load(),
+		ResentBytes:       m.resentB.Load(),
 		Duplicates:        m.dups.Load(),
 		Gaps:              m.gaps.Load(),
 	}

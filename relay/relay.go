@@ -257,10 +257,12 @@ type LinkStats struct {
 	// Links that can lose messages in flight (NATS, across a server
 	// restart) repair it: Resent counts a sender's messages sent again,
 	// Gaps a receiver's requests for a missing message, Duplicates the
-	// messages it got twice and dropped.
-	Resent     uint64 `json:"resent,omitempty"`
-	Gaps       uint64 `json:"gaps,omitempty"`
-	Duplicates uint64 `json:"duplicates,omitempty"`
+	// messages it got twice and dropped; ResentBytes are the resent
+	// messages' wire bytes, which Bytes counts as well.
+	Resent      uint64 `json:"resent,omitempty"`
+	ResentBytes uint64 `json:"resent_bytes,omitempty"`
+	Gaps        uint64 `json:"gaps,omitempty"`
+	Duplicates  uint64 `json:"duplicates,omitempty"`
 }
 
 // Bandwidth is the link's bandwidth view, which every decision reads by

@@ -319,8 +319,7 @@ type sidePlan struct {
 // samples, as many as that probability needs): at that bandwidth the
 // batch, behind what is on the wire ahead of it and with half a round trip,
 // the model's compute and a margin, reaches the model within the SLO, and
-// the stream at that side is no more than the link carries at that
-// bandwidth, so that the queue the next batch meets does not grow. Nothing
+// the next batch, behind it, still can at the smallest side (nextFits). Nothing
 // else is held back: a fall of the link counts at its first slow ack (the
 // next batch goes smaller), a rise once the evidence of the slow samples
 // has aged out. The first side before the link has acknowledged anything;
@@ -353,22 +352,40 @@ func (p sidePlan) pick(sides []int, planes, width int) int {
 	}
 	budget := (p.SLO - p.Compute - margin - p.Age - rtt/2).Seconds()
 	rowBytes := func(s int) float64 { return float64(planes * s * s * width) }
+	smallest := sides[len(sides)-1]
 	for _, s := range sides {
-		if (float64(p.State.UnackedBytes)+float64(p.Rows)*rowBytes(s)+p.Overhead)/bw > budget {
+		ahead := float64(p.State.UnackedBytes) + float64(p.Rows)*rowBytes(s) + p.Overhead
+		if ahead/bw > budget {
 			continue
 		}
-		if p.BatchesPerSec > 0 && p.BatchesPerSec*p.Overhead+p.RowsPerSec*rowBytes(s) > bw {
+		if p.BatchesPerSec > 0 && !p.nextFits(ahead, bw, rowBytes(smallest), budget+p.Age.Seconds()) {
 			continue
 		}
 		return s
 	}
-	smallest := sides[len(sides)-1]
 	best := max(p.State.BandwidthBps, p.State.LastBps, p.State.TransferBps, p.State.LastTransferBps)
 	alone := float64(p.Rows) * rowBytes(smallest) / best
 	if p.Rows > 0 && (p.Age+p.Compute+rtt/2).Seconds()+alone > p.SLO.Seconds() {
 		return 0
 	}
 	return smallest
+}
+
+// nextFits reports whether the stream's next batch, at the smallest side,
+// still reaches the model in time (budget, as a fresh batch has it) behind
+// ahead bytes sent now, with the link at bw draining them meanwhile. A side
+// that leaves the next batch no side in time is never taken; any other is,
+// so the queue may grow for a while where the slack of the SLO absorbs it
+// (the next batches then go smaller until it drains) rather than the
+// stream at a side having to fit the link's tail on its own, which held a
+// link stepping around a side's rate at the side below it all the time.
+// When even the smallest side's stream is more than the link carries,
+// only the smallest side keeps the next batch in time, so that is sent.
+func (p sidePlan) nextFits(ahead, bw, smallestRow, budget float64) bool {
+	gap := 1 / p.BatchesPerSec
+	rows := p.RowsPerSec / p.BatchesPerSec
+	left := max(0, ahead-bw*gap)
+	return (left+rows*smallestRow+p.Overhead)/bw <= budget
 }
 
 // variableValues decodes a variable-side column's rows to float32 at

@@ -247,11 +247,21 @@ func TestSidePlanPick(t *testing.T) {
 		{"no ack yet", on(dataflow.LinkState{}), 28},
 		{"1500 kbit/s", on(link(1500e3 / 8)), 28},
 		{"600 kbit/s: 28 in time, its stream 75% of the link", on(link(600e3 / 8)), 28},
-		{"400 kbit/s: 28's stream more than the link", on(link(400e3 / 8)), 20},
-		{"1500 kbit/s, the latest sample 250: a fall counts at once", on(sampled(1500, 250, 0)), 14},
-		{"the 250 sample 48 back: still evidence at P98", on(sampled(1500, 250, 48)), 14},
+		{"400 kbit/s: 28's stream more than the link, in time, the next can go smaller", on(link(400e3 / 8)), 28},
+		{"30 batches/s at 300 kbit/s, 1100 bytes ahead: 20 in time, the next batch at 14 not", func(p sidePlan) sidePlan {
+			p.State, p.BatchesPerSec, p.RowsPerSec = link(300e3/8), 30, 30
+			p.State.UnackedBytes = 1100
+			return p
+		}, 14},
+		{"30 batches/s at 300 kbit/s, 900 bytes ahead: 20 and the next at 14 in time", func(p sidePlan) sidePlan {
+			p.State, p.BatchesPerSec, p.RowsPerSec = link(300e3/8), 30, 30
+			p.State.UnackedBytes = 900
+			return p
+		}, 20},
+		{"1500 kbit/s, the latest sample 250: a fall counts at once", on(sampled(1500, 250, 0)), 20},
+		{"the 250 sample 48 back: still evidence at P98", on(sampled(1500, 250, 48)), 20},
 		{"the 250 sample 49 back: aged out at P98", on(sampled(1500, 250, 49)), 28},
-		{"the 250 sample 49 back, P99: still evidence", func(p sidePlan) sidePlan { p.State, p.Attain = sampled(1500, 250, 49), 0.99; return p }, 14},
+		{"the 250 sample 49 back, P99: still evidence", func(p sidePlan) sidePlan { p.State, p.Attain = sampled(1500, 250, 49), 0.99; return p }, 20},
 		{"a 700 kbit/s sample in 1500: 28 still fits", on(sampled(1500, 700, 10)), 28},
 		{"small frames' acks: 300 kbit/s, the link's own rate 1200", func(p sidePlan) sidePlan {
 			p.State = link(300e3 / 8)

@@ -496,11 +496,12 @@ func (s *sender) resend(seq uint64) {
 		if m.h.Seq < seq {
 			continue
 		}
+		before := s.m.WireBytes() // s.wireMu is held: no other put counts meanwhile
 		if err := s.put(m); err != nil {
 			return
 		}
 		m.resent, m.sentAt = true, now
-		s.m.Resent()
+		s.m.Resent(s.m.WireBytes() - before)
 	}
 }
 

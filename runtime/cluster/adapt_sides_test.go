@@ -147,10 +147,13 @@ func TestAdaptSidesFollowTheLink(t *testing.T) {
 		t.Errorf("sides %v: want frames at 28 before the step and smaller after", sides)
 	}
 	// The step comes 3 s (60 frames) after the cluster started, the
-	// stream later: a switch within a few batches leaves at most about 60
-	// frames at 28.
-	if sides["side_28"] > 65 {
-		t.Errorf("%d frames went at 28x28: the adaptation followed the step late", sides["side_28"])
+	// stream later: at most about 65 frames at 28 before it, and after it
+	// no more bytes than 400 kbit/s carries in the stream's other 4 s and
+	// one bound's worth of queue (28s among smaller frames are fine while
+	// they arrive in time; fit-28 alone sends 439 KB).
+	const before, after = 65 * 28 * 28 * 4, 4*400e3/8 + 0.15*400e3/8
+	if sent := 4 * (28*28*sides["side_28"] + 20*20*sides["side_20"] + 14*14*sides["side_14"]); float64(sent) > before+after {
+		t.Errorf("%d bytes of frames sent (sides %s), more than the link carried (%.0f): the adaptation followed the step late", sent, ml.FormatSides(sides), before+after)
 	}
 	if sides["side_28"]+sides["side_20"]+sides["side_14"]+sides[ml.SideDropped] != 140 {
 		t.Errorf("sides %v: want the 140 frames counted (sent or dropped before the link)", sides)

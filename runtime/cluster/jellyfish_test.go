@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/tierflow/tierflow/operators/ml"
 	"github.com/tierflow/tierflow/relay"
 	"github.com/tierflow/tierflow/runtime/cluster"
 	"github.com/tierflow/tierflow/runtime/cluster/clustertest"
@@ -225,5 +226,46 @@ func TestLazyDropOnTheEngine(t *testing.T) {
 	}
 	if len(s.Replans) != 0 {
 		t.Errorf("re-planned with --no-slo-policy: %+v", s.Replans)
+	}
+}
+
+// TestJellyfishFirstPlanIsTheCeiling: a LATENCY query over a size family
+// whose batches follow their link (the default) starts on the variant the
+// Jellyfish policy would set as its ceiling at its first report, the
+// largest the workers' compute carries, however cheap a variant the
+// optimizer's cost would pick under the accuracy floor: no cut-over (a
+// pause of the streams, frames late) is needed once the query runs.
+func TestJellyfishFirstPlanIsTheCeiling(t *testing.T) {
+	fashion := fashionDir(t)
+	dir := t.TempDir()
+	query := strings.Replace(sizedQuery, "ACCURACY >= 89, LATENCY <= 2000 MS", "ACCURACY >= 80, LATENCY <= 2000 MS", 1)
+	for name, body := range map[string]string{"infra.yaml": driftInfra, "catalog.yaml": sizedCatalog(fashion), "query.sql": query} {
+		if err := os.WriteFile(filepath.Join(dir, name), []byte(body), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	cat := filepath.Join(dir, "catalog.yaml")
+	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+	defer cancel()
+	c := clustertest.StartHooked(t, ctx, cluster.Options{Infra: clustertest.LoadInfra(t, dir), Catalog: cat, Policies: clustertest.SLO(control.DefaultJellyfish)}, cluster.Hooks{})
+	defer c.Close()
+	_, info := clustertest.RunCSV(t, ctx, c.Run, deploy.Script{Filename: filepath.Join(dir, "query.sql"), Source: query, BaseDir: dir, Catalog: cat, Replay: true})
+	if r := info.Summary().Replans; len(r) != 0 {
+		t.Errorf("replans %+v: want the first plan on the ceiling, no cut-over", r)
+	}
+	ran := map[string]int64{}
+	for _, op := range info.Operators {
+		for k, v := range op.Counters {
+			if strings.HasPrefix(k, ml.RanPrefix) {
+				ran[k] += v
+			}
+		}
+	}
+	var all int64
+	for _, n := range ran {
+		all += n
+	}
+	if all == 0 || ran[ml.RanPrefix+"fit-28"] != all {
+		t.Errorf("ran %s: want every frame on the ceiling fit-28 (an unshaped link carries it)", ml.FormatRan(ran))
 	}
 }

@@ -192,6 +192,51 @@ func (p Jellyfish) Decide(in PolicyInput) *Decision {
 	return &Decision{Constraints: Constraints{Variants: pins}, Reason: "jellyfish: " + strings.Join(why, "; ")}
 }
 
+// FirstPlan is what Decide would ask for at the query's first report for
+// the calls whose batches follow their link (LatencyCall.SidesPerBatch):
+// their ceiling is the workers' compute's alone, which the placement
+// already tells, so it is set before the query runs rather than by a
+// cut-over once it does. The stream's rate is not measured yet: a row a
+// second per source, the rate Decide assumes before one is; a ceiling the
+// real rate's compute cannot carry is stepped down at a report. Calls
+// whose frames go whole wait for their links' numbers.
+func (p Jellyfish) FirstPlan(in *LatencyInput) *Decision {
+	if in == nil || in.SLOMs <= 0 || p.WholeFrames {
+		return nil
+	}
+	pins := map[string]string{}
+	var why []string
+	for _, call := range in.Calls {
+		if !call.SidesPerBatch || len(call.Variants) == 0 {
+			continue
+		}
+		pr := &JFProblem{Variants: call.Variants, Workers: 1}
+		for i := range max(1, len(call.Sources)) {
+			pr.Clients = append(pr.Clients, JFClient{Name: fmt.Sprint(i), Rate: 1, SLOMs: in.SLOMs, BandwidthBps: math.Inf(1)})
+		}
+		cur := 0
+		for j, v := range call.Variants {
+			if v.Name == call.Variant {
+				cur = j
+			}
+		}
+		a := p.Anneal
+		a.Seed = 1
+		s := pr.Schedule([]int{cur}, a)
+		if s.Served == 0 || s.Workers[0].Variant == cur {
+			continue
+		}
+		v := call.Variants[s.Workers[0].Variant]
+		pins[call.Call] = v.Name
+		why = append(why, fmt.Sprintf("%s: %s -> %s (%dx%d), a ceiling by the workers' compute for LATENCY %g ms (each batch's side follows its link)",
+			call.Call, call.Variant, v.Name, v.Side, v.Side, in.SLOMs))
+	}
+	if len(pins) == 0 {
+		return nil
+	}
+	return &Decision{Constraints: Constraints{Variants: pins}, Reason: "jellyfish, first plan: " + strings.Join(why, "; ")}
+}
+
 // stepUp is the variant a step up from cur to pick may take: cur while
 // a plan the policy chose is younger than StepUpAge, else the largest the
 // schedule allows with StepUpUtilization of every link (never below cur).

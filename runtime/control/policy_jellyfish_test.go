@@ -202,6 +202,36 @@ func TestJellyfishSidesPerBatchCeilingIsCompute(t *testing.T) {
 	}
 }
 
+// The first plan of a call whose batches follow their link is the
+// ceiling Decide would set at the first report (no links yet, no rate);
+// a call whose frames go whole waits for its links.
+func TestJellyfishFirstPlanSetsTheCeiling(t *testing.T) {
+	p := DefaultJellyfish
+	in := jfInput("fit-14").Latency
+	if d := p.FirstPlan(in); d != nil {
+		t.Fatalf("whole frames: %+v, want nothing before the links are measured", d)
+	}
+	in.Calls[0].SidesPerBatch = true
+	if d := p.FirstPlan(in); d == nil || d.Variants["classify"] != "fit-28" {
+		t.Fatalf("sides per batch from fit-14: %+v, want the ceiling at fit-28", d)
+	}
+	in.Calls[0].Variant = "fit-28"
+	if d := p.FirstPlan(in); d != nil {
+		t.Fatalf("sides per batch on fit-28: %+v, want it kept", d)
+	}
+	in.Calls[0].Variant = "fit-14"
+	in.Calls[0].Variants[2].BatchMs = []float64{150, 160, 170, 180}
+	if d := p.FirstPlan(in); d == nil || d.Variants["classify"] != "fit-20" {
+		t.Fatalf("fit-28 at 150 ms a call under a 100 ms bound: %+v, want fit-20", d)
+	}
+	whole := p
+	whole.WholeFrames = true
+	in.Calls[0].Variants[2].BatchMs = []float64{1, 1.2, 1.4, 1.6}
+	if d := whole.FirstPlan(in); d != nil {
+		t.Fatalf("WholeFrames: %+v, want nothing", d)
+	}
+}
+
 // A call no operator runs (its name before the plan split it per source)
 // is left alone.
 func TestJellyfishLeavesACallNotRunning(t *testing.T) {

@@ -4,12 +4,14 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/tierflow/tierflow/dataflow"
 	"github.com/tierflow/tierflow/planner/physical"
 	"github.com/tierflow/tierflow/runtime/control"
 	"github.com/tierflow/tierflow/runtime/deploy"
+	"github.com/tierflow/tierflow/runtime/policy"
 )
 
 // A query changes generation for one of two reasons, by the same steps:
@@ -69,6 +71,15 @@ func (s *supervisor) deployFirst(ctx context.Context, ws []deploy.Worker) (*depl
 	submitted := s.info.Submitted
 	s.mu.Unlock()
 	s.attach(pl.forPolicies(s.id, c.nc, false))
+	if next, cons, ok := s.firstPlan(ctx, ws); ok {
+		pl, p, script = next, next.placement, next.script
+		s.mu.Lock()
+		s.info.Placement, s.info.Workers, s.info.Planner, s.info.Estimate = p, p.Workers, pl.note, pl.estimate
+		s.plan, s.assumed, s.variants, s.bound = pl.plan, pl.assumed, script.Variants, pl.bound
+		s.holds.ClassMix, s.holds.Variants = cons.ClassMix, cons.Variants
+		s.mu.Unlock()
+		s.attach(pl.forPolicies(s.id, c.nc, false))
+	}
 
 	if _, _, err := c.deployAll(ctx, s.id, req.Owner, submitted, script, p, 0); err != nil {
 		err = scrub(err, req.Script)
@@ -91,6 +102,35 @@ func (s *supervisor) deployFirst(ctx context.Context, ws []deploy.Worker) (*depl
 		return nil, err
 	}
 	return p, nil
+}
+
+// firstPlan places the query again under what its policies ask of its
+// first plan (policy.FirstPlanner), before anything is deployed: ok is
+// false when none asks, or the plan they ask for cannot be placed (the
+// first one stands; the policies ask again once the query runs).
+func (s *supervisor) firstPlan(ctx context.Context, ws []deploy.Worker) (placed, control.Constraints, bool) {
+	var cons control.Constraints
+	var why []string
+	s.mu.Lock()
+	for _, a := range s.policies {
+		if f, ok := a.state.(policy.FirstPlanner); ok {
+			if d := f.FirstPlan(); d != nil {
+				cons.Add(d.Constraints)
+				why = append(why, d.Reason)
+			}
+		}
+	}
+	s.mu.Unlock()
+	if len(why) == 0 {
+		return placed{}, cons, false
+	}
+	next, err := s.c.place(ctx, s.req, ws, cons)
+	if err != nil {
+		s.c.cfg.Log.Warn("first plan kept", "query", s.id, "asked", strings.Join(why, "; "), "err", err)
+		return placed{}, cons, false
+	}
+	s.c.cfg.Log.Info("first plan", "query", s.id, "reason", strings.Join(why, "; "))
+	return next, cons, true
 }
 
 // ask (taking s.mu) marks a change of generation as asked for: no policy

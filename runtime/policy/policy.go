@@ -91,6 +91,16 @@ type Replaced interface {
 	Placed(p *Placed)
 }
 
+// FirstPlanner is a per-query state with a say in its query's first plan:
+// what it would ask for at the query's first report, from what the
+// placement alone tells it (nil: nothing). The supervisor places the
+// query again under it before anything is deployed, so a decision that
+// needs no live number costs no cut-over (a cut-over pauses the query's
+// streams for a few hundred milliseconds: frames a latency bound misses).
+type FirstPlanner interface {
+	FirstPlan() *control.Decision
+}
+
 // Observer is a per-query state that keeps its own record in the query's
 // info at every status report while the query runs (also while it changes
 // generation), before any policy decides.

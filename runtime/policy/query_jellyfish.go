@@ -69,6 +69,21 @@ func (s *jellyfishState) Decide(in control.PolicyInput) *control.Decision {
 	return s.rule.Decide(in)
 }
 
+// FirstPlan is the ceiling the rule would set at the first report for a
+// call whose batches follow their link (control.Jellyfish.FirstPlan),
+// before the query runs.
+func (s *jellyfishState) FirstPlan() *control.Decision {
+	if s.in == nil {
+		return nil
+	}
+	if f, ok := s.rule.(interface {
+		FirstPlan(*control.LatencyInput) *control.Decision
+	}); ok {
+		return f.FirstPlan(s.in)
+	}
+	return nil
+}
+
 // Placed follows the variants of a new generation; a kept plan runs what
 // it ran.
 func (s *jellyfishState) Placed(p *Placed) {
