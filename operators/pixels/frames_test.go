@@ -68,3 +68,13 @@ func TestFramesDecodeOnce(t *testing.T) {
 		}
 	}
 }
+
+func TestFramesReset(t *testing.T) {
+	f := &Frames{MaxFrames: 4, MaxBytes: 1 << 20}
+	a := encodedFrame(t, 20, 10)
+	first, _ := f.Decode(a)
+	f.Reset()
+	if again, _ := f.Decode(a); again == first {
+		t.Fatal("a frame decoded before Reset came from the cache")
+	}
+}
