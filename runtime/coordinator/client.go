@@ -75,11 +75,16 @@ func (c *Client) alive(query string, timeout time.Duration) error {
 }
 
 func (c *Client) request(ctx context.Context, subject string, req, rep any) error {
+	return c.requestFor(ctx, c.Timeout, subject, req, rep)
+}
+
+// requestFor is request waiting up to timeout for the answer.
+func (c *Client) requestFor(ctx context.Context, timeout time.Duration, subject string, req, rep any) error {
 	body, err := json.Marshal(req)
 	if err != nil {
 		return err
 	}
-	ctx, cancel := context.WithTimeout(ctx, c.Timeout)
+	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	msg, err := requestChecked(ctx, c.nc, subject, body)
 	if errors.Is(err, nats.ErrPermissionViolation) || errors.Is(err, nats.ErrAuthorization) {
@@ -109,14 +114,22 @@ func (c *Client) Queries(ctx context.Context) ([]deploy.QueryInfo, error) {
 
 // Stop stops a query (STOP QUERY), gracefully unless abort.
 func (c *Client) Stop(ctx context.Context, query string, abort bool) error {
+	_, err := c.StopSaid(ctx, query, abort)
+	return err
+}
+
+// StopSaid stops a query and returns what the coordinator said became of
+// it once its workers ended it (Coordinator.StopAndWait). The request
+// waits as long as the coordinator does, whatever c.Timeout says.
+func (c *Client) StopSaid(ctx context.Context, query string, abort bool) (string, error) {
 	var ack deploy.Ack
-	if err := c.request(ctx, deploy.InNamespace(c.Namespace, deploy.StopSubject(c.User)), deploy.StopRequest{Query: query, Abort: abort}, &ack); err != nil {
-		return err
+	if err := c.requestFor(ctx, max(c.Timeout, 2*clientStopWait), deploy.InNamespace(c.Namespace, deploy.StopSubject(c.User)), deploy.StopRequest{Query: query, Abort: abort}, &ack); err != nil {
+		return "", err
 	}
 	if ack.Error != "" {
-		return errors.New(ack.Error)
+		return "", deploy.RemoteError(ack.Error, ack.ErrorKind)
 	}
-	return nil
+	return ack.Said, nil
 }
 
 // NewQueryName returns a fresh query name ("q-" and 8 hex digits).
@@ -318,7 +331,9 @@ func (c *Client) Submit(ctx context.Context, script deploy.Script, name string, 
 			ctxDone = nil
 			if !stopping {
 				stopping = true
-				_ = c.Stop(context.Background(), name, false)
+				// The stop's answer waits for the query to end, which
+				// needs this loop to keep reading its results.
+				go func() { _ = c.Stop(context.Background(), name, false) }()
 				grace = time.After(15 * time.Second)
 			}
 		case <-grace:

@@ -126,6 +126,8 @@ type supervisor struct {
 	// jetstream are the subjects of the query's JetStream streams and
 	// sinks: its parts' data users may create streams over them (mint).
 	jetstream []string
+	// over is closed when the query ends (a stop waits on it).
+	over chan struct{}
 }
 
 // pendingRecovery is a recovery whose rows do not flow yet.
@@ -137,7 +139,7 @@ type pendingRecovery struct {
 // newSupervisor is the supervisor of a query submitted as req, deploying.
 func newSupervisor(c *Coordinator, req deploy.SubmitRequest, info deploy.QueryInfo) *supervisor {
 	return &supervisor{c: c, id: info.Query, info: info, status: map[string]deploy.Status{}, live: control.NewLive(),
-		rtt: map[string]time.Duration{}, req: req, front: map[string]uint64{}}
+		rtt: map[string]time.Duration{}, req: req, front: map[string]uint64{}, over: make(chan struct{})}
 }
 
 // started: the query's first generation started and it has not ended
@@ -155,6 +157,9 @@ func (s *supervisor) end(state, err, kind string) {
 	s.info.State, s.info.Ended = state, time.Now()
 	if state == deploy.StateFailed {
 		s.info.Error, s.info.ErrorKind = err, kind
+	}
+	if s.state != genEnded && s.over != nil {
+		close(s.over)
 	}
 	s.state = genEnded
 }

@@ -293,6 +293,9 @@ type StopRequest struct {
 type Ack struct {
 	Error     string `json:"error,omitempty"`
 	ErrorKind string `json:"error_kind,omitempty"`
+	// Said, in the answer to a stop, is what became of the query (aborted
+	// on which workers, had already ended, still draining).
+	Said string `json:"said,omitempty"`
 	// Describe, in the answer to a heartbeat, names queries the worker
 	// runs that the coordinator does not know (it was restarted): the
 	// next heartbeat describes them (Heartbeat.Parts).
