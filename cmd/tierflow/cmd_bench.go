@@ -5,6 +5,7 @@ import (
 
 	"github.com/tierflow/tierflow/bench"
 	benchinference "github.com/tierflow/tierflow/bench/inference"
+	benchnexmark "github.com/tierflow/tierflow/bench/nexmark"
 	benchoperators "github.com/tierflow/tierflow/bench/operators"
 	benchplanner "github.com/tierflow/tierflow/bench/planner"
 	benchrecovery "github.com/tierflow/tierflow/bench/recovery"
@@ -21,6 +22,7 @@ import (
 // doc and docs/benchmarks.md, "Adding a benchmark").
 var benches = []bench.Command{
 	benchinference.Command,
+	benchnexmark.Command,
 	benchoperators.Command,
 	benchplanner.Command,
 	benchrecovery.Command,

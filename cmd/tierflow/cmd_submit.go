@@ -83,7 +83,7 @@ without it the coordinator's totals are used).`,
 			if _, ok := plan.settings.Values()["exec.on_error"]; ok {
 				script.OnError = session.OnErrorName(x.OnError)
 			}
-			script.MaxDelay, script.BatchSize, script.Replay = x.MaxDelay, x.BatchSize, x.Replay
+			script.MaxDelay, script.BatchSize, script.Replay, script.StateTTL = x.MaxDelay, x.BatchSize, x.Replay, x.StateTTL
 			script.Planner = session.PlannerValues(plan.settings.Values())
 			if plan.queries > 0 {
 				script.Nth = 1

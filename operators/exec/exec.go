@@ -29,8 +29,10 @@ import (
 	"github.com/tierflow/tierflow/planner/logical"
 )
 
-// ErrUnsupported marks plans this local executor cannot run (yet).
-var ErrUnsupported = errors.New("not supported by the local executor")
+// ErrUnsupported marks plans the executor cannot run (yet). Its text names
+// no executor: a cluster's workers build their parts with this one too, and
+// the message reaches the user from there.
+var ErrUnsupported = errors.New("not supported")
 
 // Options configure a local run.
 type Options struct {
@@ -110,6 +112,10 @@ type Options struct {
 	// 3s on stream shelf, NATS subject ..."): a run on a subject nothing
 	// publishes to says what it waits on instead of hanging in silence.
 	Notices io.Writer
+	// StateTTL forgets the state of a key no row has updated for this long
+	// in event time (Flink's table.exec.state.ttl): a stream top-N's keys.
+	// 0 keeps them as long as the query runs.
+	StateTTL time.Duration
 	// Relayed says that the graph's edges may cross a relay (a cluster's
 	// workers over NATS), which carries plain columns: no scan then passes
 	// a string column on as its dictionary codes (codes.go), which only
@@ -171,6 +177,9 @@ type builder struct {
 	// par: the instances of the operators built with several (a join's
 	// probes), so that what reads them knows their parallelism.
 	par map[int]int
+	// rankLimits: the rows per key the filter above each stream top-N lets
+	// through (rank_stream.go).
+	rankLimits map[*logical.WindowFuncs]int64
 }
 
 // Build translates plan into a dataflow.
@@ -193,7 +202,10 @@ func Build(plan *logical.Plan, opts Options) (*Query, error) {
 	}
 	plan = &logical.Plan{Root: root, Objectives: plan.Objectives}
 	q := &Query{graph: &dataflow.Graph{Query: "local"}, opts: opts, report: &sources.Report{}, spills: &rel.SpillStats{}, joins: &rel.SpillStats{}}
-	b := &builder{q: q, g: q.graph, opts: opts, finalLimit: finalLimit(plan.Root), par: map[int]int{}}
+	if err := checkUpdating(root); err != nil {
+		return nil, err
+	}
+	b := &builder{q: q, g: q.graph, opts: opts, finalLimit: finalLimit(plan.Root), par: map[int]int{}, rankLimits: map[*logical.WindowFuncs]int64{}}
 	if _, _, err := b.node(plan.Root); err != nil {
 		q.closeFiles()
 		return nil, err
@@ -355,6 +367,13 @@ func (b *builder) node(n logical.Node) (int, *arrow.Schema, error) {
 		if s, ok := n.Input.(*logical.Scan); ok {
 			b.noteBounds(s, n.Pred)
 		}
+		if wf, rn, ok := rankBelow(n.Input); ok {
+			if limit, ok := rankBound(n.Pred, rn); ok {
+				if old, seen := b.rankLimits[wf]; !seen || limit < old {
+					b.rankLimits[wf] = limit
+				}
+			}
+		}
 		in, schema, err := b.node(n.Input)
 		if err != nil {
 			return 0, nil, err
@@ -371,7 +390,14 @@ func (b *builder) node(n logical.Node) (int, *arrow.Schema, error) {
 		if err != nil {
 			return 0, nil, err
 		}
-		proj, err := eval.NewProjection(n.Exprs, n.Names, schema, fns)
+		exprs, names := n.Exprs, n.Names
+		if rel.IsChangelog(schema) {
+			// A changelog's rows keep their op column.
+			last := schema.NumFields() - 1
+			exprs = append(append([]expr.Expr(nil), exprs...), &expr.Column{Index: last, Name: schema.Field(last).Name, DataType: schema.Field(last).Type})
+			names = append(append([]string(nil), names...), schema.Field(last).Name)
+		}
+		proj, err := eval.NewProjection(exprs, names, schema, fns)
 		if err != nil {
 			return 0, nil, at(err)
 		}
@@ -623,7 +649,7 @@ func (b *builder) join(n *logical.Join, at func(error) error) (int, *arrow.Schem
 		return 0, nil, at(fmt.Errorf("%w: CROSS JOIN of a stream on its right", ErrUnsupported))
 	}
 	if n.Window == nil && !bounded(n.Right) {
-		return 0, nil, at(fmt.Errorf("%w: the right side of a join must be a table (stream-table join); stream-stream joins need a window", ErrUnsupported))
+		return 0, nil, at(fmt.Errorf("%w: a join of two streams needs a window: equate the windows in ON (... AND TUMBLE(a.ts, INTERVAL '10' SECOND) = TUMBLE(b.ts, INTERVAL '10' SECOND)), or declare the right side a TABLE (a stream-table join)", ErrUnsupported))
 	}
 	if n.Window != nil {
 		return b.windowJoin(n, at)
@@ -1078,6 +1104,9 @@ func (b *builder) sink(n *logical.Sink, at func(error) error) (int, *arrow.Schem
 		if w, err = b.opts.Sink(n.Sink, schema); err != nil {
 			return 0, nil, at(fmt.Errorf("sink %s: %w", n.Sink.Name, err))
 		}
+	}
+	if rel.IsChangelog(schema) {
+		w = opFirstWriter(w)
 	}
 	b.q.writers = append(b.q.writers, w)
 	mu := &sync.Mutex{}

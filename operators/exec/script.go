@@ -76,11 +76,11 @@ func StatsIn(dir string) catalog.StatsSource { return FileStats{BaseDir: dir} }
 // (session.Settings.Values): max_delay, on_error, batch_size, and replay,
 // which paces FROM FILE streams at their declared RATE.
 func (o *Options) ApplySettings(values map[string]string) error {
-	x := session.Exec{MaxDelay: o.MaxDelay, OnError: o.OnError, BatchSize: o.BatchSize, Replay: o.Pace != nil}
+	x := session.Exec{MaxDelay: o.MaxDelay, OnError: o.OnError, BatchSize: o.BatchSize, Replay: o.Pace != nil, StateTTL: o.StateTTL}
 	if err := x.Apply(values); err != nil {
 		return err
 	}
-	o.MaxDelay, o.OnError, o.BatchSize = x.MaxDelay, x.OnError, x.BatchSize
+	o.MaxDelay, o.OnError, o.BatchSize, o.StateTTL = x.MaxDelay, x.OnError, x.BatchSize, x.StateTTL
 	if _, ok := values["exec.replay"]; ok {
 		o.Pace = nil
 		if x.Replay {

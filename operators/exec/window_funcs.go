@@ -27,6 +27,10 @@ func (b *builder) windowFuncs(n *logical.WindowFuncs, at func(error) error) (int
 		mk = func() (dataflow.Operator, error) { return rel.NewWindowFuncs(n.Funcs, n.Names, schema, fns) }
 	case bounded(n.Input):
 		mk = func() (dataflow.Operator, error) { return rel.NewWindowFuncsAtEnd(n.Funcs, n.Names, schema, fns) }
+	case streamRank(n):
+		if mk, err = b.rankOp(n, schema, at); err != nil {
+			return 0, nil, err
+		}
 	default:
 		if err := rel.CheckStreamOver(n.Funcs, schema); err != nil {
 			return 0, nil, atFunc(err, at)

@@ -27,7 +27,7 @@ func statements(t *testing.T, src string) []lang.Statement {
 // position.
 func TestSetChangesWhatFollows(t *testing.T) {
 	s := New()
-	for _, st := range statements(t, "SET planner.strategy = 'exhaustive'; SET planner.beam_width = 4; SET exec.on_error = 'skip'; SET exec.max_delay = '5s'; SET exec.replay = true; SET planner.adapt_inputs = 'UINT8';") {
+	for _, st := range statements(t, "SET planner.strategy = 'exhaustive'; SET planner.beam_width = 4; SET exec.on_error = 'skip'; SET exec.max_delay = '5s'; SET exec.replay = true; SET planner.adapt_inputs = 'UINT8'; SET exec.state_ttl = '90s';") {
 		if err := s.Set(st.(*lang.Set)); err != nil {
 			t.Fatal(err)
 		}
@@ -37,13 +37,14 @@ func TestSetChangesWhatFollows(t *testing.T) {
 		t.Fatalf("planner options: %+v", s.Planner)
 	}
 	x := Exec{MaxDelay: time.Second, OnError: sources.Fail, BatchSize: 10}
-	if err := x.Apply(s.Values()); err != nil || x.OnError != sources.Skip || x.MaxDelay != 5*time.Second || x.BatchSize != 10 || !x.Replay {
+	if err := x.Apply(s.Values()); err != nil || x.OnError != sources.Skip || x.MaxDelay != 5*time.Second || x.BatchSize != 10 || !x.Replay || x.StateTTL != 90*time.Second {
 		t.Fatalf("exec: %+v, %v", x, err)
 	}
 	for _, c := range []struct{ src, want string }{
 		{"SET exec.batch_size = 0;", `s.sql:1:1: SET exec.batch_size: want a positive integer, got "0"`},
 		{"SET planner.strategy = 'fastest';", `s.sql:1:1: SET planner.strategy: unknown strategy "fastest"`},
 		{"SET exec.replay = 'sometimes';", `s.sql:1:1: SET exec.replay: want true or false, got "sometimes"`},
+		{"SET exec.state_ttl = 'a while';", `s.sql:1:1: SET exec.state_ttl: want a duration such as '1h', got "a while"`},
 		{"SET nope = 1;", "s.sql:1:1: SET nope: unknown setting (want one of exec.batch_size"},
 		{"SET planner.adapt_inputs = 'jpeg';", `s.sql:1:1: SET planner.adapt_inputs: want resize, uint8 or off, got "jpeg"`},
 	} {
@@ -52,7 +53,7 @@ func TestSetChangesWhatFollows(t *testing.T) {
 			t.Errorf("%s: %v", c.src, err)
 		}
 	}
-	if s.Planner.Strategy != "exhaustive" || len(s.Values()) != 6 {
+	if s.Planner.Strategy != "exhaustive" || len(s.Values()) != 7 {
 		t.Fatalf("a bad SET changed the settings: %+v %v", s.Planner, s.Values())
 	}
 }

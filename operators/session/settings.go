@@ -46,7 +46,7 @@ func New() *Settings {
 
 // Names lists what SET changes, for help and completion.
 func Names() []string {
-	return []string{"exec.batch_size", "exec.max_delay", "exec.on_error", "exec.replay", "planner.accuracy", "planner.adapt_inputs", "planner.beam_ms", "planner.beam_wa", "planner.beam_width",
+	return []string{"exec.batch_size", "exec.max_delay", "exec.on_error", "exec.replay", "exec.state_ttl", "planner.accuracy", "planner.adapt_inputs", "planner.beam_ms", "planner.beam_wa", "planner.beam_width",
 		"planner.profile", "planner.seed", "planner.strategy", "planner.throughput",
 		"planner.time_budget", "planner.topo_orders"}
 }
@@ -191,7 +191,7 @@ func (s *Settings) set(key, val, at string) error {
 			return bad("want a duration such as '2s', got %q", val)
 		}
 		o.Optimize.TimeBudget = d
-	case "exec.max_delay", "exec.on_error", "exec.batch_size", "exec.replay":
+	case "exec.max_delay", "exec.on_error", "exec.batch_size", "exec.replay", "exec.state_ttl":
 		var probe Exec
 		if err := probe.Apply(map[string]string{key: val}); err != nil {
 			return invalidf("%s: SET %v", at, err)
@@ -213,6 +213,9 @@ type Exec struct {
 	// Replay feeds FROM FILE streams at their declared RATE, as live
 	// streams.
 	Replay bool
+	// StateTTL forgets a stream top-N's key after that long without a row
+	// (event time; Flink's table.exec.state.ttl); 0 never.
+	StateTTL time.Duration
 }
 
 // Apply overrides e with the exec.* values among settings (as Values gives
@@ -244,6 +247,12 @@ func (e *Exec) Apply(settings map[string]string) error {
 				return invalid{fmt.Sprintf("exec.batch_size: want a positive integer, got %q", v)}
 			}
 			e.BatchSize = n
+		case "exec.state_ttl":
+			d, err := time.ParseDuration(v)
+			if err != nil || d < 0 {
+				return invalid{fmt.Sprintf("exec.state_ttl: want a duration such as '1h', got %q", v)}
+			}
+			e.StateTTL = d
 		case "exec.replay":
 			on, err := strconv.ParseBool(v)
 			if err != nil {

@@ -34,7 +34,7 @@ func (e *scriptEngine) script(q session.Query) (deploy.Script, error) {
 	if err := x.Apply(q.Settings); err != nil {
 		return sc, err
 	}
-	sc.MaxDelay, sc.BatchSize, sc.Replay, sc.SourceMaxDelay = x.MaxDelay, x.BatchSize, x.Replay, so.SourceMaxDelay
+	sc.MaxDelay, sc.BatchSize, sc.Replay, sc.SourceMaxDelay, sc.StateTTL = x.MaxDelay, x.BatchSize, x.Replay, so.SourceMaxDelay, x.StateTTL
 	sc.Planner = session.PlannerValues(q.Settings)
 	if so.OnError != "" || x.OnError != sources.Fail {
 		sc.OnError = session.OnErrorName(x.OnError)

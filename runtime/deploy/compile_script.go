@@ -56,6 +56,8 @@ type Script struct {
 	OnError   string        `json:"on_error,omitempty"` // fail (default) or skip
 	MaxDelay  time.Duration `json:"max_delay,omitempty"`
 	BatchSize int           `json:"batch_size,omitempty"`
+	// StateTTL: SET exec.state_ttl (a stream top-N's idle keys).
+	StateTTL time.Duration `json:"state_ttl,omitempty"`
 	// SourceMaxDelay bounds a message source's wait for a partial batch
 	// (`--source-max-delay`; 0: the connectors' default; a stream's catalog
 	// source_max_delay_ms wins).
@@ -252,6 +254,9 @@ func (s Script) BuildPlan(plan *logical.Plan, opts exec.Options) (*exec.Query, e
 	}
 	if s.BatchSize > 0 {
 		opts.BatchSize = s.BatchSize
+	}
+	if s.StateTTL > 0 {
+		opts.StateTTL = s.StateTTL
 	}
 	if s.Pace != nil {
 		opts.Pace = s.Pace.Pacing
