@@ -368,6 +368,9 @@ func (r *reorderer) region(root logical.Node) (logical.Node, bool) {
 			nodes[i] = filterLeaf(l.node, shiftAll(local[i], -l.off), g.pos)
 		}
 		ests[i] = r.est.Estimate(nodes[i])
+	}
+	r.reduceGroupedLeaves(g, nodes, ests, classes)
+	for i, l := range g.leaves {
 		copy(whole.Cols[l.off:], ests[i].Cols)
 	}
 	// Residual predicates' selectivities: an OR's, less what the filters

@@ -62,5 +62,6 @@ func ApplyWith(p *logical.Plan, o Options) *logical.Plan {
 	if p.Objectives.LatencyMs > 0 {
 		root = SplitCallsBySource(root)
 	}
+	root = optimizeSubqueries(root, o, map[logical.Node]logical.Node{})
 	return &logical.Plan{Root: root, Objectives: p.Objectives}
 }
