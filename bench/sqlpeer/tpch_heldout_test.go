@@ -90,23 +90,8 @@ var duckdbSpelling = map[string]string{
 // TestTPCHVariantsMatchDuckDB: queries over the TPC-H tables other than
 // the standard texts give DuckDB's answers.
 func TestTPCHVariantsMatchDuckDB(t *testing.T) {
-	dir := t.TempDir()
-	if err := tpch.Generate(context.Background(), dir, tpch.GenOptions{SF: 0.01, Seed: 3, Types: tpch.SpecTypes, RowGroupRows: 16384}); err != nil {
-		t.Fatal(err)
-	}
-	duck, err := newDuckTPCH()
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer duck.Close()
-	tf := &tpch.Tierflow{}
+	duck, tf := loadTPCH(t, 0.01, 3, tpch.SpecTypes)
 	ctx := context.Background()
-	if err := duck.Load(ctx, dir, tpch.SpecTypes); err != nil {
-		t.Fatal(err)
-	}
-	if err := tf.Load(ctx, dir, tpch.SpecTypes); err != nil {
-		t.Fatal(err)
-	}
 	for _, q := range tpchVariants {
 		dq := q
 		if text, ok := duckdbSpelling[q.Name]; ok {

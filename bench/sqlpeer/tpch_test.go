@@ -18,26 +18,34 @@ import (
 // the map stays for a query that regresses knowingly.
 var tpchNotYet = map[string]string{}
 
-// checkTPCH runs the 22 queries on tierflow and DuckDB over one generated
-// data set and requires the same answers.
-func checkTPCH(t *testing.T, sf float64, ty tpch.Types, notYet map[string]string) {
+// loadTPCH generates the TPC-H tables at sf with seed and loads them into
+// DuckDB and tierflow, DuckDB closed when t ends.
+func loadTPCH(t *testing.T, sf float64, seed uint64, ty tpch.Types) (*duckTPCH, *tpch.Tierflow) {
+	t.Helper()
 	dir := t.TempDir()
-	if err := tpch.Generate(context.Background(), dir, tpch.GenOptions{SF: sf, Seed: 1, Types: ty, RowGroupRows: 16384}); err != nil {
+	if err := tpch.Generate(context.Background(), dir, tpch.GenOptions{SF: sf, Seed: seed, Types: ty, RowGroupRows: 16384}); err != nil {
 		t.Fatal(err)
 	}
 	duck, err := newDuckTPCH()
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer duck.Close()
+	t.Cleanup(func() { duck.Close() })
 	tf := &tpch.Tierflow{}
+	if err := duck.Load(context.Background(), dir, ty); err != nil {
+		t.Fatal(err)
+	}
+	if err := tf.Load(context.Background(), dir, ty); err != nil {
+		t.Fatal(err)
+	}
+	return duck, tf
+}
+
+// checkTPCH runs the 22 queries on tierflow and DuckDB over one generated
+// data set and requires the same answers.
+func checkTPCH(t *testing.T, sf float64, ty tpch.Types, notYet map[string]string) {
+	duck, tf := loadTPCH(t, sf, 1, ty)
 	ctx := context.Background()
-	if err := duck.Load(ctx, dir, ty); err != nil {
-		t.Fatal(err)
-	}
-	if err := tf.Load(ctx, dir, ty); err != nil {
-		t.Fatal(err)
-	}
 	for _, q := range tpch.Queries() {
 		want, err := duck.Run(ctx, q)
 		if err != nil {
