@@ -14,6 +14,8 @@ import (
 	"time"
 
 	"github.com/apache/arrow/go/v17/arrow/memory"
+
+	"github.com/tierflow/tierflow/operators/rel"
 )
 
 // The generated events every test reads: 20,000 events (400 persons, 1,200
@@ -122,37 +124,21 @@ func run(t *testing.T, name string, batch int) [][]any {
 	return res.Rows
 }
 
-// table applies a changelog (op first) and returns the rows left, as text
-// of the columns cols picks, sorted; a retraction of a row the table does
-// not hold fails.
+// table applies a changelog (op first; rel.ApplyChangelog) and returns
+// the rows left, as text of the columns cols picks, sorted.
 func table(t *testing.T, log [][]any, cols ...int) []string {
 	t.Helper()
-	count := map[string]int{}
-	for _, r := range log {
-		k := fmt.Sprint(r[1:]...)
-		switch r[0] {
-		case "+I", "+U":
-			count[k]++
-		case "-U", "-D":
-			if count[k] == 0 {
-				t.Fatalf("%s of a row the table does not hold: %v", r[0], r)
-			}
-			count[k]--
-		default:
-			t.Fatalf("op %v: not a changelog", r[0])
-		}
+	rows, err := rel.ApplyChangelog(log)
+	if err != nil {
+		t.Fatal(err)
 	}
 	var out []string
-	for _, r := range log {
-		k := fmt.Sprint(r[1:]...)
-		if count[k] > 0 {
-			count[k]--
-			var pick []any
-			for _, c := range cols {
-				pick = append(pick, r[1+c])
-			}
-			out = append(out, fmt.Sprint(pick...))
+	for _, r := range rows {
+		var pick []any
+		for _, c := range cols {
+			pick = append(pick, r[c])
 		}
+		out = append(out, fmt.Sprint(pick...))
 	}
 	sort.Strings(out)
 	return out

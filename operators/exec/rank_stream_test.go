@@ -15,6 +15,8 @@ import (
 
 	"github.com/apache/arrow/go/v17/arrow/memory"
 
+	"github.com/tierflow/tierflow/operators/rel"
+
 	"github.com/tierflow/tierflow/operators/sinks"
 )
 
@@ -36,30 +38,17 @@ func runChangelog(t *testing.T, dir, sql string, o Options) [][]any {
 	return out.rows
 }
 
-// finalTable applies a changelog (op first) and returns what is left, each
-// row as text, sorted.
+// finalTable applies a changelog (op first; rel.ApplyChangelog) and
+// returns what is left, each row as text, sorted.
 func finalTable(t *testing.T, log [][]any) []string {
 	t.Helper()
-	count := map[string]int{}
-	for _, r := range log {
-		k := fmt.Sprint(r[1:]...)
-		switch r[0] {
-		case "+I", "+U":
-			count[k]++
-		case "-U", "-D":
-			if count[k] == 0 {
-				t.Fatalf("%s of a row not in the table: %v", r[0], r)
-			}
-			count[k]--
-		default:
-			t.Fatalf("op %v", r[0])
-		}
+	rows, err := rel.ApplyChangelog(log)
+	if err != nil {
+		t.Fatal(err)
 	}
 	var out []string
-	for k, n := range count {
-		for ; n > 0; n-- {
-			out = append(out, k)
-		}
+	for _, r := range rows {
+		out = append(out, fmt.Sprint(r...))
 	}
 	sort.Strings(out)
 	return out
