@@ -703,17 +703,24 @@ func Walk(n Node, fn func(Node) bool) {
 
 // Transform rebuilds the tree bottom-up, replacing each node with fn's result.
 func Transform(n Node, fn func(Node) Node) Node {
+	return fn(MapChildren(n, func(c Node) Node { return Transform(c, fn) }))
+}
+
+// MapChildren is n with each child replaced by fn's result: n itself when
+// fn changed none (a rewrite that finds nothing to do allocates nothing).
+func MapChildren(n Node, fn func(Node) Node) Node {
 	ch := n.Children()
-	if len(ch) > 0 {
-		nc := make([]Node, len(ch))
-		changed := false
-		for i, c := range ch {
-			nc[i] = Transform(c, fn)
-			changed = changed || nc[i] != c
-		}
-		if changed {
-			n = n.WithChildren(nc...)
-		}
+	if len(ch) == 0 {
+		return n
 	}
-	return fn(n)
+	nc := make([]Node, len(ch))
+	changed := false
+	for i, c := range ch {
+		nc[i] = fn(c)
+		changed = changed || nc[i] != c
+	}
+	if !changed {
+		return n
+	}
+	return n.WithChildren(nc...)
 }

@@ -66,17 +66,7 @@ func AdaptInputsLatency(n logical.Node, variants map[string]string, mode string,
 }
 
 func adaptInputs(n logical.Node, variants map[string]string, enc string, sloMs, percentile float64) logical.Node {
-	if ch := n.Children(); len(ch) > 0 {
-		nc := make([]logical.Node, len(ch))
-		changed := false
-		for i, c := range ch {
-			nc[i] = adaptInputs(c, variants, enc, sloMs, percentile)
-			changed = changed || nc[i] != c
-		}
-		if changed {
-			n = n.WithChildren(nc...)
-		}
-	}
+	n = logical.MapChildren(n, func(c logical.Node) logical.Node { return adaptInputs(c, variants, enc, sloMs, percentile) })
 	p, ok := n.(*logical.Project)
 	if !ok {
 		return n

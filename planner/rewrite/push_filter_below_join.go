@@ -35,20 +35,7 @@ func PushFilterBelowJoin(n logical.Node) logical.Node {
 			return PushFilterBelowJoin(out)
 		}
 	}
-	ch := n.Children()
-	if len(ch) == 0 {
-		return n
-	}
-	nc := make([]logical.Node, len(ch))
-	changed := false
-	for i, c := range ch {
-		nc[i] = PushFilterBelowJoin(c)
-		changed = changed || nc[i] != c
-	}
-	if !changed {
-		return n
-	}
-	return n.WithChildren(nc...)
+	return logical.MapChildren(n, PushFilterBelowJoin)
 }
 
 // pushBelow moves what it can of f below f's input, one level; moved false:

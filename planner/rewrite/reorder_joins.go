@@ -73,20 +73,7 @@ func (r *reorderer) rewrite(n logical.Node) logical.Node {
 			return out
 		}
 	}
-	ch := n.Children()
-	if len(ch) == 0 {
-		return n
-	}
-	nc := make([]logical.Node, len(ch))
-	changed := false
-	for i, c := range ch {
-		nc[i] = r.rewrite(c)
-		changed = changed || nc[i] != c
-	}
-	if !changed {
-		return n
-	}
-	return n.WithChildren(nc...)
+	return logical.MapChildren(n, r.rewrite)
 }
 
 // leaf is one relation of a region: the columns [off, off+width) of the

@@ -40,20 +40,7 @@ func SplitCallsBySource(n logical.Node) logical.Node {
 		}
 		return &logical.Union{Inputs: branches, Pos: u.Pos}
 	}
-	ch := n.Children()
-	if len(ch) == 0 {
-		return n
-	}
-	nc := make([]logical.Node, len(ch))
-	changed := false
-	for i, c := range ch {
-		nc[i] = SplitCallsBySource(c)
-		changed = changed || nc[i] != c
-	}
-	if !changed {
-		return n
-	}
-	return n.WithChildren(nc...)
+	return logical.MapChildren(n, SplitCallsBySource)
 }
 
 // unionUnder is the UNION ALL a size-adaptive call lm reads, if it reads one.
