@@ -62,6 +62,16 @@ func (s *supervisor) deployFirst(ctx context.Context, ws []deploy.Worker) (*depl
 		s.fail(err)
 		return nil, err
 	}
+	// The policies see the placement first: one may ask for another
+	// first plan (policy.FirstPlanner), placed before anything deploys.
+	s.attach(pl.forPolicies(s.id, c.nc, false))
+	if next, cons, ok := s.firstPlan(ctx, ws); ok {
+		pl = next
+		s.mu.Lock()
+		s.holds.ClassMix, s.holds.Variants = cons.ClassMix, cons.Variants
+		s.mu.Unlock()
+		s.attach(pl.forPolicies(s.id, c.nc, false))
+	}
 	p, script := pl.placement, pl.script
 	s.mu.Lock()
 	s.info.Placement, s.info.Workers, s.info.Planner, s.info.Estimate, s.info.LatencySLOMs = p, p.Workers, pl.note, pl.estimate, pl.sloMs
@@ -70,16 +80,6 @@ func (s *supervisor) deployFirst(ctx context.Context, ws []deploy.Worker) (*depl
 	s.bound = pl.bound
 	submitted := s.info.Submitted
 	s.mu.Unlock()
-	s.attach(pl.forPolicies(s.id, c.nc, false))
-	if next, cons, ok := s.firstPlan(ctx, ws); ok {
-		pl, p, script = next, next.placement, next.script
-		s.mu.Lock()
-		s.info.Placement, s.info.Workers, s.info.Planner, s.info.Estimate = p, p.Workers, pl.note, pl.estimate
-		s.plan, s.assumed, s.variants, s.bound = pl.plan, pl.assumed, script.Variants, pl.bound
-		s.holds.ClassMix, s.holds.Variants = cons.ClassMix, cons.Variants
-		s.mu.Unlock()
-		s.attach(pl.forPolicies(s.id, c.nc, false))
-	}
 
 	if _, _, err := c.deployAll(ctx, s.id, req.Owner, submitted, script, p, 0); err != nil {
 		err = scrub(err, req.Script)
