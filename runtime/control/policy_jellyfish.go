@@ -152,24 +152,12 @@ func (p Jellyfish) Decide(in PolicyInput) *Decision {
 			}
 			pr.Clients = append(pr.Clients, c)
 		}
-		cur := 0
-		for j, v := range call.Variants {
-			if v.Name == call.Variant {
-				cur = j
-			}
-		}
-		a := p.Anneal
-		a.Seed = 1 // deterministic for given estimates
-		s := pr.Schedule([]int{cur}, a)
-		pick := 0 // nobody served: the smallest rows have the best chance
-		if s.Served > 0 {
-			pick = s.Workers[0].Variant
-		}
+		cur, pick, _ := p.schedule(call, pr) // nobody served: 0, the smallest rows have the best chance
 		if pick == cur && call.Variant != "" {
 			continue
 		}
 		if !sided && call.Variant != "" && call.Variants[pick].Bytes > call.Variants[cur].Bytes {
-			if pick = p.stepUp(pr, cur, pick, in, a); pick == cur {
+			if pick = p.stepUp(pr, cur, pick, in); pick == cur {
 				continue
 			}
 		}
@@ -214,19 +202,11 @@ func (p Jellyfish) FirstPlan(in *LatencyInput) *Decision {
 		for i := range max(1, len(call.Sources)) {
 			pr.Clients = append(pr.Clients, JFClient{Name: fmt.Sprint(i), Rate: 1, SLOMs: in.SLOMs, BandwidthBps: math.Inf(1)})
 		}
-		cur := 0
-		for j, v := range call.Variants {
-			if v.Name == call.Variant {
-				cur = j
-			}
-		}
-		a := p.Anneal
-		a.Seed = 1
-		s := pr.Schedule([]int{cur}, a)
-		if s.Served == 0 || s.Workers[0].Variant == cur {
+		cur, pick, served := p.schedule(call, pr)
+		if !served || pick == cur {
 			continue
 		}
-		v := call.Variants[s.Workers[0].Variant]
+		v := call.Variants[pick]
 		pins[call.Call] = v.Name
 		why = append(why, fmt.Sprintf("%s: %s -> %s (%dx%d), a ceiling by the workers' compute for LATENCY %g ms (each batch's side follows its link)",
 			call.Call, call.Variant, v.Name, v.Side, v.Side, in.SLOMs))
@@ -237,12 +217,35 @@ func (p Jellyfish) FirstPlan(in *LatencyInput) *Decision {
 	return &Decision{Constraints: Constraints{Variants: pins}, Reason: "jellyfish, first plan: " + strings.Join(why, "; ")}
 }
 
+// schedule is the variant call runs now (cur) and the one the scheduler
+// gives its clients pr (pick; 0 when it serves none), deterministic for
+// given numbers.
+func (p Jellyfish) schedule(call LatencyCall, pr *JFProblem) (cur, pick int, served bool) {
+	for j, v := range call.Variants {
+		if v.Name == call.Variant {
+			cur = j
+		}
+	}
+	s := pr.Schedule([]int{cur}, p.anneal())
+	if s.Served == 0 {
+		return cur, 0, false
+	}
+	return cur, s.Workers[0].Variant, true
+}
+
+// anneal is p.Anneal seeded for deterministic schedules.
+func (p Jellyfish) anneal() JFAnneal {
+	a := p.Anneal
+	a.Seed = 1
+	return a
+}
+
 // stepUp is the variant a step up from cur to pick may take: cur while
 // a plan the policy chose is younger than StepUpAge, else the largest the
 // schedule allows with StepUpUtilization of every link (never below cur).
 // The submitted plan is not held: the planner chose it without live
 // numbers.
-func (p Jellyfish) stepUp(pr *JFProblem, cur, pick int, in PolicyInput, a JFAnneal) int {
+func (p Jellyfish) stepUp(pr *JFProblem, cur, pick int, in PolicyInput) int {
 	if in.Replans > 0 && in.Age < p.StepUpAge {
 		return cur
 	}
@@ -250,7 +253,7 @@ func (p Jellyfish) stepUp(pr *JFProblem, cur, pick int, in PolicyInput, a JFAnne
 		return pick
 	}
 	strict := pr.withClients(func(c *JFClient) { c.MaxUtilization = p.StepUpUtilization })
-	s := strict.Schedule([]int{cur}, a)
+	s := strict.Schedule([]int{cur}, p.anneal())
 	if s.Served == 0 || pr.Variants[s.Workers[0].Variant].Bytes <= pr.Variants[cur].Bytes {
 		return cur
 	}
