@@ -125,6 +125,18 @@ func TestQueriesActAsTheirOwner(t *testing.T) {
 		}
 		return nil
 	})
+	// Core NATS keeps nothing for a subscriber that comes later: publish
+	// once the query's part listens (running is said before it may).
+	acc, err := ac.srv.NATS().LookupAccount(ac.au.Account)
+	if err != nil {
+		t.Fatal(err)
+	}
+	clustertest.CheckFor(t, 15*time.Second, 20*time.Millisecond, func() error {
+		if !acc.SubscriptionInterest("sensors.a") {
+			return errors.New("nothing listens on sensors.a yet")
+		}
+		return nil
+	})
 	for i := range 5 {
 		_ = feed.Publish("sensors.a", fmt.Appendf(nil, `{"n":%d}`, i))
 	}
