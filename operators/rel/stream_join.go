@@ -529,10 +529,13 @@ func gatherRefs(c *functions.Ctx, schema *arrow.Schema, refs []joinRef) (arrow.R
 		seen[r.seg]++
 	}
 	if len(recs) == 0 {
-		// Every row NULL: gather from an empty record of the schema.
-		empty := array.NewRecord(schema, emptyColumns(c, schema), 0)
-		defer empty.Release()
-		return eval.GatherRecord(c.Context(), c.Mem, empty, perm)
+		// Every row NULL (the right of NULL-padded rows).
+		cols := make([]arrow.Array, schema.NumFields())
+		for i, f := range schema.Fields() {
+			cols[i] = array.MakeArrayOfNull(c.Mem, f.Type, len(refs))
+		}
+		defer releaseArrays(cols)
+		return array.NewRecord(schema, cols, int64(len(refs))), nil
 	}
 	all, err := concatRecords(c, schema, recs)
 	if err != nil {
@@ -540,16 +543,6 @@ func gatherRefs(c *functions.Ctx, schema *arrow.Schema, refs []joinRef) (arrow.R
 	}
 	defer all.Release()
 	return eval.GatherRecord(c.Context(), c.Mem, all, perm)
-}
-
-func emptyColumns(c *functions.Ctx, schema *arrow.Schema) []arrow.Array {
-	cols := make([]arrow.Array, schema.NumFields())
-	for i, f := range schema.Fields() {
-		b := array.NewBuilder(c.Mem, f.Type)
-		cols[i] = b.NewArray()
-		b.Release()
-	}
-	return cols
 }
 
 // expire releases side s's segments whose every row is past its use at
