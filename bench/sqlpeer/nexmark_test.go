@@ -17,7 +17,7 @@ import (
 // of the generated streams is late, and no state TTL is set, so Flink's
 // streaming answer is the batch one). Where the text differs it is for
 // DuckDB's dialect: group windows are computed from epoch_us, and
-// REGEXP_EXTRACT's '' on no match is made Flink's NULL.
+// REGEXP_EXTRACT's ” on no match is made Flink's NULL.
 var nexmarkDuck = map[string]string{
 	"q3": `SELECT P.name, P.city, P.state, A.id FROM auction AS A INNER JOIN person AS P on A.seller = P.id
 WHERE A.category = 10 and (P.state = 'OR' OR P.state = 'ID' OR P.state = 'CA')`,

@@ -19,7 +19,9 @@ import (
 func joinData(t *testing.T, dir string) {
 	t.Helper()
 	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
-	at := func(ms int) string { return t0.Add(time.Duration(ms) * time.Millisecond).Format("2006-01-02 15:04:05.000") }
+	at := func(ms int) string {
+		return t0.Add(time.Duration(ms) * time.Millisecond).Format("2006-01-02 15:04:05.000")
+	}
 	var o, p strings.Builder
 	o.WriteString("id,cust,ts\n")
 	p.WriteString("order_id,amount,ts\n")
