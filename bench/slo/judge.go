@@ -59,11 +59,11 @@ type sloVerdictRow struct {
 	AdaptiveAcc       float64 `json:"adaptive_acc"`
 	AdaptiveByVariant float64 `json:"adaptive_by_variant"`
 	BestStatic        string  `json:"best_static"`
-	StaticMiss   float64 `json:"static_miss"`
-	StaticAcc    float64 `json:"static_acc"`
-	PerSecondAcc float64 `json:"per_second_acc"`
-	Gap          float64 `json:"gap"`
-	Verdict      string  `json:"verdict"`
+	StaticMiss        float64 `json:"static_miss"`
+	StaticAcc         float64 `json:"static_acc"`
+	PerSecondAcc      float64 `json:"per_second_acc"`
+	Gap               float64 `json:"gap"`
+	Verdict           string  `json:"verdict"`
 }
 
 // sloFrames is how many frames a client sends on tr: the trace's length,
