@@ -224,3 +224,52 @@ func TestJellyfishShrinksTheDetectorOnAShapedLink(t *testing.T) {
 		t.Errorf("%d of %d scenes have no rows and no row was dropped past its deadline: rows lost", m, n)
 	}
 }
+
+// TestJellyfishTradeOnTheShapedLink measures what the policy trades on the
+// whole stream (docs/ocr.md's table): the link at 20 Mbit/s with the
+// policy, and at 640 kbit/s without it and with it: which detector answered
+// the scenes, the lines read right against the labels (a box at IoU >= 0.5
+// with the label's text), the rows dropped past their deadline, the
+// latency and the share of rows over the bound. The unshaped link keeps
+// det-480; the shaped one, with the policy, steps down.
+func TestJellyfishTradeOnTheShapedLink(t *testing.T) {
+	testenv.Long(t, "three runs of the whole stream on the embedded cluster, about 2 minutes on 2 cores")
+	modelDir(t)
+	sc := scenes(t)
+	refs := map[string][]Read{"det-480": referenceReads(t, sc, len(sc), 480, 320), "det-320": referenceReads(t, sc, len(sc), 320, 320)}
+	flat := func(kbit int) string { return fmt.Sprintf("t_s,kbit_s\n0,%d\n600,%d\n", kbit, kbit) }
+	var tbl strings.Builder
+	fmt.Fprintf(&tbl, "| link | Jellyfish | scenes answered | lines read right | dropped past the deadline | latency p50 / p95 ms | rows over 600 ms |\n| --- | --- | --- | --- | --- | --- | --- |\n")
+	for _, c := range []struct {
+		kbit      int
+		jellyfish bool
+	}{{20000, true}, {shapedKbit, false}, {shapedKbit, true}} {
+		r := runShaped(t, len(sc), flat(c.kbit), c.jellyfish)
+		s := r.summary
+		answered := answeredBy(t, r.reads, refs, s.Dropped["deadline"] > 0)
+		down := stepDown(t, s)
+		switch {
+		case c.kbit == shapedKbit && c.jellyfish && down == nil:
+			t.Errorf("%d kbit/s with the policy: replans %+v, want det-480 -> det-320", c.kbit, s.Replans)
+		case c.kbit != shapedKbit && len(s.Replans) > 0:
+			t.Errorf("%d kbit/s: replans %+v, want det-480 kept", c.kbit, s.Replans)
+		}
+		var keys []string
+		for k := range answered {
+			keys = append(keys, k)
+		}
+		sort.Sort(sort.Reverse(sort.StringSlice(keys)))
+		var parts []string
+		for _, k := range keys {
+			parts = append(parts, fmt.Sprintf("%s: %d", k, answered[k]))
+		}
+		m := Match(sc, r.reads)
+		miss := 0.0
+		if s.SLOMissRate != nil {
+			miss = *s.SLOMissRate
+		}
+		fmt.Fprintf(&tbl, "| %d kbit/s | %v | %s | %d of %d (%.1f%%) | %d | %.0f / %.0f | %.1f%% |\n", c.kbit, map[bool]string{true: "on", false: "off"}[c.jellyfish],
+			strings.Join(parts, ", "), m.Correct, m.Lines, m.Accuracy(), s.Dropped["deadline"], s.LatencyMs.P50, s.LatencyMs.P95, 100*miss)
+	}
+	t.Logf("the trade on the whole stream (%d scenes, LATENCY <= 600 MS):\n%s", len(sc), tbl.String())
+}
