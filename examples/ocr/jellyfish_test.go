@@ -150,15 +150,16 @@ func subset(got, want []Read) bool {
 }
 
 // missingScenes are the scenes with reads in want and none in got.
-func missingScenes(got, want []Read) int {
+func missingScenes(got, want []Read) []int64 {
 	g := byScene(got)
-	n := 0
+	var out []int64
 	for id, rs := range byScene(want) {
 		if len(rs) > 0 && len(g[id]) == 0 {
-			n++
+			out = append(out, id)
 		}
 	}
-	return n
+	slices.Sort(out)
+	return out
 }
 
 // stepDown is the run's re-plan from det-480 to det-320, nil when none;
@@ -210,6 +211,19 @@ func TestJellyfishShrinksTheDetectorOnAShapedLink(t *testing.T) {
 	if !strings.Contains(down.Reason, "detect: det-480 -> det-320 (320x320) for LATENCY 600 ms over edge-x2 ") {
 		t.Errorf("step down %q: want the detector's variant and side named with the bound and the edge's link", down.Reason)
 	}
+	// The policy's view over time: the edge's uplink (the detector's
+	// source) at the shaped rate, det-480 on it before the cut-over; not
+	// the detector's own worker sending its crops on.
+	before := false
+	for _, x := range s.SLOTimeline {
+		if x.Source != "edge-x2" {
+			t.Errorf("SLO timeline sample %+v: want the edge's uplink only", x)
+		}
+		before = before || x.ShapedKbit == shapedKbit && strings.Contains(x.Variants, "detect=det-480 (480x480)")
+	}
+	if !before {
+		t.Errorf("SLO timeline %+v: want the edge at %d kbit/s on det-480 (480x480)", s.SLOTimeline, shapedKbit)
+	}
 	if fall > 0 && down.Cut != nil && down.Cut.Decided.Before(r.start.Add(time.Duration(fall)*time.Second)) {
 		t.Errorf("stepped down %v in, before the link fell at %ds: the unshaped link leaves det-480 its compute",
 			down.Cut.Decided.Sub(r.start), fall)
@@ -220,8 +234,13 @@ func TestJellyfishShrinksTheDetectorOnAShapedLink(t *testing.T) {
 	if answered["det-320"] == 0 {
 		t.Errorf("no scene answered at det-320 after the step down: %v", answered)
 	}
-	if m := missingScenes(r.reads, want480); m > 0 && s.Dropped["deadline"] == 0 {
-		t.Errorf("%d of %d scenes have no rows and no row was dropped past its deadline: rows lost", m, n)
+	// Every scene is answered or its rows counted dropped: none vanishes.
+	var dropped int64
+	for _, d := range s.Dropped {
+		dropped += d
+	}
+	if m := missingScenes(r.reads, want480); len(m) > 0 && int64(len(m)) > dropped {
+		t.Errorf("scenes %v of %d have no rows and %d rows were dropped (%v): rows lost", m, n, dropped, s.Dropped)
 	}
 }
 
