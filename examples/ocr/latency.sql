@@ -4,7 +4,7 @@
 -- edge->cloud link is slow enough that a frame's transfer leaves det-480 too
 -- little of the bound.
 --
---   tierflow run --replay --stats /tmp/ocr-stats.json --link-trace edge:cloud=examples/ocr/link-640k.csv \
+--   tierflow run --replay --link-trace edge:cloud=examples/ocr/link-640k.csv \
 --     --catalog examples/ocr/catalog.yaml --infra examples/ocr/infra.yaml examples/ocr/latency.sql
 SELECT s.id, d.x0, d.y0, d.x1, d.y1, d.score, r.text, r.confidence
 FROM scenes AS s
