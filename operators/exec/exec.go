@@ -936,7 +936,7 @@ func (b *builder) scan(n *logical.Scan) (int, *arrow.Schema, error) {
 	if isStream {
 		// A glob's files are the stream's partitions (partitions.go).
 		var err error
-		if files, err = partitionFiles(path); err != nil {
+		if files, err = PartitionFiles(path); err != nil {
 			return 0, nil, fmt.Errorf("%s: stream %s: %w", n.Position(), n.Name(), err)
 		}
 	}

@@ -23,10 +23,10 @@ import (
 // isPattern reports whether p is a glob rather than a file name.
 func isPattern(p string) bool { return strings.ContainsAny(p, "*?[") }
 
-// partitionFiles returns the files of a file stream in name order: path
+// PartitionFiles returns the files of a file stream in name order: path
 // itself, or the files its glob matches when no file has that very name.
 // A glob that matches nothing is an error naming it.
-func partitionFiles(path string) ([]string, error) {
+func PartitionFiles(path string) ([]string, error) {
 	if !isPattern(path) {
 		return []string{path}, nil
 	}
