@@ -46,6 +46,35 @@ ON B.price = B1.maxprice WHERE B.dateTime BETWEEN B1.dateTime - INTERVAL 10 SECO
     ROW_NUMBER() OVER (PARTITION BY A.id ORDER BY B.price DESC, B.dateTime ASC) AS rownum
   FROM auction A, bid B WHERE A.id = B.auction AND B.dateTime BETWEEN A.dateTime AND A.expires)
 WHERE rownum <= 1`,
+	"q10": `SELECT auction, bidder, price, dateTime, extra, strftime(dateTime, '%Y-%m-%d'), strftime(dateTime, '%H:%M') FROM bid`,
+	"q11": `WITH o AS (
+  SELECT bidder, dateTime, CASE WHEN dateTime - lag(dateTime) OVER (PARTITION BY bidder ORDER BY dateTime) < INTERVAL 10 SECOND THEN 0 ELSE 1 END AS brk FROM bid
+), s AS (SELECT bidder, dateTime, sum(brk) OVER (PARTITION BY bidder ORDER BY dateTime ROWS UNBOUNDED PRECEDING) AS sid FROM o)
+SELECT bidder, count(*), min(dateTime), max(dateTime) + INTERVAL 10 SECOND FROM s GROUP BY bidder, sid`,
+	"q14": `SELECT auction, bidder, 0.908 * price as price,
+    CASE WHEN HOUR(dateTime) >= 8 AND HOUR(dateTime) <= 18 THEN 'dayTime'
+        WHEN HOUR(dateTime) <= 6 OR HOUR(dateTime) >= 20 THEN 'nightTime' ELSE 'otherTime' END AS bidTimeType,
+    dateTime, extra, length(extra) - length(replace(extra, 'c', '')) AS c_counts
+FROM bid WHERE 0.908 * price > 1000000 AND 0.908 * price < 50000000`,
+	"q15": `SELECT strftime(dateTime, '%Y-%m-%d') as day, count(*), count(*) filter (where price < 10000),
+    count(*) filter (where price >= 10000 and price < 1000000), count(*) filter (where price >= 1000000),
+    count(distinct bidder), count(distinct bidder) filter (where price < 10000),
+    count(distinct bidder) filter (where price >= 10000 and price < 1000000), count(distinct bidder) filter (where price >= 1000000),
+    count(distinct auction), count(distinct auction) filter (where price < 10000),
+    count(distinct auction) filter (where price >= 10000 and price < 1000000), count(distinct auction) filter (where price >= 1000000)
+FROM bid GROUP BY 1`,
+	"q16": `SELECT channel, strftime(dateTime, '%Y-%m-%d') as day, max(strftime(dateTime, '%H:%M')), count(*), count(*) filter (where price < 10000),
+    count(*) filter (where price >= 10000 and price < 1000000), count(*) filter (where price >= 1000000),
+    count(distinct bidder), count(distinct bidder) filter (where price < 10000),
+    count(distinct bidder) filter (where price >= 10000 and price < 1000000), count(distinct bidder) filter (where price >= 1000000),
+    count(distinct auction), count(distinct auction) filter (where price < 10000),
+    count(distinct auction) filter (where price >= 10000 and price < 1000000), count(distinct auction) filter (where price >= 1000000)
+FROM bid GROUP BY 1, 2`,
+	"q17": `SELECT auction, strftime(dateTime, '%Y-%m-%d') as day, count(*), count(*) filter (where price < 10000),
+    count(*) filter (where price >= 10000 and price < 1000000), count(*) filter (where price >= 1000000),
+    min(price), max(price), avg(price), sum(price)
+FROM bid GROUP BY 1, 2`,
+	"q22": `SELECT auction, bidder, price, channel, NULLIF(split_part(url, '/', 4), ''), NULLIF(split_part(url, '/', 5), ''), NULLIF(split_part(url, '/', 6), '') FROM bid`,
 	"q18": `SELECT auction, bidder, price, channel, url, dateTime, extra FROM (
   SELECT *, ROW_NUMBER() OVER (PARTITION BY bidder, auction ORDER BY dateTime DESC) AS rank_number FROM bid)
 WHERE rank_number <= 1`,
