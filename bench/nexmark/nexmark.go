@@ -41,8 +41,10 @@ every 50, with Nexmark's fields and id/time relations) as three CSV files under
 prints the events of all three files over the best of --reps runs' time, and
 each query's time over q0's (every bid passed through) in the same process. The
 queries are nexmark-flink's text over the person, auction and bid streams; the
-form column says where one differs. Their answers are checked against answers
-derived from the events by the package's tests (go test ./bench/nexmark).`,
+form column says where one differs. Their answers are checked against DuckDB
+running the same queries over the same files as tables (TestNexmarkMatchesDuckDB
+in bench/sqlpeer) and against answers derived from the events (go test
+./bench/nexmark), which also runs each in several batchings and parallelisms.`,
 		Example: `  tierflow bench nexmark --events 1000000
   tierflow bench nexmark --queries q18,q19 --reps 3 --format json`,
 		Args: cobra.NoArgs,
