@@ -64,7 +64,7 @@ in bench/sqlpeer) and against answers derived from the events (go test
 				return cli.BadInput(fmt.Errorf("--events must be at least 50 and --reps at least 1"))
 			}
 			dir := filepath.Join(data, fmt.Sprintf("%d-%d", events, seed))
-			if _, err := os.Stat(filepath.Join(dir, "bid.csv")); err != nil {
+			if _, err := os.Stat(filepath.Join(dir, "side_input.csv")); err != nil { // written last
 				if err := os.MkdirAll(dir, 0o755); err != nil {
 					return err
 				}

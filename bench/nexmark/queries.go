@@ -96,6 +96,15 @@ FROM bid;`},
     window_end as endtime
 FROM bid B
 GROUP BY B.bidder, SESSION(B.dateTime, INTERVAL '10' SECOND);`},
+	{Name: "q13", Form: "side_input as a TABLE (Flink's FOR SYSTEM_TIME AS OF PROCTIME() lookup join is a stream-table join)", Text: `SELECT
+    B.auction,
+    B.bidder,
+    B.price,
+    B.dateTime,
+    S.value
+FROM bid B
+JOIN side_input S
+ON mod(B.auction, 10000) = S.key;`},
 	{Name: "q14", Form: "the count_char UDF as length(extra) - length(replace(extra, 'c', ''))", Text: `SELECT
     auction,
     bidder,
@@ -215,13 +224,15 @@ func Names() []string {
 	return out
 }
 
-// DDL declares the three streams over dir's files.
+// DDL declares the three streams over dir's files, and q13's side_input
+// table.
 func DDL(dir string) string {
 	var b strings.Builder
 	file := func(name string) string { return filepath.Join(dir, name+".csv") }
 	fmt.Fprintf(&b, "CREATE STREAM person (id BIGINT, name VARCHAR, emailAddress VARCHAR, creditCard VARCHAR, city VARCHAR, state VARCHAR, dateTime TIMESTAMP, extra VARCHAR) FROM FILE '%s' FORMAT CSV;\n", file("person"))
 	const auction = "(id BIGINT, itemName VARCHAR, description VARCHAR, initialBid BIGINT, reserve BIGINT, dateTime TIMESTAMP, expires TIMESTAMP, seller BIGINT, category BIGINT, extra VARCHAR)"
 	fmt.Fprintf(&b, "CREATE STREAM auction %s FROM FILE '%s' FORMAT CSV;\n", auction, file("auction"))
+	fmt.Fprintf(&b, "CREATE TABLE side_input (key BIGINT, value VARCHAR) FROM FILE '%s' FORMAT CSV;\n", file("side_input"))
 	fmt.Fprintf(&b, "CREATE STREAM bid (auction BIGINT, bidder BIGINT, price BIGINT, channel VARCHAR, url VARCHAR, dateTime TIMESTAMP, extra VARCHAR) FROM FILE '%s' FORMAT CSV;\n", file("bid"))
 	return b.String()
 }

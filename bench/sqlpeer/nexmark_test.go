@@ -51,6 +51,7 @@ WHERE rownum <= 1`,
   SELECT bidder, dateTime, CASE WHEN dateTime - lag(dateTime) OVER (PARTITION BY bidder ORDER BY dateTime) < INTERVAL 10 SECOND THEN 0 ELSE 1 END AS brk FROM bid
 ), s AS (SELECT bidder, dateTime, sum(brk) OVER (PARTITION BY bidder ORDER BY dateTime ROWS UNBOUNDED PRECEDING) AS sid FROM o)
 SELECT bidder, count(*), min(dateTime), max(dateTime) + INTERVAL 10 SECOND FROM s GROUP BY bidder, sid`,
+	"q13": `SELECT B.auction, B.bidder, B.price, B.dateTime, S.value FROM bid B JOIN side_input S ON mod(B.auction, 10000) = S.key`,
 	"q14": `SELECT auction, bidder, 0.908 * price as price,
     CASE WHEN HOUR(dateTime) >= 8 AND HOUR(dateTime) <= 18 THEN 'dayTime'
         WHEN HOUR(dateTime) <= 6 OR HOUR(dateTime) >= 20 THEN 'nightTime' ELSE 'otherTime' END AS bidTimeType,
@@ -107,9 +108,10 @@ func TestNexmarkMatchesDuckDB(t *testing.T) {
 	defer duck.close()
 	ctx := context.Background()
 	cols := map[string]string{
-		"person":  "id BIGINT, name VARCHAR, emailAddress VARCHAR, creditCard VARCHAR, city VARCHAR, state VARCHAR, dateTime TIMESTAMP, extra VARCHAR",
-		"auction": "id BIGINT, itemName VARCHAR, description VARCHAR, initialBid BIGINT, reserve BIGINT, dateTime TIMESTAMP, expires TIMESTAMP, seller BIGINT, category BIGINT, extra VARCHAR",
-		"bid":     "auction BIGINT, bidder BIGINT, price BIGINT, channel VARCHAR, url VARCHAR, dateTime TIMESTAMP, extra VARCHAR",
+		"person":     "id BIGINT, name VARCHAR, emailAddress VARCHAR, creditCard VARCHAR, city VARCHAR, state VARCHAR, dateTime TIMESTAMP, extra VARCHAR",
+		"auction":    "id BIGINT, itemName VARCHAR, description VARCHAR, initialBid BIGINT, reserve BIGINT, dateTime TIMESTAMP, expires TIMESTAMP, seller BIGINT, category BIGINT, extra VARCHAR",
+		"side_input": "key BIGINT, value VARCHAR",
+		"bid":        "auction BIGINT, bidder BIGINT, price BIGINT, channel VARCHAR, url VARCHAR, dateTime TIMESTAMP, extra VARCHAR",
 	}
 	for name, c := range cols {
 		stmt := fmt.Sprintf("CREATE OR REPLACE TABLE %s AS SELECT * FROM read_csv('%s', header = true, columns = {%s})", name, filepath.Join(dir, name+".csv"), duckColumns(c))
