@@ -93,12 +93,12 @@ FROM bid WHERE NULLIF(REGEXP_EXTRACT(url, '(&|^)channel_id=([^&]*)', 2), '') is 
 // Every Nexmark query in its Flink form (bench/nexmark) answers as DuckDB
 // answers the same query over the generated files as tables: the stream's
 // rows, or for an updating result (q9, q18) the table its changelog
-// leaves. 20,000 events over 40 s of event time (several 10 s windows, a
+// leaves. 10,000 events over 40 s of event time (several 10 s windows, a
 // HOP's overlapping ones), in batches of 500 so the joins meet their
 // partners across epochs.
 func TestNexmarkMatchesDuckDB(t *testing.T) {
 	dir := t.TempDir()
-	if _, err := nexmark.Generate(dir, nexmark.Config{Events: 20_000, Seed: 3, Gap: 2 * time.Millisecond}); err != nil {
+	if _, err := nexmark.Generate(dir, nexmark.Config{Events: 10_000, Seed: 3, Gap: 4 * time.Millisecond}); err != nil {
 		t.Fatal(err)
 	}
 	duck, err := newDuckEngine()
