@@ -149,10 +149,38 @@ func (h *HashAggregate) newWindowBytes() int64 {
 // table is made with room and doubles.
 func (h *HashAggregate) windowGoBytes(w *aggWindow) int64 {
 	n := int64(windowOverheadBytes+accOverheadBytes*len(w.accs)) + w.keys.goBytes()
-	n += int64(w.keys.n) * int64(groupAccBytes*len(w.accs))
+	n += int64(w.keys.n)*int64(groupAccBytes*len(w.accs)) + accStateBytes(w.accs)
 	for _, b := range w.keys.keys {
 		if sb, ok := b.(*array.StringBuilder); ok {
 			n += int64(sb.DataLen()) // the hash table's copy of the key
+		}
+	}
+	return n
+}
+
+// accStateBytes is what accs hold beyond their slots (a DISTINCT's sets,
+// a quantile's values: functions.Sizer).
+func accStateBytes(accs []functions.Accumulator) int64 {
+	var n int64
+	for _, a := range accs {
+		if s, ok := a.(functions.Sizer); ok {
+			n += s.StateBytes()
+		}
+	}
+	return n
+}
+
+// sizerRowBytes bounds what one row adds to a Sizer accumulator (a set
+// entry or a value and its slice's slack), beside a string's bytes.
+const sizerRowBytes = 96
+
+// rowsBound is at most what rows [from, to) add to w's accumulators
+// beyond their slots: reserved before they are folded in (addTo).
+func rowsBound(w *aggWindow, rows int) int64 {
+	var n int64
+	for _, a := range w.accs {
+		if _, ok := a.(functions.Sizer); ok {
+			n += int64(rows) * sizerRowBytes
 		}
 	}
 	return n
@@ -171,7 +199,7 @@ func (h *HashAggregate) sessionGoBytes() int64 {
 	if st == nil {
 		return 0
 	}
-	return int64(st.next)*int64(48+groupAccBytes*len(st.accs)) + int64(st.keys.t.n)*(groupEntryBytes+48)
+	return int64(st.next)*int64(48+groupAccBytes*len(st.accs)) + int64(st.keys.t.n)*(groupEntryBytes+48) + accStateBytes(st.accs)
 }
 
 // trackSessions charges the sessions' change since the last call.
@@ -536,7 +564,7 @@ func (h *HashAggregate) addTo(start, end int64, keys, args []arrow.Array, _ []ui
 	// The rows may add as many keys as they are: what the table and the
 	// accumulators could grow to is charged first, and track gives back
 	// what they did not take.
-	if err := h.reserve(w, w.keys.growBound(to-from)+int64((to-from)*groupAccBytes*len(w.accs))); err != nil {
+	if err := h.reserve(w, w.keys.growBound(to-from)+int64((to-from)*groupAccBytes*len(w.accs))+rowsBound(w, to-from)); err != nil {
 		return err
 	}
 	gids := h.gids[:to-from]

@@ -2,11 +2,13 @@ package rel
 
 import (
 	"errors"
+	"fmt"
 	"runtime"
 	"runtime/metrics"
 	"testing"
 	"time"
 
+	"github.com/apache/arrow/go/v17/arrow"
 	"github.com/apache/arrow/go/v17/arrow/memory"
 
 	"github.com/tierflow/tierflow/dataflow"
@@ -110,4 +112,61 @@ func liveHeap() int64 {
 	s := []metrics.Sample{{Name: "/gc/heap/live:bytes"}}
 	metrics.Read(s)
 	return int64(s[0].Value.Uint64())
+}
+
+// What a group's DISTINCT set, quantile values and string_agg strings
+// hold grows with its rows, not its groups: each is charged as it grows,
+// so one group of many distinct values is refused past the budget.
+func TestPerRowAggregateStateIsCharged(t *testing.T) {
+	mem := memory.NewGoAllocator()
+	// 50,000 values in batches of 1,000 (a batch may reserve what its
+	// rows could add, a little over 1,000 keys' worth).
+	var recs []arrow.Record
+	for b := range 50 {
+		rows := make([][]any, 1000)
+		for j := range rows {
+			i := b*1000 + j
+			rows[j] = []any{int64(0), int64(i), float64(i), fmt.Sprintf("value %d", i), time.UnixMicro(t0).UTC()}
+		}
+		rec := makeRecord(t, mem, streamSchema, rows)
+		defer rec.Release()
+		recs = append(recs, rec)
+	}
+	r := expr.Builtins()
+	for _, c := range []struct {
+		name     string
+		distinct bool
+		args     []expr.Expr
+	}{
+		{"count", true, []expr.Expr{colV}},
+		{"count", true, []expr.Expr{colS}},
+		{"median", false, []expr.Expr{colF}},
+		{"string_agg", false, []expr.Expr{colS}},
+	} {
+		agg, err := r.NewAggregate(c.name, c.distinct, c.args...)
+		if err != nil {
+			t.Fatal(err)
+		}
+		spec := AggregateSpec{Group: []expr.Expr{colK}, GroupNames: []string{"k"}, Aggs: []*expr.Aggregate{agg}, AggNames: []string{"a"}}
+		h, err := NewHashAggregate(mem, spec, streamSchema, functions.Builtins())
+		if err != nil {
+			t.Fatal(err)
+		}
+		budget := dataflow.NewMemory("query q", 256<<10, nil)
+		if err := h.Charge(budget.Account("aggregate")); err != nil {
+			t.Fatal(err)
+		}
+		for _, rec := range recs {
+			if err = h.Add(rec); err != nil {
+				break
+			}
+		}
+		if !errors.Is(err, dataflow.ErrMemory) {
+			t.Errorf("%s of 50,000 values in one group under 256 KiB: %v, want refused for its memory", agg, err)
+		}
+		h.Release()
+		if u := budget.Used(); u != 0 {
+			t.Errorf("%s: the budget holds %s after the release", agg, dataflow.Bytes(u))
+		}
+	}
 }
