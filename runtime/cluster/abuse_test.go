@@ -99,9 +99,10 @@ type abuseCase struct {
 	name     string
 	err      error
 	info     deploy.QueryInfo
-	peak     int64   // the most a worker's queries held (its guard's peak): the abusive one's and the small ones beside it
-	heapOver int64   // the most the process's live heap grew past its level before the query
-	small    latency // the other user's small query while it ran
+	peak     int64         // the most a worker's queries held (its guard's peak): the abusive one's and the small ones beside it
+	heapOver int64         // the most the process's live heap grew past its level before the query
+	took     time.Duration // from its submission to its failure
+	small    latency       // the other user's small query while it ran
 }
 
 // latency is a small query's run times: median, 99th percentile, count.
@@ -171,7 +172,9 @@ func runAbuse(t *testing.T, rows, runs int, l deploy.Limits) (cases []abuseCase,
 				time.Sleep(20 * time.Millisecond) // a sampling period
 			}
 		}()
+		start := time.Now()
 		c.info, c.err = mallory.Submit(ctx, script(dir, name, scripts[name]), "", sinks.NewCSV(&strings.Builder{}))
+		c.took = time.Since(start)
 		close(abused)
 		<-done
 		stop()
@@ -240,8 +243,8 @@ func TestAbusiveQueriesFullSize(t *testing.T) {
 	testenv.Long(t, "the three abusive queries over a million rows each")
 	l := deploy.Limits{MemoryBytes: 64 << 20, RunTime: 20 * time.Second}
 	cases, baseline := runAbuse(t, 1_000_000, 20, l)
-	t.Logf("| mallory's query | outcome | held on a worker (limit %s) | live heap growth | alice's small query p50 / p99 |", dataflow.Bytes(l.MemoryBytes))
-	t.Logf("| none | | | | %s |", baseline)
+	t.Logf("| mallory's query | outcome | ended after | held on a worker (limit %s) | live heap growth | alice's small query p50 / p99 |", dataflow.Bytes(l.MemoryBytes))
+	t.Logf("| none | | | | | %s |", baseline)
 	for _, c := range cases {
 		reason := "ran"
 		if c.err != nil {
@@ -250,7 +253,7 @@ func TestAbusiveQueriesFullSize(t *testing.T) {
 				reason = reason[:160] + "..."
 			}
 		}
-		t.Logf("| %s | %s | %s | %s | %s |", c.name, reason, dataflow.Bytes(c.peak), dataflow.Bytes(c.heapOver), c.small)
+		t.Logf("| %s | %s | %s | %s | %s | %s |", c.name, reason, c.took.Round(100*time.Millisecond), dataflow.Bytes(c.peak), dataflow.Bytes(c.heapOver), c.small)
 	}
 	checkAbuse(t, cases, l)
 }
