@@ -24,11 +24,19 @@ type LimitError struct {
 	// ("query q1 on worker w1", "worker w1's memory guard").
 	Held, Used, Want, Limit int64
 	Budget                  string
+	// Top is the budget's largest holder when it is not Holder: the
+	// operator whose state filled the budget, when another (a scan's
+	// next batch) was the one refused.
+	Top Holder
 }
 
 func (e *LimitError) Error() string {
-	return fmt.Sprintf("%s holds %s and asked for %s more: %s holds %s, over its memory limit of %s",
+	msg := fmt.Sprintf("%s holds %s and asked for %s more: %s holds %s, over its memory limit of %s",
 		e.Holder, Bytes(e.Held), Bytes(e.Want), e.Budget, Bytes(e.Used), Bytes(e.Limit))
+	if e.Top.Name != "" {
+		msg += fmt.Sprintf("; %s holds the most (%s)", e.Top.Name, Bytes(e.Top.Held))
+	}
+	return msg
 }
 
 func (e *LimitError) Unwrap() error { return ErrMemory }
@@ -163,7 +171,11 @@ func (m *Memory) charge(a *Account, n int64, refuse bool) error {
 						break
 					}
 				}
-				return &LimitError{Holder: a.name, Held: a.held.Load(), Used: used - n, Want: n, Limit: b.limit, Budget: b.name}
+				e := &LimitError{Holder: a.name, Held: a.held.Load(), Used: used - n, Want: n, Limit: b.limit, Budget: b.name}
+				if top := b.Holders(); len(top) > 0 && top[0].Name != a.name {
+					e.Top = top[0]
+				}
+				return e
 			}
 			b.overOnce.Do(func() { close(b.over) })
 		}
