@@ -51,7 +51,7 @@ func (c *Coordinator) deployAll(ctx context.Context, id, owner string, submitted
 		if sinkHere[i] {
 			results = req.Results
 		}
-		jwt, err := c.mint(id, owner, name, results)
+		jwt, err := c.mint(id, owner, name, results, gen)
 		if err != nil {
 			errs[i] = fmt.Errorf("worker %s: %w", name, err)
 			continue
