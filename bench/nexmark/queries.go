@@ -22,13 +22,68 @@ var Queries = []Query{
 	{Name: "q0", Text: `SELECT auction, bidder, price, dateTime, extra FROM bid;`},
 	{Name: "q1", Text: `SELECT auction, bidder, 0.908 * price AS price, dateTime, extra FROM bid;`},
 	{Name: "q2", Text: `SELECT auction, price FROM bid WHERE MOD(auction, 123) = 0;`},
-	{Name: "q9", Form: "auction as a TABLE over its file (a stream-stream join without a window is not done yet)", Text: `SELECT
+	{Name: "q3", Text: `SELECT
+    P.name, P.city, P.state, A.id
+FROM
+    auction AS A INNER JOIN person AS P on A.seller = P.id
+WHERE
+    A.category = 10 and (P.state = 'OR' OR P.state = 'ID' OR P.state = 'CA');`},
+	{Name: "q4", Text: `SELECT
+    Q.category,
+    AVG(Q.final)
+FROM (
+    SELECT MAX(B.price) AS final, A.category
+    FROM auction A, bid B
+    WHERE A.id = B.auction AND B.dateTime BETWEEN A.dateTime AND A.expires
+    GROUP BY A.id, A.category
+) Q
+GROUP BY Q.category;`},
+	{Name: "q5", Form: windowForm, Text: `SELECT AuctionBids.auction, AuctionBids.num
+ FROM (
+   SELECT auction, count(*) AS num, window_start AS starttime, window_end AS endtime
+   FROM bid
+   GROUP BY auction, HOP(dateTime, INTERVAL '10' SECOND, INTERVAL '2' SECOND)
+ ) AS AuctionBids
+ JOIN (
+   SELECT max(CountBids.num) AS maxn, CountBids.starttime, CountBids.endtime
+   FROM (
+     SELECT count(*) AS num, window_start AS starttime, window_end AS endtime
+     FROM bid
+     GROUP BY auction, HOP(dateTime, INTERVAL '10' SECOND, INTERVAL '2' SECOND)
+     ) AS CountBids
+   GROUP BY CountBids.starttime, CountBids.endtime
+ ) AS MaxBids
+ ON AuctionBids.starttime = MaxBids.starttime AND
+    AuctionBids.endtime = MaxBids.endtime AND
+    AuctionBids.num >= MaxBids.maxn;`},
+	{Name: "q7", Form: windowForm, Text: `SELECT B.auction, B.price, B.bidder, B.dateTime, B.extra
+from bid B
+JOIN (
+  SELECT MAX(price) AS maxprice, window_end as dateTime
+  FROM bid
+  GROUP BY TUMBLE(dateTime, INTERVAL '10' SECOND)
+) B1
+ON B.price = B1.maxprice
+WHERE B.dateTime BETWEEN B1.dateTime  - INTERVAL '10' SECOND AND B1.dateTime;`},
+	{Name: "q8", Form: windowForm, Text: `SELECT P.id, P.name, P.starttime
+FROM (
+  SELECT id, name, window_start AS starttime, window_end AS endtime
+  FROM person
+  GROUP BY id, name, TUMBLE(dateTime, INTERVAL '10' SECOND)
+) P
+JOIN (
+  SELECT seller, window_start AS starttime, window_end AS endtime
+  FROM auction
+  GROUP BY seller, TUMBLE(dateTime, INTERVAL '10' SECOND)
+) A
+ON P.id = A.seller AND P.starttime = A.starttime AND P.endtime = A.endtime;`},
+	{Name: "q9", Text: `SELECT
     id, itemName, description, initialBid, reserve, dateTime, expires, seller, category, extra,
     auction, bidder, price, bid_dateTime, bid_extra
 FROM (
    SELECT A.*, B.auction, B.bidder, B.price, B.dateTime AS bid_dateTime, B.extra AS bid_extra,
      ROW_NUMBER() OVER (PARTITION BY A.id ORDER BY B.price DESC, B.dateTime ASC) AS rownum
-   FROM bid B, auction_t A
+   FROM auction A, bid B
    WHERE A.id = B.auction AND B.dateTime BETWEEN A.dateTime AND A.expires
 )
 WHERE rownum <= 1;`},
@@ -39,7 +94,32 @@ WHERE rownum <= 1;`},
 	{Name: "q19", Text: `SELECT * FROM
 (SELECT *, ROW_NUMBER() OVER (PARTITION BY auction ORDER BY price DESC) AS rank_number FROM bid)
 WHERE rank_number <= 10;`},
+	{Name: "q20", Text: `SELECT
+    auction, bidder, price, channel, url, B.dateTime, B.extra,
+    itemName, description, initialBid, reserve, A.dateTime, expires, seller, category, A.extra
+FROM
+    bid AS B INNER JOIN auction AS A on B.auction = A.id
+WHERE A.category = 10;`},
+	{Name: "q21", Text: `SELECT
+    auction, bidder, price, channel,
+    CASE
+        WHEN lower(channel) = 'apple' THEN '0'
+        WHEN lower(channel) = 'google' THEN '1'
+        WHEN lower(channel) = 'facebook' THEN '2'
+        WHEN lower(channel) = 'baidu' THEN '3'
+        ELSE REGEXP_EXTRACT(url, '(&|^)channel_id=([^&]*)', 2)
+        END
+    AS channel_id FROM bid
+    where REGEXP_EXTRACT(url, '(&|^)channel_id=([^&]*)', 2) is not null or
+          lower(channel) in ('apple', 'google', 'facebook', 'baidu');`},
 }
+
+// windowForm is the Form of the queries over windows: nexmark-flink's
+// window table functions (FROM TABLE(HOP(TABLE bid, DESCRIPTOR(dateTime),
+// slide, size)) ... GROUP BY window_start, window_end) are written as
+// tierflow's group windows (GROUP BY HOP(dateTime, size, slide), which
+// gives window_start and window_end); the joins are Flink's.
+const windowForm = "window TVFs as GROUP BY HOP/TUMBLE (no TVFs in the grammar)"
 
 // Lookup finds a query by name.
 func Lookup(name string) (Query, bool) {
@@ -60,15 +140,13 @@ func Names() []string {
 	return out
 }
 
-// DDL declares the three streams over dir's files (and auction_t, the
-// auctions as a table, for the queries whose Form needs it).
+// DDL declares the three streams over dir's files.
 func DDL(dir string) string {
 	var b strings.Builder
 	file := func(name string) string { return filepath.Join(dir, name+".csv") }
 	fmt.Fprintf(&b, "CREATE STREAM person (id BIGINT, name VARCHAR, emailAddress VARCHAR, creditCard VARCHAR, city VARCHAR, state VARCHAR, dateTime TIMESTAMP, extra VARCHAR) FROM FILE '%s' FORMAT CSV;\n", file("person"))
 	const auction = "(id BIGINT, itemName VARCHAR, description VARCHAR, initialBid BIGINT, reserve BIGINT, dateTime TIMESTAMP, expires TIMESTAMP, seller BIGINT, category BIGINT, extra VARCHAR)"
 	fmt.Fprintf(&b, "CREATE STREAM auction %s FROM FILE '%s' FORMAT CSV;\n", auction, file("auction"))
-	fmt.Fprintf(&b, "CREATE TABLE auction_t %s FROM FILE '%s' FORMAT CSV;\n", auction, file("auction"))
 	fmt.Fprintf(&b, "CREATE STREAM bid (auction BIGINT, bidder BIGINT, price BIGINT, channel VARCHAR, url VARCHAR, dateTime TIMESTAMP, extra VARCHAR) FROM FILE '%s' FORMAT CSV;\n", file("bid"))
 	return b.String()
 }

@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/tierflow/tierflow/bench/slo/harness"
 	"github.com/tierflow/tierflow/relay"
 )
 
@@ -75,5 +76,42 @@ func TestGenerateTrace(t *testing.T) {
 	}
 	if _, err := GenerateTrace("bursts", 1, 30*time.Second); err == nil || !strings.Contains(err.Error(), "flapping") {
 		t.Errorf("unknown kind: %v", err)
+	}
+}
+
+// The verdict weighs the adaptive run's frames at the accuracy of the
+// variant that answered each, as its static run measured it: a run that
+// sent a third of its frames at 28x28 and the rest at 20x20 is judged
+// above static-middle even when its answers, scored one by one, came out
+// under it by the luck of which frames went where; one that sent too many
+// at 14x14 is judged under it, whatever its answers scored.
+func TestJudgeWeighsTheAdaptiveRunByItsVariants(t *testing.T) {
+	o := sloOptions{clients: 2, rate: 15, slo: 100 * time.Millisecond, duration: 10 * time.Second}
+	variants := []harness.Variant{{Name: "fit-14", Side: 14, Accuracy: 0.86}, {Name: "fit-20", Side: 20, Accuracy: 0.87}, {Name: "fit-28", Side: 28, Accuracy: 0.88}}
+	statics := []*harness.Result{
+		{Policy: "static-smallest", Accuracy: 86.5},
+		{Policy: "static-middle", Accuracy: 87.6},
+		{Policy: "static-largest", SLOMissRate: 0.3, Accuracy: 88.4},
+	}
+	tr := trace(t, "0,600\n1,600\n")
+	cases := []struct {
+		name    string
+		ran     map[string]int64
+		scored  float64
+		want    float64
+		verdict string
+	}{
+		{"a third at 28x28", map[string]int64{"fit-28": 100, "fit-20": 200}, 87.3, 87.87, "pass"},
+		{"a third at 14x14", map[string]int64{"fit-14": 100, "fit-20": 200}, 87.9, 87.23, "FAIL: 0.37 points under static-middle"},
+		{"no counts", nil, 87.7, 87.7, "pass"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			adaptive := &harness.Result{Policy: "adaptive", Accuracy: c.scored, Ran: c.ran}
+			_, v := judge(o, tr, variants, append([]*harness.Result{adaptive}, statics...))
+			if v.AdaptiveAcc != c.scored || v.AdaptiveByVariant != c.want || v.BestStatic != "static-middle" || v.Verdict != c.verdict {
+				t.Fatalf("verdict %+v, want by variant %v and %q against static-middle", v, c.want, c.verdict)
+			}
+		})
 	}
 }

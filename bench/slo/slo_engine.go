@@ -357,6 +357,14 @@ func benchSLOEngine(ctx context.Context, benv *bench.Env, o sloOptions, tr *rela
 		run.summaries = append(run.summaries, s)
 	}
 	var all sloScore
+	ran := map[string]int64{}
+	for _, info := range runs {
+		for k, n := range info.Sides() {
+			if name, ok := strings.CutPrefix(k, ml.RanPrefix); ok {
+				ran[name] += n
+			}
+		}
+	}
 	for i := range answers {
 		sc, paused := score(answers[i], frames, o.rate, o.slo, cutIDs(run.summaries[i]))
 		run.paused += paused
@@ -379,7 +387,7 @@ func benchSLOEngine(ctx context.Context, benv *bench.Env, o sloOptions, tr *rela
 	}
 	sort.Float64s(all.latenciesMs)
 	run.row = &harness.Result{Policy: policy, Clients: o.clients, SLOMs: float64(o.slo) / float64(time.Millisecond), Requests: all.requests,
-		P50Ms: round2(harness.Percentile(all.latenciesMs, 0.5)), P99Ms: round2(harness.Percentile(all.latenciesMs, 0.99))}
+		P50Ms: round2(harness.Percentile(all.latenciesMs, 0.5)), P99Ms: round2(harness.Percentile(all.latenciesMs, 0.99)), Ran: ran}
 	if all.requests > 0 {
 		run.row.SLOMissRate = round4(float64(all.requests-all.inTime) / float64(all.requests))
 	}

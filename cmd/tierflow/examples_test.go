@@ -43,7 +43,7 @@ var exampleNotRun = map[string]string{
 
 const (
 	aicityNotRun = "the catalog's YOLOv5 and ReID variants are the JellyBean paper's profiles; their model files (models/yolov5s.onnx, ...) are not in the repository or any package setup fetches"
-	vqaNotRun    = "the JellyBean prototype's imported workflow: its models are profiles without files, and it joins two streams without a window, which the executors refuse (issue 29); examples/vqa-live runs the same workflow with real models"
+	vqaNotRun    = "the JellyBean prototype's imported workflow: its models are profiles without files; examples/vqa-live runs the same workflow with real models"
 )
 
 // TestExamples: every query under examples/ is in canonical form (tierflow

@@ -7,8 +7,8 @@
 --   ReadSpeech -> SpeechRecognition ----/
 --
 -- Each request has an image and a speech window with the same request_id and
--- event time; the two feature streams meet in a windowed join (a stream-stream
--- join needs one; equal ids fall in the same 1-second window), and the
+-- event time; the two feature streams meet in a windowed join (its state is
+-- forgotten per window; equal ids fall in the same 1-second window), and the
 -- two-input VQA model answers from both features.
 --
 -- Plan it (catalog.yaml and infra.yaml sit next to this file):

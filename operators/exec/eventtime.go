@@ -3,6 +3,8 @@ package exec
 import (
 	"time"
 
+	"github.com/apache/arrow/go/v17/arrow"
+
 	"github.com/tierflow/tierflow/planner/expr"
 	"github.com/tierflow/tierflow/planner/logical"
 )
@@ -74,4 +76,100 @@ func columnLag(n logical.Node, i int) time.Duration {
 		}
 	}
 	return 0
+}
+
+// timeAttr reports whether e is a time attribute of n's rows, and how far
+// it may trail the epochs: every row at epoch E that is not late has e >=
+// Watermark(E) - lag. A stream's event time has lag 0, a window's
+// window_end its time column's lag (its rows go out at that epoch), its
+// window_start the window's size more; t - INTERVAL d trails t by d more.
+// A join's columns, an OVER's, a table's, or any other expression are not
+// time attributes: nothing bounds them by the watermark.
+func timeAttr(n logical.Node, e expr.Expr) (time.Duration, bool) {
+	switch e := e.(type) {
+	case *expr.Column:
+		return columnAttr(n, e.Index)
+	case *expr.Cast:
+		if e.To.ID() == e.Expr.Type().ID() {
+			return timeAttr(n, e.Expr)
+		}
+	case *expr.Call:
+		if len(e.Args) == 2 && (e.Func == "subtract" || e.Func == "add") {
+			if l, ok := e.Args[1].(*expr.Literal); ok {
+				if d, ok := l.Value.(time.Duration); ok {
+					lag, ok := timeAttr(n, e.Args[0])
+					if e.Func == "add" {
+						d = -d
+					}
+					return lag + d, ok
+				}
+			}
+		}
+	}
+	return 0, false
+}
+
+func columnAttr(n logical.Node, i int) (time.Duration, bool) {
+	switch n := n.(type) {
+	case *logical.Scan:
+		if n.Stream == nil {
+			return 0, false
+		}
+		src := i
+		if n.Columns != nil {
+			if i >= len(n.Columns) {
+				return 0, false
+			}
+			src = n.Columns[i]
+		}
+		// The event time is the source's first TIMESTAMP column (builder.eventTime).
+		cols := n.SourceColumns()
+		if len(cols) == 0 {
+			if n.Columns != nil {
+				return 0, false
+			}
+			for k, f := range n.Schema().Fields() {
+				if f.Type.ID() == arrow.TIMESTAMP {
+					return 0, k == src
+				}
+			}
+			return 0, false
+		}
+		for k, c := range cols {
+			if f, err := c.Field(); err == nil && f.Type.ID() == arrow.TIMESTAMP {
+				return 0, k == src
+			}
+		}
+	case *logical.Filter:
+		return columnAttr(n.Input, i)
+	case *logical.Project:
+		if i < len(n.Exprs) {
+			return timeAttr(n.Input, n.Exprs[i])
+		}
+	case *logical.Union:
+		var lag time.Duration
+		for _, in := range n.Inputs {
+			l, ok := columnAttr(in, i)
+			if !ok {
+				return 0, false
+			}
+			lag = max(lag, l)
+		}
+		return lag, len(n.Inputs) > 0
+	case *logical.Aggregate:
+		w := n.Window
+		if w == nil {
+			return 0, false
+		}
+		// A window's rows go out at the epoch of window_end plus its time's
+		// lag (whatever that time is), so these two keep pace.
+		in := timeLag(n.Input, w.Time)
+		switch i - len(n.Group) {
+		case 0: // window_start
+			return in + w.Size, w.Kind != logical.Session
+		case 1: // window_end
+			return in, true
+		}
+	}
+	return 0, false
 }

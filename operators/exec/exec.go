@@ -644,15 +644,11 @@ func bounded(n logical.Node) bool {
 }
 
 func (b *builder) join(n *logical.Join, at func(error) error) (int, *arrow.Schema, error) {
-	cross := n.Kind == logical.CrossJoin || n.On == nil
-	if cross && (n.Window != nil || !bounded(n.Right)) {
-		return 0, nil, at(fmt.Errorf("%w: CROSS JOIN of a stream on its right", ErrUnsupported))
-	}
-	if n.Window == nil && !bounded(n.Right) {
-		return 0, nil, at(fmt.Errorf("%w: a join of two streams needs a window: equate the windows in ON (... AND TUMBLE(a.ts, INTERVAL '10' SECOND) = TUMBLE(b.ts, INTERVAL '10' SECOND)), or declare the right side a TABLE (a stream-table join)", ErrUnsupported))
-	}
 	if n.Window != nil {
 		return b.windowJoin(n, at)
+	}
+	if streamJoin(n) {
+		return b.streamJoin(n, at)
 	}
 	spec, probeN, _, err := kernelSpec(n)
 	if err != nil {

@@ -117,6 +117,9 @@ func updating(n logical.Node) bool {
 	switch x := n.(type) {
 	case *logical.WindowFuncs:
 		return streamRank(x)
+	case *logical.Join:
+		// A LEFT JOIN of two streams takes back its NULL-padded rows.
+		return x.Kind == logical.LeftJoin && streamJoin(x)
 	case *logical.Project:
 		return updating(x.Input)
 	case *logical.Filter:
@@ -140,7 +143,7 @@ func checkUpdating(root logical.Node) error {
 		}
 		for _, c := range n.Children() {
 			if updating(c) {
-				msg := fmt.Errorf("%s over an updating result (ROW_NUMBER() OVER (...) with WHERE rn <= N on a stream is a changelog of +I/-U/+U/-D rows): only projections, filters and sinks read one", describeNode(n))
+				msg := fmt.Errorf("%s over an updating result (ROW_NUMBER() OVER (...) with WHERE rn <= N on a stream, or a LEFT JOIN of two streams, is a changelog of +I/-U/+U/-D rows): only projections, filters and sinks read one", describeNode(n))
 				if p := n.Position(); p.Line > 0 {
 					msg = fmt.Errorf("%s: %w", p, msg)
 				}

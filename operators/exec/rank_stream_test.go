@@ -15,6 +15,7 @@ import (
 
 	"github.com/apache/arrow/go/v17/arrow/memory"
 
+	"github.com/tierflow/tierflow/dataflow"
 	"github.com/tierflow/tierflow/operators/rel"
 
 	"github.com/tierflow/tierflow/operators/sinks"
@@ -33,6 +34,10 @@ func runChangelog(t *testing.T, dir, sql string, o Options) [][]any {
 		Log:       &strings.Builder{},
 	})
 	if err != nil {
+		var pe *dataflow.PanicError
+		if errors.As(err, &pe) {
+			t.Fatalf("%v\n%s", err, pe.Stack)
+		}
 		t.Fatal(err)
 	}
 	return out.rows

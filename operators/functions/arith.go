@@ -73,7 +73,7 @@ func isTemporal(id arrow.Type) bool { return id == arrow.TIMESTAMP || id == arro
 
 func addFunc(c *Ctx, ret arrow.DataType, args []compute.Datum, n int) (arrow.Array, error) {
 	if isDecimal(args[0]) {
-		return decBinary(c, ret, args, n, decAdd(ret, false))
+		return decArith(c, ret, args, n, decOpAdd)
 	}
 	if typeID(args[0]) == arrow.INTERVAL_MONTH_DAY_NANO || typeID(args[1]) == arrow.INTERVAL_MONTH_DAY_NANO {
 		return calendarArith(c, ret, args, n, 1)
@@ -86,7 +86,7 @@ func addFunc(c *Ctx, ret arrow.DataType, args []compute.Datum, n int) (arrow.Arr
 
 func subtractFunc(c *Ctx, ret arrow.DataType, args []compute.Datum, n int) (arrow.Array, error) {
 	if isDecimal(args[0]) {
-		return decBinary(c, ret, args, n, decAdd(ret, true))
+		return decArith(c, ret, args, n, decOpSub)
 	}
 	if typeID(args[1]) == arrow.INTERVAL_MONTH_DAY_NANO {
 		return calendarArith(c, ret, args, n, -1)
@@ -120,7 +120,7 @@ func absFunc(c *Ctx, ret arrow.DataType, args []compute.Datum, n int) (arrow.Arr
 
 func multiplyFunc(c *Ctx, ret arrow.DataType, args []compute.Datum, n int) (arrow.Array, error) {
 	if isDecimal(args[0]) {
-		return decBinary(c, ret, args, n, decMul(ret))
+		return decArith(c, ret, args, n, decOpMul)
 	}
 	return computeArith("multiply")(c, ret, args, n)
 }

@@ -113,40 +113,6 @@ func decimalResult(mem memory.Allocator, t arrow.DataType, vals []decimal128.Num
 // ErrDecimalOverflow: a DECIMAL result has more digits than its type holds.
 var ErrDecimalOverflow = fmt.Errorf("%w: the result does not fit", ErrOverflow)
 
-// decBinary applies op to every row; op reports false when the result does
-// not fit 128 bits or the type's digits.
-func decBinary(c *Ctx, ret arrow.DataType, args []compute.Datum, n int, op func(x, y decimal128.Num) (decimal128.Num, bool)) (arrow.Array, error) {
-	x, err := newDecArg(args[0])
-	if err != nil {
-		return nil, err
-	}
-	defer x.release()
-	y, err := newDecArg(args[1])
-	if err != nil {
-		return nil, err
-	}
-	defer y.release()
-	valid, nulls, allNull := validity(c.Mem, n, x, y)
-	if allNull {
-		return array.MakeArrayOfNull(c.Mem, ret, n), nil
-	}
-	out := make([]decimal128.Num, n)
-	for i := range out {
-		if valid != nil && !bitutil.BitIsSet(valid.Bytes(), i) {
-			continue
-		}
-		r, ok := op(x.at(i), y.at(i))
-		if !ok {
-			if valid != nil {
-				valid.Release()
-			}
-			return nil, fmt.Errorf("%w %s: %s", ErrDecimalOverflow, expr.TypeName(ret), decOpText(x.at(i), y.at(i), args))
-		}
-		out[i] = r
-	}
-	return decimalResult(c.Mem, ret, out, valid, nulls), nil
-}
-
 func decOpText(x, y decimal128.Num, args []compute.Datum) string {
 	sx, sy := decScale(args[0]), decScale(args[1])
 	return expr.DecimalString(x, sx) + " and " + expr.DecimalString(y, sy)
@@ -168,18 +134,13 @@ func within(r, bound decimal128.Num) bool {
 	return r.Abs().Less(bound)
 }
 
+// decAdd is x + y (x - y with neg) in 128 bits, checked against ret's
+// digits (decArith's loop does the int64 rows itself).
 func decAdd(ret arrow.DataType, neg bool) func(x, y decimal128.Num) (decimal128.Num, bool) {
 	bound := maxOf(ret)
 	return func(x, y decimal128.Num) (decimal128.Num, bool) {
 		if neg {
 			y = y.Negate()
-		}
-		if fits64(x) && fits64(y) {
-			a, b := int64(x.LowBits()), int64(y.LowBits())
-			s := a + b
-			if (a >= 0) != (b >= 0) || (s >= 0) == (a >= 0) {
-				return decimal128.FromI64(s), true
-			}
 		}
 		r := x.Add(y)
 		return r, within(r, bound)

@@ -40,8 +40,11 @@ func (h *HashAggregate) AddWhere(rec arrow.Record, pred *eval.Predicate) error {
 
 // foldsInPlace: every aggregate folds rows that a filter drops into the
 // scratch group without effect on the others: count, min, max, and sums and
-// averages of floats. An integer sum could overflow on a dropped row and
-// fail the query; it takes the gathering path.
+// averages of floats and DECIMALs (a DECIMAL sum adds in 128 bits and
+// judges its type's digits only when it is finished, so a dropped row can
+// neither fail the query nor touch another group). An integer sum could
+// overflow on a dropped row and fail the query; it takes the gathering
+// path.
 func (h *HashAggregate) foldsInPlace() bool {
 	if h.inPlace != 0 {
 		return h.inPlace > 0
@@ -52,7 +55,7 @@ func (h *HashAggregate) foldsInPlace() bool {
 		switch a.Func {
 		case "count", "min", "max":
 		case "sum", "avg":
-			ok = ok && len(a.Args) == 1 && arrow.TypeEqual(a.Args[0].Type(), expr.Float64)
+			ok = ok && len(a.Args) == 1 && (arrow.TypeEqual(a.Args[0].Type(), expr.Float64) || a.Args[0].Type().ID() == arrow.DECIMAL128)
 		default:
 			ok = false
 		}

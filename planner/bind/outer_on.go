@@ -57,6 +57,66 @@ func exprSide(e lang.Expr, left, right *scope) int {
 	return side
 }
 
+// nullSideOn takes out of an outer join's ON the conditions that read only
+// its null-supplying side (the right of a LEFT JOIN, the left of a RIGHT
+// JOIN): such a condition only decides which of that side's rows may match,
+// so it is the same as a filter on that side's input, below the join
+// (where it is pushed into the scan and the columns it alone reads are
+// never carried through the join). TPC-H Q13's o_comment NOT LIKE ... was
+// folded into the join key and every comment went through the join. A
+// FULL JOIN preserves both sides: nothing is taken.
+func nullSideOn(on lang.Expr, kind lang.JoinKind, left, right *scope) (rest lang.Expr, pushed []lang.Expr) {
+	side := 2
+	switch kind {
+	case lang.JoinLeft:
+	case lang.JoinRight:
+		side = 1
+	default:
+		return on, nil
+	}
+	var kept []lang.Expr
+	for _, c := range splitAnd(on) {
+		if exprSide(c, left, right) == side && readsColumn(c) {
+			pushed = append(pushed, c)
+			continue
+		}
+		kept = append(kept, c)
+	}
+	if len(pushed) == 0 || !joinsSides(kept, left, right) {
+		// Without a key equality the join is not a hash join, and its
+		// ON is left as written.
+		return on, nil
+	}
+	return joinAnd(kept), pushed
+}
+
+// joinsSides: some condition is an equality of one side's expression with
+// the other's (a hash join's key).
+func joinsSides(conds []lang.Expr, left, right *scope) bool {
+	for _, c := range conds {
+		if eq, ok := c.(*lang.BinaryExpr); ok && eq.Op == lang.OpEq {
+			l, r := exprSide(eq.Left, left, right), exprSide(eq.Right, left, right)
+			if l == 1 && r == 2 || l == 2 && r == 1 {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// readsColumn: e names a column (a condition of constants alone is no
+// side's, exprSide counts it as the left's).
+func readsColumn(e lang.Expr) bool {
+	found := false
+	lang.Inspect(e, func(n lang.Node) bool {
+		if _, ok := n.(*lang.ColumnRef); ok {
+			found = true
+		}
+		return !found
+	})
+	return found
+}
+
 // foldOuterOn is on with its one-side conditions folded into its first key
 // equality; on itself when there is nothing to fold or no key to fold into.
 func foldOuterOn(on lang.Expr, left, right *scope) lang.Expr {

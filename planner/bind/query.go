@@ -301,7 +301,17 @@ func (b *Binder) fromItem(f *lang.FromItem) (logical.Node, *scope) {
 			if j.On != nil {
 				if _, wc := splitWindow(j.On); wc == nil {
 					folded := *j
-					folded.On = foldOuterOn(j.On, sc, rsc)
+					var pushed []lang.Expr
+					folded.On, pushed = nullSideOn(j.On, j.Kind, sc, rsc)
+					if len(pushed) > 0 {
+						c := joinAnd(pushed)
+						if j.Kind == lang.JoinLeft {
+							right = &logical.Filter{Input: right, Pred: b.predicate(c, rsc, "ON"), Pos: Pos(c.Position())}
+						} else {
+							node = &logical.Filter{Input: node, Pred: b.predicate(c, sc, "ON"), Pos: Pos(c.Position())}
+						}
+					}
+					folded.On = foldOuterOn(folded.On, sc, rsc)
 					j = &folded
 				}
 			}

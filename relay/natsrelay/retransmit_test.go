@@ -201,7 +201,7 @@ func TestLostMessagesAreSentAgain(t *testing.T) {
 		}},
 		{"acks and resend requests", false, func(h frame.Header) bool { return h.Kind == frame.KindAck || h.Kind == frame.KindResend }, nil},
 	}
-	for _, c := range cases {
+	for i, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			lp := newLinkPair(t, s, 30*time.Second, Options{Config: relay.Config{Window: 8}, MaxChunk: 4096, AckTimeout: 200 * time.Millisecond, Retry: 50 * time.Millisecond})
 			ctx := lp.ctx
@@ -211,12 +211,23 @@ func TestLostMessagesAreSentAgain(t *testing.T) {
 			} else {
 				lp.b.drop = d.drop
 			}
-			snd, r := openLink(ctx, t, lp.a, lp.b, relay.LinkID{Query: "q", Edge: 1, Sender: 0, Receiver: 1})
+			// A link of its own per case: the cases share a server, and
+			// the last case's receiver says close as it goes, which a
+			// sender on the same link would take for its own peer's.
+			snd, r := openLink(ctx, t, lp.a, lp.b, relay.LinkID{Query: "q", Edge: uint32(1 + i), Sender: 0, Receiver: 1})
 			defer r.Close()
 			errc := make(chan error, 1)
-			go func() { errc <- stream(ctx, lp.mem, snd, count) }()
-			if err := expectStream(ctx, r, count); err != nil {
-				t.Fatal(err)
+			rctx, stop := context.WithCancelCause(ctx)
+			defer stop(nil)
+			go func() {
+				err := stream(ctx, lp.mem, snd, count)
+				if err != nil {
+					stop(err) // the receiver would wait for the deadline
+				}
+				errc <- err
+			}()
+			if err := expectStream(rctx, r, count); err != nil {
+				t.Fatalf("%v (sender: %v)", err, context.Cause(rctx))
 			}
 			if err := <-errc; err != nil {
 				t.Fatal(err)

@@ -126,6 +126,9 @@ type Result struct {
 	P99Ms       float64 `json:"p99_ms"`
 	// Per client, for EXPLAIN ANALYZE.
 	PerClient []ClientResult `json:"-"`
+	// Ran are the frames each variant answered, by name (the engine's
+	// adaptive runs; empty where one variant answered them all).
+	Ran map[string]int64 `json:"-"`
 }
 
 // ClientResult is one client's share of a Result.
