@@ -1,6 +1,7 @@
 package nexmark
 
 import (
+	"context"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -28,9 +29,11 @@ type Row struct {
 
 // Command is `tierflow bench nexmark`.
 func Command(env *bench.Env) *cobra.Command {
-	var events, reps int
+	var events, reps, partitions int
 	var only, data string
 	var seed int64
+	var processes []int
+	var embedded bool
 	c := &cobra.Command{
 		Use:   "nexmark",
 		Short: "Nexmark queries on generated events, events per second per query",
@@ -42,12 +45,27 @@ prints the events of all three files over the best of --reps runs' time, and
 each query's time over q0's (every bid passed through) in the same process. The
 queries are nexmark-flink's text over the person, auction and bid streams; the
 form column says where one differs. Their answers are checked against answers
-derived from the events by the package's tests (go test ./bench/nexmark).`,
+derived from the events by the package's tests (go test ./bench/nexmark).
+
+--processes N,M,... runs the keyed queries (default q5-bids, q7-max, q-bidder:
+aggregations by auction or bidder) on a cluster of N worker processes, then M,
+... (--embedded: workers in this process), the sizes taking turns in every
+repetition. Each stream is split into --partitions files (default: the least
+common multiple of the sizes), a partition each, read by a source instance of
+its own and spread over the workers; the keyed aggregation runs as one
+instance per partition, its rows exchanged between the workers by a hash of
+the key. Each size's speedup is the median over --reps of its events/s over
+the first size's in the run next to it, and same_answer says every run gave
+the first's rows.`,
 		Example: `  tierflow bench nexmark --events 1000000
-  tierflow bench nexmark --queries q18,q19 --reps 3 --format json`,
+  tierflow bench nexmark --queries q18,q19 --reps 3 --format json
+  tierflow bench nexmark --processes 1,2 --reps 5`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			qs := Queries
+			if len(processes) > 0 {
+				qs = Keyed
+			}
 			if only != "" {
 				qs = nil
 				for _, n := range strings.Split(only, ",") {
@@ -70,6 +88,9 @@ derived from the events by the package's tests (go test ./bench/nexmark).`,
 				if _, err := Generate(dir, Config{Events: events, Seed: seed}); err != nil {
 					return err
 				}
+			}
+			if len(processes) > 0 {
+				return scaleCommand(cmd.Context(), env, dir, events, qs, processes, partitions, reps, embedded)
 			}
 			prog := env.Progress(int64(len(qs)*reps), "queries")
 			var rows []Row
@@ -111,5 +132,36 @@ derived from the events by the package's tests (go test ./bench/nexmark).`,
 	fl.StringVar(&only, "queries", "", "comma-separated names of the queries to run (default all: "+strings.Join(Names(), ",")+")")
 	fl.StringVar(&data, "data", filepath.Join(".cache", "nexmark"), "directory for the generated events, one folder per size and seed, reused")
 	fl.Int64Var(&seed, "seed", 1, "the generator's seed")
+	fl.IntSliceVar(&processes, "processes", nil, "run the keyed queries on clusters of these numbers of worker processes (e.g. 1,2) and print each size's speedup over the first")
+	fl.IntVar(&partitions, "partitions", 0, "with --processes: files each stream is split into, one partition each (default: the least common multiple of the sizes)")
+	fl.BoolVar(&embedded, "embedded", false, "with --processes: the workers run in this process instead of as child processes")
 	return c
+}
+
+// scaleCommand is `bench nexmark --processes`.
+func scaleCommand(ctx context.Context, env *bench.Env, dir string, events int, qs []Query, sizes []int, partitions, reps int, embedded bool) error {
+	for _, n := range sizes {
+		if n < 1 {
+			return cli.BadInput(fmt.Errorf("--processes: %d workers (want 1 or more each)", n))
+		}
+	}
+	if partitions == 0 {
+		partitions = lcm(sizes)
+	}
+	if partitions < 1 {
+		return cli.BadInput(fmt.Errorf("--partitions %d: want 1 or more", partitions))
+	}
+	fmt.Fprintf(env.Err, "-- splitting the events into %d partitions\n", partitions)
+	parts, err := Partition(dir, partitions)
+	if err != nil {
+		return err
+	}
+	prog := env.Progress(int64(len(qs)*len(sizes)*reps), "runs")
+	rows, err := Scale(ctx, parts, partitions, qs, ScaleOptions{Events: events, Workers: sizes, Reps: reps,
+		Processes: !embedded, Log: env.Err, Progress: prog})
+	prog.Done()
+	if err != nil {
+		return err
+	}
+	return env.PrintRows(rows)
 }

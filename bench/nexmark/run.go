@@ -3,7 +3,9 @@ package nexmark
 import (
 	"context"
 	"fmt"
+	"hash/fnv"
 	"path/filepath"
+	"strconv"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -23,6 +25,8 @@ type Options struct {
 	// Keep collects the result's rows (a benchmark discards them, as
 	// Flink's blackhole sink).
 	Keep bool
+	// Check sums the rows' hashes into Result.Sum.
+	Check bool
 	// BatchSize and MaxDelay are `tierflow run`'s (defaults 4096 and 1 s).
 	BatchSize int
 	MaxDelay  time.Duration
@@ -32,6 +36,9 @@ type Options struct {
 type Result struct {
 	Rows    [][]any // with Keep
 	Written int64
+	// Sum is the sum of the rows' hashes: equal for the same rows in any
+	// order, so runs compare without keeping their rows.
+	Sum     uint64
 	Elapsed time.Duration
 }
 
@@ -41,7 +48,7 @@ func Run(ctx context.Context, dir string, q Query, o Options) (Result, error) {
 	if o.MaxDelay == 0 {
 		o.MaxDelay = time.Second
 	}
-	out := &rows{keep: o.Keep}
+	out := &rows{keep: o.Keep, check: o.Check}
 	start := time.Now()
 	err := exec.RunScript(ctx, filepath.Join(dir, q.Name+".sql"), DDL(dir)+q.Text, exec.ScriptOptions{
 		Options: exec.Options{Allocator: o.Allocator, BaseDir: dir, BatchSize: o.BatchSize, MaxDelay: o.MaxDelay, Parallelism: exec.AllCores},
@@ -49,7 +56,7 @@ func Run(ctx context.Context, dir string, q Query, o Options) (Result, error) {
 			return out, nil
 		},
 	})
-	res := Result{Rows: out.rows, Written: out.n.Load(), Elapsed: time.Since(start)}
+	res := Result{Rows: out.rows, Written: out.n.Load(), Sum: out.sum.Load(), Elapsed: time.Since(start)}
 	if err != nil {
 		return res, fmt.Errorf("%s: %w", q.Name, err)
 	}
@@ -58,27 +65,59 @@ func Run(ctx context.Context, dir string, q Query, o Options) (Result, error) {
 
 // rows is a query's output: counted, and kept when asked.
 type rows struct {
-	keep bool
-	mu   sync.Mutex
-	rows [][]any
-	n    atomic.Int64
+	keep  bool
+	check bool // sum the rows' hashes
+	mu    sync.Mutex
+	rows  [][]any
+	n     atomic.Int64
+	sum   atomic.Uint64
 }
 
 func (r *rows) Write(rec arrow.Record) error {
 	r.n.Add(rec.NumRows())
-	if !r.keep {
+	if !r.keep && !r.check {
 		return nil
 	}
-	r.mu.Lock()
-	defer r.mu.Unlock()
+	var sum uint64
+	var buf []byte
+	h := fnv.New64a()
+	row := make([]any, rec.NumCols())
 	for i := 0; i < int(rec.NumRows()); i++ {
-		row := make([]any, rec.NumCols())
+		h.Reset()
 		for j := range row {
 			row[j] = functions.ValueAt(rec.Column(j), i)
+			buf = appendValue(buf[:0], row[j])
+			h.Write(append(buf, 0))
 		}
-		r.rows = append(r.rows, row)
+		sum += h.Sum64()
+		if r.keep {
+			r.mu.Lock()
+			r.rows = append(r.rows, append([]any(nil), row...))
+			r.mu.Unlock()
+		}
 	}
+	r.sum.Add(sum)
 	return nil
 }
 
 func (r *rows) Close() error { return nil }
+
+// appendValue appends v's text, the common types without fmt's
+// reflection (a checked run hashes every row).
+func appendValue(b []byte, v any) []byte {
+	switch x := v.(type) {
+	case nil:
+		return append(b, "NULL"...)
+	case int64:
+		return strconv.AppendInt(b, x, 10)
+	case float64:
+		return strconv.AppendFloat(b, x, 'g', -1, 64)
+	case string:
+		return append(b, x...)
+	case bool:
+		return strconv.AppendBool(b, x)
+	case time.Time:
+		return strconv.AppendInt(b, x.UnixMicro(), 10)
+	}
+	return fmt.Append(b, v)
+}

@@ -5,6 +5,7 @@ import (
 
 	"github.com/tierflow/tierflow/bench"
 	benchinference "github.com/tierflow/tierflow/bench/inference"
+	benchingest "github.com/tierflow/tierflow/bench/ingest"
 	benchnexmark "github.com/tierflow/tierflow/bench/nexmark"
 	benchoperators "github.com/tierflow/tierflow/bench/operators"
 	benchplanner "github.com/tierflow/tierflow/bench/planner"
@@ -22,6 +23,7 @@ import (
 // doc and docs/benchmarks.md, "Adding a benchmark").
 var benches = []bench.Command{
 	benchinference.Command,
+	benchingest.Command,
 	benchnexmark.Command,
 	benchoperators.Command,
 	benchplanner.Command,

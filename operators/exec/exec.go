@@ -869,7 +869,7 @@ func ResolvePath(p, baseDir, declaredIn string) string {
 		if dir == "" || dir == "." {
 			continue // the working directory comes last
 		}
-		if _, err := os.Stat(filepath.Join(dir, p)); err == nil {
+		if _, err := os.Stat(filepath.Join(dir, p)); err == nil || isPattern(p) && globIn(dir, p) {
 			return filepath.Join(dir, p)
 		}
 	}
@@ -928,12 +928,23 @@ func (b *builder) scan(n *logical.Scan) (int, *arrow.Schema, error) {
 	}
 	raw := path
 	path = b.path(path, declaredIn)
-	if b.opts.Confine != nil {
+	files := []string{path}
+	if isStream {
+		// A glob's files are the stream's partitions (partitions.go).
 		var err error
-		if path, err = b.opts.Confine(unclean(raw, path)); err != nil {
-			return 0, nil, fmt.Errorf("%s: %s %s: %w", n.Position(), map[bool]string{true: "stream", false: "table"}[isStream], n.Name(), err)
+		if files, err = PartitionFiles(path); err != nil {
+			return 0, nil, fmt.Errorf("%s: stream %s: %w", n.Position(), n.Name(), err)
 		}
 	}
+	if b.opts.Confine != nil {
+		for i, f := range files {
+			var err error
+			if files[i], err = b.opts.Confine(unclean(raw, f)); err != nil {
+				return 0, nil, fmt.Errorf("%s: %s %s: %w", n.Position(), map[bool]string{true: "stream", false: "table"}[isStream], n.Name(), err)
+			}
+		}
+	}
+	path = files[0]
 	declared, err := declaredSchema(cols)
 	if err != nil {
 		return 0, nil, fmt.Errorf("%s: %w", n.Position(), err)
@@ -975,15 +986,24 @@ func (b *builder) scan(n *logical.Scan) (int, *arrow.Schema, error) {
 		// Said in EXPLAIN ANALYZE's operators: these keys are grouped on codes.
 		name += " (codes: " + strings.Join(scan.Codes, ", ") + ")"
 	}
-	src := b.g.AddOperator(dataflow.OperatorSpec{Name: name, Outputs: 1, New: func(dataflow.Instance) (dataflow.Operator, error) {
-		r, err := b.openReader(path, format, schema, !isStream, scan)
+	spec := dataflow.OperatorSpec{Name: name, Outputs: 1, New: func(inst dataflow.Instance) (dataflow.Operator, error) {
+		// Instance k reads partition k, with a watermark of its own.
+		if inst.Parallelism != len(files) {
+			return nil, fmt.Errorf("%w: %s has %d partitions, placed as %d instances", ErrUnsupported, name, len(files), inst.Parallelism)
+		}
+		file := files[inst.Index]
+		r, err := b.openReader(file, format, schema, !isStream, scan)
 		if err != nil {
 			return nil, err
 		}
 		src := sources.NewPacedSource(r, et, report, pace)
-		src.Watch(fmt.Sprintf("%s %s, file %q", kindOf(isStream), n.Name(), path))
+		src.Watch(fmt.Sprintf("%s %s, file %q", kindOf(isStream), n.Name(), file))
 		return src, nil
-	}})
+	}}
+	if len(files) > 1 {
+		spec.Workers = make([]int, len(files))
+	}
+	src := b.g.AddOperator(spec)
 	return b.columns(n, src, schema)
 }
 

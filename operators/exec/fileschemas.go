@@ -29,6 +29,14 @@ func (f FileSchemas) FileColumns(path, format, declaredIn string) ([]catalog.Col
 			return nil, err
 		}
 	}
+	if isPattern(path) {
+		// A glob stream's partitions share the first one's columns.
+		files, err := PartitionFiles(p)
+		if err != nil {
+			return nil, err
+		}
+		p = files[0]
+	}
 	schema, err := sources.InferSchema(p, format)
 	if err != nil {
 		return nil, err

@@ -38,12 +38,20 @@ func inputRows(plan *logical.Plan, baseDir string) int64 {
 			ok = false
 			return false
 		}
-		n2, err := countRows(exec.ResolvePath(path, baseDir, declaredIn), format)
+		// A glob stream's rows are those of all its partitions.
+		files, err := exec.PartitionFiles(exec.ResolvePath(path, baseDir, declaredIn))
 		if err != nil {
 			ok = false
 			return false
 		}
-		total += n2
+		for _, f := range files {
+			n2, err := countRows(f, format)
+			if err != nil {
+				ok = false
+				return false
+			}
+			total += n2
+		}
 		return true
 	})
 	if !ok {

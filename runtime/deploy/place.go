@@ -188,6 +188,22 @@ func (pl *placer) place(op int, tier string, ws []Worker) {
 	pl.p.Operators[op] = OperatorPlan{Name: pl.g.Operators[op].Name, Workers: idx, Tier: tier}
 }
 
+// placeScan places a scan on tier t: a file is read once (several
+// instances of one reader would each read all of it), so a scan runs once,
+// or, over a stream of several partitions (a glob's files, operators/exec),
+// as one instance per partition, spread over the tier's workers in turn.
+// The partitions, not the workers, decide which rows are late, so the
+// spread changes only the speed.
+func (pl *placer) placeScan(i int, t string) {
+	ws := pl.onTier(t)
+	parts := pl.g.Operators[i].Parallelism()
+	inst := make([]Worker, parts)
+	for k := range inst {
+		inst[k] = ws[k%len(ws)]
+	}
+	pl.place(i, t, inst)
+}
+
 func (pl *placer) operator(i int, in []int) error {
 	spec := pl.g.Operators[i]
 	node := pl.nodes[i]
@@ -210,8 +226,7 @@ func (pl *placer) operator(i int, in []int) error {
 		if err != nil {
 			return err
 		}
-		// A file is read once: several instances would each read all of it.
-		pl.place(i, t, pl.onTier(t)[:1])
+		pl.placeScan(i, t)
 		return nil
 	case spec.Name == "columns" || spec.Name == "filter" || spec.Name == "project" || strings.HasPrefix(spec.Name, "labels ") || strings.HasPrefix(spec.Name, "adapt "):
 		up := first()

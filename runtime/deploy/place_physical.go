@@ -62,7 +62,7 @@ func (pl *placer) fromPlan(i int, in []int) (bool, error) {
 		if err != nil {
 			return false, err
 		}
-		pl.place(i, t, pl.onTier(t)[:1])
+		pl.placeScan(i, t)
 		return true, nil
 	}
 	po := pl.o.Physical.Operator(st.Name)

@@ -1,0 +1,274 @@
+package ingest
+
+import (
+	"context"
+	"fmt"
+	"path/filepath"
+	"sync/atomic"
+	"time"
+
+	"github.com/apache/arrow/go/v17/arrow"
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/tierflow/tierflow/operators/exec"
+	"github.com/tierflow/tierflow/operators/sinks"
+	"github.com/tierflow/tierflow/relay/natsserver"
+	"github.com/tierflow/tierflow/runtime/connectors"
+)
+
+// The engine's pending limits on a core NATS subscription
+// (connectors.SourceConfig's defaults), given to the bare subscriber too.
+const (
+	pendingMsgs  = 1 << 16
+	pendingBytes = 64 << 20
+)
+
+// quiet is how long a consumer that lost the end marker (a core NATS drop)
+// waits with nothing arriving before its turn ends.
+const quiet = time.Second
+
+func endMsg(subject string) *nats.Msg {
+	m := nats.NewMsg(subject)
+	m.Header.Set(connectors.EndHeader, "1")
+	return m
+}
+
+// publishCore sends msgs and the end marker on subject as fast as the
+// connection takes them.
+func publishCore(nc *nats.Conn, subject string, msgs [][]byte) error {
+	for _, m := range msgs {
+		if err := nc.Publish(subject, m); err != nil {
+			return err
+		}
+	}
+	if err := nc.PublishMsg(endMsg(subject)); err != nil {
+		return err
+	}
+	return nc.Flush()
+}
+
+// bareCore is a nats.go subscriber that counts messages.
+func bareCore(ctx context.Context, srv *natsserver.Server, msgs [][]byte, turn int, _ Options) (result, error) {
+	subject := fmt.Sprintf("bench.ingest.core.%d", turn)
+	nc, err := srv.Connect()
+	if err != nil {
+		return result{}, err
+	}
+	defer nc.Close()
+	var n, last atomic.Int64
+	done := make(chan struct{})
+	sub, err := nc.Subscribe(subject, func(m *nats.Msg) {
+		if m.Header != nil && m.Header.Get(connectors.EndHeader) != "" {
+			last.Store(time.Now().UnixNano())
+			close(done)
+			return
+		}
+		n.Add(1)
+	})
+	if err != nil {
+		return result{}, err
+	}
+	if err := sub.SetPendingLimits(pendingMsgs, pendingBytes); err != nil {
+		return result{}, err
+	}
+	if err := nc.Flush(); err != nil {
+		return result{}, err
+	}
+	pub, err := srv.Connect()
+	if err != nil {
+		return result{}, err
+	}
+	defer pub.Close()
+	start := time.Now()
+	if err := publishCore(pub, subject, msgs); err != nil {
+		return result{}, err
+	}
+	// The end marker may be dropped with others: then the turn ends once
+	// nothing has come for a while, at the last message's time.
+	for prev := int64(-1); ; {
+		select {
+		case <-done:
+			return result{received: n.Load(), elapsed: time.Duration(last.Load() - start.UnixNano())}, nil
+		case <-ctx.Done():
+			return result{}, ctx.Err()
+		case <-time.After(quiet):
+			if cur := n.Load(); cur == prev {
+				return result{received: cur, elapsed: time.Since(start) - quiet}, nil
+			} else {
+				prev = cur
+			}
+		}
+	}
+}
+
+// engineCore runs a query over the subject FROM NATS while the messages
+// are published.
+func engineCore(ctx context.Context, srv *natsserver.Server, msgs [][]byte, turn int, o Options) (result, error) {
+	subject := fmt.Sprintf("bench.ingest.core.%d", turn)
+	nc, err := srv.Connect()
+	if err != nil {
+		return result{}, err
+	}
+	defer nc.Close()
+	qctx, stop := context.WithCancel(ctx)
+	defer stop()
+	q := engineQuery(qctx, nc, "NATS", subject, o)
+	if err := waitInterest(ctx, srv, nc, subject); err != nil {
+		return result{}, err
+	}
+	pub, err := srv.Connect()
+	if err != nil {
+		return result{}, err
+	}
+	defer pub.Close()
+	start := time.Now()
+	if err := publishCore(pub, subject, msgs); err != nil {
+		return result{}, err
+	}
+	// As the bare subscriber's: the end marker may be dropped with others,
+	// then the query is stopped once nothing has come for a while.
+	for prev := int64(-1); ; {
+		select {
+		case err := <-q.done:
+			if err != nil {
+				return result{}, err
+			}
+			return result{received: q.rows.Load(), elapsed: time.Since(start)}, nil
+		case <-ctx.Done():
+			return result{}, ctx.Err()
+		case <-time.After(quiet):
+			if cur := q.rows.Load(); cur == prev {
+				elapsed := time.Since(start) - quiet
+				stop()
+				<-q.done
+				return result{received: cur, elapsed: elapsed}, nil
+			} else {
+				prev = cur
+			}
+		}
+	}
+}
+
+// query is an engine query running in the background.
+type query struct {
+	rows atomic.Int64
+	done chan error
+}
+
+func (q *query) Write(rec arrow.Record) error { q.rows.Add(rec.NumRows()); return nil }
+func (q *query) Close() error                 { return nil }
+
+// engineQuery starts `SELECT auction, price FROM bid` over the subject on
+// the local executor, its rows counted.
+func engineQuery(ctx context.Context, nc *nats.Conn, source, subject string, o Options) *query {
+	q := &query{done: make(chan error, 1)}
+	hooks := connectors.Hooks{Conn: func() (*nats.Conn, error) { return nc, nil },
+		Sources: connectors.SourceConfig{MaxRows: o.BatchSize}}
+	go func() {
+		q.done <- exec.RunScript(ctx, filepath.Join(".", "ingest.sql"), streamDDL(source, subject)+"SELECT auction, price FROM bid;", exec.ScriptOptions{
+			Options:   exec.Options{Stream: hooks.Stream, BatchSize: o.BatchSize},
+			NewOutput: func() (sinks.Writer, error) { return q, nil },
+		})
+	}()
+	return q
+}
+
+// storeJetStream puts msgs and the end marker in a stream of their own.
+func storeJetStream(ctx context.Context, nc *nats.Conn, subject string, msgs [][]byte) (jetstream.JetStream, string, error) {
+	js, err := jetstream.New(nc)
+	if err != nil {
+		return nil, "", err
+	}
+	name := connectors.StreamName(subject)
+	if _, err := js.CreateStream(ctx, jetstream.StreamConfig{Name: name, Subjects: []string{subject}}); err != nil {
+		return nil, "", err
+	}
+	for i, m := range msgs {
+		if _, err := js.PublishAsync(subject, m); err != nil {
+			return nil, "", err
+		}
+		if i%1024 == 1023 { // within the client's 4,000 pending publishes
+			select {
+			case <-js.PublishAsyncComplete():
+			case <-ctx.Done():
+				return nil, "", ctx.Err()
+			}
+		}
+	}
+	if _, err := js.PublishMsg(ctx, endMsg(subject)); err != nil {
+		return nil, "", err
+	}
+	select {
+	case <-js.PublishAsyncComplete():
+	case <-ctx.Done():
+		return nil, "", ctx.Err()
+	}
+	return js, name, nil
+}
+
+// bareJetStream is a pull consumer (Consume) that acknowledges each message.
+func bareJetStream(ctx context.Context, srv *natsserver.Server, msgs [][]byte, turn int, _ Options) (result, error) {
+	subject := fmt.Sprintf("bench.ingest.js.%d", turn)
+	nc, err := srv.Connect()
+	if err != nil {
+		return result{}, err
+	}
+	defer nc.Close()
+	js, name, err := storeJetStream(ctx, nc, subject, msgs)
+	if err != nil {
+		return result{}, err
+	}
+	defer js.DeleteStream(context.Background(), name)
+	start := time.Now()
+	cons, err := js.CreateOrUpdateConsumer(ctx, name, jetstream.ConsumerConfig{AckPolicy: jetstream.AckExplicitPolicy, DeliverPolicy: jetstream.DeliverAllPolicy})
+	if err != nil {
+		return result{}, err
+	}
+	var n atomic.Int64
+	done := make(chan struct{})
+	cc, err := cons.Consume(func(m jetstream.Msg) {
+		_ = m.Ack()
+		if h := m.Headers(); h != nil && h.Get(connectors.EndHeader) != "" {
+			close(done)
+			return
+		}
+		n.Add(1)
+	})
+	if err != nil {
+		return result{}, err
+	}
+	defer cc.Stop()
+	select {
+	case <-done:
+		return result{received: n.Load(), elapsed: time.Since(start)}, nil
+	case <-ctx.Done():
+		return result{}, ctx.Err()
+	}
+}
+
+// engineJetStream runs a query over the stored messages FROM JETSTREAM.
+func engineJetStream(ctx context.Context, srv *natsserver.Server, msgs [][]byte, turn int, o Options) (result, error) {
+	subject := fmt.Sprintf("bench.ingest.js.%d", turn)
+	nc, err := srv.Connect()
+	if err != nil {
+		return result{}, err
+	}
+	defer nc.Close()
+	js, name, err := storeJetStream(ctx, nc, subject, msgs)
+	if err != nil {
+		return result{}, err
+	}
+	defer js.DeleteStream(context.Background(), name)
+	start := time.Now()
+	q := engineQuery(ctx, nc, "JETSTREAM", subject, o)
+	select {
+	case err := <-q.done:
+		if err != nil {
+			return result{}, err
+		}
+		return result{received: q.rows.Load(), elapsed: time.Since(start)}, nil
+	case <-ctx.Done():
+		return result{}, ctx.Err()
+	}
+}

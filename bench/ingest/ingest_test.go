@@ -1,0 +1,29 @@
+package ingest
+
+import (
+	"context"
+	"testing"
+	"time"
+)
+
+// Every consumer takes every message of a small run (too few to overflow
+// a subscription), and the engine's rates are measured beside the bare
+// consumers'.
+func TestEveryConsumerTakesEveryMessage(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	rows, err := Run(ctx, Options{Messages: testMessages, Reps: 2, BatchSize: 512})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(rows) != 4 {
+		t.Fatalf("%d rows, want 4", len(rows))
+	}
+	for _, r := range rows {
+		if r.Received != int64(testMessages) || r.PerSec <= 0 || r.VsBare <= 0 {
+			t.Errorf("%s, %s: received %d of %d, %.0f/s, %.2f of bare", r.Transport, r.Consumer, r.Received, testMessages, r.PerSec, r.VsBare)
+		}
+	}
+}
+
+var testMessages = 3000

@@ -1,0 +1,97 @@
+package nexmark
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"log/slog"
+	"path/filepath"
+	"time"
+
+	"github.com/tierflow/tierflow/operators/sinks"
+	"github.com/tierflow/tierflow/planner/infra"
+	"github.com/tierflow/tierflow/runtime/cluster"
+)
+
+// A Cluster runs queries on workers of one tier: an embedded cluster (the
+// workers goroutines of this process) or worker processes, on one NATS
+// server, their batches crossing it between workers as on separate
+// machines.
+type Cluster struct {
+	c       *cluster.Cluster
+	Workers int
+}
+
+// ClusterOptions start a Cluster.
+type ClusterOptions struct {
+	Workers int
+	// Processes starts each worker as a child process (`tierflow worker`,
+	// Binary or this executable); otherwise they run in this process.
+	Processes bool
+	Binary    string
+	// Log receives the workers' warnings (default: dropped).
+	Log io.Writer
+}
+
+// StartCluster starts o.Workers workers in one tier.
+func StartCluster(ctx context.Context, o ClusterOptions) (*Cluster, error) {
+	if o.Workers < 1 {
+		return nil, fmt.Errorf("nexmark: %d workers", o.Workers)
+	}
+	inf, err := infra.Parse("nexmark-cluster.yaml", []byte(fmt.Sprintf(`tiers:
+  - name: cloud
+worker_types:
+  - name: core
+    vcpus: 1
+    memory_gb: 4
+    price: 1
+workers:
+  - name: w
+    type: core
+    tier: cloud
+    count: %d
+`, o.Workers)))
+	if err != nil {
+		return nil, err
+	}
+	if o.Log == nil {
+		o.Log = io.Discard
+	}
+	opts := cluster.Options{Infra: inf, Log: slog.New(slog.NewTextHandler(o.Log, &slog.HandlerOptions{Level: slog.LevelWarn})), Namespace: fmt.Sprintf("nexmark-%d-%d", o.Workers, time.Now().UnixNano())}
+	var c *cluster.Cluster
+	if o.Processes {
+		c, err = cluster.StartProcesses(ctx, cluster.ProcessOptions{Options: opts, Binary: o.Binary, Stderr: o.Log})
+	} else {
+		c, err = cluster.StartEmbedded(ctx, opts)
+	}
+	if err != nil {
+		return nil, err
+	}
+	return &Cluster{c: c, Workers: o.Workers}, nil
+}
+
+// Close stops the workers (and their processes).
+func (c *Cluster) Close() error { return c.c.Close() }
+
+// Kill ends worker i (0-based) at once, as a crash would: the cluster
+// recovers its queries on the others.
+func (c *Cluster) Kill(i int) error { return c.c.Kill(cluster.WorkerName(fmt.Sprintf("w-%d", i+1))) }
+
+// Run runs q on the cluster over the streams Partition wrote into parts
+// (each file a partition, read by a source instance of its own).
+func (c *Cluster) Run(ctx context.Context, parts string, q Query, o Options) (Result, error) {
+	if o.MaxDelay == 0 {
+		o.MaxDelay = time.Second
+	}
+	out := &rows{keep: o.Keep, check: o.Check}
+	start := time.Now()
+	err := c.c.RunScript(ctx, filepath.Join(parts, q.Name+".sql"), PartitionedDDL(parts)+q.Text, cluster.ScriptOptions{
+		BaseDir: parts, BatchSize: o.BatchSize, MaxDelay: o.MaxDelay, Log: io.Discard, Stdout: io.Discard,
+		NewOutput: func() (sinks.Writer, error) { return out, nil },
+	})
+	res := Result{Rows: out.rows, Written: out.n.Load(), Sum: out.sum.Load(), Elapsed: time.Since(start)}
+	if err != nil {
+		return res, fmt.Errorf("%s on %d workers: %w", q.Name, c.Workers, err)
+	}
+	return res, nil
+}

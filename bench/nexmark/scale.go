@@ -1,0 +1,140 @@
+package nexmark
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"sort"
+
+	"github.com/tierflow/tierflow/internal/cli"
+)
+
+// ScaleRow is one query on one number of workers: its time, and its speed
+// over the first worker count's (the speedup) as the median of the ratios
+// of runs made one after the other, so a load that comes and goes on a
+// shared machine weighs on both sides of each ratio.
+type ScaleRow struct {
+	Query        string  `json:"query"`
+	Workers      int     `json:"workers"`
+	Partitions   int     `json:"partitions"`
+	Events       int     `json:"events"`
+	Rows         int64   `json:"rows_out"`
+	Seconds      float64 `json:"seconds_median"`
+	EventsPerSec float64 `json:"events_per_sec"`
+	Speedup      float64 `json:"speedup"`
+	SpeedupMin   float64 `json:"speedup_min"`
+	SpeedupMax   float64 `json:"speedup_max"`
+	// Same says every run answered the rows of the first worker count's
+	// first run (compared by the sum of the rows' hashes).
+	Same bool `json:"same_answer"`
+}
+
+// ScaleOptions run the keyed queries on clusters of several sizes.
+type ScaleOptions struct {
+	Events  int
+	Workers []int // worker counts; the first is the baseline
+	Reps    int
+	// Processes runs the workers as child processes (Binary, or this
+	// executable); otherwise in this process.
+	Processes bool
+	Binary    string
+	Log       io.Writer
+	Progress  *cli.Progress
+}
+
+// Scale runs each query Reps times on a cluster of each size in
+// o.Workers, over the events in parts (Partition), the sizes taking turns
+// in each repetition (and the order turned around every other one).
+func Scale(ctx context.Context, parts string, partitions int, qs []Query, o ScaleOptions) ([]ScaleRow, error) {
+	clusters := make([]*Cluster, len(o.Workers))
+	defer func() {
+		for _, c := range clusters {
+			if c != nil {
+				c.Close()
+			}
+		}
+	}()
+	for i, n := range o.Workers {
+		if o.Progress != nil {
+			o.Progress.Describe(fmt.Sprintf("starting %d workers", n))
+		}
+		c, err := StartCluster(ctx, ClusterOptions{Workers: n, Processes: o.Processes, Binary: o.Binary, Log: o.Log})
+		if err != nil {
+			return nil, err
+		}
+		clusters[i] = c
+	}
+	var out []ScaleRow
+	for _, q := range qs {
+		secs := make([][]float64, len(o.Workers))
+		rows := make([]ScaleRow, len(o.Workers))
+		var first *Result
+		for r := 0; r < o.Reps; r++ {
+			for j := range o.Workers {
+				i := j
+				if r%2 == 1 {
+					i = len(o.Workers) - 1 - j
+				}
+				if o.Progress != nil {
+					o.Progress.Describe(fmt.Sprintf("%s on %d workers", q.Name, o.Workers[i]))
+				}
+				res, err := clusters[i].Run(ctx, parts, q, Options{Check: true})
+				if err != nil {
+					return nil, err
+				}
+				if o.Progress != nil {
+					o.Progress.Add(1)
+				}
+				if first == nil {
+					first = &res
+					for k := range rows {
+						rows[k].Same = true
+					}
+				}
+				if res.Written != first.Written || res.Sum != first.Sum {
+					rows[i].Same = false
+				}
+				rows[i].Rows = res.Written
+				secs[i] = append(secs[i], res.Elapsed.Seconds())
+			}
+		}
+		for i, n := range o.Workers {
+			var ratios []float64
+			for r := range secs[i] {
+				ratios = append(ratios, secs[0][r]/secs[i][r])
+			}
+			row := rows[i]
+			row.Query, row.Workers, row.Partitions, row.Events = q.Name, n, partitions, o.Events
+			row.Seconds = median(secs[i])
+			row.EventsPerSec = float64(o.Events) / row.Seconds
+			row.Speedup = median(ratios)
+			sort.Float64s(ratios)
+			row.SpeedupMin, row.SpeedupMax = ratios[0], ratios[len(ratios)-1]
+			out = append(out, row)
+		}
+	}
+	return out, nil
+}
+
+func median(xs []float64) float64 {
+	s := append([]float64(nil), xs...)
+	sort.Float64s(s)
+	if len(s)%2 == 1 {
+		return s[len(s)/2]
+	}
+	return (s[len(s)/2-1] + s[len(s)/2]) / 2
+}
+
+// lcm is the least common multiple of ns: partitions that spread evenly
+// over every worker count compared.
+func lcm(ns []int) int {
+	l := 1
+	for _, n := range ns {
+		a, b := l, n
+		for b != 0 {
+			a, b = b, a%b
+		}
+		l = l / a * n
+	}
+	return l
+}
