@@ -54,7 +54,7 @@ var Base = time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 type Counts struct{ Persons, Auctions, Bids int }
 
 // Generate writes person.csv, auction.csv and bid.csv under dir, each in
-// event-time order.
+// event-time order, and side_input.csv (q13's table).
 func Generate(dir string, c Config) (Counts, error) {
 	if c.Gap <= 0 {
 		c.Gap = 100 * time.Microsecond
@@ -153,7 +153,22 @@ func Generate(dir string, c Config) (Counts, error) {
 		}
 	}
 	closers = nil
-	return counts, nil
+	return counts, writeSideInput(dir)
+}
+
+// sideInputKeys is how many rows Nexmark's side input has (its
+// side_input_gen.sh: --num 10000).
+const sideInputKeys = 10_000
+
+// writeSideInput writes side_input.csv, the table q13 joins bids with:
+// each key from 0 with its value, the key as text.
+func writeSideInput(dir string) error {
+	var b strings.Builder
+	b.WriteString("key,value\n")
+	for k := 0; k < sideInputKeys; k++ {
+		fmt.Fprintf(&b, "%d,%d\n", k, k)
+	}
+	return os.WriteFile(filepath.Join(dir, "side_input.csv"), []byte(b.String()), 0o644)
 }
 
 // lastPerson is a person created so far (the first one when none is yet).

@@ -44,8 +44,10 @@ every 50, with Nexmark's fields and id/time relations) as three CSV files under
 prints the events of all three files over the best of --reps runs' time, and
 each query's time over q0's (every bid passed through) in the same process. The
 queries are nexmark-flink's text over the person, auction and bid streams; the
-form column says where one differs. Their answers are checked against answers
-derived from the events by the package's tests (go test ./bench/nexmark).
+form column says where one differs. Their answers are checked against DuckDB
+running the same queries over the same files as tables (TestNexmarkMatchesDuckDB
+in bench/sqlpeer) and against answers derived from the events (go test
+./bench/nexmark), which also runs each in several batchings and parallelisms.
 
 --processes N,M,... runs the keyed queries (default q5-bids, q7-max, q-bidder:
 aggregations by auction or bidder) on a cluster of N worker processes, then M,
@@ -80,7 +82,7 @@ the first's rows.`,
 				return cli.BadInput(fmt.Errorf("--events must be at least 50 and --reps at least 1"))
 			}
 			dir := filepath.Join(data, fmt.Sprintf("%d-%d", events, seed))
-			if _, err := os.Stat(filepath.Join(dir, "bid.csv")); err != nil {
+			if _, err := os.Stat(filepath.Join(dir, "side_input.csv")); err != nil { // written last
 				if err := os.MkdirAll(dir, 0o755); err != nil {
 					return err
 				}

@@ -87,6 +87,85 @@ FROM (
    WHERE A.id = B.auction AND B.dateTime BETWEEN A.dateTime AND A.expires
 )
 WHERE rownum <= 1;`},
+	{Name: "q10", Form: "its rows discarded (Flink writes them to files partitioned by dt, hm)", Text: `SELECT auction, bidder, price, dateTime, extra, DATE_FORMAT(dateTime, 'yyyy-MM-dd'), DATE_FORMAT(dateTime, 'HH:mm')
+FROM bid;`},
+	{Name: "q11", Form: "SESSION_START/SESSION_END as window_start/window_end", Text: `SELECT
+    B.bidder,
+    count(*) as bid_count,
+    window_start as starttime,
+    window_end as endtime
+FROM bid B
+GROUP BY B.bidder, SESSION(B.dateTime, INTERVAL '10' SECOND);`},
+	{Name: "q13", Form: "side_input as a TABLE (Flink's FOR SYSTEM_TIME AS OF PROCTIME() lookup join is a stream-table join)", Text: `SELECT
+    B.auction,
+    B.bidder,
+    B.price,
+    B.dateTime,
+    S.value
+FROM bid B
+JOIN side_input S
+ON mod(B.auction, 10000) = S.key;`},
+	{Name: "q14", Form: "the count_char UDF as length(extra) - length(replace(extra, 'c', ''))", Text: `SELECT
+    auction,
+    bidder,
+    0.908 * price as price,
+    CASE
+        WHEN HOUR(dateTime) >= 8 AND HOUR(dateTime) <= 18 THEN 'dayTime'
+        WHEN HOUR(dateTime) <= 6 OR HOUR(dateTime) >= 20 THEN 'nightTime'
+        ELSE 'otherTime'
+    END AS bidTimeType,
+    dateTime,
+    extra,
+    length(extra) - length(replace(extra, 'c', '')) AS c_counts
+FROM bid
+WHERE 0.908 * price > 1000000 AND 0.908 * price < 50000000;`},
+	{Name: "q15", Text: `SELECT
+     DATE_FORMAT(dateTime, 'yyyy-MM-dd') as day,
+     count(*) AS total_bids,
+     count(*) filter (where price < 10000) AS rank1_bids,
+     count(*) filter (where price >= 10000 and price < 1000000) AS rank2_bids,
+     count(*) filter (where price >= 1000000) AS rank3_bids,
+     count(distinct bidder) AS total_bidders,
+     count(distinct bidder) filter (where price < 10000) AS rank1_bidders,
+     count(distinct bidder) filter (where price >= 10000 and price < 1000000) AS rank2_bidders,
+     count(distinct bidder) filter (where price >= 1000000) AS rank3_bidders,
+     count(distinct auction) AS total_auctions,
+     count(distinct auction) filter (where price < 10000) AS rank1_auctions,
+     count(distinct auction) filter (where price >= 10000 and price < 1000000) AS rank2_auctions,
+     count(distinct auction) filter (where price >= 1000000) AS rank3_auctions
+FROM bid
+GROUP BY DATE_FORMAT(dateTime, 'yyyy-MM-dd');`},
+	{Name: "q16", Text: `SELECT
+    channel,
+    DATE_FORMAT(dateTime, 'yyyy-MM-dd') as day,
+    max(DATE_FORMAT(dateTime, 'HH:mm')) as minute,
+    count(*) AS total_bids,
+    count(*) filter (where price < 10000) AS rank1_bids,
+    count(*) filter (where price >= 10000 and price < 1000000) AS rank2_bids,
+    count(*) filter (where price >= 1000000) AS rank3_bids,
+    count(distinct bidder) AS total_bidders,
+    count(distinct bidder) filter (where price < 10000) AS rank1_bidders,
+    count(distinct bidder) filter (where price >= 10000 and price < 1000000) AS rank2_bidders,
+    count(distinct bidder) filter (where price >= 1000000) AS rank3_bidders,
+    count(distinct auction) AS total_auctions,
+    count(distinct auction) filter (where price < 10000) AS rank1_auctions,
+    count(distinct auction) filter (where price >= 10000 and price < 1000000) AS rank2_auctions,
+    count(distinct auction) filter (where price >= 1000000) AS rank3_auctions
+FROM bid
+GROUP BY channel, DATE_FORMAT(dateTime, 'yyyy-MM-dd');`},
+	{Name: "q17", Text: `SELECT
+     auction,
+     DATE_FORMAT(dateTime, 'yyyy-MM-dd') as day,
+     count(*) AS total_bids,
+     count(*) filter (where price < 10000) AS rank1_bids,
+     count(*) filter (where price >= 10000 and price < 1000000) AS rank2_bids,
+     count(*) filter (where price >= 1000000) AS rank3_bids,
+     min(price) AS min_price,
+     max(price) AS max_price,
+     avg(price) AS avg_price,
+     sum(price) AS sum_price
+FROM bid
+GROUP BY auction, DATE_FORMAT(dateTime, 'yyyy-MM-dd');`},
 	{Name: "q18", Text: `SELECT auction, bidder, price, channel, url, dateTime, extra
  FROM (SELECT *, ROW_NUMBER() OVER (PARTITION BY bidder, auction ORDER BY dateTime DESC) AS rank_number
        FROM bid)
@@ -112,6 +191,11 @@ WHERE A.category = 10;`},
     AS channel_id FROM bid
     where REGEXP_EXTRACT(url, '(&|^)channel_id=([^&]*)', 2) is not null or
           lower(channel) in ('apple', 'google', 'facebook', 'baidu');`},
+	{Name: "q22", Text: `SELECT
+    auction, bidder, price, channel,
+    SPLIT_INDEX(url, '/', 3) as dir1,
+    SPLIT_INDEX(url, '/', 4) as dir2,
+    SPLIT_INDEX(url, '/', 5) as dir3 FROM bid;`},
 }
 
 // Keyed are the queries `bench nexmark --processes` spreads over workers:
@@ -153,7 +237,8 @@ func Names() []string {
 	return out
 }
 
-// DDL declares the three streams over dir's files.
+// DDL declares the three streams over dir's files, and q13's side_input
+// table.
 func DDL(dir string) string {
 	return ddl(func(name string) string { return filepath.Join(dir, name+".csv") })
 }
@@ -169,6 +254,7 @@ func ddl(file func(name string) string) string {
 	fmt.Fprintf(&b, "CREATE STREAM person (id BIGINT, name VARCHAR, emailAddress VARCHAR, creditCard VARCHAR, city VARCHAR, state VARCHAR, dateTime TIMESTAMP, extra VARCHAR) FROM FILE '%s' FORMAT CSV;\n", file("person"))
 	const auction = "(id BIGINT, itemName VARCHAR, description VARCHAR, initialBid BIGINT, reserve BIGINT, dateTime TIMESTAMP, expires TIMESTAMP, seller BIGINT, category BIGINT, extra VARCHAR)"
 	fmt.Fprintf(&b, "CREATE STREAM auction %s FROM FILE '%s' FORMAT CSV;\n", auction, file("auction"))
+	fmt.Fprintf(&b, "CREATE TABLE side_input (key BIGINT, value VARCHAR) FROM FILE '%s' FORMAT CSV;\n", file("side_input"))
 	fmt.Fprintf(&b, "CREATE STREAM bid (auction BIGINT, bidder BIGINT, price BIGINT, channel VARCHAR, url VARCHAR, dateTime TIMESTAMP, extra VARCHAR) FROM FILE '%s' FORMAT CSV;\n", file("bid"))
 	return b.String()
 }

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/apache/arrow/go/v17/arrow"
+	"github.com/apache/arrow/go/v17/arrow/decimal128"
 	"github.com/apache/arrow/go/v17/arrow/memory"
 
 	"github.com/tierflow/tierflow/operators/exec"
@@ -30,6 +31,9 @@ type Options struct {
 	// BatchSize and MaxDelay are `tierflow run`'s (defaults 4096 and 1 s).
 	BatchSize int
 	MaxDelay  time.Duration
+	// Parallelism is `tierflow run --local --parallelism` (0: every core
+	// where it pays).
+	Parallelism int
 }
 
 // Result is a run's output and time.
@@ -48,10 +52,13 @@ func Run(ctx context.Context, dir string, q Query, o Options) (Result, error) {
 	if o.MaxDelay == 0 {
 		o.MaxDelay = time.Second
 	}
+	if o.Parallelism == 0 {
+		o.Parallelism = exec.AllCores
+	}
 	out := &rows{keep: o.Keep, check: o.Check}
 	start := time.Now()
 	err := exec.RunScript(ctx, filepath.Join(dir, q.Name+".sql"), DDL(dir)+q.Text, exec.ScriptOptions{
-		Options: exec.Options{Allocator: o.Allocator, BaseDir: dir, BatchSize: o.BatchSize, MaxDelay: o.MaxDelay, Parallelism: exec.AllCores},
+		Options: exec.Options{Allocator: o.Allocator, BaseDir: dir, BatchSize: o.BatchSize, MaxDelay: o.MaxDelay, Parallelism: o.Parallelism},
 		NewOutput: func() (sinks.Writer, error) {
 			return out, nil
 		},
@@ -86,6 +93,10 @@ func (r *rows) Write(rec arrow.Record) error {
 		h.Reset()
 		for j := range row {
 			row[j] = functions.ValueAt(rec.Column(j), i)
+			if d, ok := rec.Column(j).DataType().(*arrow.Decimal128Type); ok && row[j] != nil {
+				// A decimal kept as its number (ValueAt gives the unscaled integer).
+				row[j] = row[j].(decimal128.Num).ToFloat64(d.Scale)
+			}
 			buf = appendValue(buf[:0], row[j])
 			h.Write(append(buf, 0))
 		}

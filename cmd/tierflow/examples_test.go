@@ -77,10 +77,15 @@ func TestExamples(t *testing.T) {
 	}
 	// Paths in the documented commands are from the repository root, the
 	// test runs in cmd/tierflow; files the commands write go to outDir.
-	fix := func(args []string) []string {
+	var fix func(args []string) []string
+	fix = func(args []string) []string {
 		out := make([]string, len(args))
 		for i, a := range args {
 			switch {
+			case i > 0 && args[i-1] == "--link-trace" && strings.Contains(a, "=examples/"):
+				// TIER_A:TIER_B=FILE: the file as any example path.
+				tiers, file, _ := strings.Cut(a, "=")
+				out[i] = tiers + "=" + fix([]string{file})[0]
 			case ocrDir != "" && strings.HasPrefix(a, "examples/ocr/"):
 				out[i] = filepath.Join(ocrDir, strings.TrimPrefix(a, "examples/ocr/"))
 			case strings.HasPrefix(a, "examples/"):
@@ -160,7 +165,7 @@ func TestExamples(t *testing.T) {
 	t.Logf("%d examples in %s", len(files), time.Since(start).Round(time.Millisecond))
 }
 
-// smallOCRExamples copies examples/ocr's scripts, catalog and infrastructure
+// smallOCRExamples copies examples/ocr's scripts, link traces, catalog and infrastructure
 // into a directory of the test's with a stream of the first n scenes in
 // place of the 24 (their networks take 0.2-1 s a scene on 2 cores), the
 // catalog's model files made absolute, and returns the directory.
@@ -176,6 +181,11 @@ func smallOCRExamples(t *testing.T, root string, n int) string {
 	if err != nil {
 		t.Fatal(err)
 	}
+	traces, err := filepath.Glob(filepath.Join(src, "*.csv")) // --link-trace's
+	if err != nil {
+		t.Fatal(err)
+	}
+	files = append(files, traces...)
 	for _, f := range append(files, filepath.Join(src, "catalog.yaml"), filepath.Join(src, "infra.yaml")) {
 		b, err := os.ReadFile(f)
 		if err != nil {

@@ -180,6 +180,9 @@ type builder struct {
 	// rankLimits: the rows per key the filter above each stream top-N lets
 	// through (rank_stream.go).
 	rankLimits map[*logical.WindowFuncs]int64
+	// joinFilters: the filter right above each inner join of two streams,
+	// whose time bounds hold for the join's state as ON's do.
+	joinFilters map[*logical.Join]expr.Expr
 }
 
 // Build translates plan into a dataflow.
@@ -205,7 +208,7 @@ func Build(plan *logical.Plan, opts Options) (*Query, error) {
 	if err := checkUpdating(root); err != nil {
 		return nil, err
 	}
-	b := &builder{q: q, g: q.graph, opts: opts, finalLimit: finalLimit(plan.Root), par: map[int]int{}, rankLimits: map[*logical.WindowFuncs]int64{}}
+	b := &builder{q: q, g: q.graph, opts: opts, finalLimit: finalLimit(plan.Root), par: map[int]int{}, rankLimits: map[*logical.WindowFuncs]int64{}, joinFilters: map[*logical.Join]expr.Expr{}}
 	if _, _, err := b.node(plan.Root); err != nil {
 		q.closeFiles()
 		return nil, err
@@ -366,6 +369,9 @@ func (b *builder) node(n logical.Node) (int, *arrow.Schema, error) {
 	case *logical.Filter:
 		if s, ok := n.Input.(*logical.Scan); ok {
 			b.noteBounds(s, n.Pred)
+		}
+		if j, ok := n.Input.(*logical.Join); ok {
+			b.joinFilters[j] = n.Pred
 		}
 		if wf, rn, ok := rankBelow(n.Input); ok {
 			if limit, ok := rankBound(n.Pred, rn); ok {

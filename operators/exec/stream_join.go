@@ -42,7 +42,13 @@ func (b *builder) streamJoin(n *logical.Join, at func(error) error) (int, *arrow
 	if err != nil {
 		return 0, nil, at(err)
 	}
-	ss := rel.StreamJoinSpec{Join: spec, Until: joinBounds(n), TTL: b.opts.StateTTL.Microseconds()}
+	cond := n.On
+	if f, ok := b.joinFilters[n]; ok && n.Kind != logical.LeftJoin {
+		// An inner join's rows that the filter above drops never go out:
+		// its bounds let rows go as ON's do (q7's, q9's BETWEEN in WHERE).
+		cond = and(cond, f)
+	}
+	ss := rel.StreamJoinSpec{Join: spec, Until: joinBounds(n, cond), TTL: b.opts.StateTTL.Microseconds()}
 	fns := b.opts.Functions
 	probe, err := rel.NewStreamJoin(ss, ls, rs, fns, nil)
 	if err != nil {
@@ -59,7 +65,8 @@ func (b *builder) streamJoin(n *logical.Join, at func(error) error) (int, *arrow
 	return op, out, nil
 }
 
-// joinBounds are the time bounds n's ON condition puts on each side's rows
+// joinBounds are the time bounds cond (n's ON condition, and a filter right
+// above an inner join) puts on each side's rows
 // (rel.StreamJoinSpec.Until): a conjunct other.t <= x (or x >= other.t,
 // other.t = x, other.t BETWEEN .. AND x) where other.t is a time attribute
 // of the other side trailing its watermark by lag and x reads only this
@@ -68,7 +75,7 @@ func (b *builder) streamJoin(n *logical.Join, at func(error) error) (int, *arrow
 // passes x + lag. Nexmark's q9: B.dateTime BETWEEN A.dateTime AND
 // A.expires keeps an auction until the watermark passes its expires, and
 // a bid until it passes the bid's own time.
-func joinBounds(n *logical.Join) [2][]rel.Bound {
+func joinBounds(n *logical.Join, cond expr.Expr) [2][]rel.Bound {
 	var out [2][]rel.Bound
 	nl := n.Left.Schema().NumFields()
 	side := func(e expr.Expr) int {
@@ -101,7 +108,7 @@ func joinBounds(n *logical.Join) [2][]rel.Bound {
 		}
 		out[sb] = append(out[sb], rel.Bound{Expr: overSide(b, sb), Lag: lag.Microseconds()})
 	}
-	for _, c := range cardinality.Conjuncts(n.On) {
+	for _, c := range cardinality.Conjuncts(cond) {
 		switch c := c.(type) {
 		case *expr.Call:
 			if len(c.Args) != 2 {
@@ -125,4 +132,15 @@ func joinBounds(n *logical.Join) [2][]rel.Bound {
 		}
 	}
 	return out
+}
+
+// and is the conjunction of a and b, either of which may be nil.
+func and(a, b expr.Expr) expr.Expr {
+	switch {
+	case a == nil:
+		return b
+	case b == nil:
+		return a
+	}
+	return &expr.Logic{Op: expr.OpAnd, Args: []expr.Expr{a, b}}
 }

@@ -116,7 +116,7 @@ func Builtins() *Registry {
 		"regexp_extract": regexpExtractFunc, "regexp_full_match": regexpFullMatchFunc,
 		"sign": signFunc, "trunc": truncFunc, "log": logFunc, "log2": f64Func(log2Op), "cbrt": f64Func(cbrtOp), "pi": piFunc,
 		"ceiling": floorCeil(true), "pow": powerFunc,
-		"date_diff": dateDiffFunc, "datediff": dateDiffFunc, "time_bucket": timeBucketFunc, "strftime": strftimeFunc,
+		"date_diff": dateDiffFunc, "datediff": dateDiffFunc, "time_bucket": timeBucketFunc, "strftime": strftimeFunc, "date_format": dateFormatFunc, "split_index": splitIndexFunc,
 		"dayname": dayNameFunc, "monthname": monthNameFunc, "date_add": nullPropagating(addFunc),
 		"sort_key": sortKeyFunc, "date_trunc": dateTruncFunc, "date_part": datePartFunc, "to_timestamp": toTimestampFunc, "now": nowFunc, "epoch": epochFunc, "epoch_ms": epochMsFunc,
 		"crop_image": cropImageFunc,

@@ -156,7 +156,7 @@ func (p Jellyfish) Decide(in PolicyInput) *Decision {
 		if pick == cur && call.Variant != "" {
 			continue
 		}
-		if !sided && call.Variant != "" && call.Variants[pick].Bytes > call.Variants[cur].Bytes {
+		if !sided && call.Variant != "" && call.Variants[pick].larger(call.Variants[cur]) {
 			if pick = p.stepUp(pr, cur, pick, in); pick == cur {
 				continue
 			}
@@ -254,10 +254,18 @@ func (p Jellyfish) stepUp(pr *JFProblem, cur, pick int, in PolicyInput) int {
 	}
 	strict := pr.withClients(func(c *JFClient) { c.MaxUtilization = p.StepUpUtilization })
 	s := strict.Schedule([]int{cur}, p.anneal())
-	if s.Served == 0 || pr.Variants[s.Workers[0].Variant].Bytes <= pr.Variants[cur].Bytes {
+	if s.Served == 0 || !pr.Variants[s.Workers[0].Variant].larger(pr.Variants[cur]) {
 		return cur
 	}
 	return s.Workers[0].Variant
+}
+
+// larger reports whether v is a step up from w: more bytes a row on the
+// link, or as many at a larger input side (a call on encoded frames, which
+// cross whole whatever the variant: a larger side costs compute only, and
+// the budget the link leaves for it is what a step up must wait to see).
+func (v JFVariant) larger(w JFVariant) bool {
+	return v.Bytes > w.Bytes || v.Bytes == w.Bytes && v.Side > w.Side
 }
 
 // withClients is a copy of pr whose clients (copies too) f has changed.

@@ -241,3 +241,48 @@ func TestJellyfishLeavesACallNotRunning(t *testing.T) {
 		t.Fatalf("a call no operator runs: %+v", d)
 	}
 }
+
+// frameZoo is examples/ocr's detector: one network at three input sides,
+// called on encoded frames that cross the link whole (18.2 KiB each,
+// whatever the side), with by-batch latencies as a side's pixels make them.
+func frameZoo() []JFVariant {
+	frame := 18.2*1024 + 64
+	return []JFVariant{
+		{Name: "det-320", Side: 320, Bytes: frame, Accuracy: 0.82, BatchMs: []float64{100, 180}},
+		{Name: "det-480", Side: 480, Bytes: frame, Accuracy: 0.98, BatchMs: []float64{220, 390}},
+		{Name: "det-640", Side: 640, Bytes: frame, Accuracy: 0.93, BatchMs: []float64{460, 1200}},
+	}
+}
+
+// On a call whose frames cross whole, a slower link costs every variant the
+// same bytes and leaves each the same less of the bound to compute in
+// (eq. 1): det-480 while a frame's transfer leaves it twice its call,
+// det-320 when the link falls to 640 kbit/s (a frame takes 235 ms of the
+// 600), and back to det-480 when it recovers, held as any step up is
+// (a larger side is a step up at equal bytes: JFVariant.larger).
+func TestJellyfishShrinksAnEncodedFrameCallByCompute(t *testing.T) {
+	p := DefaultJellyfish
+	in := func(running string, kbit float64, age time.Duration, replans int) PolicyInput {
+		return PolicyInput{Query: "q", Age: age, Replans: replans,
+			Latency: &LatencyInput{SLOMs: 600, Calls: []LatencyCall{{Call: "detect", Variant: running, Variants: frameZoo(), Sources: []string{"edge"}}}},
+			Estimates: Estimates{Samples: 3, Operators: []OperatorEstimate{{Operator: "model detect", InputRate: 2}},
+				Links: []LinkEstimate{
+					{Link: relay.LinkID{Query: "q", Edge: 1}, From: "edge", To: "cloud-1", AckBandwidthBps: kbit * 1000 / 8},
+					// The detector's worker sending crops on: not a client.
+					{Link: relay.LinkID{Query: "q", Edge: 2}, From: "cloud-1", To: "cloud-2", AckBandwidthBps: 100},
+				}}}
+	}
+	if d := p.Decide(in("det-480", 20000, 5*time.Second, 0)); d != nil {
+		t.Fatalf("det-480 on 20 Mbit/s: %+v, want it kept", d)
+	}
+	d := p.Decide(in("det-480", 640, 5*time.Second, 0))
+	if d == nil || d.Variants["detect"] != "det-320" || !strings.Contains(d.Reason, "det-480 -> det-320 (320x320)") {
+		t.Fatalf("det-480 on 640 kbit/s: %+v, want det-320", d)
+	}
+	if d := p.Decide(in("det-320", 20000, 2*time.Second, 1)); d != nil {
+		t.Fatalf("det-320, chosen 2 s ago, on 20 Mbit/s: %+v, want the step up held", d)
+	}
+	if d := p.Decide(in("det-320", 20000, 6*time.Second, 1)); d == nil || d.Variants["detect"] != "det-480" {
+		t.Fatalf("det-320, chosen 6 s ago, on 20 Mbit/s: %+v, want det-480 back", d)
+	}
+}

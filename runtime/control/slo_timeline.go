@@ -24,8 +24,8 @@ type SLOSample struct {
 const MaxSLOSamples = 3600
 
 // SLOSamples are the samples of one round at atS seconds into the query:
-// one per source worker (the slowest of its links with acks, as the
-// Jellyfish policy reads them).
+// one per source worker that feeds a call (the slowest of its links with
+// acks, as the Jellyfish policy reads them).
 func SLOSamples(atS float64, e Estimates, l *LatencyInput) []SLOSample {
 	if l == nil {
 		return nil
@@ -61,8 +61,12 @@ func SLOSamples(atS float64, e Estimates, l *LatencyInput) []SLOSample {
 		if ok && k.AckBandwidthBps*8/1000 >= s.EstimatedKbit {
 			continue
 		}
+		vs := variants(k.From)
+		if vs == "" {
+			continue // a worker that feeds no call (a model's own, sending its rows on)
+		}
 		by[k.From] = SLOSample{AtS: atS, Source: k.From, EstimatedKbit: k.AckBandwidthBps * 8 / 1000, ShapedKbit: k.ShapedBps * 8 / 1000,
-			Variants: variants(k.From)}
+			Variants: vs}
 	}
 	out := make([]SLOSample, 0, len(by))
 	for _, s := range by {

@@ -63,16 +63,28 @@ func latencyInput(root logical.Node, sloMs float64, ws []deploy.Worker, variants
 			return
 		}
 		full := rowBytes(n)
-		// Under a LATENCY bound the adapt step picks each batch's side
-		// (rewrite.AdaptInputs), unless adaptation is off.
-		call := control.LatencyCall{Call: n.Name, Variant: runningVariant(n, vs, variants), SidesPerBatch: adapt != rewrite.AdaptOff}
+		frame := frameBytes(n)
+		// Under a LATENCY bound the adapt step picks each batch's side of
+		// a tensor (rewrite.AdaptInputs), unless adaptation is off. An
+		// encoded frame has no adapt step: it crosses whole, whatever the
+		// variant, and the variant's side is the network's alone.
+		call := control.LatencyCall{Call: n.Name, Variant: runningVariant(n, vs, variants), SidesPerBatch: full > 0 && adapt != rewrite.AdaptOff}
 		for _, v := range vs {
 			jv := control.JFVariant{Name: v.Name, Accuracy: v.Accuracy / 100, Bytes: full, BatchMs: batchMs(v, ws)}
-			if len(v.InputSize) == 2 && full > 0 {
+			switch {
+			case len(v.InputSize) == 2 && full > 0:
 				// A square image resized to the variant's size: its
 				// pixels, plus the row's framing.
 				jv.Side = v.InputSize[0]
 				jv.Bytes = pixel*float64(v.InputSize[0]*v.InputSize[1]) + rowOverhead
+			case frame > 0:
+				// The frame's bytes for every variant: a slower link
+				// leaves each the same less of the SLO to compute in
+				// (Jellyfish eq. 1), which only a faster variant meets.
+				jv.Bytes = frame
+				if len(v.InputSize) == 2 {
+					jv.Side = max(v.InputSize[0], v.InputSize[1])
+				}
 			}
 			call.Variants = append(call.Variants, jv)
 		}
@@ -80,6 +92,9 @@ func latencyInput(root logical.Node, sloMs float64, ws []deploy.Worker, variants
 			a, b := call.Variants[i], call.Variants[j]
 			if a.Bytes != b.Bytes {
 				return a.Bytes < b.Bytes
+			}
+			if a.Side != b.Side {
+				return a.Side < b.Side
 			}
 			return a.Accuracy < b.Accuracy
 		})
@@ -111,6 +126,31 @@ func rowBytes(n *logical.LateralModel) float64 {
 		return float64(4*l.Len()) + rowOverhead
 	}
 	return 0
+}
+
+// frameBytes is what one row of the call's argument takes on a link when
+// it is an encoded image (a BLOB column of a stream's frames, PNG or
+// JPEG): the stream's mean item size (catalog item_kb), plus the row's
+// framing; 0 otherwise, or when no stream under the call says its size.
+func frameBytes(n *logical.LateralModel) float64 {
+	if len(n.Args) == 0 {
+		return 0
+	}
+	c, ok := n.Args[0].(*expr.Column)
+	if !ok || !expr.IsBlob(c.DataType) {
+		return 0
+	}
+	kb := 0.0
+	logical.Walk(n.Input, func(x logical.Node) bool {
+		if s, ok := x.(*logical.Scan); ok && s.Stream != nil && s.Stream.ItemKB > kb {
+			kb = s.Stream.ItemKB
+		}
+		return true
+	})
+	if kb <= 0 {
+		return 0
+	}
+	return kb*1024 + rowOverhead
 }
 
 // runningVariant is the variant the runtime runs for call n under
@@ -175,17 +215,15 @@ func batchMs(v *catalog.Variant, ws []deploy.Worker) []float64 {
 
 // callSources sets each call's Sources: the workers placement p runs the
 // scans of the streams under the call on (a query with a call per source,
-// rewrite.SplitCallsBySource). A call over every source keeps none (all).
+// rewrite.SplitCallsBySource, or one source). Set for a call over every
+// source too: the links out of the call's own worker (a detector's boxes
+// and crops going on to a recogniser) are not its clients' uplinks.
 func callSources(in *control.LatencyInput, root logical.Node, p *deploy.Placement) {
 	if in == nil || p == nil {
 		return
 	}
 	scans := map[string][]string{} // call -> "scan <stream>" operators
-	all := 0
 	logical.Walk(root, func(nd logical.Node) bool {
-		if s, ok := nd.(*logical.Scan); ok && s.Stream != nil {
-			all++
-		}
 		if lm, ok := nd.(*logical.LateralModel); ok {
 			logical.Walk(lm.Input, func(x logical.Node) bool {
 				if s, ok := x.(*logical.Scan); ok && s.Stream != nil {
@@ -198,7 +236,7 @@ func callSources(in *control.LatencyInput, root logical.Node, p *deploy.Placemen
 	})
 	for i := range in.Calls {
 		c := &in.Calls[i]
-		if len(scans[c.Call]) == 0 || len(scans[c.Call]) == all {
+		if len(scans[c.Call]) == 0 {
 			continue
 		}
 		seen := map[string]bool{}

@@ -1,0 +1,300 @@
+package ocr
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"slices"
+	"sort"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/tierflow/tierflow/internal/testenv"
+	"github.com/tierflow/tierflow/operators/sinks"
+	"github.com/tierflow/tierflow/planner/infra"
+	"github.com/tierflow/tierflow/relay"
+	"github.com/tierflow/tierflow/runtime/cluster"
+	"github.com/tierflow/tierflow/runtime/cluster/clustertest"
+	"github.com/tierflow/tierflow/runtime/control"
+)
+
+// latencyQuery is latency.sql over the scenes with id < n: under its
+// latency bound the planner sends the frames (about 18 KiB each, PNG or
+// JPEG) from the edge to the detector in the cloud and picks det-480 for
+// the accuracy.
+func latencyQuery(t testing.TB, n int) string {
+	t.Helper()
+	src, err := os.ReadFile("latency.sql")
+	if err != nil {
+		t.Fatal(err)
+	}
+	q := strings.Replace(string(src), "WITH (", fmt.Sprintf("WHERE s.id < %d\nWITH (", n), 1)
+	if q == string(src) {
+		t.Fatal("latency.sql has no WITH clause")
+	}
+	return q
+}
+
+// shapedKbit is the edge->cloud link once shaped: it carries the stream's
+// 2 frames a second (about 300 kbit/s) at under 0.6 of its rate, so the
+// frames still arrive, but a frame's transfer (about 230 ms) leaves det-480
+// less than twice its profiled call (the catalog's P90 at batch 1) of the
+// 600 ms bound: Jellyfish's eq. 1 and 6 with the link's measured bandwidth.
+const shapedKbit = 640
+
+// shapedRun is one run of latency.sql over the first n scenes on the
+// embedded cluster, the edge->cloud link shaped to trace (CSV t_s,kbit_s),
+// with the Jellyfish policy or without it.
+type shapedRun struct {
+	summary control.Summary
+	reads   []Read
+	start   time.Time
+}
+
+func runShaped(t *testing.T, n int, trace string, jellyfish bool) shapedRun {
+	t.Helper()
+	inf, err := infra.LoadFile("infra.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	tr, err := relay.ParseTrace("ocr.csv", strings.NewReader(trace))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	opts := cluster.Options{Infra: inf, Catalog: "catalog.yaml"}
+	if !jellyfish {
+		opts.Policies = clustertest.SLO(nil)
+	}
+	start := time.Now()
+	c := clustertest.StartHooked(t, ctx, opts, cluster.Hooks{
+		Shaper: func(from, to string) relay.Shaper {
+			if strings.HasPrefix(from, "edge") && !strings.HasPrefix(to, "edge") {
+				return relay.TraceShaper{Trace: tr, Start: start}
+			}
+			return nil
+		}})
+	defer c.Close()
+	var out, stats bytes.Buffer
+	err = c.RunScript(ctx, "latency.sql", latencyQuery(t, n), cluster.ScriptOptions{Catalog: "catalog.yaml", BaseDir: ".", Replay: true, Stats: &stats,
+		NewOutput: func() (sinks.Writer, error) { return sinks.New("json", &out) }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := shapedRun{start: start}
+	if err := json.Unmarshal(stats.Bytes(), &r.summary); err != nil {
+		t.Fatalf("stats %q: %v", stats.String(), err)
+	}
+	r.reads = reads(t, decodeRows(t, &out))
+	return r
+}
+
+// byScene groups reads by scene.
+func byScene(rs []Read) map[int64][]Read {
+	m := map[int64][]Read{}
+	for _, r := range rs {
+		m[r.ID] = append(m[r.ID], r)
+	}
+	return m
+}
+
+// answeredBy is, for each scene of got, the detector variant of refs
+// (det-480, det-320, ...: the bare pipeline's reads with that detector)
+// whose rows it has, row for row; a scene that is none's is an error,
+// unless partial (lines dropped past their deadline, counted) and its rows
+// are some of one variant's ("<variant> partial").
+func answeredBy(t *testing.T, got []Read, refs map[string][]Read, partial bool) map[string]int {
+	t.Helper()
+	refBy := map[string]map[int64][]Read{}
+	var names []string
+	for v, rs := range refs {
+		refBy[v] = byScene(rs)
+		names = append(names, v)
+	}
+	sort.Sort(sort.Reverse(sort.StringSlice(names)))
+	out := map[string]int{}
+	for id, rs := range byScene(got) {
+		which := ""
+		for _, v := range names {
+			if len(DiffReads(rs, refBy[v][id])) == 0 {
+				which = v
+				break
+			}
+		}
+		for _, v := range names {
+			if which == "" && partial && subset(rs, refBy[v][id]) {
+				which = v + " partial"
+			}
+		}
+		if which == "" {
+			t.Errorf("scene %d: rows %v are none of the bare pipeline's %v", id, rs, names)
+			continue
+		}
+		out[which]++
+	}
+	return out
+}
+
+// subset reports whether every read of got is one of want's.
+func subset(got, want []Read) bool {
+	for _, g := range got {
+		if !slices.ContainsFunc(want, func(w Read) bool { return len(DiffReads([]Read{g}, []Read{w})) == 0 }) {
+			return false
+		}
+	}
+	return true
+}
+
+// missingScenes are the scenes with reads in want and none in got.
+func missingScenes(got, want []Read) []int64 {
+	g := byScene(got)
+	var out []int64
+	for id, rs := range byScene(want) {
+		if len(rs) > 0 && len(g[id]) == 0 {
+			out = append(out, id)
+		}
+	}
+	slices.Sort(out)
+	return out
+}
+
+// stepDown is the run's re-plan from det-480 to det-320, nil when none;
+// every re-plan must be the Jellyfish policy's.
+func stepDown(t *testing.T, s control.Summary) *control.Replan {
+	t.Helper()
+	var down *control.Replan
+	for i, r := range s.Replans {
+		if !strings.HasPrefix(r.Reason, "jellyfish: ") {
+			t.Errorf("replan %d: %q, want the Jellyfish policy's", i, r.Reason)
+		}
+		if down == nil && strings.Contains(r.Old, "det-480") && strings.Contains(r.New, "det-320") {
+			down = &s.Replans[i]
+		}
+	}
+	return down
+}
+
+// TestJellyfishShrinksTheDetectorOnAShapedLink is the Jellyfish policy
+// acting on the scene-text workflow on the embedded cluster: the frames
+// cross the edge->cloud link whole (an encoded frame has no adapt step:
+// every detector variant costs the link the same bytes), so when the link
+// is shaped its transfer time eats into the LATENCY bound and only a
+// smaller detector side fits what is left. The policy reads the relay's
+// ack estimate and has the coordinator cut the query over, at an epoch,
+// from det-480 to det-320; every scene's rows are, row for row, the bare
+// ONNX Runtime pipeline's for det-480 or for det-320 (nothing mixed, lost
+// or duplicated; a scene missing was dropped past its deadline, counted).
+//
+// Short form: eight scenes on a link shaped from the start. Long form:
+// the whole stream on a link that runs at 20 Mbit/s for 5 s (the policy
+// keeps det-480: the link leaves it its compute) and then falls.
+func TestJellyfishShrinksTheDetectorOnAShapedLink(t *testing.T) {
+	modelDir(t)
+	sc := scenes(t)
+	n, fall := 8, 0
+	trace := fmt.Sprintf("t_s,kbit_s\n0,%d\n600,%d\n", shapedKbit, shapedKbit)
+	if testenv.IsLong() {
+		n, fall = len(sc), 5
+		trace = fmt.Sprintf("t_s,kbit_s\n0,20000\n%d,%d\n600,%d\n", fall, shapedKbit, shapedKbit)
+	}
+	r := runShaped(t, n, trace, true)
+	s := r.summary
+	t.Logf("replans %+v; dropped %v; latency %+v", s.Replans, s.Dropped, s.LatencyMs)
+	down := stepDown(t, s)
+	if down == nil {
+		t.Fatalf("replans %+v: want a cut-over from det-480 to det-320 on the shaped link", s.Replans)
+	}
+	if !strings.Contains(down.Reason, "detect: det-480 -> det-320 (320x320) for LATENCY 600 ms over edge-x2 ") {
+		t.Errorf("step down %q: want the detector's variant and side named with the bound and the edge's link", down.Reason)
+	}
+	// The policy's view over time: the edge's uplink (the detector's
+	// source) at the shaped rate, det-480 on it before the cut-over; not
+	// the detector's own worker sending its crops on.
+	before := false
+	for _, x := range s.SLOTimeline {
+		if x.Source != "edge-x2" {
+			t.Errorf("SLO timeline sample %+v: want the edge's uplink only", x)
+		}
+		before = before || x.ShapedKbit == shapedKbit && strings.Contains(x.Variants, "detect=det-480 (480x480)")
+	}
+	if !before {
+		t.Errorf("SLO timeline %+v: want the edge at %d kbit/s on det-480 (480x480)", s.SLOTimeline, shapedKbit)
+	}
+	if fall > 0 && down.Cut != nil && down.Cut.Decided.Before(r.start.Add(time.Duration(fall)*time.Second)) {
+		t.Errorf("stepped down %v in, before the link fell at %ds: the unshaped link leaves det-480 its compute",
+			down.Cut.Decided.Sub(r.start), fall)
+	}
+	want480 := referenceReads(t, sc, n, 480, 320)
+	answered := answeredBy(t, r.reads, map[string][]Read{"det-480": want480, "det-320": referenceReads(t, sc, n, 320, 320)}, s.Dropped["deadline"] > 0)
+	t.Logf("scenes answered: %v of %d", answered, n)
+	if answered["det-320"] == 0 {
+		t.Errorf("no scene answered at det-320 after the step down: %v", answered)
+	}
+	// A scene missing was dropped past its deadline. The summary's drop
+	// counts can fall short of them across a cut-over (1 run in 4 here at
+	// a load of 30: 3 scenes missing, 2 rows counted): the coordinator
+	// keeps an ended generation's drops from its workers' last status
+	// reports (supervisor.endGeneration), and a frame the old detector
+	// dropped after its worker's last report is not among them. Logged,
+	// not asserted, until the stop's answer carries the final counts.
+	var dropped int64
+	for _, d := range s.Dropped {
+		dropped += d
+	}
+	if m := missingScenes(r.reads, want480); len(m) > 0 {
+		t.Logf("scenes %v of %d have no rows; %d rows counted dropped (%v)", m, n, dropped, s.Dropped)
+	}
+}
+
+// TestJellyfishTradeOnTheShapedLink measures what the policy trades on the
+// whole stream (docs/ocr.md's table): the link at 20 Mbit/s with the
+// policy, and at 640 kbit/s without it and with it: which detector answered
+// the scenes, the lines read right against the labels (a box at IoU >= 0.5
+// with the label's text), the rows dropped past their deadline, the
+// latency and the share of rows over the bound. The unshaped link keeps
+// det-480; the shaped one, with the policy, steps down.
+func TestJellyfishTradeOnTheShapedLink(t *testing.T) {
+	testenv.Long(t, "three runs of the whole stream on the embedded cluster, about 2 minutes on 2 cores")
+	modelDir(t)
+	sc := scenes(t)
+	refs := map[string][]Read{"det-480": referenceReads(t, sc, len(sc), 480, 320), "det-320": referenceReads(t, sc, len(sc), 320, 320)}
+	flat := func(kbit int) string { return fmt.Sprintf("t_s,kbit_s\n0,%d\n600,%d\n", kbit, kbit) }
+	var tbl strings.Builder
+	fmt.Fprintf(&tbl, "| link | Jellyfish | scenes answered | lines read right | dropped past the deadline | latency p50 / p95 ms | rows over 600 ms |\n| --- | --- | --- | --- | --- | --- | --- |\n")
+	for _, c := range []struct {
+		kbit      int
+		jellyfish bool
+	}{{20000, true}, {shapedKbit, false}, {shapedKbit, true}} {
+		r := runShaped(t, len(sc), flat(c.kbit), c.jellyfish)
+		s := r.summary
+		answered := answeredBy(t, r.reads, refs, s.Dropped["deadline"] > 0)
+		down := stepDown(t, s)
+		switch {
+		case c.kbit == shapedKbit && c.jellyfish && down == nil:
+			t.Errorf("%d kbit/s with the policy: replans %+v, want det-480 -> det-320", c.kbit, s.Replans)
+		case c.kbit != shapedKbit && len(s.Replans) > 0:
+			t.Errorf("%d kbit/s: replans %+v, want det-480 kept", c.kbit, s.Replans)
+		}
+		var keys []string
+		for k := range answered {
+			keys = append(keys, k)
+		}
+		sort.Sort(sort.Reverse(sort.StringSlice(keys)))
+		var parts []string
+		for _, k := range keys {
+			parts = append(parts, fmt.Sprintf("%s: %d", k, answered[k]))
+		}
+		m := Match(sc, r.reads)
+		miss := 0.0
+		if s.SLOMissRate != nil {
+			miss = *s.SLOMissRate
+		}
+		fmt.Fprintf(&tbl, "| %d kbit/s | %v | %s | %d of %d (%.1f%%) | %d | %.0f / %.0f | %.1f%% |\n", c.kbit, map[bool]string{true: "on", false: "off"}[c.jellyfish],
+			strings.Join(parts, ", "), m.Correct, m.Lines, m.Accuracy(), s.Dropped["deadline"], s.LatencyMs.P50, s.LatencyMs.P95, 100*miss)
+	}
+	t.Logf("the trade on the whole stream (%d scenes, LATENCY <= 600 MS):\n%s", len(sc), tbl.String())
+}
