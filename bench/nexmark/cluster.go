@@ -1,6 +1,7 @@
 package nexmark
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"io"
@@ -60,7 +61,7 @@ workers:
 	opts := cluster.Options{Infra: inf, Log: slog.New(slog.NewTextHandler(o.Log, &slog.HandlerOptions{Level: slog.LevelWarn})), Namespace: fmt.Sprintf("nexmark-%d-%d", o.Workers, time.Now().UnixNano())}
 	var c *cluster.Cluster
 	if o.Processes {
-		c, err = cluster.StartProcesses(ctx, cluster.ProcessOptions{Options: opts, Binary: o.Binary, Stderr: o.Log})
+		c, err = cluster.StartProcesses(ctx, cluster.ProcessOptions{Options: opts, Binary: o.Binary, Stderr: warnings{o.Log}})
 	} else {
 		c, err = cluster.StartEmbedded(ctx, opts)
 	}
@@ -94,4 +95,16 @@ func (c *Cluster) Run(ctx context.Context, parts string, q Query, o Options) (Re
 		return res, fmt.Errorf("%s on %d workers: %w", q.Name, c.Workers, err)
 	}
 	return res, nil
+}
+
+// warnings passes on the worker processes' log lines but their INFO ones
+// (a line a query deployed, each run): a benchmark's progress stays
+// readable, and a warning or an error still shows.
+type warnings struct{ w io.Writer }
+
+func (l warnings) Write(p []byte) (int, error) {
+	if bytes.Contains(p, []byte(" level=INFO ")) {
+		return len(p), nil
+	}
+	return l.w.Write(p)
 }
