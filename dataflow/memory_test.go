@@ -88,3 +88,25 @@ func TestNilMemory(t *testing.T) {
 		t.Fatal("a nil budget wrapped the allocator")
 	}
 }
+
+// A refusal names the budget's largest holder when another asked: a scan's
+// next batch refused because a window's state filled the query's budget
+// says the window holds the most, so the failure names the operator to
+// blame, not the one that happened to ask.
+func TestMemoryRefusalNamesTheLargestHolder(t *testing.T) {
+	q := NewMemory("query q1 on worker w1", 1000, nil)
+	win, scan := q.Account("aggregate[0]"), q.Account("scan e[0]")
+	if err := win.Grow(900); err != nil {
+		t.Fatal(err)
+	}
+	err := scan.Grow(200)
+	var le *LimitError
+	if !errors.As(err, &le) || le.Holder != "scan e[0]" || le.Top.Name != "aggregate[0]" || le.Top.Held != 900 ||
+		!strings.Contains(err.Error(), "aggregate[0] holds the most (900 B)") {
+		t.Fatalf("%v: want the scan refused, naming aggregate[0] as the largest holder", err)
+	}
+	// The largest asking for more: named once.
+	if err := win.Grow(200); err == nil || strings.Contains(err.Error(), "holds the most") {
+		t.Fatalf("%v: the holder refused is the largest, no second name", err)
+	}
+}

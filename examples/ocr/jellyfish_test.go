@@ -234,13 +234,13 @@ func TestJellyfishShrinksTheDetectorOnAShapedLink(t *testing.T) {
 	if answered["det-320"] == 0 {
 		t.Errorf("no scene answered at det-320 after the step down: %v", answered)
 	}
-	// A scene missing was dropped past its deadline. The summary's drop
-	// counts can fall short of them across a cut-over (1 run in 4 here at
-	// a load of 30: 3 scenes missing, 2 rows counted): the coordinator
-	// keeps an ended generation's drops from its workers' last status
-	// reports (supervisor.endGeneration), and a frame the old detector
-	// dropped after its worker's last report is not among them. Logged,
-	// not asserted, until the stop's answer carries the final counts.
+	// A scene missing should have been dropped past its deadline, counted.
+	// Across the cut-over the summary can count fewer rows dropped than
+	// scenes are missing (1 run in 3 or 4 here at a load of 20-30: scenes
+	// [0 1] missing, 1 row counted; both before the epoch the new
+	// generation resumed from). The stop's answers now count a part's last
+	// drops (supervisor.keepFinal) and that did not close it: the cause is
+	// not found yet (docs/ocr.md, "Not done yet"). Logged, not asserted.
 	var dropped int64
 	for _, d := range s.Dropped {
 		dropped += d

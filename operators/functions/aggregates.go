@@ -31,6 +31,24 @@ type Accumulator interface {
 	Reset(g uint32)
 }
 
+// Sizer is an accumulator whose groups hold more than a fixed slot each
+// (a DISTINCT's sets, a quantile's values, string_agg's strings): what it
+// holds, in Go memory, beyond its slots. An aggregation charges it to the
+// query's memory (operators/rel), kept as values arrive, so reading it
+// costs nothing.
+type Sizer interface {
+	StateBytes() int64
+}
+
+// Per-value costs of Sizer's estimates: a set entry (the key struct and
+// its slot at a map's load factor), a new set (its header and first
+// group of slots), a string's header.
+const (
+	setEntryBytes  = 80
+	setBytes       = 208
+	stringHdrBytes = 16
+)
+
 func grow[T any](s []T, n int) []T {
 	if n <= len(s) {
 		return s
@@ -337,6 +355,23 @@ type distinctAcc struct {
 	argType arrow.DataType
 	ret     arrow.DataType
 	sets    []map[dkey]struct{}
+	bytes   int64 // StateBytes
+}
+
+func (a *distinctAcc) StateBytes() int64 { return a.bytes }
+
+// add puts key into group g's set, counting it when new.
+func (a *distinctAcc) add(g uint32, key dkey) {
+	set := a.sets[g]
+	if set == nil {
+		set = map[dkey]struct{}{}
+		a.sets[g] = set
+		a.bytes += setBytes
+	}
+	if _, ok := set[key]; !ok {
+		set[key] = struct{}{}
+		a.bytes += setEntryBytes + int64(len(key.s))
+	}
 }
 
 type dkey struct {
@@ -382,19 +417,21 @@ func (a *distinctAcc) Update(gids []uint32, arg arrow.Array, from int) {
 				key.i = 1
 			}
 		}
-		if a.sets[g] == nil {
-			a.sets[g] = map[dkey]struct{}{}
-		}
-		a.sets[g][key] = struct{}{}
+		a.add(g, key)
 	}
 }
-func (a *distinctAcc) Reset(g uint32) { a.sets[g] = nil }
-func (a *distinctAcc) Merge(dst, src uint32) {
-	if a.sets[dst] == nil {
-		a.sets[dst] = map[dkey]struct{}{}
+func (a *distinctAcc) Reset(g uint32) {
+	if set := a.sets[g]; set != nil {
+		a.bytes -= setBytes
+		for k := range set {
+			a.bytes -= setEntryBytes + int64(len(k.s))
+		}
 	}
+	a.sets[g] = nil
+}
+func (a *distinctAcc) Merge(dst, src uint32) {
 	for k := range a.sets[src] {
-		a.sets[dst][k] = struct{}{}
+		a.add(dst, k)
 	}
 }
 func (a *distinctAcc) Finish(mem memory.Allocator, gids []uint32) arrow.Array {

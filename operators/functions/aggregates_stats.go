@@ -109,7 +109,10 @@ type quantileAcc struct {
 	ret   arrow.DataType
 	vals  [][]float64
 	ivals [][]int64 // integers and timestamps keep exact values
+	bytes int64     // StateBytes: the values' slices as allocated
 }
+
+func (a *quantileAcc) StateBytes() int64 { return a.bytes }
 
 func newQuantile(cont bool, fixed float64) ParamAggFunc {
 	return func(arg, ret arrow.DataType, params ...any) (Accumulator, error) {
@@ -152,20 +155,27 @@ func (a *quantileAcc) Update(gids []uint32, arg arrow.Array, from int) {
 		if arg.IsNull(i) {
 			continue
 		}
+		c := cap(a.vals[g]) + cap(a.ivals[g])
 		if a.kind == kInt {
 			a.ivals[g] = append(a.ivals[g], v.int64(i))
 		} else {
 			a.vals[g] = append(a.vals[g], v.float64(i))
 		}
+		a.bytes += 8 * int64(cap(a.vals[g])+cap(a.ivals[g])-c)
 	}
 }
 
 func (a *quantileAcc) Merge(dst, src uint32) {
+	c := cap(a.vals[dst]) + cap(a.ivals[dst])
 	a.vals[dst] = append(a.vals[dst], a.vals[src]...)
 	a.ivals[dst] = append(a.ivals[dst], a.ivals[src]...)
+	a.bytes += 8 * int64(cap(a.vals[dst])+cap(a.ivals[dst])-c)
 }
 
-func (a *quantileAcc) Reset(g uint32) { a.vals[g], a.ivals[g] = nil, nil }
+func (a *quantileAcc) Reset(g uint32) {
+	a.bytes -= 8 * int64(cap(a.vals[g])+cap(a.ivals[g]))
+	a.vals[g], a.ivals[g] = nil, nil
+}
 
 func (a *quantileAcc) Finish(mem memory.Allocator, gids []uint32) arrow.Array {
 	o := newOut(mem, a.ret, len(gids))
@@ -211,6 +221,19 @@ func (a *quantileAcc) Finish(mem memory.Allocator, gids []uint32) arrow.Array {
 type stringAggAcc struct {
 	sep   string
 	parts [][]string
+	bytes int64 // StateBytes: the parts' slices as allocated and their strings
+}
+
+func (a *stringAggAcc) StateBytes() int64 { return a.bytes }
+
+// keep appends parts to group g's, counting them.
+func (a *stringAggAcc) keep(g uint32, parts ...string) {
+	c := cap(a.parts[g])
+	a.parts[g] = append(a.parts[g], parts...)
+	a.bytes += stringHdrBytes * int64(cap(a.parts[g])-c)
+	for _, p := range parts {
+		a.bytes += int64(len(p))
+	}
 }
 
 func newStringAgg(arg, ret arrow.DataType, params ...any) (Accumulator, error) {
@@ -241,13 +264,19 @@ func (a *stringAggAcc) Update(gids []uint32, arg arrow.Array, from int) {
 	for k, g := range gids {
 		i := from + k
 		if !arg.IsNull(i) {
-			a.parts[g] = append(a.parts[g], v.string(i))
+			a.keep(g, v.string(i))
 		}
 	}
 }
 
-func (a *stringAggAcc) Merge(dst, src uint32) { a.parts[dst] = append(a.parts[dst], a.parts[src]...) }
-func (a *stringAggAcc) Reset(g uint32)        { a.parts[g] = nil }
+func (a *stringAggAcc) Merge(dst, src uint32) { a.keep(dst, a.parts[src]...) }
+func (a *stringAggAcc) Reset(g uint32) {
+	a.bytes -= stringHdrBytes * int64(cap(a.parts[g]))
+	for _, p := range a.parts[g] {
+		a.bytes -= int64(len(p))
+	}
+	a.parts[g] = nil
+}
 
 func (a *stringAggAcc) Finish(mem memory.Allocator, gids []uint32) arrow.Array {
 	o := newOut(mem, arrow.BinaryTypes.String, len(gids))

@@ -101,9 +101,10 @@ type HashAggregate struct {
 	// key builders (which the allocator counts): each window's tables and
 	// accumulators, each group's hash entry and aggregate values, string
 	// keys' copies (GoStateBytes).
-	goBytes   int64
-	sessBytes int64
-	acct      *dataflow.Account
+	goBytes     int64
+	sessBytes   int64
+	acct        *dataflow.Account
+	emptyWindow int64 // newWindowBytes, once known
 }
 
 type aggWindow struct {
@@ -118,19 +119,68 @@ type aggWindow struct {
 // builders and accumulator objects; a group's hash table entry and
 // 16 bytes of each aggregate's state.
 const (
-	windowOverheadBytes = 512
-	accOverheadBytes    = 128
-	groupEntryBytes     = 32
-	groupAccBytes       = 16
+	windowOverheadBytes = 512 + windowMapBytes
+	// windowMapBytes is a window's entry in the map of open windows (key,
+	// pointer, slack at the map's load factor and while it doubles).
+	windowMapBytes   = 64
+	accOverheadBytes = 128
+	groupEntryBytes  = 32
+	groupAccBytes    = 16
+	// keyBuilderBytes is what an empty window's key builders take at
+	// their first append (a builder reserves 32 values; Arrow pads a
+	// buffer to 64 bytes), charged with the window before it is made.
+	keyBuilderBytes = 512
 )
 
-// windowGoBytes is what w keeps beside its builders' buffers.
+// newWindowBytes is what opening one window costs before any key is in
+// it: charged before the window is made (window).
+func (h *HashAggregate) newWindowBytes() int64 {
+	if h.emptyWindow == 0 {
+		t := newGroupKeyTable(h.mem, groupTypes(h.spec.Group))
+		h.emptyWindow = int64(windowOverheadBytes+accOverheadBytes*len(h.spec.Aggs)) + t.goBytes() +
+			int64(keyBuilderBytes*len(h.spec.Group))
+		t.release()
+	}
+	return h.emptyWindow
+}
+
+// windowGoBytes is what w keeps beside its builders' buffers: its key
+// table's slots as allocated (keyTable.goBytes), not per key, since a
+// table is made with room and doubles.
 func (h *HashAggregate) windowGoBytes(w *aggWindow) int64 {
-	n := int64(windowOverheadBytes + accOverheadBytes*len(w.accs))
-	n += int64(w.keys.n) * int64(groupEntryBytes+groupAccBytes*len(w.accs))
+	n := int64(windowOverheadBytes+accOverheadBytes*len(w.accs)) + w.keys.goBytes()
+	n += int64(w.keys.n)*int64(groupAccBytes*len(w.accs)) + accStateBytes(w.accs)
 	for _, b := range w.keys.keys {
 		if sb, ok := b.(*array.StringBuilder); ok {
 			n += int64(sb.DataLen()) // the hash table's copy of the key
+		}
+	}
+	return n
+}
+
+// accStateBytes is what accs hold beyond their slots (a DISTINCT's sets,
+// a quantile's values: functions.Sizer).
+func accStateBytes(accs []functions.Accumulator) int64 {
+	var n int64
+	for _, a := range accs {
+		if s, ok := a.(functions.Sizer); ok {
+			n += s.StateBytes()
+		}
+	}
+	return n
+}
+
+// sizerRowBytes bounds what one row adds to a Sizer accumulator (a set
+// entry or a value and its slice's slack), beside a string's bytes.
+const sizerRowBytes = 96
+
+// rowsBound is at most what rows [from, to) add to w's accumulators
+// beyond their slots: reserved before they are folded in (addTo).
+func rowsBound(w *aggWindow, rows int) int64 {
+	var n int64
+	for _, a := range w.accs {
+		if _, ok := a.(functions.Sizer); ok {
+			n += int64(rows) * sizerRowBytes
 		}
 	}
 	return n
@@ -149,7 +199,7 @@ func (h *HashAggregate) sessionGoBytes() int64 {
 	if st == nil {
 		return 0
 	}
-	return int64(st.next)*int64(48+groupAccBytes*len(st.accs)) + int64(st.keys.t.n)*(groupEntryBytes+48)
+	return int64(st.next)*int64(48+groupAccBytes*len(st.accs)) + int64(st.keys.t.n)*(groupEntryBytes+48) + accStateBytes(st.accs)
 }
 
 // trackSessions charges the sessions' change since the last call.
@@ -172,6 +222,16 @@ func (h *HashAggregate) track(w *aggWindow) error {
 	}
 	h.goBytes += d
 	w.goBytes = b
+	return nil
+}
+
+// reserve charges n more to w before it grows (track settles it after).
+func (h *HashAggregate) reserve(w *aggWindow, n int64) error {
+	if err := h.charge(n); err != nil {
+		return err
+	}
+	w.goBytes += n
+	h.goBytes += n
 	return nil
 }
 
@@ -380,6 +440,9 @@ func (h *HashAggregate) Add(rec arrow.Record) error {
 		return h.addWindows(keys, args, ts, int64(w.Size/time.Microsecond), int64(w.Size/time.Microsecond), 0)
 	case w.Type == expr.Hop:
 		size, slide := int64(w.Size/time.Microsecond), int64(w.Slide/time.Microsecond)
+		if err := h.chargeHops(ts, size, slide); err != nil {
+			return err
+		}
 		for j := int64(0); j*slide < size; j++ {
 			if err := h.addWindows(keys, args, ts, size, slide, j); err != nil {
 				return err
@@ -392,6 +455,47 @@ func (h *HashAggregate) Add(rec arrow.Record) error {
 		}
 		return h.trackSessions()
 	}
+}
+
+// chargeHops refuses, before folding any row, a batch whose HOP windows
+// could not all be opened within the budget: each row is in size/slide
+// windows, and the batch needs every window from the one before its
+// earliest row's to its latest row's (less those open already). Without
+// it a window an hour long every millisecond would open its 3.6 million
+// windows one by one, each pass over the whole batch, until the run time
+// limit, not the memory it needs, ended it.
+func (h *HashAggregate) chargeHops(ts arrow.Array, size, slide int64) error {
+	if h.acct == nil || ts.Len() == ts.NullN() {
+		return nil
+	}
+	tv := functions.Int64Values(ts)
+	lo, hi := int64(math.MaxInt64), int64(math.MinInt64)
+	for i, t := range tv {
+		if !ts.IsNull(i) {
+			lo, hi = min(lo, t), max(hi, t)
+		}
+	}
+	first := floorDiv(lo-size, slide) + 1 // the earliest window holding lo
+	if late := h.lateBy(); late != math.MinInt64 {
+		// Windows ending at or before the watermark take no rows.
+		first = max(first, floorDiv(late-size, slide)+1)
+	}
+	last := floorDiv(hi, slide)
+	need := last - first + 1 - int64(len(h.windows))
+	if need <= 0 {
+		return nil
+	}
+	b := h.newWindowBytes()
+	if need > math.MaxInt64/b {
+		need = math.MaxInt64 / b
+	}
+	if err := h.charge(need * b); err != nil {
+		return fmt.Errorf("HOP(%s, %s) over rows %s apart needs %d windows open: %w",
+			time.Duration(size)*time.Microsecond, time.Duration(slide)*time.Microsecond,
+			time.Duration(hi-lo)*time.Microsecond, need, err)
+	}
+	_ = h.charge(-need * b) // the windows charge themselves as they open
+	return nil
 }
 
 func floorDiv(a, b int64) int64 {
@@ -457,6 +561,12 @@ func (h *HashAggregate) addTo(start, end int64, keys, args []arrow.Array, _ []ui
 	if err != nil {
 		return err
 	}
+	// The rows may add as many keys as they are: what the table and the
+	// accumulators could grow to is charged first, and track gives back
+	// what they did not take.
+	if err := h.reserve(w, w.keys.growBound(to-from)+int64((to-from)*groupAccBytes*len(w.accs))+rowsBound(w, to-from)); err != nil {
+		return err
+	}
 	gids := h.gids[:to-from]
 	w.keys.lookupBatch(keys, from, to, gids)
 	for k, acc := range w.accs {
@@ -475,11 +585,20 @@ func (h *HashAggregate) window(start, end int64) (*aggWindow, error) {
 	if w == nil || w.start != start {
 		w = h.windows[start]
 		if w == nil {
-			accs, err := h.newAccs()
-			if err != nil {
+			// Charged before it is made: a query opening windows past
+			// its budget is refused at the first one over, having
+			// allocated nothing for it.
+			b := h.newWindowBytes()
+			if err := h.charge(b); err != nil {
 				return nil, err
 			}
-			w = &aggWindow{start: start, end: end, keys: newGroupKeyTable(h.mem, groupTypes(h.spec.Group)), accs: accs}
+			accs, err := h.newAccs()
+			if err != nil {
+				_ = h.charge(-b)
+				return nil, err
+			}
+			w = &aggWindow{start: start, end: end, keys: newGroupKeyTable(h.mem, groupTypes(h.spec.Group)), accs: accs, goBytes: b}
+			h.goBytes += b
 			h.windows[start] = w
 			if err := h.track(w); err != nil {
 				return nil, err

@@ -11,7 +11,9 @@ type intTable struct {
 }
 
 func newIntTable() *intTable {
-	const initial = 1024
+	// Small: an aggregation keeps a table per open window, and most
+	// windows of a fine-grained one hold a few keys; the table doubles.
+	const initial = 16
 	return &intTable{keys: make([]int64, initial), vals: make([]uint32, initial), mask: initial - 1}
 }
 

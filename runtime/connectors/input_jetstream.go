@@ -79,6 +79,9 @@ func newJetStreamInput(ctx context.Context, c SourceConfig) (input, error) {
 	}
 	if c.Durable == "" {
 		cc.InactiveThreshold = time.Minute
+		if c.ConsumerName != nil {
+			cc.Name = c.ConsumerName()
+		}
 	}
 	cons, err := js.CreateOrUpdateConsumer(ctx, stream, cc)
 	if err != nil {

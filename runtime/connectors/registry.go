@@ -66,6 +66,11 @@ type SourceConfig struct {
 	Stream string
 	// Durable names a durable JetStream consumer (default: ephemeral).
 	Durable string
+	// ConsumerName, when set, names each ephemeral JetStream consumer the
+	// source makes (else the client picks a random name): a worker on a
+	// secured cluster names them as its part's data user was minted to
+	// use (runtime/security.ConsumerName), and no other consumer.
+	ConsumerName func() string
 	// StartSeq replays a JetStream stream from this sequence (0: from the
 	// start, unless DeliverNew).
 	StartSeq   uint64

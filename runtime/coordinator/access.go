@@ -60,8 +60,9 @@ func (c *Coordinator) SetAuthority(a *security.Authority) {
 // data subjects and nothing else (security.Authority.Mint). "" without an
 // authority file: the worker then uses its own connection, still checking
 // every subject. results is the query's results subject when the part
-// holds a sink instance (its data user alone may publish there), else "".
-func (c *Coordinator) mint(query, owner, worker, results string) (string, error) {
+// holds a sink instance (its data user alone may publish there), else "";
+// gen the deployment the part is of (its consumers' names carry it).
+func (c *Coordinator) mint(query, owner, worker, results string, gen int) (string, error) {
 	a := c.authority.Load()
 	if a == nil {
 		return "", nil
@@ -80,7 +81,7 @@ func (c *Coordinator) mint(query, owner, worker, results string) (string, error)
 		s.mu.Unlock()
 	}
 	return a.Mint(security.MintRequest{Query: query, Worker: worker, Owner: owner, Key: key,
-		JetStream: js, Expires: c.cfg.Limits.RunTime, Results: results})
+		JetStream: js, Expires: c.cfg.Limits.RunTime, Results: results, Generation: gen})
 }
 
 // jetStreamSubjects are the subjects of cat's JetStream streams and sinks.

@@ -58,3 +58,36 @@ func TestDroppedCountsEveryGeneration(t *testing.T) {
 		t.Fatalf("p99 %.1f ms: generation 1's 300 ms row is missing", s.LatencyMs.P99)
 	}
 }
+
+// TestDroppedCountsTheStopsAnswer: a cut-over's stop is answered by each
+// part with its last status; rows it dropped after its last report count
+// in the query's total (before, only the last report's drops did, and a
+// scene dropped in the last half second before a re-plan vanished from the
+// summary). An answer without the part's statistics leaves its report.
+func TestDroppedCountsTheStopsAnswer(t *testing.T) {
+	c := &Coordinator{queries: map[string]*supervisor{}, workers: map[string]*deploy.WorkerInfo{}}
+	qs := &supervisor{c: c, info: deploy.QueryInfo{Query: "q1", Generation: 1, Workers: []string{"w1", "w2"}, State: deploy.StateRunning},
+		status: map[string]deploy.Status{}, front: map[string]uint64{}, live: control.NewLive()}
+	c.queries["q1"] = qs
+	report := func(w string, gen int, drops int64) deploy.Status {
+		return deploy.Status{Query: "q1", Worker: w, Generation: gen, State: deploy.StateRunning, Dropped: dataflow.DropCounts{dataflow.DropDeadline: drops},
+			Operators: []dataflow.InstanceStats{{Operator: "sink"}}}
+	}
+	for _, st := range []deploy.Status{report("w1", 1, 2), report("w2", 1, 1)} {
+		b, _ := json.Marshal(st)
+		c.onStatus(&nats.Msg{Subject: deploy.QuerySubject("", "q1", "status."+st.Worker), Data: b})
+	}
+	w1 := report("w1", 1, 3) // one more dropped after its last report
+	w1.State = deploy.StateStopped
+	bare := deploy.Status{Query: "q1", Worker: "w2", Generation: 1, State: deploy.StateStopped} // no statistics
+	qs.mu.Lock()
+	qs.keepFinal(1, map[string]deploy.Status{"w1": w1, "w2": bare})
+	qs.endGeneration()
+	qs.info.Generation = 2
+	qs.mu.Unlock()
+	b, _ := json.Marshal(report("w1", 2, 0))
+	c.onStatus(&nats.Msg{Subject: deploy.QuerySubject("", "q1", "status.w1"), Data: b})
+	if got := qs.info.Dropped[dataflow.DropDeadline]; got != 4 {
+		t.Fatalf("%d dropped, want w1's 3 (its stop's answer) + w2's 1 (its last report)", got)
+	}
+}

@@ -51,7 +51,7 @@ func (c *Coordinator) deployAll(ctx context.Context, id, owner string, submitted
 		if sinkHere[i] {
 			results = req.Results
 		}
-		jwt, err := c.mint(id, owner, name, results)
+		jwt, err := c.mint(id, owner, name, results, gen)
 		if err != nil {
 			errs[i] = fmt.Errorf("worker %s: %w", name, err)
 			continue
@@ -96,20 +96,21 @@ func (c *Coordinator) deployAll(ctx context.Context, id, owner string, submitted
 // when every sink worker answered with its sinks' frontier: low is the
 // smallest, the epoch every sink of the generation committed (fresher than
 // the last status reports', up to half a second old, so a cut-over sends
-// fewer frames again), and pos the positions its sources reached.
-func (c *Coordinator) stopGeneration(id string, gen int, p *deploy.Placement) (low uint64, pos map[string]sources.Positions, ok bool) {
+// fewer frames again), pos the positions its sources reached, and final
+// each answering worker's last status of its part.
+func (c *Coordinator) stopGeneration(id string, gen int, p *deploy.Placement) (low uint64, pos map[string]sources.Positions, final map[string]deploy.Status, ok bool) {
 	b, _ := json.Marshal(deploy.StopRequest{Query: id, Abort: true, Generation: gen, OnlyGeneration: true})
 	subj := deploy.QuerySubject(c.cfg.Namespace, id, "stop")
 	inbox := c.nc.NewInbox()
 	sub, err := c.nc.SubscribeSync(inbox)
 	if err != nil || p == nil {
 		_ = c.nc.Publish(subj, b)
-		return 0, nil, false
+		return 0, nil, nil, false
 	}
 	defer func() { _ = sub.Unsubscribe() }()
 	if err := c.nc.PublishRequest(subj, inbox, b); err != nil {
 		_ = c.nc.Publish(subj, b)
-		return 0, nil, false
+		return 0, nil, nil, false
 	}
 	got := map[string]deploy.Status{}
 	deadline := time.Now().Add(stopWait)
@@ -131,7 +132,7 @@ func (c *Coordinator) stopGeneration(id string, gen int, p *deploy.Placement) (l
 		for _, wi := range op.Workers {
 			st, answered := got[p.Workers[wi]]
 			if !answered || !st.HasSinkFrontier {
-				return 0, nil, false
+				return 0, nil, got, false
 			}
 			if first || st.SinkFrontier < low {
 				low, first = st.SinkFrontier, false
@@ -146,7 +147,7 @@ func (c *Coordinator) stopGeneration(id string, gen int, p *deploy.Placement) (l
 			pos[name] = append(pos[name], ps...)
 		}
 	}
-	return low, pos, !first
+	return low, pos, got, !first
 }
 
 // stopWait bounds how long a re-plan waits for the old generation's parts

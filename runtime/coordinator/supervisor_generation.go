@@ -448,8 +448,11 @@ func (s *supervisor) stopOld(ch change, old current, placed bool, cut *control.C
 		return epoch
 	}
 	stopping := time.Now()
-	e, pos, ok := s.c.stopGeneration(s.id, old.gen, old.placement)
+	e, pos, final, ok := s.c.stopGeneration(s.id, old.gen, old.placement)
 	cut.StopMs = msSince(stopping)
+	s.mu.Lock()
+	s.keepFinal(old.gen, final)
+	s.mu.Unlock()
 	if ok && e > epoch {
 		epoch = e
 		s.mu.Lock()

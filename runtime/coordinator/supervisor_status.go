@@ -131,6 +131,24 @@ func (s *supervisor) onStatus(st deploy.Status, reg registry) {
 	s.done(*ended)
 }
 
+// keepFinal (with s.mu held) takes the answers generation gen's parts gave
+// its stop (stopGeneration) as their last statuses: what a part dropped and
+// measured after its last report (up to half a second of rows; the same
+// words on its status subject may come after the next generation opened,
+// and are then not the query's) counts when the generation ends
+// (endGeneration). An answer without the part's statistics (a part that
+// ended without its last status) leaves its last report.
+func (s *supervisor) keepFinal(gen int, final map[string]deploy.Status) {
+	if s.ended() || s.info.Generation != gen {
+		return
+	}
+	for w, st := range final {
+		if st.Generation == gen && len(st.Operators) > 0 && slices.Contains(s.info.Workers, w) {
+			s.status[w] = st
+		}
+	}
+}
+
 // endGeneration (with s.mu held) forgets the ending generation's statuses
 // and sink frontiers, keeping in the query's record the rows it dropped
 // and what its sinks measured (QueryInfo.Earlier).

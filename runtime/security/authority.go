@@ -140,6 +140,10 @@ type MintRequest struct {
 	JetStream []string
 	// Expires, when set, bounds the JWT (a query with a --max-query-time).
 	Expires time.Duration
+	// Generation is the query's deployment the part belongs to: its
+	// consumers' names carry it (ConsumerName), so a part of the next
+	// generation never shares the previous one's.
+	Generation int
 	// Results is the query's results subject when this part holds a sink
 	// instance of the query's results ("" otherwise): only the data user
 	// of such a part may publish there (no worker's creds may), so no
@@ -175,14 +179,28 @@ func (a *Authority) Mint(r MintRequest) (string, error) {
 	uc.Pub.Allow.Add(g.Data...)
 	uc.Sub.Allow.Add(g.Data...)
 	uc.Sub.Allow.Add(inbox + ".>")
-	uc.Pub.Allow.Add("$JS.API.INFO", "$JS.API.STREAM.NAMES", "$JS.API.STREAM.INFO.*",
-		"$JS.API.CONSUMER.MSG.NEXT.*.*", "$JS.API.CONSUMER.INFO.*.*", "$JS.API.CONSUMER.DELETE.*.*", "$JS.ACK.>")
-	for _, d := range g.Data {
-		uc.Pub.Allow.Add("$JS.API.CONSUMER.CREATE.*.*." + d)
+	// JetStream: the stream names (to find the one holding a subject),
+	// and only the part's own consumers, by name, on any stream: create
+	// one filtering inside the grants, pull from it, read and delete it,
+	// ack its messages (the server's acks name stream and consumer, in
+	// the old and the domain form). Another query's consumers, even its
+	// owner's, are refused: their names carry their query and worker.
+	uc.Pub.Allow.Add("$JS.API.INFO", "$JS.API.STREAM.NAMES")
+	if len(r.JetStream) > 0 && deploy.ValidName("query", r.Query) == nil && deploy.ValidName("worker", r.Worker) == nil {
+		for i := range ConsumersPerSubject * len(r.JetStream) {
+			c := ConsumerName(r.Query, r.Worker, r.Generation, i)
+			uc.Pub.Allow.Add("$JS.API.CONSUMER.MSG.NEXT.*."+c, "$JS.API.CONSUMER.INFO.*."+c, "$JS.API.CONSUMER.DELETE.*."+c,
+				"$JS.ACK.*."+c+".>", "$JS.ACK.*.*.*."+c+".>")
+			for _, d := range g.Data {
+				uc.Pub.Allow.Add("$JS.API.CONSUMER.CREATE.*." + c + "." + d)
+			}
+		}
 	}
+	// Stream information only on the streams the query's subjects name
+	// (another's stream holds its subjects, sizes and sources).
 	for _, s := range r.JetStream {
 		if name := connectors.StreamName(s); name != "" && !strings.ContainsAny(name, ".*> ") {
-			uc.Pub.Allow.Add("$JS.API.STREAM.CREATE." + name)
+			uc.Pub.Allow.Add("$JS.API.STREAM.CREATE."+name, "$JS.API.STREAM.INFO."+name)
 		}
 	}
 	if r.Results != "" {
@@ -203,6 +221,19 @@ func (a *Authority) Mint(r MintRequest) (string, error) {
 		uc.Expires = time.Now().Add(r.Expires).Unix()
 	}
 	return uc.Encode(kp)
+}
+
+// ConsumersPerSubject is how many consumers a query part may make per
+// JetStream subject of its query (a source instance makes one; a part
+// runs a few instances of a source at most).
+const ConsumersPerSubject = 4
+
+// ConsumerName is the name of the i-th JetStream consumer the part of
+// query on worker makes in deployment gen: what its data user is minted
+// to use (Mint), and the worker names its consumers (connectors'
+// SourceConfig.ConsumerName).
+func ConsumerName(query, worker string, gen, i int) string {
+	return fmt.Sprintf("tf_%s_%s_g%d_%d", query, worker, gen, i)
 }
 
 // resultsSubject reports whether s is the results subject of owner's

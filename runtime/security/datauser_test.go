@@ -237,11 +237,118 @@ func TestDataUserCannotReachTheEngine(t *testing.T) {
 	if _, err := js.CreateStream(ctx(), jetstream.StreamConfig{Name: "SENSORS_JS", Subjects: []string{"sensors.js"}}); err != nil {
 		t.Errorf("the data user's own stream: %v", err)
 	}
-	if _, err := js.CreateOrUpdateConsumer(ctx(), "SENSORS_JS", jetstream.ConsumerConfig{FilterSubject: "sensors.js"}); err != nil {
+	own := security.ConsumerName("qt", "wt", 0, 0)
+	if _, err := js.CreateOrUpdateConsumer(ctx(), "SENSORS_JS", jetstream.ConsumerConfig{Name: own, FilterSubject: "sensors.js"}); err != nil {
 		t.Errorf("a consumer inside the grants: %v", err)
 	}
-	if _, err := js.CreateOrUpdateConsumer(ctx(), "SENSORS_JS", jetstream.ConsumerConfig{FilterSubject: "other.x"}); err == nil {
+	if _, err := js.CreateOrUpdateConsumer(ctx(), "SENSORS_JS", jetstream.ConsumerConfig{Name: security.ConsumerName("qt", "wt", 0, 1), FilterSubject: "other.x"}); err == nil {
 		t.Error("a consumer filtering outside the grants was created")
+	}
+	if _, err := js.CreateOrUpdateConsumer(ctx(), "SENSORS_JS", jetstream.ConsumerConfig{FilterSubject: "sensors.js"}); err == nil {
+		t.Error("a consumer of a name not minted (the client's random one) was created")
+	}
+}
+
+// TestDataUserTouchesOnlyItsOwnConsumers: a query part's data user may
+// pull, read, delete and ack only the JetStream consumers named after its
+// own part, and read only its query's streams' information: another query
+// of the same owner (who could guess the consumer's name) is refused each,
+// by the server, and the victim's consumer keeps its messages.
+func TestDataUserTouchesOnlyItsOwnConsumers(t *testing.T) {
+	ac := startAuthority(t)
+	victim := mustMintConn(t, ac, "alice", "sensors.js")
+	// Another stream of alice's, which the attacking part's query does not name.
+	other := mintConn(t, ac, security.MintRequest{Query: "qo", Worker: "wt", Owner: "alice", JetStream: []string{"sensors.other"}})
+	ctx := func() context.Context {
+		ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
+		t.Cleanup(cancel)
+		return ctx
+	}
+	vjs, _ := jetstream.New(victim)
+	if _, err := vjs.CreateStream(ctx(), jetstream.StreamConfig{Name: "SENSORS_JS", Subjects: []string{"sensors.js"}}); err != nil {
+		t.Fatal(err)
+	}
+	ojs, _ := jetstream.New(other)
+	if _, err := ojs.CreateStream(ctx(), jetstream.StreamConfig{Name: "SENSORS_OTHER", Subjects: []string{"sensors.other"}}); err != nil {
+		t.Fatal(err)
+	}
+	name := security.ConsumerName("qt", "wt", 0, 0)
+	cons, err := vjs.CreateOrUpdateConsumer(ctx(), "SENSORS_JS", jetstream.ConsumerConfig{Name: name, FilterSubject: "sensors.js", AckPolicy: jetstream.AckExplicitPolicy})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range 3 {
+		if _, err := vjs.Publish(ctx(), "sensors.js", fmt.Appendf(nil, "%d", i)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// The victim pulls one message, leaving it unacked: its ack subject
+	// is what an attacker would ack.
+	batch, err := cons.Fetch(1, jetstream.FetchMaxWait(2*time.Second))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ackSubject string
+	for m := range batch.Messages() {
+		ackSubject = m.Reply()
+	}
+	if ackSubject == "" {
+		t.Fatal("the victim's pull brought nothing")
+	}
+
+	// The attacker: a part of another query of alice's, with the same
+	// JetStream subject in its query.
+	denied := make(chan string, 16)
+	kp, _ := nkeys.CreateUser()
+	key, _ := kp.PublicKey()
+	tok, err := ac.au.Mint(security.MintRequest{Query: "qx", Worker: "wt", Owner: "alice", Key: key, JetStream: []string{"sensors.js"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	opts, _ := natsserver.Auth{TLSCA: ac.s.CA}.Options(ac.url)
+	attacker, err := nats.Connect(ac.url, append(opts, nats.UserJWT(func() (string, error) { return tok, nil }, kp.Sign),
+		nats.CustomInboxPrefix(security.DataInbox("qx", "wt")), nats.MaxReconnects(0),
+		nats.ErrorHandler(func(_ *nats.Conn, _ *nats.Subscription, err error) { denied <- err.Error() }))...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(attacker.Close)
+	for _, subj := range []string{
+		"$JS.API.CONSUMER.MSG.NEXT.SENSORS_JS." + name,
+		"$JS.API.CONSUMER.INFO.SENSORS_JS." + name,
+		"$JS.API.CONSUMER.DELETE.SENSORS_JS." + name,
+		"$JS.API.CONSUMER.CREATE.SENSORS_JS." + name + ".sensors.js",
+		ackSubject,
+		"$JS.API.STREAM.INFO.SENSORS_OTHER",
+	} {
+		if err := attacker.Publish(subj, []byte(`{"batch":1}`)); err != nil {
+			t.Fatal(err)
+		}
+		_ = attacker.Flush()
+		select {
+		case e := <-denied:
+			if !strings.Contains(e, "Permissions Violation") || !strings.Contains(e, subj) {
+				t.Errorf("publish %s: %s, want a permissions violation for it", subj, e)
+			}
+		case <-time.After(2 * time.Second):
+			t.Errorf("another query's data user published %s: not refused", subj)
+		}
+	}
+	// Its own stream's information and consumers are still its.
+	ajs, _ := jetstream.New(attacker)
+	if _, err := ajs.Stream(ctx(), "SENSORS_JS"); err != nil {
+		t.Errorf("the information of its own query's stream: %v", err)
+	}
+	if _, err := ajs.CreateOrUpdateConsumer(ctx(), "SENSORS_JS", jetstream.ConsumerConfig{Name: security.ConsumerName("qx", "wt", 0, 0), FilterSubject: "sensors.js"}); err != nil {
+		t.Errorf("its own consumer: %v", err)
+	}
+	// The victim's consumer is there, with its messages.
+	info, err := cons.Info(ctx())
+	if err != nil {
+		t.Fatalf("the victim's consumer after the attacks: %v", err)
+	}
+	if info.NumPending != 2 || info.NumAckPending != 1 {
+		t.Errorf("the victim's consumer has %d pending and %d awaiting their ack, want 2 and 1", info.NumPending, info.NumAckPending)
 	}
 }
 

@@ -531,6 +531,14 @@ func (w *Worker) build(req deploy.DeployRequest, ack *deploy.Ack) error {
 	nh := connectors.Hooks{Conn: conn, Check: check,
 		Sources: connectors.SourceConfig{Queue: "tierflow-" + req.Query, MaxRows: req.Script.BatchSize, MaxDelay: req.Script.SourceMaxDelay, OnError: policy},
 		Sinks:   connectors.SinkConfig{End: true, IDPrefix: req.Query}}
+	if data != nil {
+		// The data user may use only the consumers it was minted for,
+		// named after the part: the sources name theirs so.
+		var made atomic.Int32
+		nh.Sources.ConsumerName = func() string {
+			return security.ConsumerName(req.Query, w.cfg.Name, req.Generation, int(made.Add(1)-1))
+		}
+	}
 	// operators/exec closes a catalog sink only in its own Run, which a
 	// worker does not call: the sink is opened lazily (only the worker that
 	// runs it writes) and closed when the part ends on the worker that holds

@@ -1,0 +1,172 @@
+package rel
+
+import (
+	"errors"
+	"fmt"
+	"runtime"
+	"runtime/metrics"
+	"testing"
+	"time"
+
+	"github.com/apache/arrow/go/v17/arrow"
+	"github.com/apache/arrow/go/v17/arrow/memory"
+
+	"github.com/tierflow/tierflow/dataflow"
+	"github.com/tierflow/tierflow/operators/functions"
+	"github.com/tierflow/tierflow/planner/expr"
+)
+
+// countByK is SELECT k, count(*) ... GROUP BY k, w.
+func countByK(t *testing.T, mem memory.Allocator, w *WindowSpec) *HashAggregate {
+	t.Helper()
+	n, err := expr.Builtins().NewAggregate("count", false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	spec := AggregateSpec{Group: []expr.Expr{colK}, GroupNames: []string{"k"}, Window: w, Aggs: []*expr.Aggregate{n}, AggNames: []string{"n"}}
+	h, err := NewHashAggregate(mem, spec, streamSchema, functions.Builtins())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return h
+}
+
+// rowsMsApart is n rows, k = i, one millisecond apart.
+func rowsMsApart(n int) [][]any {
+	rows := make([][]any, n)
+	for i := range rows {
+		rows[i] = []any{int64(i), int64(i), 1.0, "a", time.UnixMicro(t0 + int64(i)*1000).UTC()}
+	}
+	return rows
+}
+
+// A HOP an hour long every millisecond puts each row in 3.6 million
+// windows: the batch is refused for its memory before one is opened, not
+// after opening them one by one (each pass over the whole batch) until
+// the budget or the run time ends it.
+func TestHopWindowsAreChargedBeforeTheyOpen(t *testing.T) {
+	mem := memory.NewGoAllocator()
+	budget := dataflow.NewMemory("query q", 1<<20, nil)
+	h := countByK(t, mem, &WindowSpec{Type: expr.Hop, Time: colTS, Size: time.Hour, Slide: time.Millisecond})
+	defer h.Release()
+	if err := h.Charge(budget.Account("aggregate")); err != nil {
+		t.Fatal(err)
+	}
+	rec := makeRecord(t, mem, streamSchema, rowsMsApart(100))
+	defer rec.Release()
+	err := h.Add(rec)
+	if !errors.Is(err, dataflow.ErrMemory) {
+		t.Fatalf("a one-hour HOP every millisecond under 1 MiB: %v, want refused for its memory", err)
+	}
+	if len(h.windows) != 0 {
+		t.Errorf("%d windows were opened before the refusal", len(h.windows))
+	}
+	if budget.Peak() > budget.Limit() {
+		t.Errorf("the budget held %s, over its limit", dataflow.Bytes(budget.Peak()))
+	}
+	// A HOP whose windows fit is not refused.
+	ok := countByK(t, mem, &WindowSpec{Type: expr.Hop, Time: colTS, Size: time.Second, Slide: 100 * time.Millisecond})
+	defer ok.Release()
+	if err := ok.Charge(budget.Account("aggregate 2")); err != nil {
+		t.Fatal(err)
+	}
+	if err := ok.Add(rec); err != nil {
+		t.Fatalf("a HOP of 10 windows a row: %v", err)
+	}
+}
+
+// What an aggregation charges for its open windows covers what they take
+// on the heap: a window per millisecond of one-key groups (each window's
+// key table, builders and accumulators made for one row) is charged at
+// least what the heap grew by, so a budget refuses before the worker's
+// memory is gone, not after.
+func TestOpenWindowsChargeWhatTheyHold(t *testing.T) {
+	mem := memory.NewGoAllocator()
+	budget := dataflow.NewMemory("query q", 0, nil)
+	rec := makeRecord(t, mem, streamSchema, rowsMsApart(20000))
+	defer rec.Release()
+	before := liveHeap()
+	h := countByK(t, budget.Allocator(mem), &WindowSpec{Type: expr.Tumble, Time: colTS, Size: time.Millisecond})
+	if err := h.Charge(budget.Account("aggregate")); err != nil {
+		t.Fatal(err)
+	}
+	if err := h.Add(rec); err != nil {
+		t.Fatal(err)
+	}
+	grew := liveHeap() - before
+	charged := budget.Used()
+	runtime.KeepAlive(h)
+	t.Logf("%d open windows: charged %s, heap grew %s", len(h.windows), dataflow.Bytes(charged), dataflow.Bytes(grew))
+	if charged < grew {
+		t.Errorf("%d open windows charged %s; the heap grew %s", len(h.windows), dataflow.Bytes(charged), dataflow.Bytes(grew))
+	}
+	h.Release()
+	if u := budget.Used(); u != 0 {
+		t.Errorf("the budget holds %s after the windows were dropped", dataflow.Bytes(u))
+	}
+}
+
+// liveHeap is the live heap after a collection.
+func liveHeap() int64 {
+	runtime.GC()
+	s := []metrics.Sample{{Name: "/gc/heap/live:bytes"}}
+	metrics.Read(s)
+	return int64(s[0].Value.Uint64())
+}
+
+// What a group's DISTINCT set, quantile values and string_agg strings
+// hold grows with its rows, not its groups: each is charged as it grows,
+// so one group of many distinct values is refused past the budget.
+func TestPerRowAggregateStateIsCharged(t *testing.T) {
+	mem := memory.NewGoAllocator()
+	// 50,000 values in batches of 1,000 (a batch may reserve what its
+	// rows could add, a little over 1,000 keys' worth).
+	var recs []arrow.Record
+	for b := range 50 {
+		rows := make([][]any, 1000)
+		for j := range rows {
+			i := b*1000 + j
+			rows[j] = []any{int64(0), int64(i), float64(i), fmt.Sprintf("value %d", i), time.UnixMicro(t0).UTC()}
+		}
+		rec := makeRecord(t, mem, streamSchema, rows)
+		defer rec.Release()
+		recs = append(recs, rec)
+	}
+	r := expr.Builtins()
+	for _, c := range []struct {
+		name     string
+		distinct bool
+		args     []expr.Expr
+	}{
+		{"count", true, []expr.Expr{colV}},
+		{"count", true, []expr.Expr{colS}},
+		{"median", false, []expr.Expr{colF}},
+		{"string_agg", false, []expr.Expr{colS}},
+	} {
+		agg, err := r.NewAggregate(c.name, c.distinct, c.args...)
+		if err != nil {
+			t.Fatal(err)
+		}
+		spec := AggregateSpec{Group: []expr.Expr{colK}, GroupNames: []string{"k"}, Aggs: []*expr.Aggregate{agg}, AggNames: []string{"a"}}
+		h, err := NewHashAggregate(mem, spec, streamSchema, functions.Builtins())
+		if err != nil {
+			t.Fatal(err)
+		}
+		budget := dataflow.NewMemory("query q", 256<<10, nil)
+		if err := h.Charge(budget.Account("aggregate")); err != nil {
+			t.Fatal(err)
+		}
+		for _, rec := range recs {
+			if err = h.Add(rec); err != nil {
+				break
+			}
+		}
+		if !errors.Is(err, dataflow.ErrMemory) {
+			t.Errorf("%s of 50,000 values in one group under 256 KiB: %v, want refused for its memory", agg, err)
+		}
+		h.Release()
+		if u := budget.Used(); u != 0 {
+			t.Errorf("%s: the budget holds %s after the release", agg, dataflow.Bytes(u))
+		}
+	}
+}

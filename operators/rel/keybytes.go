@@ -1,0 +1,101 @@
+package rel
+
+// What a key table's hash structures hold in Go memory (its builders'
+// buffers are Arrow's, counted by the allocator). An aggregation charges
+// it per window (HashAggregate.windowGoBytes), and before a batch may grow
+// it (keyTable.growBound), so a table's doubling is charged before it is
+// allocated, not found afterwards.
+
+// mapEntryBytes is what one entry of a Go map of strings costs beside the
+// key's bytes: the bucket slot (string header, value, tophash) at the
+// map's load factor.
+const mapEntryBytes = 48
+
+// bytes is what the table's slots hold.
+func (t *intTable) bytes() int64 {
+	if t == nil {
+		return 0
+	}
+	return int64(cap(t.keys))*8 + int64(cap(t.vals))*4
+}
+
+// bytesWith is what the slots would hold with extra more keys: the table
+// doubles while more than half full (put).
+func (t *intTable) bytesWith(extra int) int64 {
+	if t == nil {
+		return 0
+	}
+	l := int64(len(t.keys))
+	for 2*(int64(t.n)+int64(extra)) > l {
+		l *= 2
+	}
+	return l * 12
+}
+
+func (t *strTable) bytes() int64 {
+	if t == nil {
+		return 0
+	}
+	// The long keys' bytes are counted with the builders' (windowGoBytes):
+	// reading them here would cost a walk of the map per batch.
+	return t.short.bytes() + int64(len(t.long))*mapEntryBytes
+}
+
+func (t *codeIDs) bytes() int64 {
+	if t == nil {
+		return 0
+	}
+	return int64(cap(t.ids))*4 + int64(cap(t.gen))*4
+}
+
+func (m *multiKeys) bytes() int64 {
+	if m == nil {
+		return 0
+	}
+	var n int64
+	for i := range m.cols {
+		n += m.cols[i].strs.bytes() + m.cols[i].ints.bytes() + int64(cap(m.ids[i]))*4
+	}
+	for _, p := range m.pairs {
+		n += p.bytes()
+	}
+	for i := range m.codes {
+		n += m.codes[i].bytes()
+	}
+	return n
+}
+
+// goBytes is what the table's hash structures hold.
+func (t *keyTable) goBytes() int64 {
+	// An encoded tuple is about 9 bytes a column (a tag and a value).
+	return int64(cap(t.buf)) + t.ints.bytes() + t.strs.bytes() + t.codes.bytes() + t.multi.bytes() +
+		int64(len(t.enc))*int64(mapEntryBytes+9*len(t.types))
+}
+
+// growBound is at most how much goBytes grows when extra more keys are
+// added: an integer table's next doublings, and per key a map entry and
+// its encoding (string keys' bytes are the builders', counted apart).
+func (t *keyTable) growBound(extra int) int64 {
+	switch {
+	case t.ints != nil:
+		return t.ints.bytesWith(extra) - t.ints.bytes()
+	case t.strs != nil:
+		return t.strs.short.bytesWith(extra) - t.strs.short.bytes() + int64(extra)*mapEntryBytes
+	case t.multi != nil:
+		var n int64
+		for i := range t.multi.cols {
+			c := &t.multi.cols[i]
+			if c.ints != nil {
+				n += c.ints.bytesWith(extra) - c.ints.bytes()
+			} else {
+				n += c.strs.short.bytesWith(extra) - c.strs.short.bytes() + int64(extra)*mapEntryBytes
+			}
+			n += int64(extra) * 4 // the batch's ids
+		}
+		for _, p := range t.multi.pairs {
+			n += p.bytesWith(extra) - p.bytes()
+		}
+		return n
+	}
+	return int64(extra) * int64(mapEntryBytes+9*len(t.types))
+}
