@@ -84,7 +84,7 @@ func BenchmarkCSVTable(b *testing.B) {
 // row group on every core with dictionary strings (OpenParquetTable).
 // writeLineitemLike writes rows of lineitemLike to a Parquet file of
 // groupRows-row row groups and returns its path.
-func writeLineitemLike(b *testing.B, rows, groupRows int) string {
+func writeLineitemLike(b testing.TB, rows, groupRows int) string {
 	r := rand.New(rand.NewPCG(2, 2))
 	mem := memory.NewGoAllocator()
 	bld := array.NewRecordBuilder(mem, lineitemLike)

@@ -27,7 +27,19 @@ func parquetReadProps() *parquet.ReaderProperties {
 	return p
 }
 
-// newParquetReader opens f's Parquet metadata with parquetReadProps.
+// newParquetReader opens f's Parquet metadata with parquetReadProps: the
+// footer parsed when the file was last opened unchanged (footers), else
+// parsed now.
 func newParquetReader(f *os.File) (*file.Reader, error) {
-	return file.NewParquetReader(f, file.WithReadProps(parquetReadProps()))
+	k, ok := footerKeyOf(f)
+	if ok {
+		if md := footers.get(k); md != nil {
+			return file.NewParquetReader(f, file.WithReadProps(parquetReadProps()), file.WithMetadata(md))
+		}
+	}
+	pf, err := file.NewParquetReader(f, file.WithReadProps(parquetReadProps()))
+	if err == nil && ok {
+		footers.put(k, pf.MetaData())
+	}
+	return pf, err
 }

@@ -403,6 +403,36 @@ func CastTo(e Expr, t arrow.DataType) Expr {
 	return &Cast{Expr: e, To: t}
 }
 
+// comparisons are the functions compareDatesAsDates applies to.
+var comparisons = map[string]bool{"equal": true, "not_equal": true, "less": true, "less_equal": true, "greater": true, "greater_equal": true}
+
+// compareDatesAsDates: a DATE compared with a TIMESTAMP constant at
+// midnight (DATE '1994-01-01' + INTERVAL '1' YEAR folds to one) compares
+// with that day as a DATE. Both sides mean the same instant, so every
+// comparison answers alike; a DATE column cast to TIMESTAMP is a
+// conversion per row (TPC-H's date ranges, Q1's, Q12's).
+func compareDatesAsDates(args []Expr) []Expr {
+	for i, a := range args {
+		l, ok := a.(*Literal)
+		other := args[1-i]
+		if !ok || l.DataType.ID() != arrow.TIMESTAMP || other.Type().ID() != arrow.DATE32 {
+			continue
+		}
+		t, ok := l.Value.(time.Time)
+		if !ok {
+			continue
+		}
+		t = t.UTC()
+		if h, m, sec := t.Clock(); h != 0 || m != 0 || sec != 0 || t.Nanosecond() != 0 {
+			continue
+		}
+		out := append([]Expr(nil), args...)
+		out[i] = &Literal{Value: t, DataType: Date}
+		return out
+	}
+	return args
+}
+
 // foldCast converts a literal to t where that is exact and simple: an
 // integer or a DECIMAL to a DECIMAL that holds it, a DECIMAL to a DOUBLE
 // (the nearest one), a DATE to a TIMESTAMP. The result is a literal, so a
@@ -439,12 +469,22 @@ func foldCast(l *Literal, t arrow.DataType) (*Literal, bool) {
 
 // NewCall resolves a scalar function call and coerces its arguments.
 func (r *Registry) NewCall(name string, args ...Expr) (*Call, error) {
+	compare := false
+	if f, ok := r.Lookup(name); ok && comparisons[f.Name] && len(args) == 2 {
+		args = compareDatesAsDates(args)
+		compare = true
+	}
 	res, err := r.Resolve(name, types(args))
 	if err != nil {
 		return nil, err
 	}
 	if res.Func.Kind != Scalar {
 		return nil, fmt.Errorf("%w: %s is a %s function", ErrWrongKind, res.Func.Name, res.Func.Kind)
+	}
+	if compare && args[0].Type().ID() == arrow.DATE32 && args[1].Type().ID() == arrow.DATE32 {
+		// Two dates compare as days (CommonType), not as the timestamps
+		// the signature's unification makes of them: no cast per row.
+		return &Call{Func: res.Func.Name, Args: args, DataType: res.Return}, nil
 	}
 	return &Call{Func: res.Func.Name, Args: coerce(args, res.Args), DataType: res.Return}, nil
 }
