@@ -52,6 +52,20 @@ func streamFor(ctx context.Context, js jetstream.JetStream, name, subject string
 	return name, nil
 }
 
+// EnsureStream finds the stream holding subject, or creates one over
+// subject alone (named StreamName(subject)), as the connectors do: a
+// secured cluster's coordinator calls it for a query's JetStream subjects
+// before deploying, so that no query part's data user need create a
+// stream (a stream's subjects, sources and republishing are in the
+// request's body, which no permission can restrict).
+func EnsureStream(ctx context.Context, nc *nats.Conn, subject string) (string, error) {
+	js, err := jetstream.New(nc)
+	if err != nil {
+		return "", err
+	}
+	return streamFor(ctx, js, "", subject)
+}
+
 // StreamName is the name of the stream a JetStream source or sink creates
 // over subject when no stream holds it (names may not hold . * >).
 func StreamName(subject string) string {

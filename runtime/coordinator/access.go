@@ -1,13 +1,16 @@
 package coordinator
 
 import (
+	"context"
 	"fmt"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/nats-io/nkeys"
 
 	"github.com/tierflow/tierflow/planner/catalog"
+	"github.com/tierflow/tierflow/runtime/connectors"
 	"github.com/tierflow/tierflow/runtime/deploy"
 	"github.com/tierflow/tierflow/runtime/security"
 )
@@ -98,6 +101,28 @@ func jetStreamSubjects(cat *catalog.Catalog) []string {
 		}
 	}
 	return out
+}
+
+// ensureStreams makes the streams of a query's JetStream subjects (each
+// over its subject alone) when the coordinator mints data users: their
+// data users may not create streams, since a stream's configuration (its
+// subjects, sources, republishing) is in the request's body, where no
+// NATS permission reaches: one over tierflow.> republished onto a data
+// subject would read, and republishing could write, every subject of the
+// account. The coordinator builds the configuration itself from subjects
+// already checked against the owner's grants.
+func (c *Coordinator) ensureStreams(subjects []string) error {
+	if c.authority.Load() == nil || len(subjects) == 0 {
+		return nil
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	for _, s := range subjects {
+		if _, err := connectors.EnsureStream(ctx, c.nc, s); err != nil {
+			return fmt.Errorf("%w: JetStream subject %q: %w", deploy.ErrInput, s, err)
+		}
+	}
+	return nil
 }
 
 // checkDataKey refuses a worker that cannot hold a query's data user when

@@ -137,6 +137,9 @@ func (c *Coordinator) place(ctx context.Context, req deploy.SubmitRequest, ws []
 		s.jetstream = jetStreamSubjects(cat)
 		s.mu.Unlock()
 	}
+	if err := c.ensureStreams(jetStreamSubjects(cat)); err != nil {
+		return placed{}, err
+	}
 	if sk, ok := bound.Root.(*logical.Sink); ok && sk.Sink != nil && !strings.EqualFold(sk.Sink.Kind, "nats") && !strings.EqualFold(sk.Sink.Kind, "jetstream") && !strings.EqualFold(sk.Sink.Kind, "discard") {
 		// operators/exec opens a sink's file when it builds and closes it
 		// only in its own Run: every worker would truncate the file and

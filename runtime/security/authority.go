@@ -135,8 +135,8 @@ type MintRequest struct {
 	// (an nkey user public key whose seed only that worker holds).
 	Query, Worker, Owner, Key string
 	// JetStream are the subjects of the query's JetStream streams and
-	// sinks: the data user may create a stream over each (by the name the
-	// connectors derive from it) when none holds it yet.
+	// sinks: the data user may read the information of the stream the
+	// connectors name after each, and make consumers (ConsumerName).
 	JetStream []string
 	// Expires, when set, bounds the JWT (a query with a --max-query-time).
 	Expires time.Duration
@@ -153,9 +153,9 @@ type MintRequest struct {
 
 // Mint signs a NATS user JWT for r.Key that may use exactly r.Owner's data
 // subjects: publish and subscribe on them; create consumers only with a
-// filter inside them (the filter is part of the API subject); read stream
-// names and information, pull, ack and delete consumers; create a stream
-// only under the names of the query's own JetStream subjects; and read
+// filter inside them and only the part's own (ConsumerName); read stream
+// names, its query's streams' information, pull, ack and delete its own
+// consumers; never create a stream (the coordinator does); and read
 // replies on its own inbox (DataInbox). Nothing of the engine's, the
 // server's or another user's inbox. The worker opens the part's streams and
 // sinks on a connection of this user, so the server refuses whatever a
@@ -197,10 +197,14 @@ func (a *Authority) Mint(r MintRequest) (string, error) {
 		}
 	}
 	// Stream information only on the streams the query's subjects name
-	// (another's stream holds its subjects, sizes and sources).
+	// (another's stream holds its subjects, sizes and sources). No stream
+	// creation: its subjects, sources and republishing are in the body,
+	// where no permission reaches (one over tierflow.> republished onto a
+	// data subject reads every subject of the account); the coordinator
+	// makes the query's streams before it deploys (one over each subject).
 	for _, s := range r.JetStream {
 		if name := connectors.StreamName(s); name != "" && !strings.ContainsAny(name, ".*> ") {
-			uc.Pub.Allow.Add("$JS.API.STREAM.CREATE."+name, "$JS.API.STREAM.INFO."+name)
+			uc.Pub.Allow.Add("$JS.API.STREAM.INFO." + name)
 		}
 	}
 	if r.Results != "" {

@@ -18,6 +18,7 @@ import (
 	"github.com/tierflow/tierflow/relay/natsserver"
 	"github.com/tierflow/tierflow/runtime/cluster"
 	"github.com/tierflow/tierflow/runtime/cluster/clustertest"
+	"github.com/tierflow/tierflow/runtime/connectors"
 	"github.com/tierflow/tierflow/runtime/coordinator"
 	"github.com/tierflow/tierflow/runtime/deploy"
 	"github.com/tierflow/tierflow/runtime/devices"
@@ -234,8 +235,23 @@ func TestDataUserCannotReachTheEngine(t *testing.T) {
 	if _, err := js.CreateStream(ctx(), jetstream.StreamConfig{Name: "SPY", Subjects: []string{"tierflow.relay.>"}}); err == nil {
 		t.Error("a data user created a stream over the relay")
 	}
-	if _, err := js.CreateStream(ctx(), jetstream.StreamConfig{Name: "SENSORS_JS", Subjects: []string{"sensors.js"}}); err != nil {
-		t.Errorf("the data user's own stream: %v", err)
+	// Not even a stream of its query's subject's name: the request's body
+	// says what the stream captures and republishes, and one over
+	// tierflow.> republished onto a data subject would read (and write)
+	// every subject of the account. The coordinator makes the streams.
+	if _, err := js.CreateStream(ctx(), jetstream.StreamConfig{Name: "SENSORS_JS", Subjects: []string{"tierflow.>"},
+		RePublish: &jetstream.RePublish{Source: ">", Destination: "sensors.leak.>"}}); err == nil {
+		t.Error("a data user created a stream over tierflow.> republished onto its own data subject")
+	}
+	coord, err := ac.connect(t, "coordinator")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := connectors.EnsureStream(ctx(), coord, "sensors.js"); err != nil {
+		t.Fatalf("the coordinator makes the query's stream: %v", err)
+	}
+	if _, err := js.Stream(ctx(), "SENSORS_JS"); err != nil {
+		t.Errorf("the information of its query's stream: %v", err)
 	}
 	own := security.ConsumerName("qt", "wt", 0, 0)
 	if _, err := js.CreateOrUpdateConsumer(ctx(), "SENSORS_JS", jetstream.ConsumerConfig{Name: own, FilterSubject: "sensors.js"}); err != nil {
@@ -257,20 +273,22 @@ func TestDataUserCannotReachTheEngine(t *testing.T) {
 func TestDataUserTouchesOnlyItsOwnConsumers(t *testing.T) {
 	ac := startAuthority(t)
 	victim := mustMintConn(t, ac, "alice", "sensors.js")
-	// Another stream of alice's, which the attacking part's query does not name.
-	other := mintConn(t, ac, security.MintRequest{Query: "qo", Worker: "wt", Owner: "alice", JetStream: []string{"sensors.other"}})
 	ctx := func() context.Context {
 		ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
 		t.Cleanup(cancel)
 		return ctx
 	}
 	vjs, _ := jetstream.New(victim)
-	if _, err := vjs.CreateStream(ctx(), jetstream.StreamConfig{Name: "SENSORS_JS", Subjects: []string{"sensors.js"}}); err != nil {
+	// The coordinator makes the queries' streams (no data user may):
+	// sensors.other's is another query's, which the attacker's does not name.
+	coord, err := ac.connect(t, "coordinator")
+	if err != nil {
 		t.Fatal(err)
 	}
-	ojs, _ := jetstream.New(other)
-	if _, err := ojs.CreateStream(ctx(), jetstream.StreamConfig{Name: "SENSORS_OTHER", Subjects: []string{"sensors.other"}}); err != nil {
-		t.Fatal(err)
+	for _, s := range []string{"sensors.js", "sensors.other"} {
+		if _, err := connectors.EnsureStream(ctx(), coord, s); err != nil {
+			t.Fatal(err)
+		}
 	}
 	name := security.ConsumerName("qt", "wt", 0, 0)
 	cons, err := vjs.CreateOrUpdateConsumer(ctx(), "SENSORS_JS", jetstream.ConsumerConfig{Name: name, FilterSubject: "sensors.js", AckPolicy: jetstream.AckExplicitPolicy})

@@ -62,9 +62,14 @@ func anyNS(subjects ...string) []string {
 // read (never write) the data subjects data (the workers'): while a
 // recovery re-deploys a query that reads a core NATS stream, or after a
 // NATS outage, it counts what the stream lost (dropped "disconnected").
+//
+// It makes the streams of queries' JetStream subjects (Coordinator.
+// ensureStreams): find a stream by subject, read one's information,
+// create one. A query part's data user may not (Authority.Mint).
 func Coordinator(data []string) Perms {
 	return Perms{
-		PubAllow: anyNS(deploy.QuerySubject("", "*", ">"), "tierflow.u.>"),
+		PubAllow: append(anyNS(deploy.QuerySubject("", "*", ">"), "tierflow.u.>"),
+			"$JS.API.INFO", "$JS.API.STREAM.NAMES", "$JS.API.STREAM.INFO.*", "$JS.API.STREAM.CREATE.*"),
 		SubAllow: append(append(anyNS("tierflow.ctl.>", deploy.QuerySubject("", "*", "status.*"), deploy.QuerySubject("", "*", "enough.*")),
 			natsserver.InboxPrefix(RoleCoordinator)+".>"), data...),
 		Respond: true,
