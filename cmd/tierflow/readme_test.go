@@ -166,11 +166,16 @@ func readmeCommands(t *testing.T, readme string) []string {
 
 // TestReadmeCommands runs every command README.md and docs/*.md show (those
 // calling bin/tierflow, tierflow or make) as written and wants each to exit 0
-// (or the code the document shows it failing with). `make demo` runs first,
+// (or the code the document shows it failing with). `make demo` runs
 // in the repository (its setup step builds bin/tierflow); the others run in a
 // directory that links to the repository's files, so what they write lands
 // there, with a bin/tierflow that is this CLI.
 func TestReadmeCommands(t *testing.T) {
+	// Beside the drills (recovery_test.go): every command runs in a
+	// process of its own, in a directory of its own, and most of them wait
+	// on rate-limited streams; run after the serial tests, it was a third of
+	// this package's wall time.
+	t.Parallel()
 	var cmds []string
 	listed := map[string]bool{}
 	for _, f := range docFiles(t) {
@@ -232,14 +237,21 @@ func TestReadmeCommands(t *testing.T) {
 		}
 	}
 	// In the repository itself: their setup step builds bin/tierflow there,
-	// where the build cache knows the sources' paths.
+	// where the build cache knows the sources' paths. One after the other
+	// (both run setup, which writes bin/tierflow), beside the other
+	// commands: those run in their own directory with their own
+	// bin/tierflow, and the two make runs were most of this test's wall
+	// time when they ran before them.
 	inRepo := map[string]bool{"make demo": true, "make install": true}
-	for _, c := range []string{"make demo", "make install"} {
-		if listed[c] {
-			t.Run(c, func(t *testing.T) { runOne(t, "../..", c) })
-		}
-	}
 	t.Run("rest", func(t *testing.T) {
+		t.Run("in the repository", func(t *testing.T) {
+			t.Parallel()
+			for _, c := range []string{"make demo", "make install"} {
+				if listed[c] {
+					t.Run(c, func(t *testing.T) { runOne(t, "../..", c) })
+				}
+			}
+		})
 		for _, c := range cmds {
 			if inRepo[c] {
 				continue

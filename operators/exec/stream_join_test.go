@@ -147,7 +147,9 @@ func TestJoinOfTwoStreamsStateIsBounded(t *testing.T) {
 		"SELECT a.id, b.id FROM a, b WHERE a.k = b.k AND b.ts BETWEEN a.ts - INTERVAL '5' MILLISECOND AND a.ts + INTERVAL '5' MILLISECOND;",
 		"SET exec.state_ttl = '2s';\nSELECT a.id, b.id FROM a JOIN b ON a.k = b.k;",
 	} {
-		if err, peak := runBudget(t, dir, streams+q, limit); err != nil {
+		err, peak := runBudget(t, dir, streams+q, limit)
+		t.Logf("peak %s", dataflow.Bytes(peak))
+		if err != nil {
 			t.Errorf("%s: %v (peak %s)", q, err, dataflow.Bytes(peak))
 		}
 	}

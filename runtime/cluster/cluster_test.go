@@ -29,6 +29,15 @@ import (
 	"github.com/tierflow/tierflow/runtime/metrics"
 )
 
+// Tests in parallel: this package's tests wait most of their time (on
+// rate-limited streams, shaped links, restarts) and use little CPU (34 s of
+// CPU in 266 s of wall, measured), so a test that only waits and asserts
+// results, counts or lower bounds on time calls t.Parallel and runs beside
+// another on a cluster and NATS server of its own. Tests that measure
+// latency, CPU shares or a link's adaptation (Jellyfish, adapt, SneakPeek,
+// overload, limits), or count goroutines, stay serial: a neighbour's CPU
+// would move what they measure.
+
 // TestEmbeddedMatchesLocal runs the query across three workers on edge, hub
 // and cloud, connected only through NATS, and compares the rows with a
 // one-process run; the relay meters must show bytes crossing both tier links.

@@ -44,6 +44,7 @@ GROUP BY s.site, TUMBLE(r.ts, INTERVAL '10' SECOND);
 // through runtime/connectors on their own connections, and the rows a test
 // subscriber receives equal a one-process run over the same rows in a file.
 func TestNATSStreamAndSink(t *testing.T) {
+	t.Parallel() // see "Tests in parallel" (cluster_test.go)
 	// The reference, f.Want: the file-based query in one process.
 	f := clustertest.NewFixture(t, 2000)
 	ctx, c, nc := natsCluster(t, f)

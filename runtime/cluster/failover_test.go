@@ -31,6 +31,7 @@ import (
 // coordinator fails over to another server and the query completes with
 // every row of a one-process run.
 func TestClusterNodeFailure(t *testing.T) {
+	t.Parallel() // see "Tests in parallel" (cluster_test.go)
 	var cloud []*natsserver.Server
 	var routes, leafs []*url.URL
 	for i := range 3 {

@@ -15,6 +15,7 @@ import (
 // time their bytes take to cross (a real NATS link throttled, not a model
 // of one), and the sender's wait shows as a stall.
 func TestLinkTraceShapesTheEdgeLinks(t *testing.T) {
+	t.Parallel() // see "Tests in parallel" (cluster_test.go)
 	f := clustertest.NewFixture(t, 200)
 	script := strings.Replace(clustertest.Query, "FORMAT CSV;", "FORMAT CSV RATE 100 PER SECOND;", 1)
 	script = strings.Replace(script, "GROUP BY s.site, TUMBLE(r.ts, INTERVAL '10' SECOND)", "GROUP BY s.site, TUMBLE(r.ts, INTERVAL '10' SECOND)\nWITH (LATENCY <= 100 MS)", 1)

@@ -27,6 +27,7 @@ import (
 // to the model on another tier. The predictions must equal a one-process
 // run's.
 func TestEmbeddedModel(t *testing.T) {
+	t.Parallel() // see "Tests in parallel" (cluster_test.go)
 	dir := fashionDir(t)
 	src, err := os.ReadFile(filepath.Join(dir, "classify.sql"))
 	if err != nil {

@@ -29,6 +29,7 @@ import (
 // server outage reached the old coordinator just before it went away,
 // and SHOW QUERIES on the new one never listed the query.)
 func TestRestartedCoordinatorRedeploysUnstartedGeneration(t *testing.T) {
+	t.Parallel() // see "Tests in parallel" (cluster_test.go)
 	f := clustertest.NewFixture(t, 1000)
 	script := strings.Replace(clustertest.Query, "FORMAT CSV;", "FORMAT CSV RATE 200 PER SECOND;", 1)
 	want, _ := runShaped(t, f, script, nil, nil)

@@ -147,6 +147,7 @@ func moved(t *testing.T, s control.Summary) control.Replan {
 // cloud, and the query is cut over at the committed epoch: the output is
 // byte for byte that of an unshaped run.
 func TestReplanOffASlowLinkWithLiveBandwidth(t *testing.T) {
+	t.Parallel() // see "Tests in parallel" (cluster_test.go)
 	policy := control.DefaultDrift
 	// The catalog's times are the fashion catalog's (CPU time at batch 8);
 	// what runs here is slower per item, which the policy may also see: a

@@ -31,6 +31,7 @@ func (p *askEveryTime) Decide(in control.PolicyInput) *control.Decision {
 // (it would only ask for the same): it waits 2 s, then 4 s, ... The result
 // is that of a run without the policy.
 func TestKeptReplanBacksOff(t *testing.T) {
+	t.Parallel() // see "Tests in parallel" (cluster_test.go)
 	f := clustertest.NewFixture(t, 1000)
 	// 10 s of replay: a policy asked every second would be asked ~9 times.
 	script := strings.Replace(clustertest.Query, "FORMAT CSV;", "FORMAT CSV RATE 100 PER SECOND;", 1)

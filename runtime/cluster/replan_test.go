@@ -58,6 +58,7 @@ func runHooked(t *testing.T, f clustertest.Fixture, script string, o cluster.Opt
 // result is byte for byte that of an unshaped run: no row lost or
 // duplicated. The summary's plan history says why and what moved.
 func TestReplanOffASlowLink(t *testing.T) {
+	t.Parallel() // see "Tests in parallel" (cluster_test.go)
 	f := clustertest.NewFixture(t, 1000)
 	script := strings.Replace(clustertest.Query, "FORMAT CSV;", "FORMAT CSV RATE 200 PER SECOND;", 1)
 	want, ws := runShaped(t, f, script, nil, nil)

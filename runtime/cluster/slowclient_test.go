@@ -32,6 +32,7 @@ func (s *stalledCSV) Close() error                 { return s.w.Close() }
 // it stalls) still gets every row: the results subscription buffers
 // instead of dropping as a slow consumer.
 func TestSlowClientLosesNoResults(t *testing.T) {
+	t.Parallel() // see "Tests in parallel" (cluster_test.go)
 	f := clustertest.NewFixture(t, 3000)
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
