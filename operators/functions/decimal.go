@@ -201,17 +201,25 @@ func decUnary(c *Ctx, ret arrow.DataType, args []compute.Datum, n int, abs bool)
 	return decimalResult(c.Mem, ret, out, valid, nulls), nil
 }
 
+// decOperands reads a binary kernel's two DECIMAL operands; the caller
+// releases both.
+func decOperands(args []compute.Datum) (x, y decArg, err error) {
+	if x, err = newDecArg(args[0]); err != nil {
+		return x, y, err
+	}
+	if y, err = newDecArg(args[1]); err != nil {
+		x.release()
+	}
+	return x, y, err
+}
+
 // decCompare compares two DECIMALs of one scale.
 func decCompare(c *Ctx, kernel string, args []compute.Datum, n int) (arrow.Array, error) {
-	x, err := newDecArg(args[0])
+	x, y, err := decOperands(args)
 	if err != nil {
 		return nil, err
 	}
 	defer x.release()
-	y, err := newDecArg(args[1])
-	if err != nil {
-		return nil, err
-	}
 	defer y.release()
 	valid, nulls, allNull := validity(c.Mem, n, x, y)
 	if allNull {

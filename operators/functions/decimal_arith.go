@@ -54,15 +54,11 @@ func bound64(ret arrow.DataType) int64 {
 // operand is read through an index mask of zero, so the loops have no
 // branch for it.
 func decArith(c *Ctx, ret arrow.DataType, args []compute.Datum, n int, op decOp) (arrow.Array, error) {
-	x, err := newDecArg(args[0])
+	x, y, err := decOperands(args)
 	if err != nil {
 		return nil, err
 	}
 	defer x.release()
-	y, err := newDecArg(args[1])
-	if err != nil {
-		return nil, err
-	}
 	defer y.release()
 	valid, nulls, allNull := validity(c.Mem, n, x, y)
 	if allNull {

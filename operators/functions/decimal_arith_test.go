@@ -24,15 +24,11 @@ import (
 // buffer after, and a closure call per row. It applies op to every row; op reports false when the result does
 // not fit 128 bits or the type's digits.
 func decBinary(c *Ctx, ret arrow.DataType, args []compute.Datum, n int, op func(x, y decimal128.Num) (decimal128.Num, bool)) (arrow.Array, error) {
-	x, err := newDecArg(args[0])
+	x, y, err := decOperands(args)
 	if err != nil {
 		return nil, err
 	}
 	defer x.release()
-	y, err := newDecArg(args[1])
-	if err != nil {
-		return nil, err
-	}
 	defer y.release()
 	valid, nulls, allNull := validity(c.Mem, n, x, y)
 	if allNull {
