@@ -22,7 +22,13 @@ func answer(t *testing.T, dir string, q Query, o Options) []string {
 	if err != nil {
 		t.Fatal(err)
 	}
-	rows := res.Rows
+	return settle(t, res.Rows)
+}
+
+// settle is a run's rows as sorted text, a changelog applied first.
+func settle(t *testing.T, rows [][]any) []string {
+	t.Helper()
+	var err error
 	if len(rows) > 0 {
 		if s, ok := rows[0][0].(string); ok && (s == rel.OpInsert || s == rel.OpDelete || s == rel.OpUpdateBefore || s == rel.OpUpdateAfter) {
 			if rows, err = rel.ApplyChangelog(rows); err != nil {

@@ -9,7 +9,7 @@ import (
 )
 
 // Partition splits each of dir's three event files into parts files
-// (bid-0.csv ... under dir/parts-N), row i to file i mod parts, as
+// (bid-0.csv ... under dir/parts-N, beside a copy of side_input.csv), row i to file i mod parts, as
 // nexmark-flink's datagen source of parallelism N has split k make every
 // N-th event. Each part keeps the events' time order, so it is a stream
 // partition with a watermark of its own (a FROM FILE glob, operators/exec).
@@ -22,6 +22,15 @@ func Partition(dir string, parts int) (string, error) {
 	if err := os.MkdirAll(out, 0o755); err != nil {
 		return "", err
 	}
+	// q13's side input is a table, read whole.
+	side, err := os.ReadFile(filepath.Join(dir, "side_input.csv"))
+	if err != nil {
+		return "", err
+	}
+	if err := os.WriteFile(filepath.Join(out, "side_input.csv"), side, 0o644); err != nil {
+		return "", err
+	}
+	// The bid parts last: their last file says the folder is complete.
 	for _, name := range []string{"person", "auction", "bid"} {
 		if err := split(filepath.Join(dir, name+".csv"), filepath.Join(out, name), parts); err != nil {
 			return "", err

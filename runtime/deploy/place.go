@@ -3,6 +3,7 @@ package deploy
 import (
 	"errors"
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 
@@ -228,7 +229,7 @@ func (pl *placer) operator(i int, in []int) error {
 		}
 		pl.placeScan(i, t)
 		return nil
-	case spec.Name == "columns" || spec.Name == "filter" || spec.Name == "project" || strings.HasPrefix(spec.Name, "labels ") || strings.HasPrefix(spec.Name, "adapt "):
+	case rowLocal(spec.Name):
 		up := first()
 		pl.p.Operators[i] = OperatorPlan{Name: spec.Name, Workers: up.Workers, Tier: up.Tier}
 		pl.p.Edges[in[0]] = EdgePlan{Kind: "pipeline"}
@@ -293,15 +294,58 @@ func groupColumns(n logical.Node) []int {
 	if !ok || len(a.Group) == 0 {
 		return nil
 	}
+	return columns(a.Group)
+}
+
+// keyColumns returns the input columns a keyed operator's instances split
+// its rows by: an aggregate's group columns, or the PARTITION BY columns
+// every window function of a SELECT shares (a Top-N's, an OVER's): each
+// key's rows then all reach one instance. nil: it must run once.
+func keyColumns(n logical.Node) []int {
+	w, ok := n.(*logical.WindowFuncs)
+	if !ok {
+		return groupColumns(n)
+	}
+	var keys []int
+	for i, f := range w.Funcs {
+		cols := columns(f.Partition)
+		if cols == nil {
+			return nil
+		}
+		if i == 0 {
+			keys = cols
+			continue
+		}
+		keys = slices.DeleteFunc(keys, func(k int) bool { return !slices.Contains(cols, k) })
+	}
+	if len(keys) == 0 {
+		return nil
+	}
+	return keys
+}
+
+// columns returns the input columns es are, or nil when one is computed
+// (or there are none).
+func columns(es []expr.Expr) []int {
+	if len(es) == 0 {
+		return nil
+	}
 	var cols []int
-	for _, g := range a.Group {
-		c, ok := g.(*expr.Column)
+	for _, e := range es {
+		c, ok := e.(*expr.Column)
 		if !ok {
 			return nil
 		}
 		cols = append(cols, c.Index)
 	}
 	return cols
+}
+
+// rowLocal reports whether the operator named name answers each row alone
+// (a projection, a filter, a model call's labels): its instances may each
+// take any share of the rows.
+func rowLocal(name string) bool {
+	return name == "columns" || name == "filter" || name == "project" || strings.HasPrefix(name, "labels ") || strings.HasPrefix(name, "adapt ")
 }
 
 // Apply sets g's placement: the query name, every operator's workers and

@@ -38,13 +38,17 @@ func (pl *placer) fromPlan(i int, in []int) (bool, error) {
 		up := pl.p.Operators[pl.g.Edges[in[0]].From.Op]
 		pl.p.Operators[i] = OperatorPlan{Name: name, Workers: up.Workers, Tier: up.Tier}
 		pl.p.Edges[in[0]] = EdgePlan{Kind: "pipeline"}
-		if _, agg := pl.nodes[i].(*logical.Aggregate); agg && len(up.Workers) > 1 {
-			// A stage the plan spreads over several workers balances its
-			// rows among them: an aggregate fused into it must see every
-			// row of its groups, so its instances exchange by the group
-			// columns (or it runs once), or each would emit a partial
-			// count of the same group.
-			if keys := groupColumns(pl.nodes[i]); keys != nil {
+		if len(up.Workers) > 1 && acrossRows(pl.nodes[i]) {
+			// A stage of several instances (the plan spreads it over
+			// workers, or its source is a partitioned stream) has each
+			// see a share of the rows: an operator fused into it that
+			// keeps state across rows (an aggregate, a Top-N, an OVER,
+			// a sort) must see every row of its keys, so its instances
+			// exchange by those keys (or it runs once), or each would
+			// answer for its share alone: partial counts of one group,
+			// a top row per partition. (A join's operators run
+			// together over the join's two inputs, its own stage.)
+			if keys := keyColumns(pl.nodes[i]); keys != nil {
 				pl.p.Edges[in[0]] = EdgePlan{Kind: "exchange", Keys: keys}
 			} else {
 				pl.p.Operators[i].Workers = up.Workers[:1]
@@ -85,7 +89,7 @@ func (pl *placer) fromPlan(i int, in []int) (bool, error) {
 	}
 	pl.place(i, po.Workers[0].Tier, ws)
 	for _, e := range in {
-		switch keys := groupColumns(pl.nodes[i]); {
+		switch keys := keyColumns(pl.nodes[i]); {
 		case len(ws) == 1:
 			pl.p.Edges[e] = EdgePlan{Kind: "pipeline"}
 		case keys != nil:
@@ -95,4 +99,14 @@ func (pl *placer) fromPlan(i int, in []int) (bool, error) {
 		}
 	}
 	return true, nil
+}
+
+// acrossRows reports whether n keeps state across its input's rows (one
+// input; a join has its own stage).
+func acrossRows(n logical.Node) bool {
+	switch n.(type) {
+	case *logical.Aggregate, *logical.WindowFuncs, *logical.Sort, *logical.Limit:
+		return true
+	}
+	return false
 }
