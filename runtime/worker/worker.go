@@ -842,8 +842,15 @@ func (w *Worker) run(ctx context.Context, q *query) {
 				err = cerr
 			}
 		}
-		if eerr := q.res.end(); eerr != nil && err == nil {
-			err = eerr
+		// The end marker says every result was sent: the client then
+		// writes all it holds, complete epochs or not. A part that failed
+		// or was aborted (a worker lost: the next generation replays) has
+		// not sent them all, and what it held of an epoch must wait for the
+		// generation that completes it; a stopped one ends its results.
+		if err == nil || q.graceful.Load() {
+			if eerr := q.res.end(); eerr != nil && err == nil {
+				err = eerr
+			}
 		}
 	}
 	_ = q.dt.Close()
