@@ -47,6 +47,13 @@ type Analyzer interface {
 	Analyze(ctx context.Context, q Query, e *lang.Explain, w io.Writer) error
 }
 
+// Placer is an engine that spreads a query's operators over workers (a
+// cluster): EXPLAIN prints, after the plan, where each operator's
+// instances would run and which share of its input each takes.
+type Placer interface {
+	Instances(ctx context.Context, q Query, e *lang.Explain, w io.Writer) error
+}
+
 // Monitor is an engine with a running system to report on: SHOW WORKERS and
 // SHOW QUERIES answer from it (ok) rather than from the infrastructure, and
 // STOP QUERY stops one of its queries.

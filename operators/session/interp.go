@@ -278,6 +278,18 @@ func (s *Session) explain(ctx context.Context, e *lang.Explain) error {
 	if err := explain.Write(w, format, res.Physical); err != nil {
 		return err
 	}
+	if p, ok := s.cfg.Engine.(Placer); ok && format == "text" {
+		// The query as the next one the script submits (EXPLAIN runs
+		// none itself).
+		q, err := s.Prepare(ctx, e.Target(), s.script)
+		if err != nil {
+			return err
+		}
+		q.Nth = s.nth + 1
+		if err := p.Instances(ctx, q, e, w); err != nil {
+			return err
+		}
+	}
 	// As tierflow explain: the plan, then the objective no plan meets
 	// (exit 1 at its position).
 	return res.Runnable()
