@@ -32,6 +32,10 @@ type ClusterOptions struct {
 	Binary    string
 	// Log receives the workers' warnings (default: dropped).
 	Log io.Writer
+	// Heartbeat is the workers' heartbeat interval (cluster.Options';
+	// default 500 ms, a worker silent for four of them is lost): tests
+	// on a loaded machine that kill no worker take a longer one.
+	Heartbeat time.Duration
 }
 
 // StartCluster starts o.Workers workers in one tier.
@@ -58,7 +62,7 @@ workers:
 	if o.Log == nil {
 		o.Log = io.Discard
 	}
-	opts := cluster.Options{Infra: inf, Log: slog.New(slog.NewTextHandler(o.Log, &slog.HandlerOptions{Level: slog.LevelWarn})), Namespace: fmt.Sprintf("nexmark-%d-%d", o.Workers, time.Now().UnixNano())}
+	opts := cluster.Options{Infra: inf, Log: slog.New(slog.NewTextHandler(o.Log, &slog.HandlerOptions{Level: slog.LevelWarn})), Namespace: fmt.Sprintf("nexmark-%d-%d", o.Workers, time.Now().UnixNano()), Heartbeat: o.Heartbeat}
 	var c *cluster.Cluster
 	if o.Processes {
 		c, err = cluster.StartProcesses(ctx, cluster.ProcessOptions{Options: opts, Binary: o.Binary, Stderr: warnings{o.Log}})

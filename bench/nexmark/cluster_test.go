@@ -21,7 +21,7 @@ func TestKeyedQueriesAnswerAlikeOnOneAndThreeWorkers(t *testing.T) {
 	defer cancel()
 	var clusters []*Cluster
 	for _, n := range []int{1, 3} {
-		c, err := StartCluster(ctx, ClusterOptions{Workers: n})
+		c, err := StartCluster(ctx, ClusterOptions{Workers: n, Heartbeat: 2 * time.Second})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -34,6 +34,9 @@ type Options struct {
 	// Parallelism is `tierflow run --local --parallelism` (0: every core
 	// where it pays).
 	Parallelism int
+	// Partitioned reads the streams over the parts Partition wrote into
+	// the folder Run is given (PartitionedDDL), a partition per file.
+	Partitioned bool
 }
 
 // Result is a run's output and time.
@@ -57,7 +60,11 @@ func Run(ctx context.Context, dir string, q Query, o Options) (Result, error) {
 	}
 	out := &rows{keep: o.Keep, check: o.Check}
 	start := time.Now()
-	err := exec.RunScript(ctx, filepath.Join(dir, q.Name+".sql"), DDL(dir)+q.Text, exec.ScriptOptions{
+	ddl := DDL(dir)
+	if o.Partitioned {
+		ddl = PartitionedDDL(dir)
+	}
+	err := exec.RunScript(ctx, filepath.Join(dir, q.Name+".sql"), ddl+q.Text, exec.ScriptOptions{
 		Options: exec.Options{Allocator: o.Allocator, BaseDir: dir, BatchSize: o.BatchSize, MaxDelay: o.MaxDelay, Parallelism: o.Parallelism},
 		NewOutput: func() (sinks.Writer, error) {
 			return out, nil

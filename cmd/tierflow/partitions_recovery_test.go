@@ -57,7 +57,7 @@ func (r *textRows) values() [][]any {
 }
 
 // Nexmark's stateful queries over partitioned streams on two worker
-// processes answer what the local executor answers over the unsplit files,
+// processes answer what the local executor answers over the same files,
 // also when one worker is killed -9 mid-query: the survivor reads every
 // partition again from the start, each with its own watermark, so which
 // rows are late, which windows they land in and which rows a join keeps
@@ -95,17 +95,17 @@ func TestWindowedQueriesSurviveAKill(t *testing.T) {
 		}
 		// One at a time: each starts two worker processes, and more on
 		// two cores would starve the heartbeats.
-		t.Run(name, func(t *testing.T) { killMidQuery(t, dir, parts, q) })
+		t.Run(name, func(t *testing.T) { killMidQuery(t, parts, q) })
 	}
 }
 
 // killMidQuery runs q on two worker processes over parts, kills one once
 // the query has committed an epoch, and compares the rows (a changelog
-// applied) with the local executor's over dir's unsplit files.
-func killMidQuery(t *testing.T, dir, parts string, q nexmark.Query) {
+// applied) with the local executor's over the same files.
+func killMidQuery(t *testing.T, parts string, q nexmark.Query) {
 	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
 	defer cancel()
-	local, err := nexmark.Run(ctx, dir, q, nexmark.Options{Keep: true})
+	local, err := nexmark.Run(ctx, parts, q, nexmark.Options{Keep: true, Partitioned: true})
 	if err != nil {
 		t.Fatal(err)
 	}
