@@ -7,14 +7,15 @@
 # the 70-odd links of a run are about a third cheaper without it.
 TESTFLAGS = -ldflags=-w
 
-# go test runs up to -p test binaries (and builds) at once, in the order the
-# packages are named. The packages named first are the suite's long poles
-# (minutes of clusters, drills and rate-limited streams, mostly waiting on
-# the clock, not on a core): they start as soon as they are linked and the
-# other slots build and run the rest beside them. With -p 2 (the default on
-# 2 cores) two such packages held both slots while the rest waited.
-TESTP = 4
-LONG_POLES = ./cmd/tierflow ./runtime/cluster ./runtime/dataaware ./examples/ocr ./runtime/security ./bench/shared
+# go test runs up to -p actions (compiles, links, test binaries) at once, by
+# default one per core. TESTP=3 (or 4) with the waiting long poles named first
+# lets the other slots build and run the rest while cmd/tierflow and
+# runtime/cluster wait on clocks. Not the default: under load 30 on this
+# machine, -p 4 (with examples/ocr, which is CPU-bound, among the poles) timed
+# out three packages and failed 20-odd timing tests; it has not been measured
+# on a quiet machine yet.
+TESTP ?=
+LONG_POLES = ./cmd/tierflow ./runtime/cluster
 
 setup:
 	@scripts/setup.sh
@@ -62,7 +63,7 @@ FUZZ_BRIEF = \
 	./planner/infra:FuzzParse:40000
 
 test: setup
-	go test $(TESTFLAGS) -p $(TESTP) -count=1 $(LONG_POLES) ./...
+	go test $(TESTFLAGS) -count=1 $(if $(TESTP),-p $(TESTP) $(LONG_POLES)) ./...
 	@# The DuckDB peer (its own module): benchmark answers and SQL feature
 	@# comparisons against DuckDB. The first build compiles DuckDB's bindings.
 	cd bench/sqlpeer && go test $(TESTFLAGS) -count=1 ./...
