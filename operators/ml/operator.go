@@ -257,7 +257,7 @@ func (o *Operator) dropLate(now time.Time) {
 		o.b.take(p.j.n)
 		p.taken, p.dropped = p.j.n, true
 		o.counts.deadline.Add(int64(p.j.n))
-		o.drops.Add(dataflow.DropDeadline, int64(p.j.n))
+		o.drops.AddAt(dataflow.DropDeadline, p.cap.Epoch(), int64(p.j.n))
 	}
 }
 
