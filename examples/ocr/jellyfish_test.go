@@ -248,6 +248,7 @@ func TestJellyfishTradeOnTheShapedLink(t *testing.T) {
 		r := runShaped(t, len(sc), flat(c.kbit), c.jellyfish)
 		s := r.summary
 		answered := answeredBy(t, r.reads, refs, s.Dropped["deadline"] > 0)
+		assertAccounted(t, r.reads, refs, s, "det-480", len(sc))
 		down := stepDown(t, s)
 		switch {
 		case c.kbit == shapedKbit && c.jellyfish && down == nil:
