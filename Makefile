@@ -39,6 +39,7 @@ FUZZ_BRIEF = \
 	./planner/bind:FuzzBind:2000 \
 	./planner:FuzzPlan:1500 \
 	./operators/sources:FuzzCSV:800 \
+	./operators/sources:FuzzCSVScanner:1500 \
 	./operators/sources:FuzzJSONL:1500 \
 	./operators/sources:FuzzAppendJSON:3000 \
 	./operators/sources:FuzzIPCFile:1500 \
