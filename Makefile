@@ -55,7 +55,7 @@ FUZZ_BRIEF = \
 	./operators/sources:FuzzCSV:800 \
 	./operators/sources:FuzzCSVScanner:1500 \
 	./operators/sources:FuzzJSONL:1500 \
-	./operators/sources:FuzzAppendJSON:3000 \
+	./operators/sources:FuzzAppendJSON:1500 \
 	./operators/sources:FuzzIPCFile:1500 \
 	./operators/sources:FuzzIPCStream:1000 \
 	./operators/sources:FuzzParquet:800 \
