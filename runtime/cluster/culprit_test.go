@@ -38,20 +38,25 @@ func TestLostWorkerBlamesTheQueryHoldingItsMemory(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { co.Close() })
-	start := func(name string) *nats.Conn {
+	// w1's guard is 64 MiB; w2's is larger, as the guard also reads the
+	// process's live heap and both workers share this test's process: what
+	// qbig held on w1 is garbage once w1 is gone, but until a collection
+	// it counted against w2 too, which then refused qsmall's recovery
+	// (seen under load; the culprit rule under test is w1's).
+	start := func(name string, guard int64) *nats.Conn {
 		// Each worker on its own connection: closing w1's is its death
 		// as the coordinator sees it (no more heartbeats, no goodbye).
 		wnc := clustertest.Connect(t, srv)
 		inv := devices.Inventory{CPUs: 1}
 		w, err := worker.Start(context.Background(), worker.Config{Conn: wnc, Name: name, Tier: "edge", Inventory: &inv,
-			Exec: cluster.ExecHooks(wnc, "", nil, 1), Guard: dataflow.NewMemory(name+"'s guard", 64<<20, nil)})
+			Exec: cluster.ExecHooks(wnc, "", nil, 1), Guard: dataflow.NewMemory(name+"'s guard", guard, nil)})
 		if err != nil {
 			t.Fatal(err)
 		}
 		t.Cleanup(func() { w.Close() })
 		return wnc
 	}
-	w1 := start("w1")
+	w1 := start("w1", 64<<20)
 	dir := t.TempDir()
 	scriptOf := func(name, src string) deploy.Script {
 		f := filepath.Join(dir, name+".sql")
@@ -90,7 +95,7 @@ func TestLostWorkerBlamesTheQueryHoldingItsMemory(t *testing.T) {
 	clustertest.CheckFor(t, 20*time.Second, 20*time.Millisecond, running("qbig"))
 	clustertest.CheckFor(t, 20*time.Second, 20*time.Millisecond, running("qsmall"))
 	// Both run on w1; w2 joins only now, to take what is recovered.
-	start("w2")
+	start("w2", 1<<30)
 	feed := clustertest.Connect(t, srv)
 	var b strings.Builder
 	next := 0
