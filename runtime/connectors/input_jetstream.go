@@ -9,6 +9,8 @@ import (
 
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/tierflow/tierflow/dataflow"
 )
 
 // jetstreamInput is a pull consumer on a JetStream stream: durable when named
@@ -123,24 +125,34 @@ func (j *jetstreamInput) next(ctx context.Context) (message, error) {
 			}
 			j.batch = b
 		}
+		var m jetstream.Msg
+		var ok bool
 		select {
-		case m, ok := <-j.batch.Messages():
-			if !ok {
-				err := j.batch.Error()
-				j.batch = nil
-				if err != nil && !errors.Is(err, nats.ErrTimeout) && !errors.Is(err, context.DeadlineExceeded) {
-					return message{}, err
-				}
-				continue
+		case m, ok = <-j.batch.Messages():
+		default:
+			// Waiting for input is not the query's CPU time (dataflow.CPU).
+			resume := dataflow.Waiting(ctx)
+			select {
+			case m, ok = <-j.batch.Messages():
+				resume()
+			case <-ctx.Done():
+				resume()
+				return message{}, ctx.Err()
 			}
-			var seq uint64
-			if md, err := m.Metadata(); err == nil {
-				seq = md.Sequence.Stream
-			}
-			return message{data: m.Data(), header: m.Headers(), ack: m.Ack, term: m.Term, seq: seq}, nil
-		case <-ctx.Done():
-			return message{}, ctx.Err()
 		}
+		if !ok {
+			err := j.batch.Error()
+			j.batch = nil
+			if err != nil && !errors.Is(err, nats.ErrTimeout) && !errors.Is(err, context.DeadlineExceeded) {
+				return message{}, err
+			}
+			continue
+		}
+		var seq uint64
+		if md, err := m.Metadata(); err == nil {
+			seq = md.Sequence.Stream
+		}
+		return message{data: m.Data(), header: m.Headers(), ack: m.Ack, term: m.Term, seq: seq}, nil
 	}
 }
 

@@ -48,6 +48,10 @@ func newNATSInput(_ context.Context, c SourceConfig) (input, error) {
 }
 
 func (n *natsInput) next(ctx context.Context) (message, error) {
+	if queued, _, _ := n.sub.Pending(); queued == 0 {
+		// Waiting for input is not the query's CPU time (dataflow.CPU).
+		defer dataflow.Waiting(ctx)()
+	}
 	m, err := n.sub.NextMsgWithContext(ctx)
 	for errors.Is(err, nats.ErrSlowConsumer) {
 		// The client says so once after each run of drops: count them now,
