@@ -35,6 +35,22 @@ type LinkState struct {
 	// transfer rate's where the sender measures it): the distribution
 	// LinkBandwidth.TailBps reads.
 	Samples []float64
+	// Residence are the receiver's latest measures of how long its
+	// batches stayed there until their results (ResidenceMeter), oldest
+	// first; empty where the transport does not carry them.
+	Residence []time.Duration
+}
+
+// ResidenceTail is how long the receiver keeps a batch with probability p,
+// by the rule TailBps reads the link with: the longest of its latest
+// EvidenceSamples(p) measures; 0 with none.
+func (s LinkState) ResidenceTail(p float64) time.Duration {
+	n := len(s.Residence)
+	var long time.Duration
+	for _, d := range s.Residence[n-min(n, EvidenceSamples(p)):] {
+		long = max(long, d)
+	}
+	return long
 }
 
 // LinkStater is a Sender that knows its link's state (relay's senders).

@@ -74,6 +74,11 @@ type Header struct {
 	// operator and across workers (the relay carries it), and sinks measure
 	// end-to-end latency against it (InstanceStats.EndToEnd).
 	Ingest int64
+	// Arrived is, for Data from another worker, when this worker's
+	// transport received it (Unix ns on this worker's clock; 0: a local
+	// batch). Sinks measure the batch's residence here against it
+	// (ResidenceMeter), with no clock of another machine involved.
+	Arrived int64
 }
 
 // Message is a data batch or a progress announcement on one channel.

@@ -25,10 +25,14 @@ type queue struct {
 	notEmpty chan struct{} // 1-buffered wake-up for the consumer
 	notFull  chan struct{} // 1-buffered wake-up for one blocked producer
 	done     chan struct{} // closed on close, wakes every blocked producer
+	res      *residence    // the worker's: arrivals from other workers
 }
 
-func newQueue(capacity int) *queue {
+var _ ResidenceMeter = (*queue)(nil)
+
+func newQueue(capacity int, res *residence) *queue {
 	return &queue{
+		res:      res,
 		capacity: capacity,
 		notEmpty: make(chan struct{}, 1),
 		notFull:  make(chan struct{}, 1),
@@ -49,6 +53,15 @@ func (q *queue) setBlocking(b bool) {
 	q.mu.Unlock()
 }
 
+// Residence implements ResidenceMeter: the worker's, over every instance
+// (a query's part on a worker is one dataflow worker).
+func (q *queue) Residence() time.Duration {
+	if q.res == nil {
+		return 0
+	}
+	return q.res.take()
+}
+
 // Deliver implements Inbox.
 func (q *queue) Deliver(ctx context.Context, m Message) error {
 	for {
@@ -59,6 +72,9 @@ func (q *queue) Deliver(ctx context.Context, m Message) error {
 			return fmt.Errorf("%w: inbox of finished or failed instance (channel %v)", ErrClosed, m.Channel)
 		}
 		if !q.blocking || len(q.buf) < q.capacity {
+			if m.Kind == Data && m.Arrived != 0 && q.res != nil {
+				q.res.arrive(m.Ingest, m.Arrived)
+			}
 			q.buf = append(q.buf, m)
 			room := len(q.buf) < q.capacity
 			q.mu.Unlock()

@@ -103,6 +103,9 @@ type Worker struct {
 	// it into wall time (Unix ns) as epochNs plus the offset.
 	epoch   time.Time
 	epochNs int64
+
+	// res pairs batches from other workers with their results here.
+	res residence
 }
 
 // mono is the time since the worker was made, from the monotonic clock.
@@ -197,7 +200,7 @@ func NewWorker(g *Graph, id int, cfg Config) (*Worker, error) {
 				w.shutdown()
 				return nil, fmt.Errorf("%w: %s[%d]: constructor returned nil", ErrInvalidGraph, spec.Name, k)
 			}
-			in := &instance{w: w, info: info, op: logic, q: newQueue(cfg.QueueLen), owned: make(map[*Capability]struct{}), ctx: context.Background(), srcCtx: context.Background()}
+			in := &instance{w: w, info: info, op: logic, q: newQueue(cfg.QueueLen, &w.res), owned: make(map[*Capability]struct{}), ctx: context.Background(), srcCtx: context.Background()}
 			in.opctx.in = in
 			if s, ok := logic.(Source); ok && spec.Inputs == 0 {
 				in.src = s
@@ -647,7 +650,9 @@ func (in *instance) timed(start time.Duration, out int64) {
 // ingest: their end-to-end latency, from the wall clock because ingest was
 // stamped on another worker, maybe in another process.
 func (in *instance) endToEnd(ingest int64, rows int64, rec arrow.Record) {
-	d := time.Duration(time.Now().UnixNano() - ingest)
+	now := time.Now().UnixNano()
+	in.w.res.finish(ingest, now)
+	d := time.Duration(now - ingest)
 	in.stats.e2e.observeN(d, uint64(rows))
 	if slo := in.w.cfg.LatencySLO; slo > 0 && d > slo {
 		in.stats.sloMiss.Add(rows)

@@ -92,7 +92,10 @@ func (d *DataflowTransport) pump(ch dataflow.ChannelID, r Receiver, in dataflow.
 		}
 		dm := dataflow.Message{Header: dataflow.Header{Channel: ch, Epoch: dataflow.Epoch(m.Epoch), Seq: m.Seq - 1, Ingest: m.Ingest}}
 		if m.Kind == KindData {
-			dm.Kind, dm.Record = dataflow.Data, m.Record
+			dm.Kind, dm.Record, dm.Arrived = dataflow.Data, m.Record, m.Arrived
+			if dm.Arrived == 0 {
+				dm.Arrived = time.Now().UnixNano()
+			}
 		} else {
 			dm.Kind = dataflow.Progress
 		}
@@ -105,6 +108,23 @@ func (d *DataflowTransport) pump(ch dataflow.ChannelID, r Receiver, in dataflow.
 		if m.Kind == KindProgress && dataflow.Epoch(m.Epoch) == dataflow.Closed {
 			return
 		}
+		reportResidence(in, r)
+	}
+}
+
+// reportResidence passes what the inbox measured of the worker's
+// residence since the last message to the receiver, for its sender.
+func reportResidence(in dataflow.Inbox, r Receiver) {
+	rm, ok := in.(dataflow.ResidenceMeter)
+	if !ok {
+		return
+	}
+	rr, ok := r.(ResidenceReporter)
+	if !ok {
+		return
+	}
+	if d := rm.Residence(); d > 0 {
+		rr.ReportResidence(d)
 	}
 }
 
@@ -198,7 +218,8 @@ func (ds *dataflowSender) LinkState() dataflow.LinkState {
 	st := ds.s.Stats()
 	return dataflow.LinkState{BandwidthBps: st.AckBandwidthBps, LastBps: st.LastAckBps, SRTT: st.SRTT, Acks: st.Acks,
 		UnackedBytes: st.UnackedBytes, Bytes: st.Bytes, Batches: st.Batches,
-		TransferBps: st.TransferBps, LastTransferBps: st.LastTransferBps, BaseRTT: st.BaseRTT, Samples: st.Samples}
+		TransferBps: st.TransferBps, LastTransferBps: st.LastTransferBps, BaseRTT: st.BaseRTT, Samples: st.Samples,
+		Residence: st.Residence}
 }
 
 func (ds *dataflowSender) Close() error {

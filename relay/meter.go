@@ -2,6 +2,7 @@ package relay
 
 import (
 	"math"
+	"sync"
 	"sync/atomic"
 	"time"
 )
@@ -32,6 +33,44 @@ type Meter struct {
 	resentB   atomic.Uint64 // sender: their wire bytes (in bytes too)
 	dups      atomic.Uint64 // receiver: messages that arrived again, dropped
 	gaps      atomic.Uint64 // receiver: messages found missing, asked for again
+	resid     residences    // sender: the receiver's residence measures
+}
+
+// residences are a link's latest residence measures (LinkStats.Residence).
+type residences struct {
+	mu   sync.Mutex
+	ring [TailSamples]time.Duration
+	n    int // measures kept (at most TailSamples)
+	at   int // the oldest's index once the ring is full
+}
+
+// Residence takes the receiver's measure d of how long its worker kept
+// the link's batches (an ack's, relay.ResidenceReporter).
+func (m *Meter) Residence(d time.Duration) {
+	r := &m.resid
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.n < TailSamples {
+		r.ring[r.n] = d
+		r.n++
+		return
+	}
+	r.ring[r.at] = d
+	r.at = (r.at + 1) % TailSamples
+}
+
+func (r *residences) snapshot() []time.Duration {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.n == 0 {
+		return nil
+	}
+	out := make([]time.Duration, 0, r.n)
+	if r.n < TailSamples {
+		return append(out, r.ring[:r.n]...)
+	}
+	out = append(out, r.ring[r.at:]...)
+	return append(out, r.ring[:r.at]...)
 }
 
 // Unacked sets the sender's data bytes on the wire whose ack has not come
@@ -119,6 +158,7 @@ func (m *Meter) Snapshot() LinkStats {
 		BaseRTT:           base,
 		AckBandwidthBps:   bps,
 		Samples:           m.bw.tailSamples(nil),
+		Residence:         m.resid.snapshot(),
 		LastAckBps:        latest,
 		RecentAckBps:      recent,
 		ShapedBps:         math.Float64frombits(m.shapedBps.Load()),

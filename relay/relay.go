@@ -103,6 +103,18 @@ type Message struct {
 	Epoch  uint64       // data: the batch's timestamp; progress: the new frontier
 	Record arrow.Record // data
 	Ingest int64        // data: when its rows entered the query (Unix ns; 0: unknown)
+	// Arrived is, for data, when the receiver had it in whole (Unix ns,
+	// its own clock; 0: not measured): the start of its residence there
+	// (dataflow.Header.Arrived).
+	Arrived int64
+}
+
+// ResidenceReporter is a Receiver that passes back to its sender how long
+// the receiving worker keeps its batches (dataflow.ResidenceMeter): the
+// NATS backend on its acks, so the sender's LinkStats.Residence has the
+// receiver's measures.
+type ResidenceReporter interface {
+	ReportResidence(d time.Duration)
 }
 
 // Sender is the sending end of one link. Its methods are safe for concurrent
@@ -251,6 +263,10 @@ type LinkStats struct {
 	// to TailSamples; the transfer rate's where it is measured): the
 	// distribution a latency bound's tail is read from.
 	Samples []float64 `json:"samples,omitempty"`
+	// Residence are the receiver's latest measures of how long its worker
+	// kept this link's batches until their results, oldest first (up to
+	// TailSamples; sender only, from the acks of backends that carry them).
+	Residence []time.Duration `json:"residence,omitempty"`
 	// ShapedBps is a shaped link's cap at its last send (bytes per second;
 	// 0: not shaped), what the trace gave it.
 	ShapedBps float64 `json:"shaped_bps,omitempty"`

@@ -318,7 +318,8 @@ type sidePlan struct {
 // distribution (dataflow.LinkBandwidth.TailBps: the smallest of its latest
 // samples, as many as that probability needs): at that bandwidth the
 // batch, behind what is on the wire ahead of it and with half a round trip,
-// the model's compute and a margin, reaches the model within the SLO, and
+// what the receiver needs after the link (its measured residence, else the
+// model's profiled compute) and a margin, reaches its result within the SLO, and
 // the next batch, behind it, still can at the smallest side (nextFits). Nothing
 // else is held back: a fall of the link counts at its first slow ack (the
 // next batch goes smaller), a rise once the evidence of the slow samples
@@ -350,7 +351,13 @@ func (p sidePlan) pick(sides []int, planes, width int) int {
 	if p.State.TransferBps > 0 && p.State.BaseRTT > 0 {
 		rtt = p.State.BaseRTT
 	}
-	budget := (p.SLO - p.Compute - margin - p.Age - rtt/2).Seconds()
+	// What the batch needs after the link: the model's profiled compute,
+	// or, once the receiver has measured it, the time its worker keeps a
+	// batch until the result with the same probability (queueing, batching
+	// and compute on a machine that runs other work: a loaded worker takes
+	// several times its profile).
+	after := max(p.Compute, p.State.ResidenceTail(p.Attain))
+	budget := (p.SLO - after - margin - p.Age - rtt/2).Seconds()
 	rowBytes := func(s int) float64 { return float64(planes * s * s * width) }
 	smallest := sides[len(sides)-1]
 	for _, s := range sides {
@@ -363,6 +370,8 @@ func (p sidePlan) pick(sides []int, planes, width int) int {
 		}
 		return s
 	}
+	// The drop must be sure the batch misses: the profiled compute, the
+	// least the receiver can take, not its measured tail.
 	best := max(p.State.BandwidthBps, p.State.LastBps, p.State.TransferBps, p.State.LastTransferBps)
 	alone := float64(p.Rows) * rowBytes(smallest) / best
 	if p.Rows > 0 && (p.Age+p.Compute+rtt/2).Seconds()+alone > p.SLO.Seconds() {

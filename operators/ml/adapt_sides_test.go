@@ -228,6 +228,15 @@ func TestSidePlanPick(t *testing.T) {
 		}
 		return st
 	}
+	// resident is st with the receiver's residence measures: one of slow,
+	// then n of usual.
+	resident := func(st dataflow.LinkState, slow, usual time.Duration, n int) dataflow.LinkState {
+		st.Residence = append(st.Residence, slow)
+		for range n {
+			st.Residence = append(st.Residence, usual)
+		}
+		return st
+	}
 	base := sidePlan{Rows: 1, Overhead: 600, SLO: 100 * time.Millisecond, BatchesPerSec: 15, RowsPerSec: 15, Attain: 0.98}
 	// waited is a link at kbit kbit/s and a batch that waited age for it.
 	waited := func(kbit float64, age time.Duration) func(sidePlan) sidePlan {
@@ -283,6 +292,16 @@ func TestSidePlanPick(t *testing.T) {
 		}, 14},
 		{"a batch that waited 45 ms", waited(900, 45*time.Millisecond), 28},
 		{"a batch that waited 60 ms", waited(900, 60*time.Millisecond), 20},
+		{"900 kbit/s, the receiver keeping batches 60 ms: 28 no longer in time", on(resident(link(900e3/8), 60*time.Millisecond, 5*time.Millisecond, 48)), 20},
+		{"the 60 ms residence 49 back: aged out at P98", on(resident(link(900e3/8), 60*time.Millisecond, 5*time.Millisecond, 49)), 28},
+		{"a residence under the profiled compute: the profile's", func(p sidePlan) sidePlan {
+			p.State, p.Compute = resident(link(900e3/8), time.Millisecond, time.Millisecond, 10), 60*time.Millisecond
+			return p
+		}, 20},
+		{"a batch that waited 80 ms, the receiver slow: still sent, the drop is by the profile", func(p sidePlan) sidePlan {
+			p.State, p.Age = resident(link(900e3/8), 60*time.Millisecond, 60*time.Millisecond, 10), 80*time.Millisecond
+			return p
+		}, 14},
 		{"bytes on the wire ahead", func(p sidePlan) sidePlan {
 			p.State = link(900e3 / 8)
 			p.State.UnackedBytes = 8000

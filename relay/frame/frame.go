@@ -105,6 +105,9 @@ type Header struct {
 	Total    uint64 // body length summed over all chunks
 	// Ingest is, for data, when the batch's rows entered the query (Unix
 	// ns, 0: unknown): end-to-end latency survives the hop between workers.
+	// For an ack it is the longest the receiving worker kept a batch of
+	// the link until its result since the previous ack (ns, 0: none
+	// measured; relay.ResidenceReporter).
 	Ingest int64
 }
 

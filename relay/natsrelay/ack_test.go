@@ -78,3 +78,57 @@ func TestAcksAreCumulative(t *testing.T) {
 		t.Errorf("a message alone: %d ack frames, want 1", got)
 	}
 }
+
+// The receiver's measure of how long its worker keeps the link's batches
+// rides on its next ack to the sender (relay.ResidenceReporter), the
+// longest reported since the previous ack, once: the sender's LinkStats
+// then has it among its residence measures, and a message received with
+// nothing reported adds none. Each data message arrives stamped with when
+// the receiver had it in whole.
+func TestAcksCarryTheReceiversResidence(t *testing.T) {
+	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
+	defer mem.AssertSize(t, 0)
+	s := startServer(t, 0)
+	o := Options{Config: relay.Config{Allocator: mem, Window: 32}, AckTimeout: time.Minute}
+	a, b := New(connect(t, s), o), New(connect(t, s), o)
+	defer a.Close()
+	defer b.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	snd, r := openLink(ctx, t, a, b, relay.LinkID{Query: "q", Edge: 1})
+	defer snd.Close()
+	defer r.Close()
+	rr, ok := r.(relay.ResidenceReporter)
+	if !ok {
+		t.Fatalf("receiver %T reports no residence", r)
+	}
+	rec := bytesRecord(mem, 64)
+	defer rec.Release()
+	send := func() {
+		t.Helper()
+		before := time.Now().UnixNano()
+		if err := snd.SendData(ctx, 1, rec); err != nil {
+			t.Fatal(err)
+		}
+		m, err := r.Recv(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		m.Record.Release()
+		if m.Arrived < before || m.Arrived > time.Now().UnixNano() {
+			t.Fatalf("arrival stamp %d outside the send (%d) and now", m.Arrived, before)
+		}
+	}
+	send()
+	rr.ReportResidence(20 * time.Millisecond)
+	rr.ReportResidence(35 * time.Millisecond)
+	rr.ReportResidence(10 * time.Millisecond)
+	send()
+	waitFor(t, 10*time.Second, func() bool { return snd.Stats().Acks >= 2 })
+	send()
+	waitFor(t, 10*time.Second, func() bool { return snd.Stats().Acks >= 3 })
+	got := snd.Stats().Residence
+	if len(got) != 1 || got[0] != 35*time.Millisecond {
+		t.Fatalf("sender's residence measures %v, want the longest reported, once: [35ms]", got)
+	}
+}

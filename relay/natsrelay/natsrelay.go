@@ -389,6 +389,9 @@ func (s *sender) onCredit(msg *nats.Msg) {
 	}
 	switch h.Kind {
 	case frame.KindAck:
+		if h.Ingest > 0 {
+			s.m.Residence(time.Duration(h.Ingest))
+		}
 		s.wireMu.Lock()
 		s.acked(h.Seq, true)
 		s.wireMu.Unlock()
@@ -930,9 +933,10 @@ func (s *sender) teardown() {
 // item is a complete message waiting for Recv: data is already decoded, on
 // the subscription's goroutine, so decoding overlaps with the consumer.
 type item struct {
-	h    frame.Header
-	rec  arrow.Record
-	size int64 // wire bytes, for the buffered-bytes gauge
+	h       frame.Header
+	rec     arrow.Record
+	size    int64 // wire bytes, for the buffered-bytes gauge
+	arrived int64 // when it was whole here (Unix ns)
 }
 
 // counted says whether it uses credit and so counts as buffered: the end
@@ -974,6 +978,9 @@ type receiver struct {
 
 	consumed uint64 // Recv's goroutine only
 	eof      bool
+	// residence is the longest the worker kept a batch (ReportResidence)
+	// since the last ack, which carries it to the sender.
+	residence atomic.Int64
 
 	closeCh   chan struct{}
 	closeOnce sync.Once
@@ -1109,7 +1116,7 @@ func (r *receiver) onData(msg *nats.Msg) {
 	}
 	r.expect++
 	r.gapOn = false
-	it := item{h: h, size: size}
+	it := item{h: h, size: size, arrived: time.Now().UnixNano()}
 	if h.Kind == frame.KindData {
 		rec, err := r.dec.Decode(body, h.Flags&frame.FlagSchema != 0)
 		if err != nil {
@@ -1145,6 +1152,17 @@ func caughtUp(msg *nats.Msg) bool {
 	return err != nil || n <= 1
 }
 
+// ReportResidence implements relay.ResidenceReporter: the next ack
+// carries the longest residence reported since the last one.
+func (r *receiver) ReportResidence(d time.Duration) {
+	for {
+		cur := r.residence.Load()
+		if int64(d) <= cur || r.residence.CompareAndSwap(cur, int64(d)) {
+			return
+		}
+	}
+}
+
 // ack tells the sender this end has every message up to seq; r.mu is held.
 // The frame is built in a buffer the receiver keeps (NATS copies it out).
 func (r *receiver) ack(seq uint64) {
@@ -1153,6 +1171,7 @@ func (r *receiver) ack(seq uint64) {
 	}
 	h := header(r.link, frame.KindAck)
 	h.Seq = seq
+	h.Ingest = r.residence.Swap(0)
 	r.ackBuf = frame.Append(r.ackBuf[:0], h, nil)
 	if r.control(r.creditSubj, r.ackBuf) == nil {
 		r.ackedTo = max(r.ackedTo, seq)
@@ -1314,7 +1333,7 @@ func (r *receiver) take(it item) (relay.Message, error) {
 	if it.counted() {
 		r.m.Dequeue(it.size)
 	}
-	msg := relay.Message{Seq: it.h.Seq, Epoch: it.h.Epoch, Ingest: it.h.Ingest}
+	msg := relay.Message{Seq: it.h.Seq, Epoch: it.h.Epoch, Ingest: it.h.Ingest, Arrived: it.arrived}
 	switch it.h.Kind {
 	case frame.KindEnd:
 		r.eof = true
