@@ -252,7 +252,7 @@ func (s *spinSource) Open(_ *Context, cap *Capability) error {
 }
 
 func (s *spinSource) OnBatch(*Context, int, Batch, *Capability) error { return nil }
-func (s *spinSource) OnNotify(*Context, *Capability) error           { return nil }
+func (s *spinSource) OnNotify(*Context, *Capability) error            { return nil }
 func (s *spinSource) Close(*Context) error {
 	if s.cap != nil {
 		s.cap.Drop()
