@@ -81,7 +81,11 @@ func newJetStreamInput(ctx context.Context, c SourceConfig) (input, error) {
 	}
 	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
-	stream, err := streamFor(ctx, js, c.Stream, c.Subject)
+	name := c.Stream
+	if name == "" {
+		name = c.Streams[c.Subject]
+	}
+	stream, err := streamFor(ctx, js, name, c.Subject)
 	if err != nil {
 		return nil, err
 	}

@@ -541,8 +541,8 @@ func (w *Worker) build(req deploy.DeployRequest, ack *deploy.Ack) error {
 		}
 	}()
 	nh := connectors.Hooks{Conn: conn, Check: check,
-		Sources: connectors.SourceConfig{Queue: "tierflow-" + req.Query, MaxRows: req.Script.BatchSize, MaxDelay: req.Script.SourceMaxDelay, OnError: policy},
-		Sinks:   connectors.SinkConfig{End: true, IDPrefix: req.Query}}
+		Sources: connectors.SourceConfig{Queue: "tierflow-" + req.Query, MaxRows: req.Script.BatchSize, MaxDelay: req.Script.SourceMaxDelay, OnError: policy, Streams: req.Access.Streams},
+		Sinks:   connectors.SinkConfig{End: true, IDPrefix: req.Query, Streams: req.Access.Streams}}
 	if data != nil {
 		// The data user may use only the consumers it was minted for,
 		// named after the part: the sources name theirs so.
