@@ -38,6 +38,7 @@ type CPU struct {
 	mu     sync.Mutex
 	wake   chan struct{} // closed and replaced when a share's state changes under waiters
 	shares map[*CPUShare]struct{}
+	byName map[string]*CPUShare
 	// waiting counts instances waiting at the gate: a step's end wakes
 	// them only when there are any.
 	waiting int
@@ -64,7 +65,7 @@ func NewCPU(slice time.Duration) *CPU {
 
 // newCPU is NewCPU on the clock now (tests step a fake one).
 func newCPU(slice time.Duration, now func() time.Duration) *CPU {
-	return &CPU{slice: slice, now: now, wake: make(chan struct{}), shares: map[*CPUShare]struct{}{}}
+	return &CPU{slice: slice, now: now, wake: make(chan struct{}), shares: map[*CPUShare]struct{}{}, byName: map[string]*CPUShare{}}
 }
 
 // Slice is the lead one query may take over another.
@@ -84,26 +85,41 @@ type CPUShare struct {
 	waiting  int
 	// charged is the step time charged over the share's life (Used).
 	charged time.Duration
+	// parts counts the Joins not yet left (a query's parts on workers
+	// sharing one CPU, its generations during a cut-over).
+	parts int
 }
 
-// Join is query name's share (Leave it when the query's part ends).
+// Join is query name's share (Leave it when the query's part ends). Parts
+// of one query joining one CPU (on workers of one process, or two
+// generations during a cut-over) share one share: a query's stages are
+// not each other's competition.
 func (c *CPU) Join(name string) *CPUShare {
-	s := &CPUShare{c: c, name: name}
 	c.mu.Lock()
-	c.shares[s] = struct{}{}
-	c.mu.Unlock()
+	defer c.mu.Unlock()
+	s := c.byName[name]
+	if s == nil {
+		s = &CPUShare{c: c, name: name}
+		c.byName[name] = s
+		c.shares[s] = struct{}{}
+	}
+	s.parts++
 	return s
 }
 
-// Leave ends the share: its query no longer counts among the others'.
+// Leave ends a Join: when the query's last part leaves, it no longer
+// counts among the others.
 func (s *CPUShare) Leave() {
 	if s == nil {
 		return
 	}
 	c := s.c
 	c.mu.Lock()
-	delete(c.shares, s)
-	c.broadcast()
+	if s.parts--; s.parts == 0 {
+		delete(c.shares, s)
+		delete(c.byName, s.name)
+		c.broadcast()
+	}
 	c.mu.Unlock()
 }
 

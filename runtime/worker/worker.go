@@ -158,8 +158,10 @@ type query struct {
 	// the query was stopped for passing a limit (limits.go).
 	mem      *dataflow.Memory
 	limitErr atomic.Pointer[error]
-	// cpu is the query's share of the worker's processors.
-	cpu *dataflow.CPUShare
+	// cpu is the query's share of the worker's processors, left once
+	// (leaveCPU) when the part ends.
+	cpu     *dataflow.CPUShare
+	cpuLeft sync.Once
 	// req is the deployment as the coordinator sent it: a restarted
 	// coordinator learns the query back from it (relearn.go).
 	req deploy.DeployRequest
@@ -663,7 +665,7 @@ func (w *Worker) build(req deploy.DeployRequest, ack *deploy.Ack) error {
 	dw, err := dataflow.NewWorker(g, idx, dataflow.Config{Allocator: mem, Memory: qmem, Transport: dt, Stop: q.stop, RequestStop: requestStop,
 		Timing: true, Latency: true, LatencySLO: slo, OnLatency: onLatency, OnResult: onResult, CPU: q.cpu})
 	if err != nil {
-		q.cpu.Leave()
+		q.leaveCPU()
 		_ = dt.Close()
 		_ = tr.Close()
 		return err
@@ -770,7 +772,7 @@ func (w *Worker) stopQuery(id string, abort bool) {
 		close(q.done)
 		w.status(q, deploy.StateStopped, nil, nil)
 		q.mem.Close()
-		q.cpu.Leave()
+		q.leaveCPU()
 		return
 	}
 	cancel := q.cancel
@@ -889,8 +891,11 @@ func (w *Worker) run(ctx context.Context, q *query) {
 	q.cancel()
 	// Whatever the part still held (a failure's leftovers) leaves the guard.
 	q.mem.Close()
-	q.cpu.Leave()
+	q.leaveCPU()
 }
+
+// leaveCPU ends the part's share of the worker's CPU, once.
+func (q *query) leaveCPU() { q.cpuLeft.Do(q.cpu.Leave) }
 
 func ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
 
