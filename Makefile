@@ -40,6 +40,7 @@ FUZZ_BRIEF = \
 	./planner:FuzzPlan:1500 \
 	./operators/sources:FuzzCSV:800 \
 	./operators/sources:FuzzJSONL:1500 \
+	./operators/sources:FuzzAppendJSON:3000 \
 	./operators/sources:FuzzIPCFile:1500 \
 	./operators/sources:FuzzIPCStream:1000 \
 	./operators/sources:FuzzParquet:800 \

@@ -48,19 +48,69 @@ func publishCore(nc *nats.Conn, subject string, msgs [][]byte) error {
 	return nc.Flush()
 }
 
+// turn is one consumer's run over the messages: done is sent on (nil) or
+// closed once it took the end marker, or sent its error; count is the
+// messages it has taken so far, dropped those it lost (core NATS); stop
+// ends a consumer that lost the end marker.
+type turn struct {
+	done    <-chan error
+	count   func() int64
+	dropped func() int64
+	stop    func()
+}
+
+// wait waits for t's end and measures it from start. A core NATS consumer
+// (lossy) may lose the end marker with other drops: then its turn ends once
+// nothing has come for quiet, at the last message's time.
+func (t turn) wait(ctx context.Context, start time.Time, lossy bool) (result, error) {
+	end := func(elapsed time.Duration) result {
+		r := result{received: t.count(), elapsed: elapsed}
+		if t.dropped != nil {
+			r.dropped = t.dropped()
+		}
+		return r
+	}
+	var tick <-chan time.Time
+	if lossy {
+		tk := time.NewTicker(quiet)
+		defer tk.Stop()
+		tick = tk.C
+	}
+	for prev := int64(-1); ; {
+		select {
+		case err := <-t.done:
+			if err != nil {
+				return result{}, err
+			}
+			return end(time.Since(start)), nil
+		case <-ctx.Done():
+			return result{}, ctx.Err()
+		case <-tick:
+			if cur := t.count(); cur != prev {
+				prev = cur
+				continue
+			}
+			elapsed := time.Since(start) - quiet
+			if t.stop != nil {
+				t.stop()
+			}
+			return end(elapsed), nil
+		}
+	}
+}
+
 // bareCore is a nats.go subscriber that counts messages.
-func bareCore(ctx context.Context, srv *natsserver.Server, msgs [][]byte, turn int, _ Options) (result, error) {
-	subject := fmt.Sprintf("bench.ingest.core.%d", turn)
+func bareCore(ctx context.Context, srv *natsserver.Server, msgs [][]byte, turnNo int, _ Options) (result, error) {
+	subject := fmt.Sprintf("bench.ingest.core.%d", turnNo)
 	nc, err := srv.Connect()
 	if err != nil {
 		return result{}, err
 	}
 	defer nc.Close()
-	var n, last atomic.Int64
-	done := make(chan struct{})
+	var n atomic.Int64
+	done := make(chan error)
 	sub, err := nc.Subscribe(subject, func(m *nats.Msg) {
 		if m.Header != nil && m.Header.Get(connectors.EndHeader) != "" {
-			last.Store(time.Now().UnixNano())
 			close(done)
 			return
 		}
@@ -75,6 +125,12 @@ func bareCore(ctx context.Context, srv *natsserver.Server, msgs [][]byte, turn i
 	if err := nc.Flush(); err != nil {
 		return result{}, err
 	}
+	dropped := func() int64 { d, _ := sub.Dropped(); return int64(d) }
+	return publishAndWait(ctx, srv, subject, msgs, turn{done: done, count: n.Load, dropped: dropped})
+}
+
+// publishAndWait publishes msgs on subject and waits for t to take them.
+func publishAndWait(ctx context.Context, srv *natsserver.Server, subject string, msgs [][]byte, t turn) (result, error) {
 	pub, err := srv.Connect()
 	if err != nil {
 		return result{}, err
@@ -84,28 +140,13 @@ func bareCore(ctx context.Context, srv *natsserver.Server, msgs [][]byte, turn i
 	if err := publishCore(pub, subject, msgs); err != nil {
 		return result{}, err
 	}
-	// The end marker may be dropped with others: then the turn ends once
-	// nothing has come for a while, at the last message's time.
-	for prev := int64(-1); ; {
-		select {
-		case <-done:
-			return result{received: n.Load(), elapsed: time.Duration(last.Load() - start.UnixNano())}, nil
-		case <-ctx.Done():
-			return result{}, ctx.Err()
-		case <-time.After(quiet):
-			if cur := n.Load(); cur == prev {
-				return result{received: cur, elapsed: time.Since(start) - quiet}, nil
-			} else {
-				prev = cur
-			}
-		}
-	}
+	return t.wait(ctx, start, true)
 }
 
 // engineCore runs a query over the subject FROM NATS while the messages
 // are published.
-func engineCore(ctx context.Context, srv *natsserver.Server, msgs [][]byte, turn int, o Options) (result, error) {
-	subject := fmt.Sprintf("bench.ingest.core.%d", turn)
+func engineCore(ctx context.Context, srv *natsserver.Server, msgs [][]byte, turnNo int, o Options) (result, error) {
+	subject := fmt.Sprintf("bench.ingest.core.%d", turnNo)
 	nc, err := srv.Connect()
 	if err != nil {
 		return result{}, err
@@ -117,43 +158,19 @@ func engineCore(ctx context.Context, srv *natsserver.Server, msgs [][]byte, turn
 	if err := waitInterest(ctx, srv, nc, subject); err != nil {
 		return result{}, err
 	}
-	pub, err := srv.Connect()
-	if err != nil {
-		return result{}, err
-	}
-	defer pub.Close()
-	start := time.Now()
-	if err := publishCore(pub, subject, msgs); err != nil {
-		return result{}, err
-	}
-	// As the bare subscriber's: the end marker may be dropped with others,
-	// then the query is stopped once nothing has come for a while.
-	for prev := int64(-1); ; {
-		select {
-		case err := <-q.done:
-			if err != nil {
-				return result{}, err
-			}
-			return result{received: q.rows.Load(), elapsed: time.Since(start)}, nil
-		case <-ctx.Done():
-			return result{}, ctx.Err()
-		case <-time.After(quiet):
-			if cur := q.rows.Load(); cur == prev {
-				elapsed := time.Since(start) - quiet
-				stop()
-				<-q.done
-				return result{received: cur, elapsed: elapsed}, nil
-			} else {
-				prev = cur
-			}
-		}
-	}
+	return publishAndWait(ctx, srv, subject, msgs, q.turn(stop))
 }
 
 // query is an engine query running in the background.
 type query struct {
-	rows atomic.Int64
-	done chan error
+	rows  atomic.Int64
+	done  chan error
+	stats connectors.Stats
+}
+
+// turn is the query's turn; stop cancels it.
+func (q *query) turn(stop func()) turn {
+	return turn{done: q.done, count: q.rows.Load, dropped: q.stats.Dropped.Load, stop: func() { stop(); <-q.done }}
 }
 
 func (q *query) Write(rec arrow.Record) error { q.rows.Add(rec.NumRows()); return nil }
@@ -164,7 +181,7 @@ func (q *query) Close() error                 { return nil }
 func engineQuery(ctx context.Context, nc *nats.Conn, source, subject string, o Options) *query {
 	q := &query{done: make(chan error, 1)}
 	hooks := connectors.Hooks{Conn: func() (*nats.Conn, error) { return nc, nil },
-		Sources: connectors.SourceConfig{MaxRows: o.BatchSize}}
+		Sources: connectors.SourceConfig{MaxRows: o.BatchSize, Stats: &q.stats}}
 	go func() {
 		q.done <- exec.RunScript(ctx, filepath.Join(".", "ingest.sql"), streamDDL(source, subject)+"SELECT auction, price FROM bid;", exec.ScriptOptions{
 			Options:   exec.Options{Stream: hooks.Stream, BatchSize: o.BatchSize},
@@ -208,8 +225,8 @@ func storeJetStream(ctx context.Context, nc *nats.Conn, subject string, msgs [][
 }
 
 // bareJetStream is a pull consumer (Consume) that acknowledges each message.
-func bareJetStream(ctx context.Context, srv *natsserver.Server, msgs [][]byte, turn int, _ Options) (result, error) {
-	subject := fmt.Sprintf("bench.ingest.js.%d", turn)
+func bareJetStream(ctx context.Context, srv *natsserver.Server, msgs [][]byte, turnNo int, _ Options) (result, error) {
+	subject := fmt.Sprintf("bench.ingest.js.%d", turnNo)
 	nc, err := srv.Connect()
 	if err != nil {
 		return result{}, err
@@ -226,7 +243,7 @@ func bareJetStream(ctx context.Context, srv *natsserver.Server, msgs [][]byte, t
 		return result{}, err
 	}
 	var n atomic.Int64
-	done := make(chan struct{})
+	done := make(chan error)
 	cc, err := cons.Consume(func(m jetstream.Msg) {
 		_ = m.Ack()
 		if h := m.Headers(); h != nil && h.Get(connectors.EndHeader) != "" {
@@ -239,17 +256,12 @@ func bareJetStream(ctx context.Context, srv *natsserver.Server, msgs [][]byte, t
 		return result{}, err
 	}
 	defer cc.Stop()
-	select {
-	case <-done:
-		return result{received: n.Load(), elapsed: time.Since(start)}, nil
-	case <-ctx.Done():
-		return result{}, ctx.Err()
-	}
+	return turn{done: done, count: n.Load}.wait(ctx, start, false)
 }
 
 // engineJetStream runs a query over the stored messages FROM JETSTREAM.
-func engineJetStream(ctx context.Context, srv *natsserver.Server, msgs [][]byte, turn int, o Options) (result, error) {
-	subject := fmt.Sprintf("bench.ingest.js.%d", turn)
+func engineJetStream(ctx context.Context, srv *natsserver.Server, msgs [][]byte, turnNo int, o Options) (result, error) {
+	subject := fmt.Sprintf("bench.ingest.js.%d", turnNo)
 	nc, err := srv.Connect()
 	if err != nil {
 		return result{}, err
@@ -262,13 +274,5 @@ func engineJetStream(ctx context.Context, srv *natsserver.Server, msgs [][]byte,
 	defer js.DeleteStream(context.Background(), name)
 	start := time.Now()
 	q := engineQuery(ctx, nc, "JETSTREAM", subject, o)
-	select {
-	case err := <-q.done:
-		if err != nil {
-			return result{}, err
-		}
-		return result{received: q.rows.Load(), elapsed: time.Since(start)}, nil
-	case <-ctx.Done():
-		return result{}, ctx.Err()
-	}
+	return turn{done: q.done, count: q.rows.Load}.wait(ctx, start, false)
 }

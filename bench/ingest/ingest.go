@@ -23,12 +23,16 @@ import (
 
 // Row is one consumer's measurement on one transport.
 type Row struct {
-	Transport string  `json:"transport"`
-	Consumer  string  `json:"consumer"`
-	Messages  int     `json:"messages"`
-	Received  int64   `json:"received_median"`
-	Seconds   float64 `json:"seconds_median"`
-	PerSec    float64 `json:"events_per_sec"`
+	Transport string `json:"transport"`
+	Consumer  string `json:"consumer"`
+	Messages  int    `json:"messages"`
+	Received  int64  `json:"received_median"`
+	// Dropped is the median of the messages a core NATS consumer lost
+	// (its subscription's buffer was full); received + dropped is every
+	// message.
+	Dropped int64   `json:"dropped_median"`
+	Seconds float64 `json:"seconds_median"`
+	PerSec  float64 `json:"events_per_sec"`
 	// VsBare is the median over the repetitions of the consumer's rate
 	// over the bare one's in the run next to it.
 	VsBare float64 `json:"vs_bare"`
@@ -136,15 +140,16 @@ func Run(ctx context.Context, o Options) ([]Row, error) {
 	var rows []Row
 	for i, c := range cases {
 		var secs, ratios []float64
-		var recv []int64
+		var recv, drops []int64
 		for r, x := range res[i] {
 			secs = append(secs, x.elapsed.Seconds())
 			recv = append(recv, x.received)
+			drops = append(drops, x.dropped)
 			bare := res[i&^1][r]
 			ratios = append(ratios, x.rate()/bare.rate())
 		}
 		row := Row{Transport: c.transport, Consumer: c.consumer, Messages: o.Messages,
-			Received: medianInt(recv), Seconds: median(secs), VsBare: median(ratios)}
+			Received: medianInt(recv), Dropped: medianInt(drops), Seconds: median(secs), VsBare: median(ratios)}
 		var rates []float64
 		for _, x := range res[i] {
 			rates = append(rates, x.rate())
@@ -157,8 +162,8 @@ func Run(ctx context.Context, o Options) ([]Row, error) {
 
 // result is one consumer's turn.
 type result struct {
-	received int64
-	elapsed  time.Duration
+	received, dropped int64
+	elapsed           time.Duration
 }
 
 func (r result) rate() float64 { return float64(r.received) / r.elapsed.Seconds() }

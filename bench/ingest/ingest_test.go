@@ -27,3 +27,26 @@ func TestEveryConsumerTakesEveryMessage(t *testing.T) {
 }
 
 var testMessages = 3000
+
+// BenchmarkIngest runs the four consumers over 50,000 bids, each turn in
+// this process, and reports the engine's rate over the bare consumer's on
+// each transport (core_vs_bare, js_vs_bare: the Done-when's 0.8 and 0.6).
+// -cpuprofile shows where the engine's turns go.
+func BenchmarkIngest(b *testing.B) {
+	for range b.N {
+		rows, err := Run(context.Background(), Options{Messages: 50_000, Reps: 1, BatchSize: 4096})
+		if err != nil {
+			b.Fatal(err)
+		}
+		for _, r := range rows {
+			if r.Consumer != "engine" {
+				continue
+			}
+			name := "core_vs_bare"
+			if r.Transport == "JetStream" {
+				name = "js_vs_bare"
+			}
+			b.ReportMetric(r.VsBare, name)
+		}
+	}
+}

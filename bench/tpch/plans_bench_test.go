@@ -112,3 +112,19 @@ func BenchmarkPlanExistsSemiJoin(b *testing.B) {
 	}
 	benchPlans(b, [][2]string{{"in-list", in}, {"semi-join", q4}})
 }
+
+// BenchmarkPlanAvgDecimal: Q1 with avg over its DECIMAL columns split in
+// two phases as an exact DECIMAL sum and a count (now) against the same
+// query with the columns cast to DOUBLE first, which is what the split
+// did before (every row converted, then a float sum).
+func BenchmarkPlanAvgDecimal(b *testing.B) {
+	q1 := queryText(b, "q1")
+	cast := q1
+	for _, c := range []string{"l_quantity", "l_extendedprice", "l_discount"} {
+		cast = strings.Replace(cast, "avg("+c+")", "avg(cast("+c+" as double))", 1)
+	}
+	if strings.Count(cast, "as double") != 3 {
+		b.Fatal("Q1's text changed: the cast form was not made")
+	}
+	benchPlans(b, [][2]string{{"avg-of-double", cast}, {"avg-of-decimal", q1}})
+}

@@ -60,10 +60,21 @@ func (b *builder) split(n *logical.Aggregate, schema, out *arrow.Schema) (*phase
 			exprs = append(exprs, addPartial(a.Func, a.Args, a.DataType, a.Func))
 		case "avg":
 			x := a.Args[0]
-			if !arrow.TypeEqual(x.Type(), expr.Float64) {
-				x = &expr.Cast{Expr: x, To: expr.Float64}
+			var sum expr.Expr
+			if d, ok := x.Type().(*arrow.Decimal128Type); ok {
+				// A DECIMAL's sum stays exact, as the one-phase avg's (its
+				// accumulator adds the stored integers): only the final
+				// sum is read as a DOUBLE, once per group. Casting every
+				// row to a DOUBLE first cost Q1 a tenth of its CPU and
+				// rounded at each of its millions of additions.
+				t := expr.Decimal(expr.MaxDecimalPrecision, d.Scale)
+				sum = &expr.Cast{Expr: addPartial("sum", []expr.Expr{x}, t, "sum"), To: expr.Float64}
+			} else {
+				if !arrow.TypeEqual(x.Type(), expr.Float64) {
+					x = &expr.Cast{Expr: x, To: expr.Float64}
+				}
+				sum = addPartial("sum", []expr.Expr{x}, expr.Float64, "sum")
 			}
-			sum := addPartial("sum", []expr.Expr{x}, expr.Float64, "sum")
 			cnt := addPartial("count", a.Args, expr.Int64, "sum")
 			exprs = append(exprs, &expr.Call{Func: "divide", DataType: expr.Float64,
 				Args: []expr.Expr{sum, &expr.Cast{Expr: cnt, To: expr.Float64}}})

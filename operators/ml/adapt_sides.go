@@ -221,6 +221,11 @@ type sideChooser struct {
 	payload int64
 	// recent are the batches of the last second, for the stream's rate.
 	recent []sideArrival
+	// dropAcks is the slowest link's ack count when the chooser last
+	// dropped a batch (dropped: it has), so a drop is never read off the
+	// same evidence twice (sidePlan.Stale).
+	dropAcks uint64
+	dropped1 bool
 }
 
 type sideArrival struct {
@@ -247,8 +252,16 @@ const defaultOverhead = 600
 // choose is the side of the next batch of rows, from the link's state
 // as its output's sender reports it (dataflow.Context.OutputLinks).
 func (c *sideChooser) choose(ctx *dataflow.Context, rows int64) int {
-	now := time.Now().UnixNano()
-	ingest := ctx.Ingest()
+	var states []dataflow.LinkState
+	for _, l := range ctx.OutputLinks(0) {
+		states = append(states, l.LinkState())
+	}
+	return c.decide(time.Now().UnixNano(), ctx.Ingest(), states, rows)
+}
+
+// decide is choose's rule at now (Unix ns) for a batch of rows stamped
+// ingest, whose output crosses links.
+func (c *sideChooser) decide(now, ingest int64, links []dataflow.LinkState, rows int64) int {
 	at := ingest
 	if at <= 0 || at > now {
 		at = now
@@ -259,15 +272,13 @@ func (c *sideChooser) choose(ctx *dataflow.Context, rows int64) int {
 		i++
 	}
 	c.recent = c.recent[i:]
-	links := ctx.OutputLinks(0)
 	if len(links) == 0 {
 		return c.sides[0] // the model runs here: nothing to save
 	}
 	// The slowest link (one, unless the call is spread over workers).
 	var st dataflow.LinkState
 	var bytes, batches uint64
-	for k, l := range links {
-		s := l.LinkState()
+	for k, s := range links {
 		bytes += s.Bytes
 		batches += s.Batches
 		if k == 0 || linkBps(s) < linkBps(st) {
@@ -291,7 +302,12 @@ func (c *sideChooser) choose(ctx *dataflow.Context, rows int64) int {
 			p.BatchesPerSec, p.RowsPerSec = float64(n-1)/span, float64(r)/span
 		}
 	}
-	return p.pick(c.sides, c.planes, c.width)
+	p.Stale = c.dropped1 && st.Acks == c.dropAcks
+	side := p.pick(c.sides, c.planes, c.width)
+	if side == 0 {
+		c.dropped1, c.dropAcks = true, st.Acks
+	}
+	return side
 }
 
 // linkBps is the bandwidth a batch's side is chosen by
@@ -311,6 +327,9 @@ type sidePlan struct {
 	// Attain is the probability the batch must be in time with.
 	Attain                    float64
 	BatchesPerSec, RowsPerSec float64 // the stream's; 0: not known yet
+	// Stale: the link has acknowledged nothing since the stream last
+	// dropped a batch, so its numbers are the ones that drop read.
+	Stale bool
 }
 
 // pick is the largest of sides (descending) whose batch the link carries
@@ -329,7 +348,8 @@ type sidePlan struct {
 // the smallest side, alone on the link at its best recent rate, would
 // reach the model after its deadline: Jellyfish's lazy drop, before the
 // link rather than after it. Sent, the batch misses all the same and holds
-// up the frames behind it, which then miss too.
+// up the frames behind it, which then miss too. After a drop, the next one
+// needs a new ack (Stale), or a batch already past its deadline.
 //
 // The drop leaves the link's tail and the bytes ahead out on purpose: with
 // them it fed on itself (a dropped batch brings no ack, so an estimate left
@@ -371,10 +391,23 @@ func (p sidePlan) pick(sides []int, planes, width int) int {
 		return s
 	}
 	// The drop must be sure the batch misses: the profiled compute, the
-	// least the receiver can take, not its measured tail.
+	// least the receiver can take, not its measured tail. And it must not
+	// read the link off the evidence an earlier drop read: a dropped batch
+	// brings no ack, so numbers left low (a slow start, a stale round trip)
+	// would drop every batch after it for good (one client of four dropped
+	// 486 of 496 frames on a 1,451 kbit/s link its first two frames had
+	// measured at 163). Then the batch goes at the smallest side and its
+	// ack is the new evidence, unless it has waited past its deadline
+	// already, which needs no link to tell.
+	if p.Rows == 0 {
+		return smallest
+	}
+	if p.Age+p.Compute >= p.SLO {
+		return 0
+	}
 	best := max(p.State.BandwidthBps, p.State.LastBps, p.State.TransferBps, p.State.LastTransferBps)
 	alone := float64(p.Rows) * rowBytes(smallest) / best
-	if p.Rows > 0 && (p.Age+p.Compute+rtt/2).Seconds()+alone > p.SLO.Seconds() {
+	if !p.Stale && (p.Age+p.Compute+rtt/2).Seconds()+alone > p.SLO.Seconds() {
 		return 0
 	}
 	return smallest

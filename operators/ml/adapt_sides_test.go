@@ -3,6 +3,7 @@ package ml
 import (
 	"context"
 	"math"
+	"slices"
 	"testing"
 	"time"
 
@@ -286,6 +287,16 @@ func TestSidePlanPick(t *testing.T) {
 			p.State.UnackedBytes = 8000
 			return p
 		}, 14},
+		{"a batch that waited 80 ms, 250 kbit/s, nothing acked since the last drop: sent, for a new ack", func(p sidePlan) sidePlan {
+			p = waited(250, 80*time.Millisecond)(p)
+			p.Stale = true
+			return p
+		}, 14},
+		{"a batch past its deadline, nothing acked since the last drop: dropped all the same", func(p sidePlan) sidePlan {
+			p = waited(900, 100*time.Millisecond)(p)
+			p.Stale = true
+			return p
+		}, 0},
 		{"no rows: nothing to drop", func(p sidePlan) sidePlan {
 			p.State, p.Age, p.Rows = link(900e3/8), 95*time.Millisecond, 0
 			return p
@@ -311,6 +322,31 @@ func TestSidePlanPick(t *testing.T) {
 		if got := c.p(base).pick(sides, 1, 4); got != c.want {
 			t.Errorf("%s: side %d, want %d", c.name, got, c.want)
 		}
+	}
+}
+
+// A drop is never read off the evidence of the drop before it: a link
+// whose first frames measured it slow (163 kbit/s where it carried 1,451,
+// under load) and a stream whose batches wait a while would otherwise drop
+// every batch for good, as a dropped batch brings no ack. After a drop the
+// next batch goes at the smallest side, and once its ack is in, a batch
+// may be dropped again.
+func TestSideChooserProbesAfterADrop(t *testing.T) {
+	c := newSideChooser([]int{28, 20, 14}, 1, 4, 100*time.Millisecond, time.Millisecond)
+	slow := dataflow.LinkState{BandwidthBps: 163e3 / 8, LastBps: 163e3 / 8, Acks: 2, SRTT: 120 * time.Millisecond}
+	now := time.Now().UnixNano()
+	batch := func(acks uint64) int {
+		now += int64(66 * time.Millisecond)
+		st := slow
+		st.Acks = acks
+		return c.decide(now, now-int64(30*time.Millisecond), []dataflow.LinkState{st}, 1)
+	}
+	var got []int
+	for _, acks := range []uint64{2, 2, 2, 3, 3} {
+		got = append(got, batch(acks))
+	}
+	if want := []int{0, 14, 14, 0, 14}; !slices.Equal(got, want) {
+		t.Fatalf("sides %v, want %v (drop, then sent until an ack is new evidence)", got, want)
 	}
 }
 

@@ -19,6 +19,7 @@ type RowBuilder struct {
 	schema *arrow.Schema
 	b      *batcher
 	row    []any
+	json   *jsonRow // made by the first AppendJSON
 }
 
 // NewRowBuilder builds records of schema from mem.
@@ -52,6 +53,24 @@ func (r *RowBuilder) AppendObject(obj map[string]any) error {
 		r.row[i] = v
 	}
 	r.commit()
+	return nil
+}
+
+// AppendJSON appends one JSON object's text, fields matched by name
+// (missing ones are NULL), accepting and converting exactly as DecodeObject
+// and AppendObject do but without building the object. The error wraps
+// ErrBadRow; nothing of a refused row is appended.
+func (r *RowBuilder) AppendJSON(text []byte) error {
+	if r.json == nil {
+		r.json = newJSONRow(r.schema)
+	}
+	if err := r.json.decode(text); err != nil {
+		return err
+	}
+	if r.b == nil {
+		r.b = newBatcher(r.mem, r.schema)
+	}
+	r.json.appendTo(r.b)
 	return nil
 }
 

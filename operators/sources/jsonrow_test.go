@@ -1,0 +1,170 @@
+package sources
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/apache/arrow/go/v17/arrow"
+	"github.com/apache/arrow/go/v17/arrow/array"
+	"github.com/apache/arrow/go/v17/arrow/memory"
+)
+
+// jsonRowSchema has every fast case and some that are convert's alone, and
+// a column named twice.
+var jsonRowSchema = arrow.NewSchema([]arrow.Field{
+	{Name: "i", Type: arrow.PrimitiveTypes.Int64, Nullable: true},
+	{Name: "f", Type: arrow.PrimitiveTypes.Float64, Nullable: true},
+	{Name: "s", Type: arrow.BinaryTypes.String, Nullable: true},
+	{Name: "b", Type: arrow.FixedWidthTypes.Boolean, Nullable: true},
+	{Name: "t", Type: arrow.FixedWidthTypes.Timestamp_us, Nullable: true},
+	{Name: "tn", Type: &arrow.TimestampType{Unit: arrow.Nanosecond}, Nullable: true},
+	{Name: "d", Type: arrow.FixedWidthTypes.Date32, Nullable: true},
+	{Name: "m", Type: &arrow.Decimal128Type{Precision: 10, Scale: 2}, Nullable: true},
+	{Name: "small", Type: arrow.PrimitiveTypes.Int32, Nullable: true},
+	{Name: "i", Type: arrow.BinaryTypes.String, Nullable: true},
+}, nil)
+
+var jsonRowSeeds = []string{
+	`{"i": 1, "f": 2.5, "s": "x", "b": true, "t": "2026-01-01T00:00:00.0001Z", "tn": "2026-01-01 10:00:00.123456789", "d": "2026-02-03", "m": 12.34, "small": 7}`,
+	`{"i": -9223372036854775808, "f": 1e3, "s": 12, "b": "TRUE", "t": "2026-01-01T00:00:00+01:00", "m": "1.005"}`,
+	`{"i": "42", "f": "1.5", "s": "a\"b\\u00e9\n", "b": false, "t": 1700000000.5, "small": 3000000000}`,
+	`{"i": 1.0}`, `{"i": 1e2}`, `{"i": 123456789012345678901}`, `{"f": 1e999}`, `{"s": {"a": [1, 2, {"b": null}]}}`,
+	`{"s": [true, false, null]}`, `{"i": null, "s": null, "t": ""}`, `{"s": ""}`, `{"i": ""}`, `{"i": " 5 "}`,
+	`{"i": 1, "i": 2}`, `{"\u0069": 3}`, `{"other": {"deep": [1, "x"]}, "i": 4}`, `{}`, ` { "i" : 5 } `, `{"i": 5} trailing`,
+	`null`, `[1]`, `5`, `"x"`, `{"i": 01}`, `{"i": -}`, `{"i": 1.}`, `{"i": .5}`, `{"i": +1}`, `{"i": tru}`, `{"i": nul}`,
+	`{"i" 1}`, `{"i": 1,}`, `{"i": 1`, `{i: 1}`, `{"s": "a` + "\x01" + `b"}`, `{"s": "\x"}`, `{"s": "\u12G4"}`, "{\"s\": \"\xff\"}",
+	`{"t": "2026-13-01T00:00:00Z"}`, `{"t": "2026-02-29T00:00:00Z"}`, `{"t": "2024-02-29T23:59:59.999999999Z"}`, `{"t": "2026-01-01T24:00:00Z"}`,
+	`{"t": "2026-01-01 00:00:00Z"}`, `{"t": "2026-01-01T00:00:00.Z"}`, `{"t": " 2026-01-01 "}`, `{"tn": "2300-01-01T00:00:00Z"}`,
+	`{"b": 1}`, `{"b": "yes"}`, `{"s": true}`, `{"s": -0.5e-3}`, `{"f": -0}`, `{"m": 123456789.123}`, `{"d": 0}`,
+	`{"s": "\ud800"}`, `{"x": [[[[[]]]]], "i": 9}`, `{"i": 1}{"i": 2}`,
+}
+
+// checkJSONRowAgrees decodes text with AppendJSON and with DecodeObject +
+// AppendObject: both refuse it (as a bad row) or both give the same row.
+func checkJSONRowAgrees(t *testing.T, mem memory.Allocator, text string) {
+	t.Helper()
+	fast, slow := NewRowBuilder(mem, jsonRowSchema), NewRowBuilder(mem, jsonRowSchema)
+	defer fast.Release()
+	defer slow.Release()
+	errFast := fast.AppendJSON([]byte(text))
+	obj, errSlow := DecodeObject([]byte(text))
+	if errSlow == nil {
+		errSlow = slow.AppendObject(obj)
+	}
+	if (errFast == nil) != (errSlow == nil) {
+		t.Fatalf("%q: AppendJSON says %v, DecodeObject+AppendObject %v", text, errFast, errSlow)
+	}
+	if errFast != nil {
+		if !errors.Is(errFast, ErrBadRow) {
+			t.Fatalf("%q: error of no kind: %v", text, errFast)
+		}
+		if fast.Len() != 0 {
+			t.Fatalf("%q: a refused row was appended", text)
+		}
+		return
+	}
+	a, b := fast.Finish(), slow.Finish()
+	defer a.Release()
+	defer b.Release()
+	if !array.RecordEqual(a, b) {
+		t.Fatalf("%q: AppendJSON %v, DecodeObject+AppendObject %v", text, a, b)
+	}
+}
+
+// TestAppendJSONAgreesWithDecodeObject: the direct decoder accepts and
+// converts exactly what the map decoder did, its fast cases and the ones it
+// hands to convert.
+func TestAppendJSONAgreesWithDecodeObject(t *testing.T) {
+	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
+	defer mem.AssertSize(t, 0)
+	for _, s := range jsonRowSeeds {
+		checkJSONRowAgrees(t, mem, s)
+	}
+	deep := strings.Repeat("[", maxJSONDepth+1) + strings.Repeat("]", maxJSONDepth+1)
+	checkJSONRowAgrees(t, mem, `{"x": `+deep+`}`)
+}
+
+// TestAppendJSONRows: several rows, some refused, come out as one record of
+// the accepted ones.
+func TestAppendJSONRows(t *testing.T) {
+	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
+	defer mem.AssertSize(t, 0)
+	rb := NewRowBuilder(mem, jsonRowSchema)
+	for _, s := range []string{`{"i": 1, "s": "a"}`, `{"i": "x"}`, `{"i": 2, "s": "b"}`, `{"i": 3`} {
+		_ = rb.AppendJSON([]byte(s))
+	}
+	rec := rb.Finish()
+	defer rec.Release()
+	if rec.NumRows() != 2 {
+		t.Fatalf("%d rows, want 2", rec.NumRows())
+	}
+	is := rec.Column(0).(*array.Int64)
+	ss := rec.Column(2).(*array.String)
+	if is.Value(0) != 1 || is.Value(1) != 2 || ss.Value(0) != "a" || ss.Value(1) != "b" {
+		t.Fatalf("rows %v", rec)
+	}
+}
+
+// FuzzAppendJSON: on any text, AppendJSON and the map decoder agree.
+func FuzzAppendJSON(f *testing.F) {
+	for _, s := range jsonRowSeeds {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, text string) {
+		checkJSONRowAgrees(t, memory.NewGoAllocator(), text)
+	})
+}
+
+// BenchmarkAppendJSON decodes Nexmark-like bids into Arrow columns with the
+// map decoder (DecodeObject + AppendObject, what NATS JSON messages went
+// through) and with AppendJSON, in this process; direct/map is the ratio
+// of their times per row.
+func BenchmarkAppendJSON(b *testing.B) {
+	schema := arrow.NewSchema([]arrow.Field{
+		{Name: "auction", Type: arrow.PrimitiveTypes.Int64, Nullable: true},
+		{Name: "bidder", Type: arrow.PrimitiveTypes.Int64, Nullable: true},
+		{Name: "price", Type: arrow.PrimitiveTypes.Int64, Nullable: true},
+		{Name: "channel", Type: arrow.BinaryTypes.String, Nullable: true},
+		{Name: "url", Type: arrow.BinaryTypes.String, Nullable: true},
+		{Name: "dateTime", Type: arrow.FixedWidthTypes.Timestamp_us, Nullable: true},
+		{Name: "extra", Type: arrow.BinaryTypes.String, Nullable: true},
+	}, nil)
+	var msgs [][]byte
+	for i := range 4096 {
+		msgs = append(msgs, fmt.Appendf(nil, `{"auction":%d,"bidder":%d,"price":%d,"channel":"Google","url":"https://www.nexmark.com/abcde/fghij/item.htm?query=1","dateTime":"2026-01-01T00:00:%02d.%04dZ","extra":"qwertyui"}`,
+			1000+i%977, 2000+i%911, 100+i*37, i%60, i))
+	}
+	mem := memory.NewGoAllocator()
+	run := func(b *testing.B, direct bool) time.Duration {
+		start := time.Now()
+		for range b.N {
+			rb := NewRowBuilder(mem, schema)
+			for _, m := range msgs {
+				var err error
+				if direct {
+					err = rb.AppendJSON(m)
+				} else {
+					var obj map[string]any
+					if obj, err = DecodeObject(m); err == nil {
+						err = rb.AppendObject(obj)
+					}
+				}
+				if err != nil {
+					b.Fatal(err)
+				}
+			}
+			rb.Finish().Release()
+		}
+		return time.Since(start)
+	}
+	var took [2]time.Duration
+	for i, name := range []string{"map", "direct"} {
+		b.Run(name, func(b *testing.B) { took[i] = run(b, i == 1) / time.Duration(b.N) })
+	}
+	if took[0] > 0 {
+		b.Logf("direct/map time per row: %.3f (map %v, direct %v per %d rows)", float64(took[1])/float64(took[0]), took[0], took[1], len(msgs))
+	}
+}
