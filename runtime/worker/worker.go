@@ -95,10 +95,13 @@ type Config struct {
 	// the process (an embedded cluster) and wins.
 	MemoryGuard int64
 	Guard       *dataflow.Memory
-	// CPU shares the worker's processors among its queries (dataflow.CPU:
-	// a query with many busy operators gets its share, not the machine);
-	// set, it is shared with other workers of the process (an embedded
-	// cluster, whose workers share one runtime). Nil: the worker's own.
+	// CPU, when set, shares the worker's processors among its queries
+	// (dataflow.CPU: a query with many busy operators gets its share, not
+	// the machine); it may be shared with other workers of the process
+	// (an embedded cluster, whose workers share one runtime). Nil: steps
+	// run as they come. Not on by default yet: with it, four Jellyfish
+	// latency tests of runtime/cluster missed their bounds on the loaded
+	// machine where main passed them (cause not found yet).
 	CPU *dataflow.CPU
 	// NoResults says the worker's own NATS user may not publish a query's
 	// results (nats-setup's worker creds, security.MayPublishResults): a
@@ -265,9 +268,6 @@ func StartHooked(ctx context.Context, cfg Config, h Hooks) (*Worker, error) {
 		guard = dataflow.NewMemory("worker "+cfg.Name+"'s memory guard", cfg.MemoryGuard, nil)
 	}
 	w := &Worker{cfg: cfg, hooks: h, info: info, ctx: wctx, cancel: cancel, queries: map[string]*query{}, sched: sc, dataKey: dataKey, memGuard: guard, cpu: cfg.CPU}
-	if w.cpu == nil {
-		w.cpu = dataflow.NewCPU(0)
-	}
 	nc := cfg.Conn
 	for subj, h := range map[string]nats.MsgHandler{
 		deploy.DeploySubject(w.cfg.Namespace, "*", cfg.Name): w.onDeploy,
@@ -661,7 +661,9 @@ func (w *Worker) build(req deploy.DeployRequest, ack *deploy.Ack) error {
 	if f := w.hooks.OnResult; f != nil {
 		onResult = func(d time.Duration, rec arrow.Record) { f(req.Query, d, rec) }
 	}
-	q.cpu = w.cpu.Join(req.Query)
+	if w.cpu != nil {
+		q.cpu = w.cpu.Join(req.Query)
+	}
 	dw, err := dataflow.NewWorker(g, idx, dataflow.Config{Allocator: mem, Memory: qmem, Transport: dt, Stop: q.stop, RequestStop: requestStop,
 		Timing: true, Latency: true, LatencySLO: slo, OnLatency: onLatency, OnResult: onResult, CPU: q.cpu})
 	if err != nil {
