@@ -3,6 +3,20 @@
 #   make test   set up, then run the whole test suite
 .PHONY: setup setup-gpu gpu-check demo ocr install test test-long fuzz bench bench-sqlpeer
 
+# Test binaries link without DWARF (-w): nothing in make test reads it, and
+# the 70-odd links of a run are about a third cheaper without it.
+TESTFLAGS = -ldflags=-w
+
+# go test runs up to -p actions (compiles, links, test binaries) at once, by
+# default one per core. TESTP=3 (or 4) with the waiting long poles named first
+# lets the other slots build and run the rest while cmd/tierflow and
+# runtime/cluster wait on clocks. Not the default: under load 30 on this
+# machine, -p 4 (with examples/ocr, which is CPU-bound, among the poles) timed
+# out three packages and failed 20-odd timing tests; it has not been measured
+# on a quiet machine yet.
+TESTP ?=
+LONG_POLES = ./cmd/tierflow ./runtime/cluster
+
 setup:
 	@scripts/setup.sh
 
@@ -39,6 +53,7 @@ FUZZ_BRIEF = \
 	./planner/bind:FuzzBind:2000 \
 	./planner:FuzzPlan:1500 \
 	./operators/sources:FuzzCSV:800 \
+	./operators/sources:FuzzCSVScanner:1500 \
 	./operators/sources:FuzzJSONL:1500 \
 	./operators/sources:FuzzAppendJSON:3000 \
 	./operators/sources:FuzzIPCFile:1500 \
@@ -48,21 +63,21 @@ FUZZ_BRIEF = \
 	./planner/infra:FuzzParse:40000
 
 test: setup
-	go test -count=1 ./...
+	go test $(TESTFLAGS) -count=1 $(if $(TESTP),-p $(TESTP) $(LONG_POLES)) ./...
 	@# The DuckDB peer (its own module): benchmark answers and SQL feature
 	@# comparisons against DuckDB. The first build compiles DuckDB's bindings.
-	cd bench/sqlpeer && go test -count=1 ./...
+	cd bench/sqlpeer && go test $(TESTFLAGS) -count=1 ./...
 	@for f in $(FUZZ_BRIEF); do \
 		pkg=$${f%%:*}; rest=$${f#*:}; target=$${rest%%:*}; n=$${rest#*:}; \
 		echo "go test $$pkg -run '^$$' -fuzz '^$$target\$$' -fuzztime $${n}x"; \
-		go test $$pkg -run '^$$' -fuzz "^$$target\$$" -fuzztime $${n}x -fuzzminimizetime 100x || exit 1; \
+		go test $(TESTFLAGS) $$pkg -run '^$$' -fuzz "^$$target\$$" -fuzztime $${n}x -fuzzminimizetime 100x || exit 1; \
 	done
 
 # The long tests (soak runs, sweeps, full-size checks; internal/testenv.Long):
 # CI runs them after `make test` when its time allows.
 test-long: setup
-	TIERFLOW_TEST_LONG=1 go test -count=1 -run "$${RUN:-.}" ./...
-	cd bench/sqlpeer && TIERFLOW_TEST_LONG=1 go test -count=1 -run "$${RUN:-.}" ./...
+	TIERFLOW_TEST_LONG=1 go test $(TESTFLAGS) -count=1 -run "$${RUN:-.}" ./...
+	cd bench/sqlpeer && TIERFLOW_TEST_LONG=1 go test $(TESTFLAGS) -count=1 -run "$${RUN:-.}" ./...
 
 # Fuzz the parser for a while (seed corpus: every example query).
 fuzz:

@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"math/rand"
 	"os"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -36,6 +37,10 @@ type Row struct {
 	// VsBare is the median over the repetitions of the consumer's rate
 	// over the bare one's in the run next to it.
 	VsBare float64 `json:"vs_bare"`
+	// VsBareMin and VsBareMax are the spread of that ratio over the
+	// repetitions.
+	VsBareMin float64 `json:"vs_bare_min"`
+	VsBareMax float64 `json:"vs_bare_max"`
 }
 
 // Options size a run.
@@ -149,7 +154,8 @@ func Run(ctx context.Context, o Options) ([]Row, error) {
 			ratios = append(ratios, x.rate()/bare.rate())
 		}
 		row := Row{Transport: c.transport, Consumer: c.consumer, Messages: o.Messages,
-			Received: medianInt(recv), Dropped: medianInt(drops), Seconds: median(secs), VsBare: median(ratios)}
+			Received: medianInt(recv), Dropped: medianInt(drops), Seconds: median(secs), VsBare: median(ratios),
+			VsBareMin: slices.Min(ratios), VsBareMax: slices.Max(ratios)}
 		var rates []float64
 		for _, x := range res[i] {
 			rates = append(rates, x.rate())

@@ -3,11 +3,13 @@ package main
 import (
 	"bytes"
 	"context"
+	"errors"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/tierflow/tierflow/bench/tpch"
+	"github.com/tierflow/tierflow/dataflow"
 	"github.com/tierflow/tierflow/internal/testenv"
 )
 
@@ -116,5 +118,47 @@ func TestTPCHCommand(t *testing.T) {
 	}
 	if err := runTPCH(context.Background(), []string{"--sf", "zero"}, &out, &errs); err == nil || !strings.Contains(err.Error(), "bad input") {
 		t.Errorf("--sf zero: %v", err)
+	}
+}
+
+// TestTPCHWithinMemoryLimit: the 22 standard texts at scale factor 0.01,
+// each given 6 MiB (its joins and aggregations spill past 3 MiB), either
+// give DuckDB's answer with the query's budget never past its limit, or
+// fail naming the budget (dataflow.LimitError): none takes more than it
+// was given, none answers wrongly under the limit. Most must answer: a
+// limit every query fails tests nothing.
+func TestTPCHWithinMemoryLimit(t *testing.T) {
+	const limit = 6 << 20
+	duck, tf := loadTPCH(t, 0.01, 1, tpch.SpecTypes)
+	tf.MemoryLimit = limit
+	ctx := context.Background()
+	answered := 0
+	for _, q := range tpch.Queries() {
+		want, err := duck.Run(ctx, q)
+		if err != nil {
+			t.Fatalf("%s: DuckDB: %v", q.Name, err)
+		}
+		qctx, cancel := context.WithTimeout(ctx, time.Minute)
+		got, err := tf.Run(qctx, q)
+		cancel()
+		if peak := tf.Peak(); peak > limit {
+			t.Errorf("%s: the budget held %d bytes at its peak, past its limit of %d", q.Name, peak, limit)
+		}
+		var le *dataflow.LimitError
+		switch {
+		case errors.As(err, &le):
+			t.Logf("%s: failed on its limit: %v", q.Name, err)
+		case err != nil:
+			t.Errorf("%s: tierflow: %v", q.Name, err)
+		default:
+			answered++
+			if d := tpch.Compare(got, want); d != "" {
+				t.Errorf("%s under a %d-byte limit: %s", q.Name, limit, d)
+			}
+			t.Logf("%s: peak %.2f MiB", q.Name, float64(tf.Peak())/(1<<20))
+		}
+	}
+	if answered < 20 {
+		t.Errorf("%d of 22 answered within %d bytes: want at least 20", answered, limit)
 	}
 }

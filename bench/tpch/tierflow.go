@@ -8,7 +8,9 @@ import (
 	"sync"
 
 	"github.com/apache/arrow/go/v17/arrow"
+	"github.com/apache/arrow/go/v17/arrow/memory"
 
+	"github.com/tierflow/tierflow/dataflow"
 	"github.com/tierflow/tierflow/operators/exec"
 	"github.com/tierflow/tierflow/operators/sinks"
 )
@@ -32,9 +34,22 @@ type Tierflow struct {
 	// Parallelism is tierflow's --parallelism (0: every core where it
 	// pays, as `tierflow run --local`).
 	Parallelism int
+	// MemoryLimit, when above 0, is each query's memory in bytes: its
+	// budget (dataflow.Memory: every Arrow buffer and operator state is
+	// charged, and an allocation past it fails the query naming the
+	// operator) and, at half of it, the state a GROUP BY or a join's
+	// table holds before spilling to disk (exec.Options.MemoryLimit; half,
+	// so that a spilling join or aggregation leaves the other half to the
+	// batches in flight and the query's other operators).
+	MemoryLimit int64
 	dir         string
 	ddl         string
+	peak        int64
 }
+
+// Peak is the most the last query's budget held at once (0 without a
+// MemoryLimit).
+func (t *Tierflow) Peak() int64 { return t.peak }
 
 // Name implements Engine.
 func (*Tierflow) Name() string { return "tierflow" }
@@ -74,8 +89,15 @@ func (t *Tierflow) Run(ctx context.Context, q Query) (Result, error) {
 		par = exec.AllCores
 	}
 	c := &collector{}
+	opts := exec.Options{BaseDir: t.dir, Parallelism: par}
+	t.peak = 0
+	if t.MemoryLimit > 0 {
+		m := dataflow.NewMemory("query "+q.Name, t.MemoryLimit, nil)
+		opts.Memory, opts.Allocator, opts.MemoryLimit = m, m.Allocator(memory.DefaultAllocator), t.MemoryLimit/2
+		defer func() { t.peak = m.Peak() }()
+	}
 	err := exec.RunScript(ctx, q.Name+".sql", t.ddl+q.Text, exec.ScriptOptions{
-		Options: exec.Options{BaseDir: t.dir, Parallelism: par},
+		Options: opts,
 		NewOutput: func() (sinks.Writer, error) {
 			c.reset()
 			return c, nil

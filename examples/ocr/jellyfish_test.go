@@ -149,19 +149,6 @@ func subset(got, want []Read) bool {
 	return true
 }
 
-// missingScenes are the scenes with reads in want and none in got.
-func missingScenes(got, want []Read) []int64 {
-	g := byScene(got)
-	var out []int64
-	for id, rs := range byScene(want) {
-		if len(rs) > 0 && len(g[id]) == 0 {
-			out = append(out, id)
-		}
-	}
-	slices.Sort(out)
-	return out
-}
-
 // stepDown is the run's re-plan from det-480 to det-320, nil when none;
 // every re-plan must be the Jellyfish policy's.
 func stepDown(t *testing.T, s control.Summary) *control.Replan {
@@ -228,26 +215,15 @@ func TestJellyfishShrinksTheDetectorOnAShapedLink(t *testing.T) {
 		t.Errorf("stepped down %v in, before the link fell at %ds: the unshaped link leaves det-480 its compute",
 			down.Cut.Decided.Sub(r.start), fall)
 	}
-	want480 := referenceReads(t, sc, n, 480, 320)
-	answered := answeredBy(t, r.reads, map[string][]Read{"det-480": want480, "det-320": referenceReads(t, sc, n, 320, 320)}, s.Dropped["deadline"] > 0)
+	want480, want320 := referenceReads(t, sc, n, 480, 320), referenceReads(t, sc, n, 320, 320)
+	answered := answeredBy(t, r.reads, map[string][]Read{"det-480": want480, "det-320": want320}, s.Dropped["deadline"] > 0)
 	t.Logf("scenes answered: %v of %d", answered, n)
 	if answered["det-320"] == 0 {
 		t.Errorf("no scene answered at det-320 after the step down: %v", answered)
 	}
-	// A scene missing should have been dropped past its deadline, counted.
-	// Across the cut-over the summary can count fewer rows dropped than
-	// scenes are missing (1 run in 3 or 4 here at a load of 20-30: scenes
-	// [0 1] missing, 1 row counted; both before the epoch the new
-	// generation resumed from). The stop's answers now count a part's last
-	// drops (supervisor.keepFinal) and that did not close it: the cause is
-	// not found yet (docs/ocr.md, "Not done yet"). Logged, not asserted.
-	var dropped int64
-	for _, d := range s.Dropped {
-		dropped += d
-	}
-	if m := missingScenes(r.reads, want480); len(m) > 0 {
-		t.Logf("scenes %v of %d have no rows; %d rows counted dropped (%v)", m, n, dropped, s.Dropped)
-	}
+	// Every scene answered once, or what is missing of it counted
+	// dropped past its deadline: across the cut-over too.
+	assertAccounted(t, r.reads, map[string][]Read{"det-480": want480, "det-320": want320}, s, "det-480", n)
 }
 
 // TestJellyfishTradeOnTheShapedLink measures what the policy trades on the
@@ -272,6 +248,7 @@ func TestJellyfishTradeOnTheShapedLink(t *testing.T) {
 		r := runShaped(t, len(sc), flat(c.kbit), c.jellyfish)
 		s := r.summary
 		answered := answeredBy(t, r.reads, refs, s.Dropped["deadline"] > 0)
+		assertAccounted(t, r.reads, refs, s, "det-480", len(sc))
 		down := stepDown(t, s)
 		switch {
 		case c.kbit == shapedKbit && c.jellyfish && down == nil:

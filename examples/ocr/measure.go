@@ -86,25 +86,93 @@ func Measure(dir string, scenes []*Scene, threads, iters int, progress io.Writer
 				m.RecAcc[width] = pct(sc.Correct, sc.Found)
 			}
 			fmt.Fprintf(progress, "det-%d rec-%d: lines found %.1f%%, read right %.1f%% (%d boxes)\n", side, width, sc.Recall(), sc.Accuracy(), boxes)
-			// Time the calls once per variant (the recogniser's on det-480's crops).
-			if width == RecWidths[0] {
-				if m.DetMs[side], err = ref.timeDet(scenes, m.Batches["det"], iters); err != nil {
-					ref.Close()
-					return nil, err
-				}
-				fmt.Fprintf(progress, "det-%d: ms per call by batch %v\n", side, m.DetMs[side])
-			}
-			if side == 480 {
-				if m.RecMs[width], err = ref.timeRec(scenes, m.Batches["rec"], iters); err != nil {
-					ref.Close()
-					return nil, err
-				}
-				fmt.Fprintf(progress, "rec-%d: ms per call by batch %v\n", width, m.RecMs[width])
-			}
 			ref.Close()
 		}
 	}
+	if err := m.time(dir, scenes, threads, iters, progress); err != nil {
+		return nil, err
+	}
 	return m, nil
+}
+
+// timedCall is one variant's call at one batch size, and its times (ms).
+type timedCall struct {
+	run func() error
+	ms  []float64
+}
+
+// time times every variant's calls by batch size in rounds: each round
+// makes one call of every variant and batch size, starting one further
+// along each time, so a load that comes and goes on a shared machine
+// falls on all of them alike; each gets iters calls, and its p50, p75 and
+// p90 are over them. Timed one variant after the other, a busy minute
+// would land on one variant's calls alone and could put a smaller
+// detector's P90 above a larger one's.
+func (m *Measured) time(dir string, scenes []*Scene, threads, iters int, progress io.Writer) error {
+	var calls []*timedCall
+	det := map[int]map[int]*timedCall{}
+	rec := map[int]map[int]*timedCall{}
+	for _, side := range DetSides {
+		ref, err := NewReference(dir, side, RecWidths[0], threads)
+		if err != nil {
+			return err
+		}
+		defer ref.Close()
+		det[side] = map[int]*timedCall{}
+		for _, b := range m.Batches["det"] {
+			run, err := ref.detCall(scenes, b)
+			if err != nil {
+				return err
+			}
+			c := &timedCall{run: run}
+			det[side][b] = c
+			calls = append(calls, c)
+		}
+	}
+	for _, width := range RecWidths {
+		// The recogniser's calls are on det-480's crops.
+		ref, err := NewReference(dir, 480, width, threads)
+		if err != nil {
+			return err
+		}
+		defer ref.Close()
+		rec[width] = map[int]*timedCall{}
+		for _, b := range m.Batches["rec"] {
+			run, err := ref.recCall(scenes, b)
+			if err != nil {
+				return err
+			}
+			c := &timedCall{run: run}
+			rec[width][b] = c
+			calls = append(calls, c)
+		}
+	}
+	for i := range iters {
+		for j := range calls {
+			c := calls[(i+j)%len(calls)]
+			t0 := time.Now()
+			if err := c.run(); err != nil {
+				return err
+			}
+			c.ms = append(c.ms, float64(time.Since(t0).Microseconds())/1000)
+		}
+		fmt.Fprintf(progress, "timed round %d of %d (%d calls each)\n", i+1, iters, len(calls))
+	}
+	for side, bs := range det {
+		m.DetMs[side] = map[int][3]float64{}
+		for b, c := range bs {
+			m.DetMs[side][b] = percentiles(c.ms)
+		}
+		fmt.Fprintf(progress, "det-%d: ms per call by batch %v\n", side, m.DetMs[side])
+	}
+	for width, bs := range rec {
+		m.RecMs[width] = map[int][3]float64{}
+		for b, c := range bs {
+			m.RecMs[width][b] = percentiles(c.ms)
+		}
+		fmt.Fprintf(progress, "rec-%d: ms per call by batch %v\n", width, m.RecMs[width])
+	}
+	return nil
 }
 
 // percentiles returns p50, p75, p90 of xs (ms).
@@ -114,35 +182,28 @@ func percentiles(xs []float64) [3]float64 {
 	return [3]float64{at(0.5), at(0.75), at(0.9)}
 }
 
-// timeDet times detector calls of b scenes' tensors.
-func (r *Reference) timeDet(scenes []*Scene, batches []int, iters int) (map[int][3]float64, error) {
+// detCall is a detector call on b scenes' tensors.
+func (r *Reference) detCall(scenes []*Scene, b int) (func() error, error) {
 	p := r.DetPrep
 	size := 3 * p.Height * p.Width
-	out := map[int][3]float64{}
-	for _, b := range batches {
-		x := make([]float32, b*size)
-		for i := range b {
-			img, err := decodeAt(scenes, i)
-			if err != nil {
-				return nil, err
-			}
-			_, r.scratch = p.Fill(x[i*size:(i+1)*size], img, r.scratch)
+	x := make([]float32, b*size)
+	for i := range b {
+		img, err := decodeAt(scenes, i)
+		if err != nil {
+			return nil, err
 		}
-		var ms []float64
-		for range iters {
-			t0 := time.Now()
-			if _, _, err := r.run(r.det, []int64{int64(b), 3, int64(p.Height), int64(p.Width)}, x); err != nil {
-				return nil, err
-			}
-			ms = append(ms, float64(time.Since(t0).Microseconds())/1000)
-		}
-		out[b] = percentiles(ms)
+		_, r.scratch = p.Fill(x[i*size:(i+1)*size], img, r.scratch)
 	}
-	return out, nil
+	shape := []int64{int64(b), 3, int64(p.Height), int64(p.Width)}
+	return func() error {
+		_, _, err := r.run(r.det, shape, x)
+		return err
+	}, nil
 }
 
-// timeRec times recogniser calls of b crops.
-func (r *Reference) timeRec(scenes []*Scene, batches []int, iters int) (map[int][3]float64, error) {
+// recCall is a recogniser call on b crops of the scenes' lines (as the
+// detector found them).
+func (r *Reference) recCall(scenes []*Scene, b int) (func() error, error) {
 	p := r.RecPrep
 	size := 3 * p.Height * p.Width
 	var crops []float32
@@ -160,27 +221,22 @@ func (r *Reference) timeRec(scenes []*Scene, batches []int, iters int) (map[int]
 			_, r.scratch = p.Fill(x, crop, r.scratch)
 			crops = append(crops, x...)
 		}
-		if len(crops) >= 16*size {
+		if len(crops) >= b*size {
 			break
 		}
 	}
-	out := map[int][3]float64{}
-	for _, b := range batches {
-		x := make([]float32, b*size)
-		for i := range b {
-			copy(x[i*size:], crops[(i*size)%len(crops):])
-		}
-		var ms []float64
-		for range iters {
-			t0 := time.Now()
-			if _, _, err := r.run(r.rec, []int64{int64(b), 3, int64(p.Height), int64(p.Width)}, x); err != nil {
-				return nil, err
-			}
-			ms = append(ms, float64(time.Since(t0).Microseconds())/1000)
-		}
-		out[b] = percentiles(ms)
+	if len(crops) == 0 {
+		return nil, fmt.Errorf("no line found in %d scenes to time the recogniser on", len(scenes))
 	}
-	return out, nil
+	x := make([]float32, b*size)
+	for i := range b {
+		copy(x[i*size:], crops[(i*size)%len(crops):])
+	}
+	shape := []int64{int64(b), 3, int64(p.Height), int64(p.Width)}
+	return func() error {
+		_, _, err := r.run(r.rec, shape, x)
+		return err
+	}, nil
 }
 
 func decodeAt(scenes []*Scene, i int) (image.Image, error) {

@@ -317,6 +317,16 @@ func WatchSources(stop <-chan struct{}, report *sources.Report, w io.Writer) {
 // sources took batches since it last ran (sources.Report.Position).
 func (q *Query) TakePositions() map[string]sources.Positions { return q.report.TakePositions() }
 
+// DropsFrom has the query ignore what it drops of rows at epochs below e
+// (dataflow.Drops.From): a re-deployed part resumed at e.
+func (q *Query) DropsFrom(e dataflow.Epoch) { q.report.Drops.From(e) }
+
+// DropsByEpoch is what the query dropped of rows whose epoch is known, by
+// epoch (dataflow.Drops.ByEpoch).
+func (q *Query) DropsByEpoch() map[dataflow.Epoch]dataflow.DropCounts {
+	return q.report.Drops.ByEpoch()
+}
+
 // Stats are the query's counts so far: rows read and written, late rows
 // dropped, bad rows skipped. A cluster worker, which runs its part of the
 // graph without Run, reports them from here.

@@ -92,7 +92,7 @@ func (a *Adapt) OnBatch(ctx *dataflow.Context, _ int, b dataflow.Batch, cap *dat
 	if a.sides != nil {
 		side := a.sides.choose(ctx, rec.NumRows())
 		if side == 0 {
-			a.drops.Add(dataflow.DropDeadline, rec.NumRows())
+			a.drops.AddAt(dataflow.DropDeadline, epochOf(cap), rec.NumRows())
 			a.sides.dropped.Add(rec.NumRows())
 			return nil
 		}

@@ -257,7 +257,7 @@ func (o *Operator) dropLate(now time.Time) {
 		o.b.take(p.j.n)
 		p.taken, p.dropped = p.j.n, true
 		o.counts.deadline.Add(int64(p.j.n))
-		o.drops.Add(dataflow.DropDeadline, int64(p.j.n))
+		o.drops.AddAt(dataflow.DropDeadline, epochOf(p.cap), int64(p.j.n))
 	}
 }
 
@@ -292,4 +292,12 @@ func (o *Operator) emit(ctx *dataflow.Context) error {
 		}
 	}
 	return nil
+}
+
+// epochOf is the epoch of cap's rows (0 without one: a test's queue).
+func epochOf(cap *dataflow.Capability) dataflow.Epoch {
+	if cap == nil {
+		return 0
+	}
+	return cap.Epoch()
 }

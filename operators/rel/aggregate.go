@@ -559,13 +559,13 @@ func (h *HashAggregate) addWindows(keys, args []arrow.Array, ts arrow.Array, siz
 func (h *HashAggregate) addTo(start, end int64, keys, args []arrow.Array, _ []uint32, from, to int) error {
 	w, err := h.window(start, end)
 	if err != nil {
-		return err
+		return &notFoldedError{err}
 	}
 	// The rows may add as many keys as they are: what the table and the
 	// accumulators could grow to is charged first, and track gives back
 	// what they did not take.
 	if err := h.reserve(w, w.keys.growBound(to-from)+int64((to-from)*groupAccBytes*len(w.accs))+rowsBound(w, to-from)); err != nil {
-		return err
+		return &notFoldedError{err}
 	}
 	gids := h.gids[:to-from]
 	w.keys.lookupBatch(keys, from, to, gids)
@@ -746,3 +746,11 @@ func constValue(e expr.Expr) (any, bool) {
 	}
 	return nil, false
 }
+
+// notFoldedError is a refusal (of the budget, mostly) that came before any
+// row of the batch was folded in: the state is as it was, and the batch is
+// still to be added (a spilling aggregation adds it again after spilling).
+type notFoldedError struct{ err error }
+
+func (e *notFoldedError) Error() string { return e.err.Error() }
+func (e *notFoldedError) Unwrap() error { return e.err }

@@ -81,12 +81,19 @@ func (a *SpillAggregate) Open(ctx *dataflow.Context, cap *dataflow.Capability) e
 }
 
 func (a *SpillAggregate) OnBatch(_ *dataflow.Context, _ int, b dataflow.Batch, _ *dataflow.Capability) error {
+	defer b.Record.Release()
 	err := a.h.Add(b.Record)
-	b.Record.Release()
 	if errors.Is(err, dataflow.ErrMemory) {
-		// The query's budget refused the state after the batch was
-		// folded in (HashAggregate.track): to disk with it.
-		return a.spill()
+		// The query's budget refused the state: to disk with it. A
+		// refusal before the batch was folded in (the table's growth is
+		// charged first) leaves the batch to add to the emptied state;
+		// one after it (HashAggregate.track) was folded and spills
+		// with it.
+		var nf *notFoldedError
+		if serr := a.spill(); serr != nil || !errors.As(err, &nf) {
+			return serr
+		}
+		return a.h.Add(b.Record)
 	}
 	if err != nil || a.h.StateBytes() <= a.limit {
 		return err

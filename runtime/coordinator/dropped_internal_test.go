@@ -37,7 +37,8 @@ func TestDroppedCountsEveryGeneration(t *testing.T) {
 	if got := qs.info.Dropped[dataflow.DropDeadline]; got != 7 {
 		t.Fatalf("generation 1: %d dropped, want 7", got)
 	}
-	qs.endGeneration()
+	qs.nextGeneration()
+	qs.closeGeneration(1, nil, 0)
 	qs.info.Generation = 2
 	status(2, dataflow.DropCounts{dataflow.DropDeadline: 3})
 	if got := qs.info.Dropped[dataflow.DropDeadline]; got != 10 {
@@ -63,7 +64,11 @@ func TestDroppedCountsEveryGeneration(t *testing.T) {
 // part with its last status; rows it dropped after its last report count
 // in the query's total (before, only the last report's drops did, and a
 // scene dropped in the last half second before a re-plan vanished from the
-// summary). An answer without the part's statistics leaves its report.
+// summary), but not those of epochs the next generation replays, which
+// answers them itself. An answer without the part's statistics leaves its
+// report. The steps are a re-plan's: the next generation opens (its
+// number moves on, the old statuses are set aside), then the old parts'
+// answers come, with the epoch the next generation resumes from.
 func TestDroppedCountsTheStopsAnswer(t *testing.T) {
 	c := &Coordinator{queries: map[string]*supervisor{}, workers: map[string]*deploy.WorkerInfo{}}
 	qs := &supervisor{c: c, info: deploy.QueryInfo{Query: "q1", Generation: 1, Workers: []string{"w1", "w2"}, State: deploy.StateRunning},
@@ -77,17 +82,26 @@ func TestDroppedCountsTheStopsAnswer(t *testing.T) {
 		b, _ := json.Marshal(st)
 		c.onStatus(&nats.Msg{Subject: deploy.QuerySubject("", "q1", "status."+st.Worker), Data: b})
 	}
-	w1 := report("w1", 1, 3) // one more dropped after its last report
+	// w1 stopped having dropped 5: one at epoch 10 and one at 15 before
+	// its last report, one more at 15 after it, two at 20, which the next
+	// generation (resumed at 20) replays.
+	w1 := report("w1", 1, 5)
 	w1.State = deploy.StateStopped
+	w1.DroppedAt = map[dataflow.Epoch]dataflow.DropCounts{10: {dataflow.DropDeadline: 1}, 15: {dataflow.DropDeadline: 2}, 20: {dataflow.DropDeadline: 2}}
 	bare := deploy.Status{Query: "q1", Worker: "w2", Generation: 1, State: deploy.StateStopped} // no statistics
 	qs.mu.Lock()
-	qs.keepFinal(1, map[string]deploy.Status{"w1": w1, "w2": bare})
-	qs.endGeneration()
 	qs.info.Generation = 2
+	qs.nextGeneration()
+	// A late status of generation 1 is not the query's any more.
 	qs.mu.Unlock()
-	b, _ := json.Marshal(report("w1", 2, 0))
+	b, _ := json.Marshal(report("w1", 1, 9))
+	c.onStatus(&nats.Msg{Subject: deploy.QuerySubject("", "q1", "status.w1"), Data: b})
+	qs.mu.Lock()
+	qs.closeGeneration(1, map[string]deploy.Status{"w1": w1, "w2": bare}, 20)
+	qs.mu.Unlock()
+	b, _ = json.Marshal(report("w1", 2, 0))
 	c.onStatus(&nats.Msg{Subject: deploy.QuerySubject("", "q1", "status.w1"), Data: b})
 	if got := qs.info.Dropped[dataflow.DropDeadline]; got != 4 {
-		t.Fatalf("%d dropped, want w1's 3 (its stop's answer) + w2's 1 (its last report)", got)
+		t.Fatalf("%d dropped, want w1's 3 below epoch 20 (its stop's answer) + w2's 1 (its last report)", got)
 	}
 }

@@ -25,10 +25,12 @@ func TestSidesCountEveryGeneration(t *testing.T) {
 		c.onStatus(&nats.Msg{Subject: deploy.QuerySubject("", "q1", "status.w1"), Data: b})
 	}
 	status(1, map[string]int64{"side_28": 10, "side_14": 2})
-	qs.endGeneration()
+	qs.nextGeneration()
+	qs.closeGeneration(1, nil, 0)
 	qs.info.Generation = 2
 	status(2, map[string]int64{"side_20": 4, "side_14": 1})
-	qs.endGeneration()
+	qs.nextGeneration()
+	qs.closeGeneration(2, nil, 0)
 	qs.info.Generation = 3
 	status(3, map[string]int64{"side_20": 1})
 	got := qs.info.Sides()

@@ -59,6 +59,10 @@ type supervisor struct {
 	info  deploy.QueryInfo
 	// status is each worker's last status in the current generation.
 	status map[string]deploy.Status
+	// closing are the ending generation's last statuses, from the start
+	// of a change of generation until its parts have stopped
+	// (closeGeneration).
+	closing map[string]deploy.Status
 	// live folds the workers' reports into the query's estimates; rtt is
 	// each worker's last measured round trip to the NATS server.
 	live *control.Live

@@ -374,7 +374,7 @@ func (s *supervisor) openGeneration(ch change, old current, next placed, placeEr
 		return 0, "", false
 	}
 	s.info.Generation, s.failing = gen, false
-	s.endGeneration()
+	s.nextGeneration()
 	s.info.ResultRows = 0 // the new generation's, from its first status
 	s.live, s.planned = control.NewLive(), time.Now()
 	if !ch.replan() {
@@ -445,21 +445,24 @@ func (s *supervisor) stopOld(ch change, old current, placed bool, cut *control.C
 	epoch := old.epoch
 	if !ch.replan() || !placed {
 		s.publishStop(deploy.StopRequest{Query: s.id, Abort: true, Generation: old.gen, OnlyGeneration: true})
+		s.mu.Lock()
+		s.closeGeneration(old.gen, nil, epoch)
+		s.mu.Unlock()
 		return epoch
 	}
 	stopping := time.Now()
 	e, pos, final, ok := s.c.stopGeneration(s.id, old.gen, old.placement)
 	cut.StopMs = msSince(stopping)
 	s.mu.Lock()
-	s.keepFinal(old.gen, final)
-	s.mu.Unlock()
+	defer s.mu.Unlock()
 	if ok && e > epoch {
 		epoch = e
-		s.mu.Lock()
 		s.info.Committed = max(s.info.Committed, e)
 		s.addPositions(pos)
-		s.mu.Unlock()
 	}
+	// The old parts' answers are their last statuses; the next generation
+	// answers the rows from epoch on.
+	s.closeGeneration(old.gen, final, epoch)
 	return epoch
 }
 

@@ -131,28 +131,32 @@ func (s *supervisor) onStatus(st deploy.Status, reg registry) {
 	s.done(*ended)
 }
 
-// keepFinal (with s.mu held) takes the answers generation gen's parts gave
-// its stop (stopGeneration) as their last statuses: what a part dropped and
-// measured after its last report (up to half a second of rows; the same
-// words on its status subject may come after the next generation opened,
-// and are then not the query's) counts when the generation ends
-// (endGeneration). An answer without the part's statistics (a part that
-// ended without its last status) leaves its last report.
-func (s *supervisor) keepFinal(gen int, final map[string]deploy.Status) {
-	if s.ended() || s.info.Generation != gen {
-		return
-	}
-	for w, st := range final {
-		if st.Generation == gen && len(st.Operators) > 0 && slices.Contains(s.info.Workers, w) {
-			s.status[w] = st
-		}
-	}
+// nextGeneration (with s.mu held) sets the ending generation's statuses
+// aside (closeGeneration counts them once its parts have stopped) and
+// starts the next one's.
+func (s *supervisor) nextGeneration() {
+	s.closing = s.status
+	s.status, s.front = map[string]deploy.Status{}, map[string]uint64{}
 }
 
-// endGeneration (with s.mu held) forgets the ending generation's statuses
-// and sink frontiers, keeping in the query's record the rows it dropped
-// and what its sinks measured (QueryInfo.Earlier).
-func (s *supervisor) endGeneration() {
+// closeGeneration (with s.mu held) keeps in the query's record what
+// generation gen (set aside by nextGeneration) dropped and measured, once
+// its parts have stopped. A part's answer to the stop (final, by worker:
+// stopGeneration) is its last status: what it dropped and measured after
+// its last report (up to half a second of rows) counts too; an answer
+// without the part's statistics leaves its last report. The next
+// generation resumes at epoch resume and answers the rows from there, so
+// what the part dropped of them (its answer's DroppedAt) is not counted:
+// each row is answered, or counted dropped, once.
+func (s *supervisor) closeGeneration(gen int, final map[string]deploy.Status, resume uint64) {
+	if s.closing == nil {
+		s.closing = map[string]deploy.Status{}
+	}
+	for w, st := range final {
+		if st.Generation == gen && len(st.Operators) > 0 {
+			s.closing[w] = st
+		}
+	}
 	// A new Earlier, not the old one changed: copies of the query's info
 	// handed out before share its pointer.
 	e := &deploy.Earlier{}
@@ -161,8 +165,8 @@ func (s *supervisor) endGeneration() {
 		e.SLOMissRows = old.SLOMissRows
 		e.AddSides([]dataflow.InstanceStats{{Counters: old.Sides}})
 	}
-	for _, st := range s.status {
-		s.droppedBefore = s.droppedBefore.Merge(st.Dropped)
+	for _, st := range s.closing {
+		s.droppedBefore = s.droppedBefore.Merge(st.Dropped.Less(dataflow.DropsSince(st.DroppedAt, dataflow.Epoch(resume))))
 		for _, op := range st.Operators {
 			e.EndToEnd.Add(op.EndToEnd)
 			e.SLOMissRows += op.SLOMissRows
@@ -172,7 +176,7 @@ func (s *supervisor) endGeneration() {
 	if e.EndToEnd.Count > 0 || e.SLOMissRows > 0 || len(e.Sides) > 0 {
 		s.info.Earlier = e
 	}
-	s.status, s.front = map[string]deploy.Status{}, map[string]uint64{}
+	s.closing = nil
 }
 
 // commit (with s.mu held) moves the query's committed epoch to the

@@ -283,7 +283,13 @@ func (s Script) BuildPlan(plan *logical.Plan, opts exec.Options) (*exec.Query, e
 	if s.ResumeEpoch > 0 && len(s.Positions) > 0 && opts.Stream != nil {
 		opts.Stream = resumeStreams(opts.Stream, plan, s.ResumeEpoch, s.Positions)
 	}
-	return exec.Build(withBatches(s.adaptInputs(plan), s.Batches), opts)
+	q, err := exec.Build(withBatches(s.adaptInputs(plan), s.Batches), opts)
+	if err == nil && s.ResumeEpoch > 0 {
+		// The epochs below are the earlier generation's: its rows and
+		// drops of them stand, whatever this part does replaying them.
+		q.DropsFrom(dataflow.Epoch(s.ResumeEpoch))
+	}
+	return q, err
 }
 
 // AdaptSetting is the SET that chooses how images cross links

@@ -337,6 +337,11 @@ type Status struct {
 	// Dropped is everything this worker's part dropped, by reason
 	// (dataflow.DropReasons).
 	Dropped dataflow.DropCounts `json:"dropped,omitempty"`
+	// DroppedAt, in a part's last status (not running), is what of
+	// Dropped it dropped of rows whose epoch is known, by epoch: a
+	// re-plan's cut-over takes off what the part dropped at epochs the
+	// next generation replays (dataflow.Drops).
+	DroppedAt map[dataflow.Epoch]dataflow.DropCounts `json:"dropped_at,omitempty"`
 	// RTTNs is the worker's round trip to its NATS server, measured at
 	// this report: the coordinator adds a link's two ends for its RTT.
 	RTTNs int64 `json:"rtt_ns,omitempty"`

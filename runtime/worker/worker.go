@@ -936,6 +936,9 @@ func (w *Worker) statusErr(q *query, state string, err error, stats []dataflow.I
 		c := q.eq.Stats()
 		st.LateRows, st.BadRows, st.Problems, st.Dropped = c.LateRows, c.BadRows, c.Problems, c.Dropped
 		st.Positions = q.eq.TakePositions()
+		if state != deploy.StateRunning {
+			st.DroppedAt = q.eq.DropsByEpoch()
+		}
 	}
 	if state != deploy.StateRunning {
 		q.final.Store(&st)

@@ -24,7 +24,7 @@ func main() {
 	catalog := flag.String("catalog", "examples/ocr/catalog.yaml", "catalog to write with -measure")
 	models := flag.String("models", ocr.CacheDir, "the setup cache's OCR models, for -measure")
 	threads := flag.Int("threads", 1, "intra-op threads of the measured sessions")
-	iters := flag.Int("iters", 5, "timed calls per variant and batch size")
+	iters := flag.Int("iters", 20, "timed calls per variant and batch size (rounds of one call each; p90 of 5 calls would be the slowest)")
 	flag.Parse()
 	scenes, err := ocr.Generate(*seed, *n)
 	if err != nil {
