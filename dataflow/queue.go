@@ -86,13 +86,17 @@ func (q *queue) Deliver(ctx context.Context, m Message) error {
 			return nil
 		}
 		q.mu.Unlock()
+		// Waiting for room downstream is not this query's CPU time.
+		resume := Waiting(ctx)
 		select {
 		case <-q.notFull:
 		case <-q.done:
 		case <-ctx.Done():
+			resume()
 			m.release()
 			return ctx.Err()
 		}
+		resume()
 	}
 }
 

@@ -62,6 +62,11 @@ type Config struct {
 	// operator instance's state is an Account of it (Context.Memory), and
 	// Allocator should be its Allocator. Nil: state is not counted.
 	Memory *Memory
+	// CPU, when set, is the query's share of its worker's processors:
+	// each instance's step waits for the query's turn (see CPU), so that
+	// queries sharing a worker share its CPU fairly. Run only; Step does
+	// not wait. Nil: steps run as they come.
+	CPU *CPUShare
 }
 
 func (c Config) withDefaults() Config {
@@ -123,6 +128,7 @@ type instance struct {
 	owned    map[*Capability]struct{}
 	ctx      context.Context // the run's: sends, blocking
 	srcCtx   context.Context // sources: also ends on StopSources
+	turn     *turn           // under Config.CPU: the instance's turn
 	opctx    Context
 	opened   bool
 	finished bool
@@ -833,11 +839,17 @@ func (w *Worker) Run(ctx context.Context) error {
 	w.makeBlocking()
 	for _, in := range w.insts {
 		in.ctx = ctx
+		if w.cfg.CPU != nil {
+			// What the instance's step waits on outside the worker
+			// (Waiting) finds its turn in the context it is given.
+			in.turn = &turn{share: w.cfg.CPU}
+			in.ctx = context.WithValue(ctx, turnKey{}, in.turn)
+		}
 		if in.src != nil {
 			// A source's Context() also ends on a graceful stop, so a
 			// Produce blocked waiting for input returns. Its sends keep the
 			// run's context: what it emits before stopping is delivered.
-			sctx, scancel := context.WithCancel(ctx)
+			sctx, scancel := context.WithCancel(in.ctx)
 			defer scancel()
 			in.srcCtx = sctx
 			w.stopMu.Lock()
@@ -920,11 +932,32 @@ func (in *instance) run(ctx context.Context) error {
 				return err
 			}
 		}
-		if _, err := in.step(false); err != nil {
+		if err := in.stepTurn(ctx); err != nil {
 			return err
 		}
 	}
 	return nil
+}
+
+// stepTurn steps the instance, in its query's turn when it shares the
+// worker's CPU (Config.CPU).
+func (in *instance) stepTurn(ctx context.Context) error {
+	t := in.turn
+	if t == nil {
+		_, err := in.step(false)
+		return err
+	}
+	start, err := t.share.enter(ctx)
+	if err != nil {
+		return err
+	}
+	t.in, t.start = true, start
+	_, err = in.step(false)
+	if t.in {
+		t.in = false
+		t.share.exit(t.start)
+	}
+	return err
 }
 
 // shutdown closes every instance (operators release state, queues release

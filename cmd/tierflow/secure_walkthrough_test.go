@@ -254,6 +254,32 @@ func TestSecureWalkthroughAttacks(t *testing.T) {
 		}
 	})
 
+	t.Run("a worker's creds on other workers' relay links", func(t *testing.T) {
+		// A relay subject names the worker that publishes on it, then
+		// the one that reads it: w1 may send only as itself and read
+		// only what is sent to it.
+		for _, s := range []string{"tierflow.relay.w2.w1.along.0.0.0.d", "tierflow.relay.along.0.0.0.d"} {
+			if err := publishRefused(url, ca, creds("w1"), s); err != nil {
+				t.Errorf("w1's creds: %v", err)
+			}
+		}
+		violations := make(chan string, 4)
+		nc := connect("w1")
+		nc.SetErrorHandler(func(_ *nats.Conn, _ *nats.Subscription, err error) { violations <- err.Error() })
+		if _, err := nc.SubscribeSync("tierflow.relay.>"); err != nil {
+			t.Fatal(err)
+		}
+		_ = nc.Flush()
+		select {
+		case v := <-violations:
+			if !strings.Contains(v, "ermissions") {
+				t.Errorf("w1 reading the whole relay: %s", v)
+			}
+		case <-time.After(5 * time.Second):
+			t.Error("w1 reads the whole relay: no permissions violation")
+		}
+	})
+
 	t.Run("a second process with a live worker's name", func(t *testing.T) {
 		nc := connect("w1")
 		kp, _ := nkeys.CreateUser()

@@ -55,6 +55,15 @@ type Options struct {
 	relay.Config
 	// Prefix starts every relay subject. Default "tierflow.relay".
 	Prefix string
+	// Ends, when set, names the two workers of a link: the one that sends
+	// its data and the one that receives it. Each of the link's subjects
+	// then starts with the name of the worker that publishes on it and
+	// then the one that reads it (data <prefix>.<sender>.<receiver>...d,
+	// credit <prefix>.<receiver>.<sender>...c), so a server can let a
+	// worker publish only as itself and read only what is sent to it
+	// (runtime/security's worker permissions). A link whose ends it cannot
+	// name ("") keeps the unnamed subjects, which such a server refuses.
+	Ends func(link relay.LinkID) (sender, receiver string)
 	// MaxChunk caps a wire message below the server's max payload (tests use
 	// it to force chunking); 0 means the server's max payload.
 	MaxChunk int
@@ -88,6 +97,7 @@ type Transport struct {
 	nc     *nats.Conn
 	cfg    relay.Config
 	prefix string
+	named  func(link relay.LinkID) (sender, receiver string) // Options.Ends
 	chunk  int
 	retry  time.Duration
 	ends   relay.Ends
@@ -141,7 +151,7 @@ var _ relay.Transport = (*Transport)(nil)
 
 // New makes a transport over nc. Closing the transport leaves nc open.
 func New(nc *nats.Conn, o Options) *Transport {
-	t := &Transport{nc: nc, cfg: o.Config.WithDefaults(), prefix: o.Prefix, chunk: o.MaxChunk, retry: o.Retry, shape: o.Shape, shaper: o.Shaper,
+	t := &Transport{nc: nc, cfg: o.Config.WithDefaults(), prefix: o.Prefix, named: o.Ends, chunk: o.MaxChunk, retry: o.Retry, shape: o.Shape, shaper: o.Shaper,
 		ackTO: o.AckTimeout, gapTO: o.GapTimeout, linger: o.Linger, done: make(chan struct{})}
 	if t.prefix == "" {
 		t.prefix = "tierflow.relay"
@@ -163,9 +173,14 @@ func New(nc *nats.Conn, o Options) *Transport {
 
 // Subjects returns the data and credit subjects of link.
 func (t *Transport) Subjects(link relay.LinkID) (data, credit string) {
-	base := t.prefix + "." + link.Query + "." + strconv.FormatUint(uint64(link.Edge), 10) + "." +
+	tail := link.Query + "." + strconv.FormatUint(uint64(link.Edge), 10) + "." +
 		strconv.FormatUint(uint64(link.Sender), 10) + "." + strconv.FormatUint(uint64(link.Receiver), 10)
-	return base + ".d", base + ".c"
+	if t.named != nil {
+		if from, to := t.named(link); from != "" && to != "" {
+			return t.prefix + "." + from + "." + to + "." + tail + ".d", t.prefix + "." + to + "." + from + "." + tail + ".c"
+		}
+	}
+	return t.prefix + "." + tail + ".d", t.prefix + "." + tail + ".c"
 }
 
 // Stats implements relay.Transport.
@@ -682,6 +697,9 @@ func (s *sender) acquire(ctx context.Context) error {
 		if start.IsZero() {
 			start = time.Now()
 			timer = time.NewTimer(s.t.retry)
+			// Waiting for the receiver's credit is not the sending
+			// query's CPU time (dataflow.CPU).
+			defer dataflow.Waiting(ctx)()
 		}
 		select {
 		case <-ch:

@@ -35,11 +35,14 @@ func guarded(t *testing.T, l deploy.Limits, guards [2]*dataflow.Memory) (*coordi
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { co.Close() })
+	// The two workers share this process's processors, as an embedded
+	// cluster's do.
+	cpu := dataflow.NewCPU(0)
 	for i, name := range []string{"w1", "w2"} {
 		wnc := clustertest.Connect(t, srv)
 		inv := devices.Inventory{CPUs: 1}
 		w, err := worker.Start(context.Background(), worker.Config{Conn: wnc, Name: name, Tier: "edge", Inventory: &inv,
-			Exec: cluster.ExecHooks(wnc, "", nil, 1), Guard: guards[i]})
+			Exec: cluster.ExecHooks(wnc, "", nil, 1), Guard: guards[i], CPU: cpu})
 		if err != nil {
 			t.Fatal(err)
 		}

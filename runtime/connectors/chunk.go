@@ -6,6 +6,8 @@ import (
 	"strings"
 
 	"github.com/nats-io/nats.go"
+
+	"github.com/tierflow/tierflow/dataflow"
 )
 
 // A message over the server's max payload (one row too large to split by
@@ -46,14 +48,38 @@ func Chunks(subject string, data []byte, max int) []*nats.Msg {
 
 // Assembler puts chunked messages back together. The zero value is ready.
 type Assembler struct {
-	Limit   int // bytes one message may have (0: no limit)
+	Limit int // bytes one message may have (0: no limit)
+	// Charger, when set, is the query's memory (its allocator's
+	// dataflow.Charger): what the messages in progress hold is charged
+	// to it, so that chunks that never end (many first chunks, each of
+	// a message never finished) fail the query for its memory instead
+	// of growing the worker.
+	Charger dataflow.Charger
 	partial map[string]*partialMsg
 }
 
 type partialMsg struct {
 	next, of int
 	data     []byte
-	over     bool // past the limit: the rest is read and dropped
+	over     bool  // past the limit: the rest is read and dropped
+	charged  int64 // bytes charged to Charger
+}
+
+// drop forgets message id, uncharging what it held.
+func (a *Assembler) drop(id string) {
+	if p := a.partial[id]; p != nil {
+		if a.Charger != nil && p.charged > 0 {
+			a.Charger.Uncharge(p.charged)
+		}
+		delete(a.partial, id)
+	}
+}
+
+// Release forgets every message in progress (the reader is closing).
+func (a *Assembler) Release() {
+	for id := range a.partial {
+		a.drop(id)
+	}
 }
 
 // errOversized: a chunked message over the reader's limit.
@@ -80,21 +106,33 @@ func (a *Assembler) Add(h nats.Header, data []byte) (whole []byte, done bool, er
 		a.partial[id] = p
 	}
 	if i != p.next || n != p.of {
-		delete(a.partial, id)
+		a.drop(id)
 		return nil, false, fmt.Errorf("%w: chunk %d/%d of %s where %d/%d was due", ErrBadMessage, i, n, id, p.next, p.of)
 	}
 	p.next++
 	if !p.over {
 		if a.Limit > 0 && len(p.data)+len(data) > a.Limit {
-			p.over, p.data = true, nil
+			if a.Charger != nil && p.charged > 0 {
+				a.Charger.Uncharge(p.charged)
+			}
+			p.over, p.data, p.charged = true, nil, 0
 		} else {
+			if a.Charger != nil {
+				if err := a.Charger.Charge(int64(len(data))); err != nil {
+					a.drop(id)
+					return nil, false, fmt.Errorf("chunked message %s: %w", id, err)
+				}
+				p.charged += int64(len(data))
+			}
 			p.data = append(p.data, data...)
 		}
 	}
 	if p.next < p.of {
 		return nil, false, nil
 	}
-	delete(a.partial, id)
+	// The whole message goes to its decoder, whose record the query's
+	// allocator charges: the chunks' charge ends here.
+	a.drop(id)
 	if p.over {
 		return nil, true, fmt.Errorf("%w (%d bytes at most)", errOversized, a.Limit)
 	}

@@ -9,6 +9,7 @@ import (
 	"github.com/apache/arrow/go/v17/arrow"
 	"github.com/apache/arrow/go/v17/arrow/array"
 	"github.com/apache/arrow/go/v17/arrow/memory"
+	"github.com/nats-io/nats.go"
 
 	"github.com/tierflow/tierflow/dataflow"
 	"github.com/tierflow/tierflow/operators/sources"
@@ -102,5 +103,51 @@ func TestRowOverMaxPayloadCrossesInChunks(t *testing.T) {
 				}
 			})
 		}
+	}
+}
+
+// Chunks of messages in progress are charged to the query's memory: first
+// chunks of messages never finished (each under the message limit) fail
+// the query for its memory instead of growing the worker, and a message
+// put back together, or dropped, holds nothing more.
+func TestChunksInProgressAreCharged(t *testing.T) {
+	budget := dataflow.NewMemory("query q", 1<<20, nil)
+	defer budget.Close()
+	ch := budget.Allocator(memory.NewGoAllocator()).(dataflow.Charger)
+	asm := connectors.Assembler{Limit: 1 << 20, Charger: ch}
+	chunk := func(id string, i, n int) nats.Header {
+		h := nats.Header{}
+		h.Set(connectors.ChunkHeader, fmt.Sprintf("%d/%d", i, n))
+		h.Set(connectors.ChunkIDHeader, id)
+		return h
+	}
+	data := make([]byte, 64<<10)
+	// One message in two chunks: charged while in progress, not after.
+	if _, done, err := asm.Add(chunk("a", 0, 2), data); err != nil || done {
+		t.Fatalf("first chunk: %v %v", done, err)
+	}
+	if budget.Used() < int64(len(data)) {
+		t.Errorf("a chunk in progress holds %d bytes of the query's memory, want %d", budget.Used(), len(data))
+	}
+	if whole, done, err := asm.Add(chunk("a", 1, 2), data); err != nil || !done || len(whole) != 2*len(data) {
+		t.Fatalf("last chunk: %d bytes %v %v", len(whole), done, err)
+	}
+	if budget.Used() != 0 {
+		t.Errorf("after the message was whole the chunks still hold %d bytes", budget.Used())
+	}
+	// First chunks of messages that never end: the query's limit ends it.
+	var err error
+	for i := 0; i < 100 && err == nil; i++ {
+		_, _, err = asm.Add(chunk(fmt.Sprintf("m%d", i), 0, 1000), data)
+	}
+	if !errors.Is(err, dataflow.ErrMemory) {
+		t.Fatalf("100 unfinished messages of 64 KiB under a 1 MiB limit: %v, want the query's memory limit", err)
+	}
+	if budget.Used() > 1<<20 {
+		t.Errorf("the chunks hold %d bytes, past the 1 MiB limit", budget.Used())
+	}
+	asm.Release()
+	if budget.Used() != 0 {
+		t.Errorf("after Release the chunks still hold %d bytes", budget.Used())
 	}
 }

@@ -9,6 +9,8 @@ import (
 
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/tierflow/tierflow/dataflow"
 )
 
 // jetstreamInput is a pull consumer on a JetStream stream: durable when named
@@ -94,7 +96,11 @@ func newJetStreamInput(ctx context.Context, c SourceConfig) (input, error) {
 	}
 	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
-	stream, err := streamFor(ctx, js, c.Stream, c.Subject)
+	name := c.Stream
+	if name == "" {
+		name = c.Streams[c.Subject]
+	}
+	stream, err := streamFor(ctx, js, name, c.Subject)
 	if err != nil {
 		return nil, err
 	}
@@ -162,22 +168,32 @@ func (j *jetstreamInput) fetch() {
 }
 
 func (j *jetstreamInput) next(ctx context.Context) (message, error) {
+	var m jetstream.Msg
+	var ok bool
 	select {
-	case m, ok := <-j.msgs:
-		if !ok {
-			if j.err == nil {
-				return message{}, errors.New("jetstream consumer closed")
-			}
-			return message{}, j.err
+	case m, ok = <-j.msgs:
+	default:
+		// Waiting for input is not the query's CPU time (dataflow.CPU).
+		resume := dataflow.Waiting(ctx)
+		select {
+		case m, ok = <-j.msgs:
+			resume()
+		case <-ctx.Done():
+			resume()
+			return message{}, ctx.Err()
 		}
-		var seq uint64
-		if md, err := m.Metadata(); err == nil {
-			seq = md.Sequence.Stream
-		}
-		return message{data: m.Data(), header: m.Headers(), ack: m.Ack, term: m.Term, seq: seq}, nil
-	case <-ctx.Done():
-		return message{}, ctx.Err()
 	}
+	if !ok {
+		if j.err == nil {
+			return message{}, errors.New("jetstream consumer closed")
+		}
+		return message{}, j.err
+	}
+	var seq uint64
+	if md, err := m.Metadata(); err == nil {
+		seq = md.Sequence.Stream
+	}
+	return message{data: m.Data(), header: m.Headers(), ack: m.Ack, term: m.Term, seq: seq}, nil
 }
 
 func (j *jetstreamInput) close() error {

@@ -84,6 +84,10 @@ func (n *natsInput) watch(changes <-chan nats.SubStatus) {
 }
 
 func (n *natsInput) next(ctx context.Context) (message, error) {
+	if queued, _, _ := n.sub.Pending(); queued == 0 {
+		// Waiting for input is not the query's CPU time (dataflow.CPU).
+		defer dataflow.Waiting(ctx)()
+	}
 	m, err := n.sub.NextMsgWithContext(ctx)
 	for errors.Is(err, nats.ErrSlowConsumer) {
 		// The watcher counts the drops; the reader may be told too.

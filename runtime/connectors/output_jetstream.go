@@ -97,7 +97,11 @@ func newJetStreamOutput(c SinkConfig, f format) (*jetstreamOutput, error) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	if _, err := streamFor(ctx, js, c.Stream, c.Subject); err != nil {
+	name := c.Stream
+	if name == "" {
+		name = c.Streams[c.Subject]
+	}
+	if _, err := streamFor(ctx, js, name, c.Subject); err != nil {
 		return nil, err
 	}
 	return &jetstreamOutput{c: c, f: f, js: js}, nil

@@ -61,9 +61,14 @@ type SourceConfig struct {
 	Name string
 	// Queue is a core NATS queue group: instances sharing it split messages.
 	Queue string
-	// Stream names the JetStream stream (default: the one whose subjects
-	// hold Subject; created over Subject if none does).
+	// Stream names the JetStream stream (default: Streams[Subject], else
+	// the one whose subjects hold Subject; created over Subject if none
+	// does).
 	Stream string
+	// Streams names the stream each subject is in where the coordinator
+	// said (deploy.Access.Streams): a secured cluster's data user may not
+	// list streams to find it.
+	Streams map[string]string
 	// Durable names a durable JetStream consumer (default: ephemeral).
 	Durable string
 	// ConsumerName, when set, names each ephemeral JetStream consumer the
@@ -104,8 +109,11 @@ type SinkConfig struct {
 	Subject string
 	Format  string
 	// Stream is the JetStream stream to create over Subject if no stream
-	// holds it yet (default: a name derived from the subject).
+	// holds it yet (default: Streams[Subject], else a name derived from
+	// the subject).
 	Stream string
+	// Streams: as SourceConfig's.
+	Streams map[string]string
 	// Window bounds JetStream publishes awaiting their ack (default 256).
 	Window int
 	// IDPrefix, when set, gives every JetStream message written through

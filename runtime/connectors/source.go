@@ -257,6 +257,9 @@ func (r *reader) fill(mem memory.Allocator) error {
 		}
 		if m.header.Get(ChunkHeader) != "" {
 			r.asm.Limit = r.c.MaxMessageBytes
+			if r.asm.Charger == nil {
+				r.asm.Charger, _ = mem.(dataflow.Charger)
+			}
 			data, done, err := r.asm.Add(m.header, m.data)
 			if err != nil {
 				if err := r.dropChunked(m, err); err != nil {
@@ -302,6 +305,10 @@ func (r *reader) fill(mem memory.Allocator) error {
 // over the size limit it is an oversized drop, else a malformed message;
 // either fails the query under sources.Fail.
 func (r *reader) dropChunked(m message, err error) error {
+	if errors.Is(err, dataflow.ErrMemory) {
+		// Past the query's memory: the query fails, naming its holder.
+		return fmt.Errorf("%s subject %q: %w", r.f.name, r.c.Subject, err)
+	}
 	if !errors.Is(err, errOversized) {
 		return r.bad(m, []error{err})
 	}
@@ -342,6 +349,7 @@ func (r *reader) Close() error {
 		x.Release()
 	}
 	r.ready, r.readyAt, r.readySeq = nil, nil, nil
+	r.asm.Release()
 	if r.rb != nil {
 		r.rb.Release()
 	}

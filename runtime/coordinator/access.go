@@ -78,13 +78,14 @@ func (c *Coordinator) mint(query, owner, worker, results string, gen int) (strin
 	s := c.queries[query]
 	c.mu.Unlock()
 	var js []string
+	var streams map[string]string
 	if s != nil {
 		s.mu.Lock()
-		js = s.jetstream
+		js, streams = s.jetstream, s.streams
 		s.mu.Unlock()
 	}
 	return a.Mint(security.MintRequest{Query: query, Worker: worker, Owner: owner, Key: key,
-		JetStream: js, Expires: c.cfg.Limits.RunTime, Results: results, Generation: gen})
+		JetStream: js, Streams: streams, Expires: c.cfg.Limits.RunTime, Results: results, Generation: gen})
 }
 
 // jetStreamSubjects are the subjects of cat's JetStream streams and sinks.
@@ -111,18 +112,25 @@ func jetStreamSubjects(cat *catalog.Catalog) []string {
 // subject would read, and republishing could write, every subject of the
 // account. The coordinator builds the configuration itself from subjects
 // already checked against the owner's grants.
-func (c *Coordinator) ensureStreams(subjects []string) error {
+//
+// It returns the stream each subject is in: the parts' data users may
+// read those streams' information (and are told their names) but may not
+// list the account's streams.
+func (c *Coordinator) ensureStreams(subjects []string) (map[string]string, error) {
 	if c.authority.Load() == nil || len(subjects) == 0 {
-		return nil
+		return nil, nil
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
+	streams := map[string]string{}
 	for _, s := range subjects {
-		if _, err := connectors.EnsureStream(ctx, c.nc, s); err != nil {
-			return fmt.Errorf("%w: JetStream subject %q: %w", deploy.ErrInput, s, err)
+		name, err := connectors.EnsureStream(ctx, c.nc, s)
+		if err != nil {
+			return nil, fmt.Errorf("%w: JetStream subject %q: %w", deploy.ErrInput, s, err)
 		}
+		streams[s] = name
 	}
-	return nil
+	return streams, nil
 }
 
 // checkDataKey refuses a worker that cannot hold a query's data user when
@@ -132,4 +140,15 @@ func (c *Coordinator) checkDataKey(wi deploy.WorkerInfo) error {
 		return fmt.Errorf("worker %s has no data key: this coordinator gives every query part a data user of its owner's (--authority), and only a worker with a key can hold one", wi.Name)
 	}
 	return nil
+}
+
+// streamsOf is the stream each of query's JetStream subjects is in.
+func (c *Coordinator) streamsOf(query string) map[string]string {
+	s := c.supervisor(query)
+	if s == nil {
+		return nil
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.streams
 }

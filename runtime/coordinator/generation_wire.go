@@ -57,6 +57,9 @@ func (c *Coordinator) deployAll(ctx context.Context, id, owner string, submitted
 			continue
 		}
 		r.Access.JWT = jwt
+		if jwt != "" {
+			r.Access.Streams = c.streamsOf(id)
+		}
 		body, _ := json.Marshal(r)
 		wg.Add(1)
 		go func() {

@@ -132,13 +132,14 @@ func (c *Coordinator) place(ctx context.Context, req deploy.SubmitRequest, ws []
 	if err := security.CheckCatalog(cat, c.access(req.Owner)); err != nil {
 		return placed{}, err
 	}
+	streams, err := c.ensureStreams(jetStreamSubjects(cat))
+	if err != nil {
+		return placed{}, err
+	}
 	if s := c.supervisor(req.Query); s != nil {
 		s.mu.Lock()
-		s.jetstream = jetStreamSubjects(cat)
+		s.jetstream, s.streams = jetStreamSubjects(cat), streams
 		s.mu.Unlock()
-	}
-	if err := c.ensureStreams(jetStreamSubjects(cat)); err != nil {
-		return placed{}, err
 	}
 	if sk, ok := bound.Root.(*logical.Sink); ok && sk.Sink != nil && !strings.EqualFold(sk.Sink.Kind, "nats") && !strings.EqualFold(sk.Sink.Kind, "jetstream") && !strings.EqualFold(sk.Sink.Kind, "discard") {
 		// operators/exec opens a sink's file when it builds and closes it

@@ -130,6 +130,8 @@ type supervisor struct {
 	// jetstream are the subjects of the query's JetStream streams and
 	// sinks: its parts' data users may create streams over them (mint).
 	jetstream []string
+	// streams: the stream each JetStream subject is in (ensureStreams).
+	streams map[string]string
 	// over is closed when the query ends (a stop waits on it).
 	over chan struct{}
 }

@@ -66,6 +66,30 @@ type EdgePlan struct {
 	Shares []float64 `json:"shares,omitempty"`
 }
 
+// LinkEnds names the workers at the two ends of a link of edge, from
+// instance sender of its source operator to instance receiver of its
+// target ("" where the placement does not say): the names a link's relay
+// subjects carry, so that each worker may publish only as itself.
+func (p *Placement) LinkEnds(edge, sender, receiver int) (from, to string) {
+	if edge < 0 || edge >= len(p.Edges) {
+		return "", ""
+	}
+	e := p.Edges[edge]
+	return p.instanceWorker(e.From, sender), p.instanceWorker(e.To, receiver)
+}
+
+// instanceWorker is the name of the worker that runs instance i of
+// operator op ("" where the placement does not say).
+func (p *Placement) instanceWorker(op, i int) string {
+	if op < 0 || op >= len(p.Operators) || i < 0 || i >= len(p.Operators[op].Workers) {
+		return ""
+	}
+	if wi := p.Operators[op].Workers[i]; wi >= 0 && wi < len(p.Workers) {
+		return p.Workers[wi]
+	}
+	return ""
+}
+
 // Options steer placement.
 type Options struct {
 	// Tiers in order, lowest (sources) first. Required.

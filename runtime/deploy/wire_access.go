@@ -18,4 +18,9 @@ type Access struct {
 	Data       []string `json:"data,omitempty"`
 	Restricted bool     `json:"restricted,omitempty"`
 	JWT        string   `json:"jwt,omitempty"`
+	// Streams names the JetStream stream each of the query's JetStream
+	// subjects is in, as the coordinator found or made it: a minted data
+	// user may read those streams' information but not list the
+	// account's streams (their names would tell others' subjects).
+	Streams map[string]string `json:"streams,omitempty"`
 }

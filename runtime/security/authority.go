@@ -135,9 +135,13 @@ type MintRequest struct {
 	// (an nkey user public key whose seed only that worker holds).
 	Query, Worker, Owner, Key string
 	// JetStream are the subjects of the query's JetStream streams and
-	// sinks: the data user may read the information of the stream the
-	// connectors name after each, and make consumers (ConsumerName).
+	// sinks: the data user may read the information of the stream each
+	// is in (Streams; else the one the connectors name after it), and
+	// make consumers (ConsumerName).
 	JetStream []string
+	// Streams names the stream each JetStream subject is in, as the
+	// coordinator found or made it (deploy.Access.Streams).
+	Streams map[string]string
 	// Expires, when set, bounds the JWT (a query with a --max-query-time).
 	Expires time.Duration
 	// Generation is the query's deployment the part belongs to: its
@@ -153,8 +157,9 @@ type MintRequest struct {
 
 // Mint signs a NATS user JWT for r.Key that may use exactly r.Owner's data
 // subjects: publish and subscribe on them; create consumers only with a
-// filter inside them and only the part's own (ConsumerName); read stream
-// names, its query's streams' information, pull, ack and delete its own
+// filter inside them and only the part's own (ConsumerName); read its
+// query's streams' information (never the list of the account's streams:
+// their names are others' subjects), pull, ack and delete its own
 // consumers; never create a stream (the coordinator does); and read
 // replies on its own inbox (DataInbox). Nothing of the engine's, the
 // server's or another user's inbox. The worker opens the part's streams and
@@ -179,13 +184,14 @@ func (a *Authority) Mint(r MintRequest) (string, error) {
 	uc.Pub.Allow.Add(g.Data...)
 	uc.Sub.Allow.Add(g.Data...)
 	uc.Sub.Allow.Add(inbox + ".>")
-	// JetStream: the stream names (to find the one holding a subject),
-	// and only the part's own consumers, by name, on any stream: create
-	// one filtering inside the grants, pull from it, read and delete it,
-	// ack its messages (the server's acks name stream and consumer, in
-	// the old and the domain form). Another query's consumers, even its
-	// owner's, are refused: their names carry their query and worker.
-	uc.Pub.Allow.Add("$JS.API.INFO", "$JS.API.STREAM.NAMES")
+	// JetStream: only the part's own consumers, by name, on any stream:
+	// create one filtering inside the grants, pull from it, read and
+	// delete it, ack its messages (the server's acks name stream and
+	// consumer, in the old and the domain form). Another query's
+	// consumers, even its owner's, are refused: their names carry their
+	// query and worker. Not the list of streams: the part is told the
+	// stream each subject is in (deploy.Access.Streams).
+	uc.Pub.Allow.Add("$JS.API.INFO")
 	if len(r.JetStream) > 0 && deploy.ValidName("query", r.Query) == nil && deploy.ValidName("worker", r.Worker) == nil {
 		for i := range ConsumersPerSubject * len(r.JetStream) {
 			c := ConsumerName(r.Query, r.Worker, r.Generation, i)
@@ -203,7 +209,11 @@ func (a *Authority) Mint(r MintRequest) (string, error) {
 	// data subject reads every subject of the account); the coordinator
 	// makes the query's streams before it deploys (one over each subject).
 	for _, s := range r.JetStream {
-		if name := connectors.StreamName(s); name != "" && !strings.ContainsAny(name, ".*> ") {
+		name := r.Streams[s]
+		if name == "" {
+			name = connectors.StreamName(s)
+		}
+		if name != "" && !strings.ContainsAny(name, ".*> ") {
 			uc.Pub.Allow.Add("$JS.API.STREAM.INFO." + name)
 		}
 	}

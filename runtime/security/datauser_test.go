@@ -267,7 +267,8 @@ func TestDataUserCannotReachTheEngine(t *testing.T) {
 
 // TestDataUserTouchesOnlyItsOwnConsumers: a query part's data user may
 // pull, read, delete and ack only the JetStream consumers named after its
-// own part, and read only its query's streams' information: another query
+// own part, and read only its query's streams' information (not the list
+// of the account's streams): another query
 // of the same owner (who could guess the consumer's name) is refused each,
 // by the server, and the victim's consumer keeps its messages.
 func TestDataUserTouchesOnlyItsOwnConsumers(t *testing.T) {
@@ -338,6 +339,9 @@ func TestDataUserTouchesOnlyItsOwnConsumers(t *testing.T) {
 		"$JS.API.CONSUMER.CREATE.SENSORS_JS." + name + ".sensors.js",
 		ackSubject,
 		"$JS.API.STREAM.INFO.SENSORS_OTHER",
+		// The list of the account's streams: their names are others'
+		// subjects (the part is told its own streams' names).
+		"$JS.API.STREAM.NAMES",
 	} {
 		if err := attacker.Publish(subj, []byte(`{"batch":1}`)); err != nil {
 			t.Fatal(err)

@@ -76,8 +76,8 @@ func Coordinator(data []string) Perms {
 	}
 }
 
-// Worker may register and heartbeat, report status, send its relay data,
-// receive deployments, starts and stops, and read and write the data
+// Worker may register and heartbeat, report status, send and receive its
+// relay links' frames, receive deployments, starts and stops, and read and write the data
 // subjects of streams and sinks (data: subject patterns; ">" for any).
 // Whatever data says, it may never publish a control request of a client
 // or the coordinator (submit, stop, list, deploy, start, done), nor
@@ -96,14 +96,22 @@ func Worker(name, identity string, data []string) Perms {
 	if bound == "" {
 		bound = "*"
 	}
+	// A relay subject starts with the name of the worker that publishes
+	// on it, then the one that reads it (worker.go names both ends of
+	// every link): a bound worker sends frames only as itself and reads
+	// only the frames sent to it, of any query, never another pair's.
+	relayPub, relaySub := "tierflow.relay.>", "tierflow.relay.>"
+	if name != "" {
+		relayPub, relaySub = "tierflow.relay."+name+".>", "tierflow.relay.*."+name+".>"
+	}
 	return Perms{
 		PubAllow: append(anyNS(deploy.RegisterSubject(bound), deploy.HeartbeatSubject(bound), deploy.QuerySubject("", "*", "status."+bound),
-			deploy.QuerySubject("", "*", "enough."+bound), "tierflow.relay.>"), data...),
+			deploy.QuerySubject("", "*", "enough."+bound), relayPub), data...),
 		PubDeny: anyNS(deploy.SubmitSubject(">"), deploy.StopSubject(">"), deploy.ResumeSubject(">"), deploy.SubjectWorkers, deploy.WorkersSubject(">"), deploy.QueriesSubject(">"), deploy.SubjectQuery,
 			deploy.QuerySubject("", "*", "deploy.>"), deploy.QuerySubject("", "*", "start"), deploy.QuerySubject("", "*", "stop"),
 			"tierflow.u.>", "$SYS.>"),
 		SubAllow: append(append(anyNS(deploy.DeploySubject("", "*", bound), deploy.QuerySubject("", "*", "start"), deploy.QuerySubject("", "*", "stop"),
-			"tierflow.relay.>"), natsserver.InboxPrefix(identity)+".>"), data...),
+			relaySub), natsserver.InboxPrefix(identity)+".>"), data...),
 		SubDeny: anyNS("tierflow.ctl.>", "tierflow.u.>", deploy.QuerySubject("", "*", "status.*"), deploy.QuerySubject("", "*", "enough.*"), "$SYS.>"),
 		Respond: true,
 	}

@@ -95,6 +95,14 @@ type Config struct {
 	// the process (an embedded cluster) and wins.
 	MemoryGuard int64
 	Guard       *dataflow.Memory
+	// CPU, when set, shares the worker's processors among its queries
+	// (dataflow.CPU: a query with many busy operators gets its share, not
+	// the machine); it may be shared with other workers of the process
+	// (an embedded cluster, whose workers share one runtime). Nil: steps
+	// run as they come. Not on by default yet: with it, four Jellyfish
+	// latency tests of runtime/cluster missed their bounds on the loaded
+	// machine where main passed them (cause not found yet).
+	CPU *dataflow.CPU
 	// NoResults says the worker's own NATS user may not publish a query's
 	// results (nats-setup's worker creds, security.MayPublishResults): a
 	// part holding a sink needs a data user minted by the coordinator, and
@@ -124,6 +132,8 @@ type Worker struct {
 	dataKey nkeys.KeyPair
 	// guard is the budget every query's is a child of (limits.go).
 	memGuard *dataflow.Memory
+	// cpu is what every query's CPU share is of.
+	cpu *dataflow.CPU
 }
 
 // query is one query's part on this worker.
@@ -151,6 +161,10 @@ type query struct {
 	// the query was stopped for passing a limit (limits.go).
 	mem      *dataflow.Memory
 	limitErr atomic.Pointer[error]
+	// cpu is the query's share of the worker's processors, left once
+	// (leaveCPU) when the part ends.
+	cpu     *dataflow.CPUShare
+	cpuLeft sync.Once
 	// req is the deployment as the coordinator sent it: a restarted
 	// coordinator learns the query back from it (relearn.go).
 	req deploy.DeployRequest
@@ -253,7 +267,7 @@ func StartHooked(ctx context.Context, cfg Config, h Hooks) (*Worker, error) {
 	if guard == nil {
 		guard = dataflow.NewMemory("worker "+cfg.Name+"'s memory guard", cfg.MemoryGuard, nil)
 	}
-	w := &Worker{cfg: cfg, hooks: h, info: info, ctx: wctx, cancel: cancel, queries: map[string]*query{}, sched: sc, dataKey: dataKey, memGuard: guard}
+	w := &Worker{cfg: cfg, hooks: h, info: info, ctx: wctx, cancel: cancel, queries: map[string]*query{}, sched: sc, dataKey: dataKey, memGuard: guard, cpu: cfg.CPU}
 	nc := cfg.Conn
 	for subj, h := range map[string]nats.MsgHandler{
 		deploy.DeploySubject(w.cfg.Namespace, "*", cfg.Name): w.onDeploy,
@@ -529,8 +543,8 @@ func (w *Worker) build(req deploy.DeployRequest, ack *deploy.Ack) error {
 		}
 	}()
 	nh := connectors.Hooks{Conn: conn, Check: check,
-		Sources: connectors.SourceConfig{Queue: "tierflow-" + req.Query, MaxRows: req.Script.BatchSize, MaxDelay: req.Script.SourceMaxDelay, OnError: policy},
-		Sinks:   connectors.SinkConfig{End: true, IDPrefix: req.Query}}
+		Sources: connectors.SourceConfig{Queue: "tierflow-" + req.Query, MaxRows: req.Script.BatchSize, MaxDelay: req.Script.SourceMaxDelay, OnError: policy, Streams: req.Access.Streams},
+		Sinks:   connectors.SinkConfig{End: true, IDPrefix: req.Query, Streams: req.Access.Streams}}
 	if data != nil {
 		// The data user may use only the consumers it was minted for,
 		// named after the part: the sources name theirs so.
@@ -583,20 +597,20 @@ func (w *Worker) build(req deploy.DeployRequest, ack *deploy.Ack) error {
 	if w.cfg.Metrics != nil {
 		w.cfg.Metrics.Instrument(g, w.cfg.Name)
 	}
-	ro := natsrelay.Options{Config: relay.Config{Allocator: mem, Window: window}, Prefix: deploy.InNamespace(w.cfg.Namespace, "tierflow.relay")}
+	p := req.Placement
+	// Each relay subject carries the names of the worker that publishes
+	// on it and the one that reads it: a worker's creds then publish only
+	// its own links' frames and read only those sent to it
+	// (security.Worker), whatever query they belong to.
+	ends := func(l relay.LinkID) (string, string) {
+		return p.LinkEnds(int(l.Edge), int(l.Sender), int(l.Receiver))
+	}
+	ro := natsrelay.Options{Config: relay.Config{Allocator: mem, Window: window}, Prefix: deploy.InNamespace(w.cfg.Namespace, "tierflow.relay"), Ends: ends}
 	// receiverWorker names the worker at a link's receiving end when it is
 	// another worker ("" for a local link or one the placement cannot name).
-	p := req.Placement
 	receiverWorker := func(l relay.LinkID) string {
-		if int(l.Edge) >= len(p.Edges) {
-			return ""
-		}
-		to := p.Edges[l.Edge].To
-		if to < 0 || to >= len(p.Operators) || int(l.Receiver) >= len(p.Operators[to].Workers) {
-			return ""
-		}
-		if wi := p.Operators[to].Workers[l.Receiver]; wi >= 0 && wi < len(p.Workers) && p.Workers[wi] != w.cfg.Name {
-			return p.Workers[wi]
+		if _, to := ends(l); to != w.cfg.Name {
+			return to
 		}
 		return ""
 	}
@@ -647,9 +661,13 @@ func (w *Worker) build(req deploy.DeployRequest, ack *deploy.Ack) error {
 	if f := w.hooks.OnResult; f != nil {
 		onResult = func(d time.Duration, rec arrow.Record) { f(req.Query, d, rec) }
 	}
+	if w.cpu != nil {
+		q.cpu = w.cpu.Join(req.Query)
+	}
 	dw, err := dataflow.NewWorker(g, idx, dataflow.Config{Allocator: mem, Memory: qmem, Transport: dt, Stop: q.stop, RequestStop: requestStop,
-		Timing: true, Latency: true, LatencySLO: slo, OnLatency: onLatency, OnResult: onResult})
+		Timing: true, Latency: true, LatencySLO: slo, OnLatency: onLatency, OnResult: onResult, CPU: q.cpu})
 	if err != nil {
+		q.leaveCPU()
 		_ = dt.Close()
 		_ = tr.Close()
 		return err
@@ -756,6 +774,7 @@ func (w *Worker) stopQuery(id string, abort bool) {
 		close(q.done)
 		w.status(q, deploy.StateStopped, nil, nil)
 		q.mem.Close()
+		q.leaveCPU()
 		return
 	}
 	cancel := q.cancel
@@ -881,7 +900,11 @@ func (w *Worker) run(ctx context.Context, q *query) {
 	q.cancel()
 	// Whatever the part still held (a failure's leftovers) leaves the guard.
 	q.mem.Close()
+	q.leaveCPU()
 }
+
+// leaveCPU ends the part's share of the worker's CPU, once.
+func (q *query) leaveCPU() { q.cpuLeft.Do(q.cpu.Leave) }
 
 func ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
 

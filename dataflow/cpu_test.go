@@ -1,0 +1,272 @@
+package dataflow
+
+import (
+	"context"
+	"sync"
+	"testing"
+	"time"
+)
+
+// fakeClock is a clock the test steps.
+type fakeClock struct {
+	mu sync.Mutex
+	t  time.Duration
+}
+
+func (f *fakeClock) now() time.Duration {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.t
+}
+
+func (f *fakeClock) add(d time.Duration) {
+	f.mu.Lock()
+	f.t += d
+	f.mu.Unlock()
+}
+
+// waitingAtGate polls until n instances wait at c's gate.
+func waitingAtGate(t *testing.T, c *CPU, n int) {
+	t.Helper()
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		c.mu.Lock()
+		w := c.waiting
+		c.mu.Unlock()
+		if w >= n {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%d instances wait at the gate, want %d", w, n)
+		}
+		time.Sleep(time.Millisecond) // polling with a deadline
+	}
+}
+
+// A query alone never waits; one that has used more than a slice beyond
+// another query with work waits until that one has caught up; a query
+// coming back from idle starts level (no credit for its idle time).
+func TestCPUHoldsTheQueryThatLeads(t *testing.T) {
+	clock := &fakeClock{}
+	c := newCPU(10*time.Millisecond, clock.now)
+	a, b := c.Join("a"), c.Join("b")
+	ctx := context.Background()
+
+	// a alone: four busy instances, no wait.
+	var starts []time.Duration
+	for range 4 {
+		st, err := a.enter(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		starts = append(starts, st)
+	}
+	clock.add(100 * time.Millisecond)
+	for _, st := range starts {
+		a.exit(st)
+	}
+	if got := a.Used(); got != 400*time.Millisecond {
+		t.Fatalf("a used %s, want 400ms (4 instances x 100ms)", got)
+	}
+	// b arrives: level with a, so neither waits for the other's past.
+	sb, err := b.enter(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sa, err := a.enter(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// a's four instances run 20ms while b's one does: a leads by 60ms.
+	starts = []time.Duration{sa}
+	for range 3 {
+		st, _ := a.enter(ctx)
+		starts = append(starts, st)
+	}
+	clock.add(20 * time.Millisecond)
+	for _, st := range starts {
+		a.exit(st)
+	}
+	entered := make(chan error, 1)
+	go func() {
+		st, err := a.enter(ctx)
+		if err == nil {
+			a.exit(st)
+		}
+		entered <- err
+	}()
+	waitingAtGate(t, c, 1)
+	select {
+	case err := <-entered:
+		t.Fatalf("a stepped while 60ms ahead of b (%v)", err)
+	default:
+	}
+	// b's step runs on 55ms: b is within a slice of a, which goes.
+	clock.add(55 * time.Millisecond)
+	select {
+	case err := <-entered:
+		if err != nil {
+			t.Fatal(err)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("a still waits with b within a slice")
+	}
+	b.exit(sb)
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if a.used-b.used > c.slice {
+		t.Errorf("a's virtual time %s, b's %s: more than a slice apart", a.used, b.used)
+	}
+}
+
+// A wait at the gate ends when the lead has passed (in time), even if the
+// other query has not caught up.
+func TestCPUWaitIsBounded(t *testing.T) {
+	clock := &fakeClock{}
+	c := newCPU(10*time.Millisecond, clock.now)
+	a, b := c.Join("a"), c.Join("b")
+	ctx := context.Background()
+	sb, _ := b.enter(ctx)
+	var starts []time.Duration
+	for range 3 {
+		st, _ := a.enter(ctx)
+		starts = append(starts, st)
+	}
+	clock.add(30 * time.Millisecond)
+	for _, st := range starts {
+		a.exit(st)
+	}
+	// a leads b by 60ms, and b's step goes on: a waits, but no longer
+	// than its lead, though b (frozen by hand) has not caught up.
+	entered := make(chan error, 1)
+	go func() {
+		st, err := a.enter(ctx)
+		if err == nil {
+			a.exit(st)
+		}
+		entered <- err
+	}()
+	waitingAtGate(t, c, 1)
+	clock.add(60 * time.Millisecond)
+	c.mu.Lock()
+	b.startSum += 60 * time.Millisecond // b's step stands still
+	c.mu.Unlock()
+	select {
+	case err := <-entered:
+		if err != nil {
+			t.Fatal(err)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("a waits past its lead")
+	}
+	b.exit(sb)
+}
+
+// Waiting takes a step's wait off its query: neither charged nor
+// counted as wanting to step, so the other query does not wait for it.
+func TestCPUWaitingIsNotCharged(t *testing.T) {
+	clock := &fakeClock{}
+	c := newCPU(10*time.Millisecond, clock.now)
+	a, b := c.Join("a"), c.Join("b")
+	tb := &turn{share: b}
+	ctx := context.WithValue(context.Background(), turnKey{}, tb)
+	st, _ := b.enter(ctx)
+	tb.in, tb.start = true, st
+	clock.add(5 * time.Millisecond)
+	resume := Waiting(ctx)
+	clock.add(time.Second) // b waits for input a second
+	sa, _ := a.enter(context.Background())
+	clock.add(50 * time.Millisecond)
+	a.exit(sa)
+	resume()
+	clock.add(5 * time.Millisecond)
+	tb.in = false
+	b.exit(tb.start)
+	if got := b.Used(); got != 10*time.Millisecond {
+		t.Errorf("b charged %s, want 10ms (its second waiting is not its CPU)", got)
+	}
+}
+
+// Two dataflows on one shared CPU: while the small one runs, the hog's
+// many busy instances are charged no more than the small one's instance
+// was plus what steps already running when it came may take: the hog got
+// its share, not the machine. The bound is on the shares' own clock, so
+// the machine's load does not move it.
+func TestCPUSharesBetweenDataflows(t *testing.T) {
+	c := NewCPU(5 * time.Millisecond)
+	hogShare, smallShare := c.Join("hog"), c.Join("small")
+	spin := func(d time.Duration) {
+		for end := time.Now().Add(d); time.Now().Before(end); {
+		}
+	}
+	const hogInstances, step = 4, time.Millisecond
+	hog := &Graph{Query: "hog"}
+	hog.AddOperator(OperatorSpec{Name: "ticks", Workers: make([]int, hogInstances), New: func(Instance) (Operator, error) {
+		return &spinSource{n: 1 << 30, spin: func() { spin(step) }}, nil
+	}})
+	stop := make(chan struct{})
+	hogDone := make(chan error, 1)
+	go func() { hogDone <- Run(context.Background(), hog, Config{CPU: hogShare, Stop: stop}) }()
+	// Let the hog get going, then run the small one beside it.
+	deadline := time.Now().Add(10 * time.Second)
+	for hogShare.Used() < 50*time.Millisecond && time.Now().Before(deadline) {
+		time.Sleep(time.Millisecond) // polling with a deadline
+	}
+	small := &Graph{Query: "small"}
+	small.AddOperator(OperatorSpec{Name: "small", New: func(Instance) (Operator, error) {
+		return &spinSource{n: 50, spin: func() { spin(step) }}, nil
+	}})
+	hogBefore := hogShare.Used()
+	if err := Run(context.Background(), small, Config{CPU: smallShare}); err != nil {
+		t.Fatal(err)
+	}
+	hogDuring, smallUsed := hogShare.Used()-hogBefore, smallShare.Used()
+	close(stop)
+	if err := <-hogDone; err != nil {
+		t.Fatal(err)
+	}
+	// The hog may lead by a slice, plus the steps of its instances
+	// begun before the small one wanted the CPU and those that waited
+	// out their lead: well under twice the small one's. Without the
+	// sharing each of its four instances takes as much as the small
+	// one's: four times its time.
+	bound := 2*smallUsed + c.Slice()*hogInstances
+	t.Logf("small used %s; the hog, with %d busy instances, %s meanwhile (bound %s)", smallUsed, hogInstances, hogDuring, bound)
+	if hogDuring > bound {
+		t.Errorf("the hog used %s while the small query used %s: more than its share (bound %s)", hogDuring, smallUsed, bound)
+	}
+}
+
+// spinSource emits n one-row epochs, spinning before each (CPU work).
+type spinSource struct {
+	n    int
+	spin func()
+	i    int
+	cap  *Capability
+}
+
+func (s *spinSource) Open(_ *Context, cap *Capability) error {
+	var err error
+	s.cap, err = cap.Retain()
+	return err
+}
+
+func (s *spinSource) OnBatch(*Context, int, Batch, *Capability) error { return nil }
+func (s *spinSource) OnNotify(*Context, *Capability) error            { return nil }
+func (s *spinSource) Close(*Context) error {
+	if s.cap != nil {
+		s.cap.Drop()
+	}
+	return nil
+}
+
+func (s *spinSource) Produce(*Context) (bool, error) {
+	if s.i >= s.n {
+		s.cap.Drop()
+		s.cap = nil
+		return true, nil
+	}
+	s.spin()
+	s.i++
+	return false, nil
+}
