@@ -41,15 +41,7 @@ func TestQueriesAnswerAlikeOnOneAndThreeWorkers(t *testing.T) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
-	var clusters []*Cluster
-	for _, n := range []int{1, 3} {
-		c, err := StartCluster(ctx, ClusterOptions{Workers: n, Heartbeat: 2 * time.Second})
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer c.Close()
-		clusters = append(clusters, c)
-	}
+	clusters := oneAndThreeWorkers(ctx, t)
 	for _, q := range Queries {
 		if stateless[q.Name] && !long {
 			continue
@@ -65,7 +57,7 @@ func TestQueriesAnswerAlikeOnOneAndThreeWorkers(t *testing.T) {
 					t.Fatal(err)
 				}
 				if got := settle(t, res.Rows); strings.Join(got, "\n") != strings.Join(want, "\n") {
-					t.Fatalf("%s on %d workers: %d rows, want %d as locally\n%s", q.Name, c.Workers, len(got), len(want), firstDiff(got, want))
+					t.Fatalf("%s on %d workers: %d rows, want %d as locally\n%s", q.Name, c.Workers, len(got), len(want), FirstDifference(got, want))
 				}
 			}
 		})

@@ -19,15 +19,7 @@ func TestKeyedQueriesAnswerAlikeOnOneAndThreeWorkers(t *testing.T) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	var clusters []*Cluster
-	for _, n := range []int{1, 3} {
-		c, err := StartCluster(ctx, ClusterOptions{Workers: n, Heartbeat: 2 * time.Second})
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer c.Close()
-		clusters = append(clusters, c)
-	}
+	clusters := oneAndThreeWorkers(ctx, t)
 	for _, q := range Keyed {
 		want, err := Run(ctx, dir, q, Options{Check: true})
 		if err != nil {
@@ -46,4 +38,21 @@ func TestKeyedQueriesAnswerAlikeOnOneAndThreeWorkers(t *testing.T) {
 			}
 		}
 	}
+}
+
+// oneAndThreeWorkers starts an embedded cluster of 1 worker and one of 3,
+// closed when t ends. The 2 s heartbeat keeps a worker of a loaded machine
+// from being expired: these clusters kill nothing.
+func oneAndThreeWorkers(ctx context.Context, t *testing.T) []*Cluster {
+	t.Helper()
+	var clusters []*Cluster
+	for _, n := range []int{1, 3} {
+		c, err := StartCluster(ctx, ClusterOptions{Workers: n, Heartbeat: 2 * time.Second})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { c.Close() })
+		clusters = append(clusters, c)
+	}
+	return clusters
 }

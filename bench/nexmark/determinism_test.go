@@ -70,26 +70,10 @@ func TestQueriesAnswerTheSameEveryRun(t *testing.T) {
 				for _, o := range runs {
 					got := answer(t, dir, q, o)
 					if strings.Join(got, "\n") != strings.Join(want, "\n") {
-						t.Fatalf("%s in batches of %d at parallelism %d (run %d): %d rows, want %d as in batches of 500\n%s", q.Name, o.BatchSize, o.Parallelism, rep+1, len(got), len(want), firstDiff(got, want))
+						t.Fatalf("%s in batches of %d at parallelism %d (run %d): %d rows, want %d as in batches of 500\n%s", q.Name, o.BatchSize, o.Parallelism, rep+1, len(got), len(want), FirstDifference(got, want))
 					}
 				}
 			}
 		})
 	}
-}
-
-func firstDiff(got, want []string) string {
-	for i := range max(len(got), len(want)) {
-		var g, w string
-		if i < len(got) {
-			g = got[i]
-		}
-		if i < len(want) {
-			w = want[i]
-		}
-		if g != w {
-			return fmt.Sprintf("first difference at %d: %q, want %q", i, g, w)
-		}
-	}
-	return ""
 }

@@ -171,7 +171,7 @@ func killMidQuery(t *testing.T, parts string, q nexmark.Query) {
 		t.Fatalf("the query ended without a recovery (killed too late?)")
 	}
 	if got := settled(t, out.values()); !slices.Equal(got, want) {
-		t.Fatalf("%s after a kill: %d rows, locally %d\n%s\nlogs:\n%s", q.Name, len(got), len(want), firstDifference(got, want), logs.String())
+		t.Fatalf("%s after a kill: %d rows, locally %d\n%s\nlogs:\n%s", q.Name, len(got), len(want), nexmark.FirstDifference(got, want), logs.String())
 	}
 }
 
@@ -196,20 +196,4 @@ func settled(t *testing.T, rows [][]any) []string {
 	}
 	slices.Sort(out)
 	return out
-}
-
-func firstDifference(got, want []string) string {
-	for i := range max(len(got), len(want)) {
-		var g, w string
-		if i < len(got) {
-			g = got[i]
-		}
-		if i < len(want) {
-			w = want[i]
-		}
-		if g != w {
-			return fmt.Sprintf("first difference at %d: %q, want %q", i, g, w)
-		}
-	}
-	return ""
 }
