@@ -33,7 +33,10 @@ type jetstreamInput struct {
 	name    string
 	durable bool
 	cons    jetstream.Consumer
-	pull    int
+	// ackAll: the consumer's policy is AckAll (acknowledging a message
+	// settles every earlier one).
+	ackAll bool
+	pull   int
 	// pullBytes bounds the bytes of one pull request.
 	pullBytes int
 
@@ -104,7 +107,19 @@ func newJetStreamInput(ctx context.Context, c SourceConfig) (input, error) {
 	if err != nil {
 		return nil, err
 	}
-	cc := jetstream.ConsumerConfig{Durable: c.Durable, AckPolicy: jetstream.AckExplicitPolicy,
+	// An ephemeral consumer is this instance's alone, and the reader
+	// acknowledges its messages in the order they came, once their batch
+	// was emitted: acknowledging a batch's last message is acknowledging
+	// the batch (AckAll), one ack where there were thousands. A durable
+	// consumer may be shared by several instances (each would then settle
+	// the others' messages) and keeps the policy it was made with: one
+	// ack per message.
+	ackAll := c.Durable == ""
+	policy := jetstream.AckExplicitPolicy
+	if ackAll {
+		policy = jetstream.AckAllPolicy
+	}
+	cc := jetstream.ConsumerConfig{Durable: c.Durable, AckPolicy: policy,
 		MaxAckPending: c.MaxAckPending, FilterSubject: c.Subject, DeliverPolicy: jetstream.DeliverAllPolicy}
 	switch {
 	case c.StartSeq > 0:
@@ -128,7 +143,7 @@ func newJetStreamInput(ctx context.Context, c SourceConfig) (input, error) {
 	// client, and the server then cuts the consumer as slow.
 	pull := min(c.MaxRows, c.MaxAckPending)
 	pullBytes := max(c.PendingBytes/4, 2*int(c.Conn.MaxPayload()))
-	j := &jetstreamInput{js: js, nc: c.Conn, cons: cons, pull: pull, pullBytes: pullBytes, stream: stream, name: cons.CachedInfo().Name, durable: c.Durable != "",
+	j := &jetstreamInput{js: js, nc: c.Conn, cons: cons, ackAll: ackAll, pull: pull, pullBytes: pullBytes, stream: stream, name: cons.CachedInfo().Name, durable: c.Durable != "",
 		msgs: make(chan jetstream.Msg, pull), stop: make(chan struct{})}
 	go j.fetch()
 	return j, nil
@@ -189,11 +204,7 @@ func (j *jetstreamInput) next(ctx context.Context) (message, error) {
 		}
 		return message{}, j.err
 	}
-	var seq uint64
-	if md, err := m.Metadata(); err == nil {
-		seq = md.Sequence.Stream
-	}
-	return message{data: m.Data(), header: m.Headers(), ack: m.Ack, term: m.Term, seq: seq}, nil
+	return message{data: m.Data(), header: m.Headers(), js: m, cumulative: j.ackAll}, nil
 }
 
 func (j *jetstreamInput) close() error {
