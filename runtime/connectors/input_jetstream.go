@@ -208,13 +208,31 @@ func (j *jetstreamInput) next(ctx context.Context) (message, error) {
 }
 
 func (j *jetstreamInput) close() error {
+	close(j.stop)
+	if !j.durable {
+		// The consumer is this instance's own: deleting it ends its open
+		// pull request at once (the server answers it "409 Consumer
+		// Deleted") where waiting for the request to expire added up to
+		// fetchWait to every query's end, and what it had sent beyond
+		// what was read goes with it (a successor makes its own consumer
+		// where the query's recorded position says).
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+		defer cancel()
+		// A failure is harmless: the server drops an idle ephemeral
+		// consumer after InactiveThreshold.
+		_ = j.js.DeleteConsumer(ctx, j.stream, j.name)
+		for range j.msgs { // ends when the fetcher has seen its request's end
+		}
+		// Acks are published without waiting: let the server have them.
+		_ = j.nc.Flush()
+		return nil
+	}
 	// Pulls are bounded requests (not a standing subscription) so that a
 	// stopping source can see the end of its last one: what it brings
 	// beyond what was read goes back at once instead of after the ack
 	// wait, and a consumer resuming under the same name gets it first.
 	// Nak only once the request is over: a nak'd message is redelivered at
 	// once, and an open request would take it back.
-	close(j.stop)
 	var left []jetstream.Msg
 	for m := range j.msgs { // ends when the fetcher has seen its request's end
 		left = append(left, m)
@@ -225,12 +243,5 @@ func (j *jetstreamInput) close() error {
 	// Acks and naks are published without waiting: make sure the server has
 	// them before a successor asks for messages.
 	_ = j.nc.Flush()
-	if !j.durable {
-		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
-		defer cancel()
-		// A failure is harmless: the server drops an idle ephemeral
-		// consumer after InactiveThreshold.
-		_ = j.js.DeleteConsumer(ctx, j.stream, j.name)
-	}
 	return nil
 }
