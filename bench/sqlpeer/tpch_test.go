@@ -125,8 +125,9 @@ func TestTPCHCommand(t *testing.T) {
 // each given 6 MiB (its joins and aggregations spill past 3 MiB), either
 // give DuckDB's answer with the query's budget never past its limit, or
 // fail naming the budget (dataflow.LimitError): none takes more than it
-// was given, none answers wrongly under the limit. Most must answer: a
-// limit every query fails tests nothing.
+// was given, none answers wrongly under the limit. All must answer at this
+// size: the largest peak is under 4 MiB (Q1 failed while its aggregation
+// reserved a whole batch of new groups at once).
 func TestTPCHWithinMemoryLimit(t *testing.T) {
 	const limit = 6 << 20
 	duck, tf := loadTPCH(t, 0.01, 1, tpch.SpecTypes)
@@ -158,7 +159,7 @@ func TestTPCHWithinMemoryLimit(t *testing.T) {
 			t.Logf("%s: peak %.2f MiB", q.Name, float64(tf.Peak())/(1<<20))
 		}
 	}
-	if answered < 20 {
-		t.Errorf("%d of 22 answered within %d bytes: want at least 20", answered, limit)
+	if answered < 22 {
+		t.Errorf("%d of 22 answered within %d bytes: want all", answered, limit)
 	}
 }
