@@ -30,7 +30,10 @@ func runTPCH(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	if err != nil {
 		return err
 	}
-	tf := &tpch.Tierflow{Parallelism: f.Parallelism}
+	tf, err := f.Tierflow()
+	if err != nil {
+		return err
+	}
 	if f.Peer == "none" {
 		return tpch.Bench(ctx, o, tf, nil, stdout, stderr)
 	}
