@@ -24,7 +24,7 @@ import (
 	"github.com/tierflow/tierflow/operators/pixels"
 	"github.com/tierflow/tierflow/operators/sinks"
 	"github.com/tierflow/tierflow/operators/sources"
-		"github.com/tierflow/tierflow/planner/catalog"
+	"github.com/tierflow/tierflow/planner/catalog"
 	"github.com/tierflow/tierflow/runtime/inference"
 	"github.com/tierflow/tierflow/runtime/onnx"
 )
