@@ -424,7 +424,8 @@ func (b *builder) node(n logical.Node) (int, *arrow.Schema, error) {
 		// split: the cores of a two-phase aggregation (twophase.go), whose
 		// filters and projections below run on as many.
 		split := 0
-		if keys, plain := plainColumns(n.Group); splittable(n) && b.opts.MemoryLimit <= 0 {
+		closeKey, closeLag, closing := closingKey(n)
+		if keys, plain := plainColumns(n.Group); splittable(n) && b.opts.MemoryLimit <= 0 && !closing {
 			switch p := b.opts.Parallelism; {
 			case p == AllCores && fewGroups(n.Group):
 				split = defaultParallelism()
@@ -461,6 +462,12 @@ func (b *builder) node(n logical.Node) (int, *arrow.Schema, error) {
 			ws.Lag = timeLag(n.Input, w.Time)
 			spec.Window = ws
 		}
+		if closing {
+			// The closing key's grains are the windows (closingKey): a group
+			// goes out once the watermark passes its key's grain.
+			spec.Window = &rel.WindowSpec{Type: expr.Tumble, Time: n.Group[closeKey], Size: closingGrain,
+				Lag: closeLag, ByKey: true, Key: closeKey}
+		}
 		// Compile once here so plan errors surface before anything runs.
 		h, err := rel.NewHashAggregate(b.opts.Allocator, spec, schema, fns)
 		if err != nil {
@@ -473,7 +480,7 @@ func (b *builder) node(n logical.Node) (int, *arrow.Schema, error) {
 		mk := func(dataflow.Instance) (dataflow.Operator, error) {
 			return rel.NewAggregate(spec, schema, fns, st), nil
 		}
-		if b.opts.MemoryLimit > 0 {
+		if b.opts.MemoryLimit > 0 && !closing {
 			if op, ok := b.spilling(n, in, schema, out); ok {
 				return op, out, nil
 			}

@@ -36,7 +36,16 @@ type WindowSpec struct {
 	// window_start): windows close, and rows are judged late, that much
 	// later, and a window's rows go out at the epoch of its end plus Lag.
 	Lag time.Duration
+	// ByKey: the window is a TUMBLE over group key Key, so its groups
+	// close once the watermark passes their key's window (plus Lag), and
+	// window_start and window_end are not output (a closing GROUP BY).
+	ByKey bool
+	Key   int
 }
+
+// windowColumns reports whether the output has window_start and
+// window_end.
+func (s *AggregateSpec) windowColumns() bool { return s.Window != nil && !s.Window.ByKey }
 
 // AggregateSpec describes a (windowed) hash aggregation. Output columns: the
 // group keys, then window_start and window_end when windowed, then the
@@ -55,7 +64,7 @@ func (s *AggregateSpec) OutputSchema() *arrow.Schema {
 	for i, g := range s.Group {
 		fs = append(fs, arrow.Field{Name: s.GroupNames[i], Type: g.Type(), Nullable: true})
 	}
-	if s.Window != nil {
+	if s.windowColumns() {
 		fs = append(fs, arrow.Field{Name: "window_start", Type: expr.Timestamp}, arrow.Field{Name: "window_end", Type: expr.Timestamp})
 	}
 	for i, a := range s.Aggs {
@@ -684,7 +693,7 @@ func (h *HashAggregate) finishWindow(w *aggWindow) arrow.Record {
 		gids[i] = uint32(i)
 	}
 	cols := w.keys.finishKeys()
-	if h.spec.Window != nil {
+	if h.spec.windowColumns() {
 		cols = append(cols, constTimestamp(h.mem, w.start, n), constTimestamp(h.mem, w.end, n))
 	}
 	for _, acc := range w.accs {

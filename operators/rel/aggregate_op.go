@@ -2,6 +2,7 @@ package rel
 
 import (
 	"math"
+	"time"
 
 	"github.com/apache/arrow/go/v17/arrow"
 
@@ -76,6 +77,20 @@ func (a *Aggregate) OnFrontier(ctx *dataflow.Context, _ int, f dataflow.Epoch) e
 	if err != nil {
 		return err
 	}
+	if w := a.spec.Window; w != nil && w.ByKey && len(recs) > 1 {
+		// A closing GROUP BY closes a window per key value: its groups go
+		// out together, at the epoch of the first (earliest) one, which
+		// puts no row behind the epoch its key allows.
+		one, err := concatRecords(a.h.fctx, a.h.schema, recs)
+		releaseRecords(recs)
+		if err != nil {
+			return err
+		}
+		recs = recs[:0]
+		if one != nil {
+			recs = append(recs, one)
+		}
+	}
 	for i, rec := range recs {
 		if a.stats != nil {
 			a.stats.RowsOut.Add(rec.NumRows())
@@ -130,10 +145,23 @@ func (a *Aggregate) windowEnd(rec arrow.Record) dataflow.Epoch {
 	if a.spec.Window == nil || rec.NumRows() == 0 {
 		return 0
 	}
-	ends := functions.Int64Values(rec.Column(len(a.spec.Group) + 1))
-	m := ends[0]
-	for _, e := range ends {
-		m = max(m, e)
+	var m int64
+	if w := a.spec.Window; w.ByKey {
+		// The window is the key's TUMBLE window; windows that close
+		// together go out at the earliest one's epoch.
+		keys := functions.Int64Values(rec.Column(w.Key))
+		m = keys[0]
+		for _, k := range keys {
+			m = min(m, k)
+		}
+		size := int64(w.Size / time.Microsecond)
+		m = floorDiv(m, size)*size + size
+	} else {
+		ends := functions.Int64Values(rec.Column(len(a.spec.Group) + 1))
+		m = ends[0]
+		for _, e := range ends {
+			m = max(m, e)
+		}
 	}
 	return EpochOf(m + a.spec.Window.Lag.Microseconds())
 }
