@@ -14,6 +14,10 @@ type Query struct {
 	Text string
 	// Form says how it differs from nexmark-flink's text, when it does.
 	Form string
+	// ProcTime: it answers by processing time (PROCTIME()), so its answer
+	// depends on when rows pass, not on the data alone: the same every run
+	// only with a stepped clock (Options.Clock, TestQ12).
+	ProcTime bool
 }
 
 // Queries are the Nexmark queries tierflow runs in Flink's own form, and
@@ -106,6 +110,13 @@ FROM bid;`},
     window_end as endtime
 FROM bid B
 GROUP BY B.bidder, SESSION(B.dateTime, INTERVAL '10' SECOND);`},
+	{Name: "q12", Form: "window_start/window_end for TUMBLE_START/TUMBLE_END", ProcTime: true, Text: `SELECT
+    B.bidder,
+    count(*) as bid_count,
+    window_start as starttime,
+    window_end as endtime
+FROM (SELECT *, PROCTIME() as p_time FROM bid) B
+GROUP BY B.bidder, TUMBLE(B.p_time, INTERVAL '10' SECOND);`},
 	{Name: "q13", Form: "side_input as a TABLE (Flink's FOR SYSTEM_TIME AS OF PROCTIME() lookup join is a stream-table join)", Text: `SELECT
     B.auction,
     B.bidder,

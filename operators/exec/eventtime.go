@@ -174,6 +174,9 @@ func columnAttr(n logical.Node, i int) (time.Duration, bool) {
 			}
 			return 0, false
 		}
+		if procTime(n.Input, w.Time) {
+			return 0, false
+		}
 		// A window's rows go out at the epoch of window_end plus its time's
 		// lag (whatever that time is), so these two keep pace.
 		in := timeLag(n.Input, w.Time)
@@ -275,4 +278,26 @@ func closingKey(n *logical.Aggregate) (k int, lag time.Duration, ok bool) {
 		}
 	}
 	return k, lag, ok
+}
+
+// procTime reports whether e over n's rows is processing time: a
+// PROCTIME() call, or a column that carries one through projections and
+// filters. A window over it closes by the processing time its rows carry,
+// never by the watermark (rel.WindowSpec.ProcTime), and its window_start
+// and window_end are no time attributes.
+func procTime(n logical.Node, e expr.Expr) bool {
+	switch e := e.(type) {
+	case *expr.Call:
+		return e.Func == "proctime"
+	case *expr.Cast:
+		return procTime(n, e.Expr)
+	case *expr.Column:
+		switch n := n.(type) {
+		case *logical.Filter:
+			return procTime(n.Input, e)
+		case *logical.Project:
+			return e.Index < len(n.Exprs) && procTime(n.Input, n.Exprs[e.Index])
+		}
+	}
+	return false
 }

@@ -48,6 +48,10 @@ type Options struct {
 	OnError sources.OnError
 	// MaxDelay is the allowed out-of-orderness of event time in streams.
 	MaxDelay time.Duration
+	// Clock is the processing clock PROCTIME() reads (default time.Now): a
+	// test sets one that steps as it is read, so a processing-time window
+	// answers the same every run.
+	Clock func() time.Time
 	// BatchSize is the rows per source batch (default 4096).
 	BatchSize int
 	// Functions implements the expressions (default functions.Builtins()).
@@ -195,6 +199,9 @@ func Build(plan *logical.Plan, opts Options) (*Query, error) {
 	}
 	if opts.Functions == nil {
 		opts.Functions = functions.Builtins()
+	}
+	if opts.Clock != nil {
+		opts.Functions = opts.Functions.WithClock(opts.Clock)
 	}
 	if opts.Stdout == nil {
 		opts.Stdout = os.Stdout
@@ -460,6 +467,7 @@ func (b *builder) node(n logical.Node) (int, *arrow.Schema, error) {
 				ws.Type, ws.Gap = expr.Session, w.Size
 			}
 			ws.Lag = timeLag(n.Input, w.Time)
+			ws.ProcTime = procTime(n.Input, w.Time)
 			spec.Window = ws
 		}
 		if closing {

@@ -41,6 +41,10 @@ type WindowSpec struct {
 	// window_start and window_end are not output (a closing GROUP BY).
 	ByKey bool
 	Key   int
+	// ProcTime: Time is processing time (PROCTIME()), which no watermark
+	// follows: a window closes when a row brings a processing time at or
+	// past its end, or when the input ends (Aggregate.OnBatch).
+	ProcTime bool
 }
 
 // windowColumns reports whether the output has window_start and
@@ -367,6 +371,26 @@ func (h *HashAggregate) JudgeAt(watermark int64) { h.at = watermark }
 
 // lateBy is the watermark a row's windows must end after to be on time.
 func (h *HashAggregate) lateBy() int64 { return max(h.closed, h.at) }
+
+// MaxTime is the latest window time among rec's rows (math.MinInt64 when
+// none has one).
+func (h *HashAggregate) MaxTime(rec arrow.Record) (int64, error) {
+	m := int64(math.MinInt64)
+	if h.timeEv == nil {
+		return m, nil
+	}
+	a, err := h.timeEv.Eval(h.fctx, rec)
+	if err != nil {
+		return m, err
+	}
+	defer a.Release()
+	for i, t := range functions.Int64Values(a) {
+		if a.IsValid(i) {
+			m = max(m, t)
+		}
+	}
+	return m, nil
+}
 
 // Late is the number of rows dropped because their window had already closed.
 func (h *HashAggregate) Late() int64 { return h.late }
