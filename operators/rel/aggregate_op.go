@@ -133,20 +133,6 @@ func (a *Aggregate) OnFrontier(ctx *dataflow.Context, _ int, f dataflow.Epoch) e
 	if err != nil {
 		return err
 	}
-	if w := a.spec.Window; w != nil && w.ByKey && len(recs) > 1 {
-		// A closing GROUP BY closes a window per key value: its groups go
-		// out together, at the epoch of the first (earliest) one, which
-		// puts no row behind the epoch its key allows.
-		one, err := concatRecords(a.h.fctx, a.h.schema, recs)
-		releaseRecords(recs)
-		if err != nil {
-			return err
-		}
-		recs = recs[:0]
-		if one != nil {
-			recs = append(recs, one)
-		}
-	}
 	for i, rec := range recs {
 		if a.stats != nil {
 			a.stats.RowsOut.Add(rec.NumRows())
@@ -203,13 +189,8 @@ func (a *Aggregate) windowEnd(rec arrow.Record) dataflow.Epoch {
 	}
 	var m int64
 	if w := a.spec.Window; w.ByKey {
-		// The window is the key's TUMBLE window; windows that close
-		// together go out at the earliest one's epoch.
-		keys := functions.Int64Values(rec.Column(w.Key))
-		m = keys[0]
-		for _, k := range keys {
-			m = min(m, k)
-		}
+		// The window is the key's TUMBLE window (a record is one window).
+		m = functions.Int64Values(rec.Column(w.Key))[0]
 		size := int64(w.Size / time.Microsecond)
 		m = floorDiv(m, size)*size + size
 	} else {
