@@ -618,8 +618,9 @@ func (h *HashAggregate) addTo(start, end int64, keys, args []arrow.Array, _ []ui
 	return nil
 }
 
-// foldChunkRows is the fewest rows folded under one reservation.
-const foldChunkRows = 2048
+// foldChunkRows is the fewest rows folded under one reservation (a
+// variable only so that BenchmarkFoldChunks can fold whole batches).
+var foldChunkRows = 2048
 
 // chunkRows is how many of the left rows the next fold into w takes: as
 // many as w holds groups, at least foldChunkRows. The rows may each be a
