@@ -27,13 +27,17 @@ type LinkState struct {
 	// UnackedBytes are data bytes on the wire whose ack has not come
 	// back: what a batch emitted now queues behind.
 	UnackedBytes int64
+	// OverdueBps bounds the bandwidth now by the oldest data message on
+	// the wire still without its ack (relay.LinkStats.OverdueBps): a link
+	// that just fell shows here before its first slow ack; 0: none.
+	OverdueBps float64
 	// Bytes and Batches are what the link carried so far (frame headers
 	// and progress included), so a reader can tell its payload from the
 	// framing.
 	Bytes, Batches uint64
 	// Samples are the link's latest bandwidth samples, oldest first (the
 	// transfer rate's where the sender measures it): the distribution
-	// LinkBandwidth.TailBps reads.
+	// LinkBandwidth.Holds reads.
 	Samples []float64
 	// Residence are the receiver's latest measures of how long its
 	// batches stayed there until their results (ResidenceMeter), oldest
@@ -41,9 +45,10 @@ type LinkState struct {
 	Residence []time.Duration
 }
 
-// ResidenceTail is how long the receiver keeps a batch with probability p,
-// by the rule TailBps reads the link with: the longest of its latest
-// EvidenceSamples(p) measures; 0 with none.
+// ResidenceTail is how long the receiver keeps a batch with probability p:
+// the longest of its latest EvidenceSamples(p) measures (of n exchangeable
+// measures and the next, the next is the longest with probability
+// 1/(n+1)); 0 with none.
 func (s LinkState) ResidenceTail(p float64) time.Duration {
 	n := len(s.Residence)
 	var long time.Duration
@@ -91,8 +96,11 @@ func (c *Context) OutputLinks(output int) []LinkStater {
 // plan, BatchBps for a batch.
 type LinkBandwidth struct {
 	Mean, Latest, Recent float64
-	// Samples are the latest samples, oldest first (TailBps).
+	// Samples are the latest samples, oldest first (Holds).
 	Samples []float64
+	// Overdue bounds the bandwidth now by a message still without its ack
+	// (LinkState.OverdueBps); 0: none.
+	Overdue float64
 }
 
 // NewLinkBandwidth is the view of a link whose acks measured ack and, when
@@ -136,24 +144,52 @@ func EvidenceSamples(p float64) int {
 	return max(1, int(math.Ceil(p/(1-p)-1e-9)))
 }
 
-// TailBps is the bandwidth the link gives its next message with
-// probability p, read from its measured distribution rather than its mean
-// with a headroom: the smallest of its latest EvidenceSamples(p) samples.
-// A fall counts at its first slow ack; a rise once the evidence of the
-// slow samples has aged out, sooner for a lower p. With fewer samples than
-// that it is the smallest of those there are (the evidence so far); with
-// none, BatchBps.
-func (b LinkBandwidth) TailBps(p float64) float64 {
-	n := len(b.Samples)
-	if n == 0 {
-		return b.BatchBps()
+// Current is the bandwidth the link gives now by the latest evidence: its
+// latest sample (BatchBps without samples), or the overdue bound when that
+// is lower (a fall shows there before its first slow ack); 0 with neither.
+func (b LinkBandwidth) Current() float64 {
+	cur := b.BatchBps()
+	if n := len(b.Samples); n > 0 {
+		cur = b.Samples[n-1]
 	}
-	tail := b.Samples[n-min(n, EvidenceSamples(p)):]
-	low := tail[0]
-	for _, x := range tail[1:] {
-		low = min(low, x)
+	if b.Overdue > 0 && (cur <= 0 || b.Overdue < cur) {
+		cur = b.Overdue
 	}
-	return low
+	return cur
+}
+
+// Holds reports whether the link's next message gets at least bps with
+// probability p, given what the link gives now (Current), read from how
+// its samples moved: of the kept samples on the same side of bps as the
+// current one, the share whose successor was under bps. A link that fades
+// now and then is one whose good samples are followed by a fall that
+// often, however long ago the last fall was (the latest samples alone
+// forget it between fades and send large frames into the next one); a
+// link that wanders is one whose falls under bps are rare, so a rise
+// counts at once. By the rule EvidenceSamples states, with n such
+// transitions of which u fell, the next falls with probability at most
+// (u+1)/(n+1); with fewer than EvidenceSamples(p), only a current sample
+// at or over bps that never fell holds (the evidence so far).
+func (b LinkBandwidth) Holds(bps, p float64) bool {
+	cur := b.Current()
+	if cur <= 0 {
+		return false
+	}
+	above := cur >= bps
+	n, under := 0, 0
+	for i := 0; i+1 < len(b.Samples); i++ {
+		if (b.Samples[i] >= bps) != above {
+			continue
+		}
+		n++
+		if b.Samples[i+1] < bps {
+			under++
+		}
+	}
+	if n < EvidenceSamples(p) {
+		return above && under == 0
+	}
+	return float64(under+1)/float64(n+1) <= 1-p
 }
 
 // LinkDropRatio is how far under the mean the latest sample must fall for
@@ -189,6 +225,8 @@ func (b LinkBandwidth) BatchBps() float64 {
 
 // Bandwidth is the link's bandwidth view.
 func (s LinkState) Bandwidth() LinkBandwidth {
-	return NewLinkBandwidth(LinkBandwidth{Mean: s.BandwidthBps, Latest: s.LastBps, Samples: s.Samples},
+	b := NewLinkBandwidth(LinkBandwidth{Mean: s.BandwidthBps, Latest: s.LastBps, Samples: s.Samples},
 		LinkBandwidth{Mean: s.TransferBps, Latest: s.LastTransferBps, Samples: s.Samples})
+	b.Overdue = s.OverdueBps
+	return b
 }

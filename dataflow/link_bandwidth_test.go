@@ -43,11 +43,9 @@ func TestLinkBandwidthRules(t *testing.T) {
 	}
 }
 
-// The tail a bound is held with: n samples' smallest holds the next with
-// probability n/(n+1), so p asks for p/(1-p) of them; the tail is the
-// smallest of those, so a fall counts at its first slow sample and a rise
-// once the slow one is older than the evidence.
-func TestLinkBandwidthTail(t *testing.T) {
+// The evidence a bound is held with: n samples' smallest holds the next
+// with probability n/(n+1), so p asks for p/(1-p) of them.
+func TestEvidenceSamples(t *testing.T) {
 	for _, c := range []struct {
 		p    float64
 		want int
@@ -62,27 +60,55 @@ func TestLinkBandwidthTail(t *testing.T) {
 	if got := Attainment(99); got != 0.99 {
 		t.Errorf("PERCENTILE 99: %v", got)
 	}
-	steady := make([]float64, 60)
-	for i := range steady {
-		steady[i] = 100
+}
+
+// runs is samples as runs of (value, count) pairs, oldest first.
+func runs(rs ...float64) []float64 {
+	var out []float64
+	for i := 0; i+1 < len(rs); i += 2 {
+		for range int(rs[i+1]) {
+			out = append(out, rs[i])
+		}
 	}
-	fell := append(append([]float64(nil), steady...), 30)
+	return out
+}
+
+// A bound holds for the next message by how the samples moved from where
+// the link is now: the share of the samples on the current one's side of
+// the bound whose successor fell under it, (u+1)/(n+1) at most 1-p; with
+// less evidence than p asks for, a current sample over the bound that
+// never fell. A message overdue on the link is the current evidence when
+// it bounds the bandwidth lower.
+func TestLinkBandwidthHolds(t *testing.T) {
+	var dips []float64
+	for range 60 {
+		dips = append(dips, runs(100, 10, 30, 1)...)
+	}
 	for _, c := range []struct {
 		name string
 		b    LinkBandwidth
+		bps  float64
 		p    float64
-		want float64
+		want bool
 	}{
-		{"no samples: the batch's rule", LinkBandwidth{Mean: 100, Latest: 40}, 0.98, 40},
-		{"steady", LinkBandwidth{Mean: 100, Samples: steady}, 0.98, 100},
-		{"a fall, at its first sample", LinkBandwidth{Mean: 99, Samples: fell}, 0.98, 30},
-		{"the fall 49 samples back: still evidence at 0.98", LinkBandwidth{Mean: 100, Samples: append(append([]float64(nil), fell...), steady[:48]...)}, 0.98, 30},
-		{"the fall 50 samples back: aged out at 0.98", LinkBandwidth{Mean: 100, Samples: append(append([]float64(nil), fell...), steady[:49]...)}, 0.98, 100},
-		{"the fall 50 samples back: still evidence at 0.99", LinkBandwidth{Mean: 100, Samples: append(append([]float64(nil), fell...), steady[:49]...)}, 0.99, 30},
-		{"fewer samples than asked: the smallest there is", LinkBandwidth{Mean: 100, Samples: []float64{120, 80, 110}}, 0.98, 80},
+		{"no samples: the batch's rule, over", LinkBandwidth{Mean: 100, Latest: 90}, 80, 0.98, true},
+		{"no samples: the batch's rule, under", LinkBandwidth{Mean: 100, Latest: 40}, 80, 0.98, false},
+		{"steady over the bound", LinkBandwidth{Samples: runs(100, 60)}, 80, 0.98, true},
+		{"now under the bound", LinkBandwidth{Samples: runs(100, 60, 30, 1)}, 80, 0.98, false},
+		{"back after a long slow spell: a rise counts at once", LinkBandwidth{Samples: runs(30, 200, 100, 2)}, 80, 0.98, true},
+		{"a few samples that never fell", LinkBandwidth{Samples: runs(100, 5)}, 80, 0.98, true},
+		{"a few samples, one fell", LinkBandwidth{Samples: runs(100, 5, 30, 1, 100, 5)}, 80, 0.98, false},
+		{"one fall in 150: 2/151 within 2%", LinkBandwidth{Samples: runs(100, 100, 30, 5, 100, 55)}, 80, 0.98, true},
+		{"one fall in 150: over 1%", LinkBandwidth{Samples: runs(100, 100, 30, 5, 100, 55)}, 80, 0.99, false},
+		{"fades: a fall in every 60 good samples", LinkBandwidth{Samples: runs(100, 60, 30, 5, 100, 60, 30, 5, 100, 60, 30, 5, 100, 10)}, 80, 0.98, false},
+		{"the same fades under a lower bound: never fell under it", LinkBandwidth{Samples: runs(100, 60, 30, 5, 100, 60, 30, 5, 100, 60, 30, 5, 100, 10)}, 25, 0.98, true},
+		{"a one-sample dip that always came back (60 times): under now, over next", LinkBandwidth{Samples: dips}, 80, 0.98, true},
+		{"the same with 40 dips: too little evidence for a sample under the bound", LinkBandwidth{Samples: dips[len(dips)-40*11:]}, 80, 0.98, false},
+		{"good samples, a message overdue under the bound", LinkBandwidth{Samples: runs(100, 60), Overdue: 40}, 80, 0.98, false},
+		{"good samples, an overdue bound over it", LinkBandwidth{Samples: runs(100, 60), Overdue: 500}, 80, 0.98, true},
 	} {
-		if got := c.b.TailBps(c.p); got != c.want {
-			t.Errorf("%s: TailBps %v, want %v", c.name, got, c.want)
+		if got := c.b.Holds(c.bps, c.p); got != c.want {
+			t.Errorf("%s: Holds(%v, %v) = %v, want %v", c.name, c.bps, c.p, got, c.want)
 		}
 	}
 }

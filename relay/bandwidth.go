@@ -40,18 +40,20 @@ type bandwidth struct {
 	// tail are the last TailSamples samples of the link's view (the
 	// transfer rate once a base round trip is known, else the acks'
 	// plain one), oldest first from tailAt: the distribution a latency
-	// bound's tail is read from (dataflow.LinkBandwidth.TailBps), kept by
-	// count, not by time, as a tail at p needs p/(1-p) samples however
-	// fast they come.
+	// bound is read from (dataflow.LinkBandwidth.Holds), kept by count,
+	// not by time, as a bound at p needs p/(1-p) samples however fast
+	// they come.
 	tail   [TailSamples]float64
 	tailN  int // samples in tail (at most TailSamples)
 	tailAt int // the oldest's index once tail is full
 }
 
 // TailSamples is how many of a link's latest bandwidth samples it keeps
-// for the tail of its distribution: enough for a bound held with
-// probability 0.99 (dataflow.EvidenceSamples(0.99) is 99).
-const TailSamples = 128
+// for its distribution: a fall that comes once in p/(1-p) samples (1 in
+// 99 at 0.99, dataflow.EvidenceSamples) must show several times to tell
+// its rate (dataflow.LinkBandwidth.Holds), so about five such spans
+// (half a minute at 15 messages a second).
+const TailSamples = 512
 
 type rttSample struct {
 	at time.Time

@@ -217,7 +217,7 @@ func (ds *dataflowSender) Send(ctx context.Context, m dataflow.Message) error {
 func (ds *dataflowSender) LinkState() dataflow.LinkState {
 	st := ds.s.Stats()
 	return dataflow.LinkState{BandwidthBps: st.AckBandwidthBps, LastBps: st.LastAckBps, SRTT: st.SRTT, Acks: st.Acks,
-		UnackedBytes: st.UnackedBytes, Bytes: st.Bytes, Batches: st.Batches,
+		UnackedBytes: st.UnackedBytes, OverdueBps: st.OverdueBps, Bytes: st.Bytes, Batches: st.Batches,
 		TransferBps: st.TransferBps, LastTransferBps: st.LastTransferBps, BaseRTT: st.BaseRTT, Samples: st.Samples,
 		Residence: st.Residence}
 }

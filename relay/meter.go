@@ -34,6 +34,8 @@ type Meter struct {
 	dups      atomic.Uint64 // receiver: messages that arrived again, dropped
 	gaps      atomic.Uint64 // receiver: messages found missing, asked for again
 	resid     residences    // sender: the receiver's residence measures
+	oldestAt  atomic.Int64  // sender: when the oldest unacked data message got the link (Unix ns; 0: none)
+	oldestN   atomic.Int64  // sender: its bytes
 }
 
 // residences are a link's latest residence measures (LinkStats.Residence).
@@ -76,6 +78,17 @@ func (r *residences) snapshot() []time.Duration {
 // Unacked sets the sender's data bytes on the wire whose ack has not come
 // back.
 func (m *Meter) Unacked(n int64) { m.unacked.Store(n) }
+
+// Oldest notes the sender's oldest data message on the wire without its
+// ack: when it got the link and its bytes (the zero time: none).
+func (m *Meter) Oldest(start time.Time, n int) {
+	if start.IsZero() {
+		m.oldestAt.Store(0)
+		return
+	}
+	m.oldestN.Store(int64(n))
+	m.oldestAt.Store(start.UnixNano())
+}
 
 // Resent counts one message sent again (a gap, a reconnect, an ack
 // timeout) and the n wire bytes it took again, which Wire counted too.
@@ -151,6 +164,15 @@ func (m *Meter) Snapshot() LinkStats {
 	now := time.Now()
 	bps, latest, recent, srtt, acks := m.bw.estimate(now)
 	xfer, xferLatest, xferRecent, base := m.bw.transfer(now)
+	var overdue float64
+	if at := m.oldestAt.Load(); at > 0 {
+		// Unacknowledged after age: had the link carried its n bytes at
+		// bw or faster, the ack would be back by n/bw plus the base round
+		// trip, so it carries less than n/(age - base) now.
+		if age := now.Sub(time.Unix(0, at)) - base; age > 0 {
+			overdue = float64(m.oldestN.Load()) / age.Seconds()
+		}
+	}
 	return LinkStats{
 		TransferBps:       xfer,
 		LastTransferBps:   xferLatest,
@@ -163,6 +185,7 @@ func (m *Meter) Snapshot() LinkStats {
 		RecentAckBps:      recent,
 		ShapedBps:         math.Float64frombits(m.shapedBps.Load()),
 		UnackedBytes:      m.unacked.Load(),
+		OverdueBps:        overdue,
 		SRTT:              srtt,
 		Acks:              max(acks, m.ackedMsgs.Load()),
 		Link:              m.link,

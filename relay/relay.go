@@ -247,6 +247,11 @@ type LinkStats struct {
 	// UnackedBytes are a sender's data bytes on the wire whose ack has
 	// not come back yet (NATS): what the next batch queues behind.
 	UnackedBytes int64 `json:"unacked_bytes,omitempty"`
+	// OverdueBps bounds the link's bandwidth now by the oldest data message
+	// still without its ack (bytes per second; 0: none on the wire): had the
+	// link carried it faster, its ack would be back. A link that just fell
+	// shows here before any slow ack does.
+	OverdueBps float64 `json:"overdue_bps,omitempty"`
 	// TransferBps and LastTransferBps are the same with each message's
 	// time on the link alone: its round trip less BaseRTT, the least
 	// round trip of the last second's progress messages (no payload).

@@ -333,19 +333,21 @@ type sidePlan struct {
 }
 
 // pick is the largest of sides (descending) whose batch the link carries
-// in time with probability Attain, read from the link's measured
-// distribution (dataflow.LinkBandwidth.TailBps: the smallest of its latest
-// samples, as many as that probability needs): at that bandwidth the
-// batch, behind what is on the wire ahead of it and with half a round trip,
-// what the receiver needs after the link (its measured residence, else the
-// model's profiled compute) and a margin, reaches its result within the SLO, and
-// the next batch, behind it, still can at the smallest side (nextFits). Nothing
-// else is held back: a fall of the link counts at its first slow ack (the
-// next batch goes smaller), a rise once the evidence of the slow samples
-// has aged out. The first side before the link has acknowledged anything;
-// the smallest when none fits. It is 0, drop the batch, when it waited so
-// long (behind a link that fell while a large frame crossed it) that even
-// the smallest side, alone on the link at its best recent rate, would
+// in time with probability Attain, read from how the link's measured
+// samples move (dataflow.LinkBandwidth.Holds): the least bandwidth at which
+// the batch, behind what is on the wire ahead of it and with half a round
+// trip, what the receiver needs after the link (its measured residence,
+// else the model's profiled compute) and a margin, reaches its result
+// within the SLO, and the next batch, behind it, still can at the smallest
+// side (nextFits), must hold for the next message with that probability,
+// given what the link gives now. A link whose good spells end in fades
+// keeps its large frames out of them; one that drifts steps up as soon as
+// it is back; a fall counts at the first message that goes without its ack
+// longer than the link allows (OverdueBps), before any slow ack. The first
+// side before the link has acknowledged anything; the smallest when none
+// fits. It is 0, drop the batch, when it waited so long (behind a link
+// that fell while a large frame crossed it) that even the smallest side,
+// alone on the link at its best rate that the evidence allows, would
 // reach the model after its deadline: Jellyfish's lazy drop, before the
 // link rather than after it. Sent, the batch misses all the same and holds
 // up the frames behind it, which then miss too. After a drop, the next one
@@ -359,10 +361,6 @@ func (p sidePlan) pick(sides []int, planes, width int) int {
 	view := p.State.Bandwidth()
 	if p.State.Acks == 0 || view.BatchBps() <= 0 {
 		return sides[0]
-	}
-	bw := view.TailBps(p.Attain)
-	if bw <= 0 {
-		bw = view.BatchBps()
 	}
 	margin := max(5*time.Millisecond, p.SLO/10)
 	// Half a round trip: the base one where the rate excludes it, else
@@ -382,13 +380,12 @@ func (p sidePlan) pick(sides []int, planes, width int) int {
 	smallest := sides[len(sides)-1]
 	for _, s := range sides {
 		ahead := float64(p.State.UnackedBytes) + float64(p.Rows)*rowBytes(s) + p.Overhead
-		if ahead/bw > budget {
-			continue
+		need, ok := leastBps(func(bw float64) bool {
+			return ahead/bw <= budget && (p.BatchesPerSec <= 0 || p.nextFits(ahead, bw, rowBytes(smallest), budget+p.Age.Seconds()))
+		})
+		if ok && view.Holds(need, p.Attain) {
+			return s
 		}
-		if p.BatchesPerSec > 0 && !p.nextFits(ahead, bw, rowBytes(smallest), budget+p.Age.Seconds()) {
-			continue
-		}
-		return s
 	}
 	// The drop must be sure the batch misses: the profiled compute, the
 	// least the receiver can take, not its measured tail. And it must not
@@ -398,7 +395,9 @@ func (p sidePlan) pick(sides []int, planes, width int) int {
 	// 486 of 496 frames on a 1,451 kbit/s link its first two frames had
 	// measured at 163). Then the batch goes at the smallest side and its
 	// ack is the new evidence, unless it has waited past its deadline
-	// already, which needs no link to tell.
+	// already, which needs no link to tell. A message overdue on the link
+	// is evidence of now, not of an earlier drop: the best rate is no more
+	// than it allows.
 	if p.Rows == 0 {
 		return smallest
 	}
@@ -406,11 +405,36 @@ func (p sidePlan) pick(sides []int, planes, width int) int {
 		return 0
 	}
 	best := max(p.State.BandwidthBps, p.State.LastBps, p.State.TransferBps, p.State.LastTransferBps)
+	if p.State.OverdueBps > 0 {
+		best = min(best, p.State.OverdueBps)
+	}
 	alone := float64(p.Rows) * rowBytes(smallest) / best
 	if !p.Stale && (p.Age+p.Compute+rtt/2).Seconds()+alone > p.SLO.Seconds() {
 		return 0
 	}
 	return smallest
+}
+
+// leastBps is the least bandwidth (bytes per second) at which fits holds,
+// for a fits that holds from some bandwidth on; false where it holds at
+// none (a batch already out of time).
+func leastBps(fits func(bw float64) bool) (float64, bool) {
+	lo, hi := 1.0, 1e12
+	if !fits(hi) {
+		return 0, false
+	}
+	if fits(lo) {
+		return lo, true
+	}
+	for hi/lo > 1.001 {
+		mid := math.Sqrt(lo * hi)
+		if fits(mid) {
+			hi = mid
+		} else {
+			lo = mid
+		}
+	}
+	return hi, true
 }
 
 // nextFits reports whether the stream's next batch, at the smallest side,

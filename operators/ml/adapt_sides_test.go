@@ -210,10 +210,11 @@ func TestResizeBilinear(t *testing.T) {
 
 // The side of a batch follows the link's measured distribution: the
 // variant's before any ack, the largest that arrives in time and whose
-// stream the link carries at the bandwidth it gives with the batch's
-// probability (the smallest of its latest samples, as many as that
-// probability needs), the smallest when none does, and none (0: dropped
-// before the link) when even the smallest would arrive after its deadline.
+// stream the link carries at a bandwidth the link's next message gets with
+// the batch's probability (by how its samples moved from where the link is
+// now, and a message overdue on it), the smallest when none does, and none
+// (0: dropped before the link) when even the smallest would arrive after
+// its deadline.
 func TestSidePlanPick(t *testing.T) {
 	sides := []int{28, 20, 14}
 	link := func(bps float64) dataflow.LinkState {
@@ -226,6 +227,17 @@ func TestSidePlanPick(t *testing.T) {
 		st.Samples = append(st.Samples, slow*1e3/8)
 		for i := 0; i < n; i++ {
 			st.Samples = append(st.Samples, kbit*1e3/8)
+		}
+		return st
+	}
+	// series is a link whose samples are runs of (kbit/s, count) pairs,
+	// oldest first; its mean is the last run's.
+	series := func(runs ...float64) dataflow.LinkState {
+		st := link(runs[len(runs)-2] * 1e3 / 8)
+		for i := 0; i+1 < len(runs); i += 2 {
+			for range int(runs[i+1]) {
+				st.Samples = append(st.Samples, runs[i]*1e3/8)
+			}
 		}
 		return st
 	}
@@ -269,9 +281,28 @@ func TestSidePlanPick(t *testing.T) {
 			return p
 		}, 20},
 		{"1500 kbit/s, the latest sample 250: a fall counts at once", on(sampled(1500, 250, 0)), 20},
-		{"the 250 sample 48 back: still evidence at P98", on(sampled(1500, 250, 48)), 20},
-		{"the 250 sample 49 back: aged out at P98", on(sampled(1500, 250, 49)), 28},
-		{"the 250 sample 49 back, P99: still evidence", func(p sidePlan) sidePlan { p.State, p.Attain = sampled(1500, 250, 49), 0.99; return p }, 20},
+		{"back at 1500 after a long slow spell: a rise counts at once", on(series(250, 60, 1500, 3)), 28},
+		{"fades: 2 falls to 250 in 120 good samples, 3/121 over 2%", on(series(1500, 60, 250, 5, 1500, 60, 250, 5, 1500, 5)), 20},
+		{"one fall to 250 in 150 good samples, 2/151 at P98", on(series(1500, 100, 250, 5, 1500, 55)), 28},
+		{"one fall to 250 in 150 good samples, 2/151 over P99's 1%", func(p sidePlan) sidePlan {
+			p.State, p.Attain = series(1500, 100, 250, 5, 1500, 55), 0.99
+			return p
+		}, 20},
+		{"good samples, the last message overdue at 200 kbit/s: a fall counts before its ack", func(p sidePlan) sidePlan {
+			p.State = series(1500, 60)
+			p.State.OverdueBps, p.State.UnackedBytes = 200e3/8, 2200
+			return p
+		}, 14},
+		{"a batch that waited 50 ms behind a message overdue at 100 kbit/s: dropped", func(p sidePlan) sidePlan {
+			p.State, p.Age = series(1500, 60), 50*time.Millisecond
+			p.State.OverdueBps, p.State.UnackedBytes = 100e3/8, 2200
+			return p
+		}, 0},
+		{"the same batch with nothing overdue: in time at 28", func(p sidePlan) sidePlan {
+			p.State, p.Age = series(1500, 60), 50*time.Millisecond
+			p.State.UnackedBytes = 2200
+			return p
+		}, 28},
 		{"a 700 kbit/s sample in 1500: 28 still fits", on(sampled(1500, 700, 10)), 28},
 		{"small frames' acks: 300 kbit/s, the link's own rate 1200", func(p sidePlan) sidePlan {
 			p.State = link(300e3 / 8)

@@ -132,3 +132,55 @@ func TestAcksCarryTheReceiversResidence(t *testing.T) {
 		t.Fatalf("sender's residence measures %v, want the longest reported, once: [35ms]", got)
 	}
 }
+
+// A message on the wire without its ack bounds the link's bandwidth now:
+// had the link carried its bytes faster, the ack would be back. The sender's
+// LinkStats has the bound (OverdueBps) while the ack is missing, falling as
+// it waits, and none once everything is acknowledged.
+func TestAMissingAckBoundsTheBandwidth(t *testing.T) {
+	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
+	s := startServer(t, 0)
+	// The link's end waits a moment, not the default, for the ack that
+	// never comes.
+	o := Options{Config: relay.Config{Allocator: mem, Window: 32}, AckTimeout: time.Minute, Linger: 100 * time.Millisecond}
+	bconn := connect(t, s)
+	a, b := New(connect(t, s), o), New(bconn, o)
+	defer a.Close()
+	defer b.Close()
+	link := relay.LinkID{Query: "q", Edge: 1}
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	snd, r := openLink(ctx, t, a, b, link)
+	defer snd.Close()
+	defer r.Close()
+	go drainReceiver(ctx, r)
+	rec := bytesRecord(mem, 1024)
+	defer rec.Release()
+	if err := snd.SendData(ctx, 1, rec); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, 10*time.Second, func() bool { return snd.Stats().UnackedBytes == 0 })
+	if got := snd.Stats().OverdueBps; got != 0 {
+		t.Errorf("everything acknowledged: OverdueBps %v, want 0", got)
+	}
+	// The receiver goes away: the next message's ack never comes.
+	bconn.Close()
+	if err := snd.SendData(ctx, 1, rec); err != nil {
+		t.Fatal(err)
+	}
+	st := snd.Stats()
+	n := float64(st.UnackedBytes)
+	time.Sleep(200 * time.Millisecond)
+	first := snd.Stats().OverdueBps
+	time.Sleep(200 * time.Millisecond)
+	second := snd.Stats().OverdueBps
+	t.Logf("%.0f bytes unacknowledged: overdue bound %.0f B/s after 200 ms, %.0f after 400", n, first, second)
+	// After 200 ms, less than n/0.2 s (the base round trip taken out
+	// makes it a little more than n over the age).
+	if first <= 0 || first > n/0.2*1.5 || first < n/0.3 {
+		t.Errorf("after 200 ms: OverdueBps %.0f, want about %.0f", first, n/0.2)
+	}
+	if second <= 0 || second >= first {
+		t.Errorf("after 400 ms: OverdueBps %.0f, want under the %.0f of 200 ms", second, first)
+	}
+}

@@ -596,11 +596,12 @@ func (s *sender) send(m *outMsg) error {
 	// keeps an acking one within the window.
 	if len(s.unacked) >= 4*s.t.cfg.Window+1 {
 		s.evicted = s.unacked[0].h.Seq
-		if s.unacked[0].h.Kind == frame.KindData {
-			s.unackedBytes(-len(s.unacked[0].b))
-		}
+		gone := s.unacked[0]
 		s.unacked[0] = nil
 		s.unacked = s.unacked[1:]
+		if gone.h.Kind == frame.KindData {
+			s.unackedBytes(-len(gone.b))
+		}
 	}
 	if m.h.Kind == frame.KindData {
 		// A frame kept for its ack is the query's memory until then: a
@@ -639,6 +640,20 @@ func (s *sender) send(m *outMsg) error {
 func (s *sender) unackedBytes(n int) {
 	s.unackedB += int64(n)
 	s.m.Unacked(s.unackedB)
+	// The oldest data message not yet acknowledged: how long it has gone
+	// without its ack bounds the link's bandwidth now (relay.LinkStats.OverdueBps).
+	var oldest *outMsg
+	for _, m := range s.unacked {
+		if m.h.Kind == frame.KindData {
+			oldest = m
+			break
+		}
+	}
+	if oldest == nil || oldest.resent {
+		s.m.Oldest(time.Time{}, 0)
+	} else {
+		s.m.Oldest(oldest.start, len(oldest.b))
+	}
 	if ch, ok := s.t.cfg.Allocator.(dataflow.Charger); ok && n < 0 {
 		ch.Uncharge(int64(-n))
 	}
