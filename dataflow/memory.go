@@ -3,7 +3,10 @@ package dataflow
 import (
 	"errors"
 	"fmt"
+	"math"
 	"sort"
+	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 
@@ -52,6 +55,30 @@ func Bytes(n int64) string {
 		return fmt.Sprintf("%.1f KiB", float64(n)/(1<<10))
 	}
 	return fmt.Sprintf("%d B", n)
+}
+
+// ParseBytes reads a size as a person writes it: a number of bytes, or one
+// with a unit (KB, MB, GB, KiB, MiB, GiB). Empty is 0.
+func ParseBytes(s string) (int64, error) {
+	if s == "" {
+		return 0, nil
+	}
+	units := []struct {
+		suffix string
+		mult   int64
+	}{{"KiB", 1 << 10}, {"MiB", 1 << 20}, {"GiB", 1 << 30}, {"KB", 1e3}, {"MB", 1e6}, {"GB", 1e9}, {"B", 1}}
+	num, mult := strings.TrimSpace(s), int64(1)
+	for _, u := range units {
+		if n, ok := strings.CutSuffix(num, u.suffix); ok {
+			num, mult = strings.TrimSpace(n), u.mult
+			break
+		}
+	}
+	n, err := strconv.ParseInt(num, 10, 64)
+	if err != nil || n < 0 || (mult > 1 && n > math.MaxInt64/mult) {
+		return 0, fmt.Errorf("%q: want a size such as 536870912 or 512MiB", s)
+	}
+	return n * mult, nil
 }
 
 // Memory is one budget of memory: a query's on one worker, or a worker's

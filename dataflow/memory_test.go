@@ -110,3 +110,16 @@ func TestMemoryRefusalNamesTheLargestHolder(t *testing.T) {
 		t.Fatalf("%v: the holder refused is the largest, no second name", err)
 	}
 }
+
+func TestParseBytes(t *testing.T) {
+	for in, want := range map[string]int64{"": 0, "1024": 1024, "512MiB": 512 << 20, "2 GB": 2e9, "10KiB": 10 << 10, "1GiB": 1 << 30} {
+		if got, err := ParseBytes(in); err != nil || got != want {
+			t.Errorf("ParseBytes(%q) = %d %v, want %d", in, got, err, want)
+		}
+	}
+	for _, bad := range []string{"lots", "-1", "1.5GiB", "9000000000GiB"} {
+		if _, err := ParseBytes(bad); err == nil {
+			t.Errorf("ParseBytes(%q) accepted", bad)
+		}
+	}
+}

@@ -7,7 +7,9 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"os"
 	"path/filepath"
+	"runtime/pprof"
 	"strings"
 
 	"github.com/tierflow/tierflow/bench/tpch"
@@ -20,6 +22,7 @@ func runTPCH(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	fs.SetOutput(stderr)
 	var f tpch.Flags
 	f.Register(fs)
+	prof := fs.String("cpuprofile", "", "write a CPU profile of the run to this file (with --peer none, tierflow's alone)")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -30,7 +33,21 @@ func runTPCH(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	if err != nil {
 		return err
 	}
-	tf := &tpch.Tierflow{Parallelism: f.Parallelism}
+	tf, err := f.Tierflow()
+	if err != nil {
+		return err
+	}
+	if *prof != "" {
+		pf, err := os.Create(*prof)
+		if err != nil {
+			return fmt.Errorf("%w: --cpuprofile: %w", errBadInput, err)
+		}
+		defer pf.Close()
+		if err := pprof.StartCPUProfile(pf); err != nil {
+			return err
+		}
+		defer pprof.StopCPUProfile()
+	}
 	if f.Peer == "none" {
 		return tpch.Bench(ctx, o, tf, nil, stdout, stderr)
 	}

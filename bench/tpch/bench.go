@@ -44,6 +44,26 @@ type Row struct {
 	// Same is "yes", "NO: how they differ", or the error of the engine
 	// that failed ("tierflow: ..."); without a peer, "-" when tierflow ran.
 	Same string `json:"same_answer"`
+	// PeakBytes is, under a memory limit, the most tierflow's budget held
+	// at once over the query's runs (a failed run's included); LimitBytes
+	// the limit.
+	PeakBytes  int64 `json:"peak_bytes,omitempty"`
+	LimitBytes int64 `json:"limit_bytes,omitempty"`
+}
+
+// budgeted is an engine that runs each query within a memory budget and
+// tells the most the last run's held (Tierflow with a MemoryLimit).
+type budgeted interface {
+	Limit() int64
+	Peak() int64
+}
+
+// limitOf is e's memory limit, 0 for none.
+func limitOf(e Engine) int64 {
+	if b, ok := e.(budgeted); ok {
+		return b.Limit()
+	}
+	return 0
 }
 
 // ParseSFs reads --sf: scale factors, comma-separated.
@@ -106,7 +126,7 @@ func Bench(ctx context.Context, o BenchOptions, tf, peer Engine, stdout, stderr 
 	if peer != nil {
 		rows = append(rows, medians(rows, o.SFs)...)
 	}
-	if err := printRows(stdout, o.Format, rows, peer); err != nil {
+	if err := printRows(stdout, o.Format, rows, peer, limitOf(tf) > 0); err != nil {
 		return err
 	}
 	if len(bad) > 0 {
@@ -137,13 +157,16 @@ func (r Row) progress(peer Engine) string {
 
 // measure runs q on both engines, interleaved.
 func measure(ctx context.Context, o BenchOptions, sf float64, q Query, tf, peer Engine) Row {
-	r := Row{Query: q.Name, SF: sf}
+	r := Row{Query: q.Name, SF: sf, LimitBytes: limitOf(tf)}
 	var tt, pt []float64
 	var got, want Result
 	var tfErr, peerErr error
 	for i := 0; i < o.Reps; i++ {
 		if tfErr == nil {
 			res, d, err := timed(ctx, o.Timeout, tf, q)
+			if r.LimitBytes > 0 {
+				r.PeakBytes = max(r.PeakBytes, tf.(budgeted).Peak())
+			}
 			if err != nil {
 				tfErr = err
 			} else {
@@ -253,36 +276,48 @@ func medians(rows []Row, sfs []float64) []Row {
 	return out
 }
 
-func printRows(w io.Writer, format string, rows []Row, peer Engine) error {
+func printRows(w io.Writer, format string, rows []Row, peer Engine, peaks bool) error {
 	if format == "json" {
 		enc := json.NewEncoder(w)
 		enc.SetIndent("", "  ")
 		return enc.Encode(rows)
 	}
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	// Under a memory limit a column after tierflow's time: the most its
+	// budget held, in MiB.
+	peakHead, peak := "", func(Row) string { return "" }
+	if peaks {
+		peakHead = "\tPEAK MIB"
+		peak = func(r Row) string {
+			if r.Query == "median" {
+				return "\t"
+			}
+			return fmt.Sprintf("\t%.1f", float64(r.PeakBytes)/(1<<20))
+		}
+	}
 	if peer == nil {
-		fmt.Fprintln(tw, "QUERY\tSF\tROWS\tTIERFLOW MS\tERROR")
+		fmt.Fprintf(tw, "QUERY\tSF\tROWS\tTIERFLOW MS%s\tERROR\n", peakHead)
 		for _, r := range rows {
 			e := ""
 			if r.Same != "-" {
 				e = r.Same
 			}
-			fmt.Fprintf(tw, "%s\t%s\t%d\t%s\t%s\n", r.Query, formatSF(r.SF), r.Rows, ms(r.TierflowMS, r.Same == "-"), e)
+			fmt.Fprintf(tw, "%s\t%s\t%d\t%s%s\t%s\n", r.Query, formatSF(r.SF), r.Rows, ms(r.TierflowMS, r.Same == "-"), peak(r), e)
 		}
 		return tw.Flush()
 	}
-	fmt.Fprintf(tw, "QUERY\tSF\tROWS\tTIERFLOW MS\t%s MS\tRATIO\tSAME ANSWER\n", strings.ToUpper(peer.Name()))
+	fmt.Fprintf(tw, "QUERY\tSF\tROWS\tTIERFLOW MS%s\t%s MS\tRATIO\tSAME ANSWER\n", peakHead, strings.ToUpper(peer.Name()))
 	for _, r := range rows {
 		ratio := "-"
 		if r.Ratio > 0 {
 			ratio = fmt.Sprintf("%.2fx", r.Ratio)
 		}
 		if r.Query == "median" {
-			fmt.Fprintf(tw, "%s\t%s\t\t\t\t%s\t%s\n", r.Query, formatSF(r.SF), ratio, r.Same)
+			fmt.Fprintf(tw, "%s\t%s\t\t%s\t\t%s\t%s\n", r.Query, formatSF(r.SF), peak(r), ratio, r.Same)
 			continue
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%d\t%s\t%s\t%s\t%s\n", r.Query, formatSF(r.SF), r.Rows,
-			ms(r.TierflowMS, r.TierflowMS > 0), ms(r.PeerMS, r.PeerMS > 0), ratio, r.Same)
+		fmt.Fprintf(tw, "%s\t%s\t%d\t%s%s\t%s\t%s\t%s\n", r.Query, formatSF(r.SF), r.Rows,
+			ms(r.TierflowMS, r.TierflowMS > 0), peak(r), ms(r.PeerMS, r.PeerMS > 0), ratio, r.Same)
 	}
 	return tw.Flush()
 }

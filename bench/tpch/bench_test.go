@@ -49,6 +49,10 @@ func TestFlagsRoundTripAndCheck(t *testing.T) {
 	if a := strings.Join(f.Args(), " "); !strings.Contains(a, "--sf 0.01,1") || !strings.Contains(a, "--queries q1,q3") || !strings.Contains(a, "--timeout 10m0s") {
 		t.Fatalf("args %s", a)
 	}
+	f.MemoryLimit = "512MiB"
+	if tf, err := f.Tierflow(); err != nil || tf.MemoryLimit != 512<<20 || !strings.Contains(strings.Join(f.Args(), " "), "--memory-limit 512MiB") {
+		t.Fatalf("--memory-limit 512MiB: %+v %v %q", tf, err, f.Args())
+	}
 	for _, mut := range []func(*Flags){
 		func(f *Flags) { f.SF = "0" },
 		func(f *Flags) { f.SF = "one" },
@@ -57,6 +61,8 @@ func TestFlagsRoundTripAndCheck(t *testing.T) {
 		func(f *Flags) { f.Reps = 0 },
 		func(f *Flags) { f.Format = "xml" },
 		func(f *Flags) { f.Queries = "q99" },
+		func(f *Flags) { f.MemoryLimit = "lots" },
+		func(f *Flags) { f.MemoryLimit = "-1MiB" },
 	} {
 		g := Defaults()
 		mut(&g)

@@ -7,6 +7,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/tierflow/tierflow/dataflow"
 )
 
 // Flags are the command line of `tierflow bench tpch`. The CLI and the DuckDB
@@ -23,6 +25,9 @@ type Flags struct {
 	Timeout     time.Duration
 	Format      string
 	Peer        string
+	// MemoryLimit is each tierflow query's memory budget as written
+	// (dataflow.ParseBytes: 1GiB, 512MiB); empty for none.
+	MemoryLimit string
 }
 
 // Defaults are the flags' defaults.
@@ -43,6 +48,9 @@ var Usage = map[string]string{
 	"timeout":     "limit of each run of each query",
 	"format":      "table or json",
 	"peer":        "the engine to compare with: duckdb, or none to run tierflow alone",
+	"memory-limit": "each tierflow query's memory budget (as a coordinator's --max-query-memory), e.g. 1GiB: " +
+		"every buffer and operator state is charged to it, joins and aggregations spill past half of it, a query past it " +
+		"fails naming it; the table adds each query's peak (default: no limit)",
 }
 
 // Register adds the flags to fs, with their defaults.
@@ -58,13 +66,24 @@ func (f *Flags) Register(fs *flag.FlagSet) {
 	fs.DurationVar(&f.Timeout, "timeout", d.Timeout, Usage["timeout"])
 	fs.StringVar(&f.Format, "format", d.Format, Usage["format"])
 	fs.StringVar(&f.Peer, "peer", d.Peer, Usage["peer"])
+	fs.StringVar(&f.MemoryLimit, "memory-limit", d.MemoryLimit, Usage["memory-limit"])
 }
 
 // Args are the flags as a command line, to run the peer program with.
 func (f Flags) Args() []string {
 	return []string{"--sf", f.SF, "--types", f.Types, "--seed", strconv.FormatUint(f.Seed, 10), "--data", f.Data,
 		"--reps", strconv.Itoa(f.Reps), "--queries", f.Queries, "--parallelism", strconv.Itoa(f.Parallelism),
-		"--timeout", f.Timeout.String(), "--format", f.Format, "--peer", f.Peer}
+		"--timeout", f.Timeout.String(), "--format", f.Format, "--peer", f.Peer, "--memory-limit", f.MemoryLimit}
+}
+
+// Tierflow is the engine the flags ask for: tierflow at --parallelism, each
+// query within --memory-limit.
+func (f Flags) Tierflow() (*Tierflow, error) {
+	limit, err := dataflow.ParseBytes(f.MemoryLimit)
+	if err != nil {
+		return nil, fmt.Errorf("%w: --memory-limit %w", ErrBadInput, err)
+	}
+	return &Tierflow{Parallelism: f.Parallelism, MemoryLimit: limit}, nil
 }
 
 // Options checks the flags and makes Bench's options.
@@ -90,6 +109,9 @@ func (f Flags) Options() (BenchOptions, error) {
 	}
 	if o.Format != "table" && o.Format != "json" {
 		return o, fmt.Errorf("%w: --format %q: want table or json", ErrBadInput, o.Format)
+	}
+	if _, err := f.Tierflow(); err != nil {
+		return o, err
 	}
 	if f.Parallelism < 0 {
 		return o, fmt.Errorf("%w: --parallelism %d: want 0 (every core) or more", ErrBadInput, f.Parallelism)

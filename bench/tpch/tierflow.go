@@ -51,6 +51,9 @@ type Tierflow struct {
 // MemoryLimit).
 func (t *Tierflow) Peak() int64 { return t.peak }
 
+// Limit is MemoryLimit: each query's budget in bytes, 0 for none.
+func (t *Tierflow) Limit() int64 { return t.MemoryLimit }
+
 // Name implements Engine.
 func (*Tierflow) Name() string { return "tierflow" }
 

@@ -6,13 +6,12 @@ import (
 	"log/slog"
 	"os"
 	"os/signal"
-	"strconv"
-	"strings"
 	"syscall"
 	"time"
 
 	"github.com/spf13/cobra"
 
+	"github.com/tierflow/tierflow/dataflow"
 	"github.com/tierflow/tierflow/planner/infra"
 	"github.com/tierflow/tierflow/relay/natsserver"
 	"github.com/tierflow/tierflow/runtime/cluster"
@@ -188,26 +187,5 @@ func startMetrics(addr string) (*metrics.Registry, *metrics.Server, error) {
 // needNATS is the error of a cluster command run without --nats.
 var errNeedNATS = errors.New("--nats URL is required (the coordinator prints it)")
 
-// parseBytes reads a size: a number of bytes, or one with a unit (KB, MB,
-// GB, KiB, MiB, GiB). Empty is 0.
-func parseBytes(s string) (int64, error) {
-	if s == "" {
-		return 0, nil
-	}
-	units := []struct {
-		suffix string
-		mult   int64
-	}{{"KiB", 1 << 10}, {"MiB", 1 << 20}, {"GiB", 1 << 30}, {"KB", 1e3}, {"MB", 1e6}, {"GB", 1e9}, {"B", 1}}
-	num, mult := strings.TrimSpace(s), int64(1)
-	for _, u := range units {
-		if n, ok := strings.CutSuffix(num, u.suffix); ok {
-			num, mult = strings.TrimSpace(n), u.mult
-			break
-		}
-	}
-	n, err := strconv.ParseInt(num, 10, 64)
-	if err != nil || n < 0 {
-		return 0, fmt.Errorf("%q: want a size such as 536870912 or 512MiB", s)
-	}
-	return n * mult, nil
-}
+// parseBytes reads a size (dataflow.ParseBytes).
+func parseBytes(s string) (int64, error) { return dataflow.ParseBytes(s) }

@@ -79,19 +79,6 @@ func TestNATSSetupSecureCluster(t *testing.T) {
 	}
 }
 
-func TestParseBytes(t *testing.T) {
-	for in, want := range map[string]int64{"": 0, "1024": 1024, "512MiB": 512 << 20, "2 GB": 2e9, "10KiB": 10 << 10} {
-		if got, err := parseBytes(in); err != nil || got != want {
-			t.Errorf("parseBytes(%q) = %d %v, want %d", in, got, err, want)
-		}
-	}
-	for _, bad := range []string{"lots", "-1", "1.5GiB"} {
-		if _, err := parseBytes(bad); err == nil {
-			t.Errorf("parseBytes(%q) accepted", bad)
-		}
-	}
-}
-
 // TestNATSSetupUsersAndRevoke: --data grants the --client named before it
 // (and is refused before any), and revoke takes one user out.
 func TestNATSSetupUsersAndRevoke(t *testing.T) {

@@ -3,15 +3,18 @@ package rel
 import (
 	"errors"
 	"fmt"
+	"math"
 	"runtime"
 	"runtime/metrics"
 	"testing"
 	"time"
 
 	"github.com/apache/arrow/go/v17/arrow"
+	"github.com/apache/arrow/go/v17/arrow/array"
 	"github.com/apache/arrow/go/v17/arrow/memory"
 
 	"github.com/tierflow/tierflow/dataflow"
+	"github.com/tierflow/tierflow/operators/eval"
 	"github.com/tierflow/tierflow/operators/functions"
 	"github.com/tierflow/tierflow/planner/expr"
 )
@@ -169,4 +172,133 @@ func TestPerRowAggregateStateIsCharged(t *testing.T) {
 			t.Errorf("%s: the budget holds %s after the release", agg, dataflow.Bytes(u))
 		}
 	}
+}
+
+// bigBatch is n rows in one record: k = i mod groups, v = i, f = i mod 100.
+func bigBatch(t *testing.T, mem memory.Allocator, n, groups int) arrow.Record {
+	t.Helper()
+	rows := make([][]any, n)
+	ts := time.UnixMicro(t0).UTC()
+	for i := range rows {
+		rows[i] = []any{int64(i % groups), int64(i), float64(i % 100), "a", ts}
+	}
+	return makeRecord(t, mem, streamSchema, rows)
+}
+
+// eightAggs is TPC-H Q1's shape: eight aggregates by k.
+func eightAggs(t *testing.T, mem memory.Allocator) *HashAggregate {
+	t.Helper()
+	reg := expr.Builtins()
+	agg := func(name string, args ...expr.Expr) *expr.Aggregate {
+		a, err := reg.NewAggregate(name, false, args...)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return a
+	}
+	dec := &expr.Cast{Expr: colF, To: expr.Decimal(15, 2)}
+	spec := AggregateSpec{Group: []expr.Expr{colK}, GroupNames: []string{"k"},
+		Aggs: []*expr.Aggregate{agg("count"), agg("sum", colF), agg("avg", colF), agg("sum", dec),
+			agg("avg", dec), agg("min", colV), agg("max", colF), agg("count", colF)},
+		AggNames: []string{"n", "sf", "af", "sd", "ad", "minv", "maxf", "nf"}}
+	h, err := NewHashAggregate(mem, spec, streamSchema, functions.Builtins())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return h
+}
+
+// A whole batch of rows into a few groups fits a budget far smaller than
+// the batch could take as new groups: the aggregation reserves a chunk of
+// rows at a time, as many as it holds groups (at least foldChunkRows), so
+// what it asks for grows with what it holds. Before, a 122,880-row batch
+// of eight aggregates asked for 15 MiB up front to make 4 groups (TPC-H Q1
+// failed under 6 MiB). Both the plain fold (Add) and the filtered one in
+// place (AddWhere) answer, and each row is counted once.
+func TestLargeBatchOfFewGroupsFitsASmallBudget(t *testing.T) {
+	const n, groups = 122880, 4
+	mem := memory.NewGoAllocator()
+	rec := bigBatch(t, mem, n, groups)
+	defer rec.Release()
+	pred, err := eval.NewPredicate(mustCall(t, "greater", colF, mustLit(t, 0.5)), streamSchema, functions.Builtins())
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, filtered := range []bool{false, true} {
+		budget := dataflow.NewMemory("query q", 1<<20, nil)
+		h := eightAggs(t, mem)
+		if err := h.Charge(budget.Account("aggregate")); err != nil {
+			t.Fatal(err)
+		}
+		want := int64(n)
+		if filtered {
+			err, want = h.AddWhere(rec, pred), n-(n+99)/100 // f = 0 on rows 0, 100, 200, ...
+		} else {
+			err = h.Add(rec)
+		}
+		if err != nil {
+			t.Fatalf("filtered %v: %d rows into %d groups under 1 MiB: %v", filtered, n, groups, err)
+		}
+		recs, err := h.Advance(math.MaxInt64)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var got int64
+		for _, r := range recs {
+			for _, c := range r.Column(1).(*array.Int64).Int64Values() {
+				got += c
+			}
+			r.Release()
+		}
+		if got != want {
+			t.Errorf("filtered %v: counted %d rows, want %d", filtered, got, want)
+		}
+		t.Logf("filtered %v: peak charged %s", filtered, dataflow.Bytes(budget.Peak()))
+		h.Release()
+	}
+}
+
+// The groups a filtered aggregation makes in place (AddWhere) are charged
+// as the plain fold's are: 122,880 new groups of eight aggregates are
+// refused under 4 MiB, not held uncharged.
+func TestFilteredGroupsAreCharged(t *testing.T) {
+	const n = 122880
+	mem := memory.NewGoAllocator()
+	rec := bigBatch(t, mem, n, n)
+	defer rec.Release()
+	pred, err := eval.NewPredicate(mustCall(t, "greater", colF, mustLit(t, 0.5)), streamSchema, functions.Builtins())
+	if err != nil {
+		t.Fatal(err)
+	}
+	budget := dataflow.NewMemory("query q", 4<<20, nil)
+	h := eightAggs(t, mem)
+	defer h.Release()
+	if err := h.Charge(budget.Account("aggregate")); err != nil {
+		t.Fatal(err)
+	}
+	if err := h.AddWhere(rec, pred); !errors.Is(err, dataflow.ErrMemory) {
+		t.Fatalf("%d groups of eight aggregates under 4 MiB: %v, want refused for its memory (held %s uncharged)",
+			n, err, dataflow.Bytes(h.GoStateBytes()))
+	}
+	if budget.Peak() > budget.Limit() {
+		t.Errorf("the budget held %s, over its limit", dataflow.Bytes(budget.Peak()))
+	}
+}
+
+func mustCall(t *testing.T, name string, args ...expr.Expr) expr.Expr {
+	t.Helper()
+	e, err := expr.Builtins().NewCall(name, args...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return e
+}
+
+func mustLit(t *testing.T, v any) expr.Expr {
+	t.Helper()
+	l, err := expr.NewLiteral(v)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return l
 }

@@ -81,24 +81,38 @@ func (a *SpillAggregate) Open(ctx *dataflow.Context, cap *dataflow.Capability) e
 }
 
 func (a *SpillAggregate) OnBatch(_ *dataflow.Context, _ int, b dataflow.Batch, _ *dataflow.Capability) error {
-	defer b.Record.Release()
-	err := a.h.Add(b.Record)
-	if errors.Is(err, dataflow.ErrMemory) {
-		// The query's budget refused the state: to disk with it. A
-		// refusal before the batch was folded in (the table's growth is
-		// charged first) leaves the batch to add to the emptied state;
-		// one after it (HashAggregate.track) was folded and spills
-		// with it.
-		var nf *notFoldedError
-		if serr := a.spill(); serr != nil || !errors.As(err, &nf) {
-			return serr
+	rec := b.Record
+	defer func() { rec.Release() }()
+	for spilled := false; ; spilled = true {
+		err := a.h.Add(rec)
+		if !errors.Is(err, dataflow.ErrMemory) {
+			if err != nil || a.h.StateBytes() <= a.limit {
+				return err
+			}
+			return a.spill()
 		}
-		return a.h.Add(b.Record)
+		// The query's budget refused the state: to disk with it. A
+		// refusal before some rows were folded in (the table's growth is
+		// charged first, chunk by chunk) leaves those rows to add to the
+		// emptied state; one after it (HashAggregate.track) was folded
+		// and spills with it. An emptied state that refuses the first
+		// rows again can do no better: the query is past its budget.
+		var nf *notFoldedError
+		switch {
+		case !errors.As(err, &nf):
+			return a.spill()
+		case spilled && nf.at == 0:
+			return err
+		}
+		if err := a.spill(); err != nil {
+			return err
+		}
+		if nf.at > 0 {
+			rest := rec.NewSlice(int64(nf.at), rec.NumRows())
+			rec.Release()
+			rec = rest
+		}
 	}
-	if err != nil || a.h.StateBytes() <= a.limit {
-		return err
-	}
-	return a.spill()
 }
 
 // spill writes the partial states held to the partition files and starts

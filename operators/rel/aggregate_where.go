@@ -93,38 +93,55 @@ func (h *HashAggregate) addSelected(rec arrow.Record, sel []int32) (bool, error)
 		return true, err
 	}
 	gids := h.gids[:n]
-	// Look up each run of consecutive passing rows; mark the rest.
+	// A chunk of rows at a time (chunkRows), each charged before its keys
+	// go in as addTo charges them: look up each run of consecutive passing
+	// rows; mark the rest.
 	const dropped = ^uint32(0)
-	next := 0
-	for i := 0; i < len(sel); {
-		from := int(sel[i])
-		k := i + 1
-		for k < len(sel) && sel[k] == sel[k-1]+1 {
+	i := 0 // the next entry of sel
+	for lo := 0; lo < n; {
+		hi := lo + chunkRows(w, n-lo)
+		k := i
+		for k < len(sel) && int(sel[k]) < hi {
 			k++
 		}
-		to := int(sel[k-1]) + 1
-		for j := next; j < from; j++ {
-			gids[j] = dropped
-		}
-		w.keys.lookupBatch(keys, from, to, gids[from:to])
-		next, i = to, k
-	}
-	for j := next; j < n; j++ {
-		gids[j] = dropped
-	}
-	scratch := w.keys.n
-	for j, g := range gids {
-		if g == dropped {
-			gids[j] = scratch
-		}
-	}
-	for k, acc := range w.accs {
-		acc.Grow(int(scratch) + 1)
-		acc.Update(gids, args[k], 0)
-		acc.Reset(scratch)
-		if err := accErr(acc, h.spec.Aggs[k]); err != nil {
+		if err := h.reserveRows(w, k-i); err != nil {
 			return true, err
 		}
+		next := lo
+		for i < k {
+			from := int(sel[i])
+			j := i + 1
+			for j < k && sel[j] == sel[j-1]+1 {
+				j++
+			}
+			to := int(sel[j-1]) + 1
+			for r := next; r < from; r++ {
+				gids[r] = dropped
+			}
+			w.keys.lookupBatch(keys, from, to, gids[from:to])
+			next, i = to, j
+		}
+		for r := next; r < hi; r++ {
+			gids[r] = dropped
+		}
+		scratch := w.keys.n
+		for r := lo; r < hi; r++ {
+			if gids[r] == dropped {
+				gids[r] = scratch
+			}
+		}
+		for a, acc := range w.accs {
+			acc.Grow(int(scratch) + 1)
+			acc.Update(gids[lo:hi], args[a], lo)
+			acc.Reset(scratch)
+			if err := accErr(acc, h.spec.Aggs[a]); err != nil {
+				return true, err
+			}
+		}
+		if err := h.track(w); err != nil {
+			return true, err
+		}
+		lo = hi
 	}
 	return true, nil
 }

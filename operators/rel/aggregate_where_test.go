@@ -199,3 +199,22 @@ func BenchmarkFilteredAggregate(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkFoldChunks: folding a batch a chunk of rows at a time (each
+// chunk reserved before it goes in: chunkRows) against the whole batch
+// under one reservation, as before, on BenchmarkFilteredAggregate's Q1
+// shape, alternately in one process (go test -bench FoldChunks -count 5).
+func BenchmarkFoldChunks(b *testing.B) {
+	saved := foldChunkRows
+	defer func() { foldChunkRows = saved }()
+	for _, chunk := range []int{1 << 30, saved} {
+		name := "whole-batch"
+		if chunk == saved {
+			name = "chunked"
+		}
+		b.Run(name, func(b *testing.B) {
+			foldChunkRows = chunk
+			b.Run("filtered", func(b *testing.B) { BenchmarkFilteredAggregate(b) })
+		})
+	}
+}

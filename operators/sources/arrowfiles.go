@@ -20,6 +20,7 @@ import (
 	"github.com/apache/arrow/go/v17/parquet/metadata"
 	"github.com/apache/arrow/go/v17/parquet/pqarrow"
 
+	"github.com/tierflow/tierflow/dataflow"
 	"github.com/tierflow/tierflow/internal/arrowx"
 )
 
@@ -65,9 +66,15 @@ func (r *recordReader) Schema() *arrow.Schema {
 	return r.rr.Schema()
 }
 
-// guard turns a panic in arrow/go's readers into an error naming the file.
+// guard turns a panic in arrow/go's readers into an error naming the file:
+// the query's memory budget refusing a buffer (the allocator panics with
+// its dataflow.LimitError) is that, anything else a bad file.
 func guard(path string, err *error) {
 	if p := recover(); p != nil {
+		if e, ok := p.(error); ok && errors.Is(e, dataflow.ErrMemory) {
+			*err = fmt.Errorf("%s: %w", path, e)
+			return
+		}
 		*err = fmt.Errorf("%w: %s: corrupt or truncated: %v", ErrBadFile, path, p)
 	}
 }
@@ -77,6 +84,9 @@ func (r *recordReader) Next(mem memory.Allocator) (rec arrow.Record, err error) 
 	for {
 		if !r.rr.Next() {
 			if err := r.rr.Err(); err != nil && !errors.Is(err, io.EOF) {
+				if errors.Is(err, dataflow.ErrMemory) {
+					return nil, fmt.Errorf("%s: %w", r.path, err)
+				}
 				return nil, fmt.Errorf("%w: %s: %v", ErrBadFile, r.path, err)
 			}
 			return nil, nil

@@ -1,11 +1,13 @@
 package sources
 
 import (
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
 	"reflect"
 	"runtime"
+	"strings"
 	"testing"
 
 	"github.com/apache/arrow/go/v17/arrow"
@@ -13,6 +15,8 @@ import (
 	"github.com/apache/arrow/go/v17/arrow/memory"
 	"github.com/apache/arrow/go/v17/parquet"
 	"github.com/apache/arrow/go/v17/parquet/pqarrow"
+
+	"github.com/tierflow/tierflow/dataflow"
 )
 
 // manyGroups writes n rows in row groups of 100: ids, strings (every 137th
@@ -145,4 +149,36 @@ func TestParquetParallelReadsWhatTheSequentialReaderReads(t *testing.T) {
 	}
 	rec.Release()
 	r.Close()
+}
+
+// A query's memory budget refusing a Parquet reader's buffer is that, named
+// (dataflow.ErrMemory, the LimitError's words), not a corrupt file: TPC-H
+// Q21 under 128 MiB said "bad file: lineitem.parquet: corrupt or
+// truncated". Both the sequential reader and the one over row groups.
+func TestParquetReadPastTheBudgetIsNotABadFile(t *testing.T) {
+	path, _ := manyGroups(t, 5000)
+	for _, parallel := range []bool{false, true} {
+		budget := dataflow.NewMemory("query q", 4<<10, nil)
+		mem := budget.Allocator(memory.NewGoAllocator())
+		open := OpenParquet
+		if parallel {
+			open = OpenParquetTable
+		}
+		r, err := open(path, nil, 1000, mem, Fail, nil)
+		for err == nil {
+			var rec arrow.Record
+			if rec, err = r.Next(mem); rec == nil && err == nil {
+				t.Fatalf("parallel %v: read the whole file within 4 KiB", parallel)
+			}
+			if rec != nil {
+				rec.Release()
+			}
+		}
+		if r != nil {
+			r.Close()
+		}
+		if !errors.Is(err, dataflow.ErrMemory) || errors.Is(err, ErrBadFile) || !strings.Contains(err.Error(), "over its memory limit") {
+			t.Errorf("parallel %v: %v, want the budget's refusal, not a bad file", parallel, err)
+		}
+	}
 }

@@ -38,7 +38,8 @@ with make bench-sqlpeer; found as for bench sql). --peer none runs tierflow
 alone, without it.`,
 		Example: `  tierflow bench tpch --sf 1 --peer duckdb
   tierflow bench tpch --sf 0.01,0.1 --reps 1 --queries q1,q6,q13
-  tierflow bench tpch --sf 0.1 --peer none --types double`,
+  tierflow bench tpch --sf 0.1 --peer none --types double
+  tierflow bench tpch --sf 1 --memory-limit 1GiB`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if g := benv.G(); g.Format != "" {
@@ -49,7 +50,11 @@ alone, without it.`,
 				return cli.BadInput(err)
 			}
 			if f.Peer == "none" {
-				return tpch.Bench(cmd.Context(), o, &tpch.Tierflow{Parallelism: f.Parallelism}, nil, benv.Out, benv.Err)
+				tf, err := f.Tierflow()
+				if err != nil {
+					return cli.BadInput(err)
+				}
+				return tpch.Bench(cmd.Context(), o, tf, nil, benv.Out, benv.Err)
 			}
 			bin, err := bench.FindSQLPeer(benv)
 			if err != nil {
@@ -76,5 +81,6 @@ alone, without it.`,
 	fl.IntVar(&f.Parallelism, "parallelism", f.Parallelism, tpch.Usage["parallelism"])
 	fl.DurationVar(&f.Timeout, "timeout", f.Timeout, tpch.Usage["timeout"])
 	fl.StringVar(&f.Peer, "peer", f.Peer, tpch.Usage["peer"])
+	fl.StringVar(&f.MemoryLimit, "memory-limit", f.MemoryLimit, tpch.Usage["memory-limit"])
 	return c
 }

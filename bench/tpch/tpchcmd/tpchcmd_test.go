@@ -2,6 +2,7 @@ package tpchcmd
 
 import (
 	"os"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -10,7 +11,7 @@ import (
 
 func TestBenchTPCHRunsThePeerWithItsFlags(t *testing.T) {
 	argsFile := benchtest.FakeSQLPeer(t, 0)
-	code, out, errs := runCLI(t, "", "bench", "tpch", "--sf", "0.1,1", "--reps", "5", "--queries", "q1,q21", "--types", "double", "--format", "json")
+	code, out, errs := runCLI(t, "", "bench", "tpch", "--sf", "0.1,1", "--reps", "5", "--queries", "q1,q21", "--types", "double", "--format", "json", "--memory-limit", "1GiB")
 	if code != exitOK {
 		t.Fatalf("exit %d: %s", code, errs)
 	}
@@ -21,7 +22,7 @@ func TestBenchTPCHRunsThePeerWithItsFlags(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, want := range []string{"tpch --sf 0.1,1", "--reps 5", "--queries q1,q21", "--types double", "--format json", "--peer duckdb"} {
+	for _, want := range []string{"tpch --sf 0.1,1", "--reps 5", "--queries q1,q21", "--types double", "--format json", "--peer duckdb", "--memory-limit 1GiB"} {
 		if !strings.Contains(string(got), want) {
 			t.Errorf("peer args %q lack %q", got, want)
 		}
@@ -30,7 +31,7 @@ func TestBenchTPCHRunsThePeerWithItsFlags(t *testing.T) {
 
 func TestBenchTPCHChecksItsFlagsFirst(t *testing.T) {
 	benchtest.FakeSQLPeer(t, 0)
-	for _, args := range [][]string{{"--sf", "0"}, {"--queries", "q23"}, {"--peer", "sqlite"}, {"--types", "float"}} {
+	for _, args := range [][]string{{"--sf", "0"}, {"--queries", "q23"}, {"--peer", "sqlite"}, {"--types", "float"}, {"--memory-limit", "lots"}} {
 		code, _, errs := runCLI(t, "", append([]string{"bench", "tpch"}, args...)...)
 		if code != exitBadInput {
 			t.Errorf("%v: exit %d: %s", args, code, errs)
@@ -50,5 +51,36 @@ func TestBenchTPCHWithoutAPeer(t *testing.T) {
 	}
 	if !strings.Contains(errs, "lineitem") {
 		t.Fatalf("no progress:\n%s", errs)
+	}
+}
+
+// Under --memory-limit each query runs within that budget: the table shows
+// the most it held, never past the limit, and a limit too small for a
+// query fails it naming the budget, in the table and the exit code.
+func TestBenchTPCHUnderAMemoryLimit(t *testing.T) {
+	t.Setenv("TIERFLOW_SQLPEER", "/nonexistent")
+	data := t.TempDir()
+	run := func(limit string) (int, string) {
+		code, out, errs := runCLI(t, "", "bench", "tpch", "--peer", "none", "--sf", "0.002", "--reps", "1", "--queries", "q1,q6",
+			"--data", data, "--memory-limit", limit)
+		return code, out + errs
+	}
+	code, out := run("64MiB")
+	if code != exitOK || !strings.Contains(out, "PEAK MIB") {
+		t.Fatalf("exit %d:\n%s", code, out)
+	}
+	for _, line := range strings.Split(out, "\n") {
+		f := strings.Fields(line)
+		if len(f) < 5 || (f[0] != "q01" && f[0] != "q06") {
+			continue
+		}
+		peak, err := strconv.ParseFloat(f[4], 64)
+		if err != nil || peak <= 0 || peak > 64 {
+			t.Errorf("%s: peak %q MiB, want within (0, 64]:\n%s", f[0], f[4], out)
+		}
+	}
+	code, out = run("16KiB")
+	if code == exitOK || !strings.Contains(out, "over its memory limit of 16.0 KiB") {
+		t.Fatalf("16 KiB: exit %d:\n%s", code, out)
 	}
 }
