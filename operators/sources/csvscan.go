@@ -58,8 +58,20 @@ func (e *CSVSyntaxError) Is(target error) bool { return target == ErrCSVSyntax }
 
 // NewCSVScanner reads records from r.
 func NewCSVScanner(r io.Reader) *CSVScanner {
-	return &CSVScanner{r: bufio.NewReaderSize(r, 1<<16)}
+	size := csvBuffer
+	if n, ok := r.(interface{ Len() int }); ok {
+		// A reader over bytes in memory (a message) says how many are
+		// left: a buffer larger than that is never filled, and 64 KiB
+		// allocated and cleared per message of a hundred bytes was most
+		// of what decoding a CSV message cost (BenchmarkCSVMessages).
+		size = min(size, n.Len()+1) // bufio's floor is 16
+	}
+	return &CSVScanner{r: bufio.NewReaderSize(r, size)}
 }
+
+// csvBuffer is a scanner's buffer: a line that fits is taken from it at
+// once.
+const csvBuffer = 1 << 16
 
 // Read returns the next record and the line it starts on; io.EOF at the
 // end. A syntax error (wrapping ErrCSVSyntax) names its line and leaves the

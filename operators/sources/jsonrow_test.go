@@ -123,20 +123,7 @@ func FuzzAppendJSON(f *testing.F) {
 // through) and with AppendJSON, in this process; direct/map is the ratio
 // of their times per row.
 func BenchmarkAppendJSON(b *testing.B) {
-	schema := arrow.NewSchema([]arrow.Field{
-		{Name: "auction", Type: arrow.PrimitiveTypes.Int64, Nullable: true},
-		{Name: "bidder", Type: arrow.PrimitiveTypes.Int64, Nullable: true},
-		{Name: "price", Type: arrow.PrimitiveTypes.Int64, Nullable: true},
-		{Name: "channel", Type: arrow.BinaryTypes.String, Nullable: true},
-		{Name: "url", Type: arrow.BinaryTypes.String, Nullable: true},
-		{Name: "dateTime", Type: arrow.FixedWidthTypes.Timestamp_us, Nullable: true},
-		{Name: "extra", Type: arrow.BinaryTypes.String, Nullable: true},
-	}, nil)
-	var msgs [][]byte
-	for i := range 4096 {
-		msgs = append(msgs, fmt.Appendf(nil, `{"auction":%d,"bidder":%d,"price":%d,"channel":"Google","url":"https://www.nexmark.com/abcde/fghij/item.htm?query=1","dateTime":"2026-01-01T00:00:%02d.%04dZ","extra":"qwertyui"}`,
-			1000+i%977, 2000+i%911, 100+i*37, i%60, i))
-	}
+	schema, msgs := bidMessages()
 	mem := memory.NewGoAllocator()
 	run := func(b *testing.B, direct bool) time.Duration {
 		start := time.Now()
@@ -167,4 +154,53 @@ func BenchmarkAppendJSON(b *testing.B) {
 	if took[0] > 0 {
 		b.Logf("direct/map time per row: %.3f (map %v, direct %v per %d rows)", float64(took[1])/float64(took[0]), took[0], took[1], len(msgs))
 	}
+}
+
+// BenchmarkRowBuilderReserves decodes 16 batches of 4,096 bids with one
+// RowBuilder (as a message source does), its builders sized as the last
+// batch (reserved) and grown from nothing (grown), the two in turns so
+// that a busy machine slows both alike; reserved/grown is the ratio of
+// their times.
+func BenchmarkRowBuilderReserves(b *testing.B) {
+	schema, msgs := bidMessages()
+	mem := memory.NewGoAllocator()
+	var took [2]time.Duration
+	for range b.N {
+		for k := range 2 {
+			start := time.Now()
+			rb := NewRowBuilder(mem, schema)
+			for range 16 {
+				if k == 0 {
+					rb.lastRows = 0
+				}
+				for _, m := range msgs {
+					if err := rb.AppendJSON(m); err != nil {
+						b.Fatal(err)
+					}
+				}
+				rb.Finish().Release()
+			}
+			took[k] += time.Since(start)
+		}
+	}
+	b.ReportMetric(float64(took[1])/float64(took[0]), "reserved/grown")
+}
+
+// bidMessages are 4,096 Nexmark-like bids as JSON objects and their schema.
+func bidMessages() (*arrow.Schema, [][]byte) {
+	schema := arrow.NewSchema([]arrow.Field{
+		{Name: "auction", Type: arrow.PrimitiveTypes.Int64, Nullable: true},
+		{Name: "bidder", Type: arrow.PrimitiveTypes.Int64, Nullable: true},
+		{Name: "price", Type: arrow.PrimitiveTypes.Int64, Nullable: true},
+		{Name: "channel", Type: arrow.BinaryTypes.String, Nullable: true},
+		{Name: "url", Type: arrow.BinaryTypes.String, Nullable: true},
+		{Name: "dateTime", Type: arrow.FixedWidthTypes.Timestamp_us, Nullable: true},
+		{Name: "extra", Type: arrow.BinaryTypes.String, Nullable: true},
+	}, nil)
+	var msgs [][]byte
+	for i := range 4096 {
+		msgs = append(msgs, fmt.Appendf(nil, `{"auction":%d,"bidder":%d,"price":%d,"channel":"Google","url":"https://www.nexmark.com/abcde/fghij/item.htm?query=1","dateTime":"2026-01-01T00:00:%02d.%04dZ","extra":"qwertyui"}`,
+			1000+i%977, 2000+i%911, 100+i*37, i%60, i))
+	}
+	return schema, msgs
 }

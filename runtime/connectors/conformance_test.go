@@ -25,7 +25,7 @@ import (
 
 // The shared suite: every registered (kind, format) passes every case.
 
-func startServer(t *testing.T) *natsserver.Server {
+func startServer(t testing.TB) *natsserver.Server {
 	t.Helper()
 	s, err := natsserver.Start(natsserver.Options{JetStream: true, StoreDir: t.TempDir()})
 	if err != nil {
@@ -35,7 +35,7 @@ func startServer(t *testing.T) *natsserver.Server {
 	return s
 }
 
-func connect(t *testing.T, s *natsserver.Server) *nats.Conn {
+func connect(t testing.TB, s *natsserver.Server) *nats.Conn {
 	t.Helper()
 	nc, err := s.Connect()
 	if err != nil {
@@ -144,7 +144,7 @@ func (t *textWriter) String() string {
 
 // runSource runs source -> writer in the background; the returned function
 // waits for the run's end.
-func runSource(t *testing.T, mem memory.Allocator, mk func() (dataflow.Operator, error), out sinks.Writer, stop <-chan struct{}) func() error {
+func runSource(t testing.TB, mem memory.Allocator, mk func() (dataflow.Operator, error), out sinks.Writer, stop <-chan struct{}) func() error {
 	t.Helper()
 	g := &dataflow.Graph{Query: "t"}
 	src := g.AddOperator(dataflow.OperatorSpec{Name: "source", Outputs: 1, New: func(dataflow.Instance) (dataflow.Operator, error) { return mk() }})

@@ -33,7 +33,10 @@ type jetstreamInput struct {
 	name    string
 	durable bool
 	cons    jetstream.Consumer
-	pull    int
+	// ackAll: the consumer's policy is AckAll (acknowledging a message
+	// settles every earlier one).
+	ackAll bool
+	pull   int
 	// pullBytes bounds the bytes of one pull request.
 	pullBytes int
 
@@ -104,7 +107,19 @@ func newJetStreamInput(ctx context.Context, c SourceConfig) (input, error) {
 	if err != nil {
 		return nil, err
 	}
-	cc := jetstream.ConsumerConfig{Durable: c.Durable, AckPolicy: jetstream.AckExplicitPolicy,
+	// An ephemeral consumer is this instance's alone, and the reader
+	// acknowledges its messages in the order they came, once their batch
+	// was emitted: acknowledging a batch's last message is acknowledging
+	// the batch (AckAll), one ack where there were thousands. A durable
+	// consumer may be shared by several instances (each would then settle
+	// the others' messages) and keeps the policy it was made with: one
+	// ack per message.
+	ackAll := c.Durable == ""
+	policy := jetstream.AckExplicitPolicy
+	if ackAll {
+		policy = jetstream.AckAllPolicy
+	}
+	cc := jetstream.ConsumerConfig{Durable: c.Durable, AckPolicy: policy,
 		MaxAckPending: c.MaxAckPending, FilterSubject: c.Subject, DeliverPolicy: jetstream.DeliverAllPolicy}
 	switch {
 	case c.StartSeq > 0:
@@ -128,7 +143,7 @@ func newJetStreamInput(ctx context.Context, c SourceConfig) (input, error) {
 	// client, and the server then cuts the consumer as slow.
 	pull := min(c.MaxRows, c.MaxAckPending)
 	pullBytes := max(c.PendingBytes/4, 2*int(c.Conn.MaxPayload()))
-	j := &jetstreamInput{js: js, nc: c.Conn, cons: cons, pull: pull, pullBytes: pullBytes, stream: stream, name: cons.CachedInfo().Name, durable: c.Durable != "",
+	j := &jetstreamInput{js: js, nc: c.Conn, cons: cons, ackAll: ackAll, pull: pull, pullBytes: pullBytes, stream: stream, name: cons.CachedInfo().Name, durable: c.Durable != "",
 		msgs: make(chan jetstream.Msg, pull), stop: make(chan struct{})}
 	go j.fetch()
 	return j, nil
@@ -189,21 +204,35 @@ func (j *jetstreamInput) next(ctx context.Context) (message, error) {
 		}
 		return message{}, j.err
 	}
-	var seq uint64
-	if md, err := m.Metadata(); err == nil {
-		seq = md.Sequence.Stream
-	}
-	return message{data: m.Data(), header: m.Headers(), ack: m.Ack, term: m.Term, seq: seq}, nil
+	return message{data: m.Data(), header: m.Headers(), js: m, cumulative: j.ackAll}, nil
 }
 
 func (j *jetstreamInput) close() error {
+	close(j.stop)
+	if !j.durable {
+		// The consumer is this instance's own: deleting it ends its open
+		// pull request at once (the server answers it "409 Consumer
+		// Deleted") where waiting for the request to expire added up to
+		// fetchWait to every query's end, and what it had sent beyond
+		// what was read goes with it (a successor makes its own consumer
+		// where the query's recorded position says).
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+		defer cancel()
+		// A failure is harmless: the server drops an idle ephemeral
+		// consumer after InactiveThreshold.
+		_ = j.js.DeleteConsumer(ctx, j.stream, j.name)
+		for range j.msgs { // ends when the fetcher has seen its request's end
+		}
+		// Acks are published without waiting: let the server have them.
+		_ = j.nc.Flush()
+		return nil
+	}
 	// Pulls are bounded requests (not a standing subscription) so that a
 	// stopping source can see the end of its last one: what it brings
 	// beyond what was read goes back at once instead of after the ack
 	// wait, and a consumer resuming under the same name gets it first.
 	// Nak only once the request is over: a nak'd message is redelivered at
 	// once, and an open request would take it back.
-	close(j.stop)
 	var left []jetstream.Msg
 	for m := range j.msgs { // ends when the fetcher has seen its request's end
 		left = append(left, m)
@@ -214,12 +243,5 @@ func (j *jetstreamInput) close() error {
 	// Acks and naks are published without waiting: make sure the server has
 	// them before a successor asks for messages.
 	_ = j.nc.Flush()
-	if !j.durable {
-		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
-		defer cancel()
-		// A failure is harmless: the server drops an idle ephemeral
-		// consumer after InactiveThreshold.
-		_ = j.js.DeleteConsumer(ctx, j.stream, j.name)
-	}
 	return nil
 }
