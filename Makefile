@@ -4,8 +4,24 @@
 .PHONY: setup setup-gpu gpu-check demo ocr install test test-long fuzz bench bench-sqlpeer
 
 # Test binaries link without DWARF (-w): nothing in make test reads it, and
-# the 70-odd links of a run are about a third cheaper without it.
+# the 70-odd links of a run are about a third cheaper without it. The main
+# module's test binaries link with Go's own linker (-linkmode=internal): the
+# cgo packages they hold (ONNX Runtime's and NVML's bindings) only dlopen
+# their libraries, so the host linker cgo otherwise calls has nothing to add,
+# and cmd/tierflow's link took 7.9 CPU-seconds with it, 6.1 without (26 of
+# the test binaries link cgo). The DuckDB peer (bench/sqlpeer) links DuckDB's
+# C++ library and keeps the host linker.
 TESTFLAGS = -ldflags=-w
+MAINLDFLAGS = -w -linkmode=internal
+MAINTESTFLAGS = -ldflags='$(MAINLDFLAGS)'
+
+# The tests run with the garbage collector at GOGC=400 (a heap up to five
+# times the live one before a collection, not two): the suite is CI's
+# CPU-seconds on 2 cores, and much of the tests' CPU was the collector's
+# (operators/exec: 14.7 CPU-s at the default, 10.2 at 400; its peak RSS 82 ->
+# 167 MB). No test reads the heap between collections: the memory guards
+# read the live heap the last collection marked.
+TESTGOGC = GOGC=400
 
 # go test runs up to -p actions (compiles, links, test binaries) at once, by
 # default one per core. TESTP=3 (or 4) with the waiting long poles named first
@@ -48,6 +64,8 @@ ocr: setup
 # machine (golang/go#75804, fixed in Go 1.27). A count has no deadline to race.
 # Each pair is package:target:executions, sized to a few seconds on 2 cores.
 # Seeds: every example script (lang), operators/sources/testdata/fuzz.
+# scripts/fuzz-brief.sh builds each package's instrumented test binary once
+# and runs its targets from it.
 FUZZ_BRIEF = \
 	./lang:FuzzParse:1500 \
 	./planner/bind:FuzzBind:2000 \
@@ -63,21 +81,17 @@ FUZZ_BRIEF = \
 	./planner/infra:FuzzParse:40000
 
 test: setup
-	go test $(TESTFLAGS) -count=1 $(if $(TESTP),-p $(TESTP) $(LONG_POLES)) ./...
+	$(TESTGOGC) go test $(MAINTESTFLAGS) -count=1 $(if $(TESTP),-p $(TESTP) $(LONG_POLES)) ./...
 	@# The DuckDB peer (its own module): benchmark answers and SQL feature
 	@# comparisons against DuckDB. The first build compiles DuckDB's bindings.
-	cd bench/sqlpeer && go test $(TESTFLAGS) -count=1 ./...
-	@for f in $(FUZZ_BRIEF); do \
-		pkg=$${f%%:*}; rest=$${f#*:}; target=$${rest%%:*}; n=$${rest#*:}; \
-		echo "go test $$pkg -run '^$$' -fuzz '^$$target\$$' -fuzztime $${n}x"; \
-		go test $(TESTFLAGS) $$pkg -run '^$$' -fuzz "^$$target\$$" -fuzztime $${n}x -fuzzminimizetime 100x || exit 1; \
-	done
+	cd bench/sqlpeer && $(TESTGOGC) go test $(TESTFLAGS) -count=1 ./...
+	@$(TESTGOGC) LDFLAGS="$(MAINLDFLAGS)" scripts/fuzz-brief.sh $(FUZZ_BRIEF)
 
 # The long tests (soak runs, sweeps, full-size checks; internal/testenv.Long):
 # CI runs them after `make test` when its time allows.
 test-long: setup
-	TIERFLOW_TEST_LONG=1 go test $(TESTFLAGS) -count=1 -run "$${RUN:-.}" ./...
-	cd bench/sqlpeer && TIERFLOW_TEST_LONG=1 go test $(TESTFLAGS) -count=1 -run "$${RUN:-.}" ./...
+	TIERFLOW_TEST_LONG=1 $(TESTGOGC) go test $(MAINTESTFLAGS) -count=1 -run "$${RUN:-.}" ./...
+	cd bench/sqlpeer && TIERFLOW_TEST_LONG=1 $(TESTGOGC) go test $(TESTFLAGS) -count=1 -run "$${RUN:-.}" ./...
 
 # Fuzz the parser for a while (seed corpus: every example query).
 fuzz:

@@ -43,8 +43,8 @@ func TestQueriesAnswerAlikeOnOneAndThreeWorkers(t *testing.T) {
 	defer cancel()
 	clusters := oneAndThreeWorkers(ctx, t)
 	for _, q := range Queries {
-		if stateless[q.Name] && !long {
-			continue
+		if stateless[q.Name] && !long || q.ProcTime {
+			continue // a processing-time query answers by when rows pass (TestQ12)
 		}
 		t.Run(q.Name, func(t *testing.T) {
 			want := answer(t, parts, q, Options{BatchSize: 500, Partitioned: true})

@@ -61,6 +61,9 @@ func TestQueriesAnswerTheSameEveryRun(t *testing.T) {
 	}
 	runs := []Options{{BatchSize: 97, Parallelism: 1}, {BatchSize: 500, Parallelism: 3}, {Parallelism: exec.AllCores}}
 	for _, q := range Queries {
+		if q.ProcTime {
+			continue // by processing time: TestQ12
+		}
 		t.Run(q.Name, func(t *testing.T) {
 			want := answer(t, dir, q, Options{BatchSize: 500})
 			if len(want) == 0 {

@@ -14,6 +14,10 @@ type Query struct {
 	Text string
 	// Form says how it differs from nexmark-flink's text, when it does.
 	Form string
+	// ProcTime: it answers by processing time (PROCTIME()), so its answer
+	// depends on when rows pass, not on the data alone: the same every run
+	// only with a stepped clock (Options.Clock, TestQ12).
+	ProcTime bool
 }
 
 // Queries are the Nexmark queries tierflow runs in Flink's own form, and
@@ -56,6 +60,16 @@ GROUP BY Q.category;`},
  ON AuctionBids.starttime = MaxBids.starttime AND
     AuctionBids.endtime = MaxBids.endtime AND
     AuctionBids.num >= MaxBids.maxn;`},
+	{Name: "q6", Form: q6Form, Text: `SELECT
+    Q.seller,
+    AVG(Q.final) OVER
+        (PARTITION BY Q.seller ORDER BY Q.expires ROWS BETWEEN 10 PRECEDING AND CURRENT ROW) AS avg_price
+FROM (
+    SELECT MAX(B.price) AS final, A.seller, A.expires
+    FROM auction AS A, bid AS B
+    WHERE A.id = B.auction and B.dateTime between A.dateTime and A.expires
+    GROUP BY A.id, A.seller, A.expires
+) AS Q;`},
 	{Name: "q7", Form: windowForm, Text: `SELECT B.auction, B.price, B.bidder, B.dateTime, B.extra
 from bid B
 JOIN (
@@ -96,6 +110,13 @@ FROM bid;`},
     window_end as endtime
 FROM bid B
 GROUP BY B.bidder, SESSION(B.dateTime, INTERVAL '10' SECOND);`},
+	{Name: "q12", Form: "window_start/window_end for TUMBLE_START/TUMBLE_END", ProcTime: true, Text: `SELECT
+    B.bidder,
+    count(*) as bid_count,
+    window_start as starttime,
+    window_end as endtime
+FROM (SELECT *, PROCTIME() as p_time FROM bid) B
+GROUP BY B.bidder, TUMBLE(B.p_time, INTERVAL '10' SECOND);`},
 	{Name: "q13", Form: "side_input as a TABLE (Flink's FOR SYSTEM_TIME AS OF PROCTIME() lookup join is a stream-table join)", Text: `SELECT
     B.auction,
     B.bidder,
@@ -217,6 +238,15 @@ FROM bid GROUP BY bidder;`},
 // tierflow's group windows (GROUP BY HOP(dateTime, size, slide), which
 // gives window_start and window_end); the joins are Flink's.
 const windowForm = "window TVFs as GROUP BY HOP/TUMBLE (no TVFs in the grammar)"
+
+// q6Form says how q6 differs: nexmark-flink's text does not run in Flink
+// (its OVER cannot take the retractions of the inner aggregation, and an
+// older text selects B.dateTime, which its GROUP BY drops). Here the inner
+// GROUP BY also groups by A.expires, a time attribute of the join (the
+// BETWEEN lets an auction go when the watermark passes its expires), so each
+// auction's winning price goes out once, when the auction closes, and the
+// OVER averages each seller's closed auctions in the order they closed.
+const q6Form = "GROUP BY A.id, A.seller, A.expires: each auction answers when it closes, ordered by expires (Flink cannot run its text)"
 
 // Lookup finds a query by name.
 func Lookup(name string) (Query, bool) {

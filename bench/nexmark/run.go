@@ -37,6 +37,8 @@ type Options struct {
 	// Partitioned reads the streams over the parts Partition wrote into
 	// the folder Run is given (PartitionedDDL), a partition per file.
 	Partitioned bool
+	// Clock is the processing clock PROCTIME() reads (default time.Now).
+	Clock func() time.Time
 }
 
 // Result is a run's output and time.
@@ -65,7 +67,7 @@ func Run(ctx context.Context, dir string, q Query, o Options) (Result, error) {
 		ddl = PartitionedDDL(dir)
 	}
 	err := exec.RunScript(ctx, filepath.Join(dir, q.Name+".sql"), ddl+q.Text, exec.ScriptOptions{
-		Options: exec.Options{Allocator: o.Allocator, BaseDir: dir, BatchSize: o.BatchSize, MaxDelay: o.MaxDelay, Parallelism: o.Parallelism},
+		Options: exec.Options{Allocator: o.Allocator, BaseDir: dir, BatchSize: o.BatchSize, MaxDelay: o.MaxDelay, Parallelism: o.Parallelism, Clock: o.Clock},
 		NewOutput: func() (sinks.Writer, error) {
 			return out, nil
 		},

@@ -31,6 +31,10 @@ GROUP BY Q.category`,
 ), ab AS (SELECT auction, count(*) AS num, s FROM hb GROUP BY auction, s),
 mb AS (SELECT max(num) AS maxn, s FROM ab GROUP BY s)
 SELECT ab.auction, ab.num FROM ab JOIN mb ON ab.s = mb.s AND ab.num >= mb.maxn`,
+	"q6": `SELECT Q.seller, AVG(Q.final) OVER (PARTITION BY Q.seller ORDER BY Q.expires ROWS BETWEEN 10 PRECEDING AND CURRENT ROW) FROM (
+    SELECT MAX(B.price) AS final, A.seller, A.expires FROM auction AS A, bid AS B
+    WHERE A.id = B.auction and B.dateTime between A.dateTime and A.expires
+    GROUP BY A.id, A.seller, A.expires) AS Q`,
 	"q7": `SELECT B.auction, B.price, B.bidder, B.dateTime, B.extra FROM bid B JOIN (
   SELECT MAX(price) AS maxprice, make_timestamp((CAST(floor(epoch_us(dateTime) / 10000000) AS BIGINT) + 1) * 10000000) AS dateTime
   FROM bid GROUP BY 2) B1

@@ -81,6 +81,9 @@ func TestWindowedQueriesSurviveAKill(t *testing.T) {
 	if testenv.IsLong() {
 		names = []string{"q7-max", "q5-bids", "q-bidder"}
 		for _, q := range nexmark.Queries {
+			if q.ProcTime {
+				continue // answers by when rows pass, not by the files
+			}
 			switch q.Name {
 			case "q0", "q1", "q2", "q10", "q14", "q21", "q22": // stateless (q13 resumes at the committed epoch)
 			default:

@@ -60,6 +60,9 @@ func columnLag(n logical.Node, i int) time.Duration {
 	case *logical.Aggregate:
 		w := n.Window
 		if w == nil {
+			if k, lag, ok := closingKey(n); ok && k == i {
+				return lag + closingGrain
+			}
 			return 0
 		}
 		in := timeLag(n.Input, w.Time)
@@ -141,7 +144,12 @@ func columnAttr(n logical.Node, i int) (time.Duration, bool) {
 			}
 		}
 	case *logical.Filter:
+		if j, ok := n.Input.(*logical.Join); ok {
+			return joinAttr(j, n.Pred, i)
+		}
 		return columnAttr(n.Input, i)
+	case *logical.Join:
+		return joinAttr(n, nil, i)
 	case *logical.Project:
 		if i < len(n.Exprs) {
 			return timeAttr(n.Input, n.Exprs[i])
@@ -159,6 +167,14 @@ func columnAttr(n logical.Node, i int) (time.Duration, bool) {
 	case *logical.Aggregate:
 		w := n.Window
 		if w == nil {
+			// A closing aggregation's group goes out at the epoch its key's
+			// grain ends (plus lag), at most closingGrain after the key.
+			if k, lag, ok := closingKey(n); ok && k == i {
+				return lag + closingGrain, true
+			}
+			return 0, false
+		}
+		if procTime(n.Input, w.Time) {
 			return 0, false
 		}
 		// A window's rows go out at the epoch of window_end plus its time's
@@ -172,4 +188,116 @@ func columnAttr(n logical.Node, i int) (time.Duration, bool) {
 		}
 	}
 	return 0, false
+}
+
+// joinAttr reports whether column i of a regular join of two streams (with
+// filter, the predicate right above it, which bounds its state as ON does)
+// is a time attribute of its output: a column of one side that is one of
+// that side's time bounds (joinBounds) is. A kept row is used at epoch E
+// only while its bound plus the bound's lag is at or past Watermark(E),
+// and a row new at E meets only rows whose time is not behind E unless one
+// of the pair is late, so every output row at E that no late row made has
+// column >= Watermark(E) - lag. Nexmark's q6: an auction's expires in
+// B.dateTime BETWEEN A.dateTime AND A.expires, which lets a GROUP BY A.id,
+// A.seller, A.expires close each auction (closingKey).
+func joinAttr(j *logical.Join, filter expr.Expr, i int) (time.Duration, bool) {
+	if !streamJoin(j) || j.Kind != logical.InnerJoin && j.Kind != logical.CrossJoin {
+		return 0, false
+	}
+	cond := j.On
+	if filter != nil {
+		cond = and(cond, filter)
+	}
+	nl := j.Left.Schema().NumFields()
+	s, col := 0, i
+	if i >= nl {
+		s, col = 1, i-nl
+	}
+	for _, b := range joinBounds(j, cond)[s] {
+		// A bound c + d (or c - d, or c) with lag L: c + d >= W - L, so c
+		// trails the watermark by L + d.
+		if c, d, ok := columnOffset(b.Expr); ok && c == col {
+			return max(0, time.Duration(b.Lag)*time.Microsecond+d), true
+		}
+	}
+	return 0, false
+}
+
+// columnOffset reads e as column c plus the constant interval d.
+func columnOffset(e expr.Expr) (c int, d time.Duration, ok bool) {
+	switch e := e.(type) {
+	case *expr.Column:
+		return e.Index, 0, true
+	case *expr.Cast:
+		if e.To.ID() == e.Expr.Type().ID() {
+			return columnOffset(e.Expr)
+		}
+	case *expr.Call:
+		if len(e.Args) == 2 && (e.Func == "subtract" || e.Func == "add") {
+			if l, isLit := e.Args[1].(*expr.Literal); isLit {
+				if v, isDur := l.Value.(time.Duration); isDur {
+					c, d, ok = columnOffset(e.Args[0])
+					if e.Func == "subtract" {
+						v = -v
+					}
+					return c, d + v, ok
+				}
+			}
+		}
+	}
+	return 0, 0, false
+}
+
+// closingGrain is how finely a closing GROUP BY closes its groups: those
+// whose key falls in one whole second close together, when the watermark
+// passes the second's end (plus lag). A finer grain answers sooner but
+// keeps a window (its key table and accumulators) per grain with rows, and
+// a stream with a distinct time per row (a key per row) would then keep one
+// per row until the watermark passes it.
+const closingGrain = time.Second
+
+// closingKey finds the group key a GROUP BY on a stream closes its groups
+// by: a key that is a time attribute of its input (the smallest lag when
+// several are). Every row not late at watermark W has key >= W - lag, so
+// once the watermark passes key + lag the group can take no row that is
+// not late: it goes out then, as a window does when the watermark passes
+// its end, and rows that come for it later are late. Without such a key a
+// GROUP BY on a stream answers when its input ends. Flink closes a window
+// aggregation grouped by a window TVF's window_start and window_end the
+// same way; this is the rule for any time attribute.
+func closingKey(n *logical.Aggregate) (k int, lag time.Duration, ok bool) {
+	if n.Window != nil || bounded(n.Input) {
+		return 0, 0, false
+	}
+	for i, g := range n.Group {
+		if g.Type().ID() != arrow.TIMESTAMP {
+			continue
+		}
+		if l, attr := timeAttr(n.Input, g); attr && (!ok || l < lag) {
+			k, lag, ok = i, max(l, 0), true
+		}
+	}
+	return k, lag, ok
+}
+
+// procTime reports whether e over n's rows is processing time: a
+// PROCTIME() call, or a column that carries one through projections and
+// filters. A window over it closes by the processing time its rows carry,
+// never by the watermark (rel.WindowSpec.ProcTime), and its window_start
+// and window_end are no time attributes.
+func procTime(n logical.Node, e expr.Expr) bool {
+	switch e := e.(type) {
+	case *expr.Call:
+		return e.Func == "proctime"
+	case *expr.Cast:
+		return procTime(n, e.Expr)
+	case *expr.Column:
+		switch n := n.(type) {
+		case *logical.Filter:
+			return procTime(n.Input, e)
+		case *logical.Project:
+			return e.Index < len(n.Exprs) && procTime(n.Input, n.Exprs[e.Index])
+		}
+	}
+	return false
 }

@@ -48,6 +48,10 @@ type Options struct {
 	OnError sources.OnError
 	// MaxDelay is the allowed out-of-orderness of event time in streams.
 	MaxDelay time.Duration
+	// Clock is the processing clock PROCTIME() reads (default time.Now): a
+	// test sets one that steps as it is read, so a processing-time window
+	// answers the same every run.
+	Clock func() time.Time
 	// BatchSize is the rows per source batch (default 4096).
 	BatchSize int
 	// Functions implements the expressions (default functions.Builtins()).
@@ -195,6 +199,9 @@ func Build(plan *logical.Plan, opts Options) (*Query, error) {
 	}
 	if opts.Functions == nil {
 		opts.Functions = functions.Builtins()
+	}
+	if opts.Clock != nil {
+		opts.Functions = opts.Functions.WithClock(opts.Clock)
 	}
 	if opts.Stdout == nil {
 		opts.Stdout = os.Stdout
@@ -424,7 +431,8 @@ func (b *builder) node(n logical.Node) (int, *arrow.Schema, error) {
 		// split: the cores of a two-phase aggregation (twophase.go), whose
 		// filters and projections below run on as many.
 		split := 0
-		if keys, plain := plainColumns(n.Group); splittable(n) && b.opts.MemoryLimit <= 0 {
+		closeKey, closeLag, closing := closingKey(n)
+		if keys, plain := plainColumns(n.Group); splittable(n) && b.opts.MemoryLimit <= 0 && !closing {
 			switch p := b.opts.Parallelism; {
 			case p == AllCores && fewGroups(n.Group):
 				split = defaultParallelism()
@@ -459,7 +467,14 @@ func (b *builder) node(n logical.Node) (int, *arrow.Schema, error) {
 				ws.Type, ws.Gap = expr.Session, w.Size
 			}
 			ws.Lag = timeLag(n.Input, w.Time)
+			ws.ProcTime = procTime(n.Input, w.Time)
 			spec.Window = ws
+		}
+		if closing {
+			// The closing key's grains are the windows (closingKey): a group
+			// goes out once the watermark passes its key's grain.
+			spec.Window = &rel.WindowSpec{Type: expr.Tumble, Time: n.Group[closeKey], Size: closingGrain,
+				Lag: closeLag, ByKey: true, Key: closeKey}
 		}
 		// Compile once here so plan errors surface before anything runs.
 		h, err := rel.NewHashAggregate(b.opts.Allocator, spec, schema, fns)
@@ -473,7 +488,7 @@ func (b *builder) node(n logical.Node) (int, *arrow.Schema, error) {
 		mk := func(dataflow.Instance) (dataflow.Operator, error) {
 			return rel.NewAggregate(spec, schema, fns, st), nil
 		}
-		if b.opts.MemoryLimit > 0 {
+		if b.opts.MemoryLimit > 0 && !closing {
 			if op, ok := b.spilling(n, in, schema, out); ok {
 				return op, out, nil
 			}

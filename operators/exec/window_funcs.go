@@ -37,7 +37,14 @@ func (b *builder) windowFuncs(n *logical.WindowFuncs, at func(error) error) (int
 		}
 		st := &rel.Stats{}
 		b.q.stats = append(b.q.stats, st)
-		mk = func() (dataflow.Operator, error) { return rel.NewStreamOver(n.Funcs, n.Names, schema, fns, st) }
+		lag := timeLag(n.Input, n.Funcs[0].Order[0].Expr)
+		mk = func() (dataflow.Operator, error) {
+			o, err := rel.NewStreamOver(n.Funcs, n.Names, schema, fns, st)
+			if err == nil {
+				o.SetLag(lag)
+			}
+			return o, err
+		}
 	}
 	// Compile once here so that plan errors surface before anything runs.
 	op0, err := mk()

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"time"
 
 	"github.com/apache/arrow/go/v17/arrow"
 	"github.com/apache/arrow/go/v17/arrow/compute"
@@ -52,6 +53,17 @@ type Registry struct {
 	scalars map[string]ScalarFunc
 	aggs    map[string]AggFunc
 	paggs   map[string]ParamAggFunc
+}
+
+// WithClock is r with proctime() reading clock: the processing clock of one
+// query (exec.Options.Clock), so a test can step it.
+func (r *Registry) WithClock(clock func() time.Time) *Registry {
+	c := &Registry{scalars: make(map[string]ScalarFunc, len(r.scalars)), aggs: r.aggs, paggs: r.paggs}
+	for k, f := range r.scalars {
+		c.scalars[k] = f
+	}
+	c.scalars["proctime"] = procTimeFunc(clock)
+	return c
 }
 
 // Scalar finds a scalar implementation.
@@ -118,7 +130,7 @@ func Builtins() *Registry {
 		"ceiling": floorCeil(true), "pow": powerFunc,
 		"date_diff": dateDiffFunc, "datediff": dateDiffFunc, "time_bucket": timeBucketFunc, "strftime": strftimeFunc, "date_format": dateFormatFunc, "split_index": splitIndexFunc,
 		"dayname": dayNameFunc, "monthname": monthNameFunc, "date_add": nullPropagating(addFunc),
-		"sort_key": sortKeyFunc, "date_trunc": dateTruncFunc, "date_part": datePartFunc, "to_timestamp": toTimestampFunc, "now": nowFunc, "epoch": epochFunc, "epoch_ms": epochMsFunc,
+		"sort_key": sortKeyFunc, "date_trunc": dateTruncFunc, "date_part": datePartFunc, "to_timestamp": toTimestampFunc, "now": nowFunc, "proctime": procTimeFunc(time.Now), "epoch": epochFunc, "epoch_ms": epochMsFunc,
 		"crop_image": cropImageFunc,
 	} {
 		r.scalars[name] = f

@@ -172,6 +172,15 @@ func nowFunc(c *Ctx, ret arrow.DataType, args []compute.Datum, n int) (arrow.Arr
 	return rowwise(c, ret, args, n, func(o *out, v []*vec, i int) { o.i64(us) })
 }
 
+// procTimeFunc is PROCTIME(), Flink's processing time: clock's reading when
+// a batch is evaluated, one value for all its rows (they pass together).
+func procTimeFunc(clock func() time.Time) ScalarFunc {
+	return func(c *Ctx, ret arrow.DataType, args []compute.Datum, n int) (arrow.Array, error) {
+		us := micros(clock())
+		return rowwise(c, ret, args, n, func(o *out, v []*vec, i int) { o.i64(us) })
+	}
+}
+
 // dateDiffFunc is date_diff(unit, start, end) (also datediff): the number of
 // unit boundaries crossed from start to end, as DuckDB's (not whole units
 // elapsed: date_diff('month', '2024-01-31', '2024-02-01') is 1).

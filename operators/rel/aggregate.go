@@ -36,7 +36,20 @@ type WindowSpec struct {
 	// window_start): windows close, and rows are judged late, that much
 	// later, and a window's rows go out at the epoch of its end plus Lag.
 	Lag time.Duration
+	// ByKey: the window is a TUMBLE over group key Key, so its groups
+	// close once the watermark passes their key's window (plus Lag), and
+	// window_start and window_end are not output (a closing GROUP BY).
+	ByKey bool
+	Key   int
+	// ProcTime: Time is processing time (PROCTIME()), which no watermark
+	// follows: a window closes when a row brings a processing time at or
+	// past its end, or when the input ends (Aggregate.OnBatch).
+	ProcTime bool
 }
+
+// windowColumns reports whether the output has window_start and
+// window_end.
+func (s *AggregateSpec) windowColumns() bool { return s.Window != nil && !s.Window.ByKey }
 
 // AggregateSpec describes a (windowed) hash aggregation. Output columns: the
 // group keys, then window_start and window_end when windowed, then the
@@ -55,7 +68,7 @@ func (s *AggregateSpec) OutputSchema() *arrow.Schema {
 	for i, g := range s.Group {
 		fs = append(fs, arrow.Field{Name: s.GroupNames[i], Type: g.Type(), Nullable: true})
 	}
-	if s.Window != nil {
+	if s.windowColumns() {
 		fs = append(fs, arrow.Field{Name: "window_start", Type: expr.Timestamp}, arrow.Field{Name: "window_end", Type: expr.Timestamp})
 	}
 	for i, a := range s.Aggs {
@@ -358,6 +371,26 @@ func (h *HashAggregate) JudgeAt(watermark int64) { h.at = watermark }
 
 // lateBy is the watermark a row's windows must end after to be on time.
 func (h *HashAggregate) lateBy() int64 { return max(h.closed, h.at) }
+
+// MaxTime is the latest window time among rec's rows (math.MinInt64 when
+// none has one).
+func (h *HashAggregate) MaxTime(rec arrow.Record) (int64, error) {
+	m := int64(math.MinInt64)
+	if h.timeEv == nil {
+		return m, nil
+	}
+	a, err := h.timeEv.Eval(h.fctx, rec)
+	if err != nil {
+		return m, err
+	}
+	defer a.Release()
+	for i, t := range functions.Int64Values(a) {
+		if a.IsValid(i) {
+			m = max(m, t)
+		}
+	}
+	return m, nil
+}
 
 // Late is the number of rows dropped because their window had already closed.
 func (h *HashAggregate) Late() int64 { return h.late }
@@ -712,7 +745,7 @@ func (h *HashAggregate) finishWindow(w *aggWindow) arrow.Record {
 		gids[i] = uint32(i)
 	}
 	cols := w.keys.finishKeys()
-	if h.spec.Window != nil {
+	if h.spec.windowColumns() {
 		cols = append(cols, constTimestamp(h.mem, w.start, n), constTimestamp(h.mem, w.end, n))
 	}
 	for _, acc := range w.accs {

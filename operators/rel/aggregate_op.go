@@ -2,6 +2,7 @@ package rel
 
 import (
 	"math"
+	"time"
 
 	"github.com/apache/arrow/go/v17/arrow"
 
@@ -22,18 +23,21 @@ type Aggregate struct {
 	held  *dataflow.Capability
 	stats *Stats
 	where *eval.Predicate // a filter fused in (NewFilteredAggregate), or nil
+	// procSeen is the latest processing time a row brought (a window over
+	// PROCTIME(): WindowSpec.ProcTime).
+	procSeen int64
 }
 
 // NewAggregate makes an aggregation instance; stats may be nil.
 func NewAggregate(spec AggregateSpec, in *arrow.Schema, fns *functions.Registry, stats *Stats) *Aggregate {
-	return &Aggregate{spec: spec, in: in, fns: fns, stats: stats}
+	return &Aggregate{spec: spec, in: in, fns: fns, stats: stats, procSeen: math.MinInt64}
 }
 
 // NewFilteredAggregate makes an aggregation instance that folds only the
 // rows for which where is TRUE (HashAggregate.AddWhere): a filter and the
 // aggregation above it as one operator, so the rows kept are not copied.
 func NewFilteredAggregate(spec AggregateSpec, in *arrow.Schema, fns *functions.Registry, where *eval.Predicate, stats *Stats) *Aggregate {
-	return &Aggregate{spec: spec, in: in, fns: fns, stats: stats, where: where.Clone()}
+	return &Aggregate{spec: spec, in: in, fns: fns, stats: stats, where: where.Clone(), procSeen: math.MinInt64}
 }
 
 func (a *Aggregate) Open(ctx *dataflow.Context, cap *dataflow.Capability) error {
@@ -55,7 +59,20 @@ func (a *Aggregate) OnBatch(ctx *dataflow.Context, _ int, b dataflow.Batch, _ *d
 		a.stats.RowsIn.Add(b.Record.NumRows())
 	}
 	late, nulls := a.h.Late(), a.h.NullTimes()
-	a.h.JudgeAt(a.behind(Watermark(b.Epoch)))
+	proc := a.spec.Window != nil && a.spec.Window.ProcTime
+	var seen int64
+	if proc {
+		// Processing time: a row is late only behind the windows already
+		// closed by the processing time rows carried (procSeen).
+		a.h.JudgeAt(a.procSeen)
+		var err error
+		if seen, err = a.h.MaxTime(b.Record); err != nil {
+			b.Record.Release()
+			return err
+		}
+	} else {
+		a.h.JudgeAt(a.behind(Watermark(b.Epoch)))
+	}
 	var err error
 	if a.where != nil {
 		err = a.h.AddWhere(b.Record, a.where)
@@ -67,11 +84,51 @@ func (a *Aggregate) OnBatch(ctx *dataflow.Context, _ int, b dataflow.Batch, _ *d
 		a.stats.Late.Add(a.h.Late() - late)
 		a.stats.NullTimes.Add(a.h.NullTimes() - nulls)
 	}
-	return err
+	if err != nil || !proc || seen <= a.procSeen {
+		return err
+	}
+	// The windows this batch's processing time passed close now, at the
+	// epoch the operator holds: processing time has no epoch of its own.
+	a.procSeen = seen
+	recs, err := a.h.Advance(seen)
+	if err != nil {
+		return err
+	}
+	return a.emitHeld(ctx, recs)
+}
+
+// emitHeld sends recs at the held capability's epoch.
+func (a *Aggregate) emitHeld(ctx *dataflow.Context, recs []arrow.Record) error {
+	for i, rec := range recs {
+		if a.stats != nil {
+			a.stats.RowsOut.Add(rec.NumRows())
+		}
+		if err := ctx.Emit(0, a.held, rec); err != nil {
+			releaseRecords(recs[i+1:])
+			return err
+		}
+	}
+	return nil
 }
 
 // OnFrontier closes the windows the new frontier completes.
 func (a *Aggregate) OnFrontier(ctx *dataflow.Context, _ int, f dataflow.Epoch) error {
+	if w := a.spec.Window; w != nil && w.ProcTime {
+		// Processing-time windows close as rows bring later times
+		// (OnBatch); the input's end closes the rest.
+		if f == dataflow.Closed {
+			recs, err := a.h.Advance(math.MaxInt64)
+			if err == nil {
+				err = a.emitHeld(ctx, recs)
+			}
+			a.held.Drop()
+			return err
+		}
+		if f > a.held.Epoch() {
+			return a.held.Downgrade(f)
+		}
+		return nil
+	}
 	recs, err := a.h.Advance(a.behind(Watermark(f)))
 	if err != nil {
 		return err
@@ -130,10 +187,18 @@ func (a *Aggregate) windowEnd(rec arrow.Record) dataflow.Epoch {
 	if a.spec.Window == nil || rec.NumRows() == 0 {
 		return 0
 	}
-	ends := functions.Int64Values(rec.Column(len(a.spec.Group) + 1))
-	m := ends[0]
-	for _, e := range ends {
-		m = max(m, e)
+	var m int64
+	if w := a.spec.Window; w.ByKey {
+		// The window is the key's TUMBLE window (a record is one window).
+		m = functions.Int64Values(rec.Column(w.Key))[0]
+		size := int64(w.Size / time.Microsecond)
+		m = floorDiv(m, size)*size + size
+	} else {
+		ends := functions.Int64Values(rec.Column(len(a.spec.Group) + 1))
+		m = ends[0]
+		for _, e := range ends {
+			m = max(m, e)
+		}
 	}
 	return EpochOf(m + a.spec.Window.Lag.Microseconds())
 }

@@ -294,3 +294,66 @@ func TestAggregateWithoutGroupByOverNoRows(t *testing.T) {
 		}
 	}
 }
+
+// A closing GROUP BY (WindowSpec.ByKey: grouped by a time attribute) answers
+// a group once the watermark passes its key's window, without
+// window_start and window_end, and a row that comes for it afterwards is
+// late, not a second answer.
+func TestClosingGroupByAnswersEachGroupOnce(t *testing.T) {
+	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
+	defer mem.AssertSize(t, 0)
+	r := expr.Builtins()
+	count, err := r.NewAggregate("count", false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	spec := AggregateSpec{Group: []expr.Expr{colK, colTS}, GroupNames: []string{"k", "ts"},
+		Window: &WindowSpec{Type: expr.Tumble, Time: colTS, Size: time.Second, ByKey: true, Key: 1},
+		Aggs:   []*expr.Aggregate{count}, AggNames: []string{"n"}}
+	h, err := NewHashAggregate(mem, spec, streamSchema, functions.Builtins())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer h.Release()
+	if got := h.Schema().NumFields(); got != 3 {
+		t.Fatalf("output has %d columns, want k, ts, n", got)
+	}
+	at := func(k, ms int64) []any {
+		return []any{k, int64(1), 1.0, "x", time.UnixMicro(t0 + ms*1000).UTC()}
+	}
+	feed := func(rows ...[]any) {
+		rec := makeRecord(t, mem, streamSchema, rows)
+		defer rec.Release()
+		if err := h.Add(rec); err != nil {
+			t.Fatal(err)
+		}
+	}
+	advance := func(us int64) [][]any {
+		out, err := h.Advance(us)
+		if err != nil {
+			t.Fatal(err)
+		}
+		rows := recordRows(out)
+		for _, r := range out {
+			r.Release()
+		}
+		return rows
+	}
+	feed(at(1, 100), at(1, 100), at(2, 100), at(1, 1500))
+	if rows := advance(t0 + 999_999); len(rows) != 0 {
+		t.Fatalf("before the watermark passes the first second: %v", rows)
+	}
+	rows := advance(t0 + 1_000_000) // the keys of [0s, 1s) close
+	sort.Slice(rows, func(i, j int) bool { return rows[i][0].(int64) < rows[j][0].(int64) })
+	if len(rows) != 2 || rows[0][0] != int64(1) || rows[0][2] != int64(2) || rows[1][0] != int64(2) || rows[1][2] != int64(1) {
+		t.Fatalf("groups of the first second: %v, want (1, 100 ms, 2) and (2, 100 ms, 1)", rows)
+	}
+	h.JudgeAt(t0 + 1_000_000)
+	feed(at(1, 100)) // its group has answered
+	if h.Late() != 1 {
+		t.Fatalf("late = %d, want 1", h.Late())
+	}
+	if rows := advance(math.MaxInt64); len(rows) != 1 || rows[0][2] != int64(1) {
+		t.Fatalf("at the end: %v, want the 1.5 s group alone", rows)
+	}
+}

@@ -91,8 +91,22 @@ type StreamOver struct {
 	held    *dataflow.Capability
 	hist    arrow.Record   // rows already emitted that frames still need
 	pending []arrow.Record // rows waiting for the watermark
-	closed  int64          // the watermark rows were emitted up to
+	closed  int64          // the watermark rows were emitted up to (less lag)
+	lag     int64          // µs the epochs run ahead of the ORDER BY time (SetLag)
 	stats   *Stats
+}
+
+// SetLag makes the operator read its ORDER BY time as trailing the epochs
+// by lag (a window's window_start, a closing GROUP BY's key: docs/language.md,
+// "Event time"): rows are emitted, and judged late, that much later.
+func (o *StreamOver) SetLag(lag time.Duration) { o.lag = lag.Microseconds() }
+
+// behind is the ORDER BY time's watermark at watermark wm.
+func (o *StreamOver) behind(wm int64) int64 {
+	if wm == math.MaxInt64 || wm == math.MinInt64 {
+		return wm
+	}
+	return wm - o.lag
 }
 
 // NewStreamOver builds the operator; stats may be nil.
@@ -199,7 +213,7 @@ func (o *StreamOver) OnBatch(ctx *dataflow.Context, _ int, b dataflow.Batch, _ *
 	// older than that is late whether or not this operator has seen the
 	// frontier move there yet, so which rows are late does not depend on
 	// scheduling.
-	closed := max(o.closed, Watermark(b.Epoch))
+	closed := max(o.closed, o.behind(Watermark(b.Epoch)))
 	for i := range tv {
 		switch {
 		case ts.IsNull(i):
@@ -250,7 +264,7 @@ func (o *StreamOver) OnFrontier(ctx *dataflow.Context, _ int, f dataflow.Epoch) 
 	if o.held == nil {
 		return nil
 	}
-	wm := Watermark(f)
+	wm := o.behind(Watermark(f))
 	if wm > o.closed {
 		if err := o.advance(ctx, wm); err != nil {
 			return err

@@ -352,6 +352,8 @@ func builtinFunctions() []*Function {
 			Signatures: []Signature{sig(ret(String), "VARCHAR", p("t", TimestampClass))}, Examples: []Example{ex("March", ts0)}},
 		{Name: "now", Kind: Scalar, Doc: "The current time; one value for the whole query (its start), as in DuckDB.",
 			Signatures: []Signature{sig(ret(Timestamp), "TIMESTAMP")}, Volatile: true},
+		{Name: "proctime", Kind: Scalar, Doc: "Processing time, as Flink's PROCTIME(): the clock when the row's batch is evaluated. A window over it closes by the processing time its rows carry (docs/language.md, \"Processing time\").",
+			Signatures: []Signature{sig(ret(Timestamp), "TIMESTAMP")}, Volatile: true},
 		{Name: "to_timestamp", Kind: Scalar, Doc: "Timestamp from seconds since the Unix epoch (fractions kept to the microsecond).",
 			Signatures: []Signature{sig(ret(Timestamp), "TIMESTAMP", p("seconds", num))},
 			Examples:   []Example{ex(time.Unix(1700000000, 0).UTC(), int64(1700000000)), ex(time.Unix(1, 500000000).UTC(), 1.5)}},
