@@ -849,17 +849,9 @@ func (b *builder) windowJoin(n *logical.Join, at func(error) error) (int, *arrow
 	if w.Kind != logical.Tumble {
 		return 0, nil, at(fmt.Errorf("%w: %s window joins", ErrUnsupported, w.Kind))
 	}
-	l, ls, err := b.node(n.Left)
+	l, r, ls, rs, spec, err := b.twoStreams(n, at)
 	if err != nil {
 		return 0, nil, err
-	}
-	r, rs, err := b.node(n.Right)
-	if err != nil {
-		return 0, nil, err
-	}
-	spec, _, _, err := kernelSpec(n)
-	if err != nil {
-		return 0, nil, at(err)
 	}
 	j, err := rel.NewHashJoin(b.opts.Allocator, spec, ls, rs, b.opts.Functions)
 	if err != nil {
@@ -874,13 +866,9 @@ func (b *builder) windowJoin(n *logical.Join, at func(error) error) (int, *arrow
 	if _, err := rel.NewWindowJoin(ws, ls, rs, fns, nil); err != nil {
 		return 0, nil, at(err)
 	}
-	st := &rel.Stats{}
-	b.q.stats = append(b.q.stats, st)
-	op := b.g.AddOperator(dataflow.OperatorSpec{Name: "join", Inputs: 2, Outputs: 1, New: func(dataflow.Instance) (dataflow.Operator, error) {
+	op := b.twoStreamsOp("join", l, r, func(st *rel.Stats) (dataflow.Operator, error) {
 		return rel.NewWindowJoin(ws, ls, rs, fns, st)
-	}})
-	b.g.Connect(l, 0, op, 0)
-	b.g.Connect(r, 0, op, 1)
+	})
 	return op, out, nil
 }
 

@@ -30,17 +30,9 @@ func (b *builder) streamJoin(n *logical.Join, at func(error) error) (int, *arrow
 	default:
 		return 0, nil, at(fmt.Errorf("%w: a %s join whose right side is a stream (a join of two streams is an inner or a LEFT JOIN; an IN or EXISTS over a stream is not supported)", ErrUnsupported, n.Kind))
 	}
-	l, ls, err := b.node(n.Left)
+	l, r, ls, rs, spec, err := b.twoStreams(n, at)
 	if err != nil {
 		return 0, nil, err
-	}
-	r, rs, err := b.node(n.Right)
-	if err != nil {
-		return 0, nil, err
-	}
-	spec, _, _, err := kernelSpec(n)
-	if err != nil {
-		return 0, nil, at(err)
 	}
 	cond := n.On
 	if f, ok := b.joinFilters[n]; ok && n.Kind != logical.LeftJoin {
@@ -54,15 +46,40 @@ func (b *builder) streamJoin(n *logical.Join, at func(error) error) (int, *arrow
 	if err != nil {
 		return 0, nil, at(err)
 	}
-	out := probe.Schema()
+	op := b.twoStreamsOp("join (two streams)", l, r, func(st *rel.Stats) (dataflow.Operator, error) {
+		return rel.NewStreamJoin(ss, ls, rs, fns, st)
+	})
+	return op, probe.Schema(), nil
+}
+
+// twoStreams builds a join of two streams' inputs, left then right (the
+// order runtime/deploy pairs the graph's operators with the plan's nodes
+// in), and the hash join's kernel spec both the regular and the window
+// join start from.
+func (b *builder) twoStreams(n *logical.Join, at func(error) error) (l, r int, ls, rs *arrow.Schema, spec rel.JoinSpec, err error) {
+	if l, ls, err = b.node(n.Left); err != nil {
+		return
+	}
+	if r, rs, err = b.node(n.Right); err != nil {
+		return
+	}
+	if spec, _, _, err = kernelSpec(n); err != nil {
+		err = at(err)
+	}
+	return
+}
+
+// twoStreamsOp adds the operator joining l and r, each instance made by mk
+// with the operator's counters (reported with the query's stats).
+func (b *builder) twoStreamsOp(name string, l, r int, mk func(*rel.Stats) (dataflow.Operator, error)) int {
 	st := &rel.Stats{}
 	b.q.stats = append(b.q.stats, st)
-	op := b.g.AddOperator(dataflow.OperatorSpec{Name: "join (two streams)", Inputs: 2, Outputs: 1, New: func(dataflow.Instance) (dataflow.Operator, error) {
-		return rel.NewStreamJoin(ss, ls, rs, fns, st)
+	op := b.g.AddOperator(dataflow.OperatorSpec{Name: name, Inputs: 2, Outputs: 1, New: func(dataflow.Instance) (dataflow.Operator, error) {
+		return mk(st)
 	}})
 	b.g.Connect(l, 0, op, 0)
 	b.g.Connect(r, 0, op, 1)
-	return op, out, nil
+	return op
 }
 
 // joinBounds are the time bounds cond (n's ON condition, and a filter right
