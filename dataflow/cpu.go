@@ -46,6 +46,28 @@ type CPU struct {
 	// that wanted to step when last looked at. A share that starts
 	// wanting to step again starts there at the least.
 	floor time.Duration
+	// left, when set, is told each share's totals when its query's last
+	// part leaves (OnLeave).
+	left func(CPUStats)
+}
+
+// CPUStats is what one query's share took and waited on a CPU.
+type CPUStats struct {
+	Query string
+	// Used is the step time charged; Waited the time its instances spent
+	// waiting at the gate, summed; LongestWait the longest one wait.
+	Used, Waited, LongestWait time.Duration
+	// Waits counts the steps that waited at the gate at all.
+	Waits int64
+}
+
+// OnLeave has f told each query's CPUStats when its last part leaves (a
+// worker's metrics, a test's measurements). f runs under the CPU's lock:
+// it must not call back.
+func (c *CPU) OnLeave(f func(CPUStats)) {
+	c.mu.Lock()
+	c.left = f
+	c.mu.Unlock()
 }
 
 // DefaultCPUSlice is the lead one query may take over another: Go's own
@@ -88,6 +110,9 @@ type CPUShare struct {
 	// parts counts the Joins not yet left (a query's parts on workers
 	// sharing one CPU, its generations during a cut-over).
 	parts int
+	// waited, longest and waits: the gate's waits (CPUStats).
+	waited, longest time.Duration
+	waits           int64
 }
 
 // Join is query name's share (Leave it when the query's part ends). Parts
@@ -119,6 +144,9 @@ func (s *CPUShare) Leave() {
 		delete(c.shares, s)
 		delete(c.byName, s.name)
 		c.broadcast()
+		if c.left != nil {
+			c.left(s.stats())
+		}
 	}
 	c.mu.Unlock()
 }
@@ -128,6 +156,19 @@ func (s *CPUShare) Used() time.Duration {
 	s.c.mu.Lock()
 	defer s.c.mu.Unlock()
 	return s.charged + time.Duration(s.running)*s.c.now() - s.startSum
+}
+
+// Stats is what the share's query has taken and waited so far.
+func (s *CPUShare) Stats() CPUStats {
+	s.c.mu.Lock()
+	defer s.c.mu.Unlock()
+	return s.stats()
+}
+
+// stats is Stats with c.mu held.
+func (s *CPUShare) stats() CPUStats {
+	return CPUStats{Query: s.name, Used: s.charged + time.Duration(s.running)*s.c.now() - s.startSum,
+		Waited: s.waited, LongestWait: s.longest, Waits: s.waits}
 }
 
 // broadcast wakes everyone waiting at the gate. c.mu held.
@@ -190,6 +231,7 @@ func (s *CPUShare) enter(ctx context.Context) (time.Duration, error) {
 		s.used = max(s.used, c.floor)
 	}
 	s.waiting++
+	arrived := now
 	var deadline time.Duration
 	var timer *time.Timer
 	for {
@@ -234,6 +276,10 @@ func (s *CPUShare) enter(ctx context.Context) (time.Duration, error) {
 	}
 	if timer != nil {
 		timer.Stop()
+		w := now - arrived
+		s.waited += w
+		s.longest = max(s.longest, w)
+		s.waits++
 	}
 	s.waiting--
 	s.running++

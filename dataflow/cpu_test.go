@@ -112,6 +112,20 @@ func TestCPUHoldsTheQueryThatLeads(t *testing.T) {
 		t.Fatal("a still waits with b within a slice")
 	}
 	b.exit(sb)
+	// The stats say who waited, and how long: a's one step, the 55ms b
+	// took to come within a slice; b, the least, never.
+	if st := a.Stats(); st.Waits != 1 || st.Waited != 55*time.Millisecond || st.LongestWait != 55*time.Millisecond {
+		t.Errorf("a's stats %+v: want one wait of 55ms", st)
+	}
+	if st := b.Stats(); st.Waits != 0 || st.Waited != 0 || st.Used != 75*time.Millisecond {
+		t.Errorf("b's stats %+v: want 75ms used, no wait", st)
+	}
+	var left []CPUStats
+	c.OnLeave(func(s CPUStats) { left = append(left, s) })
+	b.Leave()
+	if len(left) != 1 || left[0].Query != "b" || left[0].Used != 75*time.Millisecond {
+		t.Errorf("told on leaving %+v: want b's stats once", left)
+	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if a.used-b.used > c.slice {

@@ -350,9 +350,15 @@ type job struct {
 	group []uint8
 	alt   [][]float32
 
-	heads   []headBuffers
-	arena   *memory.Buffer // backs the output buffers; released in finish
-	off     int            // bytes of arena carved so far
+	heads []headBuffers
+	arena *memory.Buffer // backs the output buffers; released in finish
+	// owned is what the job holds in Go memory beside its record: input
+	// values converted or resized from the record's (a uint8 frame as
+	// float32 is 4x its bytes) and other sides' values. A job waiting in
+	// the operator's queue for its model batch holds it (Operator charges
+	// it to the query's memory).
+	owned   int64
+	off     int // bytes of arena carved so far
 	failed  []bool
 	errs    []string
 	nFailed int
@@ -394,6 +400,7 @@ func (m *Model) initJob(j *job, mem memory.Allocator, rec arrow.Record) error {
 	var bad [][]int // by input: rows of a variable-side column that fit no side
 	var group []uint8
 	var alt [][]float32
+	var owned int64
 	for k, bi := range m.inputs {
 		var v []float32
 		var err error
@@ -418,14 +425,22 @@ func (m *Model) initJob(j *job, mem memory.Allocator, rec arrow.Record) error {
 		if err != nil {
 			return err
 		}
+		if bi.variable || bi.uint8 {
+			// Values of their own: resized, or widened to float32.
+			owned += 4 * int64(len(v))
+		}
 		vals = append(vals, v)
+	}
+	owned += int64(len(group))
+	for _, a := range alt {
+		owned += 4 * int64(len(a))
 	}
 	n := int(rec.NumRows())
 	heads := j.heads[:0]
 	if cap(heads) < len(m.heads) {
 		heads = make([]headBuffers, len(m.heads))
 	}
-	*j = job{m: m, rec: rec, vals: vals, n: n, heads: heads[:len(m.heads)], group: group, alt: alt}
+	*j = job{m: m, rec: rec, vals: vals, n: n, heads: heads[:len(m.heads)], group: group, alt: alt, owned: owned}
 	rec.Retain()
 	// One allocation holds every output buffer of the record; the columns hold
 	// slices of it.

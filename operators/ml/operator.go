@@ -1,6 +1,7 @@
 package ml
 
 import (
+	"fmt"
 	"sync/atomic"
 	"time"
 
@@ -90,6 +91,7 @@ func (o *Operator) Attributes() map[string]string { return o.Attrs }
 
 type pendingBatch struct {
 	j       *job
+	charged int64 // the job's owned bytes, charged to the instance's account
 	cap     *dataflow.Capability
 	taken   int
 	ingest  int64 // the input batch's ingest time, which its output keeps
@@ -139,12 +141,20 @@ func (o *Operator) OnBatch(ctx *dataflow.Context, _ int, in dataflow.Batch, cap 
 	if err != nil {
 		return err
 	}
+	// While it waits for its model batch the job's own values are the
+	// query's memory: a queue of frames widened to float32 holds 4x their
+	// bytes, which no allocator saw.
+	if err := ctx.Memory().Grow(j.owned); err != nil {
+		j.release()
+		return fmt.Errorf("%d rows waiting for the model: %w", o.queued()+j.n, err)
+	}
 	owned, err := cap.Retain()
 	if err != nil {
+		ctx.Memory().Shrink(j.owned)
 		j.release()
 		return err
 	}
-	o.pending = append(o.pending, &pendingBatch{j: j, cap: owned, ingest: in.Ingest})
+	o.pending = append(o.pending, &pendingBatch{j: j, cap: owned, ingest: in.Ingest, charged: j.owned})
 	o.b.Push(ctx.Now(), j.n)
 	return o.pump(ctx, false)
 }
@@ -158,11 +168,21 @@ func (o *Operator) OnFrontier(ctx *dataflow.Context, _ int, f dataflow.Epoch) er
 	return o.pump(ctx, f == dataflow.Closed)
 }
 
+// queued is the rows of the pending batches.
+func (o *Operator) queued() int {
+	n := 0
+	for _, p := range o.pending {
+		n += p.j.n
+	}
+	return n
+}
+
 // Close releases what is still pending (a cancelled run).
-func (o *Operator) Close(*dataflow.Context) error {
+func (o *Operator) Close(ctx *dataflow.Context) error {
 	for _, p := range o.pending {
 		p.j.release()
 		p.cap.Drop()
+		ctx.Memory().Shrink(p.charged)
 	}
 	o.pending = nil
 	return nil
@@ -268,6 +288,7 @@ func (o *Operator) emit(ctx *dataflow.Context) error {
 		p := o.pending[0]
 		o.pending[0] = nil
 		o.pending = o.pending[1:]
+		ctx.Memory().Shrink(p.charged)
 		if p.dropped {
 			p.j.release()
 			p.cap.Drop()

@@ -2,16 +2,23 @@ package expr
 
 import (
 	"math"
+	"sync"
 	"time"
 
 	"github.com/apache/arrow/go/v17/arrow"
 )
 
 // Builtins returns a fresh registry of tierflow's built-in functions. Each call
-// builds a new value, so a caller adding functions never affects another.
+// builds a new registry, so a caller adding functions never affects another;
+// the functions themselves, never changed once made, are made once per
+// process: every submission binds its script on the coordinator and each
+// worker, and making them (their examples encode an image) cost a small
+// query more than planning it did.
 func Builtins() *Registry {
-	return NewRegistry(builtinFunctions()...)
+	return NewRegistry(builtinList()...)
 }
+
+var builtinList = sync.OnceValue(builtinFunctions)
 
 func ret(t arrow.DataType) func([]arrow.DataType) arrow.DataType {
 	return func([]arrow.DataType) arrow.DataType { return t }

@@ -4,11 +4,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
 	"runtime/metrics"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -24,8 +26,9 @@ import (
 )
 
 // guarded starts a coordinator with limits and two workers over real NATS,
-// each with its guard (the guard's Peak is the most its queries held).
-func guarded(t *testing.T, l deploy.Limits, guards [2]*dataflow.Memory) (*coordinator.Client, *coordinator.Client) {
+// each with its guard (the guard's Peak is the most its queries held),
+// sharing cpu (nil: steps run as they come, the share's baseline).
+func guarded(t *testing.T, l deploy.Limits, guards [2]*dataflow.Memory, cpu *dataflow.CPU) (*coordinator.Client, *coordinator.Client) {
 	t.Helper()
 	srv := clustertest.NATSServer(t)
 	cnc := clustertest.Connect(t, srv)
@@ -37,12 +40,11 @@ func guarded(t *testing.T, l deploy.Limits, guards [2]*dataflow.Memory) (*coordi
 	t.Cleanup(func() { co.Close() })
 	// The two workers share this process's processors, as an embedded
 	// cluster's do.
-	cpu := dataflow.NewCPU(0)
 	for i, name := range []string{"w1", "w2"} {
 		wnc := clustertest.Connect(t, srv)
 		inv := devices.Inventory{CPUs: 1}
 		w, err := worker.Start(context.Background(), worker.Config{Conn: wnc, Name: name, Tier: "edge", Inventory: &inv,
-			Exec: cluster.ExecHooks(wnc, "", nil, 1), Guard: guards[i], CPU: cpu})
+			Exec: cluster.ExecHooks(wnc, "", nil, 1), Guard: guards[i], CPU: cpu, NoCPUShare: cpu == nil})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -106,6 +108,7 @@ type abuseCase struct {
 	heapOver int64         // the most the process's live heap grew past its level before the query
 	took     time.Duration // from its submission to its failure
 	small    latency       // the other user's small query while it ran
+	beside   []string      // the other user's queries submitted while it ran
 }
 
 // latency is a small query's run times: median, 99th percentile, count.
@@ -129,41 +132,55 @@ func (l latency) String() string {
 // runAbuse runs each abusive query alone under limits on two workers, as
 // user mallory, with a small query of user alice submitted over and over
 // meanwhile (at least min times, and until the abuser ended); baseline is
-// alice's small query with nothing else running.
-func runAbuse(t *testing.T, rows, runs int, l deploy.Limits) (cases []abuseCase, baseline latency) {
+// alice's small query with nothing else running. The workers share cpu
+// (nil: no share); shares, when cpu is set, has each query's CPUStats.
+func runAbuse(t *testing.T, rows, runs int, l deploy.Limits, cpu *dataflow.CPU) (cases []abuseCase, baseline latency, shares map[string]dataflow.CPUStats) {
 	dir, scripts := writeAbuse(t, rows)
 	guards := [2]*dataflow.Memory{dataflow.NewMemory("w1's guard", 0, nil), dataflow.NewMemory("w2's guard", 0, nil)}
-	mallory, alice := guarded(t, l, guards)
+	shares = map[string]dataflow.CPUStats{}
+	var sharesMu sync.Mutex
+	if cpu != nil {
+		cpu.OnLeave(func(s dataflow.CPUStats) {
+			sharesMu.Lock()
+			shares[s.Query] = s
+			sharesMu.Unlock()
+		})
+		t.Cleanup(func() { cpu.OnLeave(nil) })
+	}
+	mallory, alice := guarded(t, l, guards, cpu)
 	mallory.User, alice.User = "mallory", "alice"
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
-	small := func(runs int, until <-chan struct{}) latency {
+	small := func(runs int, until <-chan struct{}) (latency, []string) {
 		var took []time.Duration
+		var names []string
 		for i := 0; ; i++ {
 			if i >= runs {
 				select {
 				case <-until:
-					return latencyOf(took)
+					return latencyOf(took), names
 				default:
 				}
 			}
 			start := time.Now()
-			if _, err := alice.Submit(ctx, script(dir, "small", scripts["small"]), "", sinks.NewCSV(&strings.Builder{})); err != nil {
+			info, err := alice.Submit(ctx, script(dir, "small", scripts["small"]), "", sinks.NewCSV(&strings.Builder{}))
+			if err != nil {
 				t.Fatalf("the small query: %v", err)
 			}
 			took = append(took, time.Since(start))
+			names = append(names, info.Query)
 		}
 	}
 	closed := make(chan struct{})
 	close(closed)
-	baseline = small(runs, closed)
+	baseline, _ = small(runs, closed)
 	for _, name := range []string{"cross join", "a window per ms", "a long HOP"} {
 		c := abuseCase{name: name}
 		before := liveHeap()
 		done, abused := make(chan struct{}), make(chan struct{})
 		go func() {
 			defer close(done)
-			c.small = small(runs, abused)
+			c.small, c.beside = small(runs, abused)
 		}()
 		watch, stop := context.WithCancel(ctx)
 		var heapMax int64
@@ -187,7 +204,25 @@ func runAbuse(t *testing.T, rows, runs int, l deploy.Limits) (cases []abuseCase,
 		guards[0].ResetPeak()
 		guards[1].ResetPeak()
 	}
-	return cases, baseline
+	if cpu != nil {
+		// Every part has left its share once its query was answered:
+		// wait for the last one's leaving before reading.
+		clustertest.CheckFor(t, 10*time.Second, 10*time.Millisecond, func() error {
+			sharesMu.Lock()
+			defer sharesMu.Unlock()
+			for _, c := range cases {
+				for _, q := range c.beside {
+					if _, ok := shares[q]; !ok {
+						return fmt.Errorf("query %s has not left its CPU share", q)
+					}
+				}
+			}
+			return nil
+		})
+	}
+	sharesMu.Lock()
+	defer sharesMu.Unlock()
+	return cases, baseline, maps.Clone(shares)
 }
 
 // liveHeap is the process's live heap as the last collection marked it.
@@ -231,13 +266,54 @@ func checkAbuse(t *testing.T, cases []abuseCase, l deploy.Limits) {
 	}
 }
 
+// checkShare: the CPU share's rule held for alice's queries beside each
+// abusive one. A query's step waits at the gate only while its query leads
+// the least of the others by more than a slice, and for no longer than
+// that lead; its lead grows only by its own steps. So no wait of alice's
+// is longer than her query's own step time plus a slice, plus the time a
+// woken goroutine takes to run again (one more slice allowed: the gate
+// looks again at least every slice). A small query beside a large one
+// should, by the rule, hardly ever wait: the large one waits for it.
+func checkShare(t *testing.T, cases []abuseCase, shares map[string]dataflow.CPUStats, slice time.Duration) {
+	t.Helper()
+	for _, c := range cases {
+		m, a := sharesOf(shares, c.info.Query), sharesOf(shares, c.beside...)
+		t.Logf("%s: mallory's steps %s, held at the gate %s (%d waits); alice's %d queries' steps %s, held %s (%d waits, longest %s)",
+			c.name, m.Used, m.Waited, m.Waits, len(c.beside), a.Used, a.Waited, a.Waits, a.LongestWait)
+		for _, q := range c.beside {
+			s := shares[q]
+			if s.LongestWait > s.Used+2*slice {
+				t.Errorf("beside %s, alice's %s waited %s at the gate (%d waits, %s in all) with %s of steps: more than the rule allows (her steps + 2 x %s)",
+					c.name, q, s.LongestWait, s.Waits, s.Waited, s.Used, slice)
+			}
+		}
+	}
+}
+
+// sharesOf sums the CPUStats of queries qs.
+func sharesOf(shares map[string]dataflow.CPUStats, qs ...string) dataflow.CPUStats {
+	var sum dataflow.CPUStats
+	for _, q := range qs {
+		s := shares[q]
+		sum.Used += s.Used
+		sum.Waited += s.Waited
+		sum.Waits += s.Waits
+		sum.LongestWait = max(sum.LongestWait, s.LongestWait)
+	}
+	return sum
+}
+
 // The three abusive queries of #25 on real workers over real NATS: each
 // fails with a reason naming what it went past, once, on the worker it
-// ran on, without holding more than its memory limit.
+// ran on, without holding more than its memory limit; alice's small
+// queries beside them waited on the workers' CPU share no more than its
+// rule allows.
 func TestAbusiveQueriesFailWithinTheirLimit(t *testing.T) {
 	l := deploy.Limits{MemoryBytes: 8 << 20, RunTime: 20 * time.Second}
-	cases, _ := runAbuse(t, 40000, 3, l)
+	cpu := dataflow.NewCPU(0)
+	cases, _, shares := runAbuse(t, 40000, 3, l, cpu)
 	checkAbuse(t, cases, l)
+	checkShare(t, cases, shares, cpu.Slice())
 }
 
 // The full sizes: tables of a million rows, a 64 MiB query limit, and the
@@ -245,7 +321,17 @@ func TestAbusiveQueriesFailWithinTheirLimit(t *testing.T) {
 func TestAbusiveQueriesFullSize(t *testing.T) {
 	testenv.Long(t, "the three abusive queries over a million rows each")
 	l := deploy.Limits{MemoryBytes: 64 << 20, RunTime: 20 * time.Second}
-	cases, baseline := runAbuse(t, 1_000_000, 20, l)
+	cpu := dataflow.NewCPU(0)
+	cases, baseline, shares := runAbuse(t, 1_000_000, 20, l, cpu)
+	// The same without the CPU share, in the same process: what it is for.
+	unshared, unsharedBase, _ := runAbuse(t, 1_000_000, 20, l, nil)
+	t.Logf("| mallory's query | alice's p50 / p99, CPU shared | the same, not shared | mallory's steps / held at the gate (waits) | alice's steps / held at the gate (longest) |")
+	t.Logf("| none | %s | %s | | |", baseline, unsharedBase)
+	for i, c := range cases {
+		m, a := sharesOf(shares, c.info.Query), sharesOf(shares, c.beside...)
+		t.Logf("| %s | %s | %s | %s / %s (%d) | %s / %s (%s) |", c.name, c.small, unshared[i].small,
+			m.Used.Round(time.Millisecond), m.Waited.Round(time.Millisecond), m.Waits, a.Used.Round(time.Millisecond), a.Waited.Round(time.Millisecond), a.LongestWait.Round(time.Millisecond))
+	}
 	t.Logf("| mallory's query | outcome | ended after | held on a worker (limit %s) | live heap growth | alice's small query p50 / p99 |", dataflow.Bytes(l.MemoryBytes))
 	t.Logf("| none | | | | | %s |", baseline)
 	for _, c := range cases {
@@ -259,4 +345,6 @@ func TestAbusiveQueriesFullSize(t *testing.T) {
 		t.Logf("| %s | %s | %s | %s | %s | %s |", c.name, reason, c.took.Round(100*time.Millisecond), dataflow.Bytes(c.peak), dataflow.Bytes(c.heapOver), c.small)
 	}
 	checkAbuse(t, cases, l)
+	checkAbuse(t, unshared, l)
+	checkShare(t, cases, shares, cpu.Slice())
 }

@@ -24,6 +24,7 @@ import (
 	"github.com/apache/arrow/go/v17/arrow/memory"
 	"github.com/nats-io/nats.go"
 
+	"github.com/tierflow/tierflow/dataflow"
 	"github.com/tierflow/tierflow/operators/exec"
 	"github.com/tierflow/tierflow/operators/sinks"
 	"github.com/tierflow/tierflow/planner/bind"
@@ -248,6 +249,9 @@ func StartEmbeddedHooked(ctx context.Context, o Options, h Hooks) (*Cluster, err
 	if h.SchedPolicy != nil {
 		policy = h.SchedPolicy
 	}
+	// The embedded workers share this process's processors: one fair
+	// share of them among the queries, whichever worker runs a part.
+	cpu := dataflow.NewCPU(0)
 	for _, m := range o.Infra.Machines() {
 		name := WorkerName(m.Name)
 		nc, err := c.connect("tierflow-worker-" + name)
@@ -263,7 +267,7 @@ func StartEmbeddedHooked(ctx context.Context, o Options, h Hooks) (*Cluster, err
 		w, err := worker.StartHooked(ctx, worker.Config{Conn: nc, Name: name, Tier: m.Tier, Location: m.Location, Type: typ,
 			Inventory: &inv, Allocator: o.Allocator, Metrics: o.Metrics, Stdout: o.Stdout, Log: o.Log,
 			Exec: ExecHooksWith(nc, o.OrtLib, o.ModelLog, threads, o.Evidence), ModelThreads: threads, Namespace: o.Namespace,
-			Sched: policy}, h.of(name))
+			Sched: policy, CPU: cpu}, h.of(name))
 		if err != nil {
 			c.Close()
 			return nil, fmt.Errorf("worker %s: %w", name, err)

@@ -98,11 +98,12 @@ type Config struct {
 	// CPU, when set, shares the worker's processors among its queries
 	// (dataflow.CPU: a query with many busy operators gets its share, not
 	// the machine); it may be shared with other workers of the process
-	// (an embedded cluster, whose workers share one runtime). Nil: steps
-	// run as they come. Not on by default yet: with it, four Jellyfish
-	// latency tests of runtime/cluster missed their bounds on the loaded
-	// machine where main passed them (cause not found yet).
+	// (an embedded cluster, whose workers share one runtime). Nil: the
+	// worker's own, by slices of dataflow.DefaultCPUSlice.
 	CPU *dataflow.CPU
+	// NoCPUShare runs steps as they come, without CPU (the measurements'
+	// baseline of what the share is for).
+	NoCPUShare bool
 	// NoResults says the worker's own NATS user may not publish a query's
 	// results (nats-setup's worker creds, security.MayPublishResults): a
 	// part holding a sink needs a data user minted by the coordinator, and
@@ -267,7 +268,11 @@ func StartHooked(ctx context.Context, cfg Config, h Hooks) (*Worker, error) {
 	if guard == nil {
 		guard = dataflow.NewMemory("worker "+cfg.Name+"'s memory guard", cfg.MemoryGuard, nil)
 	}
-	w := &Worker{cfg: cfg, hooks: h, info: info, ctx: wctx, cancel: cancel, queries: map[string]*query{}, sched: sc, dataKey: dataKey, memGuard: guard, cpu: cfg.CPU}
+	cpu := cfg.CPU
+	if cpu == nil && !cfg.NoCPUShare {
+		cpu = dataflow.NewCPU(0)
+	}
+	w := &Worker{cfg: cfg, hooks: h, info: info, ctx: wctx, cancel: cancel, queries: map[string]*query{}, sched: sc, dataKey: dataKey, memGuard: guard, cpu: cpu}
 	nc := cfg.Conn
 	for subj, h := range map[string]nats.MsgHandler{
 		deploy.DeploySubject(w.cfg.Namespace, "*", cfg.Name): w.onDeploy,
