@@ -251,6 +251,23 @@ func TestQ19(t *testing.T) {
 // q9 is each auction's winning bid: the highest (then earliest) bid made
 // while it was open.
 func TestQ9(t *testing.T) {
+	byID, best := winningBids(t)
+	var want []string
+	for id, b := range best {
+		want = append(want, fmt.Sprint(id, byID[id].seller, b.bidder, b.price, ts(b.at)))
+	}
+	sort.Strings(want)
+	log := run(t, "q9", 500)
+	for i := range log {
+		log[i][14] = ts(log[i][14].(time.Time))
+	}
+	// op, then id .. extra (10), auction, bidder, price, bid_dateTime, bid_extra.
+	same(t, "q9", table(t, log, 0, 7, 11, 12, 13), want)
+}
+
+// winningBids are the auctions by id and each auction's winning bid: the
+// highest (then earliest) bid made while it was open (q6, q9).
+func winningBids(t *testing.T) (map[int64]auctionRow, map[int64]bidRow) {
 	byID := map[int64]auctionRow{}
 	for _, a := range auctions(t) {
 		byID[a.id] = a
@@ -265,15 +282,5 @@ func TestQ9(t *testing.T) {
 			best[a.id] = b
 		}
 	}
-	var want []string
-	for id, b := range best {
-		want = append(want, fmt.Sprint(id, byID[id].seller, b.bidder, b.price, ts(b.at)))
-	}
-	sort.Strings(want)
-	log := run(t, "q9", 500)
-	for i := range log {
-		log[i][14] = ts(log[i][14].(time.Time))
-	}
-	// op, then id .. extra (10), auction, bidder, price, bid_dateTime, bid_extra.
-	same(t, "q9", table(t, log, 0, 7, 11, 12, 13), want)
+	return byID, best
 }

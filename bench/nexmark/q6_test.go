@@ -17,24 +17,11 @@ func TestQ6(t *testing.T) {
 		expires time.Time
 		final   int64
 	}
-	byID := map[int64]auctionRow{}
-	for _, a := range auctions(t) {
-		byID[a.id] = a
-	}
-	final := map[int64]int64{}
-	for _, b := range bids(t) {
-		a, ok := byID[b.auction]
-		if !ok || b.at.Before(a.at) || b.at.After(a.expires) {
-			continue
-		}
-		if p, ok := final[a.id]; !ok || b.price > p {
-			final[a.id] = b.price
-		}
-	}
+	byID, final := winningBids(t)
 	perSeller := map[int64][]closed{}
-	for id, p := range final {
+	for id, w := range final {
 		a := byID[id]
-		perSeller[a.seller] = append(perSeller[a.seller], closed{a.seller, a.expires, p})
+		perSeller[a.seller] = append(perSeller[a.seller], closed{a.seller, a.expires, w.price})
 	}
 	var want []string
 	for _, cs := range perSeller {
