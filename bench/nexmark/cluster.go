@@ -101,6 +101,16 @@ func (c *Cluster) Run(ctx context.Context, parts string, q Query, o Options) (Re
 	return res, nil
 }
 
+// Explain is EXPLAIN of q on the cluster over the streams in parts: the
+// plan, then where each operator's instances would run and what each
+// takes of its input (nothing is deployed).
+func (c *Cluster) Explain(ctx context.Context, parts string, q Query) (string, error) {
+	var out bytes.Buffer
+	err := c.c.RunScript(ctx, filepath.Join(parts, q.Name+".sql"), PartitionedDDL(parts)+"EXPLAIN "+q.Text, cluster.ScriptOptions{
+		BaseDir: parts, Log: io.Discard, Stdout: &out})
+	return out.String(), err
+}
+
 // warnings passes on the worker processes' log lines but their INFO ones
 // (a line a query deployed, each run): a benchmark's progress stays
 // readable, and a warning or an error still shows.
