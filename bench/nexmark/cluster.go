@@ -7,6 +7,7 @@ import (
 	"io"
 	"log/slog"
 	"path/filepath"
+	"strings"
 	"time"
 
 	"github.com/tierflow/tierflow/operators/sinks"
@@ -106,7 +107,12 @@ func (c *Cluster) Run(ctx context.Context, parts string, q Query, o Options) (Re
 // takes of its input (nothing is deployed).
 func (c *Cluster) Explain(ctx context.Context, parts string, q Query) (string, error) {
 	var out bytes.Buffer
-	err := c.c.RunScript(ctx, filepath.Join(parts, q.Name+".sql"), PartitionedDDL(parts)+"EXPLAIN "+q.Text, cluster.ScriptOptions{
+	// EXPLAIN goes before the query, after any statement of its own text
+	// before it (a stream it declares).
+	text := q.Text
+	at := strings.LastIndex(strings.TrimRight(text, "; \n"), ";") + 1
+	text = text[:at] + "\nEXPLAIN " + text[at:]
+	err := c.c.RunScript(ctx, filepath.Join(parts, q.Name+".sql"), PartitionedDDL(parts)+text, cluster.ScriptOptions{
 		BaseDir: parts, Log: io.Discard, Stdout: &out})
 	return out.String(), err
 }
