@@ -22,16 +22,18 @@ import (
 // senders' watermarks, as one instance did, so which rows are late and
 // when a row is let go follow from the data alone.
 //
-// How many instances: the most of
-//   - the workers the optimizer gives the join's stage: more than one when
-//     its estimated demand is over one worker's capacity for it (the cost
+// How many instances, and where: the more of
+//   - the optimizer's workers for the join's stage: more than one when its
+//     estimated demand is over one worker's capacity for it (the cost
 //     model's rule), and
-//   - the workers its inputs' instances already run on. Their rows are
-//     there: gathering them into one instance sends (N-1)/N of them over
-//     the network, as a hash exchange over those N workers does, while
-//     the exchange has each worker join 1/N of them. Never more traffic,
-//     less work per worker: a partitioned stream's join follows its
-//     partitions as the aggregation fused after its scan does.
+//   - the instances of its widest input, one on each of their workers. The
+//     input's rows are there already: gathering them into one instance
+//     sends every row of the other workers' instances over the network,
+//     as a hash exchange over those instances does, while the exchange has
+//     each instance join 1/N of them, on as many cores as the input's
+//     instances use. Never more traffic, less work per instance: a
+//     partitioned stream's join follows its partitions as the
+//     aggregation fused after its scan does.
 //
 // A join with no equality of plain columns (a cross join, a join on an
 // expression, a window join on the window alone) has no key to split by
@@ -104,28 +106,25 @@ func width(t arrow.DataType) int {
 // split by for the operators fused after it.
 func (pl *placer) placeJoin(i int, j *logical.Join, in []int, ws []Worker) {
 	left, right, keyed := joinColumns(j)
-	n := 1
-	var inst []Worker
-	if keyed {
-		inst = append(inst, ws...)
-		for _, e := range in {
-			for _, wi := range pl.p.Operators[pl.g.Edges[e].From.Op].Workers {
-				w := pl.workerNamed(pl.p.Workers[wi])
-				if w.Tier == ws[0].Tier && !slices.ContainsFunc(inst, func(x Worker) bool { return x.Name == w.Name }) {
-					inst = append(inst, w)
-				}
-			}
+	inst, tier := ws, ws[0].Tier
+	for _, e := range in {
+		up := pl.p.Operators[pl.g.Edges[e].From.Op]
+		if !keyed || len(up.Workers) <= len(inst) {
+			continue
 		}
-		n = len(inst)
+		inst, tier = nil, up.Tier
+		for _, wi := range up.Workers {
+			inst = append(inst, pl.workerNamed(pl.p.Workers[wi]))
+		}
 	}
-	if n < 2 {
+	if !keyed || len(inst) < 2 {
 		pl.place(i, ws[0].Tier, ws[:1])
 		for _, e := range in {
 			pl.p.Edges[e] = EdgePlan{Kind: "pipeline"}
 		}
 		return
 	}
-	pl.place(i, ws[0].Tier, inst)
+	pl.place(i, tier, inst)
 	for port, e := range in {
 		keys := left
 		if port == 1 {
