@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"os"
 	"path/filepath"
 	"strings"
 	"time"
@@ -66,7 +67,17 @@ workers:
 	opts := cluster.Options{Infra: inf, Log: slog.New(slog.NewTextHandler(o.Log, &slog.HandlerOptions{Level: slog.LevelWarn})), Namespace: fmt.Sprintf("nexmark-%d-%d", o.Workers, time.Now().UnixNano()), Heartbeat: o.Heartbeat}
 	var c *cluster.Cluster
 	if o.Processes {
-		c, err = cluster.StartProcesses(ctx, cluster.ProcessOptions{Options: opts, Binary: o.Binary, Stderr: warnings{o.Log}})
+		// A worker process stands for a machine of its type (1 vCPU): its
+		// Go scheduler runs on that share of the cores, as its model
+		// sessions' --threads do (cluster.CPUShare), unless GOMAXPROCS is
+		// set for the run. Otherwise one worker would run its instances
+		// on every core of this machine, and a second process would add
+		// no core.
+		var env []string
+		if os.Getenv("GOMAXPROCS") == "" {
+			env = []string{fmt.Sprintf("GOMAXPROCS=%d", cluster.CPUShare(inf.Machines()[0], o.Workers))}
+		}
+		c, err = cluster.StartProcesses(ctx, cluster.ProcessOptions{Options: opts, Binary: o.Binary, Stderr: warnings{o.Log}, Env: env})
 	} else {
 		c, err = cluster.StartEmbedded(ctx, opts)
 	}
