@@ -56,14 +56,17 @@ repetition. Each stream is split into --partitions files (default: the least
 common multiple of the sizes), a partition each, read by a source instance of
 its own and spread over the workers; the keyed aggregation runs as one
 instance per partition, its rows exchanged between the workers by a hash of
-the key. Each size's speedup is the median over --reps of its events/s over
+the key, and so does a join of two streams (--queries q4,q5,q7), each input
+by its own join columns. Each worker process runs on its worker type's share
+of the cores (1 vCPU: GOMAXPROCS=1), as a machine of that size would. Each size's speedup is the median over --reps of its events/s over
 the first size's in the run next to it, and same_answer says every run gave
 the first's rows. --cpuprofile DIR has every worker process write a CPU
 profile of its whole life (all runs of all queries) to DIR/N-workers/NAME.pprof
 (go tool pprof reads it).`,
 		Example: `  tierflow bench nexmark --events 1000000
   tierflow bench nexmark --queries q18,q19 --reps 3 --format json
-  tierflow bench nexmark --processes 1,2 --reps 5`,
+  tierflow bench nexmark --processes 1,2 --reps 5
+  tierflow bench nexmark --processes 1,2 --queries q4,q5,q7 --reps 5`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			qs := Queries
