@@ -60,10 +60,10 @@ type CPU struct {
 	thread   func() (time.Duration, int)
 	threadOf func(id int) time.Duration
 	lock     bool
-	mu     sync.Mutex
-	wake   chan struct{} // closed and replaced when a share's state changes under waiters
-	shares map[*CPUShare]struct{}
-	byName map[string]*CPUShare
+	mu       sync.Mutex
+	wake     chan struct{} // closed and replaced when a share's state changes under waiters
+	shares   map[*CPUShare]struct{}
+	byName   map[string]*CPUShare
 	// waiting counts instances waiting at the gate: a step's end wakes
 	// them only when there are any.
 	waiting int
