@@ -43,10 +43,9 @@ import (
 // still running counts with the CPU time its thread has used so far (the
 // kernel keeps a clock per thread that any thread of the process may read:
 // threadCPUOf), so virtual times only grow and the least, stepping, grows
-// as fast as it gets the processor. Work a step hands to other threads and
-// waits for (a pool of its own) is not its thread's: no operator does so
-// inside a step today; one that did would say so with Waiting, as a wait
-// outside the worker.
+// as fast as it gets the processor. Work an operator's own goroutines do
+// for it outside its steps (a source's parallel parse and decode) runs
+// through a Helper: gated and charged as steps of the query too.
 //
 // Nothing is reserved: a query alone on the worker never waits, and an
 // idle query costs the others nothing.
@@ -402,3 +401,47 @@ func Waiting(ctx context.Context) func() {
 		t.in = true
 	}
 }
+
+// Helper runs the work an instance's own goroutines do for it outside its
+// steps - a source's parallel parse or decode on every core - as steps of
+// the instance's query: gated at the query's turn and charged its thread's
+// CPU time like a step. Without it that work was nobody's: a query reading
+// a file on every core took the processors ungated, however far ahead of
+// the others it was.
+type Helper struct{ share *CPUShare }
+
+// HelperOf is the helper of the instance stepping under ctx (an operator's
+// Context().Context()); nil, whose Do just calls f, outside a shared
+// worker.
+func HelperOf(ctx context.Context) *Helper {
+	if ctx == nil {
+		return nil
+	}
+	t, _ := ctx.Value(turnKey{}).(*turn)
+	if t == nil {
+		return nil
+	}
+	return &Helper{share: t.share}
+}
+
+// Do runs f on the calling goroutine as one step of the query: it waits
+// for the query's turn and is charged the CPU time f used. f should be
+// work, not a wait: time f spends blocked is not charged, but the query
+// counts as wanting to step meanwhile.
+func (h *Helper) Do(f func()) {
+	if h == nil || h.share == nil {
+		f()
+		return
+	}
+	st, err := h.share.enter(context.Background())
+	if err != nil {
+		f()
+		return
+	}
+	defer h.share.exit(st)
+	f()
+}
+
+// Helper is a helper charging the share's query (HelperOf finds the
+// stepping instance's).
+func (s *CPUShare) Helper() *Helper { return &Helper{share: s} }

@@ -320,3 +320,31 @@ func TestCPUChargesThreadTimeNotWallTime(t *testing.T) {
 }
 
 func threadCPU1() time.Duration { d, _ := threadCPU(); return d }
+
+// A helper goroutine's work (HelperOf the instance's context) is charged
+// to the instance's query.
+func TestCPUHelperWorkIsChargedToTheQuery(t *testing.T) {
+	if !threadCPUWorks() {
+		t.Skip("no per-thread CPU clock on this platform")
+	}
+	a := NewCPU(0).Join("a")
+	defer a.Leave()
+	ctx := context.WithValue(context.Background(), turnKey{}, &turn{share: a})
+	h := HelperOf(ctx)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		h.Do(func() {
+			for t0 := threadCPU1(); threadCPU1()-t0 < 20*time.Millisecond; {
+			}
+		})
+	}()
+	<-done
+	if got := a.Used(); got < 20*time.Millisecond {
+		t.Errorf("20ms of a helper's CPU charged %s", got)
+	}
+	if HelperOf(context.Background()) != nil {
+		t.Error("a helper outside a shared worker")
+	}
+	HelperOf(context.Background()).Do(func() {}) // a nil helper just runs f
+}
