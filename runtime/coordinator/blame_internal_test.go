@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"log/slog"
 	"testing"
+	"time"
 
 	"github.com/nats-io/nats.go"
 
@@ -22,6 +23,9 @@ import (
 func TestTheLimitIsTheReasonWhicheverPartReportsFirst(t *testing.T) {
 	c := &Coordinator{queries: map[string]*supervisor{}, workers: map[string]*deploy.WorkerInfo{}}
 	c.cfg.Log = slog.New(slog.DiscardHandler)
+	// A failure that does not blame the query waits this long for a lost
+	// worker before it fails the query: longer than the test.
+	c.cfg.Expiry, c.cfg.Heartbeat = time.Hour, time.Second
 	qs := &supervisor{c: c, info: deploy.QueryInfo{Query: "q1", Workers: []string{"w1", "w2"}, State: deploy.StateRunning},
 		status: map[string]deploy.Status{}, front: map[string]uint64{}, live: control.NewLive()}
 	c.queries["q1"] = qs
