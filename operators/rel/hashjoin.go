@@ -150,10 +150,13 @@ type HashJoin struct {
 	// noDirect keeps the hash table, gatherAll copies every probe column
 	// (the benchmark's baseline).
 	noDirect, gatherAll bool
-	built               bool
-	li, ri              []int32 // probe index buffers, reused
-	found               []int32
-	hit                 []bool
+	// noPacked keeps a tuple of integer keys byte-encoded (the benchmark's
+	// baseline for packedkeys.go).
+	noPacked bool
+	built    bool
+	li, ri   []int32 // probe index buffers, reused
+	found    []int32
+	hit      []bool
 	// whole, when set, is what the whole build side was, of which this
 	// join built a part (a spilled partition): whether it had rows, and a
 	// NULL key (NOT IN's semantics depend on both).
@@ -356,10 +359,14 @@ func (j *HashJoin) Build(recs []arrow.Record, rightSchema *arrow.Schema) error {
 	if j.buildDirect(nonEmpty) {
 		return nil
 	}
+	keysOf, err := j.packKeys(nonEmpty, types)
+	if err != nil {
+		return err
+	}
 	var gids []uint32
 	var last []int32
-	for _, r := range nonEmpty {
-		keys, err := evalKeys(j.fctx, j.rightEv, r)
+	for b, r := range nonEmpty {
+		keys, err := keysOf(b, r)
 		if err != nil {
 			return err
 		}
@@ -388,11 +395,50 @@ func (j *HashJoin) Build(recs []arrow.Record, rightSchema *arrow.Schema) error {
 	return nil
 }
 
+// packKeys indexes the build by packed integer tuples (packedkeys.go) when
+// its keys allow, and returns how Build reads batch b's keys: evaluated
+// here once for the ranges, or as they come. Either way the caller
+// releases what it gets.
+func (j *HashJoin) packKeys(recs []arrow.Record, types []arrow.DataType) (func(b int, r arrow.Record) ([]arrow.Array, error), error) {
+	fresh := func(_ int, r arrow.Record) ([]arrow.Array, error) { return evalKeys(j.fctx, j.rightEv, r) }
+	if j.noPacked || len(types) < 2 || len(recs) == 0 || !allIntLike(types) {
+		return fresh, nil
+	}
+	all := make([][]arrow.Array, len(recs))
+	for b, r := range recs {
+		keys, err := evalKeys(j.fctx, j.rightEv, r)
+		if err != nil {
+			for _, k := range all[:b] {
+				releaseArrays(k)
+			}
+			return nil, err
+		}
+		all[b] = keys
+	}
+	if p := newPackedKeys(types, all); p != nil {
+		j.tab.table.enc, j.tab.table.packed = nil, p
+	}
+	return func(b int, _ arrow.Record) ([]arrow.Array, error) {
+		keys := all[b]
+		all[b] = nil
+		return keys, nil
+	}, nil
+}
+
+func allIntLike(types []arrow.DataType) bool {
+	for _, t := range types {
+		if !intLike(t) {
+			return false
+		}
+	}
+	return true
+}
+
 // setView points this HashJoin's key index at the table, with its own
 // scratch.
 func (j *HashJoin) setView() {
 	j.view = *j.tab.table
-	j.view.buf = nil
+	j.view.buf, j.view.pvals, j.view.pin = nil, nil, nil
 	j.direct = j.tab.direct
 }
 

@@ -68,7 +68,7 @@ func (m *multiKeys) bytes() int64 {
 // goBytes is what the table's hash structures hold.
 func (t *keyTable) goBytes() int64 {
 	// An encoded tuple is about 9 bytes a column (a tag and a value).
-	return int64(cap(t.buf)) + t.ints.bytes() + t.strs.bytes() + t.codes.bytes() + t.multi.bytes() +
+	return int64(cap(t.buf)) + t.ints.bytes() + t.strs.bytes() + t.codes.bytes() + t.multi.bytes() + t.packed.bytes() + int64(cap(t.pvals))*9 +
 		int64(len(t.enc))*int64(mapEntryBytes+9*len(t.types))
 }
 
@@ -79,6 +79,8 @@ func (t *keyTable) growBound(extra int) int64 {
 	switch {
 	case t.ints != nil:
 		return t.ints.bytesWith(extra) - t.ints.bytes()
+	case t.packed != nil:
+		return t.packed.table.bytesWith(extra) - t.packed.table.bytes() + int64(extra)*9
 	case t.strs != nil:
 		return t.strs.short.bytesWith(extra) - t.strs.short.bytes() + int64(extra)*mapEntryBytes
 	case t.multi != nil:

@@ -25,9 +25,14 @@ type keyTable struct {
 	nullG int64    // id of the NULL key for ints and strs (-1 none)
 	enc   map[string]uint32
 	multi *multiKeys // GROUP BY tuples of strings and integers (newGroupKeyTable)
-	keys  []array.Builder
-	n     uint32
-	buf   []byte
+	// packed: a join's build tuple of integers as one int64 (packedkeys.go),
+	// with its scratch (a view's own, like buf).
+	packed *packedKeys
+	pvals  []int64
+	pin    []bool
+	keys   []array.Builder
+	n      uint32
+	buf    []byte
 	// noValues: ids only, no key values kept (a join's build side has
 	// its rows).
 	noValues bool
@@ -140,6 +145,8 @@ func (t *keyTable) lookupBatch(cols []arrow.Array, from, to int, out []uint32) {
 		t.lookupStrings(cols[0].(*array.String), from, to, out)
 	case t.multi != nil:
 		t.multi.lookupBatch(t, cols, from, to, out)
+	case t.packed != nil:
+		t.lookupPacked(cols, from, to, out)
 	default:
 		for i := from; i < to; i++ {
 			out[i-from] = t.lookup(cols, i)
@@ -240,6 +247,8 @@ func (t *keyTable) find(cols []arrow.Array, from, to int, out []int32) {
 		}
 	case t.multi != nil:
 		t.multi.find(cols, from, to, out)
+	case t.packed != nil:
+		t.findPacked(cols, from, to, out)
 	default:
 		for i := from; i < to; i++ {
 			out[i-from] = -1
@@ -278,7 +287,7 @@ func (t *keyTable) add(col arrow.Array, i int) uint32 {
 
 // lookup returns the id of row i's key tuple, adding it when new.
 func (t *keyTable) lookup(cols []arrow.Array, i int) uint32 {
-	if len(cols) == 0 || t.ints != nil || t.strs != nil || t.multi != nil {
+	if len(cols) == 0 || t.ints != nil || t.strs != nil || t.multi != nil || t.packed != nil {
 		var one [1]uint32
 		t.lookupBatch(cols, i, i+1, one[:])
 		return one[0]
