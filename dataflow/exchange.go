@@ -2,6 +2,7 @@ package dataflow
 
 import (
 	"context"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"math"
@@ -182,20 +183,44 @@ func hashColumn(arr arrow.Array, acc []uint64) error {
 	w := fw.BitWidth() / 8
 	data := arr.Data()
 	buf := data.Buffers()[1].Bytes()[data.Offset()*w:]
-	if !nulls {
-		switch w {
-		case 8:
-			for i, v := range arrow.Uint64Traits.CastFromBytes(buf)[:len(acc)] {
-				acc[i] = combine(acc[i], v)
+	switch norm := hashForm(arr.DataType()); {
+	case norm == hashFloat:
+		// A float hashes as the float64 of its value (-0 as 0), so a
+		// FLOAT key meets a DOUBLE one of the same value.
+		for i := range acc {
+			if nulls && arr.IsNull(i) {
+				acc[i] = combine(acc[i], nullHash)
+				continue
 			}
-			return nil
-		case 4:
-			for i, v := range arrow.Uint32Traits.CastFromBytes(buf)[:len(acc)] {
-				acc[i] = combine(acc[i], uint64(v))
+			var f float64
+			if w == 4 {
+				f = float64(math.Float32frombits(binary.LittleEndian.Uint32(buf[i*4:])))
+			} else {
+				f = math.Float64frombits(binary.LittleEndian.Uint64(buf[i*8:]))
 			}
-			return nil
+			if f == 0 {
+				f = 0
+			}
+			acc[i] = combine(acc[i], math.Float64bits(f))
 		}
+		return nil
+	case !nulls && w == 8:
+		for i, v := range arrow.Uint64Traits.CastFromBytes(buf)[:len(acc)] {
+			acc[i] = combine(acc[i], v)
+		}
+		return nil
+	case !nulls && w == 4 && norm == hashSigned:
+		for i, v := range arrow.Int32Traits.CastFromBytes(buf)[:len(acc)] {
+			acc[i] = combine(acc[i], uint64(int64(v)))
+		}
+		return nil
+	case !nulls && w == 4:
+		for i, v := range arrow.Uint32Traits.CastFromBytes(buf)[:len(acc)] {
+			acc[i] = combine(acc[i], uint64(v))
+		}
+		return nil
 	}
+	signed := hashForm(arr.DataType()) == hashSigned
 	for i := range acc {
 		if nulls && arr.IsNull(i) {
 			acc[i] = combine(acc[i], nullHash)
@@ -207,12 +232,54 @@ func hashColumn(arr arrow.Array, acc []uint64) error {
 			for j := w - 1; j >= 0; j-- {
 				x = x<<8 | uint64(v[j])
 			}
+			if signed && w < 8 && v[w-1]&0x80 != 0 {
+				x |= ^uint64(0) << (8 * w) // sign-extended: -1 as INT hashes as -1 as BIGINT
+			}
 		} else {
 			x = xxhash.Sum64(v)
 		}
 		acc[i] = combine(acc[i], x)
 	}
 	return nil
+}
+
+// How a fixed-width value is hashed: by its value, so that the same
+// number in two integer widths (a join of an INT key with a BIGINT one,
+// each side exchanged by its own column) hashes alike.
+const (
+	hashRaw = iota
+	hashSigned
+	hashFloat
+)
+
+func hashForm(t arrow.DataType) int {
+	switch t.ID() {
+	case arrow.INT8, arrow.INT16, arrow.INT32, arrow.INT64:
+		return hashSigned
+	case arrow.FLOAT32, arrow.FLOAT64:
+		return hashFloat
+	}
+	return hashRaw
+}
+
+// HashAlike reports whether equal values of types a and b hash alike under
+// HashColumns: the same type, integers of any width and sign (a value
+// both can hold has one hash), floats of either width, or strings of
+// either offset width. Rows of two inputs exchanged by such columns meet
+// in one instance when their keys are equal.
+func HashAlike(a, b arrow.DataType) bool {
+	if arrow.TypeEqual(a, b) {
+		return true
+	}
+	integer := func(t arrow.DataType) bool { return arrow.IsInteger(t.ID()) }
+	str := func(t arrow.DataType) bool { return t.ID() == arrow.STRING || t.ID() == arrow.LARGE_STRING }
+	switch {
+	case integer(a) && integer(b), str(a) && str(b):
+		return true
+	case hashForm(a) == hashFloat && hashForm(b) == hashFloat:
+		return true
+	}
+	return false
 }
 
 // balancer picks receivers for whole batches in proportion to shares,

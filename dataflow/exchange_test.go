@@ -175,3 +175,86 @@ func TestSplitSlicedRecordWithNulls(t *testing.T) {
 		r.Release()
 	}
 }
+
+// A join exchanges each input by its own key column; an INT key and a
+// BIGINT one (or a FLOAT and a DOUBLE) of the same value must land in the
+// same instance, nulls included.
+func TestHashColumnsHashesEqualValuesOfOtherWidthsAlike(t *testing.T) {
+	mem := checkedAlloc(t)
+	vals := []int64{0, 1, -1, 7, -123456, 1 << 30, -(1 << 31), 42}
+	null := map[int]bool{3: true}
+	b8, b16, b32, b64 := array.NewInt8Builder(mem), array.NewInt16Builder(mem), array.NewInt32Builder(mem), array.NewInt64Builder(mem)
+	u32, f32, f64 := array.NewUint32Builder(mem), array.NewFloat32Builder(mem), array.NewFloat64Builder(mem)
+	for i, v := range vals {
+		if null[i] {
+			for _, b := range []array.Builder{b8, b16, b32, b64, u32, f32, f64} {
+				b.AppendNull()
+			}
+			continue
+		}
+		b8.Append(int8(v))
+		b16.Append(int16(v))
+		b32.Append(int32(v))
+		b64.Append(v)
+		u32.Append(uint32(max(v, 0)))
+		f32.Append(float32(v))
+		f64.Append(float64(v))
+	}
+	var arrs []arrow.Array
+	var fields []arrow.Field
+	for i, b := range []array.Builder{b8, b16, b32, b64, u32, f32, f64} {
+		a := b.NewArray()
+		b.Release()
+		arrs = append(arrs, a)
+		fields = append(fields, arrow.Field{Name: "c" + itoa(i), Type: a.DataType(), Nullable: true})
+	}
+	rec := array.NewRecord(arrow.NewSchema(fields, nil), arrs, int64(len(vals)))
+	for _, a := range arrs {
+		a.Release()
+	}
+	defer rec.Release()
+	part := func(col int) []uint32 {
+		dst := make([]uint32, len(vals))
+		if err := dataflow.HashColumns(col)(rec, 1<<16, dst); err != nil {
+			t.Fatal(err)
+		}
+		return dst
+	}
+	i8, i16, i32, i64, ui32, fl32, fl64 := part(0), part(1), part(2), part(3), part(4), part(5), part(6)
+	for i, v := range vals {
+		if v == int64(int8(v)) && i8[i] != i64[i] {
+			t.Errorf("%d: TINYINT to %d, BIGINT to %d", v, i8[i], i64[i])
+		}
+		if v == int64(int16(v)) && i16[i] != i64[i] {
+			t.Errorf("%d: SMALLINT to %d, BIGINT to %d", v, i16[i], i64[i])
+		}
+		if i32[i] != i64[i] {
+			t.Errorf("%d: INT to %d, BIGINT to %d", v, i32[i], i64[i])
+		}
+		if v >= 0 && ui32[i] != i64[i] {
+			t.Errorf("%d: UINT32 to %d, BIGINT to %d", v, ui32[i], i64[i])
+		}
+		if fl32[i] != fl64[i] {
+			t.Errorf("%d: FLOAT to %d, DOUBLE to %d", v, fl32[i], fl64[i])
+		}
+	}
+	if i32[1] == i32[2] && i32[2] == i32[4] && i32[4] == i32[6] {
+		t.Errorf("1, -1, -123456 and -2^31 all in partition %d of 65536", i32[1])
+	}
+	for _, c := range []struct {
+		a, b arrow.DataType
+		want bool
+	}{
+		{arrow.PrimitiveTypes.Int32, arrow.PrimitiveTypes.Int64, true},
+		{arrow.PrimitiveTypes.Uint8, arrow.PrimitiveTypes.Int64, true},
+		{arrow.PrimitiveTypes.Float32, arrow.PrimitiveTypes.Float64, true},
+		{arrow.BinaryTypes.String, arrow.BinaryTypes.LargeString, true},
+		{arrow.PrimitiveTypes.Int64, arrow.PrimitiveTypes.Float64, false},
+		{arrow.FixedWidthTypes.Timestamp_us, arrow.FixedWidthTypes.Timestamp_ms, false},
+		{arrow.FixedWidthTypes.Timestamp_us, arrow.FixedWidthTypes.Timestamp_us, true},
+	} {
+		if got := dataflow.HashAlike(c.a, c.b); got != c.want {
+			t.Errorf("HashAlike(%s, %s) = %v, want %v", c.a, c.b, got, c.want)
+		}
+	}
+}

@@ -6,7 +6,9 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"os"
 	"path/filepath"
+	"strings"
 	"time"
 
 	"github.com/tierflow/tierflow/operators/sinks"
@@ -65,7 +67,17 @@ workers:
 	opts := cluster.Options{Infra: inf, Log: slog.New(slog.NewTextHandler(o.Log, &slog.HandlerOptions{Level: slog.LevelWarn})), Namespace: fmt.Sprintf("nexmark-%d-%d", o.Workers, time.Now().UnixNano()), Heartbeat: o.Heartbeat}
 	var c *cluster.Cluster
 	if o.Processes {
-		c, err = cluster.StartProcesses(ctx, cluster.ProcessOptions{Options: opts, Binary: o.Binary, Stderr: warnings{o.Log}})
+		// A worker process stands for a machine of its type (1 vCPU): its
+		// Go scheduler runs on that share of the cores, as its model
+		// sessions' --threads do (cluster.CPUShare), unless GOMAXPROCS is
+		// set for the run. Otherwise one worker would run its instances
+		// on every core of this machine, and a second process would add
+		// no core.
+		var env []string
+		if os.Getenv("GOMAXPROCS") == "" {
+			env = []string{fmt.Sprintf("GOMAXPROCS=%d", cluster.CPUShare(inf.Machines()[0], o.Workers))}
+		}
+		c, err = cluster.StartProcesses(ctx, cluster.ProcessOptions{Options: opts, Binary: o.Binary, Stderr: warnings{o.Log}, Env: env})
 	} else {
 		c, err = cluster.StartEmbedded(ctx, opts)
 	}
@@ -99,6 +111,21 @@ func (c *Cluster) Run(ctx context.Context, parts string, q Query, o Options) (Re
 		return res, fmt.Errorf("%s on %d workers: %w", q.Name, c.Workers, err)
 	}
 	return res, nil
+}
+
+// Explain is EXPLAIN of q on the cluster over the streams in parts: the
+// plan, then where each operator's instances would run and what each
+// takes of its input (nothing is deployed).
+func (c *Cluster) Explain(ctx context.Context, parts string, q Query) (string, error) {
+	var out bytes.Buffer
+	// EXPLAIN goes before the query, after any statement of its own text
+	// before it (a stream it declares).
+	text := q.Text
+	at := strings.LastIndex(strings.TrimRight(text, "; \n"), ";") + 1
+	text = text[:at] + "\nEXPLAIN " + text[at:]
+	err := c.c.RunScript(ctx, filepath.Join(parts, q.Name+".sql"), PartitionedDDL(parts)+text, cluster.ScriptOptions{
+		BaseDir: parts, Log: io.Discard, Stdout: &out})
+	return out.String(), err
 }
 
 // warnings passes on the worker processes' log lines but their INFO ones

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"path/filepath"
+	"slices"
 	"strings"
 	"text/tabwriter"
 
@@ -105,7 +106,7 @@ func WriteInstances(w io.Writer, p *deploy.Placement, files func(scan string) []
 				senders := len(p.Operators[e.From].Workers)
 				switch e.Kind {
 				case "exchange":
-					takes = append(takes, fmt.Sprintf("from %s: the keys whose hash of input columns %s mod %d is %d", from[j], ints(e.Keys), n, k))
+					takes = append(takes, fmt.Sprintf("from %s: the keys whose hash of %s mod %d is %d", from[j], keyNames(e), n, k))
 				case "broadcast":
 					takes = append(takes, fmt.Sprintf("from %s: every row", from[j]))
 				case "balance":
@@ -137,4 +138,13 @@ func ints(xs []int) string {
 		s[i] = fmt.Sprint(x)
 	}
 	return strings.Join(s, ",")
+}
+
+// keyNames names an exchange's key columns: by name, as its sender's
+// output calls them, or by index where the placement does not say.
+func keyNames(e deploy.EdgePlan) string {
+	if len(e.KeyNames) == len(e.Keys) && !slices.Contains(e.KeyNames, "") {
+		return strings.Join(e.KeyNames, ", ")
+	}
+	return "input columns " + ints(e.Keys)
 }

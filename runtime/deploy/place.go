@@ -60,8 +60,10 @@ type EdgePlan struct {
 	From int    `json:"from"`
 	To   int    `json:"to"`
 	Kind string `json:"kind"` // pipeline, exchange, broadcast, balance
-	// Keys are the hashed columns of an exchange.
-	Keys []int `json:"keys,omitempty"`
+	// Keys are the hashed columns of an exchange, KeyNames their names in
+	// the sending operator's output (what EXPLAIN shows).
+	Keys     []int    `json:"keys,omitempty"`
+	KeyNames []string `json:"key_names,omitempty"`
 	// Shares weight a balance's receiver instances.
 	Shares []float64 `json:"shares,omitempty"`
 }
@@ -125,7 +127,7 @@ func Place(query string, g *dataflow.Graph, plan *logical.Plan, workers []Worker
 	}
 	ws := append([]Worker(nil), workers...)
 	sort.Slice(ws, func(i, j int) bool { return ws[i].Name < ws[j].Name })
-	pl := &placer{query: query, g: g, nodes: nodes, workers: ws, o: o, used: map[string]int{}}
+	pl := &placer{query: query, g: g, nodes: nodes, workers: ws, o: o, used: map[string]int{}, split: map[int][][]int{}}
 	pl.p = &Placement{Query: query, Operators: make([]OperatorPlan, len(g.Operators)), Edges: make([]EdgePlan, len(g.Edges))}
 	if o.Physical != nil && o.Lowered != nil {
 		pl.stages = stageIndex(o.Lowered)
@@ -160,6 +162,11 @@ type placer struct {
 	p       *Placement
 	used    map[string]int
 	stages  map[logical.Node]*lower.Stage
+	// split holds, by operator, the sets of its output columns its
+	// instances' rows are split by (a row with the same values on a set is
+	// always in the same instance): a partitioned join's keys, carried
+	// through what is fused after it (place_join.go).
+	split map[int][][]int
 }
 
 // index returns the dataflow worker index of worker w, adding it on first use.
@@ -277,7 +284,7 @@ func (pl *placer) operator(i int, in []int) error {
 		}
 		pl.place(i, t, ws)
 		if len(ws) > 1 {
-			pl.p.Edges[in[0]] = EdgePlan{Kind: "exchange", Keys: keys}
+			pl.p.Edges[in[0]] = EdgePlan{Kind: "exchange", Keys: keys, KeyNames: inputNames(node, 0, keys)}
 		} else {
 			pl.p.Edges[in[0]] = EdgePlan{Kind: "pipeline"}
 		}
@@ -365,6 +372,14 @@ func columns(es []expr.Expr) []int {
 	return cols
 }
 
+// inputNames are the names of columns cols of n's input port.
+func inputNames(n logical.Node, port int, cols []int) []string {
+	if ch := n.Children(); port < len(ch) {
+		return columnNames(ch[port], cols)
+	}
+	return nil
+}
+
 // rowLocal reports whether the operator named name answers each row alone
 // (a projection, a filter, a model call's labels): its instances may each
 // take any share of the rows.
@@ -433,6 +448,9 @@ func (p *Placement) Describe() string {
 		fmt.Fprintf(&b, "edge %d %s", i, e.Kind)
 		if len(e.Keys) > 0 {
 			fmt.Fprintf(&b, " keys=%v", e.Keys)
+		}
+		if len(e.KeyNames) > 0 {
+			fmt.Fprintf(&b, " (%s)", strings.Join(e.KeyNames, ", "))
 		}
 		if len(e.Shares) > 0 {
 			fmt.Fprintf(&b, " shares=%v", e.Shares)

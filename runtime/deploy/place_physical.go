@@ -35,24 +35,39 @@ func (pl *placer) fromPlan(i int, in []int) (bool, error) {
 	name := pl.g.Operators[i].Name
 	samestage := len(in) == 1 && pl.stages[pl.nodes[pl.g.Edges[in[0]].From.Op]] == st
 	if samestage {
-		up := pl.p.Operators[pl.g.Edges[in[0]].From.Op]
+		upOp := pl.g.Edges[in[0]].From.Op
+		up := pl.p.Operators[upOp]
+		node := pl.nodes[i]
 		pl.p.Operators[i] = OperatorPlan{Name: name, Workers: up.Workers, Tier: up.Tier}
 		pl.p.Edges[in[0]] = EdgePlan{Kind: "pipeline"}
-		if len(up.Workers) > 1 && acrossRows(pl.nodes[i]) {
+		if len(up.Workers) > 1 && acrossRows(node) {
 			// A stage of several instances (the plan spreads it over
-			// workers, or its source is a partitioned stream) has each
-			// see a share of the rows: an operator fused into it that
-			// keeps state across rows (an aggregate, a Top-N, an OVER,
-			// a sort) must see every row of its keys, so its instances
-			// exchange by those keys (or it runs once), or each would
-			// answer for its share alone: partial counts of one group,
-			// a top row per partition. (A join's operators run
-			// together over the join's two inputs, its own stage.)
-			if keys := keyColumns(pl.nodes[i]); keys != nil {
-				pl.p.Edges[in[0]] = EdgePlan{Kind: "exchange", Keys: keys}
-			} else {
+			// workers, its source is a partitioned stream, or it is a
+			// partitioned join's) has each see a share of the rows: an
+			// operator fused into it that keeps state across rows (an
+			// aggregate, a Top-N, an OVER, a sort) must see every row of
+			// its keys, so its instances exchange by those keys (or it
+			// runs once), or each would answer for its share alone:
+			// partial counts of one group, a top row per partition. Rows
+			// already split by columns its keys hold (a join's keys
+			// among a GROUP BY's) stay where they are.
+			switch keys := keyColumns(node); {
+			case keys != nil && splitCovers(pl.split[upOp], keys):
+				pl.split[i] = splitAfter(pl.split[upOp], node)
+			case keys != nil:
+				pl.p.Edges[in[0]] = EdgePlan{Kind: "exchange", Keys: keys, KeyNames: inputNames(node, 0, keys)}
+				if a, ok := node.(*logical.Aggregate); ok {
+					pl.split[i] = [][]int{seq(len(a.Group))}
+				}
+			default:
 				pl.p.Operators[i].Workers = up.Workers[:1]
 			}
+		} else if _, sink := node.(*logical.Sink); sink && len(up.Workers) > 1 {
+			// The result leaves from one place (a partitioned join's
+			// stage ends in the query's sink).
+			pl.p.Operators[i].Workers = up.Workers[:1]
+		} else if len(up.Workers) > 1 {
+			pl.split[i] = splitAfter(pl.split[upOp], node)
 		}
 		return true, nil
 	}
@@ -87,18 +102,33 @@ func (pl *placer) fromPlan(i int, in []int) (bool, error) {
 			return false, fmt.Errorf("%w: the plan puts %s on worker %s, which is not registered", ErrNoWorkers, st.Name, pw.Name)
 		}
 	}
+	if j, ok := pl.nodes[i].(*logical.Join); ok && len(in) == 2 {
+		// A join's stage of its own: a join of two streams (a join with
+		// a table runs fused with its stream's stage).
+		pl.placeJoin(i, j, in, ws)
+		return true, nil
+	}
 	pl.place(i, po.Workers[0].Tier, ws)
 	for _, e := range in {
 		switch keys := keyColumns(pl.nodes[i]); {
 		case len(ws) == 1:
 			pl.p.Edges[e] = EdgePlan{Kind: "pipeline"}
 		case keys != nil:
-			pl.p.Edges[e] = EdgePlan{Kind: "exchange", Keys: keys}
+			pl.p.Edges[e] = EdgePlan{Kind: "exchange", Keys: keys, KeyNames: inputNames(pl.nodes[i], 0, keys)}
 		default:
 			pl.p.Edges[e] = EdgePlan{Kind: "balance", Shares: shares}
 		}
 	}
 	return true, nil
+}
+
+// seq is 0, 1, ..., n-1.
+func seq(n int) []int {
+	out := make([]int, n)
+	for i := range out {
+		out[i] = i
+	}
+	return out
 }
 
 // acrossRows reports whether n keeps state across its input's rows (one

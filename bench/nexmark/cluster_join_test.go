@@ -1,0 +1,81 @@
+package nexmark
+
+import (
+	"context"
+	"fmt"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+// A join of two streams runs as several instances on a cluster, each input
+// hash-exchanged by its own equi-join columns, and answers row for row as
+// the local executor's one instance over the same partitioned files: q4
+// (a regular join under the BETWEEN's time bounds, its GROUP BY A.id,
+// A.category fused after it without a second exchange, its GROUP BY
+// category exchanged), q5 (a join of two window aggregations on the
+// windows' times), q7 (bids joined with each window's highest price by
+// price), and two joins of an INT key with a BIGINT one, a regular and a
+// window join: each side's key is hashed by its value, so equal keys of
+// different widths meet in one instance.
+func TestJoinsSplitOverWorkersAnswerAsOneInstance(t *testing.T) {
+	dir := data(t)
+	parts, err := Partition(dir, 3)
+	if err != nil {
+		t.Fatal(err)
+	}
+	bid32 := fmt.Sprintf("CREATE STREAM bid32 (auction INT, bidder INT, price INT, channel VARCHAR, url VARCHAR, dateTime TIMESTAMP, extra VARCHAR) FROM FILE '%s' FORMAT CSV;\n", filepath.Join(parts, "bid-*.csv"))
+	qs := []struct {
+		q Query
+		// exchanges are what EXPLAIN must show the join's instances take.
+		exchanges []string
+	}{
+		{q: mustLookup(t, "q4"), exchanges: []string{"scan auction: the keys whose hash of id mod 3 is 2", "scan bid: the keys whose hash of auction mod 3 is 2", "from 3 filter: its instance 2's rows", "project: the keys whose hash of category mod 3 is 2"}},
+		{q: mustLookup(t, "q5"), exchanges: []string{"project: the keys whose hash of starttime, endtime mod 3 is 2"}},
+		{q: mustLookup(t, "q7"), exchanges: []string{"scan bid: the keys whose hash of price mod 3 is 2", "project: the keys whose hash of maxprice mod 3 is 2"}},
+		{q: Query{Name: "int-bigint", Text: bid32 + `SELECT A.id, A.category, B.bidder, B.price FROM auction A JOIN bid32 B
+ON A.id = B.auction AND B.dateTime BETWEEN A.dateTime AND A.expires;`}, exchanges: []string{"scan auction: the keys whose hash of id mod 3 is 2", "scan bid32: the keys whose hash of auction mod 3 is 2"}},
+		{q: Query{Name: "int-bigint-window", Text: bid32 + `SELECT B.auction, count(*) AS bids, max(B.price) AS top FROM bid32 B JOIN auction A
+ON B.auction = A.id AND TUMBLE(B.dateTime, INTERVAL '10' SECOND) = TUMBLE(A.dateTime, INTERVAL '10' SECOND)
+GROUP BY B.auction;`}, exchanges: []string{"scan bid32: the keys whose hash of auction mod 3 is 2", "scan auction: the keys whose hash of id mod 3 is 2"}},
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	clusters := oneAndThreeWorkers(ctx, t)
+	for _, c := range qs {
+		t.Run(c.q.Name, func(t *testing.T) {
+			plan, err := clusters[1].Explain(ctx, parts, c.q)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, want := range append([]string{"join", "  2         w-3"}, c.exchanges...) {
+				if !strings.Contains(plan, want) {
+					t.Errorf("EXPLAIN on 3 workers lacks %q:\n%s", want, plan)
+				}
+			}
+			want := answer(t, parts, c.q, Options{BatchSize: 500, Partitioned: true})
+			if len(want) == 0 {
+				t.Fatalf("%s answers nothing locally", c.q.Name)
+			}
+			for _, cl := range clusters {
+				res, err := cl.Run(ctx, parts, c.q, Options{Keep: true, BatchSize: 500})
+				if err != nil {
+					t.Fatal(err)
+				}
+				if got := settle(t, res.Rows); strings.Join(got, "\n") != strings.Join(want, "\n") {
+					t.Fatalf("%s on %d workers: %d rows, want %d as locally\n%s", c.q.Name, cl.Workers, len(got), len(want), FirstDifference(got, want))
+				}
+			}
+		})
+	}
+}
+
+func mustLookup(t *testing.T, name string) Query {
+	t.Helper()
+	q, ok := Lookup(name)
+	if !ok {
+		t.Fatalf("no query %s", name)
+	}
+	return q
+}
