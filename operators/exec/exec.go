@@ -393,23 +393,7 @@ func (b *builder) node(n logical.Node) (int, *arrow.Schema, error) {
 		return op, schema, nil
 	case *logical.Project:
 		if f, ok := n.Input.(*logical.Filter); ok && columnsOnly(n.Exprs) {
-			// Columns of a filter's rows: only those are gathered.
-			in, schema, pred, err := b.filterInput(f)
-			if err != nil {
-				return 0, nil, err
-			}
-			if !rel.IsChangelog(schema) {
-				proj, err := eval.NewProjection(n.Exprs, n.Names, schema, fns)
-				if err != nil {
-					return 0, nil, at(err)
-				}
-				op := b.add("filter", 1, func() (dataflow.Operator, error) { return rel.NewFilterProject(pred, proj, nil), nil })
-				b.g.Connect(in, 0, op, 0)
-				return op, proj.Schema(), nil
-			}
-			op := b.add("filter", 1, func() (dataflow.Operator, error) { return rel.NewFilter(pred, nil), nil })
-			b.g.Connect(in, 0, op, 0)
-			return b.project(n, op, schema)
+			return b.filterColumns(n, f)
 		}
 		in, schema, err := b.node(n.Input)
 		if err != nil {

@@ -64,6 +64,45 @@ func (b *builder) project(n *logical.Project, in int, schema *arrow.Schema) (int
 	return op, proj.Schema(), nil
 }
 
+// filterColumns builds columns of a filter's rows (n over f): the filter
+// gathers only those columns of its passing rows (rel.FilterProject), and
+// the projection after it passes them on as they are. The graph keeps an
+// operator per plan node, in the plan's order (runtime/deploy pairs them).
+func (b *builder) filterColumns(n *logical.Project, f *logical.Filter) (int, *arrow.Schema, error) {
+	in, schema, pred, err := b.filterInput(f)
+	if err != nil {
+		return 0, nil, err
+	}
+	if rel.IsChangelog(schema) {
+		op := b.add("filter", 1, func() (dataflow.Operator, error) { return rel.NewFilter(pred, nil), nil })
+		b.g.Connect(in, 0, op, 0)
+		return b.project(n, op, schema)
+	}
+	fns := b.opts.Functions
+	proj, err := eval.NewProjection(n.Exprs, n.Names, schema, fns)
+	if err != nil {
+		if p := n.Position(); p.Line > 0 && !positioned.MatchString(err.Error()) {
+			err = fmt.Errorf("%s: %w", p, err)
+		}
+		return 0, nil, err
+	}
+	op := b.add("filter", 1, func() (dataflow.Operator, error) { return rel.NewFilterProject(pred, proj, nil), nil })
+	b.g.Connect(in, 0, op, 0)
+	out := proj.Schema()
+	same := make([]expr.Expr, out.NumFields())
+	names := make([]string, out.NumFields())
+	for i, fd := range out.Fields() {
+		same[i], names[i] = &expr.Column{Index: i, Name: fd.Name, DataType: fd.Type}, fd.Name
+	}
+	pass, err := eval.NewProjection(same, names, out, fns)
+	if err != nil {
+		return 0, nil, err
+	}
+	next := b.add("project", 1, func() (dataflow.Operator, error) { return rel.NewProject(pass), nil })
+	b.g.Connect(op, 0, next, 0)
+	return next, pass.Schema(), nil
+}
+
 // columnsOnly: every expression is a column reference.
 func columnsOnly(exprs []expr.Expr) bool {
 	for _, e := range exprs {
