@@ -2,6 +2,7 @@ package dataflow
 
 import (
 	"context"
+	"runtime"
 	"sync"
 	"time"
 )
@@ -30,15 +31,38 @@ import (
 // least never waits), so its virtual time grows at least as fast as time
 // passes, and no query is held longer, whatever the others do.
 //
+// A step is charged the CPU time its thread used, not the wall time it
+// took: its goroutine is locked to its thread for the step and the
+// thread's CPU clock read (threadCPU; Go has no per-goroutine clock, and a
+// goroutine locked to a thread is the only one running on it, so for the
+// step the two are the same). Time the step was runnable but not running -
+// descheduled by the machine's other processes, or by Go's scheduler for
+// another query's goroutines - is then nobody's, where wall time charged it
+// to whichever query happened to be stepping: a small query on a loaded
+// machine was charged for the load and held at the gate for it. A step
+// still running counts with the CPU time its thread has used so far (the
+// kernel keeps a clock per thread that any thread of the process may read:
+// threadCPUOf), so virtual times only grow and the least, stepping, grows
+// as fast as it gets the processor. Work an operator's own goroutines do
+// for it outside its steps (a source's parallel parse and decode) runs
+// through a Helper: gated and charged as steps of the query too.
+//
 // Nothing is reserved: a query alone on the worker never waits, and an
 // idle query costs the others nothing.
 type CPU struct {
-	slice  time.Duration
-	now    func() time.Duration
-	mu     sync.Mutex
-	wake   chan struct{} // closed and replaced when a share's state changes under waiters
-	shares map[*CPUShare]struct{}
-	byName map[string]*CPUShare
+	slice time.Duration
+	now   func() time.Duration
+	// thread reads the calling thread's CPU time and an id of the thread
+	// that threadOf reads the CPU time of from any thread; lock says a
+	// step's goroutine is locked to its thread for the step (tests make
+	// both the fake clock, unlocked).
+	thread   func() (time.Duration, int)
+	threadOf func(id int) time.Duration
+	lock     bool
+	mu       sync.Mutex
+	wake     chan struct{} // closed and replaced when a share's state changes under waiters
+	shares   map[*CPUShare]struct{}
+	byName   map[string]*CPUShare
 	// waiting counts instances waiting at the gate: a step's end wakes
 	// them only when there are any.
 	waiting int
@@ -82,12 +106,18 @@ func NewCPU(slice time.Duration) *CPU {
 		slice = DefaultCPUSlice
 	}
 	start := time.Now()
-	return newCPU(slice, func() time.Duration { return time.Since(start) })
+	c := newCPU(slice, func() time.Duration { return time.Since(start) })
+	if threadCPUWorks() {
+		c.thread, c.threadOf, c.lock = threadCPU, threadCPUOf, true
+	}
+	return c
 }
 
-// newCPU is NewCPU on the clock now (tests step a fake one).
+// newCPU is NewCPU on the clock now, steps charged by it too (tests step a
+// fake one).
 func newCPU(slice time.Duration, now func() time.Duration) *CPU {
-	return &CPU{slice: slice, now: now, wake: make(chan struct{}), shares: map[*CPUShare]struct{}{}, byName: map[string]*CPUShare{}}
+	return &CPU{slice: slice, now: now, thread: func() (time.Duration, int) { return now(), 0 }, threadOf: func(int) time.Duration { return now() },
+		wake: make(chan struct{}), shares: map[*CPUShare]struct{}{}, byName: map[string]*CPUShare{}}
 }
 
 // Slice is the lead one query may take over another.
@@ -98,13 +128,11 @@ type CPUShare struct {
 	c    *CPU
 	name string
 	// Guarded by c.mu. used is the step time charged so far (virtual
-	// time); running instances are stepping, since startSum (the sum of
-	// their start times, so that their time so far is running*now -
-	// startSum); waiting ones wait at the gate.
-	used     time.Duration
-	running  int
-	startSum time.Duration
-	waiting  int
+	// time, steps ended); running are the steps under way (their time so
+	// far counts too); waiting ones wait at the gate.
+	used    time.Duration
+	running map[*stepStart]struct{}
+	waiting int
 	// charged is the step time charged over the share's life (Used).
 	charged time.Duration
 	// parts counts the Joins not yet left (a query's parts on workers
@@ -155,7 +183,17 @@ func (s *CPUShare) Leave() {
 func (s *CPUShare) Used() time.Duration {
 	s.c.mu.Lock()
 	defer s.c.mu.Unlock()
-	return s.charged + time.Duration(s.running)*s.c.now() - s.startSum
+	return s.charged + s.progress()
+}
+
+// progress is the CPU time the share's running steps have used so far.
+// c.mu held.
+func (s *CPUShare) progress() time.Duration {
+	var p time.Duration
+	for st := range s.running {
+		p += max(0, s.c.threadOf(st.thread)-st.cpu)
+	}
+	return p
 }
 
 // Stats is what the share's query has taken and waited so far.
@@ -167,7 +205,7 @@ func (s *CPUShare) Stats() CPUStats {
 
 // stats is Stats with c.mu held.
 func (s *CPUShare) stats() CPUStats {
-	return CPUStats{Query: s.name, Used: s.charged + time.Duration(s.running)*s.c.now() - s.startSum,
+	return CPUStats{Query: s.name, Used: s.charged + s.progress(),
 		Waited: s.waited, LongestWait: s.longest, Waits: s.waits}
 }
 
@@ -181,12 +219,12 @@ func (c *CPU) broadcast() {
 
 // raiseFloor moves the floor up to the least virtual time of the shares
 // that want to step. c.mu held.
-func (c *CPU) raiseFloor(now time.Duration) {
+func (c *CPU) raiseFloor() {
 	var m time.Duration
 	n := 0
 	for s := range c.shares {
 		if s.active() {
-			if v := s.virtual(now); n == 0 || v < m {
+			if v := s.virtual(); n == 0 || v < m {
 				m = v
 			}
 			n++
@@ -197,23 +235,23 @@ func (c *CPU) raiseFloor(now time.Duration) {
 	}
 }
 
-func (s *CPUShare) active() bool { return s.running > 0 || s.waiting > 0 }
+func (s *CPUShare) active() bool { return len(s.running) > 0 || s.waiting > 0 }
 
-// virtual is the share's virtual time at now, its running steps included.
-func (s *CPUShare) virtual(now time.Duration) time.Duration {
-	return s.used + time.Duration(s.running)*now - s.startSum
+// virtual is the share's virtual time, its running steps included.
+func (s *CPUShare) virtual() time.Duration {
+	return s.used + s.progress()
 }
 
 // least is the smallest virtual time among the other shares that want to
 // step, and how many they are. c.mu held.
-func (s *CPUShare) least(now time.Duration) (time.Duration, int) {
+func (s *CPUShare) least() (time.Duration, int) {
 	var m time.Duration
 	n := 0
 	for o := range s.c.shares {
 		if o == s || !o.active() {
 			continue
 		}
-		if v := o.virtual(now); n == 0 || v < m {
+		if v := o.virtual(); n == 0 || v < m {
 			m = v
 		}
 		n++
@@ -221,8 +259,15 @@ func (s *CPUShare) least(now time.Duration) (time.Duration, int) {
 	return m, n
 }
 
+// stepStart is a step under way: its thread (locked to it for the step)
+// and that thread's CPU clock when it began.
+type stepStart struct {
+	cpu    time.Duration
+	thread int
+}
+
 // enter waits for the query's turn (see CPU) and starts a step.
-func (s *CPUShare) enter(ctx context.Context) (time.Duration, error) {
+func (s *CPUShare) enter(ctx context.Context) (*stepStart, error) {
 	c := s.c
 	c.mu.Lock()
 	now := c.now()
@@ -235,14 +280,15 @@ func (s *CPUShare) enter(ctx context.Context) (time.Duration, error) {
 	var deadline time.Duration
 	var timer *time.Timer
 	for {
-		m, n := s.least(now)
-		lead := s.virtual(now) - m
+		m, n := s.least()
+		lead := s.virtual() - m
 		if n == 0 || lead <= c.slice {
 			break
 		}
 		if deadline == 0 {
-			// The least, stepping, catches up at least as fast as
-			// time passes: waiting out the lead is the most it takes.
+			// The least, stepping, catches up as fast as it gets a
+			// processor: a wait is bounded by the lead at arrival,
+			// whatever the machine gives the others.
 			deadline = now + lead
 		} else if now >= deadline {
 			break
@@ -271,7 +317,7 @@ func (s *CPUShare) enter(ctx context.Context) (time.Duration, error) {
 			s.waiting--
 			c.mu.Unlock()
 			timer.Stop()
-			return 0, err
+			return nil, err
 		}
 	}
 	if timer != nil {
@@ -281,23 +327,47 @@ func (s *CPUShare) enter(ctx context.Context) (time.Duration, error) {
 		s.longest = max(s.longest, w)
 		s.waits++
 	}
-	s.waiting--
-	s.running++
-	s.startSum += now
 	c.mu.Unlock()
-	return now, nil
+	// Still counted as waiting (wanting to step) until it runs.
+	return s.begin(true), nil
 }
 
-// exit ends a step begun at start and charges its time.
-func (s *CPUShare) exit(start time.Duration) {
+// begin starts a step on the calling goroutine: it is locked to its
+// thread (when the CPU charges thread time) and the thread's CPU clock
+// read. waited: the step was counted as waiting until now.
+func (s *CPUShare) begin(waited bool) *stepStart {
 	c := s.c
+	if c.lock {
+		runtime.LockOSThread()
+	}
+	st := &stepStart{}
+	st.cpu, st.thread = c.thread()
 	c.mu.Lock()
-	now := c.now()
-	c.raiseFloor(now)
-	s.running--
-	s.startSum -= start
-	s.used += now - start
-	s.charged += now - start
+	if waited {
+		s.waiting--
+	}
+	if s.running == nil {
+		s.running = map[*stepStart]struct{}{}
+	}
+	s.running[st] = struct{}{}
+	c.mu.Unlock()
+	return st
+}
+
+// exit ends a step begun at start and charges the CPU time its thread
+// used meanwhile.
+func (s *CPUShare) exit(start *stepStart) {
+	c := s.c
+	cpu, _ := c.thread()
+	used := max(0, cpu-start.cpu)
+	if c.lock {
+		runtime.UnlockOSThread()
+	}
+	c.mu.Lock()
+	c.raiseFloor()
+	delete(s.running, start)
+	s.used += used
+	s.charged += used
 	c.broadcast()
 	c.mu.Unlock()
 }
@@ -307,7 +377,7 @@ func (s *CPUShare) exit(start time.Duration) {
 type turn struct {
 	share *CPUShare
 	in    bool
-	start time.Duration
+	start *stepStart
 }
 
 type turnKey struct{}
@@ -327,12 +397,51 @@ func Waiting(ctx context.Context) func() {
 	t.share.exit(t.start)
 	t.in = false
 	return func() {
-		s, c := t.share, t.share.c
-		c.mu.Lock()
-		t.start = c.now()
-		s.running++
-		s.startSum += t.start
-		c.mu.Unlock()
+		t.start = t.share.begin(false)
 		t.in = true
 	}
 }
+
+// Helper runs the work an instance's own goroutines do for it outside its
+// steps - a source's parallel parse or decode on every core - as steps of
+// the instance's query: gated at the query's turn and charged its thread's
+// CPU time like a step. Without it that work was nobody's: a query reading
+// a file on every core took the processors ungated, however far ahead of
+// the others it was.
+type Helper struct{ share *CPUShare }
+
+// HelperOf is the helper of the instance stepping under ctx (an operator's
+// Context().Context()); nil, whose Do just calls f, outside a shared
+// worker.
+func HelperOf(ctx context.Context) *Helper {
+	if ctx == nil {
+		return nil
+	}
+	t, _ := ctx.Value(turnKey{}).(*turn)
+	if t == nil {
+		return nil
+	}
+	return &Helper{share: t.share}
+}
+
+// Do runs f on the calling goroutine as one step of the query: it waits
+// for the query's turn and is charged the CPU time f used. f should be
+// work, not a wait: time f spends blocked is not charged, but the query
+// counts as wanting to step meanwhile.
+func (h *Helper) Do(f func()) {
+	if h == nil || h.share == nil {
+		f()
+		return
+	}
+	st, err := h.share.enter(context.Background())
+	if err != nil {
+		f()
+		return
+	}
+	defer h.share.exit(st)
+	f()
+}
+
+// Helper is a helper charging the share's query (HelperOf finds the
+// stepping instance's).
+func (s *CPUShare) Helper() *Helper { return &Helper{share: s} }

@@ -53,7 +53,7 @@ func TestCPUHoldsTheQueryThatLeads(t *testing.T) {
 	ctx := context.Background()
 
 	// a alone: four busy instances, no wait.
-	var starts []time.Duration
+	var starts []*stepStart
 	for range 4 {
 		st, err := a.enter(ctx)
 		if err != nil {
@@ -78,7 +78,7 @@ func TestCPUHoldsTheQueryThatLeads(t *testing.T) {
 		t.Fatal(err)
 	}
 	// a's four instances run 20ms while b's one does: a leads by 60ms.
-	starts = []time.Duration{sa}
+	starts = []*stepStart{sa}
 	for range 3 {
 		st, _ := a.enter(ctx)
 		starts = append(starts, st)
@@ -141,7 +141,7 @@ func TestCPUWaitIsBounded(t *testing.T) {
 	a, b := c.Join("a"), c.Join("b")
 	ctx := context.Background()
 	sb, _ := b.enter(ctx)
-	var starts []time.Duration
+	var starts []*stepStart
 	for range 3 {
 		st, _ := a.enter(ctx)
 		starts = append(starts, st)
@@ -163,7 +163,7 @@ func TestCPUWaitIsBounded(t *testing.T) {
 	waitingAtGate(t, c, 1)
 	clock.add(60 * time.Millisecond)
 	c.mu.Lock()
-	b.startSum += 60 * time.Millisecond // b's step stands still
+	sb.cpu += 60 * time.Millisecond // b's step gets no processor
 	c.mu.Unlock()
 	select {
 	case err := <-entered:
@@ -283,4 +283,68 @@ func (s *spinSource) Produce(*Context) (bool, error) {
 	s.spin()
 	s.i++
 	return false, nil
+}
+
+// A step is charged the CPU time its thread used, not the time it took:
+// time off the processor (here asleep; on a loaded machine, descheduled)
+// is not its query's. Before, a step was charged its wall time, and a
+// small query on a loaded machine was held at the gate for the load.
+func TestCPUChargesThreadTimeNotWallTime(t *testing.T) {
+	if !threadCPUWorks() {
+		t.Skip("no per-thread CPU clock on this platform: steps are charged wall time")
+	}
+	c := NewCPU(0)
+	a := c.Join("a")
+	defer a.Leave()
+	st, err := a.enter(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(50 * time.Millisecond) // off the processor for 50ms
+	a.exit(st)
+	if got := a.Used(); got > 10*time.Millisecond {
+		t.Errorf("a step asleep 50ms was charged %s: wall time, not CPU time", got)
+	}
+	before := a.Used()
+	st, err = a.enter(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	// 30ms of this thread's CPU, however long the machine takes to give it.
+	for t0, _ := threadCPU(); threadCPU1()-t0 < 30*time.Millisecond; {
+	}
+	a.exit(st)
+	if got := a.Used() - before; got < 30*time.Millisecond {
+		t.Errorf("a step that used 30ms of CPU was charged %s", got)
+	}
+}
+
+func threadCPU1() time.Duration { d, _ := threadCPU(); return d }
+
+// A helper goroutine's work (HelperOf the instance's context) is charged
+// to the instance's query.
+func TestCPUHelperWorkIsChargedToTheQuery(t *testing.T) {
+	if !threadCPUWorks() {
+		t.Skip("no per-thread CPU clock on this platform")
+	}
+	a := NewCPU(0).Join("a")
+	defer a.Leave()
+	ctx := context.WithValue(context.Background(), turnKey{}, &turn{share: a})
+	h := HelperOf(ctx)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		h.Do(func() {
+			for t0 := threadCPU1(); threadCPU1()-t0 < 20*time.Millisecond; {
+			}
+		})
+	}()
+	<-done
+	if got := a.Used(); got < 20*time.Millisecond {
+		t.Errorf("20ms of a helper's CPU charged %s", got)
+	}
+	if HelperOf(context.Background()) != nil {
+		t.Error("a helper outside a shared worker")
+	}
+	HelperOf(context.Background()).Do(func() {}) // a nil helper just runs f
 }

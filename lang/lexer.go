@@ -1,6 +1,7 @@
 package lang
 
 import (
+	"fmt"
 	"sort"
 	"strings"
 
@@ -109,13 +110,19 @@ type Token struct {
 
 // Tokens lexes src. On a lexing error (an unterminated string, a stray
 // character) it returns the tokens before it and a *Error wrapping ErrSyntax.
-func Tokens(filename, src string) ([]Token, error) {
+func Tokens(filename, src string) ([]Token, error) { return tokens(filename, src, 0) }
+
+// tokens is Tokens, failing at the first token (not counting whitespace
+// and comments) past limit when limit > 0: a script over MaxTokens is
+// refused before the rest of it is even read.
+func tokens(filename, src string, limit int) ([]Token, error) {
 	l, err := sqlLexer.LexString(filename, src)
 	if err != nil {
 		return nil, lexError(filename, src, err)
 	}
 	names := lexer.SymbolsByRune(sqlLexer)
 	var out []Token
+	n := 0 // tokens counted against limit
 	for {
 		t, err := l.Next()
 		if err != nil {
@@ -127,7 +134,13 @@ func Tokens(filename, src string) ([]Token, error) {
 		if names[t.Type] == "Unterminated" {
 			return out, newError(src, t.Pos, "unterminated comment (a block comment ends with */)")
 		}
-		out = append(out, Token{Kind: names[t.Type], Value: t.Value, Pos: t.Pos})
+		kind := names[t.Type]
+		if limit > 0 && kind != TokWhitespace && kind != TokComment {
+			if n++; n > limit {
+				return out, newError(src, t.Pos, fmt.Sprintf("script too large: more than %d tokens, the parser's limit: split the script, or read a long list of values from a table", limit))
+			}
+		}
+		out = append(out, Token{Kind: kind, Value: t.Value, Pos: t.Pos})
 	}
 }
 

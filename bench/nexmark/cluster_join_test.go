@@ -79,3 +79,47 @@ func mustLookup(t *testing.T, name string) Query {
 	}
 	return q
 }
+
+// A join of two streams of one partition each still splits when its
+// stage's estimated demand is over one worker's capacity for it: the
+// optimizer then gives the stage two workers (at 30,000 items/s against
+// 20,000 a worker, lower.RelationalLatencyMs), and the join's inputs are
+// hash-exchanged by their join columns, where the stage's traffic shares
+// once dealt whole batches to each (and a bid could miss its auction).
+// At 1,000 items/s it runs once.
+func TestJoinSplitsWhenItsRateNeedsTwoWorkers(t *testing.T) {
+	dir := data(t)
+	parts, err := Partition(dir, 2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	c, err := StartCluster(ctx, ClusterOptions{Workers: 2, Heartbeat: 2 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	for _, rate := range []int{1000, 30000} {
+		q := Query{Name: fmt.Sprintf("rate-%d", rate), Text: fmt.Sprintf(`CREATE STREAM a2 (id BIGINT, itemName VARCHAR, description VARCHAR, initialBid BIGINT, reserve BIGINT, dateTime TIMESTAMP, expires TIMESTAMP, seller BIGINT, category BIGINT, extra VARCHAR) FROM FILE '%s' FORMAT CSV RATE %d PER SECOND;
+CREATE STREAM b2 (auction BIGINT, bidder BIGINT, price BIGINT, channel VARCHAR, url VARCHAR, dateTime TIMESTAMP, extra VARCHAR) FROM FILE '%s' FORMAT CSV RATE %d PER SECOND;
+SELECT A.id, A.category, B.bidder, B.price FROM a2 A JOIN b2 B ON A.id = B.auction AND B.dateTime BETWEEN A.dateTime AND A.expires;`,
+			filepath.Join(dir, "auction.csv"), rate, filepath.Join(dir, "bid.csv"), rate)}
+		plan, err := c.Explain(ctx, parts, q)
+		if err != nil {
+			t.Fatal(err)
+		}
+		split := strings.Contains(plan, "join (two streams)  1         w-2") && strings.Contains(plan, "scan b2: the keys whose hash of auction mod 2 is 1")
+		if split != (rate > 20000) {
+			t.Fatalf("at %d items/s the join splits: %v\n%s", rate, split, plan)
+		}
+		want := answer(t, dir, q, Options{BatchSize: 500})
+		res, err := c.Run(ctx, parts, q, Options{Keep: true, BatchSize: 500})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := settle(t, res.Rows); len(want) == 0 || strings.Join(got, "\n") != strings.Join(want, "\n") {
+			t.Fatalf("at %d items/s: %d rows, want %d as locally\n%s", rate, len(got), len(want), FirstDifference(got, want))
+		}
+	}
+}

@@ -20,6 +20,8 @@ import (
 // from the header and types are inferred from the first rows. Empty fields
 // follow TextValue's rule (unquoted: NULL; quoted "": the empty string).
 type CSVReader struct {
+	// cpu: UseCPU.
+	cpu     *dataflow.Helper
 	path    string
 	f       *os.File
 	r       *CSVScanner
@@ -172,6 +174,10 @@ func (c *CSVReader) infer(header []string) (*arrow.Schema, error) {
 // Schema is the rows' schema.
 func (c *CSVReader) Schema() *arrow.Schema { return c.schema }
 
+// UseCPU runs the parallel parse's chunks as steps of the reading query
+// (Source.Open hands it the instance's helper).
+func (c *CSVReader) UseCPU(h *dataflow.Helper) { c.cpu = h }
+
 // Next reads up to one batch of rows: the rows read ahead for inference
 // through the scanner, then the rest in parallel, typed (csvparallel.go),
 // falling back to the scanner where the typed parse declines.
@@ -191,7 +197,7 @@ func (c *CSVReader) Next(mem memory.Allocator) (arrow.Record, error) {
 			return r, nil
 		}
 		if c.par == nil {
-			c.par = startCSVParallel(c.f, c.plan, mem, c.batch, c.r.off, c.r.line+1, c.chunkBytes)
+			c.par = startCSVParallel(c.f, c.plan, mem, c.batch, c.r.off, c.r.line+1, c.chunkBytes, c.cpu)
 		}
 		ch := c.par.next()
 		if ch == nil {

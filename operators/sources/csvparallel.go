@@ -32,6 +32,10 @@ type csvParallel struct {
 	work  chan *csvChunk // to the workers
 	quit  chan struct{}
 	wg    sync.WaitGroup
+	// cpu runs each chunk's parse as a step of the reading query
+	// (dataflow.Helper): the parse runs on every core, outside the
+	// source's steps.
+	cpu *dataflow.Helper
 }
 
 type csvChunk struct {
@@ -49,9 +53,9 @@ type csvChunk struct {
 // gets chunks of a 10 MB file.
 const csvChunkBytes = 1 << 20
 
-func startCSVParallel(f *os.File, plan *csvTyped, mem memory.Allocator, batch int, off int64, line int, size int) *csvParallel {
+func startCSVParallel(f *os.File, plan *csvTyped, mem memory.Allocator, batch int, off int64, line int, size int, cpu *dataflow.Helper) *csvParallel {
 	workers := max(runtime.GOMAXPROCS(0), 1)
-	p := &csvParallel{f: f, plan: plan, mem: mem, batch: batch, size: size,
+	p := &csvParallel{f: f, plan: plan, mem: mem, batch: batch, size: size, cpu: cpu,
 		queue: make(chan *csvChunk, 2*workers+2), work: make(chan *csvChunk, workers), quit: make(chan struct{})}
 	p.wg.Add(1 + workers)
 	go p.split(off, line)
@@ -131,7 +135,7 @@ func (p *csvParallel) parse() {
 		case <-p.quit:
 			ch.status = chunkDropped
 		default:
-			p.parseChunk(ch)
+			p.cpu.Do(func() { p.parseChunk(ch) })
 		}
 		close(ch.done)
 	}

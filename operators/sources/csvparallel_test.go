@@ -9,6 +9,8 @@ import (
 
 	"github.com/apache/arrow/go/v17/arrow"
 	"github.com/apache/arrow/go/v17/arrow/memory"
+
+	"github.com/tierflow/tierflow/dataflow"
 )
 
 var typedSchema = arrow.NewSchema([]arrow.Field{
@@ -237,5 +239,43 @@ func TestParseCSVTimeMatchesParseTime(t *testing.T) {
 		if _, ok := parseCSVTime([]byte(s), arrow.Microsecond); ok {
 			t.Errorf("%q: read, want it left to ParseTime", s)
 		}
+	}
+}
+
+// The parallel parse works for the reading query: its chunks are parsed
+// as steps of the query's CPU share (dataflow.Helper) and charged to it.
+// Before, they ran on every core outside any step, ungated and charged to
+// no one: a query reading a large file took the processors from a small
+// one beside it, whatever its share said.
+func TestCSVParallelParseIsChargedToTheQuery(t *testing.T) {
+	path := write(t, "t.csv", typedCSV(20000, 7, false))
+	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
+	defer mem.AssertSize(t, 0)
+	r, err := OpenCSVTable(path, typedSchema, 256, Fail, &Report{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r.chunkBytes = 16 << 10
+	share := dataflow.NewCPU(0).Join("q")
+	defer share.Leave()
+	r.UseCPU(share.Helper())
+	rows := 0
+	for {
+		rec, err := r.Next(mem)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if rec == nil {
+			break
+		}
+		rows += int(rec.NumRows())
+		rec.Release()
+	}
+	r.Close()
+	if rows != 20000 || r.par == nil {
+		t.Fatalf("%d rows, parallel %v", rows, r.par != nil)
+	}
+	if used := share.Used(); used <= 0 {
+		t.Errorf("the query was charged %s for parsing 20,000 rows on its helpers", used)
 	}
 }

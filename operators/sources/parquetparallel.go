@@ -57,6 +57,9 @@ func OpenParquetScan(path string, schema *arrow.Schema, batch int, mem memory.Al
 // parquetParallel reads row groups on workers goroutines; Next takes their
 // records in row-group order.
 type parquetParallel struct {
+	// cpu runs each row group's decoding as a step of the reading query
+	// (dataflow.Helper): it runs on every core, outside the source's steps.
+	cpu     *dataflow.Helper
 	seq     *recordReader // the sequential reader: schema, plan, file
 	workers int
 	policy  OnError
@@ -82,6 +85,10 @@ type rowGroupTask struct {
 }
 
 func (p *parquetParallel) Schema() *arrow.Schema { return p.seq.Schema() }
+
+// UseCPU runs the row groups' decoding as steps of the reading query
+// (Source.Open hands it the instance's helper).
+func (p *parquetParallel) UseCPU(h *dataflow.Helper) { p.cpu = h }
 
 func (p *parquetParallel) start() {
 	p.started = true
@@ -135,7 +142,7 @@ func (p *parquetParallel) read() {
 				f, fr, t.err = p.open()
 			}
 			if fr != nil {
-				t.err = p.readGroupRecovered(fr, t)
+				p.cpu.Do(func() { t.err = p.readGroupRecovered(fr, t) })
 			}
 		}
 		close(t.done)

@@ -247,7 +247,14 @@ func NewPacedSource(r Reader, et EventTime, report *Report, p Pacing) *Source {
 	return s
 }
 
-func (s *Source) Open(_ *dataflow.Context, cap *dataflow.Capability) error {
+// cpuUser is a reader with goroutines of its own (a parallel parse): they
+// work as steps of the reading query (dataflow.Helper).
+type cpuUser interface{ UseCPU(*dataflow.Helper) }
+
+func (s *Source) Open(ctx *dataflow.Context, cap *dataflow.Capability) error {
+	if u, ok := s.r.(cpuUser); ok {
+		u.UseCPU(dataflow.HelperOf(ctx.Context()))
+	}
 	if s.report != nil && s.what != "" {
 		s.watch = s.report.watchSource(s.what)
 	}

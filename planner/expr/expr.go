@@ -353,71 +353,126 @@ func formatInterval(d time.Duration) string {
 	return fmt.Sprintf("INTERVAL '%d' MICROSECOND", d/time.Microsecond)
 }
 
-func (c *Call) String() string {
-	if f, ok := operatorSymbols[c.Func]; ok {
-		if len(c.Args) == 1 {
-			return "(" + f + c.Args[0].String() + ")"
-		}
-		if len(c.Args) == 2 {
-			return "(" + c.Args[0].String() + " " + f + " " + c.Args[1].String() + ")"
-		}
-	}
-	return c.Func + "(" + joinExprs(c.Args) + ")"
-}
+// The composite expressions' String methods write into one builder
+// (writeExpr): concatenating each child's string made a chain of n
+// operators copy O(n^2) bytes (a 150,000-term a+a+... took minutes, #25).
 
-func (c *Case) String() string {
+func (c *Call) String() string    { return format(c) }
+func (c *Case) String() string    { return format(c) }
+func (c *Cast) String() string    { return format(c) }
+func (i *In) String() string      { return format(i) }
+func (b *Between) String() string { return format(b) }
+func (l *Like) String() string    { return format(l) }
+func (n *IsNull) String() string  { return format(n) }
+func (l *Logic) String() string   { return format(l) }
+func (n *Not) String() string     { return format(n) }
+
+// format is e's String.
+func format(e Expr) string {
 	var b strings.Builder
-	b.WriteString("CASE")
-	for _, w := range c.Whens {
-		b.WriteString(" WHEN " + w.Cond.String() + " THEN " + w.Then.String())
-	}
-	if c.Else != nil {
-		b.WriteString(" ELSE " + c.Else.String())
-	}
-	b.WriteString(" END")
+	writeExpr(&b, e)
 	return b.String()
 }
 
-func (c *Cast) String() string {
-	kw := "CAST("
-	if c.Try {
-		kw = "TRY_CAST("
+// writeExpr writes e as String spells it. Leaves (and the types not
+// listed) write their own String.
+func writeExpr(b *strings.Builder, e Expr) {
+	switch e := e.(type) {
+	case *Call:
+		if f, ok := operatorSymbols[e.Func]; ok {
+			if len(e.Args) == 1 {
+				b.WriteString("(" + f)
+				writeExpr(b, e.Args[0])
+				b.WriteString(")")
+				return
+			}
+			if len(e.Args) == 2 {
+				b.WriteString("(")
+				writeExpr(b, e.Args[0])
+				b.WriteString(" " + f + " ")
+				writeExpr(b, e.Args[1])
+				b.WriteString(")")
+				return
+			}
+		}
+		b.WriteString(e.Func + "(")
+		writeList(b, e.Args, ", ")
+		b.WriteString(")")
+	case *Case:
+		b.WriteString("CASE")
+		for _, w := range e.Whens {
+			b.WriteString(" WHEN ")
+			writeExpr(b, w.Cond)
+			b.WriteString(" THEN ")
+			writeExpr(b, w.Then)
+		}
+		if e.Else != nil {
+			b.WriteString(" ELSE ")
+			writeExpr(b, e.Else)
+		}
+		b.WriteString(" END")
+	case *Cast:
+		if e.Try {
+			b.WriteString("TRY_CAST(")
+		} else {
+			b.WriteString("CAST(")
+		}
+		writeExpr(b, e.Expr)
+		b.WriteString(" AS " + TypeName(e.To) + ")")
+	case *In:
+		b.WriteString("(")
+		writeExpr(b, e.Expr)
+		b.WriteString(not(e.Negated) + " IN (")
+		writeList(b, e.List, ", ")
+		b.WriteString("))")
+	case *Between:
+		b.WriteString("(")
+		writeExpr(b, e.Expr)
+		b.WriteString(not(e.Negated) + " BETWEEN ")
+		writeExpr(b, e.Lo)
+		b.WriteString(" AND ")
+		writeExpr(b, e.Hi)
+		b.WriteString(")")
+	case *Like:
+		op := " LIKE "
+		if e.CaseInsensitive {
+			op = " ILIKE "
+		}
+		b.WriteString("(")
+		writeExpr(b, e.Expr)
+		b.WriteString(not(e.Negated) + op)
+		writeExpr(b, e.Pattern)
+		b.WriteString(")")
+	case *IsNull:
+		b.WriteString("(")
+		writeExpr(b, e.Expr)
+		if e.Negated {
+			b.WriteString(" IS NOT NULL)")
+		} else {
+			b.WriteString(" IS NULL)")
+		}
+	case *Logic:
+		b.WriteString("(")
+		writeList(b, e.Args, " "+e.Op.String()+" ")
+		b.WriteString(")")
+	case *Not:
+		b.WriteString("(NOT ")
+		writeExpr(b, e.Expr)
+		b.WriteString(")")
+	default:
+		b.WriteString(e.String())
 	}
-	return kw + c.Expr.String() + " AS " + TypeName(c.To) + ")"
 }
 
-func (i *In) String() string {
-	return "(" + i.Expr.String() + not(i.Negated) + " IN (" + joinExprs(i.List) + "))"
-}
-
-func (b *Between) String() string {
-	return "(" + b.Expr.String() + not(b.Negated) + " BETWEEN " + b.Lo.String() + " AND " + b.Hi.String() + ")"
-}
-
-func (l *Like) String() string {
-	op := " LIKE "
-	if l.CaseInsensitive {
-		op = " ILIKE "
+// writeList writes es separated by sep.
+func writeList(b *strings.Builder, es []Expr, sep string) {
+	for i, e := range es {
+		if i > 0 {
+			b.WriteString(sep)
+		}
+		writeExpr(b, e)
 	}
-	return "(" + l.Expr.String() + not(l.Negated) + op + l.Pattern.String() + ")"
 }
-
-func (n *IsNull) String() string {
-	if n.Negated {
-		return "(" + n.Expr.String() + " IS NOT NULL)"
-	}
-	return "(" + n.Expr.String() + " IS NULL)"
-}
-
-func (l *Logic) String() string {
-	parts := make([]string, len(l.Args))
-	for i, a := range l.Args {
-		parts[i] = a.String()
-	}
-	return "(" + strings.Join(parts, " "+l.Op.String()+" ") + ")"
-}
-
-func (n *Not) String() string { return "(NOT " + n.Expr.String() + ")" }
 
 func (a *Aggregate) String() string {
 	args := joinExprs(a.Args)
@@ -442,11 +497,9 @@ func not(neg bool) string {
 }
 
 func joinExprs(es []Expr) string {
-	parts := make([]string, len(es))
-	for i, e := range es {
-		parts[i] = e.String()
-	}
-	return strings.Join(parts, ", ")
+	var b strings.Builder
+	writeList(&b, es, ", ")
+	return b.String()
 }
 
 // Walk calls fn for e and then, if fn returns true, for each child, depth first.

@@ -1,6 +1,7 @@
 package cluster_test
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -111,18 +112,39 @@ type abuseCase struct {
 	beside   []string      // the other user's queries submitted while it ran
 }
 
-// latency is a small query's run times: median, 99th percentile, count.
+// latency is a small query's run times: median, 99th percentile, count,
+// and where the slowest run's time went.
 type latency struct {
 	p50, p99 time.Duration
 	n        int
+	slowest  phases
 }
 
-func latencyOf(took []time.Duration) latency {
-	slices.Sort(took)
-	if len(took) == 0 {
+// phases splits one run of the small query: from the client's submit to
+// its deployment's start (planning, admission, building the parts on the
+// workers), the run (started to ended), and the rest (the last results
+// and the answer to the client).
+type phases struct{ took, deploy, run, answer time.Duration }
+
+func (p phases) String() string {
+	r := func(d time.Duration) time.Duration { return d.Round(time.Millisecond) }
+	return fmt.Sprintf("%s = deploy %s + run %s + answer %s", r(p.took), r(p.deploy), r(p.run), r(p.answer))
+}
+
+func phasesOf(start, end time.Time, info deploy.QueryInfo) phases {
+	p := phases{took: end.Sub(start)}
+	if !info.Started.IsZero() && !info.Ended.IsZero() {
+		p.deploy, p.run, p.answer = info.Started.Sub(start), info.Ended.Sub(info.Started), end.Sub(info.Ended)
+	}
+	return p
+}
+
+func latencyOf(runs []phases) latency {
+	slices.SortFunc(runs, func(a, b phases) int { return cmp.Compare(a.took, b.took) })
+	if len(runs) == 0 {
 		return latency{}
 	}
-	return latency{p50: took[len(took)/2], p99: took[min(len(took)-1, len(took)*99/100)], n: len(took)}
+	return latency{p50: runs[len(runs)/2].took, p99: runs[min(len(runs)-1, len(runs)*99/100)].took, n: len(runs), slowest: runs[len(runs)-1]}
 }
 
 func (l latency) String() string {
@@ -152,7 +174,7 @@ func runAbuse(t *testing.T, rows, runs int, l deploy.Limits, cpu *dataflow.CPU) 
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
 	small := func(runs int, until <-chan struct{}) (latency, []string) {
-		var took []time.Duration
+		var took []phases
 		var names []string
 		for i := 0; ; i++ {
 			if i >= runs {
@@ -167,7 +189,7 @@ func runAbuse(t *testing.T, rows, runs int, l deploy.Limits, cpu *dataflow.CPU) 
 			if err != nil {
 				t.Fatalf("the small query: %v", err)
 			}
-			took = append(took, time.Since(start))
+			took = append(took, phasesOf(start, time.Now(), info))
 			names = append(names, info.Query)
 		}
 	}
@@ -327,6 +349,10 @@ func TestAbusiveQueriesFullSize(t *testing.T) {
 	unshared, unsharedBase, _ := runAbuse(t, 1_000_000, 20, l, nil)
 	t.Logf("| mallory's query | alice's p50 / p99, CPU shared | the same, not shared | mallory's steps / held at the gate (waits) | alice's steps / held at the gate (longest) |")
 	t.Logf("| none | %s | %s | | |", baseline, unsharedBase)
+	t.Logf("slowest run alone: shared %s; not shared %s", baseline.slowest, unsharedBase.slowest)
+	for i, c := range cases {
+		t.Logf("slowest run beside %s: shared %s; not shared %s", c.name, c.small.slowest, unshared[i].small.slowest)
+	}
 	for i, c := range cases {
 		m, a := sharesOf(shares, c.info.Query), sharesOf(shares, c.beside...)
 		t.Logf("| %s | %s | %s | %s / %s (%d) | %s / %s (%s) |", c.name, c.small, unshared[i].small,

@@ -177,6 +177,16 @@ type query struct {
 	// data is the part's own connection for its streams and sinks (nil:
 	// the worker's, on a cluster without an authority).
 	data *dataConn
+	// link is the part's own connection for its relay links (and its
+	// results without a data user): openPartConn.
+	link *nats.Conn
+}
+
+// closeLink closes the part's relay connection once its transport closed.
+func (q *query) closeLink() {
+	if q.link != nil {
+		q.link.Close()
+	}
 }
 
 // linkProbe is how often a LATENCY query's part looks at its links' acks
@@ -540,10 +550,20 @@ func (w *Worker) build(req deploy.DeployRequest, ack *deploy.Ack) error {
 	} else if sinkInstances > 0 && w.cfg.NoResults {
 		return fmt.Errorf("%w: worker %s's NATS credentials may not publish a query's results (on a nats-setup cluster only the data user the coordinator mints for each query part may): start the coordinator with --authority authority.json", deploy.ErrInput, w.cfg.Name)
 	}
+	// The part's relay links, and its results when no data user carries
+	// them, go on a connection of its own (openPartConn says why).
+	link, err := openPartConn(w.cfg.Conn, "tierflow-relay-"+req.Query+"-"+w.cfg.Name)
+	if err != nil {
+		return err
+	}
+	if data == nil {
+		res.conn = func() (*nats.Conn, error) { return link, nil }
+	}
 	kept := false
 	defer func() {
 		if !kept {
 			data.close()
+			link.Close()
 			qmem.Close()
 		}
 	}()
@@ -635,9 +655,9 @@ func (w *Worker) build(req deploy.DeployRequest, ack *deploy.Ack) error {
 			return nil
 		}
 	}
-	tr := natsrelay.New(w.cfg.Conn, ro)
+	tr := natsrelay.New(link, ro)
 	dt := relay.NewDataflowTransport(tr)
-	q := &query{id: req.Query, gen: req.Generation, sinkInstances: sinkInstances, eq: eq, dt: dt, tr: tr, res: res, sinkHere: sinkHere, sinks: opened, stop: make(chan struct{}), done: make(chan struct{}),
+	q := &query{link: link, id: req.Query, gen: req.Generation, sinkInstances: sinkInstances, eq: eq, dt: dt, tr: tr, res: res, sinkHere: sinkHere, sinks: opened, stop: make(chan struct{}), done: make(chan struct{}),
 		mem: qmem, req: orig, slo: slo}
 	// An operator that has all it needs (a full final LIMIT) stops the
 	// whole query: the coordinator tells every worker, gracefully.
@@ -767,6 +787,7 @@ func (w *Worker) stopQuery(id string, abort bool) {
 		_ = q.dt.Close()
 		_ = q.tr.Close()
 		defer q.data.close() // after the sinks' end markers
+		defer q.closeLink()
 		if q.sinkHere {
 			// Readers of the sink's subject wait for its end: tell them
 			// this query will not write it (another worker failed before
@@ -881,6 +902,7 @@ func (w *Worker) run(ctx context.Context, q *query) {
 	q.data.close()
 	stats, links := q.dw.Stats(), q.tr.Stats()
 	_ = q.tr.Close()
+	q.closeLink()
 	if freeze != nil {
 		freeze()
 	}
