@@ -1,8 +1,10 @@
-package relay
+package relay_test
 
 import (
 	"testing"
 	"time"
+
+	"github.com/tierflow/tierflow/relay"
 )
 
 // TestAckBandwidthSamples: a link's meter folds each acknowledged message
@@ -10,7 +12,7 @@ import (
 // the last two (RecentAckBps: a drop counts once two acks in a row were
 // slow, not at one slow ack).
 func TestAckBandwidthSamples(t *testing.T) {
-	m := NewMeter(LinkID{Query: "q"}, Send)
+	m := relay.NewMeter(relay.LinkID{Query: "q"}, relay.Send)
 	t0 := time.Now().Add(-600 * time.Millisecond)
 	ack := func(k int, rt time.Duration) {
 		sent := t0.Add(time.Duration(k) * 50 * time.Millisecond)
@@ -41,7 +43,7 @@ func TestAckBandwidthSamples(t *testing.T) {
 // The transfer rate (round trip less the base, the least of the progress
 // messages') keeps the larger of its last two samples too.
 func TestTransferRecentSamples(t *testing.T) {
-	m := NewMeter(LinkID{Query: "q"}, Send)
+	m := relay.NewMeter(relay.LinkID{Query: "q"}, relay.Send)
 	t0 := time.Now().Add(-600 * time.Millisecond)
 	m.AckEmpty(t0, t0.Add(5*time.Millisecond)) // base round trip 5 ms
 	ack := func(k int, rt time.Duration) {

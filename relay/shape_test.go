@@ -1,10 +1,12 @@
-package relay
+package relay_test
 
 import (
 	"errors"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/tierflow/tierflow/relay"
 )
 
 func TestParseTraceRejectsBadFilesAtTheLine(t *testing.T) {
@@ -19,15 +21,15 @@ func TestParseTraceRejectsBadFilesAtTheLine(t *testing.T) {
 		{"t_s,kbit_s\n0,800\n5,600\n5,300\n", "x.csv:4: "},
 		{"t_s,kbit_s\n0,800\n\n# a comment\n3,NaN\n", "x.csv:5: "},
 	} {
-		_, err := ParseTrace("x.csv", strings.NewReader(c.src))
-		if !errors.Is(err, ErrBadTrace) || !strings.HasPrefix(err.Error(), c.want) {
-			t.Errorf("%q: %v, want ErrBadTrace at %q", c.src, err, c.want)
+		_, err := relay.ParseTrace("x.csv", strings.NewReader(c.src))
+		if !errors.Is(err, relay.ErrBadTrace) || !strings.HasPrefix(err.Error(), c.want) {
+			t.Errorf("%q: %v, want relay.ErrBadTrace at %q", c.src, err, c.want)
 		}
 	}
 }
 
 func TestTraceStepsAndLoops(t *testing.T) {
-	tr, err := ParseTrace("x.csv", strings.NewReader("t_s,kbit_s\n0,800\n5,600\n10,300\n"))
+	tr, err := relay.ParseTrace("x.csv", strings.NewReader("t_s,kbit_s\n0,800\n5,600\n10,300\n"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -43,27 +45,27 @@ func TestTraceStepsAndLoops(t *testing.T) {
 		}
 	}
 	start := time.Unix(1000, 0)
-	sh := TraceShaper{Trace: tr, Start: start, Offset: 5 * time.Second}
+	sh := relay.TraceShaper{Trace: tr, Start: start, Offset: 5 * time.Second}
 	if got := sh.BytesPerSecond(start); got != 600*1000/8 {
 		t.Fatalf("shifted by 5s: %v B/s, want the 600 kbit/s step", got)
 	}
 }
 
 func TestTransferEndIntegratesTheTrace(t *testing.T) {
-	tr, err := ParseTrace("x.csv", strings.NewReader("t_s,kbit_s\n0,800\n1,80\n"))
+	tr, err := relay.ParseTrace("x.csv", strings.NewReader("t_s,kbit_s\n0,800\n1,80\n"))
 	if err != nil {
 		t.Fatal(err)
 	}
 	start := time.Unix(1000, 0)
-	sh := TraceShaper{Trace: tr, Start: start}
+	sh := relay.TraceShaper{Trace: tr, Start: start}
 	// 10 KB at 100 KB/s: 100 ms.
-	if d := TransferEnd(sh, start, 10_000).Sub(start); d != 100*time.Millisecond {
+	if d := relay.TransferEnd(sh, start, 10_000).Sub(start); d != 100*time.Millisecond {
 		t.Fatalf("10 KB at 800 kbit/s took %v, want 100ms", d)
 	}
 	// 10 KB starting 0.95 s in: 5 KB in the last 50 ms at 100 KB/s, the
 	// other 5 KB at 10 KB/s (the drop): 0.5 s more.
 	from := start.Add(950 * time.Millisecond)
-	if d := TransferEnd(sh, from, 10_000).Sub(from); d < 540*time.Millisecond || d > 560*time.Millisecond {
+	if d := relay.TransferEnd(sh, from, 10_000).Sub(from); d < 540*time.Millisecond || d > 560*time.Millisecond {
 		t.Fatalf("10 KB across the drop took %v, want 550ms", d)
 	}
 }

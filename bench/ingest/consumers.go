@@ -224,39 +224,58 @@ func storeJetStream(ctx context.Context, nc *nats.Conn, subject string, msgs [][
 	return js, name, nil
 }
 
-// bareJetStream is a pull consumer (Consume) that acknowledges each message.
-func bareJetStream(ctx context.Context, srv *natsserver.Server, msgs [][]byte, turnNo int, _ Options) (result, error) {
-	subject := fmt.Sprintf("bench.ingest.js.%d", turnNo)
-	nc, err := srv.Connect()
-	if err != nil {
-		return result{}, err
-	}
-	defer nc.Close()
-	js, name, err := storeJetStream(ctx, nc, subject, msgs)
-	if err != nil {
-		return result{}, err
-	}
-	defer js.DeleteStream(context.Background(), name)
-	start := time.Now()
-	cons, err := js.CreateOrUpdateConsumer(ctx, name, jetstream.ConsumerConfig{AckPolicy: jetstream.AckExplicitPolicy, DeliverPolicy: jetstream.DeliverAllPolicy})
-	if err != nil {
-		return result{}, err
-	}
-	var n atomic.Int64
-	done := make(chan error)
-	cc, err := cons.Consume(func(m jetstream.Msg) {
-		_ = m.Ack()
-		if h := m.Headers(); h != nil && h.Get(connectors.EndHeader) != "" {
-			close(done)
-			return
+// bareJetStream is a pull consumer (Consume) under policy: AckExplicit
+// acknowledges each message, AckAll the last of every o.BatchSize messages
+// (and the last one), AckNone nothing.
+func bareJetStream(policy jetstream.AckPolicy) func(ctx context.Context, srv *natsserver.Server, msgs [][]byte, turnNo int, o Options) (result, error) {
+	return func(ctx context.Context, srv *natsserver.Server, msgs [][]byte, turnNo int, o Options) (result, error) {
+		subject := fmt.Sprintf("bench.ingest.js.%d", turnNo)
+		nc, err := srv.Connect()
+		if err != nil {
+			return result{}, err
 		}
-		n.Add(1)
-	})
-	if err != nil {
-		return result{}, err
+		defer nc.Close()
+		js, name, err := storeJetStream(ctx, nc, subject, msgs)
+		if err != nil {
+			return result{}, err
+		}
+		defer js.DeleteStream(context.Background(), name)
+		start := time.Now()
+		cfg := jetstream.ConsumerConfig{AckPolicy: policy, DeliverPolicy: jetstream.DeliverAllPolicy}
+		if policy == jetstream.AckAllPolicy {
+			// The server stops at MaxAckPending unacknowledged messages
+			// (default 1,000): room for the batches between acks, as the
+			// engine's source has.
+			cfg.MaxAckPending = 4 * o.BatchSize
+		}
+		cons, err := js.CreateOrUpdateConsumer(ctx, name, cfg)
+		if err != nil {
+			return result{}, err
+		}
+		var n atomic.Int64
+		done := make(chan error)
+		cc, err := cons.Consume(func(m jetstream.Msg) {
+			end := m.Headers() != nil && m.Headers().Get(connectors.EndHeader) != ""
+			switch policy {
+			case jetstream.AckExplicitPolicy:
+				_ = m.Ack()
+			case jetstream.AckAllPolicy:
+				if end || (n.Load()+1)%int64(o.BatchSize) == 0 {
+					_ = m.Ack()
+				}
+			}
+			if end {
+				close(done)
+				return
+			}
+			n.Add(1)
+		})
+		if err != nil {
+			return result{}, err
+		}
+		defer cc.Stop()
+		return turn{done: done, count: n.Load}.wait(ctx, start, false)
 	}
-	defer cc.Stop()
-	return turn{done: done, count: n.Load}.wait(ctx, start, false)
 }
 
 // engineJetStream runs a query over the stored messages FROM JETSTREAM.

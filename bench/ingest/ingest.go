@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
 	"github.com/spf13/cobra"
 
 	"github.com/tierflow/tierflow/bench"
@@ -35,7 +36,9 @@ type Row struct {
 	Seconds float64 `json:"seconds_median"`
 	PerSec  float64 `json:"events_per_sec"`
 	// VsBare is the median over the repetitions of the consumer's rate
-	// over the bare one's in the run next to it.
+	// over the fastest bare consumer's on its transport in the same
+	// repetition (a bare consumer's own row says how far it is from the
+	// fastest).
 	VsBare float64 `json:"vs_bare"`
 	// VsBareMin and VsBareMax are the spread of that ratio over the
 	// repetitions.
@@ -68,20 +71,23 @@ them, in this process, taking turns --reps times:
   Arrow columns), each while a publisher sends the messages as fast as it
   can. Both subscriptions have the engine's pending limits; what they drop
   is not counted as consumed.
-  JetStream: the messages stored in a stream first, then a bare pull
-  consumer (Consume, acknowledging each message) and the engine (FROM
-  JETSTREAM) each read all of them.
+  JetStream: the messages stored in a stream first, then three bare pull
+  consumers (Consume: acknowledging each message; under AckAll,
+  acknowledging the last of every --batch-size messages, as the engine's
+  ephemeral consumer does; under AckNone, acknowledging nothing) and the
+  engine (FROM JETSTREAM) each read all of them.
 
 events/s is messages consumed over the time from the first publish (core) or
-the consumer's start (JetStream) to the last message; vs bare is the median
-of the engine's rate over the bare consumer's in the turn next to it.`,
+the consumer's start (JetStream) to the last message; vs bare is the median,
+over the turns, of a consumer's rate over the fastest bare consumer's on its
+transport in the same turn.`,
 		Example: `  tierflow bench ingest --messages 200000 --reps 3`,
 		Args:    cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if o.Messages < 1 || o.Reps < 1 || o.BatchSize < 1 {
 				return cli.BadInput(fmt.Errorf("--messages, --reps and --batch-size must be at least 1"))
 			}
-			o.Progress = env.Progress(int64(4*o.Reps), "runs")
+			o.Progress = env.Progress(int64(len(consumers)*o.Reps), "runs")
 			rows, err := Run(cmd.Context(), o)
 			o.Progress.Done()
 			if err != nil {
@@ -110,24 +116,10 @@ func Run(ctx context.Context, o Options) ([]Row, error) {
 	}
 	defer srv.Shutdown()
 	msgs := bids(o.Messages)
-	type run func(ctx context.Context, srv *natsserver.Server, msgs [][]byte, turn int, o Options) (result, error)
-	cases := []struct {
-		transport, consumer string
-		f                   run
-	}{
-		{"core NATS", "bare subscriber", bareCore},
-		{"core NATS", "engine", engineCore},
-		{"JetStream", "bare pull consumer", bareJetStream},
-		{"JetStream", "engine", engineJetStream},
-	}
+	cases := consumers
 	res := make([][]result, len(cases))
 	for r := 0; r < o.Reps; r++ {
-		for i := range cases {
-			k := i
-			if r%2 == 1 {
-				// Every other turn the engine goes first on each transport.
-				k = i ^ 1
-			}
+		for _, k := range turnOrder(cases, r) {
 			c := cases[k]
 			if o.Progress != nil {
 				o.Progress.Describe(c.transport + ", " + c.consumer)
@@ -150,8 +142,13 @@ func Run(ctx context.Context, o Options) ([]Row, error) {
 			secs = append(secs, x.elapsed.Seconds())
 			recv = append(recv, x.received)
 			drops = append(drops, x.dropped)
-			bare := res[i&^1][r]
-			ratios = append(ratios, x.rate()/bare.rate())
+			fastest := 0.0
+			for j, b := range cases {
+				if b.transport == c.transport && b.bare {
+					fastest = max(fastest, res[j][r].rate())
+				}
+			}
+			ratios = append(ratios, x.rate()/fastest)
 		}
 		row := Row{Transport: c.transport, Consumer: c.consumer, Messages: o.Messages,
 			Received: medianInt(recv), Dropped: medianInt(drops), Seconds: median(secs), VsBare: median(ratios),
@@ -164,6 +161,46 @@ func Run(ctx context.Context, o Options) ([]Row, error) {
 		rows = append(rows, row)
 	}
 	return rows, nil
+}
+
+// consumer is one of the consumers measured.
+type consumer struct {
+	transport, consumer string
+	bare                bool
+	f                   func(ctx context.Context, srv *natsserver.Server, msgs [][]byte, turn int, o Options) (result, error)
+}
+
+// consumers are the consumers measured, in the order of the table; each
+// transport's engine last.
+var consumers = []consumer{
+	{"core NATS", "bare subscriber", true, bareCore},
+	{"core NATS", "engine", false, engineCore},
+	{"JetStream", "bare pull consumer, ack each", true, bareJetStream(jetstream.AckExplicitPolicy)},
+	{"JetStream", "bare pull consumer, AckAll per batch", true, bareJetStream(jetstream.AckAllPolicy)},
+	{"JetStream", "bare pull consumer, AckNone", true, bareJetStream(jetstream.AckNonePolicy)},
+	{"JetStream", "engine", false, engineJetStream},
+}
+
+// turnOrder is the order of the consumers in repetition r: a transport's
+// consumers one after the other, reversed every other repetition so that
+// none always runs first (on a warm server, a cold cache).
+func turnOrder(cases []consumer, r int) []int {
+	var order []int
+	for i := 0; i < len(cases); {
+		j := i
+		for j < len(cases) && cases[j].transport == cases[i].transport {
+			j++
+		}
+		for k := i; k < j; k++ {
+			if r%2 == 1 {
+				order = append(order, i+j-1-k)
+			} else {
+				order = append(order, k)
+			}
+		}
+		i = j
+	}
+	return order
 }
 
 // result is one consumer's turn.

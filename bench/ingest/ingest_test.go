@@ -16,8 +16,8 @@ func TestEveryConsumerTakesEveryMessage(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(rows) != 4 {
-		t.Fatalf("%d rows, want 4", len(rows))
+	if len(rows) != len(consumers) {
+		t.Fatalf("%d rows, want %d", len(rows), len(consumers))
 	}
 	for _, r := range rows {
 		if r.Received != int64(testMessages) || r.PerSec <= 0 || r.VsBare <= 0 {

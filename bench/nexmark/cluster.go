@@ -38,6 +38,9 @@ type ClusterOptions struct {
 	// default 500 ms, a worker silent for four of them is lost): tests
 	// on a loaded machine that kill no worker take a longer one.
 	Heartbeat time.Duration
+	// ProfileDir, with Processes, has each worker process write a CPU
+	// profile to ProfileDir/NAME.pprof (cluster.ProcessOptions).
+	ProfileDir string
 }
 
 // StartCluster starts o.Workers workers in one tier.
@@ -77,7 +80,7 @@ workers:
 		if os.Getenv("GOMAXPROCS") == "" {
 			env = []string{fmt.Sprintf("GOMAXPROCS=%d", cluster.CPUShare(inf.Machines()[0], o.Workers))}
 		}
-		c, err = cluster.StartProcesses(ctx, cluster.ProcessOptions{Options: opts, Binary: o.Binary, Stderr: warnings{o.Log}, Env: env})
+		c, err = cluster.StartProcesses(ctx, cluster.ProcessOptions{Options: opts, Binary: o.Binary, Stderr: warnings{o.Log}, Env: env, ProfileDir: o.ProfileDir})
 	} else {
 		c, err = cluster.StartEmbedded(ctx, opts)
 	}

@@ -30,7 +30,7 @@ type Row struct {
 // Command is `tierflow bench nexmark`.
 func Command(env *bench.Env) *cobra.Command {
 	var events, reps, partitions int
-	var only, data string
+	var only, data, profile string
 	var seed int64
 	var processes []int
 	var embedded bool
@@ -56,12 +56,17 @@ repetition. Each stream is split into --partitions files (default: the least
 common multiple of the sizes), a partition each, read by a source instance of
 its own and spread over the workers; the keyed aggregation runs as one
 instance per partition, its rows exchanged between the workers by a hash of
-the key. Each size's speedup is the median over --reps of its events/s over
+the key, and so does a join of two streams (--queries q4,q5,q7), each input
+by its own join columns. Each worker process runs on its worker type's share
+of the cores (1 vCPU: GOMAXPROCS=1), as a machine of that size would. Each size's speedup is the median over --reps of its events/s over
 the first size's in the run next to it, and same_answer says every run gave
-the first's rows.`,
+the first's rows. --cpuprofile DIR has every worker process write a CPU
+profile of its whole life (all runs of all queries) to DIR/N-workers/NAME.pprof
+(go tool pprof reads it).`,
 		Example: `  tierflow bench nexmark --events 1000000
   tierflow bench nexmark --queries q18,q19 --reps 3 --format json
-  tierflow bench nexmark --processes 1,2 --reps 5`,
+  tierflow bench nexmark --processes 1,2 --reps 5
+  tierflow bench nexmark --processes 1,2 --queries q4,q5,q7 --reps 5`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			qs := Queries
@@ -92,7 +97,7 @@ the first's rows.`,
 				}
 			}
 			if len(processes) > 0 {
-				return scaleCommand(cmd.Context(), env, dir, events, qs, processes, partitions, reps, embedded)
+				return scaleCommand(cmd.Context(), env, dir, events, qs, processes, partitions, reps, embedded, profile)
 			}
 			prog := env.Progress(int64(len(qs)*reps), "queries")
 			var rows []Row
@@ -137,11 +142,12 @@ the first's rows.`,
 	fl.IntSliceVar(&processes, "processes", nil, "run the keyed queries on clusters of these numbers of worker processes (e.g. 1,2) and print each size's speedup over the first")
 	fl.IntVar(&partitions, "partitions", 0, "with --processes: files each stream is split into, one partition each (default: the least common multiple of the sizes)")
 	fl.BoolVar(&embedded, "embedded", false, "with --processes: the workers run in this process instead of as child processes")
+	fl.StringVar(&profile, "cpuprofile", "", "with --processes: every worker process writes a CPU profile to this directory (N-workers/NAME.pprof)")
 	return c
 }
 
 // scaleCommand is `bench nexmark --processes`.
-func scaleCommand(ctx context.Context, env *bench.Env, dir string, events int, qs []Query, sizes []int, partitions, reps int, embedded bool) error {
+func scaleCommand(ctx context.Context, env *bench.Env, dir string, events int, qs []Query, sizes []int, partitions, reps int, embedded bool, profile string) error {
 	for _, n := range sizes {
 		if n < 1 {
 			return cli.BadInput(fmt.Errorf("--processes: %d workers (want 1 or more each)", n))
@@ -160,7 +166,7 @@ func scaleCommand(ctx context.Context, env *bench.Env, dir string, events int, q
 	}
 	prog := env.Progress(int64(len(qs)*len(sizes)*reps), "runs")
 	rows, err := Scale(ctx, parts, partitions, qs, ScaleOptions{Events: events, Workers: sizes, Reps: reps,
-		Processes: !embedded, Log: env.Err, Progress: prog})
+		Processes: !embedded, Log: env.Err, Progress: prog, ProfileDir: profile})
 	prog.Done()
 	if err != nil {
 		return err

@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"os"
+	"path/filepath"
 	"sort"
 
 	"github.com/tierflow/tierflow/internal/cli"
@@ -40,6 +42,9 @@ type ScaleOptions struct {
 	Binary    string
 	Log       io.Writer
 	Progress  *cli.Progress
+	// ProfileDir, with Processes, has every worker process write a CPU
+	// profile to ProfileDir/N-workers/NAME.pprof.
+	ProfileDir string
 }
 
 // Scale runs each query Reps times on a cluster of each size in
@@ -58,7 +63,14 @@ func Scale(ctx context.Context, parts string, partitions int, qs []Query, o Scal
 		if o.Progress != nil {
 			o.Progress.Describe(fmt.Sprintf("starting %d workers", n))
 		}
-		c, err := StartCluster(ctx, ClusterOptions{Workers: n, Processes: o.Processes, Binary: o.Binary, Log: o.Log})
+		co := ClusterOptions{Workers: n, Processes: o.Processes, Binary: o.Binary, Log: o.Log}
+		if o.ProfileDir != "" && o.Processes {
+			co.ProfileDir = filepath.Join(o.ProfileDir, fmt.Sprintf("%d-workers", n))
+			if err := os.MkdirAll(co.ProfileDir, 0o755); err != nil {
+				return nil, err
+			}
+		}
+		c, err := StartCluster(ctx, co)
 		if err != nil {
 			return nil, err
 		}

@@ -6,6 +6,7 @@ import (
 	"os"
 	"os/signal"
 	"runtime/debug"
+	"runtime/pprof"
 	"syscall"
 
 	"github.com/spf13/cobra"
@@ -23,7 +24,7 @@ func newWorkerCmd(a *app) *cobra.Command {
 	var threads int
 	var schedName, evidence string
 	var dataRoots []string
-	var namespace, maxMemory string
+	var namespace, maxMemory, cpuProfile string
 	c := &cobra.Command{
 		Use:   "worker",
 		Short: "Run a tierflow worker: register with the coordinator and run the operators it is given",
@@ -72,6 +73,13 @@ other workers over NATS. Ctrl-C (or SIGTERM) aborts what runs and leaves.
 			if err != nil {
 				return err
 			}
+			if cpuProfile != "" {
+				stopProfile, err := startCPUProfile(cpuProfile)
+				if err != nil {
+					return badInput(err)
+				}
+				defer stopProfile()
+			}
 			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
 			defer stop()
 			nc, err := a.connectNATS(a.g.nats, "tierflow-worker-"+name)
@@ -115,6 +123,7 @@ other workers over NATS. Ctrl-C (or SIGTERM) aborts what runs and leaves.
 	f.IntVar(&threads, "threads", 0, "intra-op threads of each model session: this worker's share of the machine's CPUs (0: ONNX Runtime's default, all of them)")
 	f.StringVar(&schedName, "sched", sched.NaiveName, "policy of the worker's inference scheduler, shared by its queries: naive (each batch runs as it comes), deepquery (REALTIME batches first, BEST_EFFORT ones sized to the gaps), or a SneakPeek scheduler choosing each batch's variant by utility: maxacc-edf, lo-edf, grouped or sneakpeek (data-aware with --evidence)")
 	f.StringVar(&evidence, "evidence", "", "with --sched sneakpeek: the Fashion-MNIST example directory whose training sample's nearest neighbours estimate each row's class")
+	f.StringVar(&cpuProfile, "cpuprofile", "", "write a CPU profile (pprof) of the worker to this file until it leaves")
 	// Accepted for symmetry with the coordinator; the coordinator decides.
 	f.Duration("heartbeat", 0, "ignored: the coordinator sets the heartbeat interval")
 	return c
@@ -160,4 +169,21 @@ func checkNamespace(ns string) error {
 		return badInput(err)
 	}
 	return nil
+}
+
+// startCPUProfile profiles this process into file until the returned
+// function is called.
+func startCPUProfile(file string) (func(), error) {
+	f, err := os.Create(file)
+	if err != nil {
+		return nil, fmt.Errorf("--cpuprofile: %w", err)
+	}
+	if err := pprof.StartCPUProfile(f); err != nil {
+		f.Close()
+		return nil, fmt.Errorf("--cpuprofile: %w", err)
+	}
+	return func() {
+		pprof.StopCPUProfile()
+		f.Close()
+	}, nil
 }

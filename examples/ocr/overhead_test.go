@@ -197,7 +197,7 @@ func BenchmarkEngineVsBareOnnxRuntime(b *testing.B) {
 		Variants: map[string]string{"detect": fmt.Sprintf("det-%d", det), "recognize": fmt.Sprintf("rec-%d", rec)}})
 	mem := memory.NewGoAllocator()
 	opts := exec.Options{Allocator: mem, BaseDir: ".", Lateral: rt.Lateral, BatchSize: 1,
-		Stream: func(_ *catalog.Stream, schema *arrow.Schema, et sources.EventTime, report *sources.Report) (func() (dataflow.Operator, error), error) {
+		Stream: func(_ *catalog.Stream, schema *arrow.Schema, _ []int, et sources.EventTime, report *sources.Report) (func() (dataflow.Operator, error), error) {
 			feed.schema = schema
 			return func() (dataflow.Operator, error) { return sources.NewSource(feed, et, report), nil }, nil
 		},

@@ -3,6 +3,7 @@ package exec
 import (
 	"context"
 	"errors"
+	"fmt"
 	"testing"
 	"time"
 
@@ -35,7 +36,7 @@ func TestExternalStreamAndSinkUseTheHooks(t *testing.T) {
 		t.Fatalf("without hooks: %v", err)
 	}
 	var gotEt sources.EventTime
-	stream := func(s *catalog.Stream, schema *arrow.Schema, et sources.EventTime, _ *sources.Report) (func() (dataflow.Operator, error), error) {
+	stream := func(s *catalog.Stream, schema *arrow.Schema, _ []int, et sources.EventTime, _ *sources.Report) (func() (dataflow.Operator, error), error) {
 		gotEt = et
 		return func() (dataflow.Operator, error) {
 			b := array.NewRecordBuilder(mem, schema)
@@ -66,6 +67,54 @@ func TestExternalStreamAndSinkUseTheHooks(t *testing.T) {
 	}
 }
 
+// A stream's source is asked for the declared columns its query reads and
+// its event time, in declared order, with their positions (a CSV message's
+// fields are found by position), not for every declared column.
+func TestExternalStreamIsAskedForTheColumnsItsQueryReads(t *testing.T) {
+	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
+	defer mem.AssertSize(t, 0)
+	st := &catalog.Stream{Name: "b", Source: "nats", Subject: "in", Format: "csv",
+		Columns: []catalog.Column{{Name: "auction", Type: "BIGINT"}, {Name: "bidder", Type: "BIGINT"}, {Name: "price", Type: "BIGINT"},
+			{Name: "url", Type: "VARCHAR"}, {Name: "ts", Type: "TIMESTAMP"}, {Name: "extra", Type: "VARCHAR"}}}
+	// SELECT price, auction: the scan reads columns 2 and 0.
+	scan, err := logical.NewScan(st, nil, "b", []int{2, 0}, logical.Pos{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got *arrow.Schema
+	var gotCols []int
+	var gotEt sources.EventTime
+	stream := func(_ *catalog.Stream, schema *arrow.Schema, cols []int, et sources.EventTime, _ *sources.Report) (func() (dataflow.Operator, error), error) {
+		got, gotCols, gotEt = schema, cols, et
+		return func() (dataflow.Operator, error) {
+			b := array.NewRecordBuilder(mem, schema)
+			defer b.Release()
+			b.Field(0).(*array.Int64Builder).AppendValues([]int64{7, 8}, nil)
+			b.Field(1).(*array.Int64Builder).AppendValues([]int64{100, 200}, nil)
+			b.Field(2).(*array.TimestampBuilder).AppendValues([]arrow.Timestamp{1, 2}, nil)
+			return builtin.NewSliceSource([]dataflow.Batch{{Record: b.NewRecord()}}), nil
+		}, nil
+	}
+	out := &collect{}
+	q, err := Build(&logical.Plan{Root: &logical.Sink{Input: scan}}, Options{Allocator: mem, Stream: stream, Output: out})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := q.Run(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, f := range got.Fields() {
+		names = append(names, f.Name)
+	}
+	if fmt.Sprint(names) != "[auction price ts]" || fmt.Sprint(gotCols) != "[0 2 4]" || gotEt.Column != 2 {
+		t.Fatalf("source asked for %v at %v, event time column %d; want [auction price ts] at [0 2 4], 2", names, gotCols, gotEt.Column)
+	}
+	if fmt.Sprint(out.rows) != "[[100 7] [200 8]]" {
+		t.Fatalf("rows %v, want price, auction: [[100 7] [200 8]]", out.rows)
+	}
+}
+
 // A LIMIT on the query's result ends an endless stream once it has its rows;
 // the run drains and returns by itself.
 func TestFinalLimitEndsAnEndlessStream(t *testing.T) {
@@ -78,7 +127,7 @@ func TestFinalLimitEndsAnEndlessStream(t *testing.T) {
 		t.Fatal(err)
 	}
 	plan := &logical.Plan{Root: &logical.Sink{Input: &logical.Limit{Input: scan, N: 5}}}
-	stream := func(_ *catalog.Stream, _ *arrow.Schema, et sources.EventTime, report *sources.Report) (func() (dataflow.Operator, error), error) {
+	stream := func(_ *catalog.Stream, _ *arrow.Schema, _ []int, et sources.EventTime, report *sources.Report) (func() (dataflow.Operator, error), error) {
 		return func() (dataflow.Operator, error) {
 			// Rows: -1 never ends; a batch of 2 every millisecond.
 			return sources.NewSource(&sources.Generator{Rows: -1, Batch: 2, Rate: 2000, Keys: 3}, et, report), nil

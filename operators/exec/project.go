@@ -15,8 +15,15 @@ import (
 // returns the scan with its column indexes, and the event time, renumbered
 // against that schema.
 func projectScan(n *logical.Scan, schema *arrow.Schema, et sources.EventTime) (*arrow.Schema, *logical.Scan, sources.EventTime) {
+	s, m, et, _ := projectColumns(n, schema, et)
+	return s, m, et
+}
+
+// projectColumns is projectScan that also returns where each column of the
+// narrowed schema is in schema (nil: nothing narrowed).
+func projectColumns(n *logical.Scan, schema *arrow.Schema, et sources.EventTime) (*arrow.Schema, *logical.Scan, sources.EventTime, []int) {
 	if len(n.Columns) == 0 {
-		return schema, n, et // no pruning recorded: every column
+		return schema, n, et, nil // no pruning recorded: every column
 	}
 	keep := slices.Clone(n.Columns)
 	if et.Column >= 0 {
@@ -25,7 +32,7 @@ func projectScan(n *logical.Scan, schema *arrow.Schema, et sources.EventTime) (*
 	slices.Sort(keep)
 	keep = slices.Compact(keep)
 	if len(keep) == schema.NumFields() || keep[len(keep)-1] >= schema.NumFields() {
-		return schema, n, et
+		return schema, n, et, nil
 	}
 	at := make(map[int]int, len(keep))
 	fs := make([]arrow.Field, len(keep))
@@ -42,7 +49,7 @@ func projectScan(n *logical.Scan, schema *arrow.Schema, et sources.EventTime) (*
 		et.Column = at[et.Column]
 	}
 	md := schema.Metadata()
-	return arrow.NewSchema(fs, &md), &m, et
+	return arrow.NewSchema(fs, &md), &m, et, keep
 }
 
 // minColumnarBatch is the fewest rows a scan of a Parquet table decodes at a

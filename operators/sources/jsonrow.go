@@ -36,7 +36,27 @@ type jsonRow struct {
 	cells []jsonCell
 	text  []byte
 	pos   int
+	// keys are the keys of the last object read, in its order, with the
+	// field each names (-1: none declared). A stream's messages come from
+	// producers that write their fields in one order: the k-th key is
+	// compared with the last object's k-th, and only a key that differs
+	// is looked up by hash (the lookup was a tenth of decoding a bid).
+	keys []jsonKey
+	// simple turns off the fast paths (keys by position, strings scanned
+	// by table): tests and benchmarks compare the two.
+	simple bool
 }
+
+// jsonKey is a key seen at some position of the last object.
+type jsonKey struct {
+	name  string
+	field int
+}
+
+// maxJSONKeys bounds the keys remembered by position: an object's first
+// ones, as many as a declared schema could want matched, not one per key of
+// an arbitrarily wide object.
+const maxJSONKeys = 256
 
 // jsonSlot is where a declared field's value lies in the text.
 type jsonSlot struct {
@@ -236,7 +256,7 @@ func (d *jsonRow) object() error {
 		d.pos++
 		return nil
 	}
-	for {
+	for k := 0; ; k++ {
 		d.ws()
 		if d.pos >= len(d.text) || d.text[d.pos] != '"' {
 			return d.syntax("a key")
@@ -247,7 +267,7 @@ func (d *jsonRow) object() error {
 		}
 		i, known := -1, false
 		if !esc {
-			i, known = d.field[string(d.text[ks:ke])]
+			i, known = d.key(k, d.text[ks:ke])
 		} else {
 			var k string
 			if err := json.Unmarshal(d.text[ks-1:ke+1], &k); err != nil {
@@ -282,6 +302,28 @@ func (d *jsonRow) object() error {
 			return d.syntax("',' or '}'")
 		}
 	}
+}
+
+// key finds the field named by the k-th key of an object: the last
+// object's k-th key's if it is the same, else by hash (remembered for the
+// next object).
+func (d *jsonRow) key(k int, name []byte) (int, bool) {
+	if !d.simple && k < len(d.keys) && d.keys[k].name == string(name) {
+		return d.keys[k].field, d.keys[k].field >= 0
+	}
+	i, known := d.field[string(name)]
+	if d.simple || k > len(d.keys) || k >= maxJSONKeys {
+		return i, known
+	}
+	if k == len(d.keys) {
+		d.keys = append(d.keys, jsonKey{})
+	}
+	if known {
+		d.keys[k] = jsonKey{name: d.fields[i].Name, field: i} // no copy of the key
+	} else {
+		d.keys[k] = jsonKey{name: string(name), field: -1}
+	}
+	return i, known
 }
 
 // value1 reads one value at depth and says where it lies.
@@ -365,6 +407,12 @@ func (d *jsonRow) nested(depth int) error {
 func (d *jsonRow) str() (start, end int, escaped bool, err error) {
 	d.pos++ // the opening quote
 	start = d.pos
+	if !d.simple {
+		// The plain bytes at once; the loop below takes what stops it.
+		for d.pos < len(d.text) && jsonPlain[d.text[d.pos]] {
+			d.pos++
+		}
+	}
 	for d.pos < len(d.text) {
 		c := d.text[d.pos]
 		switch {
@@ -402,6 +450,15 @@ func (d *jsonRow) str() (start, end int, escaped bool, err error) {
 	}
 	return 0, 0, false, d.syntax("a closing quote")
 }
+
+// jsonPlain marks the bytes a string holds as they are: not its closing
+// quote, an escape or a control character.
+var jsonPlain = func() (t [256]bool) {
+	for c := 0x20; c < 256; c++ {
+		t[c] = c != '"' && c != '\\'
+	}
+	return t
+}()
 
 // number reads a JSON number: -?(0|[1-9][0-9]*)(.[0-9]+)?([eE][+-]?[0-9]+)?
 func (d *jsonRow) number() error {

@@ -29,6 +29,18 @@ type RowBuilder struct {
 	// BenchmarkRowBuilderReserves).
 	lastRows int
 	lastData []int
+	// at and fields: AppendCSV reads field at[i] of records of fields
+	// fields into column i (nil at: field i, of as many as columns).
+	at     []int
+	fields int
+}
+
+// AtPositions has AppendCSV read column i from field at[i] of records of n
+// fields: a stream declares n columns in field order and the query reads
+// the columns of r's schema. The other fields are skipped, not converted
+// (as a CSV file's unread columns are).
+func (r *RowBuilder) AtPositions(at []int, n int) {
+	r.at, r.fields = at, n
 }
 
 // start makes the builders of a new record, sized as the last one.
@@ -101,11 +113,19 @@ func (r *RowBuilder) AppendJSON(text []byte) error {
 // header), empty fields under TextValue's rule, as the CSV file reader reads
 // them.
 func (r *RowBuilder) AppendCSV(fields []CSVField) error {
-	if len(fields) != r.schema.NumFields() {
-		return fmt.Errorf("%w: %d fields, want %d", ErrBadRow, len(fields), r.schema.NumFields())
+	want := r.schema.NumFields()
+	if r.at != nil {
+		want = r.fields
+	}
+	if len(fields) != want {
+		return fmt.Errorf("%w: %d fields, want %d", ErrBadRow, len(fields), want)
 	}
 	for i, f := range r.schema.Fields() {
-		v, err := TextValue(fields[i], f.Type)
+		field := fields[i]
+		if r.at != nil {
+			field = fields[r.at[i]]
+		}
+		v, err := TextValue(field, f.Type)
 		if err != nil {
 			return fmt.Errorf("%w: column %q: %w", ErrBadRow, f.Name, err)
 		}

@@ -8,6 +8,7 @@ import (
 	neturl "net/url"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"sync"
@@ -26,6 +27,9 @@ type ProcessOptions struct {
 	Stderr io.Writer
 	// Env is added to the workers' environment.
 	Env []string
+	// ProfileDir, when set, has each worker write a CPU profile of its
+	// process to ProfileDir/NAME.pprof until it leaves.
+	ProfileDir string
 }
 
 // process is one worker child process.
@@ -84,6 +88,9 @@ func StartProcesses(ctx context.Context, o ProcessOptions) (*Cluster, error) {
 		}
 		if o.EvidenceDir != "" {
 			args = append(args, "--evidence", o.EvidenceDir)
+		}
+		if o.ProfileDir != "" {
+			args = append(args, "--cpuprofile", filepath.Join(o.ProfileDir, WorkerName(m.Name)+".pprof"))
 		}
 		args = append(args, authFlags...)
 		cmd := exec.Command(bin, args...)

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/apache/arrow/go/v17/arrow"
+	"github.com/apache/arrow/go/v17/arrow/array"
 	"github.com/apache/arrow/go/v17/arrow/memory"
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
@@ -250,6 +251,70 @@ func TestConformanceRoundTrip(t *testing.T) {
 			t.Fatalf("rows %d bad %d", report.Rows.Load(), stats.Bad.Load())
 		}
 	})
+}
+
+// TestConformanceReadsOnlyItsColumns: a source asked for some of its
+// stream's declared columns (a query's, exec.Options.Stream) emits those,
+// found by name (JSON, Arrow) or by position (CSV), with the values a
+// source of every column has in them.
+func TestConformanceReadsOnlyItsColumns(t *testing.T) {
+	s := startServer(t)
+	eachConnector(t, func(t *testing.T, c connectors.Component) {
+		mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
+		defer mem.AssertSize(t, 0)
+		nc := connect(t, s)
+		subject := "cols." + c.Kind + "." + c.Format
+		recs := readings(t, mem, 100)
+		// ts (the event time) and humidity, in declared order.
+		cols := []int{1, 3}
+		narrow := arrow.NewSchema([]arrow.Field{readingsSchema.Field(1), readingsSchema.Field(3)}, nil)
+		var want []arrow.Record
+		for _, r := range recs {
+			want = append(want, array.NewRecord(narrow, []arrow.Array{r.Column(1), r.Column(3)}, r.NumRows()))
+		}
+		defer func() {
+			for _, r := range append(recs, want...) {
+				r.Release()
+			}
+		}()
+		report := &sources.Report{}
+		mk, err := c.NewSource(connectors.SourceConfig{Conn: nc, Subject: subject, Schema: narrow, Columns: cols, Declared: 4, MaxRows: 64,
+			OnError: sources.Fail, Report: report, EventTime: sources.EventTime{Column: 0, MaxDelay: 2 * time.Second}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		out := newTextWriter()
+		wait := runSource(t, mem, mk, out, nil)
+		waitSubscribed(t, s, nc, c.Kind, subject)
+		w, err := c.NewSink(connectors.SinkConfig{Conn: connect(t, s), Subject: subject, End: true, Window: 8})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, r := range recs {
+			if err := w.Write(r); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if err := w.Close(); err != nil {
+			t.Fatal(err)
+		}
+		if err := wait(); err != nil {
+			t.Fatal(err)
+		}
+		if got, want := out.String(), csvText(t, want); got != want {
+			t.Fatalf("narrowed read differs: got %d bytes, want %d\n%.300s\nwant\n%.300s", len(got), len(want), got, want)
+		}
+		if report.Rows.Load() != 1200 {
+			t.Fatalf("rows %d, want 1200", report.Rows.Load())
+		}
+	})
+	// A position past the declared columns is refused before anything
+	// connects.
+	_, err := connectors.Builtins().Components()[0].NewSource(connectors.SourceConfig{Conn: connect(t, s), Subject: "x",
+		Schema: readingsSchema, Columns: []int{0, 1, 2, 4}, Declared: 4})
+	if !errors.Is(err, connectors.ErrConfig) {
+		t.Fatalf("position 4 of 4 declared: %v, want ErrConfig", err)
+	}
 }
 
 // badMessage is a message no format reads as a row of readingsSchema.

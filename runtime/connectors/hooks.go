@@ -50,8 +50,9 @@ func (h Hooks) conn() (*nats.Conn, error) {
 }
 
 // Stream builds the source of a stream FROM NATS or FROM JETSTREAM (format
-// default JSON).
-func (h Hooks) Stream(s *catalog.Stream, schema *arrow.Schema, et sources.EventTime, report *sources.Report) (func() (dataflow.Operator, error), error) {
+// default JSON), emitting the columns of schema: where cols is set, those
+// declared columns alone (exec.Options.Stream).
+func (h Hooks) Stream(s *catalog.Stream, schema *arrow.Schema, cols []int, et sources.EventTime, report *sources.Report) (func() (dataflow.Operator, error), error) {
 	c, err := h.registry().Lookup(strings.ToLower(s.Source), s.Format)
 	if err != nil {
 		return nil, err
@@ -67,6 +68,7 @@ func (h Hooks) Stream(s *catalog.Stream, schema *arrow.Schema, et sources.EventT
 	}
 	cfg := h.Sources
 	cfg.Conn, cfg.Subject, cfg.Format, cfg.Schema, cfg.EventTime, cfg.Report = nc, s.Subject, c.Format, schema, et, report
+	cfg.Columns, cfg.Declared = cols, len(s.Columns)
 	if strings.EqualFold(s.Source, JetStream) {
 		cfg.Name = s.Name
 	}

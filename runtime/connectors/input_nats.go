@@ -34,7 +34,7 @@ import (
 // reader has taken what that buffer held after the drop.
 type natsInput struct {
 	sub    *nats.Subscription
-	q      *msgQueue
+	q      *msgQueue[*nats.Msg]
 	got    []*nats.Msg // taken from q, read up to taken
 	taken  int
 	stats  *Stats
@@ -51,7 +51,7 @@ func newNATSInput(_ context.Context, c SourceConfig) (input, error) {
 	// subscription's pending bytes: beyond, the subscription buffers (and
 	// drops past its limits, counted) as it did with nothing in front.
 	n := &natsInput{stats: c.Stats, report: c.Report, stop: make(chan struct{}), ended: make(chan struct{})}
-	q := newMsgQueue(c.MaxRows, c.PendingBytes/4, n.countDrops)
+	q := newMsgQueue(c.MaxRows, c.PendingBytes/4, natsMsgSize, n.countDrops)
 	var sub *nats.Subscription
 	var err error
 	if c.Queue != "" {

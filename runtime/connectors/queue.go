@@ -9,9 +9,9 @@ import (
 	"github.com/tierflow/tierflow/dataflow"
 )
 
-// msgQueue hands messages from a nats.go delivery goroutine (a
-// subscription's handler) to the source's reader, which takes all that are
-// waiting at once. Why: reading a subscription one NextMsg at a time costs
+// msgQueue hands messages (a core NATS *nats.Msg or a jetstream.Msg) from
+// a nats.go delivery goroutine (a subscription's or a Consume's handler) to
+// the source's reader, which takes all that are waiting at once. Why: reading a subscription one NextMsg at a time costs
 // a channel receive, a select on the context and a timer check per
 // message, and a message's trip from the connection to the reader was most
 // of what a source spent beside decoding (bench/ingest's BenchmarkIngest, core_vs_bare); here
@@ -21,9 +21,10 @@ import (
 // The queue holds at most maxMsgs messages and, past one, maxBytes of
 // payload; put waits for room beyond that, so the subscription's own
 // pending limits (and their counted drops) apply as before behind it.
-type msgQueue struct {
+type msgQueue[M any] struct {
 	mu       sync.Mutex
-	msgs     []*nats.Msg
+	msgs     []M
+	size     func(M) int // a message's payload bytes
 	bytes    int
 	maxMsgs  int
 	maxBytes int
@@ -36,18 +37,24 @@ type msgQueue struct {
 	// idle is called each time the reader finds the queue empty, before
 	// it waits (nil: nothing).
 	idle func()
+	// err, once set by fail, is what take returns when the queue is
+	// empty: the delivery ended.
+	err error
 }
 
-func newMsgQueue(maxMsgs, maxBytes int, idle func()) *msgQueue {
-	return &msgQueue{maxMsgs: max(maxMsgs, 1), maxBytes: maxBytes, idle: idle,
+func newMsgQueue[M any](maxMsgs, maxBytes int, size func(M) int, idle func()) *msgQueue[M] {
+	return &msgQueue[M]{maxMsgs: max(maxMsgs, 1), maxBytes: maxBytes, size: size, idle: idle,
 		ready: make(chan struct{}, 1), room: make(chan struct{}, 1), stop: make(chan struct{})}
 }
 
+func natsMsgSize(m *nats.Msg) int { return len(m.Data) }
+
 // put appends m, waiting while the queue is full; after close it drops m
 // (the source is gone).
-func (q *msgQueue) put(m *nats.Msg) {
+func (q *msgQueue[M]) put(m M) {
+	n := q.size(m)
 	q.mu.Lock()
-	for len(q.msgs) >= q.maxMsgs || len(q.msgs) > 0 && q.bytes+len(m.Data) > q.maxBytes {
+	for len(q.msgs) >= q.maxMsgs || len(q.msgs) > 0 && q.bytes+n > q.maxBytes {
 		if q.stopped {
 			q.mu.Unlock()
 			return
@@ -61,7 +68,12 @@ func (q *msgQueue) put(m *nats.Msg) {
 		q.mu.Lock()
 	}
 	q.msgs = append(q.msgs, m)
-	q.bytes += len(m.Data)
+	q.bytes += n
+	q.wake()
+}
+
+// wake wakes a waiting reader; q.mu is held and is unlocked.
+func (q *msgQueue[M]) wake() {
 	wake := q.waiting
 	q.waiting = false
 	q.mu.Unlock()
@@ -73,10 +85,20 @@ func (q *msgQueue) put(m *nats.Msg) {
 	}
 }
 
+// fail ends the delivery: the reader gets err once it has taken what is
+// queued.
+func (q *msgQueue[M]) fail(err error) {
+	q.mu.Lock()
+	if q.err == nil {
+		q.err = err
+	}
+	q.wake()
+}
+
 // take waits until messages are queued (or ctx ends: its error) and
 // returns them all; buf, which the caller has done with, becomes the
 // queue's next buffer.
-func (q *msgQueue) take(ctx context.Context, buf []*nats.Msg) ([]*nats.Msg, error) {
+func (q *msgQueue[M]) take(ctx context.Context, buf []M) ([]M, error) {
 	clear(buf)
 	for {
 		q.mu.Lock()
@@ -93,6 +115,11 @@ func (q *msgQueue) take(ctx context.Context, buf []*nats.Msg) ([]*nats.Msg, erro
 				}
 			}
 			return got, nil
+		}
+		if q.err != nil {
+			err := q.err
+			q.mu.Unlock()
+			return nil, err
 		}
 		q.waiting = true
 		q.mu.Unlock()
@@ -116,7 +143,7 @@ func (q *msgQueue) take(ctx context.Context, buf []*nats.Msg) ([]*nats.Msg, erro
 
 // close releases a handler waiting for room; what it puts afterwards is
 // dropped.
-func (q *msgQueue) close() {
+func (q *msgQueue[M]) close() {
 	q.mu.Lock()
 	defer q.mu.Unlock()
 	if !q.stopped {

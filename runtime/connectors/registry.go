@@ -53,9 +53,16 @@ type SourceConfig struct {
 	Conn    *nats.Conn
 	Subject string
 	Format  string
-	// Schema of the rows (the stream's declared columns). Arrow messages are
-	// matched to it by column name.
+	// Schema of the rows: the stream's declared columns, or those of them
+	// the query reads (Columns). JSON fields and Arrow columns are matched
+	// to it by name; a message's others are skipped.
 	Schema *arrow.Schema
+	// Columns, when set, says where each column of Schema is among the
+	// stream's Declared columns: a CSV message's fields are found by
+	// position, and only these are converted (the others are checked as
+	// CSV, not as values). Nil: Schema is every declared column.
+	Columns  []int
+	Declared int
 	// Name is the catalog stream's name: a replayable (JetStream) source
 	// records its positions under it in Report (sources.Report.Position).
 	Name string

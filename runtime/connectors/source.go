@@ -87,6 +87,16 @@ func (c *SourceConfig) defaults() error {
 	if c.Schema == nil || c.Schema.NumFields() == 0 {
 		return fmt.Errorf("%w: subject %q: no columns declared", ErrConfig, c.Subject)
 	}
+	if c.Columns != nil {
+		if len(c.Columns) != c.Schema.NumFields() {
+			return fmt.Errorf("%w: subject %q: %d column positions for %d columns", ErrConfig, c.Subject, len(c.Columns), c.Schema.NumFields())
+		}
+		for _, p := range c.Columns {
+			if p < 0 || p >= c.Declared {
+				return fmt.Errorf("%w: subject %q: column position %d of %d declared", ErrConfig, c.Subject, p, c.Declared)
+			}
+		}
+	}
 	if c.MaxRows <= 0 {
 		c.MaxRows = 4096
 	}
@@ -250,6 +260,9 @@ func (r *reader) rows() int {
 func (r *reader) fill(mem memory.Allocator) error {
 	if r.rb == nil {
 		r.rb = sources.NewRowBuilder(mem, r.c.Schema)
+		if r.c.Columns != nil {
+			r.rb.AtPositions(r.c.Columns, r.c.Declared)
+		}
 	}
 	ctx := r.ctx
 	var batch delay

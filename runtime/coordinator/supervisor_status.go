@@ -12,6 +12,10 @@ import (
 	"github.com/tierflow/tierflow/runtime/inference/sched"
 )
 
+// blames: a part's failure of this kind is the query's own fault (its
+// input, or a limit it went past): it fails once and is not recovered.
+func blames(kind string) bool { return kind == deploy.KindInput || kind == deploy.KindLimit }
+
 // maxProblems bounds the bad-row messages a query's info keeps.
 const maxProblems = 10
 
@@ -71,13 +75,18 @@ func (s *supervisor) onStatus(st deploy.Status, reg registry) {
 			stopped = true
 		case deploy.StateFailed:
 			terminal++
-			if failed == "" {
+			// The query's own fault (its input, a limit) is the reason
+			// whichever worker reported it: another part failing only
+			// because that one closed its links (relay.ErrPeerClosed)
+			// may come first, in the order of the workers or of the
+			// reports, which travel on different connections.
+			if failed == "" || blames(ws.ErrorKind) && !blames(failedKind) {
 				failed, failedKind = ws.Worker+": "+ws.Error, ws.ErrorKind
 			}
 		}
 	}
 	switch {
-	case failed != "" && (failedKind == deploy.KindInput || failedKind == deploy.KindLimit):
+	case failed != "" && blames(failedKind):
 		// The query is to blame (its input, or a limit it went past: a
 		// poison query): it fails once, with the reason, and is not
 		// recovered onto other workers.

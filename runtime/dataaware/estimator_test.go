@@ -1,4 +1,4 @@
-package dataaware
+package dataaware_test
 
 import (
 	"errors"
@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/tierflow/tierflow/planner/catalog"
+	"github.com/tierflow/tierflow/runtime/dataaware"
 	"github.com/tierflow/tierflow/runtime/modelzoo"
 )
 
@@ -29,7 +30,7 @@ func load(t testing.TB, images, lbls string) ([]float32, []uint8) {
 }
 
 func TestPosteriorIsDirichletMultinomial(t *testing.T) {
-	p, err := NewPosterior([]string{"no fall", "fall"}, Jeffreys, 0)
+	p, err := dataaware.NewPosterior([]string{"no fall", "fall"}, dataaware.Jeffreys, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -41,12 +42,12 @@ func TestPosteriorIsDirichletMultinomial(t *testing.T) {
 	if math.Abs(m["no fall"]-2.5/6) > 1e-12 || math.Abs(m["fall"]-3.5/6) > 1e-12 {
 		t.Fatalf("mean %v, want (0.5+2)/6 and (0.5+3)/6", m)
 	}
-	if err := p.Add([]float64{1}); !errors.Is(err, ErrEstimator) {
+	if err := p.Add([]float64{1}); !errors.Is(err, dataaware.ErrEstimator) {
 		t.Fatalf("short evidence: %v", err)
 	}
 	// A fading window forgets: after many "no fall" rows, early "fall"
 	// evidence weighs almost nothing.
-	w, _ := NewPosterior([]string{"no fall", "fall"}, Jeffreys, 20)
+	w, _ := dataaware.NewPosterior([]string{"no fall", "fall"}, dataaware.Jeffreys, 20)
 	for i := 0; i < 50; i++ {
 		w.Add([]float64{0, 1})
 	}
@@ -56,7 +57,7 @@ func TestPosteriorIsDirichletMultinomial(t *testing.T) {
 	if f := w.Mean()["fall"]; f > 0.05 {
 		t.Fatalf("windowed posterior still gives fall %.3f after 100 no-fall rows", f)
 	}
-	if _, err := NewPosterior(nil, 1, 0); !errors.Is(err, ErrEstimator) {
+	if _, err := dataaware.NewPosterior(nil, 1, 0); !errors.Is(err, dataaware.ErrEstimator) {
 		t.Fatal("no classes accepted")
 	}
 }
@@ -67,21 +68,21 @@ func TestPosteriorIsDirichletMultinomial(t *testing.T) {
 func TestKNNEstimatesASkewedMix(t *testing.T) {
 	tx, ty := load(t, "train-sample-images-idx3-ubyte.gz", "train-sample-labels-idx1-ubyte.gz")
 	x, y := load(t, "test-images-idx3-ubyte.gz", "test-labels-idx1-ubyte.gz")
-	ix, err := NewKNN(tx, ty, 784, labels, 5, 64, 1)
+	ix, err := dataaware.NewKNN(tx, ty, 784, labels, 5, 64, 1)
 	if err != nil {
 		t.Fatal(err)
 	}
 	// The compact index still classifies well above chance (10%).
 	ok := 0
 	for i := 0; i < 500; i++ {
-		if c, _ := Argmax(ix.Votes(x[i*784 : (i+1)*784])); c == int(y[i]) {
+		if c, _ := dataaware.Argmax(ix.Votes(x[i*784 : (i+1)*784])); c == int(y[i]) {
 			ok++
 		}
 	}
 	if ok < 300 {
 		t.Fatalf("k=5 in 64 projected dims: %d/500 right", ok)
 	}
-	est, err := NewEstimator(ix, 0, 0)
+	est, err := dataaware.NewEstimator(ix, 0, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -117,14 +118,14 @@ func TestKNNEstimatesASkewedMix(t *testing.T) {
 	if got := v.ExpectedAccuracy(mix); got > 85 {
 		t.Fatalf("data-aware accuracy %.2f on a shirt-heavy stream, profiled 90", got)
 	}
-	if err := est.Observe("cam1", rows[:100]); !errors.Is(err, ErrEstimator) {
+	if err := est.Observe("cam1", rows[:100]); !errors.Is(err, dataaware.ErrEstimator) {
 		t.Fatalf("partial row: %v", err)
 	}
 }
 
 func BenchmarkKNNVotes(b *testing.B) {
 	tx, ty := load(b, "train-sample-images-idx3-ubyte.gz", "train-sample-labels-idx1-ubyte.gz")
-	ix, _ := NewKNN(tx, ty, 784, labels, 5, 64, 1)
+	ix, _ := dataaware.NewKNN(tx, ty, 784, labels, 5, 64, 1)
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
 		ix.Votes(tx[(i%100)*784 : (i%100+1)*784])
@@ -133,8 +134,8 @@ func BenchmarkKNNVotes(b *testing.B) {
 
 func TestDrawFollowsTheMix(t *testing.T) {
 	_, y := load(t, "test-images-idx3-ubyte.gz", "test-labels-idx1-ubyte.gz")
-	m := Mix{Name: "shoes", ClassFreq: []float64{0, 0, 0, 0, 0, 1, 0, 1, 0, 2}}
-	rows := Draw(m, y, 4000, 3)
+	m := dataaware.Mix{Name: "shoes", ClassFreq: []float64{0, 0, 0, 0, 0, 1, 0, 1, 0, 2}}
+	rows := dataaware.Draw(m, y, 4000, 3)
 	n := map[uint8]int{}
 	for _, r := range rows {
 		n[y[r]]++
@@ -142,10 +143,10 @@ func TestDrawFollowsTheMix(t *testing.T) {
 	if len(n) != 3 || math.Abs(float64(n[9])/4000-0.5) > 0.03 || math.Abs(float64(n[5])/4000-0.25) > 0.03 {
 		t.Fatalf("class counts %v for freq %v", n, m.ClassFreq)
 	}
-	again := Draw(m, y, 4000, 3)
+	again := dataaware.Draw(m, y, 4000, 3)
 	for i := range rows {
 		if rows[i] != again[i] {
-			t.Fatal("Draw is not deterministic in its seed")
+			t.Fatal("dataaware.Draw is not deterministic in its seed")
 		}
 	}
 }
@@ -163,8 +164,8 @@ func TestLoadMixesNamesTheProblem(t *testing.T) {
 		if err := os.WriteFile(p, []byte(tc.src), 0o644); err != nil {
 			t.Fatal(err)
 		}
-		_, err := LoadMixes(p, 3)
-		if !errors.Is(err, ErrEstimator) || !strings.Contains(err.Error(), tc.want) {
+		_, err := dataaware.LoadMixes(p, 3)
+		if !errors.Is(err, dataaware.ErrEstimator) || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("%s: %v, want %q", tc.src, err, tc.want)
 		}
 	}

@@ -1,4 +1,4 @@
-package dataaware
+package dataaware_test
 
 import (
 	"strings"
@@ -6,18 +6,19 @@ import (
 	"time"
 
 	"github.com/tierflow/tierflow/runtime/control"
+	"github.com/tierflow/tierflow/runtime/dataaware"
 )
 
 // TestPolicyAsksOnceTheMixSettles: no decision before MinRows or MinAge,
 // none while the estimate still moves, one (with the mix) when it has
 // settled away from the base, none again until it moves once more.
 func TestPolicyAsksOnceTheMixSettles(t *testing.T) {
-	ev := Predicted{Labels: []string{"no fall", "fall"}}
-	est, err := NewEstimator(ev, 0, 50)
+	ev := dataaware.Predicted{Labels: []string{"no fall", "fall"}}
+	est, err := dataaware.NewEstimator(ev, 0, 50)
 	if err != nil {
 		t.Fatal(err)
 	}
-	p := &Policy{Model: "detect", Estimator: est, MinRows: 20, MinAge: time.Second, Drift: 0.2,
+	p := &dataaware.Policy{Model: "detect", Estimator: est, MinRows: 20, MinAge: time.Second, Drift: 0.2,
 		Base: map[string]float64{"no fall": 1, "fall": 1}}
 	in := control.PolicyInput{Query: "q1", Age: 5 * time.Second}
 	feed := func(label float32, n int) {
@@ -60,7 +61,7 @@ func TestPolicyAsksOnceTheMixSettles(t *testing.T) {
 	if d := p.Decide(in); d == nil || d.ClassMix["detect"]["fall"] < 0.9 {
 		t.Fatalf("decision %+v: want a re-plan to mostly fall", d)
 	}
-	if got := Distance(map[string]float64{"a": 1}, map[string]float64{"b": 3}); got != 1 {
+	if got := dataaware.Distance(map[string]float64{"a": 1}, map[string]float64{"b": 3}); got != 1 {
 		t.Fatalf("distance of disjoint mixes %v", got)
 	}
 }

@@ -1,4 +1,4 @@
-package dataaware
+package dataaware_test
 
 import (
 	"bytes"
@@ -13,6 +13,7 @@ import (
 	"github.com/tierflow/tierflow/operators/ml"
 	"github.com/tierflow/tierflow/relay/frame"
 	"github.com/tierflow/tierflow/relay/natsserver"
+	"github.com/tierflow/tierflow/runtime/dataaware"
 )
 
 // TestTapFeedsTheEstimator publishes Arrow messages on an embedded NATS
@@ -29,11 +30,11 @@ func TestTapFeedsTheEstimator(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer nc.Close()
-	est, err := NewEstimator(Predicted{Labels: []string{"a", "b", "c"}}, 0, 0)
+	est, err := dataaware.NewEstimator(dataaware.Predicted{Labels: []string{"a", "b", "c"}}, 0, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
-	tap, err := TapNATS(nc, "cams.1", "pred", est, "cam1")
+	tap, err := dataaware.TapNATS(nc, "cams.1", "pred", est, "cam1")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -91,8 +92,8 @@ func TestTapByKey(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer nc.Close()
-	est, _ := NewEstimator(Predicted{Labels: []string{"a", "b"}}, 0, 0)
-	tap, err := TapNATSBy(nc, "cams", "pred", "camera", est, "")
+	est, _ := dataaware.NewEstimator(dataaware.Predicted{Labels: []string{"a", "b"}}, 0, 0)
+	tap, err := dataaware.TapNATSBy(nc, "cams", "pred", "camera", est, "")
 	if err != nil {
 		t.Fatal(err)
 	}

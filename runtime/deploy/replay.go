@@ -145,8 +145,8 @@ func resumeStreams(hook streamHook, plan *logical.Plan, e uint64, pos map[string
 	if below == 0 {
 		return hook
 	}
-	return func(st *catalog.Stream, schema *arrow.Schema, et sources.EventTime, report *sources.Report) (func() (dataflow.Operator, error), error) {
-		mk, err := hook(st, schema, et, report)
+	return func(st *catalog.Stream, schema *arrow.Schema, cols []int, et sources.EventTime, report *sources.Report) (func() (dataflow.Operator, error), error) {
+		mk, err := hook(st, schema, cols, et, report)
 		if err != nil {
 			return nil, err
 		}
@@ -192,4 +192,4 @@ func ResumeSeqs(plan *logical.Plan, e uint64, pos map[string]sources.Positions) 
 	return out
 }
 
-type streamHook = func(*catalog.Stream, *arrow.Schema, sources.EventTime, *sources.Report) (func() (dataflow.Operator, error), error)
+type streamHook = func(*catalog.Stream, *arrow.Schema, []int, sources.EventTime, *sources.Report) (func() (dataflow.Operator, error), error)

@@ -1,10 +1,11 @@
-package security
+package security_test
 
 import (
 	"errors"
 	"testing"
 
 	"github.com/tierflow/tierflow/runtime/deploy"
+	"github.com/tierflow/tierflow/runtime/security"
 )
 
 func TestEngineSubjectsNeverData(t *testing.T) {
@@ -21,8 +22,8 @@ func TestEngineSubjectsNeverData(t *testing.T) {
 	} {
 		for _, a := range []deploy.Access{open, granted} {
 			for _, pub := range []bool{false, true} {
-				if err := CheckSubject(a, s, pub); !errors.Is(err, ErrSubject) {
-					t.Errorf("%+v.CheckSubject(%q, publish %v) = %v, want ErrSubject", a, s, pub, err)
+				if err := security.CheckSubject(a, s, pub); !errors.Is(err, security.ErrSubject) {
+					t.Errorf("%+v.CheckSubject(%q, publish %v) = %v, want security.ErrSubject", a, s, pub, err)
 				}
 			}
 		}
@@ -36,26 +37,26 @@ func TestSubjectGrants(t *testing.T) {
 		"alerts.x.out": true, "alerts.*.out": true, "alerts.x.in": false, "alerts.>": false,
 		"sensors": false, "other.a": false, "Sensors.a": false,
 	} {
-		if err := CheckSubject(a, s, false); (err == nil) != ok {
+		if err := security.CheckSubject(a, s, false); (err == nil) != ok {
 			t.Errorf("read %q: %v, want allowed %v", s, err, ok)
 		}
 	}
-	if err := CheckSubject(a, "sensors.*", true); err == nil {
+	if err := security.CheckSubject(a, "sensors.*", true); err == nil {
 		t.Error("a sink on a wildcard subject was allowed")
 	}
 	none := deploy.Access{Restricted: true}
-	if err := CheckSubject(none, "sensors.a", false); !errors.Is(err, ErrSubject) {
+	if err := security.CheckSubject(none, "sensors.a", false); !errors.Is(err, security.ErrSubject) {
 		t.Errorf("an owner with no grants read sensors.a: %v", err)
 	}
-	if err := CheckSubject(deploy.Access{}, "sensors.a", true); err != nil {
+	if err := security.CheckSubject(deploy.Access{}, "sensors.a", true); err != nil {
 		t.Errorf("an open cluster refused sensors.a: %v", err)
 	}
 }
 
 func TestSubjectSyntax(t *testing.T) {
 	for _, s := range []string{"", "a..b", ".a", "a.", "a b", "a.b>", "a.>.b", "a.*x", "a\tb", "a.\x00"} {
-		if err := CheckSubject(deploy.Access{}, s, false); !errors.Is(err, ErrSubject) {
-			t.Errorf("CheckSubject(%q) = %v, want ErrSubject", s, err)
+		if err := security.CheckSubject(deploy.Access{}, s, false); !errors.Is(err, security.ErrSubject) {
+			t.Errorf("security.CheckSubject(%q) = %v, want security.ErrSubject", s, err)
 		}
 	}
 }
@@ -69,8 +70,8 @@ func TestSubjectWithin(t *testing.T) {
 		{"a.*.c", "a.*.>", true}, {"a.b.c", "a.*.c", true}, {"a.b.c", "a.*", false}, {"a.b", "a.b", true},
 		{"a.*", "a.b", false}, {"x.y", ">", true},
 	} {
-		if got := SubjectWithin(c.s, c.g); got != c.want {
-			t.Errorf("SubjectWithin(%q, %q) = %v, want %v", c.s, c.g, got, c.want)
+		if got := security.SubjectWithin(c.s, c.g); got != c.want {
+			t.Errorf("security.SubjectWithin(%q, %q) = %v, want %v", c.s, c.g, got, c.want)
 		}
 	}
 }
