@@ -62,8 +62,9 @@ func (r *textRows) values() [][]any {
 // partition again from the start, each with its own watermark, so which
 // rows are late, which windows they land in and which rows a join keeps
 // follow from the files alone, and the client writes each epoch once and
-// whole. make test kills mid-query in HOP windows joined with their maximum
-// (q5) and a Top-N (q19, whose changelog has changes in nearly every epoch:
+// whole. make test kills mid-query in a regular join split over both
+// workers by its keys, with the GROUP BYs after it (q4), in HOP windows
+// joined with their maximum (q5) and a Top-N (q19, whose changelog has changes in nearly every epoch:
 // it lost those of the epochs around the kill while the aborted part's end
 // marker had the client write the epochs it held incomplete); make
 // test-long in every Nexmark query that keeps state, and q13.
@@ -77,7 +78,7 @@ func TestWindowedQueriesSurviveAKill(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	names := []string{"q5", "q19"}
+	names := []string{"q4", "q5", "q19"}
 	if testenv.IsLong() {
 		names = []string{"q7-max", "q5-bids", "q-bidder"}
 		for _, q := range nexmark.Queries {
