@@ -387,49 +387,22 @@ func (b *builder) node(n logical.Node) (int, *arrow.Schema, error) {
 		}})
 		return op, n.Schema(), nil
 	case *logical.Filter:
-		if s, ok := n.Input.(*logical.Scan); ok {
-			b.noteBounds(s, n.Pred)
-		}
-		if j, ok := n.Input.(*logical.Join); ok {
-			b.joinFilters[j] = n.Pred
-		}
-		if wf, rn, ok := rankBelow(n.Input); ok {
-			if limit, ok := rankBound(n.Pred, rn); ok {
-				if old, seen := b.rankLimits[wf]; !seen || limit < old {
-					b.rankLimits[wf] = limit
-				}
-			}
-		}
-		in, schema, err := b.node(n.Input)
+		in, schema, pred, err := b.filterInput(n)
 		if err != nil {
 			return 0, nil, err
-		}
-		pred, err := eval.NewPredicate(n.Pred, schema, fns)
-		if err != nil {
-			return 0, nil, at(err)
 		}
 		op := b.add("filter", 1, func() (dataflow.Operator, error) { return rel.NewFilter(pred, nil), nil })
 		b.g.Connect(in, 0, op, 0)
 		return op, schema, nil
 	case *logical.Project:
+		if f, ok := n.Input.(*logical.Filter); ok && columnsOnly(n.Exprs) {
+			return b.filterColumns(n, f)
+		}
 		in, schema, err := b.node(n.Input)
 		if err != nil {
 			return 0, nil, err
 		}
-		exprs, names := n.Exprs, n.Names
-		if rel.IsChangelog(schema) {
-			// A changelog's rows keep their op column.
-			last := schema.NumFields() - 1
-			exprs = append(append([]expr.Expr(nil), exprs...), &expr.Column{Index: last, Name: schema.Field(last).Name, DataType: schema.Field(last).Type})
-			names = append(append([]string(nil), names...), schema.Field(last).Name)
-		}
-		proj, err := eval.NewProjection(exprs, names, schema, fns)
-		if err != nil {
-			return 0, nil, at(err)
-		}
-		op := b.add("project", 1, func() (dataflow.Operator, error) { return rel.NewProject(proj), nil })
-		b.g.Connect(in, 0, op, 0)
-		return op, proj.Schema(), nil
+		return b.project(n, in, schema)
 	case *logical.Aggregate:
 		// split: the cores of a two-phase aggregation (twophase.go), whose
 		// filters and projections below run on as many.

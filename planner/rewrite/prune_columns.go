@@ -141,8 +141,8 @@ func prune(n logical.Node, req []bool) (logical.Node, []int) {
 		if x.Window != nil {
 			all = union(all, append(expr.Columns(x.Window.LeftTime), expr.Columns(x.Window.RightTime)...))
 		}
-		left, ml := prune(x.Left, all[:nl])
-		right, mr := prune(x.Right, all[nl:])
+		left, ml := narrowFilter(prune(x.Left, all[:nl]))(all[:nl])
+		right, mr := narrowFilter(prune(x.Right, all[nl:]))(all[nl:])
 		nlNew := len(left.Schema().Fields())
 		m := make([]int, len(req))
 		for i := range m {
@@ -292,8 +292,8 @@ func pruneLeftOnly(x *logical.Join, req []bool) (logical.Node, []int) {
 	if x.On != nil {
 		all = union(all, expr.Columns(x.On))
 	}
-	left, ml := prune(x.Left, all[:nl])
-	right, mr := prune(x.Right, all[nl:])
+	left, ml := narrowFilter(prune(x.Left, all[:nl]))(all[:nl])
+	right, mr := narrowFilter(prune(x.Right, all[nl:]))(all[nl:])
 	nlNew := len(left.Schema().Fields())
 	m := make([]int, nl+nr) // over left ++ right, for the condition
 	for i := range m {
@@ -315,4 +315,48 @@ func pruneLeftOnly(x *logical.Join, req []bool) (logical.Node, []int) {
 		out = append(out, nlNew)
 	}
 	return c.WithChildren(left, right), out
+}
+
+// narrowFilter puts a projection of the required columns on a join's input
+// that is a filter passing on columns only its predicate reads (o_comment
+// under Q13's NOT LIKE, p_name under Q9's LIKE): the join would otherwise
+// copy them into every output row for nobody. The executor gathers only
+// the kept columns of the filter's passing rows (a projection of columns
+// over a filter runs as one operator). Curried: prune's two results, then
+// what was required of them.
+func narrowFilter(n logical.Node, m []int) func(req []bool) (logical.Node, []int) {
+	return func(req []bool) (logical.Node, []int) {
+		if _, ok := n.(*logical.Filter); !ok {
+			return n, m
+		}
+		fields := n.Schema().Fields()
+		keep := make([]bool, len(fields))
+		for old, i := range m {
+			if i >= 0 && old < len(req) && req[old] {
+				keep[i] = true
+			}
+		}
+		var exprs []expr.Expr
+		var names []string
+		at := make([]int, len(fields))
+		for i, f := range fields {
+			at[i] = -1
+			if keep[i] {
+				at[i] = len(exprs)
+				exprs = append(exprs, &expr.Column{Index: i, Name: f.Name, DataType: f.Type})
+				names = append(names, f.Name)
+			}
+		}
+		if len(exprs) == len(fields) || len(exprs) == 0 {
+			return n, m
+		}
+		out := make([]int, len(m))
+		for old, i := range m {
+			out[old] = -1
+			if i >= 0 {
+				out[old] = at[i]
+			}
+		}
+		return logical.NewProject(n, exprs, names, n.Position()), out
+	}
 }
