@@ -2,6 +2,7 @@ package dataflow
 
 import (
 	"math"
+	"slices"
 	"time"
 )
 
@@ -37,7 +38,7 @@ type LinkState struct {
 	Bytes, Batches uint64
 	// Samples are the link's latest bandwidth samples, oldest first (the
 	// transfer rate's where the sender measures it): the distribution
-	// LinkBandwidth.Holds reads.
+	// LinkBandwidth.Risk reads.
 	Samples []float64
 	// Residence are the receiver's latest measures of how long its
 	// batches stayed there until their results (ResidenceMeter), oldest
@@ -96,7 +97,7 @@ func (c *Context) OutputLinks(output int) []LinkStater {
 // plan, BatchBps for a batch.
 type LinkBandwidth struct {
 	Mean, Latest, Recent float64
-	// Samples are the latest samples, oldest first (Holds).
+	// Samples are the latest samples, oldest first (Risk).
 	Samples []float64
 	// Overdue bounds the bandwidth now by a message still without its ack
 	// (LinkState.OverdueBps); 0: none.
@@ -158,38 +159,81 @@ func (b LinkBandwidth) Current() float64 {
 	return cur
 }
 
-// Holds reports whether the link's next message gets at least bps with
-// probability p, given what the link gives now (Current), read from how
-// its samples moved: of the kept samples on the same side of bps as the
-// current one, the share whose successor was under bps. A link that fades
-// now and then is one whose good samples are followed by a fall that
-// often, however long ago the last fall was (the latest samples alone
-// forget it between fades and send large frames into the next one); a
-// link that wanders is one whose falls under bps are rare, so a rise
-// counts at once. By the rule EvidenceSamples states, with n such
-// transitions of which u fell, the next falls with probability at most
-// (u+1)/(n+1); with fewer than EvidenceSamples(p), only a current sample
-// at or over bps that never fell holds (the evidence so far).
-func (b LinkBandwidth) Holds(bps, p float64) bool {
+// LinkRisk is what a message that needs a bandwidth risks on a link
+// (LinkBandwidth.Risk).
+type LinkRisk struct {
+	// Expected is the expected cost of the next message: (the costs of
+	// the falls seen + 1) / (N + 1).
+	Expected float64
+	// N is how many transitions it rests on: the kept samples on the
+	// current one's side of the bandwidth, each followed by another.
+	N int
+	// Fell: one of them was followed by a sample under the bandwidth.
+	Fell bool
+	// Above: the link gives the bandwidth now (Current).
+	Above bool
+}
+
+// Holds reports whether the risk is within 1-p on the evidence p asks for:
+// with fewer than EvidenceSamples(p) transitions the next sample is the
+// least of them all with probability over 1-p, whatever they were, so a
+// link a message has not yet seen carry its need often enough holds
+// nothing, be it new or back from a long slow spell.
+func (r LinkRisk) Holds(p float64) bool {
+	return r.N >= EvidenceSamples(p) && r.Expected <= 1-p
+}
+
+// Risk is the expected cost of the link's next message when it needs bps,
+// given what the link gives now (Current), read from how its samples
+// moved: of the N kept samples on the current one's side of bps, each whose successor fell under it costs
+// cost(fall) (at least 1, a fall under what a message needs being a
+// miss by the need's own definition; nil: 1 each), fall being the samples
+// from that successor on while they stay under bps (how deep the fall went
+// and for how many messages), and the next sample, not seen yet, what a
+// one-message fall to the least sample kept under bps costs (at least 1: the
+// exchangeability rule's +1 of EvidenceSamples, the next being the least
+// of them all with probability 1/(N+1)).
+// With every fall costing 1 it bounds the probability that the next
+// sample falls under bps, (u+1)/(n+1) of u falls. A link that fades now
+// and then is one whose good samples are followed by a fall that often,
+// however long ago the last fall was (the latest samples alone forget it
+// between fades and send large frames into the next one); a link that
+// wanders is one whose falls under bps are rare. A cost above 1 is a fall
+// whose damage outlasts the message (the messages queued behind a large
+// one that met a fade), which the probability alone prices as one.
+func (b LinkBandwidth) Risk(bps float64, cost func(fall []float64) float64) LinkRisk {
 	cur := b.Current()
 	if cur <= 0 {
-		return false
+		return LinkRisk{Expected: 1}
 	}
-	above := cur >= bps
-	n, under := 0, 0
+	r := LinkRisk{Above: cur >= bps}
+	sum := 0.0
 	for i := 0; i+1 < len(b.Samples); i++ {
-		if (b.Samples[i] >= bps) != above {
+		if (b.Samples[i] >= bps) != r.Above {
 			continue
 		}
-		n++
+		r.N++
 		if b.Samples[i+1] < bps {
-			under++
+			r.Fell = true
+			c := 1.0
+			if cost != nil {
+				end := i + 1
+				for end < len(b.Samples) && b.Samples[end] < bps {
+					end++
+				}
+				c = max(1, cost(b.Samples[i+1:end]))
+			}
+			sum += c
 		}
 	}
-	if n < EvidenceSamples(p) {
-		return above && under == 0
+	// The next sample is the least of all with probability 1/(N+1): a
+	// fall at least as deep as the deepest seen, for one message.
+	unseen := 1.0
+	if least := slices.Min(append([]float64{bps}, b.Samples...)); cost != nil && least < bps {
+		unseen = max(1, cost([]float64{least}))
 	}
-	return float64(under+1)/float64(n+1) <= 1-p
+	r.Expected = (sum + unseen) / float64(r.N+1)
+	return r
 }
 
 // LinkDropRatio is how far under the mean the latest sample must fall for

@@ -75,11 +75,11 @@ func runs(rs ...float64) []float64 {
 
 // A bound holds for the next message by how the samples moved from where
 // the link is now: the share of the samples on the current one's side of
-// the bound whose successor fell under it, (u+1)/(n+1) at most 1-p; with
-// less evidence than p asks for, a current sample over the bound that
-// never fell. A message overdue on the link is the current evidence when
+// the bound whose successor fell under it, (u+1)/(n+1) at most 1-p, on at
+// least the evidence p asks for (49 transitions for 0.98), whatever the
+// samples were. A message overdue on the link is the current evidence when
 // it bounds the bandwidth lower.
-func TestLinkBandwidthHolds(t *testing.T) {
+func TestLinkRiskHolds(t *testing.T) {
 	var dips []float64
 	for range 60 {
 		dips = append(dips, runs(100, 10, 30, 1)...)
@@ -91,13 +91,12 @@ func TestLinkBandwidthHolds(t *testing.T) {
 		p    float64
 		want bool
 	}{
-		{"no samples: the batch's rule, over", LinkBandwidth{Mean: 100, Latest: 90}, 80, 0.98, true},
-		{"no samples: the batch's rule, under", LinkBandwidth{Mean: 100, Latest: 40}, 80, 0.98, false},
+		{"no samples: no evidence", LinkBandwidth{Mean: 100, Latest: 90}, 80, 0.98, false},
 		{"steady over the bound", LinkBandwidth{Samples: runs(100, 60)}, 80, 0.98, true},
 		{"now under the bound", LinkBandwidth{Samples: runs(100, 60, 30, 1)}, 80, 0.98, false},
-		{"back after a long slow spell: a rise counts at once", LinkBandwidth{Samples: runs(30, 200, 100, 2)}, 80, 0.98, true},
-		{"a few samples that never fell", LinkBandwidth{Samples: runs(100, 5)}, 80, 0.98, true},
-		{"a few samples, one fell", LinkBandwidth{Samples: runs(100, 5, 30, 1, 100, 5)}, 80, 0.98, false},
+		{"back after a long slow spell: too little evidence over the bound", LinkBandwidth{Samples: runs(30, 200, 100, 2)}, 80, 0.98, false},
+		{"back after a slow spell to a level long held before it", LinkBandwidth{Samples: runs(100, 120, 30, 200, 100, 2)}, 80, 0.98, true},
+		{"a few samples that never fell", LinkBandwidth{Samples: runs(100, 5)}, 80, 0.98, false},
 		{"one fall in 150: 2/151 within 2%", LinkBandwidth{Samples: runs(100, 100, 30, 5, 100, 55)}, 80, 0.98, true},
 		{"one fall in 150: over 1%", LinkBandwidth{Samples: runs(100, 100, 30, 5, 100, 55)}, 80, 0.99, false},
 		{"fades: a fall in every 60 good samples", LinkBandwidth{Samples: runs(100, 60, 30, 5, 100, 60, 30, 5, 100, 60, 30, 5, 100, 10)}, 80, 0.98, false},
@@ -107,8 +106,33 @@ func TestLinkBandwidthHolds(t *testing.T) {
 		{"good samples, a message overdue under the bound", LinkBandwidth{Samples: runs(100, 60), Overdue: 40}, 80, 0.98, false},
 		{"good samples, an overdue bound over it", LinkBandwidth{Samples: runs(100, 60), Overdue: 500}, 80, 0.98, true},
 	} {
-		if got := c.b.Holds(c.bps, c.p); got != c.want {
-			t.Errorf("%s: Holds(%v, %v) = %v, want %v", c.name, c.bps, c.p, got, c.want)
+		if got := c.b.Risk(c.bps, nil).Holds(c.p); got != c.want {
+			t.Errorf("%s: Risk(%v).Holds(%v) = %v, want %v", c.name, c.bps, c.p, got, c.want)
 		}
+	}
+}
+
+// A fall whose damage outlasts the message costs what its cost says: three
+// falls in 300 good samples hold at 2% when each costs one message, not
+// when each costs three (a large frame and the two behind it); the cost is
+// asked of the sample the link fell to, and never counts under one.
+func TestLinkRiskPricesTheFall(t *testing.T) {
+	b := LinkBandwidth{Samples: runs(100, 100, 30, 1, 100, 100, 20, 1, 100, 100, 30, 1, 100, 10)}
+	if r := b.Risk(80, nil); !r.Holds(0.98) || r.N != 309 || !r.Fell || !r.Above {
+		t.Fatalf("falls at one each: %+v, want to hold on 309 transitions", r)
+	}
+	var asked []float64
+	r := b.Risk(80, func(fall []float64) float64 { asked = append(asked, fall...); return 3 })
+	if r.Holds(0.98) {
+		t.Errorf("falls at three each: %+v holds", r)
+	}
+	if want := (9.0 + 3) / 310; r.Expected != want {
+		t.Errorf("expected cost %v, want %v", r.Expected, want)
+	}
+	if !reflect.DeepEqual(asked, []float64{30, 20, 30, 20}) {
+		t.Errorf("cost asked of %v, want the samples fallen to, then the least (the next, unseen)", asked)
+	}
+	if r := b.Risk(80, func([]float64) float64 { return 0 }); r.Expected != (3.0+1)/310 {
+		t.Errorf("a cost under one: %v, want each fall at one", r.Expected)
 	}
 }

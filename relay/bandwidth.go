@@ -40,7 +40,7 @@ type bandwidth struct {
 	// tail are the last TailSamples samples of the link's view (the
 	// transfer rate once a base round trip is known, else the acks'
 	// plain one), oldest first from tailAt: the distribution a latency
-	// bound is read from (dataflow.LinkBandwidth.Holds), kept by count,
+	// bound is read from (dataflow.LinkBandwidth.Risk), kept by count,
 	// not by time, as a bound at p needs p/(1-p) samples however fast
 	// they come.
 	tail   [TailSamples]float64
@@ -51,7 +51,7 @@ type bandwidth struct {
 // TailSamples is how many of a link's latest bandwidth samples it keeps
 // for its distribution: a fall that comes once in p/(1-p) samples (1 in
 // 99 at 0.99, dataflow.EvidenceSamples) must show several times to tell
-// its rate (dataflow.LinkBandwidth.Holds), so about five such spans
+// its rate (dataflow.LinkBandwidth.Risk), so about five such spans
 // (half a minute at 15 messages a second).
 const TailSamples = 512
 

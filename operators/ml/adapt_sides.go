@@ -359,8 +359,9 @@ type sidePlan struct {
 // a trace's frames, where sending them missed 5%).
 func (p sidePlan) pick(sides []int, planes, width int) int {
 	view := p.State.Bandwidth()
+	smallest := sides[len(sides)-1]
 	if p.State.Acks == 0 || view.BatchBps() <= 0 {
-		return sides[0]
+		return smallest
 	}
 	margin := max(5*time.Millisecond, p.SLO/10)
 	// Half a round trip: the base one where the rate excludes it, else
@@ -377,13 +378,21 @@ func (p sidePlan) pick(sides []int, planes, width int) int {
 	after := max(p.Compute, p.State.ResidenceTail(p.Attain))
 	budget := (p.SLO - after - margin - p.Age - rtt/2).Seconds()
 	rowBytes := func(s int) float64 { return float64(planes * s * s * width) }
-	smallest := sides[len(sides)-1]
-	for _, s := range sides {
+	risk := func(s int) (dataflow.LinkRisk, bool) {
 		ahead := float64(p.State.UnackedBytes) + float64(p.Rows)*rowBytes(s) + p.Overhead
 		need, ok := leastBps(func(bw float64) bool {
 			return ahead/bw <= budget && (p.BatchesPerSec <= 0 || p.nextFits(ahead, bw, rowBytes(smallest), budget+p.Age.Seconds()))
 		})
-		if ok && view.Holds(need, p.Attain) {
+		if !ok {
+			return dataflow.LinkRisk{}, false
+		}
+		return view.Risk(need, func(fall []float64) float64 {
+			return p.fallCost(ahead, fall, view.Current(), rowBytes(smallest), budget)
+		}), true
+	}
+	for _, s := range sides {
+		r, ok := risk(s)
+		if ok && r.Holds(p.Attain) {
 			return s
 		}
 	}
@@ -403,6 +412,12 @@ func (p sidePlan) pick(sides []int, planes, width int) int {
 	}
 	if p.Age+p.Compute >= p.SLO {
 		return 0
+	}
+	// Nor is a link that has given too few samples to hold any side known
+	// well enough to be sure of a miss: its first acks may have measured
+	// a slow start.
+	if len(view.Samples) < dataflow.EvidenceSamples(p.Attain) {
+		return smallest
 	}
 	best := max(p.State.BandwidthBps, p.State.LastBps, p.State.TransferBps, p.State.LastTransferBps)
 	if p.State.OverdueBps > 0 {
@@ -435,6 +450,66 @@ func leastBps(fits func(bw float64) bool) (float64, bool) {
 		}
 	}
 	return hi, true
+}
+
+// fallCost is what a batch of ahead bytes in all (the link's unacked
+// bytes, its own and its framing) costs, in batches of its rows missed,
+// when the link falls under what it needs as it once fell (fall: the
+// samples it gave, one a message, until it was back over the need) and is
+// back at cur after: the batch itself if it misses its budget, and each
+// batch behind it, at the smallest side (smallestRow bytes a row), that
+// arrives while the link is still busy and then misses a fresh batch's
+// budget, less what the same batches miss with the link at cur throughout
+// (a stream the link carries no better now misses those anyway). A large
+// frame that meets a fade holds up the frames behind it for as long as the
+// fade lasts, a small one less: the probability of the fall alone prices
+// both as one miss. Only the batches that arrive before the batch would be
+// done, plus a fresh budget, count: a later one that misses waits behind
+// the stream's own queue, not this batch.
+func (p sidePlan) fallCost(ahead float64, fall []float64, cur, smallestRow, budget float64) float64 {
+	if len(fall) == 0 || fall[0] <= 0 {
+		return 1
+	}
+	return max(0, p.missed(ahead, fall, cur, smallestRow, budget)-p.missed(ahead, nil, cur, smallestRow, budget))
+}
+
+// missed is fallCost's count for one course of the link: fall's samples
+// one a message, then cur.
+func (p sidePlan) missed(ahead float64, fall []float64, cur, smallestRow, budget float64) float64 {
+	at := func(j int) float64 {
+		if j < len(fall) {
+			return fall[j]
+		}
+		return cur
+	}
+	if at(0) <= 0 {
+		return 0
+	}
+	done := ahead / at(0)
+	cost := 0.0
+	if done > budget {
+		cost = 1
+	}
+	if p.BatchesPerSec <= 0 || p.Rows <= 0 {
+		return cost
+	}
+	gap := 1 / p.BatchesPerSec
+	rows := p.RowsPerSec / p.BatchesPerSec
+	bytes := rows*smallestRow + p.Overhead
+	fresh := budget + p.Age.Seconds()
+	last := (done + fresh) / gap
+	t := done
+	for j := 1; float64(j) <= last && t > float64(j)*gap; j++ {
+		bw := at(j)
+		if bw <= 0 {
+			break
+		}
+		t += bytes / bw
+		if t-float64(j)*gap > fresh {
+			cost += rows / float64(p.Rows)
+		}
+	}
+	return cost
 }
 
 // nextFits reports whether the stream's next batch, at the smallest side,

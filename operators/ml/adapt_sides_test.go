@@ -209,7 +209,7 @@ func TestResizeBilinear(t *testing.T) {
 }
 
 // The side of a batch follows the link's measured distribution: the
-// variant's before any ack, the largest that arrives in time and whose
+// smallest before the link has shown what it carries, the largest that arrives in time and whose
 // stream the link carries at a bandwidth the link's next message gets with
 // the batch's probability (by how its samples moved from where the link is
 // now, and a message overdue on it), the smallest when none does, and none
@@ -217,8 +217,13 @@ func TestResizeBilinear(t *testing.T) {
 // its deadline.
 func TestSidePlanPick(t *testing.T) {
 	sides := []int{28, 20, 14}
+	// link is a link that has carried bps for 60 samples.
 	link := func(bps float64) dataflow.LinkState {
-		return dataflow.LinkState{BandwidthBps: bps, LastBps: bps, Acks: 10, SRTT: 2 * time.Millisecond}
+		st := dataflow.LinkState{BandwidthBps: bps, LastBps: bps, Acks: 10, SRTT: 2 * time.Millisecond}
+		for range 60 {
+			st.Samples = append(st.Samples, bps)
+		}
+		return st
 	}
 	// sampled is a link whose latest samples are n at kbit kbit/s after
 	// one at slow kbit/s.
@@ -234,6 +239,7 @@ func TestSidePlanPick(t *testing.T) {
 	// oldest first; its mean is the last run's.
 	series := func(runs ...float64) dataflow.LinkState {
 		st := link(runs[len(runs)-2] * 1e3 / 8)
+		st.Samples = nil
 		for i := 0; i+1 < len(runs); i += 2 {
 			for range int(runs[i+1]) {
 				st.Samples = append(st.Samples, runs[i]*1e3/8)
@@ -266,7 +272,8 @@ func TestSidePlanPick(t *testing.T) {
 		p    func(sidePlan) sidePlan
 		want int
 	}{
-		{"no ack yet", on(dataflow.LinkState{}), 28},
+		{"no ack yet", on(dataflow.LinkState{}), 14},
+		{"acks, too few samples to hold any side", on(series(1500, 20)), 14},
 		{"1500 kbit/s", on(link(1500e3 / 8)), 28},
 		{"600 kbit/s: 28 in time, its stream 75% of the link", on(link(600e3 / 8)), 28},
 		{"400 kbit/s: 28's stream more than the link, in time, the next can go smaller", on(link(400e3 / 8)), 28},
@@ -281,9 +288,14 @@ func TestSidePlanPick(t *testing.T) {
 			return p
 		}, 20},
 		{"1500 kbit/s, the latest sample 250: a fall counts at once", on(sampled(1500, 250, 0)), 20},
-		{"back at 1500 after a long slow spell: a rise counts at once", on(series(250, 60, 1500, 3)), 28},
+		{"back at 1500 after a long slow spell at 250: 28 waits for evidence, 20 held all along", on(series(250, 60, 1500, 3)), 20},
+		{"back at 1500 after a slow spell, 1500 long held before it", on(series(1500, 200, 250, 60, 1500, 3)), 28},
+		{"the same with 1500 held half as long: the one fall, 60 messages long, costs 28 itself and one behind it, 3/123", on(series(1500, 120, 250, 60, 1500, 3)), 20},
 		{"fades: 2 falls to 250 in 120 good samples, 3/121 over 2%", on(series(1500, 60, 250, 5, 1500, 60, 250, 5, 1500, 5)), 20},
 		{"one fall to 250 in 150 good samples, 2/151 at P98", on(series(1500, 100, 250, 5, 1500, 55)), 28},
+		{"a one-message fall to 100 in 260 good samples: 28 there misses itself and 3 behind it, and the next may too, 8/259; 20 itself and 1, 4/259", on(series(1500, 200, 100, 1, 1500, 59)), 20},
+		{"the same fall in 160 good samples: 20's 4/159 over 2%", on(series(1500, 100, 100, 1, 1500, 59)), 14},
+		{"a five-message fall to 100, under the smallest stream: 20 misses itself and 4 behind it, 6/155", on(series(1500, 100, 100, 5, 1500, 55)), 14},
 		{"one fall to 250 in 150 good samples, 2/151 over P99's 1%", func(p sidePlan) sidePlan {
 			p.State, p.Attain = series(1500, 100, 250, 5, 1500, 55), 0.99
 			return p
@@ -305,7 +317,8 @@ func TestSidePlanPick(t *testing.T) {
 		}, 28},
 		{"a 700 kbit/s sample in 1500: 28 still fits", on(sampled(1500, 700, 10)), 28},
 		{"small frames' acks: 300 kbit/s, the link's own rate 1200", func(p sidePlan) sidePlan {
-			p.State = link(300e3 / 8)
+			p.State = link(1200e3 / 8) // the samples are the transfer rate's
+			p.State.BandwidthBps, p.State.LastBps = 300e3/8, 300e3/8
 			p.State.TransferBps, p.State.LastTransferBps, p.State.BaseRTT = 1200e3/8, 1200e3/8, 15*time.Millisecond
 			return p
 		}, 28},
@@ -365,6 +378,9 @@ func TestSidePlanPick(t *testing.T) {
 func TestSideChooserProbesAfterADrop(t *testing.T) {
 	c := newSideChooser([]int{28, 20, 14}, 1, 4, 100*time.Millisecond, time.Millisecond)
 	slow := dataflow.LinkState{BandwidthBps: 163e3 / 8, LastBps: 163e3 / 8, Acks: 2, SRTT: 120 * time.Millisecond}
+	for range 60 {
+		slow.Samples = append(slow.Samples, 163e3/8)
+	}
 	now := time.Now().UnixNano()
 	batch := func(acks uint64) int {
 		now += int64(66 * time.Millisecond)

@@ -83,7 +83,7 @@ type LinkEstimate struct {
 	RecentTransferBps float64 `json:"recent_transfer_bps,omitempty"`
 	// Samples are the link's latest bandwidth samples, oldest first
 	// (relay.LinkStats.Samples): the distribution the latency-SLO policy
-	// reads a link from (dataflow.LinkBandwidth.Holds).
+	// reads a link from (dataflow.LinkBandwidth.Risk).
 	Samples []float64 `json:"samples,omitempty"`
 	// ShapedBps is a shaped link's cap (`--link-trace`) at its last send:
 	// the bandwidth the acks estimate, as the experiment set it.
