@@ -260,7 +260,7 @@ func (pl *placer) operator(i int, in []int) error {
 		}
 		pl.placeScan(i, t)
 		return nil
-	case rowLocal(spec.Name):
+	case rowLocal(spec.Name) || spec.Name == PartialAggregate:
 		up := first()
 		pl.p.Operators[i] = OperatorPlan{Name: spec.Name, Workers: up.Workers, Tier: up.Tier}
 		pl.p.Edges[in[0]] = EdgePlan{Kind: "pipeline"}
