@@ -277,6 +277,7 @@ func (s *Session) explain(ctx context.Context, e *lang.Explain) error {
 		return explain.WriteFrontier(w, format, res.Frontier)
 	}
 	var instances bytes.Buffer
+	var placeErr error
 	if p, ok := s.cfg.Engine.(Placer); ok && format == "text" {
 		// The query as the next one the script submits (EXPLAIN runs
 		// none itself).
@@ -286,11 +287,10 @@ func (s *Session) explain(ctx context.Context, e *lang.Explain) error {
 		}
 		q.Nth = s.nth + 1
 		stages, err := p.Instances(ctx, q, e, &instances)
-		if err != nil {
-			return err
-		}
 		// The plan shows a stage on the workers the engine runs it on
-		// (a split join's on its inputs' instances' workers).
+		// (a split join's on its inputs' instances' workers); where the
+		// engine cannot place it, the plan still shows, then the error.
+		placeErr = err
 		for name, ws := range stages {
 			res.Physical.Spread(name, ws)
 		}
@@ -300,6 +300,9 @@ func (s *Session) explain(ctx context.Context, e *lang.Explain) error {
 	}
 	if _, err := instances.WriteTo(w); err != nil {
 		return err
+	}
+	if placeErr != nil {
+		return placeErr
 	}
 	// As tierflow explain: the plan, then the objective no plan meets
 	// (exit 1 at its position).
