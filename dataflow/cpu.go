@@ -243,12 +243,17 @@ func (s *CPUShare) virtual() time.Duration {
 }
 
 // least is the smallest virtual time among the other shares that want to
-// step, and how many they are. c.mu held.
+// step, and how many they are. A share whose steps under way have all
+// used no CPU for a slice is not stepping but blocked (a helper reading
+// a file, a step waiting without saying so): its virtual time does not
+// grow, so counted as the least it would hold the others at the gate for
+// their whole lead while it uses nothing. c.mu held.
 func (s *CPUShare) least() (time.Duration, int) {
 	var m time.Duration
 	n := 0
+	now := s.c.now()
 	for o := range s.c.shares {
-		if o == s || !o.active() {
+		if o == s || !o.active() || o.waiting == 0 && o.blocked(now) {
 			continue
 		}
 		if v := o.virtual(); n == 0 || v < m {
@@ -259,11 +264,28 @@ func (s *CPUShare) least() (time.Duration, int) {
 	return m, n
 }
 
+// blocked says every step the share has under way has used no CPU for
+// more than a slice (by the clock now). c.mu held.
+func (s *CPUShare) blocked(now time.Duration) bool {
+	for st := range s.running {
+		if cpu := s.c.threadOf(st.thread); cpu != st.seen {
+			st.seen, st.seenAt = cpu, now
+		}
+		if now-st.seenAt <= s.c.slice {
+			return false
+		}
+	}
+	return true
+}
+
 // stepStart is a step under way: its thread (locked to it for the step)
-// and that thread's CPU clock when it began.
+// and that thread's CPU clock when it began; seen is the clock when last
+// looked at, seenAt when it last moved (blocked).
 type stepStart struct {
 	cpu    time.Duration
 	thread int
+	seen   time.Duration
+	seenAt time.Duration
 }
 
 // enter waits for the query's turn (see CPU) and starts a step.
@@ -342,7 +364,9 @@ func (s *CPUShare) begin(waited bool) *stepStart {
 	}
 	st := &stepStart{}
 	st.cpu, st.thread = c.thread()
+	st.seen = st.cpu
 	c.mu.Lock()
+	st.seenAt = c.now()
 	if waited {
 		s.waiting--
 	}
@@ -426,8 +450,9 @@ func HelperOf(ctx context.Context) *Helper {
 
 // Do runs f on the calling goroutine as one step of the query: it waits
 // for the query's turn and is charged the CPU time f used. f should be
-// work, not a wait: time f spends blocked is not charged, but the query
-// counts as wanting to step meanwhile.
+// work, not a wait: time f spends blocked is not charged, and once it has
+// used no CPU for a slice it no longer holds the others at the gate
+// (CPUShare.blocked).
 func (h *Helper) Do(f func()) {
 	if h == nil || h.share == nil {
 		f()

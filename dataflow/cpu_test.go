@@ -348,3 +348,42 @@ func TestCPUHelperWorkIsChargedToTheQuery(t *testing.T) {
 	}
 	HelperOf(context.Background()).Do(func() {}) // a nil helper just runs f
 }
+
+// A helper blocked inside Do (a read that waits on the disk) holds no one
+// at the gate: its query's virtual time does not grow while it blocks, so
+// counted as stepping it would hold a query leading it for that whole
+// lead. Once it has used no CPU for a slice it is not counted.
+func TestCPUBlockedHelperDoesNotHoldTheGate(t *testing.T) {
+	if !threadCPUWorks() {
+		t.Skip("no per-thread CPU clock on this platform")
+	}
+	c := NewCPU(0)
+	small, big := c.Join("small"), c.Join("big")
+	defer small.Leave()
+	defer big.Leave()
+	c.mu.Lock()
+	big.used = 5 * time.Second // big leads small by 5s
+	c.mu.Unlock()
+	release, inside := make(chan struct{}), make(chan struct{})
+	helped := make(chan struct{})
+	go func() {
+		defer close(helped)
+		small.Helper().Do(func() {
+			close(inside)
+			<-release // blocked, using no CPU
+		})
+	}()
+	<-inside
+	defer func() { close(release); <-helped }()
+	start := time.Now()
+	st, err := big.enter(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	big.exit(st)
+	// A slice to see the helper blocked, a slice for the waiter to look
+	// again, and room for a loaded machine: far below the 5s lead.
+	if took := time.Since(start); took > time.Second {
+		t.Errorf("big waited %s at the gate behind a helper blocked using no CPU (its lead 5s)", took)
+	}
+}

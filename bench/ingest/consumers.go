@@ -99,8 +99,16 @@ func (t turn) wait(ctx context.Context, start time.Time, lossy bool) (result, er
 	}
 }
 
-// bareCore is a nats.go subscriber that counts messages.
-func bareCore(ctx context.Context, srv *natsserver.Server, msgs [][]byte, turnNo int, _ Options) (result, error) {
+// bareCore is a nats.go subscriber that counts messages, and with decode
+// first unmarshals each into a struct of the columns the query reads
+// (a message that does not decode is an error: the shapes' all do).
+func bareCore(decode bool) func(ctx context.Context, srv *natsserver.Server, sh shape, msgs [][]byte, turnNo int, o Options) (result, error) {
+	return func(ctx context.Context, srv *natsserver.Server, sh shape, msgs [][]byte, turnNo int, o Options) (result, error) {
+		return bareCoreTurn(ctx, srv, sh, msgs, turnNo, decode)
+	}
+}
+
+func bareCoreTurn(ctx context.Context, srv *natsserver.Server, sh shape, msgs [][]byte, turnNo int, decode bool) (result, error) {
 	subject := fmt.Sprintf("bench.ingest.core.%d", turnNo)
 	nc, err := srv.Connect()
 	if err != nil {
@@ -108,11 +116,16 @@ func bareCore(ctx context.Context, srv *natsserver.Server, msgs [][]byte, turnNo
 	}
 	defer nc.Close()
 	var n atomic.Int64
-	done := make(chan error)
+	done := make(chan error, 1)
+	failed := false
 	sub, err := nc.Subscribe(subject, func(m *nats.Msg) {
 		if m.Header != nil && m.Header.Get(connectors.EndHeader) != "" {
 			close(done)
 			return
+		}
+		if decode && !sh.decode(m.Data) && !failed {
+			failed = true
+			done <- fmt.Errorf("message %d did not decode: %.80s", n.Load()+1, m.Data)
 		}
 		n.Add(1)
 	})
@@ -145,7 +158,7 @@ func publishAndWait(ctx context.Context, srv *natsserver.Server, subject string,
 
 // engineCore runs a query over the subject FROM NATS while the messages
 // are published.
-func engineCore(ctx context.Context, srv *natsserver.Server, msgs [][]byte, turnNo int, o Options) (result, error) {
+func engineCore(ctx context.Context, srv *natsserver.Server, sh shape, msgs [][]byte, turnNo int, o Options) (result, error) {
 	subject := fmt.Sprintf("bench.ingest.core.%d", turnNo)
 	nc, err := srv.Connect()
 	if err != nil {
@@ -154,7 +167,7 @@ func engineCore(ctx context.Context, srv *natsserver.Server, msgs [][]byte, turn
 	defer nc.Close()
 	qctx, stop := context.WithCancel(ctx)
 	defer stop()
-	q := engineQuery(qctx, nc, "NATS", subject, o)
+	q := engineQuery(qctx, nc, sh, "NATS", subject, o)
 	if err := waitInterest(ctx, srv, nc, subject); err != nil {
 		return result{}, err
 	}
@@ -176,14 +189,14 @@ func (q *query) turn(stop func()) turn {
 func (q *query) Write(rec arrow.Record) error { q.rows.Add(rec.NumRows()); return nil }
 func (q *query) Close() error                 { return nil }
 
-// engineQuery starts `SELECT auction, price FROM bid` over the subject on
-// the local executor, its rows counted.
-func engineQuery(ctx context.Context, nc *nats.Conn, source, subject string, o Options) *query {
+// engineQuery starts the shape's query over the subject on the local
+// executor, its rows counted.
+func engineQuery(ctx context.Context, nc *nats.Conn, sh shape, source, subject string, o Options) *query {
 	q := &query{done: make(chan error, 1)}
 	hooks := connectors.Hooks{Conn: func() (*nats.Conn, error) { return nc, nil },
 		Sources: connectors.SourceConfig{MaxRows: o.BatchSize, Stats: &q.stats}}
 	go func() {
-		q.done <- exec.RunScript(ctx, filepath.Join(".", "ingest.sql"), streamDDL(source, subject)+"SELECT auction, price FROM bid;", exec.ScriptOptions{
+		q.done <- exec.RunScript(ctx, filepath.Join(".", "ingest.sql"), streamDDL(sh, source, subject)+sh.query, exec.ScriptOptions{
 			Options:   exec.Options{Stream: hooks.Stream, BatchSize: o.BatchSize},
 			NewOutput: func() (sinks.Writer, error) { return q, nil },
 		})
@@ -227,8 +240,8 @@ func storeJetStream(ctx context.Context, nc *nats.Conn, subject string, msgs [][
 // bareJetStream is a pull consumer (Consume) under policy: AckExplicit
 // acknowledges each message, AckAll the last of every o.BatchSize messages
 // (and the last one), AckNone nothing.
-func bareJetStream(policy jetstream.AckPolicy) func(ctx context.Context, srv *natsserver.Server, msgs [][]byte, turnNo int, o Options) (result, error) {
-	return func(ctx context.Context, srv *natsserver.Server, msgs [][]byte, turnNo int, o Options) (result, error) {
+func bareJetStream(policy jetstream.AckPolicy) func(ctx context.Context, srv *natsserver.Server, sh shape, msgs [][]byte, turnNo int, o Options) (result, error) {
+	return func(ctx context.Context, srv *natsserver.Server, _ shape, msgs [][]byte, turnNo int, o Options) (result, error) {
 		subject := fmt.Sprintf("bench.ingest.js.%d", turnNo)
 		nc, err := srv.Connect()
 		if err != nil {
@@ -279,7 +292,7 @@ func bareJetStream(policy jetstream.AckPolicy) func(ctx context.Context, srv *na
 }
 
 // engineJetStream runs a query over the stored messages FROM JETSTREAM.
-func engineJetStream(ctx context.Context, srv *natsserver.Server, msgs [][]byte, turnNo int, o Options) (result, error) {
+func engineJetStream(ctx context.Context, srv *natsserver.Server, sh shape, msgs [][]byte, turnNo int, o Options) (result, error) {
 	subject := fmt.Sprintf("bench.ingest.js.%d", turnNo)
 	nc, err := srv.Connect()
 	if err != nil {
@@ -292,6 +305,6 @@ func engineJetStream(ctx context.Context, srv *natsserver.Server, msgs [][]byte,
 	}
 	defer js.DeleteStream(context.Background(), name)
 	start := time.Now()
-	q := engineQuery(ctx, nc, "JETSTREAM", subject, o)
+	q := engineQuery(ctx, nc, sh, "JETSTREAM", subject, o)
 	return turn{done: q.done, count: q.rows.Load}.wait(ctx, start, false)
 }

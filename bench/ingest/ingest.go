@@ -7,11 +7,11 @@ package ingest
 import (
 	"context"
 	"fmt"
-	"math/rand"
 	"os"
 	"slices"
 	"sort"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/nats-io/nats.go"
@@ -35,6 +35,11 @@ type Row struct {
 	Dropped int64   `json:"dropped_median"`
 	Seconds float64 `json:"seconds_median"`
 	PerSec  float64 `json:"events_per_sec"`
+	// CPUPerMsg is the median of the process's CPU time (user and system,
+	// every goroutine: publisher, server and consumer) over the turn,
+	// per message received, in microseconds. Other processes' load moves
+	// a turn's wall time far more than its CPU time.
+	CPUPerMsg float64 `json:"cpu_us_per_msg"`
 	// VsBare is the median over the repetitions of the consumer's rate
 	// over the fastest bare consumer's on its transport in the same
 	// repetition (a bare consumer's own row says how far it is from the
@@ -44,6 +49,10 @@ type Row struct {
 	// repetitions.
 	VsBareMin float64 `json:"vs_bare_min"`
 	VsBareMax float64 `json:"vs_bare_max"`
+	// VsDecoding (core NATS) is the median over the repetitions of the
+	// consumer's rate over the bare subscriber that decodes the query's
+	// columns with encoding/json in the same repetition.
+	VsDecoding float64 `json:"vs_decoding_bare,omitempty"`
 }
 
 // Options size a run.
@@ -53,6 +62,10 @@ type Options struct {
 	// BatchSize is the engine's rows per source batch (tierflow run's
 	// --batch-size).
 	BatchSize int
+	// Shape names the messages (shapes); "" is bid.
+	Shape string
+	// Transport is "core", "jetstream" or "" (both).
+	Transport string
 	Progress  *cli.Progress
 }
 
@@ -61,33 +74,46 @@ func Command(env *bench.Env) *cobra.Command {
 	var o Options
 	c := &cobra.Command{
 		Use:   "ingest",
-		Short: "Events per second consumed from core NATS and JetStream: the engine against a bare nats.go subscriber and pull consumer",
+		Short: "Events per second consumed from core NATS and JetStream: the engine against bare nats.go subscribers and pull consumers",
 		Long: `bench ingest starts an embedded NATS server with JetStream and sends --messages
-Nexmark bids, one JSON object a message, over it, then compares what consumes
-them, in this process, taking turns --reps times:
+JSON messages (--shape: Nexmark bids by default) over it, then compares what
+consumes them, in this process, taking turns --reps times after one untimed
+warm-up turn each (a tenth of the messages):
 
-  core NATS: a bare nats.go subscriber (Subscribe, counting messages) and the
-  engine (a query over CREATE STREAM ... FROM NATS, each message decoded into
-  Arrow columns), each while a publisher sends the messages as fast as it
-  can. Both subscriptions have the engine's pending limits; what they drop
-  is not counted as consumed.
+  core NATS: two bare nats.go subscribers (Subscribe: one counting the
+  messages, the floor of what the transport costs; one decoding each into a
+  Go struct of the columns the query reads with encoding/json, what a user's
+  subscriber needs to do to use them) and the engine (the query over CREATE
+  STREAM ... FROM NATS, each message decoded into Arrow columns), each while
+  a publisher sends the messages as fast as it can. All subscriptions have
+  the engine's pending limits; what they drop is not counted as consumed.
   JetStream: the messages stored in a stream first, then three bare pull
-  consumers (Consume: acknowledging each message; under AckAll,
+  consumers (Consume, counting: acknowledging each message; under AckAll,
   acknowledging the last of every --batch-size messages, as the engine's
   ephemeral consumer does; under AckNone, acknowledging nothing) and the
   engine (FROM JETSTREAM) each read all of them.
 
 events/s is messages consumed over the time from the first publish (core) or
-the consumer's start (JetStream) to the last message; vs bare is the median,
-over the turns, of a consumer's rate over the fastest bare consumer's on its
-transport in the same turn.`,
-		Example: `  tierflow bench ingest --messages 200000 --reps 3`,
-		Args:    cobra.NoArgs,
+the consumer's start (JetStream) to the last message; cpu us/msg is the
+process's CPU time over the turn (publisher, server and consumer) per message
+received; vs bare is the median, over the turns, of a consumer's rate over the
+fastest bare consumer's on its transport in the same turn (min and max its
+spread); vs decoding bare, over the decoding bare subscriber's.`,
+		Example: `  tierflow bench ingest --messages 200000 --reps 3
+  tierflow bench ingest --transport core --shape wide --messages 100000`,
+		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if o.Messages < 1 || o.Reps < 1 || o.BatchSize < 1 {
 				return cli.BadInput(fmt.Errorf("--messages, --reps and --batch-size must be at least 1"))
 			}
-			o.Progress = env.Progress(int64(len(consumers)*o.Reps), "runs")
+			if _, err := shapeNamed(o.Shape); err != nil {
+				return cli.BadInput(err)
+			}
+			cases, err := selected(o.Transport)
+			if err != nil {
+				return cli.BadInput(err)
+			}
+			o.Progress = env.Progress(int64(len(cases)*(o.Reps+1)), "runs")
 			rows, err := Run(cmd.Context(), o)
 			o.Progress.Done()
 			if err != nil {
@@ -97,14 +123,49 @@ transport in the same turn.`,
 		},
 	}
 	fl := c.Flags()
-	fl.IntVar(&o.Messages, "messages", 200_000, "messages (bids) per run")
+	fl.IntVar(&o.Messages, "messages", 200_000, "messages per run")
 	fl.IntVar(&o.Reps, "reps", 3, "turns of each consumer; medians are reported")
 	fl.IntVar(&o.BatchSize, "batch-size", 4096, "the engine's rows per source batch")
+	fl.StringVar(&o.Shape, "shape", "bid", "the messages: bid (Nexmark bids, ~180 bytes), small (~95 bytes) or wide (~0.9 KB, keys out of declared order)")
+	fl.StringVar(&o.Transport, "transport", "", "core or jetstream (default: both)")
 	return c
 }
 
-// Run measures the four consumers.
+// selected are the consumers of transport ("core", "jetstream", "": all).
+func selected(transport string) ([]consumer, error) {
+	var want string
+	switch strings.ToLower(transport) {
+	case "":
+		return consumers, nil
+	case "core":
+		want = "core NATS"
+	case "jetstream":
+		want = "JetStream"
+	default:
+		return nil, fmt.Errorf("unknown --transport %q (core or jetstream)", transport)
+	}
+	var out []consumer
+	for _, c := range consumers {
+		if c.transport == want {
+			out = append(out, c)
+		}
+	}
+	return out, nil
+}
+
+// Run measures the consumers.
 func Run(ctx context.Context, o Options) ([]Row, error) {
+	if o.Shape == "" {
+		o.Shape = "bid"
+	}
+	sh, err := shapeNamed(o.Shape)
+	if err != nil {
+		return nil, err
+	}
+	cases, err := selected(o.Transport)
+	if err != nil {
+		return nil, err
+	}
 	dir, err := os.MkdirTemp("", "tierflow-ingest")
 	if err != nil {
 		return nil, err
@@ -115,20 +176,34 @@ func Run(ctx context.Context, o Options) ([]Row, error) {
 		return nil, err
 	}
 	defer srv.Shutdown()
-	msgs := bids(o.Messages)
-	cases := consumers
+	msgs := sh.make(o.Messages)
 	res := make([][]result, len(cases))
-	for r := 0; r < o.Reps; r++ {
-		for _, k := range turnOrder(cases, r) {
+	// The first turn of each consumer, over a tenth of the messages, is
+	// not counted: it finds the server, the heap and the code cold.
+	warm := msgs[:max(len(msgs)/10, min(len(msgs), 1000))]
+	turnNo := 0
+	for r := -1; r < o.Reps; r++ {
+		for _, k := range turnOrder(cases, r+1) {
 			c := cases[k]
 			if o.Progress != nil {
-				o.Progress.Describe(c.transport + ", " + c.consumer)
+				what := c.transport + ", " + c.consumer
+				if r < 0 {
+					what += " (warm-up)"
+				}
+				o.Progress.Describe(what)
 			}
-			got, err := c.f(ctx, srv, msgs, r*len(cases)+k, o)
+			m := msgs
+			if r < 0 {
+				m = warm
+			}
+			turnNo++
+			got, err := measured(func() (result, error) { return c.f(ctx, srv, sh, m, turnNo, o) })
 			if err != nil {
 				return nil, fmt.Errorf("%s, %s: %w", c.transport, c.consumer, err)
 			}
-			res[k] = append(res[k], got)
+			if r >= 0 {
+				res[k] = append(res[k], got)
+			}
 			if o.Progress != nil {
 				o.Progress.Add(1)
 			}
@@ -136,49 +211,76 @@ func Run(ctx context.Context, o Options) ([]Row, error) {
 	}
 	var rows []Row
 	for i, c := range cases {
-		var secs, ratios []float64
+		var secs, ratios, vsDec, cpu, rates []float64
 		var recv, drops []int64
 		for r, x := range res[i] {
 			secs = append(secs, x.elapsed.Seconds())
 			recv = append(recv, x.received)
 			drops = append(drops, x.dropped)
+			rates = append(rates, x.rate())
+			if x.received > 0 {
+				cpu = append(cpu, x.cpu.Seconds()*1e6/float64(x.received))
+			}
 			fastest := 0.0
 			for j, b := range cases {
 				if b.transport == c.transport && b.bare {
 					fastest = max(fastest, res[j][r].rate())
 				}
+				if b.transport == c.transport && b.decoding {
+					vsDec = append(vsDec, x.rate()/res[j][r].rate())
+				}
 			}
 			ratios = append(ratios, x.rate()/fastest)
 		}
 		row := Row{Transport: c.transport, Consumer: c.consumer, Messages: o.Messages,
-			Received: medianInt(recv), Dropped: medianInt(drops), Seconds: median(secs), VsBare: median(ratios),
-			VsBareMin: slices.Min(ratios), VsBareMax: slices.Max(ratios)}
-		var rates []float64
-		for _, x := range res[i] {
-			rates = append(rates, x.rate())
+			Received: medianInt(recv), Dropped: medianInt(drops), Seconds: median(secs), PerSec: median(rates),
+			VsBare: median(ratios), VsBareMin: slices.Min(ratios), VsBareMax: slices.Max(ratios)}
+		if len(cpu) > 0 {
+			row.CPUPerMsg = median(cpu)
 		}
-		row.PerSec = median(rates)
+		if len(vsDec) > 0 {
+			row.VsDecoding = median(vsDec)
+		}
 		rows = append(rows, row)
 	}
 	return rows, nil
 }
 
+// measured runs a turn and adds the process's CPU time over it.
+func measured(f func() (result, error)) (result, error) {
+	before := processCPU()
+	r, err := f()
+	r.cpu = processCPU() - before
+	return r, err
+}
+
+// processCPU is the CPU time (user and system) this process has used.
+func processCPU() time.Duration {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		return 0
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
+
 // consumer is one of the consumers measured.
 type consumer struct {
 	transport, consumer string
-	bare                bool
-	f                   func(ctx context.Context, srv *natsserver.Server, msgs [][]byte, turn int, o Options) (result, error)
+	// bare: a baseline; decoding: the bare subscriber that decodes.
+	bare, decoding bool
+	f              func(ctx context.Context, srv *natsserver.Server, sh shape, msgs [][]byte, turn int, o Options) (result, error)
 }
 
 // consumers are the consumers measured, in the order of the table; each
 // transport's engine last.
 var consumers = []consumer{
-	{"core NATS", "bare subscriber", true, bareCore},
-	{"core NATS", "engine", false, engineCore},
-	{"JetStream", "bare pull consumer, ack each", true, bareJetStream(jetstream.AckExplicitPolicy)},
-	{"JetStream", "bare pull consumer, AckAll per batch", true, bareJetStream(jetstream.AckAllPolicy)},
-	{"JetStream", "bare pull consumer, AckNone", true, bareJetStream(jetstream.AckNonePolicy)},
-	{"JetStream", "engine", false, engineJetStream},
+	{"core NATS", "bare subscriber, counting", true, false, bareCore(false)},
+	{"core NATS", "bare subscriber, decoding (encoding/json)", true, true, bareCore(true)},
+	{"core NATS", "engine", false, false, engineCore},
+	{"JetStream", "bare pull consumer, ack each", true, false, bareJetStream(jetstream.AckExplicitPolicy)},
+	{"JetStream", "bare pull consumer, AckAll per batch", true, false, bareJetStream(jetstream.AckAllPolicy)},
+	{"JetStream", "bare pull consumer, AckNone", true, false, bareJetStream(jetstream.AckNonePolicy)},
+	{"JetStream", "engine", false, false, engineJetStream},
 }
 
 // turnOrder is the order of the consumers in repetition r: a transport's
@@ -207,36 +309,15 @@ func turnOrder(cases []consumer, r int) []int {
 type result struct {
 	received, dropped int64
 	elapsed           time.Duration
+	cpu               time.Duration // the process's, over the turn
 }
 
 func (r result) rate() float64 { return float64(r.received) / r.elapsed.Seconds() }
 
-// bids are n Nexmark bids as JSON objects, in event-time order (10,000 a
-// second of event time), fields as bench nexmark's bid.csv.
-func bids(n int) [][]byte {
-	rng := rand.New(rand.NewSource(1))
-	base := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
-	channels := []string{"Google", "Facebook", "Baidu", "Apple"}
-	word := func(k int) string {
-		var b strings.Builder
-		for i := 0; i < k; i++ {
-			b.WriteByte(byte('a' + rng.Intn(26)))
-		}
-		return b.String()
-	}
-	out := make([][]byte, n)
-	for i := range out {
-		at := base.Add(time.Duration(i) * 100 * time.Microsecond)
-		out[i] = fmt.Appendf(nil, `{"auction":%d,"bidder":%d,"price":%d,"channel":%q,"url":"https://www.nexmark.com/%s/%s/item.htm?query=1","dateTime":%q,"extra":%q}`,
-			1000+rng.Intn(10000), 1000+rng.Intn(10000), 100+rng.Intn(1_000_000), channels[rng.Intn(len(channels))],
-			word(5), word(5), at.Format(time.RFC3339Nano), word(8))
-	}
-	return out
-}
-
-// streamDDL declares the bids over a subject (source NATS or JETSTREAM).
-func streamDDL(source, subject string) string {
-	return fmt.Sprintf("CREATE STREAM bid (auction BIGINT, bidder BIGINT, price BIGINT, channel VARCHAR, url VARCHAR, dateTime TIMESTAMP, extra VARCHAR) FROM %s '%s' FORMAT JSON;\n", source, subject)
+// streamDDL declares the shape's messages over a subject (source NATS or
+// JETSTREAM) as the stream bid.
+func streamDDL(sh shape, source, subject string) string {
+	return fmt.Sprintf("CREATE STREAM bid (%s) FROM %s '%s' FORMAT JSON;\n", sh.columns, source, subject)
 }
 
 // waitInterest waits until subject has a subscriber on srv.

@@ -22,6 +22,7 @@ import (
 func newWorkerCmd(a *app) *cobra.Command {
 	var name, tier, location, typ, metricsAddr string
 	var threads int
+	var noCPUShare bool
 	var schedName, evidence string
 	var dataRoots []string
 	var namespace, maxMemory, cpuProfile string
@@ -99,7 +100,7 @@ other workers over NATS. Ctrl-C (or SIGTERM) aborts what runs and leaves.
 			w, err := worker.Start(ctx, worker.Config{Conn: nc, Name: name, Tier: tier, Location: location, Type: typ,
 				Metrics: reg, MetricsURL: murl, Stdout: a.out, Log: slog.New(slog.NewTextHandler(a.err, nil)),
 				Exec: cluster.ExecHooksWith(nc, a.g.ortLib, a.err, threads, ev), ModelThreads: threads, DataRoots: roots, Namespace: namespace, Sched: policy,
-				MemoryGuard: guard, NoResults: a.g.auth.Creds != "" && !security.MayPublishResults(a.g.auth.Creds)})
+				MemoryGuard: guard, NoCPUShare: noCPUShare, NoResults: a.g.auth.Creds != "" && !security.MayPublishResults(a.g.auth.Creds)})
 			if err != nil {
 				return err
 			}
@@ -124,6 +125,10 @@ other workers over NATS. Ctrl-C (or SIGTERM) aborts what runs and leaves.
 	f.StringVar(&schedName, "sched", sched.NaiveName, "policy of the worker's inference scheduler, shared by its queries: naive (each batch runs as it comes), deepquery (REALTIME batches first, BEST_EFFORT ones sized to the gaps), or a SneakPeek scheduler choosing each batch's variant by utility: maxacc-edf, lo-edf, grouped or sneakpeek (data-aware with --evidence)")
 	f.StringVar(&evidence, "evidence", "", "with --sched sneakpeek: the Fashion-MNIST example directory whose training sample's nearest neighbours estimate each row's class")
 	f.StringVar(&cpuProfile, "cpuprofile", "", "write a CPU profile (pprof) of the worker to this file until it leaves")
+	// The share's baseline for measurements (what the share is for): steps
+	// run as they come. Hidden: no deployment wants it.
+	f.BoolVar(&noCPUShare, "no-cpu-share", false, "run the queries' steps as they come, without sharing the worker's processors among its queries (a measurement's baseline)")
+	_ = f.MarkHidden("no-cpu-share")
 	// Accepted for symmetry with the coordinator; the coordinator decides.
 	f.Duration("heartbeat", 0, "ignored: the coordinator sets the heartbeat interval")
 	return c

@@ -30,6 +30,8 @@ const argvLogEnv = "TIERFLOW_TEST_ARGV_LOG"
 
 func TestMain(m *testing.M) {
 	switch os.Getenv(childEnv) {
+	case natsChild:
+		os.Exit(serveNATS())
 	case "generator":
 		os.Exit(runWithGenerator(os.Args[1:]))
 	case "real":

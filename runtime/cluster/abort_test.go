@@ -49,7 +49,7 @@ func TestAdminAbortStopsARunningQuery(t *testing.T) {
 	})
 	alice, ops := coordinator.NewClient(clustertest.Connect(t, srv)), coordinator.NewClient(clustertest.Connect(t, srv))
 	alice.User, ops.User = "alice", "ops"
-	dir, scripts := writeAbuse(t, 20000)
+	dir, scripts := clustertest.WriteAbuse(t, 20000)
 	for name, src := range map[string]string{
 		"live":       "CREATE STREAM s (n INT) FROM NATS 'feed.never' FORMAT JSON;\nSELECT n FROM s;\n",
 		"cross join": scripts["cross join"],

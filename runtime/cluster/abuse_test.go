@@ -54,46 +54,6 @@ func guarded(t *testing.T, l deploy.Limits, guards [2]*dataflow.Memory, cpu *dat
 	return coordinator.NewClient(clustertest.Connect(t, srv)), coordinator.NewClient(clustertest.Connect(t, srv))
 }
 
-// writeAbuse writes n rows (id, k, ts), ts a millisecond apart, k cycling
-// over n/2 keys, and the scripts of the three abusive queries of #25 over
-// them: a cross join of the table with itself, a table grouped into a
-// window per millisecond (all open until the table ends), and a stream
-// in a one-hour HOP every millisecond (each row in 3.6 million windows).
-func writeAbuse(t *testing.T, n int) (dir string, scripts map[string]string) {
-	t.Helper()
-	dir = t.TempDir()
-	var b strings.Builder
-	b.WriteString("id,k,ts\n")
-	start := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
-	for i := range n {
-		fmt.Fprintf(&b, "%d,%d,%s\n", i, i%max(1, n/2), start.Add(time.Duration(i)*time.Millisecond).Format("2006-01-02 15:04:05.000"))
-	}
-	path := filepath.Join(dir, "events.csv")
-	if err := os.WriteFile(path, []byte(b.String()), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	table := "CREATE TABLE e (id BIGINT, k BIGINT, ts TIMESTAMP) FROM FILE '" + path + "' FORMAT CSV;\n"
-	// The other user's small query reads a small table of its own: its
-	// latency is what the abuser could take from it.
-	var sb strings.Builder
-	sb.WriteString("id,k,ts\n")
-	for i := range 1000 {
-		fmt.Fprintf(&sb, "%d,%d,%s\n", i, i%10, start.Add(time.Duration(i)*time.Millisecond).Format("2006-01-02 15:04:05.000"))
-	}
-	smallPath := filepath.Join(dir, "small.csv")
-	if err := os.WriteFile(smallPath, []byte(sb.String()), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	smallTable := "CREATE TABLE e (id BIGINT, k BIGINT, ts TIMESTAMP) FROM FILE '" + smallPath + "' FORMAT CSV;\n"
-	stream := "CREATE STREAM s (id BIGINT, k BIGINT, ts TIMESTAMP) FROM FILE '" + path + "' FORMAT CSV;\n"
-	return dir, map[string]string{
-		"cross join":      table + "SELECT a.id, b.id AS id2 FROM e a CROSS JOIN e b;\n",
-		"a window per ms": table + "SELECT k, count(*) AS n FROM e GROUP BY k, TUMBLE(ts, INTERVAL '1' MILLISECOND);\n",
-		"a long HOP":      stream + "SELECT k, count(*) AS n FROM s GROUP BY k, HOP(ts, INTERVAL '1' HOUR, INTERVAL '1' MILLISECOND);\n",
-		"small":           smallTable + "SELECT k, count(*) AS n FROM e WHERE id < 100 GROUP BY k;\n",
-	}
-}
-
 func script(dir, name, src string) deploy.Script {
 	f := filepath.Join(dir, strings.ReplaceAll(name, " ", "_")+".sql")
 	_ = os.WriteFile(f, []byte(src), 0o644)
@@ -157,7 +117,7 @@ func (l latency) String() string {
 // alice's small query with nothing else running. The workers share cpu
 // (nil: no share); shares, when cpu is set, has each query's CPUStats.
 func runAbuse(t *testing.T, rows, runs int, l deploy.Limits, cpu *dataflow.CPU) (cases []abuseCase, baseline latency, shares map[string]dataflow.CPUStats) {
-	dir, scripts := writeAbuse(t, rows)
+	dir, scripts := clustertest.WriteAbuse(t, rows)
 	guards := [2]*dataflow.Memory{dataflow.NewMemory("w1's guard", 0, nil), dataflow.NewMemory("w2's guard", 0, nil)}
 	shares = map[string]dataflow.CPUStats{}
 	var sharesMu sync.Mutex
@@ -196,7 +156,7 @@ func runAbuse(t *testing.T, rows, runs int, l deploy.Limits, cpu *dataflow.CPU) 
 	closed := make(chan struct{})
 	close(closed)
 	baseline, _ = small(runs, closed)
-	for _, name := range []string{"cross join", "a window per ms", "a long HOP"} {
+	for _, name := range clustertest.AbusiveQueries {
 		c := abuseCase{name: name}
 		before := liveHeap()
 		done, abused := make(chan struct{}), make(chan struct{})

@@ -122,3 +122,37 @@ func TestLimitMemory(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// A standalone SELECT DISTINCT holds a row per distinct value: on a table
+// and on a stream (no window: its set grows until the stream ends) it is
+// charged to the query like the GROUP BY it binds to, and fails past a
+// limit the rows it reads fit in, naming the operator; with room it
+// answers every value once. Each distinct value is ~60 bytes, so the set
+// outgrows the table's 24 bytes a row.
+func TestLimitMemoryDistinct(t *testing.T) {
+	dir, scripts := clustertest.WriteAbuse(t, 100_000)
+	table, _, _ := strings.Cut(scripts["cross join"], "\n")
+	stream, _, _ := strings.Cut(scripts["a long HOP"], "\n")
+	wide := "CAST(id AS VARCHAR) || ' a distinct value padded to sixty bytes or so......'"
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	_, tight := limited(t, deploy.Limits{MemoryBytes: 10 << 20})
+	_, roomy := limited(t, deploy.Limits{MemoryBytes: 256 << 20})
+	for name, src := range map[string]string{
+		"table":  table + "\nSELECT DISTINCT " + wide + " AS v FROM e;\n",
+		"stream": stream + "\nSELECT DISTINCT " + wide + " AS v FROM s;\n",
+	} {
+		s := script(dir, "distinct "+name, src)
+		info, err := tight.Submit(ctx, s, "", sinks.NewCSV(&strings.Builder{}))
+		if err == nil || !errors.Is(err, deploy.ErrLimit) || info.ErrorKind != deploy.KindLimit || !strings.Contains(err.Error(), "aggregate") {
+			t.Errorf("DISTINCT over a %s of 100,000 values under 10 MiB: %s %v: want failed for its memory, naming the aggregate", name, info.State, err)
+		}
+		out := &strings.Builder{}
+		if _, err := roomy.Submit(ctx, s, "", sinks.NewCSV(out)); err != nil {
+			t.Fatalf("DISTINCT over a %s with room: %v", name, err)
+		}
+		if rows := strings.Count(out.String(), "\n") - 1; rows != 100_000 {
+			t.Errorf("DISTINCT over a %s with room: %d rows, want the 100,000 values", name, rows)
+		}
+	}
+}

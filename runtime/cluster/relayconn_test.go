@@ -43,7 +43,7 @@ func TestRelayFramesTravelOnTheQuerysOwnConnections(t *testing.T) {
 		}
 		t.Cleanup(func() { w.Close() })
 	}
-	dir, scripts := writeAbuse(t, 20000)
+	dir, scripts := clustertest.WriteAbuse(t, 20000)
 	client := coordinator.NewClient(clustertest.Connect(t, srv))
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()

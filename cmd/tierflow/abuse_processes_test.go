@@ -1,0 +1,332 @@
+package main
+
+import (
+	"cmp"
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"os/signal"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/tierflow/tierflow/internal/testenv"
+	"github.com/tierflow/tierflow/operators/sinks"
+	"github.com/tierflow/tierflow/relay/natsserver"
+	"github.com/tierflow/tierflow/runtime/cluster/clustertest"
+	"github.com/tierflow/tierflow/runtime/coordinator"
+	"github.com/tierflow/tierflow/runtime/deploy"
+)
+
+// natsChild is childEnv's value that makes the test binary a NATS server
+// process: a deployment runs nats-server on its own, not inside the
+// coordinator or a worker.
+const natsChild = "nats-server"
+
+// serveNATS runs an embedded NATS server, prints its URL on stdout and
+// serves until SIGINT or SIGTERM.
+func serveNATS() int {
+	srv, err := natsserver.Start(natsserver.Options{})
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return exitFailure
+	}
+	fmt.Println(srv.ClientURL())
+	sig := make(chan os.Signal, 1)
+	signal.Notify(sig, os.Interrupt, syscall.SIGTERM)
+	<-sig
+	srv.Shutdown()
+	return exitOK
+}
+
+// child is a process the isolation test started: tierflow (this binary
+// as the real CLI) or the NATS server.
+type child struct {
+	cmd  *exec.Cmd
+	out  *syncBuffer
+	done chan error
+}
+
+// startChild starts this test binary as childEnv=mode with args and env;
+// it gets SIGINT at cleanup (SIGKILL if it does not leave).
+func startChild(t *testing.T, mode string, env []string, args ...string) *child {
+	t.Helper()
+	c := &child{cmd: exec.Command(os.Args[0], args...), out: &syncBuffer{}, done: make(chan error, 1)}
+	c.cmd.Env = append(append(os.Environ(), childEnv+"="+mode), env...)
+	c.cmd.Stdout, c.cmd.Stderr = c.out, c.out
+	if err := c.cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	go func() { c.done <- c.cmd.Wait() }()
+	t.Cleanup(func() {
+		_ = c.cmd.Process.Signal(os.Interrupt)
+		select {
+		case <-c.done:
+		case <-time.After(10 * time.Second):
+			_ = c.cmd.Process.Kill()
+			<-c.done
+		}
+	})
+	return c
+}
+
+// peakRSS is the most resident memory process pid had since its peak was
+// last reset (/proc/PID/status VmHWM), in bytes.
+func peakRSS(pid int) int64 {
+	b, err := os.ReadFile(filepath.Join("/proc", strconv.Itoa(pid), "status"))
+	if err != nil {
+		return 0
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		if v, ok := strings.CutPrefix(line, "VmHWM:"); ok {
+			kb, _ := strconv.ParseInt(strings.TrimSuffix(strings.TrimSpace(v), " kB"), 10, 64)
+			return kb << 10
+		}
+	}
+	return 0
+}
+
+// resetPeakRSS starts pid's VmHWM again from its resident memory now.
+func resetPeakRSS(pid int) {
+	_ = os.WriteFile(filepath.Join("/proc", strconv.Itoa(pid), "clear_refs"), []byte("5"), 0)
+}
+
+// separate is a cluster as a deployment runs it: the NATS server, the
+// coordinator and two workers, each its own process (a worker on one
+// processor, GOMAXPROCS=1, as a one-vCPU machine), alice's client in this
+// process.
+type separate struct {
+	url     string
+	workers []*child
+	alice   *coordinator.Client
+}
+
+// startSeparate starts the processes with the query limits l and each
+// worker's process-wide guard maxMemory; share false runs the workers
+// without their CPU share (its baseline).
+func startSeparate(t *testing.T, l deploy.Limits, maxMemory string, share bool) *separate {
+	t.Helper()
+	ns := startChild(t, natsChild, nil)
+	var url string
+	clustertest.CheckFor(t, 20*time.Second, 20*time.Millisecond, func() error {
+		line, _, _ := strings.Cut(ns.out.String(), "\n")
+		if !strings.HasPrefix(line, "nats://") {
+			return fmt.Errorf("the NATS server printed %q", ns.out.String())
+		}
+		url = line
+		return nil
+	})
+	startChild(t, "real", nil, "coordinator", "--nats", url, "--heartbeat", "500ms", "--placement", "rules",
+		"--max-query-memory", strconv.FormatInt(l.MemoryBytes, 10)+"B", "--max-query-time", l.RunTime.String(),
+		// alice submits over and over: no rate limit in the way of
+		// what is measured.
+		"--max-submits-per-minute", "0")
+	s := &separate{url: url}
+	for _, name := range []string{"w1", "w2"} {
+		args := []string{"worker", "--nats", url, "--tier", "edge", "--name", name, "--max-memory", maxMemory}
+		if !share {
+			args = append(args, "--no-cpu-share")
+		}
+		s.workers = append(s.workers, startChild(t, "real", []string{"GOMAXPROCS=1"}, args...))
+	}
+	nc, err := natsserver.Connect(url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(nc.Close)
+	s.alice = coordinator.NewClient(nc)
+	s.alice.User = "alice"
+	clustertest.CheckFor(t, 30*time.Second, 50*time.Millisecond, func() error {
+		ws, err := s.alice.Workers(context.Background())
+		if err != nil {
+			return err
+		}
+		if len(ws) != 2 {
+			return fmt.Errorf("%d workers registered", len(ws))
+		}
+		return nil
+	})
+	return s
+}
+
+// sepCase is one abusive query's outcome on separate processes.
+type sepCase struct {
+	name  string
+	code  int           // mallory's `tierflow submit` exit status
+	out   string        // its output (the reason it failed)
+	took  time.Duration // from its submission to its end
+	rss   int64         // the most a worker process held resident meanwhile
+	small sepLatency    // alice's small query meanwhile
+}
+
+// sepLatency is alice's small query's run times, submit to answer.
+type sepLatency struct {
+	p50, p99 time.Duration
+	n        int
+	slowest  string // where the slowest run's time went
+}
+
+func (l sepLatency) String() string {
+	return fmt.Sprintf("%s / %s (%d runs)", l.p50.Round(time.Millisecond), l.p99.Round(time.Millisecond), l.n)
+}
+
+// sepRun is one run of alice's small query: from submit to answer, and
+// its deployment's start and end as the coordinator recorded them.
+type sepRun struct {
+	took       time.Duration
+	start, end time.Time
+	info       deploy.QueryInfo
+}
+
+func sepLatencyOf(runs []sepRun) sepLatency {
+	if len(runs) == 0 {
+		return sepLatency{}
+	}
+	slices.SortFunc(runs, func(a, b sepRun) int { return cmp.Compare(a.took, b.took) })
+	r := runs[len(runs)-1]
+	slowest := fmt.Sprint(r.took.Round(time.Millisecond))
+	if i := r.info; !i.Started.IsZero() && !i.Ended.IsZero() {
+		ms := func(d time.Duration) time.Duration { return d.Round(time.Millisecond) }
+		slowest = fmt.Sprintf("%s = deploy %s + run %s + answer %s", ms(r.took), ms(i.Started.Sub(r.start)), ms(i.Ended.Sub(i.Started)), ms(r.end.Sub(i.Ended)))
+	}
+	return sepLatency{p50: runs[len(runs)/2].took, p99: runs[min(len(runs)-1, len(runs)*99/100)].took, n: len(runs), slowest: slowest}
+}
+
+// runSeparate runs alice's small query runs times alone, then each abusive
+// query as mallory's `tierflow submit` (a process of its own, as a user on
+// another machine) with alice's small query submitted over and over
+// meanwhile (at least runs times, and until mallory's query ended).
+func runSeparate(t *testing.T, s *separate, dir string, scripts map[string]string, runs int) (baseline sepLatency, cases []sepCase) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	small := func(runs int, until <-chan struct{}) sepLatency {
+		src := scripts["small"]
+		f := filepath.Join(dir, "small.sql")
+		var took []sepRun
+		for i := 0; ; i++ {
+			if i >= runs {
+				select {
+				case <-until:
+					return sepLatencyOf(took)
+				default:
+				}
+			}
+			start := time.Now()
+			info, err := s.alice.Submit(ctx, deploy.Script{Filename: f, Source: src, BaseDir: dir}, "", sinks.NewCSV(&strings.Builder{}))
+			if err != nil {
+				t.Fatalf("alice's small query: %v", err)
+			}
+			end := time.Now()
+			took = append(took, sepRun{took: end.Sub(start), start: start, end: end, info: info})
+		}
+	}
+	ended := make(chan struct{})
+	close(ended)
+	baseline = small(runs, ended)
+	for _, name := range clustertest.AbusiveQueries {
+		c := sepCase{name: name}
+		for _, w := range s.workers {
+			resetPeakRSS(w.cmd.Process.Pid)
+		}
+		f := filepath.Join(dir, strings.ReplaceAll(name, " ", "_")+".sql")
+		if err := os.WriteFile(f, []byte(scripts[name]), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		done, abused := make(chan struct{}), make(chan struct{})
+		go func() {
+			defer close(done)
+			c.small = small(runs, abused)
+		}()
+		start := time.Now()
+		m := exec.CommandContext(ctx, os.Args[0], "submit", "--nats", s.url, "--format", "csv", "--output", os.DevNull, f)
+		m.Env = append(os.Environ(), childEnv+"=real")
+		out, err := m.CombinedOutput()
+		c.took, c.out, c.code = time.Since(start), string(out), m.ProcessState.ExitCode()
+		if err != nil && m.ProcessState == nil {
+			t.Fatalf("mallory's %s: %v", name, err)
+		}
+		close(abused)
+		<-done
+		for _, w := range s.workers {
+			c.rss = max(c.rss, peakRSS(w.cmd.Process.Pid))
+		}
+		cases = append(cases, c)
+	}
+	return baseline, cases
+}
+
+// checkSeparate: each abusive query failed for its limit naming what held
+// it, and no worker process's resident memory passed its guard.
+func checkSeparate(t *testing.T, cases []sepCase, guard int64) {
+	t.Helper()
+	for _, c := range cases {
+		want := []string{"aggregate"}
+		if c.name == "cross join" {
+			want = []string{"join", "run time limit"}
+		}
+		if c.code == exitOK || !strings.Contains(c.out, "limit") || !slices.ContainsFunc(want, func(w string) bool { return strings.Contains(c.out, w) }) {
+			t.Errorf("%s: exit %d, %q: want failed for a limit naming %s", c.name, c.code, strings.TrimSpace(c.out), strings.Join(want, " or "))
+		}
+		if c.rss > guard {
+			t.Errorf("%s: a worker process held %d MiB resident, past its guard of %d MiB", c.name, c.rss>>20, guard>>20)
+		}
+	}
+}
+
+// logSeparate prints the table docs/benchmarks.md keeps.
+func logSeparate(t *testing.T, base, baseOff sepLatency, on, off []sepCase) {
+	t.Helper()
+	t.Logf("| mallory's query | alice's p50 / p99, CPU shared | the same, not shared | mallory's outcome (shared) | ended after | worker peak RSS |")
+	t.Logf("| none | %s | %s | | | |", base, baseOff)
+	for i, c := range on {
+		reason := strings.TrimSpace(c.out)
+		if i := strings.LastIndex(reason, "tierflow: "); i >= 0 {
+			reason = reason[i+len("tierflow: "):]
+		}
+		if len(reason) > 120 {
+			reason = reason[:120] + "..."
+		}
+		t.Logf("| %s | %s | %s | %s | %s | %d MiB |", c.name, c.small, off[i].small, reason, c.took.Round(100*time.Millisecond), c.rss>>20)
+	}
+	t.Logf("slowest run alone: shared %s; not shared %s", base.slowest, baseOff.slowest)
+	for i, c := range on {
+		t.Logf("slowest run beside %s: shared %s; not shared %s", c.name, c.small.slowest, off[i].small.slowest)
+	}
+}
+
+// The three abusive queries of #25 on a cluster as deployed: the NATS
+// server, the coordinator and each worker in a process of its own, the
+// abuser's client another. Each fails for its limit naming its operator,
+// no worker process grows past its guard.
+func TestAbusiveQueriesOnSeparateProcesses(t *testing.T) {
+	l := deploy.Limits{MemoryBytes: 8 << 20, RunTime: 20 * time.Second}
+	dir, scripts := clustertest.WriteAbuse(t, 40000)
+	s := startSeparate(t, l, "256MiB", true)
+	base, cases := runSeparate(t, s, dir, scripts, 3)
+	logSeparate(t, base, sepLatency{}, cases, make([]sepCase, len(cases)))
+	checkSeparate(t, cases, 256<<20)
+}
+
+// The full sizes on separate processes: tables of a million rows, a
+// 64 MiB query limit, the CPU share on and off (docs/benchmarks.md).
+func TestAbusiveQueriesOnSeparateProcessesFullSize(t *testing.T) {
+	testenv.Long(t, "the three abusive queries over a million rows each, twice, on separate processes")
+	l := deploy.Limits{MemoryBytes: 64 << 20, RunTime: 20 * time.Second}
+	dir, scripts := clustertest.WriteAbuse(t, 1_000_000)
+	// One cluster after the other (a subtest's processes end with it).
+	var base, baseOff sepLatency
+	var cases, casesOff []sepCase
+	t.Run("shared", func(t *testing.T) { base, cases = runSeparate(t, startSeparate(t, l, "1GiB", true), dir, scripts, 20) })
+	t.Run("not shared", func(t *testing.T) {
+		baseOff, casesOff = runSeparate(t, startSeparate(t, l, "1GiB", false), dir, scripts, 20)
+	})
+	logSeparate(t, base, baseOff, cases, casesOff)
+	checkSeparate(t, cases, 1<<30)
+	checkSeparate(t, casesOff, 1<<30)
+}
