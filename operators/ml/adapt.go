@@ -5,6 +5,7 @@ import (
 	"strconv"
 	"strings"
 	"sync/atomic"
+	"time"
 
 	"github.com/apache/arrow/go/v17/arrow"
 	"github.com/apache/arrow/go/v17/arrow/array"
@@ -89,6 +90,7 @@ func (a *Adapt) OnBatch(ctx *dataflow.Context, _ int, b dataflow.Batch, cap *dat
 	defer rec.Release()
 	var col arrow.Array
 	var err error
+	chosen := time.Now()
 	if a.sides != nil {
 		side := a.sides.choose(ctx, rec.NumRows())
 		if side == 0 {
@@ -109,6 +111,11 @@ func (a *Adapt) OnBatch(ctx *dataflow.Context, _ int, b dataflow.Batch, cap *dat
 		cols[i] = rec.Column(i)
 	}
 	cols[a.col] = col
+	if a.sides != nil {
+		// Up to the hand-off, not through it: Emit waits for the link
+		// when it is busy, which the bytes ahead (UnackedBytes) price.
+		a.sides.lagged(time.Since(chosen))
+	}
 	return ctx.Emit(0, cap, array.NewRecord(a.out, cols, rec.NumRows()))
 }
 

@@ -221,6 +221,11 @@ type sideChooser struct {
 	payload int64
 	// recent are the batches of the last second, for the stream's rate.
 	recent []sideArrival
+	// lags are the latest measures of the chooser's own time from a
+	// side's choice to the batch handed to the link (lagged), oldest
+	// first: what pick keeps free of the budget, as it keeps the
+	// receiver's residence.
+	lags []time.Duration
 	// dropAcks is the slowest link's ack count when the chooser last
 	// dropped a batch (dropped: it has), so a drop is never read off the
 	// same evidence twice (sidePlan.Stale).
@@ -243,6 +248,27 @@ func (c *sideChooser) sent(side int, rows, payload int64) {
 	if i := slices.Index(c.sides, side); i >= 0 {
 		c.rows[i].Add(rows)
 	}
+}
+
+// lagged records how long the batch whose side was just chosen took from
+// the choice to its hand-off to the link (resizing, encoding), the wait
+// for a busy link left out: the bytes ahead of the batch price that.
+func (c *sideChooser) lagged(d time.Duration) {
+	if n := dataflow.EvidenceSamples(c.attain); len(c.lags) >= n {
+		c.lags = append(c.lags[:0], c.lags[len(c.lags)-n+1:]...)
+	}
+	c.lags = append(c.lags, d)
+}
+
+// lagTail is the chooser's own lag with probability attain: the longest of
+// its latest EvidenceSamples measures, as ResidenceTail reads the
+// receiver's; 0 before any.
+func (c *sideChooser) lagTail() time.Duration {
+	var long time.Duration
+	for _, d := range c.lags {
+		long = max(long, d)
+	}
+	return long
 }
 
 // defaultOverhead is a batch's bytes beyond its images before the link
@@ -285,7 +311,7 @@ func (c *sideChooser) decide(now, ingest int64, links []dataflow.LinkState, rows
 			st = s
 		}
 	}
-	p := sidePlan{State: st, Rows: rows, Overhead: defaultOverhead, SLO: c.slo, Compute: c.compute, Attain: c.attain}
+	p := sidePlan{State: st, Rows: rows, Overhead: defaultOverhead, SLO: c.slo, Compute: c.compute, Attain: c.attain, Lag: c.lagTail()}
 	if batches > 0 {
 		p.Overhead = math.Max(64, (float64(bytes)-float64(c.payload))/float64(batches))
 	}
@@ -324,6 +350,9 @@ type sidePlan struct {
 	// behind the link, say).
 	Age          time.Duration
 	SLO, Compute time.Duration
+	// Lag is the sender's own time from the choice to the link, at the
+	// attainment (sideChooser.lagTail).
+	Lag time.Duration
 	// Attain is the probability the batch must be in time with.
 	Attain                    float64
 	BatchesPerSec, RowsPerSec float64 // the stream's; 0: not known yet
@@ -337,7 +366,7 @@ type sidePlan struct {
 // samples move (dataflow.LinkBandwidth.Holds): the least bandwidth at which
 // the batch, behind what is on the wire ahead of it and with half a round
 // trip, what the receiver needs after the link (its measured residence,
-// else the model's profiled compute) and a margin, reaches its result
+// else the model's profiled compute) and the sender's own lag, reaches its result
 // within the SLO, and the next batch, behind it, still can at the smallest
 // side (nextFits), must hold for the next message with that probability,
 // given what the link gives now. A link whose good spells end in fades
@@ -363,7 +392,12 @@ func (p sidePlan) pick(sides []int, planes, width int) int {
 	if p.State.Acks == 0 || view.BatchBps() <= 0 {
 		return smallest
 	}
-	margin := max(5*time.Millisecond, p.SLO/10)
+	// Every term of the budget is measured: the batch's age, the
+	// sender's lag to the link, half the round trip, the transfer at the
+	// link's evidence and the receiver's tail. (It was a fixed margin of
+	// a tenth of the SLO: a constant beside measures that already carry
+	// their variance.)
+	margin := p.Lag
 	// Half a round trip: the base one where the rate excludes it, else
 	// the messages' (their transfer counted twice, the safe side).
 	rtt := p.State.SRTT

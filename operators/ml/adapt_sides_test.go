@@ -256,7 +256,9 @@ func TestSidePlanPick(t *testing.T) {
 		}
 		return st
 	}
-	base := sidePlan{Rows: 1, Overhead: 600, SLO: 100 * time.Millisecond, BatchesPerSec: 15, RowsPerSec: 15, Attain: 0.98}
+	// A sender that lags 10 ms from choice to link (the cases were worked
+	// out with it; a case below has none).
+	base := sidePlan{Rows: 1, Overhead: 600, SLO: 100 * time.Millisecond, BatchesPerSec: 15, RowsPerSec: 15, Attain: 0.98, Lag: 10 * time.Millisecond}
 	// waited is a link at kbit kbit/s and a batch that waited age for it.
 	waited := func(kbit float64, age time.Duration) func(sidePlan) sidePlan {
 		return func(p sidePlan) sidePlan {
@@ -282,6 +284,11 @@ func TestSidePlanPick(t *testing.T) {
 			p.State.UnackedBytes = 1100
 			return p
 		}, 14},
+		{"the same, 1100 bytes ahead, from a sender that lags nothing: 20 and the next at 14 in time", func(p sidePlan) sidePlan {
+			p.State, p.BatchesPerSec, p.RowsPerSec, p.Lag = link(300e3/8), 30, 30, 0
+			p.State.UnackedBytes = 1100
+			return p
+		}, 20},
 		{"30 batches/s at 300 kbit/s, 900 bytes ahead: 20 and the next at 14 in time", func(p sidePlan) sidePlan {
 			p.State, p.BatchesPerSec, p.RowsPerSec = link(300e3/8), 30, 30
 			p.State.UnackedBytes = 900
@@ -400,4 +407,30 @@ func TestSideChooserProbesAfterADrop(t *testing.T) {
 func listLen(l *array.List, i int) int {
 	start, end := l.ValueOffsets(i)
 	return int(end - start)
+}
+
+// TestSideChooserLagIsItsLatestTail: the lag kept free of a batch's budget
+// is the longest of the chooser's latest EvidenceSamples measures, so one
+// slow hand-off counts for as long as the attainment's evidence reaches
+// and no longer.
+func TestSideChooserLagIsItsLatestTail(t *testing.T) {
+	c := newSideChooser([]int{28, 20, 14}, 1, 4, 100*time.Millisecond, 5*time.Millisecond)
+	if got := c.lagTail(); got != 0 {
+		t.Fatalf("no measure yet: lag %v, want 0", got)
+	}
+	n := dataflow.EvidenceSamples(c.attain)
+	c.lagged(30 * time.Millisecond)
+	for range n - 1 {
+		c.lagged(time.Millisecond)
+	}
+	if got := c.lagTail(); got != 30*time.Millisecond {
+		t.Fatalf("a slow hand-off %d measures ago: lag %v, want 30ms", n-1, got)
+	}
+	c.lagged(2 * time.Millisecond)
+	if got := c.lagTail(); got != 2*time.Millisecond {
+		t.Fatalf("the slow hand-off %d measures ago: lag %v, want 2ms", n, got)
+	}
+	if len(c.lags) != n {
+		t.Fatalf("kept %d measures, want %d", len(c.lags), n)
+	}
 }
