@@ -253,7 +253,7 @@ func bareJetStream(policy jetstream.AckPolicy) func(ctx context.Context, srv *na
 			return result{}, err
 		}
 		defer js.DeleteStream(context.Background(), name)
-		start := time.Now()
+		start, cpu := time.Now(), processCPU()
 		cfg := jetstream.ConsumerConfig{AckPolicy: policy, DeliverPolicy: jetstream.DeliverAllPolicy}
 		if policy == jetstream.AckAllPolicy {
 			// The server stops at MaxAckPending unacknowledged messages
@@ -287,7 +287,7 @@ func bareJetStream(policy jetstream.AckPolicy) func(ctx context.Context, srv *na
 			return result{}, err
 		}
 		defer cc.Stop()
-		return turn{done: done, count: n.Load}.wait(ctx, start, false)
+		return readCPU(turn{done: done, count: n.Load}.wait(ctx, start, false))(cpu)
 	}
 }
 
@@ -304,7 +304,16 @@ func engineJetStream(ctx context.Context, srv *natsserver.Server, sh shape, msgs
 		return result{}, err
 	}
 	defer js.DeleteStream(context.Background(), name)
-	start := time.Now()
+	start, cpu := time.Now(), processCPU()
 	q := engineQuery(ctx, nc, sh, "JETSTREAM", subject, o)
-	return turn{done: q.done, count: q.rows.Load}.wait(ctx, start, false)
+	return readCPU(turn{done: q.done, count: q.rows.Load}.wait(ctx, start, false))(cpu)
+}
+
+// readCPU gives a JetStream turn's result the process's CPU time since
+// from: the read alone, not the storing before it.
+func readCPU(r result, err error) func(from time.Duration) (result, error) {
+	return func(from time.Duration) (result, error) {
+		r.cpu = processCPU() - from
+		return r, err
+	}
 }
