@@ -1,7 +1,7 @@
 # The two commands a newcomer needs (see README.md):
 #   make demo   set up, then run the main example on the embedded default
 #   make test   set up, then run the whole test suite
-.PHONY: setup setup-gpu gpu-check demo ocr install test test-long fuzz bench bench-sqlpeer
+.PHONY: setup setup-gpu gpu-check demo ocr install test test-long fuzz fuzz-brief bench bench-sqlpeer
 
 # Test binaries link without DWARF (-w): nothing in make test reads it, and
 # the 70-odd links of a run are about a third cheaper without it. The main
@@ -58,14 +58,20 @@ ocr: setup
 	bin/tierflow run --catalog examples/ocr/catalog.yaml --infra examples/ocr/infra.yaml examples/ocr/query.sql
 	bin/tierflow run --processes --catalog examples/ocr/catalog.yaml --infra examples/ocr/infra.yaml examples/ocr/ci.sql
 
-# The fuzzers run briefly in `make test`, each for a count of executions
-# (-fuzztime Nx), not a duration: Go 1.26's coordinator can fail a duration run
-# with a bare "context deadline exceeded" as the time runs out on a busy
-# machine (golang/go#75804, fixed in Go 1.27). A count has no deadline to race.
-# Each pair is package:target:executions, sized to a few seconds on 2 cores.
-# Seeds: every example script (lang), operators/sources/testdata/fuzz.
-# scripts/fuzz-brief.sh builds each package's instrumented test binary once
-# and runs its targets from it.
+# The brief fuzzers (`make fuzz-brief`, run by `make test-long`): each target
+# for a count of executions (-fuzztime Nx), not a duration: Go 1.26's
+# coordinator can fail a duration run with a bare "context deadline exceeded"
+# as the time runs out on a busy machine (golang/go#75804, fixed in Go 1.27).
+# A count has no deadline to race. Each pair is package:target:executions,
+# sized to a few seconds on 2 cores. Seeds: every example script (lang),
+# operators/sources/testdata/fuzz. scripts/fuzz-brief.sh builds each
+# package's instrumented test binary once and runs its targets from it.
+# `make test` runs every target's seed corpus (testdata/fuzz and f.Add) as a
+# plain test in `go test ./...`, so every input known to matter is checked on
+# each run; the search for new ones (about 170 CPU-seconds, a sixth of the
+# suite's CPU: six instrumented builds, twelve searches) runs with the long
+# tests. An input a search finds failing goes into the target's testdata/fuzz,
+# where `make test` runs it from then on.
 FUZZ_BRIEF = \
 	./lang:FuzzParse:1500 \
 	./planner/bind:FuzzBind:2000 \
@@ -85,13 +91,16 @@ test: setup
 	@# The DuckDB peer (its own module): benchmark answers and SQL feature
 	@# comparisons against DuckDB. The first build compiles DuckDB's bindings.
 	cd bench/sqlpeer && $(TESTGOGC) go test $(TESTFLAGS) -count=1 ./...
+
+fuzz-brief: setup
 	@$(TESTGOGC) LDFLAGS="$(MAINLDFLAGS)" scripts/fuzz-brief.sh $(FUZZ_BRIEF)
 
-# The long tests (soak runs, sweeps, full-size checks; internal/testenv.Long):
-# CI runs them after `make test` when its time allows.
+# The long tests (soak runs, sweeps, full-size checks; internal/testenv.Long),
+# then the brief fuzzers: CI runs them after `make test` when its time allows.
 test-long: setup
 	TIERFLOW_TEST_LONG=1 $(TESTGOGC) go test $(MAINTESTFLAGS) -count=1 -run "$${RUN:-.}" ./...
 	cd bench/sqlpeer && TIERFLOW_TEST_LONG=1 $(TESTGOGC) go test $(TESTFLAGS) -count=1 -run "$${RUN:-.}" ./...
+	@$(MAKE) --no-print-directory fuzz-brief
 
 # Fuzz the parser for a while (seed corpus: every example query).
 fuzz:

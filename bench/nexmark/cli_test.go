@@ -11,8 +11,9 @@ import (
 )
 
 // `bench nexmark` generates the events once, runs the queries asked and
-// prints a row each: events/s and the time over q0's; an unknown query is
-// bad input naming the known ones.
+// prints a row each: events/s locally and on the embedded cluster, the same
+// rows from both, and the time over q0's; an unknown query or a negative
+// cluster size is bad input naming what is wrong.
 func TestBenchNexmarkCommand(t *testing.T) {
 	dir := t.TempDir()
 	var out, errb bytes.Buffer
@@ -32,9 +33,17 @@ func TestBenchNexmarkCommand(t *testing.T) {
 		if r.EventsPerSec <= 0 || r.Rows <= 0 || r.VsQ0 <= 0 || r.Form != "Flink's" {
 			t.Errorf("row %+v", r)
 		}
+		if r.ClusterEventsPerSec <= 0 || r.ClusterRows != r.Rows || r.ClusterVsLocal <= 0 {
+			t.Errorf("%s on the cluster: %.0f events/s, %d rows (locally %d), %.2f of local", r.Query, r.ClusterEventsPerSec, r.ClusterRows, r.Rows, r.ClusterVsLocal)
+		}
 	}
 	if !strings.Contains(errb.String(), "generating 5000 events") {
 		t.Errorf("stderr: %s", errb.String())
+	}
+	errb.Reset()
+	code = benchtest.Run([]string{"bench", "nexmark", "--queries", "q0", "--cluster-workers", "-1", "--data", dir}, strings.NewReader(""), &out, &errb, Command)
+	if code != cli.ExitBadInput || !strings.Contains(errb.String(), "--cluster-workers -1") {
+		t.Fatalf("exit %d: %s", code, errb.String())
 	}
 	errb.Reset()
 	code = benchtest.Run([]string{"bench", "nexmark", "--queries", "q99", "--data", dir}, strings.NewReader(""), &out, &errb, Command)

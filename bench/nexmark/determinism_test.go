@@ -60,6 +60,14 @@ func TestQueriesAnswerTheSameEveryRun(t *testing.T) {
 		t.Fatal(err)
 	}
 	runs := []Options{{BatchSize: 97, Parallelism: 1}, {BatchSize: 500, Parallelism: 3}, {Parallelism: exec.AllCores}}
+	// And over the same events in 3 partitions, a source instance each:
+	// a windowed aggregation without a key then runs in two phases (a
+	// partial one per partition, a merge by window), joins and keyed
+	// aggregations take each partition's rows as they come.
+	parts, err := Partition(dir, 3)
+	if err != nil {
+		t.Fatal(err)
+	}
 	for _, q := range Queries {
 		if q.ProcTime {
 			continue // by processing time: TestQ12
@@ -75,6 +83,9 @@ func TestQueriesAnswerTheSameEveryRun(t *testing.T) {
 					if strings.Join(got, "\n") != strings.Join(want, "\n") {
 						t.Fatalf("%s in batches of %d at parallelism %d (run %d): %d rows, want %d as in batches of 500\n%s", q.Name, o.BatchSize, o.Parallelism, rep+1, len(got), len(want), FirstDifference(got, want))
 					}
+				}
+				if got := answer(t, parts, q, Options{BatchSize: 211, Partitioned: true}); strings.Join(got, "\n") != strings.Join(want, "\n") {
+					t.Fatalf("%s over 3 partitions (run %d): %d rows, want %d as in one file\n%s", q.Name, rep+1, len(got), len(want), FirstDifference(got, want))
 				}
 			}
 		})

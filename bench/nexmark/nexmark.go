@@ -24,12 +24,19 @@ type Row struct {
 	// the same process: what the query costs beyond reading the bids, and
 	// a number a loaded machine moves less than events/s.
 	VsQ0 float64 `json:"vs_pass_through,omitempty"`
-	Form string  `json:"form"`
+	// ClusterEventsPerSec is the same events over the best of the
+	// query's runs on the embedded cluster (--cluster-workers; 0 when not
+	// run), ClusterRows its rows and ClusterVsLocal its events/s over the
+	// local executor's.
+	ClusterEventsPerSec float64 `json:"cluster_events_per_sec,omitempty"`
+	ClusterRows         int64   `json:"cluster_rows_out,omitempty"`
+	ClusterVsLocal      float64 `json:"cluster_vs_local,omitempty"`
+	Form                string  `json:"form"`
 }
 
 // Command is `tierflow bench nexmark`.
 func Command(env *bench.Env) *cobra.Command {
-	var events, reps, partitions int
+	var events, reps, partitions, clusterWorkers int
 	var only, data, profile string
 	var seed int64
 	var processes []int
@@ -42,7 +49,14 @@ every 50, with Nexmark's fields and id/time relations) as three CSV files under
 --data, then runs each query on the local executor (the path of tierflow run
 --local), its rows counted and dropped as Flink's blackhole sink drops them, and
 prints the events of all three files over the best of --reps runs' time, and
-each query's time over q0's (every bid passed through) in the same process. The
+each query's time over q0's (every bid passed through) in the same process.
+Each query runs as well on an embedded cluster of --cluster-workers workers
+(goroutines of this process, one tier, each stream split into a partition per
+worker, batches crossing the cluster's NATS server between operators placed
+on different workers: the path of tierflow run on a cluster), the local and
+the cluster runs taking turns; cluster events/s is over its best run, and
+cluster vs local its events/s over the local executor's (--cluster-workers 0:
+local only). The
 queries are nexmark-flink's text over the person, auction and bid streams; the
 form column says where one differs. Their answers are checked against DuckDB
 running the same queries over the same files as tables (TestNexmarkMatchesDuckDB
@@ -99,12 +113,29 @@ profile of its whole life (all runs of all queries) to DIR/N-workers/NAME.pprof
 			if len(processes) > 0 {
 				return scaleCommand(cmd.Context(), env, dir, events, qs, processes, partitions, reps, embedded, profile)
 			}
-			prog := env.Progress(int64(len(qs)*reps), "queries")
+			if clusterWorkers < 0 {
+				return cli.BadInput(fmt.Errorf("--cluster-workers %d: want 0 (local only) or more", clusterWorkers))
+			}
+			var c *Cluster
+			var parts string
+			runs := 1
+			if clusterWorkers > 0 {
+				var err error
+				if parts, err = Partition(dir, clusterWorkers); err != nil {
+					return err
+				}
+				if c, err = StartCluster(cmd.Context(), ClusterOptions{Workers: clusterWorkers, Log: env.Err}); err != nil {
+					return err
+				}
+				defer c.Close()
+				runs = 2
+			}
+			prog := env.Progress(int64(len(qs)*reps*runs), "runs")
 			var rows []Row
 			for _, q := range qs {
-				prog.Describe(q.Name)
-				var best Result
+				var best, bestCluster Result
 				for r := 0; r < reps; r++ {
+					prog.Describe(q.Name)
 					res, err := Run(cmd.Context(), dir, q, Options{})
 					if err != nil {
 						prog.Done()
@@ -114,13 +145,31 @@ profile of its whole life (all runs of all queries) to DIR/N-workers/NAME.pprof
 						best = res
 					}
 					prog.Add(1)
+					if c == nil {
+						continue
+					}
+					prog.Describe(fmt.Sprintf("%s on %d workers", q.Name, clusterWorkers))
+					if res, err = c.Run(cmd.Context(), parts, q, Options{}); err != nil {
+						prog.Done()
+						return err
+					}
+					if r == 0 || res.Elapsed < bestCluster.Elapsed {
+						bestCluster = res
+					}
+					prog.Add(1)
 				}
 				form := q.Form
 				if form == "" {
 					form = "Flink's"
 				}
-				rows = append(rows, Row{Query: q.Name, Events: events, Rows: best.Written, Seconds: best.Elapsed.Seconds(),
-					EventsPerSec: float64(events) / best.Elapsed.Seconds(), Form: form})
+				row := Row{Query: q.Name, Events: events, Rows: best.Written, Seconds: best.Elapsed.Seconds(),
+					EventsPerSec: float64(events) / best.Elapsed.Seconds(), Form: form}
+				if c != nil {
+					row.ClusterEventsPerSec = float64(events) / bestCluster.Elapsed.Seconds()
+					row.ClusterRows = bestCluster.Written
+					row.ClusterVsLocal = row.ClusterEventsPerSec / row.EventsPerSec
+				}
+				rows = append(rows, row)
 			}
 			prog.Done()
 			for i := range rows {
@@ -140,6 +189,7 @@ profile of its whole life (all runs of all queries) to DIR/N-workers/NAME.pprof
 	fl.StringVar(&data, "data", filepath.Join(".cache", "nexmark"), "directory for the generated events, one folder per size and seed, reused")
 	fl.Int64Var(&seed, "seed", 1, "the generator's seed")
 	fl.IntSliceVar(&processes, "processes", nil, "run the keyed queries on clusters of these numbers of worker processes (e.g. 1,2) and print each size's speedup over the first")
+	fl.IntVar(&clusterWorkers, "cluster-workers", 1, "also run each query on an embedded cluster of this many workers (0: local only)")
 	fl.IntVar(&partitions, "partitions", 0, "with --processes: files each stream is split into, one partition each (default: the least common multiple of the sizes)")
 	fl.BoolVar(&embedded, "embedded", false, "with --processes: the workers run in this process instead of as child processes")
 	fl.StringVar(&profile, "cpuprofile", "", "with --processes: every worker process writes a CPU profile to this directory (N-workers/NAME.pprof)")

@@ -15,7 +15,8 @@ import (
 
 // The benchmarks' tests live in their packages under bench/ (benchtest runs
 // their commands as the CLI does). These need the real CLI: they start
-// tierflow child processes (this test binary, childEnv=real).
+// tierflow child processes (this test binary, childEnv=real); bench
+// recovery's are all here.
 
 // TestBenchRecoveryJSON runs a round of the recovery bench for real: worker
 // processes (this test binary as the real CLI), one killed -9 mid-run; the
@@ -49,6 +50,19 @@ func TestBenchRecoveryJSON(t *testing.T) {
 	}
 	if !strings.Contains(errb.String(), "round 1 killed") {
 		t.Errorf("no progress line: %s", errb.String())
+	}
+}
+
+// TestBenchRecoveryBadFlags: each flag out of range is refused before a
+// round starts (exit 2). It lives here, beside the real round above, so that
+// bench/recovery needs no test binary of its own (one link of the whole
+// engine less in make test).
+func TestBenchRecoveryBadFlags(t *testing.T) {
+	for _, args := range [][]string{{"--rounds", "0"}, {"--kills", "3"}, {"--placement", "random"}, {"--rate", "-1"}} {
+		code, _, errs := runCLI(t, "", append([]string{"bench", "recovery"}, args...)...)
+		if code != exitBadInput {
+			t.Errorf("%v: exit %d (%s), want %d", args, code, errs, exitBadInput)
+		}
 	}
 }
 

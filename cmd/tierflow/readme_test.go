@@ -21,11 +21,12 @@ import (
 // Each must still be shown in README.md or docs/*.md (a stale entry fails
 // the test).
 var readmeSkips = map[string]string{
-	"make test":      "runs the whole test suite, this test included",
-	"make test-long": "runs the whole test suite with the long tests, this test included",
-	"make fuzz":      "fuzzes the parser for five minutes",
-	"make ocr":       "runs PaddleOCR's networks over the 24 scenes twice, minutes on 2 cores (examples/ocr's tests run the same queries and check their rows against bare ONNX Runtime)",
-	"make gpu-check": "needs an NVIDIA GPU with CUDA 13 and fetches 275 MB (TestCUDAMatchesCPU skips here and says why)",
+	"make test":       "runs the whole test suite, this test included",
+	"make test-long":  "runs the whole test suite with the long tests, this test included",
+	"make fuzz":       "fuzzes the parser for five minutes",
+	"make fuzz-brief": "fuzzes every target for a count of executions, minutes on 2 cores (make test runs each target's seed corpus)",
+	"make ocr":        "runs PaddleOCR's networks over the 24 scenes twice, minutes on 2 cores (examples/ocr's tests run the same queries and check their rows against bare ONNX Runtime)",
+	"make gpu-check":  "needs an NVIDIA GPU with CUDA 13 and fetches 275 MB (TestCUDAMatchesCPU skips here and says why)",
 	"bin/tierflow coordinator --infra examples/vqa/infra.yaml":                                                                        "a long-running server (TestCoordinatorWorkerSubmit drives one)",
 	"bin/tierflow worker --nats nats://127.0.0.1:PORT --tier edge --location l1 --type x4 --name e1":                                  "a long-running server, PORT stands for the coordinator's",
 	"bin/tierflow worker --nats nats://127.0.0.1:PORT --tier cloud --name c1":                                                         "a long-running server, PORT stands for the coordinator's",

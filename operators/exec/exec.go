@@ -464,6 +464,9 @@ func (b *builder) node(n logical.Node) (int, *arrow.Schema, error) {
 		mk := func(dataflow.Instance) (dataflow.Operator, error) {
 			return rel.NewAggregate(spec, schema, fns, st), nil
 		}
+		if op, ok := b.windowPhases(n, spec.Window, in, schema, out, st); ok {
+			return op, out, nil
+		}
 		if b.opts.MemoryLimit > 0 && !closing {
 			if op, ok := b.spilling(n, in, schema, out); ok {
 				return op, out, nil

@@ -30,13 +30,26 @@ func (b *builder) split(n *logical.Aggregate, schema, out *arrow.Schema) (*phase
 	if !splittable(n) {
 		return nil, false
 	}
-	k := len(n.Group)
-	partial := rel.AggregateSpec{Group: n.Group, GroupNames: n.GroupNames}
+	return b.splitOver(n, nil, schema, out)
+}
+
+// splitOver is split for n, windowed by win (nil: no window): a windowed
+// partial aggregation's rows carry window_start and window_end after its
+// keys, and the final one groups by them as plain columns.
+func (b *builder) splitOver(n *logical.Aggregate, win *rel.WindowSpec, schema, out *arrow.Schema) (*phases, bool) {
+	partial := rel.AggregateSpec{Group: n.Group, GroupNames: n.GroupNames, Window: win}
 	final := rel.AggregateSpec{}
 	for i, g := range n.Group {
 		final.Group = append(final.Group, &expr.Column{Index: i, Name: n.GroupNames[i], DataType: g.Type()})
 		final.GroupNames = append(final.GroupNames, n.GroupNames[i])
 	}
+	if win != nil {
+		for _, name := range []string{"window_start", "window_end"} {
+			final.Group = append(final.Group, &expr.Column{Index: len(final.Group), Name: name, DataType: expr.Timestamp})
+			final.GroupNames = append(final.GroupNames, name)
+		}
+	}
+	k := len(final.Group)
 	// addPartial adds a partial aggregate and its final combination; it
 	// returns the final's column in the final aggregation's output.
 	addPartial := func(fn string, args []expr.Expr, t arrow.DataType, combine string) expr.Expr {
@@ -49,9 +62,7 @@ func (b *builder) split(n *logical.Aggregate, schema, out *arrow.Schema) (*phase
 		return &expr.Column{Index: k + j, Name: "final", DataType: t}
 	}
 	exprs := make([]expr.Expr, 0, k+len(n.Aggs))
-	for i := range n.Group {
-		exprs = append(exprs, final.Group[i])
-	}
+	exprs = append(exprs, final.Group...)
 	for _, a := range n.Aggs {
 		switch a.Func {
 		case "count":
@@ -80,7 +91,7 @@ func (b *builder) split(n *logical.Aggregate, schema, out *arrow.Schema) (*phase
 				Args: []expr.Expr{sum, &expr.Cast{Expr: cnt, To: expr.Float64}}})
 		}
 	}
-	names := append(append([]string(nil), n.GroupNames...), n.AggNames...)
+	names := append(append([]string(nil), final.GroupNames...), n.AggNames...)
 	fns := b.opts.Functions
 	// Compile every phase now: anything that does not compile, or a result
 	// that would not be the one-phase aggregation's, keeps one phase.
@@ -305,4 +316,83 @@ func (b *builder) morsels(n logical.Node, p int) (int, *arrow.Schema, bool, erro
 		b.g.AddEdge(dataflow.Edge{From: dataflow.Port{Op: in}, To: dataflow.Port{Op: op}, Kind: dataflow.Balance})
 	}
 	return op, schema, true, nil
+}
+
+// windowPhases builds a windowed aggregation (TUMBLE or HOP) that would run
+// once, taking every row of an input that runs as several instances (a
+// partitioned stream's, or what follows a join of two), as two phases: a
+// partial aggregation on every instance of its input, folding its share of
+// the rows into partial states per group and window, and one merge
+// (rel.MergeAggregate) of the partial rows, grouped by the keys, window_start
+// and window_end, then the projection that finishes avg. The rule is the
+// cost model's: the one-phase aggregation receives every row of every input
+// instance, the merge at most one row per group, window and input instance,
+// whatever the rate; and the merge, keyed by plain columns, may itself run
+// as several instances (runtime/deploy). Only aggregates whose partial
+// states merge exactly split (windowMergeable), so the answer is the
+// one-phase answer row for row, whichever instance's partial comes first.
+func (b *builder) windowPhases(n *logical.Aggregate, ws *rel.WindowSpec, in int, schema, out *arrow.Schema, st *rel.Stats) (int, bool) {
+	if ws == nil || ws.ByKey || ws.ProcTime || (ws.Type != expr.Tumble && ws.Type != expr.Hop) {
+		return 0, false
+	}
+	if keys, plain := plainColumns(n.Group); plain && len(keys) > 0 {
+		return 0, false // exchanged by its keys: every instance takes a share
+	}
+	if !windowMergeable(n) || b.instancesUnder(in) < 2 {
+		return 0, false
+	}
+	ph, ok := b.splitOver(n, ws, schema, out)
+	if !ok {
+		return 0, false
+	}
+	fns := b.opts.Functions
+	pop := b.add("partial aggregate", 1, func() (dataflow.Operator, error) { return rel.NewAggregate(ph.partial, schema, fns, st), nil })
+	b.g.Connect(in, 0, pop, 0)
+	fop := b.add("final aggregate", 1, func() (dataflow.Operator, error) { return rel.NewMergeAggregate(ph.final, ph.mid, fns, nil), nil })
+	b.g.Connect(pop, 0, fop, 0)
+	return b.finish(fop, ph), true
+}
+
+// windowMergeable reports whether every aggregate of n merges exactly from
+// partial states in any order: count, min and max; sum and avg of integers
+// and decimals (a sum of partial DOUBLE sums depends on the order they
+// come in, so an aggregation with one stays in one phase).
+func windowMergeable(n *logical.Aggregate) bool {
+	for _, a := range n.Aggs {
+		if a.Distinct || a.Filter != nil || len(a.Args) > 1 {
+			return false
+		}
+		switch a.Func {
+		case "count", "min", "max":
+		case "sum", "avg":
+			if len(a.Args) != 1 {
+				return false
+			}
+			switch t := a.Args[0].Type(); {
+			case arrow.IsInteger(t.ID()), t.ID() == arrow.DECIMAL128:
+			default:
+				return false
+			}
+			if a.Func == "avg" && !arrow.TypeEqual(a.DataType, expr.Float64) {
+				return false
+			}
+		default:
+			return false
+		}
+	}
+	return true
+}
+
+// instancesUnder is the most instances any operator op reads from, through
+// every path of edges down to the sources, runs as in the graph: a
+// partitioned stream's scan runs one per partition, and the placement runs
+// what it feeds (a join of two, the operators fused after) on as many.
+func (b *builder) instancesUnder(op int) int {
+	most := b.g.Operators[op].Parallelism()
+	for _, e := range b.g.Edges {
+		if e.To.Op == op {
+			most = max(most, b.instancesUnder(e.From.Op))
+		}
+	}
+	return most
 }

@@ -13,6 +13,7 @@ import (
 	"github.com/tierflow/tierflow/planner/catalog"
 	"github.com/tierflow/tierflow/planner/infra"
 	"github.com/tierflow/tierflow/planner/logical"
+	"github.com/tierflow/tierflow/planner/physical"
 )
 
 // ErrUnsupported marks a statement the session's engine cannot run here
@@ -49,9 +50,12 @@ type Analyzer interface {
 
 // Placer is an engine that spreads a query's operators over workers (a
 // cluster): EXPLAIN prints, after the plan, where each operator's
-// instances would run and which share of its input each takes.
+// instances would run and which share of its input each takes. Instances
+// also returns, by the plan's operator (stage) name, the workers it would
+// run each on, which EXPLAIN's plan shows where they are more than the
+// plan's (physical.Plan.Spread).
 type Placer interface {
-	Instances(ctx context.Context, q Query, e *lang.Explain, w io.Writer) error
+	Instances(ctx context.Context, q Query, e *lang.Explain, w io.Writer) (map[string][]physical.Worker, error)
 }
 
 // Monitor is an engine with a running system to report on: SHOW WORKERS and

@@ -1,6 +1,7 @@
 package session
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -275,9 +276,8 @@ func (s *Session) explain(ctx context.Context, e *lang.Explain) error {
 	if res.Frontier != nil {
 		return explain.WriteFrontier(w, format, res.Frontier)
 	}
-	if err := explain.Write(w, format, res.Physical); err != nil {
-		return err
-	}
+	var instances bytes.Buffer
+	var placeErr error
 	if p, ok := s.cfg.Engine.(Placer); ok && format == "text" {
 		// The query as the next one the script submits (EXPLAIN runs
 		// none itself).
@@ -286,9 +286,23 @@ func (s *Session) explain(ctx context.Context, e *lang.Explain) error {
 			return err
 		}
 		q.Nth = s.nth + 1
-		if err := p.Instances(ctx, q, e, w); err != nil {
-			return err
+		stages, err := p.Instances(ctx, q, e, &instances)
+		// The plan shows a stage on the workers the engine runs it on
+		// (a split join's on its inputs' instances' workers); where the
+		// engine cannot place it, the plan still shows, then the error.
+		placeErr = err
+		for name, ws := range stages {
+			res.Physical.Spread(name, ws)
 		}
+	}
+	if err := explain.Write(w, format, res.Physical); err != nil {
+		return err
+	}
+	if _, err := instances.WriteTo(w); err != nil {
+		return err
+	}
+	if placeErr != nil {
+		return placeErr
 	}
 	// As tierflow explain: the plan, then the objective no plan meets
 	// (exit 1 at its position).

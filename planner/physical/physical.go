@@ -278,3 +278,40 @@ func (p *Plan) Variants() map[string]string {
 	}
 	return out
 }
+
+// Spread has operator name run on workers, each an equal share of its
+// items, where the runtime runs it on more workers than the plan gave it
+// (a join of two streams split over its inputs' instances): what EXPLAIN
+// then shows is where it runs. A worker the plan had keeps its capacity
+// and free share; a new one takes the capacity of a worker of its type in
+// the plan. It reports whether it changed the plan.
+func (p *Plan) Spread(name string, workers []Worker) bool {
+	op := p.Operator(name)
+	if op == nil || len(workers) <= len(op.Workers) {
+		return false
+	}
+	capacity := func(w Worker) (float64, float64) {
+		for _, o := range p.Operators {
+			for _, had := range o.Workers {
+				if had.Name == w.Name && o.Name == name {
+					return had.Capacity, had.Free
+				}
+			}
+		}
+		for _, had := range op.Workers {
+			if had.Type == w.Type {
+				return had.Capacity, 0
+			}
+		}
+		return 0, 0
+	}
+	out := make([]Worker, len(workers))
+	share := 1 / float64(len(workers))
+	for i, w := range workers {
+		w.Share, w.ItemsPerSec = share, op.Demand*share
+		w.Capacity, w.Free = capacity(w)
+		out[i] = w
+	}
+	op.Workers = out
+	return true
+}

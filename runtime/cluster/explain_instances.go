@@ -12,6 +12,7 @@ import (
 	"github.com/tierflow/tierflow/lang"
 	"github.com/tierflow/tierflow/operators/exec"
 	"github.com/tierflow/tierflow/operators/session"
+	"github.com/tierflow/tierflow/planner/physical"
 	"github.com/tierflow/tierflow/runtime/deploy"
 )
 
@@ -21,22 +22,40 @@ import (
 // worker and what it takes of its input, so a partitioned operator shows
 // its share: a partitioned stream's scan one file each, a keyed operator
 // the keys whose hash falls to it (session.Placer).
-func (e *scriptEngine) Instances(ctx context.Context, q session.Query, st *lang.Explain, w io.Writer) error {
+//
+// It returns, by the plan's stage, the workers the stage's instances run
+// on, which EXPLAIN's plan then shows (a split join's stage on every
+// worker of its instances, not the one the optimizer gave it).
+func (e *scriptEngine) Instances(ctx context.Context, q session.Query, st *lang.Explain, w io.Writer) (map[string][]physical.Worker, error) {
 	if q.Script == "" {
-		return nil // a statement of its own (the REPL's): nothing to submit
+		return nil, nil // a statement of its own (the REPL's): nothing to submit
 	}
 	sc, err := e.script(q)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	sc.Source = asQuery(q.Script, st)
 	p, note, err := e.c.Coordinator.Explain(ctx, sc, "")
 	if err != nil {
-		return err
+		return nil, err
 	}
 	fmt.Fprintf(w, "\nInstances on the cluster's %d workers (%s):\n", len(e.c.Coordinator.Workers()), note)
 	WriteInstances(w, p, func(scan string) []string { return partitionFiles(q, sc.BaseDir, scan) })
-	return nil
+	registered := map[string]physical.Worker{}
+	for _, r := range e.c.Coordinator.Workers() {
+		registered[r.Name] = physical.Worker{Name: r.Name, Type: r.Type, Tier: r.Tier, Location: r.Location}
+	}
+	stages := map[string][]physical.Worker{}
+	for stage, names := range p.StageWorkers() {
+		for _, n := range names {
+			w, ok := registered[n]
+			if !ok {
+				w = physical.Worker{Name: n}
+			}
+			stages[stage] = append(stages[stage], w)
+		}
+	}
+	return stages, nil
 }
 
 // asQuery is script with EXPLAIN's own words before its query blanked out

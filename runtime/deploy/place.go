@@ -260,7 +260,7 @@ func (pl *placer) operator(i int, in []int) error {
 		}
 		pl.placeScan(i, t)
 		return nil
-	case rowLocal(spec.Name):
+	case rowLocal(spec.Name) || spec.Name == PartialAggregate:
 		up := first()
 		pl.p.Operators[i] = OperatorPlan{Name: spec.Name, Workers: up.Workers, Tier: up.Tier}
 		pl.p.Edges[in[0]] = EdgePlan{Kind: "pipeline"}
@@ -467,4 +467,28 @@ func (p *Placement) endTiers(e int) (string, string) {
 		return "?", "?"
 	}
 	return p.Operators[ed.From].Tier, p.Operators[ed.To].Tier
+}
+
+// StageWorkers are, by the optimizer's stage name, the workers the stage's
+// operators run their instances on, each once, in the order they first
+// take one: where the placement runs a stage wider than the plan gave it
+// (a join of two streams split over its inputs' instances, place_join.go),
+// this is what EXPLAIN's plan shows. Stages the placement did not place
+// from the plan are absent.
+func (p *Placement) StageWorkers() map[string][]string {
+	out := map[string][]string{}
+	for _, o := range p.Operators {
+		if o.Stage == "" {
+			continue
+		}
+		for _, wi := range o.Workers {
+			if wi < 0 || wi >= len(p.Workers) {
+				continue
+			}
+			if name := p.Workers[wi]; !slices.Contains(out[o.Stage], name) {
+				out[o.Stage] = append(out[o.Stage], name)
+			}
+		}
+	}
+	return out
 }

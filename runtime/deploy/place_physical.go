@@ -40,6 +40,9 @@ func (pl *placer) fromPlan(i int, in []int) (bool, error) {
 		node := pl.nodes[i]
 		pl.p.Operators[i] = OperatorPlan{Name: name, Workers: up.Workers, Tier: up.Tier}
 		pl.p.Edges[in[0]] = EdgePlan{Kind: "pipeline"}
+		if pl.phase(i, upOp, in[0]) {
+			return true, nil
+		}
 		if len(up.Workers) > 1 && acrossRows(node) {
 			// A stage of several instances (the plan spreads it over
 			// workers, its source is a partitioned stream, or it is a
@@ -137,6 +140,45 @@ func acrossRows(n logical.Node) bool {
 	switch n.(type) {
 	case *logical.Aggregate, *logical.WindowFuncs, *logical.Sort, *logical.Limit:
 		return true
+	}
+	return false
+}
+
+// phase places operator i when it is a phase of an aggregation split in two
+// (operators/exec windowPhases), fused after operator up over edge in,
+// already placed on up's instances with a pipeline; false for any other.
+// The partial aggregation stays on its input's instances: each folds the
+// rows it has. The final one combines the partial rows of a key (the
+// aggregation's keys, window_start, window_end: plain columns of the
+// partial rows) in one instance, so over several instances it takes the
+// keys whose hash falls to it. The projection that finishes it answers
+// each row alone and keeps the keys in place.
+func (pl *placer) phase(i, up, in int) bool {
+	a, ok := pl.nodes[i].(*logical.Aggregate)
+	if !ok {
+		return false
+	}
+	switch pl.g.Operators[i].Name {
+	case PartialAggregate:
+		return true
+	case FinalAggregate:
+		switch {
+		case len(pl.p.Operators[up].Workers) < 2:
+		case a.Window == nil:
+			// A GROUP BY's final phase without window columns: once.
+			pl.p.Operators[i].Workers = pl.p.Operators[up].Workers[:1]
+		default:
+			names := append(append([]string(nil), a.GroupNames...), "window_start", "window_end")
+			keys := seq(len(names))
+			pl.p.Edges[in] = EdgePlan{Kind: "exchange", Keys: keys, KeyNames: names}
+			pl.split[i] = [][]int{keys}
+		}
+		return true
+	case "project":
+		if pl.g.Operators[up].Name == FinalAggregate {
+			pl.split[i] = pl.split[up]
+			return true
+		}
 	}
 	return false
 }

@@ -1,4 +1,4 @@
-package tpchcmd
+package tpchcmd_test
 
 import (
 	"bytes"
@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/tierflow/tierflow/bench/benchtest"
+	"github.com/tierflow/tierflow/bench/tpch/tpchcmd"
 	"github.com/tierflow/tierflow/internal/cli"
 )
 
@@ -18,7 +19,7 @@ const (
 
 // run runs args ("bench", "tpch", flags...) as the CLI would.
 func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
-	return benchtest.Run(args, stdin, stdout, stderr, Command)
+	return benchtest.Run(args, stdin, stdout, stderr, tpchcmd.Command)
 }
 
 // runCLI runs args with stdin and returns the exit code and both streams.

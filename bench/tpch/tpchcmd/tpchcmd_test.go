@@ -1,4 +1,4 @@
-package tpchcmd
+package tpchcmd_test
 
 import (
 	"os"
