@@ -22,4 +22,17 @@ missing=$(ldd "${dir}/libonnxruntime_providers_cuda.so" | awk '/not found/ {prin
 echo "export TIERFLOW_ORT_LIB=${dir}/libonnxruntime.so.1"
 if [ -n "$missing" ]; then
   echo "# not on the library path yet (CUDA 13 / cuDNN 9): ${missing}" >&2
+  # Where CUDA 13 and cuDNN 9 usually are: the toolkit, the distribution's
+  # folders, and the nvidia-* Python wheels PyTorch brings (cu13/lib, cudnn/lib).
+  # The toolkit's compat/ libcuda is left out: the driver's own must win.
+  found=$( { ls -d /usr/local/cuda*/targets/*/lib /usr/local/cuda*/lib64 /usr/lib/x86_64-linux-gnu 2>/dev/null
+             python3 -c 'import site; print("\n".join(site.getsitepackages()))' 2>/dev/null | sed 's#$#/nvidia/*/lib#'; } |
+           while read -r pattern; do for d in $pattern; do
+             for lib in libcublasLt.so.13 libcudart.so.13 libcudnn.so.9; do
+               if [ -e "$d/$lib" ]; then echo "$d"; fi
+             done
+           done; done | sort -u | paste -sd:)
+  if [ -n "$found" ]; then
+    echo "export LD_LIBRARY_PATH=${found}\${LD_LIBRARY_PATH:+:\$LD_LIBRARY_PATH}"
+  fi
 fi
