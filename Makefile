@@ -3,8 +3,10 @@
 #   make test   set up, then run the whole test suite
 .PHONY: setup setup-gpu gpu-check demo ocr install test test-long fuzz fuzz-brief bench bench-sqlpeer
 
-# Test binaries link without DWARF (-w): nothing in make test reads it, and
-# the 70-odd links of a run are about a third cheaper without it. The main
+# Test binaries link without DWARF (-w): nothing in make test reads it, and a
+# link is about a third cheaper without it. (go test, without -c, already
+# links with -s -w, as `go test -x` shows: the flag matters for the binaries
+# built with -c, as make fuzz-brief builds them, and says the intent.) The main
 # module's test binaries link with Go's own linker (-linkmode=internal): the
 # cgo packages they hold (ONNX Runtime's and NVML's bindings) only dlopen
 # their libraries, so the host linker cgo otherwise calls has nothing to add,

@@ -28,6 +28,10 @@ const (
 // waits with nothing arriving before its turn ends.
 const quiet = time.Second
 
+// poll is how often a lossy turn reads its consumer's count: the error of
+// its end time.
+const poll = 2 * time.Millisecond
+
 func endMsg(subject string) *nats.Msg {
 	m := nats.NewMsg(subject)
 	m.Header.Set(connectors.EndHeader, "1")
@@ -61,7 +65,10 @@ type turn struct {
 
 // wait waits for t's end and measures it from start. A core NATS consumer
 // (lossy) may lose the end marker with other drops: then its turn ends once
-// nothing has come for quiet, at the last message's time.
+// nothing has come for quiet, at the time its count last moved (polled
+// every poll: it was read once a quiet, which put the end up to a whole
+// quiet after the last message and made a lossy turn of half a second look
+// three times as slow).
 func (t turn) wait(ctx context.Context, start time.Time, lossy bool) (result, error) {
 	end := func(elapsed time.Duration) result {
 		r := result{received: t.count(), elapsed: elapsed}
@@ -72,11 +79,12 @@ func (t turn) wait(ctx context.Context, start time.Time, lossy bool) (result, er
 	}
 	var tick <-chan time.Time
 	if lossy {
-		tk := time.NewTicker(quiet)
+		tk := time.NewTicker(poll)
 		defer tk.Stop()
 		tick = tk.C
 	}
-	for prev := int64(-1); ; {
+	prev, moved := int64(-1), start
+	for {
 		select {
 		case err := <-t.done:
 			if err != nil {
@@ -85,16 +93,18 @@ func (t turn) wait(ctx context.Context, start time.Time, lossy bool) (result, er
 			return end(time.Since(start)), nil
 		case <-ctx.Done():
 			return result{}, ctx.Err()
-		case <-tick:
+		case now := <-tick:
 			if cur := t.count(); cur != prev {
-				prev = cur
+				prev, moved = cur, now
 				continue
 			}
-			elapsed := time.Since(start) - quiet
+			if now.Sub(moved) < quiet {
+				continue
+			}
 			if t.stop != nil {
 				t.stop()
 			}
-			return end(elapsed), nil
+			return end(moved.Sub(start)), nil
 		}
 	}
 }
@@ -253,7 +263,7 @@ func bareJetStream(policy jetstream.AckPolicy) func(ctx context.Context, srv *na
 			return result{}, err
 		}
 		defer js.DeleteStream(context.Background(), name)
-		start := time.Now()
+		start, cpu := time.Now(), processCPU()
 		cfg := jetstream.ConsumerConfig{AckPolicy: policy, DeliverPolicy: jetstream.DeliverAllPolicy}
 		if policy == jetstream.AckAllPolicy {
 			// The server stops at MaxAckPending unacknowledged messages
@@ -287,7 +297,7 @@ func bareJetStream(policy jetstream.AckPolicy) func(ctx context.Context, srv *na
 			return result{}, err
 		}
 		defer cc.Stop()
-		return turn{done: done, count: n.Load}.wait(ctx, start, false)
+		return readCPU(turn{done: done, count: n.Load}.wait(ctx, start, false))(cpu)
 	}
 }
 
@@ -304,7 +314,16 @@ func engineJetStream(ctx context.Context, srv *natsserver.Server, sh shape, msgs
 		return result{}, err
 	}
 	defer js.DeleteStream(context.Background(), name)
-	start := time.Now()
+	start, cpu := time.Now(), processCPU()
 	q := engineQuery(ctx, nc, sh, "JETSTREAM", subject, o)
-	return turn{done: q.done, count: q.rows.Load}.wait(ctx, start, false)
+	return readCPU(turn{done: q.done, count: q.rows.Load}.wait(ctx, start, false))(cpu)
+}
+
+// readCPU gives a JetStream turn's result the process's CPU time since
+// from: the read alone, not the storing before it.
+func readCPU(r result, err error) func(from time.Duration) (result, error) {
+	return func(from time.Duration) (result, error) {
+		r.cpu = processCPU() - from
+		return r, err
+	}
 }

@@ -36,8 +36,9 @@ type Row struct {
 	Seconds float64 `json:"seconds_median"`
 	PerSec  float64 `json:"events_per_sec"`
 	// CPUPerMsg is the median of the process's CPU time (user and system,
-	// every goroutine: publisher, server and consumer) over the turn,
-	// per message received, in microseconds. Other processes' load moves
+	// every goroutine: publisher, server and consumer) over the turn (a
+	// JetStream turn's from the consumer's start, after storing), per
+	// message received, in microseconds. Other processes' load moves
 	// a turn's wall time far more than its CPU time.
 	CPUPerMsg float64 `json:"cpu_us_per_msg"`
 	// VsBare is the median over the repetitions of the consumer's rate
@@ -95,8 +96,8 @@ warm-up turn each (a tenth of the messages):
 
 events/s is messages consumed over the time from the first publish (core) or
 the consumer's start (JetStream) to the last message; cpu us/msg is the
-process's CPU time over the turn (publisher, server and consumer) per message
-received; vs bare is the median, over the turns, of a consumer's rate over the
+process's CPU time over the turn (publisher, server and consumer; on
+JetStream from the consumer's start) per message received; vs bare is the median, over the turns, of a consumer's rate over the
 fastest bare consumer's on its transport in the same turn (min and max its
 spread); vs decoding bare, over the decoding bare subscriber's.`,
 		Example: `  tierflow bench ingest --messages 200000 --reps 3
@@ -246,11 +247,14 @@ func Run(ctx context.Context, o Options) ([]Row, error) {
 	return rows, nil
 }
 
-// measured runs a turn and adds the process's CPU time over it.
+// measured runs a turn and gives it the process's CPU time over it unless
+// the turn measured its own (a JetStream turn's, after storing).
 func measured(f func() (result, error)) (result, error) {
 	before := processCPU()
 	r, err := f()
-	r.cpu = processCPU() - before
+	if r.cpu == 0 {
+		r.cpu = processCPU() - before
+	}
 	return r, err
 }
 

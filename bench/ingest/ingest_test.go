@@ -99,3 +99,23 @@ func reportEngine(b *testing.B, rows []Row) {
 		b.ReportMetric(r.CPUPerMsg, "core_cpu_us/msg")
 	}
 }
+
+// A consumer that lost the end marker ends its turn at its last message,
+// not up to a quiet later: its count stops moving 100 ms after the start,
+// and the turn measures about that.
+func TestLossyTurnEndsAtItsLastMessage(t *testing.T) {
+	start := time.Now()
+	count := func() int64 {
+		if d := time.Since(start); d < 100*time.Millisecond {
+			return int64(d / time.Millisecond)
+		}
+		return 100
+	}
+	r, err := turn{done: make(chan error), count: count}.wait(context.Background(), start, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.received != 100 || r.elapsed < 90*time.Millisecond || r.elapsed > 250*time.Millisecond {
+		t.Fatalf("received %d in %v, want 100 in about 100 ms", r.received, r.elapsed)
+	}
+}

@@ -61,16 +61,23 @@ GROUP BY B.auction;`}, exchanges: []string{"scan bid32: the keys whose hash of a
 			if len(want) == 0 {
 				t.Fatalf("%s answers nothing locally", c.q.Name)
 			}
-			for _, cl := range clusters {
-				res, err := cl.Run(ctx, parts, c.q, Options{Keep: true, BatchSize: 500})
-				if err != nil {
-					t.Fatal(err)
-				}
-				if got := settle(t, res.Rows); strings.Join(got, "\n") != strings.Join(want, "\n") {
-					t.Fatalf("%s on %d workers: %d rows, want %d as locally\n%s", c.q.Name, cl.Workers, len(got), len(want), FirstDifference(got, want))
-				}
-			}
+			answersOnEach(ctx, t, clusters, parts, c.q, want)
 		})
+	}
+}
+
+// answersOnEach runs q on each cluster over parts and fails t unless each
+// answers want, row for row.
+func answersOnEach(ctx context.Context, t *testing.T, clusters []*Cluster, parts string, q Query, want []string) {
+	t.Helper()
+	for _, cl := range clusters {
+		res, err := cl.Run(ctx, parts, q, Options{Keep: true, BatchSize: 500})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := settle(t, res.Rows); strings.Join(got, "\n") != strings.Join(want, "\n") {
+			t.Fatalf("%s on %d workers: %d rows, want %d\n%s", q.Name, cl.Workers, len(got), len(want), FirstDifference(got, want))
+		}
 	}
 }
 

@@ -58,15 +58,7 @@ FROM bid GROUP BY TUMBLE(dateTime, INTERVAL '0.1' SECOND);`}, false},
 			if got := answer(t, parts, c.q, Options{BatchSize: 500, Partitioned: true}); strings.Join(got, "\n") != strings.Join(want, "\n") {
 				t.Fatalf("locally over 3 partitions: %d rows, want %d as over one file\n%s", len(got), len(want), FirstDifference(got, want))
 			}
-			for _, cl := range clusters {
-				res, err := cl.Run(ctx, parts, c.q, Options{Keep: true, BatchSize: 500})
-				if err != nil {
-					t.Fatal(err)
-				}
-				if got := settle(t, res.Rows); strings.Join(got, "\n") != strings.Join(want, "\n") {
-					t.Fatalf("on %d workers: %d rows, want %d as over one file\n%s", cl.Workers, len(got), len(want), FirstDifference(got, want))
-				}
-			}
+			answersOnEach(ctx, t, clusters, parts, c.q, want)
 		})
 	}
 }

@@ -121,7 +121,7 @@ func startSeparate(t *testing.T, l deploy.Limits, maxMemory string, share bool) 
 		url = line
 		return nil
 	})
-	startChild(t, "real", nil, "coordinator", "--nats", url, "--heartbeat", "500ms", "--placement", "rules",
+	startChild(t, "real", nil, "coordinator", "--nats", url, "--heartbeat", "1s", "--placement", "rules",
 		"--max-query-memory", strconv.FormatInt(l.MemoryBytes, 10)+"B", "--max-query-time", l.RunTime.String(),
 		// alice submits over and over: no rate limit in the way of
 		// what is measured.
@@ -329,4 +329,7 @@ func TestAbusiveQueriesOnSeparateProcessesFullSize(t *testing.T) {
 	logSeparate(t, base, baseOff, cases, casesOff)
 	checkSeparate(t, cases, 1<<30)
 	checkSeparate(t, casesOff, 1<<30)
+	// Alice's latency is logged, not asserted: on this machine neither
+	// her p99 nor, under load, her median meets the rule
+	// (docs/operations.md says why).
 }

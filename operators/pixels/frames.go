@@ -18,8 +18,8 @@ import (
 //
 // A hit is decided by the bytes themselves (length, then bytes.Equal), not
 // by a hash or a row id, so it can never hand out another frame's pixels.
-// The cache holds at most MaxFrames frames and MaxBytes of decoded pixels,
-// oldest out first; raw pixels (a crop) are never cached, as reading them
+// The cache holds at most MaxFrames frames and MaxBytes of decoded pixels
+// and the encoded copies they are matched by, oldest out first; raw pixels (a crop) are never cached, as reading them
 // costs one copy. The decoded images are shared and must not be written.
 type Frames struct {
 	MaxFrames int
@@ -64,7 +64,10 @@ func (f *Frames) Decode(b []byte) (image.Image, error) {
 	if err != nil {
 		return nil, err
 	}
-	size := decodedSize(img)
+	// What a slot holds is its pixels and the copy of its encoded bytes
+	// it is matched by: a noisy 4K PNG is tens of MB, and counting the
+	// pixels alone let 16 of them hold several times MaxBytes.
+	size := decodedSize(img) + int64(len(b))
 	if size > f.MaxBytes || f.MaxFrames <= 0 {
 		return img, nil
 	}

@@ -78,3 +78,39 @@ func TestFramesReset(t *testing.T) {
 		t.Fatal("a frame decoded before Reset came from the cache")
 	}
 }
+
+// MaxBytes bounds everything the cache keeps: each frame's pixels and
+// the copy of its encoded bytes. Noise compresses badly, so a frame's PNG
+// is about as large as its pixels; counting the pixels alone, the cache
+// held about twice MaxBytes.
+func TestFramesBoundCountsTheEncodedCopies(t *testing.T) {
+	noise := func(seed int) []byte {
+		img := image.NewNRGBA(image.Rect(0, 0, 64, 64))
+		x := uint32(seed*2654435761 + 1)
+		for i := range img.Pix {
+			x ^= x << 13
+			x ^= x >> 17
+			x ^= x << 5
+			img.Pix[i] = byte(x)
+		}
+		var b bytes.Buffer
+		if err := png.Encode(&b, img); err != nil {
+			t.Fatal(err)
+		}
+		return b.Bytes()
+	}
+	one := noise(0)
+	f := &Frames{MaxFrames: 100, MaxBytes: 4 * int64(64*64*4+len(one))}
+	for i := range 20 {
+		if _, err := f.Decode(noise(i)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var held int64
+	for _, s := range f.slots {
+		held += decodedSize(s.img) + int64(len(s.src))
+	}
+	if held > f.MaxBytes {
+		t.Errorf("the cache holds %d bytes of pixels and encoded copies in %d frames, past its MaxBytes %d", held, len(f.slots), f.MaxBytes)
+	}
+}
