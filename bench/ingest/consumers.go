@@ -252,57 +252,65 @@ func storeJetStream(ctx context.Context, nc *nats.Conn, subject string, msgs [][
 // (and the last one), AckNone nothing.
 func bareJetStream(policy jetstream.AckPolicy) func(ctx context.Context, srv *natsserver.Server, sh shape, msgs [][]byte, turnNo int, o Options) (result, error) {
 	return func(ctx context.Context, srv *natsserver.Server, _ shape, msgs [][]byte, turnNo int, o Options) (result, error) {
-		subject := fmt.Sprintf("bench.ingest.js.%d", turnNo)
-		nc, err := srv.Connect()
-		if err != nil {
-			return result{}, err
-		}
-		defer nc.Close()
-		js, name, err := storeJetStream(ctx, nc, subject, msgs)
-		if err != nil {
-			return result{}, err
-		}
-		defer js.DeleteStream(context.Background(), name)
-		start, cpu := time.Now(), processCPU()
-		cfg := jetstream.ConsumerConfig{AckPolicy: policy, DeliverPolicy: jetstream.DeliverAllPolicy}
-		if policy == jetstream.AckAllPolicy {
-			// The server stops at MaxAckPending unacknowledged messages
-			// (default 1,000): room for the batches between acks, as the
-			// engine's source has.
-			cfg.MaxAckPending = 4 * o.BatchSize
-		}
-		cons, err := js.CreateOrUpdateConsumer(ctx, name, cfg)
-		if err != nil {
-			return result{}, err
-		}
-		var n atomic.Int64
-		done := make(chan error)
-		cc, err := cons.Consume(func(m jetstream.Msg) {
-			end := m.Headers() != nil && m.Headers().Get(connectors.EndHeader) != ""
-			switch policy {
-			case jetstream.AckExplicitPolicy:
-				_ = m.Ack()
-			case jetstream.AckAllPolicy:
-				if end || (n.Load()+1)%int64(o.BatchSize) == 0 {
-					_ = m.Ack()
-				}
-			}
-			if end {
-				close(done)
-				return
-			}
-			n.Add(1)
+		return onStoredStream(ctx, srv, msgs, turnNo, func(_ *nats.Conn, js jetstream.JetStream, name, _ string) (result, error) {
+			return bareConsume(ctx, js, name, policy, o)
 		})
-		if err != nil {
-			return result{}, err
-		}
-		defer cc.Stop()
-		return readCPU(turn{done: done, count: n.Load}.wait(ctx, start, false))(cpu)
 	}
+}
+
+// bareConsume is bareJetStream's turn over the stored stream name.
+func bareConsume(ctx context.Context, js jetstream.JetStream, name string, policy jetstream.AckPolicy, o Options) (result, error) {
+	start, cpu := time.Now(), processCPU()
+	cfg := jetstream.ConsumerConfig{AckPolicy: policy, DeliverPolicy: jetstream.DeliverAllPolicy}
+	if policy == jetstream.AckAllPolicy {
+		// The server stops at MaxAckPending unacknowledged messages
+		// (default 1,000): room for the batches between acks, as the
+		// engine's source has.
+		cfg.MaxAckPending = 4 * o.BatchSize
+	}
+	cons, err := js.CreateOrUpdateConsumer(ctx, name, cfg)
+	if err != nil {
+		return result{}, err
+	}
+	var n atomic.Int64
+	done := make(chan error)
+	cc, err := cons.Consume(func(m jetstream.Msg) {
+		end := m.Headers() != nil && m.Headers().Get(connectors.EndHeader) != ""
+		switch policy {
+		case jetstream.AckExplicitPolicy:
+			_ = m.Ack()
+		case jetstream.AckAllPolicy:
+			if end || (n.Load()+1)%int64(o.BatchSize) == 0 {
+				_ = m.Ack()
+			}
+		}
+		if end {
+			close(done)
+			return
+		}
+		n.Add(1)
+	})
+	if err != nil {
+		return result{}, err
+	}
+	defer cc.Stop()
+	return readCPU(turn{done: done, count: n.Load}.wait(ctx, start, false))(cpu)
 }
 
 // engineJetStream runs a query over the stored messages FROM JETSTREAM.
 func engineJetStream(ctx context.Context, srv *natsserver.Server, sh shape, msgs [][]byte, turnNo int, o Options) (result, error) {
+	return onStoredStream(ctx, srv, msgs, turnNo, func(nc *nats.Conn, _ jetstream.JetStream, _, subject string) (result, error) {
+		start, cpu := time.Now(), processCPU()
+		q := engineQuery(ctx, nc, sh, "JETSTREAM", subject, o)
+		return readCPU(turn{done: q.done, count: q.rows.Load}.wait(ctx, start, false))(cpu)
+	})
+}
+
+// onStoredStream stores msgs in a JetStream stream of this turn's own
+// subject, runs a consumer's turn over it (timed from inside run, after
+// the storing) and deletes the stream.
+func onStoredStream(ctx context.Context, srv *natsserver.Server, msgs [][]byte, turnNo int,
+	run func(nc *nats.Conn, js jetstream.JetStream, name, subject string) (result, error)) (result, error) {
 	subject := fmt.Sprintf("bench.ingest.js.%d", turnNo)
 	nc, err := srv.Connect()
 	if err != nil {
@@ -314,9 +322,7 @@ func engineJetStream(ctx context.Context, srv *natsserver.Server, sh shape, msgs
 		return result{}, err
 	}
 	defer js.DeleteStream(context.Background(), name)
-	start, cpu := time.Now(), processCPU()
-	q := engineQuery(ctx, nc, sh, "JETSTREAM", subject, o)
-	return readCPU(turn{done: q.done, count: q.rows.Load}.wait(ctx, start, false))(cpu)
+	return run(nc, js, name, subject)
 }
 
 // readCPU gives a JetStream turn's result the process's CPU time since
