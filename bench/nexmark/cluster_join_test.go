@@ -20,11 +20,7 @@ import (
 // window join: each side's key is hashed by its value, so equal keys of
 // different widths meet in one instance.
 func TestJoinsSplitOverWorkersAnswerAsOneInstance(t *testing.T) {
-	dir := data(t)
-	parts, err := Partition(dir, 3)
-	if err != nil {
-		t.Fatal(err)
-	}
+	_, parts := partitioned(t)
 	bid32 := fmt.Sprintf("CREATE STREAM bid32 (auction INT, bidder INT, price INT, channel VARCHAR, url VARCHAR, dateTime TIMESTAMP, extra VARCHAR) FROM FILE '%s' FORMAT CSV;\n", filepath.Join(parts, "bid-*.csv"))
 	qs := []struct {
 		q Query

@@ -17,11 +17,7 @@ import (
 // integer, min and max, and a join on the result (q7's shape). A DOUBLE's
 // sum merges inexactly and stays in one phase.
 func TestWindowedAggregationInTwoPhasesAnswersAsOnePhase(t *testing.T) {
-	dir := data(t)
-	parts, err := Partition(dir, 3)
-	if err != nil {
-		t.Fatal(err)
-	}
+	dir, parts := partitioned(t)
 	qs := []struct {
 		q      Query
 		phases bool

@@ -12,11 +12,7 @@ import (
 // instances, exchanged by key over NATS, each close their share of a window
 // when the least of their inputs' watermarks passes it.
 func TestKeyedQueriesAnswerAlikeOnOneAndThreeWorkers(t *testing.T) {
-	dir := data(t)
-	parts, err := Partition(dir, 3)
-	if err != nil {
-		t.Fatal(err)
-	}
+	dir, parts := partitioned(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	clusters := oneAndThreeWorkers(ctx, t)

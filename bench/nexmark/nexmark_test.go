@@ -26,6 +26,18 @@ var (
 	dataErr  error
 )
 
+// partitioned is data(t) and the same events split into 3 partitions per
+// stream (Partition), for the tests that run a query over instances.
+func partitioned(t *testing.T) (dir, parts string) {
+	t.Helper()
+	dir = data(t)
+	parts, err := Partition(dir, 3)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return dir, parts
+}
+
 func data(t *testing.T) string {
 	t.Helper()
 	dataOnce.Do(func() {
