@@ -90,8 +90,9 @@ func (a *Adapt) OnBatch(ctx *dataflow.Context, _ int, b dataflow.Batch, cap *dat
 	defer rec.Release()
 	var col arrow.Array
 	var err error
-	chosen := time.Now()
+	var chosen time.Time
 	if a.sides != nil {
+		chosen = time.Now()
 		side := a.sides.choose(ctx, rec.NumRows())
 		if side == 0 {
 			a.drops.AddAt(dataflow.DropDeadline, epochOf(cap), rec.NumRows())
