@@ -27,9 +27,13 @@ type LimitError struct {
 	// ("query q1 on worker w1", "worker w1's memory guard").
 	Held, Used, Want, Limit int64
 	Budget                  string
-	// Top is the budget's largest holder when it is not Holder: the
-	// operator whose state filled the budget, when another (a scan's
-	// next batch) was the one refused.
+	// Top is the operator with the largest state in the budget when it
+	// is not Holder: the one whose state filled the budget, when another
+	// (a scan's next batch) was the one refused. The budget's pools (the
+	// Arrow buffers, the relay's messages) are never Top: they hold the
+	// records in flight, which links and read-ahead bound, not what any
+	// operator keeps, so they can outweigh the state to blame (a DISTINCT's
+	// set under a scan's parsed chunks) without being the cause.
 	Top Holder
 }
 
@@ -185,6 +189,23 @@ func (m *Memory) Holders() []Holder {
 	return out
 }
 
+// largestState is the operator account holding the most, not counting the
+// pools of records in flight; nil when no operator holds anything.
+func (m *Memory) largestState() *Account {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	var top *Account
+	for _, a := range m.accounts {
+		if a == m.arrow || a == m.relay || a.held.Load() <= 0 {
+			continue
+		}
+		if top == nil || a.held.Load() > top.held.Load() {
+			top = a
+		}
+	}
+	return top
+}
+
 // charge adds n to m and its parents; with refuse, growth past a limit is
 // undone and refused.
 func (m *Memory) charge(a *Account, n int64, refuse bool) error {
@@ -199,8 +220,8 @@ func (m *Memory) charge(a *Account, n int64, refuse bool) error {
 					}
 				}
 				e := &LimitError{Holder: a.name, Held: a.held.Load(), Used: used - n, Want: n, Limit: b.limit, Budget: b.name}
-				if top := b.Holders(); len(top) > 0 && top[0].Name != a.name {
-					e.Top = top[0]
+				if top := b.largestState(); top != nil && top != a {
+					e.Top = Holder{top.name, top.held.Load()}
 				}
 				return e
 			}

@@ -111,6 +111,34 @@ func TestMemoryRefusalNamesTheLargestHolder(t *testing.T) {
 	}
 }
 
+// Records in flight are not state: a scan's parsed batches (the Arrow
+// pool) that outweigh a DISTINCT's set, refused their next buffer, still
+// name the set as what filled the budget; with no operator state at all,
+// no one else is named.
+func TestMemoryRefusalBlamesStateNotRecordsInFlight(t *testing.T) {
+	q := NewMemory("query q1 on worker w1", 10<<10, nil)
+	set := q.Account("aggregate[0]")
+	if err := set.Grow(4 << 10); err != nil {
+		t.Fatal(err)
+	}
+	alloc := q.Allocator(memory.NewGoAllocator())
+	alloc.Allocate(5 << 10) // the batches in flight: more than the set
+	err := func() (err error) {
+		defer func() { err, _ = recover().(error) }()
+		alloc.Allocate(2 << 10)
+		return nil
+	}()
+	var le *LimitError
+	if !errors.As(err, &le) || le.Holder != "arrow buffers" || le.Top.Name != "aggregate[0]" || !strings.Contains(err.Error(), "aggregate[0] holds the most") {
+		t.Fatalf("%v: want the Arrow buffer refused, naming aggregate[0]'s state", err)
+	}
+	bare := NewMemory("query q2 on worker w1", 1<<10, nil)
+	err = bare.Account("scan e[0]").Grow(2 << 10)
+	if !errors.As(err, &le) || le.Top.Name != "" {
+		t.Fatalf("%v: no operator state, no one else to name", err)
+	}
+}
+
 func TestParseBytes(t *testing.T) {
 	for in, want := range map[string]int64{"": 0, "1024": 1024, "512MiB": 512 << 20, "2 GB": 2e9, "10KiB": 10 << 10, "1GiB": 1 << 30} {
 		if got, err := ParseBytes(in); err != nil || got != want {
