@@ -1,16 +1,9 @@
 package sources
 
 import (
-	"fmt"
-	"os"
-	"path/filepath"
 	"runtime"
-	"strings"
 	"testing"
 	"time"
-
-	"github.com/apache/arrow/go/v17/arrow"
-	"github.com/apache/arrow/go/v17/arrow/memory"
 )
 
 // timeSeeds are the forms parseTimeText reads and their near misses.
@@ -117,47 +110,4 @@ func BenchmarkParseTime(b *testing.B) {
 			b.ReportMetric(float64(took[1])/float64(took[0]), "text/layouts")
 		})
 	}
-}
-
-// BenchmarkScanStreamCSV reads 100,000 Nexmark bids (bench nexmark's
-// bid.csv form) as a stream's CSV file (OpenCSV: the scanner, in order),
-// timestamps read by parseTimeText first (text) and by time.Parse alone
-// (layouts), in turns; text/layouts is the ratio of the process's CPU
-// times (the collector's work included).
-func BenchmarkScanStreamCSV(b *testing.B) {
-	var sb strings.Builder
-	sb.WriteString("auction,bidder,price,channel,url,dateTime,extra\n")
-	base := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
-	for i := range 100_000 {
-		fmt.Fprintf(&sb, "%d,%d,%d,Google,https://www.nexmark.com/abcde/fghij/klmno/item.htm?query=1&channel_id=%d,%s,qwertyui\n",
-			1000+i%977, 1000+i%1319, 100+i*7919%1000000, i*31, base.Add(time.Duration(i)*100*time.Microsecond).Format("2006-01-02 15:04:05.000000"))
-	}
-	path := filepath.Join(b.TempDir(), "bid.csv")
-	if err := os.WriteFile(path, []byte(sb.String()), 0o644); err != nil {
-		b.Fatal(err)
-	}
-	schema := arrow.NewSchema([]arrow.Field{
-		{Name: "auction", Type: arrow.PrimitiveTypes.Int64, Nullable: true},
-		{Name: "price", Type: arrow.PrimitiveTypes.Int64, Nullable: true},
-		{Name: "dateTime", Type: &arrow.TimestampType{Unit: arrow.Microsecond}, Nullable: true},
-	}, nil)
-	mem := memory.NewGoAllocator()
-	defer func() { timeText = true }()
-	var took [2]time.Duration
-	for range b.N {
-		for k := range 2 {
-			timeText = k == 1
-			start := processCPU()
-			r, err := OpenCSV(path, schema, 4096, Fail, &Report{})
-			if err != nil {
-				b.Fatal(err)
-			}
-			if _, err := drain(mem, r); err != nil {
-				b.Fatal(err)
-			}
-			r.Close()
-			took[k] += processCPU() - start
-		}
-	}
-	b.ReportMetric(float64(took[1])/float64(took[0]), "text/layouts")
 }
