@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"math"
 	"slices"
-	"strings"
 
 	"github.com/apache/arrow/go/v17/arrow"
 	"github.com/apache/arrow/go/v17/arrow/array"
@@ -14,6 +13,7 @@ import (
 	"github.com/apache/arrow/go/v17/arrow/memory"
 
 	"github.com/tierflow/tierflow/operators/ml"
+	"github.com/tierflow/tierflow/planner/expr"
 )
 
 // A typed call is a model call whose arguments are SQL columns other than
@@ -191,14 +191,8 @@ func (a *typedArg) bind() error {
 		return err
 	}
 	a.row, a.elems, a.words = row, int(prod(row)), int(prod(row))*wordsPer(d)
-	isInt := d == ml.Int64 || d == ml.Int32 || d == ml.Int16 || d == ml.Int8 || d == ml.Uint8 || d == ml.Uint16
-	isFloat := d == ml.Float32 || d == ml.Float16 || d == ml.Float64
-	scalar := func() error {
-		if a.elems != 1 {
-			return fmt.Errorf("a %s value is one element, the input's row has %d", sqlType(a.typ), a.elems)
-		}
-		return nil
-	}
+	isInt, isFloat := isIntType(d), isFloatType(d)
+	scalar := func() error { return oneElement(a.typ, a.elems, "input") }
 	switch a.typ.ID() {
 	case arrow.INT8, arrow.INT16, arrow.INT32, arrow.INT64, arrow.UINT8, arrow.UINT16, arrow.UINT32, arrow.TIMESTAMP, arrow.DATE32:
 		a.conv = argInt
@@ -248,14 +242,8 @@ func (o *typedOut) bind() error {
 		return err
 	}
 	o.row, o.elems, o.words = row, int(prod(row)), int(prod(row))*wordsPer(d)
-	isInt := d == ml.Int64 || d == ml.Int32 || d == ml.Int16 || d == ml.Int8 || d == ml.Uint8 || d == ml.Uint16
-	isFloat := d == ml.Float32 || d == ml.Float16 || d == ml.Float64
-	scalar := func() error {
-		if o.elems != 1 {
-			return fmt.Errorf("a %s value is one element, the output's row has %d", sqlType(o.field.Type), o.elems)
-		}
-		return nil
-	}
+	isInt, isFloat := isIntType(d), isFloatType(d)
+	scalar := func() error { return oneElement(o.field.Type, o.elems, "output") }
 	switch o.field.Type.ID() {
 	case arrow.INT8, arrow.INT16, arrow.INT32, arrow.INT64, arrow.UINT8, arrow.UINT16, arrow.UINT32, arrow.TIMESTAMP:
 		o.target = outInt
@@ -301,35 +289,27 @@ func (o *typedOut) bind() error {
 	return fmt.Errorf("no rule maps a model output to a %s column", sqlType(o.field.Type))
 }
 
+func isIntType(d ml.DType) bool {
+	return d == ml.Int64 || d == ml.Int32 || d == ml.Int16 || d == ml.Int8 || d == ml.Uint8 || d == ml.Uint16
+}
+
+func isFloatType(d ml.DType) bool { return d == ml.Float32 || d == ml.Float16 || d == ml.Float64 }
+
+// oneElement checks that a row of a tensor (what: input or output) of
+// elems elements holds one value of column type t.
+func oneElement(t arrow.DataType, elems int, what string) error {
+	if elems != 1 {
+		return fmt.Errorf("a %s value is one element, the %s's row has %d", sqlType(t), what, elems)
+	}
+	return nil
+}
+
 // sqlType names an Arrow type as the catalog and the queries do.
 func sqlType(t arrow.DataType) string {
-	switch t.ID() {
-	case arrow.INT32:
-		return "INT"
-	case arrow.INT64:
-		return "BIGINT"
-	case arrow.INT16:
-		return "SMALLINT"
-	case arrow.INT8:
-		return "TINYINT"
-	case arrow.FLOAT32:
-		return "FLOAT"
-	case arrow.FLOAT64:
-		return "DOUBLE"
-	case arrow.BOOL:
-		return "BOOLEAN"
-	case arrow.TIMESTAMP:
-		return "TIMESTAMP"
-	case arrow.BINARY, arrow.LARGE_BINARY:
-		return "BLOB"
-	case arrow.STRING, arrow.LARGE_STRING:
-		return "VARCHAR"
-	case arrow.FIXED_SIZE_LIST:
-		if lt := t.(*arrow.FixedSizeListType); lt.Elem().ID() == arrow.FLOAT32 {
-			return fmt.Sprintf("TENSOR(FLOAT, %d)", lt.Len())
-		}
+	if lt, ok := t.(*arrow.FixedSizeListType); ok && lt.Elem().ID() == arrow.FLOAT32 {
+		return fmt.Sprintf("TENSOR(FLOAT, %d)", lt.Len())
 	}
-	return strings.ToUpper(t.String())
+	return expr.TypeName(t)
 }
 
 func prod(s []int64) int64 {

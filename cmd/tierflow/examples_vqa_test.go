@@ -1,4 +1,4 @@
-package vqa
+package main
 
 import (
 	"bytes"
@@ -10,20 +10,26 @@ import (
 	"github.com/apache/arrow/go/v17/arrow/ipc"
 	"github.com/apache/arrow/go/v17/arrow/memory"
 
+	"github.com/tierflow/tierflow/examples/vqa"
 	"github.com/tierflow/tierflow/operators/ml"
 	"github.com/tierflow/tierflow/runtime/onnx"
 	"github.com/tierflow/tierflow/runtime/ortlib"
 )
 
-// TestFilesUpToDate: the checked-in models and stream files are what
-// Generate writes from examples/vqa-live (go run ./examples/vqa/gen).
-func TestFilesUpToDate(t *testing.T) {
+// vqaDir is examples/vqa from the test's directory. Its tests are here, in
+// a test binary that links the engine anyway, not in one of their own.
+const vqaDir = "../../examples/vqa"
+
+// TestVQAFilesUpToDate: examples/vqa's checked-in models and stream files
+// are what vqa.Generate writes from examples/vqa-live (go run
+// ./examples/vqa/gen).
+func TestVQAFilesUpToDate(t *testing.T) {
 	dir := t.TempDir()
-	if err := Generate("../..", dir); err != nil {
+	if err := vqa.Generate("../..", dir); err != nil {
 		t.Fatal(err)
 	}
 	var files []string
-	for _, m := range Models {
+	for _, m := range vqa.Models {
 		files = append(files, filepath.Join("models", m.File))
 	}
 	files = append(files, filepath.Join("data", "images.arrow"), filepath.Join("data", "speech.arrow"))
@@ -32,7 +38,7 @@ func TestFilesUpToDate(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		got, err := os.ReadFile(f)
+		got, err := os.ReadFile(filepath.Join(vqaDir, f))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -69,11 +75,11 @@ func readBlobs(t *testing.T, path string) [][]byte {
 	return out
 }
 
-// TestAnswersFollowTheData runs the three smallest models on the stream
+// TestVQAAnswersFollowTheData runs examples/vqa's three smallest models on the stream
 // files' bytes as the typed columns feed them (uint8 pixels, int16 samples,
 // the features' float32s) and checks that the answers are text of the
 // answer list and vary with the requests: the models read their inputs.
-func TestAnswersFollowTheData(t *testing.T) {
+func TestVQAAnswersFollowTheData(t *testing.T) {
 	if _, err := ortlib.Find(""); err != nil {
 		t.Skipf("no ONNX Runtime library (run scripts/setup.sh): %v", err)
 	}
@@ -82,16 +88,16 @@ func TestAnswersFollowTheData(t *testing.T) {
 		t.Fatal(err)
 	}
 	open := func(file string) *onnx.Session {
-		s, err := env.Session(filepath.Join("models", file), onnx.Options{Device: onnx.CPU})
+		s, err := env.Session(filepath.Join(vqaDir, "models", file), onnx.Options{Device: onnx.CPU})
 		if err != nil {
 			t.Fatal(err)
 		}
 		return s
 	}
 	img, speech, answer := open("img-mlp64.onnx"), open("speech-mlp64.onnx"), open("vqa-mlp64.onnx")
-	images, sounds := readBlobs(t, "data/images.arrow"), readBlobs(t, "data/speech.arrow")
-	if len(images) != Rows || len(sounds) != Rows {
-		t.Fatalf("%d images and %d speech windows, want %d", len(images), len(sounds), Rows)
+	images, sounds := readBlobs(t, filepath.Join(vqaDir, "data", "images.arrow")), readBlobs(t, filepath.Join(vqaDir, "data", "speech.arrow"))
+	if len(images) != vqa.Rows || len(sounds) != vqa.Rows {
+		t.Fatalf("%d images and %d speech windows, want %d", len(images), len(sounds), vqa.Rows)
 	}
 	run := func(s *onnx.Session, in ...ml.Tensor) ml.Tensor {
 		t.Helper()
@@ -102,17 +108,17 @@ func TestAnswersFollowTheData(t *testing.T) {
 		return outs[0]
 	}
 	seen := map[string]int{}
-	for r := range Rows {
+	for r := range vqa.Rows {
 		f := run(img, ml.Tensor{DType: ml.Uint8, Shape: []int64{1, 784}, Raw: images[r]})
 		q := run(speech, ml.Tensor{DType: ml.Int16, Shape: []int64{1, 512}, Raw: sounds[r]})
 		a := run(answer, f, q)
-		if a.DType != ml.Uint8 || len(a.Raw) != AnswerLen {
+		if a.DType != ml.Uint8 || len(a.Raw) != vqa.AnswerLen {
 			t.Fatalf("request %d: answer %v", r, a)
 		}
 		seen[string(bytes.TrimRight(a.Raw, "\x00"))]++
 	}
 	if len(seen) < 4 {
-		t.Errorf("answers %v: %d distinct over %d requests, the models should follow the data", seen, len(seen), Rows)
+		t.Errorf("answers %v: %d distinct over %d requests, the models should follow the data", seen, len(seen), vqa.Rows)
 	}
 	t.Logf("answers: %v", seen)
 }
