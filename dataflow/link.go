@@ -28,6 +28,8 @@ type LinkState struct {
 	// had reached the receiver by then.
 	Acks    uint64
 	LastAck time.Time
+	// AckTimes are the latest ack events, oldest first (AckedAt).
+	AckTimes []AckTime
 	// UnackedBytes are data bytes on the wire whose ack has not come
 	// back: what a batch emitted now queues behind.
 	UnackedBytes int64
@@ -51,6 +53,30 @@ type LinkState struct {
 	// batches stayed there until their results (ResidenceMeter), oldest
 	// first; empty where the transport does not carry them.
 	Residence []time.Duration
+}
+
+// AckTime is one ack event on a link: Acked data messages acknowledged in
+// all once it came, at At.
+type AckTime struct {
+	Acked uint64
+	At    time.Time
+}
+
+// AckedAt is when the link's data message number n (counting from 1) was
+// acknowledged: the first ack event kept that covered it (exact, unless
+// it is the oldest kept, which an event no longer kept may have beaten:
+// then a bound, it was acknowledged by then), else LastAck; the zero time
+// while Acks has not reached it.
+func (s LinkState) AckedAt(n uint64) time.Time {
+	if n == 0 || s.Acks < n {
+		return time.Time{}
+	}
+	for _, t := range s.AckTimes {
+		if t.Acked >= n {
+			return t.At
+		}
+	}
+	return s.LastAck
 }
 
 // ResidenceTail is how long the receiver keeps a batch with probability p:

@@ -3,6 +3,7 @@ package dataflow
 import (
 	"reflect"
 	"testing"
+	"time"
 )
 
 // The two rules over the one view: a plan takes a drop at its second slow
@@ -134,5 +135,26 @@ func TestLinkRiskPricesTheFall(t *testing.T) {
 	}
 	if r := b.Risk(80, func([]float64) float64 { return 0 }); r.Expected != (3.0+1)/310 {
 		t.Errorf("a cost under one: %v, want each fall at one", r.Expected)
+	}
+}
+
+// A message is acknowledged at the first ack event that covered it, not at
+// the latest: a reader that looks once a batch and finds two acks since
+// (its batch's and the next one's) settles its batch at its own.
+func TestAckedAtIsTheFirstEventThatCovered(t *testing.T) {
+	t0 := time.Unix(100, 0)
+	st := LinkState{Acks: 9, LastAck: t0.Add(90 * time.Millisecond), AckTimes: []AckTime{
+		{Acked: 5, At: t0}, {Acked: 7, At: t0.Add(30 * time.Millisecond)}, {Acked: 8, At: t0.Add(60 * time.Millisecond)}, {Acked: 9, At: t0.Add(90 * time.Millisecond)}}}
+	for n, want := range map[uint64]time.Time{6: t0.Add(30 * time.Millisecond), 7: t0.Add(30 * time.Millisecond), 8: t0.Add(60 * time.Millisecond), 9: st.LastAck, 3: t0} {
+		if got := st.AckedAt(n); !got.Equal(want) {
+			t.Errorf("message %d acknowledged at %v, want %v", n, got.Sub(t0), want.Sub(t0))
+		}
+	}
+	if got := st.AckedAt(10); !got.IsZero() {
+		t.Errorf("message 10, not acknowledged yet: %v, want the zero time", got)
+	}
+	// Events no longer kept: the latest ack bounds it.
+	if got := (LinkState{Acks: 4, LastAck: t0}).AckedAt(2); !got.Equal(t0) {
+		t.Errorf("no events kept: %v, want LastAck", got)
 	}
 }

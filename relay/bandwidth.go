@@ -1,6 +1,7 @@
 package relay
 
 import (
+	"github.com/tierflow/tierflow/dataflow"
 	"math"
 	"sync"
 	"time"
@@ -206,7 +207,7 @@ func (m *Meter) Ack(n int, sent, acked time.Time) { m.bw.add(n, sent, acked) }
 // the latest ack came.
 func (m *Meter) AckedMessages(n int, at time.Time) {
 	m.lastAck.Store(at.UnixNano())
-	m.ackedMsgs.Add(uint64(n))
+	m.ackTimes.add(dataflow.AckTime{Acked: m.ackedMsgs.Add(uint64(n)), At: at})
 }
 
 // AckEmpty records the acknowledgement of a message without payload (a

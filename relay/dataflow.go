@@ -219,7 +219,7 @@ func (ds *dataflowSender) LinkState() dataflow.LinkState { return ds.s.Stats().L
 // LinkState is the sending end's stats as what an operator sizes its
 // batches by (dataflow.LinkState).
 func (st LinkStats) LinkState() dataflow.LinkState {
-	return dataflow.LinkState{BandwidthBps: st.AckBandwidthBps, LastBps: st.LastAckBps, SRTT: st.SRTT, Acks: st.Acks, LastAck: st.LastAck, OldestSent: st.OldestSent,
+	return dataflow.LinkState{BandwidthBps: st.AckBandwidthBps, LastBps: st.LastAckBps, SRTT: st.SRTT, Acks: st.Acks, LastAck: st.LastAck, AckTimes: st.AckTimes, OldestSent: st.OldestSent,
 		UnackedBytes: st.UnackedBytes, OverdueBps: st.OverdueBps, Bytes: st.Bytes, Batches: st.Batches,
 		TransferBps: st.TransferBps, LastTransferBps: st.LastTransferBps, BaseRTT: st.BaseRTT, Samples: st.Samples,
 		Residence: st.Residence}

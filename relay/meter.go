@@ -5,6 +5,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/tierflow/tierflow/dataflow"
 )
 
 // Meter counts what crosses one link end. Backends update it as they go;
@@ -30,6 +32,7 @@ type Meter struct {
 	unacked   atomic.Int64  // sender: data bytes on the wire, not acknowledged
 	ackedMsgs atomic.Uint64 // sender: data messages acknowledged (cumulative acks)
 	lastAck   atomic.Int64  // sender: when the latest ack came, Unix ns
+	ackTimes  ackTimes      // sender: the latest acks' counts and times
 	resent    atomic.Uint64 // sender: messages sent again
 	resentB   atomic.Uint64 // sender: their wire bytes (in bytes too)
 	dups      atomic.Uint64 // receiver: messages that arrived again, dropped
@@ -37,6 +40,42 @@ type Meter struct {
 	resid     residences    // sender: the receiver's residence measures
 	oldestAt  atomic.Int64  // sender: when the oldest unacked data message got the link (Unix ns; 0: none)
 	oldestN   atomic.Int64  // sender: its bytes
+}
+
+// ackTimes are a sender's latest ack events: the data messages acknowledged
+// in all after each, and when it came, so that a reader can tell when a
+// given message was acknowledged (dataflow.LinkState.AckedAt).
+type ackTimes struct {
+	mu   sync.Mutex
+	ring [AckTimesKept]dataflow.AckTime
+	n    int
+	at   int
+}
+
+// AckTimesKept is how many ack events a sender keeps: a reader that looks
+// once a batch finds the ack of each batch since its last look while
+// fewer than this many acks came between.
+const AckTimesKept = 64
+
+func (r *ackTimes) add(t dataflow.AckTime) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.n < AckTimesKept {
+		r.ring[r.n] = t
+		r.n++
+		return
+	}
+	r.ring[r.at] = t
+	r.at = (r.at + 1) % AckTimesKept
+}
+
+func (r *ackTimes) snapshot() []dataflow.AckTime {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.n < AckTimesKept {
+		return append([]dataflow.AckTime(nil), r.ring[:r.n]...)
+	}
+	return append(append([]dataflow.AckTime(nil), r.ring[r.at:]...), r.ring[:r.at]...)
 }
 
 // residences are a link's latest residence measures (LinkStats.Residence).
@@ -194,6 +233,7 @@ func (m *Meter) SnapshotAt(now time.Time) LinkStats {
 		SRTT:              srtt,
 		Acks:              max(acks, m.ackedMsgs.Load()),
 		LastAck:           unixTime(m.lastAck.Load()),
+		AckTimes:          m.ackTimes.snapshot(),
 		OldestSent:        unixTime(m.oldestAt.Load()),
 		Link:              m.link,
 		Direction:         m.dir,

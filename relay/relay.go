@@ -247,6 +247,8 @@ type LinkStats struct {
 	// LastAck is when the sender's latest ack came (the zero time:
 	// none): every message Acks counts was acknowledged by then.
 	LastAck time.Time `json:"-"`
+	// AckTimes are the latest ack events, oldest first.
+	AckTimes []dataflow.AckTime `json:"-"`
 	// OldestSent is when the sender's oldest data message still without
 	// its ack got the link (the zero time: none).
 	OldestSent time.Time `json:"-"`

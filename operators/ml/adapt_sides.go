@@ -383,9 +383,10 @@ func (c *sideChooser) decide(now, ingest int64, links []dataflow.LinkState, rows
 // have kept p, and a stream that asks for a latency bound is long-lived.
 // The batches acknowledged since the last decision are settled first, each
 // missed when its ack came later than its deadline less what the receiver
-// needs after the link (after): the ack's time is when the latest ack
-// came, at or after the batch's own, so a batch is never counted in time
-// that was late.
+// needs after the link (after): the ack's time is that of the first ack
+// event the link kept that covered it (dataflow.LinkState.AckedAt), at or
+// after the batch's own, so a batch is never counted in time that was
+// late.
 func (c *sideChooser) allowance(st dataflow.LinkState, after time.Duration) float64 {
 	if c.based {
 		for i := range c.flights {
@@ -397,14 +398,16 @@ func (c *sideChooser) allowance(st dataflow.LinkState, after time.Duration) floa
 	k := 0
 	for ; k < len(c.flights) && c.flights[k].through > 0 && c.flights[k].through <= st.Acks; k++ {
 		f := c.flights[k]
-		if st.LastAck.IsZero() || time.Duration(st.LastAck.UnixNano()-f.ingest)+after > c.slo {
+		if at := st.AckedAt(f.through); at.IsZero() || time.Duration(at.UnixNano()-f.ingest)+after > c.slo {
 			c.missed++
 		}
 	}
 	c.flights = append(c.flights[:0], c.flights[k:]...)
 	spent := c.missed
 	for _, f := range c.flights {
-		spent += f.risk
+		if f.risk > 0 {
+			spent += max(1, f.risk)
+		}
 	}
 	return max(1, (1-c.attain)*float64(c.decided)) - spent
 }
@@ -537,7 +540,7 @@ func (p sidePlan) pick(sides []int, planes, width int) (side int, spend float64)
 			break
 		}
 	}
-	if h > 0 && oks[h-1] && rs[h-1].Above && rs[h-1].Expected <= p.Allowance {
+	if h > 0 && oks[h-1] && rs[h-1].Above && max(1, rs[h-1].Expected) <= p.Allowance {
 		return sides[h-1], rs[h-1].Expected
 	}
 	if h < len(sides)-1 || (oks[h] && rs[h].Holds(p.Attain)) {
