@@ -82,6 +82,8 @@ FUZZ_BRIEF = \
 	./operators/sources:FuzzCSVScanner:1500 \
 	./operators/sources:FuzzJSONL:1500 \
 	./operators/sources:FuzzAppendJSON:1500 \
+	./operators/sources:FuzzParseTimeText:5000 \
+	./operators/sources:FuzzCSVStream:600 \
 	./operators/sources:FuzzIPCFile:1500 \
 	./operators/sources:FuzzIPCStream:1000 \
 	./operators/sources:FuzzParquet:800 \

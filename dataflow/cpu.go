@@ -4,6 +4,7 @@ import (
 	"context"
 	"runtime"
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -32,10 +33,13 @@ import (
 // passes, and no query is held longer, whatever the others do.
 //
 // A step is charged the CPU time its thread used, not the wall time it
-// took: its goroutine is locked to its thread for the step and the
-// thread's CPU clock read (threadCPU; Go has no per-goroutine clock, and a
-// goroutine locked to a thread is the only one running on it, so for the
-// step the two are the same). Time the step was runnable but not running -
+// took: while other queries share the CPU its goroutine is locked to its
+// thread for the step and the thread's CPU clock read (threadCPU; Go has
+// no per-goroutine clock, and a goroutine locked to a thread is the only
+// one running on it, so for the step the two are the same). A query alone
+// on the CPU is not locked (see begin): the lock costs two OS thread
+// switches each time a step blocks (Go hands the processor to another
+// thread and back), and its charge weighs it against nobody. Time the step was runnable but not running -
 // descheduled by the machine's other processes, or by Go's scheduler for
 // another query's goroutines - is then nobody's, where wall time charged it
 // to whichever query happened to be stepping: a small query on a loaded
@@ -59,10 +63,16 @@ type CPU struct {
 	thread   func() (time.Duration, int)
 	threadOf func(id int) time.Duration
 	lock     bool
-	mu       sync.Mutex
-	wake     chan struct{} // closed and replaced when a share's state changes under waiters
-	shares   map[*CPUShare]struct{}
-	byName   map[string]*CPUShare
+	// lockThread and unlockThread lock a step's goroutine to its thread
+	// (runtime.LockOSThread; tests count them).
+	lockThread, unlockThread func()
+	// queries counts the shares (c.shares' size, read without c.mu by a
+	// step's begin): a step locks its thread only when there are two.
+	queries atomic.Int32
+	mu      sync.Mutex
+	wake    chan struct{} // closed and replaced when a share's state changes under waiters
+	shares  map[*CPUShare]struct{}
+	byName  map[string]*CPUShare
 	// waiting counts instances waiting at the gate: a step's end wakes
 	// them only when there are any.
 	waiting int
@@ -109,6 +119,7 @@ func NewCPU(slice time.Duration) *CPU {
 	c := newCPU(slice, func() time.Duration { return time.Since(start) })
 	if threadCPUWorks() {
 		c.thread, c.threadOf, c.lock = threadCPU, threadCPUOf, true
+		c.lockThread, c.unlockThread = runtime.LockOSThread, runtime.UnlockOSThread
 	}
 	return c
 }
@@ -155,6 +166,7 @@ func (c *CPU) Join(name string) *CPUShare {
 		s = &CPUShare{c: c, name: name}
 		c.byName[name] = s
 		c.shares[s] = struct{}{}
+		c.queries.Add(1)
 	}
 	s.parts++
 	return s
@@ -171,6 +183,7 @@ func (s *CPUShare) Leave() {
 	if s.parts--; s.parts == 0 {
 		delete(c.shares, s)
 		delete(c.byName, s.name)
+		c.queries.Add(-1)
 		c.broadcast()
 		if c.left != nil {
 			c.left(s.stats())
@@ -278,12 +291,15 @@ func (s *CPUShare) blocked(now time.Duration) bool {
 	return true
 }
 
-// stepStart is a step under way: its thread (locked to it for the step)
-// and that thread's CPU clock when it began; seen is the clock when last
-// looked at, seenAt when it last moved (blocked).
+// stepStart is a step under way: its thread (locked to it for the step
+// when locked) and that thread's CPU clock when it began, at by the CPU's
+// clock; seen is the thread's clock when last looked at, seenAt when it
+// last moved (blocked).
 type stepStart struct {
 	cpu    time.Duration
 	thread int
+	locked bool
+	at     time.Duration
 	seen   time.Duration
 	seenAt time.Duration
 }
@@ -354,19 +370,30 @@ func (s *CPUShare) enter(ctx context.Context) (*stepStart, error) {
 	return s.begin(true), nil
 }
 
-// begin starts a step on the calling goroutine: it is locked to its
-// thread (when the CPU charges thread time) and the thread's CPU clock
-// read. waited: the step was counted as waiting until now.
+// begin starts a step on the calling goroutine: the thread's CPU clock
+// read, and the goroutine locked to its thread when the CPU charges
+// thread time and another query shares it. waited: the step was counted
+// as waiting until now.
+//
+// Alone, a query's charges weigh it against nobody (a query that joins
+// later starts level with it: enter), so its steps run unlocked: a locked
+// goroutine that blocks (a full queue, a mutex, a helper it waits for)
+// makes Go hand its processor to another OS thread and back when it wakes,
+// two thread switches where an unlocked one switches goroutines on one
+// thread; with a worker on one core beside other processes (GOMAXPROCS 1,
+// the cluster's CPU share) those were a third of its context switches.
+// An unlocked step is still charged its thread's clock (exit).
 func (s *CPUShare) begin(waited bool) *stepStart {
 	c := s.c
-	if c.lock {
-		runtime.LockOSThread()
+	st := &stepStart{locked: c.lock && c.queries.Load() > 1}
+	if st.locked {
+		c.lockThread()
 	}
-	st := &stepStart{}
 	st.cpu, st.thread = c.thread()
 	st.seen = st.cpu
 	c.mu.Lock()
 	st.seenAt = c.now()
+	st.at = st.seenAt
 	if waited {
 		s.waiting--
 	}
@@ -379,13 +406,18 @@ func (s *CPUShare) begin(waited bool) *stepStart {
 }
 
 // exit ends a step begun at start and charges the CPU time its thread
-// used meanwhile.
+// used meanwhile. An unlocked step (begin) that ends on another thread
+// than it began (it blocked, or Go moved it) is charged the time it took,
+// an upper bound of what it used: neither thread's clock is its own
+// alone, and the query, alone, is weighed against nobody.
 func (s *CPUShare) exit(start *stepStart) {
 	c := s.c
-	cpu, _ := c.thread()
+	cpu, tid := c.thread()
 	used := max(0, cpu-start.cpu)
-	if c.lock {
-		runtime.UnlockOSThread()
+	if start.locked {
+		c.unlockThread()
+	} else if tid != start.thread {
+		used = max(0, c.now()-start.at)
 	}
 	c.mu.Lock()
 	c.raiseFloor()

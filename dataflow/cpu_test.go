@@ -2,7 +2,9 @@ package dataflow
 
 import (
 	"context"
+	"runtime"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 )
@@ -296,6 +298,9 @@ func TestCPUChargesThreadTimeNotWallTime(t *testing.T) {
 	c := NewCPU(0)
 	a := c.Join("a")
 	defer a.Leave()
+	// Another query shares the CPU: a's steps are locked to their thread
+	// (alone they are not, and charged by bounds: TestCPUAloneLocksNoThread).
+	defer c.Join("b").Leave()
 	st, err := a.enter(context.Background())
 	if err != nil {
 		t.Fatal(err)
@@ -327,8 +332,14 @@ func TestCPUHelperWorkIsChargedToTheQuery(t *testing.T) {
 	if !threadCPUWorks() {
 		t.Skip("no per-thread CPU clock on this platform")
 	}
-	a := NewCPU(0).Join("a")
+	// Beside another query, so that its steps run locked to their
+	// thread and the thread's clock is the helper's alone (a query alone
+	// runs unlocked: begin; its spin below then read the clocks of the
+	// threads Go moved it between, and 1 run in 5 was charged 19.7ms).
+	c := NewCPU(0)
+	a := c.Join("a")
 	defer a.Leave()
+	defer c.Join("b").Leave()
 	ctx := context.WithValue(context.Background(), turnKey{}, &turn{share: a})
 	h := HelperOf(ctx)
 	done := make(chan struct{})
@@ -387,5 +398,60 @@ func TestCPUBlockedHelperDoesNotHoldTheGate(t *testing.T) {
 	// wait behind the helper would take.
 	if took := time.Since(start); took > 10*time.Second {
 		t.Errorf("big waited %s at the gate behind a helper blocked using no CPU (its lead a minute)", took)
+	}
+}
+
+// A query alone on the CPU runs its steps unlocked from their threads:
+// locked, a step that blocks makes Go hand the processor to another OS
+// thread and back (two context switches where an unlocked goroutine
+// switches on its thread; a third of a 1-core worker's switches in
+// bench nexmark q4 on 2 processes). Once a second query shares the CPU,
+// steps are locked again, so that their thread's clock is theirs alone;
+// either way a step is charged at least the CPU it used and at most the
+// time it took.
+func TestCPUAloneLocksNoThread(t *testing.T) {
+	if !threadCPUWorks() {
+		t.Skip("no per-thread CPU clock on this platform: nothing is locked")
+	}
+	c := NewCPU(0)
+	var locks, unlocks atomic.Int32
+	c.lockThread = func() { locks.Add(1); runtime.LockOSThread() }
+	c.unlockThread = func() { unlocks.Add(1); runtime.UnlockOSThread() }
+	a := c.Join("a")
+	defer a.Leave()
+	step := func(s *CPUShare, cpu time.Duration, sleep time.Duration) time.Duration {
+		t.Helper()
+		before := s.Used()
+		t0 := time.Now()
+		st, err := s.enter(context.Background())
+		if err != nil {
+			t.Fatal(err)
+		}
+		time.Sleep(sleep) // blocked: the goroutine may come back on another thread
+		for c0 := threadCPU1(); threadCPU1()-c0 < cpu; {
+		}
+		s.exit(st)
+		got := s.Used() - before
+		if got < cpu || got > time.Since(t0) {
+			t.Errorf("a step that used %s of CPU in %s was charged %s", cpu, time.Since(t0), got)
+		}
+		return got
+	}
+	for range 3 {
+		step(a, 5*time.Millisecond, time.Millisecond)
+	}
+	if n := locks.Load(); n != 0 {
+		t.Fatalf("a query alone locked %d steps to their thread", n)
+	}
+	b := c.Join("b")
+	step(a, 5*time.Millisecond, time.Millisecond)
+	step(b, 5*time.Millisecond, 0)
+	if n, u := locks.Load(), unlocks.Load(); n != 2 || u != 2 {
+		t.Fatalf("two queries sharing the CPU: %d steps locked, %d unlocked, want 2 and 2", n, u)
+	}
+	b.Leave()
+	step(a, 5*time.Millisecond, 0)
+	if n := locks.Load(); n != 2 {
+		t.Errorf("alone again, a step was locked (%d locks)", n)
 	}
 }

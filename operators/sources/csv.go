@@ -41,17 +41,27 @@ type CSVReader struct {
 	sequential bool           // a quote was seen: the scanner reads the rest
 	chunkBytes int
 	workers    int // parsing goroutines; 0: one per core
+
+	// A stream's file (OpenCSV) is read in order by csvStream where plan
+	// is set: streamed says so, stream is the reader once started.
+	streamed bool
+	stream   *csvStream
 }
 
 // inferRows is how many rows type inference looks at.
 const inferRows = 1000
 
 // OpenCSV opens path. schema nil infers one; batch is the rows per record.
-// Rows are read in order, batch by batch, as a stream's watermark needs.
+// Rows are read in order, batch by batch, as a stream's watermark needs:
+// typed where csvTyped's rules read them (csvstream.go), else by the
+// scanner.
 func OpenCSV(path string, schema *arrow.Schema, batch int, policy OnError, report *Report) (*CSVReader, error) {
 	c, err := openCSV(path, schema, batch, policy, report)
 	if err == nil {
-		c.plan = nil
+		c.streamed = true
+		if len(c.pending) > 0 {
+			c.plan = nil // rows read ahead for inference: the scanner reads on
+		}
 	}
 	return c, err
 }
@@ -186,6 +196,12 @@ func (c *CSVReader) Next(mem memory.Allocator) (arrow.Record, error) {
 	if c.plan == nil || c.sequential {
 		return c.scan(mem, c.r, false)
 	}
+	if c.streamed {
+		if c.stream == nil {
+			c.stream = newCSVStream(c, mem)
+		}
+		return c.stream.read()
+	}
 	if len(c.pending) > 0 {
 		if rec, err := c.scan(mem, c.r, true); rec != nil || err != nil {
 			return rec, err
@@ -240,7 +256,11 @@ func (c *CSVReader) Next(mem memory.Allocator) (arrow.Record, error) {
 // scan reads up to one batch of rows through scanner s; pendingOnly stops
 // at the end of the rows read ahead for inference.
 func (c *CSVReader) scan(mem memory.Allocator, s *CSVScanner, pendingOnly bool) (arrow.Record, error) {
-	b := newBatcher(mem, c.schema)
+	return c.scanInto(newBatcher(mem, c.schema), s, pendingOnly)
+}
+
+// scanInto is scan into b, which may hold rows already.
+func (c *CSVReader) scanInto(b *batcher, s *CSVScanner, pendingOnly bool) (arrow.Record, error) {
 	row := make([]any, len(c.cols))
 	for b.n < c.batch && !(pendingOnly && len(c.pending) == 0) {
 		var rec []CSVField
@@ -255,23 +275,25 @@ func (c *CSVReader) scan(mem memory.Allocator, s *CSVScanner, pendingOnly bool) 
 		if errors.Is(err, io.EOF) {
 			break
 		}
-		if err != nil {
-			if err := c.rowErr(line, err); err != nil {
-				b.discard()
-				return nil, err
-			}
-			continue
+		if err := c.add(b, rec, line, err, row); err != nil {
+			b.discard()
+			return nil, err
 		}
-		if bad := c.convertRow(rec, line, row); bad != nil {
-			if err := c.errs.handle(bad); err != nil {
-				b.discard()
-				return nil, err
-			}
-			continue
-		}
-		b.add(row)
 	}
 	return b.finish(), nil
+}
+
+// add adds the scanner's record rec at line (or its error err) to b under
+// the row policy, converted in row; an error ends the read.
+func (c *CSVReader) add(b *batcher, rec []CSVField, line int, err error, row []any) error {
+	if err != nil {
+		return c.rowErr(line, err)
+	}
+	if bad := c.convertRow(rec, line, row); bad != nil {
+		return c.errs.handle(bad)
+	}
+	b.add(row)
+	return nil
 }
 
 func (c *CSVReader) convertRow(rec []CSVField, line int, row []any) error {
@@ -293,6 +315,9 @@ func (c *CSVReader) convertRow(rec []CSVField, line int, row []any) error {
 func (c *CSVReader) Close() error {
 	if c.par != nil {
 		c.par.stop()
+	}
+	if c.stream != nil {
+		c.stream.close()
 	}
 	for _, r := range c.cur {
 		r.Release()

@@ -134,7 +134,6 @@ func (p *csvTyped) parse(data []byte, mem memory.Allocator, batch int) ([]arrow.
 		}
 		if b.n++; b.n == batch {
 			recs = append(recs, b.finish(p.schema))
-			b.reset(p.schema)
 		}
 	}
 	if b.n > 0 {
@@ -247,9 +246,10 @@ func (b *typedBuilders) append(c int, k csvKind, fld []byte) bool {
 	return true
 }
 
-// finish makes the batch's record and releases the builders (reset makes
-// the next batch's: apart, so that a refused allocation in reset cannot
-// lose the record just made).
+// finish makes the batch's record and the next batch's builders. A
+// refused allocation in those (the query's budget) releases the record,
+// which nobody else holds yet, and leaves only the builders made so far
+// for release.
 func (b *typedBuilders) finish(schema *arrow.Schema) arrow.Record {
 	cols := make([]arrow.Array, len(b.bs))
 	for i, x := range b.bs {
@@ -261,6 +261,13 @@ func (b *typedBuilders) finish(schema *arrow.Schema) arrow.Record {
 	}
 	b.release()
 	clear(b.bs)
+	defer func() {
+		if r := recover(); r != nil {
+			rec.Release()
+			panic(r)
+		}
+	}()
+	b.reset(schema)
 	return rec
 }
 
@@ -298,60 +305,14 @@ func parseCSVInt(s []byte) (int64, bool) {
 	return v, true
 }
 
-// parseCSVTime reads YYYY-MM-DD, optionally followed by a space or T and
-// hh:mm:ss[.fraction of 1 to 9 digits], as UTC: the forms ParseTime accepts
-// that files hold most. Out-of-range parts are refused (ParseTime's error
-// then names them).
+// parseCSVTime reads a timestamp of parseTimeText's layouts into unit;
+// false: another layout, or past an int64 of nanoseconds (ParseTime's path
+// decides those).
 func parseCSVTime(s []byte, unit arrow.TimeUnit) (arrow.Timestamp, bool) {
-	num := func(b []byte) (int, bool) {
-		v := 0
-		for _, c := range b {
-			if c < '0' || c > '9' {
-				return 0, false
-			}
-			v = v*10 + int(c-'0')
-		}
-		return v, true
-	}
-	if len(s) != 10 && len(s) < 19 {
+	secs, ns, ok := parseTimeText(s)
+	if !ok {
 		return 0, false
 	}
-	if s[4] != '-' || s[7] != '-' {
-		return 0, false
-	}
-	y, ok1 := num(s[0:4])
-	mo, ok2 := num(s[5:7])
-	d, ok3 := num(s[8:10])
-	if !ok1 || !ok2 || !ok3 || mo < 1 || mo > 12 || d < 1 || d > daysIn(mo, y) {
-		return 0, false
-	}
-	var h, mi, sec, ns int
-	if len(s) > 10 {
-		if s[10] != ' ' && s[10] != 'T' || s[13] != ':' || s[16] != ':' {
-			return 0, false
-		}
-		var ok4, ok5, ok6 bool
-		h, ok4 = num(s[11:13])
-		mi, ok5 = num(s[14:16])
-		sec, ok6 = num(s[17:19])
-		if !ok4 || !ok5 || !ok6 || h > 23 || mi > 59 || sec > 59 {
-			return 0, false
-		}
-		if frac := s[19:]; len(frac) > 0 {
-			if frac[0] != '.' || len(frac) < 2 || len(frac) > 10 {
-				return 0, false
-			}
-			f, ok := num(frac[1:])
-			if !ok {
-				return 0, false
-			}
-			for i := len(frac) - 1; i < 9; i++ {
-				f *= 10
-			}
-			ns = f
-		}
-	}
-	secs := daysFromCivil(y, mo, d)*86400 + int64(h*3600+mi*60+sec)
 	switch unit {
 	case arrow.Second:
 		return arrow.Timestamp(secs), true
@@ -360,40 +321,11 @@ func parseCSVTime(s []byte, unit arrow.TimeUnit) (arrow.Timestamp, bool) {
 	case arrow.Microsecond:
 		return arrow.Timestamp(secs*1e6 + int64(ns)/1e3), true
 	case arrow.Nanosecond:
-		if y < 1678 || y > 2261 { // past int64 nanoseconds: ParseTime's path decides
+		// The year as written (parseTimeText read its four digits).
+		if y := int(s[0]-'0')*1000 + int(s[1]-'0')*100 + int(s[2]-'0')*10 + int(s[3]-'0'); y < 1678 || y > 2261 {
 			return 0, false
 		}
 		return arrow.Timestamp(secs*1e9 + int64(ns)), true
 	}
 	return 0, false
-}
-
-func daysIn(m, y int) int {
-	switch m {
-	case 2:
-		if y%4 == 0 && (y%100 != 0 || y%400 == 0) {
-			return 29
-		}
-		return 28
-	case 4, 6, 9, 11:
-		return 30
-	}
-	return 31
-}
-
-// daysFromCivil is the days from 1970-01-01 to y-m-d in the proleptic
-// Gregorian calendar (H. Hinnant's algorithm).
-func daysFromCivil(y, m, d int) int64 {
-	if m <= 2 {
-		y--
-	}
-	era := y / 400
-	if y < 0 && y%400 != 0 {
-		era = (y - 399) / 400
-	}
-	yoe := y - era*400
-	mp := (m + 9) % 12
-	doy := (153*mp+2)/5 + d - 1
-	doe := yoe*365 + yoe/4 - yoe/100 + doy
-	return int64(era)*146097 + int64(doe) - 719468
 }

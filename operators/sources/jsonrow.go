@@ -176,11 +176,6 @@ func (d *jsonRow) convert(i int, t arrow.DataType) error {
 		}
 		return nil
 	case t.ID() == arrow.TIMESTAMP && s.kind == '"' && !s.escaped:
-		// RFC 3339's Z is UTC, as parseCSVTime reads every time; ParseTime
-		// takes the Z only after a T.
-		if n := len(raw); n > 19 && raw[10] == 'T' && raw[n-1] == 'Z' {
-			raw = raw[:n-1]
-		}
 		if ts, ok := parseCSVTime(raw, t.(*arrow.TimestampType).Unit); ok {
 			c.how, c.i = 't', int64(ts)
 			return nil
