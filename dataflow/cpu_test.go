@@ -406,9 +406,12 @@ func TestCPUBlockedHelperDoesNotHoldTheGate(t *testing.T) {
 // thread and back (two context switches where an unlocked goroutine
 // switches on its thread; a third of a 1-core worker's switches in
 // bench nexmark q4 on 2 processes). Once a second query shares the CPU,
-// steps are locked again, so that their thread's clock is theirs alone;
-// either way a step is charged at least the CPU it used and at most the
-// time it took.
+// steps are locked again, so that their thread's clock is theirs alone:
+// a locked step is charged at least the CPU it used, and any step at most
+// the time it took. (An unlocked step that Go moved to another thread and
+// back is charged its thread's clock, which may miss what it used
+// elsewhere: 26µs for 5ms was seen at a load of 19 on 2 cores. Alone, the
+// charge weighs the query against nobody.)
 func TestCPUAloneLocksNoThread(t *testing.T) {
 	if !threadCPUWorks() {
 		t.Skip("no per-thread CPU clock on this platform: nothing is locked")
@@ -421,6 +424,7 @@ func TestCPUAloneLocksNoThread(t *testing.T) {
 	defer a.Leave()
 	step := func(s *CPUShare, cpu time.Duration, sleep time.Duration) time.Duration {
 		t.Helper()
+		locked := c.queries.Load() > 1
 		before := s.Used()
 		t0 := time.Now()
 		st, err := s.enter(context.Background())
@@ -432,7 +436,7 @@ func TestCPUAloneLocksNoThread(t *testing.T) {
 		}
 		s.exit(st)
 		got := s.Used() - before
-		if got < cpu || got > time.Since(t0) {
+		if locked && got < cpu || got > time.Since(t0) {
 			t.Errorf("a step that used %s of CPU in %s was charged %s", cpu, time.Since(t0), got)
 		}
 		return got
