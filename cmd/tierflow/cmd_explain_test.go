@@ -166,7 +166,7 @@ func TestVQAEndToEnd(t *testing.T) {
 	stdout, stderr, code := runTierflow(t, "explain", "--format", "json", "--accuracy", "99", q)
 	var inf contract
 	if err := json.Unmarshal([]byte(stdout), &inf); err != nil || code != exitFailure || inf.Feasible || inf.Reason == "" ||
-		!strings.Contains(stderr, "query.sql:23:7: no plan meets the objectives") {
+		!strings.Contains(stderr, "query.sql:27:7: no plan meets the objectives") {
 		t.Fatalf("accuracy 99: exit %d, want 1 with an infeasible plan and its reason (%v): %+v\n%s", code, err, inf, stderr)
 	}
 }

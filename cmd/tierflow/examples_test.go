@@ -36,15 +36,9 @@ var exampleRuns = map[string][]string{
 var exampleNotRun = map[string]string{
 	"examples/aicity/query.sql":  aicityNotRun,
 	"examples/setups/aicity.sql": aicityNotRun,
-	"examples/setups/vqa.sql":    vqaNotRun,
-	"examples/vqa/query.sql":     vqaNotRun,
-	"examples/vqa/budget.sql":    vqaNotRun,
 }
 
-const (
-	aicityNotRun = "the catalog's YOLOv5 and ReID variants are the JellyBean paper's profiles; their model files (models/yolov5s.onnx, ...) are not in the repository or any package setup fetches"
-	vqaNotRun    = "the JellyBean prototype's imported workflow: its models are profiles without files; examples/vqa-live runs the same workflow with real models"
-)
+const aicityNotRun = "the catalog's YOLOv5 and ReID variants are the JellyBean paper's profiles; their model files (models/yolov5s.onnx, ...) are not in the repository or any package setup fetches, and ObjectDetection gives 22 rows per frame (output_ratio), which a model call cannot yet"
 
 // TestExamples: every query under examples/ is in canonical form (tierflow
 // fmt --check), plans with `tierflow explain FILE` alone, and runs as its

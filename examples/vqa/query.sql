@@ -8,6 +8,10 @@
 --   ReadSpeech -> SpeechRecognition ----/
 --
 -- Plan it: tierflow explain examples/vqa/query.sql
+-- Run it on real models (models/, from examples/vqa-live's networks behind
+-- BLOB columns: vqa.go): start `tierflow run examples/vqa/query.sql`, then
+-- publish the requests with `tierflow publish data/images.arrow readimage`
+-- and `tierflow publish data/speech.arrow readspeech` (from examples/vqa).
 SELECT img.request_id, a.vqa AS answer
 FROM (
   SELECT ReadImage.request_id, f.extract_image_feature

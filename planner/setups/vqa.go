@@ -2,6 +2,7 @@ package setups
 
 import (
 	"fmt"
+	"path/filepath"
 	"sort"
 	"strings"
 
@@ -47,6 +48,11 @@ func VQACatalog(ref *catalog.Catalog) (*catalog.Catalog, error) {
 		nm.Provenance = "measured by the JellyBean prototype (shared/reference/jellybean-vqa-medium); latencies averaged per worker type"
 		for _, v := range m.Variants {
 			nv := *v
+			if nv.File != "" && !filepath.IsAbs(nv.File) {
+				// Relative to the catalog that names it: examples/vqa's
+				// models, seen from examples/setups.
+				nv.File = filepath.ToSlash(filepath.Join("..", "vqa", nv.File))
+			}
 			nv.Latency = map[string]catalog.Latency{}
 			for _, t := range types {
 				var sum catalog.Latency

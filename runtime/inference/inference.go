@@ -384,10 +384,21 @@ func (r *Runtime) Lateral(n *logical.LateralModel, in *arrow.Schema) (func() (da
 	if r.cfg.Tenant.Latency > 0 {
 		r.preloadNeighbours(env, n.Model, v, opts)
 	}
+	// A call on columns other than float32 tensors, or of a model whose
+	// tensors are of other element types, maps each by the typed rule
+	// (typed.go), around the same model operator.
+	var typed *typedCall
+	if len(consts) == 0 && !isImageCall(n.Model, sess, in, colIdx) && needsTyped(sess, in, colIdx, n.Out) {
+		if typed, err = newTypedCall(n.Name, sess, in, colIdx, n.Out); err != nil {
+			return nil, nil, fmt.Errorf("model %s variant %s (%s): %w", n.Name, v.Name, path, err)
+		}
+	}
 	// A model with side inputs (a recurrent state, a sample rate) is fed
 	// constants for them; sess itself still says which provider runs.
 	var ms ml.Session = sess
-	if len(cols) > 1 {
+	if typed != nil {
+		ms = typed.session
+	} else if len(cols) > 1 {
 		if got := len(sess.Inputs()); got != len(cols) {
 			return nil, nil, fmt.Errorf("%w: %s(%s): %d arguments for a model with %d inputs %v (variant %s, %s): the arguments feed the inputs in order",
 				ErrModel, n.Name, strings.Join(cols, ", "), len(cols), got, sess.Inputs(), v.Name, path)
@@ -405,7 +416,10 @@ func (r *Runtime) Lateral(n *logical.LateralModel, in *arrow.Schema) (func() (da
 	// decodes its output into the query's rows (image.go).
 	var img *imageCall
 	bindIn := in
-	if len(cols) == 1 && isBinary(in.Field(colIdx[0]).Type) {
+	if typed != nil {
+		bindIn = typed.bindIn(in)
+		cols, colIdx = typed.inputs()
+	} else if len(cols) == 1 && isBinary(in.Field(colIdx[0]).Type) {
 		if img, err = newImageCall(n.Model, v, ms, n.Out); err != nil {
 			return nil, nil, err
 		}
@@ -418,7 +432,9 @@ func (r *Runtime) Lateral(n *logical.LateralModel, in *arrow.Schema) (func() (da
 		cols, colIdx = []string{ml.ImageTensorColumn}, []int{bindIn.NumFields() - 2}
 	}
 	var heads []ml.Head
-	if img != nil {
+	if typed != nil {
+		heads = typed.heads()
+	} else if img != nil {
 		heads, err = img.heads(n.Model, n.Out)
 	} else {
 		heads, err = ml.PlanHeads(ms, n.Out)
@@ -514,6 +530,17 @@ func (r *Runtime) Lateral(n *logical.LateralModel, in *arrow.Schema) (func() (da
 		}
 		out = post.Schema()
 	}
+	if typed != nil {
+		steps = func(m *ml.Model) (ml.Step, ml.Step, error) {
+			post, err := typed.post(m.OutputSchema())
+			return typed.pre(in), post, err
+		}
+		_, post, err := steps(m)
+		if err != nil {
+			return nil, nil, fmt.Errorf("model %s variant %s (%s): %w", n.Name, v.Name, path, err)
+		}
+		out = post.Schema()
+	}
 	if want := n.Schema(); out.NumFields() != want.NumFields() {
 		return nil, nil, fmt.Errorf("%w: model %s variant %s gives %d columns, the plan wants %d", ErrModel, n.Name, v.Name, out.NumFields(), want.NumFields())
 	}
@@ -576,6 +603,22 @@ func soloMs(v *catalog.Variant) float64 {
 		}
 	}
 	return best
+}
+
+// isImageCall reports a call of one BLOB column that the image path
+// decodes: the model has an image: recipe, or takes a float32 image
+// ([N, C, H, W] or more) that only such a recipe can make from encoded bytes
+// (the image path then says the recipe is missing). Other BLOBs are typed
+// calls' bytes (typed.go).
+func isImageCall(m *catalog.Model, sess ml.Session, in *arrow.Schema, colIdx []int) bool {
+	if len(colIdx) != 1 || !isBinary(in.Field(colIdx[0]).Type) {
+		return false
+	}
+	if m != nil && m.Image != nil {
+		return true
+	}
+	ins := sess.Inputs()
+	return len(ins) == 1 && ins[0].DType == ml.Float32 && len(ins[0].Shape) > 2
 }
 
 // isBinary reports an encoded-bytes column (a BLOB of PNG or JPEG).

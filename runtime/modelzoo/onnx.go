@@ -26,6 +26,25 @@ const (
 	attrInts  = 7
 )
 
+// ElemType is an ONNX TensorProto.DataType: the element type of a graph
+// input or output, or of an initializer given as raw bytes (zero: float32).
+type ElemType int
+
+// The element types the zoo writes besides float32.
+const (
+	Float   ElemType = 1
+	Uint8   ElemType = 2
+	Int8    ElemType = 3
+	Uint16  ElemType = 4
+	Int16   ElemType = 5
+	Int32   ElemType = 6
+	Int64   ElemType = 7
+	String  ElemType = 8
+	Bool    ElemType = 9
+	Float16 ElemType = 10
+	Double  ElemType = 11
+)
+
 // ErrBadModel is wrapped by every error about an ONNX file the zoo cannot read.
 var ErrBadModel = errors.New("modelzoo: bad ONNX model")
 
@@ -36,17 +55,23 @@ type Dim struct {
 	Param string
 }
 
-// ValueInfo names a float32 graph input or output and its shape.
+// ValueInfo names a graph input or output, its shape and its element type
+// (Elem zero: float32).
 type ValueInfo struct {
 	Name  string
 	Shape []Dim
+	Elem  ElemType
 }
 
-// Initializer is a constant float32 tensor of the graph (a weight).
+// Initializer is a constant tensor of the graph (a weight): float32 Data,
+// or, when Elem is set, Raw little-endian elements of that type (an index
+// list, a lookup table of bytes).
 type Initializer struct {
 	Name string
 	Dims []int64
 	Data []float32
+	Elem ElemType
+	Raw  []byte
 }
 
 // Attr is a node attribute; exactly one of the value fields is meant.
@@ -166,12 +191,17 @@ func marshalTensor(t Initializer) []byte {
 	for _, d := range t.Dims {
 		b = appendVarintField(b, 1, uint64(d))
 	}
-	b = appendVarintField(b, 2, tensorFloat)
-	b = appendString(b, 8, t.Name)
-	raw := make([]byte, 4*len(t.Data))
-	for i, v := range t.Data {
-		binary.LittleEndian.PutUint32(raw[4*i:], math.Float32bits(v))
+	elem, raw := tensorFloat, t.Raw
+	if t.Elem != 0 {
+		elem = int(t.Elem)
+	} else {
+		raw = make([]byte, 4*len(t.Data))
+		for i, v := range t.Data {
+			binary.LittleEndian.PutUint32(raw[4*i:], math.Float32bits(v))
+		}
 	}
+	b = appendVarintField(b, 2, uint64(elem))
+	b = appendString(b, 8, t.Name)
 	b = protowire.AppendTag(b, 9, protowire.BytesType) // raw_data, little endian
 	b = protowire.AppendBytes(b, raw)
 	return b
@@ -188,8 +218,12 @@ func marshalValueInfo(v ValueInfo) []byte {
 		}
 		shape = appendMsg(shape, 1, db)
 	}
+	elem := uint64(tensorFloat)
+	if v.Elem != 0 {
+		elem = uint64(v.Elem)
+	}
 	var tt []byte
-	tt = appendVarintField(tt, 1, tensorFloat)
+	tt = appendVarintField(tt, 1, elem)
 	tt = appendMsg(tt, 2, shape)
 	var typ []byte
 	typ = appendMsg(typ, 1, tt)

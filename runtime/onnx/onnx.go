@@ -309,15 +309,29 @@ func tensorInfo(io ort.InputOutputInfo) (ml.TensorInfo, error) {
 		return ml.TensorInfo{}, fmt.Errorf("%q is a %s, want a tensor", io.Name, io.OrtValueType)
 	}
 	ti := ml.TensorInfo{Name: io.Name, Shape: append([]int64(nil), io.Dimensions...)}
-	switch io.DataType {
-	case ort.TensorElementDataTypeFloat:
-		ti.DType = ml.Float32
-	case ort.TensorElementDataTypeInt64:
-		ti.DType = ml.Int64
-	default:
-		return ml.TensorInfo{}, fmt.Errorf("%q has element type %s, want float32 or int64", io.Name, io.DataType)
+	for d, e := range elementTypes {
+		if e == io.DataType {
+			ti.DType = d
+			return ti, nil
+		}
 	}
-	return ti, nil
+	return ml.TensorInfo{}, fmt.Errorf("%q has element type %s, want one of float32, float16, float64, int64, int32, int16, int8, uint8, uint16, bool, string", io.Name, io.DataType)
+}
+
+// elementTypes are ONNX Runtime's element types of the tensors a session
+// takes and gives (ml.DType's).
+var elementTypes = map[ml.DType]ort.TensorElementDataType{
+	ml.Float32: ort.TensorElementDataTypeFloat,
+	ml.Int64:   ort.TensorElementDataTypeInt64,
+	ml.Int32:   ort.TensorElementDataTypeInt32,
+	ml.Int16:   ort.TensorElementDataTypeInt16,
+	ml.Int8:    ort.TensorElementDataTypeInt8,
+	ml.Uint8:   ort.TensorElementDataTypeUint8,
+	ml.Uint16:  ort.TensorElementDataTypeUint16,
+	ml.Bool:    ort.TensorElementDataTypeBool,
+	ml.Float16: ort.TensorElementDataTypeFloat16,
+	ml.Float64: ort.TensorElementDataTypeDouble,
+	ml.String:  ort.TensorElementDataTypeString,
 }
 
 // ThreadsForShare is the intra-op thread count for one of sessions sessions that

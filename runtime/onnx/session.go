@@ -221,7 +221,7 @@ func (s *Session) Run(inputs, outputs []ml.Tensor) error {
 		}
 	}
 	for i, t := range outputs {
-		if t.F32 == nil && t.I64 == nil {
+		if !t.HasData() {
 			continue
 		}
 		if err := checkTensor(s.out[i], t, false); err != nil {
@@ -240,7 +240,7 @@ func (s *Session) Run(inputs, outputs []ml.Tensor) error {
 		slots = append(slots, slot{k: k, cacheable: ok})
 	}
 	for _, t := range outputs {
-		if t.F32 == nil && t.I64 == nil {
+		if !t.HasData() {
 			slots = append(slots, slot{})
 			continue
 		}
@@ -254,7 +254,7 @@ func (s *Session) Run(inputs, outputs []ml.Tensor) error {
 		if sl.v != nil {
 			continue
 		}
-		if i >= len(inputs) && outputs[i-len(inputs)].F32 == nil && outputs[i-len(inputs)].I64 == nil {
+		if i >= len(inputs) && !outputs[i-len(inputs)].HasData() {
 			continue // ONNX Runtime allocates it
 		}
 		t, what, name := outputs, "output", ""
@@ -279,21 +279,57 @@ func (s *Session) Run(inputs, outputs []ml.Tensor) error {
 		return fmt.Errorf("%s: %w", s.path, err)
 	}
 	for i := range outputs {
-		if outputs[i].F32 != nil || outputs[i].I64 != nil {
+		if outputs[i].HasData() {
 			continue
 		}
 		// The value ONNX Runtime made is destroyed by put with the others.
 		slots[len(inputs)+i].v = outs[i]
-		switch v := outs[i].(type) {
-		case *ort.Tensor[float32]:
-			outputs[i] = ml.Tensor{DType: ml.Float32, Shape: v.GetShape().Clone(), F32: append([]float32(nil), v.GetData()...)}
-		case *ort.Tensor[int64]:
-			outputs[i] = ml.Tensor{DType: ml.Int64, Shape: v.GetShape().Clone(), I64: append([]int64(nil), v.GetData()...)}
-		default:
-			return fmt.Errorf("%w: %s: output %q came back as %T", ml.ErrSchema, s.path, s.out[i].Name, outs[i])
+		var err error
+		if outputs[i], err = fromValue(outs[i]); err != nil {
+			return fmt.Errorf("%w: %s: output %q: %w", ml.ErrSchema, s.path, s.out[i].Name, err)
 		}
 	}
 	return nil
+}
+
+// fromValue copies a value ONNX Runtime allocated into a tensor.
+func fromValue(v ort.Value) (ml.Tensor, error) {
+	switch v := v.(type) {
+	case *ort.Tensor[float32]:
+		return ml.Tensor{DType: ml.Float32, Shape: v.GetShape().Clone(), F32: append([]float32(nil), v.GetData()...)}, nil
+	case *ort.Tensor[int64]:
+		return ml.Tensor{DType: ml.Int64, Shape: v.GetShape().Clone(), I64: append([]int64(nil), v.GetData()...)}, nil
+	case *ort.Tensor[int32]:
+		return rawOf(ml.Int32, v.GetShape(), v.GetData()), nil
+	case *ort.Tensor[int16]:
+		return rawOf(ml.Int16, v.GetShape(), v.GetData()), nil
+	case *ort.Tensor[int8]:
+		return rawOf(ml.Int8, v.GetShape(), v.GetData()), nil
+	case *ort.Tensor[uint8]:
+		return rawOf(ml.Uint8, v.GetShape(), v.GetData()), nil
+	case *ort.Tensor[uint16]:
+		return rawOf(ml.Uint16, v.GetShape(), v.GetData()), nil
+	case *ort.Tensor[bool]:
+		return rawOf(ml.Bool, v.GetShape(), v.GetData()), nil
+	case *ort.Tensor[float64]:
+		return rawOf(ml.Float64, v.GetShape(), v.GetData()), nil
+	}
+	// A float16 output comes back as a CustomDataTensor whose copy the
+	// binding (v1.27) sizes at one byte an element: a caller that wants one
+	// passes its buffer (Tensor.Raw), as the typed calls do for outputs of
+	// fixed row shape.
+	return ml.Tensor{}, fmt.Errorf("came back as %T: pass an output buffer for this element type", v)
+}
+
+// rawOf copies the elements of an ONNX Runtime tensor as bytes.
+func rawOf[T any](d ml.DType, shape ort.Shape, data []T) ml.Tensor {
+	var raw []byte
+	if len(data) > 0 {
+		raw = append([]byte(nil), unsafe.Slice((*byte)(unsafe.Pointer(&data[0])), len(data)*d.Size())...)
+	} else {
+		raw = []byte{}
+	}
+	return ml.Tensor{DType: d, Shape: shape.Clone(), Raw: raw}
 }
 
 func newValue(t ml.Tensor) (ort.Value, error) {
@@ -311,6 +347,10 @@ func newValue(t ml.Tensor) (ort.Value, error) {
 		return ort.NewTensor(ort.Shape(t.Shape), t.F32)
 	case ml.Int64:
 		return ort.NewTensor(ort.Shape(t.Shape), t.I64)
+	}
+	if e, ok := elementTypes[t.DType]; ok && t.DType.IsRaw() {
+		// Any other element type, over the caller's bytes in place.
+		return ort.NewCustomDataTensor(ort.Shape(t.Shape), t.Raw, e)
 	}
 	return nil, fmt.Errorf("%w: dtype %s", ml.ErrSchema, t.DType)
 }
@@ -331,8 +371,11 @@ func checkTensor(want ml.TensorInfo, t ml.Tensor, input bool) error {
 	}
 	n := t.Elements()
 	got := len(t.F32)
-	if t.DType == ml.Int64 {
+	switch {
+	case t.DType == ml.Int64:
 		got = len(t.I64)
+	case t.DType.IsRaw():
+		got = len(t.Raw) / t.DType.Size()
 	}
 	if got != n {
 		what := "input"
