@@ -58,7 +58,7 @@ advance, alternating the two; it prints the P50 of each and overhead = engine/ba
 				if _, err := os.Stat(path); err != nil {
 					return cli.BadInput(fmt.Errorf("variant %q: %w", v, err))
 				}
-				r, err := measureOverhead(env, OverheadConfig{
+				r, err := MeasureOverhead(env, OverheadConfig{
 					Variant: strings.TrimSpace(v), Model: path, Batches: bs, Iters: iters, Threads: threads,
 					Progress: func(msg string) { prog.Describe(msg); prog.Add(1) },
 				})

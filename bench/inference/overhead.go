@@ -45,13 +45,13 @@ type OverheadConfig struct {
 	Clock string
 }
 
-// measureOverhead runs the benchmark. The two paths alternate iteration by
+// MeasureOverhead runs the benchmark. The two paths alternate iteration by
 // iteration so that drift in machine load hits both alike. Both run the same
 // record every iteration: the bare path on tensors made once, the engine on the
 // ONNX Runtime values its Session cached for the record's buffer on the first
 // call. A stream of fresh input buffers also pays for making the input value
 // each batch (a cgo call and a few ONNX Runtime allocations, 1-2 µs).
-func measureOverhead(e *onnx.Env, cfg OverheadConfig) ([]OverheadRow, error) {
+func MeasureOverhead(e *onnx.Env, cfg OverheadConfig) ([]OverheadRow, error) {
 	if cfg.Iters <= 0 {
 		cfg.Iters = 200
 	}

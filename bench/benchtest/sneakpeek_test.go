@@ -1,4 +1,4 @@
-package sneakpeek
+package benchtest_test
 
 import (
 	"bytes"
@@ -7,12 +7,16 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/tierflow/tierflow/bench/sneakpeek"
 )
+
+var runSneakPeek = runner(sneakpeek.Command)
 
 func benchSneakPeek(t *testing.T, args ...string) []map[string]any {
 	t.Helper()
 	var out, errb bytes.Buffer
-	code := run(append([]string{"bench", "sneakpeek", "--dir", filepath.Join("..", "..", "examples", "fashion"), "--format", "json"}, args...), nil, &out, &errb)
+	code := runSneakPeek(append([]string{"bench", "sneakpeek", "--dir", filepath.Join("..", "..", "examples", "fashion"), "--format", "json"}, args...), nil, &out, &errb)
 	if code != 0 {
 		t.Fatalf("exit %d: %s", code, errb.String())
 	}
@@ -102,7 +106,7 @@ func TestBenchSneakPeekBadInput(t *testing.T) {
 		{"--windows", "0"},
 	} {
 		var out, errb bytes.Buffer
-		if code := run(append([]string{"bench", "sneakpeek"}, args...), nil, &out, &errb); code != exitBadInput {
+		if code := runSneakPeek(append([]string{"bench", "sneakpeek"}, args...), nil, &out, &errb); code != exitBadInput {
 			t.Errorf("%v: exit %d, want %d: %s", args, code, exitBadInput, errb.String())
 		}
 		if args[0] == "--mixes" && !strings.Contains(errb.String(), "2 class frequencies, want 10") {

@@ -1,10 +1,11 @@
-package inference
+package benchtest_test
 
 import (
 	"path/filepath"
 	"strconv"
 	"testing"
 
+	"github.com/tierflow/tierflow/bench/inference"
 	"github.com/tierflow/tierflow/runtime/modelzoo"
 	"github.com/tierflow/tierflow/runtime/onnx"
 )
@@ -17,7 +18,7 @@ func TestMeasureOverheadRows(t *testing.T) {
 		t.Fatal(err)
 	}
 	var progress []string
-	rows, err := measureOverhead(e, OverheadConfig{Variant: "m", Model: path, Batches: []int{1, 4}, Iters: 20,
+	rows, err := inference.MeasureOverhead(e, inference.OverheadConfig{Variant: "m", Model: path, Batches: []int{1, 4}, Iters: 20,
 		Progress: func(s string) { progress = append(progress, s) }})
 	if err != nil {
 		t.Fatal(err)
@@ -40,7 +41,7 @@ func BenchmarkOverhead(b *testing.B) {
 		path := filepath.Join("..", "..", "examples", "fashion", "models", v+".onnx")
 		for _, batch := range []int{1, 8, 32, 64} {
 			b.Run(v+"/batch="+strconv.Itoa(batch), func(b *testing.B) {
-				rows, err := measureOverhead(e, OverheadConfig{Variant: v, Model: path, Batches: []int{batch}, Iters: max(b.N, 50)})
+				rows, err := inference.MeasureOverhead(e, inference.OverheadConfig{Variant: v, Model: path, Batches: []int{batch}, Iters: max(b.N, 50)})
 				if err != nil {
 					b.Fatal(err)
 				}

@@ -1,4 +1,4 @@
-package inference
+package benchtest_test
 
 import (
 	"bytes"
@@ -6,12 +6,16 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/tierflow/tierflow/bench/inference"
 )
+
+var runInference = runner(inference.Command)
 
 func TestBenchInferenceJSON(t *testing.T) {
 	var out, errb bytes.Buffer
 	models := filepath.Join("..", "..", "examples", "fashion", "models")
-	code := run([]string{"bench", "inference", "--models", models, "--variants", "logreg", "--batch", "1,8", "--iters", "5", "--format", "json"}, nil, &out, &errb)
+	code := runInference([]string{"bench", "inference", "--models", models, "--variants", "logreg", "--batch", "1,8", "--iters", "5", "--format", "json"}, nil, &out, &errb)
 	if code != 0 {
 		t.Fatalf("exit %d: %s", code, errb.String())
 	}
@@ -35,10 +39,10 @@ func TestBenchInferenceJSON(t *testing.T) {
 
 func TestBenchInferenceBadInput(t *testing.T) {
 	var out, errb bytes.Buffer
-	if code := run([]string{"bench", "inference", "--batch", "0"}, nil, &out, &errb); code != exitBadInput {
+	if code := runInference([]string{"bench", "inference", "--batch", "0"}, nil, &out, &errb); code != exitBadInput {
 		t.Errorf("bad batch: exit %d", code)
 	}
-	if code := run([]string{"bench", "inference", "--models", t.TempDir()}, nil, &out, &errb); code != exitBadInput {
+	if code := runInference([]string{"bench", "inference", "--models", t.TempDir()}, nil, &out, &errb); code != exitBadInput {
 		t.Errorf("empty model dir: exit %d", code)
 	}
 }
