@@ -23,11 +23,18 @@ type LinkState struct {
 	// size; 0 where the sender does not measure it.
 	TransferBps, LastTransferBps float64
 	BaseRTT                      time.Duration
-	// Acks counts the acknowledged data messages.
-	Acks uint64
+	// Acks counts the acknowledged data messages, LastAck is when the
+	// latest ack came (the zero time: none): every message Acks counts
+	// had reached the receiver by then.
+	Acks    uint64
+	LastAck time.Time
 	// UnackedBytes are data bytes on the wire whose ack has not come
 	// back: what a batch emitted now queues behind.
 	UnackedBytes int64
+	// OldestSent is when the oldest of them got the link (the zero
+	// time: none): what is left of them to cross is what the link has
+	// not carried since.
+	OldestSent time.Time
 	// OverdueBps bounds the bandwidth now by the oldest data message on
 	// the wire still without its ack (relay.LinkStats.OverdueBps): a link
 	// that just fell shows here before its first slow ack; 0: none.

@@ -200,10 +200,14 @@ func lastTwo(prev, latest float64) float64 {
 // ends of backends whose receivers acknowledge).
 func (m *Meter) Ack(n int, sent, acked time.Time) { m.bw.add(n, sent, acked) }
 
-// AckedMessages counts n data messages that one cumulative ack covered
-// (its last one's sample goes to Ack): LinkStats.Acks counts the messages
-// acknowledged, not the samples.
-func (m *Meter) AckedMessages(n int) { m.ackedMsgs.Add(uint64(n)) }
+// AckedMessages counts n data messages that one cumulative ack covered,
+// received at at (its last one's sample goes to Ack): LinkStats.Acks
+// counts the messages acknowledged, not the samples, and LastAck is when
+// the latest ack came.
+func (m *Meter) AckedMessages(n int, at time.Time) {
+	m.lastAck.Store(at.UnixNano())
+	m.ackedMsgs.Add(uint64(n))
+}
 
 // AckEmpty records the acknowledgement of a message without payload (a
 // progress message) sent at sent: its round trip is the link's base, what

@@ -214,9 +214,12 @@ func (ds *dataflowSender) Send(ctx context.Context, m dataflow.Message) error {
 // LinkState is the link's meter as dataflow.LinkState: an operator that
 // emits to this link (a source-side data adaptation) sizes its batches by
 // it.
-func (ds *dataflowSender) LinkState() dataflow.LinkState {
-	st := ds.s.Stats()
-	return dataflow.LinkState{BandwidthBps: st.AckBandwidthBps, LastBps: st.LastAckBps, SRTT: st.SRTT, Acks: st.Acks,
+func (ds *dataflowSender) LinkState() dataflow.LinkState { return ds.s.Stats().LinkState() }
+
+// LinkState is the sending end's stats as what an operator sizes its
+// batches by (dataflow.LinkState).
+func (st LinkStats) LinkState() dataflow.LinkState {
+	return dataflow.LinkState{BandwidthBps: st.AckBandwidthBps, LastBps: st.LastAckBps, SRTT: st.SRTT, Acks: st.Acks, LastAck: st.LastAck, OldestSent: st.OldestSent,
 		UnackedBytes: st.UnackedBytes, OverdueBps: st.OverdueBps, Bytes: st.Bytes, Batches: st.Batches,
 		TransferBps: st.TransferBps, LastTransferBps: st.LastTransferBps, BaseRTT: st.BaseRTT, Samples: st.Samples,
 		Residence: st.Residence}

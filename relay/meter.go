@@ -29,6 +29,7 @@ type Meter struct {
 	shapedBps atomic.Uint64 // sender: a shaped link's current cap (float64 bits)
 	unacked   atomic.Int64  // sender: data bytes on the wire, not acknowledged
 	ackedMsgs atomic.Uint64 // sender: data messages acknowledged (cumulative acks)
+	lastAck   atomic.Int64  // sender: when the latest ack came, Unix ns
 	resent    atomic.Uint64 // sender: messages sent again
 	resentB   atomic.Uint64 // sender: their wire bytes (in bytes too)
 	dups      atomic.Uint64 // receiver: messages that arrived again, dropped
@@ -160,8 +161,12 @@ func raiseTo(a *atomic.Int64, v int64) {
 }
 
 // Snapshot returns the current counts.
-func (m *Meter) Snapshot() LinkStats {
-	now := time.Now()
+func (m *Meter) Snapshot() LinkStats { return m.SnapshotAt(time.Now()) }
+
+// SnapshotAt is Snapshot read at now: the estimates' windows end there
+// and the overdue bound ages to it (a simulation that acks on a clock of
+// its own reads its meter on that clock).
+func (m *Meter) SnapshotAt(now time.Time) LinkStats {
 	bps, latest, recent, srtt, acks := m.bw.estimate(now)
 	xfer, xferLatest, xferRecent, base := m.bw.transfer(now)
 	var overdue float64
@@ -188,6 +193,8 @@ func (m *Meter) Snapshot() LinkStats {
 		OverdueBps:        overdue,
 		SRTT:              srtt,
 		Acks:              max(acks, m.ackedMsgs.Load()),
+		LastAck:           unixTime(m.lastAck.Load()),
+		OldestSent:        unixTime(m.oldestAt.Load()),
 		Link:              m.link,
 		Direction:         m.dir,
 		Batches:           m.batches.Load(),
@@ -207,4 +214,12 @@ func (m *Meter) Snapshot() LinkStats {
 		Duplicates:        m.dups.Load(),
 		Gaps:              m.gaps.Load(),
 	}
+}
+
+// unixTime is ns as a time, the zero time for 0.
+func unixTime(ns int64) time.Time {
+	if ns == 0 {
+		return time.Time{}
+	}
+	return time.Unix(0, ns)
 }

@@ -244,6 +244,12 @@ type LinkStats struct {
 	RecentAckBps float64       `json:"recent_ack_bps,omitempty"`
 	SRTT         time.Duration `json:"srtt_ns,omitempty"`
 	Acks         uint64        `json:"acks,omitempty"`
+	// LastAck is when the sender's latest ack came (the zero time:
+	// none): every message Acks counts was acknowledged by then.
+	LastAck time.Time `json:"-"`
+	// OldestSent is when the sender's oldest data message still without
+	// its ack got the link (the zero time: none).
+	OldestSent time.Time `json:"-"`
 	// UnackedBytes are a sender's data bytes on the wire whose ack has
 	// not come back yet (NATS): what the next batch queues behind.
 	UnackedBytes int64 `json:"unacked_bytes,omitempty"`

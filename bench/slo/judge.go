@@ -100,7 +100,7 @@ func staticIndex(policy string, n int) int {
 func judge(o sloOptions, tr *relay.Trace, variants []harness.Variant, rows []*harness.Result) ([]sloBoundRow, sloVerdictRow) {
 	vs := make([]oracleVariant, len(variants))
 	for i, v := range variants {
-		vs[i] = oracleVariant{Name: v.Name, Bytes: float64(v.Side*v.Side*4) + frameOverhead, Accuracy: round2(100 * v.Accuracy)}
+		vs[i] = oracleVariant{Name: v.Name, Side: v.Side, Bytes: float64(v.Side*v.Side*4) + frameOverhead, Accuracy: round2(100 * v.Accuracy)}
 		if len(v.BatchMs) > 0 {
 			vs[i].ComputeMs = v.BatchMs[0]
 		}

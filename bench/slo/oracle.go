@@ -26,6 +26,7 @@ const MaxMissRate = 0.02
 // oracleVariant is a variant as the oracle weighs it.
 type oracleVariant struct {
 	Name      string
+	Side      int     // its input's side
 	Bytes     float64 // on the wire per frame
 	ComputeMs float64 // a frame's compute alone
 	Accuracy  float64 // percent, on the frames answered in time

@@ -231,6 +231,26 @@ type sideChooser struct {
 	// same evidence twice (sidePlan.Stale).
 	dropAcks uint64
 	dropped1 bool
+	// The stream's allowance: decided counts the batches decided, missed
+	// those known to have missed (dropped, or acknowledged too late to
+	// make their deadline), flights the batches sent whose fate is not
+	// known yet, and base the link's data messages before the first.
+	decided int64
+	missed  float64
+	flights []flight
+	sentN   uint64
+	base    uint64
+	based   bool
+}
+
+// flight is a batch sent and not yet acknowledged: its ingest stamp, the
+// link's data messages up to and including it (0 until the next decision
+// reads them), and the risk it was sent at beyond what the evidence holds
+// (sidePlan.pick's spend).
+type flight struct {
+	ingest, ordinal int64
+	through         uint64
+	risk            float64
 }
 
 type sideArrival struct {
@@ -318,6 +338,9 @@ func (c *sideChooser) decide(now, ingest int64, links []dataflow.LinkState, rows
 	if ingest > 0 && ingest < now {
 		p.Age = time.Duration(now - ingest)
 	}
+	if !st.OldestSent.IsZero() && st.OldestSent.UnixNano() < now {
+		p.Crossing = time.Duration(now - st.OldestSent.UnixNano())
+	}
 	if n := len(c.recent); n > 1 {
 		span := float64(c.recent[n-1].at-c.recent[0].at) / 1e9
 		if span > 0 {
@@ -329,11 +352,67 @@ func (c *sideChooser) decide(now, ingest int64, links []dataflow.LinkState, rows
 		}
 	}
 	p.Stale = c.dropped1 && st.Acks == c.dropAcks
-	side := p.pick(c.sides, c.planes, c.width)
+	c.decided++
+	if len(links) == 1 {
+		p.Allowance = c.allowance(st, after(p.Compute, st, c.attain))
+	}
+	side, spend := p.pick(c.sides, c.planes, c.width)
 	if side == 0 {
 		c.dropped1, c.dropAcks = true, st.Acks
+		c.missed++
+		return 0
+	}
+	if len(links) == 1 {
+		if !c.based {
+			c.base, c.based = st.Batches, true
+		}
+		c.sentN++
+		c.flights = append(c.flights, flight{ingest: at, ordinal: int64(c.base + c.sentN), risk: spend})
 	}
 	return side
+}
+
+// allowance is what the stream may still spend, in expected missed
+// batches, on a side its link's evidence does not yet hold: the query asks
+// that 1-p of its batches be in time, not each batch on its own, so the
+// misses it has not had are the room to send larger before the evidence is
+// in (a new link's first p/(1-p) samples). It is (1-p) of the batches
+// decided, less those known to have missed and the risk of those still on
+// the link that were sent on it. Over a prefix shorter than 1/(1-p)
+// batches it is one batch: a stream of that many may miss one and still
+// have kept p, and a stream that asks for a latency bound is long-lived.
+// The batches acknowledged since the last decision are settled first, each
+// missed when its ack came later than its deadline less what the receiver
+// needs after the link (after): the ack's time is when the latest ack
+// came, at or after the batch's own, so a batch is never counted in time
+// that was late.
+func (c *sideChooser) allowance(st dataflow.LinkState, after time.Duration) float64 {
+	if c.based {
+		for i := range c.flights {
+			if c.flights[i].through == 0 {
+				c.flights[i].through = max(uint64(c.flights[i].ordinal), st.Batches)
+			}
+		}
+	}
+	k := 0
+	for ; k < len(c.flights) && c.flights[k].through > 0 && c.flights[k].through <= st.Acks; k++ {
+		f := c.flights[k]
+		if st.LastAck.IsZero() || time.Duration(st.LastAck.UnixNano()-f.ingest)+after > c.slo {
+			c.missed++
+		}
+	}
+	c.flights = append(c.flights[:0], c.flights[k:]...)
+	spent := c.missed
+	for _, f := range c.flights {
+		spent += f.risk
+	}
+	return max(1, (1-c.attain)*float64(c.decided)) - spent
+}
+
+// after is what a batch needs after the link: the model's profiled
+// compute, or the receiver's measured residence at p where longer.
+func after(compute time.Duration, st dataflow.LinkState, p float64) time.Duration {
+	return max(compute, st.ResidenceTail(p))
 }
 
 // linkBps is the bandwidth a batch's side is chosen by
@@ -359,6 +438,13 @@ type sidePlan struct {
 	// Stale: the link has acknowledged nothing since the stream last
 	// dropped a batch, so its numbers are the ones that drop read.
 	Stale bool
+	// Crossing is how long the oldest unacknowledged message has been on
+	// the link (0: none).
+	Crossing time.Duration
+	// Allowance is what the stream may still spend, in expected missed
+	// batches, on a side the link's evidence does not hold yet
+	// (sideChooser.allowance); 0: nothing.
+	Allowance float64
 }
 
 // pick is the largest of sides (descending) whose batch the link carries
@@ -382,15 +468,24 @@ type sidePlan struct {
 // up the frames behind it, which then miss too. After a drop, the next one
 // needs a new ack (Stale), or a batch already past its deadline.
 //
-// The drop leaves the link's tail and the bytes ahead out on purpose: with
-// them it fed on itself (a dropped batch brings no ack, so an estimate left
-// low by a slow step dropped every batch after the link came back: 59% of
-// a trace's frames, where sending them missed 5%).
-func (p sidePlan) pick(sides []int, planes, width int) int {
+// The drop leaves the link's tail out on purpose: with it it fed on itself
+// (a dropped batch brings no ack, so an estimate left low by a slow step
+// dropped every batch after the link came back: 59% of a trace's frames,
+// where sending them missed 5%). The bytes ahead count for what is left of
+// them (left), not all of them, which dropped every frame behind a large
+// one still crossing; and they must count: a large frame that met a fall
+// to about the smallest side's stream left a queue that only drops drain,
+// and without them every frame behind it missed for as long as the fall
+// lasted (steps-125 in bench slo's simulated judge: 8.8% missed where the
+// smallest static side missed 3.2%).
+//
+// With the evidence short of holding any side above the smallest, the
+// stream's Allowance buys the side one step up (sideChooser.allowance).
+func (p sidePlan) pick(sides []int, planes, width int) (side int, spend float64) {
 	view := p.State.Bandwidth()
 	smallest := sides[len(sides)-1]
 	if p.State.Acks == 0 || view.BatchBps() <= 0 {
-		return smallest
+		return smallest, 0
 	}
 	// Every term of the budget is measured: the batch's age, the
 	// sender's lag to the link, half the round trip, the transfer at the
@@ -409,12 +504,14 @@ func (p sidePlan) pick(sides []int, planes, width int) int {
 	// batch until the result with the same probability (queueing, batching
 	// and compute on a machine that runs other work: a loaded worker takes
 	// several times its profile).
-	after := max(p.Compute, p.State.ResidenceTail(p.Attain))
+	after := after(p.Compute, p.State, p.Attain)
 	budget := (p.SLO - after - margin - p.Age - rtt/2).Seconds()
 	rowBytes := func(s int) float64 { return float64(planes * s * s * width) }
 	risk := func(s int) (dataflow.LinkRisk, bool) {
-		ahead := float64(p.State.UnackedBytes) + float64(p.Rows)*rowBytes(s) + p.Overhead
+		own := float64(p.Rows)*rowBytes(s) + p.Overhead
+		ahead := float64(p.State.UnackedBytes) + own
 		need, ok := leastBps(func(bw float64) bool {
+			ahead := p.left(bw) + own
 			return ahead/bw <= budget && (p.BatchesPerSec <= 0 || p.nextFits(ahead, bw, rowBytes(smallest), budget+p.Age.Seconds()))
 		})
 		if !ok {
@@ -424,11 +521,27 @@ func (p sidePlan) pick(sides []int, planes, width int) int {
 			return p.fallCost(ahead, fall, view.Current(), rowBytes(smallest), budget)
 		}), true
 	}
-	for _, s := range sides {
-		r, ok := risk(s)
-		if ok && r.Holds(p.Attain) {
-			return s
+	// The largest side the evidence holds; failing that, the side just
+	// above it (or above the smallest) if the link carries it now and the
+	// stream's allowance covers its risk. Only one step: with few samples
+	// every side the link carries now has the same estimate, (0+1)/(n+1),
+	// while a larger side's true risk is larger, so the allowance buys
+	// evidence for the next side up, not a jump to the top.
+	rs := make([]dataflow.LinkRisk, len(sides))
+	oks := make([]bool, len(sides))
+	h := len(sides) - 1 // the smallest, where nothing holds
+	for i, s := range sides {
+		rs[i], oks[i] = risk(s)
+		if oks[i] && rs[i].Holds(p.Attain) {
+			h = i
+			break
 		}
+	}
+	if h > 0 && oks[h-1] && rs[h-1].Above && rs[h-1].Expected <= p.Allowance {
+		return sides[h-1], rs[h-1].Expected
+	}
+	if h < len(sides)-1 || (oks[h] && rs[h].Holds(p.Attain)) {
+		return sides[h], 0
 	}
 	// The drop must be sure the batch misses: the profiled compute, the
 	// least the receiver can take, not its measured tail. And it must not
@@ -442,26 +555,49 @@ func (p sidePlan) pick(sides []int, planes, width int) int {
 	// is evidence of now, not of an earlier drop: the best rate is no more
 	// than it allows.
 	if p.Rows == 0 {
-		return smallest
+		return smallest, 0
 	}
 	if p.Age+p.Compute >= p.SLO {
-		return 0
+		return 0, 0
 	}
 	// Nor is a link that has given too few samples to hold any side known
 	// well enough to be sure of a miss: its first acks may have measured
 	// a slow start.
 	if len(view.Samples) < dataflow.EvidenceSamples(p.Attain) {
-		return smallest
+		return smallest, 0
 	}
 	best := max(p.State.BandwidthBps, p.State.LastBps, p.State.TransferBps, p.State.LastTransferBps)
 	if p.State.OverdueBps > 0 {
 		best = min(best, p.State.OverdueBps)
 	}
-	alone := float64(p.Rows) * rowBytes(smallest) / best
+	// What is left ahead of the batch is what the link, at that best
+	// rate, cannot have carried of the bytes on the wire since the
+	// oldest of them got it: a batch that misses behind them, even at the
+	// smallest side, misses when sent, and dropping it gives its slot to
+	// the batches behind (a link whose rate just fell to about the
+	// smallest side's stream drains a queue a large frame left only so).
+	alone := (p.left(best) + float64(p.Rows)*rowBytes(smallest)) / best
 	if !p.Stale && (p.Age+p.Compute+rtt/2).Seconds()+alone > p.SLO.Seconds() {
-		return 0
+		return 0, 0
 	}
-	return smallest
+	return smallest, 0
+}
+
+// left is what is still ahead of a batch of the bytes on the wire, were the
+// link at bw: what it carried of them since the oldest got it (Crossing),
+// at bw and at most at the rate the oldest's missing ack allows (had it
+// carried more, the ack would be back). A message overdue against the
+// link's latest sample is a fall under way, whose rate since is not known:
+// then nothing has crossed.
+func (p sidePlan) left(bw float64) float64 {
+	unacked := float64(p.State.UnackedBytes)
+	if o := p.State.OverdueBps; o > 0 {
+		if o < p.State.Bandwidth().Latest {
+			return unacked
+		}
+		bw = min(bw, o)
+	}
+	return max(0, unacked-bw*p.Crossing.Seconds())
 }
 
 // leastBps is the least bandwidth (bytes per second) at which fits holds,

@@ -307,11 +307,16 @@ func TestSidePlanPick(t *testing.T) {
 			p.State, p.Attain = series(1500, 100, 250, 5, 1500, 55), 0.99
 			return p
 		}, 20},
-		{"good samples, the last message overdue at 200 kbit/s: a fall counts before its ack", func(p sidePlan) sidePlan {
+		{"good samples, the last message (1 KB, 40 ms on the link) overdue at 200 kbit/s: a fall counts before its ack", func(p sidePlan) sidePlan {
 			p.State = series(1500, 60)
-			p.State.OverdueBps, p.State.UnackedBytes = 200e3/8, 2200
+			p.State.OverdueBps, p.State.UnackedBytes, p.Crossing = 200e3/8, 1000, 40*time.Millisecond
 			return p
 		}, 14},
+		{"a message of 2.2 KB 88 ms on the link, overdue at 200 kbit/s: a fall under way, none of it counted across, and the batch late behind it at 14: dropped", func(p sidePlan) sidePlan {
+			p.State = series(1500, 60)
+			p.State.OverdueBps, p.State.UnackedBytes, p.Crossing = 200e3/8, 2200, 88*time.Millisecond
+			return p
+		}, 0},
 		{"a batch that waited 50 ms behind a message overdue at 100 kbit/s: dropped", func(p sidePlan) sidePlan {
 			p.State, p.Age = series(1500, 60), 50*time.Millisecond
 			p.State.OverdueBps, p.State.UnackedBytes = 100e3/8, 2200
@@ -333,9 +338,37 @@ func TestSidePlanPick(t *testing.T) {
 		{"100 kbit/s: late at 14, sent (the estimate may be stale)", on(link(100e3 / 8)), 14},
 		{"a batch that waited 95 ms: dropped", waited(900, 95*time.Millisecond), 0},
 		{"a batch that waited 80 ms, 250 kbit/s: dropped", waited(250, 80*time.Millisecond), 0},
-		{"a batch that waited 80 ms, 900 kbit/s, 8 KB ahead: sent", func(p sidePlan) sidePlan {
+		{"a batch that waited 80 ms, 900 kbit/s, 8 KB just put ahead: dropped, late behind them at the best rate, its slot drains them", func(p sidePlan) sidePlan {
 			p.State, p.Age = link(900e3/8), 80*time.Millisecond
 			p.State.UnackedBytes = 8000
+			return p
+		}, 0},
+		{"the same, the 8 KB 70 ms on the link: almost across, sent", func(p sidePlan) sidePlan {
+			p.State, p.Age, p.Crossing = link(900e3/8), 80*time.Millisecond, 70*time.Millisecond
+			p.State.UnackedBytes = 8000
+			return p
+		}, 14},
+		// The stream's allowance: a side the evidence does not hold yet,
+		// one step above the largest it holds, when the link carries it
+		// now and the allowance covers its risk.
+		{"20 samples at 1500 kbit/s, an allowance of one batch: 20, one step up, not 28", func(p sidePlan) sidePlan {
+			p.State, p.Allowance = series(1500, 20), 1
+			return p
+		}, 20},
+		{"the same, the allowance spent: 14", func(p sidePlan) sidePlan {
+			p.State, p.Allowance = series(1500, 20), 0.02
+			return p
+		}, 14},
+		{"20 held after a slow spell, 28 not yet, an allowance of one: 28", func(p sidePlan) sidePlan {
+			p.State, p.Allowance = series(250, 60, 1500, 3), 1
+			return p
+		}, 28},
+		{"20 samples, the latest at 250 kbit/s, an allowance of one: 20, which the link carries now", func(p sidePlan) sidePlan {
+			p.State, p.Allowance = series(1500, 19, 250, 1), 1
+			return p
+		}, 20},
+		{"20 samples, the latest at 150 kbit/s, under 20's need: 14, the allowance is not spent on a side the link does not carry now", func(p sidePlan) sidePlan {
+			p.State, p.Allowance = series(1500, 19, 150, 1), 1
 			return p
 		}, 14},
 		{"a batch that waited 80 ms, 250 kbit/s, nothing acked since the last drop: sent, for a new ack", func(p sidePlan) sidePlan {
@@ -370,7 +403,7 @@ func TestSidePlanPick(t *testing.T) {
 			return p
 		}, 14},
 	} {
-		if got := c.p(base).pick(sides, 1, 4); got != c.want {
+		if got, _ := c.p(base).pick(sides, 1, 4); got != c.want {
 			t.Errorf("%s: side %d, want %d", c.name, got, c.want)
 		}
 	}
@@ -432,5 +465,40 @@ func TestSideChooserLagIsItsLatestTail(t *testing.T) {
 	}
 	if len(c.lags) != n {
 		t.Fatalf("kept %d measures, want %d", len(c.lags), n)
+	}
+}
+
+// The stream's allowance pays for a side the evidence does not hold yet
+// while the batches known to have missed stay within 1-p of the stream (one
+// batch before 1/(1-p) of them): a batch whose ack came in time costs
+// nothing, one acknowledged after its deadline is a miss, and with that
+// miss the allowance is spent until the stream has sent enough to cover it.
+func TestSideChooserAllowanceCountsLateAcks(t *testing.T) {
+	c := newSideChooser([]int{28, 20, 14}, 1, 4, 100*time.Millisecond, time.Millisecond)
+	st := dataflow.LinkState{BandwidthBps: 1500e3 / 8, LastBps: 1500e3 / 8, Acks: 20, Batches: 20, SRTT: 20 * time.Millisecond}
+	for range 20 {
+		st.Samples = append(st.Samples, 1500e3/8)
+	}
+	t0 := time.Unix(1000, 0)
+	at := func(ms int) int64 { return t0.Add(time.Duration(ms) * time.Millisecond).UnixNano() }
+	decide := func(ms int) int { return c.decide(at(ms), at(ms), []dataflow.LinkState{st}, 1) }
+	var got []int
+	got = append(got, decide(0))
+	// The first batch acknowledged 50 ms after its capture: in time.
+	st.Batches, st.Acks, st.LastAck = 21, 21, t0.Add(50*time.Millisecond)
+	got = append(got, decide(66))
+	// The second acknowledged 120 ms after its capture: missed.
+	st.Batches, st.Acks, st.LastAck = 22, 22, t0.Add(186*time.Millisecond)
+	got = append(got, decide(200))
+	if want := []int{20, 20, 14}; !slices.Equal(got, want) || c.missed != 1 {
+		t.Fatalf("sides %v, %v missed; want %v and 1 (20 on the allowance until a batch is late)", got, c.missed, want)
+	}
+	// 1/(1-p) batches later the stream has room for that miss again.
+	for k := 1; k <= 50; k++ {
+		st.Batches, st.Acks, st.LastAck = 22+uint64(k), 22+uint64(k), t0.Add(time.Duration(200+66*k-60)*time.Millisecond)
+		got = append(got, decide(200+66*k))
+	}
+	if got[len(got)-1] != 20 || slices.Index(got[3:], 20) < 45 {
+		t.Fatalf("sides after the miss %v: want 14 until about 50 batches have passed, then 20", got[3:])
 	}
 }

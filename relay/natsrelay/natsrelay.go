@@ -462,7 +462,7 @@ func (s *sender) acked(seq uint64, sample bool) {
 	s.unacked = s.unacked[:n]
 	if freed > 0 {
 		s.unackedBytes(-freed)
-		s.m.AckedMessages(data)
+		s.m.AckedMessages(data, now)
 	}
 	s.rto = s.t.ackTO
 	if s.acks != nil {
