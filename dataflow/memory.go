@@ -314,6 +314,45 @@ func (b *budgetAllocator) Free(buf []byte) {
 	b.Allocator.Free(buf)
 }
 
+// ReadAheadFraction is the share of a query's budget its readers may hold
+// parsed ahead of the operators that consume them (a CSV file's chunks, a
+// Parquet file's row groups): what is read ahead is the scan's, not
+// state, so it stays a bounded part of the budget and the rest is left to
+// the state the query keeps. A quarter leaves three quarters for state
+// and for the records on the links between operators.
+const ReadAheadFraction = 4
+
+// Wrapper is an allocator over another (a bound on a file's buffers): what
+// ReadAhead looks through to find the query's budget.
+type Wrapper interface{ Wrapped() memory.Allocator }
+
+// ReadAhead is how many bytes of records a reader allocating from mem may
+// hold parsed ahead of its consumer: the smallest limit on mem's budget
+// and the budgets above it (the query's, the worker's guard), divided by
+// ReadAheadFraction; 0 when nothing limits mem (read ahead as the cores
+// allow). It never depends on the machine's core count, so neither does
+// whether a query fits its budget.
+func ReadAhead(mem memory.Allocator) int64 {
+	for {
+		w, ok := mem.(Wrapper)
+		if !ok {
+			break
+		}
+		mem = w.Wrapped()
+	}
+	b, ok := mem.(*budgetAllocator)
+	if !ok {
+		return 0
+	}
+	var limit int64
+	for m := b.m; m != nil; m = m.parent.Load() {
+		if m.limit > 0 && (limit == 0 || m.limit < limit) {
+			limit = m.limit
+		}
+	}
+	return limit / ReadAheadFraction
+}
+
 // Charge counts n bytes the budget's query holds that no allocator of its
 // made (a record decoded in place of its message, a frame kept until its
 // ack), until Uncharge. It refuses, with a *LimitError, growth past the

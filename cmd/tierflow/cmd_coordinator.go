@@ -140,7 +140,7 @@ metrics at /metrics.`,
 	c.Flags().DurationVar(&limits.RunTime, "max-query-time", 0, "fail a query still running after this long (0: no limit)")
 	c.Flags().StringVar(&maxMemory, "max-query-memory", "", "fail a query that holds more Arrow memory than this on a worker, e.g. 512MiB (default: no limit)")
 	c.Flags().IntVar(&limits.RowsInFlight, "max-rows-in-flight", 0, "rows a query may have in flight per link between workers (0: the relay's default window)")
-	c.Flags().IntVar(&limits.QueriesPerUser, "max-queries-per-user", 0, "refuse a user's submission while they run this many queries (0: no limit)")
+	c.Flags().IntVar(&limits.QueriesPerUser, "max-queries-per-user", coordinator.QueriesPerUserByCapacity, "refuse a user's submission while they run this many queries (-1: one per core of the live workers together; 0: no limit)")
 	c.Flags().StringVar(&maxScript, "max-script-size", "1MiB", "refuse a submission larger than this")
 	c.Flags().Float64Var(&bounds.SubmitsPerMinute, "max-submits-per-minute", 60, "refuse a user's submissions past this rate, after a burst of --submit-burst (0: no limit)")
 	c.Flags().IntVar(&bounds.SubmitBurst, "submit-burst", 30, "submissions a user may make at once before --max-submits-per-minute applies")

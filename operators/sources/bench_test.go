@@ -16,6 +16,8 @@ import (
 	"github.com/apache/arrow/go/v17/parquet"
 	"github.com/apache/arrow/go/v17/parquet/file"
 	"github.com/apache/arrow/go/v17/parquet/pqarrow"
+
+	"github.com/tierflow/tierflow/dataflow"
 )
 
 var lineitemLike = arrow.NewSchema([]arrow.Field{
@@ -27,10 +29,12 @@ var lineitemLike = arrow.NewSchema([]arrow.Field{
 	{Name: "shipdate", Type: arrow.FixedWidthTypes.Timestamp_us, Nullable: true},
 }, nil)
 
-func drainBench(b *testing.B, r Reader) int64 {
+func drainBench(b *testing.B, r Reader) int64 { return drainBenchIn(b, r, memory.DefaultAllocator) }
+
+func drainBenchIn(b *testing.B, r Reader, mem memory.Allocator) int64 {
 	var n int64
 	for {
-		rec, err := r.Next(memory.DefaultAllocator)
+		rec, err := r.Next(mem)
 		if err != nil {
 			b.Fatal(err)
 		}
@@ -46,7 +50,9 @@ func drainBench(b *testing.B, r Reader) int64 {
 
 // BenchmarkCSVTable reads 200k lineitem-like rows (12 MB) with the scanner
 // (OpenCSV, what every CSV file went through) and with the typed parallel
-// read of a table (OpenCSVTable).
+// read of a table (OpenCSVTable), also under a query budget of 64 MiB and
+// of 10 MiB, whose read-ahead (a quarter: readahead.go) holds fewer,
+// smaller chunks in flight.
 func BenchmarkCSVTable(b *testing.B) {
 	r := rand.New(rand.NewPCG(1, 1))
 	var sb strings.Builder
@@ -60,18 +66,23 @@ func BenchmarkCSVTable(b *testing.B) {
 	if err := os.WriteFile(path, []byte(sb.String()), 0o644); err != nil {
 		b.Fatal(err)
 	}
-	for _, name := range []string{"scanner", "typed-parallel"} {
+	budgets := map[string]int64{"scanner": 0, "typed-parallel": 0, "typed-parallel-64MiB": 64 << 20, "typed-parallel-10MiB": 10 << 20}
+	for _, name := range []string{"scanner", "typed-parallel", "typed-parallel-64MiB", "typed-parallel-10MiB"} {
 		b.Run(name, func(b *testing.B) {
 			for range b.N {
 				open := OpenCSV
-				if name == "typed-parallel" {
+				if name != "scanner" {
 					open = OpenCSVTable
 				}
 				rd, err := open(path, lineitemLike, 4096, Fail, nil)
 				if err != nil {
 					b.Fatal(err)
 				}
-				if n := drainBench(b, rd); n != 200000 {
+				mem := memory.Allocator(memory.DefaultAllocator)
+				if budgets[name] > 0 {
+					mem = dataflow.NewMemory("query", budgets[name], nil).Allocator(mem)
+				}
+				if n := drainBenchIn(b, rd, mem); n != 200000 {
 					b.Fatal(n)
 				}
 			}

@@ -40,6 +40,7 @@ type CSVReader struct {
 	cur        []arrow.Record // a chunk's records not handed out yet
 	sequential bool           // a quote was seen: the scanner reads the rest
 	chunkBytes int
+	workers    int // parsing goroutines; 0: one per core
 
 	// A stream's file (OpenCSV) is read in order by csvStream where plan
 	// is set: streamed says so, stream is the reader once started.
@@ -213,7 +214,7 @@ func (c *CSVReader) Next(mem memory.Allocator) (arrow.Record, error) {
 			return r, nil
 		}
 		if c.par == nil {
-			c.par = startCSVParallel(c.f, c.plan, mem, c.batch, c.r.off, c.r.line+1, c.chunkBytes, c.cpu)
+			c.par = startCSVParallel(c.f, c.plan, mem, c.batch, c.r.off, c.r.line+1, c.chunkBytes, c.workers, c.cpu)
 		}
 		ch := c.par.next()
 		if ch == nil {

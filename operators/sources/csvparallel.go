@@ -36,6 +36,11 @@ type csvParallel struct {
 	// (dataflow.Helper): the parse runs on every core, outside the
 	// source's steps.
 	cpu *dataflow.Helper
+	// ahead bounds the chunks in flight by the bytes of their records
+	// (readahead.go); last is the chunk whose records the reader is
+	// handing out, released when it takes the next.
+	ahead *aheadGate
+	last  *csvChunk
 }
 
 type csvChunk struct {
@@ -46,6 +51,8 @@ type csvChunk struct {
 	status chunkStatus
 	err    error
 	done   chan struct{}
+	// charged is what the chunk holds against the read-ahead allowance.
+	charged int64
 }
 
 // csvChunkBytes is the size of a chunk: large enough that a worker's cost
@@ -53,9 +60,17 @@ type csvChunk struct {
 // gets chunks of a 10 MB file.
 const csvChunkBytes = 1 << 20
 
-func startCSVParallel(f *os.File, plan *csvTyped, mem memory.Allocator, batch int, off int64, line int, size int, cpu *dataflow.Helper) *csvParallel {
-	workers := max(runtime.GOMAXPROCS(0), 1)
-	p := &csvParallel{f: f, plan: plan, mem: mem, batch: batch, size: size, cpu: cpu,
+// startCSVParallel reads f from off on workers goroutines (0: one per
+// core). What it holds ahead is bounded by the budget of mem
+// (dataflow.ReadAhead), not by workers, and so are its chunks: at most
+// size, less under a small budget (aheadChunkBytes).
+func startCSVParallel(f *os.File, plan *csvTyped, mem memory.Allocator, batch int, off int64, line int, size int, workers int, cpu *dataflow.Helper) *csvParallel {
+	if workers <= 0 {
+		workers = runtime.GOMAXPROCS(0)
+	}
+	allow := dataflow.ReadAhead(mem)
+	size = min(size, aheadChunkBytes(allow))
+	p := &csvParallel{f: f, plan: plan, mem: mem, batch: batch, size: size, cpu: cpu, ahead: newAheadGate(allow),
 		queue: make(chan *csvChunk, 2*workers+2), work: make(chan *csvChunk, workers), quit: make(chan struct{})}
 	p.wg.Add(1 + workers)
 	go p.split(off, line)
@@ -96,6 +111,13 @@ func (p *csvParallel) split(off int64, line int) {
 		var buf []byte
 		var n int
 		var err error
+		// The chunk's records are charged to the read-ahead before its
+		// buffer is made: under a small budget the splitter waits here
+		// for the reader to take what is ahead.
+		charged, ok := p.ahead.acquire(int64(len(carry) + fit(size)))
+		if !ok {
+			return
+		}
 		p.cpu.Do(func() {
 			buf = make([]byte, len(carry)+fit(size))
 			copy(buf, carry)
@@ -107,24 +129,26 @@ func (p *csvParallel) split(off int64, line int) {
 			end = -1 // the file grew: chunks of the full size again
 		}
 		if err != nil && !eof {
-			ch := &csvChunk{off: off, line: line, status: chunkFailed, err: err, done: make(chan struct{})}
+			ch := &csvChunk{off: off, line: line, status: chunkFailed, err: err, done: make(chan struct{}), charged: charged}
 			close(ch.done)
 			p.send(ch, false)
 			return
 		}
 		if len(buf) == 0 {
+			p.ahead.release(&charged)
 			return
 		}
 		cut := len(buf)
 		if !eof {
 			i := bytes.LastIndexByte(buf, '\n')
 			if i < 0 { // a line longer than the chunk: read more of it
+				p.ahead.release(&charged)
 				carry, size = buf, size*2
 				continue
 			}
 			cut = i + 1
 		}
-		ch := &csvChunk{data: buf[:cut], off: off, line: line, done: make(chan struct{})}
+		ch := &csvChunk{data: buf[:cut], off: off, line: line, done: make(chan struct{}), charged: charged}
 		p.cpu.Do(func() { line += bytes.Count(ch.data, []byte{'\n'}) })
 		off += int64(cut)
 		carry, size = buf[cut:], p.size
@@ -163,6 +187,7 @@ func (p *csvParallel) parse() {
 			ch.status = chunkDropped
 		default:
 			p.cpu.Do(func() { p.parseChunk(ch) })
+			p.ahead.settle(&ch.charged, int64(len(ch.data)), ch.recs)
 		}
 		close(ch.done)
 	}
@@ -180,13 +205,20 @@ func (p *csvParallel) parseChunk(ch *csvChunk) {
 	ch.recs, ch.status = p.plan.parse(ch.data, p.mem, p.batch)
 }
 
-// next is the next chunk in file order, parsed; nil at the end.
+// next is the next chunk in file order, parsed; nil at the end. The
+// previous chunk's records have all been handed out by then: its share of
+// the read-ahead goes back.
 func (p *csvParallel) next() *csvChunk {
+	if p.last != nil {
+		p.ahead.release(&p.last.charged)
+		p.last = nil
+	}
 	ch, ok := <-p.queue
 	if !ok {
 		return nil
 	}
 	<-ch.done
+	p.last = ch
 	return ch
 }
 
@@ -198,6 +230,7 @@ func (p *csvParallel) stop() {
 	default:
 	}
 	close(p.quit)
+	p.ahead.close()
 	for ch := range p.queue {
 		<-ch.done
 		for _, r := range ch.recs {

@@ -91,6 +91,17 @@ func (p *csvTyped) parse(data []byte, mem memory.Allocator, batch int) ([]arrow.
 		}
 		return nil, chunkRows
 	}
+	// A refused allocation (the query's budget) panics out of here: the
+	// chunk's records made so far go back with its builders, or the
+	// budget would go on counting them after the read failed.
+	defer func() {
+		if r := recover(); r != nil {
+			for _, rec := range recs {
+				rec.Release()
+			}
+			panic(r)
+		}
+	}()
 	b := p.newBuilders(mem, min(batch, bytes.Count(data, []byte{'\n'})+1))
 	defer b.release()
 	last := len(p.at) - 1
@@ -159,9 +170,11 @@ func (p *csvTyped) newBuilders(mem memory.Allocator, capacity int) *typedBuilder
 func (b *typedBuilders) reset(schema *arrow.Schema) {
 	b.n = 0
 	for i, f := range schema.Fields() {
+		// Kept before Reserve, which the budget may refuse: release
+		// then frees what it had reserved.
 		x := array.NewBuilder(b.mem, f.Type)
-		x.Reserve(b.cap)
 		b.bs[i] = x
+		x.Reserve(b.cap)
 		switch x := x.(type) {
 		case *array.Int8Builder:
 			b.ints[i] = func(v int64) bool { x.Append(int8(v)); return v == int64(int8(v)) }
@@ -233,6 +246,10 @@ func (b *typedBuilders) append(c int, k csvKind, fld []byte) bool {
 	return true
 }
 
+// finish makes the batch's record and the next batch's builders. A
+// refused allocation in those (the query's budget) releases the record,
+// which nobody else holds yet, and leaves only the builders made so far
+// for release.
 func (b *typedBuilders) finish(schema *arrow.Schema) arrow.Record {
 	cols := make([]arrow.Array, len(b.bs))
 	for i, x := range b.bs {
@@ -243,13 +260,22 @@ func (b *typedBuilders) finish(schema *arrow.Schema) arrow.Record {
 		c.Release()
 	}
 	b.release()
+	clear(b.bs)
+	defer func() {
+		if r := recover(); r != nil {
+			rec.Release()
+			panic(r)
+		}
+	}()
 	b.reset(schema)
 	return rec
 }
 
 func (b *typedBuilders) release() {
 	for _, x := range b.bs {
-		x.Release()
+		if x != nil {
+			x.Release()
+		}
 	}
 }
 

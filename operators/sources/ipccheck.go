@@ -131,6 +131,10 @@ func (a boundedAllocator) Reallocate(size int, b []byte) []byte {
 	return a.Allocator.Reallocate(size, b)
 }
 
+// Wrapped is the allocator a bounds (dataflow.Wrapper): the query's
+// budget, which sets how much its readers hold ahead.
+func (a boundedAllocator) Wrapped() memory.Allocator { return a.Allocator }
+
 // fileAllocator bounds mem for a file of size bytes: compressed buffers may
 // grow when decompressed, so the bound is generous but finite.
 func fileAllocator(mem memory.Allocator, size int64) memory.Allocator {

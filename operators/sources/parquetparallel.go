@@ -73,15 +73,24 @@ type parquetParallel struct {
 
 	cur []arrow.Record
 	err error // after cur: the error that ended the read
+
+	// ahead bounds the row groups in flight by the bytes of their records
+	// (readahead.go), whatever workers is; last is the group whose
+	// records Next is handing out, released when it takes the next.
+	ahead *aheadGate
+	last  *rowGroupTask
 }
 
 type rowGroupTask struct {
 	group int
 	first int64 // rows of the groups before it, for row numbers in errors
-	recs  []arrow.Record
-	rep   *Report // bad rows skipped, merged into the query's in order
-	err   error
-	done  chan struct{}
+	rows  int64 // its rows: what its charge against the read-ahead is estimated by
+	// charged is what it holds against the read-ahead allowance.
+	charged int64
+	recs    []arrow.Record
+	rep     *Report // bad rows skipped, merged into the query's in order
+	err     error
+	done    chan struct{}
 }
 
 func (p *parquetParallel) Schema() *arrow.Schema { return p.seq.Schema() }
@@ -95,6 +104,7 @@ func (p *parquetParallel) start() {
 	p.queue = make(chan *rowGroupTask, p.workers+1)
 	p.work = make(chan *rowGroupTask, p.workers)
 	p.quit = make(chan struct{})
+	p.ahead = newAheadGate(dataflow.ReadAhead(p.seq.pq.mem))
 	p.wg.Add(1 + p.workers)
 	go p.dispatch()
 	for range p.workers {
@@ -108,7 +118,13 @@ func (p *parquetParallel) dispatch() {
 	defer close(p.queue)
 	var first int64
 	for i, g := range p.seq.pq.groups {
-		t := &rowGroupTask{group: g, first: first, rep: &Report{}, done: make(chan struct{})}
+		// Charged before it is decoded: under a small budget the
+		// dispatcher waits here for Next to take what is ahead.
+		charged, ok := p.ahead.acquire(p.seq.pq.rows[i])
+		if !ok {
+			return
+		}
+		t := &rowGroupTask{group: g, first: first, rows: p.seq.pq.rows[i], charged: charged, rep: &Report{}, done: make(chan struct{})}
 		first += p.seq.pq.rows[i]
 		select {
 		case p.queue <- t:
@@ -144,6 +160,7 @@ func (p *parquetParallel) read() {
 			if fr != nil {
 				p.cpu.Do(func() { t.err = p.readGroupRecovered(fr, t) })
 			}
+			p.ahead.settle(&t.charged, t.rows, t.recs)
 		}
 		close(t.done)
 	}
@@ -199,11 +216,16 @@ func (p *parquetParallel) Next(memory.Allocator) (arrow.Record, error) {
 		if p.err != nil {
 			return nil, p.err
 		}
+		if p.last != nil {
+			p.ahead.release(&p.last.charged)
+			p.last = nil
+		}
 		t, ok := <-p.queue
 		if !ok {
 			return nil, nil
 		}
 		<-t.done
+		p.last = t
 		if p.report != nil {
 			p.report.absorb(t.rep)
 		}
@@ -216,6 +238,7 @@ func (p *parquetParallel) Next(memory.Allocator) (arrow.Record, error) {
 func (p *parquetParallel) Close() error {
 	if p.started {
 		close(p.quit)
+		p.ahead.close()
 		for t := range p.queue {
 			<-t.done
 			for _, r := range t.recs {

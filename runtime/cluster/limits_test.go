@@ -3,6 +3,7 @@ package cluster_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -96,6 +97,73 @@ func TestLimitQueriesPerUser(t *testing.T) {
 	})
 	client.Stop(context.Background(), "third", false)
 	<-done
+}
+
+// By default (`tierflow coordinator`'s --max-queries-per-user), a user runs
+// at most one query per core of the live workers (here one worker of one
+// core): mallory's second query and a burst of 20 more are refused at
+// once for the bound, none of them runs, and alice's query is accepted and
+// runs beside mallory's first. Before, the default was no bound: every
+// submission of mallory's was accepted as the rate allowed, each taking an
+// equal share of the worker's processor from alice's query.
+func TestLimitQueriesPerUserByCapacity(t *testing.T) {
+	co, mallory := limited(t, deploy.Limits{QueriesPerUser: coordinator.QueriesPerUserByCapacity})
+	alice := *mallory
+	mallory.User, alice.User = "mallory", "alice"
+	running := func(q string) {
+		t.Helper()
+		clustertest.CheckFor(t, 10*time.Second, 20*time.Millisecond, func() error {
+			if info, ok := co.Query(q); !ok || info.State != deploy.StateRunning {
+				return fmt.Errorf("%s not running", q)
+			}
+			return nil
+		})
+	}
+	done := make(chan error, 2)
+	go func() {
+		_, err := mallory.Submit(context.Background(), live(t), "m0", sinks.NewCSV(&strings.Builder{}))
+		done <- err
+	}()
+	running("m0")
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	refused := make(chan error, 20)
+	for i := range 20 {
+		go func() {
+			_, err := mallory.Submit(ctx, live(t), fmt.Sprintf("m%d", i+1), sinks.NewCSV(&strings.Builder{}))
+			refused <- err
+		}()
+	}
+	for range 20 {
+		if err := <-refused; err == nil || !strings.Contains(err.Error(), deploy.ErrLimit.Error()) {
+			t.Errorf("mallory's query past one per core: %v, want refused for the limit", err)
+		}
+	}
+	for i := range 20 {
+		if info, ok := co.Query(fmt.Sprintf("m%d", i+1)); ok && info.State != deploy.StateFailed {
+			t.Errorf("mallory's m%d: %s, want never run", i+1, info.State)
+		}
+	}
+	_, err := mallory.Submit(ctx, live(t), "m21", sinks.NewCSV(&strings.Builder{}))
+	if err == nil || !strings.Contains(err.Error(), "already runs 1 queries, one per core of the live workers (1)") {
+		t.Errorf("mallory's second query: %v, want refused naming the bound", err)
+	}
+	go func() {
+		_, err := alice.Submit(context.Background(), live(t), "a0", sinks.NewCSV(&strings.Builder{}))
+		done <- err
+	}()
+	running("a0")
+	if err := mallory.Stop(context.Background(), "m0", false); err != nil {
+		t.Fatal(err)
+	}
+	if err := alice.Stop(context.Background(), "a0", false); err != nil {
+		t.Fatal(err)
+	}
+	for range 2 {
+		if err := <-done; err != nil {
+			t.Fatal(err)
+		}
+	}
 }
 
 func TestLimitMemory(t *testing.T) {

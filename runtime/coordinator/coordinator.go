@@ -434,8 +434,10 @@ func (c *Coordinator) Submit(ctx context.Context, req deploy.SubmitRequest) (*de
 		req.Script.Catalog = c.cfg.Catalog
 	}
 	var ws []deploy.Worker
+	cores := 0
 	for _, w := range c.Workers() {
 		ws = append(ws, deploy.Worker{Name: w.Name, Tier: w.Tier, Location: w.Location, Type: w.Type, Threads: w.ModelThreads})
+		cores += max(w.CPUs, 1)
 	}
 	c.prune()
 	c.mu.Lock()
@@ -444,7 +446,7 @@ func (c *Coordinator) Submit(ctx context.Context, req deploy.SubmitRequest) (*de
 		c.mu.Unlock()
 		return nil, fmt.Errorf("%w: %s", ErrDuplicate, req.Query)
 	}
-	if err := c.admit(req.Owner); err != nil {
+	if err := c.admit(req.Owner, cores); err != nil {
 		c.mu.Unlock()
 		c.cfg.Log.Warn("submission refused", "query", req.Query, "user", req.Owner, "err", err)
 		return nil, err

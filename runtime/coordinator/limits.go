@@ -8,10 +8,28 @@ import (
 	"github.com/tierflow/tierflow/runtime/deploy"
 )
 
+// QueriesPerUserByCapacity (Limits.QueriesPerUser; `tierflow coordinator`'s
+// default) bounds each user's running queries by the cluster's capacity:
+// the cores of its live workers together. Each query running on a worker
+// gets an equal share of its processors (dataflow.CPUShare), so a user
+// running n queries where another runs one takes n/(n+1) of them: with n
+// unbounded (1,000 submits in a loop, each accepted once the rate allows),
+// the other's query gets nothing. Held to the cores, the queries of one
+// user spread over the cluster leave another user's query on a worker of c
+// cores at least c/(c+1) of a core, half of one at the least: what a query
+// of one pipeline runs on. A submission past it is refused at once, naming
+// the bound, and the others never wait for it.
+const QueriesPerUserByCapacity = -1
+
 // admit (called with c.mu held) refuses a submission of user's while it
-// already runs Limits.QueriesPerUser queries.
-func (c *Coordinator) admit(user string) error {
-	limit := c.cfg.Limits.QueriesPerUser
+// already runs Limits.QueriesPerUser queries (QueriesPerUserByCapacity:
+// as many as cores, the live workers' together).
+func (c *Coordinator) admit(user string, cores int) error {
+	limit, why := c.cfg.Limits.QueriesPerUser, "the most one user may run at once"
+	if limit == QueriesPerUserByCapacity {
+		limit = max(cores, 1)
+		why = fmt.Sprintf("one per core of the live workers (%d), the most one user may run at once (--max-queries-per-user)", cores)
+	}
 	if limit <= 0 {
 		return nil
 	}
@@ -22,7 +40,7 @@ func (c *Coordinator) admit(user string) error {
 		}
 	}
 	if n >= limit {
-		return fmt.Errorf("%w: %s already runs %d queries, the most one user may run at once", deploy.ErrLimit, user, n)
+		return fmt.Errorf("%w: %s already runs %d queries, %s", deploy.ErrLimit, user, n, why)
 	}
 	return nil
 }

@@ -24,7 +24,8 @@ type Limits struct {
 	// credit window holds RowsInFlight / batch rows batches.
 	RowsInFlight int `json:"rows_in_flight,omitempty"`
 	// QueriesPerUser: the coordinator refuses a submission while its user
-	// already runs this many queries.
+	// already runs this many queries (0: no bound; -1: one per core of the
+	// live workers, coordinator.QueriesPerUserByCapacity).
 	QueriesPerUser int `json:"queries_per_user,omitempty"`
 }
 

@@ -248,6 +248,11 @@ func (r *Runtime) CheckModelArgs(m *catalog.Model, args []arrow.DataType) (int, 
 	inputs:
 		for k, i := range tensors {
 			mi := ins[k]
+			if mi.DType != ml.Float32 {
+				// A typed call (float16, double, ...): its rule checks
+				// the column against the input when it is bound.
+				continue
+			}
 			if len(mi.Shape) > 1 {
 				for _, d := range mi.Shape[1:] {
 					if d < 0 {

@@ -20,6 +20,7 @@ import (
 	"github.com/tierflow/tierflow/operators/exec"
 	"github.com/tierflow/tierflow/operators/ml"
 	"github.com/tierflow/tierflow/operators/sinks"
+	"github.com/tierflow/tierflow/planner/catalog"
 	"github.com/tierflow/tierflow/runtime/modelzoo"
 )
 
@@ -292,5 +293,29 @@ SELECT t.id, m.key FROM t CROSS JOIN LATERAL Mix(t.cam, t.ts, t.flag, t.h, t.x, 
 	_, err := runTypedScript(t, dir, script, memory.NewGoAllocator())
 	if !errors.Is(err, ErrModel) || !strings.Contains(err.Error(), "output id int64[N,1] cannot give column key (BOOLEAN)") {
 		t.Errorf("int64 output into a BOOLEAN: %v", err)
+	}
+}
+
+// TestCheckModelArgsLeavesTypedInputs: the binder's check of tensor
+// arguments against model files (a cluster run's) passes a float tensor
+// feeding a float16 input to the typed rule, as the run binds it, instead
+// of refusing it for not being float32.
+func TestCheckModelArgsLeavesTypedInputs(t *testing.T) {
+	dir := t.TempDir()
+	n := modelzoo.Dim{Param: "N"}
+	g := &modelzoo.Graph{
+		Name:    "half",
+		Inputs:  []modelzoo.ValueInfo{{Name: "h", Shape: []modelzoo.Dim{n, {Value: 2}}, Elem: modelzoo.Float16}},
+		Outputs: []modelzoo.ValueInfo{{Name: "f", Shape: []modelzoo.Dim{n, {Value: 2}}}},
+		Nodes: []modelzoo.Node{{OpType: "Cast", Name: "f", Inputs: []string{"h"}, Outputs: []string{"f"},
+			Attrs: []modelzoo.Attr{modelzoo.IntAttr("to", int64(modelzoo.Float))}}},
+	}
+	if err := g.WriteFile(filepath.Join(dir, "half.onnx")); err != nil {
+		t.Fatal(err)
+	}
+	m := &catalog.Model{Name: "Half", Variants: []*catalog.Variant{{Name: "v1", File: filepath.Join(dir, "half.onnx")}}}
+	rt := New(Config{})
+	if i, err := rt.CheckModelArgs(m, []arrow.DataType{arrow.FixedSizeListOf(2, arrow.PrimitiveTypes.Float32)}); err != nil || i != -1 {
+		t.Fatalf("a float tensor for a float16 input: argument %d, %v; want it left to the typed rule", i, err)
 	}
 }
