@@ -19,8 +19,9 @@ import (
 //
 // A chunk is charged what its records will hold before it is parsed (its
 // input bytes times the largest ratio of records to input seen so far;
-// before any chunk is measured, the whole allowance, so the first goes
-// alone), and what they do hold once parsed. The nil gate (no budget
+// before any chunk is measured, half the allowance, so that two go at
+// once: one parsed while the next is read), and what they do hold once
+// parsed. The nil gate (no budget
 // limits the query) admits everything: the channels' capacity bounds the
 // read-ahead then.
 type aheadGate struct {
@@ -45,8 +46,10 @@ func newAheadGate(allow int64) *aheadGate {
 
 // acquire waits until a chunk of in input bytes fits (or nothing is
 // held), and charges it what its records are expected to hold (before any
-// chunk is measured, the whole allowance: the first goes alone); false
-// once the gate is closed (the reader stopped).
+// chunk is measured, half the allowance: two go at once, and as a CSV
+// chunk is at most a quarter of the allowance, records of up to 2 bytes
+// per byte of text fit it); false once the gate is closed (the reader
+// stopped).
 func (g *aheadGate) acquire(in int64) (charged int64, ok bool) {
 	if g == nil {
 		return 0, true
@@ -57,7 +60,7 @@ func (g *aheadGate) acquire(in int64) (charged int64, ok bool) {
 		if g.closed {
 			return 0, false
 		}
-		n := g.allow
+		n := g.allow / 2
 		if g.ratio > 0 {
 			n = int64(float64(in) * g.ratio)
 		}
