@@ -27,7 +27,9 @@ import (
 func TestRelayFramesTravelOnTheQuerysOwnConnections(t *testing.T) {
 	srv := clustertest.NATSServer(t)
 	cnc := clustertest.Connect(t, srv)
-	co, err := coordinator.Start(coordinator.Config{Conn: cnc, Heartbeat: 200 * time.Millisecond,
+	// Liveness is not what this test is about: a loaded host must not
+	// expire a worker and move its part mid-query (Expiry).
+	co, err := coordinator.Start(coordinator.Config{Conn: cnc, Heartbeat: 200 * time.Millisecond, Expiry: 30 * time.Second,
 		Exec: cluster.ExecHooks(cnc, "", nil, 1), Placement: coordinator.PlaceRules})
 	if err != nil {
 		t.Fatal(err)
@@ -74,7 +76,7 @@ func TestRelayFramesTravelOnTheQuerysOwnConnections(t *testing.T) {
 	}
 	for _, w := range []string{"w1", "w2"} {
 		if relayMsgs[w] == 0 {
-			t.Errorf("no relay frames from %s on a connection of query %s's own (%v)", w, info.Query, relayMsgs)
+			t.Errorf("no relay frames from %s on a connection of query %s's own (%v; workers %v, recoveries %+v)", w, info.Query, relayMsgs, info.Workers, info.Recoveries)
 		}
 	}
 	if info.State != deploy.StateFinished {
