@@ -312,11 +312,11 @@ func TestSidePlanPick(t *testing.T) {
 			p.State.OverdueBps, p.State.UnackedBytes, p.Crossing = 200e3/8, 1000, 40*time.Millisecond
 			return p
 		}, 14},
-		{"a message of 2.2 KB 88 ms on the link, overdue at 200 kbit/s: a fall under way, none of it counted across, and the batch late behind it at 14: dropped", func(p sidePlan) sidePlan {
+		{"a message of 2.2 KB 88 ms on the link, overdue at 200 kbit/s: a fall under way, none of it counted across: 14", func(p sidePlan) sidePlan {
 			p.State = series(1500, 60)
 			p.State.OverdueBps, p.State.UnackedBytes, p.Crossing = 200e3/8, 2200, 88*time.Millisecond
 			return p
-		}, 0},
+		}, 14},
 		{"a batch that waited 50 ms behind a message overdue at 100 kbit/s: dropped", func(p sidePlan) sidePlan {
 			p.State, p.Age = series(1500, 60), 50*time.Millisecond
 			p.State.OverdueBps, p.State.UnackedBytes = 100e3/8, 2200
@@ -338,11 +338,11 @@ func TestSidePlanPick(t *testing.T) {
 		{"100 kbit/s: late at 14, sent (the estimate may be stale)", on(link(100e3 / 8)), 14},
 		{"a batch that waited 95 ms: dropped", waited(900, 95*time.Millisecond), 0},
 		{"a batch that waited 80 ms, 250 kbit/s: dropped", waited(250, 80*time.Millisecond), 0},
-		{"a batch that waited 80 ms, 900 kbit/s, 8 KB just put ahead: dropped, late behind them at the best rate, its slot drains them", func(p sidePlan) sidePlan {
+		{"a batch that waited 80 ms, 900 kbit/s, 8 KB just put ahead: sent, the drop leaves the bytes ahead out", func(p sidePlan) sidePlan {
 			p.State, p.Age = link(900e3/8), 80*time.Millisecond
 			p.State.UnackedBytes = 8000
 			return p
-		}, 0},
+		}, 14},
 		{"the same, the 8 KB 70 ms on the link: almost across, sent", func(p sidePlan) sidePlan {
 			p.State, p.Age, p.Crossing = link(900e3/8), 80*time.Millisecond, 70*time.Millisecond
 			p.State.UnackedBytes = 8000
