@@ -207,7 +207,7 @@ func (m *Meter) Ack(n int, sent, acked time.Time) { m.bw.add(n, sent, acked) }
 // the latest ack came.
 func (m *Meter) AckedMessages(n int, at time.Time) {
 	m.lastAck.Store(at.UnixNano())
-	m.ackTimes.add(dataflow.AckTime{Acked: m.ackedMsgs.Add(uint64(n)), At: at})
+	m.ackTimes.add(dataflow.AckTime{Acked: m.ackedMsgs.Add(uint64(n)), At: at}, AckTimesKept)
 }
 
 // AckEmpty records the acknowledgement of a message without payload (a

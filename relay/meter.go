@@ -27,93 +27,60 @@ type Meter struct {
 	maxBuf    atomic.Int64
 	maxBufB   atomic.Int64
 	closed    atomic.Bool
-	bw        bandwidth     // sender: acknowledged messages (bandwidth.go)
-	shapedBps atomic.Uint64 // sender: a shaped link's current cap (float64 bits)
-	unacked   atomic.Int64  // sender: data bytes on the wire, not acknowledged
-	ackedMsgs atomic.Uint64 // sender: data messages acknowledged (cumulative acks)
-	lastAck   atomic.Int64  // sender: when the latest ack came, Unix ns
-	ackTimes  ackTimes      // sender: the latest acks' counts and times
-	resent    atomic.Uint64 // sender: messages sent again
-	resentB   atomic.Uint64 // sender: their wire bytes (in bytes too)
-	dups      atomic.Uint64 // receiver: messages that arrived again, dropped
-	gaps      atomic.Uint64 // receiver: messages found missing, asked for again
-	resid     residences    // sender: the receiver's residence measures
-	oldestAt  atomic.Int64  // sender: when the oldest unacked data message got the link (Unix ns; 0: none)
-	oldestN   atomic.Int64  // sender: its bytes
+	bw        bandwidth                // sender: acknowledged messages (bandwidth.go)
+	shapedBps atomic.Uint64            // sender: a shaped link's current cap (float64 bits)
+	unacked   atomic.Int64             // sender: data bytes on the wire, not acknowledged
+	ackedMsgs atomic.Uint64            // sender: data messages acknowledged (cumulative acks)
+	lastAck   atomic.Int64             // sender: when the latest ack came, Unix ns
+	ackTimes  latest[dataflow.AckTime] // sender: the latest acks' counts and times
+	resent    atomic.Uint64            // sender: messages sent again
+	resentB   atomic.Uint64            // sender: their wire bytes (in bytes too)
+	dups      atomic.Uint64            // receiver: messages that arrived again, dropped
+	gaps      atomic.Uint64            // receiver: messages found missing, asked for again
+	resid     latest[time.Duration]    // sender: the receiver's residence measures
+	oldestAt  atomic.Int64             // sender: when the oldest unacked data message got the link (Unix ns; 0: none)
+	oldestN   atomic.Int64             // sender: its bytes
 }
 
-// ackTimes are a sender's latest ack events: the data messages acknowledged
-// in all after each, and when it came, so that a reader can tell when a
-// given message was acknowledged (dataflow.LinkState.AckedAt).
-type ackTimes struct {
+// latest keeps a meter's latest values, oldest first, up to a count fixed
+// at first use (keep): the receiver's residence measures, the ack events.
+type latest[T any] struct {
 	mu   sync.Mutex
-	ring [AckTimesKept]dataflow.AckTime
-	n    int
-	at   int
-}
-
-// AckTimesKept is how many ack events a sender keeps: a reader that looks
-// once a batch finds the ack of each batch since its last look while
-// fewer than this many acks came between.
-const AckTimesKept = 64
-
-func (r *ackTimes) add(t dataflow.AckTime) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	if r.n < AckTimesKept {
-		r.ring[r.n] = t
-		r.n++
-		return
-	}
-	r.ring[r.at] = t
-	r.at = (r.at + 1) % AckTimesKept
-}
-
-func (r *ackTimes) snapshot() []dataflow.AckTime {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	if r.n < AckTimesKept {
-		return append([]dataflow.AckTime(nil), r.ring[:r.n]...)
-	}
-	return append(append([]dataflow.AckTime(nil), r.ring[r.at:]...), r.ring[:r.at]...)
-}
-
-// residences are a link's latest residence measures (LinkStats.Residence).
-type residences struct {
-	mu   sync.Mutex
-	ring [TailSamples]time.Duration
-	n    int // measures kept (at most TailSamples)
+	ring []T
 	at   int // the oldest's index once the ring is full
 }
 
-// Residence takes the receiver's measure d of how long its worker kept
-// the link's batches (an ack's, relay.ResidenceReporter).
-func (m *Meter) Residence(d time.Duration) {
-	r := &m.resid
+func (r *latest[T]) add(v T, keep int) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	if r.n < TailSamples {
-		r.ring[r.n] = d
-		r.n++
+	if len(r.ring) < keep {
+		r.ring = append(r.ring, v)
 		return
 	}
-	r.ring[r.at] = d
-	r.at = (r.at + 1) % TailSamples
+	r.ring[r.at] = v
+	r.at = (r.at + 1) % len(r.ring)
 }
 
-func (r *residences) snapshot() []time.Duration {
+// snapshot is a copy, oldest first; nil when empty.
+func (r *latest[T]) snapshot() []T {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	if r.n == 0 {
+	if len(r.ring) == 0 {
 		return nil
 	}
-	out := make([]time.Duration, 0, r.n)
-	if r.n < TailSamples {
-		return append(out, r.ring[:r.n]...)
-	}
-	out = append(out, r.ring[r.at:]...)
-	return append(out, r.ring[:r.at]...)
+	return append(append(make([]T, 0, len(r.ring)), r.ring[r.at:]...), r.ring[:r.at]...)
 }
+
+// AckTimesKept is how many ack events a sender keeps (LinkStats.AckTimes,
+// so that a reader can tell when a given message was acknowledged,
+// dataflow.LinkState.AckedAt): a reader that looks once a batch finds the
+// ack of each batch since its last look while fewer than this many acks
+// came between.
+const AckTimesKept = 64
+
+// Residence takes the receiver's measure d of how long its worker kept
+// the link's batches (an ack's, relay.ResidenceReporter).
+func (m *Meter) Residence(d time.Duration) { m.resid.add(d, TailSamples) }
 
 // Unacked sets the sender's data bytes on the wire whose ack has not come
 // back.
