@@ -14,15 +14,20 @@ import (
 // The simulated judge: the adapt step's side rule (ml.SideRule, the code the
 // engine runs) driven in virtual time over the oracle's link, so that the
 // rule is judged on many traces in seconds, and with none of the host's
-// load in the numbers. Each client's frames go one a batch at capture time;
-// the rule reads the link as the relay's sender would (a relay.Meter fed the
-// acks of the frames sent so far, its unacknowledged bytes and its oldest
-// message on the wire, read on the virtual clock); a frame crosses the link
-// behind the ones before it exactly as the oracle's do (relay.TransferEnd),
-// then its variant's compute, and its ack comes back half a base round trip
-// after it arrived. What the engine adds (decode, scheduling, the host's
-// other work) is not in it: the engine run stays the judge of record, the
-// simulation the judge of the rule.
+// load in the numbers. The link is the relay's as the engine shapes it
+// (natsrelay's sender): a batch's side is chosen when the adapt step takes
+// it, and the step hands it to the link synchronously (dataflow's Emit), so
+// the next batch waits, at the source, until the link has carried this one
+// (the shaped sender returns at the end of the batch's transfer,
+// relay.TransferEnd, and only then publishes it); a batch is among the
+// sender's unacknowledged bytes from that publish until its ack, a base
+// round trip later, its oldest-sent time the moment it got the link. So a
+// queue behind a slow frame is the batches' age when they are decided, not
+// bytes on the wire. The rule reads the link through a relay.Meter fed as
+// the sender feeds it, on the virtual clock; a batch's result comes half a
+// base round trip after its transfer, plus its variant's compute. What the
+// engine adds (decode, scheduling, the host's other work) is not in it: the
+// engine run stays the judge of record, the simulation the judge of the rule.
 
 // simRun is the rule's run over a trace: its misses, its accuracy over the
 // frames in time (each variant at the accuracy vs gives it), its drops and
@@ -53,37 +58,40 @@ func simulateAdaptive(tr *relay.Trace, clients, frames int, rate float64, slo ti
 		top := vs[len(vs)-1]
 		rule := ml.NewSideRule(sides, 1, 4, slo, time.Duration(top.ComputeMs*float64(time.Millisecond)), attain)
 		m := relay.NewMeter(relay.LinkID{}, relay.Send)
+		// unacked are the batches published and not yet acknowledged,
+		// oldest first: when each got the link, its ack, its bytes.
 		type wire struct {
 			onLink, acked time.Time
 			bytes         int
-			compute       time.Duration
 		}
-		var q []wire // on the link or acknowledged later, in order
-		free := start
+		var unacked []wire
+		free := start // when the step is done handing the last batch over
 		for k := 0; k < frames; k++ {
 			at := start.Add(time.Duration(float64(k) / rate * float64(time.Second)))
-			for len(q) > 0 && !q[0].acked.After(at) {
-				m.Ack(q[0].bytes, q[0].onLink, q[0].acked)
-				m.AckedMessages(1, q[0].acked)
-				m.Residence(q[0].compute)
-				q = q[1:]
+			now := at
+			if free.After(now) {
+				now = free // the batch waited at the source for the link
 			}
-			if !free.After(at) {
-				// An idle link carries a progress message in its base
-				// round trip: what the sender's base estimate reads.
-				m.AckEmpty(at.Add(-baseRTT), at)
+			for len(unacked) > 0 && !unacked[0].acked.After(now) {
+				w := unacked[0]
+				m.Ack(w.bytes, w.onLink, w.acked)
+				m.AckedMessages(1, w.acked)
+				unacked = unacked[1:]
 			}
-			var unacked int64
-			for _, w := range q {
-				unacked += int64(w.bytes)
+			var bytes int64
+			for _, w := range unacked {
+				bytes += int64(w.bytes)
 			}
-			m.Unacked(unacked)
-			if len(q) > 0 {
-				m.Oldest(q[0].onLink, q[0].bytes)
+			m.Unacked(bytes)
+			if len(unacked) > 0 {
+				m.Oldest(unacked[0].onLink, unacked[0].bytes)
 			} else {
 				m.Oldest(time.Time{}, 0)
+				// An idle link's last progress message, acked in its base
+				// round trip: what the sender's base estimate reads.
+				m.AckEmpty(now.Add(-baseRTT), now)
 			}
-			side := rule.Decide(at.UnixNano(), at.UnixNano(), []dataflow.LinkState{m.SnapshotAt(at).LinkState()}, 1)
+			side := rule.Decide(now.UnixNano(), at.UnixNano(), []dataflow.LinkState{m.SnapshotAt(now).LinkState()}, 1)
 			if side == 0 {
 				run.Dropped++
 				continue
@@ -91,20 +99,15 @@ func simulateAdaptive(tr *relay.Trace, clients, frames int, rate float64, slo ti
 			i := bySide[side]
 			v := vs[i]
 			run.Sent[i]++
-			payload := side * side * 4
 			n := int(v.Bytes)
 			m.Wire(n)
 			m.Batch(1)
-			rule.Sent(side, 1, int64(payload))
-			from := at
-			if free.After(from) {
-				from = free
-			}
-			free = relay.TransferEnd(sh, from, n)
+			rule.Sent(side, 1, int64(side*side*4))
+			free = relay.TransferEnd(sh, now, n)
 			compute := time.Duration(v.ComputeMs * float64(time.Millisecond))
-			arrived := free.Add(baseRTT / 2)
-			q = append(q, wire{onLink: from, acked: arrived.Add(baseRTT / 2), bytes: n, compute: compute})
-			if arrived.Add(compute).Sub(at) <= slo {
+			m.Residence(compute)
+			unacked = append(unacked, wire{onLink: now, acked: free.Add(baseRTT), bytes: n})
+			if free.Add(baseRTT/2).Add(compute).Sub(at) <= slo {
 				inTime++
 				correct += v.Accuracy
 			}
