@@ -335,7 +335,8 @@ func TestSidePlanPick(t *testing.T) {
 			return p
 		}, 28},
 		{"130 kbit/s: no stream fits, in time at 14", on(link(130e3 / 8)), 14},
-		{"100 kbit/s: late at 14, sent (the estimate may be stale)", on(link(100e3 / 8)), 14},
+		{"100 kbit/s: 14 with its framing takes 111 ms, past the SLO: dropped", on(link(100e3 / 8)), 0},
+		{"130 kbit/s: 14 with its framing takes 85 ms, in time: sent", on(link(130e3 / 8)), 14},
 		{"a batch that waited 95 ms: dropped", waited(900, 95*time.Millisecond), 0},
 		{"a batch that waited 80 ms, 250 kbit/s: dropped", waited(250, 80*time.Millisecond), 0},
 		{"a batch that waited 80 ms, 900 kbit/s, 8 KB just put ahead: sent, the drop leaves the bytes ahead out", func(p sidePlan) sidePlan {
