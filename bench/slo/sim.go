@@ -28,6 +28,12 @@ import (
 // base round trip after its transfer, plus its variant's compute. What the
 // engine adds (decode, scheduling, the host's other work) is not in it: the
 // engine run stays the judge of record, the simulation the judge of the rule.
+//
+// A real link's sender does not block: a publish lands in the client's and
+// the kernel's buffers and the step goes on, so a batch is decided at
+// capture and queues on the wire behind the ones before, its bytes among the
+// unacknowledged from the start (queued, --sim-sender queued). The rule must
+// hold on both.
 
 // simRun is the rule's run over a trace: its misses, its accuracy over the
 // frames in time (each variant at the accuracy vs gives it), its drops and
@@ -41,7 +47,7 @@ type simRun struct {
 // simulateAdaptive replays clients' frames (each offset i/N of a period into
 // tr, as the bench shapes them) through the side rule for a latency SLO met
 // with probability attain; vs are the size family, smallest side first.
-func simulateAdaptive(tr *relay.Trace, clients, frames int, rate float64, slo time.Duration, attain float64, vs []oracleVariant) simRun {
+func simulateAdaptive(tr *relay.Trace, clients, frames int, rate float64, slo time.Duration, attain float64, vs []oracleVariant, queued bool) simRun {
 	start := time.Unix(0, 0)
 	const baseRTT = time.Millisecond // the oracle's
 	sides := make([]int, len(vs))
@@ -65,11 +71,11 @@ func simulateAdaptive(tr *relay.Trace, clients, frames int, rate float64, slo ti
 			bytes         int
 		}
 		var unacked []wire
-		free := start // when the step is done handing the last batch over
+		free := start // when the link is done with the batches sent so far
 		for k := 0; k < frames; k++ {
 			at := start.Add(time.Duration(float64(k) / rate * float64(time.Second)))
 			now := at
-			if free.After(now) {
+			if !queued && free.After(now) {
 				now = free // the batch waited at the source for the link
 			}
 			for len(unacked) > 0 && !unacked[0].acked.After(now) {
@@ -103,10 +109,14 @@ func simulateAdaptive(tr *relay.Trace, clients, frames int, rate float64, slo ti
 			m.Wire(n)
 			m.Batch(1)
 			rule.Sent(side, 1, int64(side*side*4))
-			free = relay.TransferEnd(sh, now, n)
+			onLink := now
+			if free.After(onLink) {
+				onLink = free // queued behind the batches on the wire
+			}
+			free = relay.TransferEnd(sh, onLink, n)
 			compute := time.Duration(v.ComputeMs * float64(time.Millisecond))
 			m.Residence(compute)
-			unacked = append(unacked, wire{onLink: now, acked: free.Add(baseRTT), bytes: n})
+			unacked = append(unacked, wire{onLink: onLink, acked: free.Add(baseRTT), bytes: n})
 			if free.Add(baseRTT/2).Add(compute).Sub(at) <= slo {
 				inTime++
 				correct += v.Accuracy
@@ -149,7 +159,7 @@ func simulateTraces(o sloOptions, variants []harness.Variant, trs []*relay.Trace
 		for _, p := range []string{"static-smallest", "static-middle", "static-largest"} {
 			runs = append(runs, result(p, static[staticIndex(p, len(vs))]))
 		}
-		sim := simulateAdaptive(tr, o.clients, frames, o.rate, o.slo, dataflow.DefaultAttainment, vs)
+		sim := simulateAdaptive(tr, o.clients, frames, o.rate, o.slo, dataflow.DefaultAttainment, vs, o.simQueued)
 		a := result("adaptive", sim.oracleRun)
 		a.Ran = map[string]int64{}
 		for i, n := range sim.Sent {

@@ -54,6 +54,8 @@ type sloOptions struct {
 	encode     string
 	harness    bool
 	simulate   bool
+	simSender  string
+	simQueued  bool // --sim-sender queued
 }
 
 // sloSourceRow is one client (source) of a policy's run: EXPLAIN ANALYZE
@@ -148,6 +150,7 @@ result at the sink. Without --trace a built-in one steps through 800, 600, 400 a
 	fl.BoolVar(&o.analyze, "analyze", false, "EXPLAIN ANALYZE per source: bandwidth shaped vs estimated, variant and input size over time, frames sent at each size, latency percentiles, miss rate")
 	fl.StringVar(&o.workerType, "worker-type", "x2", "the latency profile (latency_ms.<type>.by_batch) to schedule with")
 	fl.BoolVar(&o.simulate, "simulate", false, "judge the adaptive policy's side rule in virtual time over the oracle's link model instead of running the engine: seconds for many traces, none of the host's load in the numbers")
+	fl.StringVar(&o.simSender, "sim-sender", "blocking", "--simulate: the link's sender, blocking (the relay's shaped sender: a batch is decided once the link has carried the one before) or queued (a real link's: decided at capture, queued on the wire)")
 	fl.BoolVar(&o.harness, "harness", false, "run the bench's own client/server harness (bench/slo/harness: per-client variants, source-side resize, an EDF queue) instead of the engine")
 	return c
 }
@@ -167,6 +170,13 @@ func runBenchSLO(cmd *cobra.Command, benv *bench.Env, o sloOptions) error {
 	}
 	if o.encode != "float32" && o.encode != "uint8" {
 		return cli.BadInput(fmt.Errorf("unknown --encode %q: want float32 or uint8", o.encode))
+	}
+	switch o.simSender {
+	case "blocking":
+	case "queued":
+		o.simQueued = true
+	default:
+		return cli.BadInput(fmt.Errorf("unknown --sim-sender %q: want blocking or queued", o.simSender))
 	}
 	for _, p := range o.policies {
 		if !containsStr(harness.Policies, p) {

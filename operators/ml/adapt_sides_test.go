@@ -339,11 +339,11 @@ func TestSidePlanPick(t *testing.T) {
 		{"130 kbit/s: 14 with its framing takes 85 ms, in time: sent", on(link(130e3 / 8)), 14},
 		{"a batch that waited 95 ms: dropped", waited(900, 95*time.Millisecond), 0},
 		{"a batch that waited 80 ms, 250 kbit/s: dropped", waited(250, 80*time.Millisecond), 0},
-		{"a batch that waited 80 ms, 900 kbit/s, 8 KB just put ahead: sent, the drop leaves the bytes ahead out", func(p sidePlan) sidePlan {
+		{"a batch that waited 80 ms, 900 kbit/s, 8 KB just put ahead (71 ms of the link): dropped", func(p sidePlan) sidePlan {
 			p.State, p.Age = link(900e3/8), 80*time.Millisecond
 			p.State.UnackedBytes = 8000
 			return p
-		}, 14},
+		}, 0},
 		{"the same, the 8 KB 70 ms on the link: almost across, sent", func(p sidePlan) sidePlan {
 			p.State, p.Age, p.Crossing = link(900e3/8), 80*time.Millisecond, 70*time.Millisecond
 			p.State.UnackedBytes = 8000
