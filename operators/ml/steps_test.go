@@ -5,6 +5,7 @@ import (
 	"image"
 	"image/color"
 	"image/png"
+	"slices"
 	"strings"
 	"testing"
 
@@ -210,6 +211,19 @@ func TestImageStepAndDBStep(t *testing.T) {
 		if want := []float32{-1, -1, 1}[(i%48)/16]; v != want {
 			t.Fatalf("crop value %d is %v, want %v (the red frame, BGR)", i, v, want)
 		}
+	}
+	// Without the crop: box and score.
+	bare, err := NewDBStep(bound.Schema(), 2, []arrow.Field{set[0], set[2]}, DBConfig{MinSize: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	boxOnly, err := bare.Apply(mem, bound)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer boxOnly.Release()
+	if b, _, _ := TensorValues(boxOnly.Column(2)); boxOnly.NumRows() != 2 || boxOnly.NumCols() != 4 || !slices.Equal(b, boxes) {
+		t.Errorf("box and score alone: %d rows of %d columns, boxes %v, want 2 of 4 and %v", boxOnly.NumRows(), boxOnly.NumCols(), b, boxes)
 	}
 	if _, err := NewDBStep(bound.Schema(), 2, []arrow.Field{set[0], set[2], set[1]}, DBConfig{}); err == nil {
 		t.Error("a detection set whose last column is a tensor, not the score, was accepted")
