@@ -325,13 +325,20 @@ func Neighbours(m *catalog.Model, v *catalog.Variant) []*catalog.Variant {
 }
 
 // freeInputDims says whether s takes one float32 input of the rank of a
-// row of the given shape with a free (-1) dimension besides the batch.
+// row of the given shape with a free (-1) dimension besides the batch, and
+// gives an output whose size per row is free too: only then is there a
+// shape to fix (a model whose outputs are fixed binds as it is).
 func freeInputDims(s ml.Session, row []int64) bool {
 	ins := s.Inputs()
-	if len(ins) != 1 || ins[0].DType != ml.Float32 || len(ins[0].Shape) != len(row)+1 {
+	if len(ins) != 1 || ins[0].DType != ml.Float32 || len(ins[0].Shape) != len(row)+1 || !slices.Contains(ins[0].Shape[1:], -1) {
 		return false
 	}
-	return slices.Contains(ins[0].Shape[1:], -1)
+	for _, o := range s.Outputs() {
+		if len(o.Shape) > 1 && slices.Contains(o.Shape[1:], -1) {
+			return true
+		}
+	}
+	return false
 }
 
 // Lateral is the exec.Options.Lateral hook.
