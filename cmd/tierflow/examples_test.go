@@ -38,7 +38,7 @@ var exampleNotRun = map[string]string{
 	"examples/setups/aicity.sql": aicityNotRun,
 }
 
-const aicityNotRun = "the catalog's YOLOv5 and ReID variants are the JellyBean paper's profiles; their model files (models/yolov5s.onnx, ...) are not in the repository or any package setup fetches, and ObjectDetection gives 22 rows per frame (output_ratio), which a model call cannot yet"
+const aicityNotRun = "the catalog's YOLOv5, ReID, tracking and clustering variants are the JellyBean paper's profiles; their model files (models/yolov5s.onnx, ...) are in no package the npm registry or Debian has (a vehicle detector or re-identification network in ONNX), and no camera frames are published on aicity.frames. The call's form runs: a detector giving one row per box as box, crop and score, with a network per crop (examples/ocr TestDetectionSetMatchesBareOnnxRuntime)"
 
 // TestExamples: every query under examples/ is in canonical form (tierflow
 // fmt --check), plans with `tierflow explain FILE` alone, and runs as its

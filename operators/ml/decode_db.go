@@ -143,31 +143,47 @@ func clampInt(v, lo, hi int) int { return max(lo, min(hi, v)) }
 // DBStep is the Post step of a DB detector: each input row becomes one row
 // per text box its probability map holds (none for an image without text,
 // or whose image did not decode), its own columns repeated beside the
-// box's: four coordinates (integer or floating point, in source pixels:
-// x0, y0, x1, y1) and the box's score. Cutting a box out of its frame is
-// the query's (crop_image, a relational step between the detector and
-// the next model, on the worker that holds the frame).
+// box's, in one of two forms the call's columns choose:
+//
+//   - five numbers: x0, y0, x1, y1 (integer or floating point, in source
+//     pixels) and the box's score; cutting a box out of its frame is then
+//     the query's (crop_image, a relational step between the detector and
+//     the next model, on the worker that holds the frame);
+//   - a detection set, as an object detector's call gives it: box
+//     TENSOR(FLOAT, 4) ([x0, y0, x1, y1] in source pixels), optionally crop
+//     TENSOR(FLOAT, 3, h, w) and then score FLOAT. The crop is the box cut
+//     out of the detector's own input tensor and resized (bilinear) to
+//     h x w, normalised as the detector saw it, so a next model (a
+//     re-identification network) takes it as its input tensor per box.
 type DBStep struct {
 	keep   int // the query's columns before the hidden ones
 	prob   int // the raw output column
 	place  int // ImagePlaceColumn
+	image  int // ImageTensorColumn, where a crop is cut from
 	w, h   int
 	cfg    DBConfig
 	out    *arrow.Schema
 	labels []int32
+	// The detection-set form: boxSet, and the crop's [3, cropH, cropW]
+	// when the call has a crop column (cropH 0: none).
+	boxSet       bool
+	cropH, cropW int
+	imgH, imgW   int
 }
 
 // NewDBStep decodes the raw output column of in (a probability map
-// [1, h, w] or [h, w] per row) into out's five columns after in's first
-// keep columns.
+// [1, h, w] or [h, w] per row) into out's columns (five numbers, or box,
+// [crop,] score) after in's first keep columns.
 func NewDBStep(in *arrow.Schema, keep int, out []arrow.Field, cfg DBConfig) (*DBStep, error) {
-	s := &DBStep{keep: keep, prob: -1, place: -1, cfg: cfg.Defaults()}
+	s := &DBStep{keep: keep, prob: -1, place: -1, image: -1, cfg: cfg.Defaults()}
 	for i, f := range in.Fields() {
 		switch f.Name {
 		case RawOutputColumn:
 			s.prob = i
 		case ImagePlaceColumn:
 			s.place = i
+		case ImageTensorColumn:
+			s.image = i
 		}
 	}
 	if s.prob < 0 || s.place < 0 || keep > in.NumFields() {
@@ -181,21 +197,68 @@ func NewDBStep(in *arrow.Schema, keep int, out []arrow.Field, cfg DBConfig) (*DB
 		return nil, fmt.Errorf("%w: db decode: the detector's output rows are [%s], want a probability map [1, h, w]", ErrSchema, FormatDims(shape))
 	}
 	s.h, s.w = int(shape[len(shape)-2]), int(shape[len(shape)-1])
-	if len(out) != 5 {
-		return nil, fmt.Errorf("%w: db decode: %d output columns, want five: x0, y0, x1, y1 and a score (a crop of the box is crop_image(image, x0, y0, x1, y1))", ErrSchema, len(out))
-	}
-	for i, f := range out {
-		switch id := f.Type.ID(); {
-		case i == 4 && id != arrow.FLOAT32 && id != arrow.FLOAT64:
-			return nil, fmt.Errorf("%w: db decode: the score column %s is %s, want FLOAT", ErrSchema, f.Name, f.Type)
-		case i < 4 && id != arrow.INT32 && id != arrow.INT64 && id != arrow.FLOAT32 && id != arrow.FLOAT64:
-			return nil, fmt.Errorf("%w: db decode: the coordinate column %s is %s, want a number", ErrSchema, f.Name, f.Type)
+	if len(out) > 0 && isBoxTensor(out[0]) {
+		if err := s.bindBoxSet(in, out); err != nil {
+			return nil, err
 		}
+	} else if err := checkBoxNumbers(out); err != nil {
+		return nil, err
 	}
 	fs := append(slices.Clone(in.Fields()[:keep]), out...)
 	md := in.Metadata()
 	s.out = arrow.NewSchema(fs, &md)
 	return s, nil
+}
+
+// isBoxTensor says whether f is a TENSOR(FLOAT, 4): a detection set's box.
+func isBoxTensor(f arrow.Field) bool {
+	shape, err := FieldShape(f)
+	return err == nil && product(shape) == 4
+}
+
+// checkBoxNumbers checks the five-number form.
+func checkBoxNumbers(out []arrow.Field) error {
+	if len(out) != 5 {
+		return fmt.Errorf("%w: db decode: %d output columns, want five (x0, y0, x1, y1 and a score; a crop of the box is crop_image(image, x0, y0, x1, y1)) or a detection set (box TENSOR(FLOAT, 4), [crop TENSOR(FLOAT, 3, h, w),] score FLOAT)", ErrSchema, len(out))
+	}
+	for i, f := range out {
+		switch id := f.Type.ID(); {
+		case i == 4 && id != arrow.FLOAT32 && id != arrow.FLOAT64:
+			return fmt.Errorf("%w: db decode: the score column %s is %s, want FLOAT", ErrSchema, f.Name, f.Type)
+		case i < 4 && id != arrow.INT32 && id != arrow.INT64 && id != arrow.FLOAT32 && id != arrow.FLOAT64:
+			return fmt.Errorf("%w: db decode: the coordinate column %s is %s, want a number", ErrSchema, f.Name, f.Type)
+		}
+	}
+	return nil
+}
+
+// bindBoxSet checks the detection-set form: box, [crop,] score.
+func (s *DBStep) bindBoxSet(in *arrow.Schema, out []arrow.Field) error {
+	s.boxSet = true
+	if len(out) != 2 && len(out) != 3 {
+		return fmt.Errorf("%w: db decode: a detection set is box TENSOR(FLOAT, 4), [crop TENSOR(FLOAT, 3, h, w),] score FLOAT; the call has %d columns", ErrSchema, len(out))
+	}
+	score := out[len(out)-1]
+	if id := score.Type.ID(); id != arrow.FLOAT32 && id != arrow.FLOAT64 {
+		return fmt.Errorf("%w: db decode: the score column %s is %s, want FLOAT", ErrSchema, score.Name, score.Type)
+	}
+	if len(out) == 2 {
+		return nil
+	}
+	crop, err := FieldShape(out[1])
+	if err != nil || len(crop) != 3 || crop[0] != 3 {
+		return fmt.Errorf("%w: db decode: the crop column %s is %s, want TENSOR(FLOAT, 3, h, w)", ErrSchema, out[1].Name, out[1].Type)
+	}
+	if s.image < 0 {
+		return fmt.Errorf("%w: db decode: a crop is cut from the detector's input %s, which %s lacks", ErrSchema, ImageTensorColumn, fieldNames(in))
+	}
+	img, err := FieldShape(in.Field(s.image))
+	if err != nil || len(img) != 3 || img[0] != 3 {
+		return fmt.Errorf("%w: db decode: the detector's input rows are %s, want [3, h, w] to cut crops from", ErrSchema, in.Field(s.image).Type)
+	}
+	s.cropH, s.cropW = int(crop[1]), int(crop[2])
+	s.imgH, s.imgW = int(img[1]), int(img[2])
+	return nil
 }
 
 // Schema is the query's columns and the box's.
@@ -219,6 +282,15 @@ func (s *DBStep) Apply(mem memory.Allocator, rec arrow.Record) (arrow.Record, er
 		bs[i] = array.NewBuilder(mem, s.out.Field(s.keep+i).Type)
 		defer bs[i].Release()
 	}
+	var image []float32
+	if s.cropH > 0 {
+		if image, _, err = TensorValues(rec.Column(s.image)); err != nil {
+			return nil, err
+		}
+	}
+	// The detection set's tensors, row after row.
+	var boxVals, cropVals []float32
+	cropSize, imgSize := 3*s.cropH*s.cropW, 3*s.imgH*s.imgW
 	for r := range int(rec.NumRows()) {
 		if probCol.IsNull(r) {
 			continue
@@ -230,11 +302,73 @@ func (s *DBStep) Apply(mem memory.Allocator, rec arrow.Record) (arrow.Record, er
 		boxes, s.labels = DBBoxes(prob[r*size:(r+1)*size], s.w, s.h, pl, s.cfg, s.labels)
 		for _, b := range boxes {
 			idx.Append(int32(r))
-			for i, v := range []float64{float64(b.X0), float64(b.Y0), float64(b.X1), float64(b.Y1), float64(b.Score)} {
-				appendNumber(bs[i], v)
+			if !s.boxSet {
+				for i, v := range []float64{float64(b.X0), float64(b.Y0), float64(b.X1), float64(b.Y1), float64(b.Score)} {
+					appendNumber(bs[i], v)
+				}
+				continue
+			}
+			boxVals = append(boxVals, float32(b.X0), float32(b.Y0), float32(b.X1), float32(b.Y1))
+			appendNumber(bs[len(bs)-1], float64(b.Score))
+			if s.cropH > 0 {
+				n := len(cropVals)
+				cropVals = slices.Grow(cropVals, cropSize)[:n+cropSize]
+				cropBox(cropVals[n:], s.cropH, s.cropW, image[r*imgSize:(r+1)*imgSize], s.imgH, s.imgW, b, pl)
 			}
 		}
 	}
+	if s.boxSet {
+		// The tensor columns come whole from their values; the score's
+		// builder is the last.
+		box, err := NewTensorColumn(mem, []int64{4}, boxVals)
+		if err != nil {
+			return nil, err
+		}
+		tensors := []arrow.Array{box}
+		if s.cropH > 0 {
+			crop, err := NewTensorColumn(mem, []int64{3, int64(s.cropH), int64(s.cropW)}, cropVals)
+			if err != nil {
+				box.Release()
+				return nil, err
+			}
+			tensors = append(tensors, crop)
+		}
+		defer func() {
+			for _, a := range tensors {
+				a.Release()
+			}
+		}()
+		return s.assemble(mem, rec, idx, tensors, bs[len(bs)-1:])
+	}
+	return s.assemble(mem, rec, idx, nil, bs)
+}
+
+// cropBox writes box b (source pixels) of the detector's input tensor img
+// ([3, ih, iw], the frame placed by pl) into dst ([3, ch, cw]), bilinear.
+func cropBox(dst []float32, ch, cw int, img []float32, ih, iw int, b Box, pl Placed) {
+	x0, y0 := float64(b.X0)*pl.ScaleX, float64(b.Y0)*pl.ScaleY
+	sx, sy := float64(b.X1-b.X0)*pl.ScaleX/float64(cw), float64(b.Y1-b.Y0)*pl.ScaleY/float64(ch)
+	for y := range ch {
+		fy := min(max(y0+(float64(y)+0.5)*sy-0.5, 0), float64(ih-1))
+		ya := int(fy)
+		yb, wy := min(ya+1, ih-1), float32(fy-float64(ya))
+		for x := range cw {
+			fx := min(max(x0+(float64(x)+0.5)*sx-0.5, 0), float64(iw-1))
+			xa := int(fx)
+			xb, wx := min(xa+1, iw-1), float32(fx-float64(xa))
+			for c := range 3 {
+				p := img[c*ih*iw:]
+				top := p[ya*iw+xa]*(1-wx) + p[ya*iw+xb]*wx
+				bot := p[yb*iw+xa]*(1-wx) + p[yb*iw+xb]*wx
+				dst[c*ch*cw+y*cw+x] = top*(1-wy) + bot*wy
+			}
+		}
+	}
+}
+
+// assemble takes the kept columns of rec's rows idx and appends the
+// box's columns: tensors first, then the builders'.
+func (s *DBStep) assemble(mem memory.Allocator, rec arrow.Record, idx *array.Int32Builder, tensors []arrow.Array, bs []array.Builder) (arrow.Record, error) {
 	take := idx.NewInt32Array()
 	defer take.Release()
 	ctx := compute.WithAllocator(context.Background(), mem)
@@ -250,6 +384,10 @@ func (s *DBStep) Apply(mem memory.Allocator, rec arrow.Record) (arrow.Record, er
 			return nil, fmt.Errorf("db decode: column %s: %w", s.out.Field(i).Name, err)
 		}
 		cols = append(cols, c)
+	}
+	for _, a := range tensors {
+		a.Retain()
+		cols = append(cols, a)
 	}
 	for _, b := range bs {
 		cols = append(cols, b.NewArray())

@@ -5,6 +5,7 @@ import (
 	"image"
 	"image/color"
 	"image/png"
+	"slices"
 	"strings"
 	"testing"
 
@@ -167,5 +168,67 @@ func TestImageStepAndDBStep(t *testing.T) {
 	}
 	if _, err := NewDBStep(bound.Schema(), 2, out[:4], DBConfig{}); err == nil {
 		t.Error("four output columns were accepted")
+	}
+
+	// The detection-set form of the same boxes: a box tensor, the crop cut
+	// from the detector's input tensor, the score.
+	set := []arrow.Field{TensorField("box", []int64{4}), TensorField("crop", []int64{3, 4, 4}), {Name: "score", Type: arrow.PrimitiveTypes.Float32}}
+	dset, err := NewDBStep(bound.Schema(), 2, set, DBConfig{MinSize: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	sets, err := dset.Apply(mem, bound)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sets.Release()
+	if sets.NumRows() != 2 || sets.NumCols() != 5 {
+		t.Fatalf("detection set: %d rows of %d columns, want 2 of 5: %v", sets.NumRows(), sets.NumCols(), sets)
+	}
+	if !sets.Schema().Equal(dset.Schema()) {
+		t.Errorf("detection set: record schema %v, step schema %v", sets.Schema(), dset.Schema())
+	}
+	boxes, _, err := TensorValues(sets.Column(2))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for r := range 2 {
+		for i := range 4 {
+			if want := float32(got.Column(2 + i).(*array.Int32).Value(r)); boxes[4*r+i] != want {
+				t.Errorf("box %d: coordinate %d is %v, the five-number form's is %v", r, i, boxes[4*r+i], want)
+			}
+		}
+		if a, b := sets.Column(4).(*array.Float32).Value(r), got.Column(6).(*array.Float32).Value(r); a != b {
+			t.Errorf("box %d: score %v, the five-number form's %v", r, a, b)
+		}
+	}
+	// Both boxes lie in the red (BGR: -1, -1, 1) top of the frame.
+	crops, size, err := TensorValues(sets.Column(3))
+	if err != nil || size != 48 {
+		t.Fatalf("crop column: size %d, %v", size, err)
+	}
+	for i, v := range crops {
+		if want := []float32{-1, -1, 1}[(i%48)/16]; v != want {
+			t.Fatalf("crop value %d is %v, want %v (the red frame, BGR)", i, v, want)
+		}
+	}
+	// Without the crop: box and score.
+	bare, err := NewDBStep(bound.Schema(), 2, []arrow.Field{set[0], set[2]}, DBConfig{MinSize: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	boxOnly, err := bare.Apply(mem, bound)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer boxOnly.Release()
+	if b, _, _ := TensorValues(boxOnly.Column(2)); boxOnly.NumRows() != 2 || boxOnly.NumCols() != 4 || !slices.Equal(b, boxes) {
+		t.Errorf("box and score alone: %d rows of %d columns, boxes %v, want 2 of 4 and %v", boxOnly.NumRows(), boxOnly.NumCols(), b, boxes)
+	}
+	if _, err := NewDBStep(bound.Schema(), 2, []arrow.Field{set[0], set[2], set[1]}, DBConfig{}); err == nil {
+		t.Error("a detection set whose last column is a tensor, not the score, was accepted")
+	}
+	if _, err := NewDBStep(bound.Schema(), 2, []arrow.Field{set[0], TensorField("crop", []int64{4, 4}), set[2]}, DBConfig{}); err == nil {
+		t.Error("a crop of shape [4, 4] (no channels) was accepted")
 	}
 }

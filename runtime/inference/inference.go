@@ -324,6 +324,23 @@ func Neighbours(m *catalog.Model, v *catalog.Variant) []*catalog.Variant {
 	return out
 }
 
+// freeInputDims says whether s takes one float32 input of the rank of a
+// row of the given shape with a free (-1) dimension besides the batch, and
+// gives an output whose size per row is free too: only then is there a
+// shape to fix (a model whose outputs are fixed binds as it is).
+func freeInputDims(s ml.Session, row []int64) bool {
+	ins := s.Inputs()
+	if len(ins) != 1 || ins[0].DType != ml.Float32 || len(ins[0].Shape) != len(row)+1 || !slices.Contains(ins[0].Shape[1:], -1) {
+		return false
+	}
+	for _, o := range s.Outputs() {
+		if len(o.Shape) > 1 && slices.Contains(o.Shape[1:], -1) {
+			return true
+		}
+	}
+	return false
+}
+
 // Lateral is the exec.Options.Lateral hook.
 func (r *Runtime) Lateral(n *logical.LateralModel, in *arrow.Schema) (func() (dataflow.Operator, error), *arrow.Schema, error) {
 	if len(n.Args) == 0 {
@@ -415,6 +432,14 @@ func (r *Runtime) Lateral(n *logical.LateralModel, in *arrow.Schema) (func() (da
 		// (Jellyfish's data adaptation) gets them resized.
 		if ms, err = withResize(ms, v, shape); err != nil {
 			return nil, nil, fmt.Errorf("model %s variant %s (%s): %w", n.Name, v.Name, path, err)
+		}
+		// A network of free spatial sizes (a fully convolutional one) on a
+		// column of one fixed shape (a detector's crops): a probe call at
+		// that shape fixes its outputs' shapes, which the heads bind to.
+		if len(v.InputSize) == 0 && freeInputDims(ms, shape) {
+			if ms, err = fixShapes(ms, shape); err != nil {
+				return nil, nil, fmt.Errorf("%w: model %s variant %s (%s): %w", ErrModel, n.Name, v.Name, path, err)
+			}
 		}
 	}
 	// A model called on encoded images decodes them on this worker and

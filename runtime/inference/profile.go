@@ -273,11 +273,23 @@ func (p *Profiler) bind(m *catalog.Model, v *catalog.Variant, sess *onnx.Session
 		}
 		outs[i] = arrow.Field{Name: "out." + c.Name, Type: t}
 	}
-	heads, err := ml.PlanHeads(sess, outs)
+	// As Lateral does: a network of free spatial sizes is fixed at its
+	// column's shape.
+	var ms ml.Session = sess
+	if len(cols) == 1 && len(v.InputSize) == 0 {
+		if i := schema.FieldIndices(cols[0]); len(i) > 0 {
+			if shape, err := ml.FieldShape(schema.Field(i[0])); err == nil && freeInputDims(sess, shape) {
+				if ms, err = fixShapes(sess, shape); err != nil {
+					return nil, fmt.Errorf("model %s variant %s: %w", m.Name, v.Name, err)
+				}
+			}
+		}
+	}
+	heads, err := ml.PlanHeads(ms, outs)
 	if err != nil {
 		return nil, fmt.Errorf("model %s variant %s: %w", m.Name, v.Name, err)
 	}
-	bm, err := ml.Bind(sess, schema, ml.Config{Inputs: cols, Heads: heads, NoErrorColumn: true, MaxBatch: maxBatch})
+	bm, err := ml.Bind(ms, schema, ml.Config{Inputs: cols, Heads: heads, NoErrorColumn: true, MaxBatch: maxBatch})
 	if err != nil {
 		return nil, fmt.Errorf("model %s variant %s: %w", m.Name, v.Name, err)
 	}
