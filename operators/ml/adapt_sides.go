@@ -563,7 +563,15 @@ func (p sidePlan) pick(sides []int, planes, width int) (side int, spend float64)
 	if len(view.Samples) < dataflow.EvidenceSamples(p.Attain) {
 		return smallest, 0
 	}
-	best := max(p.State.BandwidthBps, p.State.LastBps, p.State.TransferBps, p.State.LastTransferBps)
+	// The link's rate now is its latest sample's (the better of it with the
+	// base round trip in and out), as Current reads it: the means over the
+	// window keep a spell that has ended (with them, a link fallen to about
+	// the smallest side's stream read at its old rate and let a queue of
+	// misses build behind each large frame: bench slo --simulate
+	// --sim-sender queued 60 of 86 traces, 72 with the latest; the
+	// blocking sender's 77 either way). An earlier drop's stale numbers
+	// are Stale's to guard, a slow start's the sample count's.
+	best := max(p.State.LastBps, p.State.LastTransferBps)
 	if p.State.OverdueBps > 0 {
 		best = min(best, p.State.OverdueBps)
 	}
