@@ -17,6 +17,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"runtime/trace"
 	"slices"
 	"strconv"
 	"strings"
@@ -443,11 +444,13 @@ func (w *Worker) guard(subj string, h nats.MsgHandler) nats.MsgHandler {
 }
 
 func (w *Worker) onDeploy(m *nats.Msg) {
+	defer trace.StartRegion(context.Background(), "tierflow build").End()
 	var req deploy.DeployRequest
 	if err := json.Unmarshal(m.Data, &req); err != nil {
 		reply(m, deploy.Ack{Error: "bad deploy request: " + err.Error()})
 		return
 	}
+	trace.Log(context.Background(), "query", req.Query)
 	var ack deploy.Ack
 	if err := w.build(req, &ack); err != nil {
 		reply(m, deploy.Ack{Error: err.Error(), ErrorKind: deploy.KindOf(err)})
