@@ -491,6 +491,19 @@ func (w *Worker) build(req deploy.DeployRequest, ack *deploy.Ack) error {
 	if err := w.admit(req.Query); err != nil {
 		return err
 	}
+	// The part joins the worker's CPU share as it starts to build: from
+	// now the queries already running step on no more than their share of
+	// the processors (dataflow.CPU), so the build's round trips (its relay
+	// connection's handshake and flushes) do not queue behind them.
+	var share *dataflow.CPUShare
+	if w.cpu != nil {
+		share = w.cpu.Join(req.Query)
+		defer func() {
+			if share != nil { // not handed to the part (q.leaveCPU)
+				share.Leave()
+			}
+		}()
+	}
 	qmem := dataflow.NewMemory(fmt.Sprintf("query %s on worker %s", req.Query, w.cfg.Name), req.Limits.MemoryBytes, w.memGuard)
 	mem := qmem.Allocator(w.cfg.Allocator)
 	window := applyLimits(req.Limits, &req.Script)
@@ -689,9 +702,7 @@ func (w *Worker) build(req deploy.DeployRequest, ack *deploy.Ack) error {
 	if f := w.hooks.OnResult; f != nil {
 		onResult = func(d time.Duration, rec arrow.Record) { f(req.Query, d, rec) }
 	}
-	if w.cpu != nil {
-		q.cpu = w.cpu.Join(req.Query)
-	}
+	q.cpu, share = share, nil
 	dw, err := dataflow.NewWorker(g, idx, dataflow.Config{Allocator: mem, Memory: qmem, Transport: dt, Stop: q.stop, RequestStop: requestStop,
 		Timing: true, Latency: true, LatencySLO: slo, OnLatency: onLatency, OnResult: onResult, CPU: q.cpu})
 	if err != nil {
