@@ -11,12 +11,14 @@
 package worker
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"log/slog"
+	"runtime"
 	"runtime/trace"
 	"slices"
 	"strconv"
@@ -253,14 +255,20 @@ func StartHooked(ctx context.Context, cfg Config, h Hooks) (*Worker, error) {
 		cfg.Log = slog.New(slog.NewTextHandler(io.Discard, nil))
 	}
 	inv := cfg.Inventory
+	modelThreads := 0 // ONNX Runtime's default: every core of the machine
 	if inv == nil {
 		i := devices.Take()
+		modelThreads = i.CPUs
+		// The worker's processors are the ones Go runs its steps on
+		// (GOMAXPROCS: a cgroup's CPU limit, or what the operator set),
+		// not the machine's: the coordinator admits and places by them.
+		i.CPUs = min(i.CPUs, runtime.GOMAXPROCS(0))
 		inv = &i
 	}
 	info := deploy.WorkerInfo{Name: cfg.Name, Tier: cfg.Tier, Location: cfg.Location, Type: cfg.Type,
 		CPUs: inv.CPUs, MemoryBytes: inv.MemoryTotal, Metrics: cfg.MetricsURL, ModelThreads: cfg.ModelThreads}
 	if info.ModelThreads <= 0 {
-		info.ModelThreads = inv.CPUs // ONNX Runtime's default: every core
+		info.ModelThreads = cmp.Or(modelThreads, inv.CPUs) // ONNX Runtime's default: every core
 	}
 	sc := sched.New(cfg.Sched)
 	info.Sched = sc.Policy().Name()
