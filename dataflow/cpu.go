@@ -51,8 +51,10 @@ import (
 // for it outside its steps (a source's parallel parse and decode) runs
 // through a Helper: gated and charged as steps of the query too.
 //
-// Beside another query, a query also steps on no more than its share of
-// the processors at once (Procs over the queries joined, rounded up):
+// A query more than a slice ahead of another joined query (one the gate
+// would hold if the other were stepping) also steps on no more than its
+// share of the processors at once (procs over the queries joined, rounded
+// up):
 // its other instances and helpers wait at the gate, parked, not in Go's
 // run queue. Fair queuing on step time alone let a query with many busy
 // instances fill the run queue, and everything else that woke on the
@@ -328,8 +330,8 @@ func (s *CPUShare) stepping(now time.Duration) int {
 }
 
 // full says the share already steps on its share of the processors while
-// another query joined has used less (see CPU): the query behind is never
-// held to it. c.mu held.
+// it leads another query joined by more than a slice (see CPU): the query
+// behind, a small one beside a large one, is never held to it. c.mu held.
 func (s *CPUShare) full(now time.Duration) bool {
 	c := s.c
 	joined := len(c.shares)
@@ -338,7 +340,7 @@ func (s *CPUShare) full(now time.Duration) bool {
 	}
 	v, behind := s.virtual(), false
 	for o := range c.shares {
-		if o != s && o.virtual() < v {
+		if o != s && o.virtual() < v-c.slice {
 			behind = true
 			break
 		}

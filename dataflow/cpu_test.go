@@ -460,7 +460,7 @@ func TestCPUAloneLocksNoThread(t *testing.T) {
 	}
 }
 
-// Beside a query that has used less, a query steps on no more than its
+// A query more than a slice ahead of another steps on no more than its
 // share of the processors at once (2 processors, 2 queries: one), so the
 // other's goroutines find a processor it does not hold; the query behind
 // is not held to it, a query alone is not either, and no step waits for a
@@ -491,7 +491,7 @@ func TestCPUHoldsTheQueryAheadToItsShareOfProcessors(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	clock.add(time.Millisecond)
+	clock.add(12 * time.Millisecond) // more than a slice ahead of b
 	second := make(chan *stepStart, 1)
 	go func() {
 		st, err := a.enter(ctx)
@@ -516,6 +516,8 @@ func TestCPUHoldsTheQueryAheadToItsShareOfProcessors(t *testing.T) {
 		t.Fatal("a stepped on a second processor beside b, which has used less")
 	default:
 	}
+	b.exit(b1)
+	b.exit(b2)
 	// a's step ends: its waiting one takes the processor.
 	a.exit(first)
 	var held *stepStart
@@ -535,8 +537,6 @@ func TestCPUHoldsTheQueryAheadToItsShareOfProcessors(t *testing.T) {
 		third <- st
 	}()
 	waitingAtGate(t, c, 1)
-	b.exit(b1)
-	b.exit(b2)
 	clock.add(15 * time.Millisecond)
 	select {
 	case st := <-third:
