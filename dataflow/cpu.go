@@ -51,10 +51,31 @@ import (
 // for it outside its steps (a source's parallel parse and decode) runs
 // through a Helper: gated and charged as steps of the query too.
 //
+// A query more than a slice ahead of another joined query (one the gate
+// would hold if the other were stepping) also steps on no more than its
+// share of the processors at once (procs over the queries joined, rounded
+// up):
+// its other instances and helpers wait at the gate, parked, not in Go's
+// run queue. Fair queuing on step time alone let a query with many busy
+// instances fill the run queue, and everything else that woke on the
+// worker - another query's part being built, the NATS connections'
+// readers, a status report - waited behind all of them, each hop; a
+// small query's handful of hops took 0.1-0.2 s of its latency (traced in
+// docs/benchmarks.md). A query joins when its part starts to build, so
+// the build's own round trips find a processor the other query does not
+// hold. A step that has used no CPU for a slice no longer counts (it is
+// blocked, see least), and no step waits for a processor longer than a
+// slice, as long as Go lets one goroutine hold a processor before it
+// preempts it: the cap is never a deadlock (a step blocked without saying
+// so, begun unlocked while its query was alone, may look busy).
+//
 // Nothing is reserved: a query alone on the worker never waits, and an
 // idle query costs the others nothing.
 type CPU struct {
 	slice time.Duration
+	// procs is how many processors the worker's steps run on (GOMAXPROCS;
+	// 0: no cap on a query's steps at once, the tests' fake clocks).
+	procs int
 	now   func() time.Duration
 	// thread reads the calling thread's CPU time and an id of the thread
 	// that threadOf reads the CPU time of from any thread; lock says a
@@ -117,6 +138,7 @@ func NewCPU(slice time.Duration) *CPU {
 	}
 	start := time.Now()
 	c := newCPU(slice, func() time.Duration { return time.Since(start) })
+	c.procs = runtime.GOMAXPROCS(0)
 	if threadCPUWorks() {
 		c.thread, c.threadOf, c.lock = threadCPU, threadCPUOf, true
 		c.lockThread, c.unlockThread = runtime.LockOSThread, runtime.UnlockOSThread
@@ -291,6 +313,41 @@ func (s *CPUShare) blocked(now time.Duration) bool {
 	return true
 }
 
+// stepping counts the share's steps under way that are using CPU (have
+// used some within the last slice: blocked's rule, step by step). c.mu
+// held.
+func (s *CPUShare) stepping(now time.Duration) int {
+	n := 0
+	for st := range s.running {
+		if cpu := s.c.threadOf(st.thread); cpu != st.seen {
+			st.seen, st.seenAt = cpu, now
+		}
+		if now-st.seenAt <= s.c.slice {
+			n++
+		}
+	}
+	return n
+}
+
+// full says the share already steps on its share of the processors while
+// it leads another query joined by more than a slice (see CPU): the query
+// behind, a small one beside a large one, is never held to it. c.mu held.
+func (s *CPUShare) full(now time.Duration) bool {
+	c := s.c
+	joined := len(c.shares)
+	if c.procs <= 0 || joined < 2 {
+		return false
+	}
+	v, behind := s.virtual(), false
+	for o := range c.shares {
+		if o != s && o.virtual() < v-c.slice {
+			behind = true
+			break
+		}
+	}
+	return behind && s.stepping(now) >= (c.procs+joined-1)/joined
+}
+
 // stepStart is a step under way: its thread (locked to it for the step
 // when locked) and that thread's CPU clock when it began, at by the CPU's
 // clock; seen is the thread's clock when last looked at, seenAt when it
@@ -320,26 +377,34 @@ func (s *CPUShare) enter(ctx context.Context) (*stepStart, error) {
 	for {
 		m, n := s.least()
 		lead := s.virtual() - m
-		if n == 0 || lead <= c.slice {
+		held := n > 0 && lead > c.slice
+		if held {
+			if deadline == 0 {
+				// The least, stepping, catches up as fast as it gets a
+				// processor: a wait is bounded by the lead at arrival,
+				// whatever the machine gives the others.
+				deadline = now + lead
+			} else if now >= deadline {
+				held = false
+			}
+		}
+		if !held && (!s.full(now) || now-arrived >= c.slice) {
 			break
 		}
-		if deadline == 0 {
-			// The least, stepping, catches up as fast as it gets a
-			// processor: a wait is bounded by the lead at arrival,
-			// whatever the machine gives the others.
-			deadline = now + lead
-		} else if now >= deadline {
-			break
+		// The others' virtual time grows while they step, and the
+		// query's own steps end or block: look again after a slice at
+		// the latest, or when a step ends.
+		wait := c.slice
+		if held {
+			wait = min(wait, deadline-now)
 		}
-		// The others' virtual time grows while they step: look again
-		// after a slice at the latest, or when a step ends.
 		wake := c.wake
 		c.waiting++
 		c.mu.Unlock()
 		if timer == nil {
-			timer = time.NewTimer(min(c.slice, deadline-now))
+			timer = time.NewTimer(wait)
 		} else {
-			timer.Reset(min(c.slice, deadline-now))
+			timer.Reset(wait)
 		}
 		var err error
 		select {

@@ -459,3 +459,90 @@ func TestCPUAloneLocksNoThread(t *testing.T) {
 		t.Errorf("alone again, a step was locked (%d locks)", n)
 	}
 }
+
+// A query more than a slice ahead of another steps on no more than its
+// share of the processors at once (2 processors, 2 queries: one), so the
+// other's goroutines find a processor it does not hold; the query behind
+// is not held to it, a query alone is not either, and no step waits for a
+// processor longer than a slice.
+func TestCPUHoldsTheQueryAheadToItsShareOfProcessors(t *testing.T) {
+	clock := &fakeClock{}
+	c := newCPU(10*time.Millisecond, clock.now)
+	c.procs = 2
+	ctx := context.Background()
+	a := c.Join("a")
+	// Alone, a steps on every processor and more.
+	var alone []*stepStart
+	for range 3 {
+		st, err := a.enter(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		alone = append(alone, st)
+	}
+	clock.add(5 * time.Millisecond)
+	for _, st := range alone {
+		a.exit(st)
+	}
+	// b joins (its part is being built: it has not stepped yet). a, ahead,
+	// steps on one processor at a time.
+	b := c.Join("b")
+	first, err := a.enter(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	clock.add(12 * time.Millisecond) // more than a slice ahead of b
+	second := make(chan *stepStart, 1)
+	go func() {
+		st, err := a.enter(ctx)
+		if err != nil {
+			t.Error(err)
+		}
+		second <- st
+	}()
+	waitingAtGate(t, c, 1)
+	// b, behind (level with a when it started, a has stepped since),
+	// steps at once, twice.
+	b1, err := b.enter(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b2, err := b.enter(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-second:
+		t.Fatal("a stepped on a second processor beside b, which has used less")
+	default:
+	}
+	b.exit(b1)
+	b.exit(b2)
+	// a's step ends: its waiting one takes the processor.
+	a.exit(first)
+	var held *stepStart
+	select {
+	case held = <-second:
+	case <-time.After(5 * time.Second):
+		t.Fatal("a's second step still waits after its first ended")
+	}
+	// A step that neither ends nor blocks holds a's processor from the
+	// others of a for at most a slice: a third goes after it.
+	third := make(chan *stepStart, 1)
+	go func() {
+		st, err := a.enter(ctx)
+		if err != nil {
+			t.Error(err)
+		}
+		third <- st
+	}()
+	waitingAtGate(t, c, 1)
+	clock.add(15 * time.Millisecond)
+	select {
+	case st := <-third:
+		a.exit(st)
+	case <-time.After(5 * time.Second):
+		t.Fatal("a's third step waited past a slice")
+	}
+	a.exit(held)
+}

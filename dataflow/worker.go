@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"runtime/trace"
 	"sync"
 	"time"
 
@@ -874,6 +875,10 @@ func (w *Worker) Run(ctx context.Context) error {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
+			// A trace (go tool trace) shows each instance's goroutine as
+			// a region named for its query: whose goroutines waited.
+			defer trace.StartRegion(ctx, "tierflow instance").End()
+			trace.Log(ctx, "query", w.g.Query)
 			if err := in.run(ctx); err != nil {
 				mu.Lock()
 				if firstErr == nil || (isConsequence(firstErr) && !isConsequence(err)) {

@@ -132,6 +132,11 @@ func startSeparate(t *testing.T, l deploy.Limits, maxMemory string, share bool) 
 		if !share {
 			args = append(args, "--no-cpu-share")
 		}
+		if d := os.Getenv("TIERFLOW_TRACE_WORKERS"); d != "" {
+			// Each worker's execution trace, for go tool trace (where
+			// alice's part's build waited: docs/benchmarks.md).
+			args = append(args, "--trace", filepath.Join(d, fmt.Sprintf("%s-share-%v.trace", name, share)))
+		}
 		s.workers = append(s.workers, startChild(t, "real", []string{"GOMAXPROCS=1"}, args...))
 	}
 	nc, err := natsserver.Connect(url)

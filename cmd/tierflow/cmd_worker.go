@@ -7,6 +7,7 @@ import (
 	"os/signal"
 	"runtime/debug"
 	"runtime/pprof"
+	"runtime/trace"
 	"syscall"
 
 	"github.com/spf13/cobra"
@@ -25,7 +26,7 @@ func newWorkerCmd(a *app) *cobra.Command {
 	var noCPUShare bool
 	var schedName, evidence string
 	var dataRoots []string
-	var namespace, maxMemory, cpuProfile string
+	var namespace, maxMemory, cpuProfile, traceFile string
 	c := &cobra.Command{
 		Use:   "worker",
 		Short: "Run a tierflow worker: register with the coordinator and run the operators it is given",
@@ -81,6 +82,13 @@ other workers over NATS. Ctrl-C (or SIGTERM) aborts what runs and leaves.
 				}
 				defer stopProfile()
 			}
+			if traceFile != "" {
+				stopTrace, err := startTrace(traceFile)
+				if err != nil {
+					return badInput(err)
+				}
+				defer stopTrace()
+			}
 			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
 			defer stop()
 			nc, err := a.connectNATS(a.g.nats, "tierflow-worker-"+name)
@@ -125,6 +133,11 @@ other workers over NATS. Ctrl-C (or SIGTERM) aborts what runs and leaves.
 	f.StringVar(&schedName, "sched", sched.NaiveName, "policy of the worker's inference scheduler, shared by its queries: naive (each batch runs as it comes), deepquery (REALTIME batches first, BEST_EFFORT ones sized to the gaps), or a SneakPeek scheduler choosing each batch's variant by utility: maxacc-edf, lo-edf, grouped or sneakpeek (data-aware with --evidence)")
 	f.StringVar(&evidence, "evidence", "", "with --sched sneakpeek: the Fashion-MNIST example directory whose training sample's nearest neighbours estimate each row's class")
 	f.StringVar(&cpuProfile, "cpuprofile", "", "write a CPU profile (pprof) of the worker to this file until it leaves")
+	// Hidden: a measurement's tool (docs/benchmarks.md, go tool trace):
+	// the regions "tierflow build" and "tierflow instance" name each
+	// query's part.
+	f.StringVar(&traceFile, "trace", "", "write an execution trace (go tool trace) of the worker to this file until it leaves")
+	_ = f.MarkHidden("trace")
 	// The share's baseline for measurements (what the share is for): steps
 	// run as they come. Hidden: no deployment wants it.
 	f.BoolVar(&noCPUShare, "no-cpu-share", false, "run the queries' steps as they come, without sharing the worker's processors among its queries (a measurement's baseline)")
@@ -174,6 +187,23 @@ func checkNamespace(ns string) error {
 		return badInput(err)
 	}
 	return nil
+}
+
+// startTrace writes this process's execution trace into file until the
+// returned function is called.
+func startTrace(file string) (func(), error) {
+	f, err := os.Create(file)
+	if err != nil {
+		return nil, fmt.Errorf("--trace: %w", err)
+	}
+	if err := trace.Start(f); err != nil {
+		f.Close()
+		return nil, fmt.Errorf("--trace: %w", err)
+	}
+	return func() {
+		trace.Stop()
+		f.Close()
+	}, nil
 }
 
 // startCPUProfile profiles this process into file until the returned

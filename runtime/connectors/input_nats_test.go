@@ -8,6 +8,7 @@ import (
 
 	"github.com/apache/arrow/go/v17/arrow/memory"
 
+	"github.com/tierflow/tierflow/dataflow"
 	"github.com/tierflow/tierflow/operators/sources"
 	"github.com/tierflow/tierflow/runtime/connectors"
 )
@@ -115,5 +116,63 @@ func TestNATSDropsAreCountedWhileRunning(t *testing.T) {
 	}
 	if n, d := out.Rows(), stats.Dropped.Load(); n != 1 || d != 1 {
 		t.Fatalf("after the end: %d rows read, %d dropped; want 1 and 1", n, d)
+	}
+}
+
+// TestNATSPendingIsBoundedByTheQueryBudget: what the client buffers for a
+// source's subscription is held by its query, so under a budget it is
+// bounded by the budget's read-ahead (a quarter: 16 KiB of 64 KiB), not
+// nats.go's 64 MiB: a 20 KiB message is dropped, and counted, where with
+// no budget it is read.
+func TestNATSPendingIsBoundedByTheQueryBudget(t *testing.T) {
+	s := startServer(t)
+	c, err := connectors.Builtins().Lookup(connectors.NATS, "json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	big := fmt.Appendf(nil, `{"sensor": 1, "pad": %q}`, strings.Repeat("x", 20<<10))
+	for _, budget := range []int64{0, 64 << 10} {
+		checked := memory.NewCheckedAllocator(memory.NewGoAllocator())
+		var mem memory.Allocator = checked
+		if budget > 0 {
+			mem = dataflow.NewMemory("query q", budget, nil).Allocator(checked)
+		}
+		subject := fmt.Sprintf("pending.%d", budget)
+		stats := &connectors.Stats{}
+		mk, err := c.NewSource(connectors.SourceConfig{Conn: connect(t, s), Subject: subject, Schema: readingsSchema,
+			MaxRows: 8, OnError: sources.Skip, Stats: stats, EventTime: sources.EventTime{Column: -1}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		out := newTextWriter()
+		stop := make(chan struct{})
+		wait := runSource(t, mem, mk, out, stop)
+		checkFor(t, 5*time.Second, func() error {
+			if !s.NATS().GlobalAccount().SubscriptionInterest(subject) {
+				return fmt.Errorf("no subscriber yet")
+			}
+			return nil
+		})
+		pub := connect(t, s)
+		for _, m := range [][]byte{big, []byte(`{"sensor": 2}`)} {
+			if err := pub.Publish(subject, m); err != nil {
+				t.Fatal(err)
+			}
+		}
+		want := int64(0) // dropped
+		if budget > 0 {
+			want = 1
+		}
+		checkFor(t, 5*time.Second, func() error {
+			if n, d := int64(out.Rows()), stats.Dropped.Load(); n != 2-want || d != want {
+				return fmt.Errorf("budget %d: %d rows read, %d dropped; want %d and %d", budget, n, d, 2-want, want)
+			}
+			return nil
+		})
+		close(stop)
+		if err := wait(); err != nil {
+			t.Fatal(err)
+		}
+		checked.AssertSize(t, 0)
 	}
 }

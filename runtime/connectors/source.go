@@ -154,6 +154,15 @@ type sourceOp struct {
 
 func (s *sourceOp) Open(ctx *dataflow.Context, cap *dataflow.Capability) error {
 	s.r.ctx = ctx.Context()
+	// What the client buffers for the subscription (core NATS pending, a
+	// JetStream pull's bytes) is the query's too, held ahead of its reader,
+	// but no allocator of the query's makes it: under a budget it is bounded
+	// by the budget's read-ahead (dataflow.ReadAhead, a quarter of it), as
+	// a file's read-ahead is. The default 64 MiB per subscription let a
+	// query limited to 64 MiB hold as much again, unseen by its limit.
+	if ahead := dataflow.ReadAhead(ctx.Allocator()); ahead > 0 && int64(s.r.c.PendingBytes) > ahead {
+		s.r.c.PendingBytes = int(ahead)
+	}
 	in, err := s.r.newInput(s.r.ctx, s.r.c)
 	if err != nil {
 		return fmt.Errorf("%s %q: %w", s.r.f.name, s.r.c.Subject, err)

@@ -26,6 +26,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"runtime/trace"
 	"sort"
 	"strings"
 	"sync"
@@ -418,6 +419,8 @@ func lastToken(subject string) string { return subject[strings.LastIndexByte(sub
 // worker its part and starts the query. It returns once all workers have
 // built their part; completion is announced on tierflow.q.<query>.done.
 func (c *Coordinator) Submit(ctx context.Context, req deploy.SubmitRequest) (*deploy.Placement, error) {
+	defer trace.StartRegion(ctx, "tierflow submit").End()
+	trace.Log(ctx, "query", req.Query)
 	if err := deploy.ValidName("query", req.Query); err != nil {
 		return nil, err
 	}

@@ -11,12 +11,15 @@
 package worker
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"log/slog"
+	"runtime"
+	"runtime/trace"
 	"slices"
 	"strconv"
 	"strings"
@@ -252,14 +255,20 @@ func StartHooked(ctx context.Context, cfg Config, h Hooks) (*Worker, error) {
 		cfg.Log = slog.New(slog.NewTextHandler(io.Discard, nil))
 	}
 	inv := cfg.Inventory
+	modelThreads := 0 // ONNX Runtime's default: every core of the machine
 	if inv == nil {
 		i := devices.Take()
+		modelThreads = i.CPUs
+		// The worker's processors are the ones Go runs its steps on
+		// (GOMAXPROCS: a cgroup's CPU limit, or what the operator set),
+		// not the machine's: the coordinator admits and places by them.
+		i.CPUs = min(i.CPUs, runtime.GOMAXPROCS(0))
 		inv = &i
 	}
 	info := deploy.WorkerInfo{Name: cfg.Name, Tier: cfg.Tier, Location: cfg.Location, Type: cfg.Type,
 		CPUs: inv.CPUs, MemoryBytes: inv.MemoryTotal, Metrics: cfg.MetricsURL, ModelThreads: cfg.ModelThreads}
 	if info.ModelThreads <= 0 {
-		info.ModelThreads = inv.CPUs // ONNX Runtime's default: every core
+		info.ModelThreads = cmp.Or(modelThreads, inv.CPUs) // ONNX Runtime's default: every core
 	}
 	sc := sched.New(cfg.Sched)
 	info.Sched = sc.Policy().Name()
@@ -443,11 +452,13 @@ func (w *Worker) guard(subj string, h nats.MsgHandler) nats.MsgHandler {
 }
 
 func (w *Worker) onDeploy(m *nats.Msg) {
+	defer trace.StartRegion(context.Background(), "tierflow build").End()
 	var req deploy.DeployRequest
 	if err := json.Unmarshal(m.Data, &req); err != nil {
 		reply(m, deploy.Ack{Error: "bad deploy request: " + err.Error()})
 		return
 	}
+	trace.Log(context.Background(), "query", req.Query)
 	var ack deploy.Ack
 	if err := w.build(req, &ack); err != nil {
 		reply(m, deploy.Ack{Error: err.Error(), ErrorKind: deploy.KindOf(err)})
@@ -487,6 +498,19 @@ func (w *Worker) build(req deploy.DeployRequest, ack *deploy.Ack) error {
 	defer func() { ack.BuildMs = ms(time.Since(built)) }()
 	if err := w.admit(req.Query); err != nil {
 		return err
+	}
+	// The part joins the worker's CPU share as it starts to build: from
+	// now the queries already running step on no more than their share of
+	// the processors (dataflow.CPU), so the build's round trips (its relay
+	// connection's handshake and flushes) do not queue behind them.
+	var share *dataflow.CPUShare
+	if w.cpu != nil {
+		share = w.cpu.Join(req.Query)
+		defer func() {
+			if share != nil { // not handed to the part (q.leaveCPU)
+				share.Leave()
+			}
+		}()
 	}
 	qmem := dataflow.NewMemory(fmt.Sprintf("query %s on worker %s", req.Query, w.cfg.Name), req.Limits.MemoryBytes, w.memGuard)
 	mem := qmem.Allocator(w.cfg.Allocator)
@@ -686,9 +710,7 @@ func (w *Worker) build(req deploy.DeployRequest, ack *deploy.Ack) error {
 	if f := w.hooks.OnResult; f != nil {
 		onResult = func(d time.Duration, rec arrow.Record) { f(req.Query, d, rec) }
 	}
-	if w.cpu != nil {
-		q.cpu = w.cpu.Join(req.Query)
-	}
+	q.cpu, share = share, nil
 	dw, err := dataflow.NewWorker(g, idx, dataflow.Config{Allocator: mem, Memory: qmem, Transport: dt, Stop: q.stop, RequestStop: requestStop,
 		Timing: true, Latency: true, LatencySLO: slo, OnLatency: onLatency, OnResult: onResult, CPU: q.cpu})
 	if err != nil {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"runtime"
 	"strings"
 	"testing"
 	"time"
@@ -110,5 +111,30 @@ func TestDeployProtocol(t *testing.T) {
 			t.Fatal(fmt.Sprint("still running ", w.Running()))
 		}
 		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// A worker registers the processors Go runs its steps on (GOMAXPROCS), not
+// the machine's cores: a worker started with GOMAXPROCS=1 on a bigger
+// machine is one CPU to the coordinator's admission and placement.
+func TestWorkerRegistersItsProcessorsNotTheMachines(t *testing.T) {
+	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(1))
+	srv := clustertest.NATSServer(t)
+	nc := clustertest.Connect(t, srv)
+	co, err := coordinator.Start(coordinator.Config{Conn: nc})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { co.Close() })
+	w, err := worker.Start(context.Background(), worker.Config{Conn: clustertest.Connect(t, srv), Name: "w1", Tier: "edge"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { w.Close() })
+	if got := w.Info().CPUs; got != 1 {
+		t.Errorf("worker registered %d CPUs with GOMAXPROCS 1 (the machine has %d)", got, runtime.NumCPU())
+	}
+	if got, want := w.Info().ModelThreads, runtime.NumCPU(); got != want {
+		t.Errorf("model threads %d, want ONNX Runtime's default of every core, %d", got, want)
 	}
 }
