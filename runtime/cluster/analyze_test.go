@@ -29,6 +29,7 @@ WITH (ACCURACY >= 84, THROUGHPUT >= 100 PER SECOND);
 // and holds the run against the optimizer's plan: the rate it kept, the
 // stages' variants and workers, and the bytes that crossed edge->hub.
 func TestExplainAnalyzeCascade(t *testing.T) {
+	t.Parallel() // see "Tests in parallel" (cluster_test.go)
 	dir := fashionDir(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
@@ -135,6 +136,7 @@ func TestParseAnalyzeOptions(t *testing.T) {
 // A stream FROM NATS has no end of its own: EXPLAIN ANALYZE stops the query
 // gracefully after its DURATION (plus a second), and reports what came.
 func TestExplainAnalyzeStopsNATSStreams(t *testing.T) {
+	t.Parallel() // see "Tests in parallel" (cluster_test.go)
 	f := clustertest.NewFixture(t, 10)
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
