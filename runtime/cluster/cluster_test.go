@@ -34,13 +34,16 @@ import (
 // CPU in 65 s of wall, measured), so a test that only waits and asserts
 // results, counts or lower bounds on time calls t.Parallel and runs beside
 // others (eight at a time: TestMain) on a cluster and NATS server of its
-// own. The Jellyfish policy's tests (a link shaped far below or above the
-// stream's need; they assert the decisions and the rows), the lazy drop
-// and the drift re-plans are among them. Tests that measure latency in
+// own. A step of a link far below the stream's need (Jellyfish's step
+// down, the lazy drop) and the drift re-plans are among them: load only
+// makes a slow link look slower. Tests that measure latency in
 // milliseconds (the adapt step's missed frames, SneakPeek, a quiet
-// stream), CPU shares or expiries, count goroutines, or hold a memory
-// guard (it reads this process's live heap, which neighbours would fill)
-// stay serial: a neighbour would move what they measure.
+// stream), want an unshaped link to read as fast (the Jellyfish ceiling,
+// per source: beside two CPU hogs and seven neighbours the ceiling test
+// saw its free link as slow), CPU shares or expiries, count goroutines, or
+// hold a memory guard (it reads this process's live heap, which
+// neighbours would fill) stay serial: a neighbour would move what they
+// measure.
 
 // TestEmbeddedMatchesLocal runs the query across three workers on edge, hub
 // and cloud, connected only through NATS, and compares the rows with a

@@ -239,7 +239,6 @@ func TestLazyDropOnTheEngine(t *testing.T) {
 // optimizer's cost would pick under the accuracy floor: no cut-over (a
 // pause of the streams, frames late) is needed once the query runs.
 func TestJellyfishFirstPlanIsTheCeiling(t *testing.T) {
-	t.Parallel() // see "Tests in parallel" (cluster_test.go)
 	fashion := fashionDir(t)
 	dir := t.TempDir()
 	query := strings.Replace(sizedQuery, "ACCURACY >= 89, LATENCY <= 2000 MS", "ACCURACY >= 80, LATENCY <= 2000 MS", 1)

@@ -58,7 +58,6 @@ WITH (ACCURACY >= 89, LATENCY <= 2000 MS);
 // smaller input size, resized on e1 before its link, while camera b's call
 // keeps 28x28: the variant is chosen per source.
 func TestJellyfishPerSource(t *testing.T) {
-	t.Parallel() // see "Tests in parallel" (cluster_test.go)
 	fashion := fashionDir(t)
 	dir := t.TempDir()
 	cat := strings.Replace(sizedCatalog(fashion), "  - {name: labelled, source: file", "  - {name: cam_a, source: file", 1)
