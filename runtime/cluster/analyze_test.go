@@ -29,7 +29,6 @@ WITH (ACCURACY >= 84, THROUGHPUT >= 100 PER SECOND);
 // and holds the run against the optimizer's plan: the rate it kept, the
 // stages' variants and workers, and the bytes that crossed edge->hub.
 func TestExplainAnalyzeCascade(t *testing.T) {
-	t.Parallel() // see "Tests in parallel" (cluster_test.go)
 	dir := fashionDir(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()

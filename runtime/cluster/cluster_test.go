@@ -38,12 +38,13 @@ import (
 // down, the lazy drop) and the drift re-plans are among them: load only
 // makes a slow link look slower. Tests that measure latency in
 // milliseconds (the adapt step's missed frames, SneakPeek, a quiet
-// stream), want an unshaped link to read as fast (the Jellyfish ceiling,
-// per source: beside two CPU hogs and seven neighbours the ceiling test
-// saw its free link as slow), CPU shares or expiries, count goroutines, or
-// hold a memory guard (it reads this process's live heap, which
-// neighbours would fill) stay serial: a neighbour would move what they
-// measure.
+// stream), a rate kept (EXPLAIN ANALYZE's throughput), want an unshaped
+// link to read as fast (the Jellyfish ceiling, per source), CPU shares or
+// expiries, count goroutines, or hold a memory guard (it reads this
+// process's live heap, which neighbours would fill) stay serial: a
+// neighbour would move what they measure (beside two CPU hogs and seven
+// neighbours the ceiling test saw its free link as slow, and the cascade
+// kept 62 rows/s of 100).
 
 // TestEmbeddedMatchesLocal runs the query across three workers on edge, hub
 // and cloud, connected only through NATS, and compares the rows with a
