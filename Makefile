@@ -29,8 +29,9 @@ TESTGOGC = GOGC=400
 # default one per core, roughly in the order the packages are named: the long
 # poles are named first, so that they start first and the short packages fill
 # the other slot around them (in ./... order runtime/cluster started among the
-# last). They wait more than they compute: their parallel tests run eight at
-# a time (testenv.WaitingParallel), not one per core. TESTP=3 (or 4) lets
+# last). They wait more than they compute: their parallel tests run four
+# (cmd/tierflow) and eight (runtime/cluster) at a time, not one per core
+# (testenv.WaitingParallel). TESTP=3 (or 4) lets
 # another slot build and run the rest meanwhile. Not the default: under load
 # 30 on this machine, -p 4 (with examples/ocr, which is CPU-bound, among the
 # poles) timed out three packages and failed 20-odd timing tests; it has not
