@@ -121,9 +121,8 @@ recoveries, elapsed_s). --replay feeds FROM FILE streams at their declared
 RATE, as live streams; --source-max-delay bounds how long a NATS source waits
 to fill a partial batch (a stream's source_max_delay_ms in the catalog wins).
 
-On the cluster a worker that stops heartbeating is noticed within 2 s (at the
-default --heartbeat) and its queries resume on the workers left from the last
-epoch every sink committed:
+On the cluster a worker that stops heartbeating is noticed within 2 s and its
+queries resume on the workers left from the last epoch every sink committed:
 file and JetStream streams replay (state is rebuilt by the replay) and the
 results of each epoch are written once, so a killed worker changes no output
 row; what core NATS streams published meanwhile is lost and counted. --replan
