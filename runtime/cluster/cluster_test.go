@@ -30,8 +30,8 @@ import (
 )
 
 // Tests in parallel: this package's tests wait most of their time (on
-// rate-limited streams, shaped links, restarts) and use little CPU (22 s of
-// CPU in 65 s of wall, measured), so a test that only waits and asserts
+// rate-limited streams, shaped links, restarts) and use little CPU (27 s of
+// CPU in 95 s of wall, measured), so a test that only waits and asserts
 // results, counts or lower bounds on time calls t.Parallel and runs beside
 // others (eight at a time: TestMain) on a cluster and NATS server of its
 // own. A step of a link far below the stream's need (Jellyfish's step
