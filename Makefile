@@ -26,12 +26,16 @@ MAINTESTFLAGS = -ldflags='$(MAINLDFLAGS)'
 TESTGOGC = GOGC=400
 
 # go test runs up to -p actions (compiles, links, test binaries) at once, by
-# default one per core. TESTP=3 (or 4) with the waiting long poles named first
-# lets the other slots build and run the rest while cmd/tierflow and
-# runtime/cluster wait on clocks. Not the default: under load 30 on this
-# machine, -p 4 (with examples/ocr, which is CPU-bound, among the poles) timed
-# out three packages and failed 20-odd timing tests; it has not been measured
-# on a quiet machine yet.
+# default one per core, roughly in the order the packages are named: the long
+# poles are named first, so that they start first and the short packages fill
+# the other slot around them (in ./... order runtime/cluster started among the
+# last). They wait more than they compute: their parallel tests run four
+# (cmd/tierflow) and eight (runtime/cluster) at a time, not one per core
+# (testenv.WaitingParallel). TESTP=3 (or 4) lets
+# another slot build and run the rest meanwhile. Not the default: under load
+# 30 on this machine, -p 4 (with examples/ocr, which is CPU-bound, among the
+# poles) timed out three packages and failed 20-odd timing tests; it has not
+# been measured on a quiet machine yet.
 TESTP ?=
 LONG_POLES = ./cmd/tierflow ./runtime/cluster
 
@@ -91,7 +95,7 @@ FUZZ_BRIEF = \
 	./planner/infra:FuzzParse:40000
 
 test: setup
-	$(TESTGOGC) go test $(MAINTESTFLAGS) -count=1 $(if $(TESTP),-p $(TESTP) $(LONG_POLES)) ./...
+	$(TESTGOGC) go test $(MAINTESTFLAGS) -count=1 $(if $(TESTP),-p $(TESTP)) $(LONG_POLES) ./...
 	@# The DuckDB peer (its own module): benchmark answers and SQL feature
 	@# comparisons against DuckDB. The first build compiles DuckDB's bindings.
 	cd bench/sqlpeer && $(TESTGOGC) go test $(TESTFLAGS) -count=1 ./...

@@ -206,18 +206,49 @@ func TestCPUWaitingIsNotCharged(t *testing.T) {
 // Two dataflows on one shared CPU: while the small one runs, the hog's
 // many busy instances are charged no more than the small one's instance
 // was plus what steps already running when it came may take: the hog got
-// its share, not the machine. The bound is on the shares' own clock, so
-// the machine's load does not move it.
+// its share, not the machine. The bound is on the shares' own clock, but
+// the machine's load still reaches it: a hog instance at the gate waits
+// no longer than its lead (TestCPULeadWaitsOnlyItsLead), so while the
+// small one's thread is descheduled the hog goes on (beside two CPU hogs
+// on 2 cores, 1 run in 6 took 86ms against a bound of 83ms). The test
+// takes the best of three runs: without the sharing every run gives the
+// hog about four times the small one's time, well past the bound.
 func TestCPUSharesBetweenDataflows(t *testing.T) {
-	c := NewCPU(5 * time.Millisecond)
+	var hogDuring, smallUsed, bound time.Duration
+	for run := 1; run <= 3; run++ {
+		c := NewCPU(5 * time.Millisecond)
+		hogDuring, smallUsed = shareBesideAHog(t, c)
+		// The hog may lead by a slice, plus the steps of its instances
+		// begun before the small one wanted the CPU and those that waited
+		// out their lead: well under twice the small one's. Without the
+		// sharing each of its four instances takes as much as the small
+		// one's: four times its time.
+		bound = 2*smallUsed + c.Slice()*shareHogInstances
+		t.Logf("run %d: small used %s; the hog, with %d busy instances, %s meanwhile (bound %s)", run, smallUsed, shareHogInstances, hogDuring, bound)
+		if hogDuring <= bound {
+			return
+		}
+	}
+	t.Errorf("the hog used %s while the small query used %s: more than its share (bound %s) in 3 runs of 3", hogDuring, smallUsed, bound)
+}
+
+// shareHogInstances is how many busy instances the hog of
+// shareBesideAHog runs.
+const shareHogInstances = 4
+
+// shareBesideAHog runs a hog of shareHogInstances busy instances on c and,
+// once it is going, a small query of 50 steps beside it; it returns the CPU
+// the hog was charged while the small one ran, and the small one's.
+func shareBesideAHog(t *testing.T, c *CPU) (hogDuring, smallUsed time.Duration) {
+	t.Helper()
 	hogShare, smallShare := c.Join("hog"), c.Join("small")
 	spin := func(d time.Duration) {
 		for end := time.Now().Add(d); time.Now().Before(end); {
 		}
 	}
-	const hogInstances, step = 4, time.Millisecond
+	const step = time.Millisecond
 	hog := &Graph{Query: "hog"}
-	hog.AddOperator(OperatorSpec{Name: "ticks", Workers: make([]int, hogInstances), New: func(Instance) (Operator, error) {
+	hog.AddOperator(OperatorSpec{Name: "ticks", Workers: make([]int, shareHogInstances), New: func(Instance) (Operator, error) {
 		return &spinSource{n: 1 << 30, spin: func() { spin(step) }}, nil
 	}})
 	stop := make(chan struct{})
@@ -236,21 +267,12 @@ func TestCPUSharesBetweenDataflows(t *testing.T) {
 	if err := Run(context.Background(), small, Config{CPU: smallShare}); err != nil {
 		t.Fatal(err)
 	}
-	hogDuring, smallUsed := hogShare.Used()-hogBefore, smallShare.Used()
+	hogDuring, smallUsed = hogShare.Used()-hogBefore, smallShare.Used()
 	close(stop)
 	if err := <-hogDone; err != nil {
 		t.Fatal(err)
 	}
-	// The hog may lead by a slice, plus the steps of its instances
-	// begun before the small one wanted the CPU and those that waited
-	// out their lead: well under twice the small one's. Without the
-	// sharing each of its four instances takes as much as the small
-	// one's: four times its time.
-	bound := 2*smallUsed + c.Slice()*hogInstances
-	t.Logf("small used %s; the hog, with %d busy instances, %s meanwhile (bound %s)", smallUsed, hogInstances, hogDuring, bound)
-	if hogDuring > bound {
-		t.Errorf("the hog used %s while the small query used %s: more than its share (bound %s)", hogDuring, smallUsed, bound)
-	}
+	return hogDuring, smallUsed
 }
 
 // spinSource emits n one-row epochs, spinning before each (CPU work).

@@ -76,6 +76,7 @@ func TestExitCodes(t *testing.T) {
 		{[]string{"devices", "--format", "xml"}, 2, `unknown --format "xml"`, 1},
 		{[]string{"run", "--on-error", "maybe", unbound}, 2, `unknown --on-error "maybe"`, 1},
 		{[]string{"run", "--local", "--processes", unbound}, 2, "exclude each other", 1},
+		{[]string{"run", "--heartbeat", "-1s", unbound}, 2, "--heartbeat -1s: want a positive interval", 1},
 		// Files that are not there.
 		{[]string{"run", missing + ".sql"}, 2, missing + ".sql: no such file", 1},
 		{[]string{"explain", missing + ".sql"}, 2, missing + ".sql: no such file", 1},

@@ -51,6 +51,9 @@ type runFlags struct {
 	memLimit  string
 	local     bool
 	processes bool
+	// heartbeat is the cluster workers' heartbeat interval (0: the
+	// coordinator's default).
+	heartbeat time.Duration
 	// sourceMaxDelay bounds a message source's wait for a partial batch;
 	// replay feeds FROM FILE streams at their RATE as live streams; stats
 	// names the file the run's summary goes to.
@@ -164,6 +167,7 @@ include the transfer time.`,
 	fl.StringVar(&f.memLimit, "memory-limit", "", "with --local: most memory the state of a GROUP BY, or the table of a join of two tables, may take (e.g. 512MB or 2GiB); past it the state spills to disk (default: no limit)")
 	fl.BoolVar(&f.local, "local", false, "run in this process on one executor instead of an embedded cluster")
 	fl.BoolVar(&f.processes, "processes", false, "start the cluster's workers as child processes instead of goroutines")
+	fl.DurationVar(&f.heartbeat, "heartbeat", 500*time.Millisecond, "interval the cluster's workers heartbeat at; a worker silent for 3 of them (at least 1.5s) is dropped and its queries resume on the others")
 	fl.DurationVar(&f.sourceMaxDelay, "source-max-delay", connectors.DefaultSourceMaxDelay, "longest a NATS or JetStream source waits to fill a partial batch")
 	fl.BoolVar(&f.replay, "replay", false, "feed FROM FILE streams at their declared RATE, as live streams")
 	fl.BoolVar(&f.noSLOPolicy, "no-slo-policy", false, "do not adapt LATENCY queries over a size-adaptive model zoo to the links' bandwidth (the Jellyfish policy; cluster only)")
@@ -201,6 +205,9 @@ func runRun(ctx context.Context, a *app, f runFlags, path string) error {
 	}
 	if err != nil {
 		return badInput(err)
+	}
+	if f.heartbeat < 0 {
+		return badInput(fmt.Errorf("--heartbeat %s: want a positive interval", f.heartbeat))
 	}
 	if f.local && f.processes {
 		return badInput(fmt.Errorf("--local and --processes exclude each other"))
@@ -357,6 +364,7 @@ func runClusterScript(ctx context.Context, a *app, f runFlags, path, src, base s
 	opts := cluster.Options{Infra: inf, Catalog: catPath, NATS: a.g.nats, Auth: a.natsAuth(), ServerConfig: a.g.natsConfig, OrtLib: a.g.ortLib, ModelLog: log, Namespace: runNamespace(),
 		Log: slog.New(slog.NewTextHandler(log, &slog.HandlerOptions{Level: slog.LevelWarn}))}
 	opts.Sched = f.sched
+	opts.Heartbeat = f.heartbeat
 	if opts.Evidence, err = loadEvidence(f.evidence); err != nil {
 		return badInput(err)
 	}

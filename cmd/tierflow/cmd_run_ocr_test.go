@@ -51,8 +51,12 @@ func TestRunOCRProcesses(t *testing.T) {
 		}
 	}
 	t.Setenv(childEnv, "real")
+	// Liveness is not what this test is about: at the default heartbeat a
+	// worker silent for 1.5 s is dropped, and beside two CPU hogs the edge
+	// worker, busy in its detector, was dropped again and again until the
+	// run timed out.
 	code, out, errs := runCLI(t, "", "--catalog", filepath.Join(dir, "catalog.yaml"), "--infra", filepath.Join(dir, "infra.yaml"),
-		"run", "--processes", "--format", "jsonl", query)
+		"run", "--processes", "--heartbeat", "3s", "--format", "jsonl", query)
 	if code != exitOK {
 		t.Fatalf("exit %d\n%s\n%s", code, out, errs)
 	}

@@ -18,6 +18,7 @@ import (
 
 	"github.com/tierflow/tierflow/cmd/tierflow/repl"
 	"github.com/tierflow/tierflow/cmd/tierflow/repl/repltest"
+	"github.com/tierflow/tierflow/internal/testenv"
 )
 
 // childEnv makes the test binary act as tierflow, with the REPL over the
@@ -47,6 +48,12 @@ func TestMain(m *testing.M) {
 	if flag.Lookup("update") == nil {
 		flag.Bool("update", false, "rewrite the golden files under testdata/")
 	}
+	// The parallel tests (the documents' commands, the recovery drills)
+	// wait on rate-limited streams, restarts and expiries, each in
+	// processes of its own: four at a time, not one per core. (Eight
+	// beside two CPU hogs at load 27 starved the drills' coordinators:
+	// every worker expired at once, NATS connects timed out.)
+	testenv.WaitingParallel(4)
 	os.Exit(m.Run())
 }
 

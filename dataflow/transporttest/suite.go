@@ -282,7 +282,9 @@ func testBackpressure(t *testing.T, mk Factory) {
 	}
 	// A quarter of everything produced: generous enough for a transport's
 	// own window, far below what an unbounded buffer would reach.
-	if limit := int64(batches) * size / 4; mem.max.Load() > limit {
+	limit := int64(batches) * size / 4
+	t.Logf("peak live bytes %d of a limit of %d (%d produced)", mem.max.Load(), limit, int64(batches)*size)
+	if mem.max.Load() > limit {
 		t.Fatalf("peak live bytes %d above %d: the slow consumer did not hold the source back", mem.max.Load(), limit)
 	}
 }

@@ -8,7 +8,11 @@
 package testenv
 
 import (
+	"flag"
+	"fmt"
 	"os"
+	"runtime"
+	"strconv"
 	"testing"
 )
 
@@ -24,5 +28,24 @@ func Long(t testing.TB, why string) {
 	t.Helper()
 	if !IsLong() {
 		t.Skipf("long test (%s): runs under `make test-long` (%s=1)", why, LongEnv)
+	}
+}
+
+// WaitingParallel raises go test's -parallel (by default GOMAXPROCS: two on
+// CI's two cores) to n for a package whose parallel tests mostly wait (on
+// rate-limited streams, shaped links, heartbeats, restarts) rather than
+// compute: at two at a time their waits ran one after another and made the
+// package the suite's long pole. An explicit -parallel wins. Call it from
+// TestMain, after the package's own flags are defined, before m.Run.
+func WaitingParallel(n int) {
+	if !flag.Parsed() {
+		flag.Parse()
+	}
+	given := false
+	flag.Visit(func(f *flag.Flag) { given = given || f.Name == "test.parallel" })
+	if !given && n > runtime.GOMAXPROCS(0) {
+		if err := flag.Set("test.parallel", strconv.Itoa(n)); err != nil {
+			fmt.Fprintf(os.Stderr, "testenv: -parallel stays at its default: %v\n", err)
+		}
 	}
 }

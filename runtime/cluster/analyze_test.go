@@ -135,6 +135,7 @@ func TestParseAnalyzeOptions(t *testing.T) {
 // A stream FROM NATS has no end of its own: EXPLAIN ANALYZE stops the query
 // gracefully after its DURATION (plus a second), and reports what came.
 func TestExplainAnalyzeStopsNATSStreams(t *testing.T) {
+	t.Parallel() // see "Tests in parallel" (cluster_test.go)
 	f := clustertest.NewFixture(t, 10)
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()

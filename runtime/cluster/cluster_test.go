@@ -30,13 +30,21 @@ import (
 )
 
 // Tests in parallel: this package's tests wait most of their time (on
-// rate-limited streams, shaped links, restarts) and use little CPU (34 s of
-// CPU in 266 s of wall, measured), so a test that only waits and asserts
+// rate-limited streams, shaped links, restarts) and use little CPU (27 s of
+// CPU in 95 s of wall, measured), so a test that only waits and asserts
 // results, counts or lower bounds on time calls t.Parallel and runs beside
-// another on a cluster and NATS server of its own. Tests that measure
-// latency, CPU shares or a link's adaptation (Jellyfish, adapt, SneakPeek,
-// overload, limits), or count goroutines, stay serial: a neighbour's CPU
-// would move what they measure.
+// others (eight at a time: TestMain) on a cluster and NATS server of its
+// own. A step of a link far below the stream's need (Jellyfish's step
+// down, the lazy drop) and the drift re-plans are among them: load only
+// makes a slow link look slower. Tests that measure latency in
+// milliseconds (the adapt step's missed frames, SneakPeek, a quiet
+// stream), a rate kept (EXPLAIN ANALYZE's throughput), want an unshaped
+// link to read as fast (the Jellyfish ceiling, per source), CPU shares or
+// expiries, count goroutines, or hold a memory guard (it reads this
+// process's live heap, which neighbours would fill) stay serial: a
+// neighbour would move what they measure (beside two CPU hogs and seven
+// neighbours the ceiling test saw its free link as slow, and the cascade
+// kept 62 rows/s of 100).
 
 // TestEmbeddedMatchesLocal runs the query across three workers on edge, hub
 // and cloud, connected only through NATS, and compares the rows with a

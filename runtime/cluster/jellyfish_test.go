@@ -86,6 +86,7 @@ WITH (ACCURACY >= 89, LATENCY <= 2000 MS);
 // default a fall of the link is the adapt step's, per batch, and the
 // pinned variant, a ceiling over the batches' sides, stays.
 func TestJellyfishStepsDownWithTheLink(t *testing.T) {
+	t.Parallel() // see "Tests in parallel" (cluster_test.go)
 	fashion := fashionDir(t)
 	dir := t.TempDir()
 	for name, body := range map[string]string{"infra.yaml": driftInfra, "catalog.yaml": sizedCatalog(fashion), "query.sql": sizedQuery} {
@@ -173,6 +174,7 @@ func TestJellyfishStepsDownWithTheLink(t *testing.T) {
 // and the summary counts them as "deadline" drops and as SLO misses. Every
 // row is either classified or counted: none vanishes.
 func TestLazyDropOnTheEngine(t *testing.T) {
+	t.Parallel() // see "Tests in parallel" (cluster_test.go)
 	fashion := fashionDir(t)
 	dir := t.TempDir()
 	query := strings.Replace(sizedQuery, "GROUP BY", "WHERE s.id < 600\nGROUP BY", 1)

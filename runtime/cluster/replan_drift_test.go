@@ -181,6 +181,7 @@ func TestReplanOffASlowLinkWithLiveBandwidth(t *testing.T) {
 // and needs one hub worker, and the query is cut over to that plan at the
 // committed epoch with the output unchanged byte for byte.
 func TestReplanOnModelTimeDrift(t *testing.T) {
+	t.Parallel() // see "Tests in parallel" (cluster_test.go)
 	want, ws := runDrift(t, 4, nil, nil)
 	if len(ws.Replans) != 0 {
 		t.Fatalf("without a policy: replans %+v", ws.Replans)

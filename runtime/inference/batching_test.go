@@ -2,7 +2,9 @@ package inference
 
 import (
 	"context"
+	"fmt"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -65,35 +67,55 @@ func runPaced(t *testing.T, cfg Config) map[string]int64 {
 // engine's batcher is adaptive, so it learns the rate and the batch
 // latencies, holds a target far below MaxBatch and cuts each arriving slice
 // at once; the same run with fixed batching makes every slice wait out
-// MaxDelay for a batch of 32 that never fills.
+// MaxDelay for a batch of 32 that never fills. A loaded machine moves what
+// the batcher learns (a stalled source sends its slices back to back, a
+// descheduled model call looks slow: 1 run in 7 missed a bound on CI's 2
+// cores), so the test takes the first of three pairs of runs that meets
+// every bound; a batcher that does not adapt fails all three.
 func TestEngineBatchesAdaptively(t *testing.T) {
+	var problems []string
+	for run := 1; run <= 3; run++ {
+		if problems = adaptiveBatchingRun(t, run); len(problems) == 0 {
+			return
+		}
+		t.Logf("run %d: %s", run, strings.Join(problems, "; "))
+	}
+	t.Errorf("in 3 runs of 3: %s", strings.Join(problems, "; "))
+}
+
+// adaptiveBatchingRun is one pair of runs of TestEngineBatchesAdaptively,
+// adaptive and fixed; it returns what missed the bounds.
+func adaptiveBatchingRun(t *testing.T, run int) (problems []string) {
 	batch := ml.BatchConfig{MaxBatch: 32, MaxDelay: 5 * time.Millisecond}
 	ad := runPaced(t, Config{Batch: batch})
 	fx := runPaced(t, Config{Batch: batch, FixedBatch: true})
-	t.Logf("adaptive %v", ad)
-	t.Logf("fixed    %v", fx)
+	t.Logf("run %d: adaptive %v", run, ad)
+	t.Logf("run %d: fixed    %v", run, fx)
+	miss := func(format string, args ...any) { problems = append(problems, fmt.Sprintf(format, args...)) }
 	// 200 rows/s x 5 ms: a batch fills to 2 rows within the delay, so the
 	// adaptive target stays at or below that (the batcher's fill cap).
 	if ad["batch_target"] < 1 || ad["batch_target"] > 2 {
-		t.Errorf("adaptive target %d, want 1..2 (1 + rate x MaxDelay)", ad["batch_target"])
+		miss("adaptive target %d, want 1..2 (1 + rate x MaxDelay)", ad["batch_target"])
 	}
 	// Every slice (10 rows) reaches the adaptive target: cut as it comes.
 	if ad["cut_size"] < ad["model_batches"]-1 || ad["cut_delay"] > 1 {
-		t.Errorf("adaptive: %d of %d batches cut on size, %d on delay; want the slices cut as they come", ad["cut_size"], ad["model_batches"], ad["cut_delay"])
+		miss("adaptive: %d of %d batches cut on size, %d on delay; want the slices cut as they come", ad["cut_size"], ad["model_batches"], ad["cut_delay"])
 	}
 	// No slice reaches 32 rows: fixed batches wait out the delay (only
 	// slices a stalled source sends back to back can fill one).
 	if fx["batch_target"] != 32 || fx["cut_delay"] < 1 || fx["cut_size"]*4 > fx["cut_delay"] {
-		t.Errorf("fixed: target %d, %d of %d cut on size, %d on delay; want every slice to wait for the delay", fx["batch_target"], fx["cut_size"], fx["model_batches"], fx["cut_delay"])
+		miss("fixed: target %d, %d of %d cut on size, %d on delay; want every slice to wait for the delay", fx["batch_target"], fx["cut_size"], fx["model_batches"], fx["cut_delay"])
 	}
 	// Every fixed batch waited at least MaxDelay; the adaptive ones hardly.
 	if min := fx["cut_delay"] * batch.MaxDelay.Microseconds(); fx["queue_wait_us"] < min {
-		t.Errorf("fixed waited %d us in all, below %d", fx["queue_wait_us"], min)
+		miss("fixed waited %d us in all, below %d", fx["queue_wait_us"], min)
 	}
 	if ad["queue_wait_us"]*2 > fx["queue_wait_us"] {
-		t.Errorf("adaptive waited %d us in all, fixed %d: no gain", ad["queue_wait_us"], fx["queue_wait_us"])
+		miss("adaptive waited %d us in all, fixed %d: no gain", ad["queue_wait_us"], fx["queue_wait_us"])
 	}
 	if ad["model_batch_max"] > 32 || fx["model_batch_max"] > 32 {
+		// Not the load's: MaxBatch holds on any machine.
 		t.Errorf("batches above MaxBatch: %d, %d", ad["model_batch_max"], fx["model_batch_max"])
 	}
+	return problems
 }
