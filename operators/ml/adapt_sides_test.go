@@ -307,16 +307,21 @@ func TestSidePlanPick(t *testing.T) {
 			p.State, p.Attain = series(1500, 100, 250, 5, 1500, 55), 0.99
 			return p
 		}, 20},
-		{"good samples, the last message (1 KB, 40 ms on the link) overdue at 200 kbit/s: a fall counts before its ack", func(p sidePlan) sidePlan {
+		{"good samples, the last message (1 KB, 40 ms on the link) overdue at 200 kbit/s: a fall counts before its ack, 28 no more, 20 (178 kbit/s) under the bound", func(p sidePlan) sidePlan {
 			p.State = series(1500, 60)
 			p.State.OverdueBps, p.State.UnackedBytes, p.Crossing = 200e3/8, 1000, 40*time.Millisecond
 			return p
+		}, 20},
+		{"the same message 62 ms on the link, overdue at 130 kbit/s, under 20's need: 14", func(p sidePlan) sidePlan {
+			p.State = series(1500, 60)
+			p.State.OverdueBps, p.State.UnackedBytes, p.Crossing = 130e3/8, 1000, 62*time.Millisecond
+			return p
 		}, 14},
-		{"a message of 2.2 KB 88 ms on the link, overdue at 200 kbit/s: a fall under way, none of it counted across: 14", func(p sidePlan) sidePlan {
+		{"a message of 2.2 KB 88 ms on the link, overdue at 200 kbit/s: crossed at that bound, 20", func(p sidePlan) sidePlan {
 			p.State = series(1500, 60)
 			p.State.OverdueBps, p.State.UnackedBytes, p.Crossing = 200e3/8, 2200, 88*time.Millisecond
 			return p
-		}, 14},
+		}, 20},
 		{"a batch that waited 50 ms behind a message overdue at 100 kbit/s: dropped", func(p sidePlan) sidePlan {
 			p.State, p.Age = series(1500, 60), 50*time.Millisecond
 			p.State.OverdueBps, p.State.UnackedBytes = 100e3/8, 2200
