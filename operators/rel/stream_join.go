@@ -484,6 +484,11 @@ func (j *StreamJoin) gatherPairs(c *functions.Ctx, left, right []joinRef) (arrow
 // gatherRefs takes the rows refs point at (NULLs for a nil segment), in
 // order: each segment's rows are gathered at once, then put in order.
 func gatherRefs(c *functions.Ctx, schema *arrow.Schema, refs []joinRef) (arrow.Record, error) {
+	if widths, ok := fixedWidths(schema); ok {
+		if rec, ok := gatherRefsFixed(c.Mem, schema, widths, refs); ok {
+			return rec, nil
+		}
+	}
 	type part struct {
 		rows []int32
 		base int
