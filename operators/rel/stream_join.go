@@ -95,6 +95,10 @@ type joinSeg struct {
 	until   []int64 // each row's last useful watermark
 	matched []int32 // an outer side's rows' matches so far
 	last    int64   // the largest of until: the segment's end
+	// gatherGen and gatherAt number the segment in a gather of output
+	// rows (gatherRefsFixed): its stamp and its index there.
+	gatherGen uint64
+	gatherAt  int32
 }
 
 type joinRef struct {

@@ -1,6 +1,7 @@
 package rel
 
 import (
+	"sync/atomic"
 	"unsafe"
 
 	"github.com/apache/arrow/go/v17/arrow"
@@ -34,35 +35,61 @@ func fixedWidths(schema *arrow.Schema) ([]int, bool) {
 // general path gathers each segment, concatenates them and gathers again
 // in order: three copies, and per segment a record, which cost the join
 // most where its rows come from many small batches (an exchange over
-// several workers cuts each batch in one part per worker).
-// It is false, with nothing made, when a segment's column is not of the
-// schema's type.
+// several workers cuts each batch in one part per worker). It is false,
+// with nothing made, when a segment's column is not of the schema's kind.
 func gatherRefsFixed(mem memory.Allocator, schema *arrow.Schema, widths []int, refs []joinRef) (arrow.Record, bool) {
-	var seg *joinSeg
-	for _, r := range refs {
-		if r.seg == seg || r.seg == nil {
+	// Number the segments refs point at (a stamp on each segment, not a
+	// map: a join's output rows alternate between many of them).
+	gen := gatherGen.Add(1)
+	at := make([]int32, len(refs))
+	var segs []*joinSeg
+	fields := schema.Fields()
+	for k, r := range refs {
+		if r.seg == nil {
+			at[k] = -1
 			continue
 		}
-		seg = r.seg
-		for i, f := range schema.Fields() {
-			if !arrow.TypeEqual(seg.rec.Column(i).DataType(), f.Type) {
-				return nil, false
+		if r.seg.gatherGen != gen {
+			for i, f := range fields {
+				if r.seg.rec.Column(i).DataType().ID() != f.Type.ID() {
+					return nil, false
+				}
 			}
+			r.seg.gatherGen, r.seg.gatherAt = gen, int32(len(segs))
+			segs = append(segs, r.seg)
 		}
+		at[k] = r.seg.gatherAt
 	}
 	n := len(refs)
 	cols := make([]arrow.Array, len(widths))
+	srcs := make([]fixedSource, len(segs))
 	for i, w := range widths {
-		cols[i] = gatherColumnFixed(mem, schema.Field(i).Type, i, w, refs)
+		for s, seg := range segs {
+			col := seg.rec.Column(i)
+			d := col.Data()
+			srcs[s] = fixedSource{col: col, data: d.Buffers()[1].Bytes()[d.Offset()*w:], nulls: col.NullN() > 0}
+		}
+		cols[i] = gatherColumnFixed(mem, fields[i].Type, w, refs, at, srcs)
 	}
 	rec := array.NewRecord(schema, cols, int64(n))
 	releaseArrays(cols)
 	return rec, true
 }
 
-// gatherColumnFixed gathers column i (w bytes a value) of the rows refs
-// point at; a nil segment or a NULL gives NULL.
-func gatherColumnFixed(mem memory.Allocator, typ arrow.DataType, i, w int, refs []joinRef) arrow.Array {
+// gatherGen stamps the segments of one gatherRefsFixed call
+// (joinSeg.gatherGen).
+var gatherGen atomic.Uint64
+
+// fixedSource is one segment's column in a gather.
+type fixedSource struct {
+	col   arrow.Array
+	data  []byte // its values from its offset on
+	nulls bool
+}
+
+// gatherColumnFixed gathers a column of w bytes a value: row k is
+// srcs[at[k]]'s row refs[k].i, NULL where at[k] < 0 or that row is NULL.
+func gatherColumnFixed(mem memory.Allocator, typ arrow.DataType, w int, refs []joinRef, at []int32, srcs []fixedSource) arrow.Array {
 	n := len(refs)
 	data := memory.NewResizableBuffer(mem)
 	data.Resize(n * w)
@@ -70,19 +97,9 @@ func gatherColumnFixed(mem memory.Allocator, typ arrow.DataType, i, w int, refs 
 	var valid *memory.Buffer
 	var bits []byte
 	nulls := 0
-	var seg *joinSeg
-	var col arrow.Array
-	var src []byte
 	for k, r := range refs {
-		if r.seg != seg || k == 0 {
-			seg, col, src = r.seg, nil, nil
-			if seg != nil {
-				col = seg.rec.Column(i)
-				d := col.Data()
-				src = d.Buffers()[1].Bytes()[d.Offset()*w:]
-			}
-		}
-		if col == nil || col.IsNull(int(r.i)) {
+		s := at[k]
+		if s < 0 || srcs[s].nulls && srcs[s].col.IsNull(int(r.i)) {
 			if bits == nil {
 				// The first NULL: every row before it was valid.
 				valid = memory.NewResizableBuffer(mem)
@@ -98,12 +115,13 @@ func gatherColumnFixed(mem memory.Allocator, typ arrow.DataType, i, w int, refs 
 		if bits != nil {
 			bitutil.SetBit(bits, k)
 		}
-		at := int(r.i) * w
-		_ = src[at+w-1] // the value lies in the buffer
+		src := srcs[s].data
+		off := int(r.i) * w
+		_ = src[off+w-1] // the value lies in the buffer
 		if w == 8 {
-			*(*uint64)(unsafe.Pointer(&dst[k*8])) = *(*uint64)(unsafe.Pointer(&src[at]))
+			*(*uint64)(unsafe.Pointer(&dst[k*8])) = *(*uint64)(unsafe.Pointer(&src[off]))
 		} else {
-			copy(dst[k*w:k*w+w], src[at:at+w])
+			copy(dst[k*w:k*w+w], src[off:off+w])
 		}
 	}
 	d := array.NewData(typ, n, []*memory.Buffer{valid, data}, nil, nulls, 0)
