@@ -1208,11 +1208,8 @@ func (r *receiver) onData(msg *nats.Msg) {
 	// that came alone is acked at once, and its sample is as fresh as
 	// ever) or once half the window is unacknowledged (the sender keeps
 	// its copies, and its buffers, until then). A stream of small
-	// batches then costs an ack per burst, not one per message. A
-	// progress message alone is acked at once: since frontiers ride on
-	// batches (SendDataThen) it is mostly the sender's probe of the round
-	// trip without payload, which only an ack of its own measures.
-	if h.Seq-r.ackedTo >= max(1, r.window/2) || caughtUp(msg) || h.Kind == frame.KindProgress {
+	// batches then costs an ack per burst, not one per message.
+	if h.Seq-r.ackedTo >= max(1, r.window/2) || caughtUp(msg) {
 		r.ack(h.Seq)
 	}
 	r.push(it)
