@@ -425,7 +425,10 @@ func (in *instance) stepOnce(checkRoom bool) (bool, error) {
 	msgs := in.q.take(in.scratch)
 	for i := range msgs {
 		busy = true
-		err := in.handle(&msgs[i])
+		err := in.flushHeld()
+		if err == nil {
+			err = in.handle(&msgs[i])
+		}
 		if err != nil {
 			for j := i + 1; j < len(msgs); j++ {
 				msgs[j].release()
@@ -440,6 +443,9 @@ func (in *instance) stepOnce(checkRoom bool) (bool, error) {
 	if !in.wakeAt.IsZero() && !in.w.cfg.Now().Before(in.wakeAt) {
 		busy = true
 		in.wakeAt = time.Time{}
+		if err := in.flushHeld(); err != nil {
+			return busy, err
+		}
 		if in.waker != nil {
 			start, out := in.begin()
 			err := in.waker.OnWake(&in.opctx)
@@ -455,6 +461,9 @@ func (in *instance) stepOnce(checkRoom bool) (bool, error) {
 	}
 	if in.src != nil && !in.srcDone && in.wakeAt.IsZero() && (!checkRoom || in.room()) {
 		busy = true
+		if err := in.flushHeld(); err != nil {
+			return busy, err
+		}
 		done, err := in.src.Produce(&in.opctx)
 		if err != nil && in.ctx.Err() == nil && in.w.stopRequested() && errors.Is(err, context.Canceled) {
 			// A Produce waiting on its Context() was interrupted by a
@@ -719,6 +728,22 @@ func (in *instance) settle() error {
 		}
 	}
 	// Batches held for a frontier that did not move this step go alone.
+	if err := in.flushHeld(); err != nil {
+		return err
+	}
+	if in.tr.Done() && (in.src == nil || in.srcDone) {
+		in.finished = true
+		in.stats.finished.Store(true)
+		return in.close()
+	}
+	return nil
+}
+
+// flushHeld sends the batches held for a frontier advance. A batch is
+// held only from the callback that emitted it to the step's settle: the
+// next callback of the same step (another input message, a wake-up, a
+// source's next read, which may take long) finds it sent.
+func (in *instance) flushHeld() error {
 	for _, oes := range in.outs {
 		for _, oe := range oes {
 			for _, oc := range oe.chans {
@@ -727,11 +752,6 @@ func (in *instance) settle() error {
 				}
 			}
 		}
-	}
-	if in.tr.Done() && (in.src == nil || in.srcDone) {
-		in.finished = true
-		in.stats.finished.Store(true)
-		return in.close()
 	}
 	return nil
 }
