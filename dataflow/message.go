@@ -79,6 +79,11 @@ type Header struct {
 	// batch). Sinks measure the batch's residence here against it
 	// (ResidenceMeter), with no clock of another machine involved.
 	Arrived int64
+	// Frontier is, for Data, a progress update carried on the batch: the
+	// channel's frontier once the batch is in, as a Progress message right
+	// behind it would say (0: none; never Closed). Only a Sender that is
+	// a FrontierCarrier is given one.
+	Frontier Epoch
 }
 
 // Message is a data batch or a progress announcement on one channel.

@@ -50,6 +50,16 @@ type Sender interface {
 	Close() error
 }
 
+// FrontierCarrier is a Sender that takes a progress update on a Data
+// message (Header.Frontier) for less than a message of its own (the NATS
+// relay: no frame, credit or ack). A worker then holds a channel's latest
+// batch until the end of the step that emitted it, and sends the step's
+// frontier advance on it: a source's batch and its watermark, an
+// operator's output and its next frontier, go as one message.
+type FrontierCarrier interface {
+	CarriesFrontier() bool
+}
+
 // Transport connects operator instances running on different workers. A
 // worker calls Listen for every channel whose receiver it runs, before any
 // worker of the dataflow starts sending, and Dial for every channel whose

@@ -166,6 +166,11 @@ type outChan struct {
 	local  *queue // set when the receiver runs on this worker
 	seq    uint64
 	closed bool
+	// carry: s is a FrontierCarrier; held is the latest batch emitted in
+	// this step, sent (with the step's frontier advance) when it settles.
+	carry   bool
+	held    Message
+	holding bool
 }
 
 func (in *instance) name() string {
@@ -291,6 +296,9 @@ func (w *Worker) wire(in *instance, local map[[2]int]*instance) error {
 					return fmt.Errorf("dial %v: %w", ch, err)
 				}
 				oc.s = s
+				if fc, ok := s.(FrontierCarrier); ok && fc.CarriesFrontier() {
+					oc.carry = true
+				}
 			}
 			oe.chans = append(oe.chans, oc)
 		}
@@ -418,7 +426,10 @@ func (in *instance) stepOnce(checkRoom bool) (bool, error) {
 	msgs := in.q.take(in.scratch)
 	for i := range msgs {
 		busy = true
-		err := in.handle(&msgs[i])
+		err := in.flushHeld()
+		if err == nil {
+			err = in.handle(&msgs[i])
+		}
 		if err != nil {
 			for j := i + 1; j < len(msgs); j++ {
 				msgs[j].release()
@@ -433,6 +444,9 @@ func (in *instance) stepOnce(checkRoom bool) (bool, error) {
 	if !in.wakeAt.IsZero() && !in.w.cfg.Now().Before(in.wakeAt) {
 		busy = true
 		in.wakeAt = time.Time{}
+		if err := in.flushHeld(); err != nil {
+			return busy, err
+		}
 		if in.waker != nil {
 			start, out := in.begin()
 			err := in.waker.OnWake(&in.opctx)
@@ -448,6 +462,9 @@ func (in *instance) stepOnce(checkRoom bool) (bool, error) {
 	}
 	if in.src != nil && !in.srcDone && in.wakeAt.IsZero() && (!checkRoom || in.room()) {
 		busy = true
+		if err := in.flushHeld(); err != nil {
+			return busy, err
+		}
 		done, err := in.src.Produce(&in.opctx)
 		if err != nil && in.ctx.Err() == nil && in.w.stopRequested() && errors.Is(err, context.Canceled) {
 			// A Produce waiting on its Context() was interrupted by a
@@ -600,23 +617,33 @@ func (in *instance) handle(m *Message) error {
 		if err != nil {
 			return in.fail("batch", err)
 		}
+		if m.Frontier != 0 {
+			return in.advance(ie, slot, ch, m.Frontier)
+		}
 	case Progress:
 		m.release()
-		adv, err := in.tr.UpdateInput(ie.port, slot, m.Epoch)
-		if err != nil {
-			return fmt.Errorf("%w: %s: channel %v: %w", ErrProtocol, in.name(), ch, err)
-		}
-		if adv && in.obs != nil {
-			start, out := in.begin()
-			err := in.obs.OnFrontier(&in.opctx, ie.port, in.tr.InputFrontier(ie.port))
-			in.timed(start, out)
-			if err != nil {
-				return in.fail("frontier", err)
-			}
-		}
+		return in.advance(ie, slot, ch, m.Epoch)
 	default:
 		m.release()
 		return fmt.Errorf("%w: %s: channel %v: unknown message kind %v", ErrProtocol, in.name(), ch, m.Kind)
+	}
+	return nil
+}
+
+// advance takes a sender's new frontier on an input: a Progress message,
+// or one carried on a batch (Header.Frontier).
+func (in *instance) advance(ie *inEdge, slot int, ch ChannelID, frontier Epoch) error {
+	adv, err := in.tr.UpdateInput(ie.port, slot, frontier)
+	if err != nil {
+		return fmt.Errorf("%w: %s: channel %v: %w", ErrProtocol, in.name(), ch, err)
+	}
+	if adv && in.obs != nil {
+		start, out := in.begin()
+		err := in.obs.OnFrontier(&in.opctx, ie.port, in.tr.InputFrontier(ie.port))
+		in.timed(start, out)
+		if err != nil {
+			return in.fail("frontier", err)
+		}
 	}
 	return nil
 }
@@ -689,7 +716,7 @@ func (in *instance) settle() error {
 	for _, c := range in.changes {
 		for _, oe := range in.outs[c.Output] {
 			for _, oc := range oe.chans {
-				if err := oc.send(in.ctx, Message{Header: Header{Kind: Progress, Epoch: c.Frontier}}); err != nil {
+				if err := oc.progress(in.ctx, c.Frontier); err != nil {
 					return in.fail("progress", err)
 				}
 				if c.Frontier == Closed {
@@ -701,10 +728,31 @@ func (in *instance) settle() error {
 			}
 		}
 	}
+	// Batches held for a frontier that did not move this step go alone.
+	if err := in.flushHeld(); err != nil {
+		return err
+	}
 	if in.tr.Done() && (in.src == nil || in.srcDone) {
 		in.finished = true
 		in.stats.finished.Store(true)
 		return in.close()
+	}
+	return nil
+}
+
+// flushHeld sends the batches held for a frontier advance. A batch is
+// held only from the callback that emitted it to the step's settle: the
+// next callback of the same step (another input message, a wake-up, a
+// source's next read, which may take long) finds it sent.
+func (in *instance) flushHeld() error {
+	for _, oes := range in.outs {
+		for _, oe := range oes {
+			for _, oc := range oe.chans {
+				if err := oc.flush(in.ctx); err != nil {
+					return in.fail("send", err)
+				}
+			}
+		}
 	}
 	return nil
 }
@@ -728,6 +776,10 @@ func (in *instance) close() error {
 	for _, oes := range in.outs {
 		for _, oe := range oes {
 			for _, oc := range oe.chans {
+				if oc.holding {
+					oc.holding = false
+					oc.held.release()
+				}
 				if !oc.closed {
 					oc.closed = true
 					_ = oc.s.Close()
@@ -751,8 +803,48 @@ func (in *instance) closeOp() (err error) {
 	return in.op.Close(&in.opctx)
 }
 
-// send stamps m with the channel's identity and next sequence number.
+// send sends m, or, on a channel that carries frontiers, holds a batch
+// until the step settles (sending the one it held before).
 func (oc *outChan) send(ctx context.Context, m Message) error {
+	if !oc.carry || m.Kind != Data || oc.closed {
+		return oc.put(ctx, m)
+	}
+	if err := oc.flush(ctx); err != nil {
+		m.release()
+		return err
+	}
+	oc.held, oc.holding = m, true
+	return nil
+}
+
+// progress announces frontier: on the batch held, if there is one (and
+// the channel stays open), else as a message of its own.
+func (oc *outChan) progress(ctx context.Context, frontier Epoch) error {
+	if oc.holding && frontier != Closed {
+		m := oc.held
+		oc.held, oc.holding = Message{}, false
+		m.Frontier = frontier
+		return oc.put(ctx, m)
+	}
+	if err := oc.flush(ctx); err != nil {
+		return err
+	}
+	return oc.put(ctx, Message{Header: Header{Kind: Progress, Epoch: frontier}})
+}
+
+// flush sends the batch held, if any.
+func (oc *outChan) flush(ctx context.Context) error {
+	if !oc.holding {
+		return nil
+	}
+	m := oc.held
+	oc.held, oc.holding = Message{}, false
+	return oc.put(ctx, m)
+}
+
+// put stamps m with the channel's identity and next sequence number and
+// sends it.
+func (oc *outChan) put(ctx context.Context, m Message) error {
 	if oc.closed {
 		m.release()
 		return fmt.Errorf("%w: channel %v", ErrClosed, oc.id)

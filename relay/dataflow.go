@@ -29,8 +29,9 @@ type DataflowTransport struct {
 }
 
 var (
-	_ dataflow.Transport  = (*DataflowTransport)(nil)
-	_ dataflow.LinkStater = (*dataflowSender)(nil)
+	_ dataflow.Transport       = (*DataflowTransport)(nil)
+	_ dataflow.LinkStater      = (*dataflowSender)(nil)
+	_ dataflow.FrontierCarrier = (*dataflowSender)(nil)
 )
 
 // NewDataflowTransport adapts tr. Close the adapter before tr.
@@ -82,6 +83,11 @@ func (d *DataflowTransport) pump(ch dataflow.ChannelID, r Receiver, in dataflow.
 		delete(d.recv, ch)
 		d.mu.Unlock()
 	}()
+	// The channel's sequence numbers are the pump's own count of what it
+	// delivered: a backend may carry a batch and its frontier in one
+	// message or in two, and the relay already keeps a link in order,
+	// exactly once.
+	var seq uint64
 	for {
 		m, err := r.Recv(d.ctx)
 		if err != nil {
@@ -90,9 +96,10 @@ func (d *DataflowTransport) pump(ch dataflow.ChannelID, r Receiver, in dataflow.
 			}
 			return
 		}
-		dm := dataflow.Message{Header: dataflow.Header{Channel: ch, Epoch: dataflow.Epoch(m.Epoch), Seq: m.Seq - 1, Ingest: m.Ingest}}
+		dm := dataflow.Message{Header: dataflow.Header{Channel: ch, Epoch: dataflow.Epoch(m.Epoch), Seq: seq, Ingest: m.Ingest}}
+		seq++
 		if m.Kind == KindData {
-			dm.Kind, dm.Record, dm.Arrived = dataflow.Data, m.Record, m.Arrived
+			dm.Kind, dm.Record, dm.Arrived, dm.Frontier = dataflow.Data, m.Record, m.Arrived, dataflow.Epoch(m.Frontier)
 			if dm.Arrived == 0 {
 				dm.Arrived = time.Now().UnixNano()
 			}
@@ -195,7 +202,15 @@ func (ds *dataflowSender) Send(ctx context.Context, m dataflow.Message) error {
 	ds.mu.Unlock()
 	switch m.Kind {
 	case dataflow.Data:
-		err := ds.s.SendDataAt(ctx, uint64(m.Epoch), m.Ingest, m.Record)
+		var err error
+		if fs, ok := ds.s.(FrontierSender); ok && m.Frontier != 0 {
+			err = fs.SendDataThen(ctx, uint64(m.Epoch), m.Ingest, m.Record, uint64(m.Frontier))
+		} else {
+			err = ds.s.SendDataAt(ctx, uint64(m.Epoch), m.Ingest, m.Record)
+			if err == nil && m.Frontier != 0 {
+				err = ds.s.SendProgress(ctx, uint64(m.Frontier))
+			}
+		}
 		m.Record.Release()
 		return err
 	case dataflow.Progress:
@@ -209,6 +224,13 @@ func (ds *dataflowSender) Send(ctx context.Context, m dataflow.Message) error {
 		}
 		return fmt.Errorf("%w: %s message on %v", ErrProtocol, m.Kind, m.Channel)
 	}
+}
+
+// CarriesFrontier implements dataflow.FrontierCarrier: a backend that
+// carries a frontier on a batch saves the progress its own message.
+func (ds *dataflowSender) CarriesFrontier() bool {
+	_, ok := ds.s.(FrontierSender)
+	return ok
 }
 
 // LinkState is the link's meter as dataflow.LinkState: an operator that

@@ -107,6 +107,21 @@ type Message struct {
 	// its own clock; 0: not measured): the start of its residence there
 	// (dataflow.Header.Arrived).
 	Arrived int64
+	// Frontier is, for data sent with FrontierSender.SendDataThen, the
+	// sender's frontier once this batch is in (a progress update carried
+	// on the batch; 0: none).
+	Frontier uint64
+}
+
+// FrontierSender is a Sender that carries a progress update on a data
+// message: SendDataThen is SendDataAt followed by SendProgress(frontier),
+// in one message where the backend can (natsrelay: no frame, credit or
+// ack of its own for the progress). The receiver's Message has the
+// batch and, in Frontier, the update; a backend may still send the two
+// apart (natsrelay does now and then, for the round trip of a message
+// without payload that its bandwidth estimate takes out).
+type FrontierSender interface {
+	SendDataThen(ctx context.Context, epoch uint64, ingest int64, rec arrow.Record, frontier uint64) error
 }
 
 // ResidenceReporter is a Receiver that passes back to its sender how long
@@ -221,7 +236,7 @@ type LinkStats struct {
 	Direction        Direction     `json:"direction"`
 	Batches          uint64        `json:"batches"`            // data messages
 	Rows             uint64        `json:"rows"`               // rows in those batches
-	Progress         uint64        `json:"progress"`           // progress messages
+	Progress         uint64        `json:"progress"`           // progress updates: messages alone and carried on a batch (FrontierSender)
 	Bytes            uint64        `json:"bytes"`              // payload bytes on the wire, frame headers included
 	Frames           uint64        `json:"frames"`             // wire messages (chunks) carrying data and progress
 	Control          uint64        `json:"control"`            // bytes of hello, credit, end and close frames

@@ -95,6 +95,10 @@ type joinSeg struct {
 	until   []int64 // each row's last useful watermark
 	matched []int32 // an outer side's rows' matches so far
 	last    int64   // the largest of until: the segment's end
+	// gatherGen and gatherAt number the segment in a gather of output
+	// rows (gatherRefsFixed): its stamp and its index there.
+	gatherGen uint64
+	gatherAt  int32
 }
 
 type joinRef struct {
@@ -484,6 +488,11 @@ func (j *StreamJoin) gatherPairs(c *functions.Ctx, left, right []joinRef) (arrow
 // gatherRefs takes the rows refs point at (NULLs for a nil segment), in
 // order: each segment's rows are gathered at once, then put in order.
 func gatherRefs(c *functions.Ctx, schema *arrow.Schema, refs []joinRef) (arrow.Record, error) {
+	if widths, ok := fixedWidths(schema); ok {
+		if rec, ok := gatherRefsFixed(c.Mem, schema, widths, refs); ok {
+			return rec, nil
+		}
+	}
 	type part struct {
 		rows []int32
 		base int

@@ -25,7 +25,9 @@ const Magic uint16 = 0x5446
 // Version is the header layout version; a peer with another layout is refused.
 // Version 3 added the resend frame: a version-2 receiver fails a link on a
 // lost message where a version-3 one asks for it again, so the two do not mix.
-const Version uint8 = 3
+// Version 4 added FlagFrontier: a version-3 receiver would take the frontier's
+// trailer for part of the Arrow body.
+const Version uint8 = 4
 
 // Kind says what a frame carries.
 type Kind uint8
@@ -87,7 +89,34 @@ type Flags uint8
 // of the same schema carry only the record batch message.
 const FlagSchema Flags = 1
 
-const knownFlags = FlagSchema
+// FlagFrontier marks a data message that also carries the link's progress:
+// the sender's frontier once this batch is sent, as FrontierLen bytes at
+// the end of the body (AppendFrontier, SplitFrontier). Most batches are
+// followed by a frontier advance at once (a source's watermark, an
+// operator's step), and carried here it costs no message of its own, no
+// credit and no ack.
+const FlagFrontier Flags = 2
+
+const knownFlags = FlagSchema | FlagFrontier
+
+// FrontierLen is the length of the frontier trailer of a FlagFrontier body.
+const FrontierLen = 8
+
+// AppendFrontier appends the frontier trailer of a FlagFrontier body.
+func AppendFrontier(dst []byte, frontier uint64) []byte {
+	return binary.BigEndian.AppendUint64(dst, frontier)
+}
+
+// SplitFrontier takes the frontier trailer off a FlagFrontier body (the
+// whole body, after reassembly) and returns the Arrow part and the
+// frontier.
+func SplitFrontier(body []byte) ([]byte, uint64, error) {
+	if len(body) < FrontierLen {
+		return nil, 0, fmt.Errorf("%w: a body of %d bytes has no room for its %d-byte frontier", ErrMalformed, len(body), FrontierLen)
+	}
+	n := len(body) - FrontierLen
+	return body[:n:n], binary.BigEndian.Uint64(body[n:]), nil
+}
 
 // Header is the part of every frame that names its link and its place in the
 // link's stream.

@@ -478,3 +478,16 @@ func TestFastEncoderTrimsSlicedTensorChild(t *testing.T) {
 		got.Release()
 	}
 }
+
+// TestFrontierTrailer: the frontier comes back off the body it was
+// appended to, and a body too short for one is malformed, not a panic.
+func TestFrontierTrailer(t *testing.T) {
+	body := AppendFrontier([]byte("arrow"), 1<<40+7)
+	got, f, err := SplitFrontier(body)
+	if err != nil || string(got) != "arrow" || f != 1<<40+7 {
+		t.Fatalf("SplitFrontier = %q, %d, %v", got, f, err)
+	}
+	if _, _, err := SplitFrontier([]byte{1, 2, 3}); !errors.Is(err, ErrMalformed) {
+		t.Fatalf("short body: err = %v, want ErrMalformed", err)
+	}
+}

@@ -90,6 +90,12 @@ type Options struct {
 	// Linger bounds how long Close waits for the receiver to acknowledge
 	// what was sent (default 30s, a server outage's length).
 	Linger time.Duration
+	// ProbeEvery is how often a progress update that could ride on a
+	// batch (relay.FrontierSender) goes as a message of its own instead,
+	// for the bandwidth estimate's round trip without payload (default
+	// relay.BandwidthWindow / 10; negative: never, as tests that count
+	// messages want).
+	ProbeEvery time.Duration
 }
 
 // Transport is the NATS backend of relay.Transport.
@@ -106,6 +112,7 @@ type Transport struct {
 	ackTO  time.Duration
 	gapTO  time.Duration
 	linger time.Duration
+	probe  time.Duration // Options.ProbeEvery
 	// done is closed by Close: a sender waiting for acks stops waiting.
 	done      chan struct{}
 	closeOnce sync.Once
@@ -152,7 +159,10 @@ var _ relay.Transport = (*Transport)(nil)
 // New makes a transport over nc. Closing the transport leaves nc open.
 func New(nc *nats.Conn, o Options) *Transport {
 	t := &Transport{nc: nc, cfg: o.Config.WithDefaults(), prefix: o.Prefix, named: o.Ends, chunk: o.MaxChunk, retry: o.Retry, shape: o.Shape, shaper: o.Shaper,
-		ackTO: o.AckTimeout, gapTO: o.GapTimeout, linger: o.Linger, done: make(chan struct{})}
+		ackTO: o.AckTimeout, gapTO: o.GapTimeout, linger: o.Linger, probe: o.ProbeEvery, done: make(chan struct{})}
+	if t.probe == 0 {
+		t.probe = relay.BandwidthWindow / 10
+	}
 	if t.prefix == "" {
 		t.prefix = "tierflow.relay"
 	}
@@ -296,6 +306,10 @@ type sender struct {
 	// length, a new buffer's size.
 	buf     bytes.Buffer
 	lastLen int
+	trailer [frame.FrontierLen]byte // a frontier's bytes on their way into buf
+	// lastAlone is when the last progress message went alone
+	// (SendDataThen's probe).
+	lastAlone time.Time
 
 	mu         sync.Mutex // guards the credit state below
 	sent       uint64
@@ -741,6 +755,34 @@ func (s *sender) SendData(ctx context.Context, epoch uint64, rec arrow.Record) e
 func (s *sender) SendDataAt(ctx context.Context, epoch uint64, ingest int64, rec arrow.Record) error {
 	s.sendMu.Lock()
 	defer s.sendMu.Unlock()
+	return s.sendData(ctx, epoch, ingest, rec, 0)
+}
+
+// SendDataThen implements relay.FrontierSender: the frontier rides on the
+// batch's frame (frame.FlagFrontier), so a batch and the progress behind
+// it cost one message, one credit and one ack. Once per ProbeEvery the
+// two go apart: the progress message alone is the payload-free round
+// trip the bandwidth estimate takes out (LinkStats.BaseRTT), so it stays
+// as fresh as when every progress went alone.
+func (s *sender) SendDataThen(ctx context.Context, epoch uint64, ingest int64, rec arrow.Record, frontier uint64) error {
+	s.sendMu.Lock()
+	defer s.sendMu.Unlock()
+	if frontier == 0 || s.t.probe >= 0 && time.Since(s.lastAlone) >= s.t.probe {
+		if err := s.sendData(ctx, epoch, ingest, rec, 0); err != nil || frontier == 0 {
+			return err
+		}
+		return s.sendProgress(ctx, frontier)
+	}
+	if err := s.sendData(ctx, epoch, ingest, rec, frontier); err != nil {
+		return err
+	}
+	s.m.ProgressMsg()
+	return nil
+}
+
+// sendData sends rec, with frontier on its frame when not 0; s.sendMu is
+// held.
+func (s *sender) sendData(ctx context.Context, epoch uint64, ingest int64, rec arrow.Record, frontier uint64) error {
 	if s.broken != nil {
 		return s.broken
 	}
@@ -762,6 +804,10 @@ func (s *sender) SendDataAt(ctx context.Context, epoch uint64, ingest int64, rec
 	}
 	if withSchema {
 		h.Flags = frame.FlagSchema
+	}
+	if frontier != 0 {
+		h.Flags |= frame.FlagFrontier
+		buf.Write(frame.AppendFrontier(s.trailer[:0], frontier))
 	}
 	payload := buf.Bytes()
 	s.buf = bytes.Buffer{} // the message owns payload now
@@ -823,6 +869,11 @@ func (s *sender) shaped(ctx context.Context, n int) (time.Time, error) {
 func (s *sender) SendProgress(ctx context.Context, frontier uint64) error {
 	s.sendMu.Lock()
 	defer s.sendMu.Unlock()
+	return s.sendProgress(ctx, frontier)
+}
+
+// sendProgress sends a progress message of its own; s.sendMu is held.
+func (s *sender) sendProgress(ctx context.Context, frontier uint64) error {
 	if s.broken != nil {
 		return s.broken
 	}
@@ -836,6 +887,7 @@ func (s *sender) SendProgress(ctx context.Context, frontier uint64) error {
 		return fmt.Errorf("send on %s: %w", s.link, err)
 	}
 	s.seq++
+	s.lastAlone = time.Now()
 	s.m.ProgressMsg()
 	return nil
 }
@@ -948,10 +1000,11 @@ func (s *sender) teardown() {
 // item is a complete message waiting for Recv: data is already decoded, on
 // the subscription's goroutine, so decoding overlaps with the consumer.
 type item struct {
-	h       frame.Header
-	rec     arrow.Record
-	size    int64 // wire bytes, for the buffered-bytes gauge
-	arrived int64 // when it was whole here (Unix ns)
+	h        frame.Header
+	rec      arrow.Record
+	size     int64  // wire bytes, for the buffered-bytes gauge
+	arrived  int64  // when it was whole here (Unix ns)
+	frontier uint64 // data: the progress carried on it (0: none)
 }
 
 // counted says whether it uses credit and so counts as buffered: the end
@@ -1133,6 +1186,12 @@ func (r *receiver) onData(msg *nats.Msg) {
 	r.gapOn = false
 	it := item{h: h, size: size, arrived: time.Now().UnixNano()}
 	if h.Kind == frame.KindData {
+		if h.Flags&frame.FlagFrontier != 0 {
+			if body, it.frontier, err = frame.SplitFrontier(body); err != nil {
+				r.fail(fmt.Errorf("%w on %s: message %d: %w", relay.ErrProtocol, r.link, h.Seq, err))
+				return
+			}
+		}
 		rec, err := r.dec.Decode(body, h.Flags&frame.FlagSchema != 0)
 		if err != nil {
 			r.fail(fmt.Errorf("%w on %s: message %d: %w", relay.ErrProtocol, r.link, h.Seq, err))
@@ -1357,8 +1416,11 @@ func (r *receiver) take(it item) (relay.Message, error) {
 		msg.Kind = relay.KindProgress
 		r.m.ProgressMsg()
 	case frame.KindData:
-		msg.Kind, msg.Record = relay.KindData, it.rec
+		msg.Kind, msg.Record, msg.Frontier = relay.KindData, it.rec, it.frontier
 		r.m.Batch(it.rec.NumRows())
+		if it.frontier != 0 {
+			r.m.ProgressMsg()
+		}
 	}
 	// Top the grant up once half the window is used, so a busy link sends a
 	// credit frame every window/2 messages, not every message.

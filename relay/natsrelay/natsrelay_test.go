@@ -137,6 +137,11 @@ func TestProtocolErrors(t *testing.T) {
 		"chunk skipped":  {chunk(1, 0, 3, 9, []byte{1, 2, 3}), chunk(1, 2, 3, 9, []byte{1, 2, 3})},
 		"chunk overrun":  {chunk(1, 0, 2, 4, []byte{1, 2, 3}), chunk(1, 1, 2, 4, []byte{1, 2})},
 		"too big":        {chunk(1, 0, 2, 1<<40, []byte{1})},
+		"frontier cut short": {frame.Append(nil, func() frame.Header {
+			h := hdr(frame.KindData, 1)
+			h.Flags, h.Total = frame.FlagFrontier, 4
+			return h
+		}(), []byte{1, 2, 3, 4})},
 		"over credit": func() [][]byte {
 			var out [][]byte
 			for i := uint64(1); i <= 4; i++ {
