@@ -14,6 +14,7 @@ import (
 // every row written once. A small form of TestLiveMixShiftSwitchesVariant
 // (600 rows a phase).
 func TestSneakPeekPolicyOnTheEngine(t *testing.T) {
+	t.Parallel() // a cluster of its own, paced by its publisher: it waits beside the live test
 	x, y := loadIDX(t, "test")
 	var shoes, tops []int
 	for i, l := range y {

@@ -288,6 +288,7 @@ func TestLiveMixShiftSwitchesVariant(t *testing.T) {
 	if testing.Short() {
 		t.Skip("runs two live queries on an embedded cluster (about 40 s)")
 	}
+	t.Parallel() // clusters of its own, paced by their publishers
 	x, y := loadIDX(t, "test")
 	var shoes, tops []int
 	for i, l := range y {
@@ -306,12 +307,27 @@ func TestLiveMixShiftSwitchesVariant(t *testing.T) {
 	// coordinator a new generation).
 	from, to := shift+2*len(tops), len(ids)
 
-	profiled := runLive(t, false, x, y, ids)
+	// The two runs are independent clusters, each paced by its publisher
+	// (20 rows a 100 ms tick): they wait side by side, not one after the
+	// other.
+	var profiled, aware liveRun
+	t.Run("runs", func(t *testing.T) {
+		t.Run("profiled", func(t *testing.T) {
+			t.Parallel()
+			profiled = runLive(t, false, x, y, ids)
+		})
+		t.Run("data-aware", func(t *testing.T) {
+			t.Parallel()
+			aware = runLive(t, true, x, y, ids)
+		})
+	})
+	if t.Failed() {
+		return
+	}
 	if len(profiled.rows) != len(ids) {
 		t.Fatalf("profiled run: %d rows of %d", len(profiled.rows), len(ids))
 	}
 	pAcc, _ := accuracy(profiled.rows, from, to)
-	aware := runLive(t, true, x, y, ids)
 	if len(aware.rows) != len(ids) {
 		t.Fatalf("data-aware run: %d rows of %d (replans %v)", len(aware.rows), len(ids), aware.replans)
 	}
