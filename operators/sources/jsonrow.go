@@ -29,6 +29,7 @@ import (
 // last value counts.
 type jsonRow struct {
 	fields []arrow.Field // the schema's (Schema.Fields copies them each call)
+	ids    []arrow.Type  // their types' ids, asked once, not per value
 	// field maps a name to its first field; first[i] is the first field of
 	// field i's name (a schema may name a column twice: both read it).
 	field map[string]int
@@ -88,7 +89,9 @@ var errJSONSyntax = errors.New("invalid JSON")
 func newJSONRow(schema *arrow.Schema) *jsonRow {
 	d := &jsonRow{fields: schema.Fields(), field: make(map[string]int, schema.NumFields()),
 		first: make([]int, schema.NumFields()), slots: make([]jsonSlot, schema.NumFields()), cells: make([]jsonCell, schema.NumFields())}
+	d.ids = make([]arrow.Type, len(d.fields))
 	for i, f := range d.fields {
+		d.ids[i] = f.Type.ID()
 		if j, ok := d.field[f.Name]; ok {
 			d.first[i] = j
 			continue
@@ -161,30 +164,30 @@ func (d *jsonRow) convert(i int, t arrow.DataType) error {
 		return nil
 	}
 	raw := d.text[s.start:s.end]
-	switch {
-	case s.kind == '"' && !s.escaped && len(raw) == 0 && t.ID() != arrow.STRING:
+	switch id := d.ids[i]; {
+	case s.kind == '"' && !s.escaped && len(raw) == 0 && id != arrow.STRING:
 		return nil // convert's rule: an empty string is NULL but in a string column
-	case t.ID() == arrow.STRING && (s.kind == '"' && !s.escaped || s.kind == 'n'):
+	case id == arrow.STRING && (s.kind == '"' && !s.escaped || s.kind == 'n'):
 		// A number's text is its json.Number, as convert reads it.
 		c.how, c.b = 'b', raw
 		return nil
-	case t.ID() == arrow.INT64 && s.kind == 'n':
+	case id == arrow.INT64 && s.kind == 'n':
 		if v, ok := parseCSVInt(raw); ok {
 			c.how, c.i = 'i', v
 			return nil
 		}
-	case t.ID() == arrow.FLOAT64 && s.kind == 'n':
+	case id == arrow.FLOAT64 && s.kind == 'n':
 		if f, err := strconv.ParseFloat(string(raw), 64); err == nil {
 			c.how, c.f = 'f', f
 			return nil
 		}
-	case t.ID() == arrow.BOOL && (s.kind == 't' || s.kind == 'f'):
+	case id == arrow.BOOL && (s.kind == 't' || s.kind == 'f'):
 		c.how = 'B'
 		if s.kind == 't' {
 			c.i = 1
 		}
 		return nil
-	case t.ID() == arrow.TIMESTAMP && s.kind == '"' && !s.escaped:
+	case id == arrow.TIMESTAMP && s.kind == '"' && !s.escaped:
 		if ts, ok := parseCSVTime(raw, t.(*arrow.TimestampType).Unit); ok {
 			c.how, c.i = 't', int64(ts)
 			return nil
