@@ -29,6 +29,7 @@ import (
 // last value counts.
 type jsonRow struct {
 	fields []arrow.Field // the schema's (Schema.Fields copies them each call)
+	ids    []arrow.Type  // their types' ids, asked once, not per value
 	// field maps a name to its first field; first[i] is the first field of
 	// field i's name (a schema may name a column twice: both read it).
 	field map[string]int
@@ -88,7 +89,9 @@ var errJSONSyntax = errors.New("invalid JSON")
 func newJSONRow(schema *arrow.Schema) *jsonRow {
 	d := &jsonRow{fields: schema.Fields(), field: make(map[string]int, schema.NumFields()),
 		first: make([]int, schema.NumFields()), slots: make([]jsonSlot, schema.NumFields()), cells: make([]jsonCell, schema.NumFields())}
+	d.ids = make([]arrow.Type, len(d.fields))
 	for i, f := range d.fields {
+		d.ids[i] = f.Type.ID()
 		if j, ok := d.field[f.Name]; ok {
 			d.first[i] = j
 			continue
@@ -101,22 +104,31 @@ func newJSONRow(schema *arrow.Schema) *jsonRow {
 
 // decode reads text's object into the cells; the error wraps ErrBadRow.
 func (d *jsonRow) decode(text []byte) error {
-	if !utf8.Valid(text) {
-		return fmt.Errorf("%w: %w", ErrBadRow, ErrInvalidUTF8)
-	}
 	for i := range d.slots {
 		d.slots[i].set = false
 	}
+	// UTF-8 is checked where it can be wrong, not over the whole text
+	// first (that pass was a twentieth of decoding a bid): a byte of 0x80
+	// or more is a syntax error outside a string, and str checks a string
+	// holding one. So invalid UTF-8 anywhere read fails the scan, and it
+	// is named as before, ahead of any syntax error; the text after the
+	// object is checked on its own.
 	d.text, d.pos = text, 0
-	defer func() { d.text = nil }()
-	if err := d.object(); err != nil {
+	err := d.object()
+	if err != nil || !utf8.Valid(text[d.pos:]) {
+		d.text = nil
+		if !utf8.Valid(text) {
+			return fmt.Errorf("%w: %w", ErrBadRow, ErrInvalidUTF8)
+		}
 		return fmt.Errorf("%w: not a JSON object: %v", ErrBadRow, err)
 	}
 	for i, f := range d.fields {
 		if err := d.convert(i, f.Type); err != nil {
+			d.text = nil
 			return fmt.Errorf("%w: field %q: %v", ErrBadRow, f.Name, err)
 		}
 	}
+	d.text = nil // not kept past the call (no defer: a few ns a row)
 	return nil
 }
 
@@ -152,30 +164,30 @@ func (d *jsonRow) convert(i int, t arrow.DataType) error {
 		return nil
 	}
 	raw := d.text[s.start:s.end]
-	switch {
-	case s.kind == '"' && !s.escaped && len(raw) == 0 && t.ID() != arrow.STRING:
+	switch id := d.ids[i]; {
+	case s.kind == '"' && !s.escaped && len(raw) == 0 && id != arrow.STRING:
 		return nil // convert's rule: an empty string is NULL but in a string column
-	case t.ID() == arrow.STRING && (s.kind == '"' && !s.escaped || s.kind == 'n'):
+	case id == arrow.STRING && (s.kind == '"' && !s.escaped || s.kind == 'n'):
 		// A number's text is its json.Number, as convert reads it.
 		c.how, c.b = 'b', raw
 		return nil
-	case t.ID() == arrow.INT64 && s.kind == 'n':
+	case id == arrow.INT64 && s.kind == 'n':
 		if v, ok := parseCSVInt(raw); ok {
 			c.how, c.i = 'i', v
 			return nil
 		}
-	case t.ID() == arrow.FLOAT64 && s.kind == 'n':
+	case id == arrow.FLOAT64 && s.kind == 'n':
 		if f, err := strconv.ParseFloat(string(raw), 64); err == nil {
 			c.how, c.f = 'f', f
 			return nil
 		}
-	case t.ID() == arrow.BOOL && (s.kind == 't' || s.kind == 'f'):
+	case id == arrow.BOOL && (s.kind == 't' || s.kind == 'f'):
 		c.how = 'B'
 		if s.kind == 't' {
 			c.i = 1
 		}
 		return nil
-	case t.ID() == arrow.TIMESTAMP && s.kind == '"' && !s.escaped:
+	case id == arrow.TIMESTAMP && s.kind == '"' && !s.escaped:
 		if ts, ok := parseCSVTime(raw, t.(*arrow.TimestampType).Unit); ok {
 			c.how, c.i = 't', int64(ts)
 			return nil
@@ -406,25 +418,35 @@ func (d *jsonRow) nested(depth int) error {
 func (d *jsonRow) str() (start, end int, escaped bool, err error) {
 	d.pos++ // the opening quote
 	start = d.pos
-	if !d.simple {
-		// The plain bytes at once, eight a word while no byte of the word
-		// may end the run; the loop below takes what stops it.
-		if !d.bytewise {
-			for d.pos+8 <= len(d.text) && plainWord(binary.LittleEndian.Uint64(d.text[d.pos:])) {
-				d.pos += 8
+	// The plain ASCII bytes at once, eight a word while no byte of the word
+	// may end the run or needs a UTF-8 check; the switch takes what stops it.
+	nonASCII := false
+	for d.pos < len(d.text) {
+		if !d.simple {
+			if !d.bytewise {
+				for d.pos+8 <= len(d.text) && plainWord(binary.LittleEndian.Uint64(d.text[d.pos:])) {
+					d.pos += 8
+				}
+			}
+			for d.pos < len(d.text) && jsonPlain[d.text[d.pos]] {
+				d.pos++
+			}
+			if d.pos >= len(d.text) {
+				break
 			}
 		}
-		for d.pos < len(d.text) && jsonPlain[d.text[d.pos]] {
-			d.pos++
-		}
-	}
-	for d.pos < len(d.text) {
 		c := d.text[d.pos]
 		switch {
 		case c == '"':
 			end = d.pos
 			d.pos++
+			if nonASCII && !utf8.Valid(d.text[start:end]) {
+				return 0, 0, false, ErrInvalidUTF8
+			}
 			return start, end, escaped, nil
+		case c >= 0x80:
+			nonASCII = true
+			d.pos++
 		case c == '\\':
 			escaped = true
 			d.pos++
@@ -457,24 +479,24 @@ func (d *jsonRow) str() (start, end int, escaped bool, err error) {
 }
 
 // plainWord says whether none of the eight bytes of w is a quote, a
-// backslash or a control character (below 0x20): what jsonPlain says of each,
-// at once. A byte's high bit in (v - 0x01...) &^ v is set where v's byte is
+// backslash, a control character (below 0x20) or a byte of 0x80 or more
+// (its UTF-8 is checked): what jsonPlain says of each, at once. A byte's high bit in (v - 0x01...) &^ v is set where v's byte is
 // zero (a borrow from a lower zero byte can set it above one, so a false
 // "not plain" only sends the word to the byte loop); x ^ '"'... is zero
-// where x holds a quote, and (x - 0x20...) &^ x flags the bytes under 0x20
-// the same way (0x80 and up, plain, have their high bit cleared by &^ x).
+// where x holds a quote, (x - 0x20...) &^ x flags the bytes under 0x20
+// the same way, and x's own high bits flag 0x80 and up.
 func plainWord(x uint64) bool {
 	const ones, highs = 0x0101010101010101, 0x8080808080808080
 	q := x ^ ('"' * ones)
 	b := x ^ ('\\' * ones)
-	hit := (q-ones)&^q | (b-ones)&^b | (x-0x20*ones)&^x
+	hit := (q-ones)&^q | (b-ones)&^b | (x-0x20*ones)&^x | x
 	return hit&highs == 0
 }
 
-// jsonPlain marks the bytes a string holds as they are: not its closing
-// quote, an escape or a control character.
+// jsonPlain marks the ASCII bytes a string holds as they are: not its
+// closing quote, an escape or a control character.
 var jsonPlain = func() (t [256]bool) {
-	for c := 0x20; c < 256; c++ {
+	for c := 0x20; c < 0x80; c++ {
 		t[c] = c != '"' && c != '\\'
 	}
 	return t

@@ -47,6 +47,19 @@ var jsonRowSeeds = []string{
 	`{"s": "\ud800"}`, `{"x": [[[[[]]]]], "i": 9}`, `{"i": 1}{"i": 2}`,
 }
 
+// jsonRowBadUTF8 has invalid UTF-8 everywhere the scanner may meet it (a
+// read string, an unread one, a key, a nested value, between tokens, after
+// the object): each is refused as ErrInvalidUTF8, as when the whole text was
+// checked first. jsonRowGoodUTF8 has valid multi-byte text across word
+// boundaries.
+var (
+	jsonRowBadUTF8 = []string{"{\"s\": \"abcdefgh\xff\"}", "{\"x\": \"\xc3\", \"i\": 1}", "{\"\xe9\": 1}",
+		"{\"x\": [\"\xed\xa0\x80\"], \"i\": 1}", "{\"i\": 1\xff}", "{\"i\": 1} \xff", "\xff{\"i\": 1}",
+		"{\"s\": \"\xc3\"x}", "{\"s\": \"1234567\xf0\x9f\x98\"}"}
+	jsonRowGoodUTF8 = []string{"{\"s\": \"1234567\u00e9\u00e9 caf\u00e9\"}", "{\"s\": \"1234567\xc3\xa9\xf0\x9f\x98\x80abcdefgh\xc3\xa9\", \"i\": 2}",
+		"{\"caf\xc3\xa9\": \"\xe2\x82\xac\", \"i\": 3}", "{\"i\": 4} \xc3\xa9"}
+)
+
 // checkJSONRowAgrees decodes text with AppendJSON and with DecodeObject +
 // AppendObject: both refuse it (as a bad row) or both give the same row.
 //
@@ -100,6 +113,16 @@ func TestAppendJSONAgreesWithDecodeObject(t *testing.T) {
 	defer mem.AssertSize(t, 0)
 	for _, s := range jsonRowSeeds {
 		checkJSONRowAgrees(t, mem, s)
+	}
+	for _, s := range append(jsonRowBadUTF8, jsonRowGoodUTF8...) {
+		checkJSONRowAgrees(t, mem, s)
+	}
+	rb := NewRowBuilder(mem, jsonRowSchema)
+	defer rb.Release()
+	for _, s := range jsonRowBadUTF8 {
+		if err := rb.AppendJSON([]byte(s)); !errors.Is(err, ErrInvalidUTF8) {
+			t.Errorf("%q: %v, want ErrInvalidUTF8", s, err)
+		}
 	}
 	deep := strings.Repeat("[", maxJSONDepth+1) + strings.Repeat("]", maxJSONDepth+1)
 	checkJSONRowAgrees(t, mem, `{"x": `+deep+`}`)

@@ -110,6 +110,7 @@ func BenchmarkReaderPerMessage(b *testing.B) {
 	b.ReportMetric(float64(took[1])/float64(took[0]), "reader/decode")
 	b.ReportMetric(float64(took[0])/float64(took[2]), "decode/encoding_json")
 	b.ReportMetric(float64(took[0].Nanoseconds())/float64(b.N*len(msgs)), "decode_ns/msg")
+	b.ReportMetric(float64(took[1].Nanoseconds())/float64(b.N*len(msgs)), "reader_ns/msg")
 }
 
 // threadCPU is the calling thread's CPU time (CLOCK_THREAD_CPUTIME_ID).
