@@ -9,11 +9,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/apache/arrow/go/v17/arrow/memory"
-
-	"github.com/tierflow/tierflow/operators/exec"
 	"github.com/tierflow/tierflow/operators/sinks"
-	"github.com/tierflow/tierflow/planner/catalog"
 	"github.com/tierflow/tierflow/planner/infra"
 	"github.com/tierflow/tierflow/runtime/cluster"
 	"github.com/tierflow/tierflow/runtime/deploy"
@@ -75,41 +71,15 @@ func detections(t *testing.T, rows []map[string]any) []detection {
 		d := detection{id: int64(r["id"].(float64)), box: tensor(r, "box"), crop: tensor(r, "crop"), score: r["score"].(float64), textMap: tensor(r, "text_map")}
 		out = append(out, d)
 	}
-	sort.Slice(out, func(i, j int) bool {
-		a, b := out[i], out[j]
-		if a.id != b.id {
-			return a.id < b.id
-		}
-		if a.box[1] != b.box[1] {
-			return a.box[1] < b.box[1]
-		}
-		return a.box[0] < b.box[0]
-	})
+	sortDetections(out)
 	return out
 }
 
 // runDetectionSetLocal runs detection-set.sql on the local executor.
 func runDetectionSetLocal(t *testing.T) []map[string]any {
 	t.Helper()
-	cat, err := catalog.LoadFile(detectionSetCatalog)
-	if err != nil {
-		t.Fatal(err)
-	}
 	rt := inference.New(inference.Config{Device: onnx.CPU, IntraOpThreads: 1})
-	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
-	defer mem.AssertSize(t, 0)
-	var out bytes.Buffer
-	err = exec.RunScript(context.Background(), detectionSetScript, detectionSetQuery, exec.ScriptOptions{
-		Options: exec.Options{Allocator: mem, BaseDir: ".", Lateral: rt.Lateral, BatchSize: 4},
-		Catalog: cat,
-		NewOutput: func() (sinks.Writer, error) {
-			return sinks.New("json", &out)
-		},
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return decodeRows(t, &out)
+	return runSourceLocal(t, detectionSetCatalog, detectionSetScript, detectionSetQuery, rt)
 }
 
 // TestDetectionSetMatchesBareOnnxRuntime: a detector call that gives a
@@ -142,16 +112,7 @@ func TestDetectionSetMatchesBareOnnxRuntime(t *testing.T) {
 			want = append(want, detection{id: s.ID, box: []float32{float32(b.X0), float32(b.Y0), float32(b.X1), float32(b.Y1)}, score: float64(b.Score)})
 		}
 	}
-	sort.SliceStable(want, func(i, j int) bool {
-		a, b := want[i], want[j]
-		if a.id != b.id {
-			return a.id < b.id
-		}
-		if a.box[1] != b.box[1] {
-			return a.box[1] < b.box[1]
-		}
-		return a.box[0] < b.box[0]
-	})
+	sortDetections(want)
 	if len(local) != len(want) || len(want) != 5 {
 		t.Fatalf("%d rows, the bare detector finds %d boxes in scenes 0 and 2 (their five lines)", len(local), len(want))
 	}
@@ -233,4 +194,19 @@ func slicesMax(v []float32) float32 {
 		m = max(m, x)
 	}
 	return m
+}
+
+// sortDetections orders detections by frame, then top to bottom, left to
+// right: the bare network's and the engine's boxes line up one for one.
+func sortDetections(ds []detection) {
+	sort.SliceStable(ds, func(i, j int) bool {
+		a, b := ds[i], ds[j]
+		if a.id != b.id {
+			return a.id < b.id
+		}
+		if a.box[1] != b.box[1] {
+			return a.box[1] < b.box[1]
+		}
+		return a.box[0] < b.box[0]
+	})
 }

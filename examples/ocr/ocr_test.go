@@ -106,14 +106,21 @@ func runLocalWith(t *testing.T, script string, rt *inference.Runtime) []map[stri
 	if err != nil {
 		t.Fatal(err)
 	}
-	cat, err := catalog.LoadFile("catalog.yaml")
+	return runSourceLocal(t, "catalog.yaml", script, string(src), rt)
+}
+
+// runSourceLocal runs src (named script in messages) on the local executor
+// with runtime rt and the catalog at catalogPath, its rows as JSON objects.
+func runSourceLocal(t *testing.T, catalogPath, script, src string, rt *inference.Runtime) []map[string]any {
+	t.Helper()
+	cat, err := catalog.LoadFile(catalogPath)
 	if err != nil {
 		t.Fatal(err)
 	}
 	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
 	defer mem.AssertSize(t, 0)
 	var out bytes.Buffer
-	err = exec.RunScript(context.Background(), script, string(src), exec.ScriptOptions{
+	err = exec.RunScript(context.Background(), script, src, exec.ScriptOptions{
 		Options: exec.Options{Allocator: mem, BaseDir: ".", Lateral: rt.Lateral, BatchSize: 4},
 		Catalog: cat,
 		NewOutput: func() (sinks.Writer, error) {
