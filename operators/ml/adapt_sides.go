@@ -579,16 +579,16 @@ func (p sidePlan) pick(sides []int, planes, width int) (side int, spend float64)
 	// 40% framing: left out, the drop let through batches that then
 	// missed, and each held up the ones behind), behind what the link, at
 	// that best rate, cannot have carried of the bytes on the wire since
-	// the oldest got it. At the best rate, not left's "nothing crossed"
-	// for a fall under way: on a sender that blocks until the link has
-	// carried a batch (the engine's shaped one) the batch just published
-	// has crossed, and counting it dropped 204 of 1,800 frames on
-	// flapping-304 (5.7% missed, against 0.25%); on one that queues on
-	// the wire (a real link's), leaving the queue out let every frame
-	// behind a large one through to miss (bench slo --simulate
-	// --sim-sender queued: 48 of 66 traces with it, 37 without; the
-	// blocking sender's 61 of 66 either way).
-	ahead := max(0, float64(p.State.UnackedBytes)-best*p.Crossing.Seconds())
+	// the oldest got it (left). Not all of them, as if none had crossed:
+	// on a sender that blocks until the link has carried a batch (the
+	// engine's shaped one) the batch just published has crossed, and
+	// counting it dropped 204 of 1,800 frames on flapping-304 (5.7%
+	// missed, against 0.25%); nor none: on one that queues on the wire (a
+	// real link's), leaving the queue out let every frame behind a large
+	// one through to miss (bench slo --simulate --sim-sender queued: 48
+	// of 66 traces with it, 37 without; the blocking sender's 61 of 66
+	// either way).
+	ahead := p.left(best) // best is no more than the overdue bound already
 	alone := (ahead + float64(p.Rows)*rowBytes(smallest) + p.Overhead) / best
 	if !p.Stale && (p.Age+p.Compute+rtt/2).Seconds()+alone > p.SLO.Seconds() {
 		return 0, 0
