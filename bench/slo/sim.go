@@ -159,7 +159,7 @@ func simulateTraces(o sloOptions, variants []harness.Variant, trs []*relay.Trace
 		for _, p := range []string{"static-smallest", "static-middle", "static-largest"} {
 			runs = append(runs, result(p, static[staticIndex(p, len(vs))]))
 		}
-		sim := simulateAdaptive(tr, o.clients, frames, o.rate, o.slo, dataflow.DefaultAttainment, vs, o.simQueued)
+		sim := simulateAdaptive(tr, o.clients, frames, o.rate, o.slo, dataflow.DefaultAttainment, vs, o.simSender == "queued")
 		a := result("adaptive", sim.oracleRun)
 		a.Ran = map[string]int64{}
 		for i, n := range sim.Sent {

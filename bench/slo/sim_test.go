@@ -28,8 +28,8 @@ func TestSimulatedSideRule(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, queued := range []bool{false, true} {
-		o.simQueued = queued
+	for _, sender := range []string{"blocking", "queued"} {
+		o.simSender = sender
 		_, _, verdicts := simulateTraces(o, variants, trs, nil)
 		var gap float64
 		pass := 0
@@ -38,12 +38,12 @@ func TestSimulatedSideRule(t *testing.T) {
 			if v.Verdict == "pass" {
 				pass++
 			}
-			t.Logf("queued=%v %-12s adaptive %5.2f%% %5.2f | best static %s %.2f%% %.2f | per-second %.2f | %s", queued, v.Trace, 100*v.AdaptiveMiss, v.AdaptiveByVariant, v.BestStatic, 100*v.StaticMiss, v.StaticAcc, v.PerSecondAcc, v.Verdict)
+			t.Logf("%s %-12s adaptive %5.2f%% %5.2f | best static %s %.2f%% %.2f | per-second %.2f | %s", sender, v.Trace, 100*v.AdaptiveMiss, v.AdaptiveByVariant, v.BestStatic, 100*v.StaticMiss, v.StaticAcc, v.PerSecondAcc, v.Verdict)
 		}
 		gap /= float64(len(verdicts))
-		t.Logf("queued=%v: %d of %d pass; %.2f points under the per-second bound on average", queued, pass, len(verdicts), gap)
+		t.Logf("%s: %d of %d pass; %.2f points under the per-second bound on average", sender, pass, len(verdicts), gap)
 		if gap > 1 {
-			t.Errorf("queued=%v: %.2f points under the per-second bound on average, want at most 1", queued, gap)
+			t.Errorf("%s: %.2f points under the per-second bound on average, want at most 1", sender, gap)
 		}
 	}
 }

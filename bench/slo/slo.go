@@ -54,8 +54,7 @@ type sloOptions struct {
 	encode     string
 	harness    bool
 	simulate   bool
-	simSender  string
-	simQueued  bool // --sim-sender queued
+	simSender  string // --sim-sender: blocking or queued
 }
 
 // sloSourceRow is one client (source) of a policy's run: EXPLAIN ANALYZE
@@ -171,11 +170,7 @@ func runBenchSLO(cmd *cobra.Command, benv *bench.Env, o sloOptions) error {
 	if o.encode != "float32" && o.encode != "uint8" {
 		return cli.BadInput(fmt.Errorf("unknown --encode %q: want float32 or uint8", o.encode))
 	}
-	switch o.simSender {
-	case "blocking":
-	case "queued":
-		o.simQueued = true
-	default:
+	if o.simSender != "blocking" && o.simSender != "queued" {
 		return cli.BadInput(fmt.Errorf("unknown --sim-sender %q: want blocking or queued", o.simSender))
 	}
 	for _, p := range o.policies {
