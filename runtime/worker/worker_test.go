@@ -38,6 +38,13 @@ func deployTo(t *testing.T, nc *nats.Conn, query, name string, req deploy.Deploy
 // closed at the end of the test.
 func coordinatorAndWorker(t *testing.T) (*nats.Conn, *worker.Worker) {
 	t.Helper()
+	return coordinatorAndWorkerOf(t, &devices.Inventory{CPUs: 1})
+}
+
+// coordinatorAndWorkerOf is coordinatorAndWorker with w1's inventory inv
+// (nil: what the worker finds itself).
+func coordinatorAndWorkerOf(t *testing.T, inv *devices.Inventory) (*nats.Conn, *worker.Worker) {
+	t.Helper()
 	srv := clustertest.NATSServer(t)
 	nc := clustertest.Connect(t, srv)
 	co, err := coordinator.Start(coordinator.Config{Conn: nc})
@@ -45,7 +52,7 @@ func coordinatorAndWorker(t *testing.T) (*nats.Conn, *worker.Worker) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { co.Close() })
-	w, err := worker.Start(context.Background(), worker.Config{Conn: clustertest.Connect(t, srv), Name: "w1", Tier: "edge", Inventory: &devices.Inventory{CPUs: 1}})
+	w, err := worker.Start(context.Background(), worker.Config{Conn: clustertest.Connect(t, srv), Name: "w1", Tier: "edge", Inventory: inv})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -119,18 +126,7 @@ func TestDeployProtocol(t *testing.T) {
 // machine is one CPU to the coordinator's admission and placement.
 func TestWorkerRegistersItsProcessorsNotTheMachines(t *testing.T) {
 	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(1))
-	srv := clustertest.NATSServer(t)
-	nc := clustertest.Connect(t, srv)
-	co, err := coordinator.Start(coordinator.Config{Conn: nc})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { co.Close() })
-	w, err := worker.Start(context.Background(), worker.Config{Conn: clustertest.Connect(t, srv), Name: "w1", Tier: "edge"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { w.Close() })
+	_, w := coordinatorAndWorkerOf(t, nil)
 	if got := w.Info().CPUs; got != 1 {
 		t.Errorf("worker registered %d CPUs with GOMAXPROCS 1 (the machine has %d)", got, runtime.NumCPU())
 	}
