@@ -10,6 +10,7 @@ import (
 
 	"github.com/tierflow/tierflow/dataflow"
 	"github.com/tierflow/tierflow/operators/sources"
+	"github.com/tierflow/tierflow/relay/natsserver"
 	"github.com/tierflow/tierflow/runtime/connectors"
 )
 
@@ -77,26 +78,10 @@ func TestNATSDropsAreCountedWhileRunning(t *testing.T) {
 	s := startServer(t)
 	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
 	defer mem.AssertSize(t, 0)
-	c, err := connectors.Builtins().Lookup(connectors.NATS, "json")
-	if err != nil {
-		t.Fatal(err)
-	}
 	stats := &connectors.Stats{}
-	mk, err := c.NewSource(connectors.SourceConfig{Conn: connect(t, s), Subject: "drops.in", Schema: readingsSchema,
+	out, stop, wait := startNATSSource(t, s, mem, connectors.SourceConfig{Conn: connect(t, s), Subject: "drops.in", Schema: readingsSchema,
 		MaxRows: 8, PendingBytes: 1024, MaxMessageBytes: 1 << 20, OnError: sources.Skip, Stats: stats,
 		EventTime: sources.EventTime{Column: -1}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	out := newTextWriter()
-	stop := make(chan struct{})
-	wait := runSource(t, mem, mk, out, stop)
-	checkFor(t, 5*time.Second, func() error {
-		if !s.NATS().GlobalAccount().SubscriptionInterest("drops.in") {
-			return fmt.Errorf("no subscriber yet")
-		}
-		return nil
-	})
 	pub := connect(t, s)
 	big := fmt.Appendf(nil, `{"sensor": 1, "pad": %q}`, strings.Repeat("x", 4096))
 	for _, m := range [][]byte{big, []byte(`{"sensor": 2}`)} {
@@ -126,10 +111,6 @@ func TestNATSDropsAreCountedWhileRunning(t *testing.T) {
 // no budget it is read.
 func TestNATSPendingIsBoundedByTheQueryBudget(t *testing.T) {
 	s := startServer(t)
-	c, err := connectors.Builtins().Lookup(connectors.NATS, "json")
-	if err != nil {
-		t.Fatal(err)
-	}
 	big := fmt.Appendf(nil, `{"sensor": 1, "pad": %q}`, strings.Repeat("x", 20<<10))
 	for _, budget := range []int64{0, 64 << 10} {
 		checked := memory.NewCheckedAllocator(memory.NewGoAllocator())
@@ -139,20 +120,8 @@ func TestNATSPendingIsBoundedByTheQueryBudget(t *testing.T) {
 		}
 		subject := fmt.Sprintf("pending.%d", budget)
 		stats := &connectors.Stats{}
-		mk, err := c.NewSource(connectors.SourceConfig{Conn: connect(t, s), Subject: subject, Schema: readingsSchema,
+		out, stop, wait := startNATSSource(t, s, mem, connectors.SourceConfig{Conn: connect(t, s), Subject: subject, Schema: readingsSchema,
 			MaxRows: 8, OnError: sources.Skip, Stats: stats, EventTime: sources.EventTime{Column: -1}})
-		if err != nil {
-			t.Fatal(err)
-		}
-		out := newTextWriter()
-		stop := make(chan struct{})
-		wait := runSource(t, mem, mk, out, stop)
-		checkFor(t, 5*time.Second, func() error {
-			if !s.NATS().GlobalAccount().SubscriptionInterest(subject) {
-				return fmt.Errorf("no subscriber yet")
-			}
-			return nil
-		})
 		pub := connect(t, s)
 		for _, m := range [][]byte{big, []byte(`{"sensor": 2}`)} {
 			if err := pub.Publish(subject, m); err != nil {
@@ -175,4 +144,29 @@ func TestNATSPendingIsBoundedByTheQueryBudget(t *testing.T) {
 		}
 		checked.AssertSize(t, 0)
 	}
+}
+
+// startNATSSource runs a JSON NATS source of cfg into a text writer until
+// stop is closed (wait then returns its error), once the server has its
+// subscription: a message published after it returns is the source's.
+func startNATSSource(t *testing.T, s *natsserver.Server, mem memory.Allocator, cfg connectors.SourceConfig) (*textWriter, chan struct{}, func() error) {
+	t.Helper()
+	c, err := connectors.Builtins().Lookup(connectors.NATS, "json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	mk, err := c.NewSource(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := newTextWriter()
+	stop := make(chan struct{})
+	wait := runSource(t, mem, mk, out, stop)
+	checkFor(t, 5*time.Second, func() error {
+		if !s.NATS().GlobalAccount().SubscriptionInterest(cfg.Subject) {
+			return fmt.Errorf("no subscriber yet")
+		}
+		return nil
+	})
+	return out, stop, wait
 }
