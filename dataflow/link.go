@@ -205,6 +205,9 @@ type LinkRisk struct {
 	Fell bool
 	// Above: the link gives the bandwidth now (Current).
 	Above bool
+	// Loss is what the next message costs if the link falls under it: the
+	// dearest of the falls seen, and of the unseen one (at least 1).
+	Loss float64
 }
 
 // Holds reports whether the risk is within 1-p on the evidence p asks for:
@@ -239,7 +242,7 @@ func (b LinkBandwidth) Risk(bps float64, cost func(fall []float64) float64) Link
 	if cur <= 0 {
 		return LinkRisk{Expected: 1}
 	}
-	r := LinkRisk{Above: cur >= bps}
+	r := LinkRisk{Above: cur >= bps, Loss: 1}
 	sum := 0.0
 	for i := 0; i+1 < len(b.Samples); i++ {
 		if (b.Samples[i] >= bps) != r.Above {
@@ -257,6 +260,7 @@ func (b LinkBandwidth) Risk(bps float64, cost func(fall []float64) float64) Link
 				c = max(1, cost(b.Samples[i+1:end]))
 			}
 			sum += c
+			r.Loss = max(r.Loss, c)
 		}
 	}
 	// The next sample is the least of all with probability 1/(N+1): a
@@ -265,6 +269,7 @@ func (b LinkBandwidth) Risk(bps float64, cost func(fall []float64) float64) Link
 	if least := slices.Min(append([]float64{bps}, b.Samples...)); cost != nil && least < bps {
 		unseen = max(1, cost([]float64{least}))
 	}
+	r.Loss = max(r.Loss, unseen)
 	r.Expected = (sum + unseen) / float64(r.N+1)
 	return r
 }

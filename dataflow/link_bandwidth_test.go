@@ -116,7 +116,8 @@ func TestLinkRiskHolds(t *testing.T) {
 // A fall whose damage outlasts the message costs what its cost says: three
 // falls in 300 good samples hold at 2% when each costs one message, not
 // when each costs three (a large frame and the two behind it); the cost is
-// asked of the sample the link fell to, and never counts under one.
+// asked of the sample the link fell to, and never counts under one. The
+// loss, what a message costs if the link falls under it, is the dearest.
 func TestLinkRiskPricesTheFall(t *testing.T) {
 	b := LinkBandwidth{Samples: runs(100, 100, 30, 1, 100, 100, 20, 1, 100, 100, 30, 1, 100, 10)}
 	if r := b.Risk(80, nil); !r.Holds(0.98) || r.N != 309 || !r.Fell || !r.Above {
@@ -129,6 +130,12 @@ func TestLinkRiskPricesTheFall(t *testing.T) {
 	}
 	if want := (9.0 + 3) / 310; r.Expected != want {
 		t.Errorf("expected cost %v, want %v", r.Expected, want)
+	}
+	if r.Loss != 3 {
+		t.Errorf("loss %v, want 3: what the next message costs if the link falls under it", r.Loss)
+	}
+	if r := b.Risk(10, func([]float64) float64 { return 3 }); r.Fell || r.Loss != 1 {
+		t.Errorf("a need the link never fell under: %+v, want a loss of one message", r)
 	}
 	if !reflect.DeepEqual(asked, []float64{30, 20, 30, 20}) {
 		t.Errorf("cost asked of %v, want the samples fallen to, then the least (the next, unseen)", asked)

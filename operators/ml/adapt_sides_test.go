@@ -361,6 +361,14 @@ func TestSidePlanPick(t *testing.T) {
 			p.State, p.Allowance = series(1500, 20), 1
 			return p
 		}, 20},
+		{"a fall under 28's need that cost two batches (itself and one behind), an allowance of one batch: 20, the allowance must cover what 28 loses", func(p sidePlan) sidePlan {
+			p.State, p.Allowance = series(1500, 40, 250, 3, 1500, 40), 1
+			return p
+		}, 20},
+		{"the same, an allowance of three batches: 28", func(p sidePlan) sidePlan {
+			p.State, p.Allowance = series(1500, 40, 250, 3, 1500, 40), 3
+			return p
+		}, 28},
 		{"the same, the allowance spent: 14", func(p sidePlan) sidePlan {
 			p.State, p.Allowance = series(1500, 20), 0.02
 			return p
