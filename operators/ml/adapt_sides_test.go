@@ -327,6 +327,11 @@ func TestSidePlanPick(t *testing.T) {
 			p.State.OverdueBps, p.State.UnackedBytes = 100e3/8, 2200
 			return p
 		}, 0},
+		{"the same on a link of 20 samples, too few to hold any side: dropped all the same (the batch's fate needs no tail)", func(p sidePlan) sidePlan {
+			p.State, p.Age = series(1500, 20), 50*time.Millisecond
+			p.State.OverdueBps, p.State.UnackedBytes = 100e3/8, 2200
+			return p
+		}, 0},
 		{"the same batch with nothing overdue: in time at 28", func(p sidePlan) sidePlan {
 			p.State, p.Age = series(1500, 60), 50*time.Millisecond
 			p.State.UnackedBytes = 2200
