@@ -409,6 +409,9 @@ func (s *sender) onCredit(msg *nats.Msg) {
 		s.wireMu.Lock()
 		s.acked(h.Seq, true)
 		s.wireMu.Unlock()
+		if h.Epoch > 0 { // the receiver's grant rides on its ack
+			s.grant(h.Epoch)
+		}
 		return
 	case frame.KindResend:
 		s.wireMu.Lock()
@@ -419,20 +422,33 @@ func (s *sender) onCredit(msg *nats.Msg) {
 		s.wireMu.Unlock()
 		return
 	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
 	switch h.Kind {
 	case frame.KindCredit:
-		g, err := frame.DecodeCredit(body)
-		if err != nil || g <= s.granted {
-			return
+		if g, err := frame.DecodeCredit(body); err == nil {
+			s.grant(g)
 		}
-		s.granted = g
 	case frame.KindClose:
+		s.mu.Lock()
 		s.peerClosed = true
-	default:
-		return
+		s.wake()
+		s.mu.Unlock()
 	}
+}
+
+// grant takes the receiver's cumulative grant g (from a credit frame or
+// an ack); an older one that arrives late changes nothing.
+func (s *sender) grant(g uint64) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if g > s.granted {
+		s.granted = g
+		s.wake()
+	}
+}
+
+// wake tells whoever waits on the credit state that it changed; s.mu is
+// held.
+func (s *sender) wake() {
 	close(s.notify)
 	s.notify = make(chan struct{})
 }
@@ -902,8 +918,7 @@ func (s *sender) CloseContext(ctx context.Context) error {
 	s.closeOnce.Do(func() {
 		s.mu.Lock()
 		s.closed = true
-		close(s.notify)
-		s.notify = make(chan struct{})
+		s.wake()
 		s.mu.Unlock()
 		s.sendMu.Lock() // a blocked send has bailed out; a running one finishes
 		if s.broken == nil {
@@ -1013,9 +1028,13 @@ func (it *item) counted() bool { return it.h.Kind != frame.KindEnd }
 
 type receiver struct {
 	end
-	q       chan item
-	window  uint64
-	granted atomic.Uint64
+	q      chan item
+	window uint64
+	// granted is the cumulative grant; consumed counts the messages Recv
+	// took. Recv tops the grant up, and so does every ack (it carries the
+	// grant), so a stream whose acks flow needs few credit frames.
+	granted  atomic.Uint64
+	consumed atomic.Uint64
 
 	mu     sync.Mutex // serialises the callback with Close; guards below
 	expect uint64
@@ -1044,8 +1063,7 @@ type receiver struct {
 	lastAsk  time.Time
 	gapTimer *time.Timer
 
-	consumed uint64 // Recv's goroutine only
-	eof      bool
+	eof bool // Recv's goroutine only
 	// residence is the longest the worker kept a batch (ReportResidence)
 	// since the last ack, which carries it to the sender.
 	residence atomic.Int64
@@ -1088,6 +1106,22 @@ func (r *receiver) publishGrant() {
 	h := header(r.link, frame.KindCredit)
 	h.Total = 8
 	_ = r.control(r.creditSubj, frame.Append(nil, h, frame.EncodeCredit(nil, r.granted.Load())))
+}
+
+// grant raises the cumulative grant to what the consumer has made room
+// for (a window past what it took) and returns it. Recv and the ack path
+// both call it; the grant never goes back.
+func (r *receiver) grant() uint64 {
+	want := r.consumed.Load() + r.window
+	for {
+		g := r.granted.Load()
+		if want <= g {
+			return g
+		}
+		if r.granted.CompareAndSwap(g, want) {
+			return want
+		}
+	}
 }
 
 // fail records the first protocol error; r.mu is held.
@@ -1246,6 +1280,10 @@ func (r *receiver) ack(seq uint64) {
 	h := header(r.link, frame.KindAck)
 	h.Seq = seq
 	h.Ingest = r.residence.Swap(0)
+	// The ack carries the grant (in the field an ack has no other use
+	// for): a stream whose acks flow gets its credit with them, not in
+	// credit frames of their own.
+	h.Epoch = r.grant()
 	r.ackBuf = frame.Append(r.ackBuf[:0], h, nil)
 	if r.control(r.creditSubj, r.ackBuf) == nil {
 		r.ackedTo = max(r.ackedTo, seq)
@@ -1423,10 +1461,10 @@ func (r *receiver) take(it item) (relay.Message, error) {
 		}
 	}
 	// Top the grant up once half the window is used, so a busy link sends a
-	// credit frame every window/2 messages, not every message.
-	r.consumed++
-	if r.granted.Load()-r.consumed <= r.window-max(1, r.window/2) {
-		r.granted.Store(r.consumed + r.window)
+	// credit frame every window/2 messages, not every message; an ack that
+	// went meanwhile carried a fresher grant, and then none is due.
+	if c := r.consumed.Add(1); r.granted.Load()-c <= r.window-max(1, r.window/2) {
+		r.grant()
 		r.publishGrant()
 	}
 	return msg, nil
