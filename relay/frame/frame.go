@@ -42,7 +42,7 @@ const (
 	KindHello    Kind = 4 // no body: a sender asks for its current credit
 	KindCredit   Kind = 5 // body: cumulative credit grant (EncodeCredit)
 	KindClose    Kind = 6 // no body: the receiver closed the link
-	KindAck      Kind = 7 // no body: the receiver has every message up to Seq in whole; Epoch, if not 0, is its cumulative credit grant
+	KindAck      Kind = 7 // no body: the receiver has every message up to Seq in whole
 	KindResend   Kind = 8 // no body: Seq is the first message the receiver lacks; send again from it
 	kindMax           = KindResend
 )
@@ -127,7 +127,7 @@ type Header struct {
 	Edge     uint32
 	Sender   uint32
 	Receiver uint32
-	Epoch    uint64 // data: the batch's timestamp; progress: the new frontier; ack: the grant (as a credit body)
+	Epoch    uint64 // data: the batch's timestamp; progress: the new frontier
 	Seq      uint64 // 1, 2, ... per link for data, progress and end frames
 	Chunk    uint32 // index of this chunk, < Chunks
 	Chunks   uint32 // number of chunks of this message, >= 1

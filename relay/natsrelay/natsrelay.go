@@ -415,9 +415,6 @@ func (s *sender) onCredit(msg *nats.Msg) {
 		s.wireMu.Lock()
 		s.acked(h.Seq, true)
 		s.wireMu.Unlock()
-		if h.Epoch > 0 { // the receiver's grant rides on its ack
-			s.grant(h.Epoch)
-		}
 		return
 	case frame.KindResend:
 		s.wireMu.Lock()
@@ -441,8 +438,8 @@ func (s *sender) onCredit(msg *nats.Msg) {
 	}
 }
 
-// grant takes the receiver's cumulative grant g (from a credit frame or
-// an ack); an older one that arrives late changes nothing.
+// grant takes the receiver's cumulative grant g; an older one that
+// arrives late changes nothing.
 func (s *sender) grant(g uint64) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -1052,13 +1049,9 @@ func (it *item) counted() bool { return it.h.Kind != frame.KindEnd }
 
 type receiver struct {
 	end
-	q      chan item
-	window uint64
-	// granted is the cumulative grant; consumed counts the messages Recv
-	// took. Recv tops the grant up, and so does every ack (it carries the
-	// grant), so a stream whose acks flow needs few credit frames.
-	granted  atomic.Uint64
-	consumed atomic.Uint64
+	q       chan item
+	window  uint64
+	granted atomic.Uint64
 	// grantBuf is the credit frame's buffer (NATS copies it out); Recv
 	// and the subscription's goroutine both send grants.
 	grantMu  sync.Mutex
@@ -1091,7 +1084,8 @@ type receiver struct {
 	lastAsk  time.Time
 	gapTimer *time.Timer
 
-	eof bool // Recv's goroutine only
+	consumed uint64 // Recv's goroutine only
+	eof      bool
 	// residence is the longest the worker kept a batch (ReportResidence)
 	// since the last ack, which carries it to the sender.
 	residence atomic.Int64
@@ -1137,22 +1131,6 @@ func (r *receiver) publishGrant() {
 	defer r.grantMu.Unlock()
 	r.grantBuf = frame.EncodeCredit(frame.Append(r.grantBuf[:0], h, nil), r.granted.Load())
 	_ = r.control(r.creditSubj, r.grantBuf)
-}
-
-// grant raises the cumulative grant to what the consumer has made room
-// for (a window past what it took) and returns it. Recv and the ack path
-// both call it; the grant never goes back.
-func (r *receiver) grant() uint64 {
-	want := r.consumed.Load() + r.window
-	for {
-		g := r.granted.Load()
-		if want <= g {
-			return g
-		}
-		if r.granted.CompareAndSwap(g, want) {
-			return want
-		}
-	}
 }
 
 // fail records the first protocol error; r.mu is held.
@@ -1311,10 +1289,6 @@ func (r *receiver) ack(seq uint64) {
 	h := header(r.link, frame.KindAck)
 	h.Seq = seq
 	h.Ingest = r.residence.Swap(0)
-	// The ack carries the grant (in the field an ack has no other use
-	// for): a stream whose acks flow gets its credit with them, not in
-	// credit frames of their own.
-	h.Epoch = r.grant()
 	r.ackBuf = frame.Append(r.ackBuf[:0], h, nil)
 	if r.control(r.creditSubj, r.ackBuf) == nil {
 		r.ackedTo = max(r.ackedTo, seq)
@@ -1492,10 +1466,10 @@ func (r *receiver) take(it item) (relay.Message, error) {
 		}
 	}
 	// Top the grant up once half the window is used, so a busy link sends a
-	// credit frame every window/2 messages, not every message; an ack that
-	// went meanwhile carried a fresher grant, and then none is due.
-	if c := r.consumed.Add(1); r.granted.Load()-c <= r.window-max(1, r.window/2) {
-		r.grant()
+	// credit frame every window/2 messages, not every message.
+	r.consumed++
+	if r.granted.Load()-r.consumed <= r.window-max(1, r.window/2) {
+		r.granted.Store(r.consumed + r.window)
 		r.publishGrant()
 	}
 	return msg, nil
