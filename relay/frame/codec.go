@@ -73,6 +73,9 @@ type Decoder struct {
 	feed bufMessageReader
 	rdr  *ipc.Reader
 	zc   *zcSchema // non-nil when the schema's layouts can be loaded in place
+	// body, when mem is a Charger, frees a body decoded in place by
+	// uncharging it: one value for every batch, not one each.
+	body *bodyCharge
 	// ZeroCopy lets records reference the body they were decoded from
 	// (default true from NewDecoder). The body must then stay unchanged for as
 	// long as the record lives; callers that reuse the body's memory turn it off.
@@ -81,7 +84,11 @@ type Decoder struct {
 
 // NewDecoder makes a decoder whose records are allocated from mem.
 func NewDecoder(mem memory.Allocator) *Decoder {
-	return &Decoder{mem: mem, lim: limitAllocator{mem: mem}, ZeroCopy: true}
+	d := &Decoder{mem: mem, lim: limitAllocator{mem: mem}, ZeroCopy: true}
+	if ch, ok := mem.(Charger); ok {
+		d.body = &bodyCharge{ch}
+	}
+	return d
 }
 
 // Decode decodes one data body. withSchema says the frame carries FlagSchema.
@@ -128,8 +135,7 @@ func (d *Decoder) Decode(body []byte, withSchema bool) (rec arrow.Record, err er
 	}
 	if d.zc != nil && d.ZeroCopy {
 		rest := d.feed.buf[d.feed.off:]
-		ch, _ := d.mem.(Charger)
-		rec, used, ok, err := loadZeroCopy(d.zc, rest, ch)
+		rec, used, ok, err := loadZeroCopy(d.zc, rest, d.body)
 		if err != nil {
 			return nil, err
 		}

@@ -93,7 +93,7 @@ func newZCSchema(s *arrow.Schema) *zcSchema { return &zcSchema{schema: s, fields
 // loadZeroCopy decodes the record batch message at the start of rest. ok is
 // false (with no error) when the message needs the Arrow reader instead.
 // used is how many bytes of rest the message took.
-func loadZeroCopy(zs *zcSchema, rest []byte, ch Charger) (rec arrow.Record, used int, ok bool, err error) {
+func loadZeroCopy(zs *zcSchema, rest []byte, ch *bodyCharge) (rec arrow.Record, used int, ok bool, err error) {
 	if len(rest) < 8 || binary.LittleEndian.Uint32(rest) != ipcContinuation {
 		return nil, 0, false, nil
 	}
@@ -146,24 +146,35 @@ func loadZeroCopy(zs *zcSchema, rest []byte, ch Charger) (rec arrow.Record, used
 	l.nodes, l.nn, _ = b.vector(rb, 1, 16)
 	l.bufs, l.nb, _ = b.vector(rb, 2, 16)
 	l.meta = meta
-	// nb is bounded by the verified metadata's length (16 bytes each).
-	l.pool = make([]memory.Buffer, l.nb)
-	l.ptrs = make([]*memory.Buffer, 0, l.nb)
+	// The record, its buffers' headers, their lists and its column list
+	// live exactly as long as one another: a small record (most batches)
+	// takes them in one allocation, not four.
+	var out *arrowx.Record
+	var cols []arrow.Array
+	if l.nb <= slabBufs && len(zs.fields) <= slabCols {
+		sl := &zcSlab{}
+		out, l.pool, l.ptrs, cols = &sl.rec, sl.pool[:l.nb], sl.ptrs[:0:l.nb], sl.cols[:0:len(zs.fields)]
+	} else {
+		// nb is bounded by the verified metadata's length (16 bytes each).
+		out, l.pool, l.ptrs = &arrowx.Record{}, make([]memory.Buffer, l.nb), make([]*memory.Buffer, 0, l.nb)
+		cols = make([]arrow.Array, 0, len(zs.fields))
+	}
 	if ch != nil && len(body) > 0 {
 		// The record holds the body as long as any of its buffers lives:
 		// the query is charged for it until the last one is released.
 		if err := ch.Charge(int64(len(body))); err != nil {
 			return nil, 0, false, err
 		}
-		l.parent = memory.NewBufferWithAllocator(body, uncharger{ch})
+		l.parent = memory.NewBufferWithAllocator(body, ch)
 		defer func() {
-			for _, c := range l.children {
-				c.Release() // the arrays hold their own references
+			for i := range l.pool[:l.bi] {
+				if c := &l.pool[i]; c.Parent() != nil {
+					c.Release() // the arrays hold their own references
+				}
 			}
 			l.parent.Release()
 		}()
 	}
-	cols := make([]arrow.Array, 0, len(zs.fields))
 	release := func() {
 		for _, c := range cols {
 			c.Release()
@@ -190,7 +201,19 @@ func loadZeroCopy(zs *zcSchema, rest []byte, ch Charger) (rec arrow.Record, used
 	}
 	// A record of checked-by-construction columns: array.NewRecord would
 	// re-prove with reflection what loadZeroCopy built from these very types.
-	return arrowx.NewRecord(zs.schema, cols, length), start + int(bodyLen), true, nil
+	out.Init(zs.schema, cols, length)
+	return out, start + int(bodyLen), true, nil
+}
+
+// The most buffers and columns a record may have to come in one zcSlab.
+const slabBufs, slabCols = 8, 4
+
+// zcSlab is a small record decoded in place with what it is made of.
+type zcSlab struct {
+	rec  arrowx.Record
+	pool [slabBufs]memory.Buffer
+	ptrs [slabBufs]*memory.Buffer
+	cols [slabCols]arrow.Array
 }
 
 type zcLoader struct {
@@ -203,10 +226,9 @@ type zcLoader struct {
 	ni, bi       int              // next node and buffer
 	depth, total int
 	// parent, when set, is the body as a buffer that uncharges the query
-	// when released; every buffer is then a slice of it (children), so
-	// the body stays charged while any array of the record lives.
-	parent   *memory.Buffer
-	children []*memory.Buffer
+	// when released; every buffer in pool is then a slice of it, so the
+	// body stays charged while any array of the record lives.
+	parent *memory.Buffer
 }
 
 // Charger counts memory a query holds that its allocator did not make (a
@@ -214,12 +236,13 @@ type zcLoader struct {
 // body.
 type Charger = dataflow.Charger
 
-// uncharger is the allocator of a charged body: freeing it uncharges.
-type uncharger struct{ ch Charger }
+// bodyCharge charges a query for the bodies its records are decoded in
+// place of, and is their allocator: freeing one uncharges it.
+type bodyCharge struct{ Charger }
 
-func (u uncharger) Allocate(int) []byte           { panic("frame: a charged body allocates nothing") }
-func (u uncharger) Reallocate(int, []byte) []byte { panic("frame: a charged body allocates nothing") }
-func (u uncharger) Free(b []byte)                 { u.ch.Uncharge(int64(len(b))) }
+func (*bodyCharge) Allocate(int) []byte           { panic("frame: a charged body allocates nothing") }
+func (*bodyCharge) Reallocate(int, []byte) []byte { panic("frame: a charged body allocates nothing") }
+func (c *bodyCharge) Free(b []byte)               { c.Uncharge(int64(len(b))) }
 
 func (l *zcLoader) node() (length, nulls int, err error) {
 	if l.ni >= l.nn {
@@ -258,12 +281,13 @@ func (l *zcLoader) buffer(need int) (*memory.Buffer, []byte, error) {
 		return nil, nil, fmt.Errorf("buffer at unaligned offset %d", off)
 	}
 	b := l.body[off : off+n : off+n]
+	buf := &l.pool[l.bi-1] // one allocation for all of them, not one each
 	if l.parent != nil {
-		buf := memory.SliceBuffer(l.parent, int(off), int(n))
-		l.children = append(l.children, buf)
+		// A slice of the charged body, made in place (SliceBuffer is
+		// inlined: its result does not reach the heap).
+		*buf = *memory.SliceBuffer(l.parent, int(off), int(n))
 		return buf, buf.Bytes(), nil
 	}
-	buf := &l.pool[l.bi-1] // one allocation for all of them, not one each
 	buf.Reset(b)
 	return buf, b, nil
 }

@@ -310,13 +310,19 @@ type sender struct {
 	// lastAlone is when the last progress message went alone
 	// (SendDataThen's probe).
 	lastAlone time.Time
+	// retryTimer asks for credit again while a send waits for it.
+	retryTimer *time.Timer
 
 	mu         sync.Mutex // guards the credit state below
 	sent       uint64
 	granted    uint64
 	peerClosed bool
 	closed     bool
-	notify     chan struct{} // closed and replaced on every change
+	// notify holds a token after a change: whoever waits for one (a
+	// send for credit, Close for acks; one at a time, under sendMu)
+	// looks again. A token, not a closed channel, so a grant allocates
+	// nothing.
+	notify chan struct{}
 
 	// rate caps the link's bytes per second (Options.Shape; 0: none);
 	// nextSend is when the bucket lets the next message go.
@@ -365,7 +371,7 @@ func (t *Transport) OpenSender(ctx context.Context, link relay.LinkID) (relay.Se
 	if err := link.Validate(); err != nil {
 		return nil, err
 	}
-	s := &sender{end: end{t: t, link: link}, notify: make(chan struct{}), enc: frame.NewEncoder(t.cfg.Allocator), rto: t.ackTO}
+	s := &sender{end: end{t: t, link: link}, notify: make(chan struct{}, 1), enc: frame.NewEncoder(t.cfg.Allocator), rto: t.ackTO}
 	s.dataSubj, s.creditSubj = t.Subjects(link)
 	if t.shape != nil {
 		s.rate = t.shape(link)
@@ -419,22 +425,37 @@ func (s *sender) onCredit(msg *nats.Msg) {
 		s.wireMu.Unlock()
 		return
 	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
 	switch h.Kind {
 	case frame.KindCredit:
-		g, err := frame.DecodeCredit(body)
-		if err != nil || g <= s.granted {
-			return
+		if g, err := frame.DecodeCredit(body); err == nil {
+			s.grant(g)
 		}
-		s.granted = g
 	case frame.KindClose:
+		s.mu.Lock()
 		s.peerClosed = true
-	default:
-		return
+		s.wake()
+		s.mu.Unlock()
 	}
-	close(s.notify)
-	s.notify = make(chan struct{})
+}
+
+// grant takes the receiver's cumulative grant g; an older one that
+// arrives late changes nothing.
+func (s *sender) grant(g uint64) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if g > s.granted {
+		s.granted = g
+		s.wake()
+	}
+}
+
+// wake tells whoever waits on the credit state that it changed; s.mu is
+// held.
+func (s *sender) wake() {
+	select {
+	case s.notify <- struct{}{}:
+	default: // a token is there already
+	}
 }
 
 // acked takes the receiver's word that it has every message up to seq;
@@ -697,46 +718,62 @@ func (s *sender) buffer() []byte {
 	return make([]byte, 0, s.lastLen)
 }
 
-// acquire takes one credit, waiting for a grant if there is none.
+// acquire takes one credit, waiting for a grant if there is none; s.sendMu
+// is held.
 func (s *sender) acquire(ctx context.Context) error {
-	var start time.Time
-	var timer *time.Timer
+	ch, err := s.credit()
+	if ch == nil {
+		return err
+	}
+	return s.waitCredit(ctx, ch)
+}
+
+// credit takes a credit if there is one (nil, nil), fails (nil, err), or
+// returns what to wait on for the next grant.
+func (s *sender) credit() (chan struct{}, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	switch {
+	case s.closed:
+		return nil, fmt.Errorf("send on %s: %w", s.link, relay.ErrClosed)
+	case s.peerClosed:
+		return nil, fmt.Errorf("send on %s: %w", s.link, relay.ErrPeerClosed)
+	case s.sent < s.granted:
+		s.sent++
+		return nil, nil
+	}
+	return s.notify, nil
+}
+
+// waitCredit waits for a grant, asking again every Retry; s.sendMu is
+// held. Its timer is the sender's, so a stall allocates nothing.
+func (s *sender) waitCredit(ctx context.Context, ch chan struct{}) error {
+	start := time.Now()
+	// Waiting for the receiver's credit is not the sending query's CPU
+	// time (dataflow.CPU).
+	resume := dataflow.Waiting(ctx)
+	if s.retryTimer == nil {
+		s.retryTimer = time.NewTimer(s.t.retry)
+	} else {
+		s.retryTimer.Reset(s.t.retry)
+	}
 	defer func() {
-		if timer != nil {
-			timer.Stop()
-			s.m.Stall(time.Since(start))
-		}
+		s.retryTimer.Stop()
+		s.m.Stall(time.Since(start))
+		resume()
 	}()
 	for {
-		s.mu.Lock()
-		switch {
-		case s.closed:
-			s.mu.Unlock()
-			return fmt.Errorf("send on %s: %w", s.link, relay.ErrClosed)
-		case s.peerClosed:
-			s.mu.Unlock()
-			return fmt.Errorf("send on %s: %w", s.link, relay.ErrPeerClosed)
-		case s.sent < s.granted:
-			s.sent++
-			s.mu.Unlock()
-			return nil
-		}
-		ch := s.notify
-		s.mu.Unlock()
-		if start.IsZero() {
-			start = time.Now()
-			timer = time.NewTimer(s.t.retry)
-			// Waiting for the receiver's credit is not the sending
-			// query's CPU time (dataflow.CPU).
-			defer dataflow.Waiting(ctx)()
-		}
 		select {
 		case <-ch:
-		case <-timer.C:
+		case <-s.retryTimer.C:
 			s.hello()
-			timer.Reset(s.t.retry)
+			s.retryTimer.Reset(s.t.retry)
 		case <-ctx.Done():
 			return ctx.Err()
+		}
+		var err error
+		if ch, err = s.credit(); ch == nil {
+			return err
 		}
 	}
 }
@@ -902,8 +939,7 @@ func (s *sender) CloseContext(ctx context.Context) error {
 	s.closeOnce.Do(func() {
 		s.mu.Lock()
 		s.closed = true
-		close(s.notify)
-		s.notify = make(chan struct{})
+		s.wake()
 		s.mu.Unlock()
 		s.sendMu.Lock() // a blocked send has bailed out; a running one finishes
 		if s.broken == nil {
@@ -1016,6 +1052,10 @@ type receiver struct {
 	q       chan item
 	window  uint64
 	granted atomic.Uint64
+	// grantBuf is the credit frame's buffer (NATS copies it out); Recv
+	// and the subscription's goroutine both send grants.
+	grantMu  sync.Mutex
+	grantBuf []byte
 
 	mu     sync.Mutex // serialises the callback with Close; guards below
 	expect uint64
@@ -1087,7 +1127,10 @@ func (t *Transport) OpenReceiver(ctx context.Context, link relay.LinkID) (relay.
 func (r *receiver) publishGrant() {
 	h := header(r.link, frame.KindCredit)
 	h.Total = 8
-	_ = r.control(r.creditSubj, frame.Append(nil, h, frame.EncodeCredit(nil, r.granted.Load())))
+	r.grantMu.Lock()
+	defer r.grantMu.Unlock()
+	r.grantBuf = frame.EncodeCredit(frame.Append(r.grantBuf[:0], h, nil), r.granted.Load())
+	_ = r.control(r.creditSubj, r.grantBuf)
 }
 
 // fail records the first protocol error; r.mu is held.
