@@ -17,12 +17,10 @@ import (
 	"github.com/tierflow/tierflow/runtime/connectors"
 )
 
-// The engine's pending limits on a core NATS subscription
-// (connectors.SourceConfig's defaults), given to the bare subscriber too.
-const (
-	pendingMsgs  = 1 << 16
-	pendingBytes = 64 << 20
-)
+// pendingLimits are the engine's pending limits on a core NATS
+// subscription (connectors.SourceConfig's defaults), given to the bare
+// subscribers too.
+func pendingLimits() (msgs, bytes int) { return connectors.SourceConfig{}.PendingLimits() }
 
 // quiet is how long a consumer that lost the end marker (a core NATS drop)
 // waits with nothing arriving before its turn ends.
@@ -142,7 +140,7 @@ func bareCoreTurn(ctx context.Context, srv *natsserver.Server, sh shape, msgs []
 	if err != nil {
 		return result{}, err
 	}
-	if err := sub.SetPendingLimits(pendingMsgs, pendingBytes); err != nil {
+	if err := sub.SetPendingLimits(pendingLimits()); err != nil {
 		return result{}, err
 	}
 	if err := nc.Flush(); err != nil {

@@ -62,7 +62,7 @@ func newNATSInput(_ context.Context, c SourceConfig) (input, error) {
 	if err != nil {
 		return nil, err
 	}
-	if err := sub.SetPendingLimits(c.PendingMsgs, c.PendingBytes); err != nil {
+	if err := sub.SetPendingLimits(c.PendingLimits()); err != nil {
 		sub.Unsubscribe()
 		return nil, err
 	}
@@ -108,6 +108,32 @@ func (n *natsInput) next(ctx context.Context) (message, error) {
 	m := n.got[n.taken]
 	n.taken++
 	return message{data: m.Data, header: m.Header}, nil
+}
+
+// natsPendingMsgBytes is what a message pending in a subscription holds
+// beyond its payload: nats.go's Msg (a 128-byte allocation) and its copy of
+// the subject. TestNATSPendingMessageOverhead measures it (130-140 bytes
+// on a 20-byte subject).
+const natsPendingMsgBytes = 160
+
+// PendingLimits are the pending limits of a core subscription of c (its
+// defaults applied): its PendingMsgs, or as many messages as PendingBytes
+// holds of the client's bytes a message beside the payload, and
+// PendingBytes. Why not a fixed count: the count bounds memory that the
+// payload limit does not see (a message's Msg and subject), so it follows
+// the same bytes, which a query's budget sets (sourceOp.Open). The fixed
+// 65,536 was a quarter of what a subscription needs to ride out a
+// 1,000,000-message burst from a publisher on the same 2 cores (bench
+// ingest: the engine lost 3-26% of each burst, and its rate with them);
+// nats.go's own default is 524,288.
+func (c SourceConfig) PendingLimits() (msgs, bytes int) {
+	if c.PendingBytes <= 0 {
+		c.PendingBytes = defaultPendingBytes
+	}
+	if c.PendingMsgs > 0 {
+		return c.PendingMsgs, c.PendingBytes
+	}
+	return max(c.PendingBytes/natsPendingMsgBytes, 1), c.PendingBytes
 }
 
 // countDrops adds the subscription's drops since the last call.

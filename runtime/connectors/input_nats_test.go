@@ -2,11 +2,13 @@ package connectors_test
 
 import (
 	"fmt"
+	"runtime"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/apache/arrow/go/v17/arrow/memory"
+	"github.com/nats-io/nats.go"
 
 	"github.com/tierflow/tierflow/dataflow"
 	"github.com/tierflow/tierflow/operators/sources"
@@ -169,4 +171,63 @@ func startNATSSource(t *testing.T, s *natsserver.Server, mem memory.Allocator, c
 		return nil
 	})
 	return out, stop, wait
+}
+
+// TestNATSPendingMessageOverhead: what the pending message limit allows for
+// a message beside its payload (PendingLimits) is what a pending message
+// holds in nats.go, within half either way: 100,000 messages of 10 bytes
+// wait behind a handler that does not return, and the heap grows by about
+// that each, beyond the payload's 16-byte allocation.
+func TestNATSPendingMessageOverhead(t *testing.T) {
+	s := startServer(t)
+	nc, pub := connect(t, s), connect(t, s)
+	const subject, n = "overhead.in", 100_000
+	release := make(chan struct{})
+	defer close(release)
+	sub, err := nc.Subscribe(subject, func(*nats.Msg) { <-release })
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := sub.SetPendingLimits(-1, -1); err != nil {
+		t.Fatal(err)
+	}
+	if err := nc.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	var ms runtime.MemStats
+	runtime.GC()
+	runtime.ReadMemStats(&ms)
+	before := ms.HeapAlloc
+	for range n {
+		if err := pub.Publish(subject, []byte("0123456789")); err != nil {
+			t.Fatal(err)
+		}
+	}
+	checkFor(t, 30*time.Second, func() error {
+		if m, _, _ := sub.Pending(); m < n-1 { // one is in the handler
+			return fmt.Errorf("%d of %d pending", m, n-1)
+		}
+		return nil
+	})
+	runtime.GC()
+	runtime.ReadMemStats(&ms)
+	held := (float64(ms.HeapAlloc) - float64(before)) / n
+	msgs, bytes := connectors.SourceConfig{}.PendingLimits()
+	allowed := float64(bytes) / float64(msgs)
+	t.Logf("a pending message holds %.0f bytes beside its 16-byte payload; %.0f allowed for it", held-16, allowed)
+	if over := held - 16; over < allowed/2 || over > allowed*3/2 {
+		t.Fatalf("a pending message holds %.0f bytes beside its payload, the limit allows %.0f", over, allowed)
+	}
+}
+
+// A core subscription's message limit follows its bytes unless set.
+func TestNATSPendingMessagesFollowTheBytes(t *testing.T) {
+	m1, b1 := connectors.SourceConfig{PendingBytes: 1 << 20}.PendingLimits()
+	m2, b2 := connectors.SourceConfig{PendingBytes: 2 << 20}.PendingLimits()
+	if b1 != 1<<20 || b2 != 2<<20 || m1 < 1000 || m2 < 2*m1 || m2 > 2*m1+1 {
+		t.Fatalf("1 MiB: %d messages, %d bytes; 2 MiB: %d, %d", m1, b1, m2, b2)
+	}
+	if m, _ := (connectors.SourceConfig{PendingMsgs: 7}).PendingLimits(); m != 7 {
+		t.Fatalf("PendingMsgs 7 gave %d", m)
+	}
 }

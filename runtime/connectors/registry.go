@@ -93,9 +93,10 @@ type SourceConfig struct {
 	MaxRows  int
 	MaxDelay time.Duration
 	// PendingMsgs and PendingBytes bound what a core NATS subscription
-	// buffers (defaults 65536 messages, 64 MiB); beyond, the server's
-	// messages are dropped and counted (Stats.Dropped), as core NATS does
-	// for slow consumers.
+	// buffers (default 64 MiB of payload, and as many messages as
+	// PendingBytes holds of the client's ~160 bytes a message beside the
+	// payload); beyond, the server's messages are dropped and counted
+	// (Stats.Dropped), as core NATS does for slow consumers.
 	PendingMsgs, PendingBytes int
 	// MaxMessageBytes bounds a message put back together from chunks
 	// (default PendingBytes); a larger one is dropped as oversized, or

@@ -33,6 +33,10 @@ type Stats struct {
 // is still 50 rows a batch).
 const DefaultSourceMaxDelay = 5 * time.Millisecond
 
+// defaultPendingBytes is SourceConfig.PendingBytes without a query budget:
+// nats.go's own default.
+const defaultPendingBytes = 64 << 20
+
 // message is one received message and how to settle it.
 type message struct {
 	data   []byte
@@ -103,11 +107,8 @@ func (c *SourceConfig) defaults() error {
 	if c.MaxDelay <= 0 {
 		c.MaxDelay = DefaultSourceMaxDelay
 	}
-	if c.PendingMsgs <= 0 {
-		c.PendingMsgs = 1 << 16
-	}
 	if c.PendingBytes <= 0 {
-		c.PendingBytes = 64 << 20
+		c.PendingBytes = defaultPendingBytes
 	}
 	if c.MaxMessageBytes <= 0 {
 		c.MaxMessageBytes = c.PendingBytes
@@ -160,8 +161,11 @@ func (s *sourceOp) Open(ctx *dataflow.Context, cap *dataflow.Capability) error {
 	// by the budget's read-ahead (dataflow.ReadAhead, a quarter of it), as
 	// a file's read-ahead is. The default 64 MiB per subscription let a
 	// query limited to 64 MiB hold as much again, unseen by its limit.
-	if ahead := dataflow.ReadAhead(ctx.Allocator()); ahead > 0 && int64(s.r.c.PendingBytes) > ahead {
-		s.r.c.PendingBytes = int(ahead)
+	// Half of it is the payloads' and half the client's bytes a message
+	// beside them (a core subscription's message limit, pendingMsgs), so
+	// the two together stay within the read-ahead.
+	if ahead := dataflow.ReadAhead(ctx.Allocator()); ahead > 0 && int64(s.r.c.PendingBytes) > max(ahead/2, 1) {
+		s.r.c.PendingBytes = int(max(ahead/2, 1))
 	}
 	in, err := s.r.newInput(s.r.ctx, s.r.c)
 	if err != nil {
