@@ -94,11 +94,20 @@ FUZZ_BRIEF = \
 	./planner/catalog:FuzzParse:30000 \
 	./planner/infra:FuzzParse:40000
 
+# The DuckDB peer's tests (bench/sqlpeer, its own module: benchmark answers
+# and SQL feature comparisons against DuckDB) run beside the main module's,
+# not after them: at -p 2 the two long poles hold both of go test's slots
+# for most of their run while using about one core between them, and the
+# peer's link and comparisons fill the other. Its output is printed when
+# it ends, after the main module's; make test fails if either does.
 test: setup
-	$(TESTGOGC) go test $(MAINTESTFLAGS) -count=1 $(if $(TESTP),-p $(TESTP)) $(LONG_POLES) ./...
-	@# The DuckDB peer (its own module): benchmark answers and SQL feature
-	@# comparisons against DuckDB. The first build compiles DuckDB's bindings.
-	cd bench/sqlpeer && $(TESTGOGC) go test $(TESTFLAGS) -count=1 ./...
+	@peer_log=$$(mktemp); \
+	( cd bench/sqlpeer && $(TESTGOGC) go test $(TESTFLAGS) -count=1 ./... ) > "$$peer_log" 2>&1 & peer=$$!; \
+	echo "$(TESTGOGC) go test $(MAINTESTFLAGS) -count=1 $(if $(TESTP),-p $(TESTP)) $(LONG_POLES) ./..."; \
+	$(TESTGOGC) go test $(MAINTESTFLAGS) -count=1 $(if $(TESTP),-p $(TESTP)) $(LONG_POLES) ./...; main=$$?; \
+	wait $$peer; peer_rc=$$?; \
+	echo "(cd bench/sqlpeer && $(TESTGOGC) go test $(TESTFLAGS) -count=1 ./...)"; cat "$$peer_log"; rm -f "$$peer_log"; \
+	test $$main -eq 0 && test $$peer_rc -eq 0
 
 fuzz-brief: setup
 	@$(TESTGOGC) LDFLAGS="$(MAINLDFLAGS)" scripts/fuzz-brief.sh $(FUZZ_BRIEF)

@@ -8,9 +8,9 @@ import (
 	"github.com/tierflow/tierflow/internal/cli"
 )
 
-// The tests of bench/inference and bench/sneakpeek run the benchmarks'
-// commands here, in one test binary, not in two more that each link the
-// engine (make test's CPU is mostly compiling and linking test binaries;
+// The tests of bench/inference, bench/sneakpeek and bench/tpch/tpchcmd run
+// the benchmarks' commands here, in one test binary, not in three more that
+// each link the engine (make test's CPU is mostly compiling and linking test binaries;
 // issue #27).
 
 const exitBadInput = cli.ExitBadInput

@@ -50,6 +50,11 @@ const aicityNotRun = "the catalog's YOLOv5, ReID, tracking and clustering varian
 // want exit 0). The OCR examples read the first two scenes
 // (smallOCRExamples); make test-long runs them on all 24.
 func TestExamples(t *testing.T) {
+	// Beside the drills and the documents' commands: the examples mostly
+	// wait on their streams' rates and EXPLAIN ANALYZE's durations (51 s
+	// of wall time, 9.5 of CPU, loaded), and each runs in its own
+	// in-process CLI over its own files.
+	t.Parallel()
 	root := "../.."
 	var files []string
 	err := filepath.WalkDir(filepath.Join(root, "examples"), func(p string, d os.DirEntry, err error) error {

@@ -136,9 +136,8 @@ func sidesRun(t *testing.T, fashion, trace string, only ...string) (missed, answ
 // 4 Mbit/s to 400 kbit/s, too slow for 28x28 float32 frames at 20 a
 // second. The edge worker's adaptation reads the link's acks and sends
 // the frames at 14x14 (or 20x20) from the next batches on, and the frames
-// keep meeting the bound; with fit-28 alone in the zoo (nothing smaller to
-// send) the frames queue behind the link and most of those after the
-// step miss.
+// keep meeting the bound (TestFit28AloneMissesBehindTheStep shows that the
+// step binds: without the adaptation most frames after it miss).
 func TestAdaptSidesFollowTheLink(t *testing.T) {
 	fashion := fashionDir(t)
 	missed, answered, sides, _ := sidesRun(t, fashion, stepTo400)
@@ -158,19 +157,32 @@ func TestAdaptSidesFollowTheLink(t *testing.T) {
 	if sides["side_28"]+sides["side_20"]+sides["side_14"]+sides[ml.SideDropped] != 140 {
 		t.Errorf("sides %v: want the 140 frames counted (sent or dropped before the link)", sides)
 	}
+	// The step hits while about a frame and a half is on the link at 28:
+	// a few frames miss while the first slow acks come back, not a
+	// re-plan's second of them. (At most 8 here and at least 40 for
+	// fit-28 alone, below: the adaptation misses a fifth as many or fewer.)
+	if missed > 8 {
+		t.Errorf("%d of 140 frames missed with the adaptation, want at most 8", missed)
+	}
+}
+
+// TestFit28AloneMissesBehindTheStep is TestAdaptSidesFollowTheLink's
+// control: the same stream and step with fit-28 alone in the zoo (nothing
+// smaller to send), so the frames queue behind the link and most of those
+// after the step miss. It only waits on the shaped link (about 24 s of the
+// frames draining at 400 kbit/s) and a busier machine can only make more
+// frames miss, so it runs beside the other waiting tests, not serially
+// with the ones that measure latency.
+func TestFit28AloneMissesBehindTheStep(t *testing.T) {
+	t.Parallel()
+	fashion := fashionDir(t)
 	fixedMissed, fixedAnswered, fixedSides, _ := sidesRun(t, fashion, stepTo400, "fit-28")
 	t.Logf("fit-28 alone: %d of 140 frames missed, %d answered; sides %v", fixedMissed, fixedAnswered, fixedSides)
 	if len(fixedSides) != 0 {
 		t.Errorf("fit-28 alone has an adaptation by the link: %v", fixedSides)
 	}
-	// The step hits while about a frame and a half is on the link at 28:
-	// a few frames miss while the first slow acks come back, not a
-	// re-plan's second of them.
-	if missed > 8 {
-		t.Errorf("%d of 140 frames missed with the adaptation, want at most 8", missed)
-	}
-	if fixedMissed < 40 || fixedMissed < 4*missed {
-		t.Errorf("fit-28 alone missed %d frames, the adaptation %d: the link did not bind", fixedMissed, missed)
+	if fixedMissed < 40 {
+		t.Errorf("fit-28 alone missed %d frames, want at least 40: the link did not bind", fixedMissed)
 	}
 }
 

@@ -1,18 +1,32 @@
-package tpchcmd_test
+package benchtest_test
 
 import (
+	"bytes"
 	"os"
 	"strconv"
 	"strings"
 	"testing"
 
 	"github.com/tierflow/tierflow/bench/benchtest"
+	"github.com/tierflow/tierflow/bench/tpch/tpchcmd"
+	"github.com/tierflow/tierflow/internal/cli"
 )
+
+var runTPCHCommand = runner(tpchcmd.Command)
+
+// runTPCH runs `tierflow bench tpch ...` (args from "bench") and returns
+// the exit code and both streams.
+func runTPCH(t *testing.T, args ...string) (code int, stdout, stderr string) {
+	t.Helper()
+	var out, errb bytes.Buffer
+	code = runTPCHCommand(args, strings.NewReader(""), &out, &errb)
+	return code, out.String(), errb.String()
+}
 
 func TestBenchTPCHRunsThePeerWithItsFlags(t *testing.T) {
 	argsFile := benchtest.FakeSQLPeer(t, 0)
-	code, out, errs := runCLI(t, "", "bench", "tpch", "--sf", "0.1,1", "--reps", "5", "--queries", "q1,q21", "--types", "double", "--format", "json", "--memory-limit", "1GiB")
-	if code != exitOK {
+	code, out, errs := runTPCH(t, "bench", "tpch", "--sf", "0.1,1", "--reps", "5", "--queries", "q1,q21", "--types", "double", "--format", "json", "--memory-limit", "1GiB")
+	if code != cli.ExitOK {
 		t.Fatalf("exit %d: %s", code, errs)
 	}
 	if !strings.Contains(out, "| query | ratio |") {
@@ -32,8 +46,8 @@ func TestBenchTPCHRunsThePeerWithItsFlags(t *testing.T) {
 func TestBenchTPCHChecksItsFlagsFirst(t *testing.T) {
 	benchtest.FakeSQLPeer(t, 0)
 	for _, args := range [][]string{{"--sf", "0"}, {"--queries", "q23"}, {"--peer", "sqlite"}, {"--types", "float"}, {"--memory-limit", "lots"}} {
-		code, _, errs := runCLI(t, "", append([]string{"bench", "tpch"}, args...)...)
-		if code != exitBadInput {
+		code, _, errs := runTPCH(t, append([]string{"bench", "tpch"}, args...)...)
+		if code != cli.ExitBadInput {
 			t.Errorf("%v: exit %d: %s", args, code, errs)
 		}
 	}
@@ -42,8 +56,8 @@ func TestBenchTPCHChecksItsFlagsFirst(t *testing.T) {
 // --peer none runs tierflow alone, in this process.
 func TestBenchTPCHWithoutAPeer(t *testing.T) {
 	t.Setenv("TIERFLOW_SQLPEER", "/nonexistent")
-	code, out, errs := runCLI(t, "", "bench", "tpch", "--peer", "none", "--sf", "0.002", "--reps", "1", "--queries", "q1", "--types", "double", "--data", t.TempDir())
-	if code != exitOK {
+	code, out, errs := runTPCH(t, "bench", "tpch", "--peer", "none", "--sf", "0.002", "--reps", "1", "--queries", "q1", "--types", "double", "--data", t.TempDir())
+	if code != cli.ExitOK {
 		t.Fatalf("exit %d: %s", code, errs)
 	}
 	if !strings.Contains(out, "TIERFLOW MS") || !strings.Contains(out, "q01") || strings.Contains(out, "DUCKDB") {
@@ -61,12 +75,12 @@ func TestBenchTPCHUnderAMemoryLimit(t *testing.T) {
 	t.Setenv("TIERFLOW_SQLPEER", "/nonexistent")
 	data := t.TempDir()
 	run := func(limit string) (int, string) {
-		code, out, errs := runCLI(t, "", "bench", "tpch", "--peer", "none", "--sf", "0.002", "--reps", "1", "--queries", "q1,q6",
+		code, out, errs := runTPCH(t, "bench", "tpch", "--peer", "none", "--sf", "0.002", "--reps", "1", "--queries", "q1,q6",
 			"--data", data, "--memory-limit", limit)
 		return code, out + errs
 	}
 	code, out := run("64MiB")
-	if code != exitOK || !strings.Contains(out, "PEAK MIB") {
+	if code != cli.ExitOK || !strings.Contains(out, "PEAK MIB") {
 		t.Fatalf("exit %d:\n%s", code, out)
 	}
 	for _, line := range strings.Split(out, "\n") {
@@ -80,7 +94,7 @@ func TestBenchTPCHUnderAMemoryLimit(t *testing.T) {
 		}
 	}
 	code, out = run("16KiB")
-	if code == exitOK || !strings.Contains(out, "over its memory limit of 16.0 KiB") {
+	if code == cli.ExitOK || !strings.Contains(out, "over its memory limit of 16.0 KiB") {
 		t.Fatalf("16 KiB: exit %d:\n%s", code, out)
 	}
 }
