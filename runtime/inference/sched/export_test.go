@@ -27,6 +27,14 @@ func SetClock(s *Scheduler, now func() time.Time) {
 	s.mu.Unlock()
 }
 
+// SetTook has the scheduler measure each part's run by took (rows, the
+// part's) instead of the wall clock.
+func SetTook(s *Scheduler, took func(rows int) time.Duration) {
+	s.mu.Lock()
+	s.took = func(_ time.Time, rows int) time.Duration { return took(rows) }
+	s.mu.Unlock()
+}
+
 // SetMeasured replaces key's measured profile (as Measure leaves it, with no
 // correction yet): a test that compares sizes near each other cannot rely
 // on a noisy machine's timings of 8 and 16 rows differing.

@@ -39,6 +39,10 @@ type Scheduler struct {
 	profiles *Profiles
 	arrivals *Arrivals
 	now      func() time.Time
+	// took is how long a part of rows rows begun at start ran (the
+	// profile's measure): time.Since, or a test's, whose clock (now)
+	// stands still while real runs' times would move the profile.
+	took func(start time.Time, rows int) time.Duration
 
 	mu       sync.Mutex
 	sessions map[string]*shared
@@ -118,6 +122,7 @@ func New(p Policy) *Scheduler {
 		p = Naive{}
 	}
 	return &Scheduler{policy: p, profiles: NewProfiles(), arrivals: NewArrivals(), now: time.Now,
+		took:     func(start time.Time, _ int) time.Duration { return time.Since(start) },
 		sessions: map[string]*shared{}, queues: map[string]*Queue{}, tenants: map[string]Tenant{},
 		stats: map[string]*QueryStats{}, started: time.Now(), served: map[string]*Served{}, inFlight: map[string]time.Time{}}
 }

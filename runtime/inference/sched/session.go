@@ -143,7 +143,7 @@ func (b *bound) Run(inputs, outputs []ml.Tensor) error {
 		} else {
 			err = run(slice(inputs, off, k, n), slice(outputs, off, k, n))
 		}
-		b.s.finish(r, k, start, time.Since(start), err != nil)
+		b.s.finish(r, k, start, b.s.took(start, k), err != nil)
 		if err != nil {
 			return err
 		}
