@@ -185,7 +185,15 @@ func (c *CPU) Join(name string) *CPUShare {
 	defer c.mu.Unlock()
 	s := c.byName[name]
 	if s == nil {
-		s = &CPUShare{c: c, name: name}
+		// A new query starts level with the least of those with work, as
+		// one back from idle does (enter): at zero, every query joined
+		// before it was "ahead" of it, and one with two instances busy was
+		// held to its share for as long as the newcomer had not stepped -
+		// a small query held beside an abusive one that had just joined
+		// (#25: 90 ms at the gate with 1.6 ms of steps). The floor lags the
+		// others' time, so a query already running still leads a newcomer
+		// and is held to its share while the newcomer's part is built.
+		s = &CPUShare{c: c, name: name, used: c.floor}
 		c.byName[name] = s
 		c.shares[s] = struct{}{}
 		c.queries.Add(1)

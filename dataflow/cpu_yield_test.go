@@ -124,3 +124,63 @@ func TestCPULongStepYieldsBetweenBatches(t *testing.T) {
 		t.Errorf("a's long step never waited at the gate: %+v", s)
 	}
 }
+
+// A query that has just joined starts level with the least of those with
+// work, not at zero: a query already running does not lead it, and is not
+// held to its share of the processors for the newcomer's sake before the
+// newcomer has stepped at all (a small query beside an abusive one that had
+// just joined waited at the gate for it, #25). The newcomer is behind a
+// query that keeps stepping once that one has used another slice.
+func TestCPUNewQueryStartsLevel(t *testing.T) {
+	clock := &fakeClock{}
+	c := newCPU(10*time.Millisecond, clock.now)
+	c.procs = 2
+	ctx := context.Background()
+	small := c.Join("small")
+	defer small.Leave()
+	st, err := small.enter(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	clock.add(30 * time.Millisecond)
+	small.exit(st)
+	large := c.Join("large")
+	defer large.Leave()
+	first, err := small.enter(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	second := make(chan *stepStart, 1)
+	go func() {
+		st, err := small.enter(ctx)
+		if err != nil {
+			t.Error(err)
+		}
+		second <- st
+	}()
+	select {
+	case st := <-second:
+		small.exit(st)
+	case <-time.After(5 * time.Second):
+		t.Fatal("small was held to one processor beside a query that has just joined and not stepped")
+	}
+	// small keeps stepping on one processor: a slice on, large is behind
+	// it, and small is held to its share.
+	clock.add(15 * time.Millisecond)
+	held := make(chan *stepStart, 1)
+	go func() {
+		st, err := small.enter(ctx)
+		if err != nil {
+			t.Error(err)
+		}
+		held <- st
+	}()
+	waitingAtGate(t, c, 1)
+	small.exit(first)
+	select {
+	case st := <-held:
+		small.exit(st)
+	case <-time.After(5 * time.Second):
+		t.Fatal("small's step still waits after its other ended")
+	}
+}
