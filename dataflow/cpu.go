@@ -185,7 +185,15 @@ func (c *CPU) Join(name string) *CPUShare {
 	defer c.mu.Unlock()
 	s := c.byName[name]
 	if s == nil {
-		s = &CPUShare{c: c, name: name}
+		// A new query starts level with the least of those with work, as
+		// one back from idle does (enter): at zero, every query joined
+		// before it was "ahead" of it, and one with two instances busy was
+		// held to its share for as long as the newcomer had not stepped -
+		// a small query held beside an abusive one that had just joined
+		// (#25: 90 ms at the gate with 1.6 ms of steps). The floor lags the
+		// others' time, so a query already running still leads a newcomer
+		// and is held to its share while the newcomer's part is built.
+		s = &CPUShare{c: c, name: name, used: c.floor}
 		c.byName[name] = s
 		c.shares[s] = struct{}{}
 		c.queries.Add(1)
@@ -331,8 +339,10 @@ func (s *CPUShare) stepping(now time.Duration) int {
 
 // full says the share already steps on its share of the processors while
 // it leads another query joined by more than a slice (see CPU): the query
-// behind, a small one beside a large one, is never held to it. c.mu held.
-func (s *CPUShare) full(now time.Duration) bool {
+// behind, a small one beside a large one, is never held to it. mine of
+// its steps under way are the caller's own (not counted: a step asking
+// whether it may go on). c.mu held.
+func (s *CPUShare) full(now time.Duration, mine int) bool {
 	c := s.c
 	joined := len(c.shares)
 	if c.procs <= 0 || joined < 2 {
@@ -345,7 +355,7 @@ func (s *CPUShare) full(now time.Duration) bool {
 			break
 		}
 	}
-	return behind && s.stepping(now) >= (c.procs+joined-1)/joined
+	return behind && s.stepping(now)-mine >= (c.procs+joined-1)/joined
 }
 
 // stepStart is a step under way: its thread (locked to it for the step
@@ -388,7 +398,7 @@ func (s *CPUShare) enter(ctx context.Context) (*stepStart, error) {
 				held = false
 			}
 		}
-		if !held && (!s.full(now) || now-arrived >= c.slice) {
+		if !held && (!s.full(now, 0) || now-arrived >= c.slice) {
 			break
 		}
 		// The others' virtual time grows while they step, and the
@@ -521,6 +531,54 @@ func Waiting(ctx context.Context) func() {
 		t.start = t.share.begin(false)
 		t.in = true
 	}
+}
+
+// yield lets a long step wait at its query's gate between two batches
+// (Context.Emit calls it): a step that has run a slice and whose query the
+// gate would now hold - more than a slice ahead of the least, or past its
+// share of the processors - ends there and goes on as a new step at the
+// query's turn. The gate held steps only as they began, so one step that
+// outlasted the slice (a cross join's product, a million windows closing)
+// ran past the cap for as long as it took: 122 ms of a small query's part
+// build waited for a processor behind one (#25, traced). It does nothing
+// outside a step, alone on the CPU, or within a step's first slice.
+func (t *turn) yield(ctx context.Context) error {
+	if t == nil || !t.in {
+		return nil
+	}
+	s := t.share
+	c := s.c
+	if c.queries.Load() < 2 {
+		return nil
+	}
+	// A locked step's own thread clock; an unlocked one (begun alone) may
+	// have moved threads: its wall time, an upper bound.
+	var ran time.Duration
+	if t.start.locked {
+		cpu, _ := c.thread()
+		ran = cpu - t.start.cpu
+	} else {
+		ran = c.now() - t.start.at
+	}
+	if ran <= c.slice {
+		return nil
+	}
+	c.mu.Lock()
+	now := c.now()
+	m, n := s.least()
+	wait := n > 0 && s.virtual()-m > c.slice || s.full(now, 1)
+	c.mu.Unlock()
+	if !wait {
+		return nil
+	}
+	s.exit(t.start)
+	t.in = false
+	st, err := s.enter(ctx)
+	if err != nil {
+		return err
+	}
+	t.start, t.in = st, true
+	return nil
 }
 
 // Helper runs the work an instance's own goroutines do for it outside its

@@ -252,6 +252,12 @@ func (c *Context) EmitIngest(output int, cap *Capability, rec arrow.Record, inge
 		rec.Release()
 		return nil
 	}
+	// Between two batches a long step waits at its query's turn (a
+	// batch's length is the finest a step can be cut at from outside).
+	if err := in.turn.yield(in.ctx); err != nil {
+		rec.Release()
+		return err
+	}
 	in.stats.batchesOut.Add(1)
 	in.stats.rowsOut.Add(rec.NumRows())
 	if in.src != nil && in.w.cfg.Timing {

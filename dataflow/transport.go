@@ -67,6 +67,9 @@ type FrontierCarrier interface {
 // transport. The last message of a channel is its Progress at Closed; a
 // transport may drop the channel's resources after delivering it.
 //
+// A worker opens its channels together (NewWorker): Listen and Dial may be
+// called concurrently.
+//
 // Implementations: LocalTransport (in process, here) and the NATS relay in
 // relay/, which carries Header fields next to an Arrow IPC payload.
 type Transport interface {

@@ -208,3 +208,65 @@ func TestTransportFailureFailsTheRun(t *testing.T) {
 		})
 	}
 }
+
+// togetherTransport is a recorder whose Listen and Dial each wait until n
+// opens are under way at once (or a deadline passes): most is the most
+// that were.
+type togetherTransport struct {
+	recorder
+	n        int
+	all      chan struct{}
+	mu       sync.Mutex
+	inFlight int
+	most     int
+}
+
+func (t *togetherTransport) gather() {
+	t.mu.Lock()
+	t.inFlight++
+	t.most = max(t.most, t.inFlight)
+	if t.inFlight == t.n {
+		close(t.all)
+	}
+	t.mu.Unlock()
+	select {
+	case <-t.all:
+	case <-time.After(2 * time.Second): // the opens came one at a time
+	}
+	t.mu.Lock()
+	t.inFlight--
+	t.mu.Unlock()
+}
+
+func (t *togetherTransport) Listen(ch dataflow.ChannelID, in dataflow.Inbox) error {
+	t.gather()
+	return t.recorder.Listen(ch, in)
+}
+
+func (t *togetherTransport) Dial(ch dataflow.ChannelID) (dataflow.Sender, error) {
+	t.gather()
+	return t.recorder.Dial(ch)
+}
+
+// A worker opens its remote channels together: over NATS each open waits
+// a round trip for the server to register it, and one after the other a
+// part with n remote channels waited n of them as it was built (#25).
+// Here three channels cross from worker 0 to worker 1: each worker's
+// opens are all under way at once.
+func TestWorkerOpensItsRemoteChannelsTogether(t *testing.T) {
+	g := &dataflow.Graph{Query: "together"}
+	src := g.AddOperator(sliceSource("src", []int{0, 0, 0}, func(int) []dataflow.Batch { return nil }))
+	sink := g.AddOperator(capture("sink", 1, []int{1, 1, 1}, &builtin.Captured{}))
+	g.Connect(src, 0, sink, 0)
+	for id, what := range []string{"dials", "listens on"} {
+		tr := &togetherTransport{n: 3, all: make(chan struct{})}
+		w, err := dataflow.NewWorker(g, id, dataflow.Config{Allocator: memory.DefaultAllocator, Transport: tr})
+		if err != nil {
+			t.Fatal(err)
+		}
+		w.Close()
+		if tr.most != 3 {
+			t.Errorf("worker %d %s its 3 remote channels at most %d at once, want all together", id, what, tr.most)
+		}
+	}
+}

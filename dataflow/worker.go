@@ -217,13 +217,55 @@ func NewWorker(g *Graph, id int, cfg Config) (*Worker, error) {
 			w.insts = append(w.insts, in)
 		}
 	}
+	var opens []func() error
 	for _, in := range w.insts {
-		if err := w.wire(in, local); err != nil {
+		if err := w.wire(in, local, &opens); err != nil {
 			w.shutdown()
 			return nil, err
 		}
 	}
+	if err := openLinks(opens); err != nil {
+		w.shutdown()
+		return nil, err
+	}
 	return w, nil
+}
+
+// maxLinkOpens bounds the links a worker opens at once.
+const maxLinkOpens = 16
+
+// openLinks opens a worker's remote channels (its transport's Listens and
+// Dials) together, up to maxLinkOpens at a time, and returns the first
+// one's error in wiring order. Opening a link waits until the transport's
+// server has registered it (over NATS, a flush: one round trip), so that
+// the peer's first frame cannot be missed: one after the other, a part with
+// n remote channels waited n round trips as it was built, each a wake-up
+// behind whatever else held the processor (#25: most of a small query's
+// part build beside an abusive query, traced). Opened together their
+// round trips overlap (the client's pings go out in one write and the
+// server answers them in order). Every Transport's Listen and Dial may be
+// called concurrently.
+func openLinks(opens []func() error) error {
+	if len(opens) == 1 {
+		return opens[0]()
+	}
+	errs := make([]error, len(opens))
+	slots := make(chan struct{}, maxLinkOpens)
+	var wg sync.WaitGroup
+	for i, open := range opens {
+		slots <- struct{}{}
+		wg.Go(func() {
+			defer func() { <-slots }()
+			errs[i] = open()
+		})
+	}
+	wg.Wait()
+	for _, err := range errs {
+		if err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // newInstance calls an operator's constructor; a panic there (it may open
@@ -237,8 +279,9 @@ func newInstance(spec *OperatorSpec, info Instance) (op Operator, err error) {
 	return spec.New(info)
 }
 
-// wire sets up in's tracker, inputs and outputs.
-func (w *Worker) wire(in *instance, local map[[2]int]*instance) error {
+// wire sets up in's tracker, inputs and outputs; the remote channels' opens
+// are added to opens (openLinks runs them).
+func (w *Worker) wire(in *instance, local map[[2]int]*instance, opens *[]func() error) error {
 	g := w.g
 	op, k := in.info.OperatorID, in.info.Index
 	spec := &g.Operators[op]
@@ -261,9 +304,12 @@ func (w *Worker) wire(in *instance, local map[[2]int]*instance) error {
 					return fmt.Errorf("%w: %s needs a transport to receive edge %d from worker %d", ErrInvalidGraph, in.name(), ei, g.Operators[e.From.Op].WorkerOf(s))
 				}
 				ch := ChannelID{Query: g.Query, Edge: ei, Sender: s, Receiver: k}
-				if err := w.cfg.Transport.Listen(ch, in.q); err != nil {
-					return fmt.Errorf("listen %v: %w", ch, err)
-				}
+				*opens = append(*opens, func() error {
+					if err := w.cfg.Transport.Listen(ch, in.q); err != nil {
+						return fmt.Errorf("listen %v: %w", ch, err)
+					}
+					return nil
+				})
 			}
 		}
 		in.inputs[ei] = ie
@@ -291,14 +337,17 @@ func (w *Worker) wire(in *instance, local map[[2]int]*instance) error {
 				if w.cfg.Transport == nil {
 					return fmt.Errorf("%w: %s needs a transport to send edge %d to worker %d", ErrInvalidGraph, in.name(), ei, g.Operators[e.To.Op].WorkerOf(r))
 				}
-				s, err := w.cfg.Transport.Dial(ch)
-				if err != nil {
-					return fmt.Errorf("dial %v: %w", ch, err)
-				}
-				oc.s = s
-				if fc, ok := s.(FrontierCarrier); ok && fc.CarriesFrontier() {
-					oc.carry = true
-				}
+				*opens = append(*opens, func() error {
+					s, err := w.cfg.Transport.Dial(ch)
+					if err != nil {
+						return fmt.Errorf("dial %v: %w", ch, err)
+					}
+					oc.s = s
+					if fc, ok := s.(FrontierCarrier); ok && fc.CarriesFrontier() {
+						oc.carry = true
+					}
+					return nil
+				})
 			}
 			oe.chans = append(oe.chans, oc)
 		}

@@ -121,11 +121,17 @@ func startSeparate(t *testing.T, l deploy.Limits, maxMemory string, share bool) 
 		url = line
 		return nil
 	})
-	startChild(t, "real", nil, "coordinator", "--nats", url, "--heartbeat", "1s", "--placement", "rules",
-		"--max-query-memory", strconv.FormatInt(l.MemoryBytes, 10)+"B", "--max-query-time", l.RunTime.String(),
+	coArgs := []string{"coordinator", "--nats", url, "--heartbeat", "1s", "--placement", "rules",
+		"--max-query-memory", strconv.FormatInt(l.MemoryBytes, 10) + "B", "--max-query-time", l.RunTime.String(),
 		// alice submits over and over: no rate limit in the way of
 		// what is measured.
-		"--max-submits-per-minute", "0")
+		"--max-submits-per-minute", "0"}
+	if d := os.Getenv("TIERFLOW_TRACE_WORKERS"); d != "" {
+		// The coordinator's trace beside the workers': where a
+		// submission's deployment waited outside the builds.
+		coArgs = append(coArgs, "--trace", filepath.Join(d, fmt.Sprintf("coordinator-share-%v.trace", share)))
+	}
+	startChild(t, "real", nil, coArgs...)
 	s := &separate{url: url}
 	for _, name := range []string{"w1", "w2"} {
 		args := []string{"worker", "--nats", url, "--tier", "edge", "--name", name, "--max-memory", maxMemory}

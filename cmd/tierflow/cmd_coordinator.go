@@ -26,7 +26,7 @@ func newCoordinatorCmd(a *app) *cobra.Command {
 	var admins, dataRoots []string
 	var limits deploy.Limits
 	var bounds coordinator.Bounds
-	var maxScript string
+	var maxScript, traceFile string
 	var maxMemory string
 	var heartbeat time.Duration
 	c := &cobra.Command{
@@ -46,6 +46,13 @@ metrics at /metrics.`,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if err := checkNamespace(namespace); err != nil {
 				return err
+			}
+			if traceFile != "" {
+				stopTrace, err := startTrace(traceFile)
+				if err != nil {
+					return badInput(err)
+				}
+				defer stopTrace()
 			}
 			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
 			defer stop()
@@ -147,6 +154,8 @@ metrics at /metrics.`,
 	c.Flags().DurationVar(&bounds.KeepEndedFor, "keep-ended", time.Hour, "forget an ended query (SHOW QUERIES; its name is free again) this long after it ended; at most 100 are kept per user")
 	c.Flags().StringArrayVar(&admins, "admin", nil, "a client identity (NATS user) that may stop any query; others stop only their own (repeatable)")
 	c.Flags().DurationVar(&heartbeat, "heartbeat", time.Second, "interval workers heartbeat at; silent for 5 intervals, a worker is dropped")
+	c.Flags().StringVar(&traceFile, "trace", "", "write an execution trace (go tool trace) of the coordinator to this file until it leaves")
+	_ = c.Flags().MarkHidden("trace")
 	return c
 }
 

@@ -138,6 +138,8 @@ type Worker struct {
 	memGuard *dataflow.Memory
 	// cpu is what every query's CPU share is of.
 	cpu *dataflow.CPU
+	// relays are the query owners' relay connections (partconn.go).
+	relays *relayConns
 }
 
 // query is one query's part on this worker.
@@ -180,15 +182,18 @@ type query struct {
 	// data is the part's own connection for its streams and sinks (nil:
 	// the worker's, on a cluster without an authority).
 	data *dataConn
-	// link is the part's own connection for its relay links (and its
-	// results without a data user): openPartConn.
-	link *nats.Conn
+	// link is the connection for the part's relay links (and its results
+	// without a data user): its owner's (relayConns); releaseLink hands it
+	// back.
+	link        *nats.Conn
+	releaseLink func()
 }
 
-// closeLink closes the part's relay connection once its transport closed.
+// closeLink releases the part's relay connection once its transport
+// closed.
 func (q *query) closeLink() {
-	if q.link != nil {
-		q.link.Close()
+	if q.releaseLink != nil {
+		q.releaseLink()
 	}
 }
 
@@ -291,7 +296,8 @@ func StartHooked(ctx context.Context, cfg Config, h Hooks) (*Worker, error) {
 	if cpu == nil && !cfg.NoCPUShare {
 		cpu = dataflow.NewCPU(0)
 	}
-	w := &Worker{cfg: cfg, hooks: h, info: info, ctx: wctx, cancel: cancel, queries: map[string]*query{}, sched: sc, dataKey: dataKey, memGuard: guard, cpu: cpu}
+	w := &Worker{cfg: cfg, hooks: h, info: info, ctx: wctx, cancel: cancel, queries: map[string]*query{}, sched: sc, dataKey: dataKey, memGuard: guard, cpu: cpu,
+		relays: newRelayConns(cfg.Conn, cfg.Name, relayConnIdle)}
 	nc := cfg.Conn
 	for subj, h := range map[string]nats.MsgHandler{
 		deploy.DeploySubject(w.cfg.Namespace, "*", cfg.Name): w.onDeploy,
@@ -575,8 +581,8 @@ func (w *Worker) build(req deploy.DeployRequest, ack *deploy.Ack) error {
 		return fmt.Errorf("%w: worker %s's NATS credentials may not publish a query's results (on a nats-setup cluster only the data user the coordinator mints for each query part may): start the coordinator with --authority authority.json", deploy.ErrInput, w.cfg.Name)
 	}
 	// The part's relay links, and its results when no data user carries
-	// them, go on a connection of its own (openPartConn says why).
-	link, err := openPartConn(w.cfg.Conn, "tierflow-relay-"+req.Query+"-"+w.cfg.Name)
+	// them, go on its owner's relay connection (relayConns says why).
+	link, releaseLink, err := w.relays.acquire(relayOwner(req.Owner))
 	if err != nil {
 		return err
 	}
@@ -587,7 +593,7 @@ func (w *Worker) build(req deploy.DeployRequest, ack *deploy.Ack) error {
 	defer func() {
 		if !kept {
 			data.close()
-			link.Close()
+			releaseLink()
 			qmem.Close()
 		}
 	}()
@@ -681,7 +687,7 @@ func (w *Worker) build(req deploy.DeployRequest, ack *deploy.Ack) error {
 	}
 	tr := natsrelay.New(link, ro)
 	dt := relay.NewDataflowTransport(tr)
-	q := &query{link: link, id: req.Query, gen: req.Generation, sinkInstances: sinkInstances, eq: eq, dt: dt, tr: tr, res: res, sinkHere: sinkHere, sinks: opened, stop: make(chan struct{}), done: make(chan struct{}),
+	q := &query{link: link, releaseLink: releaseLink, id: req.Query, gen: req.Generation, sinkInstances: sinkInstances, eq: eq, dt: dt, tr: tr, res: res, sinkHere: sinkHere, sinks: opened, stop: make(chan struct{}), done: make(chan struct{}),
 		mem: qmem, req: orig, slo: slo}
 	// An operator that has all it needs (a full final LIMIT) stops the
 	// whole query: the coordinator tells every worker, gracefully.
@@ -1022,6 +1028,7 @@ func (w *Worker) Close() error {
 	}
 	w.cancel()
 	w.wg.Wait()
+	w.relays.close()
 	return nil
 }
 

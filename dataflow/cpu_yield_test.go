@@ -1,0 +1,186 @@
+package dataflow
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/apache/arrow/go/v17/arrow"
+	"github.com/apache/arrow/go/v17/arrow/array"
+	"github.com/apache/arrow/go/v17/arrow/memory"
+)
+
+// longStepSource emits batches one step long: in its one Produce it runs
+// a slice and more on the fake clock before each batch after the first,
+// as a cross join's product does on a real one.
+type longStepSource struct {
+	clock   *fakeClock
+	batches int
+	emitted chan int // each batch's number, as Emit returns
+	cap     *Capability
+}
+
+func (s *longStepSource) Open(_ *Context, cap *Capability) error {
+	var err error
+	s.cap, err = cap.Retain()
+	return err
+}
+
+func (s *longStepSource) OnBatch(*Context, int, Batch, *Capability) error { return nil }
+func (s *longStepSource) OnNotify(*Context, *Capability) error            { return nil }
+func (s *longStepSource) Close(*Context) error {
+	if s.cap != nil {
+		s.cap.Drop()
+	}
+	return nil
+}
+
+func (s *longStepSource) Produce(ctx *Context) (bool, error) {
+	for i := range s.batches {
+		if i > 0 {
+			s.clock.add(12 * time.Millisecond) // work: more than a slice
+		}
+		b := array.NewInt64Builder(memory.DefaultAllocator)
+		b.Append(int64(i))
+		col := b.NewArray()
+		b.Release()
+		rec := array.NewRecord(arrow.NewSchema([]arrow.Field{{Name: "i", Type: arrow.PrimitiveTypes.Int64}}, nil), []arrow.Array{col}, 1)
+		col.Release()
+		if err := ctx.Emit(0, s.cap, rec); err != nil {
+			return false, err
+		}
+		s.emitted <- i
+	}
+	s.cap.Drop()
+	s.cap = nil
+	return true, nil
+}
+
+// dropSink releases what it gets.
+type dropSink struct{}
+
+func (dropSink) Open(*Context, *Capability) error { return nil }
+func (dropSink) OnBatch(_ *Context, _ int, b Batch, _ *Capability) error {
+	b.Record.Release()
+	return nil
+}
+func (dropSink) OnNotify(*Context, *Capability) error { return nil }
+func (dropSink) Close(*Context) error                 { return nil }
+
+// A step longer than a slice waits at its query's gate between two
+// batches once its query is past its share of the processors: the gate
+// used to hold steps only as they began, so one long step (a cross join's
+// product) ran past the cap for as long as it took (#25). Here query a
+// steps on two processors (its source's long step and another of its
+// instances' steps) while b, behind, joins a two-processor CPU: a may
+// then step on one. The source's step ran a slice: its next batch waits
+// for a's other step to end.
+func TestCPULongStepYieldsBetweenBatches(t *testing.T) {
+	clock := &fakeClock{}
+	c := newCPU(10*time.Millisecond, clock.now)
+	c.procs = 2
+	a := c.Join("a")
+	defer a.Leave()
+	src := &longStepSource{clock: clock, batches: 3, emitted: make(chan int, 3)}
+	g := &Graph{Query: "a"}
+	from := g.AddOperator(OperatorSpec{Name: "long", Outputs: 1, New: func(Instance) (Operator, error) { return src, nil }})
+	to := g.AddOperator(OperatorSpec{Name: "drop", Inputs: 1, New: func(Instance) (Operator, error) { return dropSink{}, nil }})
+	g.Connect(from, 0, to, 0)
+	// a's other instance, stepping alongside from the start.
+	other, err := a.enter(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	b := c.Join("b")
+	defer b.Leave()
+	ran := make(chan error, 1)
+	go func() { ran <- Run(context.Background(), g, Config{CPU: a}) }()
+	// The first batch goes (the step has not run a slice yet).
+	select {
+	case <-src.emitted:
+	case <-time.After(5 * time.Second):
+		t.Fatal("the long step's first batch was held")
+	}
+	// The second comes after a slice's work, with a past its share: the
+	// step waits at the gate instead.
+	waitingAtGate(t, c, 1)
+	select {
+	case i := <-src.emitted:
+		t.Fatalf("batch %d went out while a stepped past its share of the processors", i)
+	default:
+	}
+	a.exit(other)
+	for want := 1; want < 3; want++ {
+		select {
+		case <-src.emitted:
+		case <-time.After(5 * time.Second):
+			t.Fatalf("batch %d still held after a's other step ended", want)
+		}
+	}
+	if err := <-ran; err != nil {
+		t.Fatal(err)
+	}
+	if s := a.Stats(); s.Waits == 0 {
+		t.Errorf("a's long step never waited at the gate: %+v", s)
+	}
+}
+
+// A query that has just joined starts level with the least of those with
+// work, not at zero: a query already running does not lead it, and is not
+// held to its share of the processors for the newcomer's sake before the
+// newcomer has stepped at all (a small query beside an abusive one that had
+// just joined waited at the gate for it, #25). The newcomer is behind a
+// query that keeps stepping once that one has used another slice.
+func TestCPUNewQueryStartsLevel(t *testing.T) {
+	clock := &fakeClock{}
+	c := newCPU(10*time.Millisecond, clock.now)
+	c.procs = 2
+	ctx := context.Background()
+	small := c.Join("small")
+	defer small.Leave()
+	st, err := small.enter(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	clock.add(30 * time.Millisecond)
+	small.exit(st)
+	large := c.Join("large")
+	defer large.Leave()
+	first, err := small.enter(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	second := make(chan *stepStart, 1)
+	go func() {
+		st, err := small.enter(ctx)
+		if err != nil {
+			t.Error(err)
+		}
+		second <- st
+	}()
+	select {
+	case st := <-second:
+		small.exit(st)
+	case <-time.After(5 * time.Second):
+		t.Fatal("small was held to one processor beside a query that has just joined and not stepped")
+	}
+	// small keeps stepping on one processor: a slice on, large is behind
+	// it, and small is held to its share.
+	clock.add(15 * time.Millisecond)
+	held := make(chan *stepStart, 1)
+	go func() {
+		st, err := small.enter(ctx)
+		if err != nil {
+			t.Error(err)
+		}
+		held <- st
+	}()
+	waitingAtGate(t, c, 1)
+	small.exit(first)
+	select {
+	case st := <-held:
+		small.exit(st)
+	case <-time.After(5 * time.Second):
+		t.Fatal("small's step still waits after its other ended")
+	}
+}
