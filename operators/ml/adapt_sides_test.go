@@ -362,10 +362,18 @@ func TestSidePlanPick(t *testing.T) {
 		// The stream's allowance: a side the evidence does not hold yet,
 		// one step above the largest it holds, when the link carries it
 		// now and the allowance covers its risk.
-		{"20 samples at 1500 kbit/s, an allowance of one batch: 20, one step up, not 28", func(p sidePlan) sidePlan {
+		{"20 samples at 1500 kbit/s, an allowance of one batch: 28, the largest the link carries now, none of its samples under 28's need", func(p sidePlan) sidePlan {
 			p.State, p.Allowance = series(1500, 20), 1
 			return p
+		}, 28},
+		{"20 samples, one of them at 300 kbit/s (under 28's need, over 20's), an allowance of two: 20, one step above what holds", func(p sidePlan) sidePlan {
+			p.State, p.Allowance = series(1500, 10, 300, 1, 1500, 10), 2
+			return p
 		}, 20},
+		{"no ack yet, an allowance of one batch: 28, the first batch a bet on the largest", func(p sidePlan) sidePlan {
+			p.State, p.Allowance = dataflow.LinkState{}, 1
+			return p
+		}, 28},
 		{"a fall under 28's need that cost two batches (itself and one behind), an allowance of one batch: 20, the allowance must cover what 28 loses", func(p sidePlan) sidePlan {
 			p.State, p.Allowance = series(1500, 40, 250, 3, 1500, 40), 1
 			return p
@@ -488,11 +496,12 @@ func TestSideChooserLagIsItsLatestTail(t *testing.T) {
 }
 
 // The stream's allowance pays for a side the evidence does not hold yet
-// while the batches known to have missed, and a whole batch for each bet
-// still on the link, stay within 1-p of the stream (one batch before
-// 1/(1-p) of them): a batch whose ack came in time costs nothing, one
-// acknowledged after its deadline is a miss, and with that miss the
-// allowance is spent until the stream has decided enough to cover it and
+// while the batches known to have missed, and what each bet still on the
+// link loses, stay within 1-p of the stream; before 1/(1-p) batches it is
+// one batch per side above the smallest (the bets a stream may lose while
+// it learns the link). A batch whose ack came in time costs nothing, one
+// acknowledged after its deadline is a miss, and with two misses the
+// allowance is spent until the stream has decided enough to cover them and
 // a next bet's loss.
 func TestSideChooserAllowanceCountsLateAcks(t *testing.T) {
 	c := newSideChooser([]int{28, 20, 14}, 1, 4, 100*time.Millisecond, time.Millisecond)
@@ -511,16 +520,19 @@ func TestSideChooserAllowanceCountsLateAcks(t *testing.T) {
 	// The second acknowledged 120 ms after its capture: missed.
 	st.Batches, st.Acks, st.LastAck = 22, 22, t0.Add(186*time.Millisecond)
 	got = append(got, decide(200))
-	if want := []int{20, 20, 14}; !slices.Equal(got, want) || c.missed != 1 {
-		t.Fatalf("sides %v, %v missed; want %v and 1 (20 on the allowance until a batch is late)", got, c.missed, want)
+	// The third 130 ms after: missed too.
+	st.Batches, st.Acks, st.LastAck = 23, 23, t0.Add(330*time.Millisecond)
+	got = append(got, decide(340))
+	if want := []int{28, 28, 28, 14}; !slices.Equal(got, want) || c.missed != 2 {
+		t.Fatalf("sides %v, %v missed; want %v and 2 (28 on the allowance until two batches are late)", got, c.missed, want)
 	}
-	// The miss and a bet's worst case (a whole batch) fit once the stream
-	// has decided 2/(1-p) batches: 100 at P98.
-	for k := 1; k <= 110; k++ {
-		st.Batches, st.Acks, st.LastAck = 22+uint64(k), 22+uint64(k), t0.Add(time.Duration(200+66*k-60)*time.Millisecond)
-		got = append(got, decide(200+66*k))
+	// The two misses and a bet's loss (a whole batch) fit once the stream
+	// has decided 3/(1-p) batches: 150 at P98.
+	for k := 1; k <= 160; k++ {
+		st.Batches, st.Acks, st.LastAck = 23+uint64(k), 23+uint64(k), t0.Add(time.Duration(340+66*k-60)*time.Millisecond)
+		got = append(got, decide(340+66*k))
 	}
-	if got[len(got)-1] != 20 || slices.Index(got[3:], 20) < 90 {
-		t.Fatalf("sides after the miss %v: want 14 until about 100 batches are decided, then 20", got[3:])
+	if got[len(got)-1] != 28 || slices.Index(got[4:], 28) < 140 {
+		t.Fatalf("sides after the misses %v: want 14 until about 150 batches are decided, then 28", got[4:])
 	}
 }
