@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"io"
 	"log/slog"
 	"os"
 	"os/signal"
@@ -192,33 +193,28 @@ func checkNamespace(ns string) error {
 // startTrace writes this process's execution trace into file until the
 // returned function is called.
 func startTrace(file string) (func(), error) {
-	f, err := os.Create(file)
-	if err != nil {
-		return nil, fmt.Errorf("--trace: %w", err)
-	}
-	if err := trace.Start(f); err != nil {
-		f.Close()
-		return nil, fmt.Errorf("--trace: %w", err)
-	}
-	return func() {
-		trace.Stop()
-		f.Close()
-	}, nil
+	return startRecording("--trace", file, trace.Start, trace.Stop)
 }
 
 // startCPUProfile profiles this process into file until the returned
 // function is called.
 func startCPUProfile(file string) (func(), error) {
+	return startRecording("--cpuprofile", file, pprof.StartCPUProfile, pprof.StopCPUProfile)
+}
+
+// startRecording runs start on file (created) until the returned function
+// stops it and closes the file; errors name flag.
+func startRecording(flag, file string, start func(io.Writer) error, stop func()) (func(), error) {
 	f, err := os.Create(file)
 	if err != nil {
-		return nil, fmt.Errorf("--cpuprofile: %w", err)
+		return nil, fmt.Errorf("%s: %w", flag, err)
 	}
-	if err := pprof.StartCPUProfile(f); err != nil {
+	if err := start(f); err != nil {
 		f.Close()
-		return nil, fmt.Errorf("--cpuprofile: %w", err)
+		return nil, fmt.Errorf("%s: %w", flag, err)
 	}
 	return func() {
-		pprof.StopCPUProfile()
+		stop()
 		f.Close()
 	}, nil
 }
