@@ -162,7 +162,7 @@ func (s *sourceOp) Open(ctx *dataflow.Context, cap *dataflow.Capability) error {
 	// a file's read-ahead is. The default 64 MiB per subscription let a
 	// query limited to 64 MiB hold as much again, unseen by its limit.
 	// Half of it is the payloads' and half the client's bytes a message
-	// beside them (a core subscription's message limit, pendingMsgs), so
+	// beside them (a core subscription's message limit, SourceConfig.PendingLimits), so
 	// the two together stay within the read-ahead.
 	if ahead := dataflow.ReadAhead(ctx.Allocator()); ahead > 0 && int64(s.r.c.PendingBytes) > max(ahead/2, 1) {
 		s.r.c.PendingBytes = int(max(ahead/2, 1))
