@@ -18,12 +18,12 @@ import (
 type noteReads struct {
 	collect
 	reads *atomic.Int64
-	first int64
+	first atomic.Int64
 }
 
 func (n *noteReads) Write(rec arrow.Record) error {
-	if n.first == 0 && rec.NumRows() > 0 {
-		n.first = n.reads.Load()
+	if rec.NumRows() > 0 {
+		n.first.CompareAndSwap(0, n.reads.Load())
 	}
 	return n.collect.Write(rec)
 }
@@ -33,10 +33,13 @@ func (n *noteReads) Write(rec arrow.Record) error {
 // its end, not when the event-time watermark does, so its rows go out
 // while the stream is still being read. The clock steps 1 s per read, one
 // read per batch of 50 rows: window [0 s, 10 s) holds the first ten
-// batches and closes with the eleventh, so it reaches the sink long before
-// the 200th is read (how long after the 11th depends on the scheduling). The
-// event times (2026) are years behind the clock, so a window closed by the
-// watermark would wait for the input's end.
+// batches and closes with the eleventh, so it reaches the sink while the
+// stream is still being read: the clock holds the source at its 100th read
+// until the first window has reached the sink (a file this small is
+// otherwise read whole before the operators after the source run, when CI's
+// other packages hold the processors). The event times (2026) are years
+// behind the clock, so a window closed by the watermark would wait for the
+// input's end, and the source would wait out its hold.
 func TestProcessingTimeWindowsCloseByTheClock(t *testing.T) {
 	dir := t.TempDir()
 	path := writeEvents(t, dir, 10000, 7)
@@ -47,7 +50,13 @@ func TestProcessingTimeWindowsCloseByTheClock(t *testing.T) {
 		"SELECT k, count(*) AS n, window_start FROM (SELECT k, PROCTIME() AS p FROM s) GROUP BY k, TUMBLE(p, INTERVAL '10' SECOND);"
 	err := RunScript(context.Background(), filepath.Join(dir, "q.sql"), script, ScriptOptions{
 		Options: Options{BatchSize: 50, Parallelism: 1, Clock: func() time.Time {
-			return base.Add(time.Duration(reads.Add(1)-1) * time.Second)
+			n := reads.Add(1)
+			if n == 100 {
+				for hold := time.Now().Add(5 * time.Second); out.first.Load() == 0 && time.Now().Before(hold); {
+					time.Sleep(time.Millisecond)
+				}
+			}
+			return base.Add(time.Duration(n-1) * time.Second)
 		}},
 		NewOutput: func() (sinks.Writer, error) { return out, nil },
 	})
@@ -57,8 +66,8 @@ func TestProcessingTimeWindowsCloseByTheClock(t *testing.T) {
 	if r := reads.Load(); r != 200 {
 		t.Fatalf("the clock was read %d times, want once per batch (200)", r)
 	}
-	if out.first < 11 || out.first >= 200 {
-		t.Fatalf("the first window reached the sink after %d clock reads, want after the 11th and before the input ended (200)", out.first)
+	if first := out.first.Load(); first < 11 || first > 100 {
+		t.Fatalf("the first window reached the sink after %d clock reads, want after the 11th and while the source was held at its 100th", first)
 	}
 	total := int64(0)
 	for _, r := range out.rows {
