@@ -238,9 +238,12 @@ type sideChooser struct {
 	decided int64
 	missed  float64
 	flights []flight
-	sentN   uint64
-	base    uint64
-	based   bool
+	// lost marks the sides (as sides) a bet was lost on: each side's
+	// learning bet is spent (learning).
+	lost  []bool
+	sentN uint64
+	base  uint64
+	based bool
 }
 
 // flight is a batch sent and not yet acknowledged: its ingest stamp, the
@@ -251,6 +254,7 @@ type flight struct {
 	ingest, ordinal int64
 	through         uint64
 	risk            float64
+	side            int // index in sides
 }
 
 type sideArrival struct {
@@ -260,7 +264,7 @@ type sideArrival struct {
 
 func newSideChooser(sides []int, planes, width int, slo, compute time.Duration) *sideChooser {
 	return &sideChooser{sides: slices.Clone(sides), planes: max(1, planes), width: width, slo: slo, compute: compute,
-		attain: dataflow.DefaultAttainment, rows: make([]atomic.Int64, len(sides))}
+		attain: dataflow.DefaultAttainment, rows: make([]atomic.Int64, len(sides)), lost: make([]bool, len(sides))}
 }
 
 func (c *sideChooser) sent(side int, rows, payload int64) {
@@ -355,6 +359,7 @@ func (c *sideChooser) decide(now, ingest int64, links []dataflow.LinkState, rows
 	c.decided++
 	if len(links) == 1 {
 		p.Allowance = c.allowance(st, after(p.Compute, st, c.attain))
+		p.Learning = c.learning()
 	}
 	side, spend := p.pick(c.sides, c.planes, c.width)
 	if side == 0 {
@@ -367,7 +372,7 @@ func (c *sideChooser) decide(now, ingest int64, links []dataflow.LinkState, rows
 			c.base, c.based = st.Batches, true
 		}
 		c.sentN++
-		c.flights = append(c.flights, flight{ingest: at, ordinal: int64(c.base + c.sentN), risk: spend})
+		c.flights = append(c.flights, flight{ingest: at, ordinal: int64(c.base + c.sentN), risk: spend, side: slices.Index(c.sides, side)})
 	}
 	return side
 }
@@ -404,6 +409,9 @@ func (c *sideChooser) allowance(st dataflow.LinkState, after time.Duration) floa
 		f := c.flights[k]
 		if at := st.AckedAt(f.through); at.IsZero() || time.Duration(at.UnixNano()-f.ingest)+after > c.slo {
 			c.missed++
+			if f.risk > 0 && f.side >= 0 {
+				c.lost[f.side] = true
+			}
 		}
 	}
 	c.flights = append(c.flights[:0], c.flights[k:]...)
@@ -413,7 +421,32 @@ func (c *sideChooser) allowance(st dataflow.LinkState, after time.Duration) floa
 			spent += max(1, f.risk)
 		}
 	}
-	return max(float64(len(c.sides)-1), (1-c.attain)*float64(c.decided)) - spent
+	return (1-c.attain)*float64(c.decided) - spent
+}
+
+// learning is each side's learning bet (as sides): one batch, less the
+// risk of its bets on the link, until a bet on it is lost. A stream that
+// asks for a latency bound is long-lived and pays its misses back at 1-p a
+// batch, but it cannot learn what the link carries without sending it, so
+// it may lose one bet on each side before the evidence holds it. Pooled
+// instead (len(sides)-1 batches for the first 1/(1-p)), the bets lost on
+// the largest side of a flapping link, a frame and the drop behind it,
+// spent the middle's too, and the stream sent the smallest until the
+// evidence held the middle, 45 batches later (flapping-619, queued sender:
+// 0.09 points under static-middle).
+func (c *sideChooser) learning() []float64 {
+	out := make([]float64, len(c.sides))
+	for i := range out {
+		if !c.lost[i] {
+			out[i] = 1
+		}
+	}
+	for _, f := range c.flights {
+		if f.risk > 0 && f.side >= 0 {
+			out[f.side] -= max(1, f.risk)
+		}
+	}
+	return out
 }
 
 // after is what a batch needs after the link: the model's profiled
@@ -452,6 +485,9 @@ type sidePlan struct {
 	// batches, on a side the link's evidence does not hold yet
 	// (sideChooser.allowance); 0: nothing.
 	Allowance float64
+	// Learning is each side's own learning bet (sideChooser.learning),
+	// as sides; nil: none.
+	Learning []float64
 }
 
 // pick is the largest of sides (descending) whose batch the link carries
@@ -489,7 +525,7 @@ func (p sidePlan) pick(sides []int, planes, width int) (side int, spend float64)
 	if p.State.Acks == 0 || view.BatchBps() <= 0 {
 		// Before the first ack the link is unknown: the first batch is the
 		// allowance's bet on the largest side, as if the link carried it.
-		if p.State.Acks == 0 && p.Allowance >= 1 {
+		if p.State.Acks == 0 && p.allowance(0) >= 1 {
 			return sides[0], 1
 		}
 		return smallest, 0
@@ -557,7 +593,7 @@ func (p sidePlan) pick(sides []int, planes, width int) (side int, spend float64)
 		}
 	}
 	for i := 0; i < h; i++ {
-		if oks[i] && rs[i].Above && rs[i].Loss <= p.Allowance && (i == h-1 || !rs[i].Fell) {
+		if oks[i] && rs[i].Above && rs[i].Loss <= p.allowance(i) && (i == h-1 || !rs[i].Fell) {
 			return sides[i], rs[i].Loss
 		}
 	}
@@ -619,6 +655,15 @@ func (p sidePlan) pick(sides []int, planes, width int) (side int, spend float64)
 		return 0, 0
 	}
 	return smallest, 0
+}
+
+// allowance is what a bet on sides[i] may spend: the stream's Allowance,
+// or the side's learning bet where that is more.
+func (p sidePlan) allowance(i int) float64 {
+	if i < len(p.Learning) {
+		return max(p.Allowance, p.Learning[i])
+	}
+	return p.Allowance
 }
 
 // left is what is still ahead of a batch of the bytes on the wire, were the

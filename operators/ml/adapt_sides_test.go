@@ -497,12 +497,12 @@ func TestSideChooserLagIsItsLatestTail(t *testing.T) {
 
 // The stream's allowance pays for a side the evidence does not hold yet
 // while the batches known to have missed, and what each bet still on the
-// link loses, stay within 1-p of the stream; before 1/(1-p) batches it is
-// one batch per side above the smallest (the bets a stream may lose while
-// it learns the link). A batch whose ack came in time costs nothing, one
-// acknowledged after its deadline is a miss, and with two misses the
-// allowance is spent until the stream has decided enough to cover them and
-// a next bet's loss.
+// link loses, stay within 1-p of the stream; besides it each side above the
+// smallest has one learning bet until a bet on it is lost. A batch whose
+// ack came in time costs nothing, one acknowledged after its deadline is a
+// miss: the lost bet on 28 leaves 20's own bet, and with that lost too the
+// allowance is spent until the stream has decided enough to cover the two
+// misses and a next bet's loss.
 func TestSideChooserAllowanceCountsLateAcks(t *testing.T) {
 	c := newSideChooser([]int{28, 20, 14}, 1, 4, 100*time.Millisecond, time.Millisecond)
 	st := dataflow.LinkState{BandwidthBps: 1500e3 / 8, LastBps: 1500e3 / 8, Acks: 20, Batches: 20, SRTT: 20 * time.Millisecond}
@@ -523,8 +523,8 @@ func TestSideChooserAllowanceCountsLateAcks(t *testing.T) {
 	// The third 130 ms after: missed too.
 	st.Batches, st.Acks, st.LastAck = 23, 23, t0.Add(330*time.Millisecond)
 	got = append(got, decide(340))
-	if want := []int{28, 28, 28, 14}; !slices.Equal(got, want) || c.missed != 2 {
-		t.Fatalf("sides %v, %v missed; want %v and 2 (28 on the allowance until two batches are late)", got, c.missed, want)
+	if want := []int{28, 28, 20, 14}; !slices.Equal(got, want) || c.missed != 2 {
+		t.Fatalf("sides %v, %v missed; want %v and 2 (28 until a bet on it is late, then 20's own bet)", got, c.missed, want)
 	}
 	// The two misses and a bet's loss (a whole batch) fit once the stream
 	// has decided 3/(1-p) batches: 150 at P98.
