@@ -240,10 +240,12 @@ type sideChooser struct {
 	flights []flight
 	// lost marks the sides (as sides) a bet was lost on: each side's
 	// learning bet is spent (learning).
-	lost  []bool
-	sentN uint64
-	base  uint64
-	based bool
+	lost []bool
+	// lastLate: the latest batch settled missed.
+	lastLate bool
+	sentN    uint64
+	base     uint64
+	based    bool
 }
 
 // flight is a batch sent and not yet acknowledged: its ingest stamp, the
@@ -254,7 +256,8 @@ type flight struct {
 	ingest, ordinal int64
 	through         uint64
 	risk            float64
-	side            int // index in sides
+	side            int  // index in sides
+	behind          bool // sent with the link's earlier batches unacknowledged
 }
 
 type sideArrival struct {
@@ -372,7 +375,7 @@ func (c *sideChooser) decide(now, ingest int64, links []dataflow.LinkState, rows
 			c.base, c.based = st.Batches, true
 		}
 		c.sentN++
-		c.flights = append(c.flights, flight{ingest: at, ordinal: int64(c.base + c.sentN), risk: spend, side: slices.Index(c.sides, side)})
+		c.flights = append(c.flights, flight{ingest: at, ordinal: int64(c.base + c.sentN), risk: spend, side: slices.Index(c.sides, side), behind: st.Batches > st.Acks})
 	}
 	return side
 }
@@ -407,12 +410,17 @@ func (c *sideChooser) allowance(st dataflow.LinkState, after time.Duration) floa
 	k := 0
 	for ; k < len(c.flights) && c.flights[k].through > 0 && c.flights[k].through <= st.Acks; k++ {
 		f := c.flights[k]
+		late := false
 		if at := st.AckedAt(f.through); at.IsZero() || time.Duration(at.UnixNano()-f.ingest)+after > c.slo {
 			c.missed++
-			if f.risk > 0 && f.side >= 0 {
+			late = true
+			// A bet sent behind a batch still on the link that then
+			// missed waited on that one: the queue lost it, not its side.
+			if f.risk > 0 && f.side >= 0 && !(f.behind && c.lastLate) {
 				c.lost[f.side] = true
 			}
 		}
+		c.lastLate = late
 	}
 	c.flights = append(c.flights[:0], c.flights[k:]...)
 	spent := c.missed

@@ -536,3 +536,31 @@ func TestSideChooserAllowanceCountsLateAcks(t *testing.T) {
 		t.Fatalf("sides after the misses %v: want 14 until about 150 batches are decided, then 28", got[4:])
 	}
 }
+
+// A bet that misses behind a batch that missed waited on that one: its
+// side keeps its learning bet. The bet on 28 meets a fall and the bet on 20
+// sent behind it, on 20's own learning bet, misses in its queue; the next
+// batch still has 20's bet, where charging 20 with the loss sent the
+// smallest until the evidence held 20 (flapping.csv, queued sender: 40
+// batches at 14, 0.06 points under static-middle).
+func TestSideChooserBetBehindAMissKeepsItsSide(t *testing.T) {
+	c := newSideChooser([]int{28, 20, 14}, 1, 4, 100*time.Millisecond, time.Millisecond)
+	st := dataflow.LinkState{BandwidthBps: 1500e3 / 8, LastBps: 1500e3 / 8, Acks: 20, Batches: 20, SRTT: 20 * time.Millisecond}
+	for range 20 {
+		st.Samples = append(st.Samples, 1500e3/8)
+	}
+	t0 := time.Unix(1000, 0)
+	at := func(ms int) int64 { return t0.Add(time.Duration(ms) * time.Millisecond).UnixNano() }
+	decide := func(ms int) int { return c.decide(at(ms), at(ms), []dataflow.LinkState{st}, 1) }
+	var got []int
+	got = append(got, decide(0))
+	// The 28 still on the link: 28's bet is in flight, 20 bets its own.
+	st.Batches = 21
+	got = append(got, decide(66))
+	// Both acknowledged late, the second behind the first.
+	st.Batches, st.Acks, st.LastAck = 22, 22, t0.Add(300*time.Millisecond)
+	got = append(got, decide(310))
+	if want := []int{28, 20, 20}; !slices.Equal(got, want) || c.missed != 2 {
+		t.Fatalf("sides %v, %v missed; want %v and 2 (20's bet lost in the queue behind 28's, not on its side)", got, c.missed, want)
+	}
+}
