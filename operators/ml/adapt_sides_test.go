@@ -398,6 +398,25 @@ func TestSidePlanPick(t *testing.T) {
 			p.State, p.Allowance = series(1500, 19, 150, 1), 1
 			return p
 		}, 14},
+		// A stream in debt (more missed than 1-p of its batches) holds a
+		// side only with the probability that pays the debt back within
+		// the next EvidenceSamples(p) batches: 0.02 - 0.5/49 at P98.
+		{"120 samples at 1500 kbit/s, half a batch in debt: 28 holds at P99", func(p sidePlan) sidePlan {
+			p.State, p.Debt = series(1500, 120), 0.5
+			return p
+		}, 28},
+		{"60 samples, half a batch in debt: too few for P99, 14", func(p sidePlan) sidePlan {
+			p.State, p.Debt = series(1500, 60), 0.5
+			return p
+		}, 14},
+		{"120 samples, a batch in debt: nothing but the smallest until it is paid back", func(p sidePlan) sidePlan {
+			p.State, p.Debt = series(1500, 120), 1
+			return p
+		}, 14},
+		{"60 samples, out of debt: 28", func(p sidePlan) sidePlan {
+			p.State, p.Debt = series(1500, 60), -1
+			return p
+		}, 28},
 		{"a batch that waited 80 ms, 250 kbit/s, nothing acked since the last drop: sent, for a new ack", func(p sidePlan) sidePlan {
 			p = waited(250, 80*time.Millisecond)(p)
 			p.Stale = true
