@@ -128,6 +128,9 @@ type relayTableRow struct {
 	RawMBs   float64 `json:"raw_mb_s"`
 	Ratio    float64 `json:"ratio"`
 	CPURatio float64 `json:"cpu_ratio"`
+	// IPCRatio is the ratio to bare NATS with the batch's Arrow encoding
+	// and decoding (Row.IPCRatio); 0 where not measured.
+	IPCRatio float64 `json:"ipc_ratio"`
 	P50us    float64 `json:"p50_us"`
 	P99us    float64 `json:"p99_us"`
 	RawP50us float64 `json:"raw_p50_us"`
@@ -140,7 +143,7 @@ func relayTable(rows []Row) []relayTableRow {
 	out := make([]relayTableRow, len(rows))
 	for i, r := range rows {
 		out[i] = relayTableRow{Mode: r.Mode, Case: r.Case, BatchKB: r.BatchKB, BatchesS: r.BatchesS,
-			RelayMBs: r.RelayMBs, RawMBs: r.RawMBs, Ratio: r.Ratio, CPURatio: r.CPURatio,
+			RelayMBs: r.RelayMBs, RawMBs: r.RawMBs, Ratio: r.Ratio, CPURatio: r.CPURatio, IPCRatio: r.IPCRatio,
 			P50us: r.P50us, P99us: r.P99us, RawP50us: r.RawP50us, RawP99us: r.RawP99us,
 			AddedP50: r.AddedP50s, AddedP99: r.AddedP99s}
 	}
