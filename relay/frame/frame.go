@@ -27,10 +27,7 @@ const Magic uint16 = 0x5446
 // lost message where a version-3 one asks for it again, so the two do not mix.
 // Version 4 added FlagFrontier: a version-3 receiver would take the frontier's
 // trailer for part of the Arrow body.
-// Version 5 made the ack carry the receiver's grant (its body is a credit
-// frame's): one control frame both acknowledges and grants, where a
-// version-4 sender would refuse the body.
-const Version uint8 = 5
+const Version uint8 = 4
 
 // Kind says what a frame carries.
 type Kind uint8
@@ -45,7 +42,7 @@ const (
 	KindHello    Kind = 4 // no body: a sender asks for its current credit
 	KindCredit   Kind = 5 // body: cumulative credit grant (EncodeCredit)
 	KindClose    Kind = 6 // no body: the receiver closed the link
-	KindAck      Kind = 7 // body: cumulative credit grant; the receiver has every message up to Seq in whole
+	KindAck      Kind = 7 // no body: the receiver has every message up to Seq in whole
 	KindResend   Kind = 8 // no body: Seq is the first message the receiver lacks; send again from it
 	kindMax           = KindResend
 )
@@ -259,13 +256,13 @@ func DecodeQuery(b []byte, query string) (Header, []byte, error) {
 		return h, nil, fmt.Errorf("%w: %s frame in %d chunks (only data is chunked)", ErrMalformed, h.Kind, h.Chunks)
 	}
 	switch h.Kind {
-	case KindProgress, KindEnd, KindHello, KindClose, KindResend:
+	case KindProgress, KindEnd, KindHello, KindClose, KindAck, KindResend:
 		if h.Total != 0 {
 			return h, nil, fmt.Errorf("%w: %s frame with a %d-byte body", ErrMalformed, h.Kind, h.Total)
 		}
-	case KindCredit, KindAck:
+	case KindCredit:
 		if h.Total != creditLen {
-			return h, nil, fmt.Errorf("%w: %s body of %d bytes, want a %d-byte grant", ErrMalformed, h.Kind, h.Total, creditLen)
+			return h, nil, fmt.Errorf("%w: credit body of %d bytes, want %d", ErrMalformed, h.Total, creditLen)
 		}
 	}
 	return h, body, nil
@@ -273,14 +270,14 @@ func DecodeQuery(b []byte, query string) (Header, []byte, error) {
 
 const creditLen = 8
 
-// EncodeCredit appends the body of a credit or ack frame: the total number
-// of messages the receiver has allowed since the link opened. Grants are
+// EncodeCredit appends the body of a credit frame: the total number of
+// messages the receiver has allowed since the link opened. Grants are
 // cumulative so a repeated or reordered grant is harmless.
 func EncodeCredit(dst []byte, granted uint64) []byte {
 	return binary.BigEndian.AppendUint64(dst, granted)
 }
 
-// DecodeCredit parses a credit or ack frame body.
+// DecodeCredit parses a credit frame body.
 func DecodeCredit(b []byte) (uint64, error) {
 	if len(b) != creditLen {
 		return 0, fmt.Errorf("%w: credit body of %d bytes, want %d", ErrMalformed, len(b), creditLen)

@@ -64,7 +64,6 @@ func TestDecodeRejects(t *testing.T) {
 		"resend body":    Append(nil, Header{Kind: KindResend, Chunks: 1, Total: 1}, []byte{1}),
 		"credit short":   Append(nil, Header{Kind: KindCredit, Chunks: 1, Total: 2}, []byte{1, 2}),
 		"credit chunked": Append(nil, Header{Kind: KindCredit, Chunks: 2, Total: 8}, nil),
-		"ack no grant":   Append(nil, Header{Kind: KindAck, Seq: 3, Chunks: 1}, nil),
 		"chunk over all": Append(nil, Header{Kind: KindData, Chunks: 2, Total: 1}, []byte{1, 2}),
 	}
 	for name, b := range cases {

@@ -409,17 +409,12 @@ func (s *sender) onCredit(msg *nats.Msg) {
 	}
 	switch h.Kind {
 	case frame.KindAck:
-		// Acks first: the messages they retire free buffers for the
-		// sends the grant lets go.
 		if h.Ingest > 0 {
 			s.m.Residence(time.Duration(h.Ingest))
 		}
 		s.wireMu.Lock()
 		s.acked(h.Seq, true)
 		s.wireMu.Unlock()
-		if g, err := frame.DecodeCredit(body); err == nil {
-			s.grant(g)
-		}
 		return
 	case frame.KindResend:
 		s.wireMu.Lock()
@@ -1054,18 +1049,18 @@ func (it *item) counted() bool { return it.h.Kind != frame.KindEnd }
 
 type receiver struct {
 	end
-	q      chan item
-	window uint64
-	// granted is the cumulative grant sent last (written under mu,
-	// read by Recv to tell when the next is due); consumed counts the
-	// messages Recv handed out (written by Recv only).
-	granted  atomic.Uint64
-	consumed atomic.Uint64
+	q       chan item
+	window  uint64
+	granted atomic.Uint64
+	// grantBuf is the credit frame's buffer (NATS copies it out); Recv
+	// and the subscription's goroutine both send grants.
+	grantMu  sync.Mutex
+	grantBuf []byte
 
 	mu     sync.Mutex // serialises the callback with Close; guards below
 	expect uint64
-	// ackedTo is the last message acknowledged; ackBuf the control
-	// frame's buffer (NATS copies it out).
+	// ackedTo is the last message acknowledged; ackBuf the ack frame's
+	// buffer.
 	ackedTo uint64
 	ackBuf  []byte
 	dec     *frame.Decoder
@@ -1089,7 +1084,8 @@ type receiver struct {
 	lastAsk  time.Time
 	gapTimer *time.Timer
 
-	eof bool // Recv's goroutine only
+	consumed uint64 // Recv's goroutine only
+	eof      bool
 	// residence is the longest the worker kept a batch (ReportResidence)
 	// since the last ack, which carries it to the sender.
 	residence atomic.Int64
@@ -1122,34 +1118,19 @@ func (t *Transport) OpenReceiver(ctx context.Context, link relay.LinkID) (relay.
 	if err := r.open(ctx, relay.Recv, r, r.dataSubj, r.onDataSafe, unlimited); err != nil {
 		return nil, err
 	}
-	r.mu.Lock()
-	r.status()
-	r.mu.Unlock()
+	r.publishGrant()
 	return r, nil
 }
 
-// status tells the sender how far this end got: an ack of every message
-// whole here, with the grant, or the grant alone before any message came;
-// r.mu is held.
-func (r *receiver) status() {
-	if r.expect > 1 {
-		r.ack(r.expect - 1)
-		return
-	}
+// publishGrant sends the cumulative grant. Two goroutines may race to send
+// grants; the sender keeps the larger, so order does not matter.
+func (r *receiver) publishGrant() {
 	h := header(r.link, frame.KindCredit)
 	h.Total = 8
-	r.ackBuf = frame.EncodeCredit(frame.Append(r.ackBuf[:0], h, nil), r.grant())
-	_ = r.control(r.creditSubj, r.ackBuf)
-}
-
-// grant tops the cumulative grant up to a window beyond what Recv has
-// handed out and returns it; r.mu is held. Every control frame carries
-// it, so an ack the stream's arrivals call for also grants, and a grant
-// Recv's pace calls for also acknowledges: one frame where there were two.
-func (r *receiver) grant() uint64 {
-	g := max(r.granted.Load(), r.consumed.Load()+r.window)
-	r.granted.Store(g)
-	return g
+	r.grantMu.Lock()
+	defer r.grantMu.Unlock()
+	r.grantBuf = frame.EncodeCredit(frame.Append(r.grantBuf[:0], h, nil), r.granted.Load())
+	_ = r.control(r.creditSubj, r.grantBuf)
 }
 
 // fail records the first protocol error; r.mu is held.
@@ -1208,7 +1189,8 @@ func (r *receiver) onData(msg *nats.Msg) {
 	switch h.Kind {
 	case frame.KindHello:
 		r.m.ControlBytes(len(msg.Data))
-		r.status()
+		r.publishGrant()
+		r.ack(r.expect - 1)
 		if r.gapOn {
 			r.askAgain(time.Now())
 		}
@@ -1298,9 +1280,8 @@ func (r *receiver) ReportResidence(d time.Duration) {
 	}
 }
 
-// ack tells the sender this end has every message up to seq, and grants
-// it credit; r.mu is held. The frame is built in a buffer the receiver
-// keeps (NATS copies it out).
+// ack tells the sender this end has every message up to seq; r.mu is held.
+// The frame is built in a buffer the receiver keeps (NATS copies it out).
 func (r *receiver) ack(seq uint64) {
 	if seq == 0 {
 		return
@@ -1308,8 +1289,7 @@ func (r *receiver) ack(seq uint64) {
 	h := header(r.link, frame.KindAck)
 	h.Seq = seq
 	h.Ingest = r.residence.Swap(0)
-	h.Total = 8
-	r.ackBuf = frame.EncodeCredit(frame.Append(r.ackBuf[:0], h, nil), r.grant())
+	r.ackBuf = frame.Append(r.ackBuf[:0], h, nil)
 	if r.control(r.creditSubj, r.ackBuf) == nil {
 		r.ackedTo = max(r.ackedTo, seq)
 	}
@@ -1486,15 +1466,11 @@ func (r *receiver) take(it item) (relay.Message, error) {
 		}
 	}
 	// Top the grant up once half the window is used, so a busy link sends a
-	// control frame every window/2 messages, not every message; an ack
-	// since (it carries a grant) puts that off.
-	consumed := r.consumed.Add(1)
-	if r.granted.Load()-consumed <= r.window-max(1, r.window/2) {
-		r.mu.Lock()
-		if !r.closed {
-			r.status()
-		}
-		r.mu.Unlock()
+	// credit frame every window/2 messages, not every message.
+	r.consumed++
+	if r.granted.Load()-r.consumed <= r.window-max(1, r.window/2) {
+		r.granted.Store(r.consumed + r.window)
+		r.publishGrant()
 	}
 	return msg, nil
 }
