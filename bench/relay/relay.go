@@ -29,7 +29,11 @@ NATS, alternating, and reports the median of each: batches/s, MB/s, their ratio,
 the CPU time per MB of each and their ratio (steadier than wall-clock on a busy
 machine), and p50/p99 one-hop latency of relay and raw NATS with the latency the
 relay adds (relay - raw). The raw baseline keeps the same in-flight window as
-the relay.
+the relay; it publishes ready-made bytes that nobody decodes. In process a
+second baseline moves the Arrow batch itself over bare NATS, encoded and decoded
+with the relay's codec but with no framing, credit, acks or hand-off
+(ipc_ratio: the relay's MB/s over it), which is what the relay's protocol
+costs; for a batch that fits one message.
 
 Two modes: in-process runs both ends in this process over loopback (the
 in-process backend is measured alongside); processes runs the receiving ends
@@ -128,6 +132,9 @@ type relayTableRow struct {
 	RawMBs   float64 `json:"raw_mb_s"`
 	Ratio    float64 `json:"ratio"`
 	CPURatio float64 `json:"cpu_ratio"`
+	// IPCRatio is the ratio to bare NATS with the batch's Arrow encoding
+	// and decoding (Row.IPCRatio); 0 where not measured.
+	IPCRatio float64 `json:"ipc_ratio"`
 	P50us    float64 `json:"p50_us"`
 	P99us    float64 `json:"p99_us"`
 	RawP50us float64 `json:"raw_p50_us"`
@@ -140,7 +147,7 @@ func relayTable(rows []Row) []relayTableRow {
 	out := make([]relayTableRow, len(rows))
 	for i, r := range rows {
 		out[i] = relayTableRow{Mode: r.Mode, Case: r.Case, BatchKB: r.BatchKB, BatchesS: r.BatchesS,
-			RelayMBs: r.RelayMBs, RawMBs: r.RawMBs, Ratio: r.Ratio, CPURatio: r.CPURatio,
+			RelayMBs: r.RelayMBs, RawMBs: r.RawMBs, Ratio: r.Ratio, CPURatio: r.CPURatio, IPCRatio: r.IPCRatio,
 			P50us: r.P50us, P99us: r.P99us, RawP50us: r.RawP50us, RawP99us: r.RawP99us,
 			AddedP50: r.AddedP50s, AddedP99: r.AddedP99s}
 	}

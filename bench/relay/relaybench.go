@@ -12,6 +12,7 @@
 package relay
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -19,6 +20,7 @@ import (
 	"os/exec"
 	"slices"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"syscall"
 	"time"
@@ -29,6 +31,7 @@ import (
 	"github.com/nats-io/nats.go"
 
 	"github.com/tierflow/tierflow/relay"
+	"github.com/tierflow/tierflow/relay/frame"
 	"github.com/tierflow/tierflow/relay/inproc"
 	"github.com/tierflow/tierflow/relay/natsrelay"
 	"github.com/tierflow/tierflow/relay/natsserver"
@@ -91,6 +94,14 @@ type Row struct {
 	CPUusMB    float64 `json:"cpu_us_per_mb"`
 	RawCPUusMB float64 `json:"raw_cpu_us_per_mb"`
 	CPURatio   float64 `json:"cpu_ratio"`
+	// RawIPCMBs is bare NATS moving the Arrow batch itself, encoded and
+	// decoded with the relay's codec (RawIPCThroughput), over the relay's
+	// wire bytes per batch, and IPCRatio the relay's MB/s over it: raw
+	// NATS (RawMBs) publishes ready-made bytes that nobody decodes, which
+	// no user moving Arrow batches gets. Measured on the NATS rows in
+	// process whose batch fits one message; 0 elsewhere.
+	RawIPCMBs float64 `json:"raw_ipc_mb_s,omitempty"`
+	IPCRatio  float64 `json:"ipc_ratio,omitempty"`
 }
 
 func (o *Options) defaults() {
@@ -355,6 +366,91 @@ func RawThroughput(ctx context.Context, pub, sub *nats.Conn, perMsg, n, window i
 	return Throughput{Batches: n, Bytes: total, Elapsed: time.Since(start), CPU: processCPU() - cpu0}, nil
 }
 
+// RawIPCThroughput is RawThroughput for a user of bare NATS who moves the
+// Arrow batch itself: each batch is encoded into one reused buffer with the
+// relay's own codec (frame.Encoder: the schema once, then the record
+// batch) and published as one message; the subscriber decodes it (the
+// record points into the message, as the relay's does) and releases it.
+// No header, no credit, no acks, no resends, no hand-off to a consumer
+// goroutine: the gap between it and the relay is the relay's protocol,
+// between it and RawThroughput the encoding and decoding any such user
+// pays. A batch must fit one message.
+func RawIPCThroughput(ctx context.Context, pub, sub *nats.Conn, mem memory.Allocator, rec arrow.Record, n, window int) (Throughput, error) {
+	subj := fmt.Sprintf("bench.rawipc.%d", linkSeq.Add(1))
+	var got, arrived atomic.Uint64
+	var failed atomic.Pointer[error]
+	done := make(chan struct{})
+	var finish sync.Once
+	moved := make(chan struct{}, 1)
+	dec := frame.NewDecoder(mem)
+	defer dec.Close()
+	s, err := sub.Subscribe(subj, func(m *nats.Msg) {
+		// The first message carries the schema (NATS keeps one
+		// publisher's order on a subject).
+		r, err := dec.Decode(m.Data, got.Load() == 0)
+		if err != nil {
+			failed.CompareAndSwap(nil, &err)
+			finish.Do(func() { close(done) })
+			return
+		}
+		r.Release()
+		arrived.Add(uint64(len(m.Data)))
+		if got.Add(1) == uint64(n) {
+			finish.Do(func() { close(done) })
+		}
+		select {
+		case moved <- struct{}{}:
+		default:
+		}
+	})
+	if err != nil {
+		return Throughput{}, err
+	}
+	defer s.Unsubscribe()
+	if err := s.SetPendingLimits(-1, -1); err != nil {
+		return Throughput{}, err
+	}
+	if err := sub.FlushWithContext(ctx); err != nil {
+		return Throughput{}, err
+	}
+	enc := frame.NewEncoder(mem)
+	defer enc.Reset()
+	var buf bytes.Buffer
+	cpu0, start := processCPU(), time.Now()
+	for i := 0; i < n; i++ {
+		for uint64(i) >= uint64(window) && got.Load() < uint64(i-window+1) && failed.Load() == nil {
+			select {
+			case <-moved:
+			case <-done:
+			case <-ctx.Done():
+				return Throughput{}, ctx.Err()
+			}
+		}
+		buf.Reset()
+		if _, err := enc.Encode(&buf, rec); err != nil {
+			return Throughput{}, err
+		}
+		if buf.Len() > int(pub.MaxPayload()) {
+			return Throughput{}, fmt.Errorf("%w: raw IPC: a %d-byte batch is over the server's max payload %d", ErrBadOptions, buf.Len(), pub.MaxPayload())
+		}
+		if err := pub.Publish(subj, buf.Bytes()); err != nil {
+			return Throughput{}, err
+		}
+	}
+	if err := pub.FlushWithContext(ctx); err != nil {
+		return Throughput{}, err
+	}
+	select {
+	case <-done:
+	case <-ctx.Done():
+		return Throughput{}, fmt.Errorf("raw IPC publish: %d of %d batches arrived: %w", got.Load(), n, ctx.Err())
+	}
+	if e := failed.Load(); e != nil {
+		return Throughput{}, fmt.Errorf("raw IPC: decode: %w", *e)
+	}
+	return Throughput{Batches: n, Bytes: arrived.Load(), Elapsed: time.Since(start), CPU: processCPU() - cpu0}, nil
+}
+
 // RelayLatency sends rec k times, one at a time, and returns each one-hop
 // time from SendData to Recv.
 func RelayLatency(ctx context.Context, a, b relay.Transport, rec arrow.Record, k int) ([]time.Duration, error) {
@@ -573,17 +669,31 @@ func natsRow(mode string, nrows, per, n int, relayT, rawT []Throughput, lat, raw
 }
 
 func (o *Options) logRow(r Row) {
+	if r.RawIPCMBs > 0 {
+		o.logf("  %s: raw with Arrow IPC %.0f MB/s: the relay's ratio to it %.2f", r.Mode, r.RawIPCMBs, r.IPCRatio)
+	}
 	o.logf("  %s: relay %.0f MB/s vs raw %.0f MB/s: ratio %.2f; CPU %.0f vs %.0f µs/MB: cpu ratio %.2f; p50 %.0f µs vs raw %.0f µs, p99 %.0f µs vs raw %.0f µs",
 		r.Mode, r.RelayMBs, r.RawMBs, r.Ratio, r.CPUusMB, r.RawCPUusMB, r.CPURatio, r.P50us, r.RawP50us, r.P99us, r.RawP99us)
 }
 
 func runCase(ctx context.Context, o *Options, env *Env, a, b, ip relay.Transport, rec arrow.Record, per, n int) (Row, Row, error) {
 	nrows := int(rec.NumRows())
-	var relayT, rawT, ipT []Throughput
+	var relayT, rawT, ipT, rawIPCT []Throughput
 	for round := 0; round < o.Rounds; round++ {
 		raw, err := RawThroughput(ctx, env.pub, env.sub, per, n, o.Window)
 		if err != nil {
 			return Row{}, Row{}, err
+		}
+		// The baseline that encodes the batch sends it in one message; a
+		// batch the relay chunks has none.
+		var rawIPC Throughput
+		if per <= int(env.pub.MaxPayload()) {
+			if rawIPC, err = RawIPCThroughput(ctx, env.pub, env.sub, o.Allocator, rec, n, o.Window); err != nil {
+				return Row{}, Row{}, err
+			}
+			// Over the relay's wire bytes, so its MB/s compare batch for batch.
+			rawIPC.Bytes = uint64(per) * uint64(n)
+			rawIPCT = append(rawIPCT, rawIPC)
 		}
 		rl, err := RelayThroughput(ctx, a, b, rec, n)
 		if err != nil {
@@ -596,7 +706,11 @@ func runCase(ctx context.Context, o *Options, env *Env, a, b, ip relay.Transport
 			return Row{}, Row{}, err
 		}
 		rawT, relayT, ipT = append(rawT, raw), append(relayT, rl), append(ipT, in)
-		o.logf("  %s round %d: raw %.0f MB/s, relay %.0f MB/s, in-process backend %.0f batches/s", ModeInProcess, round+1, raw.MBs(), rl.MBs(), in.BatchesS())
+		ipcMBs := 0.0
+		if rawIPC.Elapsed > 0 {
+			ipcMBs = rawIPC.MBs()
+		}
+		o.logf("  %s round %d: raw %.0f MB/s, raw with Arrow IPC %.0f MB/s, relay %.0f MB/s, in-process backend %.0f batches/s", ModeInProcess, round+1, raw.MBs(), ipcMBs, rl.MBs(), in.BatchesS())
 		o.tick("%d rows, %s, round %d", nrows, ModeInProcess, round+1)
 	}
 	lat, err := RelayLatency(ctx, a, b, rec, o.Latency)
@@ -613,6 +727,10 @@ func runCase(ctx context.Context, o *Options, env *Env, a, b, ip relay.Transport
 	}
 	o.tick("%d rows, %s, latency", nrows, ModeInProcess)
 	nr := natsRow(ModeInProcess, nrows, per, n, relayT, rawT, lat, rawLat)
+	if len(rawIPCT) > 0 {
+		nr.RawIPCMBs = median(rawIPCT).MBs()
+		nr.IPCRatio = nr.RelayMBs / nr.RawIPCMBs
+	}
 	// In process nothing is serialised; its MB/s counts the same wire bytes
 	// per batch as the NATS row, so the two rows compare batch for batch.
 	raw, in := median(rawT), median(ipT)

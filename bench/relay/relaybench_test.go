@@ -128,12 +128,53 @@ func TestRunSmall(t *testing.T) {
 			t.Fatalf("row not filled: %+v", r)
 		}
 	}
+	// The NATS row of a batch that fits one message carries the baseline
+	// that encodes and decodes it; a chunked batch's and the in-process
+	// backend's rows do not.
+	for i, r := range rows {
+		if i == 0 {
+			if r.RawIPCMBs <= 0 || r.IPCRatio != r.RelayMBs/r.RawIPCMBs {
+				t.Errorf("%s: raw with Arrow IPC %v MB/s, ratio %v", r.Case, r.RawIPCMBs, r.IPCRatio)
+			}
+		} else if r.RawIPCMBs != 0 || r.IPCRatio != 0 {
+			t.Errorf("%s (%.0f KB): raw with Arrow IPC filled", r.Case, r.BatchKB)
+		}
+	}
 	// 5000 rows of ~270 bytes is more than one max payload: chunked.
 	if rows[2].BatchKB < 1300 {
 		t.Fatalf("5000-row batch is %.0f KB on the wire", rows[2].BatchKB)
 	}
 	if _, err := Run(ctx, Options{Rows: []int{0}}); err == nil {
 		t.Fatalf("zero rows accepted")
+	}
+}
+
+// TestRawIPCThroughput: the baseline that encodes and decodes moves every
+// batch, counts the bytes that arrived, and leaks nothing; a batch over the
+// server's max payload is an error naming it, not a hang.
+func TestRawIPCThroughput(t *testing.T) {
+	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
+	defer mem.AssertSize(t, 0)
+	env, err := NewEnv("", 1<<20)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer env.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	rec := Record(mem, 64)
+	defer rec.Release()
+	got, err := RawIPCThroughput(ctx, env.pub, env.sub, mem, rec, 300, 8)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.Batches != 300 || got.Bytes < 300*64*270 || got.Elapsed <= 0 {
+		t.Fatalf("moved %d batches, %d bytes in %v", got.Batches, got.Bytes, got.Elapsed)
+	}
+	big := Record(mem, 5000) // 1.3 MB, over the 1 MiB max payload
+	defer big.Release()
+	if _, err := RawIPCThroughput(ctx, env.pub, env.sub, mem, big, 2, 8); !errors.Is(err, ErrBadOptions) {
+		t.Fatalf("a batch over the max payload: %v, want ErrBadOptions", err)
 	}
 }
 
@@ -190,6 +231,15 @@ func benchNATS(b *testing.B, move func(ctx context.Context, env *Env, a, c relay
 			reportCPU(b, t)
 		})
 	}
+}
+
+// BenchmarkRawIPCNATS is bare NATS for a user who encodes and decodes
+// the Arrow batch (RawIPCThroughput): what the relay adds over that is its
+// protocol.
+func BenchmarkRawIPCNATS(b *testing.B) {
+	benchNATS(b, func(ctx context.Context, env *Env, _, _ relay.Transport, rec arrow.Record, _ int, n int) (Throughput, error) {
+		return RawIPCThroughput(ctx, env.pub, env.sub, memory.DefaultAllocator, rec, n, 32)
+	})
 }
 
 func BenchmarkRelayInproc(b *testing.B) {
