@@ -48,7 +48,6 @@ var (
 // TestNATSExamplesRun: the examples that read a core NATS stream run to
 // the end of what is published on their subject, with exit 0.
 func TestNATSExamplesRun(t *testing.T) {
-	t.Parallel() // a NATS server of its own per example; it mostly waits on the subject
 	root := "../.."
 	for _, ex := range natsExamples {
 		t.Run(ex.file, func(t *testing.T) {
