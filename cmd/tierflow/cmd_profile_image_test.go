@@ -18,6 +18,10 @@ import (
 // The profile of the first thread count is the variant's latency, the other
 // its by_threads entry; without --data it says what it needs.
 func TestProfileImageModel(t *testing.T) {
+	// Beside the drills (see "Drills run in parallel"): an in-process CLI over
+	// its own files with no bound on time. Serial, its whole run added to the
+	// package's wall time: the parallel tests start after the last serial one.
+	t.Parallel()
 	if _, err := ortlib.Find(""); err != nil {
 		t.Skipf("ONNX Runtime library not set up (scripts/setup.sh): %v", err)
 	}

@@ -134,6 +134,7 @@ func TestProfileFashion(t *testing.T) {
 }
 
 func TestProfileJSONAndBadInput(t *testing.T) {
+	t.Parallel() // an in-process CLI, no bound on time
 	dir := filepath.Join("..", "..", "examples", "fashion")
 	var stdout, errb bytes.Buffer
 	code := run([]string{"profile", "--catalog", filepath.Join(dir, "catalog.yaml"), "--data", filepath.Join(dir, "data", "shelf.arrow"),
@@ -165,6 +166,7 @@ func TestProfileJSONAndBadInput(t *testing.T) {
 // inputs are made up from the catalog's shapes, latency and output size land
 // in the catalog, accuracy is not measured.
 func TestProfileTwoInputModelWithoutData(t *testing.T) {
+	t.Parallel() // an in-process CLI over its own files, no bound on time
 	dir := t.TempDir()
 	n := modelzoo.Dim{Param: "N"}
 	g := &modelzoo.Graph{

@@ -13,6 +13,7 @@ import (
 // (an empty CSV field), and an overflowing sum or an out-of-range CAST fails
 // the query (exit 1) naming the expression.
 func TestRunFollowsDuckDBNumericRules(t *testing.T) {
+	t.Parallel() // in-process CLIs over its own files and embedded cluster
 	dir := t.TempDir()
 	os.WriteFile(filepath.Join(dir, "t.csv"), []byte("d,i\n2.5,9223372036854775807\n-2.5,1\n"), 0o644)
 	script := func(name, sel string) string {

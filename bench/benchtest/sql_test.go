@@ -1,17 +1,34 @@
-package sql_test
+package benchtest_test
 
 import (
+	"bytes"
 	"os"
 	"strings"
 	"testing"
 
 	"github.com/tierflow/tierflow/bench/benchtest"
+	"github.com/tierflow/tierflow/bench/sql"
+	"github.com/tierflow/tierflow/internal/cli"
 )
+
+// bench/sql's tests (the DuckDB peer's front: flags passed through, its exit
+// code kept) run here, in this binary, rather than in one of their own.
+
+var runSQLCommand = runner(sql.Command)
+
+// runSQL runs `tierflow bench sql ...` (args from "bench") and returns the
+// exit code and both streams.
+func runSQL(t *testing.T, args ...string) (code int, stdout, stderr string) {
+	t.Helper()
+	var out, errb bytes.Buffer
+	code = runSQLCommand(args, strings.NewReader(""), &out, &errb)
+	return code, out.String(), errb.String()
+}
 
 func TestBenchSQLRunsThePeerWithItsFlags(t *testing.T) {
 	argsFile := benchtest.FakeSQLPeer(t, 0)
-	code, out, errs := runCLI(t, "", "bench", "sql", "--peer", "duckdb", "--rows", "1M,10M", "--reps", "5", "--queries", "topn", "--format", "json")
-	if code != exitOK {
+	code, out, errs := runSQL(t, "bench", "sql", "--peer", "duckdb", "--rows", "1M,10M", "--reps", "5", "--queries", "topn", "--format", "json")
+	if code != cli.ExitOK {
 		t.Fatalf("exit %d: %s", code, errs)
 	}
 	if !strings.Contains(out, "| query | ratio |") {
@@ -30,14 +47,14 @@ func TestBenchSQLRunsThePeerWithItsFlags(t *testing.T) {
 
 func TestBenchSQLKeepsThePeersExitCode(t *testing.T) {
 	benchtest.FakeSQLPeer(t, 2)
-	if code, _, _ := runCLI(t, "", "bench", "sql"); code != exitBadInput {
+	if code, _, _ := runSQL(t, "bench", "sql"); code != exitBadInput {
 		t.Fatalf("exit %d, want %d", code, exitBadInput)
 	}
 }
 
 func TestBenchSQLRejectsAnUnknownPeer(t *testing.T) {
 	benchtest.FakeSQLPeer(t, 0)
-	code, _, errs := runCLI(t, "", "bench", "sql", "--peer", "sqlite")
+	code, _, errs := runSQL(t, "bench", "sql", "--peer", "sqlite")
 	if code != exitBadInput || !strings.Contains(errs, "the only peer is duckdb") {
 		t.Fatalf("exit %d: %s", code, errs)
 	}

@@ -1,4 +1,4 @@
-package harness_test
+package slo_test
 
 import (
 	"context"
@@ -15,10 +15,14 @@ import (
 	"github.com/tierflow/tierflow/runtime/onnx"
 )
 
+// bench/slo/harness's test runs here, in bench/slo's test binary, which
+// links the harness anyway: one test binary, one link of the engine, fewer
+// in make test (issue #27).
+
 // zoo loads examples/fashion's size family as the bench does.
 func zoo(t *testing.T) []harness.Variant {
 	t.Helper()
-	dir := filepath.Join("..", "..", "..", "examples", "fashion")
+	dir := filepath.Join("..", "..", "examples", "fashion")
 	cat, err := catalog.LoadFile(filepath.Join(dir, "sizes.yaml"))
 	if err != nil {
 		t.Fatal(err)
@@ -48,7 +52,7 @@ func TestAdaptiveMeetsTheSLOWhereTheLargestCannot(t *testing.T) {
 	if err != nil {
 		t.Skipf("no ONNX Runtime (scripts/setup.sh): %v", err)
 	}
-	dir := filepath.Join("..", "..", "..", "examples", "fashion", "data")
+	dir := filepath.Join("..", "..", "examples", "fashion", "data")
 	imgs, err := modelzoo.ReadIDXFile(filepath.Join(dir, "test-images-idx3-ubyte.gz"))
 	if err != nil {
 		t.Fatal(err)
