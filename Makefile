@@ -1,7 +1,7 @@
 # The two commands a newcomer needs (see README.md):
 #   make demo   set up, then run the main example on the embedded default
 #   make test   set up, then run the whole test suite
-.PHONY: setup setup-gpu gpu-check demo ocr install test test-long fuzz fuzz-brief bench bench-sqlpeer
+.PHONY: setup setup-gpu gpu-check demo ocr install test vet test-long fuzz fuzz-brief bench bench-sqlpeer
 
 # Test binaries link without DWARF (-w): nothing in make test reads it, and a
 # link is about a third cheaper without it. (go test, without -c, already
@@ -22,7 +22,8 @@ MAINTESTFLAGS = -ldflags='$(MAINLDFLAGS)'
 # from source: 63 + 40 CPU-seconds for ./... at load 20 (go vet with go
 # test's analyzers, the compiles cached), a fifth of the 480 that 4 minutes
 # on 2 cores allow. It checks code, not behaviour: `go vet ./...` (every
-# analyzer, not go test's subset) runs in make test-long and before a merge.
+# analyzer, not go test's subset) is make vet, which CI runs after make test
+# and make test-long runs first.
 TESTVET = -vet=off
 
 # The tests run with the garbage collector at GOGC=400 (a heap up to five
@@ -122,9 +123,13 @@ fuzz-brief: setup
 
 # go vet (make test leaves it out: TESTVET), the long tests (soak runs,
 # sweeps, full-size checks; internal/testenv.Long), then the brief fuzzers: CI runs them after `make test` when its time allows.
-test-long: setup
+# Every analyzer of go vet over both modules (make test leaves go test's
+# subset out: TESTVET).
+vet: setup
 	go vet ./...
 	cd bench/sqlpeer && go vet ./...
+
+test-long: vet
 	TIERFLOW_TEST_LONG=1 $(TESTGOGC) go test $(MAINTESTFLAGS) -count=1 -run "$${RUN:-.}" ./...
 	cd bench/sqlpeer && TIERFLOW_TEST_LONG=1 $(TESTGOGC) go test $(TESTFLAGS) -count=1 -run "$${RUN:-.}" ./...
 	@$(MAKE) --no-print-directory fuzz-brief
