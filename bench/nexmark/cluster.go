@@ -90,6 +90,16 @@ workers:
 	return &Cluster{c: c, Workers: o.Workers}, nil
 }
 
+// workerCPU is the CPU time the worker processes have used so far (0 when
+// the workers run in this process, or where it cannot be read).
+func (c *Cluster) workerCPU() time.Duration {
+	d, err := c.c.ProcessCPU()
+	if err != nil {
+		return 0
+	}
+	return d
+}
+
 // Close stops the workers (and their processes).
 func (c *Cluster) Close() error { return c.c.Close() }
 
