@@ -6,11 +6,13 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"runtime"
 	"sort"
 	"syscall"
 	"time"
 
 	"github.com/tierflow/tierflow/internal/cli"
+	"github.com/tierflow/tierflow/runtime/cluster"
 )
 
 // ScaleRow is one query on one number of workers: its time, and its speed
@@ -87,6 +89,17 @@ func Scale(ctx context.Context, parts string, partitions int, qs []Query, o Scal
 			return nil, err
 		}
 		clusters[i] = c
+	}
+	if o.Processes && os.Getenv("GOMAXPROCS") == "" {
+		// This process (the NATS server, the coordinators, the sink)
+		// shares the machine with the largest cluster's worker
+		// processes: it gets the cores they leave (cluster.HostShare),
+		// in every size's runs alike.
+		most := 0
+		for _, c := range clusters {
+			most = max(most, c.cpus)
+		}
+		defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(cluster.HostShare(most)))
 	}
 	var out []ScaleRow
 	for _, q := range qs {
