@@ -23,6 +23,7 @@ import (
 type Cluster struct {
 	c       *cluster.Cluster
 	Workers int
+	cpus    int // the cores its worker processes hold (GOMAXPROCS each, together); 0 embedded
 }
 
 // ClusterOptions start a Cluster.
@@ -69,6 +70,7 @@ workers:
 	}
 	opts := cluster.Options{Infra: inf, Log: slog.New(slog.NewTextHandler(o.Log, &slog.HandlerOptions{Level: slog.LevelWarn})), Namespace: fmt.Sprintf("nexmark-%d-%d", o.Workers, time.Now().UnixNano()), Heartbeat: o.Heartbeat}
 	var c *cluster.Cluster
+	cpus := 0 // the cores the worker processes hold between them
 	if o.Processes {
 		// A worker process stands for a machine of its type (1 vCPU): its
 		// Go scheduler runs on that share of the cores, as its model
@@ -77,8 +79,10 @@ workers:
 		// on every core of this machine, and a second process would add
 		// no core.
 		var env []string
+		share := cluster.CPUShare(inf.Machines()[0], o.Workers)
+		cpus = share * o.Workers
 		if os.Getenv("GOMAXPROCS") == "" {
-			env = []string{fmt.Sprintf("GOMAXPROCS=%d", cluster.CPUShare(inf.Machines()[0], o.Workers))}
+			env = []string{fmt.Sprintf("GOMAXPROCS=%d", share)}
 		}
 		c, err = cluster.StartProcesses(ctx, cluster.ProcessOptions{Options: opts, Binary: o.Binary, Stderr: warnings{o.Log}, Env: env, ProfileDir: o.ProfileDir})
 	} else {
@@ -87,7 +91,17 @@ workers:
 	if err != nil {
 		return nil, err
 	}
-	return &Cluster{c: c, Workers: o.Workers}, nil
+	return &Cluster{c: c, Workers: o.Workers, cpus: cpus}, nil
+}
+
+// workerCPU is the CPU time the worker processes have used so far (0 when
+// the workers run in this process, or where it cannot be read).
+func (c *Cluster) workerCPU() time.Duration {
+	d, err := c.c.ProcessCPU()
+	if err != nil {
+		return 0
+	}
+	return d
 }
 
 // Close stops the workers (and their processes).

@@ -73,9 +73,13 @@ its own and spread over the workers; the keyed aggregation runs as one
 instance per partition, its rows exchanged between the workers by a hash of
 the key, and so does a join of two streams (--queries q4,q5,q7), each input
 by its own join columns. Each worker process runs on its worker type's share
-of the cores (1 vCPU: GOMAXPROCS=1), as a machine of that size would. Each size's speedup is the median over --reps of its events/s over
-the first size's in the run next to it, and same_answer says every run gave
-the first's rows. --cpuprofile DIR has every worker process write a CPU
+of the cores (1 vCPU: GOMAXPROCS=1), as a machine of that size would, and this
+process (NATS server, coordinator, sink) on the cores they leave, at least one.
+Each size's speedup is the median over --reps of its events/s over the first
+size's in the run next to it, and same_answer says every run gave the first's
+rows; worker_cpu_s_per_m_events and bench_cpu_s_per_m_events are the worker
+processes' and this process's CPU seconds (user and system) per million
+events, medians over the runs. --cpuprofile DIR has every worker process write a CPU
 profile of its whole life (all runs of all queries) to DIR/N-workers/NAME.pprof
 (go tool pprof reads it).`,
 		Example: `  tierflow bench nexmark --events 1000000

@@ -6,9 +6,13 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"runtime"
 	"sort"
+	"syscall"
+	"time"
 
 	"github.com/tierflow/tierflow/internal/cli"
+	"github.com/tierflow/tierflow/runtime/cluster"
 )
 
 // ScaleRow is one query on one number of workers: its time, and its speed
@@ -29,6 +33,16 @@ type ScaleRow struct {
 	// Same says every run answered the rows of the first worker count's
 	// first run (compared by the sum of the rows' hashes).
 	Same bool `json:"same_answer"`
+	// WorkerCPU is the worker processes' CPU seconds (user and system, all
+	// of them together) per million events, the median over the runs; 0
+	// with the workers in this process. BenchCPU is this process's own
+	// (the NATS server, the coordinator, the sink; with embedded workers,
+	// theirs too). CPU per event holds on a machine shared with other
+	// load, where events/s does not, and on C cores bounds the speedup of
+	// n workers over 1 by min(n, C) x WorkerCPU(1) / (WorkerCPU(n) +
+	// BenchCPU(n)) while the single worker has a core of its own.
+	WorkerCPU float64 `json:"worker_cpu_s_per_m_events,omitempty"`
+	BenchCPU  float64 `json:"bench_cpu_s_per_m_events"`
 }
 
 // ScaleOptions run the keyed queries on clusters of several sizes.
@@ -76,9 +90,22 @@ func Scale(ctx context.Context, parts string, partitions int, qs []Query, o Scal
 		}
 		clusters[i] = c
 	}
+	if o.Processes && os.Getenv("GOMAXPROCS") == "" {
+		// This process (the NATS server, the coordinators, the sink)
+		// shares the machine with the largest cluster's worker
+		// processes: it gets the cores they leave (cluster.HostShare),
+		// in every size's runs alike.
+		most := 0
+		for _, c := range clusters {
+			most = max(most, c.cpus)
+		}
+		defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(cluster.HostShare(most)))
+	}
 	var out []ScaleRow
 	for _, q := range qs {
 		secs := make([][]float64, len(o.Workers))
+		workerCPU := make([][]float64, len(o.Workers))
+		benchCPU := make([][]float64, len(o.Workers))
 		rows := make([]ScaleRow, len(o.Workers))
 		var first *Result
 		for r := 0; r < o.Reps; r++ {
@@ -90,10 +117,16 @@ func Scale(ctx context.Context, parts string, partitions int, qs []Query, o Scal
 				if o.Progress != nil {
 					o.Progress.Describe(fmt.Sprintf("%s on %d workers", q.Name, o.Workers[i]))
 				}
+				workersBefore, benchBefore := clusters[i].workerCPU(), processCPU()
 				res, err := clusters[i].Run(ctx, parts, q, Options{Check: true})
 				if err != nil {
 					return nil, err
 				}
+				perM := 1e6 / float64(o.Events)
+				if o.Processes {
+					workerCPU[i] = append(workerCPU[i], (clusters[i].workerCPU()-workersBefore).Seconds()*perM)
+				}
+				benchCPU[i] = append(benchCPU[i], (processCPU()-benchBefore).Seconds()*perM)
 				if o.Progress != nil {
 					o.Progress.Add(1)
 				}
@@ -120,12 +153,26 @@ func Scale(ctx context.Context, parts string, partitions int, qs []Query, o Scal
 			row.Seconds = median(secs[i])
 			row.EventsPerSec = float64(o.Events) / row.Seconds
 			row.Speedup = median(ratios)
+			if len(workerCPU[i]) > 0 {
+				row.WorkerCPU = median(workerCPU[i])
+			}
+			row.BenchCPU = median(benchCPU[i])
 			sort.Float64s(ratios)
 			row.SpeedupMin, row.SpeedupMax = ratios[0], ratios[len(ratios)-1]
 			out = append(out, row)
 		}
 	}
 	return out, nil
+}
+
+// processCPU is the CPU time (user and system) this process has used so
+// far.
+func processCPU() time.Duration {
+	var ru syscall.Rusage
+	if syscall.Getrusage(syscall.RUSAGE_SELF, &ru) != nil {
+		return 0
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
 
 func median(xs []float64) float64 {

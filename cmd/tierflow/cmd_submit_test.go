@@ -267,7 +267,11 @@ func TestStartProcesses(t *testing.T) {
 	if err != nil {
 		t.Fatalf("%v\n%s", err, logs.String())
 	}
+	closed := false
 	defer func() {
+		if closed {
+			return
+		}
 		if err := c.Close(); err != nil {
 			t.Errorf("close: %v\n%s", err, logs.String())
 		}
@@ -286,6 +290,19 @@ func TestStartProcesses(t *testing.T) {
 	}
 	if len(info.Workers) != 3 {
 		t.Fatalf("ran on %v, want the three workers", info.Workers)
+	}
+	// The children's CPU time (what bench nexmark --processes divides by
+	// its events): something while they run, no less once they have left.
+	running, err := c.ProcessCPU()
+	if err != nil || running <= 0 {
+		t.Fatalf("ProcessCPU of 3 running workers = %v, %v; want > 0", running, err)
+	}
+	closed = true
+	if err := c.Close(); err != nil {
+		t.Fatalf("close: %v\n%s", err, logs.String())
+	}
+	if left, err := c.ProcessCPU(); err != nil || left < running {
+		t.Fatalf("ProcessCPU after Close = %v, %v; want >= %v", left, err, running)
 	}
 }
 

@@ -140,6 +140,19 @@ func CPUShare(m infra.Machine, n int) int {
 	return share
 }
 
+// HostShare is the processors left to this process (its NATS server,
+// coordinator and sink) when worker processes on this machine hold
+// workerCPUs of its cores between them (each its CPUShare): the rest of
+// the cores, and at least one. Where the workers take every core, a
+// process with more would run its goroutines on threads spread over the
+// workers' cores, each hand-off between two of them a wake-up on a core a
+// worker is running on (measured in bench nexmark --processes 2 on 2
+// cores: with GOMAXPROCS 2, 10x the CPU migrations and 10-25% more CPU
+// for this process than with 1; docs/benchmarks.md).
+func HostShare(workerCPUs int) int {
+	return max(1, runtime.NumCPU()-workerCPUs)
+}
+
 // Cluster is a running local deployment.
 type Cluster struct {
 	server      *natsserver.Server

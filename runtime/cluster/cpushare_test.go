@@ -31,3 +31,19 @@ func TestCPUShare(t *testing.T) {
 		}
 	}
 }
+
+// The process beside worker processes keeps the cores they leave, and one
+// when they take them all.
+func TestHostShare(t *testing.T) {
+	cores := runtime.NumCPU()
+	for _, c := range []struct{ workers, want int }{
+		{0, cores},
+		{1, max(1, cores-1)},
+		{cores, 1},
+		{cores * 3, 1},
+	} {
+		if got := cluster.HostShare(c.workers); got != c.want {
+			t.Errorf("HostShare(%d) = %d, want %d (%d cores)", c.workers, got, c.want, cores)
+		}
+	}
+}

@@ -131,6 +131,35 @@ func (c *Cluster) Kill(name string) error {
 	return fmt.Errorf("cluster: no worker process %q", name)
 }
 
+// ProcessCPU is the CPU time (user and system) the cluster's worker
+// processes have used so far, all of them together, those that have left
+// included: what a benchmark divides by its work, a figure that holds on
+// a shared machine where wall time does not. An embedded cluster has no
+// worker processes: its workers' CPU is this process's.
+func (c *Cluster) ProcessCPU() (time.Duration, error) {
+	if len(c.procs) == 0 {
+		return 0, errors.New("cluster: no worker processes (embedded workers run in this process)")
+	}
+	var sum time.Duration
+	for _, p := range c.procs {
+		select {
+		case <-p.done:
+			// Reaped: its /proc entry is gone, its rusage is final.
+			if st := p.cmd.ProcessState; st != nil {
+				sum += st.UserTime() + st.SystemTime()
+			}
+			continue
+		default:
+		}
+		d, err := processCPU(p.cmd.Process.Pid)
+		if err != nil {
+			return 0, fmt.Errorf("cluster: worker %s: %w", p.name, err)
+		}
+		sum += d
+	}
+	return sum, nil
+}
+
 // stop asks the child to leave (SIGINT: it aborts its queries and exits)
 // and kills it if it has not within a few seconds.
 func (p *process) stop() error {
