@@ -1,0 +1,71 @@
+package dataflow
+
+import (
+	"context"
+	"runtime"
+	"slices"
+	"sync"
+	"testing"
+	"time"
+)
+
+// Steps never hold every processor (#25): a query with more busy
+// instances than the worker has step processors, alone on it, leaves one
+// to the goroutines outside any step. A goroutine woken from outside the
+// steps (a timer here; the network's wake-ups come the same way: a small
+// query's deploy request, its links' flushes, its done message) runs about
+// as soon beside it as beside nothing. Before, it waited in Go's run queue
+// behind the steps, which Go preempts only after 10 ms each: medians of
+// 4-11 ms late beside two CPU hogs, 0.3-1.9 ms with a processor kept.
+// Medians in one process, and a bound of half a preemption slice.
+func TestCPUStepsLeaveAProcessorForControl(t *testing.T) {
+	cpu := NewCPU(0)
+	if got := runtime.GOMAXPROCS(0); got <= cpu.procs {
+		t.Errorf("GOMAXPROCS %d with %d step processors: none kept for the control plane", got, cpu.procs)
+	}
+	// A wake-up from outside the steps: a timer's, as the network's
+	// (both come to a goroutine through whichever processor looks next).
+	late := func(n int) time.Duration {
+		var took []time.Duration
+		for range n {
+			start := time.Now()
+			time.Sleep(time.Millisecond)
+			took = append(took, time.Since(start)-time.Millisecond)
+		}
+		slices.Sort(took)
+		t.Logf("late: p10 %s p50 %s p90 %s max %s", took[len(took)/10], took[len(took)/2], took[len(took)*9/10], took[len(took)-1])
+		return took[len(took)/2]
+	}
+	late(5) // warm
+	alone := late(100)
+
+	busy := cpu.Join("busy")
+	defer busy.Leave()
+	ctx, cancel := context.WithCancel(context.Background())
+	var wg sync.WaitGroup
+	for range 4*cpu.procs + 2 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for ctx.Err() == nil {
+				st, err := busy.enter(ctx)
+				if err != nil {
+					return
+				}
+				for start := time.Now(); time.Since(start) < 2*time.Millisecond; {
+					// a step's work: CPU, no wait
+				}
+				busy.exit(st)
+			}
+		}()
+	}
+	time.Sleep(20 * time.Millisecond) // the steps under way
+	beside := late(100)
+	cancel()
+	wg.Wait()
+	t.Logf("a 1 ms sleep's wake-up late by %s alone, %s beside %d busy instances on %d step processors (GOMAXPROCS %d), medians of 100",
+		alone, beside, 4*cpu.procs+2, cpu.procs, runtime.GOMAXPROCS(0))
+	if limit := 4*alone + 5*time.Millisecond; beside > limit {
+		t.Errorf("a wake-up beside the busy query was late by %s (median), past %s (alone %s): it waited behind the steps", beside, limit, alone)
+	}
+}
