@@ -69,3 +69,85 @@ func TestCPUStepsLeaveAProcessorForControl(t *testing.T) {
 		t.Errorf("a wake-up beside the busy query was late by %s (median), past %s (alone %s): it waited behind the steps", beside, limit, alone)
 	}
 }
+
+// The step processors are shared by all queries (see CPU): a query alone
+// steps on every one and no more; a slot that frees goes to the query that
+// has used least, ahead of the others' waiting steps; and a step coming
+// back from a Waiting passes the gate like one starting.
+func TestCPUStepProcessorsGoToTheLeastFirst(t *testing.T) {
+	clock := &fakeClock{}
+	c := newCPU(10*time.Millisecond, clock.now)
+	c.procs = 2
+	ctx := context.Background()
+	a := c.Join("a")
+	defer a.Leave()
+	enter := func(s *CPUShare) <-chan *stepStart {
+		ch := make(chan *stepStart, 1)
+		go func() {
+			st, err := s.enter(ctx)
+			if err != nil {
+				t.Error(err)
+			}
+			ch <- st
+		}()
+		return ch
+	}
+	stepped := func(ch <-chan *stepStart, what string) *stepStart {
+		t.Helper()
+		select {
+		case st := <-ch:
+			return st
+		case <-time.After(5 * time.Second):
+			t.Fatalf("%s still waits at the gate", what)
+			return nil
+		}
+	}
+	waits := func(ch <-chan *stepStart, what string) {
+		t.Helper()
+		select {
+		case <-ch:
+			t.Fatalf("%s stepped on a processor no step was given", what)
+		default:
+		}
+	}
+	a1, a2 := stepped(enter(a), "a's first step"), stepped(enter(a), "a's second step")
+	a3 := enter(a)
+	waitingAtGate(t, c, 1)
+	waits(a3, "a's third step, alone,")
+	clock.add(5 * time.Millisecond) // a has used 10 ms; b joins level with the least
+	b := c.Join("b")
+	defer b.Leave()
+	b1 := enter(b)
+	waitingAtGate(t, c, 2)
+	waits(b1, "b's step beside a's two")
+	a.exit(a1)
+	b1st := stepped(b1, "b, which has used least, after a's step ended,")
+	waits(a3, "a's third step, behind b's,")
+	b.exit(b1st)
+	a3st := stepped(a3, "a's third step after b's ended")
+
+	// a's step waits outside the worker (a full queue downstream): its
+	// processor is free meanwhile, and it comes back only through the gate.
+	tr := &turn{share: a, in: true, start: a2}
+	resume := Waiting(context.WithValue(ctx, turnKey{}, tr))
+	a4 := stepped(enter(a), "a's step on the processor a waiting step left")
+	back := make(chan struct{})
+	go func() {
+		resume()
+		close(back)
+	}()
+	waitingAtGate(t, c, 1)
+	select {
+	case <-back:
+		t.Fatal("a step back from its wait stepped beside two others on two processors")
+	default:
+	}
+	a.exit(a4)
+	select {
+	case <-back:
+	case <-time.After(5 * time.Second):
+		t.Fatal("a step back from its wait still waits after a processor freed")
+	}
+	a.exit(tr.start)
+	a.exit(a3st)
+}
