@@ -86,6 +86,12 @@ import (
 // query that has used least first (a slot that frees goes to its waiting
 // step ahead of the others'), and a step resuming after a Waiting passes
 // the gate again, so that no step holds a processor it was not given.
+// One exception bounds the least query's wait (a small query's step
+// behind a cross join's long ones): it may step on the kept processor
+// too, one step at a time, until the query ahead gives its processor back
+// at its next batch after a slice (yield). So a goroutine outside the
+// steps waits at most for one such step, the least query's, where it
+// waited behind every step Go had runnable.
 //
 // Nothing else is reserved: a query alone on the worker steps on every
 // step processor, and an idle query costs the others nothing.
@@ -406,7 +412,10 @@ func (s *CPUShare) full(now time.Duration, mine int) bool {
 // processors (see CPU): fewer steps than procs are using CPU, mine of
 // them the caller's own, and more are free than the steps waiting for one
 // of queries that have used less (the least query's step takes a slot
-// that frees first). c.mu held.
+// that frees first). The query that has used least among those with work
+// (another query wants to step) may step on one processor more: its step
+// does not wait behind a long step of a query ahead, which gives the
+// processor back as it emits its next batch (yield). c.mu held.
 func (s *CPUShare) slotFree(now time.Duration, mine int) bool {
 	c := s.c
 	if c.procs <= 0 {
@@ -414,13 +423,24 @@ func (s *CPUShare) slotFree(now time.Duration, mine int) bool {
 	}
 	busy, first := 0, 0
 	v := s.virtual()
+	least, others := true, false
 	for o := range c.shares {
 		busy += o.stepping(now) + o.starting
-		if w := o.waiting - o.starting; o != s && w > 0 && o.virtual() < v {
+		if o == s || !o.active() {
+			continue
+		}
+		others = true
+		ov := o.virtual()
+		if w := o.waiting - o.starting; w > 0 && ov < v {
 			first += w
 		}
+		least = least && v <= ov
 	}
-	return c.procs-(busy-mine) > first
+	procs := c.procs
+	if least && others {
+		procs++
+	}
+	return procs-(busy-mine) > first
 }
 
 // capEscape is how long a step waits for a step processor at most: the

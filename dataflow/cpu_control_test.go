@@ -71,8 +71,9 @@ func TestCPUStepsLeaveAProcessorForControl(t *testing.T) {
 }
 
 // The step processors are shared by all queries (see CPU): a query alone
-// steps on every one and no more; a slot that frees goes to the query that
-// has used least, ahead of the others' waiting steps; and a step coming
+// steps on every one and no more; the query that has used least steps on
+// one more at once (not behind a long step of the query ahead), and a slot
+// that frees goes to it ahead of the others' waiting steps; a step coming
 // back from a Waiting passes the gate like one starting.
 func TestCPUStepProcessorsGoToTheLeastFirst(t *testing.T) {
 	clock := &fakeClock{}
@@ -117,13 +118,16 @@ func TestCPUStepProcessorsGoToTheLeastFirst(t *testing.T) {
 	clock.add(5 * time.Millisecond) // a has used 10 ms; b joins level with the least
 	b := c.Join("b")
 	defer b.Leave()
-	b1 := enter(b)
+	b1 := stepped(enter(b), "b's first step, b having used least,")
+	b2 := enter(b)
 	waitingAtGate(t, c, 2)
-	waits(b1, "b's step beside a's two")
+	waits(b2, "b's second step beside a's two and its first")
+	waits(a3, "a's third step")
 	a.exit(a1)
-	b1st := stepped(b1, "b, which has used least, after a's step ended,")
+	b2st := stepped(b2, "b's second step after a's ended")
 	waits(a3, "a's third step, behind b's,")
-	b.exit(b1st)
+	b.exit(b1)
+	b.exit(b2st)
 	a3st := stepped(a3, "a's third step after b's ended")
 
 	// a's step waits outside the worker (a full queue downstream): its
