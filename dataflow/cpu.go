@@ -115,10 +115,13 @@ type CPU struct {
 	// queries counts the shares (c.shares' size, read without c.mu by a
 	// step's begin): a step locks its thread only when there are two.
 	queries atomic.Int32
-	mu      sync.Mutex
-	wake    chan struct{} // closed and replaced when a share's state changes under waiters
-	shares  map[*CPUShare]struct{}
-	byName  map[string]*CPUShare
+	// wanted counts the least query's steps waiting for a step processor
+	// (read without c.mu by yield: a step ahead gives its back at once).
+	wanted atomic.Int32
+	mu     sync.Mutex
+	wake   chan struct{} // closed and replaced when a share's state changes under waiters
+	shares map[*CPUShare]struct{}
+	byName map[string]*CPUShare
 	// waiting counts instances waiting at the gate: a step's end wakes
 	// them only when there are any.
 	waiting int
@@ -417,9 +420,16 @@ func (s *CPUShare) full(now time.Duration, mine int) bool {
 // does not wait behind a long step of a query ahead, which gives the
 // processor back as it emits its next batch (yield). c.mu held.
 func (s *CPUShare) slotFree(now time.Duration, mine int) bool {
+	free, _ := s.slot(now, mine)
+	return free
+}
+
+// slot is slotFree, and whether the share is the least of those with work
+// (another query wants to step). c.mu held.
+func (s *CPUShare) slot(now time.Duration, mine int) (free, least bool) {
 	c := s.c
 	if c.procs <= 0 {
-		return true
+		return true, false
 	}
 	busy, first := 0, 0
 	v := s.virtual()
@@ -437,10 +447,10 @@ func (s *CPUShare) slotFree(now time.Duration, mine int) bool {
 		least = least && v <= ov
 	}
 	procs := c.procs
-	if least && others {
+	if least = least && others; least {
 		procs++
 	}
-	return procs-(busy-mine) > first
+	return procs-(busy-mine) > first, least
 }
 
 // capEscape is how long a step waits for a step processor at most: the
@@ -489,9 +499,17 @@ func (s *CPUShare) enter(ctx context.Context) (*stepStart, error) {
 				held = false
 			}
 		}
+		free, least := s.slot(now, 0)
 		if !held && (!s.full(now, 0) || now-arrived >= c.slice) &&
-			(s.slotFree(now, 0) || now-arrived >= capEscape*c.slice) {
+			(free || now-arrived >= capEscape*c.slice) {
 			break
+		}
+		// The least query's step waiting for a processor has the steps
+		// of those ahead give theirs back at their next batch (yield),
+		// not a slice into it.
+		wanted := !held && !free && least
+		if wanted {
+			c.wanted.Add(1)
 		}
 		// The others' virtual time grows while they step, and the
 		// query's own steps end or block: look again after a slice at
@@ -514,6 +532,9 @@ func (s *CPUShare) enter(ctx context.Context) (*stepStart, error) {
 		case <-timer.C:
 		case <-ctx.Done():
 			err = ctx.Err()
+		}
+		if wanted {
+			c.wanted.Add(-1)
 		}
 		c.mu.Lock()
 		c.waiting--
@@ -642,8 +663,9 @@ func Waiting(ctx context.Context) func() {
 // ran past the cap for as long as it took: 122 ms of a small query's part
 // build waited for a processor behind one (#25, traced). A step past the
 // step processors' cap (see CPU), or one a query that has used less waits
-// for, ends there too. It does nothing outside a step or within a step's
-// first slice.
+// for, ends there too: at once when the least query's step waits for a
+// processor, else after a slice. It does nothing outside a step, or within
+// a step's first slice while no least query's step waits.
 func (t *turn) yield(ctx context.Context) error {
 	if t == nil || !t.in {
 		return nil
@@ -662,13 +684,13 @@ func (t *turn) yield(ctx context.Context) error {
 	} else {
 		ran = c.now() - t.start.at
 	}
-	if ran <= c.slice {
+	if ran <= c.slice && c.wanted.Load() == 0 {
 		return nil
 	}
 	c.mu.Lock()
 	now := c.now()
 	m, n := s.least()
-	wait := n > 0 && s.virtual()-m > c.slice || s.full(now, 1) || !s.slotFree(now, 1)
+	wait := !s.slotFree(now, 1) || ran > c.slice && (n > 0 && s.virtual()-m > c.slice || s.full(now, 1))
 	c.mu.Unlock()
 	if !wait {
 		return nil
