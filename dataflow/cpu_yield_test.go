@@ -184,3 +184,96 @@ func TestCPUNewQueryStartsLevel(t *testing.T) {
 		t.Fatal("small's step still waits after its other ended")
 	}
 }
+
+// pacedSource emits a batch each time the test says, in one long step.
+type pacedSource struct {
+	longStepSource
+	next chan struct{}
+}
+
+func (s *pacedSource) Produce(ctx *Context) (bool, error) {
+	for i := range s.batches {
+		<-s.next
+		b := array.NewInt64Builder(memory.DefaultAllocator)
+		b.Append(int64(i))
+		col := b.NewArray()
+		b.Release()
+		rec := array.NewRecord(arrow.NewSchema([]arrow.Field{{Name: "i", Type: arrow.PrimitiveTypes.Int64}}, nil), []arrow.Array{col}, 1)
+		col.Release()
+		if err := ctx.Emit(0, s.cap, rec); err != nil {
+			return false, err
+		}
+		s.emitted <- i
+	}
+	s.cap.Drop()
+	s.cap = nil
+	return true, nil
+}
+
+// A step of a query ahead gives its step processor back at its next batch
+// when a step of the query that has used least waits for one, however
+// short a time it has run: the least query's steps wait for a processor
+// about a batch, not a slice (#25). Here a's long step holds the one step
+// processor, b's first step the kept one; b's second waits, and a's step
+// stops at its next batch until b's are done.
+func TestCPULongStepGivesWayToTheLeast(t *testing.T) {
+	clock := &fakeClock{}
+	c := newCPU(10*time.Millisecond, clock.now)
+	c.procs = 1
+	a := c.Join("a")
+	defer a.Leave()
+	src := &pacedSource{longStepSource: longStepSource{clock: clock, batches: 3, emitted: make(chan int, 3)}, next: make(chan struct{})}
+	g := &Graph{Query: "a"}
+	from := g.AddOperator(OperatorSpec{Name: "paced", Outputs: 1, New: func(Instance) (Operator, error) { return src, nil }})
+	to := g.AddOperator(OperatorSpec{Name: "drop", Inputs: 1, New: func(Instance) (Operator, error) { return dropSink{}, nil }})
+	g.Connect(from, 0, to, 0)
+	ran := make(chan error, 1)
+	go func() { ran <- Run(context.Background(), g, Config{CPU: a}) }()
+	src.next <- struct{}{}
+	select {
+	case <-src.emitted:
+	case <-time.After(5 * time.Second):
+		t.Fatal("a's first batch was held")
+	}
+	clock.add(time.Millisecond) // a has used more than b, which joins level with the least
+	b := c.Join("b")
+	defer b.Leave()
+	b1, err := b.enter(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	second := make(chan *stepStart, 1)
+	go func() {
+		st, err := b.enter(context.Background())
+		if err != nil {
+			t.Error(err)
+		}
+		second <- st
+	}()
+	for deadline := time.Now().Add(5 * time.Second); c.wanted.Load() == 0; {
+		if time.Now().After(deadline) {
+			t.Fatal("b's second step does not wait for a step processor")
+		}
+		time.Sleep(time.Millisecond) // polling with a deadline
+	}
+	src.next <- struct{}{} // a's step, a millisecond old, emits its next batch
+	var b2 *stepStart
+	select {
+	case b2 = <-second:
+	case <-time.After(5 * time.Second):
+		t.Fatal("b's second step still waits: a's step did not give its processor back at its batch")
+	}
+	b.exit(b1)
+	b.exit(b2)
+	src.next <- struct{}{}
+	for range 2 {
+		select {
+		case <-src.emitted:
+		case <-time.After(5 * time.Second):
+			t.Fatal("a's batches still held after b's steps ended")
+		}
+	}
+	if err := <-ran; err != nil {
+		t.Fatal(err)
+	}
+}
