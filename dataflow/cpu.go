@@ -499,9 +499,16 @@ func (s *CPUShare) enter(ctx context.Context) (*stepStart, error) {
 				held = false
 			}
 		}
+		// The least query's step waits for a processor a slice at most,
+		// as long as Go would have let a step ahead run before it
+		// preempted it; the others' capEscape slices.
 		free, least := s.slot(now, 0)
+		escape := capEscape * c.slice
+		if least {
+			escape = c.slice
+		}
 		if !held && (!s.full(now, 0) || now-arrived >= c.slice) &&
-			(free || now-arrived >= capEscape*c.slice) {
+			(free || now-arrived >= escape) {
 			break
 		}
 		// The least query's step waiting for a processor has the steps
