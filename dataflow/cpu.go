@@ -86,12 +86,13 @@ import (
 // query that has used least first (a slot that frees goes to its waiting
 // step ahead of the others'), and a step resuming after a Waiting passes
 // the gate again, so that no step holds a processor it was not given.
-// One exception bounds the least query's wait (a small query's step
-// behind a cross join's long ones): it may step on the kept processor
-// too, one step at a time, until the query ahead gives its processor back
-// at its next batch after a slice (yield). So a goroutine outside the
-// steps waits at most for one such step, the least query's, where it
-// waited behind every step Go had runnable.
+// One exception keeps the gate's rule that the query that has used
+// least never waits (a small query's step behind a cross join's long
+// ones): its steps may step on the kept processor too, until the query
+// ahead gives one back at its next batch after a slice (yield). So a
+// goroutine outside the steps waits at most for the least query's steps
+// (beside one large query, the small one's own, short), where it waited
+// behind every step Go had runnable.
 //
 // Nothing else is reserved: a query alone on the worker steps on every
 // step processor, and an idle query costs the others nothing.
@@ -115,13 +116,10 @@ type CPU struct {
 	// queries counts the shares (c.shares' size, read without c.mu by a
 	// step's begin): a step locks its thread only when there are two.
 	queries atomic.Int32
-	// wanted counts the least query's steps waiting for a step processor
-	// (read without c.mu by yield: a step ahead gives its back at once).
-	wanted atomic.Int32
-	mu     sync.Mutex
-	wake   chan struct{} // closed and replaced when a share's state changes under waiters
-	shares map[*CPUShare]struct{}
-	byName map[string]*CPUShare
+	mu      sync.Mutex
+	wake    chan struct{} // closed and replaced when a share's state changes under waiters
+	shares  map[*CPUShare]struct{}
+	byName  map[string]*CPUShare
 	// waiting counts instances waiting at the gate: a step's end wakes
 	// them only when there are any.
 	waiting int
@@ -416,9 +414,10 @@ func (s *CPUShare) full(now time.Duration, mine int) bool {
 // them the caller's own, and more are free than the steps waiting for one
 // of queries that have used less (the least query's step takes a slot
 // that frees first). The query that has used least among those with work
-// (another query wants to step) may step on one processor more: its step
-// does not wait behind a long step of a query ahead, which gives the
-// processor back as it emits its next batch (yield). c.mu held.
+// (another query wants to step) is never held, by the cap either (the
+// gate's rule: the least never waits): its steps do not wait behind a
+// long step of a query ahead, which gives its processor back as it emits
+// its next batch after a slice (yield). c.mu held.
 func (s *CPUShare) slotFree(now time.Duration, mine int) bool {
 	free, _ := s.slot(now, mine)
 	return free
@@ -446,11 +445,10 @@ func (s *CPUShare) slot(now time.Duration, mine int) (free, least bool) {
 		}
 		least = least && v <= ov
 	}
-	procs := c.procs
 	if least = least && others; least {
-		procs++
+		return true, true
 	}
-	return procs-(busy-mine) > first, least
+	return c.procs-(busy-mine) > first, false
 }
 
 // capEscape is how long a step waits for a step processor at most: the
@@ -499,24 +497,9 @@ func (s *CPUShare) enter(ctx context.Context) (*stepStart, error) {
 				held = false
 			}
 		}
-		// The least query's step waits for a processor a slice at most,
-		// as long as Go would have let a step ahead run before it
-		// preempted it; the others' capEscape slices.
-		free, least := s.slot(now, 0)
-		escape := capEscape * c.slice
-		if least {
-			escape = c.slice
-		}
 		if !held && (!s.full(now, 0) || now-arrived >= c.slice) &&
-			(free || now-arrived >= escape) {
+			(s.slotFree(now, 0) || now-arrived >= capEscape*c.slice) {
 			break
-		}
-		// The least query's step waiting for a processor has the steps
-		// of those ahead give theirs back at their next batch (yield),
-		// not a slice into it.
-		wanted := !held && !free && least
-		if wanted {
-			c.wanted.Add(1)
 		}
 		// The others' virtual time grows while they step, and the
 		// query's own steps end or block: look again after a slice at
@@ -539,9 +522,6 @@ func (s *CPUShare) enter(ctx context.Context) (*stepStart, error) {
 		case <-timer.C:
 		case <-ctx.Done():
 			err = ctx.Err()
-		}
-		if wanted {
-			c.wanted.Add(-1)
 		}
 		c.mu.Lock()
 		c.waiting--
@@ -670,9 +650,8 @@ func Waiting(ctx context.Context) func() {
 // ran past the cap for as long as it took: 122 ms of a small query's part
 // build waited for a processor behind one (#25, traced). A step past the
 // step processors' cap (see CPU), or one a query that has used less waits
-// for, ends there too: at once when the least query's step waits for a
-// processor, else after a slice. It does nothing outside a step, or within
-// a step's first slice while no least query's step waits.
+// for, ends there too. It does nothing outside a step or within a step's
+// first slice.
 func (t *turn) yield(ctx context.Context) error {
 	if t == nil || !t.in {
 		return nil
@@ -691,13 +670,13 @@ func (t *turn) yield(ctx context.Context) error {
 	} else {
 		ran = c.now() - t.start.at
 	}
-	if ran <= c.slice && c.wanted.Load() == 0 {
+	if ran <= c.slice {
 		return nil
 	}
 	c.mu.Lock()
 	now := c.now()
 	m, n := s.least()
-	wait := !s.slotFree(now, 1) || ran > c.slice && (n > 0 && s.virtual()-m > c.slice || s.full(now, 1))
+	wait := n > 0 && s.virtual()-m > c.slice || s.full(now, 1) || !s.slotFree(now, 1)
 	c.mu.Unlock()
 	if !wait {
 		return nil

@@ -71,11 +71,11 @@ func TestCPUStepsLeaveAProcessorForControl(t *testing.T) {
 }
 
 // The step processors are shared by all queries (see CPU): a query alone
-// steps on every one and no more; the query that has used least steps on
-// one more at once (not behind a long step of the query ahead), and a slot
-// that frees goes to it ahead of the others' waiting steps; a step coming
-// back from a Waiting passes the gate like one starting.
-func TestCPUStepProcessorsGoToTheLeastFirst(t *testing.T) {
+// steps on every one and no more; the query that has used least is never
+// held by them (it steps on the kept one too), and the others' steps wait
+// until steps end; a step coming back from a Waiting passes the gate like
+// one starting.
+func TestCPUStepProcessorsHoldAllButTheLeast(t *testing.T) {
 	clock := &fakeClock{}
 	c := newCPU(10*time.Millisecond, clock.now)
 	c.procs = 2
@@ -119,15 +119,11 @@ func TestCPUStepProcessorsGoToTheLeastFirst(t *testing.T) {
 	b := c.Join("b")
 	defer b.Leave()
 	b1 := stepped(enter(b), "b's first step, b having used least,")
-	b2 := enter(b)
-	waitingAtGate(t, c, 2)
-	waits(b2, "b's second step beside a's two and its first")
-	waits(a3, "a's third step")
+	b2 := stepped(enter(b), "b's second step, b having used least,")
 	a.exit(a1)
-	b2st := stepped(b2, "b's second step after a's ended")
-	waits(a3, "a's third step, behind b's,")
+	waits(a3, "a's third step beside a's one and b's two")
 	b.exit(b1)
-	b.exit(b2st)
+	b.exit(b2)
 	a3st := stepped(a3, "a's third step after b's ended")
 
 	// a's step waits outside the worker (a full queue downstream): its
