@@ -10,8 +10,8 @@ import (
 )
 
 // Steps never hold every processor (#25): a query with more busy
-// instances than the worker has step processors, alone on it, leaves one
-// to the goroutines outside any step. A goroutine woken from outside the
+// instances than the worker has step processors, beside another query,
+// leaves one to the goroutines outside any step. A goroutine woken from outside the
 // steps (a timer here; the network's wake-ups come the same way: a small
 // query's deploy request, its links' flushes, its done message) runs about
 // as soon beside it as beside nothing. Before, it waited in Go's run queue
@@ -39,6 +39,10 @@ func TestCPUStepsLeaveAProcessorForControl(t *testing.T) {
 	late(5) // warm
 	alone := late(100)
 
+	// The cap binds beside another query (joined, idle here: a small
+	// query whose part is being built).
+	small := cpu.Join("small")
+	defer small.Leave()
 	busy := cpu.Join("busy")
 	defer busy.Leave()
 	ctx, cancel := context.WithCancel(context.Background())
@@ -70,11 +74,11 @@ func TestCPUStepsLeaveAProcessorForControl(t *testing.T) {
 	}
 }
 
-// The step processors are shared by all queries (see CPU): a query alone
-// steps on every one and no more; the query that has used least is never
-// held by them (it steps on the kept one too), and the others' steps wait
-// until steps end; a step coming back from a Waiting passes the gate like
-// one starting.
+// The step processors are shared by all queries (see CPU): beside another
+// query, a query's steps take no more than them; the query that has used
+// least is never held by them (it steps on the kept one too), and the
+// others' steps wait until steps end; a step coming back from a Waiting
+// passes the gate like one starting.
 func TestCPUStepProcessorsHoldAllButTheLeast(t *testing.T) {
 	clock := &fakeClock{}
 	c := newCPU(10*time.Millisecond, clock.now)
@@ -112,19 +116,19 @@ func TestCPUStepProcessorsHoldAllButTheLeast(t *testing.T) {
 		}
 	}
 	a1, a2 := stepped(enter(a), "a's first step"), stepped(enter(a), "a's second step")
-	a3 := enter(a)
-	waitingAtGate(t, c, 1)
-	waits(a3, "a's third step, alone,")
 	clock.add(5 * time.Millisecond) // a has used 10 ms; b joins level with the least
 	b := c.Join("b")
 	defer b.Leave()
 	b1 := stepped(enter(b), "b's first step, b having used least,")
 	b2 := stepped(enter(b), "b's second step, b having used least,")
-	a.exit(a1)
-	waits(a3, "a's third step beside a's one and b's two")
+	a3 := enter(a)
+	waitingAtGate(t, c, 1)
+	waits(a3, "a's third step beside its two and b's two")
 	b.exit(b1)
 	b.exit(b2)
-	a3st := stepped(a3, "a's third step after b's ended")
+	waits(a3, "a's third step beside its two")
+	a.exit(a1)
+	a3st := stepped(a3, "a's third step after its first ended")
 
 	// a's step waits outside the worker (a full queue downstream): its
 	// processor is free meanwhile, and it comes back only through the gate.
