@@ -86,13 +86,14 @@ import (
 // query that has used least first (a slot that frees goes to its waiting
 // step ahead of the others'), and a step resuming after a Waiting passes
 // the gate again, so that no step holds a processor it was not given.
-// One exception keeps the gate's rule that the query that has used
-// least never waits (a small query's step behind a cross join's long
-// ones): its steps may step on the kept processor too, until the query
-// ahead gives one back at its next batch after a slice (yield). So a
-// goroutine outside the steps waits at most for the least query's steps
-// (beside one large query, the small one's own, short), where it waited
-// behind every step Go had runnable.
+// The cap holds only queries more than a slice ahead of another joined
+// query, as the share of processors does (full): the query behind, a
+// small one beside a large one, never waits for it (the gate's rule: the
+// least never waits), and its steps may take the kept processor too, until
+// the query ahead gives one back at its next batch after a slice (yield).
+// So a goroutine outside the steps waits at most for the steps of queries
+// within a slice of the least (beside one large query, the small one's
+// own, short), where it waited behind every step Go had runnable.
 //
 // The cap binds while two queries or more have joined the worker's share
 // (a query joins as its part's build starts): a query alone steps as it
@@ -418,45 +419,37 @@ func (s *CPUShare) full(now time.Duration, mine int) bool {
 }
 
 // slotFree says a step of the share may start on one of the step
-// processors (see CPU): fewer steps than procs are using CPU, mine of
-// them the caller's own, and more are free than the steps waiting for one
-// of queries that have used less (the least query's step takes a slot
-// that frees first). The query that has used least among those with work
-// (another query wants to step) is never held, by the cap either (the
-// gate's rule: the least never waits): its steps do not wait behind a
-// long step of a query ahead, which gives its processor back as it emits
-// its next batch after a slice (yield). c.mu held.
+// processors (see CPU): the share is not more than a slice ahead of
+// another joined query (such a query is not held by the cap: the one
+// behind, a small query beside a large one, never waits for it, nor one
+// level with it), or fewer steps than procs are using CPU, mine of them
+// the caller's own, and more are free than the steps waiting for one of
+// queries that have used less (a slot that frees goes to the query
+// behind first). c.mu held.
 func (s *CPUShare) slotFree(now time.Duration, mine int) bool {
-	free, _ := s.slot(now, mine)
-	return free
-}
-
-// slot is slotFree, and whether the share is the least of those with work
-// (another query wants to step). c.mu held.
-func (s *CPUShare) slot(now time.Duration, mine int) (free, least bool) {
 	c := s.c
 	if c.procs <= 0 || len(c.shares) < 2 {
-		return true, false
+		return true
+	}
+	v := s.virtual()
+	ahead := false
+	for o := range c.shares {
+		if o != s && o.virtual() < v-c.slice {
+			ahead = true
+			break
+		}
+	}
+	if !ahead {
+		return true
 	}
 	busy, first := 0, 0
-	v := s.virtual()
-	least, others := true, false
 	for o := range c.shares {
 		busy += o.stepping(now) + o.starting
-		if o == s || !o.active() {
-			continue
-		}
-		others = true
-		ov := o.virtual()
-		if w := o.waiting - o.starting; w > 0 && ov < v {
+		if w := o.waiting - o.starting; o != s && w > 0 && o.virtual() < v {
 			first += w
 		}
-		least = least && v <= ov
 	}
-	if least = least && others; least {
-		return true, true
-	}
-	return c.procs-(busy-mine) > first, false
+	return c.procs-(busy-mine) > first
 }
 
 // capEscape is how long a step waits for a step processor at most: the
