@@ -74,11 +74,10 @@ func TestCPUStepsLeaveAProcessorForControl(t *testing.T) {
 	}
 }
 
-// The step processors are shared by all queries (see CPU): beside another
-// query, a query more than a slice ahead steps on no more than them; the
-// query that has used least is never held by them (it steps on the kept one
-// too), and the
-// others' steps wait until steps end.
+// The step processors are shared by all queries (see CPU): a query more
+// than a slice ahead of another steps on no more than them, the other
+// queries' steps counted; the query behind is never held by them (it steps
+// on the kept one too), and the one ahead waits until steps end.
 func TestCPUStepProcessorsHoldAllButTheLeast(t *testing.T) {
 	clock := &fakeClock{}
 	c := newCPU(10*time.Millisecond, clock.now)
