@@ -181,27 +181,35 @@ func NewCPU(slice time.Duration) *CPU {
 	return c
 }
 
-// stepProcessors is GOMAXPROCS as the process had it when first asked:
-// the processors its steps may run on (a cgroup's CPU limit, or what the
-// operator set).
-var stepProcessors = sync.OnceValue(func() int { return runtime.GOMAXPROCS(0) })
-
 // keptForControl raises GOMAXPROCS once per process, however many CPUs
-// its workers make.
-var keptForControl sync.Once
+// its workers make; raisedTo is what it set (0: not yet).
+var (
+	keptForControl sync.Once
+	raisedTo       atomic.Int32
+)
 
 // controlProcessor has Go run one processor more than the steps may take
 // (see CPU) and returns how many they may.
 func controlProcessor() int {
-	procs := stepProcessors()
-	keptForControl.Do(func() { runtime.GOMAXPROCS(procs + 1) })
-	return procs
+	keptForControl.Do(func() {
+		p := runtime.GOMAXPROCS(0)
+		runtime.GOMAXPROCS(p + 1)
+		raisedTo.Store(int32(p + 1))
+	})
+	return StepProcessors()
 }
 
 // StepProcessors is how many processors a worker's steps run on at once:
-// GOMAXPROCS as the process was given it, before NewCPU kept one more for
-// the control plane (what a worker offers to place and admit by).
-func StepProcessors() int { return stepProcessors() }
+// GOMAXPROCS as the process was given it (a cgroup's CPU limit, or what
+// the operator set), without the one NewCPU keeps for the control plane
+// (what a worker offers to place and admit by).
+func StepProcessors() int {
+	p := runtime.GOMAXPROCS(0)
+	if r := int(raisedTo.Load()); r > 1 && p == r {
+		return p - 1
+	}
+	return p
+}
 
 // newCPU is NewCPU on the clock now, steps charged by it too (tests step a
 // fake one).
