@@ -69,40 +69,35 @@ import (
 // preempts it: the cap is never a deadlock (a step blocked without saying
 // so, begun unlocked while its query was alone, may look busy).
 //
-// Steps never hold every processor Go has (#25): the steps of all
-// queries together run on at most procs processors at once - the worker's
-// own, GOMAXPROCS as the process was given it - and NewCPU has Go run one
-// more (controlProcessor). No step may take that one, so a goroutine that
-// wakes outside any step (a NATS connection's reader with a deploy
-// request, a link's flush answered, a part's done message, the NATS
-// server's and the coordinator's goroutines in one process) finds an idle
-// P at once: Go hands a readied goroutine to an idle P, and a thread
-// waits in epoll for the network while one is idle. Its wait is then the
-// operating system's to give its thread a core among the step threads,
-// which it shares fairly (a thread woken after sleeping runs ahead of one
-// that has been running), not a queue behind steps that Go preempts
-// only after 10 ms each: traced beside a cross join, such goroutines
-// waited up to 100 ms for a processor. The step processors go to the
-// query that has used least first (a slot that frees goes to its waiting
-// step ahead of the others'), and a step resuming after a Waiting passes
-// the gate again, so that no step holds a processor it was not given.
-// The cap holds only queries more than a slice ahead of another joined
-// query, as the share of processors does (full): the query behind, a
-// small one beside a large one, never waits for it (the gate's rule: the
-// least never waits), and its steps may take the kept processor too, until
-// the query ahead gives one back at its next batch after a slice (yield).
-// So a goroutine outside the steps waits at most for the steps of queries
-// within a slice of the least (beside one large query, the small one's
-// own, short), where it waited behind every step Go had runnable.
+// Steps never hold every processor Go has (#25). NewCPU has Go run one
+// processor more than the worker's own (GOMAXPROCS as the process was
+// given it: procs, controlProcessor), and a query more than a slice ahead
+// of another joined query steps only while fewer than procs steps are
+// using CPU, every query's counted: it never takes the last processor.
+// So a goroutine that wakes outside any step (a NATS connection's reader
+// with a deploy request, a link's flush answered, a part's done message;
+// in one process the NATS server's and the coordinator's) finds a
+// processor idle - Go hands a readied goroutine to an idle P, and a
+// thread waits in epoll for the network while one is idle - and waits
+// only for the operating system to give its thread a core, not in a
+// queue behind steps that Go preempts after 10 ms each (traced beside a
+// cross join: up to 100 ms). The query behind, a small one beside a large
+// one, is not held by the cap (the gate's rule: the least never waits):
+// its steps may take the kept processor too, until the query ahead gives
+// one back at its next batch after a slice (yield). So the wake-up waits
+// at most for steps of queries within a slice of the least - beside one
+// large query, the small one's own - where it waited behind every step Go
+// had runnable. A processor that frees goes to the waiting step of the
+// query that has used less first, and a step back from a Waiting passes
+// the gate again: no step holds a processor it was not given.
 //
-// The cap binds while two queries or more have joined the worker's share
-// (a query joins as its part's build starts): a query alone steps as it
-// did, unlocked and ungated, so that a step that blocks without saying so
-// (its thread then runs other goroutines, and it looks busy) never holds
-// its own query's next step at the gate - on a worker of one processor
-// that cost a small query alone 140 ms a run. So the hop before a query
-// joins, its deploy request, still finds every processor taken by a query
-// alone; the hops after it do not.
+// The cap binds while two queries or more have joined (a query joins as
+// its part's build starts): a query alone steps as it did, so that a step
+// blocked without saying so (its thread then runs other goroutines, and
+// it looks busy) never holds its own query's next step at the gate - on a
+// worker of one processor that cost a small query alone 140 ms a run. The
+// hop before a query joins, its deploy request, can still find every
+// processor taken by a query alone; the hops after it do not.
 //
 // Nothing else is reserved, and an idle query costs the others nothing.
 type CPU struct {
