@@ -69,12 +69,42 @@ import (
 // preempts it: the cap is never a deadlock (a step blocked without saying
 // so, begun unlocked while its query was alone, may look busy).
 //
-// Nothing is reserved: a query alone on the worker never waits, and an
-// idle query costs the others nothing.
+// Steps never hold every processor Go has (#25). NewCPU has Go run one
+// processor more than the worker's own (GOMAXPROCS as the process was
+// given it: procs, controlProcessor), and a query more than a slice ahead
+// of another joined query steps only while fewer than procs steps are
+// using CPU, every query's counted: it never takes the last processor.
+// So a goroutine that wakes outside any step (a NATS connection's reader
+// with a deploy request, a link's flush answered, a part's done message;
+// in one process the NATS server's and the coordinator's) finds a
+// processor idle - Go hands a readied goroutine to an idle P, and a
+// thread waits in epoll for the network while one is idle - and waits
+// only for the operating system to give its thread a core, not in a
+// queue behind steps that Go preempts after 10 ms each (traced beside a
+// cross join: up to 100 ms). The query behind, a small one beside a large
+// one, is not held by the cap (the gate's rule: the least never waits):
+// its steps may take the kept processor too, until the query ahead gives
+// one back at its next batch after a slice (yield). So the wake-up waits
+// at most for steps of queries within a slice of the least - beside one
+// large query, the small one's own - where it waited behind every step Go
+// had runnable. A processor that frees goes to the waiting step of the
+// query that has used less first, and a step back from a Waiting passes
+// the gate again: no step holds a processor it was not given.
+//
+// The cap binds while two queries or more have joined (a query joins as
+// its part's build starts): a query alone steps as it did, so that a step
+// blocked without saying so (its thread then runs other goroutines, and
+// it looks busy) never holds its own query's next step at the gate - on a
+// worker of one processor that cost a small query alone 140 ms a run. The
+// hop before a query joins, its deploy request, can still find every
+// processor taken by a query alone; the hops after it do not.
+//
+// Nothing else is reserved, and an idle query costs the others nothing.
 type CPU struct {
 	slice time.Duration
-	// procs is how many processors the worker's steps run on (GOMAXPROCS;
-	// 0: no cap on a query's steps at once, the tests' fake clocks).
+	// procs is how many processors the worker's steps run on, all queries
+	// together (StepProcessors; 0: no cap on steps at once, the tests'
+	// fake clocks).
 	procs int
 	now   func() time.Duration
 	// thread reads the calling thread's CPU time and an id of the thread
@@ -138,12 +168,42 @@ func NewCPU(slice time.Duration) *CPU {
 	}
 	start := time.Now()
 	c := newCPU(slice, func() time.Duration { return time.Since(start) })
-	c.procs = runtime.GOMAXPROCS(0)
+	c.procs = controlProcessor()
 	if threadCPUWorks() {
 		c.thread, c.threadOf, c.lock = threadCPU, threadCPUOf, true
 		c.lockThread, c.unlockThread = runtime.LockOSThread, runtime.UnlockOSThread
 	}
 	return c
+}
+
+// keptForControl raises GOMAXPROCS once per process, however many CPUs
+// its workers make; raisedTo is what it set (0: not yet).
+var (
+	keptForControl sync.Once
+	raisedTo       atomic.Int32
+)
+
+// controlProcessor has Go run one processor more than the steps may take
+// (see CPU) and returns how many they may.
+func controlProcessor() int {
+	keptForControl.Do(func() {
+		p := runtime.GOMAXPROCS(0)
+		runtime.GOMAXPROCS(p + 1)
+		raisedTo.Store(int32(p + 1))
+	})
+	return StepProcessors()
+}
+
+// StepProcessors is how many processors a worker's steps run on at once:
+// GOMAXPROCS as the process was given it (a cgroup's CPU limit, or what
+// the operator set), without the one NewCPU keeps for the control plane
+// (what a worker offers to place and admit by).
+func StepProcessors() int {
+	p := runtime.GOMAXPROCS(0)
+	if r := int(raisedTo.Load()); r > 1 && p == r {
+		return p - 1
+	}
+	return p
 }
 
 // newCPU is NewCPU on the clock now, steps charged by it too (tests step a
@@ -166,6 +226,9 @@ type CPUShare struct {
 	used    time.Duration
 	running map[*stepStart]struct{}
 	waiting int
+	// starting counts steps past the gate that have not begun (begin):
+	// they hold a step processor already (slotFree).
+	starting int
 	// charged is the step time charged over the share's life (Used).
 	charged time.Duration
 	// parts counts the Joins not yet left (a query's parts on workers
@@ -358,6 +421,46 @@ func (s *CPUShare) full(now time.Duration, mine int) bool {
 	return behind && s.stepping(now)-mine >= (c.procs+joined-1)/joined
 }
 
+// slotFree says a step of the share may start on one of the step
+// processors (see CPU): the share is not more than a slice ahead of
+// another joined query (such a query is not held by the cap: the one
+// behind, a small query beside a large one, never waits for it, nor one
+// level with it), or fewer steps than procs are using CPU, mine of them
+// the caller's own, and more are free than the steps waiting for one of
+// queries that have used less (a slot that frees goes to the query
+// behind first). c.mu held.
+func (s *CPUShare) slotFree(now time.Duration, mine int) bool {
+	c := s.c
+	if c.procs <= 0 || len(c.shares) < 2 {
+		return true
+	}
+	v := s.virtual()
+	ahead := false
+	for o := range c.shares {
+		if o != s && o.virtual() < v-c.slice {
+			ahead = true
+			break
+		}
+	}
+	if !ahead {
+		return true
+	}
+	busy, first := 0, 0
+	for o := range c.shares {
+		busy += o.stepping(now) + o.starting
+		if w := o.waiting - o.starting; o != s && w > 0 && o.virtual() < v {
+			first += w
+		}
+	}
+	return c.procs-(busy-mine) > first
+}
+
+// capEscape is how long a step waits for a step processor at most: the
+// steps counted as using one may be blocked without saying so (a step
+// begun unlocked, its thread running other goroutines meanwhile), so the
+// cap is never a deadlock.
+const capEscape = 4
+
 // stepStart is a step under way: its thread (locked to it for the step
 // when locked) and that thread's CPU clock when it began, at by the CPU's
 // clock; seen is the thread's clock when last looked at, seenAt when it
@@ -398,7 +501,8 @@ func (s *CPUShare) enter(ctx context.Context) (*stepStart, error) {
 				held = false
 			}
 		}
-		if !held && (!s.full(now, 0) || now-arrived >= c.slice) {
+		if !held && (!s.full(now, 0) || now-arrived >= c.slice) &&
+			(s.slotFree(now, 0) || now-arrived >= capEscape*c.slice) {
 			break
 		}
 		// The others' virtual time grows while they step, and the
@@ -433,6 +537,7 @@ func (s *CPUShare) enter(ctx context.Context) (*stepStart, error) {
 			return nil, err
 		}
 	}
+	s.starting++
 	if timer != nil {
 		timer.Stop()
 		w := now - arrived
@@ -471,6 +576,7 @@ func (s *CPUShare) begin(waited bool) *stepStart {
 	st.at = st.seenAt
 	if waited {
 		s.waiting--
+		s.starting--
 	}
 	if s.running == nil {
 		s.running = map[*stepStart]struct{}{}
@@ -528,8 +634,14 @@ func Waiting(ctx context.Context) func() {
 	t.share.exit(t.start)
 	t.in = false
 	return func() {
-		t.start = t.share.begin(false)
-		t.in = true
+		// Back to stepping through the gate: a step that resumed
+		// ungated took a processor it was not given (see CPU). A
+		// cancelled wait goes on ungated: its caller returns.
+		st, err := t.share.enter(ctx)
+		if err != nil {
+			st = t.share.begin(false)
+		}
+		t.start, t.in = st, true
 	}
 }
 
@@ -540,8 +652,10 @@ func Waiting(ctx context.Context) func() {
 // query's turn. The gate held steps only as they began, so one step that
 // outlasted the slice (a cross join's product, a million windows closing)
 // ran past the cap for as long as it took: 122 ms of a small query's part
-// build waited for a processor behind one (#25, traced). It does nothing
-// outside a step, alone on the CPU, or within a step's first slice.
+// build waited for a processor behind one (#25, traced). A step past the
+// step processors' cap (see CPU), or one a query that has used less waits
+// for, ends there too. It does nothing outside a step or within a step's
+// first slice.
 func (t *turn) yield(ctx context.Context) error {
 	if t == nil || !t.in {
 		return nil
@@ -566,7 +680,7 @@ func (t *turn) yield(ctx context.Context) error {
 	c.mu.Lock()
 	now := c.now()
 	m, n := s.least()
-	wait := n > 0 && s.virtual()-m > c.slice || s.full(now, 1)
+	wait := n > 0 && s.virtual()-m > c.slice || s.full(now, 1) || !s.slotFree(now, 1)
 	c.mu.Unlock()
 	if !wait {
 		return nil

@@ -18,7 +18,6 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"runtime"
 	"runtime/trace"
 	"slices"
 	"strconv"
@@ -265,9 +264,10 @@ func StartHooked(ctx context.Context, cfg Config, h Hooks) (*Worker, error) {
 		i := devices.Take()
 		modelThreads = i.CPUs
 		// The worker's processors are the ones Go runs its steps on
-		// (GOMAXPROCS: a cgroup's CPU limit, or what the operator set),
+		// (GOMAXPROCS: a cgroup's CPU limit, or what the operator set,
+		// without the one its CPU share keeps for the control plane),
 		// not the machine's: the coordinator admits and places by them.
-		i.CPUs = min(i.CPUs, runtime.GOMAXPROCS(0))
+		i.CPUs = min(i.CPUs, dataflow.StepProcessors())
 		inv = &i
 	}
 	info := deploy.WorkerInfo{Name: cfg.Name, Tier: cfg.Tier, Location: cfg.Location, Type: cfg.Type,

@@ -1,0 +1,135 @@
+package dataflow
+
+import (
+	"context"
+	"runtime"
+	"slices"
+	"sync"
+	"testing"
+	"time"
+)
+
+// Steps never hold every processor (#25): a query with more busy
+// instances than the worker has step processors, beside another query,
+// leaves one to the goroutines outside any step. A goroutine woken from outside the
+// steps (a timer here; the network's wake-ups come the same way: a small
+// query's deploy request, its links' flushes, its done message) runs about
+// as soon beside it as beside nothing. Before, it waited in Go's run queue
+// behind the steps, which Go preempts only after 10 ms each: medians of
+// 4-11 ms late beside two CPU hogs, 0.3-1.9 ms with a processor kept.
+// Medians in one process, and a bound of half a preemption slice.
+func TestCPUStepsLeaveAProcessorForControl(t *testing.T) {
+	cpu := NewCPU(0)
+	if got := runtime.GOMAXPROCS(0); got <= cpu.procs {
+		t.Errorf("GOMAXPROCS %d with %d step processors: none kept for the control plane", got, cpu.procs)
+	}
+	// A wake-up from outside the steps: a timer's, as the network's
+	// (both come to a goroutine through whichever processor looks next).
+	late := func(n int) time.Duration {
+		var took []time.Duration
+		for range n {
+			start := time.Now()
+			time.Sleep(time.Millisecond)
+			took = append(took, time.Since(start)-time.Millisecond)
+		}
+		slices.Sort(took)
+		t.Logf("late: p10 %s p50 %s p90 %s max %s", took[len(took)/10], took[len(took)/2], took[len(took)*9/10], took[len(took)-1])
+		return took[len(took)/2]
+	}
+	late(5) // warm
+	alone := late(100)
+
+	// The cap binds beside another query (joined, idle here: a small
+	// query whose part is being built).
+	small := cpu.Join("small")
+	defer small.Leave()
+	busy := cpu.Join("busy")
+	defer busy.Leave()
+	ctx, cancel := context.WithCancel(context.Background())
+	var wg sync.WaitGroup
+	for range 4*cpu.procs + 2 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for ctx.Err() == nil {
+				st, err := busy.enter(ctx)
+				if err != nil {
+					return
+				}
+				for start := time.Now(); time.Since(start) < 2*time.Millisecond; {
+					// a step's work: CPU, no wait
+				}
+				busy.exit(st)
+			}
+		}()
+	}
+	time.Sleep(20 * time.Millisecond) // the steps under way
+	beside := late(100)
+	cancel()
+	wg.Wait()
+	t.Logf("a 1 ms sleep's wake-up late by %s alone, %s beside %d busy instances on %d step processors (GOMAXPROCS %d), medians of 100",
+		alone, beside, 4*cpu.procs+2, cpu.procs, runtime.GOMAXPROCS(0))
+	if limit := 4*alone + 5*time.Millisecond; beside > limit {
+		t.Errorf("a wake-up beside the busy query was late by %s (median), past %s (alone %s): it waited behind the steps", beside, limit, alone)
+	}
+}
+
+// The step processors are shared by all queries (see CPU): a query more
+// than a slice ahead of another steps on no more than them, the other
+// queries' steps counted; the query behind is never held by them (it steps
+// on the kept one too), and the one ahead waits until steps end.
+func TestCPUStepProcessorsHoldAllButTheLeast(t *testing.T) {
+	clock := &fakeClock{}
+	c := newCPU(10*time.Millisecond, clock.now)
+	c.procs = 2
+	ctx := context.Background()
+	a := c.Join("a")
+	defer a.Leave()
+	enter := func(s *CPUShare) <-chan *stepStart {
+		ch := make(chan *stepStart, 1)
+		go func() {
+			st, err := s.enter(ctx)
+			if err != nil {
+				t.Error(err)
+			}
+			ch <- st
+		}()
+		return ch
+	}
+	stepped := func(ch <-chan *stepStart, what string) *stepStart {
+		t.Helper()
+		select {
+		case st := <-ch:
+			return st
+		case <-time.After(5 * time.Second):
+			t.Fatalf("%s still waits at the gate", what)
+			return nil
+		}
+	}
+	waits := func(ch <-chan *stepStart, what string) {
+		t.Helper()
+		select {
+		case <-ch:
+			t.Fatalf("%s stepped on a processor no step was given", what)
+		default:
+		}
+	}
+	a1, a2 := stepped(enter(a), "a's first step"), stepped(enter(a), "a's second step")
+	clock.add(6 * time.Millisecond) // a has used 12 ms, more than a slice ahead of b, which joins at the floor
+	b := c.Join("b")
+	defer b.Leave()
+	b1 := stepped(enter(b), "b's first step, b having used least,")
+	b2 := stepped(enter(b), "b's second step, b having used least,")
+	a3 := enter(a)
+	waitingAtGate(t, c, 1)
+	waits(a3, "a's third step beside its two and b's two")
+	b.exit(b1)
+	b.exit(b2)
+	waits(a3, "a's third step beside its two")
+	a.exit(a1)
+	clock.add(15 * time.Millisecond) // a, ahead, waits a slice at most for its share (full)
+	a3st := stepped(a3, "a's third step after its first ended")
+
+	a.exit(a2)
+	a.exit(a3st)
+}
