@@ -69,9 +69,10 @@ import (
 // preempts it: the cap is never a deadlock (a step blocked without saying
 // so, begun unlocked while its query was alone, may look busy).
 //
-// Steps never hold every processor Go has (#25). NewCPU has Go run one
-// processor more than the worker's own (GOMAXPROCS as the process was
-// given it: procs, controlProcessor), and a query more than a slice ahead
+// Steps never hold every processor Go has (#25). While two queries or
+// more have joined, Go runs one processor more than the worker's own
+// (GOMAXPROCS as the process was given it: procs, keepForControl), and a
+// query more than a slice ahead
 // of another joined query steps only while fewer than procs steps are
 // using CPU, every query's counted: it never takes the last processor.
 // So a goroutine that wakes outside any step (a NATS connection's reader
@@ -106,6 +107,10 @@ type CPU struct {
 	// together (StepProcessors; 0: no cap on steps at once, the tests'
 	// fake clocks).
 	procs int
+	// keeps: the CPU has Go keep a processor for the control plane while
+	// two queries or more are joined (keepForControl; not the tests' fake
+	// clocks).
+	keeps bool
 	now   func() time.Duration
 	// thread reads the calling thread's CPU time and an id of the thread
 	// that threadOf reads the CPU time of from any thread; lock says a
@@ -168,7 +173,7 @@ func NewCPU(slice time.Duration) *CPU {
 	}
 	start := time.Now()
 	c := newCPU(slice, func() time.Duration { return time.Since(start) })
-	c.procs = controlProcessor()
+	c.procs, c.keeps = controlProcessor(), true
 	if threadCPUWorks() {
 		c.thread, c.threadOf, c.lock = threadCPU, threadCPUOf, true
 		c.lockThread, c.unlockThread = runtime.LockOSThread, runtime.UnlockOSThread
@@ -176,22 +181,42 @@ func NewCPU(slice time.Duration) *CPU {
 	return c
 }
 
-// keptForControl raises GOMAXPROCS once per process, however many CPUs
-// its workers make; raisedTo is what it set (0: not yet).
+// The processor kept for the control plane is Go's only while some CPU of
+// the process has two queries or more joined, where the cap binds (see
+// CPU): a query alone is not capped, so with it kept all the time a query
+// alone on a worker of one processor stepped on two, and the worker used
+// twice the CPU it offers (bench nexmark --processes 1,2: one worker
+// process's q4 at 2.2-2.7M events/s where it had 1.2-1.7M, so two
+// processes were 0.63-0.74x of one). contended counts such CPUs; raisedTo
+// is the GOMAXPROCS set while it is above 0 (0: not raised).
 var (
-	keptForControl sync.Once
-	raisedTo       atomic.Int32
+	controlMu sync.Mutex
+	contended int
+	raisedTo  atomic.Int32
 )
 
-// controlProcessor has Go run one processor more than the steps may take
-// (see CPU) and returns how many they may.
-func controlProcessor() int {
-	keptForControl.Do(func() {
-		p := runtime.GOMAXPROCS(0)
-		runtime.GOMAXPROCS(p + 1)
-		raisedTo.Store(int32(p + 1))
-	})
-	return StepProcessors()
+// controlProcessor is how many processors a new CPU's steps may take.
+func controlProcessor() int { return StepProcessors() }
+
+// keepForControl is called as a CPU's joined queries go from one to two
+// (more true) or back (false): Go runs one processor more than the steps
+// may take while any CPU of the process has two or more.
+func keepForControl(more bool) {
+	controlMu.Lock()
+	defer controlMu.Unlock()
+	if more {
+		if contended++; contended == 1 && raisedTo.Load() == 0 {
+			p := runtime.GOMAXPROCS(0)
+			raisedTo.Store(int32(p + 1))
+			runtime.GOMAXPROCS(p + 1)
+		}
+		return
+	}
+	if contended--; contended == 0 {
+		if r := raisedTo.Swap(0); r > 1 && runtime.GOMAXPROCS(0) == int(r) {
+			runtime.GOMAXPROCS(int(r) - 1)
+		}
+	}
 }
 
 // StepProcessors is how many processors a worker's steps run on at once:
@@ -260,6 +285,9 @@ func (c *CPU) Join(name string) *CPUShare {
 		c.byName[name] = s
 		c.shares[s] = struct{}{}
 		c.queries.Add(1)
+		if c.keeps && len(c.shares) == 2 {
+			keepForControl(true)
+		}
 	}
 	s.parts++
 	return s
@@ -277,6 +305,9 @@ func (s *CPUShare) Leave() {
 		delete(c.shares, s)
 		delete(c.byName, s.name)
 		c.queries.Add(-1)
+		if c.keeps && len(c.shares) == 1 {
+			keepForControl(false)
+		}
 		c.broadcast()
 		if c.left != nil {
 			c.left(s.stats())
