@@ -124,8 +124,8 @@ fuzz-brief: setup
 # go vet (make test leaves it out: TESTVET), the long tests (soak runs,
 # sweeps, full-size checks; internal/testenv.Long), then the brief fuzzers: CI runs them after `make test` when its time allows.
 # Every analyzer of go vet over both modules (make test leaves go test's
-# subset out: TESTVET).
-vet: setup
+# subset out: TESTVET). It needs only the Go modules, which go vet fetches.
+vet:
 	go vet ./...
 	cd bench/sqlpeer && go vet ./...
 

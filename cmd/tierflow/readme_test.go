@@ -23,6 +23,7 @@ import (
 var readmeSkips = map[string]string{
 	"make test":       "runs the whole test suite, this test included",
 	"make test-long":  "runs the whole test suite with the long tests, this test included",
+	"make vet":        "vets both modules with every analyzer, a minute on 2 cores (CI runs it after make test)",
 	"make fuzz":       "fuzzes the parser for five minutes",
 	"make fuzz-brief": "fuzzes every target for a count of executions, minutes on 2 cores (make test runs each target's seed corpus)",
 	"make ocr":        "runs PaddleOCR's networks over the 24 scenes twice, minutes on 2 cores (examples/ocr's tests run the same queries and check their rows against bare ONNX Runtime)",
