@@ -299,6 +299,32 @@ func RelayThroughput(ctx context.Context, a, b relay.Transport, rec arrow.Record
 	return Throughput{Batches: n, Bytes: s.Stats().Bytes - before, Elapsed: time.Since(start), CPU: processCPU() - cpu0}, nil
 }
 
+// baselineSubscribe subscribes a baseline's receiver on sub: each message
+// goes to on, then signals moved (without waiting: the sender's window
+// reads it), with no pending limit (the window bounds what is in flight)
+// and the subscription known to the server before the first publish.
+func baselineSubscribe(ctx context.Context, sub *nats.Conn, subj string, moved chan<- struct{}, on func(*nats.Msg)) (*nats.Subscription, error) {
+	s, err := sub.Subscribe(subj, func(m *nats.Msg) {
+		on(m)
+		select {
+		case moved <- struct{}{}:
+		default:
+		}
+	})
+	if err != nil {
+		return nil, err
+	}
+	if err := s.SetPendingLimits(-1, -1); err != nil {
+		s.Unsubscribe()
+		return nil, err
+	}
+	if err := sub.FlushWithContext(ctx); err != nil {
+		s.Unsubscribe()
+		return nil, err
+	}
+	return s, nil
+}
+
 // RawThroughput publishes n messages of perMsg bytes (cut at the server's
 // max payload like the relay cuts) from pub to a subscriber on sub and times
 // it until the subscriber has seen every byte. Like the relay it keeps at most
@@ -313,26 +339,16 @@ func RawThroughput(ctx context.Context, pub, sub *nats.Conn, perMsg, n, window i
 	var got, frames atomic.Uint64
 	done := make(chan struct{})
 	moved := make(chan struct{}, 1)
-	s, err := sub.Subscribe(subj, func(m *nats.Msg) {
+	s, err := baselineSubscribe(ctx, sub, subj, moved, func(m *nats.Msg) {
 		frames.Add(1)
 		if got.Add(uint64(len(m.Data))) == total {
 			close(done)
-		}
-		select {
-		case moved <- struct{}{}:
-		default:
 		}
 	})
 	if err != nil {
 		return Throughput{}, err
 	}
 	defer s.Unsubscribe()
-	if err := s.SetPendingLimits(-1, -1); err != nil {
-		return Throughput{}, err
-	}
-	if err := sub.FlushWithContext(ctx); err != nil {
-		return Throughput{}, err
-	}
 	payload := make([]byte, perMsg)
 	for i := range payload {
 		payload[i] = byte(i)
@@ -384,7 +400,7 @@ func RawIPCThroughput(ctx context.Context, pub, sub *nats.Conn, mem memory.Alloc
 	moved := make(chan struct{}, 1)
 	dec := frame.NewDecoder(mem)
 	defer dec.Close()
-	s, err := sub.Subscribe(subj, func(m *nats.Msg) {
+	s, err := baselineSubscribe(ctx, sub, subj, moved, func(m *nats.Msg) {
 		// The first message carries the schema (NATS keeps one
 		// publisher's order on a subject).
 		r, err := dec.Decode(m.Data, got.Load() == 0)
@@ -398,21 +414,11 @@ func RawIPCThroughput(ctx context.Context, pub, sub *nats.Conn, mem memory.Alloc
 		if got.Add(1) == uint64(n) {
 			finish.Do(func() { close(done) })
 		}
-		select {
-		case moved <- struct{}{}:
-		default:
-		}
 	})
 	if err != nil {
 		return Throughput{}, err
 	}
 	defer s.Unsubscribe()
-	if err := s.SetPendingLimits(-1, -1); err != nil {
-		return Throughput{}, err
-	}
-	if err := sub.FlushWithContext(ctx); err != nil {
-		return Throughput{}, err
-	}
 	enc := frame.NewEncoder(mem)
 	defer enc.Reset()
 	var buf bytes.Buffer

@@ -523,14 +523,7 @@ func TestSideChooserLagIsItsLatestTail(t *testing.T) {
 // allowance is spent until the stream has decided enough to cover the two
 // misses and a next bet's loss.
 func TestSideChooserAllowanceCountsLateAcks(t *testing.T) {
-	c := newSideChooser([]int{28, 20, 14}, 1, 4, 100*time.Millisecond, time.Millisecond)
-	st := dataflow.LinkState{BandwidthBps: 1500e3 / 8, LastBps: 1500e3 / 8, Acks: 20, Batches: 20, SRTT: 20 * time.Millisecond}
-	for range 20 {
-		st.Samples = append(st.Samples, 1500e3/8)
-	}
-	t0 := time.Unix(1000, 0)
-	at := func(ms int) int64 { return t0.Add(time.Duration(ms) * time.Millisecond).UnixNano() }
-	decide := func(ms int) int { return c.decide(at(ms), at(ms), []dataflow.LinkState{st}, 1) }
+	c, st, t0, decide := chooserOn1500()
 	var got []int
 	got = append(got, decide(0))
 	// The first batch acknowledged 50 ms after its capture: in time.
@@ -563,14 +556,7 @@ func TestSideChooserAllowanceCountsLateAcks(t *testing.T) {
 // smallest until the evidence held 20 (flapping.csv, queued sender: 40
 // batches at 14, 0.06 points under static-middle).
 func TestSideChooserBetBehindAMissKeepsItsSide(t *testing.T) {
-	c := newSideChooser([]int{28, 20, 14}, 1, 4, 100*time.Millisecond, time.Millisecond)
-	st := dataflow.LinkState{BandwidthBps: 1500e3 / 8, LastBps: 1500e3 / 8, Acks: 20, Batches: 20, SRTT: 20 * time.Millisecond}
-	for range 20 {
-		st.Samples = append(st.Samples, 1500e3/8)
-	}
-	t0 := time.Unix(1000, 0)
-	at := func(ms int) int64 { return t0.Add(time.Duration(ms) * time.Millisecond).UnixNano() }
-	decide := func(ms int) int { return c.decide(at(ms), at(ms), []dataflow.LinkState{st}, 1) }
+	c, st, t0, decide := chooserOn1500()
 	var got []int
 	got = append(got, decide(0))
 	// The 28 still on the link: 28's bet is in flight, 20 bets its own.
@@ -582,4 +568,19 @@ func TestSideChooserBetBehindAMissKeepsItsSide(t *testing.T) {
 	if want := []int{28, 20, 20}; !slices.Equal(got, want) || c.missed != 2 {
 		t.Fatalf("sides %v, %v missed; want %v and 2 (20's bet lost in the queue behind 28's, not on its side)", got, c.missed, want)
 	}
+}
+
+// chooserOn1500 is a chooser of sides 28, 20 and 14 for a 100 ms SLO on a
+// link of 20 samples at 1500 kbit/s (too few to hold any side: every side
+// above 14 is a bet), its link's state for the test to move, the time 0
+// of decide, which decides a batch of one row at ms.
+func chooserOn1500() (*sideChooser, *dataflow.LinkState, time.Time, func(ms int) int) {
+	c := newSideChooser([]int{28, 20, 14}, 1, 4, 100*time.Millisecond, time.Millisecond)
+	st := &dataflow.LinkState{BandwidthBps: 1500e3 / 8, LastBps: 1500e3 / 8, Acks: 20, Batches: 20, SRTT: 20 * time.Millisecond}
+	for range 20 {
+		st.Samples = append(st.Samples, 1500e3/8)
+	}
+	t0 := time.Unix(1000, 0)
+	at := func(ms int) int64 { return t0.Add(time.Duration(ms) * time.Millisecond).UnixNano() }
+	return c, st, t0, func(ms int) int { return c.decide(at(ms), at(ms), []dataflow.LinkState{*st}, 1) }
 }
