@@ -11,6 +11,7 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
+	"github.com/tierflow/tierflow/bench"
 	"github.com/tierflow/tierflow/operators/exec"
 	"github.com/tierflow/tierflow/operators/sinks"
 	"github.com/tierflow/tierflow/relay/natsserver"
@@ -258,7 +259,7 @@ func bareJetStream(policy jetstream.AckPolicy) func(ctx context.Context, srv *na
 
 // bareConsume is bareJetStream's turn over the stored stream name.
 func bareConsume(ctx context.Context, js jetstream.JetStream, name string, policy jetstream.AckPolicy, o Options) (result, error) {
-	start, cpu := time.Now(), processCPU()
+	start, cpu := time.Now(), bench.ProcessCPU()
 	cfg := jetstream.ConsumerConfig{AckPolicy: policy, DeliverPolicy: jetstream.DeliverAllPolicy}
 	if policy == jetstream.AckAllPolicy {
 		// The server stops at MaxAckPending unacknowledged messages
@@ -298,7 +299,7 @@ func bareConsume(ctx context.Context, js jetstream.JetStream, name string, polic
 // engineJetStream runs a query over the stored messages FROM JETSTREAM.
 func engineJetStream(ctx context.Context, srv *natsserver.Server, sh shape, msgs [][]byte, turnNo int, o Options) (result, error) {
 	return onStoredStream(ctx, srv, msgs, turnNo, func(nc *nats.Conn, _ jetstream.JetStream, _, subject string) (result, error) {
-		start, cpu := time.Now(), processCPU()
+		start, cpu := time.Now(), bench.ProcessCPU()
 		q := engineQuery(ctx, nc, sh, "JETSTREAM", subject, o)
 		return readCPU(turn{done: q.done, count: q.rows.Load}.wait(ctx, start, false))(cpu)
 	})
@@ -327,7 +328,7 @@ func onStoredStream(ctx context.Context, srv *natsserver.Server, msgs [][]byte, 
 // from: the read alone, not the storing before it.
 func readCPU(r result, err error) func(from time.Duration) (result, error) {
 	return func(from time.Duration) (result, error) {
-		r.cpu = processCPU() - from
+		r.cpu = bench.ProcessCPU() - from
 		return r, err
 	}
 }

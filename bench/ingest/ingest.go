@@ -11,7 +11,6 @@ import (
 	"slices"
 	"sort"
 	"strings"
-	"syscall"
 	"time"
 
 	"github.com/nats-io/nats.go"
@@ -250,21 +249,12 @@ func Run(ctx context.Context, o Options) ([]Row, error) {
 // measured runs a turn and gives it the process's CPU time over it unless
 // the turn measured its own (a JetStream turn's, after storing).
 func measured(f func() (result, error)) (result, error) {
-	before := processCPU()
+	before := bench.ProcessCPU()
 	r, err := f()
 	if r.cpu == 0 {
-		r.cpu = processCPU() - before
+		r.cpu = bench.ProcessCPU() - before
 	}
 	return r, err
-}
-
-// processCPU is the CPU time (user and system) this process has used.
-func processCPU() time.Duration {
-	var ru syscall.Rusage
-	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
-		return 0
-	}
-	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
 
 // consumer is one of the consumers measured.

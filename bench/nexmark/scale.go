@@ -8,9 +8,8 @@ import (
 	"path/filepath"
 	"runtime"
 	"sort"
-	"syscall"
-	"time"
 
+	"github.com/tierflow/tierflow/bench"
 	"github.com/tierflow/tierflow/internal/cli"
 	"github.com/tierflow/tierflow/runtime/cluster"
 )
@@ -117,7 +116,7 @@ func Scale(ctx context.Context, parts string, partitions int, qs []Query, o Scal
 				if o.Progress != nil {
 					o.Progress.Describe(fmt.Sprintf("%s on %d workers", q.Name, o.Workers[i]))
 				}
-				workersBefore, benchBefore := clusters[i].workerCPU(), processCPU()
+				workersBefore, benchBefore := clusters[i].workerCPU(), bench.ProcessCPU()
 				res, err := clusters[i].Run(ctx, parts, q, Options{Check: true})
 				if err != nil {
 					return nil, err
@@ -126,7 +125,7 @@ func Scale(ctx context.Context, parts string, partitions int, qs []Query, o Scal
 				if o.Processes {
 					workerCPU[i] = append(workerCPU[i], (clusters[i].workerCPU()-workersBefore).Seconds()*perM)
 				}
-				benchCPU[i] = append(benchCPU[i], (processCPU()-benchBefore).Seconds()*perM)
+				benchCPU[i] = append(benchCPU[i], (bench.ProcessCPU()-benchBefore).Seconds()*perM)
 				if o.Progress != nil {
 					o.Progress.Add(1)
 				}
@@ -163,16 +162,6 @@ func Scale(ctx context.Context, parts string, partitions int, qs []Query, o Scal
 		}
 	}
 	return out, nil
-}
-
-// processCPU is the CPU time (user and system) this process has used so
-// far.
-func processCPU() time.Duration {
-	var ru syscall.Rusage
-	if syscall.Getrusage(syscall.RUSAGE_SELF, &ru) != nil {
-		return 0
-	}
-	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
 
 func median(xs []float64) float64 {

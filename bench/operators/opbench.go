@@ -12,7 +12,6 @@ import (
 	"fmt"
 	"math"
 	"runtime"
-	"syscall"
 	"time"
 
 	"github.com/apache/arrow/go/v17/arrow"
@@ -21,6 +20,7 @@ import (
 	"github.com/apache/arrow/go/v17/arrow/memory"
 	"github.com/apache/arrow/go/v17/arrow/scalar"
 
+	"github.com/tierflow/tierflow/bench"
 	"github.com/tierflow/tierflow/dataflow"
 	"github.com/tierflow/tierflow/dataflow/builtin"
 	"github.com/tierflow/tierflow/operators/eval"
@@ -400,11 +400,11 @@ func Measure(c Case, mem memory.Allocator, cfg Config, batches []arrow.Record) (
 		var bestD time.Duration
 		for r := 0; r < max(cfg.Repeats, 1); r++ {
 			runtime.GC()
-			start := cpuTime()
+			start := bench.ProcessCPU()
 			if err := run(); err != nil {
 				return 0, err
 			}
-			if d := cpuTime() - start; bestD == 0 || d < bestD {
+			if d := bench.ProcessCPU() - start; bestD == 0 || d < bestD {
 				bestD = max(d, time.Microsecond)
 			}
 		}
@@ -448,15 +448,6 @@ func Measure(c Case, mem memory.Allocator, cfg Config, batches []arrow.Record) (
 		return Row{}, fmt.Errorf("%s (baseline): %w", c.Name, err)
 	}
 	return Row{Benchmark: c.Name, Rows: rows, EngineRowsS: engineRate, Baseline: c.Baseline, BaselineRows: baseRate, Overhead: baseRate / engineRate}, nil
-}
-
-// cpuTime is the process's CPU time so far.
-func cpuTime() time.Duration {
-	var ru syscall.Rusage
-	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
-		return 0
-	}
-	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
 
 // Run measures every case on freshly generated data.

@@ -18,6 +18,7 @@ import (
 	"github.com/apache/arrow/go/v17/arrow"
 	"github.com/nats-io/nats.go"
 
+	"github.com/tierflow/tierflow/bench"
 	"github.com/tierflow/tierflow/relay"
 	"github.com/tierflow/tierflow/relay/natsrelay"
 	"github.com/tierflow/tierflow/relay/natsserver"
@@ -207,14 +208,14 @@ func peerRelay(ctx context.Context, nc *nats.Conn, m *nats.Msg, req peerReq) {
 			msg.Record.Release()
 		}
 		if i == 0 {
-			cpu0, bytes0 = processCPU(), r.Stats().Bytes
+			cpu0, bytes0 = bench.ProcessCPU(), r.Stats().Bytes
 		}
 		if i == 0 || req.Each {
 			report(nc, req.Ack, peerReport{Kind: "arrived", I: i, AtNs: at})
 		}
 	}
 	report(nc, req.Ack, peerReport{Kind: "done", I: req.N, AtNs: at, Batches: uint64(req.N), Rows: rows,
-		Bytes: r.Stats().Bytes - bytes0, CPUNs: int64(processCPU() - cpu0)})
+		Bytes: r.Stats().Bytes - bytes0, CPUNs: int64(bench.ProcessCPU() - cpu0)})
 }
 
 // peerRaw subscribes to req.Subject and counts req.N messages of req.PerMsg
@@ -241,7 +242,7 @@ func peerRaw(ctx context.Context, nc *nats.Conn, m *nats.Msg, req peerReq) {
 		}
 		if got == total {
 			report(nc, req.Ack, peerReport{Kind: "done", I: req.N, AtNs: time.Now().UnixNano(), Batches: uint64(req.N),
-				Bytes: got, CPUNs: int64(processCPU()) - cpu0.Load()})
+				Bytes: got, CPUNs: int64(bench.ProcessCPU()) - cpu0.Load()})
 			close(done)
 		}
 	})
@@ -256,7 +257,7 @@ func peerRaw(ctx context.Context, nc *nats.Conn, m *nats.Msg, req peerReq) {
 		return
 	}
 	defer func() { _ = sub.Unsubscribe() }()
-	cpu0.Store(int64(processCPU()))
+	cpu0.Store(int64(bench.ProcessCPU()))
 	respond(m, nil)
 	select {
 	case <-done:
@@ -466,7 +467,7 @@ func relayThroughputPeer(ctx context.Context, p *peer, a relay.Transport, rec ar
 	// reaches the peer's subscription but not its count of bytes.
 	firstSent := func() uint64 { st := snd.Stats(); return st.Bytes - st.ResentBytes }
 	before := firstSent()
-	cpu0, start := processCPU(), time.Now()
+	cpu0, start := bench.ProcessCPU(), time.Now()
 	for i := 1; i <= n; i++ {
 		if err := snd.SendData(ctx, uint64(i), rec); err != nil {
 			return PeerThroughput{}, p.explain(err)
@@ -477,7 +478,7 @@ func relayThroughputPeer(ctx context.Context, p *peer, a relay.Transport, rec ar
 		return PeerThroughput{}, err
 	}
 	t := Throughput{Batches: n, Bytes: firstSent() - before, Elapsed: time.Duration(done.AtNs - start.UnixNano()),
-		CPU: processCPU() - cpu0 + time.Duration(done.CPUNs)}
+		CPU: bench.ProcessCPU() - cpu0 + time.Duration(done.CPUNs)}
 	return PeerThroughput{Throughput: t, Got: done}, nil
 }
 
@@ -522,7 +523,7 @@ func rawThroughputPeer(ctx context.Context, p *peer, pub *nats.Conn, perMsg, n, 
 		payload[i] = byte(i)
 	}
 	inFlight := uint64(window * chunks)
-	cpu0, start := processCPU(), time.Now()
+	cpu0, start := bench.ProcessCPU(), time.Now()
 	sent := uint64(0)
 	for i := 0; i < n; i++ {
 		for sent >= inFlight && acked.Load() < sent-inFlight+uint64(chunks) {
@@ -549,7 +550,7 @@ func rawThroughputPeer(ctx context.Context, p *peer, pub *nats.Conn, perMsg, n, 
 		return PeerThroughput{}, err
 	}
 	t := Throughput{Batches: n, Bytes: done.Bytes, Elapsed: time.Duration(done.AtNs - start.UnixNano()),
-		CPU: processCPU() - cpu0 + time.Duration(done.CPUNs)}
+		CPU: bench.ProcessCPU() - cpu0 + time.Duration(done.CPUNs)}
 	return PeerThroughput{Throughput: t, Got: done}, nil
 }
 

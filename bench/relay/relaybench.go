@@ -22,7 +22,6 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
-	"syscall"
 	"time"
 
 	"github.com/apache/arrow/go/v17/arrow"
@@ -30,6 +29,7 @@ import (
 	"github.com/apache/arrow/go/v17/arrow/memory"
 	"github.com/nats-io/nats.go"
 
+	"github.com/tierflow/tierflow/bench"
 	"github.com/tierflow/tierflow/relay"
 	"github.com/tierflow/tierflow/relay/frame"
 	"github.com/tierflow/tierflow/relay/inproc"
@@ -237,15 +237,6 @@ func (t Throughput) CPUusPerMB() float64 {
 	return float64(t.CPU.Microseconds()) / (float64(t.Bytes) / 1e6)
 }
 
-// processCPU is the CPU time this process has used so far.
-func processCPU() time.Duration {
-	var ru syscall.Rusage
-	if syscall.Getrusage(syscall.RUSAGE_SELF, &ru) != nil {
-		return 0
-	}
-	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
-}
-
 func (t Throughput) MBs() float64      { return float64(t.Bytes) / t.Elapsed.Seconds() / 1e6 }
 func (t Throughput) BatchesS() float64 { return float64(t.Batches) / t.Elapsed.Seconds() }
 
@@ -287,7 +278,7 @@ func RelayThroughput(ctx context.Context, a, b relay.Transport, rec arrow.Record
 		}
 		done <- nil
 	}()
-	cpu0, start := processCPU(), time.Now()
+	cpu0, start := bench.ProcessCPU(), time.Now()
 	for i := 0; i < n; i++ {
 		if err := s.SendData(ctx, uint64(i), rec); err != nil {
 			return Throughput{}, err
@@ -296,7 +287,7 @@ func RelayThroughput(ctx context.Context, a, b relay.Transport, rec arrow.Record
 	if err := <-done; err != nil {
 		return Throughput{}, err
 	}
-	return Throughput{Batches: n, Bytes: s.Stats().Bytes - before, Elapsed: time.Since(start), CPU: processCPU() - cpu0}, nil
+	return Throughput{Batches: n, Bytes: s.Stats().Bytes - before, Elapsed: time.Since(start), CPU: bench.ProcessCPU() - cpu0}, nil
 }
 
 // baselineSubscribe subscribes a baseline's receiver on sub: each message
@@ -354,7 +345,7 @@ func RawThroughput(ctx context.Context, pub, sub *nats.Conn, perMsg, n, window i
 		payload[i] = byte(i)
 	}
 	inFlight := uint64(max(1, window) * chunks)
-	cpu0, start := processCPU(), time.Now()
+	cpu0, start := bench.ProcessCPU(), time.Now()
 	sent := uint64(0)
 	for i := 0; i < n; i++ {
 		for sent >= inFlight && frames.Load() < sent-inFlight+uint64(chunks) {
@@ -379,7 +370,7 @@ func RawThroughput(ctx context.Context, pub, sub *nats.Conn, perMsg, n, window i
 	case <-ctx.Done():
 		return Throughput{}, fmt.Errorf("raw publish: %d of %d bytes arrived: %w", got.Load(), total, ctx.Err())
 	}
-	return Throughput{Batches: n, Bytes: total, Elapsed: time.Since(start), CPU: processCPU() - cpu0}, nil
+	return Throughput{Batches: n, Bytes: total, Elapsed: time.Since(start), CPU: bench.ProcessCPU() - cpu0}, nil
 }
 
 // RawIPCThroughput is RawThroughput for a user of bare NATS who moves the
@@ -422,7 +413,7 @@ func RawIPCThroughput(ctx context.Context, pub, sub *nats.Conn, mem memory.Alloc
 	enc := frame.NewEncoder(mem)
 	defer enc.Reset()
 	var buf bytes.Buffer
-	cpu0, start := processCPU(), time.Now()
+	cpu0, start := bench.ProcessCPU(), time.Now()
 	for i := 0; i < n; i++ {
 		for uint64(i) >= uint64(window) && got.Load() < uint64(i-window+1) && failed.Load() == nil {
 			select {
@@ -454,7 +445,7 @@ func RawIPCThroughput(ctx context.Context, pub, sub *nats.Conn, mem memory.Alloc
 	if e := failed.Load(); e != nil {
 		return Throughput{}, fmt.Errorf("raw IPC: decode: %w", *e)
 	}
-	return Throughput{Batches: n, Bytes: arrived.Load(), Elapsed: time.Since(start), CPU: processCPU() - cpu0}, nil
+	return Throughput{Batches: n, Bytes: arrived.Load(), Elapsed: time.Since(start), CPU: bench.ProcessCPU() - cpu0}, nil
 }
 
 // RelayLatency sends rec k times, one at a time, and returns each one-hop
