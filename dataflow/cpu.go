@@ -173,7 +173,7 @@ func NewCPU(slice time.Duration) *CPU {
 	}
 	start := time.Now()
 	c := newCPU(slice, func() time.Duration { return time.Since(start) })
-	c.procs, c.keeps = controlProcessor(), true
+	c.procs, c.keeps = StepProcessors(), true
 	if threadCPUWorks() {
 		c.thread, c.threadOf, c.lock = threadCPU, threadCPUOf, true
 		c.lockThread, c.unlockThread = runtime.LockOSThread, runtime.UnlockOSThread
@@ -194,9 +194,6 @@ var (
 	contended int
 	raisedTo  atomic.Int32
 )
-
-// controlProcessor is how many processors a new CPU's steps may take.
-func controlProcessor() int { return StepProcessors() }
 
 // keepForControl is called as a CPU's joined queries go from one to two
 // (more true) or back (false): Go runs one processor more than the steps
