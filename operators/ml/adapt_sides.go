@@ -597,9 +597,10 @@ func (p sidePlan) pick(sides []int, planes, width int) (side int, spend float64)
 	rs := make([]dataflow.LinkRisk, len(sides))
 	oks := make([]bool, len(sides))
 	h := len(sides) - 1 // the smallest, where nothing holds
+	hold := p.holdAttain()
 	for i, s := range sides {
 		rs[i], oks[i] = risk(s)
-		if oks[i] && rs[i].Holds(p.holdAttain()) {
+		if oks[i] && rs[i].Holds(hold) {
 			h = i
 			break
 		}
@@ -609,7 +610,7 @@ func (p sidePlan) pick(sides []int, planes, width int) (side int, spend float64)
 			return sides[i], rs[i].Loss
 		}
 	}
-	if h < len(sides)-1 || (oks[h] && rs[h].Holds(p.holdAttain())) {
+	if h < len(sides)-1 || (oks[h] && rs[h].Holds(hold)) {
 		return sides[h], 0
 	}
 	// The drop must be sure the batch misses: the profiled compute, the
