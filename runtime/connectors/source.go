@@ -164,8 +164,8 @@ func (s *sourceOp) Open(ctx *dataflow.Context, cap *dataflow.Capability) error {
 	// Half of it is the payloads' and half the client's bytes a message
 	// beside them (a core subscription's message limit, SourceConfig.PendingLimits), so
 	// the two together stay within the read-ahead.
-	if ahead := dataflow.ReadAhead(ctx.Allocator()); ahead > 0 && int64(s.r.c.PendingBytes) > max(ahead/2, 1) {
-		s.r.c.PendingBytes = int(max(ahead/2, 1))
+	if ahead := dataflow.ReadAhead(ctx.Allocator()); ahead > 0 {
+		s.r.c.PendingBytes = int(min(int64(s.r.c.PendingBytes), max(ahead/2, 1)))
 	}
 	in, err := s.r.newInput(s.r.ctx, s.r.c)
 	if err != nil {
