@@ -2,6 +2,7 @@ package dataflow
 
 import (
 	"reflect"
+	"slices"
 	"testing"
 	"time"
 )
@@ -109,6 +110,42 @@ func TestLinkRiskHolds(t *testing.T) {
 	} {
 		if got := c.b.Risk(c.bps, nil).Holds(c.p); got != c.want {
 			t.Errorf("%s: Risk(%v).Holds(%v) = %v, want %v", c.name, c.bps, c.p, got, c.want)
+		}
+	}
+}
+
+// A message overdue on the link by more than the link ever fell is a fall
+// no sample has shown: it counts as one more fall under any bound, so a
+// bound 60 good samples held no longer holds, and its risk says so
+// (Falling). A link whose samples once fell that far, or that drifts by
+// small steps, has seen it: nothing changes.
+func TestLinkRiskFallingUnseen(t *testing.T) {
+	walk := []float64{100}
+	for i := range 80 {
+		walk = append(walk, walk[len(walk)-1]*[]float64{0.9, 1.12, 0.95, 1.05}[i%4])
+	}
+	for _, c := range []struct {
+		name    string
+		b       LinkBandwidth
+		falling bool
+		holds   bool
+	}{
+		{"60 good samples, a message overdue at 0.6 of them", LinkBandwidth{Samples: runs(100, 60), Overdue: 60}, true, false},
+		{"the same link once fell to 0.55", LinkBandwidth{Samples: runs(100, 60, 55, 1, 100, 60), Overdue: 60}, false, true},
+		{"the same message not yet overdue", LinkBandwidth{Samples: runs(100, 60), Overdue: 120}, false, true},
+		{"a walk of 10% steps, overdue at 0.92 of its latest", LinkBandwidth{Samples: walk, Overdue: 0.92 * walk[len(walk)-1]}, false, true},
+		{"the walk, overdue at 0.5 of its latest", LinkBandwidth{Samples: walk, Overdue: 0.5 * walk[len(walk)-1]}, true, false},
+	} {
+		least := slices.Min(c.b.Samples)
+		r := c.b.Risk(least/3, nil)
+		if c.b.FallingUnseen() != c.falling || r.Falling != c.falling {
+			t.Errorf("%s: FallingUnseen %v, risk %+v, want falling %v", c.name, c.b.FallingUnseen(), r, c.falling)
+		}
+		if got := r.Holds(0.98); got != c.holds {
+			t.Errorf("%s: a bound a third of the least sample holds %v, want %v (%+v)", c.name, got, c.holds, r)
+		}
+		if c.falling && !r.Fell {
+			t.Errorf("%s: the unseen fall is not counted as one: %+v", c.name, r)
 		}
 	}
 }

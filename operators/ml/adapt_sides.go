@@ -606,7 +606,7 @@ func (p sidePlan) pick(sides []int, planes, width int) (side int, spend float64)
 		}
 	}
 	for i := 0; i < h; i++ {
-		if oks[i] && rs[i].Above && rs[i].Loss <= p.allowance(i) && (i == h-1 || !rs[i].Fell) {
+		if oks[i] && rs[i].Above && !rs[i].Falling && rs[i].Loss <= p.allowance(i) && (i == h-1 || !rs[i].Fell) {
 			return sides[i], rs[i].Loss
 		}
 	}

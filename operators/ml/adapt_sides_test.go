@@ -307,8 +307,13 @@ func TestSidePlanPick(t *testing.T) {
 			p.State, p.Attain = series(1500, 100, 250, 5, 1500, 55), 0.99
 			return p
 		}, 20},
-		{"good samples, the last message (1 KB, 40 ms on the link) overdue at 200 kbit/s: a fall counts before its ack, 28 no more, 20 (178 kbit/s) under the bound", func(p sidePlan) sidePlan {
+		{"good samples, the last message (1 KB, 40 ms on the link) overdue at 200 kbit/s: a fall no sample has shown, nothing says how deep, 14", func(p sidePlan) sidePlan {
 			p.State = series(1500, 60)
+			p.State.OverdueBps, p.State.UnackedBytes, p.Crossing = 200e3/8, 1000, 40*time.Millisecond
+			return p
+		}, 14},
+		{"the same on a link that once fell to 180 for a message: a fall counts before its ack, 28 no more, 20 (178 kbit/s) under the bound", func(p sidePlan) sidePlan {
+			p.State = series(1500, 100, 180, 1, 1500, 60)
 			p.State.OverdueBps, p.State.UnackedBytes, p.Crossing = 200e3/8, 1000, 40*time.Millisecond
 			return p
 		}, 20},
@@ -317,8 +322,8 @@ func TestSidePlanPick(t *testing.T) {
 			p.State.OverdueBps, p.State.UnackedBytes, p.Crossing = 130e3/8, 1000, 62*time.Millisecond
 			return p
 		}, 14},
-		{"a message of 2.2 KB 88 ms on the link, overdue at 200 kbit/s: crossed at that bound, 20", func(p sidePlan) sidePlan {
-			p.State = series(1500, 60)
+		{"a message of 2.2 KB 88 ms on the link, overdue at 200 kbit/s, on the link that once fell to 180: crossed at that bound, 20", func(p sidePlan) sidePlan {
+			p.State = series(1500, 100, 180, 1, 1500, 60)
 			p.State.OverdueBps, p.State.UnackedBytes, p.Crossing = 200e3/8, 2200, 88*time.Millisecond
 			return p
 		}, 20},
