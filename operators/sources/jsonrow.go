@@ -37,6 +37,9 @@ type jsonRow struct {
 	slots []jsonSlot
 	cells []jsonCell
 	vals  []any // a cell's value where convert made it (how 'v')
+	// minutes are each column's last timestamp's minute (a TIMESTAMP
+	// column's alone is ever set).
+	minutes []minuteCache
 	text  []byte
 	pos   int
 	// keys are the keys of the last object read, in its order, with the
@@ -97,7 +100,7 @@ var errJSONSyntax = errors.New("invalid JSON")
 
 func newJSONRow(schema *arrow.Schema) *jsonRow {
 	d := &jsonRow{fields: schema.Fields(), field: make(map[string]int, schema.NumFields()),
-		first: make([]int, schema.NumFields()), slots: make([]jsonSlot, schema.NumFields()), cells: make([]jsonCell, schema.NumFields()), vals: make([]any, schema.NumFields())}
+		first: make([]int, schema.NumFields()), slots: make([]jsonSlot, schema.NumFields()), cells: make([]jsonCell, schema.NumFields()), vals: make([]any, schema.NumFields()), minutes: make([]minuteCache, schema.NumFields())}
 	d.ids = make([]arrow.Type, len(d.fields))
 	for i, f := range d.fields {
 		d.ids[i] = f.Type.ID()
@@ -208,7 +211,7 @@ func (d *jsonRow) convert(i int, t arrow.DataType) error {
 		}
 		return nil
 	case id == arrow.TIMESTAMP && s.kind == '"' && !s.escaped:
-		if ts, ok := parseCSVTime(raw, t.(*arrow.TimestampType).Unit); ok {
+		if ts, ok := d.minutes[i].parse(raw, t.(*arrow.TimestampType).Unit); ok {
 			c.how, c.i = 't', int64(ts)
 			return nil
 		}

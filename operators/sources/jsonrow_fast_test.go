@@ -152,3 +152,38 @@ func TestPlainScansAgreeWithTable(t *testing.T) {
 		}
 	}
 }
+
+// The minute cache reads exactly what parseCSVTime reads, in every unit:
+// each seed, every one-byte change of it and every prefix, each read
+// after the seed itself (the cache set) and after another minute.
+func TestMinuteCacheAgreesWithParseCSVTime(t *testing.T) {
+	seeds := []string{"2026-01-01T00:00:00.0001Z", "2026-01-01 10:00:00.123456789", "2024-02-29T23:59:59Z",
+		"2026-12-31T23:59:59.999999999Z", "2026-01-01T00:00:00", "2026-01-01T00:00:00+01:00", "1969-12-31T23:59:59.5Z",
+		"2026-06-15 12:30", "2026-06-15", "2300-01-01T00:00:00Z", "2026-01-01T00:00:07.1234567891Z"}
+	units := []arrow.TimeUnit{arrow.Second, arrow.Millisecond, arrow.Microsecond, arrow.Nanosecond}
+	check := func(before, s string) {
+		for _, u := range units {
+			var c minuteCache
+			c.parse([]byte(before), u)
+			got, gotOK := c.parse([]byte(s), u)
+			want, wantOK := parseCSVTime([]byte(s), u)
+			if got != want || gotOK != wantOK {
+				t.Fatalf("after %q, %q in %v: %v %v, parseCSVTime %v %v", before, s, u, got, gotOK, want, wantOK)
+			}
+		}
+	}
+	bytes := []byte("0123456789:-.TZ +x\x00\xff")
+	for _, seed := range seeds {
+		for _, before := range []string{seed, "2020-05-05T05:05:05Z"} {
+			check(before, seed)
+			for i := range len(seed) {
+				check(before, seed[:i])
+				for _, b := range bytes {
+					m := []byte(seed)
+					m[i] = b
+					check(before, string(m))
+				}
+			}
+		}
+	}
+}
