@@ -40,8 +40,8 @@ type jsonRow struct {
 	// minutes are each column's last timestamp's minute (a TIMESTAMP
 	// column's alone is ever set).
 	minutes []minuteCache
-	text  []byte
-	pos   int
+	text    []byte
+	pos     int
 	// keys are the keys of the last object read, in its order, with the
 	// field each names (-1: none declared). A stream's messages come from
 	// producers that write their fields in one order: the k-th key is
