@@ -92,7 +92,11 @@ func (t turn) wait(ctx context.Context, start time.Time, lossy bool) (result, er
 			return end(time.Since(start)), nil
 		case <-ctx.Done():
 			return result{}, ctx.Err()
-		case now := <-tick:
+		case <-tick:
+			// The time the count is read, not the tick's: a tick that
+			// waited in its channel (a busy machine) carries an older
+			// time than the count read now, and the end came before it.
+			now := time.Now()
 			if cur := t.count(); cur != prev {
 				prev, moved = cur, now
 				continue

@@ -8,6 +8,7 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"runtime/pprof"
 	"slices"
 	"sort"
 	"strings"
@@ -197,7 +198,15 @@ func Run(ctx context.Context, o Options) ([]Row, error) {
 				m = warm
 			}
 			turnNo++
-			got, err := measured(func() (result, error) { return c.f(ctx, srv, sh, m, turnNo, o) })
+			// The turn's goroutines (its connections' and the query's) carry
+			// its consumer's label (no commas: pprof's -tagfocus splits on
+			// them): a -cpuprofile of BenchmarkIngestCore splits by it
+			// (-tagfocus consumer=engine).
+			var got result
+			label := strings.NewReplacer(",", "", " ", "_").Replace(c.consumer)
+			pprof.Do(ctx, pprof.Labels("consumer", label), func(ctx context.Context) {
+				got, err = measured(func() (result, error) { return c.f(ctx, srv, sh, m, turnNo, o) })
+			})
 			if err != nil {
 				return nil, fmt.Errorf("%s, %s: %w", c.transport, c.consumer, err)
 			}

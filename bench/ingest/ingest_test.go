@@ -102,7 +102,9 @@ func reportEngine(b *testing.B, rows []Row) {
 
 // A consumer that lost the end marker ends its turn at its last message,
 // not up to a quiet later: its count stops moving 100 ms after the start,
-// and the turn measures about that.
+// and the turn measures about that (the count is read after it moved, so
+// never less; a busy machine's late polls may add, but not a quiet's
+// second: the bound is well under it).
 func TestLossyTurnEndsAtItsLastMessage(t *testing.T) {
 	start := time.Now()
 	count := func() int64 {
@@ -115,7 +117,7 @@ func TestLossyTurnEndsAtItsLastMessage(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if r.received != 100 || r.elapsed < 90*time.Millisecond || r.elapsed > 250*time.Millisecond {
+	if r.received != 100 || r.elapsed < 100*time.Millisecond || r.elapsed > quiet/2 {
 		t.Fatalf("received %d in %v, want 100 in about 100 ms", r.received, r.elapsed)
 	}
 }

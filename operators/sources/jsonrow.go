@@ -36,8 +36,12 @@ type jsonRow struct {
 	first []int
 	slots []jsonSlot
 	cells []jsonCell
-	text  []byte
-	pos   int
+	vals  []any // a cell's value where convert made it (how 'v')
+	// minutes are each column's last timestamp's minute (a TIMESTAMP
+	// column's alone is ever set).
+	minutes []minuteCache
+	text    []byte
+	pos     int
 	// keys are the keys of the last object read, in its order, with the
 	// field each names (-1: none declared). A stream's messages come from
 	// producers that write their fields in one order: the k-th key is
@@ -53,6 +57,9 @@ type jsonRow struct {
 	// scanKeys scans every key as a string, not first comparing its bytes
 	// with the last object's (sameKey): BenchmarkAppendJSONKeys compares.
 	scanKeys bool
+	// general reads every object with object, not fastObject first:
+	// BenchmarkAppendJSONFast compares the two.
+	general bool
 }
 
 // jsonKey is a key seen at some position of the last object.
@@ -75,13 +82,15 @@ type jsonSlot struct {
 }
 
 // jsonCell is a field's value once converted, before the row is appended
-// (a row that does not fit is refused whole).
+// (a row that does not fit is refused whole). It holds no pointer (a
+// string is its bounds in the text, convert's value is in jsonRow.vals):
+// setting a cell costs no write barrier while the GC runs, and clearing
+// one is a store of how.
 type jsonCell struct {
-	how byte // 0 NULL, 'i' int64, 'f' float64, 'b' bytes, 'B' bool, 't' timestamp, 'v' convert's value
-	i   int64
-	f   float64
-	b   []byte
-	v   any
+	how        byte // 0 NULL, 'i' int64, 'f' float64, 'b' the text's bytes, 'B' bool, 't' timestamp, 'v' vals' value
+	i          int64
+	f          float64
+	start, end int // 'b': the bytes' bounds in the text
 }
 
 // maxJSONDepth is encoding/json's nesting limit.
@@ -91,7 +100,7 @@ var errJSONSyntax = errors.New("invalid JSON")
 
 func newJSONRow(schema *arrow.Schema) *jsonRow {
 	d := &jsonRow{fields: schema.Fields(), field: make(map[string]int, schema.NumFields()),
-		first: make([]int, schema.NumFields()), slots: make([]jsonSlot, schema.NumFields()), cells: make([]jsonCell, schema.NumFields())}
+		first: make([]int, schema.NumFields()), slots: make([]jsonSlot, schema.NumFields()), cells: make([]jsonCell, schema.NumFields()), vals: make([]any, schema.NumFields()), minutes: make([]minuteCache, schema.NumFields())}
 	d.ids = make([]arrow.Type, len(d.fields))
 	for i, f := range d.fields {
 		d.ids[i] = f.Type.ID()
@@ -117,7 +126,16 @@ func (d *jsonRow) decode(text []byte) error {
 	// is named as before, ahead of any syntax error; the text after the
 	// object is checked on its own.
 	d.text, d.pos = text, 0
-	err := d.object()
+	var err error
+	if d.simple || d.general || !d.fastObject(text) {
+		// Not of the common form, or not valid: the general scanner
+		// reads it from the start, and names what is wrong.
+		for i := range d.slots {
+			d.slots[i].set = false
+		}
+		d.pos = 0
+		err = d.object()
+	}
 	if err != nil || !utf8.Valid(text[d.pos:]) {
 		d.text = nil
 		if !utf8.Valid(text) {
@@ -135,9 +153,10 @@ func (d *jsonRow) decode(text []byte) error {
 	return nil
 }
 
-// appendTo appends the decoded cells as one row.
-func (d *jsonRow) appendTo(b *batcher) {
-	for i, c := range d.cells {
+// appendTo appends the cells decoded from text as one row.
+func (d *jsonRow) appendTo(b *batcher, text []byte) {
+	for i := range d.cells {
+		c := &d.cells[i]
 		switch bb := b.bs[i]; c.how {
 		case 0:
 			bb.AppendNull()
@@ -146,13 +165,14 @@ func (d *jsonRow) appendTo(b *batcher) {
 		case 'f':
 			bb.(*array.Float64Builder).Append(c.f)
 		case 'b':
-			bb.(*array.StringBuilder).BinaryBuilder.Append(c.b)
+			bb.(*array.StringBuilder).BinaryBuilder.Append(text[c.start:c.end])
 		case 'B':
 			bb.(*array.BooleanBuilder).Append(c.i != 0)
 		case 't':
 			bb.(*array.TimestampBuilder).Append(arrow.Timestamp(c.i))
 		default:
-			appendTo(bb, c.v)
+			appendTo(bb, d.vals[i])
+			d.vals[i] = nil
 		}
 	}
 	b.n++
@@ -160,9 +180,9 @@ func (d *jsonRow) appendTo(b *batcher) {
 
 // convert sets field i's cell from its slot.
 func (d *jsonRow) convert(i int, t arrow.DataType) error {
-	s := d.slots[d.first[i]]
+	s := &d.slots[d.first[i]]
 	c := &d.cells[i]
-	*c = jsonCell{}
+	c.how = 0
 	if !s.set || s.kind == '0' {
 		return nil
 	}
@@ -172,7 +192,7 @@ func (d *jsonRow) convert(i int, t arrow.DataType) error {
 		return nil // convert's rule: an empty string is NULL but in a string column
 	case id == arrow.STRING && (s.kind == '"' && !s.escaped || s.kind == 'n'):
 		// A number's text is its json.Number, as convert reads it.
-		c.how, c.b = 'b', raw
+		c.how, c.start, c.end = 'b', s.start, s.end
 		return nil
 	case id == arrow.INT64 && s.kind == 'n':
 		if v, ok := parseCSVInt(raw); ok {
@@ -191,12 +211,12 @@ func (d *jsonRow) convert(i int, t arrow.DataType) error {
 		}
 		return nil
 	case id == arrow.TIMESTAMP && s.kind == '"' && !s.escaped:
-		if ts, ok := parseCSVTime(raw, t.(*arrow.TimestampType).Unit); ok {
+		if ts, ok := d.minutes[i].parse(raw, t.(*arrow.TimestampType).Unit); ok {
 			c.how, c.i = 't', int64(ts)
 			return nil
 		}
 	}
-	v, err := d.value(s)
+	v, err := d.value(*s)
 	if err != nil {
 		return err
 	}
@@ -204,7 +224,7 @@ func (d *jsonRow) convert(i int, t arrow.DataType) error {
 		return err
 	}
 	if v != nil {
-		c.how, c.v = 'v', v
+		c.how, d.vals[i] = 'v', v
 	}
 	return nil
 }

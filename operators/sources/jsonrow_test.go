@@ -2,6 +2,7 @@ package sources
 
 import (
 	"encoding/binary"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"math/rand/v2"
@@ -202,6 +203,7 @@ func FuzzAppendJSON(f *testing.F) {
 	}
 	f.Fuzz(func(t *testing.T, text string) {
 		checkJSONRowAgrees(t, memory.NewGoAllocator(), text)
+		checkFastAgrees(t, jsonRowSeeds[0], text)
 	})
 }
 
@@ -479,4 +481,114 @@ func BenchmarkAppendJSONKeys(b *testing.B) {
 	}
 	b.ReportMetric(float64(took[1])/float64(took[0]), "same/scanned")
 	b.ReportMetric(float64(took[1])/float64(b.N*4*len(msgs)), "same_ns/msg")
+}
+
+// BenchmarkAppendJSONFast decodes 4 batches of 4,096 bids into the three
+// columns a query of auction and price reads with its event time, each
+// object read by the general scanner (general) and by fastObject first
+// (fast), in turns; fast/general is the ratio of their CPU times on this
+// goroutine's locked thread.
+func BenchmarkAppendJSONFast(b *testing.B) {
+	schema, msgs := bidMessages()
+	read := arrow.NewSchema([]arrow.Field{schema.Field(0), schema.Field(2), schema.Field(5)}, nil)
+	mem := memory.NewGoAllocator()
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+	var took [2]time.Duration
+	for range b.N {
+		for k := range 2 {
+			rb := NewRowBuilder(mem, read)
+			rb.json = newJSONRow(read)
+			rb.json.general = k == 0
+			start := threadCPU()
+			for range 4 {
+				for _, m := range msgs {
+					if err := rb.AppendJSON(m); err != nil {
+						b.Fatal(err)
+					}
+				}
+				rb.Finish().Release()
+			}
+			took[k] += threadCPU() - start
+		}
+	}
+	b.ReportMetric(float64(took[1])/float64(took[0]), "fast/general")
+	b.ReportMetric(float64(took[1])/float64(b.N*4*len(msgs)), "fast_ns/msg")
+	b.ReportMetric(float64(took[0])/float64(b.N*4*len(msgs)), "general_ns/msg")
+}
+
+// BenchmarkAppendJSONVsEncodingJSON decodes 4 batches of 4,096 messages
+// into the columns a query reads, with AppendJSON (into Arrow columns) and
+// with encoding/json (json.Unmarshal into a struct of the same columns,
+// what a user's subscriber would write), in turns on this goroutine's
+// locked thread: bids (auction, price and the event time of 7 fields) and
+// sensor readings (device, temp, ok and the time of 5, spaces after the
+// colons); appendjson/encoding_json is the ratio of their CPU times.
+func BenchmarkAppendJSONVsEncodingJSON(b *testing.B) {
+	schema, bids := bidMessages()
+	bidRead := arrow.NewSchema([]arrow.Field{schema.Field(0), schema.Field(2), schema.Field(5)}, nil)
+	type bid struct {
+		Auction  int64     `json:"auction"`
+		Price    int64     `json:"price"`
+		DateTime time.Time `json:"dateTime"`
+	}
+	readingRead := arrow.NewSchema([]arrow.Field{
+		{Name: "ts", Type: arrow.FixedWidthTypes.Timestamp_us, Nullable: true},
+		{Name: "device", Type: arrow.BinaryTypes.String, Nullable: true},
+		{Name: "temp", Type: arrow.PrimitiveTypes.Float64, Nullable: true},
+		{Name: "ok", Type: arrow.FixedWidthTypes.Boolean, Nullable: true},
+	}, nil)
+	type reading struct {
+		TS     time.Time `json:"ts"`
+		Device string    `json:"device"`
+		Temp   float64   `json:"temp"`
+		OK     bool      `json:"ok"`
+	}
+	var readings [][]byte
+	for i := range 4096 {
+		readings = append(readings, fmt.Appendf(nil, `{"seq": %d, "ts": "2026-03-01T00:%02d:%02d.%03dZ", "device": "dev-%04d", "temp": %.3f, "ok": %t}`,
+			i, i/60%60, i%60, i%1000, i*7%5000, -20+float64(i%600)/10, i%10 != 0))
+	}
+	mem := memory.NewGoAllocator()
+	for _, c := range []struct {
+		name      string
+		schema    *arrow.Schema
+		msgs      [][]byte
+		unmarshal func([]byte) error
+	}{
+		{"bids", bidRead, bids, func(m []byte) error { var v bid; return json.Unmarshal(m, &v) }},
+		{"readings", readingRead, readings, func(m []byte) error { var v reading; return json.Unmarshal(m, &v) }},
+	} {
+		b.Run(c.name, func(b *testing.B) {
+			runtime.LockOSThread()
+			defer runtime.UnlockOSThread()
+			var took [2]time.Duration
+			for range b.N {
+				start := threadCPU()
+				rb := NewRowBuilder(mem, c.schema)
+				for range 4 {
+					for _, m := range c.msgs {
+						if err := rb.AppendJSON(m); err != nil {
+							b.Fatal(err)
+						}
+					}
+					rb.Finish().Release()
+				}
+				took[0] += threadCPU() - start
+				start = threadCPU()
+				for range 4 {
+					for _, m := range c.msgs {
+						if err := c.unmarshal(m); err != nil {
+							b.Fatal(err)
+						}
+					}
+				}
+				took[1] += threadCPU() - start
+			}
+			n := float64(b.N * 4 * len(c.msgs))
+			b.ReportMetric(float64(took[0])/float64(took[1]), "appendjson/encoding_json")
+			b.ReportMetric(float64(took[0].Nanoseconds())/n, "appendjson_ns/msg")
+			b.ReportMetric(float64(took[1].Nanoseconds())/n, "encoding_json_ns/msg")
+		})
+	}
 }

@@ -105,7 +105,7 @@ func (r *RowBuilder) AppendJSON(text []byte) error {
 	if r.b == nil {
 		r.start()
 	}
-	r.json.appendTo(r.b)
+	r.json.appendTo(r.b, text)
 	return nil
 }
 
