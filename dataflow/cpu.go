@@ -111,7 +111,10 @@ type CPU struct {
 	// two queries or more are joined (keepForControl; not the tests' fake
 	// clocks).
 	keeps bool
-	now   func() time.Duration
+	// idle says Go has a processor that no goroutine runs on or waits
+	// for (goIdle); set, a query alone is held to procs too (see CPU).
+	idle func() bool
+	now  func() time.Duration
 	// thread reads the calling thread's CPU time and an id of the thread
 	// that threadOf reads the CPU time of from any thread; lock says a
 	// step's goroutine is locked to its thread for the step (tests make
@@ -174,6 +177,7 @@ func NewCPU(slice time.Duration) *CPU {
 	start := time.Now()
 	c := newCPU(slice, func() time.Duration { return time.Since(start) })
 	c.procs, c.keeps = StepProcessors(), true
+	c.idle = newGoIdle()
 	if threadCPUWorks() {
 		c.thread, c.threadOf, c.lock = threadCPU, threadCPUOf, true
 		c.lockThread, c.unlockThread = runtime.LockOSThread, runtime.UnlockOSThread
@@ -282,7 +286,7 @@ func (c *CPU) Join(name string) *CPUShare {
 		c.byName[name] = s
 		c.shares[s] = struct{}{}
 		c.queries.Add(1)
-		if c.keeps && len(c.shares) == 2 {
+		if c.keeps && len(c.shares) == 1 {
 			keepForControl(true)
 		}
 	}
@@ -302,7 +306,7 @@ func (s *CPUShare) Leave() {
 		delete(c.shares, s)
 		delete(c.byName, s.name)
 		c.queries.Add(-1)
-		if c.keeps && len(c.shares) == 1 {
+		if c.keeps && len(c.shares) == 0 {
 			keepForControl(false)
 		}
 		c.broadcast()
@@ -456,14 +460,15 @@ func (s *CPUShare) full(now time.Duration, mine int) bool {
 // level with it), or fewer steps than procs are using CPU, mine of them
 // the caller's own, and more are free than the steps waiting for one of
 // queries that have used less (a slot that frees goes to the query
-// behind first). c.mu held.
+// behind first). A query alone is held to procs too while the CPU reads
+// Go's processors (idle). c.mu held.
 func (s *CPUShare) slotFree(now time.Duration, mine int) bool {
 	c := s.c
-	if c.procs <= 0 || len(c.shares) < 2 {
+	if c.procs <= 0 || len(c.shares) < 2 && c.idle == nil {
 		return true
 	}
 	v := s.virtual()
-	ahead := false
+	ahead := len(c.shares) < 2
 	for o := range c.shares {
 		if o != s && o.virtual() < v-c.slice {
 			ahead = true
@@ -480,7 +485,15 @@ func (s *CPUShare) slotFree(now time.Duration, mine int) bool {
 			first += w
 		}
 	}
-	return c.procs-(busy-mine) > first
+	if c.procs-(busy-mine) > first {
+		return true
+	}
+	// A step counted as using CPU may be blocked without saying so (its
+	// thread runs other goroutines meanwhile): Go knows which processors
+	// run. With one idle beside the caller's and no goroutine waiting for
+	// one, fewer than procs other goroutines run, steps or not, so the
+	// caller stepping still leaves the kept processor idle.
+	return first == 0 && c.idle != nil && c.idle()
 }
 
 // capEscape is how long a step waits for a step processor at most: the
@@ -690,7 +703,7 @@ func (t *turn) yield(ctx context.Context) error {
 	}
 	s := t.share
 	c := s.c
-	if c.queries.Load() < 2 {
+	if c.queries.Load() < 2 && c.idle == nil {
 		return nil
 	}
 	// A locked step's own thread clock; an unlocked one (begun alone) may
