@@ -98,11 +98,12 @@ func TestCPUStepsLeaveAProcessorForControl(t *testing.T) {
 }
 
 // A query alone steps on no more than the step processors while Go keeps
-// one more (see CPU), and a step blocked without saying so (its thread
-// runs other goroutines: by the share's count it uses CPU) does not hold
-// the query's next step once Go shows a processor idle beside the
-// caller's: Go's count of its running goroutines is exact where the
-// share's is not.
+// one more (see CPU), once it has stepped a slice since it was last idle
+// (a small query alone is never held), and a step blocked without saying
+// so (its thread runs other goroutines: by the share's count it uses CPU)
+// does not hold the query's next step once Go shows a processor idle
+// beside the caller's: Go's count of its running goroutines is exact
+// where the share's is not.
 func TestCPUQueryAloneStepsOnTheStepProcessors(t *testing.T) {
 	clock := &fakeClock{}
 	c := newCPU(10*time.Millisecond, clock.now)
@@ -116,6 +117,13 @@ func TestCPUQueryAloneStepsOnTheStepProcessors(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// Within its first slice, a query alone is not held.
+	quick, err := a.enter(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	a.exit(quick)
+	clock.add(12 * time.Millisecond) // the first step has used more than a slice
 	second := make(chan *stepStart, 1)
 	go func() {
 		st, err := a.enter(ctx)
@@ -127,7 +135,7 @@ func TestCPUQueryAloneStepsOnTheStepProcessors(t *testing.T) {
 	waitingAtGate(t, c, 1)
 	select {
 	case <-second:
-		t.Fatal("a query alone stepped on two processors where the worker has one: it took the kept one")
+		t.Fatal("a query alone, busy for more than a slice, stepped on two processors where the worker has one: it took the kept one")
 	default:
 	}
 	// The first step blocks without saying so; Go's processors show it.
@@ -140,6 +148,18 @@ func TestCPUQueryAloneStepsOnTheStepProcessors(t *testing.T) {
 	}
 	a.exit(st)
 	a.exit(first)
+	// Idle again, it starts a new slice unheld.
+	goIdle.Store(false)
+	one, err := a.enter(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	two, err := a.enter(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	a.exit(two)
+	a.exit(one)
 }
 
 // The step processors are shared by all queries (see CPU): a query more
