@@ -69,49 +69,36 @@ import (
 // preempts it: the cap is never a deadlock (a step blocked without saying
 // so, begun unlocked while its query was alone, may look busy).
 //
-// Steps never hold every processor Go has (#25). While a query has
-// joined, Go runs one processor more than the worker's own (GOMAXPROCS
-// as the process was given it: procs, keepForControl), and a query alone,
-// or more than a slice ahead of another joined query, steps only while
-// fewer than procs steps are using CPU, every query's counted: it never
-// takes the last processor. So a goroutine that wakes outside any step (a
-// NATS connection's reader with a deploy request, a link's flush
-// answered, a part's done message; in one process the NATS server's and
-// the coordinator's) finds a processor idle - Go hands a readied
-// goroutine to an idle P, and a thread waits in epoll for the network
-// while one is idle - and waits only for the operating system to give its
-// thread a core, not in a queue behind steps that Go preempts after 10 ms
-// each (traced beside a cross join: up to 100 ms). The query behind, a
-// small one beside a large one, is not held by the cap (the gate's rule:
-// the least never waits): its steps may take the kept processor too,
-// until the query ahead gives one back at its next batch after a slice
-// (yield). So the wake-up waits at most for steps of queries within a
-// slice of the least - beside one large query, the small one's own -
-// where it waited behind every step Go had runnable. A processor that
-// frees goes to the waiting step of the query that has used less first,
-// and a step back from a Waiting passes the gate again: no step holds a
-// processor it was not given.
+// Steps never hold every processor Go has (#25). While two queries or
+// more have joined, Go runs one processor more than the worker's own
+// (GOMAXPROCS as the process was given it: procs, keepForControl), and a
+// query more than a slice ahead
+// of another joined query steps only while fewer than procs steps are
+// using CPU, every query's counted: it never takes the last processor.
+// So a goroutine that wakes outside any step (a NATS connection's reader
+// with a deploy request, a link's flush answered, a part's done message;
+// in one process the NATS server's and the coordinator's) finds a
+// processor idle - Go hands a readied goroutine to an idle P, and a
+// thread waits in epoll for the network while one is idle - and waits
+// only for the operating system to give its thread a core, not in a
+// queue behind steps that Go preempts after 10 ms each (traced beside a
+// cross join: up to 100 ms). The query behind, a small one beside a large
+// one, is not held by the cap (the gate's rule: the least never waits):
+// its steps may take the kept processor too, until the query ahead gives
+// one back at its next batch after a slice (yield). So the wake-up waits
+// at most for steps of queries within a slice of the least - beside one
+// large query, the small one's own - where it waited behind every step Go
+// had runnable. A processor that frees goes to the waiting step of the
+// query that has used less first, and a step back from a Waiting passes
+// the gate again: no step holds a processor it was not given.
 //
-// The cap holds a query alone too: the deploy request of a small query
-// comes before its part joins, while a large query is alone on the worker
-// (beside a cross join, 97 of a slowest 101 ms). A step that blocks
-// without saying so (a channel, a mutex: its thread runs other goroutines
-// meanwhile) looks busy to the count above, and held its own query's next
-// step at the gate (on a worker of one processor that cost a small query
-// alone 140 ms a run). So a step the count would hold also asks Go (idle:
-// its scheduler's counts of running and runnable goroutines): with a
-// processor idle beside the caller's and none waiting for one, fewer than
-// procs other goroutines run, steps or not, and the step goes - the kept
-// processor stays idle, and a blocked step holds nothing. Where Go shows
-// every processor taken, the step waits as before: for a step's end, a
-// slice, at most capEscape slices. A query alone uses the processors it
-// did (procs steps), the kept one runs what wakes outside the steps.
-// It is held only once it has stepped a slice since it was last idle
-// (no step under way or waiting): a wake-up waits behind it at most what
-// Go's preemption lets one goroutine run, and a small query alone, a few
-// milliseconds of steps a run, is never held by its own blocked steps
-// (held from its first step, alice alone on a worker of one processor
-// took 32-44 ms at the median where she took 18-19).
+// The cap binds while two queries or more have joined (a query joins as
+// its part's build starts): a query alone steps as it did, so that a step
+// blocked without saying so (its thread then runs other goroutines, and
+// it looks busy) never holds its own query's next step at the gate - on a
+// worker of one processor that cost a small query alone 140 ms a run. The
+// hop before a query joins, its deploy request, can still find every
+// processor taken by a query alone; the hops after it do not.
 //
 // Nothing else is reserved, and an idle query costs the others nothing.
 type CPU struct {
@@ -121,12 +108,10 @@ type CPU struct {
 	// fake clocks).
 	procs int
 	// keeps: the CPU has Go keep a processor for the control plane while
-	// a query has joined (keepForControl; not the tests' fake clocks).
+	// two queries or more are joined (keepForControl; not the tests' fake
+	// clocks).
 	keeps bool
-	// idle says Go has a processor that no goroutine runs on or waits
-	// for (newGoIdle); set, a query alone is held to procs too (see CPU).
-	idle func() bool
-	now  func() time.Duration
+	now   func() time.Duration
 	// thread reads the calling thread's CPU time and an id of the thread
 	// that threadOf reads the CPU time of from any thread; lock says a
 	// step's goroutine is locked to its thread for the step (tests make
@@ -189,7 +174,6 @@ func NewCPU(slice time.Duration) *CPU {
 	start := time.Now()
 	c := newCPU(slice, func() time.Duration { return time.Since(start) })
 	c.procs, c.keeps = StepProcessors(), true
-	c.idle = newGoIdle()
 	if threadCPUWorks() {
 		c.thread, c.threadOf, c.lock = threadCPU, threadCPUOf, true
 		c.lockThread, c.unlockThread = runtime.LockOSThread, runtime.UnlockOSThread
@@ -197,23 +181,23 @@ func NewCPU(slice time.Duration) *CPU {
 	return c
 }
 
-// The processor kept for the control plane is Go's while some CPU of the
-// process has a query joined, the cap holding every query then (see CPU).
-// Kept all the time with a query alone uncapped, it let that query step on
-// two processors of a worker of one, and the worker used twice the CPU it
-// offers (bench nexmark --processes 1,2: one worker process's q4 at
-// 2.2-2.7M events/s where it had 1.2-1.7M, so two processes were
-// 0.63-0.74x of one). contended counts such CPUs; raisedTo is the
-// GOMAXPROCS set while it is above 0 (0: not raised).
+// The processor kept for the control plane is Go's only while some CPU of
+// the process has two queries or more joined, where the cap binds (see
+// CPU): a query alone is not capped, so with it kept all the time a query
+// alone on a worker of one processor stepped on two, and the worker used
+// twice the CPU it offers (bench nexmark --processes 1,2: one worker
+// process's q4 at 2.2-2.7M events/s where it had 1.2-1.7M, so two
+// processes were 0.63-0.74x of one). contended counts such CPUs; raisedTo
+// is the GOMAXPROCS set while it is above 0 (0: not raised).
 var (
 	controlMu sync.Mutex
 	contended int
 	raisedTo  atomic.Int32
 )
 
-// keepForControl is called as a CPU's joined queries go from none to one
+// keepForControl is called as a CPU's joined queries go from one to two
 // (more true) or back (false): Go runs one processor more than the steps
-// may take while any CPU of the process has a query.
+// may take while any CPU of the process has two or more.
 func keepForControl(more bool) {
 	controlMu.Lock()
 	defer controlMu.Unlock()
@@ -267,10 +251,6 @@ type CPUShare struct {
 	// starting counts steps past the gate that have not begun (begin):
 	// they hold a step processor already (slotFree).
 	starting int
-	// burst is the share's virtual time when it last came back from idle
-	// (no step under way or waiting): a query alone is held to the step
-	// processors once it has stepped a slice since (slotFree).
-	burst time.Duration
 	// charged is the step time charged over the share's life (Used).
 	charged time.Duration
 	// parts counts the Joins not yet left (a query's parts on workers
@@ -302,7 +282,7 @@ func (c *CPU) Join(name string) *CPUShare {
 		c.byName[name] = s
 		c.shares[s] = struct{}{}
 		c.queries.Add(1)
-		if c.keeps && len(c.shares) == 1 {
+		if c.keeps && len(c.shares) == 2 {
 			keepForControl(true)
 		}
 	}
@@ -322,7 +302,7 @@ func (s *CPUShare) Leave() {
 		delete(c.shares, s)
 		delete(c.byName, s.name)
 		c.queries.Add(-1)
-		if c.keeps && len(c.shares) == 0 {
+		if c.keeps && len(c.shares) == 1 {
 			keepForControl(false)
 		}
 		c.broadcast()
@@ -476,19 +456,14 @@ func (s *CPUShare) full(now time.Duration, mine int) bool {
 // level with it), or fewer steps than procs are using CPU, mine of them
 // the caller's own, and more are free than the steps waiting for one of
 // queries that have used less (a slot that frees goes to the query
-// behind first). A query alone is held to procs too, once it has stepped
-// a slice since it was last idle, while the CPU reads Go's processors
-// (idle). c.mu held.
+// behind first). c.mu held.
 func (s *CPUShare) slotFree(now time.Duration, mine int) bool {
 	c := s.c
-	if c.procs <= 0 || len(c.shares) < 2 && c.idle == nil {
+	if c.procs <= 0 || len(c.shares) < 2 {
 		return true
 	}
 	v := s.virtual()
-	// Alone, a query is held once it has stepped a slice without a pause:
-	// a wake-up waits a slice at most behind it, and a small query alone
-	// (a few ms of steps a run) never waits for its own blocked steps.
-	ahead := len(c.shares) < 2 && v-s.burst > c.slice
+	ahead := false
 	for o := range c.shares {
 		if o != s && o.virtual() < v-c.slice {
 			ahead = true
@@ -505,15 +480,7 @@ func (s *CPUShare) slotFree(now time.Duration, mine int) bool {
 			first += w
 		}
 	}
-	if c.procs-(busy-mine) > first {
-		return true
-	}
-	// A step counted as using CPU may be blocked without saying so (its
-	// thread runs other goroutines meanwhile): Go knows which processors
-	// run. With one idle beside the caller's and no goroutine waiting for
-	// one, fewer than procs other goroutines run, steps or not, so the
-	// caller stepping still leaves the kept processor idle.
-	return first == 0 && c.idle != nil && c.idle()
+	return c.procs-(busy-mine) > first
 }
 
 // capEscape is how long a step waits for a step processor at most: the
@@ -543,7 +510,6 @@ func (s *CPUShare) enter(ctx context.Context) (*stepStart, error) {
 	if !s.active() {
 		// Back from idle (or new): level with those with work.
 		s.used = max(s.used, c.floor)
-		s.burst = s.used
 	}
 	s.waiting++
 	arrived := now
@@ -724,7 +690,7 @@ func (t *turn) yield(ctx context.Context) error {
 	}
 	s := t.share
 	c := s.c
-	if c.queries.Load() < 2 && c.idle == nil {
+	if c.queries.Load() < 2 {
 		return nil
 	}
 	// A locked step's own thread clock; an unlocked one (begun alone) may
