@@ -1109,6 +1109,9 @@ type receiver struct {
 	wholeAt   atomic.Int64
 	ackedTo   atomic.Uint64
 	lastAckAt atomic.Int64
+	// waitingB are the wire bytes come in whole since the last ack or
+	// grant went out.
+	waitingB atomic.Int64
 
 	mu     sync.Mutex // serialises the callback with Close; guards below
 	expect uint64
@@ -1195,6 +1198,7 @@ func (r *receiver) publishGrant() {
 	r.grantBuf = frame.EncodeCredit(frame.Append(r.grantBuf[:0], h, nil), r.granted.Load())
 	if r.control(r.creditSubj, r.grantBuf) == nil && h.Seq > 0 {
 		r.acknowledged(h.Seq, now)
+		r.waitingB.Store(0)
 	}
 }
 
@@ -1327,13 +1331,15 @@ func (r *receiver) onData(msg *nats.Msg) {
 	// then), and once nothing more waits in the subscription (the
 	// receiver has caught up: a message that came alone is acked at
 	// once), unless an ack went out within AckDelay, which then covers
-	// it. Each ack says how long its newest message waited for it, so
+	// it. Large messages are acknowledged at least every ackBytes: an ack
+	// per megabytes costs nothing, and the sender's copies (and its ack
+	// timeout's clock) do not wait on most of a window of them. Each ack says how long its newest message waited for it, so
 	// the sender's bandwidth sample (Jellyfish 6) reads neither that wait
 	// nor a slow consumer as a slow link.
 	r.whole.Store(h.Seq)
 	r.wholeAt.Store(it.arrived)
 	switch {
-	case h.Seq-r.ackedTo.Load() >= max(1, r.window-r.window/4):
+	case h.Seq-r.ackedTo.Load() >= max(1, r.window-r.window/4) || r.waitingB.Add(size) >= ackBytes:
 		r.ack(h.Seq)
 	case caughtUp(msg):
 		r.ackCaughtUp(it.arrived)
@@ -1424,8 +1430,13 @@ func (r *receiver) ack(seq uint64) {
 	r.ackBuf = frame.Append(r.ackBuf[:0], h, nil)
 	if r.control(r.creditSubj, r.ackBuf) == nil {
 		r.acknowledged(seq, now)
+		r.waitingB.Store(0)
 	}
 }
+
+// ackBytes are the wire bytes after which a receiver acknowledges
+// whatever else waits for its ack.
+const ackBytes = 4 << 20
 
 // lost notes that message r.expect went missing (a later frame came, or a
 // chunk of it was skipped): it drops what it had of it and asks the sender
