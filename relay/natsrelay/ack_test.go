@@ -2,6 +2,7 @@ package natsrelay
 
 import (
 	"context"
+	"errors"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -200,4 +201,50 @@ func TestAMissingAckBoundsTheBandwidth(t *testing.T) {
 	if second <= 0 || second >= first {
 		t.Errorf("after 400 ms: OverdueBps %.0f, want under the %.0f of 200 ms", second, first)
 	}
+}
+
+// A receiver of another frame version (one whose grants would not
+// acknowledge) is refused by name on the sender's side too: a send
+// waiting for credit fails with frame.ErrVersion instead of waiting for a
+// grant it cannot read.
+func TestSenderRefusesAnotherFrameVersion(t *testing.T) {
+	s := startServer(t, 0)
+	o := Options{Config: relay.Config{Window: 4}, Retry: 20 * time.Millisecond}
+	a := New(connect(t, s), o)
+	defer a.Close()
+	link := relay.LinkID{Query: "q", Edge: 1}
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	snd, err := a.OpenSender(ctx, link)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer snd.Close()
+	_, credit := a.Subjects(link)
+	old := connect(t, s)
+	h := header(link, frame.KindCredit)
+	h.Total = 8
+	grant := frame.EncodeCredit(frame.Append(nil, h, nil), 4)
+	grant[2] = frame.Version - 1
+	// The old receiver answers every hello until the sender gives up.
+	sub, err := old.Subscribe(a.prefix+".>", func(m *nats.Msg) {
+		if h, _, err := frame.Decode(m.Data); err == nil && h.Kind == frame.KindHello {
+			_ = old.Publish(credit, grant)
+		}
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sub.Unsubscribe()
+	if err := old.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	mem := memory.NewGoAllocator()
+	rec := bytesRecord(mem, 64)
+	defer rec.Release()
+	err = snd.SendData(ctx, 1, rec)
+	if !errors.Is(err, frame.ErrVersion) || !errors.Is(err, relay.ErrProtocol) {
+		t.Fatalf("send to a receiver of frame version %d: %v, want frame.ErrVersion and relay.ErrProtocol", frame.Version-1, err)
+	}
+	t.Log(err)
 }
