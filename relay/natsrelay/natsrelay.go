@@ -17,7 +17,8 @@
 // Core NATS may lose messages: those in flight at a server when it stops
 // never arrive, while the clients reconnect and carry on. A link repairs
 // that. The receiver acknowledges every message it has in whole (acks are
-// cumulative: an ack of n covers everything up to n), and the sender keeps
+// cumulative: an ack of n covers everything up to n, and while data flow
+// they ride on the grants, each saying how long it was held), and the sender keeps
 // every message until its ack comes back; credit bounds those to the
 // window, so memory stays bounded. It sends them all again, oldest first,
 // when the receiver reports a gap (a resend frame naming the message it
