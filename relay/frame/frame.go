@@ -18,6 +18,11 @@ import (
 // ErrMalformed is wrapped by every decoding error.
 var ErrMalformed = errors.New("malformed relay frame")
 
+// ErrVersion is wrapped (with ErrMalformed) by the error for a frame of
+// another header version: a peer built from another release, which a link
+// refuses by name rather than as garbage.
+var ErrVersion = errors.New("frame version")
+
 // Magic opens every frame ("TF"), so a stray publisher on a relay subject is
 // recognised instead of being parsed as garbage.
 const Magic uint16 = 0x5446
@@ -27,7 +32,12 @@ const Magic uint16 = 0x5446
 // lost message where a version-3 one asks for it again, so the two do not mix.
 // Version 4 added FlagFrontier: a version-3 receiver would take the frontier's
 // trailer for part of the Arrow body.
-const Version uint8 = 4
+// Version 5 made acks ride on credit: a credit frame acknowledges every
+// message up to its Seq, and an ack or credit frame carries in Epoch how
+// long (ns) the receiver held the newest message it acknowledges before
+// saying so (QUIC's ack delay): a version-4 sender would ignore the one
+// and read the other's delayed acks as a slow link.
+const Version uint8 = 5
 
 // Kind says what a frame carries.
 type Kind uint8
@@ -40,9 +50,9 @@ const (
 	KindProgress Kind = 2 // no body: Epoch is the sender's new frontier
 	KindEnd      Kind = 3 // no body: the sender closed the link
 	KindHello    Kind = 4 // no body: a sender asks for its current credit
-	KindCredit   Kind = 5 // body: cumulative credit grant (EncodeCredit)
+	KindCredit   Kind = 5 // body: cumulative credit grant (EncodeCredit); Seq, Epoch, Ingest as an ack's
 	KindClose    Kind = 6 // no body: the receiver closed the link
-	KindAck      Kind = 7 // no body: the receiver has every message up to Seq in whole
+	KindAck      Kind = 7 // no body: the receiver has every message up to Seq in whole, the newest since Epoch ns
 	KindResend   Kind = 8 // no body: Seq is the first message the receiver lacks; send again from it
 	kindMax           = KindResend
 )
@@ -127,14 +137,14 @@ type Header struct {
 	Edge     uint32
 	Sender   uint32
 	Receiver uint32
-	Epoch    uint64 // data: the batch's timestamp; progress: the new frontier
-	Seq      uint64 // 1, 2, ... per link for data, progress and end frames
+	Epoch    uint64 // data: the batch's timestamp; progress: the new frontier; ack, credit: the ack delay (ns)
+	Seq      uint64 // 1, 2, ... per link for data, progress and end frames; ack, credit: acknowledged up to
 	Chunk    uint32 // index of this chunk, < Chunks
 	Chunks   uint32 // number of chunks of this message, >= 1
 	Total    uint64 // body length summed over all chunks
 	// Ingest is, for data, when the batch's rows entered the query (Unix
 	// ns, 0: unknown): end-to-end latency survives the hop between workers.
-	// For an ack it is the longest the receiving worker kept a batch of
+	// For an ack or a credit frame it is the longest the receiving worker kept a batch of
 	// the link until its result since the previous ack (ns, 0: none
 	// measured; relay.ResidenceReporter).
 	Ingest int64
@@ -213,7 +223,7 @@ func DecodeQuery(b []byte, query string) (Header, []byte, error) {
 		return h, nil, fmt.Errorf("%w: bad magic %#04x", ErrMalformed, m)
 	}
 	if v := b[2]; v != Version {
-		return h, nil, fmt.Errorf("%w: version %d, this build speaks %d", ErrMalformed, v, Version)
+		return h, nil, fmt.Errorf("%w: %w %d, this build speaks %d", ErrMalformed, ErrVersion, v, Version)
 	}
 	h.Kind = Kind(b[3])
 	h.Flags = Flags(b[4])

@@ -17,7 +17,8 @@
 // Core NATS may lose messages: those in flight at a server when it stops
 // never arrive, while the clients reconnect and carry on. A link repairs
 // that. The receiver acknowledges every message it has in whole (acks are
-// cumulative: an ack of n covers everything up to n), and the sender keeps
+// cumulative: an ack of n covers everything up to n, and while data flow
+// they ride on the grants, each saying how long it was held), and the sender keeps
 // every message until its ack comes back; credit bounds those to the
 // window, so memory stays bounded. It sends them all again, oldest first,
 // when the receiver reports a gap (a resend frame naming the message it
@@ -90,6 +91,14 @@ type Options struct {
 	// Linger bounds how long Close waits for the receiver to acknowledge
 	// what was sent (default 30s, a server outage's length).
 	Linger time.Duration
+	// AckDelay is how long a receiver that has caught up may hold its ack
+	// when it acknowledged less than that ago, so that a stream of small
+	// messages costs an ack per grant, not one per pause (QUIC's
+	// max_ack_delay, TCP's delayed ack). A message that comes alone is
+	// still acknowledged at once, and every ack says how long it was held,
+	// which the sender takes out of its samples. Default 1ms; negative:
+	// ack as soon as the receiver has caught up.
+	AckDelay time.Duration
 	// ProbeEvery is how often a progress update that could ride on a
 	// batch (relay.FrontierSender) goes as a message of its own instead,
 	// for the bandwidth estimate's round trip without payload (default
@@ -113,6 +122,7 @@ type Transport struct {
 	gapTO  time.Duration
 	linger time.Duration
 	probe  time.Duration // Options.ProbeEvery
+	ackDly time.Duration // Options.AckDelay (<= 0: none)
 	// done is closed by Close: a sender waiting for acks stops waiting.
 	done      chan struct{}
 	closeOnce sync.Once
@@ -159,7 +169,10 @@ var _ relay.Transport = (*Transport)(nil)
 // New makes a transport over nc. Closing the transport leaves nc open.
 func New(nc *nats.Conn, o Options) *Transport {
 	t := &Transport{nc: nc, cfg: o.Config.WithDefaults(), prefix: o.Prefix, named: o.Ends, chunk: o.MaxChunk, retry: o.Retry, shape: o.Shape, shaper: o.Shaper,
-		ackTO: o.AckTimeout, gapTO: o.GapTimeout, linger: o.Linger, probe: o.ProbeEvery, done: make(chan struct{})}
+		ackTO: o.AckTimeout, gapTO: o.GapTimeout, linger: o.Linger, probe: o.ProbeEvery, ackDly: o.AckDelay, done: make(chan struct{})}
+	if t.ackDly == 0 {
+		t.ackDly = time.Millisecond
+	}
 	if t.probe == 0 {
 		t.probe = relay.BandwidthWindow / 10
 	}
@@ -317,7 +330,10 @@ type sender struct {
 	sent       uint64
 	granted    uint64
 	peerClosed bool
-	closed     bool
+	// peerErr is why the receiver cannot be talked to (another frame
+	// version).
+	peerErr error
+	closed  bool
 	// notify holds a token after a change: whoever waits for one (a
 	// send for credit, Close for acks; one at a time, under sendMu)
 	// looks again. A token, not a closed channel, so a grant allocates
@@ -404,21 +420,38 @@ func (s *sender) hello() {
 
 func (s *sender) onCredit(msg *nats.Msg) {
 	h, body, err := frame.DecodeQuery(msg.Data, s.link.Query)
+	if errors.Is(err, frame.ErrVersion) {
+		// A receiver of another release: say so, rather than wait for
+		// credit it will never send in a form this end reads.
+		s.mu.Lock()
+		if s.peerErr == nil {
+			s.peerErr = fmt.Errorf("%w on %s: the receiver's %w", relay.ErrProtocol, s.link, err)
+		}
+		s.wake()
+		s.mu.Unlock()
+		return
+	}
 	if err != nil || !sameLink(&h, s.link) {
 		return // not ours to act on; a receiver never sends garbage
 	}
 	switch h.Kind {
-	case frame.KindAck:
+	case frame.KindAck, frame.KindCredit:
+		// A credit frame acknowledges as an ack does (frame version 5):
+		// while data flow, acks ride on the grants.
 		if h.Ingest > 0 {
 			s.m.Residence(time.Duration(h.Ingest))
 		}
-		s.wireMu.Lock()
-		s.acked(h.Seq, true)
-		s.wireMu.Unlock()
-		return
+		if h.Seq > 0 {
+			s.wireMu.Lock()
+			s.acked(h.Seq, true, time.Duration(h.Epoch))
+			s.wireMu.Unlock()
+		}
+		if h.Kind == frame.KindAck {
+			return
+		}
 	case frame.KindResend:
 		s.wireMu.Lock()
-		s.acked(h.Seq-1, false)
+		s.acked(h.Seq-1, false, 0)
 		if h.Seq > s.evicted {
 			s.resend(h.Seq)
 		}
@@ -461,7 +494,10 @@ func (s *sender) wake() {
 // acked takes the receiver's word that it has every message up to seq;
 // s.wireMu is held. The ack of a data message sent once is a bandwidth
 // sample (sample is false when the word came with a resend request).
-func (s *sender) acked(seq uint64, sample bool) {
+// delay is how long the receiver held the newest of them before it said
+// so (a delayed ack, or one riding on a grant): the samples and the ack
+// times take it out, so they read the link, not the receiver's wait.
+func (s *sender) acked(seq uint64, sample bool, delay time.Duration) {
 	if len(s.unacked) == 0 || s.unacked[0].h.Seq > seq {
 		return
 	}
@@ -476,6 +512,13 @@ func (s *sender) acked(seq uint64, sample bool) {
 	for ; k < len(s.unacked) && s.unacked[k].h.Seq <= seq; k++ {
 		if s.unacked[k].h.Kind == frame.KindData {
 			last = k
+		}
+	}
+	// The ack as an undelayed one would have come: never before the
+	// newest message it covers went out, whatever the peer says.
+	if delay > 0 {
+		if now = now.Add(-delay); now.Before(s.unacked[k-1].sentAt) {
+			now = s.unacked[k-1].sentAt
 		}
 	}
 	if m := s.unacked[k-1]; sample && m.h.Seq == seq && !m.resent && m.h.Kind == frame.KindProgress {
@@ -738,6 +781,8 @@ func (s *sender) credit() (chan struct{}, error) {
 		return nil, fmt.Errorf("send on %s: %w", s.link, relay.ErrClosed)
 	case s.peerClosed:
 		return nil, fmt.Errorf("send on %s: %w", s.link, relay.ErrPeerClosed)
+	case s.peerErr != nil:
+		return nil, s.peerErr
 	case s.sent < s.granted:
 		s.sent++
 		return nil, nil
@@ -1057,18 +1102,31 @@ type receiver struct {
 	grantMu  sync.Mutex
 	grantBuf []byte
 
+	// whole is the newest message here in whole (in order), wholeAt when
+	// it was (Unix ns): what a grant acknowledges, and from when its ack
+	// delay counts. ackedTo is the newest acknowledged (by an ack or a
+	// grant), lastAckAt when (Unix ns).
+	whole     atomic.Uint64
+	wholeAt   atomic.Int64
+	ackedTo   atomic.Uint64
+	lastAckAt atomic.Int64
+	// waitingB are the wire bytes come in whole since the last ack or
+	// grant went out.
+	waitingB atomic.Int64
+
 	mu     sync.Mutex // serialises the callback with Close; guards below
 	expect uint64
-	// ackedTo is the last message acknowledged; ackBuf the ack frame's
-	// buffer.
-	ackedTo uint64
-	ackBuf  []byte
-	dec     *frame.Decoder
-	asm     []byte // chunks of the message being reassembled
-	asmH    frame.Header
-	asmOn   bool
-	asmN    uint32 // chunks so far
-	asmSz   int64
+	// ackBuf is the ack frame's buffer; ackTimer sends a delayed ack
+	// (Options.AckDelay) while ackArmed.
+	ackBuf   []byte
+	ackTimer *time.Timer
+	ackArmed bool
+	dec      *frame.Decoder
+	asm      []byte // chunks of the message being reassembled
+	asmH     frame.Header
+	asmOn    bool
+	asmN     uint32 // chunks so far
+	asmSz    int64
 	// asmHeld is what the reassembly buffer is charged to the query's
 	// memory (its allocator's Charger): a message larger than the
 	// server's max payload is held whole here before it is decoded.
@@ -1122,15 +1180,39 @@ func (t *Transport) OpenReceiver(ctx context.Context, link relay.LinkID) (relay.
 	return r, nil
 }
 
-// publishGrant sends the cumulative grant. Two goroutines may race to send
-// grants; the sender keeps the larger, so order does not matter.
+// publishGrant sends the cumulative grant, and with it the ack of every
+// message here in whole: while data flow, acks ride on the grants. Two
+// goroutines may race to send grants; the sender keeps the larger grant
+// and the larger ack, so order does not matter.
 func (r *receiver) publishGrant() {
 	h := header(r.link, frame.KindCredit)
 	h.Total = 8
 	r.grantMu.Lock()
 	defer r.grantMu.Unlock()
+	now := time.Now().UnixNano()
+	// whole before wholeAt: a message that becomes whole between the two
+	// makes the delay short, and the sender's sample slow, never fast.
+	if h.Seq = r.whole.Load(); h.Seq > 0 {
+		h.Epoch = uint64(max(0, now-r.wholeAt.Load()))
+		h.Ingest = r.residence.Swap(0)
+	}
 	r.grantBuf = frame.EncodeCredit(frame.Append(r.grantBuf[:0], h, nil), r.granted.Load())
-	_ = r.control(r.creditSubj, r.grantBuf)
+	if r.control(r.creditSubj, r.grantBuf) == nil && h.Seq > 0 {
+		r.acknowledged(h.Seq, now)
+		r.waitingB.Store(0)
+	}
+}
+
+// acknowledged notes that an ack of every message up to seq went out at
+// now (Unix ns).
+func (r *receiver) acknowledged(seq uint64, now int64) {
+	for {
+		cur := r.ackedTo.Load()
+		if seq <= cur || r.ackedTo.CompareAndSwap(cur, seq) {
+			break
+		}
+	}
+	r.lastAckAt.Store(now)
 }
 
 // fail records the first protocol error; r.mu is held.
@@ -1189,8 +1271,7 @@ func (r *receiver) onData(msg *nats.Msg) {
 	switch h.Kind {
 	case frame.KindHello:
 		r.m.ControlBytes(len(msg.Data))
-		r.publishGrant()
-		r.ack(r.expect - 1)
+		r.publishGrant() // it acknowledges too
 		if r.gapOn {
 			r.askAgain(time.Now())
 		}
@@ -1242,20 +1323,73 @@ func (r *receiver) onData(msg *nats.Msg) {
 		}
 		it.rec = rec
 	}
-	// The ack is sent as the message is whole here, before it waits for
-	// the consumer: the sender may drop its copy, and its bandwidth
-	// sample (Jellyfish 6) does not read a slow consumer as a slow link.
 	// Acks are cumulative, so one covers every message since the last
-	// (TCP's delayed ack, JetStream's AckAll): it goes once nothing more
-	// waits in the subscription (the receiver has caught up: a message
-	// that came alone is acked at once, and its sample is as fresh as
-	// ever) or once half the window is unacknowledged (the sender keeps
-	// its copies, and its buffers, until then). A stream of small
-	// batches then costs an ack per burst, not one per message.
-	if h.Seq-r.ackedTo >= max(1, r.window/2) || caughtUp(msg) {
+	// (TCP's delayed ack, JetStream's AckAll), and every grant is one
+	// (publishGrant): a stream the consumer keeps up with is acknowledged
+	// a grant per half window, with no frame of its own. An ack goes on
+	// its own once three quarters of the window wait for one (a consumer
+	// that lags: the sender keeps its copies, and its buffers, until
+	// then), and once nothing more waits in the subscription (the
+	// receiver has caught up: a message that came alone is acked at
+	// once), unless an ack went out within AckDelay, which then covers
+	// it. Large messages are acknowledged at least every ackBytes: an ack
+	// per megabytes costs nothing, and the sender's copies (and its ack
+	// timeout's clock) do not wait on most of a window of them. Each ack says how long its newest message waited for it, so
+	// the sender's bandwidth sample (Jellyfish 6) reads neither that wait
+	// nor a slow consumer as a slow link.
+	r.whole.Store(h.Seq)
+	r.wholeAt.Store(it.arrived)
+	switch {
+	case h.Seq-r.ackedTo.Load() >= max(1, r.window-r.window/4) || r.waitingB.Add(size) >= ackBytes:
 		r.ack(h.Seq)
+	case caughtUp(msg):
+		r.ackCaughtUp(it.arrived)
 	}
 	r.push(it)
+}
+
+// ackCaughtUp acknowledges everything here now that the receiver has
+// caught up, or, when an ack went out within AckDelay, arms the delayed
+// ack for the rest of that delay; r.mu is held.
+func (r *receiver) ackCaughtUp(now int64) {
+	wait := r.lastAckAt.Load() + int64(r.t.ackDly) - now
+	if r.t.ackDly <= 0 || wait <= 0 {
+		r.ack(r.whole.Load())
+		return
+	}
+	r.armAck(time.Duration(wait))
+}
+
+// armAck sends the delayed ack in d unless it is armed already; r.mu is
+// held. Its timer is the receiver's, so arming allocates nothing.
+func (r *receiver) armAck(d time.Duration) {
+	if r.ackArmed {
+		return
+	}
+	r.ackArmed = true
+	if r.ackTimer == nil {
+		r.ackTimer = time.AfterFunc(d, r.ackTick)
+	} else {
+		r.ackTimer.Reset(d)
+	}
+}
+
+// ackTick is the delayed ack: nothing when a grant has acknowledged
+// everything meanwhile, a later try when one went out within AckDelay
+// (data still flow, grants still carry the acks), else the ack.
+func (r *receiver) ackTick() {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.ackArmed = false
+	whole := r.whole.Load()
+	if r.closed || r.err != nil || whole <= r.ackedTo.Load() {
+		return
+	}
+	if wait := r.lastAckAt.Load() + int64(r.t.ackDly) - time.Now().UnixNano(); wait > 0 {
+		r.armAck(time.Duration(wait))
+		return
+	}
+	r.ack(whole)
 }
 
 // caughtUp says whether msg's subscription has nothing more waiting
@@ -1280,8 +1414,9 @@ func (r *receiver) ReportResidence(d time.Duration) {
 	}
 }
 
-// ack tells the sender this end has every message up to seq; r.mu is held.
-// The frame is built in a buffer the receiver keeps (NATS copies it out).
+// ack tells the sender this end has every message up to seq, and how long
+// the newest has waited for it; r.mu is held. The frame is built in a
+// buffer the receiver keeps (NATS copies it out).
 func (r *receiver) ack(seq uint64) {
 	if seq == 0 {
 		return
@@ -1289,11 +1424,20 @@ func (r *receiver) ack(seq uint64) {
 	h := header(r.link, frame.KindAck)
 	h.Seq = seq
 	h.Ingest = r.residence.Swap(0)
+	now := time.Now().UnixNano()
+	if seq == r.whole.Load() {
+		h.Epoch = uint64(max(0, now-r.wholeAt.Load()))
+	}
 	r.ackBuf = frame.Append(r.ackBuf[:0], h, nil)
 	if r.control(r.creditSubj, r.ackBuf) == nil {
-		r.ackedTo = max(r.ackedTo, seq)
+		r.acknowledged(seq, now)
+		r.waitingB.Store(0)
 	}
 }
+
+// ackBytes are the wire bytes after which a receiver acknowledges
+// whatever else waits for its ack.
+const ackBytes = 4 << 20
 
 // lost notes that message r.expect went missing (a later frame came, or a
 // chunk of it was skipped): it drops what it had of it and asks the sender
@@ -1485,6 +1629,9 @@ func (r *receiver) Close() error {
 		r.dropAsm()
 		if r.gapTimer != nil {
 			r.gapTimer.Stop()
+		}
+		if r.ackTimer != nil {
+			r.ackTimer.Stop()
 		}
 		r.dec.Close()
 		if e := r.control(r.creditSubj, frame.Append(nil, header(r.link, frame.KindClose), nil)); e != nil && !errors.Is(e, nats.ErrConnectionClosed) {

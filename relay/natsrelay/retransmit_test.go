@@ -255,8 +255,18 @@ func TestDuplicatesAreDropped(t *testing.T) {
 	lp := newLinkPair(t, startServer(t, 0), 30*time.Second, Options{Config: relay.Config{Window: window}, AckTimeout: 100 * time.Millisecond, Retry: 50 * time.Millisecond})
 	ctx := lp.ctx
 	lp.b.drop = func(p []byte) bool {
-		h, _, err := frame.Decode(p)
-		return err == nil && h.Kind == frame.KindAck && h.Seq <= window
+		// Grants acknowledge too: those that answer hellos go as well,
+		// and with them no credit the sender lacks (they grant the first
+		// window again; nothing is consumed yet).
+		h, body, err := frame.Decode(p)
+		if err != nil || h.Seq == 0 || h.Seq > window {
+			return false
+		}
+		if h.Kind == frame.KindCredit {
+			g, err := frame.DecodeCredit(body)
+			return err == nil && g <= window
+		}
+		return h.Kind == frame.KindAck
 	}
 	snd, r := openLink(ctx, t, lp.a, lp.b, relay.LinkID{Query: "q", Edge: 2})
 	defer r.Close()
