@@ -1,7 +1,10 @@
 package benchtest_test
 
 import (
+	"bytes"
 	"io"
+	"strings"
+	"testing"
 
 	"github.com/tierflow/tierflow/bench"
 	"github.com/tierflow/tierflow/bench/benchtest"
@@ -19,5 +22,17 @@ const exitBadInput = cli.ExitBadInput
 func runner(cmd bench.Command) func(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	return func(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		return benchtest.Run(args, stdin, stdout, stderr, cmd)
+	}
+}
+
+// captured runs a benchmark's command with no input, args from "bench",
+// and returns its exit code and both streams.
+func captured(cmd bench.Command) func(t *testing.T, args ...string) (code int, stdout, stderr string) {
+	run := runner(cmd)
+	return func(t *testing.T, args ...string) (int, string, string) {
+		t.Helper()
+		var out, errb bytes.Buffer
+		code := run(args, strings.NewReader(""), &out, &errb)
+		return code, out.String(), errb.String()
 	}
 }

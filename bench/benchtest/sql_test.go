@@ -1,7 +1,6 @@
 package benchtest_test
 
 import (
-	"bytes"
 	"os"
 	"strings"
 	"testing"
@@ -14,16 +13,9 @@ import (
 // bench/sql's tests (the DuckDB peer's front: flags passed through, its exit
 // code kept) run here, in this binary, rather than in one of their own.
 
-var runSQLCommand = runner(sql.Command)
-
 // runSQL runs `tierflow bench sql ...` (args from "bench") and returns the
 // exit code and both streams.
-func runSQL(t *testing.T, args ...string) (code int, stdout, stderr string) {
-	t.Helper()
-	var out, errb bytes.Buffer
-	code = runSQLCommand(args, strings.NewReader(""), &out, &errb)
-	return code, out.String(), errb.String()
-}
+var runSQL = captured(sql.Command)
 
 func TestBenchSQLRunsThePeerWithItsFlags(t *testing.T) {
 	argsFile := benchtest.FakeSQLPeer(t, 0)

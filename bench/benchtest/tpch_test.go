@@ -1,7 +1,6 @@
 package benchtest_test
 
 import (
-	"bytes"
 	"os"
 	"strconv"
 	"strings"
@@ -12,16 +11,9 @@ import (
 	"github.com/tierflow/tierflow/internal/cli"
 )
 
-var runTPCHCommand = runner(tpchcmd.Command)
-
 // runTPCH runs `tierflow bench tpch ...` (args from "bench") and returns
 // the exit code and both streams.
-func runTPCH(t *testing.T, args ...string) (code int, stdout, stderr string) {
-	t.Helper()
-	var out, errb bytes.Buffer
-	code = runTPCHCommand(args, strings.NewReader(""), &out, &errb)
-	return code, out.String(), errb.String()
-}
+var runTPCH = captured(tpchcmd.Command)
 
 func TestBenchTPCHRunsThePeerWithItsFlags(t *testing.T) {
 	argsFile := benchtest.FakeSQLPeer(t, 0)
