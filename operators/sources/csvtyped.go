@@ -313,6 +313,23 @@ func parseCSVTime(s []byte, unit arrow.TimeUnit) (arrow.Timestamp, bool) {
 	if !ok {
 		return 0, false
 	}
+	if ts, ok := coarseTimestamp(secs, ns, unit); ok {
+		return ts, true
+	}
+	if unit == arrow.Nanosecond {
+		// The year as written (parseTimeText read its four digits).
+		if y := int(s[0]-'0')*1000 + int(s[1]-'0')*100 + int(s[2]-'0')*10 + int(s[3]-'0'); y < 1678 || y > 2261 {
+			return 0, false
+		}
+		return arrow.Timestamp(secs*1e9 + int64(ns)), true
+	}
+	return 0, false
+}
+
+// coarseTimestamp is secs and ns (nanoseconds in the second) in unit when
+// unit is seconds, milliseconds or microseconds, whose range no four-digit
+// year exceeds; false for nanoseconds, whose range the caller checks.
+func coarseTimestamp(secs int64, ns int, unit arrow.TimeUnit) (arrow.Timestamp, bool) {
 	switch unit {
 	case arrow.Second:
 		return arrow.Timestamp(secs), true
@@ -320,12 +337,6 @@ func parseCSVTime(s []byte, unit arrow.TimeUnit) (arrow.Timestamp, bool) {
 		return arrow.Timestamp(secs*1e3 + int64(ns)/1e6), true
 	case arrow.Microsecond:
 		return arrow.Timestamp(secs*1e6 + int64(ns)/1e3), true
-	case arrow.Nanosecond:
-		// The year as written (parseTimeText read its four digits).
-		if y := int(s[0]-'0')*1000 + int(s[1]-'0')*100 + int(s[2]-'0')*10 + int(s[3]-'0'); y < 1678 || y > 2261 {
-			return 0, false
-		}
-		return arrow.Timestamp(secs*1e9 + int64(ns)), true
 	}
 	return 0, false
 }

@@ -306,13 +306,8 @@ func (c *minuteCache) parse(s []byte, unit arrow.TimeUnit) (arrow.Timestamp, boo
 			return parseCSVTime(s, unit) // an offset: rare enough
 		}
 	}
-	switch unit {
-	case arrow.Second:
-		return arrow.Timestamp(secs), true
-	case arrow.Millisecond:
-		return arrow.Timestamp(secs*1e3 + int64(nsec)/1e6), true
-	case arrow.Microsecond:
-		return arrow.Timestamp(secs*1e6 + int64(nsec)/1e3), true
+	if ts, ok := coarseTimestamp(secs, nsec, unit); ok {
+		return ts, true
 	}
 	return parseCSVTime(s, unit) // nanoseconds: parseCSVTime checks the year's range
 }
