@@ -32,12 +32,16 @@ const Magic uint16 = 0x5446
 // lost message where a version-3 one asks for it again, so the two do not mix.
 // Version 4 added FlagFrontier: a version-3 receiver would take the frontier's
 // trailer for part of the Arrow body.
-// Version 5 made acks ride on credit: a credit frame acknowledges every
-// message up to its Seq, and an ack or credit frame carries in Epoch how
-// long (ns) the receiver held the newest message it acknowledges before
-// saying so (QUIC's ack delay): a version-4 sender would ignore the one
-// and read the other's delayed acks as a slow link.
-const Version uint8 = 5
+// Version 5 (c26e93a, backed out to 4 by 86ee0d0) made an ack carry the
+// receiver's grant as its body. Version 6 makes acks ride on credit
+// instead: a credit frame acknowledges every message up to its Seq, an
+// ack has no body, and an ack or credit frame carries in Epoch how long
+// (ns) the receiver held the newest message it acknowledges before saying
+// so (QUIC's ack delay). A version-4 sender would ignore the one and read
+// the other's delayed acks as a slow link, and a version-5 one would take
+// a bodiless ack for a malformed frame and never see an ack: each is
+// refused by its version.
+const Version uint8 = 6
 
 // Kind says what a frame carries.
 type Kind uint8

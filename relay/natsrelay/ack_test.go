@@ -16,7 +16,7 @@ import (
 
 // Acks are cumulative and ride on the grants: a stream sent back to back
 // is acknowledged by far fewer frames than messages, most of them grants
-// (frame version 5), every message is acknowledged in the end, and a
+// (frame version 6), every message is acknowledged in the end, and a
 // message that comes alone is acknowledged too, by an ack of its own or
 // the grant its consumption brings. The ack timeout is longer than the
 // test: a resend never brings an ack, so an ack that comes came of the

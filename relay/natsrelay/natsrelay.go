@@ -436,7 +436,7 @@ func (s *sender) onCredit(msg *nats.Msg) {
 	}
 	switch h.Kind {
 	case frame.KindAck, frame.KindCredit:
-		// A credit frame acknowledges as an ack does (frame version 5):
+		// A credit frame acknowledges as an ack does (frame version 6):
 		// while data flow, acks ride on the grants.
 		if h.Ingest > 0 {
 			s.m.Residence(time.Duration(h.Ingest))
