@@ -46,23 +46,45 @@ func (e *Error) Position() lexer.Position { return e.Pos }
 //	SELECT a FORM t
 //	         ^
 func (e *Error) Pretty() string {
+	return e.Error() + "\n" + Caret(e.Line, e.Pos.Column)
+}
+
+// caretWidth is how many characters of a source line Caret shows on each
+// side of the column: a script on one long line (a generated VALUES list, a
+// minified query) would otherwise print all of it, megabytes, for one caret.
+const caretWidth = 60
+
+// Caret renders a source line and a caret under its column (1-based, in
+// characters), the way a compiler does. A line longer than a terminal shows
+// caretWidth characters on each side of the column, an ellipsis where it is
+// cut.
+func Caret(line string, col int) string {
+	line = strings.TrimRight(line, "\r")
+	rs := []rune(line)
+	at := min(max(col-1, 0), len(rs))
+	from, to := 0, len(rs)
+	if len(rs) > 2*caretWidth {
+		from, to = max(at-caretWidth, 0), min(at+caretWidth, len(rs))
+	}
 	var b strings.Builder
-	b.WriteString(e.Error())
+	if from > 0 {
+		b.WriteString("…")
+	}
+	b.WriteString(string(rs[from:to]))
+	if to < len(rs) {
+		b.WriteString("…")
+	}
 	b.WriteByte('\n')
-	b.WriteString(e.Line)
-	b.WriteByte('\n')
+	if from > 0 {
+		b.WriteByte(' ')
+	}
 	// Keep tabs so the caret lines up however the terminal expands them.
-	col := 1
-	for _, r := range e.Line {
-		if col >= e.Pos.Column {
-			break
-		}
+	for _, r := range rs[from:at] {
 		if r == '\t' {
 			b.WriteByte('\t')
 		} else {
 			b.WriteByte(' ')
 		}
-		col++
 	}
 	b.WriteString("^")
 	return b.String()

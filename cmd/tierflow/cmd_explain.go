@@ -329,20 +329,7 @@ func printCaret(w io.Writer, src, msg string, line, col int) {
 	if line < 1 || line > len(lines) {
 		return
 	}
-	text := lines[line-1]
-	fmt.Fprintln(w, text)
-	var b strings.Builder
-	for i, r := range text {
-		if i >= col-1 {
-			break
-		}
-		if r == '\t' {
-			b.WriteByte('\t')
-		} else {
-			b.WriteByte(' ')
-		}
-	}
-	fmt.Fprintln(w, b.String()+"^")
+	fmt.Fprintln(w, lang.Caret(lines[line-1], col))
 }
 
 // parseClassMix reads --class-mix MODEL=CLASS:WEIGHT,... flags.

@@ -240,19 +240,7 @@ func caret(src, msg string, line, col int) string {
 	if line < 1 || line > len(lines) {
 		return msg
 	}
-	text := strings.TrimRight(lines[line-1], "\r")
-	var b strings.Builder
-	for i, r := range []rune(text) {
-		if i >= col-1 {
-			break
-		}
-		if r == '\t' {
-			b.WriteByte('\t')
-		} else {
-			b.WriteByte(' ')
-		}
-	}
-	return msg + "\n" + text + "\n" + b.String() + "^"
+	return msg + "\n" + lang.Caret(lines[line-1], col)
 }
 
 // IsBadInput reports whether err is the user's input being wrong (exit 2)
