@@ -409,12 +409,18 @@ func TestConformanceBackpressureBounded(t *testing.T) {
 		defer mem.AssertSize(t, 0)
 		nc := connect(t, s)
 		subject := "bp." + c.Kind
-		const maxAck, published = 16, 400
+		const maxAck, published, pending = 16, 400, 20
 		stats := &connectors.Stats{}
 		// Batches bigger than MaxAckPending: a JetStream source fills up to
-		// the server's limit and waits out MaxDelay.
-		mk, err := c.NewSource(connectors.SourceConfig{Conn: nc, Subject: subject, Schema: readingsSchema, MaxRows: 1000, MaxDelay: 50 * time.Millisecond,
-			MaxAckPending: maxAck, PendingMsgs: 20, OnError: sources.Fail, Stats: stats, EventTime: sources.EventTime{Column: -1}})
+		// the server's limit and waits out MaxDelay. A core NATS source's
+		// batches are small, so that what it can hold while blocked is well
+		// below what is published (natsHeld).
+		maxRows := 1000
+		if c.Kind == connectors.NATS {
+			maxRows = 10
+		}
+		mk, err := c.NewSource(connectors.SourceConfig{Conn: nc, Subject: subject, Schema: readingsSchema, MaxRows: maxRows, MaxDelay: 50 * time.Millisecond,
+			MaxAckPending: maxAck, PendingMsgs: pending, OnError: sources.Fail, Stats: stats, EventTime: sources.EventTime{Column: -1}})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -466,11 +472,14 @@ func TestConformanceBackpressureBounded(t *testing.T) {
 				return nil
 			})
 		} else {
-			// The blocked source holds its subscription's pending limit
-			// plus what the engine's bounded queues hold; the rest drops.
-			checkFor(t, 5*time.Second, func() error {
-				if stats.Messages.Load() < 4 {
-					return errors.New("source has not started")
+			// Every message has reached the source's connection (each one
+			// is pending, handed to the source or dropped) before the
+			// writer lets go: on a loaded machine the server may still be
+			// delivering when the publisher is done, and a source let go
+			// meanwhile takes the rest without a drop.
+			checkFor(t, 10*time.Second, func() error {
+				if n := nc.Stats().InMsgs; n < published {
+					return fmt.Errorf("%d of %d messages delivered to the source's connection", n, published)
 				}
 				return nil
 			})
@@ -481,8 +490,18 @@ func TestConformanceBackpressureBounded(t *testing.T) {
 			t.Fatal(err)
 		}
 		if c.Kind == connectors.NATS {
-			if stats.Dropped.Load() == 0 || stats.Messages.Load()+stats.Dropped.Load() > published || out.Rows() >= published {
-				t.Fatalf("received %d, dropped %d, emitted %d of %d: want drops beyond the pending limit", stats.Messages.Load(), stats.Dropped.Load(), out.Rows(), published)
+			// The blocked source holds its subscription's pending limit,
+			// the message its handler waits with, the handler's queue and
+			// the messages it took from it (a batch's worth each), and a
+			// batch in each place the engine holds one: the one it builds,
+			// the queue's two (QueueLen) and the sink's, held by the
+			// writer. Everything else drops.
+			natsHeld := int64(pending + 1 + 2*maxRows + 4*maxRows)
+			received, dropped := stats.Messages.Load(), stats.Dropped.Load()
+			t.Logf("received %d, dropped %d of %d (at most %d held)", received, dropped, published, natsHeld)
+			if dropped < published-natsHeld || received+dropped > published || int64(out.Rows()) > received {
+				t.Fatalf("received %d, dropped %d, emitted %d of %d: want at most %d held by the blocked source, the rest dropped and counted",
+					received, dropped, out.Rows(), published, natsHeld)
 			}
 		}
 	})

@@ -233,11 +233,18 @@ func (s *supervisor) resumeAsked(user string, admin bool, written uint64) error 
 
 // outageEpoch (with s.mu held) is the epoch a recovery from an outage
 // resumes from: the committed epoch, or the client's written one when it
-// asked and is behind (it lost results in flight).
+// asked and is behind (it lost results in flight). The query's committed
+// epoch comes down to it too, and the generations running now no longer
+// move it: a later recovery (a worker expiring, a worker gone while this
+// one deploys) that resumed at the sinks' frontier would skip the epochs
+// the client lost, and the client, which reads only the newest
+// generation, would never get them.
 func outageEpoch(s *supervisor, committed uint64) uint64 {
 	if s.resumeFrom != nil {
 		committed = min(committed, *s.resumeFrom)
 		s.resumeFrom = nil
+		s.info.Committed = min(s.info.Committed, committed)
+		s.unseenBelow = max(s.unseenBelow, s.info.Generation+1)
 	}
 	return committed
 }

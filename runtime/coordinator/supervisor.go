@@ -127,6 +127,11 @@ type supervisor struct {
 	// resumeFrom is the epoch a client that lost its connection has
 	// written (a recovery from an outage resumes no later; outage.go).
 	resumeFrom *uint64
+	// unseenBelow: generations below it sent results their client did not
+	// get (it asked to resume after an outage). Their sinks' frontiers say
+	// what the sinks sent, not what the client wrote, so they no longer
+	// move the committed epoch (outageEpoch).
+	unseenBelow int
 	// jetstream are the subjects of the query's JetStream streams and
 	// sinks: its parts' data users may create streams over them (mint).
 	jetstream []string

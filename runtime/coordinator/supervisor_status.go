@@ -216,7 +216,7 @@ func (s *supervisor) commit() {
 		}
 		known = known && !first
 	}
-	if known && low > info.Committed {
+	if known && low > info.Committed && info.Generation >= s.unseenBelow {
 		info.Committed = low
 	}
 	info.ResumeSeq = deploy.ResumeSeqs(s.bound, info.Committed, s.positions)
