@@ -99,8 +99,11 @@ import (
 // blocked without saying so (its thread then runs other goroutines, and
 // it looks busy) never holds its own query's next step at the gate - on a
 // worker of one processor that cost a small query alone 140 ms a run. The
-// hop before a query joins, its deploy request, can still find every
-// processor taken by a query alone; the hops after it do not.
+// hop before a query joins, its deploy request, can find every processor
+// taken by a query alone: such a query takes a breather once a slice
+// (breatherGather), its steps parked at the gate until one poll of the
+// network has come back, so that hop waits about a slice, not for sysmon's
+// poll and then behind a run queue of preempted steps.
 //
 // Nothing else is reserved, and an idle query costs the others nothing.
 type CPU struct {
@@ -825,9 +828,10 @@ func (s *CPUShare) Helper() *Helper { return &Helper{share: s} }
 // In a breather no step of the query passes the gate, and each step
 // under way arrives there at its next batch (yield): Go's processors run
 // out of the query's goroutines, and whatever else was runnable runs.
-// Once every step has arrived (or a tenth of a slice has passed: a step
-// blocked without saying so, a batch longer than that), the breather sends
-// a round through a pipe Go's poller watches and waits for it: a
+// Once fewer of its steps are under way than Go has processors (one is
+// free of them; or a tenth of a slice has passed: a step blocked without
+// saying so, a batch longer than that), the breather sends a round
+// through a pipe Go's poller watches and waits for it: a
 // processor without work polls the network, the round comes back in the
 // same poll as every goroutine the network readied meanwhile (a NATS
 // connection's reader, a heartbeat, a deploy request), and the round's
@@ -882,7 +886,7 @@ func (s *CPUShare) breather(now time.Duration) (wait, round bool) {
 		}
 		return true, false
 	}
-	if len(s.running) == 0 && s.starting == 0 || now-c.breathFrom >= c.slice/breatherGather {
+	if len(s.running)+s.starting < runtime.GOMAXPROCS(0) || now-c.breathFrom >= c.slice/breatherGather {
 		c.breathSent = true
 		return true, true
 	}

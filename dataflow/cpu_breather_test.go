@@ -11,8 +11,8 @@ import (
 )
 
 // A query alone takes a breather once a slice (#25): the step that finds
-// one due waits at the gate until every step of the query under way has
-// ended or arrived there, and goes on when the breather's round has come
+// one due waits at the gate until fewer of the query's steps are under
+// way than Go has processors, and goes on when the breather's round has come
 // back through Go's network poller. Fewer steps than Go's processors, or
 // a second query joined, take none; a step that never arrives holds a
 // breather a tenth of a slice at most.
@@ -61,27 +61,23 @@ func TestCPUBreatherGathersTheQueryAlone(t *testing.T) {
 		running = append(running, stepped(enter(), "step "+string(rune('0'+i))))
 	}
 
-	// Due after a slice: the next step waits until every step under way
-	// has ended.
+	// Due after a slice: the next step waits until fewer steps than
+	// processors are under way (one processor is free of them).
 	clock.add(11 * time.Millisecond)
 	next := enter()
 	waitingAtGate(t, c, 1)
-	for _, st := range running[:len(running)-1] {
-		a.exit(st)
-	}
-	waits(next, "a step while another of its query's was under way")
-	a.exit(running[len(running)-1])
+	a.exit(running[0])
+	waits(next, "a step while its query's steps held every processor")
+	a.exit(running[1])
 	st := stepped(next, "the step after its query's steps gathered")
+	running = append(running[2:], st)
 	if got := c.breaths.Load(); got != 1 {
 		t.Errorf("%d breathers ended, want 1", got)
 	}
 
 	// A step that never arrives (blocked without saying so) holds the
 	// breather a tenth of a slice.
-	running = []*stepStart{st}
-	for range procs {
-		running = append(running, stepped(enter(), "a step after the breather"))
-	}
+	running = append(running, stepped(enter(), "a step after the breather"))
 	clock.add(11 * time.Millisecond)
 	next = enter()
 	waitingAtGate(t, c, 1)
