@@ -100,10 +100,10 @@ import (
 // it looks busy) never holds its own query's next step at the gate - on a
 // worker of one processor that cost a small query alone 140 ms a run. The
 // hop before a query joins, its deploy request, can find every processor
-// taken by a query alone: such a query takes a breather once a slice
+// taken by a query alone: such a query takes a breather every two slices
 // (breatherGather), its steps parked at the gate until one poll of the
-// network has come back, so that hop waits about a slice, not for sysmon's
-// poll and then behind a run queue of preempted steps.
+// network has come back, so that hop waits about two slices, not for
+// sysmon's poll and then behind a run queue of preempted steps.
 //
 // Nothing else is reserved, and an idle query costs the others nothing.
 type CPU struct {
@@ -531,7 +531,7 @@ func (s *CPUShare) enter(ctx context.Context) (*stepStart, error) {
 		// Back from idle (or new): level with those with work, and a
 		// slice of steps before a breather.
 		s.used = max(s.used, c.floor)
-		c.breathDue.Store(int64(now + c.slice))
+		c.breathDue.Store(int64(now + breatherEvery*c.slice))
 	}
 	s.waiting++
 	arrived := now
@@ -811,8 +811,8 @@ func (h *Helper) Do(f func()) {
 // stepping instance's).
 func (s *CPUShare) Helper() *Helper { return &Helper{share: s} }
 
-// A query alone on the CPU takes a breather once it has stepped a slice
-// since its last (#25). The cap on processors binds only while two
+// A query alone on the CPU takes a breather once it has stepped two
+// slices since its last (#25). The cap on processors binds only while two
 // queries or more have joined (see CPU), and the hop before a query joins
 // - its deploy request, and in one process the submit's hops through the
 // NATS server and the coordinator - arrives while another query may be
@@ -829,23 +829,30 @@ func (s *CPUShare) Helper() *Helper { return &Helper{share: s} }
 // under way arrives there at its next batch (yield): Go's processors run
 // out of the query's goroutines, and whatever else was runnable runs.
 // Once fewer of its steps are under way than Go has processors (one is
-// free of them; or a tenth of a slice has passed: a step blocked without
-// saying so, a batch longer than that), the breather sends a round
-// through a pipe Go's poller watches and waits for it: a
-// processor without work polls the network, the round comes back in the
-// same poll as every goroutine the network readied meanwhile (a NATS
-// connection's reader, a heartbeat, a deploy request), and the round's
-// goroutine lets those run before it ends the breather (runtime.Gosched:
-// it goes to the back of the global queue). So a breather lasts until the
-// query's steps have gathered and one poll has come back - tens of
-// microseconds when nothing else waits - and holds nothing that was not
-// waiting. It is taken at most once a slice of the query's wall time, and
-// only while the query's steps are at least as many as Go's processors
-// (fewer leave one to poll): it costs at most the gathering's
-// tenth of a slice plus a round per slice, where the cap on a query
-// alone, tried first, cost half again the CPU per event (an idle
-// processor kept beside it: docs/benchmarks.md).
-const breatherGather = 10
+// free of them), or a fortieth of a slice has passed (a step blocked
+// without saying so, a batch longer than that), the breather sends a
+// round through a pipe Go's poller watches and waits for it: a processor
+// without work polls the network, the round comes back in the same poll
+// as every goroutine the network readied meanwhile (a NATS connection's
+// reader, a heartbeat, a deploy request), and the round's goroutine lets
+// those run before it ends the breather (runtime.Gosched: it goes to the
+// back of the global queue). So a breather lasts until the query's steps
+// have gathered and one poll has come back - tens of microseconds when
+// nothing else waits - and holds nothing that was not waiting: what runs
+// meanwhile is the process's own work, not an idle processor.
+//
+// It is taken at most once every breatherEvery slices of the query's
+// wall time, and only while the query's steps are at least as many as
+// Go's processors (fewer leave one to poll), so the processors it leaves
+// idle are at most the gathering's fortieth of a slice and a round per
+// two slices: about 1%. Once a slice with a tenth of a slice to gather
+// cost a worker alone 6-11% of its events per second (bench nexmark,
+// q4, q5, q7), and the cap on a query alone, tried before, half again
+// its CPU per event (an idle processor kept beside it): docs/benchmarks.md.
+const (
+	breatherEvery  = 2
+	breatherGather = 40
+)
 
 // breatherDue says the query alone on the CPU is due a breather: its
 // steps check at every batch (yield).
@@ -872,7 +879,7 @@ func (s *CPUShare) breather(now time.Duration) (wait, round bool) {
 		}
 		if len(s.running)+s.starting+s.waiting < runtime.GOMAXPROCS(0) {
 			// Fewer steps than processors: one is left to poll.
-			c.breathDue.Store(int64(now + c.slice))
+			c.breathDue.Store(int64(now + breatherEvery*c.slice))
 			return false, false
 		}
 		c.breathGen++
@@ -906,7 +913,7 @@ func (c *CPU) endBreather(gen int) {
 // c.mu held.
 func (c *CPU) endBreath(now time.Duration) {
 	c.breathing, c.breathSent = false, false
-	c.breathDue.Store(int64(now + c.slice))
+	c.breathDue.Store(int64(now + breatherEvery*c.slice))
 	c.breaths.Add(1)
 	c.broadcast()
 }
