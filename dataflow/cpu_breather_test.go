@@ -117,12 +117,12 @@ func TestCPUBreatherGathersTheQueryAlone(t *testing.T) {
 // before anyone else's query joins the worker) lets the network in: a
 // pipe's reader, woken by Go's poller as a NATS connection's reader is
 // with a deploy request, runs within about a breather's period (two
-// slices). Without breathers it
-// waited for sysmon's poll (10 ms) and then in the global run queue
-// behind the query's preempted steps: most reads still came at once (the
-// writer, on a processor, found the reader's there), one in ten or more
-// after 0.1 s. Nine reads in ten within one process; the bound is
-// generous (a period and a slice beside the reads' lateness alone).
+// slices). Without breathers it waited for sysmon's poll (10 ms) and then
+// in the global run queue behind the query's preempted steps: most reads
+// still came within a millisecond, one in ten after 0.1 s or more. Nine
+// reads in ten within one process; the bound is
+// generous: a period and two slices beside the reads' lateness alone
+// (21-24 ms with breathers, 157-274 ms without, on one and two processors).
 func TestCPUBreatherLetsTheNetworkIn(t *testing.T) {
 	cpu := NewCPU(0)
 	if !cpu.breathes {
@@ -196,7 +196,7 @@ func TestCPUBreatherLetsTheNetworkIn(t *testing.T) {
 	without := busy(false)
 	t.Logf("a pipe's read late by %s alone, %s beside a busy query alone with breathers (%d), %s without, nine in ten of 50 on %d processors",
 		alone, with, breaths, without, runtime.GOMAXPROCS(0))
-	if limit := (breatherEvery+1)*cpu.slice + 4*alone + 5*time.Millisecond; with > limit {
+	if limit := (breatherEvery+2)*cpu.slice + 4*alone + 10*time.Millisecond; with > limit {
 		t.Errorf("a read beside the busy query alone was late by %s (nine in ten), past %s (alone %s, without breathers %s): the network waited behind the steps", with, limit, alone, without)
 	}
 	if breaths == 0 {
