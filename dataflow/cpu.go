@@ -144,8 +144,8 @@ type CPU struct {
 	// left, when set, is told each share's totals when its query's last
 	// part leaves (OnLeave).
 	left func(CPUStats)
-	// breathes: a query alone on the CPU takes a breather once a slice
-	// (see breathe; NewCPU, not the tests' fake clocks unless they set
+	// breathes: a query alone on the CPU takes a breather every two slices
+	// (see breatherEvery; NewCPU, not the tests' fake clocks unless they set
 	// it). breathDue is the clock (ns) at which the next one is due;
 	// breathing (c.mu) says one is under way since breathFrom, and
 	// breathSent that its round is on its way (breatherRound).
