@@ -196,7 +196,10 @@ func TestCPUBreatherLetsTheNetworkIn(t *testing.T) {
 	without := busy(false)
 	t.Logf("a pipe's read late by %s alone, %s beside a busy query alone with breathers (%d), %s without, nine in ten of 50 on %d processors",
 		alone, with, breaths, without, runtime.GOMAXPROCS(0))
-	if limit := (breatherEvery+2)*cpu.slice + 4*alone + 10*time.Millisecond; with > limit {
+	// Past the bound and no better than half the wait without them: the
+	// breathers did not let the network in (a machine too loaded for
+	// either to be quick is not the breathers' failure).
+	if limit := (breatherEvery+2)*cpu.slice + 4*alone + 10*time.Millisecond; with > limit && with > without/2 {
 		t.Errorf("a read beside the busy query alone was late by %s (nine in ten), past %s (alone %s, without breathers %s): the network waited behind the steps", with, limit, alone, without)
 	}
 	if breaths == 0 {
