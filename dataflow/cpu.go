@@ -2,6 +2,8 @@ package dataflow
 
 import (
 	"context"
+	"errors"
+	"os"
 	"runtime"
 	"sync"
 	"sync/atomic"
@@ -97,8 +99,11 @@ import (
 // blocked without saying so (its thread then runs other goroutines, and
 // it looks busy) never holds its own query's next step at the gate - on a
 // worker of one processor that cost a small query alone 140 ms a run. The
-// hop before a query joins, its deploy request, can still find every
-// processor taken by a query alone; the hops after it do not.
+// hop before a query joins, its deploy request, can find every processor
+// taken by a query alone: such a query takes a breather every two slices
+// (breatherGather), its steps parked at the gate until one poll of the
+// network has come back, so that hop waits about two slices, not for
+// sysmon's poll and then behind a run queue of preempted steps.
 //
 // Nothing else is reserved, and an idle query costs the others nothing.
 type CPU struct {
@@ -139,6 +144,20 @@ type CPU struct {
 	// left, when set, is told each share's totals when its query's last
 	// part leaves (OnLeave).
 	left func(CPUStats)
+	// breathes: a query alone on the CPU takes a breather every two slices
+	// (see breatherEvery; NewCPU, not the tests' fake clocks unless they set
+	// it). breathDue is the clock (ns) at which the next one is due;
+	// breathing (c.mu) says one is under way since breathFrom, and
+	// breathSent that its round is on its way (breatherRound).
+	breathes   bool
+	breathDue  atomic.Int64
+	breathing  bool
+	breathSent bool
+	breathFrom time.Duration
+	// breathGen counts the breathers begun: a round ends its own only.
+	breathGen int
+	// breaths counts the breathers ended (tests).
+	breaths atomic.Int64
 }
 
 // CPUStats is what one query's share took and waited on a CPU.
@@ -174,6 +193,7 @@ func NewCPU(slice time.Duration) *CPU {
 	start := time.Now()
 	c := newCPU(slice, func() time.Duration { return time.Since(start) })
 	c.procs, c.keeps = StepProcessors(), true
+	c.breathes = breathersWork()
 	if threadCPUWorks() {
 		c.thread, c.threadOf, c.lock = threadCPU, threadCPUOf, true
 		c.lockThread, c.unlockThread = runtime.LockOSThread, runtime.UnlockOSThread
@@ -508,41 +528,54 @@ func (s *CPUShare) enter(ctx context.Context) (*stepStart, error) {
 	c.mu.Lock()
 	now := c.now()
 	if !s.active() {
-		// Back from idle (or new): level with those with work.
+		// Back from idle (or new): level with those with work, and a
+		// slice of steps before a breather.
 		s.used = max(s.used, c.floor)
+		c.breathDue.Store(int64(now + breatherEvery*c.slice))
 	}
 	s.waiting++
 	arrived := now
 	var deadline time.Duration
 	var timer *time.Timer
 	for {
-		m, n := s.least()
-		lead := s.virtual() - m
-		held := n > 0 && lead > c.slice
-		if held {
-			if deadline == 0 {
-				// The least, stepping, catches up as fast as it gets a
-				// processor: a wait is bounded by the lead at arrival,
-				// whatever the machine gives the others.
-				deadline = now + lead
-			} else if now >= deadline {
-				held = false
-			}
-		}
-		if !held && (!s.full(now, 0) || now-arrived >= c.slice) &&
-			(s.slotFree(now, 0) || now-arrived >= capEscape*c.slice) {
-			break
-		}
 		// The others' virtual time grows while they step, and the
 		// query's own steps end or block: look again after a slice at
 		// the latest, or when a step ends.
 		wait := c.slice
-		if held {
-			wait = min(wait, deadline-now)
+		breath, round := s.breather(now)
+		if breath {
+			if !c.breathSent {
+				wait = max(time.Microsecond, c.breathFrom+c.slice/breatherGather-now)
+			}
+		} else {
+			m, n := s.least()
+			lead := s.virtual() - m
+			held := n > 0 && lead > c.slice
+			if held {
+				if deadline == 0 {
+					// The least, stepping, catches up as fast as it gets a
+					// processor: a wait is bounded by the lead at arrival,
+					// whatever the machine gives the others.
+					deadline = now + lead
+				} else if now >= deadline {
+					held = false
+				}
+			}
+			if !held && (!s.full(now, 0) || now-arrived >= c.slice) &&
+				(s.slotFree(now, 0) || now-arrived >= capEscape*c.slice) {
+				break
+			}
+			if held {
+				wait = min(wait, deadline-now)
+			}
 		}
 		wake := c.wake
 		c.waiting++
+		gen := c.breathGen
 		c.mu.Unlock()
+		if round {
+			breatherRound(func() { c.endBreather(gen) })
+		}
 		if timer == nil {
 			timer = time.NewTimer(wait)
 		} else {
@@ -691,7 +724,10 @@ func (t *turn) yield(ctx context.Context) error {
 	s := t.share
 	c := s.c
 	if c.queries.Load() < 2 {
-		return nil
+		if !c.breatherDue() {
+			return nil
+		}
+		return t.regate(ctx)
 	}
 	// A locked step's own thread clock; an unlocked one (begun alone) may
 	// have moved threads: its wall time, an upper bound.
@@ -713,6 +749,13 @@ func (t *turn) yield(ctx context.Context) error {
 	if !wait {
 		return nil
 	}
+	return t.regate(ctx)
+}
+
+// regate ends the instance's step and begins the next at its query's
+// turn.
+func (t *turn) regate(ctx context.Context) error {
+	s := t.share
 	s.exit(t.start)
 	t.in = false
 	st, err := s.enter(ctx)
@@ -767,3 +810,189 @@ func (h *Helper) Do(f func()) {
 // Helper is a helper charging the share's query (HelperOf finds the
 // stepping instance's).
 func (s *CPUShare) Helper() *Helper { return &Helper{share: s} }
+
+// A query alone on the CPU takes a breather once it has stepped two
+// slices since its last (#25). The cap on processors binds only while two
+// queries or more have joined (see CPU), and the hop before a query joins
+// - its deploy request, and in one process the submit's hops through the
+// NATS server and the coordinator - arrives while another query may be
+// alone, its steps on every processor Go has. Go polls the network only
+// when a processor finds no goroutine in its own run queue or the global
+// one (findRunnable), or from sysmon once it has not been polled for 10
+// ms; and sysmon puts what it readies on the global run queue, behind
+// the steps Go preempted, each of which runs up to 10 ms again. So the
+// reader with the deploy request waited 10 ms and more for the poll, then
+// behind the query's steps: the slowest of a small query's runs beside a
+// cross join was its deploy (97 of 101 ms).
+//
+// In a breather no step of the query passes the gate, and each step
+// under way arrives there at its next batch (yield): Go's processors run
+// out of the query's goroutines, and whatever else was runnable runs.
+// Once fewer of its steps are under way than Go has processors (one is
+// free of them), or a fortieth of a slice has passed (a step blocked
+// without saying so, a batch longer than that), the breather sends a
+// round through a pipe Go's poller watches and waits for it: a processor
+// without work polls the network, the round comes back in the same poll
+// as every goroutine the network readied meanwhile (a NATS connection's
+// reader, a heartbeat, a deploy request), and the round's goroutine lets
+// those run before it ends the breather (runtime.Gosched: it goes to the
+// back of the global queue). So a breather lasts until the query's steps
+// have gathered and one poll has come back - tens of microseconds when
+// nothing else waits - and holds nothing that was not waiting: what runs
+// meanwhile is the process's own work, not an idle processor.
+//
+// It is taken at most once every breatherEvery slices of the query's
+// wall time, and only while the query's steps are at least as many as
+// Go's processors (fewer leave one to poll), so the processors it leaves
+// idle are at most the gathering's fortieth of a slice and a round per
+// two slices: about 1%. Once a slice with a tenth of a slice to gather
+// cost a worker alone 6-11% of its events per second (bench nexmark,
+// q4, q5, q7), and the cap on a query alone, tried before, half again
+// its CPU per event (an idle processor kept beside it): docs/benchmarks.md.
+const (
+	breatherEvery  = 2
+	breatherGather = 40
+)
+
+// breatherDue says the query alone on the CPU is due a breather: its
+// steps check at every batch (yield).
+func (c *CPU) breatherDue() bool {
+	if !c.breathes || c.queries.Load() != 1 {
+		return false
+	}
+	due := c.breathDue.Load()
+	return due != 0 && int64(c.now()) >= due
+}
+
+// breather says the step arriving at the gate waits for the query's
+// breather, beginning one if it is due, and whether the caller sends its
+// round (after unlocking). c.mu held.
+func (s *CPUShare) breather(now time.Duration) (wait, round bool) {
+	c := s.c
+	if !c.breathes || len(c.shares) != 1 {
+		return false, false
+	}
+	if !c.breathing {
+		due := time.Duration(c.breathDue.Load())
+		if due == 0 || now < due {
+			return false, false
+		}
+		if len(s.running)+s.starting+s.waiting < runtime.GOMAXPROCS(0) {
+			// Fewer steps than processors: one is left to poll.
+			c.breathDue.Store(int64(now + breatherEvery*c.slice))
+			return false, false
+		}
+		c.breathGen++
+		c.breathing, c.breathSent, c.breathFrom = true, false, now
+	}
+	if c.breathSent {
+		if now-c.breathFrom >= capEscape*c.slice {
+			// The round did not come back: never a deadlock.
+			c.endBreath(now)
+			return false, false
+		}
+		return true, false
+	}
+	if len(s.running)+s.starting < runtime.GOMAXPROCS(0) || now-c.breathFrom >= c.slice/breatherGather {
+		c.breathSent = true
+		return true, true
+	}
+	return true, false
+}
+
+// endBreather ends breather gen when its round has come back.
+func (c *CPU) endBreather(gen int) {
+	c.mu.Lock()
+	if c.breathing && c.breathGen == gen {
+		c.endBreath(c.now())
+	}
+	c.mu.Unlock()
+}
+
+// endBreath ends the breather under way: the next is due a slice on.
+// c.mu held.
+func (c *CPU) endBreath(now time.Duration) {
+	c.breathing, c.breathSent = false, false
+	c.breathDue.Store(int64(now + breatherEvery*c.slice))
+	c.breaths.Add(1)
+	c.broadcast()
+}
+
+// rounds is the process's one pipe for breathers' rounds, read by a
+// goroutine that runs while rounds come (it leaves after a second
+// without one, so that a process that has stopped its queries keeps no
+// goroutine of theirs).
+var rounds struct {
+	once    sync.Once
+	r, w    *os.File
+	mu      sync.Mutex
+	reading bool
+	pending []func()
+}
+
+// breathersWork opens the rounds' pipe: without one (out of file
+// descriptors) a CPU takes no breathers.
+func breathersWork() bool {
+	rounds.once.Do(func() {
+		r, w, err := os.Pipe()
+		if err != nil {
+			return
+		}
+		rounds.r, rounds.w = r, w
+	})
+	return rounds.w != nil
+}
+
+// breatherRound has f called once a processor has polled the network
+// and the goroutines it readied have had their turn (see breatherGather).
+func breatherRound(f func()) {
+	rounds.mu.Lock()
+	rounds.pending = append(rounds.pending, f)
+	if !rounds.reading {
+		rounds.reading = true
+		go readRounds()
+	}
+	rounds.mu.Unlock()
+	if _, err := rounds.w.Write([]byte{0}); err != nil {
+		// Never lost: f runs now, a round without the poll.
+		readRound()
+	}
+}
+
+// readRounds reads the rounds' pipe: each byte comes in a poll of the
+// network, with whatever else that poll readied.
+func readRounds() {
+	buf := make([]byte, 64)
+	for {
+		_ = rounds.r.SetReadDeadline(time.Now().Add(time.Second))
+		_, err := rounds.r.Read(buf)
+		if err != nil {
+			rounds.mu.Lock()
+			if len(rounds.pending) == 0 {
+				rounds.reading = false
+				rounds.mu.Unlock()
+				return
+			}
+			rounds.mu.Unlock()
+			if !errors.Is(err, os.ErrDeadlineExceeded) {
+				readRound()
+				time.Sleep(time.Millisecond) // a broken pipe: not a spin
+			}
+			continue
+		}
+		// Behind what the poll readied.
+		runtime.Gosched()
+		readRound()
+	}
+}
+
+// readRound calls the rounds waiting.
+func readRound() {
+	rounds.mu.Lock()
+	due := rounds.pending
+	rounds.pending = nil
+	rounds.mu.Unlock()
+	for _, f := range due {
+		f()
+	}
+}
