@@ -149,7 +149,14 @@ and streams Arrow batches through the plan.`,
 // reports these as plain errors (exit 1), or prints the help and exits 0.
 func usageIsBadInput(c *cobra.Command) {
 	if args := c.Args; args != nil {
-		c.Args = func(cmd *cobra.Command, a []string) error { return badInput(args(cmd, a)) }
+		c.Args = func(cmd *cobra.Command, a []string) error {
+			if err := args(cmd, a); err != nil {
+				// Cobra's "accepts 1 arg(s), received 0" does not say
+				// which arguments: the usage line does.
+				return badInput(fmt.Errorf("%w (usage: %s)", err, cmd.UseLine()))
+			}
+			return nil
+		}
 	}
 	if c.HasSubCommands() && !c.Runnable() {
 		c.Args = cobra.ArbitraryArgs
@@ -168,6 +175,11 @@ func usageIsBadInput(c *cobra.Command) {
 				return badInput(fmt.Errorf("missing subcommand for %q: want one of %s", cmd.CommandPath(), want))
 			}
 			msg := fmt.Sprintf("unknown command %q for %q", args[0], cmd.CommandPath())
+			// Cobra sets the distance for typos ("rn", "explian") only on
+			// the path this RunE replaces; without it only prefixes match.
+			if cmd.SuggestionsMinimumDistance <= 0 {
+				cmd.SuggestionsMinimumDistance = 2
+			}
 			if s := cmd.SuggestionsFor(args[0]); len(s) > 0 {
 				msg += fmt.Sprintf(" (did you mean %q?)", s[0])
 			}

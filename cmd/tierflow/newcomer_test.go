@@ -1,0 +1,85 @@
+package main
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// TestTyposGetDidYouMean: a mistyped command or benchmark names the one
+// meant, and a wrong number of arguments shows the usage line. Before, only
+// a prefix ("import jelly") got a suggestion: "tierflow rn" and "bench
+// plnner" listed every command, and "tierflow run" said only "accepts 1
+// arg(s), received 0".
+func TestTyposGetDidYouMean(t *testing.T) {
+	t.Parallel()
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"rn", "q.sql"}, `unknown command "rn" for "tierflow" (did you mean "run"?)`},
+		{[]string{"explian", "q.sql"}, `(did you mean "explain"?)`},
+		{[]string{"bench", "plnner"}, `unknown command "plnner" for "tierflow bench" (did you mean "planner"?)`},
+		{[]string{"run"}, "accepts 1 arg(s), received 0 (usage: tierflow run [flags] QUERY.sql|-)"},
+		{[]string{"publish", "x.csv"}, "(usage: tierflow publish [flags] FILE SUBJECT)"},
+	} {
+		code, _, errs := runCLI(t, "", c.args...)
+		if code != exitBadInput || !strings.Contains(errs, c.want) || strings.Count(errs, "\n") != 1 {
+			t.Errorf("%v: exit %d (want %d), stderr (want %q on one line):\n%s", c.args, code, exitBadInput, c.want, errs)
+		}
+	}
+}
+
+// TestOutputRefusesBinaryExtensions: --output x.arrow wrote a text table
+// into a file named as Arrow IPC (exit 0); it is refused before anything
+// runs, naming what is written.
+func TestOutputRefusesBinaryExtensions(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	for _, name := range []string{"out.arrow", "out.feather", "OUT.IPC"} {
+		out := filepath.Join(dir, name)
+		code, _, errs := runCLI(t, "SELECT 1 AS a;", "run", "--local", "--output", out, "-")
+		if code != exitBadInput || !strings.Contains(errs, "tierflow writes no ") || !strings.Contains(errs, ".parquet") {
+			t.Errorf("--output %s: exit %d (want %d)\n%s", name, code, exitBadInput, errs)
+		}
+		if _, err := os.Stat(out); err == nil {
+			t.Errorf("--output %s: the file was written", name)
+		}
+	}
+	// A text extension still gets the table.
+	out := filepath.Join(dir, "out.txt")
+	if code, _, errs := runCLI(t, "SELECT 1 AS a;", "run", "--local", "--output", out, "-"); code != exitOK {
+		t.Fatalf("--output out.txt: exit %d\n%s", code, errs)
+	}
+	if b, _ := os.ReadFile(out); !strings.Contains(string(b), "(1 row)") {
+		t.Errorf("out.txt:\n%s", b)
+	}
+}
+
+// TestReplFileFollowsTheRuleForDefaults: `repl -f FILE` takes the catalog
+// and infrastructure beside FILE as `run FILE` does, and says so. Before,
+// `repl -f examples/fashion/query.sql` failed with unknown stream "shelf"
+// that run found in the catalog.yaml beside it.
+func TestReplFileFollowsTheRuleForDefaults(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	write := func(name, text string) {
+		if err := os.WriteFile(filepath.Join(dir, name), []byte(text), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	write("rows.csv", "k,ts\n1,2024-05-01 08:00:00\n2,2024-05-01 08:00:01\n")
+	write("catalog.yaml", "streams:\n  - {name: rows, source: file, subject: rows.csv, format: csv, columns: [{name: k, type: BIGINT}, {name: ts, type: TIMESTAMP}]}\n")
+	write("q.sql", "SELECT k * 10 AS k10 FROM rows;\n")
+	script := filepath.Join(dir, "q.sql")
+	for _, args := range [][]string{{"run", "--local", script}, {"repl", "-f", script}} {
+		code, out, errs := runCLI(t, "", args...)
+		if code != exitOK || !strings.Contains(out, "20") {
+			t.Errorf("%v: exit %d\n%s%s", args, code, out, errs)
+		}
+		if want := "-- catalog " + filepath.Join(dir, "catalog.yaml") + " (beside the script)"; !strings.Contains(errs, want) {
+			t.Errorf("%v: stderr does not say what it loaded (want %q):\n%s", args, want, errs)
+		}
+	}
+}
