@@ -139,6 +139,7 @@ and streams Arrow batches through the plan.`,
 	root.SetOut(a.out)
 	root.SetErr(a.err)
 	root.InitDefaultCompletionCmd()
+	root.SetHelpCommand(newHelpCmd())
 	usageIsBadInput(root)
 	return root
 }
@@ -188,5 +189,38 @@ func usageIsBadInput(c *cobra.Command) {
 	}
 	for _, sub := range c.Commands() {
 		usageIsBadInput(sub)
+	}
+}
+
+// newHelpCmd is `tierflow help [COMMAND...]`. Cobra's printed the whole
+// usage and exited 0 for a topic it did not know ("help runn"): here that
+// is bad input with a "did you mean", as "tierflow runn" is.
+func newHelpCmd() *cobra.Command {
+	return &cobra.Command{
+		Use:   "help [command]",
+		Short: "Help about any command",
+		Long: `Help provides help for any command in the application.
+Simply type tierflow help [path to command] for full details.`,
+		RunE: func(c *cobra.Command, args []string) error {
+			target, rest, err := c.Root().Find(args)
+			if err == nil && len(rest) == 0 {
+				return target.Help()
+			}
+			if target == nil {
+				target = c.Root()
+			}
+			topic := strings.Join(args, " ")
+			if len(rest) > 0 {
+				topic = rest[0]
+			}
+			msg := fmt.Sprintf("unknown help topic %q for %q", topic, target.CommandPath())
+			if target.SuggestionsMinimumDistance <= 0 {
+				target.SuggestionsMinimumDistance = 2
+			}
+			if s := target.SuggestionsFor(topic); len(s) > 0 {
+				msg += fmt.Sprintf(" (did you mean %q?)", s[0])
+			}
+			return badInput(errors.New(msg))
+		},
 	}
 }

@@ -23,10 +23,19 @@ func TestTyposGetDidYouMean(t *testing.T) {
 		{[]string{"bench", "plnner"}, `unknown command "plnner" for "tierflow bench" (did you mean "planner"?)`},
 		{[]string{"run"}, "accepts 1 arg(s), received 0 (usage: tierflow run [flags] QUERY.sql|-)"},
 		{[]string{"publish", "x.csv"}, "(usage: tierflow publish [flags] FILE SUBJECT)"},
+		// Cobra's help printed the root usage and exited 0 here.
+		{[]string{"help", "runn"}, `unknown help topic "runn" for "tierflow" (did you mean "run"?)`},
+		{[]string{"help", "bench", "plnner"}, `unknown help topic "plnner" for "tierflow bench" (did you mean "planner"?)`},
 	} {
 		code, _, errs := runCLI(t, "", c.args...)
 		if code != exitBadInput || !strings.Contains(errs, c.want) || strings.Count(errs, "\n") != 1 {
 			t.Errorf("%v: exit %d (want %d), stderr (want %q on one line):\n%s", c.args, code, exitBadInput, c.want, errs)
+		}
+	}
+	for _, args := range [][]string{{"help", "run"}, {"help", "bench", "planner"}, {"help"}} {
+		code, out, errs := runCLI(t, "", args...)
+		if code != exitOK || !strings.Contains(out, "Usage:") {
+			t.Errorf("%v: exit %d\n%s%s", args, code, out, errs)
 		}
 	}
 }
