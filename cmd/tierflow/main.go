@@ -106,6 +106,7 @@ and streams Arrow batches through the plan.`,
 		SilenceUsage:  true,
 		SilenceErrors: true,
 	}
+	root.PersistentPreRunE = func(c *cobra.Command, _ []string) error { return formatIsRead(c) }
 	root.SetFlagErrorFunc(func(c *cobra.Command, err error) error {
 		return badInput(fmt.Errorf("%w (see '%s --help')", err, c.CommandPath()))
 	})
@@ -223,4 +224,27 @@ Simply type tierflow help [path to command] for full details.`,
 			return badInput(errors.New(msg))
 		},
 	}
+}
+
+// formatReaders are the commands (with their subcommands) that read the
+// global --format; the rest print one form.
+var formatReaders = []string{"bench", "devices", "explain", "profile", "publish", "repl", "run", "submit"}
+
+// formatIsRead refuses --format on a command that would ignore it
+// ("tierflow version --format json" printed text and exited 0).
+func formatIsRead(c *cobra.Command) error {
+	f := c.Flags().Lookup("format")
+	if f == nil || !f.Changed {
+		return nil
+	}
+	top := c
+	for top.HasParent() && top.Parent().HasParent() {
+		top = top.Parent()
+	}
+	for _, name := range formatReaders {
+		if top.Name() == name {
+			return nil
+		}
+	}
+	return badInput(fmt.Errorf("--format %s: %q has one output form (--format is for %s)", f.Value, c.CommandPath(), strings.Join(formatReaders, ", ")))
 }

@@ -26,6 +26,9 @@ func TestTyposGetDidYouMean(t *testing.T) {
 		// Cobra's help printed the root usage and exited 0 here.
 		{[]string{"help", "runn"}, `unknown help topic "runn" for "tierflow" (did you mean "run"?)`},
 		{[]string{"help", "bench", "plnner"}, `unknown help topic "plnner" for "tierflow bench" (did you mean "planner"?)`},
+		// --format that a command would ignore: it printed text, exit 0.
+		{[]string{"version", "--format", "json"}, `--format json: "tierflow version" has one output form`},
+		{[]string{"fmt", "--format", "json", "q.sql"}, `"tierflow fmt" has one output form (--format is for bench,`},
 	} {
 		code, _, errs := runCLI(t, "", c.args...)
 		if code != exitBadInput || !strings.Contains(errs, c.want) || strings.Count(errs, "\n") != 1 {
