@@ -206,6 +206,11 @@ func runRun(ctx context.Context, a *app, f runFlags, path string) error {
 	if err != nil {
 		return badInput(err)
 	}
+	// A script that does not parse (a README given by mistake) fails
+	// before a cluster starts or an --output file is made.
+	if _, err := lang.Parse(path, string(src)); err != nil {
+		return badInput(err)
+	}
 	if f.heartbeat < 0 {
 		return badInput(fmt.Errorf("--heartbeat %s: want a positive interval", f.heartbeat))
 	}

@@ -95,3 +95,26 @@ func TestReplFileFollowsTheRuleForDefaults(t *testing.T) {
 		}
 	}
 }
+
+// TestRunParsesBeforeItStarts: a script that does not parse fails before
+// the embedded cluster starts and before --output is created. Before,
+// `run README.md` started three workers and made the output file first.
+func TestRunParsesBeforeItStarts(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	script := filepath.Join(dir, "notes.sql")
+	if err := os.WriteFile(script, []byte("# notes\nSELECT 1;\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	out := filepath.Join(dir, "out.csv")
+	code, _, errs := runCLI(t, "", "run", "--output", out, script)
+	if code != exitBadInput || !strings.Contains(errs, script+":1:1: unexpected character '#'") {
+		t.Errorf("exit %d (want %d)\n%s", code, exitBadInput, errs)
+	}
+	if strings.Contains(errs, "-- embedded cluster") {
+		t.Errorf("a cluster started for a script that does not parse:\n%s", errs)
+	}
+	if _, err := os.Stat(out); err == nil {
+		t.Errorf("--output was created for a script that does not parse")
+	}
+}
