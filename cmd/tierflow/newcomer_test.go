@@ -29,6 +29,8 @@ func TestTyposGetDidYouMean(t *testing.T) {
 		// --format that a command would ignore: it printed text, exit 0.
 		{[]string{"version", "--format", "json"}, `--format json: "tierflow version" has one output form`},
 		{[]string{"fmt", "--format", "json", "q.sql"}, `"tierflow fmt" has one output form (--format is for bench,`},
+		// It named no model: which ones there are, and the one meant.
+		{[]string{"profile", "--catalog", "../../examples/fashion/catalog.yaml", "--model", "clasify"}, `--model clasify: no such model in ../../examples/fashion/catalog.yaml (did you mean "classify"?); its models: `},
 	} {
 		code, _, errs := runCLI(t, "", c.args...)
 		if code != exitBadInput || !strings.Contains(errs, c.want) || strings.Count(errs, "\n") != 1 {
