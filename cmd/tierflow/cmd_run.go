@@ -208,8 +208,18 @@ func runRun(ctx context.Context, a *app, f runFlags, path string) error {
 	}
 	// A script that does not parse (a README given by mistake) fails
 	// before a cluster starts or an --output file is made.
-	if _, err := lang.Parse(path, string(src)); err != nil {
+	script, err := lang.Parse(path, string(src))
+	if err != nil {
 		return badInput(err)
+	}
+	if f.replay {
+		// --replay paces by RATE: a stream without one is read at full
+		// speed, which looked as if --replay did nothing.
+		for _, st := range script.Statements {
+			if cs, ok := st.(*lang.CreateStream); ok && cs.Source == lang.SourceFile && cs.Rate == nil {
+				fmt.Fprintf(a.err, "-- %s: --replay: stream %s declares no RATE, so its file is read as fast as it can be (add RATE n PER SECOND)\n", cs.Pos, cs.Name)
+			}
+		}
 	}
 	if f.heartbeat < 0 {
 		return badInput(fmt.Errorf("--heartbeat %s: want a positive interval", f.heartbeat))

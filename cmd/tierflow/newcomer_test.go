@@ -120,3 +120,29 @@ func TestRunParsesBeforeItStarts(t *testing.T) {
 		t.Errorf("--output was created for a script that does not parse")
 	}
 }
+
+// TestReplaySaysWhenAStreamHasNoRate: --replay over a FROM FILE stream
+// without RATE finished at full speed and said nothing, as if the flag did
+// nothing; it says so at the CREATE, and not for a stream with a RATE.
+func TestReplaySaysWhenAStreamHasNoRate(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	write := func(name, text string) string {
+		p := filepath.Join(dir, name)
+		if err := os.WriteFile(p, []byte(text), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	write("rows.csv", "k,ts\n1,2024-05-01 08:00:00\n2,2024-05-01 08:00:00.01\n")
+	noRate := write("norate.sql", "CREATE STREAM rows (k BIGINT, ts TIMESTAMP) FROM FILE 'rows.csv' FORMAT CSV;\nSELECT k FROM rows;\n")
+	rate := write("rate.sql", "CREATE STREAM rows (k BIGINT, ts TIMESTAMP) FROM FILE 'rows.csv' FORMAT CSV RATE 100 PER SECOND;\nSELECT k FROM rows;\n")
+	code, _, errs := runCLI(t, "", "run", "--local", "--replay", noRate)
+	if want := noRate + ":1:1: --replay: stream rows declares no RATE"; code != exitOK || !strings.Contains(errs, want) {
+		t.Errorf("no RATE: exit %d, want %q in stderr:\n%s", code, want, errs)
+	}
+	code, _, errs = runCLI(t, "", "run", "--local", "--replay", rate)
+	if code != exitOK || strings.Contains(errs, "declares no RATE") {
+		t.Errorf("RATE 100: exit %d\n%s", code, errs)
+	}
+}
