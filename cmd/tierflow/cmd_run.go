@@ -198,7 +198,7 @@ func runRun(ctx context.Context, a *app, f runFlags, path string) error {
 	if path == "-" {
 		// The script from stdin; relative file paths are from the working
 		// directory.
-		src, err = io.ReadAll(a.in)
+		src, err = readStdinScript(a)
 		path = "<stdin>"
 	} else {
 		src, err = os.ReadFile(path)

@@ -248,3 +248,12 @@ func formatIsRead(c *cobra.Command) error {
 	}
 	return badInput(fmt.Errorf("--format %s: %q has one output form (--format is for %s)", f.Value, c.CommandPath(), strings.Join(formatReaders, ", ")))
 }
+
+// readStdinScript reads the script from standard input; on a terminal it
+// first says so: `tierflow fmt` without a file waited in silence.
+func readStdinScript(a *app) ([]byte, error) {
+	if cli.IsTerminal(a.in) {
+		fmt.Fprintln(a.err, "-- reading the script from standard input; end it with Ctrl-D")
+	}
+	return io.ReadAll(a.in)
+}

@@ -146,3 +146,16 @@ func TestReplaySaysWhenAStreamHasNoRate(t *testing.T) {
 		t.Errorf("RATE 100: exit %d\n%s", code, errs)
 	}
 }
+
+// TestStdinScriptOnATerminalSaysSo: `tierflow fmt` without a file, on a
+// terminal, waited for a script in silence; it says where it reads from and
+// how to end, then formats what was typed.
+func TestStdinScriptOnATerminalSaysSo(t *testing.T) {
+	t.Parallel()
+	tm, cmd := startTerm(t, "real", t.TempDir(), "fmt")
+	tm.expect(`reading the script from standard input; end it with Ctrl-D`)
+	tm.send("select 1 as a\n")
+	tm.send("\x04")
+	tm.expect(`SELECT 1 AS a;`)
+	waitExit(t, cmd)
+}
