@@ -114,7 +114,7 @@ func fileExists(p string) bool {
 
 func readQuery(a *app, path string) (string, string, error) {
 	if path == "-" {
-		b, err := io.ReadAll(a.in)
+		b, err := readStdinScript(a)
 		return "<stdin>", string(b), err
 	}
 	b, err := os.ReadFile(path)

@@ -3,7 +3,6 @@ package main
 import (
 	"errors"
 	"fmt"
-	"io"
 	"os"
 
 	"github.com/spf13/cobra"
@@ -49,7 +48,7 @@ func runFmt(a *app, f fmtFlags, files []string) error {
 	type input struct{ name, src string }
 	var inputs []input
 	if len(files) == 0 {
-		b, err := io.ReadAll(a.in)
+		b, err := readStdinScript(a)
 		if err != nil {
 			return err
 		}

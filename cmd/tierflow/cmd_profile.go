@@ -165,7 +165,7 @@ func runProfile(a *app, f profileFlags) error {
 	for _, name := range f.models {
 		m := cat.Model(name)
 		if m == nil {
-			return badInput(fmt.Errorf("--model %s: no such model in %s", name, a.g.catalog))
+			return badInput(noSuchModel("--model", name, cat, a.g.catalog))
 		}
 		models = append(models, m)
 	}
@@ -190,7 +190,7 @@ func runProfile(a *app, f profileFlags) error {
 	}
 	for name := range keep {
 		if cat.Model(name) == nil {
-			return badInput(fmt.Errorf("--keep %s: no such model in %s", name, a.g.catalog))
+			return badInput(noSuchModel("--keep", name, cat, a.g.catalog))
 		}
 	}
 	var run []*catalog.Model
@@ -407,3 +407,17 @@ func isProfileInputErr(err error) bool {
 func ms(s float64) string { return fmt.Sprintf("%.4f", s*1000) }
 
 func round6(x float64) float64 { return float64(int64(x*1e6+0.5)) / 1e6 }
+
+// noSuchModel names the models the catalog has, and the one meant when
+// name is a likely typo of it.
+func noSuchModel(flag, name string, cat *catalog.Catalog, file string) error {
+	var names []string
+	for _, m := range cat.Models {
+		names = append(names, m.Name)
+	}
+	msg := fmt.Sprintf("%s %s: no such model in %s", flag, name, file)
+	if s := cat.Suggest(name); s != "" && cat.Model(s) != nil {
+		msg += fmt.Sprintf(" (did you mean %q?)", s)
+	}
+	return fmt.Errorf("%s; its models: %s", msg, strings.Join(names, ", "))
+}

@@ -19,7 +19,6 @@ import (
 	"github.com/tierflow/tierflow/lang"
 	"github.com/tierflow/tierflow/operators/exec"
 	"github.com/tierflow/tierflow/operators/sources"
-	"github.com/tierflow/tierflow/planner/catalog"
 	"github.com/tierflow/tierflow/planner/logical"
 	"github.com/tierflow/tierflow/runtime/cluster"
 	"github.com/tierflow/tierflow/runtime/deploy"
@@ -182,20 +181,30 @@ func runRepl(ctx context.Context, a *app, f replFlags, engine repl.Engine) error
 		// Declared tensor shapes meet the model files as queries bind, as
 		// in `tierflow run`.
 		CheckModelArgs: inference.New(inference.Config{OrtLib: a.g.ortLib}).CheckModelArgs}
-	if a.g.catalog != "" {
-		c, err := catalog.LoadFile(a.g.catalog)
+	// -f FILE takes its catalog and infrastructure as `tierflow run FILE`
+	// does (scriptInputs): `repl -f examples/fashion/query.sql` found no
+	// stream shelf that run finds in the catalog.yaml beside it.
+	in := scriptInputs{catalog: a.g.catalog, infra: a.g.infra}
+	if len(f.files) > 0 {
+		in = inputsFor(a.g, f.files[0])
+	}
+	if in.catalog != "" {
+		c, err := in.loadCatalog()
 		if err != nil {
-			return badInput(err)
+			return err
 		}
 		cfg.Catalog = c
 	}
 	// EXPLAIN, SHOW TIERS and EXPLAIN ANALYZE use --infra, or the default
 	// infrastructure `tierflow run` and `explain` use.
-	inf, err := loadInfra(a.g.infra)
+	inf, err := in.loadInfra()
 	if err != nil {
 		return err
 	}
 	cfg.Infra = inf
+	if in.catalogBeside || in.infraBeside {
+		in.describe(a.err, builtinInfra)
+	}
 	script := len(f.files) > 0 || len(f.commands) > 0
 	cfg.Interactive = !script && cli.IsTerminal(a.in) && cli.IsTerminal(a.out)
 	// Colour only when both ends are a terminal: a pipe in either direction

@@ -198,13 +198,28 @@ func runRun(ctx context.Context, a *app, f runFlags, path string) error {
 	if path == "-" {
 		// The script from stdin; relative file paths are from the working
 		// directory.
-		src, err = io.ReadAll(a.in)
+		src, err = readStdinScript(a)
 		path = "<stdin>"
 	} else {
 		src, err = os.ReadFile(path)
 	}
 	if err != nil {
 		return badInput(err)
+	}
+	// A script that does not parse (a README given by mistake) fails
+	// before a cluster starts or an --output file is made.
+	script, err := lang.Parse(path, string(src))
+	if err != nil {
+		return badInput(err)
+	}
+	if f.replay {
+		// --replay paces by RATE: a stream without one is read at full
+		// speed, which looked as if --replay did nothing.
+		for _, st := range script.Statements {
+			if cs, ok := st.(*lang.CreateStream); ok && cs.Source == lang.SourceFile && cs.Rate == nil {
+				fmt.Fprintf(a.err, "-- %s: --replay: stream %s declares no RATE, so its file is read as fast as it can be (add RATE n PER SECOND)\n", cs.Pos, cs.Name)
+			}
+		}
 	}
 	if f.heartbeat < 0 {
 		return badInput(fmt.Errorf("--heartbeat %s: want a positive interval", f.heartbeat))

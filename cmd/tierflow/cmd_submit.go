@@ -23,7 +23,7 @@ import (
 
 func newSubmitCmd(a *app) *cobra.Command {
 	var name, output, stats, namespace string
-	var sourceMaxDelay time.Duration
+	var sourceMaxDelay, maxDelay time.Duration
 	var replay bool
 	c := &cobra.Command{
 		Use:   "submit QUERY.sql",
@@ -57,7 +57,10 @@ without it the coordinator's totals are used).`,
 			if err != nil {
 				return badInput(err)
 			}
-			script := deploy.Script{Filename: path, Source: string(src), BaseDir: filepath.Dir(path), SourceMaxDelay: sourceMaxDelay, Replay: replay}
+			script := deploy.Script{Filename: path, Source: string(src), BaseDir: filepath.Dir(path), SourceMaxDelay: sourceMaxDelay, Replay: replay, MaxDelay: maxDelay}
+			if maxDelay < 0 {
+				return badInput(fmt.Errorf("--max-delay %s: want a duration >= 0", maxDelay))
+			}
 			if sourceMaxDelay < 0 {
 				return badInput(fmt.Errorf("--source-max-delay %s: want a duration >= 0", sourceMaxDelay))
 			}
@@ -200,6 +203,9 @@ without it the coordinator's totals are used).`,
 	c.Flags().StringVar(&stats, "stats", "", "write a JSON summary of the query (rows, drops, latency, SLO misses) to this file when it ends")
 	c.Flags().DurationVar(&sourceMaxDelay, "source-max-delay", 0, "longest a NATS or JetStream source waits to fill a partial batch (0: the workers' default, 5ms)")
 	c.Flags().BoolVar(&replay, "replay", false, "feed FROM FILE streams at their declared RATE, as live streams")
+	// run's default: without it the workers kept no out-of-orderness, and
+	// submit dropped rows that run of the same script counted.
+	c.Flags().DurationVar(&maxDelay, "max-delay", 2*time.Second, "allowed out-of-orderness of event time (watermark delay)")
 	return c
 }
 

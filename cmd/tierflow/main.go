@@ -106,6 +106,7 @@ and streams Arrow batches through the plan.`,
 		SilenceUsage:  true,
 		SilenceErrors: true,
 	}
+	root.PersistentPreRunE = func(c *cobra.Command, _ []string) error { return formatIsRead(c) }
 	root.SetFlagErrorFunc(func(c *cobra.Command, err error) error {
 		return badInput(fmt.Errorf("%w (see '%s --help')", err, c.CommandPath()))
 	})
@@ -139,6 +140,7 @@ and streams Arrow batches through the plan.`,
 	root.SetOut(a.out)
 	root.SetErr(a.err)
 	root.InitDefaultCompletionCmd()
+	root.SetHelpCommand(newHelpCmd())
 	usageIsBadInput(root)
 	return root
 }
@@ -149,7 +151,14 @@ and streams Arrow batches through the plan.`,
 // reports these as plain errors (exit 1), or prints the help and exits 0.
 func usageIsBadInput(c *cobra.Command) {
 	if args := c.Args; args != nil {
-		c.Args = func(cmd *cobra.Command, a []string) error { return badInput(args(cmd, a)) }
+		c.Args = func(cmd *cobra.Command, a []string) error {
+			if err := args(cmd, a); err != nil {
+				// Cobra's "accepts 1 arg(s), received 0" does not say
+				// which arguments: the usage line does.
+				return badInput(fmt.Errorf("%w (usage: %s)", err, cmd.UseLine()))
+			}
+			return nil
+		}
 	}
 	if c.HasSubCommands() && !c.Runnable() {
 		c.Args = cobra.ArbitraryArgs
@@ -168,6 +177,11 @@ func usageIsBadInput(c *cobra.Command) {
 				return badInput(fmt.Errorf("missing subcommand for %q: want one of %s", cmd.CommandPath(), want))
 			}
 			msg := fmt.Sprintf("unknown command %q for %q", args[0], cmd.CommandPath())
+			// Cobra sets the distance for typos ("rn", "explian") only on
+			// the path this RunE replaces; without it only prefixes match.
+			if cmd.SuggestionsMinimumDistance <= 0 {
+				cmd.SuggestionsMinimumDistance = 2
+			}
 			if s := cmd.SuggestionsFor(args[0]); len(s) > 0 {
 				msg += fmt.Sprintf(" (did you mean %q?)", s[0])
 			}
@@ -177,4 +191,69 @@ func usageIsBadInput(c *cobra.Command) {
 	for _, sub := range c.Commands() {
 		usageIsBadInput(sub)
 	}
+}
+
+// newHelpCmd is `tierflow help [COMMAND...]`. Cobra's printed the whole
+// usage and exited 0 for a topic it did not know ("help runn"): here that
+// is bad input with a "did you mean", as "tierflow runn" is.
+func newHelpCmd() *cobra.Command {
+	return &cobra.Command{
+		Use:   "help [command]",
+		Short: "Help about any command",
+		Long: `Help provides help for any command in the application.
+Simply type tierflow help [path to command] for full details.`,
+		RunE: func(c *cobra.Command, args []string) error {
+			target, rest, err := c.Root().Find(args)
+			if err == nil && len(rest) == 0 {
+				return target.Help()
+			}
+			if target == nil {
+				target = c.Root()
+			}
+			topic := strings.Join(args, " ")
+			if len(rest) > 0 {
+				topic = rest[0]
+			}
+			msg := fmt.Sprintf("unknown help topic %q for %q", topic, target.CommandPath())
+			if target.SuggestionsMinimumDistance <= 0 {
+				target.SuggestionsMinimumDistance = 2
+			}
+			if s := target.SuggestionsFor(topic); len(s) > 0 {
+				msg += fmt.Sprintf(" (did you mean %q?)", s[0])
+			}
+			return badInput(errors.New(msg))
+		},
+	}
+}
+
+// formatReaders are the commands (with their subcommands) that read the
+// global --format; the rest print one form.
+var formatReaders = []string{"bench", "devices", "explain", "profile", "publish", "repl", "run", "submit"}
+
+// formatIsRead refuses --format on a command that would ignore it
+// ("tierflow version --format json" printed text and exited 0).
+func formatIsRead(c *cobra.Command) error {
+	f := c.Flags().Lookup("format")
+	if f == nil || !f.Changed {
+		return nil
+	}
+	top := c
+	for top.HasParent() && top.Parent().HasParent() {
+		top = top.Parent()
+	}
+	for _, name := range formatReaders {
+		if top.Name() == name {
+			return nil
+		}
+	}
+	return badInput(fmt.Errorf("--format %s: %q has one output form (--format is for %s)", f.Value, c.CommandPath(), strings.Join(formatReaders, ", ")))
+}
+
+// readStdinScript reads the script from standard input; on a terminal it
+// first says so: `tierflow fmt` without a file waited in silence.
+func readStdinScript(a *app) ([]byte, error) {
+	if cli.IsTerminal(a.in) {
+		fmt.Fprintln(a.err, "-- reading the script from standard input; end it with Ctrl-D")
+	}
+	return io.ReadAll(a.in)
 }

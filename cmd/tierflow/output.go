@@ -16,7 +16,8 @@ import (
 const resultFormats = "table, csv, json, jsonl, parquet or discard"
 
 // resultFormat checks --format, or takes it from --output's extension
-// (.csv, .json, .jsonl or .ndjson, .parquet; a table otherwise).
+// (.csv, .json, .jsonl or .ndjson, .parquet; a table otherwise, but not
+// under a binary format's extension such as .arrow).
 func resultFormat(format, output string) (string, error) {
 	if format == "" && output != "" {
 		switch strings.ToLower(filepath.Ext(output)) {
@@ -28,6 +29,10 @@ func resultFormat(format, output string) (string, error) {
 			format = "jsonl"
 		case ".parquet":
 			format = "parquet"
+		case ".arrow", ".arrows", ".ipc", ".feather", ".avro", ".orc":
+			// A table in text under a binary format's name would be
+			// read back as a broken file: refuse before anything runs.
+			return "", fmt.Errorf("--output %s: tierflow writes no %s files; want .csv, .json, .jsonl, .parquet, or --format table for text", output, filepath.Ext(output))
 		}
 	}
 	switch format {

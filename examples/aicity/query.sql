@@ -2,8 +2,10 @@
 -- JellyBean Figure 2): per frame, detect vehicles (YOLOv5), extract
 -- re-identification features per vehicle (ResNet), track per camera, then
 -- cluster tracks across cameras. THROUGHPUT counts frames entering the workflow.
---   tierflow explain --catalog examples/setups/aicity.catalog.yaml \
---     --infra examples/setups/aicity-medium.infra.yaml examples/setups/aicity.sql
+-- It plans with the catalog.yaml and infra.yaml beside it; it does not run:
+-- the paper's model files (models/yolov5s.onnx, ...) are not available.
+-- examples/setups/aicity.sql is the same query over JellyBean's Table 4 sizes.
+--   tierflow explain examples/aicity/query.sql
 INSERT INTO trajectories
 SELECT cameras.camera, cameras.ts, t.track_id, c.vehicle_id
 FROM cameras
