@@ -83,6 +83,13 @@ func TestRunProcessesLeaveNoChildren(t *testing.T) {
 			select {
 			case <-done:
 			case <-time.After(15 * time.Second):
+				// Go prints every goroutine's stack on SIGQUIT: where it
+				// hangs (seen once on CI, a signal soon after the deploy).
+				_ = cmd.Process.Signal(syscall.SIGQUIT)
+				select {
+				case <-done:
+				case <-time.After(5 * time.Second):
+				}
 				t.Fatalf("run did not end on %v:\n%s", sig, stderr.String())
 			}
 			if sig == syscall.SIGTERM && !strings.Contains(stderr.String(), "-- interrupted") {
