@@ -26,27 +26,8 @@ func TestCPUBreatherGathersTheQueryAlone(t *testing.T) {
 	ctx := context.Background()
 	a := c.Join("a")
 	defer a.Leave()
-	enter := func() <-chan *stepStart {
-		ch := make(chan *stepStart, 1)
-		go func() {
-			st, err := a.enter(ctx)
-			if err != nil {
-				t.Error(err)
-			}
-			ch <- st
-		}()
-		return ch
-	}
-	stepped := func(ch <-chan *stepStart, what string) *stepStart {
-		t.Helper()
-		select {
-		case st := <-ch:
-			return st
-		case <-time.After(5 * time.Second):
-			t.Fatalf("%s still waits at the gate", what)
-			return nil
-		}
-	}
+	enter := func() <-chan *stepStart { return enterAsync(t, ctx, a) }
+	stepped := func(ch <-chan *stepStart, what string) *stepStart { return steppedWithin(t, ch, what) }
 	waits := func(ch <-chan *stepStart, what string) {
 		t.Helper()
 		select {

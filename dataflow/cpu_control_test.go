@@ -92,27 +92,8 @@ func TestCPUStepProcessorsHoldAllButTheLeast(t *testing.T) {
 	ctx := context.Background()
 	a := c.Join("a")
 	defer a.Leave()
-	enter := func(s *CPUShare) <-chan *stepStart {
-		ch := make(chan *stepStart, 1)
-		go func() {
-			st, err := s.enter(ctx)
-			if err != nil {
-				t.Error(err)
-			}
-			ch <- st
-		}()
-		return ch
-	}
-	stepped := func(ch <-chan *stepStart, what string) *stepStart {
-		t.Helper()
-		select {
-		case st := <-ch:
-			return st
-		case <-time.After(5 * time.Second):
-			t.Fatalf("%s still waits at the gate", what)
-			return nil
-		}
-	}
+	enter := func(s *CPUShare) <-chan *stepStart { return enterAsync(t, ctx, s) }
+	stepped := func(ch <-chan *stepStart, what string) *stepStart { return steppedWithin(t, ch, what) }
 	waits := func(ch <-chan *stepStart, what string) {
 		t.Helper()
 		select {
@@ -139,4 +120,31 @@ func TestCPUStepProcessorsHoldAllButTheLeast(t *testing.T) {
 
 	a.exit(a2)
 	a.exit(a3st)
+}
+
+// enterAsync has s's next step arrive at the gate on a goroutine of its
+// own; the channel gives the step once it passes.
+func enterAsync(t *testing.T, ctx context.Context, s *CPUShare) <-chan *stepStart {
+	ch := make(chan *stepStart, 1)
+	go func() {
+		st, err := s.enter(ctx)
+		if err != nil {
+			t.Error(err)
+		}
+		ch <- st
+	}()
+	return ch
+}
+
+// steppedWithin is the step from ch, failing the test if it still waits
+// at the gate after 5 s.
+func steppedWithin(t *testing.T, ch <-chan *stepStart, what string) *stepStart {
+	t.Helper()
+	select {
+	case st := <-ch:
+		return st
+	case <-time.After(5 * time.Second):
+		t.Fatalf("%s still waits at the gate", what)
+		return nil
+	}
 }
