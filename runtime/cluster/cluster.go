@@ -19,6 +19,7 @@ import (
 	"os"
 	"runtime"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/apache/arrow/go/v17/arrow/memory"
@@ -335,9 +336,22 @@ func (c *Cluster) Close() error {
 	for _, w := range c.Workers {
 		errs = append(errs, w.Close())
 	}
-	for _, p := range c.procs {
-		errs = append(errs, p.stop())
+	// The worker processes stop together: each gets its interrupt and up
+	// to 5 s before it is killed, and one after another a cluster of n
+	// could take n times that to close (under load a run stopped by SIGTERM
+	// soon after a deploy once outlived TestRunProcessesLeaveNoChildren's
+	// 15 s; serial stops were up to 10 s of it).
+	stopped := make([]error, len(c.procs))
+	var wg sync.WaitGroup
+	for i, p := range c.procs {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			stopped[i] = p.stop()
+		}()
 	}
+	wg.Wait()
+	errs = append(errs, stopped...)
 	if c.Coordinator != nil {
 		errs = append(errs, c.Coordinator.Close())
 	}
