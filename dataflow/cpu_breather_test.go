@@ -5,7 +5,6 @@ import (
 	"os"
 	"runtime"
 	"slices"
-	"sync"
 	"testing"
 	"time"
 )
@@ -147,28 +146,9 @@ func TestCPUBreatherLetsTheNetworkIn(t *testing.T) {
 		cpu.mu.Unlock()
 		q := cpu.Join("busy")
 		defer q.Leave()
-		ctx, cancel := context.WithCancel(context.Background())
-		var wg sync.WaitGroup
-		for range 4*runtime.GOMAXPROCS(0) + 2 {
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
-				for ctx.Err() == nil {
-					st, err := q.enter(ctx)
-					if err != nil {
-						return
-					}
-					for start := time.Now(); time.Since(start) < 2*time.Millisecond; {
-						// a step's work: CPU, no wait
-					}
-					q.exit(st)
-				}
-			}()
-		}
-		time.Sleep(20 * time.Millisecond) // the steps under way
+		stop := spinSteps(q, 4*runtime.GOMAXPROCS(0)+2)
 		beside := late(50)
-		cancel()
-		wg.Wait()
+		stop()
 		return beside
 	}
 	before := cpu.breaths.Load()

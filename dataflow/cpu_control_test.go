@@ -48,28 +48,9 @@ func TestCPUStepsLeaveAProcessorForControl(t *testing.T) {
 	if got := runtime.GOMAXPROCS(0); got != cpu.procs+1 {
 		t.Errorf("GOMAXPROCS %d with two queries on %d step processors: want one kept for the control plane", got, cpu.procs)
 	}
-	ctx, cancel := context.WithCancel(context.Background())
-	var wg sync.WaitGroup
-	for range 4*cpu.procs + 2 {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for ctx.Err() == nil {
-				st, err := busy.enter(ctx)
-				if err != nil {
-					return
-				}
-				for start := time.Now(); time.Since(start) < 2*time.Millisecond; {
-					// a step's work: CPU, no wait
-				}
-				busy.exit(st)
-			}
-		}()
-	}
-	time.Sleep(20 * time.Millisecond) // the steps under way
+	stop := spinSteps(busy, 4*cpu.procs+2)
 	beside := late(100)
-	cancel()
-	wg.Wait()
+	stop()
 	busy.Leave()
 	if got := runtime.GOMAXPROCS(0); got != cpu.procs {
 		t.Errorf("GOMAXPROCS %d after the second query left, on %d step processors: want the kept one given back", got, cpu.procs)
@@ -146,5 +127,34 @@ func steppedWithin(t *testing.T, ch <-chan *stepStart, what string) *stepStart {
 	case <-time.After(5 * time.Second):
 		t.Fatalf("%s still waits at the gate", what)
 		return nil
+	}
+}
+
+// spinSteps has n goroutines step s back to back, each step 2 ms of CPU
+// and no wait, until the returned stop is called; it returns once the
+// steps are under way.
+func spinSteps(s *CPUShare, n int) (stop func()) {
+	ctx, cancel := context.WithCancel(context.Background())
+	var wg sync.WaitGroup
+	for range n {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for ctx.Err() == nil {
+				st, err := s.enter(ctx)
+				if err != nil {
+					return
+				}
+				for start := time.Now(); time.Since(start) < 2*time.Millisecond; {
+					// a step's work: CPU, no wait
+				}
+				s.exit(st)
+			}
+		}()
+	}
+	time.Sleep(20 * time.Millisecond) // the steps under way
+	return func() {
+		cancel()
+		wg.Wait()
 	}
 }

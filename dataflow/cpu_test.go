@@ -514,14 +514,7 @@ func TestCPUHoldsTheQueryAheadToItsShareOfProcessors(t *testing.T) {
 		t.Fatal(err)
 	}
 	clock.add(12 * time.Millisecond) // more than a slice ahead of b
-	second := make(chan *stepStart, 1)
-	go func() {
-		st, err := a.enter(ctx)
-		if err != nil {
-			t.Error(err)
-		}
-		second <- st
-	}()
+	second := enterAsync(t, ctx, a)
 	waitingAtGate(t, c, 1)
 	// b, behind (level with a when it started, a has stepped since),
 	// steps at once on the other processor.
@@ -545,14 +538,7 @@ func TestCPUHoldsTheQueryAheadToItsShareOfProcessors(t *testing.T) {
 	}
 	// A step that neither ends nor blocks holds a's processor from the
 	// others of a for at most a slice: a third goes after it.
-	third := make(chan *stepStart, 1)
-	go func() {
-		st, err := a.enter(ctx)
-		if err != nil {
-			t.Error(err)
-		}
-		third <- st
-	}()
+	third := enterAsync(t, ctx, a)
 	waitingAtGate(t, c, 1)
 	clock.add(15 * time.Millisecond)
 	select {

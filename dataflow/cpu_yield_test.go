@@ -150,14 +150,7 @@ func TestCPUNewQueryStartsLevel(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	second := make(chan *stepStart, 1)
-	go func() {
-		st, err := small.enter(ctx)
-		if err != nil {
-			t.Error(err)
-		}
-		second <- st
-	}()
+	second := enterAsync(t, ctx, small)
 	select {
 	case st := <-second:
 		small.exit(st)
@@ -167,14 +160,7 @@ func TestCPUNewQueryStartsLevel(t *testing.T) {
 	// small keeps stepping on one processor: a slice on, large is behind
 	// it, and small is held to its share.
 	clock.add(15 * time.Millisecond)
-	held := make(chan *stepStart, 1)
-	go func() {
-		st, err := small.enter(ctx)
-		if err != nil {
-			t.Error(err)
-		}
-		held <- st
-	}()
+	held := enterAsync(t, ctx, small)
 	waitingAtGate(t, c, 1)
 	small.exit(first)
 	select {
