@@ -222,6 +222,9 @@ func runRun(ctx context.Context, a *app, f runFlags, path string) error {
 			}
 		}
 	}
+	if f.batch < 1 {
+		return badInput(fmt.Errorf("--batch-size %d: want a positive number of rows", f.batch))
+	}
 	if f.heartbeat < 0 {
 		return badInput(fmt.Errorf("--heartbeat %s: want a positive interval", f.heartbeat))
 	}

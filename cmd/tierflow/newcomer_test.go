@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -9,7 +10,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/nats-io/nats.go"
+
 	"github.com/tierflow/tierflow/dataflow"
+	"github.com/tierflow/tierflow/relay/natsserver"
 	"github.com/tierflow/tierflow/runtime/cluster"
 	"github.com/tierflow/tierflow/runtime/cluster/clustertest"
 	"github.com/tierflow/tierflow/runtime/deploy"
@@ -243,5 +247,69 @@ func TestCountsAgreeWithTheirNouns(t *testing.T) {
 	code, _, errs := runCLI(t, "SELECT 1 AS a;", "run", "--local", "-")
 	if code != exitOK || !strings.Contains(errs, "-- 0 rows read, 1 row written") || one.MatchString(errs) {
 		t.Errorf("local: exit %d\n%s", code, errs)
+	}
+}
+
+// TestSubmitCarriesRunsSourceFlags: submit had no --on-error and no
+// --batch-size, which run has: the same flags, with run's defaults and
+// meaning, travel in the submit request (a stand-in coordinator reads it).
+func TestSubmitCarriesRunsSourceFlags(t *testing.T) {
+	t.Parallel()
+	srv, err := natsserver.Start(natsserver.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer srv.Shutdown()
+	nc, err := srv.Connect()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer nc.Close()
+	got := make(chan deploy.Script, 4)
+	sub, err := nc.Subscribe(deploy.SubjectSubmit+".>", func(m *nats.Msg) {
+		var req deploy.SubmitRequest
+		_ = json.Unmarshal(m.Data, &req)
+		got <- req.Script
+		b, _ := json.Marshal(deploy.SubmitReply{Query: req.Query, Error: "stand-in coordinator: not run"})
+		_ = m.Respond(b)
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sub.Unsubscribe()
+	if err := nc.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	script := filepath.Join(t.TempDir(), "q.sql")
+	if err := os.WriteFile(script, []byte("SELECT 1 AS a;\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		args    []string
+		onError string
+		batch   int
+	}{
+		{nil, "fail", 4096},
+		{[]string{"--on-error", "skip", "--batch-size", "64"}, "skip", 64},
+	} {
+		args := append(append([]string{"submit", "--nats", srv.ClientURL()}, c.args...), script)
+		code, _, errs := runCLI(t, "", args...)
+		if code == exitOK || !strings.Contains(errs, "stand-in coordinator") {
+			t.Fatalf("%v: exit %d\n%s", c.args, code, errs)
+		}
+		select {
+		case sc := <-got:
+			if sc.OnError != c.onError || sc.BatchSize != c.batch {
+				t.Errorf("%v: the request carries on_error %q, batch_size %d; want %q, %d", c.args, sc.OnError, sc.BatchSize, c.onError, c.batch)
+			}
+		case <-time.After(30 * time.Second):
+			t.Fatalf("%v: no submit request", c.args)
+		}
+	}
+	for _, args := range [][]string{{"--on-error", "ignore"}, {"--batch-size", "0"}} {
+		code, _, errs := runCLI(t, "", append(append([]string{"submit", "--nats", srv.ClientURL()}, args...), script)...)
+		if code != exitBadInput {
+			t.Errorf("%v: exit %d (want %d)\n%s", args, code, exitBadInput, errs)
+		}
 	}
 }
