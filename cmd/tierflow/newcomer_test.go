@@ -313,3 +313,36 @@ func TestSubmitCarriesRunsSourceFlags(t *testing.T) {
 		}
 	}
 }
+
+// TestReplFileFromElsewhereNamesTheModelFileOnce: `repl -f DIR/x.sql` from
+// another directory said "file DIR/models/m.onnx not found (tried
+// [DIR/DIR/models/m.onnx ...])": the REPL had rebased the file, which the
+// model runtime then looked for beside the script again.
+func TestReplFileFromElsewhereNamesTheModelFileOnce(t *testing.T) {
+	t.Parallel()
+	wd, err := os.Getwd()
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir, err := filepath.Rel(wd, t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "t.csv"), []byte("k,x\n1,2.0\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	script := filepath.Join(dir, "x.sql")
+	src := "CREATE TABLE t (k BIGINT, x FLOAT) FROM FILE 't.csv' FORMAT CSV;\n" +
+		"CREATE MODEL m TASK 'regression' INPUTS (x FLOAT) OUTPUTS (y FLOAT)\n  VARIANTS (only FROM 'models/missing.onnx');\n" +
+		"SELECT t.k, r.y FROM t CROSS JOIN LATERAL m(t.x) AS r(y);\n"
+	if err := os.WriteFile(script, []byte(src), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	want := script + ":3:13: inference: cannot run model: variant only: file models/missing.onnx not found (tried [" + filepath.Join(dir, "models", "missing.onnx") + " models/missing.onnx])"
+	for _, args := range [][]string{{"repl", "-f", script}, {"run", "--local", script}} {
+		code, _, errs := runCLI(t, "", args...)
+		if code != exitBadInput || !strings.Contains(errs, want) || strings.Count(errs, "not found") != 1 {
+			t.Errorf("%v: exit %d (want %d), want once:\n%s\nstderr:\n%s", args, code, exitBadInput, want, errs)
+		}
+	}
+}
