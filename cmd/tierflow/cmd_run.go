@@ -357,8 +357,12 @@ func runClusterScript(ctx context.Context, a *app, f runFlags, path, src, base s
 	if err != nil {
 		return err
 	}
-	if _, err := inputs.loadCatalog(); err != nil {
+	cat, err := inputs.loadCatalog()
+	if err != nil {
 		return err // its problems here, before a cluster starts
+	}
+	if err := checkBeforeStart(path, src, cat, base); err != nil {
+		return err
 	}
 	catPath := ""
 	if inputs.catalog != "" {

@@ -346,3 +346,36 @@ func TestReplFileFromElsewhereNamesTheModelFileOnce(t *testing.T) {
 		}
 	}
 }
+
+// TestRunChecksNamesBeforeTheClusterStarts: an unknown table, stream or
+// model, or a model without any of its files, failed only once the embedded
+// cluster was up (seconds); they fail before it starts, at their position.
+func TestRunChecksNamesBeforeTheClusterStarts(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	write := func(name, text string) string {
+		p := filepath.Join(dir, name)
+		if err := os.WriteFile(p, []byte(text), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	write("t.csv", "k,x\n1,2.0\n")
+	const table = "CREATE TABLE t (k BIGINT, x FLOAT) FROM FILE 't.csv' FORMAT CSV;\n"
+	const model = "CREATE MODEL m TASK 'regression' INPUTS (x FLOAT) OUTPUTS (y FLOAT)\n  VARIANTS (only FROM 'models/missing.onnx');\n"
+	for _, c := range []struct{ name, src, want string }{
+		{"table.sql", table + "SELECT k FROM tt;\n", `table.sql:2:15: unknown stream, table or view "tt" (did you mean "t"?)`},
+		{"model.sql", table + "SELECT t.k, r.y FROM t CROSS JOIN LATERAL mm(t.x) AS r(y);\n", `unknown model "mm"`},
+		{"file.sql", table + model + "SELECT 1 AS one;\nSELECT t.k, r.y FROM t CROSS JOIN LATERAL m(t.x) AS r(y);\n",
+			"file.sql:3:13: inference: cannot run model: variant only: file models/missing.onnx not found"},
+	} {
+		script := write(c.name, c.src)
+		code, out, errs := runCLI(t, "", "run", script)
+		if code != exitBadInput || !strings.Contains(errs, c.want) {
+			t.Errorf("%s: exit %d (want %d), want %q in stderr:\n%s", c.name, code, exitBadInput, c.want, errs)
+		}
+		if strings.Contains(errs, "-- embedded cluster") || out != "" {
+			t.Errorf("%s: the cluster started (or a query ran) first:\n%s%s", c.name, out, errs)
+		}
+	}
+}
