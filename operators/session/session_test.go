@@ -83,7 +83,7 @@ func TestListings(t *testing.T) {
 	if err := d.WriteText(&b); err != nil {
 		t.Fatal(err)
 	}
-	want := "Stream readings (file 'r.csv' csv)\n column | type\n--------+-----------\n sensor | INT\n ts     | TIMESTAMP\n(2 rows)\n"
+	want := "Stream readings (file 'r.csv' csv)\n| column | type      |\n+--------+-----------+\n| sensor | INT       |\n| ts     | TIMESTAMP |\n(2 rows)\n"
 	if b.String() != want {
 		t.Fatalf("DESCRIBE:\n%s\nwant:\n%s", b.String(), want)
 	}
