@@ -199,6 +199,9 @@ type Set struct {
 	Pos   lexer.Position
 	Key   string  `parser:"'SET' @( Ident | Keyword ) ( @'.' @( Ident | Keyword ) )*"`
 	Value Literal `parser:"'=' @@"`
+	// KeyPos is where the setting's name starts (set by Parse): an unknown
+	// setting is blamed there, not at SET.
+	KeyPos lexer.Position
 }
 
 // StopQuery is STOP QUERY id.

@@ -336,6 +336,19 @@ func quotedWords(s string) []string {
 
 // nearestKeyword returns the keyword among candidates (all keywords when there
 // are none) closest to word, if it is close enough to be a misspelling.
+// Suggest is the candidate closest to word when it is a likely typo of it
+// (case aside), as written among candidates, else "": the "did you mean"
+// of names the grammar does not know (settings, functions).
+func Suggest(word string, candidates []string) string {
+	kw := nearestKeyword(word, candidates)
+	for _, c := range candidates {
+		if kw != "" && strings.EqualFold(c, kw) {
+			return c
+		}
+	}
+	return ""
+}
+
 func nearestKeyword(word string, candidates []string) string {
 	if len(candidates) == 0 {
 		candidates = Keywords()

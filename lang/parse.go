@@ -92,7 +92,26 @@ func parse(filename, src string) (s *Script, err error) {
 	}
 	normalize(reflect.ValueOf(s))
 	attachComments(s, toks)
+	setKeyPositions(s, toks)
 	return s, nil
+}
+
+// setKeyPositions gives every SET the position of its setting's name: the
+// first token after SET that is neither space nor a comment.
+func setKeyPositions(s *Script, toks []Token) {
+	for _, st := range s.Statements {
+		set, ok := st.(*Set)
+		if !ok {
+			continue
+		}
+		set.KeyPos = set.Pos
+		for _, t := range toks {
+			if t.Pos.Offset > set.Pos.Offset && t.Kind != TokWhitespace && t.Kind != TokComment {
+				set.KeyPos = t.Pos
+				break
+			}
+		}
+	}
 }
 
 // attachComments gives every comment to the statement it precedes or sits in,

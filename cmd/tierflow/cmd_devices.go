@@ -46,7 +46,7 @@ NVIDIA GPU with its memory and utilisation. Without an NVIDIA driver it says
 			}
 			rows := []deviceRow{{
 				Device: "cpu",
-				Name:   fmt.Sprintf("%d cores", inv.CPUs),
+				Name:   cli.Count(inv.CPUs, "core"),
 				Memory: bytesHuman(inv.MemoryTotal),
 				Used:   "-",
 				Util:   "-",

@@ -394,10 +394,7 @@ func threadsName(t int) string {
 	if t == 0 {
 		return "ONNX Runtime's threads"
 	}
-	if t == 1 {
-		return "1 thread"
-	}
-	return fmt.Sprintf("%d threads", t)
+	return cli.Count(t, "thread")
 }
 
 func isProfileInputErr(err error) bool {

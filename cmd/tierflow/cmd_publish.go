@@ -13,6 +13,7 @@ import (
 	"github.com/apache/arrow/go/v17/arrow/memory"
 	"github.com/spf13/cobra"
 
+	"github.com/tierflow/tierflow/internal/cli"
 	"github.com/tierflow/tierflow/operators/sources"
 	"github.com/tierflow/tierflow/runtime/connectors"
 )
@@ -139,7 +140,7 @@ func runPublish(ctx context.Context, a *app, f publishFlags, path, subject strin
 		if !final {
 			verb = "publishing:"
 		}
-		fmt.Fprintf(a.err, "-- %s %d rows as %d messages (%d bytes) to %s in %.1fs (%.0f rows/s)\n", verb, p.rows, stats.Messages.Load(), stats.Bytes.Load(), subject, el, float64(p.rows)/max(el, 1e-9))
+		fmt.Fprintf(a.err, "-- %s %s as %s (%s) to %s in %.1fs (%.0f rows/s)\n", verb, cli.Count(p.rows, "row"), cli.Count(stats.Messages.Load(), "message"), cli.Count(stats.Bytes.Load(), "byte"), subject, el, float64(p.rows)/max(el, 1e-9))
 	}
 	err = func() error {
 		for {

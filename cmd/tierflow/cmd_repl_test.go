@@ -50,7 +50,7 @@ func TestReplRunsQueriesWithTheLocalExecutor(t *testing.T) {
 	if code != exitOK {
 		t.Fatalf("exit %d\n%s", code, errs)
 	}
-	for _, want := range []string{" site  | temperature", " south |          26", " north |        27.5", "(2 rows)"} {
+	for _, want := range []string{"| site  | temperature |", "| south |          26 |", "| north |        27.5 |", "(2 rows)"} {
 		if !strings.Contains(out, want) {
 			t.Errorf("output lacks %q:\n%s", want, out)
 		}

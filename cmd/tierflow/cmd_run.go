@@ -23,6 +23,7 @@ import (
 
 	"github.com/tierflow/tierflow/cmd/tierflow/repl"
 	"github.com/tierflow/tierflow/dataflow"
+	"github.com/tierflow/tierflow/internal/cli"
 	"github.com/tierflow/tierflow/lang"
 	"github.com/tierflow/tierflow/operators/exec"
 	"github.com/tierflow/tierflow/operators/session"
@@ -221,6 +222,9 @@ func runRun(ctx context.Context, a *app, f runFlags, path string) error {
 			}
 		}
 	}
+	if f.batch < 1 {
+		return badInput(fmt.Errorf("--batch-size %d: want a positive number of rows", f.batch))
+	}
 	if f.heartbeat < 0 {
 		return badInput(fmt.Errorf("--heartbeat %s: want a positive interval", f.heartbeat))
 	}
@@ -353,8 +357,12 @@ func runClusterScript(ctx context.Context, a *app, f runFlags, path, src, base s
 	if err != nil {
 		return err
 	}
-	if _, err := inputs.loadCatalog(); err != nil {
+	cat, err := inputs.loadCatalog()
+	if err != nil {
 		return err // its problems here, before a cluster starts
+	}
+	if err := checkBeforeStart(path, src, cat, base); err != nil {
+		return err
 	}
 	catPath := ""
 	if inputs.catalog != "" {
@@ -421,7 +429,7 @@ func runClusterScript(ctx context.Context, a *app, f runFlags, path, src, base s
 	for _, m := range inf.Machines() {
 		names = append(names, cluster.WorkerName(m.Name)+" "+m.Tier)
 	}
-	fmt.Fprintf(log, "-- %s: %d workers (%s) on %s\n", mode, len(names), strings.Join(names, ", "), redact(c.URL()))
+	fmt.Fprintf(log, "-- %s: %s (%s) on %s\n", mode, cli.Count(len(names), "worker"), strings.Join(names, ", "), redact(c.URL()))
 	so := cluster.ScriptOptions{BaseDir: absBase, Catalog: catPath, CatalogBeside: inputs.catalogBeside, NewOutput: newOutput,
 		Stdout: a.out, Log: log, OnError: f.onError, MaxDelay: f.maxDelay, BatchSize: f.batch, Analyze: f.analyze,
 		SourceMaxDelay: f.sourceMaxDelay, Replay: f.replay, Print: printListing(a.out, format)}

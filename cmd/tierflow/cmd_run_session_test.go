@@ -69,7 +69,7 @@ EXPLAIN SELECT k FROM d;
 	// A bad SET or DESCRIBE is bad input at its position, as in the REPL.
 	for _, c := range []struct{ stmt, want string }{
 		{"SET exec.on_error = 'sometimes';", `bad.sql:2:1: SET exec.on_error: want skip or fail, got "sometimes"`},
-		{"SET planner.nope = 1;", "bad.sql:2:1: SET planner.nope: unknown setting"},
+		{"SET planner.nope = 1;", "bad.sql:2:5: SET planner.nope: unknown setting"},
 		{"DESCRIBE nothing;", `bad.sql:2:1: no model, stream, table, sink or function named "nothing"`},
 	} {
 		bad := filepath.Join(dir, "bad.sql")

@@ -441,7 +441,7 @@ func TestRunMemoryLimitSpills(t *testing.T) {
 	join := filepath.Join(dir, "j.sql")
 	os.WriteFile(join, []byte("CREATE TABLE t (k BIGINT, v BIGINT) FROM FILE 't.csv' FORMAT CSV;\nSELECT count(*) AS n, sum(b.v) AS total FROM t AS a JOIN t AS b ON a.v = b.v;\n"), 0o644)
 	code, out, errs = runCLI(t, "", "run", "--local", "--batch-size", "100", "--memory-limit", "4KiB", join)
-	if code != exitOK || !strings.Contains(errs, "join tables spilled to disk 1 times") || !strings.Contains(out, "3000 | 4498500") {
+	if code != exitOK || !strings.Contains(errs, "join tables spilled to disk 1 time (") || !strings.Contains(out, "3000 | 4498500") {
 		t.Fatalf("join: exit %d\n%s\n%s", code, out, errs)
 	}
 	if code, _, errs := runCLI(t, "", "run", "--local", "--memory-limit", "lots", query); code != exitBadInput || !strings.Contains(errs, "--memory-limit") {

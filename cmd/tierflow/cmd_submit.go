@@ -14,6 +14,7 @@ import (
 
 	"github.com/tierflow/tierflow/lang"
 	"github.com/tierflow/tierflow/operators/session"
+	"github.com/tierflow/tierflow/operators/sources"
 	"github.com/tierflow/tierflow/planner/bind"
 	"github.com/tierflow/tierflow/planner/infra"
 	"github.com/tierflow/tierflow/runtime/cluster"
@@ -25,6 +26,8 @@ func newSubmitCmd(a *app) *cobra.Command {
 	var name, output, stats, namespace string
 	var sourceMaxDelay, maxDelay time.Duration
 	var replay bool
+	var onError string
+	var batchSize int
 	c := &cobra.Command{
 		Use:   "submit QUERY.sql",
 		Short: "Submit a query to a tierflow cluster and stream its results back",
@@ -37,7 +40,8 @@ script are resolved against the script's directory.
 
 SHOW WORKERS and SHOW QUERIES in the script print the coordinator's lists;
 SET before the query applies to it (planner.* to the coordinator's plan,
-exec.* to the sources), as in tierflow run. A
+exec.* to the sources), as in tierflow run; --on-error, --batch-size and
+--max-delay are run's flags, with run's defaults, sent with the query. A
 query under EXPLAIN ANALYZE runs paced at its plan's rates and prints the run
 against the plan instead of its rows (--infra prices each link and worker;
 without it the coordinator's totals are used).`,
@@ -64,6 +68,14 @@ without it the coordinator's totals are used).`,
 			if sourceMaxDelay < 0 {
 				return badInput(fmt.Errorf("--source-max-delay %s: want a duration >= 0", sourceMaxDelay))
 			}
+			onErr, err := sources.ParseOnError(onError)
+			if err != nil {
+				return badInput(err)
+			}
+			if batchSize < 1 {
+				return badInput(fmt.Errorf("--batch-size %d: want a positive number of rows", batchSize))
+			}
+			script.BatchSize = batchSize
 			inputs := inputsFor(a.g, args[0])
 			if _, err := inputs.loadCatalog(); err != nil {
 				return err
@@ -79,13 +91,11 @@ without it the coordinator's totals are used).`,
 				return badInput(err)
 			}
 			// The script's SETs before its query, as `tierflow run` applies them.
-			x := session.Exec{MaxDelay: script.MaxDelay, BatchSize: script.BatchSize, Replay: script.Replay}
+			x := session.Exec{MaxDelay: script.MaxDelay, BatchSize: script.BatchSize, Replay: script.Replay, OnError: onErr}
 			if err := x.Apply(plan.settings.Values()); err != nil {
 				return badInput(err)
 			}
-			if _, ok := plan.settings.Values()["exec.on_error"]; ok {
-				script.OnError = session.OnErrorName(x.OnError)
-			}
+			script.OnError = session.OnErrorName(x.OnError)
 			script.MaxDelay, script.BatchSize, script.Replay, script.StateTTL = x.MaxDelay, x.BatchSize, x.Replay, x.StateTTL
 			script.Planner = session.PlannerValues(plan.settings.Values())
 			if plan.queries > 0 {
@@ -206,6 +216,9 @@ without it the coordinator's totals are used).`,
 	// run's default: without it the workers kept no out-of-orderness, and
 	// submit dropped rows that run of the same script counted.
 	c.Flags().DurationVar(&maxDelay, "max-delay", 2*time.Second, "allowed out-of-orderness of event time (watermark delay)")
+	// run's source settings, with run's defaults and meaning.
+	c.Flags().StringVar(&onError, "on-error", "fail", "what to do with a row that does not fit its schema: skip or fail")
+	c.Flags().IntVar(&batchSize, "batch-size", 4096, "rows per source batch")
 	return c
 }
 

@@ -2,14 +2,21 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/nats-io/nats.go"
+
+	"github.com/tierflow/tierflow/dataflow"
+	"github.com/tierflow/tierflow/relay/natsserver"
 	"github.com/tierflow/tierflow/runtime/cluster"
 	"github.com/tierflow/tierflow/runtime/cluster/clustertest"
+	"github.com/tierflow/tierflow/runtime/deploy"
 )
 
 // TestTyposGetDidYouMean: a mistyped command or benchmark names the one
@@ -189,5 +196,186 @@ func TestSubmitCountsWhatRunCounts(t *testing.T) {
 	}
 	if err := clustertest.SameRows(got, want); err != nil {
 		t.Errorf("submit's rows are not run's: %v\n%s", err, errs)
+	}
+}
+
+// TestExplainAnalyzeRunsWhatRunRuns: `explain --analyze` of an INSERT INTO
+// a stdout sink started seven workers and then failed ("not supported yet:
+// INSERT INTO alerts (stdout) on a cluster") where `run` runs it; it
+// measures the SELECT on the workers and says the sink is not written.
+func TestExplainAnalyzeRunsWhatRunRuns(t *testing.T) {
+	t.Parallel()
+	const script = "../../examples/fashion/query.sql"
+	code, out, errs := runCLI(t, "", "explain", "--analyze", "--duration", "1s", script)
+	if code != exitOK || !strings.Contains(out, "EXPLAIN ANALYZE") || strings.Contains(errs, "not supported") {
+		t.Fatalf("exit %d\n%s%s", code, out, errs)
+	}
+	if want := script + ":5:1: EXPLAIN ANALYZE runs the SELECT of INSERT INTO alerts on the workers and counts its rows; alerts (stdout) is not written"; !strings.Contains(errs, want) {
+		t.Errorf("stderr does not say what ran (want %q):\n%s", want, errs)
+	}
+}
+
+// TestUnknownSettingPointsAtItsName: SET planner.strategi was blamed at
+// 1:1 (the SET) with every setting listed; it is blamed at the name, with
+// the one meant, in run and explain alike.
+func TestUnknownSettingPointsAtItsName(t *testing.T) {
+	t.Parallel()
+	script := filepath.Join(t.TempDir(), "s.sql")
+	if err := os.WriteFile(script, []byte("SELECT 1 AS a;\nSET  planner.strategi = 'exhaustive';\nSELECT 2 AS b;\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	want := script + `:2:6: SET planner.strategi: unknown setting (did you mean "planner.strategy"?)`
+	for _, args := range [][]string{{"run", "--local", script}, {"explain", script}} {
+		code, _, errs := runCLI(t, "", args...)
+		if code != exitBadInput || !strings.Contains(errs, want) {
+			t.Errorf("%v: exit %d (want %d), want %q in stderr:\n%s", args, code, exitBadInput, want, errs)
+		}
+	}
+}
+
+// TestCountsAgreeWithTheirNouns: "on 1 workers" and "1 rows written": every
+// count on stderr goes through one helper (cli.Count). The cluster's line
+// is checked on its own: a cluster here would test the machine's load.
+func TestCountsAgreeWithTheirNouns(t *testing.T) {
+	t.Parallel()
+	one := regexp.MustCompile(`\b1 (rows|workers|queries|messages|threads)\b`)
+	line := cluster.Summary(deploy.QueryInfo{Query: "q-1", State: "finished", ResultRows: 1, Workers: []string{"edge-1"},
+		Operators: []dataflow.InstanceStats{{Operator: "scan s", RowsOut: 1}}})
+	if !strings.HasPrefix(line, "-- query q-1 finished: 1 row on 1 worker, 1 row read") || one.MatchString(line) {
+		t.Errorf("cluster: %s", line)
+	}
+	code, _, errs := runCLI(t, "SELECT 1 AS a;", "run", "--local", "-")
+	if code != exitOK || !strings.Contains(errs, "-- 0 rows read, 1 row written") || one.MatchString(errs) {
+		t.Errorf("local: exit %d\n%s", code, errs)
+	}
+}
+
+// TestSubmitCarriesRunsSourceFlags: submit had no --on-error and no
+// --batch-size, which run has: the same flags, with run's defaults and
+// meaning, travel in the submit request (a stand-in coordinator reads it).
+func TestSubmitCarriesRunsSourceFlags(t *testing.T) {
+	t.Parallel()
+	srv, err := natsserver.Start(natsserver.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer srv.Shutdown()
+	nc, err := srv.Connect()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer nc.Close()
+	got := make(chan deploy.Script, 4)
+	sub, err := nc.Subscribe(deploy.SubjectSubmit+".>", func(m *nats.Msg) {
+		var req deploy.SubmitRequest
+		_ = json.Unmarshal(m.Data, &req)
+		got <- req.Script
+		b, _ := json.Marshal(deploy.SubmitReply{Query: req.Query, Error: "stand-in coordinator: not run"})
+		_ = m.Respond(b)
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sub.Unsubscribe()
+	if err := nc.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	script := filepath.Join(t.TempDir(), "q.sql")
+	if err := os.WriteFile(script, []byte("SELECT 1 AS a;\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		args    []string
+		onError string
+		batch   int
+	}{
+		{nil, "fail", 4096},
+		{[]string{"--on-error", "skip", "--batch-size", "64"}, "skip", 64},
+	} {
+		args := append(append([]string{"submit", "--nats", srv.ClientURL()}, c.args...), script)
+		code, _, errs := runCLI(t, "", args...)
+		if code == exitOK || !strings.Contains(errs, "stand-in coordinator") {
+			t.Fatalf("%v: exit %d\n%s", c.args, code, errs)
+		}
+		select {
+		case sc := <-got:
+			if sc.OnError != c.onError || sc.BatchSize != c.batch {
+				t.Errorf("%v: the request carries on_error %q, batch_size %d; want %q, %d", c.args, sc.OnError, sc.BatchSize, c.onError, c.batch)
+			}
+		case <-time.After(30 * time.Second):
+			t.Fatalf("%v: no submit request", c.args)
+		}
+	}
+	for _, args := range [][]string{{"--on-error", "ignore"}, {"--batch-size", "0"}} {
+		code, _, errs := runCLI(t, "", append(append([]string{"submit", "--nats", srv.ClientURL()}, args...), script)...)
+		if code != exitBadInput {
+			t.Errorf("%v: exit %d (want %d)\n%s", args, code, exitBadInput, errs)
+		}
+	}
+}
+
+// TestReplFileFromElsewhereNamesTheModelFileOnce: `repl -f DIR/x.sql` from
+// another directory said "file DIR/models/m.onnx not found (tried
+// [DIR/DIR/models/m.onnx ...])": the REPL had rebased the file, which the
+// model runtime then looked for beside the script again.
+func TestReplFileFromElsewhereNamesTheModelFileOnce(t *testing.T) {
+	t.Parallel()
+	wd, err := os.Getwd()
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir, err := filepath.Rel(wd, t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "t.csv"), []byte("k,x\n1,2.0\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	script := filepath.Join(dir, "x.sql")
+	src := "CREATE TABLE t (k BIGINT, x FLOAT) FROM FILE 't.csv' FORMAT CSV;\n" +
+		"CREATE MODEL m TASK 'regression' INPUTS (x FLOAT) OUTPUTS (y FLOAT)\n  VARIANTS (only FROM 'models/missing.onnx');\n" +
+		"SELECT t.k, r.y FROM t CROSS JOIN LATERAL m(t.x) AS r(y);\n"
+	if err := os.WriteFile(script, []byte(src), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	want := script + ":3:13: inference: cannot run model: variant only: file models/missing.onnx not found (tried [" + filepath.Join(dir, "models", "missing.onnx") + " models/missing.onnx])"
+	for _, args := range [][]string{{"repl", "-f", script}, {"run", "--local", script}} {
+		code, _, errs := runCLI(t, "", args...)
+		if code != exitBadInput || !strings.Contains(errs, want) || strings.Count(errs, "not found") != 1 {
+			t.Errorf("%v: exit %d (want %d), want once:\n%s\nstderr:\n%s", args, code, exitBadInput, want, errs)
+		}
+	}
+}
+
+// TestRunChecksNamesBeforeTheClusterStarts: an unknown table, stream or
+// model, or a model without any of its files, failed only once the embedded
+// cluster was up (seconds); they fail before it starts, at their position.
+func TestRunChecksNamesBeforeTheClusterStarts(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	write := func(name, text string) string {
+		p := filepath.Join(dir, name)
+		if err := os.WriteFile(p, []byte(text), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	write("t.csv", "k,x\n1,2.0\n")
+	const table = "CREATE TABLE t (k BIGINT, x FLOAT) FROM FILE 't.csv' FORMAT CSV;\n"
+	const model = "CREATE MODEL m TASK 'regression' INPUTS (x FLOAT) OUTPUTS (y FLOAT)\n  VARIANTS (only FROM 'models/missing.onnx');\n"
+	for _, c := range []struct{ name, src, want string }{
+		{"table.sql", table + "SELECT k FROM tt;\n", `table.sql:2:15: unknown stream, table or view "tt" (did you mean "t"?)`},
+		{"model.sql", table + "SELECT t.k, r.y FROM t CROSS JOIN LATERAL mm(t.x) AS r(y);\n", `unknown model "mm"`},
+		{"file.sql", table + model + "SELECT 1 AS one;\nSELECT t.k, r.y FROM t CROSS JOIN LATERAL m(t.x) AS r(y);\n",
+			"file.sql:3:13: inference: cannot run model: variant only: file models/missing.onnx not found"},
+	} {
+		script := write(c.name, c.src)
+		code, out, errs := runCLI(t, "", "run", script)
+		if code != exitBadInput || !strings.Contains(errs, c.want) {
+			t.Errorf("%s: exit %d (want %d), want %q in stderr:\n%s", c.name, code, exitBadInput, c.want, errs)
+		}
+		if strings.Contains(errs, "-- embedded cluster") || out != "" {
+			t.Errorf("%s: the cluster started (or a query ran) first:\n%s%s", c.name, out, errs)
+		}
 	}
 }

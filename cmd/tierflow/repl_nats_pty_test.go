@@ -57,7 +57,7 @@ func TestReplCancelsARealStream(t *testing.T) {
 			}
 		}
 	}()
-	tm.expect(`7 \|\s+42\.5\r\n`)
+	tm.expect(`7 \|\s+42\.5 \|\r\n`)
 	close(stop)
 	wg.Wait()
 
@@ -65,7 +65,7 @@ func TestReplCancelsARealStream(t *testing.T) {
 	tm.expect(`Cancelled after \d+ rows?`) // one row, now that a quiet source emits within milliseconds
 	tm.expect(regexp.QuoteMeta(repl.Prompt))
 	tm.send("SELECT sensor FROM readings WHERE temperature < 21;\r")
-	tm.expect(`-+\r\n\s+1\r\n`)
+	tm.expect(`-\+\r\n\|\s+1 \|\r\n`)
 	tm.expect(`\(1 row\)`)
 	tm.expect(regexp.QuoteMeta(repl.Prompt))
 	tm.send(`\q` + "\r")

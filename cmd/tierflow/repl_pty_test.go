@@ -196,7 +196,7 @@ func TestReplOnPseudoTerminal(t *testing.T) {
 	tm.expect(`Cancelled after \d+ rows, [0-9.]+ s, \d+ rows/s\.`)
 	tm.expect(regexp.QuoteMeta(repl.Prompt))
 	tm.send("SELECT label FROM shelves LIMIT 3;\r")
-	tm.expect(`row-2\r\n`)
+	tm.expect(`row-2 \|\r\n`)
 	tm.expect(`\(3 rows\)`)
 
 	// Ctrl-C at the prompt clears the line, and the session goes on. (Wait
@@ -253,7 +253,7 @@ func TestReplOnPseudoTerminalWithTheExecutor(t *testing.T) {
 	tm.send("FROM readings AS r JOIN sensors AS s ON r.sensor = s.sensor\r")
 	tm.send("WHERE r.temperature > 25;\r")
 	tm.expect(`site\s+\| temperature`)
-	tm.expect(`south \|\s+26\r\n`)
+	tm.expect(`south \|\s+26 \|\r\n`)
 	tm.expect(`\(2 rows\)`)
 	tm.send(`\format csv` + "\r")
 	tm.send("SELECT sensor FROM readings WHERE temperature < 21;\r")

@@ -9,6 +9,7 @@ import (
 	"github.com/apache/arrow/go/v17/arrow"
 
 	"github.com/tierflow/tierflow/dataflow"
+	"github.com/tierflow/tierflow/internal/cli"
 	"github.com/tierflow/tierflow/operators/session"
 	"github.com/tierflow/tierflow/operators/sources"
 	"github.com/tierflow/tierflow/planner/logical"
@@ -112,12 +113,12 @@ func (s *localStream) Report(log io.Writer) error {
 		return nil
 	}
 	st := s.Stats()
-	fmt.Fprintf(log, "-- %d rows read, %d rows written", st.RowsRead, st.RowsWritten)
+	fmt.Fprintf(log, "-- %s read, %s written", cli.Count(st.RowsRead, "row"), cli.Count(st.RowsWritten, "row"))
 	if st.Spills > 0 {
-		fmt.Fprintf(log, ", aggregation state spilled to disk %d times (%d partial rows)", st.Spills, st.SpilledRows)
+		fmt.Fprintf(log, ", aggregation state spilled to disk %s (%s)", cli.Count(st.Spills, "time"), cli.Count(st.SpilledRows, "partial row"))
 	}
 	if st.JoinSpills > 0 {
-		fmt.Fprintf(log, ", join tables spilled to disk %d times (%d rows)", st.JoinSpills, st.JoinSpilledRows)
+		fmt.Fprintf(log, ", join tables spilled to disk %s (%s)", cli.Count(st.JoinSpills, "time"), cli.Count(st.JoinSpilledRows, "row"))
 	}
 	if len(st.Dropped) > 0 {
 		fmt.Fprintf(log, ", dropped: %s", st.Dropped)

@@ -6,9 +6,10 @@ import (
 	"sort"
 	"strconv"
 	"strings"
-	"unicode/utf8"
 
+	"github.com/tierflow/tierflow/internal/cli"
 	"github.com/tierflow/tierflow/lang"
+	"github.com/tierflow/tierflow/operators/sinks"
 	"github.com/tierflow/tierflow/planner/bind"
 	"github.com/tierflow/tierflow/planner/catalog"
 	"github.com/tierflow/tierflow/planner/expr"
@@ -119,7 +120,7 @@ func Objects(cat *catalog.Catalog) Listing {
 		for _, v := range m.Variants {
 			vs = append(vs, v.Name)
 		}
-		t.Rows = append(t.Rows, []string{m.Name, "model", plural(len(m.Variants), "variant") + " (" + strings.Join(vs, ", ") + ")"})
+		t.Rows = append(t.Rows, []string{m.Name, "model", cli.Count(len(m.Variants), "variant") + " (" + strings.Join(vs, ", ") + ")"})
 	}
 	for _, x := range cat.Streams {
 		t.Rows = append(t.Rows, []string{x.Name, "stream", StreamSource(x)})
@@ -213,46 +214,22 @@ type unknown struct{ msg string }
 func (e unknown) Error() string   { return e.msg }
 func (e unknown) Unwrap() []error { return []error{catalog.ErrUnknown, ErrInvalid} }
 
-// WriteText prints l as a plain aligned table (psql's unaligned look without
-// colours), the title first: what a script prints when its caller chose no
-// other rendering.
+// WriteText prints l as the one text table (sinks.TextTable, as run and
+// the REPL print results), the title first: what a script prints when its
+// caller chose no other rendering.
 func (l Listing) WriteText(w io.Writer) error {
 	if l.Title != "" {
 		if _, err := fmt.Fprintln(w, l.Title); err != nil {
 			return err
 		}
 	}
-	width := make([]int, len(l.Columns))
-	for i, c := range l.Columns {
-		width[i] = utf8.RuneCountInString(c)
-	}
-	for _, r := range l.Rows {
-		for i, v := range r {
-			if i < len(width) {
-				width[i] = max(width[i], utf8.RuneCountInString(v))
-			}
+	t := &sinks.TextTable{W: w, Names: l.Columns}
+	if len(l.Rows) > 0 {
+		if err := t.Rows(l.Rows); err != nil {
+			return err
 		}
 	}
-	line := func(cells []string) string {
-		parts := make([]string, len(cells))
-		for i, c := range cells {
-			parts[i] = " " + c + strings.Repeat(" ", width[i]-utf8.RuneCountInString(c)) + " "
-		}
-		return strings.TrimRight(strings.Join(parts, "|"), " ")
-	}
-	var b strings.Builder
-	b.WriteString(line(l.Columns) + "\n")
-	seps := make([]string, len(width))
-	for i, n := range width {
-		seps[i] = strings.Repeat("-", n+2)
-	}
-	b.WriteString(strings.Join(seps, "+") + "\n")
-	for _, r := range l.Rows {
-		b.WriteString(line(r) + "\n")
-	}
-	fmt.Fprintf(&b, "(%s)\n", plural(len(l.Rows), "row"))
-	_, err := io.WriteString(w, b.String())
-	return err
+	return t.End(int64(len(l.Rows)))
 }
 
 func columnListing(title string, cols []catalog.Column) Listing {
@@ -293,13 +270,6 @@ func rate(r float64) string {
 		return ""
 	}
 	return strconv.FormatFloat(r, 'g', -1, 64) + "/s"
-}
-
-func plural(n int, word string) string {
-	if n == 1 {
-		return "1 " + word
-	}
-	return strconv.Itoa(n) + " " + word + "s"
 }
 
 func quote(s string) string {

@@ -45,7 +45,9 @@ func TestSetChangesWhatFollows(t *testing.T) {
 		{"SET planner.strategy = 'fastest';", `s.sql:1:1: SET planner.strategy: unknown strategy "fastest"`},
 		{"SET exec.replay = 'sometimes';", `s.sql:1:1: SET exec.replay: want true or false, got "sometimes"`},
 		{"SET exec.state_ttl = 'a while';", `s.sql:1:1: SET exec.state_ttl: want a duration such as '1h', got "a while"`},
-		{"SET nope = 1;", "s.sql:1:1: SET nope: unknown setting (want one of exec.batch_size"},
+		{"SET nope = 1;", "s.sql:1:5: SET nope: unknown setting (want one of exec.batch_size"},
+		// At the name, with the one meant (it was 1:1, at SET, and listed all).
+		{"SET  planner.strategi = 'exhaustive';", "s.sql:1:6: SET planner.strategi: unknown setting (did you mean \"planner.strategy\"?)"},
 		{"SET planner.adapt_inputs = 'jpeg';", `s.sql:1:1: SET planner.adapt_inputs: want resize, uint8 or off, got "jpeg"`},
 	} {
 		err := s.Set(statements(t, c.src)[0].(*lang.Set))
@@ -81,7 +83,7 @@ func TestListings(t *testing.T) {
 	if err := d.WriteText(&b); err != nil {
 		t.Fatal(err)
 	}
-	want := "Stream readings (file 'r.csv' csv)\n column | type\n--------+-----------\n sensor | INT\n ts     | TIMESTAMP\n(2 rows)\n"
+	want := "Stream readings (file 'r.csv' csv)\n| column | type      |\n+--------+-----------+\n| sensor | INT       |\n| ts     | TIMESTAMP |\n(2 rows)\n"
 	if b.String() != want {
 		t.Fatalf("DESCRIBE:\n%s\nwant:\n%s", b.String(), want)
 	}

@@ -3,6 +3,7 @@ package session
 import (
 	"errors"
 	"fmt"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -67,7 +68,17 @@ func (s *Settings) Set(st *lang.Set) error {
 	if err != nil {
 		return invalidf("%s: %v", bind.Pos(st.Pos), err)
 	}
-	return s.set(strings.ToLower(st.Key), val, bind.Pos(st.Pos).String())
+	key := strings.ToLower(st.Key)
+	if !slices.Contains(Names(), key) {
+		// Blamed at the name, with the one meant: SET's position said
+		// only which statement.
+		msg := fmt.Sprintf("%s: SET %s: unknown setting", bind.Pos(st.KeyPos), key)
+		if sug := lang.Suggest(key, Names()); sug != "" {
+			return invalidf("%s (did you mean %q?)", msg, sug)
+		}
+		return invalidf("%s (want one of %s)", msg, strings.Join(Names(), ", "))
+	}
+	return s.set(key, val, bind.Pos(st.Pos).String())
 }
 
 // FromValues rebuilds settings from what Values gave (a query's SETs sent

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"io"
 	"strconv"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -183,81 +182,36 @@ func FormatValue(v any, null string) string {
 	return fmt.Sprint(v)
 }
 
-// Table prints rows as an aligned text table, streaming: the header and column
-// widths come from the first batch; later rows reuse them (a wider value just
-// pushes its row). Close prints the row count.
+// Table prints records as the one text table (TextTable), streaming: the
+// header and column widths come from the first batch. Close prints the row
+// count.
 type Table struct {
-	w      io.Writer
-	widths []int
-	rows   int64
-	schema *arrow.Schema
+	t    *TextTable
+	w    io.Writer
+	rows int64
 }
 
 // NewTable prints to w.
 func NewTable(w io.Writer) *Table { return &Table{w: w} }
 
 func (t *Table) Write(rec arrow.Record) error {
+	if t.t == nil {
+		t.t = &TextTable{W: t.w}
+		for _, f := range rec.Schema().Fields() {
+			t.t.Names = append(t.t.Names, f.Name)
+			t.t.Right = append(t.t.Right, isNumeric(f.Type))
+		}
+	}
 	n := int(rec.NumRows())
 	cells := make([][]string, n)
-	for i := 0; i < n; i++ {
+	for i := range cells {
 		cells[i] = make([]string, rec.NumCols())
 		for j := range cells[i] {
 			cells[i][j] = FormatValue(Value(rec.Column(j), i), "NULL")
 		}
 	}
-	if t.widths == nil {
-		t.schema = rec.Schema()
-		t.widths = make([]int, rec.NumCols())
-		for j, f := range rec.Schema().Fields() {
-			t.widths[j] = max(len(f.Name), 4)
-			for _, r := range cells {
-				t.widths[j] = max(t.widths[j], len(r[j]))
-			}
-		}
-		names := make([]string, len(t.widths))
-		for j, f := range rec.Schema().Fields() {
-			names[j] = f.Name
-		}
-		if err := t.line(names); err != nil {
-			return err
-		}
-		seps := make([]string, len(t.widths))
-		for j, w := range t.widths {
-			seps[j] = strings.Repeat("-", w)
-		}
-		if _, err := fmt.Fprintln(t.w, "+-"+strings.Join(seps, "-+-")+"-+"); err != nil {
-			return err
-		}
-	}
-	for _, r := range cells {
-		if err := t.line(r); err != nil {
-			return err
-		}
-	}
 	t.rows += int64(n)
-	return nil
-}
-
-func (t *Table) line(cells []string) error {
-	var b strings.Builder
-	b.WriteString("| ")
-	for j, c := range cells {
-		if j > 0 {
-			b.WriteString(" | ")
-		}
-		pad := t.widths[j] - len(c)
-		isNum := t.schema != nil && j < t.schema.NumFields() && isNumeric(t.schema.Field(j).Type)
-		if isNum && pad > 0 {
-			b.WriteString(strings.Repeat(" ", pad))
-		}
-		b.WriteString(c)
-		if !isNum && pad > 0 {
-			b.WriteString(strings.Repeat(" ", pad))
-		}
-	}
-	b.WriteString(" |\n")
-	_, err := io.WriteString(t.w, b.String())
-	return err
+	return t.t.Rows(cells)
 }
 
 func isNumeric(t arrow.DataType) bool {
@@ -273,10 +227,8 @@ func (t *Table) Rows() int64 { return t.rows }
 
 // Close prints the row count.
 func (t *Table) Close() error {
-	s := "s"
-	if t.rows == 1 {
-		s = ""
+	if t.t == nil {
+		t.t = &TextTable{W: t.w}
 	}
-	_, err := fmt.Fprintf(t.w, "(%d row%s)\n", t.rows, s)
-	return err
+	return t.t.End(t.rows)
 }

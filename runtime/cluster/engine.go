@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 
+	"github.com/tierflow/tierflow/internal/cli"
 	"github.com/tierflow/tierflow/lang"
 	"github.com/tierflow/tierflow/operators/exec"
 	"github.com/tierflow/tierflow/operators/session"
@@ -105,6 +106,9 @@ func (e *scriptEngine) Analyze(ctx context.Context, q session.Query, st *lang.Ex
 		return err
 	}
 	sc.Replay = false // EXPLAIN ANALYZE paces the streams itself
+	if sk, ok := q.Bound.Root.(*logical.Sink); ok && sk.Sink != nil && localSink(sk.Sink.Kind) {
+		fmt.Fprintf(e.so.Log, "-- %s: EXPLAIN ANALYZE runs the SELECT of INSERT INTO %s on the workers and counts its rows; %s (%s) is not written\n", sk.Pos, sk.Sink.Name, sk.Sink.Name, sk.Sink.Kind)
+	}
 	rep, err := e.c.ExplainAnalyze(ctx, sc, ao)
 	if err != nil {
 		return err
@@ -151,7 +155,7 @@ func (s *clusterStream) Report(log io.Writer) error {
 	<-s.Done()
 	if st := s.local; st != nil {
 		if log != nil {
-			fmt.Fprintf(log, "-- %d rows read, %d rows written (INSERT INTO runs in this process)", st.RowsRead, st.RowsWritten)
+			fmt.Fprintf(log, "-- %s read, %s written (INSERT INTO runs in this process)", cli.Count(st.RowsRead, "row"), cli.Count(st.RowsWritten, "row"))
 			if len(st.Dropped) > 0 {
 				fmt.Fprintf(log, ", dropped: %s", st.Dropped)
 			}

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"text/tabwriter"
 
+	"github.com/tierflow/tierflow/internal/cli"
 	"github.com/tierflow/tierflow/lang"
 	"github.com/tierflow/tierflow/operators/exec"
 	"github.com/tierflow/tierflow/operators/session"
@@ -39,7 +40,7 @@ func (e *scriptEngine) Instances(ctx context.Context, q session.Query, st *lang.
 	if err != nil {
 		return nil, err
 	}
-	fmt.Fprintf(w, "\nInstances on the cluster's %d workers (%s):\n", len(e.c.Coordinator.Workers()), note)
+	fmt.Fprintf(w, "\nInstances on the cluster's %s (%s):\n", cli.Count(len(e.c.Coordinator.Workers()), "worker"), note)
 	WriteInstances(w, p, func(scan string) []string { return partitionFiles(q, sc.BaseDir, scan) })
 	registered := map[string]physical.Worker{}
 	for _, r := range e.c.Coordinator.Workers() {

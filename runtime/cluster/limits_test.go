@@ -145,7 +145,7 @@ func TestLimitQueriesPerUserByCapacity(t *testing.T) {
 		}
 	}
 	_, err := mallory.Submit(ctx, live(t), "m21", sinks.NewCSV(&strings.Builder{}))
-	if err == nil || !strings.Contains(err.Error(), "already runs 1 queries, one per core of the live workers (1)") {
+	if err == nil || !strings.Contains(err.Error(), "already runs 1 query, one per core of the live workers (1)") {
 		t.Errorf("mallory's second query: %v, want refused naming the bound", err)
 	}
 	go func() {

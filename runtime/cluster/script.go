@@ -14,6 +14,7 @@ import (
 
 	"github.com/nats-io/nats.go"
 
+	"github.com/tierflow/tierflow/internal/cli"
 	"github.com/tierflow/tierflow/operators/exec"
 	"github.com/tierflow/tierflow/operators/session"
 	"github.com/tierflow/tierflow/operators/sinks"
@@ -102,11 +103,11 @@ func (c *Cluster) RunScript(ctx context.Context, filename, src string, so Script
 // and the bytes it moved between tiers.
 func Summary(q deploy.QueryInfo) string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "-- query %s %s: %d rows", q.Query, q.State, q.ResultRows)
+	fmt.Fprintf(&b, "-- query %s %s: %s", q.Query, q.State, cli.Count(q.ResultRows, "row"))
 	if !q.Ended.IsZero() {
 		fmt.Fprintf(&b, " in %s", q.Ended.Sub(q.Submitted).Round(time.Millisecond))
 	}
-	fmt.Fprintf(&b, " on %d workers", len(q.Workers))
+	fmt.Fprintf(&b, " on %s", cli.Count(len(q.Workers), "worker"))
 	var read int64
 	for _, op := range q.Operators {
 		if strings.HasPrefix(op.Operator, "scan ") {
@@ -114,7 +115,7 @@ func Summary(q deploy.QueryInfo) string {
 		}
 	}
 	if read > 0 {
-		fmt.Fprintf(&b, ", %d rows read", read)
+		fmt.Fprintf(&b, ", %s read", cli.Count(read, "row"))
 	}
 	if len(q.Dropped) > 0 {
 		fmt.Fprintf(&b, ", dropped: %s", q.Dropped)
@@ -370,6 +371,4 @@ func (c *Cluster) runLocal(ctx context.Context, sc deploy.Script, so ScriptOptio
 // localSink: sinks to a file or stdout run in this process (see RunScript;
 // the coordinator refuses them); NATS, JetStream and discard sinks run on
 // the workers (a discard sink opens nothing, so any number may hold it).
-func localSink(kind string) bool {
-	return !strings.EqualFold(kind, "nats") && !strings.EqualFold(kind, "jetstream") && !strings.EqualFold(kind, "discard")
-}
+func localSink(kind string) bool { return !deploy.WorkersWrite(kind) }

@@ -12,6 +12,7 @@ import (
 
 	"github.com/nats-io/nats.go"
 
+	"github.com/tierflow/tierflow/internal/cli"
 	"github.com/tierflow/tierflow/runtime/deploy"
 )
 
@@ -106,8 +107,8 @@ func (c *Coordinator) take(user string) (turns chan struct{}, done func(), err e
 		if tok < 1 {
 			in.tokens[user] = tok
 			wait := time.Duration((1 - tok) / b.SubmitsPerMinute * float64(time.Minute))
-			return nil, nil, fmt.Errorf("%w: %s submitted more than %d queries at once or %g a minute; try again in %s",
-				deploy.ErrLimit, user, b.SubmitBurst, b.SubmitsPerMinute, wait.Round(100*time.Millisecond))
+			return nil, nil, fmt.Errorf("%w: %s submitted more than %s at once or %g a minute; try again in %s",
+				deploy.ErrLimit, user, cli.Count(b.SubmitBurst, "query"), b.SubmitsPerMinute, wait.Round(100*time.Millisecond))
 		}
 		in.tokens[user] = tok - 1
 	}
@@ -117,7 +118,7 @@ func (c *Coordinator) take(user string) (turns chan struct{}, done func(), err e
 		in.users[user] = u
 	}
 	if u.pending >= b.CompilingPerUser+b.SubmitBurst {
-		return nil, nil, fmt.Errorf("%w: %s already has %d submissions waiting to be compiled; wait for their replies", deploy.ErrLimit, user, u.pending)
+		return nil, nil, fmt.Errorf("%w: %s already has %s waiting to be compiled; wait for their replies", deploy.ErrLimit, user, cli.Count(u.pending, "submission"))
 	}
 	u.pending++
 	return u.turns, func() {

@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/tierflow/tierflow/dataflow"
+	"github.com/tierflow/tierflow/internal/cli"
 	"github.com/tierflow/tierflow/runtime/deploy"
 )
 
@@ -40,7 +41,7 @@ func (c *Coordinator) admit(user string, cores int) error {
 		}
 	}
 	if n >= limit {
-		return fmt.Errorf("%w: %s already runs %d queries, %s", deploy.ErrLimit, user, n, why)
+		return fmt.Errorf("%w: %s already runs %s, %s", deploy.ErrLimit, user, cli.Count(n, "query"), why)
 	}
 	return nil
 }

@@ -141,13 +141,9 @@ func (c *Coordinator) place(ctx context.Context, req deploy.SubmitRequest, ws []
 		s.jetstream, s.streams = jetStreamSubjects(cat), streams
 		s.mu.Unlock()
 	}
-	if sk, ok := bound.Root.(*logical.Sink); ok && sk.Sink != nil && !strings.EqualFold(sk.Sink.Kind, "nats") && !strings.EqualFold(sk.Sink.Kind, "jetstream") && !strings.EqualFold(sk.Sink.Kind, "discard") {
-		// operators/exec opens a sink's file when it builds and closes it
-		// only in its own Run: every worker would truncate the file and
-		// none would flush it. NATS and JetStream sinks run: the worker
-		// that holds the sink opens it on first use and closes it when its
-		// part ends (JetStream's close waits for the acks). A discard sink
-		// opens nothing.
+	if sk, ok := bound.Root.(*logical.Sink); ok && sk.Sink != nil && !deploy.WorkersWrite(sk.Sink.Kind) {
+		// An analysed query (EXPLAIN ANALYZE) never gets here: it runs
+		// the SELECT under such a sink (deploy.Script.Bind).
 		return placed{}, fmt.Errorf("%s: %w: INSERT INTO %s (%s) on a cluster; submit the SELECT and write its streamed results (tierflow submit --output)", sk.Pos, ErrUnsupported, sk.Sink.Name, sk.Sink.Kind)
 	}
 	o := deploy.Options{Tiers: c.tiers(ws)}

@@ -3,6 +3,7 @@ package deploy
 import (
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/tierflow/tierflow/dataflow"
@@ -213,7 +214,23 @@ func (s Script) Bind(cat *catalog.Catalog) (*logical.Plan, *catalog.Catalog, err
 	if err != nil {
 		return nil, nil, err
 	}
+	if sk, ok := plan.Root.(*logical.Sink); ok && s.Pace != nil && sk.Sink != nil && !WorkersWrite(sk.Sink.Kind) {
+		// EXPLAIN ANALYZE of an INSERT INTO a file or stdout: no worker
+		// can write that sink (`run` writes it in its own process), and an
+		// analysed query's rows are counted and dropped anyway, so its
+		// SELECT is what runs and is measured.
+		plan = &logical.Plan{Root: sk.Input, Objectives: plan.Objectives}
+	}
 	return plan, cat, nil
+}
+
+// WorkersWrite says whether the workers can hold a sink of this kind: NATS
+// and JetStream sinks open on first use and close when their part ends, and
+// a discard sink opens nothing. operators/exec opens a file (or stdout) sink
+// when it builds and closes it only in its own Run: every worker would
+// truncate the file and none would flush it.
+func WorkersWrite(kind string) bool {
+	return strings.EqualFold(kind, "nats") || strings.EqualFold(kind, "jetstream") || strings.EqualFold(kind, "discard")
 }
 
 // Build binds the script and builds its dataflow with operators/exec.

@@ -84,7 +84,7 @@ func TestInterruptCancelsARunningQuery(t *testing.T) {
 	if !strings.Contains(errw.String(), "Cancelled after ") {
 		t.Errorf("no cancel message:\n%s", errw)
 	}
-	if !strings.Contains(out.String(), " camera\n") {
+	if !strings.Contains(out.String(), "| camera |\n") {
 		t.Errorf("header not shown:\n%s", out)
 	}
 	if s.Interrupt() {

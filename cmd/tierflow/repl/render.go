@@ -3,7 +3,6 @@ package repl
 import (
 	"encoding/csv"
 	"encoding/json"
-	"fmt"
 	"io"
 	"strings"
 	"unicode/utf8"
@@ -60,87 +59,37 @@ func newRenderer(format string, w io.Writer, color bool) (renderer, error) {
 	return nil, badf("unknown format %q (want %s)", format, strings.Join(Formats(), ", "))
 }
 
-// tableRenderer prints psql-style aligned tables. Streams have no last row to
-// measure, so the widths are fixed by the header and the first batch; a later
-// wider value widens its column from then on (up to maxCellWidth) rather than
-// being cut, so numbers are never truncated silently below the cap.
+// tableRenderer draws the one text table `tierflow run` draws too
+// (sinks.TextTable), with long values cut at maxCellWidth so a row stays on
+// one line, and the header in bold on a terminal.
 type tableRenderer struct {
-	w      io.Writer
-	color  bool
-	cols   []column
-	widths []int
-	headed bool
+	w     io.Writer
+	color bool
+	t     *sinks.TextTable
 }
 
 func (t *tableRenderer) begin(cols []column) error {
-	t.cols = cols
-	t.widths = make([]int, len(cols))
-	for i, c := range cols {
-		t.widths[i] = min(max(width(c.name), c.min), maxCellWidth)
+	t.t = &sinks.TextTable{W: t.w, MaxWidth: maxCellWidth, Bold: t.color}
+	for _, c := range cols {
+		t.t.Names = append(t.t.Names, c.name)
+		t.t.Right = append(t.t.Right, c.right)
+		t.t.Min = append(t.t.Min, c.min)
 	}
 	return nil
 }
 
 func (t *tableRenderer) rows(rows [][]cell) error {
-	if !t.headed {
-		for _, r := range rows {
-			for i, c := range r {
-				t.widths[i] = max(t.widths[i], min(width(display(c)), maxCellWidth))
-			}
-		}
-		if err := t.header(); err != nil {
-			return err
+	text := make([][]string, len(rows))
+	for i, r := range rows {
+		text[i] = make([]string, len(r))
+		for j, c := range r {
+			text[i][j] = display(c)
 		}
 	}
-	var b strings.Builder
-	for _, r := range rows {
-		for i, c := range r {
-			t.widths[i] = max(t.widths[i], min(width(display(c)), maxCellWidth))
-			if i > 0 {
-				b.WriteString(" |")
-			}
-			b.WriteByte(' ')
-			b.WriteString(pad(truncate(display(c), t.widths[i]), t.widths[i], t.cols[i].right))
-		}
-		b.WriteString("\n")
-	}
-	_, err := io.WriteString(t.w, trimLines(b.String()))
-	return err
+	return t.t.Rows(text)
 }
 
-func (t *tableRenderer) header() error {
-	t.headed = true
-	var h, sep strings.Builder
-	for i, c := range t.cols {
-		if i > 0 {
-			h.WriteString(" |")
-			sep.WriteString("+")
-		}
-		h.WriteByte(' ')
-		h.WriteString(pad(truncate(c.name, t.widths[i]), t.widths[i], false))
-		sep.WriteString(strings.Repeat("-", t.widths[i]+2))
-	}
-	head := strings.TrimRight(h.String(), " ")
-	if t.color {
-		head = "\x1b[1m" + head + "\x1b[0m"
-	}
-	_, err := fmt.Fprintf(t.w, "%s\n%s\n", head, sep.String())
-	return err
-}
-
-func (t *tableRenderer) end(n int64) error {
-	if !t.headed {
-		if err := t.header(); err != nil {
-			return err
-		}
-	}
-	word := "rows"
-	if n == 1 {
-		word = "row"
-	}
-	_, err := fmt.Fprintf(t.w, "(%d %s)\n", n, word)
-	return err
-}
+func (t *tableRenderer) end(n int64) error { return t.t.End(n) }
 
 // display is a cell as the table shows it: NULL spelled out, line breaks
 // visible so a row stays one line.
@@ -154,35 +103,8 @@ func display(c cell) string {
 	return c.text
 }
 
+// width is how many columns s takes on a terminal (a rune each).
 func width(s string) int { return utf8.RuneCountInString(s) }
-
-func truncate(s string, w int) string {
-	if width(s) <= w {
-		return s
-	}
-	r := []rune(s)
-	return string(r[:w-1]) + "…"
-}
-
-func pad(s string, w int, right bool) string {
-	n := w - width(s)
-	if n <= 0 {
-		return s
-	}
-	if right {
-		return strings.Repeat(" ", n) + s
-	}
-	return s + strings.Repeat(" ", n)
-}
-
-// trimLines drops the padding at the end of each line.
-func trimLines(s string) string {
-	lines := strings.Split(s, "\n")
-	for i, l := range lines {
-		lines[i] = strings.TrimRight(l, " ")
-	}
-	return strings.Join(lines, "\n")
-}
 
 // jsonRenderer writes one JSON array as DuckDB's CLI does in .mode json
 // ("[{...},\n{...}]") or JSON lines. In an array each row's line ends
@@ -301,9 +223,6 @@ func schemaColumns(s *arrow.Schema) []column {
 	cols := make([]column, s.NumFields())
 	for i, f := range s.Fields() {
 		cols[i] = column{name: f.Name, right: numeric(f.Type)}
-		if cols[i].right {
-			cols[i].min = 6
-		}
 	}
 	return cols
 }
@@ -340,7 +259,9 @@ func recordCells(rec arrow.Record) [][]cell {
 				rows[r][c] = cell{text: t, value: t}
 				continue
 			}
-			rows[r][c] = cell{text: arr.ValueStr(r), value: arr.GetOneForMarshal(r)}
+			// The text as run prints it (sinks.Value: a DECIMAL's digits,
+			// a DATE's day, an interval's words).
+			rows[r][c] = cell{text: sinks.FormatValue(sinks.Value(arr, r), ""), value: arr.GetOneForMarshal(r)}
 		}
 	}
 	return rows

@@ -59,9 +59,9 @@ func (s *Session) tag(t string) {
 	}
 }
 
-// rebase makes the relative paths of a script's CREATE (FROM FILE, model
-// variant files) relative to the working directory, as `tierflow run` reads
-// them relative to the script.
+// rebase makes the relative paths of a script's CREATE STREAM and CREATE
+// TABLE (FROM FILE) relative to the working directory, as `tierflow run`
+// reads them relative to the script.
 func (s *Session) rebase(st lang.Statement) {
 	if s.baseDir == "" || s.baseDir == "." {
 		return
@@ -71,13 +71,10 @@ func (s *Session) rebase(st lang.Statement) {
 			*p = filepath.Join(s.baseDir, *p)
 		}
 	}
+	// A model's variant files are not rebased: the model runtime looks
+	// for them next to the script that declared them first
+	// (inference.ModelFile), which rebased named DIR/DIR/models/x.onnx.
 	switch st := st.(type) {
-	case *lang.CreateModel:
-		if m := s.cat.Model(st.Name); m != nil {
-			for _, v := range m.Variants {
-				fix(&v.File)
-			}
-		}
 	case *lang.CreateStream:
 		if x := s.cat.Stream(st.Name); x != nil && x.Source == "file" {
 			fix(&x.Subject)
