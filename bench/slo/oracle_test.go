@@ -115,3 +115,25 @@ func TestJudgeWeighsTheAdaptiveRunByItsVariants(t *testing.T) {
 		})
 	}
 }
+
+// The gap to the per-second bound per kind of trace: the mean over all
+// traces can pass while one kind stays over a point under the bound.
+func TestGapByKind(t *testing.T) {
+	vs := []sloVerdictRow{
+		{Trace: "fades-2", Gap: 1.2, Verdict: "pass"},
+		{Trace: "flapping-4", Gap: -0.4, Verdict: "pass"},
+		{Trace: "fades-7", Gap: 1.0, Verdict: "FAIL: misses 2.1%"},
+		{Trace: "step-heavy", Gap: 0.3, Verdict: "pass"},
+		{Trace: "fades-x", Gap: 0.5, Verdict: "pass"},
+		{Trace: "walk-3", Gap: 9, Verdict: "no adaptive run"},
+	}
+	got := formatKindGaps(gapByKind(vs))
+	if want := "fades 1.10 (2), flapping -0.40 (1), other 0.40 (2)"; got != want {
+		t.Errorf("gapByKind = %q, want %q", got, want)
+	}
+	for name, want := range map[string]string{"steps-201": "steps", "walk-2103": "walk", "deep-dips": "other", "square-": "other", "lte-like-3": "other"} {
+		if got := traceKind(name); got != want {
+			t.Errorf("traceKind(%q) = %q, want %q", name, got, want)
+		}
+	}
+}

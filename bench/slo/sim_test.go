@@ -42,6 +42,7 @@ func TestSimulatedSideRule(t *testing.T) {
 		}
 		gap /= float64(len(verdicts))
 		t.Logf("%s: %d of %d pass; %.2f points under the per-second bound on average", sender, pass, len(verdicts), gap)
+		t.Logf("%s: by kind: %s", sender, formatKindGaps(gapByKind(verdicts)))
 		if gap > 1 {
 			t.Errorf("%s: %.2f points under the per-second bound on average, want at most 1", sender, gap)
 		}
