@@ -48,32 +48,27 @@ TESTGOGC = GOGC=400
 
 # The long poles: cmd/tierflow and runtime/cluster wait far more than they
 # compute (together about one core over their 100 s; their parallel tests
-# run four and eight at a time: testenv.WaitingParallel). POLES=first (the
-# default) names them first in the one go test, so they start first; at
-# -p 2 they then hold both of its slots for their whole run while the other
-# 66 packages' builds, links and tests wait behind them with a core idle.
-# POLES=beside runs them in a go test of their own beside the rest, which
-# keep go test's -p slots (TESTP, default one per core) from the start, at a
-# lower CPU priority (REST_NICE: builds and CPU-bound tests lose little to a
-# short wait, where a pole's heartbeat or rate-limited stream woken late
-# fails its test). Beside measured faster (docs/benchmarks.md, "The long
-# poles beside the rest") but is not the default until a quiet 2-core run
-# shows the poles' timing tests hold with the rest beside them. TESTP=3 is
-# the older switch for the same idle core. REST_FIRST (the slowest of the
-# rest, started first) is an order, not a selection: ./... follows.
-#
-# With POLES=beside, the poles' go test also takes the rest's timing tests
+# run four and eight at a time: testenv.WaitingParallel). POLES=beside (the
+# default) runs them in a go test of their own beside the rest, from the
+# start, at the default priority; the rest run in another go test at a
+# lower CPU priority (REST_NICE: builds and CPU-bound tests lose little to
+# a short wait, where a pole's heartbeat or rate-limited stream woken late
+# fails its test). The poles' go test also takes the rest's timing tests
 # (TIMED_BESIDE: bench/slo's 100 ms SLO over a shaped link, natsrelay's
-# shaped-link bandwidth and rate) at the poles' priority, one slot each
-# (-p: one per package of that go test), so they start at once. In a
-# fresh clone beside the rest at its priority they failed (bench/slo two
-# runs of two, natsrelay one) where poles-first runs them after the poles,
-# beside one CPU-bound package; each waits far more than it computes (5.5
-# CPU-s in bench/slo's 33 s). The rest, with those two out, keeps the
-# builds, the CPU-bound tests and the waiting ones that assert no time
-# (runtime/dataaware, runtime/security): REST_P slots (default 3), so that
-# a waiting package does not hold a core the builds could use.
-POLES ?= first
+# shaped-link bandwidth and rate), one slot per package (-p), so all four
+# start at once at the poles' priority: beside the rest at its priority
+# they failed (bench/slo in two fresh clones of two, natsrelay in one),
+# and each waits far more than it computes (5.5 CPU-s in bench/slo's 33 s).
+# The rest keep REST_P slots (default 3, TESTP overrides): a waiting
+# package there (runtime/dataaware, runtime/security) then does not hold a
+# core the builds could use. Fresh clones (docs/benchmarks.md, "The poles
+# and the timing tests beside the rest"): 5:29-5:59 beside, 6:03-6:46 with
+# POLES=first, which names the poles first in the one go test, so that at
+# -p 2 they hold both of its slots for their whole run while the other 66
+# packages' builds, links and tests wait behind them with a core idle.
+# REST_FIRST (the slowest of the rest, started first) is an order, not a
+# selection: ./... follows.
+POLES ?= beside
 TESTP ?=
 REST_P ?= 3
 REST_NICE ?= 10
