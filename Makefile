@@ -56,9 +56,10 @@ TESTGOGC = GOGC=400
 # fails its test). The poles' go test also takes the rest's timing tests
 # (TIMED_BESIDE: bench/slo's 100 ms SLO over a shaped link, natsrelay's
 # shaped-link bandwidth and rate), one slot per package (-p), so all four
-# start at once at the poles' priority: beside the rest at its priority
-# they failed (bench/slo in two fresh clones of two, natsrelay in one),
-# and each waits far more than it computes (5.5 CPU-s in bench/slo's 33 s).
+# start at once at the poles' priority, not beside the rest's CPU-bound
+# builds and tests at theirs (there, under the lock's chrt, they failed:
+# bench/slo in two fresh clones of two, natsrelay in one); each waits far
+# more than it computes (5.5 CPU-s in bench/slo's 33 s).
 # The rest keep REST_P slots (default 3, TESTP overrides): a waiting
 # package there (runtime/dataaware, runtime/security) then does not hold a
 # core the builds could use. Fresh clones (docs/benchmarks.md, "The poles
