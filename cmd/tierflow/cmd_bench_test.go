@@ -3,7 +3,9 @@ package main
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"os"
+	osexec "os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -21,13 +23,18 @@ import (
 // TestBenchRecoveryJSON runs a round of the recovery bench for real: worker
 // processes (this test binary as the real CLI), one killed -9 mid-run; the
 // round recovers with no row lost or duplicated.
+//
+// The bench runs as a process of its own (realCLI), not in this one with
+// childEnv set (t.Setenv rules out t.Parallel): its round waits on a
+// 200-rows-a-second stream and a recovery, about 10 s that ran in this
+// package's serial part, before every parallel test.
 func TestBenchRecoveryJSON(t *testing.T) {
-	t.Setenv(childEnv, "real")
-	var out, errb bytes.Buffer
-	code := run([]string{"bench", "recovery", "--rounds", "1", "--rows", "800", "--rate", "200", "--seed", "3", "--format", "json"}, nil, &out, &errb)
+	t.Parallel()
+	code, stdout, stderr := realCLI(t, nil, "bench", "recovery", "--rounds", "1", "--rows", "800", "--rate", "200", "--seed", "3", "--format", "json")
 	if code != 0 {
-		t.Fatalf("exit %d: %s", code, errb.String())
+		t.Fatalf("exit %d: %s", code, stderr)
 	}
+	out, errb := bytes.NewBufferString(stdout), bytes.NewBufferString(stderr)
 	var rows []struct {
 		Killed     string  `json:"killed"`
 		Rows       int     `json:"rows"`
@@ -51,6 +58,25 @@ func TestBenchRecoveryJSON(t *testing.T) {
 	if !strings.Contains(errb.String(), "round 1 killed") {
 		t.Errorf("no progress line: %s", errb.String())
 	}
+}
+
+// realCLI runs this test binary as the real CLI (childEnv=real, as
+// TestMain reads it) in a process of its own, with env added to this
+// process's environment, and returns its exit code and output. Unlike run
+// with t.Setenv(childEnv, ...), the test may call t.Parallel: the child
+// processes the CLI starts inherit childEnv from it, not from this process.
+func realCLI(t *testing.T, env []string, args ...string) (code int, stdout, stderr string) {
+	t.Helper()
+	cmd := osexec.Command(os.Args[0], args...)
+	cmd.Env = append(append(os.Environ(), childEnv+"=real"), env...)
+	var out, errb bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &errb
+	err := cmd.Run()
+	var exit *osexec.ExitError
+	if err != nil && !errors.As(err, &exit) {
+		t.Fatalf("%v: %v", args, err)
+	}
+	return cmd.ProcessState.ExitCode(), out.String(), errb.String()
 }
 
 // TestBenchRecoveryBadFlags: each flag out of range is refused before a
