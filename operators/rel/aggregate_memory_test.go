@@ -20,7 +20,7 @@ import (
 )
 
 // countByK is SELECT k, count(*) ... GROUP BY k, w.
-func countByK(t *testing.T, mem memory.Allocator, w *WindowSpec) *HashAggregate {
+func countByK(t testing.TB, mem memory.Allocator, w *WindowSpec) *HashAggregate {
 	t.Helper()
 	n, err := expr.Builtins().NewAggregate("count", false)
 	if err != nil {
