@@ -87,7 +87,9 @@ import (
 // cross join: up to 100 ms). The query behind, a small one beside a large
 // one, is not held by the cap (the gate's rule: the least never waits):
 // its steps may take the kept processor too, until the query ahead gives
-// one back at its next batch after a slice (yield). So the wake-up waits
+// one back at its next batch after a slice (yield; a step that emits
+// nothing for long, an aggregation opening a window per row, calls Yield
+// between pieces of its work instead). So the wake-up waits
 // at most for steps of queries within a slice of the least - beside one
 // large query, the small one's own - where it waited behind every step Go
 // had runnable. A processor that frees goes to the waiting step of the
