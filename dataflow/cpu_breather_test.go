@@ -167,3 +167,50 @@ func TestCPUBreatherLetsTheNetworkIn(t *testing.T) {
 		t.Errorf("no breather beside %d busy steps on %d processors", 4*runtime.GOMAXPROCS(0)+2, runtime.GOMAXPROCS(0))
 	}
 }
+
+// A step that yields (at its next batch, or at Yield) stays its query's
+// between its end and the next's arrival at the gate: a query alone whose
+// steps fill Go's processors takes its breather there. Its yield used to
+// make it look back from idle, which put the breather two slices off
+// again at every yield, so a query alone with one step on a worker of one
+// processor (#25's windows on separate processes) never took one.
+func TestCPUBreatherAtAYield(t *testing.T) {
+	if !breathersWork() {
+		t.Skip("no pipe for the breathers' rounds")
+	}
+	clock := &fakeClock{}
+	c := newCPU(10*time.Millisecond, clock.now)
+	c.breathes = true
+	ctx := context.Background()
+	a := c.Join("a")
+	defer a.Leave()
+	// The query's other steps, if Go has more than one processor: with
+	// the yielding one they fill them.
+	var others []*stepStart
+	for i := range runtime.GOMAXPROCS(0) - 1 {
+		others = append(others, steppedWithin(t, enterAsync(t, ctx, a), "step "+string(rune('0'+i))))
+	}
+	st, err := a.enter(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tr := &turn{share: a, in: true, start: st}
+	clock.add(21 * time.Millisecond) // two slices: a breather is due
+	yielded := make(chan error, 1)
+	go func() { yielded <- tr.yield(ctx) }()
+	select {
+	case err := <-yielded:
+		if err != nil {
+			t.Fatal(err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("the yield never came back from its breather")
+	}
+	if got := c.breaths.Load(); got != 1 {
+		t.Errorf("%d breathers ended at the yield of a query alone filling the processors, want 1", got)
+	}
+	a.exit(tr.start)
+	for _, o := range others {
+		a.exit(o)
+	}
+}
