@@ -170,23 +170,26 @@ func TestCPUBreatherLetsTheNetworkIn(t *testing.T) {
 
 // A step that yields (at its next batch, or at Yield) stays its query's
 // between its end and the next's arrival at the gate: a query alone whose
-// one step fills Go's one processor takes its breather there. Its yield
-// used to make it look back from idle, which put the breather two slices
-// off again at every yield, so such a query (#25's windows on a worker of
-// one processor) never took one.
+// steps fill Go's processors takes its breather there. Its yield used to
+// make it look back from idle, which put the breather two slices off
+// again at every yield, so a query alone with one step on a worker of one
+// processor (#25's windows on separate processes) never took one.
 func TestCPUBreatherAtAYield(t *testing.T) {
 	if !breathersWork() {
 		t.Skip("no pipe for the breathers' rounds")
 	}
-	// One processor, as a worker started with GOMAXPROCS=1: the query's
-	// one step is as many steps as Go has processors.
-	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(1))
 	clock := &fakeClock{}
 	c := newCPU(10*time.Millisecond, clock.now)
 	c.breathes = true
 	ctx := context.Background()
 	a := c.Join("a")
 	defer a.Leave()
+	// The query's other steps, if Go has more than one processor: with
+	// the yielding one they fill them.
+	var others []*stepStart
+	for i := range runtime.GOMAXPROCS(0) - 1 {
+		others = append(others, steppedWithin(t, enterAsync(t, ctx, a), "step "+string(rune('0'+i))))
+	}
 	st, err := a.enter(ctx)
 	if err != nil {
 		t.Fatal(err)
@@ -204,7 +207,10 @@ func TestCPUBreatherAtAYield(t *testing.T) {
 		t.Fatal("the yield never came back from its breather")
 	}
 	if got := c.breaths.Load(); got != 1 {
-		t.Errorf("%d breathers ended at the yield of a query alone with one step on one processor, want 1", got)
+		t.Errorf("%d breathers ended at the yield of a query alone filling the processors, want 1", got)
 	}
 	a.exit(tr.start)
+	for _, o := range others {
+		a.exit(o)
+	}
 }
