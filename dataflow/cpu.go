@@ -273,10 +273,6 @@ type CPUShare struct {
 	// starting counts steps past the gate that have not begun (begin):
 	// they hold a step processor already (slotFree).
 	starting int
-	// regating counts steps between their end and the next's arrival at
-	// the gate (regate): still wanting to step, so the query is not back
-	// from idle when they arrive.
-	regating int
 	// charged is the step time charged over the share's life (Used).
 	charged time.Duration
 	// parts counts the Joins not yet left (a query's parts on workers
@@ -395,7 +391,7 @@ func (c *CPU) raiseFloor() {
 	}
 }
 
-func (s *CPUShare) active() bool { return len(s.running) > 0 || s.waiting > 0 || s.regating > 0 }
+func (s *CPUShare) active() bool { return len(s.running) > 0 || s.waiting > 0 }
 
 // virtual is the share's virtual time, its running steps included.
 func (s *CPUShare) virtual() time.Duration {
@@ -778,23 +774,12 @@ func Yield(ctx context.Context) error {
 }
 
 // regate ends the instance's step and begins the next at its query's
-// turn. The query stays active between the two: a query alone with one
-// step (an aggregation opening windows on a worker of one processor) was
-// otherwise back from idle at each regate, whose enter put its breather
-// two slices off again, so it never took one (traced on separate
-// processes, #25: a NATS reader runnable 127 ms beside its 20 ms pieces).
+// turn.
 func (t *turn) regate(ctx context.Context) error {
 	s := t.share
-	c := s.c
-	c.mu.Lock()
-	s.regating++
-	c.mu.Unlock()
 	s.exit(t.start)
 	t.in = false
 	st, err := s.enter(ctx)
-	c.mu.Lock()
-	s.regating--
-	c.mu.Unlock()
 	if err != nil {
 		return err
 	}
