@@ -128,7 +128,7 @@ type HashAggregate struct {
 }
 
 // windowsPerPause is how many windows a batch opens between two pauses:
-// about a tenth of a millisecond of work each (opening one takes 2-5 us:
+// a few tenths of a millisecond of work each (opening one takes 2-5 us:
 // its key table, builders and accumulators), so a pause comes well within
 // a slice and costs nothing beside the windows (Yield is two atomic loads
 // when nothing is due).
