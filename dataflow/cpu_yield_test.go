@@ -170,3 +170,85 @@ func TestCPUNewQueryStartsLevel(t *testing.T) {
 		t.Fatal("small's step still waits after its other ended")
 	}
 }
+
+// quietStepSource works pieces of a slice and more in its one Produce and
+// emits nothing (an aggregation opening a window per row of one batch),
+// calling Yield between pieces.
+type quietStepSource struct {
+	clock  *fakeClock
+	pieces int
+	done   chan int // each piece's number, as it starts
+}
+
+func (s *quietStepSource) Open(*Context, *Capability) error                { return nil }
+func (s *quietStepSource) OnBatch(*Context, int, Batch, *Capability) error { return nil }
+func (s *quietStepSource) OnNotify(*Context, *Capability) error            { return nil }
+func (s *quietStepSource) Close(*Context) error                            { return nil }
+
+func (s *quietStepSource) Produce(ctx *Context) (bool, error) {
+	for i := range s.pieces {
+		if i > 0 {
+			s.clock.add(12 * time.Millisecond) // work: more than a slice
+			if err := Yield(ctx.Context()); err != nil {
+				return false, err
+			}
+		}
+		s.done <- i
+	}
+	return true, nil
+}
+
+// A step that emits nothing meets its query's gate where it calls Yield,
+// as a step that emits does at its next batch: the windows of #25 opened
+// 45,000 in one batch, 0.2-0.4 s of one step no gate reached. As in
+// TestCPULongStepYieldsBetweenBatches, a steps on two processors while b,
+// behind, joins a two-processor CPU.
+func TestCPULongStepYieldsWithoutEmitting(t *testing.T) {
+	clock := &fakeClock{}
+	c := newCPU(10*time.Millisecond, clock.now)
+	c.procs = 2
+	a := c.Join("a")
+	defer a.Leave()
+	src := &quietStepSource{clock: clock, pieces: 3, done: make(chan int, 3)}
+	g := &Graph{Query: "a"}
+	from := g.AddOperator(OperatorSpec{Name: "quiet", Outputs: 1, New: func(Instance) (Operator, error) { return src, nil }})
+	to := g.AddOperator(OperatorSpec{Name: "drop", Inputs: 1, New: func(Instance) (Operator, error) { return dropSink{}, nil }})
+	g.Connect(from, 0, to, 0)
+	other, err := a.enter(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	b := c.Join("b")
+	defer b.Leave()
+	ran := make(chan error, 1)
+	go func() { ran <- Run(context.Background(), g, Config{CPU: a}) }()
+	select {
+	case <-src.done:
+	case <-time.After(5 * time.Second):
+		t.Fatal("the quiet step's first piece was held")
+	}
+	waitingAtGate(t, c, 1)
+	select {
+	case i := <-src.done:
+		t.Fatalf("piece %d ran while a stepped past its share of the processors", i)
+	default:
+	}
+	a.exit(other)
+	for want := 1; want < 3; want++ {
+		select {
+		case <-src.done:
+		case <-time.After(5 * time.Second):
+			t.Fatalf("piece %d still held after a's other step ended", want)
+		}
+	}
+	if err := <-ran; err != nil {
+		t.Fatal(err)
+	}
+	if s := a.Stats(); s.Waits == 0 {
+		t.Errorf("a's quiet step never waited at the gate: %+v", s)
+	}
+	// Outside a step, and outside a shared worker, it does nothing.
+	if err := Yield(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+}

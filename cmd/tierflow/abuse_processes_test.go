@@ -240,7 +240,7 @@ func runSeparate(t *testing.T, s *separate, dir string, scripts map[string]strin
 	ended := make(chan struct{})
 	close(ended)
 	baseline = small(runs, ended)
-	for _, name := range clustertest.AbusiveQueries {
+	for _, name := range clustertest.AbusiveCases(t) {
 		c := sepCase{name: name}
 		for _, w := range s.workers {
 			resetPeakRSS(w.cmd.Process.Pid)

@@ -20,7 +20,7 @@ import (
 )
 
 // countByK is SELECT k, count(*) ... GROUP BY k, w.
-func countByK(t *testing.T, mem memory.Allocator, w *WindowSpec) *HashAggregate {
+func countByK(t testing.TB, mem memory.Allocator, w *WindowSpec) *HashAggregate {
 	t.Helper()
 	n, err := expr.Builtins().NewAggregate("count", false)
 	if err != nil {
@@ -301,4 +301,47 @@ func mustLit(t *testing.T, v any) expr.Expr {
 		t.Fatal(err)
 	}
 	return l
+}
+
+// A batch opening a window per row pauses between windows (where its step
+// meets its query's turn, dataflow.Yield) and drops them in pieces (as
+// steps of its query, dataflow.Helper): #25's "a window per millisecond"
+// opened 45,000 windows in one step and dropped them at close outside any
+// step, 0.1-0.4 s each that no gate reached. A pause's error ends the Add.
+func TestOpeningWindowsPauses(t *testing.T) {
+	mem := memory.NewGoAllocator()
+	budget := dataflow.NewMemory("query q", 0, nil)
+	rec := makeRecord(t, mem, streamSchema, rowsMsApart(20000))
+	defer rec.Release()
+	h := countByK(t, budget.Allocator(mem), &WindowSpec{Type: expr.Tumble, Time: colTS, Size: time.Millisecond})
+	if err := h.Charge(budget.Account("aggregate")); err != nil {
+		t.Fatal(err)
+	}
+	pauses := 0
+	h.PauseWith(func() error { pauses++; return nil })
+	if err := h.Add(rec); err != nil {
+		t.Fatal(err)
+	}
+	if want := 20000 / windowsPerPause; pauses != want {
+		t.Errorf("opening 20000 windows paused %d times, want %d", pauses, want)
+	}
+	pieces := 0
+	h.ReleaseWith(func(f func()) { pieces++; f() })
+	if want := (20000 + windowsPerRelease - 1) / windowsPerRelease; pieces != want {
+		t.Errorf("dropping 20000 windows took %d pieces, want %d", pieces, want)
+	}
+	if u := budget.Used(); u != 0 {
+		t.Errorf("the budget holds %s after the windows were dropped", dataflow.Bytes(u))
+	}
+
+	stop := errors.New("the query ended")
+	h = countByK(t, mem, &WindowSpec{Type: expr.Tumble, Time: colTS, Size: time.Millisecond})
+	defer h.Release()
+	h.PauseWith(func() error { return stop })
+	if err := h.Add(rec); !errors.Is(err, stop) {
+		t.Fatalf("a pause that failed: Add returned %v", err)
+	}
+	if n := len(h.windows); n != windowsPerPause-1 {
+		t.Errorf("%d windows open after the first pause failed, want %d", n, windowsPerPause-1)
+	}
 }

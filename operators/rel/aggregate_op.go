@@ -46,6 +46,9 @@ func (a *Aggregate) Open(ctx *dataflow.Context, cap *dataflow.Capability) error 
 		return err
 	}
 	a.h = h
+	// A batch opening a window per row emits nothing until it ends: it
+	// meets its query's turn between the windows it opens (#25).
+	h.PauseWith(func() error { return dataflow.Yield(ctx.Context()) })
 	// Its windows' and groups' state counts against the query's memory.
 	if err := h.Charge(ctx.Memory()); err != nil {
 		return err
@@ -162,12 +165,14 @@ func (a *Aggregate) OnFrontier(ctx *dataflow.Context, _ int, f dataflow.Epoch) e
 	return nil
 }
 
-func (a *Aggregate) Close(*dataflow.Context) error {
+func (a *Aggregate) Close(ctx *dataflow.Context) error {
 	if a.held != nil {
 		a.held.Drop()
 	}
 	if a.h != nil {
-		a.h.Release()
+		// Run as steps of the query: a query failing with its windows
+		// open drops them at shutdown, outside any step.
+		a.h.ReleaseWith(dataflow.HelperOf(ctx.Context()).Do)
 	}
 	return nil
 }

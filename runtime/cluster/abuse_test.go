@@ -169,7 +169,7 @@ func runAbuse(t *testing.T, rows, runs int, l deploy.Limits, cpu *dataflow.CPU) 
 	closed := make(chan struct{})
 	close(closed)
 	baseline, _ = small(runs, closed)
-	for _, name := range clustertest.AbusiveQueries {
+	for _, name := range clustertest.AbusiveCases(t) {
 		c := abuseCase{name: name}
 		abusive := script(dir, name, scripts[name])
 		before := liveHeap()

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -12,6 +13,25 @@ import (
 // AbusiveQueries are the three abusive queries of #25, in the order the
 // isolation tests run them.
 var AbusiveQueries = []string{"cross join", "a window per ms", "a long HOP"}
+
+// AbusiveCases are the abusive queries a run takes: all of them, or those
+// TIERFLOW_ABUSE names (comma-separated, e.g. "a window per ms"), so that
+// a trace or a measurement can take one case alone.
+func AbusiveCases(t testing.TB) []string {
+	only := os.Getenv("TIERFLOW_ABUSE")
+	if only == "" {
+		return AbusiveQueries
+	}
+	var names []string
+	for _, name := range strings.Split(only, ",") {
+		name = strings.TrimSpace(name)
+		if !slices.Contains(AbusiveQueries, name) {
+			t.Fatalf("TIERFLOW_ABUSE: %q is not one of %q", name, AbusiveQueries)
+		}
+		names = append(names, name)
+	}
+	return names
+}
 
 // WriteAbuse writes n rows (id, k, ts), ts a millisecond apart, k cycling
 // over n/2 keys, and the scripts of the three abusive queries of #25 over
