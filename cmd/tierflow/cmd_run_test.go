@@ -73,7 +73,7 @@ func TestRunWritesFilesAndRejectsBadInput(t *testing.T) {
 	show := filepath.Join(dir, "show.sql")
 	os.WriteFile(show, []byte("SHOW FUNCTIONS;"), 0o644)
 	code, stdout, _ := runCLI(t, "", "run", show)
-	if code != exitOK || !regexp.MustCompile(`(?m)^ count +\| aggregate +\| count\(\) -> BIGINT`).MatchString(stdout) || !regexp.MustCompile(`(?m)^ hop +\| window`).MatchString(stdout) {
+	if code != exitOK || !regexp.MustCompile(`(?m)^\| count +\| aggregate +\| count\(\) -> BIGINT`).MatchString(stdout) || !regexp.MustCompile(`(?m)^\| hop +\| window`).MatchString(stdout) {
 		t.Fatalf("SHOW FUNCTIONS: exit %d\n%s", code, stdout)
 	}
 }
