@@ -48,8 +48,8 @@ TESTGOGC = GOGC=400
 
 # The long poles: cmd/tierflow and runtime/cluster wait far more than they
 # compute (together about one core over their 100 s; their parallel tests
-# run four and eight at a time: testenv.WaitingParallel). POLES=beside (the
-# default) runs them in a go test of their own beside the rest, from the
+# run four and eight at a time: testenv.WaitingParallel). POLES=beside runs
+# them in a go test of their own beside the rest, from the
 # start, at the default priority; the rest run in another go test at a
 # lower CPU priority (REST_NICE: builds and CPU-bound tests lose little to
 # a short wait, where a pole's heartbeat or rate-limited stream woken late
@@ -67,9 +67,17 @@ TESTGOGC = GOGC=400
 # POLES=first, which names the poles first in the one go test, so that at
 # -p 2 they hold both of its slots for their whole run while the other 66
 # packages' builds, links and tests wait behind them with a core idle.
+# POLES=first is the default again: beside's first quiet fresh clone of
+# the merged main (make test 4:45, 4:44 in another) failed in examples/ocr's
+# TestExplainAnalyzeWithinEstimate, which calibrates the OCR stages' speed
+# and then expects the stream to keep that rate, so it fails when the CPU
+# it gets changes during the run; beside, at nice 10 next to the poles, its
+# package took 101 s where it took 43. A CPU-calibrated test belongs where
+# its share holds, as the timing tests do in TIMED_BESIDE; until that is
+# worked out, the order known green stays.
 # REST_FIRST (the slowest of the rest, started first) is an order, not a
 # selection: ./... follows.
-POLES ?= beside
+POLES ?= first
 TESTP ?=
 REST_P ?= 3
 REST_NICE ?= 10
