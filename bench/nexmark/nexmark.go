@@ -151,7 +151,7 @@ profile of its whole life (all runs of all queries) to DIR/N-workers/NAME.pprof
 						var res Result
 						var err error
 						if onCluster {
-							prog.Describe(fmt.Sprintf("%s on %d workers", q.Name, clusterWorkers))
+							prog.Describe(q.Name + " on " + cli.Count(clusterWorkers, "worker"))
 							res, err = c.Run(cmd.Context(), parts, q, Options{})
 						} else {
 							prog.Describe(q.Name)

@@ -74,7 +74,7 @@ func Scale(ctx context.Context, parts string, partitions int, qs []Query, o Scal
 	}()
 	for i, n := range o.Workers {
 		if o.Progress != nil {
-			o.Progress.Describe(fmt.Sprintf("starting %d workers", n))
+			o.Progress.Describe("starting " + cli.Count(n, "worker"))
 		}
 		co := ClusterOptions{Workers: n, Processes: o.Processes, Binary: o.Binary, Log: o.Log}
 		if o.ProfileDir != "" && o.Processes {
@@ -114,7 +114,7 @@ func Scale(ctx context.Context, parts string, partitions int, qs []Query, o Scal
 					i = len(o.Workers) - 1 - j
 				}
 				if o.Progress != nil {
-					o.Progress.Describe(fmt.Sprintf("%s on %d workers", q.Name, o.Workers[i]))
+					o.Progress.Describe(q.Name + " on " + cli.Count(o.Workers[i], "worker"))
 				}
 				workersBefore, benchBefore := clusters[i].workerCPU(), bench.ProcessCPU()
 				res, err := clusters[i].Run(ctx, parts, q, Options{Check: true})
