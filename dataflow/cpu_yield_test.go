@@ -77,13 +77,24 @@ func (dropSink) Close(*Context) error                 { return nil }
 // for a's other step to end.
 func TestCPULongStepYieldsBetweenBatches(t *testing.T) {
 	clock := &fakeClock{}
+	src := &longStepSource{clock: clock, batches: 3, emitted: make(chan int, 3)}
+	longStepHeldAtGate(t, clock, "batch", src, src.emitted, 3)
+}
+
+// longStepHeldAtGate runs op, a source whose one step does n pieces of
+// work and sends each piece's number on done, as the only operator of
+// query a's graph (into a sink), while a already steps on the other of two
+// processors and b has joined behind it. The first piece goes; the next
+// waits at the gate (a is past its share) until a's other step ends; then
+// the rest go, and a's stats count the wait.
+func longStepHeldAtGate(t *testing.T, clock *fakeClock, piece string, op Operator, done <-chan int, n int) {
+	t.Helper()
 	c := newCPU(10*time.Millisecond, clock.now)
 	c.procs = 2
 	a := c.Join("a")
 	defer a.Leave()
-	src := &longStepSource{clock: clock, batches: 3, emitted: make(chan int, 3)}
 	g := &Graph{Query: "a"}
-	from := g.AddOperator(OperatorSpec{Name: "long", Outputs: 1, New: func(Instance) (Operator, error) { return src, nil }})
+	from := g.AddOperator(OperatorSpec{Name: "long", Outputs: 1, New: func(Instance) (Operator, error) { return op, nil }})
 	to := g.AddOperator(OperatorSpec{Name: "drop", Inputs: 1, New: func(Instance) (Operator, error) { return dropSink{}, nil }})
 	g.Connect(from, 0, to, 0)
 	// a's other instance, stepping alongside from the start.
@@ -95,26 +106,26 @@ func TestCPULongStepYieldsBetweenBatches(t *testing.T) {
 	defer b.Leave()
 	ran := make(chan error, 1)
 	go func() { ran <- Run(context.Background(), g, Config{CPU: a}) }()
-	// The first batch goes (the step has not run a slice yet).
+	// The first piece goes (the step has not run a slice yet).
 	select {
-	case <-src.emitted:
+	case <-done:
 	case <-time.After(5 * time.Second):
-		t.Fatal("the long step's first batch was held")
+		t.Fatalf("the long step's first %s was held", piece)
 	}
 	// The second comes after a slice's work, with a past its share: the
 	// step waits at the gate instead.
 	waitingAtGate(t, c, 1)
 	select {
-	case i := <-src.emitted:
-		t.Fatalf("batch %d went out while a stepped past its share of the processors", i)
+	case i := <-done:
+		t.Fatalf("%s %d went on while a stepped past its share of the processors", piece, i)
 	default:
 	}
 	a.exit(other)
-	for want := 1; want < 3; want++ {
+	for want := 1; want < n; want++ {
 		select {
-		case <-src.emitted:
+		case <-done:
 		case <-time.After(5 * time.Second):
-			t.Fatalf("batch %d still held after a's other step ended", want)
+			t.Fatalf("%s %d still held after a's other step ended", piece, want)
 		}
 	}
 	if err := <-ran; err != nil {
@@ -205,48 +216,8 @@ func (s *quietStepSource) Produce(ctx *Context) (bool, error) {
 // behind, joins a two-processor CPU.
 func TestCPULongStepYieldsWithoutEmitting(t *testing.T) {
 	clock := &fakeClock{}
-	c := newCPU(10*time.Millisecond, clock.now)
-	c.procs = 2
-	a := c.Join("a")
-	defer a.Leave()
 	src := &quietStepSource{clock: clock, pieces: 3, done: make(chan int, 3)}
-	g := &Graph{Query: "a"}
-	from := g.AddOperator(OperatorSpec{Name: "quiet", Outputs: 1, New: func(Instance) (Operator, error) { return src, nil }})
-	to := g.AddOperator(OperatorSpec{Name: "drop", Inputs: 1, New: func(Instance) (Operator, error) { return dropSink{}, nil }})
-	g.Connect(from, 0, to, 0)
-	other, err := a.enter(context.Background())
-	if err != nil {
-		t.Fatal(err)
-	}
-	b := c.Join("b")
-	defer b.Leave()
-	ran := make(chan error, 1)
-	go func() { ran <- Run(context.Background(), g, Config{CPU: a}) }()
-	select {
-	case <-src.done:
-	case <-time.After(5 * time.Second):
-		t.Fatal("the quiet step's first piece was held")
-	}
-	waitingAtGate(t, c, 1)
-	select {
-	case i := <-src.done:
-		t.Fatalf("piece %d ran while a stepped past its share of the processors", i)
-	default:
-	}
-	a.exit(other)
-	for want := 1; want < 3; want++ {
-		select {
-		case <-src.done:
-		case <-time.After(5 * time.Second):
-			t.Fatalf("piece %d still held after a's other step ended", want)
-		}
-	}
-	if err := <-ran; err != nil {
-		t.Fatal(err)
-	}
-	if s := a.Stats(); s.Waits == 0 {
-		t.Errorf("a's quiet step never waited at the gate: %+v", s)
-	}
+	longStepHeldAtGate(t, clock, "piece", src, src.done, 3)
 	// Outside a step, and outside a shared worker, it does nothing.
 	if err := Yield(context.Background()); err != nil {
 		t.Fatal(err)
