@@ -138,14 +138,7 @@ func TestRunParsesBeforeItStarts(t *testing.T) {
 // nothing; it says so at the CREATE, and not for a stream with a RATE.
 func TestReplaySaysWhenAStreamHasNoRate(t *testing.T) {
 	t.Parallel()
-	dir := t.TempDir()
-	write := func(name, text string) string {
-		p := filepath.Join(dir, name)
-		if err := os.WriteFile(p, []byte(text), 0o644); err != nil {
-			t.Fatal(err)
-		}
-		return p
-	}
+	write := fileWriter(t, t.TempDir())
 	write("rows.csv", "k,ts\n1,2024-05-01 08:00:00\n2,2024-05-01 08:00:00.01\n")
 	noRate := write("norate.sql", "CREATE STREAM rows (k BIGINT, ts TIMESTAMP) FROM FILE 'rows.csv' FORMAT CSV;\nSELECT k FROM rows;\n")
 	rate := write("rate.sql", "CREATE STREAM rows (k BIGINT, ts TIMESTAMP) FROM FILE 'rows.csv' FORMAT CSV RATE 100 PER SECOND;\nSELECT k FROM rows;\n")
@@ -352,14 +345,7 @@ func TestReplFileFromElsewhereNamesTheModelFileOnce(t *testing.T) {
 // cluster was up (seconds); they fail before it starts, at their position.
 func TestRunChecksNamesBeforeTheClusterStarts(t *testing.T) {
 	t.Parallel()
-	dir := t.TempDir()
-	write := func(name, text string) string {
-		p := filepath.Join(dir, name)
-		if err := os.WriteFile(p, []byte(text), 0o644); err != nil {
-			t.Fatal(err)
-		}
-		return p
-	}
+	write := fileWriter(t, t.TempDir())
 	write("t.csv", "k,x\n1,2.0\n")
 	const table = "CREATE TABLE t (k BIGINT, x FLOAT) FROM FILE 't.csv' FORMAT CSV;\n"
 	const model = "CREATE MODEL m TASK 'regression' INPUTS (x FLOAT) OUTPUTS (y FLOAT)\n  VARIANTS (only FROM 'models/missing.onnx');\n"
@@ -377,5 +363,18 @@ func TestRunChecksNamesBeforeTheClusterStarts(t *testing.T) {
 		if strings.Contains(errs, "-- embedded cluster") || out != "" {
 			t.Errorf("%s: the cluster started (or a query ran) first:\n%s%s", c.name, out, errs)
 		}
+	}
+}
+
+// fileWriter writes a test's input files into dir: write(name, text) is
+// the file's path.
+func fileWriter(t *testing.T, dir string) func(name, text string) string {
+	return func(name, text string) string {
+		t.Helper()
+		p := filepath.Join(dir, name)
+		if err := os.WriteFile(p, []byte(text), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return p
 	}
 }
