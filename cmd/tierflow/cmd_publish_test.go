@@ -184,11 +184,7 @@ func TestPublishBadInput(t *testing.T) {
 	if code, _, errs := runCLI(t, "", "publish", readings, "x"); code != exitBadInput || !strings.Contains(errs, "--nats") {
 		t.Fatalf("no --nats: exit %d: %s", code, errs)
 	}
-	srv, err := natsserver.Start(natsserver.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer srv.Shutdown()
+	srv := startNATS(t)
 	if code, _, errs := runCLI(t, "", "--nats", srv.ClientURL(), "--format", "xml", "publish", readings, "x"); code != exitBadInput || !strings.Contains(errs, "--format xml") {
 		t.Fatalf("bad format: exit %d: %s", code, errs)
 	}
@@ -200,11 +196,7 @@ func TestPublishBadInput(t *testing.T) {
 // TestPublishPacesRows: --rate holds publishing to the rate (checked as a
 // lower bound on the time taken, which a slow machine cannot break).
 func TestPublishPacesRows(t *testing.T) {
-	srv, err := natsserver.Start(natsserver.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer srv.Shutdown()
+	srv := startNATS(t)
 	readings := filepath.Join("..", "..", "examples", "streaming", "readings.csv")
 	start := time.Now()
 	code, _, errs := runCLI(t, "", "--nats", srv.ClientURL(), "publish", "--rate", "4000", "--progress", "100ms", readings, "paced")
@@ -224,16 +216,7 @@ func TestPublishPacesRows(t *testing.T) {
 // goes out as CSV messages and a .jsonl file as JSON (every file went out
 // as JSON), and stderr says which; --format still chooses.
 func TestPublishTakesTheFormatFromTheExtension(t *testing.T) {
-	srv, err := natsserver.Start(natsserver.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer srv.Shutdown()
-	nc, err := srv.Connect()
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer nc.Close()
+	srv, nc := connectNATS(t)
 	dir := t.TempDir()
 	csvFile := filepath.Join(dir, "r.csv")
 	jsonFile := filepath.Join(dir, "r.jsonl")

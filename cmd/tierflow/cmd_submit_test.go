@@ -16,7 +16,6 @@ import (
 	"time"
 
 	"github.com/tierflow/tierflow/operators/sinks"
-	"github.com/tierflow/tierflow/relay/natsserver"
 	"github.com/tierflow/tierflow/runtime/analyze"
 	"github.com/tierflow/tierflow/runtime/cluster"
 	"github.com/tierflow/tierflow/runtime/cluster/clustertest"
@@ -79,11 +78,7 @@ func TestSubmitToProcesses(t *testing.T) {
 	script := clustertest.WriteData(t, dir, 8000)
 	want := clustertest.Local(t, script)
 
-	srv, err := natsserver.Start(natsserver.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer srv.Shutdown()
+	srv := startNATS(t)
 	url := srv.ClientURL()
 	coordOut := startTierflow(t, "coordinator", "--nats", url, "--heartbeat", "200ms", "--metrics", "127.0.0.1:0", "--placement", "rules")
 	edgeOut := startTierflow(t, "worker", "--nats", url, "--tier", "edge", "--location", "l1", "--type", "x4", "--name", "e1", "--metrics", "127.0.0.1:0")

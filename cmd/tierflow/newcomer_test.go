@@ -13,7 +13,6 @@ import (
 	"github.com/nats-io/nats.go"
 
 	"github.com/tierflow/tierflow/dataflow"
-	"github.com/tierflow/tierflow/relay/natsserver"
 	"github.com/tierflow/tierflow/runtime/cluster"
 	"github.com/tierflow/tierflow/runtime/cluster/clustertest"
 	"github.com/tierflow/tierflow/runtime/deploy"
@@ -248,16 +247,7 @@ func TestCountsAgreeWithTheirNouns(t *testing.T) {
 // meaning, travel in the submit request (a stand-in coordinator reads it).
 func TestSubmitCarriesRunsSourceFlags(t *testing.T) {
 	t.Parallel()
-	srv, err := natsserver.Start(natsserver.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer srv.Shutdown()
-	nc, err := srv.Connect()
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer nc.Close()
+	srv, nc := connectNATS(t)
 	got := make(chan deploy.Script, 4)
 	sub, err := nc.Subscribe(deploy.SubjectSubmit+".>", func(m *nats.Msg) {
 		var req deploy.SubmitRequest

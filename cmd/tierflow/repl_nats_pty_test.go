@@ -8,7 +8,6 @@ import (
 	"time"
 
 	"github.com/tierflow/tierflow/cmd/tierflow/repl"
-	"github.com/tierflow/tierflow/relay/natsserver"
 )
 
 // TestReplCancelsARealStream drives the real REPL and executor (no test
@@ -16,16 +15,7 @@ import (
 // the test publishes them, Ctrl-C cancels the query and returns to the prompt,
 // and the next statement runs.
 func TestReplCancelsARealStream(t *testing.T) {
-	srv, err := natsserver.Start(natsserver.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(srv.Shutdown)
-	nc, err := srv.Connect()
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(nc.Close)
+	srv, nc := connectNATS(t)
 
 	setup := streamScript(t)
 	tm, cmd := startTerm(t, "real", t.TempDir(), "repl", "--nats", srv.ClientURL())
