@@ -21,7 +21,7 @@ import (
 // TestAbusiveQueriesFullSize once the relay links had connections of their
 // own, so that the two reports raced).
 func TestTheLimitIsTheReasonWhicheverPartReportsFirst(t *testing.T) {
-	c := &Coordinator{queries: map[string]*supervisor{}, workers: map[string]*deploy.WorkerInfo{}}
+	c := bareCoordinator()
 	c.cfg.Log = slog.New(slog.DiscardHandler)
 	// A failure that does not blame the query waits this long for a lost
 	// worker before it fails the query: longer than the test.

@@ -16,7 +16,7 @@ import (
 // their deadline) stay in the query's count after a re-plan or recovery
 // starts the next one; before, only the running generation's drops showed.
 func TestDroppedCountsEveryGeneration(t *testing.T) {
-	c := &Coordinator{queries: map[string]*supervisor{}, workers: map[string]*deploy.WorkerInfo{}}
+	c := bareCoordinator()
 	qs := &supervisor{c: c, info: deploy.QueryInfo{Query: "q1", Generation: 1, Workers: []string{"w1"}, State: deploy.StateRunning},
 		status: map[string]deploy.Status{}, front: map[string]uint64{}, live: control.NewLive()}
 	c.queries["q1"] = qs
@@ -70,7 +70,7 @@ func TestDroppedCountsEveryGeneration(t *testing.T) {
 // number moves on, the old statuses are set aside), then the old parts'
 // answers come, with the epoch the next generation resumes from.
 func TestDroppedCountsTheStopsAnswer(t *testing.T) {
-	c := &Coordinator{queries: map[string]*supervisor{}, workers: map[string]*deploy.WorkerInfo{}}
+	c := bareCoordinator()
 	qs := &supervisor{c: c, info: deploy.QueryInfo{Query: "q1", Generation: 1, Workers: []string{"w1", "w2"}, State: deploy.StateRunning},
 		status: map[string]deploy.Status{}, front: map[string]uint64{}, live: control.NewLive()}
 	c.queries["q1"] = qs

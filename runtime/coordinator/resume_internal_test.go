@@ -22,7 +22,7 @@ import (
 // next generation opened: TestCoordinatorRestartMidQuery lost 10 of 100
 // rows that way once at load 20+.
 func TestRecoveryAfterAResumeStartsWhereTheClientIs(t *testing.T) {
-	c := &Coordinator{queries: map[string]*supervisor{}, workers: map[string]*deploy.WorkerInfo{}}
+	c := bareCoordinator()
 	p := &deploy.Placement{Query: "q1", Workers: []string{"e1", "h1", "c1"},
 		Operators: []deploy.OperatorPlan{{Name: "scan readings", Workers: []int{0}}, {Name: "aggregate", Workers: []int{1}}, {Name: "sink", Workers: []int{2}}}}
 	qs := newSupervisor(c, deploy.SubmitRequest{Query: "q1", Owner: "alice"},

@@ -15,7 +15,7 @@ import (
 // sent at each side stay in the query's record after a re-plan starts the
 // next generation (QueryInfo.Sides), as its drops do.
 func TestSidesCountEveryGeneration(t *testing.T) {
-	c := &Coordinator{queries: map[string]*supervisor{}, workers: map[string]*deploy.WorkerInfo{}}
+	c := bareCoordinator()
 	qs := &supervisor{c: c, info: deploy.QueryInfo{Query: "q1", Generation: 1, Workers: []string{"w1"}, State: deploy.StateRunning},
 		status: map[string]deploy.Status{}, front: map[string]uint64{}, live: control.NewLive()}
 	c.queries["q1"] = qs
@@ -37,4 +37,11 @@ func TestSidesCountEveryGeneration(t *testing.T) {
 	if got["side_28"] != 10 || got["side_20"] != 5 || got["side_14"] != 3 {
 		t.Fatalf("sides %v, want 28: 10, 20: 5, 14: 3", got)
 	}
+}
+
+// bareCoordinator is a Coordinator with no connection or configuration,
+// only the maps its supervisors read: the internal tests drive a
+// supervisor's reports by hand.
+func bareCoordinator() *Coordinator {
+	return &Coordinator{queries: map[string]*supervisor{}, workers: map[string]*deploy.WorkerInfo{}}
 }
