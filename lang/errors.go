@@ -334,8 +334,6 @@ func quotedWords(s string) []string {
 	return out
 }
 
-// nearestKeyword returns the keyword among candidates (all keywords when there
-// are none) closest to word, if it is close enough to be a misspelling.
 // Suggest is the candidate closest to word when it is a likely typo of it
 // (case aside), as written among candidates, else "": the "did you mean"
 // of names the grammar does not know (settings, functions).
@@ -349,6 +347,8 @@ func Suggest(word string, candidates []string) string {
 	return ""
 }
 
+// nearestKeyword returns the keyword among candidates (all keywords when there
+// are none) closest to word, if it is close enough to be a misspelling.
 func nearestKeyword(word string, candidates []string) string {
 	if len(candidates) == 0 {
 		candidates = Keywords()

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"reflect"
+	"sort"
 	"strings"
 
 	"github.com/alecthomas/participle/v2"
@@ -97,7 +98,9 @@ func parse(filename, src string) (s *Script, err error) {
 }
 
 // setKeyPositions gives every SET the position of its setting's name: the
-// first token after SET that is neither space nor a comment.
+// first token after SET that is neither space nor a comment. The tokens
+// are in source order, so each SET's are found by a binary search, not a
+// scan from the start (a long script may hold many SETs).
 func setKeyPositions(s *Script, toks []Token) {
 	for _, st := range s.Statements {
 		set, ok := st.(*Set)
@@ -105,8 +108,9 @@ func setKeyPositions(s *Script, toks []Token) {
 			continue
 		}
 		set.KeyPos = set.Pos
-		for _, t := range toks {
-			if t.Pos.Offset > set.Pos.Offset && t.Kind != TokWhitespace && t.Kind != TokComment {
+		i := sort.Search(len(toks), func(i int) bool { return toks[i].Pos.Offset > set.Pos.Offset })
+		for _, t := range toks[i:] {
+			if t.Kind != TokWhitespace && t.Kind != TokComment {
 				set.KeyPos = t.Pos
 				break
 			}
