@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"io"
 	"strings"
-	"unicode/utf8"
 
 	"github.com/apache/arrow/go/v17/arrow"
 
@@ -102,9 +101,6 @@ func display(c cell) string {
 	}
 	return c.text
 }
-
-// width is how many columns s takes on a terminal (a rune each).
-func width(s string) int { return utf8.RuneCountInString(s) }
 
 // jsonRenderer writes one JSON array as DuckDB's CLI does in .mode json
 // ("[{...},\n{...}]") or JSON lines. In an array each row's line ends

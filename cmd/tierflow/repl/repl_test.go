@@ -13,6 +13,7 @@ import (
 	"strings"
 	"testing"
 	"time"
+	"unicode/utf8"
 
 	"github.com/apache/arrow/go/v17/arrow"
 	"github.com/apache/arrow/go/v17/arrow/array"
@@ -547,3 +548,6 @@ func TestQuietSourceIsShown(t *testing.T) {
 		}
 	}
 }
+
+// width is how many columns s takes on a terminal (a rune each).
+func width(s string) int { return utf8.RuneCountInString(s) }
