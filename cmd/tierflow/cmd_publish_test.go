@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/tierflow/tierflow/relay/natsserver"
+	"github.com/tierflow/tierflow/runtime/cluster/clustertest"
 	"github.com/tierflow/tierflow/runtime/connectors"
 )
 
@@ -184,7 +185,7 @@ func TestPublishBadInput(t *testing.T) {
 	if code, _, errs := runCLI(t, "", "publish", readings, "x"); code != exitBadInput || !strings.Contains(errs, "--nats") {
 		t.Fatalf("no --nats: exit %d: %s", code, errs)
 	}
-	srv := startNATS(t)
+	srv := clustertest.NATSServer(t)
 	if code, _, errs := runCLI(t, "", "--nats", srv.ClientURL(), "--format", "xml", "publish", readings, "x"); code != exitBadInput || !strings.Contains(errs, "--format xml") {
 		t.Fatalf("bad format: exit %d: %s", code, errs)
 	}
@@ -196,7 +197,7 @@ func TestPublishBadInput(t *testing.T) {
 // TestPublishPacesRows: --rate holds publishing to the rate (checked as a
 // lower bound on the time taken, which a slow machine cannot break).
 func TestPublishPacesRows(t *testing.T) {
-	srv := startNATS(t)
+	srv := clustertest.NATSServer(t)
 	readings := filepath.Join("..", "..", "examples", "streaming", "readings.csv")
 	start := time.Now()
 	code, _, errs := runCLI(t, "", "--nats", srv.ClientURL(), "publish", "--rate", "4000", "--progress", "100ms", readings, "paced")
@@ -216,7 +217,8 @@ func TestPublishPacesRows(t *testing.T) {
 // goes out as CSV messages and a .jsonl file as JSON (every file went out
 // as JSON), and stderr says which; --format still chooses.
 func TestPublishTakesTheFormatFromTheExtension(t *testing.T) {
-	srv, nc := connectNATS(t)
+	srv := clustertest.NATSServer(t)
+	nc := clustertest.Connect(t, srv)
 	dir := t.TempDir()
 	csvFile := filepath.Join(dir, "r.csv")
 	jsonFile := filepath.Join(dir, "r.jsonl")

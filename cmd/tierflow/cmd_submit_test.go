@@ -78,7 +78,7 @@ func TestSubmitToProcesses(t *testing.T) {
 	script := clustertest.WriteData(t, dir, 8000)
 	want := clustertest.Local(t, script)
 
-	srv := startNATS(t)
+	srv := clustertest.NATSServer(t)
 	url := srv.ClientURL()
 	coordOut := startTierflow(t, "coordinator", "--nats", url, "--heartbeat", "200ms", "--metrics", "127.0.0.1:0", "--placement", "rules")
 	edgeOut := startTierflow(t, "worker", "--nats", url, "--tier", "edge", "--location", "l1", "--type", "x4", "--name", "e1", "--metrics", "127.0.0.1:0")

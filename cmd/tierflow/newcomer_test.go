@@ -247,7 +247,8 @@ func TestCountsAgreeWithTheirNouns(t *testing.T) {
 // meaning, travel in the submit request (a stand-in coordinator reads it).
 func TestSubmitCarriesRunsSourceFlags(t *testing.T) {
 	t.Parallel()
-	srv, nc := connectNATS(t)
+	srv := clustertest.NATSServer(t)
+	nc := clustertest.Connect(t, srv)
 	got := make(chan deploy.Script, 4)
 	sub, err := nc.Subscribe(deploy.SubjectSubmit+".>", func(m *nats.Msg) {
 		var req deploy.SubmitRequest

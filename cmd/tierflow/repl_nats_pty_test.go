@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/tierflow/tierflow/cmd/tierflow/repl"
+	"github.com/tierflow/tierflow/runtime/cluster/clustertest"
 )
 
 // TestReplCancelsARealStream drives the real REPL and executor (no test
@@ -15,7 +16,8 @@ import (
 // the test publishes them, Ctrl-C cancels the query and returns to the prompt,
 // and the next statement runs.
 func TestReplCancelsARealStream(t *testing.T) {
-	srv, nc := connectNATS(t)
+	srv := clustertest.NATSServer(t)
+	nc := clustertest.Connect(t, srv)
 
 	setup := streamScript(t)
 	tm, cmd := startTerm(t, "real", t.TempDir(), "repl", "--nats", srv.ClientURL())
