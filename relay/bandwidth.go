@@ -122,34 +122,35 @@ func (b *bandwidth) addBase(sent, acked time.Time) {
 	b.trim(acked)
 }
 
-// trim drops the samples older than the window; b.mu is held.
+// trim drops the samples older than the window; b.mu is held. Each drop
+// reslices past the old samples rather than copying the rest down: a link
+// acknowledged thousands of times a second keeps thousands of samples, and
+// a copy per ack was most of an ack's cost (#30). append moves the live
+// samples to a new array once the old one's tail is full, so the dropped
+// ones cost their memory until then and nothing per ack.
 func (b *bandwidth) trim(now time.Time) {
-	i := 0
-	for i < len(b.samples) && now.Sub(b.samples[i].at) > BandwidthWindow {
-		i++
-	}
-	if i > 0 {
-		b.samples = append(b.samples[:0], b.samples[i:]...)
-	}
-	i = 0
-	for i < len(b.xfer) && now.Sub(b.xfer[i].at) > BandwidthWindow {
-		i++
-	}
-	if i > 0 {
-		b.xfer = append(b.xfer[:0], b.xfer[i:]...)
-	}
-	i = 0
-	for i < len(b.bases) && now.Sub(b.bases[i].at) > BandwidthWindow {
-		i++
-	}
-	if i > 0 {
-		b.bases = append(b.bases[:0], b.bases[i:]...)
-	}
+	b.samples = dropOlder(b.samples, now, func(s bwSample) time.Time { return s.at })
+	b.xfer = dropOlder(b.xfer, now, func(s bwSample) time.Time { return s.at })
+	b.bases = dropOlder(b.bases, now, func(s rttSample) time.Time { return s.at })
 	for k, x := range b.bases {
 		if k == 0 || x.rt < b.base {
 			b.base = x.rt
 		}
 	}
+}
+
+// dropOlder is ss without its leading samples older than BandwidthWindow
+// at now (ss is oldest first); empty, it starts again at the front of its
+// array.
+func dropOlder[T any](ss []T, now time.Time, at func(T) time.Time) []T {
+	i := 0
+	for i < len(ss) && now.Sub(at(ss[i])) > BandwidthWindow {
+		i++
+	}
+	if i == len(ss) {
+		return ss[:0]
+	}
+	return ss[i:]
 }
 
 // transfer is the link's rate with the round trip taken out (harmonic

@@ -60,3 +60,39 @@ func TestTransferRecentSamples(t *testing.T) {
 		t.Fatalf("two slow transfers: recent %v, want 2e5", st.RecentTransferBps)
 	}
 }
+
+// A link acknowledged thousands of times a second turns its samples over
+// many times: the mean is still that of the last second's samples only,
+// however often the window slid past the old ones.
+func TestAckBandwidthWindowSlides(t *testing.T) {
+	m := relay.NewMeter(relay.LinkID{Query: "q"}, relay.Send)
+	const perSecond = 4000
+	step := time.Second / perSecond
+	t0 := time.Now().Add(-5 * time.Second)
+	// Four seconds at 1 MB/s, then one second at 250 kB/s ending now.
+	for k := range 5 * perSecond {
+		sent := t0.Add(time.Duration(k) * step)
+		rt := time.Millisecond
+		if k >= 4*perSecond {
+			rt = 4 * time.Millisecond
+		}
+		m.Ack(1000, sent, sent.Add(rt))
+	}
+	st := m.Snapshot()
+	if st.AckBandwidthBps < 2.49e5 || st.AckBandwidthBps > 2.6e5 {
+		t.Fatalf("after the rate fell a second ago: mean %v, want the last second's 2.5e5", st.AckBandwidthBps)
+	}
+}
+
+// BenchmarkMeterAck is one ack's bookkeeping on a link acknowledged 4,000
+// times a second (64-row batches at full speed, acks riding on grants),
+// with a second of samples kept.
+func BenchmarkMeterAck(b *testing.B) {
+	m := relay.NewMeter(relay.LinkID{Query: "q"}, relay.Send)
+	step := time.Second / 4000
+	t0 := time.Now()
+	for k := 0; k < b.N; k++ {
+		sent := t0.Add(time.Duration(k) * step)
+		m.Ack(17_800, sent, sent.Add(time.Millisecond))
+	}
+}
