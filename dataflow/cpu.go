@@ -72,8 +72,10 @@ import (
 // so, begun unlocked while its query was alone, may look busy).
 //
 // Steps never hold every processor Go has (#25). While two queries or
-// more have joined, Go runs one processor more than the worker's own
-// (GOMAXPROCS as the process was given it: procs, keepForControl), and a
+// more have joined, and for a second after (keepAfterContention: each
+// change of GOMAXPROCS stops the world), Go runs one processor more than
+// the worker's own (GOMAXPROCS as the process was given it: procs,
+// keepForControl), and a
 // query more than a slice ahead
 // of another joined query steps only while fewer than procs steps are
 // using CPU, every query's counted: it never takes the last processor.
@@ -205,21 +207,44 @@ func NewCPU(slice time.Duration) *CPU {
 
 // The processor kept for the control plane is Go's only while some CPU of
 // the process has two queries or more joined, where the cap binds (see
-// CPU): a query alone is not capped, so with it kept all the time a query
-// alone on a worker of one processor stepped on two, and the worker used
-// twice the CPU it offers (bench nexmark --processes 1,2: one worker
-// process's q4 at 2.2-2.7M events/s where it had 1.2-1.7M, so two
-// processes were 0.63-0.74x of one). contended counts such CPUs; raisedTo
-// is the GOMAXPROCS set while it is above 0 (0: not raised).
+// CPU), and for keepAfterContention after: a query alone is not capped,
+// so with it kept all the time a query alone on a worker of one processor
+// stepped on two, and the worker used twice the CPU it offers (bench
+// nexmark --processes 1,2: one worker process's q4 at 2.2-2.7M events/s
+// where it had 1.2-1.7M, so two processes were 0.63-0.74x of one).
+// contended counts such CPUs; raisedTo is the GOMAXPROCS set while it is
+// above 0 (0: not raised); calm counts the times contended went to 0, so
+// that a give-back set up then lowers only if none came after it.
 var (
 	controlMu sync.Mutex
 	contended int
+	calm      int
 	raisedTo  atomic.Int32
+	// controlChanges counts the GOMAXPROCS changes keepForControl made
+	// (tests: each one stops the world).
+	controlChanges atomic.Int64
 )
+
+// keepAfterContention is how long Go keeps the processor after the last
+// CPU of the process with two queries went back to one (#25). Every
+// change of GOMAXPROCS stops the world: every goroutine of the process
+// waits until each thread holding a processor has stopped, and a thread
+// the operating system has not given a core does not stop until it gets
+// one. Given back as each small query's part left, a worker beside a busy
+// query stopped twice per small query - 24 times in 1.5 s of a client
+// submitting in a loop - and on the loaded two-core machine one stop took
+// 190 ms, in which the NATS reader with the next query's frames sat
+// runnable (traced, docs/benchmarks.md). A second is long beside the gap
+// between one query's part and the next of a client that submits again at
+// once (its answer, plan and deploy: tens of milliseconds), and short
+// beside a busy query's life: a query alone steps on one processor more
+// for at most that long after its last neighbour left.
+const keepAfterContention = time.Second
 
 // keepForControl is called as a CPU's joined queries go from one to two
 // (more true) or back (false): Go runs one processor more than the steps
-// may take while any CPU of the process has two or more.
+// may take while any CPU of the process has two or more, and until
+// keepAfterContention has passed since the last of them had.
 func keepForControl(more bool) {
 	controlMu.Lock()
 	defer controlMu.Unlock()
@@ -228,13 +253,28 @@ func keepForControl(more bool) {
 			p := runtime.GOMAXPROCS(0)
 			raisedTo.Store(int32(p + 1))
 			runtime.GOMAXPROCS(p + 1)
+			controlChanges.Add(1)
 		}
 		return
 	}
 	if contended--; contended == 0 {
-		if r := raisedTo.Swap(0); r > 1 && runtime.GOMAXPROCS(0) == int(r) {
-			runtime.GOMAXPROCS(int(r) - 1)
-		}
+		calm++
+		gen := calm
+		time.AfterFunc(keepAfterContention, func() { giveBackKept(gen) })
+	}
+}
+
+// giveBackKept lowers GOMAXPROCS to the process's own once no CPU has had
+// two queries since calm was gen.
+func giveBackKept(gen int) {
+	controlMu.Lock()
+	defer controlMu.Unlock()
+	if contended > 0 || calm != gen {
+		return
+	}
+	if r := raisedTo.Swap(0); r > 1 && runtime.GOMAXPROCS(0) == int(r) {
+		runtime.GOMAXPROCS(int(r) - 1)
+		controlChanges.Add(1)
 	}
 }
 
@@ -678,6 +718,9 @@ type turn struct {
 	share *CPUShare
 	in    bool
 	start *stepStart
+	// othersAt is when the instance last let others run (letOthersRun),
+	// or began stepping, by the CPU's clock.
+	othersAt time.Duration
 }
 
 type turnKey struct{}
@@ -725,6 +768,7 @@ func (t *turn) yield(ctx context.Context) error {
 	}
 	s := t.share
 	c := s.c
+	t.letOthersRun()
 	if c.queries.Load() < 2 {
 		if !c.breatherDue() {
 			return nil
@@ -752,6 +796,31 @@ func (t *turn) yield(ctx context.Context) error {
 		return nil
 	}
 	return t.regate(ctx)
+}
+
+// letOthersRun gives the processor and the core away once the instance
+// has stepped a slice since it last did (#25): runtime.Gosched lets the
+// goroutines waiting in Go's run queue go first, and osYield the threads
+// waiting for the step's core - Go's sysmon, the thread of the processor
+// kept for the control plane, other processes. Go preempts a goroutine
+// that has run 10 ms only through sysmon, a thread too: where the
+// operating system does not run it, no step is preempted. Traced on
+// separate processes under `chrt -r 10` (round-robin, 100 ms a turn),
+// the two workers' steps of the windows' query held both cores for whole
+// turns (98-99 ms each), the worker's sysmon waited 124 ms for a core, a
+// step ran 64 ms unpreempted, and the NATS readers with a small query's
+// frames sat runnable beside an idle processor whose thread had no core.
+// It costs a system call and a pass through Go's scheduler per slice of a
+// step, and gives nothing away when nothing waits.
+func (t *turn) letOthersRun() {
+	c := t.share.c
+	now := c.now()
+	if from := max(t.othersAt, t.start.at); now-from < c.slice {
+		return
+	}
+	runtime.Gosched()
+	osYield()
+	t.othersAt = c.now()
 }
 
 // Yield is yield for a step that emits nothing for a long while: an
