@@ -99,7 +99,9 @@ import (
 // the gate again: no step holds a processor it was not given.
 //
 // The cap binds while two queries or more have joined (a query joins as
-// its part's build starts): a query alone steps as it did, so that a step
+// its part's build starts), and on a query alone while the processor is
+// still kept after (keptAlone): a query alone otherwise steps as it did,
+// so that a step
 // blocked without saying so (its thread then runs other goroutines, and
 // it looks busy) never holds its own query's next step at the gate - on a
 // worker of one processor that cost a small query alone 140 ms a run. The
@@ -521,8 +523,11 @@ func (s *CPUShare) full(now time.Duration, mine int) bool {
 // behind first). c.mu held.
 func (s *CPUShare) slotFree(now time.Duration, mine int) bool {
 	c := s.c
-	if c.procs <= 0 || len(c.shares) < 2 {
+	if c.procs <= 0 {
 		return true
+	}
+	if len(c.shares) < 2 {
+		return !c.keptAlone() || c.procs-(s.stepping(now)+s.starting-mine) > 0
 	}
 	v := s.virtual()
 	ahead := false
@@ -543,6 +548,18 @@ func (s *CPUShare) slotFree(now time.Duration, mine int) bool {
 		}
 	}
 	return c.procs-(busy-mine) > first
+}
+
+// keptAlone says the CPU has one query while Go keeps the processor for
+// the control plane (keepAfterContention after two queries shared it):
+// the query alone then steps on the step processors only, as a query
+// ahead does beside another, so that the wake-ups between one small
+// query's part and the next (its deploy request, the NATS readers and
+// flushers) find the kept processor idle. Traced without it, the windows'
+// query alone took both processors of a worker of one while the kept one
+// stayed, and a NATS flusher waited 70 ms for either. c.mu held.
+func (c *CPU) keptAlone() bool {
+	return c.keeps && len(c.shares) == 1 && raisedTo.Load() > 0
 }
 
 // capEscape is how long a step waits for a step processor at most: the
@@ -769,7 +786,7 @@ func (t *turn) yield(ctx context.Context) error {
 	s := t.share
 	c := s.c
 	t.letOthersRun()
-	if c.queries.Load() < 2 {
+	if c.queries.Load() < 2 && !(c.keeps && raisedTo.Load() > 0) {
 		if !c.breatherDue() {
 			return nil
 		}

@@ -91,6 +91,45 @@ func TestCPUKeepsTheProcessorWhileQueriesComeAndGo(t *testing.T) {
 	}
 }
 
+// While the processor is still kept after two queries shared the CPU, the
+// query left alone is held to the step processors too (keptAlone), so
+// that the wake-ups before the next small query's part find the kept one
+// idle; once it is given back, a query alone is not capped.
+func TestCPUQueryAloneLeavesTheKeptProcessor(t *testing.T) {
+	releaseKept(t)
+	cpu := NewCPU(0)
+	busy := cpu.Join("busy")
+	defer busy.Leave()
+	// Another step may start while the query alone already steps on
+	// every step processor (the steps begun here, on this goroutine's
+	// thread, which keeps using CPU: stepping).
+	another := func() bool {
+		var steps []*stepStart
+		for range cpu.procs {
+			steps = append(steps, busy.begin(false))
+		}
+		defer func() {
+			for _, st := range steps {
+				busy.exit(st)
+			}
+		}()
+		cpu.mu.Lock()
+		defer cpu.mu.Unlock()
+		return busy.slotFree(cpu.now(), 0)
+	}
+	if !another() {
+		t.Errorf("a query alone held to the step processors before any other joined")
+	}
+	cpu.Join("small").Leave()
+	if another() {
+		t.Errorf("a query alone took the processor kept for the control plane after another left")
+	}
+	releaseKept(t)
+	if !another() {
+		t.Errorf("a query alone still held to the step processors once the kept one was given back")
+	}
+}
+
 // waitGivenBack polls until Go runs procs processors again, the kept one
 // given back keepAfterContention after what happened.
 func waitGivenBack(t *testing.T, procs int, what string) {
@@ -112,7 +151,8 @@ func releaseKept(t *testing.T) {
 	gen, n := calm, contended
 	controlMu.Unlock()
 	if n > 0 {
-		t.Fatalf("%d CPUs of the process still have two queries joined", n)
+		t.Logf("%d CPUs of the process still have two queries joined: the processor stays kept", n)
+		return
 	}
 	giveBackKept(gen)
 }
