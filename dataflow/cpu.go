@@ -164,6 +164,9 @@ type CPU struct {
 	breathGen int
 	// breaths counts the breathers ended (tests).
 	breaths atomic.Int64
+	// aloneFrom is the virtual time of the CPU's one query when it became
+	// the only one (keptAlone).
+	aloneFrom time.Duration
 }
 
 // CPUStats is what one query's share took and waited on a CPU.
@@ -349,6 +352,9 @@ func (c *CPU) Join(name string) *CPUShare {
 		if c.keeps && len(c.shares) == 2 {
 			keepForControl(true)
 		}
+		if len(c.shares) == 1 {
+			c.aloneFrom = s.used
+		}
 	}
 	s.parts++
 	return s
@@ -368,6 +374,9 @@ func (s *CPUShare) Leave() {
 		c.queries.Add(-1)
 		if c.keeps && len(c.shares) == 1 {
 			keepForControl(false)
+			for o := range c.shares {
+				c.aloneFrom = o.virtual()
+			}
 		}
 		c.broadcast()
 		if c.left != nil {
@@ -527,7 +536,7 @@ func (s *CPUShare) slotFree(now time.Duration, mine int) bool {
 		return true
 	}
 	if len(c.shares) < 2 {
-		return !c.keptAlone() || c.procs-(s.stepping(now)+s.starting-mine) > 0
+		return !c.keptAlone(s) || c.procs-(s.stepping(now)+s.starting-mine) > 0
 	}
 	v := s.virtual()
 	ahead := false
@@ -550,16 +559,21 @@ func (s *CPUShare) slotFree(now time.Duration, mine int) bool {
 	return c.procs-(busy-mine) > first
 }
 
-// keptAlone says the CPU has one query while Go keeps the processor for
-// the control plane (keepAfterContention after two queries shared it):
-// the query alone then steps on the step processors only, as a query
-// ahead does beside another, so that the wake-ups between one small
-// query's part and the next (its deploy request, the NATS readers and
-// flushers) find the kept processor idle. Traced without it, the windows'
-// query alone took both processors of a worker of one while the kept one
-// stayed, and a NATS flusher waited 70 ms for either. c.mu held.
-func (c *CPU) keptAlone() bool {
-	return c.keeps && len(c.shares) == 1 && raisedTo.Load() > 0
+// keptAlone says the CPU's one query is held to the step processors
+// while Go still keeps the processor for the control plane
+// (keepAfterContention after two queries shared it), as a query ahead is
+// beside another: so that the wake-ups between one small query's part and
+// the next (its deploy request, the NATS readers and flushers) find the
+// kept processor idle. Traced without it, the windows' query alone took
+// both processors of a worker of one while the kept one stayed, and a
+// NATS flusher waited 70 ms for either. Only once the query has stepped a
+// slice since it became the only one: a query that a newcomer, starting
+// level with it, would find more than a slice ahead. A small query
+// alone is never held (a step of its blocked without saying so looks
+// busy, and held its own next one: 55-81 ms at the median where it
+// took 12-13, measured). c.mu held.
+func (c *CPU) keptAlone(s *CPUShare) bool {
+	return c.keeps && len(c.shares) == 1 && raisedTo.Load() > 0 && s.virtual()-c.aloneFrom > c.slice
 }
 
 // capEscape is how long a step waits for a step processor at most: the

@@ -92,9 +92,10 @@ func TestCPUKeepsTheProcessorWhileQueriesComeAndGo(t *testing.T) {
 }
 
 // While the processor is still kept after two queries shared the CPU, the
-// query left alone is held to the step processors too (keptAlone), so
-// that the wake-ups before the next small query's part find the kept one
-// idle; once it is given back, a query alone is not capped.
+// query left alone is held to the step processors too once it has stepped
+// a slice since (keptAlone), so that the wake-ups before the next small
+// query's part find the kept one idle; a small query alone is not held,
+// nor a query alone once the kept processor is given back.
 func TestCPUQueryAloneLeavesTheKeptProcessor(t *testing.T) {
 	releaseKept(t)
 	cpu := NewCPU(0)
@@ -121,6 +122,12 @@ func TestCPUQueryAloneLeavesTheKeptProcessor(t *testing.T) {
 		t.Errorf("a query alone held to the step processors before any other joined")
 	}
 	cpu.Join("small").Leave()
+	if !another() {
+		t.Errorf("a query alone held to the step processors before it stepped a slice since the other left")
+	}
+	cpu.mu.Lock()
+	busy.used += 2 * cpu.slice // its steps since: two slices
+	cpu.mu.Unlock()
 	if another() {
 		t.Errorf("a query alone took the processor kept for the control plane after another left")
 	}
