@@ -72,8 +72,10 @@ import (
 // so, begun unlocked while its query was alone, may look busy).
 //
 // Steps never hold every processor Go has (#25). While two queries or
-// more have joined, Go runs one processor more than the worker's own
-// (GOMAXPROCS as the process was given it: procs, keepForControl), and a
+// more have joined, and for a second after (keepAfterContention: each
+// change of GOMAXPROCS stops the world), Go runs one processor more than
+// the worker's own (GOMAXPROCS as the process was given it: procs,
+// keepForControl), and a
 // query more than a slice ahead
 // of another joined query steps only while fewer than procs steps are
 // using CPU, every query's counted: it never takes the last processor.
@@ -97,7 +99,9 @@ import (
 // the gate again: no step holds a processor it was not given.
 //
 // The cap binds while two queries or more have joined (a query joins as
-// its part's build starts): a query alone steps as it did, so that a step
+// its part's build starts), and on a query alone while the processor is
+// still kept after (keptAlone): a query alone otherwise steps as it did,
+// so that a step
 // blocked without saying so (its thread then runs other goroutines, and
 // it looks busy) never holds its own query's next step at the gate - on a
 // worker of one processor that cost a small query alone 140 ms a run. The
@@ -160,6 +164,9 @@ type CPU struct {
 	breathGen int
 	// breaths counts the breathers ended (tests).
 	breaths atomic.Int64
+	// aloneFrom is the virtual time of the CPU's one query when it became
+	// the only one (keptAlone).
+	aloneFrom time.Duration
 }
 
 // CPUStats is what one query's share took and waited on a CPU.
@@ -205,21 +212,44 @@ func NewCPU(slice time.Duration) *CPU {
 
 // The processor kept for the control plane is Go's only while some CPU of
 // the process has two queries or more joined, where the cap binds (see
-// CPU): a query alone is not capped, so with it kept all the time a query
-// alone on a worker of one processor stepped on two, and the worker used
-// twice the CPU it offers (bench nexmark --processes 1,2: one worker
-// process's q4 at 2.2-2.7M events/s where it had 1.2-1.7M, so two
-// processes were 0.63-0.74x of one). contended counts such CPUs; raisedTo
-// is the GOMAXPROCS set while it is above 0 (0: not raised).
+// CPU), and for keepAfterContention after: a query alone is not capped,
+// so with it kept all the time a query alone on a worker of one processor
+// stepped on two, and the worker used twice the CPU it offers (bench
+// nexmark --processes 1,2: one worker process's q4 at 2.2-2.7M events/s
+// where it had 1.2-1.7M, so two processes were 0.63-0.74x of one).
+// contended counts such CPUs; raisedTo is the GOMAXPROCS set while it is
+// above 0 (0: not raised); calm counts the times contended went to 0, so
+// that a give-back set up then lowers only if none came after it.
 var (
 	controlMu sync.Mutex
 	contended int
+	calm      int
 	raisedTo  atomic.Int32
+	// controlChanges counts the GOMAXPROCS changes keepForControl made
+	// (tests: each one stops the world).
+	controlChanges atomic.Int64
 )
+
+// keepAfterContention is how long Go keeps the processor after the last
+// CPU of the process with two queries went back to one (#25). Every
+// change of GOMAXPROCS stops the world: every goroutine of the process
+// waits until each thread holding a processor has stopped, and a thread
+// the operating system has not given a core does not stop until it gets
+// one. Given back as each small query's part left, a worker beside a busy
+// query stopped twice per small query - 24 times in 1.5 s of a client
+// submitting in a loop - and on the loaded two-core machine one stop took
+// 190 ms, in which the NATS reader with the next query's frames sat
+// runnable (traced, docs/benchmarks.md). A second is long beside the gap
+// between one query's part and the next of a client that submits again at
+// once (its answer, plan and deploy: tens of milliseconds), and short
+// beside a busy query's life: a query alone steps on one processor more
+// for at most that long after its last neighbour left.
+const keepAfterContention = time.Second
 
 // keepForControl is called as a CPU's joined queries go from one to two
 // (more true) or back (false): Go runs one processor more than the steps
-// may take while any CPU of the process has two or more.
+// may take while any CPU of the process has two or more, and until
+// keepAfterContention has passed since the last of them had.
 func keepForControl(more bool) {
 	controlMu.Lock()
 	defer controlMu.Unlock()
@@ -228,13 +258,28 @@ func keepForControl(more bool) {
 			p := runtime.GOMAXPROCS(0)
 			raisedTo.Store(int32(p + 1))
 			runtime.GOMAXPROCS(p + 1)
+			controlChanges.Add(1)
 		}
 		return
 	}
 	if contended--; contended == 0 {
-		if r := raisedTo.Swap(0); r > 1 && runtime.GOMAXPROCS(0) == int(r) {
-			runtime.GOMAXPROCS(int(r) - 1)
-		}
+		calm++
+		gen := calm
+		time.AfterFunc(keepAfterContention, func() { giveBackKept(gen) })
+	}
+}
+
+// giveBackKept lowers GOMAXPROCS to the process's own once no CPU has had
+// two queries since calm was gen.
+func giveBackKept(gen int) {
+	controlMu.Lock()
+	defer controlMu.Unlock()
+	if contended > 0 || calm != gen {
+		return
+	}
+	if r := raisedTo.Swap(0); r > 1 && runtime.GOMAXPROCS(0) == int(r) {
+		runtime.GOMAXPROCS(int(r) - 1)
+		controlChanges.Add(1)
 	}
 }
 
@@ -307,6 +352,9 @@ func (c *CPU) Join(name string) *CPUShare {
 		if c.keeps && len(c.shares) == 2 {
 			keepForControl(true)
 		}
+		if len(c.shares) == 1 {
+			c.aloneFrom = s.used
+		}
 	}
 	s.parts++
 	return s
@@ -326,6 +374,9 @@ func (s *CPUShare) Leave() {
 		c.queries.Add(-1)
 		if c.keeps && len(c.shares) == 1 {
 			keepForControl(false)
+			for o := range c.shares {
+				c.aloneFrom = o.virtual()
+			}
 		}
 		c.broadcast()
 		if c.left != nil {
@@ -481,8 +532,11 @@ func (s *CPUShare) full(now time.Duration, mine int) bool {
 // behind first). c.mu held.
 func (s *CPUShare) slotFree(now time.Duration, mine int) bool {
 	c := s.c
-	if c.procs <= 0 || len(c.shares) < 2 {
+	if c.procs <= 0 {
 		return true
+	}
+	if len(c.shares) < 2 {
+		return !c.keptAlone(s) || c.procs-(s.stepping(now)+s.starting-mine) > 0
 	}
 	v := s.virtual()
 	ahead := false
@@ -503,6 +557,23 @@ func (s *CPUShare) slotFree(now time.Duration, mine int) bool {
 		}
 	}
 	return c.procs-(busy-mine) > first
+}
+
+// keptAlone says the CPU's one query is held to the step processors
+// while Go still keeps the processor for the control plane
+// (keepAfterContention after two queries shared it), as a query ahead is
+// beside another: so that the wake-ups between one small query's part and
+// the next (its deploy request, the NATS readers and flushers) find the
+// kept processor idle. Traced without it, the windows' query alone took
+// both processors of a worker of one while the kept one stayed, and a
+// NATS flusher waited 70 ms for either. Only once the query has stepped a
+// slice since it became the only one: a query that a newcomer, starting
+// level with it, would find more than a slice ahead. A small query
+// alone is never held (a step of its blocked without saying so looks
+// busy, and held its own next one: 55-81 ms at the median where it
+// took 12-13, measured). c.mu held.
+func (c *CPU) keptAlone(s *CPUShare) bool {
+	return c.keeps && len(c.shares) == 1 && raisedTo.Load() > 0 && s.virtual()-c.aloneFrom > c.slice
 }
 
 // capEscape is how long a step waits for a step processor at most: the
@@ -678,6 +749,9 @@ type turn struct {
 	share *CPUShare
 	in    bool
 	start *stepStart
+	// othersAt is when the instance last let others run (letOthersRun),
+	// or began stepping, by the CPU's clock.
+	othersAt time.Duration
 }
 
 type turnKey struct{}
@@ -725,7 +799,8 @@ func (t *turn) yield(ctx context.Context) error {
 	}
 	s := t.share
 	c := s.c
-	if c.queries.Load() < 2 {
+	t.letOthersRun()
+	if c.queries.Load() < 2 && !(c.keeps && raisedTo.Load() > 0) {
 		if !c.breatherDue() {
 			return nil
 		}
@@ -752,6 +827,31 @@ func (t *turn) yield(ctx context.Context) error {
 		return nil
 	}
 	return t.regate(ctx)
+}
+
+// letOthersRun gives the processor and the core away once the instance
+// has stepped a slice since it last did (#25): runtime.Gosched lets the
+// goroutines waiting in Go's run queue go first, and osYield the threads
+// waiting for the step's core - Go's sysmon, the thread of the processor
+// kept for the control plane, other processes. Go preempts a goroutine
+// that has run 10 ms only through sysmon, a thread too: where the
+// operating system does not run it, no step is preempted. Traced on
+// separate processes under `chrt -r 10` (round-robin, 100 ms a turn),
+// the two workers' steps of the windows' query held both cores for whole
+// turns (98-99 ms each), the worker's sysmon waited 124 ms for a core, a
+// step ran 64 ms unpreempted, and the NATS readers with a small query's
+// frames sat runnable beside an idle processor whose thread had no core.
+// It costs a system call and a pass through Go's scheduler per slice of a
+// step, and gives nothing away when nothing waits.
+func (t *turn) letOthersRun() {
+	c := t.share.c
+	now := c.now()
+	if from := max(t.othersAt, t.start.at); now-from < c.slice {
+		return
+	}
+	runtime.Gosched()
+	osYield()
+	t.othersAt = c.now()
 }
 
 // Yield is yield for a step that emits nothing for a long while: an

@@ -242,6 +242,10 @@ const shareHogInstances = 4
 func shareBesideAHog(t *testing.T, c *CPU) (hogDuring, smallUsed time.Duration) {
 	t.Helper()
 	hogShare, smallShare := c.Join("hog"), c.Join("small")
+	// Left, so that the process keeps no processor for them after the
+	// test (keepForControl).
+	defer hogShare.Leave()
+	defer smallShare.Leave()
 	spin := func(d time.Duration) {
 		for end := time.Now().Add(d); time.Now().Before(end); {
 		}

@@ -2,6 +2,8 @@ package dataflow
 
 import (
 	"context"
+	"runtime"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -222,4 +224,41 @@ func TestCPULongStepYieldsWithoutEmitting(t *testing.T) {
 	if err := Yield(context.Background()); err != nil {
 		t.Fatal(err)
 	}
+}
+
+// A step that has run a slice lets the goroutines waiting for its
+// processor go first (#25): Go preempts a goroutine that has run 10 ms
+// only through sysmon, a thread of its own, and where the operating system
+// did not run that thread (both cores held by steps, under `chrt -r 10`)
+// a step ran 64 ms unpreempted while a NATS reader with a small query's
+// frames waited in the run queue. Here, on one processor, a goroutine
+// readied beside a step that never blocks runs once the step has stepped
+// a slice by the fake clock, in far less real time than sysmon's 10 ms.
+func TestCPULongStepLetsOthersRun(t *testing.T) {
+	releaseKept(t)
+	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(1))
+	clock := &fakeClock{}
+	c := newCPU(10*time.Millisecond, clock.now)
+	q := c.Join("q")
+	defer q.Leave()
+	st, err := q.enter(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	tr := &turn{share: q, in: true, start: st}
+	ctx := context.WithValue(context.Background(), turnKey{}, tr)
+	var ran atomic.Bool
+	go ran.Store(true) // queued on the one processor the step holds
+	ms := 0
+	for ; ms < 30 && !ran.Load(); ms++ {
+		clock.add(time.Millisecond) // a piece of the step's work
+		if err := Yield(ctx); err != nil {
+			t.Fatal(err)
+		}
+	}
+	q.exit(tr.start)
+	if !ran.Load() {
+		t.Fatalf("a goroutine queued beside a step did not run in its %d ms (slice %s): the step never gave its processor up", ms, c.slice)
+	}
+	t.Logf("the queued goroutine ran after %d ms of the step (slice %s)", ms, c.slice)
 }
