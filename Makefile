@@ -10,8 +10,10 @@
 # module's test binaries link with Go's own linker (-linkmode=internal): the
 # cgo packages they hold (ONNX Runtime's and NVML's bindings) only dlopen
 # their libraries, so the host linker cgo otherwise calls has nothing to add,
-# and cmd/tierflow's link took 7.9 CPU-seconds with it, 6.1 without (26 of
-# the test binaries link cgo). The DuckDB peer (bench/sqlpeer) links DuckDB's
+# and cmd/tierflow's link took 7.9 CPU-seconds with it, 6.1 without. 19 of
+# the 68 test binaries hold cgo: linked by Go's linker they took 57-58
+# CPU-seconds, by gcc 84-87 (docs/benchmarks.md, "The OCR estimate beside
+# the poles, and the links"). The DuckDB peer (bench/sqlpeer) links DuckDB's
 # C++ library and keeps the host linker.
 TESTFLAGS = -ldflags=-w
 
