@@ -191,14 +191,10 @@ type Transport interface {
 	Close() error
 }
 
-// DefaultWindow is a link's credit in messages when Config.Window is unset.
-const DefaultWindow = 32
-
 // Config is shared by both backends.
 type Config struct {
 	// Window is the credit per link in messages (data or progress): at most
-	// Window messages are in flight or buffered at the receiver. Default
-	// DefaultWindow.
+	// Window messages are in flight or buffered at the receiver. Default 32.
 	Window int
 	// Allocator holds what a receiver allocates for the records it decodes.
 	// Plain layouts (fixed-width, strings, lists, fixed-size lists, structs)
@@ -215,7 +211,7 @@ type Config struct {
 // WithDefaults fills unset fields.
 func (c Config) WithDefaults() Config {
 	if c.Window <= 0 {
-		c.Window = DefaultWindow
+		c.Window = 32
 	}
 	if c.Allocator == nil {
 		c.Allocator = memory.DefaultAllocator

@@ -420,19 +420,6 @@ func (p *Placement) Apply(g *dataflow.Graph) error {
 	return g.Validate()
 }
 
-// ExchangeFanOut is the most receiver instances an exchange edge of p
-// splits a batch over, each getting a message of its share of the rows; 1
-// when no edge exchanges.
-func (p *Placement) ExchangeFanOut() int {
-	most := 1
-	for _, e := range p.Edges {
-		if e.Kind == "exchange" && e.To >= 0 && e.To < len(p.Operators) {
-			most = max(most, len(p.Operators[e.To].Workers))
-		}
-	}
-	return most
-}
-
 // WorkerIndex is the dataflow index of the named worker, or -1 when the
 // placement gives it nothing to run.
 func (p *Placement) WorkerIndex(name string) int {

@@ -8,7 +8,6 @@ import (
 	"time"
 
 	"github.com/tierflow/tierflow/dataflow"
-	"github.com/tierflow/tierflow/relay"
 	"github.com/tierflow/tierflow/runtime/deploy"
 )
 
@@ -21,32 +20,6 @@ import (
 // operator that asked spills or fails the query with its name; the guard
 // refuses growth past the worker's own limit the same way, whichever
 // query asks.
-
-// maxExchangeWindow bounds exchangeWindow: a sender instance's messages in
-// flight over all its links, and their memory, grow at most this many
-// times over the default window's.
-const maxExchangeWindow = 4 * relay.DefaultWindow
-
-// exchangeWindow is the relay's credit window for a part whose placement
-// exchanges rows (0: the relay's default). Credit counts messages, and an
-// exchange over n instances sends each batch as n messages of its share of
-// the rows, so the default window would hold a link to 1/n of the rows a
-// pipeline's holds: a worker that falls behind for a moment (a collection,
-// the NATS server taking its core) then stalls every sender to it, and
-// their workers wait, where a window of whole batches would have carried
-// them over (bench nexmark --processes 1,2, q4 and q5: docs/benchmarks.md).
-// The window grows n-fold, to as many rows as the default window of whole
-// batches, up to maxExchangeWindow.
-func exchangeWindow(p *deploy.Placement) int {
-	if p == nil {
-		return 0
-	}
-	n := p.ExchangeFanOut()
-	if n < 2 {
-		return 0
-	}
-	return min(n*relay.DefaultWindow, maxExchangeWindow)
-}
 
 // applyLimits sets what the deployment's limits change in how the part is
 // built: the source batch size and the relay's credit window follow

@@ -521,9 +521,6 @@ func (w *Worker) build(req deploy.DeployRequest, ack *deploy.Ack) error {
 	qmem := dataflow.NewMemory(fmt.Sprintf("query %s on worker %s", req.Query, w.cfg.Name), req.Limits.MemoryBytes, w.memGuard)
 	mem := qmem.Allocator(w.cfg.Allocator)
 	window := applyLimits(req.Limits, &req.Script)
-	if window == 0 {
-		window = exchangeWindow(&req.Placement)
-	}
 	sinkInstances, sinkWorkers, nSinks := 0, map[int]bool{}, 0
 	for _, op := range req.Placement.Operators {
 		if op.Name == "sink" {
