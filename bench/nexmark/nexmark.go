@@ -80,8 +80,9 @@ size's in the run next to it, and same_answer says every run gave the first's
 rows; worker_cpu_s_per_m_events and bench_cpu_s_per_m_events are the worker
 processes' and this process's CPU seconds (user and system) per million
 events, medians over the runs. --cpuprofile DIR has every worker process write a CPU
-profile of its whole life (all runs of all queries) to DIR/N-workers/NAME.pprof
-(go tool pprof reads it).`,
+profile of its whole life (all runs of all queries) to DIR/N-workers/NAME.pprof,
+and this process (NATS server, coordinator, sink) one per run to
+DIR/N-workers/bench-QUERY-rN.pprof (go tool pprof reads them).`,
 		Example: `  tierflow bench nexmark --events 1000000
   tierflow bench nexmark --queries q18,q19 --reps 3 --format json
   tierflow bench nexmark --processes 1,2 --reps 5
@@ -205,7 +206,7 @@ profile of its whole life (all runs of all queries) to DIR/N-workers/NAME.pprof
 	fl.IntVar(&clusterWorkers, "cluster-workers", 1, "also run each query on an embedded cluster of this many workers (0: local only)")
 	fl.IntVar(&partitions, "partitions", 0, "with --processes: files each stream is split into, one partition each (default: the least common multiple of the sizes)")
 	fl.BoolVar(&embedded, "embedded", false, "with --processes: the workers run in this process instead of as child processes")
-	fl.StringVar(&profile, "cpuprofile", "", "with --processes: every worker process writes a CPU profile to this directory (N-workers/NAME.pprof)")
+	fl.StringVar(&profile, "cpuprofile", "", "with --processes: every worker process writes a CPU profile to this directory (N-workers/NAME.pprof), and this process one per run (N-workers/bench-QUERY-rN.pprof)")
 	return c
 }
 

@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"runtime/pprof"
 	"sort"
 
 	"github.com/tierflow/tierflow/bench"
@@ -116,8 +117,13 @@ func Scale(ctx context.Context, parts string, partitions int, qs []Query, o Scal
 				if o.Progress != nil {
 					o.Progress.Describe(q.Name + " on " + cli.Count(o.Workers[i], "worker"))
 				}
+				stopProfile, err := o.profileBench(o.Workers[i], q.Name, r)
+				if err != nil {
+					return nil, err
+				}
 				workersBefore, benchBefore := clusters[i].workerCPU(), bench.ProcessCPU()
 				res, err := clusters[i].Run(ctx, parts, q, Options{Check: true})
+				stopProfile()
 				if err != nil {
 					return nil, err
 				}
@@ -162,6 +168,29 @@ func Scale(ctx context.Context, parts string, partitions int, qs []Query, o Scal
 		}
 	}
 	return out, nil
+}
+
+// profileBench, with ProfileDir and Processes, profiles this process (the
+// NATS server, the coordinator, the sink) during one run into
+// ProfileDir/N-workers/bench-QUERY-rR.pprof, beside the workers' profiles:
+// the side that does not scale with the workers shows there. The returned
+// function stops it.
+func (o ScaleOptions) profileBench(workers int, query string, rep int) (func(), error) {
+	if o.ProfileDir == "" || !o.Processes {
+		return func() {}, nil
+	}
+	f, err := os.Create(filepath.Join(o.ProfileDir, fmt.Sprintf("%d-workers", workers), fmt.Sprintf("bench-%s-r%d.pprof", query, rep+1)))
+	if err != nil {
+		return nil, fmt.Errorf("--cpuprofile: %w", err)
+	}
+	if err := pprof.StartCPUProfile(f); err != nil {
+		f.Close()
+		return nil, fmt.Errorf("--cpuprofile: %w", err)
+	}
+	return func() {
+		pprof.StopCPUProfile()
+		f.Close()
+	}, nil
 }
 
 func median(xs []float64) float64 {
