@@ -29,11 +29,12 @@ NATS, alternating, and reports the median of each: batches/s, MB/s, their ratio,
 the CPU time per MB of each and their ratio (steadier than wall-clock on a busy
 machine), and p50/p99 one-hop latency of relay and raw NATS with the latency the
 relay adds (relay - raw). The raw baseline keeps the same in-flight window as
-the relay (32 messages where the relay's grows by bytes); it publishes ready-made bytes that nobody decodes. In process a
-second baseline moves the Arrow batch itself over bare NATS, encoded and decoded
-with the relay's codec but with no framing, credit, acks or hand-off
-(ipc_ratio: the relay's MB/s over it), which is what the relay's protocol
-costs; for a batch that fits one message.
+the relay (32 messages where the relay's grows by bytes); it publishes
+ready-made bytes that nobody decodes. In process a second baseline moves the
+Arrow batch itself over bare NATS, encoded and decoded with the relay's codec
+but with no framing, credit, acks or hand-off (ipc_ratio: the relay's MB/s over
+it), which is what the relay's protocol costs; for a batch that fits one
+message.
 
 Two modes: in-process runs both ends in this process over loopback (the
 in-process backend is measured alongside); processes runs the receiving ends
