@@ -10,7 +10,10 @@
 // buffer the decoded record will live in. Credit is counted in messages: a
 // receiver grants Config.Window at open and tops the grant up as its consumer
 // takes messages, so a slow consumer stalls its sender and a receiver never
-// buffers more than Window messages. Grants are cumulative, so a lost or
+// buffers more than its window. The window is sized by bytes as well: while
+// messages are small it grows, up to MaxWindow, to as many as WindowBytes of
+// the largest recent one, so a grant (and the sender's wake-up) is paid per
+// megabyte rather than per 16 messages. Grants are cumulative, so a lost or
 // repeated grant is repaired by the next one; a sender that waits too long
 // asks again with a hello frame.
 //
