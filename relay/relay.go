@@ -12,8 +12,9 @@
 // order they were sent, exactly once, also when the network loses some of
 // them (the NATS backend sends them again); progress travels on the same path as
 // data, so a frontier never overtakes its batches; a receiver grants credit for
-// at most Config.Window messages, so a slow receiver stalls its sender and
-// memory stays bounded.
+// at most Config.Window messages (NATS: up to MaxWindow while they are
+// small, see Config), so a slow receiver stalls its sender and memory stays
+// bounded.
 //
 // relay sits above dataflow and below runtime and cmd: it must not import
 // runtime, operators, planner or cmd.
@@ -194,8 +195,19 @@ type Transport interface {
 // Config is shared by both backends.
 type Config struct {
 	// Window is the credit per link in messages (data or progress): at most
-	// Window messages are in flight or buffered at the receiver. Default 32.
+	// Window messages are in flight or buffered at the receiver. Default
+	// DefaultWindow.
 	Window int
+	// MaxWindow and WindowBytes let the NATS backend's window grow while
+	// messages are small: a receiver grants up to WindowBytes divided by
+	// the largest message of its last half window, between Window and
+	// MaxWindow messages, so a grant's fixed cost (a frame, the sender's
+	// wake-up) is paid per bytes, not per message, and a window of large
+	// messages never grows. Left at 0 with Window unset: DefaultMaxWindow
+	// and DefaultWindowBytes; a Window set (a test's, a worker's
+	// RowsInFlight) stays fixed unless MaxWindow is set too.
+	MaxWindow   int
+	WindowBytes int64
 	// Allocator holds what a receiver allocates for the records it decodes.
 	// Plain layouts (fixed-width, strings, lists, fixed-size lists, structs)
 	// are decoded in place and reference the received message instead; the
@@ -208,10 +220,28 @@ type Config struct {
 	MaxMessageBytes int64
 }
 
+// The credit window's defaults. 32 messages of 64 rows (17 KB each) cost
+// a grant, and the sender a wake-up, per 16 messages: a third more CPU per
+// MB than raw NATS (docs/benchmarks.md, "window of 128"); 2 MiB in flight
+// make that a grant per MB whatever the batch size, and 256 messages bound
+// the receiver's queue when they are tiny.
+const (
+	DefaultWindow      = 32
+	DefaultMaxWindow   = 256
+	DefaultWindowBytes = 2 << 20
+)
+
 // WithDefaults fills unset fields.
 func (c Config) WithDefaults() Config {
 	if c.Window <= 0 {
-		c.Window = 32
+		c.Window = DefaultWindow
+		if c.MaxWindow <= 0 {
+			c.MaxWindow = DefaultMaxWindow
+		}
+	}
+	c.MaxWindow = max(c.MaxWindow, c.Window)
+	if c.WindowBytes <= 0 {
+		c.WindowBytes = DefaultWindowBytes
 	}
 	if c.Allocator == nil {
 		c.Allocator = memory.DefaultAllocator

@@ -29,11 +29,12 @@ NATS, alternating, and reports the median of each: batches/s, MB/s, their ratio,
 the CPU time per MB of each and their ratio (steadier than wall-clock on a busy
 machine), and p50/p99 one-hop latency of relay and raw NATS with the latency the
 relay adds (relay - raw). The raw baseline keeps the same in-flight window as
-the relay; it publishes ready-made bytes that nobody decodes. In process a
-second baseline moves the Arrow batch itself over bare NATS, encoded and decoded
-with the relay's codec but with no framing, credit, acks or hand-off
-(ipc_ratio: the relay's MB/s over it), which is what the relay's protocol
-costs; for a batch that fits one message.
+the relay (32 messages where the relay's grows by bytes); it publishes
+ready-made bytes that nobody decodes. In process a second baseline moves the
+Arrow batch itself over bare NATS, encoded and decoded with the relay's codec
+but with no framing, credit, acks or hand-off (ipc_ratio: the relay's MB/s over
+it), which is what the relay's protocol costs; for a batch that fits one
+message.
 
 Two modes: in-process runs both ends in this process over loopback (the
 in-process backend is measured alongside); processes runs the receiving ends
@@ -116,7 +117,7 @@ counts both processes. The server is embedded unless --nats names one.
 	f.IntVar(&o.MB, "mb", 48, "megabytes moved per throughput measurement")
 	f.IntVar(&o.Rounds, "rounds", 3, "alternating raw/relay measurements per case; the median is reported")
 	f.IntVar(&o.Latency, "latency", 200, "one-at-a-time sends for the latency percentiles")
-	f.IntVar(&o.Window, "window", 32, "relay credit window in messages")
+	f.IntVar(&o.Window, "window", 0, "relay credit window in messages, fixed (0: the relay's, 32 growing to 256 while batches are small)")
 	f.Int32Var(&o.MaxPayload, "max-payload", 0, "embedded server's max payload in bytes (default 8 MiB); larger batches are chunked")
 	return c
 }

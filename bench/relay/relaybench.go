@@ -19,6 +19,7 @@ import (
 	"io"
 	"os/exec"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -40,12 +41,15 @@ import (
 // Options bound a run. Zero values take the defaults, which finish in a few
 // seconds on a laptop.
 type Options struct {
-	Rows    []int  // rows per batch, one case each (default 64, 1024, 4096)
-	MB      int    // megabytes moved per throughput measurement (default 48)
-	Rounds  int    // alternating raw/relay measurements, median kept (default 3)
-	Latency int    // one-at-a-time round trips for the latency percentiles (default 200)
-	Window  int    // relay credit window (default 32)
-	URL     string // external NATS server; empty starts an embedded one
+	Rows    []int // rows per batch, one case each (default 64, 1024, 4096)
+	MB      int   // megabytes moved per throughput measurement (default 48)
+	Rounds  int   // alternating raw/relay measurements, median kept (default 3)
+	Latency int   // one-at-a-time round trips for the latency percentiles (default 200)
+	// Window is the relay's credit window in messages, fixed (0: the
+	// relay's default, which grows while batches are small; the raw
+	// baseline then keeps relay.DefaultWindow in flight).
+	Window int
+	URL    string // external NATS server; empty starts an embedded one
 	// NATS are options of the bench's connections to URL: its credentials
 	// and TLS (the peer process gets them from its own command, see Peer).
 	NATS []nats.Option
@@ -117,8 +121,8 @@ func (o *Options) defaults() {
 	if o.Latency <= 0 {
 		o.Latency = 200
 	}
-	if o.Window <= 0 {
-		o.Window = 32
+	if o.Window < 0 {
+		o.Window = 0
 	}
 	if o.Timeout <= 0 {
 		o.Timeout = 60 * time.Second
@@ -600,8 +604,8 @@ func Run(ctx context.Context, o Options) ([]Row, error) {
 		}
 		defer p.stop()
 	}
-	o.logf("relay bench: NATS %s (max payload %d), window %d, %d MB per measurement, %d rounds, modes %s",
-		natsserver.Redact(env.pub.ConnectedUrl()), env.pub.MaxPayload(), o.Window, o.MB, o.Rounds, strings.Join(o.Modes, ", "))
+	o.logf("relay bench: NATS %s (max payload %d), window %s, %d MB per measurement, %d rounds, modes %s",
+		natsserver.Redact(env.pub.ConnectedUrl()), env.pub.MaxPayload(), windowName(o.Window), o.MB, o.Rounds, strings.Join(o.Modes, ", "))
 	var rows []Row
 	for _, nrows := range o.Rows {
 		rec := Record(o.Allocator, nrows)
@@ -677,7 +681,7 @@ func runCase(ctx context.Context, o *Options, env *Env, a, b, ip relay.Transport
 	nrows := int(rec.NumRows())
 	var relayT, rawT, ipT, rawIPCT []Throughput
 	for round := 0; round < o.Rounds; round++ {
-		raw, err := RawThroughput(ctx, env.pub, env.sub, per, n, o.Window)
+		raw, err := RawThroughput(ctx, env.pub, env.sub, per, n, rawWindow(o.Window))
 		if err != nil {
 			return Row{}, Row{}, err
 		}
@@ -685,7 +689,7 @@ func runCase(ctx context.Context, o *Options, env *Env, a, b, ip relay.Transport
 		// batch the relay chunks has none.
 		var rawIPC Throughput
 		if per <= int(env.pub.MaxPayload()) {
-			if rawIPC, err = RawIPCThroughput(ctx, env.pub, env.sub, o.Allocator, rec, n, o.Window); err != nil {
+			if rawIPC, err = RawIPCThroughput(ctx, env.pub, env.sub, o.Allocator, rec, n, rawWindow(o.Window)); err != nil {
 				return Row{}, Row{}, err
 			}
 			// Over the relay's wire bytes, so its MB/s compare batch for batch.
@@ -752,7 +756,7 @@ func runCasePeer(ctx context.Context, o *Options, env *Env, a relay.Transport, p
 	nrows := int(rec.NumRows())
 	var relayT, rawT []Throughput
 	for round := 0; round < o.Rounds; round++ {
-		raw, err := rawThroughputPeer(ctx, p, env.pub, per, n, o.Window)
+		raw, err := rawThroughputPeer(ctx, p, env.pub, per, n, rawWindow(o.Window))
 		if err != nil {
 			return Row{}, err
 		}
@@ -783,4 +787,20 @@ func runCasePeer(ctx context.Context, o *Options, env *Env, a relay.Transport, p
 	r := natsRow(ModeProcesses, nrows, per, n, relayT, rawT, lat, rawLat)
 	o.logRow(r)
 	return r, nil
+}
+
+// rawWindow is what the raw baseline keeps in flight: the relay's fixed
+// window, or its default one where the relay's grows.
+func rawWindow(window int) int {
+	if window <= 0 {
+		return relay.DefaultWindow
+	}
+	return window
+}
+
+func windowName(window int) string {
+	if window <= 0 {
+		return fmt.Sprintf("%d-%d messages (by bytes)", relay.DefaultWindow, relay.DefaultMaxWindow)
+	}
+	return strconv.Itoa(window)
 }

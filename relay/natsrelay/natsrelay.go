@@ -10,7 +10,10 @@
 // buffer the decoded record will live in. Credit is counted in messages: a
 // receiver grants Config.Window at open and tops the grant up as its consumer
 // takes messages, so a slow consumer stalls its sender and a receiver never
-// buffers more than Window messages. Grants are cumulative, so a lost or
+// buffers more than its window. The window is sized by bytes as well: while
+// messages are small it grows, up to MaxWindow, to as many as WindowBytes of
+// the largest recent one, so a grant (and the sender's wake-up) is paid per
+// megabyte rather than per 16 messages. Grants are cumulative, so a lost or
 // repeated grant is repaired by the next one; a sender that waits too long
 // asks again with a hello frame.
 //
@@ -554,13 +557,13 @@ func (s *sender) acked(seq uint64, sample bool, delay time.Duration) {
 // flight anyway, but not a huge one); s.wireMu is held.
 func (s *sender) recycle(m *outMsg, data bool) {
 	if data && cap(m.b) <= 4*s.maxChunk {
-		if len(s.free) <= s.t.cfg.Window {
+		if len(s.free) <= s.t.cfg.MaxWindow {
 			s.free = append(s.free, m.b[:0])
 		} else {
 			s.t.putSpare(m.b)
 		}
 	}
-	if len(s.msgs) <= s.t.cfg.Window {
+	if len(s.msgs) <= s.t.cfg.MaxWindow {
 		*m = outMsg{}
 		s.msgs = append(s.msgs, m)
 	}
@@ -672,7 +675,7 @@ func (s *sender) send(m *outMsg) error {
 	defer s.wireMu.Unlock()
 	// A receiver that never acks must not grow this without bound; credit
 	// keeps an acking one within the window.
-	if len(s.unacked) >= 4*s.t.cfg.Window+1 {
+	if len(s.unacked) >= 4*s.t.cfg.MaxWindow+1 {
 		s.evicted = s.unacked[0].h.Seq
 		gone := s.unacked[0]
 		s.unacked[0] = nil
@@ -1094,8 +1097,14 @@ func (it *item) counted() bool { return it.h.Kind != frame.KindEnd }
 
 type receiver struct {
 	end
-	q       chan item
-	window  uint64
+	q chan item
+	// window is the credit now (Recv's goroutine sets it, onData reads
+	// it): between Config.Window and MaxWindow, as many messages as
+	// WindowBytes of the largest of the last half window (grow).
+	window atomic.Uint64
+	// largest is the largest data message taken since the last grant
+	// (Recv's goroutine only).
+	largest int64
 	granted atomic.Uint64
 	// grantBuf is the credit frame's buffer (NATS copies it out); Recv
 	// and the subscription's goroutine both send grants.
@@ -1161,13 +1170,13 @@ func (t *Transport) OpenReceiver(ctx context.Context, link relay.LinkID) (relay.
 	w := t.cfg.Window
 	r := &receiver{
 		end:     end{t: t, link: link},
-		q:       make(chan item, w+1), // the window plus the end frame
-		window:  uint64(w),
+		q:       make(chan item, t.cfg.MaxWindow+1), // the largest window plus the end frame
 		expect:  1,
 		dec:     frame.NewDecoder(t.cfg.Allocator),
 		errCh:   make(chan struct{}),
 		closeCh: make(chan struct{}),
 	}
+	r.window.Store(uint64(w))
 	r.granted.Store(uint64(w))
 	r.dataSubj, r.creditSubj = t.Subjects(link)
 	// Credit bounds what can be pending; the client's own limits would only
@@ -1339,8 +1348,9 @@ func (r *receiver) onData(msg *nats.Msg) {
 	// nor a slow consumer as a slow link.
 	r.whole.Store(h.Seq)
 	r.wholeAt.Store(it.arrived)
+	w := r.window.Load()
 	switch {
-	case h.Seq-r.ackedTo.Load() >= max(1, r.window-r.window/4) || r.waitingB.Add(size) >= ackBytes:
+	case h.Seq-r.ackedTo.Load() >= max(1, w-w/4) || r.waitingB.Add(size) >= ackBytes:
 		r.ack(h.Seq)
 	case caughtUp(msg):
 		r.ackCaughtUp(it.arrived)
@@ -1605,6 +1615,7 @@ func (r *receiver) take(it item) (relay.Message, error) {
 	case frame.KindData:
 		msg.Kind, msg.Record, msg.Frontier = relay.KindData, it.rec, it.frontier
 		r.m.Batch(it.rec.NumRows())
+		r.largest = max(r.largest, it.size)
 		if it.frontier != 0 {
 			r.m.ProgressMsg()
 		}
@@ -1612,11 +1623,29 @@ func (r *receiver) take(it item) (relay.Message, error) {
 	// Top the grant up once half the window is used, so a busy link sends a
 	// credit frame every window/2 messages, not every message.
 	r.consumed++
-	if r.granted.Load()-r.consumed <= r.window-max(1, r.window/2) {
-		r.granted.Store(r.consumed + r.window)
+	if w := r.window.Load(); r.granted.Load()-r.consumed <= w-max(1, w/2) {
+		w = r.grow()
+		// Grants are cumulative: a window that shrank tops up later.
+		r.granted.Store(max(r.granted.Load(), r.consumed+w))
 		r.publishGrant()
 	}
 	return msg, nil
+}
+
+// grow sizes the window by bytes from the largest data message of the
+// last half window and returns it: WindowBytes of them, between
+// Config.Window and MaxWindow. Small batches then cost a grant per
+// megabyte, not per 16 messages; large ones keep Window. Recv's goroutine
+// only.
+func (r *receiver) grow() uint64 {
+	cfg := &r.t.cfg
+	w := r.window.Load()
+	if r.largest > 0 && cfg.MaxWindow > cfg.Window {
+		w = uint64(min(max(cfg.WindowBytes/r.largest, int64(cfg.Window)), int64(cfg.MaxWindow)))
+		r.window.Store(w)
+	}
+	r.largest = 0
+	return w
 }
 
 // Close drops buffered messages and tells the sender, so a sender blocked on

@@ -1,0 +1,93 @@
+package natsrelay
+
+import (
+	"context"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/apache/arrow/go/v17/arrow/memory"
+
+	"github.com/tierflow/tierflow/relay"
+	"github.com/tierflow/tierflow/relay/frame"
+)
+
+// The default window is sized by bytes: small messages get up to
+// MaxWindow of credit, so a stream of them costs a grant per megabyte
+// instead of one per 16 messages, while large messages keep Window (the
+// bytes in flight stay bounded) and a Window set explicitly stays fixed.
+// Grants are counted where the receiver publishes them; they follow from
+// what the consumer takes, not from timing, and Retry is longer than the
+// test so that no hello asks for one.
+func TestWindowSizedByBytes(t *testing.T) {
+	cases := []struct {
+		name             string
+		window, size, n  int
+		minGrant, maxGrt int // grants for n messages
+	}{
+		// 4 KiB: 2 MiB make 512, capped at 256 (a grant per 128).
+		{"small default", 0, 4 << 10, 1024, 4, 20},
+		// 256 KiB: 2 MiB make 8, so the floor of 32 (a grant per 16).
+		{"large default", 0, 256 << 10, 160, 160 / 16, 160/16 + 8},
+		{"small explicit 32", 32, 4 << 10, 1024, 1024 / 16, 1024/16 + 8},
+	}
+	s := startServer(t, 0)
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
+			defer mem.AssertSize(t, 0)
+			o := Options{Config: relay.Config{Allocator: mem, Window: c.window}, Retry: time.Minute, AckTimeout: time.Minute}
+			a, b := New(connect(t, s), o), New(connect(t, s), o)
+			defer a.Close()
+			defer b.Close()
+			var grants atomic.Int64
+			b.drop = func(p []byte) bool {
+				if h, _, err := frame.Decode(p); err == nil && h.Kind == frame.KindCredit {
+					grants.Add(1)
+				}
+				return false
+			}
+			ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+			defer cancel()
+			link := relay.LinkID{Query: "w", Edge: 1}
+			snd, r := openLink(ctx, t, a, b, link)
+			defer r.Close()
+			rec := bytesRecord(mem, c.size)
+			defer rec.Release()
+			sent := make(chan error, 1)
+			go func() {
+				for i := 0; i < c.n; i++ {
+					if err := snd.SendData(ctx, 1, rec); err != nil {
+						sent <- err
+						return
+					}
+				}
+				sent <- nil
+			}()
+			for i := 0; i < c.n; i++ {
+				m, err := r.Recv(ctx)
+				if err != nil {
+					t.Fatalf("message %d: %v", i+1, err)
+				}
+				if m.Record != nil {
+					m.Record.Release()
+				}
+			}
+			if err := <-sent; err != nil {
+				t.Fatal(err)
+			}
+			if err := relay.CloseSender(ctx, snd); err != nil {
+				t.Fatal(err)
+			}
+			got := int(grants.Load())
+			st := r.Stats()
+			t.Logf("%d messages of %d bytes, window %d: %d grants, at most %d buffered (%d bytes)", c.n, c.size, c.window, got, st.MaxBuffered, st.MaxBufferedBytes)
+			if got < c.minGrant || got > c.maxGrt {
+				t.Errorf("%d messages of %d bytes, window %d: %d grants, want %d to %d", c.n, c.size, c.window, got, c.minGrant, c.maxGrt)
+			}
+			if limit := int64(max(c.window, relay.DefaultMaxWindow)); st.MaxBuffered > limit {
+				t.Errorf("receiver buffered %d messages, more than the largest window %d", st.MaxBuffered, limit)
+			}
+		})
+	}
+}
