@@ -6,6 +6,7 @@ import (
 	"regexp"
 	"sort"
 	"strings"
+	"sync"
 
 	"github.com/alecthomas/participle/v2"
 	"github.com/alecthomas/participle/v2/lexer"
@@ -501,12 +502,15 @@ type columnList struct {
 	Columns []*ColumnDef `parser:"'(' @@ ( ',' @@ )* ')'"`
 }
 
-var columnListParser = participle.MustBuild[columnList](
-	participle.Lexer(sqlLexer),
-	participle.Elide(TokComment, TokWhitespace),
-	participle.CaseInsensitive(TokKeyword, TokIdent),
-	participle.UseLookahead(lookahead),
-)
+// Built on first use, as scriptParser is.
+var columnListParser = sync.OnceValue(func() *participle.Parser[columnList] {
+	return participle.MustBuild[columnList](
+		participle.Lexer(sqlLexer),
+		participle.Elide(TokComment, TokWhitespace),
+		participle.CaseInsensitive(TokKeyword, TokIdent),
+		participle.UseLookahead(lookahead),
+	)
+})
 
 var createNameRe = regexp.MustCompile(`(?is)\bCREATE\s+(TABLE|STREAM)\s+(IF\s+NOT\s+EXISTS\s+)?("[^"]*"|\w+)\s*$`)
 
@@ -523,7 +527,7 @@ func columnListError(filename, src string, pos lexer.Position) error {
 			blank[i] = ' '
 		}
 	}
-	_, err := columnListParser.ParseString(filename, string(blank)+src[pos.Offset:], participle.AllowTrailing(true))
+	_, err := columnListParser().ParseString(filename, string(blank)+src[pos.Offset:], participle.AllowTrailing(true))
 	var pe participle.Error
 	if err == nil || !errors.As(err, &pe) || pe.Position().Offset <= pos.Offset {
 		return nil

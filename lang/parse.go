@@ -6,6 +6,7 @@ import (
 	"reflect"
 	"sort"
 	"strings"
+	"sync"
 
 	"github.com/alecthomas/participle/v2"
 	"github.com/alecthomas/participle/v2/lexer"
@@ -52,11 +53,14 @@ func buildParser() *participle.Parser[Script] {
 	)
 }
 
-// The parser is immutable once built and safe for concurrent use.
-var scriptParser = buildParser()
+// The parser is immutable once built and safe for concurrent use. It is
+// built on first use, not at init: building it is 20-60 ms of CPU, paid by
+// every process that links lang (each test binary, each worker and NATS
+// child a test starts) whether or not it parses anything.
+var scriptParser = sync.OnceValue(buildParser)
 
 // Grammar returns the grammar in EBNF, as participle derives it from the AST.
-func Grammar() string { return scriptParser.String() }
+func Grammar() string { return scriptParser().String() }
 
 // Parse parses a script of statements separated by ";". filename is used in
 // positions and errors only. A syntax error is a *Error wrapping ErrSyntax.
@@ -84,7 +88,7 @@ func parse(filename, src string) (s *Script, err error) {
 	if err := checkDepth(src, toks); err != nil {
 		return nil, err
 	}
-	s, err = scriptParser.ParseString(filename, src)
+	s, err = scriptParser().ParseString(filename, src)
 	if err != nil {
 		return nil, err
 	}
