@@ -32,7 +32,7 @@ func TestWindowSizedByBytes(t *testing.T) {
 		{"small explicit 32", 32, 4 << 10, 1024, 1024 / 16, 1024/16 + 8},
 	}
 	s := startServer(t, 0)
-	for _, c := range cases {
+	for i, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
 			defer mem.AssertSize(t, 0)
@@ -49,7 +49,9 @@ func TestWindowSizedByBytes(t *testing.T) {
 			}
 			ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 			defer cancel()
-			link := relay.LinkID{Query: "w", Edge: 1}
+			// A link of its own: the last case's receiver may still be
+			// closing, and its close frame would end this sender.
+			link := relay.LinkID{Query: "w", Edge: uint32(i + 1)}
 			snd, r := openLink(ctx, t, a, b, link)
 			defer r.Close()
 			rec := bytesRecord(mem, c.size)
@@ -113,7 +115,7 @@ func TestByteWindowBoundsLargeAfterSmall(t *testing.T) {
 		{"explicit 40", 40, 40, 40, 0, 0},
 	}
 	s := startServer(t, 0)
-	for _, c := range cases {
+	for i, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
 			defer mem.AssertSize(t, 0)
@@ -123,7 +125,7 @@ func TestByteWindowBoundsLargeAfterSmall(t *testing.T) {
 			defer b.Close()
 			ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 			defer cancel()
-			snd, r := openLink(ctx, t, a, b, relay.LinkID{Query: "bw", Edge: 1})
+			snd, r := openLink(ctx, t, a, b, relay.LinkID{Query: "bw", Edge: uint32(i + 1)})
 			defer r.Close()
 			small, large := bytesRecord(mem, c.smallMB), bytesRecord(mem, 64<<10)
 			defer small.Release()
