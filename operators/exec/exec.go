@@ -633,6 +633,9 @@ func (b *builder) aggregate(n *logical.Aggregate, at func(error) error) (int, *a
 	if op, ok := b.windowPhases(n, spec.Window, in, schema, out, st); ok {
 		return op, out, nil
 	}
+	if op, ok := b.closingPhases(n, spec.Window, in, schema, out, st); ok {
+		return op, out, nil
+	}
 	if b.opts.MemoryLimit > 0 && !closing {
 		if op, ok := b.spilling(n, in, schema, out); ok {
 			return op, out, nil

@@ -3,6 +3,7 @@ package deploy
 import (
 	"fmt"
 
+	"github.com/tierflow/tierflow/operators/exec"
 	"github.com/tierflow/tierflow/planner/logical"
 	"github.com/tierflow/tierflow/planner/lower"
 )
@@ -183,11 +184,16 @@ func (pl *placer) phase(i, up, in int) bool {
 	case FinalAggregate:
 		switch {
 		case len(pl.p.Operators[up].Workers) < 2:
-		case a.Window == nil:
+		case a.Window == nil && !exec.ClosesByTimeAlone(a):
 			// A GROUP BY's final phase without window columns: once.
 			pl.p.Operators[i].Workers = pl.p.Operators[up].Workers[:1]
 		default:
-			names := append(append([]string(nil), a.GroupNames...), "window_start", "window_end")
+			// A window's, or a closing GROUP BY's by its time keys
+			// (operators/exec closingPhases): by the keys.
+			names := append([]string(nil), a.GroupNames...)
+			if a.Window != nil {
+				names = append(names, "window_start", "window_end")
+			}
 			keys := seq(len(names))
 			pl.p.Edges[in] = EdgePlan{Kind: "exchange", Keys: keys, KeyNames: names}
 			pl.split[i] = [][]int{keys}
