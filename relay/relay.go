@@ -203,7 +203,10 @@ type Config struct {
 	// the largest message of its last half window, between Window and
 	// MaxWindow messages, so a grant's fixed cost (a frame, the sender's
 	// wake-up) is paid per bytes, not per message, and a window of large
-	// messages never grows. Left at 0 with Window unset: DefaultMaxWindow
+	// messages never grows. Such a window also grants bytes: the bytes in
+	// flight stay within WindowBytes (or Window of the largest message
+	// lately taken, if more), also when large messages follow small ones
+	// that were granted many messages. Left at 0 with Window unset: DefaultMaxWindow
 	// and DefaultWindowBytes; a Window set (a test's, a worker's
 	// RowsInFlight) stays fixed unless MaxWindow is set too.
 	MaxWindow   int

@@ -15,8 +15,11 @@ import (
 // (a regular join under the BETWEEN's time bounds, its GROUP BY A.id,
 // A.category fused after it without a second exchange, its GROUP BY
 // category exchanged), q5 (a join of two window aggregations on the
-// windows' times), q7 (bids joined with each window's highest price by
-// price), and two joins of an INT key with a BIGINT one, a regular and a
+// windows' times: its two equal HOP counts built once, the count read by
+// both consumers, and the highest count per window, one row per window,
+// aggregated in two phases and broadcast to the counts where they are),
+// q7 (bids joined with each window's highest price by price: the highest
+// prices broadcast to the bids, which never cross), and two joins of an INT key with a BIGINT one, a regular and a
 // window join: each side's key is hashed by its value, so equal keys of
 // different widths meet in one instance.
 func TestJoinsSplitOverWorkersAnswerAsOneInstance(t *testing.T) {
@@ -26,10 +29,16 @@ func TestJoinsSplitOverWorkersAnswerAsOneInstance(t *testing.T) {
 		q Query
 		// exchanges are what EXPLAIN must show the join's instances take.
 		exchanges []string
+		// twice, when set, is a line's end EXPLAIN must show twice.
+		twice string
 	}{
 		{q: mustLookup(t, "q4"), exchanges: []string{"scan auction: the keys whose hash of id mod 3 is 2", "scan bid: the keys whose hash of auction mod 3 is 2", "from 3 filter: its instance 2's rows", "project: the keys whose hash of category mod 3 is 2"}},
-		{q: mustLookup(t, "q5"), exchanges: []string{"project: the keys whose hash of starttime, endtime mod 3 is 2"}},
-		{q: mustLookup(t, "q7"), exchanges: []string{"scan bid: the keys whose hash of price mod 3 is 2", "project: the keys whose hash of maxprice mod 3 is 2",
+		{q: mustLookup(t, "q5"), exchanges: []string{"from 0 scan bid: the keys whose hash of auction mod 3 is 2",
+			"from 4 partial aggregate: the keys whose hash of starttime, endtime mod 3 is 2",
+			"from 2 project: its instance 2's rows; from 7 project: every row"},
+			// One scan and one count of the bids: both projections read it.
+			twice: "from 1 aggregate: its instance 2's rows"},
+		{q: mustLookup(t, "q7"), exchanges: []string{"from 0 scan bid: its instance 2's rows; from 5 project: every row",
 			"from 1 scan bid: its instance 2's rows", "from 2 partial aggregate: the keys whose hash of window_start, window_end mod 3 is 2"}},
 		{q: Query{Name: "int-bigint", Text: bid32 + `SELECT A.id, A.category, B.bidder, B.price FROM auction A JOIN bid32 B
 ON A.id = B.auction AND B.dateTime BETWEEN A.dateTime AND A.expires;`}, exchanges: []string{"scan auction: the keys whose hash of id mod 3 is 2", "scan bid32: the keys whose hash of auction mod 3 is 2"}},
@@ -52,6 +61,9 @@ GROUP BY B.auction;`}, exchanges: []string{"scan bid32: the keys whose hash of a
 				if !strings.Contains(plan, want) {
 					t.Errorf("EXPLAIN on 3 workers lacks %q:\n%s", want, plan)
 				}
+			}
+			if n := strings.Count(plan, c.twice); c.twice != "" && n != 2 {
+				t.Errorf("EXPLAIN on 3 workers has %q %d times, want 2:\n%s", c.twice, n, plan)
 			}
 			want := answer(t, parts, c.q, Options{BatchSize: 500, Partitioned: true})
 			if len(want) == 0 {

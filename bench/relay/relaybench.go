@@ -106,6 +106,19 @@ type Row struct {
 	// process whose batch fits one message; 0 elsewhere.
 	RawIPCMBs float64 `json:"raw_ipc_mb_s,omitempty"`
 	IPCRatio  float64 `json:"ipc_ratio,omitempty"`
+	// RawWindow is what raw NATS (RawMBs) keeps in flight, in messages.
+	// Where the relay's window grows by bytes it is the relay's floor
+	// (32), while the relay may keep up to SameWindow of these batches in
+	// flight (2 MiB of them: 117 at 64 rows), which favours the relay. So
+	// raw NATS runs again with SameWindow in flight, the same bytes as the
+	// relay: RawSameMBs, its CPU per MB RawSameCPUusMB, and the relay's
+	// SameRatio and SameCPURatio against it. 0 where the windows match.
+	RawWindow      int     `json:"raw_window"`
+	SameWindow     int     `json:"same_window,omitempty"`
+	RawSameMBs     float64 `json:"raw_same_window_mb_s,omitempty"`
+	RawSameCPUusMB float64 `json:"raw_same_window_cpu_us_per_mb,omitempty"`
+	SameRatio      float64 `json:"same_window_ratio,omitempty"`
+	SameCPURatio   float64 `json:"same_window_cpu_ratio,omitempty"`
 }
 
 func (o *Options) defaults() {
@@ -670,6 +683,10 @@ func natsRow(mode string, nrows, per, n int, relayT, rawT []Throughput, lat, raw
 }
 
 func (o *Options) logRow(r Row) {
+	if r.RawSameMBs > 0 {
+		o.logf("  %s: raw with %d in flight (the relay's bytes; raw NATS below keeps %d) %.0f MB/s, %.0f CPU-µs/MB: the relay's ratio to it %.2f, cpu ratio %.2f",
+			r.Mode, r.SameWindow, r.RawWindow, r.RawSameMBs, r.RawSameCPUusMB, r.SameRatio, r.SameCPURatio)
+	}
 	if r.RawIPCMBs > 0 {
 		o.logf("  %s: raw with Arrow IPC %.0f MB/s: the relay's ratio to it %.2f", r.Mode, r.RawIPCMBs, r.IPCRatio)
 	}
@@ -679,11 +696,19 @@ func (o *Options) logRow(r Row) {
 
 func runCase(ctx context.Context, o *Options, env *Env, a, b, ip relay.Transport, rec arrow.Record, per, n int) (Row, Row, error) {
 	nrows := int(rec.NumRows())
-	var relayT, rawT, ipT, rawIPCT []Throughput
+	var relayT, rawT, ipT, rawIPCT, sameT []Throughput
+	rawW, sameW := rawWindow(o.Window), relayWindow(o.Window, per)
 	for round := 0; round < o.Rounds; round++ {
-		raw, err := RawThroughput(ctx, env.pub, env.sub, per, n, rawWindow(o.Window))
+		raw, err := RawThroughput(ctx, env.pub, env.sub, per, n, rawW)
 		if err != nil {
 			return Row{}, Row{}, err
+		}
+		if sameW != rawW {
+			same, err := RawThroughput(ctx, env.pub, env.sub, per, n, sameW)
+			if err != nil {
+				return Row{}, Row{}, err
+			}
+			sameT = append(sameT, same)
 		}
 		// The baseline that encodes the batch sends it in one message; a
 		// batch the relay chunks has none.
@@ -728,6 +753,7 @@ func runCase(ctx context.Context, o *Options, env *Env, a, b, ip relay.Transport
 	}
 	o.tick("%d rows, %s, latency", nrows, ModeInProcess)
 	nr := natsRow(ModeInProcess, nrows, per, n, relayT, rawT, lat, rawLat)
+	nr.sameWindow(rawW, sameW, sameT)
 	if len(rawIPCT) > 0 {
 		nr.RawIPCMBs = median(rawIPCT).MBs()
 		nr.IPCRatio = nr.RelayMBs / nr.RawIPCMBs
@@ -754,14 +780,20 @@ func runCase(ctx context.Context, o *Options, env *Env, a, b, ip relay.Transport
 // receives. CPU time is both processes' together.
 func runCasePeer(ctx context.Context, o *Options, env *Env, a relay.Transport, p *peer, rec arrow.Record, per, n int) (Row, error) {
 	nrows := int(rec.NumRows())
-	var relayT, rawT []Throughput
+	var relayT, rawT, sameT []Throughput
+	rawW, sameW := rawWindow(o.Window), relayWindow(o.Window, per)
 	for round := 0; round < o.Rounds; round++ {
-		raw, err := rawThroughputPeer(ctx, p, env.pub, per, n, rawWindow(o.Window))
+		raw, err := rawMovedPeer(ctx, p, env.pub, per, n, rawW)
 		if err != nil {
 			return Row{}, err
 		}
-		if raw.Got.Batches != uint64(n) || raw.Got.Bytes != uint64(per)*uint64(n) {
-			return Row{}, fmt.Errorf("%w: raw: %d messages and %d bytes arrived, %d and %d sent", ErrPeer, raw.Got.Batches, raw.Got.Bytes, n, per*n)
+		rawT = append(rawT, raw)
+		if sameW != rawW {
+			same, err := rawMovedPeer(ctx, p, env.pub, per, n, sameW)
+			if err != nil {
+				return Row{}, err
+			}
+			sameT = append(sameT, same)
 		}
 		rl, err := relayThroughputPeer(ctx, p, a, rec, n, o.Window)
 		if err != nil {
@@ -771,7 +803,7 @@ func runCasePeer(ctx context.Context, o *Options, env *Env, a relay.Transport, p
 			return Row{}, fmt.Errorf("%w: relay: %d batches, %d rows and %d bytes arrived, %d, %d and %d sent",
 				ErrPeer, rl.Got.Batches, rl.Got.Rows, rl.Got.Bytes, n, n*nrows, rl.Bytes)
 		}
-		rawT, relayT = append(rawT, raw.Throughput), append(relayT, rl.Throughput)
+		relayT = append(relayT, rl.Throughput)
 		o.logf("  %s round %d: raw %.0f MB/s, relay %.0f MB/s", ModeProcesses, round+1, raw.MBs(), rl.MBs())
 		o.tick("%d rows, %s, round %d", nrows, ModeProcesses, round+1)
 	}
@@ -785,6 +817,7 @@ func runCasePeer(ctx context.Context, o *Options, env *Env, a relay.Transport, p
 	}
 	o.tick("%d rows, %s, latency", nrows, ModeProcesses)
 	r := natsRow(ModeProcesses, nrows, per, n, relayT, rawT, lat, rawLat)
+	r.sameWindow(rawW, sameW, sameT)
 	o.logRow(r)
 	return r, nil
 }
@@ -796,6 +829,44 @@ func rawWindow(window int) int {
 		return relay.DefaultWindow
 	}
 	return window
+}
+
+// rawMovedPeer is rawThroughputPeer checked: every message arrived.
+func rawMovedPeer(ctx context.Context, p *peer, pub *nats.Conn, per, n, window int) (Throughput, error) {
+	raw, err := rawThroughputPeer(ctx, p, pub, per, n, window)
+	if err != nil {
+		return Throughput{}, err
+	}
+	if raw.Got.Batches != uint64(n) || raw.Got.Bytes != uint64(per)*uint64(n) {
+		return Throughput{}, fmt.Errorf("%w: raw: %d messages and %d bytes arrived, %d and %d sent", ErrPeer, raw.Got.Batches, raw.Got.Bytes, n, per*n)
+	}
+	return raw.Throughput, nil
+}
+
+// relayWindow is how many messages of per wire bytes the relay keeps in
+// flight once its window has grown (relay.Config's WindowBytes of them,
+// between Window and MaxWindow), or its fixed window.
+func relayWindow(window, per int) int {
+	if window > 0 {
+		return window
+	}
+	c := relay.Config{}.WithDefaults()
+	return int(min(max(c.WindowBytes/int64(max(1, per)), int64(c.Window)), int64(c.MaxWindow)))
+}
+
+// sameWindow fills the fields of raw NATS with the relay's in-flight bytes
+// (sameT, measured where sameW differs from rawW).
+func (r *Row) sameWindow(rawW, sameW int, sameT []Throughput) {
+	r.RawWindow = rawW
+	if sameW == rawW || len(sameT) == 0 {
+		return
+	}
+	same := median(sameT)
+	r.SameWindow, r.RawSameMBs, r.RawSameCPUusMB = sameW, same.MBs(), medianCPU(sameT)
+	r.SameRatio = r.RelayMBs / r.RawSameMBs
+	if r.CPUusMB > 0 {
+		r.SameCPURatio = r.RawSameCPUusMB / r.CPUusMB
+	}
 }
 
 func windowName(window int) string {

@@ -143,6 +143,15 @@ func TestRunSmall(t *testing.T) {
 			t.Errorf("%s (%.0f KB): raw with Arrow IPC filled", r.Case, r.BatchKB)
 		}
 	}
+	// The relay's window grows for the 16-row batch and not for the 5000-row
+	// one (32 of those are more than 2 MiB): raw NATS runs again with the
+	// relay's in-flight bytes only for the first.
+	if r := rows[0]; r.RawWindow != relay.DefaultWindow || r.SameWindow <= r.RawWindow || r.RawSameMBs <= 0 || r.SameRatio != r.RelayMBs/r.RawSameMBs || r.RawSameCPUusMB <= 0 {
+		t.Errorf("%s: raw %d in flight, again with %d: %v MB/s, ratio %v", r.Case, r.RawWindow, r.SameWindow, r.RawSameMBs, r.SameRatio)
+	}
+	if r := rows[2]; r.RawWindow != relay.DefaultWindow || r.SameWindow != 0 || r.RawSameMBs != 0 || r.SameRatio != 0 {
+		t.Errorf("%s: raw again with %d in flight: %v MB/s", r.Case, r.SameWindow, r.RawSameMBs)
+	}
 	// 5000 rows of ~270 bytes is more than one max payload: chunked.
 	if rows[2].BatchKB < 1300 {
 		t.Fatalf("5000-row batch is %.0f KB on the wire", rows[2].BatchKB)

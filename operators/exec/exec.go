@@ -190,6 +190,15 @@ type builder struct {
 	// joinFilters: the filter right above each inner join of two streams,
 	// whose time bounds hold for the join's state as ON's do.
 	joinFilters map[*logical.Join]expr.Expr
+	// common: the aggregations built so far by logical.SubtreeKey; an
+	// equal one elsewhere in the plan reads the first's operator.
+	common map[string]builtNode
+}
+
+// builtNode is a subtree's last operator and its output schema.
+type builtNode struct {
+	op     int
+	schema *arrow.Schema
 }
 
 // Build translates plan into a dataflow.
@@ -218,7 +227,7 @@ func Build(plan *logical.Plan, opts Options) (*Query, error) {
 	if err := checkUpdating(root); err != nil {
 		return nil, err
 	}
-	b := &builder{q: q, g: q.graph, opts: opts, finalLimit: finalLimit(plan.Root), par: map[int]int{}, rankLimits: map[*logical.WindowFuncs]int64{}, joinFilters: map[*logical.Join]expr.Expr{}}
+	b := &builder{q: q, g: q.graph, opts: opts, finalLimit: finalLimit(plan.Root), par: map[int]int{}, rankLimits: map[*logical.WindowFuncs]int64{}, joinFilters: map[*logical.Join]expr.Expr{}, common: map[string]builtNode{}}
 	if _, _, err := b.node(plan.Root); err != nil {
 		q.closeFiles()
 		return nil, err
@@ -377,6 +386,21 @@ func (b *builder) node(n logical.Node) (int, *arrow.Schema, error) {
 		// catalog entry) is printed there, once.
 		return err
 	}
+	if a, ok := n.(*logical.Aggregate); ok {
+		// An aggregation the plan holds twice (q5's two HOP counts of
+		// the bid stream) runs once, its rows going to both consumers:
+		// the input is read, exchanged and folded once.
+		if key, ok := logical.SubtreeKey(a); ok {
+			if built, ok := b.common[key]; ok {
+				return built.op, built.schema, nil
+			}
+			op, schema, err := b.aggregate(a, at)
+			if err == nil {
+				b.common[key] = builtNode{op, schema}
+			}
+			return op, schema, err
+		}
+	}
 	fns := b.opts.Functions
 	switch n := n.(type) {
 	case *logical.Scan:
@@ -404,93 +428,7 @@ func (b *builder) node(n logical.Node) (int, *arrow.Schema, error) {
 		}
 		return b.project(n, in, schema)
 	case *logical.Aggregate:
-		// split: the cores of a two-phase aggregation (twophase.go), whose
-		// filters and projections below run on as many.
-		split := 0
-		closeKey, closeLag, closing := closingKey(n)
-		if keys, plain := plainColumns(n.Group); splittable(n) && b.opts.MemoryLimit <= 0 && !closing {
-			switch p := b.opts.Parallelism; {
-			case p == AllCores && fewGroups(n.Group):
-				split = defaultParallelism()
-			case p > 1 && !(plain && len(keys) > 0):
-				split = p
-			}
-		}
-		var in int
-		var schema *arrow.Schema
-		var parallelIn bool
-		var where *eval.Predicate // a filter the partial aggregations apply
-		var err error
-		keys, plain := plainColumns(n.Group)
-		b.noteCodes(n, b.opts.Parallelism > 1 && plain && len(keys) > 0)
-		if split > 1 {
-			in, schema, parallelIn, where, err = b.fusedMorsels(n.Input, split)
-		} else {
-			in, schema, err = b.node(n.Input)
-		}
-		if err != nil {
-			return 0, nil, err
-		}
-		spec := rel.AggregateSpec{Group: n.Group, GroupNames: n.GroupNames, Aggs: n.Aggs, AggNames: n.AggNames}
-		if w := n.Window; w != nil {
-			ws := &rel.WindowSpec{Time: w.Time, Size: w.Size, Slide: w.Slide}
-			switch w.Kind {
-			case logical.Tumble:
-				ws.Type = expr.Tumble
-			case logical.Hop:
-				ws.Type = expr.Hop
-			case logical.Session:
-				ws.Type, ws.Gap = expr.Session, w.Size
-			}
-			ws.Lag = timeLag(n.Input, w.Time)
-			ws.ProcTime = procTime(n.Input, w.Time)
-			spec.Window = ws
-		}
-		if closing {
-			// The closing key's grains are the windows (closingKey): a group
-			// goes out once the watermark passes its key's grain.
-			spec.Window = &rel.WindowSpec{Type: expr.Tumble, Time: n.Group[closeKey], Size: closingGrain,
-				Lag: closeLag, ByKey: true, Key: closeKey}
-		}
-		// Compile once here so plan errors surface before anything runs.
-		h, err := rel.NewHashAggregate(b.opts.Allocator, spec, schema, fns)
-		if err != nil {
-			return 0, nil, at(err)
-		}
-		out := h.Schema()
-		h.Release()
-		st := &rel.Stats{}
-		b.q.stats = append(b.q.stats, st)
-		mk := func(dataflow.Instance) (dataflow.Operator, error) {
-			return rel.NewAggregate(spec, schema, fns, st), nil
-		}
-		if op, ok := b.windowPhases(n, spec.Window, in, schema, out, st); ok {
-			return op, out, nil
-		}
-		if b.opts.MemoryLimit > 0 && !closing {
-			if op, ok := b.spilling(n, in, schema, out); ok {
-				return op, out, nil
-			}
-		}
-		if split > 1 {
-			if op, ok := b.twoPhase(n, in, parallelIn, schema, out, split, where, st); ok {
-				return op, out, nil
-			}
-			if where != nil {
-				in, parallelIn = b.filterMorsels(where, in, parallelIn, split), true
-			}
-			// Not split after all: one aggregation takes every instance's rows.
-		}
-		if p := b.opts.Parallelism; p > 1 && plain && len(keys) > 0 {
-			// Equal keys meet in one instance; every instance sees the same
-			// frontier, so each closes its share of a window at the same time.
-			op := b.g.AddOperator(dataflow.OperatorSpec{Name: "aggregate", Inputs: 1, Outputs: 1, Workers: make([]int, p), New: mk})
-			b.g.AddEdge(dataflow.Edge{From: dataflow.Port{Op: in}, To: dataflow.Port{Op: op}, Kind: dataflow.Exchange, Partition: dataflow.HashColumns(keys...)})
-			return op, out, nil
-		}
-		op := b.g.AddOperator(dataflow.OperatorSpec{Name: "aggregate", Inputs: 1, Outputs: 1, New: mk})
-		b.g.Connect(in, 0, op, 0)
-		return op, out, nil
+		return b.aggregate(n, at)
 	case *logical.Join:
 		return b.join(n, at)
 	case *logical.Union:
@@ -625,6 +563,103 @@ func (b *builder) node(n logical.Node) (int, *arrow.Schema, error) {
 		return op, out, nil
 	}
 	return 0, nil, at(fmt.Errorf("%w: %T", ErrUnsupported, n))
+}
+
+// aggregate builds a GROUP BY: in two phases where that pays (twophase.go),
+// spilling under a memory limit, exchanged by its keys over
+// Options.Parallelism instances, or as one instance.
+func (b *builder) aggregate(n *logical.Aggregate, at func(error) error) (int, *arrow.Schema, error) {
+	fns := b.opts.Functions
+	// split: the cores of a two-phase aggregation (twophase.go), whose
+	// filters and projections below run on as many.
+	split := 0
+	closeKey, closeLag, closing := closingKey(n)
+	if keys, plain := plainColumns(n.Group); splittable(n) && b.opts.MemoryLimit <= 0 && !closing {
+		switch p := b.opts.Parallelism; {
+		case p == AllCores && fewGroups(n.Group):
+			split = defaultParallelism()
+		case p > 1 && !(plain && len(keys) > 0):
+			split = p
+		}
+	}
+	var in int
+	var schema *arrow.Schema
+	var parallelIn bool
+	var where *eval.Predicate // a filter the partial aggregations apply
+	var err error
+	keys, plain := plainColumns(n.Group)
+	b.noteCodes(n, b.opts.Parallelism > 1 && plain && len(keys) > 0)
+	if split > 1 {
+		in, schema, parallelIn, where, err = b.fusedMorsels(n.Input, split)
+	} else {
+		in, schema, err = b.node(n.Input)
+	}
+	if err != nil {
+		return 0, nil, err
+	}
+	spec := rel.AggregateSpec{Group: n.Group, GroupNames: n.GroupNames, Aggs: n.Aggs, AggNames: n.AggNames}
+	if w := n.Window; w != nil {
+		ws := &rel.WindowSpec{Time: w.Time, Size: w.Size, Slide: w.Slide}
+		switch w.Kind {
+		case logical.Tumble:
+			ws.Type = expr.Tumble
+		case logical.Hop:
+			ws.Type = expr.Hop
+		case logical.Session:
+			ws.Type, ws.Gap = expr.Session, w.Size
+		}
+		ws.Lag = timeLag(n.Input, w.Time)
+		ws.ProcTime = procTime(n.Input, w.Time)
+		spec.Window = ws
+	}
+	if closing {
+		// The closing key's grains are the windows (closingKey): a group
+		// goes out once the watermark passes its key's grain.
+		spec.Window = &rel.WindowSpec{Type: expr.Tumble, Time: n.Group[closeKey], Size: closingGrain,
+			Lag: closeLag, ByKey: true, Key: closeKey}
+	}
+	// Compile once here so plan errors surface before anything runs.
+	h, err := rel.NewHashAggregate(b.opts.Allocator, spec, schema, fns)
+	if err != nil {
+		return 0, nil, at(err)
+	}
+	out := h.Schema()
+	h.Release()
+	st := &rel.Stats{}
+	b.q.stats = append(b.q.stats, st)
+	mk := func(dataflow.Instance) (dataflow.Operator, error) {
+		return rel.NewAggregate(spec, schema, fns, st), nil
+	}
+	if op, ok := b.windowPhases(n, spec.Window, in, schema, out, st); ok {
+		return op, out, nil
+	}
+	if op, ok := b.closingPhases(n, spec.Window, in, schema, out, st); ok {
+		return op, out, nil
+	}
+	if b.opts.MemoryLimit > 0 && !closing {
+		if op, ok := b.spilling(n, in, schema, out); ok {
+			return op, out, nil
+		}
+	}
+	if split > 1 {
+		if op, ok := b.twoPhase(n, in, parallelIn, schema, out, split, where, st); ok {
+			return op, out, nil
+		}
+		if where != nil {
+			in, parallelIn = b.filterMorsels(where, in, parallelIn, split), true
+		}
+		// Not split after all: one aggregation takes every instance's rows.
+	}
+	if p := b.opts.Parallelism; p > 1 && plain && len(keys) > 0 {
+		// Equal keys meet in one instance; every instance sees the same
+		// frontier, so each closes its share of a window at the same time.
+		op := b.g.AddOperator(dataflow.OperatorSpec{Name: "aggregate", Inputs: 1, Outputs: 1, Workers: make([]int, p), New: mk})
+		b.g.AddEdge(dataflow.Edge{From: dataflow.Port{Op: in}, To: dataflow.Port{Op: op}, Kind: dataflow.Exchange, Partition: dataflow.HashColumns(keys...)})
+		return op, out, nil
+	}
+	op := b.g.AddOperator(dataflow.OperatorSpec{Name: "aggregate", Inputs: 1, Outputs: 1, New: mk})
+	b.g.Connect(in, 0, op, 0)
+	return op, out, nil
 }
 
 // labelColumn is the input column holding the true values of model call n's

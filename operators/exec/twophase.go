@@ -353,6 +353,51 @@ func (b *builder) windowPhases(n *logical.Aggregate, ws *rel.WindowSpec, in int,
 	return b.finish(fop, ph), true
 }
 
+// closingPhases builds a closing GROUP BY (closingKey) keyed by time
+// attributes alone, such as q5's max per window over an upstream HOP's
+// window_start and window_end, over an input of several instances, in two
+// phases as windowPhases does: a partial aggregation on every input
+// instance, closing its groups as the one-phase aggregation would (ws,
+// by the key's grain), and a merge by epoch. Its groups are the upstream's
+// windows, a few per grain whatever the rate, so the partial rows are a
+// few per window and instance where the one-phase aggregation takes every
+// row, each exchanged by its keys to the instance that holds the group
+// (runtime/deploy places the merge so): the rows stay where they are, and
+// only the partial rows cross between workers.
+func (b *builder) closingPhases(n *logical.Aggregate, ws *rel.WindowSpec, in int, schema, out *arrow.Schema, st *rel.Stats) (int, bool) {
+	if ws == nil || !ws.ByKey || !ClosesByTimeAlone(n) || b.instancesUnder(in) < 2 {
+		return 0, false
+	}
+	ph, ok := b.splitOver(n, nil, schema, out)
+	if !ok {
+		return 0, false
+	}
+	ph.partial.Window = ws
+	fns := b.opts.Functions
+	pop := b.add("partial aggregate", 1, func() (dataflow.Operator, error) { return rel.NewAggregate(ph.partial, schema, fns, st), nil })
+	b.g.Connect(in, 0, pop, 0)
+	fop := b.add("final aggregate", 1, func() (dataflow.Operator, error) { return rel.NewMergeAggregate(ph.final, ph.mid, fns, nil), nil })
+	b.g.Connect(pop, 0, fop, 0)
+	return b.finish(fop, ph), true
+}
+
+// ClosesByTimeAlone reports whether n is a closing GROUP BY (closingKey)
+// whose every key is a time attribute of its input and whose aggregates
+// merge exactly (windowMergeable): one closingPhases splits in two. Its
+// final phase then groups by the keys, so that its instances may each take
+// the keys whose hash falls to them.
+func ClosesByTimeAlone(n *logical.Aggregate) bool {
+	if _, _, closing := closingKey(n); !closing || len(n.Group) == 0 || !windowMergeable(n) {
+		return false
+	}
+	for _, g := range n.Group {
+		if _, attr := timeAttr(n.Input, g); !attr {
+			return false
+		}
+	}
+	return true
+}
+
 // windowMergeable reports whether every aggregate of n merges exactly from
 // partial states in any order: count, min and max; sum and avg of integers
 // and decimals (a sum of partial DOUBLE sums depends on the order they

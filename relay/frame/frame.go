@@ -41,7 +41,9 @@ const Magic uint16 = 0x5446
 // the other's delayed acks as a slow link, and a version-5 one would take
 // a bodiless ack for a malformed frame and never see an ack: each is
 // refused by its version.
-const Version uint8 = 6
+// Version 7 grants bytes as well as messages (Credit): a version-6 sender
+// would take the 16-byte credit body for a malformed frame.
+const Version uint8 = 7
 
 // Kind says what a frame carries.
 type Kind uint8
@@ -54,7 +56,7 @@ const (
 	KindProgress Kind = 2 // no body: Epoch is the sender's new frontier
 	KindEnd      Kind = 3 // no body: the sender closed the link
 	KindHello    Kind = 4 // no body: a sender asks for its current credit
-	KindCredit   Kind = 5 // body: cumulative credit grant (EncodeCredit); Seq, Epoch, Ingest as an ack's
+	KindCredit   Kind = 5 // body: cumulative credit grant (EncodeCredit, Credit); Seq, Epoch, Ingest as an ack's
 	KindClose    Kind = 6 // no body: the receiver closed the link
 	KindAck      Kind = 7 // no body: the receiver has every message up to Seq in whole, the newest since Epoch ns
 	KindResend   Kind = 8 // no body: Seq is the first message the receiver lacks; send again from it
@@ -275,26 +277,36 @@ func DecodeQuery(b []byte, query string) (Header, []byte, error) {
 			return h, nil, fmt.Errorf("%w: %s frame with a %d-byte body", ErrMalformed, h.Kind, h.Total)
 		}
 	case KindCredit:
-		if h.Total != creditLen {
-			return h, nil, fmt.Errorf("%w: credit body of %d bytes, want %d", ErrMalformed, h.Total, creditLen)
+		if h.Total != CreditLen {
+			return h, nil, fmt.Errorf("%w: credit body of %d bytes, want %d", ErrMalformed, h.Total, CreditLen)
 		}
 	}
 	return h, body, nil
 }
 
-const creditLen = 8
+// CreditLen is the length of a credit frame's body.
+const CreditLen = 16
 
-// EncodeCredit appends the body of a credit frame: the total number of
-// messages the receiver has allowed since the link opened. Grants are
-// cumulative so a repeated or reordered grant is harmless.
-func EncodeCredit(dst []byte, granted uint64) []byte {
-	return binary.BigEndian.AppendUint64(dst, granted)
+// Credit is what a credit frame grants, both counts cumulative since the
+// link opened, so a repeated or reordered grant is harmless: Messages
+// (data, progress) and the data messages' body Bytes (Header.Total). A
+// sender may start a message while it has sent fewer of each than granted,
+// so one message larger than the whole byte grant still goes. Bytes 0: no
+// bound by bytes (a receiver whose window is fixed in messages).
+type Credit struct {
+	Messages uint64
+	Bytes    uint64
+}
+
+// EncodeCredit appends the body of a credit frame.
+func EncodeCredit(dst []byte, c Credit) []byte {
+	return binary.BigEndian.AppendUint64(binary.BigEndian.AppendUint64(dst, c.Messages), c.Bytes)
 }
 
 // DecodeCredit parses a credit frame body.
-func DecodeCredit(b []byte) (uint64, error) {
-	if len(b) != creditLen {
-		return 0, fmt.Errorf("%w: credit body of %d bytes, want %d", ErrMalformed, len(b), creditLen)
+func DecodeCredit(b []byte) (Credit, error) {
+	if len(b) != CreditLen {
+		return Credit{}, fmt.Errorf("%w: credit body of %d bytes, want %d", ErrMalformed, len(b), CreditLen)
 	}
-	return binary.BigEndian.Uint64(b), nil
+	return Credit{Messages: binary.BigEndian.Uint64(b), Bytes: binary.BigEndian.Uint64(b[8:])}, nil
 }

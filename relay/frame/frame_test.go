@@ -74,9 +74,10 @@ func TestDecodeRejects(t *testing.T) {
 }
 
 func TestCredit(t *testing.T) {
-	g, err := DecodeCredit(EncodeCredit(nil, 12345))
-	if err != nil || g != 12345 {
-		t.Fatalf("DecodeCredit: %d %v", g, err)
+	want := Credit{Messages: 12345, Bytes: 1 << 40}
+	g, err := DecodeCredit(EncodeCredit(nil, want))
+	if err != nil || g != want {
+		t.Fatalf("DecodeCredit: %+v %v", g, err)
 	}
 	if _, err := DecodeCredit([]byte{1}); !errors.Is(err, ErrMalformed) {
 		t.Fatalf("short credit: %v", err)

@@ -29,7 +29,7 @@ func seedFrames(t testing.TB) [][]byte {
 		Append(nil, Header{Kind: KindProgress, Query: "q1", Epoch: 5, Seq: 3, Chunks: 1}, nil),
 		Append(nil, Header{Kind: KindEnd, Query: "q1", Seq: 4, Chunks: 1}, nil),
 		Append(nil, Header{Kind: KindHello, Query: "q1", Chunks: 1}, nil),
-		Append(nil, Header{Kind: KindCredit, Query: "q1", Chunks: 1, Total: 8}, EncodeCredit(nil, 64)),
+		Append(nil, Header{Kind: KindCredit, Query: "q1", Chunks: 1, Total: CreditLen}, EncodeCredit(nil, Credit{Messages: 64, Bytes: 1 << 21})),
 		Append(nil, Header{Kind: KindClose, Chunks: 1}, nil),
 		Append(nil, Header{Kind: KindAck, Seq: 3, Chunks: 1}, nil),
 		Append(nil, Header{Kind: KindResend, Seq: 4, Chunks: 1}, nil),

@@ -223,8 +223,8 @@ func TestSenderRefusesAnotherFrameVersion(t *testing.T) {
 	_, credit := a.Subjects(link)
 	old := connect(t, s)
 	h := header(link, frame.KindCredit)
-	h.Total = 8
-	grant := frame.EncodeCredit(frame.Append(nil, h, nil), 4)
+	h.Total = frame.CreditLen
+	grant := frame.EncodeCredit(frame.Append(nil, h, nil), frame.Credit{Messages: 4})
 	grant[2] = frame.Version - 1
 	// The old receiver answers every hello until the sender gives up.
 	sub, err := old.Subscribe(a.prefix+".>", func(m *nats.Msg) {

@@ -13,7 +13,10 @@
 // buffers more than its window. The window is sized by bytes as well: while
 // messages are small it grows, up to MaxWindow, to as many as WindowBytes of
 // the largest recent one, so a grant (and the sender's wake-up) is paid per
-// megabyte rather than per 16 messages. Grants are cumulative, so a lost or
+// megabyte rather than per 16 messages. Such a window grants bytes too
+// (frame.Credit): a sender that goes on from small messages to large ones
+// puts at most WindowBytes of them (or Window of them, if more) in flight,
+// not the many messages granted for small ones. Grants are cumulative, so a lost or
 // repeated grant is repaired by the next one; a sender that waits too long
 // asks again with a hello frame.
 //
@@ -329,10 +332,14 @@ type sender struct {
 	// retryTimer asks for credit again while a send waits for it.
 	retryTimer *time.Timer
 
-	mu         sync.Mutex // guards the credit state below
-	sent       uint64
-	granted    uint64
-	peerClosed bool
+	mu      sync.Mutex // guards the credit state below
+	sent    uint64
+	granted uint64
+	// sentBytes and grantedBytes count data bodies (Header.Total), as
+	// frame.Credit.Bytes does; grantedBytes 0: no bound by bytes.
+	sentBytes    uint64
+	grantedBytes uint64
+	peerClosed   bool
 	// peerErr is why the receiver cannot be talked to (another frame
 	// version).
 	peerErr error
@@ -463,8 +470,8 @@ func (s *sender) onCredit(msg *nats.Msg) {
 	}
 	switch h.Kind {
 	case frame.KindCredit:
-		if g, err := frame.DecodeCredit(body); err == nil {
-			s.grant(g)
+		if c, err := frame.DecodeCredit(body); err == nil {
+			s.grant(c)
 		}
 	case frame.KindClose:
 		s.mu.Lock()
@@ -474,13 +481,14 @@ func (s *sender) onCredit(msg *nats.Msg) {
 	}
 }
 
-// grant takes the receiver's cumulative grant g; an older one that
+// grant takes the receiver's cumulative grant c; an older one that
 // arrives late changes nothing.
-func (s *sender) grant(g uint64) {
+func (s *sender) grant(c frame.Credit) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if g > s.granted {
-		s.granted = g
+	if c.Messages > s.granted || c.Bytes > s.grantedBytes {
+		s.granted = max(s.granted, c.Messages)
+		s.grantedBytes = max(s.grantedBytes, c.Bytes)
 		s.wake()
 	}
 }
@@ -786,7 +794,9 @@ func (s *sender) credit() (chan struct{}, error) {
 		return nil, fmt.Errorf("send on %s: %w", s.link, relay.ErrPeerClosed)
 	case s.peerErr != nil:
 		return nil, s.peerErr
-	case s.sent < s.granted:
+	case s.sent < s.granted && (s.grantedBytes == 0 || s.sentBytes < s.grantedBytes):
+		// A message starts while the bytes granted are not used up, so
+		// one larger than the whole byte grant still goes.
 		s.sent++
 		return nil, nil
 	}
@@ -913,6 +923,9 @@ func (s *sender) sendData(ctx context.Context, epoch uint64, ingest int64, rec a
 		return s.broken
 	}
 	s.seq++
+	s.mu.Lock()
+	s.sentBytes += h.Total
+	s.mu.Unlock()
 	s.m.Batch(rec.NumRows())
 	return nil
 }
@@ -1106,6 +1119,16 @@ type receiver struct {
 	// (Recv's goroutine only).
 	largest int64
 	granted atomic.Uint64
+	// The window in bytes, where the window grows (else grantedBytes
+	// stays 0: no bound by bytes). It bounds what a sender that sent small
+	// messages can put in flight when it goes on to large ones: the
+	// messages granted for the small ones, but only byteWindow of their
+	// bytes (WindowBytes, or Window of the largest message taken, whichever
+	// is more). consumedBytes and byteWindow are Recv's goroutine's; both
+	// count data bodies (frame.Credit.Bytes).
+	grantedBytes  atomic.Uint64
+	consumedBytes uint64
+	byteWindow    int64
 	// grantBuf is the credit frame's buffer (NATS copies it out); Recv
 	// and the subscription's goroutine both send grants.
 	grantMu  sync.Mutex
@@ -1178,6 +1201,10 @@ func (t *Transport) OpenReceiver(ctx context.Context, link relay.LinkID) (relay.
 	}
 	r.window.Store(uint64(w))
 	r.granted.Store(uint64(w))
+	if t.cfg.MaxWindow > t.cfg.Window {
+		r.byteWindow = t.cfg.WindowBytes
+		r.grantedBytes.Store(uint64(r.byteWindow))
+	}
 	r.dataSubj, r.creditSubj = t.Subjects(link)
 	// Credit bounds what can be pending; the client's own limits would only
 	// drop messages of a large window of large batches.
@@ -1195,7 +1222,7 @@ func (t *Transport) OpenReceiver(ctx context.Context, link relay.LinkID) (relay.
 // and the larger ack, so order does not matter.
 func (r *receiver) publishGrant() {
 	h := header(r.link, frame.KindCredit)
-	h.Total = 8
+	h.Total = frame.CreditLen
 	r.grantMu.Lock()
 	defer r.grantMu.Unlock()
 	now := time.Now().UnixNano()
@@ -1205,7 +1232,7 @@ func (r *receiver) publishGrant() {
 		h.Epoch = uint64(max(0, now-r.wholeAt.Load()))
 		h.Ingest = r.residence.Swap(0)
 	}
-	r.grantBuf = frame.EncodeCredit(frame.Append(r.grantBuf[:0], h, nil), r.granted.Load())
+	r.grantBuf = frame.EncodeCredit(frame.Append(r.grantBuf[:0], h, nil), frame.Credit{Messages: r.granted.Load(), Bytes: r.grantedBytes.Load()})
 	if r.control(r.creditSubj, r.grantBuf) == nil && h.Seq > 0 {
 		r.acknowledged(h.Seq, now)
 		r.waitingB.Store(0)
@@ -1616,17 +1643,24 @@ func (r *receiver) take(it item) (relay.Message, error) {
 		msg.Kind, msg.Record, msg.Frontier = relay.KindData, it.rec, it.frontier
 		r.m.Batch(it.rec.NumRows())
 		r.largest = max(r.largest, it.size)
+		r.consumedBytes += it.h.Total
 		if it.frontier != 0 {
 			r.m.ProgressMsg()
 		}
 	}
-	// Top the grant up once half the window is used, so a busy link sends a
-	// credit frame every window/2 messages, not every message.
+	// Top the grant up once half the window is used, in messages or in
+	// bytes, so a busy link sends a credit frame every window/2 messages,
+	// not every message.
 	r.consumed++
-	if w := r.window.Load(); r.granted.Load()-r.consumed <= w-max(1, w/2) {
+	w := r.window.Load()
+	gb := r.grantedBytes.Load()
+	if r.granted.Load()-r.consumed <= w-max(1, w/2) || gb > 0 && int64(gb)-int64(r.consumedBytes) <= r.byteWindow/2 {
 		w = r.grow()
 		// Grants are cumulative: a window that shrank tops up later.
 		r.granted.Store(max(r.granted.Load(), r.consumed+w))
+		if gb > 0 {
+			r.grantedBytes.Store(max(gb, r.consumedBytes+uint64(r.byteWindow)))
+		}
 		r.publishGrant()
 	}
 	return msg, nil
@@ -1643,6 +1677,7 @@ func (r *receiver) grow() uint64 {
 	if r.largest > 0 && cfg.MaxWindow > cfg.Window {
 		w = uint64(min(max(cfg.WindowBytes/r.largest, int64(cfg.Window)), int64(cfg.MaxWindow)))
 		r.window.Store(w)
+		r.byteWindow = max(cfg.WindowBytes, int64(cfg.Window)*r.largest)
 	}
 	r.largest = 0
 	return w

@@ -132,7 +132,7 @@ func TestProtocolErrors(t *testing.T) {
 		"garbage":        {[]byte("hello world")},
 		"sequence gap":   {frame.Append(nil, hdr(frame.KindProgress, 2), nil)},
 		"wrong link":     {frame.Append(nil, frame.Header{Kind: frame.KindProgress, Query: "other", Seq: 1, Chunks: 1}, nil)},
-		"credit on data": {frame.Append(nil, frame.Header{Kind: frame.KindCredit, Query: l.Query, Edge: l.Edge, Sender: l.Sender, Receiver: l.Receiver, Chunks: 1, Total: 8}, frame.EncodeCredit(nil, 1))},
+		"credit on data": {frame.Append(nil, frame.Header{Kind: frame.KindCredit, Query: l.Query, Edge: l.Edge, Sender: l.Sender, Receiver: l.Receiver, Chunks: 1, Total: frame.CreditLen}, frame.EncodeCredit(nil, frame.Credit{Messages: 1}))},
 		"bad ipc":        {frame.Append(nil, func() frame.Header { h := hdr(frame.KindData, 1); h.Total = 4; return h }(), []byte{1, 2, 3, 4})},
 		"chunk skipped":  {chunk(1, 0, 3, 9, []byte{1, 2, 3}), chunk(1, 2, 3, 9, []byte{1, 2, 3})},
 		"chunk overrun":  {chunk(1, 0, 2, 4, []byte{1, 2, 3}), chunk(1, 1, 2, 4, []byte{1, 2})},

@@ -264,7 +264,7 @@ func TestDuplicatesAreDropped(t *testing.T) {
 		}
 		if h.Kind == frame.KindCredit {
 			g, err := frame.DecodeCredit(body)
-			return err == nil && g <= window
+			return err == nil && g.Messages <= window
 		}
 		return h.Kind == frame.KindAck
 	}

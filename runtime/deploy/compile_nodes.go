@@ -13,11 +13,23 @@ import (
 // source plus an optional "columns" projection; walking the plan the same way
 // recovers the pairing (a model call may be followed by its label meter, and
 // preceded by the adaptation of its input, which pairs with that input).
-// A graph of another shape is an ErrMismatch.
+// An aggregation equal to one walked before (logical.SubtreeKey) has no
+// operators of its own. A graph of another shape is an ErrMismatch.
 func Nodes(g *dataflow.Graph, plan *logical.Plan) ([]logical.Node, error) {
 	out := make([]logical.Node, 0, len(g.Operators))
+	common := map[string]bool{} // aggregations walked, by logical.SubtreeKey
 	var walk func(n logical.Node) error
 	walk = func(n logical.Node) error {
+		if a, ok := n.(*logical.Aggregate); ok {
+			// operators/exec builds an aggregation equal to one before it
+			// as no operator: its consumers read the first one's.
+			if key, ok := logical.SubtreeKey(a); ok {
+				if common[key] {
+					return nil
+				}
+				common[key] = true
+			}
+		}
 		for _, c := range n.Children() {
 			if err := walk(c); err != nil {
 				return err

@@ -6,6 +6,7 @@ import (
 	"github.com/apache/arrow/go/v17/arrow"
 
 	"github.com/tierflow/tierflow/dataflow"
+	"github.com/tierflow/tierflow/operators/exec"
 	"github.com/tierflow/tierflow/operators/rel"
 	"github.com/tierflow/tierflow/planner/expr"
 	"github.com/tierflow/tierflow/planner/logical"
@@ -105,6 +106,9 @@ func width(t arrow.DataType) int {
 // pipelines into its one instance. It notes the columns its output is
 // split by for the operators fused after it.
 func (pl *placer) placeJoin(i int, j *logical.Join, in []int, ws []Worker) {
+	if pl.broadcastJoin(i, j, in) {
+		return
+	}
 	left, right, keyed := joinColumns(j)
 	inst, tier := ws, ws[0].Tier
 	for _, e := range in {
@@ -145,6 +149,78 @@ func (pl *placer) placeJoin(i int, j *logical.Join, in []int, ws []Worker) {
 		split = append(split, shifted)
 	}
 	pl.split[i] = split
+}
+
+// broadcastJoin places operator i, a join of two streams, on the
+// instances of its wide input, whose rows stay where they are (a pipeline),
+// with every row of its other input sent to each instance (a broadcast),
+// when that other input has at most one row per window, whatever the
+// rate: a window aggregation without keys, or a closing GROUP BY by time
+// keys alone (operators/exec ClosesByTimeAlone), under projections and
+// filters. q7's highest price per window and q5's highest count per
+// window are such: a hash exchange by the join columns would send half
+// the wide side's rows (every bid, in q7) between two workers to meet
+// them, the broadcast sends the few rows twice. Each row of the wide side
+// is in one instance and meets every row of the other there, so an inner
+// join answers each pair once. An outer, semi or anti join keeps the
+// exchange (a LEFT join with the wide side on the left would split so
+// too, but no test covers it yet). It reports false where the rule does
+// not apply.
+func (pl *placer) broadcastJoin(i int, j *logical.Join, in []int) bool {
+	if len(in) != 2 || j.Kind != logical.InnerJoin {
+		return false
+	}
+	wide := -1
+	switch {
+	case windowsOnly(j.Right) && !windowsOnly(j.Left):
+		wide = 0
+	case windowsOnly(j.Left) && !windowsOnly(j.Right):
+		wide = 1
+	default:
+		return false
+	}
+	upOp := pl.g.Edges[in[wide]].From.Op
+	up := pl.p.Operators[upOp]
+	if len(up.Workers) < 2 {
+		return false
+	}
+	pl.p.Operators[i] = OperatorPlan{Name: pl.g.Operators[i].Name, Workers: up.Workers, Tier: up.Tier}
+	pl.p.Edges[in[wide]] = EdgePlan{Kind: "pipeline"}
+	pl.p.Edges[in[1-wide]] = EdgePlan{Kind: "broadcast"}
+	// The output is the left columns then the right: the wide side's
+	// split columns, where it had any, still split it.
+	var split [][]int
+	shift := 0
+	if wide == 1 {
+		shift = j.Left.Schema().NumFields()
+	}
+	for _, set := range pl.split[upOp] {
+		moved := make([]int, len(set))
+		for k, c := range set {
+			moved[k] = c + shift
+		}
+		split = append(split, moved)
+	}
+	pl.split[i] = split
+	return true
+}
+
+// windowsOnly reports whether n's rows are at most one per window of an
+// aggregation under projections and filters: a window aggregation
+// without keys, or a closing GROUP BY by time keys alone.
+func windowsOnly(n logical.Node) bool {
+	for {
+		switch x := n.(type) {
+		case *logical.Project:
+			n = x.Input
+		case *logical.Filter:
+			n = x.Input
+		case *logical.Aggregate:
+			return x.Window != nil && len(x.Group) == 0 || exec.ClosesByTimeAlone(x)
+		default:
+			return false
+		}
+	}
 }
 
 // workerNamed is the registered worker called name.

@@ -3,6 +3,7 @@ package deploy
 import (
 	"fmt"
 
+	"github.com/tierflow/tierflow/operators/exec"
 	"github.com/tierflow/tierflow/planner/logical"
 	"github.com/tierflow/tierflow/planner/lower"
 )
@@ -33,7 +34,7 @@ func (pl *placer) fromPlan(i int, in []int) (bool, error) {
 		return false, nil
 	}
 	name := pl.g.Operators[i].Name
-	samestage := len(in) == 1 && pl.stages[pl.nodes[pl.g.Edges[in[0]].From.Op]] == st
+	samestage := len(in) == 1 && (pl.stages[pl.nodes[pl.g.Edges[in[0]].From.Op]] == st || pl.readsCommon(i, pl.g.Edges[in[0]].From.Op, st))
 	if samestage {
 		upOp := pl.g.Edges[in[0]].From.Op
 		up := pl.p.Operators[upOp]
@@ -125,6 +126,25 @@ func (pl *placer) fromPlan(i int, in []int) (bool, error) {
 	return true, nil
 }
 
+// readsCommon reports whether operator i, of stage st, reads operator up
+// in place of its own input, an aggregation equal to up's
+// (logical.SubtreeKey) that operators/exec built once: its input is then
+// of its stage, as if built for it, and it runs fused on up's instances
+// (q5's CountBids projection after the HOP count it shares with
+// AuctionBids), not as a stage's source.
+func (pl *placer) readsCommon(i, up int, st *lower.Stage) bool {
+	ch := pl.nodes[i].Children()
+	if len(ch) != 1 || ch[0] == pl.nodes[up] || pl.stages[ch[0]] != st {
+		return false
+	}
+	mine, ok := logical.SubtreeKey(ch[0])
+	if !ok {
+		return false
+	}
+	theirs, ok := logical.SubtreeKey(pl.nodes[up])
+	return ok && mine == theirs
+}
+
 // seq is 0, 1, ..., n-1.
 func seq(n int) []int {
 	out := make([]int, n)
@@ -164,11 +184,16 @@ func (pl *placer) phase(i, up, in int) bool {
 	case FinalAggregate:
 		switch {
 		case len(pl.p.Operators[up].Workers) < 2:
-		case a.Window == nil:
+		case a.Window == nil && !exec.ClosesByTimeAlone(a):
 			// A GROUP BY's final phase without window columns: once.
 			pl.p.Operators[i].Workers = pl.p.Operators[up].Workers[:1]
 		default:
-			names := append(append([]string(nil), a.GroupNames...), "window_start", "window_end")
+			// A window's, or a closing GROUP BY's by its time keys
+			// (operators/exec closingPhases): by the keys.
+			names := append([]string(nil), a.GroupNames...)
+			if a.Window != nil {
+				names = append(names, "window_start", "window_end")
+			}
 			keys := seq(len(names))
 			pl.p.Edges[in] = EdgePlan{Kind: "exchange", Keys: keys, KeyNames: names}
 			pl.split[i] = [][]int{keys}
