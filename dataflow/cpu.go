@@ -961,38 +961,6 @@ func (h *Helper) DoPaused(f func(pause func())) {
 // stepping instance's).
 func (s *CPUShare) Helper() *Helper { return &Helper{share: s} }
 
-// HelperStep is helper work under way on one goroutine (Helper.Begin).
-type HelperStep struct {
-	share *CPUShare
-	st    *stepStart
-}
-
-// Begin is Do for work that is not one call: it waits for the query's
-// turn and starts a step on the calling goroutine, which End ends. A
-// connection's reader is the case: its work for the query is what it does
-// between two reads (parse, copy, deliver, and the garbage collector's
-// assists its allocations pay), and the read itself is a wait, not work.
-// Nil, which End ignores, outside a shared worker or while the query is
-// the worker's only one: alone it holds nobody back, and its reader then
-// pays no gate.
-func (h *Helper) Begin() *HelperStep {
-	if h == nil || h.share == nil || h.share.c.queries.Load() < 2 {
-		return nil
-	}
-	st, err := h.share.enter(context.Background())
-	if err != nil {
-		return nil
-	}
-	return &HelperStep{share: h.share, st: st}
-}
-
-// End ends the step Begin started.
-func (s *HelperStep) End() {
-	if s != nil {
-		s.share.exit(s.st)
-	}
-}
-
 // A query alone on the CPU takes a breather once it has stepped two
 // slices since its last (#25). The cap on processors binds only while two
 // queries or more have joined (see CPU), and the hop before a query joins

@@ -2,13 +2,11 @@ package worker
 
 import (
 	"fmt"
-	"net"
 	"sync"
 	"time"
 
 	"github.com/nats-io/nats.go"
 
-	"github.com/tierflow/tierflow/dataflow"
 	"github.com/tierflow/tierflow/relay/natsserver"
 )
 
@@ -28,22 +26,9 @@ import (
 // connection per query owner (relayConns), one user's frames delay only
 // that user's own messages: the server reads each connection on its own,
 // and the worker's connection carries control alone.
-func openRelayConn(base *nats.Conn, name string, gate *readGate) (*nats.Conn, error) {
+func openRelayConn(base *nats.Conn, name string) (*nats.Conn, error) {
 	o := base.Opts
 	o.Name = name
-	if gate != nil && o.InProcessServer == nil {
-		// Dialled as the worker's connection is (nats.go's own choice:
-		// the custom dialer, else a copy of the dialer), its reads gated.
-		inner := o.CustomDialer
-		if inner == nil {
-			d := net.Dialer{Timeout: o.Timeout}
-			if o.Dialer != nil {
-				d = *o.Dialer
-			}
-			inner = &d
-		}
-		o.CustomDialer = &gatedDialer{inner: inner, gate: gate}
-	}
 	// The worker's connection's hooks are the worker's: this one reports
 	// its errors through the same handler and nothing else.
 	o.ClosedCB, o.DisconnectedCB, o.DisconnectedErrCB, o.ReconnectedCB, o.DiscoveredServersCB, o.LameDuckModeHandler, o.ConnectedCB = nil, nil, nil, nil, nil, nil, nil
@@ -93,8 +78,6 @@ type ownerConn struct {
 	err    error
 	parts  int
 	timer  *time.Timer // closes the connection when idle
-	// gate makes its reading a step of its parts' query (readGate).
-	gate readGate
 }
 
 func newRelayConns(base *nats.Conn, worker string, idle time.Duration) *relayConns {
@@ -104,10 +87,7 @@ func newRelayConns(base *nats.Conn, worker string, idle time.Duration) *relayCon
 // acquire is owner's relay connection, dialled if it has none open, and
 // the function that releases it when the part is done with it (call it
 // once, after the part's transport closed).
-//
-// share is the part's CPU share (nil: none): the connection's reads are
-// gated at its turn while the part holds it (readGate), until release.
-func (p *relayConns) acquire(owner string, share *dataflow.CPUShare) (*nats.Conn, func(), error) {
+func (p *relayConns) acquire(owner string) (*nats.Conn, func(), error) {
 	p.mu.Lock()
 	if p.closed {
 		p.mu.Unlock()
@@ -134,21 +114,15 @@ func (p *relayConns) acquire(owner string, share *dataflow.CPUShare) (*nats.Conn
 	if dial {
 		// Dialled outside the lock: another owner's part never waits for
 		// this handshake.
-		nc, err := openRelayConn(p.base, "tierflow-relay-"+owner+"-"+p.worker, &oc.gate)
+		nc, err := openRelayConn(p.base, "tierflow-relay-"+owner+"-"+p.worker)
 		p.mu.Lock()
 		oc.nc, oc.err, oc.dialed = nc, err, true
 		p.mu.Unlock()
 		close(oc.ready)
 	}
 	<-oc.ready
-	oc.gate.join(share)
 	var once sync.Once
-	release := func() {
-		once.Do(func() {
-			oc.gate.leave(share)
-			p.release(owner, oc)
-		})
-	}
+	release := func() { once.Do(func() { p.release(owner, oc) }) }
 	if oc.err != nil {
 		release()
 		return nil, nil, oc.err

@@ -31,7 +31,7 @@ func relayPool(t *testing.T, idle time.Duration) (*natsserver.Server, *relayConn
 
 func acquireOf(t *testing.T, p *relayConns, owner string) (*nats.Conn, func()) {
 	t.Helper()
-	nc, release, err := p.acquire(owner, nil)
+	nc, release, err := p.acquire(owner)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -51,7 +51,7 @@ func TestRelayConnsOnePerOwner(t *testing.T) {
 	var wg sync.WaitGroup
 	for i := range parts {
 		wg.Go(func() {
-			nc, release, err := p.acquire("alice", nil)
+			nc, release, err := p.acquire("alice")
 			if err != nil {
 				t.Error(err)
 				return
@@ -124,7 +124,7 @@ func TestRelayConnsIdleBrokenAndClosed(t *testing.T) {
 	if !fresh.IsClosed() {
 		t.Error("the closed pool left alice's idle relay connection open")
 	}
-	if _, _, err := p.acquire("alice", nil); err == nil {
+	if _, _, err := p.acquire("alice"); err == nil {
 		t.Error("a closed pool handed out a relay connection")
 	}
 }

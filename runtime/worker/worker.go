@@ -582,7 +582,7 @@ func (w *Worker) build(req deploy.DeployRequest, ack *deploy.Ack) error {
 	}
 	// The part's relay links, and its results when no data user carries
 	// them, go on its owner's relay connection (relayConns says why).
-	link, releaseLink, err := w.relays.acquire(relayOwner(req.Owner), share)
+	link, releaseLink, err := w.relays.acquire(relayOwner(req.Owner))
 	if err != nil {
 		return err
 	}
