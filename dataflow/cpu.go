@@ -928,6 +928,35 @@ func (h *Helper) Do(f func()) {
 	f()
 }
 
+// DoPaused is Do for work that comes in pieces (a chunk's batches): f
+// calls pause between them, which ends the step and waits for the query's
+// turn again, as an operator's step meets it at each batch it emits. A
+// piece of work done in one step held the gate shut for as long as the
+// whole: a file's chunk parsed in one step held a worker's step processor
+// for tens of milliseconds while another query's steps waited (#25).
+func (h *Helper) DoPaused(f func(pause func())) {
+	if h == nil || h.share == nil {
+		f(func() {})
+		return
+	}
+	st, err := h.share.enter(context.Background())
+	pause := func() {
+		if st != nil {
+			h.share.exit(st)
+		}
+		st, _ = h.share.enter(context.Background())
+	}
+	if err != nil {
+		st = nil
+	}
+	defer func() {
+		if st != nil {
+			h.share.exit(st)
+		}
+	}()
+	f(pause)
+}
+
 // Helper is a helper charging the share's query (HelperOf finds the
 // stepping instance's).
 func (s *CPUShare) Helper() *Helper { return &Helper{share: s} }

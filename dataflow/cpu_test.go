@@ -427,6 +427,57 @@ func TestCPUBlockedHelperDoesNotHoldTheGate(t *testing.T) {
 	}
 }
 
+// A helper's work in pieces (DoPaused: a chunk's batches) meets its
+// query's turn between them: a query far ahead waits at the gate at the
+// next pause while another query steps, instead of holding its step to
+// the end of the whole (#25: a file's chunk parsed in one step).
+func TestCPUHelperPausesAtTheQuerysTurn(t *testing.T) {
+	if !threadCPUWorks() {
+		t.Skip("no per-thread CPU clock on this platform")
+	}
+	c := NewCPU(0)
+	small, big := c.Join("small"), c.Join("big")
+	defer small.Leave()
+	defer big.Leave()
+	c.mu.Lock()
+	big.used = time.Minute // big leads small by a minute
+	c.mu.Unlock()
+	bigStepping, nextPiece, bigDone := make(chan struct{}), make(chan struct{}), make(chan struct{})
+	go func() {
+		defer close(bigDone)
+		big.Helper().DoPaused(func(pause func()) {
+			close(bigStepping)
+			<-nextPiece
+			pause()
+		})
+	}()
+	<-bigStepping
+	smallStepping, stop, smallDone := make(chan struct{}), make(chan struct{}), make(chan struct{})
+	go func() {
+		defer close(smallDone)
+		small.Helper().Do(func() {
+			close(smallStepping)
+			for {
+				select {
+				case <-stop:
+					return
+				default:
+				}
+			}
+		})
+	}()
+	<-smallStepping
+	close(nextPiece)
+	waitingAtGate(t, c, 1) // big's pause, while small steps
+	close(stop)
+	<-smallDone
+	<-bigDone
+	if w := big.Stats().Waits; w < 1 {
+		t.Errorf("big's pause waited at the gate %d times, want 1", w)
+	}
+	HelperOf(context.Background()).DoPaused(func(pause func()) { pause() }) // a nil helper just runs f
+}
+
 // A query alone on the CPU runs its steps unlocked from their threads:
 // locked, a step that blocks makes Go hand the processor to another OS
 // thread and back (two context switches where an unlocked goroutine

@@ -186,23 +186,24 @@ func (p *csvParallel) parse() {
 		case <-p.quit:
 			ch.status = chunkDropped
 		default:
-			p.cpu.Do(func() { p.parseChunk(ch) })
+			p.cpu.DoPaused(func(pause func()) { p.parseChunk(ch, pause) })
 			p.ahead.settle(&ch.charged, int64(len(ch.data)), ch.recs)
 		}
 		close(ch.done)
 	}
 }
 
-// parseChunk parses ch; a panic (the query's memory budget refusing an
-// allocation, or a bug) fails the chunk, and so the read, not the process:
-// this goroutine is outside the dataflow's recovery.
-func (p *csvParallel) parseChunk(ch *csvChunk) {
+// parseChunk parses ch, pausing at its query's turn after each batch; a
+// panic (the query's memory budget refusing an allocation, or a bug) fails
+// the chunk, and so the read, not the process: this goroutine is outside
+// the dataflow's recovery.
+func (p *csvParallel) parseChunk(ch *csvChunk, pause func()) {
 	defer func() {
 		if r := recover(); r != nil {
 			ch.recs, ch.status, ch.err = nil, chunkFailed, dataflow.Recovered("csv parser", r)
 		}
 	}()
-	ch.recs, ch.status = p.plan.parse(ch.data, p.mem, p.batch)
+	ch.recs, ch.status = p.plan.parse(ch.data, p.mem, p.batch, pause)
 }
 
 // next is the next chunk in file order, parsed; nil at the end. The

@@ -79,8 +79,9 @@ const (
 	chunkDropped             // the reader closed before the chunk was parsed
 )
 
-// parse reads data (whole lines) into records of at most batch rows.
-func (p *csvTyped) parse(data []byte, mem memory.Allocator, batch int) ([]arrow.Record, chunkStatus) {
+// parse reads data (whole lines) into records of at most batch rows,
+// calling pause after each (its query's turn: dataflow.Helper.DoPaused).
+func (p *csvTyped) parse(data []byte, mem memory.Allocator, batch int, pause func()) ([]arrow.Record, chunkStatus) {
 	if bytes.IndexByte(data, '"') >= 0 {
 		return nil, chunkQuoted
 	}
@@ -134,6 +135,7 @@ func (p *csvTyped) parse(data []byte, mem memory.Allocator, batch int) ([]arrow.
 		}
 		if b.n++; b.n == batch {
 			recs = append(recs, b.finish(p.schema))
+			pause()
 		}
 	}
 	if b.n > 0 {
