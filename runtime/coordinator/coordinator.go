@@ -36,6 +36,7 @@ import (
 	"github.com/nats-io/nats.go"
 
 	"github.com/tierflow/tierflow/dataflow"
+	"github.com/tierflow/tierflow/lang"
 	"github.com/tierflow/tierflow/relay/natsserver"
 	"github.com/tierflow/tierflow/runtime/deploy"
 	"github.com/tierflow/tierflow/runtime/security"
@@ -88,6 +89,9 @@ func Start(cfg Config) (*Coordinator, error) {
 	if cfg.Conn == nil {
 		return nil, errors.New("coordinator: no NATS connection")
 	}
+	// Every submission is parsed here: build the parser now, not at the
+	// first submission.
+	go lang.Prepare()
 	if cfg.Heartbeat <= 0 {
 		cfg.Heartbeat = 500 * time.Millisecond
 	}

@@ -32,6 +32,7 @@ import (
 	"github.com/nats-io/nkeys"
 
 	"github.com/tierflow/tierflow/dataflow"
+	"github.com/tierflow/tierflow/lang"
 	"github.com/tierflow/tierflow/operators/exec"
 	"github.com/tierflow/tierflow/operators/sinks"
 	"github.com/tierflow/tierflow/operators/sources"
@@ -246,6 +247,9 @@ func StartHooked(ctx context.Context, cfg Config, h Hooks) (*Worker, error) {
 	if cfg.Tier == "" {
 		return nil, fmt.Errorf("%w: worker %s has no tier", ErrRegister, cfg.Name)
 	}
+	// Each part's script is parsed here: the parser is built while the
+	// worker registers, not at its first deploy.
+	go lang.Prepare()
 	if cfg.Allocator == nil {
 		cfg.Allocator = memory.DefaultAllocator
 	}
