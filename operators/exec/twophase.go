@@ -345,12 +345,7 @@ func (b *builder) windowPhases(n *logical.Aggregate, ws *rel.WindowSpec, in int,
 	if !ok {
 		return 0, false
 	}
-	fns := b.opts.Functions
-	pop := b.add("partial aggregate", 1, func() (dataflow.Operator, error) { return rel.NewAggregate(ph.partial, schema, fns, st), nil })
-	b.g.Connect(in, 0, pop, 0)
-	fop := b.add("final aggregate", 1, func() (dataflow.Operator, error) { return rel.NewMergeAggregate(ph.final, ph.mid, fns, nil), nil })
-	b.g.Connect(pop, 0, fop, 0)
-	return b.finish(fop, ph), true
+	return b.partialThenFinal(in, ph, schema, st), true
 }
 
 // closingPhases builds a closing GROUP BY (closingKey) keyed by time
@@ -373,12 +368,18 @@ func (b *builder) closingPhases(n *logical.Aggregate, ws *rel.WindowSpec, in int
 		return 0, false
 	}
 	ph.partial.Window = ws
+	return b.partialThenFinal(in, ph, schema, st), true
+}
+
+// partialThenFinal adds ph's two phases over in: a partial aggregation on
+// every input instance and its merge.
+func (b *builder) partialThenFinal(in int, ph *phases, schema *arrow.Schema, st *rel.Stats) int {
 	fns := b.opts.Functions
 	pop := b.add("partial aggregate", 1, func() (dataflow.Operator, error) { return rel.NewAggregate(ph.partial, schema, fns, st), nil })
 	b.g.Connect(in, 0, pop, 0)
 	fop := b.add("final aggregate", 1, func() (dataflow.Operator, error) { return rel.NewMergeAggregate(ph.final, ph.mid, fns, nil), nil })
 	b.g.Connect(pop, 0, fop, 0)
-	return b.finish(fop, ph), true
+	return b.finish(fop, ph)
 }
 
 // ClosesByTimeAlone reports whether n is a closing GROUP BY (closingKey)
