@@ -234,6 +234,17 @@ const (
 	DefaultWindowBytes = 2 << 20
 )
 
+// GrownWindow is the window in messages a receiver of c (with its
+// defaults) grants when the largest message it took lately has largest
+// bytes: WindowBytes of them, between Window and MaxWindow; Window where it
+// does not grow.
+func (c Config) GrownWindow(largest int64) int {
+	if c.MaxWindow <= c.Window || largest <= 0 {
+		return c.Window
+	}
+	return int(min(max(c.WindowBytes/largest, int64(c.Window)), int64(c.MaxWindow)))
+}
+
 // WithDefaults fills unset fields.
 func (c Config) WithDefaults() Config {
 	if c.Window <= 0 {

@@ -714,7 +714,7 @@ func runCase(ctx context.Context, o *Options, env *Env, a, b, ip relay.Transport
 		// batch the relay chunks has none.
 		var rawIPC Throughput
 		if per <= int(env.pub.MaxPayload()) {
-			if rawIPC, err = RawIPCThroughput(ctx, env.pub, env.sub, o.Allocator, rec, n, rawWindow(o.Window)); err != nil {
+			if rawIPC, err = RawIPCThroughput(ctx, env.pub, env.sub, o.Allocator, rec, n, rawW); err != nil {
 				return Row{}, Row{}, err
 			}
 			// Over the relay's wire bytes, so its MB/s compare batch for batch.
@@ -850,8 +850,7 @@ func relayWindow(window, per int) int {
 	if window > 0 {
 		return window
 	}
-	c := relay.Config{}.WithDefaults()
-	return int(min(max(c.WindowBytes/int64(max(1, per)), int64(c.Window)), int64(c.MaxWindow)))
+	return relay.Config{}.WithDefaults().GrownWindow(int64(per))
 }
 
 // sameWindow fills the fields of raw NATS with the relay's in-flight bytes

@@ -574,7 +574,8 @@ func (b *builder) aggregate(n *logical.Aggregate, at func(error) error) (int, *a
 	// filters and projections below run on as many.
 	split := 0
 	closeKey, closeLag, closing := closingKey(n)
-	if keys, plain := plainColumns(n.Group); splittable(n) && b.opts.MemoryLimit <= 0 && !closing {
+	keys, plain := plainColumns(n.Group)
+	if splittable(n) && b.opts.MemoryLimit <= 0 && !closing {
 		switch p := b.opts.Parallelism; {
 		case p == AllCores && fewGroups(n.Group):
 			split = defaultParallelism()
@@ -587,7 +588,6 @@ func (b *builder) aggregate(n *logical.Aggregate, at func(error) error) (int, *a
 	var parallelIn bool
 	var where *eval.Predicate // a filter the partial aggregations apply
 	var err error
-	keys, plain := plainColumns(n.Group)
 	b.noteCodes(n, b.opts.Parallelism > 1 && plain && len(keys) > 0)
 	if split > 1 {
 		in, schema, parallelIn, where, err = b.fusedMorsels(n.Input, split)

@@ -1675,7 +1675,7 @@ func (r *receiver) grow() uint64 {
 	cfg := &r.t.cfg
 	w := r.window.Load()
 	if r.largest > 0 && cfg.MaxWindow > cfg.Window {
-		w = uint64(min(max(cfg.WindowBytes/r.largest, int64(cfg.Window)), int64(cfg.MaxWindow)))
+		w = uint64(cfg.GrownWindow(r.largest))
 		r.window.Store(w)
 		r.byteWindow = max(cfg.WindowBytes, int64(cfg.Window)*r.largest)
 	}
