@@ -1,0 +1,7 @@
+//go:build !linux
+
+package dataflow
+
+func setThreadNice(int) bool { return false }
+
+func threadNice() (int, bool) { return 0, false }
