@@ -133,11 +133,6 @@ type CPU struct {
 	// lockThread and unlockThread lock a step's goroutine to its thread
 	// (runtime.LockOSThread; tests count them).
 	lockThread, unlockThread func()
-	// nice says a locked step of a query more than a slice ahead of
-	// another runs its thread at backgroundNice, and back at baseNice as
-	// it ends (threadNiceWorks).
-	nice     bool
-	baseNice int
 	// queries counts the shares (c.shares' size, read without c.mu by a
 	// step's begin): a step locks its thread only when there are two.
 	queries atomic.Int32
@@ -211,7 +206,6 @@ func NewCPU(slice time.Duration) *CPU {
 	if threadCPUWorks() {
 		c.thread, c.threadOf, c.lock = threadCPU, threadCPUOf, true
 		c.lockThread, c.unlockThread = runtime.LockOSThread, runtime.UnlockOSThread
-		c.baseNice, c.nice = threadNice()
 	}
 	return c
 }
@@ -518,7 +512,14 @@ func (s *CPUShare) full(now time.Duration, mine int) bool {
 	if c.procs <= 0 || joined < 2 {
 		return false
 	}
-	return s.ahead() && s.stepping(now)-mine >= (c.procs+joined-1)/joined
+	v, behind := s.virtual(), false
+	for o := range c.shares {
+		if o != s && o.virtual() < v-c.slice {
+			behind = true
+			break
+		}
+	}
+	return behind && s.stepping(now)-mine >= (c.procs+joined-1)/joined
 }
 
 // slotFree says a step of the share may start on one of the step
@@ -537,10 +538,17 @@ func (s *CPUShare) slotFree(now time.Duration, mine int) bool {
 	if len(c.shares) < 2 {
 		return !c.keptAlone(s) || c.procs-(s.stepping(now)+s.starting-mine) > 0
 	}
-	if !s.ahead() {
+	v := s.virtual()
+	ahead := false
+	for o := range c.shares {
+		if o != s && o.virtual() < v-c.slice {
+			ahead = true
+			break
+		}
+	}
+	if !ahead {
 		return true
 	}
-	v := s.virtual()
 	busy, first := 0, 0
 	for o := range c.shares {
 		busy += o.stepping(now) + o.starting
@@ -582,8 +590,6 @@ type stepStart struct {
 	cpu    time.Duration
 	thread int
 	locked bool
-	// niced: the step's thread runs at backgroundNice until it ends.
-	niced  bool
 	at     time.Duration
 	seen   time.Duration
 	seenAt time.Duration
@@ -691,15 +697,6 @@ func (s *CPUShare) enter(ctx context.Context) (*stepStart, error) {
 // thread; with a worker on one core beside other processes (GOMAXPROCS 1,
 // the cluster's CPU share) those were a third of its context switches.
 // An unlocked step is still charged its thread's clock (exit).
-//
-// A locked step of a query more than a slice ahead of another runs its
-// thread at the lowest priority (backgroundNice) until it ends (#25): the
-// gate holds such a query only between steps and Go only between
-// goroutines, while what a small query beside it waits for is mostly
-// threads waiting for a core - its NATS readers, the coordinator's, the
-// NATS server's, on a machine whose cores the large query's steps keep
-// busy. At the lowest priority those steps still use every core nobody
-// else wants.
 func (s *CPUShare) begin(waited bool) *stepStart {
 	c := s.c
 	st := &stepStart{locked: c.lock && c.queries.Load() > 1}
@@ -715,35 +712,12 @@ func (s *CPUShare) begin(waited bool) *stepStart {
 		s.waiting--
 		s.starting--
 	}
-	st.niced = st.locked && c.nice && s.ahead()
 	if s.running == nil {
 		s.running = map[*stepStart]struct{}{}
 	}
 	s.running[st] = struct{}{}
 	c.mu.Unlock()
-	if st.niced {
-		st.niced = setThreadNice(backgroundNice)
-	}
 	return st
-}
-
-// backgroundNice is the nice value a step's thread runs at while its query
-// is ahead of another (begin): the lowest priority Linux has, so the
-// kernel's fair scheduler gives any other runnable thread of the machine
-// (in the same scheduling group) the core first and lets a waking one
-// preempt the step at once.
-const backgroundNice = 19
-
-// ahead says the share has used more than a slice more than another
-// joined query. c.mu held.
-func (s *CPUShare) ahead() bool {
-	v := s.virtual()
-	for o := range s.c.shares {
-		if o != s && o.virtual() < v-s.c.slice {
-			return true
-		}
-	}
-	return false
 }
 
 // exit ends a step begun at start and charges the CPU time its thread
@@ -755,9 +729,6 @@ func (s *CPUShare) exit(start *stepStart) {
 	c := s.c
 	cpu, tid := c.thread()
 	used := max(0, cpu-start.cpu)
-	if start.niced {
-		setThreadNice(c.baseNice)
-	}
 	if start.locked {
 		c.unlockThread()
 	} else if tid != start.thread {
