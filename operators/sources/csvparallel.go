@@ -41,6 +41,20 @@ type csvParallel struct {
 	// handing out, released when it takes the next.
 	ahead *aheadGate
 	last  *csvChunk
+	// spare holds the buffers of chunks the reader is done with, for the
+	// splitter's next chunks: a fresh buffer is zeroed by make and faults
+	// its pages in (a fifth of a cross join's worker CPU, reading 1 MiB
+	// chunks), where a spare one is only read into. The two take turns
+	// on the cores, so the reader may free all the chunks the queue held
+	// before the splitter runs again: the spares are as many as the queue
+	// and the reader's chunk, so that no buffer is dropped and the
+	// buffers alive are never more than were in flight at once. A spare
+	// that does not fit the next chunk is dropped. made counts the
+	// buffers made fresh;
+	// longest is the longest carry so far (the part line at a chunk's end).
+	spare   chan []byte
+	made    int
+	longest int
 }
 
 type csvChunk struct {
@@ -70,8 +84,10 @@ func startCSVParallel(f *os.File, plan *csvTyped, mem memory.Allocator, batch in
 	}
 	allow := dataflow.ReadAhead(mem)
 	size = min(size, aheadChunkBytes(allow))
+	queue := make(chan *csvChunk, 2*workers+2)
 	p := &csvParallel{f: f, plan: plan, mem: mem, batch: batch, size: size, cpu: cpu, ahead: newAheadGate(allow),
-		queue: make(chan *csvChunk, 2*workers+2), work: make(chan *csvChunk, workers), quit: make(chan struct{})}
+		queue: queue, work: make(chan *csvChunk, workers), quit: make(chan struct{}),
+		spare: make(chan []byte, cap(queue)+1)}
 	p.wg.Add(1 + workers)
 	go p.split(off, line)
 	for range workers {
@@ -119,7 +135,7 @@ func (p *csvParallel) split(off int64, line int) {
 			return
 		}
 		p.cpu.Do(func() {
-			buf = make([]byte, len(carry)+fit(size))
+			buf = p.buffer(len(carry) + fit(size))
 			copy(buf, carry)
 			n, err = p.f.ReadAt(buf[len(carry):], off+int64(len(carry)))
 		})
@@ -152,9 +168,45 @@ func (p *csvParallel) split(off int64, line int) {
 		p.cpu.Do(func() { line += bytes.Count(ch.data, []byte{'\n'}) })
 		off += int64(cut)
 		carry, size = buf[cut:], p.size
+		p.longest = max(p.longest, len(carry))
 		if !p.send(ch, true) || eof {
 			return
 		}
+	}
+}
+
+// buffer is a chunk buffer of n bytes: a spare one when it is large
+// enough, else a fresh one. A spare's old bytes are left: the read
+// overwrites what the chunk keeps (buf[:len(carry)+n] above). A chunk
+// is its carry and then the read, so its length varies by a part line:
+// a fresh buffer has room for the longest carry seen besides, or most
+// spares would be a few bytes short of the next chunk.
+func (p *csvParallel) buffer(n int) []byte {
+	select {
+	case b := <-p.spare:
+		if cap(b) >= n {
+			return b[:n]
+		}
+	default:
+	}
+	p.made++
+	return make([]byte, n, n+p.longest)
+}
+
+// recycle offers ch's buffer to the splitter once nothing reads it: the
+// records the parse made hold copies (Arrow's builders copy), and the
+// reader is past the chunk's rows. The carry the splitter took from it was
+// copied into the next chunk's buffer before that chunk was queued, so
+// before the reader could take it and free this one.
+func (p *csvParallel) recycle(ch *csvChunk) {
+	if ch.data == nil {
+		return
+	}
+	b := ch.data[:cap(ch.data)]
+	ch.data = nil
+	select {
+	case p.spare <- b:
+	default:
 	}
 }
 
@@ -212,6 +264,7 @@ func (p *csvParallel) parseChunk(ch *csvChunk, pause func()) {
 func (p *csvParallel) next() *csvChunk {
 	if p.last != nil {
 		p.ahead.release(&p.last.charged)
+		p.recycle(p.last)
 		p.last = nil
 	}
 	ch, ok := <-p.queue

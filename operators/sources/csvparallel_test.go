@@ -306,6 +306,46 @@ func TestCSVParallelBufferFitsASmallFile(t *testing.T) {
 	}
 }
 
+// The splitter reads each chunk into the buffer of one the reader is done
+// with: a file of many chunks makes only as many buffers as are in flight
+// at once (the queue's, the one being cut, the reader's), not one a chunk,
+// and the rows are still the scanner's (the test above reads every chunk
+// size through the same reuse, lines cut across chunks included).
+func TestCSVParallelReusesChunkBuffers(t *testing.T) {
+	path := write(t, "many.csv", typedCSV(6000, 13, false))
+	want := readCSV(t, path, typedSchema, Fail, 0)
+	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
+	defer mem.AssertSize(t, 0)
+	r, err := OpenCSVTable(path, typedSchema, 64, Fail, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r.chunkBytes = 4096
+	var got csvRun
+	for {
+		rec, err := r.Next(mem)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if rec == nil {
+			break
+		}
+		got.rows = append(got.rows, readAll(t, mem, &oneRecord{rec})...)
+	}
+	got.par = r.par != nil
+	p := r.par
+	r.Close()
+	if !got.par {
+		t.Fatal("the read was not parallel")
+	}
+	sameRun(t, "chunks of 4096 bytes", got, want)
+	chunks := len(typedCSV(6000, 13, false))/4096 + 1
+	if bound := 2 * (cap(p.queue) + 2); p.made > bound || chunks < 3*bound {
+		t.Errorf("%d chunks made %d buffers, want at most %d (the chunks in flight)", chunks, p.made, bound)
+	}
+	t.Logf("%d chunks made %d buffers", chunks, p.made)
+}
+
 // Cutting the file into chunks (a buffer zeroed, the file read into it,
 // its lines counted) is the query's work as much as parsing them: it is a
 // step of the query's share too. Ungated, it was a quarter of a worker's
