@@ -260,8 +260,12 @@ func TestCSVParallelParseIsChargedToTheQuery(t *testing.T) {
 		t.Fatal(err)
 	}
 	r.chunkBytes = 16 << 10
-	share := dataflow.NewCPU(0).Join("q")
+	// Beside another query: a query alone is charged nothing (its steps
+	// read no clock, dataflow.CPU), as nothing is weighed against it.
+	cpu := dataflow.NewCPU(0)
+	share := cpu.Join("q")
 	defer share.Leave()
+	defer cpu.Join("other").Leave()
 	r.UseCPU(share.Helper())
 	rows := 0
 	for {
@@ -320,8 +324,11 @@ func TestCSVParallelChunkingIsChargedToTheQuery(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	share := dataflow.NewCPU(0).Join("q")
+	// Beside another query, idle: a query alone is charged nothing.
+	cpu := dataflow.NewCPU(0)
+	share := cpu.Join("q")
 	defer share.Leave()
+	defer cpu.Join("other").Leave()
 	r.UseCPU(share.Helper())
 	// The collector's threads are nobody's query: off for the read, so
 	// what the process spends is the read's.
