@@ -371,6 +371,11 @@ func (c *CPU) Join(name string) *CPUShare {
 		c.queries.Add(1)
 		if len(c.shares) == 2 {
 			c.sharedAt = c.now()
+			for o := range c.shares {
+				if o != s {
+					o.leadOfUnclocked(c.sharedAt)
+				}
+			}
 			if c.keeps {
 				keepForControl(true)
 			}
@@ -381,6 +386,20 @@ func (c *CPU) Join(name string) *CPUShare {
 	}
 	s.parts++
 	return s
+}
+
+// leadOfUnclocked adds to the virtual time of a query that was alone the
+// time its steps under way, begun without a clock, have taken so far (at
+// most breatherEvery slices each: alone, a step that emits meets its gate
+// at a breather that often), as their progress counted when they read one:
+// the query already running then leads the newcomer and is held to its
+// share while the newcomer's part is built (see Join). c.mu held.
+func (s *CPUShare) leadOfUnclocked(now time.Duration) {
+	for st := range s.running {
+		if !st.clocked {
+			s.used += min(max(0, now-st.at), breatherEvery*s.c.slice)
+		}
+	}
 }
 
 // Leave ends a Join: when the query's last part leaves, it no longer

@@ -610,8 +610,9 @@ func TestCPUHoldsTheQueryAheadToItsShareOfProcessors(t *testing.T) {
 // charges weigh nothing (bench nexmark q5 on 2 worker processes: a quarter
 // of the CPU the second process added). Once another query joins, steps
 // read them again; a step begun alone and still under way counts as using
-// CPU for a slice after the join (it has no clock), and at its next batch
-// goes on as a step at the query's turn, charged from there.
+// CPU for a slice after the join (it has no clock), leads the newcomer by
+// its time so far, and at its next batch goes on as a step at the query's
+// turn, charged from there.
 func TestCPUAloneReadsNoClock(t *testing.T) {
 	clock := &fakeClock{}
 	c := newCPU(10*time.Millisecond, clock.now)
@@ -643,6 +644,12 @@ func TestCPUAloneReadsNoClock(t *testing.T) {
 	ta.in, ta.start = true, st
 	clock.add(5 * time.Millisecond)
 	b := c.Join("b")
+	c.mu.Lock()
+	lead := a.virtual() - b.virtual()
+	c.mu.Unlock()
+	if lead != 5*time.Millisecond {
+		t.Errorf("a leads b, which joined during a's step begun alone 5ms before, by %s: want the step's 5ms so far", lead)
+	}
 	stepping := func() int {
 		c.mu.Lock()
 		defer c.mu.Unlock()
