@@ -51,7 +51,9 @@ import (
 // threadCPUOf), so virtual times only grow and the least, stepping, grows
 // as fast as it gets the processor. Work an operator's own goroutines do
 // for it outside its steps (a source's parallel parse and decode) runs
-// through a Helper: gated and charged as steps of the query too.
+// through a Helper: gated and charged as steps of the query too. A query
+// alone reads no clock at all (clocks): nothing is weighed against its
+// charges, and a query that joins starts level with it.
 //
 // A query more than a slice ahead of another joined query (one the gate
 // would hold if the other were stepping) also steps on no more than its
@@ -167,12 +169,30 @@ type CPU struct {
 	// aloneFrom is the virtual time of the CPU's one query when it became
 	// the only one (keptAlone).
 	aloneFrom time.Duration
+	// sharedAt is the clock when a second query last joined (c.mu): a step
+	// begun unclocked before it counts as using CPU for a slice after it
+	// (stepping).
+	sharedAt time.Duration
+}
+
+// clocks says a step beginning now reads its thread's CPU clock: while
+// another query shares the CPU, or Go still keeps the processor for the
+// control plane after one did (keptAlone weighs the query alone by its
+// steps then). A query alone otherwise is weighed against nobody (a query
+// that joins starts level with it: Join), so its steps read no clock: the
+// thread clock and the thread id are two system calls at each step's start
+// and two at its end, with no vDSO path, and on a worker of one processor
+// with many short steps (bench nexmark q5 on 2 worker processes) they were
+// a quarter of the CPU the second worker process added.
+func (c *CPU) clocks() bool {
+	return c.queries.Load() > 1 || c.keeps && raisedTo.Load() > 0
 }
 
 // CPUStats is what one query's share took and waited on a CPU.
 type CPUStats struct {
 	Query string
-	// Used is the step time charged; Waited the time its instances spent
+	// Used is the step time charged (while the query shared the CPU:
+	// CPU.clocks); Waited the time its instances spent
 	// waiting at the gate, summed; LongestWait the longest one wait.
 	Used, Waited, LongestWait time.Duration
 	// Waits counts the steps that waited at the gate at all.
@@ -349,8 +369,16 @@ func (c *CPU) Join(name string) *CPUShare {
 		c.byName[name] = s
 		c.shares[s] = struct{}{}
 		c.queries.Add(1)
-		if c.keeps && len(c.shares) == 2 {
-			keepForControl(true)
+		if len(c.shares) == 2 {
+			c.sharedAt = c.now()
+			for o := range c.shares {
+				if o != s {
+					o.leadOfUnclocked(c.sharedAt)
+				}
+			}
+			if c.keeps {
+				keepForControl(true)
+			}
 		}
 		if len(c.shares) == 1 {
 			c.aloneFrom = s.used
@@ -358,6 +386,20 @@ func (c *CPU) Join(name string) *CPUShare {
 	}
 	s.parts++
 	return s
+}
+
+// leadOfUnclocked adds to the virtual time of a query that was alone the
+// time its steps under way, begun without a clock, have taken so far (at
+// most breatherEvery slices each: alone, a step that emits meets its gate
+// at a breather that often), as their progress counted when they read one:
+// the query already running then leads the newcomer and is held to its
+// share while the newcomer's part is built (see Join). c.mu held.
+func (s *CPUShare) leadOfUnclocked(now time.Duration) {
+	for st := range s.running {
+		if !st.clocked {
+			s.used += min(max(0, now-st.at), breatherEvery*s.c.slice)
+		}
+	}
 }
 
 // Leave ends a Join: when the query's last part leaves, it no longer
@@ -398,7 +440,9 @@ func (s *CPUShare) Used() time.Duration {
 func (s *CPUShare) progress() time.Duration {
 	var p time.Duration
 	for st := range s.running {
-		p += max(0, s.c.threadOf(st.thread)-st.cpu)
+		if st.clocked {
+			p += max(0, s.c.threadOf(st.thread)-st.cpu)
+		}
 	}
 	return p
 }
@@ -475,10 +519,7 @@ func (s *CPUShare) least() (time.Duration, int) {
 // more than a slice (by the clock now). c.mu held.
 func (s *CPUShare) blocked(now time.Duration) bool {
 	for st := range s.running {
-		if cpu := s.c.threadOf(st.thread); cpu != st.seen {
-			st.seen, st.seenAt = cpu, now
-		}
-		if now-st.seenAt <= s.c.slice {
+		if s.usingCPU(st, now) {
 			return false
 		}
 	}
@@ -491,14 +532,27 @@ func (s *CPUShare) blocked(now time.Duration) bool {
 func (s *CPUShare) stepping(now time.Duration) int {
 	n := 0
 	for st := range s.running {
-		if cpu := s.c.threadOf(st.thread); cpu != st.seen {
-			st.seen, st.seenAt = cpu, now
-		}
-		if now-st.seenAt <= s.c.slice {
+		if s.usingCPU(st, now) {
 			n++
 		}
 	}
 	return n
+}
+
+// usingCPU says step st has used CPU within the last slice (by the clock
+// now). A step begun unclocked, while its query was alone, has no clock to
+// look at: it counts as using CPU until a slice after another query
+// joined, by which time one that works has met its gate at a batch and
+// goes on clocked (yield), and one still under way is taken as blocked.
+// c.mu held.
+func (s *CPUShare) usingCPU(st *stepStart, now time.Duration) bool {
+	if !st.clocked {
+		return now-max(st.at, s.c.sharedAt) <= s.c.slice
+	}
+	if cpu := s.c.threadOf(st.thread); cpu != st.seen {
+		st.seen, st.seenAt = cpu, now
+	}
+	return now-st.seenAt <= s.c.slice
 }
 
 // full says the share already steps on its share of the processors while
@@ -583,16 +637,17 @@ func (c *CPU) keptAlone(s *CPUShare) bool {
 const capEscape = 4
 
 // stepStart is a step under way: its thread (locked to it for the step
-// when locked) and that thread's CPU clock when it began, at by the CPU's
-// clock; seen is the thread's clock when last looked at, seenAt when it
-// last moved (blocked).
+// when locked) and that thread's CPU clock when it began (when clocked:
+// see CPU.clocks), at by the CPU's clock; seen is the thread's clock when
+// last looked at, seenAt when it last moved (blocked).
 type stepStart struct {
-	cpu    time.Duration
-	thread int
-	locked bool
-	at     time.Duration
-	seen   time.Duration
-	seenAt time.Duration
+	cpu     time.Duration
+	thread  int
+	locked  bool
+	clocked bool
+	at      time.Duration
+	seen    time.Duration
+	seenAt  time.Duration
 }
 
 // enter waits for the query's turn (see CPU) and starts a step.
@@ -700,11 +755,14 @@ func (s *CPUShare) enter(ctx context.Context) (*stepStart, error) {
 func (s *CPUShare) begin(waited bool) *stepStart {
 	c := s.c
 	st := &stepStart{locked: c.lock && c.queries.Load() > 1}
+	st.clocked = st.locked || c.clocks()
 	if st.locked {
 		c.lockThread()
 	}
-	st.cpu, st.thread = c.thread()
-	st.seen = st.cpu
+	if st.clocked {
+		st.cpu, st.thread = c.thread()
+		st.seen = st.cpu
+	}
 	c.mu.Lock()
 	st.seenAt = c.now()
 	st.at = st.seenAt
@@ -724,15 +782,19 @@ func (s *CPUShare) begin(waited bool) *stepStart {
 // used meanwhile. An unlocked step (begin) that ends on another thread
 // than it began (it blocked, or Go moved it) is charged the time it took,
 // an upper bound of what it used: neither thread's clock is its own
-// alone, and the query, alone, is weighed against nobody.
+// alone, and the query, alone, is weighed against nobody. A step begun
+// unclocked (its query alone: CPU.clocks) is charged nothing.
 func (s *CPUShare) exit(start *stepStart) {
 	c := s.c
-	cpu, tid := c.thread()
-	used := max(0, cpu-start.cpu)
-	if start.locked {
-		c.unlockThread()
-	} else if tid != start.thread {
-		used = max(0, c.now()-start.at)
+	var used time.Duration
+	if start.clocked {
+		cpu, tid := c.thread()
+		used = max(0, cpu-start.cpu)
+		if start.locked {
+			c.unlockThread()
+		} else if tid != start.thread {
+			used = max(0, c.now()-start.at)
+		}
 	}
 	c.mu.Lock()
 	c.raiseFloor()
@@ -800,10 +862,15 @@ func (t *turn) yield(ctx context.Context) error {
 	s := t.share
 	c := s.c
 	t.letOthersRun()
-	if c.queries.Load() < 2 && !(c.keeps && raisedTo.Load() > 0) {
+	if !c.clocks() {
 		if !c.breatherDue() {
 			return nil
 		}
+		return t.regate(ctx)
+	}
+	if !t.start.clocked {
+		// Begun while the query was alone; another shares the CPU now:
+		// the rest is a step at the query's turn, charged by its clock.
 		return t.regate(ctx)
 	}
 	// A locked step's own thread clock; an unlocked one (begun alone) may

@@ -173,8 +173,11 @@ func TestCPUStepProcessorsHoldAllButTheLeast(t *testing.T) {
 	c := newCPU(10*time.Millisecond, clock.now)
 	c.procs = 2
 	ctx := context.Background()
-	a := c.Join("a")
+	// b joins first, so that a's steps read their clocks (a query alone
+	// reads none: CPU.clocks).
+	a, b := c.Join("a"), c.Join("b")
 	defer a.Leave()
+	defer b.Leave()
 	enter := func(s *CPUShare) <-chan *stepStart { return enterAsync(t, ctx, s) }
 	stepped := func(ch <-chan *stepStart, what string) *stepStart { return steppedWithin(t, ch, what) }
 	waits := func(ch <-chan *stepStart, what string) {
@@ -186,9 +189,7 @@ func TestCPUStepProcessorsHoldAllButTheLeast(t *testing.T) {
 		}
 	}
 	a1, a2 := stepped(enter(a), "a's first step"), stepped(enter(a), "a's second step")
-	clock.add(6 * time.Millisecond) // a has used 12 ms, more than a slice ahead of b, which joins at the floor
-	b := c.Join("b")
-	defer b.Leave()
+	clock.add(6 * time.Millisecond) // a has used 12 ms, more than a slice ahead of b
 	b1 := stepped(enter(b), "b's first step, b having used least,")
 	b2 := stepped(enter(b), "b's second step, b having used least,")
 	a3 := enter(a)

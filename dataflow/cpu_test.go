@@ -604,3 +604,80 @@ func TestCPUHoldsTheQueryAheadToItsShareOfProcessors(t *testing.T) {
 	}
 	a.exit(held)
 }
+
+// A query alone on the CPU reads no thread clock at its steps: the clock
+// and the thread id are four system calls a step, and beside nobody its
+// charges weigh nothing (bench nexmark q5 on 2 worker processes: a quarter
+// of the CPU the second process added). Once another query joins, steps
+// read them again; a step begun alone and still under way counts as using
+// CPU for a slice after the join (it has no clock), leads the newcomer by
+// its time so far, and at its next batch goes on as a step at the query's
+// turn, charged from there.
+func TestCPUAloneReadsNoClock(t *testing.T) {
+	clock := &fakeClock{}
+	c := newCPU(10*time.Millisecond, clock.now)
+	var reads atomic.Int32
+	c.thread = func() (time.Duration, int) { reads.Add(1); return clock.now(), 1 }
+	a := c.Join("a")
+	defer a.Leave()
+	ta := &turn{share: a}
+	ctx := context.WithValue(context.Background(), turnKey{}, ta)
+	step := func() {
+		t.Helper()
+		st, err := a.enter(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		clock.add(5 * time.Millisecond)
+		a.exit(st)
+	}
+	for range 3 {
+		step()
+	}
+	if n := reads.Load(); n != 0 {
+		t.Fatalf("a query alone read its thread's clock %d times in 3 steps, want none", n)
+	}
+	st, err := a.enter(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ta.in, ta.start = true, st
+	clock.add(5 * time.Millisecond)
+	b := c.Join("b")
+	c.mu.Lock()
+	lead := a.virtual() - b.virtual()
+	c.mu.Unlock()
+	if lead != 5*time.Millisecond {
+		t.Errorf("a leads b, which joined during a's step begun alone 5ms before, by %s: want the step's 5ms so far", lead)
+	}
+	stepping := func() int {
+		c.mu.Lock()
+		defer c.mu.Unlock()
+		return a.stepping(c.now())
+	}
+	if n := stepping(); n != 1 {
+		t.Errorf("a's step begun alone, as b joins: %d of a's steps count as using CPU, want 1", n)
+	}
+	clock.add(11 * time.Millisecond)
+	if n := stepping(); n != 0 {
+		t.Errorf("a's step begun alone, a slice after b joined without a batch: %d of a's steps count as using CPU, want 0 (blocked)", n)
+	}
+	if err := ta.yield(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if !ta.start.clocked || reads.Load() != 1 {
+		t.Fatalf("at its next batch beside b, a's step begun alone goes on unclocked (%d clock reads)", reads.Load())
+	}
+	clock.add(5 * time.Millisecond)
+	a.exit(ta.start)
+	ta.in = false
+	if got := a.Used(); got != 5*time.Millisecond {
+		t.Errorf("a charged %s, want 5ms (its step's time after its batch beside b; nothing alone)", got)
+	}
+	b.Leave()
+	before := reads.Load()
+	step()
+	if n := reads.Load() - before; n != 0 {
+		t.Errorf("alone again, a's step read its thread's clock %d times", n)
+	}
+}

@@ -86,15 +86,18 @@ func TestCPULongStepYieldsBetweenBatches(t *testing.T) {
 // longStepHeldAtGate runs op, a source whose one step does n pieces of
 // work and sends each piece's number on done, as the only operator of
 // query a's graph (into a sink), while a already steps on the other of two
-// processors and b has joined behind it. The first piece goes; the next
+// processors and b, joined first, is behind it (joined before a's steps
+// begin, so that they read their clocks: a query alone reads none). The
+// first piece goes; the next
 // waits at the gate (a is past its share) until a's other step ends; then
 // the rest go, and a's stats count the wait.
 func longStepHeldAtGate(t *testing.T, clock *fakeClock, piece string, op Operator, done <-chan int, n int) {
 	t.Helper()
 	c := newCPU(10*time.Millisecond, clock.now)
 	c.procs = 2
-	a := c.Join("a")
+	a, b := c.Join("a"), c.Join("b")
 	defer a.Leave()
+	defer b.Leave()
 	g := &Graph{Query: "a"}
 	from := g.AddOperator(OperatorSpec{Name: "long", Outputs: 1, New: func(Instance) (Operator, error) { return op, nil }})
 	to := g.AddOperator(OperatorSpec{Name: "drop", Inputs: 1, New: func(Instance) (Operator, error) { return dropSink{}, nil }})
@@ -104,8 +107,6 @@ func longStepHeldAtGate(t *testing.T, clock *fakeClock, piece string, op Operato
 	if err != nil {
 		t.Fatal(err)
 	}
-	b := c.Join("b")
-	defer b.Leave()
 	ran := make(chan error, 1)
 	go func() { ran <- Run(context.Background(), g, Config{CPU: a}) }()
 	// The first piece goes (the step has not run a slice yet).

@@ -260,8 +260,12 @@ func TestCSVParallelParseIsChargedToTheQuery(t *testing.T) {
 		t.Fatal(err)
 	}
 	r.chunkBytes = 16 << 10
-	share := dataflow.NewCPU(0).Join("q")
+	// Beside another query: a query alone is charged nothing (its steps
+	// read no clock, dataflow.CPU), as nothing is weighed against it.
+	cpu := dataflow.NewCPU(0)
+	share := cpu.Join("q")
 	defer share.Leave()
+	defer cpu.Join("other").Leave()
 	r.UseCPU(share.Helper())
 	rows := 0
 	for {
@@ -350,9 +354,13 @@ func TestCSVParallelReusesChunkBuffers(t *testing.T) {
 // its lines counted) is the query's work as much as parsing them: it is a
 // step of the query's share too. Ungated, it was a quarter of a worker's
 // CPU under the abusive queries of #25 (profile of a worker process),
-// charged to no one (about half of what a read spends). So nearly all the
+// charged to no one (about half of what a read spends). So most of the
 // CPU the process spends reading is charged to the query: what is not is
-// the reader's hand-out of records.
+// the reader's hand-out of records and, beside another query, the thread
+// hand-offs of steps locked to their threads (their charges are then their
+// threads' clocks alone: 0.73-0.81 of the process's CPU, beside two CPU
+// hogs too, where an unlocked query alone was charged wall time, above 1;
+// with the chunking uncharged, 0.58-0.59).
 func TestCSVParallelChunkingIsChargedToTheQuery(t *testing.T) {
 	path := write(t, "t.csv", typedCSV(100_000, 7, false))
 	mem := memory.NewGoAllocator()
@@ -360,8 +368,11 @@ func TestCSVParallelChunkingIsChargedToTheQuery(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	share := dataflow.NewCPU(0).Join("q")
+	// Beside another query, idle: a query alone is charged nothing.
+	cpu := dataflow.NewCPU(0)
+	share := cpu.Join("q")
 	defer share.Leave()
+	defer cpu.Join("other").Leave()
 	r.UseCPU(share.Helper())
 	// The collector's threads are nobody's query: off for the read, so
 	// what the process spends is the read's.
@@ -384,7 +395,7 @@ func TestCSVParallelChunkingIsChargedToTheQuery(t *testing.T) {
 	}
 	used := share.Used()
 	t.Logf("charged %s of the %s the process spent reading (%.2f)", used, spent, float64(used)/float64(spent))
-	if used < spent*7/10 {
+	if used < spent*2/3 {
 		t.Errorf("the query was charged %s of the %s the process spent reading its file", used, spent)
 	}
 }
