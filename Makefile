@@ -89,7 +89,7 @@ REST_P ?= 3
 REST_NICE ?= 10
 LONG_POLES = ./cmd/tierflow ./runtime/cluster
 TIMED_BESIDE = ./bench/slo ./relay/natsrelay ./bench/shared
-REST_FIRST = ./examples/ocr ./bench/shared ./operators/rel ./bench/slo ./runtime/dataaware ./operators/sources ./operators/exec ./examples/fashion
+REST_FIRST = ./examples/ocr ./bench/shared ./operators/rel ./bench/slo ./runtime/dataaware ./operators/sources ./operators/exec
 MODULE = github.com/tierflow/tierflow
 
 # bin/tierflow links as the test binaries do (MAINLDFLAGS): Go's linker,
