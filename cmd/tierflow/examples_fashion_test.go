@@ -145,7 +145,7 @@ func fashionRunScript(t *testing.T, script string, cat *catalog.Catalog) ([][]ma
 	var outs []*bytes.Buffer
 	err = exec.RunScript(context.Background(), script, string(src), exec.ScriptOptions{
 		Options: exec.Options{Allocator: mem, BaseDir: filepath.Dir(script), Lateral: rt.Lateral, BatchSize: 256},
-		Catalog:         cat,
+		Catalog: cat,
 		NewOutput: func() (sinks.Writer, error) {
 			outs = append(outs, &bytes.Buffer{})
 			return sinks.New("json", outs[len(outs)-1])
