@@ -96,7 +96,8 @@ MODULE = github.com/tierflow/tierflow
 # without DWARF. Its cgo packages only dlopen their libraries, so gcc's link
 # adds nothing, and setup's link is the last step before the tests start,
 # one core's work while the other waits: 10.3 CPU-s with gcc and DWARF,
-# 5.7 so (docs/benchmarks.md, "Setup's link and the example streams").
+# 5.7 so (docs/benchmarks.md, "Setup's link and the example streams;
+# five test binaries fewer").
 setup:
 	@LDFLAGS="$(MAINLDFLAGS)" scripts/setup.sh
 
