@@ -89,11 +89,17 @@ REST_P ?= 3
 REST_NICE ?= 10
 LONG_POLES = ./cmd/tierflow ./runtime/cluster
 TIMED_BESIDE = ./bench/slo ./relay/natsrelay ./bench/shared
-REST_FIRST = ./examples/ocr ./bench/shared ./operators/rel ./bench/slo ./runtime/dataaware ./operators/sources ./operators/exec ./examples/fashion
+REST_FIRST = ./examples/ocr ./bench/shared ./operators/rel ./bench/slo ./runtime/dataaware ./operators/sources ./operators/exec
 MODULE = github.com/tierflow/tierflow
 
+# bin/tierflow links as the test binaries do (MAINLDFLAGS): Go's linker,
+# without DWARF. Its cgo packages only dlopen their libraries, so gcc's link
+# adds nothing, and setup's link is the last step before the tests start,
+# one core's work while the other waits: 10.3 CPU-s with gcc and DWARF,
+# 5.7 so (docs/benchmarks.md, "Setup's link and the example streams;
+# five test binaries fewer").
 setup:
-	@scripts/setup.sh
+	@LDFLAGS="$(MAINLDFLAGS)" scripts/setup.sh
 
 # Put tierflow on PATH: a link to this checkout's bin/tierflow in
 # $(PREFIX)/bin (default ~/.local/bin; PREFIX=/usr/local for every user). A

@@ -54,7 +54,9 @@ fetching=$!
 
 step "bin/tierflow"
 mkdir -p bin
-CGO_ENABLED=1 go build -o bin/tierflow ./cmd/tierflow
+# LDFLAGS: the linker's flags (make passes MAINLDFLAGS: Go's own linker,
+# no DWARF; the Makefile says why).
+CGO_ENABLED=1 go build -ldflags="${LDFLAGS:-}" -o bin/tierflow ./cmd/tierflow
 if ! wait "$fetching"; then
   echo "setup: a download failed (see above)" >&2
   exit 1

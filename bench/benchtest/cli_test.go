@@ -11,8 +11,8 @@ import (
 	"github.com/tierflow/tierflow/internal/cli"
 )
 
-// The tests of bench/inference, bench/sneakpeek, bench/sql and bench/tpch/tpchcmd run
-// the benchmarks' commands here, in one test binary, not in four more that
+// The tests of bench/inference, bench/operators, bench/sneakpeek, bench/sql and bench/tpch/tpchcmd run
+// the benchmarks' commands here, in one test binary, not in five more that
 // each link the engine (make test's CPU is mostly compiling and linking test binaries;
 // issue #27).
 

