@@ -1,9 +1,6 @@
 package main
 
 import (
-	"bytes"
-	"context"
-	"encoding/json"
 	"math"
 	"os"
 	"path/filepath"
@@ -13,9 +10,7 @@ import (
 	"github.com/apache/arrow/go/v17/arrow/memory"
 
 	"github.com/tierflow/tierflow/examples/fashion"
-	"github.com/tierflow/tierflow/operators/exec"
 	"github.com/tierflow/tierflow/operators/ml"
-	"github.com/tierflow/tierflow/operators/sinks"
 	"github.com/tierflow/tierflow/planner/catalog"
 	"github.com/tierflow/tierflow/runtime/inference"
 	"github.com/tierflow/tierflow/runtime/modelzoo"
@@ -131,43 +126,6 @@ func TestFashionAccuracyMatchesIndependentEvaluation(t *testing.T) {
 	}
 }
 
-// fashionRunScript runs a checked-in script the way `tierflow run` does and returns
-// each query's rows (decoded JSON lines) and the runtime's model choices.
-func fashionRunScript(t *testing.T, script string, cat *catalog.Catalog) ([][]map[string]any, []inference.Choice) {
-	t.Helper()
-	src, err := os.ReadFile(script)
-	if err != nil {
-		t.Fatal(err)
-	}
-	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
-	defer mem.AssertSize(t, 0)
-	rt := inference.New(inference.Config{})
-	var outs []*bytes.Buffer
-	err = exec.RunScript(context.Background(), script, string(src), exec.ScriptOptions{
-		Options: exec.Options{Allocator: mem, BaseDir: filepath.Dir(script), Lateral: rt.Lateral, BatchSize: 256},
-		Catalog: cat,
-		NewOutput: func() (sinks.Writer, error) {
-			outs = append(outs, &bytes.Buffer{})
-			return sinks.New("json", outs[len(outs)-1])
-		},
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	res := make([][]map[string]any, len(outs))
-	for i, b := range outs {
-		dec := json.NewDecoder(b)
-		for dec.More() {
-			var row map[string]any
-			if err := dec.Decode(&row); err != nil {
-				t.Fatal(err)
-			}
-			res[i] = append(res[i], row)
-		}
-	}
-	return res, rt.Choices()
-}
-
 // fashionPredict is the independent evaluation: the Go interpreter of the ONNX graph.
 func fashionPredict(t *testing.T, file string, sub *fashion.Subset, k int) []int {
 	t.Helper()
@@ -192,7 +150,7 @@ func fashionPredict(t *testing.T, file string, sub *fashion.Subset, k int) []int
 // the generator recorded for the subset.
 func TestFashionClassifyQueryMatchesEvaluation(t *testing.T) {
 	t.Parallel()
-	res, choices := fashionRunScript(t, filepath.Join(fashionDir, "classify.sql"), nil)
+	res, choices := runExampleScript(t, filepath.Join(fashionDir, "classify.sql"), nil, inference.Config{})
 	if len(res) != 1 || len(choices) != 1 || choices[0].Variant != "cnn" {
 		t.Fatalf("%d results, choices %+v", len(res), choices)
 	}
@@ -246,7 +204,7 @@ func TestFashionCascadeQueryMatchesEvaluation(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	res, choices := fashionRunScript(t, filepath.Join(fashionDir, "cascade.sql"), cat)
+	res, choices := runExampleScript(t, filepath.Join(fashionDir, "cascade.sql"), cat, inference.Config{})
 	if len(res) != 3 {
 		t.Fatalf("%d query results, want 3", len(res))
 	}

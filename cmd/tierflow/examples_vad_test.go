@@ -1,9 +1,6 @@
 package main
 
 import (
-	"bytes"
-	"context"
-	"encoding/json"
 	"errors"
 	"math"
 	"os"
@@ -15,9 +12,7 @@ import (
 	"github.com/apache/arrow/go/v17/arrow/memory"
 
 	"github.com/tierflow/tierflow/examples/vad"
-	"github.com/tierflow/tierflow/operators/exec"
 	"github.com/tierflow/tierflow/operators/ml"
-	"github.com/tierflow/tierflow/operators/sinks"
 	"github.com/tierflow/tierflow/runtime/inference"
 	"github.com/tierflow/tierflow/runtime/onnx"
 )
@@ -109,42 +104,6 @@ func vadBareProbs(t testing.TB, samples []float32, batch int, stateful bool) []f
 	return out
 }
 
-// vadRunScript runs a checked-in script the way `tierflow run` does and returns
-// each query's rows (decoded JSON lines).
-func vadRunScript(t *testing.T, script string) [][]map[string]any {
-	t.Helper()
-	src, err := os.ReadFile(script)
-	if err != nil {
-		t.Fatal(err)
-	}
-	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
-	defer mem.AssertSize(t, 0)
-	rt := inference.New(inference.Config{Device: onnx.CPU})
-	var outs []*bytes.Buffer
-	err = exec.RunScript(context.Background(), script, string(src), exec.ScriptOptions{
-		Options: exec.Options{Allocator: mem, BaseDir: filepath.Dir(script), Lateral: rt.Lateral, BatchSize: 256},
-		NewOutput: func() (sinks.Writer, error) {
-			outs = append(outs, &bytes.Buffer{})
-			return sinks.New("json", outs[len(outs)-1])
-		},
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	res := make([][]map[string]any, len(outs))
-	for i, b := range outs {
-		dec := json.NewDecoder(b)
-		for dec.More() {
-			var row map[string]any
-			if err := dec.Decode(&row); err != nil {
-				t.Fatal(err)
-			}
-			res[i] = append(res[i], row)
-		}
-	}
-	return res
-}
-
 // vadSilent says which frames are inserted digital silence (all 512 new samples
 // zero).
 func vadSilent(samples []float32) []bool {
@@ -166,7 +125,7 @@ func TestVADFramesQueryMatchesBareSession(t *testing.T) {
 	vadSileroPath(t)
 	samples, ref := vadLoadFrames(t)
 	want := vadBareProbs(t, samples, 32, true)
-	res := vadRunScript(t, filepath.Join(vadDir, "frames.sql"))
+	res, _ := runExampleScript(t, filepath.Join(vadDir, "frames.sql"), nil, inference.Config{Device: onnx.CPU})
 	if len(res) != 1 || len(res[0]) != len(want) {
 		t.Fatalf("%d results, want 1 of %d rows", len(res), len(want))
 	}
@@ -218,7 +177,7 @@ func TestVADQuerySummaries(t *testing.T) {
 	vadSileroPath(t)
 	samples, ref := vadLoadFrames(t)
 	p := vadBareProbs(t, samples, 32, true)
-	res := vadRunScript(t, filepath.Join(vadDir, "query.sql"))
+	res, _ := runExampleScript(t, filepath.Join(vadDir, "query.sql"), nil, inference.Config{Device: onnx.CPU})
 	if len(res) != 3 {
 		t.Fatalf("%d query results, want 3", len(res))
 	}

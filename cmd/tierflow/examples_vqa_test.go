@@ -7,8 +7,6 @@ import (
 	"testing"
 
 	"github.com/apache/arrow/go/v17/arrow/array"
-	"github.com/apache/arrow/go/v17/arrow/ipc"
-	"github.com/apache/arrow/go/v17/arrow/memory"
 
 	"github.com/tierflow/tierflow/examples/vqa"
 	"github.com/tierflow/tierflow/operators/ml"
@@ -51,26 +49,13 @@ func TestVQAFilesUpToDate(t *testing.T) {
 // readBlobs reads a stream file's BLOB column.
 func readBlobs(t *testing.T, path string) [][]byte {
 	t.Helper()
-	f, err := os.Open(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	r, err := ipc.NewFileReader(f, ipc.WithAllocator(memory.NewGoAllocator()))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer r.Close()
 	var out [][]byte
-	for i := range r.NumRecords() {
-		rec, err := r.Record(i)
-		if err != nil {
-			t.Fatal(err)
-		}
+	for _, rec := range readIPCRecords(t, path) {
 		col := rec.Column(1).(*array.Binary)
 		for j := range col.Len() {
 			out = append(out, bytes.Clone(col.Value(j)))
 		}
+		rec.Release()
 	}
 	return out
 }

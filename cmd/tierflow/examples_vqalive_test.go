@@ -13,7 +13,6 @@ import (
 
 	"github.com/apache/arrow/go/v17/arrow"
 	"github.com/apache/arrow/go/v17/arrow/array"
-	"github.com/apache/arrow/go/v17/arrow/ipc"
 	"github.com/apache/arrow/go/v17/arrow/memory"
 
 	vqalive "github.com/tierflow/tierflow/examples/vqa-live"
@@ -66,7 +65,7 @@ func vqaLiveOrtEnv(t testing.TB) *onnx.Env {
 func vqaLiveStreamValues(t testing.TB, file, col string, size int) []float32 {
 	t.Helper()
 	var v []float32
-	for _, rec := range vqaLiveReadRecords(t, filepath.Join(vqaLiveDir, "data", file)) {
+	for _, rec := range readIPCRecords(t, filepath.Join(vqaLiveDir, "data", file)) {
 		idx := rec.Schema().FieldIndices(col)
 		if len(idx) != 1 {
 			t.Fatalf("%s: no column %q", file, col)
@@ -309,7 +308,7 @@ func TestVQALiveGenerateReproducesCheckedInFiles(t *testing.T) {
 func TestVQALiveStreamsMatchOneToOne(t *testing.T) {
 	t.Parallel()
 	for _, f := range []string{"images.arrow", "speech.arrow"} {
-		recs := vqaLiveReadRecords(t, filepath.Join(vqaLiveDir, "data", f))
+		recs := readIPCRecords(t, filepath.Join(vqaLiveDir, "data", f))
 		row := 0
 		for _, rec := range recs {
 			if rec.NumRows() != vqalive.RecordRows {
@@ -533,30 +532,6 @@ func TestVQALiveExplainAnalyzeMeetsPlan(t *testing.T) {
 	}
 }
 
-func vqaLiveReadRecords(t testing.TB, path string) []arrow.Record {
-	t.Helper()
-	f, err := os.Open(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	r, err := ipc.NewFileReader(f, ipc.WithAllocator(memory.NewGoAllocator()))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer r.Close()
-	var out []arrow.Record
-	for i := 0; i < r.NumRecords(); i++ {
-		rec, err := r.Record(i)
-		if err != nil {
-			t.Fatal(err)
-		}
-		rec.Retain()
-		out = append(out, rec)
-	}
-	return out
-}
-
 // vqaLiveWireKB is what rows of rec cost on a relay link, in KiB per row.
 func vqaLiveWireKB(t testing.TB, rec arrow.Record) float64 {
 	t.Helper()
@@ -585,7 +560,7 @@ func TestVQALiveCatalogSizesMatchWire(t *testing.T) {
 	t.Parallel()
 	c := vqaLiveLoadCatalog(t)
 	for _, s := range []struct{ stream, file string }{{"ReadImage", "images.arrow"}, {"ReadSpeech", "speech.arrow"}} {
-		recs := vqaLiveReadRecords(t, filepath.Join(vqaLiveDir, "data", s.file))
+		recs := readIPCRecords(t, filepath.Join(vqaLiveDir, "data", s.file))
 		var bytes, rows float64
 		for _, rec := range recs {
 			bytes += vqaLiveWireKB(t, rec) * float64(rec.NumRows())
