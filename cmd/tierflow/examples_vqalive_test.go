@@ -395,14 +395,7 @@ func TestVQALivePlanSpansTiers(t *testing.T) {
 func TestVQALiveQueryLocalEqualsEmbedded(t *testing.T) {
 	t.Parallel()
 	vqaLiveOrtEnv(t)
-	dir, err := filepath.Abs(vqaLiveDir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	src, err := os.ReadFile(filepath.Join(dir, "query.sql"))
-	if err != nil {
-		t.Fatal(err)
-	}
+	dir, src := vqaLiveQuery(t)
 	script := deploy.Script{Filename: filepath.Join(dir, "query.sql"), Source: string(src), BaseDir: dir, Catalog: filepath.Join(dir, "catalog.yaml")}
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
@@ -485,14 +478,7 @@ func vqaLiveLinkPrice(inf *infra.Infra, from, to string) float64 {
 // target and metered network cost within 10% of the estimate.
 func TestVQALiveExplainAnalyzeMeetsPlan(t *testing.T) {
 	vqaLiveOrtEnv(t)
-	dir, err := filepath.Abs(vqaLiveDir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	src, err := os.ReadFile(filepath.Join(dir, "query.sql"))
-	if err != nil {
-		t.Fatal(err)
-	}
+	dir, src := vqaLiveQuery(t)
 	_, inf := vqaLivePlan(t)
 	script := deploy.Script{Filename: filepath.Join(dir, "query.sql"), Source: string(src), BaseDir: dir, Catalog: filepath.Join(dir, "catalog.yaml")}
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
@@ -530,6 +516,20 @@ func TestVQALiveExplainAnalyzeMeetsPlan(t *testing.T) {
 	if t.Failed() {
 		t.Log("\n" + text.String())
 	}
+}
+
+// vqaLiveQuery is the example's directory, absolute, and its query.sql.
+func vqaLiveQuery(t testing.TB) (dir string, src []byte) {
+	t.Helper()
+	dir, err := filepath.Abs(vqaLiveDir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	src, err = os.ReadFile(filepath.Join(dir, "query.sql"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return dir, src
 }
 
 // vqaLiveWireKB is what rows of rec cost on a relay link, in KiB per row.
