@@ -386,21 +386,30 @@ func TestCPUHelperWorkIsChargedToTheQuery(t *testing.T) {
 	HelperOf(context.Background()).Do(func() {}) // a nil helper just runs f
 }
 
+// bigLeadsSmall joins two queries to a new CPU, big ahead of small by a
+// minute of virtual time, both leaving as t ends; t is skipped where
+// threads have no CPU clock to weigh them by.
+func bigLeadsSmall(t *testing.T) (small, big *CPUShare) {
+	t.Helper()
+	if !threadCPUWorks() {
+		t.Skip("no per-thread CPU clock on this platform")
+	}
+	c := NewCPU(0)
+	small, big = c.Join("small"), c.Join("big")
+	t.Cleanup(small.Leave)
+	t.Cleanup(big.Leave)
+	c.mu.Lock()
+	big.used = time.Minute
+	c.mu.Unlock()
+	return small, big
+}
+
 // A helper blocked inside Do (a read that waits on the disk) holds no one
 // at the gate: its query's virtual time does not grow while it blocks, so
 // counted as stepping it would hold a query leading it for that whole
 // lead. Once it has used no CPU for a slice it is not counted.
 func TestCPUBlockedHelperDoesNotHoldTheGate(t *testing.T) {
-	if !threadCPUWorks() {
-		t.Skip("no per-thread CPU clock on this platform")
-	}
-	c := NewCPU(0)
-	small, big := c.Join("small"), c.Join("big")
-	defer small.Leave()
-	defer big.Leave()
-	c.mu.Lock()
-	big.used = time.Minute // big leads small by a minute
-	c.mu.Unlock()
+	small, big := bigLeadsSmall(t)
 	release, inside := make(chan struct{}), make(chan struct{})
 	helped := make(chan struct{})
 	go func() {
@@ -432,16 +441,7 @@ func TestCPUBlockedHelperDoesNotHoldTheGate(t *testing.T) {
 // next pause while another query steps, instead of holding its step to
 // the end of the whole (#25: a file's chunk parsed in one step).
 func TestCPUHelperPausesAtTheQuerysTurn(t *testing.T) {
-	if !threadCPUWorks() {
-		t.Skip("no per-thread CPU clock on this platform")
-	}
-	c := NewCPU(0)
-	small, big := c.Join("small"), c.Join("big")
-	defer small.Leave()
-	defer big.Leave()
-	c.mu.Lock()
-	big.used = time.Minute // big leads small by a minute
-	c.mu.Unlock()
+	small, big := bigLeadsSmall(t)
 	bigStepping, nextPiece, bigDone := make(chan struct{}), make(chan struct{}), make(chan struct{})
 	go func() {
 		defer close(bigDone)
@@ -468,7 +468,7 @@ func TestCPUHelperPausesAtTheQuerysTurn(t *testing.T) {
 	}()
 	<-smallStepping
 	close(nextPiece)
-	waitingAtGate(t, c, 1) // big's pause, while small steps
+	waitingAtGate(t, big.c, 1) // big's pause, while small steps
 	close(stop)
 	<-smallDone
 	<-bigDone
