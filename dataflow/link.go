@@ -347,3 +347,58 @@ func (s LinkState) Bandwidth() LinkBandwidth {
 	b.Overdue = s.OverdueBps
 	return b
 }
+
+// FallWithin is the probability that the link falls under bps within its
+// next k samples, given how long it has stayed at or over it now: the
+// current spell's age (the trailing samples at or over bps), read from the
+// spells its samples show ended by a fall (the Kaplan-Meier estimate: at
+// each age, the spells that fell at it over those that reached it). AtRisk is how many
+// ended spells lasted at least as long as the current one; with none, or
+// the link under bps now, the samples say nothing of this spell (ok false).
+func (b LinkBandwidth) FallWithin(bps float64, k int) (p float64, atRisk int, ok bool) {
+	n := len(b.Samples)
+	if n == 0 || b.Current() < bps {
+		return 0, 0, false
+	}
+	age := 0
+	for age < n && b.Samples[n-1-age] >= bps {
+		age++
+	}
+	var ended []int // lengths of the spells that ended by a fall
+	run := 0
+	for i := 0; i < n-age; i++ {
+		if b.Samples[i] >= bps {
+			run++
+			continue
+		}
+		if run > 0 {
+			ended = append(ended, run)
+		}
+		run = 0
+	}
+	for _, l := range ended {
+		if l >= age {
+			atRisk++
+		}
+	}
+	if atRisk == 0 {
+		return 0, 0, false
+	}
+	survive := 1.0
+	for a := age; a < age+max(1, k); a++ {
+		fell, reached := 0, 0
+		for _, l := range ended {
+			if l >= a {
+				reached++
+			}
+			if l == a {
+				fell++
+			}
+		}
+		if reached == 0 {
+			break // past every spell seen: the estimate ends here
+		}
+		survive *= 1 - float64(fell)/float64(reached)
+	}
+	return 1 - survive, atRisk, true
+}

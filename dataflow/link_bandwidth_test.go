@@ -202,3 +202,43 @@ func TestAckedAtIsTheFirstEventThatCovered(t *testing.T) {
 		t.Errorf("no events kept: %v, want LastAck", got)
 	}
 }
+
+// How long the link's spells at or over a bandwidth lasted prices the
+// current one by its age (Kaplan-Meier over the spells that ended in a
+// fall): spells of 10 samples each never fell before their tenth, so a
+// spell 3 samples old does not fall within the next 7, falls within the
+// next 8, and one 10 old falls with the next sample; a spell older than any that ended, a link
+// that never fell, or one under the bandwidth now, say nothing.
+func TestLinkFallWithinReadsTheSpellsAge(t *testing.T) {
+	spells := func(age int) LinkBandwidth {
+		return LinkBandwidth{Samples: runs(100, 10, 20, 2, 100, 10, 20, 3, 100, 10, 20, 1, 100, float64(age))}
+	}
+	for _, c := range []struct {
+		name   string
+		b      LinkBandwidth
+		k      int
+		fall   float64
+		atRisk int
+		ok     bool
+	}{
+		{"3 samples into a spell, the next one", spells(3), 1, 0, 3, true},
+		{"3 samples in, the next 7", spells(3), 7, 0, 3, true},
+		{"3 samples in, the next 8: every spell fell after its tenth", spells(3), 8, 1, 3, true},
+		{"9 samples in, the next one", spells(9), 1, 0, 3, true},
+		{"10 samples in, the next one", spells(10), 1, 1, 3, true},
+		{"11 samples in: older than any spell that ended", spells(11), 1, 0, 0, false},
+		{"a link that never fell under it", LinkBandwidth{Samples: runs(100, 40)}, 1, 0, 0, false},
+		{"a link under it now", LinkBandwidth{Samples: runs(100, 10, 20, 2)}, 1, 0, 0, false},
+		{"a message overdue under it", LinkBandwidth{Samples: runs(100, 10, 20, 2, 100, 3), Overdue: 40}, 1, 0, 0, false},
+	} {
+		fall, atRisk, ok := c.b.FallWithin(50, c.k)
+		if fall != c.fall || atRisk != c.atRisk || ok != c.ok {
+			t.Errorf("%s: FallWithin %v, %d spells, ok %v; want %v, %d, %v", c.name, fall, atRisk, ok, c.fall, c.atRisk, c.ok)
+		}
+	}
+	// Spells of 4 and 8 samples: at age 4, one of two falls next.
+	b := LinkBandwidth{Samples: runs(100, 4, 20, 1, 100, 8, 20, 1, 100, 4)}
+	if fall, atRisk, ok := b.FallWithin(50, 1); fall != 0.5 || atRisk != 2 || !ok {
+		t.Errorf("spells of 4 and 8, 4 in: FallWithin %v, %d, %v; want 0.5, 2, true", fall, atRisk, ok)
+	}
+}

@@ -395,6 +395,22 @@ func TestSidePlanPick(t *testing.T) {
 			p.State, p.Allowance = series(250, 60, 1500, 3), 1
 			return p
 		}, 28},
+		// A link that fades after spells of 30 samples at 1500 kbit/s: no
+		// side above the smallest holds, but a spell 3 samples old is
+		// younger than any that ended (spellHolds), one 30 old is as old
+		// as every one that fell next.
+		{"fades after spells of 30, 3 samples into a spell, an allowance of ten: 28", func(p sidePlan) sidePlan {
+			p.State, p.Allowance = series(1500, 30, 100, 5, 1500, 30, 100, 5, 1500, 30, 100, 5, 1500, 3), 10
+			return p
+		}, 28},
+		{"the same, 30 samples into the spell: only the step above what holds, 20", func(p sidePlan) sidePlan {
+			p.State, p.Allowance = series(1500, 30, 100, 5, 1500, 30, 100, 5, 1500, 30, 100, 5, 1500, 30), 10
+			return p
+		}, 20},
+		{"the same, 3 samples in, an allowance of one, short of what a fade costs either side: 14", func(p sidePlan) sidePlan {
+			p.State, p.Allowance = series(1500, 30, 100, 5, 1500, 30, 100, 5, 1500, 30, 100, 5, 1500, 3), 1
+			return p
+		}, 14},
 		{"20 samples, the latest at 250 kbit/s, an allowance of one: 20, which the link carries now", func(p sidePlan) sidePlan {
 			p.State, p.Allowance = series(1500, 19, 250, 1), 1
 			return p
@@ -588,4 +604,42 @@ func chooserOn1500() (*sideChooser, *dataflow.LinkState, time.Time, func(ms int)
 	t0 := time.Unix(1000, 0)
 	at := func(ms int) int64 { return t0.Add(time.Duration(ms) * time.Millisecond).UnixNano() }
 	return c, st, t0, func(ms int) int { return c.decide(at(ms), at(ms), []dataflow.LinkState{*st}, 1) }
+}
+
+// The stream owes 1-p of its batches in time, or no more misses than the
+// smallest side's stream would have had on the link as measured, where
+// that is more (shadow): a link at 80 kbit/s carries a 14x14 frame (1,384
+// bytes with its framing) in 138 ms, so that stream misses every batch,
+// and those misses are no debt. A batch is judged once its turn on the link
+// has come and the link has acknowledged a message since it was decided;
+// at 1500 kbit/s none misses.
+func TestSideChooserOwesWhatTheSmallestSideMisses(t *testing.T) {
+	run := func(kbit float64, acking bool) *sideChooser {
+		c := newSideChooser([]int{28, 20, 14}, 1, 4, 100*time.Millisecond, time.Millisecond)
+		st := dataflow.LinkState{TransferBps: kbit * 1e3 / 8, LastTransferBps: kbit * 1e3 / 8, BaseRTT: time.Millisecond, Acks: 1}
+		for range 5 {
+			st.Samples = append(st.Samples, kbit*1e3/8)
+		}
+		t0 := time.Unix(1000, 0).UnixNano()
+		for k := range 30 {
+			at := t0 + int64(k)*int64(66*time.Millisecond)
+			if acking {
+				st.Acks++
+			}
+			c.decided++
+			c.shadow(at, at, sidePlan{State: st, Rows: 1, Overhead: 600})
+		}
+		return c
+	}
+	// Its queue grows, so a batch's turn on the link comes later and later
+	// than its capture: about half of the 30 have had theirs.
+	if c := run(80, true); c.shadowMissed < 10 || c.shadowMissed != float64(30-len(c.shadowed)) || c.owed() != c.shadowMissed {
+		t.Errorf("80 kbit/s: the smallest side's stream missed %v of 30 batches (%d not judged yet), owed %v; want every one judged missed, at least 10, and as many owed", c.shadowMissed, len(c.shadowed), c.owed())
+	}
+	if c := run(80, false); c.shadowMissed != 0 || len(c.shadowed) != 30 {
+		t.Errorf("80 kbit/s, no ack since: %v judged missed, %d waiting; want none judged, 30 waiting", c.shadowMissed, len(c.shadowed))
+	}
+	if c := run(1500, true); c.shadowMissed != 0 || math.Abs(c.owed()-0.6) > 1e-9 {
+		t.Errorf("1500 kbit/s: %v missed, owed %v; want none, and 1-p of 30 batches owed (0.6)", c.shadowMissed, c.owed())
+	}
 }
