@@ -252,9 +252,6 @@ type sideChooser struct {
 	shadowed     []shadowBatch
 	shadowFree   int64
 	shadowMissed float64
-	// shadowDue are the batches (by decision) the stream sent itself
-	// that the shadow judged missed, before their own fate was known.
-	shadowDue []int64
 }
 
 // flight is a batch sent and not yet acknowledged: its ingest stamp, the
@@ -265,9 +262,8 @@ type flight struct {
 	ingest, ordinal int64
 	through         uint64
 	risk            float64
-	side            int   // index in sides
-	behind          bool  // sent with the link's earlier batches unacknowledged
-	seq             int64 // which decision it was (decided then)
+	side            int  // index in sides
+	behind          bool // sent with the link's earlier batches unacknowledged
 }
 
 type sideArrival struct {
@@ -387,10 +383,7 @@ func (c *sideChooser) decide(now, ingest int64, links []dataflow.LinkState, rows
 			c.base, c.based = st.Batches, true
 		}
 		c.sentN++
-		c.flights = append(c.flights, flight{ingest: at, ordinal: int64(c.base + c.sentN), risk: spend, side: slices.Index(c.sides, side), behind: st.Batches > st.Acks, seq: c.decided})
-		if n := len(c.shadowed); n > 0 && c.shadowed[n-1].seq == c.decided {
-			c.shadowed[n-1].sent = true
-		}
+		c.flights = append(c.flights, flight{ingest: at, ordinal: int64(c.base + c.sentN), risk: spend, side: slices.Index(c.sides, side), behind: st.Batches > st.Acks})
 	}
 	return side
 }
@@ -436,7 +429,6 @@ func (c *sideChooser) allowance(st dataflow.LinkState, after time.Duration) floa
 			}
 		}
 		c.lastLate = late
-		c.shadowFate(f.seq, late)
 	}
 	c.flights = append(c.flights[:0], c.flights[k:]...)
 	spent := c.missed
@@ -491,46 +483,14 @@ func (c *sideChooser) shadow(now, at int64, p sidePlan) {
 		}
 		c.shadowFree = start + int64(b.bytes/rate*1e9)
 		if time.Duration(c.shadowFree-b.at)+rtt/2+c.compute > c.slo {
-			switch {
-			case !b.sent || b.fate == fateLate:
-				c.shadowMissed++
-			case b.fate == fateUnknown:
-				c.shadowDue = append(c.shadowDue, b.seq)
-			}
+			c.shadowMissed++
 		}
 	}
 	c.shadowed = append(c.shadowed[:0], c.shadowed[k:]...)
 	if p.Rows > 0 {
 		smallest := c.sides[len(c.sides)-1]
 		bytes := float64(p.Rows)*float64(c.planes*smallest*smallest*c.width) + p.Overhead
-		c.shadowed = append(c.shadowed, shadowBatch{at: at, bytes: bytes, acks: p.State.Acks, seq: c.decided})
-	}
-}
-
-// shadowFate takes the fate of the stream's own batch of decision seq
-// (late: it missed) for its shadow: a shadow judged missed counts only if
-// the batch the stream sent then missed too. The shadow's rate is read
-// off the acks, and on a loaded host a late ack reads the link under its
-// rate: beside two CPU hogs the shadow counted misses the smallest side
-// would not have had (6 batches where a 400 kbit/s link carried the
-// smallest side's stream twice over). The stream's own fate carries the
-// same delay.
-func (c *sideChooser) shadowFate(seq int64, late bool) {
-	if i := slices.Index(c.shadowDue, seq); i >= 0 {
-		if late {
-			c.shadowMissed++
-		}
-		c.shadowDue = slices.Delete(c.shadowDue, 0, i+1)
-		return
-	}
-	for i := range c.shadowed {
-		if c.shadowed[i].seq == seq {
-			c.shadowed[i].fate = fateInTime
-			if late {
-				c.shadowed[i].fate = fateLate
-			}
-			return
-		}
+		c.shadowed = append(c.shadowed, shadowBatch{at: at, bytes: bytes, acks: p.State.Acks})
 	}
 }
 
@@ -541,22 +501,7 @@ type shadowBatch struct {
 	at    int64
 	bytes float64
 	acks  uint64
-	// seq is its decision (sideChooser.decided then); sent: the stream
-	// sent a batch then, whose fate is fate once known.
-	seq  int64
-	sent bool
-	fate batchFate
 }
-
-// batchFate is what became of a batch the stream sent: not known yet, in
-// time, or late.
-type batchFate uint8
-
-const (
-	fateUnknown batchFate = iota
-	fateInTime
-	fateLate
-)
 
 // learning is each side's learning bet (as sides): one batch, less the
 // risk of its bets on the link, until a bet on it is lost. A stream that
