@@ -632,7 +632,6 @@ func (p sidePlan) pick(sides []int, planes, width int) (side int, spend float64)
 	after := after(p.Compute, p.State, p.Attain)
 	budget := (p.SLO - after - margin - p.Age - rtt/2).Seconds()
 	rowBytes := func(s int) float64 { return float64(planes * s * s * width) }
-	needs := make([]float64, len(sides))
 	risk := func(s int) (dataflow.LinkRisk, bool) {
 		own := float64(p.Rows)*rowBytes(s) + p.Overhead
 		ahead := float64(p.State.UnackedBytes) + own
@@ -643,7 +642,6 @@ func (p sidePlan) pick(sides []int, planes, width int) (side int, spend float64)
 		if !ok {
 			return dataflow.LinkRisk{}, false
 		}
-		needs[slices.Index(sides, s)] = need
 		return view.Risk(need, func(fall []float64) float64 {
 			return p.fallCost(ahead, fall, view.Current(), rowBytes(smallest), budget)
 		}), true
@@ -660,8 +658,8 @@ func (p sidePlan) pick(sides []int, planes, width int) (side int, spend float64)
 	// on the largest side the link carries now that it has never fallen
 	// under (no sample under its need: every side it carries then has the
 	// same estimate, (0+1)/(n+1), and the largest is worth the most); once
-	// the link has fallen under a side, the step just above what holds, or
-	// a side whose spells say the current one is young enough (spellHolds). One step only, from the start, held a walk that carries the
+	// the link has fallen under a side, only the step just above what
+	// holds. One step only, from the start, held a walk that carries the
 	// largest side throughout at the middle for the 49 batches the
 	// evidence takes, 0.11 points under static-largest (bench slo
 	// --simulate, blocking sender: 115 of 126 traces, 124 with the jump;
@@ -678,10 +676,7 @@ func (p sidePlan) pick(sides []int, planes, width int) (side int, spend float64)
 		}
 	}
 	for i := 0; i < h; i++ {
-		if !oks[i] || !rs[i].Above || rs[i].Falling || rs[i].Loss > p.allowance(i) {
-			continue
-		}
-		if i == h-1 || !rs[i].Fell || p.spellHolds(view, needs[i], rs[i].Loss) {
+		if oks[i] && rs[i].Above && !rs[i].Falling && rs[i].Loss <= p.allowance(i) && (i == h-1 || !rs[i].Fell) {
 			return sides[i], rs[i].Loss
 		}
 	}
@@ -743,24 +738,6 @@ func (p sidePlan) pick(sides []int, planes, width int) (side int, spend float64)
 		return 0, 0
 	}
 	return smallest, 0
-}
-
-// spellHolds reports whether a bet on a side above the step over what
-// holds, one the link has fallen under before, costs within 1-p a batch
-// by how long the link's spells at or over the side's need lasted: the
-// probability that the current spell, as old as it is, ends within the
-// messages on the wire and this one (dataflow.LinkBandwidth.FallWithin),
-// times what the side loses then. A fading link's samples fall every good
-// spell, so the side never holds, but early in a spell shorter than any
-// the link has had none of them fell: priced by the spell's age, the
-// largest side goes there (fades 0.86 -> 0.77 points under the
-// per-second bound, bench slo --simulate, blocking sender; no trace
-// failed for it). The allowance still covers the bet's whole Loss: the
-// estimate rests on a few spells.
-func (p sidePlan) spellHolds(view dataflow.LinkBandwidth, need, loss float64) bool {
-	ahead := int(p.State.Batches - min(p.State.Batches, p.State.Acks))
-	fall, _, ok := view.FallWithin(need, ahead+1)
-	return ok && fall*loss <= 1-p.Attain
 }
 
 // holdAttain is the probability a side must hold with: Attain, or more

@@ -395,22 +395,6 @@ func TestSidePlanPick(t *testing.T) {
 			p.State, p.Allowance = series(250, 60, 1500, 3), 1
 			return p
 		}, 28},
-		// A link that fades after spells of 30 samples at 1500 kbit/s: no
-		// side above the smallest holds, but a spell 3 samples old is
-		// younger than any that ended (spellHolds), one 30 old is as old
-		// as every one that fell next.
-		{"fades after spells of 30, 3 samples into a spell, an allowance of ten: 28", func(p sidePlan) sidePlan {
-			p.State, p.Allowance = series(1500, 30, 100, 5, 1500, 30, 100, 5, 1500, 30, 100, 5, 1500, 3), 10
-			return p
-		}, 28},
-		{"the same, 30 samples into the spell: only the step above what holds, 20", func(p sidePlan) sidePlan {
-			p.State, p.Allowance = series(1500, 30, 100, 5, 1500, 30, 100, 5, 1500, 30, 100, 5, 1500, 30), 10
-			return p
-		}, 20},
-		{"the same, 3 samples in, an allowance of one, short of what a fade costs either side: 14", func(p sidePlan) sidePlan {
-			p.State, p.Allowance = series(1500, 30, 100, 5, 1500, 30, 100, 5, 1500, 30, 100, 5, 1500, 3), 1
-			return p
-		}, 14},
 		{"20 samples, the latest at 250 kbit/s, an allowance of one: 20, which the link carries now", func(p sidePlan) sidePlan {
 			p.State, p.Allowance = series(1500, 19, 250, 1), 1
 			return p
