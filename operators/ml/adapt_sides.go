@@ -246,12 +246,6 @@ type sideChooser struct {
 	sentN    uint64
 	base     uint64
 	based    bool
-	// The smallest side's stream replayed on the link as measured
-	// (shadow): its batches not yet judged, when the link would be done
-	// with those judged (Unix ns), and how many of them would have missed.
-	shadowed     []shadowBatch
-	shadowFree   int64
-	shadowMissed float64
 }
 
 // flight is a batch sent and not yet acknowledged: its ingest stamp, the
@@ -367,10 +361,9 @@ func (c *sideChooser) decide(now, ingest int64, links []dataflow.LinkState, rows
 	p.Stale = c.dropped1 && st.Acks == c.dropAcks
 	c.decided++
 	if len(links) == 1 {
-		c.shadow(now, at, p)
 		p.Allowance = c.allowance(st, after(p.Compute, st, c.attain))
 		p.Learning = c.learning()
-		p.Debt = c.missed - c.owed()
+		p.Debt = c.missed - (1-c.attain)*float64(c.decided)
 	}
 	side, spend := p.pick(c.sides, c.planes, c.width)
 	if side == 0 {
@@ -437,70 +430,7 @@ func (c *sideChooser) allowance(st dataflow.LinkState, after time.Duration) floa
 			spent += max(1, f.risk)
 		}
 	}
-	return c.owed() - spent
-}
-
-// owed is how many of the batches decided the stream may miss: 1-p of
-// them, or as many as the smallest side's stream would have missed on the
-// link as measured (shadow), where that is more: the query asks 1-p of its
-// batches in time where the link allows it, and the bound is no
-// more misses than the smallest side's where even that cannot keep up.
-// Counted as debt, a deep fade's misses (the link under the smallest
-// side's stream, which no side avoids) left every good spell after it at
-// the smallest side: fades were 1.16 points under the per-second bound
-// (bench slo --simulate, 128 fades traces a sender; 0.86 with this).
-func (c *sideChooser) owed() float64 {
-	return max((1-c.attain)*float64(c.decided), c.shadowMissed)
-}
-
-// shadow replays the batch decided at at (Unix ns), now, as the smallest
-// side's stream would have sent it: behind that stream's earlier batches,
-// on the link at the rate it gives, with half the base round trip and the
-// profiled compute after (the least the receiver takes), so that what it
-// counts are misses no side avoids. A batch is judged once its turn on
-// the link has come and the link has acknowledged a message since its
-// decision, at the rate then: judged at its decision, the batches queued in
-// a fade crossed at the fade's rate after the link was back, and the
-// shadow counted 87 misses on a client where the smallest side missed 71
-// (fades-2317), which the allowance then spent (the trace failed on
-// misses). The rate is the link's now (Current) or its last second's mean
-// where higher, so a short dip counts as the mean: at Current alone, the
-// shadow of a flapping link missed more than the smallest side did, and
-// flapping-609 and -1114 then missed 5.3-7.5% (the smallest 5.1-6.3%).
-func (c *sideChooser) shadow(now, at int64, p sidePlan) {
-	view := p.State.Bandwidth()
-	rate := max(view.Current(), view.Mean)
-	rtt := p.State.BaseRTT
-	if rtt <= 0 {
-		rtt = p.State.SRTT
-	}
-	k := 0
-	for ; k < len(c.shadowed) && c.shadowed[k].acks < p.State.Acks; k++ {
-		b := c.shadowed[k]
-		start := max(b.at, c.shadowFree)
-		if start > now || rate <= 0 {
-			break // the link's rate then is not known yet
-		}
-		c.shadowFree = start + int64(b.bytes/rate*1e9)
-		if time.Duration(c.shadowFree-b.at)+rtt/2+c.compute > c.slo {
-			c.shadowMissed++
-		}
-	}
-	c.shadowed = append(c.shadowed[:0], c.shadowed[k:]...)
-	if p.Rows > 0 {
-		smallest := c.sides[len(c.sides)-1]
-		bytes := float64(p.Rows)*float64(c.planes*smallest*smallest*c.width) + p.Overhead
-		c.shadowed = append(c.shadowed, shadowBatch{at: at, bytes: bytes, acks: p.State.Acks})
-	}
-}
-
-// shadowBatch is a batch of the smallest side's replayed stream (shadow)
-// not yet judged: captured at at (Unix ns), of bytes, decided when the link
-// had acknowledged acks messages.
-type shadowBatch struct {
-	at    int64
-	bytes float64
-	acks  uint64
+	return (1-c.attain)*float64(c.decided) - spent
 }
 
 // learning is each side's learning bet (as sides): one batch, less the
@@ -567,8 +497,8 @@ type sidePlan struct {
 	// Learning is each side's own learning bet (sideChooser.learning),
 	// as sides; nil: none.
 	Learning []float64
-	// Debt is how many batches the stream has missed beyond what it may
-	// (sideChooser.owed; 0 or less: none).
+	// Debt is how many batches the stream has missed beyond 1-p of those
+	// decided (0 or less: none).
 	Debt float64
 }
 
