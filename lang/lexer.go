@@ -127,8 +127,10 @@ func tokens(filename, src string, limit int) ([]Token, error) {
 	if err != nil {
 		return nil, lexError(filename, src, err)
 	}
-	names := tokenNames
 	var out []Token
+	if r, ok := l.(*replay); ok {
+		out = make([]Token, 0, len(r.toks))
+	}
 	n := 0 // tokens counted against limit
 	for {
 		t, err := l.Next()
@@ -138,10 +140,10 @@ func tokens(filename, src string, limit int) ([]Token, error) {
 		if t.EOF() {
 			return out, nil
 		}
-		if names[t.Type] == "Unterminated" {
+		kind := tokenName(t.Type)
+		if kind == "Unterminated" {
 			return out, newError(src, t.Pos, "unterminated comment (a block comment ends with */)")
 		}
-		kind := names[t.Type]
 		if limit > 0 && kind != TokWhitespace && kind != TokComment {
 			if n++; n > limit {
 				return out, newError(src, t.Pos, fmt.Sprintf("script too large: more than %d tokens, the parser's limit: split the script, or read a long list of values from a table", limit))

@@ -104,7 +104,7 @@ func scanASCII(filename, src string) (toks []lexer.Token, ok bool) {
 			for n = 1; i+n < len(src) && isWord(src[i+n]); n++ {
 			}
 			typ = typIdent
-			if reservedSet[strings.ToUpper(src[i:i+n])] {
+			if reserved(src[i : i+n]) {
 				typ = typKeyword
 			}
 		case c == '"': // QIdent: "(?:[^"]|"")*"
@@ -140,6 +140,38 @@ func scanASCII(filename, src string) (toks []lexer.Token, ok bool) {
 		i += n
 	}
 	return append(toks, lexer.EOFToken(pos)), true
+}
+
+// reserved: word, of ASCII letters, digits and "_", is a reserved word in
+// any case (reservedSet, without a copy in upper case on the heap).
+func reserved(word string) bool {
+	var up [16]byte
+	if len(word) > len(up) {
+		return false
+	}
+	for i := 0; i < len(word); i++ {
+		c := word[i]
+		if c >= 'a' && c <= 'z' {
+			c -= 'a' - 'A'
+		}
+		up[i] = c
+	}
+	return reservedSet[string(up[:len(word)])]
+}
+
+// tokenName is the name of a token type (Token.Kind).
+func tokenName(t lexer.TokenType) string {
+	switch t {
+	case typWhitespace:
+		return TokWhitespace
+	case typIdent:
+		return TokIdent
+	case typKeyword:
+		return TokKeyword
+	case typOperator:
+		return TokOperator
+	}
+	return tokenNames[t]
 }
 
 // number is the length and type of the number at the start of s (a digit,
