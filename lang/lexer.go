@@ -58,7 +58,11 @@ const (
 	TokWhitespace = "Whitespace" // spaces, tabs, newlines
 )
 
-var sqlLexer = lexer.MustSimple([]lexer.SimpleRule{
+// regexLexer is the language's lexer as rules, in the order they are tried
+// at each token (the first that matches wins). It is the definition:
+// sqlLexer reads the common script, all ASCII, by hand (scanASCII) and
+// hands the rest to it.
+var regexLexer = lexer.MustSimple([]lexer.SimpleRule{
 	{Name: TokComment, Pattern: `--[^\n]*|/\*(?s:.*?)\*/`},
 	// Only reached when the comment above did not close; Tokens reports it.
 	{Name: "Unterminated", Pattern: `/\*(?s:.*)`},
@@ -71,6 +75,9 @@ var sqlLexer = lexer.MustSimple([]lexer.SimpleRule{
 	{Name: TokString, Pattern: `'(?:[^']|'')*'`},
 	{Name: TokOperator, Pattern: `::|//|<>|!=|<=|>=|\|\||[-+*/%=<>(),.;\[\]]`},
 })
+
+// sqlLexer is the lexer the parsers and Tokens use.
+var sqlLexer = asciiLexer{regexLexer}
 
 // Keyword describes one keyword of the language.
 type Keyword struct {
@@ -120,8 +127,10 @@ func tokens(filename, src string, limit int) ([]Token, error) {
 	if err != nil {
 		return nil, lexError(filename, src, err)
 	}
-	names := lexer.SymbolsByRune(sqlLexer)
 	var out []Token
+	if r, ok := l.(*replay); ok {
+		out = make([]Token, 0, len(r.toks))
+	}
 	n := 0 // tokens counted against limit
 	for {
 		t, err := l.Next()
@@ -131,10 +140,10 @@ func tokens(filename, src string, limit int) ([]Token, error) {
 		if t.EOF() {
 			return out, nil
 		}
-		if names[t.Type] == "Unterminated" {
+		kind := tokenName(t.Type)
+		if kind == "Unterminated" {
 			return out, newError(src, t.Pos, "unterminated comment (a block comment ends with */)")
 		}
-		kind := names[t.Type]
 		if limit > 0 && kind != TokWhitespace && kind != TokComment {
 			if n++; n > limit {
 				return out, newError(src, t.Pos, fmt.Sprintf("script too large: more than %d tokens, the parser's limit: split the script, or read a long list of values from a table", limit))

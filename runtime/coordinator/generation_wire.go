@@ -205,6 +205,16 @@ func (c *Coordinator) coreNATSSubjects(script deploy.Script) []string {
 	if err != nil {
 		return nil
 	}
+	return coreNATSOf(bound)
+}
+
+// coreNATSOf are the core NATS subjects a bound query reads: a placed
+// query's, from the plan its placement bound (the script is not parsed
+// again between the workers' builds and the query's start).
+func coreNATSOf(bound *logical.Plan) []string {
+	if bound == nil {
+		return nil
+	}
 	var out []string
 	var walk func(logical.Node)
 	walk = func(nd logical.Node) {

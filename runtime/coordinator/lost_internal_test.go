@@ -1,6 +1,7 @@
 package coordinator
 
 import (
+	"slices"
 	"testing"
 
 	"github.com/nats-io/nats.go"
@@ -42,5 +43,34 @@ func TestCountCoreNATSWhileRecovering(t *testing.T) {
 	_ = nc.Publish("lost.in", []byte(`{"a":1}`))
 	if n := done(); n != 5 {
 		t.Fatalf("counted %d after unsubscribing, want 5", n)
+	}
+}
+
+// TestCoreNATSOfThePlacedPlan: the core NATS subjects a placed query reads
+// come from the plan its placement bound (deployFirst parses nothing more
+// before the start): a NATS stream's subject, not a file stream's, as
+// binding the script again finds them.
+func TestCoreNATSOfThePlacedPlan(t *testing.T) {
+	for _, tc := range []struct {
+		src  string
+		want []string
+	}{
+		{"CREATE STREAM s (a INT) FROM NATS 'lost.in' FORMAT JSON;\nCREATE STREAM f (a INT) FROM FILE 'f.csv' FORMAT CSV;\nSELECT s.a FROM s JOIN f ON s.a = f.a;\n", []string{"lost.in"}},
+		{"CREATE STREAM f (a INT) FROM FILE 'f.csv' FORMAT CSV;\nSELECT a FROM f;\n", nil},
+	} {
+		script := deploy.Script{Filename: "q.sql", Source: tc.src}
+		bound, _, err := script.Bind(nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := coreNATSOf(bound); !slices.Equal(got, tc.want) {
+			t.Errorf("%q: coreNATSOf = %q, want %q", tc.src, got, tc.want)
+		}
+		if got := (&Coordinator{}).coreNATSSubjects(script); !slices.Equal(got, tc.want) {
+			t.Errorf("%q: coreNATSSubjects = %q, want %q", tc.src, got, tc.want)
+		}
+	}
+	if got := coreNATSOf(nil); got != nil {
+		t.Errorf("no plan: %q", got)
 	}
 }

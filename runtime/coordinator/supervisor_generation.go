@@ -86,7 +86,7 @@ func (s *supervisor) deployFirst(ctx context.Context, ws []deploy.Worker) (*depl
 		s.fail(err)
 		return nil, err
 	}
-	replayable := len(c.coreNATSSubjects(req.Script)) == 0
+	replayable := len(coreNATSOf(pl.bound)) == 0
 	s.mu.Lock()
 	ended, why := s.ended(), s.info.Error
 	if !ended {
