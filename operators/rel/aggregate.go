@@ -803,7 +803,8 @@ func (h *HashAggregate) Advance(watermark int64) ([]arrow.Record, error) {
 		return out, err
 	}
 	if h.slabs != nil {
-		return h.closeSlabs(watermark)
+		out, _ := h.closeSlabs(watermark)
+		return out, nil
 	}
 	if watermark == math.MaxInt64 && h.spec.Window == nil && len(h.spec.Group) == 0 && len(h.windows) == 0 {
 		// An aggregate without GROUP BY has one row even over no rows
@@ -844,13 +845,16 @@ func (h *HashAggregate) Advance(watermark int64) ([]arrow.Record, error) {
 	return out, nil
 }
 
-// closeSlabs is Advance for a TUMBLE or HOP aggregation.
-func (h *HashAggregate) closeSlabs(watermark int64) ([]arrow.Record, error) {
+// closeSlabs is Advance for a TUMBLE or HOP aggregation (or
+// closeEpochs): the records of the windows ending at or before
+// watermark and the windows' starts.
+func (h *HashAggregate) closeSlabs(watermark int64) (out []arrow.Record, starts []int64) {
 	s := h.slabs
-	var out []arrow.Record
 	for _, w := range s.due(watermark) {
+		start := s.wins[w].start
 		if rec := s.finish(w, h.schema, h.spec.windowColumns()); rec != nil {
 			out = append(out, rec)
+			starts = append(starts, start)
 		}
 	}
 	if s.open() == 0 && len(s.gkey) > 0 {
@@ -864,8 +868,58 @@ func (h *HashAggregate) closeSlabs(watermark int64) ([]arrow.Record, error) {
 		s.compactIfDue()
 	}
 	_ = h.trackSlabs()
-	return out, nil
+	return out, starts
 }
+
+// newEpochAggregate is a HashAggregate of spec (no window) that keeps
+// apart the groups of each epoch its rows come at, all in one set of
+// slabs (window_slabs.go, an epoch as a window): MergeAggregate's state,
+// where a HashAggregate per pending epoch was a few dozen heap objects
+// an epoch, and a window per millisecond an epoch per millisecond.
+func newEpochAggregate(mem memory.Allocator, spec AggregateSpec, in *arrow.Schema, fns *functions.Registry) (*HashAggregate, error) {
+	if spec.Window != nil {
+		return nil, fmt.Errorf("%w: an aggregation by epoch has no window", ErrPlan)
+	}
+	h, err := NewHashAggregate(mem, spec, in, fns)
+	if err != nil {
+		return nil, err
+	}
+	accs, err := h.newAccs()
+	if err != nil {
+		return nil, err
+	}
+	h.slabs = newWindowSlabs(mem, groupTypes(spec.Group), accs)
+	h.goBytes = h.slabs.goBytes()
+	return h, nil
+}
+
+// addEpoch folds rec into the groups of epoch e (newEpochAggregate).
+func (h *HashAggregate) addEpoch(rec arrow.Record, e int64) error {
+	n := int(rec.NumRows())
+	if n == 0 {
+		return nil
+	}
+	keys, args, _, err := h.evalInputs(rec)
+	if err != nil {
+		return err
+	}
+	defer func() {
+		for _, a := range append(keys, args...) {
+			if a != nil {
+				a.Release()
+			}
+		}
+	}()
+	if cap(h.gids) < n {
+		h.gids = make([]uint32, n)
+		h.ws = make([]int64, n)
+	}
+	return h.addToSlabs(e, e, keys, args, 0, n)
+}
+
+// closeEpochs returns the records of every epoch at or before e, in
+// order, and their epochs (newEpochAggregate).
+func (h *HashAggregate) closeEpochs(e int64) ([]arrow.Record, []int64) { return h.closeSlabs(e) }
 
 func (h *HashAggregate) finishWindow(w *aggWindow) arrow.Record {
 	defer w.keys.release()
