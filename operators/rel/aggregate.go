@@ -236,7 +236,7 @@ func (h *HashAggregate) sessionGoBytes() int64 {
 	if st == nil {
 		return 0
 	}
-	return int64(st.next)*int64(48+groupAccBytes*len(st.accs)) + int64(st.keys.t.n)*(groupEntryBytes+48) + accStateBytes(st.accs)
+	return int64(cap(st.sess))*int64(sessionBytes+groupAccBytes*len(st.accs)) + int64(st.keys.t.n)*(groupEntryBytes+48) + accStateBytes(st.accs)
 }
 
 // trackSessions charges the sessions' change since the last call.
@@ -391,7 +391,7 @@ func NewHashAggregate(mem memory.Allocator, spec AggregateSpec, in *arrow.Schema
 		if err != nil {
 			return nil, err
 		}
-		h.sess = &sessionState{keys: &keyChunks{t: newGroupKeyTable(mem, groupTypes(spec.Group))}, accs: accs, byKey: map[uint32][]*session{}}
+		h.sess = &sessionState{keys: &keyChunks{t: newGroupKeyTable(mem, groupTypes(spec.Group))}, accs: accs, byKey: map[uint32]uint32{}}
 	} else if spec.Window != nil {
 		accs, err := h.newAccs()
 		if err != nil {
