@@ -351,7 +351,7 @@ func TestStrTableShortAndLong(t *testing.T) {
 			t.Fatalf("%q: id %d %v, want %d", k, id, ok, i)
 		}
 	}
-	if st.short.n != 8 || len(st.long) != 3 {
-		t.Fatalf("%d packed, %d in the map", st.short.n, len(st.long))
+	if st.short.n != 8 || st.long.n != 3 {
+		t.Fatalf("%d packed, %d in the map", st.short.n, st.long.n)
 	}
 }

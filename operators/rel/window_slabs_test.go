@@ -229,23 +229,35 @@ func head(s []string) []string { return s[:min(len(s), 8)] }
 func TestOpenWindowsAreAFewHeapObjects(t *testing.T) {
 	const windows = 20000
 	mem := memory.NewGoAllocator()
-	rec := makeRecord(t, mem, streamSchema, rowsMsApart(windows))
+	rows := rowsMsApart(windows)
+	for i, r := range rows {
+		r[3] = fmt.Sprintf("a key longer than a word, %d", i) // a new one per window
+	}
+	rec := makeRecord(t, mem, streamSchema, rows)
 	defer rec.Release()
 	for _, tc := range []struct {
 		name string
 		w    *WindowSpec
+		by   expr.Expr // the group key (nil: k)
 	}{
-		{"tumble", &WindowSpec{Type: expr.Tumble, Time: colTS, Size: time.Millisecond}},
-		{"hop", &WindowSpec{Type: expr.Hop, Time: colTS, Size: 2 * time.Millisecond, Slide: time.Millisecond}},
-		{"session", &WindowSpec{Type: expr.Session, Time: colTS, Gap: time.Second}},
-		{"merge epochs", nil},
+		{"tumble by a long string", &WindowSpec{Type: expr.Tumble, Time: colTS, Size: time.Millisecond}, colS},
+		{"tumble by two", &WindowSpec{Type: expr.Tumble, Time: colTS, Size: time.Millisecond}, nil},
+		{"tumble", &WindowSpec{Type: expr.Tumble, Time: colTS, Size: time.Millisecond}, nil},
+		{"hop", &WindowSpec{Type: expr.Hop, Time: colTS, Size: 2 * time.Millisecond, Slide: time.Millisecond}, nil},
+		{"session", &WindowSpec{Type: expr.Session, Time: colTS, Gap: time.Second}, nil},
+		{"merge epochs", nil, nil},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			budget := dataflow.NewMemory("query q", 0, nil)
 			var h *HashAggregate
-			if tc.w != nil {
+			switch {
+			case tc.name == "tumble by two":
+				h = countBy(t, budget.Allocator(mem), tc.w, colK, colS)
+			case tc.by != nil:
+				h = countBy(t, budget.Allocator(mem), tc.w, tc.by)
+			case tc.w != nil:
 				h = countByK(t, budget.Allocator(mem), tc.w)
-			} else {
+			default:
 				n, _ := expr.Builtins().NewAggregate("count", false)
 				spec := AggregateSpec{Group: []expr.Expr{colK}, GroupNames: []string{"k"}, Aggs: []*expr.Aggregate{n}, AggNames: []string{"n"}}
 				var err error
@@ -290,6 +302,25 @@ func TestOpenWindowsAreAFewHeapObjects(t *testing.T) {
 			}
 		})
 	}
+}
+
+// countBy is SELECT by..., count(*) ... GROUP BY by..., w.
+func countBy(t testing.TB, mem memory.Allocator, w *WindowSpec, by ...expr.Expr) *HashAggregate {
+	t.Helper()
+	n, err := expr.Builtins().NewAggregate("count", false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	spec := AggregateSpec{Window: w, Aggs: []*expr.Aggregate{n}, AggNames: []string{"n"}}
+	for i, e := range by {
+		spec.Group = append(spec.Group, e)
+		spec.GroupNames = append(spec.GroupNames, fmt.Sprint("g", i))
+	}
+	h, err := NewHashAggregate(mem, spec, streamSchema, functions.Builtins())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return h
 }
 
 // heapObjects is the live heap's objects after a collection.
