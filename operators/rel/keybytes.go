@@ -59,6 +59,14 @@ func (t *longStrings) bytesWith(extra int) int64 {
 	return l*longSlotBytes + t.held - t.used
 }
 
+// usedBytes is the keys' bytes in the chunks (an encoded tuple's).
+func (t *longStrings) usedBytes() int64 {
+	if t == nil {
+		return 0
+	}
+	return t.used
+}
+
 func (t *codeIDs) bytes() int64 {
 	if t == nil {
 		return 0
@@ -87,7 +95,7 @@ func (m *multiKeys) bytes() int64 {
 func (t *keyTable) goBytes() int64 {
 	// An encoded tuple is about 9 bytes a column (a tag and a value).
 	return int64(cap(t.buf)) + t.ints.bytes() + t.strs.bytes() + t.codes.bytes() + t.multi.bytes() + t.packed.bytes() + int64(cap(t.pvals))*9 +
-		int64(len(t.enc))*int64(mapEntryBytes+9*len(t.types))
+		t.enc.bytes() + t.enc.usedBytes()
 }
 
 // growBound is at most how much goBytes grows when extra more keys are

@@ -174,7 +174,7 @@ func BenchmarkKeyTable(b *testing.B) {
 				for i := 0; i < b.N; i++ {
 					kt := newKeyTable(mem, []arrow.DataType{dt})
 					if encoded {
-						kt.ints, kt.strs, kt.enc = nil, nil, map[string]uint32{}
+						kt.ints, kt.strs, kt.enc = nil, nil, newLongStrings()
 					}
 					for r := 0; r < 4; r++ {
 						kt.lookupBatch([]arrow.Array{col}, 0, len(vals), ids)

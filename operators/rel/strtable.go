@@ -96,6 +96,20 @@ func (t *longStrings) get(v string) (uint32, bool) {
 	}
 }
 
+// getBytes is get for a key in bytes (an encoded tuple).
+func (t *longStrings) getBytes(b []byte) (uint32, bool) {
+	h := maphash.Bytes(t.seed, b)
+	for i := h & t.mask; ; i = (i + 1) & t.mask {
+		s := &t.slots[i]
+		if s.id == 0 {
+			return 0, false
+		}
+		if s.hash == h && int(s.len) == len(b) && string(t.chunks[s.chunk][s.off:s.off+s.len]) == string(b) {
+			return s.id - 1, true
+		}
+	}
+}
+
 // put stores id for v (v must not be present), copying v's bytes.
 func (t *longStrings) put(v string, id uint32) {
 	if 2*(t.n+1) > len(t.slots) {

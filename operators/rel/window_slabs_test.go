@@ -231,6 +231,7 @@ func TestOpenWindowsAreAFewHeapObjects(t *testing.T) {
 	mem := memory.NewGoAllocator()
 	rows := rowsMsApart(windows)
 	for i, r := range rows {
+		r[2] = float64(i) / 8
 		r[3] = fmt.Sprintf("a key longer than a word, %d", i) // a new one per window
 	}
 	rec := makeRecord(t, mem, streamSchema, rows)
@@ -241,6 +242,7 @@ func TestOpenWindowsAreAFewHeapObjects(t *testing.T) {
 		by   expr.Expr // the group key (nil: k)
 	}{
 		{"tumble by a long string", &WindowSpec{Type: expr.Tumble, Time: colTS, Size: time.Millisecond}, colS},
+		{"tumble by a float", &WindowSpec{Type: expr.Tumble, Time: colTS, Size: time.Millisecond}, colF},
 		{"tumble by two", &WindowSpec{Type: expr.Tumble, Time: colTS, Size: time.Millisecond}, nil},
 		{"tumble", &WindowSpec{Type: expr.Tumble, Time: colTS, Size: time.Millisecond}, nil},
 		{"hop", &WindowSpec{Type: expr.Hop, Time: colTS, Size: 2 * time.Millisecond, Slide: time.Millisecond}, nil},
