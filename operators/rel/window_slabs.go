@@ -130,7 +130,8 @@ func (s *windowSlabs) link(w, g uint32) {
 // goBytes is what the slabs hold in Go memory beside the key builders'
 // and frozen arrays' buffers (the allocator's): the tables and slabs as
 // allocated, a slot per group of each aggregate, what the aggregates
-// hold beyond it (Sizer), long string keys' copies in the key table.
+// hold beyond it (Sizer), and the key table's copies of string keys
+// (as many bytes as the keys' values, in the builders and frozen chunks).
 func (s *windowSlabs) goBytes() int64 {
 	n := s.keys.goBytes() + s.pairs.bytes() + int64(cap(s.kids))*4 +
 		int64(cap(s.gkey)+cap(s.gwin)+cap(s.gnext))*4 +
