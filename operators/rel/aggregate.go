@@ -89,8 +89,10 @@ type HashAggregate struct {
 	argEv   []*eval.Evaluator // nil entry for count(*)
 	newAccs func() ([]functions.Accumulator, error)
 
-	windows map[int64]*aggWindow // by window start (TUMBLE, HOP, or the one global group set)
-	cur     *aggWindow           // last window touched: rows arrive mostly in order
+	windows map[int64]*aggWindow // the one global group set (no window)
+	cur     *aggWindow           // last window touched
+	// slabs holds a TUMBLE or HOP aggregation's windows (window_slabs.go).
+	slabs *windowSlabs
 
 	sess *sessionState
 
@@ -164,8 +166,12 @@ const (
 )
 
 // newWindowBytes is what opening one window costs before any key is in
-// it: charged before the window is made (window).
+// it: charged before the window is made (window). A TUMBLE or HOP window
+// is a slot in the slabs and an entry in their map of open windows.
 func (h *HashAggregate) newWindowBytes() int64 {
+	if h.slabs != nil {
+		return slabWindowBytes + windowMapBytes
+	}
 	if h.emptyWindow == 0 {
 		t := newGroupKeyTable(h.mem, groupTypes(h.spec.Group))
 		h.emptyWindow = int64(windowOverheadBytes+accOverheadBytes*len(h.spec.Aggs)) + t.goBytes() +
@@ -230,7 +236,7 @@ func (h *HashAggregate) sessionGoBytes() int64 {
 	if st == nil {
 		return 0
 	}
-	return int64(st.next)*int64(48+groupAccBytes*len(st.accs)) + int64(st.keys.t.n)*(groupEntryBytes+48) + accStateBytes(st.accs)
+	return int64(cap(st.sess))*int64(sessionBytes+groupAccBytes*len(st.accs)) + int64(st.keys.t.n)*(groupEntryBytes+48) + accStateBytes(st.accs)
 }
 
 // trackSessions charges the sessions' change since the last call.
@@ -276,8 +282,26 @@ func (h *HashAggregate) charge(d int64) error {
 		return nil
 	}
 	if err := h.acct.Grow(d); err != nil {
-		return fmt.Errorf("%d open windows: %w", len(h.windows), err)
+		return fmt.Errorf("%d open windows: %w", h.openWindows(), err)
 	}
+	return nil
+}
+
+// openWindows is the number of windows open.
+func (h *HashAggregate) openWindows() int {
+	if h.slabs != nil {
+		return h.slabs.open()
+	}
+	return len(h.windows)
+}
+
+// trackSlabs charges the slabs' change since the last call (or reserve).
+func (h *HashAggregate) trackSlabs() error {
+	d := h.slabs.goBytes() - h.goBytes
+	if err := h.charge(d); err != nil {
+		return err
+	}
+	h.goBytes += d
 	return nil
 }
 
@@ -367,7 +391,14 @@ func NewHashAggregate(mem memory.Allocator, spec AggregateSpec, in *arrow.Schema
 		if err != nil {
 			return nil, err
 		}
-		h.sess = &sessionState{keys: &keyChunks{t: newGroupKeyTable(mem, groupTypes(spec.Group))}, accs: accs, byKey: map[uint32][]*session{}}
+		h.sess = &sessionState{keys: &keyChunks{t: newGroupKeyTable(mem, groupTypes(spec.Group))}, accs: accs, byKey: map[uint32]uint32{}}
+	} else if spec.Window != nil {
+		accs, err := h.newAccs()
+		if err != nil {
+			return nil, err
+		}
+		h.slabs = newWindowSlabs(mem, groupTypes(spec.Group), accs)
+		h.goBytes = h.slabs.goBytes()
 	}
 	return h, nil
 }
@@ -532,7 +563,7 @@ func (h *HashAggregate) chargeHops(ts arrow.Array, size, slide int64) error {
 		first = max(first, floorDiv(late-size, slide)+1)
 	}
 	last := floorDiv(hi, slide)
-	need := last - first + 1 - int64(len(h.windows))
+	need := last - first + 1 - int64(h.openWindows())
 	if need <= 0 {
 		return nil
 	}
@@ -610,6 +641,9 @@ func (h *HashAggregate) addWindows(keys, args []arrow.Array, ts arrow.Array, siz
 // time (chunkRows). A refusal of the budget is a notFoldedError naming the
 // first row not folded: the rows before it are in the state.
 func (h *HashAggregate) addTo(start, end int64, keys, args []arrow.Array, _ []uint32, from, to int) error {
+	if h.slabs != nil {
+		return h.addToSlabs(start, end, keys, args, from, to)
+	}
 	w, err := h.window(start, end)
 	if err != nil {
 		return &notFoldedError{err: err, at: from}
@@ -634,6 +668,56 @@ func (h *HashAggregate) addTo(start, end int64, keys, args []arrow.Array, _ []ui
 		from += c
 	}
 	return nil
+}
+
+// addToSlabs is addTo for a TUMBLE or HOP window (window_slabs.go).
+func (h *HashAggregate) addToSlabs(start, end int64, keys, args []arrow.Array, from, to int) error {
+	s := h.slabs
+	w, err := h.slabWindow(start, end)
+	if err != nil {
+		return &notFoldedError{err: err, at: from}
+	}
+	for from < to {
+		c := min(to-from, max(foldChunkRows, int(s.wins[w].n)))
+		r := s.growBound(c)
+		if err := h.charge(r); err != nil {
+			return &notFoldedError{err: err, at: from}
+		}
+		h.goBytes += r
+		gids := h.gids[:c]
+		s.lookup(w, keys, from, from+c, gids)
+		for k, acc := range s.accs {
+			acc.Update(gids, args[k], from)
+			if err := accErr(acc, h.spec.Aggs[k]); err != nil {
+				return err
+			}
+		}
+		if err := h.trackSlabs(); err != nil {
+			return err
+		}
+		from += c
+	}
+	return nil
+}
+
+// slabWindow is the slot of the open window [start, end), made (and
+// charged before it is made, as window does) when new.
+func (h *HashAggregate) slabWindow(start, end int64) (uint32, error) {
+	if w, ok := h.slabs.bySt[start]; ok {
+		return w, nil
+	}
+	if h.opened++; h.pause != nil && h.opened%windowsPerPause == 0 {
+		if err := h.pause(); err != nil {
+			return 0, err
+		}
+	}
+	b := h.newWindowBytes()
+	if err := h.charge(b); err != nil {
+		return 0, err
+	}
+	h.goBytes += b
+	w, _ := h.slabs.window(start, end)
+	return w, h.trackSlabs()
 }
 
 // foldChunkRows is the fewest rows folded under one reservation (a
@@ -718,6 +802,10 @@ func (h *HashAggregate) Advance(watermark int64) ([]arrow.Record, error) {
 		_ = h.trackSessions()
 		return out, err
 	}
+	if h.slabs != nil {
+		out, _ := h.closeSlabs(watermark)
+		return out, nil
+	}
 	if watermark == math.MaxInt64 && h.spec.Window == nil && len(h.spec.Group) == 0 && len(h.windows) == 0 {
 		// An aggregate without GROUP BY has one row even over no rows
 		// (count 0, the others NULL), as in SQL.
@@ -756,6 +844,82 @@ func (h *HashAggregate) Advance(watermark int64) ([]arrow.Record, error) {
 	}
 	return out, nil
 }
+
+// closeSlabs is Advance for a TUMBLE or HOP aggregation (or
+// closeEpochs): the records of the windows ending at or before
+// watermark and the windows' starts.
+func (h *HashAggregate) closeSlabs(watermark int64) (out []arrow.Record, starts []int64) {
+	s := h.slabs
+	for _, w := range s.due(watermark) {
+		start := s.wins[w].start
+		if rec := s.finish(w, h.schema, h.spec.windowColumns()); rec != nil {
+			out = append(out, rec)
+			starts = append(starts, start)
+		}
+	}
+	if s.open() == 0 && len(s.gkey) > 0 {
+		// Nothing open: start again with empty slabs, so that what the
+		// last windows grew them to is not kept.
+		if accs, err := h.newAccs(); err == nil {
+			s.release()
+			h.slabs = newWindowSlabs(h.mem, s.types, accs)
+		}
+	} else {
+		s.compactIfDue()
+	}
+	_ = h.trackSlabs()
+	return out, starts
+}
+
+// newEpochAggregate is a HashAggregate of spec (no window) that keeps
+// apart the groups of each epoch its rows come at, all in one set of
+// slabs (window_slabs.go, an epoch as a window): MergeAggregate's state,
+// where a HashAggregate per pending epoch was a few dozen heap objects
+// an epoch, and a window per millisecond an epoch per millisecond.
+func newEpochAggregate(mem memory.Allocator, spec AggregateSpec, in *arrow.Schema, fns *functions.Registry) (*HashAggregate, error) {
+	if spec.Window != nil {
+		return nil, fmt.Errorf("%w: an aggregation by epoch has no window", ErrPlan)
+	}
+	h, err := NewHashAggregate(mem, spec, in, fns)
+	if err != nil {
+		return nil, err
+	}
+	accs, err := h.newAccs()
+	if err != nil {
+		return nil, err
+	}
+	h.slabs = newWindowSlabs(mem, groupTypes(spec.Group), accs)
+	h.goBytes = h.slabs.goBytes()
+	return h, nil
+}
+
+// addEpoch folds rec into the groups of epoch e (newEpochAggregate).
+func (h *HashAggregate) addEpoch(rec arrow.Record, e int64) error {
+	n := int(rec.NumRows())
+	if n == 0 {
+		return nil
+	}
+	keys, args, _, err := h.evalInputs(rec)
+	if err != nil {
+		return err
+	}
+	defer func() {
+		for _, a := range append(keys, args...) {
+			if a != nil {
+				a.Release()
+			}
+		}
+	}()
+	if cap(h.gids) < n {
+		h.gids = make([]uint32, n)
+		h.ws = make([]int64, n)
+	}
+	return h.addToSlabs(e, e, keys, args, 0, n)
+}
+
+// closeEpochs returns the records of every epoch at or before e, in
+// order, and their epochs (newEpochAggregate).
+func (h *HashAggregate) closeEpochs(e int64) ([]arrow.Record, []int64) { return h.closeSlabs(e) }
 
 func (h *HashAggregate) finishWindow(w *aggWindow) arrow.Record {
 	defer w.keys.release()
@@ -806,6 +970,13 @@ const windowsPerRelease = 256
 func (h *HashAggregate) ReleaseWith(do func(func())) {
 	if do == nil {
 		do = func(f func()) { f() }
+	}
+	if s := h.slabs; s != nil {
+		// A few slabs, dropped at once however many windows are open.
+		do(s.release)
+		if accs, err := h.newAccs(); err == nil {
+			h.slabs = newWindowSlabs(h.mem, s.types, accs)
+		}
 	}
 	open := make([]*aggWindow, 0, len(h.windows))
 	for _, w := range h.windows {

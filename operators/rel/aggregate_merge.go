@@ -1,8 +1,8 @@
 package rel
 
 import (
+	"fmt"
 	"math"
-	"slices"
 
 	"github.com/apache/arrow/go/v17/arrow"
 
@@ -25,80 +25,66 @@ import (
 // alone. Nothing here is ever late: a partial row's epoch is its window's.
 type MergeAggregate struct {
 	dataflow.Base
-	spec    AggregateSpec
-	in      *arrow.Schema
-	fns     *functions.Registry
-	stats   *Stats
-	held    *dataflow.Capability
-	pending map[dataflow.Epoch]*HashAggregate
+	spec  AggregateSpec
+	in    *arrow.Schema
+	fns   *functions.Registry
+	stats *Stats
+	held  *dataflow.Capability
+	// h keeps the partial rows of every pending epoch, each epoch's
+	// groups apart (newEpochAggregate).
+	h *HashAggregate
 }
 
 // NewMergeAggregate makes a merge instance over partial rows of schema in;
 // stats (nil: none) counts the rows it sends (the partial phase counts the
 // rows in and the late ones).
 func NewMergeAggregate(spec AggregateSpec, in *arrow.Schema, fns *functions.Registry, stats *Stats) *MergeAggregate {
-	return &MergeAggregate{spec: spec, in: in, fns: fns, stats: stats, pending: map[dataflow.Epoch]*HashAggregate{}}
+	return &MergeAggregate{spec: spec, in: in, fns: fns, stats: stats}
 }
 
 func (m *MergeAggregate) Open(ctx *dataflow.Context, cap *dataflow.Capability) error {
-	// Compile once so that a spec that does not fit fails at open.
-	h, err := NewHashAggregate(ctx.Allocator(), m.spec, m.in, m.fns)
+	h, err := newEpochAggregate(ctx.Allocator(), m.spec, m.in, m.fns)
 	if err != nil {
 		return err
 	}
-	h.Release()
+	m.h = h
+	// The pending epochs' groups count against the query's memory.
+	if err := h.Charge(ctx.Memory()); err != nil {
+		return err
+	}
 	m.held, err = cap.Retain()
 	return err
 }
 
 func (m *MergeAggregate) OnBatch(ctx *dataflow.Context, _ int, b dataflow.Batch, _ *dataflow.Capability) error {
 	defer b.Record.Release()
-	h := m.pending[b.Epoch]
-	if h == nil {
-		var err error
-		if h, err = NewHashAggregate(ctx.Allocator(), m.spec, m.in, m.fns); err != nil {
-			return err
-		}
-		// Each epoch's groups count against the query's memory.
-		if err := h.Charge(ctx.Memory()); err != nil {
-			h.Release()
-			return err
-		}
-		m.pending[b.Epoch] = h
+	if b.Epoch > math.MaxInt64 {
+		return fmt.Errorf("final aggregate: rows at epoch %d, past the last", b.Epoch)
 	}
-	return h.Add(b.Record)
+	return m.h.addEpoch(b.Record, int64(b.Epoch))
 }
 
 // OnFrontier emits the combined rows of every epoch the frontier passed, in
 // epoch order, each at its own epoch.
 func (m *MergeAggregate) OnFrontier(ctx *dataflow.Context, _ int, f dataflow.Epoch) error {
-	var due []dataflow.Epoch
-	for e := range m.pending {
-		if e < f || f == dataflow.Closed {
-			due = append(due, e)
-		}
+	through := int64(math.MaxInt64) // every epoch before f
+	if f != dataflow.Closed && f <= math.MaxInt64 {
+		through = int64(f) - 1
 	}
-	slices.Sort(due)
-	for _, e := range due {
-		h := m.pending[e]
-		delete(m.pending, e)
-		recs, err := h.Advance(math.MaxInt64)
-		h.Release()
-		if err == nil && e > m.held.Epoch() {
-			err = m.held.Downgrade(e)
-		}
-		if err != nil {
-			releaseRecords(recs)
-			return err
-		}
-		for i, rec := range recs {
-			if m.stats != nil {
-				m.stats.RowsOut.Add(rec.NumRows())
-			}
-			if err := ctx.Emit(0, m.held, rec); err != nil {
-				releaseRecords(recs[i+1:])
+	recs, epochs := m.h.closeEpochs(through)
+	for i, rec := range recs {
+		if e := dataflow.Epoch(epochs[i]); e > m.held.Epoch() {
+			if err := m.held.Downgrade(e); err != nil {
+				releaseRecords(recs[i:])
 				return err
 			}
+		}
+		if m.stats != nil {
+			m.stats.RowsOut.Add(rec.NumRows())
+		}
+		if err := ctx.Emit(0, m.held, rec); err != nil {
+			releaseRecords(recs[i+1:])
+			return err
 		}
 	}
 	if f == dataflow.Closed {
@@ -111,13 +97,12 @@ func (m *MergeAggregate) OnFrontier(ctx *dataflow.Context, _ int, f dataflow.Epo
 	return nil
 }
 
-func (m *MergeAggregate) Close(*dataflow.Context) error {
+func (m *MergeAggregate) Close(ctx *dataflow.Context) error {
 	if m.held != nil {
 		m.held.Drop()
 	}
-	for e, h := range m.pending {
-		h.Release()
-		delete(m.pending, e)
+	if m.h != nil {
+		m.h.ReleaseWith(dataflow.HelperOf(ctx.Context()).Do)
 	}
 	return nil
 }

@@ -1,6 +1,8 @@
 package rel
 
 import (
+	"runtime"
+	"runtime/metrics"
 	"testing"
 	"time"
 
@@ -31,4 +33,52 @@ func BenchmarkOpenWindows(b *testing.B) {
 		h.Release()
 	}
 	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/40000, "ns/window")
+}
+
+// BenchmarkGCWithOpenWindows is what a full collection costs with 40,000
+// windows of a window per millisecond open (#25): the wall time of a
+// forced runtime.GC per op, the collector's CPU per collection (gc-cpu-ns,
+// runtime/metrics), and the live heap objects per open window. The
+// windows' state is a few slabs without pointers (window_slabs.go), so
+// the collector marks a few slices, not each window's objects.
+func BenchmarkGCWithOpenWindows(b *testing.B) {
+	const windows = 40000
+	mem := memory.NewGoAllocator()
+	rec := makeRecord(b, mem, streamSchema, rowsMsApart(windows))
+	defer rec.Release()
+	budget := dataflow.NewMemory("query q", 0, nil)
+	before := gcObjects()
+	h := countByK(b, budget.Allocator(mem), &WindowSpec{Type: expr.Tumble, Time: colTS, Size: time.Millisecond})
+	if err := h.Charge(budget.Account("aggregate")); err != nil {
+		b.Fatal(err)
+	}
+	if err := h.Add(rec); err != nil {
+		b.Fatal(err)
+	}
+	perWindow := float64(gcObjects()-before) / windows
+	cpu0 := gcCPU()
+	b.ResetTimer()
+	for b.Loop() {
+		runtime.GC()
+	}
+	b.StopTimer()
+	b.ReportMetric((gcCPU()-cpu0)*1e9/float64(b.N), "gc-cpu-ns/op")
+	b.ReportMetric(perWindow, "objects/window")
+	runtime.KeepAlive(h)
+	h.Release()
+}
+
+func gcObjects() int64 {
+	runtime.GC()
+	var s runtime.MemStats
+	runtime.ReadMemStats(&s)
+	return int64(s.HeapObjects)
+}
+
+// gcCPU is the collector's CPU so far, in seconds (an estimate the
+// runtime keeps: its mark workers, assists and pauses).
+func gcCPU() float64 {
+	s := []metrics.Sample{{Name: "/cpu/classes/gc/total:cpu-seconds"}}
+	metrics.Read(s)
+	return s[0].Value.Float64()
 }

@@ -36,9 +36,35 @@ func (t *strTable) bytes() int64 {
 	if t == nil {
 		return 0
 	}
-	// The long keys' bytes are counted with the builders' (windowGoBytes):
-	// reading them here would cost a walk of the map per batch.
-	return t.short.bytes() + int64(len(t.long))*mapEntryBytes
+	return t.short.bytes() + t.long.bytes()
+}
+
+// bytes is what the table's slots hold and its chunks' room not yet
+// used: the long keys' bytes themselves are counted with the builders'
+// (windowGoBytes), as the copies they are of.
+func (t *longStrings) bytes() int64 {
+	if t == nil {
+		return 0
+	}
+	return int64(cap(t.slots))*longSlotBytes + t.held - t.used
+}
+
+// bytesWith is bytes with extra more keys: the slots double while more
+// than half full (put).
+func (t *longStrings) bytesWith(extra int) int64 {
+	l := int64(len(t.slots))
+	for 2*(int64(t.n)+int64(extra)) > l {
+		l *= 2
+	}
+	return l*longSlotBytes + t.held - t.used
+}
+
+// usedBytes is the keys' bytes in the chunks (an encoded tuple's).
+func (t *longStrings) usedBytes() int64 {
+	if t == nil {
+		return 0
+	}
+	return t.used
 }
 
 func (t *codeIDs) bytes() int64 {
@@ -69,7 +95,7 @@ func (m *multiKeys) bytes() int64 {
 func (t *keyTable) goBytes() int64 {
 	// An encoded tuple is about 9 bytes a column (a tag and a value).
 	return int64(cap(t.buf)) + t.ints.bytes() + t.strs.bytes() + t.codes.bytes() + t.multi.bytes() + t.packed.bytes() + int64(cap(t.pvals))*9 +
-		int64(len(t.enc))*int64(mapEntryBytes+9*len(t.types))
+		t.enc.bytes() + t.enc.usedBytes()
 }
 
 // growBound is at most how much goBytes grows when extra more keys are
@@ -82,7 +108,7 @@ func (t *keyTable) growBound(extra int) int64 {
 	case t.packed != nil:
 		return t.packed.table.bytesWith(extra) - t.packed.table.bytes() + int64(extra)*9
 	case t.strs != nil:
-		return t.strs.short.bytesWith(extra) - t.strs.short.bytes() + int64(extra)*mapEntryBytes
+		return t.strs.short.bytesWith(extra) - t.strs.short.bytes() + t.strs.long.bytesWith(extra) - t.strs.long.bytes()
 	case t.multi != nil:
 		var n int64
 		for i := range t.multi.cols {
@@ -90,7 +116,7 @@ func (t *keyTable) growBound(extra int) int64 {
 			if c.ints != nil {
 				n += c.ints.bytesWith(extra) - c.ints.bytes()
 			} else {
-				n += c.strs.short.bytesWith(extra) - c.strs.short.bytes() + int64(extra)*mapEntryBytes
+				n += c.strs.short.bytesWith(extra) - c.strs.short.bytes() + c.strs.long.bytesWith(extra) - c.strs.long.bytes()
 			}
 			n += int64(extra) * 4 // the batch's ids
 		}

@@ -21,10 +21,10 @@ type keyTable struct {
 	types []arrow.DataType
 	ints  *intTable // single integer-like key
 	strs  *strTable
-	codes *codeIDs // a dictionary-encoded strs key's codes (dictkeys.go)
-	nullG int64    // id of the NULL key for ints and strs (-1 none)
-	enc   map[string]uint32
-	multi *multiKeys // GROUP BY tuples of strings and integers (newGroupKeyTable)
+	codes *codeIDs     // a dictionary-encoded strs key's codes (dictkeys.go)
+	nullG int64        // id of the NULL key for ints and strs (-1 none)
+	enc   *longStrings // other tuples, by their encoding (encodeKey)
+	multi *multiKeys   // GROUP BY tuples of strings and integers (newGroupKeyTable)
 	// packed: a join's build tuple of integers as one int64 (packedkeys.go),
 	// with its scratch (a view's own, like buf).
 	packed *packedKeys
@@ -46,7 +46,7 @@ func newKeyTable(mem memory.Allocator, types []arrow.DataType) *keyTable {
 	case len(types) == 1 && types[0].ID() == arrow.STRING:
 		t.strs = newStrTable()
 	default:
-		t.enc = map[string]uint32{}
+		t.enc = newLongStrings()
 	}
 	for _, ty := range types {
 		t.keys = append(t.keys, array.NewBuilder(mem, ty))
@@ -256,7 +256,7 @@ func (t *keyTable) find(cols []arrow.Array, from, to int, out []int32) {
 				continue
 			}
 			t.buf = encodeKey(t.buf[:0], cols, i)
-			if g, ok := t.enc[string(t.buf)]; ok {
+			if g, ok := t.enc.getBytes(t.buf); ok {
 				out[i-from] = int32(g)
 			}
 		}
@@ -293,12 +293,12 @@ func (t *keyTable) lookup(cols []arrow.Array, i int) uint32 {
 		return one[0]
 	}
 	t.buf = encodeKey(t.buf[:0], cols, i)
-	if g, ok := t.enc[string(t.buf)]; ok {
+	if g, ok := t.enc.getBytes(t.buf); ok {
 		return g
 	}
 	g := t.n
 	t.n++
-	t.enc[string(t.buf)] = g
+	t.enc.put(string(t.buf), g)
 	if !t.noValues {
 		for k, c := range cols {
 			appendValue(t.keys[k], c, i)

@@ -174,7 +174,7 @@ func BenchmarkKeyTable(b *testing.B) {
 				for i := 0; i < b.N; i++ {
 					kt := newKeyTable(mem, []arrow.DataType{dt})
 					if encoded {
-						kt.ints, kt.strs, kt.enc = nil, nil, map[string]uint32{}
+						kt.ints, kt.strs, kt.enc = nil, nil, newLongStrings()
 					}
 					for r := 0; r < 4; r++ {
 						kt.lookupBatch([]arrow.Array{col}, 0, len(vals), ids)
@@ -351,7 +351,7 @@ func TestStrTableShortAndLong(t *testing.T) {
 			t.Fatalf("%q: id %d %v, want %d", k, id, ok, i)
 		}
 	}
-	if st.short.n != 8 || len(st.long) != 3 {
-		t.Fatalf("%d packed, %d in the map", st.short.n, len(st.long))
+	if st.short.n != 8 || st.long.n != 3 {
+		t.Fatalf("%d packed, %d in the map", st.short.n, st.long.n)
 	}
 }

@@ -12,13 +12,15 @@ import (
 
 // sessionState keeps, per group key, the open sessions. Each session owns a
 // group id in one shared set of accumulators; a row that bridges two sessions
-// merges them (Accumulator.Merge).
+// merges them (Accumulator.Merge). The sessions are a slab indexed by their
+// group ids, each key's a list through it, so that no session is a heap
+// object of its own for the collector to mark (#25).
 type sessionState struct {
 	keys  *keyChunks
 	accs  []functions.Accumulator
-	byKey map[uint32][]*session
-	next  uint32
-	free  []uint32 // ids of closed or merged-away sessions, reset for reuse
+	sess  []session         // by group id (a freed id's entry is unused)
+	byKey map[uint32]uint32 // a key id's first open session
+	free  []uint32          // ids of closed or merged-away sessions, reset for reuse
 	open  int
 }
 
@@ -30,9 +32,8 @@ func (st *sessionState) newGid() uint32 {
 		st.free = st.free[:n-1]
 		return g
 	}
-	g := st.next
-	st.next++
-	return g
+	st.sess = append(st.sess, session{})
+	return uint32(len(st.sess) - 1)
 }
 
 func (st *sessionState) release(g uint32) {
@@ -42,11 +43,16 @@ func (st *sessionState) release(g uint32) {
 	st.free = append(st.free, g)
 }
 
+// session is an open session: its group id is its index in
+// sessionState.sess.
 type session struct {
-	start, end int64 // end = last event time + gap
-	gid        uint32
-	key        uint32
+	start, end int64  // end = last event time + gap
+	key        uint32 // its key's id
+	next       uint32 // the key's next open session (noGroup: none)
 }
+
+// sessionBytes is what GoStateBytes charges a session: its slot.
+const sessionBytes = 24
 
 const noGroup = math.MaxUint32
 
@@ -65,40 +71,59 @@ func (h *HashAggregate) addSessions(keys, args []arrow.Array, ts arrow.Array, ga
 		}
 		t := tv[i]
 		k := st.keys.t.lookup(keys, i)
-		list := st.byKey[k]
-		var rep *session
-		kept := list[:0]
-		for _, s := range list {
+		head, ok := st.byKey[k]
+		if !ok {
+			head = noGroup
+		}
+		// The key's sessions, in the order they opened: the first that
+		// the row falls in takes it, and every other it falls in merges
+		// into that one and leaves the list.
+		rep, prev := uint32(noGroup), uint32(noGroup)
+		for g := head; g != noGroup; {
+			s := &st.sess[g]
+			next := s.next
 			if s.start < t+gap && t < s.end {
-				if rep == nil {
-					rep = s
-					rep.start = min(rep.start, t)
-					rep.end = max(rep.end, t+gap)
-					kept = append(kept, s)
+				if rep == noGroup {
+					rep = g
+					s.start = min(s.start, t)
+					s.end = max(s.end, t+gap)
+					prev, g = g, next
 					continue
 				}
-				rep.start = min(rep.start, s.start)
-				rep.end = max(rep.end, s.end)
-				forward[s.gid] = rep.gid
-				merged = append(merged, s.gid)
+				r := &st.sess[rep]
+				r.start = min(r.start, s.start)
+				r.end = max(r.end, s.end)
+				forward[g] = rep
+				merged = append(merged, g)
 				st.open--
+				if prev == noGroup {
+					head = next
+				} else {
+					st.sess[prev].next = next
+				}
+				g = next
 				continue
 			}
-			kept = append(kept, s)
+			prev, g = g, next
 		}
-		if rep == nil {
+		if rep == noGroup {
 			if t+gap <= h.lateBy() {
 				h.late++
 				gids[i] = noGroup
-				st.byKey[k] = kept
+				st.setHead(k, head)
 				continue
 			}
-			rep = &session{start: t, end: t + gap, gid: st.newGid(), key: k}
+			rep = st.newGid()
+			st.sess[rep] = session{start: t, end: t + gap, key: k, next: noGroup}
 			st.open++
-			kept = append(kept, rep)
+			if prev == noGroup {
+				head = rep
+			} else {
+				st.sess[prev].next = rep
+			}
 		}
-		st.byKey[k] = kept
-		gids[i] = rep.gid
+		st.setHead(k, head)
+		gids[i] = rep
 	}
 	final := func(g uint32) uint32 {
 		for {
@@ -110,7 +135,7 @@ func (h *HashAggregate) addSessions(keys, args []arrow.Array, ts arrow.Array, ga
 		}
 	}
 	for _, acc := range st.accs {
-		acc.Grow(int(st.next))
+		acc.Grow(len(st.sess))
 	}
 	for _, g := range merged {
 		for _, acc := range st.accs {
@@ -151,32 +176,45 @@ func (h *HashAggregate) addSessions(keys, args []arrow.Array, ts arrow.Array, ga
 	return nil
 }
 
+// setHead records head as key k's first open session (none: k leaves the
+// map).
+func (st *sessionState) setHead(k, head uint32) {
+	if head == noGroup {
+		delete(st.byKey, k)
+		return
+	}
+	st.byKey[k] = head
+}
+
 // closeSessions emits every session whose end is at or before watermark, ordered
 // by end, then start, then key id.
 func (h *HashAggregate) closeSessions(watermark int64) ([]arrow.Record, error) {
 	st := h.sess
-	var due []*session
-	for k, list := range st.byKey {
-		kept := list[:0]
-		for _, s := range list {
-			if s.end <= watermark {
-				due = append(due, s)
+	var due []uint32
+	for k, head := range st.byKey {
+		prev := uint32(noGroup)
+		for g := head; g != noGroup; {
+			next := st.sess[g].next
+			if st.sess[g].end <= watermark {
+				due = append(due, g)
+				if prev == noGroup {
+					head = next
+				} else {
+					st.sess[prev].next = next
+				}
 			} else {
-				kept = append(kept, s)
+				prev = g
 			}
+			g = next
 		}
-		if len(kept) == 0 {
-			delete(st.byKey, k)
-		} else {
-			st.byKey[k] = kept
-		}
+		st.setHead(k, head)
 	}
 	if len(due) == 0 {
 		return nil, nil
 	}
 	st.open -= len(due)
 	sort.Slice(due, func(i, j int) bool {
-		a, b := due[i], due[j]
+		a, b := &st.sess[due[i]], &st.sess[due[j]]
 		if a.end != b.end {
 			return a.end < b.end
 		}
@@ -190,16 +228,16 @@ func (h *HashAggregate) closeSessions(watermark int64) ([]arrow.Record, error) {
 	for i := range builders {
 		builders[i] = array.NewBuilder(h.mem, h.schema.Field(i).Type)
 	}
-	gids := make([]uint32, len(due))
+	gids := due
 	starts := array.NewTimestampBuilder(h.mem, h.schema.Field(nk).Type.(*arrow.TimestampType))
 	ends := array.NewTimestampBuilder(h.mem, h.schema.Field(nk+1).Type.(*arrow.TimestampType))
-	for i, s := range due {
+	for _, g := range due {
+		s := &st.sess[g]
 		if nk > 0 {
 			st.keys.appendKey(builders, s.key)
 		}
 		starts.Append(arrow.Timestamp(s.start))
 		ends.Append(arrow.Timestamp(s.end))
-		gids[i] = s.gid
 	}
 	var cols []arrow.Array
 	for _, b := range append(builders, starts, ends) {
