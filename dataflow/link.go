@@ -278,53 +278,7 @@ func (b LinkBandwidth) Risk(bps float64, cost func(fall []float64) float64) Link
 	}
 	r.Loss = max(r.Loss, unseen)
 	r.Expected = (sum + unseen) / float64(r.N+1)
-	if e, loss, ok := b.fallingRisk(bps, cost, unseen); ok {
-		r.Expected, r.Loss = max(r.Expected, e), max(r.Loss, loss)
-	}
 	return r
-}
-
-// fallingRisk is Risk's expected cost for a message on a link known to be
-// falling now: the oldest message on the wire is overdue, so the next
-// sample is at most Overdue, a fall from the latest of at least the ratio
-// Overdue/latest. Of the kept transitions that fell at least that far,
-// those that, scaled to the latest sample, end under bps each cost what a
-// one-message fall there costs; the next such fall is the deepest of them
-// with probability 1/(deep+1) (unseen). Read unconditionally, a link that
-// fell once, 1543 to 669 kbit/s, held the largest side on its 55
-// transitions without a fall under its need while a large frame ahead was
-// overdue at 446 (it was at 155), and a second large frame queued behind
-// it (bench slo --simulate, queued sender: steps-2411 2.01% missed, the
-// smallest side 0.27%; with this 1.90%). The dearest such fall is a loss
-// a bet must cover (LinkRisk.Loss). ok is false when no message is
-// overdue, the link gives bps no more by the bound, or no kept transition
-// fell that far (FallingUnseen's case).
-func (b LinkBandwidth) fallingRisk(bps float64, cost func(fall []float64) float64, unseen float64) (e, loss float64, ok bool) {
-	n := len(b.Samples)
-	if b.Overdue <= 0 || n == 0 || b.Overdue >= b.Samples[n-1] || b.Overdue < bps {
-		return 0, 0, false
-	}
-	latest := b.Samples[n-1]
-	ratio := b.Overdue / latest
-	deep, sum := 0, 0.0
-	for i := 1; i < n; i++ {
-		if b.Samples[i-1] <= 0 || b.Samples[i] > ratio*b.Samples[i-1] {
-			continue
-		}
-		deep++
-		if to := latest * b.Samples[i] / b.Samples[i-1]; to < bps {
-			c := 1.0
-			if cost != nil {
-				c = max(1, cost([]float64{to}))
-			}
-			sum += c
-			loss = max(loss, c)
-		}
-	}
-	if deep == 0 {
-		return 0, 0, false
-	}
-	return (sum + unseen) / float64(deep+1), loss, true
 }
 
 // FallingUnseen reports whether the link is falling now by more than it
