@@ -154,14 +154,19 @@ func TestCPUBreatherLetsTheNetworkIn(t *testing.T) {
 	before := cpu.breaths.Load()
 	with := busy(true)
 	breaths := cpu.breaths.Load() - before
-	without := busy(false)
-	t.Logf("a pipe's read late by %s alone, %s beside a busy query alone with breathers (%d), %s without, nine in ten of 50 on %d processors",
-		alone, with, breaths, without, runtime.GOMAXPROCS(0))
+	t.Logf("a pipe's read late by %s alone, %s beside a busy query alone with breathers (%d), nine in ten of 50 on %d processors",
+		alone, with, breaths, runtime.GOMAXPROCS(0))
 	// Past the bound and no better than half the wait without them: the
 	// breathers did not let the network in (a machine too loaded for
-	// either to be quick is not the breathers' failure).
-	if limit := (breatherEvery+2)*cpu.slice + 4*alone + 10*time.Millisecond; with > limit && with > without/2 {
-		t.Errorf("a read beside the busy query alone was late by %s (nine in ten), past %s (alone %s, without breathers %s): the network waited behind the steps", with, limit, alone, without)
+	// either to be quick is not the breathers' failure). The run without
+	// them is only that excuse, so it runs only past the bound: its reads
+	// wait seconds in all beside the spinning steps, which hold every core.
+	if limit := (breatherEvery+2)*cpu.slice + 4*alone + 10*time.Millisecond; with > limit {
+		without := busy(false)
+		t.Logf("past %s: %s without breathers", limit, without)
+		if with > without/2 {
+			t.Errorf("a read beside the busy query alone was late by %s (nine in ten), past %s (alone %s, without breathers %s): the network waited behind the steps", with, limit, alone, without)
+		}
 	}
 	if breaths == 0 {
 		t.Errorf("no breather beside %d busy steps on %d processors", 4*runtime.GOMAXPROCS(0)+2, runtime.GOMAXPROCS(0))

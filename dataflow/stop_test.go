@@ -2,9 +2,13 @@ package dataflow_test
 
 import (
 	"context"
+	"errors"
+	"sync/atomic"
 	"testing"
 	"time"
 
+	"github.com/apache/arrow/go/v17/arrow"
+	"github.com/apache/arrow/go/v17/arrow/memory"
 	"github.com/tierflow/tierflow/dataflow"
 	"github.com/tierflow/tierflow/dataflow/builtin"
 )
@@ -106,4 +110,57 @@ func TestGracefulStopDrains(t *testing.T) {
 		}
 		checkCompletions(t, &got)
 	})
+}
+
+// gatedSink opens once gate closes: its inbox fills before its first step.
+type gatedSink struct {
+	*builtin.Sink
+	gate <-chan struct{}
+}
+
+func (s gatedSink) Open(ctx *dataflow.Context, cap *dataflow.Capability) error {
+	<-s.gate
+	return s.Sink.Open(ctx, cap)
+}
+
+// A cancelled run (an aborted query) stops each instance at its next
+// message, not once its inbox drains: an operator that takes a queue of
+// batches handles none after the cancel (a model's batches ran on for
+// seconds after bench shared aborted its best-effort query), and every
+// record it did not handle is released.
+func TestCancelStopsAtTheNextMessage(t *testing.T) {
+	checkNoGoroutineLeak(t)
+	mem := checkedAlloc(t)
+	const batches = 8
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	all := make(chan struct{})
+	g := &dataflow.Graph{Query: "cancel"}
+	// One batch more than the sink waits for: the source asks for it only
+	// once it has emitted the others, all of them in the sink's inbox
+	// (QueueLen has room for them all).
+	src := g.AddOperator(op("src", 0, 1, []int{0}, func(dataflow.Instance) dataflow.Operator {
+		return builtin.NewGenerator(batches+1, func(b int, mem memory.Allocator) (dataflow.Epoch, arrow.Record, error) {
+			if b == batches {
+				close(all)
+			}
+			return 0, kvRecord(mem, b, 1), nil
+		})
+	}))
+	var handled atomic.Int64
+	sink := g.AddOperator(op("sink", 1, 0, []int{0}, func(dataflow.Instance) dataflow.Operator {
+		return gatedSink{Sink: builtin.NewSink(func(dataflow.Batch) error {
+			handled.Add(1)
+			cancel()
+			return nil
+		}), gate: all}
+	}))
+	g.Connect(src, 0, sink, 0)
+	err := dataflow.Run(ctx, g, dataflow.Config{Allocator: mem, QueueLen: 2 * batches})
+	if !errors.Is(err, context.Canceled) {
+		t.Fatalf("Run after a cancel = %v, want context.Canceled", err)
+	}
+	if n := handled.Load(); n != 1 {
+		t.Fatalf("the sink handled %d batches, want 1: the one it cancelled in (%d were in its inbox)", n, batches)
+	}
 }

@@ -475,9 +475,17 @@ func (in *instance) stepOnce(checkRoom bool) (bool, error) {
 	msgs := in.q.take(in.scratch)
 	for i := range msgs {
 		busy = true
-		err := in.flushHeld()
+		// A cancelled run (an aborted query) stops at the next message, not
+		// after the inbox drains: up to QueueLen batches, each maybe a model
+		// run of a second, would run on for nothing.
+		err := in.ctx.Err()
+		if err == nil {
+			err = in.flushHeld()
+		}
 		if err == nil {
 			err = in.handle(&msgs[i])
+		} else {
+			msgs[i].release()
 		}
 		if err != nil {
 			for j := i + 1; j < len(msgs); j++ {

@@ -96,15 +96,15 @@ type sharedRow struct {
 }
 
 type sharedOptions struct {
-	rate, latencyMs float64
-	duration        time.Duration
-	beRows, rounds  int
-	filters, hidden int
-	images          string
-	policies        []string
-	spread, jitters float64
-	quantile        float64
-	noLearn         bool
+	rate, latencyMs  float64
+	duration, warmup time.Duration
+	beRows, rounds   int
+	filters, hidden  int
+	images           string
+	policies         []string
+	spread, jitters  float64
+	quantile         float64
+	noLearn          bool
 }
 
 // The bench's policies: the two alone runs are the baselines.
@@ -144,8 +144,8 @@ wait for a grant, the model run, after it) per policy.`,
 			if o.quantile < 0 || o.quantile > 1 {
 				return cli.BadInput(fmt.Errorf("--quantile %g: want 0 to 1", o.quantile))
 			}
-			if o.rate <= 0 || o.latencyMs <= 0 || o.duration < time.Second || o.beRows < 100 || o.rounds < 1 || o.filters < 1 || o.hidden < 1 {
-				return cli.BadInput(errors.New("--rate and --latency-ms must be positive, --duration at least 1s, --be-rows at least 100, --rounds, --filters and --hidden at least 1"))
+			if o.rate <= 0 || o.latencyMs <= 0 || o.duration < time.Second || o.warmup < 0 || o.beRows < 100 || o.rounds < 1 || o.filters < 1 || o.hidden < 1 {
+				return cli.BadInput(errors.New("--rate and --latency-ms must be positive, --duration at least 1s, --warmup 0 or more, --be-rows at least 100, --rounds, --filters and --hidden at least 1"))
 			}
 			if benv.G().Format != "" && benv.G().Format != "table" && benv.G().Format != "json" {
 				return cli.BadInput(fmt.Errorf("unknown --format %q: want table or json", benv.G().Format))
@@ -174,6 +174,7 @@ wait for a grant, the model run, after it) per policy.`,
 	f.Float64Var(&o.rate, "rate", 20, "frames per second of the real-time stream")
 	f.Float64Var(&o.latencyMs, "latency-ms", 50, "LATENCY bound of the real-time query, ms")
 	f.DurationVar(&o.duration, "duration", 15*time.Second, "how long the real-time stream plays")
+	f.DurationVar(&o.warmup, "warmup", time.Second, "how long the best-effort query runs before the measurement starts")
 	f.IntVar(&o.beRows, "be-rows", 200000, "rows of the best-effort archive (enough to outlast the real-time stream)")
 	f.IntVar(&o.rounds, "rounds", 3, "rounds of the policies, each policy once a round; the verdict is the median over rounds")
 	f.IntVar(&o.filters, "filters", 64, "convolution filters of the bench's CNN")
@@ -521,7 +522,7 @@ func sharedRun(ctx context.Context, benv *bench.Env, o sharedOptions, inf *infra
 			return fmt.Errorf("the best-effort query failed %s: %w", when, err)
 		}
 		ran := time.Since(beStart)
-		need := float64(o.beRows) / ran.Seconds() * (2*time.Second + 2*o.duration).Seconds()
+		need := float64(o.beRows) / ran.Seconds() * (2*o.warmup + 2*o.duration).Seconds()
 		return cli.BadInput(fmt.Errorf("the best-effort query read all %d rows (--be-rows) in %s, %s: "+
 			"it must outlast the %s run: raise --be-rows to more than %.0f at that rate", o.beRows, ran.Round(time.Millisecond), when, o.duration, need))
 	}
@@ -530,8 +531,8 @@ func sharedRun(ctx context.Context, benv *bench.Env, o sharedOptions, inf *infra
 			_, err := c.Client().Submit(runCtx, be, beName, bench.Discard{})
 			beDone <- err
 		}()
-		// Under way: the best-effort query has run model batches for a
-		// second.
+		// Under way: the best-effort query has run model batches, then
+		// --warmup more.
 		deadline := time.Now().Add(2 * time.Minute)
 		for beRows() == 0 {
 			if time.Now().After(deadline) {
@@ -543,7 +544,7 @@ func sharedRun(ctx context.Context, benv *bench.Env, o sharedOptions, inf *infra
 			case <-time.After(20 * time.Millisecond):
 			}
 		}
-		time.Sleep(time.Second) // warm-up: the measurement starts after it
+		time.Sleep(o.warmup) // the measurement starts after it
 	}
 	if pol == "be-alone" {
 		first = mark{time.Now(), beRows()}

@@ -41,6 +41,33 @@ type BenchData struct {
 	// Infer runs a variant on rows for real (the schedules' batches); nil
 	// uses Predicted alone.
 	Infer func(variant string, rows []int) ([]int, error)
+	// nbs[row] are the labels of the row's 5 nearest sample points, searched
+	// once: the estimates, the short-circuit's profile, the calibration and
+	// the windows of every mix ask for the same rows again.
+	nbs map[int][]int
+}
+
+// neighbours5 are the labels of row r's 5 nearest sample points (KNN.WithK(5)),
+// nearest first.
+func (d *BenchData) neighbours5(r int) []int {
+	if nb, ok := d.nbs[r]; ok {
+		return nb
+	}
+	if d.nbs == nil {
+		d.nbs = map[int][]int{}
+	}
+	nb := d.KNN.WithK(5).Neighbours(d.Rows[r*d.Dim : (r+1)*d.Dim])
+	d.nbs[r] = nb
+	return nb
+}
+
+// votes5 is KNN.WithK(5).Votes of row r: its neighbours' labels counted.
+func (d *BenchData) votes5(r int) []float64 {
+	v := make([]float64, len(d.KNN.Classes()))
+	for _, l := range d.neighbours5(r) {
+		v[l]++
+	}
+	return v
 }
 
 // EstimateRow is one line of the estimate table: the mean absolute error
@@ -139,9 +166,8 @@ func (d *BenchData) Estimates(m dataaware.Mix, cfg BenchConfig) []EstimateRow {
 	// One search per row serves both k: the nearest of its 5 neighbours
 	// is its 1-NN.
 	nbs := make([][]int, len(rows))
-	ix := d.KNN.WithK(5)
 	for i, r := range rows {
-		nbs[i] = ix.Neighbours(d.Rows[r*d.Dim : (r+1)*d.Dim])
+		nbs[i] = d.neighbours5(r)
 	}
 	mixes := map[string][]float64{}
 	for _, k := range []int{1, 5} {
@@ -203,7 +229,6 @@ func (d *BenchData) Schedules(m dataaware.Mix, cfg BenchConfig, policies []dataa
 	// short-circuit answer (kNN k=5, its accuracy profiled too).
 	unit := 0.0
 	apps := make([]*dataaware.App, len(d.Apps))
-	ix := d.KNN.WithK(5)
 	scAcc := make([]float64, len(d.Apps))
 	for a, app := range d.Apps {
 		apps[a] = &dataaware.App{Name: app.Name, Penalty: app.Penalty}
@@ -215,7 +240,7 @@ func (d *BenchData) Schedules(m dataaware.Mix, cfg BenchConfig, policies []dataa
 		}
 		ok := 0
 		for _, r := range cfg.Profile {
-			c, _ := dataaware.Argmax(appTheta(app, ix.Votes(d.Rows[r*d.Dim:(r+1)*d.Dim])))
+			c, _ := dataaware.Argmax(appTheta(app, d.votes5(r)))
 			if c == app.ClassOf[d.Labels[r]] {
 				ok++
 			}
@@ -228,7 +253,7 @@ func (d *BenchData) Schedules(m dataaware.Mix, cfg BenchConfig, policies []dataa
 		var votes [][]float64
 		var truth []int
 		for _, r := range cfg.Profile {
-			votes = append(votes, appTheta(app, ix.Votes(d.Rows[r*d.Dim:(r+1)*d.Dim])))
+			votes = append(votes, appTheta(app, d.votes5(r)))
 			truth = append(truth, app.ClassOf[d.Labels[r]])
 		}
 		cal[a] = dataaware.NewCalibration(votes, truth, len(app.Classes))
@@ -245,7 +270,7 @@ func (d *BenchData) Schedules(m dataaware.Mix, cfg BenchConfig, policies []dataa
 		for i, pi := range draw {
 			row := cfg.Pool[pi]
 			a := i % len(apps)
-			votes := appTheta(d.Apps[a], ix.Votes(d.Rows[row*d.Dim:(row+1)*d.Dim]))
+			votes := appTheta(d.Apps[a], d.votes5(row))
 			arr := r.Float64() * window
 			dl := window + cfg.Deadline*unit*(0.5+r.Float64())
 			p.Requests = append(p.Requests, &dataaware.Request{App: a, Arrival: arr, Deadline: dl, Votes: cal[a].Votes(votes)})

@@ -85,6 +85,7 @@ func (ix *KNN) project(src, dst []float32) {
 	}
 	for j := 0; j < ix.proj; j++ {
 		row := ix.w[j*ix.dim : (j+1)*ix.dim]
+		row = row[:len(src)] // one bounds check, not one a value
 		var s float32
 		for i, v := range src {
 			s += row[i] * v
@@ -117,12 +118,28 @@ func (ix *KNN) Neighbours(row []float32) []int {
 	best := make([]nb, 0, ix.K+1)
 	for i := range ix.labels {
 		p := ix.points[i*ix.proj : (i+1)*ix.proj]
-		var d float32
-		for j, v := range q {
-			x := v - p[j]
-			d += x * x
+		// Once K are kept, a point whose distance reaches the K-th's is
+		// skipped; the sum of squares only grows, so it is skipped as soon
+		// as a part of the sum reaches it (checked every 16 terms). The
+		// terms add in the same order: a point kept has the same distance.
+		full := len(best) == ix.K
+		var bound float32
+		if full {
+			bound = best[ix.K-1].d
 		}
-		if len(best) == ix.K && d >= best[ix.K-1].d {
+		var d float32
+		for j := 0; j < len(q); j += 16 {
+			qs := q[j:min(j+16, len(q))]
+			ps := p[j : j+len(qs)]
+			for k, v := range qs {
+				x := v - ps[k]
+				d += x * x
+			}
+			if full && d >= bound {
+				break
+			}
+		}
+		if full && d >= bound {
 			continue
 		}
 		at := sort.Search(len(best), func(j int) bool { return best[j].d > d })

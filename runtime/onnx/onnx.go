@@ -217,6 +217,14 @@ func (e *Env) open(k sessionKey, o Options) (*Session, error) {
 		}
 		s.threads = k.threads
 	}
+	// The intra-op threads sleep between runs, not spin: a worker's cores
+	// are shared by its queries' steps, the control plane and other
+	// sessions, and ONNX Runtime's threads spun on them after every run
+	// (runtime/dataaware's tests, paced by their publishers: 10-12 CPU-s
+	// with spinning, 2.5-2.8 without, the same wall time).
+	if err := opts.AddSessionConfigEntry("session.intra_op.allow_spinning", "0"); err != nil {
+		return nil, fmt.Errorf("%w: intra-op spinning: %w", ErrModel, err)
+	}
 	s.provider = e.chooseProvider(opts, o)
 	s.s, err = ort.NewDynamicAdvancedSession(k.path, s.inNames, s.outNames, opts)
 	if err != nil {
