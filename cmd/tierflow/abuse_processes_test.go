@@ -400,7 +400,9 @@ func logSeparate(t *testing.T, base, baseOff sepLatency, on, off []sepCase) {
 // no worker process grows past its guard.
 func TestAbusiveQueriesOnSeparateProcesses(t *testing.T) {
 	l := deploy.Limits{MemoryBytes: 8 << 20, RunTime: 20 * time.Second}
-	dir, scripts := clustertest.WriteAbuse(t, 40000)
+	// 100,000 rows: at 40,000 a window per millisecond fits its 8 MiB now
+	// that closing its windows builds one record, not one each (#25).
+	dir, scripts := clustertest.WriteAbuse(t, 100000)
 	s := startSeparate(t, l, "256MiB", true)
 	base, cases := runSeparate(t, s, dir, scripts, 3)
 	logSeparate(t, base, sepLatency{}, cases, make([]sepCase, len(cases)))

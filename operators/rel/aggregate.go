@@ -112,6 +112,11 @@ type HashAggregate struct {
 
 	inPlace int8 // foldsInPlace's answer: 0 not yet asked, 1 yes, -1 no
 
+	// oneEpoch, when positive, is the most rows a record of closed TUMBLE
+	// or HOP windows holds, several windows a record: the caller sends
+	// all the windows an Advance closes at one epoch (SendAtOneEpoch).
+	oneEpoch int
+
 	// goBytes estimates what the open windows keep beside their Arrow
 	// key builders (which the allocator counts): each window's tables and
 	// accumulators, each group's hash entry and aggregate values, string
@@ -790,7 +795,8 @@ func accErr(acc functions.Accumulator, agg *expr.Aggregate) error {
 
 // Advance closes every window that ends at or before watermark (math.MaxInt64
 // closes all, including a non-windowed aggregation) and returns one record per
-// closed window, in order of window end. The caller owns the records.
+// closed window, in order of window end (sessions: one record; TUMBLE and HOP
+// after SendAtOneEpoch: several windows a record). The caller owns the records.
 func (h *HashAggregate) Advance(watermark int64) ([]arrow.Record, error) {
 	if watermark <= h.closed || (h.spec.Window == nil && watermark != math.MaxInt64) {
 		// A non-windowed aggregation over a stream has no end but the input's.
@@ -845,17 +851,28 @@ func (h *HashAggregate) Advance(watermark int64) ([]arrow.Record, error) {
 	return out, nil
 }
 
+// SendAtOneEpoch tells h that its caller sends all the windows an Advance
+// closes at one epoch (processing-time windows: Aggregate.emitHeld), so
+// TUMBLE and HOP windows closed together come in records of up to rows
+// rows, not one a window (#25).
+func (h *HashAggregate) SendAtOneEpoch(rows int) { h.oneEpoch = rows }
+
 // closeSlabs is Advance for a TUMBLE or HOP aggregation (or
 // closeEpochs): the records of the windows ending at or before
-// watermark and the windows' starts.
+// watermark and the windows' starts. The windows' rows are built as one
+// record (windowSlabs.finishAll) and cut into a slice per window, which
+// share its buffers: each window still leaves in a record of its own, at
+// the epoch of its end (Aggregate.OnFrontier, MergeAggregate), which LIMIT
+// and ORDER BY per window, the ordered sink and the merge of a two-phase
+// aggregation read as the window. With oneEpoch set the caller sends them
+// all at one epoch, and the slices are cut at most oneEpoch rows each,
+// several windows a record (whole windows, in the same order).
 func (h *HashAggregate) closeSlabs(watermark int64) (out []arrow.Record, starts []int64) {
 	s := h.slabs
-	for _, w := range s.due(watermark) {
-		start := s.wins[w].start
-		if rec := s.finish(w, h.schema, h.spec.windowColumns()); rec != nil {
-			out = append(out, rec)
-			starts = append(starts, start)
-		}
+	due := s.due(watermark)
+	rec, rows := s.finishAll(due, h.schema, h.spec.windowColumns())
+	if rec != nil {
+		out, starts = h.cut(rec, due, rows)
 	}
 	if s.open() == 0 && len(s.gkey) > 0 {
 		// Nothing open: start again with empty slabs, so that what the
@@ -868,6 +885,34 @@ func (h *HashAggregate) closeSlabs(watermark int64) (out []arrow.Record, starts 
 		s.compactIfDue()
 	}
 	_ = h.trackSlabs()
+	return out, starts
+}
+
+// cut cuts rec, the rows of windows due (rows[i] of due[i]), into the
+// records closeSlabs returns, and releases it; starts are the first
+// window's start of each.
+func (h *HashAggregate) cut(rec arrow.Record, due []uint32, rows []int) (out []arrow.Record, starts []int64) {
+	var at, from int64
+	for i, n := range rows {
+		if n == 0 {
+			continue
+		}
+		if h.oneEpoch > 0 && at > from && at-from+int64(n) <= int64(h.oneEpoch) {
+			at += int64(n) // this window joins the record being cut
+			continue
+		}
+		if at > from {
+			out = append(out, rec.NewSlice(from, at))
+		}
+		from = at
+		at += int64(n)
+		starts = append(starts, h.slabs.wins[due[i]].start)
+	}
+	if from == 0 {
+		return append(out, rec), starts // one record: rec itself
+	}
+	out = append(out, rec.NewSlice(from, at))
+	rec.Release()
 	return out, starts
 }
 

@@ -49,6 +49,11 @@ func (a *Aggregate) Open(ctx *dataflow.Context, cap *dataflow.Capability) error 
 	// A batch opening a window per row emits nothing until it ends: it
 	// meets its query's turn between the windows it opens (#25).
 	h.PauseWith(func() error { return dataflow.Yield(ctx.Context()) })
+	if w := a.spec.Window; w != nil && w.ProcTime {
+		// Processing-time windows all go out at the held epoch
+		// (emitHeld): those closed together share records.
+		h.SendAtOneEpoch(closedBatchRows)
+	}
 	// Its windows' and groups' state counts against the query's memory.
 	if err := h.Charge(ctx.Memory()); err != nil {
 		return err
@@ -99,6 +104,11 @@ func (a *Aggregate) OnBatch(ctx *dataflow.Context, _ int, b dataflow.Batch, _ *d
 	}
 	return a.emitHeld(ctx, recs)
 }
+
+// closedBatchRows is the most rows a record of processing-time windows
+// closed together holds: a source batch's rows (exec.Options.BatchSize's
+// default), so the records are no larger than those the query reads.
+const closedBatchRows = 4096
 
 // emitHeld sends recs at the held capability's epoch.
 func (a *Aggregate) emitHeld(ctx *dataflow.Context, recs []arrow.Record) error {

@@ -9,6 +9,7 @@ import (
 	"github.com/apache/arrow/go/v17/arrow/memory"
 
 	"github.com/tierflow/tierflow/operators/functions"
+	"github.com/tierflow/tierflow/planner/expr"
 )
 
 // windowSlabs holds the open windows of a TUMBLE or HOP aggregation in a
@@ -168,20 +169,32 @@ func sizerBound(accs []functions.Accumulator) int64 {
 	return n
 }
 
-// finish closes window w and returns its rows (nil when it has none):
-// its keys, window_start and window_end when cols, its aggregates. Its
-// groups are emptied (Accumulator.Reset) and dead.
-func (s *windowSlabs) finish(w uint32, schema *arrow.Schema, cols bool) arrow.Record {
-	win := &s.wins[w]
-	delete(s.bySt, win.start)
-	win.open = false
-	n := int(win.n)
+// finishAll closes windows ws and returns all their rows in one record,
+// window after window in the order of ws (each window's groups in the
+// order they came): its keys, window_start and window_end when cols, its
+// aggregates; rows[i] is window ws[i]'s row count. The record is nil when
+// no window has rows. Building the windows' columns once, not a set of
+// builders and arrays per window, is what closing many windows together
+// saves (#25: a window per millisecond closes 40,000 at the input's end).
+// Their groups are emptied (Accumulator.Reset) and dead.
+func (s *windowSlabs) finishAll(ws []uint32, schema *arrow.Schema, cols bool) (rec arrow.Record, rows []int) {
+	rows = make([]int, len(ws))
+	n := 0
+	for i, w := range ws {
+		win := &s.wins[w]
+		delete(s.bySt, win.start)
+		win.open = false
+		rows[i] = int(win.n)
+		n += int(win.n)
+	}
 	if n == 0 {
-		return nil
+		return nil, rows
 	}
 	gids := make([]uint32, 0, n)
-	for g := win.head; g != noGroup; g = s.gnext[g] {
-		gids = append(gids, g)
+	for _, w := range ws {
+		for g := s.wins[w].head; g != noGroup; g = s.gnext[g] {
+			gids = append(gids, g)
+		}
 	}
 	s.vals.freeze(s.keys, s.mem)
 	out := make([]arrow.Array, 0, schema.NumFields())
@@ -198,7 +211,7 @@ func (s *windowSlabs) finish(w uint32, schema *arrow.Schema, cols bool) arrow.Re
 		b.Release()
 	}
 	if cols {
-		out = append(out, constTimestamp(s.mem, win.start, n), constTimestamp(s.mem, win.end, n))
+		out = append(out, s.bounds(ws, rows, n, false), s.bounds(ws, rows, n, true))
 	}
 	for _, acc := range s.accs {
 		out = append(out, acc.Finish(s.mem, gids))
@@ -210,11 +223,29 @@ func (s *windowSlabs) finish(w uint32, schema *arrow.Schema, cols bool) arrow.Re
 		s.gwin[g] = noGroup
 	}
 	s.dead += n
-	rec := array.NewRecord(schema, out, int64(n))
+	rec = array.NewRecord(schema, out, int64(n))
 	for _, c := range out {
 		c.Release()
 	}
-	return rec
+	return rec, rows
+}
+
+// bounds is the window_start (window_end when end) column of windows ws,
+// rows[i] rows of window ws[i], n in all.
+func (s *windowSlabs) bounds(ws []uint32, rows []int, n int, end bool) arrow.Array {
+	b := array.NewTimestampBuilder(s.mem, expr.Timestamp.(*arrow.TimestampType))
+	defer b.Release()
+	b.Reserve(n)
+	for i, w := range ws {
+		t := arrow.Timestamp(s.wins[w].start)
+		if end {
+			t = arrow.Timestamp(s.wins[w].end)
+		}
+		for range rows[i] {
+			b.UnsafeAppend(t)
+		}
+	}
+	return b.NewArray()
 }
 
 // due is the open windows ending at or before watermark (all at
