@@ -396,7 +396,7 @@ func NewHashAggregate(mem memory.Allocator, spec AggregateSpec, in *arrow.Schema
 		if err != nil {
 			return nil, err
 		}
-		h.sess = &sessionState{keys: &keyChunks{t: newGroupKeyTable(mem, groupTypes(spec.Group))}, accs: accs, byKey: map[uint32]uint32{}}
+		h.sess = &sessionState{keys: &keyChunks{t: newGroupKeyTable(mem, groupTypes(spec.Group)), mem: mem}, accs: accs, byKey: map[uint32]uint32{}}
 	} else if spec.Window != nil {
 		accs, err := h.newAccs()
 		if err != nil {
@@ -452,15 +452,18 @@ func (h *HashAggregate) Late() int64 { return h.late }
 // NullTimes is the number of rows dropped for a NULL event time.
 func (h *HashAggregate) NullTimes() int64 { return h.nulls }
 
-// evalInputs computes the key, argument and time columns of rec.
-func (h *HashAggregate) evalInputs(rec arrow.Record) (keys, args []arrow.Array, ts arrow.Array, err error) {
-	release := func() {
-		for _, a := range append(append(keys, args...), ts) {
-			if a != nil {
-				a.Release()
-			}
+// releaseInputs releases what evalInputs made (any of them may be nil).
+func releaseInputs(keys, args []arrow.Array, ts arrow.Array) {
+	for _, a := range append(append(keys, args...), ts) {
+		if a != nil {
+			a.Release()
 		}
 	}
+}
+
+// evalInputs computes the key, argument and time columns of rec.
+func (h *HashAggregate) evalInputs(rec arrow.Record) (keys, args []arrow.Array, ts arrow.Array, err error) {
+	release := func() { releaseInputs(keys, args, ts) }
 	for _, ev := range h.groupEv {
 		a, e := ev.Eval(h.fctx, rec)
 		if e != nil {
@@ -508,13 +511,7 @@ func (h *HashAggregate) Add(rec arrow.Record) error {
 	if err != nil {
 		return err
 	}
-	defer func() {
-		for _, a := range append(append(keys, args...), ts) {
-			if a != nil {
-				a.Release()
-			}
-		}
-	}()
+	defer releaseInputs(keys, args, ts)
 	if cap(h.gids) < n {
 		h.gids = make([]uint32, n)
 		h.ws = make([]int64, n)
@@ -948,13 +945,7 @@ func (h *HashAggregate) addEpoch(rec arrow.Record, e int64) error {
 	if err != nil {
 		return err
 	}
-	defer func() {
-		for _, a := range append(keys, args...) {
-			if a != nil {
-				a.Release()
-			}
-		}
-	}()
+	defer releaseInputs(keys, args, nil)
 	if cap(h.gids) < n {
 		h.gids = make([]uint32, n)
 		h.ws = make([]int64, n)

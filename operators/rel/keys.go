@@ -414,41 +414,20 @@ func appendValue(b array.Builder, a arrow.Array, i int) {
 
 // keyChunks freezes a keyTable's builders into arrays on demand, so that the
 // values of key id k stay readable while new keys keep arriving (SESSION state
-// outlives any one batch).
+// outlives any one batch); the frozen values are a windowSlabs' keyValues.
 type keyChunks struct {
-	t      *keyTable
-	chunks [][]arrow.Array
-	starts []uint32
-	frozen uint32
-}
-
-func (c *keyChunks) freeze() {
-	if c.t.n == c.frozen {
-		return
-	}
-	c.chunks = append(c.chunks, c.t.finishKeys())
-	c.starts = append(c.starts, c.frozen)
-	c.frozen = c.t.n
+	t   *keyTable
+	mem memory.Allocator
+	v   keyValues
 }
 
 // appendKey appends key id k's values to the output builders.
 func (c *keyChunks) appendKey(out []array.Builder, k uint32) {
-	c.freeze()
-	j := len(c.starts) - 1
-	for c.starts[j] > k {
-		j--
-	}
-	for col, b := range out {
-		appendValue(b, c.chunks[j][col], int(k-c.starts[j]))
-	}
+	c.v.freeze(c.t, c.mem)
+	c.v.appendKey(out, k)
 }
 
 func (c *keyChunks) release() {
-	for _, ch := range c.chunks {
-		for _, a := range ch {
-			a.Release()
-		}
-	}
-	c.chunks = nil
+	c.v.release()
 	c.t.release()
 }
