@@ -461,6 +461,14 @@ func releaseInputs(keys, args []arrow.Array, ts arrow.Array) {
 	}
 }
 
+// growScratch makes the per-row group and window scratch hold n rows.
+func (h *HashAggregate) growScratch(n int) {
+	if cap(h.gids) < n {
+		h.gids = make([]uint32, n)
+		h.ws = make([]int64, n)
+	}
+}
+
 // evalInputs computes the key, argument and time columns of rec.
 func (h *HashAggregate) evalInputs(rec arrow.Record) (keys, args []arrow.Array, ts arrow.Array, err error) {
 	release := func() { releaseInputs(keys, args, ts) }
@@ -512,10 +520,7 @@ func (h *HashAggregate) Add(rec arrow.Record) error {
 		return err
 	}
 	defer releaseInputs(keys, args, ts)
-	if cap(h.gids) < n {
-		h.gids = make([]uint32, n)
-		h.ws = make([]int64, n)
-	}
+	h.growScratch(n)
 	w := h.spec.Window
 	switch {
 	case w == nil:
@@ -946,10 +951,7 @@ func (h *HashAggregate) addEpoch(rec arrow.Record, e int64) error {
 		return err
 	}
 	defer releaseInputs(keys, args, nil)
-	if cap(h.gids) < n {
-		h.gids = make([]uint32, n)
-		h.ws = make([]int64, n)
-	}
+	h.growScratch(n)
 	return h.addToSlabs(e, e, keys, args, 0, n)
 }
 

@@ -76,18 +76,9 @@ func (h *HashAggregate) addSelected(rec arrow.Record, sel []int32) (bool, error)
 	if err != nil {
 		return false, nil
 	}
-	defer func() {
-		for _, a := range append(keys, args...) {
-			if a != nil {
-				a.Release()
-			}
-		}
-	}()
+	defer releaseInputs(keys, args, nil)
 	n := int(rec.NumRows())
-	if cap(h.gids) < n {
-		h.gids = make([]uint32, n)
-		h.ws = make([]int64, n)
-	}
+	h.growScratch(n)
 	w, err := h.window(0, 0)
 	if err != nil {
 		return true, err
