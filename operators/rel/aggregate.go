@@ -398,12 +398,11 @@ func NewHashAggregate(mem memory.Allocator, spec AggregateSpec, in *arrow.Schema
 		}
 		h.sess = &sessionState{keys: &keyChunks{t: newGroupKeyTable(mem, groupTypes(spec.Group)), mem: mem}, accs: accs, byKey: map[uint32]uint32{}}
 	} else if spec.Window != nil {
-		accs, err := h.newAccs()
+		slabs, err := h.freshSlabs()
 		if err != nil {
 			return nil, err
 		}
-		h.slabs = newWindowSlabs(mem, groupTypes(spec.Group), accs)
-		h.goBytes = h.slabs.goBytes()
+		h.slabs, h.goBytes = slabs, slabs.goBytes()
 	}
 	return h, nil
 }
@@ -879,9 +878,9 @@ func (h *HashAggregate) closeSlabs(watermark int64) (out []arrow.Record, starts 
 	if s.open() == 0 && len(s.gkey) > 0 {
 		// Nothing open: start again with empty slabs, so that what the
 		// last windows grew them to is not kept.
-		if accs, err := h.newAccs(); err == nil {
+		if fresh, err := h.freshSlabs(); err == nil {
 			s.release()
-			h.slabs = newWindowSlabs(h.mem, s.types, accs)
+			h.slabs = fresh
 		}
 	} else {
 		s.compactIfDue()
@@ -918,6 +917,15 @@ func (h *HashAggregate) cut(rec arrow.Record, due []uint32, rows []int) (out []a
 	return out, starts
 }
 
+// freshSlabs is empty slabs for h's groups, with accumulators of their own.
+func (h *HashAggregate) freshSlabs() (*windowSlabs, error) {
+	accs, err := h.newAccs()
+	if err != nil {
+		return nil, err
+	}
+	return newWindowSlabs(h.mem, groupTypes(h.spec.Group), accs), nil
+}
+
 // newEpochAggregate is a HashAggregate of spec (no window) that keeps
 // apart the groups of each epoch its rows come at, all in one set of
 // slabs (window_slabs.go, an epoch as a window): MergeAggregate's state,
@@ -931,11 +939,9 @@ func newEpochAggregate(mem memory.Allocator, spec AggregateSpec, in *arrow.Schem
 	if err != nil {
 		return nil, err
 	}
-	accs, err := h.newAccs()
-	if err != nil {
+	if h.slabs, err = h.freshSlabs(); err != nil {
 		return nil, err
 	}
-	h.slabs = newWindowSlabs(mem, groupTypes(spec.Group), accs)
 	h.goBytes = h.slabs.goBytes()
 	return h, nil
 }
@@ -1012,8 +1018,8 @@ func (h *HashAggregate) ReleaseWith(do func(func())) {
 	if s := h.slabs; s != nil {
 		// A few slabs, dropped at once however many windows are open.
 		do(s.release)
-		if accs, err := h.newAccs(); err == nil {
-			h.slabs = newWindowSlabs(h.mem, s.types, accs)
+		if fresh, err := h.freshSlabs(); err == nil {
+			h.slabs = fresh
 		}
 	}
 	open := make([]*aggWindow, 0, len(h.windows))
