@@ -84,27 +84,22 @@ func newLongStrings() *longStrings {
 }
 
 func (t *longStrings) get(v string) (uint32, bool) {
-	h := maphash.String(t.seed, v)
-	for i := h & t.mask; ; i = (i + 1) & t.mask {
-		s := &t.slots[i]
-		if s.id == 0 {
-			return 0, false
-		}
-		if s.hash == h && int(s.len) == len(v) && string(t.chunks[s.chunk][s.off:s.off+s.len]) == v {
-			return s.id - 1, true
-		}
-	}
+	return probeLong(t, maphash.String(t.seed, v), v)
 }
 
 // getBytes is get for a key in bytes (an encoded tuple).
 func (t *longStrings) getBytes(b []byte) (uint32, bool) {
-	h := maphash.Bytes(t.seed, b)
+	return probeLong(t, maphash.Bytes(t.seed, b), b)
+}
+
+// probeLong looks v, of hash h, up in t.
+func probeLong[K string | []byte](t *longStrings, h uint64, v K) (uint32, bool) {
 	for i := h & t.mask; ; i = (i + 1) & t.mask {
 		s := &t.slots[i]
 		if s.id == 0 {
 			return 0, false
 		}
-		if s.hash == h && int(s.len) == len(b) && string(t.chunks[s.chunk][s.off:s.off+s.len]) == string(b) {
+		if s.hash == h && int(s.len) == len(v) && string(t.chunks[s.chunk][s.off:s.off+s.len]) == string(v) {
 			return s.id - 1, true
 		}
 	}
