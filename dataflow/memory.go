@@ -29,11 +29,13 @@ type LimitError struct {
 	Budget                  string
 	// Top is the operator with the largest state in the budget when it
 	// is not Holder: the one whose state filled the budget, when another
-	// (a scan's next batch) was the one refused. The budget's pools (the
-	// Arrow buffers, the relay's messages) are never Top: they hold the
-	// records in flight, which links and read-ahead bound, not what any
-	// operator keeps, so they can outweigh the state to blame (a DISTINCT's
-	// set under a scan's parsed chunks) without being the cause.
+	// (a scan's next batch) was the one refused. Records in flight (the
+	// Arrow buffers, an operator's output, the relay's messages) are Top
+	// only when no operator keeps any state: links and read-ahead bound
+	// them, so they can outweigh the state to blame (a DISTINCT's set
+	// under a scan's parsed chunks) without being the cause; with no
+	// state, the operator whose output fills the budget (a cross join's
+	// product) is the cause.
 	Top Holder
 }
 
@@ -189,21 +191,30 @@ func (m *Memory) Holders() []Holder {
 	return out
 }
 
-// largestState is the operator account holding the most, not counting the
-// pools of records in flight; nil when no operator holds anything.
-func (m *Memory) largestState() *Account {
+// blame is the account LimitError.Top names: the operator state holding
+// the most; with no state at all, the operator output holding the most
+// records; nil when neither holds anything. The shared pools (the Arrow
+// buffers of no one operator, the relay's messages) are never blamed.
+func (m *Memory) blame() *Account {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	var top *Account
+	var state, output *Account
 	for _, a := range m.accounts {
 		if a == m.arrow || a == m.relay || a.held.Load() <= 0 {
 			continue
 		}
-		if top == nil || a.held.Load() > top.held.Load() {
-			top = a
+		top := &state
+		if a.output {
+			top = &output
+		}
+		if *top == nil || a.held.Load() > (*top).held.Load() {
+			*top = a
 		}
 	}
-	return top
+	if state != nil {
+		return state
+	}
+	return output
 }
 
 // charge adds n to m and its parents; with refuse, growth past a limit is
@@ -220,7 +231,7 @@ func (m *Memory) charge(a *Account, n int64, refuse bool) error {
 					}
 				}
 				e := &LimitError{Holder: a.name, Held: a.held.Load(), Used: used - n, Want: n, Limit: b.limit, Budget: b.name}
-				if top := b.largestState(); top != nil && top != a {
+				if top := b.blame(); top != nil && top != a {
 					e.Top = Holder{top.name, top.held.Load()}
 				}
 				return e
@@ -276,12 +287,28 @@ func (m *Memory) Allocator(mem memory.Allocator) memory.Allocator {
 	if m == nil {
 		return mem
 	}
-	return &budgetAllocator{Allocator: mem, m: m}
+	return &budgetAllocator{Allocator: mem, m: m, acct: m.arrow}
 }
 
 type budgetAllocator struct {
 	memory.Allocator
-	m *Memory
+	m    *Memory
+	acct *Account // m.arrow, or an operator's output (OutputAllocator)
+}
+
+// OutputAllocator is mem for one operator instance, named name: when mem
+// charges a budget (Memory.Allocator's), what it allocates is charged to
+// that operator's output ("join[0] output") instead of the shared pool, so
+// a refusal, and the worker's report of a query over its limit, can say
+// whose records fill the budget. Any other allocator is returned as is.
+func OutputAllocator(mem memory.Allocator, name string) memory.Allocator {
+	b, ok := mem.(*budgetAllocator)
+	if !ok {
+		return mem
+	}
+	a := b.m.Account(name + " output")
+	a.output = true
+	return &budgetAllocator{Allocator: b.Allocator, m: b.m, acct: a}
 }
 
 // allocPadding is what an allocation costs beyond the bytes asked: Arrow's
@@ -292,7 +319,7 @@ type budgetAllocator struct {
 const allocPadding = 64
 
 func (b *budgetAllocator) Allocate(n int) []byte {
-	if err := b.m.arrow.grow(int64(n)+allocPadding, true); err != nil {
+	if err := b.acct.grow(int64(n)+allocPadding, true); err != nil {
 		panic(err)
 	}
 	return b.Allocator.Allocate(n)
@@ -300,17 +327,17 @@ func (b *budgetAllocator) Allocate(n int) []byte {
 
 func (b *budgetAllocator) Reallocate(n int, old []byte) []byte {
 	if d := n - len(old); d > 0 {
-		if err := b.m.arrow.grow(int64(d), true); err != nil {
+		if err := b.acct.grow(int64(d), true); err != nil {
 			panic(err)
 		}
 	} else {
-		b.m.arrow.Shrink(int64(-d))
+		b.acct.Shrink(int64(-d))
 	}
 	return b.Allocator.Reallocate(n, old)
 }
 
 func (b *budgetAllocator) Free(buf []byte) {
-	b.m.arrow.Shrink(int64(len(buf)) + allocPadding)
+	b.acct.Shrink(int64(len(buf)) + allocPadding)
 	b.Allocator.Free(buf)
 }
 
@@ -377,6 +404,9 @@ type Account struct {
 	m    *Memory
 	name string
 	held atomic.Int64
+	// output: the account counts records an operator made (its
+	// OutputAllocator's), not state it keeps.
+	output bool
 }
 
 // Name is the holder's name.

@@ -139,6 +139,45 @@ func TestMemoryRefusalBlamesStateNotRecordsInFlight(t *testing.T) {
 	}
 }
 
+// With no operator state at all, the operator whose output fills the
+// budget is the one to blame (a cross join's product queued behind a slow
+// sink), not the scan refused its next batch; state, when any is kept,
+// still comes first.
+func TestMemoryRefusalBlamesTheLargestOutputWithoutState(t *testing.T) {
+	q := NewMemory("query q1 on worker w1", 10<<10, nil)
+	pool := q.Allocator(memory.NewGoAllocator())
+	scan, join := OutputAllocator(pool, "scan e[0]"), OutputAllocator(pool, "join[0]")
+	join.Allocate(6 << 10)
+	scan.Allocate(1 << 10)
+	refused := func() (err error) {
+		defer func() { err, _ = recover().(error) }()
+		scan.Allocate(4 << 10)
+		return nil
+	}
+	var le *LimitError
+	err := refused()
+	if !errors.As(err, &le) || le.Holder != "scan e[0] output" || le.Top.Name != "join[0] output" ||
+		!strings.Contains(err.Error(), "join[0] output holds the most") {
+		t.Fatalf("%v: want the scan refused, naming the join's output", err)
+	}
+	// Freed records leave the output account: what was the join's is
+	// given back through the allocator that made it.
+	buf := join.Allocate(1 << 10)
+	join.Free(buf)
+	if got := q.Holders(); len(got) != 2 || got[0] != (Holder{"join[0] output", 6<<10 + allocPadding}) {
+		t.Fatalf("holders %v: want the join's 6 KiB (and its padding) first", got)
+	}
+	if err := q.Account("distinct[0]").Grow(1 << 10); err != nil {
+		t.Fatal(err)
+	}
+	if err := refused(); !errors.As(err, &le) || le.Top.Name != "distinct[0]" {
+		t.Fatalf("%v: with state kept, the state is named", err)
+	}
+	if plain := memory.NewGoAllocator(); OutputAllocator(plain, "x[0]") != memory.Allocator(plain) {
+		t.Fatal("an allocator charging no budget is returned as is")
+	}
+}
+
 func TestParseBytes(t *testing.T) {
 	for in, want := range map[string]int64{"": 0, "1024": 1024, "512MiB": 512 << 20, "2 GB": 2e9, "10KiB": 10 << 10, "1GiB": 1 << 30} {
 		if got, err := ParseBytes(in); err != nil || got != want {

@@ -171,8 +171,15 @@ type Context struct {
 // Instance identifies the running instance.
 func (c *Context) Instance() Instance { return c.in.info }
 
-// Allocator is the allocator operators must allocate records from.
-func (c *Context) Allocator() memory.Allocator { return c.in.w.cfg.Allocator }
+// Allocator is the allocator operators must allocate records from: the
+// worker's (Config.Allocator), charging what it makes to this instance's
+// output when the worker's charges a budget (OutputAllocator).
+func (c *Context) Allocator() memory.Allocator {
+	if c.in.alloc == nil {
+		c.in.alloc = OutputAllocator(c.in.w.cfg.Allocator, c.in.name())
+	}
+	return c.in.alloc
+}
 
 // Memory is the instance's account of the query's memory budget
 // (Config.Memory): what the operator keeps beside its records (hash

@@ -143,6 +143,8 @@ type instance struct {
 	// acct is the instance's share of Config.Memory (Context.Memory),
 	// made on first use and given back when it closes.
 	acct *Account
+	// alloc is Context.Allocator's, made on first use.
+	alloc memory.Allocator
 }
 
 // inEdge maps one incoming edge's senders onto tracker slots.

@@ -245,6 +245,7 @@ func checkAbuse(t *testing.T, cases []abuseCase, l deploy.Limits) {
 		if len(c.info.Recoveries) != 0 || c.info.Generation != 0 {
 			t.Errorf("%s: recovered %d times (generation %d): a query past its limit is not placed again", c.name, len(c.info.Recoveries), c.info.Generation)
 		}
+		t.Logf("%s: %v", c.name, c.err)
 		want := []string{"aggregate"}
 		if c.name == "cross join" {
 			// Its product streams in bounded slices: its output queue
