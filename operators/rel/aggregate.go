@@ -172,10 +172,11 @@ const (
 
 // newWindowBytes is what opening one window costs before any key is in
 // it: charged before the window is made (window). A TUMBLE or HOP window
-// is a slot in the slabs and an entry in their map of open windows.
+// is a slot in the slabs, an id in their heap of ends and an entry in
+// their map of open windows.
 func (h *HashAggregate) newWindowBytes() int64 {
 	if h.slabs != nil {
-		return slabWindowBytes + windowMapBytes
+		return slabWindowBytes + windowEndBytes + windowMapBytes
 	}
 	if h.emptyWindow == 0 {
 		t := newGroupKeyTable(h.mem, groupTypes(h.spec.Group))

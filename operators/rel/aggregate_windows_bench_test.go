@@ -124,3 +124,37 @@ func BenchmarkCloseWindows(b *testing.B) {
 	b.ReportMetric(float64(allocs)/n, "allocs/window")
 	b.ReportMetric(float64(held)/n, "held-objects/window")
 }
+
+// BenchmarkAdvanceOneOfManyOpen is a watermark that closes one window of
+// 40,000 open (a stream with a long lateness allowance, fine windows and
+// the watermark moving with every small batch): the cost of an Advance
+// should follow the windows it closes, not the windows still open.
+func BenchmarkAdvanceOneOfManyOpen(b *testing.B) {
+	const windows = 40000
+	mem := memory.NewGoAllocator()
+	rec := makeRecord(b, mem, streamSchema, rowsMsApart(windows))
+	defer rec.Release()
+	var h *HashAggregate
+	next := windows
+	for b.Loop() {
+		if next == windows {
+			b.StopTimer()
+			if h != nil {
+				h.Release()
+			}
+			h = countByK(b, mem, &WindowSpec{Type: expr.Tumble, Time: colTS, Size: time.Millisecond})
+			if err := h.Add(rec); err != nil {
+				b.Fatal(err)
+			}
+			next = 0
+			b.StartTimer()
+		}
+		next++
+		recs, err := h.Advance(t0 + int64(next)*1000)
+		if err != nil || len(recs) != 1 {
+			b.Fatalf("closed %d records: %v", len(recs), err)
+		}
+		releaseRecords(recs)
+	}
+	h.Release()
+}

@@ -41,8 +41,12 @@ type windowSlabs struct {
 	gnext []uint32
 	wins  []slabWindow
 	bySt  map[int64]uint32 // an open window's slot by its start
-	dead  int              // groups of closed windows, not yet compacted away
-	kids  []uint32         // a batch's key ids (scratch)
+	// ends is the open windows' slots as a min-heap by (end, start): an
+	// Advance pops the windows it closes, in the order they leave, without
+	// looking at the ones that stay open.
+	ends []uint32
+	dead int      // groups of closed windows, not yet compacted away
+	kids []uint32 // a batch's key ids (scratch)
 }
 
 // slabWindow is a window's slot: no pointers.
@@ -54,10 +58,12 @@ type slabWindow struct {
 }
 
 // Costs GoStateBytes charges for the slabs, per entry of their capacity:
-// a window's slot (slabWindow, 40 bytes, in a slice that doubles) and its
-// entry in bySt (windowMapBytes); a group's key, window and next ids.
+// a window's slot (slabWindow, 40 bytes, in a slice that doubles), its
+// id in the heap of ends and its entry in bySt (windowMapBytes); a
+// group's key, window and next ids.
 const (
 	slabWindowBytes = 40
+	windowEndBytes  = 4
 	slabGroupBytes  = 12
 )
 
@@ -81,7 +87,50 @@ func (s *windowSlabs) window(start, end int64) (uint32, bool) {
 	w := uint32(len(s.wins))
 	s.wins = append(s.wins, slabWindow{start: start, end: end, head: noGroup, tail: noGroup, open: true})
 	s.bySt[start] = w
+	s.pushEnd(w)
 	return w, true
+}
+
+// endsBefore orders windows by end, then start: the order they close in.
+func (s *windowSlabs) endsBefore(a, b uint32) bool {
+	x, y := &s.wins[a], &s.wins[b]
+	return x.end < y.end || (x.end == y.end && x.start < y.start)
+}
+
+func (s *windowSlabs) pushEnd(w uint32) {
+	h := append(s.ends, w)
+	for i := len(h) - 1; i > 0; {
+		p := (i - 1) / 2
+		if !s.endsBefore(h[i], h[p]) {
+			break
+		}
+		h[i], h[p] = h[p], h[i]
+		i = p
+	}
+	s.ends = h
+}
+
+func (s *windowSlabs) popEnd() uint32 {
+	h := s.ends
+	w, last := h[0], len(h)-1
+	h[0] = h[last]
+	h = h[:last]
+	for i := 0; ; {
+		c := 2*i + 1
+		if c >= len(h) {
+			break
+		}
+		if c+1 < len(h) && s.endsBefore(h[c+1], h[c]) {
+			c++
+		}
+		if !s.endsBefore(h[c], h[i]) {
+			break
+		}
+		h[i], h[c] = h[c], h[i]
+		i = c
+	}
+	s.ends = h
+	return w
 }
 
 // lookup sets gids[i-from] to the group of row i's key in window w for
@@ -135,7 +184,7 @@ func (s *windowSlabs) link(w, g uint32) {
 // (as many bytes as the keys' values, in the builders and frozen chunks).
 func (s *windowSlabs) goBytes() int64 {
 	n := s.keys.goBytes() + s.pairs.bytes() + int64(cap(s.kids))*4 +
-		int64(cap(s.gkey)+cap(s.gwin)+cap(s.gnext))*4 +
+		int64(cap(s.gkey)+cap(s.gwin)+cap(s.gnext))*4 + int64(cap(s.ends))*windowEndBytes +
 		int64(cap(s.wins))*slabWindowBytes + int64(len(s.bySt))*windowMapBytes +
 		int64(cap(s.gkey))*int64(groupAccBytes*len(s.accs)) + accStateBytes(s.accs) + s.vals.strBytes
 	for _, b := range s.keys.keys {
@@ -252,15 +301,9 @@ func (s *windowSlabs) bounds(ws []uint32, rows []int, n int, end bool) arrow.Arr
 // math.MaxInt64), by end, then start.
 func (s *windowSlabs) due(watermark int64) []uint32 {
 	var out []uint32
-	for _, w := range s.bySt {
-		if s.wins[w].end <= watermark || watermark == math.MaxInt64 {
-			out = append(out, w)
-		}
+	for len(s.ends) > 0 && (s.wins[s.ends[0]].end <= watermark || watermark == math.MaxInt64) {
+		out = append(out, s.popEnd())
 	}
-	sort.Slice(out, func(i, j int) bool {
-		a, b := &s.wins[out[i]], &s.wins[out[j]]
-		return a.end < b.end || (a.end == b.end && a.start < b.start)
-	})
 	return out
 }
 
@@ -292,6 +335,11 @@ func (s *windowSlabs) compact() {
 		s.bySt[w.start] = slot[i]
 	}
 	s.wins = wins
+	// Renumbering keeps each window's end and start, so the heap's order
+	// holds as it is.
+	for i, w := range s.ends {
+		s.ends[i] = slot[w]
+	}
 	// The live keys, again in order, from the frozen values.
 	s.vals.freeze(s.keys, s.mem)
 	liveKey := make([]bool, s.keys.n)
