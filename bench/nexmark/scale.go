@@ -132,7 +132,8 @@ func Scale(ctx context.Context, parts string, partitions int, qs []Query, o Scal
 				if err != nil {
 					return nil, err
 				}
-				workersBefore, benchBefore, trafficBefore := clusters[i].workerCPU(), bench.ProcessCPU(), clusters[i].traffic()
+				trafficBefore := clusters[i].traffic()
+				workersBefore, benchBefore := clusters[i].workerCPU(), bench.ProcessCPU()
 				res, err := clusters[i].Run(ctx, parts, q, Options{Check: true})
 				stopProfile()
 				if err != nil {
