@@ -104,6 +104,16 @@ func (c *Cluster) workerCPU() time.Duration {
 	return d
 }
 
+// traffic is what the cluster's NATS server (in this process) has
+// received so far (zero where it cannot be read).
+func (c *Cluster) traffic() cluster.Traffic {
+	t, err := c.c.Traffic()
+	if err != nil {
+		return cluster.Traffic{}
+	}
+	return t
+}
+
 // Close stops the workers (and their processes).
 func (c *Cluster) Close() error { return c.c.Close() }
 

@@ -79,7 +79,10 @@ Each size's speedup is the median over --reps of its events/s over the first
 size's in the run next to it, and same_answer says every run gave the first's
 rows; worker_cpu_s_per_m_events and bench_cpu_s_per_m_events are the worker
 processes' and this process's CPU seconds (user and system) per million
-events, medians over the runs. --cpuprofile DIR has every worker process write a CPU
+events, medians over the runs; relay_mb_per_m_events and relay_msgs_per_m_events
+what the workers' relay connections sent this process's NATS server (the
+batches, progress and acks crossing between workers), other_mb_per_m_events
+every other connection's. --cpuprofile DIR has every worker process write a CPU
 profile of its whole life (all runs of all queries) to DIR/N-workers/NAME.pprof,
 and this process (NATS server, coordinator, sink) one per run to
 DIR/N-workers/bench-QUERY-rN.pprof (go tool pprof reads them).`,

@@ -43,6 +43,14 @@ type ScaleRow struct {
 	// BenchCPU(n)) while the single worker has a core of its own.
 	WorkerCPU float64 `json:"worker_cpu_s_per_m_events,omitempty"`
 	BenchCPU  float64 `json:"bench_cpu_s_per_m_events"`
+	// RelayMB and RelayMsgs are what the workers' relay connections sent
+	// the NATS server (batches, progress and acks crossing between
+	// workers: the exchanges' cost), in megabytes and messages per million
+	// events; OtherMB is every other connection's (the control plane, the
+	// sink's rows). Medians over the runs.
+	RelayMB   float64 `json:"relay_mb_per_m_events"`
+	RelayMsgs float64 `json:"relay_msgs_per_m_events"`
+	OtherMB   float64 `json:"other_mb_per_m_events"`
 }
 
 // ScaleOptions run the keyed queries on clusters of several sizes.
@@ -106,6 +114,9 @@ func Scale(ctx context.Context, parts string, partitions int, qs []Query, o Scal
 		secs := make([][]float64, len(o.Workers))
 		workerCPU := make([][]float64, len(o.Workers))
 		benchCPU := make([][]float64, len(o.Workers))
+		relayMB := make([][]float64, len(o.Workers))
+		relayMsgs := make([][]float64, len(o.Workers))
+		otherMB := make([][]float64, len(o.Workers))
 		rows := make([]ScaleRow, len(o.Workers))
 		var first *Result
 		for r := 0; r < o.Reps; r++ {
@@ -121,6 +132,7 @@ func Scale(ctx context.Context, parts string, partitions int, qs []Query, o Scal
 				if err != nil {
 					return nil, err
 				}
+				trafficBefore := clusters[i].traffic()
 				workersBefore, benchBefore := clusters[i].workerCPU(), bench.ProcessCPU()
 				res, err := clusters[i].Run(ctx, parts, q, Options{Check: true})
 				stopProfile()
@@ -132,6 +144,10 @@ func Scale(ctx context.Context, parts string, partitions int, qs []Query, o Scal
 					workerCPU[i] = append(workerCPU[i], (clusters[i].workerCPU()-workersBefore).Seconds()*perM)
 				}
 				benchCPU[i] = append(benchCPU[i], (bench.ProcessCPU()-benchBefore).Seconds()*perM)
+				t := clusters[i].traffic().Sub(trafficBefore)
+				relayMB[i] = append(relayMB[i], float64(t.RelayBytes)/1e6*perM)
+				relayMsgs[i] = append(relayMsgs[i], float64(t.RelayMsgs)*perM)
+				otherMB[i] = append(otherMB[i], float64(t.OtherBytes)/1e6*perM)
 				if o.Progress != nil {
 					o.Progress.Add(1)
 				}
@@ -162,6 +178,7 @@ func Scale(ctx context.Context, parts string, partitions int, qs []Query, o Scal
 				row.WorkerCPU = median(workerCPU[i])
 			}
 			row.BenchCPU = median(benchCPU[i])
+			row.RelayMB, row.RelayMsgs, row.OtherMB = median(relayMB[i]), median(relayMsgs[i]), median(otherMB[i])
 			sort.Float64s(ratios)
 			row.SpeedupMin, row.SpeedupMax = ratios[0], ratios[len(ratios)-1]
 			out = append(out, row)

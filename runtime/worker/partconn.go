@@ -114,7 +114,7 @@ func (p *relayConns) acquire(owner string) (*nats.Conn, func(), error) {
 	if dial {
 		// Dialled outside the lock: another owner's part never waits for
 		// this handshake.
-		nc, err := openRelayConn(p.base, "tierflow-relay-"+owner+"-"+p.worker)
+		nc, err := openRelayConn(p.base, RelayConnPrefix+owner+"-"+p.worker)
 		p.mu.Lock()
 		oc.nc, oc.err, oc.dialed = nc, err, true
 		p.mu.Unlock()
@@ -200,3 +200,9 @@ func relayOwner(owner string) string {
 	}
 	return owner
 }
+
+// RelayConnPrefix begins the name of every relay connection a worker dials
+// (RelayConnPrefix + owner + "-" + worker): its frames are the batches and
+// progress crossing between workers, told apart by it in the server's
+// connection list from the control plane's messages.
+const RelayConnPrefix = "tierflow-relay-"
