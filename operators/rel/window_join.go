@@ -179,7 +179,7 @@ func (w *WindowJoin) OnFrontier(ctx *dataflow.Context, _ int, _ dataflow.Epoch) 
 		st := w.windows[s]
 		delete(w.windows, s)
 		held := windowGoBytes(st) // before joinWindow releases the records
-		err := w.joinWindow(ctx, st)
+		err := w.joinWindow(ctx, s+size, st)
 		ctx.Memory().Shrink(held)
 		if err != nil {
 			return err
@@ -195,7 +195,17 @@ func (w *WindowJoin) OnFrontier(ctx *dataflow.Context, _ int, _ dataflow.Epoch) 
 	return nil
 }
 
-func (w *WindowJoin) joinWindow(ctx *dataflow.Context, st *[2][]arrow.Record) error {
+// joinWindow joins the window ending at end. Its pairs go out at the epoch
+// of its end, as an aggregate's window does: never at the epoch the
+// operator held when the frontier passed the end, where the frontier's
+// previous step fell, which follows from how progress came, not from the
+// data (a recovered query's replay, its frontier skipping many steps at
+// once, sent them at earlier epochs than the first run, and the client
+// dropped them as written: TestWindowJoinRowsGoOutAtTheirWindowsEnd). The
+// window was open, so its end is past the epoch held (OnBatch drops the
+// rows of windows the watermark closed), and due, so not past the
+// frontier.
+func (w *WindowJoin) joinWindow(ctx *dataflow.Context, end int64, st *[2][]arrow.Record) error {
 	defer func() {
 		for _, side := range st {
 			for _, r := range side {
@@ -205,6 +215,11 @@ func (w *WindowJoin) joinWindow(ctx *dataflow.Context, st *[2][]arrow.Record) er
 	}()
 	if len(st[0]) == 0 {
 		return nil
+	}
+	if e := EpochOf(end); e > w.held.Epoch() {
+		if err := w.held.Downgrade(e); err != nil {
+			return err
+		}
 	}
 	j, err := NewHashJoin(ctx.Allocator(), w.spec.Join, w.left, w.right, w.fns)
 	if err != nil {
