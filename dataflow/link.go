@@ -309,6 +309,42 @@ func (b LinkBandwidth) FallingUnseen() bool {
 	return true
 }
 
+// FallUnderWay reads a fall under way that the link makes rarely: the
+// oldest message on the wire is overdue (Overdue under the latest sample,
+// a fall of at least Overdue/latest), and of the kept transitions at most
+// 1-p fell that far (at least one: none is FallingUnseen's). A fall the
+// link makes on more than 1-p of its transitions is in every Risk read at
+// p already; a rarer one is not, so while it lasts the next message is read
+// from the rare falls alone. under(bps) is the share of them whose end,
+// as a ratio of the sample before it and scaled to the latest sample, is
+// under bps. ok is false when no such fall is under way.
+func (b LinkBandwidth) FallUnderWay(p float64) (under func(bps float64) float64, ok bool) {
+	n := len(b.Samples)
+	if b.Overdue <= 0 || n < 2 || b.Overdue >= b.Samples[n-1] {
+		return nil, false
+	}
+	latest := b.Samples[n-1]
+	ratio := b.Overdue / latest
+	var ends []float64
+	for i := 1; i < n; i++ {
+		if b.Samples[i-1] > 0 && b.Samples[i] <= ratio*b.Samples[i-1] {
+			ends = append(ends, latest*b.Samples[i]/b.Samples[i-1])
+		}
+	}
+	if len(ends) == 0 || float64(len(ends)) > (1-p)*float64(n-1) {
+		return nil, false
+	}
+	return func(bps float64) float64 {
+		k := 0
+		for _, e := range ends {
+			if e < bps {
+				k++
+			}
+		}
+		return float64(k) / float64(len(ends))
+	}, true
+}
+
 // LinkDropRatio is how far under the mean the latest sample must fall for
 // a batch to take it as the link's bandwidth (BatchBps): the steps of a
 // changing link are 2x and more, a busy host's jitter less.

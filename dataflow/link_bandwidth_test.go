@@ -202,3 +202,39 @@ func TestAckedAtIsTheFirstEventThatCovered(t *testing.T) {
 		t.Errorf("no events kept: %v, want LastAck", got)
 	}
 }
+
+// A fall under way that the link makes on at most 1-p of its transitions is
+// read from those falls alone, each scaled to the latest sample: the share
+// that ends under a need. A fall as common as more than 1-p of them (a
+// walk's drift), one not under way, and one no sample has shown
+// (FallingUnseen's) are not read here.
+func TestLinkBandwidthFallUnderWay(t *testing.T) {
+	walk := []float64{100}
+	for i := range 80 {
+		walk = append(walk, walk[len(walk)-1]*[]float64{0.9, 1.12, 0.95, 1.05}[i%4])
+	}
+	rare := LinkBandwidth{Samples: runs(130, 20, 67, 100), Overdue: 45}
+	under, ok := rare.FallUnderWay(0.98)
+	if !ok {
+		t.Fatalf("one fall of 0.52 in 119 transitions, overdue at 0.67 of the latest: not read")
+	}
+	if got := under(40); got != 1 {
+		t.Errorf("the fall scaled to the latest ends at 34.8: share under 40 %v, want 1", got)
+	}
+	if got := under(30); got != 0 {
+		t.Errorf("share under 30 %v, want 0", got)
+	}
+	for _, c := range []struct {
+		name string
+		b    LinkBandwidth
+	}{
+		{"the walk, overdue at 0.92 of its latest: a fall that deep on a quarter of its transitions", LinkBandwidth{Samples: walk, Overdue: 0.92 * walk[len(walk)-1]}},
+		{"nothing overdue under the latest", LinkBandwidth{Samples: runs(130, 20, 67, 100), Overdue: 70}},
+		{"a fall no sample has shown", LinkBandwidth{Samples: runs(100, 60), Overdue: 60}},
+		{"two falls that deep in 40 transitions, over 1-p", LinkBandwidth{Samples: runs(130, 10, 67, 10, 130, 10, 67, 11), Overdue: 45}},
+	} {
+		if _, ok := c.b.FallUnderWay(0.98); ok {
+			t.Errorf("%s: read as a rare fall under way", c.name)
+		}
+	}
+}

@@ -312,21 +312,35 @@ func TestSidePlanPick(t *testing.T) {
 			p.State.OverdueBps, p.State.UnackedBytes, p.Crossing = 200e3/8, 1000, 40*time.Millisecond
 			return p
 		}, 14},
-		{"the same on a link that once fell to 180 for a message: a fall counts before its ack, 28 no more, 20 (178 kbit/s) under the bound", func(p sidePlan) sidePlan {
+		{"the same on a link that once fell to 180 for a message: the one fall that deep (1 of 160 transitions, rarer than 1-p) ended at 180, under 20's need behind the overdue message: 14 (FallUnderWay; 20 before it)", func(p sidePlan) sidePlan {
 			p.State = series(1500, 100, 180, 1, 1500, 60)
 			p.State.OverdueBps, p.State.UnackedBytes, p.Crossing = 200e3/8, 1000, 40*time.Millisecond
 			return p
-		}, 20},
+		}, 14},
 		{"the same message 62 ms on the link, overdue at 130 kbit/s, under 20's need: 14", func(p sidePlan) sidePlan {
 			p.State = series(1500, 60)
 			p.State.OverdueBps, p.State.UnackedBytes, p.Crossing = 130e3/8, 1000, 62*time.Millisecond
 			return p
 		}, 14},
-		{"a message of 2.2 KB 88 ms on the link, overdue at 200 kbit/s, on the link that once fell to 180: crossed at that bound, 20", func(p sidePlan) sidePlan {
+		{"a message of 2.2 KB 88 ms on the link, overdue at 200 kbit/s, on the link that once fell to 180: crossed at that bound, but the one fall that deep ended under 20's need, 14 (20 before FallUnderWay)", func(p sidePlan) sidePlan {
 			p.State = series(1500, 100, 180, 1, 1500, 60)
 			p.State.OverdueBps, p.State.UnackedBytes, p.Crossing = 200e3/8, 2200, 88*time.Millisecond
 			return p
+		}, 14},
+		{"a 28 frame 66 ms on a link last sampled at 670 kbit/s, overdue at 455: one transition of 119 fell that far (1300 to 670), rarer than 1-p, and scaled to 670 it ends at 345, under 28's need (386 behind the frame), over 20's (306): 20, not a second 28 behind it (steps-2411)", func(p sidePlan) sidePlan {
+			p.State = series(1300, 20, 670, 100)
+			p.State.OverdueBps, p.State.UnackedBytes, p.Crossing = 455e3/8, 3736, 66*time.Millisecond
+			return p
 		}, 20},
+		{"the same overdue ratio on a link whose every other transition fell that far (700 to 600): a fall every Risk at p reads already, 28", func(p sidePlan) sidePlan {
+			var runs []float64
+			for range 60 {
+				runs = append(runs, 700, 1, 600, 1)
+			}
+			p.State = series(runs...)
+			p.State.OverdueBps, p.State.UnackedBytes, p.Crossing = 540e3/8, 3736, 55*time.Millisecond
+			return p
+		}, 28},
 		{"a batch that waited 50 ms behind a message overdue at 100 kbit/s: dropped", func(p sidePlan) sidePlan {
 			p.State, p.Age = series(1500, 60), 50*time.Millisecond
 			p.State.OverdueBps, p.State.UnackedBytes = 100e3/8, 2200
