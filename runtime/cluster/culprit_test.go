@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"runtime"
 	"slices"
 	"strings"
 	"testing"
@@ -38,11 +39,19 @@ func TestLostWorkerBlamesTheQueryHoldingItsMemory(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { co.Close() })
-	// w1's guard is 64 MiB; w2's is larger, as the guard also reads the
-	// process's live heap and both workers share this test's process: what
-	// qbig held on w1 is garbage once w1 is gone, but until a collection
-	// it counted against w2 too, which then refused qsmall's recovery
-	// (seen under load; the culprit rule under test is w1's).
+	// w1's guard is 64 MiB over what the process already holds live; w2's
+	// is larger, as the guard also reads the process's live heap and both
+	// workers share this test's process: what qbig held on w1 is garbage
+	// once w1 is gone, but until a collection it counted against w2 too,
+	// which then refused qsmall's recovery (seen under load; the culprit
+	// rule under test is w1's). For the same reason w1's 64 MiB are
+	// counted from the live heap the process holds when the test starts,
+	// after a collection: the tests before this one in the same process
+	// (under make test-long, TestAbusiveQueriesFullSize's million-row
+	// tables) leave a heap the guard reads as w1's, which refused qbig and
+	// qsmall or failed them before w1 was lost.
+	runtime.GC()
+	base := liveHeap()
 	start := func(name string, guard int64) *nats.Conn {
 		// Each worker on its own connection: closing w1's is its death
 		// as the coordinator sees it (no more heartbeats, no goodbye).
@@ -56,7 +65,7 @@ func TestLostWorkerBlamesTheQueryHoldingItsMemory(t *testing.T) {
 		t.Cleanup(func() { w.Close() })
 		return wnc
 	}
-	w1 := start("w1", 64<<20)
+	w1 := start("w1", base+64<<20)
 	dir := t.TempDir()
 	scriptOf := func(name, src string) deploy.Script {
 		f := filepath.Join(dir, name+".sql")
@@ -95,7 +104,7 @@ func TestLostWorkerBlamesTheQueryHoldingItsMemory(t *testing.T) {
 	clustertest.CheckFor(t, 20*time.Second, 20*time.Millisecond, running("qbig"))
 	clustertest.CheckFor(t, 20*time.Second, 20*time.Millisecond, running("qsmall"))
 	// Both run on w1; w2 joins only now, to take what is recovered.
-	start("w2", 1<<30)
+	start("w2", base+1<<30)
 	feed := clustertest.Connect(t, srv)
 	var b strings.Builder
 	next := 0
