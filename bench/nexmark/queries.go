@@ -280,35 +280,13 @@ func PartitionedDDL(dir string) string {
 	return ddl(func(name string) string { return filepath.Join(dir, name+"-*.csv") })
 }
 
-// NominalEventsPerSec is the rate the streams' RATEs declare together:
-// each stream its share of Nexmark's events (Rate). The benchmark reads
-// the files as fast as it can (a RATE paces a file stream only under
-// --replay), so the RATEs pace nothing there: they are what the planner
-// estimates a join's sides with (cardinality.BroadcastSide: q4's
-// auctions are broadcast to its bids, not the bids exchanged), and only
-// their proportions matter to it. 10,000 a second keeps every stage
-// under one worker's estimated capacity for a relational operator
-// (lower.RelationalLatencyMs, 20,000 items a second), as the streams
-// without a RATE were (1 item a second), so the optimizer spreads no
-// stage wider than before.
-const NominalEventsPerSec = 10000
-
-// Rate is the RATE DDL declares for stream (person, auction or bid): its
-// share of NominalEventsPerSec, by Nexmark's proportions (1, 3 and 46 in
-// every 50 events).
-func Rate(stream string) int {
-	share := map[string]int{"person": personProportion, "auction": auctionProportion,
-		"bid": proportionDenominator - personProportion - auctionProportion}[stream]
-	return NominalEventsPerSec * share / proportionDenominator
-}
-
 func ddl(file func(name string) string) string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "CREATE STREAM person (id BIGINT, name VARCHAR, emailAddress VARCHAR, creditCard VARCHAR, city VARCHAR, state VARCHAR, dateTime TIMESTAMP, extra VARCHAR) FROM FILE '%s' FORMAT CSV RATE %d PER SECOND;\n", file("person"), Rate("person"))
+	fmt.Fprintf(&b, "CREATE STREAM person (id BIGINT, name VARCHAR, emailAddress VARCHAR, creditCard VARCHAR, city VARCHAR, state VARCHAR, dateTime TIMESTAMP, extra VARCHAR) FROM FILE '%s' FORMAT CSV;\n", file("person"))
 	const auction = "(id BIGINT, itemName VARCHAR, description VARCHAR, initialBid BIGINT, reserve BIGINT, dateTime TIMESTAMP, expires TIMESTAMP, seller BIGINT, category BIGINT, extra VARCHAR)"
-	fmt.Fprintf(&b, "CREATE STREAM auction %s FROM FILE '%s' FORMAT CSV RATE %d PER SECOND;\n", auction, file("auction"), Rate("auction"))
+	fmt.Fprintf(&b, "CREATE STREAM auction %s FROM FILE '%s' FORMAT CSV;\n", auction, file("auction"))
 	// A table is read whole, never split: Partition copies it as it is.
 	fmt.Fprintf(&b, "CREATE TABLE side_input (key BIGINT, value VARCHAR) FROM FILE '%s' FORMAT CSV;\n", filepath.Join(filepath.Dir(file("bid")), "side_input.csv"))
-	fmt.Fprintf(&b, "CREATE STREAM bid (auction BIGINT, bidder BIGINT, price BIGINT, channel VARCHAR, url VARCHAR, dateTime TIMESTAMP, extra VARCHAR) FROM FILE '%s' FORMAT CSV RATE %d PER SECOND;\n", file("bid"), Rate("bid"))
+	fmt.Fprintf(&b, "CREATE STREAM bid (auction BIGINT, bidder BIGINT, price BIGINT, channel VARCHAR, url VARCHAR, dateTime TIMESTAMP, extra VARCHAR) FROM FILE '%s' FORMAT CSV;\n", file("bid"))
 	return b.String()
 }

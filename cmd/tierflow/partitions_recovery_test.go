@@ -133,7 +133,7 @@ func killMidQuery(t *testing.T, parts string, q nexmark.Query) {
 	// event time.
 	ddl := nexmark.PartitionedDDL(parts)
 	for stream, rate := range map[string]int{"person": 65, "auction": 196, "bid": 3000} {
-		ddl = strings.Replace(ddl, fmt.Sprintf("%s-*.csv' FORMAT CSV RATE %d PER SECOND;", stream, nexmark.Rate(stream)), fmt.Sprintf("%s-*.csv' FORMAT CSV RATE %d PER SECOND;", stream, rate), 1)
+		ddl = strings.Replace(ddl, stream+"-*.csv' FORMAT CSV;", fmt.Sprintf("%s-*.csv' FORMAT CSV RATE %d PER SECOND;", stream, rate), 1)
 	}
 	out := &textRows{}
 	done := make(chan error, 1)

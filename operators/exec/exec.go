@@ -636,14 +636,6 @@ func (b *builder) aggregate(n *logical.Aggregate, at func(error) error) (int, *a
 	if op, ok := b.closingPhases(n, spec.Window, in, schema, out, st); ok {
 		return op, out, nil
 	}
-	if split <= 1 && b.opts.MemoryLimit <= 0 {
-		// (A split aggregation's input is its morsels, a filter under it
-		// left to its partial aggregations: twoPhase below; one under a
-		// memory limit spills.)
-		if op, ok := b.joinPhases(n, spec.Window, closing, in, schema, out, st); ok {
-			return op, out, nil
-		}
-	}
 	if b.opts.MemoryLimit > 0 && !closing {
 		if op, ok := b.spilling(n, in, schema, out); ok {
 			return op, out, nil

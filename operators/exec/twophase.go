@@ -9,7 +9,6 @@ import (
 	"github.com/tierflow/tierflow/dataflow"
 	"github.com/tierflow/tierflow/operators/eval"
 	"github.com/tierflow/tierflow/operators/rel"
-	"github.com/tierflow/tierflow/planner/cardinality"
 	"github.com/tierflow/tierflow/planner/expr"
 	"github.com/tierflow/tierflow/planner/logical"
 )
@@ -370,43 +369,6 @@ func (b *builder) closingPhases(n *logical.Aggregate, ws *rel.WindowSpec, in int
 	}
 	ph.partial.Window = ws
 	return b.partialThenFinal(in, ph, schema, st), true
-}
-
-// joinPhases builds a GROUP BY without a window over a join of two streams
-// that runs as several instances, its one side broadcast to the instances
-// of the other (cardinality.BroadcastSide; runtime/deploy places the join
-// so), in two phases when cardinality.PreAggregates says they pay: a
-// partial aggregation on every instance where the joined rows are, and a
-// final one the partial rows are exchanged to by the keys (runtime/deploy),
-// then the projection that finishes avg. The join's output is split as its
-// wide input's rows were, never by the keys, so one phase would exchange
-// every joined row; the partial rows are at most one per group and
-// instance. Such a GROUP BY over a stream answers once, when its input
-// ends (rel.HashAggregate.Advance): so does each partial instance, whose
-// one row per group is then final, and the final phase, a GROUP BY of the
-// same kind, combines the partial rows of a group when every instance's
-// input has ended. A partial row is never an update of an earlier one, and
-// the answer is the one phase's row for row. Only aggregates that merge
-// exactly in any order split (windowMergeable): the partial rows of two
-// instances reach the final phase in either order.
-func (b *builder) joinPhases(n *logical.Aggregate, ws *rel.WindowSpec, closing bool, in int, schema, out *arrow.Schema, st *rel.Stats) (int, bool) {
-	if ws != nil || closing || !windowMergeable(n) {
-		return 0, false
-	}
-	inst := b.instancesUnder(in)
-	if inst < 2 || !cardinality.PreAggregates(n, inst) {
-		return 0, false
-	}
-	ph, ok := b.split(n, schema, out)
-	if !ok {
-		return 0, false
-	}
-	fns := b.opts.Functions
-	pop := b.add("partial aggregate", 1, func() (dataflow.Operator, error) { return rel.NewAggregate(ph.partial, schema, fns, st), nil })
-	b.g.Connect(in, 0, pop, 0)
-	fop := b.add("final aggregate", 1, func() (dataflow.Operator, error) { return rel.NewAggregate(ph.final, ph.mid, fns, nil), nil })
-	b.g.Connect(pop, 0, fop, 0)
-	return b.finish(fop, ph), true
 }
 
 // partialThenFinal adds ph's two phases over in: a partial aggregation on

@@ -8,7 +8,6 @@ import (
 	"github.com/tierflow/tierflow/dataflow"
 	"github.com/tierflow/tierflow/operators/exec"
 	"github.com/tierflow/tierflow/operators/rel"
-	"github.com/tierflow/tierflow/planner/cardinality"
 	"github.com/tierflow/tierflow/planner/expr"
 	"github.com/tierflow/tierflow/planner/logical"
 )
@@ -158,9 +157,7 @@ func (pl *placer) placeJoin(i int, j *logical.Join, in []int, ws []Worker) {
 // when that other input has at most one row per window, whatever the
 // rate: a window aggregation without keys, or a closing GROUP BY by time
 // keys alone (operators/exec ClosesByTimeAlone), under projections and
-// filters; or when the estimates say the broadcast sends fewer bytes
-// than the exchange would (cardinality.BroadcastSide: q4's auctions, 3
-// in 50 events, against its bids, 46 in 50, at their declared RATEs). q7's highest price per window and q5's highest count per
+// filters. q7's highest price per window and q5's highest count per
 // window are such: a hash exchange by the join columns would send half
 // the wide side's rows (every bid, in q7) between two workers to meet
 // them, the broadcast sends the few rows twice. Each row of the wide side
@@ -180,21 +177,7 @@ func (pl *placer) broadcastJoin(i int, j *logical.Join, in []int) bool {
 	case windowsOnly(j.Left) && !windowsOnly(j.Right):
 		wide = 1
 	default:
-		// By the estimates: the side whose bytes, sent to every other
-		// worker of the other side's instances, are fewer than the
-		// other's crossing between them in a hash exchange
-		// (cardinality.BroadcastSide). Instances on one worker exchange
-		// in its memory: on one worker nothing crosses, and the exchange
-		// stays (each instance then holds a share of the keys).
-		for s := range 2 {
-			n := distinct(pl.p.Operators[pl.g.Edges[in[1-s]].From.Op].Workers)
-			if small, ok := cardinality.BroadcastSide(j, n); ok && small == s {
-				wide = 1 - s
-			}
-		}
-		if wide < 0 {
-			return false
-		}
+		return false
 	}
 	upOp := pl.g.Edges[in[wide]].From.Op
 	up := pl.p.Operators[upOp]
@@ -220,15 +203,6 @@ func (pl *placer) broadcastJoin(i int, j *logical.Join, in []int) bool {
 	}
 	pl.split[i] = split
 	return true
-}
-
-// distinct is how many different workers ws names.
-func distinct(ws []int) int {
-	seen := map[int]bool{}
-	for _, w := range ws {
-		seen[w] = true
-	}
-	return len(seen)
 }
 
 // windowsOnly reports whether n's rows are at most one per window of an

@@ -180,27 +180,13 @@ func (pl *placer) phase(i, up, in int) bool {
 	}
 	switch pl.g.Operators[i].Name {
 	case PartialAggregate:
-		// Its rows are split as its input's were where its keys hold
-		// the columns they were split by.
-		pl.split[i] = splitAfter(pl.split[up], a)
 		return true
 	case FinalAggregate:
-		switch keys := seq(len(a.Group)); {
+		switch {
 		case len(pl.p.Operators[up].Workers) < 2:
-		case a.Window == nil && !exec.ClosesByTimeAlone(a) && len(a.Group) == 0:
-			// A GROUP BY's final phase without keys: once.
-			pl.p.Operators[i].Workers = pl.p.Operators[up].Workers[:1]
-		case a.Window == nil && !exec.ClosesByTimeAlone(a) && splitCovers(pl.split[up], keys):
-			// The partial rows of a group are in one instance already
-			// (a join exchanged by columns the keys hold): in place.
-			pl.split[i] = pl.split[up]
 		case a.Window == nil && !exec.ClosesByTimeAlone(a):
-			// A GROUP BY's final phase without window columns, after a
-			// join that broadcast a side (operators/exec joinPhases):
-			// by the keys, the partial rows of a group from every
-			// instance to one.
-			pl.p.Edges[in] = EdgePlan{Kind: "exchange", Keys: keys, KeyNames: append([]string(nil), a.GroupNames...)}
-			pl.split[i] = [][]int{keys}
+			// A GROUP BY's final phase without window columns: once.
+			pl.p.Operators[i].Workers = pl.p.Operators[up].Workers[:1]
 		default:
 			// A window's, or a closing GROUP BY's by its time keys
 			// (operators/exec closingPhases): by the keys.
