@@ -36,17 +36,6 @@ func NewEncoder(mem memory.Allocator) *Encoder { return &Encoder{mem: mem} }
 // Encode appends the IPC encoding of rec to buf and reports whether the
 // schema went with it (the frame must then carry FlagSchema).
 func (e *Encoder) Encode(buf *bytes.Buffer, rec arrow.Record) (withSchema bool, err error) {
-	withSchema, _, err = e.EncodeReplayable(buf, rec)
-	return withSchema, err
-}
-
-// EncodeReplayable is Encode that also says whether what it appended is
-// exactly what a BatchWriter appends for rec: then a sender that must be
-// able to send the message again may keep rec (retained) instead of a copy
-// of its bytes, and encode it again only if it is asked to. Only the record
-// batch message alone is replayable: one with the schema, or one Arrow's
-// writer made (its dictionaries are the stream's state), is not.
-func (e *Encoder) EncodeReplayable(buf *bytes.Buffer, rec arrow.Record) (withSchema, replayable bool, err error) {
 	if e.w == nil || (rec.Schema() != e.schema && !rec.Schema().Equal(e.schema)) {
 		e.Reset()
 		e.w = ipc.NewWriter(&e.out, ipc.WithSchema(rec.Schema()), ipc.WithAllocator(e.mem))
@@ -54,26 +43,14 @@ func (e *Encoder) EncodeReplayable(buf *bytes.Buffer, rec arrow.Record) (withSch
 		e.fast = schemaZeroCopyable(e.schema)
 		withSchema = true
 	} else if e.fast && appendRecordFast(buf, rec, &e.fw) {
-		return false, true, nil
+		return false, nil
 	}
 	e.out.w = buf
 	if err := e.w.Write(rec); err != nil {
 		e.Reset()
-		return false, false, fmt.Errorf("relay: encode record: %w", err)
+		return false, fmt.Errorf("relay: encode record: %w", err)
 	}
-	return withSchema, false, nil
-}
-
-// BatchWriter encodes a record the way an Encoder encodes a replayable one
-// (EncodeReplayable), with no stream state: the record batch message alone,
-// for a schema the receiver has. A sender sending a kept record again uses
-// it. Not safe for concurrent use; the zero value is ready.
-type BatchWriter struct{ fw fastWriter }
-
-// Append appends rec's record batch message to buf; false, with nothing
-// written, for a record EncodeReplayable would not have called replayable.
-func (w *BatchWriter) Append(buf *bytes.Buffer, rec arrow.Record) bool {
-	return schemaZeroCopyable(rec.Schema()) && appendRecordFast(buf, rec, &w.fw)
+	return withSchema, nil
 }
 
 // Reset forgets the schema, so the next batch carries it again (after a

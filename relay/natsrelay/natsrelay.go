@@ -321,9 +321,8 @@ type sender struct {
 	enc    *frame.Encoder
 	hspace []byte // zeros the size of this link's header
 	broken error
-	// buf encodes the next data message, and is used again for the one
-	// after when the message keeps its record rather than its bytes
-	// (outMsg.rec); lastLen is the last one's length, a new buffer's size.
+	// buf encodes the next data message; lastLen is the last one's
+	// length, a new buffer's size.
 	buf     bytes.Buffer
 	lastLen int
 	trailer [frame.FrontierLen]byte // a frontier's bytes on their way into buf
@@ -369,9 +368,6 @@ type sender struct {
 	free     [][]byte      // buffers of acknowledged data messages, for the next
 	msgs     []*outMsg     // acknowledged messages, for the next sends
 	hsave    []byte        // a chunk's bytes under the next chunk's header
-	// again encodes a kept record for its resend, with bw.
-	again bytes.Buffer
-	bw    frame.BatchWriter
 	// evicted is the newest message dropped unacknowledged (a receiver
 	// that does not ack): a gap at or below it cannot be filled.
 	evicted    uint64
@@ -387,31 +383,12 @@ type sender struct {
 
 // outMsg is a message sent and not yet acknowledged: what it takes to put
 // it on the wire again, and what its ack tells the bandwidth estimate.
-//
-// A data message whose encoding is the record batch alone (the steady
-// stream's; frame.Encoder.EncodeReplayable) keeps its record, retained,
-// instead of a copy of its bytes: it went out from the sender's one
-// encoding buffer, which stays warm in the cache where a window of copies
-// (2 MiB at 64 rows) does not, and it is encoded again only if it has to
-// go again (frame.BatchWriter), which yields the same bytes.
 type outMsg struct {
 	h      frame.Header // the first chunk's header (Chunks and Total set)
-	b      []byte       // header room + body, or the frame; nil when rec is kept
-	rec    arrow.Record // data kept as its record (b nil), released at the ack
-	trail  uint64       // with rec: the frontier on its frame (FlagFrontier)
-	n      int          // with rec: the message's length, header room included
+	b      []byte       // data: header room + body; other kinds: the frame
 	start  time.Time    // when it got the link (after the shaper let it go)
 	sentAt time.Time    // when it went out last
 	resent bool         // its ack is no bandwidth sample (Karn's rule)
-}
-
-// size is the message's length on the wire (its first chunk's header and
-// the body).
-func (m *outMsg) size() int {
-	if m.rec != nil {
-		return m.n
-	}
-	return len(m.b)
 }
 
 // OpenSender implements relay.Transport. It returns once the credit
@@ -559,15 +536,14 @@ func (s *sender) acked(seq uint64, sample bool, delay time.Duration) {
 		s.m.AckEmpty(m.sentAt, now)
 	}
 	if last >= 0 && sample && !s.unacked[last].resent {
-		s.m.Ack(s.unacked[last].size(), s.unacked[last].start, now)
+		s.m.Ack(len(s.unacked[last].b), s.unacked[last].start, now)
 	}
 	freed, data := 0, 0
 	for _, m := range s.unacked[:k] {
 		if m.h.Kind == frame.KindData {
-			freed += m.size()
+			freed += len(m.b)
 			data++
 		}
-		s.retire(m)
 		s.recycle(m, m.h.Kind == frame.KindData)
 	}
 	n := copy(s.unacked, s.unacked[k:])
@@ -584,30 +560,11 @@ func (s *sender) acked(seq uint64, sample bool, delay time.Duration) {
 	}
 }
 
-// retire lets go of what m kept for a resend, once it is acknowledged or
-// dropped; s.wireMu is held. A kept record is released; a kept frame's
-// charge to the query's memory ends (its buffer may be recycled).
-func (s *sender) retire(m *outMsg) {
-	if m.rec != nil {
-		m.rec.Release()
-		m.rec = nil
-	} else if m.h.Kind == frame.KindData {
-		s.uncharge(len(m.b))
-	}
-}
-
-// uncharge ends the charge of a kept frame of n bytes.
-func (s *sender) uncharge(n int) {
-	if ch, ok := s.t.cfg.Allocator.(dataflow.Charger); ok && n > 0 {
-		ch.Uncharge(int64(n))
-	}
-}
-
 // recycle keeps an acknowledged message for the next send, and a data
 // message's buffer for the next encoding (as many as the window lets be in
-// flight anyway, but not a huge one); s.wireMu is held and m is retired.
+// flight anyway, but not a huge one); s.wireMu is held.
 func (s *sender) recycle(m *outMsg, data bool) {
-	if data && m.b != nil && cap(m.b) <= 4*s.maxChunk {
+	if data && cap(m.b) <= 4*s.maxChunk {
 		if len(s.free) <= s.t.cfg.MaxWindow {
 			s.free = append(s.free, m.b[:0])
 		} else {
@@ -647,11 +604,7 @@ func (s *sender) resend(seq uint64) {
 			continue
 		}
 		before := s.m.WireBytes() // s.wireMu is held: no other put counts meanwhile
-		b, err := s.wire(m)
-		if err == nil {
-			err = s.put(m, b)
-		}
-		if err != nil {
+		if err := s.put(m); err != nil {
 			return
 		}
 		m.resent, m.sentAt = true, now
@@ -682,41 +635,18 @@ func (s *sender) tick() {
 	s.timer.Reset(s.t.retry)
 }
 
-// wire returns m's bytes to send it again; s.wireMu is held. A kept record
-// is encoded again into the sender's resend buffer: the same bytes as the
-// first time, as the record has not changed (Arrow records are immutable).
-func (s *sender) wire(m *outMsg) ([]byte, error) {
-	if m.rec == nil {
-		return m.b, nil
-	}
-	s.again.Reset()
-	s.again.Write(s.hspace)
-	if !s.bw.Append(&s.again, m.rec) {
-		return nil, protocolError(s.link, "message %d: its record no longer encodes as it did", m.h.Seq)
-	}
-	if m.h.Flags&frame.FlagFrontier != 0 {
-		var t [frame.FrontierLen]byte
-		s.again.Write(frame.AppendFrontier(t[:0], m.trail))
-	}
-	if s.again.Len() != m.n {
-		return nil, protocolError(s.link, "message %d encodes again in %d bytes, not %d", m.h.Seq, s.again.Len(), m.n)
-	}
-	return s.again.Bytes(), nil
-}
-
-// put publishes m, whose bytes are b (header room first), chunk by chunk;
-// s.wireMu is held. A chunk's header goes over the tail of the chunk before
-// (which NATS has already copied out), and those bytes are put back, so b
-// can be sent again.
-func (s *sender) put(m *outMsg, b []byte) error {
+// put publishes m, chunk by chunk; s.wireMu is held. A chunk's header
+// goes over the tail of the chunk before (which NATS has already copied
+// out), and those bytes are put back, so m can be sent again.
+func (s *sender) put(m *outMsg) error {
 	if m.h.Kind != frame.KindData {
-		if err := s.t.publish(s.dataSubj, b); err != nil {
+		if err := s.t.publish(s.dataSubj, m.b); err != nil {
 			return err
 		}
 		if m.h.Kind == frame.KindEnd {
-			s.m.ControlBytes(len(b))
+			s.m.ControlBytes(len(m.b))
 		} else {
-			s.m.Wire(len(b))
+			s.m.Wire(len(m.b))
 		}
 		return nil
 	}
@@ -725,14 +655,14 @@ func (s *sender) put(m *outMsg, b []byte) error {
 	per := s.maxChunk - hl
 	for i := 0; i < int(h.Chunks); i++ {
 		start := hl + i*per
-		end := min(start+per, len(b))
-		head := b[start-hl : start]
+		end := min(start+per, len(m.b))
+		head := m.b[start-hl : start]
 		if i > 0 {
 			copy(s.hsave, head)
 		}
 		h.Chunk = uint32(i)
 		h.Put(head)
-		err := s.t.publish(s.dataSubj, b[start-hl:end])
+		err := s.t.publish(s.dataSubj, m.b[start-hl:end])
 		if i > 0 {
 			copy(head, s.hsave)
 		}
@@ -744,11 +674,11 @@ func (s *sender) put(m *outMsg, b []byte) error {
 	return nil
 }
 
-// send keeps m until its ack and publishes b, its bytes. A publish that
-// failed while the connection is down (a broken pipe, a full reconnect
-// buffer) is not a failure: m goes out again after the reconnect. A closed
-// connection or a refused message breaks the link (and m is retired).
-func (s *sender) send(m *outMsg, b []byte) error {
+// send keeps m until its ack and publishes it. A publish that failed while
+// the connection is down (a broken pipe, a full reconnect buffer) is not a
+// failure: m goes out again after the reconnect. A closed connection or a
+// refused message breaks the link.
+func (s *sender) send(m *outMsg) error {
 	s.wireMu.Lock()
 	defer s.wireMu.Unlock()
 	// A receiver that never acks must not grow this without bound; credit
@@ -759,14 +689,12 @@ func (s *sender) send(m *outMsg, b []byte) error {
 		s.unacked[0] = nil
 		s.unacked = s.unacked[1:]
 		if gone.h.Kind == frame.KindData {
-			s.unackedBytes(-gone.size())
+			s.unackedBytes(-len(gone.b))
 		}
-		s.retire(gone)
 	}
-	if m.h.Kind == frame.KindData && m.rec == nil {
+	if m.h.Kind == frame.KindData {
 		// A frame kept for its ack is the query's memory until then: a
 		// budget that has no room for it fails the link (and the query).
-		// A kept record is already memory of whoever allocated it.
 		if ch, ok := s.t.cfg.Allocator.(dataflow.Charger); ok {
 			if err := ch.Charge(int64(len(m.b))); err != nil {
 				return err
@@ -776,7 +704,7 @@ func (s *sender) send(m *outMsg, b []byte) error {
 	m.sentAt = time.Now()
 	s.unacked = append(s.unacked, m)
 	if m.h.Kind == frame.KindData {
-		s.unackedBytes(m.size())
+		s.unackedBytes(len(m.b))
 	}
 	if !s.timerOn && !s.down {
 		s.timerOn = true
@@ -786,12 +714,11 @@ func (s *sender) send(m *outMsg, b []byte) error {
 			s.timer.Reset(s.t.retry)
 		}
 	}
-	if err := s.put(m, b); err != nil && s.fatal(err) {
+	if err := s.put(m); err != nil && s.fatal(err) {
 		s.unacked = s.unacked[:len(s.unacked)-1]
 		if m.h.Kind == frame.KindData {
-			s.unackedBytes(-m.size())
+			s.unackedBytes(-len(m.b))
 		}
-		s.retire(m)
 		return err
 	}
 	return nil
@@ -814,7 +741,10 @@ func (s *sender) unackedBytes(n int) {
 	if oldest == nil || oldest.resent {
 		s.m.Oldest(time.Time{}, 0)
 	} else {
-		s.m.Oldest(oldest.start, oldest.size())
+		s.m.Oldest(oldest.start, len(oldest.b))
+	}
+	if ch, ok := s.t.cfg.Allocator.(dataflow.Charger); ok && n < 0 {
+		ch.Uncharge(int64(-n))
 	}
 }
 
@@ -958,15 +888,11 @@ func (s *sender) sendData(ctx context.Context, epoch uint64, ingest int64, rec a
 	h.Epoch, h.Seq, h.Ingest = epoch, s.seq+1, ingest
 	hl := h.Len()
 	// Encode behind room for the first header, so the first chunk needs no
-	// copy. A message that keeps its record leaves the buffer to the next
-	// one; else the buffer is the message's until its ack: it may go again.
-	if s.buf.Cap() == 0 {
-		s.buf = *bytes.NewBuffer(s.buffer())
-	}
+	// copy. The buffer is the message's until its ack: it may go again.
+	s.buf = *bytes.NewBuffer(s.buffer())
 	buf := &s.buf
-	buf.Reset()
 	buf.Write(s.hspace)
-	withSchema, replay, err := s.enc.EncodeReplayable(buf, rec)
+	withSchema, err := s.enc.Encode(buf, rec)
 	if err != nil {
 		s.release()
 		return err
@@ -979,9 +905,7 @@ func (s *sender) sendData(ctx context.Context, epoch uint64, ingest int64, rec a
 		buf.Write(frame.AppendFrontier(s.trailer[:0], frontier))
 	}
 	payload := buf.Bytes()
-	if !replay {
-		s.buf = bytes.Buffer{} // the message owns payload now
-	}
+	s.buf = bytes.Buffer{} // the message owns payload now
 	s.lastLen = len(payload)
 	start, err := s.shaped(ctx, len(payload))
 	if err != nil {
@@ -992,14 +916,8 @@ func (s *sender) sendData(ctx context.Context, epoch uint64, ingest int64, rec a
 	per := s.maxChunk - hl
 	h.Total, h.Chunks = uint64(total), uint32(max(1, (total+per-1)/per))
 	m := s.message()
-	m.h, m.start = h, start
-	if replay {
-		rec.Retain()
-		m.rec, m.trail, m.n = rec, frontier, len(payload)
-	} else {
-		m.b = payload
-	}
-	if err := s.send(m, payload); err != nil {
+	m.h, m.b, m.start = h, payload, start
+	if err := s.send(m); err != nil {
 		// A message cut short cannot be taken back: the link is broken.
 		s.broken = fmt.Errorf("send on %s: %w", s.link, err)
 		return s.broken
@@ -1062,8 +980,7 @@ func (s *sender) sendProgress(ctx context.Context, frontier uint64) error {
 	}
 	h := header(s.link, frame.KindProgress)
 	h.Epoch, h.Seq = frontier, s.seq+1
-	b := frame.Append(nil, h, nil)
-	if err := s.send(&outMsg{h: h, b: b, start: time.Now()}, b); err != nil {
+	if err := s.send(&outMsg{h: h, b: frame.Append(nil, h, nil), start: time.Now()}); err != nil {
 		s.release()
 		return fmt.Errorf("send on %s: %w", s.link, err)
 	}
@@ -1089,8 +1006,7 @@ func (s *sender) CloseContext(ctx context.Context) error {
 		if s.broken == nil {
 			h := header(s.link, frame.KindEnd)
 			h.Seq = s.seq + 1
-			b := frame.Append(nil, h, nil)
-			err := s.send(&outMsg{h: h, b: b, start: time.Now()}, b)
+			err := s.send(&outMsg{h: h, b: frame.Append(nil, h, nil), start: time.Now()})
 			if err == nil {
 				err = s.linger(ctx)
 			}
@@ -1165,9 +1081,6 @@ func (s *sender) teardown() {
 	}
 	for _, b := range s.free {
 		s.t.putSpare(b)
-	}
-	for _, m := range s.unacked {
-		s.retire(m)
 	}
 	s.unacked, s.free = nil, nil
 	s.unackedBytes(-int(s.unackedB))
