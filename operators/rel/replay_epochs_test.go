@@ -66,8 +66,22 @@ func (s *burstSource) Close(*dataflow.Context) error {
 // output row went out at, by row.
 func rowEpochs(t *testing.T, mem memory.Allocator, inputs [][]dataflow.Batch, burst bool, mk func() (dataflow.Operator, error)) map[string][]dataflow.Epoch {
 	t.Helper()
+	return chainEpochs(t, mem, inputs, burst, mk)
+}
+
+// chainEpochs is rowEpochs over a chain of operators: the first takes the
+// inputs, each next one the output of the one before (a two-phase
+// aggregation's partial and final phases).
+func chainEpochs(t *testing.T, mem memory.Allocator, inputs [][]dataflow.Batch, burst bool, mks ...func() (dataflow.Operator, error)) map[string][]dataflow.Epoch {
+	t.Helper()
 	g := &dataflow.Graph{Query: "t"}
-	op := g.AddOperator(dataflow.OperatorSpec{Name: "op", Inputs: len(inputs), Outputs: 1, New: func(dataflow.Instance) (dataflow.Operator, error) { return mk() }})
+	op := g.AddOperator(dataflow.OperatorSpec{Name: "op", Inputs: len(inputs), Outputs: 1, New: func(dataflow.Instance) (dataflow.Operator, error) { return mks[0]() }})
+	first := op
+	for i, mk := range mks[1:] {
+		next := g.AddOperator(dataflow.OperatorSpec{Name: fmt.Sprintf("op%d", i+1), Inputs: 1, Outputs: 1, New: func(dataflow.Instance) (dataflow.Operator, error) { return mk() }})
+		g.Connect(op, 0, next, 0)
+		op = next
+	}
 	for i, in := range inputs {
 		src := g.AddOperator(dataflow.OperatorSpec{Name: fmt.Sprintf("src%d", i), Outputs: 1, New: func(dataflow.Instance) (dataflow.Operator, error) {
 			if burst {
@@ -75,7 +89,7 @@ func rowEpochs(t *testing.T, mem memory.Allocator, inputs [][]dataflow.Batch, bu
 			}
 			return builtin.NewSliceSource(in), nil
 		}})
-		g.Connect(src, 0, op, i)
+		g.Connect(src, 0, first, i)
 	}
 	capt := &builtin.Captured{}
 	defer capt.Release()
