@@ -172,6 +172,20 @@ func TestStreamJoinRowsGoOutAtTheirBatchesEpoch(t *testing.T) {
 	})
 }
 
+// TestSpillJoinRowsGoOutAtTheirBatchesEpoch: the join that spills past the
+// memory limit (both sides end) sent its pairs at the epoch it held when
+// the probe row came or the table was built, the frontier's last step.
+func TestSpillJoinRowsGoOutAtTheirBatchesEpoch(t *testing.T) {
+	rk := &expr.Column{Index: 5, Name: "k2", DataType: expr.Int64}
+	for _, limit := range []int64{1 << 30, 1 << 10} {
+		replaySame(t, func(mem memory.Allocator) [][]dataflow.Batch {
+			return [][]dataflow.Batch{streamBatches(t, mem, 20, 150, 10, 0), streamBatches(t, mem, 21, 120, 10, 0)}
+		}, func() (dataflow.Operator, error) {
+			return NewSpillJoin(joinOn(t, 5, colK, rk), streamSchema, streamSchema, functions.Builtins(), limit, nil), nil
+		})
+	}
+}
+
 // TestAtTheEndOperatorsHoldTheirFirstEpoch: ORDER BY, LIMIT with ORDER BY
 // and window functions over a stream that ends send everything at the
 // epoch they start at, which no frontier moves.
