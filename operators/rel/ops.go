@@ -62,10 +62,20 @@ func (l *lastEpoch) take(e dataflow.Epoch) { l.e, l.ok = max(l.e, e), true }
 
 // follow moves held with the frontier f, but no further than the last
 // batch taken: every batch still to come is at or past f, so the last one
-// is too, and held never passes the epoch the answer goes out at.
+// is too, and held never passes the epoch the answer goes out at. Before
+// any batch came it follows f alone (a two-phase aggregation's final
+// phase takes its partial rows only at the end, and holding it back
+// stalled every commit downstream until then: Nexmark's q4 committed
+// nothing before its end). With no batch at all, no data decide: an
+// aggregate without GROUP BY over an empty input answers (count 0) where
+// the frontier last stood.
 func (l *lastEpoch) follow(held *dataflow.Capability, f dataflow.Epoch) error {
-	if l.ok && f != dataflow.Closed && min(f, l.e) > held.Epoch() {
-		return held.Downgrade(min(f, l.e))
+	e := f
+	if l.ok {
+		e = min(f, l.e)
+	}
+	if f != dataflow.Closed && e > held.Epoch() {
+		return held.Downgrade(e)
 	}
 	return nil
 }

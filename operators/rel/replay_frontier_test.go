@@ -129,19 +129,36 @@ func TestGroupByAtTheEndGoesOutAtTheLastEpoch(t *testing.T) {
 	replaySame(t, oneStream(t, 15, 1500, 20), aggregateOp(groupByKV(t)))
 }
 
-// TestSpillingGroupByGoesOutAtTheLastEpoch: as above, for the aggregation
-// that spills past the memory limit, in memory and spilled.
-func TestSpillingGroupByGoesOutAtTheLastEpoch(t *testing.T) {
-	partial := groupByKV(t)
+// countThenSum is a GROUP BY k, v's count(*) in two phases: the partial
+// counts, and the final phase summing them.
+func countThenSum(t *testing.T) (partial, final AggregateSpec) {
+	partial = groupByKV(t)
 	partial.Aggs, partial.AggNames = partial.Aggs[:1], partial.AggNames[:1] // count(*)
 	sum, err := expr.Builtins().NewAggregate("sum", false, &expr.Column{Index: 2, Name: "n", DataType: expr.Int64})
 	if err != nil {
 		t.Fatal(err)
 	}
-	final := AggregateSpec{
+	final = AggregateSpec{
 		Group:      []expr.Expr{&expr.Column{Index: 0, Name: "k", DataType: expr.Int64}, &expr.Column{Index: 1, Name: "v", DataType: expr.Int64}},
 		GroupNames: []string{"k", "v"},
 		Aggs:       []*expr.Aggregate{sum}, AggNames: []string{"n"}}
+	return partial, final
+}
+
+// TestTwoPhaseGroupByAtTheEndGoesOutAtTheLastEpoch: the final phase takes
+// the partial rows only at the end, at the partial phase's last epoch,
+// and answers there.
+func TestTwoPhaseGroupByAtTheEndGoesOutAtTheLastEpoch(t *testing.T) {
+	partial, final := countThenSum(t)
+	replaySame(t, oneStream(t, 23, 1500, 20), aggregateOp(partial), func() (dataflow.Operator, error) {
+		return NewAggregate(final, partial.OutputSchema(), functions.Builtins(), nil), nil
+	})
+}
+
+// TestSpillingGroupByGoesOutAtTheLastEpoch: as above, for the aggregation
+// that spills past the memory limit, in memory and spilled.
+func TestSpillingGroupByGoesOutAtTheLastEpoch(t *testing.T) {
+	partial, final := countThenSum(t)
 	for _, limit := range []int64{1 << 30, 1 << 10} {
 		replaySame(t, oneStream(t, 16, 1500, 20), func() (dataflow.Operator, error) {
 			return NewSpillAggregate(partial, final, streamSchema, functions.Builtins(), limit, nil), nil
