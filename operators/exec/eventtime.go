@@ -248,6 +248,47 @@ func columnOffset(e expr.Expr) (c int, d time.Duration, ok bool) {
 	return 0, 0, false
 }
 
+// timeGrain is how coarsely n's rows bring e's values to the watermark:
+// the grain a closing GROUP BY's key closes by (closingGrain), when e is
+// that key carried through filters, projections and unions whose inputs
+// all share it. Its groups whose keys fall in one grain go out together,
+// at the grain's end plus the key's lag, so an OVER ordered by the key
+// gains nothing from epochs finer than the grain (rel.StreamOver.SetGrain).
+// 0 for anything else: a source's event time, or a window's bounds, whose
+// values are already whole windows.
+func timeGrain(n logical.Node, e expr.Expr) time.Duration {
+	switch e := e.(type) {
+	case *expr.Cast:
+		if e.To.ID() == e.Expr.Type().ID() {
+			return timeGrain(n, e.Expr)
+		}
+	case *expr.Column:
+		switch n := n.(type) {
+		case *logical.Filter:
+			return timeGrain(n.Input, e)
+		case *logical.Project:
+			if e.Index < len(n.Exprs) {
+				return timeGrain(n.Input, n.Exprs[e.Index])
+			}
+		case *logical.Union:
+			var g time.Duration
+			for i, in := range n.Inputs {
+				gi := timeGrain(in, e)
+				if i > 0 && gi != g {
+					return 0
+				}
+				g = gi
+			}
+			return g
+		case *logical.Aggregate:
+			if k, _, ok := closingKey(n); ok && n.Window == nil && k == e.Index {
+				return closingGrain
+			}
+		}
+	}
+	return 0
+}
+
 // closingGrain is how finely a closing GROUP BY closes its groups: those
 // whose key falls in one whole second close together, when the watermark
 // passes the second's end (plus lag). A finer grain answers sooner but

@@ -38,10 +38,12 @@ func (b *builder) windowFuncs(n *logical.WindowFuncs, at func(error) error) (int
 		st := &rel.Stats{}
 		b.q.stats = append(b.q.stats, st)
 		lag := timeLag(n.Input, n.Funcs[0].Order[0].Expr)
+		grain := timeGrain(n.Input, n.Funcs[0].Order[0].Expr)
 		mk = func() (dataflow.Operator, error) {
 			o, err := rel.NewStreamOver(n.Funcs, n.Names, schema, fns, st)
 			if err == nil {
 				o.SetLag(lag)
+				o.SetGrain(grain)
 			}
 			return o, err
 		}

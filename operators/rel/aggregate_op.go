@@ -26,6 +26,9 @@ type Aggregate struct {
 	// procSeen is the latest processing time a row brought (a window over
 	// PROCTIME(): WindowSpec.ProcTime).
 	procSeen int64
+	// last: a GROUP BY without a window answers at its last batch's
+	// epoch (atLast).
+	last lastEpoch
 }
 
 // NewAggregate makes an aggregation instance; stats may be nil.
@@ -66,6 +69,7 @@ func (a *Aggregate) OnBatch(ctx *dataflow.Context, _ int, b dataflow.Batch, _ *d
 	if a.stats != nil {
 		a.stats.RowsIn.Add(b.Record.NumRows())
 	}
+	a.last.take(b.Epoch)
 	late, nulls := a.h.Late(), a.h.NullTimes()
 	proc := a.spec.Window != nil && a.spec.Window.ProcTime
 	var seen int64
@@ -142,6 +146,9 @@ func (a *Aggregate) OnFrontier(ctx *dataflow.Context, _ int, f dataflow.Epoch) e
 		}
 		return nil
 	}
+	if a.spec.Window == nil {
+		return a.atLast(ctx, f)
+	}
 	recs, err := a.h.Advance(a.behind(Watermark(f)))
 	if err != nil {
 		return err
@@ -150,18 +157,8 @@ func (a *Aggregate) OnFrontier(ctx *dataflow.Context, _ int, f dataflow.Epoch) e
 		if a.stats != nil {
 			a.stats.RowsOut.Add(rec.NumRows())
 		}
-		// A window's rows go out at the epoch of its end, so downstream (an
-		// ordered sink over parallel instances) can order results by window.
-		if e := a.windowEnd(rec); e > a.held.Epoch() && e < dataflow.Closed {
-			if err := a.held.Downgrade(e); err != nil {
-				rec.Release()
-				return err
-			}
-		}
-		if err := ctx.Emit(0, a.held, rec); err != nil {
-			for _, r := range recs[i+1:] {
-				r.Release()
-			}
+		if err := a.emitByEnd(ctx, rec); err != nil {
+			releaseRecords(recs[i+1:])
 			return err
 		}
 	}
@@ -173,6 +170,62 @@ func (a *Aggregate) OnFrontier(ctx *dataflow.Context, _ int, f dataflow.Epoch) e
 		return a.held.Downgrade(f)
 	}
 	return nil
+}
+
+// emitByEnd sends rec's windows each at the epoch of its end (plus the
+// time's lag), so downstream (an ordered sink over parallel instances) can
+// order results by window, and so a window goes out at the same epoch
+// however the frontier stepped: sessions closed by one step come in one
+// record (closeSessions, by end), and sending it at the latest end among
+// them sent the earlier sessions later when a replay's frontier skipped
+// more of them at once (written twice after a kill committed between the
+// two ends: TestSessionRowsGoOutAtTheirSessionsEnd). A TUMBLE or HOP
+// record is one window, a closing GROUP BY's one key grain: one piece.
+func (a *Aggregate) emitByEnd(ctx *dataflow.Context, rec arrow.Record) error {
+	defer rec.Release()
+	n := int(rec.NumRows())
+	for lo := 0; lo < n; {
+		hi := n
+		if w := a.spec.Window; !w.ByKey {
+			ends := functions.Int64Values(rec.Column(len(a.spec.Group) + 1))
+			for hi = lo + 1; hi < n && ends[hi] == ends[lo]; hi++ {
+			}
+		}
+		piece := rec
+		if lo > 0 || hi < n {
+			piece = rec.NewSlice(int64(lo), int64(hi))
+		} else {
+			piece.Retain()
+		}
+		if e := a.windowEnd(piece); e > a.held.Epoch() && e < dataflow.Closed {
+			if err := a.held.Downgrade(e); err != nil {
+				piece.Release()
+				return err
+			}
+		}
+		if err := ctx.Emit(0, a.held, piece); err != nil {
+			return err
+		}
+		lo = hi
+	}
+	return nil
+}
+
+// atLast is OnFrontier for a GROUP BY without a window: its groups answer
+// when the input ends, at the epoch of the last batch it took (lastEpoch).
+func (a *Aggregate) atLast(ctx *dataflow.Context, f dataflow.Epoch) error {
+	if f != dataflow.Closed {
+		return a.last.follow(a.held, f)
+	}
+	if err := a.last.reach(a.held); err != nil {
+		return err
+	}
+	recs, err := a.h.Advance(math.MaxInt64)
+	if err == nil {
+		err = a.emitHeld(ctx, recs)
+	}
+	a.held.Drop()
+	return err
 }
 
 func (a *Aggregate) Close(ctx *dataflow.Context) error {

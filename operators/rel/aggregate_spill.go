@@ -44,6 +44,7 @@ type SpillAggregate struct {
 	dir   string
 	parts []*spillFile
 	held  *dataflow.Capability
+	last  lastEpoch // the answer goes out at its last batch's epoch
 }
 
 // SpillStats count what spilling aggregations wrote.
@@ -83,6 +84,7 @@ func (a *SpillAggregate) Open(ctx *dataflow.Context, cap *dataflow.Capability) e
 func (a *SpillAggregate) OnBatch(_ *dataflow.Context, _ int, b dataflow.Batch, _ *dataflow.Capability) error {
 	rec := b.Record
 	defer func() { rec.Release() }()
+	a.last.take(b.Epoch)
 	for spilled := false; ; spilled = true {
 		err := a.h.Add(rec)
 		if !errors.Is(err, dataflow.ErrMemory) {
@@ -187,10 +189,10 @@ func (a *SpillAggregate) spill() error {
 // OnFrontier emits the result when the input ends.
 func (a *SpillAggregate) OnFrontier(ctx *dataflow.Context, _ int, f dataflow.Epoch) error {
 	if f != dataflow.Closed {
-		if f > a.held.Epoch() {
-			return a.held.Downgrade(f)
-		}
-		return nil
+		return a.last.follow(a.held, f)
+	}
+	if err := a.last.reach(a.held); err != nil {
+		return err
 	}
 	if a.parts == nil {
 		// Nothing went to disk: the final phase takes the partial states.

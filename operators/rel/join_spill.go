@@ -38,7 +38,8 @@ type SpillJoin struct {
 	table       []arrow.Record
 	tableBytes  int64
 	waiting     []arrow.Record // left rows that came before the right side ended
-	built       bool           // in memory: the table is indexed
+	waitingAt   []dataflow.Epoch
+	built       bool // in memory: the table is indexed
 	rightDone   bool
 	leftDone    bool
 	held        *dataflow.Capability
@@ -49,6 +50,10 @@ type SpillJoin struct {
 	buildRows int64
 	buildNull bool
 	batch     int
+	// Each side's last batch's epoch, and the left frontier: the pairs go
+	// out at epochs these decide (at).
+	lastOf [2]lastEpoch
+	leftAt dataflow.Epoch
 }
 
 // NewSpillJoin makes an instance that keeps the right side under limit
@@ -72,6 +77,7 @@ func (s *SpillJoin) spilled() bool { return s.build != nil }
 
 func (s *SpillJoin) OnBatch(ctx *dataflow.Context, input int, b dataflow.Batch, _ *dataflow.Capability) error {
 	rec := b.Record
+	s.lastOf[input].take(b.Epoch)
 	if input == 1 {
 		if s.spilled() {
 			defer rec.Release()
@@ -90,9 +96,10 @@ func (s *SpillJoin) OnBatch(ctx *dataflow.Context, input int, b dataflow.Batch, 
 		return s.write(s.prob, rec, false)
 	case s.built:
 		defer rec.Release()
-		return s.probe(ctx, s.j, rec)
+		return s.probe(ctx, s.j, rec, s.at(b.Epoch))
 	}
 	s.waiting = append(s.waiting, rec)
+	s.waitingAt = append(s.waitingAt, b.Epoch)
 	return nil
 }
 
@@ -124,7 +131,7 @@ func (s *SpillJoin) spill() error {
 		s.stats.Spills.Add(1)
 	}
 	table, waiting := s.table, s.waiting
-	s.table, s.waiting, s.tableBytes = nil, nil, 0
+	s.table, s.waiting, s.waitingAt, s.tableBytes = nil, nil, nil, 0
 	defer releaseAll(table)
 	defer releaseAll(waiting)
 	for _, r := range table {
@@ -177,8 +184,59 @@ func (s *SpillJoin) write(files []*spillFile, rec arrow.Record, right bool) erro
 	return nil
 }
 
-func (s *SpillJoin) probe(ctx *dataflow.Context, j *HashJoin, rec arrow.Record) error {
-	return j.ProbeEach(rec, func(out arrow.Record) error { return ctx.Emit(0, s.held, out) })
+func (s *SpillJoin) probe(ctx *dataflow.Context, j *HashJoin, rec arrow.Record, at dataflow.Epoch) error {
+	return j.ProbeEach(rec, func(out arrow.Record) error { return s.emitAt(ctx, at, out) })
+}
+
+// at is the epoch a left row of epoch e pairs at in memory: e, or the
+// right side's last batch's if later (the table it met is the whole right
+// side). The pairs joined when both sides have ended (spilled, or a build
+// side's rows) go out at the later of the two sides' last epochs (atEnd).
+// Each is decided by the data, never by the epoch the join held when the
+// frontier last moved: a recovered query's replay, its frontier skipping
+// to the end, sent those at earlier epochs than the first run and the
+// client dropped them as written (TestSpillJoinRowsGoOutAtTheirBatchesEpoch).
+func (s *SpillJoin) at(e dataflow.Epoch) dataflow.Epoch {
+	if r := s.lastOf[1]; r.ok {
+		e = max(e, r.e)
+	}
+	return max(e, s.held.Epoch())
+}
+
+func (s *SpillJoin) atEnd() dataflow.Epoch {
+	e := s.held.Epoch()
+	for _, l := range s.lastOf {
+		if l.ok {
+			e = max(e, l.e)
+		}
+	}
+	return e
+}
+
+// follow moves held with the left frontier as far as every pair still to
+// go out allows: while rows may wait for the right side, to its last
+// epoch so far; once it has ended, to the later of the two sides' last
+// epochs so far.
+func (s *SpillJoin) follow() error {
+	bound, ok := s.lastOf[1].e, s.lastOf[1].ok
+	if s.rightDone {
+		l := s.lastOf[0]
+		bound, ok = max(bound, l.e), ok || l.ok
+	}
+	if e := min(s.leftAt, bound); ok && e > s.held.Epoch() {
+		return s.held.Downgrade(e)
+	}
+	return nil
+}
+
+func (s *SpillJoin) emitAt(ctx *dataflow.Context, at dataflow.Epoch, out arrow.Record) error {
+	c, err := s.held.Delayed(at)
+	if err != nil {
+		out.Release()
+		return err
+	}
+	defer c.Drop()
+	return ctx.Emit(0, c, out)
 }
 
 // OnFrontier builds the table in memory when the right side ends without
@@ -186,8 +244,9 @@ func (s *SpillJoin) probe(ctx *dataflow.Context, j *HashJoin, rec arrow.Record) 
 // it did.
 func (s *SpillJoin) OnFrontier(ctx *dataflow.Context, input int, f dataflow.Epoch) error {
 	if f != dataflow.Closed {
-		if input == 0 && f > s.held.Epoch() {
-			return s.held.Downgrade(f)
+		if input == 0 {
+			s.leftAt = f
+			return s.follow()
 		}
 		return nil
 	}
@@ -203,10 +262,10 @@ func (s *SpillJoin) OnFrontier(ctx *dataflow.Context, input int, f dataflow.Epoc
 		if err != nil {
 			return err
 		}
-		waiting := s.waiting
-		s.waiting = nil
+		waiting, waitingAt := s.waiting, s.waitingAt
+		s.waiting, s.waitingAt = nil, nil
 		for i, r := range waiting {
-			err := s.probe(ctx, s.j, r)
+			err := s.probe(ctx, s.j, r, s.at(waitingAt[i]))
 			r.Release()
 			if err != nil {
 				releaseAll(waiting[i+1:])
@@ -215,7 +274,7 @@ func (s *SpillJoin) OnFrontier(ctx *dataflow.Context, input int, f dataflow.Epoc
 		}
 	}
 	if !s.rightDone || !s.leftDone {
-		return nil
+		return s.follow()
 	}
 	if s.spilled() {
 		if err := s.joinPartitions(ctx); err != nil {
@@ -239,7 +298,7 @@ func (s *SpillJoin) emitBuild(ctx *dataflow.Context, j *HashJoin) error {
 		return err
 	}
 	for i, r := range recs {
-		if err := ctx.Emit(0, s.held, r); err != nil {
+		if err := s.emitAt(ctx, s.atEnd(), r); err != nil {
 			releaseAll(recs[i+1:])
 			return err
 		}
@@ -288,7 +347,7 @@ func (s *SpillJoin) joinPartition(ctx *dataflow.Context, j *HashJoin, build, pro
 	if err != nil {
 		return err
 	}
-	return readSpill(s.mem, probe, func(r arrow.Record) error { return s.probe(ctx, j, r) })
+	return readSpill(s.mem, probe, func(r arrow.Record) error { return s.probe(ctx, j, r, s.atEnd()) })
 }
 
 // readSpill calls each with every record of a spill file, from its start.

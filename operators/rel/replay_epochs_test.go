@@ -66,8 +66,22 @@ func (s *burstSource) Close(*dataflow.Context) error {
 // output row went out at, by row.
 func rowEpochs(t *testing.T, mem memory.Allocator, inputs [][]dataflow.Batch, burst bool, mk func() (dataflow.Operator, error)) map[string][]dataflow.Epoch {
 	t.Helper()
+	return chainEpochs(t, mem, inputs, burst, mk)
+}
+
+// chainEpochs is rowEpochs over a chain of operators: the first takes the
+// inputs, each next one the output of the one before (a two-phase
+// aggregation's partial and final phases).
+func chainEpochs(t *testing.T, mem memory.Allocator, inputs [][]dataflow.Batch, burst bool, mks ...func() (dataflow.Operator, error)) map[string][]dataflow.Epoch {
+	t.Helper()
 	g := &dataflow.Graph{Query: "t"}
-	op := g.AddOperator(dataflow.OperatorSpec{Name: "op", Inputs: len(inputs), Outputs: 1, New: func(dataflow.Instance) (dataflow.Operator, error) { return mk() }})
+	op := g.AddOperator(dataflow.OperatorSpec{Name: "op", Inputs: len(inputs), Outputs: 1, New: func(dataflow.Instance) (dataflow.Operator, error) { return mks[0]() }})
+	first := op
+	for i, mk := range mks[1:] {
+		next := g.AddOperator(dataflow.OperatorSpec{Name: fmt.Sprintf("op%d", i+1), Inputs: 1, Outputs: 1, New: func(dataflow.Instance) (dataflow.Operator, error) { return mk() }})
+		g.Connect(op, 0, next, 0)
+		op = next
+	}
 	for i, in := range inputs {
 		src := g.AddOperator(dataflow.OperatorSpec{Name: fmt.Sprintf("src%d", i), Outputs: 1, New: func(dataflow.Instance) (dataflow.Operator, error) {
 			if burst {
@@ -75,7 +89,7 @@ func rowEpochs(t *testing.T, mem memory.Allocator, inputs [][]dataflow.Batch, bu
 			}
 			return builtin.NewSliceSource(in), nil
 		}})
-		g.Connect(src, 0, op, i)
+		g.Connect(src, 0, first, i)
 	}
 	capt := &builtin.Captured{}
 	defer capt.Release()
@@ -178,18 +192,66 @@ func TestStreamOverRowsGoOutAtTheirOwnEpochs(t *testing.T) {
 		{Func: "avg", Args: []expr.Expr{colV}, Partition: []expr.Expr{colK}, Order: []logical.WindowKey{{Expr: colTS}}, DataType: expr.Float64,
 			Frame: logical.Frame{Unit: logical.FrameRows, Start: logical.FrameBound{Kind: logical.OffsetPreceding, Offset: 10}, End: logical.FrameBound{Kind: logical.CurrentRow}}},
 	}
-	mk := func() (dataflow.Operator, error) {
-		o, err := NewStreamOver(funcs, []string{"avg10"}, streamSchema, functions.Builtins(), nil)
-		if err == nil {
-			o.SetLag(lag)
+	for _, grain := range []time.Duration{0, 50 * time.Millisecond} {
+		mk := func() (dataflow.Operator, error) {
+			o, err := NewStreamOver(funcs, []string{"avg10"}, streamSchema, functions.Builtins(), nil)
+			if err == nil {
+				o.SetLag(lag)
+				o.SetGrain(grain)
+			}
+			return o, err
 		}
-		return o, err
+		var runs [2]map[string][]dataflow.Epoch
+		for i, burst := range []bool{false, true} {
+			runs[i] = rowEpochs(t, mem, [][]dataflow.Batch{streamBatches(t, mem, 5, 600, 20, lag)}, burst, mk)
+		}
+		sameCommits(t, runs[0], runs[1])
 	}
-	var runs [2]map[string][]dataflow.Epoch
-	for i, burst := range []bool{false, true} {
-		runs[i] = rowEpochs(t, mem, [][]dataflow.Batch{streamBatches(t, mem, 5, 600, 20, lag)}, burst, mk)
+}
+
+// TestStreamOverGrainSharesEpochs: with a grain, the rows whose times fall
+// in one grain go out at one epoch, its start plus the lag, with the same
+// values as one epoch a time gives, and no more epochs than grains.
+func TestStreamOverGrainSharesEpochs(t *testing.T) {
+	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
+	defer mem.AssertSize(t, 0)
+	const lag, grain = 5 * time.Millisecond, 200 * time.Millisecond
+	funcs := []*logical.WindowFunc{
+		{Func: "sum", Args: []expr.Expr{colV}, Partition: []expr.Expr{colK}, Order: []logical.WindowKey{{Expr: colTS}}, DataType: expr.Int64,
+			Frame: logical.Frame{Unit: logical.FrameRange, Start: logical.FrameBound{Kind: logical.UnboundedPreceding}, End: logical.FrameBound{Kind: logical.CurrentRow}}},
 	}
-	sameCommits(t, runs[0], runs[1])
+	run := func(g time.Duration) map[string][]dataflow.Epoch {
+		return rowEpochs(t, mem, [][]dataflow.Batch{streamBatches(t, mem, 6, 800, 20, lag)}, false, func() (dataflow.Operator, error) {
+			o, err := NewStreamOver(funcs, []string{"s"}, streamSchema, functions.Builtins(), nil)
+			if err == nil {
+				o.SetLag(lag)
+				o.SetGrain(g)
+			}
+			return o, err
+		})
+	}
+	fine, coarse := run(0), run(grain)
+	if len(fine) != len(coarse) || len(fine) < 100 {
+		t.Fatalf("%d rows with a grain, %d without", len(coarse), len(fine))
+	}
+	epochs := map[dataflow.Epoch]bool{}
+	for k, es := range coarse {
+		if len(fine[k]) != len(es) {
+			t.Fatalf("row %s: %d times with a grain, %d without", k, len(es), len(fine[k]))
+		}
+		for i, e := range es {
+			// Without a grain a row goes out at its time plus the lag.
+			ts := int64(fine[k][i]) - lag.Microseconds()
+			g := grain.Microseconds()
+			if want := dataflow.Epoch(ts/g*g + lag.Microseconds()); e != want {
+				t.Fatalf("row %s at epoch %d, want its grain's %d", k, e, want)
+			}
+			epochs[e] = true
+		}
+	}
+	if span := 800 * 10 * time.Millisecond; len(epochs) > int(span/grain)+2 {
+		t.Fatalf("%d epochs over %v of time in grains of %v", len(epochs), span, grain)
+	}
 }
 
 // TestWindowJoinRowsGoOutAtTheirWindowsEnd: as the OVER's rows (above), a
