@@ -439,12 +439,25 @@ func (s *CPUShare) Used() time.Duration {
 // c.mu held.
 func (s *CPUShare) progress() time.Duration {
 	var p time.Duration
+	now := s.c.now()
 	for st := range s.running {
 		if st.clocked {
-			p += max(0, s.c.threadOf(st.thread)-st.cpu)
+			p += st.bounded(s.c.threadOf(st.thread)-st.cpu, now)
 		}
 	}
 	return p
+}
+
+// bounded is a step's CPU time read off its thread's clock, no more than
+// the wall time since it began (by the clock now): a thread uses one core
+// at most, so a reading past that is not the step's (a clock read against
+// another thread's, see threadCPU). So a query's virtual time never falls
+// when a step ends (exit charges at least what progress counted: the same
+// bound, or the wall time), and a query levelled with it at the floor
+// never finds itself a lead ahead of it after: its wait at the gate is
+// bounded by its own steps since, which the gate counts (#25).
+func (st *stepStart) bounded(cpu, now time.Duration) time.Duration {
+	return max(0, min(cpu, now-st.at))
 }
 
 // Stats is what the share's query has taken and waited so far.
@@ -689,12 +702,23 @@ func (s *CPUShare) enter(ctx context.Context) (*stepStart, error) {
 					held = false
 				}
 			}
-			if !held && (!s.full(now, 0) || now-arrived >= c.slice) &&
-				(s.slotFree(now, 0) || now-arrived >= capEscape*c.slice) {
-				break
-			}
 			if held {
 				wait = min(wait, deadline-now)
+			} else {
+				// The cap holds a step a slice from its arrival at most, and
+				// a step processor is waited for capEscape slices: timed from
+				// the arrival, not from the last wake-up, which each step's
+				// end brings (a wake-up 9 ms in, then a whole slice again,
+				// held a small query beside a newcomer's build 27-32 ms).
+				capped := s.full(now, 0) && now-arrived < c.slice
+				if !capped && (s.slotFree(now, 0) || now-arrived >= capEscape*c.slice) {
+					break
+				}
+				until := arrived + capEscape*c.slice
+				if capped {
+					until = arrived + c.slice
+				}
+				wait = max(time.Microsecond, min(wait, until-now))
 			}
 		}
 		wake := c.wake
@@ -759,13 +783,15 @@ func (s *CPUShare) begin(waited bool) *stepStart {
 	if st.locked {
 		c.lockThread()
 	}
+	// at before the clock: the wall time a step's reading is bounded by
+	// (bounded) begins no later than the reading.
+	st.at = c.now()
 	if st.clocked {
 		st.cpu, st.thread = c.thread()
 		st.seen = st.cpu
 	}
 	c.mu.Lock()
 	st.seenAt = c.now()
-	st.at = st.seenAt
 	if waited {
 		s.waiting--
 		s.starting--
@@ -789,11 +815,12 @@ func (s *CPUShare) exit(start *stepStart) {
 	var used time.Duration
 	if start.clocked {
 		cpu, tid := c.thread()
-		used = max(0, cpu-start.cpu)
+		now := c.now()
+		used = start.bounded(cpu-start.cpu, now)
 		if start.locked {
 			c.unlockThread()
 		} else if tid != start.thread {
-			used = max(0, c.now()-start.at)
+			used = max(0, now-start.at)
 		}
 	}
 	c.mu.Lock()
