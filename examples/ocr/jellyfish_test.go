@@ -312,13 +312,30 @@ func carries(d jfDecision, name string) (bool, string) {
 }
 
 // judgeDecisions checks each of the policy's decisions on det-480 against
-// carries, on what the policy read then: det-480 kept where it carries the
-// stream, and stepped down to det-320 where it does not. A rule that steps
-// down at once, never, or late fails here, whatever the machine did to the
-// link's acks and the stream's rate.
+// carries, on what the policy read then (misjudged): det-480 kept where it
+// carries the stream, and stepped down to det-320 where it does not. A
+// rule that steps down at once, never, or late fails here, whatever the
+// machine did to the link's acks and the stream's rate.
 func judgeDecisions(t *testing.T, ds []jfDecision, fell time.Time) {
 	t.Helper()
-	judged, wrong := 0, 0
+	judged, wrong := misjudged(ds, fell)
+	if judged == 0 {
+		t.Errorf("no decision of the policy on det-480 with the link's acks and the stream's rate (%d decisions)", len(ds))
+	}
+	for i, w := range wrong {
+		if i == 3 {
+			t.Errorf("... %d decisions of %d judged wrong in all", len(wrong), judged)
+			break
+		}
+		t.Error(w)
+	}
+}
+
+// misjudged is how many of ds the rule was judged on (det-480 running,
+// the plan past the policy's MinAge, the link's acks and the detector's
+// rate read), and those it decided against carries, each with what it
+// read; fell, when set, is the link's fall, for the message.
+func misjudged(ds []jfDecision, fell time.Time) (judged int, wrong []string) {
 	for _, d := range ds {
 		if d.Variant != "det-480" || d.Age < control.DefaultJellyfish.MinAge || d.Samples < 1 || d.BwBps <= 0 || d.Rate <= 0 {
 			continue // the rule has nothing to judge yet (the plan settling, no acks, no detector)
@@ -329,27 +346,72 @@ func judgeDecisions(t *testing.T, ds []jfDecision, fell time.Time) {
 		if fell.IsZero() {
 			at = fmt.Sprintf("decision at plan age %v", d.Age.Round(time.Millisecond))
 		}
-		var bad string
 		switch down := strings.Contains(d.Reason, "det-480 -> det-320"); {
 		case ok && d.Reason != "":
-			bad = fmt.Sprintf("%s: %q where det-480 carries the stream (%s)", at, d.Reason, why)
+			wrong = append(wrong, fmt.Sprintf("%s: %q where det-480 carries the stream (%s)", at, d.Reason, why))
 		case !ok && !down:
-			bad = fmt.Sprintf("%s: %q, want det-480 -> det-320: %s", at, d.Reason, why)
-		}
-		if bad == "" {
-			continue
-		}
-		if wrong++; wrong <= 3 {
-			t.Error(bad)
+			wrong = append(wrong, fmt.Sprintf("%s: %q, want det-480 -> det-320: %s", at, d.Reason, why))
 		}
 	}
-	if wrong > 3 {
-		t.Errorf("... %d decisions of %d judged wrong in all", wrong, judged)
+	return judged, wrong
+}
+
+// TestJellyfishJudgeCatchesABrokenRule is the judge of the Jellyfish test
+// on readings as a run gives them (the detector's zoo as the policy has
+// it from catalog.yaml: the frame's bytes, the P90 by batch): the
+// coordinator's rule passes on the unshaped link, on the fallen one, and
+// on a burst of frames over det-480's profile (a busy machine's, where
+// stepping down is right on what it read); a rule that never steps down,
+// or steps down at once, is judged wrong.
+func TestJellyfishJudgeCatchesABrokenRule(t *testing.T) {
+	zoo := []control.JFVariant{
+		{Name: "det-320", Side: 320, Bytes: 18.2*1024 + 64, Accuracy: 0.8222, BatchMs: []float64{339, 664.1}},
+		{Name: "det-480", Side: 480, Bytes: 18.2*1024 + 64, Accuracy: 0.9778, BatchMs: []float64{224, 1354}},
+		{Name: "det-640", Side: 640, Bytes: 18.2*1024 + 64, Accuracy: 0.9333, BatchMs: []float64{461.4, 2543}},
 	}
-	if judged == 0 {
-		t.Errorf("no decision of the policy on det-480 with the link's acks and the stream's rate (%d decisions)", len(ds))
+	input := func(kbit, rate float64) control.PolicyInput {
+		bps := kbit * 1000 / 8
+		return control.PolicyInput{Query: "q", Age: 3 * time.Second,
+			Latency: &control.LatencyInput{SLOMs: 600, Calls: []control.LatencyCall{{Call: "detect", Variant: "det-480", Variants: zoo, Sources: []string{"edge-x2"}}}},
+			Estimates: control.Estimates{Samples: 5,
+				Operators: []control.OperatorEstimate{{Operator: "model detect", InputRate: rate}},
+				Links:     []control.LinkEstimate{{From: "edge-x2", To: "cloud-x2-1", BandwidthBps: bps, AckBandwidthBps: bps, RecentAckBps: bps}}}}
+	}
+	readings := map[string]control.PolicyInput{
+		"the unshaped link":              input(20000, 2),
+		"the fallen link":                input(shapedKbit, 2),
+		"a burst over det-480's profile": input(20000, 5),
+	}
+	stepsDown := func(in control.PolicyInput) *control.Decision {
+		return &control.Decision{Reason: "jellyfish: detect: det-480 -> det-320 (320x320)", Constraints: control.Constraints{Variants: map[string]string{"detect": "det-320"}}}
+	}
+	for _, c := range []struct {
+		rule  control.Policy
+		name  string
+		wrong []string // the readings it must be judged wrong on
+	}{
+		{control.DefaultJellyfish, "the coordinator's", nil},
+		{policyFunc(func(control.PolicyInput) *control.Decision { return nil }), "never stepping down", []string{"the fallen link", "a burst over det-480's profile"}},
+		{policyFunc(stepsDown), "stepping down at once", []string{"the unshaped link"}},
+	} {
+		for what, in := range readings {
+			rec := &jfRecorder{rule: c.rule}
+			rec.Decide(in)
+			judged, wrong := misjudged(rec.all(), time.Time{})
+			if judged != 1 {
+				t.Fatalf("%s on %s: %d decisions judged, want 1", c.name, what, judged)
+			}
+			if want := slices.Contains(c.wrong, what); want != (len(wrong) > 0) {
+				t.Errorf("%s on %s: judged wrong %v, want %v (%v)", c.name, what, len(wrong) > 0, want, wrong)
+			}
+		}
 	}
 }
+
+// policyFunc is a rule as a function.
+type policyFunc func(control.PolicyInput) *control.Decision
+
+func (f policyFunc) Decide(in control.PolicyInput) *control.Decision { return f(in) }
 
 // stepDown is the run's re-plan from det-480 to det-320, nil when none;
 // every re-plan must be the Jellyfish policy's.
