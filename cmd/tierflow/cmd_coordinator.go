@@ -63,9 +63,9 @@ metrics at /metrics.`,
 					return badInput(err)
 				}
 			}
-			roots, err := security.NewRoots(dataRoots)
+			roots, err := a.dataRoots(dataRoots, authorityPath)
 			if err != nil {
-				return badInput(err)
+				return err
 			}
 			if limits.MemoryBytes, err = parseBytes(maxMemory); err != nil {
 				return badInput(fmt.Errorf("--max-query-memory: %w", err))
@@ -83,12 +83,6 @@ metrics at /metrics.`,
 				if authority, err = security.LoadAuthority(authorityPath); err != nil {
 					return badInput(fmt.Errorf("--authority: %w", err))
 				}
-			}
-			if roots == nil && a.secured(authorityPath) {
-				// A secured cluster's users do not share the coordinator's
-				// files: without --data-root it opens none a query names
-				// (the catalog field, file streams and tables).
-				roots = security.NoFiles()
 			}
 			url := a.g.nats
 			var srv *natsserver.Server

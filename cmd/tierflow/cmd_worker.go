@@ -27,6 +27,7 @@ func newWorkerCmd(a *app) *cobra.Command {
 	var noCPUShare bool
 	var schedName, evidence string
 	var dataRoots []string
+	var anyFile bool
 	var namespace, maxMemory, cpuProfile, traceFile string
 	c := &cobra.Command{
 		Use:   "worker",
@@ -68,9 +69,14 @@ other workers over NATS. Ctrl-C (or SIGTERM) aborts what runs and leaves.
 				host, _ := os.Hostname()
 				name = cluster.WorkerName(fmt.Sprintf("%s-%d", host, os.Getpid()))
 			}
-			roots, err := security.NewRoots(dataRoots)
-			if err != nil {
-				return badInput(err)
+			var roots *security.Roots
+			if anyFile && len(dataRoots) > 0 {
+				return badInput(fmt.Errorf("--any-file and --data-root: choose one"))
+			}
+			if !anyFile {
+				if roots, err = a.dataRoots(dataRoots, ""); err != nil {
+					return err
+				}
 			}
 			guard, err := memoryGuard(a, maxMemory)
 			if err != nil {
@@ -127,7 +133,8 @@ other workers over NATS. Ctrl-C (or SIGTERM) aborts what runs and leaves.
 	f.StringVar(&tier, "tier", "", "tier this worker sits in (edge, hub, cloud, ...)")
 	f.StringVar(&location, "location", "", "location within the tier")
 	f.StringVar(&typ, "type", "", "worker type (as the catalog's profiles and the infrastructure name it)")
-	f.StringArrayVar(&dataRoots, "data-root", nil, "serve the files of submitted queries (catalogs, models, file streams, tables, sinks) only under this directory (repeatable); without it any file the worker's user can read")
+	f.BoolVar(&anyFile, "any-file", false, "serve any file the worker's user can read, also on a secured cluster: for a worker that runs only its own user's queries (tierflow run --processes starts its workers so)")
+	f.StringArrayVar(&dataRoots, "data-root", nil, "serve the files of submitted queries (catalogs, models, file streams, tables, sinks) only under this directory (repeatable); without it any file the worker's user can read, and on a secured cluster (credentials or --nats-config) none")
 	f.StringVar(&metricsAddr, "metrics", "", "serve Prometheus metrics on this address (e.g. :9101)")
 	f.StringVar(&maxMemory, "max-memory", "", "what all the worker's queries may hold together, e.g. 12GiB: a query part is refused near it and the largest query fails past it (default: 80% of the machine's memory; 0: no guard)")
 	f.IntVar(&threads, "threads", 0, "intra-op threads of each model session: this worker's share of the machine's CPUs (0: ONNX Runtime's default, all of them)")

@@ -3,11 +3,13 @@ package main
 import (
 	"fmt"
 	"os"
+	"strings"
 
 	"github.com/nats-io/nats.go"
 	"github.com/spf13/pflag"
 
 	"github.com/tierflow/tierflow/relay/natsserver"
+	"github.com/tierflow/tierflow/runtime/security"
 )
 
 // Environment variables a password may come from instead of the command
@@ -47,7 +49,8 @@ func (a *app) natsAuth() natsserver.Auth {
 // credentials, a server configuration (nats-setup's) or an authority file.
 func (a *app) secured(authority string) bool {
 	au := a.natsAuth()
-	return au.Creds != "" || au.NKey != "" || au.User != "" || a.g.natsConfig != "" || authority != ""
+	// A user:password@ in --nats counts as well: no host name holds an @.
+	return au.Creds != "" || au.NKey != "" || au.User != "" || a.g.natsConfig != "" || authority != "" || strings.Contains(a.g.nats, "@")
 }
 
 // connectNATS connects to url with the command's credentials. It is the one
@@ -88,3 +91,30 @@ func (a *app) startEmbeddedNATS(dir string) (*natsserver.Server, error) {
 
 // redact is natsserver.Redact: credentials never print.
 func redact(s string) string { return natsserver.Redact(s) }
+
+// secretFiles are the files, by flag, this process authenticates with: no
+// data root may hold them (security.Roots.RefuseSecrets). Certificates are
+// public and left out.
+func (a *app) secretFiles(authority string) map[string]string {
+	au := a.natsAuth()
+	return map[string]string{"--nats-creds": au.Creds, "--nats-nkey": au.NKey, "--tls-key": au.TLSKey, "--nats-config": a.g.natsConfig, "--authority": authority}
+}
+
+// dataRoots are the directories a coordinator or worker serves a query's
+// files from (--data-root), one rule for both: none may hold the process's
+// secrets, and on a secured cluster no --data-root means no files at all,
+// since its users do not share the process's files (without it a query
+// could read the process's creds and hand them to its submitter).
+func (a *app) dataRoots(dirs []string, authority string) (*security.Roots, error) {
+	roots, err := security.NewRoots(dirs)
+	if err != nil {
+		return nil, badInput(err)
+	}
+	if err := roots.RefuseSecrets(a.secretFiles(authority)); err != nil {
+		return nil, badInput(err)
+	}
+	if roots == nil && a.secured(authority) {
+		roots = security.NoFiles()
+	}
+	return roots, nil
+}

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -15,6 +16,7 @@ import (
 	"github.com/tierflow/tierflow/relay/natsserver"
 	"github.com/tierflow/tierflow/runtime/cluster/clustertest"
 	"github.com/tierflow/tierflow/runtime/coordinator"
+	"github.com/tierflow/tierflow/runtime/security"
 )
 
 // TestSecretsNeverPrint runs a coordinator and a worker as processes and a
@@ -37,11 +39,11 @@ func TestSecretsNeverPrint(t *testing.T) {
 	dir := t.TempDir()
 	clustertest.WriteData(t, dir, 2000)
 
-	coordOut := startTierflow(t, "coordinator", "--nats", "nats://coord:"+secrets["coord"]+"@"+hostport, "--heartbeat", "200ms", "--placement", "rules")
+	coordOut := startTierflow(t, "coordinator", "--nats", "nats://coord:"+secrets["coord"]+"@"+hostport, "--heartbeat", "200ms", "--placement", "rules", "--data-root", dir)
 	t.Setenv(envNATSUser, "")
 	os.Setenv(envNATSUser, "wk")
 	os.Setenv(envNATSPassword, secrets["wk"])
-	workerOut := startTierflow(t, "worker", "--nats", url, "--tier", "edge", "--name", "e1")
+	workerOut := startTierflow(t, "worker", "--nats", url, "--tier", "edge", "--name", "e1", "--data-root", dir)
 	os.Unsetenv(envNATSUser)
 	os.Unsetenv(envNATSPassword)
 
@@ -105,3 +107,51 @@ func TestSecretsNeverPrint(t *testing.T) {
 }
 
 func natsUserInfo(u, p string) nats.Option { return nats.UserInfo(u, p) }
+
+// TestDataRootsOneRule: the coordinator and the worker take their data
+// roots by one rule. On a secured cluster (creds, an nkey, a user, a
+// server configuration, an authority) no --data-root serves no file a
+// query names (else a query reads the process's creds and hands them to
+// its submitter); an open one keeps tierflow's freedom; and a root that
+// holds the process's secrets stops the process at start, exit 2.
+func TestDataRootsOneRule(t *testing.T) {
+	dir := t.TempDir()
+	sec := filepath.Join(dir, "secrets")
+	os.MkdirAll(sec, 0o700)
+	creds := filepath.Join(sec, "w1.creds")
+	os.WriteFile(creds, []byte("-----BEGIN NATS USER JWT-----\n"), 0o600)
+	for name, g := range map[string]globals{
+		"creds":       {auth: natsserver.Auth{Creds: creds}},
+		"a user":      {auth: natsserver.Auth{User: "w1", Password: "pw"}},
+		"nats-config": {natsConfig: filepath.Join(sec, "server.conf")},
+		"a URL's":     {nats: "nats://w1:pw@127.0.0.1:4222"},
+	} {
+		a := &app{g: g}
+		roots, err := a.dataRoots(nil, "")
+		if err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		if _, err := roots.Check(creds); !errors.Is(err, security.ErrNoDataRoot) {
+			t.Errorf("%s, no --data-root: %s served (%v), want ErrNoDataRoot", name, creds, err)
+		}
+	}
+	if roots, err := (&app{}).dataRoots(nil, ""); err != nil || roots != nil {
+		t.Errorf("an open cluster: %v %v, want no confinement", roots, err)
+	}
+	if roots, err := (&app{}).dataRoots(nil, filepath.Join(sec, "authority.json")); err != nil || roots == nil {
+		t.Errorf("an authority alone: %v %v, want secured", roots, err)
+	}
+	if code, _, errs := runCLI(t, "", "worker", "--nats", "nats://127.0.0.1:1", "--tier", "edge", "--any-file", "--data-root", dir); code != exitBadInput || !strings.Contains(errs, "choose one") {
+		t.Errorf("--any-file with --data-root: exit %d %q, want 2", code, errs)
+	}
+	for _, cmd := range []string{"worker", "coordinator"} {
+		args := []string{cmd, "--nats", "nats://127.0.0.1:1", "--nats-creds", creds, "--data-root", dir}
+		if cmd == "worker" {
+			args = append(args, "--tier", "edge", "--name", "w1")
+		}
+		code, _, errs := runCLI(t, "", args...)
+		if code != exitBadInput || !strings.Contains(errs, "--data-root "+dir) || !strings.Contains(errs, "--nats-creds") {
+			t.Errorf("%s with its creds under its --data-root: exit %d %q, want 2 naming the root and the flag", cmd, code, errs)
+		}
+	}
+}

@@ -66,7 +66,10 @@ func StartProcesses(ctx context.Context, o ProcessOptions) (*Cluster, error) {
 		// Credentials in the URL move to flags and the environment: a
 		// command line is visible to every user of the machine (ps).
 		url, authFlags, authEnv := ChildAuth(c.url, o.Auth)
-		args := []string{"worker", "--nats", url, "--name", WorkerName(m.Name), "--tier", m.Tier}
+		// The workers are the invoking user's own, running only the
+		// user's queries: they read its files as tierflow run does, on
+		// a secured server too (--any-file).
+		args := []string{"worker", "--nats", url, "--name", WorkerName(m.Name), "--tier", m.Tier, "--any-file"}
 		if m.Location != "" {
 			args = append(args, "--location", m.Location)
 		}

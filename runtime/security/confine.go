@@ -127,3 +127,44 @@ func under(dirs []string, path string) bool {
 func (r *Roots) named(path string) bool {
 	return under(append(r.Dirs(), r.given...), filepath.Clean(path))
 }
+
+// ErrSecretsServed: a data root holds a file the process authenticates
+// with, which any query could then read and hand to its submitter.
+var ErrSecretsServed = errors.New("holds this process's credentials, which any query could read")
+
+// RefuseSecrets fails when a secret (a creds, nkey, TLS key or
+// configuration file the process was started with, named by its flag) or
+// a sibling of one lies under a root. Siblings count: nats-setup writes
+// every role's creds, the account keys and the server's TLS key into one
+// directory, so a root holding a worker's creds holds the coordinator's
+// too. The check is made once, at start, so that a query never meets it.
+func (r *Roots) RefuseSecrets(secrets map[string]string) error {
+	if r == nil {
+		return nil
+	}
+	flags := make([]string, 0, len(secrets))
+	for flag := range secrets {
+		flags = append(flags, flag)
+	}
+	slices.Sort(flags)
+	for _, flag := range flags {
+		p := secrets[flag]
+		if p == "" {
+			continue
+		}
+		abs, err := filepath.Abs(p)
+		if err != nil {
+			continue
+		}
+		dir := filepath.Dir(abs)
+		if real, err := filepath.EvalSymlinks(dir); err == nil {
+			dir = real
+		}
+		for i, d := range r.dirs {
+			if under([]string{d}, dir) {
+				return fmt.Errorf("--data-root %s %w (%s %s): keep secrets outside the data roots", r.given[i], ErrSecretsServed, flag, p)
+			}
+		}
+	}
+	return nil
+}

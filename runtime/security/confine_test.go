@@ -219,3 +219,41 @@ func TestConfineModels(t *testing.T) {
 		t.Errorf("model argument check of a file outside: %v (checker called %d)", err, checked)
 	}
 }
+
+// TestRootsRefuseSecrets: a data root that holds the process's credentials
+// (or the directory they share with the other roles') is refused at start,
+// by a link too; secrets beside the root, not under it, are fine.
+func TestRootsRefuseSecrets(t *testing.T) {
+	base := t.TempDir()
+	data, sec := filepath.Join(base, "srv"), filepath.Join(base, "secrets")
+	for _, d := range []string{filepath.Join(data, "secrets"), sec} {
+		if err := os.MkdirAll(d, 0o700); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := os.Symlink(data, filepath.Join(base, "link")); err != nil {
+		t.Fatal(err)
+	}
+	roots, err := security.NewRoots([]string{data})
+	if err != nil {
+		t.Fatal(err)
+	}
+	inside := filepath.Join(data, "secrets", "w1.creds")
+	for _, secrets := range []map[string]string{
+		{"--nats-creds": inside},
+		{"--tls-ca": filepath.Join(sec, "ca.pem"), "--nats-nkey": filepath.Join(base, "link", "secrets", "w1.nk")},
+		{"--nats-config": filepath.Join(data, "server.conf")},
+	} {
+		err := roots.RefuseSecrets(secrets)
+		if !errors.Is(err, security.ErrSecretsServed) || !strings.Contains(err.Error(), data) {
+			t.Errorf("%v: %v, want refused naming the root %s", secrets, err, data)
+		}
+	}
+	if err := roots.RefuseSecrets(map[string]string{"--nats-creds": filepath.Join(sec, "w1.creds"), "--tls-ca": filepath.Join(sec, "ca.pem"), "--nats-nkey": ""}); err != nil {
+		t.Errorf("secrets beside the root: %v", err)
+	}
+	var none *security.Roots
+	if err := none.RefuseSecrets(map[string]string{"--nats-creds": inside}); err != nil {
+		t.Errorf("no roots: %v", err)
+	}
+}
