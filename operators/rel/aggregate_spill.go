@@ -141,11 +141,11 @@ func (a *SpillAggregate) spill() error {
 			return fmt.Errorf("spill: %w", err)
 		}
 		for i := range SpillPartitions {
-			f, err := os.Create(fmt.Sprintf("%s/%d.arrow", a.dir, i))
+			p, err := createSpillFile(a.dir, fmt.Sprintf("%s/%d.arrow", a.dir, i), a.mid, a.mem)
 			if err != nil {
-				return fmt.Errorf("spill: %w", err)
+				return err
 			}
-			a.parts = append(a.parts, &spillFile{f: f, w: ipc.NewWriter(f, ipc.WithSchema(a.mid), ipc.WithAllocator(a.mem))})
+			a.parts = append(a.parts, p)
 		}
 	}
 	keys := make([]int, len(a.partial.Group))

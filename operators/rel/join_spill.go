@@ -113,11 +113,11 @@ func (s *SpillJoin) spill() error {
 	open := func(side string, schema *arrow.Schema) ([]*spillFile, error) {
 		var fs []*spillFile
 		for i := range SpillPartitions {
-			f, err := os.Create(fmt.Sprintf("%s/%s%d.arrow", s.dir, side, i))
+			p, err := createSpillFile(s.dir, fmt.Sprintf("%s/%s%d.arrow", s.dir, side, i), schema, s.mem)
 			if err != nil {
-				return fs, fmt.Errorf("spill: %w", err)
+				return fs, err
 			}
-			fs = append(fs, &spillFile{f: f, w: ipc.NewWriter(f, ipc.WithSchema(schema), ipc.WithAllocator(s.mem))})
+			fs = append(fs, p)
 		}
 		return fs, nil
 	}

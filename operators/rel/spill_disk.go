@@ -1,0 +1,90 @@
+package rel
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"sync"
+	"syscall"
+
+	"github.com/apache/arrow/go/v17/arrow"
+	"github.com/apache/arrow/go/v17/arrow/ipc"
+	"github.com/apache/arrow/go/v17/arrow/memory"
+
+	"github.com/tierflow/tierflow/dataflow"
+)
+
+// ErrSpillDisk: a spill stopped before it filled the disk. Memory has a
+// budget per query and a guard per process; the disk a query spills to is
+// shared the same way (by the process, its other queries, a NATS server's
+// store), so a spill stops while a tenth of the file system is still free
+// (the level at which disks are commonly called full), and the query fails
+// with the reason instead of the machine failing everyone's.
+var ErrSpillDisk = errors.New("spill stopped before the disk filled")
+
+// spillFreeShare is the part of a file system a spill leaves free.
+const spillFreeShare = 10
+
+// statFS reads a file system's size and free bytes (a variable so that a
+// test can fill a disk without writing it).
+var statFS = func(dir string) (size, free uint64, err error) {
+	var st syscall.Statfs_t
+	if err := syscall.Statfs(dir, &st); err != nil {
+		return 0, 0, err
+	}
+	return st.Blocks * uint64(st.Bsize), st.Bavail * uint64(st.Bsize), nil
+}
+
+// diskGuard is the process's one view of the spill disk: what every spill
+// may still write before it must look at the file system again. After a
+// look it allows half the headroom above the reserve, so the writes of all
+// spills together never pass the reserve between two looks, and the looks
+// grow more frequent only as the disk nears it (a few per halving, not one
+// per write).
+var diskGuard struct {
+	mu      sync.Mutex
+	allowed int64
+}
+
+// spillCharge accounts n bytes about to be written under dir.
+func spillCharge(dir string, n int) error {
+	diskGuard.mu.Lock()
+	defer diskGuard.mu.Unlock()
+	if diskGuard.allowed >= int64(n) {
+		diskGuard.allowed -= int64(n)
+		return nil
+	}
+	size, free, err := statFS(dir)
+	if err != nil {
+		return fmt.Errorf("spill: %s: %w", dir, err)
+	}
+	reserve := size / spillFreeShare
+	if free < reserve+uint64(n) {
+		return fmt.Errorf("%w: %s has %s free of %s, and a spill leaves a tenth of it free", ErrSpillDisk, dir, dataflow.Bytes(int64(free)), dataflow.Bytes(int64(size)))
+	}
+	diskGuard.allowed = int64(free-reserve)/2 - int64(n)
+	return nil
+}
+
+// guardedFile is a spill file whose writes are charged to the disk guard.
+type guardedFile struct {
+	f   *os.File
+	dir string
+}
+
+func (g guardedFile) Write(p []byte) (int, error) {
+	if err := spillCharge(g.dir, len(p)); err != nil {
+		return 0, err
+	}
+	return g.f.Write(p)
+}
+
+// createSpillFile creates path in dir for Arrow IPC records of schema,
+// its writes under the disk guard.
+func createSpillFile(dir, path string, schema *arrow.Schema, mem memory.Allocator) (*spillFile, error) {
+	f, err := os.Create(path)
+	if err != nil {
+		return nil, fmt.Errorf("spill: %w", err)
+	}
+	return &spillFile{f: f, w: ipc.NewWriter(guardedFile{f: f, dir: dir}, ipc.WithSchema(schema), ipc.WithAllocator(mem))}, nil
+}
