@@ -92,6 +92,10 @@ type Options struct {
 	// returns the path to open, or why the file may not be used. A worker
 	// confines a submitted query to its data roots; a local run sets none.
 	Confine func(path string) (string, error)
+	// ConfineWrite, when set, vets the files the query writes (sinks TO
+	// FILE) in Confine's place: a shared worker lets its users read the
+	// same data but write only their own (security.Roots.ConfineOwner).
+	ConfineWrite func(path string) (string, error)
 	// Parallelism runs each GROUP BY over plain columns as this many
 	// instances, rows exchanged by a hash of the group keys (data-parallel),
 	// and any other GROUP BY it can split in two phases (twophase.go) on
@@ -1138,8 +1142,12 @@ func (b *builder) sink(n *logical.Sink, at func(error) error) (int, *arrow.Schem
 		w = sinks.Discard{}
 	case n.Sink.Kind == "file":
 		path := b.outPath(n.Sink.Target)
-		if b.opts.Confine != nil {
-			if path, err = b.opts.Confine(unclean(n.Sink.Target, path)); err != nil {
+		confine := b.opts.Confine
+		if b.opts.ConfineWrite != nil {
+			confine = b.opts.ConfineWrite
+		}
+		if confine != nil {
+			if path, err = confine(unclean(n.Sink.Target, path)); err != nil {
 				return 0, nil, at(fmt.Errorf("sink %s: %w", n.Sink.Name, err))
 			}
 		}

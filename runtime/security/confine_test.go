@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -163,6 +164,74 @@ func TestWorkerConfined(t *testing.T) {
 	info, err := client.Submit(context.Background(), script("good.csv"), "", sinks.NewCSV(&out))
 	if err != nil || info.ResultRows != 2 {
 		t.Fatalf("query inside the root: %v %+v\n%s", err, info, out.String())
+	}
+	// alice's query, straight to the worker: it reads the shared file but
+	// writes only under her own directory.
+	for i, target := range []string{"good.csv", "bob/x.csv", "alice/out.csv"} {
+		ok, q := i == 2, fmt.Sprintf("sink%d", i)
+		sc := script("good.csv")
+		sc.Source = "CREATE STREAM s (n INT) FROM FILE 'good.csv' FORMAT CSV;\nCREATE SINK o TO FILE '" + target + "' FORMAT CSV;\nINSERT INTO o SELECT n FROM s;\n"
+		body, _ := json.Marshal(deploy.DeployRequest{Query: q, Script: sc, Owner: "alice", Placement: deploy.Placement{Query: q, Workers: []string{"w1"}}})
+		msg, err := wnc.Request(deploy.DeploySubject("", q, "w1"), body, 5*time.Second)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var ack deploy.Ack
+		json.Unmarshal(msg.Data, &ack)
+		if refused := strings.Contains(ack.Error, "writes files only under "+filepath.Join(f.root, "alice")); refused == ok {
+			t.Errorf("alice's sink to %s: %q, want allowed %v", target, ack.Error, ok)
+		}
+		if _, err := os.Stat(filepath.Join(f.root, target)); ok && err != nil {
+			// The sink's file is made as the part is built, before the
+			// worker matches the part to its placement (which this
+			// hand-made request has not).
+			t.Errorf("alice's sink to her own %s: %q, file %v", target, ack.Error, err)
+		}
+	}
+	if b, err := os.ReadFile(filepath.Join(f.root, "good.csv")); err != nil || string(b) != "n\n1\n2\n" {
+		t.Errorf("the shared file after alice's sinks: %q %v", b, err)
+	}
+}
+
+// TestConfineOwnerWrites: on a shared worker a query reads the roots and
+// writes only under its owner's directory, which comes with the first
+// file; a symlink out of it, .. and another user's directory are refused;
+// an anonymous owner (an open cluster) writes anywhere under the roots.
+func TestConfineOwnerWrites(t *testing.T) {
+	f := newConfineFixture(t)
+	var eo exec.Options
+	sc := deploy.Script{Filename: filepath.Join(f.root, "q.sql"), BaseDir: f.root}
+	if err := f.roots.ConfineOwner("alice", &sc, &eo); err != nil || eo.ConfineWrite == nil {
+		t.Fatalf("ConfineOwner: %v, write check %v", err, eo.ConfineWrite != nil)
+	}
+	if _, err := eo.Confine(filepath.Join(f.root, "good.csv")); err != nil {
+		t.Errorf("alice reading the shared file: %v", err)
+	}
+	real, _ := filepath.EvalSymlinks(f.root)
+	if got, err := eo.ConfineWrite(filepath.Join(f.root, "alice", "day", "out.csv")); err != nil || got != filepath.Join(real, "alice", "day", "out.csv") {
+		t.Errorf("alice writing her own file: %s %v", got, err)
+	}
+	os.Symlink(f.outside, filepath.Join(f.root, "alice", "esc"))
+	for _, p := range []string{
+		filepath.Join(f.root, "good.csv"),
+		filepath.Join(f.root, "bob", "x.csv"),
+		filepath.Join(f.root, "alice", "..", "bob", "x.csv"),
+		filepath.Join(f.root, "alice", "esc", "x.csv"),
+		filepath.Join(f.outside, "alice", "x.csv"),
+	} {
+		if _, err := eo.ConfineWrite(p); !errors.Is(err, security.ErrConfined) || !errors.Is(err, deploy.ErrInput) {
+			t.Errorf("alice writing %s: %v, want refused", p, err)
+		}
+	}
+	if _, err := os.Stat(filepath.Join(f.root, "bob")); err == nil {
+		t.Error("a refused write made bob's directory")
+	}
+	var open exec.Options
+	if err := f.roots.ConfineOwner("anonymous", &sc, &open); err != nil || open.ConfineWrite != nil {
+		t.Errorf("an anonymous owner: %v, write check %v, want the roots alone", err, open.ConfineWrite != nil)
+	}
+	if err := f.roots.ConfineOwner("../x", &sc, &open); err == nil {
+		t.Error("an owner with a slash accepted")
 	}
 }
 

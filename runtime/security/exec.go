@@ -2,6 +2,7 @@ package security
 
 import (
 	"fmt"
+	"os"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -13,6 +14,7 @@ import (
 	"github.com/tierflow/tierflow/planner/bind"
 	"github.com/tierflow/tierflow/planner/catalog"
 	"github.com/tierflow/tierflow/planner/logical"
+	"github.com/tierflow/tierflow/relay/natsserver"
 	"github.com/tierflow/tierflow/runtime/deploy"
 	"github.com/tierflow/tierflow/runtime/inference"
 )
@@ -112,4 +114,47 @@ func abs(p string) string {
 		return a
 	}
 	return p
+}
+
+// ConfineOwner is ConfineScript for a query of owner on a shared worker:
+// besides the roots, the files its sinks write lie under the owner's own
+// directory in a root (<root>/<owner>/...). Users of one data root read
+// the same data, but none replaces a file another reads (a model every
+// query loads, another user's table). An anonymous owner (an open
+// cluster, where every client is everyone) writes anywhere under the roots.
+func (r *Roots) ConfineOwner(owner string, sc *deploy.Script, eo *exec.Options) error {
+	if err := r.ConfineScript(sc, eo); err != nil || r == nil || len(r.dirs) == 0 || owner == "" || owner == natsserver.Anonymous {
+		return err
+	}
+	if strings.ContainsAny(owner, `/\`) || owner == "." || owner == ".." {
+		return fmt.Errorf("%w: owner %q names no directory", deploy.ErrInput, owner)
+	}
+	var own, named []string // resolved; and as the roots were given
+	for i, d := range r.dirs {
+		own = append(own, filepath.Join(d, owner))
+		named = append(named, filepath.Join(d, owner), filepath.Join(r.given[i], owner))
+	}
+	read := eo.Confine
+	eo.ConfineWrite = func(p string) (string, error) {
+		refused := func() (string, error) {
+			return "", fmt.Errorf("%w: %w: %s: a query of %s writes files only under %s", deploy.ErrInput, ErrConfined, p, owner, strings.Join(own, ", "))
+		}
+		ap := filepath.Clean(abs(p))
+		if !under(named, ap) {
+			return refused()
+		}
+		// The owner's directory comes with the first file written there.
+		if err := os.MkdirAll(filepath.Dir(ap), 0o755); err != nil {
+			return "", fmt.Errorf("%w: %s: %w", deploy.ErrInput, p, err)
+		}
+		real, err := read(p)
+		if err != nil {
+			return "", err
+		}
+		if !under(own, real) {
+			return refused()
+		}
+		return real, nil
+	}
+	return nil
 }

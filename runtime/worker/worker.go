@@ -547,7 +547,7 @@ func (w *Worker) build(req deploy.DeployRequest, ack *deploy.Ack) error {
 		w.cfg.Exec(&eo, deploy.ExecPart{Query: req.Query, Variants: req.Script.Variants, Priority: req.Script.Priority,
 			LatencyMs: req.Script.LatencyMs, Scheduler: w.sched})
 	}
-	if err := w.confine(&req.Script, &eo); err != nil {
+	if err := w.confine(req.Owner, &req.Script, &eo); err != nil {
 		return err
 	}
 	// Streams FROM NATS and sinks TO NATS: the instances of one query's scan
