@@ -1156,7 +1156,12 @@ func (b *builder) sink(n *logical.Sink, at func(error) error) (int, *arrow.Schem
 			return 0, nil, at(err)
 		}
 		b.q.closers = append(b.q.closers, f)
-		if w, err = sinks.New(sources.FormatOf(n.Sink.Format, n.Sink.Target), f); err != nil {
+		var fw io.Writer = f
+		if confine != nil {
+			// A shared worker's disk: the file stops before it fills it.
+			fw = rel.DiskGuarded(f)
+		}
+		if w, err = sinks.New(sources.FormatOf(n.Sink.Format, n.Sink.Target), fw); err != nil {
 			return 0, nil, at(err)
 		}
 	default:

@@ -148,3 +148,30 @@ func TestJoinLargerThanTheMemoryLimitSpills(t *testing.T) {
 		t.Fatalf("temporary files left: %v %v", left, err)
 	}
 }
+
+// A shared worker's file sink (Options.Confine set) writes through the
+// disk guard (rel.DiskGuarded); on a disk with room it writes every row,
+// as a local run's does, and the write check ConfineWrite is what vets
+// its path.
+func TestConfinedFileSinkWritesThroughTheGuard(t *testing.T) {
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, "t.csv"), []byte("k\n1\n2\n3\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	var vetted []string
+	o := Options{Confine: func(p string) (string, error) { return p, nil },
+		ConfineWrite: func(p string) (string, error) { vetted = append(vetted, p); return p, nil }}
+	runStats(t, filepath.Join(dir, "q.sql"), "CREATE TABLE t (k BIGINT) FROM FILE 't.csv' FORMAT CSV;\nCREATE SINK o TO FILE 'out.csv' FORMAT CSV;\nINSERT INTO o SELECT k * 2 AS d FROM t;", o)
+	b, err := os.ReadFile(filepath.Join(dir, "out.csv"))
+	if err != nil || string(b) != "d\n2\n4\n6\n" {
+		t.Errorf("the confined sink wrote %q (%v)", b, err)
+	}
+	if len(vetted) == 0 {
+		t.Error("ConfineWrite vetted nothing")
+	}
+	for _, p := range vetted {
+		if filepath.Base(p) != "out.csv" {
+			t.Errorf("ConfineWrite vetted %v, want the sink's file alone", vetted)
+		}
+	}
+}

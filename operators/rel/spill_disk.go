@@ -3,7 +3,9 @@ package rel
 import (
 	"errors"
 	"fmt"
+	"io"
 	"os"
+	"path/filepath"
 	"sync"
 	"syscall"
 
@@ -14,15 +16,16 @@ import (
 	"github.com/tierflow/tierflow/dataflow"
 )
 
-// ErrSpillDisk: a spill stopped before it filled the disk. Memory has a
-// budget per query and a guard per process; the disk a query spills to is
-// shared the same way (by the process, its other queries, a NATS server's
-// store), so a spill stops while a tenth of the file system is still free
-// (the level at which disks are commonly called full), and the query fails
-// with the reason instead of the machine failing everyone's.
-var ErrSpillDisk = errors.New("spill stopped before the disk filled")
+// ErrDiskReserve: a query's spill (or, on a shared worker, its file sink)
+// stopped before it filled the disk. Memory has a budget per query and a
+// guard per process; the disk a query writes to is shared the same way (by
+// the process, its other queries, a NATS server's store), so a write stops
+// while a tenth of the file system is still free (the level at which disks
+// are commonly called full), and the query fails with the reason instead
+// of the machine failing everyone's.
+var ErrDiskReserve = errors.New("stopped before the disk filled")
 
-// spillFreeShare is the part of a file system a spill leaves free.
+// spillFreeShare is the part of a file system a query's writes leave free.
 const spillFreeShare = 10
 
 // statFS reads a file system's size and free bytes (a variable so that a
@@ -56,17 +59,17 @@ func spillCharge(dir string, n int) error {
 	}
 	size, free, err := statFS(dir)
 	if err != nil {
-		return fmt.Errorf("spill: %s: %w", dir, err)
+		return fmt.Errorf("%s: %w", dir, err)
 	}
 	reserve := size / spillFreeShare
 	if free < reserve+uint64(n) {
-		return fmt.Errorf("%w: %s has %s free of %s, and a spill leaves a tenth of it free", ErrSpillDisk, dir, dataflow.Bytes(int64(free)), dataflow.Bytes(int64(size)))
+		return fmt.Errorf("%w: %s has %s free of %s, and a query's spills and files leave a tenth of it free", ErrDiskReserve, dir, dataflow.Bytes(int64(free)), dataflow.Bytes(int64(size)))
 	}
 	diskGuard.allowed = int64(free-reserve)/2 - int64(n)
 	return nil
 }
 
-// guardedFile is a spill file whose writes are charged to the disk guard.
+// guardedFile is a file whose writes are charged to the disk guard.
 type guardedFile struct {
 	f   *os.File
 	dir string
@@ -78,6 +81,11 @@ func (g guardedFile) Write(p []byte) (int, error) {
 	}
 	return g.f.Write(p)
 }
+
+// DiskGuarded is f with its writes under the process's disk guard: what a
+// shared worker's file sinks write, as its spills, stops while a tenth of
+// the disk is free.
+func DiskGuarded(f *os.File) io.Writer { return guardedFile{f: f, dir: filepath.Dir(f.Name())} }
 
 // createSpillFile creates path in dir for Arrow IPC records of schema,
 // its writes under the disk guard.

@@ -19,7 +19,7 @@ import (
 
 // TestSpillStopsBeforeTheDiskFills spills a join onto a disk of 1 GiB
 // with 40 KiB above its reserve (a tenth free), the disk's free space
-// falling as the spill files grow: the join fails with ErrSpillDisk,
+// falling as the spill files grow: the join fails with ErrDiskReserve,
 // never having written past the reserve, and leaves no file behind. On a
 // disk with room the same join spills and answers (TestSpillJoin...).
 func TestSpillStopsBeforeTheDiskFills(t *testing.T) {
@@ -72,8 +72,8 @@ func TestSpillStopsBeforeTheDiskFills(t *testing.T) {
 	if capt != nil {
 		capt.Release()
 	}
-	if !errors.Is(err, ErrSpillDisk) || !strings.Contains(err.Error(), "a tenth of it free") {
-		t.Fatalf("the join on a nearly full disk: %v, want ErrSpillDisk", err)
+	if !errors.Is(err, ErrDiskReserve) || !strings.Contains(err.Error(), "leave a tenth of it free") {
+		t.Fatalf("the join on a nearly full disk: %v, want ErrDiskReserve", err)
 	}
 	if written > headroom {
 		t.Errorf("%d bytes spilled at the last look, past the %d above the reserve", written, headroom)
@@ -84,5 +84,39 @@ func TestSpillStopsBeforeTheDiskFills(t *testing.T) {
 	t.Logf("failed after %d looks, %d bytes spilled: %v", looks, written, err)
 	if left, err := os.ReadDir(tmp); err != nil || len(left) != 0 {
 		t.Errorf("temporary files left: %v %v", left, err)
+	}
+}
+
+// TestDiskGuardedFileStops: a shared worker's file sink writes through
+// DiskGuarded; on a disk 4 KiB above its reserve, falling as the file
+// grows, the writes stop with ErrDiskReserve before the reserve.
+func TestDiskGuardedFileStops(t *testing.T) {
+	dir := t.TempDir()
+	f, err := os.Create(filepath.Join(dir, "out.csv"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	const size, headroom = 1 << 30, 4 << 10
+	defer func(fn func(string) (uint64, uint64, error)) { statFS = fn; diskGuard.allowed = 0 }(statFS)
+	diskGuard.allowed = 0
+	statFS = func(string) (uint64, uint64, error) {
+		info, err := f.Stat()
+		if err != nil {
+			return 0, 0, err
+		}
+		return size, size/spillFreeShare + headroom - uint64(info.Size()), nil
+	}
+	w := DiskGuarded(f)
+	line := []byte(strings.Repeat("x", 99) + "\n")
+	var n int
+	for n = 0; n < 1000; n++ {
+		if _, err = w.Write(line); err != nil {
+			break
+		}
+	}
+	info, _ := f.Stat()
+	if !errors.Is(err, ErrDiskReserve) || info.Size() > headroom || info.Size() < headroom/2 {
+		t.Errorf("after %d lines (%d bytes): %v, want ErrDiskReserve within the %d bytes above the reserve", n, info.Size(), err, headroom)
 	}
 }
