@@ -541,7 +541,10 @@ func keptRun(t *testing.T, n int, trace string) shapedRun {
 // the fall that the readings called for (a busy machine's late acks read
 // the fast link as slow, or a burst of frames read the stream's rate over
 // det-480's profile) is the machine's, not the policy's: that run judged
-// nothing of the fall, and the long form runs again (jellyfishRun).
+// nothing of the fall, and the long form runs again (jellyfishRun). So
+// does either form when every scene after the cut-over was dropped past
+// its deadline (a machine too busy to compute one in time): no det-320
+// row was there to judge.
 func TestJellyfishShrinksTheDetectorOnAShapedLink(t *testing.T) {
 	modelDir(t)
 	sc := scenes(t)
@@ -551,9 +554,22 @@ func TestJellyfishShrinksTheDetectorOnAShapedLink(t *testing.T) {
 		n, fall = len(sc), 5
 		trace = fmt.Sprintf("t_s,kbit_s\n0,20000\n%d,%d\n600,%d\n", fall, shapedKbit, shapedKbit)
 	}
-	r, down := jellyfishRun(t, n, trace, fall, nil)
-	if down == nil {
-		return
+	want480, want320 := referenceReads(t, sc, n, 480, 320), referenceReads(t, sc, n, 320, 320)
+	var r shapedRun
+	var down *control.Replan
+	var answered map[string]int
+	for try := 1; ; try++ {
+		if r, down = jellyfishRun(t, n, trace, fall, nil); down == nil {
+			return
+		}
+		answered = answeredBy(t, r.reads, map[string][]Read{"det-480": want480, "det-320": want320}, r.summary.Dropped["deadline"] > 0)
+		// Every scene after the cut-over dropped past its deadline is
+		// a machine too busy to compute one within the bound (counted,
+		// as it should be): that run judged no det-320 row.
+		if answered["det-320"] > 0 || r.summary.Dropped["deadline"] == 0 || try == jellyfishRuns || t.Failed() {
+			break
+		}
+		t.Logf("run %d: no scene answered at det-320, %d dropped past their deadline: the machine's compute, which judges nothing of the cut-over: once more", try, r.summary.Dropped["deadline"])
 	}
 	s := r.summary
 	if !strings.Contains(down.Reason, "detect: det-480 -> det-320 (320x320) for LATENCY 600 ms over edge-x2 ") {
@@ -588,8 +604,6 @@ func TestJellyfishShrinksTheDetectorOnAShapedLink(t *testing.T) {
 			t.Errorf("stepped down %v after the link fell, want within %v (two frames' acks at the shaped rate and a report)", after, stepDownBound)
 		}
 	}
-	want480, want320 := referenceReads(t, sc, n, 480, 320), referenceReads(t, sc, n, 320, 320)
-	answered := answeredBy(t, r.reads, map[string][]Read{"det-480": want480, "det-320": want320}, s.Dropped["deadline"] > 0)
 	t.Logf("scenes answered: %v of %d", answered, n)
 	if answered["det-320"] == 0 {
 		t.Errorf("no scene answered at det-320 after the step down: %v", answered)
