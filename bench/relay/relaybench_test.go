@@ -190,7 +190,7 @@ func TestRawIPCThroughput(t *testing.T) {
 	}
 }
 
-func benchEnv(b *testing.B) *Env {
+func benchEnv(b testing.TB) *Env {
 	env, err := NewEnv("", 0)
 	if err != nil {
 		b.Fatal(err)
