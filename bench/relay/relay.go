@@ -39,7 +39,7 @@ it), which is what the relay's protocol costs; for a batch that fits one
 message. In process raw NATS's window is a counter its publisher shares
 with its subscriber, flow control that costs nothing, which the relay's
 credit (and raw NATS across processes) sends over NATS; so raw NATS runs
-again with its window reported over NATS every half window
+again with the relay's window, reported over NATS every half window
 (credited_ratio: the relay's MB/s over it), for a batch that fits one
 message.
 
