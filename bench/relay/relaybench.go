@@ -14,6 +14,7 @@ package relay
 import (
 	"bytes"
 	"context"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"io"
@@ -119,6 +120,17 @@ type Row struct {
 	RawSameCPUusMB float64 `json:"raw_same_window_cpu_us_per_mb,omitempty"`
 	SameRatio      float64 `json:"same_window_ratio,omitempty"`
 	SameCPURatio   float64 `json:"same_window_cpu_ratio,omitempty"`
+	// RawCreditedMBs is raw NATS in process with the relay's window
+	// (SameWindow, or RawWindow where they match) kept over NATS
+	// (RawCreditedThroughput), as across processes, where RawMBs's window
+	// is a counter the publisher shares with the subscriber; its CPU per
+	// MB RawCreditedCPUusMB, and the relay's CreditedRatio to it. The
+	// relay's credit crosses NATS: this is raw NATS paying for the same,
+	// with the same messages in flight. In process, for a batch that fits
+	// one message, only; 0 elsewhere.
+	RawCreditedMBs     float64 `json:"raw_credited_mb_s,omitempty"`
+	RawCreditedCPUusMB float64 `json:"raw_credited_cpu_us_per_mb,omitempty"`
+	CreditedRatio      float64 `json:"credited_ratio,omitempty"`
 }
 
 func (o *Options) defaults() {
@@ -386,6 +398,87 @@ func RawThroughput(ctx context.Context, pub, sub *nats.Conn, perMsg, n, window i
 	case <-done:
 	case <-ctx.Done():
 		return Throughput{}, fmt.Errorf("raw publish: %d of %d bytes arrived: %w", got.Load(), total, ctx.Err())
+	}
+	return Throughput{Batches: n, Bytes: total, Elapsed: time.Since(start), CPU: bench.ProcessCPU() - cpu0}, nil
+}
+
+// RawCreditedThroughput is RawThroughput with its window kept as the relay keeps
+// its own, and as the raw baseline across processes does
+// (rawThroughputPeer): the subscriber publishes its frame count every
+// window/2 messages on a subject of its own, and the publisher waits on
+// what comes back over NATS, not on a counter it shares with the
+// subscriber in this process. In process that counter is flow control
+// for free, which neither the relay (whose credit crosses NATS) nor any
+// two workers have; its ratio is the relay's to raw NATS kept as the
+// relay is kept (#30, relay49). perMsg must fit one message.
+func RawCreditedThroughput(ctx context.Context, pub, sub *nats.Conn, perMsg, n, window int) (Throughput, error) {
+	subj := fmt.Sprintf("bench.rawcr.%d", linkSeq.Add(1))
+	credit := subj + ".credit"
+	window = max(1, window)
+	every := uint64(max(1, window/2))
+	var acked atomic.Uint64
+	moved := make(chan struct{}, 1)
+	cs, err := pub.Subscribe(credit, func(m *nats.Msg) {
+		if len(m.Data) == 8 {
+			if v := binary.BigEndian.Uint64(m.Data); v > acked.Load() {
+				acked.Store(v)
+			}
+		}
+		select {
+		case moved <- struct{}{}:
+		default:
+		}
+	})
+	if err != nil {
+		return Throughput{}, err
+	}
+	defer func() { _ = cs.Unsubscribe() }()
+	if err := pub.FlushWithContext(ctx); err != nil {
+		return Throughput{}, err
+	}
+	total := uint64(perMsg) * uint64(n)
+	var got, frames uint64 // the callback's alone: one runs at a time
+	var cb [8]byte
+	done := make(chan struct{})
+	s, err := baselineSubscribe(ctx, sub, subj, make(chan struct{}, 1), func(m *nats.Msg) {
+		got += uint64(len(m.Data))
+		frames++
+		if frames%every == 0 || got == total {
+			binary.BigEndian.PutUint64(cb[:], frames)
+			_ = sub.Publish(credit, cb[:])
+		}
+		if got == total {
+			close(done)
+		}
+	})
+	if err != nil {
+		return Throughput{}, err
+	}
+	defer s.Unsubscribe()
+	payload := make([]byte, perMsg)
+	for i := range payload {
+		payload[i] = byte(i)
+	}
+	cpu0, start := bench.ProcessCPU(), time.Now()
+	for i := uint64(0); i < uint64(n); i++ {
+		for i >= uint64(window) && acked.Load() < i-uint64(window)+1 {
+			select {
+			case <-moved:
+			case <-ctx.Done():
+				return Throughput{}, fmt.Errorf("raw publish, credit over NATS: %d of %d acknowledged: %w", acked.Load(), i, ctx.Err())
+			}
+		}
+		if err := pub.Publish(subj, payload); err != nil {
+			return Throughput{}, err
+		}
+	}
+	if err := pub.FlushWithContext(ctx); err != nil {
+		return Throughput{}, err
+	}
+	select {
+	case <-done:
+	case <-ctx.Done():
+		return Throughput{}, fmt.Errorf("raw publish, credit over NATS: not all arrived: %w", ctx.Err())
 	}
 	return Throughput{Batches: n, Bytes: total, Elapsed: time.Since(start), CPU: bench.ProcessCPU() - cpu0}, nil
 }
@@ -690,18 +783,29 @@ func (o *Options) logRow(r Row) {
 	if r.RawIPCMBs > 0 {
 		o.logf("  %s: raw with Arrow IPC %.0f MB/s: the relay's ratio to it %.2f", r.Mode, r.RawIPCMBs, r.IPCRatio)
 	}
+	if r.RawCreditedMBs > 0 {
+		o.logf("  %s: raw with the relay's window kept over NATS, as the relay's credit is, %.0f MB/s, %.0f CPU-µs/MB: the relay's ratio to it %.2f",
+			r.Mode, r.RawCreditedMBs, r.RawCreditedCPUusMB, r.CreditedRatio)
+	}
 	o.logf("  %s: relay %.0f MB/s vs raw %.0f MB/s: ratio %.2f; CPU %.0f vs %.0f µs/MB: cpu ratio %.2f; p50 %.0f µs vs raw %.0f µs, p99 %.0f µs vs raw %.0f µs",
 		r.Mode, r.RelayMBs, r.RawMBs, r.Ratio, r.CPUusMB, r.RawCPUusMB, r.CPURatio, r.P50us, r.RawP50us, r.P99us, r.RawP99us)
 }
 
 func runCase(ctx context.Context, o *Options, env *Env, a, b, ip relay.Transport, rec arrow.Record, per, n int) (Row, Row, error) {
 	nrows := int(rec.NumRows())
-	var relayT, rawT, ipT, rawIPCT, sameT []Throughput
+	var relayT, rawT, ipT, rawIPCT, sameT, credT []Throughput
 	rawW, sameW := rawWindow(o.Window), relayWindow(o.Window, per)
 	for round := 0; round < o.Rounds; round++ {
 		raw, err := RawThroughput(ctx, env.pub, env.sub, per, n, rawW)
 		if err != nil {
 			return Row{}, Row{}, err
+		}
+		var cred Throughput
+		if per <= int(env.pub.MaxPayload()) {
+			if cred, err = RawCreditedThroughput(ctx, env.pub, env.sub, per, n, sameW); err != nil {
+				return Row{}, Row{}, err
+			}
+			credT = append(credT, cred)
 		}
 		if sameW != rawW {
 			same, err := RawThroughput(ctx, env.pub, env.sub, per, n, sameW)
@@ -736,7 +840,12 @@ func runCase(ctx context.Context, o *Options, env *Env, a, b, ip relay.Transport
 		if rawIPC.Elapsed > 0 {
 			ipcMBs = rawIPC.MBs()
 		}
-		o.logf("  %s round %d: raw %.0f MB/s, raw with Arrow IPC %.0f MB/s, relay %.0f MB/s, in-process backend %.0f batches/s", ModeInProcess, round+1, raw.MBs(), ipcMBs, rl.MBs(), in.BatchesS())
+		credMBs := 0.0
+		if cred.Elapsed > 0 {
+			credMBs = cred.MBs()
+		}
+		o.logf("  %s round %d: raw %.0f MB/s, raw with its window over NATS %.0f MB/s, raw with Arrow IPC %.0f MB/s, relay %.0f MB/s, in-process backend %.0f batches/s",
+			ModeInProcess, round+1, raw.MBs(), credMBs, ipcMBs, rl.MBs(), in.BatchesS())
 		o.tick("%d rows, %s, round %d", nrows, ModeInProcess, round+1)
 	}
 	lat, err := RelayLatency(ctx, a, b, rec, o.Latency)
@@ -757,6 +866,10 @@ func runCase(ctx context.Context, o *Options, env *Env, a, b, ip relay.Transport
 	if len(rawIPCT) > 0 {
 		nr.RawIPCMBs = median(rawIPCT).MBs()
 		nr.IPCRatio = nr.RelayMBs / nr.RawIPCMBs
+	}
+	if len(credT) > 0 {
+		nr.RawCreditedMBs, nr.RawCreditedCPUusMB = median(credT).MBs(), medianCPU(credT)
+		nr.CreditedRatio = nr.RelayMBs / nr.RawCreditedMBs
 	}
 	// In process nothing is serialised; its MB/s counts the same wire bytes
 	// per batch as the NATS row, so the two rows compare batch for batch.

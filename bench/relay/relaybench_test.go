@@ -139,8 +139,12 @@ func TestRunSmall(t *testing.T) {
 			if r.RawIPCMBs <= 0 || r.IPCRatio != r.RelayMBs/r.RawIPCMBs {
 				t.Errorf("%s: raw with Arrow IPC %v MB/s, ratio %v", r.Case, r.RawIPCMBs, r.IPCRatio)
 			}
-		} else if r.RawIPCMBs != 0 || r.IPCRatio != 0 {
-			t.Errorf("%s (%.0f KB): raw with Arrow IPC filled", r.Case, r.BatchKB)
+			// And raw NATS with its window kept over NATS, as the relay's.
+			if r.RawCreditedMBs <= 0 || r.RawCreditedCPUusMB <= 0 || r.CreditedRatio != r.RelayMBs/r.RawCreditedMBs {
+				t.Errorf("%s: raw with its window over NATS %v MB/s, ratio %v", r.Case, r.RawCreditedMBs, r.CreditedRatio)
+			}
+		} else if r.RawIPCMBs != 0 || r.IPCRatio != 0 || r.RawCreditedMBs != 0 || r.CreditedRatio != 0 {
+			t.Errorf("%s (%.0f KB): raw with Arrow IPC or with its window over NATS filled", r.Case, r.BatchKB)
 		}
 	}
 	// The relay's window grows for the 16-row batch and not for the 5000-row
@@ -190,7 +194,7 @@ func TestRawIPCThroughput(t *testing.T) {
 	}
 }
 
-func benchEnv(b *testing.B) *Env {
+func benchEnv(b testing.TB) *Env {
 	env, err := NewEnv("", 0)
 	if err != nil {
 		b.Fatal(err)
