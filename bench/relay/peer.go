@@ -498,17 +498,7 @@ func rawThroughputPeer(ctx context.Context, p *peer, pub *nats.Conn, perMsg, n, 
 	var acked atomic.Uint64
 	moved := make(chan struct{}, 1)
 	credit := s.ack + ".credit"
-	cs, err := p.nc.Subscribe(credit, func(m *nats.Msg) {
-		if len(m.Data) == 8 {
-			if v := binary.BigEndian.Uint64(m.Data); v > acked.Load() {
-				acked.Store(v)
-			}
-		}
-		select {
-		case moved <- struct{}{}:
-		default:
-		}
-	})
+	cs, err := subscribeCredit(p.nc, credit, &acked, moved)
 	if err != nil {
 		return PeerThroughput{}, err
 	}
@@ -518,10 +508,7 @@ func rawThroughputPeer(ctx context.Context, p *peer, pub *nats.Conn, perMsg, n, 
 	if err := s.request(ctx, req); err != nil {
 		return PeerThroughput{}, err
 	}
-	payload := make([]byte, perMsg)
-	for i := range payload {
-		payload[i] = byte(i)
-	}
+	payload := patterned(perMsg)
 	inFlight := uint64(window * chunks)
 	cpu0, start := bench.ProcessCPU(), time.Now()
 	sent := uint64(0)

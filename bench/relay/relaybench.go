@@ -369,10 +369,7 @@ func RawThroughput(ctx context.Context, pub, sub *nats.Conn, perMsg, n, window i
 		return Throughput{}, err
 	}
 	defer s.Unsubscribe()
-	payload := make([]byte, perMsg)
-	for i := range payload {
-		payload[i] = byte(i)
-	}
+	payload := patterned(perMsg)
 	inFlight := uint64(max(1, window) * chunks)
 	cpu0, start := bench.ProcessCPU(), time.Now()
 	sent := uint64(0)
@@ -418,17 +415,7 @@ func RawCreditedThroughput(ctx context.Context, pub, sub *nats.Conn, perMsg, n, 
 	every := uint64(max(1, window/2))
 	var acked atomic.Uint64
 	moved := make(chan struct{}, 1)
-	cs, err := pub.Subscribe(credit, func(m *nats.Msg) {
-		if len(m.Data) == 8 {
-			if v := binary.BigEndian.Uint64(m.Data); v > acked.Load() {
-				acked.Store(v)
-			}
-		}
-		select {
-		case moved <- struct{}{}:
-		default:
-		}
-	})
+	cs, err := subscribeCredit(pub, credit, &acked, moved)
 	if err != nil {
 		return Throughput{}, err
 	}
@@ -455,10 +442,7 @@ func RawCreditedThroughput(ctx context.Context, pub, sub *nats.Conn, perMsg, n, 
 		return Throughput{}, err
 	}
 	defer s.Unsubscribe()
-	payload := make([]byte, perMsg)
-	for i := range payload {
-		payload[i] = byte(i)
-	}
+	payload := patterned(perMsg)
 	cpu0, start := bench.ProcessCPU(), time.Now()
 	for i := uint64(0); i < uint64(n); i++ {
 		for i >= uint64(window) && acked.Load() < i-uint64(window)+1 {
@@ -986,4 +970,30 @@ func windowName(window int) string {
 		return fmt.Sprintf("%d-%d messages (by bytes)", relay.DefaultWindow, relay.DefaultMaxWindow)
 	}
 	return strconv.Itoa(window)
+}
+
+// subscribeCredit keeps acked at the highest count the receiver reported on
+// credit (an 8-byte big-endian count) and signals moved on each report.
+func subscribeCredit(nc *nats.Conn, credit string, acked *atomic.Uint64, moved chan<- struct{}) (*nats.Subscription, error) {
+	return nc.Subscribe(credit, func(m *nats.Msg) {
+		if len(m.Data) == 8 {
+			if v := binary.BigEndian.Uint64(m.Data); v > acked.Load() {
+				acked.Store(v)
+			}
+		}
+		select {
+		case moved <- struct{}{}:
+		default:
+		}
+	})
+}
+
+// patterned is n bytes counting up (mod 256): a payload no compression
+// or page sharing makes cheaper than its size.
+func patterned(n int) []byte {
+	b := make([]byte, n)
+	for i := range b {
+		b[i] = byte(i)
+	}
+	return b
 }

@@ -52,13 +52,7 @@ func TestSpillJoinMatchesInMemoryJoin(t *testing.T) {
 			spec.Kind, spec.Residual = tc.kind, tc.residual
 			run := func(mk func() dataflow.Operator) [][]any {
 				mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
-				var left, right []dataflow.Batch
-				for i, b := range batches {
-					left = append(left, dataflow.Batch{Epoch: EpochOf(epochs[i]), Record: makeRecord(t, mem, streamSchema, b)})
-				}
-				for i := 0; i < len(table); i += 250 {
-					right = append(right, dataflow.Batch{Record: makeRecord(t, mem, tableSchema, table[i:i+250])})
-				}
+				left, right := joinInputs(t, mem, batches, epochs, table)
 				capt, err := runJoinGraph(t, mem, left, right, func(dataflow.Instance) (dataflow.Operator, error) { return mk(), nil })
 				if err != nil {
 					t.Fatal(err)
@@ -96,4 +90,17 @@ func TestSpillJoinMatchesInMemoryJoin(t *testing.T) {
 			}
 		})
 	}
+}
+
+// joinInputs are a stream's batches at their epochs (the left side) and a
+// table's rows in batches of 250 (the right).
+func joinInputs(t *testing.T, mem memory.Allocator, batches [][][]any, epochs []int64, table [][]any) (left, right []dataflow.Batch) {
+	t.Helper()
+	for i, b := range batches {
+		left = append(left, dataflow.Batch{Epoch: EpochOf(epochs[i]), Record: makeRecord(t, mem, streamSchema, b)})
+	}
+	for i := 0; i < len(table); i += 250 {
+		right = append(right, dataflow.Batch{Record: makeRecord(t, mem, tableSchema, table[i:i+min(250, len(table)-i)])})
+	}
+	return left, right
 }

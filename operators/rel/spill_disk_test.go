@@ -59,13 +59,7 @@ func TestSpillStopsBeforeTheDiskFills(t *testing.T) {
 	id := &expr.Column{Index: 5, Name: "id", DataType: arrow.PrimitiveTypes.Int32}
 	spec := joinOn(t, 5, colK, id)
 	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
-	var left, right []dataflow.Batch
-	for i, b := range batches {
-		left = append(left, dataflow.Batch{Epoch: EpochOf(epochs[i]), Record: makeRecord(t, mem, streamSchema, b)})
-	}
-	for i := 0; i < len(table); i += 250 {
-		right = append(right, dataflow.Batch{Record: makeRecord(t, mem, tableSchema, table[i:i+250])})
-	}
+	left, right := joinInputs(t, mem, batches, epochs, table)
 	capt, err := runJoinGraph(t, mem, left, right, func(dataflow.Instance) (dataflow.Operator, error) {
 		return NewSpillJoin(spec, streamSchema, tableSchema, functions.Builtins(), 1<<10, &SpillStats{}), nil
 	})
