@@ -152,18 +152,9 @@ func BenchmarkRawIPCCoalesced(b *testing.B) {
 // messages grow, the floor under any coalescing (#30, relay49).
 func BenchmarkRawNATSSize(b *testing.B) {
 	env := benchEnv(b)
-	rec := Record(memory.DefaultAllocator, 64)
-	defer rec.Release()
-	a, c := natsPair(env)
-	defer a.Close()
-	defer c.Close()
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
-	probe, err := RelayThroughput(ctx, a, c, rec, 1)
-	if err != nil {
-		b.Fatal(err)
-	}
-	batch := int(probe.Bytes)
+	batch := wireBytes(ctx, b, env, 64)
 	for _, q := range []int{-4, -2, 1, 2, 4, 8} { // negative: a fraction
 		size := batch * q
 		if q < 0 {

@@ -5,8 +5,6 @@ import (
 	"strconv"
 	"testing"
 	"time"
-
-	"github.com/apache/arrow/go/v17/arrow/memory"
 )
 
 // TestRawCredited: every byte arrives, and a window smaller than the
@@ -32,18 +30,9 @@ func TestRawCredited(t *testing.T) {
 // whose credit crosses NATS.
 func BenchmarkRawNATSCredited(b *testing.B) {
 	env := benchEnv(b)
-	rec := Record(memory.DefaultAllocator, 64)
-	defer rec.Release()
-	a, c := natsPair(env)
-	defer a.Close()
-	defer c.Close()
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
-	probe, err := RelayThroughput(ctx, a, c, rec, 1)
-	if err != nil {
-		b.Fatal(err)
-	}
-	size := int(probe.Bytes)
+	size := wireBytes(ctx, b, env, 64)
 	for _, w := range []int{32, 117} {
 		for _, over := range []bool{false, true} {
 			name := "window=" + strconv.Itoa(w) + "/counter"
