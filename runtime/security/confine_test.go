@@ -215,6 +215,7 @@ func TestConfineOwnerWrites(t *testing.T) {
 	for _, p := range []string{
 		filepath.Join(f.root, "good.csv"),
 		filepath.Join(f.root, "bob", "x.csv"),
+		filepath.Join(f.root, "alice", "esc", "deeper", "x.csv"),
 		filepath.Join(f.root, "alice", "..", "bob", "x.csv"),
 		filepath.Join(f.root, "alice", "esc", "x.csv"),
 		filepath.Join(f.outside, "alice", "x.csv"),
@@ -223,8 +224,10 @@ func TestConfineOwnerWrites(t *testing.T) {
 			t.Errorf("alice writing %s: %v, want refused", p, err)
 		}
 	}
-	if _, err := os.Stat(filepath.Join(f.root, "bob")); err == nil {
-		t.Error("a refused write made bob's directory")
+	for _, d := range []string{filepath.Join(f.root, "bob"), filepath.Join(f.outside, "deeper")} {
+		if _, err := os.Stat(d); err == nil {
+			t.Errorf("a refused write made %s", d)
+		}
 	}
 	var open exec.Options
 	if err := f.roots.ConfineOwner("anonymous", &sc, &open); err != nil || open.ConfineWrite != nil {

@@ -139,12 +139,13 @@ func (r *Roots) ConfineOwner(owner string, sc *deploy.Script, eo *exec.Options) 
 		refused := func() (string, error) {
 			return "", fmt.Errorf("%w: %w: %s: a query of %s writes files only under %s", deploy.ErrInput, ErrConfined, p, owner, strings.Join(own, ", "))
 		}
-		ap := filepath.Clean(abs(p))
+		ap := abs(p)
 		if !under(named, ap) {
 			return refused()
 		}
-		// The owner's directory comes with the first file written there.
-		if err := os.MkdirAll(filepath.Dir(ap), 0o755); err != nil {
+		// The owner's directory, and those below it, come with the first
+		// file written there.
+		if err := mkdirsUnder(named, filepath.Dir(ap)); err != nil {
 			return "", fmt.Errorf("%w: %s: %w", deploy.ErrInput, p, err)
 		}
 		real, err := read(p)
@@ -155,6 +156,37 @@ func (r *Roots) ConfineOwner(owner string, sc *deploy.Script, eo *exec.Options) 
 			return refused()
 		}
 		return real, nil
+	}
+	return nil
+}
+
+// mkdirsUnder makes dir's missing directories from the base in bases that
+// holds it down, one at a time, and stops at a symlink: a directory is
+// never made through a link that may lead out (the check that follows
+// refuses such a path).
+func mkdirsUnder(bases []string, dir string) error {
+	for _, base := range bases {
+		rel, err := filepath.Rel(filepath.Dir(base), dir)
+		if err != nil || !under([]string{base}, dir) {
+			continue
+		}
+		at := filepath.Dir(base)
+		for _, part := range strings.Split(rel, string(filepath.Separator)) {
+			at = filepath.Join(at, part)
+			info, err := os.Lstat(at)
+			switch {
+			case err == nil && info.Mode()&os.ModeSymlink != 0:
+				return nil
+			case err == nil:
+				continue
+			case !os.IsNotExist(err):
+				return err
+			}
+			if err := os.Mkdir(at, 0o755); err != nil {
+				return err
+			}
+		}
+		return nil
 	}
 	return nil
 }
