@@ -102,8 +102,8 @@ const utilisation = 0.5
 // and a half frames' time (M/D/1), three times what utilisation allows,
 // and an 8-frame run's span grows by the backlog. A share of the cores
 // lost that way (make test's other packages starting beside this one) is
-// the machine's, not the estimate's; such a run is repeated once at the
-// speed timed then (TestExplainAnalyzeWithinEstimate).
+// the machine's, not the estimate's; such a run is repeated at the speed
+// timed then (withinEstimate).
 const changedUtilisation = 0.75
 
 // stageClock times one frame's stages (detector, then the recogniser on
@@ -292,31 +292,55 @@ func estimateMisses(t *testing.T, rep *analyze.Report) []string {
 }
 
 // withinEstimate runs explainAnalyze and holds the run to the plan's
-// estimates. A run that misses them while the machine changed under it
-// (the stages, timed beside the stream, kept it busier than
-// changedUtilisation at the replay's rate) is run once more, at the speed
-// timed then, and that run is judged. A wrong estimate misses on a machine
-// that did not change (no second run), and misses again on the second.
+// estimates. A run that misses them while the machine changed under it is
+// run again, at the speed timed then, up to changedRuns times, and the last
+// run is judged. Two witnesses say the machine changed: the stages timed
+// beside the stream (at the replay's rate they kept it busier than
+// changedUtilisation), and the workflow's own model calls (their callback
+// time over the run, stagesBusy, past the same share). The second catches
+// a stall between the clock's two readings (a CI run read 464 and 533 ms a
+// frame beside the stream while the detector's batches took 1.5 s at p90).
+// A wrong estimate misses on a machine that did not change (no second
+// run); one the engine itself makes slow misses on every run.
 func withinEstimate(t *testing.T, acc string, rows int64) {
 	t.Helper()
 	for run := 1; ; run++ {
 		rep, rate, during := explainAnalyze(t, acc, rows)
 		misses := estimateMisses(t, rep)
+		clock, stages := rate*during.Seconds(), stagesBusy(rep)
+		t.Logf("run %d: the stages kept the machine %.0f%% busy timed beside the stream, %.0f%% in the workflow's model calls (planned %.0f%%)", run, 100*clock, 100*stages, 100*utilisation)
 		if len(misses) == 0 {
 			return
 		}
-		busy := rate * during.Seconds()
-		if run == 1 && busy > changedUtilisation {
-			t.Logf("run %d missed its estimates while the machine changed under it: at %g frames/s a frame's stages, %v during the run, kept it %.0f%% busy (planned %.0f%%, over %.0f%%): run again at the speed now:\n%s",
-				run, rate, during, 100*busy, 100*utilisation, 100*changedUtilisation, strings.Join(misses, "\n"))
+		if run < changedRuns && max(clock, stages) > changedUtilisation {
+			t.Logf("run %d missed its estimates while the machine changed under it (over %.0f%% busy): run again at the speed now:\n%s",
+				run, 100*changedUtilisation, strings.Join(misses, "\n"))
 			continue
 		}
-		t.Logf("a frame's stages during the run kept the machine %.0f%% busy at %g frames/s (planned %.0f%%)", 100*busy, rate, 100*utilisation)
 		for _, m := range misses {
 			t.Error(m)
 		}
 		return
 	}
+}
+
+// changedRuns is how many runs withinEstimate makes while the machine
+// changes under each: make test's other packages start and end beside
+// this one for a minute or two, longer than two runs of eight frames.
+const changedRuns = 3
+
+// stagesBusy is the share of the run's time the model calls' instances
+// spent in their callbacks (the report's busy is per instance): the frames'
+// stages as the workflow timed them, the same sum utilisation plans.
+func stagesBusy(rep *analyze.Report) float64 {
+	var b float64
+	for _, op := range rep.Operators {
+		if op.Batching == nil { // not a model call
+			continue
+		}
+		b += op.Busy * float64(max(1, len(op.Workers)))
+	}
+	return b
 }
 
 // TestExplainAnalyzeWithinEstimate: EXPLAIN ANALYZE of the workflow on the
