@@ -26,7 +26,7 @@ func newCoordinatorCmd(a *app) *cobra.Command {
 	var admins, dataRoots []string
 	var limits deploy.Limits
 	var bounds coordinator.Bounds
-	var maxScript, traceFile string
+	var maxScript, maxStream, traceFile string
 	var maxMemory string
 	var heartbeat time.Duration
 	c := &cobra.Command{
@@ -69,6 +69,12 @@ metrics at /metrics.`,
 			}
 			if limits.MemoryBytes, err = parseBytes(maxMemory); err != nil {
 				return badInput(fmt.Errorf("--max-query-memory: %w", err))
+			}
+			if limits.StreamBytes, err = parseBytes(maxStream); err != nil || limits.StreamBytes < 0 {
+				return badInput(fmt.Errorf("--max-stream-bytes %q: want a size, 0 for no bound", maxStream))
+			}
+			if limits.StreamsPerUser < 0 {
+				return badInput(fmt.Errorf("--max-streams-per-user %d: want 0 (no bound) or more", limits.StreamsPerUser))
 			}
 			script, err := parseBytes(maxScript)
 			if err != nil || script <= 0 || script > natsserver.DefaultMaxPayload {
@@ -142,6 +148,8 @@ metrics at /metrics.`,
 	c.Flags().StringVar(&maxMemory, "max-query-memory", "", "fail a query that holds more Arrow memory than this on a worker, e.g. 512MiB (default: no limit)")
 	c.Flags().IntVar(&limits.RowsInFlight, "max-rows-in-flight", 0, "rows a query may have in flight per link between workers (0: the relay's default window)")
 	c.Flags().IntVar(&limits.QueriesPerUser, "max-queries-per-user", coordinator.QueriesPerUserByCapacity, "refuse a user's submission while they run this many queries (-1: one per core of the live workers together; 0: no limit)")
+	c.Flags().StringVar(&maxStream, "max-stream-bytes", "128MiB", "with --authority: each JetStream stream made for a query holds at most this, its oldest messages discarded past it (0: no bound)")
+	c.Flags().IntVar(&limits.StreamsPerUser, "max-streams-per-user", 8, "with --authority: refuse a query that needs a new JetStream stream while its user's queries made this many (0: no bound)")
 	c.Flags().StringVar(&maxScript, "max-script-size", "1MiB", "refuse a submission larger than this")
 	c.Flags().Float64Var(&bounds.SubmitsPerMinute, "max-submits-per-minute", 60, "refuse a user's submissions past this rate, after a burst of --submit-burst (0: no limit)")
 	c.Flags().IntVar(&bounds.SubmitBurst, "submit-burst", 30, "submissions a user may make at once before --max-submits-per-minute applies")

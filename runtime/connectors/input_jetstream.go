@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -81,17 +82,95 @@ func streamFor(ctx context.Context, js jetstream.JetStream, name, subject string
 }
 
 // EnsureStream finds the stream holding subject, or creates one over
-// subject alone (named StreamName(subject)), as the connectors do: a
-// secured cluster's coordinator calls it for a query's JetStream subjects
-// before deploying, so that no query part's data user need create a
-// stream (a stream's subjects, sources and republishing are in the
+// subject alone (named StreamName(subject)), as the connectors do, bounded
+// by b: a secured cluster's coordinator calls it for a query's JetStream
+// subjects before deploying, so that no query part's data user need create
+// a stream (a stream's subjects, sources and republishing are in the
 // request's body, which no permission can restrict).
-func EnsureStream(ctx context.Context, nc *nats.Conn, subject string) (string, error) {
+func EnsureStream(ctx context.Context, nc *nats.Conn, subject string, b StreamBound) (string, error) {
 	js, err := jetstream.New(nc)
 	if err != nil {
 		return "", err
 	}
-	return streamFor(ctx, js, "", subject)
+	s, err := js.StreamNameBySubject(ctx, subject)
+	if err == nil {
+		return s, nil
+	}
+	if !errors.Is(err, jetstream.ErrStreamNotFound) {
+		return "", err
+	}
+	if b.Most > 0 {
+		owned, err := OwnedStreams(ctx, js, b.Owner)
+		if err != nil {
+			return "", err
+		}
+		if len(owned) >= b.Most {
+			return "", fmt.Errorf("%w: %s's queries made %d (%s), the most a user may hold; a new subject needs one, so reuse a subject of these or have an operator delete one (nats stream rm)",
+				ErrStreamQuota, b.Owner, len(owned), strings.Join(owned, ", "))
+		}
+	}
+	name := StreamName(subject)
+	cfg := jetstream.StreamConfig{Name: name, Subjects: []string{subject}}
+	if b.MaxBytes > 0 {
+		cfg.MaxBytes, cfg.Discard = b.MaxBytes, jetstream.DiscardOld
+	}
+	if b.Owner != "" {
+		cfg.Metadata = map[string]string{OwnerMetadata: b.Owner}
+	}
+	if _, err := js.CreateStream(ctx, cfg); err != nil {
+		return "", fmt.Errorf("create stream %s over %q: %w", name, subject, err)
+	}
+	return name, nil
+}
+
+// StreamBound bounds the streams a secured coordinator makes for a user's
+// queries, so that no user can fill the JetStream store the others' streams
+// share: each holds at most MaxBytes (0: no bound), the server discarding
+// its oldest messages past it (a retention by size, as Kafka's
+// retention.bytes: a publish never fails on it), and Owner may hold Most
+// of them (0: any number), counted by the owner in their metadata.
+type StreamBound struct {
+	Owner    string
+	MaxBytes int64
+	Most     int
+}
+
+// OwnerMetadata is the stream metadata key naming the user a stream was
+// made for.
+const OwnerMetadata = "tierflow.owner"
+
+// ErrStreamQuota: a query needs a new JetStream stream and its owner
+// already holds as many as a user may.
+var ErrStreamQuota = errors.New("no more JetStream streams for this user")
+
+// OwnedStreams are the names of the streams made for owner, sorted. It
+// reads each stream's information (a client may list names and read a
+// stream's information; listing every stream's in one request is a
+// permission the coordinator does not have).
+func OwnedStreams(ctx context.Context, js jetstream.JetStream, owner string) ([]string, error) {
+	names := js.StreamNames(ctx)
+	var all []string
+	for n := range names.Name() {
+		all = append(all, n)
+	}
+	if err := names.Err(); err != nil {
+		return nil, fmt.Errorf("list streams: %w", err)
+	}
+	var owned []string
+	for _, n := range all {
+		s, err := js.Stream(ctx, n)
+		if errors.Is(err, jetstream.ErrStreamNotFound) {
+			continue // deleted since listed
+		}
+		if err != nil {
+			return nil, fmt.Errorf("stream %s: %w", n, err)
+		}
+		if s.CachedInfo().Config.Metadata[OwnerMetadata] == owner {
+			owned = append(owned, n)
+		}
+	}
+	slices.Sort(owned)
+	return owned, nil
 }
 
 // StreamName is the name of the stream a JetStream source or sink creates

@@ -2,6 +2,7 @@ package coordinator
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -116,15 +117,26 @@ func jetStreamSubjects(cat *catalog.Catalog) []string {
 // It returns the stream each subject is in: the parts' data users may
 // read those streams' information (and are told their names) but may not
 // list the account's streams.
-func (c *Coordinator) ensureStreams(subjects []string) (map[string]string, error) {
+//
+// A stream it makes is owner's and bounded (Limits.StreamBytes and
+// StreamsPerUser): no user's queries can fill the store everyone's streams
+// share. One submission at a time counts and makes, so that two of one
+// user's at once cannot both take the last stream.
+func (c *Coordinator) ensureStreams(owner string, subjects []string) (map[string]string, error) {
 	if c.authority.Load() == nil || len(subjects) == 0 {
 		return nil, nil
 	}
+	c.streamsMu.Lock()
+	defer c.streamsMu.Unlock()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
+	bound := connectors.StreamBound{Owner: owner, MaxBytes: c.cfg.Limits.StreamBytes, Most: c.cfg.Limits.StreamsPerUser}
 	streams := map[string]string{}
 	for _, s := range subjects {
-		name, err := connectors.EnsureStream(ctx, c.nc, s)
+		name, err := connectors.EnsureStream(ctx, c.nc, s, bound)
+		if errors.Is(err, connectors.ErrStreamQuota) {
+			return nil, fmt.Errorf("%w: JetStream subject %q: %w (--max-streams-per-user)", deploy.ErrLimit, s, err)
+		}
 		if err != nil {
 			return nil, fmt.Errorf("%w: JetStream subject %q: %w", deploy.ErrInput, s, err)
 		}

@@ -82,6 +82,9 @@ type Coordinator struct {
 	authority atomic.Pointer[security.Authority]
 	// in is the submissions under way (bounds.go).
 	in intake
+	// streamsMu: one submission at a time counts a user's JetStream
+	// streams and makes one (ensureStreams).
+	streamsMu sync.Mutex
 }
 
 // Start subscribes the coordinator to the control subjects.

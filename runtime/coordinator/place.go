@@ -132,7 +132,7 @@ func (c *Coordinator) place(ctx context.Context, req deploy.SubmitRequest, ws []
 	if err := security.CheckCatalog(cat, c.access(req.Owner)); err != nil {
 		return placed{}, err
 	}
-	streams, err := c.ensureStreams(jetStreamSubjects(cat))
+	streams, err := c.ensureStreams(req.Owner, jetStreamSubjects(cat))
 	if err != nil {
 		return placed{}, err
 	}

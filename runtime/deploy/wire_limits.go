@@ -27,6 +27,12 @@ type Limits struct {
 	// already runs this many queries (0: no bound; -1: one per core of the
 	// live workers, coordinator.QueriesPerUserByCapacity).
 	QueriesPerUser int `json:"queries_per_user,omitempty"`
+	// StreamBytes bounds each JetStream stream a secured coordinator makes
+	// for a query (the server discards its oldest messages past it), and
+	// StreamsPerUser how many of them one user may hold (0: no bound):
+	// together, the most of the shared store one user's queries can take.
+	StreamBytes    int64 `json:"stream_bytes,omitempty"`
+	StreamsPerUser int   `json:"streams_per_user,omitempty"`
 }
 
 // WorkerMemory is a worker's memory as its heartbeat reports it: its guard

@@ -37,8 +37,15 @@ type authorityCluster struct {
 
 func startAuthority(t *testing.T) *authorityCluster {
 	t.Helper()
+	return startAuthorityWith(t, map[string][]string{"alice": {"sensors.>"}}, deploy.Limits{})
+}
+
+// startAuthorityWith is startAuthority with data's grants and the
+// coordinator's limits.
+func startAuthorityWith(t *testing.T, data map[string][]string, limits deploy.Limits) *authorityCluster {
+	t.Helper()
 	ss := startSetup(t, security.SetupOptions{Workers: []string{"w1"}, Clients: []string{"alice", "bob"}, Admins: []string{"root"},
-		Data: map[string][]string{"alice": {"sensors.>"}}, JetStream: true})
+		Data: data, JetStream: true})
 	au, err := security.LoadAuthority(ss.s.Authority)
 	if err != nil {
 		t.Fatal(err)
@@ -47,7 +54,7 @@ func startAuthority(t *testing.T) *authorityCluster {
 	if err != nil {
 		t.Fatal(err)
 	}
-	co, err := coordinator.Start(coordinator.Config{Conn: cnc, Heartbeat: 200 * time.Millisecond, Authority: au,
+	co, err := coordinator.Start(coordinator.Config{Conn: cnc, Heartbeat: 200 * time.Millisecond, Authority: au, Limits: limits,
 		Exec: cluster.ExecHooks(cnc, "", nil, 1), Placement: coordinator.PlaceRules})
 	if err != nil {
 		t.Fatal(err)
@@ -277,7 +284,7 @@ func TestDataUserCannotReachTheEngine(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := connectors.EnsureStream(ctx(), coord, "sensors.js"); err != nil {
+	if _, err := connectors.EnsureStream(ctx(), coord, "sensors.js", connectors.StreamBound{}); err != nil {
 		t.Fatalf("the coordinator makes the query's stream: %v", err)
 	}
 	if _, err := js.Stream(ctx(), "SENSORS_JS"); err != nil {
@@ -321,7 +328,7 @@ func TestDataUserTouchesOnlyItsOwnConsumers(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, s := range []string{"sensors.js", "sensors.other"} {
-		if _, err := connectors.EnsureStream(ctx(), coord, s); err != nil {
+		if _, err := connectors.EnsureStream(ctx(), coord, s, connectors.StreamBound{}); err != nil {
 			t.Fatal(err)
 		}
 	}
