@@ -225,9 +225,16 @@ func (e *Env) open(k sessionKey, o Options) (*Session, error) {
 	if err := opts.AddSessionConfigEntry("session.intra_op.allow_spinning", "0"); err != nil {
 		return nil, fmt.Errorf("%w: intra-op spinning: %w", ErrModel, err)
 	}
+	if s.arena, err = useArena(opts, k.path); err != nil {
+		return nil, err
+	}
 	s.provider = e.chooseProvider(opts, o)
 	s.s, err = ort.NewDynamicAdvancedSession(k.path, s.inNames, s.outNames, opts)
 	if err != nil {
+		releaseArena(s.arena)
+		if ae := arenaError(k.path, err); ae != nil {
+			return nil, ae // its first allocations do not fit the bound
+		}
 		return nil, fmt.Errorf("%w: %s: %w", ErrModel, k.path, err)
 	}
 	s.meta = readMetadata(s.s)

@@ -21,6 +21,9 @@ type Session struct {
 	inNames  []string
 	outNames []string
 	meta     map[string]string
+	// arena is what the session's weights hold of the bounded arena
+	// (useArena; 0 without a bound).
+	arena int64
 
 	// vals caches the ONNX Runtime values wrapping caller buffers, keyed by
 	// address, length and shape. Operators write outputs into the same scratch
@@ -179,6 +182,8 @@ func (s *Session) destroy() {
 	}
 	s.nCache = [2]int{}
 	s.s.Destroy()
+	releaseArena(s.arena)
+	s.arena = 0
 }
 
 var _ ml.Session = (*Session)(nil)
@@ -276,7 +281,7 @@ func (s *Session) Run(inputs, outputs []ml.Tensor) error {
 	}
 	ins, outs := vals[:len(inputs)], vals[len(inputs):]
 	if err := s.s.Run(ins, outs); err != nil {
-		return fmt.Errorf("%s: %w", s.path, err)
+		return s.memoryError(err)
 	}
 	for i := range outputs {
 		if outputs[i].HasData() {

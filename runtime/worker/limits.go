@@ -77,11 +77,11 @@ func (w *Worker) failForMemory(q *query, err error) {
 	}
 }
 
-// limitErrorOf is the memory refusal in err's chain, reported as the
-// query's limit (deploy.ErrLimit: the coordinator does not place it again).
+// limitErrorOf is the memory refusal in err's chain (a budget's, or the
+// model arena's: onnx.ArenaError), reported as the query's limit
+// (deploy.ErrLimit: the coordinator does not place it again).
 func limitErrorOf(err error) error {
-	var le *dataflow.LimitError
-	if errors.As(err, &le) && !errors.Is(err, deploy.ErrLimit) {
+	if errors.Is(err, dataflow.ErrMemory) && !errors.Is(err, deploy.ErrLimit) {
 		return fmt.Errorf("%w: %w", deploy.ErrLimit, err)
 	}
 	return err
