@@ -13,10 +13,12 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/tierflow/tierflow/dataflow"
 	"github.com/tierflow/tierflow/runtime/cluster"
 	"github.com/tierflow/tierflow/runtime/deploy"
 	"github.com/tierflow/tierflow/runtime/devices"
 	"github.com/tierflow/tierflow/runtime/inference/sched"
+	"github.com/tierflow/tierflow/runtime/onnx"
 	"github.com/tierflow/tierflow/runtime/security"
 	"github.com/tierflow/tierflow/runtime/worker"
 )
@@ -28,7 +30,7 @@ func newWorkerCmd(a *app) *cobra.Command {
 	var schedName, evidence string
 	var dataRoots []string
 	var anyFile bool
-	var namespace, maxMemory, cpuProfile, traceFile string
+	var namespace, maxMemory, maxModelMemory, cpuProfile, traceFile string
 	c := &cobra.Command{
 		Use:   "worker",
 		Short: "Run a tierflow worker: register with the coordinator and run the operators it is given",
@@ -80,6 +82,9 @@ other workers over NATS. Ctrl-C (or SIGTERM) aborts what runs and leaves.
 			}
 			guard, err := memoryGuard(a, maxMemory)
 			if err != nil {
+				return err
+			}
+			if err := boundModelMemory(guard, maxModelMemory); err != nil {
 				return err
 			}
 			if cpuProfile != "" {
@@ -137,6 +142,7 @@ other workers over NATS. Ctrl-C (or SIGTERM) aborts what runs and leaves.
 	f.StringArrayVar(&dataRoots, "data-root", nil, "serve the files of submitted queries (catalogs, models, file streams, tables, sinks) only under this directory (repeatable); without it any file the worker's user can read, and on a secured cluster (credentials or --nats-config) none")
 	f.StringVar(&metricsAddr, "metrics", "", "serve Prometheus metrics on this address (e.g. :9101)")
 	f.StringVar(&maxMemory, "max-memory", "", "what all the worker's queries may hold together, e.g. 12GiB: a query part is refused near it and the largest query fails past it (default: 80% of the machine's memory; 0: no guard)")
+	f.StringVar(&maxModelMemory, "max-model-memory", "", "what ONNX Runtime may hold for all the worker's model sessions together, weights and the tensors between layers, e.g. 2GiB: a model batch past it is split, a model whose weights do not fit is refused (default: the machine's memory beyond the Go runtime's limit, 10% of it with the default --max-memory; 0: no bound)")
 	f.IntVar(&threads, "threads", 0, "intra-op threads of each model session: this worker's share of the machine's CPUs (0: ONNX Runtime's default, all of them)")
 	f.StringVar(&schedName, "sched", sched.NaiveName, "policy of the worker's inference scheduler, shared by its queries: naive (each batch runs as it comes), deepquery (REALTIME batches first, BEST_EFFORT ones sized to the gaps), or a SneakPeek scheduler choosing each batch's variant by utility: maxacc-edf, lo-edf, grouped or sneakpeek (data-aware with --evidence)")
 	f.StringVar(&evidence, "evidence", "", "with --sched sneakpeek: the Fashion-MNIST example directory whose training sample's nearest neighbours estimate each row's class")
@@ -184,6 +190,31 @@ func memoryGuard(a *app, flag string) (int64, error) {
 		debug.SetMemoryLimit(limit)
 	}
 	return guard, nil
+}
+
+// boundModelMemory bounds ONNX Runtime's memory in this worker process
+// (onnx.BoundMemory): --max-model-memory, else what the machine has beyond
+// the Go runtime's limit. The guard and the collector's limit above it
+// are the Go side's; ONNX Runtime's memory is outside both, so it gets the
+// rest, and a worker with a query's model calls at their worst and its Go
+// heap at its limit still fits the machine. No guard (--max-memory 0), no
+// default bound.
+func boundModelMemory(guard int64, flag string) error {
+	var bound int64
+	switch {
+	case flag != "":
+		var err error
+		if bound, err = parseBytes(flag); err != nil || bound < 0 {
+			return badInput(fmt.Errorf("--max-model-memory %q: want a size, 0 for no bound", flag))
+		}
+	case guard > 0:
+		total, limit := int64(devices.Take().MemoryTotal), debug.SetMemoryLimit(-1)
+		if bound = total - limit; bound <= 0 {
+			return badInput(fmt.Errorf("--max-model-memory: the Go runtime's limit (%s) leaves none of the machine's %s to ONNX Runtime: set it, or lower --max-memory or GOMEMLIMIT",
+				dataflow.Bytes(limit), dataflow.Bytes(total)))
+		}
+	}
+	return onnx.BoundMemory(bound)
 }
 
 // checkNamespace refuses a --namespace that is not one subject token.
