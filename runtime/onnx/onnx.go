@@ -225,10 +225,14 @@ func (e *Env) open(k sessionKey, o Options) (*Session, error) {
 	if err := opts.AddSessionConfigEntry("session.intra_op.allow_spinning", "0"); err != nil {
 		return nil, fmt.Errorf("%w: intra-op spinning: %w", ErrModel, err)
 	}
-	if s.arena, err = useArena(opts, k.path); err != nil {
-		return nil, err
-	}
 	s.provider = e.chooseProvider(opts, o)
+	// The bound is the CPU's: a CUDA session's weights and tensors are
+	// the GPU's memory, which the arena does not hold.
+	if strings.HasPrefix(s.provider, "cpu") {
+		if s.arena, err = useArena(opts, k.path); err != nil {
+			return nil, err
+		}
+	}
 	s.s, err = ort.NewDynamicAdvancedSession(k.path, s.inNames, s.outNames, opts)
 	if err != nil {
 		releaseArena(s.arena)
