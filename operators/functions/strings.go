@@ -182,28 +182,46 @@ func splitPartFunc(c *Ctx, ret arrow.DataType, args []compute.Datum, n int) (arr
 }
 
 // padFunc is lpad(s, n, fill) and rpad: s cut or padded with repeats of
-// fill to n characters.
+// fill to n characters. The padded value's bytes are known before it is
+// built, and made room for first (out.room).
 func padFunc(right bool) ScalarFunc {
 	return func(c *Ctx, ret arrow.DataType, args []compute.Datum, n int) (arrow.Array, error) {
 		return rowwise(c, ret, args, n, func(o *out, v []*vec, i int) {
-			r, size, fill := []rune(v[0].string(i)), int(max(v[1].int64(i), 0)), []rune(v[2].string(i))
-			if len(r) >= size {
-				o.str(string(r[:size]))
+			s, size, fill := v[0].string(i), max(v[1].int64(i), 0), v[2].string(i)
+			chars := int64(utf8.RuneCountInString(s))
+			if chars >= size {
+				o.str(string([]rune(s)[:size]))
 				return
 			}
-			if len(fill) == 0 {
-				o.str(string(r))
+			fr := []rune(fill)
+			if len(fr) == 0 {
+				o.str(s)
 				return
 			}
-			pad := make([]rune, 0, size-len(r))
-			for len(pad) < size-len(r) {
-				pad = append(pad, fill[len(pad)%len(fill)])
+			pad := size - chars // characters of fill
+			cycles, rest := pad/int64(len(fr)), pad%int64(len(fr))
+			if cycles > (maxColumnBytes-int64(len(s)))/int64(len(fill)) {
+				o.room(-1) // past any column, and past int64 if multiplied
+				return
 			}
+			tail := string(fr[:rest])
+			total := int64(len(s)) + cycles*int64(len(fill)) + int64(len(tail))
+			if !o.room(total) {
+				return
+			}
+			var b strings.Builder
+			b.Grow(int(total))
 			if right {
-				o.str(string(r) + string(pad))
-			} else {
-				o.str(string(pad) + string(r))
+				b.WriteString(s)
 			}
+			for range cycles {
+				b.WriteString(fill)
+			}
+			b.WriteString(tail)
+			if !right {
+				b.WriteString(s)
+			}
+			o.str(b.String())
 		})
 	}
 }
@@ -216,9 +234,19 @@ func reverseOp(s string) string {
 	return string(r)
 }
 
+// repeatFunc is repeat(s, n); the value's bytes are made room for before
+// it is built (out.room).
 func repeatFunc(c *Ctx, ret arrow.DataType, args []compute.Datum, n int) (arrow.Array, error) {
 	return rowwise(c, ret, args, n, func(o *out, v []*vec, i int) {
-		o.str(strings.Repeat(v[0].string(i), int(max(v[1].int64(i), 0))))
+		s, times := v[0].string(i), max(v[1].int64(i), 0)
+		if len(s) > 0 && times > maxColumnBytes/int64(len(s)) {
+			o.room(-1) // past any column, and past int64 if multiplied
+			return
+		}
+		if !o.room(int64(len(s)) * times) {
+			return
+		}
+		o.str(strings.Repeat(s, int(times)))
 	})
 }
 

@@ -1,6 +1,7 @@
 package functions
 
 import (
+	"errors"
 	"fmt"
 	"math"
 
@@ -10,6 +11,8 @@ import (
 	"github.com/apache/arrow/go/v17/arrow/decimal128"
 	"github.com/apache/arrow/go/v17/arrow/memory"
 	"github.com/apache/arrow/go/v17/arrow/scalar"
+
+	"github.com/tierflow/tierflow/dataflow"
 )
 
 // vec reads one argument row by row, whether it is an array or a broadcast
@@ -209,6 +212,9 @@ func (v *vec) bool(i int) bool {
 
 // out builds a result column of one canonical type.
 type out struct {
+	// err is why the output could not be built (room), reported by
+	// rowwise in place of the array.
+	err error
 	b   array.Builder
 	i64 func(int64)
 	f64 func(float64)
@@ -245,6 +251,37 @@ func newOut(mem memory.Allocator, t arrow.DataType, n int) *out {
 }
 
 func (o *out) null() { o.b.AppendNull() }
+
+// maxColumnBytes is what one string column can hold: its offsets are
+// 32-bit.
+const maxColumnBytes = math.MaxInt32
+
+// room makes room in a string output for a value of n bytes before a
+// function builds it (repeat, lpad): the bytes are charged to the query's
+// budget first, whose allocator refuses past its limit (a memory limit,
+// as any operator's), so no Go memory is spent on a value the query may
+// not hold, and a value no string column can hold is an error, not a
+// crash. n < 0 stands for a size past int64. False, with o.err set, when
+// there is no room.
+func (o *out) room(n int64) bool {
+	sb, ok := o.b.(*array.StringBuilder)
+	if !ok {
+		return true
+	}
+	if n < 0 || int64(sb.DataLen())+n > maxColumnBytes {
+		size := "more than 2 GiB"
+		if n >= 0 {
+			size = dataflow.Bytes(n)
+		}
+		o.err = fmt.Errorf("%w: a value of %s after %s of this batch's: a string column holds at most 2 GiB", ErrValueTooLarge, size, dataflow.Bytes(int64(sb.DataLen())))
+		return false
+	}
+	sb.ReserveData(int(n))
+	return true
+}
+
+// ErrValueTooLarge: a function's result would not fit a column.
+var ErrValueTooLarge = errors.New("functions: value too large")
 
 // copyFrom appends row i of v (whose type matches the output's).
 func (o *out) copyFrom(v *vec, i int) {
@@ -320,6 +357,10 @@ func rowwise(c *Ctx, ret arrow.DataType, args []compute.Datum, n int, fn func(o 
 			continue
 		}
 		fn(o, vs, i)
+		if o.err != nil {
+			o.b.Release()
+			return nil, o.err
+		}
 	}
 	return o.finish(), nil
 }

@@ -224,3 +224,35 @@ func TestLimitMemoryDistinct(t *testing.T) {
 		}
 	}
 }
+
+// TestLimitMemoryHugeValues: a query whose string function builds values
+// larger than its memory (repeat, lpad over a table's rows) fails for its
+// limit on the worker, before Go memory is spent on them (before, each
+// value was built in full outside every budget and refused only when
+// appended: a worker grew by a whole value, whatever the query's limit),
+// and a value no string column can hold fails the query, naming the 2 GiB
+// a column holds, not the worker; the worker then still answers.
+func TestLimitMemoryHugeValues(t *testing.T) {
+	dir, scripts := clustertest.WriteAbuse(t, 1000)
+	table, _, _ := strings.Cut(scripts["cross join"], "\n")
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	_, client := limited(t, deploy.Limits{MemoryBytes: 16 << 20})
+	for what, sel := range map[string]string{
+		"repeat": "SELECT strlen(repeat('x', 1000000 + id)) AS n FROM e;",
+		"lpad":   "SELECT strlen(lpad('x', 1000000 + id, 'ab')) AS n FROM e;",
+	} {
+		info, err := client.Submit(ctx, script(dir, what, table+"\n"+sel+"\n"), "", sinks.NewCSV(&strings.Builder{}))
+		if err == nil || !errors.Is(err, deploy.ErrLimit) || info.ErrorKind != deploy.KindLimit {
+			t.Errorf("%s of a MB a row over 1,000 rows under 16 MiB: %s %v, want failed for its memory", what, info.State, err)
+		}
+	}
+	_, err := client.Submit(ctx, script(dir, "too large", table+"\nSELECT strlen(repeat('ab', 2000000000)) AS n FROM e LIMIT 1;\n"), "", sinks.NewCSV(&strings.Builder{}))
+	if err == nil || !strings.Contains(err.Error(), "2 GiB") {
+		t.Errorf("a value of 4 GB: %v, want refused: a string column holds at most 2 GiB", err)
+	}
+	out := &strings.Builder{}
+	if _, err := client.Submit(ctx, script(dir, "fits", table+"\nSELECT strlen(repeat('x', 1000)) AS n FROM e LIMIT 2;\n"), "", sinks.NewCSV(out)); err != nil || !strings.Contains(out.String(), "1000") {
+		t.Errorf("a value that fits, after the refusals: %v %q", err, out.String())
+	}
+}
