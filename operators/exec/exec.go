@@ -127,6 +127,14 @@ type Options struct {
 	// in event time (Flink's table.exec.state.ttl): a stream top-N's keys.
 	// 0 keeps them as long as the query runs.
 	StateTTL time.Duration
+	// Context, when set, cancels what Build itself runs: a query's
+	// uncorrelated subqueries, answered before the query is built (nil:
+	// they run to their end).
+	Context context.Context
+	// ShapeOnly builds the graph's shape and runs nothing (a coordinator
+	// placing a query): each uncorrelated subquery stands for an answer
+	// of its type, which shapes the graph as its real answer would.
+	ShapeOnly bool
 	// Relayed says that the graph's edges may cross a relay (a cluster's
 	// workers over NATS), which carries plain columns: no scan then passes
 	// a string column on as its dictionary codes (codes.go), which only

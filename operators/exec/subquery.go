@@ -2,12 +2,14 @@ package exec
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"reflect"
 	"sync"
 
 	"github.com/apache/arrow/go/v17/arrow"
 
+	"github.com/tierflow/tierflow/dataflow"
 	"github.com/tierflow/tierflow/operators/functions"
 	"github.com/tierflow/tierflow/planner/expr"
 	"github.com/tierflow/tierflow/planner/logical"
@@ -124,15 +126,30 @@ func hasSubquery(n logical.Node) bool {
 }
 
 // answer runs one subquery, unless ran holds its plan's rows, and returns
-// the expression that replaces it.
+// the expression that replaces it. Under opts.ShapeOnly it runs nothing:
+// the subquery stands for an answer of no rows but of its kind (a literal,
+// or an IN list of one NULL), which the graph is built around as it is
+// around the real one. A coordinator placing a query shapes its graph so,
+// and never runs a user's subquery (over a cross join, one grew the
+// coordinator by gigabytes).
 func answer(sq *expr.Subquery, opts Options, ran map[logical.Node][]any) (expr.Expr, error) {
 	node, ok := sq.Plan.(logical.Node)
 	if !ok {
 		return nil, fmt.Errorf("%w: a subquery without a plan", ErrUnsupported)
 	}
+	if opts.ShapeOnly {
+		switch sq.Kind {
+		case expr.ExistsSubquery:
+			return &expr.Literal{Value: false, DataType: expr.Bool}, nil
+		case expr.ScalarSubquery:
+			return &expr.Literal{Value: nil, DataType: expr.Canonical(sq.Elem)}, nil
+		}
+		return &expr.In{Expr: sq.Expr, List: []expr.Expr{literalOf(nil, sq.Elem)}, Negated: sq.Negated}, nil
+	}
 	// Only a pointer is a plan's identity (and a map key that cannot panic).
 	byPointer := reflect.TypeOf(node).Kind() == reflect.Pointer
-	c := &rowCollector{}
+	c := newRowCollector(sq, node, opts.Memory)
+	defer c.close()
 	if vals, done := ran[node]; done && byPointer {
 		c.vals = vals
 	} else {
@@ -142,8 +159,15 @@ func answer(sq *expr.Subquery, opts Options, ran map[logical.Node][]any) (expr.E
 		if err != nil {
 			return nil, err
 		}
-		if _, err := q.Run(context.Background()); err != nil {
+		ctx := opts.Context
+		if ctx == nil {
+			ctx = context.Background()
+		}
+		if _, err := q.Run(ctx); err != nil && !errors.Is(err, errAnswered) {
 			return nil, err
+		}
+		if c.err != nil {
+			return nil, c.err
 		}
 		if byPointer {
 			ran[node] = c.vals
@@ -159,7 +183,7 @@ func answer(sq *expr.Subquery, opts Options, ran map[logical.Node][]any) (expr.E
 		case 1:
 			return literalOf(c.vals[0], sq.Elem), nil
 		}
-		return nil, fmt.Errorf("%s: %w: a subquery used as a value returned %d rows; it may return one at most", node.Position(), ErrSubquery, len(c.vals))
+		return nil, fmt.Errorf("%s: %w: a subquery used as a value returned more than one row; it may return one at most", node.Position(), ErrSubquery)
 	}
 	if len(c.vals) == 0 {
 		// IN of no rows is FALSE, even for NULL (NOT IN: TRUE), as in DuckDB.
@@ -188,26 +212,108 @@ func literalOf(v any, t arrow.DataType) expr.Expr {
 	return &expr.Cast{Expr: lit, To: t}
 }
 
-// rowCollector keeps the first column's values of a subquery's rows.
+// errAnswered stops a subquery's run once its collector has what its use
+// needs: EXISTS one row, a value subquery two (one more is an error).
+var errAnswered = errors.New("subquery answered")
+
+// rowCollector keeps what a subquery's use needs of its first column:
+// EXISTS and a value subquery their first rows (and stop the run there),
+// IN its distinct values (an IN list needs each once, and NULL once). What
+// it keeps is charged to the query's budget (mem, when set), so a subquery
+// of many distinct values (an IN over a cross join) fails for the query's
+// memory instead of growing the worker without bound.
 type rowCollector struct {
 	mu   sync.Mutex
 	vals []any
+	// most is how many rows the use needs (0: every distinct value).
+	most int
+	seen map[any]struct{}
+	acct *dataflow.Account
+	// err is why the collector refused a value (the budget's refusal).
+	err error
+}
+
+func newRowCollector(sq *expr.Subquery, node logical.Node, mem *dataflow.Memory) *rowCollector {
+	c := &rowCollector{}
+	switch sq.Kind {
+	case expr.ExistsSubquery:
+		c.most = 1
+	case expr.ScalarSubquery:
+		c.most = 2
+	default:
+		c.seen = map[any]struct{}{}
+	}
+	if mem != nil {
+		c.acct = mem.Account(fmt.Sprintf("subquery at %s", node.Position()))
+	}
+	return c
+}
+
+// valueBytes is what keeping v costs: its interface and map entry, and a
+// string's bytes.
+func valueBytes(v any) int64 {
+	const entry = 48
+	if s, ok := v.(string); ok {
+		return entry + int64(len(s))
+	}
+	return entry
 }
 
 func (r *rowCollector) Write(rec arrow.Record) error {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	if rec.NumCols() == 0 {
-		for i := int64(0); i < rec.NumRows(); i++ {
-			r.vals = append(r.vals, nil)
-		}
-		return nil
+	var col arrow.Array
+	if rec.NumCols() > 0 {
+		col = rec.Column(0)
 	}
-	col := rec.Column(0)
-	for i := 0; i < col.Len(); i++ {
-		r.vals = append(r.vals, functions.ValueAt(col, i))
+	for i := 0; i < int(rec.NumRows()); i++ {
+		if r.most > 0 && len(r.vals) >= r.most {
+			return errAnswered
+		}
+		var v any
+		if col != nil {
+			v = functions.ValueAt(col, i)
+		}
+		if r.seen != nil {
+			k := v
+			if !comparable(k) {
+				k = fmt.Sprint(k)
+			}
+			if _, dup := r.seen[k]; dup {
+				continue
+			}
+			r.seen[k] = struct{}{}
+		}
+		if r.acct != nil {
+			if err := r.acct.Grow(valueBytes(v)); err != nil {
+				r.err = err
+				return err
+			}
+		}
+		r.vals = append(r.vals, v)
+	}
+	if r.most > 0 && len(r.vals) >= r.most {
+		return errAnswered
 	}
 	return nil
 }
 
+// comparable reports whether v can be a map key (ValueAt's values are, but
+// for a BLOB's []byte and a list's slice).
+func comparable(v any) bool {
+	switch v.(type) {
+	case []byte, []any:
+		return false
+	}
+	return v == nil || reflect.TypeOf(v).Comparable()
+}
+
 func (r *rowCollector) Close() error { return nil }
+
+// close gives back what the collector charged: its values became an
+// expression's literals, which the plan holds, not the budget.
+func (r *rowCollector) close() {
+	if r.acct != nil {
+		r.acct.Close()
+	}
+}

@@ -12,6 +12,9 @@ import (
 	"github.com/apache/arrow/go/v17/arrow/memory"
 
 	"github.com/tierflow/tierflow/operators/sinks"
+	"github.com/tierflow/tierflow/planner"
+	"github.com/tierflow/tierflow/planner/catalog"
+	"github.com/tierflow/tierflow/planner/logical"
 )
 
 // Subqueries run once before the query and their answers take their place:
@@ -81,3 +84,52 @@ func TestSubqueryInFromWithoutAlias(t *testing.T) {
 		t.Fatalf("a name both unnamed subqueries have is ambiguous, want an error naming it: %v", err)
 	}
 }
+
+// ShapeOnly (a coordinator placing a query) builds the graph a run builds
+// without running a subquery: the subquery's table is not even read (its
+// file is gone here), and the operators are the same, in the same order.
+func TestShapeOnlyRunsNoSubquery(t *testing.T) {
+	dir := t.TempDir()
+	os.WriteFile(filepath.Join(dir, "t.csv"), []byte("id,n\n1,1\n2,2\n"), 0o644)
+	os.WriteFile(filepath.Join(dir, "u.csv"), []byte("k\n1\n"), 0o644)
+	const src = "CREATE TABLE t (id BIGINT, n BIGINT) FROM FILE 't.csv' FORMAT CSV;\nCREATE TABLE u (k BIGINT) FROM FILE 'u.csv' FORMAT CSV;\n" +
+		"SELECT id, EXISTS (SELECT k FROM u) AS e, (SELECT max(k) FROM u) AS m FROM t WHERE n IN (SELECT k FROM u) AND id NOT IN (SELECT k + 1 FROM u);\n"
+	shape := func(o Options) ([]string, error) {
+		var names []string
+		err := RunScript(context.Background(), filepath.Join(dir, "q.sql"), src, ScriptOptions{
+			Options:   o,
+			NewOutput: func() (sinks.Writer, error) { return &collect{}, nil },
+			Plan: func(_ context.Context, bound *logical.Plan, _ *catalog.Catalog, _ planner.Options, o *Options) error {
+				built, err := Build(bound, *o)
+				if err != nil {
+					return err
+				}
+				for _, op := range built.Graph().Operators {
+					names = append(names, op.Name)
+				}
+				return errShaped
+			},
+		})
+		if errors.Is(err, errShaped) {
+			err = nil
+		}
+		return names, err
+	}
+	ran, err := shape(Options{Allocator: memory.NewGoAllocator()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	os.Remove(filepath.Join(dir, "u.csv"))
+	if _, err := shape(Options{Allocator: memory.NewGoAllocator()}); err == nil {
+		t.Fatal("a run's build without the subquery's file: no error, so the build did not run the subquery")
+	}
+	shaped, err := shape(Options{Allocator: memory.NewGoAllocator(), ShapeOnly: true})
+	if err != nil {
+		t.Fatalf("ShapeOnly without the subquery's file: %v, want the graph built without running it", err)
+	}
+	if !reflect.DeepEqual(shaped, ran) {
+		t.Errorf("ShapeOnly's operators %v, a run's %v", shaped, ran)
+	}
+}
+
+var errShaped = errors.New("shaped")

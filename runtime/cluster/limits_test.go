@@ -256,3 +256,34 @@ func TestLimitMemoryHugeValues(t *testing.T) {
 		t.Errorf("a value that fits, after the refusals: %v %q", err, out.String())
 	}
 }
+
+// TestLimitMemorySubquery: an uncorrelated subquery is answered where the
+// query runs, within its memory and its run time. An IN over a cross join
+// (200,000 x 200,000 rows, up to 400,000 distinct values) fails for the
+// query's memory on the worker (before, its rows were kept as Go values
+// outside every budget, on the coordinator placing it and on the worker,
+// and grew the process by 300 MB a second); an EXISTS over the same cross
+// join stops at its first row and answers; a value subquery answers its
+// value.
+func TestLimitMemorySubquery(t *testing.T) {
+	dir, scripts := clustertest.WriteAbuse(t, 200_000)
+	table, _, _ := strings.Cut(scripts["cross join"], "\n")
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	_, client := limited(t, deploy.Limits{MemoryBytes: 16 << 20, RunTime: 30 * time.Second})
+	in := table + "\nSELECT id FROM e WHERE id IN (SELECT a.id + b.id FROM e a CROSS JOIN e b);\n"
+	info, err := client.Submit(ctx, script(dir, "in", in), "", sinks.NewCSV(&strings.Builder{}))
+	if err == nil || !errors.Is(err, deploy.ErrLimit) || info.ErrorKind != deploy.KindLimit {
+		t.Errorf("IN over a cross join under 16 MiB: %s %v, want failed for its memory", info.State, err)
+	}
+	out := &strings.Builder{}
+	exists := table + "\nSELECT count(*) AS n FROM e WHERE EXISTS (SELECT 1 FROM e a CROSS JOIN e b);\n"
+	if _, err := client.Submit(ctx, script(dir, "exists", exists), "", sinks.NewCSV(out)); err != nil || !strings.Contains(out.String(), "200000") {
+		t.Errorf("EXISTS over a cross join: %v %q, want its first row to answer it: 200000", err, out.String())
+	}
+	out.Reset()
+	value := table + "\nSELECT count(*) AS n FROM e WHERE id > (SELECT max(id) - 10 FROM e);\n"
+	if _, err := client.Submit(ctx, script(dir, "value", value), "", sinks.NewCSV(out)); err != nil || !strings.Contains(out.String(), "\n10\n") {
+		t.Errorf("a value subquery: %v %q, want 10", err, out.String())
+	}
+}

@@ -253,7 +253,10 @@ func batches(p *physical.Plan) map[string]deploy.Batch {
 }
 
 func (c *Coordinator) execOptions(variants map[string]string) exec.Options {
-	eo := exec.Options{Output: discardWriter{}, Stdout: io.Discard}
+	// The compile only shapes the graph: it runs none of a user's
+	// subqueries (their answers are the workers' to compute, within the
+	// query's memory).
+	eo := exec.Options{Output: discardWriter{}, Stdout: io.Discard, ShapeOnly: true}
 	if c.cfg.Exec != nil {
 		c.cfg.Exec(&eo, deploy.ExecPart{Variants: variants})
 	}

@@ -632,9 +632,19 @@ func (w *Worker) build(req deploy.DeployRequest, ack *deploy.Ack) error {
 		opened = append(opened, l)
 		return l, nil
 	}
+	// The build answers the query's uncorrelated subqueries: their state
+	// and what they answer are the query's memory, and the query's run
+	// time bounds them (a stop cannot reach a part still building).
+	eo.Memory = qmem
+	bctx, cancelBuild := w.ctx, context.CancelFunc(func() {})
+	if req.Limits.RunTime > 0 {
+		bctx, cancelBuild = context.WithTimeout(w.ctx, req.Limits.RunTime)
+	}
+	eo.Context = bctx
 	eq, plan, err := req.Script.Build(nil, eo)
+	cancelBuild()
 	if err != nil {
-		return err
+		return limitErrorOf(err)
 	}
 	// LATENCY <= x is measured: the sinks here count the rows over it.
 	slo := time.Duration(plan.Objectives.LatencyMs * float64(time.Millisecond))
