@@ -12,6 +12,7 @@ import (
 	"github.com/nats-io/nats.go"
 
 	"github.com/tierflow/tierflow/dataflow"
+	"github.com/tierflow/tierflow/internal/arrowx"
 	"github.com/tierflow/tierflow/operators/sinks"
 	"github.com/tierflow/tierflow/relay/frame"
 	"github.com/tierflow/tierflow/runtime/connectors"
@@ -62,17 +63,37 @@ func (r *results) header(m *nats.Msg, instance int) {
 // sink operator in front calls it.
 func (r *results) Write(rec arrow.Record) error { return r.WriteEpoch(0, 0, rec) }
 
+// encodeRecord encodes a results message (a test counts the encodings).
+var encodeRecord = frame.EncodeRecord
+
 func (r *results) WriteEpoch(instance int, epoch dataflow.Epoch, rec arrow.Record) error {
 	nc, err := r.conn()
 	if err != nil {
 		return fmt.Errorf("results of %s: %w", r.subject, err)
 	}
+	// Stay well below the server's max payload; halve what does not fit,
+	// by its columns' bytes before it is encoded (the encoding is that
+	// much Go memory no budget holds: a wide projection of one column,
+	// 3,000 times, is 3,000 columns' bytes encoded from one column's
+	// buffers, 98 MB a batch) and by its encoding after.
+	// The estimate adds the schema and the batch's metadata, a few
+	// hundred bytes a column: without them a piece estimated within the
+	// limit encoded past it and was encoded again in halves.
+	limit := nc.MaxPayload() - 4096
+	size := arrowx.RecordBytes(rec) + int64(rec.NumCols())*256 + 4096
+	halve := size > limit && rec.NumRows() > 1
 	var buf bytes.Buffer
-	if err := frame.EncodeRecord(&buf, rec, r.mem); err != nil {
-		return err
+	if !halve {
+		// Sized at once: grown as the encoder writes, the buffer
+		// allocated several times the message.
+		buf.Grow(int(min(size, limit+4096)))
+		if err := encodeRecord(&buf, rec, r.mem); err != nil {
+			return err
+		}
+		halve = int64(buf.Len()) > limit && rec.NumRows() > 1
 	}
-	// Stay well below the server's max payload; halve what does not fit.
-	if limit := nc.MaxPayload() - 4096; int64(buf.Len()) > limit && rec.NumRows() > 1 {
+	if halve {
+		buf = bytes.Buffer{} // not held while the halves go
 		half := rec.NumRows() / 2
 		for _, s := range [][2]int64{{0, half}, {half, rec.NumRows()}} {
 			part := rec.NewSlice(s[0], s[1])
