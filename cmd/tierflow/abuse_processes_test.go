@@ -75,6 +75,23 @@ func startChild(t *testing.T, mode string, env []string, args ...string) *child 
 	return c
 }
 
+// startNATSChild starts the NATS server process and returns it with its
+// client URL, once it has printed it.
+func startNATSChild(t *testing.T) (*child, string) {
+	t.Helper()
+	ns := startChild(t, natsChild, nil)
+	var url string
+	clustertest.CheckFor(t, 20*time.Second, 20*time.Millisecond, func() error {
+		line, _, _ := strings.Cut(ns.out.String(), "\n")
+		if !strings.HasPrefix(line, "nats://") {
+			return fmt.Errorf("the NATS server printed %q", ns.out.String())
+		}
+		url = line
+		return nil
+	})
+	return ns, url
+}
+
 // peakRSS is the most resident memory process pid had since its peak was
 // last reset (/proc/PID/status VmHWM), in bytes.
 func peakRSS(pid int) int64 {
@@ -142,17 +159,8 @@ func schedTimes(pids []int) [][2]int64 {
 // without their CPU share (its baseline).
 func startSeparate(t *testing.T, l deploy.Limits, maxMemory string, share bool) *separate {
 	t.Helper()
-	ns := startChild(t, natsChild, nil)
+	ns, url := startNATSChild(t)
 	pids := []int{ns.cmd.Process.Pid}
-	var url string
-	clustertest.CheckFor(t, 20*time.Second, 20*time.Millisecond, func() error {
-		line, _, _ := strings.Cut(ns.out.String(), "\n")
-		if !strings.HasPrefix(line, "nats://") {
-			return fmt.Errorf("the NATS server printed %q", ns.out.String())
-		}
-		url = line
-		return nil
-	})
 	coArgs := []string{"coordinator", "--nats", url, "--heartbeat", "1s", "--placement", "rules",
 		"--max-query-memory", strconv.FormatInt(l.MemoryBytes, 10) + "B", "--max-query-time", l.RunTime.String(),
 		// alice submits over and over: no rate limit in the way of

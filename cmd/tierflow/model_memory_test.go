@@ -61,16 +61,7 @@ SELECT id, c.label FROM shelf CROSS JOIN LATERAL classify(image) AS c(label, sco
 		return f
 	}
 
-	ns := startChild(t, natsChild, nil)
-	var url string
-	clustertest.CheckFor(t, 20*time.Second, 20*time.Millisecond, func() error {
-		line, _, _ := strings.Cut(ns.out.String(), "\n")
-		if !strings.HasPrefix(line, "nats://") {
-			return fmt.Errorf("the NATS server printed %q", ns.out.String())
-		}
-		url = line
-		return nil
-	})
+	_, url := startNATSChild(t)
 	startChild(t, "real", nil, "coordinator", "--nats", url, "--heartbeat", "1s", "--placement", "rules")
 	w := startChild(t, "real", nil, "worker", "--nats", url, "--tier", "edge", "--name", "w1",
 		"--max-memory", "512MiB", "--max-model-memory", fmt.Sprint(bound)+"B", "--threads", "1")
