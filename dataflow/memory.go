@@ -311,6 +311,38 @@ func OutputAllocator(mem memory.Allocator, name string) memory.Allocator {
 	return &budgetAllocator{Allocator: b.Allocator, m: b.m, acct: a}
 }
 
+// Unrefused is mem for code that allocates on goroutines no operator's
+// recovery covers: Arrow's compute kernels run on one of their own, where
+// a refusal's panic ended the process (a query's projection at its limit
+// took its worker down). When mem charges a budget, Unrefused's charge the
+// same budget but are never refused: a charge past the limit marks the
+// budget over it (OverLimit), and the worker fails the query holding it,
+// as it does for every charge that cannot be refused; the overrun is one
+// kernel's output. Any other allocator is returned as is.
+func Unrefused(mem memory.Allocator) memory.Allocator {
+	b, ok := mem.(*budgetAllocator)
+	if !ok {
+		return mem
+	}
+	return &unrefusedAllocator{b}
+}
+
+type unrefusedAllocator struct{ *budgetAllocator }
+
+func (u *unrefusedAllocator) Allocate(n int) []byte {
+	_ = u.acct.grow(int64(n)+allocPadding, false)
+	return u.Allocator.Allocate(n)
+}
+
+func (u *unrefusedAllocator) Reallocate(n int, old []byte) []byte {
+	if d := n - len(old); d > 0 {
+		_ = u.acct.grow(int64(d), false)
+	} else {
+		u.acct.Shrink(int64(-d))
+	}
+	return u.Allocator.Reallocate(n, old)
+}
+
 // allocPadding is what an allocation costs beyond the bytes asked: Arrow's
 // Go allocator makes each buffer 64 bytes longer to align it. Counting
 // it matters for small buffers: a one-row record's 8-byte column takes

@@ -10,6 +10,8 @@ import (
 	"github.com/apache/arrow/go/v17/arrow"
 	"github.com/apache/arrow/go/v17/arrow/compute"
 	"github.com/apache/arrow/go/v17/arrow/memory"
+
+	"github.com/tierflow/tierflow/dataflow"
 )
 
 // ErrNoImplementation is returned for a function name with no implementation.
@@ -28,7 +30,7 @@ type Ctx struct {
 
 // NewCtx binds an allocator.
 func NewCtx(mem memory.Allocator) *Ctx {
-	return &Ctx{Mem: mem, ctx: compute.WithAllocator(context.Background(), mem)}
+	return &Ctx{Mem: mem, ctx: compute.WithAllocator(context.Background(), dataflow.Unrefused(mem))}
 }
 
 // Context is a context.Context carrying the allocator for arrow compute calls.

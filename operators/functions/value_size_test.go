@@ -106,3 +106,30 @@ func TestStringFunctionsSizeTheirValueFirst(t *testing.T) {
 		a.Release()
 	}
 }
+
+// TestComputeAtTheLimitDoesNotPanic: Arrow's compute kernels allocate on a
+// goroutine of their own, where a budget's refusal (a panic) ended the
+// process: a worker's query evaluating a projection at its limit took the
+// worker down (a fresh clone's make test, runtime/cluster). Through Ctx the
+// kernels charge the budget without being refused, and the budget says it
+// is over its limit, for the worker to fail the query.
+func TestComputeAtTheLimitDoesNotPanic(t *testing.T) {
+	b := array.NewInt64Builder(memory.DefaultAllocator)
+	for i := range 100_000 {
+		b.Append(int64(i))
+	}
+	a := b.NewArray()
+	defer a.Release()
+	budget := dataflow.NewMemory("query q", 4<<10, nil)
+	c := NewCtx(budget.Allocator(memory.NewGoAllocator()))
+	out, err := compute.CallFunction(c.Context(), "add", nil, compute.NewDatum(a), compute.NewDatum(a))
+	if err != nil {
+		t.Fatal(err)
+	}
+	out.Release()
+	select {
+	case <-budget.OverLimit():
+	default:
+		t.Errorf("an 800 KB kernel output in a 4 KiB budget: the budget holds %d bytes and does not say it is over its limit", budget.Used())
+	}
+}

@@ -10,6 +10,8 @@ import (
 	"github.com/apache/arrow/go/v17/arrow/array"
 	"github.com/apache/arrow/go/v17/arrow/compute"
 	"github.com/apache/arrow/go/v17/arrow/memory"
+
+	"github.com/tierflow/tierflow/dataflow"
 )
 
 // DBConfig is the post-processing of a differentiable-binarisation (DB)
@@ -371,7 +373,7 @@ func cropBox(dst []float32, ch, cw int, img []float32, ih, iw int, b Box, pl Pla
 func (s *DBStep) assemble(mem memory.Allocator, rec arrow.Record, idx *array.Int32Builder, tensors []arrow.Array, bs []array.Builder) (arrow.Record, error) {
 	take := idx.NewInt32Array()
 	defer take.Release()
-	ctx := compute.WithAllocator(context.Background(), mem)
+	ctx := compute.WithAllocator(context.Background(), dataflow.Unrefused(mem))
 	cols := make([]arrow.Array, 0, s.out.NumFields())
 	defer func() {
 		for _, c := range cols {

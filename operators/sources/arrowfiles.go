@@ -178,7 +178,7 @@ func (r *recordReader) convert(mem memory.Allocator, rec arrow.Record) (arrow.Re
 		}
 		keep = append(keep, i)
 	}
-	return arrowx.GatherRecord(compute.WithAllocator(context.Background(), mem), mem, out, keep)
+	return arrowx.GatherRecord(compute.WithAllocator(context.Background(), dataflow.Unrefused(mem)), mem, out, keep)
 }
 
 // badUTF8 lists the rows (ascending) whose strings are not UTF-8 and that
@@ -242,7 +242,7 @@ func coerce(mem memory.Allocator, c arrow.Array, t arrow.DataType) (arrow.Array,
 	if !compute.CanCast(c.DataType(), t) {
 		return nil, fmt.Errorf("is %s, declared %s", c.DataType(), t)
 	}
-	out, err := compute.CastArray(compute.WithAllocator(context.Background(), mem), c, compute.SafeCastOptions(t))
+	out, err := compute.CastArray(compute.WithAllocator(context.Background(), dataflow.Unrefused(mem)), c, compute.SafeCastOptions(t))
 	if err != nil {
 		return nil, fmt.Errorf("%s does not fit %s: %v", c.DataType(), t, err)
 	}

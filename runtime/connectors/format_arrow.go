@@ -11,6 +11,7 @@ import (
 	"github.com/apache/arrow/go/v17/arrow/ipc"
 	"github.com/apache/arrow/go/v17/arrow/memory"
 
+	"github.com/tierflow/tierflow/dataflow"
 	"github.com/tierflow/tierflow/operators/sources"
 	"github.com/tierflow/tierflow/relay/frame"
 )
@@ -71,7 +72,7 @@ func project(mem memory.Allocator, rec arrow.Record, cols []int, schema *arrow.S
 			arrs[i] = col
 			continue
 		}
-		cast, err := compute.CastArray(compute.WithAllocator(context.Background(), mem), col, compute.SafeCastOptions(want))
+		cast, err := compute.CastArray(compute.WithAllocator(context.Background(), dataflow.Unrefused(mem)), col, compute.SafeCastOptions(want))
 		if err != nil {
 			return nil, fmt.Errorf("%w: column %q is %s, want %s: %v", ErrBadMessage, schema.Field(i).Name, col.DataType(), want, err)
 		}
