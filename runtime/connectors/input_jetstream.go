@@ -57,8 +57,9 @@ type jetstreamInput struct {
 	taken   int
 }
 
-// streamFor finds the stream holding subject, or creates one over it.
-func streamFor(ctx context.Context, js jetstream.JetStream, name, subject string) (string, error) {
+// streamFor finds the stream holding subject, or creates one over it,
+// bounded by b (the connectors' own: none).
+func streamFor(ctx context.Context, js jetstream.JetStream, name, subject string, b StreamBound) (string, error) {
 	if name != "" {
 		if _, err := js.Stream(ctx, name); err == nil {
 			return name, nil
@@ -75,7 +76,24 @@ func streamFor(ctx context.Context, js jetstream.JetStream, name, subject string
 		}
 		name = StreamName(subject)
 	}
-	if _, err := js.CreateStream(ctx, jetstream.StreamConfig{Name: name, Subjects: []string{subject}}); err != nil {
+	if b.Most > 0 {
+		owned, err := OwnedStreams(ctx, js, b.Owner)
+		if err != nil {
+			return "", err
+		}
+		if len(owned) >= b.Most {
+			return "", fmt.Errorf("%w: %s's queries made %d (%s), the most a user may hold; a new subject needs one, so reuse a subject of these or have an operator delete one (nats stream rm)",
+				ErrStreamQuota, b.Owner, len(owned), strings.Join(owned, ", "))
+		}
+	}
+	cfg := jetstream.StreamConfig{Name: name, Subjects: []string{subject}}
+	if b.MaxBytes > 0 {
+		cfg.MaxBytes, cfg.Discard = b.MaxBytes, jetstream.DiscardOld
+	}
+	if b.Owner != "" {
+		cfg.Metadata = map[string]string{OwnerMetadata: b.Owner}
+	}
+	if _, err := js.CreateStream(ctx, cfg); err != nil {
 		return "", fmt.Errorf("create stream %s over %q: %w", name, subject, err)
 	}
 	return name, nil
@@ -92,35 +110,7 @@ func EnsureStream(ctx context.Context, nc *nats.Conn, subject string, b StreamBo
 	if err != nil {
 		return "", err
 	}
-	s, err := js.StreamNameBySubject(ctx, subject)
-	if err == nil {
-		return s, nil
-	}
-	if !errors.Is(err, jetstream.ErrStreamNotFound) {
-		return "", err
-	}
-	if b.Most > 0 {
-		owned, err := OwnedStreams(ctx, js, b.Owner)
-		if err != nil {
-			return "", err
-		}
-		if len(owned) >= b.Most {
-			return "", fmt.Errorf("%w: %s's queries made %d (%s), the most a user may hold; a new subject needs one, so reuse a subject of these or have an operator delete one (nats stream rm)",
-				ErrStreamQuota, b.Owner, len(owned), strings.Join(owned, ", "))
-		}
-	}
-	name := StreamName(subject)
-	cfg := jetstream.StreamConfig{Name: name, Subjects: []string{subject}}
-	if b.MaxBytes > 0 {
-		cfg.MaxBytes, cfg.Discard = b.MaxBytes, jetstream.DiscardOld
-	}
-	if b.Owner != "" {
-		cfg.Metadata = map[string]string{OwnerMetadata: b.Owner}
-	}
-	if _, err := js.CreateStream(ctx, cfg); err != nil {
-		return "", fmt.Errorf("create stream %s over %q: %w", name, subject, err)
-	}
-	return name, nil
+	return streamFor(ctx, js, "", subject, b)
 }
 
 // StreamBound bounds the streams a secured coordinator makes for a user's
@@ -190,7 +180,7 @@ func newJetStreamInput(ctx context.Context, c SourceConfig) (input, error) {
 	if name == "" {
 		name = c.Streams[c.Subject]
 	}
-	stream, err := streamFor(ctx, js, name, c.Subject)
+	stream, err := streamFor(ctx, js, name, c.Subject, StreamBound{})
 	if err != nil {
 		return nil, err
 	}

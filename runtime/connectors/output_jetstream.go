@@ -101,7 +101,7 @@ func newJetStreamOutput(c SinkConfig, f format) (*jetstreamOutput, error) {
 	if name == "" {
 		name = c.Streams[c.Subject]
 	}
-	if _, err := streamFor(ctx, js, name, c.Subject); err != nil {
+	if _, err := streamFor(ctx, js, name, c.Subject, StreamBound{}); err != nil {
 		return nil, err
 	}
 	return &jetstreamOutput{c: c, f: f, js: js}, nil
