@@ -276,7 +276,7 @@ func (r *rowCollector) Write(rec arrow.Record) error {
 		}
 		if r.seen != nil {
 			k := v
-			if !comparable(k) {
+			if !hashable(k) {
 				k = fmt.Sprint(k)
 			}
 			if _, dup := r.seen[k]; dup {
@@ -298,9 +298,9 @@ func (r *rowCollector) Write(rec arrow.Record) error {
 	return nil
 }
 
-// comparable reports whether v can be a map key (ValueAt's values are, but
+// hashable reports whether v can be a map key (ValueAt's values are, but
 // for a BLOB's []byte and a list's slice).
-func comparable(v any) bool {
+func hashable(v any) bool {
 	switch v.(type) {
 	case []byte, []any:
 		return false

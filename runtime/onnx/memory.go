@@ -57,8 +57,8 @@ func BoundMemory(max int64) error {
 	return nil
 }
 
-// MemoryBound is the bound sessions opened now get (0: none).
-func MemoryBound() int64 {
+// memoryBound is the bound sessions opened now get (0: none).
+func memoryBound() int64 {
 	boundMu.Lock()
 	defer boundMu.Unlock()
 	return bound
@@ -164,5 +164,5 @@ func arenaError(model string, err error) error {
 	}
 	free, _ := strconv.ParseInt(m[1], 10, 64)
 	want, _ := strconv.ParseInt(m[2], 10, 64)
-	return &ArenaError{Model: model, Want: want, Free: free, Bound: MemoryBound()}
+	return &ArenaError{Model: model, Want: want, Free: free, Bound: memoryBound()}
 }
