@@ -315,3 +315,16 @@ func (p *Plan) Spread(name string, workers []Worker) bool {
 	op.Workers = out
 	return true
 }
+
+// RenameWorkers puts every part the plan gives worker a on worker to[a]
+// (a worker to does not name stays). The caller keeps the plan's cost:
+// it swaps only workers the cost model cannot tell apart.
+func (p *Plan) RenameWorkers(to map[string]string) {
+	for i := range p.Operators {
+		for k := range p.Operators[i].Workers {
+			if n, ok := to[p.Operators[i].Workers[k].Name]; ok {
+				p.Operators[i].Workers[k].Name = n
+			}
+		}
+	}
+}

@@ -88,6 +88,86 @@ type placed struct {
 	settings map[string]string
 }
 
+// workerLoad is how many operator instances of the queries that run now,
+// but query, each worker runs (their placements as deployed).
+func (c *Coordinator) workerLoad(query string) map[string]int {
+	load := map[string]int{}
+	for _, s := range c.supervisors() {
+		if s.id == query {
+			continue
+		}
+		s.mu.Lock()
+		if p := s.info.Placement; p != nil && !s.ended() {
+			for _, op := range p.Operators {
+				for _, wi := range op.Workers {
+					if wi >= 0 && wi < len(p.Workers) {
+						load[p.Workers[wi]]++
+					}
+				}
+			}
+		}
+		s.mu.Unlock()
+	}
+	return load
+}
+
+// leastLoaded maps the workers a plan uses onto the least loaded workers
+// the cost model cannot tell apart from them (the same tier, location and
+// type, and the same capacity reserved by running queries): the plan's
+// cost is the same on any of them, and the optimizer, which does not see
+// what relational queries load a worker with, would otherwise break the
+// tie the same way for every query. Within each such class the worker the
+// plan uses most goes to the least loaded one; the map is a permutation
+// of each class.
+func leastLoaded(p *physical.Plan, ws []deploy.Worker, load map[string]int, reserved []optimize.Reservation) map[string]string {
+	busy := map[string]float64{}
+	for _, r := range reserved {
+		busy[r.Worker] += r.Busy
+	}
+	type class struct {
+		tier, location, typ string
+		busy                float64
+	}
+	classOf := map[string]class{}
+	members := map[class][]deploy.Worker{}
+	for _, w := range ws {
+		k := class{w.Tier, w.Location, w.Type, busy[w.Name]}
+		classOf[w.Name] = k
+		members[k] = append(members[k], w)
+	}
+	uses := map[string]int{}
+	for _, op := range p.Operators {
+		for _, w := range op.Workers {
+			uses[w.Name]++
+		}
+	}
+	to := map[string]string{}
+	for _, all := range members {
+		var used []string
+		for _, w := range all {
+			if uses[w.Name] > 0 {
+				used = append(used, w.Name)
+			}
+		}
+		if len(used) == 0 || len(used) == len(all) {
+			continue
+		}
+		slices.SortStableFunc(used, func(a, b string) int {
+			if d := uses[b] - uses[a]; d != 0 {
+				return d
+			}
+			return strings.Compare(a, b)
+		})
+		free := deploy.ByLoad(all, load)
+		for i, n := range used {
+			if free[i].Name != n {
+				to[n] = free[i].Name
+			}
+		}
+	}
+	return to
+}
+
 // forPolicies is the placement as the per-query policies see it.
 func (pl placed) forPolicies(query string, nc *nats.Conn, kept bool) *policy.Placed {
 	return &policy.Placed{Query: query, Bound: pl.bound, Root: pl.root, Workers: pl.workers, Placement: pl.placement, Plan: pl.plan,
@@ -146,7 +226,10 @@ func (c *Coordinator) place(ctx context.Context, req deploy.SubmitRequest, ws []
 		// the SELECT under such a sink (deploy.Script.Bind).
 		return placed{}, fmt.Errorf("%s: %w: INSERT INTO %s (%s) on a cluster; submit the SELECT and write its streamed results (tierflow submit --output)", sk.Pos, ErrUnsupported, sk.Sink.Name, sk.Sink.Kind)
 	}
-	o := deploy.Options{Tiers: c.tiers(ws)}
+	o := deploy.Options{Tiers: c.tiers(ws), Load: c.workerLoad(req.Query)}
+	// The optimizer breaks ties between equal workers in the order given:
+	// the least loaded first, as the rules do.
+	ws = deploy.ByLoad(ws, o.Load)
 	if c.cfg.Infra != nil {
 		o.SourceTier = c.cfg.Infra.DefaultSourceTier()
 	}
@@ -157,6 +240,9 @@ func (c *Coordinator) place(ctx context.Context, req deploy.SubmitRequest, ws []
 	if c.cfg.Placement != PlaceRules {
 		reserved := append(slices.Clone(cons.Reserved), policy.Reserve(clusters, cand, c.view(req.Query), ws)...)
 		res, perr = c.optimize(ctx, bound, cat, ws, o.Tiers, reserved, script.Planner, cons.Live, cons.ClassMix)
+		if perr == nil {
+			res.Physical.RenameWorkers(leastLoaded(res.Physical, ws, o.Load, reserved))
+		}
 		if errors.Is(perr, planner.ErrInfeasible) {
 			// The planner did plan the query, and no plan meets what it
 			// asks (with what running queries leave): running another one

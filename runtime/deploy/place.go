@@ -102,6 +102,11 @@ type Options struct {
 	// put it, with its traffic shares.
 	Physical *physical.Plan
 	Lowered  *lower.Result
+	// Load is how many operator instances of other running queries each
+	// worker runs. A tier's least loaded worker comes first, so that what
+	// runs once (a file's scan, a global aggregate, the sink) goes where
+	// the cluster's other queries are not; equal loads keep name order.
+	Load map[string]int
 }
 
 // Place computes the placement of g (built by operators/exec from plan) on
@@ -125,8 +130,7 @@ func Place(query string, g *dataflow.Graph, plan *logical.Plan, workers []Worker
 	if err != nil {
 		return nil, err
 	}
-	ws := append([]Worker(nil), workers...)
-	sort.Slice(ws, func(i, j int) bool { return ws[i].Name < ws[j].Name })
+	ws := ByLoad(workers, o.Load)
 	pl := &placer{query: query, g: g, nodes: nodes, workers: ws, o: o, used: map[string]int{}, split: map[int][][]int{}}
 	pl.p = &Placement{Query: query, Operators: make([]OperatorPlan, len(g.Operators)), Edges: make([]EdgePlan, len(g.Edges))}
 	if o.Physical != nil && o.Lowered != nil {
@@ -151,6 +155,19 @@ func Place(query string, g *dataflow.Graph, plan *logical.Plan, workers []Worker
 		pl.p.Edges[i].From, pl.p.Edges[i].To = e.From.Op, e.To.Op
 	}
 	return pl.p, nil
+}
+
+// ByLoad orders workers by load (the fewest instances of other queries
+// first), then by name: the order a placement takes workers in.
+func ByLoad(workers []Worker, load map[string]int) []Worker {
+	ws := slices.Clone(workers)
+	sort.SliceStable(ws, func(i, j int) bool {
+		if li, lj := load[ws[i].Name], load[ws[j].Name]; li != lj {
+			return li < lj
+		}
+		return ws[i].Name < ws[j].Name
+	})
+	return ws
 }
 
 type placer struct {
