@@ -232,6 +232,7 @@ func (c *Client) Submit(ctx context.Context, script deploy.Script, name string, 
 	// A NATS outage: once the connection is back, ask for the query to
 	// be resumed as a new generation (outage.go).
 	rs := &resumer{reconnects: c.nc.Stats().Reconnects, answers: make(chan resumed, 1)}
+	var away *endedAway
 	lookBack := func() {
 		if rs.reconnected(c.nc) && !done {
 			rs.wanted, rs.stale = true, max(rs.stale, ep.gen)
@@ -269,6 +270,9 @@ func (c *Client) Submit(ctx context.Context, script deploy.Script, name string, 
 						return info, fmt.Errorf("results of %s: %w", name, err)
 					}
 				}
+			case errors.As(a.err, &away):
+				info.Query, info.State, info.Error, info.ErrorKind = name, away.state, away.err, away.kind
+				return info, fmt.Errorf("%w: %w", ErrQuery, a.err)
 			case errors.Is(a.err, ErrCoordinatorLost):
 				return info, fmt.Errorf("%w: resuming %s after the NATS connection came back: %w", ErrQuery, name, a.err)
 			default:

@@ -190,7 +190,11 @@ func (c *Coordinator) onResume(m *nats.Msg) {
 		err = s.resumeAsked(user, c.isAdmin(user), req.Written)
 	}
 	if err != nil {
-		reply(m, deploy.ResumeReply{Error: err.Error()})
+		rep := deploy.ResumeReply{Error: err.Error()}
+		if s != nil && s.isEnded() {
+			endedAs(&rep, s.snapshot())
+		}
+		reply(m, rep)
 		return
 	}
 	c.serverDown() // the client may be back before the coordinator looked
@@ -202,14 +206,20 @@ func (c *Coordinator) onResume(m *nats.Msg) {
 	info := s.snapshot()
 	gen, ended, state := info.Generation, !info.Ended.IsZero(), info.State
 	if gen <= req.Generation {
-		msg := fmt.Sprintf("query %s could not be re-deployed after the outage", req.Query)
+		rep := deploy.ResumeReply{Generation: gen, Error: fmt.Sprintf("query %s could not be re-deployed after the outage", req.Query)}
 		if ended {
-			msg = fmt.Sprintf("query %s ended (%s) while its client was disconnected", req.Query, state)
+			rep.Error = fmt.Sprintf("query %s ended (%s) while its client was disconnected", req.Query, state)
+			endedAs(&rep, info)
 		}
-		reply(m, deploy.ResumeReply{Generation: gen, Error: msg})
+		reply(m, rep)
 		return
 	}
 	reply(m, deploy.ResumeReply{Generation: gen})
+}
+
+// endedAs says in rep how query info, which has ended, ended.
+func endedAs(rep *deploy.ResumeReply, info deploy.QueryInfo) {
+	rep.Ended, rep.State, rep.QueryError, rep.ErrorKind = true, info.State, info.Error, info.ErrorKind
 }
 
 // resumeAsked checks that user may resume the query after its client lost
@@ -275,10 +285,35 @@ func (c *Client) resume(query string, written uint64, gen int, timeout time.Dura
 	if err := json.Unmarshal(msg.Data, &rep); err != nil {
 		return 0, err
 	}
-	if rep.Error != "" {
+	switch {
+	case rep.Ended:
+		return 0, &endedAway{query: query, state: rep.State, err: rep.QueryError, kind: rep.ErrorKind}
+	case rep.Error != "":
 		return 0, fmt.Errorf("%w: %s", ErrCoordinatorLost, rep.Error)
 	}
 	return rep.Generation, nil
+}
+
+// endedAway is a resume's answer when the query ended while its client was
+// disconnected: how it ended, which is what the client reports (the
+// coordinator is there; the query is over).
+type endedAway struct {
+	query, state, err, kind string
+}
+
+func (e *endedAway) Error() string {
+	if e.err != "" {
+		return fmt.Sprintf("query %s %s while its client was disconnected (its last results may be missing): %s", e.query, e.state, e.err)
+	}
+	return fmt.Sprintf("query %s %s while its client was disconnected: its last results may be missing", e.query, e.state)
+}
+
+// Unwrap is the query's own failure, with its kind (a limit, its input).
+func (e *endedAway) Unwrap() error {
+	if e.err == "" {
+		return nil
+	}
+	return deploy.RemoteError(e.err, e.kind)
 }
 
 // resumer is Submit's side of a NATS outage: once the client's connection

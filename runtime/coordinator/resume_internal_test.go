@@ -2,11 +2,14 @@ package coordinator
 
 import (
 	"encoding/json"
+	"errors"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/nats-io/nats.go"
 
+	"github.com/tierflow/tierflow/relay/natsserver"
 	"github.com/tierflow/tierflow/runtime/control"
 	"github.com/tierflow/tierflow/runtime/deploy"
 )
@@ -64,5 +67,47 @@ func TestRecoveryAfterAResumeStartsWhereTheClientIs(t *testing.T) {
 	again, ok := qs.begin(change{lost: "h1", at: time.Now()})
 	if !ok || again.epoch != 12 {
 		t.Fatalf("a recovery after the resume starts at %d (ok %v), want 12, what generation 1's sink sent", again.epoch, ok)
+	}
+}
+
+// TestResumeOfAQueryThatEndedMeanwhile: a client whose connection came
+// back after its query ended (a slow consumer's disconnect under a flood
+// of results) is told how the query ended, its failure and its kind, and
+// ends with that. Before, the answer was an error string the client took
+// for a lost coordinator: "coordinator lost: query q1 ended (failed) while
+// its client was disconnected", with the failure's reason gone.
+func TestResumeOfAQueryThatEndedMeanwhile(t *testing.T) {
+	srv, err := natsserver.Start(natsserver.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer srv.Shutdown()
+	nc, err := natsserver.Connect(srv.ClientURL())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer nc.Close()
+	c := bareCoordinator()
+	why := "w1: resource limit: join[0] output holds 55.9 MiB: query q1 on worker w1 holds 63.8 MiB, over its memory limit of 64.0 MiB"
+	qs := newSupervisor(c, deploy.SubmitRequest{Query: "q1", Owner: "alice"}, deploy.QueryInfo{Query: "q1", Owner: "alice", State: deploy.StateRunning})
+	qs.state = genRunning
+	c.queries["q1"] = qs
+	qs.mu.Lock()
+	qs.end(deploy.StateFailed, why, deploy.KindLimit)
+	qs.mu.Unlock()
+	sub, err := nc.Subscribe(deploy.ResumeSubject("alice"), c.onResume)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sub.Unsubscribe()
+	client := NewClient(nc)
+	client.User = "alice"
+	_, err = client.resume("q1", 10, 0, 5*time.Second)
+	var away *endedAway
+	if !errors.As(err, &away) || errors.Is(err, ErrCoordinatorLost) {
+		t.Fatalf("resume of an ended query: %v, want how it ended, not a lost coordinator", err)
+	}
+	if deploy.KindOf(err) != deploy.KindLimit || !strings.Contains(err.Error(), why) || !strings.Contains(err.Error(), "failed while its client was disconnected") {
+		t.Errorf("resume of an ended query: %v (kind %q), want its failure for its limit", err, deploy.KindOf(err))
 	}
 }

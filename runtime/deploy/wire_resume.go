@@ -26,4 +26,11 @@ type ResumeRequest struct {
 type ResumeReply struct {
 	Generation int    `json:"generation"`
 	Error      string `json:"error,omitempty"`
+	// Ended: the query ended while its client was disconnected, in State
+	// (with its QueryError and ErrorKind when it failed): the client ends
+	// with that, not with a resume that failed.
+	Ended      bool   `json:"ended,omitempty"`
+	State      string `json:"state,omitempty"`
+	QueryError string `json:"query_error,omitempty"`
+	ErrorKind  string `json:"error_kind,omitempty"`
 }
