@@ -121,6 +121,9 @@ type separate struct {
 	url     string
 	workers []*child
 	alice   *coordinator.Client
+	// mallory asks for mallory's queries (`tierflow submit` connects
+	// without credentials: the anonymous user).
+	mallory *coordinator.Client
 	// started is when the first worker was started: the origin of
 	// alice's runs' times in TIERFLOW_WORKER_LOGS, near the workers'
 	// own (GODEBUG=gctrace=1 stamps each collection with its process's
@@ -161,7 +164,10 @@ func startSeparate(t *testing.T, l deploy.Limits, maxMemory string, share bool) 
 	t.Helper()
 	ns, url := startNATSChild(t)
 	pids := []int{ns.cmd.Process.Pid}
-	coArgs := []string{"coordinator", "--nats", url, "--heartbeat", "1s", "--placement", "rules",
+	// The coordinator places as the README starts it (the optimizer);
+	// TIERFLOW_PLACEMENT=rules measures the default rules.
+	placement := cmp.Or(os.Getenv("TIERFLOW_PLACEMENT"), coordinator.PlaceOptimizer)
+	coArgs := []string{"coordinator", "--nats", url, "--heartbeat", "1s", "--placement", placement,
 		"--max-query-memory", strconv.FormatInt(l.MemoryBytes, 10) + "B", "--max-query-time", l.RunTime.String(),
 		// alice submits over and over: no rate limit in the way of
 		// what is measured.
@@ -203,6 +209,8 @@ func startSeparate(t *testing.T, l deploy.Limits, maxMemory string, share bool) 
 	}
 	t.Cleanup(nc.Close)
 	s.alice = coordinator.NewClient(nc)
+	s.mallory = coordinator.NewClient(nc)
+	s.mallory.User = natsserver.Anonymous
 	s.alice.User = "alice"
 	clustertest.CheckFor(t, 30*time.Second, 50*time.Millisecond, func() error {
 		ws, err := s.alice.Workers(context.Background())
@@ -219,12 +227,20 @@ func startSeparate(t *testing.T, l deploy.Limits, maxMemory string, share bool) 
 
 // sepCase is one abusive query's outcome on separate processes.
 type sepCase struct {
-	name  string
-	code  int           // mallory's `tierflow submit` exit status
-	out   string        // its output (the reason it failed)
-	took  time.Duration // from its submission to its end
-	rss   int64         // the most a worker process held resident meanwhile
-	small sepLatency    // alice's small query meanwhile
+	name string
+	code int    // mallory's `tierflow submit` exit status
+	out  string // its output
+	// query is the query as the coordinator ended it (its state and the
+	// reason it failed): what the cluster did, whatever became of
+	// mallory's client.
+	query deploy.QueryInfo
+	took  time.Duration // from its submission to the query's end
+	// client is from its submission until mallory's client left (it
+	// may still be writing what it was sent after the query ended).
+	client time.Duration
+	killed bool       // the client still wrote 10 s after the query ended
+	rss    int64      // the most a worker process held resident meanwhile
+	small  sepLatency // alice's small query while the query ran
 }
 
 // sepLatency is alice's small query's run times, submit to answer.
@@ -344,16 +360,37 @@ func runSeparate(t *testing.T, s *separate, dir string, scripts map[string]strin
 			defer close(done)
 			c.small = small(runs, abused)
 		}()
+		// Alice runs while mallory's query runs on the cluster: until the
+		// coordinator ended it (a flooded client may write what it was
+		// sent for long after), which mallory, as the query's owner, asks.
+		qname := "mallory-" + strings.ReplaceAll(name, " ", "-")
 		start := time.Now()
-		m := exec.CommandContext(ctx, os.Args[0], "submit", "--nats", s.url, "--format", "csv", "--output", os.DevNull, f)
+		m := exec.CommandContext(ctx, os.Args[0], "submit", "--nats", s.url, "--name", qname, "--format", "csv", "--output", os.DevNull, f)
 		m.Env = append(os.Environ(), childEnv+"=real")
-		out, err := m.CombinedOutput()
-		c.took, c.out, c.code = time.Since(start), string(out), m.ProcessState.ExitCode()
-		if err != nil && m.ProcessState == nil {
+		var out syncBuffer
+		m.Stdout, m.Stderr = &out, &out
+		if err := m.Start(); err != nil {
 			t.Fatalf("mallory's %s: %v", name, err)
 		}
+		exited := make(chan struct{})
+		go func() {
+			_ = m.Wait()
+			close(exited)
+		}()
+		c.query = s.endedQuery(ctx, qname, exited)
+		c.took = time.Since(start)
 		close(abused)
 		<-done
+		select {
+		case <-exited:
+		case <-time.After(10 * time.Second):
+			// Past its query's end the client only writes what it was
+			// sent to /dev/null: not what is measured.
+			_ = m.Process.Kill()
+			<-exited
+			c.killed = true
+		}
+		c.client, c.out, c.code = time.Since(start), out.String(), m.ProcessState.ExitCode()
 		logRuns(name, c.small)
 		for _, w := range s.workers {
 			c.rss = max(c.rss, peakRSS(w.cmd.Process.Pid))
@@ -361,6 +398,35 @@ func runSeparate(t *testing.T, s *separate, dir string, scripts map[string]strin
 		cases = append(cases, c)
 	}
 	return baseline, cases
+}
+
+// endedQuery waits until the coordinator has ended query name and returns
+// it as the coordinator ended it (as last seen, if that takes over 5 s
+// after its client left).
+func (s *separate) endedQuery(ctx context.Context, name string, exited <-chan struct{}) deploy.QueryInfo {
+	var last deploy.QueryInfo
+	var after <-chan time.Time
+	for {
+		if qs, err := s.mallory.Queries(ctx); err == nil {
+			for _, q := range qs {
+				if q.Query == name {
+					last = q
+				}
+			}
+		}
+		if !last.Ended.IsZero() {
+			return last
+		}
+		select {
+		case <-exited:
+			exited, after = nil, time.After(5*time.Second)
+		case <-after:
+			return last
+		case <-ctx.Done():
+			return last
+		case <-time.After(20 * time.Millisecond):
+		}
+	}
 }
 
 // checkSeparate: each abusive query failed for its limit naming what held
@@ -372,8 +438,12 @@ func checkSeparate(t *testing.T, cases []sepCase, guard int64) {
 		if c.name == "cross join" {
 			want = []string{"join", "run time limit"}
 		}
-		if c.code == exitOK || !strings.Contains(c.out, "limit") || !slices.ContainsFunc(want, func(w string) bool { return strings.Contains(c.out, w) }) {
-			t.Errorf("%s: exit %d, %q: want failed for a limit naming %s", c.name, c.code, strings.TrimSpace(c.out), strings.Join(want, " or "))
+		why := c.query.Error
+		if c.query.State != deploy.StateFailed || c.query.ErrorKind != deploy.KindLimit || !slices.ContainsFunc(want, func(w string) bool { return strings.Contains(why, w) }) {
+			t.Errorf("%s: the query %s (%q, kind %q): want failed for a limit naming %s", c.name, c.query.State, why, c.query.ErrorKind, strings.Join(want, " or "))
+		}
+		if !c.killed && (c.code == exitOK || !strings.Contains(c.out, "limit")) {
+			t.Errorf("%s: mallory's client exit %d, %q: want failed for a limit", c.name, c.code, strings.TrimSpace(c.out))
 		}
 		if c.rss > guard {
 			t.Errorf("%s: a worker process held %d MiB resident, past its guard of %d MiB", c.name, c.rss>>20, guard>>20)
@@ -384,17 +454,18 @@ func checkSeparate(t *testing.T, cases []sepCase, guard int64) {
 // logSeparate prints the table docs/benchmarks.md keeps.
 func logSeparate(t *testing.T, base, baseOff sepLatency, on, off []sepCase) {
 	t.Helper()
-	t.Logf("| mallory's query | alice's p50 / p99, CPU shared | the same, not shared | mallory's outcome (shared) | ended after | worker peak RSS |")
+	t.Logf("| mallory's query | alice's p50 / p99, CPU shared | the same, not shared | mallory's outcome (shared) | ended after (client) | worker peak RSS |")
 	t.Logf("| none | %s | %s | | | |", base, baseOff)
 	for i, c := range on {
-		reason := strings.TrimSpace(c.out)
-		if i := strings.LastIndex(reason, "tierflow: "); i >= 0 {
-			reason = reason[i+len("tierflow: "):]
-		}
+		reason := c.query.State + ": " + c.query.Error
 		if len(reason) > 120 {
 			reason = reason[:120] + "..."
 		}
-		t.Logf("| %s | %s | %s | %s | %s | %d MiB |", c.name, c.small, off[i].small, reason, c.took.Round(100*time.Millisecond), c.rss>>20)
+		client := c.client.Round(100 * time.Millisecond).String()
+		if c.killed {
+			client += ", stopped"
+		}
+		t.Logf("| %s | %s | %s | %s | %s (%s) | %d MiB |", c.name, c.small, off[i].small, reason, c.took.Round(100*time.Millisecond), client, c.rss>>20)
 	}
 	t.Logf("slowest run alone: shared %s; not shared %s", base.slowest, baseOff.slowest)
 	for i, c := range on {
