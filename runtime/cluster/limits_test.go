@@ -291,3 +291,65 @@ func TestLimitMemorySubquery(t *testing.T) {
 		t.Errorf("a value subquery: %v %q, want 10", err, out.String())
 	}
 }
+
+// TestALongBuildHoldsNoOneElse: a part whose build runs long (an EXISTS
+// over a cross join that nothing meets, memory-light, bounded only by the
+// run time) held every other deployment on its worker behind it, since a
+// worker took its deploy requests one at a time: another user's small
+// query waited 14 s for a 15 s run time. A stop did not reach the build
+// either: it answered, and the query ran to its run time. Now builds run
+// side by side, a stop ends a build (the query ends stopped), and a build
+// past the run time fails naming the limit, not "context deadline
+// exceeded".
+func TestALongBuildHoldsNoOneElse(t *testing.T) {
+	dir, scripts := clustertest.WriteAbuse(t, 200_000)
+	table, _, _ := strings.Cut(scripts["cross join"], "\n")
+	long := script(dir, "long", table+"\nSELECT count(*) AS n FROM e WHERE EXISTS (SELECT 1 FROM e a CROSS JOIN e b WHERE a.id + b.id < 0);\n")
+	small := script(dir, "small", table+"\nSELECT count(*) AS n FROM e WHERE id < 10;\n")
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	co, client := limited(t, deploy.Limits{MemoryBytes: 64 << 20, RunTime: 30 * time.Second})
+	ended := make(chan error, 1)
+	go func() {
+		_, err := client.Submit(ctx, long, "long", sinks.NewCSV(&strings.Builder{}))
+		ended <- err
+	}()
+	clustertest.CheckFor(t, 10*time.Second, 10*time.Millisecond, func() error {
+		if q, ok := co.Query("long"); !ok || q.State != deploy.StateDeploying {
+			return fmt.Errorf("the long query is not deploying: %+v", q.State)
+		}
+		return nil
+	})
+	time.Sleep(200 * time.Millisecond) // well into its subquery
+	start := time.Now()
+	if _, err := client.Submit(ctx, small, "", sinks.NewCSV(&strings.Builder{})); err != nil {
+		t.Fatal(err)
+	}
+	if took := time.Since(start); took > 10*time.Second {
+		t.Errorf("a small query beside the long build took %v: want it not to wait for the build", took)
+	}
+	if err := client.Stop(ctx, "long", true); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case err := <-ended:
+		if err == nil || !strings.Contains(err.Error(), "stopped before it started") {
+			t.Errorf("the long query after its abort: %v, want stopped before it started", err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("the abort did not end the long query's build")
+	}
+	if q, _ := co.Query("long"); q.State != deploy.StateStopped {
+		t.Errorf("the long query ended %s (%s), want stopped", q.State, q.Error)
+	}
+
+	_, short := limited(t, deploy.Limits{MemoryBytes: 64 << 20, RunTime: time.Second})
+	start = time.Now()
+	info, err := short.Submit(ctx, long, "", sinks.NewCSV(&strings.Builder{}))
+	if err == nil || !errors.Is(err, deploy.ErrLimit) || info.ErrorKind != deploy.KindLimit || !strings.Contains(err.Error(), "run time limit of 1s") {
+		t.Errorf("a build past its run time: %s %v (kind %q), want failed for its run time limit", info.State, err, info.ErrorKind)
+	}
+	if took := time.Since(start); took > 10*time.Second {
+		t.Errorf("a build past a 1 s run time ended after %v", took)
+	}
+}

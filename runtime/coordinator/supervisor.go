@@ -203,6 +203,23 @@ func (s *supervisor) fail(err error) {
 	s.done(info)
 }
 
+// endStopped ends, as stopped, a query a stop reached before it started
+// (its parts' builds end at the stop, and their deployment fails for
+// it): false when no stop was asked or it had ended.
+func (s *supervisor) endStopped() bool {
+	s.mu.Lock()
+	if s.ended() || s.stopAsked == nil {
+		s.mu.Unlock()
+		return false
+	}
+	s.end(deploy.StateStopped, "", "")
+	info := s.info
+	s.mu.Unlock()
+	s.publishStop(deploy.StopRequest{Query: s.id, Abort: true})
+	s.done(info)
+	return true
+}
+
 // done tells the client the query ended.
 func (s *supervisor) done(info deploy.QueryInfo) {
 	s.dropOutageCount()

@@ -82,6 +82,9 @@ func (s *supervisor) deployFirst(ctx context.Context, ws []deploy.Worker) (*depl
 	s.mu.Unlock()
 
 	if _, _, err := c.deployAll(ctx, s.id, req.Owner, submitted, script, p, 0); err != nil {
+		if s.endStopped() {
+			return nil, fmt.Errorf("%w: query %s was stopped before it started", ErrDeploy, s.id)
+		}
 		err = scrub(err, req.Script)
 		s.fail(err)
 		return nil, err

@@ -129,6 +129,9 @@ type Worker struct {
 
 	mu      sync.Mutex
 	queries map[string]*query
+	// building are the parts being built (not yet in queries), by query:
+	// a stop ends a build there, and a newer generation's waits for it.
+	building map[string]*building
 	// sched is the one inference scheduler of the worker.
 	sched *sched.Scheduler
 	// dataKey is the worker's data key (WorkerInfo.DataKey): the seed of
@@ -300,11 +303,11 @@ func StartHooked(ctx context.Context, cfg Config, h Hooks) (*Worker, error) {
 	if cpu == nil && !cfg.NoCPUShare {
 		cpu = dataflow.NewCPU(0)
 	}
-	w := &Worker{cfg: cfg, hooks: h, info: info, ctx: wctx, cancel: cancel, queries: map[string]*query{}, sched: sc, dataKey: dataKey, memGuard: guard, cpu: cpu,
+	w := &Worker{cfg: cfg, hooks: h, info: info, ctx: wctx, cancel: cancel, queries: map[string]*query{}, building: map[string]*building{}, sched: sc, dataKey: dataKey, memGuard: guard, cpu: cpu,
 		relays: newRelayConns(cfg.Conn, cfg.Name, relayConnIdle)}
 	nc := cfg.Conn
 	for subj, h := range map[string]nats.MsgHandler{
-		deploy.DeploySubject(w.cfg.Namespace, "*", cfg.Name): w.onDeploy,
+		deploy.DeploySubject(w.cfg.Namespace, "*", cfg.Name): w.onDeployConcurrently,
 		deploy.QuerySubject(w.cfg.Namespace, "*", "start"):   w.onStart,
 		deploy.QuerySubject(w.cfg.Namespace, "*", "stop"):    w.onStop,
 	} {
@@ -461,6 +464,30 @@ func (w *Worker) guard(subj string, h nats.MsgHandler) nats.MsgHandler {
 	}
 }
 
+// onDeployConcurrently builds each part on a goroutine of its own: a
+// subscription's messages come one at a time, and one user's part whose
+// build runs long (an uncorrelated subquery over a cross join, bounded by
+// its run time only) held every other user's deployment on the worker
+// behind it.
+func (w *Worker) onDeployConcurrently(m *nats.Msg) {
+	w.wg.Add(1)
+	go func() {
+		defer w.wg.Done()
+		w.guard(m.Subject, w.onDeploy)(m)
+	}()
+}
+
+// building is a part being built: cancel ends its build (a stop, or a
+// newer generation's), done is closed when the build has returned.
+type building struct {
+	gen    int
+	cancel context.CancelCauseFunc
+	done   chan struct{}
+}
+
+// errStoppedBuilding is why a build a stop ended failed.
+var errStoppedBuilding = errors.New("stopped while it was built")
+
 func (w *Worker) onDeploy(m *nats.Msg) {
 	defer trace.StartRegion(context.Background(), "tierflow build").End()
 	var req deploy.DeployRequest
@@ -486,9 +513,34 @@ func (w *Worker) build(req deploy.DeployRequest, ack *deploy.Ack) error {
 	if idx < 0 {
 		return fmt.Errorf("worker %s has no part in query %s", w.cfg.Name, req.Query)
 	}
+	bctx, cancelBuild := context.WithCancelCause(w.ctx)
+	defer cancelBuild(nil)
+	me := &building{gen: req.Generation, cancel: cancelBuild, done: make(chan struct{})}
+	defer close(me.done)
 	w.mu.Lock()
-	old := w.queries[req.Query]
+	old, prev := w.queries[req.Query], w.building[req.Query]
+	if prev != nil && prev.gen >= req.Generation {
+		w.mu.Unlock()
+		return fmt.Errorf("worker %s already builds query %s", w.cfg.Name, req.Query)
+	}
+	w.building[req.Query] = me
 	w.mu.Unlock()
+	defer func() {
+		w.mu.Lock()
+		if w.building[req.Query] == me {
+			delete(w.building, req.Query)
+		}
+		w.mu.Unlock()
+	}()
+	if prev != nil {
+		// An older generation still building: it goes first, at once.
+		prev.cancel(errStoppedBuilding)
+		select {
+		case <-prev.done:
+		case <-time.After(10 * time.Second):
+			return fmt.Errorf("worker %s: generation %d of query %s did not stop building", w.cfg.Name, prev.gen, req.Query)
+		}
+	}
 	if old != nil {
 		if old.gen >= req.Generation {
 			return fmt.Errorf("worker %s already runs query %s", w.cfg.Name, req.Query)
@@ -636,14 +688,18 @@ func (w *Worker) build(req deploy.DeployRequest, ack *deploy.Ack) error {
 	// and what they answer are the query's memory, and the query's run
 	// time bounds them (a stop cannot reach a part still building).
 	eo.Memory = qmem
-	bctx, cancelBuild := w.ctx, context.CancelFunc(func() {})
+	ectx, cancelRun := bctx, context.CancelFunc(func() {})
 	if req.Limits.RunTime > 0 {
-		bctx, cancelBuild = context.WithTimeout(w.ctx, req.Limits.RunTime)
+		ectx, cancelRun = context.WithTimeoutCause(bctx, req.Limits.RunTime,
+			fmt.Errorf("%w: query %s ran past its run time limit of %s while it was built", deploy.ErrLimit, req.Query, req.Limits.RunTime))
 	}
-	eo.Context = bctx
+	eo.Context = ectx
 	eq, plan, err := req.Script.Build(nil, eo)
-	cancelBuild()
+	cancelRun()
 	if err != nil {
+		if cause := context.Cause(ectx); cause != nil && errors.Is(err, ectx.Err()) {
+			err = fmt.Errorf("%w: %w", cause, err)
+		}
 		return limitErrorOf(err)
 	}
 	// LATENCY <= x is measured: the sinks here count the rows over it.
@@ -818,6 +874,10 @@ func (w *Worker) stopQuery(id string, abort bool) {
 	w.mu.Lock()
 	q := w.queries[id]
 	if q == nil {
+		// A part still building will not start: its build ends now.
+		if b := w.building[id]; b != nil {
+			b.cancel(errStoppedBuilding)
+		}
 		w.mu.Unlock()
 		return
 	}
