@@ -298,9 +298,10 @@ func TestLimitMemorySubquery(t *testing.T) {
 // worker took its deploy requests one at a time: another user's small
 // query waited 14 s for a 15 s run time. A stop did not reach the build
 // either: it answered, and the query ran to its run time. Now builds run
-// side by side, a stop ends a build (the query ends stopped), and a build
-// past the run time fails naming the limit, not "context deadline
-// exceeded".
+// side by side, one at a time per owner (her own next query waits for
+// her build, another user's does not), a stop ends a build (the query
+// ends stopped), and a build past the run time fails naming the limit,
+// not "context deadline exceeded".
 func TestALongBuildHoldsNoOneElse(t *testing.T) {
 	dir, scripts := clustertest.WriteAbuse(t, 200_000)
 	table, _, _ := strings.Cut(scripts["cross join"], "\n")
@@ -321,15 +322,37 @@ func TestALongBuildHoldsNoOneElse(t *testing.T) {
 		return nil
 	})
 	time.Sleep(200 * time.Millisecond) // well into its subquery
+	// The long query's owner builds one part at a time on a worker: her
+	// own small query waits for her build; another user's does not.
+	hers := make(chan error, 1)
+	go func() {
+		_, err := client.Submit(ctx, small, "hers", sinks.NewCSV(&strings.Builder{}))
+		hers <- err
+	}()
+	alice := *client
+	alice.User = "alice"
 	start := time.Now()
-	if _, err := client.Submit(ctx, small, "", sinks.NewCSV(&strings.Builder{})); err != nil {
+	if _, err := alice.Submit(ctx, small, "", sinks.NewCSV(&strings.Builder{})); err != nil {
 		t.Fatal(err)
 	}
 	if took := time.Since(start); took > 10*time.Second {
-		t.Errorf("a small query beside the long build took %v: want it not to wait for the build", took)
+		t.Errorf("another user's small query beside the long build took %v: want it not to wait for the build", took)
+	}
+	select {
+	case err := <-hers:
+		t.Errorf("the long query's owner's small query ended (%v) while her long one built: want it to wait its turn", err)
+	case <-time.After(time.Second): // alice's took a few ms
 	}
 	if err := client.Stop(ctx, "long", true); err != nil {
 		t.Fatal(err)
+	}
+	select {
+	case err := <-hers:
+		if err != nil {
+			t.Errorf("the owner's small query after her long one's abort: %v", err)
+		}
+	case <-time.After(20 * time.Second):
+		t.Error("the owner's small query did not run after her long one's abort")
 	}
 	select {
 	case err := <-ended:

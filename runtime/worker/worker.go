@@ -132,6 +132,8 @@ type Worker struct {
 	// building are the parts being built (not yet in queries), by query:
 	// a stop ends a build there, and a newer generation's waits for it.
 	building map[string]*building
+	// buildTurns are each owner's turn to build (buildTurn).
+	buildTurns map[string]chan struct{}
 	// sched is the one inference scheduler of the worker.
 	sched *sched.Scheduler
 	// dataKey is the worker's data key (WorkerInfo.DataKey): the seed of
@@ -303,7 +305,7 @@ func StartHooked(ctx context.Context, cfg Config, h Hooks) (*Worker, error) {
 	if cpu == nil && !cfg.NoCPUShare {
 		cpu = dataflow.NewCPU(0)
 	}
-	w := &Worker{cfg: cfg, hooks: h, info: info, ctx: wctx, cancel: cancel, queries: map[string]*query{}, building: map[string]*building{}, sched: sc, dataKey: dataKey, memGuard: guard, cpu: cpu,
+	w := &Worker{cfg: cfg, hooks: h, info: info, ctx: wctx, cancel: cancel, queries: map[string]*query{}, building: map[string]*building{}, buildTurns: map[string]chan struct{}{}, sched: sc, dataKey: dataKey, memGuard: guard, cpu: cpu,
 		relays: newRelayConns(cfg.Conn, cfg.Name, relayConnIdle)}
 	nc := cfg.Conn
 	for subj, h := range map[string]nats.MsgHandler{
@@ -485,6 +487,31 @@ type building struct {
 	done   chan struct{}
 }
 
+// buildTurn waits for owner's turn to build on the worker (until ctx
+// ends); buildDone gives it back.
+func (w *Worker) buildTurn(ctx context.Context, owner string) error {
+	w.mu.Lock()
+	turn := w.buildTurns[owner]
+	if turn == nil {
+		turn = make(chan struct{}, 1)
+		w.buildTurns[owner] = turn
+	}
+	w.mu.Unlock()
+	select {
+	case turn <- struct{}{}:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+func (w *Worker) buildDone(owner string) {
+	w.mu.Lock()
+	turn := w.buildTurns[owner]
+	w.mu.Unlock()
+	<-turn
+}
+
 // errStoppedBuilding is why a build a stop ended failed.
 var errStoppedBuilding = errors.New("stopped while it was built")
 
@@ -541,6 +568,13 @@ func (w *Worker) build(req deploy.DeployRequest, ack *deploy.Ack) error {
 			return fmt.Errorf("worker %s: generation %d of query %s did not stop building", w.cfg.Name, prev.gen, req.Query)
 		}
 	}
+	// One build at a time per owner: a user's builds wait for each
+	// other, never for another user's, so parts building side by side
+	// give no user more of the worker than one build's.
+	if err := w.buildTurn(bctx, req.Owner); err != nil {
+		return fmt.Errorf("query %s: %w", req.Query, context.Cause(bctx))
+	}
+	defer w.buildDone(req.Owner)
 	if old != nil {
 		if old.gen >= req.Generation {
 			return fmt.Errorf("worker %s already runs query %s", w.cfg.Name, req.Query)
