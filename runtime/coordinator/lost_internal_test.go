@@ -14,16 +14,7 @@ import (
 // NATS stream while the query is re-deployed is counted as lost (the end
 // marker aside); other subjects are not counted.
 func TestCountCoreNATSWhileRecovering(t *testing.T) {
-	srv, err := natsserver.Start(natsserver.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer srv.Shutdown()
-	nc, err := natsserver.Connect(srv.ClientURL())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer nc.Close()
+	nc := embeddedNATS(t)
 	c := &Coordinator{nc: nc}
 	script := deploy.Script{Filename: "q.sql", Source: "CREATE STREAM s (a INT) FROM NATS 'lost.in' FORMAT JSON;\nSELECT a FROM s;\n"}
 	done := c.countCoreNATS(script, true)
@@ -73,4 +64,21 @@ func TestCoreNATSOfThePlacedPlan(t *testing.T) {
 	if got := coreNATSOf(nil); got != nil {
 		t.Errorf("no plan: %q", got)
 	}
+}
+
+// embeddedNATS starts an embedded NATS server for the test and connects
+// to it; both go at the test's end.
+func embeddedNATS(t *testing.T) *nats.Conn {
+	t.Helper()
+	srv, err := natsserver.Start(natsserver.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(srv.Shutdown)
+	nc, err := natsserver.Connect(srv.ClientURL())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(nc.Close)
+	return nc
 }

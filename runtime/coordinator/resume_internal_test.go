@@ -9,7 +9,6 @@ import (
 
 	"github.com/nats-io/nats.go"
 
-	"github.com/tierflow/tierflow/relay/natsserver"
 	"github.com/tierflow/tierflow/runtime/control"
 	"github.com/tierflow/tierflow/runtime/deploy"
 )
@@ -77,16 +76,7 @@ func TestRecoveryAfterAResumeStartsWhereTheClientIs(t *testing.T) {
 // for a lost coordinator: "coordinator lost: query q1 ended (failed) while
 // its client was disconnected", with the failure's reason gone.
 func TestResumeOfAQueryThatEndedMeanwhile(t *testing.T) {
-	srv, err := natsserver.Start(natsserver.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer srv.Shutdown()
-	nc, err := natsserver.Connect(srv.ClientURL())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer nc.Close()
+	nc := embeddedNATS(t)
 	c := bareCoordinator()
 	why := "w1: resource limit: join[0] output holds 55.9 MiB: query q1 on worker w1 holds 63.8 MiB, over its memory limit of 64.0 MiB"
 	qs := newSupervisor(c, deploy.SubmitRequest{Query: "q1", Owner: "alice"}, deploy.QueryInfo{Query: "q1", Owner: "alice", State: deploy.StateRunning})
