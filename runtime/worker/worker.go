@@ -488,8 +488,8 @@ type building struct {
 }
 
 // buildTurn waits for owner's turn to build on the worker (until ctx
-// ends); buildDone gives it back.
-func (w *Worker) buildTurn(ctx context.Context, owner string) error {
+// ends) and returns what gives it back.
+func (w *Worker) buildTurn(ctx context.Context, owner string) (func(), error) {
 	w.mu.Lock()
 	turn := w.buildTurns[owner]
 	if turn == nil {
@@ -499,17 +499,10 @@ func (w *Worker) buildTurn(ctx context.Context, owner string) error {
 	w.mu.Unlock()
 	select {
 	case turn <- struct{}{}:
-		return nil
+		return func() { <-turn }, nil
 	case <-ctx.Done():
-		return ctx.Err()
+		return nil, ctx.Err()
 	}
-}
-
-func (w *Worker) buildDone(owner string) {
-	w.mu.Lock()
-	turn := w.buildTurns[owner]
-	w.mu.Unlock()
-	<-turn
 }
 
 // errStoppedBuilding is why a build a stop ended failed.
@@ -571,10 +564,11 @@ func (w *Worker) build(req deploy.DeployRequest, ack *deploy.Ack) error {
 	// One build at a time per owner: a user's builds wait for each
 	// other, never for another user's, so parts building side by side
 	// give no user more of the worker than one build's.
-	if err := w.buildTurn(bctx, req.Owner); err != nil {
+	release, err := w.buildTurn(bctx, req.Owner)
+	if err != nil {
 		return fmt.Errorf("query %s: %w", req.Query, context.Cause(bctx))
 	}
-	defer w.buildDone(req.Owner)
+	defer release()
 	if old != nil {
 		if old.gen >= req.Generation {
 			return fmt.Errorf("worker %s already runs query %s", w.cfg.Name, req.Query)
