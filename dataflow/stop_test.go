@@ -34,7 +34,11 @@ func TestGracefulStopDrains(t *testing.T) {
 		defer cancel()
 		done := make(chan error)
 		go func() { done <- dataflow.Run(ctx, g, dataflow.Config{Allocator: mem, QueueLen: 2, Stop: stop}) }()
-		eventually(t, 5*time.Second, "rows at the sink", func() bool { return got.Rows() > 500 })
+		// Both generators must have been scheduled before the stop: on a
+		// loaded machine one can emit 500 rows before the other's first step.
+		eventually(t, 5*time.Second, "rows from both generators at the sink", func() bool {
+			return got.Rows() > 500 && len(generatorsSeen(&got)) == 2
+		})
 		close(stop)
 		if err := <-done; err != nil {
 			t.Fatalf("Run after a graceful stop = %v", err)
@@ -110,6 +114,20 @@ func TestGracefulStopDrains(t *testing.T) {
 		}
 		checkCompletions(t, &got)
 	})
+}
+
+// generatorsSeen returns the generator instances whose keys reached the
+// sink's data input (a generator's keys start at its instance << 40).
+func generatorsSeen(got *builtin.Captured) map[int64]bool {
+	seen := map[int64]bool{}
+	for _, b := range got.Batches() {
+		if b.Input == 0 {
+			for _, k := range keys(b.Record) {
+				seen[k>>40] = true
+			}
+		}
+	}
+	return seen
 }
 
 // gatedSink opens once gate closes: its inbox fills before its first step.
