@@ -133,6 +133,13 @@ type pending struct {
 	// unit scales the branch's rate in source items (unions only), to state
 	// the throughput objective in items entering the workflow.
 	unit float64
+	// share and unitShare are the parts of the stated rate (outRate ×
+	// ratio) and units that are this branch's own (0 means all): a union
+	// states its total on every branch, so a union above it sums what each
+	// branch brings, not the totals again, which doubled the estimate per
+	// level of nesting (a WITH that doubles itself 40 times asked for 2^79
+	// items/s).
+	share, unitShare float64
 }
 
 type lowerer struct {
@@ -347,19 +354,21 @@ func (l *lowerer) walk(n logical.Node) []pending {
 		// A union feeding one operator: the prototype's demand is the
 		// minimum over the inputs, a union's is the sum, so each branch's
 		// ratio is scaled to make every input state the total.
-		total := 0.0
+		total, totalUnits := 0.0, 0.0
 		for _, p := range all {
-			total += p.stage.outRate() * p.ratio
-		}
-		totalUnits := 0.0
-		for _, p := range all {
-			totalUnits += p.stage.units * p.unitScale()
+			total += p.ownRate()
+			totalUnits += p.ownUnits()
 		}
 		for i, p := range all {
-			if r := p.stage.outRate() * p.ratio; r > 0 && len(all) > 1 {
+			if len(all) == 1 {
+				break
+			}
+			if r := p.stage.outRate() * p.ratio; r > 0 && total > 0 {
+				all[i].share = p.ownRate() / total
 				all[i].ratio *= total / r
 			}
-			if u := p.stage.units * p.unitScale(); u > 0 && len(all) > 1 {
+			if u := p.stage.units * p.unitScale(); u > 0 && totalUnits > 0 {
+				all[i].unitShare = p.ownUnits() / totalUnits
 				all[i].unit = p.unitScale() * totalUnits / u
 			}
 		}
@@ -371,6 +380,21 @@ func (l *lowerer) walk(n logical.Node) []pending {
 		}
 		return l.fuse(in, n, 1)
 	}
+}
+
+// ownRate and ownUnits are the branch's own rate and units: what it states
+// less what unions below stated for their other branches.
+func (p pending) ownRate() float64 { return p.stage.outRate() * p.ratio * orOne(p.share) }
+
+func (p pending) ownUnits() float64 {
+	return p.stage.units * p.unitScale() * orOne(p.unitShare)
+}
+
+func orOne(f float64) float64 {
+	if f == 0 {
+		return 1
+	}
+	return f
 }
 
 func (p pending) unitScale() float64 {
