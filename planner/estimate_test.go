@@ -28,7 +28,7 @@ workers:
 `
 
 // planScript applies a script's CREATEs and plans its last statement.
-func planScript(t *testing.T, src, infraYAML string, o planner.Options) (*planner.Result, error) {
+func planScript(t testing.TB, src, infraYAML string, o planner.Options) (*planner.Result, error) {
 	t.Helper()
 	inf, err := infra.Parse("i.yaml", []byte(infraYAML))
 	if err != nil {

@@ -12,6 +12,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"slices"
 	"sort"
 	"strings"
 
@@ -150,6 +151,13 @@ type lowerer struct {
 	stages []*Stage
 	names  map[string]int
 	sizes  map[logical.Node][]colSize
+	// parents indexes the plan lowered (child to parents) and above
+	// memoises a node's ancestors, so that whether a stage lies under a
+	// node is a lookup, not a walk down the node's whole subtree per
+	// branch (a union of 10,000 branches made 10^8 visits); built on
+	// first use.
+	parents map[logical.Node][]logical.Node
+	above   map[logical.Node]map[logical.Node]bool
 	errs   []error
 	// root is the plan lowered, which rewrite.AdaptInputs rewrites.
 	root logical.Node
@@ -744,6 +752,10 @@ func (l *lowerer) columnFrom(n logical.Node, i int, st *Stage) bool {
 	if n == st.Node {
 		return true
 	}
+	anc, indexed := l.ancestors(st.Node)
+	if indexed && !anc[n] {
+		return false
+	}
 	switch x := n.(type) {
 	case *logical.Join:
 		nl := len(x.Left.Schema().Fields())
@@ -769,16 +781,78 @@ func (l *lowerer) columnFrom(n logical.Node, i int, st *Stage) bool {
 		}
 		return false
 	case *logical.Aggregate:
-		return contains(n, st.Node)
+		return l.under(n, st.Node)
 	case *logical.Scan:
 		return false
 	}
-	for _, c := range n.Children() {
+	children := n.Children()
+	if indexed && len(anc) < len(children) {
+		// A wide union: only the children on st's way up can hold it.
+		children = nil
+		for a := range anc {
+			if slices.Contains(l.parents[a], n) {
+				children = append(children, a)
+			}
+		}
+		if st.Node != nil && slices.Contains(l.parents[st.Node], n) {
+			children = append(children, st.Node)
+		}
+	}
+	for _, c := range children {
 		if i < len(c.Schema().Fields()) && l.columnFrom(c, i, st) {
 			return true
 		}
 	}
 	return false
+}
+
+// under reports whether target lies in n's subtree.
+func (l *lowerer) under(n, target logical.Node) bool {
+	if n == target {
+		return true
+	}
+	if anc, indexed := l.ancestors(target); indexed {
+		return anc[n]
+	}
+	return contains(n, target)
+}
+
+// ancestors returns the nodes above target in the plan lowered; false when
+// target is not in it (a plan rewritten since), where callers walk down.
+func (l *lowerer) ancestors(target logical.Node) (map[logical.Node]bool, bool) {
+	if l.root == nil || target == nil {
+		return nil, false
+	}
+	if l.parents == nil {
+		l.parents = map[logical.Node][]logical.Node{}
+		l.above = map[logical.Node]map[logical.Node]bool{}
+		logical.Walk(l.root, func(x logical.Node) bool {
+			for _, c := range x.Children() {
+				l.parents[c] = append(l.parents[c], x)
+			}
+			return true
+		})
+	}
+	if a, ok := l.above[target]; ok {
+		return a, true
+	}
+	if _, ok := l.parents[target]; !ok && target != l.root {
+		return nil, false
+	}
+	a := map[logical.Node]bool{}
+	queue := []logical.Node{target}
+	for len(queue) > 0 {
+		x := queue[0]
+		queue = queue[1:]
+		for _, p := range l.parents[x] {
+			if !a[p] {
+				a[p] = true
+				queue = append(queue, p)
+			}
+		}
+	}
+	l.above[target] = a
+	return a, true
 }
 
 func contains(n, target logical.Node) bool {

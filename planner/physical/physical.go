@@ -154,9 +154,10 @@ func New(res *lower.Result, p *optimize.Plan) *Plan {
 	for _, w := range res.Problem.Workers {
 		types[w.Name] = w.Type
 	}
-	rates := map[string]float64{}
+	rates, tiers := map[string]float64{}, map[string]string{}
 	for _, s := range res.Problem.Sources {
 		rates[s.Name] = s.Rate
+		tiers[s.Name] = s.Tier
 	}
 	byName := map[string]optimize.OperatorPlan{}
 	for _, op := range p.Operators {
@@ -164,12 +165,7 @@ func New(res *lower.Result, p *optimize.Plan) *Plan {
 	}
 	for _, st := range res.Stages {
 		if st.Kind == "source" {
-			src := Source{Name: st.Name, Rate: rates[st.Name], Fused: describe(st.Fused), Bounded: st.Bounded}
-			for _, s := range res.Problem.Sources {
-				if s.Name == st.Name {
-					src.Tier = s.Tier
-				}
-			}
+			src := Source{Name: st.Name, Rate: rates[st.Name], Tier: tiers[st.Name], Fused: describe(st.Fused), Bounded: st.Bounded}
 			if sc, ok := st.Node.(*logical.Scan); ok {
 				src.Stream = sc.Name()
 			}
