@@ -102,6 +102,10 @@ type Binder struct {
 	nowAt time.Time
 	// ctes are the WITH names in scope, innermost last.
 	ctes []*lang.CTE
+	// inlined counts the operators WITH and view references have copied
+	// into the plan being bound; inlining is how deep in references the
+	// binder is (inline).
+	inlined, inlining int
 	// inView holds the views being bound (lower-case names), to refuse one
 	// that reads itself.
 	inView map[string]bool
@@ -165,6 +169,7 @@ func (b *Binder) err() error {
 func (b *Binder) Bind(stmt lang.Statement) (*logical.Plan, error) {
 	b.errs = nil
 	b.models = map[string]int{}
+	b.inlined, b.inlining = 0, 0
 	var q *lang.Query
 	var sink *catalog.Sink
 	pos := stmt.Position()

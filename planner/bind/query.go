@@ -723,10 +723,12 @@ func (b *Binder) cteRef(t *lang.TableRef, alias string) (logical.Node, *scope, b
 		return nil, nil, false
 	}
 	c := b.ctes[i]
-	saved := b.ctes
-	b.ctes = b.ctes[:i:i]
-	n, sc := b.query(c.Query, nil)
-	b.ctes = saved
+	n, sc := b.inline(t, "WITH "+c.Name, func() (logical.Node, *scope) {
+		saved := b.ctes
+		b.ctes = b.ctes[:i:i]
+		defer func() { b.ctes = saved }()
+		return b.query(c.Query, nil)
+	})
 	if n == nil {
 		return nil, nil, true
 	}
@@ -743,6 +745,46 @@ func (b *Binder) cteRef(t *lang.TableRef, alias string) (logical.Node, *scope, b
 		out.cols = append(out.cols, column{qual: alias, name: name, typ: col.typ})
 	}
 	return n, out, true
+}
+
+// MaxInlined bounds the operators that references to WITH names and views
+// copy into one plan. Each reference binds the named query anew, so WITHs
+// that each read the one before twice write 2^n operators in n lines (40
+// lines took the coordinator past 4 GB before it planned anything). A plan
+// written out by hand has at most about one operator per token, and a
+// script at most lang.MaxTokens tokens: references may not make a plan
+// larger than a script could write.
+const MaxInlined = lang.MaxTokens
+
+// inline binds what reference t names (what: "WITH c", "view v") with bind,
+// adding the operators it copies into the plan to b.inlined. Once that
+// passes MaxInlined nothing more is bound, so the work stays within the
+// bound too, and the statement's own reference (the outermost, the one its
+// author wrote there) is the error.
+func (b *Binder) inline(t *lang.TableRef, what string, bind func() (logical.Node, *scope)) (logical.Node, *scope) {
+	if b.inlined > MaxInlined {
+		return nil, nil
+	}
+	before := b.inlined
+	b.inlining++
+	n, sc := bind()
+	b.inlining--
+	if b.inlined > MaxInlined && b.inlining == 0 {
+		b.errorf(t.Pos, ErrBind, "%s makes the plan larger than %d operators: each reference copies the query it names, and references to references multiply; read it fewer times", what, MaxInlined)
+		return nil, nil
+	}
+	if n == nil {
+		return nil, nil
+	}
+	// Nested references were counted inside; n includes them.
+	size := 0
+	logical.Walk(n, func(logical.Node) bool { size++; return true })
+	b.inlined = before + size
+	if b.inlined > MaxInlined && b.inlining == 0 {
+		b.errorf(t.Pos, ErrBind, "%s makes the plan larger than %d operators (%d): each reference copies the query it names, and references to references multiply; read it fewer times", what, MaxInlined, b.inlined)
+		return nil, nil
+	}
+	return n, sc
 }
 
 // viewRef binds a FROM name that is a view: its query, bound anew here, as
@@ -770,10 +812,12 @@ func (b *Binder) viewRef(v *catalog.View, t *lang.TableRef, alias string) (logic
 		b.inView = map[string]bool{}
 	}
 	b.inView[key] = true
-	saved := b.ctes
-	b.ctes = nil
-	n, sc := b.query(q, nil)
-	b.ctes = saved
+	n, sc := b.inline(t, "view "+v.Name, func() (logical.Node, *scope) {
+		saved := b.ctes
+		b.ctes = nil
+		defer func() { b.ctes = saved }()
+		return b.query(q, nil)
+	})
 	delete(b.inView, key)
 	if n == nil {
 		return nil, nil

@@ -376,3 +376,35 @@ func TestALongBuildHoldsNoOneElse(t *testing.T) {
 		t.Errorf("a build past a 1 s run time ended after %v", took)
 	}
 }
+
+// A script whose WITHs each read the one before twice asks for 2^39 copies
+// of its first query in 41 lines: submitted, it took the coordinator that
+// plans it past 4 GB, ending every user's queries. Now the submission is
+// refused at the query's own reference, with its place in the script, and
+// the coordinator goes on to answer the next query.
+func TestReferencesThatMultiplyAreRefusedAtSubmit(t *testing.T) {
+	f := clustertest.NewFixture(t, 100)
+	_, client := limited(t, deploy.Limits{})
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	var b strings.Builder
+	b.WriteString("WITH c0 AS (SELECT 1 AS x)")
+	for i := 1; i < 40; i++ {
+		fmt.Fprintf(&b, ",\nc%d AS (SELECT x FROM c%d UNION ALL SELECT x FROM c%d)", i, i-1, i-1)
+	}
+	b.WriteString("\nSELECT count(*) AS n FROM c39;\n")
+	dir := t.TempDir()
+	path := filepath.Join(dir, "bomb.sql")
+	os.WriteFile(path, []byte(b.String()), 0o644)
+	_, err := client.Submit(ctx, deploy.Script{Filename: path, Source: b.String(), BaseDir: dir}, "", sinks.NewCSV(&strings.Builder{}))
+	if err == nil || !strings.Contains(err.Error(), "bomb.sql:41:27") || !strings.Contains(err.Error(), "WITH c39 makes the plan larger than") {
+		t.Fatalf("%v: want refused at bomb.sql:41:27 for the plan's size", err)
+	}
+	out := &strings.Builder{}
+	if _, err := client.Submit(ctx, f.Script, "", sinks.NewCSV(out)); err != nil {
+		t.Fatal(err)
+	}
+	if err := clustertest.SameRows(out.String(), f.Want); err != nil {
+		t.Fatal(err)
+	}
+}
