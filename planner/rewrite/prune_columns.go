@@ -71,7 +71,7 @@ func prune(n logical.Node, req []bool) (logical.Node, []int) {
 			names = append(names, x.Names[i])
 			out[i] = j
 		}
-		if inner, ok := child.(*logical.Project); ok {
+		if inner, ok := child.(*logical.Project); ok && mergeable(exprs, inner.Exprs) {
 			// Merge with a projection below (pruning puts one on top of
 			// every model): one Project, not two.
 			for i, e := range exprs {
@@ -270,6 +270,35 @@ func remap(e expr.Expr, m []int) expr.Expr {
 		}
 		return x
 	})
+}
+
+// mergeable reports whether outer projection expressions can absorb the
+// inner ones without computing anything twice: merging copies an inner
+// expression into every reference to it, so one that computes (not a column
+// or a constant) may be read once at most. Copies of copies multiply:
+// projections that each read the one below twice (x + x AS x, 40 deep)
+// merged into one expression of 2^40 terms, which hung the planner.
+func mergeable(outer, inner []expr.Expr) bool {
+	reads := make([]int, len(inner))
+	for _, e := range outer {
+		expr.Walk(e, func(x expr.Expr) bool {
+			if c, ok := x.(*expr.Column); ok && c.Index < len(reads) {
+				reads[c.Index]++
+			}
+			return true
+		})
+	}
+	for i, n := range reads {
+		if n < 2 {
+			continue
+		}
+		switch inner[i].(type) {
+		case *expr.Column, *expr.Literal:
+		default:
+			return false
+		}
+	}
+	return true
 }
 
 // substitute replaces column references with the expressions they name.
