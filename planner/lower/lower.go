@@ -158,7 +158,7 @@ type lowerer struct {
 	// first use.
 	parents map[logical.Node][]logical.Node
 	above   map[logical.Node]map[logical.Node]bool
-	errs   []error
+	errs    []error
 	// root is the plan lowered, which rewrite.AdaptInputs rewrites.
 	root logical.Node
 	// dataAware: the query's ACCURACY is DATA AWARE (ClassMix applies).
