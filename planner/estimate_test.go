@@ -222,3 +222,23 @@ func TestNestedUnionsCountEachRowOnce(t *testing.T) {
 		}
 	}
 }
+
+// A model called three times is estimated once in the plan and in the
+// reason a plan is refused: it was named once per call, three times over.
+func TestAnEstimateIsNamedOncePerModel(t *testing.T) {
+	q := "SELECT id, a.label FROM frames CROSS JOIN LATERAL classify(image) AS a(label, score) CROSS JOIN LATERAL classify(image) AS b(label, score) CROSS JOIN LATERAL classify(image) AS c(label, score)"
+	res, err := planScript(t, unprofiledModel+q+";", oneTypeInfra, planner.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(res.Physical.Estimates) != 1 || res.Physical.Estimates[0].Model != "classify" {
+		t.Errorf("estimates %+v, want classify once", res.Physical.Estimates)
+	}
+	res, err = planScript(t, unprofiledModel+q+" WITH (ACCURACY >= 99);", oneTypeInfra, planner.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := res.Runnable(); err == nil || strings.Count(err.Error(), "the latency of model classify is an estimate") != 1 {
+		t.Errorf("%v: want the estimate named once", err)
+	}
+}

@@ -8,6 +8,7 @@ package physical
 
 import (
 	"fmt"
+	"slices"
 
 	"github.com/tierflow/tierflow/planner/catalog"
 	"github.com/tierflow/tierflow/planner/logical"
@@ -172,7 +173,8 @@ func New(res *lower.Result, p *optimize.Plan) *Plan {
 			out.Sources = append(out.Sources, src)
 			continue
 		}
-		if st.Model != nil && len(st.Estimated) > 0 {
+		if st.Model != nil && len(st.Estimated) > 0 && !slices.ContainsFunc(out.Estimates, func(e Estimate) bool { return e.Model == st.Model.Name }) {
+			// Once per model, however many calls of it the query makes.
 			e := Estimate{Model: st.Model.Name, Profiled: lower.Profiled(st.Model)}
 			for _, types := range st.Estimated {
 				e.On = types // the same types for every variant
