@@ -50,15 +50,25 @@ type typedCell struct {
 }
 
 func newCSVStream(c *CSVReader, mem memory.Allocator) *csvStream {
+	size, rows := int64(csvBuffer), c.batch
+	if fi, err := c.f.Stat(); err == nil && fi.Mode().IsRegular() {
+		// No larger than what is left to read, nor a batch reserved for
+		// more rows than it can hold (a row takes at least a value and a
+		// line break): a glob's small files are all read at once, each
+		// with a buffer and a batch of its own.
+		left := max(0, fi.Size()-c.r.off)
+		size = max(16, min(size, left+1))
+		rows = int(min(int64(rows), left/2+1))
+	}
 	s := &csvStream{c: c, src: io.NewSectionReader(c.f, c.r.off, 1<<62), base: c.r.off, line: c.r.line + 1,
-		buf: make([]byte, 0, csvBuffer), cells: make([]typedCell, len(c.plan.kinds)), bits: make([]int, len(c.plan.kinds))}
+		buf: make([]byte, 0, size), cells: make([]typedCell, len(c.plan.kinds)), bits: make([]int, len(c.plan.kinds))}
 	for i, f := range c.schema.Fields() {
 		s.bits[i] = 64
 		if w, ok := f.Type.(arrow.FixedWidthDataType); ok && c.plan.kinds[i] == csvInt {
 			s.bits[i] = w.BitWidth()
 		}
 	}
-	s.b = c.plan.newBuilders(mem, c.batch)
+	s.b = c.plan.newBuilders(mem, rows)
 	return s
 }
 
