@@ -980,6 +980,9 @@ func (b *builder) scan(n *logical.Scan) (int, *arrow.Schema, error) {
 		if files, err = PartitionFiles(path); err != nil {
 			return 0, nil, fmt.Errorf("%s: stream %s: %w", n.Position(), n.Name(), err)
 		}
+		if err := checkPartitions(n.Name(), files); err != nil {
+			return 0, nil, fmt.Errorf("%s: %w", n.Position(), err)
+		}
 	}
 	if b.opts.Confine != nil {
 		for i, f := range files {

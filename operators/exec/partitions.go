@@ -1,6 +1,7 @@
 package exec
 
 import (
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -19,6 +20,29 @@ import (
 // number of workers the instances are spread over: the partitions are a
 // property of the input, never of the cluster, so a query answers the same
 // on one worker and on three. A stream of one file is one partition.
+
+// ErrTooManyPartitions: a stream's glob matches more files than the worker
+// can hold open for one query.
+var ErrTooManyPartitions = errors.New("too many partitions")
+
+// checkPartitions refuses a stream whose partitions would take more than
+// half of the file descriptors the process has free. Every partition is
+// read at once, each holding its file open from the build, so a glob over
+// 20,000 files took all of a worker's descriptors (and 877 MiB of read
+// buffers beside a 16 MiB query limit): every other query on the worker
+// then failed to open a file or a connection. Half of what is free leaves
+// the rest to everyone else, and any number of queries built after it
+// still find some.
+func checkPartitions(stream string, files []string) error {
+	if len(files) < 2 {
+		return nil
+	}
+	free, ok := descriptorsFree()
+	if !ok || len(files) <= free/2 {
+		return nil
+	}
+	return fmt.Errorf("%w: stream %s matches %d files, each a partition read at once with its file open; this process has %d file descriptors free and gives one query at most half: narrow the pattern", ErrTooManyPartitions, stream, len(files), free)
+}
 
 // isPattern reports whether p is a glob rather than a file name.
 func isPattern(p string) bool { return strings.ContainsAny(p, "*?[") }

@@ -51,7 +51,7 @@ func KindOf(err error) string {
 		errors.Is(err, ErrInput) || errors.As(err, &ie) && ie.InputError() {
 		return KindInput
 	}
-	if errors.Is(err, ErrLimit) {
+	if errors.Is(err, ErrLimit) || errors.Is(err, exec.ErrTooManyPartitions) {
 		return KindLimit
 	}
 	return ""
