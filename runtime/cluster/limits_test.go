@@ -408,3 +408,25 @@ func TestReferencesThatMultiplyAreRefusedAtSubmit(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// A stream over a glob reads its files at once, a partition each: 3,000
+// one-row files fit a query limit of 16 MiB now that each reader's buffers
+// and first batch are sized to its file (they took 64 KiB buffers and a
+// 4,096-row batch each, and the query failed for its memory at the 250th).
+func TestGlobOfSmallFilesFitsItsLimit(t *testing.T) {
+	dir := t.TempDir()
+	for i := range 3000 {
+		os.WriteFile(filepath.Join(dir, fmt.Sprintf("p-%04d.csv", i)), []byte(fmt.Sprintf("id,ts\n%d,2026-01-01 00:00:00\n", i)), 0o644)
+	}
+	_, client := limited(t, deploy.Limits{MemoryBytes: 16 << 20, RunTime: 60 * time.Second})
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	out := &strings.Builder{}
+	src := "CREATE STREAM s (id BIGINT, ts TIMESTAMP) FROM FILE '" + dir + "/p-*.csv' FORMAT CSV;\nSELECT count(*) AS n, sum(id) AS total FROM s;\n"
+	if _, err := client.Submit(ctx, script(dir, "glob", src), "", sinks.NewCSV(out)); err != nil {
+		t.Fatal(err)
+	}
+	if got := strings.TrimSpace(out.String()); got != "n,total\n3000,4498500" {
+		t.Fatalf("got %q, want every file's row once", got)
+	}
+}
