@@ -370,7 +370,7 @@ func (c *Cluster) Close() error {
 // are from its base directory.
 func ModelArgChecks(ortLib string) func(baseDir string) bind.ModelArgChecker {
 	return func(base string) bind.ModelArgChecker {
-		return inference.New(inference.Config{OrtLib: ortLib, BaseDir: base}).CheckModelArgs
+		return inference.New(inference.Config{OrtLib: ortLib, BaseDir: base, CheckOnly: true}).CheckModelArgs
 	}
 }
 

@@ -2,6 +2,7 @@ package inference
 
 import (
 	"errors"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -9,21 +10,48 @@ import (
 	"github.com/tierflow/tierflow/lang"
 	"github.com/tierflow/tierflow/planner/bind"
 	"github.com/tierflow/tierflow/planner/catalog"
+	"github.com/tierflow/tierflow/runtime/onnx"
 )
 
 // A tensor argument whose declared shape the model file cannot take is a
 // bind error at the argument, naming the variant and the input the file
 // declares; the fashion models take [1,28,28] (784 floats) a row, so TENSOR(FLOAT, 1,
 // 28, 28) binds and TENSOR(FLOAT, 1, 32, 32) does not.
+//
+// A check-only runtime (the coordinator's) does the same and keeps no
+// session: it held the weights of every model file any query named.
 func TestCheckModelArgsAgainstTheModelFile(t *testing.T) {
-	rt := New(Config{})
+	t.Run("runs", func(t *testing.T) { checkModelArgs(t, New(Config{}), filepath.Join(fashionDir, "models", "logreg.onnx")) })
+	t.Run("check only", func(t *testing.T) {
+		// A copy of its own, so that no other test's session serves it.
+		path := filepath.Join(t.TempDir(), "logreg.onnx")
+		b, err := os.ReadFile(filepath.Join(fashionDir, "models", "logreg.onnx"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(path, b, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		env, err := onnx.Open("")
+		if err != nil {
+			t.Fatal(err)
+		}
+		before := env.Cached()
+		checkModelArgs(t, New(Config{CheckOnly: true}), path)
+		if got := env.Cached(); got != before {
+			t.Errorf("%d sessions cached after the checks, want %d", got, before)
+		}
+	})
+}
+
+func checkModelArgs(t *testing.T, rt *Runtime, model string) {
 	for _, c := range []struct {
 		shape string
 		err   bool
 	}{{"1, 28, 28", false}, {"784", false}, {"1, 32, 32", true}} {
 		cat := &catalog.Catalog{}
 		src := "CREATE MODEL classify TASK 'image-classification' OUTPUTS (label VARCHAR, score FLOAT)\n" +
-			"  VARIANTS (logreg FROM '" + filepath.Join(fashionDir, "models", "logreg.onnx") + "');\n" +
+			"  VARIANTS (logreg FROM '" + model + "');\n" +
 			"CREATE STREAM s (id BIGINT, image TENSOR(FLOAT, " + c.shape + ")) FROM FILE 'x.arrow' FORMAT ARROW;\n" +
 			"SELECT id, c.label\nFROM s CROSS JOIN LATERAL classify(s.image) AS c(label, score);\n"
 		script, err := lang.Parse("q.sql", src)

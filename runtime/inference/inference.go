@@ -81,6 +81,9 @@ type Config struct {
 	// BaseDir resolves relative model files that are not found next to the
 	// catalog or script that declared them.
 	BaseDir string
+	// CheckOnly: the runtime checks model calls (CheckModelArgs) and runs
+	// none, so it reads a file's inputs without keeping a session.
+	CheckOnly bool
 	// Log receives one line per model operator: variant, file, provider.
 	Log io.Writer
 	// Scheduler, when set, is the worker's inference scheduler: the
@@ -237,11 +240,18 @@ func (r *Runtime) CheckModelArgs(m *catalog.Model, args []arrow.DataType) (int, 
 		}
 		env := r.env
 		r.mu.Unlock()
-		sess, err := env.Session(path, onnx.Options{Device: r.cfg.Device, IntraOpThreads: r.cfg.IntraOpThreads})
+		var ins []ml.TensorInfo
+		if r.cfg.CheckOnly {
+			ins, err = env.Inputs(path)
+		} else {
+			var sess *onnx.Session
+			if sess, err = env.Session(path, onnx.Options{Device: r.cfg.Device, IntraOpThreads: r.cfg.IntraOpThreads}); err == nil {
+				ins = sess.Inputs()
+			}
+		}
 		if err != nil {
 			continue
 		}
-		ins := sess.Inputs()
 		if len(ins) != len(tensors) {
 			continue
 		}

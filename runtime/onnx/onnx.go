@@ -183,6 +183,36 @@ func (e *Env) inventory(o Options) devices.Inventory {
 	return e.inv
 }
 
+// Inputs are the inputs of the model at path: a cached session's when this
+// process has one, else read from the file by a session ONNX Runtime makes
+// and destroys at once. Nothing is kept: a process that only checks calls
+// against model files (the coordinator, which runs none) held a session,
+// the model's weights with it, for every file any query ever named.
+func (e *Env) Inputs(path string) ([]ml.TensorInfo, error) {
+	p := abs(path)
+	e.mu.Lock()
+	for k, s := range e.sessions {
+		if k.path == p {
+			e.mu.Unlock()
+			return s.in, nil
+		}
+	}
+	e.mu.Unlock()
+	ins, _, err := ort.GetInputOutputInfo(p)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %s: %w", ErrModel, p, err)
+	}
+	out := make([]ml.TensorInfo, 0, len(ins))
+	for _, io := range ins {
+		ti, err := tensorInfo(io)
+		if err != nil {
+			return nil, fmt.Errorf("%w: %s: input %w", ErrModel, p, err)
+		}
+		out = append(out, ti)
+	}
+	return out, nil
+}
+
 func (e *Env) open(k sessionKey, o Options) (*Session, error) {
 	ins, outs, err := ort.GetInputOutputInfo(k.path)
 	if err != nil {

@@ -236,3 +236,25 @@ func TestThreadsForShare(t *testing.T) {
 		}
 	}
 }
+
+// Inputs reads a model's inputs and keeps no session: the coordinator only
+// checks calls against model files, and held every file's weights that any
+// query named, for as long as it ran. A cached session answers when there is one.
+func TestInputsKeepNoSession(t *testing.T) {
+	e := testEnv(t)
+	_, path := tinyModel(t)
+	before := e.Cached()
+	ins, err := e.Inputs(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(ins) != 1 || ins[0].String() != "image float32[N,6]" {
+		t.Fatalf("inputs = %v", ins)
+	}
+	if got := e.Cached(); got != before {
+		t.Fatalf("%d sessions cached after reading inputs, want %d", got, before)
+	}
+	if _, err := e.Inputs(filepath.Join(t.TempDir(), "none.onnx")); !errors.Is(err, ErrModel) {
+		t.Errorf("a missing file: %v, want ErrModel", err)
+	}
+}
