@@ -21,7 +21,9 @@ import (
 // A check-only runtime (the coordinator's) does the same and keeps no
 // session: it held the weights of every model file any query named.
 func TestCheckModelArgsAgainstTheModelFile(t *testing.T) {
-	t.Run("runs", func(t *testing.T) { checkModelArgs(t, New(Config{}), filepath.Join(fashionDir, "models", "logreg.onnx")) })
+	t.Run("runs", func(t *testing.T) {
+		checkModelArgs(t, New(Config{}), filepath.Join(fashionDir, "models", "logreg.onnx"))
+	})
 	t.Run("check only", func(t *testing.T) {
 		// A copy of its own, so that no other test's session serves it.
 		path := filepath.Join(t.TempDir(), "logreg.onnx")
