@@ -9,6 +9,7 @@ import (
 	"slices"
 	"sort"
 	"strings"
+	"time"
 
 	"github.com/apache/arrow/go/v17/arrow"
 	"github.com/nats-io/nats.go"
@@ -416,6 +417,7 @@ func (c *Coordinator) optimize(ctx context.Context, bound *logical.Plan, cat *ca
 	if b := c.replanBudget(); live != nil && (opts.Optimize.TimeBudget <= 0 || opts.Optimize.TimeBudget > b) {
 		opts.Optimize.TimeBudget = b
 	}
+	opts.Optimize.TimeBudget = submittedBudget(opts.Optimize.TimeBudget)
 	opts.ClassMix = mix // a DATA AWARE query's live class mix (a data-aware policy's)
 	res, err := planner.PlanLogical(ctx, bound, cat, inf, opts)
 	if err != nil {
@@ -425,6 +427,15 @@ func (c *Coordinator) optimize(ctx context.Context, bound *logical.Plan, cat *ca
 		return nil, err
 	}
 	return res, nil
+}
+
+// submittedBudget is the optimizer's time budget for a submitted script: what
+// it SET (planner.time_budget) up to the optimizer's own default. A compile
+// holds one of the coordinator's compilers (two per user) until it is
+// answered, and SET planner.time_budget = '1000h' with the exhaustive
+// strategy held them for as long as the search ran.
+func submittedBudget(set time.Duration) time.Duration {
+	return min(set, optimize.DefaultTimeBudget) // zero or less: the strategy's default
 }
 
 // discardWriter is the output of the coordinator's compile, which never runs.
