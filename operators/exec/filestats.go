@@ -15,22 +15,28 @@ import (
 // planner's defaults apply). A relative path resolves as FileSchemas
 // resolves it.
 //
-// What it computed is kept for the life of the process, per file (path,
-// size and modification time), so that the queries of one session read a
-// table's footer and samples once.
+// What it computed is kept for the life of the process, per file path (for
+// the file's size and modification time: a file rewritten replaces its
+// entry, which a key of all three kept beside the new one, once per rewrite
+// of a file a query writes and another reads), so that the queries of one
+// session read a table's footer and samples once.
 type FileStats struct {
 	BaseDir string
 }
 
 type statsKey struct {
-	path  string
 	size  int64
 	mtime time.Time
 }
 
+type statsEntry struct {
+	key   statsKey
+	stats *catalog.TableStats
+}
+
 var fileStatsCache struct {
 	sync.Mutex
-	m map[statsKey]*catalog.TableStats
+	m map[string]statsEntry
 }
 
 // TableStats implements catalog.StatsSource.
@@ -43,14 +49,17 @@ func (f FileStats) TableStats(path, format, declaredIn string, distinct []string
 	if err != nil {
 		return nil, err
 	}
-	key := statsKey{p, fi.Size(), fi.ModTime()}
+	key := statsKey{fi.Size(), fi.ModTime()}
 	c := &fileStatsCache
 	c.Lock()
 	defer c.Unlock()
 	if c.m == nil {
-		c.m = map[statsKey]*catalog.TableStats{}
+		c.m = map[string]statsEntry{}
 	}
-	st := c.m[key]
+	var st *catalog.TableStats
+	if e, ok := c.m[p]; ok && e.key == key {
+		st = e.stats
+	}
 	var missing []string
 	for _, name := range distinct {
 		if cs := st.Column(name); st == nil || (cs != nil && cs.Distinct == 0) {
@@ -66,7 +75,7 @@ func (f FileStats) TableStats(path, format, declaredIn string, distinct []string
 	}
 	if st == nil {
 		st = fresh
-		c.m[key] = st
+		c.m[p] = statsEntry{key, st}
 	} else {
 		for _, name := range missing {
 			if cs, ok := fresh.Columns[name]; ok && st.Columns[name] != nil {
