@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -942,10 +943,16 @@ func declaredSchema(cols []catalog.Column) (*arrow.Schema, error) {
 func (b *builder) openReader(path, format string, schema *arrow.Schema, table bool, scan sources.ParquetScan) (sources.Reader, error) {
 	switch sources.FormatOf(format, path) {
 	case "csv":
-		if table {
-			return sources.OpenCSVTable(path, schema, b.opts.BatchSize, b.opts.OnError, b.q.report)
+		// A line is held whole to be parsed, outside the charged memory:
+		// none may be longer than the query's limit.
+		var maxLine int
+		if b.opts.Memory != nil && b.opts.Memory.Limit() > 0 {
+			maxLine = int(min(b.opts.Memory.Limit(), math.MaxInt32))
 		}
-		return sources.OpenCSV(path, schema, b.opts.BatchSize, b.opts.OnError, b.q.report)
+		if table {
+			return sources.OpenCSVTableLimited(path, schema, b.opts.BatchSize, b.opts.OnError, b.q.report, maxLine)
+		}
+		return sources.OpenCSVLimited(path, schema, b.opts.BatchSize, b.opts.OnError, b.q.report, maxLine)
 	case "json":
 		return sources.OpenJSONL(path, schema, b.opts.BatchSize, b.opts.OnError, b.q.report)
 	case "parquet":

@@ -46,6 +46,8 @@ type CSVReader struct {
 	// is set: streamed says so, stream is the reader once started.
 	streamed bool
 	stream   *csvStream
+	// maxLine bounds a line's bytes (OpenCSVLimited; 0: none).
+	maxLine int
 }
 
 // inferRows is how many rows type inference looks at.
@@ -56,7 +58,15 @@ const inferRows = 1000
 // typed where csvTyped's rules read them (csvstream.go), else by the
 // scanner.
 func OpenCSV(path string, schema *arrow.Schema, batch int, policy OnError, report *Report) (*CSVReader, error) {
-	c, err := openCSV(path, schema, batch, policy, report)
+	return OpenCSVLimited(path, schema, batch, policy, report, 0)
+}
+
+// OpenCSVLimited is OpenCSV with a bound on a line's bytes, the header's
+// too (0: none): past it the read fails with ErrLineTooLong. A query's
+// reader takes its memory limit (exec), as a line is held whole to be
+// parsed.
+func OpenCSVLimited(path string, schema *arrow.Schema, batch int, policy OnError, report *Report, maxLine int) (*CSVReader, error) {
+	c, err := openCSV(path, schema, batch, policy, report, maxLine)
 	if err == nil {
 		c.streamed = true
 		if len(c.pending) > 0 {
@@ -71,15 +81,21 @@ func OpenCSV(path string, schema *arrow.Schema, batch int, policy OnError, repor
 // csvTyped where it can (csvparallel.go). Records may be shorter than batch,
 // which only a stream's watermark would notice.
 func OpenCSVTable(path string, schema *arrow.Schema, batch int, policy OnError, report *Report) (*CSVReader, error) {
-	return openCSV(path, schema, batch, policy, report)
+	return openCSV(path, schema, batch, policy, report, 0)
 }
 
-func openCSV(path string, schema *arrow.Schema, batch int, policy OnError, report *Report) (*CSVReader, error) {
+// OpenCSVTableLimited is OpenCSVTable with OpenCSVLimited's bound on a line.
+func OpenCSVTableLimited(path string, schema *arrow.Schema, batch int, policy OnError, report *Report, maxLine int) (*CSVReader, error) {
+	return openCSV(path, schema, batch, policy, report, maxLine)
+}
+
+func openCSV(path string, schema *arrow.Schema, batch int, policy OnError, report *Report, maxLine int) (*CSVReader, error) {
 	f, err := os.Open(path)
 	if err != nil {
 		return nil, fmt.Errorf("%w: %v", ErrBadFile, err)
 	}
-	c := &CSVReader{path: path, f: f, r: NewCSVScanner(f), batch: max(batch, 1), errs: rowErrors{policy, report}}
+	c := &CSVReader{path: path, f: f, r: NewCSVScanner(f), batch: max(batch, 1), errs: rowErrors{policy, report}, maxLine: maxLine}
+	c.r.maxLine = maxLine
 	rec, line, err := c.r.Read()
 	if err != nil {
 		f.Close()
@@ -133,6 +149,9 @@ func (c *CSVReader) fileErr(line int, err error) error {
 	var se *CSVSyntaxError
 	if errors.As(err, &se) {
 		return fmt.Errorf("%w: %s:%d: %w", ErrBadRow, c.path, se.Line, se)
+	}
+	if errors.Is(err, ErrLineTooLong) {
+		return fmt.Errorf("%s:%d: %w", c.path, line, err) // a limit, not the file's fault
 	}
 	return fmt.Errorf("%w: %s:%d: %v", ErrBadFile, c.path, line, err)
 }
@@ -214,7 +233,7 @@ func (c *CSVReader) Next(mem memory.Allocator) (arrow.Record, error) {
 			return r, nil
 		}
 		if c.par == nil {
-			c.par = startCSVParallel(c.f, c.plan, mem, c.batch, c.r.off, c.r.line+1, c.chunkBytes, c.workers, c.cpu)
+			c.par = startCSVParallel(c.f, c.plan, mem, c.batch, c.r.off, c.r.line+1, c.chunkBytes, c.workers, c.cpu, c.maxLine)
 		}
 		ch := c.par.next()
 		if ch == nil {

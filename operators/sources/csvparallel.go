@@ -2,6 +2,7 @@ package sources
 
 import (
 	"bytes"
+	"fmt"
 	"io"
 	"os"
 	"runtime"
@@ -22,11 +23,13 @@ import (
 // hold a line break. So a chunk with a quote ends the parallel read, and
 // the scanner goes on from that chunk's first byte (see CSVReader.Next).
 type csvParallel struct {
-	f     *os.File
-	plan  *csvTyped
-	mem   memory.Allocator
-	batch int
-	size  int // bytes per chunk
+	// maxLine bounds a line's bytes (CSVReader.maxLine; 0: none).
+	maxLine int
+	f       *os.File
+	plan    *csvTyped
+	mem     memory.Allocator
+	batch   int
+	size    int // bytes per chunk
 
 	queue chan *csvChunk // in file order, to the reader
 	work  chan *csvChunk // to the workers
@@ -78,14 +81,14 @@ const csvChunkBytes = 1 << 20
 // core). What it holds ahead is bounded by the budget of mem
 // (dataflow.ReadAhead), not by workers, and so are its chunks: at most
 // size, less under a small budget (aheadChunkBytes).
-func startCSVParallel(f *os.File, plan *csvTyped, mem memory.Allocator, batch int, off int64, line int, size int, workers int, cpu *dataflow.Helper) *csvParallel {
+func startCSVParallel(f *os.File, plan *csvTyped, mem memory.Allocator, batch int, off int64, line int, size int, workers int, cpu *dataflow.Helper, maxLine int) *csvParallel {
 	if workers <= 0 {
 		workers = runtime.GOMAXPROCS(0)
 	}
 	allow := dataflow.ReadAhead(mem)
 	size = min(size, aheadChunkBytes(allow))
 	queue := make(chan *csvChunk, 2*workers+2)
-	p := &csvParallel{f: f, plan: plan, mem: mem, batch: batch, size: size, cpu: cpu, ahead: newAheadGate(allow),
+	p := &csvParallel{maxLine: maxLine, f: f, plan: plan, mem: mem, batch: batch, size: size, cpu: cpu, ahead: newAheadGate(allow),
 		queue: queue, work: make(chan *csvChunk, workers), quit: make(chan struct{}),
 		spare: make(chan []byte, cap(queue)+1)}
 	p.wg.Add(1 + workers)
@@ -159,7 +162,19 @@ func (p *csvParallel) split(off int64, line int) {
 			i := bytes.LastIndexByte(buf, '\n')
 			if i < 0 { // a line longer than the chunk: read more of it
 				p.ahead.release(&charged)
+				if p.maxLine > 0 && len(buf) >= p.maxLine {
+					ch := &csvChunk{off: off, line: line, status: chunkFailed, done: make(chan struct{}),
+						err: fmt.Errorf("%w (line %d is longer than %s)", ErrLineTooLong, line, dataflow.Bytes(int64(p.maxLine)))}
+					close(ch.done)
+					p.send(ch, false)
+					return
+				}
 				carry, size = buf, size*2
+				if p.maxLine > 0 {
+					// Read no further than the bound: the next pass fails
+					// there, holding the bound, not twice it.
+					size = max(1, min(size, p.maxLine-len(buf)))
+				}
 				continue
 			}
 			cut = i + 1

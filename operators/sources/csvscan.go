@@ -11,6 +11,8 @@ import (
 	"unicode/utf8"
 
 	"github.com/apache/arrow/go/v17/arrow"
+
+	"github.com/tierflow/tierflow/dataflow"
 )
 
 // CSVField is one field of a CSV record and whether it was quoted: the NULL
@@ -32,6 +34,24 @@ type CSVScanner struct {
 	// byteWise turns off the line at a time path (benchmarks and tests
 	// compare the two).
 	byteWise bool
+	// maxLine, when set, bounds a record's bytes (SetMaxLine).
+	maxLine, recordBytes int
+}
+
+// ErrLineTooLong: a line longer than the reading query's memory. A line is
+// held whole to be parsed, outside the query's charged memory, so a file
+// of one 300 MB line grew a worker 300 MB beside a 16 MiB limit (and one
+// with no line break at all would grow it until it died).
+var ErrLineTooLong = fmt.Errorf("%w: a line longer than the query's memory limit", dataflow.ErrMemory)
+
+// tooLong reports whether the record read so far (the fields before, the
+// field being read) passed maxLine.
+func (s *CSVScanner) tooLong() bool {
+	return s.maxLine > 0 && s.recordBytes+s.buf.Len() > s.maxLine
+}
+
+func (s *CSVScanner) lineErr() error {
+	return fmt.Errorf("%w (line %d is longer than %s)", ErrLineTooLong, s.line+1, dataflow.Bytes(int64(s.maxLine)))
 }
 
 func (s *CSVScanner) readByte() (byte, error) {
@@ -112,6 +132,7 @@ func (s *CSVScanner) record() ([]CSVField, error) {
 		return fields, nil
 	}
 	var fields []CSVField
+	s.recordBytes = 0
 	for {
 		f, end, err := s.field()
 		if err != nil && !errors.Is(err, io.EOF) {
@@ -121,6 +142,7 @@ func (s *CSVScanner) record() ([]CSVField, error) {
 			return nil, io.EOF
 		}
 		fields = append(fields, f)
+		s.recordBytes += len(f.Text) + 1
 		if end || errors.Is(err, io.EOF) {
 			s.line++
 			return fields, err
@@ -186,6 +208,9 @@ func (s *CSVScanner) field() (CSVField, bool, error) {
 				return CSVField{}, false, &CSVSyntaxError{Line: s.line, Msg: `bare " in an unquoted field (quote the field and double the quote)`}
 			}
 			s.buf.WriteByte(c)
+			if s.tooLong() {
+				return CSVField{}, false, s.lineErr()
+			}
 			if c, err = s.readByte(); err != nil {
 				return CSVField{Text: strings.TrimSuffix(s.buf.String(), "\r")}, true, err
 			}
@@ -203,6 +228,9 @@ func (s *CSVScanner) field() (CSVField, bool, error) {
 		}
 		if c != '"' {
 			s.buf.WriteByte(c)
+			if s.tooLong() {
+				return CSVField{}, false, s.lineErr()
+			}
 			continue
 		}
 		next, err := s.readByte()

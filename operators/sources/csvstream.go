@@ -3,6 +3,7 @@ package sources
 import (
 	"bytes"
 	"errors"
+	"fmt"
 	"io"
 	"strconv"
 	"unicode/utf8"
@@ -10,6 +11,8 @@ import (
 
 	"github.com/apache/arrow/go/v17/arrow"
 	"github.com/apache/arrow/go/v17/arrow/memory"
+
+	"github.com/tierflow/tierflow/dataflow"
 )
 
 // csvStream reads a stream's CSV file in order into records of exactly the
@@ -96,6 +99,9 @@ func (s *csvStream) next() ([]byte, int64, int, error) {
 		s.base += int64(s.pos)
 		s.buf, s.pos = s.buf[:n], 0
 		if n == cap(s.buf) {
+			if s.c.maxLine > 0 && n >= s.c.maxLine {
+				return nil, 0, 0, fmt.Errorf("%w (line %d is longer than %s)", ErrLineTooLong, s.line, dataflow.Bytes(int64(s.c.maxLine)))
+			}
 			s.buf = append(s.buf, make([]byte, cap(s.buf))...)[:n]
 		}
 		m, err := s.src.Read(s.buf[n:cap(s.buf)])
@@ -124,7 +130,7 @@ func (s *csvStream) read() (arrow.Record, error) {
 			// The scanner reads the rest, this line first, into this batch.
 			c.stream, c.sequential = nil, true
 			c.r = NewCSVScanner(io.NewSectionReader(c.f, off, 1<<62))
-			c.r.line = no - 1
+			c.r.line, c.r.maxLine = no-1, c.maxLine
 			b := &batcher{schema: c.schema, bs: s.b.bs, n: s.b.n}
 			s.b = nil // the batcher's now
 			return c.scanInto(b, c.r, false)
