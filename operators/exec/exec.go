@@ -943,18 +943,13 @@ func declaredSchema(cols []catalog.Column) (*arrow.Schema, error) {
 func (b *builder) openReader(path, format string, schema *arrow.Schema, table bool, scan sources.ParquetScan) (sources.Reader, error) {
 	switch sources.FormatOf(format, path) {
 	case "csv":
-		// A line is held whole to be parsed, outside the charged memory:
-		// none may be longer than the query's limit.
-		var maxLine int
-		if b.opts.Memory != nil && b.opts.Memory.Limit() > 0 {
-			maxLine = int(min(b.opts.Memory.Limit(), math.MaxInt32))
-		}
+		maxLine := b.maxLine()
 		if table {
 			return sources.OpenCSVTableLimited(path, schema, b.opts.BatchSize, b.opts.OnError, b.q.report, maxLine)
 		}
 		return sources.OpenCSVLimited(path, schema, b.opts.BatchSize, b.opts.OnError, b.q.report, maxLine)
 	case "json":
-		return sources.OpenJSONL(path, schema, b.opts.BatchSize, b.opts.OnError, b.q.report)
+		return sources.OpenJSONLLimited(path, schema, b.opts.BatchSize, b.opts.OnError, b.q.report, b.maxLine())
 	case "parquet":
 		if table {
 			return sources.OpenParquetScan(path, schema, b.parquetBatch(table), b.opts.Allocator, b.opts.OnError, b.q.report, scan)
@@ -964,6 +959,16 @@ func (b *builder) openReader(path, format string, schema *arrow.Schema, table bo
 		return sources.OpenIPC(path, schema, b.opts.Allocator, b.opts.OnError, b.q.report)
 	}
 	return nil, fmt.Errorf("%w: file format %q", ErrUnsupported, format)
+}
+
+// maxLine bounds a line of a file the query reads (0: none): a line is
+// held whole to be parsed, outside the charged memory, so none may be
+// longer than the query's limit.
+func (b *builder) maxLine() int {
+	if b.opts.Memory == nil || b.opts.Memory.Limit() <= 0 {
+		return 0
+	}
+	return int(min(b.opts.Memory.Limit(), math.MaxInt32))
 }
 
 func (b *builder) scan(n *logical.Scan) (int, *arrow.Schema, error) {

@@ -4,12 +4,15 @@ import (
 	"bufio"
 	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"os"
 	"unicode/utf8"
 
 	"github.com/apache/arrow/go/v17/arrow"
 	"github.com/apache/arrow/go/v17/arrow/memory"
+
+	"github.com/tierflow/tierflow/dataflow"
 )
 
 // JSONLReader reads one JSON object per line. Fields are matched to the schema
@@ -26,16 +29,36 @@ type JSONLReader struct {
 	pending []map[string]any
 	plines  []int
 	order   func([]byte) // records key order while inferring
+	maxLine int          // the scanner's longest line
 }
 
 // OpenJSONL opens path; schema nil infers one.
 func OpenJSONL(path string, schema *arrow.Schema, batch int, policy OnError, report *Report) (*JSONLReader, error) {
+	return OpenJSONLLimited(path, schema, batch, policy, report, 0)
+}
+
+// jsonlMaxLine is the longest line a JSON lines file may have unbounded
+// by a query's memory: bufio.Scanner holds a line whole.
+const jsonlMaxLine = 64 << 20
+
+// OpenJSONLLimited is OpenJSONL with a bound on a line's bytes below
+// jsonlMaxLine (0: that one), as OpenCSVLimited: a query's reader takes its
+// memory limit.
+func OpenJSONLLimited(path string, schema *arrow.Schema, batch int, policy OnError, report *Report, maxLine int) (*JSONLReader, error) {
 	f, err := os.Open(path)
 	if err != nil {
 		return nil, fmt.Errorf("%w: %v", ErrBadFile, err)
 	}
-	j := &JSONLReader{path: path, f: f, sc: bufio.NewScanner(f), batch: batch, errs: rowErrors{policy, report}}
-	j.sc.Buffer(make([]byte, 1<<16), 64<<20)
+	j := &JSONLReader{path: path, f: f, sc: bufio.NewScanner(f), batch: batch, errs: rowErrors{policy, report}, maxLine: jsonlMaxLine}
+	if maxLine > 0 {
+		j.maxLine = min(maxLine, jsonlMaxLine)
+	}
+	first := 1 << 16
+	if fi, err := f.Stat(); err == nil && fi.Mode().IsRegular() {
+		// No larger than the file: a glob's small files are read at once.
+		first = int(min(int64(first), fi.Size()+1))
+	}
+	j.sc.Buffer(make([]byte, max(16, min(first, j.maxLine))), j.maxLine)
 	if schema == nil {
 		if schema, err = j.infer(); err != nil {
 			f.Close()
@@ -70,6 +93,9 @@ func (j *JSONLReader) decode() (map[string]any, int, bool, error) {
 		return obj, j.line, true, nil
 	}
 	if err := j.sc.Err(); err != nil {
+		if errors.Is(err, bufio.ErrTooLong) && j.maxLine < jsonlMaxLine {
+			return nil, j.line, false, fmt.Errorf("%s:%d: %w (line %d is longer than %s)", j.path, j.line+1, ErrLineTooLong, j.line+1, dataflow.Bytes(int64(j.maxLine)))
+		}
 		return nil, j.line, false, fmt.Errorf("%w: %s:%d: %v", ErrBadFile, j.path, j.line+1, err)
 	}
 	return nil, j.line, false, nil

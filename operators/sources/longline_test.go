@@ -67,6 +67,23 @@ func TestALineLongerThanTheBoundFails(t *testing.T) {
 			t.Errorf("%s: allocated %d MiB to refuse a 64 MiB line at a 1 MiB bound", c.name, got>>20)
 		}
 	}
+	// JSON lines: the scanner's token bound is the query's.
+	jpath := filepath.Join(dir, "long.jsonl")
+	os.WriteFile(jpath, []byte(`{"id": 1, "s": "a"}`+"\n"+`{"id": 2, "s": "`+long+`"}`+"\n"), 0o644)
+	jr, err := OpenJSONLLimited(jpath, schema, 1024, Fail, nil, bound)
+	if err == nil {
+		for {
+			var rec arrow.Record
+			if rec, err = jr.Next(memory.DefaultAllocator); err != nil || rec == nil {
+				break
+			}
+			rec.Release()
+		}
+		jr.Close()
+	}
+	if !errors.Is(err, ErrLineTooLong) || !strings.Contains(err.Error(), "line 2") {
+		t.Errorf("json lines: %v, want the read failed for its line 2 past the bound", err)
+	}
 	// Within the bound: read.
 	path := filepath.Join(dir, "fits.csv")
 	os.WriteFile(path, []byte("id,s\n1,"+strings.Repeat("y", bound/2)+"\n"), 0o644)
