@@ -198,43 +198,50 @@ func (e *Env) Inputs(path string) ([]ml.TensorInfo, error) {
 		}
 	}
 	e.mu.Unlock()
-	ins, _, err := ort.GetInputOutputInfo(p)
+	sig, err := readSignature(p)
 	if err != nil {
-		return nil, fmt.Errorf("%w: %s: %w", ErrModel, p, err)
+		return nil, err
 	}
-	out := make([]ml.TensorInfo, 0, len(ins))
-	for _, io := range ins {
-		ti, err := tensorInfo(io)
-		if err != nil {
-			return nil, fmt.Errorf("%w: %s: input %w", ErrModel, p, err)
-		}
-		out = append(out, ti)
-	}
-	return out, nil
+	return sig.in, nil
 }
 
-func (e *Env) open(k sessionKey, o Options) (*Session, error) {
-	ins, outs, err := ort.GetInputOutputInfo(k.path)
+// signature is a model file's inputs and outputs, with their names.
+type signature struct {
+	in, out           []ml.TensorInfo
+	inNames, outNames []string
+}
+
+// readSignature reads the inputs and outputs of the model at path (ONNX
+// Runtime loads it in a session of its own and destroys it).
+func readSignature(path string) (signature, error) {
+	var sig signature
+	ins, outs, err := ort.GetInputOutputInfo(path)
 	if err != nil {
-		return nil, fmt.Errorf("%w: %s: %w", ErrModel, k.path, err)
+		return sig, fmt.Errorf("%w: %s: %w", ErrModel, path, err)
 	}
-	s := &Session{path: k.path}
 	for _, io := range ins {
 		ti, err := tensorInfo(io)
 		if err != nil {
-			return nil, fmt.Errorf("%w: %s: input %w", ErrModel, k.path, err)
+			return sig, fmt.Errorf("%w: %s: input %w", ErrModel, path, err)
 		}
-		s.in = append(s.in, ti)
-		s.inNames = append(s.inNames, io.Name)
+		sig.in, sig.inNames = append(sig.in, ti), append(sig.inNames, io.Name)
 	}
 	for _, io := range outs {
 		ti, err := tensorInfo(io)
 		if err != nil {
-			return nil, fmt.Errorf("%w: %s: output %w", ErrModel, k.path, err)
+			return sig, fmt.Errorf("%w: %s: output %w", ErrModel, path, err)
 		}
-		s.out = append(s.out, ti)
-		s.outNames = append(s.outNames, io.Name)
+		sig.out, sig.outNames = append(sig.out, ti), append(sig.outNames, io.Name)
 	}
+	return sig, nil
+}
+
+func (e *Env) open(k sessionKey, o Options) (*Session, error) {
+	sig, err := readSignature(k.path)
+	if err != nil {
+		return nil, err
+	}
+	s := &Session{path: k.path, in: sig.in, out: sig.out, inNames: sig.inNames, outNames: sig.outNames}
 
 	opts, err := ort.NewSessionOptions()
 	if err != nil {
