@@ -2,7 +2,6 @@ package sources
 
 import (
 	"bytes"
-	"fmt"
 	"io"
 	"os"
 	"runtime"
@@ -164,7 +163,7 @@ func (p *csvParallel) split(off int64, line int) {
 				p.ahead.release(&charged)
 				if p.maxLine > 0 && len(buf) >= p.maxLine {
 					ch := &csvChunk{off: off, line: line, status: chunkFailed, done: make(chan struct{}),
-						err: fmt.Errorf("%w (line %d is longer than %s)", ErrLineTooLong, line, dataflow.Bytes(int64(p.maxLine)))}
+						err: lineTooLong(line, p.maxLine)}
 					close(ch.done)
 					p.send(ch, false)
 					return

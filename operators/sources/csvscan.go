@@ -34,7 +34,7 @@ type CSVScanner struct {
 	// byteWise turns off the line at a time path (benchmarks and tests
 	// compare the two).
 	byteWise bool
-	// maxLine, when set, bounds a record's bytes (SetMaxLine).
+	// maxLine, when set, bounds a record's bytes (OpenCSVLimited).
 	maxLine, recordBytes int
 }
 
@@ -50,8 +50,11 @@ func (s *CSVScanner) tooLong() bool {
 	return s.maxLine > 0 && s.recordBytes+s.buf.Len() > s.maxLine
 }
 
-func (s *CSVScanner) lineErr() error {
-	return fmt.Errorf("%w (line %d is longer than %s)", ErrLineTooLong, s.line+1, dataflow.Bytes(int64(s.maxLine)))
+func (s *CSVScanner) lineErr() error { return lineTooLong(s.line+1, s.maxLine) }
+
+// lineTooLong is ErrLineTooLong for line, past bound bytes.
+func lineTooLong(line, bound int) error {
+	return fmt.Errorf("%w (line %d is longer than %s)", ErrLineTooLong, line, dataflow.Bytes(int64(bound)))
 }
 
 func (s *CSVScanner) readByte() (byte, error) {

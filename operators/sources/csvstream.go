@@ -3,7 +3,6 @@ package sources
 import (
 	"bytes"
 	"errors"
-	"fmt"
 	"io"
 	"strconv"
 	"unicode/utf8"
@@ -11,8 +10,6 @@ import (
 
 	"github.com/apache/arrow/go/v17/arrow"
 	"github.com/apache/arrow/go/v17/arrow/memory"
-
-	"github.com/tierflow/tierflow/dataflow"
 )
 
 // csvStream reads a stream's CSV file in order into records of exactly the
@@ -100,7 +97,7 @@ func (s *csvStream) next() ([]byte, int64, int, error) {
 		s.buf, s.pos = s.buf[:n], 0
 		if n == cap(s.buf) {
 			if s.c.maxLine > 0 && n >= s.c.maxLine {
-				return nil, 0, 0, fmt.Errorf("%w (line %d is longer than %s)", ErrLineTooLong, s.line, dataflow.Bytes(int64(s.c.maxLine)))
+				return nil, 0, 0, lineTooLong(s.line, s.c.maxLine)
 			}
 			s.buf = append(s.buf, make([]byte, cap(s.buf))...)[:n]
 		}

@@ -11,8 +11,6 @@ import (
 
 	"github.com/apache/arrow/go/v17/arrow"
 	"github.com/apache/arrow/go/v17/arrow/memory"
-
-	"github.com/tierflow/tierflow/dataflow"
 )
 
 // JSONLReader reads one JSON object per line. Fields are matched to the schema
@@ -94,7 +92,7 @@ func (j *JSONLReader) decode() (map[string]any, int, bool, error) {
 	}
 	if err := j.sc.Err(); err != nil {
 		if errors.Is(err, bufio.ErrTooLong) && j.maxLine < jsonlMaxLine {
-			return nil, j.line, false, fmt.Errorf("%s:%d: %w (line %d is longer than %s)", j.path, j.line+1, ErrLineTooLong, j.line+1, dataflow.Bytes(int64(j.maxLine)))
+			return nil, j.line, false, fmt.Errorf("%s:%d: %w", j.path, j.line+1, lineTooLong(j.line+1, j.maxLine))
 		}
 		return nil, j.line, false, fmt.Errorf("%w: %s:%d: %v", ErrBadFile, j.path, j.line+1, err)
 	}
