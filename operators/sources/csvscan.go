@@ -89,14 +89,26 @@ func NewCSVScanner(r io.Reader) *CSVScanner {
 		// allocated and cleared per message of a hundred bytes was most
 		// of what decoding a CSV message cost (BenchmarkCSVMessages).
 		size = min(size, n.Len()+1) // bufio's floor is 16
-	} else if f, ok := r.(interface{ Stat() (os.FileInfo, error) }); ok {
+	} else if f, ok := r.(*os.File); ok {
 		// So does a file: a stream over 20,000 small files (a glob's
 		// partitions, all open at once) took 64 KiB each.
-		if fi, err := f.Stat(); err == nil && fi.Mode().IsRegular() {
-			size = int(min(int64(size), fi.Size()+1))
+		if left, ok := bytesLeft(f, 0); ok {
+			size = int(min(int64(size), left+1))
 		}
 	}
 	return &CSVScanner{r: bufio.NewReaderSize(r, size)}
+}
+
+// bytesLeft is how much of regular file f lies past off; false when f is
+// not one (a pipe, a device) or cannot be stat'ed. A reader sizes its
+// buffers by it: a glob's partitions are all read at once, so a buffer
+// larger than its file is paid once per file.
+func bytesLeft(f *os.File, off int64) (int64, bool) {
+	fi, err := f.Stat()
+	if err != nil || !fi.Mode().IsRegular() {
+		return 0, false
+	}
+	return max(0, fi.Size()-off), true
 }
 
 // csvBuffer is a scanner's buffer: a line that fits is taken from it at

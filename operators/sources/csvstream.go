@@ -51,12 +51,10 @@ type typedCell struct {
 
 func newCSVStream(c *CSVReader, mem memory.Allocator) *csvStream {
 	size, rows := int64(csvBuffer), c.batch
-	if fi, err := c.f.Stat(); err == nil && fi.Mode().IsRegular() {
+	if left, ok := bytesLeft(c.f, c.r.off); ok {
 		// No larger than what is left to read, nor a batch reserved for
 		// more rows than it can hold (a row takes at least a value and a
-		// line break): a glob's small files are all read at once, each
-		// with a buffer and a batch of its own.
-		left := max(0, fi.Size()-c.r.off)
+		// line break).
 		size = max(16, min(size, left+1))
 		rows = int(min(int64(rows), left/2+1))
 	}

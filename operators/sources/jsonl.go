@@ -52,9 +52,8 @@ func OpenJSONLLimited(path string, schema *arrow.Schema, batch int, policy OnErr
 		j.maxLine = min(maxLine, jsonlMaxLine)
 	}
 	first := 1 << 16
-	if fi, err := f.Stat(); err == nil && fi.Mode().IsRegular() {
-		// No larger than the file: a glob's small files are read at once.
-		first = int(min(int64(first), fi.Size()+1))
+	if left, ok := bytesLeft(f, 0); ok {
+		first = int(min(int64(first), left+1))
 	}
 	j.sc.Buffer(make([]byte, max(16, min(first, j.maxLine))), j.maxLine)
 	if schema == nil {
