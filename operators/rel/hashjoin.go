@@ -57,6 +57,12 @@ type JoinSpec struct {
 	NullAware bool
 	// Mark names a mark join's column.
 	Mark string
+	// Prune, over the output schema as Residual, is the filter right
+	// above an inner or cross join, which drops the pairs it rejects: the
+	// join may leave them out early (its comparisons of the two sides
+	// index the build side, join_band.go), and does not apply it
+	// otherwise. Other kinds ignore it.
+	Prune expr.Expr
 }
 
 // SplitJoinCondition splits a bound ON condition over (left ++ right) columns
@@ -153,16 +159,26 @@ type HashJoin struct {
 	// noPacked keeps a tuple of integer keys byte-encoded (the benchmark's
 	// baseline for packedkeys.go).
 	noPacked bool
-	built    bool
-	li, ri   []int32 // probe index buffers, reused
-	found    []int32
-	hit      []bool
+	// noBand builds no band index (the baseline of join_band.go's).
+	noBand bool
+	built  bool
+	li, ri []int32 // probe index buffers, reused
+	found  []int32
+	hit    []bool
 	// whole, when set, is what the whole build side was, of which this
 	// join built a part (a spilled partition): whether it had rows, and a
 	// NULL key (NOT IN's semantics depend on both).
 	whole *buildSide
 	// maxMatches caches MaxMatches (join_chunks.go).
 	maxMatches int
+	// bands are the comparisons of the two sides Build indexes the table
+	// by when that pays (join_band.go); heads and bandRg are the band
+	// probe's scratch.
+	bands       []bandCmp
+	fns         *functions.Registry
+	probeSchema *arrow.Schema
+	heads       []int32
+	bandRg      []bandRange
 }
 
 type buildSide struct{ empty, hasNull bool }
@@ -182,7 +198,10 @@ type joinTable struct {
 	// marks: build rows some probe row matched, one bit each (BuildSemi,
 	// BuildAnti), set atomically by concurrent probes.
 	marks []uint32
-	refs  atomic.Int32
+	// band indexes the rows by the join's comparisons (join_band.go);
+	// nil when it has none or they would not pay.
+	band *bandIndex
+	refs atomic.Int32
 }
 
 func (t *joinTable) release() {
@@ -195,7 +214,7 @@ func (t *joinTable) release() {
 		t.table.release()
 		t.table = nil
 	}
-	t.first, t.next, t.direct, t.marks = nil, nil, nil, nil
+	t.first, t.next, t.direct, t.marks, t.band = nil, nil, nil, nil, nil
 }
 
 // JoinSchema is the output schema: left columns then right columns (right ones
@@ -240,7 +259,11 @@ func NewHashJoin(mem memory.Allocator, spec JoinSpec, left, right *arrow.Schema,
 	// Own copies: the casts below must not write into the caller's slices.
 	spec.LeftKeys = append([]expr.Expr(nil), spec.LeftKeys...)
 	spec.RightKeys = append([]expr.Expr(nil), spec.RightKeys...)
-	j := &HashJoin{mem: mem, fctx: functions.NewCtx(mem), spec: spec, schema: joinOutput(spec, left, right), nLeft: left.NumFields()}
+	j := &HashJoin{mem: mem, fctx: functions.NewCtx(mem), spec: spec, schema: joinOutput(spec, left, right), nLeft: left.NumFields(), fns: fns, probeSchema: left}
+	j.bands = bandComparisons(spec.Residual, j.nLeft)
+	if spec.Kind == InnerJoin {
+		j.bands = append(j.bands, bandComparisons(spec.Prune, j.nLeft)...)
+	}
 	for i := range spec.LeftKeys {
 		lt, rt := spec.LeftKeys[i].Type(), spec.RightKeys[i].Type()
 		if ct, ok := expr.CommonType(lt, rt); ok {
@@ -356,9 +379,24 @@ func (j *HashJoin) Build(recs []arrow.Record, rightSchema *arrow.Schema) error {
 		tab.right = append(tab.right, a)
 	}
 	defer j.setView()
-	if j.buildDirect(nonEmpty) {
-		return nil
+	if !j.buildDirect(nonEmpty) {
+		if err := j.buildTable(nonEmpty, types); err != nil {
+			return err
+		}
 	}
+	heads := tab.first
+	if tab.direct != nil {
+		heads = tab.direct.first
+	}
+	if !j.noBand {
+		tab.band = j.buildBand(j.bands, rightSchema, heads, tab.next)
+	}
+	return nil
+}
+
+// buildTable indexes the build rows by key in a hash table.
+func (j *HashJoin) buildTable(nonEmpty []arrow.Record, types []arrow.DataType) error {
+	tab := j.tab
 	keysOf, err := j.packKeys(nonEmpty, types)
 	if err != nil {
 		return err
@@ -610,6 +648,15 @@ func (j *HashJoin) probeEach(rec arrow.Record, emit func(arrow.Record) error) er
 	n := int(rec.NumRows())
 	li, ri, once := j.matches(keys, n, j.li[:0], j.ri[:0])
 	j.li, j.ri = li, ri
+	return j.emitPairs(rec, keys, li, ri, once, emit)
+}
+
+// emitPairs hands emit what the pairs (li, ri) of rec's rows and build
+// rows make: the joined rows that pass the residual, in records of at
+// most maxJoinOut rows; a semi, anti or mark join's probe rows; a build
+// join's marks. once: every probe row is in li exactly once, in order.
+func (j *HashJoin) emitPairs(rec arrow.Record, keys []arrow.Array, li, ri []int32, once bool, emit func(arrow.Record) error) error {
+	var err error
 	switch {
 	case j.spec.Kind.probeOnly():
 		// At most one row out per probe row: the batch's size bounds it.

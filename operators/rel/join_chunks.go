@@ -48,6 +48,9 @@ func (j *HashJoin) GoBytes() int64 {
 		if t.table != nil {
 			n += int64(t.table.n) * groupEntryBytes
 		}
+		if t.band != nil {
+			n += t.band.bytes()
+		}
 	}
 	return n
 }
@@ -59,6 +62,9 @@ func (j *HashJoin) GoBytes() int64 {
 // many (one row at a time when a single row's matches are more). rec is
 // not released.
 func (j *HashJoin) ProbeEach(rec arrow.Record, emit func(arrow.Record) error) error {
+	if j.tab != nil && j.tab.band != nil {
+		return j.probeBand(rec, emit)
+	}
 	n := int(rec.NumRows())
 	step := n
 	if m := j.MaxMatches(); m*n > probePairs {

@@ -185,3 +185,38 @@ func probeDirect[T fixedInts](d *directIndex, col arrow.Array, vals []T, next []
 	}
 	return li, ri, once
 }
+
+// heads sets out[i] to the first build row of row i's key in col (-1: no
+// build row has it, or it is NULL).
+func (d *directIndex) heads(col arrow.Array, out []int32) {
+	i8, i16, i32, i64, u8, u16, u32, u64 := intValues(col)
+	switch {
+	case i64 != nil:
+		headsDirect(d, col, i64, out)
+	case i32 != nil:
+		headsDirect(d, col, i32, out)
+	case i16 != nil:
+		headsDirect(d, col, i16, out)
+	case i8 != nil:
+		headsDirect(d, col, i8, out)
+	case u32 != nil:
+		headsDirect(d, col, u32, out)
+	case u16 != nil:
+		headsDirect(d, col, u16, out)
+	case u8 != nil:
+		headsDirect(d, col, u8, out)
+	default:
+		headsDirect(d, col, u64, out)
+	}
+}
+
+func headsDirect[T fixedInts](d *directIndex, col arrow.Array, vals []T, out []int32) {
+	hasNull := col.NullN() > 0
+	span := uint64(len(d.first))
+	for i, v := range vals[:col.Len()] {
+		out[i] = -1
+		if s := uint64(int64(v) - d.lo); s < span && !(hasNull && col.IsNull(i)) {
+			out[i] = d.first[s]
+		}
+	}
+}
