@@ -200,8 +200,9 @@ type builder struct {
 	// rankLimits: the rows per key the filter above each stream top-N lets
 	// through (rank_stream.go).
 	rankLimits map[*logical.WindowFuncs]int64
-	// joinFilters: the filter right above each inner join of two streams,
-	// whose time bounds hold for the join's state as ON's do.
+	// joinFilters: the filter right above each join: an inner join of two
+	// streams keeps state under its time bounds as under ON's, a table
+	// join leaves out the pairs it drops (rel.JoinSpec.Prune).
 	joinFilters map[*logical.Join]expr.Expr
 	// common: the aggregations built so far by logical.SubtreeKey; an
 	// equal one elsewhere in the plan reads the first's operator.
@@ -711,6 +712,12 @@ func (b *builder) join(n *logical.Join, at func(error) error) (int, *arrow.Schem
 	spec, probeN, _, err := kernelSpec(n)
 	if err != nil {
 		return 0, nil, at(err)
+	}
+	if f, ok := b.joinFilters[n]; ok && spec.Kind == rel.InnerJoin && !n.BuildLeft {
+		// The WHERE right above (ON's comparisons of the two sides, when
+		// the join order left no key): the join may leave out the pairs
+		// it drops, and index its table by their comparisons.
+		spec.Prune = f
 	}
 	probeBounded := bounded(probeN)
 	if n.BuildLeft && !probeBounded {

@@ -13,9 +13,28 @@ import (
 )
 
 // filterInput builds what a filter reads and compiles its predicate,
-// noting what the predicate tells the operators below it: the bounds a
-// scan prunes row groups by, the filter over a join, a limit on a rank.
+// noting what the predicate tells the operators below it (noteFilter).
 func (b *builder) filterInput(n *logical.Filter) (int, *arrow.Schema, *eval.Predicate, error) {
+	b.noteFilter(n)
+	in, schema, err := b.node(n.Input)
+	if err != nil {
+		return 0, nil, nil, err
+	}
+	pred, err := eval.NewPredicate(n.Pred, schema, b.opts.Functions)
+	if err != nil {
+		if p := n.Position(); p.Line > 0 && !positioned.MatchString(err.Error()) {
+			err = fmt.Errorf("%s: %w", p, err)
+		}
+		return 0, nil, nil, err
+	}
+	return in, schema, pred, nil
+}
+
+// noteFilter notes what filter n tells the operators right below it,
+// before they are built, whichever way n itself is built (one operator,
+// per-core instances, fused into an aggregation): the bounds a scan
+// prunes row groups by, the filter over a join, a limit on a rank.
+func (b *builder) noteFilter(n *logical.Filter) {
 	if s, ok := n.Input.(*logical.Scan); ok {
 		b.noteBounds(s, n.Pred)
 	}
@@ -29,18 +48,6 @@ func (b *builder) filterInput(n *logical.Filter) (int, *arrow.Schema, *eval.Pred
 			}
 		}
 	}
-	in, schema, err := b.node(n.Input)
-	if err != nil {
-		return 0, nil, nil, err
-	}
-	pred, err := eval.NewPredicate(n.Pred, schema, b.opts.Functions)
-	if err != nil {
-		if p := n.Position(); p.Line > 0 && !positioned.MatchString(err.Error()) {
-			err = fmt.Errorf("%s: %w", p, err)
-		}
-		return 0, nil, nil, err
-	}
-	return in, schema, pred, nil
 }
 
 // project adds n's projection after in, whose rows have schema.

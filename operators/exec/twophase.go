@@ -246,9 +246,7 @@ func (b *builder) fusedMorsels(input logical.Node, p int) (int, *arrow.Schema, b
 		in, schema, parallel, err := b.morsels(input, p)
 		return in, schema, parallel, nil, err
 	}
-	if s, ok := f.Input.(*logical.Scan); ok {
-		b.noteBounds(s, f.Pred)
-	}
+	b.noteFilter(f)
 	in, schema, parallel, err := b.morsels(f.Input, p)
 	if err != nil {
 		return 0, nil, false, nil, err
@@ -278,9 +276,7 @@ func (b *builder) morsels(n logical.Node, p int) (int, *arrow.Schema, bool, erro
 	var input logical.Node
 	switch x := n.(type) {
 	case *logical.Filter:
-		if s, ok := x.Input.(*logical.Scan); ok {
-			b.noteBounds(s, x.Pred)
-		}
+		b.noteFilter(x)
 		input = x.Input
 	case *logical.Project:
 		input = x.Input
