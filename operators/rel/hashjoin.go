@@ -59,9 +59,11 @@ type JoinSpec struct {
 	Mark string
 	// Prune, over the output schema as Residual, is the filter right
 	// above an inner or cross join, which drops the pairs it rejects: the
-	// join may leave them out early (its comparisons of the two sides
-	// index the build side, join_band.go), and does not apply it
-	// otherwise. Other kinds ignore it.
+	// join may leave them out early. An inner join judges it with the
+	// residual, so a cross join under a selective WHERE makes the rows
+	// the filter keeps, not its whole product, and the comparisons of the
+	// two sides index the build side (join_band.go). Other kinds ignore
+	// it.
 	Prune expr.Expr
 }
 
@@ -259,11 +261,11 @@ func NewHashJoin(mem memory.Allocator, spec JoinSpec, left, right *arrow.Schema,
 	// Own copies: the casts below must not write into the caller's slices.
 	spec.LeftKeys = append([]expr.Expr(nil), spec.LeftKeys...)
 	spec.RightKeys = append([]expr.Expr(nil), spec.RightKeys...)
+	if spec.Kind == InnerJoin && spec.Prune != nil {
+		spec.Residual = andExpr(spec.Residual, spec.Prune)
+	}
 	j := &HashJoin{mem: mem, fctx: functions.NewCtx(mem), spec: spec, schema: joinOutput(spec, left, right), nLeft: left.NumFields(), fns: fns, probeSchema: left}
 	j.bands = bandComparisons(spec.Residual, j.nLeft)
-	if spec.Kind == InnerJoin {
-		j.bands = append(j.bands, bandComparisons(spec.Prune, j.nLeft)...)
-	}
 	for i := range spec.LeftKeys {
 		lt, rt := spec.LeftKeys[i].Type(), spec.RightKeys[i].Type()
 		if ct, ok := expr.CommonType(lt, rt); ok {

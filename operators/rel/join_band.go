@@ -538,3 +538,14 @@ func (j *HashJoin) headsOf(keys []arrow.Array, n int, out []int32) []int32 {
 	}
 	return out
 }
+
+// andExpr is a AND b, either of which may be nil.
+func andExpr(a, b expr.Expr) expr.Expr {
+	switch {
+	case a == nil:
+		return b
+	case b == nil:
+		return a
+	}
+	return &expr.Logic{Op: expr.OpAnd, Args: append(andConjuncts(a), andConjuncts(b)...)}
+}

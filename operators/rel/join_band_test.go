@@ -156,11 +156,12 @@ func TestBandJoinMatchesTheNestedLoop(t *testing.T) {
 	}
 }
 
-// The filter over a cross join (JoinSpec.Prune) indexes it as a residual
-// would, but the join only leaves out pairs, applying nothing else: a
-// band of integers is exact, so what comes out is the filter's rows
-// alone; a comparison the index cannot order leaves every pair to the
-// filter. Keys few rows share build no index: walking them is cheaper.
+// The filter over an inner or cross join (JoinSpec.Prune) is judged with
+// the residual: what comes out is the filter's rows alone, not the
+// product, and its comparisons of the two sides index the table. Keys
+// that few rows share build no index (walking them is cheaper) and still
+// leave out what the filter drops. A semi join ignores it: the filter
+// above it sees its rows, not pairs.
 func TestBandJoinPrunesForTheFilterAbove(t *testing.T) {
 	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
 	defer mem.AssertSize(t, 0)
@@ -172,21 +173,28 @@ func TestBandJoinPrunesForTheFilterAbove(t *testing.T) {
 			r.Release()
 		}
 	}()
+	pk := &expr.Column{Index: 0, Name: "k", DataType: expr.Int64}
 	pt := &expr.Column{Index: 1, Name: "t", DataType: expr.Int64}
+	bk := &expr.Column{Index: 3, Name: "k", DataType: expr.Int64}
 	bt := &expr.Column{Index: 4, Name: "t", DataType: expr.Int64}
 	lo, _ := reg.NewCall("subtract", bt, mustLit(t, int64(7)))
 	band, err := expr.NewBetween(pt, lo, bt, false)
 	if err != nil {
 		t.Fatal(err)
 	}
+	otherKey, _ := reg.NewCall("not_equal", pk, bk)
+	filter, _ := expr.NewLogic(expr.OpAnd, band, otherKey)
 	pRows, bRows := recordRows(probe), recordRows(build)
 	var want [][]any
 	for _, l := range pRows {
 		for _, r := range bRows {
-			if l[1] != nil && r[1] != nil && l[1].(int64) >= r[1].(int64)-7 && l[1].(int64) <= r[1].(int64) {
+			if l[1] != nil && r[1] != nil && l[1].(int64) >= r[1].(int64)-7 && l[1].(int64) <= r[1].(int64) && l[0] != nil && r[0] != nil && l[0] != r[0] {
 				want = append(want, append(append([]any{}, l...), r...))
 			}
 		}
+	}
+	if len(want) == 0 {
+		t.Fatal("no rows pass the filter")
 	}
 	zero := mustLit(t, int64(0))
 	run := func(spec JoinSpec, wantBand bool) [][]any {
@@ -214,21 +222,21 @@ func TestBandJoinPrunesForTheFilterAbove(t *testing.T) {
 		}
 		return rows
 	}
-	got := run(JoinSpec{Kind: InnerJoin, LeftKeys: []expr.Expr{zero}, RightKeys: []expr.Expr{zero}, Prune: band}, true)
-	if len(want) == 0 {
-		t.Fatal("no rows in the band")
+	sameRows(t, "cross join under the filter", run(JoinSpec{Kind: InnerJoin, LeftKeys: []expr.Expr{zero}, RightKeys: []expr.Expr{zero}, Prune: filter}, true), want)
+	// Keyed by t itself: a few rows a key, no index; the band's rows
+	// with equal times.
+	var equal [][]any
+	for _, r := range want {
+		if r[1] == r[4] {
+			equal = append(equal, r)
+		}
 	}
-	sameRows(t, "pruned cross join", got, want)
-
-	// Not for other kinds: a semi join's filter above would see its rows,
-	// not pairs.
-	if n := len(run(JoinSpec{Kind: SemiJoin, LeftKeys: []expr.Expr{zero}, RightKeys: []expr.Expr{zero}, Prune: band}, false)); n != len(pRows) {
+	if len(equal) == 0 {
+		t.Fatal("no rows of equal times")
+	}
+	sameRows(t, "keyed by t", run(JoinSpec{Kind: InnerJoin, LeftKeys: []expr.Expr{pt}, RightKeys: []expr.Expr{&expr.Column{Index: 1, Name: "t", DataType: expr.Int64}}, Prune: filter}, false), equal)
+	if n := len(run(JoinSpec{Kind: SemiJoin, LeftKeys: []expr.Expr{zero}, RightKeys: []expr.Expr{zero}, Prune: filter}, false)); n != len(pRows) {
 		t.Fatalf("semi join with Prune: %d rows, want every probe row (%d)", n, len(pRows))
-	}
-	// Keyed by t itself: a few rows a key, no index.
-	tKey := &expr.Column{Index: 1, Name: "t", DataType: expr.Int64}
-	if keyed := run(JoinSpec{Kind: InnerJoin, LeftKeys: []expr.Expr{tKey}, RightKeys: []expr.Expr{tKey}, Prune: band}, false); len(keyed) == 0 {
-		t.Fatal("the keyed join made no rows")
 	}
 }
 
