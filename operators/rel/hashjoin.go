@@ -181,6 +181,8 @@ type HashJoin struct {
 	probeSchema *arrow.Schema
 	heads       []int32
 	bandRg      []bandRange
+	// pause is called between pieces of one probe (PauseWith).
+	pause func() error
 }
 
 type buildSide struct{ empty, hasNull bool }
@@ -672,6 +674,11 @@ func (j *HashJoin) emitPairs(rec arrow.Record, keys []arrow.Array, li, ri []int3
 	}
 	once = once && !j.gatherAll
 	for from := 0; from < len(li); from += maxJoinOut {
+		if from > 0 {
+			if err := j.pauseNow(); err != nil {
+				return err
+			}
+		}
 		to := min(from+maxJoinOut, len(li))
 		// The probe side's columns go on as they are only when this
 		// piece is the whole batch, row for row.

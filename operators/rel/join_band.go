@@ -503,6 +503,9 @@ func (j *HashJoin) probeBand(rec arrow.Record, emit func(arrow.Record) error) er
 			if err := flush(from, i); err != nil {
 				return err
 			}
+			if err := j.pauseNow(); err != nil {
+				return err
+			}
 			from, pairs = i, 0
 		}
 		pairs += c

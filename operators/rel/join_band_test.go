@@ -1,6 +1,7 @@
 package rel
 
 import (
+	"errors"
 	"fmt"
 	"math"
 	"math/rand"
@@ -363,4 +364,71 @@ func TestBandComparisonsAreTheOrderableOnes(t *testing.T) {
 			t.Errorf("%s: %q, want %q", c.name, s, c.want)
 		}
 	}
+}
+
+// A probe whose residual keeps no pair emits nothing for as long as its
+// pairs take: it pauses between pieces of them (where its query's turn
+// and its end reach it) and ends with the pause's error, whether the
+// rows are walked along a key's chain or through the band index.
+func TestAProbeThatEmitsNothingPauses(t *testing.T) {
+	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
+	defer mem.AssertSize(t, 0)
+	reg := expr.Builtins()
+	rng := rand.New(rand.NewSource(2))
+	schema, probe, build := bandSides(t, mem, rng, 1500, 1500)
+	defer func() {
+		for _, r := range append(probe, build...) {
+			r.Release()
+		}
+	}()
+	pt := &expr.Column{Index: 1, Name: "t", DataType: expr.Int64}
+	bt := &expr.Column{Index: 4, Name: "t", DataType: expr.Int64}
+	sum, _ := reg.NewCall("add", pt, bt)
+	never, _ := reg.NewCall("less", sum, mustLit(t, int64(-1_000_000)))
+	wide, _ := reg.NewCall("less", pt, call2(t, reg, "add", bt, mustLit(t, int64(5000)))) // a band holding every row
+	zero := mustLit(t, int64(0))
+	stop := errors.New("stopped")
+	for _, c := range []struct {
+		name string
+		res  expr.Expr
+		band bool
+	}{
+		{"the chain", never, false},
+		{"the band", andExpr(never, wide), true},
+	} {
+		j, err := NewHashJoin(mem, JoinSpec{Kind: InnerJoin, LeftKeys: []expr.Expr{zero}, RightKeys: []expr.Expr{zero}, Residual: c.res}, schema, schema, functions.Builtins())
+		if err != nil {
+			t.Fatal(err)
+		}
+		pauses := 0
+		j.PauseWith(func() error {
+			if pauses++; pauses == 3 {
+				return stop
+			}
+			return nil
+		})
+		if err := j.Build(build, schema); err != nil {
+			t.Fatal(err)
+		}
+		if got := j.tab.band != nil; got != c.band {
+			t.Fatalf("%s: band index %v", c.name, got)
+		}
+		err = j.ProbeEach(probe[0], func(out arrow.Record) error {
+			out.Release()
+			t.Errorf("%s: a pair passed a residual no pair passes", c.name)
+			return nil
+		})
+		j.Release()
+		if !errors.Is(err, stop) || pauses != 3 {
+			t.Errorf("%s: %v after %d pauses, want the third pause's error", c.name, err, pauses)
+		}
+	}
+}
+
+func call2(t *testing.T, reg *expr.Registry, name string, args ...expr.Expr) expr.Expr {
+	c, err := reg.NewCall(name, args...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c
 }

@@ -36,6 +36,9 @@ func NewStreamTableJoin(spec JoinSpec, left, right *arrow.Schema, fns *functions
 func (s *StreamTableJoin) Open(ctx *dataflow.Context, cap *dataflow.Capability) error {
 	j, err := NewHashJoin(ctx.Allocator(), s.spec, s.left, s.right, s.fns)
 	s.j = j
+	if err == nil {
+		j.PauseWith(pauseOf(ctx))
+	}
 	if err == nil && s.spec.Kind.buildOutput() {
 		s.held, err = cap.Retain()
 	}

@@ -138,6 +138,9 @@ func NewJoinProbe(spec JoinSpec, left, right *arrow.Schema, fns *functions.Regis
 func (p *JoinProbe) Open(ctx *dataflow.Context, _ *dataflow.Capability) error {
 	j, err := NewHashJoin(ctx.Allocator(), p.spec, p.left, p.right, p.fns)
 	p.j = j
+	if err == nil {
+		j.PauseWith(pauseOf(ctx))
+	}
 	return err
 }
 

@@ -68,6 +68,7 @@ func (s *SpillJoin) Open(ctx *dataflow.Context, cap *dataflow.Capability) error 
 	if err != nil {
 		return err
 	}
+	j.PauseWith(pauseOf(ctx))
 	s.j = j
 	s.held, err = cap.Retain()
 	return err
@@ -320,6 +321,7 @@ func (s *SpillJoin) joinPartitions(ctx *dataflow.Context) error {
 		if err != nil {
 			return err
 		}
+		j.PauseWith(pauseOf(ctx))
 		j.SetWholeBuild(s.buildRows == 0, s.buildNull)
 		err = s.joinPartition(ctx, j, s.build[i].f, s.prob[i].f)
 		if err == nil {

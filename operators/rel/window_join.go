@@ -225,6 +225,7 @@ func (w *WindowJoin) joinWindow(ctx *dataflow.Context, end int64, st *[2][]arrow
 	if err != nil {
 		return err
 	}
+	j.PauseWith(pauseOf(ctx))
 	defer j.Release()
 	if err := j.Build(st[1], w.right); err != nil {
 		return err
