@@ -18,16 +18,13 @@ import (
 // over a comma join, where the join order leaves it above a cross join)
 // answers as the nested loop does, through every way the executor builds
 // a table join: one probe, a probe per core, the join that spills past
-// the memory limit, a stream probing the table. The counts are computed
-// here, pair by pair. A NULL time matches nothing.
+// the memory limit, a stream probing the table; inner, LEFT and FULL
+// joins and EXISTS. The counts are computed here, pair by pair. A NULL
+// time matches nothing.
 func TestBandJoinsAnswerAsTheNestedLoop(t *testing.T) {
 	dir := t.TempDir()
 	rng := rand.New(rand.NewSource(3))
-	type row struct {
-		k  int
-		t  *int
-		id int
-	}
+	type row = bandRow
 	write := func(name string, n int) []row {
 		var rows []row
 		var b strings.Builder
@@ -75,6 +72,12 @@ func TestBandJoinsAnswerAsTheNestedLoop(t *testing.T) {
 			count(func(a, b row) bool { return a.k == b.k && *a.t < *b.t && *a.t+500 >= *b.t })},
 		{"a stream probing", "SELECT count(*) FROM s JOIN b ON s.t BETWEEN b.t AND b.t + 60",
 			count(func(a, b row) bool { return *a.t >= *b.t && *a.t <= *b.t+60 })},
+		{"left join", "SELECT count(*) FROM a LEFT JOIN b ON a.t BETWEEN b.t - 40 AND b.t + 40",
+			outer(as, bs, func(a, b row) bool { return *a.t >= *b.t-40 && *a.t <= *b.t+40 }, false)},
+		{"a stream's left join", "SELECT count(*) FROM s LEFT JOIN b ON s.k = b.k AND s.t > b.t AND s.t <= b.t + 200",
+			outer(as, bs, func(a, b row) bool { return a.k == b.k && *a.t > *b.t && *a.t <= *b.t+200 }, false)},
+		{"full join", "SELECT count(*) FROM a FULL JOIN b ON a.t < b.t AND a.t + 30 >= b.t",
+			outer(as, bs, func(a, b row) bool { return *a.t < *b.t && *a.t+30 >= *b.t }, true)},
 		{"semi join", "SELECT count(*) FROM a WHERE EXISTS (SELECT 1 FROM b WHERE b.t BETWEEN a.t - 30 AND a.t)",
 			func() int64 {
 				n := int64(0)
@@ -117,4 +120,39 @@ func TestBandJoinsAnswerAsTheNestedLoop(t *testing.T) {
 			mem.AssertSize(t, 0)
 		}
 	}
+}
+
+// bandRow is a row of the band test's tables; t is nil for NULL.
+type bandRow struct {
+	k  int
+	t  *int
+	id int
+}
+
+// outer counts the rows of a LEFT JOIN of as and bs on match (a FULL JOIN
+// when full): each matching pair, and each row of as (and of bs) that
+// matches none, NULL times matching nothing.
+func outer(as, bs []bandRow, match func(a, b bandRow) bool, full bool) int64 {
+	n := int64(0)
+	bHit := make([]bool, len(bs))
+	for _, a := range as {
+		hit := false
+		for k, b := range bs {
+			if a.t != nil && b.t != nil && match(a, b) {
+				n++
+				hit, bHit[k] = true, true
+			}
+		}
+		if !hit {
+			n++
+		}
+	}
+	if full {
+		for _, h := range bHit {
+			if !h {
+				n++
+			}
+		}
+	}
+	return n
 }

@@ -825,9 +825,10 @@ func (b *builder) join(n *logical.Join, at func(error) error) (int, *arrow.Schem
 func kernelSpec(n *logical.Join) (rel.JoinSpec, logical.Node, logical.Node, error) {
 	nl := n.Left.Schema().NumFields()
 	lk, rk, residual := rel.SplitJoinCondition(n.On, nl)
-	if n.Kind == logical.CrossJoin || n.On == nil {
+	if n.Kind == logical.CrossJoin || len(lk) == 0 {
 		// A cross product is the hash join of one key every row shares:
-		// the right table is one bucket, and each left row meets all of it.
+		// the right table is one bucket, and each left row meets all of it
+		// (an ON with no equality, a LEFT JOIN's band, is its residual).
 		one, _ := expr.NewLiteral(int64(0))
 		lk, rk = []expr.Expr{one}, []expr.Expr{one}
 		if n.Kind == logical.CrossJoin {

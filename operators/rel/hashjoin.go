@@ -44,7 +44,8 @@ func (k JoinKind) probeOnly() bool { return k == SemiJoin || k == AntiJoin || k 
 
 // JoinSpec is an equi-join: LeftKeys over the left (probe, stream) schema equal
 // RightKeys over the right (build) schema; Residual, over the output schema
-// (left columns then right), further filters matches (inner joins only).
+// (left columns then right), further filters matches: a LEFT JOIN's probe
+// row none of whose pairs passes it goes out once with NULLs.
 // For semi, anti and mark joins Residual reads the left columns then the
 // right ones as well: a probe row matches when some build row has equal keys
 // and passes it. NullAware gives an anti or mark join NOT IN's (IN's) NULL
@@ -253,9 +254,6 @@ func joinOutput(spec JoinSpec, left, right *arrow.Schema) *arrow.Schema {
 func NewHashJoin(mem memory.Allocator, spec JoinSpec, left, right *arrow.Schema, fns *functions.Registry) (*HashJoin, error) {
 	if len(spec.LeftKeys) == 0 || len(spec.LeftKeys) != len(spec.RightKeys) {
 		return nil, fmt.Errorf("%w: a hash join needs equality conditions between the two sides", ErrPlan)
-	}
-	if spec.Residual != nil && spec.Kind == LeftJoin {
-		return nil, fmt.Errorf("%w: LEFT JOIN with non-equality conditions (%s) is not supported", ErrPlan, spec.Residual)
 	}
 	if spec.NullAware && (len(spec.LeftKeys) != 1 || spec.Residual != nil || (spec.Kind != AntiJoin && spec.Kind != MarkJoin)) {
 		return nil, fmt.Errorf("%w: NOT IN and IN semantics (a null-aware %s join) over %d keys and %v other conditions: one key and none are supported", ErrPlan, spec.Kind, len(spec.LeftKeys), spec.Residual)
@@ -671,6 +669,8 @@ func (j *HashJoin) emitPairs(rec arrow.Record, keys []arrow.Array, li, ri []int3
 		return emit(out)
 	case j.spec.Kind.buildOutput():
 		return j.markBuild(rec, li, ri)
+	case j.spec.Kind == LeftJoin && j.residual != nil:
+		return j.emitLeftResidual(rec, li, ri, emit)
 	}
 	once = once && !j.gatherAll
 	for from := 0; from < len(li); from += maxJoinOut {

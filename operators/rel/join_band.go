@@ -481,8 +481,8 @@ func (j *HashJoin) probeBand(rec arrow.Record, emit func(arrow.Record) error) er
 			}
 		}
 		j.li, j.ri = li, ri
-		if len(li) == 0 && j.spec.Kind != AntiJoin && j.spec.Kind != MarkJoin {
-			return nil // nothing to emit: no pair, and no row an unmatched probe row outputs
+		if len(li) == 0 && j.spec.Kind != AntiJoin && j.spec.Kind != MarkJoin && j.spec.Kind != LeftJoin {
+			return nil // no pair, and no kind that outputs an unmatched probe row
 		}
 		if from == 0 && to == n {
 			return j.emitPairs(rec, keys, li, ri, once, emit)
