@@ -137,16 +137,7 @@ func TestBandJoinMatchesTheNestedLoop(t *testing.T) {
 				if got := j.tab.direct != nil; got != (p != 1) {
 					t.Fatalf("%s: direct index %v", name, got)
 				}
-				for _, rec := range probe {
-					out, err := j.Probe(rec)
-					if err != nil {
-						t.Fatal(err)
-					}
-					if out != nil {
-						results[p] = append(results[p], recordRows([]arrow.Record{out})...)
-						out.Release()
-					}
-				}
+				results[p] = append(results[p], probeRows(t, j, probe)...)
 				j.Release()
 			}
 			if len(results[2]) == 0 {
@@ -211,18 +202,7 @@ func TestBandJoinPrunesForTheFilterAbove(t *testing.T) {
 		if got := j.tab.band != nil; got != wantBand {
 			t.Fatalf("band index %v, want %v", got, wantBand)
 		}
-		var rows [][]any
-		for _, rec := range probe {
-			out, err := j.Probe(rec)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if out != nil {
-				rows = append(rows, recordRows([]arrow.Record{out})...)
-				out.Release()
-			}
-		}
-		return rows
+		return probeRows(t, j, probe)
 	}
 	sameRows(t, "cross join under the filter", run(JoinSpec{Kind: InnerJoin, LeftKeys: []expr.Expr{zero}, RightKeys: []expr.Expr{zero}, Prune: filter}, true), want)
 	// Keyed by t itself: a few rows a key, no index; the band's rows

@@ -126,16 +126,7 @@ func TestHashJoinDirectMatchesHashedAndReference(t *testing.T) {
 					if got := j.direct != nil; got != (kc.direct && !noDirect) {
 						t.Fatalf("%s: direct index %v", name, got)
 					}
-					for _, rec := range probe {
-						out, err := j.Probe(rec)
-						if err != nil {
-							t.Fatal(err)
-						}
-						if out != nil {
-							results[p] = append(results[p], recordRows([]arrow.Record{out})...)
-							out.Release()
-						}
-					}
+					results[p] = append(results[p], probeRows(t, j, probe)...)
 					j.Release()
 				}
 				want := refJoin(recordRows(probe), recordRows(build), kind == LeftJoin, residual)

@@ -129,16 +129,7 @@ func TestHashJoinPackedKeysMatchEncodedAndReference(t *testing.T) {
 				if got := j.tab.table.packed != nil; got != (kc.packed && !noPacked) {
 					t.Fatalf("%s: packed %v", name, got)
 				}
-				for _, rec := range probe {
-					out, err := j.Probe(rec)
-					if err != nil {
-						t.Fatal(err)
-					}
-					if out != nil {
-						results[p] = append(results[p], recordRows([]arrow.Record{out})...)
-						out.Release()
-					}
-				}
+				results[p] = append(results[p], probeRows(t, j, probe)...)
 				j.Release()
 			}
 			want := refTwoKeyJoin(recordRows(probe), recordRows(build), kind == LeftJoin)

@@ -188,3 +188,20 @@ func newCaptured() *builtin.Captured                    { return &builtin.Captur
 func capture(c *builtin.Captured, inst int) dataflow.Operator {
 	return builtin.NewCapture(c, inst)
 }
+
+// probeRows probes j with each record and returns the rows it makes.
+func probeRows(t *testing.T, j *HashJoin, probe []arrow.Record) [][]any {
+	t.Helper()
+	var rows [][]any
+	for _, rec := range probe {
+		out, err := j.Probe(rec)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if out != nil {
+			rows = append(rows, recordRows([]arrow.Record{out})...)
+			out.Release()
+		}
+	}
+	return rows
+}
