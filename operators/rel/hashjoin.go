@@ -73,20 +73,7 @@ type JoinSpec struct {
 // left columns and the other only right columns become keys (right re-indexed to
 // the right schema); everything else stays in the residual.
 func SplitJoinCondition(on expr.Expr, nLeft int) (lk, rk []expr.Expr, residual expr.Expr) {
-	var conj []expr.Expr
-	var flatten func(e expr.Expr)
-	flatten = func(e expr.Expr) {
-		if l, ok := e.(*expr.Logic); ok && l.Op == expr.OpAnd {
-			for _, a := range l.Args {
-				flatten(a)
-			}
-			return
-		}
-		conj = append(conj, e)
-	}
-	if on != nil {
-		flatten(on)
-	}
+	conj := andConjuncts(on)
 	side := func(e expr.Expr) int { // 0 left only, 1 right only, -1 mixed or none
 		cols := expr.Columns(e)
 		if len(cols) == 0 {
@@ -100,24 +87,16 @@ func SplitJoinCondition(on expr.Expr, nLeft int) (lk, rk []expr.Expr, residual e
 		}
 		return -1
 	}
-	shift := func(e expr.Expr) expr.Expr {
-		return expr.Transform(e, func(x expr.Expr) expr.Expr {
-			if c, ok := x.(*expr.Column); ok {
-				return &expr.Column{Index: c.Index - nLeft, Name: c.Name, DataType: c.DataType}
-			}
-			return x
-		})
-	}
 	var rest []expr.Expr
 	for _, c := range conj {
 		if call, ok := c.(*expr.Call); ok && call.Func == "equal" && len(call.Args) == 2 {
 			a, b := call.Args[0], call.Args[1]
 			if side(a) == 0 && side(b) == 1 {
-				lk, rk = append(lk, a), append(rk, shift(b))
+				lk, rk = append(lk, a), append(rk, shift(b, -nLeft))
 				continue
 			}
 			if side(a) == 1 && side(b) == 0 {
-				lk, rk = append(lk, b), append(rk, shift(a))
+				lk, rk = append(lk, b), append(rk, shift(a, -nLeft))
 				continue
 			}
 		}

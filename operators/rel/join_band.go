@@ -390,6 +390,12 @@ func inOrder(perm, start []int32, v bandValues) bool {
 	return true
 }
 
+// searchAbove is the index of the first of the ascending vals above p
+// (strictly) or at least p.
+func searchAbove[T int64 | float64](vals []T, p T, strictly bool) int32 {
+	return int32(sort.Search(len(vals), func(k int) bool { return vals[k] > p || !strictly && vals[k] == p }))
+}
+
 // bandRange is one probe row's candidates: perm[lo:hi].
 type bandRange struct{ lo, hi int32 }
 
@@ -422,32 +428,22 @@ func (x *bandIndex) ranges(c *functions.Ctx, rec arrow.Record, heads []int32, ou
 				*r = bandRange{}
 				continue
 			}
-			var at func(strictly bool) int32 // first row of the run above p (strictly) or at least p
-			if p.float() {
-				pv := p.floats[i]
-				if math.IsNaN(pv) {
-					continue // how NaN compares is the residual's to say
-				}
-				vals := b.floats[r.lo:r.hi]
-				at = func(strictly bool) int32 {
-					return r.lo + int32(sort.Search(len(vals), func(k int) bool { return vals[k] > pv || !strictly && vals[k] == pv }))
-				}
-			} else {
-				pv := p.ints[i]
-				vals := b.ints[r.lo:r.hi]
-				at = func(strictly bool) int32 {
-					return r.lo + int32(sort.Search(len(vals), func(k int) bool { return vals[k] > pv || !strictly && vals[k] == pv }))
-				}
+			if p.float() && math.IsNaN(p.floats[i]) {
+				continue // how NaN compares is the residual's to say
 			}
-			switch {
-			case b.cmp.below && b.cmp.strict: // build < p: rows before the first >= p
-				r.hi = at(false)
-			case b.cmp.below: // build <= p
-				r.hi = at(true)
-			case b.cmp.strict: // build > p
-				r.lo = at(true)
-			default: // build >= p
-				r.lo = at(false)
+			// The run's first row above p (build <= p ends before it,
+			// build > p starts at it), or at least p (build < p, build >= p).
+			strictly := b.cmp.below != b.cmp.strict
+			var at int32
+			if p.float() {
+				at = r.lo + searchAbove(b.floats[r.lo:r.hi], p.floats[i], strictly)
+			} else {
+				at = r.lo + searchAbove(b.ints[r.lo:r.hi], p.ints[i], strictly)
+			}
+			if b.cmp.below {
+				r.hi = at
+			} else {
+				r.lo = at
 			}
 		}
 	}
