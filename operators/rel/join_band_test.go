@@ -267,17 +267,7 @@ func BenchmarkBandJoin(b *testing.B) {
 				if err := j.Build(build, schema); err != nil {
 					b.Fatal(err)
 				}
-				rows := 0
-				for _, rec := range probe {
-					out, err := j.Probe(rec)
-					if err != nil {
-						b.Fatal(err)
-					}
-					if out != nil {
-						rows += int(out.NumRows())
-						out.Release()
-					}
-				}
+				rows := probeCount(b, j, probe)
 				j.Release()
 				if want < 0 {
 					want = rows

@@ -190,17 +190,7 @@ func BenchmarkHashJoinTwoKeys(b *testing.B) {
 				if err := j.Build(build, right); err != nil {
 					b.Fatal(err)
 				}
-				rows := 0
-				for _, rec := range probe {
-					out, err := j.Probe(rec)
-					if err != nil {
-						b.Fatal(err)
-					}
-					if out != nil {
-						rows += int(out.NumRows())
-						out.Release()
-					}
-				}
+				rows := probeCount(b, j, probe)
 				if rows != n {
 					b.Fatal(rows)
 				}

@@ -205,3 +205,20 @@ func probeRows(t *testing.T, j *HashJoin, probe []arrow.Record) [][]any {
 	}
 	return rows
 }
+
+// probeCount probes j with each record and counts the rows it makes (a
+// benchmark's loop: nothing kept).
+func probeCount(tb testing.TB, j *HashJoin, probe []arrow.Record) int {
+	rows := 0
+	for _, rec := range probe {
+		out, err := j.Probe(rec)
+		if err != nil {
+			tb.Fatal(err)
+		}
+		if out != nil {
+			rows += int(out.NumRows())
+			out.Release()
+		}
+	}
+	return rows
+}
