@@ -54,6 +54,7 @@ type parquetPlan struct {
 	dictProps pqarrow.ArrowReadProperties
 	codes     []string // ParquetScan.Codes
 	mem       memory.Allocator
+	pages     memory.Allocator // what each page is decompressed into: the query's budget
 	// stored are the columns read as their stored integers (readAsStored)
 	// and the types they stand for.
 	stored map[string]arrow.DataType
@@ -353,8 +354,12 @@ func openParquet(path string, schema *arrow.Schema, batch int, mem memory.Alloca
 	if err != nil {
 		return nil, fmt.Errorf("%w: %s: %v", ErrBadFile, path, err)
 	}
+	// Pages are charged to the query's budget as they are (a page states
+	// its size); fileAllocator bounds the buffers arrow/go sizes from
+	// the metadata.
+	pages := mem
 	mem = fileAllocator(mem, size)
-	pf, err := newParquetReader(f)
+	pf, err := newParquetReader(f, pages)
 	if err != nil {
 		return nil, fmt.Errorf("%w: %s: not a Parquet file: %v", ErrBadFile, path, err)
 	}
@@ -367,7 +372,7 @@ func openParquet(path string, schema *arrow.Schema, batch int, mem memory.Alloca
 		return nil, fmt.Errorf("%w: %s: %v", ErrBadFile, path, err)
 	}
 	leaves, groups := parquetLeaves(fr.Manifest, schema), keepRowGroups(pf.MetaData(), fr.Manifest, scan.Bounds)
-	pq := &parquetPlan{leaves: leaves, groups: groups, props: props, mem: mem}
+	pq := &parquetPlan{leaves: leaves, groups: groups, props: props, mem: mem, pages: pages}
 	if pq.groups == nil {
 		for g := range pf.NumRowGroups() {
 			pq.groups = append(pq.groups, g)

@@ -168,7 +168,7 @@ func BenchmarkParquetReadProps(b *testing.B) {
 	var base, ours time.Duration
 	for range b.N {
 		base += read(parquet.NewReaderProperties(memory.DefaultAllocator))
-		ours += read(parquetReadProps())
+		ours += read(parquetReadProps(memory.DefaultAllocator))
 	}
 	b.ReportMetric(float64(base.Nanoseconds())/float64(b.N), "baseline-ns/op")
 	b.ReportMetric(float64(ours.Nanoseconds())/float64(b.N), "tierflow-ns/op")

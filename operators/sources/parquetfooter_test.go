@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/apache/arrow/go/v17/arrow/memory"
 	"github.com/apache/arrow/go/v17/parquet/file"
 )
 
@@ -20,7 +21,7 @@ func TestParquetFooterIsParsedOncePerFileVersion(t *testing.T) {
 			t.Fatal(err)
 		}
 		t.Cleanup(func() { f.Close() })
-		pf, err := newParquetReader(f)
+		pf, err := newParquetReader(f, memory.DefaultAllocator)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -73,9 +74,9 @@ func BenchmarkParquetFooter(b *testing.B) {
 		defer f.Close()
 		var pf *file.Reader
 		if cached {
-			pf, err = newParquetReader(f)
+			pf, err = newParquetReader(f, memory.DefaultAllocator)
 		} else {
-			pf, err = file.NewParquetReader(f, file.WithReadProps(parquetReadProps()))
+			pf, err = file.NewParquetReader(f, file.WithReadProps(parquetReadProps(memory.DefaultAllocator)))
 		}
 		if err != nil || pf.NumRowGroups() != 123 {
 			b.Fatal(err, pf.NumRowGroups())

@@ -172,7 +172,7 @@ func (p *parquetParallel) open() (f *os.File, fr *pqarrow.FileReader, err error)
 	if f, err = os.Open(path); err != nil {
 		return nil, nil, fmt.Errorf("%w: %v", ErrBadFile, err)
 	}
-	pf, err := newParquetReader(f)
+	pf, err := newParquetReader(f, p.seq.pq.pages)
 	if err == nil {
 		fr, err = pqarrow.NewFileReader(pf, p.seq.pq.dictProps, p.seq.pq.mem)
 	}

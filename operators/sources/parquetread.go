@@ -20,24 +20,31 @@ const readBufferSize = 64 << 10
 // before decoding its first page: two zeroed chunk-sized buffers and a copy
 // per column and row group. Buffered, a chunk's pages are read as they are
 // decoded, through one small buffer.
-func parquetReadProps() *parquet.ReaderProperties {
-	p := parquet.NewReaderProperties(memory.DefaultAllocator)
+//
+// Each page is decompressed into a buffer of the size its header states,
+// allocated from mem: a scan's mem is its query's budget, so a page that
+// would not fit is refused before it is allocated. A file is written by
+// whoever wrote it: a 342 KB file of pages stating 800 MB each (zeros,
+// compressed) took a worker to 6 GB over a 64 MiB limit while the pages
+// came from Go's allocator.
+func parquetReadProps(mem memory.Allocator) *parquet.ReaderProperties {
+	p := parquet.NewReaderProperties(mem)
 	p.BufferedStreamEnabled = true
 	p.BufferSize = readBufferSize
 	return p
 }
 
-// newParquetReader opens f's Parquet metadata with parquetReadProps: the
-// footer parsed when the file was last opened unchanged (footers), else
+// newParquetReader opens f's Parquet metadata with parquetReadProps(mem):
+// the footer parsed when the file was last opened unchanged (footers), else
 // parsed now.
-func newParquetReader(f *os.File) (*file.Reader, error) {
+func newParquetReader(f *os.File, mem memory.Allocator) (*file.Reader, error) {
 	k, ok := footerKeyOf(f)
 	if ok {
 		if md := footers.get(k); md != nil {
-			return file.NewParquetReader(f, file.WithReadProps(parquetReadProps()), file.WithMetadata(md))
+			return file.NewParquetReader(f, file.WithReadProps(parquetReadProps(mem)), file.WithMetadata(md))
 		}
 	}
-	pf, err := file.NewParquetReader(f, file.WithReadProps(parquetReadProps()))
+	pf, err := file.NewParquetReader(f, file.WithReadProps(parquetReadProps(mem)))
 	if err == nil && ok {
 		footers.put(k, pf.MetaData())
 	}

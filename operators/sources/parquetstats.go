@@ -2,17 +2,20 @@ package sources
 
 import (
 	"encoding/binary"
+	"errors"
 	"fmt"
 	"hash/maphash"
 	"math"
 	"os"
 	"time"
 
+	"github.com/apache/arrow/go/v17/arrow/memory"
 	"github.com/apache/arrow/go/v17/parquet"
 	"github.com/apache/arrow/go/v17/parquet/file"
 	"github.com/apache/arrow/go/v17/parquet/metadata"
 	"github.com/apache/arrow/go/v17/parquet/schema"
 
+	"github.com/tierflow/tierflow/dataflow"
 	"github.com/tierflow/tierflow/planner/catalog"
 )
 
@@ -32,9 +35,19 @@ import (
 //     values, f1 those seen once, n the sample's size and N the column's;
 //     a sample of all-distinct values gives N, one with none seen once d;
 //   - never more than the non-NULL rows, nor, for integers, than max-min+1.
+//
+// The pages a sample decodes are whatever their writer made them, and the
+// planner asks for statistics before any query's budget exists: a page is
+// decoded within statsSampleMemory, and a column with a page larger than
+// that gets no estimate (the planner's default), never a page the size a
+// crafted header states.
 const (
 	statsSampleRows   = 65536
 	statsSampleBlocks = 32
+	// statsSampleMemory bounds the pages a sample holds at once: 64 times
+	// the 1 MiB page that Parquet writers (parquet-mr, arrow, DuckDB) make
+	// by default.
+	statsSampleMemory = 64 << 20
 )
 
 // ParquetStats reads the statistics of the Parquet file at path, with
@@ -46,7 +59,9 @@ func ParquetStats(path string, distinct []string) (st *catalog.TableStats, err e
 	}
 	defer f.Close()
 	defer guard(path, &err)
-	pf, err := newParquetReader(f)
+	budget := dataflow.NewMemory("the statistics of "+path, statsSampleMemory, nil)
+	defer budget.Close()
+	pf, err := newParquetReader(f, budget.Allocator(memory.DefaultAllocator))
 	if err != nil {
 		return nil, fmt.Errorf("%w: %s: not a Parquet file: %v", ErrBadFile, path, err)
 	}
@@ -230,7 +245,15 @@ func (s *sample) estimate(nonNull float64) float64 {
 var statsSeed = maphash.MakeSeed()
 
 // sampleDistinct reads the sample of column ci.
-func sampleDistinct(pf *file.Reader, md *metadata.FileMetaData, ci int) (*sample, bool) {
+func sampleDistinct(pf *file.Reader, md *metadata.FileMetaData, ci int) (_ *sample, ok bool) {
+	defer func() {
+		if p := recover(); p != nil {
+			if e, isErr := p.(error); !isErr || !errors.Is(e, dataflow.ErrMemory) {
+				panic(p)
+			}
+			ok = false // a page past statsSampleMemory: no estimate
+		}
+	}()
 	total := md.NumRows
 	if total <= 0 || len(md.RowGroups) == 0 {
 		return nil, false
