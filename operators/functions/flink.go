@@ -101,11 +101,10 @@ func splitIndexFunc(c *Ctx, ret arrow.DataType, args []compute.Datum, n int) (ar
 			o.null()
 			return
 		}
-		parts := strings.Split(s, sep)
-		if k >= int64(len(parts)) {
+		if k > int64(strings.Count(s, sep)) {
 			o.null()
 			return
 		}
-		o.str(parts[k])
+		o.str(field(s, sep, k))
 	})
 }

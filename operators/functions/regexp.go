@@ -81,6 +81,9 @@ func regexpMatchesFunc(c *Ctx, ret arrow.DataType, args []compute.Datum, n int) 
 // regexpReplaceFunc is regexp_replace(s, pattern, replacement [, options]):
 // the first match replaced, every match with option 'g'; \1 ... \9 in the
 // replacement are the groups, \0 the whole match (RE2's, DuckDB's spelling).
+// The value's bytes are made room for before it is built (out.room): each
+// match may grow by the replacement, and each group it names by the match
+// (regexp_replace(repeat('a', 20000), '.*', repeat('\0', 20000)) is 400 MB).
 func regexpReplaceFunc(c *Ctx, ret arrow.DataType, args []compute.Datum, n int) (arrow.Array, error) {
 	rs := &regexps{fn: "regexp_replace"}
 	a, err := rowwise(c, ret, args, n, func(o *out, v []*vec, i int) {
@@ -93,8 +96,12 @@ func regexpReplaceFunc(c *Ctx, ret arrow.DataType, args []compute.Datum, n int) 
 			o.null()
 			return
 		}
-		s, tmpl := v[0].string(i), goTemplate(v[2].string(i))
+		s, repl := v[0].string(i), v[2].string(i)
+		tmpl, shape := goTemplate(repl), replacementShape(repl)
 		if strings.ContainsRune(opts, 'g') {
+			if !o.room(shape.allBound(re, s)) {
+				return
+			}
 			o.str(re.ReplaceAllString(s, tmpl))
 			return
 		}
@@ -103,9 +110,76 @@ func regexpReplaceFunc(c *Ctx, ret arrow.DataType, args []compute.Datum, n int) 
 			o.str(s)
 			return
 		}
+		if !o.room(int64(len(s)-(m[1]-m[0])) + shape.expanded(m)) {
+			return
+		}
 		o.str(s[:m[0]] + string(re.ExpandString(nil, tmpl, s, m)) + s[m[1]:])
 	})
 	return checked(a, err, rs.err)
+}
+
+// replacement is what a regexp_replace replacement writes per match: lits
+// bytes of its own and, refs[g] times, group g.
+type replacement struct {
+	lits int64
+	refs [10]int64
+}
+
+// replacementShape reads r as goTemplate does.
+func replacementShape(r string) replacement {
+	var p replacement
+	for i := 0; i < len(r); i++ {
+		switch {
+		case r[i] == '\\' && i+1 < len(r) && r[i+1] >= '0' && r[i+1] <= '9':
+			p.refs[r[i+1]-'0']++
+			i++
+		case r[i] == '\\' && i+1 < len(r) && r[i+1] == '\\':
+			p.lits++
+			i++
+		default:
+			p.lits++
+		}
+	}
+	return p
+}
+
+// expanded is the bytes of the replacement of the match m (submatch
+// indexes): its own bytes and each group it names (none past the
+// pattern's groups, or unmatched).
+func (p replacement) expanded(m []int) int64 {
+	n := p.lits
+	for g, k := range p.refs {
+		if k > 0 && 2*g+1 < len(m) && m[2*g] >= 0 {
+			n += k * int64(m[2*g+1]-m[2*g])
+		}
+	}
+	return n
+}
+
+// allBound bounds the bytes of s with every match of re replaced (-1: past
+// any column). A group lies within its match, so a replacement writes at
+// most lits plus refs times its match's bytes. The matches are counted
+// only when the bound without them (every byte and the end a match of all
+// of s) is over twice s: below that it is made room for as it is.
+func (p replacement) allBound(re *regexp.Regexp, s string) int64 {
+	size, refs := int64(len(s)), int64(0)
+	for _, k := range p.refs {
+		refs += k
+	}
+	if size+(size+1)*p.lits+refs*size <= 2*size {
+		return size + (size+1)*p.lits + refs*size
+	}
+	var count, matched int64
+	re.ReplaceAllStringFunc(s, func(m string) string {
+		count++
+		matched += int64(len(m))
+		return ""
+	})
+	grow := float64(count)*float64(p.lits) + float64(refs)*float64(matched)
+	if float64(size-matched)+grow > maxColumnBytes {
+		return -1
+	}
+	return size - matched + count*p.lits + refs*matched
 }
 
 // goTemplate turns an RE2 replacement (\1, \\ for a backslash) into Go's

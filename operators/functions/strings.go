@@ -71,8 +71,8 @@ func lengthFunc(c *Ctx, ret arrow.DataType, args []compute.Datum, n int) (arrow.
 // takes the characters before start.
 func substrFunc(c *Ctx, ret arrow.DataType, args []compute.Datum, n int) (arrow.Array, error) {
 	return rowwise(c, ret, args, n, func(o *out, v []*vec, i int) {
-		r := []rune(v[0].string(i))
-		size, off, length := int64(len(r)), v[1].int64(i), int64(math.MaxUint32)
+		s := v[0].string(i)
+		size, off, length := int64(utf8.RuneCountInString(s)), v[1].int64(i), int64(math.MaxUint32)
 		if len(v) > 2 {
 			length = v[2].int64(i)
 		}
@@ -91,13 +91,50 @@ func substrFunc(c *Ctx, ret arrow.DataType, args []compute.Datum, n int) (arrow.
 			o.str("")
 			return
 		}
-		o.str(string(r[start:end]))
+		o.str(runes(s, start, end))
 	})
 }
 
+// runes is the characters [from, to) of s, found by walking it: a string
+// is not copied at 4 bytes a character to be cut.
+func runes(s string, from, to int64) string {
+	at := runeOffset(s, from)
+	return s[at : at+runeOffset(s[at:], to-from)]
+}
+
+// runeOffset is the byte offset of character k of s (len(s) past its end).
+func runeOffset(s string, k int64) int {
+	if k <= 0 {
+		return 0
+	}
+	for i := range s {
+		if k == 0 {
+			return i
+		}
+		k--
+	}
+	return len(s)
+}
+
+// replaceFunc is replace(s, from, to). The value's bytes are counted and
+// made room for before it is built (out.room): a short s whose every
+// character becomes a long to is large (replace(repeat('a', 20000), 'a',
+// repeat('b', 20000)) is 400 MB from 40 KB of arguments).
 func replaceFunc(c *Ctx, ret arrow.DataType, args []compute.Datum, n int) (arrow.Array, error) {
 	return rowwise(c, ret, args, n, func(o *out, v []*vec, i int) {
-		o.str(strings.ReplaceAll(v[0].string(i), v[1].string(i), v[2].string(i)))
+		s, from, to := v[0].string(i), v[1].string(i), v[2].string(i)
+		if grow := int64(len(to) - len(from)); grow > 0 {
+			// As ReplaceAll counts: "" matches at every character and the end.
+			k := int64(strings.Count(s, from))
+			if k > (maxColumnBytes-int64(len(s)))/grow {
+				o.room(-1) // past any column, and past int64 if multiplied
+				return
+			}
+			if !o.room(int64(len(s)) + k*grow) {
+				return
+			}
+		}
+		o.str(strings.ReplaceAll(s, from, to))
 	})
 }
 
@@ -138,47 +175,62 @@ func trimSet(left, right bool) ScalarFunc {
 func leftRight(fromRight bool) ScalarFunc {
 	return func(c *Ctx, ret arrow.DataType, args []compute.Datum, n int) (arrow.Array, error) {
 		return rowwise(c, ret, args, n, func(o *out, v []*vec, i int) {
-			r := []rune(v[0].string(i))
-			k, size := v[1].int64(i), int64(len(r))
+			s := v[0].string(i)
+			k, size := v[1].int64(i), int64(utf8.RuneCountInString(s))
 			if k < 0 {
 				k = max(size+k, 0)
 			}
 			k = min(k, size)
 			if fromRight {
-				o.str(string(r[size-k:]))
+				o.str(runes(s, size-k, size))
 			} else {
-				o.str(string(r[:k]))
+				o.str(runes(s, 0, k))
 			}
 		})
 	}
 }
 
 // splitPartFunc is split_part(s, sep, k): the k-th field (1-based; from the
-// end when negative) of s split at sep, ” past either end; an empty sep
-// splits s into characters, as DuckDB's string_split.
+// end when negative) of s split at sep, empty past either end; an empty sep
+// splits s into characters, as DuckDB's string_split. The field is found
+// by walking s, never by splitting all of it (a slice of every field is 16
+// bytes for each character of repeat('a', n) split at 'a').
 func splitPartFunc(c *Ctx, ret arrow.DataType, args []compute.Datum, n int) (arrow.Array, error) {
 	return rowwise(c, ret, args, n, func(o *out, v []*vec, i int) {
 		s, sep, k := v[0].string(i), v[1].string(i), v[2].int64(i)
-		var parts []string
+		fields := int64(strings.Count(s, sep)) + 1
 		if sep == "" {
-			for _, r := range s {
-				parts = append(parts, string(r))
-			}
-			if s == "" {
-				parts = []string{""}
-			}
-		} else {
-			parts = strings.Split(s, sep)
+			fields = max(int64(utf8.RuneCountInString(s)), 1)
 		}
 		if k < 0 {
-			k = int64(len(parts)) + k + 1
+			k = fields + k + 1
 		}
-		if k < 1 || k > int64(len(parts)) {
+		if k < 1 || k > fields {
 			o.str("")
 			return
 		}
-		o.str(parts[k-1])
+		if sep == "" {
+			o.str(runes(s, k-1, k))
+			return
+		}
+		o.str(field(s, sep, k-1))
 	})
+}
+
+// field is the k-th (0-based) field of s split at sep (not empty), "" past
+// the last.
+func field(s, sep string, k int64) string {
+	for ; k > 0; k-- {
+		at := strings.Index(s, sep)
+		if at < 0 {
+			return ""
+		}
+		s = s[at+len(sep):]
+	}
+	if at := strings.Index(s, sep); at >= 0 {
+		return s[:at]
+	}
+	return s
 }
 
 // padFunc is lpad(s, n, fill) and rpad: s cut or padded with repeats of
@@ -190,7 +242,7 @@ func padFunc(right bool) ScalarFunc {
 			s, size, fill := v[0].string(i), max(v[1].int64(i), 0), v[2].string(i)
 			chars := int64(utf8.RuneCountInString(s))
 			if chars >= size {
-				o.str(string([]rune(s)[:size]))
+				o.str(runes(s, 0, size))
 				return
 			}
 			fr := []rune(fill)
@@ -226,12 +278,21 @@ func padFunc(right bool) ScalarFunc {
 	}
 }
 
+// reverseOp reverses s by character into a value of its own size (not 4
+// bytes a character); an invalid byte reads as U+FFFD, as []rune(s) has it.
 func reverseOp(s string) string {
-	r := []rune(s)
-	for i, j := 0, len(r)-1; i < j; i, j = i+1, j-1 {
-		r[i], r[j] = r[j], r[i]
+	var b strings.Builder
+	b.Grow(len(s))
+	for len(s) > 0 {
+		r, n := utf8.DecodeLastRuneInString(s)
+		if r == utf8.RuneError && n == 1 {
+			b.WriteRune(utf8.RuneError)
+		} else {
+			b.WriteString(s[len(s)-n:])
+		}
+		s = s[:len(s)-n]
 	}
-	return string(r)
+	return b.String()
 }
 
 // repeatFunc is repeat(s, n); the value's bytes are made room for before

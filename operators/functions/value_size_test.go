@@ -3,6 +3,7 @@ package functions
 import (
 	"errors"
 	"runtime"
+	"strings"
 	"testing"
 
 	"github.com/apache/arrow/go/v17/arrow"
@@ -131,5 +132,129 @@ func TestComputeAtTheLimitDoesNotPanic(t *testing.T) {
 	case <-budget.OverLimit():
 	default:
 		t.Errorf("an 800 KB kernel output in a 4 KiB budget: the budget holds %d bytes and does not say it is over its limit", budget.Used())
+	}
+}
+
+// TestStringsThatGrowAreSizedFirst: replace and regexp_replace can make a
+// value far larger than their arguments (every character of 50,000 made
+// 50,000 bytes), and split_part, split_index, substr, left, right and
+// reverse held a copy of their whole input per field or per character. Now
+// the growing ones know their value's bytes before building it (past a
+// column: an error; past the query's memory: its budget's refusal; nothing
+// built either way), the others walk their input, and every value is what
+// it was.
+func TestStringsThatGrowAreSizedFirst(t *testing.T) {
+	a50k, b50k, refs := strings.Repeat("a", 50_000), strings.Repeat("b", 50_000), strings.Repeat(`\0`, 50_000)
+	c := NewCtx(memory.NewGoAllocator())
+	for _, call := range [][]any{
+		{"replace", a50k, "a", b50k},
+		{"replace", a50k, "", b50k},
+		{"regexp_replace", a50k, "a", b50k, "g"},
+		{"regexp_replace", a50k, ".*", refs},
+		{"regexp_replace", a50k, "(a)", refs, "g"},
+	} {
+		var err error
+		got := allocated(func() { _, err = callString(t, c, call[0].(string), call[1:]...) })
+		if !errors.Is(err, ErrValueTooLarge) {
+			t.Errorf("%s %q: %v, want ErrValueTooLarge", call[0], call[2], err)
+		}
+		if got > 16<<20 { // the regular expression's own work on 50 KB aside
+			t.Errorf("%s %q: allocated %s refusing a value of gigabytes", call[0], call[2], dataflow.Bytes(int64(got)))
+		}
+	}
+
+	a2k, b2k := strings.Repeat("a", 2000), strings.Repeat("b", 2000)
+	for _, call := range [][]any{
+		{"replace", a2k, "a", b2k},
+		{"regexp_replace", a2k, "a", b2k, "g"},
+		{"regexp_replace", a2k, "a*", strings.Repeat(`\0`, 2000)},
+	} {
+		budget := dataflow.NewMemory("query q", 1<<20, nil)
+		bc := NewCtx(budget.Allocator(memory.NewGoAllocator()))
+		var refused any
+		got := allocated(func() {
+			defer func() { refused = recover() }()
+			_, _ = callString(t, bc, call[0].(string), call[1:]...)
+		})
+		var le *dataflow.LimitError
+		if err, ok := refused.(error); !ok || !errors.As(err, &le) {
+			t.Errorf("%s %q of 4 MB in a 1 MiB budget: %v, want its budget's refusal", call[0], call[2], refused)
+		}
+		if got > 1<<20 {
+			t.Errorf("%s %q of 4 MB in a 1 MiB budget allocated %s before it was refused", call[0], call[2], dataflow.Bytes(int64(got)))
+		}
+	}
+
+	a4m := strings.Repeat("a", 4<<20)
+	// What reading the argument costs (its scalar, broadcast: a call whose
+	// value is empty), then each call: that, three times its value (a
+	// builder grows by doubling) and a little.
+	var base uint64
+	for range 2 {
+		base = allocated(func() {
+			a, _ := callString(t, c, "split_part", a4m, "x", int64(2))
+			a.Release()
+		})
+	}
+	for _, call := range [][]any{
+		{"split_part", a4m, "a", int64(2)},
+		{"split_part", a4m, "", int64(-1)},
+		{"split_index", a4m, "a", int64(3)},
+		{"substr", a4m, int64(2), int64(3)},
+		{"left", a4m, int64(-2)},
+		{"right", a4m, int64(2)},
+		{"reverse", a4m},
+	} {
+		var err error
+		var a arrow.Array
+		got := allocated(func() { a, err = callString(t, c, call[0].(string), call[1:]...) })
+		if err != nil {
+			t.Fatalf("%s: %v", call[0], err)
+		}
+		value := uint64(len(a.(*array.String).Value(0)))
+		a.Release()
+		if limit := base + 3*value + 1<<20; got > limit {
+			t.Errorf("%s of a 4 MiB string allocated %s for a value of %s (its argument %s)", call[0], dataflow.Bytes(int64(got)), dataflow.Bytes(int64(value)), dataflow.Bytes(int64(base)))
+		}
+	}
+
+	for _, tc := range []struct {
+		call []any
+		want string
+	}{
+		{[]any{"replace", "abcabc", "b", "XY"}, "aXYcaXYc"},
+		{[]any{"replace", "héé", "é", "e"}, "hee"},
+		{[]any{"replace", "ab", "", "-"}, "-a-b-"},
+		{[]any{"regexp_replace", "abcabc", "(b)(c)", `\2\1\\`, "g"}, `acb\acb\`},
+		{[]any{"regexp_replace", "abcabc", "(b)(c)", `[\0\7]`}, "a[bc]abc"},
+		{[]any{"regexp_replace", "abc", "b", "$x"}, "a$xc"},
+		{[]any{"regexp_replace", "", "x*", "yy", "g"}, "yy"},
+		{[]any{"split_part", "a,b,,c", ",", int64(-2)}, ""},
+		{[]any{"split_part", "a,b,,c", ",", int64(4)}, "c"},
+		{[]any{"split_part", "a,b,,c", ",", int64(-4)}, "a"},
+		{[]any{"split_part", "a,b", ",", int64(3)}, ""},
+		{[]any{"split_part", "héllo", "", int64(2)}, "é"},
+		{[]any{"split_part", "", "", int64(1)}, ""},
+		{[]any{"split_index", "a::b::c", "::", int64(2)}, "c"},
+		{[]any{"substr", "héllo", int64(2), int64(3)}, "éll"},
+		{[]any{"substr", "héllo", int64(-3)}, "llo"},
+		{[]any{"left", "héllo", int64(-2)}, "hél"},
+		{[]any{"right", "héllo", int64(2)}, "lo"},
+		{[]any{"right", "héllo", int64(-1)}, "éllo"},
+		{[]any{"reverse", "héllo"}, "olléh"},
+		{[]any{"lpad", "héllo", int64(2), "*"}, "hé"},
+	} {
+		a, err := callString(t, c, tc.call[0].(string), tc.call[1:]...)
+		if err != nil {
+			t.Errorf("%v: %v", tc.call, err)
+			continue
+		}
+		if s := a.(*array.String).Value(0); s != tc.want {
+			t.Errorf("%v = %q, want %q", tc.call, s, tc.want)
+		}
+		a.Release()
+	}
+	if a, err := callString(t, c, "split_index", "a,b", ",", int64(2)); err != nil || !a.IsNull(0) {
+		t.Errorf("split_index past the last field: %v %v, want NULL", a, err)
 	}
 }
