@@ -107,9 +107,17 @@ func appendKey(buf []byte, v *vec, i int, desc, nullsFirst bool) []byte {
 	return buf
 }
 
-// sortKeyValue is the value a sort_key carries.
+// sortKeyValue is the value a sort_key carries. string_agg_sorted can be
+// called by name over any string: one too short to carry its length is its
+// own value.
 func sortKeyValue(k string) string {
+	if len(k) < 4 {
+		return k
+	}
 	n := int(binary.BigEndian.Uint32([]byte(k[len(k)-4:])))
+	if n > len(k)-4 {
+		return k
+	}
 	return k[len(k)-4-n : len(k)-4]
 }
 
