@@ -1,7 +1,10 @@
 package functions
 
 import (
+	"bytes"
 	"errors"
+	"image"
+	"image/png"
 	"runtime"
 	"strings"
 	"testing"
@@ -13,6 +16,7 @@ import (
 	"github.com/apache/arrow/go/v17/arrow/scalar"
 
 	"github.com/tierflow/tierflow/dataflow"
+	"github.com/tierflow/tierflow/operators/pixels/pixelstest"
 )
 
 // callString calls the string function name on scalar arguments (strings
@@ -256,5 +260,51 @@ func TestStringsThatGrowAreSizedFirst(t *testing.T) {
 	}
 	if a, err := callString(t, c, "split_index", "a,b", ",", int64(2)); err != nil || !a.IsNull(0) {
 		t.Errorf("split_index past the last field: %v %v, want NULL", a, err)
+	}
+}
+
+// crop_image decodes its frame within the query's budget: a frame whose
+// header states more pixels than the budget holds fails the call for its
+// memory, with nothing decoded (a PNG of 73 bytes stating 8000x8000 is 256
+// MB of pixels), while bytes that are not an image are a NULL row, and a
+// frame that fits is cut and its charge given back.
+func TestCropImageDecodesWithinTheBudget(t *testing.T) {
+	crop := func(c *Ctx, img []byte) (arrow.Array, error) {
+		fn, err := Builtins().Scalar("crop_image")
+		if err != nil {
+			t.Fatal(err)
+		}
+		ds := []compute.Datum{compute.NewDatum(scalar.NewBinaryScalar(memory.NewBufferBytes(img), arrow.BinaryTypes.Binary))}
+		for _, v := range []float64{0, 0, 2, 2} {
+			ds = append(ds, compute.NewDatum(scalar.NewFloat64Scalar(v)))
+		}
+		return fn(c, arrow.BinaryTypes.Binary, ds, 1)
+	}
+	budget := dataflow.NewMemory("query q", 16<<20, nil)
+	c := NewCtx(budget.Allocator(memory.NewGoAllocator()))
+	var err error
+	got := allocated(func() { _, err = crop(c, pixelstest.StatingPNG(t, 8000, 8000)) })
+	if !errors.Is(err, dataflow.ErrMemory) {
+		t.Errorf("crop_image of a frame stating 8000x8000 in a 16 MiB budget: %v, want its budget's refusal", err)
+	}
+	if got > 4<<20 {
+		t.Errorf("crop_image refused a frame after allocating %s", dataflow.Bytes(int64(got)))
+	}
+	a, err := crop(c, []byte("not an image"))
+	if err != nil || !a.IsNull(0) {
+		t.Errorf("crop_image of bytes that are not an image: %v, %v, want NULL", a, err)
+	}
+	a.Release()
+	var frame bytes.Buffer
+	if err := png.Encode(&frame, image.NewNRGBA(image.Rect(0, 0, 8, 8))); err != nil {
+		t.Fatal(err)
+	}
+	a, err = crop(c, frame.Bytes())
+	if err != nil || a.IsNull(0) {
+		t.Fatalf("crop_image of an 8x8 frame: %v, %v", a, err)
+	}
+	a.Release()
+	if used := budget.Used(); used != 0 {
+		t.Errorf("after the calls the budget holds %d bytes", used)
 	}
 }

@@ -1,6 +1,7 @@
 package ml
 
 import (
+	"errors"
 	"fmt"
 	"image"
 	"slices"
@@ -9,6 +10,7 @@ import (
 	"github.com/apache/arrow/go/v17/arrow/array"
 	"github.com/apache/arrow/go/v17/arrow/memory"
 
+	"github.com/tierflow/tierflow/dataflow"
 	"github.com/tierflow/tierflow/operators/pixels"
 )
 
@@ -97,7 +99,12 @@ func (s *ImageStep) Apply(mem memory.Allocator, rec arrow.Record) (arrow.Record,
 		}
 		// Through the worker's frame cache: crop_image, on this worker
 		// after the detector, cuts its boxes from the frame decoded here.
-		img, err := pixels.Shared.Decode(col.Value(r))
+		// Its pixels are charged to the query while the tensor is filled:
+		// a frame its memory cannot hold fails the batch, for its memory.
+		img, release, err := pixels.Shared.DecodeWithin(col.Value(r), mem)
+		if errors.Is(err, dataflow.ErrMemory) {
+			return nil, err
+		}
 		if err != nil {
 			failed[r] = true
 			nFailed++
@@ -106,6 +113,7 @@ func (s *ImageStep) Apply(mem memory.Allocator, rec arrow.Record) (arrow.Record,
 		}
 		var pl Placed
 		pl, s.scratch = s.prep.Fill(vals[r*size:(r+1)*size], img, s.scratch)
+		release()
 		copy(place[4*r:], []float32{float32(pl.SrcW), float32(pl.SrcH), float32(pl.ScaleX), float32(pl.ScaleY)})
 	}
 	var nulls *memory.Buffer

@@ -5,6 +5,8 @@ import (
 	"image"
 	"sync"
 	"sync/atomic"
+
+	"github.com/apache/arrow/go/v17/arrow/memory"
 )
 
 // Frames remembers the frames this process decoded last, by their encoded
@@ -46,8 +48,17 @@ var Shared = &Frames{MaxFrames: 16, MaxBytes: 64 << 20}
 
 // Decode is Decode(b), from the cache when b was decoded lately.
 func (f *Frames) Decode(b []byte) (image.Image, error) {
+	img, release, err := f.DecodeWithin(b, nil)
+	release()
+	return img, err
+}
+
+// DecodeWithin is DecodeWithin(b, mem), from the cache when b was decoded
+// lately: a frame the cache holds is the process's, bounded by MaxBytes,
+// and is charged to no query.
+func (f *Frames) DecodeWithin(b []byte, mem memory.Allocator) (image.Image, func(), error) {
 	if IsRaw(b) {
-		return Decode(b)
+		return DecodeWithin(b, mem)
 	}
 	f.mu.Lock()
 	for i := len(f.slots) - 1; i >= 0; i-- {
@@ -55,21 +66,21 @@ func (f *Frames) Decode(b []byte) (image.Image, error) {
 			img := s.img
 			f.mu.Unlock()
 			f.hits.Add(1)
-			return img, nil
+			return img, func() {}, nil
 		}
 	}
 	f.mu.Unlock()
 	f.misses.Add(1)
-	img, err := Decode(b)
+	img, release, err := DecodeWithin(b, mem)
 	if err != nil {
-		return nil, err
+		return nil, release, err
 	}
 	// What a slot holds is its pixels and the copy of its encoded bytes
 	// it is matched by: a noisy 4K PNG is tens of MB, and counting the
 	// pixels alone let 16 of them hold several times MaxBytes.
 	size := decodedSize(img) + int64(len(b))
 	if size > f.MaxBytes || f.MaxFrames <= 0 {
-		return img, nil
+		return img, release, nil
 	}
 	src := bytes.Clone(b)
 	f.mu.Lock()
@@ -81,7 +92,7 @@ func (f *Frames) Decode(b []byte) (image.Image, error) {
 	}
 	f.slots = append(f.slots, frame{src: src, img: img, size: size})
 	f.bytes += size
-	return img, nil
+	return img, release, nil
 }
 
 // Reset forgets every frame (a benchmark that reads the same frames again

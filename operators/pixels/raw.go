@@ -22,7 +22,10 @@ import (
 	_ "image/png"
 	"io"
 
+	"github.com/apache/arrow/go/v17/arrow/memory"
 	"golang.org/x/image/draw"
+
+	"github.com/tierflow/tierflow/dataflow"
 )
 
 // ErrImage: bytes that are not an image this package reads.
@@ -99,16 +102,67 @@ func decodeRaw(b []byte) (*image.RGBA, error) {
 }
 
 // Decode reads an image in the raw form or an encoded file (PNG, JPEG,
-// GIF).
+// GIF), within no query's budget (DecodeWithin).
 func Decode(b []byte) (image.Image, error) {
+	img, release, err := DecodeWithin(b, nil)
+	release()
+	return img, err
+}
+
+// DecodeWithin is Decode for a query whose budget mem charges (a
+// dataflow.Charger; any other mem charges nothing). An encoded image states
+// its size in its header, and a decoder allocates its pixels from that
+// before it reads them: a 100 KB PNG of zeros states 20000x20000 (1.6 GB
+// decoded). So the header is read first: an image past MaxRawPixels is
+// not an image this package reads, and the pixels of one within it are
+// charged to the query before they are decoded (refused, the error wraps
+// dataflow.ErrMemory). release gives them back once the caller is done with
+// the image; it is never nil.
+func DecodeWithin(b []byte, mem memory.Allocator) (_ image.Image, release func(), _ error) {
+	release = func() {}
 	if IsRaw(b) {
-		return decodeRaw(b)
+		img, err := decodeRaw(b) // its bytes are its pixels: nothing stated, nothing to bound
+		return img, release, err
+	}
+	cfg, _, err := image.DecodeConfig(bytes.NewReader(b))
+	if err != nil {
+		return nil, release, fmt.Errorf("%w: %d bytes: %w", ErrImage, len(b), err)
+	}
+	if cfg.Width <= 0 || cfg.Height <= 0 || uint64(cfg.Width)*uint64(cfg.Height) > MaxRawPixels {
+		return nil, release, fmt.Errorf("%w: %d bytes state %dx%d pixels, more than %d", ErrImage, len(b), cfg.Width, cfg.Height, MaxRawPixels)
+	}
+	if ch, ok := mem.(dataflow.Charger); ok {
+		n := int64(cfg.Width) * int64(cfg.Height) * bytesPerPixel(cfg.ColorModel)
+		if err := ch.Charge(n); err != nil {
+			return nil, release, fmt.Errorf("an image of %dx%d pixels: %w", cfg.Width, cfg.Height, err)
+		}
+		release = func() { ch.Uncharge(n) }
 	}
 	img, _, err := image.Decode(bytes.NewReader(b))
 	if err != nil {
-		return nil, fmt.Errorf("%w: %d bytes: %w", ErrImage, len(b), err)
+		release()
+		return nil, func() {}, fmt.Errorf("%w: %d bytes: %w", ErrImage, len(b), err)
 	}
-	return img, nil
+	return img, release, nil
+}
+
+// bytesPerPixel is what Go's decoders hold a pixel in, by the color model
+// a header states (a JPEG's YCbCr at most 3, 4:4:4); 8 for one not known.
+func bytesPerPixel(m color.Model) int64 {
+	switch m {
+	case color.GrayModel, color.AlphaModel:
+		return 1
+	case color.Gray16Model, color.Alpha16Model:
+		return 2
+	case color.YCbCrModel:
+		return 3
+	case color.RGBAModel, color.NRGBAModel, color.CMYKModel:
+		return 4
+	}
+	if _, ok := m.(color.Palette); ok {
+		return 1
+	}
+	return 8
 }
 
 // The raw form is an image format like the others to image.Decode and
