@@ -157,6 +157,15 @@ func (a *sortedStringAggAcc) Finish(mem memory.Allocator, gids []uint32) arrow.A
 		}
 		sorted := append([]string(nil), keys...)
 		sort.Strings(sorted)
+		// Room for the joined values first, as stringAggAcc.Finish.
+		size := int64(len(a.sep)) * int64(len(sorted)-1)
+		for _, k := range sorted {
+			size += int64(len(sortKeyValue(k)))
+		}
+		if !o.room(size) {
+			o.b.Release()
+			panic(o.err) // a value no column holds: the aggregate fails its query
+		}
 		b.Reset()
 		for j, k := range sorted {
 			if a.distinct && j > 0 && k == sorted[j-1] {

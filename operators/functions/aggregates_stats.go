@@ -278,12 +278,23 @@ func (a *stringAggAcc) Reset(g uint32) {
 	a.parts[g] = nil
 }
 
+// Finish joins each group's parts, made room for in the output (charged
+// to the query) before they are joined: the joined value is a copy of
+// the whole state, and was built in Go memory first.
 func (a *stringAggAcc) Finish(mem memory.Allocator, gids []uint32) arrow.Array {
 	o := newOut(mem, arrow.BinaryTypes.String, len(gids))
 	for _, g := range gids {
 		if len(a.parts[g]) == 0 {
 			o.null()
 			continue
+		}
+		size := int64(len(a.sep)) * int64(len(a.parts[g])-1)
+		for _, p := range a.parts[g] {
+			size += int64(len(p))
+		}
+		if !o.room(size) {
+			o.b.Release()
+			panic(o.err) // a value no column holds: the aggregate fails its query
 		}
 		o.str(strings.Join(a.parts[g], a.sep))
 	}

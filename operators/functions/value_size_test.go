@@ -308,3 +308,41 @@ func TestCropImageDecodesWithinTheBudget(t *testing.T) {
 		t.Errorf("after the calls the budget holds %d bytes", used)
 	}
 }
+
+// string_agg's result is a copy of its whole state: it is made room for in
+// the query's budget before it is joined (it was joined in Go memory
+// first, past any limit), with and without ORDER BY.
+func TestStringAggJoinsWithinTheBudget(t *testing.T) {
+	b := array.NewStringBuilder(memory.DefaultAllocator)
+	for range 64 {
+		b.Append(strings.Repeat("x", 64<<10))
+	}
+	col := b.NewArray()
+	defer col.Release()
+	for _, name := range []string{"string_agg", "string_agg_sorted"} {
+		acc, err := Builtins().NewAccumulator(name, false, arrow.BinaryTypes.String, arrow.BinaryTypes.String, ",")
+		if err != nil {
+			t.Fatal(err)
+		}
+		acc.Grow(1)
+		acc.Update(make([]uint32, col.Len()), col, 0)
+		budget := dataflow.NewMemory("query q", 1<<20, nil)
+		var refused any
+		got := allocated(func() {
+			defer func() { refused = recover() }()
+			acc.Finish(budget.Allocator(memory.NewGoAllocator()), []uint32{0})
+		})
+		var le *dataflow.LimitError
+		if err, ok := refused.(error); !ok || !errors.As(err, &le) {
+			t.Errorf("%s of 4 MiB in a 1 MiB budget: %v, want its budget's refusal", name, refused)
+		}
+		if got > 1<<20 {
+			t.Errorf("%s of 4 MiB in a 1 MiB budget allocated %s before it was refused", name, dataflow.Bytes(int64(got)))
+		}
+		a := acc.Finish(memory.NewGoAllocator(), []uint32{0})
+		if n := a.(*array.String).ValueLen(0); n != 64*(64<<10)+63 {
+			t.Errorf("%s: %d bytes, want every part and separator", name, n)
+		}
+		a.Release()
+	}
+}
