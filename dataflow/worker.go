@@ -202,7 +202,7 @@ func NewWorker(g *Graph, id int, cfg Config) (*Worker, error) {
 			logic, err := newInstance(spec, info)
 			if err != nil {
 				w.shutdown()
-				return nil, fmt.Errorf("%w: building %s[%d]: %w", ErrOperator, spec.Name, k, err)
+				return nil, fmt.Errorf("%w: building %s[%d]: %w", ErrOperator, spec.Name, k, BoundError(err))
 			}
 			if logic == nil {
 				w.shutdown()
@@ -589,7 +589,7 @@ func (in *instance) fail(what string, err error) error {
 		// already stopped) is its consequence, not a cause.
 		return cerr
 	}
-	return fmt.Errorf("%w: %s %s: %w", ErrOperator, in.name(), what, err)
+	return fmt.Errorf("%w: %s %s: %w", ErrOperator, in.name(), what, BoundError(err))
 }
 
 // room reports whether every local receiver queue of every output has room,
@@ -830,7 +830,7 @@ func (in *instance) close() error {
 	// Also when never opened: the constructor may already hold resources
 	// (files, records handed to a source).
 	if cerr := in.closeOp(); cerr != nil {
-		err = fmt.Errorf("%w: %s close: %w", ErrOperator, in.name(), cerr)
+		err = fmt.Errorf("%w: %s close: %w", ErrOperator, in.name(), BoundError(cerr))
 	}
 	for _, oes := range in.outs {
 		for _, oe := range oes {
@@ -945,7 +945,7 @@ func (oe *outEdge) send(in *instance, e Epoch, ingest int64, rec arrow.Record) e
 		parts := oe.parts[:n]
 		if err := oe.edge.Partition(rec, len(oe.chans), parts); err != nil {
 			rec.Release()
-			return fmt.Errorf("%w: %s: %w", ErrOperator, in.name(), err)
+			return fmt.Errorf("%w: %s: %w", ErrOperator, in.name(), BoundError(err))
 		}
 		split, err := Split(in.w.cfg.Allocator, rec, parts, len(oe.chans))
 		rec.Release()

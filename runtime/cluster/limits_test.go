@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/tierflow/tierflow/dataflow"
 	"github.com/tierflow/tierflow/operators/sinks"
 	"github.com/tierflow/tierflow/operators/sources/sourcestest"
 	"github.com/tierflow/tierflow/runtime/cluster"
@@ -463,6 +464,34 @@ func TestAParquetPageBombFailsForItsMemory(t *testing.T) {
 		t.Errorf("the worker allocated %d MiB reading a 48 MiB page under a 16 MiB limit", grew>>20)
 	}
 	out.Reset()
+	if _, err := client.Submit(ctx, f.Script, "", sinks.NewCSV(out)); err != nil {
+		t.Fatal(err)
+	}
+	if err := clustertest.SameRows(out.String(), f.Want); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// An error may quote a value, and a value may be megabytes: CAST of a
+// 10 MB string failed with all of it in the message, and the worker's
+// report of the failure, one NATS message past the server's payload
+// limit, never reached the coordinator, so the query stayed running and
+// its client waited. Now every failure's text is bounded where it leaves
+// the operator: the client hears the failure, with its beginning and end.
+func TestAFailureQuotingAHugeValueReachesTheClient(t *testing.T) {
+	f := clustertest.NewFixture(t, 100)
+	_, client := limited(t, deploy.Limits{RunTime: 120 * time.Second})
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	dir := t.TempDir()
+	_, err := client.Submit(ctx, script(dir, "cast", "SELECT CAST(repeat('x', 10000000) AS BIGINT) AS v;\n"), "", sinks.NewCSV(&strings.Builder{}))
+	if err == nil || ctx.Err() != nil {
+		t.Fatalf("%.300v (waited: %v): want the query's failure", err, ctx.Err())
+	}
+	if msg := err.Error(); !strings.Contains(msg, "CAST(repeat('x', 10000000) AS BIGINT)") || len(msg) > 2*dataflow.MaxErrorText {
+		t.Errorf("%d bytes: %.300q, want the failure within %d bytes", len(msg), msg, dataflow.MaxErrorText)
+	}
+	out := &strings.Builder{}
 	if _, err := client.Submit(ctx, f.Script, "", sinks.NewCSV(out)); err != nil {
 		t.Fatal(err)
 	}

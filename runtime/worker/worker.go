@@ -459,7 +459,7 @@ func (w *Worker) guard(subj string, h nats.MsgHandler) nats.MsgHandler {
 			if p := recover(); p != nil {
 				err := dataflow.Recovered("worker "+w.cfg.Name+" on "+m.Subject, p)
 				w.cfg.Log.Error("handler panicked", "subject", subj, "err", err, "stack", string(dataflow.PanicStack(err)))
-				reply(m, deploy.Ack{Error: err.Error()})
+				reply(m, deploy.Ack{Error: dataflow.BoundText(err.Error(), dataflow.MaxErrorText)})
 			}
 		}()
 		h(m)
@@ -512,13 +512,13 @@ func (w *Worker) onDeploy(m *nats.Msg) {
 	defer trace.StartRegion(context.Background(), "tierflow build").End()
 	var req deploy.DeployRequest
 	if err := json.Unmarshal(m.Data, &req); err != nil {
-		reply(m, deploy.Ack{Error: "bad deploy request: " + err.Error()})
+		reply(m, deploy.Ack{Error: dataflow.BoundText("bad deploy request: "+err.Error(), dataflow.MaxErrorText)})
 		return
 	}
 	trace.Log(context.Background(), "query", req.Query)
 	var ack deploy.Ack
 	if err := w.build(req, &ack); err != nil {
-		reply(m, deploy.Ack{Error: err.Error(), ErrorKind: deploy.KindOf(err)})
+		reply(m, deploy.Ack{Error: dataflow.BoundText(err.Error(), dataflow.MaxErrorText), ErrorKind: deploy.KindOf(err)})
 		return
 	}
 	reply(m, ack)
@@ -1007,6 +1007,8 @@ func (w *Worker) run(ctx context.Context, q *query) {
 	if derr := q.dt.Err(); err != nil && derr != nil {
 		err = fmt.Errorf("%w (relay: %v)", err, derr)
 	}
+	// Whatever failed, its report must fit one status message.
+	err = dataflow.BoundError(err)
 	if q.sinkHere {
 		cause := err
 		if errors.Is(err, context.Canceled) && !q.graceful.Load() {
