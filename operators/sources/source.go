@@ -104,15 +104,20 @@ func (r *Report) TakePositions() map[string]Positions {
 	return ps
 }
 
-// keep at most this many messages; the count keeps going.
-const maxMessages = 20
+// keep at most this many messages; the count keeps going. Each is cut to
+// maxMessageText: a bad row's message quotes its value (a field of
+// megabytes), and all of them travel in a worker's status message.
+const (
+	maxMessages    = 20
+	maxMessageText = dataflow.MaxErrorText / 4
+)
 
 func (r *Report) bad(err error) {
 	r.BadRows.Add(1)
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if len(r.msgs) < maxMessages {
-		r.msgs = append(r.msgs, err.Error())
+		r.msgs = append(r.msgs, dataflow.BoundText(err.Error(), maxMessageText))
 	}
 }
 

@@ -248,3 +248,27 @@ func TestSourceEpochsFollowTheWatermark(t *testing.T) {
 		}
 	}
 }
+
+// A bad row's message quotes its value, and a field may be megabytes: the
+// messages a report keeps (which travel in a worker's status message) are
+// each cut to maxMessageText, keeping where the row is and why.
+func TestBadRowMessagesAreBounded(t *testing.T) {
+	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
+	defer mem.AssertSize(t, 0)
+	path := write(t, "in.csv", "id,v\n1,5\n2,"+strings.Repeat("x", 3<<20)+"\n3,7\n")
+	schema := arrow.NewSchema([]arrow.Field{{Name: "id", Type: arrow.PrimitiveTypes.Int64}, {Name: "v", Type: arrow.PrimitiveTypes.Int64}}, nil)
+	rep := &Report{}
+	r, err := OpenCSV(path, schema, 2, Skip, rep)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rows := readAll(t, mem, r)
+	r.Close()
+	msgs := rep.Messages()
+	if len(rows) != 2 || len(msgs) != 1 {
+		t.Fatalf("rows %v, messages %d", rows, len(msgs))
+	}
+	if len(msgs[0]) > maxMessageText || !strings.Contains(msgs[0], path+":3:") || !strings.Contains(msgs[0], `"v"`) {
+		t.Errorf("%d bytes: %.200q, want the row's place and column within %d", len(msgs[0]), msgs[0], maxMessageText)
+	}
+}
