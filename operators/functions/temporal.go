@@ -148,11 +148,24 @@ func datePart(unit string, us int64) (int64, bool) {
 func toTimestampFunc(c *Ctx, ret arrow.DataType, args []compute.Datum, n int) (arrow.Array, error) {
 	fl := isFloat(args[0])
 	return rowwise(c, ret, args, n, func(o *out, v []*vec, i int) {
+		// Seconds past a TIMESTAMP's range (microseconds in an int64,
+		// about 292,000 years either way) are an error, as DuckDB's,
+		// not a wrapped value.
 		if fl {
-			o.i64(int64(math.Round(v[0].float64(i) * 1e6)))
-		} else {
-			o.i64(v[0].int64(i) * 1e6)
+			us := math.Round(v[0].float64(i) * 1e6)
+			if math.IsNaN(us) || us < math.MinInt64 || us >= math.MaxInt64 {
+				o.err = fmt.Errorf("%w: to_timestamp(%v): past the range of TIMESTAMP", ErrOverflow, v[0].float64(i))
+				return
+			}
+			o.i64(int64(us))
+			return
 		}
+		sec := v[0].int64(i)
+		if sec > math.MaxInt64/1_000_000 || sec < math.MinInt64/1_000_000 {
+			o.err = fmt.Errorf("%w: to_timestamp(%d): past the range of TIMESTAMP", ErrOverflow, sec)
+			return
+		}
+		o.i64(sec * 1e6)
 	})
 }
 
