@@ -1,6 +1,7 @@
 package eval
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"regexp"
@@ -13,6 +14,7 @@ import (
 	"github.com/apache/arrow/go/v17/arrow/memory"
 	"github.com/apache/arrow/go/v17/arrow/scalar"
 
+	"github.com/tierflow/tierflow/dataflow"
 	"github.com/tierflow/tierflow/operators/functions"
 	"github.com/tierflow/tierflow/planner/expr"
 )
@@ -36,6 +38,16 @@ type ExprError struct {
 
 func (e *ExprError) Error() string { return e.Expr + ": " + e.Err.Error() }
 func (e *ExprError) Unwrap() error { return e.Err }
+
+// QueryError blames the query (runtime/deploy's QueryError): an
+// expression that fails on a batch fails on it wherever it runs, so the
+// query fails at once with the reason and is never recovered onto another
+// worker; a coordinator waiting to see whether a lost worker caused the
+// failure held every such query 4 s. Not when the expression was refused
+// memory (a limit, which blames the query as such) or was stopped.
+func (e *ExprError) QueryError() bool {
+	return !errors.Is(e.Err, dataflow.ErrMemory) && !errors.Is(e.Err, context.Canceled) && !errors.Is(e.Err, context.DeadlineExceeded)
+}
 
 // Evaluator is a compiled expression. It is immutable and safe to share between
 // operator instances.

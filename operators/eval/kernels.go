@@ -190,7 +190,7 @@ func (p *Projection) Apply(c *functions.Ctx, rec arrow.Record) (arrow.Record, er
 			if xe := (*ExprError)(nil); errors.As(err, &xe) && xe.Expr == ev.String() {
 				return nil, err // it names the expression already
 			}
-			return nil, fmt.Errorf("%s: %w", ev, err)
+			return nil, &ExprError{Expr: ev.String(), Err: err}
 		}
 		cols[i] = a
 	}

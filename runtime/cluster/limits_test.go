@@ -499,3 +499,42 @@ func TestAFailureQuotingAHugeValueReachesTheClient(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// A query whose expression fails on its data fails the same way on any
+// worker: the coordinator ends it at once with the reason, as it does a
+// query past a limit, where it waited a worker's expiry and a heartbeat in
+// case a lost worker caused it (4 s with the defaults, 20 s here, before
+// the client heard). Its kind crosses to the client; it is not bad input.
+func TestAQueryWhoseExpressionFailsEndsAtOnce(t *testing.T) {
+	srv := clustertest.NATSServer(t)
+	cnc, wnc := clustertest.Connect(t, srv), clustertest.Connect(t, srv)
+	co, err := coordinator.Start(coordinator.Config{Conn: cnc, Heartbeat: 5 * time.Second,
+		Exec: cluster.ExecHooks(cnc, "", nil, 1), Placement: coordinator.PlaceRules})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { co.Close() })
+	inv := devices.Inventory{CPUs: 1}
+	w, err := worker.Start(context.Background(), worker.Config{Conn: wnc, Name: "w1", Tier: "edge", Inventory: &inv, Exec: cluster.ExecHooks(wnc, "", nil, 1)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { w.Close() })
+	client := coordinator.NewClient(clustertest.Connect(t, srv))
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	dir := t.TempDir()
+	os.WriteFile(filepath.Join(dir, "t.csv"), []byte("i\n9223372036854775807\n"), 0o644)
+	start := time.Now()
+	info, err := client.Submit(ctx, script(dir, "overflow", "CREATE TABLE t (i BIGINT) FROM FILE '"+dir+"/t.csv' FORMAT CSV;\nSELECT i + 1 AS j FROM t;\n"), "", sinks.NewCSV(&strings.Builder{}))
+	took := time.Since(start)
+	if err == nil || !strings.Contains(err.Error(), "integer overflow") {
+		t.Fatalf("%v: want the overflow", err)
+	}
+	if info.ErrorKind != deploy.KindQuery || errors.Is(err, deploy.ErrInput) {
+		t.Errorf("kind %q (input: %v), want %q", info.ErrorKind, errors.Is(err, deploy.ErrInput), deploy.KindQuery)
+	}
+	if took > 10*time.Second {
+		t.Errorf("the client heard of the failure after %v: the coordinator waited out the worker's expiry", took)
+	}
+}

@@ -14,7 +14,9 @@ import (
 
 // blames: a part's failure of this kind is the query's own fault (its
 // input, or a limit it went past): it fails once and is not recovered.
-func blames(kind string) bool { return kind == deploy.KindInput || kind == deploy.KindLimit }
+func blames(kind string) bool {
+	return kind == deploy.KindInput || kind == deploy.KindLimit || kind == deploy.KindQuery
+}
 
 // maxProblems bounds the bad-row messages a query's info keeps.
 const maxProblems = 10

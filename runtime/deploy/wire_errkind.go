@@ -22,6 +22,20 @@ const KindInput = "input"
 // another worker, which it would exhaust the same way.
 const KindLimit = "limit"
 
+// KindQuery is the error kind of a query whose own computation failed on
+// its data (an expression: an overflow, a cast of a value that does not
+// fit; QueryError): it fails the same way on any worker, so it fails at
+// once with the reason and is never recovered elsewhere. Not bad input
+// (the CLI exits 1, not 2).
+const KindQuery = "query"
+
+// QueryError is implemented by errors that blame the query's own
+// computation (operators/eval's ExprError), wherever in a chain they sit.
+type QueryError interface {
+	error
+	QueryError() bool
+}
+
 // ErrInput marks an error that came back from a worker or the coordinator
 // with kind KindInput.
 var ErrInput = errors.New("bad input")
@@ -35,7 +49,8 @@ type InputError interface {
 
 // KindOf classifies err for the wire: KindInput for a parse or bind error,
 // an unsupported construct, a file the query names that does not exist, or
-// an InputError; KindLimit for a resource limit (ErrLimit); "" for
+// an InputError; KindLimit for a resource limit (ErrLimit); KindQuery for
+// the failure of the query's own computation (a QueryError); "" for
 // everything else.
 func KindOf(err error) string {
 	if err == nil || errors.Is(err, planner.ErrInfeasible) {
@@ -54,6 +69,10 @@ func KindOf(err error) string {
 	if errors.Is(err, ErrLimit) || errors.Is(err, exec.ErrTooManyPartitions) {
 		return KindLimit
 	}
+	var qe QueryError
+	if errors.As(err, &qe) && qe.QueryError() {
+		return KindQuery
+	}
 	return ""
 }
 
@@ -68,6 +87,10 @@ func (e *remoteError) Error() string { return e.msg }
 func (e *remoteError) Is(target error) bool {
 	return target == ErrInput && e.kind == KindInput || target == ErrLimit && e.kind == KindLimit
 }
+
+// QueryError keeps KindQuery through the wire (it has no sentinel: the
+// CLI treats it as any failure).
+func (e *remoteError) QueryError() bool { return e.kind == KindQuery }
 
 // RemoteError rebuilds an error that crossed NATS as text and kind.
 func RemoteError(msg, kind string) error { return &remoteError{msg: msg, kind: kind} }

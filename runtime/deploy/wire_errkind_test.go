@@ -5,8 +5,11 @@ import (
 	"fmt"
 	"testing"
 
+	"github.com/tierflow/tierflow/dataflow"
 	"github.com/tierflow/tierflow/lang"
+	"github.com/tierflow/tierflow/operators/eval"
 	"github.com/tierflow/tierflow/operators/exec"
+	"github.com/tierflow/tierflow/operators/functions"
 )
 
 type blamed struct{}
@@ -14,7 +17,9 @@ type blamed struct{}
 func (blamed) Error() string    { return "model file missing" }
 func (blamed) InputError() bool { return true }
 
-// Errors that blame the query's input keep that kind through the wire's text.
+// Errors that blame the query (its input, a limit, its own computation)
+// keep that kind through the wire's text; an expression refused memory is
+// not the computation's failure (the worker makes it a limit).
 func TestErrorKindsCrossTheWire(t *testing.T) {
 	_, parseErr := lang.Parse("q.sql", "SELEC 1;")
 	for _, c := range []struct {
@@ -25,6 +30,8 @@ func TestErrorKindsCrossTheWire(t *testing.T) {
 		{fmt.Errorf("q.sql:1:8: %w: HOP join", exec.ErrUnsupported), KindInput},
 		{fmt.Errorf("build: %w", blamed{}), KindInput},
 		{fmt.Errorf("%w: query q holds 2 GiB", ErrLimit), KindLimit},
+		{fmt.Errorf("project[0] batch: %w", &eval.ExprError{Expr: "(i + 1)", Err: functions.ErrOverflow}), KindQuery},
+		{fmt.Errorf("project[0] batch: %w", &eval.ExprError{Expr: "repeat(s, 9)", Err: &dataflow.LimitError{Holder: "project[0]"}}), ""},
 		{errors.New("connection reset"), ""},
 		{nil, ""},
 	} {

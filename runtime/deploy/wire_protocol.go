@@ -233,7 +233,7 @@ type SubmitReply struct {
 	Query     string     `json:"query"`
 	Placement *Placement `json:"placement,omitempty"`
 	Error     string     `json:"error,omitempty"`
-	ErrorKind string     `json:"error_kind,omitempty"` // KindInput, KindLimit or ""
+	ErrorKind string     `json:"error_kind,omitempty"` // KindInput, KindLimit, KindQuery or ""
 }
 
 // DeployRequest gives one worker its part of a query.
@@ -370,7 +370,7 @@ type QueryInfo struct {
 	Owner     string    `json:"owner,omitempty"`
 	State     string    `json:"state"`
 	Error     string    `json:"error,omitempty"`
-	ErrorKind string    `json:"error_kind,omitempty"` // KindInput: the query's input is to blame; KindLimit: it went past a limit
+	ErrorKind string    `json:"error_kind,omitempty"` // KindInput: the query's input is to blame; KindLimit: it went past a limit; KindQuery: its own computation failed
 	Submitted time.Time `json:"submitted"`
 	// Started is when every worker had built its part and the sources were
 	// let go; Ended when the last worker finished (the run's window is
