@@ -4,6 +4,7 @@ import (
 	"errors"
 	"io/fs"
 
+	"github.com/tierflow/tierflow/dataflow"
 	"github.com/tierflow/tierflow/lang"
 	"github.com/tierflow/tierflow/operators/exec"
 	"github.com/tierflow/tierflow/planner"
@@ -24,9 +25,9 @@ const KindLimit = "limit"
 
 // KindQuery is the error kind of a query whose own computation failed on
 // its data (an expression: an overflow, a cast of a value that does not
-// fit; QueryError): it fails the same way on any worker, so it fails at
-// once with the reason and is never recovered elsewhere. Not bad input
-// (the CLI exits 1, not 2).
+// fit, a QueryError; or an operator that panicked): it fails the same way
+// on any worker, so it fails at once with the reason and is never
+// recovered elsewhere. Not bad input (the CLI exits 1, not 2).
 const KindQuery = "query"
 
 // QueryError is implemented by errors that blame the query's own
@@ -50,7 +51,8 @@ type InputError interface {
 // KindOf classifies err for the wire: KindInput for a parse or bind error,
 // an unsupported construct, a file the query names that does not exist, or
 // an InputError; KindLimit for a resource limit (ErrLimit); KindQuery for
-// the failure of the query's own computation (a QueryError); "" for
+// the failure of the query's own computation (a QueryError, or an operator
+// that panicked); "" for
 // everything else.
 func KindOf(err error) string {
 	if err == nil || errors.Is(err, planner.ErrInfeasible) {
@@ -69,8 +71,10 @@ func KindOf(err error) string {
 	if errors.Is(err, ErrLimit) || errors.Is(err, exec.ErrTooManyPartitions) {
 		return KindLimit
 	}
+	// An operator that panicked (a defect, met by this query's data) would
+	// panic the same on any worker.
 	var qe QueryError
-	if errors.As(err, &qe) && qe.QueryError() {
+	if errors.As(err, &qe) && qe.QueryError() || errors.Is(err, dataflow.ErrPanic) {
 		return KindQuery
 	}
 	return ""

@@ -32,6 +32,7 @@ func TestErrorKindsCrossTheWire(t *testing.T) {
 		{fmt.Errorf("%w: query q holds 2 GiB", ErrLimit), KindLimit},
 		{fmt.Errorf("project[0] batch: %w", &eval.ExprError{Expr: "(i + 1)", Err: functions.ErrOverflow}), KindQuery},
 		{fmt.Errorf("project[0] batch: %w", &eval.ExprError{Expr: "repeat(s, 9)", Err: &dataflow.LimitError{Holder: "project[0]"}}), ""},
+		{fmt.Errorf("aggregate[0]: %w", dataflow.Recovered("aggregate[0]", "slice bounds out of range")), KindQuery},
 		{errors.New("connection reset"), ""},
 		{nil, ""},
 	} {
