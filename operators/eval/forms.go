@@ -215,7 +215,7 @@ type likeNode struct {
 	fold    bool
 	negated bool
 	mu      sync.Mutex // guards cache: evaluators are shared by instances
-	cache   map[string]*regexp.Regexp
+	cache   functions.PatternCache
 }
 
 func (c *compiler) compileLike(e *expr.Like) (node, error) {
@@ -231,6 +231,9 @@ func (c *compiler) compileLike(e *expr.Like) (node, error) {
 			return n, nil
 		}
 		p := lit.Value.(string)
+		if err := functions.CheckPattern("LIKE", p); err != nil {
+			return nil, fmt.Errorf("%w: %v", ErrCompile, err)
+		}
 		m, err := matcher(p, n.fold)
 		if err != nil {
 			return nil, fmt.Errorf("%w: LIKE pattern %q: %v", ErrCompile, p, err)
@@ -352,27 +355,22 @@ func (n *likeNode) eval(c *functions.Ctx, rec arrow.Record) (compute.Datum, erro
 func (n *likeNode) regexp(p string) (*regexp.Regexp, error) {
 	n.mu.Lock()
 	defer n.mu.Unlock()
-	if re := n.cache[p]; re != nil {
+	if re := n.cache.Get(p); re != nil {
 		return re, nil
+	}
+	if err := functions.CheckPattern("LIKE", p); err != nil {
+		return nil, err
 	}
 	re, err := likeRegexp(p, n.fold)
 	if err != nil {
 		return nil, fmt.Errorf("LIKE pattern %q: %w", p, err)
 	}
-	if n.cache == nil || len(n.cache) >= likeCacheMax {
-		// Start over rather than grow: a column of distinct patterns
-		// (s LIKE s || '%') kept a compiled pattern per row for the whole
-		// query, 1.6 GB over 500,000 rows, none of it charged.
-		n.cache = map[string]*regexp.Regexp{}
-	}
-	n.cache[p] = re
+	// Bounded (functions.PatternCache): a column of distinct patterns (s
+	// LIKE s || '%') kept a compiled pattern per row for the whole query,
+	// 1.6 GB over 500,000 rows, none of it charged.
+	n.cache.Put(p, re)
 	return re, nil
 }
-
-// likeCacheMax bounds the patterns a LIKE keeps compiled: the few a pattern
-// column repeats (a table of patterns joined in) stay, and at a few KB a
-// pattern the cache holds a few MB at most.
-const likeCacheMax = 1024
 
 // caseNode evaluates every branch over the batch (branches cannot fail per row:
 // errors such as division by zero are NULL) and picks per row.

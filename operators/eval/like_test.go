@@ -5,6 +5,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/tierflow/tierflow/operators/functions"
 )
 
 // A literal LIKE pattern's matcher (pieces between '%' found with
@@ -95,13 +97,13 @@ func BenchmarkLikePieces(b *testing.B) {
 }
 
 // A LIKE whose pattern is a column compiles each distinct pattern once and
-// keeps at most likeCacheMax of them: a column of distinct patterns (s LIKE
+// keeps at most functions.PatternCacheEntries of them: a column of distinct patterns (s LIKE
 // s || '%') kept one per row for the whole query, 1.6 GB over 500,000 rows
 // outside the query's charged memory. A repeated pattern is still served
 // from the cache.
 func TestLikePatternCacheIsBounded(t *testing.T) {
 	n := &likeNode{}
-	for i := range 5 * likeCacheMax {
+	for i := range 5 * functions.PatternCacheEntries {
 		p := "k" + strings.Repeat("x", i%7) + "%" + string(rune('a'+i%26)) + strings.Repeat("y", i/26)
 		re, err := n.regexp(p)
 		if err != nil {
@@ -110,8 +112,8 @@ func TestLikePatternCacheIsBounded(t *testing.T) {
 		if s := "k" + strings.Repeat("x", i%7) + "zz" + string(rune('a'+i%26)) + strings.Repeat("y", i/26); !re.MatchString(s) {
 			t.Fatalf("%q LIKE %q: no match", s, p)
 		}
-		if len(n.cache) > likeCacheMax {
-			t.Fatalf("after %d patterns the cache holds %d, want at most %d", i+1, len(n.cache), likeCacheMax)
+		if held, _ := n.cache.Held(); held > functions.PatternCacheEntries {
+			t.Fatalf("after %d patterns the cache holds %d, want at most %d", i+1, held, functions.PatternCacheEntries)
 		}
 	}
 	a, _ := n.regexp("same%")

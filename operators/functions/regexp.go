@@ -17,14 +17,20 @@ import (
 // newline; 'g' is regexp_replace's and 'c' the default, case-sensitive).
 type regexps struct {
 	fn    string
-	cache map[string]*regexp.Regexp
+	cache PatternCache
 	err   error
 }
 
 func (r *regexps) get(pattern, opts string) *regexp.Regexp {
 	key := opts + "\x00" + pattern
-	if re, ok := r.cache[key]; ok {
+	if re := r.cache.Get(key); re != nil {
 		return re
+	}
+	if err := CheckPattern(r.fn, pattern); err != nil {
+		if r.err == nil {
+			r.err = err
+		}
+		return nil
 	}
 	flags := ""
 	for _, o := range opts {
@@ -52,10 +58,7 @@ func (r *regexps) get(pattern, opts string) *regexp.Regexp {
 		}
 		return nil
 	}
-	if r.cache == nil {
-		r.cache = map[string]*regexp.Regexp{}
-	}
-	r.cache[key] = re
+	r.cache.Put(key, re)
 	return re
 }
 

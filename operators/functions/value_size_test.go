@@ -3,6 +3,7 @@ package functions
 import (
 	"bytes"
 	"errors"
+	"fmt"
 	"image"
 	"image/png"
 	"runtime"
@@ -344,5 +345,37 @@ func TestStringAggJoinsWithinTheBudget(t *testing.T) {
 			t.Errorf("%s: %d bytes, want every part and separator", name, n)
 		}
 		a.Release()
+	}
+}
+
+// A compiled pattern costs about 150 bytes of Go memory a byte of its text,
+// none of it charged: a regexp function over a column of distinct 20 KB
+// patterns kept every one compiled for its batch (4,096 rows: 6.5 GB), and
+// one pattern of 3 MB took 500 MB to compile. A pattern past
+// MaxPatternBytes is refused as a bad argument before it is compiled, and
+// the call's cache keeps at most PatternCacheBytes of pattern text.
+func TestRegexpPatternsAreBounded(t *testing.T) {
+	c := NewCtx(memory.NewGoAllocator())
+	var err error
+	got := allocated(func() { _, err = callString(t, c, "regexp_replace", "a", strings.Repeat("a", 3<<20), "b") })
+	if !errors.Is(err, ErrBadArgument) || !strings.Contains(err.Error(), "more than 64.0 KiB") {
+		t.Errorf("a 3 MiB pattern: %v, want refused for its size", err)
+	}
+	if got > 16<<20 {
+		t.Errorf("refusing a 3 MiB pattern allocated %s", dataflow.Bytes(int64(got)))
+	}
+	rs := &regexps{fn: "regexp_matches"}
+	for i := range 60 { // 1.2 MB of patterns, past the cache's bound several times
+		p := strings.Repeat("a", 20<<10) + fmt.Sprint(i)
+		re := rs.get(p, "")
+		if re == nil || re.MatchString("a") { // (a long text would take the NFA pattern x text steps)
+			t.Fatalf("pattern %d: %v", i, rs.err)
+		}
+		if held, bytes := rs.cache.Held(); held > PatternCacheEntries || bytes > PatternCacheBytes {
+			t.Fatalf("after %d patterns of 20 KB the cache holds %d (%s)", i+1, held, dataflow.Bytes(int64(bytes)))
+		}
+	}
+	if a, b := rs.get("same", "i"), rs.get("same", "i"); a != b {
+		t.Error("a repeated pattern was compiled again")
 	}
 }
