@@ -22,3 +22,17 @@ func TestSubmittedBudgetIsAtMostTheDefault(t *testing.T) {
 		}
 	}
 }
+
+// A submitted script's SET planner.topo_orders and beam widths reach at
+// most maxSubmittedSearch times the optimizer's defaults; below that, and
+// unset (the defaults), they are as SET.
+func TestSubmittedSearchIsBounded(t *testing.T) {
+	got := submittedSearch(optimize.Options{TopoOrders: 1_000_000_000, BeamModelSelection: 2_000_000_000, BeamWorkerAssignment: 1 << 40})
+	if got.TopoOrders != maxSubmittedSearch*optimize.DefaultTopoOrders || got.BeamModelSelection != maxSubmittedSearch*optimize.DefaultBeam ||
+		got.BeamWorkerAssignment != maxSubmittedSearch*optimize.DefaultBeam {
+		t.Errorf("planned with %+v", got)
+	}
+	if got := submittedSearch(optimize.Options{TopoOrders: 50, BeamWorkerAssignment: 3}); got.TopoOrders != 50 || got.BeamWorkerAssignment != 3 || got.BeamModelSelection != 0 {
+		t.Errorf("planned with %+v, want the values SET", got)
+	}
+}

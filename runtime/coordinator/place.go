@@ -418,6 +418,7 @@ func (c *Coordinator) optimize(ctx context.Context, bound *logical.Plan, cat *ca
 		opts.Optimize.TimeBudget = b
 	}
 	opts.Optimize.TimeBudget = submittedBudget(opts.Optimize.TimeBudget)
+	opts.Optimize = submittedSearch(opts.Optimize)
 	opts.ClassMix = mix // a DATA AWARE query's live class mix (a data-aware policy's)
 	res, err := planner.PlanLogical(ctx, bound, cat, inf, opts)
 	if err != nil {
@@ -436,6 +437,23 @@ func (c *Coordinator) optimize(ctx context.Context, bound *logical.Plan, cat *ca
 // strategy held them for as long as the search ran.
 func submittedBudget(set time.Duration) time.Duration {
 	return min(set, optimize.DefaultTimeBudget) // zero or less: the strategy's default
+}
+
+// maxSubmittedSearch is how far past the optimizer's defaults a submitted
+// script's SET planner.topo_orders, beam_ms and beam_wa reach.
+const maxSubmittedSearch = 100
+
+// submittedSearch bounds the heuristic searches a submitted script SET:
+// their work grows with the counts a user types, not with the query (SET
+// planner.topo_orders = 1000000000 would hold a compiler 26 minutes trying
+// orders of a 5-operator query, and the prototype's strategy lists the
+// orders it tries), so each is at most maxSubmittedSearch times its
+// default, where the time budget bounds the exact ones.
+func submittedSearch(o optimize.Options) optimize.Options {
+	o.TopoOrders = min(o.TopoOrders, maxSubmittedSearch*optimize.DefaultTopoOrders)
+	o.BeamModelSelection = min(o.BeamModelSelection, maxSubmittedSearch*optimize.DefaultBeam)
+	o.BeamWorkerAssignment = min(o.BeamWorkerAssignment, maxSubmittedSearch*optimize.DefaultBeam)
+	return o
 }
 
 // discardWriter is the output of the coordinator's compile, which never runs.
