@@ -49,3 +49,14 @@ func WaitingParallel(n int) {
 		}
 	}
 }
+
+// Allocated is the Go heap allocated while f ran (runtime.MemStats'
+// TotalAlloc): what a test that bounds a call's memory measures. Other
+// goroutines' allocations count too, so a bound is a ceiling with room.
+func Allocated(f func()) uint64 {
+	var before, after runtime.MemStats
+	runtime.ReadMemStats(&before)
+	f()
+	runtime.ReadMemStats(&after)
+	return after.TotalAlloc - before.TotalAlloc
+}

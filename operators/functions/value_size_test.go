@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"image"
 	"image/png"
-	"runtime"
 	"strings"
 	"testing"
 
@@ -17,6 +16,7 @@ import (
 	"github.com/apache/arrow/go/v17/arrow/scalar"
 
 	"github.com/tierflow/tierflow/dataflow"
+	"github.com/tierflow/tierflow/internal/testenv"
 	"github.com/tierflow/tierflow/operators/pixels/pixelstest"
 )
 
@@ -40,13 +40,26 @@ func callString(t *testing.T, c *Ctx, name string, args ...any) (arrow.Array, er
 	return fn(c, arrow.BinaryTypes.String, ds, 1)
 }
 
-// allocated is the Go heap allocated while f ran.
-func allocated(f func()) uint64 {
-	var before, after runtime.MemStats
-	runtime.ReadMemStats(&before)
-	f()
-	runtime.ReadMemStats(&after)
-	return after.TotalAlloc - before.TotalAlloc
+// stringCall is a call of a string function and the value it gives.
+type stringCall struct {
+	call []any
+	want string
+}
+
+// checkStrings makes each call and checks its value.
+func checkStrings(t *testing.T, c *Ctx, calls []stringCall) {
+	t.Helper()
+	for _, tc := range calls {
+		a, err := callString(t, c, tc.call[0].(string), tc.call[1:]...)
+		if err != nil {
+			t.Errorf("%v: %v", tc.call, err)
+			continue
+		}
+		if s := a.(*array.String).Value(0); s != tc.want {
+			t.Errorf("%v = %q, want %q", tc.call, s, tc.want)
+		}
+		a.Release()
+	}
 }
 
 // TestStringFunctionsSizeTheirValueFirst: repeat, lpad and rpad know a
@@ -66,7 +79,7 @@ func TestStringFunctionsSizeTheirValueFirst(t *testing.T) {
 		{"rpad", "x", int64(1) << 62, "é"},
 	} {
 		var err error
-		got := allocated(func() { _, err = callString(t, c, call[0].(string), call[1:]...) })
+		got := testenv.Allocated(func() { _, err = callString(t, c, call[0].(string), call[1:]...) })
 		if !errors.Is(err, ErrValueTooLarge) {
 			t.Errorf("%v: %v, want ErrValueTooLarge", call, err)
 		}
@@ -78,7 +91,7 @@ func TestStringFunctionsSizeTheirValueFirst(t *testing.T) {
 	budget := dataflow.NewMemory("query q", 1<<20, nil)
 	bc := NewCtx(budget.Allocator(memory.NewGoAllocator()))
 	var refused any
-	got := allocated(func() {
+	got := testenv.Allocated(func() {
 		defer func() { refused = recover() }()
 		_, _ = callString(t, bc, "repeat", "x", int64(50_000_000))
 	})
@@ -90,27 +103,14 @@ func TestStringFunctionsSizeTheirValueFirst(t *testing.T) {
 		t.Errorf("repeat('x', 5e7) in a 1 MiB budget allocated %s before it was refused", dataflow.Bytes(int64(got)))
 	}
 
-	for _, tc := range []struct {
-		call []any
-		want string
-	}{
+	checkStrings(t, c, []stringCall{
 		{[]any{"repeat", "ab", int64(3)}, "ababab"},
 		{[]any{"lpad", "é", int64(4), "ab"}, "abaé"},
 		{[]any{"rpad", "ab", int64(5), "xy"}, "abxyx"},
 		{[]any{"lpad", "héllo", int64(3), "*"}, "hél"},
 		{[]any{"rpad", "ab", int64(4), "ü"}, "abüü"},
 		{[]any{"lpad", "ab", int64(5), ""}, "ab"},
-	} {
-		a, err := callString(t, c, tc.call[0].(string), tc.call[1:]...)
-		if err != nil {
-			t.Errorf("%v: %v", tc.call, err)
-			continue
-		}
-		if s := a.(*array.String).Value(0); s != tc.want {
-			t.Errorf("%v = %q, want %q", tc.call, s, tc.want)
-		}
-		a.Release()
-	}
+	})
 }
 
 // TestComputeAtTheLimitDoesNotPanic: Arrow's compute kernels allocate on a
@@ -159,7 +159,7 @@ func TestStringsThatGrowAreSizedFirst(t *testing.T) {
 		{"regexp_replace", a50k, "(a)", refs, "g"},
 	} {
 		var err error
-		got := allocated(func() { _, err = callString(t, c, call[0].(string), call[1:]...) })
+		got := testenv.Allocated(func() { _, err = callString(t, c, call[0].(string), call[1:]...) })
 		if !errors.Is(err, ErrValueTooLarge) {
 			t.Errorf("%s %q: %v, want ErrValueTooLarge", call[0], call[2], err)
 		}
@@ -177,7 +177,7 @@ func TestStringsThatGrowAreSizedFirst(t *testing.T) {
 		budget := dataflow.NewMemory("query q", 1<<20, nil)
 		bc := NewCtx(budget.Allocator(memory.NewGoAllocator()))
 		var refused any
-		got := allocated(func() {
+		got := testenv.Allocated(func() {
 			defer func() { refused = recover() }()
 			_, _ = callString(t, bc, call[0].(string), call[1:]...)
 		})
@@ -196,7 +196,7 @@ func TestStringsThatGrowAreSizedFirst(t *testing.T) {
 	// builder grows by doubling) and a little.
 	var base uint64
 	for range 2 {
-		base = allocated(func() {
+		base = testenv.Allocated(func() {
 			a, _ := callString(t, c, "split_part", a4m, "x", int64(2))
 			a.Release()
 		})
@@ -212,7 +212,7 @@ func TestStringsThatGrowAreSizedFirst(t *testing.T) {
 	} {
 		var err error
 		var a arrow.Array
-		got := allocated(func() { a, err = callString(t, c, call[0].(string), call[1:]...) })
+		got := testenv.Allocated(func() { a, err = callString(t, c, call[0].(string), call[1:]...) })
 		if err != nil {
 			t.Fatalf("%s: %v", call[0], err)
 		}
@@ -223,10 +223,7 @@ func TestStringsThatGrowAreSizedFirst(t *testing.T) {
 		}
 	}
 
-	for _, tc := range []struct {
-		call []any
-		want string
-	}{
+	checkStrings(t, c, []stringCall{
 		{[]any{"replace", "abcabc", "b", "XY"}, "aXYcaXYc"},
 		{[]any{"replace", "héé", "é", "e"}, "hee"},
 		{[]any{"replace", "ab", "", "-"}, "-a-b-"},
@@ -248,17 +245,7 @@ func TestStringsThatGrowAreSizedFirst(t *testing.T) {
 		{[]any{"right", "héllo", int64(-1)}, "éllo"},
 		{[]any{"reverse", "héllo"}, "olléh"},
 		{[]any{"lpad", "héllo", int64(2), "*"}, "hé"},
-	} {
-		a, err := callString(t, c, tc.call[0].(string), tc.call[1:]...)
-		if err != nil {
-			t.Errorf("%v: %v", tc.call, err)
-			continue
-		}
-		if s := a.(*array.String).Value(0); s != tc.want {
-			t.Errorf("%v = %q, want %q", tc.call, s, tc.want)
-		}
-		a.Release()
-	}
+	})
 	if a, err := callString(t, c, "split_index", "a,b", ",", int64(2)); err != nil || !a.IsNull(0) {
 		t.Errorf("split_index past the last field: %v %v, want NULL", a, err)
 	}
@@ -284,7 +271,7 @@ func TestCropImageDecodesWithinTheBudget(t *testing.T) {
 	budget := dataflow.NewMemory("query q", 16<<20, nil)
 	c := NewCtx(budget.Allocator(memory.NewGoAllocator()))
 	var err error
-	got := allocated(func() { _, err = crop(c, pixelstest.StatingPNG(t, 8000, 8000)) })
+	got := testenv.Allocated(func() { _, err = crop(c, pixelstest.StatingPNG(t, 8000, 8000)) })
 	if !errors.Is(err, dataflow.ErrMemory) {
 		t.Errorf("crop_image of a frame stating 8000x8000 in a 16 MiB budget: %v, want its budget's refusal", err)
 	}
@@ -329,7 +316,7 @@ func TestStringAggJoinsWithinTheBudget(t *testing.T) {
 		acc.Update(make([]uint32, col.Len()), col, 0)
 		budget := dataflow.NewMemory("query q", 1<<20, nil)
 		var refused any
-		got := allocated(func() {
+		got := testenv.Allocated(func() {
 			defer func() { refused = recover() }()
 			acc.Finish(budget.Allocator(memory.NewGoAllocator()), []uint32{0})
 		})
@@ -357,7 +344,7 @@ func TestStringAggJoinsWithinTheBudget(t *testing.T) {
 func TestRegexpPatternsAreBounded(t *testing.T) {
 	c := NewCtx(memory.NewGoAllocator())
 	var err error
-	got := allocated(func() { _, err = callString(t, c, "regexp_replace", "a", strings.Repeat("a", 3<<20), "b") })
+	got := testenv.Allocated(func() { _, err = callString(t, c, "regexp_replace", "a", strings.Repeat("a", 3<<20), "b") })
 	if !errors.Is(err, ErrBadArgument) || !strings.Contains(err.Error(), "more than 64.0 KiB") {
 		t.Errorf("a 3 MiB pattern: %v, want refused for its size", err)
 	}

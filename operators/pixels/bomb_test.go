@@ -5,23 +5,14 @@ import (
 	"errors"
 	"image"
 	"image/png"
-	"runtime"
 	"testing"
 
 	"github.com/apache/arrow/go/v17/arrow/memory"
 
 	"github.com/tierflow/tierflow/dataflow"
+	"github.com/tierflow/tierflow/internal/testenv"
 	"github.com/tierflow/tierflow/operators/pixels/pixelstest"
 )
-
-func allocated(f func()) uint64 {
-	runtime.GC()
-	var before, after runtime.MemStats
-	runtime.ReadMemStats(&before)
-	f()
-	runtime.ReadMemStats(&after)
-	return after.TotalAlloc - before.TotalAlloc
-}
 
 // An encoded image's header states its size, and Go's decoders allocate
 // the pixels it states before reading them: a PNG of a few dozen bytes
@@ -34,7 +25,7 @@ func allocated(f func()) uint64 {
 func TestAnImageIsSizedByItsHeaderBeforeItIsDecoded(t *testing.T) {
 	huge := pixelstest.StatingPNG(t, 30000, 30000)
 	var err error
-	if got := allocated(func() { _, err = Decode(huge) }); got > 1<<20 {
+	if got := testenv.Allocated(func() { _, err = Decode(huge) }); got > 1<<20 {
 		t.Errorf("a %d-byte PNG stating 30000x30000: allocated %s", len(huge), dataflow.Bytes(int64(got)))
 	}
 	if !errors.Is(err, ErrImage) {
@@ -46,7 +37,7 @@ func TestAnImageIsSizedByItsHeaderBeforeItIsDecoded(t *testing.T) {
 		budget := dataflow.NewMemory("query q", 16<<20, nil)
 		mem := budget.Allocator(memory.NewGoAllocator())
 		var release func()
-		if got := allocated(func() { _, release, err = decode(big, mem) }); got > 1<<20 {
+		if got := testenv.Allocated(func() { _, release, err = decode(big, mem) }); got > 1<<20 {
 			t.Errorf("a PNG stating 8000x8000 in a 16 MiB budget: allocated %s", dataflow.Bytes(int64(got)))
 		}
 		release()

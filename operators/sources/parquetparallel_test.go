@@ -3,7 +3,6 @@ package sources
 import (
 	"errors"
 	"fmt"
-	"os"
 	"path/filepath"
 	"reflect"
 	"runtime"
@@ -17,6 +16,7 @@ import (
 	"github.com/apache/arrow/go/v17/parquet/pqarrow"
 
 	"github.com/tierflow/tierflow/dataflow"
+	"github.com/tierflow/tierflow/operators/sources/sourcestest"
 )
 
 // manyGroups writes n rows in row groups of 100: ids, strings (every 137th
@@ -47,20 +47,7 @@ func manyGroups(t *testing.T, n int) (string, *arrow.Schema) {
 	rec := b.NewRecord()
 	defer rec.Release()
 	p := filepath.Join(t.TempDir(), "g.parquet")
-	f, err := os.Create(p)
-	if err != nil {
-		t.Fatal(err)
-	}
-	w, err := pqarrow.NewFileWriter(schema, f, parquet.NewWriterProperties(parquet.WithMaxRowGroupLength(100)), pqarrow.NewArrowWriterProperties(pqarrow.WithStoreSchema()))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := w.Write(rec); err != nil {
-		t.Fatal(err)
-	}
-	if err := w.Close(); err != nil {
-		t.Fatal(err)
-	}
+	sourcestest.WriteParquet(t, p, rec, parquet.NewWriterProperties(parquet.WithMaxRowGroupLength(100)), pqarrow.NewArrowWriterProperties(pqarrow.WithStoreSchema()))
 	return p, schema
 }
 

@@ -2,7 +2,6 @@ package sources
 
 import (
 	"context"
-	"os"
 	"path/filepath"
 	"testing"
 	"time"
@@ -14,6 +13,8 @@ import (
 	"github.com/apache/arrow/go/v17/parquet"
 	"github.com/apache/arrow/go/v17/parquet/file"
 	"github.com/apache/arrow/go/v17/parquet/pqarrow"
+
+	"github.com/tierflow/tierflow/operators/sources/sourcestest"
 )
 
 // writeStoredFile writes DATE, DECIMAL(9,2) (INT32), DECIMAL(15,2) (INT64)
@@ -45,21 +46,8 @@ func writeStoredFile(t *testing.T, rows, group int) (string, *arrow.Schema) {
 	rec := b.NewRecord()
 	defer rec.Release()
 	path := filepath.Join(t.TempDir(), "stored.parquet")
-	f, err := os.Create(path)
-	if err != nil {
-		t.Fatal(err)
-	}
 	props := parquet.NewWriterProperties(parquet.WithMaxRowGroupLength(int64(group)), parquet.WithStoreDecimalAsInteger(true))
-	w, err := pqarrow.NewFileWriter(schema, f, props, pqarrow.NewArrowWriterProperties())
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := w.Write(rec); err != nil {
-		t.Fatal(err)
-	}
-	if err := w.Close(); err != nil {
-		t.Fatal(err)
-	}
+	sourcestest.WriteParquet(t, path, rec, props, pqarrow.NewArrowWriterProperties())
 	return path, schema
 }
 

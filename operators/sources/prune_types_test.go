@@ -3,7 +3,6 @@ package sources
 import (
 	"fmt"
 	"math/big"
-	"os"
 	"path/filepath"
 	"testing"
 	"time"
@@ -15,6 +14,8 @@ import (
 	"github.com/apache/arrow/go/v17/parquet"
 	"github.com/apache/arrow/go/v17/parquet/file"
 	"github.com/apache/arrow/go/v17/parquet/pqarrow"
+
+	"github.com/tierflow/tierflow/operators/sources/sourcestest"
 )
 
 // pruneCase is one Parquet logical type: how row i's value is built, and
@@ -116,22 +117,9 @@ func writePruneFile(t *testing.T, c pruneCase) string {
 	rec := b.NewRecord()
 	defer rec.Release()
 	path := filepath.Join(t.TempDir(), "t.parquet")
-	f, err := os.Create(path)
-	if err != nil {
-		t.Fatal(err)
-	}
 	props := parquet.NewWriterProperties(parquet.WithMaxRowGroupLength(pruneRows), parquet.WithStats(true),
 		parquet.WithStoreDecimalAsInteger(true), parquet.WithDictionaryDefault(false))
-	w, err := pqarrow.NewFileWriter(schema, f, props, pqarrow.NewArrowWriterProperties())
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := w.Write(rec); err != nil {
-		t.Fatal(err)
-	}
-	if err := w.Close(); err != nil {
-		t.Fatal(err)
-	}
+	sourcestest.WriteParquet(t, path, rec, props, pqarrow.NewArrowWriterProperties())
 	return path
 }
 

@@ -1,10 +1,11 @@
 package expr
 
 import (
-	"runtime"
 	"testing"
 
 	"github.com/apache/arrow/go/v17/arrow"
+
+	"github.com/tierflow/tierflow/internal/testenv"
 )
 
 // chain is a+a+...+a with n additions, left-deep as the binder makes it.
@@ -17,23 +18,14 @@ func chain(n int) Expr {
 	return e
 }
 
-// allocated is the bytes f allocates.
-func allocated(f func()) uint64 {
-	var before, after runtime.MemStats
-	runtime.ReadMemStats(&before)
-	f()
-	runtime.ReadMemStats(&after)
-	return after.TotalAlloc - before.TotalAlloc
-}
-
 // String of an expression is linear in its size: each level concatenating
 // its children's strings copied O(n^2) bytes, and a 150,000-term a+a+...
 // (a column named by its expression) took minutes to name.
 func TestStringIsLinear(t *testing.T) {
 	small, large := chain(2_500), chain(10_000)
 	var s1, s2 string
-	a1 := allocated(func() { s1 = small.String() })
-	a2 := allocated(func() { s2 = large.String() })
+	a1 := testenv.Allocated(func() { s1 = small.String() })
+	a2 := testenv.Allocated(func() { s2 = large.String() })
 	if len(s2) < 4*len(s1)-16 {
 		t.Fatalf("strings of %d and %d bytes", len(s1), len(s2))
 	}

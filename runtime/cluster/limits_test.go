@@ -25,9 +25,15 @@ import (
 // limited starts a coordinator with limits and one worker.
 func limited(t *testing.T, l deploy.Limits) (*coordinator.Coordinator, *coordinator.Client) {
 	t.Helper()
+	return limitedBeating(t, l, 200*time.Millisecond)
+}
+
+// limitedBeating is limited with the workers' heartbeat interval.
+func limitedBeating(t *testing.T, l deploy.Limits, heartbeat time.Duration) (*coordinator.Coordinator, *coordinator.Client) {
+	t.Helper()
 	srv := clustertest.NATSServer(t)
 	cnc, wnc := clustertest.Connect(t, srv), clustertest.Connect(t, srv)
-	co, err := coordinator.Start(coordinator.Config{Conn: cnc, Heartbeat: 200 * time.Millisecond, Limits: l,
+	co, err := coordinator.Start(coordinator.Config{Conn: cnc, Heartbeat: heartbeat, Limits: l,
 		Exec: cluster.ExecHooks(cnc, "", nil, 1), Placement: coordinator.PlaceRules})
 	if err != nil {
 		t.Fatal(err)
@@ -185,13 +191,7 @@ func TestLimitMemory(t *testing.T) {
 	}
 	// The same query with room runs.
 	_, roomy := limited(t, deploy.Limits{MemoryBytes: 256 << 20, RowsInFlight: 500})
-	out := &strings.Builder{}
-	if _, err := roomy.Submit(ctx, f.Script, "", sinks.NewCSV(out)); err != nil {
-		t.Fatal(err)
-	}
-	if err := clustertest.SameRows(out.String(), f.Want); err != nil {
-		t.Fatal(err)
-	}
+	answersTheFixture(ctx, t, roomy, f)
 }
 
 // A standalone SELECT DISTINCT holds a row per distinct value: on a table
@@ -407,13 +407,7 @@ func TestReferencesThatMultiplyAreRefusedAtSubmit(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), "bomb.sql:41:27") || !strings.Contains(err.Error(), "WITH c39 makes the plan larger than") {
 		t.Fatalf("%v: want refused at bomb.sql:41:27 for the plan's size", err)
 	}
-	out := &strings.Builder{}
-	if _, err := client.Submit(ctx, f.Script, "", sinks.NewCSV(out)); err != nil {
-		t.Fatal(err)
-	}
-	if err := clustertest.SameRows(out.String(), f.Want); err != nil {
-		t.Fatal(err)
-	}
+	answersTheFixture(ctx, t, client, f)
 }
 
 // A stream over a glob reads its files at once, a partition each: 3,000
@@ -463,13 +457,7 @@ func TestAParquetPageBombFailsForItsMemory(t *testing.T) {
 	if grew := after.TotalAlloc - before.TotalAlloc; grew > 32<<20 {
 		t.Errorf("the worker allocated %d MiB reading a 48 MiB page under a 16 MiB limit", grew>>20)
 	}
-	out.Reset()
-	if _, err := client.Submit(ctx, f.Script, "", sinks.NewCSV(out)); err != nil {
-		t.Fatal(err)
-	}
-	if err := clustertest.SameRows(out.String(), f.Want); err != nil {
-		t.Fatal(err)
-	}
+	answersTheFixture(ctx, t, client, f)
 }
 
 // An error may quote a value, and a value may be megabytes: CAST of a
@@ -491,13 +479,7 @@ func TestAFailureQuotingAHugeValueReachesTheClient(t *testing.T) {
 	if msg := err.Error(); !strings.Contains(msg, "CAST(repeat('x', 10000000) AS BIGINT)") || len(msg) > 2*dataflow.MaxErrorText {
 		t.Errorf("%d bytes: %.300q, want the failure within %d bytes", len(msg), msg, dataflow.MaxErrorText)
 	}
-	out := &strings.Builder{}
-	if _, err := client.Submit(ctx, f.Script, "", sinks.NewCSV(out)); err != nil {
-		t.Fatal(err)
-	}
-	if err := clustertest.SameRows(out.String(), f.Want); err != nil {
-		t.Fatal(err)
-	}
+	answersTheFixture(ctx, t, client, f)
 }
 
 // A query whose expression fails on its data fails the same way on any
@@ -506,21 +488,7 @@ func TestAFailureQuotingAHugeValueReachesTheClient(t *testing.T) {
 // case a lost worker caused it (4 s with the defaults, 20 s here, before
 // the client heard). Its kind crosses to the client; it is not bad input.
 func TestAQueryWhoseExpressionFailsEndsAtOnce(t *testing.T) {
-	srv := clustertest.NATSServer(t)
-	cnc, wnc := clustertest.Connect(t, srv), clustertest.Connect(t, srv)
-	co, err := coordinator.Start(coordinator.Config{Conn: cnc, Heartbeat: 5 * time.Second,
-		Exec: cluster.ExecHooks(cnc, "", nil, 1), Placement: coordinator.PlaceRules})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { co.Close() })
-	inv := devices.Inventory{CPUs: 1}
-	w, err := worker.Start(context.Background(), worker.Config{Conn: wnc, Name: "w1", Tier: "edge", Inventory: &inv, Exec: cluster.ExecHooks(wnc, "", nil, 1)})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { w.Close() })
-	client := coordinator.NewClient(clustertest.Connect(t, srv))
+	_, client := limitedBeating(t, deploy.Limits{}, 5*time.Second)
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
 	dir := t.TempDir()
@@ -536,5 +504,18 @@ func TestAQueryWhoseExpressionFailsEndsAtOnce(t *testing.T) {
 	}
 	if took > 10*time.Second {
 		t.Errorf("the client heard of the failure after %v: the coordinator waited out the worker's expiry", took)
+	}
+}
+
+// answersTheFixture submits f's script through client and checks its rows:
+// the cluster still serves after whatever came before.
+func answersTheFixture(ctx context.Context, t *testing.T, client *coordinator.Client, f clustertest.Fixture) {
+	t.Helper()
+	out := &strings.Builder{}
+	if _, err := client.Submit(ctx, f.Script, "", sinks.NewCSV(out)); err != nil {
+		t.Fatal(err)
+	}
+	if err := clustertest.SameRows(out.String(), f.Want); err != nil {
+		t.Fatal(err)
 	}
 }

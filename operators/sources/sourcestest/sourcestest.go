@@ -28,13 +28,24 @@ func ParquetPageBomb(t *testing.T, rows int) (string, int64) {
 	defer rec.Release()
 	col.Release()
 	path := filepath.Join(t.TempDir(), "bomb.parquet")
+	WriteParquet(t, path, rec, parquet.NewWriterProperties(parquet.WithDictionaryDefault(false), parquet.WithCompression(compress.Codecs.Zstd),
+		parquet.WithDataPageSize(1<<30), parquet.WithMaxRowGroupLength(int64(rows)), parquet.WithStats(false)), pqarrow.DefaultWriterProps())
+	st, err := os.Stat(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return path, st.Size()
+}
+
+// WriteParquet writes rec to a Parquet file at path with props (the
+// writer's) and arrowProps (how Arrow types are stored).
+func WriteParquet(t testing.TB, path string, rec arrow.Record, props *parquet.WriterProperties, arrowProps pqarrow.ArrowWriterProperties) {
+	t.Helper()
 	f, err := os.Create(path)
 	if err != nil {
 		t.Fatal(err)
 	}
-	props := parquet.NewWriterProperties(parquet.WithDictionaryDefault(false), parquet.WithCompression(compress.Codecs.Zstd),
-		parquet.WithDataPageSize(1<<30), parquet.WithMaxRowGroupLength(int64(rows)), parquet.WithStats(false))
-	w, err := pqarrow.NewFileWriter(schema, f, props, pqarrow.DefaultWriterProps())
+	w, err := pqarrow.NewFileWriter(rec.Schema(), f, props, arrowProps)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -44,9 +55,4 @@ func ParquetPageBomb(t *testing.T, rows int) (string, int64) {
 	if err := w.Close(); err != nil {
 		t.Fatal(err)
 	}
-	st, err := os.Stat(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return path, st.Size()
 }
