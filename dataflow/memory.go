@@ -128,7 +128,7 @@ func NewMemory(name string, limit int64, parent *Memory) *Memory {
 	m := &Memory{name: name, limit: limit, over: make(chan struct{})}
 	m.parent.Store(parent)
 	m.arrow = m.Account("arrow buffers")
-	m.relay = m.Account("relay and decoded messages")
+	m.relay = m.Account("relay frames, decoded messages and images")
 	return m
 }
 
@@ -414,7 +414,7 @@ func ReadAhead(mem memory.Allocator) int64 {
 
 // Charge counts n bytes the budget's query holds that no allocator of its
 // made (a record decoded in place of its message, a frame kept until its
-// ack), until Uncharge. It refuses, with a *LimitError, growth past the
+// ack, an image's decoded pixels), until Uncharge. It refuses, with a *LimitError, growth past the
 // limit.
 func (b *budgetAllocator) Charge(n int64) error { return b.m.relay.grow(n, true) }
 
