@@ -35,19 +35,19 @@ type boundedError struct {
 func (e *boundedError) Error() string { return e.text }
 func (e *boundedError) Unwrap() error { return e.err }
 
-// BoundText is s within max bytes: its beginning (where an error says what
-// failed) and its end (the innermost cause's last words), with how many
-// bytes were left out between them, cut at character boundaries.
-func BoundText(s string, max int) string {
-	if len(s) <= max {
+// BoundText is s within limit bytes: its beginning (where an error says
+// what failed) and its end (the innermost cause's last words), with how
+// many bytes were left out between them, cut at character boundaries.
+func BoundText(s string, limit int) string {
+	if len(s) <= limit {
 		return s
 	}
-	tail := max / 8
-	head := max - tail - 64 // room for the note
+	tail := limit / 8
+	head := max(limit-tail-64, 0) // room for the note
 	for head > 0 && !utf8.RuneStart(s[head]) {
 		head--
 	}
-	from := len(s) - tail
+	from := max(len(s)-tail, head)
 	for from < len(s) && !utf8.RuneStart(s[from]) {
 		from++
 	}

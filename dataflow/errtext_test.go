@@ -29,6 +29,9 @@ func TestBoundErrorKeepsItsEndsAndItsChain(t *testing.T) {
 	if !errors.Is(err, ErrMemory) || !errors.As(err, &le) {
 		t.Errorf("the bounded error no longer wraps its cause")
 	}
+	if got := BoundText(strings.Repeat("é", 100), 10); !utf8.ValidString(got) || !strings.Contains(got, "left out") {
+		t.Errorf("a bound shorter than the note: %q", got)
+	}
 	short := errors.New("short")
 	if BoundError(short) != short || BoundError(nil) != nil {
 		t.Errorf("an error that fits is changed")
