@@ -48,6 +48,14 @@ func dateTruncFunc(c *Ctx, ret arrow.DataType, args []compute.Datum, n int) (arr
 			o.i64(micros(time.Date(t.Year(), t.Month()-(t.Month()-1)%3, 1, 0, 0, 0, 0, time.UTC)))
 		case "year":
 			o.i64(micros(time.Date(t.Year(), 1, 1, 0, 0, 0, 0, time.UTC)))
+		case "decade", "century", "millennium", "millenium":
+			// DuckDB's: the year cut to the unit's multiple (1992 is in the
+			// century 1900 and the millennium 1000, not SQL's 1901 and 1001).
+			step := map[string]int{"decade": 10, "century": 100}[unit]
+			if step == 0 {
+				step = 1000
+			}
+			o.i64(micros(time.Date(t.Year()/step*step, 1, 1, 0, 0, 0, 0, time.UTC)))
 		default:
 			bad = unit
 			o.null()

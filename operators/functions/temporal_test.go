@@ -4,6 +4,7 @@ import (
 	"errors"
 	"math"
 	"testing"
+	"time"
 
 	"github.com/apache/arrow/go/v17/arrow"
 	"github.com/apache/arrow/go/v17/arrow/array"
@@ -46,5 +47,28 @@ func TestToTimestampPastItsRangeIsAnError(t *testing.T) {
 		if us, err := call(tc.s); err != nil || us != tc.want {
 			t.Errorf("to_timestamp(%v) = %d, %v: want %d", tc.s, us, err, tc.want)
 		}
+	}
+}
+
+// date_trunc's decade, century and millennium are DuckDB's: the year cut to
+// a multiple of 10, 100 or 1000 (1992 is in the century 1900 and the
+// millennium 1000, where SQL's centuries begin in 1901).
+func TestDateTruncPastTheYear(t *testing.T) {
+	fn, err := Builtins().Scalar("date_trunc")
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := NewCtx(memory.NewGoAllocator())
+	at := time.Date(1992, 3, 7, 13, 4, 5, 0, time.UTC).UnixMicro()
+	for unit, want := range map[string]int{"decade": 1990, "century": 1900, "millennium": 1000, "millenium": 1000} {
+		a, err := fn(c, arrow.FixedWidthTypes.Timestamp_us, []compute.Datum{compute.NewDatum(scalar.NewStringScalar(unit)),
+			compute.NewDatum(scalar.NewTimestampScalar(arrow.Timestamp(at), arrow.FixedWidthTypes.Timestamp_us))}, 1)
+		if err != nil {
+			t.Fatalf("%s: %v", unit, err)
+		}
+		if got := time.UnixMicro(int64(a.(*array.Timestamp).Value(0))).UTC(); got != time.Date(want, 1, 1, 0, 0, 0, 0, time.UTC) {
+			t.Errorf("date_trunc('%s', 1992-03-07) = %v, want %d-01-01", unit, got, want)
+		}
+		a.Release()
 	}
 }
