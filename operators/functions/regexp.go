@@ -100,7 +100,7 @@ func regexpReplaceFunc(c *Ctx, ret arrow.DataType, args []compute.Datum, n int) 
 			return
 		}
 		s, repl := v[0].string(i), v[2].string(i)
-		tmpl, shape := goTemplate(repl), replacementShape(repl)
+		tmpl, shape := goTemplate(repl)
 		if strings.ContainsRune(opts, 'g') {
 			if !o.room(shape.allBound(re, s)) {
 				return
@@ -126,24 +126,6 @@ func regexpReplaceFunc(c *Ctx, ret arrow.DataType, args []compute.Datum, n int) 
 type replacement struct {
 	lits int64
 	refs [10]int64
-}
-
-// replacementShape reads r as goTemplate does.
-func replacementShape(r string) replacement {
-	var p replacement
-	for i := 0; i < len(r); i++ {
-		switch {
-		case r[i] == '\\' && i+1 < len(r) && r[i+1] >= '0' && r[i+1] <= '9':
-			p.refs[r[i+1]-'0']++
-			i++
-		case r[i] == '\\' && i+1 < len(r) && r[i+1] == '\\':
-			p.lits++
-			i++
-		default:
-			p.lits++
-		}
-	}
-	return p
 }
 
 // expanded is the bytes of the replacement of the match m (submatch
@@ -186,24 +168,29 @@ func (p replacement) allBound(re *regexp.Regexp, s string) int64 {
 }
 
 // goTemplate turns an RE2 replacement (\1, \\ for a backslash) into Go's
-// (${1}, $$ for a dollar).
-func goTemplate(r string) string {
+// (${1}, $$ for a dollar), and says what it writes per match.
+func goTemplate(r string) (string, replacement) {
 	var b strings.Builder
+	var p replacement
 	for i := 0; i < len(r); i++ {
 		switch {
 		case r[i] == '$':
 			b.WriteString("$$")
+			p.lits++
 		case r[i] == '\\' && i+1 < len(r) && r[i+1] >= '0' && r[i+1] <= '9':
 			b.WriteString("${" + string(r[i+1]) + "}")
+			p.refs[r[i+1]-'0']++
 			i++
 		case r[i] == '\\' && i+1 < len(r) && r[i+1] == '\\':
 			b.WriteByte('\\')
+			p.lits++
 			i++
 		default:
 			b.WriteByte(r[i])
+			p.lits++
 		}
 	}
-	return b.String()
+	return b.String(), p
 }
 
 // checked fails the call on a bad pattern or option, releasing the result.

@@ -2,7 +2,6 @@ package sources
 
 import (
 	"math"
-	"os"
 	"path/filepath"
 	"testing"
 	"time"
@@ -12,6 +11,8 @@ import (
 	"github.com/apache/arrow/go/v17/arrow/memory"
 	"github.com/apache/arrow/go/v17/parquet"
 	"github.com/apache/arrow/go/v17/parquet/pqarrow"
+
+	"github.com/tierflow/tierflow/operators/sources/sourcestest"
 )
 
 // writeStatsFile writes rows rows in row groups of group rows:
@@ -53,20 +54,7 @@ func writeStatsFile(t *testing.T, rows, group, parts int) string {
 	rec := b.NewRecord()
 	defer rec.Release()
 	path := filepath.Join(t.TempDir(), "stats.parquet")
-	f, err := os.Create(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	w, err := pqarrow.NewFileWriter(schema, f, parquet.NewWriterProperties(parquet.WithMaxRowGroupLength(int64(group))), pqarrow.NewArrowWriterProperties(pqarrow.WithStoreSchema()))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := w.Write(rec); err != nil {
-		t.Fatal(err)
-	}
-	if err := w.Close(); err != nil {
-		t.Fatal(err)
-	}
+	sourcestest.WriteParquet(t, path, rec, parquet.NewWriterProperties(parquet.WithMaxRowGroupLength(int64(group))), pqarrow.NewArrowWriterProperties(pqarrow.WithStoreSchema()))
 	return path
 }
 

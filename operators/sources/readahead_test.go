@@ -3,7 +3,6 @@ package sources
 import (
 	"errors"
 	"fmt"
-	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -15,6 +14,7 @@ import (
 	"github.com/apache/arrow/go/v17/parquet/pqarrow"
 
 	"github.com/tierflow/tierflow/dataflow"
+	"github.com/tierflow/tierflow/operators/sources/sourcestest"
 )
 
 // readAheadCSV is a file of n rows of ~40 bytes: an id, a name, a value.
@@ -170,19 +170,6 @@ func readAheadParquet(t *testing.T, n, group int) string {
 	rec := b.NewRecord()
 	defer rec.Release()
 	p := filepath.Join(t.TempDir(), "ahead.parquet")
-	f, err := os.Create(p)
-	if err != nil {
-		t.Fatal(err)
-	}
-	w, err := pqarrow.NewFileWriter(readAheadSchema, f, parquet.NewWriterProperties(parquet.WithMaxRowGroupLength(int64(group))), pqarrow.NewArrowWriterProperties())
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := w.Write(rec); err != nil {
-		t.Fatal(err)
-	}
-	if err := w.Close(); err != nil {
-		t.Fatal(err)
-	}
+	sourcestest.WriteParquet(t, p, rec, parquet.NewWriterProperties(parquet.WithMaxRowGroupLength(int64(group))), pqarrow.NewArrowWriterProperties())
 	return p
 }
