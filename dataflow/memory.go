@@ -447,6 +447,17 @@ func (a *Account) Name() string { return a.name }
 // Held is what the account holds.
 func (a *Account) Held() int64 { return a.held.Load() }
 
+// Budget is what the account's budget holds, all its accounts together,
+// and its limit (0: none; a nil account has neither): an operator whose
+// state is records other accounts were charged for (a join's table, by
+// the scans that made it) reads from it how full its query is.
+func (a *Account) Budget() (used, limit int64) {
+	if a == nil || a.m == nil {
+		return 0, 0
+	}
+	return a.m.Used(), a.m.Limit()
+}
+
 // Grow charges n more bytes, or refuses them with a *LimitError (wrapping
 // ErrMemory) when the budget, or its parent's, would pass its limit.
 func (a *Account) Grow(n int64) error { return a.grow(n, true) }

@@ -18,7 +18,8 @@ import (
 
 // SpillJoin is a join of two bounded inputs (left: input 0, probed; right:
 // input 1, built) whose build side stays under a memory limit. While the
-// right rows it holds take at most Limit bytes it is a StreamTableJoin. Past
+// right rows it holds, and the left rows that came before the right side
+// ended, take at most Limit bytes it is a StreamTableJoin. Past
 // that it becomes a grace hash join: right rows, and then left rows, go to
 // SpillPartitions pairs of Arrow IPC files by a hash of their join keys
 // (cast to the common key type, so equal keys land in the same pair), and
@@ -33,11 +34,15 @@ type SpillJoin struct {
 	limit       int64
 	stats       *SpillStats
 
-	mem         memory.Allocator
-	j           *HashJoin // partitions rows, and joins while nothing spilled
-	table       []arrow.Record
-	tableBytes  int64
-	waiting     []arrow.Record // left rows that came before the right side ended
+	mem   memory.Allocator
+	j     *HashJoin // partitions rows, and joins while nothing spilled
+	table []arrow.Record
+	// heldBytes: the right rows held and the left rows waiting for
+	// them, both past the limit spill (the left rows that came first
+	// are as much held as the table).
+	heldBytes   int64
+	acct        *dataflow.Account // the query's budget (over)
+	waiting     []arrow.Record    // left rows that came before the right side ended
 	waitingAt   []dataflow.Epoch
 	built       bool // in memory: the table is indexed
 	rightDone   bool
@@ -63,7 +68,7 @@ func NewSpillJoin(spec JoinSpec, left, right *arrow.Schema, fns *functions.Regis
 }
 
 func (s *SpillJoin) Open(ctx *dataflow.Context, cap *dataflow.Capability) error {
-	s.mem = ctx.Allocator()
+	s.mem, s.acct = ctx.Allocator(), ctx.Memory()
 	j, err := NewHashJoin(s.mem, s.spec, s.left, s.right, s.fns)
 	if err != nil {
 		return err
@@ -85,8 +90,8 @@ func (s *SpillJoin) OnBatch(ctx *dataflow.Context, input int, b dataflow.Batch, 
 			return s.write(s.build, rec, true)
 		}
 		s.table = append(s.table, rec)
-		s.tableBytes += arrowx.RecordBytes(rec)
-		if s.tableBytes > s.limit {
+		s.heldBytes += arrowx.RecordBytes(rec)
+		if s.over() {
 			return s.spill()
 		}
 		return nil
@@ -101,7 +106,24 @@ func (s *SpillJoin) OnBatch(ctx *dataflow.Context, input int, b dataflow.Batch, 
 	}
 	s.waiting = append(s.waiting, rec)
 	s.waitingAt = append(s.waitingAt, b.Epoch)
+	if s.heldBytes += arrowx.RecordBytes(rec); s.over() {
+		return s.spill()
+	}
 	return nil
+}
+
+// over reports whether the rows held must go to disk: past the limit, or
+// with the query's budget more than half full. The rows held were charged
+// to the operators that made them, which the budget refuses past its
+// limit (failing the query), not to the join: it spills while the other
+// half is left to the batches in flight and to the partition it joins
+// when it reads the spill back (deploy.Limits.SpillBytes).
+func (s *SpillJoin) over() bool {
+	if s.heldBytes > s.limit {
+		return true
+	}
+	used, limit := s.acct.Budget()
+	return limit > 0 && used > limit/2
 }
 
 // spill moves the right rows held, and the left rows waiting, to the
@@ -132,7 +154,7 @@ func (s *SpillJoin) spill() error {
 		s.stats.Spills.Add(1)
 	}
 	table, waiting := s.table, s.waiting
-	s.table, s.waiting, s.waitingAt, s.tableBytes = nil, nil, nil, 0
+	s.table, s.waiting, s.waitingAt, s.heldBytes = nil, nil, nil, 0
 	defer releaseAll(table)
 	defer releaseAll(waiting)
 	for _, r := range table {

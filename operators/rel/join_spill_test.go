@@ -10,6 +10,7 @@ import (
 	"github.com/apache/arrow/go/v17/arrow/memory"
 
 	"github.com/tierflow/tierflow/dataflow"
+	"github.com/tierflow/tierflow/dataflow/builtin"
 	"github.com/tierflow/tierflow/operators/functions"
 	"github.com/tierflow/tierflow/planner/expr"
 )
@@ -103,4 +104,86 @@ func joinInputs(t *testing.T, mem memory.Allocator, batches [][][]any, epochs []
 		right = append(right, dataflow.Batch{Record: makeRecord(t, mem, tableSchema, table[i:i+min(250, len(table)-i)])})
 	}
 	return left, right
+}
+
+// TestSpillJoinSpillsWhenItsQueryIsHalfFull: the rows a join holds were
+// charged to the operators that made them, so the query's budget refuses
+// those, not the join, and the query fails before the join's own limit
+// is reached (a cluster's worker sets it to half the query's memory). The
+// join spills once its query's budget is more than half full, whatever
+// its own limit, and answers as the in-memory join does.
+func TestSpillJoinSpillsWhenItsQueryIsHalfFull(t *testing.T) {
+	t.Setenv("TMPDIR", t.TempDir())
+	rng := rand.New(rand.NewSource(11))
+	var table [][]any
+	for i := range 3000 {
+		table = append(table, []any{int64(rng.Intn(1000)), fmt.Sprint("n", i)})
+	}
+	rows, batches, epochs := streamRows(rng, 2000, 64, 50_000)
+	for _, r := range rows {
+		if r[0] != nil {
+			r[0] = int64(rng.Intn(1200))
+		}
+	}
+	spec := joinOn(t, 5, colK, &expr.Column{Index: 5, Name: "id", DataType: arrow.PrimitiveTypes.Int32})
+	// A residual that keeps about 1 match in 25: the output, which the
+	// budget counts as well, stays small beside the inputs.
+	few, err := expr.Builtins().NewCall("greater", colV, &expr.Literal{Value: int64(75), DataType: expr.Int64})
+	if err != nil {
+		t.Fatal(err)
+	}
+	spec.Residual = few
+	// run joins the inputs made within a budget of limit bytes (0: none).
+	run := func(mk func() dataflow.Operator, limit int64) [][]any {
+		mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
+		q := dataflow.NewMemory("query", limit, nil)
+		left, right := joinInputs(t, q.Allocator(mem), batches, epochs, table)
+		g := &dataflow.Graph{Query: "j"}
+		l := g.AddOperator(dataflow.OperatorSpec{Name: "left", Outputs: 1, New: func(dataflow.Instance) (dataflow.Operator, error) { return builtin.NewSliceSource(left), nil }})
+		r := g.AddOperator(dataflow.OperatorSpec{Name: "right", Outputs: 1, New: func(dataflow.Instance) (dataflow.Operator, error) { return builtin.NewSliceSource(right), nil }})
+		op := g.AddOperator(dataflow.OperatorSpec{Name: "join", Inputs: 2, Outputs: 1, New: func(dataflow.Instance) (dataflow.Operator, error) { return mk(), nil }})
+		// The sink reads each batch's rows and lets it go: the join's
+		// output holds no part of the budget.
+		var got [][]any
+		sink := g.AddOperator(dataflow.OperatorSpec{Name: "sink", Inputs: 1, New: func(dataflow.Instance) (dataflow.Operator, error) {
+			return builtin.NewSink(func(b dataflow.Batch) error {
+				got = append(got, recordRows([]arrow.Record{b.Record})...)
+				return nil
+			}), nil
+		}})
+		g.Connect(l, 0, op, 0)
+		g.Connect(r, 0, op, 1)
+		g.Connect(op, 0, sink, 0)
+		ws, err := dataflow.BuildLocal(g, dataflow.Config{Allocator: q.Allocator(mem), Memory: q})
+		if err == nil {
+			err = dataflow.StepUntilDone(ws, 1_000_000)
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		mem.AssertSize(t, 0)
+		return got
+	}
+	// The inputs, made before the run, are charged to the query from the
+	// start: 3/2 of their bytes is a budget two thirds full.
+	sized := dataflow.NewMemory("query", 0, nil)
+	left, right := joinInputs(t, sized.Allocator(memory.NewGoAllocator()), batches, epochs, table)
+	inputs := sized.Used()
+	for _, b := range append(left, right...) {
+		b.Record.Release()
+	}
+	want := run(func() dataflow.Operator {
+		return NewStreamTableJoin(spec, streamSchema, tableSchema, functions.Builtins(), nil)
+	}, 0)
+	st := &SpillStats{}
+	got := run(func() dataflow.Operator {
+		return NewSpillJoin(spec, streamSchema, tableSchema, functions.Builtins(), 1<<30, st)
+	}, inputs*3/2)
+	if len(want) == 0 {
+		t.Fatal("the in-memory join gave no rows")
+	}
+	sameRows(t, "join in a query two thirds full", got, want)
+	if st.Spills.Load() != 1 {
+		t.Errorf("%d spills, want 1: the query's budget was past half full", st.Spills.Load())
+	}
 }
