@@ -784,7 +784,7 @@ func (b *builder) join(n *logical.Join, at func(error) error) (int, *arrow.Schem
 		// Both sides end, so a table past the limit can wait on disk with
 		// the probe rows until they do.
 		limit, st := b.opts.MemoryLimit, b.q.joins
-		op := b.add("join (spills past the memory limit)", 2, func() (dataflow.Operator, error) {
+		op := b.add(SpillingJoin, 2, func() (dataflow.Operator, error) {
 			return rel.NewSpillJoin(spec, ls, rs, fns, limit, st), nil
 		})
 		b.g.Connect(l, 0, op, 0)

@@ -150,6 +150,15 @@ func (b *builder) twoPhase(n *logical.Aggregate, in int, parallelIn bool, schema
 	return b.finish(fop, ph), true
 }
 
+// The names of the operators that keep their state under
+// Options.MemoryLimit: a GROUP BY's (followed by the projection that
+// finishes it) and a join of two tables'. On a cluster the placement
+// treats them as the aggregate and the join they stand for.
+const (
+	SpillingAggregate = "aggregate (spills past the memory limit)"
+	SpillingJoin      = "join (spills past the memory limit)"
+)
+
 // spilling builds a GROUP BY without a window that keeps its state under
 // Options.MemoryLimit (rel.SpillAggregate).
 func (b *builder) spilling(n *logical.Aggregate, in int, schema, out *arrow.Schema) (int, bool) {
@@ -158,7 +167,7 @@ func (b *builder) spilling(n *logical.Aggregate, in int, schema, out *arrow.Sche
 		return 0, false
 	}
 	fns, limit, st := b.opts.Functions, b.opts.MemoryLimit, b.q.spills
-	op := b.add("aggregate (spills past the memory limit)", 1, func() (dataflow.Operator, error) {
+	op := b.add(SpillingAggregate, 1, func() (dataflow.Operator, error) {
 		return rel.NewSpillAggregate(ph.partial, ph.final, schema, fns, limit, st), nil
 	})
 	b.g.Connect(in, 0, op, 0)

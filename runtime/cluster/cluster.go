@@ -93,6 +93,9 @@ type Options struct {
 	// Evidence is the SneakPeek estimator the data-aware policies weigh
 	// each row's variants by (nil: profiled accuracy).
 	Evidence dataaware.Evidence
+	// Limits bound every query as `tierflow coordinator --max-...` does
+	// (coordinator.Config.Limits); zero fields are unlimited.
+	Limits deploy.Limits
 	// EvidenceDir is where Evidence came from (tierflow worker --evidence):
 	// worker processes load it themselves.
 	EvidenceDir string
@@ -222,7 +225,7 @@ func startCore(o *Options) (*Cluster, error) {
 	}
 	c.coCfg = coordinator.Config{Conn: nc, Infra: o.Infra, Catalog: o.Catalog, Heartbeat: o.Heartbeat, Metrics: o.Metrics, Log: o.Log,
 		Exec: ExecHooks(nc, o.OrtLib, nil, 1), Placement: o.Placement, Policies: o.Policies,
-		CheckModelArgs: ModelArgChecks(o.OrtLib), Namespace: o.Namespace}
+		CheckModelArgs: ModelArgChecks(o.OrtLib), Namespace: o.Namespace, Limits: o.Limits}
 	co, err := coordinator.Start(c.coCfg)
 	if err != nil {
 		c.Close()

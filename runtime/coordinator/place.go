@@ -343,7 +343,7 @@ func (c *Coordinator) execOptions(variants map[string]string) exec.Options {
 	// The compile only shapes the graph: it runs none of a user's
 	// subqueries (their answers are the workers' to compute, within the
 	// query's memory).
-	eo := exec.Options{Output: discardWriter{}, Stdout: io.Discard, ShapeOnly: true}
+	eo := exec.Options{Output: discardWriter{}, Stdout: io.Discard, ShapeOnly: true, MemoryLimit: c.cfg.Limits.SpillBytes()}
 	if c.cfg.Exec != nil {
 		c.cfg.Exec(&eo, deploy.ExecPart{Variants: variants})
 	}

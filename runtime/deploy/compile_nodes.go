@@ -5,6 +5,7 @@ import (
 	"strings"
 
 	"github.com/tierflow/tierflow/dataflow"
+	"github.com/tierflow/tierflow/operators/exec"
 	"github.com/tierflow/tierflow/planner/logical"
 )
 
@@ -51,6 +52,12 @@ func Nodes(g *dataflow.Graph, plan *logical.Plan) ([]logical.Node, error) {
 			// its partial aggregation, the final one and the projection
 			// that finishes it all implement the one node.
 			out = append(out, n, n, n)
+			return nil
+		}
+		if _, ok := n.(*logical.Aggregate); ok && name == exec.SpillingAggregate && i+1 < len(g.Operators) && g.Operators[i+1].Name == "project" {
+			// A GROUP BY that spills (operators/exec spilling) and the
+			// projection that finishes it.
+			out = append(out, n, n)
 			return nil
 		}
 		if want := opName(n); want != "" && !strings.HasPrefix(name, want) {

@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/tierflow/tierflow/dataflow"
+	"github.com/tierflow/tierflow/operators/exec"
 	"github.com/tierflow/tierflow/planner/expr"
 	"github.com/tierflow/tierflow/planner/logical"
 	"github.com/tierflow/tierflow/planner/lower"
@@ -288,7 +289,8 @@ func (pl *placer) operator(i int, in []int) error {
 		pl.p.Edges[in[0]] = EdgePlan{Kind: "pipeline"}
 		pl.p.Edges[in[1]] = EdgePlan{Kind: "broadcast"}
 		return nil
-	case spec.Name == "aggregate":
+	case spec.Name == "aggregate" || spec.Name == exec.SpillingAggregate:
+		// A spilling GROUP BY's instances each spill their keys' share.
 		up := first()
 		t, err := pl.tierFrom(min(pl.tierIndex(up.Tier)+1, len(pl.o.Tiers)-1), +1)
 		if err != nil {

@@ -200,7 +200,9 @@ func (pl *placer) phase(i, up, in int) bool {
 		}
 		return true
 	case "project":
-		if pl.g.Operators[up].Name == FinalAggregate {
+		// The projection that finishes a final or a spilling aggregation
+		// stays on its instances, with its keys.
+		if n := pl.g.Operators[up].Name; n == FinalAggregate || n == exec.SpillingAggregate {
 			pl.split[i] = pl.split[up]
 			return true
 		}

@@ -35,6 +35,16 @@ type Limits struct {
 	StreamsPerUser int   `json:"streams_per_user,omitempty"`
 }
 
+// SpillBytes is the state a GROUP BY or a join of two tables holds before
+// it spills to disk (operators/exec Options.MemoryLimit), on the
+// coordinator's compile and the worker's alike (the graph's shape follows
+// it): half the query's memory, so that what the operator holds leaves
+// the other half to the batches in flight to and from it, which the
+// budget counts too, and to the partition it joins or combines when it
+// reads the spill back. An aggregation also spills when the budget
+// refuses it first (rel.SpillAggregate). 0: no limit, nothing spills.
+func (l Limits) SpillBytes() int64 { return l.MemoryBytes / 2 }
+
 // WorkerMemory is a worker's memory as its heartbeat reports it: its guard
 // (tierflow worker --max-memory; 0: none), what its queries' budgets hold
 // together, the process's live Go heap, and the query holding the most.

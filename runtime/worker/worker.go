@@ -622,7 +622,9 @@ func (w *Worker) build(req deploy.DeployRequest, ack *deploy.Ack) error {
 	if res.subject == "" {
 		res.subject = deploy.InNamespace(w.cfg.Namespace, deploy.UserSubject(natsserver.Anonymous, req.Query, "results"))
 	}
-	eo := exec.Options{Allocator: mem, Output: res, Stdout: w.cfg.Stdout}
+	// The query's GROUP BYs and joins of tables spill past half its
+	// memory, as the coordinator compiled them (deploy.Limits.SpillBytes).
+	eo := exec.Options{Allocator: mem, Output: res, Stdout: w.cfg.Stdout, MemoryLimit: req.Limits.SpillBytes()}
 	if w.cfg.Exec != nil {
 		w.cfg.Exec(&eo, deploy.ExecPart{Query: req.Query, Variants: req.Script.Variants, Priority: req.Script.Priority,
 			LatencyMs: req.Script.LatencyMs, Scheduler: w.sched})

@@ -1,0 +1,126 @@
+package cluster_test
+
+import (
+	"context"
+	"encoding/csv"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/tierflow/tierflow/operators/sinks"
+	"github.com/tierflow/tierflow/planner/infra"
+	"github.com/tierflow/tierflow/runtime/cluster"
+	"github.com/tierflow/tierflow/runtime/cluster/clustertest"
+	"github.com/tierflow/tierflow/runtime/coordinator"
+	"github.com/tierflow/tierflow/runtime/deploy"
+)
+
+// TestAGroupByAndAJoinSpillUnderTheQueryLimit: on a cluster, a query's
+// memory limit (tierflow coordinator --max-query-memory) makes a GROUP BY
+// and a join of two tables spill to disk past half of it, as `run --local
+// --memory-limit` does, instead of failing the query: before, a GROUP BY
+// of 200,000 groups and a self-join of 400,000 rows failed under 8 MiB
+// with "over its memory limit". The GROUP BY runs on as many instances as
+// without a limit (under the rules, one a worker, its rows exchanged by
+// key), each spilling its share. The rows in flight are bounded too, as an
+// operator who sets a tight memory limit would: 16 batches an inbox of
+// 4096 rows are 2 MiB.
+func TestAGroupByAndAJoinSpillUnderTheQueryLimit(t *testing.T) {
+	const rows, keys = 400_000, 200_000
+	dir := t.TempDir()
+	var b strings.Builder
+	b.WriteString("id,k\n")
+	for i := range rows {
+		fmt.Fprintf(&b, "%d,%d\n", i, i%keys)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "events.csv"), []byte(b.String()), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	inf, err := infra.Parse("infra.yaml", []byte(`tiers:
+  - name: edge
+worker_types:
+  - name: x2
+    vcpus: 2
+    price: 0.1
+workers:
+  - name: e1
+    type: x2
+    tier: edge
+  - name: e2
+    type: x2
+    tier: edge
+default_link:
+  cost_per_gb: 0
+`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	table := "CREATE TABLE e (id BIGINT, k BIGINT) FROM FILE 'events.csv' FORMAT CSV;\n"
+	group := deploy.Script{Filename: filepath.Join(dir, "group.sql"), BaseDir: dir,
+		Source: table + "SELECT k, count(*) AS n, sum(id) AS s FROM e GROUP BY k;\n"}
+	join := deploy.Script{Filename: filepath.Join(dir, "join.sql"), BaseDir: dir,
+		Source: table + "SELECT count(*) AS n, sum(b.k) AS s FROM e a JOIN e b ON a.id = b.id;\n"}
+	for _, placement := range []string{coordinator.PlaceOptimizer, coordinator.PlaceRules} {
+		t.Run(placement, func(t *testing.T) {
+			ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+			defer cancel()
+			free := clustertest.StartEmbedded(t, ctx, cluster.Options{Infra: inf, Placement: placement, Heartbeat: 200 * time.Millisecond})
+			unlimited, err := free.Run(ctx, group, sinks.NewCSV(&strings.Builder{}))
+			free.Close()
+			if err != nil {
+				t.Fatal(err)
+			}
+			c := clustertest.StartEmbedded(t, ctx, cluster.Options{Infra: inf, Placement: placement, Heartbeat: 200 * time.Millisecond,
+				Limits: deploy.Limits{MemoryBytes: 8 << 20, RowsInFlight: 1024}})
+			defer c.Close()
+
+			out := &strings.Builder{}
+			info, err := c.Run(ctx, group, sinks.NewCSV(out))
+			if err != nil {
+				t.Fatalf("GROUP BY of %d groups under 8 MiB: %v", keys, err)
+			}
+			recs, err := csv.NewReader(strings.NewReader(out.String())).ReadAll()
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(recs) != keys+1 {
+				t.Fatalf("GROUP BY: %d rows, want %d groups", len(recs)-1, keys)
+			}
+			seen := make([]bool, keys)
+			for _, r := range recs[1:] {
+				k, _ := strconv.Atoi(r[0])
+				if k < 0 || k >= keys || seen[k] || r[1] != "2" || r[2] != strconv.Itoa(2*k+keys) {
+					t.Fatalf("GROUP BY: row %v, want k once, n 2, s %d", r, 2*k+keys)
+				}
+				seen[k] = true
+			}
+			if n, want := aggregateInstances(info), aggregateInstances(unlimited); n != want || placement == coordinator.PlaceRules && n != 2 {
+				t.Errorf("GROUP BY ran as %d instances, %d without a limit: %+v", n, want, info.Placement.Operators)
+			}
+
+			out.Reset()
+			if _, err := c.Run(ctx, join, sinks.NewCSV(out)); err != nil {
+				t.Fatalf("a join of %d rows with itself under 8 MiB: %v", rows, err)
+			}
+			// Every id matches itself once; the k of ids 0..rows-1 sum to
+			// twice 0+1+...+(keys-1).
+			if want := fmt.Sprintf("n,s\n%d,%d\n", rows, keys*(keys-1)); out.String() != want {
+				t.Fatalf("join: %q, want %q", out.String(), want)
+			}
+		})
+	}
+}
+
+// aggregateInstances is how many instances the query's GROUP BY ran as.
+func aggregateInstances(q deploy.QueryInfo) int {
+	for _, op := range q.Placement.Operators {
+		if strings.HasPrefix(op.Name, "aggregate") {
+			return len(op.Workers)
+		}
+	}
+	return 0
+}
