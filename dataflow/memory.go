@@ -369,7 +369,13 @@ func (b *budgetAllocator) Reallocate(n int, old []byte) []byte {
 }
 
 func (b *budgetAllocator) Free(buf []byte) {
-	b.acct.Shrink(int64(len(buf)) + allocPadding)
+	// A buffer never allocated frees nil (Arrow's resizable buffers do,
+	// released before their first Resize: the IPC reader's at a stream's
+	// end): nothing was charged for it. An allocation of 0 bytes is not
+	// nil, and gives back its padding.
+	if buf != nil {
+		b.acct.Shrink(int64(len(buf)) + allocPadding)
+	}
 	b.Allocator.Free(buf)
 }
 

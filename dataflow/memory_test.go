@@ -190,3 +190,27 @@ func TestParseBytes(t *testing.T) {
 		}
 	}
 }
+
+// A buffer never allocated is freed as nil (Arrow's resizable buffers,
+// released before their first Resize: the IPC reader's at a stream's
+// end): the budget gives nothing back for it, and a 0-byte allocation
+// still gives back the padding it was charged. Before, each nil free gave
+// back 64 bytes never charged, and reading a spill file left a query's
+// budget below zero.
+func TestMemoryFreeOfNilGivesNothingBack(t *testing.T) {
+	q := NewMemory("query", 0, nil)
+	mem := q.Allocator(memory.NewGoAllocator())
+	buf := memory.NewResizableBuffer(mem)
+	buf.Release()
+	if u := q.Used(); u != 0 {
+		t.Fatalf("a buffer never allocated, released: the budget holds %d", u)
+	}
+	empty := mem.Allocate(0)
+	mem.Free(empty)
+	b := mem.Allocate(100)
+	b = mem.Reallocate(300, b)
+	mem.Free(b)
+	if u := q.Used(); u != 0 {
+		t.Fatalf("after allocations and their frees the budget holds %d", u)
+	}
+}
