@@ -37,6 +37,8 @@ type Sort struct {
 	// input frontier closes.
 	atEnd bool
 	held  *dataflow.Capability
+	// spill: sorted runs on disk past a limit (NewSortAtEndWithin), or nil.
+	spill *sortSpill
 }
 
 // NewSort orders each epoch's rows; it compiles the keys against the input
@@ -76,7 +78,16 @@ func (s *Sort) Open(_ *dataflow.Context, cap *dataflow.Capability) error {
 func (s *Sort) OnBatch(ctx *dataflow.Context, _ int, b dataflow.Batch, cap *dataflow.Capability) error {
 	if s.atEnd {
 		s.pending[0] = append(s.pending[0], b.Record)
-		return ctx.Memory().Grow(recordGoBytes(b.Record))
+		if err := ctx.Memory().Grow(recordGoBytes(b.Record)); err != nil {
+			return err
+		}
+		if over, err := s.took(ctx, b.Record); over || err != nil {
+			if err != nil {
+				return err
+			}
+			return s.spillRun(ctx)
+		}
+		return nil
 	}
 	if _, ok := s.pending[b.Epoch]; !ok {
 		if err := ctx.NotifyAt(cap, b.Epoch); err != nil {
@@ -118,9 +129,15 @@ func (s *Sort) OnFrontier(ctx *dataflow.Context, _ int, f dataflow.Epoch) error 
 	if !s.atEnd || f != dataflow.Closed || s.held == nil {
 		return nil
 	}
-	recs := s.pending[0]
-	delete(s.pending, 0)
-	err := s.emit(ctx, s.held, recs)
+	var err error
+	if s.spill != nil && len(s.spill.runs) > 0 {
+		err = s.emitSpilled(ctx, s.held)
+	} else {
+		recs := s.pending[0]
+		delete(s.pending, 0)
+		s.spill.dropKeys(ctx.Memory()) // sorted in memory: no run needs them
+		err = s.emit(ctx, s.held, recs)
+	}
 	s.held.Drop()
 	s.held = nil
 	return err
@@ -262,5 +279,6 @@ func (s *Sort) Close(*dataflow.Context) error {
 		}
 	}
 	s.pending = nil
+	s.spill.close()
 	return nil
 }

@@ -151,7 +151,7 @@ func sameRows(t *testing.T, what string, got, want [][]any) {
 
 // runGraph runs source batches through the operator made by mk (one input) and
 // returns the captured output, stepping the workers deterministically.
-func runGraph(t *testing.T, mem memory.Allocator, batches []dataflow.Batch, parallel bool, mk func(dataflow.Instance) (dataflow.Operator, error)) (*builtin.Captured, error) {
+func runGraph(t testing.TB, mem memory.Allocator, batches []dataflow.Batch, parallel bool, mk func(dataflow.Instance) (dataflow.Operator, error)) (*builtin.Captured, error) {
 	t.Helper()
 	g := &dataflow.Graph{Query: "t"}
 	src := g.AddOperator(dataflow.OperatorSpec{Name: "src", Outputs: 1, New: func(dataflow.Instance) (dataflow.Operator, error) {
