@@ -120,6 +120,9 @@ func (s *localStream) Report(log io.Writer) error {
 	if st.JoinSpills > 0 {
 		fmt.Fprintf(log, ", join tables spilled to disk %s (%s)", cli.Count(st.JoinSpills, "time"), cli.Count(st.JoinSpilledRows, "row"))
 	}
+	if st.SortRuns > 0 {
+		fmt.Fprintf(log, ", sorted to disk in %s (%s)", cli.Count(st.SortRuns, "run"), cli.Count(st.SortSpilledRows, "row"))
+	}
 	if len(st.Dropped) > 0 {
 		fmt.Fprintf(log, ", dropped: %s", st.Dropped)
 	}

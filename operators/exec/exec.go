@@ -168,6 +168,10 @@ type Stats struct {
 	// JoinSpills counts the joins whose table went to disk
 	// (Options.MemoryLimit), JoinSpilledRows the rows of both sides written.
 	JoinSpills, JoinSpilledRows int64
+	// SortRuns counts the sorted runs an ORDER BY wrote to disk
+	// (Options.MemoryLimit, or its query's budget a third full),
+	// SortSpilledRows their rows.
+	SortRuns, SortSpilledRows int64
 }
 
 // Query is a built dataflow ready to run.
@@ -178,6 +182,7 @@ type Query struct {
 	stats   []*rel.Stats
 	spills  *rel.SpillStats
 	joins   *rel.SpillStats // spilling joins
+	sorts   *rel.SpillStats // sorts' runs on disk
 	written atomic.Int64
 	closers []io.Closer
 	writers []sinks.Writer
@@ -237,7 +242,7 @@ func Build(plan *logical.Plan, opts Options) (*Query, error) {
 		return nil, err
 	}
 	plan = &logical.Plan{Root: root, Objectives: plan.Objectives}
-	q := &Query{graph: &dataflow.Graph{Query: "local"}, opts: opts, report: &sources.Report{}, spills: &rel.SpillStats{}, joins: &rel.SpillStats{}}
+	q := &Query{graph: &dataflow.Graph{Query: "local"}, opts: opts, report: &sources.Report{}, spills: &rel.SpillStats{}, joins: &rel.SpillStats{}, sorts: &rel.SpillStats{}}
 	if err := checkUpdating(root); err != nil {
 		return nil, err
 	}
@@ -366,7 +371,8 @@ func (q *Query) DropsByEpoch() map[dataflow.Epoch]dataflow.DropCounts {
 func (q *Query) Stats() Stats {
 	st := Stats{RowsRead: q.report.Rows.Load(), RowsWritten: q.written.Load(), BadRows: q.report.BadRows.Load(), Problems: q.report.Messages(),
 		Spills: q.spills.Spills.Load(), SpilledRows: q.spills.Rows.Load(),
-		JoinSpills: q.joins.Spills.Load(), JoinSpilledRows: q.joins.Rows.Load()}
+		JoinSpills: q.joins.Spills.Load(), JoinSpilledRows: q.joins.Rows.Load(),
+		SortRuns: q.sorts.Spills.Load(), SortSpilledRows: q.sorts.Rows.Load()}
 	var nulls int64
 	for _, s := range q.stats {
 		st.LateRows += s.Late.Load()
@@ -498,7 +504,7 @@ func (b *builder) node(n logical.Node) (int, *arrow.Schema, error) {
 		for i, k := range n.Keys {
 			keys[i] = rel.SortKey{Expr: k.Expr, Desc: k.Desc}
 		}
-		newSort := rel.NewSortAtEnd
+		newSort := b.sortAtEnd
 		if windowed(n.Input) {
 			newSort = rel.NewSort
 		}

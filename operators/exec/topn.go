@@ -4,6 +4,7 @@ import (
 	"github.com/apache/arrow/go/v17/arrow"
 
 	"github.com/tierflow/tierflow/dataflow"
+	"github.com/tierflow/tierflow/operators/functions"
 	"github.com/tierflow/tierflow/operators/rel"
 	"github.com/tierflow/tierflow/planner/logical"
 )
@@ -35,7 +36,7 @@ func (b *builder) topN(n *logical.Limit, s *logical.Sort, at func(error) error) 
 		top += n.Offset
 	}
 	if top == logical.NoLimit {
-		newSort := rel.NewSortAtEnd
+		newSort := b.sortAtEnd
 		if windowed(s.Input) {
 			newSort = rel.NewSort
 		}
@@ -52,4 +53,11 @@ func (b *builder) topN(n *logical.Limit, s *logical.Sort, at func(error) error) 
 	op := b.add("sort (top n)", 1, func() (dataflow.Operator, error) { return newTopN(top, keys, schema, fns) })
 	b.g.Connect(in, 0, op, 0)
 	return op, schema, nil
+}
+
+// sortAtEnd is rel.NewSortAtEnd that sorts in runs on disk past
+// Options.MemoryLimit, or with its query's budget a third full
+// (rel.NewSortAtEndWithin).
+func (b *builder) sortAtEnd(keys []rel.SortKey, in *arrow.Schema, fns *functions.Registry) (*rel.Sort, error) {
+	return rel.NewSortAtEndWithin(keys, in, fns, b.opts.MemoryLimit, b.q.sorts)
 }

@@ -22,9 +22,10 @@ import (
 // TestAGroupByAndAJoinSpillUnderTheQueryLimit: on a cluster, a query's
 // memory limit (tierflow coordinator --max-query-memory) makes a GROUP BY
 // and a join of two tables spill to disk past half of it, as `run --local
-// --memory-limit` does, instead of failing the query: before, a GROUP BY
-// of 200,000 groups and a self-join of 400,000 rows failed under 8 MiB
-// with "over its memory limit". The GROUP BY runs on as many instances as
+// --memory-limit` does, and an ORDER BY sort in runs on disk, instead of
+// failing the query: before, a GROUP BY of 200,000 groups, a self-join
+// and an ORDER BY of 400,000 rows failed under 8 MiB with "over its memory
+// limit". The GROUP BY runs on as many instances as
 // without a limit (under the rules, one a worker, its rows exchanged by
 // key), each spilling its share. The rows in flight are bounded too, as an
 // operator who sets a tight memory limit would: 16 batches an inbox of
@@ -64,6 +65,8 @@ default_link:
 		Source: table + "SELECT k, count(*) AS n, sum(id) AS s FROM e GROUP BY k;\n"}
 	join := deploy.Script{Filename: filepath.Join(dir, "join.sql"), BaseDir: dir,
 		Source: table + "SELECT count(*) AS n, sum(b.k) AS s FROM e a JOIN e b ON a.id = b.id;\n"}
+	order := deploy.Script{Filename: filepath.Join(dir, "order.sql"), BaseDir: dir,
+		Source: table + "SELECT id, k FROM e ORDER BY k DESC, id;\n"}
 	for _, placement := range []string{coordinator.PlaceOptimizer, coordinator.PlaceRules} {
 		t.Run(placement, func(t *testing.T) {
 			ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
@@ -110,6 +113,25 @@ default_link:
 			// twice 0+1+...+(keys-1).
 			if want := fmt.Sprintf("n,s\n%d,%d\n", rows, keys*(keys-1)); out.String() != want {
 				t.Fatalf("join: %q, want %q", out.String(), want)
+			}
+
+			out.Reset()
+			if _, err := c.Run(ctx, order, sinks.NewCSV(out)); err != nil {
+				t.Fatalf("ORDER BY of %d rows under 8 MiB: %v", rows, err)
+			}
+			recs, err = csv.NewReader(strings.NewReader(out.String())).ReadAll()
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(recs) != rows+1 {
+				t.Fatalf("ORDER BY: %d rows, want %d", len(recs)-1, rows)
+			}
+			// k descending, then id: k = keys-1-i/2 and id = k, k+keys.
+			for i, r := range recs[1:] {
+				k := keys - 1 - i/2
+				if id := k + i%2*keys; r[0] != strconv.Itoa(id) || r[1] != strconv.Itoa(k) {
+					t.Fatalf("ORDER BY: row %d is %v, want %d,%d", i, r, id, k)
+				}
 			}
 		})
 	}
