@@ -420,9 +420,10 @@ SELECT k, v FROM d;
 	}
 }
 
-// --memory-limit bounds a GROUP BY's state: past it the state spills to
-// disk (said on stderr) and the answer is the one computed in memory; a
-// size that does not parse is bad input.
+// --memory-limit bounds a GROUP BY's state, a join's table and the rows an
+// ORDER BY holds: past it they spill to disk (said on stderr) and the
+// answer is the one computed in memory; a size that does not parse is bad
+// input.
 func TestRunMemoryLimitSpills(t *testing.T) {
 	dir := t.TempDir()
 	var b strings.Builder
@@ -443,6 +444,13 @@ func TestRunMemoryLimitSpills(t *testing.T) {
 	code, out, errs = runCLI(t, "", "run", "--local", "--batch-size", "100", "--memory-limit", "4KiB", join)
 	if code != exitOK || !strings.Contains(errs, "join tables spilled to disk 1 time (") || !strings.Contains(out, "3000 | 4498500") {
 		t.Fatalf("join: exit %d\n%s\n%s", code, out, errs)
+	}
+	// An ORDER BY past half the limit sorts in runs on disk, and says so.
+	order := filepath.Join(dir, "o.sql")
+	os.WriteFile(order, []byte("CREATE TABLE t (k BIGINT, v BIGINT) FROM FILE 't.csv' FORMAT CSV;\nSELECT k, v FROM t ORDER BY k DESC, v;\n"), 0o644)
+	code, out, errs = runCLI(t, "", "run", "--local", "--batch-size", "100", "--format", "csv", "--memory-limit", "16KiB", order)
+	if code != exitOK || !strings.Contains(errs, "sorted to disk in ") || !strings.HasPrefix(out, "k,v\n999,999\n999,1999\n999,2999\n998,998\n") || strings.Count(out, "\n") != 3001 {
+		t.Fatalf("order: exit %d\n%.200s\n%s", code, out, errs)
 	}
 	if code, _, errs := runCLI(t, "", "run", "--local", "--memory-limit", "lots", query); code != exitBadInput || !strings.Contains(errs, "--memory-limit") {
 		t.Fatalf("bad size: exit %d: %s", code, errs)
