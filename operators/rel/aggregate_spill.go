@@ -9,7 +9,6 @@ import (
 
 	"github.com/apache/arrow/go/v17/arrow"
 	"github.com/apache/arrow/go/v17/arrow/array"
-	"github.com/apache/arrow/go/v17/arrow/ipc"
 	"github.com/apache/arrow/go/v17/arrow/memory"
 
 	"github.com/tierflow/tierflow/dataflow"
@@ -51,11 +50,6 @@ type SpillAggregate struct {
 type SpillStats struct {
 	Spills atomic.Int64 // times a partial state went to disk
 	Rows   atomic.Int64 // partial rows written
-}
-
-type spillFile struct {
-	f *os.File
-	w *ipc.Writer
 }
 
 // NewSpillAggregate makes an instance over rows of schema in that keeps its
@@ -169,7 +163,7 @@ func (a *SpillAggregate) spill() error {
 				continue
 			}
 			if err == nil {
-				err = a.parts[i].w.Write(r)
+				err = a.parts[i].write(r)
 			}
 			r.Release()
 		}
@@ -219,8 +213,8 @@ func (a *SpillAggregate) OnFrontier(ctx *dataflow.Context, _ int, f dataflow.Epo
 		return err
 	}
 	for _, p := range a.parts {
-		if err := p.w.Close(); err != nil {
-			return fmt.Errorf("spill: %w", err)
+		if err := p.finish(); err != nil {
+			return err
 		}
 	}
 	for _, p := range a.parts {

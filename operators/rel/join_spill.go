@@ -1,6 +1,7 @@
 package rel
 
 import (
+	"bufio"
 	"errors"
 	"fmt"
 	"io"
@@ -194,7 +195,7 @@ func (s *SpillJoin) write(files []*spillFile, rec arrow.Record, right bool) erro
 			continue
 		}
 		if err == nil {
-			err = files[i].w.Write(r)
+			err = files[i].write(r)
 		}
 		r.Release()
 	}
@@ -333,8 +334,8 @@ func (s *SpillJoin) emitBuild(ctx *dataflow.Context, j *HashJoin) error {
 func (s *SpillJoin) joinPartitions(ctx *dataflow.Context) error {
 	for _, fs := range [][]*spillFile{s.build, s.prob} {
 		for _, p := range fs {
-			if err := p.w.Close(); err != nil {
-				return fmt.Errorf("spill: %w", err)
+			if err := p.finish(); err != nil {
+				return err
 			}
 		}
 	}
@@ -379,7 +380,7 @@ func readSpill(mem memory.Allocator, f *os.File, each func(arrow.Record) error) 
 	if _, err := f.Seek(0, io.SeekStart); err != nil {
 		return fmt.Errorf("spill: %w", err)
 	}
-	r, err := ipc.NewReader(f, ipc.WithAllocator(mem))
+	r, err := ipc.NewReader(bufio.NewReaderSize(f, spillBuffer), ipc.WithAllocator(mem))
 	if err != nil {
 		return fmt.Errorf("spill: %w", err)
 	}

@@ -260,7 +260,7 @@ func (s *Sort) spillRun(ctx *dataflow.Context) error {
 			return err
 		}
 	}
-	if err := f.close(); err != nil {
+	if err := f.finish(); err != nil {
 		return err
 	}
 	if sp.stats != nil {
@@ -270,19 +270,8 @@ func (s *Sort) spillRun(ctx *dataflow.Context) error {
 	return nil
 }
 
-// runWriter writes a run through a buffer: the IPC writer writes each
-// record's metadata and buffers apart, a system call each unbuffered.
-type runWriter struct {
-	f  *os.File
-	bw *bufio.Writer
-	w  *ipc.Writer
-}
-
-// runBuffer is a run's write and read buffer.
-const runBuffer = 64 << 10
-
 // create makes the next run's file.
-func (sp *sortSpill) create(schema *arrow.Schema, mem memory.Allocator) (*runWriter, error) {
+func (sp *sortSpill) create(schema *arrow.Schema, mem memory.Allocator) (*spillFile, error) {
 	if sp.dir == "" {
 		dir, err := os.MkdirTemp("", "tierflow-sort-spill-*")
 		if err != nil {
@@ -290,32 +279,13 @@ func (sp *sortSpill) create(schema *arrow.Schema, mem memory.Allocator) (*runWri
 		}
 		sp.dir = dir
 	}
-	f, err := os.Create(filepath.Join(sp.dir, fmt.Sprintf("run%d.arrow", sp.made)))
+	f, err := createSpillFile(sp.dir, filepath.Join(sp.dir, fmt.Sprintf("run%d.arrow", sp.made)), schema, mem)
 	if err != nil {
-		return nil, fmt.Errorf("spill: %w", err)
+		return nil, err
 	}
 	sp.made++
-	sp.runs = append(sp.runs, f)
-	bw := bufio.NewWriterSize(guardedFile{f: f, dir: sp.dir}, runBuffer)
-	return &runWriter{f: f, bw: bw, w: ipc.NewWriter(bw, ipc.WithSchema(schema), ipc.WithAllocator(mem))}, nil
-}
-
-func (rw *runWriter) write(rec arrow.Record) error {
-	if err := rw.w.Write(rec); err != nil {
-		return fmt.Errorf("spill: %w", err)
-	}
-	return nil
-}
-
-func (rw *runWriter) close() error {
-	err := rw.w.Close()
-	if err == nil {
-		err = rw.bw.Flush()
-	}
-	if err != nil {
-		return fmt.Errorf("spill: %w", err)
-	}
-	return nil
+	sp.runs = append(sp.runs, f.f)
+	return f, nil
 }
 
 // runReader reads a run a chunk at a time, with the chunk's keys.
@@ -330,7 +300,7 @@ func (s *Sort) openRun(f *os.File, mem memory.Allocator) (*runReader, error) {
 	if _, err := f.Seek(0, io.SeekStart); err != nil {
 		return nil, fmt.Errorf("spill: %w", err)
 	}
-	r, err := ipc.NewReader(bufio.NewReaderSize(f, runBuffer), ipc.WithAllocator(mem))
+	r, err := ipc.NewReader(bufio.NewReaderSize(f, spillBuffer), ipc.WithAllocator(mem))
 	if err != nil {
 		return nil, fmt.Errorf("spill: %w", err)
 	}
@@ -473,7 +443,7 @@ func (sp *sortSpill) fanIn(acct *dataflow.Account) int {
 	if sp.chunkBytes <= 0 || room <= 0 {
 		return len(sp.runs)
 	}
-	return max(2, int(room/(2*sp.chunkBytes+runBuffer))) // a chunk held and one built, and the file's buffer
+	return max(2, int(room/(2*sp.chunkBytes+spillBuffer))) // a chunk held and one built, and the file's buffer
 }
 
 // emitSpilled sorts what is held into a last run and merges the runs into
@@ -498,7 +468,7 @@ func (s *Sort) emitSpilled(ctx *dataflow.Context, cap *dataflow.Capability) erro
 			return f.write(r)
 		})
 		if err == nil {
-			err = f.close()
+			err = f.finish()
 		}
 		for _, m := range merged {
 			m.Close()
