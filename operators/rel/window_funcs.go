@@ -39,6 +39,9 @@ type WindowFuncs struct {
 	pending map[dataflow.Epoch][]arrow.Record
 	atEnd   bool
 	held    *dataflow.Capability
+	// spill: the rows by partition on disk past a limit
+	// (NewWindowFuncsAtEndWithin), or nil.
+	spill *windowSpill
 }
 
 // windowEval is the compiled functions over one input schema.
@@ -213,7 +216,14 @@ func (w *WindowFuncs) Open(_ *dataflow.Context, cap *dataflow.Capability) error 
 
 func (w *WindowFuncs) OnBatch(ctx *dataflow.Context, _ int, b dataflow.Batch, cap *dataflow.Capability) error {
 	if w.atEnd {
+		if sp := w.spill; sp != nil && sp.parts != nil {
+			defer b.Record.Release()
+			return w.write(ctx, b.Record)
+		}
 		w.pending[0] = append(w.pending[0], b.Record)
+		if w.spill != nil && w.spill.over(ctx.Memory(), b.Record) {
+			return w.spillHeld(ctx)
+		}
 		return nil
 	}
 	if _, ok := w.pending[b.Epoch]; !ok {
@@ -236,9 +246,14 @@ func (w *WindowFuncs) OnFrontier(ctx *dataflow.Context, _ int, f dataflow.Epoch)
 	if !w.atEnd || f != dataflow.Closed || w.held == nil {
 		return nil
 	}
-	recs := w.pending[0]
-	delete(w.pending, 0)
-	err := w.emit(ctx, w.held, recs)
+	var err error
+	if w.spill != nil && w.spill.parts != nil {
+		err = w.emitSpilled(ctx, w.held)
+	} else {
+		recs := w.pending[0]
+		delete(w.pending, 0)
+		err = w.emit(ctx, w.held, recs)
+	}
 	w.held.Drop()
 	w.held = nil
 	return err
@@ -272,6 +287,7 @@ func (w *WindowFuncs) Close(*dataflow.Context) error {
 		}
 	}
 	w.pending = nil
+	w.spill.close()
 	return nil
 }
 
