@@ -123,6 +123,9 @@ func (s *localStream) Report(log io.Writer) error {
 	if st.SortRuns > 0 {
 		fmt.Fprintf(log, ", sorted to disk in %s (%s)", cli.Count(st.SortRuns, "run"), cli.Count(st.SortSpilledRows, "row"))
 	}
+	if st.WindowSpills > 0 {
+		fmt.Fprintf(log, ", window functions' rows spilled to disk by partition %s (%s)", cli.Count(st.WindowSpills, "time"), cli.Count(st.WindowSpilledRows, "row"))
+	}
 	if len(st.Dropped) > 0 {
 		fmt.Fprintf(log, ", dropped: %s", st.Dropped)
 	}

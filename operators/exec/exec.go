@@ -172,6 +172,10 @@ type Stats struct {
 	// (Options.MemoryLimit, or its query's budget a third full),
 	// SortSpilledRows their rows.
 	SortRuns, SortSpilledRows int64
+	// WindowSpills counts the OVERs whose rows went to disk by partition
+	// (Options.MemoryLimit, or its query's budget a third full),
+	// WindowSpilledRows the rows written.
+	WindowSpills, WindowSpilledRows int64
 }
 
 // Query is a built dataflow ready to run.
@@ -183,6 +187,7 @@ type Query struct {
 	spills  *rel.SpillStats
 	joins   *rel.SpillStats // spilling joins
 	sorts   *rel.SpillStats // sorts' runs on disk
+	windows *rel.SpillStats // OVERs' partitions on disk
 	written atomic.Int64
 	closers []io.Closer
 	writers []sinks.Writer
@@ -242,7 +247,7 @@ func Build(plan *logical.Plan, opts Options) (*Query, error) {
 		return nil, err
 	}
 	plan = &logical.Plan{Root: root, Objectives: plan.Objectives}
-	q := &Query{graph: &dataflow.Graph{Query: "local"}, opts: opts, report: &sources.Report{}, spills: &rel.SpillStats{}, joins: &rel.SpillStats{}, sorts: &rel.SpillStats{}}
+	q := &Query{graph: &dataflow.Graph{Query: "local"}, opts: opts, report: &sources.Report{}, spills: &rel.SpillStats{}, joins: &rel.SpillStats{}, sorts: &rel.SpillStats{}, windows: &rel.SpillStats{}}
 	if err := checkUpdating(root); err != nil {
 		return nil, err
 	}
@@ -372,7 +377,8 @@ func (q *Query) Stats() Stats {
 	st := Stats{RowsRead: q.report.Rows.Load(), RowsWritten: q.written.Load(), BadRows: q.report.BadRows.Load(), Problems: q.report.Messages(),
 		Spills: q.spills.Spills.Load(), SpilledRows: q.spills.Rows.Load(),
 		JoinSpills: q.joins.Spills.Load(), JoinSpilledRows: q.joins.Rows.Load(),
-		SortRuns: q.sorts.Spills.Load(), SortSpilledRows: q.sorts.Rows.Load()}
+		SortRuns: q.sorts.Spills.Load(), SortSpilledRows: q.sorts.Rows.Load(),
+		WindowSpills: q.windows.Spills.Load(), WindowSpilledRows: q.windows.Rows.Load()}
 	var nulls int64
 	for _, s := range q.stats {
 		st.LateRows += s.Late.Load()

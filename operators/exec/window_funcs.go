@@ -26,7 +26,12 @@ func (b *builder) windowFuncs(n *logical.WindowFuncs, at func(error) error) (int
 	case windowed(n.Input):
 		mk = func() (dataflow.Operator, error) { return rel.NewWindowFuncs(n.Funcs, n.Names, schema, fns) }
 	case bounded(n.Input):
-		mk = func() (dataflow.Operator, error) { return rel.NewWindowFuncsAtEnd(n.Funcs, n.Names, schema, fns) }
+		// Past Options.MemoryLimit (or its query's budget a third full)
+		// the rows go to disk by the functions' common PARTITION BY.
+		limit, st := b.opts.MemoryLimit, b.q.windows
+		mk = func() (dataflow.Operator, error) {
+			return rel.NewWindowFuncsAtEndWithin(n.Funcs, n.Names, schema, fns, limit, st)
+		}
 	case streamRank(n):
 		if mk, err = b.rankOp(n, schema, at); err != nil {
 			return 0, nil, err

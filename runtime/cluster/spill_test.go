@@ -22,10 +22,10 @@ import (
 // TestAGroupByAndAJoinSpillUnderTheQueryLimit: on a cluster, a query's
 // memory limit (tierflow coordinator --max-query-memory) makes a GROUP BY
 // and a join of two tables spill to disk past half of it, as `run --local
-// --memory-limit` does, and an ORDER BY sort in runs on disk, instead of
-// failing the query: before, a GROUP BY of 200,000 groups, a self-join
-// and an ORDER BY of 400,000 rows failed under 8 MiB with "over its memory
-// limit". The GROUP BY runs on as many instances as
+// --memory-limit` does, an ORDER BY sort in runs on disk and an OVER put
+// its rows on disk by partition, instead of failing the query: before, a
+// GROUP BY of 200,000 groups, a self-join, an ORDER BY and an OVER of
+// 400,000 rows failed under 8 MiB with "over its memory limit". The GROUP BY runs on as many instances as
 // without a limit (under the rules, one a worker, its rows exchanged by
 // key), each spilling its share. The rows in flight are bounded too, as an
 // operator who sets a tight memory limit would: 16 batches an inbox of
@@ -67,6 +67,8 @@ default_link:
 		Source: table + "SELECT count(*) AS n, sum(b.k) AS s FROM e a JOIN e b ON a.id = b.id;\n"}
 	order := deploy.Script{Filename: filepath.Join(dir, "order.sql"), BaseDir: dir,
 		Source: table + "SELECT id, k FROM e ORDER BY k DESC, id;\n"}
+	over := deploy.Script{Filename: filepath.Join(dir, "over.sql"), BaseDir: dir,
+		Source: table + "SELECT count(*) AS n, max(r) AS r, sum(r) AS s FROM (SELECT row_number() OVER (PARTITION BY k % 10 ORDER BY id) AS r FROM e) x;\n"}
 	for _, placement := range []string{coordinator.PlaceOptimizer, coordinator.PlaceRules} {
 		t.Run(placement, func(t *testing.T) {
 			ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
@@ -132,6 +134,16 @@ default_link:
 				if id := k + i%2*keys; r[0] != strconv.Itoa(id) || r[1] != strconv.Itoa(k) {
 					t.Fatalf("ORDER BY: row %d is %v, want %d,%d", i, r, id, k)
 				}
+			}
+
+			// Ten partitions of rows/10: row numbers 1..rows/10 in each.
+			out.Reset()
+			if _, err := c.Run(ctx, over, sinks.NewCSV(out)); err != nil {
+				t.Fatalf("OVER (PARTITION BY k %% 10) of %d rows under 8 MiB: %v", rows, err)
+			}
+			per := rows / 10
+			if want := fmt.Sprintf("n,r,s\n%d,%d,%d\n", rows, per, 10*per*(per+1)/2); out.String() != want {
+				t.Fatalf("OVER: %q, want %q", out.String(), want)
 			}
 		})
 	}
