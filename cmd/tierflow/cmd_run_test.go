@@ -421,7 +421,7 @@ SELECT k, v FROM d;
 }
 
 // --memory-limit bounds a GROUP BY's state, a join's table and the rows an
-// ORDER BY holds: past it they spill to disk (said on stderr) and the
+// ORDER BY or an OVER holds: past it they spill to disk (said on stderr) and the
 // answer is the one computed in memory; a size that does not parse is bad
 // input.
 func TestRunMemoryLimitSpills(t *testing.T) {
@@ -451,6 +451,13 @@ func TestRunMemoryLimitSpills(t *testing.T) {
 	code, out, errs = runCLI(t, "", "run", "--local", "--batch-size", "100", "--format", "csv", "--memory-limit", "16KiB", order)
 	if code != exitOK || !strings.Contains(errs, "sorted to disk in ") || !strings.HasPrefix(out, "k,v\n999,999\n999,1999\n999,2999\n998,998\n") || strings.Count(out, "\n") != 3001 {
 		t.Fatalf("order: exit %d\n%.200s\n%s", code, out, errs)
+	}
+	// An OVER past half the limit puts its rows on disk by partition.
+	over := filepath.Join(dir, "w.sql")
+	os.WriteFile(over, []byte("CREATE TABLE t (k BIGINT, v BIGINT) FROM FILE 't.csv' FORMAT CSV;\nSELECT count(*) AS n, sum(r) AS s FROM (SELECT rank() OVER (PARTITION BY k ORDER BY v DESC) AS r FROM t) x;\n"), 0o644)
+	code, out, errs = runCLI(t, "", "run", "--local", "--batch-size", "100", "--memory-limit", "16KiB", over)
+	if code != exitOK || !strings.Contains(errs, "spilled to disk by partition 1 time (") || !strings.Contains(out, "3000 | 6000") {
+		t.Fatalf("over: exit %d\n%s\n%s", code, out, errs)
 	}
 	if code, _, errs := runCLI(t, "", "run", "--local", "--memory-limit", "lots", query); code != exitBadInput || !strings.Contains(errs, "--memory-limit") {
 		t.Fatalf("bad size: exit %d: %s", code, errs)
