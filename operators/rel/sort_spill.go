@@ -62,8 +62,11 @@ func NewSortAtEndWithin(keys []SortKey, in *arrow.Schema, fns *functions.Registr
 type sortSpill struct {
 	limit int64
 	stats *SpillStats
-	can   bool        // every key encodes (orderable)
-	made  int         // runs made, merged ones included: the next file's number
+	can   bool // every key encodes (orderable)
+	made  int  // runs made, merged ones included: the next file's number
+	// first: only the first rows matter (a top n), 0 for all: a run and
+	// a merge keep no more.
+	first int64
 	held  int64       // the rows held and their keys, in bytes
 	keys  []*sortKeys // the keys of the rows held, a record's each
 	dir   string
@@ -224,6 +227,9 @@ func (s *Sort) spillRun(ctx *dataflow.Context) error {
 		return bytes.Compare(keys[x.rec].row(int(x.row)), keys[y.rec].row(int(y.row))) < 0
 	})
 	sp := s.spill
+	if sp.first > 0 && int64(len(refs)) > sp.first {
+		refs = refs[:sp.first] // no row past a run's first n is among the whole's
+	}
 	if len(refs) == 0 {
 		return nil
 	}
@@ -366,6 +372,7 @@ func (h *runHeap) Pop() any {
 // sortChunkRows rows to out. A chunk ends where one of the runs it takes
 // rows from moves to its next record, which it then no longer holds.
 func (s *Sort) merge(c *functions.Ctx, runs []*os.File, out func(arrow.Record) error) error {
+	left := s.spill.first // rows still wanted; 0: all
 	h := &runHeap{}
 	defer func() {
 		for _, rr := range h.runs {
@@ -404,6 +411,12 @@ func (s *Sort) merge(c *functions.Ctx, runs []*os.File, out func(arrow.Record) e
 		return out(chunk)
 	}
 	for h.Len() > 0 {
+		if s.spill.first > 0 {
+			if left == 0 {
+				break
+			}
+			left--
+		}
 		i := h.at[0]
 		rr := h.runs[i]
 		refs = append(refs, rowRef{int32(i), int32(rr.row)})
@@ -508,4 +521,15 @@ func (sp *sortSpill) close() {
 		os.RemoveAll(sp.dir)
 		sp.dir = ""
 	}
+}
+
+// newTopSort is the sort a top n at the end hands its rows to when they
+// pass its memory (TopN.spillTo): runs of at most n rows, merged to n.
+func newTopSort(t *TopN) (*Sort, error) {
+	s, err := NewSortAtEndWithin(t.keys, t.in, t.fns, t.within.limit, t.within.stats)
+	if err != nil {
+		return nil, err
+	}
+	s.spill.first = t.n
+	return s, nil
 }

@@ -188,3 +188,50 @@ func BenchmarkSortAtEnd(b *testing.B) {
 		})
 	}
 }
+
+// TestTopNPastItsMemoryGoesToRuns: a top n whose n rows pass its memory
+// (a deep page: LIMIT 5 OFFSET most of the input) hands its rows to a sort
+// in runs on disk that keeps each run's first n rows and merges to n: the
+// same rows, in the same order, as the top n in memory.
+func TestTopNPastItsMemoryGoesToRuns(t *testing.T) {
+	tmp := t.TempDir()
+	t.Setenv("TMPDIR", tmp)
+	rng := rand.New(rand.NewSource(21))
+	_, batches, _ := streamRows(rng, 20_000, 500, 0)
+	keys := []SortKey{{Expr: colS, Desc: true}, {Expr: colV}, {Expr: colF}}
+	const n = 15_000
+	run := func(mk func() (dataflow.Operator, error)) [][]any {
+		mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
+		var in []dataflow.Batch
+		for _, b := range batches {
+			in = append(in, dataflow.Batch{Record: makeRecord(t, mem, streamSchema, b)})
+		}
+		capt, err := runGraph(t, mem, in, false, func(dataflow.Instance) (dataflow.Operator, error) { return mk() })
+		if err != nil {
+			t.Fatal(err)
+		}
+		got := recordRows(capturedRecords(capt))
+		capt.Release()
+		mem.AssertSize(t, 0)
+		return got
+	}
+	want := run(func() (dataflow.Operator, error) { return NewTopNAtEnd(n, keys, streamSchema, functions.Builtins()) })
+	if len(want) != n {
+		t.Fatalf("the top n in memory gave %d rows", len(want))
+	}
+	for _, limit := range []int64{256 << 10, 64 << 10} {
+		st := &SpillStats{}
+		got := run(func() (dataflow.Operator, error) {
+			return NewTopNAtEndWithin(n, keys, streamSchema, functions.Builtins(), limit, st)
+		})
+		if !reflect.DeepEqual(got, want) {
+			t.Fatalf("limit %d: %d rows, not the top n's %d in its order", limit, len(got), len(want))
+		}
+		if st.Spills.Load() < 2 {
+			t.Errorf("limit %d: %d runs, want several", limit, st.Spills.Load())
+		}
+	}
+	if left, err := os.ReadDir(tmp); err != nil || len(left) != 0 {
+		t.Errorf("files left: %v %v", left, err)
+	}
+}

@@ -7,6 +7,7 @@ import (
 	"github.com/apache/arrow/go/v17/arrow/array"
 
 	"github.com/tierflow/tierflow/dataflow"
+	"github.com/tierflow/tierflow/internal/arrowx"
 	"github.com/tierflow/tierflow/operators/eval"
 	"github.com/tierflow/tierflow/operators/functions"
 )
@@ -32,6 +33,20 @@ type TopN struct {
 	states map[dataflow.Epoch]*topState
 	atEnd  bool
 	held   *dataflow.Capability
+	fns    *functions.Registry
+	// within: a top n at the end that spills (NewTopNAtEndWithin), or
+	// nil; sorted, once its rows passed its memory, the spilling sort it
+	// hands them to.
+	within *topWithin
+	sorted *Sort
+}
+
+// topWithin is where a top n at the end hands its rows to a spilling sort:
+// past half its limit of rows held, or its query's budget a third full.
+type topWithin struct {
+	limit int64
+	stats *SpillStats
+	held  int64
 }
 
 // topState is the best rows of one epoch: candidate records in arrival
@@ -65,7 +80,7 @@ func (st *topState) recharge() error {
 
 // NewTopN keeps each epoch's first n rows in key order.
 func NewTopN(n int64, keys []SortKey, in *arrow.Schema, fns *functions.Registry) (*TopN, error) {
-	t := &TopN{n: n, keys: keys, in: in, states: map[dataflow.Epoch]*topState{}}
+	t := &TopN{n: n, keys: keys, in: in, fns: fns, states: map[dataflow.Epoch]*topState{}}
 	for _, k := range keys {
 		ev, err := eval.Compile(k.Expr, in, fns)
 		if err != nil {
@@ -84,6 +99,25 @@ func NewTopNAtEnd(n int64, keys []SortKey, in *arrow.Schema, fns *functions.Regi
 		return nil, err
 	}
 	t.atEnd = true
+	return t, nil
+}
+
+// NewTopNAtEndWithin is NewTopNAtEnd whose rows, when n of them pass half
+// limit bytes (0: only when its query's budget is a third full), go to a
+// sort in runs on disk that keeps a run's first n rows and merges to the
+// first n (a deep page: ORDER BY ... LIMIT 10 OFFSET 2500000); stats count
+// the runs, and may be nil. Keys that do not encode never spill.
+func NewTopNAtEndWithin(n int64, keys []SortKey, in *arrow.Schema, fns *functions.Registry, limit int64, stats *SpillStats) (*TopN, error) {
+	t, err := NewTopNAtEnd(n, keys, in, fns)
+	if err != nil {
+		return nil, err
+	}
+	for _, k := range keys {
+		if !orderable(k.Expr.Type()) {
+			return t, nil
+		}
+	}
+	t.within = &topWithin{limit: limit, stats: stats}
 	return t, nil
 }
 
@@ -112,7 +146,56 @@ func (t *TopN) OnBatch(ctx *dataflow.Context, _ int, b dataflow.Batch, cap *data
 		st = &topState{acct: ctx.Memory()}
 		t.states[e] = st
 	}
-	return t.add(ctx, t.c.get(ctx), st, b.Record)
+	if t.sorted != nil {
+		return t.sorted.OnBatch(ctx, 0, b, cap)
+	}
+	if err := t.add(ctx, t.c.get(ctx), st, b.Record); err != nil {
+		return err
+	}
+	if w := t.within; w != nil && w.over(ctx.Memory(), st) {
+		return t.spillTo(ctx, st)
+	}
+	return nil
+}
+
+// over reports whether the rows st holds go to a sort on disk.
+func (w *topWithin) over(acct *dataflow.Account, st *topState) bool {
+	if _, budget := acct.Budget(); w.limit <= 0 && budget <= 0 {
+		return false
+	}
+	var held int64
+	for _, r := range st.pool {
+		held += arrowx.RecordBytes(r)
+	}
+	if w.limit > 0 && held > w.limit/2 {
+		return true
+	}
+	used, limit := acct.Budget()
+	return limit > 0 && used > limit/3
+}
+
+// spillTo hands the rows st holds to a spilling sort (newTopSort), which
+// takes every row from now on.
+func (t *TopN) spillTo(ctx *dataflow.Context, st *topState) error {
+	s, err := newTopSort(t)
+	if err != nil {
+		return err
+	}
+	t.sorted = s
+	pool := st.pool
+	st.pool, st.rows = nil, 0
+	_ = st.recharge()
+	st.dropBar()
+	for i, r := range pool {
+		if err := s.OnBatch(ctx, 0, dataflow.Batch{Record: r}, nil); err != nil {
+			releaseAll(pool[i+1:])
+			return err
+		}
+	}
+	if len(s.pending[0]) > 0 {
+		return s.spillRun(ctx)
+	}
+	return nil
 }
 
 // add takes rec's rows that beat the bar into the pool (rec is consumed),
@@ -245,7 +328,13 @@ func (t *TopN) OnFrontier(ctx *dataflow.Context, _ int, f dataflow.Epoch) error 
 	}
 	st := t.states[0]
 	delete(t.states, 0)
-	err := t.emit(ctx, t.held, st)
+	var err error
+	if t.sorted != nil {
+		st.release()
+		err = t.sorted.emitSpilled(ctx, t.held)
+	} else {
+		err = t.emit(ctx, t.held, st)
+	}
 	t.held.Drop()
 	t.held = nil
 	return err
@@ -276,6 +365,9 @@ func (t *TopN) Close(*dataflow.Context) error {
 		st.release()
 	}
 	t.states = nil
+	if t.sorted != nil {
+		_ = t.sorted.Close(nil)
+	}
 	return nil
 }
 
