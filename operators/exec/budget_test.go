@@ -147,3 +147,31 @@ func TestASortSpillsUnderItsBudget(t *testing.T) {
 		}
 	}
 }
+
+// A deep page (LIMIT 5 OFFSET 150,000 of 200,000 rows) keeps 150,005 rows
+// in its top n: past its query's budget they go to a sort in runs on disk
+// that keeps each run's first 150,005, and the page is the right 5 rows.
+func TestADeepPageSpillsUnderItsBudget(t *testing.T) {
+	dir := t.TempDir()
+	path := writeEvents(t, dir, 200000, 100000)
+	script := "CREATE TABLE e (id BIGINT, k BIGINT, ts TIMESTAMP) FROM FILE '" + path + "' FORMAT CSV;\nSELECT id, k FROM e ORDER BY k DESC, id LIMIT 5 OFFSET 150000;"
+	checked := memory.NewCheckedAllocator(memory.NewGoAllocator())
+	budget := dataflow.NewMemory("query q on this machine", 8<<20, nil)
+	out := &collect{}
+	err := RunScript(context.Background(), filepath.Join(dir, "q.sql"), script, ScriptOptions{
+		Options:   Options{Allocator: budget.Allocator(checked), Memory: budget, BatchSize: 1024},
+		NewOutput: func() (sinks.Writer, error) { return out, nil },
+	})
+	if err != nil {
+		t.Fatalf("a page at 150,000 of 200,000 rows under 8 MiB: %v", err)
+	}
+	checked.AssertSize(t, 0)
+	if u := budget.Used(); u != 0 {
+		t.Errorf("the budget holds %d bytes after the run", u)
+	}
+	// k descending, two ids each (k, k+100000): row 150,000 has k 24999.
+	want := fmt.Sprint([][]any{{int64(24999), int64(24999)}, {int64(124999), int64(24999)}, {int64(24998), int64(24998)}, {int64(124998), int64(24998)}, {int64(24997), int64(24997)}})
+	if got := fmt.Sprint(out.rows); got != want {
+		t.Fatalf("page: %s, want %s", got, want)
+	}
+}

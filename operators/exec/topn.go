@@ -24,7 +24,7 @@ func (b *builder) topN(n *logical.Limit, s *logical.Sort, at func(error) error) 
 	for i, k := range s.Keys {
 		keys[i] = rel.SortKey{Expr: k.Expr, Desc: k.Desc}
 	}
-	newTopN := rel.NewTopNAtEnd
+	newTopN := b.topNAtEnd
 	if windowed(s.Input) {
 		newTopN = rel.NewTopN
 	}
@@ -60,4 +60,11 @@ func (b *builder) topN(n *logical.Limit, s *logical.Sort, at func(error) error) 
 // (rel.NewSortAtEndWithin).
 func (b *builder) sortAtEnd(keys []rel.SortKey, in *arrow.Schema, fns *functions.Registry) (*rel.Sort, error) {
 	return rel.NewSortAtEndWithin(keys, in, fns, b.opts.MemoryLimit, b.q.sorts)
+}
+
+// topNAtEnd is rel.NewTopNAtEnd that hands its rows to a sort in runs on
+// disk when n of them pass Options.MemoryLimit's half, or its query's
+// budget is a third full (rel.NewTopNAtEndWithin).
+func (b *builder) topNAtEnd(n int64, keys []rel.SortKey, in *arrow.Schema, fns *functions.Registry) (*rel.TopN, error) {
+	return rel.NewTopNAtEndWithin(n, keys, in, fns, b.opts.MemoryLimit, b.q.sorts)
 }
