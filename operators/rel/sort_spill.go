@@ -24,16 +24,17 @@ import (
 
 // An ORDER BY over a whole input (NewSortAtEndWithin) is an external merge
 // sort past its memory: the rows it holds are sorted into a run on disk
-// whenever they pass half its limit, or its query's budget is a third
-// full, and when the input ends the runs are merged, a few rows of each
-// at a time. A run is sorted by its rows' keys encoded as bytes that
+// whenever they and their keys pass half its limit, or its query's budget
+// is a third full, and when the input ends the runs are merged, a chunk
+// of each at a time. The keys are encoded as the rows come, as bytes that
 // compare as the rows sort (appendSortKey, NULL last ascending and first
-// descending, as compareRows), without copying the rows whole: its chunks
-// are gathered from the records they came from. So a run needs its rows,
-// their keys and a chunk: half the limit leaves the other half to them,
-// and a third of the budget leaves the rest to what is in flight. Runs
-// keep their input's order among equal keys and the merge takes the
-// earlier run first, so the order is as stable as in memory.
+// descending, as compareRows), so what a run costs is counted before it is
+// cut. A run puts its rows end to end once and writes them a chunk at a
+// time in key order: it needs its rows, their keys and that copy, so half
+// the limit leaves the other half to the copy, and a third of the budget
+// leaves the rest to what is in flight. Runs keep their input's order
+// among equal keys and the merge takes the earlier run first, so the order
+// is as stable as in memory.
 
 // sortChunkRows is the rows of each record a run is written in and the
 // merge emits: the merge holds one of each run's, so it bounds what a
@@ -212,6 +213,9 @@ func (s *Sort) spillRun(ctx *dataflow.Context) error {
 		keyBytes += k.bytes()
 	}
 	defer func() { acct.Shrink(keyBytes) }()
+	if len(keys) != len(recs) {
+		return fmt.Errorf("%w: a sort's run has %d records and the keys of %d", ErrPlan, len(recs), len(keys))
+	}
 	var refs []rowRef
 	for i, r := range recs {
 		for row := range int32(r.NumRows()) {
