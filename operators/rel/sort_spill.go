@@ -25,7 +25,7 @@ import (
 // An ORDER BY over a whole input (NewSortAtEndWithin) is an external merge
 // sort past its memory: the rows it holds are sorted into a run on disk
 // whenever they and their keys pass half its limit, or its query's budget
-// is a third full, and when the input ends the runs are merged, a chunk
+// is a third full (overBudget), and when the input ends the runs are merged, a chunk
 // of each at a time. The keys are encoded as the rows come, as bytes that
 // compare as the rows sort (appendSortKey, NULL last ascending and first
 // descending, as compareRows), so what a run costs is counted before it is
@@ -99,11 +99,22 @@ func (s *Sort) took(ctx *dataflow.Context, rec arrow.Record) (bool, error) {
 	}
 	sp.keys = append(sp.keys, k)
 	sp.held += arrowx.RecordBytes(rec) + k.bytes()
-	if sp.limit > 0 && sp.held > sp.limit/2 {
-		return true, nil
+	return overBudget(acct, sp.limit, sp.held), nil
+}
+
+// overBudget reports whether an operator holding held bytes of rows that
+// it sorts in runs (a sort, a top n) cuts one: past half its limit, or
+// with its query's budget a third full once it holds a sixth of the
+// budget, half that third. Without the sixth an operator beside a larger
+// one would cut a run of every batch once the query were a third full;
+// with it no run is less than half the size a sort alone cuts, and one
+// beside another operator holding up to half the budget still fits.
+func overBudget(acct *dataflow.Account, limit, held int64) bool {
+	if limit > 0 && held > limit/2 {
+		return true
 	}
-	used, limit := acct.Budget()
-	return limit > 0 && used > limit/3, nil
+	used, budget := acct.Budget()
+	return budget > 0 && used > budget/3 && 6*held >= budget
 }
 
 // sortKeys are the encoded keys of one record's rows: row i's are

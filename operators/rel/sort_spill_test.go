@@ -99,9 +99,13 @@ func TestSortSpillsWhenItsQueryIsAThirdFull(t *testing.T) {
 	// 500 rows an inbox holds are a sixth of it.
 	rows, batches, _ := streamRows(rng, 100_000, 500, 0)
 	keys := []SortKey{{Expr: colV}, {Expr: colS, Desc: true}}
-	run := func(mk func() (dataflow.Operator, error)) ([][]any, error) {
+	// run sorts in a 2 MiB query of which another holder takes other.
+	runBeside := func(other int64, mk func() (dataflow.Operator, error)) ([][]any, error) {
 		mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
 		budget := dataflow.NewMemory("query", 2<<20, nil)
+		if err := budget.Account("another operator's state").Grow(other); err != nil {
+			t.Fatal(err)
+		}
 		var in []dataflow.Batch
 		for _, b := range batches {
 			in = append(in, dataflow.Batch{Record: makeRecord(t, mem, streamSchema, b)})
@@ -129,6 +133,7 @@ func TestSortSpillsWhenItsQueryIsAThirdFull(t *testing.T) {
 		err := dataflow.Run(context.Background(), g, dataflow.Config{Allocator: budget.Allocator(mem), Memory: budget})
 		return got, err
 	}
+	run := func(mk func() (dataflow.Operator, error)) ([][]any, error) { return runBeside(0, mk) }
 	if _, err := run(func() (dataflow.Operator, error) { return NewSortAtEnd(keys, streamSchema, functions.Builtins()) }); !errors.Is(err, dataflow.ErrMemory) {
 		t.Fatalf("every row held in a 2 MiB query: %v, want it over its memory", err)
 	}
@@ -148,6 +153,21 @@ func TestSortSpillsWhenItsQueryIsAThirdFull(t *testing.T) {
 	}
 	if st.Spills.Load() < 2 {
 		t.Errorf("%d runs, want the rows spilled in several", st.Spills.Load())
+	}
+	// Beside another operator holding 512 KiB (the query a third full
+	// once a few batches are in flight) the sort cuts a run once it holds
+	// a sixth of the budget, about 350 KiB, not at every batch (190 runs
+	// without that rule).
+	st = &SpillStats{}
+	got, err = runBeside(512<<10, func() (dataflow.Operator, error) {
+		return NewSortAtEndWithin(keys, streamSchema, functions.Builtins(), 0, st)
+	})
+	if err != nil {
+		t.Fatalf("spilling beside another holder: %v", err)
+	}
+	sameRows(t, "sorted rows beside another holder", got, rows)
+	if runs := st.Spills.Load(); runs < 2 || runs > 30 {
+		t.Errorf("beside another holder: %d runs of 100,000 rows, want a few of a sixth of the budget or more", runs)
 	}
 }
 

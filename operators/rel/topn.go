@@ -42,11 +42,10 @@ type TopN struct {
 }
 
 // topWithin is where a top n at the end hands its rows to a spilling sort:
-// past half its limit of rows held, or its query's budget a third full.
+// when the rows it holds are over its budget as a sort's are (overBudget).
 type topWithin struct {
 	limit int64
 	stats *SpillStats
-	held  int64
 }
 
 // topState is the best rows of one epoch: candidate records in arrival
@@ -167,11 +166,7 @@ func (w *topWithin) over(acct *dataflow.Account, st *topState) bool {
 	for _, r := range st.pool {
 		held += arrowx.RecordBytes(r)
 	}
-	if w.limit > 0 && held > w.limit/2 {
-		return true
-	}
-	used, limit := acct.Budget()
-	return limit > 0 && used > limit/3
+	return overBudget(acct, w.limit, held)
 }
 
 // spillTo hands the rows st holds to a spilling sort (newTopSort), which
@@ -330,7 +325,9 @@ func (t *TopN) OnFrontier(ctx *dataflow.Context, _ int, f dataflow.Epoch) error 
 	delete(t.states, 0)
 	var err error
 	if t.sorted != nil {
-		st.release()
+		if st != nil {
+			st.release()
+		}
 		err = t.sorted.emitSpilled(ctx, t.held)
 	} else {
 		err = t.emit(ctx, t.held, st)
