@@ -154,21 +154,8 @@ func (a *SpillAggregate) spill() error {
 				return err
 			}
 		}
-		split, err := dataflow.Split(a.mem, rec, dst, SpillPartitions)
-		if err != nil {
+		if err := writeSplit(a.mem, a.parts, rec, dst); err != nil {
 			return err
-		}
-		for i, r := range split {
-			if r == nil {
-				continue
-			}
-			if err == nil {
-				err = a.parts[i].write(r)
-			}
-			r.Release()
-		}
-		if err != nil {
-			return fmt.Errorf("spill: %w", err)
 		}
 		if a.stats != nil {
 			a.stats.Rows.Add(rec.NumRows())

@@ -186,21 +186,8 @@ func (s *SpillJoin) write(files []*spillFile, rec arrow.Record, right bool) erro
 		s.buildRows += int64(n)
 		s.buildNull = s.buildNull || nulls
 	}
-	split, err := dataflow.Split(s.mem, rec, dst, SpillPartitions)
-	if err != nil {
+	if err := writeSplit(s.mem, files, rec, dst); err != nil {
 		return err
-	}
-	for i, r := range split {
-		if r == nil {
-			continue
-		}
-		if err == nil {
-			err = files[i].write(r)
-		}
-		r.Release()
-	}
-	if err != nil {
-		return fmt.Errorf("spill: %w", err)
 	}
 	if s.stats != nil {
 		s.stats.Rows.Add(int64(n))

@@ -29,21 +29,7 @@ func TestSortSpillsRunsAndMergesThemInOrder(t *testing.T) {
 	rng := rand.New(rand.NewSource(9))
 	_, batches, _ := streamRows(rng, 20_000, 500, 0)
 	keys := []SortKey{{Expr: colS}, {Expr: colV, Desc: true}, {Expr: colF}}
-	run := func(mk func() (dataflow.Operator, error)) [][]any {
-		mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
-		var in []dataflow.Batch
-		for _, b := range batches {
-			in = append(in, dataflow.Batch{Record: makeRecord(t, mem, streamSchema, b)})
-		}
-		capt, err := runGraph(t, mem, in, false, func(dataflow.Instance) (dataflow.Operator, error) { return mk() })
-		if err != nil {
-			t.Fatal(err)
-		}
-		got := recordRows(capturedRecords(capt))
-		capt.Release()
-		mem.AssertSize(t, 0)
-		return got
-	}
+	run := func(mk func() (dataflow.Operator, error)) [][]any { return opRows(t, batches, mk) }
 	want := run(func() (dataflow.Operator, error) { return NewSortAtEnd(keys, streamSchema, functions.Builtins()) })
 	if len(want) != 20_000 {
 		t.Fatalf("the in-memory sort gave %d rows", len(want))
@@ -220,21 +206,7 @@ func TestTopNPastItsMemoryGoesToRuns(t *testing.T) {
 	_, batches, _ := streamRows(rng, 20_000, 500, 0)
 	keys := []SortKey{{Expr: colS, Desc: true}, {Expr: colV}, {Expr: colF}}
 	const n = 15_000
-	run := func(mk func() (dataflow.Operator, error)) [][]any {
-		mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
-		var in []dataflow.Batch
-		for _, b := range batches {
-			in = append(in, dataflow.Batch{Record: makeRecord(t, mem, streamSchema, b)})
-		}
-		capt, err := runGraph(t, mem, in, false, func(dataflow.Instance) (dataflow.Operator, error) { return mk() })
-		if err != nil {
-			t.Fatal(err)
-		}
-		got := recordRows(capturedRecords(capt))
-		capt.Release()
-		mem.AssertSize(t, 0)
-		return got
-	}
+	run := func(mk func() (dataflow.Operator, error)) [][]any { return opRows(t, batches, mk) }
 	want := run(func() (dataflow.Operator, error) { return NewTopNAtEnd(n, keys, streamSchema, functions.Builtins()) })
 	if len(want) != n {
 		t.Fatalf("the top n in memory gave %d rows", len(want))
@@ -254,4 +226,23 @@ func TestTopNPastItsMemoryGoesToRuns(t *testing.T) {
 	if left, err := os.ReadDir(tmp); err != nil || len(left) != 0 {
 		t.Errorf("files left: %v %v", left, err)
 	}
+}
+
+// opRows runs the operator mk makes over batches of streamSchema's rows and
+// returns what it emits, checking that it leaves no buffer behind.
+func opRows(t *testing.T, batches [][][]any, mk func() (dataflow.Operator, error)) [][]any {
+	t.Helper()
+	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
+	var in []dataflow.Batch
+	for _, b := range batches {
+		in = append(in, dataflow.Batch{Record: makeRecord(t, mem, streamSchema, b)})
+	}
+	capt, err := runGraph(t, mem, in, false, func(dataflow.Instance) (dataflow.Operator, error) { return mk() })
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := recordRows(capturedRecords(capt))
+	capt.Release()
+	mem.AssertSize(t, 0)
+	return got
 }

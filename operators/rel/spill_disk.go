@@ -132,3 +132,23 @@ func (p *spillFile) finish() error {
 	}
 	return nil
 }
+
+// writeSplit writes rec's rows to files, row i to files[dst[i]]: a
+// partitioned spill's write (the join's, the aggregation's, the window
+// functions').
+func writeSplit(mem memory.Allocator, files []*spillFile, rec arrow.Record, dst []uint32) error {
+	split, err := dataflow.Split(mem, rec, dst, len(files))
+	if err != nil {
+		return err
+	}
+	for i, r := range split {
+		if r == nil {
+			continue
+		}
+		if err == nil {
+			err = files[i].write(r)
+		}
+		r.Release()
+	}
+	return err
+}

@@ -153,23 +153,13 @@ func (w *WindowFuncs) write(ctx *dataflow.Context, rec arrow.Record) error {
 	if err := dataflow.HashColumns(idx...)(keys, SpillPartitions, dst); err != nil {
 		return err
 	}
-	split, err := dataflow.Split(c.Mem, rec, dst, SpillPartitions)
-	if err != nil {
+	if err := writeSplit(c.Mem, sp.parts, rec, dst); err != nil {
 		return err
 	}
-	for i, r := range split {
-		if r == nil {
-			continue
-		}
-		if err == nil {
-			err = sp.parts[i].write(r)
-		}
-		r.Release()
-	}
-	if err == nil && sp.stats != nil {
+	if sp.stats != nil {
 		sp.stats.Rows.Add(n)
 	}
-	return err
+	return nil
 }
 
 // emitSpilled answers each partition file's rows on their own.

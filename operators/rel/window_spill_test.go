@@ -6,8 +6,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/apache/arrow/go/v17/arrow/memory"
-
 	"github.com/tierflow/tierflow/dataflow"
 	"github.com/tierflow/tierflow/operators/functions"
 	"github.com/tierflow/tierflow/planner/expr"
@@ -39,21 +37,7 @@ func TestWindowFuncsSpillByPartition(t *testing.T) {
 		{Func: "count", Distinct: true, Args: []expr.Expr{colS}, Partition: byK, Order: tsAsc, DataType: expr.Int64, Frame: logical.DefaultFrame},
 	}
 	names := []string{"r", "rn", "s3", "mx", "lag", "ds"}
-	run := func(mk func() (dataflow.Operator, error)) [][]any {
-		mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
-		var in []dataflow.Batch
-		for _, b := range batches {
-			in = append(in, dataflow.Batch{Record: makeRecord(t, mem, streamSchema, b)})
-		}
-		capt, err := runGraph(t, mem, in, false, func(dataflow.Instance) (dataflow.Operator, error) { return mk() })
-		if err != nil {
-			t.Fatal(err)
-		}
-		got := recordRows(capturedRecords(capt))
-		capt.Release()
-		mem.AssertSize(t, 0)
-		return got
-	}
+	run := func(mk func() (dataflow.Operator, error)) [][]any { return opRows(t, batches, mk) }
 	want := run(func() (dataflow.Operator, error) {
 		return NewWindowFuncsAtEnd(funcs, names, streamSchema, functions.Builtins())
 	})

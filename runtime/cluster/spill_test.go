@@ -12,7 +12,6 @@ import (
 	"time"
 
 	"github.com/tierflow/tierflow/operators/sinks"
-	"github.com/tierflow/tierflow/planner/infra"
 	"github.com/tierflow/tierflow/runtime/cluster"
 	"github.com/tierflow/tierflow/runtime/cluster/clustertest"
 	"github.com/tierflow/tierflow/runtime/coordinator"
@@ -41,25 +40,7 @@ func TestAGroupByAndAJoinSpillUnderTheQueryLimit(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(dir, "events.csv"), []byte(b.String()), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	inf, err := infra.Parse("infra.yaml", []byte(`tiers:
-  - name: edge
-worker_types:
-  - name: x2
-    vcpus: 2
-    price: 0.1
-workers:
-  - name: e1
-    type: x2
-    tier: edge
-  - name: e2
-    type: x2
-    tier: edge
-default_link:
-  cost_per_gb: 0
-`))
-	if err != nil {
-		t.Fatal(err)
-	}
+	inf := twoEdgeWorkers(t)
 	table := "CREATE TABLE e (id BIGINT, k BIGINT) FROM FILE 'events.csv' FORMAT CSV;\n"
 	group := deploy.Script{Filename: filepath.Join(dir, "group.sql"), BaseDir: dir,
 		Source: table + "SELECT k, count(*) AS n, sum(id) AS s FROM e GROUP BY k;\n"}

@@ -40,25 +40,7 @@ func spreadOverIdle(t *testing.T, placement string) {
 	if err := os.WriteFile(filepath.Join(dir, "events.csv"), []byte(rows.String()), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	inf, err := infra.Parse("infra.yaml", []byte(`tiers:
-  - name: edge
-worker_types:
-  - name: x2
-    vcpus: 2
-    price: 0.1
-workers:
-  - name: e1
-    type: x2
-    tier: edge
-  - name: e2
-    type: x2
-    tier: edge
-default_link:
-  cost_per_gb: 0
-`))
-	if err != nil {
-		t.Fatal(err)
-	}
+	inf := twoEdgeWorkers(t)
 	// The long query reads its stream at 20 rows a second until stopped;
 	// the small one counts a table once.
 	long := deploy.Script{Filename: filepath.Join(dir, "long.sql"), BaseDir: dir, Pace: &deploy.Pace{AtRate: true, For: time.Minute},
@@ -127,4 +109,30 @@ default_link:
 	if after := runSmall("small-after"); scanOf(after) != "e1" {
 		t.Errorf("after the long query the small one scans on %s: want e1 again", scanOf(after))
 	}
+}
+
+// twoEdgeWorkers is a tier of two identical workers, e1 and e2, with free
+// links: placements there differ only by the load they find.
+func twoEdgeWorkers(t *testing.T) *infra.Infra {
+	t.Helper()
+	inf, err := infra.Parse("infra.yaml", []byte(`tiers:
+  - name: edge
+worker_types:
+  - name: x2
+    vcpus: 2
+    price: 0.1
+workers:
+  - name: e1
+    type: x2
+    tier: edge
+  - name: e2
+    type: x2
+    tier: edge
+default_link:
+  cost_per_gb: 0
+`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return inf
 }
