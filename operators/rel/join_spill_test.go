@@ -142,15 +142,8 @@ func TestSpillJoinSpillsWhenItsQueryIsHalfFull(t *testing.T) {
 		l := g.AddOperator(dataflow.OperatorSpec{Name: "left", Outputs: 1, New: func(dataflow.Instance) (dataflow.Operator, error) { return builtin.NewSliceSource(left), nil }})
 		r := g.AddOperator(dataflow.OperatorSpec{Name: "right", Outputs: 1, New: func(dataflow.Instance) (dataflow.Operator, error) { return builtin.NewSliceSource(right), nil }})
 		op := g.AddOperator(dataflow.OperatorSpec{Name: "join", Inputs: 2, Outputs: 1, New: func(dataflow.Instance) (dataflow.Operator, error) { return mk(), nil }})
-		// The sink reads each batch's rows and lets it go: the join's
-		// output holds no part of the budget.
 		var got [][]any
-		sink := g.AddOperator(dataflow.OperatorSpec{Name: "sink", Inputs: 1, New: func(dataflow.Instance) (dataflow.Operator, error) {
-			return builtin.NewSink(func(b dataflow.Batch) error {
-				got = append(got, recordRows([]arrow.Record{b.Record})...)
-				return nil
-			}), nil
-		}})
+		sink := g.AddOperator(dataflow.OperatorSpec{Name: "sink", Inputs: 1, New: rowsSink(&got)})
 		g.Connect(l, 0, op, 0)
 		g.Connect(r, 0, op, 1)
 		g.Connect(op, 0, sink, 0)
@@ -185,5 +178,16 @@ func TestSpillJoinSpillsWhenItsQueryIsHalfFull(t *testing.T) {
 	sameRows(t, "join in a query two thirds full", got, want)
 	if st.Spills.Load() != 1 {
 		t.Errorf("%d spills, want 1: the query's budget was past half full", st.Spills.Load())
+	}
+}
+
+// rowsSink makes a sink that appends each batch's rows to got and lets the
+// batch go, so that a budget's test output holds no part of it.
+func rowsSink(got *[][]any) func(dataflow.Instance) (dataflow.Operator, error) {
+	return func(dataflow.Instance) (dataflow.Operator, error) {
+		return builtin.NewSink(func(b dataflow.Batch) error {
+			*got = append(*got, recordRows([]arrow.Record{b.Record})...)
+			return nil
+		}), nil
 	}
 }

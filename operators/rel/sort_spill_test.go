@@ -9,7 +9,6 @@ import (
 	"reflect"
 	"testing"
 
-	"github.com/apache/arrow/go/v17/arrow"
 	"github.com/apache/arrow/go/v17/arrow/memory"
 
 	"github.com/tierflow/tierflow/dataflow"
@@ -105,12 +104,7 @@ func TestSortSpillsWhenItsQueryIsAThirdFull(t *testing.T) {
 		cp := g.AddOperator(dataflow.OperatorSpec{Name: "copy", Inputs: 1, Outputs: 1, New: func(dataflow.Instance) (dataflow.Operator, error) { return &copyOp{}, nil }})
 		op := g.AddOperator(dataflow.OperatorSpec{Name: "sort", Inputs: 1, Outputs: 1, New: func(dataflow.Instance) (dataflow.Operator, error) { return mk() }})
 		var got [][]any
-		sink := g.AddOperator(dataflow.OperatorSpec{Name: "sink", Inputs: 1, New: func(dataflow.Instance) (dataflow.Operator, error) {
-			return builtin.NewSink(func(b dataflow.Batch) error {
-				got = append(got, recordRows([]arrow.Record{b.Record})...)
-				return nil
-			}), nil
-		}})
+		sink := g.AddOperator(dataflow.OperatorSpec{Name: "sink", Inputs: 1, New: rowsSink(&got)})
 		g.Connect(src, 0, cp, 0)
 		g.Connect(cp, 0, op, 0)
 		g.Connect(op, 0, sink, 0)
