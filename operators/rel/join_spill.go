@@ -113,18 +113,10 @@ func (s *SpillJoin) OnBatch(ctx *dataflow.Context, input int, b dataflow.Batch, 
 	return nil
 }
 
-// over reports whether the rows held must go to disk: past the limit, or
-// with the query's budget more than half full. The rows held were charged
-// to the operators that made them, which the budget refuses past its
-// limit (failing the query), not to the join: it spills while the other
-// half is left to the batches in flight and to the partition it joins
-// when it reads the spill back (deploy.Limits.SpillBytes).
+// over reports whether the rows held must go to disk (spillsOnce).
 func (s *SpillJoin) over() bool {
-	if s.heldBytes > s.limit {
-		return true
-	}
-	used, limit := s.acct.Budget()
-	return limit > 0 && used > limit/2
+	used, budget := s.acct.Budget()
+	return spillsOnce(s.limit, s.heldBytes, used, budget)
 }
 
 // spill moves the right rows held, and the left rows waiting, to the

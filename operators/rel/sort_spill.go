@@ -317,7 +317,8 @@ type runReader struct {
 	row  int
 }
 
-func (s *Sort) openRun(f *os.File, mem memory.Allocator) (*runReader, error) {
+// openRun reads run f from its start.
+func openRun(f *os.File, mem memory.Allocator) (*runReader, error) {
 	if _, err := f.Seek(0, io.SeekStart); err != nil {
 		return nil, fmt.Errorf("spill: %w", err)
 	}
@@ -395,7 +396,7 @@ func (s *Sort) merge(c *functions.Ctx, runs []*os.File, out func(arrow.Record) e
 		}
 	}()
 	for i, f := range runs {
-		rr, err := s.openRun(f, c.Mem)
+		rr, err := openRun(f, c.Mem)
 		if err != nil {
 			return err
 		}

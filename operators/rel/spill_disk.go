@@ -133,6 +133,19 @@ func (p *spillFile) finish() error {
 	return nil
 }
 
+// spillsOnce reports whether an operator that spills once, and from then
+// on writes every row to its partition files (a join's table, window
+// functions' rows), sends the held bytes of rows to disk: past its limit
+// (0: none), or with its query's budget (used of budget bytes; 0: none)
+// more than half full. The rows it holds were charged to the operators
+// that made them, which the budget refuses past its limit (failing the
+// query), not to it: it spills while the other half is left to the
+// batches in flight and to the partition it reads back from disk
+// (deploy.Limits.SpillBytes).
+func spillsOnce(limit, held, used, budget int64) bool {
+	return limit > 0 && held > limit || budget > 0 && used > budget/2
+}
+
 // writeSplit writes rec's rows to files, row i to files[dst[i]]: a
 // partitioned spill's write (the join's, the aggregation's, the window
 // functions').

@@ -18,8 +18,9 @@ import (
 
 // Window functions over a whole input (NewWindowFuncsAtEndWithin) spill
 // as a grace hash does: a function answers each partition from its rows
-// alone, so once the rows held pass half the operator's limit, or its
-// query's budget is a third full, they go to SpillPartitions files by a
+// alone, so once the rows held pass the operator's limit, or its query's
+// budget is half full (spillsOnce, as a join's table), they go to
+// SpillPartitions files by a
 // hash of the PARTITION BY every function shares, and when the input ends
 // each file's rows are answered on their own: whole partitions, about
 // 1/SpillPartitions of the rows. Functions with no PARTITION BY in common
@@ -29,7 +30,7 @@ import (
 
 // NewWindowFuncsAtEndWithin is NewWindowFuncsAtEnd that spills by the
 // functions' common PARTITION BY past limit bytes held (0: only when its
-// query's budget is a third full); stats may be nil.
+// query's budget is half full); stats may be nil.
 func NewWindowFuncsAtEndWithin(funcs []*logical.WindowFunc, names []string, in *arrow.Schema, fns *functions.Registry, limit int64, stats *SpillStats) (*WindowFuncs, error) {
 	w, err := NewWindowFuncsAtEnd(funcs, names, in, fns)
 	if err != nil {
@@ -86,14 +87,12 @@ type windowSpill struct {
 	parts []*spillFile // nil until the rows spill
 }
 
-// over reports whether the rows held go to disk.
+// over counts rec as held and reports whether the rows held go to disk
+// (spillsOnce).
 func (sp *windowSpill) over(acct *dataflow.Account, rec arrow.Record) bool {
 	sp.held += arrowx.RecordBytes(rec)
-	if sp.limit > 0 && sp.held > sp.limit/2 {
-		return true
-	}
-	used, limit := acct.Budget()
-	return limit > 0 && used > limit/3
+	used, budget := acct.Budget()
+	return spillsOnce(sp.limit, sp.held, used, budget)
 }
 
 // spillHeld moves the rows held to the partition files; from now on every
