@@ -165,7 +165,7 @@ include the transfer time.`,
 	fl.DurationVar(&f.maxDelay, "max-delay", 2*time.Second, "allowed out-of-orderness of event time (watermark delay)")
 	fl.IntVar(&f.batch, "batch-size", 4096, "rows per source batch")
 	fl.IntVar(&f.parallel, "parallelism", 0, "with --local: instances of each GROUP BY, rows exchanged by a hash of the group keys (0: a GROUP BY of few groups on every core, in two phases; 1: one instance)")
-	fl.StringVar(&f.memLimit, "memory-limit", "", "with --local: most memory the state of a GROUP BY, or the table of a join of two tables, may take (e.g. 512MB or 2GiB); past it the state spills to disk, an ORDER BY sorts in runs on disk and an OVER puts its rows on disk by partition past half of it (default: no limit)")
+	fl.StringVar(&f.memLimit, "memory-limit", "", "with --local: most memory the state of a GROUP BY, or the table of a join of two tables, may take (e.g. 512MB or 2GiB); past it the state spills to disk, as an OVER's rows do by partition, and an ORDER BY sorts in runs on disk past half of it (default: no limit)")
 	fl.BoolVar(&f.local, "local", false, "run in this process on one executor instead of an embedded cluster")
 	fl.BoolVar(&f.processes, "processes", false, "start the cluster's workers as child processes instead of goroutines")
 	fl.DurationVar(&f.heartbeat, "heartbeat", 500*time.Millisecond, "interval the cluster's workers heartbeat at; a worker silent for 3 of them (at least 1.5s) is dropped and its queries resume on the others")
