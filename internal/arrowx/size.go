@@ -108,3 +108,20 @@ func usedBytes(d arrow.ArrayData, spec arrow.BufferSpec, i int) (int64, bool) {
 	}
 	return 0, false
 }
+
+// Reserve makes room in b for n more values. Arrow's Builder.Reserve sizes
+// the room past n to the next power of two, so Reserve(1024) on an empty
+// builder makes room for 2048 values (1 << bits.Len(1024)), and the
+// finished array keeps that memory though it shrinks to its values: every
+// batch of a power-of-two size held twice its bytes. An empty builder is
+// sized to n exactly (Resize); one holding values grows as Arrow's does.
+func Reserve(b array.Builder, n int) {
+	if n <= 0 {
+		return
+	}
+	if b.Len() == 0 && b.Cap() == 0 {
+		b.Resize(n)
+		return
+	}
+	b.Reserve(n)
+}

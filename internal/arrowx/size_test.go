@@ -57,3 +57,30 @@ func TestRecordBytesOfSlicesAddUp(t *testing.T) {
 		t.Fatalf("a one-row slice of a 49-byte string weighs %d bytes", got)
 	}
 }
+
+// An empty builder reserved n values holds room for n, not the next power
+// of two past n (Arrow's Reserve: 2048 for 1024), and one holding values
+// still grows.
+func TestReserveSizesAnEmptyBuilderExactly(t *testing.T) {
+	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
+	defer mem.AssertSize(t, 0)
+	b := array.NewInt64Builder(mem)
+	defer b.Release()
+	Reserve(b, 1024)
+	if got := b.Cap(); got != 1024 {
+		t.Errorf("empty builder reserved 1024: room for %d", got)
+	}
+	for i := range 1024 {
+		b.Append(int64(i))
+	}
+	Reserve(b, 10)
+	if got := b.Cap(); got < 1034 {
+		t.Errorf("a builder of 1024 values reserved 10 more: room for %d", got)
+	}
+	a := array.NewInt64Builder(mem)
+	defer a.Release()
+	a.Reserve(1024)
+	if a.Cap() != 2048 {
+		t.Logf("Arrow's own Reserve(1024) now makes room for %d (was 2048)", a.Cap())
+	}
+}

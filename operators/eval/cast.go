@@ -11,6 +11,7 @@ import (
 	"github.com/apache/arrow/go/v17/arrow/array"
 	"github.com/apache/arrow/go/v17/arrow/memory"
 
+	"github.com/tierflow/tierflow/internal/arrowx"
 	"github.com/tierflow/tierflow/planner/expr"
 )
 
@@ -38,7 +39,7 @@ func roundToInteger(mem memory.Allocator, a arrow.Array, to arrow.DataType, half
 	lo, above := integerRange(to)
 	b := array.NewBuilder(mem, to)
 	defer b.Release()
-	b.Reserve(a.Len())
+	arrowx.Reserve(b, a.Len())
 	for i := 0; i < a.Len(); i++ {
 		if a.IsNull(i) {
 			b.AppendNull()
@@ -95,7 +96,7 @@ func formatsAsDuckDB(from, to arrow.DataType) bool {
 func castToString(mem memory.Allocator, a arrow.Array) arrow.Array {
 	b := array.NewStringBuilder(mem)
 	defer b.Release()
-	b.Reserve(a.Len())
+	arrowx.Reserve(b, a.Len())
 	for i := 0; i < a.Len(); i++ {
 		if a.IsNull(i) {
 			b.AppendNull()
@@ -167,7 +168,7 @@ func castStringToTimestamp(mem memory.Allocator, a arrow.Array, to arrow.DataTyp
 	strs := a.(*array.String)
 	b := array.NewTimestampBuilder(mem, to.(*arrow.TimestampType))
 	defer b.Release()
-	b.Reserve(a.Len())
+	arrowx.Reserve(b, a.Len())
 	unit := to.(*arrow.TimestampType).Unit
 	for i := 0; i < a.Len(); i++ {
 		if a.IsNull(i) {

@@ -12,6 +12,7 @@ import (
 	"github.com/apache/arrow/go/v17/arrow/decimal128"
 	"github.com/apache/arrow/go/v17/arrow/memory"
 
+	"github.com/tierflow/tierflow/internal/arrowx"
 	"github.com/tierflow/tierflow/planner/expr"
 )
 
@@ -45,7 +46,7 @@ func castTemporalOrDecimal(mem memory.Allocator, a arrow.Array, to arrow.DataTyp
 		per := 86400 * unitsPerSecond(from.(*arrow.TimestampType).Unit)
 		b := array.NewDate32Builder(mem)
 		defer b.Release()
-		b.Reserve(a.Len())
+		arrowx.Reserve(b, a.Len())
 		ts := a.(*array.Timestamp)
 		for i := 0; i < a.Len(); i++ {
 			if a.IsNull(i) {
@@ -202,7 +203,7 @@ func toDecimal(mem memory.Allocator, a arrow.Array, t *arrow.Decimal128Type) (ar
 	}
 	b := array.NewDecimal128Builder(mem, t)
 	defer b.Release()
-	b.Reserve(a.Len())
+	arrowx.Reserve(b, a.Len())
 	for i := 0; i < a.Len(); i++ {
 		if a.IsNull(i) {
 			b.AppendNull()
@@ -284,7 +285,7 @@ func fromDecimal(mem memory.Allocator, a *array.Decimal128, to arrow.DataType) (
 	scale := a.DataType().(*arrow.Decimal128Type).Scale
 	b := array.NewBuilder(mem, to)
 	defer b.Release()
-	b.Reserve(a.Len())
+	arrowx.Reserve(b, a.Len())
 	switch bb := b.(type) {
 	case *array.Float64Builder:
 		for i := 0; i < a.Len(); i++ {

@@ -15,6 +15,7 @@ import (
 	"github.com/apache/arrow/go/v17/arrow/scalar"
 
 	"github.com/tierflow/tierflow/dataflow"
+	"github.com/tierflow/tierflow/internal/arrowx"
 	"github.com/tierflow/tierflow/operators/functions"
 	"github.com/tierflow/tierflow/planner/expr"
 )
@@ -456,7 +457,7 @@ func (n *isNullNode) eval(c *functions.Ctx, rec arrow.Record) (compute.Datum, er
 	defer a.Release()
 	b := array.NewBooleanBuilder(c.Mem)
 	defer b.Release()
-	b.Reserve(a.Len())
+	arrowx.Reserve(b, a.Len())
 	isNullType := a.DataType().ID() == arrow.NULL
 	for i := 0; i < a.Len(); i++ {
 		null := isNullType || a.IsNull(i)

@@ -12,6 +12,7 @@ import (
 	"github.com/apache/arrow/go/v17/arrow/compute"
 	"github.com/apache/arrow/go/v17/arrow/scalar"
 
+	"github.com/tierflow/tierflow/internal/arrowx"
 	"github.com/tierflow/tierflow/operators/functions"
 	"github.com/tierflow/tierflow/planner/expr"
 )
@@ -110,7 +111,7 @@ func (n *inNode) eval(c *functions.Ctx, rec arrow.Record) (compute.Datum, error)
 	}
 	b := array.NewBooleanBuilder(c.Mem)
 	defer b.Release()
-	b.Reserve(rows)
+	arrowx.Reserve(b, rows)
 	ints := x.DataType().ID() == arrow.INT64
 	var iv []int64
 	if ints {
@@ -179,7 +180,7 @@ func (n *inNode) inStrings(c *functions.Ctx, x arrow.Array) (arrow.Array, bool) 
 	rows := x.Len()
 	b := array.NewBooleanBuilder(c.Mem)
 	defer b.Release()
-	b.Reserve(rows)
+	arrowx.Reserve(b, rows)
 	hasNull := x.NullN() > 0
 	for i := 0; i < rows; i++ {
 		switch {
@@ -330,7 +331,7 @@ func (n *likeNode) eval(c *functions.Ctx, rec arrow.Record) (compute.Datum, erro
 	xs, _ := x.(*array.String)
 	b := array.NewBooleanBuilder(c.Mem)
 	defer b.Release()
-	b.Reserve(rows)
+	arrowx.Reserve(b, rows)
 	for i := 0; i < rows; i++ {
 		if xs == nil || x.IsNull(i) || patNull || (pats != nil && pats.IsNull(i)) {
 			b.AppendNull()
@@ -439,7 +440,7 @@ func (n *caseNode) eval(c *functions.Ctx, rec arrow.Record) (compute.Datum, erro
 	defer releaseArrays(thens)
 	b := array.NewBuilder(c.Mem, n.typ)
 	defer b.Release()
-	b.Reserve(rows)
+	arrowx.Reserve(b, rows)
 	for i := 0; i < rows; i++ {
 		pick := -1
 		for k, cond := range conds {

@@ -10,6 +10,7 @@ import (
 	"github.com/apache/arrow/go/v17/arrow/decimal128"
 	"github.com/apache/arrow/go/v17/arrow/memory"
 
+	"github.com/tierflow/tierflow/internal/arrowx"
 	"github.com/tierflow/tierflow/planner/expr"
 )
 
@@ -92,7 +93,7 @@ func (a *countAcc) Reset(g uint32)        { a.counts[g] = 0 }
 func (a *countAcc) Finish(mem memory.Allocator, gids []uint32) arrow.Array {
 	b := array.NewInt64Builder(mem)
 	defer b.Release()
-	b.Reserve(len(gids))
+	arrowx.Reserve(b, len(gids))
 	for _, g := range gids {
 		b.UnsafeAppend(a.counts[g])
 	}

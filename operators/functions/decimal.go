@@ -13,6 +13,7 @@ import (
 	"github.com/apache/arrow/go/v17/arrow/memory"
 	"github.com/apache/arrow/go/v17/arrow/scalar"
 
+	"github.com/tierflow/tierflow/internal/arrowx"
 	"github.com/tierflow/tierflow/planner/expr"
 )
 
@@ -347,7 +348,7 @@ func calendarArith(c *Ctx, ret arrow.DataType, args []compute.Datum, n int, sign
 	defer release()
 	b := array.NewTimestampBuilder(c.Mem, ret.(*arrow.TimestampType))
 	defer b.Release()
-	b.Reserve(n)
+	arrowx.Reserve(b, n)
 	for i := 0; i < n; i++ {
 		if tv.isNull(i) || ivNull(i) {
 			b.AppendNull()

@@ -13,6 +13,7 @@ import (
 	"github.com/apache/arrow/go/v17/arrow/scalar"
 
 	"github.com/tierflow/tierflow/dataflow"
+	"github.com/tierflow/tierflow/internal/arrowx"
 )
 
 // vec reads one argument row by row, whether it is an array or a broadcast
@@ -226,7 +227,7 @@ type out struct {
 
 func newOut(mem memory.Allocator, t arrow.DataType, n int) *out {
 	o := &out{b: array.NewBuilder(mem, t)}
-	o.b.Reserve(n)
+	arrowx.Reserve(o.b, n)
 	switch b := o.b.(type) {
 	case *array.Int64Builder:
 		o.i64 = b.UnsafeAppend

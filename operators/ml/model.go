@@ -10,6 +10,8 @@ import (
 	"github.com/apache/arrow/go/v17/arrow/array"
 	"github.com/apache/arrow/go/v17/arrow/bitutil"
 	"github.com/apache/arrow/go/v17/arrow/memory"
+
+	"github.com/tierflow/tierflow/internal/arrowx"
 )
 
 // Config binds a model to an input stream.
@@ -698,7 +700,7 @@ func (j *job) finish(mem memory.Allocator) arrow.Record {
 		case Classify:
 			if h.Labels != nil {
 				b := array.NewStringBuilder(mem)
-				b.Reserve(j.n)
+				arrowx.Reserve(b, j.n)
 				for r := 0; r < j.n; r++ {
 					if j.nFailed > 0 && j.failed[r] {
 						b.AppendNull()

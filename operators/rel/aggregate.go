@@ -14,6 +14,7 @@ import (
 	"github.com/apache/arrow/go/v17/arrow/memory"
 
 	"github.com/tierflow/tierflow/dataflow"
+	"github.com/tierflow/tierflow/internal/arrowx"
 	"github.com/tierflow/tierflow/operators/eval"
 	"github.com/tierflow/tierflow/operators/functions"
 	"github.com/tierflow/tierflow/planner/expr"
@@ -993,7 +994,7 @@ func (h *HashAggregate) finishWindow(w *aggWindow) arrow.Record {
 func constTimestamp(mem memory.Allocator, us int64, n int) arrow.Array {
 	b := array.NewTimestampBuilder(mem, expr.Timestamp.(*arrow.TimestampType))
 	defer b.Release()
-	b.Reserve(n)
+	arrowx.Reserve(b, n)
 	for i := 0; i < n; i++ {
 		b.UnsafeAppend(arrow.Timestamp(us))
 	}

@@ -6,6 +6,8 @@ import (
 	"github.com/apache/arrow/go/v17/arrow"
 	"github.com/apache/arrow/go/v17/arrow/array"
 	"github.com/apache/arrow/go/v17/arrow/memory"
+
+	"github.com/tierflow/tierflow/internal/arrowx"
 )
 
 // codeIDs maps the codes of a dictionary-encoded string key (a Parquet
@@ -195,7 +197,7 @@ func concatColumn(mem memory.Allocator, parts []arrow.Array) (arrow.Array, error
 			return nil, fmt.Errorf("%w: a join's column mixes %s and %s batches", ErrPlan, p.DataType(), parts[0].DataType())
 		}
 		b := array.NewStringBuilder(mem)
-		b.Reserve(d.Len())
+		arrowx.Reserve(b, d.Len())
 		for r := range d.Len() {
 			if d.IsNull(r) || dict.IsNull(d.GetValueIndex(r)) {
 				b.AppendNull()
@@ -224,7 +226,7 @@ func concatCodes(mem memory.Allocator, parts []arrow.Array) (arrow.Array, bool) 
 	for _, p := range parts {
 		n += p.Len()
 	}
-	idx.Reserve(n)
+	arrowx.Reserve(idx, n)
 	var trans []int32
 	for _, p := range parts {
 		d := p.(*array.Dictionary)

@@ -9,6 +9,7 @@ import (
 	"github.com/apache/arrow/go/v17/arrow/array"
 	"github.com/apache/arrow/go/v17/arrow/memory"
 
+	"github.com/tierflow/tierflow/internal/arrowx"
 	"github.com/tierflow/tierflow/operators/eval"
 	"github.com/tierflow/tierflow/operators/functions"
 	"github.com/tierflow/tierflow/planner/expr"
@@ -729,7 +730,7 @@ func (j *HashJoin) probeOnly(rec arrow.Record, keys []arrow.Array, li, ri []int3
 	if j.spec.Kind == MarkJoin {
 		b := array.NewBooleanBuilder(j.mem)
 		defer b.Release()
-		b.Reserve(n)
+		arrowx.Reserve(b, n)
 		for i, h := range hit {
 			switch {
 			case h:

@@ -10,6 +10,7 @@ import (
 	"github.com/apache/arrow/go/v17/arrow/array"
 
 	"github.com/tierflow/tierflow/dataflow"
+	"github.com/tierflow/tierflow/internal/arrowx"
 	"github.com/tierflow/tierflow/operators/eval"
 	"github.com/tierflow/tierflow/operators/functions"
 	"github.com/tierflow/tierflow/planner/logical"
@@ -424,7 +425,7 @@ func (o *StreamRank) build(c *functions.Ctx, out []change) arrow.Record {
 	bs := make([]array.Builder, o.out.NumFields())
 	for i, f := range o.out.Fields() {
 		bs[i] = array.NewBuilder(c.Mem, f.Type)
-		bs[i].Reserve(len(out))
+		arrowx.Reserve(bs[i], len(out))
 	}
 	nin := o.in.NumFields()
 	for _, ch := range out {

@@ -8,6 +8,7 @@ import (
 	"github.com/apache/arrow/go/v17/arrow/array"
 	"github.com/apache/arrow/go/v17/arrow/memory"
 
+	"github.com/tierflow/tierflow/internal/arrowx"
 	"github.com/tierflow/tierflow/operators/functions"
 	"github.com/tierflow/tierflow/planner/expr"
 )
@@ -250,7 +251,7 @@ func (s *windowSlabs) finishAll(ws []uint32, schema *arrow.Schema, cols bool) (r
 	bs := make([]array.Builder, len(s.types))
 	for c, ty := range s.types {
 		bs[c] = array.NewBuilder(s.mem, ty)
-		bs[c].Reserve(n)
+		arrowx.Reserve(bs[c], n)
 	}
 	for _, g := range gids {
 		s.vals.appendKey(bs, s.gkey[g])
@@ -284,7 +285,7 @@ func (s *windowSlabs) finishAll(ws []uint32, schema *arrow.Schema, cols bool) (r
 func (s *windowSlabs) bounds(ws []uint32, rows []int, n int, end bool) arrow.Array {
 	b := array.NewTimestampBuilder(s.mem, expr.Timestamp.(*arrow.TimestampType))
 	defer b.Release()
-	b.Reserve(n)
+	arrowx.Reserve(b, n)
 	for i, w := range ws {
 		t := arrow.Timestamp(s.wins[w].start)
 		if end {

@@ -282,7 +282,7 @@ func toTimestamp(mem memory.Allocator, c arrow.Array, t *arrow.TimestampType) (a
 	to := unitsPerSecond(t.Unit)
 	b := array.NewTimestampBuilder(mem, t)
 	defer b.Release()
-	b.Reserve(c.Len())
+	arrowx.Reserve(b, c.Len())
 	for i := 0; i < c.Len(); i++ {
 		if c.IsNull(i) {
 			b.AppendNull()

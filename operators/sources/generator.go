@@ -7,6 +7,8 @@ import (
 	"github.com/apache/arrow/go/v17/arrow"
 	"github.com/apache/arrow/go/v17/arrow/array"
 	"github.com/apache/arrow/go/v17/arrow/memory"
+
+	"github.com/tierflow/tierflow/internal/arrowx"
 )
 
 // GeneratorSchema is the generator's output: a row id, a key in [0, Keys), a
@@ -71,10 +73,10 @@ func (g *Generator) Next(mem memory.Allocator) (arrow.Record, error) {
 	k := array.NewInt64Builder(mem)
 	v := array.NewFloat64Builder(mem)
 	ts := array.NewTimestampBuilder(mem, arrow.FixedWidthTypes.Timestamp_us.(*arrow.TimestampType))
-	id.Reserve(int(n))
-	k.Reserve(int(n))
-	v.Reserve(int(n))
-	ts.Reserve(int(n))
+	arrowx.Reserve(id, int(n))
+	arrowx.Reserve(k, int(n))
+	arrowx.Reserve(v, int(n))
+	arrowx.Reserve(ts, int(n))
 	for i := g.next; i < g.next+n; i++ {
 		id.UnsafeAppend(i)
 		h := uint64(i) * 0x9E3779B97F4A7C15

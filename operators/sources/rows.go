@@ -9,6 +9,8 @@ import (
 
 	"github.com/apache/arrow/go/v17/arrow"
 	"github.com/apache/arrow/go/v17/arrow/memory"
+
+	"github.com/tierflow/tierflow/internal/arrowx"
 )
 
 // RowBuilder builds records row by row from decoded values, with the
@@ -50,7 +52,7 @@ func (r *RowBuilder) start() {
 		return
 	}
 	for i, bb := range r.b.bs {
-		bb.Reserve(r.lastRows)
+		arrowx.Reserve(bb, r.lastRows)
 		if d, ok := bb.(interface{ ReserveData(int) }); ok && r.lastData[i] > 0 {
 			d.ReserveData(r.lastData[i])
 		}
