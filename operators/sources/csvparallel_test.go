@@ -395,3 +395,47 @@ func processCPU() time.Duration {
 	}
 	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
+
+// A chunk's parse refused anywhere by its query's budget (its first
+// builders, an append, a batch's record or the next batch's builders)
+// gives back everything it allocated: refused in its first builders, it
+// kept those made before the refusal, and the budget counted them after
+// the read had failed.
+func TestCSVParseRefusedGivesBackWhatItMade(t *testing.T) {
+	var text strings.Builder
+	for i := range 3000 {
+		fmt.Fprintf(&text, "%d,customer number %07d,%d.%02d\n", i, i*7919%10_000_000, i%100_000, i%100)
+	}
+	data := []byte(text.String())
+	r, err := OpenCSVTable(readAheadCSV(t, 10), readAheadSchema, 1024, Fail, &Report{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	if r.plan == nil {
+		t.Fatal("no typed plan")
+	}
+	refused := 0
+	for limit := int64(1 << 10); limit <= 256<<10; limit += 3 << 10 {
+		checked := memory.NewCheckedAllocator(memory.NewGoAllocator())
+		budget := dataflow.NewMemory("query q", limit, nil)
+		func() {
+			defer func() {
+				if p := recover(); p != nil {
+					refused++
+				}
+			}()
+			recs, _ := r.plan.parse(data, budget.Allocator(checked), 1024, func() {})
+			for _, rec := range recs {
+				rec.Release()
+			}
+		}()
+		if n := checked.CurrentAlloc(); n != 0 {
+			t.Errorf("under %s the parse left %d bytes allocated", dataflow.Bytes(limit), n)
+		}
+		budget.Close()
+	}
+	if refused == 0 {
+		t.Fatal("no limit refused the parse")
+	}
+}

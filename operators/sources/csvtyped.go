@@ -9,6 +9,8 @@ import (
 	"github.com/apache/arrow/go/v17/arrow"
 	"github.com/apache/arrow/go/v17/arrow/array"
 	"github.com/apache/arrow/go/v17/arrow/memory"
+
+	"github.com/tierflow/tierflow/internal/arrowx"
 )
 
 // csvTyped parses unquoted CSV straight into typed Arrow builders: no
@@ -165,6 +167,14 @@ func (p *csvTyped) newBuilders(mem memory.Allocator, capacity int) *typedBuilder
 	b := &typedBuilders{bs: make([]array.Builder, k), ints: make([]func(int64) bool, k), f64: make([]*array.Float64Builder, k),
 		f32: make([]*array.Float32Builder, k), strs: make([]*array.StringBuilder, k), bools: make([]*array.BooleanBuilder, k),
 		times: make([]*array.TimestampBuilder, k), units: make([]arrow.TimeUnit, k), mem: mem, cap: capacity}
+	// A refused reservation (the query's budget) panics out of reset
+	// before the caller holds b: the builders made so far go back here.
+	defer func() {
+		if r := recover(); r != nil {
+			b.release()
+			panic(r)
+		}
+	}()
 	b.reset(p.schema)
 	return b
 }
@@ -176,7 +186,7 @@ func (b *typedBuilders) reset(schema *arrow.Schema) {
 		// then frees what it had reserved.
 		x := array.NewBuilder(b.mem, f.Type)
 		b.bs[i] = x
-		x.Reserve(b.cap)
+		arrowx.Reserve(x, b.cap)
 		switch x := x.(type) {
 		case *array.Int8Builder:
 			b.ints[i] = func(v int64) bool { x.Append(int8(v)); return v == int64(int8(v)) }
@@ -249,14 +259,29 @@ func (b *typedBuilders) append(c int, k csvKind, fld []byte) bool {
 }
 
 // finish makes the batch's record and the next batch's builders. A
-// refused allocation in those (the query's budget) releases the record,
+// refused allocation in those (the query's budget) releases the record
+// (or the columns made so far),
 // which nobody else holds yet, and leaves only the builders made so far
 // for release.
 func (b *typedBuilders) finish(schema *arrow.Schema) arrow.Record {
 	cols := make([]arrow.Array, len(b.bs))
-	for i, x := range b.bs {
-		cols[i] = x.NewArray()
-	}
+	func() {
+		// A column's array may allocate too (a string's last offset),
+		// and so be refused: the columns made before it go back.
+		defer func() {
+			if r := recover(); r != nil {
+				for _, c := range cols {
+					if c != nil {
+						c.Release()
+					}
+				}
+				panic(r)
+			}
+		}()
+		for i, x := range b.bs {
+			cols[i] = x.NewArray()
+		}
+	}()
 	rec := array.NewRecord(schema, cols, int64(b.n))
 	for _, c := range cols {
 		c.Release()
