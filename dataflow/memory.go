@@ -120,6 +120,7 @@ type Memory struct {
 	accounts []*Account
 	arrow    *Account // the allocator's holder
 	relay    *Account // Charge's holder
+	ahead    *readAheadPool
 }
 
 // NewMemory is a budget named name (what a refusal calls it) of limit
@@ -422,10 +423,37 @@ func ReadAhead(mem memory.Allocator) int64 {
 // made (a record decoded in place of its message, a frame kept until its
 // ack, an image's decoded pixels), until Uncharge. It refuses, with a *LimitError, growth past the
 // limit.
-func (b *budgetAllocator) Charge(n int64) error { return b.m.relay.grow(n, true) }
+func (b *budgetAllocator) Charge(n int64) error { return b.charges().grow(n, true) }
 
 // Uncharge gives back what Charge counted.
-func (b *budgetAllocator) Uncharge(n int64) { b.m.relay.Shrink(n) }
+func (b *budgetAllocator) Uncharge(n int64) { b.charges().Shrink(n) }
+
+// charges is the account Charge counts in: an operator's output when the
+// allocator is its own (OutputAllocator: what it holds beside its records,
+// a scan's text, is its too, and a refusal names it), else the shared
+// pool of the relay's frames and messages.
+func (b *budgetAllocator) charges() *Account {
+	if b.acct.output {
+		return b.acct
+	}
+	return b.m.relay
+}
+
+// ChargerOf is the Charger under mem's wrappers (Wrapper), nil when mem
+// charges no budget: what a reader holds that its allocator did not make
+// (a file's text read ahead) is charged there.
+func ChargerOf(mem memory.Allocator) Charger {
+	for {
+		if c, ok := mem.(Charger); ok {
+			return c
+		}
+		w, ok := mem.(Wrapper)
+		if !ok {
+			return nil
+		}
+		mem = w.Wrapped()
+	}
+}
 
 // Charger is an allocator that also counts memory it did not allocate
 // (Memory.Allocator's): the relay charges decoded messages and frames

@@ -2,10 +2,12 @@ package sources
 
 import (
 	"bytes"
+	"fmt"
 	"io"
 	"os"
 	"runtime"
 	"sync"
+	"sync/atomic"
 
 	"github.com/apache/arrow/go/v17/arrow"
 	"github.com/apache/arrow/go/v17/arrow/memory"
@@ -38,10 +40,11 @@ type csvParallel struct {
 	// (dataflow.Helper): the parse runs on every core, outside the
 	// source's steps.
 	cpu *dataflow.Helper
-	// ahead bounds the chunks in flight by the bytes of their records
-	// (readahead.go); last is the chunk whose records the reader is
-	// handing out, released when it takes the next.
-	ahead *aheadGate
+	// ahead bounds the chunks in flight by the bytes of their records and
+	// text, within the query's read-ahead (readahead.go); last is the
+	// chunk whose records the reader is handing out, released when it
+	// takes the next.
+	ahead *dataflow.ReadAheadGate
 	last  *csvChunk
 	// spare holds the buffers of chunks the reader is done with, for the
 	// splitter's next chunks: a fresh buffer is zeroed by make and faults
@@ -57,6 +60,13 @@ type csvParallel struct {
 	spare   chan []byte
 	made    int
 	longest int
+	// text charges the chunk buffers to the query (the bytes of every
+	// buffer made and not yet dropped: in flight or spare); nil when the
+	// read's allocator charges no budget. They were about as much as the
+	// records parsed from them, and uncharged: a UNION ALL of 200 scans of
+	// one file took a worker to 1.7 GB under a 64 MiB query limit.
+	text      dataflow.Charger
+	textBytes atomic.Int64
 }
 
 type csvChunk struct {
@@ -77,19 +87,19 @@ type csvChunk struct {
 const csvChunkBytes = 1 << 20
 
 // startCSVParallel reads f from off on workers goroutines (0: one per
-// core). What it holds ahead is bounded by the budget of mem
-// (dataflow.ReadAhead), not by workers, and so are its chunks: at most
-// size, less under a small budget (aheadChunkBytes).
+// core). What it holds ahead is bounded by its part of its query's
+// read-ahead (dataflow.ReadAheadGate, shared with the query's other
+// readers), not by workers, and so are its chunks: at most size, less
+// under a small share (chunkSize).
 func startCSVParallel(f *os.File, plan *csvTyped, mem memory.Allocator, batch int, off int64, line int, size int, workers int, cpu *dataflow.Helper, maxLine int) *csvParallel {
 	if workers <= 0 {
 		workers = runtime.GOMAXPROCS(0)
 	}
-	allow := dataflow.ReadAhead(mem)
-	size = min(size, aheadChunkBytes(allow))
+	ahead := dataflow.NewReadAheadGate(mem)
 	queue := make(chan *csvChunk, 2*workers+2)
-	p := &csvParallel{maxLine: maxLine, f: f, plan: plan, mem: mem, batch: batch, size: size, cpu: cpu, ahead: newAheadGate(allow),
+	p := &csvParallel{maxLine: maxLine, f: f, plan: plan, mem: mem, batch: batch, size: size, cpu: cpu, ahead: ahead,
 		queue: queue, work: make(chan *csvChunk, workers), quit: make(chan struct{}),
-		spare: make(chan []byte, cap(queue)+1)}
+		spare: make(chan []byte, cap(queue)+1), text: dataflow.ChargerOf(mem)}
 	p.wg.Add(1 + workers)
 	go p.split(off, line)
 	for range workers {
@@ -105,7 +115,7 @@ func (p *csvParallel) split(off int64, line int) {
 	defer close(p.work)
 	defer close(p.queue)
 	var carry []byte
-	size := p.size
+	size := p.chunkSize()
 	// A chunk's buffer is no larger than what is left of the file (and one
 	// byte, so that the read that takes the rest also sees its end): a
 	// small file read by each of 500 UNION ALL branches took a 1 MiB
@@ -128,19 +138,27 @@ func (p *csvParallel) split(off int64, line int) {
 		// the others on that worker whatever their share.
 		var buf []byte
 		var n int
-		var err error
+		var err, refused error
 		// The chunk's records are charged to the read-ahead before its
 		// buffer is made: under a small budget the splitter waits here
 		// for the reader to take what is ahead.
-		charged, ok := p.ahead.acquire(int64(len(carry) + fit(size)))
+		charged, ok := p.ahead.Acquire(int64(len(carry) + fit(size)))
 		if !ok {
 			return
 		}
 		p.cpu.Do(func() {
-			buf = p.buffer(len(carry) + fit(size))
+			if buf, refused = p.buffer(len(carry) + fit(size)); refused != nil {
+				return
+			}
 			copy(buf, carry)
 			n, err = p.f.ReadAt(buf[len(carry):], off+int64(len(carry)))
 		})
+		if refused != nil {
+			ch := &csvChunk{off: off, line: line, status: chunkFailed, err: refused, done: make(chan struct{}), charged: charged}
+			close(ch.done)
+			p.send(ch, false)
+			return
+		}
 		buf = buf[:len(carry)+n]
 		eof := err == io.EOF
 		if end >= 0 && off+int64(len(buf)) > end {
@@ -153,14 +171,14 @@ func (p *csvParallel) split(off int64, line int) {
 			return
 		}
 		if len(buf) == 0 {
-			p.ahead.release(&charged)
+			p.ahead.Release(&charged)
 			return
 		}
 		cut := len(buf)
 		if !eof {
 			i := bytes.LastIndexByte(buf, '\n')
 			if i < 0 { // a line longer than the chunk: read more of it
-				p.ahead.release(&charged)
+				p.ahead.Release(&charged)
 				if p.maxLine > 0 && len(buf) >= p.maxLine {
 					ch := &csvChunk{off: off, line: line, status: chunkFailed, done: make(chan struct{}),
 						err: lineTooLong(line, p.maxLine)}
@@ -181,7 +199,7 @@ func (p *csvParallel) split(off int64, line int) {
 		ch := &csvChunk{data: buf[:cut], off: off, line: line, done: make(chan struct{}), charged: charged}
 		p.cpu.Do(func() { line += bytes.Count(ch.data, []byte{'\n'}) })
 		off += int64(cut)
-		carry, size = buf[cut:], p.size
+		carry, size = buf[cut:], p.chunkSize()
 		p.longest = max(p.longest, len(carry))
 		if !p.send(ch, true) || eof {
 			return
@@ -189,22 +207,68 @@ func (p *csvParallel) split(off int64, line int) {
 	}
 }
 
+// chunkSize is the size of the next chunk: the reader's (csvChunkBytes),
+// or less where its share of the query's read-ahead would hold fewer than
+// aheadChunks of them: the share shrinks as more of the query's readers
+// read at once (a UNION ALL's scans), and grows back as they end.
+func (p *csvParallel) chunkSize() int {
+	if share := p.ahead.Share(); share > 0 {
+		return min(p.size, aheadChunkBytes(share))
+	}
+	return p.size
+}
+
 // buffer is a chunk buffer of n bytes: a spare one when it is large
-// enough, else a fresh one. A spare's old bytes are left: the read
+// enough, else a fresh one, charged to the query first (refused past its
+// limit). A spare's old bytes are left: the read
 // overwrites what the chunk keeps (buf[:len(carry)+n] above). A chunk
 // is its carry and then the read, so its length varies by a part line:
 // a fresh buffer has room for the longest carry seen besides, or most
 // spares would be a few bytes short of the next chunk.
-func (p *csvParallel) buffer(n int) []byte {
+func (p *csvParallel) buffer(n int) ([]byte, error) {
 	select {
 	case b := <-p.spare:
 		if cap(b) >= n {
-			return b[:n]
+			return b[:n], nil
 		}
+		p.drop(b)
 	default:
 	}
+	size := n + p.longest
+	if p.text != nil {
+		if err := p.text.Charge(int64(size)); err != nil {
+			return nil, fmt.Errorf("reading %s of the file's text ahead: %w", dataflow.Bytes(int64(size)), err)
+		}
+		p.textBytes.Add(int64(size))
+	}
 	p.made++
-	return make([]byte, n, n+p.longest)
+	return make([]byte, n, size), nil
+}
+
+// drop gives back the charge of a chunk buffer no one will use again.
+func (p *csvParallel) drop(b []byte) {
+	if p.text != nil {
+		p.textBytes.Add(-int64(cap(b)))
+		p.text.Uncharge(int64(cap(b)))
+	}
+}
+
+// dropAll gives back what every buffer was charged, and the reader's part
+// of the read-ahead, once nothing reads or makes chunks: the splitter has
+// ended and the reader took the last.
+func (p *csvParallel) dropAll() {
+	p.ahead.Close()
+	for {
+		select {
+		case <-p.spare:
+			continue
+		default:
+		}
+		break
+	}
+	if n := p.textBytes.Swap(0); n != 0 && p.text != nil {
+		p.text.Uncharge(n)
+	}
 }
 
 // recycle offers ch's buffer to the splitter once nothing reads it: the
@@ -218,9 +282,20 @@ func (p *csvParallel) recycle(ch *csvChunk) {
 	}
 	b := ch.data[:cap(ch.data)]
 	ch.data = nil
+	// Under a budget a spare is kept while the text the reader holds, in
+	// flight and spare, is within half its share of the query's
+	// read-ahead (records take about the bytes of their text: the other
+	// half): spares are charged, but not ahead of anyone, and one per
+	// chunk a larger share once held put the query's readers past its
+	// read-ahead together.
+	if share := p.ahead.Share(); share > 0 && 2*p.textBytes.Load() > share {
+		p.drop(b)
+		return
+	}
 	select {
 	case p.spare <- b:
 	default:
+		p.drop(b)
 	}
 }
 
@@ -253,7 +328,7 @@ func (p *csvParallel) parse() {
 			ch.status = chunkDropped
 		default:
 			p.cpu.DoPaused(func(pause func()) { p.parseChunk(ch, pause) })
-			p.ahead.settle(&ch.charged, int64(len(ch.data)), ch.recs)
+			settleRecords(p.ahead, &ch.charged, int64(len(ch.data)), ch.recs, int64(cap(ch.data)))
 		}
 		close(ch.done)
 	}
@@ -277,12 +352,13 @@ func (p *csvParallel) parseChunk(ch *csvChunk, pause func()) {
 // the read-ahead goes back.
 func (p *csvParallel) next() *csvChunk {
 	if p.last != nil {
-		p.ahead.release(&p.last.charged)
+		p.ahead.Release(&p.last.charged)
 		p.recycle(p.last)
 		p.last = nil
 	}
 	ch, ok := <-p.queue
 	if !ok {
+		p.dropAll()
 		return nil
 	}
 	<-ch.done
@@ -298,7 +374,7 @@ func (p *csvParallel) stop() {
 	default:
 	}
 	close(p.quit)
-	p.ahead.close()
+	p.ahead.Close()
 	for ch := range p.queue {
 		<-ch.done
 		for _, r := range ch.recs {
@@ -306,4 +382,5 @@ func (p *csvParallel) stop() {
 		}
 	}
 	p.wg.Wait()
+	p.dropAll()
 }

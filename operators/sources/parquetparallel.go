@@ -77,7 +77,7 @@ type parquetParallel struct {
 	// ahead bounds the row groups in flight by the bytes of their records
 	// (readahead.go), whatever workers is; last is the group whose
 	// records Next is handing out, released when it takes the next.
-	ahead *aheadGate
+	ahead *dataflow.ReadAheadGate
 	last  *rowGroupTask
 }
 
@@ -104,7 +104,7 @@ func (p *parquetParallel) start() {
 	p.queue = make(chan *rowGroupTask, p.workers+1)
 	p.work = make(chan *rowGroupTask, p.workers)
 	p.quit = make(chan struct{})
-	p.ahead = newAheadGate(dataflow.ReadAhead(p.seq.pq.mem))
+	p.ahead = dataflow.NewReadAheadGate(p.seq.pq.mem)
 	p.wg.Add(1 + p.workers)
 	go p.dispatch()
 	for range p.workers {
@@ -120,7 +120,7 @@ func (p *parquetParallel) dispatch() {
 	for i, g := range p.seq.pq.groups {
 		// Charged before it is decoded: under a small budget the
 		// dispatcher waits here for Next to take what is ahead.
-		charged, ok := p.ahead.acquire(p.seq.pq.rows[i])
+		charged, ok := p.ahead.Acquire(p.seq.pq.rows[i])
 		if !ok {
 			return
 		}
@@ -160,7 +160,7 @@ func (p *parquetParallel) read() {
 			if fr != nil {
 				p.cpu.Do(func() { t.err = p.readGroupRecovered(fr, t) })
 			}
-			p.ahead.settle(&t.charged, t.rows, t.recs)
+			settleRecords(p.ahead, &t.charged, t.rows, t.recs, 0)
 		}
 		close(t.done)
 	}
@@ -217,11 +217,12 @@ func (p *parquetParallel) Next(memory.Allocator) (arrow.Record, error) {
 			return nil, p.err
 		}
 		if p.last != nil {
-			p.ahead.release(&p.last.charged)
+			p.ahead.Release(&p.last.charged)
 			p.last = nil
 		}
 		t, ok := <-p.queue
 		if !ok {
+			p.ahead.Close() // its share goes to the query's other readers
 			return nil, nil
 		}
 		<-t.done
@@ -238,7 +239,7 @@ func (p *parquetParallel) Next(memory.Allocator) (arrow.Record, error) {
 func (p *parquetParallel) Close() error {
 	if p.started {
 		close(p.quit)
-		p.ahead.close()
+		p.ahead.Close()
 		for t := range p.queue {
 			<-t.done
 			for _, r := range t.recs {

@@ -4,8 +4,10 @@ import (
 	"errors"
 	"fmt"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/apache/arrow/go/v17/arrow"
 	"github.com/apache/arrow/go/v17/arrow/array"
@@ -172,4 +174,113 @@ func readAheadParquet(t *testing.T, n, group int) string {
 	p := filepath.Join(t.TempDir(), "ahead.parquet")
 	sourcestest.WriteParquet(t, p, rec, parquet.NewWriterProperties(parquet.WithMaxRowGroupLength(int64(group))), pqarrow.NewArrowWriterProperties())
 	return p
+}
+
+// What a parallel CSV read holds is charged to its query: the records it
+// parsed ahead and the text they were parsed from (the chunks in flight
+// and the spare buffers kept for the next ones). Uncharged, the text was
+// about as much as the records: a UNION ALL of 200 scans of one 3,000,000-
+// row file under a 64 MiB query limit took its worker to 1.7 GB before the
+// query failed for its memory.
+func TestCSVParallelTextIsChargedToTheQuery(t *testing.T) {
+	path := readAheadCSV(t, 200_000)
+	budget := dataflow.NewMemory("query q1 on worker w1", 64<<20, nil)
+	defer budget.Close()
+	mem := budget.Allocator(memory.NewGoAllocator())
+	heap := func() int64 {
+		runtime.GC()
+		var m runtime.MemStats
+		runtime.ReadMemStats(&m)
+		return int64(m.HeapAlloc)
+	}
+	before := heap()
+	r, err := OpenCSVTable(path, readAheadSchema, 1024, Fail, &Report{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r.workers = 2
+	rec, err := r.Next(mem)
+	if err != nil || rec == nil || r.par == nil {
+		t.Fatalf("first record %v, %v, parallel %v", rec, err, r.par != nil)
+	}
+	// The splitter and parsers read ahead until the read-ahead is full.
+	for last, still := int64(-1), 0; still < 5; time.Sleep(20 * time.Millisecond) {
+		if u := budget.Used(); u == last {
+			still++
+		} else {
+			last, still = u, 0
+		}
+	}
+	grown, charged := heap()-before, budget.Used()
+	t.Logf("the read holds %s of heap, %s charged", dataflow.Bytes(grown), dataflow.Bytes(charged))
+	if charged < grown*3/4 {
+		t.Errorf("the read grew the heap by %s and charged its query %s", dataflow.Bytes(grown), dataflow.Bytes(charged))
+	}
+	rec.Release()
+	r.Close()
+	if u := budget.Used(); u != 0 {
+		t.Errorf("closed, the read still charges %s", dataflow.Bytes(u))
+	}
+}
+
+// A query's scans read ahead out of one allowance, not one each: four
+// parallel reads of one file under one budget (a UNION ALL of four
+// scans), taking turns, hold together about what one may, and every row
+// of each is read. One allowance each held four, so a UNION ALL of four
+// scans failed under the limit one scan fits.
+func TestCSVScansShareTheQuerysReadAhead(t *testing.T) {
+	const n, scans = 100_000, 4
+	const limit = 16 << 20
+	path := readAheadCSV(t, n)
+	budget := dataflow.NewMemory("query q1 on worker w1", limit, nil)
+	defer budget.Close()
+	mem := budget.Allocator(memory.NewGoAllocator())
+	var readers []*CSVReader
+	for range scans {
+		r, err := OpenCSVTable(path, readAheadSchema, 1024, Fail, &Report{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		r.workers = 2
+		defer r.Close()
+		readers = append(readers, r)
+	}
+	rows := make([]int64, scans)
+	var peak int64
+	for done := 0; done < scans; {
+		done = 0
+		for i, r := range readers {
+			rec, err := r.Next(mem)
+			if err != nil {
+				t.Fatalf("scan %d: %v", i, err)
+			}
+			if rec == nil {
+				done++
+				continue
+			}
+			peak = max(peak, budget.Used())
+			rows[i] += rec.NumRows()
+			rec.Release()
+		}
+	}
+	for i, got := range rows {
+		if got != n {
+			t.Errorf("scan %d read %d rows, want %d", i, got, n)
+		}
+	}
+	// Each reader may have one chunk ahead whatever the pool holds, and a
+	// chunk being parsed is charged its estimate: a quarter over at most.
+	allow := int64(limit / dataflow.ReadAheadFraction)
+	if bound := allow + allow/4; peak > bound {
+		t.Errorf("%d scans held %s ahead together, want about %s (the query's read-ahead)", scans, dataflow.Bytes(peak), dataflow.Bytes(allow))
+	}
+	t.Logf("%d scans held at most %s ahead together (the query's read-ahead %s)", scans, dataflow.Bytes(peak), dataflow.Bytes(allow))
+	if u := budget.Used(); u != 0 {
+		for _, r := range readers {
+			r.Close()
+		}
+		if u := budget.Used(); u != 0 {
+			t.Errorf("after the reads the budget holds %s", dataflow.Bytes(u))
+		}
+	}
 }
