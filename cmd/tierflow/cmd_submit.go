@@ -10,6 +10,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/nats-io/nats.go"
 	"github.com/spf13/cobra"
 
 	"github.com/tierflow/tierflow/lang"
@@ -120,7 +121,18 @@ without it the coordinator's totals are used).`,
 			if err != nil {
 				return err
 			}
-			nc, err := a.connectNATS(a.g.nats, "tierflow-submit")
+			// Waiting is visible: a lost server is said when it goes and
+			// when it is back (the query goes on meanwhile), and once every
+			// reconnect failed the submit fails saying so (Client.Submit).
+			nc, err := a.connectNATS(a.g.nats, "tierflow-submit",
+				nats.DisconnectErrHandler(func(_ *nats.Conn, err error) {
+					if err != nil {
+						fmt.Fprintf(a.err, "-- lost the NATS server (%v): reconnecting; the query goes on if it comes back\n", err)
+					}
+				}),
+				nats.ReconnectHandler(func(nc *nats.Conn) {
+					fmt.Fprintf(a.err, "-- reconnected to %s\n", redact(nc.ConnectedUrl()))
+				}))
 			if err != nil {
 				return err
 			}
@@ -185,6 +197,11 @@ without it the coordinator's totals are used).`,
 			}
 			if errors.Is(err, deploy.ErrInput) {
 				return badInput(err)
+			}
+			if err != nil && ctx.Err() != nil {
+				// Interrupted: exit 130 as shells expect, with why.
+				fmt.Fprintf(a.err, "tierflow: %s\n", redact(err.Error()))
+				return silentExit{Code: exitInterrupted}
 			}
 			if err != nil {
 				return err

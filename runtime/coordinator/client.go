@@ -249,6 +249,14 @@ func (c *Client) Submit(ctx context.Context, script deploy.Script, name string, 
 	for !(done && (ep.ended() || info.State != deploy.StateFinished) && !rs.asking && !rs.wanted) {
 		select {
 		case <-beat.C:
+			if c.nc.IsClosed() {
+				// The server went away and every reconnect failed: the
+				// connection gives up (nats.go's MaxReconnects), and no
+				// result, done message or answer can come any more.
+				ep.flushAll()
+				return info, fmt.Errorf("%w: %w: query %s: the NATS connection closed: the server went away and every reconnect failed; the query's state is unknown",
+					ErrQuery, ErrCoordinatorLost, name)
+			}
 			lookBack()
 			if !checking && !done && !rs.asking && connected(c.nc) {
 				checking = true
@@ -333,6 +341,12 @@ func (c *Client) Submit(ctx context.Context, script deploy.Script, name string, 
 			}
 		case <-ctxDone:
 			ctxDone = nil
+			if !connected(c.nc) {
+				// No coordinator can hear a stop while the server is away:
+				// waiting for one would only hold the interrupt up.
+				ep.flushAll()
+				return info, fmt.Errorf("%w: query %s: interrupted while the NATS server was unreachable, so it was not asked to stop; its state is unknown", ErrQuery, name)
+			}
 			if !stopping {
 				stopping = true
 				// The stop's answer waits for the query to end, which
