@@ -11,6 +11,7 @@ import (
 	"runtime/trace"
 	"syscall"
 
+	"github.com/nats-io/nats.go"
 	"github.com/spf13/cobra"
 
 	"github.com/tierflow/tierflow/dataflow"
@@ -103,7 +104,17 @@ other workers over NATS. Ctrl-C (or SIGTERM) aborts what runs and leaves.
 			}
 			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
 			defer stop()
-			nc, err := a.connectNATS(a.g.nats, "tierflow-worker-"+name)
+			log := slog.New(slog.NewTextHandler(a.err, nil))
+			// A worker outlives its server (the connection reconnects for
+			// as long as it takes): it says when the server goes and when
+			// it is back, or it would wait in silence.
+			nc, err := a.connectNATS(a.g.nats, "tierflow-worker-"+name,
+				nats.DisconnectErrHandler(func(_ *nats.Conn, err error) {
+					if err != nil {
+						log.Warn("lost the NATS server: reconnecting", "err", err)
+					}
+				}),
+				nats.ReconnectHandler(func(nc *nats.Conn) { log.Info("reconnected to the NATS server", "url", redact(nc.ConnectedUrl())) }))
 			if err != nil {
 				return err
 			}
@@ -118,7 +129,7 @@ other workers over NATS. Ctrl-C (or SIGTERM) aborts what runs and leaves.
 				murl = msrv.URL()
 			}
 			w, err := worker.Start(ctx, worker.Config{Conn: nc, Name: name, Tier: tier, Location: location, Type: typ,
-				Metrics: reg, MetricsURL: murl, Stdout: a.out, Log: slog.New(slog.NewTextHandler(a.err, nil)),
+				Metrics: reg, MetricsURL: murl, Stdout: a.out, Log: log,
 				Exec: cluster.ExecHooksWith(nc, a.g.ortLib, a.err, threads, ev), ModelThreads: threads, DataRoots: roots, Namespace: namespace, Sched: policy,
 				MemoryGuard: guard, NoCPUShare: noCPUShare, NoResults: a.g.auth.Creds != "" && !security.MayPublishResults(a.g.auth.Creds)})
 			if err != nil {
