@@ -104,6 +104,8 @@ type SourceRow struct {
 	Rows     int64   `json:"rows"`
 	Planned  float64 `json:"planned_rows_s"`
 	Measured float64 `json:"measured_rows_s"`
+	// Bounded: a table read once; the plan assumed no rate for it.
+	Bounded bool `json:"bounded,omitempty"`
 }
 
 // OperatorRow is one dataflow operator over all its instances.
@@ -414,7 +416,10 @@ func (r *Report) sources(est *deploy.Estimate, secs float64) {
 		row := SourceRow{Name: strings.TrimPrefix(op.Name, "scan "), Tier: op.Tier, Rows: op.RowsOut, Measured: float64(op.RowsOut) / secs}
 		for _, s := range est.Sources {
 			if s.Name == op.Stage || op.Stage == "" && (s.Stream == row.Name || s.Name == row.Name) {
-				row.Planned = s.Rate
+				row.Planned, row.Bounded = s.Rate, s.Bounded
+				if s.Bounded {
+					row.Planned = 0
+				}
 			}
 		}
 		r.Sources = append(r.Sources, row)
@@ -506,8 +511,18 @@ func (r *Report) checks(q deploy.QueryInfo, est *deploy.Estimate, o Options, sec
 	// Throughput counts items entering the workflow: the workflow keeps up
 	// with its input only as far as it keeps up with its slowest source.
 	target, ratio := est.TargetThroughput, math.Inf(1)
-	var planned, measured float64
+	// A table is read once as fast as it goes: it has no rate to keep up
+	// with (the plan's one item a second is a placeholder), so it counts
+	// in neither the target nor what was achieved, and a query of tables
+	// alone has no throughput to judge.
+	var planned, measured, read float64
+	streams := 0
 	for _, s := range r.Sources {
+		read += s.Measured
+		if s.Bounded {
+			continue
+		}
+		streams++
 		planned += s.Planned
 		measured += s.Measured
 		if s.Planned > 0 {
@@ -516,6 +531,9 @@ func (r *Report) checks(q deploy.QueryInfo, est *deploy.Estimate, o Options, sec
 	}
 	if target <= 0 {
 		target = planned
+	}
+	if streams == 0 {
+		measured = read // tables alone: how fast they were read, not judged
 	}
 	achieved := measured
 	if !math.IsInf(ratio, 1) && est.TargetThroughput > 0 {

@@ -175,3 +175,30 @@ func TestReportFlagsAndRefuses(t *testing.T) {
 		t.Error("a query without placement was analysed")
 	}
 }
+
+// A query of tables alone has no rate to keep up with: its sources are read
+// once as fast as they go, and the plan's one item a second for each is a
+// placeholder. EXPLAIN ANALYZE judged a UNION ALL of four table scans
+// against 4 items/s: "NO, +682913158.1%".
+func TestATableHasNoThroughputToJudge(t *testing.T) {
+	q := run()
+	q.Estimate.TargetThroughput = 0
+	q.Estimate.Sources = []deploy.SourceEstimate{{Name: "s", Stream: "s", Tier: "edge", Rate: 1, Bounded: true}}
+	r, err := New(q, Options{Infra: testInfra(), WorkerTypes: map[string]string{"edge-1": "x2", "hub-1": "x4", "hub-2": "x4"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c := r.Checks[0]; c.What != "throughput" || !c.OK || c.Tolerance != 0 || c.Estimated != 0 {
+		t.Errorf("throughput over a table: %+v, want not judged", c)
+	}
+	if len(r.Sources) != 1 || !r.Sources[0].Bounded || r.Sources[0].Planned != 0 {
+		t.Errorf("sources %+v, want the table with no planned rate", r.Sources)
+	}
+	var text strings.Builder
+	if err := r.Write(&text); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(text.String(), "- (a table)") || strings.Contains(text.String(), " NO ") {
+		t.Errorf("the report:\n%s\nwant the table's rate as none, and no check failed", text.String())
+	}
+}

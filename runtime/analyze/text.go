@@ -184,7 +184,11 @@ func (r *Report) checkRows() [][]string {
 func (r *Report) sourceRows() [][]string {
 	var out [][]string
 	for _, s := range r.Sources {
-		out = append(out, []string{s.Name, s.Tier, strconv.FormatInt(s.Rows, 10), num(s.Planned), num(s.Measured)})
+		planned := num(s.Planned)
+		if s.Bounded {
+			planned = "- (a table)"
+		}
+		out = append(out, []string{s.Name, s.Tier, strconv.FormatInt(s.Rows, 10), planned, num(s.Measured)})
 	}
 	return out
 }

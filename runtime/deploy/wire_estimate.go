@@ -32,6 +32,10 @@ type SourceEstimate struct {
 	Stream string  `json:"stream,omitempty"`
 	Tier   string  `json:"tier,omitempty"`
 	Rate   float64 `json:"rate"`
+	// Bounded: a table (or a SELECT without FROM) read once, as fast as
+	// it goes: the plan counts it as one item a second, no rate to hold
+	// the run against.
+	Bounded bool `json:"bounded,omitempty"`
 }
 
 // StageEstimate is one placed operator of the plan: its variant, the items
@@ -70,7 +74,7 @@ func EstimateOf(p *physical.Plan, target float64) *Estimate {
 	e := &Estimate{Strategy: p.Strategy, ComputeCost: p.ComputeCost, NetworkCost: p.NetworkCost, Accuracy: p.Accuracy,
 		Throughput: p.Throughput, TargetThroughput: target, TargetAccuracy: p.Targets.Accuracy}
 	for _, s := range p.Sources {
-		e.Sources = append(e.Sources, SourceEstimate{Name: s.Name, Stream: s.Stream, Tier: s.Tier, Rate: s.Rate})
+		e.Sources = append(e.Sources, SourceEstimate{Name: s.Name, Stream: s.Stream, Tier: s.Tier, Rate: s.Rate, Bounded: s.Bounded})
 	}
 	for _, op := range p.Operators {
 		st := StageEstimate{Name: op.Name, Kind: op.Kind, Model: op.Model, Variant: op.Variant, Demand: op.Demand,
