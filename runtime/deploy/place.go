@@ -122,7 +122,8 @@ type Options struct {
 // results leave for the client.
 func Place(query string, g *dataflow.Graph, plan *logical.Plan, workers []Worker, o Options) (*Placement, error) {
 	if len(o.Tiers) == 0 {
-		return nil, fmt.Errorf("%w: no tiers", ErrNoWorkers)
+		// No tier has a worker: none has registered with the coordinator.
+		return nil, fmt.Errorf("%w: no worker has registered with the coordinator yet (start one: tierflow worker --nats <its NATS URL> --tier edge)", ErrNoWorkers)
 	}
 	if o.SourceTier == "" {
 		o.SourceTier = o.Tiers[0]

@@ -229,3 +229,12 @@ func TestValidNameReserved(t *testing.T) {
 		}
 	}
 }
+
+// A cluster no worker has joined says what to do: "no tiers" told a new
+// user nothing.
+func TestPlaceWithNoWorkerSaysToStartOne(t *testing.T) {
+	_, err := deploy.Place("q", &dataflow.Graph{}, nil, nil, deploy.Options{})
+	if !errors.Is(err, deploy.ErrNoWorkers) || !strings.Contains(err.Error(), "tierflow worker --nats") {
+		t.Errorf("placed with no worker: %v, want the advice to start one", err)
+	}
+}
