@@ -392,8 +392,9 @@ const ReadAheadFraction = 4
 // ReadAhead looks through to find the query's budget.
 type Wrapper interface{ Wrapped() memory.Allocator }
 
-// ReadAhead is how many bytes of records a reader allocating from mem may
-// hold parsed ahead of its consumer: the smallest limit on mem's budget
+// ReadAhead is how many bytes of records the readers allocating from mem's
+// budget may hold parsed ahead of their consumers, together (each reads
+// out of a ReadAheadGate of the budget's pool): the smallest limit on mem's budget
 // and the budgets above it (the query's, the worker's guard), divided by
 // ReadAheadFraction; 0 when nothing limits mem (read ahead as the cores
 // allow). It never depends on the machine's core count, so neither does

@@ -2,10 +2,9 @@ package sources
 
 import (
 	"github.com/apache/arrow/go/v17/arrow"
+	"github.com/apache/arrow/go/v17/arrow/array"
 
 	"github.com/tierflow/tierflow/dataflow"
-
-	"github.com/apache/arrow/go/v17/arrow/array"
 )
 
 // A parallel reader bounds what it holds parsed ahead of its consumer by
