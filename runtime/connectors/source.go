@@ -159,7 +159,9 @@ func (s *sourceOp) Open(ctx *dataflow.Context, cap *dataflow.Capability) error {
 	// JetStream pull's bytes) is the query's too, held ahead of its reader,
 	// but no allocator of the query's makes it: under a budget it is bounded
 	// by the budget's read-ahead (dataflow.ReadAhead, a quarter of it), as
-	// a file's read-ahead is. The default 64 MiB per subscription let a
+	// a file's read-ahead is; each subscription has it whole, where a
+	// query's file readers share theirs (dataflow.ReadAheadGate): a query
+	// of many flooded subjects holds one per subject. The default 64 MiB per subscription let a
 	// query limited to 64 MiB hold as much again, unseen by its limit.
 	// Half of it is the payloads' and half the client's bytes a message
 	// beside them (a core subscription's message limit, SourceConfig.PendingLimits), so
