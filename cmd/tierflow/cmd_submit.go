@@ -192,8 +192,12 @@ without it the coordinator's totals are used).`,
 				return badInput(err)
 			}
 			info, err := client.Submit(ctx, script, name, w)
-			if cerr := w.Close(); err == nil {
-				err = cerr
+			// A query that failed before a row came prints its error
+			// alone, as run does: not an empty table's "(0 rows)" first.
+			if t, ok := w.(interface{ Rows() int64 }); !ok || err == nil || t.Rows() > 0 {
+				if cerr := w.Close(); err == nil {
+					err = cerr
+				}
 			}
 			if errors.Is(err, deploy.ErrInput) {
 				return badInput(err)

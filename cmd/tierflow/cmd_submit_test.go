@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/tierflow/tierflow/operators/sinks"
+	"github.com/tierflow/tierflow/relay/natsserver"
 	"github.com/tierflow/tierflow/runtime/analyze"
 	"github.com/tierflow/tierflow/runtime/cluster"
 	"github.com/tierflow/tierflow/runtime/cluster/clustertest"
@@ -312,5 +313,34 @@ func TestSubmitCarriesTheScriptsSets(t *testing.T) {
 	v := sub.settings.Values()
 	if len(v) != 2 || v["planner.strategy"] != "exhaustive" || v["exec.on_error"] != "skip" {
 		t.Fatalf("settings %v", v)
+	}
+}
+
+// A query that fails before a row comes prints its error alone, as run
+// does, not an empty table's "(0 rows)" first; on a cluster no worker has
+// joined, the error says to start one (it said "no tiers").
+func TestSubmitFailedBeforeARowPrintsTheErrorAlone(t *testing.T) {
+	srv, err := natsserver.Start(natsserver.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer srv.Shutdown()
+	nc, err := srv.Connect()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer nc.Close()
+	co, err := coordinator.Start(coordinator.Config{Conn: nc})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer co.Close()
+	script := filepath.Join(t.TempDir(), "one.sql")
+	if err := os.WriteFile(script, []byte("SELECT 1 AS x;\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	code, out, errs := runCLI(t, "", "submit", "--nats", srv.ClientURL(), script)
+	if code != exitFailure || !strings.Contains(errs, "tierflow worker --nats") || strings.Contains(out, "rows)") {
+		t.Errorf("exit %d, stdout %q, stderr %q; want exit 1, the advice to start a worker and no table", code, out, errs)
 	}
 }
