@@ -62,7 +62,7 @@ func TestTyposGetDidYouMean(t *testing.T) {
 func TestOutputRefusesBinaryExtensions(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
-	for _, name := range []string{"out.arrow", "out.feather", "OUT.IPC"} {
+	for _, name := range []string{"out.arrow", "out.feather", "OUT.IPC", "out.xlsx", "out.duckdb"} {
 		out := filepath.Join(dir, name)
 		code, _, errs := runCLI(t, "SELECT 1 AS a;", "run", "--local", "--output", out, "-")
 		if code != exitBadInput || !strings.Contains(errs, "tierflow writes no ") || !strings.Contains(errs, ".parquet") {

@@ -17,7 +17,8 @@ const resultFormats = "table, csv, json, jsonl, parquet or discard"
 
 // resultFormat checks --format, or takes it from --output's extension
 // (.csv, .json, .jsonl or .ndjson, .parquet; a table otherwise, but not
-// under a binary format's extension such as .arrow).
+// under a binary format's extension such as .arrow, a spreadsheet's or a
+// database's).
 func resultFormat(format, output string) (string, error) {
 	if format == "" && output != "" {
 		switch strings.ToLower(filepath.Ext(output)) {
@@ -29,7 +30,7 @@ func resultFormat(format, output string) (string, error) {
 			format = "jsonl"
 		case ".parquet":
 			format = "parquet"
-		case ".arrow", ".arrows", ".ipc", ".feather", ".avro", ".orc":
+		case ".arrow", ".arrows", ".ipc", ".feather", ".avro", ".orc", ".xlsx", ".xls", ".ods", ".duckdb", ".db", ".sqlite":
 			// A table in text under a binary format's name would be
 			// read back as a broken file: refuse before anything runs.
 			return "", fmt.Errorf("--output %s: tierflow writes no %s files; want .csv, .json, .jsonl, .parquet, or --format table for text", output, filepath.Ext(output))
