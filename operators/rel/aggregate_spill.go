@@ -82,7 +82,7 @@ func (a *SpillAggregate) OnBatch(_ *dataflow.Context, _ int, b dataflow.Batch, _
 	for spilled := false; ; spilled = true {
 		err := a.h.Add(rec)
 		if !errors.Is(err, dataflow.ErrMemory) {
-			if err != nil || a.h.StateBytes() <= a.limit {
+			if err != nil || !a.over() {
 				return err
 			}
 			return a.spill()
@@ -109,6 +109,23 @@ func (a *SpillAggregate) OnBatch(_ *dataflow.Context, _ int, b dataflow.Batch, _
 			rec = rest
 		}
 	}
+}
+
+// over reports whether the state goes to disk: past its limit, or when
+// the rest of its query holds more than the budget leaves it beside that
+// limit (a scan's read-ahead, the records between operators). The limit
+// is the state's part of the budget; the others' part is what is left,
+// and when they overrun it the state is what can give memory back: kept,
+// the next charge anywhere in the query (a scan's next batch) is refused
+// and fails the query, as a DISTINCT under 10 MiB did with its state at
+// 4.8 of its 5 MiB.
+func (a *SpillAggregate) over() bool {
+	state := a.h.StateBytes()
+	if state > a.limit {
+		return true
+	}
+	used, budget := a.acct.Budget()
+	return state > 0 && a.limit > 0 && budget > a.limit && used-state > budget-a.limit
 }
 
 // spill writes the partial states held to the partition files and starts
