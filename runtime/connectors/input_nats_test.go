@@ -231,3 +231,50 @@ func TestNATSPendingMessagesFollowTheBytes(t *testing.T) {
 		t.Fatalf("PendingMsgs 7 gave %d", m)
 	}
 }
+
+// TestNATSPendingSharesTheQuerysReadAhead: a query's subscriptions share
+// its read-ahead with each other (and its file readers): under a 64 KiB
+// budget one subscription alone buffers 8 KiB (half its share of 16
+// KiB), so a 6 KiB message is read; a second subscription of the same
+// query, opened while the first reads, has half the share, and the same
+// message is dropped, and counted. Each had the whole read-ahead before:
+// a query of 200 flooded subjects held it 200 times.
+func TestNATSPendingSharesTheQuerysReadAhead(t *testing.T) {
+	s := startServer(t)
+	msg := fmt.Appendf(nil, `{"sensor": 1, "pad": %q}`, strings.Repeat("x", 6<<10))
+	checked := memory.NewCheckedAllocator(memory.NewGoAllocator())
+	mem := dataflow.NewMemory("query q", 64<<10, nil).Allocator(checked)
+	var outs []*textWriter
+	var stats []*connectors.Stats
+	var stops []chan struct{}
+	var waits []func() error
+	for i := range 2 {
+		subject := fmt.Sprintf("share.%d", i)
+		st := &connectors.Stats{}
+		out, stop, wait := startNATSSource(t, s, mem, connectors.SourceConfig{Conn: connect(t, s), Subject: subject, Schema: readingsSchema,
+			MaxRows: 8, OnError: sources.Skip, Stats: st, EventTime: sources.EventTime{Column: -1}})
+		outs, stats, stops, waits = append(outs, out), append(stats, st), append(stops, stop), append(waits, wait)
+	}
+	pub := connect(t, s)
+	for i := range 2 {
+		if err := pub.Publish(fmt.Sprintf("share.%d", i), msg); err != nil {
+			t.Fatal(err)
+		}
+	}
+	checkFor(t, 5*time.Second, func() error {
+		if n, d := outs[0].Rows(), stats[0].Dropped.Load(); n != 1 || d != 0 {
+			return fmt.Errorf("the first subscription: %d rows read, %d dropped; want 1 and 0", n, d)
+		}
+		if n, d := outs[1].Rows(), stats[1].Dropped.Load(); n != 0 || d != 1 {
+			return fmt.Errorf("the second subscription: %d rows read, %d dropped; want 0 and 1", n, d)
+		}
+		return nil
+	})
+	for i := range stops {
+		close(stops[i])
+		if err := waits[i](); err != nil {
+			t.Fatal(err)
+		}
+	}
+	checked.AssertSize(t, 0)
+}

@@ -151,6 +151,8 @@ func (s *sourceOp) ResumeAt(p sources.Position) {
 type sourceOp struct {
 	*sources.Source
 	r *reader
+	// ahead is the subscription's part of its query's read-ahead.
+	ahead *dataflow.ReadAheadGate
 }
 
 func (s *sourceOp) Open(ctx *dataflow.Context, cap *dataflow.Capability) error {
@@ -158,16 +160,20 @@ func (s *sourceOp) Open(ctx *dataflow.Context, cap *dataflow.Capability) error {
 	// What the client buffers for the subscription (core NATS pending, a
 	// JetStream pull's bytes) is the query's too, held ahead of its reader,
 	// but no allocator of the query's makes it: under a budget it is bounded
-	// by the budget's read-ahead (dataflow.ReadAhead, a quarter of it), as
-	// a file's read-ahead is; each subscription has it whole, where a
-	// query's file readers share theirs (dataflow.ReadAheadGate): a query
-	// of many flooded subjects holds one per subject. The default 64 MiB per subscription let a
-	// query limited to 64 MiB hold as much again, unseen by its limit.
-	// Half of it is the payloads' and half the client's bytes a message
-	// beside them (a core subscription's message limit, SourceConfig.PendingLimits), so
-	// the two together stay within the read-ahead.
-	if ahead := dataflow.ReadAhead(ctx.Allocator()); ahead > 0 {
-		s.r.c.PendingBytes = int(min(int64(s.r.c.PendingBytes), max(ahead/2, 1)))
+	// by its share of the query's read-ahead (dataflow.ReadAheadGate: a
+	// quarter of the budget, shared with the query's other readers, files
+	// and subscriptions alike), as a file's read-ahead is. The default 64
+	// MiB per subscription let a query limited to 64 MiB hold as much
+	// again, unseen by its limit; the read-ahead whole per subscription
+	// let a query of many flooded subjects hold it once per subject. The
+	// share is the one when it subscribes (a subscription's limit is set
+	// then): n subscriptions of a query hold at most the read-ahead times
+	// 1 + 1/2 + ... + 1/n. Half of it is the payloads' and half the
+	// client's bytes a message beside them (a core subscription's message
+	// limit, SourceConfig.PendingLimits), so the two together stay within
+	// the share.
+	if s.ahead = dataflow.NewReadAheadGate(ctx.Allocator()); s.ahead != nil {
+		s.r.c.PendingBytes = int(min(int64(s.r.c.PendingBytes), max(s.ahead.Share()/2, 1)))
 	}
 	in, err := s.r.newInput(s.r.ctx, s.r.c)
 	if err != nil {
@@ -175,6 +181,14 @@ func (s *sourceOp) Open(ctx *dataflow.Context, cap *dataflow.Capability) error {
 	}
 	s.r.in = in
 	return s.Source.Open(ctx, cap)
+}
+
+// Close unsubscribes and gives the subscription's share of the query's
+// read-ahead back to its other readers.
+func (s *sourceOp) Close(ctx *dataflow.Context) error {
+	err := s.Source.Close(ctx)
+	s.ahead.Close()
+	return err
 }
 
 // reader batches decoded messages into records for sources.Source: Next
