@@ -399,16 +399,11 @@ type Wrapper interface{ Wrapped() memory.Allocator }
 // ReadAheadFraction; 0 when nothing limits mem (read ahead as the cores
 // allow). It never depends on the machine's core count, so neither does
 // whether a query fits its budget.
-func ReadAhead(mem memory.Allocator) int64 {
-	for {
-		w, ok := mem.(Wrapper)
-		if !ok {
-			break
-		}
-		mem = w.Wrapped()
-	}
-	b, ok := mem.(*budgetAllocator)
-	if !ok {
+func ReadAhead(mem memory.Allocator) int64 { return budgetOf(mem).readAhead() }
+
+// readAhead is ReadAhead of b (0 for nil).
+func (b *budgetAllocator) readAhead() int64 {
+	if b == nil {
 		return 0
 	}
 	var limit int64
@@ -444,16 +439,10 @@ func (b *budgetAllocator) charges() *Account {
 // charges no budget: what a reader holds that its allocator did not make
 // (a file's text read ahead) is charged there.
 func ChargerOf(mem memory.Allocator) Charger {
-	for {
-		if c, ok := mem.(Charger); ok {
-			return c
-		}
-		w, ok := mem.(Wrapper)
-		if !ok {
-			return nil
-		}
-		mem = w.Wrapped()
+	if b := budgetOf(mem); b != nil {
+		return b
 	}
+	return nil
 }
 
 // Charger is an allocator that also counts memory it did not allocate

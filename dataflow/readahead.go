@@ -56,9 +56,9 @@ type ReadAheadGate struct {
 // NewReadAheadGate is a gate for a reader allocating from mem, in the pool
 // of mem's budget; nil when nothing limits mem (ReadAhead is 0).
 func NewReadAheadGate(mem memory.Allocator) *ReadAheadGate {
-	allow := ReadAhead(mem)
 	b := budgetOf(mem)
-	if allow <= 0 || b == nil {
+	allow := b.readAhead()
+	if allow <= 0 {
 		return nil
 	}
 	p := b.m.readAheadPool(allow)
