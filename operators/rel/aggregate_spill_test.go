@@ -6,7 +6,6 @@ import (
 	"github.com/apache/arrow/go/v17/arrow/memory"
 
 	"github.com/tierflow/tierflow/dataflow"
-	"github.com/tierflow/tierflow/dataflow/builtin"
 	"github.com/tierflow/tierflow/operators/functions"
 )
 
@@ -25,22 +24,9 @@ func TestSpillAggregateYieldsWhenTheRestOfItsQueryOverruns(t *testing.T) {
 		mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
 		q := dataflow.NewMemory("query", budget, nil)
 		in := streamBatches(t, q.Allocator(mem), 31, 4000, 64, 0)
-		g := &dataflow.Graph{Query: "a"}
-		src := g.AddOperator(dataflow.OperatorSpec{Name: "in", Outputs: 1, New: func(dataflow.Instance) (dataflow.Operator, error) { return builtin.NewSliceSource(in), nil }})
-		op := g.AddOperator(dataflow.OperatorSpec{Name: "aggregate", Inputs: 1, Outputs: 1, New: func(dataflow.Instance) (dataflow.Operator, error) {
-			return NewSpillAggregate(partial, final, streamSchema, functions.Builtins(), limit, st), nil
-		}})
-		var got [][]any
-		sink := g.AddOperator(dataflow.OperatorSpec{Name: "sink", Inputs: 1, New: rowsSink(&got)})
-		g.Connect(src, 0, op, 0)
-		g.Connect(op, 0, sink, 0)
-		ws, err := dataflow.BuildLocal(g, dataflow.Config{Allocator: q.Allocator(mem), Memory: q})
-		if err == nil {
-			err = dataflow.StepUntilDone(ws, 1_000_000)
-		}
-		if err != nil {
-			t.Fatal(err)
-		}
+		got := runInQuery(t, q, q.Allocator(mem), [][]dataflow.Batch{in}, func() dataflow.Operator {
+			return NewSpillAggregate(partial, final, streamSchema, functions.Builtins(), limit, st)
+		})
 		mem.AssertSize(t, 0)
 		return got
 	}

@@ -138,22 +138,7 @@ func TestSpillJoinSpillsWhenItsQueryIsHalfFull(t *testing.T) {
 		mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
 		q := dataflow.NewMemory("query", limit, nil)
 		left, right := joinInputs(t, q.Allocator(mem), batches, epochs, table)
-		g := &dataflow.Graph{Query: "j"}
-		l := g.AddOperator(dataflow.OperatorSpec{Name: "left", Outputs: 1, New: func(dataflow.Instance) (dataflow.Operator, error) { return builtin.NewSliceSource(left), nil }})
-		r := g.AddOperator(dataflow.OperatorSpec{Name: "right", Outputs: 1, New: func(dataflow.Instance) (dataflow.Operator, error) { return builtin.NewSliceSource(right), nil }})
-		op := g.AddOperator(dataflow.OperatorSpec{Name: "join", Inputs: 2, Outputs: 1, New: func(dataflow.Instance) (dataflow.Operator, error) { return mk(), nil }})
-		var got [][]any
-		sink := g.AddOperator(dataflow.OperatorSpec{Name: "sink", Inputs: 1, New: rowsSink(&got)})
-		g.Connect(l, 0, op, 0)
-		g.Connect(r, 0, op, 1)
-		g.Connect(op, 0, sink, 0)
-		ws, err := dataflow.BuildLocal(g, dataflow.Config{Allocator: q.Allocator(mem), Memory: q})
-		if err == nil {
-			err = dataflow.StepUntilDone(ws, 1_000_000)
-		}
-		if err != nil {
-			t.Fatal(err)
-		}
+		got := runInQuery(t, q, q.Allocator(mem), [][]dataflow.Batch{left, right}, mk)
 		mem.AssertSize(t, 0)
 		return got
 	}
@@ -179,6 +164,30 @@ func TestSpillJoinSpillsWhenItsQueryIsHalfFull(t *testing.T) {
 	if st.Spills.Load() != 1 {
 		t.Errorf("%d spills, want 1: the query's budget was past half full", st.Spills.Load())
 	}
+}
+
+// runInQuery runs op (made by mk) over inputs, one slice source each, in
+// a dataflow whose allocator is mem and whose budget is q, and returns the
+// rows it emits.
+func runInQuery(t *testing.T, q *dataflow.Memory, mem memory.Allocator, inputs [][]dataflow.Batch, mk func() dataflow.Operator) [][]any {
+	t.Helper()
+	g := &dataflow.Graph{Query: "q"}
+	op := g.AddOperator(dataflow.OperatorSpec{Name: "op", Inputs: len(inputs), Outputs: 1, New: func(dataflow.Instance) (dataflow.Operator, error) { return mk(), nil }})
+	for i, in := range inputs {
+		src := g.AddOperator(dataflow.OperatorSpec{Name: fmt.Sprint("in", i), Outputs: 1, New: func(dataflow.Instance) (dataflow.Operator, error) { return builtin.NewSliceSource(in), nil }})
+		g.Connect(src, 0, op, i)
+	}
+	var got [][]any
+	sink := g.AddOperator(dataflow.OperatorSpec{Name: "sink", Inputs: 1, New: rowsSink(&got)})
+	g.Connect(op, 0, sink, 0)
+	ws, err := dataflow.BuildLocal(g, dataflow.Config{Allocator: mem, Memory: q})
+	if err == nil {
+		err = dataflow.StepUntilDone(ws, 1_000_000)
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	return got
 }
 
 // rowsSink makes a sink that appends each batch's rows to got and lets the
